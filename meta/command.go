@@ -1,0 +1,270 @@
+package meta
+
+import (
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// CommandFormat is the version of the command encoding this binary writes. Decode accepts
+// every format up to this one, so a newer binary applies an older log (rolling upgrades).
+const CommandFormat = 1
+
+// MaxCommandBytes bounds one encoded command. Large operations run as sequences of bounded
+// commands (DESIGN.md §7).
+const MaxCommandBytes = 32 << 20
+
+// MaxInlineSegmentBytes bounds the bytes one inline segment may carry, whatever the
+// configured inline threshold.
+const MaxInlineSegmentBytes = 64 << 10
+
+// MaxSegmentsPerCommand bounds the segment list a command may carry.
+const MaxSegmentsPerCommand = 1 << 16
+
+// Op identifies the body type of a command.
+type Op uint8
+
+// Command operations. Numbers are part of the log format: never renumber.
+const (
+	OpCreateRoot      Op = 1
+	OpCreateWorkspace Op = 2
+	OpPut             Op = 3
+	OpAppend          Op = 4
+	OpDelete          Op = 5
+	OpTick            Op = 6
+)
+
+// Header is what every command carries besides its body.
+type Header struct {
+	// TimeMs is the proposing leader's wall clock, Unix milliseconds. The FSM uses
+	// max(previous command time, TimeMs).
+	TimeMs int64 `cbor:"1,keyasint"`
+	// RequestID, when set, makes the command idempotent within (agent root, Principal):
+	// a replay with the same RequestHash returns the stored result; a different hash is an
+	// InvalidArguments error naming field "idempotency_key".
+	RequestID   string `cbor:"2,keyasint,omitempty"`
+	Principal   string `cbor:"3,keyasint,omitempty"`
+	RequestHash Digest `cbor:"4,keyasint,omitempty"`
+}
+
+// Body is one of the command bodies below.
+type Body interface{ Op() Op }
+
+// CreateRoot creates an agent root if it does not exist. Result.RootUID names it.
+type CreateRoot struct {
+	Agent string `cbor:"1,keyasint"`
+}
+
+// CreateWorkspace creates a workbench (and its root) if it does not exist. Result.Created
+// says whether this command created it.
+type CreateWorkspace struct {
+	Agent string `cbor:"1,keyasint"`
+	Name  string `cbor:"2,keyasint"`
+}
+
+// Condition is the precondition of a Put.
+type Condition uint8
+
+// Put conditions (DESIGN.md §5).
+const (
+	// CondNone writes whatever is there (an upsert).
+	CondNone Condition = 0
+	// CondCreateOnly fails with AlreadyExists when the path holds a file.
+	CondCreateOnly Condition = 1
+	// CondIfGeneration fails with Conflict unless the path holds a file of IfGeneration.
+	CondIfGeneration Condition = 2
+	// CondReplaceOnly fails with NotFound unless the path holds a file (any generation).
+	CondReplaceOnly Condition = 3
+)
+
+// Put publishes a new body at a path. Non-inline segments must have been uploaded before
+// the command is proposed.
+type Put struct {
+	Agent     string `cbor:"1,keyasint"`
+	Workspace string `cbor:"2,keyasint"`
+	Path      string `cbor:"3,keyasint"`
+	// CreateWorkspace creates a missing workbench (implicit create); without it a missing
+	// workbench is NotFound.
+	CreateWorkspace bool      `cbor:"4,keyasint,omitempty"`
+	Cond            Condition `cbor:"5,keyasint,omitempty"`
+	IfGeneration    uint64    `cbor:"6,keyasint,omitempty"`
+	Size            int64     `cbor:"7,keyasint"`
+	Digest          Digest    `cbor:"8,keyasint"`
+	ContentType     string    `cbor:"9,keyasint"`
+	Executable      bool      `cbor:"10,keyasint,omitempty"`
+	Segments        []Segment `cbor:"11,keyasint"`
+	HashState       []byte    `cbor:"12,keyasint,omitempty"`
+}
+
+// Append adds bytes at the end of a file, creating it when missing (ExpectGeneration 0).
+// The command carries only the new segments and the resumed hash (O(delta)).
+type Append struct {
+	Agent           string `cbor:"1,keyasint"`
+	Workspace       string `cbor:"2,keyasint"`
+	Path            string `cbor:"3,keyasint"`
+	CreateWorkspace bool   `cbor:"4,keyasint,omitempty"`
+	// ExpectGeneration is the generation the appender read; 0 means the file must be
+	// absent (the append creates it). A mismatch is Conflict with the current generation.
+	ExpectGeneration uint64    `cbor:"5,keyasint,omitempty"`
+	Segments         []Segment `cbor:"6,keyasint"`
+	AppendedBytes    int64     `cbor:"7,keyasint"`
+	// NewSize, NewDigest and NewHashState describe the whole body after the append.
+	NewSize      int64  `cbor:"8,keyasint"`
+	NewDigest    Digest `cbor:"9,keyasint"`
+	NewHashState []byte `cbor:"10,keyasint,omitempty"`
+	// ContentType and Executable apply when the append creates the file.
+	ContentType string `cbor:"11,keyasint,omitempty"`
+	Executable  bool   `cbor:"12,keyasint,omitempty"`
+	// InlineMaxBytes lets the FSM merge a new inline segment into a trailing inline
+	// segment while the merged one stays within this many bytes.
+	InlineMaxBytes int64 `cbor:"13,keyasint,omitempty"`
+}
+
+// Delete removes a file. IfGeneration 0 means unconditional.
+type Delete struct {
+	Agent        string `cbor:"1,keyasint"`
+	Workspace    string `cbor:"2,keyasint"`
+	Path         string `cbor:"3,keyasint"`
+	IfGeneration uint64 `cbor:"4,keyasint,omitempty"`
+}
+
+// Tick advances command time on an idle shard so that retention and leases still expire.
+type Tick struct{}
+
+func (CreateRoot) Op() Op      { return OpCreateRoot }
+func (CreateWorkspace) Op() Op { return OpCreateWorkspace }
+func (Put) Op() Op             { return OpPut }
+func (Append) Op() Op          { return OpAppend }
+func (Delete) Op() Op          { return OpDelete }
+func (Tick) Op() Op            { return OpTick }
+
+// Result is the deterministic answer to a command. It is stored verbatim in dedupe records.
+type Result struct {
+	Err *Error `cbor:"1,keyasint,omitempty"`
+	// Version is the shard version (Raft index) of the command that produced this result.
+	Version uint64 `cbor:"2,keyasint,omitempty"`
+	// Generation is the path's generation after a Put or Append, the version of a Delete.
+	Generation  uint64 `cbor:"3,keyasint,omitempty"`
+	Created     bool   `cbor:"4,keyasint,omitempty"`
+	Size        int64  `cbor:"5,keyasint,omitempty"`
+	Digest      Digest `cbor:"6,keyasint,omitempty"`
+	ContentType string `cbor:"7,keyasint,omitempty"`
+	Executable  bool   `cbor:"8,keyasint,omitempty"`
+	RootUID     string `cbor:"9,keyasint,omitempty"`
+	// Replayed is set when the answer came from a dedupe record (never stored as true).
+	Replayed bool `cbor:"10,keyasint,omitempty"`
+}
+
+type envelope struct {
+	Format uint16          `cbor:"1,keyasint"`
+	Op     Op              `cbor:"2,keyasint"`
+	Header Header          `cbor:"3,keyasint"`
+	Body   cbor.RawMessage `cbor:"4,keyasint"`
+}
+
+var (
+	encMode cbor.EncMode
+	decMode cbor.DecMode
+)
+
+func init() {
+	var err error
+	encMode, err = cbor.CoreDetEncOptions().EncMode()
+	if err != nil {
+		panic(err)
+	}
+	decMode, err = cbor.DecOptions{
+		MaxNestedLevels:  16,
+		MaxArrayElements: MaxSegmentsPerCommand + 1,
+		MaxMapPairs:      4096,
+		// Unknown fields of a newer minor format are ignored; duplicates are corruption.
+		DupMapKey: cbor.DupMapKeyEnforcedAPF,
+	}.DecMode()
+	if err != nil {
+		panic(err)
+	}
+}
+
+// EncodeCommand encodes a command in the current format, deterministically: equal commands
+// encode to equal bytes.
+func EncodeCommand(h Header, b Body) ([]byte, error) {
+	raw, err := encMode.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", b, err)
+	}
+	out, err := encMode.Marshal(envelope{Format: CommandFormat, Op: b.Op(), Header: h, Body: raw})
+	if err != nil {
+		return nil, fmt.Errorf("encode envelope: %w", err)
+	}
+	if len(out) > MaxCommandBytes {
+		return nil, invalidArg("command", "encodes to %d bytes, more than the %d-byte limit", len(out), MaxCommandBytes)
+	}
+	return out, nil
+}
+
+// DecodeCommand decodes a command of any supported format. It never panics; bad input is
+// an InvalidArguments *Error naming field "command".
+func DecodeCommand(data []byte) (Header, Body, error) {
+	if len(data) > MaxCommandBytes {
+		return Header{}, nil, invalidArg("command", "is %d bytes, more than the %d-byte limit", len(data), MaxCommandBytes)
+	}
+	var env envelope
+	if err := decMode.Unmarshal(data, &env); err != nil {
+		return Header{}, nil, invalidArg("command", "does not decode: %v", err)
+	}
+	if env.Format == 0 || env.Format > CommandFormat {
+		return Header{}, nil, invalidArg("command", "format %d is not supported (this binary reads 1..%d)", env.Format, CommandFormat)
+	}
+	var b Body
+	var err error
+	switch env.Op {
+	case OpCreateRoot:
+		var c CreateRoot
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpCreateWorkspace:
+		var c CreateWorkspace
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpPut:
+		var c Put
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpAppend:
+		var c Append
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpDelete:
+		var c Delete
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpTick:
+		var c Tick
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	default:
+		return Header{}, nil, invalidArg("command", "unknown op %d", env.Op)
+	}
+	if err != nil {
+		return Header{}, nil, invalidArg("command", "%s body does not decode: %v", opName(env.Op), err)
+	}
+	return env.Header, b, nil
+}
+
+func opName(op Op) string {
+	switch op {
+	case OpCreateRoot:
+		return "create-root"
+	case OpCreateWorkspace:
+		return "create-workspace"
+	case OpPut:
+		return "put"
+	case OpAppend:
+		return "append"
+	case OpDelete:
+		return "delete"
+	case OpTick:
+		return "tick"
+	}
+	return fmt.Sprintf("op-%d", op)
+}

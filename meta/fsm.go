@@ -1,0 +1,651 @@
+package meta
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/btree"
+)
+
+// Options tune the FSM. They are part of the replicated behaviour: every replica of a
+// shard must run with equal Options.
+type Options struct {
+	// RetentionWindow is how long (command time) dedupe records and tombstones are kept.
+	// Default 24h.
+	RetentionWindow time.Duration
+	// VersionRetention is how long (command time) a superseded file version stays readable
+	// at its shard version. Default 0: superseded versions are pruned at once unless a
+	// hold needs them.
+	VersionRetention time.Duration
+	// DedupeMaxPerRoot bounds the dedupe records kept per agent root; the oldest go first.
+	// Default 100,000.
+	DedupeMaxPerRoot int
+	// RetentionBatch bounds the retention items one command processes. Default 64.
+	RetentionBatch int
+}
+
+// DefaultOptions returns the defaults documented on Options.
+func DefaultOptions() Options {
+	return Options{RetentionWindow: 24 * time.Hour, DedupeMaxPerRoot: 100_000, RetentionBatch: 64}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.RetentionWindow <= 0 {
+		o.RetentionWindow = d.RetentionWindow
+	}
+	if o.DedupeMaxPerRoot <= 0 {
+		o.DedupeMaxPerRoot = d.DedupeMaxPerRoot
+	}
+	if o.RetentionBatch <= 0 {
+		o.RetentionBatch = d.RetentionBatch
+	}
+	return o
+}
+
+// FSM is the metadata state machine of one shard. Apply, Snapshot and Restore are called
+// by the replication layer (one at a time for Apply/Restore); View may be called from any
+// goroutine at any time.
+type FSM struct {
+	opts Options
+	mu   sync.RWMutex
+	st   *state
+}
+
+// New returns an empty FSM.
+func New(opts Options) *FSM {
+	return &FSM{opts: opts.withDefaults(), st: newState()}
+}
+
+// AppliedVersion returns the shard version of the last applied command.
+func (f *FSM) AppliedVersion() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.version
+}
+
+// Apply applies one encoded command at shard version index (its Raft log index) and
+// returns its deterministic result. It never panics on bad input: an undecodable command
+// yields a Result with an InvalidArguments error and changes nothing but the version and
+// command time.
+func (f *FSM) Apply(index uint64, data []byte) Result {
+	h, body, err := DecodeCommand(data)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := applier{opts: f.opts, st: f.st}
+	return a.apply(index, h, body, err)
+}
+
+// ApplyBody applies an already decoded command; it is Apply without the decoding step
+// (tests and the in-process model use it). The result is identical to Apply of the
+// encoded command.
+func (f *FSM) ApplyBody(index uint64, h Header, body Body) Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := applier{opts: f.opts, st: f.st}
+	return a.apply(index, h, body, nil)
+}
+
+type applier struct {
+	opts Options
+	st   *state
+}
+
+func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Result {
+	s := a.st
+	if index > s.version {
+		s.version = index
+	}
+	if h.TimeMs > s.nowMs {
+		s.nowMs = h.TimeMs
+	}
+	defer a.runRetention()
+	if decodeErr != nil {
+		e, _ := decodeErr.(*Error)
+		if e == nil {
+			e = invalidArg("command", "%v", decodeErr)
+		}
+		return Result{Err: e, Version: index}
+	}
+	agent := bodyAgent(body)
+	var dkey string
+	if h.RequestID != "" && agent != "" {
+		dkey = dedupeKey(agent, h.Principal, h.RequestID)
+		if rec, ok := s.dedupe.Get(dkey); ok {
+			if rec.RequestHash != h.RequestHash {
+				return Result{Err: invalidArg("idempotency_key", "was already used for a different request"), Version: index}
+			}
+			r := rec.Result
+			r.Replayed = true
+			return r
+		}
+	}
+	var res Result
+	switch b := body.(type) {
+	case CreateRoot:
+		res = a.createRoot(b.Agent)
+	case CreateWorkspace:
+		res = a.createWorkspace(b)
+	case Put:
+		res = a.put(b)
+	case Append:
+		res = a.append(b)
+	case Delete:
+		res = a.delete(b)
+	case Tick:
+	default:
+		res = Result{Err: invalidArg("command", "unsupported body %T", body)}
+	}
+	res.Version = index
+	if dkey != "" {
+		a.remember(agent, dkey, h.RequestHash, res)
+	}
+	return res
+}
+
+func bodyAgent(b Body) string {
+	switch b := b.(type) {
+	case CreateRoot:
+		return b.Agent
+	case CreateWorkspace:
+		return b.Agent
+	case Put:
+		return b.Agent
+	case Append:
+		return b.Agent
+	case Delete:
+		return b.Agent
+	}
+	return ""
+}
+
+// remember stores the answer to a request id, evicting the root's oldest record past the
+// count bound and scheduling expiry after the retention window.
+func (a *applier) remember(agent, dkey string, hash Digest, res Result) {
+	s := a.st
+	if _, ok := s.roots.Get(agent); !ok {
+		return // the command failed before the root existed; nothing to scope it to
+	}
+	s.seq++
+	rec := &dedupeRecord{RequestHash: hash, Result: res, ExpiresAtMs: s.nowMs + a.opts.RetentionWindow.Milliseconds(), Seq: s.seq}
+	s.dedupe.Set(dkey, rec)
+	s.dedupeOrder.Set(agent+"\x00"+u64(rec.Seq), dkey)
+	n, _ := s.dedupeCount.Get(agent)
+	n++
+	for n > int64(a.opts.DedupeMaxPerRoot) {
+		k, v, ok := firstWithPrefix(s.dedupeOrder, agent+"\x00")
+		if !ok {
+			break
+		}
+		s.dedupeOrder.Delete(k)
+		s.dedupe.Delete(v)
+		n--
+	}
+	s.dedupeCount.Set(agent, n)
+	s.retention.Set(retentionKey(rec.ExpiresAtMs, rec.Seq), string(rune(retainDedupe))+dkey)
+}
+
+func (a *applier) createRoot(agent string) Result {
+	if err := ValidateName("agent", agent); err != nil {
+		return Result{Err: err}
+	}
+	r := a.ensureRoot(agent)
+	return Result{RootUID: r.UID}
+}
+
+func (a *applier) ensureRoot(agent string) *Root {
+	s := a.st
+	if r, ok := s.roots.Get(agent); ok {
+		return r
+	}
+	s.nextRootUID++
+	r := &Root{Agent: agent, UID: "r" + strconv.FormatUint(s.nextRootUID, 10), CreatedVersion: s.version}
+	s.roots.Set(agent, r)
+	return r
+}
+
+func (a *applier) createWorkspace(c CreateWorkspace) Result {
+	if err := ValidateName("agent", c.Agent); err != nil {
+		return Result{Err: err}
+	}
+	if err := ValidateName("id", c.Name); err != nil {
+		return Result{Err: err}
+	}
+	r := a.ensureRoot(c.Agent)
+	_, created, err := a.workspace(c.Agent, c.Name, true)
+	if err != nil {
+		return Result{Err: err}
+	}
+	return Result{Created: created, RootUID: r.UID}
+}
+
+// workspace returns the visible workbench name of agent, creating it when create is set.
+// It does not validate names.
+func (a *applier) workspace(agent, name string, create bool) (*Workspace, bool, *Error) {
+	s := a.st
+	if ws, ok := s.workspaces.Get(workspaceKey(agent, name)); ok {
+		if ws.State == WorkspaceStaging {
+			return nil, false, errorf(CodeInvalidState, "workbench %q is being restored and accepts no writes yet", name)
+		}
+		return ws, false, nil
+	}
+	if !create {
+		return nil, false, errorf(CodeNotFound, "workbench %q does not exist", name)
+	}
+	a.ensureRoot(agent)
+	s.nextIncarnation++
+	ws := &Workspace{Agent: agent, Name: name, Incarnation: s.nextIncarnation, Revision: s.version,
+		CreatedVersion: s.version, CreatedAtMs: s.nowMs}
+	s.workspaces.Set(workspaceKey(agent, name), ws)
+	return ws, true, nil
+}
+
+// target validates the common fields of a path command and resolves its workbench. A
+// missing workbench is NotFound unless create is set; then target returns nil and the
+// caller materializes the workbench only once every check has passed (nothing
+// half-applies).
+func (a *applier) target(agent, name, path string, create bool) (*Workspace, *Error) {
+	if err := ValidateName("agent", agent); err != nil {
+		return nil, err
+	}
+	if err := ValidateName("id", name); err != nil {
+		return nil, err
+	}
+	if err := ValidatePath("path", path); err != nil {
+		return nil, err
+	}
+	ws, ok := a.st.workspaces.Get(workspaceKey(agent, name))
+	switch {
+	case ok && ws.State == WorkspaceStaging:
+		return nil, errorf(CodeInvalidState, "workbench %q is being restored and accepts no writes yet", name)
+	case ok:
+		return ws, nil
+	case create:
+		return nil, nil
+	}
+	return nil, errorf(CodeNotFound, "workbench %q does not exist", name)
+}
+
+// materialize returns the root and workbench of a command that passed its checks,
+// creating them when ws is nil.
+func (a *applier) materialize(agent, name string, ws *Workspace) (*Root, *Workspace) {
+	if ws == nil {
+		ws, _, _ = a.workspace(agent, name, true)
+	}
+	r, _ := a.st.roots.Get(agent)
+	return r, ws
+}
+
+// current returns the path record and live entry of path in ws (ws nil: a workbench about
+// to be created, which holds nothing).
+func (a *applier) current(ws *Workspace, path string) (*pathRecord, *Entry) {
+	if ws == nil {
+		return nil, nil
+	}
+	rec, _ := a.st.paths.Get(pathKey(ws.Incarnation, path))
+	return rec, rec.live()
+}
+
+func validateSegments(field string, segs []Segment, total int64) *Error {
+	if len(segs) > MaxSegmentsPerCommand {
+		return invalidArg(field, "has %d segments, more than %d", len(segs), MaxSegmentsPerCommand)
+	}
+	var sum int64
+	for i, sg := range segs {
+		if sg.Size <= 0 {
+			return invalidArg(field, "segment %d has size %d; segments are non-empty", i, sg.Size)
+		}
+		if sg.Inline != nil && (int64(len(sg.Inline)) != sg.Size || sg.Size > MaxInlineSegmentBytes) {
+			return invalidArg(field, "inline segment %d holds %d bytes for size %d (max %d)", i, len(sg.Inline), sg.Size, MaxInlineSegmentBytes)
+		}
+		sum += sg.Size
+		if sum < 0 {
+			return invalidArg(field, "sizes overflow")
+		}
+	}
+	if sum != total {
+		return invalidArg(field, "segments hold %d bytes but the size is %d", sum, total)
+	}
+	return nil
+}
+
+// checkShape enforces "a path is a file or an implicit directory, never both" for a file
+// about to exist at path.
+func (a *applier) checkShape(inc uint64, path string) *Error {
+	s := a.st
+	for d := parentDir(path); d != ""; d = parentDir(d) {
+		if rec, ok := s.paths.Get(pathKey(inc, d)); ok && rec.live() != nil {
+			return &Error{Code: CodeNotDirectory, Path: d, Message: "an ancestor of the path is a file: " + strconv.Quote(d)}
+		}
+	}
+	if dr, ok := s.dirs.Get(pathKey(inc, path)); ok && dr.Files > 0 {
+		return &Error{Code: CodeAlreadyExists, Kind: "directory", Message: "the path is a directory"}
+	}
+	return nil
+}
+
+func (a *applier) put(c Put) Result {
+	if c.Cond > CondReplaceOnly {
+		return Result{Err: invalidArg("condition", "unknown condition %d", c.Cond)}
+	}
+	if err := validateSegments("segments", c.Segments, c.Size); err != nil {
+		return Result{Err: err}
+	}
+	if len(c.ContentType) > 256 {
+		return Result{Err: invalidArg("content_type", "must be at most 256 bytes")}
+	}
+	ws, err := a.target(c.Agent, c.Workspace, c.Path, c.CreateWorkspace)
+	if err != nil {
+		return Result{Err: err}
+	}
+	rec, cur := a.current(ws, c.Path)
+	switch c.Cond {
+	case CondCreateOnly:
+		if cur != nil {
+			return Result{Err: &Error{Code: CodeAlreadyExists, Kind: "file", CurrentGeneration: cur.Generation, Message: "the file exists"}}
+		}
+	case CondReplaceOnly:
+		if cur == nil {
+			return Result{Err: errorf(CodeNotFound, "the file does not exist")}
+		}
+	case CondIfGeneration:
+		if cur == nil {
+			return Result{Err: &Error{Code: CodeConflict, Message: "the file does not exist (expected generation " + strconv.FormatUint(c.IfGeneration, 10) + ")"}}
+		}
+		if cur.Generation != c.IfGeneration {
+			return Result{Err: &Error{Code: CodeConflict, CurrentGeneration: cur.Generation, Message: "the file changed: generation " + strconv.FormatUint(cur.Generation, 10) + ", expected " + strconv.FormatUint(c.IfGeneration, 10)}}
+		}
+	}
+	if cur == nil && ws != nil {
+		if err := a.checkShape(ws.Incarnation, c.Path); err != nil {
+			return Result{Err: err}
+		}
+	}
+	root, ws := a.materialize(c.Agent, c.Workspace, ws)
+	key := pathKey(ws.Incarnation, c.Path)
+	e := &Entry{Generation: a.st.version, Size: c.Size, Digest: c.Digest, ContentType: c.ContentType,
+		Executable: c.Executable, Segments: c.Segments, HashState: c.HashState, ModifiedAtMs: a.st.nowMs}
+	a.publish(root, ws, key, c.Path, rec, e)
+	return Result{Generation: e.Generation, Created: cur == nil, Size: e.Size, Digest: e.Digest,
+		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID}
+}
+
+func (a *applier) append(c Append) Result {
+	if err := validateSegments("segments", c.Segments, c.AppendedBytes); err != nil {
+		return Result{Err: err}
+	}
+	ws, err := a.target(c.Agent, c.Workspace, c.Path, c.CreateWorkspace)
+	if err != nil {
+		return Result{Err: err}
+	}
+	rec, cur := a.current(ws, c.Path)
+	var e *Entry
+	if cur == nil {
+		if c.ExpectGeneration != 0 {
+			return Result{Err: &Error{Code: CodeConflict, Message: "the file does not exist (expected generation " + strconv.FormatUint(c.ExpectGeneration, 10) + ")"}}
+		}
+		if c.NewSize != c.AppendedBytes {
+			return Result{Err: invalidArg("size", "a created file's size %d must equal the appended bytes %d", c.NewSize, c.AppendedBytes)}
+		}
+		if ws != nil {
+			if err := a.checkShape(ws.Incarnation, c.Path); err != nil {
+				return Result{Err: err}
+			}
+		}
+		e = &Entry{Generation: a.st.version, Size: c.NewSize, Digest: c.NewDigest, ContentType: c.ContentType,
+			Executable: c.Executable, Segments: c.Segments, HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs}
+	} else {
+		if cur.Generation != c.ExpectGeneration {
+			return Result{Err: &Error{Code: CodeConflict, CurrentGeneration: cur.Generation, Message: "the file changed: generation " + strconv.FormatUint(cur.Generation, 10) + ", expected " + strconv.FormatUint(c.ExpectGeneration, 10)}}
+		}
+		if c.NewSize != cur.Size+c.AppendedBytes {
+			return Result{Err: invalidArg("size", "new size %d is not %d + %d", c.NewSize, cur.Size, c.AppendedBytes)}
+		}
+		e = &Entry{Generation: a.st.version, Size: c.NewSize, Digest: c.NewDigest, ContentType: cur.ContentType,
+			Executable: cur.Executable, Segments: appendSegments(cur.Segments, c.Segments, c.InlineMaxBytes),
+			HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs}
+	}
+	root, ws := a.materialize(c.Agent, c.Workspace, ws)
+	a.publish(root, ws, pathKey(ws.Incarnation, c.Path), c.Path, rec, e)
+	return Result{Generation: e.Generation, Created: cur == nil, Size: e.Size, Digest: e.Digest,
+		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID}
+}
+
+// appendSegments returns old followed by add, never modifying old (it is shared with older
+// versions). A trailing inline segment absorbs an inline addition while the merged bytes
+// stay within inlineMax, so a small log stays one inline segment.
+func appendSegments(old, add []Segment, inlineMax int64) []Segment {
+	out := make([]Segment, 0, len(old)+len(add))
+	out = append(out, old...)
+	for _, sg := range add {
+		if n := len(out); n > 0 && sg.IsInline() && out[n-1].IsInline() && out[n-1].Size+sg.Size <= inlineMax && out[n-1].Size+sg.Size <= MaxInlineSegmentBytes {
+			merged := make([]byte, 0, out[n-1].Size+sg.Size)
+			merged = append(append(merged, out[n-1].Inline...), sg.Inline...)
+			out[n-1] = Segment{Digest: digestOf(merged), Size: int64(len(merged)), Inline: merged}
+			continue
+		}
+		out = append(out, sg)
+	}
+	return out
+}
+
+func (a *applier) delete(c Delete) Result {
+	ws, err := a.target(c.Agent, c.Workspace, c.Path, false)
+	if err != nil {
+		return Result{Err: err}
+	}
+	key := pathKey(ws.Incarnation, c.Path)
+	rec, cur := a.current(ws, c.Path)
+	if cur == nil {
+		if dr, ok := a.st.dirs.Get(key); ok && dr.Files > 0 {
+			return Result{Err: &Error{Code: CodeNotArtifact, Kind: "directory", Message: "the path is a directory, not a file"}}
+		}
+		return Result{Err: errorf(CodeNotFound, "the file does not exist")}
+	}
+	if c.IfGeneration != 0 && cur.Generation != c.IfGeneration {
+		return Result{Err: &Error{Code: CodeConflict, CurrentGeneration: cur.Generation, Message: "the file changed: generation " + strconv.FormatUint(cur.Generation, 10) + ", expected " + strconv.FormatUint(c.IfGeneration, 10)}}
+	}
+	root, _ := a.st.roots.Get(c.Agent)
+	a.publish(root, ws, key, c.Path, rec, nil)
+	return Result{Generation: a.st.version, RootUID: root.UID}
+}
+
+// publish makes e (nil: a tombstone) the newest element of the path's chain and updates
+// everything derived from the live tree: directory counts, workbench counters, blob
+// references, and retention of what the new element superseded.
+func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *pathRecord, e *Entry) {
+	s := a.st
+	old := rec.live()
+	chain := make([]version, 0, 1+len(chainOf(rec)))
+	chain = append(chain, version{Version: s.version, Entry: e, AtMs: s.nowMs})
+	chain = append(chain, chainOf(rec)...)
+	if e != nil {
+		a.ref(root.UID, e, +1)
+	}
+	nws := *ws
+	nws.Revision = s.version
+	switch {
+	case old == nil && e != nil:
+		a.liveDelta(ws.Incarnation, path, +1, e.Size, true)
+		nws.Files++
+		nws.Bytes += e.Size
+	case old != nil && e == nil:
+		a.liveDelta(ws.Incarnation, path, -1, -old.Size, true)
+		nws.Files--
+		nws.Bytes -= old.Size
+	case old != nil && e != nil:
+		a.liveDelta(ws.Incarnation, path, 0, e.Size-old.Size, false)
+		nws.Bytes += e.Size - old.Size
+	}
+	s.workspaces.Set(workspaceKey(ws.Agent, ws.Name), &nws)
+	a.storeChain(root.UID, key, chain)
+}
+
+func chainOf(r *pathRecord) []version {
+	if r == nil {
+		return nil
+	}
+	return r.Chain
+}
+
+// storeChain prunes chain, stores it (or deletes the record when nothing is left) and
+// schedules the next pruning.
+func (a *applier) storeChain(rootUID, key string, chain []version) {
+	s := a.st
+	kept, dropped, nextDue := a.prune(chain)
+	for _, el := range dropped {
+		if el.Entry != nil {
+			a.ref(rootUID, el.Entry, -1)
+		}
+	}
+	if len(kept) == 0 {
+		s.paths.Delete(key)
+	} else {
+		s.paths.Set(key, &pathRecord{Chain: kept})
+	}
+	if nextDue > 0 {
+		s.seq++
+		s.retention.Set(retentionKey(nextDue, s.seq), string(rune(retainPath))+rootUID+"\x00"+key)
+	}
+}
+
+// prune splits a chain (newest first) into what must be kept and what may go, and returns
+// the command time at which something kept becomes droppable (0: never by time alone).
+// The newest element stays unless it is a tombstone older than the retention window; a
+// superseded element stays while it was superseded less than VersionRetention ago.
+func (a *applier) prune(chain []version) (kept, dropped []version, nextDue int64) {
+	now := a.st.nowMs
+	due := func(t int64) {
+		if nextDue == 0 || t < nextDue {
+			nextDue = t
+		}
+	}
+	for i, el := range chain {
+		var until int64
+		if i == 0 {
+			if el.Entry != nil {
+				kept = append(kept, el)
+				continue
+			}
+			until = el.AtMs + a.opts.RetentionWindow.Milliseconds()
+		} else {
+			until = chain[i-1].AtMs + a.opts.VersionRetention.Milliseconds()
+		}
+		if until > now {
+			kept = append(kept, el)
+			due(until)
+		} else {
+			dropped = append(dropped, el)
+		}
+	}
+	// A tombstone is only worth keeping while something older than it is kept or its own
+	// window runs; a chain of nothing but expired history goes entirely.
+	return kept, dropped, nextDue
+}
+
+// ref adds delta to the reference count of every non-inline segment of e.
+func (a *applier) ref(rootUID string, e *Entry, delta int64) {
+	s := a.st
+	for _, sg := range e.Segments {
+		if sg.IsInline() {
+			continue
+		}
+		k := blobKey(rootUID, sg.Digest)
+		br, _ := s.blobs.Get(k)
+		br.Count += delta
+		if br.Count == 0 {
+			br.ZeroSinceMs = s.nowMs
+		} else {
+			br.ZeroSinceMs = 0
+		}
+		s.blobs.Set(k, br)
+	}
+}
+
+// liveDelta updates the directory records above path when a file appears (files +1),
+// disappears (files -1) or changes size (files 0).
+func (a *applier) liveDelta(inc uint64, path string, files, bytes int64, childChanges bool) {
+	s := a.st
+	changed := childChanges
+	for d := parentDir(path); ; d = parentDir(d) {
+		k := pathKey(inc, d)
+		dr, _ := s.dirs.Get(k)
+		wasEmpty := dr.Files == 0
+		dr.Files += files
+		dr.Bytes += bytes
+		if changed {
+			if files > 0 {
+				dr.Children++
+			} else if files < 0 {
+				dr.Children--
+			}
+		}
+		// The directory itself appeared in (or vanished from) its parent.
+		changed = files != 0 && (wasEmpty || dr.Files == 0)
+		if dr.Files == 0 {
+			s.dirs.Delete(k)
+		} else {
+			s.dirs.Set(k, dr)
+		}
+		if d == "" {
+			return
+		}
+	}
+}
+
+// runRetention processes up to RetentionBatch due retention items.
+func (a *applier) runRetention() {
+	s := a.st
+	for i := 0; i < a.opts.RetentionBatch; i++ {
+		k, v, ok := s.retention.Min()
+		if !ok || int64(binaryU64(k[:8])) > s.nowMs {
+			return
+		}
+		s.retention.Delete(k)
+		kind, x, y := splitRetentionItem(v)
+		switch kind {
+		case retainPath:
+			if rec, ok := s.paths.Get(y); ok {
+				a.storeChain(x, y, rec.Chain)
+			}
+		case retainDedupe:
+			if rec, ok := s.dedupe.Get(x); ok && rec.ExpiresAtMs <= s.nowMs {
+				agent := x[:indexNUL(x)]
+				s.dedupe.Delete(x)
+				s.dedupeOrder.Delete(agent + "\x00" + u64(rec.Seq))
+				n, _ := s.dedupeCount.Get(agent)
+				if n <= 1 {
+					s.dedupeCount.Delete(agent)
+				} else {
+					s.dedupeCount.Set(agent, n-1)
+				}
+			}
+		}
+	}
+}
+
+// firstWithPrefix returns the first key/value of m whose key starts with prefix.
+func firstWithPrefix(m *btree.Map[string, string], prefix string) (k, v string, ok bool) {
+	m.Ascend(prefix, func(key, val string) bool {
+		if strings.HasPrefix(key, prefix) {
+			k, v, ok = key, val, true
+		}
+		return false
+	})
+	return k, v, ok
+}
+
+func indexNUL(s string) int {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return i
+	}
+	return len(s)
+}
+
+func binaryU64(b string) uint64 { return binary.BigEndian.Uint64([]byte(b)) }
+
+func digestOf(p []byte) Digest { return sha256.Sum256(p) }

@@ -1,0 +1,213 @@
+package meta
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// SnapshotFormat is the version of the snapshot stream this binary writes.
+const SnapshotFormat = 1
+
+// Snapshot is a point-in-time copy of an FSM's state, taken in O(1); writing it streams
+// record by record.
+type Snapshot struct{ st *state }
+
+// Snapshot returns a copy of the current state for persisting. Applies may continue while
+// the snapshot is written.
+func (f *FSM) Snapshot() *Snapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &Snapshot{st: f.st.copy()}
+}
+
+// Version returns the shard version the snapshot captures.
+func (s *Snapshot) Version() uint64 { return s.st.version }
+
+type snapHeader struct {
+	Format          uint16 `cbor:"1,keyasint"`
+	Version         uint64 `cbor:"2,keyasint"`
+	NowMs           int64  `cbor:"3,keyasint"`
+	NextRootUID     uint64 `cbor:"4,keyasint"`
+	NextIncarnation uint64 `cbor:"5,keyasint"`
+	Seq             uint64 `cbor:"6,keyasint"`
+}
+
+// Record tags of the snapshot stream. Never renumber.
+const (
+	recEnd uint8 = iota
+	recRoot
+	recWorkspace
+	recPath
+	recDir
+	recBlob
+	recDedupe
+	recDedupeOrder
+	recDedupeCount
+	recRetention
+)
+
+type snapRecord struct {
+	T         uint8         `cbor:"1,keyasint"`
+	K         []byte        `cbor:"2,keyasint,omitempty"`
+	Root      *Root         `cbor:"3,keyasint,omitempty"`
+	Workspace *Workspace    `cbor:"4,keyasint,omitempty"`
+	Path      *pathRecord   `cbor:"5,keyasint,omitempty"`
+	Dir       *dirRecord    `cbor:"6,keyasint,omitempty"`
+	Blob      *blobRef      `cbor:"7,keyasint,omitempty"`
+	Dedupe    *dedupeRecord `cbor:"8,keyasint,omitempty"`
+	S         []byte        `cbor:"9,keyasint,omitempty"`
+	N         int64         `cbor:"10,keyasint,omitempty"`
+}
+
+// WriteTo streams the snapshot to w as a sequence of CBOR records (header, records in key
+// order per map, end marker). Equal states write equal bytes.
+func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	cw := &countingWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	enc := encMode.NewEncoder(cw)
+	st := s.st
+	if err := enc.Encode(snapHeader{Format: SnapshotFormat, Version: st.version, NowMs: st.nowMs,
+		NextRootUID: st.nextRootUID, NextIncarnation: st.nextIncarnation, Seq: st.seq}); err != nil {
+		return cw.n, err
+	}
+	var err error
+	emit := func(r snapRecord) bool {
+		err = enc.Encode(r)
+		return err == nil
+	}
+	st.roots.Scan(func(k string, v *Root) bool { return emit(snapRecord{T: recRoot, K: []byte(k), Root: v}) })
+	st.workspaces.Scan(func(k string, v *Workspace) bool {
+		return err == nil && emit(snapRecord{T: recWorkspace, K: []byte(k), Workspace: v})
+	})
+	st.paths.Scan(func(k string, v *pathRecord) bool {
+		return err == nil && emit(snapRecord{T: recPath, K: []byte(k), Path: v})
+	})
+	st.dirs.Scan(func(k string, v dirRecord) bool {
+		return err == nil && emit(snapRecord{T: recDir, K: []byte(k), Dir: &v})
+	})
+	st.blobs.Scan(func(k string, v blobRef) bool {
+		return err == nil && emit(snapRecord{T: recBlob, K: []byte(k), Blob: &v})
+	})
+	st.dedupe.Scan(func(k string, v *dedupeRecord) bool {
+		return err == nil && emit(snapRecord{T: recDedupe, K: []byte(k), Dedupe: v})
+	})
+	st.dedupeOrder.Scan(func(k, v string) bool {
+		return err == nil && emit(snapRecord{T: recDedupeOrder, K: []byte(k), S: []byte(v)})
+	})
+	st.dedupeCount.Scan(func(k string, v int64) bool {
+		return err == nil && emit(snapRecord{T: recDedupeCount, K: []byte(k), N: v})
+	})
+	st.retention.Scan(func(k, v string) bool {
+		return err == nil && emit(snapRecord{T: recRetention, K: []byte(k), S: []byte(v)})
+	})
+	if err != nil {
+		return cw.n, err
+	}
+	if err := enc.Encode(snapRecord{T: recEnd}); err != nil {
+		return cw.n, err
+	}
+	return cw.n, cw.w.(*bufio.Writer).Flush()
+}
+
+// Restore replaces the whole state with the snapshot streamed from r. On any error the
+// FSM keeps its previous state. The stream is decoded record by record.
+func (f *FSM) Restore(r io.Reader) error {
+	st, err := readSnapshot(r)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.st = st
+	f.mu.Unlock()
+	return nil
+}
+
+var snapDecMode, _ = cbor.DecOptions{MaxArrayElements: 1 << 24, MaxMapPairs: 1 << 20, MaxNestedLevels: 16}.DecMode()
+
+func readSnapshot(r io.Reader) (*state, error) {
+	dec := snapDecMode.NewDecoder(bufio.NewReaderSize(r, 64<<10))
+	var h snapHeader
+	if err := dec.Decode(&h); err != nil {
+		return nil, fmt.Errorf("snapshot header: %w", err)
+	}
+	if h.Format == 0 || h.Format > SnapshotFormat {
+		return nil, fmt.Errorf("snapshot format %d is not supported (this binary reads 1..%d)", h.Format, SnapshotFormat)
+	}
+	st := newState()
+	st.version, st.nowMs, st.nextRootUID, st.nextIncarnation, st.seq = h.Version, h.NowMs, h.NextRootUID, h.NextIncarnation, h.Seq
+	for n := 0; ; n++ {
+		var rec snapRecord
+		if err := dec.Decode(&rec); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("snapshot record %d: %w", n, err)
+		}
+		missing := false
+		switch rec.T {
+		case recEnd:
+			return st, nil
+		case recRoot:
+			missing = rec.Root == nil
+			st.roots.Set(string(rec.K), rec.Root)
+		case recWorkspace:
+			missing = rec.Workspace == nil
+			st.workspaces.Set(string(rec.K), rec.Workspace)
+		case recPath:
+			missing = rec.Path == nil
+			st.paths.Set(string(rec.K), rec.Path)
+		case recDir:
+			missing = rec.Dir == nil
+			if !missing {
+				st.dirs.Set(string(rec.K), *rec.Dir)
+			}
+		case recBlob:
+			missing = rec.Blob == nil
+			if !missing {
+				st.blobs.Set(string(rec.K), *rec.Blob)
+			}
+		case recDedupe:
+			missing = rec.Dedupe == nil
+			st.dedupe.Set(string(rec.K), rec.Dedupe)
+		case recDedupeOrder:
+			st.dedupeOrder.Set(string(rec.K), string(rec.S))
+		case recDedupeCount:
+			st.dedupeCount.Set(string(rec.K), rec.N)
+		case recRetention:
+			missing = len(rec.S) == 0
+			st.retention.Set(string(rec.K), string(rec.S))
+		default:
+			return nil, fmt.Errorf("snapshot record %d: unknown tag %d", n, rec.T)
+		}
+		if missing {
+			return nil, fmt.Errorf("snapshot record %d (tag %d): value missing", n, rec.T)
+		}
+	}
+}
+
+// StateDigest returns the SHA-256 of the snapshot stream of the current state: two FSMs
+// hold identical state exactly when their digests are equal.
+func (f *FSM) StateDigest() Digest {
+	h := sha256.New()
+	if _, err := f.Snapshot().WriteTo(h); err != nil {
+		panic(err) // writing to a hash cannot fail
+	}
+	var d Digest
+	copy(d[:], h.Sum(nil))
+	return d
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

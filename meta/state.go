@@ -1,0 +1,92 @@
+package meta
+
+import (
+	"encoding/binary"
+	"strings"
+
+	"github.com/tidwall/btree"
+)
+
+// state is the whole replicated state of one shard. Every map is a copy-on-write B-tree,
+// so copy() is O(1) and a copy stays consistent while the original changes.
+type state struct {
+	version         uint64 // shard version: the last applied Raft index
+	nowMs           int64  // command time: max of every command's TimeMs so far
+	nextRootUID     uint64
+	nextIncarnation uint64
+	seq             uint64 // orders dedupe records and retention items
+
+	roots      *btree.Map[string, *Root]         // agent
+	workspaces *btree.Map[string, *Workspace]    // agent \x00 name
+	paths      *btree.Map[string, *pathRecord]   // pathKey(incarnation, path)
+	dirs       *btree.Map[string, dirRecord]     // pathKey(incarnation, dir); dir "" = the top
+	blobs      *btree.Map[string, blobRef]       // root uid \x00 digest
+	dedupe     *btree.Map[string, *dedupeRecord] // agent \x00 principal \x00 request id
+	// dedupeOrder orders each root's dedupe records oldest first: agent \x00 seq → dedupe key.
+	dedupeOrder *btree.Map[string, string]
+	dedupeCount *btree.Map[string, int64] // agent → number of dedupe records
+	// retention holds deferred work ordered by due time: due \x00 seq → item (retentionItem).
+	retention *btree.Map[string, string]
+}
+
+func newState() *state {
+	return &state{
+		roots:       new(btree.Map[string, *Root]),
+		workspaces:  new(btree.Map[string, *Workspace]),
+		paths:       new(btree.Map[string, *pathRecord]),
+		dirs:        new(btree.Map[string, dirRecord]),
+		blobs:       new(btree.Map[string, blobRef]),
+		dedupe:      new(btree.Map[string, *dedupeRecord]),
+		dedupeOrder: new(btree.Map[string, string]),
+		dedupeCount: new(btree.Map[string, int64]),
+		retention:   new(btree.Map[string, string]),
+	}
+}
+
+// copy returns an O(1) copy-on-write copy of s.
+func (s *state) copy() *state {
+	c := *s
+	c.roots = s.roots.Copy()
+	c.workspaces = s.workspaces.Copy()
+	c.paths = s.paths.Copy()
+	c.dirs = s.dirs.Copy()
+	c.blobs = s.blobs.Copy()
+	c.dedupe = s.dedupe.Copy()
+	c.dedupeOrder = s.dedupeOrder.Copy()
+	c.dedupeCount = s.dedupeCount.Copy()
+	c.retention = s.retention.Copy()
+	return &c
+}
+
+func workspaceKey(agent, name string) string { return agent + "\x00" + name }
+
+func blobKey(rootUID string, d Digest) string { return rootUID + "\x00" + string(d[:]) }
+
+func dedupeKey(agent, principal, id string) string {
+	return agent + "\x00" + principal + "\x00" + id
+}
+
+func u64(v uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return string(b[:])
+}
+
+func retentionKey(dueMs int64, seq uint64) string {
+	return u64(uint64(dueMs)) + u64(seq)
+}
+
+// Retention item kinds.
+const (
+	retainPath   = 'p' // value: 'p' root uid \x00 path key — re-prune the path's chain
+	retainDedupe = 'd' // value: 'd' dedupe key — drop the dedupe record if expired
+)
+
+func splitRetentionItem(v string) (kind byte, a, b string) {
+	kind = v[0]
+	rest := v[1:]
+	if i := strings.IndexByte(rest, 0); i >= 0 && kind == retainPath {
+		return kind, rest[:i], rest[i+1:]
+	}
+	return kind, rest, ""
+}

@@ -1,0 +1,215 @@
+package meta
+
+import (
+	"strings"
+)
+
+// View is a consistent, read-only view of one shard's state at one shard version. It is an
+// O(1) copy-on-write copy: taking it never blocks applies for long, and applies never
+// change what it shows. A View is safe for concurrent use.
+type View struct {
+	st *state
+	at uint64 // the shard version reads resolve at
+}
+
+// View returns a view of the live state (at the last applied shard version).
+func (f *FSM) View() *View {
+	f.mu.Lock() // copy() re-tags the trees it shares, so it needs the write lock
+	c := f.st.copy()
+	f.mu.Unlock()
+	return &View{st: c, at: c.version}
+}
+
+// Version returns the shard version this view reads at.
+func (v *View) Version() uint64 { return v.at }
+
+// AppliedVersion returns the last applied shard version of the state behind the view
+// (equal to Version for a live view).
+func (v *View) AppliedVersion() uint64 { return v.st.version }
+
+// NowMs returns the command time of the state behind the view (Unix milliseconds).
+func (v *View) NowMs() int64 { return v.st.nowMs }
+
+// At returns a view of the same state that resolves paths at an older shard version
+// (MVCC). It sees, for each path, the newest retained chain element with version ≤ at.
+// InvalidArguments if at is beyond the applied version.
+func (v *View) At(at uint64) (*View, error) {
+	if at > v.st.version {
+		return nil, invalidArg("version", "%d is beyond the applied shard version %d", at, v.st.version)
+	}
+	return &View{st: v.st, at: at}, nil
+}
+
+func (v *View) live() bool { return v.at == v.st.version }
+
+// Root returns the agent root, if it exists.
+func (v *View) Root(agent string) (*Root, bool) { return v.st.roots.Get(agent) }
+
+// Workspace returns the visible workbench name of agent. NotFound when it does not exist
+// or is still staging (staged workbenches are invisible to reads).
+func (v *View) Workspace(agent, name string) (*Workspace, error) {
+	ws, ok := v.st.workspaces.Get(workspaceKey(agent, name))
+	if !ok || ws.State != WorkspaceVisible || ws.CreatedVersion > v.at {
+		return nil, errorf(CodeNotFound, "workbench %q does not exist", name)
+	}
+	return ws, nil
+}
+
+// DirInfo summarizes an implicit directory: live files anywhere below it, their bytes, and
+// its direct children (files and non-empty directories).
+type DirInfo struct {
+	Files    int64
+	Bytes    int64
+	Children int64
+}
+
+// Kind says whether a path names a file or an implicit directory.
+type Kind string
+
+// Path kinds as the contract spells them.
+const (
+	KindFile      Kind = "file"
+	KindDirectory Kind = "directory"
+)
+
+// Stat describes a path: a file (Entry) or a directory (Dir).
+type Stat struct {
+	Kind  Kind
+	Entry *Entry  // files
+	Dir   DirInfo // directories
+}
+
+// File returns the entry visible at path. NotFound when nothing is there, NotArtifact
+// (Kind "directory") when the path is a directory; InvalidArguments for a bad path.
+func (v *View) File(ws *Workspace, path string) (*Entry, error) {
+	if err := ValidatePath("path", path); err != nil {
+		return nil, err
+	}
+	if rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, path)); ok {
+		if e := rec.at(v.at); e != nil {
+			return e, nil
+		}
+	}
+	if info := v.dirInfo(ws.Incarnation, path); info.Files > 0 {
+		return nil, &Error{Code: CodeNotArtifact, Kind: string(KindDirectory), Message: "the path is a directory, not a file"}
+	}
+	return nil, errorf(CodeNotFound, "the file does not exist")
+}
+
+// Stat describes path ("" = the workbench's top directory). NotFound when nothing is there.
+func (v *View) Stat(ws *Workspace, path string) (Stat, error) {
+	if path == "" {
+		return Stat{Kind: KindDirectory, Dir: v.dirInfo(ws.Incarnation, "")}, nil
+	}
+	e, err := v.File(ws, path)
+	if err == nil {
+		return Stat{Kind: KindFile, Entry: e}, nil
+	}
+	if CodeOf(err) == CodeNotArtifact {
+		return Stat{Kind: KindDirectory, Dir: v.dirInfo(ws.Incarnation, path)}, nil
+	}
+	return Stat{}, err
+}
+
+// DirEntry is one direct child in a listing.
+type DirEntry struct {
+	Name  string
+	Kind  Kind
+	Entry *Entry  // files
+	Dir   DirInfo // directories
+}
+
+// List returns up to limit direct children of dir ("" = the top), in byte order of their
+// names, starting after the name after ("" = from the first). more reports whether
+// children remain. NotDirectory when dir is a file; NotFound when dir does not exist (the
+// top always exists).
+func (v *View) List(ws *Workspace, dir, after string, limit int) (entries []DirEntry, more bool, err error) {
+	if dir != "" {
+		if err := ValidatePath("path", dir); err != nil {
+			return nil, false, err
+		}
+		if rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, dir)); ok && rec.at(v.at) != nil {
+			return nil, false, &Error{Code: CodeNotDirectory, Path: dir, Message: "the path is a file, not a directory"}
+		}
+		if v.dirInfo(ws.Incarnation, dir).Files == 0 {
+			return nil, false, errorf(CodeNotFound, "the directory does not exist")
+		}
+	}
+	if limit <= 0 {
+		limit = 1
+	}
+	prefix := childPrefix(ws.Incarnation, dir)
+	pivot := prefix
+	if after != "" {
+		pivot = prefix + after + "\x01"
+	}
+	for {
+		var next string
+		done := true
+		v.st.paths.Ascend(pivot, func(key string, rec *pathRecord) bool {
+			if !strings.HasPrefix(key, prefix) {
+				return false
+			}
+			rest := key[len(prefix):]
+			i := strings.IndexByte(rest, 0)
+			if i < 0 {
+				if e := rec.at(v.at); e != nil {
+					if len(entries) == limit {
+						more = true
+						return false
+					}
+					entries = append(entries, DirEntry{Name: rest, Kind: KindFile, Entry: e})
+				}
+				return true
+			}
+			name := rest[:i]
+			info := v.dirInfo(ws.Incarnation, joinPath(dir, name))
+			if info.Files > 0 {
+				if len(entries) == limit {
+					more = true
+					return false
+				}
+				entries = append(entries, DirEntry{Name: name, Kind: KindDirectory, Dir: info})
+			}
+			// Skip the rest of this subtree: restart the scan after it.
+			next = prefix + name + "\x01"
+			done = false
+			return false
+		})
+		if done || more {
+			return entries, more, nil
+		}
+		pivot = next
+	}
+}
+
+// dirInfo summarizes the directory dir. Live views read the maintained counters; views at
+// older versions count by scanning the subtree.
+func (v *View) dirInfo(inc uint64, dir string) DirInfo {
+	if v.live() {
+		dr, _ := v.st.dirs.Get(pathKey(inc, dir))
+		return DirInfo{Files: dr.Files, Bytes: dr.Bytes, Children: dr.Children}
+	}
+	var info DirInfo
+	prefix := childPrefix(inc, dir)
+	lastChild := ""
+	v.st.paths.Ascend(prefix, func(key string, rec *pathRecord) bool {
+		if !strings.HasPrefix(key, prefix) {
+			return false
+		}
+		e := rec.at(v.at)
+		if e == nil {
+			return true
+		}
+		info.Files++
+		info.Bytes += e.Size
+		rest := key[len(prefix):]
+		child := rest[:indexNUL(rest)]
+		if child != lastChild {
+			info.Children++
+			lastChild = child
+		}
+		return true
+	})
+	return info
+}
