@@ -1,0 +1,397 @@
+package dir_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/blobtest"
+	"github.com/cairnstore/cairn/blob/dir"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestStoreConformance(t *testing.T) {
+	blobtest.Run(t, func(t *testing.T) blob.Store { return open(t, t.TempDir()) })
+}
+
+func open(t *testing.T, path string) *dir.Store {
+	t.Helper()
+	s, err := dir.Open(path)
+	if err != nil {
+		t.Fatalf("Open %s: %v", path, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func randomBytes(seed uint64, n int) []byte {
+	b := make([]byte, n)
+	rand.NewChaCha8([32]byte{byte(seed)}).Read(b)
+	return b
+}
+
+func textBytes(n int) []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "line %d of a log that compresses well\n", i%97)
+	}
+	return b.Bytes()[:n]
+}
+
+func keyOf(root string, data []byte) blob.Key {
+	return blob.Key{Root: root, Digest: blob.DigestOf(data)}
+}
+
+func put(t *testing.T, s *dir.Store, data []byte) (blob.Key, blob.PutResult) {
+	t.Helper()
+	key := keyOf("r1", data)
+	res, err := s.Put(t.Context(), key, data)
+	if err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	return key, res
+}
+
+// readErr returns the first error of a ranged Get, its Reads or its Close.
+func readErr(t *testing.T, s blob.Store, key blob.Key, offset, length int64) error {
+	t.Helper()
+	rc, err := s.Get(t.Context(), key, offset, length)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, rc)
+	if cerr := rc.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func TestLayout(t *testing.T) {
+	path := t.TempDir()
+	s := open(t, path)
+	data := textBytes(10 << 10)
+	key, res := put(t, s, data)
+	hex := key.Digest.String()
+	file := filepath.Join(path, "roots", "r1", "blobs", hex[:2], hex)
+	if s.BlobPath(key) != file {
+		t.Errorf("BlobPath = %s, want %s", s.BlobPath(key), file)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("the blob is not at its documented path: %v", err)
+	}
+	if string(raw[:4]) != "CRNB" || raw[4] != 1 || blob.Encoding(raw[5]) != blob.EncodingZstd ||
+		raw[6] != 0 || raw[7] != 0 || binary.BigEndian.Uint64(raw[8:16]) != uint64(len(data)) {
+		t.Errorf("header = % x, want magic CRNB, version 1, zstd, size %d", raw[:dir.HeaderBytes], len(data))
+	}
+	if int64(len(raw)-dir.HeaderBytes) != res.StoredBytes {
+		t.Errorf("file holds %d payload bytes, Put reported %d", len(raw)-dir.HeaderBytes, res.StoredBytes)
+	}
+}
+
+func TestOpenRemovesTemporaryFiles(t *testing.T) {
+	path := t.TempDir()
+	s := open(t, path)
+	data := []byte("a blob that must survive reopening")
+	key, _ := put(t, s, data)
+	other := keyOf("r2", data)
+	if _, err := s.Put(t.Context(), other, data); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	var temps []string
+	for _, k := range []blob.Key{key, other} {
+		fan := filepath.Dir(s.BlobPath(k))
+		for _, name := range []string{".tmp-123", ".tmp-partial-upload"} {
+			p := filepath.Join(fan, name)
+			if err := os.WriteFile(p, []byte("half a blob"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			temps = append(temps, p)
+		}
+	}
+
+	s = open(t, path)
+	for _, p := range temps {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("temporary file %s survived Open (stat error %v)", p, err)
+		}
+	}
+	for _, k := range []blob.Key{key, other} {
+		if err := readErr(t, s, k, 0, -1); err != nil {
+			t.Errorf("blob %s after reopening: %v", k, err)
+		}
+	}
+}
+
+func TestDamagedPayloadFailsWithErrCorrupt(t *testing.T) {
+	const size = 64 << 10
+	blobs := []struct {
+		name string
+		data []byte
+		enc  blob.Encoding
+	}{
+		{"an identity", randomBytes(1, size), blob.EncodingIdentity},
+		{"a zstd", textBytes(size), blob.EncodingZstd},
+	}
+	ranges := []struct {
+		name           string
+		offset, length int64
+	}{
+		{"the whole blob", 0, -1},
+		{"the first bytes", 0, 10},
+		{"the last bytes", size - 10, 10},
+		{"zero bytes", 100, 0},
+		{"nothing at offset equal to size", size, -1},
+	}
+	for _, b := range blobs {
+		for _, where := range []string{"first", "middle", "last"} {
+			t.Run(fmt.Sprintf("a flipped %s payload byte of %s blob", where, b.name), func(t *testing.T) {
+				s := open(t, t.TempDir())
+				key, res := put(t, s, b.data)
+				if res.Encoding != b.enc {
+					t.Fatalf("stored as %v, the test needs %v", res.Encoding, b.enc)
+				}
+				at := map[string]int64{"first": 0, "middle": res.StoredBytes / 2, "last": res.StoredBytes - 1}[where]
+				flipByte(t, s.BlobPath(key), dir.HeaderBytes+at)
+				for _, r := range ranges {
+					err := readErr(t, s, key, r.offset, r.length)
+					if !errors.Is(err, blob.ErrCorrupt) {
+						t.Errorf("read of %s: error %v, want one wrapping ErrCorrupt", r.name, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func flipByte(t *testing.T, path string, at int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], at); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x40
+	if _, err := f.WriteAt(b[:], at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDamagedFileFailsWithErrCorrupt(t *testing.T) {
+	identity := randomBytes(2, 4096)
+	zstd := textBytes(64 << 10)
+	rewrite := func(f func(raw []byte) []byte) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, f(raw), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	truncate := func(n int) func(t *testing.T, path string) {
+		return rewrite(func(raw []byte) []byte { return raw[:n] })
+	}
+	setByte := func(i int, v byte) func(t *testing.T, path string) {
+		return rewrite(func(raw []byte) []byte { raw[i] = v; return raw })
+	}
+	setSize := func(delta int64) func(t *testing.T, path string) {
+		return rewrite(func(raw []byte) []byte {
+			n := binary.BigEndian.Uint64(raw[8:16])
+			binary.BigEndian.PutUint64(raw[8:16], uint64(int64(n)+delta))
+			return raw
+		})
+	}
+	cases := []struct {
+		name string
+		data []byte
+		harm func(t *testing.T, path string)
+		// statOK: the damage is in the payload, which Stat does not read.
+		statOK bool
+	}{
+		{"an empty file", identity, truncate(0), false},
+		{"a file cut inside the header", identity, truncate(5), false},
+		{"a file cut one byte short of a header", zstd, truncate(dir.HeaderBytes - 1), false},
+		{"a bad magic", identity, setByte(0, 'X'), false},
+		{"an unknown format version", identity, setByte(4, 2), false},
+		{"an unknown encoding", zstd, setByte(5, 7), false},
+		{"non-zero reserved bytes", identity, setByte(7, 1), false},
+		{"an identity payload one byte short", identity, truncate(dir.HeaderBytes + len(identity) - 1), false},
+		{"an identity payload with a byte appended", identity, rewrite(func(raw []byte) []byte { return append(raw, 0) }), false},
+		{"an identity blob whose header claims the wrong size", identity, setSize(1), false},
+		{"a header only, for a zstd blob", zstd, truncate(dir.HeaderBytes), true},
+		{"a zstd payload cut short", zstd, rewrite(func(raw []byte) []byte { return raw[:len(raw)-10] }), true},
+		{"a zstd payload with bytes appended", zstd, rewrite(func(raw []byte) []byte { return append(raw, 1, 2, 3, 4, 5, 6, 7, 8, 9) }), true},
+		{"a zstd blob whose header claims a larger size", zstd, setSize(1), true},
+		{"a zstd blob whose header claims a smaller size", zstd, setSize(-1), true},
+		{"a zstd payload replaced by an identity payload", zstd, setByte(5, byte(blob.EncodingIdentity)), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t, t.TempDir())
+			key, _ := put(t, s, tc.data)
+			tc.harm(t, s.BlobPath(key))
+			for _, r := range []struct{ offset, length int64 }{{0, -1}, {0, 1}, {0, 0}} {
+				if err := readErr(t, s, key, r.offset, r.length); !errors.Is(err, blob.ErrCorrupt) {
+					t.Errorf("Get [%d, +%d): error %v, want one wrapping ErrCorrupt", r.offset, r.length, err)
+				}
+			}
+			if _, err := s.Stat(t.Context(), key); tc.statOK != (err == nil) || (err != nil && !errors.Is(err, blob.ErrCorrupt)) {
+				t.Errorf("Stat: error %v, want %s", err, map[bool]string{true: "none", false: "one wrapping ErrCorrupt"}[tc.statOK])
+			}
+			if !tc.statOK {
+				err := s.List(t.Context(), "r1", func(blob.Key, blob.Info) error { return nil })
+				if !errors.Is(err, blob.ErrCorrupt) {
+					t.Errorf("List over a damaged header: error %v, want one wrapping ErrCorrupt", err)
+				}
+			}
+		})
+	}
+}
+
+func TestPutReplacesADamagedFile(t *testing.T) {
+	s := open(t, t.TempDir())
+	data := textBytes(8 << 10)
+	key, _ := put(t, s, data)
+	if err := os.Truncate(s.BlobPath(key), 3); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Put(t.Context(), key, data)
+	if err != nil || !res.Created {
+		t.Fatalf("Put over a damaged file: %+v, %v; want Created", res, err)
+	}
+	if err := readErr(t, s, key, 0, -1); err != nil {
+		t.Errorf("Get after the repair: %v", err)
+	}
+}
+
+func TestConcurrentPutsCreateOnce(t *testing.T) {
+	s := open(t, t.TempDir())
+	for i := range 5 {
+		data := textBytes(100<<10 + i)
+		key := keyOf("r1", data)
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			created int
+		)
+		for range 6 {
+			wg.Go(func() {
+				res, err := s.Put(t.Context(), key, data)
+				if err != nil {
+					t.Errorf("Put: %v", err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if res.Created {
+					created++
+				}
+			})
+		}
+		wg.Wait()
+		if created != 1 {
+			t.Errorf("%d of 6 concurrent Puts of a new key reported Created, want exactly 1", created)
+		}
+	}
+}
+
+func TestStatModTimeIsTheFileMtime(t *testing.T) {
+	s := open(t, t.TempDir())
+	key, _ := put(t, s, []byte("old blob"))
+	when := time.Date(2024, 2, 29, 12, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(s.BlobPath(key), when, when); err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Stat(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.ModTime.Equal(when) {
+		t.Errorf("Stat ModTime = %v, want the file's mtime %v", info.ModTime, when)
+	}
+	err = s.List(t.Context(), "r1", func(_ blob.Key, info blob.Info) error {
+		if !info.ModTime.Equal(when) {
+			return fmt.Errorf("List ModTime = %v, want the file's mtime %v", info.ModTime, when)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+func TestListSkipsForeignFiles(t *testing.T) {
+	s := open(t, t.TempDir())
+	key, _ := put(t, s, []byte("the only blob"))
+	fan := filepath.Dir(s.BlobPath(key))
+	misplaced := strings.Repeat("ab", 32)
+	if strings.HasPrefix(key.Digest.String(), "ab") {
+		misplaced = strings.Repeat("cd", 32)
+	}
+	for _, name := range []string{".tmp-in-flight", "README", misplaced, strings.ToUpper(key.Digest.String())} {
+		if err := os.WriteFile(filepath.Join(fan, name), []byte("not a blob"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(filepath.Dir(fan), "zz"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	var got []blob.Key
+	if err := s.List(t.Context(), "r1", func(k blob.Key, _ blob.Info) error { got = append(got, k); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != key {
+		t.Errorf("List = %v, want only %s", got, key)
+	}
+}
+
+func TestPutRecreatesRemovedDirectories(t *testing.T) {
+	path := t.TempDir()
+	s := open(t, path)
+	put(t, s, []byte("first"))
+	if err := os.RemoveAll(filepath.Join(path, "roots", "r1")); err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("first")
+	if _, res := put(t, s, data); !res.Created {
+		t.Errorf("Put after its root directory was removed: Created = false")
+	}
+	if err := readErr(t, s, keyOf("r1", data), 0, -1); err != nil {
+		t.Errorf("Get: %v", err)
+	}
+}
+
+func TestOpenFailsOnAFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := dir.Open(path); err == nil {
+		s.Close()
+		t.Fatalf("Open of a regular file succeeded")
+	}
+	if _, err := dir.Open(""); err == nil {
+		t.Fatalf("Open of an empty path succeeded")
+	}
+}

@@ -1,0 +1,27 @@
+// Package dir is the local-directory blob.Store, the embedded default backend (DESIGN.md §8).
+//
+// Layout under the directory given to Open:
+//
+//	roots/<root uid>/blobs/<aa>/<sha256 hex>
+//
+// where aa is the first byte of the digest in hex. Each file is a 16-byte header (magic
+// "CRNB", format version 1, encoding, two zero bytes, uncompressed size as a big-endian
+// uint64; see header.go) followed by the payload, stored as blob.Encode chose.
+//
+// Invariants:
+//
+//   - A file under its final name is always whole: Put writes a temporary file
+//     (".tmp-*") in the same directory, fsyncs it, renames it into place and fsyncs the
+//     directory. Every directory the store creates or first uses has its parent fsynced, so
+//     the path to a blob survives a machine crash once Put returns.
+//   - Put never rewrites a valid blob. Puts and Deletes of one key are serialized within the
+//     process; exactly one of several concurrent Puts of a new key reports Created.
+//   - Open removes stray temporary files. Open never deletes or rewrites anything else; a
+//     file under a final name whose header is invalid is reported as blob.ErrCorrupt and
+//     replaced by the next Put of its key.
+//   - One Store per directory. A second process writing the same directory corrupts
+//     nothing, but its in-flight Puts may fail when this one's Open removes their temporary
+//     files.
+//
+// Directories are never removed, even when empty: at most 256 per root.
+package dir

@@ -1,0 +1,32 @@
+// Package blob is Cairn's content-addressed, immutable blob storage (DESIGN.md §8) and the
+// segmenter of the write path (DESIGN.md §5).
+//
+// A blob is a byte string named by a Key: the agent root that owns it and the SHA-256 of its
+// uncompressed bytes. The package knows nothing of metadata: it never decides whether a blob
+// is referenced, never reads paths, workbenches or revisions, and never deletes anything on
+// its own. Reference counting, delete intents and garbage collection live in meta and ops.
+//
+// Invariants callers rely on, for every Store implementation (blob/blobtest checks them):
+//
+//   - Content addressing: a Put whose data does not hash to key.Digest fails with
+//     ErrDigestMismatch and stores nothing. A stored blob never changes; Put of an existing
+//     key is a no-op that reports Created=false.
+//   - Durability: when Put returns nil the blob survives a crash of the process and of the
+//     machine (for backends that have a disk). A failed or interrupted Put leaves at most an
+//     unreferenced whole blob, never a partial one under its final name.
+//   - Verification: every Get verifies the SHA-256 of the whole decompressed blob, whatever
+//     range was asked for. A mismatch, a truncated or over-long payload, or an undecodable
+//     payload surfaces as an error wrapping ErrCorrupt from the reader's Read, at the latest
+//     in place of io.EOF. A reader never reports a clean io.EOF over bad data.
+//   - Isolation: blobs are namespaced per root. The same bytes stored under two roots are
+//     two blobs; Delete and List of one root never see another root's blobs.
+//   - Encoding is invisible to readers: blobs of 512 bytes or more are stored
+//     zstd-compressed when that saves at least 1/8 (Encode); Get always yields the original
+//     bytes.
+//
+// Errors are the sentinels of errors.go wrapped with context (use errors.Is); bad keys are
+// *KeyError values that wrap ErrInvalidKey. Backends live in sub-packages: blob/dir (local
+// directory, the embedded default), blob/mem (tests) and, per DESIGN.md §8, blob/s3. They
+// share Encode (the compression rule) and NewReader (decoding, ranges and verification).
+// blob/blobtest is the conformance suite every backend runs.
+package blob
