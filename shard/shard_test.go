@@ -1,0 +1,134 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+func openReady(t *testing.T, dir string, cfg Config) *Shard {
+	t.Helper()
+	cfg.Dir = dir
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func put(path, data string) meta.Put {
+	return meta.Put{Agent: "a", Workspace: "w", Path: path, CreateWorkspace: true, Size: int64(len(data)),
+		Segments: []meta.Segment{{Size: int64(len(data)), Inline: []byte(data)}}}
+}
+
+func TestAcknowledgedWritesSurviveRestartAndSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	s := openReady(t, dir, Config{})
+	ctx := context.Background()
+	want := map[string]uint64{}
+	for i := 0; i < 50; i++ {
+		p := fmt.Sprintf("f%02d", i)
+		res, err := s.Propose(ctx, meta.Header{}, put(p, p))
+		if err != nil || res.Err != nil {
+			t.Fatalf("propose %s: %v %v", p, err, res.Err)
+		}
+		want[p] = res.Generation
+		if i == 25 {
+			if err := s.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Propose(ctx, meta.Header{}, meta.Tick{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("propose after close: %v", err)
+	}
+
+	s2 := openReady(t, dir, Config{})
+	defer s2.Close()
+	v, err := s2.ReadView(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := v.Workspace("a", "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, g := range want {
+		e, err := v.File(ws, p)
+		if err != nil || e.Generation != g || string(e.Segments[0].Inline) != p {
+			t.Fatalf("%s after restart: %+v %v (want generation %d)", p, e, err, g)
+		}
+	}
+	// The barrier after the election adds log entries but no FSM state beyond versions;
+	// compare the files, and the state apart from the version, through a fresh write.
+	if s2.FSM().AppliedVersion() < s.FSM().AppliedVersion() {
+		t.Fatalf("restarted replica applied %d < %d", s2.FSM().AppliedVersion(), s.FSM().AppliedVersion())
+	}
+}
+
+func TestConcurrentProposalsAllApplyWithDistinctGenerations(t *testing.T) {
+	s := openReady(t, t.TempDir(), Config{})
+	defer s.Close()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := map[uint64]bool{}
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				res, err := s.Propose(context.Background(), meta.Header{}, put(fmt.Sprintf("w%d/f%d", w, i), "x"))
+				if err != nil || res.Err != nil {
+					t.Errorf("propose: %v %v", err, res.Err)
+					return
+				}
+				mu.Lock()
+				if seen[res.Generation] {
+					t.Errorf("generation %d twice", res.Generation)
+				}
+				seen[res.Generation] = true
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Wait()
+	v, err := s.ReadView(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := v.Workspace("a", "w")
+	if ws.Files != 320 {
+		t.Fatalf("%d files, want 320", ws.Files)
+	}
+}
+
+func TestIdleLeaderTicksCommandTimeForward(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s := openReady(t, t.TempDir(), Config{TickInterval: 20 * time.Millisecond, Clock: clock})
+	defer s.Close()
+	mu.Lock()
+	now = time.Unix(2000, 0)
+	mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.FSM().View().NowMs() != 2000_000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("command time %d never advanced", s.FSM().View().NowMs())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
