@@ -1,0 +1,27 @@
+// Package client is the Go client of Cairn's REST API (`/v1/agents/{agent}/workbenches/...`,
+// DESIGN.md §10) and the bulk transfers built on it (Import, Export). The CLI, the load
+// generator and the integration tests use it; it knows nothing of the server's internals.
+//
+// Invariants callers rely on:
+//
+//   - Bodies stream in both directions. PutFile and Append send the caller's io.Reader as
+//     the request body; GetFile hands back the response body unread. Only JSON results and
+//     error envelopes are buffered, each under a named bound (maxResultBytes,
+//     maxErrorBodyBytes).
+//   - Every non-2xx answer (304 excepted, which GetFile reports as FileInfo.NotModified)
+//     becomes a *Error carrying the server's stable code, message, retryable flag and
+//     details (WORKBENCH.md §errors). HEAD answers have no body, so Stat derives the code
+//     from the HTTP status. The client never retries on its own: Error.Retryable and
+//     Error.RetryAfter tell the caller whether and when to.
+//   - Paths are workbench paths ("input/data/a.csv"): each component is escaped with
+//     url.PathEscape and the components are joined with "/". The client does not clean or
+//     validate them; the server's jail rules (WORKBENCH.md §common rules) decide, so a
+//     request never means something other than what the caller wrote.
+//   - Export never writes outside its destination directory: each remote path is checked
+//     component by component, and all writes go through an os.Root opened on the
+//     destination, so neither a hostile path nor a symlink already in the destination can
+//     redirect a write. Files appear whole (temporary file, then rename) or not at all.
+//
+// Concurrency: a *Client is safe for concurrent use; Import and Export each own their
+// worker goroutines and have stopped all of them by the time they return.
+package client

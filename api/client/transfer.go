@@ -1,0 +1,481 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Transfer defaults.
+const (
+	// DefaultConcurrency is the number of files Import and Export move at once.
+	DefaultConcurrency = 8
+	// DefaultImportSection is the section Import writes into when none is given.
+	DefaultImportSection = "input"
+)
+
+// exportWalkAttempts bounds how often Export walks the remote tree again after a
+// ReadFenceChanged (the workbench changed while a directory was being paged).
+const exportWalkAttempts = 3
+
+// Path limits of the Workbench contract (WORKBENCH.md §common rules), checked locally by
+// Import before anything is uploaded so a bad name fails the import up front.
+const (
+	maxPathBytes      = 4096
+	maxPathComponents = 64
+)
+
+// ErrUnsafePath is wrapped by Import and Export errors for a path that cannot be mapped
+// safely: a remote path that would escape the export directory, or a local name the
+// server's jail rules would reject.
+var ErrUnsafePath = errors.New("unsafe path")
+
+// ImportOptions configure Import.
+type ImportOptions struct {
+	// Agent and Workbench name the destination; the workbench is created if missing.
+	Agent, Workbench string
+	// Section receives the files ("input" when empty).
+	Section string
+	// Dir is the local directory to upload. A symlink naming a directory is followed;
+	// symlinks inside it are not.
+	Dir string
+	// Concurrency is the number of uploads in flight (DefaultConcurrency when < 1).
+	Concurrency int
+	// Start, if set, is called once before the first upload with the number of files and
+	// bytes to send.
+	Start func(files, bytes int64)
+	// Progress, if set, is called as bytes are sent and files complete, with cumulative
+	// counts (files completed, bytes sent). Calls are serialized.
+	Progress func(files, bytes int64)
+	// Warn, if set, receives one message per skipped entry (symlinks, sockets, devices),
+	// naming it by its local path.
+	Warn func(msg string)
+}
+
+// ImportStats summarize an Import: files and bytes uploaded completely, and the wall time
+// including the local scan.
+type ImportStats struct {
+	Files, Bytes int64
+	Duration     time.Duration
+}
+
+// ExportOptions configure Export.
+type ExportOptions struct {
+	// Agent and Workbench name the source.
+	Agent, Workbench string
+	// Section is the section to export into Dir directly; "" exports the whole workbench,
+	// each section (and any entry outside the sections) as a subdirectory of Dir.
+	Section string
+	// Dir is the local destination; created if missing. Existing files at exported paths
+	// are replaced; other files are left alone.
+	Dir string
+	// Concurrency is the number of downloads in flight (DefaultConcurrency when < 1).
+	Concurrency int
+	// Start, if set, is called once before the first download with the number of files
+	// and bytes to fetch (sizes as listed).
+	Start func(files, bytes int64)
+	// Progress, if set, is called as bytes arrive and files complete, with cumulative
+	// counts. Calls are serialized.
+	Progress func(files, bytes int64)
+}
+
+// ExportStats summarize an Export: files and bytes written completely, and the wall time
+// including the remote walk.
+type ExportStats struct {
+	Files, Bytes int64
+	Duration     time.Duration
+}
+
+// Import uploads every regular file under opts.Dir to
+// "<section>/<path relative to Dir, with forward slashes>" in the workbench, with
+// Cairn-Executable set from the file's owner-execute bit. Each upload is an unconditional
+// PUT (an upsert), so re-running an import converges. Order: scan Dir (skipping symlinks
+// and other non-regular entries, reported through Warn), create the workbench, upload.
+//
+// Errors: the first local or remote failure stops the import (in-flight uploads are
+// cancelled) and is returned, wrapped with the file it concerns, together with the stats
+// of what completed. A name the server would reject (backslash, too long, too deep) wraps
+// ErrUnsafePath and fails before anything is uploaded.
+func Import(ctx context.Context, c *Client, opts ImportOptions) (ImportStats, error) {
+	start := time.Now()
+	section := opts.Section
+	if section == "" {
+		section = DefaultImportSection
+	}
+	root, err := filepath.EvalSymlinks(opts.Dir)
+	if err != nil {
+		return ImportStats{}, fmt.Errorf("import: %w", err)
+	}
+	if fi, err := os.Stat(root); err != nil {
+		return ImportStats{}, fmt.Errorf("import: %w", err)
+	} else if !fi.IsDir() {
+		return ImportStats{}, fmt.Errorf("import: %s is not a directory", opts.Dir)
+	}
+
+	type item struct{ local, remote, display string }
+	var items []item
+	var totalBytes int64
+	warn := func(format string, args ...any) {
+		if opts.Warn != nil {
+			opts.Warn(fmt.Sprintf(format, args...))
+		}
+	}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		display := filepath.Join(opts.Dir, rel)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			warn("skipping symlink %s", display)
+			return nil
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			warn("skipping %s: not a regular file", display)
+			return nil
+		}
+		remote := section + "/" + filepath.ToSlash(rel)
+		if err := checkRemoteName(remote); err != nil {
+			return fmt.Errorf("%s: %w", display, err)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		items = append(items, item{local: p, remote: remote, display: display})
+		totalBytes += info.Size()
+		return nil
+	})
+	if err != nil {
+		return ImportStats{Duration: time.Since(start)}, fmt.Errorf("import: %w", err)
+	}
+
+	if _, err := c.CreateWorkbench(ctx, opts.Agent, opts.Workbench); err != nil {
+		return ImportStats{Duration: time.Since(start)}, fmt.Errorf("import: create workbench %q: %w", opts.Workbench, err)
+	}
+	if opts.Start != nil {
+		opts.Start(int64(len(items)), totalBytes)
+	}
+
+	prog := &progress{fn: opts.Progress}
+	err = forEach(ctx, opts.Concurrency, items, func(ctx context.Context, it item) error {
+		n, err := uploadFile(ctx, c, opts.Agent, opts.Workbench, it.local, it.remote, prog)
+		if err != nil {
+			return fmt.Errorf("import %s: %w", it.display, err)
+		}
+		prog.done(n)
+		return nil
+	})
+	files, bytes := prog.completed()
+	return ImportStats{Files: files, Bytes: bytes, Duration: time.Since(start)}, err
+}
+
+// uploadFile PUTs one local file and returns the number of bytes sent.
+func uploadFile(ctx context.Context, c *Client, agent, wb, local, remote string, prog *progress) (int64, error) {
+	f, err := os.Open(local)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("no longer a regular file")
+	}
+	size := fi.Size()
+	// Send exactly the size observed now: a file growing during the upload must not
+	// overrun the Content-Length; one shrinking fails the request.
+	var body io.Reader = http.NoBody
+	if size > 0 {
+		body = &countingReader{r: io.LimitReader(f, size), add: prog.sent}
+	}
+	_, err = c.PutFile(ctx, agent, wb, remote, body, PutOptions{
+		Executable: fi.Mode()&0o100 != 0,
+		Size:       size,
+	})
+	return size, err
+}
+
+// checkRemoteName applies the jail rules of a workbench path that a local file name could
+// break (WORKBENCH.md §common rules); the server checks the rest.
+func checkRemoteName(p string) error {
+	switch {
+	case len(p) > maxPathBytes:
+		return fmt.Errorf("path is longer than %d bytes: %w", maxPathBytes, ErrUnsafePath)
+	case strings.Count(p, "/")+1 > maxPathComponents:
+		return fmt.Errorf("path has more than %d components: %w", maxPathComponents, ErrUnsafePath)
+	case strings.ContainsAny(p, "\\\x00"):
+		return fmt.Errorf("name contains a backslash or NUL: %w", ErrUnsafePath)
+	}
+	return nil
+}
+
+// Export downloads the files of a workbench (or one section of it) into opts.Dir,
+// recreating the directory tree (directories 0755; files 0755 if executable, else 0644).
+// Each file is written to a temporary file in its destination directory and renamed into
+// place, so a file appears whole or not at all, and its bytes are checked against the
+// server's Cairn-Digest. The remote tree is walked first (again from the start, up to
+// exportWalkAttempts times, if a listing fails with ReadFenceChanged), then files are
+// fetched.
+//
+// Errors: a remote path with an empty, ".", ".." or backslash component (one that could
+// escape Dir) wraps ErrUnsafePath and stops the export before any file is written; the
+// first download or write failure stops the export and is returned with the stats of what
+// completed; a digest mismatch is an error naming the file.
+func Export(ctx context.Context, c *Client, opts ExportOptions) (ExportStats, error) {
+	start := time.Now()
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return ExportStats{}, fmt.Errorf("export: %w", err)
+	}
+	root, err := os.OpenRoot(opts.Dir)
+	if err != nil {
+		return ExportStats{}, fmt.Errorf("export: %w", err)
+	}
+	defer root.Close()
+
+	prefix := ""
+	if opts.Section != "" {
+		prefix = opts.Section + "/"
+	}
+	type item struct{ remote, local string }
+	var (
+		items      []item
+		dirs       []string
+		totalBytes int64
+	)
+	visit := func(e Entry) error {
+		full := e.FullPath()
+		rel, ok := strings.CutPrefix(full, prefix)
+		if !ok {
+			return fmt.Errorf("remote path %q is outside %q: %w", full, opts.Section, ErrUnsafePath)
+		}
+		if err := checkLocalRel(rel); err != nil {
+			return fmt.Errorf("remote path %q: %w", full, err)
+		}
+		if e.IsDir() {
+			dirs = append(dirs, filepath.FromSlash(rel))
+			return nil
+		}
+		items = append(items, item{remote: full, local: rel})
+		totalBytes += e.SizeBytes
+		return nil
+	}
+	// A live listing fails with ReadFenceChanged when the workbench changes between two
+	// pages of one directory; walking again from the start gives a fresh listing.
+	for attempt := 1; ; attempt++ {
+		items, dirs, totalBytes = nil, nil, 0
+		err = c.Walk(ctx, opts.Agent, opts.Workbench, opts.Section, visit)
+		if ErrorCode(err) != "ReadFenceChanged" || attempt == exportWalkAttempts {
+			break
+		}
+	}
+	if err != nil {
+		return ExportStats{Duration: time.Since(start)}, fmt.Errorf("export: %w", err)
+	}
+	for _, d := range dirs {
+		if err := root.MkdirAll(d, 0o755); err != nil {
+			return ExportStats{Duration: time.Since(start)}, fmt.Errorf("export: %w", err)
+		}
+	}
+	if opts.Start != nil {
+		opts.Start(int64(len(items)), totalBytes)
+	}
+
+	prog := &progress{fn: opts.Progress}
+	err = forEach(ctx, opts.Concurrency, items, func(ctx context.Context, it item) error {
+		n, err := downloadFile(ctx, c, opts.Agent, opts.Workbench, it.remote, root, it.local, prog)
+		if err != nil {
+			return fmt.Errorf("export %s: %w", it.remote, err)
+		}
+		prog.done(n)
+		return nil
+	})
+	files, bytes := prog.completed()
+	return ExportStats{Files: files, Bytes: bytes, Duration: time.Since(start)}, err
+}
+
+// checkLocalRel verifies that rel (slash-separated) names a path inside the export
+// directory: relative, and every component a plain name.
+func checkLocalRel(rel string) error {
+	if rel == "" || strings.HasPrefix(rel, "/") {
+		return fmt.Errorf("empty or absolute: %w", ErrUnsafePath)
+	}
+	for _, comp := range strings.Split(rel, "/") {
+		if comp == "" || comp == "." || comp == ".." || strings.ContainsAny(comp, "\\\x00") {
+			return fmt.Errorf("component %q: %w", comp, ErrUnsafePath)
+		}
+	}
+	if !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return fmt.Errorf("not a local path: %w", ErrUnsafePath)
+	}
+	return nil
+}
+
+// downloadFile fetches remote into rel under root (temp file + rename) and returns the
+// number of bytes written.
+func downloadFile(ctx context.Context, c *Client, agent, wb, remote string, root *os.Root, rel string, prog *progress) (n int64, err error) {
+	body, info, err := c.GetFile(ctx, agent, wb, remote, GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	defer body.Close()
+
+	dir, base := path.Split(rel)
+	if dir != "" {
+		if err := root.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
+			return 0, err
+		}
+	}
+	tmp, f, err := createTemp(root, dir, base)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if f != nil {
+			_ = f.Close()
+		}
+		if err != nil {
+			_ = root.Remove(tmp)
+		}
+	}()
+
+	h := sha256.New()
+	n, err = io.Copy(io.MultiWriter(f, h), &countingReader{r: body, add: prog.sent})
+	if err != nil {
+		return n, err
+	}
+	if d, ok := strings.CutPrefix(info.Digest, "sha256:"); ok && d != hex.EncodeToString(h.Sum(nil)) {
+		return n, fmt.Errorf("digest mismatch: server says %s, received sha256:%x", info.Digest, h.Sum(nil))
+	}
+	mode := os.FileMode(0o644)
+	if info.Executable {
+		mode = 0o755
+	}
+	if err := f.Chmod(mode); err != nil {
+		return n, err
+	}
+	err = f.Close()
+	f = nil
+	if err != nil {
+		return n, err
+	}
+	if err := root.Rename(tmp, filepath.FromSlash(rel)); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// createTemp creates a new hidden temporary file next to dir/base under root and returns
+// its root-relative name.
+func createTemp(root *os.Root, dir, base string) (string, *os.File, error) {
+	for range 10 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		name := filepath.FromSlash(dir + "." + base + ".cairn-tmp-" + hex.EncodeToString(b[:]))
+		f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return name, f, err
+	}
+	return "", nil, fmt.Errorf("creating a temporary file for %s: too many collisions", base)
+}
+
+// forEach runs fn over items with at most n in flight (DefaultConcurrency when n < 1).
+// The first error cancels the context the others see and is returned once all stopped.
+func forEach[T any](ctx context.Context, n int, items []T, fn func(context.Context, T) error) error {
+	if n < 1 {
+		n = DefaultConcurrency
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(n)
+	for _, it := range items {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(gctx, it) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// progress aggregates transfer progress from concurrent workers and reports it to fn,
+// one call at a time.
+type progress struct {
+	mu        sync.Mutex
+	fn        func(files, bytes int64)
+	files     int64 // files completed
+	sentBytes int64 // bytes moved so far, including files still in flight
+	doneBytes int64 // bytes of completed files
+}
+
+// sent records n more bytes moved.
+func (p *progress) sent(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sentBytes += n
+	if p.fn != nil {
+		p.fn(p.files, p.sentBytes)
+	}
+}
+
+// done records one completed file of size bytes.
+func (p *progress) done(size int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.files++
+	p.doneBytes += size
+	if p.fn != nil {
+		p.fn(p.files, p.sentBytes)
+	}
+}
+
+// completed returns the files completed and their bytes.
+func (p *progress) completed() (files, bytes int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.files, p.doneBytes
+}
+
+// countingReader reports every successful read to add.
+type countingReader struct {
+	r   io.Reader
+	add func(int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		c.add(int64(n))
+	}
+	return n, err
+}

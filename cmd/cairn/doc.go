@@ -1,0 +1,18 @@
+// Command cairn is the single Cairn binary: the server (`cairn serve`, `cairn mcp`) and
+// the client commands people and CI jobs use (`put`, `cat`, `ls`, `import`, `export`),
+// which talk to a server over its REST API through package api/client (DESIGN.md §1).
+//
+// This package only wires: it parses flags and arguments, builds the pieces from their
+// packages and reports results. Rules it keeps:
+//
+//   - Results go to stdout; progress bars (only when stderr is a terminal), warnings and
+//     errors go to stderr, so stdout stays usable in pipes.
+//   - Every failure prints one line "cairn: <code>: <message>" on stderr and exits 1. The
+//     code is the server's stable error code (NotFound, Conflict, ...) or, for failures
+//     that never reached the server, InvalidArguments (bad usage or an unsafe path),
+//     NotFound (a local file), Unavailable (the server could not be reached), Canceled
+//     (interrupted) or Internal.
+//   - Client commands find the server with --server, else CAIRN_SERVER, else
+//     http://127.0.0.1:7070, and the agent root with --agent, else CAIRN_AGENT, else
+//     "default".
+package main

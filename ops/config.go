@@ -1,0 +1,548 @@
+package ops
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults of every Config field; DefaultConfig returns them.
+const (
+	DefaultDataDir               = "./cairn-data"
+	DefaultListen                = "127.0.0.1:7070"
+	DefaultInlineMaxBytes        = 4096
+	DefaultMCPMaxPayloadBytes    = 16 << 20
+	DefaultRetentionWindow       = 24 * time.Hour
+	DefaultDedupeMaxPerRoot      = 100_000
+	DefaultPresentationRoot      = "/agents/{agent}/wb"
+	DefaultRaftSnapshotInterval  = 2 * time.Minute
+	DefaultRaftSnapshotThreshold = 8192
+	DefaultLogLevel              = "info"
+	DefaultLogFormat             = "text"
+	DefaultShutdownTimeout       = 10 * time.Second
+)
+
+// Bounds enforced by Validate.
+const (
+	// MaxInlineMaxBytes is the largest accepted InlineMaxBytes: inline bodies live in Raft
+	// log entries and snapshots, which must stay small (DESIGN.md §5).
+	MaxInlineMaxBytes = 64 << 10
+	// MaxMCPMaxPayloadBytes is the largest accepted MCPMaxPayloadBytes: MCP payloads are
+	// held in memory (base64 in JSON), so the cap must stay far below RAM.
+	MaxMCPMaxPayloadBytes = 1 << 30
+	// PresentationRootAgentPlaceholder must appear in PresentationRoot; it is replaced by
+	// the agent id (WORKBENCH.md §common rules).
+	PresentationRootAgentPlaceholder = "{agent}"
+)
+
+// ConfigFlag is the flag (and CAIRN_CONFIG the environment variable) naming the YAML
+// configuration file. Neither is a Config field: the file is an input, not a setting.
+const (
+	ConfigFlag = "config"
+	ConfigEnv  = "CAIRN_CONFIG"
+)
+
+// Config is the configuration of a Cairn server process. Each field is settable as a
+// YAML key (shown), a flag (the key with dashes: data_dir → --data-dir) and an
+// environment variable (CAIRN_ + upper-case key: CAIRN_DATA_DIR).
+type Config struct {
+	// DataDir is the node's data directory (Raft logs, snapshots, the local blob store of
+	// the embedded default, the node UUID). YAML data_dir. Default "./cairn-data".
+	DataDir string
+	// Listen is the HTTP listen address as host:port (port 0 picks a free port). YAML
+	// listen. Default "127.0.0.1:7070" (loopback only until authentication exists,
+	// DESIGN.md §4).
+	Listen string
+	// InlineMaxBytes is the largest body or segment, in bytes, stored inline in the
+	// metadata record instead of the object store; 0 puts every body in the object store.
+	// Range 0..65536. YAML inline_max_bytes. Default 4096 (DESIGN.md §5).
+	InlineMaxBytes int64
+	// MCPMaxPayloadBytes caps a decoded MCP write payload, in bytes; larger payloads fail
+	// with PayloadTooLarge. REST streams and is not capped. Range 1..1 GiB. YAML
+	// mcp_max_payload_bytes. Default 16 MiB (WORKBENCH.md §common rules).
+	MCPMaxPayloadBytes int64
+	// RetentionWindow is how long, in command time, dedupe records, tombstones, finished
+	// operations and change-feed entries are kept (DESIGN.md §7). Must be positive. YAML
+	// retention_window (a Go duration such as "24h"). Default 24h.
+	RetentionWindow time.Duration
+	// DedupeMaxPerRoot bounds the number of remembered request ids per agent root; the
+	// oldest are forgotten first. Must be at least 1. YAML dedupe_max_per_root. Default
+	// 100000.
+	DedupeMaxPerRoot int
+	// PresentationRoot is the path prefix shown to agents, with "{agent}" replaced by the
+	// agent id. Presentation only, never a storage key. Must be an absolute, clean path
+	// containing "{agent}" and must not be "/". YAML presentation_root. Default
+	// "/agents/{agent}/wb".
+	PresentationRoot string
+	// RaftSnapshotInterval is how often each shard checks whether to take a Raft snapshot.
+	// Must be positive. YAML raft_snapshot_interval. Default 2m.
+	RaftSnapshotInterval time.Duration
+	// RaftSnapshotThreshold is the number of Raft log entries since the last snapshot that
+	// triggers a new one. Must be at least 1. YAML raft_snapshot_threshold. Default 8192.
+	RaftSnapshotThreshold uint64
+	// LogLevel is the minimum level logged: debug, info, warn or error. YAML log_level.
+	// Default info.
+	LogLevel string
+	// LogFormat is the log line format: text (logfmt-style key=value) or json. YAML
+	// log_format. Default text.
+	LogFormat string
+	// ShutdownTimeout bounds a graceful shutdown (draining requests, stopping Raft) before
+	// the process gives up and exits. Must be positive. YAML shutdown_timeout. Default 10s.
+	ShutdownTimeout time.Duration
+}
+
+// DefaultConfig returns the embedded default: one node on loopback, data in
+// ./cairn-data, every field at its documented default.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:               DefaultDataDir,
+		Listen:                DefaultListen,
+		InlineMaxBytes:        DefaultInlineMaxBytes,
+		MCPMaxPayloadBytes:    DefaultMCPMaxPayloadBytes,
+		RetentionWindow:       DefaultRetentionWindow,
+		DedupeMaxPerRoot:      DefaultDedupeMaxPerRoot,
+		PresentationRoot:      DefaultPresentationRoot,
+		RaftSnapshotInterval:  DefaultRaftSnapshotInterval,
+		RaftSnapshotThreshold: DefaultRaftSnapshotThreshold,
+		LogLevel:              DefaultLogLevel,
+		LogFormat:             DefaultLogFormat,
+		ShutdownTimeout:       DefaultShutdownTimeout,
+	}
+}
+
+// ConfigError reports one bad configuration value: which field, which rule it broke, the
+// offending value and, when known, where it came from.
+type ConfigError struct {
+	// Source names where the value came from: a flag ("--listen"), an environment
+	// variable ("CAIRN_LISTEN"), a YAML file position ("cairn.yaml:3 (listen)"), or ""
+	// when unknown (a Config built in Go, or a default).
+	Source string
+	// Field is the Config field name ("Listen"); "" for an error that is not about one
+	// field (an unknown YAML key, a malformed file).
+	Field string
+	// Rule is the rule that was broken, phrased to follow the field name
+	// ("must be host:port").
+	Rule string
+	// Value is the offending value as text; "" when there is none to show.
+	Value string
+}
+
+// Error formats as "<source>: <Field> <rule> (got "<value>")".
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	if e.Source != "" {
+		b.WriteString(e.Source)
+	} else {
+		b.WriteString("config")
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(" ")
+	}
+	b.WriteString(e.Rule)
+	if e.Value != "" {
+		fmt.Fprintf(&b, " (got %q)", e.Value)
+	}
+	return b.String()
+}
+
+// Validate checks every field against its rule (documented on the field). It returns nil
+// or one *ConfigError per broken rule, joined with errors.Join, so errors.As finds the
+// first; Source is empty because a Config does not know where its values came from
+// (LoadConfig fills it in).
+func (c Config) Validate() error {
+	return joinConfigErrors(c.validate())
+}
+
+func (c Config) validate() []*ConfigError {
+	var errs []*ConfigError
+	bad := func(field, rule, value string) {
+		errs = append(errs, &ConfigError{Field: field, Rule: rule, Value: value})
+	}
+
+	switch {
+	case c.DataDir == "":
+		bad("DataDir", "must not be empty", "")
+	case strings.ContainsRune(c.DataDir, 0):
+		bad("DataDir", "must not contain NUL", c.DataDir)
+	}
+
+	if rule := checkHostPort(c.Listen); rule != "" {
+		bad("Listen", rule, c.Listen)
+	}
+
+	if c.InlineMaxBytes < 0 || c.InlineMaxBytes > MaxInlineMaxBytes {
+		bad("InlineMaxBytes", fmt.Sprintf("must be between 0 and %d bytes", MaxInlineMaxBytes),
+			strconv.FormatInt(c.InlineMaxBytes, 10))
+	}
+	if c.MCPMaxPayloadBytes < 1 || c.MCPMaxPayloadBytes > MaxMCPMaxPayloadBytes {
+		bad("MCPMaxPayloadBytes", fmt.Sprintf("must be between 1 and %d bytes", MaxMCPMaxPayloadBytes),
+			strconv.FormatInt(c.MCPMaxPayloadBytes, 10))
+	}
+	if c.RetentionWindow <= 0 {
+		bad("RetentionWindow", "must be positive", c.RetentionWindow.String())
+	}
+	if c.DedupeMaxPerRoot < 1 {
+		bad("DedupeMaxPerRoot", "must be at least 1", strconv.Itoa(c.DedupeMaxPerRoot))
+	}
+	if rule := checkPresentationRoot(c.PresentationRoot); rule != "" {
+		bad("PresentationRoot", rule, c.PresentationRoot)
+	}
+	if c.RaftSnapshotInterval <= 0 {
+		bad("RaftSnapshotInterval", "must be positive", c.RaftSnapshotInterval.String())
+	}
+	if c.RaftSnapshotThreshold < 1 {
+		bad("RaftSnapshotThreshold", "must be at least 1", strconv.FormatUint(c.RaftSnapshotThreshold, 10))
+	}
+	if _, ok := logLevels[c.LogLevel]; !ok {
+		bad("LogLevel", "must be one of debug, info, warn, error", c.LogLevel)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("LogFormat", "must be text or json", c.LogFormat)
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("ShutdownTimeout", "must be positive", c.ShutdownTimeout.String())
+	}
+	return errs
+}
+
+// checkHostPort returns the broken rule for a listen address, or "".
+func checkHostPort(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "must be host:port"
+	}
+	if strings.ContainsAny(host, " /\x00") {
+		return "must be host:port with a valid host"
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || port != strconv.Itoa(n) {
+		return "must be host:port with a numeric port 0..65535"
+	}
+	return ""
+}
+
+// checkPresentationRoot returns the broken rule for a presentation root, or "".
+func checkPresentationRoot(root string) string {
+	switch {
+	case root == "/":
+		return `must not be "/"`
+	case !strings.HasPrefix(root, "/"):
+		return `must be an absolute path starting with "/"`
+	case !strings.Contains(root, PresentationRootAgentPlaceholder):
+		return `must contain "{agent}"`
+	case strings.ContainsAny(root, "\\\x00"):
+		return "must not contain a backslash or NUL"
+	}
+	for _, comp := range strings.Split(root[1:], "/") {
+		if comp == "" || comp == "." || comp == ".." {
+			return `must be a clean path (no empty, "." or ".." components, no trailing "/")`
+		}
+	}
+	return ""
+}
+
+var logLevels = map[string]slog.Level{
+	"debug": slog.LevelDebug,
+	"info":  slog.LevelInfo,
+	"warn":  slog.LevelWarn,
+	"error": slog.LevelError,
+}
+
+// NewLogger returns a logger writing to w in c.LogFormat (json, otherwise text) at
+// c.LogLevel and above (an unknown level logs at info; Validate rejects it earlier).
+// Over stdio MCP, w must be stderr: stdout carries only protocol messages.
+func NewLogger(c Config, w io.Writer) *slog.Logger {
+	level, ok := logLevels[c.LogLevel]
+	if !ok {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// setting describes one Config field in all three layers. Its flag is the YAML key with
+// dashes and its environment variable CAIRN_ + the upper-case key.
+type setting struct {
+	field    string // Config field name, as ConfigError.Field reports it
+	key      string // YAML key
+	usage    string
+	register func(fs *pflag.FlagSet, flag, usage string, defaults Config)
+	// parse sets the field from its text form; the error text is the broken rule.
+	parse func(c *Config, raw string) error
+}
+
+func (s setting) flag() string { return strings.ReplaceAll(s.key, "_", "-") }
+func (s setting) env() string  { return "CAIRN_" + strings.ToUpper(s.key) }
+
+var settings = []setting{
+	stringSetting("DataDir", "data_dir", "data directory (Raft logs, snapshots, local blobs)",
+		func(c *Config) *string { return &c.DataDir }),
+	stringSetting("Listen", "listen", "HTTP listen address, host:port",
+		func(c *Config) *string { return &c.Listen }),
+	int64Setting("InlineMaxBytes", "inline_max_bytes", "largest body or segment stored inline in metadata, bytes (0..65536; 0 = never inline)",
+		func(c *Config) *int64 { return &c.InlineMaxBytes }),
+	int64Setting("MCPMaxPayloadBytes", "mcp_max_payload_bytes", "largest MCP write payload, bytes",
+		func(c *Config) *int64 { return &c.MCPMaxPayloadBytes }),
+	durationSetting("RetentionWindow", "retention_window", "how long dedupe records and tombstones are kept, command time",
+		func(c *Config) *time.Duration { return &c.RetentionWindow }),
+	intSetting("DedupeMaxPerRoot", "dedupe_max_per_root", "most remembered request ids per agent root",
+		func(c *Config) *int { return &c.DedupeMaxPerRoot }),
+	stringSetting("PresentationRoot", "presentation_root", `path prefix shown to agents; must contain "{agent}"`,
+		func(c *Config) *string { return &c.PresentationRoot }),
+	durationSetting("RaftSnapshotInterval", "raft_snapshot_interval", "how often shards check whether to snapshot",
+		func(c *Config) *time.Duration { return &c.RaftSnapshotInterval }),
+	uint64Setting("RaftSnapshotThreshold", "raft_snapshot_threshold", "log entries since the last snapshot that trigger a new one",
+		func(c *Config) *uint64 { return &c.RaftSnapshotThreshold }),
+	stringSetting("LogLevel", "log_level", "minimum log level: debug, info, warn, error",
+		func(c *Config) *string { return &c.LogLevel }),
+	stringSetting("LogFormat", "log_format", "log format: text or json",
+		func(c *Config) *string { return &c.LogFormat }),
+	durationSetting("ShutdownTimeout", "shutdown_timeout", "graceful shutdown deadline",
+		func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+}
+
+func stringSetting(field, key, usage string, p func(*Config) *string) setting {
+	return setting{field: field, key: key, usage: usage,
+		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.String(flag, *p(&d), usage) },
+		parse:    func(c *Config, raw string) error { *p(c) = raw; return nil },
+	}
+}
+
+func int64Setting(field, key, usage string, p func(*Config) *int64) setting {
+	return setting{field: field, key: key, usage: usage,
+		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.Int64(flag, *p(&d), usage) },
+		parse: func(c *Config, raw string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+			if err != nil {
+				return errors.New("must be an integer")
+			}
+			*p(c) = n
+			return nil
+		},
+	}
+}
+
+func intSetting(field, key, usage string, p func(*Config) *int) setting {
+	return setting{field: field, key: key, usage: usage,
+		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.Int(flag, *p(&d), usage) },
+		parse: func(c *Config, raw string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(raw))
+			if err != nil {
+				return errors.New("must be an integer")
+			}
+			*p(c) = n
+			return nil
+		},
+	}
+}
+
+func uint64Setting(field, key, usage string, p func(*Config) *uint64) setting {
+	return setting{field: field, key: key, usage: usage,
+		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.Uint64(flag, *p(&d), usage) },
+		parse: func(c *Config, raw string) error {
+			n, err := strconv.ParseUint(strings.TrimSpace(raw), 10, 64)
+			if err != nil {
+				return errors.New("must be a non-negative integer")
+			}
+			*p(c) = n
+			return nil
+		},
+	}
+}
+
+func durationSetting(field, key, usage string, p func(*Config) *time.Duration) setting {
+	return setting{field: field, key: key, usage: usage,
+		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.Duration(flag, *p(&d), usage) },
+		parse: func(c *Config, raw string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(raw))
+			if err != nil {
+				return errors.New(`must be a duration such as "90s", "2m" or "24h"`)
+			}
+			*p(c) = d
+			return nil
+		},
+	}
+}
+
+// BindFlags registers on fs one flag per Config field (defaults from DefaultConfig, the
+// environment variable named in the help text) plus --config, the YAML file path. Call
+// it once per flag set: pflag panics on a duplicate flag name.
+func BindFlags(fs *pflag.FlagSet) {
+	d := DefaultConfig()
+	for _, s := range settings {
+		s.register(fs, s.flag(), fmt.Sprintf("%s (env %s)", s.usage, s.env()), d)
+	}
+	fs.String(ConfigFlag, "", fmt.Sprintf("YAML configuration file (env %s)", ConfigEnv))
+}
+
+// LoadConfig fills a Config with precedence flags > environment (CAIRN_*) > YAML file >
+// defaults, then validates it.
+//
+// fs must have been prepared by BindFlags and parsed; only flags the user actually set
+// (fs.Changed) override, and a nil fs means no flags. getenv looks up environment
+// variables (nil means os.Getenv); an empty variable counts as unset. The YAML file comes
+// from --config, else CAIRN_CONFIG; none means no file. Its top level must be a mapping of
+// the documented keys (unknown or repeated keys are errors naming the key; a null value
+// counts as unset).
+//
+// Errors: a missing or unreadable file (wrapping the os error), malformed YAML, or one
+// *ConfigError per bad value whose Source names the flag, variable or file line that
+// supplied it (e.g. "CAIRN_LISTEN: Listen must be host:port (got "x")"). Text that does
+// not parse fails even when a higher layer overrides it; range rules apply to the final
+// value.
+func LoadConfig(fs *pflag.FlagSet, getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cfg := DefaultConfig()
+	source := make(map[string]string, len(settings)) // field → where its value came from
+
+	path, pathSource := "", ""
+	if v, ok := changedFlag(fs, ConfigFlag); ok {
+		path, pathSource = v, "--"+ConfigFlag
+	} else if v := getenv(ConfigEnv); v != "" {
+		path, pathSource = v, ConfigEnv
+	}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: %w", pathSource, err)
+		}
+		if err := applyYAML(&cfg, source, path, data); err != nil {
+			return Config{}, err
+		}
+	}
+
+	var errs []*ConfigError
+	for _, s := range settings {
+		raw := getenv(s.env())
+		if raw == "" {
+			continue
+		}
+		if err := s.parse(&cfg, raw); err != nil {
+			errs = append(errs, &ConfigError{Source: s.env(), Field: s.field, Rule: err.Error(), Value: raw})
+			continue
+		}
+		source[s.field] = s.env()
+	}
+	for _, s := range settings {
+		raw, ok := changedFlag(fs, s.flag())
+		if !ok {
+			continue
+		}
+		if err := s.parse(&cfg, raw); err != nil {
+			errs = append(errs, &ConfigError{Source: "--" + s.flag(), Field: s.field, Rule: err.Error(), Value: raw})
+			continue
+		}
+		source[s.field] = "--" + s.flag()
+	}
+	if len(errs) > 0 {
+		return Config{}, joinConfigErrors(errs)
+	}
+
+	errs = cfg.validate()
+	for _, e := range errs {
+		e.Source = source[e.Field]
+	}
+	if len(errs) > 0 {
+		return Config{}, joinConfigErrors(errs)
+	}
+	return cfg, nil
+}
+
+// changedFlag returns the text of flag name if the user set it.
+func changedFlag(fs *pflag.FlagSet, name string) (string, bool) {
+	if fs == nil {
+		return "", false
+	}
+	f := fs.Lookup(name)
+	if f == nil || !f.Changed {
+		return "", false
+	}
+	return f.Value.String(), true
+}
+
+// applyYAML applies the YAML document data (read from path) to cfg, recording the source
+// of every field it sets.
+func applyYAML(cfg *Config, source map[string]string, path string, data []byte) error {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // empty file: nothing set
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return &ConfigError{Source: path, Rule: "must hold one YAML document"}
+	}
+	top := doc.Content[0]
+	if top.Kind == yaml.ScalarNode && top.ShortTag() == "!!null" {
+		return nil // a document holding only comments or "~"
+	}
+	if top.Kind != yaml.MappingNode {
+		return &ConfigError{Source: fmt.Sprintf("%s:%d", path, top.Line), Rule: "top level must be a mapping of configuration keys"}
+	}
+	byKey := make(map[string]setting, len(settings))
+	for _, s := range settings {
+		byKey[s.key] = s
+	}
+	seen := make(map[string]bool)
+	var errs []*ConfigError
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		where := fmt.Sprintf("%s:%d", path, k.Line)
+		s, ok := byKey[k.Value]
+		if k.Kind != yaml.ScalarNode || !ok {
+			errs = append(errs, &ConfigError{Source: where, Rule: fmt.Sprintf("unknown key %q", k.Value)})
+			continue
+		}
+		where = fmt.Sprintf("%s (%s)", where, s.key)
+		if seen[s.key] {
+			errs = append(errs, &ConfigError{Source: where, Rule: fmt.Sprintf("repeated key %q", s.key)})
+			continue
+		}
+		seen[s.key] = true
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
+			continue
+		}
+		if v.Kind != yaml.ScalarNode {
+			errs = append(errs, &ConfigError{Source: where, Field: s.field, Rule: "must be a single value, not a list or mapping"})
+			continue
+		}
+		if err := s.parse(cfg, v.Value); err != nil {
+			errs = append(errs, &ConfigError{Source: where, Field: s.field, Rule: err.Error(), Value: v.Value})
+			continue
+		}
+		source[s.field] = where
+	}
+	return joinConfigErrors(errs)
+}
+
+func joinConfigErrors(errs []*ConfigError) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	all := make([]error, len(errs))
+	for i, e := range errs {
+		all[i] = e
+	}
+	return errors.Join(all...)
+}

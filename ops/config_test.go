@@ -1,0 +1,446 @@
+package ops
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// env returns a getenv over a fixed map.
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// writeYAML writes text to a config file in a fresh temp dir and returns its path.
+func writeYAML(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "cairn.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// load binds and parses args, then runs LoadConfig.
+func load(t *testing.T, args []string, getenv func(string) string) (Config, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %v: %v", args, err)
+	}
+	return LoadConfig(fs, getenv)
+}
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("DefaultConfig().Validate() = %v", err)
+	}
+}
+
+func TestLoadConfigWithNothingSetReturnsDefaults(t *testing.T) {
+	got, err := load(t, nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != DefaultConfig() {
+		t.Fatalf("got %+v, want defaults %+v", got, DefaultConfig())
+	}
+}
+
+func TestLoadConfigPrecedence(t *testing.T) {
+	file := writeYAML(t, "listen: 127.0.0.1:1001\ninline_max_bytes: 100\nlog_level: warn\nretention_window: 1h\n")
+
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		listen string
+		inline int64
+		level  string
+		window time.Duration
+	}{
+		{
+			name:   "defaults apply when no layer sets a value",
+			listen: DefaultListen, inline: DefaultInlineMaxBytes, level: DefaultLogLevel, window: DefaultRetentionWindow,
+		},
+		{
+			name:   "the yaml file overrides defaults",
+			args:   []string{"--config", file},
+			listen: "127.0.0.1:1001", inline: 100, level: "warn", window: time.Hour,
+		},
+		{
+			name:   "the environment overrides the yaml file",
+			args:   []string{"--config", file},
+			env:    map[string]string{"CAIRN_LISTEN": "127.0.0.1:2002", "CAIRN_INLINE_MAX_BYTES": "200"},
+			listen: "127.0.0.1:2002", inline: 200, level: "warn", window: time.Hour,
+		},
+		{
+			name:   "flags override the environment",
+			args:   []string{"--config", file, "--listen", "127.0.0.1:3003"},
+			env:    map[string]string{"CAIRN_LISTEN": "127.0.0.1:2002", "CAIRN_INLINE_MAX_BYTES": "200"},
+			listen: "127.0.0.1:3003", inline: 200, level: "warn", window: time.Hour,
+		},
+		{
+			name:   "a flag set to its default value still overrides lower layers",
+			args:   []string{"--config", file, "--inline-max-bytes", "4096", "--log-level", "info"},
+			env:    map[string]string{"CAIRN_INLINE_MAX_BYTES": "200"},
+			listen: "127.0.0.1:1001", inline: 4096, level: "info", window: time.Hour,
+		},
+		{
+			name:   "the config file may come from CAIRN_CONFIG",
+			env:    map[string]string{"CAIRN_CONFIG": file, "CAIRN_RETENTION_WINDOW": "30m"},
+			listen: "127.0.0.1:1001", inline: 100, level: "warn", window: 30 * time.Minute,
+		},
+		{
+			name:   "an empty environment variable counts as unset",
+			args:   []string{"--config", file},
+			env:    map[string]string{"CAIRN_LISTEN": ""},
+			listen: "127.0.0.1:1001", inline: 100, level: "warn", window: time.Hour,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := load(t, tt.args, env(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Listen != tt.listen || got.InlineMaxBytes != tt.inline || got.LogLevel != tt.level || got.RetentionWindow != tt.window {
+				t.Fatalf("got listen=%q inline=%d level=%q window=%v, want %q %d %q %v",
+					got.Listen, got.InlineMaxBytes, got.LogLevel, got.RetentionWindow,
+					tt.listen, tt.inline, tt.level, tt.window)
+			}
+		})
+	}
+}
+
+func TestConfigFlagOverridesConfigEnv(t *testing.T) {
+	fromFlag := writeYAML(t, "log_format: json\n")
+	fromEnv := writeYAML(t, "log_format: text\nlog_level: debug\n")
+	got, err := load(t, []string{"--config", fromFlag}, env(map[string]string{"CAIRN_CONFIG": fromEnv}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LogFormat != "json" || got.LogLevel != DefaultLogLevel {
+		t.Fatalf("got format=%q level=%q; the --config file should have been the only one read", got.LogFormat, got.LogLevel)
+	}
+}
+
+func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
+	want := Config{
+		DataDir:               "/var/lib/cairn",
+		Listen:                "0.0.0.0:9000",
+		InlineMaxBytes:        0,
+		MCPMaxPayloadBytes:    1 << 20,
+		RetentionWindow:       48 * time.Hour,
+		DedupeMaxPerRoot:      7,
+		PresentationRoot:      "/ws/{agent}",
+		RaftSnapshotInterval:  time.Minute,
+		RaftSnapshotThreshold: 100,
+		LogLevel:              "debug",
+		LogFormat:             "json",
+		ShutdownTimeout:       3 * time.Second,
+	}
+	text := map[string]string{
+		"data_dir": "/var/lib/cairn", "listen": "0.0.0.0:9000", "inline_max_bytes": "0",
+		"mcp_max_payload_bytes": "1048576", "retention_window": "48h", "dedupe_max_per_root": "7",
+		"presentation_root": "/ws/{agent}", "raft_snapshot_interval": "1m",
+		"raft_snapshot_threshold": "100", "log_level": "debug", "log_format": "json",
+		"shutdown_timeout": "3s",
+	}
+	if len(text) != len(settings) {
+		t.Fatalf("test covers %d settings, package has %d", len(text), len(settings))
+	}
+
+	var yamlText strings.Builder
+	environ := map[string]string{}
+	var args []string
+	for k, v := range text {
+		yamlText.WriteString(k + ": \"" + v + "\"\n")
+		environ["CAIRN_"+strings.ToUpper(k)] = v
+		args = append(args, "--"+strings.ReplaceAll(k, "_", "-")+"="+v)
+	}
+
+	layers := []struct {
+		name   string
+		args   []string
+		getenv func(string) string
+	}{
+		{"yaml", []string{"--config", writeYAML(t, yamlText.String())}, env(nil)},
+		{"environment", nil, env(environ)},
+		{"flags", args, env(nil)},
+	}
+	for _, l := range layers {
+		t.Run(l.name, func(t *testing.T) {
+			got, err := load(t, l.args, l.getenv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("got  %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestValidateRules(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		field  string
+	}{
+		{"an empty data dir is rejected", func(c *Config) { c.DataDir = "" }, "DataDir"},
+		{"a listen address without a port is rejected", func(c *Config) { c.Listen = "localhost" }, "Listen"},
+		{"a listen address with a named port is rejected", func(c *Config) { c.Listen = "localhost:http" }, "Listen"},
+		{"a listen port above 65535 is rejected", func(c *Config) { c.Listen = "127.0.0.1:70000" }, "Listen"},
+		{"a negative inline threshold is rejected", func(c *Config) { c.InlineMaxBytes = -1 }, "InlineMaxBytes"},
+		{"an inline threshold above 64 KiB is rejected", func(c *Config) { c.InlineMaxBytes = MaxInlineMaxBytes + 1 }, "InlineMaxBytes"},
+		{"a zero MCP payload cap is rejected", func(c *Config) { c.MCPMaxPayloadBytes = 0 }, "MCPMaxPayloadBytes"},
+		{"an MCP payload cap above 1 GiB is rejected", func(c *Config) { c.MCPMaxPayloadBytes = MaxMCPMaxPayloadBytes + 1 }, "MCPMaxPayloadBytes"},
+		{"a zero retention window is rejected", func(c *Config) { c.RetentionWindow = 0 }, "RetentionWindow"},
+		{"a zero dedupe bound is rejected", func(c *Config) { c.DedupeMaxPerRoot = 0 }, "DedupeMaxPerRoot"},
+		{"a presentation root of / is rejected", func(c *Config) { c.PresentationRoot = "/" }, "PresentationRoot"},
+		{"a presentation root without {agent} is rejected", func(c *Config) { c.PresentationRoot = "/agents/wb" }, "PresentationRoot"},
+		{"a relative presentation root is rejected", func(c *Config) { c.PresentationRoot = "agents/{agent}" }, "PresentationRoot"},
+		{"a presentation root with a trailing slash is rejected", func(c *Config) { c.PresentationRoot = "/agents/{agent}/" }, "PresentationRoot"},
+		{"a presentation root with .. is rejected", func(c *Config) { c.PresentationRoot = "/agents/../{agent}" }, "PresentationRoot"},
+		{"a presentation root with a backslash is rejected", func(c *Config) { c.PresentationRoot = `/agents\{agent}` }, "PresentationRoot"},
+		{"a zero snapshot interval is rejected", func(c *Config) { c.RaftSnapshotInterval = 0 }, "RaftSnapshotInterval"},
+		{"a zero snapshot threshold is rejected", func(c *Config) { c.RaftSnapshotThreshold = 0 }, "RaftSnapshotThreshold"},
+		{"an unknown log level is rejected", func(c *Config) { c.LogLevel = "verbose" }, "LogLevel"},
+		{"an unknown log format is rejected", func(c *Config) { c.LogFormat = "xml" }, "LogFormat"},
+		{"a zero shutdown timeout is rejected", func(c *Config) { c.ShutdownTimeout = 0 }, "ShutdownTimeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.mutate(&c)
+			err := c.Validate()
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Validate() = %v, want a *ConfigError", err)
+			}
+			if ce.Field != tt.field || ce.Rule == "" {
+				t.Fatalf("got field %q rule %q, want field %q with a rule", ce.Field, ce.Rule, tt.field)
+			}
+			if !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("message %q does not name the field %s", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestValidateAcceptsBoundaryValues(t *testing.T) {
+	c := DefaultConfig()
+	c.InlineMaxBytes = MaxInlineMaxBytes
+	c.MCPMaxPayloadBytes = 1
+	c.Listen = ":0"
+	c.PresentationRoot = "/{agent}"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.InlineMaxBytes = 0
+	c.Listen = "[::1]:65535"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidateReportsEveryBrokenRule(t *testing.T) {
+	c := DefaultConfig()
+	c.Listen = "nope"
+	c.LogFormat = "xml"
+	err := c.Validate()
+	for _, field := range []string{"Listen", "LogFormat"} {
+		if !strings.Contains(err.Error(), field) {
+			t.Errorf("error %q does not mention %s", err, field)
+		}
+	}
+}
+
+func TestLoadConfigErrorsNameTheSource(t *testing.T) {
+	tests := []struct {
+		name    string
+		yaml    string // written to a file passed with --config when non-empty
+		args    []string
+		env     map[string]string
+		source  string // substring expected in ConfigError.Source
+		field   string
+		message string // substring expected in the error text
+	}{
+		{
+			name:   "an unparsable environment value names the variable",
+			env:    map[string]string{"CAIRN_INLINE_MAX_BYTES": "lots"},
+			source: "CAIRN_INLINE_MAX_BYTES", field: "InlineMaxBytes", message: `"lots"`,
+		},
+		{
+			name:   "an unparsable environment duration names the variable",
+			env:    map[string]string{"CAIRN_SHUTDOWN_TIMEOUT": "10"},
+			source: "CAIRN_SHUTDOWN_TIMEOUT", field: "ShutdownTimeout", message: "duration",
+		},
+		{
+			name:   "an out-of-range environment value names the variable",
+			env:    map[string]string{"CAIRN_LISTEN": "localhost"},
+			source: "CAIRN_LISTEN", field: "Listen", message: "host:port",
+		},
+		{
+			name:   "an unparsable environment value fails even when a flag overrides it",
+			args:   []string{"--dedupe-max-per-root", "5"},
+			env:    map[string]string{"CAIRN_DEDUPE_MAX_PER_ROOT": "many"},
+			source: "CAIRN_DEDUPE_MAX_PER_ROOT", field: "DedupeMaxPerRoot",
+		},
+		{
+			name:   "an out-of-range flag value names the flag",
+			args:   []string{"--inline-max-bytes", "70000"},
+			source: "--inline-max-bytes", field: "InlineMaxBytes", message: "65536",
+		},
+		{
+			name:   "an out-of-range yaml value names the file, line and key",
+			yaml:   "# comment\nlog_level: loud\n",
+			source: "cairn.yaml:2 (log_level)", field: "LogLevel", message: "loud",
+		},
+		{
+			name:   "an unparsable yaml value names the file, line and key",
+			yaml:   "retention_window: 86400\n",
+			source: "cairn.yaml:1 (retention_window)", field: "RetentionWindow", message: "duration",
+		},
+		{
+			name:   "an unknown yaml key is an error naming the key",
+			yaml:   "listen: 127.0.0.1:1\nlisten_addr: 127.0.0.1:2\n",
+			source: "cairn.yaml:2", message: `unknown key "listen_addr"`,
+		},
+		{
+			name:   "a repeated yaml key is an error naming the key",
+			yaml:   "listen: 127.0.0.1:1\nlisten: 127.0.0.1:2\n",
+			source: "cairn.yaml:2", message: `repeated key "listen"`,
+		},
+		{
+			name:   "a yaml list where a value belongs is an error",
+			yaml:   "listen: [a, b]\n",
+			source: "cairn.yaml:1 (listen)", field: "Listen", message: "single value",
+		},
+		{
+			name:   "a yaml file that is not a mapping is an error",
+			yaml:   "- listen\n",
+			source: "cairn.yaml:1", message: "mapping",
+		},
+		{
+			name:   "a value set by yaml and broken keeps the yaml source through validation",
+			yaml:   "presentation_root: /\n",
+			source: "cairn.yaml:1 (presentation_root)", field: "PresentationRoot",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.yaml != "" {
+				args = append([]string{"--config", writeYAML(t, tt.yaml)}, args...)
+			}
+			_, err := load(t, args, env(tt.env))
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("LoadConfig() = %v, want a *ConfigError", err)
+			}
+			if !strings.Contains(ce.Source, tt.source) || ce.Field != tt.field {
+				t.Fatalf("got source %q field %q, want source containing %q and field %q", ce.Source, ce.Field, tt.source, tt.field)
+			}
+			if !strings.Contains(err.Error(), tt.source) || !strings.Contains(err.Error(), tt.message) {
+				t.Fatalf("message %q should contain %q and %q", err, tt.source, tt.message)
+			}
+		})
+	}
+}
+
+func TestLoadConfigMissingFileWrapsNotExist(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "absent.yaml")
+	_, err := load(t, []string{"--config", missing}, env(nil))
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "--config") {
+		t.Fatalf("got %v, want a not-exist error naming --config", err)
+	}
+	_, err = load(t, nil, env(map[string]string{"CAIRN_CONFIG": missing}))
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "CAIRN_CONFIG") {
+		t.Fatalf("got %v, want a not-exist error naming CAIRN_CONFIG", err)
+	}
+}
+
+func TestLoadConfigAcceptsEmptyAndNullYAML(t *testing.T) {
+	for _, text := range []string{"", "# only a comment\n", "listen: ~\n"} {
+		got, err := load(t, []string{"--config", writeYAML(t, text)}, env(nil))
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		if got != DefaultConfig() {
+			t.Fatalf("%q: got %+v, want defaults", text, got)
+		}
+	}
+}
+
+func TestLoadConfigRejectsMalformedYAML(t *testing.T) {
+	_, err := load(t, []string{"--config", writeYAML(t, "listen: [\n")}, env(nil))
+	if err == nil || !strings.Contains(err.Error(), "cairn.yaml") {
+		t.Fatalf("got %v, want an error naming the file", err)
+	}
+}
+
+func TestLoadConfigWithNilFlagSetUsesEnvironment(t *testing.T) {
+	got, err := LoadConfig(nil, env(map[string]string{"CAIRN_LOG_FORMAT": "json"}))
+	if err != nil || got.LogFormat != "json" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+}
+
+func TestBindFlagsRegistersEveryFlag(t *testing.T) {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	BindFlags(fs)
+	for _, name := range []string{
+		"data-dir", "listen", "inline-max-bytes", "mcp-max-payload-bytes", "retention-window",
+		"dedupe-max-per-root", "presentation-root", "raft-snapshot-interval",
+		"raft-snapshot-threshold", "log-level", "log-format", "shutdown-timeout", "config",
+	} {
+		f := fs.Lookup(name)
+		if f == nil {
+			t.Errorf("flag --%s not registered", name)
+			continue
+		}
+		if name != "config" && !strings.Contains(f.Usage, "CAIRN_") {
+			t.Errorf("flag --%s usage %q does not name its environment variable", name, f.Usage)
+		}
+	}
+}
+
+func TestNewLoggerHonoursLevelAndFormat(t *testing.T) {
+	c := DefaultConfig()
+	c.LogFormat = "json"
+	c.LogLevel = "warn"
+	var buf bytes.Buffer
+	log := NewLogger(c, &buf)
+	log.Info("hidden")
+	log.Warn("shown", "k", 1)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("got %d lines %q, want only the warning", len(lines), buf.String())
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+		t.Fatalf("not JSON: %q: %v", lines[0], err)
+	}
+	if rec["msg"] != "shown" || rec["level"] != "WARN" {
+		t.Fatalf("got %v", rec)
+	}
+
+	buf.Reset()
+	c = DefaultConfig()
+	NewLogger(c, &buf).Debug("hidden")
+	NewLogger(c, &buf).Info("shown")
+	if got := buf.String(); !strings.Contains(got, "msg=shown") || strings.Contains(got, "hidden") {
+		t.Fatalf("text logger wrote %q", got)
+	}
+}

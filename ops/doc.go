@@ -1,0 +1,22 @@
+// Package ops holds what an operator touches rather than what a user stores: the server
+// configuration (Config, filled from flags, CAIRN_* environment variables and an optional
+// YAML file), structured logging, and — as they land — the metrics registry, health checks
+// and deployment assets (DESIGN.md §3).
+//
+// Invariants callers rely on:
+//
+//   - One Config struct is the single source of settings. Every field has a documented
+//     unit and default, and the same name in all three layers: YAML key data_dir, flag
+//     --data-dir, environment variable CAIRN_DATA_DIR.
+//   - Precedence is fixed: flags the user actually set > environment > YAML file >
+//     DefaultConfig(). A layer that does not mention a setting never resets it.
+//   - A Config returned by LoadConfig has passed Validate. Bad input is a *ConfigError
+//     naming where the value came from (flag, variable or file line), the field and the
+//     rule it broke; nothing in this package panics on user input.
+//   - Nothing here reads the environment or the file system behind the caller's back:
+//     LoadConfig takes the flag set and a getenv function, so tests and embedders control
+//     every input.
+//
+// This package must never import the storage layers (meta, blob, shard) or the surfaces
+// (api): they import ops, not the other way round.
+package ops
