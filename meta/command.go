@@ -40,8 +40,9 @@ type Header struct {
 	// max(previous command time, TimeMs).
 	TimeMs int64 `cbor:"1,keyasint"`
 	// RequestID, when set, makes the command idempotent within (agent root, Principal):
-	// a replay with the same RequestHash returns the stored result; a different hash is an
-	// InvalidArguments error naming field "idempotency_key".
+	// once a command with it succeeded, a replay with the same RequestHash returns the
+	// stored result and a different hash is an InvalidArguments error naming field
+	// "idempotency_key". Failed commands change nothing and are not remembered.
 	RequestID   string `cbor:"2,keyasint,omitempty"`
 	Principal   string `cbor:"3,keyasint,omitempty"`
 	RequestHash Digest `cbor:"4,keyasint,omitempty"`

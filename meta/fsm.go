@@ -141,7 +141,9 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		res = Result{Err: invalidArg("command", "unsupported body %T", body)}
 	}
 	res.Version = index
-	if dkey != "" {
+	// Only successes are remembered: a failed command changed nothing, so a retry may run
+	// again (and an internal retry after a Conflict must not meet its own stored failure).
+	if dkey != "" && res.Err == nil {
 		a.remember(agent, dkey, h.RequestHash, res)
 	}
 	return res

@@ -98,7 +98,7 @@ func (m *model) apply(index uint64, h Header, body Body) Result {
 	}
 	res := m.do(body)
 	res.Version = index
-	if dk != "" && m.roots[agent] {
+	if dk != "" && m.roots[agent] && res.Err == nil {
 		m.dedupe[dk] = mdedupe{hash: h.RequestHash, res: res, expiresMs: m.nowMs + m.retentionMs}
 	}
 	if m.retentionMs > 0 {

@@ -1,0 +1,331 @@
+package rest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/meta"
+)
+
+// file serves PUT, GET, HEAD, POST ?append and DELETE of one file.
+func (h *Handler) file(w http.ResponseWriter, r *http.Request, agent, id, path string) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		h.read(w, r, agent, id, path)
+	case http.MethodPut:
+		h.write(w, r, agent, id, path)
+	case http.MethodPost:
+		h.append(w, r, agent, id, path)
+	case http.MethodDelete:
+		h.delete(w, r, agent, id, path)
+	default:
+		allow(w, r, http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPost, http.MethodDelete)
+	}
+}
+
+// conditions parses If-Match: "<generation>" (or *) and If-None-Match: * on a write.
+func conditions(r *http.Request) (cond meta.Condition, gen uint64, pre precondition, err error) {
+	im, inm := r.Header.Get("If-Match"), r.Header.Get("If-None-Match")
+	switch {
+	case im != "" && inm != "":
+		return 0, 0, 0, invalidArg("If-Match", "cannot be combined with If-None-Match")
+	case inm != "":
+		if strings.TrimSpace(inm) != "*" {
+			return 0, 0, 0, invalidArg("If-None-Match", `only "*" (create-only) is supported on writes`)
+		}
+		return meta.CondCreateOnly, 0, ifNoneMatchStar, nil
+	case im != "":
+		if strings.TrimSpace(im) == "*" {
+			return meta.CondReplaceOnly, 0, ifMatch, nil
+		}
+		g, err := parseETag(im)
+		if err != nil {
+			return 0, 0, 0, invalidArg("If-Match", "must be \"*\" or one quoted generation such as \"42\"")
+		}
+		return meta.CondIfGeneration, g, ifMatch, nil
+	}
+	return meta.CondNone, 0, noPrecondition, nil
+}
+
+// parseETag parses one entity tag "<generation>" (quotes optional, no weak tags).
+func parseETag(s string) (uint64, error) {
+	s = strings.TrimSpace(s)
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	g, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || g == 0 {
+		return 0, errors.New("bad entity tag")
+	}
+	return g, nil
+}
+
+func etag(gen uint64) string { return `"` + strconv.FormatUint(gen, 10) + `"` }
+
+func executableHeader(r *http.Request) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(r.Header.Get("Cairn-Executable"))) {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	}
+	return false, invalidArg("Cairn-Executable", "must be true or false")
+}
+
+func (h *Handler) fileJSON(agent, id string, res workbench.FileResult) map[string]any {
+	sec, rel := splitSection(res.Path)
+	return map[string]any{"status": "success", "workbench_id": id, "section": sec, "relative_path": rel,
+		"path": res.Presentation, "size_bytes": res.Size, "generation": res.Generation, "digest_uri": res.DigestURI(),
+		"content_type": res.ContentType, "executable": res.Executable, "created": res.Created}
+}
+
+func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path string) {
+	cond, gen, pre, err := conditions(r)
+	if err == nil && r.URL.RawQuery != "" {
+		err = invalidArg("query", "PUT takes no query parameters")
+	}
+	var exec bool
+	if err == nil {
+		exec, err = executableHeader(r)
+	}
+	var key string
+	if err == nil {
+		key, err = idempotencyKey(r)
+	}
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	body := &countingReader{r: r.Body}
+	res, err := h.svc.Write(r.Context(), workbench.WriteRequest{Agent: agent, Workbench: id, Path: path, Body: body,
+		ContentType: r.Header.Get("Content-Type"), Executable: exec, Cond: cond, IfGeneration: gen, CreateWorkbench: true, RequestID: key})
+	h.bytesIn.Add(float64(body.n))
+	if err != nil {
+		h.writeError(w, r, err, pre)
+		return
+	}
+	w.Header().Set("ETag", etag(res.Generation))
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, h.fileJSON(agent, id, res))
+}
+
+func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path string) {
+	if r.URL.RawQuery != "append" && r.URL.RawQuery != "append=" {
+		h.writeError(w, r, invalidArg("query", "POST on a file must be ?append"), noPrecondition)
+		return
+	}
+	var gen uint64
+	var err error
+	pre := noPrecondition
+	if im := r.Header.Get("If-Match"); im != "" {
+		gen, err = parseETag(im)
+		pre = ifMatch
+		if err != nil {
+			err = invalidArg("If-Match", "must be one quoted generation such as \"42\"")
+		}
+	}
+	if err == nil && r.Header.Get("If-None-Match") != "" {
+		err = invalidArg("If-None-Match", "is not supported on append")
+	}
+	var exec bool
+	if err == nil {
+		exec, err = executableHeader(r)
+	}
+	var key string
+	if err == nil {
+		key, err = idempotencyKey(r)
+	}
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	body := &countingReader{r: r.Body}
+	res, err := h.svc.Append(r.Context(), workbench.AppendRequest{Agent: agent, Workbench: id, Path: path, Body: body,
+		ContentType: r.Header.Get("Content-Type"), Executable: exec, IfGeneration: gen, CreateWorkbench: true, RequestID: key})
+	h.bytesIn.Add(float64(body.n))
+	if err != nil {
+		h.writeError(w, r, err, pre)
+		return
+	}
+	out := h.fileJSON(agent, id, res.FileResult)
+	out["appended_bytes"] = res.AppendedBytes
+	out["digest"] = workbench.DigestURI(res.AppendDigest)
+	w.Header().Set("ETag", etag(res.Generation))
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, out)
+}
+
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path string) {
+	var gen uint64
+	var err error
+	pre := noPrecondition
+	if im := r.Header.Get("If-Match"); im != "" {
+		pre = ifMatch
+		if gen, err = parseETag(im); err != nil {
+			err = invalidArg("If-Match", "must be one quoted generation such as \"42\"")
+		}
+	}
+	var key string
+	if err == nil {
+		key, err = idempotencyKey(r)
+	}
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	v, err := h.svc.Delete(r.Context(), agent, id, path, gen, key)
+	if err != nil {
+		h.writeError(w, r, err, pre)
+		return
+	}
+	sec, rel := splitSection(path)
+	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "section": sec, "relative_path": rel,
+		"path": h.svc.WorkbenchPath(agent, id) + "/" + path, "generation": v})
+}
+
+// read serves GET and HEAD: ETag, If-None-Match (304), single Range (206/416), streaming.
+func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path string) {
+	if r.URL.RawQuery != "" {
+		h.writeError(w, r, invalidArg("query", "reads take no query parameters yet"), noPrecondition)
+		return
+	}
+	f, err := h.svc.Open(r.Context(), agent, id, path)
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	info := f.Info
+	hd := w.Header()
+	hd.Set("ETag", etag(info.Generation))
+	hd.Set("Cairn-Generation", strconv.FormatUint(info.Generation, 10))
+	hd.Set("Cairn-Digest", workbench.DigestURI(info.Digest))
+	hd.Set("Cairn-Executable", strconv.FormatBool(info.Executable))
+	hd.Set("Last-Modified", time.UnixMilli(info.ModifiedAtMs).UTC().Format(http.TimeFormat))
+	hd.Set("Accept-Ranges", "bytes")
+	hd.Set("Content-Type", info.ContentType)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, info.Generation) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	offset, length := int64(0), info.Size
+	status := http.StatusOK
+	if rg := r.Header.Get("Range"); rg != "" && ifRangeHolds(r, info.Generation) {
+		o, n, ok := parseRange(rg, info.Size)
+		if !ok {
+			hd.Set("Content-Range", fmt.Sprintf("bytes */%d", info.Size))
+			hd.Del("ETag")
+			e := &workbench.Error{Code: workbench.CodeInvalidArguments, Message: "Range: not satisfiable for a body of " + strconv.FormatInt(info.Size, 10) + " bytes",
+				Details: map[string]any{"field": "Range", "size_bytes": info.Size}}
+			writeJSON(w, http.StatusRequestedRangeNotSatisfiable, e.Envelope())
+			return
+		}
+		if n >= 0 {
+			offset, length, status = o, n, http.StatusPartialContent
+			hd.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", o, o+n-1, info.Size))
+		}
+	}
+	hd.Set("Content-Length", strconv.FormatInt(length, 10))
+	if r.Method == http.MethodHead {
+		w.WriteHeader(status)
+		return
+	}
+	body, err := f.Reader(r.Context(), offset, length)
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	defer body.Close()
+	w.WriteHeader(status)
+	n, err := io.Copy(w, body)
+	h.bytesOut.Add(float64(n))
+	if err != nil && r.Context().Err() == nil && h.log != nil {
+		// Headers are gone: the client sees a short body, which Content-Length makes detectable.
+		h.log.Error("read stream failed", "path", r.URL.EscapedPath(), "sent_bytes", n, "err", err)
+	}
+}
+
+func etagMatches(header string, gen uint64) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" {
+			return true
+		}
+		t = strings.TrimPrefix(t, "W/")
+		if g, err := parseETag(t); err == nil && g == gen {
+			return true
+		}
+	}
+	return false
+}
+
+// ifRangeHolds: a Range with an If-Range naming another generation serves the whole body.
+func ifRangeHolds(r *http.Request, gen uint64) bool {
+	ir := r.Header.Get("If-Range")
+	if ir == "" {
+		return true
+	}
+	g, err := parseETag(ir)
+	return err == nil && g == gen
+}
+
+// parseRange parses one "bytes=" range (RFC 9110 §14.1.2) against size. It returns length
+// -1 to mean "ignore the header and serve the whole body" (several ranges: allowed by the
+// RFC), ok=false when the range cannot be satisfied.
+func parseRange(h string, size int64) (offset, length int64, ok bool) {
+	spec, found := strings.CutPrefix(strings.TrimSpace(h), "bytes=")
+	if !found {
+		return 0, -1, true // unknown unit: ignore
+	}
+	if strings.Contains(spec, ",") {
+		return 0, -1, true
+	}
+	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
+	if !found {
+		return 0, 0, false
+	}
+	if first == "" { // suffix: the last N bytes
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, 0, false
+		}
+		if n > size {
+			n = size
+		}
+		if n == 0 {
+			return 0, 0, false
+		}
+		return size - n, n, true
+	}
+	o, err := strconv.ParseInt(first, 10, 64)
+	if err != nil || o < 0 || o >= size {
+		return 0, 0, false
+	}
+	end := size - 1
+	if last != "" {
+		e, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || e < o {
+			return 0, 0, false
+		}
+		end = min(e, size-1)
+	}
+	return o, end - o + 1, true
+}

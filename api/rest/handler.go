@@ -1,0 +1,386 @@
+package rest
+
+import (
+	_ "embed"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/meta"
+)
+
+// OpenAPI is the OpenAPI 3.1 document of this API, served at /v1/openapi.json.
+//
+//go:embed openapi.json
+var OpenAPI []byte
+
+// Options wire the handler to the rest of the node.
+type Options struct {
+	// MCP serves /v1/agents/{agent}/mcp and /mcp; the agent is passed as path value
+	// "agent" ("" for /mcp). Nil disables MCP.
+	MCP http.Handler
+	// Ready reports whether the node serves writes and linearizable reads (/readyz).
+	Ready func() bool
+	// Registry collects the metrics served at /metrics; it also registers the handler's
+	// own request metrics. Nil disables /metrics.
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+}
+
+// Handler is the HTTP entry point of a node.
+type Handler struct {
+	svc      *workbench.Service
+	opts     Options
+	log      *slog.Logger
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	inflight prometheus.Gauge
+	bytesIn  prometheus.Counter
+	bytesOut prometheus.Counter
+	metrics  http.Handler
+}
+
+// NewHandler returns the node's HTTP handler.
+func NewHandler(svc *workbench.Service, opts Options) *Handler {
+	h := &Handler{svc: svc, opts: opts, log: opts.Logger}
+	h.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "requests_total",
+		Help: "HTTP requests by route, method and status code."}, []string{"route", "method", "code"})
+	h.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "cairn", Subsystem: "http", Name: "request_duration_seconds",
+		Help: "HTTP request latency by route and method, until the response is written.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)},
+		[]string{"route", "method"})
+	h.inflight = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "http", Name: "requests_in_flight", Help: "HTTP requests being served."})
+	h.bytesIn = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "file_bytes_received_total", Help: "File body bytes received by writes."})
+	h.bytesOut = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "file_bytes_sent_total", Help: "File body bytes sent by reads."})
+	if opts.Registry != nil {
+		opts.Registry.MustRegister(h.requests, h.latency, h.inflight, h.bytesIn, h.bytesOut)
+		h.metrics = promhttpHandler(opts.Registry)
+	}
+	return h
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// ServeHTTP routes on the escaped path (no cleaning, no redirects).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	h.inflight.Inc()
+	route := h.route(rec, r)
+	h.inflight.Dec()
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	h.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
+	h.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+}
+
+func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
+	raw := r.URL.EscapedPath()
+	switch raw {
+	case "/healthz":
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+		return "healthz"
+	case "/readyz":
+		if h.opts.Ready != nil && !h.opts.Ready() {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready"})
+		} else {
+			writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+		}
+		return "readyz"
+	case "/metrics":
+		if h.metrics == nil {
+			h.notFound(w, r)
+		} else {
+			h.metrics.ServeHTTP(w, r)
+		}
+		return "metrics"
+	case "/v1/openapi.json":
+		if !allow(w, r, http.MethodGet, http.MethodHead) {
+			return "openapi"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(OpenAPI)
+		return "openapi"
+	case "/mcp":
+		if h.opts.MCP == nil {
+			h.notFound(w, r)
+			return "mcp"
+		}
+		r.SetPathValue("agent", "")
+		h.opts.MCP.ServeHTTP(w, r)
+		return "mcp"
+	}
+	rest, ok := strings.CutPrefix(raw, "/v1/agents/")
+	if !ok {
+		h.notFound(w, r)
+		return "unknown"
+	}
+	segs := strings.Split(rest, "/")
+	agent, err := component("agent", segs[0])
+	if err == nil {
+		err = validName("agent", agent)
+	}
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return "invalid"
+	}
+	if len(segs) == 2 && segs[1] == "mcp" && h.opts.MCP != nil {
+		r.SetPathValue("agent", agent)
+		h.opts.MCP.ServeHTTP(w, r)
+		return "mcp"
+	}
+	if len(segs) < 3 || segs[1] != "workbenches" {
+		h.notFound(w, r)
+		return "unknown"
+	}
+	id, err := component("id", segs[2])
+	if err == nil {
+		err = validName("id", id)
+	}
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return "invalid"
+	}
+	switch {
+	case len(segs) == 3:
+		h.workbench(w, r, agent, id)
+		return "workbench"
+	case len(segs) == 4 && segs[3] == "list":
+		h.list(w, r, agent, id)
+		return "list"
+	case len(segs) >= 5 && segs[3] == "files":
+		path, err := filePath(segs[4:])
+		if err != nil {
+			h.writeError(w, r, err, noPrecondition)
+			return "invalid"
+		}
+		h.file(w, r, agent, id, path)
+		return "file"
+	}
+	h.notFound(w, r)
+	return "unknown"
+}
+
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+	h.writeError(w, r, &workbench.Error{Code: workbench.CodeNotFound, Message: "no such route: " + r.URL.EscapedPath(), Details: map[string]any{}}, noPrecondition)
+}
+
+// allow answers 405 unless the method is one of methods.
+func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	for _, m := range methods {
+		if r.Method == m {
+			return true
+		}
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	e := &workbench.Error{Code: workbench.CodeInvalidArguments, Message: fmt.Sprintf("method %s is not allowed here (allowed: %s)", r.Method, strings.Join(methods, ", ")),
+		Details: map[string]any{"field": "method"}}
+	writeJSON(w, http.StatusMethodNotAllowed, e.Envelope())
+	return false
+}
+
+// component decodes one escaped path segment; a segment that decodes to something with a
+// '/' in it (%2F) is rejected, as is an empty one.
+func component(field, seg string) (string, error) {
+	s, err := url.PathUnescape(seg)
+	if err != nil {
+		return "", invalidArg(field, "is not a valid escaped path segment")
+	}
+	if s == "" {
+		return "", invalidArg(field, "must not be empty (no '//' and no trailing '/')")
+	}
+	if strings.Contains(s, "/") {
+		return "", invalidArg(field, "must not contain an escaped '/' (%%2F)")
+	}
+	return s, nil
+}
+
+// filePath decodes and validates the {path...} part of a file route.
+func filePath(segs []string) (string, error) {
+	parts := make([]string, len(segs))
+	for i, seg := range segs {
+		c, err := component("path", seg)
+		if err != nil {
+			return "", err
+		}
+		parts[i] = c
+	}
+	p := strings.Join(parts, "/")
+	if err := meta.ValidatePath("path", p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+func invalidArg(field, format string, args ...any) error {
+	return &workbench.Error{Code: workbench.CodeInvalidArguments, Message: field + ": " + fmt.Sprintf(format, args...),
+		Details: map[string]any{"field": field}}
+}
+
+// workbench serves PUT (create, idempotent) and GET/HEAD (stat) of a workbench.
+func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id string) {
+	if !allow(w, r, http.MethodPut, http.MethodGet, http.MethodHead) {
+		return
+	}
+	if r.Method == http.MethodPut {
+		key, err := idempotencyKey(r)
+		if err != nil {
+			h.writeError(w, r, err, noPrecondition)
+			return
+		}
+		res, err := h.svc.CreateWorkbench(r.Context(), agent, id, key)
+		if err != nil {
+			h.writeError(w, r, err, noPrecondition)
+			return
+		}
+		status := http.StatusOK
+		if res.Created {
+			status = http.StatusCreated
+		}
+		writeJSON(w, status, map[string]any{"status": "success", "workbench_id": id, "path": res.Path,
+			"sections": workbench.Sections, "created": res.Created})
+		return
+	}
+	st, err := h.svc.Stat(r.Context(), agent, id, "")
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "path": h.svc.WorkbenchPath(agent, id),
+		"kind": "workbench", "sections": workbench.Sections, "size_bytes": st.Dir.Bytes, "file_count": st.Dir.Files, "entry_count": st.Dir.Children})
+}
+
+// list serves GET .../list?path=DIR&cursor=C&limit=N.
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string) {
+	if !allow(w, r, http.MethodGet, http.MethodHead) {
+		return
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		h.writeError(w, r, invalidArg("query", "does not parse: %v", err), noPrecondition)
+		return
+	}
+	for k := range q {
+		if k != "path" && k != "cursor" && k != "limit" {
+			h.writeError(w, r, invalidArg(k, "is not a parameter of list (path, cursor, limit)"), noPrecondition)
+			return
+		}
+	}
+	dir := q.Get("path")
+	if dir != "" {
+		if err := meta.ValidatePath("path", dir); err != nil {
+			h.writeError(w, r, err, noPrecondition)
+			return
+		}
+	}
+	limit := 0
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > workbench.MaxListLimit {
+			h.writeError(w, r, invalidArg("limit", "must be an integer between 1 and %d", workbench.MaxListLimit), noPrecondition)
+			return
+		}
+		limit = n
+	}
+	res, err := h.svc.List(r.Context(), workbench.ListRequest{Agent: agent, Workbench: id, Path: dir, Cursor: q.Get("cursor"), Limit: limit})
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	entries := make([]map[string]any, 0, len(res.Entries))
+	for _, e := range res.Entries {
+		sec, rel := splitSection(e.Path)
+		m := map[string]any{"name": e.Name, "path": h.svc.WorkbenchPath(agent, id) + "/" + e.Path, "section": sec, "relative_path": rel,
+			"kind": e.Kind, "size_bytes": e.Size, "entry_count": e.EntryCount}
+		if e.Kind == "file" {
+			m["generation"] = e.Generation
+			m["executable"] = e.Executable
+			m["content_type"] = e.ContentType
+		}
+		entries = append(entries, m)
+	}
+	var next any
+	if res.NextCursor != "" {
+		next = res.NextCursor
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "workbench_path": h.svc.WorkbenchPath(agent, id),
+		"path": dir, "entry_count": res.EntryCount, "entries": entries, "next_cursor": next, "truncated": res.Truncated})
+}
+
+// splitSection mirrors the contract's presentation: section null (nil) outside the five.
+func splitSection(full string) (any, string) {
+	first, rest, _ := strings.Cut(full, "/")
+	for _, s := range workbench.Sections {
+		if s == first {
+			return first, rest
+		}
+	}
+	return nil, full
+}
+
+// idempotencyKey reads Idempotency-Key: 1..255 printable ASCII characters.
+func idempotencyKey(r *http.Request) (string, error) {
+	k := r.Header.Get("Idempotency-Key")
+	if len(k) > 255 {
+		return "", invalidArg("Idempotency-Key", "must be at most 255 characters")
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return "", invalidArg("Idempotency-Key", "must be printable ASCII")
+		}
+	}
+	return k, nil
+}
+
+// countingReader counts body bytes as they stream.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// validName checks an agent or workbench id, returning a nil error (not a nil *meta.Error).
+func validName(field, s string) error {
+	if err := meta.ValidateName(field, s); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package workbench
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// MaxCursorAge bounds how long a cursor stays usable (DESIGN.md §10).
+const MaxCursorAge = 24 * time.Hour
+
+// cursor is the signed state of a paginated call. It binds everything that shaped the
+// result, so it cannot be replayed against other arguments, another workbench or another
+// incarnation of the same name.
+type cursor struct {
+	Kind        string `json:"k"` // "list", "read"
+	Agent       string `json:"a"`
+	Workbench   string `json:"w"`
+	Incarnation uint64 `json:"i"`
+	Path        string `json:"p"`
+	// Args is a digest of the remaining arguments that shaped the result (format, …).
+	Args string `json:"x,omitempty"`
+	// Fence is the workbench revision (list) or file generation (read) of the first page.
+	Fence uint64 `json:"f"`
+	// After is the last name returned (list); Offset the next record or byte (read).
+	After    string `json:"n,omitempty"`
+	Offset   int64  `json:"o,omitempty"`
+	IssuedAt int64  `json:"t"`
+}
+
+type cursorCodec struct{ key []byte }
+
+func (c cursorCodec) sign(payload []byte) []byte {
+	m := hmac.New(sha256.New, c.key)
+	m.Write(payload)
+	return m.Sum(nil)[:16]
+}
+
+func (c cursorCodec) encode(cur cursor) string {
+	cur.IssuedAt = time.Now().Unix()
+	payload, _ := json.Marshal(cur)
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString(payload) + "." + enc.EncodeToString(c.sign(payload))
+}
+
+// decode verifies a cursor's signature and age and that it was issued for the same kind
+// of call on the same agent, workbench and path. Any mismatch is InvalidArguments naming
+// "cursor" (a forged, foreign or stale cursor gets no further).
+func (c cursorCodec) decode(s, kind, agent, workbench, path string) (cursor, *Error) {
+	bad := func(why string) (cursor, *Error) {
+		return cursor{}, invalidArgument("cursor", "%s", why)
+	}
+	p, sig, ok := strings.Cut(s, ".")
+	if !ok || len(s) > 8192 {
+		return bad("is not a cursor this server issued")
+	}
+	enc := base64.RawURLEncoding
+	payload, err1 := enc.DecodeString(p)
+	mac, err2 := enc.DecodeString(sig)
+	if err1 != nil || err2 != nil || !hmac.Equal(mac, c.sign(payload)) {
+		return bad("is not a cursor this server issued")
+	}
+	var cur cursor
+	if err := json.Unmarshal(payload, &cur); err != nil {
+		return bad("is not a cursor this server issued")
+	}
+	if time.Since(time.Unix(cur.IssuedAt, 0)) > MaxCursorAge {
+		return bad("has expired; start again without a cursor")
+	}
+	if cur.Kind != kind || cur.Agent != agent || cur.Workbench != workbench || cur.Path != path {
+		return bad("was issued for other arguments")
+	}
+	return cur, nil
+}

@@ -1,0 +1,16 @@
+// Package workbench is the transport-free Workbench adapter: the semantics of the tool
+// contract (WORKBENCH.md) and of the REST file operations, as plain Go methods over a small
+// interface of the metadata core (Core) and a blob store. The MCP and REST packages are
+// thin transports over it.
+//
+// Invariants:
+//
+//   - The write path uploads every non-inline segment before it proposes the command that
+//     references it (DESIGN.md §5): a failed upload leaves at most unreferenced blobs,
+//     never a path pointing at missing data.
+//   - Bodies stream: a write holds at most a few segments in memory (bounded by
+//     blob.ChunkMaxBytes each); a read holds at most one segment's read buffer.
+//   - Every error that leaves this package is an *Error with a stable wire code; internal
+//     names (incarnations, root uids, blob keys, file system paths) never appear in it.
+//   - Reads go through Core.ReadView, so they are linearizable.
+package workbench

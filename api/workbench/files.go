@@ -1,0 +1,447 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"sort"
+	"strconv"
+
+	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/meta"
+)
+
+// maxAppendAttempts bounds how often an append without a caller condition retries after
+// losing a generation race (WORKBENCH.md: append "retries conflicts itself").
+const maxAppendAttempts = 16
+
+// AppendRequest appends a body to a file, creating it when missing.
+type AppendRequest struct {
+	Agent, Workbench, Path string
+	Body                   io.Reader
+	// ContentType and Executable apply when the append creates the file.
+	ContentType string
+	Executable  bool
+	// IfGeneration, when non-zero, makes the append conditional (REST If-Match): a
+	// mismatch is Conflict and no retry happens.
+	IfGeneration    uint64
+	CreateWorkbench bool
+	RequestID       string
+}
+
+// AppendResult describes a file after an append.
+type AppendResult struct {
+	FileResult
+	AppendedBytes int64
+	// AppendDigest is the SHA-256 of the appended bytes alone.
+	AppendDigest meta.Digest
+}
+
+// Append adds the body at the end of the file in O(delta): it resumes the stored hash
+// state over the new bytes, uploads only the new segments and proposes a command that
+// carries only them. Without IfGeneration it retries generation races itself.
+func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
+	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
+		return AppendResult{}, err
+	}
+	if reservedPaths[req.Path] {
+		return AppendResult{}, invalidArgument("path", "%q is reserved: only commit and restore write it", req.Path)
+	}
+	if req.ContentType == "" {
+		req.ContentType = "application/octet-stream"
+	}
+	cur, err := s.currentEntry(ctx, req.Agent, req.Workbench, req.Path, req.CreateWorkbench)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	resume, err := s.hashAfter(ctx, req.Agent, cur)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	body, err := s.ingest(ctx, req.Agent, req.Body, resume)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("append", req.Agent, req.Workbench, req.Path,
+		strconv.FormatUint(req.IfGeneration, 10), string(body.appendDigest[:]), strconv.FormatInt(body.size, 10))}
+	for attempt := 1; ; attempt++ {
+		expect := uint64(0)
+		var curSize int64
+		if cur != nil {
+			expect, curSize = cur.Generation, cur.Size
+		}
+		if req.IfGeneration != 0 && expect != req.IfGeneration {
+			return AppendResult{}, conflict(expect, req.IfGeneration)
+		}
+		res, werr := s.propose(ctx, h, meta.Append{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
+			CreateWorkspace: req.CreateWorkbench, ExpectGeneration: expect, Segments: body.segments,
+			AppendedBytes: body.size, NewSize: curSize + body.size, NewDigest: body.digest, NewHashState: body.hashState,
+			ContentType: req.ContentType, Executable: req.Executable, InlineMaxBytes: s.cfg.InlineMaxBytes})
+		if werr == nil {
+			return AppendResult{FileResult: s.fileResult(req.Agent, req.Workbench, req.Path, res),
+				AppendedBytes: body.size, AppendDigest: body.appendDigest}, nil
+		}
+		if werr.Code != CodeConflict || req.IfGeneration != 0 || attempt == maxAppendAttempts {
+			return AppendResult{}, werr
+		}
+		// Lost a race: rebase the same new bytes on the file as it is now.
+		if cur, err = s.currentEntry(ctx, req.Agent, req.Workbench, req.Path, req.CreateWorkbench); err != nil {
+			return AppendResult{}, err
+		}
+		if resume, err = s.hashAfter(ctx, req.Agent, cur); err != nil {
+			return AppendResult{}, err
+		}
+		if err := s.rehash(ctx, req.Agent, body, resume); err != nil {
+			return AppendResult{}, err
+		}
+	}
+}
+
+func conflict(current, expected uint64) *Error {
+	e := newError(CodeConflict, "the file changed: generation %d, expected %d", current, expected)
+	e.Retryable = true
+	if current != 0 {
+		e.Details["current_generation"] = current
+	}
+	return e
+}
+
+// currentEntry returns the live entry at path, nil when there is none (or when the
+// workbench is missing and may be created).
+func (s *Service) currentEntry(ctx context.Context, agent, id, path string, create bool) (*meta.Entry, error) {
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	ws, err := view.Workspace(agent, id)
+	if err != nil {
+		if create && meta.CodeOf(err) == meta.CodeNotFound {
+			return nil, nil
+		}
+		return nil, AsError(err)
+	}
+	e, err := view.File(ws, path)
+	if meta.CodeOf(err) == meta.CodeNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, AsError(err)
+	}
+	return e, nil
+}
+
+// hashAfter returns a SHA-256 state positioned after e's body (a fresh one for nil),
+// rehashing the body once when its stored state cannot be restored.
+func (s *Service) hashAfter(ctx context.Context, agent string, e *meta.Entry) (hash.Hash, error) {
+	if e == nil {
+		return sha256.New(), nil
+	}
+	if h, ok := resumeHash(e); ok {
+		return h, nil
+	}
+	h := sha256.New()
+	r, err := s.openEntry(ctx, agent, e, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if _, err := io.Copy(h, r); err != nil {
+		return nil, AsError(err)
+	}
+	return h, nil
+}
+
+// rehash recomputes an ingested append's whole-body digest and state on a new base.
+func (s *Service) rehash(ctx context.Context, agent string, b *ingested, resume hash.Hash) error {
+	for _, sg := range b.segments {
+		if sg.IsInline() {
+			resume.Write(sg.Inline)
+			continue
+		}
+		r, err := s.readSegment(ctx, agent, sg, 0, sg.Size)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(resume, r)
+		r.Close()
+		if err != nil {
+			return AsError(err)
+		}
+	}
+	own := b.appendDigest
+	if _, err := b.finish(resume, sha256.New()); err != nil {
+		return err
+	}
+	b.appendDigest = own
+	return nil
+}
+
+// FileInfo describes a file without its body.
+type FileInfo struct {
+	WorkbenchID  string
+	Path         string
+	Section      string
+	RelativePath string
+	Presentation string
+	Size         int64
+	Generation   uint64
+	Digest       meta.Digest
+	ContentType  string
+	Executable   bool
+	ModifiedAtMs int64
+}
+
+func (s *Service) fileInfo(agent, id, path string, e *meta.Entry) FileInfo {
+	sec, rel := splitSection(path)
+	return FileInfo{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel, Presentation: s.WorkbenchPath(agent, id) + "/" + path,
+		Size: e.Size, Generation: e.Generation, Digest: e.Digest, ContentType: e.ContentType, Executable: e.Executable, ModifiedAtMs: e.ModifiedAtMs}
+}
+
+// File is an opened file revision: its description and a way to stream its bytes. The
+// revision is pinned: later writes to the path do not change what Reader returns.
+type File struct {
+	Info  FileInfo
+	s     *Service
+	agent string
+	entry *meta.Entry
+}
+
+// Open resolves the file at path (linearizable) for reading. NotFound when absent,
+// NotArtifact when the path is a directory.
+func (s *Service) Open(ctx context.Context, agent, id, path string) (*File, error) {
+	if err := validateTarget(agent, id, path); err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, invalidArgument("path", "must not be empty")
+	}
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	ws, err := view.Workspace(agent, id)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	e, err := view.File(ws, path)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	return &File{Info: s.fileInfo(agent, id, path, e), s: s, agent: agent, entry: e}, nil
+}
+
+// Reader streams bytes [offset, offset+length) of the revision (length < 0: to the end).
+// Every object-store segment read verifies its digest.
+func (f *File) Reader(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+	return f.s.openEntry(ctx, f.agent, f.entry, offset, length)
+}
+
+// ReadAll loads the whole body, refusing bodies above max bytes with PayloadTooLarge.
+func (f *File) ReadAll(ctx context.Context, max int64) ([]byte, error) {
+	if f.Info.Size > max {
+		return nil, payloadTooLarge(f.Info.Size, max)
+	}
+	r, err := f.Reader(ctx, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	buf := bytes.NewBuffer(make([]byte, 0, f.Info.Size))
+	if _, err := io.Copy(buf, r); err != nil {
+		return nil, AsError(err)
+	}
+	return buf.Bytes(), nil
+}
+
+func payloadTooLarge(actual, max int64) *Error {
+	e := newError(CodePayloadTooLarge, "the payload is %d bytes, more than the %d-byte limit", actual, max)
+	e.Details["actual_bytes"] = actual
+	e.Details["max_bytes"] = max
+	return e
+}
+
+// openEntry streams a range of an entry's body, segment by segment.
+func (s *Service) openEntry(ctx context.Context, agent string, e *meta.Entry, offset, length int64) (io.ReadCloser, error) {
+	if offset < 0 || offset > e.Size {
+		return nil, invalidArgument("offset", "%d is outside the body (size %d)", offset, e.Size)
+	}
+	end := e.Size
+	if length >= 0 && offset+length < end {
+		end = offset + length
+	}
+	return &entryReader{ctx: ctx, s: s, agent: agent, segs: e.Segments, pos: 0, off: offset, end: end}, nil
+}
+
+type entryReader struct {
+	ctx      context.Context
+	s        *Service
+	agent    string
+	segs     []meta.Segment
+	pos      int64 // body offset of segs[0]
+	off, end int64 // next body byte to return, end of range
+	cur      io.ReadCloser
+}
+
+func (r *entryReader) Read(p []byte) (int, error) {
+	for {
+		if r.off >= r.end {
+			return 0, io.EOF
+		}
+		if r.cur == nil {
+			for len(r.segs) > 0 && r.pos+r.segs[0].Size <= r.off {
+				r.pos += r.segs[0].Size
+				r.segs = r.segs[1:]
+			}
+			if len(r.segs) == 0 {
+				return 0, AsError(fmt.Errorf("segment list shorter than the body: %w", blob.ErrCorrupt))
+			}
+			sg := r.segs[0]
+			from := r.off - r.pos
+			n := min(sg.Size-from, r.end-r.off)
+			rc, err := r.s.readSegment(r.ctx, r.agent, sg, from, n)
+			if err != nil {
+				return 0, err
+			}
+			r.cur = rc
+		}
+		n, err := r.cur.Read(p)
+		r.off += int64(n)
+		if errors.Is(err, io.EOF) {
+			r.cur.Close()
+			r.cur = nil
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		if err != nil {
+			return n, AsError(err)
+		}
+		return n, nil
+	}
+}
+
+func (r *entryReader) Close() error {
+	if r.cur != nil {
+		r.cur.Close()
+		r.cur = nil
+	}
+	r.segs = nil
+	r.off = r.end
+	return nil
+}
+
+// readSegment streams [from, from+n) of one segment.
+func (s *Service) readSegment(ctx context.Context, agent string, sg meta.Segment, from, n int64) (io.ReadCloser, error) {
+	if sg.IsInline() {
+		return io.NopCloser(bytes.NewReader(sg.Inline[from : from+n])), nil
+	}
+	uid, err := s.rootUID(ctx, agent)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	rc, err := s.blobs.Get(ctx, blob.Key{Root: uid, Digest: blob.Digest(sg.Digest)}, from, n)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	return rc, nil
+}
+
+// Delete removes a file; ifGeneration 0 means unconditional. It returns the shard version
+// of the delete.
+func (s *Service) Delete(ctx context.Context, agent, id, path string, ifGeneration uint64, requestID string) (uint64, error) {
+	if err := validateTarget(agent, id, path); err != nil {
+		return 0, err
+	}
+	if path == "" {
+		return 0, invalidArgument("path", "must not be empty")
+	}
+	h := meta.Header{RequestID: requestID, RequestHash: requestHash("delete", agent, id, path, strconv.FormatUint(ifGeneration, 10))}
+	res, werr := s.propose(ctx, h, meta.Delete{Agent: agent, Workspace: id, Path: path, IfGeneration: ifGeneration})
+	if werr != nil {
+		return 0, werr
+	}
+	return res.Generation, nil
+}
+
+// StatResult describes a path: a file, a directory (sections included) or the workbench.
+type StatResult struct {
+	Kind string // "file", "directory" or "workbench"
+	File FileInfo
+	Dir  meta.DirInfo
+	// Path is the full path inside the workbench ("" for the workbench).
+	Path string
+}
+
+// Stat describes path ("" = the workbench itself). Sections always exist.
+func (s *Service) Stat(ctx context.Context, agent, id, path string) (StatResult, error) {
+	if err := validateTarget(agent, id, path); err != nil {
+		return StatResult{}, err
+	}
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return StatResult{}, AsError(err)
+	}
+	ws, err := view.Workspace(agent, id)
+	if err != nil {
+		return StatResult{}, AsError(err)
+	}
+	st, err := view.Stat(ws, path)
+	if err != nil {
+		if meta.CodeOf(err) == meta.CodeNotFound && isSection(path) {
+			return StatResult{Kind: "directory", Path: path}, nil
+		}
+		return StatResult{}, AsError(err)
+	}
+	if path == "" {
+		info := st.Dir
+		info.Children = int64(len(s.topNames(view, ws)))
+		return StatResult{Kind: "workbench", Dir: info}, nil
+	}
+	if st.Kind == meta.KindFile {
+		return StatResult{Kind: "file", File: s.fileInfo(agent, id, path, st.Entry), Path: path}, nil
+	}
+	return StatResult{Kind: "directory", Dir: st.Dir, Path: path}, nil
+}
+
+func isSection(p string) bool {
+	for _, s := range Sections {
+		if s == p {
+			return true
+		}
+	}
+	return false
+}
+
+// topNames returns every name at the workbench top: the five sections and whatever else
+// was written there, sorted.
+func (s *Service) topNames(view *meta.View, ws *meta.Workspace) []string {
+	names := map[string]bool{}
+	for _, sec := range Sections {
+		names[sec] = true
+	}
+	after := ""
+	for {
+		ents, more, err := view.List(ws, "", after, 1000)
+		if err != nil {
+			break
+		}
+		for _, e := range ents {
+			names[e.Name] = true
+		}
+		if !more || len(ents) == 0 {
+			break
+		}
+		after = ents[len(ents)-1].Name
+	}
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,157 @@
+package workbench
+
+import (
+	"context"
+	"sort"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// Listing limits.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+)
+
+// ListRequest asks for the direct children of a directory.
+type ListRequest struct {
+	Agent, Workbench string
+	// Path is the directory's full path inside the workbench; "" = the workbench top,
+	// where the five sections always appear.
+	Path   string
+	Cursor string
+	Limit  int // 1..MaxListLimit; 0 = DefaultListLimit
+}
+
+// ListEntry is one direct child.
+type ListEntry struct {
+	Name         string
+	Path         string // full path inside the workbench
+	Kind         string // "file" or "directory"
+	Size         int64  // the file's bytes, or the bytes below the directory
+	Generation   uint64 // files
+	EntryCount   int64  // directories: direct children
+	Executable   bool
+	ContentType  string
+	ModifiedAtMs int64
+}
+
+// ListResult is one page of a listing.
+type ListResult struct {
+	Path       string
+	EntryCount int64 // direct children of the directory
+	Entries    []ListEntry
+	NextCursor string // "" on the last page
+	Truncated  bool
+}
+
+// List returns one page of the direct children of req.Path in byte order of their names.
+// Errors: NotDirectory for a file, NotFound for a missing directory (sections always
+// exist), InvalidArguments for a bad or foreign cursor, ReadFenceChanged (retryable) when
+// the workbench changed since the cursor's first page.
+func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error) {
+	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
+		return ListResult{}, err
+	}
+	if req.Limit == 0 {
+		req.Limit = DefaultListLimit
+	}
+	if req.Limit < 1 || req.Limit > MaxListLimit {
+		return ListResult{}, invalidArgument("limit", "must be between 1 and %d", MaxListLimit)
+	}
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return ListResult{}, AsError(err)
+	}
+	ws, err := view.Workspace(req.Agent, req.Workbench)
+	if err != nil {
+		return ListResult{}, AsError(err)
+	}
+	fence, after := ws.Revision, ""
+	if req.Cursor != "" {
+		cur, cerr := s.cursors.decode(req.Cursor, "list", req.Agent, req.Workbench, req.Path)
+		if cerr != nil {
+			return ListResult{}, cerr
+		}
+		if cur.Incarnation != ws.Incarnation {
+			return ListResult{}, invalidArgument("cursor", "was issued for another incarnation of the workbench")
+		}
+		if cur.Fence != ws.Revision {
+			e := newError(CodeReadFenceChanged, "the workbench changed since the first page; list again from the start")
+			e.Retryable = true
+			return ListResult{}, e
+		}
+		fence, after = cur.Fence, cur.After
+	}
+	out := ListResult{Path: req.Path}
+	var ents []meta.DirEntry
+	var more bool
+	switch {
+	case req.Path == "":
+		ents, more = s.listTop(view, ws, after, req.Limit)
+		out.EntryCount = int64(len(s.topNames(view, ws)))
+	default:
+		ents, more, err = view.List(ws, req.Path, after, req.Limit)
+		if meta.CodeOf(err) == meta.CodeNotFound && isSection(req.Path) {
+			err = nil // an empty section
+		}
+		if err != nil {
+			return ListResult{}, AsError(err)
+		}
+		if st, err := view.Stat(ws, req.Path); err == nil {
+			out.EntryCount = st.Dir.Children
+		}
+	}
+	for _, e := range ents {
+		le := ListEntry{Name: e.Name, Path: joinPath(req.Path, e.Name), Kind: string(e.Kind)}
+		if e.Entry != nil {
+			le.Size, le.Generation, le.Executable, le.ContentType, le.ModifiedAtMs = e.Entry.Size, e.Entry.Generation, e.Entry.Executable, e.Entry.ContentType, e.Entry.ModifiedAtMs
+		} else {
+			le.Size, le.EntryCount = e.Dir.Bytes, e.Dir.Children
+		}
+		out.Entries = append(out.Entries, le)
+	}
+	if more && len(ents) > 0 {
+		out.Truncated = true
+		out.NextCursor = s.cursors.encode(cursor{Kind: "list", Agent: req.Agent, Workbench: req.Workbench,
+			Incarnation: ws.Incarnation, Path: req.Path, Fence: fence, After: ents[len(ents)-1].Name})
+	}
+	return out, nil
+}
+
+// listTop merges the five always-present sections into the real top-level children.
+func (s *Service) listTop(view *meta.View, ws *meta.Workspace, after string, limit int) ([]meta.DirEntry, bool) {
+	real, more, _ := view.List(ws, "", after, limit)
+	byName := map[string]meta.DirEntry{}
+	for _, e := range real {
+		byName[e.Name] = e
+	}
+	for _, sec := range Sections {
+		if sec > after {
+			if _, ok := byName[sec]; !ok {
+				byName[sec] = meta.DirEntry{Name: sec, Kind: meta.KindDirectory}
+			}
+		}
+	}
+	// A real entry beyond the page may sort before a virtual section; only names up to the
+	// last real one (or all of them when the real listing ended) are certain.
+	all := make([]meta.DirEntry, 0, len(byName))
+	for _, e := range byName {
+		if more && len(real) > 0 && e.Name > real[len(real)-1].Name {
+			continue
+		}
+		all = append(all, e)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	if len(all) > limit {
+		return all[:limit], true
+	}
+	return all, more || len(all) < len(byName)
+}
+
+func joinPath(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}

@@ -1,0 +1,225 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Structured record types of workbench_read (WORKBENCH.md §read).
+const (
+	RecordJSONObject  = "json_object"
+	RecordJSONArray   = "json_array"
+	RecordYAMLMapping = "yaml_mapping"
+	RecordTextLines   = "text_lines"
+)
+
+// ToolRead implements workbench_read: structured records (JSON, YAML, text lines) or a
+// byte range as base64, paginated with a cursor bound to the file's generation.
+func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Result, error) {
+	if err := noSnapshots(in.AtSnapshot); err != nil {
+		return nil, err
+	}
+	if err := validateTarget(agent, in.ID, ""); err != nil {
+		return nil, err
+	}
+	if in.Section == "" {
+		return nil, invalidArgument("section", "is required")
+	}
+	if in.Path == "" {
+		return nil, invalidArgument("path", "must not be empty")
+	}
+	full, werr := toolTarget(in.Section, in.Path)
+	if werr != nil {
+		return nil, werr
+	}
+	format := deref(in.Format)
+	if format == "" {
+		format = "structured"
+	}
+	if format != "structured" && format != "bytes" {
+		return nil, invalidArgument("format", "must be structured or bytes")
+	}
+	if in.Offset != nil && in.Cursor != nil {
+		return nil, invalidArgument("cursor", "give offset or cursor, not both")
+	}
+	if in.Offset != nil && *in.Offset < 0 {
+		return nil, invalidArgument("offset", "must be at least 0")
+	}
+	limit := DefaultReadLimit
+	if format == "bytes" {
+		limit = MaxReadLimit
+	}
+	if in.Limit != nil {
+		if *in.Limit < 1 || *in.Limit > MaxReadLimit {
+			return nil, invalidArgument("limit", "must be between 1 and %d", MaxReadLimit)
+		}
+		limit = *in.Limit
+	}
+	f, err := s.Open(ctx, agent, in.ID, full)
+	if err != nil {
+		return nil, err
+	}
+	r := s.fileFields(success(), agent, in.ID, full)
+	r["generation"] = f.Info.Generation
+	if in.IfNoneMatch != nil && *in.IfNoneMatch == f.Info.Generation {
+		r["not_modified"] = true
+		return r, nil
+	}
+	offset := deref(in.Offset)
+	if in.Cursor != nil {
+		cur, cerr := s.cursors.decode(*in.Cursor, "read", agent, in.ID, full)
+		if cerr != nil {
+			return nil, cerr
+		}
+		if cur.Args != format {
+			return nil, invalidArgument("cursor", "was issued for format %q", cur.Args)
+		}
+		if cur.Fence != f.Info.Generation {
+			e := newError(CodeReadFenceChanged, "the file changed since the first page (generation %d, now %d); read again from the start", cur.Fence, f.Info.Generation)
+			e.Retryable = true
+			e.Details["current_generation"] = f.Info.Generation
+			return nil, e
+		}
+		offset = cur.Offset
+	}
+	r["content_type"] = f.Info.ContentType
+	r["digest_uri"] = DigestURI(f.Info.Digest)
+	r["total_size_bytes"] = f.Info.Size
+	r["format"] = format
+	next := func(off int64) any {
+		return s.cursors.encode(cursor{Kind: "read", Agent: agent, Workbench: in.ID, Path: full, Args: format, Fence: f.Info.Generation, Offset: off})
+	}
+	if format == "bytes" {
+		if offset > f.Info.Size {
+			return nil, invalidArgument("offset", "%d is beyond the end of the file (%d bytes)", offset, f.Info.Size)
+		}
+		rd, err := f.Reader(ctx, offset, int64(limit))
+		if err != nil {
+			return nil, err
+		}
+		defer rd.Close()
+		data, err := io.ReadAll(rd)
+		if err != nil {
+			return nil, AsError(err)
+		}
+		end := offset + int64(len(data))
+		r["offset"] = offset
+		r["returned_bytes"] = len(data)
+		r["bytes"] = base64.StdEncoding.EncodeToString(data)
+		r["truncated"] = end < f.Info.Size
+		r["next_cursor"] = nil
+		if end < f.Info.Size {
+			r["next_cursor"] = next(end)
+		}
+		return r, nil
+	}
+	body, err := f.ReadAll(ctx, s.cfg.MCPMaxPayloadBytes)
+	if err != nil {
+		return nil, err
+	}
+	recordType, records, derr := decodeRecords(full, f.Info.ContentType, body)
+	if derr != nil {
+		return nil, derr
+	}
+	if offset > int64(len(records)) {
+		return nil, invalidArgument("offset", "%d is beyond the last record (%d records)", offset, len(records))
+	}
+	end := min(offset+int64(limit), int64(len(records)))
+	items := make([]map[string]any, 0, end-offset)
+	for i := offset; i < end; i++ {
+		items = append(items, map[string]any{"index": i, "value": records[i]})
+	}
+	r["record_type"] = recordType
+	r["record_count"] = len(records)
+	r["items"] = items
+	r["truncated"] = end < int64(len(records))
+	r["next_cursor"] = nil
+	if end < int64(len(records)) {
+		r["next_cursor"] = next(end)
+	}
+	return r, nil
+}
+
+// decodeRecords turns a body into structured records: JSON by content type or .json
+// extension, YAML by .yaml/.yml, UTF-8 text lines otherwise.
+func decodeRecords(full, contentType string, body []byte) (string, []any, *Error) {
+	ext := strings.ToLower(path.Ext(full))
+	ct := strings.ToLower(contentType)
+	failed := func(kind string, err error) *Error {
+		return newError(CodeStructuredDecodeFailed, "the file is not valid %s (%v); read it with format=bytes", kind, err)
+	}
+	switch {
+	case ext == ".json" || strings.Contains(ct, "json"):
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return "", nil, failed("JSON", err)
+		}
+		if dec.More() {
+			return "", nil, failed("JSON", fmt.Errorf("data after the first value"))
+		}
+		switch t := v.(type) {
+		case map[string]any:
+			return RecordJSONObject, []any{t}, nil
+		case []any:
+			return RecordJSONArray, t, nil
+		}
+		return "", nil, failed("JSON", fmt.Errorf("the top level is neither an object nor an array"))
+	case ext == ".yaml" || ext == ".yml":
+		var v any
+		if err := yaml.Unmarshal(body, &v); err != nil {
+			return "", nil, failed("YAML", err)
+		}
+		m, ok := jsonable(v).(map[string]any)
+		if !ok {
+			return "", nil, failed("YAML", fmt.Errorf("the top level is not a mapping"))
+		}
+		return RecordYAMLMapping, []any{m}, nil
+	}
+	if !utf8.Valid(body) {
+		return "", nil, failed("UTF-8 text", fmt.Errorf("invalid UTF-8"))
+	}
+	text := strings.TrimSuffix(string(body), "\n")
+	if text == "" && len(body) <= 1 {
+		return RecordTextLines, []any{}, nil
+	}
+	lines := strings.Split(text, "\n")
+	out := make([]any, len(lines))
+	for i, l := range lines {
+		out[i] = strings.TrimSuffix(l, "\r")
+	}
+	return RecordTextLines, out, nil
+}
+
+// jsonable converts YAML values (which may have non-string keys) to JSON-encodable ones.
+func jsonable(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			t[k] = jsonable(x)
+		}
+		return t
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[fmt.Sprint(k)] = jsonable(x)
+		}
+		return m
+	case []any:
+		for i, x := range t {
+			t[i] = jsonable(x)
+		}
+		return t
+	}
+	return v
+}

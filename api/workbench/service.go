@@ -1,0 +1,380 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/meta"
+)
+
+// Core is what the adapter needs of the metadata core. *shard.Shard implements it.
+type Core interface {
+	// Propose replicates a command and returns its applied result.
+	Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error)
+	// ReadView returns a linearizable view of the state.
+	ReadView(ctx context.Context) (*meta.View, error)
+}
+
+// Sections are the five virtual sections of every workbench, in contract order.
+var Sections = []string{"input", "scripts", "outputs", "logs", "metadata"}
+
+// Reserved paths, written only by commit and restore (WORKBENCH.md §Common rules).
+var reservedPaths = map[string]bool{"metadata/run_manifest.json": true, "metadata/restore_manifest.json": true}
+
+// Config tunes the adapter.
+type Config struct {
+	// InlineMaxBytes: bodies (and appended segments) up to this many bytes are stored in
+	// the metadata record, not the object store. Default 4096; 0 stores every body in the
+	// object store.
+	InlineMaxBytes int64
+	// MCPMaxPayloadBytes caps decoded MCP payloads and the bodies edit and structured reads
+	// load into memory. Default 16 MiB.
+	MCPMaxPayloadBytes int64
+	// PresentationRoot is the path prefix shown to agents; "{agent}" is replaced by the
+	// agent id. Default "/agents/{agent}/wb".
+	PresentationRoot string
+	// CursorKey signs cursors (HMAC-SHA256). Required: at least 16 bytes.
+	CursorKey []byte
+	// UploadConcurrency is how many segments of one body upload at once. Default 4.
+	UploadConcurrency int
+}
+
+// Service implements the Workbench operations over a Core and a blob store. It is safe for
+// concurrent use.
+type Service struct {
+	core    Core
+	blobs   blob.Store
+	cfg     Config
+	cursors cursorCodec
+	roots   sync.Map // agent → root uid (immutable once created)
+}
+
+// New returns a Service. cfg.CursorKey must be set.
+func New(core Core, blobs blob.Store, cfg Config) (*Service, error) {
+	if cfg.MCPMaxPayloadBytes <= 0 {
+		cfg.MCPMaxPayloadBytes = 16 << 20
+	}
+	if cfg.PresentationRoot == "" {
+		cfg.PresentationRoot = "/agents/{agent}/wb"
+	}
+	if cfg.UploadConcurrency <= 0 {
+		cfg.UploadConcurrency = 4
+	}
+	if cfg.InlineMaxBytes < 0 || cfg.InlineMaxBytes > meta.MaxInlineSegmentBytes {
+		return nil, fmt.Errorf("workbench: InlineMaxBytes %d out of range 0..%d", cfg.InlineMaxBytes, meta.MaxInlineSegmentBytes)
+	}
+	if len(cfg.CursorKey) < 16 {
+		return nil, errors.New("workbench: CursorKey must be at least 16 bytes")
+	}
+	return &Service{core: core, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey}}, nil
+}
+
+// Config returns the adapter's effective configuration.
+func (s *Service) Config() Config { return s.cfg }
+
+// WorkbenchPath is the presentation path of a workbench: "{root}/{id}".
+func (s *Service) WorkbenchPath(agent, id string) string {
+	return strings.ReplaceAll(s.cfg.PresentationRoot, "{agent}", agent) + "/" + id
+}
+
+// splitSection splits a full path inside a workbench into its section ("" when the first
+// component is not one of the five) and the path relative to it.
+func splitSection(full string) (section, rel string) {
+	first, rest, _ := strings.Cut(full, "/")
+	for _, s := range Sections {
+		if s == first {
+			return first, rest
+		}
+	}
+	return "", full
+}
+
+func validateTarget(agent, id, path string) *Error {
+	if err := meta.ValidateName("agent", agent); err != nil {
+		return AsError(err)
+	}
+	if err := meta.ValidateName("id", id); err != nil {
+		return AsError(err)
+	}
+	if path != "" {
+		if err := meta.ValidatePath("path", path); err != nil {
+			return AsError(err)
+		}
+	}
+	return nil
+}
+
+// rootUID returns the uid of agent's root, creating the root when it does not exist yet
+// (blob keys need it before the first publish).
+func (s *Service) rootUID(ctx context.Context, agent string) (string, error) {
+	if v, ok := s.roots.Load(agent); ok {
+		return v.(string), nil
+	}
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return "", err
+	}
+	if r, ok := view.Root(agent); ok {
+		s.roots.Store(agent, r.UID)
+		return r.UID, nil
+	}
+	res, err := s.core.Propose(ctx, meta.Header{}, meta.CreateRoot{Agent: agent})
+	if err != nil {
+		return "", err
+	}
+	if res.Err != nil {
+		return "", res.Err
+	}
+	s.roots.Store(agent, res.RootUID)
+	return res.RootUID, nil
+}
+
+// propose runs a command and folds a command-level failure into the error.
+func (s *Service) propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, *Error) {
+	res, err := s.core.Propose(ctx, h, b)
+	if err != nil {
+		return res, AsError(err)
+	}
+	if res.Err != nil {
+		return res, AsError(res.Err)
+	}
+	return res, nil
+}
+
+// CreateResult answers CreateWorkbench.
+type CreateResult struct {
+	WorkbenchID string
+	Path        string
+	Created     bool
+}
+
+// CreateWorkbench creates workbench id under agent; creating an existing one succeeds with
+// Created false.
+func (s *Service) CreateWorkbench(ctx context.Context, agent, id string, requestID string) (CreateResult, error) {
+	if err := validateTarget(agent, id, ""); err != nil {
+		return CreateResult{}, err
+	}
+	h := meta.Header{RequestID: requestID, RequestHash: requestHash("create", agent, id)}
+	res, werr := s.propose(ctx, h, meta.CreateWorkspace{Agent: agent, Name: id})
+	if werr != nil {
+		return CreateResult{}, werr
+	}
+	return CreateResult{WorkbenchID: id, Path: s.WorkbenchPath(agent, id), Created: res.Created}, nil
+}
+
+// WriteRequest is a whole-body write.
+type WriteRequest struct {
+	Agent, Workbench string
+	// Path is the full path inside the workbench (first component = section for section
+	// files).
+	Path        string
+	Body        io.Reader
+	ContentType string
+	Executable  bool
+	Cond        meta.Condition
+	// IfGeneration is the generation CondIfGeneration requires.
+	IfGeneration uint64
+	// CreateWorkbench creates a missing workbench (implicit create).
+	CreateWorkbench bool
+	// RequestID makes the write idempotent (REST Idempotency-Key).
+	RequestID string
+}
+
+// FileResult describes a file after a write.
+type FileResult struct {
+	WorkbenchID  string
+	Path         string // full path inside the workbench
+	Section      string // "" when outside the five sections
+	RelativePath string
+	Presentation string // presentation path
+	Size         int64
+	Generation   uint64
+	Digest       meta.Digest
+	ContentType  string
+	Executable   bool
+	Created      bool
+	Replayed     bool
+}
+
+// DigestURI returns "sha256:<hex>" of the whole body.
+func (r FileResult) DigestURI() string { return DigestURI(r.Digest) }
+
+// DigestURI formats a digest as "sha256:<hex>".
+func DigestURI(d meta.Digest) string { return "sha256:" + hex.EncodeToString(d[:]) }
+
+func (s *Service) fileResult(agent, id, path string, res meta.Result) FileResult {
+	sec, rel := splitSection(path)
+	return FileResult{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel,
+		Presentation: s.WorkbenchPath(agent, id) + "/" + path, Size: res.Size, Generation: res.Generation,
+		Digest: res.Digest, ContentType: res.ContentType, Executable: res.Executable, Created: res.Created, Replayed: res.Replayed}
+}
+
+// Write streams a body into the object store (segments above the inline threshold) and
+// publishes it at the path under the request's condition.
+func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, error) {
+	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
+		return FileResult{}, err
+	}
+	if reservedPaths[req.Path] {
+		return FileResult{}, invalidArgument("path", "%q is reserved: only commit and restore write it", req.Path)
+	}
+	if req.ContentType == "" {
+		req.ContentType = "application/octet-stream"
+	}
+	body, err := s.ingest(ctx, req.Agent, req.Body, nil)
+	if err != nil {
+		return FileResult{}, err
+	}
+	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("put", req.Agent, req.Workbench, req.Path,
+		fmt.Sprint(req.Cond, req.IfGeneration, req.Executable, req.CreateWorkbench), req.ContentType, string(body.digest[:]))}
+	res, werr := s.propose(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
+		CreateWorkspace: req.CreateWorkbench, Cond: req.Cond, IfGeneration: req.IfGeneration, Size: body.size,
+		Digest: body.digest, ContentType: req.ContentType, Executable: req.Executable, Segments: body.segments, HashState: body.hashState})
+	if werr != nil {
+		return FileResult{}, werr
+	}
+	return s.fileResult(req.Agent, req.Workbench, req.Path, res), nil
+}
+
+// ingested is a body cut into segments, uploaded where needed, and hashed.
+type ingested struct {
+	segments  []meta.Segment
+	size      int64
+	digest    meta.Digest // of the whole body (resumed state included)
+	hashState []byte
+	// appendDigest is the SHA-256 of these bytes alone (append results report it).
+	appendDigest meta.Digest
+}
+
+// ingest reads r once: it cuts the bytes into segments (inline when the whole body is
+// within the inline threshold), uploads non-inline segments (several at once), and hashes
+// them. resume continues a body's hash (append); nil starts a new one.
+func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume hash.Hash) (*ingested, error) {
+	whole := resume
+	if whole == nil {
+		whole = sha256.New()
+	}
+	own := sha256.New()
+	out := &ingested{}
+	// Peek up to the inline threshold + 1 byte: a body that fits is stored inline.
+	if s.cfg.InlineMaxBytes > 0 {
+		head := make([]byte, s.cfg.InlineMaxBytes+1)
+		n, err := io.ReadFull(r, head)
+		switch {
+		case err == nil:
+			r = io.MultiReader(bytes.NewReader(head[:n]), r)
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			data := head[:n]
+			whole.Write(data)
+			own.Write(data)
+			if n > 0 {
+				out.segments = []meta.Segment{{Digest: sha256.Sum256(data), Size: int64(n), Inline: bytes.Clone(data)}}
+			}
+			out.size = int64(n)
+			return out.finish(whole, own)
+		default:
+			return nil, readError(err)
+		}
+	}
+	uid, err := s.rootUID(ctx, agent)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	sp := blob.NewSplitter(r)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.cfg.UploadConcurrency)
+	for {
+		seg, err := sp.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			g.Wait()
+			return nil, readError(err)
+		}
+		whole.Write(seg)
+		own.Write(seg)
+		d := blob.DigestOf(seg)
+		out.segments = append(out.segments, meta.Segment{Digest: meta.Digest(d), Size: int64(len(seg))})
+		out.size += int64(len(seg))
+		data := bytes.Clone(seg)
+		g.Go(func() error {
+			_, err := s.blobs.Put(gctx, blob.Key{Root: uid, Digest: d}, data)
+			return err
+		})
+		if gctx.Err() != nil {
+			break
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, AsError(err)
+	}
+	return out.finish(whole, own)
+}
+
+func (b *ingested) finish(whole, own hash.Hash) (*ingested, error) {
+	copy(b.digest[:], whole.Sum(nil))
+	copy(b.appendDigest[:], own.Sum(nil))
+	st, err := whole.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return nil, AsError(err)
+	}
+	b.hashState = append([]byte{hashStateFormat}, st...)
+	return b, nil
+}
+
+// hashStateFormat prefixes a serialized SHA-256 state (DESIGN.md §5).
+const hashStateFormat = 1
+
+// resumeHash restores the hash state stored with an entry; ok is false when the format is
+// unknown or the state does not restore (the caller then rehashes the body once).
+func resumeHash(e *meta.Entry) (hash.Hash, bool) {
+	if len(e.HashState) < 2 || e.HashState[0] != hashStateFormat {
+		return nil, false
+	}
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(e.HashState[1:]); err != nil {
+		return nil, false
+	}
+	return h, true
+}
+
+// readError reports a failure to read the caller's body.
+func readError(err error) *Error {
+	var we *Error
+	if errors.As(err, &we) {
+		return we
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return AsError(err)
+	}
+	return invalidArgument("body", "reading the request body failed: %v", err)
+}
+
+// requestHash identifies a request for idempotency: the same id with a different hash is
+// rejected.
+func requestHash(parts ...string) meta.Digest {
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range parts {
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	var d meta.Digest
+	copy(d[:], h.Sum(nil))
+	return d
+}

@@ -1,0 +1,450 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// Tool inputs, decoded from the JSON arguments after they passed the contract's input
+// schema (WORKBENCH.md §The 18 tools). Optional and nullable fields are pointers.
+
+// CreateInput is workbench_create's input.
+type CreateInput struct {
+	ID string `json:"id"`
+}
+
+// PutFileInput is workbench_put_file's input.
+type PutFileInput struct {
+	ID          string  `json:"id"`
+	Section     string  `json:"section"`
+	Path        string  `json:"path"`
+	Text        *string `json:"text"`
+	Base64      *string `json:"base64"`
+	ContentType *string `json:"content_type"`
+	Replace     *bool   `json:"replace"`
+}
+
+// AppendInput is workbench_append's input.
+type AppendInput struct {
+	ID          string  `json:"id"`
+	Section     string  `json:"section"`
+	Path        string  `json:"path"`
+	Text        *string `json:"text"`
+	Base64      *string `json:"base64"`
+	ContentType *string `json:"content_type"`
+}
+
+// EditInput is workbench_edit's input.
+type EditInput struct {
+	ID         string `json:"id"`
+	Section    string `json:"section"`
+	Path       string `json:"path"`
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll *bool  `json:"replace_all"`
+}
+
+// ListInput is workbench_list's input.
+type ListInput struct {
+	ID         string          `json:"id"`
+	Section    *string         `json:"section"`
+	Path       *string         `json:"path"`
+	AtSnapshot json.RawMessage `json:"at_snapshot"`
+	Cursor     *string         `json:"cursor"`
+	Limit      *int            `json:"limit"`
+}
+
+// StatInput is workbench_stat's input.
+type StatInput struct {
+	ID         string          `json:"id"`
+	Section    *string         `json:"section"`
+	Path       *string         `json:"path"`
+	AtSnapshot json.RawMessage `json:"at_snapshot"`
+}
+
+// ReadInput is workbench_read's input.
+type ReadInput struct {
+	ID          string          `json:"id"`
+	Section     string          `json:"section"`
+	Path        string          `json:"path"`
+	AtSnapshot  json.RawMessage `json:"at_snapshot"`
+	Format      *string         `json:"format"`
+	Offset      *int64          `json:"offset"`
+	Cursor      *string         `json:"cursor"`
+	Limit       *int            `json:"limit"`
+	IfNoneMatch *uint64         `json:"if_none_match"`
+}
+
+// Result is a tool's success object; it always starts with "status": "success".
+type Result map[string]any
+
+func success() Result { return Result{"status": "success"} }
+
+// maxEditAttempts bounds edit's re-read-and-revalidate loop (WORKBENCH.md §edit).
+const maxEditAttempts = 5
+
+// Read limits (WORKBENCH.md: limit 1..300).
+const (
+	DefaultReadLimit = 100
+	MaxReadLimit     = 300
+)
+
+// toolTarget resolves (section, path) of a tool call to a full path inside the workbench.
+// section "" means null. The path may not repeat the section name as its first component.
+func toolTarget(section, path string) (full string, err *Error) {
+	if section != "" && !isSection(section) {
+		return "", invalidArgument("section", "must be one of input, scripts, outputs, logs, metadata")
+	}
+	if path != "" {
+		if e := meta.ValidatePath("path", path); e != nil {
+			return "", AsError(e)
+		}
+	}
+	if section == "" {
+		return path, nil
+	}
+	if path == "" {
+		return section, nil
+	}
+	if first, _, _ := strings.Cut(path, "/"); first == section {
+		return "", invalidArgument("path", "must be relative to the section and not repeat its name %q", section)
+	}
+	return section + "/" + path, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// payload decodes exactly one of text or base64, enforcing the MCP payload cap.
+func (s *Service) payload(text, b64 *string) ([]byte, bool, *Error) {
+	switch {
+	case text != nil && b64 != nil:
+		return nil, false, invalidArgument("text", "give exactly one of text or base64, not both")
+	case text == nil && b64 == nil:
+		return nil, false, invalidArgument("text", "give exactly one of text or base64")
+	case text != nil:
+		if int64(len(*text)) > s.cfg.MCPMaxPayloadBytes {
+			return nil, true, payloadTooLarge(int64(len(*text)), s.cfg.MCPMaxPayloadBytes)
+		}
+		return []byte(*text), true, nil
+	}
+	if int64(base64.StdEncoding.DecodedLen(len(*b64))) > s.cfg.MCPMaxPayloadBytes+2 {
+		return nil, false, payloadTooLarge(int64(base64.StdEncoding.DecodedLen(len(*b64))), s.cfg.MCPMaxPayloadBytes)
+	}
+	data, err := base64.StdEncoding.DecodeString(*b64)
+	if err != nil {
+		return nil, false, invalidArgument("base64", "is not valid standard base64: %v", err)
+	}
+	if int64(len(data)) > s.cfg.MCPMaxPayloadBytes {
+		return nil, false, payloadTooLarge(int64(len(data)), s.cfg.MCPMaxPayloadBytes)
+	}
+	return data, false, nil
+}
+
+func noSnapshots(raw json.RawMessage) *Error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	e := newError(CodeSnapshotNotFound, "snapshot %s does not exist", string(raw))
+	return e
+}
+
+func (s *Service) fileFields(r Result, agent, id, full string) Result {
+	sec, rel := splitSection(full)
+	r["workbench_id"] = id
+	if sec == "" {
+		r["section"] = nil
+	} else {
+		r["section"] = sec
+	}
+	r["relative_path"] = rel
+	r["path"] = s.WorkbenchPath(agent, id) + "/" + full
+	return r
+}
+
+// ToolCreate implements workbench_create: an exact retry returns the same result.
+func (s *Service) ToolCreate(ctx context.Context, agent string, in CreateInput) (Result, error) {
+	res, err := s.CreateWorkbench(ctx, agent, in.ID, "")
+	if err != nil {
+		return nil, err
+	}
+	r := success()
+	r["workbench_id"] = res.WorkbenchID
+	r["path"] = res.Path
+	r["sections"] = Sections
+	return r, nil
+}
+
+func (s *Service) validateWrite(agent, id, section, path string) (string, *Error) {
+	if err := validateTarget(agent, id, ""); err != nil {
+		return "", err
+	}
+	if section == "" {
+		return "", invalidArgument("section", "is required")
+	}
+	if path == "" {
+		return "", invalidArgument("path", "must not be empty")
+	}
+	full, err := toolTarget(section, path)
+	if err != nil {
+		return "", err
+	}
+	if reservedPaths[full] {
+		return "", invalidArgument("path", "%q is reserved: only commit and restore write it", full)
+	}
+	return full, nil
+}
+
+// ToolPutFile implements workbench_put_file: create-only by default, replace-only (at the
+// observed generation) with replace=true; never an upsert.
+func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput) (Result, error) {
+	full, werr := s.validateWrite(agent, in.ID, in.Section, in.Path)
+	if werr != nil {
+		return nil, werr
+	}
+	data, isText, werr := s.payload(in.Text, in.Base64)
+	if werr != nil {
+		return nil, werr
+	}
+	ct := deref(in.ContentType)
+	if ct == "" {
+		ct = "application/octet-stream"
+		if isText {
+			ct = "text/plain; charset=utf-8"
+		}
+	}
+	replace := deref(in.Replace)
+	req := WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data), ContentType: ct,
+		Cond: meta.CondCreateOnly, CreateWorkbench: true}
+	if replace {
+		cur, err := s.currentEntry(ctx, agent, in.ID, full, false)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			return nil, newError(CodeNotFound, "the file does not exist; use replace=false to create it")
+		}
+		req.Cond, req.IfGeneration, req.Executable, req.CreateWorkbench = meta.CondIfGeneration, cur.Generation, cur.Executable, false
+	}
+	res, err := s.Write(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	r := s.fileFields(success(), agent, in.ID, full)
+	r["size_bytes"] = res.Size
+	r["generation"] = res.Generation
+	r["digest_uri"] = res.DigestURI()
+	r["content_type"] = res.ContentType
+	r["replace"] = replace
+	return r, nil
+}
+
+// ToolAppend implements workbench_append: creates the file when missing, otherwise appends
+// after a generation compare-and-swap, retrying conflicts itself. Without a request id it
+// is at-least-once: a transport retry of a call that did apply appends twice.
+func (s *Service) ToolAppend(ctx context.Context, agent string, in AppendInput) (Result, error) {
+	full, werr := s.validateWrite(agent, in.ID, in.Section, in.Path)
+	if werr != nil {
+		return nil, werr
+	}
+	data, isText, werr := s.payload(in.Text, in.Base64)
+	if werr != nil {
+		return nil, werr
+	}
+	ct := deref(in.ContentType)
+	if ct == "" {
+		ct = "application/octet-stream"
+		if isText {
+			ct = "text/plain; charset=utf-8"
+		}
+	}
+	res, err := s.Append(ctx, AppendRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data),
+		ContentType: ct, CreateWorkbench: true})
+	if err != nil {
+		return nil, err
+	}
+	r := s.fileFields(success(), agent, in.ID, full)
+	r["appended_bytes"] = res.AppendedBytes
+	r["size_bytes"] = res.Size
+	r["generation"] = res.Generation
+	r["created"] = res.Created
+	r["digest"] = DigestURI(res.AppendDigest)
+	return r, nil
+}
+
+// ToolEdit implements workbench_edit: exact UTF-8 replacement on the live body, with
+// re-read and revalidation on a conflict (up to 5 attempts).
+func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Result, error) {
+	full, werr := s.validateWrite(agent, in.ID, in.Section, in.Path)
+	if werr != nil {
+		return nil, werr
+	}
+	if in.OldString == "" {
+		return nil, invalidArgument("old_string", "must not be empty")
+	}
+	if !utf8.ValidString(in.OldString) || !utf8.ValidString(in.NewString) {
+		return nil, newError(CodeInvalidUTF8, "old_string and new_string must be valid UTF-8")
+	}
+	for attempt := 1; ; attempt++ {
+		f, err := s.Open(ctx, agent, in.ID, full)
+		if err != nil {
+			return nil, err
+		}
+		body, err := f.ReadAll(ctx, s.cfg.MCPMaxPayloadBytes)
+		if err != nil {
+			return nil, err
+		}
+		if !utf8.Valid(body) {
+			return nil, newError(CodeInvalidUTF8, "the file is not valid UTF-8; edit works on text only")
+		}
+		n := strings.Count(string(body), in.OldString)
+		if n == 0 {
+			return nil, newError(CodeNoMatch, "old_string does not occur in the file")
+		}
+		if n > 1 && !deref(in.ReplaceAll) {
+			e := newError(CodeAmbiguousEdit, "old_string occurs %d times; make it unique or set replace_all", n)
+			e.Details["matches"] = n
+			return nil, e
+		}
+		replacements := n
+		if !deref(in.ReplaceAll) {
+			replacements = 1
+		}
+		updated := strings.Replace(string(body), in.OldString, in.NewString, replacements)
+		r := s.fileFields(success(), agent, in.ID, full)
+		r["replacements"] = replacements
+		if updated == string(body) {
+			r["size_bytes"] = f.Info.Size
+			r["generation"] = f.Info.Generation
+			r["no_change"] = true
+			return r, nil
+		}
+		res, err := s.Write(ctx, WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: strings.NewReader(updated),
+			ContentType: f.Info.ContentType, Executable: f.Info.Executable, Cond: meta.CondIfGeneration, IfGeneration: f.Info.Generation})
+		if err != nil {
+			if we := AsError(err); we.Code == CodeConflict && attempt < maxEditAttempts {
+				continue
+			}
+			return nil, err
+		}
+		r["size_bytes"] = res.Size
+		r["generation"] = res.Generation
+		r["no_change"] = false
+		return r, nil
+	}
+}
+
+// ToolList implements workbench_list.
+func (s *Service) ToolList(ctx context.Context, agent string, in ListInput) (Result, error) {
+	if err := noSnapshots(in.AtSnapshot); err != nil {
+		return nil, err
+	}
+	if err := validateTarget(agent, in.ID, ""); err != nil {
+		return nil, err
+	}
+	full, werr := toolTarget(deref(in.Section), deref(in.Path))
+	if werr != nil {
+		return nil, werr
+	}
+	limit := DefaultListLimit
+	if in.Limit != nil {
+		if *in.Limit < 1 || *in.Limit > 100 {
+			return nil, invalidArgument("limit", "must be between 1 and 100")
+		}
+		limit = *in.Limit
+	}
+	res, err := s.List(ctx, ListRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	r := success()
+	r["workbench_id"] = in.ID
+	r["workbench_path"] = s.WorkbenchPath(agent, in.ID)
+	r["entry_count"] = res.EntryCount
+	entries := make([]map[string]any, 0, len(res.Entries))
+	for _, e := range res.Entries {
+		m := s.fileFields(map[string]any{"name": e.Name, "kind": e.Kind, "size_bytes": e.Size}, agent, in.ID, e.Path)
+		delete(m, "workbench_id")
+		if e.Kind == "file" {
+			m["generation"] = e.Generation
+			m["entry_count"] = 0
+		} else {
+			m["entry_count"] = e.EntryCount
+		}
+		entries = append(entries, m)
+	}
+	r["entries"] = entries
+	r["next_cursor"] = nilIfEmpty(res.NextCursor)
+	r["truncated"] = res.Truncated
+	return r, nil
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// ToolStat implements workbench_stat: the workbench, a section, a directory or a file.
+func (s *Service) ToolStat(ctx context.Context, agent string, in StatInput) (Result, error) {
+	if err := noSnapshots(in.AtSnapshot); err != nil {
+		return nil, err
+	}
+	if err := validateTarget(agent, in.ID, ""); err != nil {
+		return nil, err
+	}
+	full, werr := toolTarget(deref(in.Section), deref(in.Path))
+	if werr != nil {
+		return nil, werr
+	}
+	st, err := s.Stat(ctx, agent, in.ID, full)
+	if err != nil {
+		return nil, err
+	}
+	r := success()
+	switch st.Kind {
+	case "workbench":
+		r["workbench_id"] = in.ID
+		r["name"] = in.ID
+		r["path"] = s.WorkbenchPath(agent, in.ID)
+		r["section"] = nil
+		r["relative_path"] = ""
+		r["kind"] = "workbench"
+		r["size_bytes"] = st.Dir.Bytes
+		r["file_count"] = st.Dir.Files
+		r["entry_count"] = st.Dir.Children
+		r["sections"] = Sections
+	case "file":
+		s.fileFields(r, agent, in.ID, full)
+		r["name"] = baseName(full)
+		r["kind"] = "file"
+		r["size_bytes"] = st.File.Size
+		r["generation"] = st.File.Generation
+		r["content_type"] = st.File.ContentType
+		r["digest_uri"] = DigestURI(st.File.Digest)
+		r["executable"] = st.File.Executable
+		r["modified_at_unix_ms"] = st.File.ModifiedAtMs
+	default:
+		s.fileFields(r, agent, in.ID, full)
+		r["name"] = baseName(full)
+		r["kind"] = "directory"
+		r["size_bytes"] = st.Dir.Bytes
+		r["file_count"] = st.Dir.Files
+		r["entry_count"] = st.Dir.Children
+	}
+	return r, nil
+}
+
+func baseName(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
