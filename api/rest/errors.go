@@ -23,7 +23,13 @@ func statusOf(code string, pre precondition) int {
 	case workbench.CodeInvalidArguments, workbench.CodeInvalidUTF8, workbench.CodeNoMatch,
 		workbench.CodeAmbiguousEdit, workbench.CodeStructuredDecodeFailed, workbench.CodeUnknownTool:
 		return http.StatusBadRequest
-	case workbench.CodeNotFound, workbench.CodeSnapshotNotFound:
+	case workbench.CodeNotFound:
+		if pre == ifMatch {
+			// RFC 9110 §13.1.1: If-Match on a missing resource fails the precondition.
+			return http.StatusPreconditionFailed
+		}
+		return http.StatusNotFound
+	case workbench.CodeSnapshotNotFound:
 		return http.StatusNotFound
 	case workbench.CodeAlreadyExists:
 		if pre == ifNoneMatchStar {

@@ -176,8 +176,11 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path string) {
 	var gen uint64
 	var err error
+	if r.URL.RawQuery != "" {
+		err = invalidArg("query", "DELETE takes no query parameters")
+	}
 	pre := noPrecondition
-	if im := r.Header.Get("If-Match"); im != "" {
+	if im := r.Header.Get("If-Match"); im != "" && err == nil {
 		pre = ifMatch
 		if gen, err = parseETag(im); err != nil {
 			err = invalidArg("If-Match", "must be one quoted generation such as \"42\"")

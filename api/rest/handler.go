@@ -115,6 +115,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		return "healthz"
 	case "/readyz":
 		if h.opts.Ready != nil && !h.opts.Ready() {
+			w.Header().Set("Retry-After", "1")
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready"})
 		} else {
 			writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
@@ -253,6 +254,10 @@ func invalidArg(field, format string, args ...any) error {
 // workbench serves PUT (create, idempotent) and GET/HEAD (stat) of a workbench.
 func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id string) {
 	if !allow(w, r, http.MethodPut, http.MethodGet, http.MethodHead) {
+		return
+	}
+	if r.URL.RawQuery != "" {
+		h.writeError(w, r, invalidArg("query", "workbench requests take no query parameters"), noPrecondition)
 		return
 	}
 	if r.Method == http.MethodPut {
