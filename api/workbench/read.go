@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -184,6 +185,9 @@ func decodeRecords(full, contentType string, body []byte) (string, []any, *Error
 		if !ok {
 			return "", nil, failed("YAML", fmt.Errorf("the top level is not a mapping"))
 		}
+		if hasNonFinite(m) {
+			return "", nil, newError(CodeStructuredDecodeFailed, "the YAML file holds .nan or .inf, which JSON records cannot represent; read it with format=bytes")
+		}
 		return RecordYAMLMapping, []any{m}, nil
 	}
 	if !utf8.Valid(body) {
@@ -199,6 +203,30 @@ func decodeRecords(full, contentType string, body []byte) (string, []any, *Error
 		out[i] = strings.TrimSuffix(l, "\r")
 	}
 	return RecordTextLines, out, nil
+}
+
+// hasNonFinite reports whether a decoded YAML value holds a NaN or infinite float (.nan,
+// .inf), which has no JSON encoding.
+func hasNonFinite(v any) bool {
+	switch t := v.(type) {
+	case float64:
+		return math.IsNaN(t) || math.IsInf(t, 0)
+	case float32:
+		return math.IsNaN(float64(t)) || math.IsInf(float64(t), 0)
+	case map[string]any:
+		for _, x := range t {
+			if hasNonFinite(x) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range t {
+			if hasNonFinite(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // jsonable converts YAML values (which may have non-string keys) to JSON-encodable ones.

@@ -139,8 +139,8 @@ func (s *Service) payload(text, b64 *string) ([]byte, bool, *Error) {
 		}
 		return []byte(*text), true, nil
 	}
-	if int64(base64.StdEncoding.DecodedLen(len(*b64))) > s.cfg.MCPMaxPayloadBytes+2 {
-		return nil, false, payloadTooLarge(int64(base64.StdEncoding.DecodedLen(len(*b64))), s.cfg.MCPMaxPayloadBytes)
+	if n := base64DecodedLen(*b64); n > s.cfg.MCPMaxPayloadBytes {
+		return nil, false, payloadTooLarge(n, s.cfg.MCPMaxPayloadBytes)
 	}
 	data, err := base64.StdEncoding.DecodeString(*b64)
 	if err != nil {
@@ -150,6 +150,20 @@ func (s *Service) payload(text, b64 *string) ([]byte, bool, *Error) {
 		return nil, false, payloadTooLarge(int64(len(data)), s.cfg.MCPMaxPayloadBytes)
 	}
 	return data, false, nil
+}
+
+// base64DecodedLen is the exact decoded size of padded standard base64, without decoding
+// it: base64.StdEncoding.DecodedLen over-counts the padding by up to 2 bytes and the line
+// breaks the decoder skips by 3/4 of a byte each.
+func base64DecodedLen(s string) int64 {
+	n := len(s) - strings.Count(s, "\n") - strings.Count(s, "\r")
+	t := strings.TrimRight(s, "\r\n")
+	pad := 0
+	for pad < 2 && strings.HasSuffix(t, "=") {
+		t = strings.TrimRight(t[:len(t)-1], "\r\n")
+		pad++
+	}
+	return int64(n/4*3 - pad)
 }
 
 func noSnapshots(raw json.RawMessage) *Error {

@@ -1,5 +1,90 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
 
-func addServerCommands(root *cobra.Command) {}
+	"github.com/spf13/cobra"
+
+	"github.com/cairnstore/cairn/api/mcp"
+	"github.com/cairnstore/cairn/api/server"
+	"github.com/cairnstore/cairn/ops"
+)
+
+func addServerCommands(root *cobra.Command) {
+	root.AddCommand(newServeCommand(), newMCPCommand())
+}
+
+func newServeCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a Cairn node (embedded default: ./cairn-data, http://127.0.0.1:7070)",
+		Long: `Run a Cairn node. With no flags it is the embedded default: one node, data in
+./cairn-data (locked against a second process), a local-directory blob store, a
+single-voter Raft log, REST and MCP on http://127.0.0.1:7070, plus /metrics,
+/healthz and /readyz. Settings come from flags, CAIRN_* environment variables and an
+optional YAML file (--config), in that order of precedence.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := ops.LoadConfig(cmd.Flags(), os.Getenv)
+			if err != nil {
+				return usageError{err}
+			}
+			log := ops.NewLogger(cfg, os.Stderr)
+			node, err := server.Open(cfg, log)
+			if err != nil {
+				return err
+			}
+			defer node.Close()
+			return node.Serve(cmd.Context(), func(addr net.Addr) {
+				log.Info("cairn is serving", "url", "http://"+addr.String(), "data_dir", cfg.DataDir)
+			})
+		},
+	}
+	ops.BindFlags(cmd.Flags())
+	return cmd
+}
+
+func newMCPCommand() *cobra.Command {
+	var agent string
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the Workbench MCP tools over stdio for one agent",
+		Long: `Serve the Workbench MCP tools over stdio (stdout carries only protocol messages;
+logs go to stderr). With --server (or CAIRN_SERVER) it proxies to a running Cairn over
+streamable HTTP; otherwise it runs an embedded node on --data-dir.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if agent == "" {
+				agent = envOr("CAIRN_AGENT", "default")
+			}
+			ctx := cmd.Context()
+			if cmd.Flags().Changed("server") || os.Getenv("CAIRN_SERVER") != "" {
+				url, _ := cmd.Flags().GetString("server")
+				return mcp.ServeStdioProxy(ctx, url, agent, os.Stdin, os.Stdout)
+			}
+			cfg, err := ops.LoadConfig(cmd.Flags(), os.Getenv)
+			if err != nil {
+				return usageError{err}
+			}
+			log := ops.NewLogger(cfg, os.Stderr)
+			node, err := server.Open(cfg, log)
+			if err != nil {
+				if errors.Is(err, server.ErrDataDirLocked) {
+					return fmt.Errorf("%w (is `cairn serve` running on it? use --server to proxy to it)", err)
+				}
+				return err
+			}
+			defer node.Close()
+			if err := node.WaitReady(ctx); err != nil {
+				return err
+			}
+			return mcp.ServeStdio(ctx, node.Service(), agent, os.Stdin, os.Stdout)
+		},
+	}
+	cmd.Flags().StringVar(&agent, "agent", "", "agent id whose root the session works in (env CAIRN_AGENT, default \"default\")")
+	ops.BindFlags(cmd.Flags())
+	return cmd
+}

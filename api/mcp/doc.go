@@ -1,0 +1,28 @@
+// Package mcp is Cairn's MCP surface: the Workbench tool profile (WORKBENCH.md) served with
+// the official MCP go-sdk over streamable HTTP (Handler, mounted at
+// /v1/agents/{agent}/mcp and /mcp), over stdio (ServeStdio), and as a stdio proxy in front
+// of a running server (ServeStdioProxy). It is a thin transport: the tool semantics live in
+// api/workbench, which this package calls and never bypasses.
+//
+// Invariants:
+//
+//   - A session works inside exactly one agent root, chosen by its endpoint (the URL's
+//     {agent}, "default" for /mcp, or the stdio --agent); no tool takes an agent id.
+//   - Input schemas are the hand-written schemas/workbench.json, byte for byte what
+//     tools/list advertises; arguments are validated against them here, and invalid input is
+//     answered with the contract's InvalidArguments envelope naming the field and the rule,
+//     never with the SDK's text.
+//   - Every tools/call that reaches a handler is answered with a tool result, never a
+//     JSON-RPC error: success is the result object, failure the contract's error envelope
+//     {"status","code","message","retryable","details"} with isError set; both come as one
+//     text content holding the JSON and, byte-identical, as structuredContent, with
+//     "status" as the first key. A tool this server does not offer gets UnknownTool.
+//   - No input panics a handler; a defect surfaces as an Internal envelope and a log line.
+//   - A payload one byte above the cap, as base64 or as text, reaches the Service and is
+//     answered with PayloadTooLarge; the transports refuse only messages far above the cap
+//     (Options.MaxMessageBytes).
+//   - Over stdio, stdout carries only protocol messages; logs go to stderr.
+//
+// Only the tools the Service implements are registered (create, put_file, append, edit,
+// list, stat, read); schemas/workbench.json holds all 18 so the rest register unchanged.
+package mcp

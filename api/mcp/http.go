@@ -1,0 +1,96 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/meta"
+)
+
+// maxCachedServers bounds the per-agent server cache of Handler. Servers hold no session
+// state (the handler is stateless), so evicting one only costs rebuilding it.
+const maxCachedServers = 1024
+
+// Handler returns the streamable HTTP MCP endpoint (DESIGN.md §4). The caller mounts it at
+// `/v1/agents/{agent}/mcp` and at `/mcp`: the agent root is r.PathValue("agent"), or
+// DefaultAgent when the route has none. An agent id that fails meta.ValidateName is answered
+// with HTTP 404 and the contract's NotFound envelope, exactly like a root the caller may not
+// see (DESIGN.md §4).
+//
+// The endpoint is stateless: it issues no Mcp-Session-Id, every POST carries its own
+// request, and GET (a standalone event stream) is 405. Responses are application/json.
+// Request bodies up to opts.MaxMessageBytes are read, so an oversized payload reaches the
+// Service and is answered with PayloadTooLarge; only bodies above that get HTTP 413.
+func Handler(svc *workbench.Service, opts Options) http.Handler {
+	opts = opts.withDefaults(svc)
+	h := &httpHandler{svc: svc, opts: opts, servers: make(map[string]*sdk.Server)}
+	h.stream = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+		srv, _ := r.Context().Value(serverKey{}).(*sdk.Server)
+		return srv
+	}, &sdk.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		Logger:              sdkLogger(opts.Logger),
+		MaxRequestBodyBytes: opts.MaxMessageBytes,
+	})
+	return h
+}
+
+type serverKey struct{}
+
+type httpHandler struct {
+	svc    *workbench.Service
+	opts   Options
+	stream *sdk.StreamableHTTPHandler
+
+	mu      sync.Mutex
+	servers map[string]*sdk.Server // agent → server
+}
+
+func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	agent := r.PathValue("agent")
+	if agent == "" {
+		agent = DefaultAgent
+	}
+	if e := meta.ValidateName("agent", agent); e != nil {
+		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound,
+			Message: fmt.Sprintf("no agent root %q", truncate(agent, 128)), Details: map[string]any{}})
+		return
+	}
+	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, h.server(agent))))
+}
+
+// server returns the cached server of an agent root, building it on first use.
+func (h *httpHandler) server(agent string) *sdk.Server {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if srv, ok := h.servers[agent]; ok {
+		return srv
+	}
+	if len(h.servers) >= maxCachedServers {
+		for k := range h.servers { // evict an arbitrary one
+			delete(h.servers, k)
+			break
+		}
+	}
+	srv := NewServer(h.svc, agent, h.opts)
+	h.servers[agent] = srv
+	return srv
+}
+
+// writeEnvelope answers a plain HTTP request with the contract's error envelope.
+func writeEnvelope(w http.ResponseWriter, status int, e *workbench.Error) {
+	body, err := encodeObject(e.Envelope(), "status", "code", "message", "retryable", "details")
+	if err != nil {
+		body = []byte(`{"status":"error","code":"Internal","message":"internal error","retryable":false,"details":{}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(body)
+}

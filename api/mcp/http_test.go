@@ -1,0 +1,101 @@
+package mcp
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestHTTPPayloadOneByteAboveTheDefaultCapIsPayloadTooLarge(t *testing.T) {
+	svc := newService(t, 0) // default cap: 16 MiB
+	ts := newHTTPServer(t, svc)
+	cs := connectHTTP(t, ts.URL+"/v1/agents/big/mcp")
+	payload := make([]byte, DefaultMaxPayloadBytes+1)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	e := fails(t, cs, "workbench_put_file", args{"id": "w", "section": "input", "path": "big.bin",
+		"base64": base64.StdEncoding.EncodeToString(payload)}, "PayloadTooLarge")
+	if e.details().int(t, "actual_bytes") != DefaultMaxPayloadBytes+1 || e.details().int(t, "max_bytes") != DefaultMaxPayloadBytes {
+		t.Errorf("details: %v", e.details())
+	}
+	e = fails(t, cs, "workbench_append", args{"id": "w", "section": "logs", "path": "big.log",
+		"text": strings.Repeat("a", DefaultMaxPayloadBytes+1)}, "PayloadTooLarge")
+	if e.details().int(t, "actual_bytes") != DefaultMaxPayloadBytes+1 {
+		t.Errorf("details: %v", e.details())
+	}
+	fails(t, cs, "workbench_stat", args{"id": "w"}, "NotFound") // nothing was written
+}
+
+func TestHTTPInvalidAgentIsNotFound(t *testing.T) {
+	ts := newHTTPServer(t, newService(t, 0))
+	for _, agent := range []string{"-dash", "has.dot", strings.Repeat("a", 129)} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/v1/agents/"+agent+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: HTTP %d %s", agent, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		var env map[string]any
+		if err := json.Unmarshal(raw, &env); err != nil || env["status"] != "error" || env["code"] != "NotFound" || env["retryable"] != false {
+			t.Errorf("%s: body %s", agent, raw)
+		}
+		if !strings.HasPrefix(string(raw), `{"status":"error","code":"NotFound"`) {
+			t.Errorf("%s: envelope key order: %s", agent, raw)
+		}
+	}
+}
+
+func TestHTTPBareEndpointServesTheDefaultAgent(t *testing.T) {
+	ts := newHTTPServer(t, newService(t, 0))
+	r := ok(t, connectHTTP(t, ts.URL+"/mcp"), "workbench_create", args{"id": "w"})
+	if r.str("path") != "/agents/default/wb/w" {
+		t.Errorf("path %s", r.str("path"))
+	}
+	st := ok(t, connectHTTP(t, ts.URL+"/v1/agents/default/mcp"), "workbench_stat", args{"id": "w"})
+	if st.str("kind") != "workbench" {
+		t.Errorf("stat: %v", st)
+	}
+}
+
+func TestHTTPSessionsAreBoundToTheirAgentRoot(t *testing.T) {
+	ts := newHTTPServer(t, newService(t, 0))
+	a := connectHTTP(t, ts.URL+"/v1/agents/alice/mcp")
+	b := connectHTTP(t, ts.URL+"/v1/agents/bob/mcp")
+	ok(t, a, "workbench_put_file", args{"id": "w", "section": "input", "path": "secret.txt", "text": "alice's"})
+	fails(t, b, "workbench_read", args{"id": "w", "section": "input", "path": "secret.txt"}, "NotFound")
+	ok(t, b, "workbench_put_file", args{"id": "w", "section": "input", "path": "secret.txt", "text": "bob's"})
+	r := ok(t, a, "workbench_read", args{"id": "w", "section": "input", "path": "secret.txt"})
+	if r.str("path") != "/agents/alice/wb/w/input/secret.txt" || r.list(t, "items")[0]["value"] != "alice's" {
+		t.Errorf("alice reads %v", r)
+	}
+}
+
+func TestHTTPServesClientsOfTheHandshakeProtocol(t *testing.T) {
+	ts := newHTTPServer(t, newService(t, 0))
+	for _, version := range []string{"2025-11-25", "2025-06-18", "2025-03-26"} {
+		cs, err := sdk.NewClient(testClient, nil).Connect(t.Context(),
+			&sdk.StreamableClientTransport{Endpoint: ts.URL + "/v1/agents/legacy/mcp"}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatalf("%s: %v", version, err)
+		}
+		if got := cs.InitializeResult().ProtocolVersion; got != version {
+			t.Errorf("negotiated %s, want %s", got, version)
+		}
+		ok(t, cs, "workbench_create", args{"id": "w"})
+		fails(t, cs, "workbench_nope", args{}, "UnknownTool")
+		cs.Close()
+	}
+}

@@ -1,0 +1,333 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cairnstore/cairn/api/workbench"
+)
+
+// DefaultMaxPayloadBytes is the default cap on a decoded MCP payload (WORKBENCH.md §Common
+// rules: "Payload cap for MCP: configurable, default 16 MiB").
+const DefaultMaxPayloadBytes = 16 << 20
+
+// DefaultAgent is the agent root of the endpoint that names none (`/mcp`; DESIGN.md §4).
+const DefaultAgent = "default"
+
+// messageOverheadBytes is what the transports allow on top of the encoded payload for the
+// JSON-RPC envelope, the other arguments and JSON string escaping.
+const messageOverheadBytes = 1 << 20
+
+// Options configures the MCP surface. The zero value is usable: every field has a default.
+type Options struct {
+	// MaxPayloadBytes is the largest decoded text/base64 payload, in bytes, the transports
+	// must carry to the Service so that a larger one is answered with the contract's
+	// PayloadTooLarge envelope rather than a transport failure. The cap itself is enforced
+	// by the Service (workbench.Config.MCPMaxPayloadBytes). 0 (or negative) means the
+	// Service's cap, which defaults to DefaultMaxPayloadBytes.
+	MaxPayloadBytes int64
+	// MaxMessageBytes bounds one inbound JSON-RPC message, in bytes: the HTTP request body
+	// (streamable HTTP) or one line (stdio). Messages above it are refused by the transport
+	// (HTTP 413; a stdio session ends). 0 (or negative) means 2 × MaxPayloadBytes + 1 MiB,
+	// which carries a MaxPayloadBytes+1 payload in base64 (4/3 of its size) or as text with
+	// moderate JSON escaping.
+	MaxMessageBytes int64
+	// Logger receives the surface's own failures (Internal errors, recovered panics) and the
+	// SDK's warnings and errors (its per-session Info lines are dropped). nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Version is the server version reported in the MCP handshake. Default "dev".
+	Version string
+}
+
+// withDefaults fills the zero fields from the Service's configuration.
+func (o Options) withDefaults(svc *workbench.Service) Options {
+	if o.MaxPayloadBytes <= 0 {
+		o.MaxPayloadBytes = DefaultMaxPayloadBytes
+		if svc != nil && svc.Config().MCPMaxPayloadBytes > 0 {
+			o.MaxPayloadBytes = svc.Config().MCPMaxPayloadBytes
+		}
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 2*o.MaxPayloadBytes + messageOverheadBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	return o
+}
+
+// sdkLogger passes the SDK's warnings and errors to log; a stateless endpoint would
+// otherwise log several Info lines per request.
+func sdkLogger(log *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{log.Handler(), slog.LevelWarn})
+}
+
+// minLevel is a slog.Handler that drops records below level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(attrs), h.level}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.level}
+}
+
+// runner decodes validated arguments and runs one tool on the Service.
+type runner func(ctx context.Context, svc *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error)
+
+// bind adapts a Service tool method (a method expression such as
+// (*workbench.Service).ToolRead) to a runner.
+func bind[In any](method func(*workbench.Service, context.Context, string, In) (workbench.Result, error)) runner {
+	return func(ctx context.Context, svc *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
+		in, werr := decodeArgs[In](args)
+		if werr != nil {
+			return nil, werr
+		}
+		return method(svc, ctx, agent, in)
+	}
+}
+
+// toolDef is one registered tool.
+type toolDef struct {
+	name, title, description string
+	readOnly, idempotent     bool
+	destructive              bool
+	run                      runner
+}
+
+// tools are the Workbench tools implemented so far, in contract order. The other 11 of
+// WORKBENCH.md's 18 (grep, search, aggregate, catalog, find, commit, snapshot,
+// snapshot_renew, snapshot_retire, snapshot_list, restore) have schemas in
+// schemas/workbench.json but are not registered until the Service implements them; a call
+// to one is answered with UnknownTool.
+var tools = []toolDef{
+	{
+		name: "workbench_create", title: "Create workbench", idempotent: true,
+		description: "Create a workbench (a working directory with the sections input, scripts, outputs, logs and metadata) " +
+			"in this agent root. Creating one that exists succeeds with the same result. " +
+			"Result: workbench_id, path, sections.",
+		run: bind((*workbench.Service).ToolCreate),
+	},
+	{
+		name: "workbench_put_file", title: "Write file", destructive: true,
+		description: "Write a whole file from text or base64 (exactly one). replace=false (default) only creates: " +
+			"AlreadyExists (details.current_generation) if the file exists. replace=true only replaces: NotFound if it does not. " +
+			"Never an upsert. A missing workbench is created. Payloads above the cap fail with PayloadTooLarge. " +
+			"Result: workbench_id, section, relative_path, path, size_bytes, generation, digest_uri, content_type, replace.",
+		run: bind((*workbench.Service).ToolPutFile),
+	},
+	{
+		name: "workbench_append", title: "Append to file",
+		description: "Append text or base64 (exactly one) to a file, creating the file (and workbench) when missing; " +
+			"concurrent appends are serialized, none is lost. Not idempotent: a retried call appends again. " +
+			"Result: appended_bytes, size_bytes (total), generation, created, digest (SHA-256 of the appended bytes only).",
+		run: bind((*workbench.Service).ToolAppend),
+	},
+	{
+		name: "workbench_edit", title: "Edit file", destructive: true,
+		description: "Replace an exact UTF-8 string in a file. old_string must occur exactly once (AmbiguousEdit with " +
+			"details.matches otherwise) unless replace_all is true; NoMatch when absent; InvalidUtf8 for a binary file. " +
+			"An edit that changes nothing returns no_change: true and makes no new generation. " +
+			"Result: replacements, size_bytes, generation, no_change.",
+		run: bind((*workbench.Service).ToolEdit),
+	},
+	{
+		name: "workbench_list", title: "List directory", readOnly: true, idempotent: true,
+		description: "List the direct children of a workbench, section or directory, in name order, cursor-paginated " +
+			"(limit default 100). Entries: name, path, section, relative_path, kind (file|directory), size_bytes, entry_count. " +
+			"Pass next_cursor with otherwise identical arguments for the next page; ReadFenceChanged (retryable) means the " +
+			"workbench changed since the first page: list again. Listing a file fails with NotDirectory.",
+		run: bind((*workbench.Service).ToolList),
+	},
+	{
+		name: "workbench_stat", title: "Describe path", readOnly: true, idempotent: true,
+		description: "Describe the workbench (no section), a section, a directory or a file without reading its body: " +
+			"name, path, section, relative_path, kind, size_bytes, and for files generation, content_type, digest_uri.",
+		run: bind((*workbench.Service).ToolStat),
+	},
+	{
+		name: "workbench_read", title: "Read file", readOnly: true, idempotent: true,
+		description: "Read a file. format=structured (default) returns records: a JSON object (json_object) or the " +
+			"elements of a JSON array (json_array), a YAML mapping (yaml_mapping), otherwise UTF-8 text lines (text_lines); " +
+			"limit counts records (default 100, max 300). format=bytes returns up to limit bytes (default and max 300) as base64 " +
+			"from offset. Continue with next_cursor. if_none_match equal to the current generation returns " +
+			"{not_modified: true, generation} without the body.",
+		run: bind((*workbench.Service).ToolRead),
+	},
+}
+
+// NewServer returns an MCP server whose tools work inside one agent root (WORKBENCH.md
+// §Session binding). It registers the implemented Workbench tools with raw handlers: each
+// validates its arguments against the hand-written schema (InvalidArguments naming the field
+// and rule), decodes them, calls the Service, and answers with the result object both as a
+// text content (its JSON) and as structuredContent; errors are the contract's envelope the
+// same way, with isError set. A call to any other tool is answered with the UnknownTool
+// envelope. agent should satisfy meta.ValidateName; with an invalid one every call fails
+// with InvalidArguments naming "agent".
+func NewServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {
+	opts = opts.withDefaults(svc)
+	srv := sdk.NewServer(&sdk.Implementation{Name: "cairn", Title: "Cairn Workbench", Version: opts.Version}, &sdk.ServerOptions{
+		Logger: sdkLogger(opts.Logger),
+		Instructions: fmt.Sprintf("Workbench tools over the agent root %q, presented at %s. Each workbench has the sections "+
+			"input, scripts, outputs, logs and metadata; paths are relative to the section. Every result is a JSON object "+
+			"with \"status\": \"success\"; every error is {\"status\":\"error\",\"code\",\"message\",\"retryable\",\"details\"}.",
+			agent, strings.TrimSuffix(svc.WorkbenchPath(agent, ""), "/")),
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+	known := make(map[string]bool, len(tools))
+	for _, d := range tools {
+		ts := mustSchema(d.name)
+		destructive := d.destructive
+		srv.AddTool(&sdk.Tool{
+			Name:        d.name,
+			Title:       d.title,
+			Description: d.description,
+			InputSchema: ts.raw,
+			Annotations: &sdk.ToolAnnotations{
+				Title:           d.title,
+				ReadOnlyHint:    d.readOnly,
+				IdempotentHint:  d.idempotent,
+				DestructiveHint: &destructive,
+				OpenWorldHint:   new(false),
+			},
+		}, handler(svc, agent, d, ts, opts.Logger))
+		known[d.name] = true
+	}
+	srv.AddReceivingMiddleware(unknownToolMiddleware(known))
+	return srv
+}
+
+// handler is the raw tool handler of one tool. It never returns a protocol error and never
+// panics: every outcome is a tool result.
+func handler(svc *workbench.Service, agent string, d toolDef, ts *toolSchema, log *slog.Logger) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				log.Error("mcp: tool handler panicked", "tool", d.name, "agent", agent, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				res, err = errorResult(internalError()), nil
+			}
+		}()
+		args := req.Params.Arguments
+		if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+			args = json.RawMessage("{}")
+		}
+		if werr := ts.validateArgs(args); werr != nil {
+			return errorResult(werr), nil
+		}
+		r, err := d.run(ctx, svc, agent, args)
+		if err != nil {
+			we := workbench.AsError(err)
+			if we.Code == workbench.CodeInternal {
+				log.Error("mcp: tool failed", "tool", d.name, "agent", agent, "error", err)
+			}
+			return errorResult(we), nil
+		}
+		body, err := encodeObject(r, "status")
+		if err != nil {
+			log.Error("mcp: encoding a tool result failed", "tool", d.name, "agent", agent, "error", err)
+			return errorResult(internalError()), nil
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(body)}}, StructuredContent: json.RawMessage(body)}, nil
+	}
+}
+
+// unknownToolMiddleware answers tools/call for a tool this server does not offer with the
+// contract's UnknownTool envelope (a tool error), instead of the SDK's JSON-RPC
+// "invalid params" error.
+func unknownToolMiddleware(known map[string]bool) sdk.Middleware {
+	names := make([]string, 0, len(known))
+	for n := range known {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "tools/call" {
+				if r, ok := req.(*sdk.CallToolRequest); ok && r.Params != nil && !known[r.Params.Name] {
+					return errorResult(&workbench.Error{
+						Code:    workbench.CodeUnknownTool,
+						Message: fmt.Sprintf("unknown tool %q; this server offers %s", truncate(r.Params.Name, 128), strings.Join(names, ", ")),
+						Details: map[string]any{"tool": truncate(r.Params.Name, 128)},
+					}), nil
+				}
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+func internalError() *workbench.Error {
+	return &workbench.Error{Code: workbench.CodeInternal, Message: "internal error", Details: map[string]any{}}
+}
+
+// errorResult is a tool error: the envelope as text and as structuredContent, isError set.
+func errorResult(e *workbench.Error) *sdk.CallToolResult {
+	body, err := encodeObject(e.Envelope(), "status", "code", "message", "retryable", "details")
+	if err != nil {
+		// Only details can fail to encode; the envelope without them always does.
+		e2 := &workbench.Error{Code: e.Code, Message: e.Message, Retryable: e.Retryable}
+		body, _ = encodeObject(e2.Envelope(), "status", "code", "message", "retryable", "details")
+	}
+	return &sdk.CallToolResult{
+		Content:           []sdk.Content{&sdk.TextContent{Text: string(body)}},
+		StructuredContent: json.RawMessage(body),
+		IsError:           true,
+	}
+}
+
+// encodeObject encodes m as a JSON object whose keys come in the order given by first (those
+// present), then the rest in byte order, so that every result starts with "status"
+// (WORKBENCH.md §Common rules). HTML characters are not escaped.
+func encodeObject(m map[string]any, first ...string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	keys := make([]string, 0, len(m))
+	for _, k := range first {
+		if _, ok := m[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range sortedKeys(m) {
+		if !slices.Contains(first, k) {
+			keys = append(keys, k)
+		}
+	}
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if err := enc.Encode(k); err != nil {
+			return nil, err
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+		buf.WriteByte(':')
+		if err := enc.Encode(m[k]); err != nil {
+			return nil, err
+		}
+		buf.Truncate(buf.Len() - 1)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}

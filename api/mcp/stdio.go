@@ -1,0 +1,149 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"reflect"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/meta"
+)
+
+// proxyMaxMessageBytes bounds one JSON-RPC message the stdio proxy accepts from its client
+// (one line): room for a 16 MiB payload in base64 with JSON escaping to spare. The server
+// behind the proxy enforces its own payload cap.
+const proxyMaxMessageBytes = 4*DefaultMaxPayloadBytes + messageOverheadBytes
+
+// stderrLogger is where the stdio servers log: stdout carries only protocol messages
+// (WORKBENCH.md §Building it on the MCP go-sdk).
+func stderrLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// ServeStdio serves one MCP session over newline-delimited JSON-RPC on in/out, bound to the
+// agent root agent (`cairn mcp --agent A`). out carries only protocol messages; logs go to
+// stderr. It returns nil when the client closes in, ctx.Err() when ctx ends, and an error
+// for an invalid agent id (meta.ValidateName) before reading anything. A message (one line)
+// above 2 × the payload cap + 1 MiB ends the session. It closes neither in nor out; a read
+// blocked on in when ctx ends returns when in does.
+func ServeStdio(ctx context.Context, svc *workbench.Service, agent string, in io.Reader, out io.Writer) error {
+	if e := meta.ValidateName("agent", agent); e != nil {
+		return fmt.Errorf("mcp: %w", e)
+	}
+	opts := Options{Logger: stderrLogger()}.withDefaults(svc)
+	srv := NewServer(svc, agent, opts)
+	t := &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}, MaxLineLength: int(opts.MaxMessageBytes)}
+	return sessionEnd(srv.Run(ctx, t))
+}
+
+// ServeStdioProxy serves an MCP session on in/out whose tools are those of a Cairn server:
+// it forwards tools/list and tools/call to serverURL + "/v1/agents/" + agent + "/mcp" over
+// streamable HTTP and returns the answers unchanged, tool errors included (`cairn mcp
+// --agent A --server URL`). Transport failures reach the client as JSON-RPC errors. It fails
+// before serving when the agent id is invalid, serverURL is not an http(s) URL, or the
+// server cannot be reached. Return values and the ownership of in/out are as for ServeStdio.
+func ServeStdioProxy(ctx context.Context, serverURL, agent string, in io.Reader, out io.Writer) error {
+	if e := meta.ValidateName("agent", agent); e != nil {
+		return fmt.Errorf("mcp proxy: %w", e)
+	}
+	u, err := url.Parse(serverURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("mcp proxy: server URL %q must be http(s)://host[:port]", serverURL)
+	}
+	endpoint := strings.TrimSuffix(serverURL, "/") + "/v1/agents/" + agent + "/mcp"
+	log := stderrLogger()
+	impl := &sdk.Implementation{Name: "cairn-mcp-proxy", Title: "Cairn Workbench (proxy)", Version: "dev"}
+	client := sdk.NewClient(impl, &sdk.ClientOptions{Logger: sdkLogger(log)})
+	upstream, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return fmt.Errorf("mcp proxy: connecting to %s: %w", endpoint, err)
+	}
+	defer upstream.Close()
+	instructions := ""
+	if ir := upstream.InitializeResult(); ir != nil {
+		instructions = ir.Instructions
+	}
+	srv := sdk.NewServer(impl, &sdk.ServerOptions{
+		Logger:       sdkLogger(log),
+		Instructions: instructions,
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+	srv.AddReceivingMiddleware(forwardTools(upstream))
+	t := &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}, MaxLineLength: proxyMaxMessageBytes}
+	return sessionEnd(srv.Run(ctx, t))
+}
+
+// forwardTools answers tools/list and tools/call from the upstream session.
+func forwardTools(upstream *sdk.ClientSession) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			switch r := req.(type) {
+			case *sdk.ListToolsRequest:
+				p := &sdk.ListToolsParams{}
+				if r.Params != nil {
+					p.Cursor = r.Params.Cursor
+				}
+				res, err := upstream.ListTools(ctx, p)
+				if err != nil {
+					return nil, err
+				}
+				// The client session may hand out one cached result to every caller, and
+				// the sending side stamps fields on what it sends: send a copy.
+				cp := *res
+				return &cp, nil
+			case *sdk.CallToolRequest:
+				args := r.Params.Arguments
+				if len(args) == 0 {
+					args = json.RawMessage("{}")
+				}
+				res, err := upstream.CallTool(ctx, &sdk.CallToolParams{Name: r.Params.Name, Arguments: args})
+				if err != nil {
+					return nil, err
+				}
+				keepStructuredBytes(res)
+				return res, nil
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// keepStructuredBytes restores structuredContent to the exact bytes the server sent. A
+// Cairn result carries the same JSON object as its single text content and as
+// structuredContent; decoding the latter into Go values would reorder its keys ("status"
+// first is part of the contract) and round large integers through float64.
+func keepStructuredBytes(res *sdk.CallToolResult) {
+	if res.StructuredContent == nil || len(res.Content) != 1 {
+		return
+	}
+	tc, ok := res.Content[0].(*sdk.TextContent)
+	if !ok || !strings.HasPrefix(tc.Text, "{") {
+		return
+	}
+	var fromText any
+	if json.Unmarshal([]byte(tc.Text), &fromText) != nil || !reflect.DeepEqual(fromText, res.StructuredContent) {
+		return // not the same object: leave the server's answer as decoded
+	}
+	res.StructuredContent = json.RawMessage(tc.Text)
+}
+
+// sessionEnd maps the end of a stdio session: the client closing its side is success.
+func sessionEnd(err error) error {
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, sdk.ErrConnectionClosed) {
+		return nil
+	}
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,228 @@
+// Package server assembles one Cairn node from its configuration: the locked data
+// directory, the local blob store, the shard replica, the Workbench service, and the HTTP
+// handler (REST, MCP, metrics, health). cmd/cairn only parses flags and calls it.
+//
+// Data directory layout (all under Config.DataDir):
+//
+//	LOCK              flock'd while a process uses the directory
+//	node-id           the node's UUID (Raft server id), written once
+//	cursor.key        32 random bytes signing cursors, written once (mode 0600)
+//	shards/0/         the shard's Raft log (wal/) and snapshots (snapshots/)
+//	blobs/            the local-directory blob store
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/cairnstore/cairn/api/mcp"
+	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/shard"
+)
+
+// ErrDataDirLocked: another process uses the data directory.
+var ErrDataDirLocked = errors.New("data directory is in use by another process")
+
+// Node is one running Cairn node (the embedded default: one shard, single voter).
+type Node struct {
+	cfg      ops.Config
+	log      *slog.Logger
+	lock     *flock.Flock
+	blobs    blob.Store
+	shard    *shard.Shard
+	svc      *workbench.Service
+	registry *prometheus.Registry
+	handler  http.Handler
+}
+
+// Open locks cfg.DataDir and starts the node's storage and service. It does not listen;
+// call Serve for HTTP. The caller must Close the node.
+func Open(cfg ops.Config, log *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+	}
+	lock := flock.New(filepath.Join(cfg.DataDir, "LOCK"))
+	ok, err := lock.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("data directory %s: lock: %w", cfg.DataDir, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", cfg.DataDir, ErrDataDirLocked)
+	}
+	n := &Node{cfg: cfg, log: log, lock: lock}
+	if err := n.open(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) open() error {
+	cfg := n.cfg
+	nodeID, err := readOrCreate(filepath.Join(cfg.DataDir, "node-id"), func() ([]byte, error) {
+		return []byte(uuid.NewString()), nil
+	})
+	if err != nil {
+		return err
+	}
+	cursorKey, err := readOrCreate(filepath.Join(cfg.DataDir, "cursor.key"), func() ([]byte, error) {
+		k := make([]byte, 32)
+		_, err := rand.Read(k)
+		return k, err
+	})
+	if err != nil {
+		return err
+	}
+	if n.blobs, err = dir.Open(filepath.Join(cfg.DataDir, "blobs")); err != nil {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	n.shard, err = shard.Open(shard.Config{
+		Dir:               filepath.Join(cfg.DataDir, "shards", "0"),
+		NodeID:            strings.TrimSpace(string(nodeID)),
+		FSM:               meta.Options{RetentionWindow: cfg.RetentionWindow, DedupeMaxPerRoot: cfg.DedupeMaxPerRoot},
+		SnapshotInterval:  cfg.RaftSnapshotInterval,
+		SnapshotThreshold: cfg.RaftSnapshotThreshold,
+		Logger:            n.log,
+	})
+	if err != nil {
+		return err
+	}
+	n.svc, err = workbench.New(n.shard, n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
+		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey})
+	if err != nil {
+		return err
+	}
+	n.registry = prometheus.NewRegistry()
+	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), shardCollector{n.shard})
+	n.handler = rest.NewHandler(n.svc, rest.Options{
+		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
+		Ready:    n.shard.Ready,
+		Registry: n.registry,
+		Logger:   n.log,
+	})
+	return nil
+}
+
+// readOrCreate returns the contents of path, creating it (atomically, mode 0600) from
+// make when it does not exist.
+func readOrCreate(path string, make func() ([]byte, error)) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return b, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if b, err = make(); err != nil {
+		return nil, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// WaitReady blocks until the shard serves writes and linearizable reads.
+func (n *Node) WaitReady(ctx context.Context) error { return n.shard.WaitReady(ctx) }
+
+// Service returns the node's Workbench service.
+func (n *Node) Service() *workbench.Service { return n.svc }
+
+// Handler returns the node's HTTP handler.
+func (n *Node) Handler() http.Handler { return n.handler }
+
+// Serve listens on cfg.Listen and serves HTTP until ctx ends, then shuts down gracefully
+// within cfg.ShutdownTimeout. ready, when non-nil, receives the bound address once
+// listening.
+func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
+	ln, err := net.Listen("tcp", n.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", n.cfg.Listen, err)
+	}
+	srv := &http.Server{Handler: n.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelWarn)}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-errc
+	return err
+}
+
+// Close stops the node and releases the data directory.
+func (n *Node) Close() error {
+	var errs []error
+	if n.shard != nil {
+		errs = append(errs, n.shard.Close())
+	}
+	if n.blobs != nil {
+		errs = append(errs, n.blobs.Close())
+	}
+	if n.lock != nil {
+		errs = append(errs, n.lock.Unlock())
+	}
+	return errors.Join(errs...)
+}
+
+// shardCollector exports the shard's Raft figures.
+type shardCollector struct{ s *shard.Shard }
+
+var (
+	descApplied = prometheus.NewDesc("cairn_shard_applied_version", "Last shard version applied by the FSM.", []string{"shard"}, nil)
+	descCommit  = prometheus.NewDesc("cairn_shard_commit_index", "Raft commit index.", []string{"shard"}, nil)
+	descReady   = prometheus.NewDesc("cairn_shard_ready", "1 when the replica serves writes and linearizable reads.", []string{"shard"}, nil)
+)
+
+func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descApplied
+	ch <- descCommit
+	ch <- descReady
+}
+
+func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.Stats()
+	ready := 0.0
+	if st.Ready {
+		ready = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(st.AppliedVersion), "0")
+	ch <- prometheus.MustNewConstMetric(descCommit, prometheus.GaugeValue, float64(st.CommitIndex), "0")
+	ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready, "0")
+}
