@@ -7,9 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/fnv"
 	"io"
+	"math/rand/v2"
 	"sort"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
@@ -17,7 +21,35 @@ import (
 
 // maxAppendAttempts bounds how often an append without a caller condition retries after
 // losing a generation race (WORKBENCH.md: append "retries conflicts itself").
-const maxAppendAttempts = 16
+const maxAppendAttempts = 32
+
+// backoff sleeps a jittered, growing delay before retry attempt+1 (at most ~50 ms).
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(rand.Int64N(int64(min(attempt, 10))*int64(5*time.Millisecond))) + time.Millisecond
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// pathLocks is a striped lock over (agent, workbench, path).
+type pathLocks [256]sync.Mutex
+
+func (p *pathLocks) lock(agent, id, path string) (unlock func()) {
+	h := fnv.New32a()
+	h.Write([]byte(agent))
+	h.Write([]byte{0})
+	h.Write([]byte(id))
+	h.Write([]byte{0})
+	h.Write([]byte(path))
+	m := &p[h.Sum32()%uint32(len(p))]
+	m.Lock()
+	return m.Unlock
+}
 
 // AppendRequest appends a body to a file, creating it when missing.
 type AppendRequest struct {
@@ -54,6 +86,11 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 	if req.ContentType == "" {
 		req.ContentType = "application/octet-stream"
 	}
+	// Appends to one path through this node take turns: they would only lose generation
+	// races to each other. Others (other writers, other nodes) can still move the file on;
+	// then the append rebases below.
+	unlock := s.appendLocks.lock(req.Agent, req.Workbench, req.Path)
+	defer unlock()
 	cur, err := s.currentEntry(ctx, req.Agent, req.Workbench, req.Path, req.CreateWorkbench)
 	if err != nil {
 		return AppendResult{}, err
@@ -88,7 +125,11 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 		if werr.Code != CodeConflict || req.IfGeneration != 0 || attempt == maxAppendAttempts {
 			return AppendResult{}, werr
 		}
-		// Lost a race: rebase the same new bytes on the file as it is now.
+		// Lost a race: back off a little, then rebase the same new bytes on the file as it
+		// is now.
+		if err := backoff(ctx, attempt); err != nil {
+			return AppendResult{}, AsError(err)
+		}
 		if cur, err = s.currentEntry(ctx, req.Agent, req.Workbench, req.Path, req.CreateWorkbench); err != nil {
 			return AppendResult{}, err
 		}

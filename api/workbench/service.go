@@ -60,6 +60,8 @@ type Service struct {
 	cfg     Config
 	cursors cursorCodec
 	roots   sync.Map // agent → root uid (immutable once created)
+	// appendLocks serializes appends to one path through this node.
+	appendLocks pathLocks
 }
 
 // New returns a Service. cfg.CursorKey must be set.
