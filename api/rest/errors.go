@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 
@@ -69,11 +70,32 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error, 
 	writeJSON(w, status, e.Envelope())
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON writes v as JSON. A map with a "status" key is written with that key first, as
+// the contract shows every result and error ("status" then the rest, sorted).
+func writeJSON(w http.ResponseWriter, status int, v map[string]any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
+	st, hasStatus := v["status"]
+	if hasStatus {
+		delete(v, "status")
+		_ = enc.Encode(st)
+		head := bytes.Clone(bytes.TrimSpace(buf.Bytes()))
+		buf.Reset()
+		_ = enc.Encode(v)
+		rest := bytes.TrimSpace(buf.Bytes())
+		out := append([]byte(`{"status":`), head...)
+		if len(rest) > 2 {
+			out = append(append(out, ','), rest[1:]...)
+		} else {
+			out = append(out, '}')
+		}
+		w.Write(append(out, '\n'))
+		return
+	}
 	_ = enc.Encode(v)
+	w.Write(buf.Bytes())
 }

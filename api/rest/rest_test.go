@@ -332,3 +332,19 @@ func TestOperationalEndpoints(t *testing.T) {
 	expect(t, do(t, "GET", srv.URL+"/nope", nil), 404, "NotFound")
 	expect(t, do(t, "PATCH", srv.URL+"/v1/agents/a/workbenches/w/files/input/x", nil), 405, "InvalidArguments")
 }
+
+func TestJSONBodiesStartWithStatus(t *testing.T) {
+	srv := newServer(t)
+	for _, c := range []struct{ method, url string }{
+		{"PUT", srv.URL + "/v1/agents/a/workbenches/w/files/input/x"},
+		{"PUT", srv.URL + "/v1/agents/a/workbenches/w"},
+		{"GET", srv.URL + "/v1/agents/a/workbenches/w/files/input/missing"},
+		{"GET", srv.URL + "/healthz"},
+		{"GET", srv.URL + "/v1/agents/a/workbenches/w/list"},
+	} {
+		r := do(t, c.method, c.url, strings.NewReader("x"))
+		if !bytes.HasPrefix(r.body, []byte(`{"status":"`)) || r.json == nil {
+			t.Fatalf("%s %s: body %q", c.method, c.url, r.body)
+		}
+	}
+}
