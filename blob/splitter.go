@@ -2,6 +2,7 @@ package blob
 
 import (
 	"bytes"
+	"errors"
 	"io"
 
 	"github.com/restic/chunker"
@@ -79,16 +80,39 @@ func (s *Splitter) Next() ([]byte, error) {
 			return head, nil
 		}
 		// io.MultiReader drops head once it is consumed, which bounds memory.
-		s.ch = chunker.NewWithBoundaries(io.MultiReader(bytes.NewReader(head), s.r),
+		s.ch = chunker.NewWithBoundaries(io.MultiReader(bytes.NewReader(head), strictReader{s.r}),
 			ChunkPolynomial, ChunkMinBytes, ChunkMaxBytes)
 		s.ch.SetAverageBits(chunkAverageBits)
 		s.buf = make([]byte, 0, ChunkMaxBytes)
 	}
 	c, err := s.ch.Next(s.buf)
 	if err != nil {
+		var re *readError
+		if errors.As(err, &re) {
+			err = re.err
+		}
 		s.err = err
 		s.ch, s.buf = nil, nil
 		return nil, err
 	}
 	return c.Data, nil
 }
+
+// strictReader keeps every failure of the body's reader distinct, by identity, from
+// io.ErrUnexpectedEOF: restic/chunker treats that value as "no more bytes for now" and
+// would accept a truncated body as complete, or spin forever on a reader that keeps
+// returning it (an HTTP request body cut off mid-stream does exactly that).
+type strictReader struct{ r io.Reader }
+
+func (s strictReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = &readError{err: err}
+	}
+	return n, err
+}
+
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }

@@ -201,3 +201,32 @@ func TestSplitterReturnsReadErrors(t *testing.T) {
 		}
 	}
 }
+
+// truncatedBody yields n bytes, then fails every read with io.ErrUnexpectedEOF, the way an
+// HTTP request body cut off mid-stream does.
+type truncatedBody struct{ left int }
+
+func (b *truncatedBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	n := min(len(p), b.left)
+	for i := range p[:n] {
+		p[i] = byte(b.left - i)
+	}
+	b.left -= n
+	return n, nil
+}
+
+func TestSplitterReportsATruncatedBodyInsteadOfAcceptingIt(t *testing.T) {
+	for _, n := range []int{100, blob.SingleSegmentMaxBytes + 1, 3*blob.ChunkMaxBytes + 5} {
+		s := blob.NewSplitter(&truncatedBody{left: n})
+		var err error
+		for i := 0; i < 100 && err == nil; i++ {
+			_, err = s.Next()
+		}
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("%d-byte truncated body: %v, want io.ErrUnexpectedEOF", n, err)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -233,6 +234,8 @@ func checkRemoteName(p string) error {
 		return fmt.Errorf("path has more than %d components: %w", maxPathComponents, ErrUnsafePath)
 	case strings.ContainsAny(p, "\\\x00"):
 		return fmt.Errorf("name contains a backslash or NUL: %w", ErrUnsafePath)
+	case !utf8.ValidString(p):
+		return fmt.Errorf("name is not valid UTF-8: %w", ErrUnsafePath)
 	}
 	return nil
 }

@@ -274,11 +274,13 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 	// Peek up to the inline threshold + 1 byte: a body that fits is stored inline.
 	if s.cfg.InlineMaxBytes > 0 {
 		head := make([]byte, s.cfg.InlineMaxBytes+1)
-		n, err := io.ReadFull(r, head)
+		n, complete, err := readHead(r, head)
 		switch {
-		case err == nil:
+		case err != nil:
+			return nil, readError(err)
+		case !complete:
 			r = io.MultiReader(bytes.NewReader(head[:n]), r)
-		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		default:
 			data := head[:n]
 			whole.Write(data)
 			own.Write(data)
@@ -287,8 +289,6 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 			}
 			out.size = int64(n)
 			return out.finish(whole, own)
-		default:
-			return nil, readError(err)
 		}
 	}
 	uid, err := s.rootUID(ctx, agent)
@@ -352,6 +352,23 @@ func resumeHash(e *meta.Entry) (hash.Hash, bool) {
 		return nil, false
 	}
 	return h, true
+}
+
+// readHead fills buf from r. complete reports that r ended (io.EOF) within buf. Any other
+// error, io.ErrUnexpectedEOF included (an HTTP body cut off mid-stream), is a failure: a
+// truncated body must never be stored as if whole.
+func readHead(r io.Reader, buf []byte) (n int, complete bool, err error) {
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err == io.EOF {
+			return n, true, nil
+		}
+		if err != nil {
+			return n, false, err
+		}
+	}
+	return n, false, nil
 }
 
 // readError reports a failure to read the caller's body.
