@@ -21,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cairnstore/cairn/api/client"
+	"github.com/cairnstore/cairn/api/server"
 )
 
 // addFileCommands registers the client commands that move files: put, cat, ls, import,
@@ -463,6 +464,8 @@ func describeError(err error) (code, msg string) {
 		return "InvalidArguments", msg
 	case errors.Is(err, context.Canceled):
 		return "Canceled", msg
+	case errors.Is(err, server.ErrDataDirLocked):
+		return "DataDirLocked", msg
 	case errors.Is(err, fs.ErrNotExist):
 		return "NotFound", msg
 	case errors.As(err, &urlErr), errors.As(err, &netErr):
