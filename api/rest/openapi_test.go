@@ -577,7 +577,9 @@ func TestOpenAPIDescribesLiveResponses(t *testing.T) {
 	expect(t, c.call(true, "PUT", wb+"/files/input/none", "x", "If-Match", "*"), 412, "NotFound")
 	expect(t, c.call(false, "PUT", f, "x", "If-Match", "W/\"1\""), 400, "InvalidArguments")
 	expect(t, c.call(true, "PUT", f+"/below", "x"), 409, "NotDirectory")
-	expect(t, c.call(true, "PUT", wb+"/files/input", "x"), 409, "AlreadyExists")
+	expect(t, c.call(true, "PUT", wb+"/files/input", "x"), 400, "InvalidArguments") // a section is never a file
+	expect(t, c.call(true, "PUT", wb+"/files/input/dir/x", "x"), 201, "")
+	expect(t, c.call(true, "PUT", wb+"/files/input/dir", "x"), 409, "AlreadyExists")
 	expect(t, c.call(true, "PUT", wb+"/files/metadata/run_manifest.json", "x"), 400, "InvalidArguments")
 	rep := c.call(true, "PUT", f, "hello again", "If-Match", etag)
 	expect(t, rep, 200, "")

@@ -348,3 +348,18 @@ func TestJSONBodiesStartWithStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestWritesKeepSectionsDirectoriesAndContentTypesSane(t *testing.T) {
+	srv := newServer(t)
+	base := srv.URL + "/v1/agents/a/workbenches/w/files/"
+	expect(t, do(t, "PUT", base+"outputs", strings.NewReader("x")), 400, "InvalidArguments")
+	expect(t, do(t, "POST", base+"logs?append", strings.NewReader("x")), 400, "InvalidArguments")
+	expect(t, do(t, "PUT", base+"logs/logs/x", strings.NewReader("x")), 400, "InvalidArguments")
+	expect(t, do(t, "PUT", base+"extra/extra/x", strings.NewReader("x")), 201, "") // outside the sections
+	for _, ct := range []string{"not a type", "text/plain; charset", "\u00e9/x"} {
+		expect(t, do(t, "PUT", base+"input/ct", strings.NewReader("x"), "Content-Type", ct), 400, "InvalidArguments")
+	}
+	expect(t, do(t, "PUT", base+"input/ct", strings.NewReader("x"), "Content-Type", "text/csv; charset=utf-8"), 201, "")
+	// The section still lists as a directory.
+	expect(t, do(t, "GET", srv.URL+"/v1/agents/a/workbenches/w/list?path=outputs", nil), 200, "")
+}

@@ -80,12 +80,14 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return AppendResult{}, err
 	}
-	if reservedPaths[req.Path] {
-		return AppendResult{}, invalidArgument("path", "%q is reserved: only commit and restore write it", req.Path)
+	if err := checkWritable(req.Path); err != nil {
+		return AppendResult{}, err
 	}
-	if req.ContentType == "" {
-		req.ContentType = "application/octet-stream"
+	ct, werr := normalizeContentType(req.ContentType)
+	if werr != nil {
+		return AppendResult{}, werr
 	}
+	req.ContentType = ct
 	// Appends to one path through this node take turns: they would only lose generation
 	// races to each other. Others (other writers, other nodes) can still move the file on;
 	// then the append rebases below.

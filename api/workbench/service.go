@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"mime"
 	"strings"
 	"sync"
 
@@ -230,12 +231,14 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return FileResult{}, err
 	}
-	if reservedPaths[req.Path] {
-		return FileResult{}, invalidArgument("path", "%q is reserved: only commit and restore write it", req.Path)
+	if err := checkWritable(req.Path); err != nil {
+		return FileResult{}, err
 	}
-	if req.ContentType == "" {
-		req.ContentType = "application/octet-stream"
+	ct, werr := normalizeContentType(req.ContentType)
+	if werr != nil {
+		return FileResult{}, werr
 	}
+	req.ContentType = ct
 	body, err := s.ingest(ctx, req.Agent, req.Body, nil)
 	if err != nil {
 		return FileResult{}, err
@@ -352,6 +355,50 @@ func resumeHash(e *meta.Entry) (hash.Hash, bool) {
 		return nil, false
 	}
 	return h, true
+}
+
+// checkWritable enforces the write-side path rules beyond the jail rules: the reserved
+// manifest paths, the five sections (always directories, never files), and a section
+// path that repeats its section's name (which the tool contract could never address).
+func checkWritable(full string) *Error {
+	if reservedPaths[full] {
+		return invalidArgument("path", "%q is reserved: only commit and restore write it", full)
+	}
+	sec, rel := splitSection(full)
+	if sec == "" {
+		return nil
+	}
+	if rel == "" {
+		return invalidArgument("path", "%q is a section, always a directory: write a file below it", sec)
+	}
+	if first, _, _ := strings.Cut(rel, "/"); first == sec {
+		return invalidArgument("path", "must not repeat the section name %q as its first component below it", sec)
+	}
+	return nil
+}
+
+// MaxContentTypeBytes bounds a stored content type.
+const MaxContentTypeBytes = 256
+
+// normalizeContentType checks a content type ("" = application/octet-stream): a media type
+// as RFC 9110 §8.3.1 defines it, at most MaxContentTypeBytes, no control characters (it is
+// served back as a header).
+func normalizeContentType(ct string) (string, *Error) {
+	if ct == "" {
+		return "application/octet-stream", nil
+	}
+	if len(ct) > MaxContentTypeBytes {
+		return "", invalidArgument("content_type", "must be at most %d bytes", MaxContentTypeBytes)
+	}
+	for i := 0; i < len(ct); i++ {
+		if c := ct[i]; c < 0x20 && c != '\t' || c == 0x7f || c >= 0x80 {
+			return "", invalidArgument("content_type", "must be printable ASCII")
+		}
+	}
+	if _, _, err := mime.ParseMediaType(ct); err != nil {
+		return "", invalidArgument("content_type", "is not a media type such as text/plain; charset=utf-8 (%v)", err)
+	}
+	return ct, nil
 }
 
 // readHead fills buf from r. complete reports that r ended (io.EOF) within buf. Any other
