@@ -284,9 +284,12 @@ func (f *File) Reader(ctx context.Context, offset, length int64) (io.ReadCloser,
 }
 
 // ReadAll loads the whole body, refusing bodies above max bytes with PayloadTooLarge.
+// The caller must hold a load slot (Service.admitLoad) when max is large.
 func (f *File) ReadAll(ctx context.Context, max int64) ([]byte, error) {
 	if f.Info.Size > max {
-		return nil, payloadTooLarge(f.Info.Size, max)
+		e := payloadTooLarge(f.Info.Size, max)
+		e.Message = fmt.Sprintf("the file is %d bytes, more than the %d bytes this call loads; read it with format=bytes or over REST", f.Info.Size, max)
+		return nil, e
 	}
 	r, err := f.Reader(ctx, 0, -1)
 	if err != nil {

@@ -123,6 +123,11 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 		}
 		return r, nil
 	}
+	release, err := admit(ctx, s.loads)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	defer release()
 	body, err := f.ReadAll(ctx, s.cfg.MCPMaxPayloadBytes)
 	if err != nil {
 		return nil, err

@@ -49,8 +49,16 @@ type Config struct {
 	PresentationRoot string
 	// CursorKey signs cursors (HMAC-SHA256). Required: at least 16 bytes.
 	CursorKey []byte
-	// UploadConcurrency is how many segments of one body upload at once. Default 4.
+	// UploadConcurrency is how many segments of one body upload at once. Default 2.
 	UploadConcurrency int
+	// MaxConcurrentIngests bounds the bodies above the inline threshold that are cut and
+	// uploaded at once, node-wide; further writers wait their turn. Each holds up to
+	// blob.SingleSegmentMaxBytes + blob.ChunkMaxBytes of buffers plus UploadConcurrency
+	// segments in flight. Default 4.
+	MaxConcurrentIngests int
+	// MaxConcurrentLoads bounds the whole bodies loaded into memory at once for edit and
+	// structured reads (each up to MCPMaxPayloadBytes plus its decoded form). Default 4.
+	MaxConcurrentLoads int
 }
 
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
@@ -63,6 +71,19 @@ type Service struct {
 	roots   sync.Map // agent → root uid (immutable once created)
 	// appendLocks serializes appends to one path through this node.
 	appendLocks pathLocks
+	// ingests and loads are admission semaphores bounding the node's memory (Config).
+	ingests chan struct{}
+	loads   chan struct{}
+}
+
+// admit takes a slot of sem, waiting while all are taken; release gives it back.
+func admit(ctx context.Context, sem chan struct{}) (release func(), err error) {
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // New returns a Service. cfg.CursorKey must be set.
@@ -74,7 +95,13 @@ func New(core Core, blobs blob.Store, cfg Config) (*Service, error) {
 		cfg.PresentationRoot = "/agents/{agent}/wb"
 	}
 	if cfg.UploadConcurrency <= 0 {
-		cfg.UploadConcurrency = 4
+		cfg.UploadConcurrency = 2
+	}
+	if cfg.MaxConcurrentIngests <= 0 {
+		cfg.MaxConcurrentIngests = 4
+	}
+	if cfg.MaxConcurrentLoads <= 0 {
+		cfg.MaxConcurrentLoads = 4
 	}
 	if cfg.InlineMaxBytes < 0 || cfg.InlineMaxBytes > meta.MaxInlineSegmentBytes {
 		return nil, fmt.Errorf("workbench: InlineMaxBytes %d out of range 0..%d", cfg.InlineMaxBytes, meta.MaxInlineSegmentBytes)
@@ -82,7 +109,8 @@ func New(core Core, blobs blob.Store, cfg Config) (*Service, error) {
 	if len(cfg.CursorKey) < 16 {
 		return nil, errors.New("workbench: CursorKey must be at least 16 bytes")
 	}
-	return &Service{core: core, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey}}, nil
+	return &Service{core: core, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
+		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads)}, nil
 }
 
 // Config returns the adapter's effective configuration.
@@ -294,6 +322,11 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 			return out.finish(whole, own)
 		}
 	}
+	release, err := admit(ctx, s.ingests)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	defer release()
 	uid, err := s.rootUID(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)

@@ -310,6 +310,11 @@ func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Res
 	if !utf8.ValidString(in.OldString) || !utf8.ValidString(in.NewString) {
 		return nil, newError(CodeInvalidUTF8, "old_string and new_string must be valid UTF-8")
 	}
+	release, err := admit(ctx, s.loads)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	defer release()
 	for attempt := 1; ; attempt++ {
 		f, err := s.Open(ctx, agent, in.ID, full)
 		if err != nil {
