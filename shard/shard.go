@@ -100,6 +100,8 @@ type Shard struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
+	closeMu   sync.RWMutex
+	closed    bool
 }
 
 // Open opens (or creates and bootstraps as a single voter) the shard replica in cfg.Dir.
@@ -253,7 +255,15 @@ func (s *Shard) Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.R
 		}
 	}
 	s.lastApply.Store(time.Now().UnixMilli())
+	// hashicorp/raft accepts an Apply after Shutdown into its buffered apply channel and
+	// never answers it, so proposals and Close exclude each other while enqueueing.
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return meta.Result{}, ErrClosed
+	}
 	f := s.raft.Apply(data, timeout)
+	s.closeMu.RUnlock()
 	if err := f.Error(); err != nil {
 		return meta.Result{}, mapRaftError(err)
 	}
@@ -315,6 +325,9 @@ func (s *Shard) Snapshot() error {
 // Close stops the replica: pending proposals fail with ErrClosed; the log is closed.
 func (s *Shard) Close() error {
 	s.closeOnce.Do(func() {
+		s.closeMu.Lock()
+		s.closed = true
+		s.closeMu.Unlock()
 		close(s.stop)
 		s.ready.Store(false)
 		err := s.raft.Shutdown().Error()
