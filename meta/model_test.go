@@ -83,6 +83,16 @@ func (m *model) apply(index uint64, h Header, body Body) Result {
 	if h.TimeMs > m.nowMs {
 		m.nowMs = h.TimeMs
 	}
+	// Like the FSM, expire dedupe records at the end of every command, replays included.
+	defer func() {
+		if m.retentionMs > 0 {
+			for k, d := range m.dedupe {
+				if d.expiresMs <= m.nowMs {
+					delete(m.dedupe, k)
+				}
+			}
+		}
+	}()
 	agent := bodyAgent(body)
 	dk := ""
 	if h.RequestID != "" && agent != "" {
@@ -100,13 +110,6 @@ func (m *model) apply(index uint64, h Header, body Body) Result {
 	res.Version = index
 	if dk != "" && m.roots[agent] && res.Err == nil {
 		m.dedupe[dk] = mdedupe{hash: h.RequestHash, res: res, expiresMs: m.nowMs + m.retentionMs}
-	}
-	if m.retentionMs > 0 {
-		for k, d := range m.dedupe {
-			if d.expiresMs <= m.nowMs {
-				delete(m.dedupe, k)
-			}
-		}
 	}
 	return res
 }
@@ -324,7 +327,9 @@ func genBody(t *rapid.T, m *model) Body {
 }
 
 func genHeader(t *rapid.T, m *model) Header {
-	h := Header{TimeMs: m.nowMs + rapid.Int64Range(-1000, 5000).Draw(t, "dt")}
+	// Command time starts above zero, as wall-clock time does (zero means "never" in
+	// ZeroSinceMs); leaders with slow clocks still propose times below the current one.
+	h := Header{TimeMs: max(1, m.nowMs+rapid.Int64Range(-1000, 5000).Draw(t, "dt"))}
 	if rapid.IntRange(0, 3).Draw(t, "idem") == 0 {
 		h.RequestID = rapid.SampledFrom([]string{"k1", "k2", "k3"}).Draw(t, "rid")
 		h.RequestHash = Digest{byte(rapid.IntRange(0, 1).Draw(t, "rhash"))}
