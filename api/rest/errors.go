@@ -64,7 +64,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error, 
 	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
 	}
-	if status == http.StatusInternalServerError && h.log != nil {
+	if status == http.StatusInternalServerError && h.log != nil && r.Context().Err() == nil {
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
 	}
 	writeJSON(w, status, e.Envelope())

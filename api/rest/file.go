@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,8 +30,26 @@ func (h *Handler) file(w http.ResponseWriter, r *http.Request, agent, id, path s
 	}
 }
 
+// unsupportedWriteHeaders are preconditions and partial-content headers a write cannot
+// honour; ignoring them could overwrite data the caller meant to protect, so they are
+// rejected (RFC 9110 §14.4: a server that does not support partial PUT rejects
+// Content-Range).
+var unsupportedWriteHeaders = []string{"If-Unmodified-Since", "If-Modified-Since", "If-Range", "Content-Range"}
+
+func rejectUnsupported(r *http.Request) error {
+	for _, h := range unsupportedWriteHeaders {
+		if r.Header.Get(h) != "" {
+			return invalidArg(h, "is not supported on writes; use If-Match with the generation (ETag)")
+		}
+	}
+	return nil
+}
+
 // conditions parses If-Match: "<generation>" (or *) and If-None-Match: * on a write.
 func conditions(r *http.Request) (cond meta.Condition, gen uint64, pre precondition, err error) {
+	if err := rejectUnsupported(r); err != nil {
+		return 0, 0, 0, err
+	}
 	im, inm := r.Header.Get("If-Match"), r.Header.Get("If-None-Match")
 	switch {
 	case im != "" && inm != "":
@@ -102,7 +121,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	body := &countingReader{r: r.Body}
+	body := &countingReader{r: h.idleBody(w, r)}
 	res, err := h.svc.Write(r.Context(), workbench.WriteRequest{Agent: agent, Workbench: id, Path: path, Body: body,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, Cond: cond, IfGeneration: gen, CreateWorkbench: true, RequestID: key})
 	h.bytesIn.Add(float64(body.n))
@@ -139,6 +158,9 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 	if err == nil && r.Header.Get("If-None-Match") != "" {
 		err = invalidArg("If-None-Match", "is not supported on append")
 	}
+	if err == nil {
+		err = rejectUnsupported(r)
+	}
 	var exec bool
 	if err == nil {
 		exec, err = executableHeader(r)
@@ -151,7 +173,7 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	body := &countingReader{r: r.Body}
+	body := &countingReader{r: h.idleBody(w, r)}
 	res, err := h.svc.Append(r.Context(), workbench.AppendRequest{Agent: agent, Workbench: id, Path: path, Body: body,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, IfGeneration: gen, CreateWorkbench: true, RequestID: key})
 	h.bytesIn.Add(float64(body.n))
@@ -178,6 +200,12 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 	var err error
 	if r.URL.RawQuery != "" {
 		err = invalidArg("query", "DELETE takes no query parameters")
+	}
+	if err == nil && r.Header.Get("If-None-Match") != "" {
+		err = invalidArg("If-None-Match", "is not supported on DELETE")
+	}
+	if err == nil {
+		err = rejectUnsupported(r)
 	}
 	pre := noPrecondition
 	if im := r.Header.Get("If-Match"); im != "" && err == nil {
@@ -225,6 +253,12 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	hd.Set("Accept-Ranges", "bytes")
 	hd.Set("Content-Type", info.ContentType)
 	hd.Set("X-Content-Type-Options", "nosniff")
+	if im := r.Header.Get("If-Match"); im != "" && !etagMatches(im, info.Generation) {
+		e := &workbench.Error{Code: workbench.CodeConflict, Message: "the file's generation is " + strconv.FormatUint(info.Generation, 10),
+			Retryable: true, Details: map[string]any{"current_generation": info.Generation}}
+		writeJSON(w, http.StatusPreconditionFailed, e.Envelope())
+		return
+	}
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, info.Generation) {
 		w.WriteHeader(http.StatusNotModified)
 		return
@@ -291,44 +325,74 @@ func ifRangeHolds(r *http.Request, gen uint64) bool {
 }
 
 // parseRange parses one "bytes=" range (RFC 9110 §14.1.2) against size. It returns length
-// -1 to mean "ignore the header and serve the whole body" (several ranges: allowed by the
-// RFC), ok=false when the range cannot be satisfied.
+// -1 to mean "ignore the header and serve the whole body" (several ranges, another unit or
+// a malformed header: all allowed by the RFC), ok=false when a well-formed range cannot be
+// satisfied. Positions beyond int64 are clamped to the end of the body.
 func parseRange(h string, size int64) (offset, length int64, ok bool) {
 	spec, found := strings.CutPrefix(strings.TrimSpace(h), "bytes=")
-	if !found {
-		return 0, -1, true // unknown unit: ignore
-	}
-	if strings.Contains(spec, ",") {
+	if !found || strings.Contains(spec, ",") {
 		return 0, -1, true
 	}
 	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
-	if !found {
-		return 0, 0, false
+	first, last = strings.TrimSpace(first), strings.TrimSpace(last)
+	if !found || !digits(first) || !digits(last) || first == "" && last == "" {
+		return 0, -1, true
 	}
 	if first == "" { // suffix: the last N bytes
-		n, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || n <= 0 {
+		n := parseClamped(last)
+		if n == 0 || size == 0 {
 			return 0, 0, false
 		}
-		if n > size {
-			n = size
-		}
-		if n == 0 {
-			return 0, 0, false
-		}
+		n = min(n, size)
 		return size - n, n, true
 	}
-	o, err := strconv.ParseInt(first, 10, 64)
-	if err != nil || o < 0 || o >= size {
+	o := parseClamped(first)
+	if o >= size {
 		return 0, 0, false
 	}
 	end := size - 1
 	if last != "" {
-		e, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || e < o {
-			return 0, 0, false
+		e := parseClamped(last)
+		if e < o {
+			return 0, -1, true // invalid range-spec: ignore the header
 		}
 		end = min(e, size-1)
 	}
 	return o, end - o + 1, true
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseClamped parses a string of digits, clamping values beyond int64 to MaxInt64.
+func parseClamped(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return math.MaxInt64
+	}
+	return n
+}
+
+// idleBody returns the request body with an idle timeout: every read must make progress
+// within Options.BodyIdleTimeout, so a stalled upload cannot hold a connection (and its
+// admission slot) forever, while a slow but moving upload of any size still completes.
+func (h *Handler) idleBody(w http.ResponseWriter, r *http.Request) io.Reader {
+	return &idleReader{r: r.Body, rc: http.NewResponseController(w), idle: h.opts.BodyIdleTimeout}
+}
+
+type idleReader struct {
+	r    io.Reader
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (b *idleReader) Read(p []byte) (int, error) {
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.idle)) // unsupported writers: no deadline
+	return b.r.Read(p)
 }

@@ -33,6 +33,8 @@ type Options struct {
 	// own request metrics. Nil disables /metrics.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
+	// BodyIdleTimeout bounds how long a request body may stall between reads. Default 60s.
+	BodyIdleTimeout time.Duration
 }
 
 // Handler is the HTTP entry point of a node.
@@ -50,6 +52,9 @@ type Handler struct {
 
 // NewHandler returns the node's HTTP handler.
 func NewHandler(svc *workbench.Service, opts Options) *Handler {
+	if opts.BodyIdleTimeout <= 0 {
+		opts.BodyIdleTimeout = 60 * time.Second
+	}
 	h := &Handler{svc: svc, opts: opts, log: opts.Logger}
 	h.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "requests_total",
 		Help: "HTTP requests by route, method and status code."}, []string{"route", "method", "code"})

@@ -363,3 +363,39 @@ func TestWritesKeepSectionsDirectoriesAndContentTypesSane(t *testing.T) {
 	// The section still lists as a directory.
 	expect(t, do(t, "GET", srv.URL+"/v1/agents/a/workbenches/w/list?path=outputs", nil), 200, "")
 }
+
+func TestUnsupportedPreconditionsAreRejectedNotIgnored(t *testing.T) {
+	srv := newServer(t)
+	u := srv.URL + "/v1/agents/a/workbenches/w/files/input/f"
+	r := do(t, "PUT", u, strings.NewReader("keep"))
+	expect(t, r, 201, "")
+	gen := fmt.Sprint(r.json["generation"])
+	for _, c := range []struct{ method, header, value string }{
+		{"PUT", "If-Unmodified-Since", "Sat, 01 Jan 2000 00:00:00 GMT"},
+		{"PUT", "Content-Range", "bytes 0-0/10"},
+		{"DELETE", "If-None-Match", "*"},
+		{"POST", "If-Modified-Since", "Sat, 01 Jan 2000 00:00:00 GMT"},
+	} {
+		url := u
+		if c.method == "POST" {
+			url += "?append"
+		}
+		expect(t, do(t, c.method, url, strings.NewReader("x"), c.header, c.value), 400, "InvalidArguments")
+	}
+	if g := do(t, "GET", u, nil); string(g.body) != "keep" {
+		t.Fatalf("a rejected request changed the file: %q", g.body)
+	}
+	expect(t, do(t, "GET", u, nil, "If-Match", `"1"`), 412, "Conflict")
+	if g := do(t, "GET", u, nil, "If-Match", `"`+gen+`"`); g.status != 200 || string(g.body) != "keep" {
+		t.Fatalf("matching If-Match: %d %q", g.status, g.body)
+	}
+	// Malformed ranges are ignored; huge ones are clamped.
+	for _, rg := range []string{"bytes=a-b", "bytes=", "bytes=3-1"} {
+		if g := do(t, "GET", u, nil, "Range", rg); g.status != 200 || string(g.body) != "keep" {
+			t.Fatalf("%s: %d %q", rg, g.status, g.body)
+		}
+	}
+	if g := do(t, "GET", u, nil, "Range", "bytes=1-99999999999999999999999"); g.status != 206 || string(g.body) != "eep" {
+		t.Fatalf("huge range end: %d %q", g.status, g.body)
+	}
+}
