@@ -59,7 +59,8 @@ type Config struct {
 	// DataDir is the node's data directory (Raft logs, snapshots, the local blob store of
 	// the embedded default, the node UUID). YAML data_dir. Default "./cairn-data".
 	DataDir string
-	// Listen is the HTTP listen address as host:port (port 0 picks a free port). YAML
+	// Listen is the HTTP listen address as host:port (port 0 picks a free port); the host
+	// must be a loopback address until authentication exists (DESIGN.md §4). YAML
 	// listen. Default "127.0.0.1:7070" (loopback only until authentication exists,
 	// DESIGN.md §4).
 	Listen string
@@ -229,6 +230,10 @@ func checkHostPort(addr string) string {
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 0 || n > 65535 || port != strconv.Itoa(n) {
 		return "must be host:port with a numeric port 0..65535"
+	}
+	// Until authentication exists the server listens on loopback only (DESIGN.md §4).
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "must be a loopback address (127.0.0.0/8, ::1 or localhost) until authentication exists (DESIGN.md §4)"
 	}
 	return ""
 }

@@ -137,7 +137,7 @@ func TestConfigFlagOverridesConfigEnv(t *testing.T) {
 func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 	want := Config{
 		DataDir:               "/var/lib/cairn",
-		Listen:                "0.0.0.0:9000",
+		Listen:                "127.0.0.2:9000",
 		InlineMaxBytes:        0,
 		MCPMaxPayloadBytes:    1 << 20,
 		RetentionWindow:       48 * time.Hour,
@@ -150,7 +150,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		ShutdownTimeout:       3 * time.Second,
 	}
 	text := map[string]string{
-		"data_dir": "/var/lib/cairn", "listen": "0.0.0.0:9000", "inline_max_bytes": "0",
+		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
 		"mcp_max_payload_bytes": "1048576", "retention_window": "48h", "dedupe_max_per_root": "7",
 		"presentation_root": "/ws/{agent}", "raft_snapshot_interval": "1m",
 		"raft_snapshot_threshold": "100", "log_level": "debug", "log_format": "json",
@@ -201,6 +201,9 @@ func TestValidateRules(t *testing.T) {
 		{"a listen address without a port is rejected", func(c *Config) { c.Listen = "localhost" }, "Listen"},
 		{"a listen address with a named port is rejected", func(c *Config) { c.Listen = "localhost:http" }, "Listen"},
 		{"a listen port above 65535 is rejected", func(c *Config) { c.Listen = "127.0.0.1:70000" }, "Listen"},
+		{"listening on every interface is rejected until authentication exists", func(c *Config) { c.Listen = "0.0.0.0:7070" }, "Listen"},
+		{"an empty listen host (every interface) is rejected", func(c *Config) { c.Listen = ":7070" }, "Listen"},
+		{"a non-loopback listen address is rejected", func(c *Config) { c.Listen = "10.1.2.3:7070" }, "Listen"},
 		{"a negative inline threshold is rejected", func(c *Config) { c.InlineMaxBytes = -1 }, "InlineMaxBytes"},
 		{"an inline threshold above 64 KiB is rejected", func(c *Config) { c.InlineMaxBytes = MaxInlineMaxBytes + 1 }, "InlineMaxBytes"},
 		{"a zero MCP payload cap is rejected", func(c *Config) { c.MCPMaxPayloadBytes = 0 }, "MCPMaxPayloadBytes"},
@@ -242,7 +245,7 @@ func TestValidateAcceptsBoundaryValues(t *testing.T) {
 	c := DefaultConfig()
 	c.InlineMaxBytes = MaxInlineMaxBytes
 	c.MCPMaxPayloadBytes = 1
-	c.Listen = ":0"
+	c.Listen = "[::1]:0"
 	c.PresentationRoot = "/{agent}"
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)

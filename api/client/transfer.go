@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,9 @@ const (
 	// DefaultImportSection is the section Import writes into when none is given.
 	DefaultImportSection = "input"
 )
+
+// sectionNames are the five sections of every workbench (WORKBENCH.md §Common rules).
+var sectionNames = []string{"input", "scripts", "outputs", "logs", "metadata"}
 
 // exportWalkAttempts bounds how often Export walks the remote tree again after a
 // ReadFenceChanged (the workbench changed while a directory was being paged).
@@ -116,6 +120,9 @@ func Import(ctx context.Context, c *Client, opts ImportOptions) (ImportStats, er
 	section := opts.Section
 	if section == "" {
 		section = DefaultImportSection
+	}
+	if !slices.Contains(sectionNames, section) {
+		return ImportStats{}, fmt.Errorf("import: section %q is not one of %s: %w", section, strings.Join(sectionNames, ", "), ErrUnsafePath)
 	}
 	root, err := filepath.EvalSymlinks(opts.Dir)
 	if err != nil {

@@ -450,3 +450,14 @@ func TestExportWalksAgainAfterReadFenceChanged(t *testing.T) {
 		})
 	}
 }
+
+func TestImportRejectsAnUnknownSectionBeforeUploading(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Import(t.Context(), New("http://127.0.0.1:1", nil), ImportOptions{Agent: "a", Workbench: "w", Section: "ouputs", Dir: dir})
+	if !errors.Is(err, ErrUnsafePath) {
+		t.Fatalf("import into a misspelt section: %v", err)
+	}
+}

@@ -36,9 +36,10 @@ type Options struct {
 	MaxPayloadBytes int64
 	// MaxMessageBytes bounds one inbound JSON-RPC message, in bytes: the HTTP request body
 	// (streamable HTTP) or one line (stdio). Messages above it are refused by the transport
-	// (HTTP 413; a stdio session ends). 0 (or negative) means 2 × MaxPayloadBytes + 1 MiB,
-	// which carries a MaxPayloadBytes+1 payload in base64 (4/3 of its size) or as text with
-	// moderate JSON escaping.
+	// (HTTP 413; a stdio session ends). 0 (or negative) means 3 × MaxPayloadBytes + 1 MiB,
+	// which carries a MaxPayloadBytes+1 payload in base64 (4/3 of its size) or as text
+	// whose non-ASCII characters a client escaped as \uXXXX (Python's json.dumps default:
+	// 6 bytes for a 2-byte UTF-8 character).
 	MaxMessageBytes int64
 	// Logger receives the surface's own failures (Internal errors, recovered panics) and the
 	// SDK's warnings and errors (its per-session Info lines are dropped). nil means
@@ -57,7 +58,7 @@ func (o Options) withDefaults(svc *workbench.Service) Options {
 		}
 	}
 	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = 2*o.MaxPayloadBytes + messageOverheadBytes
+		o.MaxMessageBytes = 3*o.MaxPayloadBytes + messageOverheadBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

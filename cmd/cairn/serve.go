@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -38,6 +40,14 @@ optional YAML file (--config), in that order of precedence.`,
 				return err
 			}
 			defer node.Close()
+			// Accept connections only once the shard serves writes, so that a script that
+			// waits for the port (or /healthz) does not meet a not-ready node.
+			rctx, cancel := context.WithTimeout(cmd.Context(), cfg.ShutdownTimeout+30*time.Second)
+			err = node.WaitReady(rctx)
+			cancel()
+			if err != nil {
+				return err
+			}
 			return node.Serve(cmd.Context(), func(addr net.Addr) {
 				log.Info("cairn is serving", "url", "http://"+addr.String(), "data_dir", cfg.DataDir)
 			})
