@@ -105,6 +105,13 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 	if err != nil {
 		return AppendResult{}, err
 	}
+	if body.size == 0 && cur != nil && (req.IfGeneration == 0 || req.IfGeneration == cur.Generation) {
+		// Appending nothing changes nothing: no new generation (like edit's no_change).
+		info := s.fileInfo(req.Agent, req.Workbench, req.Path, cur)
+		return AppendResult{FileResult: FileResult{WorkbenchID: info.WorkbenchID, Path: info.Path, Section: info.Section,
+			RelativePath: info.RelativePath, Presentation: info.Presentation, Size: cur.Size, Generation: cur.Generation,
+			Digest: cur.Digest, ContentType: cur.ContentType, Executable: cur.Executable}, AppendDigest: body.appendDigest}, nil
+	}
 	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("append", req.Agent, req.Workbench, req.Path,
 		strconv.FormatUint(req.IfGeneration, 10), string(body.appendDigest[:]), strconv.FormatInt(body.size, 10))}
 	for attempt := 1; ; attempt++ {

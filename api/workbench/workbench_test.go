@@ -163,3 +163,19 @@ func TestReadRangesAcrossInlineAndStoredSegments(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptyAppendToAnExistingFileChangesNothing(t *testing.T) {
+	svc, _ := newService(t, 4096)
+	first, err := svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/l", Body: strings.NewReader("x"), CreateWorkbench: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/l", Body: strings.NewReader("")})
+	if err != nil || again.Generation != first.Generation || again.Size != 1 || again.AppendedBytes != 0 || again.Created {
+		t.Fatalf("empty append: %+v %v (first %+v)", again, err, first)
+	}
+	empty, err := svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/new", Body: strings.NewReader("")})
+	if err != nil || !empty.Created || empty.Size != 0 {
+		t.Fatalf("empty append creating a file: %+v %v", empty, err)
+	}
+}
