@@ -12,32 +12,14 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/blob/dir"
-	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
 
 // newService returns a Service over a real single-voter Raft replica and a local blob
 // directory. maxPayload 0 keeps the default MCP payload cap (16 MiB).
 func newService(t *testing.T, maxPayload int64) *workbench.Service {
 	t.Helper()
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	if err := sh.WaitReady(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	bs, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := workbench.New(sh, bs, workbench.Config{InlineMaxBytes: 4096, MCPMaxPayloadBytes: maxPayload,
-		CursorKey: []byte("0123456789abcdef0123456789abcdef")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc
+	return workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096, MCPMaxPayloadBytes: maxPayload}).Service
 }
 
 var testClient = &sdk.Implementation{Name: "cairn-test", Version: "0"}

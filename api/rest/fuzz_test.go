@@ -1,19 +1,15 @@
 package rest_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/blob/dir"
-	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
 
 // FuzzRequest drives arbitrary methods, escaped paths, query strings, conditional and
@@ -35,26 +31,8 @@ func FuzzRequest(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.query, s.ifMatch, s.rng, s.body)
 	}
-	sh, err := shard.Open(shard.Config{Dir: f.TempDir()})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer sh.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		f.Fatal(err)
-	}
-	bs, err := dir.Open(f.TempDir())
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer bs.Close()
-	svc, err := workbench.New(sh, bs, workbench.Config{InlineMaxBytes: 4096, CursorKey: bytes.Repeat([]byte("k"), 32)})
-	if err != nil {
-		f.Fatal(err)
-	}
-	h := rest.NewHandler(svc, rest.Options{Ready: sh.Ready})
+	n := workbenchtest.New(f, workbench.Config{InlineMaxBytes: 4096})
+	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
 	f.Fuzz(func(t *testing.T, method, path, query, ifMatch, rng, body string) {
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path+query, " #?\r\n\x00") || strings.ContainsAny(method, " \r\n\x00/") || method == "" {
 			return // not an HTTP request line a server can receive

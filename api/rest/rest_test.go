@@ -2,7 +2,6 @@ package rest_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,38 +12,18 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/blob/dir"
-	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
 
 // newServer starts a real node stack (Raft replica, local blob store, Workbench service)
 // behind the REST handler.
 func newServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	bs, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bs.Close() })
-	svc, err := workbench.New(sh, bs, workbench.Config{InlineMaxBytes: 4096, CursorKey: bytes.Repeat([]byte("k"), 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(rest.NewHandler(svc, rest.Options{Ready: sh.Ready}))
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
+	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
 	t.Cleanup(srv.Close)
 	return srv
 }

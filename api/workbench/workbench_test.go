@@ -9,36 +9,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 )
 
 func newService(t *testing.T, inline int64) (*workbench.Service, *shard.Shard) {
 	t.Helper()
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	bs, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bs.Close() })
-	svc, err := workbench.New(sh, bs, workbench.Config{InlineMaxBytes: inline, CursorKey: bytes.Repeat([]byte("k"), 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc, sh
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: inline})
+	return n.Service, n.Shard
 }
 
 func readAll(t *testing.T, svc *workbench.Service, path string) []byte {
