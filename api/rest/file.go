@@ -129,6 +129,12 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 		h.writeError(w, r, err, pre)
 		return
 	}
+	h.writeFileResult(w, res, h.fileJSON(agent, id, res))
+}
+
+// writeFileResult answers a write: 201 when it created the file, else 200; ETag the new
+// generation; Idempotent-Replayed when the answer is a stored one.
+func (h *Handler) writeFileResult(w http.ResponseWriter, res workbench.FileResult, body map[string]any) {
 	w.Header().Set("ETag", etag(res.Generation))
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
@@ -137,7 +143,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 	if res.Created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, h.fileJSON(agent, id, res))
+	writeJSON(w, status, body)
 }
 
 func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path string) {
@@ -184,15 +190,7 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 	out := h.fileJSON(agent, id, res.FileResult)
 	out["appended_bytes"] = res.AppendedBytes
 	out["digest"] = workbench.DigestURI(res.AppendDigest)
-	w.Header().Set("ETag", etag(res.Generation))
-	if res.Replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	status := http.StatusOK
-	if res.Created {
-		status = http.StatusCreated
-	}
-	writeJSON(w, status, out)
+	h.writeFileResult(w, res.FileResult, out)
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path string) {

@@ -166,6 +166,24 @@ func base64DecodedLen(s string) int64 {
 	return int64(n/4*3 - pad)
 }
 
+// writePayload decodes a write tool's payload (exactly one of text or base64) and picks its
+// content type: the caller's, else text/plain; charset=utf-8 for text and
+// application/octet-stream for base64.
+func (s *Service) writePayload(text, b64, contentType *string) ([]byte, string, *Error) {
+	data, isText, err := s.payload(text, b64)
+	if err != nil {
+		return nil, "", err
+	}
+	ct := deref(contentType)
+	if ct == "" {
+		ct = "application/octet-stream"
+		if isText {
+			ct = "text/plain; charset=utf-8"
+		}
+	}
+	return data, ct, nil
+}
+
 func noSnapshots(raw json.RawMessage) *Error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -214,8 +232,8 @@ func (s *Service) validateWrite(agent, id, section, path string) (string, *Error
 	if err != nil {
 		return "", err
 	}
-	if reservedPaths[full] {
-		return "", invalidArgument("path", "%q is reserved: only commit and restore write it", full)
+	if err := checkWritable(full); err != nil {
+		return "", err
 	}
 	return full, nil
 }
@@ -227,16 +245,9 @@ func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput
 	if werr != nil {
 		return nil, werr
 	}
-	data, isText, werr := s.payload(in.Text, in.Base64)
+	data, ct, werr := s.writePayload(in.Text, in.Base64, in.ContentType)
 	if werr != nil {
 		return nil, werr
-	}
-	ct := deref(in.ContentType)
-	if ct == "" {
-		ct = "application/octet-stream"
-		if isText {
-			ct = "text/plain; charset=utf-8"
-		}
 	}
 	replace := deref(in.Replace)
 	req := WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data), ContentType: ct,
@@ -272,16 +283,9 @@ func (s *Service) ToolAppend(ctx context.Context, agent string, in AppendInput) 
 	if werr != nil {
 		return nil, werr
 	}
-	data, isText, werr := s.payload(in.Text, in.Base64)
+	data, ct, werr := s.writePayload(in.Text, in.Base64, in.ContentType)
 	if werr != nil {
 		return nil, werr
-	}
-	ct := deref(in.ContentType)
-	if ct == "" {
-		ct = "application/octet-stream"
-		if isText {
-			ct = "text/plain; charset=utf-8"
-		}
 	}
 	res, err := s.Append(ctx, AppendRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data),
 		ContentType: ct, CreateWorkbench: true})
