@@ -33,7 +33,8 @@ func stderrLogger() *slog.Logger {
 // agent root agent (`cairn mcp --agent A`). out carries only protocol messages; logs go to
 // stderr. It returns nil when the client closes in, ctx.Err() when ctx ends, and an error
 // for an invalid agent id (meta.ValidateName) before reading anything. A message (one line)
-// above 2 × the payload cap + 1 MiB ends the session. It closes neither in nor out; a read
+// that is not valid JSON, or above Options.MaxMessageBytes, is answered with a JSON-RPC parse
+// error (-32700) and the session goes on. It closes neither in nor out; a read
 // blocked on in when ctx ends returns when in does.
 func ServeStdio(ctx context.Context, svc *workbench.Service, agent string, in io.Reader, out io.Writer) error {
 	if e := meta.ValidateName("agent", agent); e != nil {
@@ -41,7 +42,8 @@ func ServeStdio(ctx context.Context, svc *workbench.Service, agent string, in io
 	}
 	opts := Options{Logger: stderrLogger()}.withDefaults(svc)
 	srv := NewServer(svc, agent, opts)
-	t := &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}, MaxLineLength: int(opts.MaxMessageBytes)}
+	lw := &lineWriter{w: out}
+	t := &sdk.IOTransport{Reader: io.NopCloser(newStdioGuard(in, lw, int(opts.MaxMessageBytes))), Writer: lw, MaxLineLength: int(opts.MaxMessageBytes) + 1}
 	return sessionEnd(srv.Run(ctx, t))
 }
 
@@ -78,7 +80,8 @@ func ServeStdioProxy(ctx context.Context, serverURL, agent string, in io.Reader,
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
 	srv.AddReceivingMiddleware(forwardTools(upstream))
-	t := &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}, MaxLineLength: proxyMaxMessageBytes}
+	lw := &lineWriter{w: out}
+	t := &sdk.IOTransport{Reader: io.NopCloser(newStdioGuard(in, lw, proxyMaxMessageBytes)), Writer: lw, MaxLineLength: proxyMaxMessageBytes + 1}
 	return sessionEnd(srv.Run(ctx, t))
 }
 
@@ -143,7 +146,3 @@ func sessionEnd(err error) error {
 	}
 	return err
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

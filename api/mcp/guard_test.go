@@ -1,0 +1,61 @@
+package mcp
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+)
+
+// A malformed line over stdio is answered with a parse error and the session goes on.
+func TestStdioSessionSurvivesMalformedLines(t *testing.T) {
+	svc := newService(t, 0)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- ServeStdio(t.Context(), svc, "a", inR, outW); outW.Close() }()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	next := func() map[string]any {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("session ended: %v", lines.Err())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+			t.Fatalf("server wrote a non-JSON line %q", lines.Bytes())
+		}
+		return m
+	}
+	send := func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("this is not json")
+	if m := next(); m["error"].(map[string]any)["code"] != float64(-32700) || m["id"] != nil {
+		t.Fatalf("parse error answer: %v", m)
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	if m := next(); m["id"] != float64(1) || m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send("")
+	send("{broken")
+	if m := next(); m["error"].(map[string]any)["code"] != float64(-32700) {
+		t.Fatalf("second parse error: %v", m)
+	}
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	m := next()
+	tools, _ := m["result"].(map[string]any)["tools"].([]any)
+	if m["id"] != float64(2) || len(tools) != 7 {
+		t.Fatalf("tools/list after bad lines: %v", strings.TrimSpace(string(lines.Bytes())))
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("session end: %v", err)
+	}
+}
