@@ -486,11 +486,16 @@ func changedFlag(fs *pflag.FlagSet, name string) (string, bool) {
 // of every field it sets.
 func applyYAML(cfg *Config, source map[string]string, path string, data []byte) error {
 	var doc yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil // empty file: nothing set
 		}
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return &ConfigError{Source: path, Rule: "must hold one YAML document (a second one would be ignored)"}
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		return &ConfigError{Source: path, Rule: "must hold one YAML document"}

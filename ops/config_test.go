@@ -393,6 +393,13 @@ func TestLoadConfigRejectsMalformedYAML(t *testing.T) {
 	}
 }
 
+func TestLoadConfigRejectsASecondYAMLDocument(t *testing.T) {
+	_, err := load(t, []string{"--config", writeYAML(t, "log_level: info\n---\nlog_level: debug\n")}, env(nil))
+	if err == nil || !strings.Contains(err.Error(), "one YAML document") {
+		t.Fatalf("got %v, want an error about the second document", err)
+	}
+}
+
 func TestLoadConfigWithNilFlagSetUsesEnvironment(t *testing.T) {
 	got, err := LoadConfig(nil, env(map[string]string{"CAIRN_LOG_FORMAT": "json"}))
 	if err != nil || got.LogFormat != "json" {
