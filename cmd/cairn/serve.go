@@ -17,6 +17,7 @@ import (
 
 func addServerCommands(root *cobra.Command) {
 	root.AddCommand(newServeCommand(), newMCPCommand())
+	root.AddCommand(newBenchCommand())
 }
 
 func newServeCommand() *cobra.Command {

@@ -1,0 +1,165 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrUnknownScenario is wrapped by Config.Validate for a scenario name not in Scenarios.
+var ErrUnknownScenario = errors.New("unknown scenario")
+
+// ErrInvalidConfig is wrapped by every other Config.Validate error.
+var ErrInvalidConfig = errors.New("invalid bench configuration")
+
+// Config is one `cairn bench` run. Fields left zero take the defaults DefaultConfig
+// documents; Validate checks the result.
+type Config struct {
+	// Server is the base URL of the Cairn to measure. Default "http://127.0.0.1:7070".
+	Server string
+	// Agent is the agent root the workbench lives under. Default "default".
+	Agent string
+	// Workbench is the workbench the scenario works in; created if missing. Default ""
+	// means a fresh one per run, "bench-<unix time>-<random>", so runs never share files.
+	Workbench string
+	// Scenario is one of Scenarios. Required.
+	Scenario string
+	// Concurrency is the closed loop's number of concurrent clients. Default 8.
+	Concurrency int
+	// Rate is the open loop's arrival rate in operations per second; 0 (the default)
+	// runs the closed loop.
+	Rate float64
+	// MaxInFlight bounds the open loop's operations in flight. Default 256.
+	MaxInFlight int
+	// Duration is the length of each phase. Default 10s.
+	Duration time.Duration
+	// SizeBytes is the body size in bytes: the file written or read, the record appended.
+	// 0 (the default) means the scenario's own default: 1 KiB for small-*, stat, mixed and
+	// list files, 128 B for append-log records, 1 MiB for object-*.
+	SizeBytes int64
+	// Files is the number of files the read scenarios choose from (small-get, stat,
+	// mixed: 256; object-get: 4), of log files append-log spreads its records over (4),
+	// and of entries in the listed directory (list: 100). 0 means the scenario's default;
+	// the put scenarios write a new file per operation and ignore it.
+	Files int
+	// ReadRatio is the fraction of mixed's operations that are reads (GET); the rest
+	// overwrite (PUT). Default 0.9; 0..1.
+	ReadRatio float64
+	// Baseline is "" (none) or BaselineFsync: run the baseline with the same load after
+	// each Cairn phase and report the ratios.
+	Baseline string
+	// BaselineDir is where the baseline's temporary directory is made; it should be on
+	// the disk the server keeps its data on. Default "" = os.TempDir().
+	BaselineDir string
+	// SweepRates, when not empty, runs the open loop once per rate (operations per
+	// second, each for Duration) instead of a single phase; Rate must then be 0.
+	SweepRates []float64
+	// DrainTimeout is how long the open loop keeps sending operations that fell behind
+	// schedule after Duration ends (see Load). Default 10s.
+	DrainTimeout time.Duration
+	// OpTimeout bounds each operation. Default 60s (the histogram's range).
+	OpTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults, with no scenario.
+func DefaultConfig() Config {
+	return Config{
+		Server:       "http://127.0.0.1:7070",
+		Agent:        "default",
+		Concurrency:  8,
+		MaxInFlight:  256,
+		Duration:     10 * time.Second,
+		ReadRatio:    0.9,
+		DrainTimeout: 10 * time.Second,
+		OpTimeout:    LatencyMax,
+	}
+}
+
+// withScenarioDefaults fills SizeBytes and Files from the scenario's defaults.
+func (c Config) withScenarioDefaults() Config {
+	d := scenarioDefaults[c.Scenario]
+	if c.SizeBytes == 0 {
+		c.SizeBytes = d.sizeBytes
+	}
+	if c.Files == 0 {
+		c.Files = d.files
+	}
+	return c
+}
+
+// Validate reports the first field that breaks its rule, wrapping ErrUnknownScenario or
+// ErrInvalidConfig.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case !slices.Contains(Scenarios, c.Scenario):
+		return fmt.Errorf("scenario %q: %w (one of %s)", c.Scenario, ErrUnknownScenario, strings.Join(Scenarios, ", "))
+	case !strings.HasPrefix(c.Server, "http://") && !strings.HasPrefix(c.Server, "https://"):
+		return bad("server %q: must be an http:// or https:// URL", c.Server)
+	case c.Agent == "":
+		return bad("agent: must not be empty")
+	case c.Concurrency < 1:
+		return bad("concurrency %d: must be ≥ 1", c.Concurrency)
+	case c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
+		return bad("rate %v: must be ≥ 0 operations/s (0 = closed loop)", c.Rate)
+	case c.Rate > 0 && len(c.SweepRates) > 0:
+		return bad("rate and sweep: give one or the other (a sweep sets the rate of each phase)")
+	case c.MaxInFlight < 1:
+		return bad("max in flight %d: must be ≥ 1", c.MaxInFlight)
+	case c.Duration <= 0:
+		return bad("duration %v: must be > 0", c.Duration)
+	case c.SizeBytes < 0:
+		return bad("size %d bytes: must be ≥ 0 (0 = the scenario's default)", c.SizeBytes)
+	case c.Files < 0:
+		return bad("files %d: must be ≥ 0 (0 = the scenario's default)", c.Files)
+	case c.ReadRatio < 0 || c.ReadRatio > 1 || math.IsNaN(c.ReadRatio):
+		return bad("read ratio %v: must be within 0..1", c.ReadRatio)
+	case c.Baseline != "" && !slices.Contains(Baselines, c.Baseline):
+		return bad("baseline %q: must be one of %s", c.Baseline, strings.Join(Baselines, ", "))
+	case c.DrainTimeout < 0:
+		return bad("drain timeout %v: must be ≥ 0", c.DrainTimeout)
+	case c.OpTimeout <= 0:
+		return bad("op timeout %v: must be > 0", c.OpTimeout)
+	}
+	for _, r := range c.SweepRates {
+		if !(r > 0) || math.IsInf(r, 0) {
+			return bad("sweep rate %v: every rate must be > 0 operations/s", r)
+		}
+	}
+	return nil
+}
+
+// ParseSize parses a byte size: a whole number with an optional unit B, KiB, MiB, GiB
+// (powers of 1024) or KB, MB, GB (powers of 1000), case-insensitive, optionally
+// separated by a space ("1024", "1KiB", "64 MiB").
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil || i == 0 {
+		return 0, fmt.Errorf("size %q: want a whole number of bytes with an optional unit (KiB, MiB, GiB, KB, MB, GB)", s)
+	}
+	units := map[string]int64{
+		"": 1, "b": 1,
+		"k": 1 << 10, "kib": 1 << 10, "kb": 1000,
+		"m": 1 << 20, "mib": 1 << 20, "mb": 1000 * 1000,
+		"g": 1 << 30, "gib": 1 << 30, "gb": 1000 * 1000 * 1000,
+	}
+	mult, ok := units[strings.ToLower(strings.TrimSpace(t[i:]))]
+	if !ok {
+		return 0, fmt.Errorf("size %q: unknown unit %q (KiB, MiB, GiB, KB, MB, GB)", s, strings.TrimSpace(t[i:]))
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("size %q: too large", s)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,217 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/cairnstore/cairn/api/client"
+)
+
+// RunOptions say where Run shows its progress and how it reaches the server.
+type RunOptions struct {
+	// Progress receives setup messages and the running tally of each phase; nil shows
+	// nothing.
+	Progress io.Writer
+	// Terminal says Progress is a terminal: the tally is one line rewritten in place
+	// rather than a line every 5 s.
+	Terminal bool
+	// HTTPClient, if set, carries every request; nil means a client Run builds with one
+	// idle keep-alive connection per worker (net/http's default keeps 2, which would make
+	// a concurrent run measure connection setup).
+	HTTPClient *http.Client
+}
+
+// dialTimeout bounds connecting to the server.
+const dialTimeout = 10 * time.Second
+
+// Run measures the Cairn at cfg.Server with cfg.Scenario: it prepares the workbench
+// (the files the read scenarios read), then runs one phase with cfg's load, or one
+// open-loop phase per rate of cfg.SweepRates, each followed by the baseline under the
+// same load when cfg.Baseline is set. It talks to Cairn only over HTTP.
+//
+// Errors: a Config.Validate error; a setup failure (server unreachable, workbench
+// refused); the context's error when cancelled, returned together with the report of the
+// phases that ran (the interrupted one marked Aborted). Operation failures are not
+// errors of Run: the report counts them by class.
+func Run(ctx context.Context, cfg Config, opts RunOptions) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withScenarioDefaults()
+	if cfg.Workbench == "" {
+		cfg.Workbench = fmt.Sprintf("bench-%d-%04x", time.Now().Unix(), rand.Uint32()&0xffff)
+	}
+	load := Load{
+		Concurrency:  cfg.Concurrency,
+		Rate:         cfg.Rate,
+		MaxInFlight:  cfg.MaxInFlight,
+		Duration:     cfg.Duration,
+		DrainTimeout: cfg.DrainTimeout,
+		OpTimeout:    cfg.OpTimeout,
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		workers := cfg.Concurrency
+		if cfg.Rate > 0 || len(cfg.SweepRates) > 0 {
+			workers = cfg.MaxInFlight
+		}
+		tr := newTransport(workers)
+		defer tr.CloseIdleConnections()
+		hc = &http.Client{Transport: tr}
+	}
+	sc := &scenario{
+		name:      cfg.Scenario,
+		c:         client.New(cfg.Server, hc),
+		agent:     cfg.Agent,
+		wb:        cfg.Workbench,
+		sizeBytes: cfg.SizeBytes,
+		files:     cfg.Files,
+		readRatio: cfg.ReadRatio,
+		nonce:     rand.Uint64(),
+	}
+	say(opts.Progress, "cairn bench: %s against %s, workbench %s/%s: setting up", cfg.Scenario, cfg.Server, cfg.Agent, cfg.Workbench)
+	if err := sc.setup(ctx); err != nil {
+		return nil, err
+	}
+
+	rep := &Report{
+		Schema:      ReportSchema,
+		Environment: Fingerprint(ctx, cfg.Server),
+		Params:      paramsOf(cfg, load),
+		StartedAt:   time.Now().UTC(),
+	}
+	phase := func(name string, op Op, l Load) (*Phase, error) {
+		live := &Live{}
+		label := name + " " + loadLabel(l)
+		stop := startProgress(opts.Progress, opts.Terminal, label, l.Duration, live)
+		ph, err := RunLoad(ctx, op, l, SystemClock{}, live)
+		stop()
+		if ph != nil {
+			ph.Name = name
+		}
+		return ph, err
+	}
+	cairnPhase := func(i int, l Load) (*Phase, error) {
+		op, err := sc.op(i)
+		if err != nil {
+			return nil, err
+		}
+		return phase("cairn "+cfg.Scenario+rateSuffix(cfg, l), op, l)
+	}
+	baselinePhase := func(i int, l Load) (*Phase, error) {
+		b, err := newFsyncBaseline(cfg.BaselineDir, cfg.SizeBytes, sc.nonce+uint64(i))
+		if err != nil {
+			return nil, err
+		}
+		ph, err := phase("baseline "+cfg.Baseline+rateSuffix(cfg, l), b, l)
+		if cerr := b.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("fsync baseline: clean up: %w", cerr)
+		}
+		return ph, err
+	}
+
+	if len(cfg.SweepRates) > 0 {
+		for i, rate := range cfg.SweepRates {
+			l := load
+			l.Rate = rate
+			ph, err := cairnPhase(i, l)
+			if ph != nil {
+				rep.Sweep = append(rep.Sweep, ph)
+			}
+			if err != nil {
+				return rep, err
+			}
+			if cfg.Baseline != "" {
+				ph, err := baselinePhase(i, l)
+				if ph != nil {
+					rep.BaselineSweep = append(rep.BaselineSweep, ph)
+				}
+				if err != nil {
+					return rep, err
+				}
+			}
+		}
+		return rep, nil
+	}
+	ph, err := cairnPhase(0, load)
+	rep.Cairn = ph
+	if err != nil {
+		return rep, err
+	}
+	if cfg.Baseline != "" {
+		ph, err := baselinePhase(0, load)
+		rep.Baseline = ph
+		if err != nil {
+			return rep, err
+		}
+		rep.Comparison = Compare(rep.Cairn, rep.Baseline)
+	}
+	return rep, nil
+}
+
+// newTransport returns a keep-alive transport for workers concurrent requests to one
+// server, ignoring proxy settings (a benchmark measures the server, not a proxy).
+func newTransport(workers int) *http.Transport {
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: workers,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+}
+
+func paramsOf(cfg Config, load Load) Params {
+	p := Params{
+		Scenario:   cfg.Scenario,
+		Mode:       load.Mode(),
+		Agent:      cfg.Agent,
+		Workbench:  cfg.Workbench,
+		DurationS:  cfg.Duration.Seconds(),
+		SizeBytes:  cfg.SizeBytes,
+		Files:      cfg.Files,
+		Baseline:   cfg.Baseline,
+		OpTimeoutS: cfg.OpTimeout.Seconds(),
+	}
+	if cfg.Scenario == ScenarioMixed {
+		p.ReadRatio = cfg.ReadRatio
+	}
+	if len(cfg.SweepRates) > 0 {
+		p.Mode = ModeOpen
+		p.SweepRates = cfg.SweepRates
+	}
+	if p.Mode == ModeOpen {
+		p.Rate = cfg.Rate
+		p.MaxInFlight = cfg.MaxInFlight
+		p.DrainS = cfg.DrainTimeout.Seconds()
+	} else {
+		p.Concurrency = cfg.Concurrency
+	}
+	return p
+}
+
+// rateSuffix names a sweep phase by its rate.
+func rateSuffix(cfg Config, l Load) string {
+	if len(cfg.SweepRates) == 0 {
+		return ""
+	}
+	return " @ " + fmtRate(l.Rate) + "/s"
+}
+
+// loadLabel is the progress display's short form of l.
+func loadLabel(l Load) string {
+	if l.Rate > 0 {
+		return fmt.Sprintf("(open %s/s, ≤%d in flight)", fmtRate(l.Rate), l.MaxInFlight)
+	}
+	return fmt.Sprintf("(closed, %d clients)", l.Concurrency)
+}
+
+func say(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
+}

@@ -1,0 +1,223 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/api/client"
+)
+
+// Scenario names, as --scenario takes them.
+const (
+	// ScenarioSmallPut writes a new SizeBytes (default 1 KiB) file per operation (PUT).
+	ScenarioSmallPut = "small-put"
+	// ScenarioSmallGet reads one of Files pre-written files per operation (GET).
+	ScenarioSmallGet = "small-get"
+	// ScenarioStat reads the metadata of one of Files pre-written files (HEAD).
+	ScenarioStat = "stat"
+	// ScenarioMixed reads (GET) with probability ReadRatio and otherwise overwrites (PUT)
+	// one of Files pre-written files.
+	ScenarioMixed = "mixed"
+	// ScenarioAppendLog appends a SizeBytes (default 128 B) record to one of Files
+	// (default 4) log files per operation (POST ?append).
+	ScenarioAppendLog = "append-log"
+	// ScenarioObjectPut writes a new SizeBytes (default 1 MiB) file per operation,
+	// streamed.
+	ScenarioObjectPut = "object-put"
+	// ScenarioObjectGet reads one of Files (default 4) pre-written SizeBytes files whole.
+	ScenarioObjectGet = "object-get"
+	// ScenarioList lists a directory of Files (default 100) entries, every page.
+	ScenarioList = "list"
+)
+
+// Scenarios lists every scenario name, in the order the help text shows them.
+var Scenarios = []string{
+	ScenarioSmallPut, ScenarioSmallGet, ScenarioStat, ScenarioMixed, ScenarioAppendLog,
+	ScenarioObjectPut, ScenarioObjectGet, ScenarioList,
+}
+
+// scenarioDefaults are the body size in bytes and file count a scenario uses when the
+// configuration leaves them 0.
+var scenarioDefaults = map[string]struct {
+	sizeBytes int64
+	files     int
+}{
+	ScenarioSmallPut:  {1 << 10, 0},
+	ScenarioSmallGet:  {1 << 10, 256},
+	ScenarioStat:      {1 << 10, 256},
+	ScenarioMixed:     {1 << 10, 256},
+	ScenarioAppendLog: {128, 4},
+	ScenarioObjectPut: {1 << 20, 0},
+	ScenarioObjectGet: {1 << 20, 4},
+	ScenarioList:      {1 << 10, 100},
+}
+
+// setupConcurrency is the number of files written at once while preparing a scenario.
+const setupConcurrency = 16
+
+// listPageLimit is the page size of the list scenario (the server's maximum).
+const listPageLimit = 1000
+
+// Paths the scenarios use inside the benchmark's workbench.
+const (
+	readDir = "input/bench/read"
+	listDir = "input/bench/list"
+)
+
+// scenario is one scenario bound to a server, a workbench and its parameters. Its Ops
+// talk to Cairn only through api/client.
+type scenario struct {
+	name      string
+	c         *client.Client
+	agent, wb string
+	sizeBytes int64
+	files     int
+	readRatio float64
+	// nonce makes this run's bodies differ from every other run's.
+	nonce uint64
+}
+
+// setup creates the workbench and writes the files the scenario reads.
+func (s *scenario) setup(ctx context.Context) error {
+	if _, err := s.c.CreateWorkbench(ctx, s.agent, s.wb); err != nil {
+		return fmt.Errorf("create workbench %q for agent %q: %w", s.wb, s.agent, err)
+	}
+	var dir string
+	switch s.name {
+	case ScenarioSmallGet, ScenarioStat, ScenarioMixed, ScenarioObjectGet:
+		dir = readDir
+	case ScenarioList:
+		dir = listDir
+	default:
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(setupConcurrency)
+	for i := range s.files {
+		g.Go(func() error {
+			_, err := s.c.PutFile(gctx, s.agent, s.wb, filePath(dir, uint64(i)),
+				payload(s.nonce, ^uint64(i), s.sizeBytes), client.PutOptions{ContentType: "application/octet-stream", Size: s.sizeBytes})
+			if err != nil {
+				return fmt.Errorf("setup: write %s: %w", filePath(dir, uint64(i)), err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// op returns the scenario's Op for one phase. phase keeps the paths the write scenarios
+// create apart from the other phases' of the same run.
+func (s *scenario) op(phase int) (Op, error) {
+	prefix := "input/bench/p" + strconv.Itoa(phase)
+	nonce := s.nonce + uint64(phase+1)*0x9e3779b97f4a7c15
+	put := func(ctx context.Context, path string, seq uint64) error {
+		var body io.Reader
+		if s.sizeBytes <= smallBodyBytes {
+			body = bytes.NewReader(payloadBytes(nonce, seq, s.sizeBytes))
+		} else {
+			body = payload(nonce, seq, s.sizeBytes)
+		}
+		_, err := s.c.PutFile(ctx, s.agent, s.wb, path, body, client.PutOptions{ContentType: "application/octet-stream", Size: s.sizeBytes})
+		return err
+	}
+	get := func(ctx context.Context, path string) error {
+		body, _, err := s.c.GetFile(ctx, s.agent, s.wb, path, client.GetOptions{})
+		if err != nil {
+			return err
+		}
+		defer body.Close()
+		n, err := io.Copy(io.Discard, body)
+		if err != nil {
+			return err
+		}
+		if n != s.sizeBytes {
+			return fmt.Errorf("GET %s: %d bytes, want %d: %w", path, n, s.sizeBytes, io.ErrUnexpectedEOF)
+		}
+		return nil
+	}
+	readKey := func(seq uint64) string { return filePath(readDir, mix(seq)%uint64(s.files)) }
+
+	switch s.name {
+	case ScenarioSmallPut, ScenarioObjectPut:
+		return OpFunc(func(ctx context.Context, seq uint64) error {
+			return put(ctx, filePath(prefix, seq), seq)
+		}), nil
+	case ScenarioSmallGet, ScenarioObjectGet:
+		return OpFunc(func(ctx context.Context, seq uint64) error {
+			return get(ctx, readKey(seq))
+		}), nil
+	case ScenarioStat:
+		return OpFunc(func(ctx context.Context, seq uint64) error {
+			_, err := s.c.Stat(ctx, s.agent, s.wb, readKey(seq))
+			return err
+		}), nil
+	case ScenarioMixed:
+		return OpFunc(func(ctx context.Context, seq uint64) error {
+			h := mix(seq)
+			path := filePath(readDir, h%uint64(s.files))
+			if unitFloat(mix(h)) < s.readRatio {
+				// A read of a file a concurrent write replaces sees either body; both
+				// have the configured size.
+				return get(ctx, path)
+			}
+			return put(ctx, path, seq)
+		}), nil
+	case ScenarioAppendLog:
+		return OpFunc(func(ctx context.Context, seq uint64) error {
+			path := fmt.Sprintf("logs/bench/p%d/log-%d.log", phase, seq%uint64(s.files))
+			_, err := s.c.Append(ctx, s.agent, s.wb, path, bytes.NewReader(logRecord(seq, s.sizeBytes)),
+				client.AppendOptions{ContentType: "text/plain", Size: s.sizeBytes})
+			return err
+		}), nil
+	case ScenarioList:
+		return OpFunc(func(ctx context.Context, _ uint64) error {
+			var cursor string
+			entries := 0
+			for {
+				page, err := s.c.List(ctx, s.agent, s.wb, listDir, client.ListOptions{Cursor: cursor, Limit: listPageLimit})
+				if err != nil {
+					return err
+				}
+				entries += len(page.Entries)
+				if page.NextCursor == "" {
+					break
+				}
+				cursor = page.NextCursor
+			}
+			if entries != s.files {
+				return fmt.Errorf("list %s: %d entries, want %d: %w", listDir, entries, s.files, io.ErrUnexpectedEOF)
+			}
+			return nil
+		}), nil
+	}
+	return nil, fmt.Errorf("scenario %q: %w", s.name, ErrUnknownScenario)
+}
+
+// smallBodyBytes is the largest body generated in memory (and sent with a known length
+// from a byte slice); larger bodies are generated as they stream.
+const smallBodyBytes = 64 << 10
+
+// filePath is the path of file i under dir.
+func filePath(dir string, i uint64) string {
+	return fmt.Sprintf("%s/%09d", dir, i)
+}
+
+// logRecord is a size-byte text line naming seq, like an agent's log line.
+func logRecord(seq uint64, size int64) []byte {
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = 'x'
+	}
+	head := fmt.Appendf(nil, "seq=%d ", seq)
+	copy(b, head)
+	if size > 0 {
+		b[size-1] = '\n'
+	}
+	return b
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/cairnstore/cairn/bench"
+)
+
+func newBenchCommand() *cobra.Command {
+	cfg := bench.DefaultConfig()
+	var size, out, markdown string
+	cmd := &cobra.Command{
+		Use:   "bench --scenario S [--concurrency N | --rate R | --sweep R1,R2,...]",
+		Short: "Measure a running Cairn over HTTP (closed or open loop, optional fsync baseline)",
+		Long: `Measure a running Cairn over its REST API, as a user would, and report throughput,
+latency percentiles (HdrHistogram, 1 µs..60 s), errors by class and a per-second series.
+
+Scenarios: ` + strings.Join(bench.Scenarios, ", ") + `.
+  small-put   PUT a new --size (1 KiB) file per operation
+  small-get   GET one of --files (256) pre-written files
+  stat        HEAD one of --files (256) pre-written files
+  mixed       GET with probability --read-ratio, else overwrite, over --files (256)
+  append-log  append a --size (128 B) record to one of --files (4) log files
+  object-put  PUT a new --size (1 MiB) file per operation, streamed
+  object-get  GET one of --files (4) pre-written --size (1 MiB) files
+  list        list a directory of --files (100) entries, every page
+
+Closed loop (default): --concurrency clients, each sending its next request when the
+previous one returns. Open loop (--rate R): one request due every 1/R s, at most
+--max-in-flight at once, latency measured from each request's due time so a stall
+is not hidden (requests never sent by the end of --drain-timeout count as "not sent").
+--sweep runs the open loop once per rate to show where latency turns up.
+--baseline fsync runs "write the same bytes to a file + fsync, append a log record +
+fsync" in a temporary directory (--baseline-dir) with the same load, and reports the
+Cairn/baseline ratios.
+
+Progress goes to stderr; the results table to stdout; --out and --markdown write the
+full report.`,
+		Example: `  cairn bench --scenario small-put --concurrency 64 --duration 10s --baseline fsync
+  cairn bench --scenario object-get --size 64MiB --concurrency 4 --out r.json --markdown r.md
+  cairn bench --scenario stat --sweep 1000,5000,10000,20000 --duration 10s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f := cmd.Flag("server"); f != nil {
+				cfg.Server = f.Value.String()
+			}
+			if size != "" {
+				n, err := bench.ParseSize(size)
+				if err != nil {
+					return usageError{err}
+				}
+				if n == 0 {
+					return usageErrorf("--size must be > 0")
+				}
+				cfg.SizeBytes = n
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			stderr := cmd.ErrOrStderr()
+			tty := stderr == os.Stderr && term.IsTerminal(int(os.Stderr.Fd()))
+			rep, runErr := bench.Run(cmd.Context(), cfg, bench.RunOptions{Progress: stderr, Terminal: tty})
+			if rep == nil {
+				return runErr
+			}
+			// An interrupted run still writes what it measured.
+			err := errors.Join(runErr, writeReport(out, rep.WriteJSON), writeReport(markdown, rep.WriteMarkdown))
+			fmt.Fprintln(cmd.OutOrStdout())
+			if werr := rep.WriteSummary(cmd.OutOrStdout()); werr != nil {
+				err = errors.Join(err, werr)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Agent, "agent", envOr("CAIRN_AGENT", cfg.Agent), "agent root the benchmark workbench lives under (env CAIRN_AGENT)")
+	f.StringVar(&cfg.Workbench, "workbench", "", "workbench to work in (default: a fresh bench-<time>-<random>)")
+	f.StringVar(&cfg.Scenario, "scenario", bench.ScenarioSmallPut, "scenario: "+strings.Join(bench.Scenarios, ", "))
+	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "closed loop: concurrent clients")
+	f.Float64Var(&cfg.Rate, "rate", 0, "open loop: requests per second (0 = closed loop)")
+	f.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "open loop: bound on requests in flight")
+	f.Float64SliceVar(&cfg.SweepRates, "sweep", nil, "open loop once per rate, e.g. 100,200,400 (requests per second)")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each phase")
+	f.StringVar(&size, "size", "", "body size: 1KiB, 1MiB, 64MiB, ... (default: the scenario's)")
+	f.IntVar(&cfg.Files, "files", 0, "files the scenario chooses from (default: the scenario's)")
+	f.Float64Var(&cfg.ReadRatio, "read-ratio", cfg.ReadRatio, "mixed: fraction of requests that are reads, 0..1")
+	f.StringVar(&cfg.Baseline, "baseline", "", "also run a baseline with the same load: "+strings.Join(bench.Baselines, ", "))
+	f.StringVar(&cfg.BaselineDir, "baseline-dir", "", "parent of the baseline's temporary directory (default: the system temp dir; use the server's disk)")
+	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "open loop: how long late requests are still sent after --duration")
+	f.DurationVar(&cfg.OpTimeout, "op-timeout", cfg.OpTimeout, "bound on each request")
+	f.StringVar(&out, "out", "", "write the JSON report to this file")
+	f.StringVar(&markdown, "markdown", "", "write the Markdown report to this file")
+	return cmd
+}
+
+// writeReport writes one report file with write; "" writes nothing.
+func writeReport(path string, write func(io.Writer) error) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
