@@ -3,7 +3,7 @@ GO       ?= go
 FUZZTIME ?= 10s
 PKGS     := ./...
 
-.PHONY: all build test vet unit fuzz-smoke test-long bench-micro run clean
+.PHONY: all build test vet unit minio fuzz-smoke test-long bench-micro run clean
 
 all: build
 
@@ -20,8 +20,13 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-unit:
-	$(GO) test -race -count=1 -timeout 40m $(PKGS)
+unit: minio
+	bin=$$(GO=$(GO) scripts/minio.sh) && CAIRN_MINIO_BIN=$$bin $(GO) test -race -count=1 -timeout 40m $(PKGS)
+
+## minio: the MinIO server the blob/s3 tests run against, built once from a pinned source
+## version into ${CAIRN_CACHE_DIR:-$HOME/.cache/cairn} (see scripts/minio.sh).
+minio:
+	@GO=$(GO) scripts/minio.sh >/dev/null
 
 # One target per invocation: go test -fuzz accepts a single target.
 FUZZ_TARGETS := \

@@ -1,0 +1,40 @@
+// Package s3 is the blob.Store over an S3-compatible object store (DESIGN.md §8): MinIO,
+// AWS S3, Ceph RGW, SeaweedFS, through github.com/minio/minio-go/v7.
+//
+// Layout: one object per blob, named
+//
+//	<Prefix>/roots/<root uid>/blobs/<aa>/<sha256 hex>
+//
+// (no "<Prefix>/" when Prefix is empty), where aa is the first byte of the digest in hex.
+// The object holds the payload exactly as blob.Encode chose it; its user metadata
+// x-amz-meta-cairn-encoding ("identity" or "zstd") and x-amz-meta-cairn-size (uncompressed
+// bytes, decimal) describe it, so Stat and List read no payload.
+//
+// Invariants:
+//
+//   - An object under a blob's name is always whole: S3 makes a PUT or a completed
+//     multipart upload visible atomically, and every body is sent with its signed SHA-256
+//     (x-amz-content-sha256), so the store rejects one damaged in transit. When Put returns
+//     nil the object is stored (S3 acknowledges only durable writes).
+//   - Put never rewrites a valid blob: it HEADs first and uploads nothing when the blob is
+//     there, and its upload is conditional (If-None-Match: *, S3 conditional writes), so of
+//     concurrent Puts of a new key, in this process or any other, exactly one creates it
+//     (Puts and Deletes of one key are also serialized within the process). A store that
+//     ignores the condition at worst rewrites the same bytes. An object whose metadata is
+//     missing or bad is reported as blob.ErrCorrupt and overwritten by the next Put of its
+//     key.
+//   - A failed or cancelled multipart upload is aborted before Put returns.
+//   - Get verifies the whole blob (blob.NewReader): it streams the object from its first
+//     byte whatever the range asked for.
+//   - List is in digest order (S3 lists names in lexicographic order) and fails closed on
+//     an object with bad metadata.
+//   - Requests that fail transiently (no connection, timeouts, 5xx, 429, SlowDown) are
+//     retried with bounded, jittered exponential backoff (RetryConfig), within the
+//     caller's ctx. What still fails is an *ObjectUnavailableError wrapping
+//     blob.ErrUnavailable, whose message never names the endpoint, the bucket or any object
+//     name, root or digest. No error of this package but a *ConfigError names the endpoint
+//     or the bucket.
+//   - The package never deletes anything but the object Delete names and the multipart
+//     uploads its own failed Puts started. Deleting unreferenced blobs and orphaned uploads
+//     is the garbage collector's (ops).
+package s3

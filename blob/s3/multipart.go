@@ -1,0 +1,112 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+
+	"github.com/minio/minio-go/v7"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/blob"
+)
+
+// putMultipart uploads payload as a multipart upload in parts of PartSizeBytes, up to
+// partConcurrency of them at once, each retried on its own. opts carries the metadata,
+// which S3 takes when the upload is created. Unless overwrite, the completion is
+// conditional (If-None-Match: *); created is false when it found an object there.
+//
+// Whatever ends the upload short (an error, the caller's ctx) aborts it before putMultipart
+// returns, on a context of its own bounded by abortTimeout, so no parts are left behind to
+// be billed. An abort that fails too leaves the upload to the sweeper, which aborts
+// incomplete uploads (DESIGN.md §8).
+func (s *Store) putMultipart(ctx context.Context, key blob.Key, name string, payload []byte, opts minio.PutObjectOptions, overwrite bool) (created bool, err error) {
+	var uploadID string
+	t, err := s.retry(ctx, func() (err error) {
+		uploadID, err = s.core.NewMultipartUpload(ctx, s.cfg.Bucket, name, opts)
+		return err
+	})
+	if err != nil {
+		return false, s.fail(ctx, "put", key, t, err)
+	}
+	completed := false
+	defer func() {
+		if !completed {
+			s.abort(ctx, name, uploadID)
+		}
+	}()
+
+	partBytes := s.cfg.PartSizeBytes
+	nparts := (int64(len(payload)) + partBytes - 1) / partBytes
+	parts := make([]minio.CompletePart, nparts)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(partConcurrency)
+	for i := range nparts {
+		part := payload[i*partBytes : min(int64(len(payload)), (i+1)*partBytes)]
+		g.Go(func() error {
+			if gctx.Err() != nil {
+				return nil // another part failed, or ctx ended: checked below
+			}
+			sum := sha256.Sum256(part)
+			popts := minio.PutObjectPartOptions{Sha256Hex: hex.EncodeToString(sum[:])}
+			var op minio.ObjectPart
+			t, err := s.retry(gctx, func() (err error) {
+				op, err = s.core.PutObjectPart(gctx, s.cfg.Bucket, name, uploadID, int(i+1), bytes.NewReader(part), int64(len(part)), popts)
+				return err
+			})
+			if err != nil {
+				// Report the caller's ctx, not the group's, which ends on any failure.
+				return s.fail(ctx, "put", key, t, err)
+			}
+			parts[i] = minio.CompletePart{PartNumber: int(i + 1), ETag: op.ETag}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, s.fail(ctx, "put", key, tries{}, err)
+	}
+
+	cond := minio.PutObjectOptions{}
+	if !overwrite {
+		cond.SetMatchETagExcept("*")
+	}
+	t, err = s.retry(ctx, func() error {
+		_, err := s.core.CompleteMultipartUpload(ctx, s.cfg.Bucket, name, uploadID, parts, cond)
+		return err
+	})
+	switch f := classify(err); {
+	case err == nil:
+		completed = true
+		return true, nil
+	case f.precondition:
+		return false, nil
+	case f.notFound && t.n > 1:
+		// NoSuchUpload after a retried completion: the first attempt most likely
+		// completed the upload and its answer was lost. Report the object as found;
+		// Put then reads what is stored.
+		completed = true
+		return false, nil
+	default:
+		return false, s.fail(ctx, "put", key, t, err)
+	}
+}
+
+// abort aborts a multipart upload on a context detached from the caller's, which may be
+// what ended the upload.
+func (s *Store) abort(ctx context.Context, name, uploadID string) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	s.retry(actx, func() error {
+		err := s.core.AbortMultipartUpload(actx, s.cfg.Bucket, name, uploadID)
+		var resp minio.ErrorResponse
+		if errors.As(err, &resp) && resp.Code == minio.NoSuchUpload {
+			return nil
+		}
+		return err
+	})
+}
