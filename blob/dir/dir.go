@@ -33,8 +33,7 @@ type Store struct {
 	// time it uses a fan-out directory.
 	dirs sync.Map // string → struct{}
 
-	mu       sync.Mutex
-	inflight map[blob.Key]chan struct{} // keys with a Put or Delete in progress
+	locks blob.KeyLocks // serializes Puts and Deletes of one key
 
 	bufs sync.Pool // *[]byte, compression buffers
 }
@@ -53,9 +52,8 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("blob/dir: open %q: %w", path, err)
 	}
 	s := &Store{
-		path:     abs,
-		roots:    filepath.Join(abs, "roots"),
-		inflight: make(map[blob.Key]chan struct{}),
+		path:  abs,
+		roots: filepath.Join(abs, "roots"),
 	}
 	if err := os.MkdirAll(abs, dirMode); err != nil {
 		return nil, s.ioErr("open", abs, err)
@@ -189,32 +187,6 @@ func (s *Store) begin(ctx context.Context, op, root string, what any) error {
 	return nil
 }
 
-// lock serializes Puts and Deletes of one key. It waits for the call in progress, or for
-// ctx.
-func (s *Store) lock(ctx context.Context, key blob.Key) (unlock func(), err error) {
-	for {
-		s.mu.Lock()
-		busy, ok := s.inflight[key]
-		if !ok {
-			done := make(chan struct{})
-			s.inflight[key] = done
-			s.mu.Unlock()
-			return func() {
-				s.mu.Lock()
-				delete(s.inflight, key)
-				s.mu.Unlock()
-				close(done)
-			}, nil
-		}
-		s.mu.Unlock()
-		select {
-		case <-busy:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
 // statFile reads the header of the blob file at path. Errors: fs.ErrNotExist, ErrCorrupt
 // (see readHeader) or I/O.
 func statFile(path string) (header, int64, os.FileInfo, error) {
@@ -243,7 +215,7 @@ func (s *Store) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutRes
 	if got := blob.DigestOf(data); got != key.Digest {
 		return blob.PutResult{}, fmt.Errorf("blob/dir: put %s: data hashes to %s: %w", key, got, blob.ErrDigestMismatch)
 	}
-	unlock, err := s.lock(ctx, key)
+	unlock, err := s.locks.Lock(ctx, key)
 	if err != nil {
 		return blob.PutResult{}, fmt.Errorf("blob/dir: put %s: %w", key, err)
 	}
@@ -390,7 +362,7 @@ func (s *Store) Delete(ctx context.Context, key blob.Key) error {
 	if err := s.begin(ctx, "delete", key.Root, key); err != nil {
 		return err
 	}
-	unlock, err := s.lock(ctx, key)
+	unlock, err := s.locks.Lock(ctx, key)
 	if err != nil {
 		return fmt.Errorf("blob/dir: delete %s: %w", key, err)
 	}

@@ -46,8 +46,7 @@ type Store struct {
 
 	closed atomic.Bool
 
-	mu       sync.Mutex
-	inflight map[blob.Key]chan struct{} // keys with a Put or Delete in progress
+	locks blob.KeyLocks // serializes Puts and Deletes of one key
 
 	bufs sync.Pool // *[]byte, compression buffers
 }
@@ -91,7 +90,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cfg:       cfg,
 		core:      *core,
 		transport: tr,
-		inflight:  make(map[blob.Key]chan struct{}),
 	}
 	if cfg.Prefix != "" {
 		s.prefix = cfg.Prefix + "/"
@@ -157,32 +155,6 @@ func (s *Store) begin(ctx context.Context, op, root string, what any) error {
 		return fmt.Errorf("blob/s3: %s: store closed: %w", op, blob.ErrUnavailable)
 	}
 	return nil
-}
-
-// lock serializes Puts and Deletes of one key within the process, so that concurrent Puts
-// of a new key upload it once. It waits for the call in progress, or for ctx.
-func (s *Store) lock(ctx context.Context, key blob.Key) (unlock func(), err error) {
-	for {
-		s.mu.Lock()
-		busy, ok := s.inflight[key]
-		if !ok {
-			done := make(chan struct{})
-			s.inflight[key] = done
-			s.mu.Unlock()
-			return func() {
-				s.mu.Lock()
-				delete(s.inflight, key)
-				s.mu.Unlock()
-				close(done)
-			}, nil
-		}
-		s.mu.Unlock()
-		select {
-		case <-busy:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
 }
 
 // meta is what an object's user metadata says about its blob.
@@ -269,7 +241,7 @@ func (s *Store) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutRes
 	if got := blob.DigestOf(data); got != key.Digest {
 		return blob.PutResult{}, fmt.Errorf("blob/s3: put %s: data hashes to %s: %w", key, got, blob.ErrDigestMismatch)
 	}
-	unlock, err := s.lock(ctx, key)
+	unlock, err := s.locks.Lock(ctx, key)
 	if err != nil {
 		return blob.PutResult{}, fmt.Errorf("blob/s3: put %s: %w", key, err)
 	}
@@ -460,7 +432,7 @@ func (s *Store) Delete(ctx context.Context, key blob.Key) error {
 	if err := s.begin(ctx, "delete", key.Root, key); err != nil {
 		return err
 	}
-	unlock, err := s.lock(ctx, key)
+	unlock, err := s.locks.Lock(ctx, key)
 	if err != nil {
 		return fmt.Errorf("blob/s3: delete %s: %w", key, err)
 	}
