@@ -95,6 +95,8 @@ type Put struct {
 	Executable      bool      `cbor:"10,keyasint,omitempty"`
 	Segments        []Segment `cbor:"11,keyasint"`
 	HashState       []byte    `cbor:"12,keyasint,omitempty"`
+	// Fields are writer-attached metadata fields, indexed for search (ValidateFields).
+	Fields map[string]FieldValue `cbor:"13,keyasint,omitempty"`
 }
 
 // Append adds bytes at the end of a file, creating it when missing (ExpectGeneration 0).

@@ -340,6 +340,9 @@ func (a *applier) put(c Put) Result {
 	if len(c.ContentType) > 256 {
 		return Result{Err: invalidArg("content_type", "must be at most 256 bytes")}
 	}
+	if err := ValidateFields("fields", c.Fields); err != nil {
+		return Result{Err: err}
+	}
 	ws, err := a.target(c.Agent, c.Workspace, c.Path, c.CreateWorkspace)
 	if err != nil {
 		return Result{Err: err}
@@ -370,7 +373,8 @@ func (a *applier) put(c Put) Result {
 	root, ws := a.materialize(c.Agent, c.Workspace, ws)
 	key := pathKey(ws.Incarnation, c.Path)
 	e := &Entry{Generation: a.st.version, Size: c.Size, Digest: c.Digest, ContentType: c.ContentType,
-		Executable: c.Executable, Segments: c.Segments, HashState: c.HashState, ModifiedAtMs: a.st.nowMs}
+		Executable: c.Executable, Segments: c.Segments, HashState: c.HashState, ModifiedAtMs: a.st.nowMs,
+		Fields: c.Fields}
 	a.publish(root, ws, key, c.Path, rec, e)
 	return Result{Generation: e.Generation, Created: cur == nil, Size: e.Size, Digest: e.Digest,
 		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID}
@@ -409,7 +413,7 @@ func (a *applier) append(c Append) Result {
 		}
 		e = &Entry{Generation: a.st.version, Size: c.NewSize, Digest: c.NewDigest, ContentType: cur.ContentType,
 			Executable: cur.Executable, Segments: appendSegments(cur.Segments, c.Segments, c.InlineMaxBytes),
-			HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs}
+			HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs, Fields: cur.Fields}
 	}
 	root, ws := a.materialize(c.Agent, c.Workspace, ws)
 	a.publish(root, ws, pathKey(ws.Incarnation, c.Path), c.Path, rec, e)

@@ -62,6 +62,8 @@ type Entry struct {
 	// format version byte, so an append resumes the hash over the new bytes only.
 	HashState    []byte `cbor:"7,keyasint,omitempty"`
 	ModifiedAtMs int64  `cbor:"8,keyasint"`
+	// Fields are the writer-attached, indexed metadata fields (names lower case).
+	Fields map[string]FieldValue `cbor:"9,keyasint,omitempty"`
 }
 
 // version is one element of a path's MVCC chain: the entry the path had from shard
