@@ -488,6 +488,7 @@ func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *path
 		nws.Bytes += e.Size - old.Size
 	}
 	s.workspaces.Set(workspaceKey(ws.Agent, ws.Name), &nws)
+	s.indexFile(ws.Incarnation, path, old, e)
 	a.storeChain(root.UID, key, chain)
 }
 

@@ -120,6 +120,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	if err != nil {
 		return err
 	}
+	st.rebuildIndex()
 	f.mu.Lock()
 	f.st = st
 	f.mu.Unlock()

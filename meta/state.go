@@ -27,6 +27,9 @@ type state struct {
 	dedupeCount *btree.Map[string, int64] // agent → number of dedupe records
 	// retention holds deferred work ordered by due time: due \x00 seq → item (retentionItem).
 	retention *btree.Map[string, string]
+	// index is the secondary index of file fields (index.go). It is derived from paths:
+	// never part of a Raft snapshot, rebuilt on restore.
+	index *btree.Map[string, struct{}]
 }
 
 func newState() *state {
@@ -40,6 +43,7 @@ func newState() *state {
 		dedupeOrder: new(btree.Map[string, string]),
 		dedupeCount: new(btree.Map[string, int64]),
 		retention:   new(btree.Map[string, string]),
+		index:       new(btree.Map[string, struct{}]),
 	}
 }
 
@@ -55,6 +59,7 @@ func (s *state) copy() *state {
 	c.dedupeOrder = s.dedupeOrder.Copy()
 	c.dedupeCount = s.dedupeCount.Copy()
 	c.retention = s.retention.Copy()
+	c.index = s.index.Copy()
 	return &c
 }
 
