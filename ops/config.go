@@ -30,6 +30,9 @@ const (
 	DefaultLogLevel              = "info"
 	DefaultLogFormat             = "text"
 	DefaultShutdownTimeout       = 10 * time.Second
+	DefaultBlob                  = "dir"
+	DefaultS3Region              = "us-east-1"
+	DefaultS3CreateBucket        = true
 )
 
 // Bounds enforced by Validate.
@@ -43,6 +46,12 @@ const (
 	// PresentationRootAgentPlaceholder must appear in PresentationRoot; it is replaced by
 	// the agent id (WORKBENCH.md §common rules).
 	PresentationRootAgentPlaceholder = "{agent}"
+	// MaxS3PrefixBytes is the longest accepted prefix of an s3:// Blob URL: with the
+	// longest object name Cairn appends ("/roots/<64>/blobs/<aa>/<64 hex>", 145 bytes) a
+	// key stays far below S3's 1024-byte limit.
+	MaxS3PrefixBytes = 512
+	// MaxS3RegionBytes is the longest accepted S3Region.
+	MaxS3RegionBytes = 64
 )
 
 // ConfigFlag is the flag (and CAIRN_CONFIG the environment variable) naming the YAML
@@ -100,6 +109,32 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful shutdown (draining requests, stopping Raft) before
 	// the process gives up and exits. Must be positive. YAML shutdown_timeout. Default 10s.
 	ShutdownTimeout time.Duration
+	// Blob selects the blob store (DESIGN.md §8), one of:
+	//   - "dir": a local directory, DataDir/blobs (the embedded default);
+	//   - "dir://PATH": a local directory at PATH, taken literally ("dir:///srv/blobs" is
+	//     absolute, "dir://blobs" relative to the working directory); one process per
+	//     directory, like DataDir;
+	//   - "s3://BUCKET[/PREFIX]": an S3-compatible object store (MinIO, AWS S3, Ceph RGW,
+	//     SeaweedFS) at S3Endpoint. BUCKET follows the S3 naming rules; PREFIX is "/"-
+	//     separated non-empty segments (a trailing "/" is ignored), at most 512 bytes.
+	//     Objects are named PREFIX/roots/<root uid>/blobs/<aa>/<sha256 hex>. The URL never
+	//     carries credentials: they come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+	//     (see Credentials).
+	// YAML blob. Default "dir".
+	Blob string
+	// S3Endpoint is the object store's URL: "http://host[:port]" (plain HTTP, no TLS) or
+	// "https://host[:port]" (TLS); the scheme alone selects TLS. No path, query or
+	// credentials. Required when Blob is an s3:// URL and must be empty otherwise. YAML
+	// s3_endpoint. Default "" (none).
+	S3Endpoint string
+	// S3Region is the region S3 requests are signed for: AWS needs the bucket's region;
+	// MinIO, Ceph RGW and SeaweedFS accept the default. 1 to 64 characters of
+	// [A-Za-z0-9_-]. YAML s3_region. Default "us-east-1".
+	S3Region string
+	// S3CreateBucket makes the server create the bucket of an s3:// Blob at start when it
+	// does not exist; when false, a missing bucket fails the start. YAML s3_create_bucket.
+	// Default true.
+	S3CreateBucket bool
 }
 
 // DefaultConfig returns the embedded default: one node on loopback, data in
@@ -118,6 +153,9 @@ func DefaultConfig() Config {
 		LogLevel:              DefaultLogLevel,
 		LogFormat:             DefaultLogFormat,
 		ShutdownTimeout:       DefaultShutdownTimeout,
+		Blob:                  DefaultBlob,
+		S3Region:              DefaultS3Region,
+		S3CreateBucket:        DefaultS3CreateBucket,
 	}
 }
 
@@ -215,6 +253,7 @@ func (c Config) validate() []*ConfigError {
 	if c.ShutdownTimeout <= 0 {
 		bad("ShutdownTimeout", "must be positive", c.ShutdownTimeout.String())
 	}
+	errs = append(errs, c.validateBlob()...)
 	return errs
 }
 
@@ -319,6 +358,14 @@ var settings = []setting{
 		func(c *Config) *string { return &c.LogFormat }),
 	durationSetting("ShutdownTimeout", "shutdown_timeout", "graceful shutdown deadline",
 		func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
+	stringSetting("Blob", "blob", "blob store: dir (DATA_DIR/blobs), dir://PATH, or s3://BUCKET[/PREFIX] (credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)",
+		func(c *Config) *string { return &c.Blob }),
+	stringSetting("S3Endpoint", "s3_endpoint", "object store URL for an s3:// blob store: http://host:port (no TLS) or https://host[:port]",
+		func(c *Config) *string { return &c.S3Endpoint }),
+	stringSetting("S3Region", "s3_region", "region S3 requests are signed for",
+		func(c *Config) *string { return &c.S3Region }),
+	boolSetting("S3CreateBucket", "s3_create_bucket", "create the s3:// bucket at start when missing (false: a missing bucket fails the start)",
+		func(c *Config) *bool { return &c.S3CreateBucket }),
 }
 
 func stringSetting(field, key, usage string, p func(*Config) *string) setting {
@@ -365,6 +412,20 @@ func uint64Setting(field, key, usage string, p func(*Config) *uint64) setting {
 				return errors.New("must be a non-negative integer")
 			}
 			*p(c) = n
+			return nil
+		},
+	}
+}
+
+func boolSetting(field, key, usage string, p func(*Config) *bool) setting {
+	return setting{field: field, key: key, usage: usage,
+		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.Bool(flag, *p(&d), usage) },
+		parse: func(c *Config, raw string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(raw))
+			if err != nil {
+				return errors.New("must be true or false")
+			}
+			*p(c) = b
 			return nil
 		},
 	}

@@ -148,13 +148,19 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		LogLevel:              "debug",
 		LogFormat:             "json",
 		ShutdownTimeout:       3 * time.Second,
+		Blob:                  "s3://cairn-blobs/prod/eu",
+		S3Endpoint:            "https://minio.internal:9000",
+		S3Region:              "eu-west-1",
+		S3CreateBucket:        false,
 	}
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
 		"mcp_max_payload_bytes": "1048576", "retention_window": "48h", "dedupe_max_per_root": "7",
 		"presentation_root": "/ws/{agent}", "raft_snapshot_interval": "1m",
 		"raft_snapshot_threshold": "100", "log_level": "debug", "log_format": "json",
-		"shutdown_timeout": "3s",
+		"shutdown_timeout": "3s", "blob": "s3://cairn-blobs/prod/eu",
+		"s3_endpoint": "https://minio.internal:9000", "s3_region": "eu-west-1",
+		"s3_create_bucket": "false",
 	}
 	if len(text) != len(settings) {
 		t.Fatalf("test covers %d settings, package has %d", len(text), len(settings))
@@ -413,7 +419,8 @@ func TestBindFlagsRegistersEveryFlag(t *testing.T) {
 	for _, name := range []string{
 		"data-dir", "listen", "inline-max-bytes", "mcp-max-payload-bytes", "retention-window",
 		"dedupe-max-per-root", "presentation-root", "raft-snapshot-interval",
-		"raft-snapshot-threshold", "log-level", "log-format", "shutdown-timeout", "config",
+		"raft-snapshot-threshold", "log-level", "log-format", "shutdown-timeout", "blob",
+		"s3-endpoint", "s3-region", "s3-create-bucket", "config",
 	} {
 		f := fs.Lookup(name)
 		if f == nil {
