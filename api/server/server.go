@@ -1,6 +1,7 @@
 // Package server assembles one Cairn node from its configuration: the locked data
-// directory, the local blob store, the shard replica, the Workbench service, and the HTTP
-// handler (REST, MCP, metrics, health). cmd/cairn only parses flags and calls it.
+// directory, the blob store (Config.Blob: a local directory or an S3 bucket), the shard
+// replica, the Workbench service, and the HTTP handler (REST, MCP, metrics, health).
+// cmd/cairn only parses flags and calls it.
 //
 // Data directory layout (all under Config.DataDir):
 //
@@ -8,7 +9,7 @@
 //	node-id           the node's UUID (Raft server id), written once
 //	cursor.key        32 random bytes signing cursors, written once (mode 0600)
 //	shards/0/         the shard's Raft log (wal/) and snapshots (snapshots/)
-//	blobs/            the local-directory blob store
+//	blobs/            the local-directory blob store (Config.Blob "dir", the default)
 package server
 
 import (
@@ -34,6 +35,7 @@ import (
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/blob/s3"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard"
@@ -42,9 +44,15 @@ import (
 // ErrDataDirLocked: another process uses the data directory.
 var ErrDataDirLocked = errors.New("data directory is in use by another process")
 
+// blobOpenTimeout bounds opening the blob store at start (for s3: reaching the endpoint,
+// checking and perhaps creating the bucket, with retries), so that an unreachable object
+// store fails the start instead of hanging it.
+const blobOpenTimeout = 30 * time.Second
+
 // Node is one running Cairn node (the embedded default: one shard, single voter).
 type Node struct {
 	cfg      ops.Config
+	creds    ops.Credentials
 	log      *slog.Logger
 	lock     *flock.Flock
 	blobs    blob.Store
@@ -54,9 +62,16 @@ type Node struct {
 	handler  http.Handler
 }
 
-// Open locks cfg.DataDir and starts the node's storage and service. It does not listen;
-// call Serve for HTTP. The caller must Close the node.
-func Open(cfg ops.Config, log *slog.Logger) (*Node, error) {
+// Open locks cfg.DataDir and starts the node's storage and service; creds sign the
+// requests of an s3:// blob store. ctx bounds the start (opening the blob store is also
+// bounded by 30 s). It does not listen; call Serve for HTTP. The caller must Close the
+// node.
+//
+// Errors: cfg's *ops.ConfigError, ErrDataDirLocked, and for an s3:// blob store
+// s3.ErrBucketMissing (the bucket is absent and cfg.S3CreateBucket is false) or an
+// *s3.ObjectUnavailableError (the object store cannot be reached or refuses the
+// credentials), each wrapped with the endpoint and bucket for the operator.
+func Open(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -74,15 +89,15 @@ func Open(cfg ops.Config, log *slog.Logger) (*Node, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", cfg.DataDir, ErrDataDirLocked)
 	}
-	n := &Node{cfg: cfg, log: log, lock: lock}
-	if err := n.open(); err != nil {
+	n := &Node{cfg: cfg, creds: creds, log: log, lock: lock}
+	if err := n.open(ctx); err != nil {
 		n.Close()
 		return nil, err
 	}
 	return n, nil
 }
 
-func (n *Node) open() error {
+func (n *Node) open(ctx context.Context) error {
 	cfg := n.cfg
 	nodeID, err := readOrCreate(filepath.Join(cfg.DataDir, "node-id"), func() ([]byte, error) {
 		return []byte(uuid.NewString()), nil
@@ -98,8 +113,10 @@ func (n *Node) open() error {
 	if err != nil {
 		return err
 	}
-	if n.blobs, err = dir.Open(filepath.Join(cfg.DataDir, "blobs")); err != nil {
-		return fmt.Errorf("blob store: %w", err)
+	n.registry = prometheus.NewRegistry()
+	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := n.openBlobs(ctx); err != nil {
+		return err
 	}
 	n.shard, err = shard.Open(shard.Config{
 		Dir:               filepath.Join(cfg.DataDir, "shards", "0"),
@@ -117,14 +134,67 @@ func (n *Node) open() error {
 	if err != nil {
 		return err
 	}
-	n.registry = prometheus.NewRegistry()
-	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), shardCollector{n.shard})
+	n.registry.MustRegister(shardCollector{n.shard})
 	n.handler = rest.NewHandler(n.svc, rest.Options{
 		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
 		Ready:    n.shard.Ready,
 		Registry: n.registry,
 		Logger:   n.log,
 	})
+	return nil
+}
+
+// openBlobs opens the blob store cfg.Blob names and instruments it on the node's
+// registry (cairn_blob_* metrics).
+func (n *Node) openBlobs(ctx context.Context) error {
+	target, err := n.cfg.BlobTarget()
+	if err != nil {
+		return err
+	}
+	var store blob.Store
+	switch target.Kind {
+	case ops.BlobDir:
+		ds, err := dir.Open(target.Dir)
+		if err != nil {
+			return fmt.Errorf("blob store %s: %w", n.cfg.Blob, err)
+		}
+		store = ds
+	case ops.BlobS3:
+		scheme := "http://"
+		if target.Secure {
+			scheme = "https://"
+		}
+		where := fmt.Sprintf("blob store %s at %s%s", n.cfg.Blob, scheme, target.Endpoint)
+		if !n.creds.HasS3() {
+			n.log.Warn("no S3 credentials: requests to the object store are anonymous (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", "blob", n.cfg.Blob)
+		}
+		sc := s3.DefaultConfig()
+		sc.Endpoint = target.Endpoint
+		sc.Secure = target.Secure
+		sc.Bucket = target.Bucket
+		sc.Prefix = target.Prefix
+		sc.Region = target.Region
+		sc.CreateBucket = target.CreateBucket
+		sc.AccessKey = n.creds.S3AccessKey
+		sc.SecretKey = n.creds.S3SecretKey
+		octx, cancel := context.WithTimeout(ctx, blobOpenTimeout)
+		ss, err := s3.Open(octx, sc)
+		cancel()
+		switch {
+		case errors.Is(err, s3.ErrBucketMissing):
+			return fmt.Errorf("%s: bucket %q does not exist and --s3-create-bucket (CAIRN_S3_CREATE_BUCKET) is false: create it or allow Cairn to: %w", where, target.Bucket, err)
+		case err != nil:
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		store = ss
+	default:
+		return fmt.Errorf("blob store %s: unknown kind %q", n.cfg.Blob, target.Kind)
+	}
+	n.blobs, err = blob.Instrument(store, n.registry)
+	if err != nil {
+		store.Close()
+		return err
+	}
 	return nil
 }
 

@@ -22,11 +22,11 @@ func testConfig(t *testing.T) ops.Config {
 
 func TestDataDirIsLockedAndIdentityPersists(t *testing.T) {
 	cfg := testConfig(t)
-	n, err := Open(cfg, nil)
+	n, err := Open(t.Context(), cfg, ops.Credentials{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(cfg, nil); !errors.Is(err, ErrDataDirLocked) {
+	if _, err := Open(t.Context(), cfg, ops.Credentials{}, nil); !errors.Is(err, ErrDataDirLocked) {
 		t.Fatalf("second open: %v, want ErrDataDirLocked", err)
 	}
 	id1, _ := os.ReadFile(filepath.Join(cfg.DataDir, "node-id"))
@@ -37,7 +37,7 @@ func TestDataDirIsLockedAndIdentityPersists(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	n2, err := Open(cfg, nil)
+	n2, err := Open(t.Context(), cfg, ops.Credentials{}, nil)
 	if err != nil {
 		t.Fatalf("reopen after close: %v", err)
 	}
@@ -50,7 +50,7 @@ func TestDataDirIsLockedAndIdentityPersists(t *testing.T) {
 }
 
 func TestServeAnswersUntilTheContextEnds(t *testing.T) {
-	n, err := Open(testConfig(t), nil)
+	n, err := Open(t.Context(), testConfig(t), ops.Credentials{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestInvalidConfigFailsBeforeTouchingTheDisk(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.DataDir = filepath.Join(cfg.DataDir, "never")
 	cfg.InlineMaxBytes = -1
-	if _, err := Open(cfg, nil); err == nil {
+	if _, err := Open(t.Context(), cfg, ops.Credentials{}, nil); err == nil {
 		t.Fatal("an invalid config opened a node")
 	}
 	if _, err := os.Stat(cfg.DataDir); !errors.Is(err, os.ErrNotExist) {

@@ -22,6 +22,8 @@ import (
 
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/server"
+	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/s3"
 )
 
 // addFileCommands registers the client commands that move files: put, cat, ls, import,
@@ -466,8 +468,11 @@ func describeError(err error) (code, msg string) {
 		return "Canceled", msg
 	case errors.Is(err, server.ErrDataDirLocked):
 		return "DataDirLocked", msg
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, s3.ErrBucketMissing):
 		return "NotFound", msg
+	case errors.Is(err, blob.ErrUnavailable):
+		// The object store could not be reached or refused the credentials at start.
+		return "ObjectUnavailable", msg
 	case errors.As(err, &urlErr), errors.As(err, &netErr):
 		return "Unavailable", msg
 	default:

@@ -28,15 +28,23 @@ func newServeCommand() *cobra.Command {
 ./cairn-data (locked against a second process), a local-directory blob store, a
 single-voter Raft log, REST and MCP on http://127.0.0.1:7070, plus /metrics,
 /healthz and /readyz. Settings come from flags, CAIRN_* environment variables and an
-optional YAML file (--config), in that order of precedence.`,
+optional YAML file (--config), in that order of precedence.
+
+Blobs go to an S3-compatible object store (MinIO, AWS S3, Ceph RGW, SeaweedFS) with
+--blob s3://BUCKET[/PREFIX] --s3-endpoint http://HOST:PORT (https:// for TLS); the
+credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := ops.LoadConfig(cmd.Flags(), os.Getenv)
 			if err != nil {
 				return usageError{err}
 			}
+			creds, err := ops.LoadCredentials(os.Getenv)
+			if err != nil {
+				return usageError{err}
+			}
 			log := ops.NewLogger(cfg, os.Stderr)
-			node, err := server.Open(cfg, log)
+			node, err := server.Open(cmd.Context(), cfg, creds, log)
 			if err != nil {
 				return err
 			}
@@ -50,7 +58,7 @@ optional YAML file (--config), in that order of precedence.`,
 				return err
 			}
 			return node.Serve(cmd.Context(), func(addr net.Addr) {
-				log.Info("cairn is serving", "url", "http://"+addr.String(), "data_dir", cfg.DataDir)
+				log.Info("cairn is serving", "url", "http://"+addr.String(), "data_dir", cfg.DataDir, "blob", cfg.Blob)
 			})
 		},
 	}
@@ -80,8 +88,12 @@ streamable HTTP; otherwise it runs an embedded node on --data-dir.`,
 			if err != nil {
 				return usageError{err}
 			}
+			creds, err := ops.LoadCredentials(os.Getenv)
+			if err != nil {
+				return usageError{err}
+			}
 			log := ops.NewLogger(cfg, os.Stderr)
-			node, err := server.Open(cfg, log)
+			node, err := server.Open(ctx, cfg, creds, log)
 			if err != nil {
 				if errors.Is(err, server.ErrDataDirLocked) {
 					return fmt.Errorf("%w (is `cairn serve` running on it? use --server to proxy to it)", err)
