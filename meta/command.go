@@ -32,6 +32,13 @@ const (
 	OpAppend          Op = 4
 	OpDelete          Op = 5
 	OpTick            Op = 6
+	OpSnapshotMint    Op = 7
+	OpSnapshotRenew   Op = 8
+	OpSnapshotRetire  Op = 9
+	OpCommit          Op = 10
+	OpRestoreBegin    Op = 11
+	OpRestoreCopy     Op = 12
+	OpRestoreFinish   Op = 13
 )
 
 // Header is what every command carries besides its body.
@@ -134,6 +141,114 @@ type Delete struct {
 // Tick advances command time on an idle shard so that retention and leases still expire.
 type Tick struct{}
 
+// FileBody describes a body the command publishes (a manifest written by commit or
+// restore). Non-inline segments must have been uploaded first.
+type FileBody struct {
+	Size        int64     `cbor:"1,keyasint"`
+	Digest      Digest    `cbor:"2,keyasint"`
+	ContentType string    `cbor:"3,keyasint"`
+	Segments    []Segment `cbor:"4,keyasint"`
+	HashState   []byte    `cbor:"5,keyasint,omitempty"`
+}
+
+// SnapshotMint mints a leased snapshot of a visible workbench at the command's shard
+// version. Result.Snapshot is the new record.
+type SnapshotMint struct {
+	Agent     string `cbor:"1,keyasint"`
+	Workspace string `cbor:"2,keyasint"`
+	Name      string `cbor:"3,keyasint,omitempty"`
+	TTLDays   int    `cbor:"4,keyasint"` // 1..MaxSnapshotTTLDays
+	Reason    string `cbor:"5,keyasint,omitempty"`
+	// Metadata is the annotation object as canonical JSON (at most MaxSnapshotMetadataBytes).
+	Metadata []byte `cbor:"6,keyasint,omitempty"`
+}
+
+// SnapshotRenew extends a snapshot's lease to command time + TTLDays (never shortens it).
+// Exactly one of ID and Name selects the snapshot.
+type SnapshotRenew struct {
+	Agent     string `cbor:"1,keyasint"`
+	Workspace string `cbor:"2,keyasint"`
+	ID        uint64 `cbor:"3,keyasint,omitempty"`
+	Name      string `cbor:"4,keyasint,omitempty"`
+	TTLDays   int    `cbor:"5,keyasint"`
+}
+
+// SnapshotRetire ends a snapshot at once. Exactly one of ID and Name selects it.
+// Result.Retired is true for the first success only.
+type SnapshotRetire struct {
+	Agent     string `cbor:"1,keyasint"`
+	Workspace string `cbor:"2,keyasint"`
+	ID        uint64 `cbor:"3,keyasint,omitempty"`
+	Name      string `cbor:"4,keyasint,omitempty"`
+	Reason    string `cbor:"5,keyasint,omitempty"`
+}
+
+// Commit seals the workbench's tree: it writes metadata/run_manifest.json (Envelope),
+// records the commit under Identity and makes it the head, in one command. The caller
+// computed TreeDigestURI from the workbench at revision ExpectRevision; a workbench that
+// changed since is Conflict (retryable: recompute and retry).
+type Commit struct {
+	Agent           string `cbor:"1,keyasint"`
+	Workspace       string `cbor:"2,keyasint"`
+	CreateWorkspace bool   `cbor:"3,keyasint,omitempty"`
+	// ExpectRevision is the workbench revision the tree was computed at (0: absent).
+	ExpectRevision uint64 `cbor:"4,keyasint"`
+	// ExpectHead is the head identity the caller observed; with Replace a different head
+	// is WorkbenchCommitConflict.
+	ExpectHead        string   `cbor:"5,keyasint,omitempty"`
+	Replace           bool     `cbor:"6,keyasint,omitempty"`
+	Identity          string   `cbor:"7,keyasint"`
+	ContentDigestURI  string   `cbor:"8,keyasint"`
+	ManifestDigestURI string   `cbor:"9,keyasint"`
+	TreeDigestURI     string   `cbor:"10,keyasint"`
+	Envelope          FileBody `cbor:"11,keyasint"`
+}
+
+// RestoreBegin starts restore operation OpID: it creates Destination in the staging state
+// and pins the source tree at the snapshot's or commit's version. Exactly one of
+// SnapshotID and CommitIdentity is set.
+type RestoreBegin struct {
+	Agent             string `cbor:"1,keyasint"`
+	OpID              string `cbor:"2,keyasint"`
+	Source            string `cbor:"3,keyasint"`
+	SourceIncarnation uint64 `cbor:"4,keyasint"`
+	SnapshotID        uint64 `cbor:"5,keyasint,omitempty"`
+	CommitIdentity    string `cbor:"6,keyasint,omitempty"`
+	Destination       string `cbor:"7,keyasint"`
+}
+
+// RestoreCopy stages up to Limit more source files into the destination, continuing after
+// the operation's recorded position, which must equal After (a late or duplicate proposal
+// is a Conflict and changes nothing).
+type RestoreCopy struct {
+	Agent string `cbor:"1,keyasint"`
+	OpID  string `cbor:"2,keyasint"`
+	After string `cbor:"3,keyasint,omitempty"`
+	Limit int    `cbor:"4,keyasint"`
+}
+
+// RestoreFinish publishes a fully staged destination: it writes
+// metadata/restore_manifest.json, commits the destination (Envelope at
+// metadata/run_manifest.json) and makes it visible, in one command.
+type RestoreFinish struct {
+	Agent             string   `cbor:"1,keyasint"`
+	OpID              string   `cbor:"2,keyasint"`
+	Manifest          FileBody `cbor:"3,keyasint"`
+	Identity          string   `cbor:"4,keyasint"`
+	ContentDigestURI  string   `cbor:"5,keyasint"`
+	ManifestDigestURI string   `cbor:"6,keyasint"`
+	TreeDigestURI     string   `cbor:"7,keyasint"`
+	Envelope          FileBody `cbor:"8,keyasint"`
+}
+
+func (SnapshotMint) Op() Op   { return OpSnapshotMint }
+func (SnapshotRenew) Op() Op  { return OpSnapshotRenew }
+func (SnapshotRetire) Op() Op { return OpSnapshotRetire }
+func (Commit) Op() Op         { return OpCommit }
+func (RestoreBegin) Op() Op   { return OpRestoreBegin }
+func (RestoreCopy) Op() Op    { return OpRestoreCopy }
+func (RestoreFinish) Op() Op  { return OpRestoreFinish }
+
 func (CreateRoot) Op() Op      { return OpCreateRoot }
 func (CreateWorkspace) Op() Op { return OpCreateWorkspace }
 func (Put) Op() Op             { return OpPut }
@@ -154,8 +269,17 @@ type Result struct {
 	ContentType string `cbor:"7,keyasint,omitempty"`
 	Executable  bool   `cbor:"8,keyasint,omitempty"`
 	RootUID     string `cbor:"9,keyasint,omitempty"`
-	// Replayed is set when the answer came from a dedupe record (never stored as true).
+	// Replayed is set when the answer came from a dedupe record (never stored as true), or
+	// when a commit or restore answered an exact retry with its original result.
 	Replayed bool `cbor:"10,keyasint,omitempty"`
+	// Snapshot is the snapshot a mint, renew or retire is about.
+	Snapshot *WorkbenchSnapshot `cbor:"11,keyasint,omitempty"`
+	// Retired is true for the first successful retire only.
+	Retired bool `cbor:"12,keyasint,omitempty"`
+	// Commit is the commit a Commit or RestoreFinish sealed (or replayed).
+	Commit *CommitRecord `cbor:"13,keyasint,omitempty"`
+	// Restore is the restore operation record after the command.
+	Restore *RestoreOp `cbor:"14,keyasint,omitempty"`
 }
 
 type envelope struct {
@@ -245,6 +369,34 @@ func DecodeCommand(data []byte) (Header, Body, error) {
 		var c Tick
 		err = decMode.Unmarshal(env.Body, &c)
 		b = c
+	case OpSnapshotMint:
+		var c SnapshotMint
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpSnapshotRenew:
+		var c SnapshotRenew
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpSnapshotRetire:
+		var c SnapshotRetire
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpCommit:
+		var c Commit
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpRestoreBegin:
+		var c RestoreBegin
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpRestoreCopy:
+		var c RestoreCopy
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpRestoreFinish:
+		var c RestoreFinish
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
 	default:
 		return Header{}, nil, invalidArg("command", "unknown op %d", env.Op)
 	}
@@ -268,6 +420,20 @@ func opName(op Op) string {
 		return "delete"
 	case OpTick:
 		return "tick"
+	case OpSnapshotMint:
+		return "snapshot-mint"
+	case OpSnapshotRenew:
+		return "snapshot-renew"
+	case OpSnapshotRetire:
+		return "snapshot-retire"
+	case OpCommit:
+		return "commit"
+	case OpRestoreBegin:
+		return "restore-begin"
+	case OpRestoreCopy:
+		return "restore-copy"
+	case OpRestoreFinish:
+		return "restore-finish"
 	}
 	return fmt.Sprintf("op-%d", op)
 }

@@ -20,6 +20,11 @@ const (
 	CodeInvalidState      Code = "InvalidState"
 	CodeResourceExhausted Code = "ResourceExhausted"
 	CodeInternal          Code = "Internal"
+	// Snapshots, commits and restores (WORKBENCH.md).
+	CodeSnapshotNotFound        Code = "SnapshotNotFound"
+	CodeSnapshotExpired         Code = "SnapshotExpired"
+	CodeForkRetentionActive     Code = "ForkRetentionActive"
+	CodeWorkbenchCommitConflict Code = "WorkbenchCommitConflict"
 )
 
 // Error is the deterministic failure of a command or a read. It is a plain value: results
@@ -39,6 +44,10 @@ type Error struct {
 	CurrentGeneration uint64 `cbor:"5,keyasint,omitempty"`
 	// Kind is "file" or "directory" for AlreadyExists and NotArtifact.
 	Kind string `cbor:"6,keyasint,omitempty"`
+	// OperationID names the restore operation a Conflict is about.
+	OperationID string `cbor:"7,keyasint,omitempty"`
+	// State is the lifecycle state of the snapshot a SnapshotExpired is about.
+	State string `cbor:"8,keyasint,omitempty"`
 }
 
 func (e *Error) Error() string {

@@ -26,11 +26,14 @@ type Options struct {
 	DedupeMaxPerRoot int
 	// RetentionBatch bounds the retention items one command processes. Default 64.
 	RetentionBatch int
+	// SnapshotGrace is how long (command time) an expired snapshot can still be renewed
+	// before it is reaped. Default 1h.
+	SnapshotGrace time.Duration
 }
 
 // DefaultOptions returns the defaults documented on Options.
 func DefaultOptions() Options {
-	return Options{RetentionWindow: 24 * time.Hour, DedupeMaxPerRoot: 100_000, RetentionBatch: 64}
+	return Options{RetentionWindow: 24 * time.Hour, DedupeMaxPerRoot: 100_000, RetentionBatch: 64, SnapshotGrace: time.Hour}
 }
 
 func (o Options) withDefaults() Options {
@@ -43,6 +46,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RetentionBatch <= 0 {
 		o.RetentionBatch = d.RetentionBatch
+	}
+	if o.SnapshotGrace <= 0 {
+		o.SnapshotGrace = d.SnapshotGrace
 	}
 	return o
 }
@@ -137,6 +143,20 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 	case Delete:
 		res = a.delete(b)
 	case Tick:
+	case SnapshotMint:
+		res = a.snapshotMint(b)
+	case SnapshotRenew:
+		res = a.snapshotRenew(b)
+	case SnapshotRetire:
+		res = a.snapshotRetire(b)
+	case Commit:
+		res = a.commit(b)
+	case RestoreBegin:
+		res = a.restoreBegin(b)
+	case RestoreCopy:
+		res = a.restoreCopy(b)
+	case RestoreFinish:
+		res = a.restoreFinish(b)
 	default:
 		res = Result{Err: invalidArg("command", "unsupported body %T", body)}
 	}
@@ -160,6 +180,20 @@ func bodyAgent(b Body) string {
 	case Append:
 		return b.Agent
 	case Delete:
+		return b.Agent
+	case SnapshotMint:
+		return b.Agent
+	case SnapshotRenew:
+		return b.Agent
+	case SnapshotRetire:
+		return b.Agent
+	case Commit:
+		return b.Agent
+	case RestoreBegin:
+		return b.Agent
+	case RestoreCopy:
+		return b.Agent
+	case RestoreFinish:
 		return b.Agent
 	}
 	return ""
@@ -503,7 +537,7 @@ func chainOf(r *pathRecord) []version {
 // schedules the next pruning.
 func (a *applier) storeChain(rootUID, key string, chain []version) {
 	s := a.st
-	kept, dropped, nextDue := a.prune(chain)
+	kept, dropped, nextDue := a.prune(binaryU64(key[:incarnationKeySize]), chain)
 	for _, el := range dropped {
 		if el.Entry != nil {
 			a.ref(rootUID, el.Entry, -1)
@@ -513,6 +547,11 @@ func (a *applier) storeChain(rootUID, key string, chain []version) {
 		s.paths.Delete(key)
 	} else {
 		s.paths.Set(key, &pathRecord{Chain: kept})
+	}
+	if len(kept) > 1 || len(kept) == 1 && kept[0].Entry == nil {
+		s.history.Set(key, struct{}{})
+	} else {
+		s.history.Delete(key)
 	}
 	if nextDue > 0 {
 		s.seq++
@@ -524,7 +563,7 @@ func (a *applier) storeChain(rootUID, key string, chain []version) {
 // the command time at which something kept becomes droppable (0: never by time alone).
 // The newest element stays unless it is a tombstone older than the retention window; a
 // superseded element stays while it was superseded less than VersionRetention ago.
-func (a *applier) prune(chain []version) (kept, dropped []version, nextDue int64) {
+func (a *applier) prune(inc uint64, chain []version) (kept, dropped []version, nextDue int64) {
 	now := a.st.nowMs
 	due := func(t int64) {
 		if nextDue == 0 || t < nextDue {
@@ -540,6 +579,10 @@ func (a *applier) prune(chain []version) (kept, dropped []version, nextDue int64
 			}
 			until = el.AtMs + a.opts.RetentionWindow.Milliseconds()
 		} else {
+			if a.held(inc, el.Version, chain[i-1].Version) {
+				kept = append(kept, el)
+				continue
+			}
 			until = chain[i-1].AtMs + a.opts.VersionRetention.Milliseconds()
 		}
 		if until > now {
@@ -549,9 +592,25 @@ func (a *applier) prune(chain []version) (kept, dropped []version, nextDue int64
 			dropped = append(dropped, el)
 		}
 	}
-	// A tombstone is only worth keeping while something older than it is kept or its own
-	// window runs; a chain of nothing but expired history goes entirely.
+	// A head tombstone stays while anything older is kept: dropping it would resurrect the
+	// older element for live reads. Once nothing older is kept, an expired one goes.
+	if len(chain) > 0 && chain[0].Entry == nil && len(dropped) > 0 && dropped[0].Version == chain[0].Version && len(kept) > 0 {
+		kept = append([]version{chain[0]}, kept...)
+		dropped = dropped[1:]
+	}
 	return kept, dropped, nextDue
+}
+
+// held reports whether a hold of incarnation inc pins a version in [lo, hi): then the
+// chain element that starts at lo and is superseded at hi is what reads at that version
+// see.
+func (a *applier) held(inc, lo, hi uint64) bool {
+	found := false
+	a.st.holds.Ascend(holdKey(inc, lo), func(k string, _ int64) bool {
+		found = k < holdKey(inc, hi)
+		return false
+	})
+	return found
 }
 
 // ref adds delta to the reference count of every non-inline segment of e.
@@ -618,6 +677,14 @@ func (a *applier) runRetention() {
 		case retainPath:
 			if rec, ok := s.paths.Get(y); ok {
 				a.storeChain(x, y, rec.Chain)
+			}
+		case retainLease:
+			a.reapIfDue(x)
+		case retainReprune:
+			a.reprune(x, y)
+		case retainRestore:
+			if op, ok := s.restores.Get(x); ok && op.State == RestoreComplete {
+				s.restores.Delete(x)
 			}
 		case retainDedupe:
 			if rec, ok := s.dedupe.Get(x); ok && rec.ExpiresAtMs <= s.nowMs {

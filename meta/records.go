@@ -10,6 +10,8 @@ type Root struct {
 	// UID names the root in blob keys ("r" + a decimal counter); never reused.
 	UID            string `cbor:"2,keyasint"`
 	CreatedVersion uint64 `cbor:"3,keyasint"`
+	// LastSnapshotID numbers the root's snapshots from 1.
+	LastSnapshotID uint64 `cbor:"4,keyasint,omitempty"`
 }
 
 // WorkspaceState is the lifecycle state of a workbench incarnation.
@@ -36,6 +38,12 @@ type Workspace struct {
 	// Files and Bytes count the live files and their bytes.
 	Files int64 `cbor:"8,keyasint"`
 	Bytes int64 `cbor:"9,keyasint"`
+	// HeadIdentity is the commit identity of the workbench's head commit ("" = none);
+	// HeadVersion the shard version that sealed it.
+	HeadIdentity string `cbor:"10,keyasint,omitempty"`
+	HeadVersion  uint64 `cbor:"11,keyasint,omitempty"`
+	// RestoreOp names the restore operation filling a staging workbench.
+	RestoreOp string `cbor:"12,keyasint,omitempty"`
 }
 
 // Segment is one contiguous byte range of a body: either a blob in the object store (named
@@ -123,4 +131,108 @@ type dedupeRecord struct {
 	Result      Result `cbor:"2,keyasint"`
 	ExpiresAtMs int64  `cbor:"3,keyasint"`
 	Seq         uint64 `cbor:"4,keyasint"`
+}
+
+// SnapshotState is the lifecycle state of a workbench snapshot (WORKBENCH.md §snapshot).
+type SnapshotState string
+
+// Snapshot states.
+const (
+	SnapshotAlive   SnapshotState = "alive"
+	SnapshotExpired SnapshotState = "expired"
+	SnapshotRetired SnapshotState = "retired"
+	SnapshotReaped  SnapshotState = "reaped"
+)
+
+// WorkbenchSnapshot is a leased MVCC read point of one workbench incarnation: reads at it
+// see the workbench as of ReadVersion. Records are kept after retirement and reaping so a
+// name keeps resolving to the newest snapshot minted with it.
+type WorkbenchSnapshot struct {
+	ID          uint64 `cbor:"1,keyasint"` // per agent root, from 1
+	Agent       string `cbor:"2,keyasint"`
+	Workspace   string `cbor:"3,keyasint"`
+	Incarnation uint64 `cbor:"4,keyasint"`
+	ReadVersion uint64 `cbor:"5,keyasint"`
+	Name        string `cbor:"6,keyasint,omitempty"`
+	Reason      string `cbor:"7,keyasint,omitempty"`
+	// Metadata is the annotation object as canonical JSON bytes (nil = none).
+	Metadata       []byte `cbor:"8,keyasint,omitempty"`
+	TTLDays        int    `cbor:"9,keyasint"`
+	CreatedAtMs    int64  `cbor:"10,keyasint"`
+	LeaseExpiresMs int64  `cbor:"11,keyasint"`
+	RenewedAtMs    int64  `cbor:"12,keyasint,omitempty"`
+	RetiredAtMs    int64  `cbor:"13,keyasint,omitempty"` // 0 = not retired
+	RetireReason   string `cbor:"14,keyasint,omitempty"`
+	ReapedAtMs     int64  `cbor:"15,keyasint,omitempty"` // 0 = not reaped
+	// Consumers counts restores in progress that read from this snapshot.
+	Consumers int64 `cbor:"16,keyasint,omitempty"`
+}
+
+// StateAt returns the snapshot's lifecycle state at command time nowMs.
+func (s *WorkbenchSnapshot) StateAt(nowMs int64) SnapshotState {
+	switch {
+	case s.RetiredAtMs != 0:
+		return SnapshotRetired
+	case s.ReapedAtMs != 0:
+		return SnapshotReaped
+	case nowMs >= s.LeaseExpiresMs:
+		return SnapshotExpired
+	}
+	return SnapshotAlive
+}
+
+// holdsHistory reports whether the snapshot still pins its read version.
+func (s *WorkbenchSnapshot) holdsHistory() bool { return s.RetiredAtMs == 0 && s.ReapedAtMs == 0 }
+
+// CommitRecord is a sealed commit of a workbench (WORKBENCH.md §commit): permanent, it
+// pins the workbench's tree as of Version.
+type CommitRecord struct {
+	Identity    string `cbor:"1,keyasint"` // hex commit identity
+	Workspace   string `cbor:"2,keyasint"`
+	Incarnation uint64 `cbor:"3,keyasint"`
+	// Version is the shard version of the command that sealed the commit; the sealed
+	// members are the workbench's files at Version, except the reserved manifests.
+	Version uint64 `cbor:"4,keyasint"`
+	// EnvelopeSize and EnvelopeDigest describe the bytes stored at
+	// metadata/run_manifest.json (whose generation is Version).
+	EnvelopeSize      int64  `cbor:"5,keyasint"`
+	EnvelopeDigest    Digest `cbor:"6,keyasint"`
+	ContentDigestURI  string `cbor:"7,keyasint"`
+	ManifestDigestURI string `cbor:"8,keyasint"`
+	TreeDigestURI     string `cbor:"9,keyasint"`
+	Replace           bool   `cbor:"10,keyasint,omitempty"`
+	CommittedAtMs     int64  `cbor:"11,keyasint"`
+}
+
+// RestoreState is the state of a restore operation.
+type RestoreState uint8
+
+// Restore states.
+const (
+	RestoreCopying  RestoreState = 1
+	RestoreComplete RestoreState = 2
+)
+
+// RestoreOp is the operation record of a restore: it drives the bounded commands that
+// stage a destination workbench from a snapshot or commit, and answers retries.
+type RestoreOp struct {
+	ID                string       `cbor:"1,keyasint"` // deterministic operation id (hex)
+	Agent             string       `cbor:"2,keyasint"`
+	Source            string       `cbor:"3,keyasint"`
+	SourceIncarnation uint64       `cbor:"4,keyasint"`
+	ReadVersion       uint64       `cbor:"5,keyasint"`
+	SnapshotID        uint64       `cbor:"6,keyasint,omitempty"`
+	CommitIdentity    string       `cbor:"7,keyasint,omitempty"`
+	Destination       string       `cbor:"8,keyasint"`
+	DestIncarnation   uint64       `cbor:"9,keyasint"`
+	State             RestoreState `cbor:"10,keyasint"`
+	// After is the last source path staged ("" = none yet); CopyDone says every source
+	// path has been staged.
+	After        string `cbor:"11,keyasint,omitempty"`
+	Copied       int64  `cbor:"12,keyasint,omitempty"`
+	CopyDone     bool   `cbor:"13,keyasint,omitempty"`
+	StartedAtMs  int64  `cbor:"14,keyasint"`
+	FinishedAtMs int64  `cbor:"15,keyasint,omitempty"`
+	// DestinationGeneration is the shard version of the final publish.
+	DestinationGeneration uint64 `cbor:"16,keyasint,omitempty"`
 }

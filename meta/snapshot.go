@@ -49,19 +49,27 @@ const (
 	recDedupeOrder
 	recDedupeCount
 	recRetention
+	recSnapshot
+	recSnapName
+	recHold
+	recCommit
+	recRestore
 )
 
 type snapRecord struct {
-	T         uint8         `cbor:"1,keyasint"`
-	K         []byte        `cbor:"2,keyasint,omitempty"`
-	Root      *Root         `cbor:"3,keyasint,omitempty"`
-	Workspace *Workspace    `cbor:"4,keyasint,omitempty"`
-	Path      *pathRecord   `cbor:"5,keyasint,omitempty"`
-	Dir       *dirRecord    `cbor:"6,keyasint,omitempty"`
-	Blob      *blobRef      `cbor:"7,keyasint,omitempty"`
-	Dedupe    *dedupeRecord `cbor:"8,keyasint,omitempty"`
-	S         []byte        `cbor:"9,keyasint,omitempty"`
-	N         int64         `cbor:"10,keyasint,omitempty"`
+	T         uint8              `cbor:"1,keyasint"`
+	K         []byte             `cbor:"2,keyasint,omitempty"`
+	Root      *Root              `cbor:"3,keyasint,omitempty"`
+	Workspace *Workspace         `cbor:"4,keyasint,omitempty"`
+	Path      *pathRecord        `cbor:"5,keyasint,omitempty"`
+	Dir       *dirRecord         `cbor:"6,keyasint,omitempty"`
+	Blob      *blobRef           `cbor:"7,keyasint,omitempty"`
+	Dedupe    *dedupeRecord      `cbor:"8,keyasint,omitempty"`
+	S         []byte             `cbor:"9,keyasint,omitempty"`
+	N         int64              `cbor:"10,keyasint,omitempty"`
+	Snap      *WorkbenchSnapshot `cbor:"11,keyasint,omitempty"`
+	Commit    *CommitRecord      `cbor:"12,keyasint,omitempty"`
+	Restore   *RestoreOp         `cbor:"13,keyasint,omitempty"`
 }
 
 // WriteTo streams the snapshot to w as a sequence of CBOR records (header, records in key
@@ -103,6 +111,21 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	})
 	st.retention.Scan(func(k, v string) bool {
 		return err == nil && emit(snapRecord{T: recRetention, K: []byte(k), S: []byte(v)})
+	})
+	st.snapshots.Scan(func(k string, v *WorkbenchSnapshot) bool {
+		return err == nil && emit(snapRecord{T: recSnapshot, K: []byte(k), Snap: v})
+	})
+	st.snapNames.Scan(func(k string, v uint64) bool {
+		return err == nil && emit(snapRecord{T: recSnapName, K: []byte(k), N: int64(v)})
+	})
+	st.holds.Scan(func(k string, v int64) bool {
+		return err == nil && emit(snapRecord{T: recHold, K: []byte(k), N: v})
+	})
+	st.commits.Scan(func(k string, v *CommitRecord) bool {
+		return err == nil && emit(snapRecord{T: recCommit, K: []byte(k), Commit: v})
+	})
+	st.restores.Scan(func(k string, v *RestoreOp) bool {
+		return err == nil && emit(snapRecord{T: recRestore, K: []byte(k), Restore: v})
 	})
 	if err != nil {
 		return cw.n, err
@@ -151,6 +174,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		missing := false
 		switch rec.T {
 		case recEnd:
+			st.rebuildHistory()
 			return st, nil
 		case recRoot:
 			missing = rec.Root == nil
@@ -181,6 +205,20 @@ func readSnapshot(r io.Reader) (*state, error) {
 		case recRetention:
 			missing = len(rec.S) == 0
 			st.retention.Set(string(rec.K), string(rec.S))
+		case recSnapshot:
+			missing = rec.Snap == nil
+			st.snapshots.Set(string(rec.K), rec.Snap)
+		case recSnapName:
+			st.snapNames.Set(string(rec.K), uint64(rec.N))
+		case recHold:
+			missing = rec.N <= 0
+			st.holds.Set(string(rec.K), rec.N)
+		case recCommit:
+			missing = rec.Commit == nil
+			st.commits.Set(string(rec.K), rec.Commit)
+		case recRestore:
+			missing = rec.Restore == nil
+			st.restores.Set(string(rec.K), rec.Restore)
 		default:
 			return nil, fmt.Errorf("snapshot record %d: unknown tag %d", n, rec.T)
 		}
@@ -211,4 +249,14 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// rebuildHistory derives the history set from the path chains.
+func (s *state) rebuildHistory() {
+	s.paths.Scan(func(k string, rec *pathRecord) bool {
+		if len(rec.Chain) > 1 || len(rec.Chain) == 1 && rec.Chain[0].Entry == nil {
+			s.history.Set(k, struct{}{})
+		}
+		return true
+	})
 }

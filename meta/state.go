@@ -27,6 +27,21 @@ type state struct {
 	dedupeCount *btree.Map[string, int64] // agent → number of dedupe records
 	// retention holds deferred work ordered by due time: due \x00 seq → item (retentionItem).
 	retention *btree.Map[string, string]
+	// snapshots holds every workbench snapshot: agent \x00 u64(id).
+	snapshots *btree.Map[string, *WorkbenchSnapshot]
+	// snapNames maps agent \x00 workbench \x00 name → the newest snapshot id minted with it.
+	snapNames *btree.Map[string, uint64]
+	// holds pins history: u64(incarnation) u64(version) → number of holders (alive
+	// snapshots, commits, restores in progress). Pruning keeps, for every hold version V,
+	// the newest chain element with version ≤ V.
+	holds *btree.Map[string, int64]
+	// commits holds sealed commits: u64(incarnation) identity.
+	commits *btree.Map[string, *CommitRecord]
+	// restores holds restore operations: agent \x00 operation id.
+	restores *btree.Map[string, *RestoreOp]
+	// history is the set of path keys whose chain holds more than a live entry (derived
+	// from paths, rebuilt on restore): what a released hold must re-prune.
+	history *btree.Map[string, struct{}]
 	// index is the secondary index of file fields (index.go). It is derived from paths:
 	// never part of a Raft snapshot, rebuilt on restore.
 	index *btree.Map[string, struct{}]
@@ -44,6 +59,12 @@ func newState() *state {
 		dedupeCount: new(btree.Map[string, int64]),
 		retention:   new(btree.Map[string, string]),
 		index:       new(btree.Map[string, struct{}]),
+		snapshots:   new(btree.Map[string, *WorkbenchSnapshot]),
+		snapNames:   new(btree.Map[string, uint64]),
+		holds:       new(btree.Map[string, int64]),
+		commits:     new(btree.Map[string, *CommitRecord]),
+		restores:    new(btree.Map[string, *RestoreOp]),
+		history:     new(btree.Map[string, struct{}]),
 	}
 }
 
@@ -60,6 +81,12 @@ func (s *state) copy() *state {
 	c.dedupeCount = s.dedupeCount.Copy()
 	c.retention = s.retention.Copy()
 	c.index = s.index.Copy()
+	c.snapshots = s.snapshots.Copy()
+	c.snapNames = s.snapNames.Copy()
+	c.holds = s.holds.Copy()
+	c.commits = s.commits.Copy()
+	c.restores = s.restores.Copy()
+	c.history = s.history.Copy()
 	return &c
 }
 
@@ -83,15 +110,28 @@ func retentionKey(dueMs int64, seq uint64) string {
 
 // Retention item kinds.
 const (
-	retainPath   = 'p' // value: 'p' root uid \x00 path key — re-prune the path's chain
-	retainDedupe = 'd' // value: 'd' dedupe key — drop the dedupe record if expired
+	retainPath    = 'p' // value: 'p' root uid \x00 path key — re-prune the path's chain
+	retainDedupe  = 'd' // value: 'd' dedupe key — drop the dedupe record if expired
+	retainLease   = 'l' // value: 'l' snapshot key — reap the snapshot if its grace passed
+	retainReprune = 'h' // value: 'h' root uid \x00 resume key — re-prune an incarnation's history
+	retainRestore = 'r' // value: 'r' restore key — drop a finished restore record
 )
 
 func splitRetentionItem(v string) (kind byte, a, b string) {
 	kind = v[0]
 	rest := v[1:]
-	if i := strings.IndexByte(rest, 0); i >= 0 && kind == retainPath {
+	if i := strings.IndexByte(rest, 0); i >= 0 && (kind == retainPath || kind == retainReprune) {
 		return kind, rest[:i], rest[i+1:]
 	}
 	return kind, rest, ""
 }
+
+func snapshotKey(agent string, id uint64) string { return agent + "\x00" + u64(id) }
+
+func snapNameKey(agent, ws, name string) string { return agent + "\x00" + ws + "\x00" + name }
+
+func holdKey(inc, version uint64) string { return u64(inc) + u64(version) }
+
+func commitKey(inc uint64, identity string) string { return u64(inc) + identity }
+
+func restoreKey(agent, id string) string { return agent + "\x00" + id }

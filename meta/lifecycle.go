@@ -1,0 +1,580 @@
+package meta
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits of snapshots, commits and restores (WORKBENCH.md).
+const (
+	MaxSnapshotTTLDays       = 90
+	MaxSnapshotNameBytes     = 256
+	MaxSnapshotReasonChars   = 256
+	MaxSnapshotMetadataBytes = 64 << 10
+	// MaxRestoreBatch bounds the files one RestoreCopy command stages.
+	MaxRestoreBatch = 4096
+	// repruneBatch bounds the paths one retention step re-prunes after a hold is released.
+	repruneBatch = 256
+)
+
+// Reserved manifest paths: written only by commit and restore, never sealed as members
+// and never copied by a restore.
+const (
+	RunManifestPath     = "metadata/run_manifest.json"
+	RestoreManifestPath = "metadata/restore_manifest.json"
+)
+
+// IsReservedPath reports whether path is one of the manifests only commit and restore write.
+func IsReservedPath(path string) bool {
+	return path == RunManifestPath || path == RestoreManifestPath
+}
+
+// addHold pins version of incarnation inc.
+func (a *applier) addHold(inc, version uint64) {
+	k := holdKey(inc, version)
+	n, _ := a.st.holds.Get(k)
+	a.st.holds.Set(k, n+1)
+}
+
+// releaseHold unpins version of incarnation inc and schedules re-pruning of the history
+// it may have kept (bounded steps, DESIGN.md §7).
+func (a *applier) releaseHold(rootUID string, inc, version uint64) {
+	s := a.st
+	k := holdKey(inc, version)
+	n, _ := s.holds.Get(k)
+	if n <= 1 {
+		s.holds.Delete(k)
+	} else {
+		s.holds.Set(k, n-1)
+	}
+	s.seq++
+	s.retention.Set(retentionKey(s.nowMs, s.seq), string(rune(retainReprune))+rootUID+"\x00"+u64(inc))
+}
+
+// reprune re-prunes up to repruneBatch history paths of the incarnation named by resume's
+// first 8 bytes, starting after resume, and schedules the rest.
+func (a *applier) reprune(rootUID, resume string) {
+	s := a.st
+	prefix := resume[:incarnationKeySize]
+	pivot := resume
+	if len(resume) > incarnationKeySize {
+		pivot = resume + "\x00" // strictly after the last re-pruned key
+	}
+	var keys []string
+	more := false
+	s.history.Ascend(pivot, func(k string, _ struct{}) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		if len(keys) == repruneBatch {
+			more = true
+			return false
+		}
+		keys = append(keys, k)
+		return true
+	})
+	for _, k := range keys {
+		if rec, ok := s.paths.Get(k); ok {
+			a.storeChain(rootUID, k, rec.Chain)
+		}
+	}
+	if more {
+		s.seq++
+		s.retention.Set(retentionKey(s.nowMs, s.seq), string(rune(retainReprune))+rootUID+"\x00"+keys[len(keys)-1])
+	}
+}
+
+func validateTTL(days int) *Error {
+	if days < 1 || days > MaxSnapshotTTLDays {
+		return invalidArg("ttl_days", "must be between 1 and %d, got %d", MaxSnapshotTTLDays, days)
+	}
+	return nil
+}
+
+func validateReason(field, r string) *Error {
+	if r == "" {
+		return nil
+	}
+	if n := utf8.RuneCountInString(r); !utf8.ValidString(r) || n > MaxSnapshotReasonChars {
+		return invalidArg(field, "must be valid UTF-8 of 1..%d characters", MaxSnapshotReasonChars)
+	}
+	return nil
+}
+
+func validateSnapshotName(n string) *Error {
+	if len(n) > MaxSnapshotNameBytes || !utf8.ValidString(n) {
+		return invalidArg("name", "must be valid UTF-8 of 1..%d bytes", MaxSnapshotNameBytes)
+	}
+	for _, r := range n {
+		if r < 0x20 || r == 0x7f {
+			return invalidArg("name", "must not contain control characters")
+		}
+	}
+	return nil
+}
+
+const dayMs = 24 * 60 * 60 * 1000
+
+func (a *applier) snapshotMint(c SnapshotMint) Result {
+	if err := ValidateName("agent", c.Agent); err != nil {
+		return Result{Err: err}
+	}
+	if err := ValidateName("id", c.Workspace); err != nil {
+		return Result{Err: err}
+	}
+	if err := validateTTL(c.TTLDays); err != nil {
+		return Result{Err: err}
+	}
+	if c.Name != "" {
+		if err := validateSnapshotName(c.Name); err != nil {
+			return Result{Err: err}
+		}
+	}
+	if err := validateReason("reason", c.Reason); err != nil {
+		return Result{Err: err}
+	}
+	if len(c.Metadata) > MaxSnapshotMetadataBytes {
+		return Result{Err: invalidArg("metadata", "encodes to %d bytes, more than %d", len(c.Metadata), MaxSnapshotMetadataBytes)}
+	}
+	s := a.st
+	ws, _, err := a.workspace(c.Agent, c.Workspace, false)
+	if err != nil {
+		return Result{Err: err}
+	}
+	root, _ := s.roots.Get(c.Agent)
+	nr := *root
+	nr.LastSnapshotID++
+	s.roots.Set(c.Agent, &nr)
+	snap := &WorkbenchSnapshot{ID: nr.LastSnapshotID, Agent: c.Agent, Workspace: c.Workspace,
+		Incarnation: ws.Incarnation, ReadVersion: s.version, Name: c.Name, Reason: c.Reason,
+		Metadata: c.Metadata, TTLDays: c.TTLDays, CreatedAtMs: s.nowMs,
+		LeaseExpiresMs: s.nowMs + int64(c.TTLDays)*dayMs}
+	key := snapshotKey(c.Agent, snap.ID)
+	s.snapshots.Set(key, snap)
+	if c.Name != "" {
+		s.snapNames.Set(snapNameKey(c.Agent, c.Workspace, c.Name), snap.ID)
+	}
+	a.addHold(ws.Incarnation, snap.ReadVersion)
+	a.scheduleReap(key, snap)
+	return Result{Snapshot: snap, RootUID: root.UID}
+}
+
+func (a *applier) scheduleReap(key string, snap *WorkbenchSnapshot) {
+	s := a.st
+	s.seq++
+	s.retention.Set(retentionKey(snap.LeaseExpiresMs+a.opts.SnapshotGrace.Milliseconds(), s.seq), string(rune(retainLease))+key)
+}
+
+// reapIfDue reaps the snapshot at key once its lease and grace period have passed.
+func (a *applier) reapIfDue(key string) {
+	s := a.st
+	snap, ok := s.snapshots.Get(key)
+	if !ok || !snap.holdsHistory() || s.nowMs < snap.LeaseExpiresMs+a.opts.SnapshotGrace.Milliseconds() {
+		return // retired, already reaped, or renewed since (the renew scheduled its own check)
+	}
+	ns := *snap
+	ns.ReapedAtMs = s.nowMs
+	s.snapshots.Set(key, &ns)
+	root, _ := s.roots.Get(snap.Agent)
+	a.releaseHold(root.UID, snap.Incarnation, snap.ReadVersion)
+}
+
+// findSnapshot resolves a snapshot of workbench ws by id or by name (exactly one given).
+func findSnapshot(s *state, agent, ws string, id uint64, name string) (string, *WorkbenchSnapshot, *Error) {
+	if name != "" {
+		nid, ok := s.snapNames.Get(snapNameKey(agent, ws, name))
+		if !ok {
+			return "", nil, errorf(CodeSnapshotNotFound, "no snapshot of workbench %q is named %q", ws, name)
+		}
+		id = nid
+	}
+	key := snapshotKey(agent, id)
+	snap, ok := s.snapshots.Get(key)
+	if !ok || snap.Workspace != ws {
+		return "", nil, errorf(CodeSnapshotNotFound, "workbench %q has no snapshot %d", ws, id)
+	}
+	return key, snap, nil
+}
+
+func snapshotSelector(agent, ws string, id uint64, name string) *Error {
+	if err := ValidateName("agent", agent); err != nil {
+		return err
+	}
+	if err := ValidateName("id", ws); err != nil {
+		return err
+	}
+	if (id == 0) == (name == "") {
+		return invalidArg("snapshot_id", "give exactly one of snapshot_id and name")
+	}
+	return nil
+}
+
+func expiredError(snap *WorkbenchSnapshot, st SnapshotState) *Error {
+	return &Error{Code: CodeSnapshotExpired, State: string(st),
+		Message: "snapshot " + strconv.FormatUint(snap.ID, 10) + " is " + string(st)}
+}
+
+func (a *applier) snapshotRenew(c SnapshotRenew) Result {
+	if err := snapshotSelector(c.Agent, c.Workspace, c.ID, c.Name); err != nil {
+		return Result{Err: err}
+	}
+	if err := validateTTL(c.TTLDays); err != nil {
+		return Result{Err: err}
+	}
+	s := a.st
+	key, snap, err := findSnapshot(s, c.Agent, c.Workspace, c.ID, c.Name)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if st := snap.StateAt(s.nowMs); st == SnapshotReaped || st == SnapshotRetired {
+		return Result{Err: expiredError(snap, st)}
+	}
+	deadline := s.nowMs + int64(c.TTLDays)*dayMs
+	if deadline <= snap.LeaseExpiresMs {
+		return Result{Snapshot: snap} // a renew never shortens a lease
+	}
+	ns := *snap
+	ns.LeaseExpiresMs = deadline
+	ns.TTLDays = c.TTLDays
+	ns.RenewedAtMs = s.nowMs
+	s.snapshots.Set(key, &ns)
+	a.scheduleReap(key, &ns)
+	return Result{Snapshot: &ns}
+}
+
+func (a *applier) snapshotRetire(c SnapshotRetire) Result {
+	if err := snapshotSelector(c.Agent, c.Workspace, c.ID, c.Name); err != nil {
+		return Result{Err: err}
+	}
+	if err := validateReason("reason", c.Reason); err != nil {
+		return Result{Err: err}
+	}
+	s := a.st
+	key, snap, err := findSnapshot(s, c.Agent, c.Workspace, c.ID, c.Name)
+	if err != nil {
+		return Result{Err: err}
+	}
+	switch snap.StateAt(s.nowMs) {
+	case SnapshotRetired:
+		return Result{Snapshot: snap} // an exact retry: retired false, the original reason
+	case SnapshotReaped:
+		return Result{Err: expiredError(snap, SnapshotReaped)}
+	}
+	if snap.Consumers > 0 {
+		return Result{Err: errorf(CodeForkRetentionActive, "snapshot %d is being restored from; retire it after the restore completes", snap.ID)}
+	}
+	ns := *snap
+	ns.RetiredAtMs = s.nowMs
+	ns.RetireReason = c.Reason
+	s.snapshots.Set(key, &ns)
+	root, _ := s.roots.Get(c.Agent)
+	a.releaseHold(root.UID, snap.Incarnation, snap.ReadVersion)
+	return Result{Snapshot: &ns, Retired: true}
+}
+
+// validateFileBody checks a manifest body a command publishes.
+func validateFileBody(field string, b FileBody) *Error {
+	if err := validateSegments(field, b.Segments, b.Size); err != nil {
+		return err
+	}
+	if len(b.ContentType) > 256 {
+		return invalidArg(field, "content type must be at most 256 bytes")
+	}
+	return nil
+}
+
+func validDigestURI(field, s string) *Error {
+	if len(s) != len("sha256:")+64 || !strings.HasPrefix(s, "sha256:") {
+		return invalidArg(field, "must match ^sha256:[0-9a-f]{64}$")
+	}
+	for _, c := range s[len("sha256:"):] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return invalidArg(field, "must match ^sha256:[0-9a-f]{64}$")
+		}
+	}
+	return nil
+}
+
+func validIdentity(field, s string) *Error {
+	if len(s) != 64 || validDigestURI(field, "sha256:"+s) != nil {
+		return invalidArg(field, "must be 64 lower-case hex characters")
+	}
+	return nil
+}
+
+func validateCommitFields(identity, content, manifest, tree string, env FileBody) *Error {
+	if err := validIdentity("commit_identity", identity); err != nil {
+		return err
+	}
+	if err := validDigestURI("content_digest_uri", content); err != nil {
+		return err
+	}
+	if err := validDigestURI("manifest_digest_uri", manifest); err != nil {
+		return err
+	}
+	if err := validDigestURI("tree_digest_uri", tree); err != nil {
+		return err
+	}
+	return validateFileBody("envelope", env)
+}
+
+// publishBody writes a manifest body at path of ws (a file the command itself owns).
+func (a *applier) publishBody(root *Root, ws *Workspace, path string, b FileBody) *Entry {
+	s := a.st
+	key := pathKey(ws.Incarnation, path)
+	rec, _ := s.paths.Get(key)
+	e := &Entry{Generation: s.version, Size: b.Size, Digest: b.Digest, ContentType: b.ContentType,
+		Segments: b.Segments, HashState: b.HashState, ModifiedAtMs: s.nowMs}
+	a.publish(root, ws, key, path, rec, e)
+	return e
+}
+
+// seal records a commit of ws sealed at the current version and makes it the head. The
+// envelope must already be published at RunManifestPath.
+func (a *applier) seal(ws *Workspace, rec *CommitRecord) {
+	s := a.st
+	s.commits.Set(commitKey(ws.Incarnation, rec.Identity), rec)
+	cur, _ := s.workspaces.Get(workspaceKey(ws.Agent, ws.Name))
+	nws := *cur
+	nws.HeadIdentity = rec.Identity
+	nws.HeadVersion = rec.Version
+	s.workspaces.Set(workspaceKey(ws.Agent, ws.Name), &nws)
+	a.addHold(ws.Incarnation, rec.Version) // a commit is permanent: its tree stays readable
+}
+
+func (a *applier) commit(c Commit) Result {
+	if err := ValidateName("agent", c.Agent); err != nil {
+		return Result{Err: err}
+	}
+	if err := ValidateName("id", c.Workspace); err != nil {
+		return Result{Err: err}
+	}
+	if err := validateCommitFields(c.Identity, c.ContentDigestURI, c.ManifestDigestURI, c.TreeDigestURI, c.Envelope); err != nil {
+		return Result{Err: err}
+	}
+	s := a.st
+	ws, err := a.target(c.Agent, c.Workspace, RunManifestPath, c.CreateWorkspace)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if ws != nil {
+		if prev, ok := s.commits.Get(commitKey(ws.Incarnation, c.Identity)); ok {
+			root, _ := s.roots.Get(c.Agent)
+			return Result{Commit: prev, Replayed: true, Generation: prev.Version, RootUID: root.UID}
+		}
+		if ws.HeadIdentity != "" && !c.Replace {
+			return Result{Err: errorf(CodeWorkbenchCommitConflict, "workbench %q already has a different commit; pass replace to supersede it", c.Workspace)}
+		}
+		if c.Replace && ws.HeadIdentity != c.ExpectHead {
+			return Result{Err: errorf(CodeWorkbenchCommitConflict, "the head commit of workbench %q changed concurrently", c.Workspace)}
+		}
+		if ws.Revision != c.ExpectRevision {
+			return Result{Err: &Error{Code: CodeConflict, Message: "the workbench changed while the commit was prepared"}}
+		}
+	} else if c.ExpectRevision != 0 || c.ExpectHead != "" {
+		return Result{Err: &Error{Code: CodeConflict, Message: "the workbench changed while the commit was prepared"}}
+	}
+	root, ws := a.materialize(c.Agent, c.Workspace, ws)
+	a.publishBody(root, ws, RunManifestPath, c.Envelope)
+	rec := &CommitRecord{Identity: c.Identity, Workspace: c.Workspace, Incarnation: ws.Incarnation,
+		Version: s.version, EnvelopeSize: c.Envelope.Size, EnvelopeDigest: c.Envelope.Digest,
+		ContentDigestURI: c.ContentDigestURI, ManifestDigestURI: c.ManifestDigestURI,
+		TreeDigestURI: c.TreeDigestURI, Replace: c.Replace, CommittedAtMs: s.nowMs}
+	a.seal(ws, rec)
+	return Result{Commit: rec, Generation: rec.Version, Size: rec.EnvelopeSize, Digest: rec.EnvelopeDigest, RootUID: root.UID}
+}
+
+func (a *applier) restoreBegin(c RestoreBegin) Result {
+	if err := ValidateName("agent", c.Agent); err != nil {
+		return Result{Err: err}
+	}
+	if err := ValidateName("id", c.Source); err != nil {
+		return Result{Err: err}
+	}
+	if err := ValidateName("destination_id", c.Destination); err != nil {
+		return Result{Err: err}
+	}
+	if err := validIdentity("operation_id", c.OpID); err != nil {
+		return Result{Err: err}
+	}
+	if (c.SnapshotID == 0) == (c.CommitIdentity == "") {
+		return Result{Err: invalidArg("at_snapshot", "give exactly one of at_snapshot and at_commit")}
+	}
+	s := a.st
+	rkey := restoreKey(c.Agent, c.OpID)
+	if op, ok := s.restores.Get(rkey); ok {
+		if op.State == RestoreComplete {
+			return Result{Restore: op, Replayed: true, Generation: op.DestinationGeneration}
+		}
+		return Result{Err: &Error{Code: CodeConflict, OperationID: op.ID, Message: "the restore is still running; retry later"}}
+	}
+	if _, ok := s.workspaces.Get(workspaceKey(c.Agent, c.Destination)); ok {
+		return Result{Err: errorf(CodeAlreadyExists, "workbench %q already exists", c.Destination)}
+	}
+	src, _, err := a.workspace(c.Agent, c.Source, false)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if src.Incarnation != c.SourceIncarnation {
+		return Result{Err: &Error{Code: CodeConflict, Message: "the source workbench was replaced while the restore was prepared"}}
+	}
+	var readVersion uint64
+	var snapKey string
+	if c.SnapshotID != 0 {
+		key, snap, err := findSnapshot(s, c.Agent, c.Source, c.SnapshotID, "")
+		if err != nil {
+			return Result{Err: err}
+		}
+		if st := snap.StateAt(s.nowMs); st != SnapshotAlive {
+			return Result{Err: expiredError(snap, st)}
+		}
+		readVersion, snapKey = snap.ReadVersion, key
+		ns := *snap
+		ns.Consumers++
+		s.snapshots.Set(key, &ns)
+	} else {
+		if err := validIdentity("at_commit", c.CommitIdentity); err != nil {
+			return Result{Err: err}
+		}
+		cm, ok := s.commits.Get(commitKey(src.Incarnation, c.CommitIdentity))
+		if !ok {
+			return Result{Err: errorf(CodeNotFound, "workbench %q has no commit %s", c.Source, c.CommitIdentity)}
+		}
+		readVersion = cm.Version
+	}
+	_ = snapKey
+	s.nextIncarnation++
+	dst := &Workspace{Agent: c.Agent, Name: c.Destination, Incarnation: s.nextIncarnation, State: WorkspaceStaging,
+		Revision: s.version, CreatedVersion: s.version, CreatedAtMs: s.nowMs, RestoreOp: c.OpID}
+	s.workspaces.Set(workspaceKey(c.Agent, c.Destination), dst)
+	a.addHold(src.Incarnation, readVersion)
+	op := &RestoreOp{ID: c.OpID, Agent: c.Agent, Source: c.Source, SourceIncarnation: src.Incarnation,
+		ReadVersion: readVersion, SnapshotID: c.SnapshotID, CommitIdentity: c.CommitIdentity,
+		Destination: c.Destination, DestIncarnation: dst.Incarnation, State: RestoreCopying, StartedAtMs: s.nowMs}
+	s.restores.Set(rkey, op)
+	root, _ := s.roots.Get(c.Agent)
+	return Result{Restore: op, RootUID: root.UID}
+}
+
+// runningRestore returns the copying restore op of a command, or an error.
+func (a *applier) runningRestore(agent, opID string) (*RestoreOp, *Error) {
+	op, ok := a.st.restores.Get(restoreKey(agent, opID))
+	if !ok {
+		return nil, errorf(CodeNotFound, "restore operation %s does not exist", opID)
+	}
+	if op.State != RestoreCopying {
+		return nil, &Error{Code: CodeConflict, OperationID: op.ID, Message: "the restore operation already completed"}
+	}
+	return op, nil
+}
+
+func (a *applier) restoreCopy(c RestoreCopy) Result {
+	if c.Limit < 1 || c.Limit > MaxRestoreBatch {
+		return Result{Err: invalidArg("limit", "must be between 1 and %d", MaxRestoreBatch)}
+	}
+	s := a.st
+	op, err := a.runningRestore(c.Agent, c.OpID)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if op.CopyDone || op.After != c.After {
+		return Result{Err: &Error{Code: CodeConflict, OperationID: op.ID, Message: "the restore operation moved on; re-read it"}}
+	}
+	root, _ := s.roots.Get(c.Agent)
+	prefix := u64(op.SourceIncarnation)
+	pivot := prefix
+	if op.After != "" {
+		pivot = prefix + op.After + "\x00"
+	}
+	type staged struct {
+		path string
+		e    *Entry
+	}
+	var batch []staged
+	last, scanned, done := op.After, 0, true
+	s.paths.Ascend(pivot, func(k string, rec *pathRecord) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		if len(batch) == c.Limit || scanned == 4*c.Limit {
+			done = false
+			return false
+		}
+		scanned++
+		last = k[len(prefix):]
+		if e := rec.at(op.ReadVersion); e != nil {
+			if p := keyPath(k); !IsReservedPath(p) {
+				batch = append(batch, staged{p, e})
+			}
+		}
+		return true
+	})
+	dkey := workspaceKey(op.Agent, op.Destination)
+	for _, b := range batch {
+		dst, _ := s.workspaces.Get(dkey) // publish replaces the record each time
+		ne := *b.e
+		ne.Generation = s.version
+		ne.ModifiedAtMs = s.nowMs
+		k := pathKey(dst.Incarnation, b.path)
+		rec, _ := s.paths.Get(k)
+		a.publish(root, dst, k, b.path, rec, &ne)
+	}
+	nop := *op
+	nop.After = last
+	nop.Copied += int64(len(batch))
+	nop.CopyDone = done
+	s.restores.Set(restoreKey(c.Agent, c.OpID), &nop)
+	return Result{Restore: &nop}
+}
+
+func (a *applier) restoreFinish(c RestoreFinish) Result {
+	if err := validateCommitFields(c.Identity, c.ContentDigestURI, c.ManifestDigestURI, c.TreeDigestURI, c.Envelope); err != nil {
+		return Result{Err: err}
+	}
+	if err := validateFileBody("manifest", c.Manifest); err != nil {
+		return Result{Err: err}
+	}
+	s := a.st
+	op, err := a.runningRestore(c.Agent, c.OpID)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if !op.CopyDone {
+		return Result{Err: &Error{Code: CodeConflict, OperationID: op.ID, Message: "the restore has not staged every file yet"}}
+	}
+	root, _ := s.roots.Get(c.Agent)
+	dkey := workspaceKey(op.Agent, op.Destination)
+	dst, _ := s.workspaces.Get(dkey)
+	a.publishBody(root, dst, RestoreManifestPath, c.Manifest)
+	dst, _ = s.workspaces.Get(dkey)
+	a.publishBody(root, dst, RunManifestPath, c.Envelope)
+	dst, _ = s.workspaces.Get(dkey)
+	rec := &CommitRecord{Identity: c.Identity, Workspace: op.Destination, Incarnation: dst.Incarnation,
+		Version: s.version, EnvelopeSize: c.Envelope.Size, EnvelopeDigest: c.Envelope.Digest,
+		ContentDigestURI: c.ContentDigestURI, ManifestDigestURI: c.ManifestDigestURI,
+		TreeDigestURI: c.TreeDigestURI, CommittedAtMs: s.nowMs}
+	a.seal(dst, rec)
+	dst, _ = s.workspaces.Get(dkey)
+	vis := *dst
+	vis.State = WorkspaceVisible
+	vis.RestoreOp = ""
+	s.workspaces.Set(dkey, &vis)
+	a.releaseHold(root.UID, op.SourceIncarnation, op.ReadVersion)
+	if op.SnapshotID != 0 {
+		if snap, ok := s.snapshots.Get(snapshotKey(op.Agent, op.SnapshotID)); ok && snap.Consumers > 0 {
+			ns := *snap
+			ns.Consumers--
+			s.snapshots.Set(snapshotKey(op.Agent, op.SnapshotID), &ns)
+		}
+	}
+	nop := *op
+	nop.State = RestoreComplete
+	nop.FinishedAtMs = s.nowMs
+	nop.DestinationGeneration = s.version
+	rkey := restoreKey(c.Agent, c.OpID)
+	s.restores.Set(rkey, &nop)
+	s.seq++
+	s.retention.Set(retentionKey(s.nowMs+a.opts.RetentionWindow.Milliseconds(), s.seq), string(rune(retainRestore))+rkey)
+	return Result{Restore: &nop, Commit: rec, Generation: s.version, RootUID: root.UID}
+}

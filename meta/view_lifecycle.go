@@ -1,0 +1,145 @@
+package meta
+
+import "strings"
+
+// SnapshotView resolves a snapshot of workbench ws (by id, or by name when name != "") and
+// returns a view frozen at its read version together with the workbench incarnation it
+// reads. SnapshotNotFound when no such snapshot of this workbench exists;
+// SnapshotExpired (Error.State says expired, retired or reaped) when it is no longer
+// readable.
+func (v *View) SnapshotView(agent, ws string, id uint64, name string) (*View, *Workspace, *WorkbenchSnapshot, error) {
+	_, snap, err := findSnapshot(v.st, agent, ws, id, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if st := snap.StateAt(v.st.nowMs); st != SnapshotAlive {
+		return nil, nil, nil, expiredError(snap, st)
+	}
+	w := &Workspace{Agent: agent, Name: ws, Incarnation: snap.Incarnation, Revision: snap.ReadVersion,
+		CreatedVersion: snap.ReadVersion}
+	return &View{st: v.st, at: snap.ReadVersion}, w, snap, nil
+}
+
+// VersionView returns a view of incarnation ws frozen at version at, for reading a pinned
+// tree (a commit's or a restore's). The caller must hold the version (a commit or a
+// running restore does); unpinned history may have been pruned.
+func (v *View) VersionView(ws *Workspace, at uint64) (*View, *Workspace, error) {
+	if at > v.st.version {
+		return nil, nil, invalidArg("version", "%d is beyond the applied shard version %d", at, v.st.version)
+	}
+	w := *ws
+	w.Revision = at
+	return &View{st: v.st, at: at}, &w, nil
+}
+
+// Snapshot returns a snapshot record of workbench ws by id or name, whatever its state.
+func (v *View) Snapshot(agent, ws string, id uint64, name string) (*WorkbenchSnapshot, error) {
+	_, snap, err := findSnapshot(v.st, agent, ws, id, name)
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// Snapshots returns every snapshot of workbench ws (any state), oldest first.
+func (v *View) Snapshots(agent, ws string) []*WorkbenchSnapshot {
+	var out []*WorkbenchSnapshot
+	prefix := agent + "\x00"
+	v.st.snapshots.Ascend(prefix, func(k string, s *WorkbenchSnapshot) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		if s.Workspace == ws {
+			out = append(out, s)
+		}
+		return true
+	})
+	return out
+}
+
+// SnapshotAliases returns the names that currently resolve to snap (a name resolves to
+// the newest snapshot minted with it).
+func (v *View) SnapshotAliases(snap *WorkbenchSnapshot) []string {
+	if snap.Name == "" {
+		return nil
+	}
+	if id, ok := v.st.snapNames.Get(snapNameKey(snap.Agent, snap.Workspace, snap.Name)); ok && id == snap.ID {
+		return []string{snap.Name}
+	}
+	return nil
+}
+
+// Commit returns the commit of ws with the given identity.
+func (v *View) Commit(ws *Workspace, identity string) (*CommitRecord, bool) {
+	return v.st.commits.Get(commitKey(ws.Incarnation, identity))
+}
+
+// Head returns the head commit of ws as of this view (the workbench record's head).
+func (v *View) Head(ws *Workspace) (*CommitRecord, bool) {
+	if ws.HeadIdentity == "" {
+		return nil, false
+	}
+	return v.Commit(ws, ws.HeadIdentity)
+}
+
+// Workspaces returns up to limit visible workbenches of agent in name order after the name
+// after, and whether more remain. Staging workbenches are skipped.
+func (v *View) Workspaces(agent, after string, limit int) (out []*Workspace, more bool) {
+	prefix := agent + "\x00"
+	pivot := prefix
+	if after != "" {
+		pivot = prefix + after + "\x00"
+	}
+	v.st.workspaces.Ascend(pivot, func(k string, ws *Workspace) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		if ws.State != WorkspaceVisible || ws.CreatedVersion > v.at {
+			return true
+		}
+		if len(out) == limit {
+			more = true
+			return false
+		}
+		out = append(out, ws)
+		return true
+	})
+	return out, more
+}
+
+// Restore returns a restore operation record.
+func (v *View) Restore(agent, opID string) (*RestoreOp, bool) {
+	return v.st.restores.Get(restoreKey(agent, opID))
+}
+
+// RestoresInProgress returns every restore operation still copying (for the leader's
+// restore driver to resume after a restart).
+func (v *View) RestoresInProgress() []*RestoreOp {
+	var out []*RestoreOp
+	v.st.restores.Scan(func(_ string, op *RestoreOp) bool {
+		if op.State == RestoreCopying {
+			out = append(out, op)
+		}
+		return true
+	})
+	return out
+}
+
+// Files calls fn for every file of ws visible at this view's version, in component-wise
+// path order, starting after the path after ("" = from the first), until fn returns false.
+func (v *View) Files(ws *Workspace, after string, fn func(path string, e *Entry) bool) {
+	prefix := u64(ws.Incarnation)
+	pivot := prefix
+	if after != "" {
+		pivot = pathKey(ws.Incarnation, after) + "\x00"
+	}
+	v.st.paths.Ascend(pivot, func(k string, rec *pathRecord) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		if e := rec.at(v.at); e != nil {
+			return fn(keyPath(k), e)
+		}
+		return true
+	})
+}
