@@ -16,6 +16,10 @@
 //   - Nothing here reads the environment or the file system behind the caller's back:
 //     LoadConfig takes the flag set and a getenv function, so tests and embedders control
 //     every input.
+//   - Secrets never live in Config, which is printed and logged. Credentials come from the
+//     environment only (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: LoadCredentials), never
+//     from a flag or the YAML file, and format and log as "set"/"unset", never as values.
+//     No ConfigError shows a value that may carry a secret (a URL with user info).
 //
 // This package must never import the storage layers (meta, blob, shard) or the surfaces
 // (api): they import ops, not the other way round.
