@@ -1,8 +1,287 @@
 package meta
 
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"strings"
+)
+
+// The secondary field index (DESIGN.md §7 "secondary indexes").
+//
+// state.index holds one key per (live file, field): every built-in field the file has and
+// every writer-attached field. A key is
+//
+//	u64(incarnation) | field name | 0x00 | tag | value | path
+//
+// where tag and value are an order-preserving encoding of the field's value:
+//
+//   - 'n' numbers (int and float together): the 8-byte order-preserving encoding of the
+//     value rounded to float64 (ints above 2^53 round to a neighbour; -0 becomes +0);
+//   - 's' strings: the first indexStringBytes bytes, with 0x00 escaped as 0x00 0xFF and
+//     terminated by 0x00 0x01, so byte order of keys is byte order of the (truncated)
+//     values and a prefix of a value encodes to a prefix of its encoding;
+//   - 'b' booleans: one byte, 0 or 1.
+//
+// The encoding is monotone but not injective (rounding, truncation): a ≤ b implies
+// enc(a) ≤ enc(b), never the converse. So an index range is a superset of the files whose
+// value lies in the predicate's range, and every candidate is checked against the exact
+// predicate afterwards: results never depend on whether the index was used.
+//
+// Field names hold no 0x00 (ValidateFieldName), paths hold none (ValidatePath), so the key
+// of a file's field is unique and the path is the rest of the key after the value. A key
+// is at most 8 + MaxFieldNameBytes + 2 + 2*indexStringBytes + 2 + MaxPathBytes bytes.
+//
+// The index describes the live state only (the head of every chain). It is derived data:
+// never in a Raft snapshot, maintained by publish (indexFile) and rebuilt by Restore
+// (rebuildIndex). Views at older versions scan the version chains instead.
+
+// Index key tags.
+const (
+	indexTagNumber = 'n'
+	indexTagString = 's'
+	indexTagBool   = 'b'
+)
+
+// indexStringBytes bounds the bytes of a string value that go into an index key. Longer
+// values share the key of their prefix; the exact check after the lookup tells them apart.
+const indexStringBytes = 128
+
 // indexFile updates the secondary index when the live entry of path in incarnation inc
 // changes from old to e (either may be nil).
-func (s *state) indexFile(inc uint64, path string, old, e *Entry) {}
+func (s *state) indexFile(inc uint64, path string, old, e *Entry) {
+	if old == e {
+		return
+	}
+	before := indexKeys(inc, path, old)
+	after := indexKeys(inc, path, e)
+	// Both are sorted: delete what goes, add what comes, leave what stays.
+	i, j := 0, 0
+	for i < len(before) || j < len(after) {
+		switch {
+		case j == len(after) || i < len(before) && before[i] < after[j]:
+			s.index.Delete(before[i])
+			i++
+		case i == len(before) || after[j] < before[i]:
+			s.index.Set(after[j], struct{}{})
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+}
 
 // rebuildIndex recomputes the secondary index from the live paths (after a restore).
-func (s *state) rebuildIndex() {}
+func (s *state) rebuildIndex() {
+	s.index.Clear()
+	s.paths.Scan(func(key string, rec *pathRecord) bool {
+		if e := rec.live(); e != nil {
+			inc := binary.BigEndian.Uint64([]byte(key[:incarnationKeySize]))
+			for _, k := range indexKeys(inc, keyPath(key), e) {
+				s.index.Set(k, struct{}{})
+			}
+		}
+		return true
+	})
+}
+
+// indexKeys returns the sorted index keys of the fields of e at path (none for nil).
+func indexKeys(inc uint64, path string, e *Entry) []string {
+	if e == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(builtinFields)+len(e.Fields))
+	forEachField(path, e, func(name string, v FieldValue) {
+		b := make([]byte, 0, incarnationKeySize+len(name)+len(path)+24)
+		b = append(b, indexFieldBase(inc, name)...)
+		b = appendIndexValue(b, v)
+		keys = append(keys, string(append(b, path...)))
+	})
+	slices.Sort(keys)
+	return keys
+}
+
+// indexFieldBase is the key prefix of every index key of field name in incarnation inc.
+func indexFieldBase(inc uint64, name string) string { return u64(inc) + name + "\x00" }
+
+// appendIndexValue appends the tag and the order-preserving encoding of v.
+func appendIndexValue(b []byte, v FieldValue) []byte {
+	switch v.Kind {
+	case FieldInt, FieldFloat:
+		f, _ := v.Number()
+		return appendOrderedFloat(append(b, indexTagNumber), f)
+	case FieldString:
+		return append(appendEscaped(append(b, indexTagString), truncateIndexString(v.Str)), 0x00, 0x01)
+	case FieldBool:
+		if v.Bool {
+			return append(b, indexTagBool, 1)
+		}
+		return append(b, indexTagBool, 0)
+	}
+	return b
+}
+
+func truncateIndexString(s string) string {
+	if len(s) > indexStringBytes {
+		return s[:indexStringBytes]
+	}
+	return s
+}
+
+// appendOrderedFloat appends 8 bytes whose byte order is the numeric order of f.
+func appendOrderedFloat(b []byte, f float64) []byte {
+	if f == 0 {
+		f = 0 // -0 and +0 are equal: one encoding
+	}
+	bits := math.Float64bits(f)
+	if bits&(1<<63) != 0 {
+		bits = ^bits
+	} else {
+		bits |= 1 << 63
+	}
+	return binary.BigEndian.AppendUint64(b, bits)
+}
+
+// appendEscaped appends s with 0x00 escaped as 0x00 0xFF (no terminator).
+func appendEscaped(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			b = append(b, 0x00, 0xFF)
+		} else {
+			b = append(b, s[i])
+		}
+	}
+	return b
+}
+
+// indexKeyPath returns the path of an index key whose field base (indexFieldBase) is
+// baseLen bytes long.
+func indexKeyPath(key string, baseLen int) (string, bool) {
+	if len(key) <= baseLen {
+		return "", false
+	}
+	rest := key[baseLen+1:]
+	switch key[baseLen] {
+	case indexTagNumber:
+		if len(rest) < 8 {
+			return "", false
+		}
+		return rest[8:], true
+	case indexTagBool:
+		if len(rest) < 1 {
+			return "", false
+		}
+		return rest[1:], true
+	case indexTagString:
+		// The escaped value holds 0x00 only before 0xFF; the first 0x00 0x01 ends it.
+		for i := 0; i+1 < len(rest); i++ {
+			if rest[i] == 0 {
+				if rest[i+1] == 0x01 {
+					return rest[i+2:], true
+				}
+				i++
+			}
+		}
+	}
+	return "", false
+}
+
+// keyRange is a half-open range [lo, hi) of index keys; hi "" is unbounded.
+type keyRange struct{ lo, hi string }
+
+// prefixRange is the range of every key that starts with p.
+func prefixRange(p string) keyRange { return keyRange{lo: p, hi: prefixEnd(p)} }
+
+// prefixEnd returns the least string greater than every string with prefix p ("" when
+// there is none).
+func prefixEnd(p string) string {
+	b := []byte(p)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] != 0xFF {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return ""
+}
+
+// indexable reports whether a predicate can take its candidates from the index.
+func (p *pred) indexable() bool {
+	switch p.op {
+	case PredEq, PredIn, PredPrefix, PredGt, PredGte, PredLt, PredLte, PredExists:
+		return true
+	}
+	return false
+}
+
+// indexRanges returns the key ranges of incarnation inc that hold every file matching p
+// (a superset: candidates are checked exactly afterwards). p must be indexable.
+func (p *pred) indexRanges(inc uint64) []keyRange {
+	base := indexFieldBase(inc, p.field)
+	value := func(v FieldValue) string { return string(appendIndexValue([]byte(base), v)) }
+	tagged := func(v FieldValue) string { return string(appendIndexValue([]byte(base), v)[:len(base)+1]) }
+	switch p.op {
+	case PredExists:
+		return []keyRange{prefixRange(base)}
+	case PredEq:
+		return []keyRange{prefixRange(value(p.val))}
+	case PredIn:
+		out := make([]keyRange, 0, len(p.vals))
+		seen := make(map[string]bool, len(p.vals))
+		for _, v := range p.vals {
+			if k := value(v); !seen[k] {
+				seen[k] = true
+				out = append(out, prefixRange(k))
+			}
+		}
+		return out
+	case PredPrefix:
+		esc := appendEscaped([]byte(base+string(indexTagString)), truncateIndexString(p.val.Str))
+		return []keyRange{prefixRange(string(esc))}
+	case PredGt, PredGte:
+		return []keyRange{{lo: value(p.val), hi: prefixEnd(tagged(p.val))}}
+	case PredLt, PredLte:
+		return []keyRange{{lo: tagged(p.val), hi: prefixEnd(value(p.val))}}
+	}
+	return nil
+}
+
+// countRange counts the keys in r, stopping at limit.
+func (s *state) countRange(r keyRange, limit int64) int64 {
+	var n int64
+	if limit <= 0 {
+		return 0
+	}
+	s.index.Ascend(r.lo, func(key string, _ struct{}) bool {
+		if r.hi != "" && key >= r.hi {
+			return false
+		}
+		n++
+		return n < limit
+	})
+	return n
+}
+
+// rangePaths appends the paths of the keys in r, whose field base is baseLen bytes long.
+func (s *state) rangePaths(r keyRange, baseLen int, out []string) []string {
+	s.index.Ascend(r.lo, func(key string, _ struct{}) bool {
+		if r.hi != "" && key >= r.hi {
+			return false
+		}
+		if p, ok := indexKeyPath(key, baseLen); ok {
+			out = append(out, p)
+		}
+		return true
+	})
+	return out
+}
+
+// hasPathPrefix reports whether path lies in the subtree dir: dir itself or below it,
+// component-wise ("a" holds "a" and "a/x", not "ab"). dir "" holds everything.
+func hasPathPrefix(path, dir string) bool {
+	if dir == "" {
+		return true
+	}
+	return strings.HasPrefix(path, dir) && (len(path) == len(dir) || path[len(dir)] == '/')
+}
