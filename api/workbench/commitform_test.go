@@ -14,8 +14,8 @@ import (
 	"github.com/cairnstore/cairn/api/workbench"
 )
 
-// sha256URI hashes bytes the test built by hand, independently of the code under test.
-func sha256URI(b []byte) string {
+// commitSHA256URI hashes bytes the test built by hand, independently of the code under test.
+func commitSHA256URI(b []byte) string {
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
@@ -77,7 +77,7 @@ func TestManifestDigestGolden(t *testing.T) {
 		t.Fatalf("canonical\n got %s\nwant %s", got, want)
 	}
 	const golden = "sha256:4e071d2f4cc17775068224ef182730664b674b77610f2f43bc2affc0c8cc0132"
-	if d := workbench.ManifestDigestURI(got); d != sha256URI(want) || d != golden {
+	if d := workbench.ManifestDigestURI(got); d != commitSHA256URI(want) || d != golden {
 		t.Fatalf("digest %s, want %s", d, golden)
 	}
 }
@@ -119,12 +119,12 @@ func TestCanonicalManifestRejects(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted %q as %s", c.in, got)
 			}
-			checkInvalidArgument(t, err, "manifest")
+			commitWantInvalid(t, err, "manifest")
 		})
 	}
 }
 
-func checkInvalidArgument(t *testing.T, err error, field string) {
+func commitWantInvalid(t *testing.T, err error, field string) {
 	t.Helper()
 	var we *workbench.Error
 	if !errors.As(err, &we) || we.Code != workbench.CodeInvalidArguments || we.Details["field"] != field {
@@ -140,11 +140,11 @@ func TestValidateContentDigestURI(t *testing.T) {
 	for _, bad := range []string{"", "sha256:", "sha256:" + hex64[:63], "sha256:" + hex64 + "0", "SHA256:" + hex64,
 		"sha256:" + strings.ToUpper(hex64), "sha512:" + hex64, "sha256:" + hex64[:63] + "g", " sha256:" + hex64,
 		"sha256:" + hex64 + "\n", hex64} {
-		checkInvalidArgument(t, workbench.ValidateContentDigestURI(bad), "content_digest_uri")
+		commitWantInvalid(t, workbench.ValidateContentDigestURI(bad), "content_digest_uri")
 	}
 }
 
-func be64(n int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
+func commitBE64(n int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
 
 func TestCommitIdentityGolden(t *testing.T) {
 	a := "sha256:" + strings.Repeat("a", 64)
@@ -152,7 +152,7 @@ func TestCommitIdentityGolden(t *testing.T) {
 	var pre []byte
 	pre = append(pre, "nokv.workbench.commit_identity.v1\x00"...)
 	for _, s := range []string{"w", a, b} {
-		pre = append(append(pre, be64(len(s))...), s...)
+		pre = append(append(pre, commitBE64(len(s))...), s...)
 	}
 	sum := sha256.Sum256(pre)
 	const golden = "5b0e27a6facb56ee93e8b4e61e8e1eb1a71977204ac6b2de58a9e5bdc8115de3" // sha256sum
@@ -171,11 +171,11 @@ func TestTreeDigestGolden(t *testing.T) {
 	members := []workbench.TreeMember{{Path: "outputs/b", DigestURI: b}, {Path: "input/a", DigestURI: a}}
 	var pre []byte
 	for _, m := range []workbench.TreeMember{members[1], members[0]} { // path byte order
-		pre = append(append(pre, be64(len(m.Path))...), m.Path...)
-		pre = append(append(pre, be64(len(m.DigestURI))...), m.DigestURI...)
+		pre = append(append(pre, commitBE64(len(m.Path))...), m.Path...)
+		pre = append(append(pre, commitBE64(len(m.DigestURI))...), m.DigestURI...)
 	}
 	const golden = "sha256:fb77729c5b5a511193056aa6a83e62654f393f13c692573b1e87a94e6104f3f4" // sha256sum
-	if got := workbench.TreeDigestURI(members); got != sha256URI(pre) || got != golden {
+	if got := workbench.TreeDigestURI(members); got != commitSHA256URI(pre) || got != golden {
 		t.Fatalf("tree digest %s, want %s", got, golden)
 	}
 	if members[0].Path != "outputs/b" {
@@ -203,7 +203,7 @@ func TestRunManifestEnvelopeBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mdigest := sha256URI([]byte(`{"note":"a<b & c>d","run":{"ok":true,"score":0.50}}`))
+	mdigest := commitSHA256URI([]byte(`{"note":"a<b & c>d","run":{"ok":true,"score":0.50}}`))
 	identity := workbench.CommitIdentity("w-1", content, mdigest)
 	want := `{"schema":"nokv.workbench.run_manifest.v1","workbench_id":"w-1","workbench_path":"/agents/a&b/wb/w-1",` +
 		`"content_digest_uri":"` + content + `","manifest_digest_uri":"` + mdigest + `","commit_identity":"` + identity +
@@ -241,12 +241,12 @@ func TestRunManifestEnvelopeRejects(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted: %s", b)
 			}
-			checkInvalidArgument(t, err, c.field)
+			commitWantInvalid(t, err, c.field)
 		})
 	}
 }
 
-func decodeUseNumber(t *testing.T, b []byte) any {
+func commitDecodeUseNumber(t *testing.T, b []byte) any {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -272,7 +272,7 @@ func FuzzCanonicalManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		out, err := workbench.CanonicalManifest(raw)
 		if err != nil {
-			checkInvalidArgument(t, err, "manifest")
+			commitWantInvalid(t, err, "manifest")
 			return
 		}
 		if !json.Valid(raw) || !json.Valid(out) {
@@ -286,8 +286,8 @@ func FuzzCanonicalManifest(f *testing.F) {
 		if err != nil || !bytes.Equal(again, out) {
 			t.Fatalf("not idempotent: %q -> %q (%v)", out, again, err)
 		}
-		in := decodeUseNumber(t, raw)
-		if got := decodeUseNumber(t, out); !reflect.DeepEqual(in, got) {
+		in := commitDecodeUseNumber(t, raw)
+		if got := commitDecodeUseNumber(t, out); !reflect.DeepEqual(in, got) {
 			t.Fatalf("value changed: %q -> %q", raw, out)
 		}
 		other, err := json.Marshal(in)
