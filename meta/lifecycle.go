@@ -559,6 +559,8 @@ func (a *applier) restoreFinish(c RestoreFinish) Result {
 	vis := *dst
 	vis.State = WorkspaceVisible
 	vis.RestoreOp = ""
+	// Reads at versions before this one never saw the destination (it was staging).
+	vis.CreatedVersion = s.version
 	s.workspaces.Set(dkey, &vis)
 	a.releaseHold(root.UID, op.SourceIncarnation, op.ReadVersion)
 	if op.SnapshotID != 0 {
