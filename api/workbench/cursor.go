@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/cairnstore/cairn/meta"
 )
 
 // MaxCursorAge bounds how long a cursor stays usable (DESIGN.md §10).
@@ -26,9 +28,13 @@ type cursor struct {
 	// Fence is the workbench revision (list) or file generation (read) of the first page.
 	Fence uint64 `json:"f"`
 	// After is the last name returned (list); Offset the next record or byte (read).
-	After    string `json:"n,omitempty"`
-	Offset   int64  `json:"o,omitempty"`
-	IssuedAt int64  `json:"t"`
+	After  string `json:"n,omitempty"`
+	Offset int64  `json:"o,omitempty"`
+	// Snapshot is the snapshot id a snapshot read resolved to on the first page.
+	Snapshot uint64 `json:"s,omitempty"`
+	// Position is where a search resumes.
+	Position *meta.Position `json:"q,omitempty"`
+	IssuedAt int64          `json:"t"`
 }
 
 type cursorCodec struct{ key []byte }

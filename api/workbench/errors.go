@@ -92,6 +92,12 @@ func AsError(err error) *Error {
 		if me.Path != "" {
 			e.Details["conflicting_path"] = me.Path
 		}
+		if me.OperationID != "" {
+			e.Details["operation_id"] = me.OperationID
+		}
+		if me.State != "" {
+			e.Details["state"] = me.State
+		}
 		e.Retryable = me.Code == meta.CodeConflict || me.Code == meta.CodeResourceExhausted
 		return e
 	}

@@ -254,34 +254,42 @@ func (s *Service) fileInfo(agent, id, path string, e *meta.Entry) FileInfo {
 // File is an opened file revision: its description and a way to stream its bytes. The
 // revision is pinned: later writes to the path do not change what Reader returns.
 type File struct {
-	Info  FileInfo
-	s     *Service
-	agent string
-	entry *meta.Entry
+	Info FileInfo
+	// SnapshotID is the snapshot the file was read at (0: live state).
+	SnapshotID uint64
+	s          *Service
+	agent      string
+	entry      *meta.Entry
 }
 
 // Open resolves the file at path (linearizable) for reading. NotFound when absent,
 // NotArtifact when the path is a directory.
 func (s *Service) Open(ctx context.Context, agent, id, path string) (*File, error) {
+	return s.OpenAt(ctx, agent, id, path, At{})
+}
+
+// OpenAt is Open at a snapshot (or live state for the zero At). SnapshotNotFound and
+// SnapshotExpired as the selector requires.
+func (s *Service) OpenAt(ctx context.Context, agent, id, path string, at At) (*File, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return nil, err
 	}
 	if path == "" {
 		return nil, invalidArgument("path", "must not be empty")
 	}
-	view, err := s.core.ReadView(ctx)
+	view, ws, snap, err := s.resolve(ctx, agent, id, at)
 	if err != nil {
-		return nil, AsError(err)
+		return nil, err
 	}
-	ws, err := view.Workspace(agent, id)
-	if err != nil {
-		return nil, AsError(err)
+	var snapID uint64
+	if snap != nil {
+		snapID = snap.ID
 	}
 	e, err := view.File(ws, path)
 	if err != nil {
 		return nil, AsError(err)
 	}
-	return &File{Info: s.fileInfo(agent, id, path, e), s: s, agent: agent, entry: e}, nil
+	return &File{Info: s.fileInfo(agent, id, path, e), SnapshotID: snapID, s: s, agent: agent, entry: e}, nil
 }
 
 // Reader streams bytes [offset, offset+length) of the revision (length < 0: to the end).
@@ -432,16 +440,17 @@ type StatResult struct {
 
 // Stat describes path ("" = the workbench itself). Sections always exist.
 func (s *Service) Stat(ctx context.Context, agent, id, path string) (StatResult, error) {
+	return s.StatAt(ctx, agent, id, path, At{})
+}
+
+// StatAt is Stat at a snapshot (or live state for the zero At).
+func (s *Service) StatAt(ctx context.Context, agent, id, path string, at At) (StatResult, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return StatResult{}, err
 	}
-	view, err := s.core.ReadView(ctx)
+	view, ws, _, err := s.resolve(ctx, agent, id, at)
 	if err != nil {
-		return StatResult{}, AsError(err)
-	}
-	ws, err := view.Workspace(agent, id)
-	if err != nil {
-		return StatResult{}, AsError(err)
+		return StatResult{}, err
 	}
 	st, err := view.Stat(ws, path)
 	if err != nil {

@@ -3,6 +3,7 @@ package workbench
 import (
 	"context"
 	"sort"
+	"strconv"
 
 	"github.com/cairnstore/cairn/meta"
 )
@@ -21,6 +22,9 @@ type ListRequest struct {
 	Path   string
 	Cursor string
 	Limit  int // 1..MaxListLimit; 0 = DefaultListLimit
+	// At selects a snapshot; the zero value lists live state. Snapshot cursors never fail
+	// with ReadFenceChanged.
+	At At
 }
 
 // ListEntry is one direct child.
@@ -59,20 +63,26 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 	if req.Limit < 1 || req.Limit > MaxListLimit {
 		return ListResult{}, invalidArgument("limit", "must be between 1 and %d", MaxListLimit)
 	}
-	view, err := s.core.ReadView(ctx)
-	if err != nil {
-		return ListResult{}, AsError(err)
+	var cur cursor
+	at := req.At
+	if req.Cursor != "" {
+		var cerr *Error
+		if cur, cerr = s.cursors.decode(req.Cursor, "list", req.Agent, req.Workbench, req.Path); cerr != nil {
+			return ListResult{}, cerr
+		}
+		if cur.Args != snapshotArgs(req.At, cur.Snapshot) {
+			return ListResult{}, invalidArgument("cursor", "was issued for another at_snapshot")
+		}
+		if !at.Live() {
+			at = AtSnapshotID(cur.Snapshot) // a snapshot cursor stays on the snapshot it started on
+		}
 	}
-	ws, err := view.Workspace(req.Agent, req.Workbench)
+	view, ws, snap, err := s.resolve(ctx, req.Agent, req.Workbench, at)
 	if err != nil {
-		return ListResult{}, AsError(err)
+		return ListResult{}, err
 	}
 	fence, after := ws.Revision, ""
 	if req.Cursor != "" {
-		cur, cerr := s.cursors.decode(req.Cursor, "list", req.Agent, req.Workbench, req.Path)
-		if cerr != nil {
-			return ListResult{}, cerr
-		}
 		if cur.Incarnation != ws.Incarnation {
 			return ListResult{}, invalidArgument("cursor", "was issued for another incarnation of the workbench")
 		}
@@ -82,6 +92,10 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 			return ListResult{}, e
 		}
 		fence, after = cur.Fence, cur.After
+	}
+	var snapID uint64
+	if snap != nil {
+		snapID = snap.ID
 	}
 	out := ListResult{Path: req.Path}
 	var ents []meta.DirEntry
@@ -114,7 +128,7 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 	if more && len(ents) > 0 {
 		out.Truncated = true
 		out.NextCursor = s.cursors.encode(cursor{Kind: "list", Agent: req.Agent, Workbench: req.Workbench,
-			Incarnation: ws.Incarnation, Path: req.Path, Fence: fence, After: ents[len(ents)-1].Name})
+			Incarnation: ws.Incarnation, Path: req.Path, Args: snapshotArgs(req.At, snapID), Snapshot: snapID, Fence: fence, After: ents[len(ents)-1].Name})
 	}
 	return out, nil
 }
@@ -154,4 +168,13 @@ func joinPath(dir, name string) string {
 		return name
 	}
 	return dir + "/" + name
+}
+
+// snapshotArgs binds a cursor to the at_snapshot selector it was issued for and the
+// snapshot that selector resolved to.
+func snapshotArgs(at At, snapID uint64) string {
+	if at.Live() {
+		return ""
+	}
+	return at.String() + "=" + strconv.FormatUint(snapID, 10)
 }

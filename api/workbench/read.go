@@ -26,8 +26,9 @@ const (
 // ToolRead implements workbench_read: structured records (JSON, YAML, text lines) or a
 // byte range as base64, paginated with a cursor bound to the file's generation.
 func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Result, error) {
-	if err := noSnapshots(in.AtSnapshot); err != nil {
-		return nil, err
+	at, aerr := ParseAtSnapshot(in.AtSnapshot)
+	if aerr != nil {
+		return nil, aerr
 	}
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
@@ -65,11 +66,15 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 		}
 		limit = *in.Limit
 	}
-	f, err := s.Open(ctx, agent, in.ID, full)
+	f, err := s.OpenAt(ctx, agent, in.ID, full, at)
 	if err != nil {
 		return nil, err
 	}
+	args := format + snapshotArgs(at, f.SnapshotID)
 	r := s.fileFields(success(), agent, in.ID, full)
+	if !at.Live() {
+		r["at_snapshot"] = atSnapshotValue(at)
+	}
 	r["generation"] = f.Info.Generation
 	if in.IfNoneMatch != nil && *in.IfNoneMatch == f.Info.Generation {
 		r["not_modified"] = true
@@ -81,8 +86,8 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 		if cerr != nil {
 			return nil, cerr
 		}
-		if cur.Args != format {
-			return nil, invalidArgument("cursor", "was issued for format %q", cur.Args)
+		if cur.Args != args {
+			return nil, invalidArgument("cursor", "was issued for another format or at_snapshot")
 		}
 		if cur.Fence != f.Info.Generation {
 			e := newError(CodeReadFenceChanged, "the file changed since the first page (generation %d, now %d); read again from the start", cur.Fence, f.Info.Generation)
@@ -97,7 +102,7 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 	r["total_size_bytes"] = f.Info.Size
 	r["format"] = format
 	next := func(off int64) any {
-		return s.cursors.encode(cursor{Kind: "read", Agent: agent, Workbench: in.ID, Path: full, Args: format, Fence: f.Info.Generation, Offset: off})
+		return s.cursors.encode(cursor{Kind: "read", Agent: agent, Workbench: in.ID, Path: full, Args: args, Fence: f.Info.Generation, Offset: off})
 	}
 	if format == "bytes" {
 		if offset > f.Info.Size {

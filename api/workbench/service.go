@@ -12,6 +12,7 @@ import (
 	"hash"
 	"io"
 	"mime"
+	"sort"
 	"strings"
 	"sync"
 
@@ -59,6 +60,9 @@ type Config struct {
 	// MaxConcurrentLoads bounds the whole bodies loaded into memory at once for edit and
 	// structured reads (each up to MCPMaxPayloadBytes plus its decoded form). Default 4.
 	MaxConcurrentLoads int
+	// RestoreBatch is how many files one bounded restore command stages (1..4096).
+	// Default DefaultRestoreBatch.
+	RestoreBatch int
 }
 
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
@@ -74,6 +78,9 @@ type Service struct {
 	// ingests and loads are admission semaphores bounding the node's memory (Config).
 	ingests chan struct{}
 	loads   chan struct{}
+	// restoring maps a restore operation id → a channel closed when this process's driver
+	// of it stops.
+	restoring sync.Map
 }
 
 // admit takes a slot of sem, waiting while all are taken; release gives it back.
@@ -102,6 +109,12 @@ func New(core Core, blobs blob.Store, cfg Config) (*Service, error) {
 	}
 	if cfg.MaxConcurrentLoads <= 0 {
 		cfg.MaxConcurrentLoads = 4
+	}
+	if cfg.RestoreBatch <= 0 {
+		cfg.RestoreBatch = DefaultRestoreBatch
+	}
+	if cfg.RestoreBatch > meta.MaxRestoreBatch {
+		return nil, fmt.Errorf("workbench: RestoreBatch %d out of range 1..%d", cfg.RestoreBatch, meta.MaxRestoreBatch)
 	}
 	if cfg.InlineMaxBytes < 0 || cfg.InlineMaxBytes > meta.MaxInlineSegmentBytes {
 		return nil, fmt.Errorf("workbench: InlineMaxBytes %d out of range 0..%d", cfg.InlineMaxBytes, meta.MaxInlineSegmentBytes)
@@ -222,6 +235,9 @@ type WriteRequest struct {
 	CreateWorkbench bool
 	// RequestID makes the write idempotent (REST Idempotency-Key).
 	RequestID string
+	// Fields are writer-attached metadata fields, indexed for search (names lower case;
+	// meta.ValidateFields).
+	Fields map[string]meta.FieldValue
 }
 
 // FileResult describes a file after a write.
@@ -267,15 +283,20 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 		return FileResult{}, werr
 	}
 	req.ContentType = ct
+	if err := meta.ValidateFields("fields", req.Fields); err != nil {
+		return FileResult{}, AsError(err)
+	}
 	body, err := s.ingest(ctx, req.Agent, req.Body, nil)
 	if err != nil {
 		return FileResult{}, err
 	}
 	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("put", req.Agent, req.Workbench, req.Path,
-		fmt.Sprint(req.Cond, req.IfGeneration, req.Executable, req.CreateWorkbench), req.ContentType, string(body.digest[:]))}
+		fmt.Sprint(req.Cond, req.IfGeneration, req.Executable, req.CreateWorkbench), req.ContentType, string(body.digest[:]),
+		fieldsKey(req.Fields))}
 	res, werr := s.propose(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
 		CreateWorkspace: req.CreateWorkbench, Cond: req.Cond, IfGeneration: req.IfGeneration, Size: body.size,
-		Digest: body.digest, ContentType: req.ContentType, Executable: req.Executable, Segments: body.segments, HashState: body.hashState})
+		Digest: body.digest, ContentType: req.ContentType, Executable: req.Executable, Segments: body.segments, HashState: body.hashState,
+		Fields: req.Fields})
 	if werr != nil {
 		return FileResult{}, werr
 	}
@@ -477,3 +498,23 @@ func requestHash(parts ...string) meta.Digest {
 	copy(d[:], h.Sum(nil))
 	return d
 }
+
+// fieldsKey renders fields deterministically for request hashing.
+func fieldsKey(fs map[string]meta.FieldValue) string {
+	names := make([]string, 0, len(fs))
+	for n := range fs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(n)
+		b.WriteByte('=')
+		b.WriteString(fs[n].String())
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// BlobStore returns the object store the service writes bodies to.
+func (s *Service) BlobStore() blob.Store { return s.blobs }

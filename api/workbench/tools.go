@@ -184,12 +184,12 @@ func (s *Service) writePayload(text, b64, contentType *string) ([]byte, string, 
 	return data, ct, nil
 }
 
-func noSnapshots(raw json.RawMessage) *Error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
+// atSnapshotValue renders a selector back as the caller gave it (id or name).
+func atSnapshotValue(at At) any {
+	if at.SnapshotName != "" {
+		return at.SnapshotName
 	}
-	e := newError(CodeSnapshotNotFound, "snapshot %s does not exist", string(raw))
-	return e
+	return at.SnapshotID
 }
 
 func (s *Service) fileFields(r Result, agent, id, full string) Result {
@@ -370,8 +370,9 @@ func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Res
 
 // ToolList implements workbench_list.
 func (s *Service) ToolList(ctx context.Context, agent string, in ListInput) (Result, error) {
-	if err := noSnapshots(in.AtSnapshot); err != nil {
-		return nil, err
+	at, aerr := ParseAtSnapshot(in.AtSnapshot)
+	if aerr != nil {
+		return nil, aerr
 	}
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
@@ -387,11 +388,14 @@ func (s *Service) ToolList(ctx context.Context, agent string, in ListInput) (Res
 		}
 		limit = *in.Limit
 	}
-	res, err := s.List(ctx, ListRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: limit})
+	res, err := s.List(ctx, ListRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: limit, At: at})
 	if err != nil {
 		return nil, err
 	}
 	r := success()
+	if !at.Live() {
+		r["at_snapshot"] = atSnapshotValue(at)
+	}
 	r["workbench_id"] = in.ID
 	r["workbench_path"] = s.WorkbenchPath(agent, in.ID)
 	r["entry_count"] = res.EntryCount
@@ -422,8 +426,9 @@ func nilIfEmpty(s string) any {
 
 // ToolStat implements workbench_stat: the workbench, a section, a directory or a file.
 func (s *Service) ToolStat(ctx context.Context, agent string, in StatInput) (Result, error) {
-	if err := noSnapshots(in.AtSnapshot); err != nil {
-		return nil, err
+	at, aerr := ParseAtSnapshot(in.AtSnapshot)
+	if aerr != nil {
+		return nil, aerr
 	}
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
@@ -432,11 +437,14 @@ func (s *Service) ToolStat(ctx context.Context, agent string, in StatInput) (Res
 	if werr != nil {
 		return nil, werr
 	}
-	st, err := s.Stat(ctx, agent, in.ID, full)
+	st, err := s.StatAt(ctx, agent, in.ID, full, at)
 	if err != nil {
 		return nil, err
 	}
 	r := success()
+	if !at.Live() {
+		r["at_snapshot"] = atSnapshotValue(at)
+	}
 	switch st.Kind {
 	case "workbench":
 		r["workbench_id"] = in.ID

@@ -1,0 +1,144 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// CommitInput is workbench_commit's input.
+type CommitInput struct {
+	ID               string          `json:"id"`
+	Manifest         json.RawMessage `json:"manifest"`
+	ContentDigestURI string          `json:"content_digest_uri"`
+	Replace          *bool           `json:"replace"`
+}
+
+// maxCommitAttempts bounds how often a commit recomputes its tree when writes to the
+// workbench keep landing between its read and its publish.
+const maxCommitAttempts = 8
+
+// treeMembers returns the sealed members of ws as view sees it: every file except the run
+// manifest (which the commit itself writes).
+func treeMembers(view *meta.View, ws *meta.Workspace, exclude func(string) bool) []TreeMember {
+	var out []TreeMember
+	view.Files(ws, "", func(p string, e *meta.Entry) bool {
+		if !exclude(p) {
+			out = append(out, TreeMember{Path: p, DigestURI: DigestURI(e.Digest)})
+		}
+		return true
+	})
+	return out
+}
+
+// uploadBody stores a small manifest body (inline or in the object store) and describes it
+// for a command.
+func (s *Service) uploadBody(ctx context.Context, agent string, data []byte) (meta.FileBody, error) {
+	b, err := s.ingest(ctx, agent, bytes.NewReader(data), nil)
+	if err != nil {
+		return meta.FileBody{}, err
+	}
+	return meta.FileBody{Size: b.size, Digest: b.digest, ContentType: "application/json", Segments: b.segments, HashState: b.hashState}, nil
+}
+
+// commitFields renders a sealed commit the way workbench_commit reports it.
+func (s *Service) commitFields(r Result, agent, id string, c *meta.CommitRecord, replace, replay bool) Result {
+	s.fileFields(r, agent, id, meta.RunManifestPath)
+	r["size_bytes"] = c.EnvelopeSize
+	r["generation"] = c.Version
+	r["content_digest_uri"] = c.ContentDigestURI
+	r["manifest_digest_uri"] = c.ManifestDigestURI
+	r["commit_identity"] = c.Identity
+	r["envelope_digest_uri"] = DigestURI(c.EnvelopeDigest)
+	r["tree_digest_uri"] = c.TreeDigestURI
+	r["committed_at_unix_seconds"] = c.CommittedAtMs / 1000
+	r["replace"] = replace
+	r["idempotent_replay"] = replay
+	return r
+}
+
+// ToolCommit implements workbench_commit (WORKBENCH.md §commit): it seals the workbench's
+// current tree under a deterministic identity, writing metadata/run_manifest.json and the
+// head in one command. Exact retries replay; another identity is WorkbenchCommitConflict
+// unless replace is set, and a replace still loses to a concurrent head change.
+func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) (Result, error) {
+	if err := validateTarget(agent, in.ID, ""); err != nil {
+		return nil, err
+	}
+	if err := ValidateContentDigestURI(in.ContentDigestURI); err != nil {
+		return nil, err
+	}
+	if t := bytes.TrimSpace(in.Manifest); len(t) == 0 || t[0] != '{' {
+		return nil, invalidArgument("manifest", "must be a JSON object")
+	}
+	canon, err := CanonicalManifest(in.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	replace := deref(in.Replace)
+	identity := CommitIdentity(in.ID, in.ContentDigestURI, ManifestDigestURI(canon))
+	for attempt := 1; ; attempt++ {
+		view, err := s.core.ReadView(ctx)
+		if err != nil {
+			return nil, AsError(err)
+		}
+		var rev uint64
+		var head string
+		var members []TreeMember
+		ws, werr := view.Workspace(agent, in.ID)
+		switch {
+		case werr == nil:
+			if c, ok := view.Commit(ws, identity); ok {
+				return s.commitFields(success(), agent, in.ID, c, c.Replace, true), nil
+			}
+			rev, head = ws.Revision, ws.HeadIdentity
+			members = treeMembers(view, ws, func(p string) bool { return p == meta.RunManifestPath })
+		case meta.CodeOf(werr) != meta.CodeNotFound:
+			return nil, AsError(werr)
+		}
+		tree := TreeDigestURI(members)
+		_, env, err := RunManifestEnvelope(in.ID, s.WorkbenchPath(agent, in.ID), in.ContentDigestURI, canon, time.Now().Unix())
+		if err != nil {
+			return nil, err
+		}
+		body, err := s.uploadBody(ctx, agent, env)
+		if err != nil {
+			return nil, err
+		}
+		res, perr := s.propose(ctx, meta.Header{}, meta.Commit{Agent: agent, Workspace: in.ID, CreateWorkspace: true,
+			ExpectRevision: rev, ExpectHead: head, Replace: replace, Identity: identity,
+			ContentDigestURI: in.ContentDigestURI, ManifestDigestURI: ManifestDigestURI(canon), TreeDigestURI: tree, Envelope: body})
+		if perr != nil {
+			if perr.Code == CodeConflict && attempt < maxCommitAttempts {
+				continue // the tree changed under us: recompute it
+			}
+			return nil, perr
+		}
+		return s.commitFields(success(), agent, in.ID, res.Commit, res.Commit.Replace, res.Replayed), nil
+	}
+}
+
+// decodeIdentity checks an at_commit argument: exactly 64 lower-case hex characters.
+func decodeIdentity(s string) *Error {
+	if len(s) != 64 {
+		return invalidArgument("at_commit", "must be exactly 64 hex characters (a commit_identity)")
+	}
+	if _, err := hex.DecodeString(s); err != nil || s != toLowerASCII(s) {
+		return invalidArgument("at_commit", "must be exactly 64 lower-case hex characters (a commit_identity)")
+	}
+	return nil
+}
+
+func toLowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}

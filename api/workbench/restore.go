@@ -1,0 +1,289 @@
+package workbench
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// RestoreInput is workbench_restore's input.
+type RestoreInput struct {
+	ID            string          `json:"id"`
+	DestinationID string          `json:"destination_id"`
+	AtSnapshot    json.RawMessage `json:"at_snapshot"`
+	AtCommit      *string         `json:"at_commit"`
+}
+
+// RestoreManifestSchema names the restore manifest format.
+const RestoreManifestSchema = "nokv.workbench.restore_manifest.v1"
+
+// DefaultRestoreBatch is how many files one bounded restore command stages.
+const DefaultRestoreBatch = 1024
+
+// RestoreOperationID derives the deterministic id of a restore (WORKBENCH.md §restore):
+// hex SHA-256 over a domain string, the agent root, the source incarnation, the source
+// point ("snapshot:<id>" or "commit:<identity>") and the destination name, each
+// length-prefixed. An exact retry derives the same id and so converges.
+func RestoreOperationID(agent string, sourceIncarnation uint64, source, destination string) string {
+	h := sha256.New()
+	h.Write([]byte("cairn.restore.operation.v1\x00"))
+	lengthPrefixed(h, agent)
+	lengthPrefixed(h, strconv.FormatUint(sourceIncarnation, 10))
+	lengthPrefixed(h, source)
+	lengthPrefixed(h, destination)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ToolRestore implements workbench_restore: a new workbench of the same root from a
+// snapshot or a commit, without copying a byte of file data. The destination stays
+// invisible until one final command publishes it; a retry after success replays, a retry
+// while it runs is a retryable Conflict naming the operation.
+func (s *Service) ToolRestore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
+	if err := validateTarget(agent, in.ID, ""); err != nil {
+		return nil, err
+	}
+	if err := meta.ValidateName("destination_id", in.DestinationID); err != nil {
+		return nil, AsError(err)
+	}
+	at, aerr := ParseAtSnapshot(in.AtSnapshot)
+	if aerr != nil {
+		return nil, aerr
+	}
+	commitID := deref(in.AtCommit)
+	if at.Live() == (in.AtCommit == nil) {
+		return nil, invalidArgument("at_snapshot", "give exactly one of at_snapshot and at_commit")
+	}
+	if in.AtCommit != nil {
+		if err := decodeIdentity(commitID); err != nil {
+			return nil, err
+		}
+	}
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	src, err := view.Workspace(agent, in.ID)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	begin := meta.RestoreBegin{Agent: agent, Source: in.ID, SourceIncarnation: src.Incarnation, Destination: in.DestinationID}
+	var point string
+	if !at.Live() {
+		if at.SnapshotName == "" && at.SnapshotID == 0 {
+			return nil, newError(CodeSnapshotNotFound, "snapshot 0 does not exist (snapshot ids start at 1)")
+		}
+		snap, err := view.Snapshot(agent, in.ID, at.SnapshotID, at.SnapshotName)
+		if err != nil {
+			return nil, AsError(err)
+		}
+		begin.SnapshotID = snap.ID
+		point = "snapshot:" + strconv.FormatUint(snap.ID, 10)
+	} else {
+		begin.CommitIdentity = commitID
+		point = "commit:" + commitID
+	}
+	begin.OpID = RestoreOperationID(agent, src.Incarnation, point, in.DestinationID)
+	res, werr := s.propose(ctx, meta.Header{}, begin)
+	if werr != nil {
+		return nil, werr
+	}
+	op := res.Restore
+	replay := res.Replayed
+	if op.State != meta.RestoreComplete {
+		if op, err = s.driveRestore(ctx, op); err != nil {
+			return nil, err
+		}
+	}
+	return s.restoreResult(ctx, op, replay)
+}
+
+// driveRestore runs a copying restore to completion: bounded copy commands from the
+// recorded position, then the finishing command. It is safe to run after a crash and
+// from several places at once: every step is conditional on the operation's recorded
+// position, and a lost race re-reads the operation. Concurrent drives of one operation in
+// this process share one driver.
+func (s *Service) driveRestore(ctx context.Context, op *meta.RestoreOp) (*meta.RestoreOp, error) {
+	ch := make(chan struct{})
+	if prev, loaded := s.restoring.LoadOrStore(op.ID, ch); loaded {
+		select {
+		case <-prev.(chan struct{}):
+		case <-ctx.Done():
+			return nil, AsError(ctx.Err())
+		}
+		return s.reloadRestore(ctx, op)
+	}
+	defer func() {
+		s.restoring.Delete(op.ID)
+		close(ch)
+	}()
+	for op.State == meta.RestoreCopying {
+		var body meta.Body
+		if !op.CopyDone {
+			body = meta.RestoreCopy{Agent: op.Agent, OpID: op.ID, After: op.After, Limit: s.cfg.RestoreBatch}
+		} else {
+			fin, err := s.restoreFinish(ctx, op)
+			if err != nil {
+				return nil, err
+			}
+			body = fin
+		}
+		res, werr := s.propose(ctx, meta.Header{}, body)
+		if werr != nil {
+			if werr.Code != CodeConflict {
+				return nil, werr
+			}
+			// Someone else moved the operation on (a driver elsewhere): continue from it.
+			cur, err := s.reloadRestore(ctx, op)
+			if err != nil {
+				return nil, err
+			}
+			op = cur
+			continue
+		}
+		op = res.Restore
+	}
+	return op, nil
+}
+
+func (s *Service) reloadRestore(ctx context.Context, op *meta.RestoreOp) (*meta.RestoreOp, error) {
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	cur, ok := view.Restore(op.Agent, op.ID)
+	if !ok {
+		return nil, newError(CodeInternal, "the restore operation record is gone")
+	}
+	return cur, nil
+}
+
+// restoreManifest is the body of metadata/restore_manifest.json.
+func (s *Service) restoreManifest(op *meta.RestoreOp) map[string]any {
+	m := map[string]any{
+		"schema":                     RestoreManifestSchema,
+		"operation_id":               op.ID,
+		"source_workbench_id":        op.Source,
+		"source_workbench_path":      s.WorkbenchPath(op.Agent, op.Source),
+		"destination_workbench_id":   op.Destination,
+		"destination_workbench_path": s.WorkbenchPath(op.Agent, op.Destination),
+		"read_version":               op.ReadVersion,
+	}
+	if op.SnapshotID != 0 {
+		m["snapshot_id"] = op.SnapshotID
+	} else {
+		m["commit_id"] = op.CommitIdentity
+	}
+	return m
+}
+
+// restoreFinish builds the finishing command: the restore manifest, and the destination's
+// commit whose content digest is the tree digest of the restored members.
+func (s *Service) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta.RestoreFinish, error) {
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return meta.RestoreFinish{}, AsError(err)
+	}
+	sv, sws, err := view.VersionView(&meta.Workspace{Agent: op.Agent, Name: op.Source, Incarnation: op.SourceIncarnation}, op.ReadVersion)
+	if err != nil {
+		return meta.RestoreFinish{}, AsError(err)
+	}
+	members := treeMembers(sv, sws, meta.IsReservedPath)
+	content := TreeDigestURI(members)
+	raw, _ := json.Marshal(s.restoreManifest(op))
+	canon, err := CanonicalManifest(raw)
+	if err != nil {
+		return meta.RestoreFinish{}, err
+	}
+	manifestBody, err := s.uploadBody(ctx, op.Agent, canon)
+	if err != nil {
+		return meta.RestoreFinish{}, err
+	}
+	env, envBytes, err := RunManifestEnvelope(op.Destination, s.WorkbenchPath(op.Agent, op.Destination), content, canon, time.Now().Unix())
+	if err != nil {
+		return meta.RestoreFinish{}, err
+	}
+	envBody, err := s.uploadBody(ctx, op.Agent, envBytes)
+	if err != nil {
+		return meta.RestoreFinish{}, err
+	}
+	sealed := append(members, TreeMember{Path: meta.RestoreManifestPath, DigestURI: DigestURI(manifestBody.Digest)})
+	return meta.RestoreFinish{Agent: op.Agent, OpID: op.ID, Manifest: manifestBody, Identity: env.CommitIdentity,
+		ContentDigestURI: content, ManifestDigestURI: env.ManifestDigestURI, TreeDigestURI: TreeDigestURI(sealed),
+		Envelope: envBody}, nil
+}
+
+// restoreResult renders a completed restore.
+func (s *Service) restoreResult(ctx context.Context, op *meta.RestoreOp, replay bool) (Result, error) {
+	r := success()
+	r["state"] = "complete"
+	r["operation_id"] = op.ID
+	r["source_workbench_id"] = op.Source
+	r["destination_workbench_id"] = op.Destination
+	r["destination_path"] = s.WorkbenchPath(op.Agent, op.Destination)
+	if op.SnapshotID != 0 {
+		r["snapshot_id"] = op.SnapshotID
+		r["read_version"] = op.ReadVersion
+	} else {
+		r["commit_id"] = op.CommitIdentity
+	}
+	r["destination_generation"] = op.DestinationGeneration
+	r["restored_files"] = op.Copied
+	r["idempotent_replay"] = replay
+	var manifest any = s.restoreManifest(op)
+	if f, err := s.Open(ctx, op.Agent, op.Destination, meta.RestoreManifestPath); err == nil {
+		if data, err := f.ReadAll(ctx, 1<<20); err == nil {
+			manifest = json.RawMessage(data)
+		}
+	}
+	r["restore_manifest"] = manifest
+	return r, nil
+}
+
+// ResumeRestores drives every restore still copying to completion (after a restart or a
+// leader change). Restores already driven by this process are left to their driver.
+// It returns the first error; callers retry on their next tick.
+func (s *Service) ResumeRestores(ctx context.Context) error {
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return err
+	}
+	for _, op := range view.RestoresInProgress() {
+		if _, busy := s.restoring.Load(op.ID); busy {
+			continue
+		}
+		if _, err := s.driveRestore(ctx, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RestoreStatus reports a restore operation: its state ("copying" or "complete"), files
+// staged so far, and whether staging finished. NotFound for an unknown operation.
+func (s *Service) RestoreStatus(ctx context.Context, agent, opID string) (Result, error) {
+	if err := meta.ValidateName("agent", agent); err != nil {
+		return nil, AsError(err)
+	}
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	op, ok := view.Restore(agent, opID)
+	if !ok {
+		return nil, newError(CodeNotFound, "restore operation %q does not exist", opID)
+	}
+	r := success()
+	r["operation_id"] = op.ID
+	r["state"] = map[meta.RestoreState]string{meta.RestoreCopying: "copying", meta.RestoreComplete: "complete"}[op.State]
+	r["source_workbench_id"] = op.Source
+	r["destination_workbench_id"] = op.Destination
+	r["copied_files"] = op.Copied
+	r["copy_done"] = op.CopyDone
+	r["destination_generation"] = op.DestinationGeneration
+	return r, nil
+}

@@ -1,0 +1,319 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// PredicateInput is one search predicate as the contract spells it.
+type PredicateInput struct {
+	Field string          `json:"field"`
+	Op    string          `json:"op"`
+	Value json.RawMessage `json:"value"`
+}
+
+// SortInput is one sort key as the contract spells it.
+type SortInput struct {
+	Field     string  `json:"field"`
+	Direction *string `json:"direction"`
+}
+
+// SearchInput is workbench_search's input.
+type SearchInput struct {
+	ID         *string          `json:"id"`
+	Section    *string          `json:"section"`
+	Path       *string          `json:"path"`
+	Predicates []PredicateInput `json:"predicates"`
+	Fields     []string         `json:"fields"`
+	Sort       []SortInput      `json:"sort"`
+	Facets     []string         `json:"facets"`
+	Cursor     *string          `json:"cursor"`
+	Limit      *int             `json:"limit"`
+}
+
+// MeasureInput is one aggregate measure.
+type MeasureInput struct {
+	Name  string  `json:"name"`
+	Op    string  `json:"op"`
+	Field *string `json:"field"`
+}
+
+// AggregateInput is workbench_aggregate's input.
+type AggregateInput struct {
+	Measures   []MeasureInput   `json:"measures"`
+	ID         *string          `json:"id"`
+	Section    *string          `json:"section"`
+	Path       *string          `json:"path"`
+	Predicates []PredicateInput `json:"predicates"`
+	Sort       []SortInput      `json:"sort"`
+	GroupBy    []string         `json:"group_by"`
+	Limit      *int             `json:"limit"`
+}
+
+// CatalogInput is workbench_catalog's input.
+type CatalogInput struct {
+	ID            *string `json:"id"`
+	Section       *string `json:"section"`
+	Path          *string `json:"path"`
+	FieldPrefix   *string `json:"field_prefix"`
+	IncludeFacets *bool   `json:"include_facets"`
+}
+
+// queryScope resolves (id, section, path) to a query scope on a linearizable live view,
+// and the fence a cursor binds: the workbench revision, or for a root-wide query the
+// highest revision of the root's visible workbenches (any change in scope raises it).
+func (s *Service) queryScope(ctx context.Context, agent string, id, section, path *string) (*meta.View, meta.Scope, uint64, error) {
+	if err := meta.ValidateName("agent", agent); err != nil {
+		return nil, meta.Scope{}, 0, AsError(err)
+	}
+	full, werr := toolTarget(deref(section), deref(path))
+	if werr != nil {
+		return nil, meta.Scope{}, 0, werr
+	}
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return nil, meta.Scope{}, 0, AsError(err)
+	}
+	scope := meta.Scope{Agent: agent, Path: full}
+	if deref(id) != "" {
+		if err := meta.ValidateName("id", *id); err != nil {
+			return nil, meta.Scope{}, 0, AsError(err)
+		}
+		ws, err := view.Workspace(agent, *id)
+		if err != nil {
+			return nil, meta.Scope{}, 0, AsError(err)
+		}
+		scope.Workbench = ws
+		return view, scope, ws.Revision, nil
+	}
+	var fence uint64
+	after := ""
+	for {
+		page, more := view.Workspaces(agent, after, 1024)
+		for _, ws := range page {
+			fence = max(fence, ws.Revision)
+			after = ws.Name
+		}
+		if !more {
+			return view, scope, fence, nil
+		}
+	}
+}
+
+func predicates(in []PredicateInput) ([]meta.Predicate, *Error) {
+	out := make([]meta.Predicate, 0, len(in))
+	for i, p := range in {
+		mp := meta.Predicate{Field: p.Field, Op: meta.PredicateOp(p.Op)}
+		if len(p.Value) > 0 && string(p.Value) != "null" {
+			var v any
+			if err := decodeNumberJSON(p.Value, &v); err != nil {
+				return nil, invalidArgument("predicates["+strconv.Itoa(i)+"].value", "is not valid JSON")
+			}
+			mp.Value = v
+		}
+		out = append(out, mp)
+	}
+	return out, nil
+}
+
+func sortKeys(in []SortInput) []meta.SortKey {
+	out := make([]meta.SortKey, 0, len(in))
+	for _, k := range in {
+		d := meta.SortAsc
+		if k.Direction != nil {
+			d = meta.SortDirection(*k.Direction)
+		}
+		out = append(out, meta.SortKey{Field: k.Field, Direction: d})
+	}
+	return out
+}
+
+func fieldMap(fs map[string]meta.FieldValue, names []string) map[string]any {
+	out := make(map[string]any, len(names))
+	for _, n := range names {
+		if v, ok := fs[n]; ok {
+			out[n] = v.Any()
+		} else {
+			out[n] = nil
+		}
+	}
+	return out
+}
+
+func facetsJSON(fs []meta.Facet) []map[string]any {
+	out := make([]map[string]any, 0, len(fs))
+	for _, f := range fs {
+		vals := make([]map[string]any, 0, len(f.Values))
+		for _, v := range f.Values {
+			vals = append(vals, map[string]any{"value": v.Value.Any(), "count": v.Count})
+		}
+		out = append(out, map[string]any{"field": f.Field, "values": vals, "missing": f.Missing, "distinct": f.Distinct, "other": f.Other})
+	}
+	return out
+}
+
+func searchArgsKey(in SearchInput) string {
+	c := in
+	c.Cursor, c.Limit = nil, nil
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// ToolSearch implements workbench_search: version-consistent queries over the indexed
+// metadata of one workbench or the whole agent root. A cursor is bound to the arguments
+// and to the scope's revision: a change in scope since the first page is ReadFenceChanged.
+func (s *Service) ToolSearch(ctx context.Context, agent string, in SearchInput) (Result, error) {
+	limit := meta.MaxSearchLimit
+	if in.Limit != nil {
+		if *in.Limit < 1 || *in.Limit > meta.MaxSearchLimit {
+			return nil, invalidArgument("limit", "must be between 1 and %d", meta.MaxSearchLimit)
+		}
+		limit = *in.Limit
+	}
+	view, scope, fence, err := s.queryScope(ctx, agent, in.ID, in.Section, in.Path)
+	if err != nil {
+		return nil, err
+	}
+	preds, werr := predicates(in.Predicates)
+	if werr != nil {
+		return nil, werr
+	}
+	q := meta.Query{Scope: scope, Predicates: preds, Fields: in.Fields, Sort: sortKeys(in.Sort), Facets: in.Facets, Limit: limit}
+	args := searchArgsKey(in)
+	if in.Cursor != nil {
+		cur, cerr := s.cursors.decode(*in.Cursor, "search", agent, deref(in.ID), scope.Path)
+		if cerr != nil {
+			return nil, cerr
+		}
+		if cur.Args != args || cur.Position == nil {
+			return nil, invalidArgument("cursor", "was issued for other arguments")
+		}
+		if cur.Fence != fence {
+			e := newError(CodeReadFenceChanged, "files in scope changed since the first page; search again from the start")
+			e.Retryable = true
+			return nil, e
+		}
+		q.After = cur.Position
+	}
+	res, merr := view.Search(q)
+	if merr != nil {
+		return nil, AsError(merr)
+	}
+	names := in.Fields
+	if len(names) == 0 {
+		names = meta.BuiltinFields()
+	}
+	hits := make([]map[string]any, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		m := s.fileFields(Result{}, agent, h.Workbench, h.Path)
+		m["fields"] = fieldMap(h.Fields, names)
+		hits = append(hits, m)
+	}
+	r := success()
+	r["workbench_id"] = nilIfEmpty(deref(in.ID))
+	r["hits"] = hits
+	r["total"] = res.Total
+	r["facets"] = facetsJSON(res.Facets)
+	r["read_version"] = res.Version
+	r["truncated"] = res.Next != nil
+	r["next_cursor"] = nil
+	if res.Next != nil {
+		r["next_cursor"] = s.cursors.encode(cursor{Kind: "search", Agent: agent, Workbench: deref(in.ID), Path: scope.Path,
+			Args: args, Fence: fence, Position: res.Next})
+	}
+	return r, nil
+}
+
+// ToolAggregate implements workbench_aggregate: measures over matching files, grouped.
+func (s *Service) ToolAggregate(ctx context.Context, agent string, in AggregateInput) (Result, error) {
+	limit := meta.MaxAggregateLimit
+	if in.Limit != nil {
+		if *in.Limit < 1 || *in.Limit > meta.MaxAggregateLimit {
+			return nil, invalidArgument("limit", "must be between 1 and %d", meta.MaxAggregateLimit)
+		}
+		limit = *in.Limit
+	}
+	if len(in.Measures) == 0 {
+		return nil, invalidArgument("measures", "give at least one measure")
+	}
+	view, scope, _, err := s.queryScope(ctx, agent, in.ID, in.Section, in.Path)
+	if err != nil {
+		return nil, err
+	}
+	preds, werr := predicates(in.Predicates)
+	if werr != nil {
+		return nil, werr
+	}
+	ms := make([]meta.Measure, 0, len(in.Measures))
+	for _, m := range in.Measures {
+		ms = append(ms, meta.Measure{Name: m.Name, Op: meta.MeasureOp(m.Op), Field: deref(m.Field)})
+	}
+	res, merr := view.Aggregate(meta.AggregateQuery{Scope: scope, Predicates: preds, Measures: ms, GroupBy: in.GroupBy,
+		Sort: sortKeys(in.Sort), Limit: limit})
+	if merr != nil {
+		return nil, AsError(merr)
+	}
+	groups := make([]map[string]any, 0, len(res.Groups))
+	for _, g := range res.Groups {
+		key := map[string]any{}
+		for i, f := range in.GroupBy {
+			key[f] = g.Key[i].Any()
+		}
+		vals := map[string]any{}
+		for i, m := range in.Measures {
+			vals[m.Name] = g.Values[i].Any()
+		}
+		groups = append(groups, map[string]any{"key": key, "count": g.Count, "measures": vals})
+	}
+	r := success()
+	r["workbench_id"] = nilIfEmpty(deref(in.ID))
+	r["groups"] = groups
+	r["total_groups"] = res.TotalGroups
+	r["matched"] = res.Matched
+	r["read_version"] = res.Version
+	r["truncated"] = int64(len(groups)) < res.TotalGroups
+	return r, nil
+}
+
+// ToolCatalog implements workbench_catalog: the fields present in scope, their types,
+// how many files carry them, the operators each accepts, and optionally top values.
+func (s *Service) ToolCatalog(ctx context.Context, agent string, in CatalogInput) (Result, error) {
+	view, scope, _, err := s.queryScope(ctx, agent, in.ID, in.Section, in.Path)
+	if err != nil {
+		return nil, err
+	}
+	res, merr := view.Catalog(meta.CatalogQuery{Scope: scope, FieldPrefix: deref(in.FieldPrefix), IncludeFacets: deref(in.IncludeFacets)})
+	if merr != nil {
+		return nil, AsError(merr)
+	}
+	fields := make([]map[string]any, 0, len(res.Fields))
+	for _, f := range res.Fields {
+		ops := make([]string, 0, len(f.Operators))
+		for _, o := range f.Operators {
+			ops = append(ops, string(o))
+		}
+		m := map[string]any{"field": f.Name, "builtin": f.Builtin, "types": f.Types, "file_count": f.Files, "operators": ops}
+		if f.Facet != nil {
+			m["facet"] = facetsJSON([]meta.Facet{*f.Facet})[0]
+		}
+		fields = append(fields, m)
+	}
+	r := success()
+	r["workbench_id"] = nilIfEmpty(deref(in.ID))
+	r["file_count"] = res.Files
+	r["fields"] = fields
+	r["read_version"] = res.Version
+	r["truncated"] = res.Truncated
+	return r, nil
+}
+
+// decodeNumberJSON decodes one JSON value keeping numbers as json.Number (exact integers).
+func decodeNumberJSON(raw []byte, v *any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(v)
+}

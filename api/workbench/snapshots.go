@@ -1,0 +1,245 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// Snapshot defaults and limits (WORKBENCH.md §snapshot).
+const (
+	DefaultSnapshotTTLDays   = 7
+	MaxSnapshotMetadataProps = 64
+)
+
+// SnapshotInput is workbench_snapshot's input.
+type SnapshotInput struct {
+	ID       string          `json:"id"`
+	Name     *string         `json:"name"`
+	TTLDays  *int            `json:"ttl_days"`
+	Reason   *string         `json:"reason"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// SnapshotRenewInput is workbench_snapshot_renew's input.
+type SnapshotRenewInput struct {
+	ID         string  `json:"id"`
+	SnapshotID *uint64 `json:"snapshot_id"`
+	Name       *string `json:"name"`
+	TTLDays    *int    `json:"ttl_days"`
+}
+
+// SnapshotRetireInput is workbench_snapshot_retire's input.
+type SnapshotRetireInput struct {
+	ID         string  `json:"id"`
+	SnapshotID *uint64 `json:"snapshot_id"`
+	Name       *string `json:"name"`
+	Reason     *string `json:"reason"`
+}
+
+// SnapshotListInput is workbench_snapshot_list's input.
+type SnapshotListInput struct {
+	ID string `json:"id"`
+}
+
+// snapshotFields renders a snapshot record the way every snapshot tool reports it.
+func (s *Service) snapshotFields(r Result, snap *meta.WorkbenchSnapshot, nowMs int64) Result {
+	lease := time.UnixMilli(snap.LeaseExpiresMs).UTC()
+	r["snapshot_id"] = snap.ID
+	r["name"] = nilIfEmpty(snap.Name)
+	r["read_version"] = snap.ReadVersion
+	r["lease_expires_at"] = lease.Format(time.RFC3339)
+	r["lease_expires_unix_ms"] = snap.LeaseExpiresMs
+	annotation := map[string]any{"reason": nilIfEmpty(snap.Reason), "metadata": nil}
+	if len(snap.Metadata) > 0 {
+		annotation["metadata"] = json.RawMessage(snap.Metadata)
+	}
+	r["annotation"] = annotation
+	r["state"] = string(snap.StateAt(nowMs))
+	r["workbench_id"] = snap.Workspace
+	r["path"] = s.WorkbenchPath(snap.Agent, snap.Workspace)
+	r["ttl_days"] = snap.TTLDays
+	r["created_at"] = time.UnixMilli(snap.CreatedAtMs).UTC().Format(time.RFC3339)
+	if snap.RetiredAtMs != 0 {
+		r["retired_at"] = time.UnixMilli(snap.RetiredAtMs).UTC().Format(time.RFC3339)
+		r["retire_reason"] = nilIfEmpty(snap.RetireReason)
+	}
+	return r
+}
+
+func validateReasonArg(p *string) (string, *Error) {
+	if p == nil {
+		return "", nil
+	}
+	if n := len([]rune(*p)); n < 1 || n > meta.MaxSnapshotReasonChars {
+		return "", invalidArgument("reason", "must be 1..%d characters", meta.MaxSnapshotReasonChars)
+	}
+	return *p, nil
+}
+
+func ttlArg(p *int) (int, *Error) {
+	if p == nil {
+		return DefaultSnapshotTTLDays, nil
+	}
+	if *p < 1 || *p > meta.MaxSnapshotTTLDays {
+		return 0, invalidArgument("ttl_days", "must be between 1 and %d", meta.MaxSnapshotTTLDays)
+	}
+	return *p, nil
+}
+
+// snapshotMetadata checks the annotation object (≤ 64 properties) and returns it in
+// canonical form (nil for absent or null).
+func snapshotMetadata(raw json.RawMessage) ([]byte, *Error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var props map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &props); err != nil {
+		return nil, invalidArgument("metadata", "must be a JSON object or null")
+	}
+	if len(props) > MaxSnapshotMetadataProps {
+		return nil, invalidArgument("metadata", "has %d properties, more than %d", len(props), MaxSnapshotMetadataProps)
+	}
+	canon, err := CanonicalManifest(raw)
+	if err != nil {
+		e := AsError(err)
+		e.Details["field"] = "metadata"
+		return nil, e
+	}
+	if len(canon) > meta.MaxSnapshotMetadataBytes {
+		return nil, invalidArgument("metadata", "is %d bytes, more than %d", len(canon), meta.MaxSnapshotMetadataBytes)
+	}
+	return canon, nil
+}
+
+// ToolSnapshot implements workbench_snapshot: a leased read point of the workbench now.
+func (s *Service) ToolSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
+	if err := validateTarget(agent, in.ID, ""); err != nil {
+		return nil, err
+	}
+	ttl, err := ttlArg(in.TTLDays)
+	if err != nil {
+		return nil, err
+	}
+	reason, err := validateReasonArg(in.Reason)
+	if err != nil {
+		return nil, err
+	}
+	md, err := snapshotMetadata(in.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	name := deref(in.Name)
+	if in.Name != nil && name == "" {
+		return nil, invalidArgument("name", "must not be empty (omit it or pass null for no name)")
+	}
+	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
+		TTLDays: ttl, Reason: reason, Metadata: md})
+	if werr != nil {
+		return nil, werr
+	}
+	return s.snapshotFields(success(), res.Snapshot, res.Snapshot.CreatedAtMs), nil
+}
+
+func snapshotSelectorArgs(id *uint64, name *string) (uint64, string, *Error) {
+	switch {
+	case id != nil && name != nil:
+		return 0, "", invalidArgument("snapshot_id", "give snapshot_id or name, not both")
+	case id != nil:
+		if *id == 0 {
+			return 0, "", newError(CodeSnapshotNotFound, "snapshot 0 does not exist (snapshot ids start at 1)")
+		}
+		return *id, "", nil
+	case name != nil && *name != "":
+		return 0, *name, nil
+	}
+	return 0, "", invalidArgument("snapshot_id", "give snapshot_id or name")
+}
+
+// ToolSnapshotRenew implements workbench_snapshot_renew.
+func (s *Service) ToolSnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput) (Result, error) {
+	if err := validateTarget(agent, in.ID, ""); err != nil {
+		return nil, err
+	}
+	id, name, err := snapshotSelectorArgs(in.SnapshotID, in.Name)
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := ttlArg(in.TTLDays)
+	if err != nil {
+		return nil, err
+	}
+	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotRenew{Agent: agent, Workspace: in.ID, ID: id, Name: name, TTLDays: ttl})
+	if werr != nil {
+		return nil, werr
+	}
+	return s.snapshotFields(success(), res.Snapshot, nowMsOf(res)), nil
+}
+
+// ToolSnapshotRetire implements workbench_snapshot_retire.
+func (s *Service) ToolSnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
+	if err := validateTarget(agent, in.ID, ""); err != nil {
+		return nil, err
+	}
+	id, name, err := snapshotSelectorArgs(in.SnapshotID, in.Name)
+	if err != nil {
+		return nil, err
+	}
+	reason, err := validateReasonArg(in.Reason)
+	if err != nil {
+		return nil, err
+	}
+	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotRetire{Agent: agent, Workspace: in.ID, ID: id, Name: name, Reason: reason})
+	if werr != nil {
+		return nil, werr
+	}
+	r := s.snapshotFields(success(), res.Snapshot, nowMsOf(res))
+	r["retired"] = res.Retired
+	r["reason"] = nilIfEmpty(res.Snapshot.RetireReason)
+	return r, nil
+}
+
+// nowMsOf is the command time a lifecycle result was decided at, for reporting state.
+func nowMsOf(res meta.Result) int64 {
+	if res.Snapshot.RetiredAtMs != 0 {
+		return res.Snapshot.RetiredAtMs
+	}
+	return max(res.Snapshot.RenewedAtMs, res.Snapshot.CreatedAtMs)
+}
+
+// ToolSnapshotList implements workbench_snapshot_list: every snapshot of the workbench
+// with its state, aliases, annotation and lease evidence, oldest first.
+func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in SnapshotListInput) (Result, error) {
+	if err := validateTarget(agent, in.ID, ""); err != nil {
+		return nil, err
+	}
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	if _, err := view.Workspace(agent, in.ID); err != nil {
+		return nil, AsError(err)
+	}
+	snaps := view.Snapshots(agent, in.ID)
+	list := make([]Result, 0, len(snaps))
+	for _, sn := range snaps {
+		r := s.snapshotFields(Result{}, sn, view.NowMs())
+		aliases := view.SnapshotAliases(sn)
+		if aliases == nil {
+			aliases = []string{}
+		}
+		r["aliases"] = aliases
+		r["consumers"] = sn.Consumers
+		list = append(list, r)
+	}
+	r := success()
+	r["workbench_id"] = in.ID
+	r["path"] = s.WorkbenchPath(agent, in.ID)
+	r["snapshot_count"] = len(list)
+	r["snapshots"] = list
+	return r, nil
+}
