@@ -23,6 +23,6 @@
 //     (Options.MaxMessageBytes).
 //   - Over stdio, stdout carries only protocol messages; logs go to stderr.
 //
-// Only the tools the Service implements are registered (create, put_file, append, edit,
-// list, stat, read); schemas/workbench.json holds all 18 so the rest register unchanged.
+// All 18 Workbench tools are registered with the hand-written schemas of
+// schemas/workbench.json; the profile offers nothing else.
 package mcp

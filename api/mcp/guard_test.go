@@ -51,7 +51,7 @@ func TestStdioSessionSurvivesMalformedLines(t *testing.T) {
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	m := next()
 	tools, _ := m["result"].(map[string]any)["tools"].([]any)
-	if m["id"] != float64(2) || len(tools) != 7 {
+	if m["id"] != float64(2) || len(tools) != 18 {
 		t.Fatalf("tools/list after bad lines: %v", strings.TrimSpace(string(lines.Bytes())))
 	}
 	inW.Close()

@@ -116,11 +116,7 @@ type toolDef struct {
 	run                      runner
 }
 
-// tools are the Workbench tools implemented so far, in contract order. The other 11 of
-// WORKBENCH.md's 18 (grep, search, aggregate, catalog, find, commit, snapshot,
-// snapshot_renew, snapshot_retire, snapshot_list, restore) have schemas in
-// schemas/workbench.json but are not registered until the Service implements them; a call
-// to one is answered with UnknownTool.
+// tools are the 18 Workbench tools, in contract order (WORKBENCH.md §The 18 tools).
 var tools = []toolDef{
 	{
 		name: "workbench_create", title: "Create workbench", idempotent: true,
@@ -174,6 +170,83 @@ var tools = []toolDef{
 			"from offset. Continue with next_cursor. if_none_match equal to the current generation returns " +
 			"{not_modified: true, generation} without the body.",
 		run: bind((*workbench.Service).ToolRead),
+	},
+	{
+		name: "workbench_grep", title: "Search file contents", readOnly: true, idempotent: true,
+		description: "Case-insensitive literal search (not regex) of file contents: OR over up to 16 patterns (a pattern " +
+			"with '|' and no patterns list is split), optional basename glob (* and ?), recursive or direct children only. " +
+			"Skips files containing NUL. limit counts matching lines; work per call is bounded, continue with next_cursor. " +
+			"Result: matches [{path, section, relative_path, line_number, snippet}], files_scanned, next_cursor, truncated.",
+		run: bind((*workbench.Service).ToolGrep),
+	},
+	{
+		name: "workbench_search", title: "Search file metadata", readOnly: true, idempotent: true,
+		description: "Query indexed file metadata in one workbench (id) or the whole agent root (id omitted): " +
+			"predicates over built-in fields (artifact.section, artifact.name, artifact.ext, artifact.size_bytes, " +
+			"artifact.content_type, artifact.generation, artifact.updated_at, artifact.digest) and fields writers attach; " +
+			"ops eq ne in prefix suffix contains gt gte lt lte exists not_exists; sort, facets, cursor paging (limit 1..10).",
+		run: bind((*workbench.Service).ToolSearch),
+	},
+	{
+		name: "workbench_aggregate", title: "Aggregate file metadata", readOnly: true, idempotent: true,
+		description: "Compute measures (count, sum, avg, min, max) over the files matching predicates, optionally grouped " +
+			"by fields, in one workbench or the whole agent root. Result: groups with their keys and measures.",
+		run: bind((*workbench.Service).ToolAggregate),
+	},
+	{
+		name: "workbench_catalog", title: "List searchable fields", readOnly: true, idempotent: true,
+		description: "List the metadata fields present in a workbench or the agent root, their types, how many files carry " +
+			"each, and the operators each accepts; include_facets adds their most common values.",
+		run: bind((*workbench.Service).ToolCatalog),
+	},
+	{
+		name: "workbench_find", title: "Find workbenches", readOnly: true, idempotent: true,
+		description: "Find workbenches in this agent root by committed state and a case-insensitive literal match over " +
+			"their stored run manifest; include_manifest returns it. Cursor-paginated (limit 1..100).",
+		run: bind((*workbench.Service).ToolFind),
+	},
+	{
+		name: "workbench_commit", title: "Commit workbench", idempotent: true,
+		description: "Seal the workbench's current files under a deterministic commit identity and publish " +
+			"metadata/run_manifest.json (schema nokv.workbench.run_manifest.v1). An exact retry returns the stored result " +
+			"with idempotent_replay: true; a different commit is WorkbenchCommitConflict unless replace is true. " +
+			"Result: path, size_bytes, generation, content_digest_uri, manifest_digest_uri, commit_identity, " +
+			"envelope_digest_uri, tree_digest_uri, replace, idempotent_replay.",
+		run: bind((*workbench.Service).ToolCommit),
+	},
+	{
+		name: "workbench_snapshot", title: "Snapshot workbench",
+		description: "Mint a leased, frozen read point of the workbench (ttl_days default 7, max 90), optionally named and " +
+			"annotated (reason, metadata). Read it with at_snapshot in list, stat and read. Result: snapshot_id, name, " +
+			"read_version, lease_expires_at, annotation, state, workbench_id, path, ttl_days.",
+		run: bind((*workbench.Service).ToolSnapshot),
+	},
+	{
+		name: "workbench_snapshot_renew", title: "Renew snapshot lease", idempotent: true,
+		description: "Extend a snapshot's lease to now + ttl_days, by snapshot_id or name; never shortens it. Revives an " +
+			"expired snapshot; fails with SnapshotExpired once it was reaped.",
+		run: bind((*workbench.Service).ToolSnapshotRenew),
+	},
+	{
+		name: "workbench_snapshot_retire", title: "Retire snapshot", idempotent: true, destructive: true,
+		description: "End a snapshot at once, by snapshot_id or name. The first success reports retired: true, an exact retry " +
+			"retired: false with the original reason. ForkRetentionActive while a restore still reads from it.",
+		run: bind((*workbench.Service).ToolSnapshotRetire),
+	},
+	{
+		name: "workbench_snapshot_list", title: "List snapshots", readOnly: true, idempotent: true,
+		description: "Every snapshot of the workbench with its state (alive, expired, retired, reaped), aliases, annotation " +
+			"and lease evidence.",
+		run: bind((*workbench.Service).ToolSnapshotList),
+	},
+	{
+		name: "workbench_restore", title: "Restore into a new workbench", idempotent: true,
+		description: "Create destination_id in this agent root from a snapshot (at_snapshot) or a commit (at_commit), " +
+			"without copying file bodies. The destination must not exist; it stays invisible until complete. An exact retry " +
+			"returns idempotent_replay: true; a retry while it runs is a retryable Conflict with details.operation_id. " +
+			"Result: state, operation_id, source and destination ids, snapshot_id/read_version or commit_id, " +
+			"destination_generation, idempotent_replay, restore_manifest.",
+		run: bind((*workbench.Service).ToolRestore),
 	},
 }
 

@@ -111,7 +111,7 @@ func TestServeStdioProxyForwardsToTheServerUnchanged(t *testing.T) {
 		t.Errorf("AlreadyExists via proxy: %v", e)
 	}
 	invalid(t, cs, "workbench_list", args{"id": "w", "limit": 0}, "limit")
-	fails(t, cs, "workbench_snapshot", args{"id": "w"}, "UnknownTool")
+	fails(t, cs, "workbench_history", args{"id": "w"}, "UnknownTool")
 
 	// The same call straight to the server answers the same bytes.
 	direct := connectHTTP(t, ts.URL+"/v1/agents/proxied/mcp")
