@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -117,13 +118,18 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 	if err == nil {
 		key, err = idempotencyKey(r)
 	}
+	var fields map[string]meta.FieldValue
+	if err == nil {
+		fields, err = fieldHeaders(r)
+	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
 	body := &countingReader{r: h.idleBody(w, r)}
 	res, err := h.svc.Write(r.Context(), workbench.WriteRequest{Agent: agent, Workbench: id, Path: path, Body: body,
-		ContentType: r.Header.Get("Content-Type"), Executable: exec, Cond: cond, IfGeneration: gen, CreateWorkbench: true, RequestID: key})
+		ContentType: r.Header.Get("Content-Type"), Executable: exec, Cond: cond, IfGeneration: gen, CreateWorkbench: true, RequestID: key,
+		Fields: fields})
 	h.bytesIn.Add(float64(body.n))
 	if err != nil {
 		h.writeError(w, r, err, pre)
@@ -232,11 +238,19 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 
 // read serves GET and HEAD: ETag, If-None-Match (304), single Range (206/416), streaming.
 func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path string) {
-	if r.URL.RawQuery != "" {
-		h.writeError(w, r, invalidArg("query", "reads take no query parameters yet"), noPrecondition)
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err == nil {
+		err = onlyParams(q, "at_snapshot")
+	}
+	var at workbench.At
+	if err == nil {
+		at, err = atSnapshotQuery(q)
+	}
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	f, err := h.svc.Open(r.Context(), agent, id, path)
+	f, err := h.svc.OpenAt(r.Context(), agent, id, path, at)
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return

@@ -168,6 +168,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		h.opts.MCP.ServeHTTP(w, r)
 		return "mcp"
 	}
+	if route, ok := h.rootTool(w, r, agent, segs[1:]); ok {
+		return route
+	}
 	if len(segs) < 3 || segs[1] != "workbenches" {
 		h.notFound(w, r)
 		return "unknown"
@@ -187,6 +190,10 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 	case len(segs) == 4 && segs[3] == "list":
 		h.list(w, r, agent, id)
 		return "list"
+	case len(segs) >= 4 && segs[3] != "files":
+		if route, ok := h.workbenchTool(w, r, agent, id, segs[3:]); ok {
+			return route
+		}
 	case len(segs) >= 5 && segs[3] == "files":
 		path, err := filePath(segs[4:])
 		if err != nil {
@@ -261,8 +268,19 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 	if !allow(w, r, http.MethodPut, http.MethodGet, http.MethodHead) {
 		return
 	}
-	if r.URL.RawQuery != "" {
-		h.writeError(w, r, invalidArg("query", "workbench requests take no query parameters"), noPrecondition)
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err == nil && r.Method == http.MethodPut && len(q) > 0 {
+		err = invalidArg("query", "creating a workbench takes no query parameters")
+	}
+	if err == nil {
+		err = onlyParams(q, "at_snapshot")
+	}
+	var at workbench.At
+	if err == nil {
+		at, err = atSnapshotQuery(q)
+	}
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
 		return
 	}
 	if r.Method == http.MethodPut {
@@ -284,7 +302,7 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 			"sections": workbench.Sections, "created": res.Created})
 		return
 	}
-	st, err := h.svc.Stat(r.Context(), agent, id, "")
+	st, err := h.svc.StatAt(r.Context(), agent, id, "", at)
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
@@ -304,10 +322,15 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 		return
 	}
 	for k := range q {
-		if k != "path" && k != "cursor" && k != "limit" {
-			h.writeError(w, r, invalidArg(k, "is not a parameter of list (path, cursor, limit)"), noPrecondition)
+		if k != "path" && k != "cursor" && k != "limit" && k != "at_snapshot" {
+			h.writeError(w, r, invalidArg(k, "is not a parameter of list (path, cursor, limit, at_snapshot)"), noPrecondition)
 			return
 		}
+	}
+	at, err := atSnapshotQuery(q)
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
 	}
 	dir := q.Get("path")
 	if dir != "" {
@@ -325,7 +348,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 		}
 		limit = n
 	}
-	res, err := h.svc.List(r.Context(), workbench.ListRequest{Agent: agent, Workbench: id, Path: dir, Cursor: q.Get("cursor"), Limit: limit})
+	res, err := h.svc.List(r.Context(), workbench.ListRequest{Agent: agent, Workbench: id, Path: dir, Cursor: q.Get("cursor"), Limit: limit, At: at})
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return

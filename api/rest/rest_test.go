@@ -293,7 +293,7 @@ func TestListingPagesWithCursorsAndFences(t *testing.T) {
 	first := do(t, "GET", base+"list?path=input&limit=3", nil)
 	c := first.json["next_cursor"].(string)
 	expect(t, do(t, "GET", base+"list?path=outputs&limit=3&cursor="+c, nil), 400, "InvalidArguments")
-	expect(t, do(t, "GET", srv.URL+"/v1/agents/a/workbenches/other/list?path=input&cursor="+c, nil), 404, "NotFound")
+	expect(t, do(t, "GET", srv.URL+"/v1/agents/a/workbenches/other/list?path=input&cursor="+c, nil), 400, "InvalidArguments")
 	expect(t, do(t, "GET", base+"list?path=input&cursor=forged."+c[len(c)-5:], nil), 400, "InvalidArguments")
 	expect(t, do(t, "PUT", base+"files/input/zz", strings.NewReader("x")), 201, "")
 	expect(t, do(t, "GET", base+"list?path=input&limit=3&cursor="+c, nil), 409, "ReadFenceChanged")

@@ -1,0 +1,246 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/meta"
+)
+
+// maxToolBody bounds the JSON body of a tool-style request (commit manifests, queries).
+const maxToolBody = 8 << 20
+
+// FieldHeaderPrefix is the prefix of the request headers that attach metadata fields to a
+// written file: Cairn-Field-<name>: <JSON scalar>. Names are case-folded to lower case.
+const FieldHeaderPrefix = "Cairn-Field-"
+
+// fieldHeaders collects Cairn-Field-* headers: each value is a JSON scalar (a string in
+// quotes, a number, true or false); a value that is not valid JSON is taken as a plain
+// string. null, objects and arrays are InvalidArguments naming the header.
+func fieldHeaders(r *http.Request) (map[string]meta.FieldValue, error) {
+	var out map[string]meta.FieldValue
+	for k, vs := range r.Header {
+		if len(k) <= len(FieldHeaderPrefix) || !strings.EqualFold(k[:len(FieldHeaderPrefix)], FieldHeaderPrefix) {
+			continue
+		}
+		name := strings.ToLower(k[len(FieldHeaderPrefix):])
+		if len(vs) != 1 {
+			return nil, invalidArg(k, "must be given once")
+		}
+		v, err := parseFieldValue(vs[0])
+		if err != nil {
+			return nil, invalidArg(k, "%v", err)
+		}
+		if out == nil {
+			out = map[string]meta.FieldValue{}
+		}
+		out[name] = v
+	}
+	if err := meta.ValidateFields("fields", out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func parseFieldValue(s string) (meta.FieldValue, error) {
+	t := strings.TrimSpace(s)
+	dec := json.NewDecoder(strings.NewReader(t))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return meta.StringField(s), nil // not JSON: a plain string
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return meta.StringField(s), nil
+	}
+	switch x := v.(type) {
+	case string:
+		return meta.StringField(x), nil
+	case bool:
+		return meta.BoolField(x), nil
+	case json.Number:
+		if i, err := strconv.ParseInt(x.String(), 10, 64); err == nil {
+			return meta.IntField(i), nil
+		}
+		f, err := strconv.ParseFloat(x.String(), 64)
+		if err != nil || math.IsInf(f, 0) {
+			return meta.FieldValue{}, fmt.Errorf("number %s is out of range", x)
+		}
+		return meta.FloatField(f), nil
+	case nil:
+		return meta.FieldValue{}, errors.New("must be a JSON scalar (string, number or boolean), not null")
+	}
+	return meta.FieldValue{}, errors.New("must be a JSON scalar (string, number or boolean), not an object or array")
+}
+
+// atSnapshotQuery reads ?at_snapshot=: digits select a snapshot id, anything else a name.
+func atSnapshotQuery(q url.Values) (workbench.At, error) {
+	vs, ok := q["at_snapshot"]
+	if !ok {
+		return workbench.At{}, nil
+	}
+	if len(vs) != 1 || vs[0] == "" {
+		return workbench.At{}, invalidArg("at_snapshot", "give one snapshot id or name")
+	}
+	if id, err := strconv.ParseUint(vs[0], 10, 64); err == nil {
+		return workbench.AtSnapshotID(id), nil
+	}
+	return workbench.AtSnapshotName(vs[0]), nil
+}
+
+// onlyParams rejects query parameters outside allowed.
+func onlyParams(q url.Values, allowed ...string) error {
+	for k := range q {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || k == a
+		}
+		if !ok {
+			return invalidArg(k, "is not a parameter here (allowed: %s)", strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
+// decodeBody decodes a JSON request body into in, rejecting unknown fields, trailing data
+// and bodies over maxToolBody with InvalidArguments naming the field.
+func decodeBody(r *http.Request, in any) error {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxToolBody+1))
+	if err != nil {
+		return invalidArg("body", "could not be read: %v", err)
+	}
+	if len(data) > maxToolBody {
+		return &workbench.Error{Code: workbench.CodePayloadTooLarge, Message: fmt.Sprintf("the request body is more than %d bytes", maxToolBody),
+			Details: map[string]any{"max_bytes": maxToolBody}}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return invalidArg(te.Field, "must be %s", te.Type)
+		}
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return invalidArg(strings.Trim(f, `"`), "is not a field of this request")
+		}
+		return invalidArg("body", "is not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return invalidArg("body", "has data after the JSON object")
+	}
+	return nil
+}
+
+// tool answers a JSON-body request with a Workbench tool: method names the allowed
+// method, run decodes and runs it, status is the success status.
+func (h *Handler) tool(w http.ResponseWriter, r *http.Request, method string, status int, run func(context.Context) (workbench.Result, error)) {
+	if !allow(w, r, method) {
+		return
+	}
+	res, err := run(r.Context())
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	writeJSON(w, status, map[string]any(res))
+}
+
+// bodyTool decodes the JSON body into a fresh In, lets set fill path-derived fields, and
+// runs the tool method.
+func bodyTool[In any](h *Handler, w http.ResponseWriter, r *http.Request, status int, set func(*In),
+	method func(*workbench.Service, context.Context, string, In) (workbench.Result, error), agent string) {
+	h.tool(w, r, http.MethodPost, status, func(ctx context.Context) (workbench.Result, error) {
+		if r.URL.RawQuery != "" {
+			return nil, invalidArg("query", "this request takes its arguments in a JSON body")
+		}
+		var in In
+		if err := decodeBody(r, &in); err != nil {
+			return nil, err
+		}
+		if set != nil {
+			set(&in)
+		}
+		return method(h.svc, ctx, agent, in)
+	})
+}
+
+// workbenchTool routes the tool endpoints under /v1/agents/{agent}/workbenches/{id}/.
+func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, id string, segs []string) (string, bool) {
+	setID := func(p *string) { *p = id }
+	switch {
+	case len(segs) == 1 && segs[0] == "commit":
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.CommitInput) { setID(&in.ID) }, (*workbench.Service).ToolCommit, agent)
+		return "commit", true
+	case len(segs) == 1 && segs[0] == "restore":
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.RestoreInput) { setID(&in.ID) }, (*workbench.Service).ToolRestore, agent)
+		return "restore", true
+	case len(segs) == 1 && segs[0] == "grep":
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.GrepInput) { setID(&in.ID) }, (*workbench.Service).ToolGrep, agent)
+		return "grep", true
+	case len(segs) == 1 && segs[0] == "snapshots":
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			h.tool(w, r, r.Method, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
+				if r.URL.RawQuery != "" {
+					return nil, invalidArg("query", "listing snapshots takes no query parameters")
+				}
+				return h.svc.ToolSnapshotList(ctx, agent, workbench.SnapshotListInput{ID: id})
+			})
+			return "snapshots", true
+		}
+		if r.Method != http.MethodPost {
+			allow(w, r, http.MethodGet, http.MethodHead, http.MethodPost)
+			return "snapshots", true
+		}
+		bodyTool(h, w, r, http.StatusCreated, func(in *workbench.SnapshotInput) { setID(&in.ID) }, (*workbench.Service).ToolSnapshot, agent)
+		return "snapshots", true
+	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "renew":
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRenewInput) { setID(&in.ID) }, (*workbench.Service).ToolSnapshotRenew, agent)
+		return "snapshot-renew", true
+	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "retire":
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRetireInput) { setID(&in.ID) }, (*workbench.Service).ToolSnapshotRetire, agent)
+		return "snapshot-retire", true
+	}
+	return "", false
+}
+
+// rootTool routes the root-wide tool endpoints under /v1/agents/{agent}/.
+func (h *Handler) rootTool(w http.ResponseWriter, r *http.Request, agent string, segs []string) (string, bool) {
+	switch {
+	case len(segs) == 1 && segs[0] == "search":
+		bodyTool(h, w, r, http.StatusOK, nil, (*workbench.Service).ToolSearch, agent)
+		return "search", true
+	case len(segs) == 1 && segs[0] == "aggregate":
+		bodyTool(h, w, r, http.StatusOK, nil, (*workbench.Service).ToolAggregate, agent)
+		return "aggregate", true
+	case len(segs) == 1 && segs[0] == "catalog":
+		bodyTool(h, w, r, http.StatusOK, nil, (*workbench.Service).ToolCatalog, agent)
+		return "catalog", true
+	case len(segs) == 1 && segs[0] == "find":
+		bodyTool(h, w, r, http.StatusOK, nil, (*workbench.Service).ToolFind, agent)
+		return "find", true
+	case len(segs) == 2 && segs[0] == "restores":
+		opID, err := component("operation_id", segs[1])
+		if err != nil {
+			h.writeError(w, r, err, noPrecondition)
+			return "restore-status", true
+		}
+		h.tool(w, r, http.MethodGet, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
+			return h.svc.RestoreStatus(ctx, agent, opID)
+		})
+		return "restore-status", true
+	}
+	return "", false
+}

@@ -1,0 +1,111 @@
+package rest_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestSnapshotCommitRestoreAndSearchOverREST drives the tool endpoints and ?at_snapshot=
+// reads, and writer-attached fields (Cairn-Field-*) through search.
+func TestSnapshotCommitRestoreAndSearchOverREST(t *testing.T) {
+	srv := newServer(t)
+	base := srv.URL + "/v1/agents/a/workbenches/w/"
+	expect(t, do(t, "PUT", base+"files/outputs/model.bin", strings.NewReader("weights v1"),
+		"Cairn-Field-Accuracy", "0.93", "cairn-field-owner", `"alice"`, "Cairn-Field-Epochs", "12", "Cairn-Field-Final", "true", "Cairn-Field-Note", "plain text"), 201, "")
+	expect(t, do(t, "PUT", base+"files/outputs/draft.bin", strings.NewReader("d"), "Cairn-Field-Accuracy", "0.41", "Cairn-Field-Owner", "bob"), 201, "")
+	expect(t, do(t, "PUT", base+"files/logs/run.log", strings.NewReader("epoch 1 loss 0.5\nepoch 2 loss 0.3\n")), 201, "")
+
+	for _, bad := range [][]string{{"Cairn-Field-Bad", "null"}, {"Cairn-Field-Bad", "[1]"}, {"Cairn-Field-Artifact.size_bytes", "1"}, {"Cairn-Field-9lives", "1"}} {
+		expect(t, do(t, "PUT", base+"files/outputs/x", strings.NewReader("x"), bad...), 400, "InvalidArguments")
+	}
+
+	// search with typed predicates, sort and facets.
+	r := do(t, "POST", srv.URL+"/v1/agents/a/search", strings.NewReader(
+		`{"predicates":[{"field":"accuracy","op":"gt","value":0.5}],"fields":["owner","accuracy","epochs","final","note"],"facets":["owner"]}`))
+	expect(t, r, 200, "")
+	hits := r.json["hits"].([]any)
+	if len(hits) != 1 || r.json["total"] != float64(1) {
+		t.Fatalf("search: %s", r.body)
+	}
+	f := hits[0].(map[string]any)["fields"].(map[string]any)
+	if f["owner"] != "alice" || f["accuracy"] != 0.93 || f["epochs"] != float64(12) || f["final"] != true || f["note"] != "plain text" {
+		t.Fatalf("fields: %v", f)
+	}
+	r = do(t, "POST", srv.URL+"/v1/agents/a/search", strings.NewReader(`{"id":"w","section":"outputs","sort":[{"field":"accuracy","direction":"desc"}],"limit":1}`))
+	expect(t, r, 200, "")
+	if r.json["next_cursor"] == nil || r.json["total"] != float64(2) {
+		t.Fatalf("paged search: %s", r.body)
+	}
+	next := fmt.Sprintf(`{"id":"w","section":"outputs","sort":[{"field":"accuracy","direction":"desc"}],"limit":1,"cursor":%q}`, r.json["next_cursor"])
+	r = do(t, "POST", srv.URL+"/v1/agents/a/search", strings.NewReader(next))
+	expect(t, r, 200, "")
+	if p := r.json["hits"].([]any)[0].(map[string]any)["relative_path"]; p != "draft.bin" {
+		t.Fatalf("second page: %s", r.body)
+	}
+	expect(t, do(t, "POST", srv.URL+"/v1/agents/a/search", strings.NewReader(`{"predicates":[{"field":"x","op":"between"}]}`)), 400, "InvalidArguments")
+	expect(t, do(t, "POST", srv.URL+"/v1/agents/a/search", strings.NewReader(`{"bogus":1}`)), 400, "InvalidArguments")
+	r = do(t, "POST", srv.URL+"/v1/agents/a/aggregate", strings.NewReader(`{"measures":[{"name":"n","op":"count"},{"name":"best","op":"max","field":"accuracy"}],"group_by":["artifact.section"]}`))
+	expect(t, r, 200, "")
+	if r.json["total_groups"] != float64(2) {
+		t.Fatalf("aggregate: %s", r.body)
+	}
+	r = do(t, "POST", srv.URL+"/v1/agents/a/catalog", strings.NewReader(`{"field_prefix":"acc"}`))
+	expect(t, r, 200, "")
+	if fs := r.json["fields"].([]any); len(fs) != 1 || fs[0].(map[string]any)["field"] != "accuracy" {
+		t.Fatalf("catalog: %s", r.body)
+	}
+	r = do(t, "POST", base+"grep", strings.NewReader(`{"pattern":"LOSS 0.3","recursive":true}`))
+	expect(t, r, 200, "")
+	if m := r.json["matches"].([]any); len(m) != 1 || m[0].(map[string]any)["line_number"] != float64(2) {
+		t.Fatalf("grep: %s", r.body)
+	}
+
+	// snapshot, change, read frozen over ?at_snapshot=, list snapshots.
+	r = do(t, "POST", base+"snapshots", strings.NewReader(`{"name":"v1","ttl_days":2}`))
+	expect(t, r, 201, "")
+	expect(t, do(t, "PUT", base+"files/outputs/model.bin", strings.NewReader("weights v2")), 200, "")
+	for _, q := range []string{"1", "v1"} {
+		got := do(t, "GET", base+"files/outputs/model.bin?at_snapshot="+q, nil)
+		expect(t, got, 200, "")
+		if string(got.body) != "weights v1" {
+			t.Fatalf("at_snapshot=%s: %q", q, got.body)
+		}
+		expect(t, do(t, "GET", base+"list?path=outputs&at_snapshot="+q, nil), 200, "")
+	}
+	expect(t, do(t, "GET", base+"files/outputs/model.bin?at_snapshot=7", nil), 404, "SnapshotNotFound")
+	expect(t, do(t, "GET", base+"files/outputs/model.bin?bogus=1", nil), 400, "InvalidArguments")
+	r = do(t, "GET", base+"snapshots", nil)
+	expect(t, r, 200, "")
+	if r.json["snapshot_count"] != float64(1) {
+		t.Fatalf("snapshot list: %s", r.body)
+	}
+	expect(t, do(t, "POST", base+"snapshots/renew", strings.NewReader(`{"name":"v1","ttl_days":5}`)), 200, "")
+
+	// commit, restore from the snapshot, restore status, retire.
+	r = do(t, "POST", base+"commit", strings.NewReader(`{"manifest":{"run":1},"content_digest_uri":"sha256:`+strings.Repeat("1", 64)+`"}`))
+	expect(t, r, 200, "")
+	expect(t, do(t, "POST", base+"commit", strings.NewReader(`{"manifest":{"run":2},"content_digest_uri":"sha256:`+strings.Repeat("1", 64)+`"}`)), 409, "WorkbenchCommitConflict")
+	r = do(t, "POST", base+"restore", strings.NewReader(`{"destination_id":"w2","at_snapshot":"v1"}`))
+	expect(t, r, 200, "")
+	op := r.json["operation_id"].(string)
+	st := do(t, "GET", srv.URL+"/v1/agents/a/restores/"+op, nil)
+	expect(t, st, 200, "")
+	if st.json["state"] != "complete" {
+		t.Fatalf("restore status: %s", st.body)
+	}
+	got := do(t, "GET", srv.URL+"/v1/agents/a/workbenches/w2/files/outputs/model.bin", nil)
+	if string(got.body) != "weights v1" {
+		t.Fatalf("restored body %q", got.body)
+	}
+	expect(t, do(t, "POST", base+"restore", strings.NewReader(`{"destination_id":"w2","at_snapshot":"v1"}`)), 200, "")
+	expect(t, do(t, "POST", base+"snapshots/retire", strings.NewReader(`{"snapshot_id":1,"reason":"done"}`)), 200, "")
+	expect(t, do(t, "GET", base+"files/outputs/model.bin?at_snapshot=1", nil), 410, "SnapshotExpired")
+	expect(t, do(t, "GET", srv.URL+"/v1/agents/a/restores/"+strings.Repeat("0", 64), nil), 404, "NotFound")
+	r = do(t, "POST", srv.URL+"/v1/agents/a/find", strings.NewReader(`{"committed":true}`))
+	expect(t, r, 200, "")
+	if r.json["count"] != float64(2) { // w and its restore w2 (a restore commits its destination)
+		t.Fatalf("find: %s", r.body)
+	}
+	expect(t, do(t, "GET", base+"commit", nil), 405, "")
+}
