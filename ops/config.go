@@ -21,6 +21,9 @@ const (
 	DefaultDataDir               = "./cairn-data"
 	DefaultListen                = "127.0.0.1:7070"
 	DefaultInlineMaxBytes        = 4096
+	DefaultSnapshotGrace         = time.Hour
+	DefaultRestoreBatch          = 1024
+	MaxRestoreBatch              = 4096
 	DefaultMCPMaxPayloadBytes    = 16 << 20
 	DefaultRetentionWindow       = 24 * time.Hour
 	DefaultDedupeMaxPerRoot      = 100_000
@@ -89,6 +92,13 @@ type Config struct {
 	// oldest are forgotten first. Must be at least 1. YAML dedupe_max_per_root. Default
 	// 100000.
 	DedupeMaxPerRoot int
+	// SnapshotGrace is how long, in command time, an expired workbench snapshot can still
+	// be renewed before it is reaped (WORKBENCH.md §snapshot). Must be positive. YAML
+	// snapshot_grace. Default 1h.
+	SnapshotGrace time.Duration
+	// RestoreBatch is how many files one bounded restore command stages (DESIGN.md §7).
+	// Range 1..4096. YAML restore_batch. Default 1024.
+	RestoreBatch int
 	// PresentationRoot is the path prefix shown to agents, with "{agent}" replaced by the
 	// agent id. Presentation only, never a storage key. Must be an absolute, clean path
 	// containing "{agent}" and must not be "/". YAML presentation_root. Default
@@ -147,6 +157,8 @@ func DefaultConfig() Config {
 		MCPMaxPayloadBytes:    DefaultMCPMaxPayloadBytes,
 		RetentionWindow:       DefaultRetentionWindow,
 		DedupeMaxPerRoot:      DefaultDedupeMaxPerRoot,
+		SnapshotGrace:         DefaultSnapshotGrace,
+		RestoreBatch:          DefaultRestoreBatch,
 		PresentationRoot:      DefaultPresentationRoot,
 		RaftSnapshotInterval:  DefaultRaftSnapshotInterval,
 		RaftSnapshotThreshold: DefaultRaftSnapshotThreshold,
@@ -231,6 +243,12 @@ func (c Config) validate() []*ConfigError {
 	}
 	if c.RetentionWindow <= 0 {
 		bad("RetentionWindow", "must be positive", c.RetentionWindow.String())
+	}
+	if c.SnapshotGrace <= 0 {
+		bad("SnapshotGrace", "must be positive", c.SnapshotGrace.String())
+	}
+	if c.RestoreBatch < 1 || c.RestoreBatch > MaxRestoreBatch {
+		bad("RestoreBatch", fmt.Sprintf("must be between 1 and %d files", MaxRestoreBatch), strconv.Itoa(c.RestoreBatch))
 	}
 	if c.DedupeMaxPerRoot < 1 {
 		bad("DedupeMaxPerRoot", "must be at least 1", strconv.Itoa(c.DedupeMaxPerRoot))
@@ -346,6 +364,10 @@ var settings = []setting{
 		func(c *Config) *time.Duration { return &c.RetentionWindow }),
 	intSetting("DedupeMaxPerRoot", "dedupe_max_per_root", "most remembered request ids per agent root",
 		func(c *Config) *int { return &c.DedupeMaxPerRoot }),
+	durationSetting("SnapshotGrace", "snapshot_grace", "how long an expired snapshot can be renewed before it is reaped",
+		func(c *Config) *time.Duration { return &c.SnapshotGrace }),
+	intSetting("RestoreBatch", "restore_batch", "files one bounded restore command stages (1..4096)",
+		func(c *Config) *int { return &c.RestoreBatch }),
 	stringSetting("PresentationRoot", "presentation_root", `path prefix shown to agents; must contain "{agent}"`,
 		func(c *Config) *string { return &c.PresentationRoot }),
 	durationSetting("RaftSnapshotInterval", "raft_snapshot_interval", "how often shards check whether to snapshot",

@@ -142,6 +142,8 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		MCPMaxPayloadBytes:    1 << 20,
 		RetentionWindow:       48 * time.Hour,
 		DedupeMaxPerRoot:      7,
+		SnapshotGrace:         10 * time.Minute,
+		RestoreBatch:          64,
 		PresentationRoot:      "/ws/{agent}",
 		RaftSnapshotInterval:  time.Minute,
 		RaftSnapshotThreshold: 100,
@@ -156,6 +158,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
 		"mcp_max_payload_bytes": "1048576", "retention_window": "48h", "dedupe_max_per_root": "7",
+		"snapshot_grace": "10m", "restore_batch": "64",
 		"presentation_root": "/ws/{agent}", "raft_snapshot_interval": "1m",
 		"raft_snapshot_threshold": "100", "log_level": "debug", "log_format": "json",
 		"shutdown_timeout": "3s", "blob": "s3://cairn-blobs/prod/eu",

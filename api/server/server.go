@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -60,6 +61,33 @@ type Node struct {
 	svc      *workbench.Service
 	registry *prometheus.Registry
 	handler  http.Handler
+	// stopWorkers ends the background workers; workers waits for them.
+	stopWorkers context.CancelFunc
+	workers     sync.WaitGroup
+}
+
+// restoreResumeInterval is how often the node looks for restores left copying by a crash
+// or a leader change and drives them to completion.
+const restoreResumeInterval = 2 * time.Second
+
+// resumeRestores drives restore operations that no request is driving any more (after a
+// restart), while this replica is the ready leader.
+func (n *Node) resumeRestores(ctx context.Context) {
+	defer n.workers.Done()
+	t := time.NewTicker(restoreResumeInterval)
+	defer t.Stop()
+	for {
+		if n.shard.Ready() {
+			if err := n.svc.ResumeRestores(ctx); err != nil && ctx.Err() == nil {
+				n.log.Warn("resuming restores", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Open locks cfg.DataDir and starts the node's storage and service; creds sign the
@@ -121,7 +149,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.shard, err = shard.Open(shard.Config{
 		Dir:               filepath.Join(cfg.DataDir, "shards", "0"),
 		NodeID:            strings.TrimSpace(string(nodeID)),
-		FSM:               meta.Options{RetentionWindow: cfg.RetentionWindow, DedupeMaxPerRoot: cfg.DedupeMaxPerRoot},
+		FSM:               meta.Options{RetentionWindow: cfg.RetentionWindow, DedupeMaxPerRoot: cfg.DedupeMaxPerRoot, SnapshotGrace: cfg.SnapshotGrace},
 		SnapshotInterval:  cfg.RaftSnapshotInterval,
 		SnapshotThreshold: cfg.RaftSnapshotThreshold,
 		Logger:            n.log,
@@ -130,10 +158,15 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	n.svc, err = workbench.New(n.shard, n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
-		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey})
+		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey,
+		RestoreBatch: cfg.RestoreBatch})
 	if err != nil {
 		return err
 	}
+	wctx, cancel := context.WithCancel(context.Background())
+	n.stopWorkers = cancel
+	n.workers.Add(1)
+	go n.resumeRestores(wctx)
 	n.registry.MustRegister(shardCollector{n.shard})
 	n.handler = rest.NewHandler(n.svc, rest.Options{
 		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
@@ -259,6 +292,10 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 // Close stops the node and releases the data directory.
 func (n *Node) Close() error {
 	var errs []error
+	if n.stopWorkers != nil {
+		n.stopWorkers()
+		n.workers.Wait()
+	}
 	if n.shard != nil {
 		errs = append(errs, n.shard.Close())
 	}
