@@ -36,6 +36,7 @@ FUZZ_TARGETS := \
 	./meta:FuzzValidatePath \
 	./meta:FuzzDecodeCommand \
 	./blob:FuzzParseDigest \
+	./api/workbench:FuzzCanonicalManifest \
 	./api/rest:FuzzRequest
 
 fuzz-smoke:
