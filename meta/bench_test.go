@@ -48,3 +48,34 @@ func BenchmarkValidatePath(b *testing.B) {
 		_ = ValidatePath("path", "input/some/deeper/path/file.txt")
 	}
 }
+
+// BenchmarkSnapshotMint measures minting (and retiring) a snapshot of a workbench of 10
+// and of 100,000 files: both are O(1) in the workbench's size (a hold and a record), so
+// the two should cost the same (DESIGN.md §12).
+func BenchmarkSnapshotMint(b *testing.B) {
+	for _, files := range []int{10, 100_000} {
+		b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
+			f := New(Options{})
+			index := uint64(0)
+			for i := 0; i < files; i++ {
+				index++
+				f.ApplyBody(index, Header{TimeMs: 1}, Put{Agent: "a", Workspace: "w", Path: fmt.Sprintf("input/d%d/f%d", i%100, i),
+					CreateWorkspace: true, Size: 1, Segments: []Segment{{Size: 1, Inline: []byte{'x'}}}})
+			}
+			mint, _ := EncodeCommand(Header{TimeMs: 2}, SnapshotMint{Agent: "a", Workspace: "w", TTLDays: 7})
+			b.ReportAllocs()
+			for b.Loop() {
+				index++
+				r := f.Apply(index, mint)
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+				index++
+				retire, _ := EncodeCommand(Header{TimeMs: 2}, SnapshotRetire{Agent: "a", Workspace: "w", ID: r.Snapshot.ID})
+				if r := f.Apply(index, retire); r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+		})
+	}
+}
