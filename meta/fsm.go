@@ -404,6 +404,9 @@ func (a *applier) put(c Put) Result {
 			return Result{Err: err}
 		}
 	}
+	if err := a.checkPublishable(c.Agent, c.Segments); err != nil {
+		return Result{Err: err}
+	}
 	root, ws := a.materialize(c.Agent, c.Workspace, ws)
 	key := pathKey(ws.Incarnation, c.Path)
 	e := &Entry{Generation: a.st.version, Size: c.Size, Digest: c.Digest, ContentType: c.ContentType,
@@ -448,6 +451,9 @@ func (a *applier) append(c Append) Result {
 		e = &Entry{Generation: a.st.version, Size: c.NewSize, Digest: c.NewDigest, ContentType: cur.ContentType,
 			Executable: cur.Executable, Segments: appendSegments(cur.Segments, c.Segments, c.InlineMaxBytes),
 			HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs, Fields: cur.Fields}
+	}
+	if err := a.checkPublishable(c.Agent, c.Segments); err != nil {
+		return Result{Err: err}
 	}
 	root, ws := a.materialize(c.Agent, c.Workspace, ws)
 	a.publish(root, ws, pathKey(ws.Incarnation, c.Path), c.Path, rec, e)

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -375,6 +376,9 @@ func (a *applier) commit(c Commit) Result {
 	} else if c.ExpectRevision != 0 || c.ExpectHead != "" {
 		return Result{Err: &Error{Code: CodeConflict, Message: "the workbench changed while the commit was prepared"}}
 	}
+	if err := a.checkPublishable(c.Agent, c.Envelope.Segments); err != nil {
+		return Result{Err: err}
+	}
 	root, ws := a.materialize(c.Agent, c.Workspace, ws)
 	a.publishBody(root, ws, RunManifestPath, c.Envelope)
 	rec := &CommitRecord{Identity: c.Identity, Workspace: c.Workspace, Incarnation: ws.Incarnation,
@@ -542,6 +546,9 @@ func (a *applier) restoreFinish(c RestoreFinish) Result {
 	}
 	if !op.CopyDone {
 		return Result{Err: &Error{Code: CodeConflict, OperationID: op.ID, Message: "the restore has not staged every file yet"}}
+	}
+	if err := a.checkPublishable(c.Agent, append(slices.Clip(c.Manifest.Segments), c.Envelope.Segments...)); err != nil {
+		return Result{Err: err}
 	}
 	root, _ := s.roots.Get(c.Agent)
 	dkey := workspaceKey(op.Agent, op.Destination)

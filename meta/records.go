@@ -123,6 +123,9 @@ type blobRef struct {
 	Count int64 `cbor:"1,keyasint"`
 	// ZeroSinceMs is the command time when Count last reached zero (0 while referenced).
 	ZeroSinceMs int64 `cbor:"2,keyasint,omitempty"`
+	// Intent is set while the garbage collector deletes the blob (DESIGN.md §8): a publish
+	// that references it fails (retryably) until the deletion is recorded.
+	Intent bool `cbor:"3,keyasint,omitempty"`
 }
 
 // dedupeRecord remembers the answer to one request id.
