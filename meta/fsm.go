@@ -411,7 +411,7 @@ func (a *applier) put(c Put) Result {
 	key := pathKey(ws.Incarnation, c.Path)
 	e := &Entry{Generation: a.st.version, Size: c.Size, Digest: c.Digest, ContentType: c.ContentType,
 		Executable: c.Executable, Segments: c.Segments, HashState: c.HashState, ModifiedAtMs: a.st.nowMs,
-		Fields: c.Fields}
+		Fields: c.Fields, ListID: a.st.newListID()}
 	a.publish(root, ws, key, c.Path, rec, e)
 	return Result{Generation: e.Generation, Created: cur == nil, Size: e.Size, Digest: e.Digest,
 		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID}
@@ -440,7 +440,8 @@ func (a *applier) append(c Append) Result {
 			}
 		}
 		e = &Entry{Generation: a.st.version, Size: c.NewSize, Digest: c.NewDigest, ContentType: c.ContentType,
-			Executable: c.Executable, Segments: c.Segments, HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs}
+			Executable: c.Executable, Segments: c.Segments, HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs,
+			ListID: a.st.newListID()}
 	} else {
 		if cur.Generation != c.ExpectGeneration {
 			return Result{Err: &Error{Code: CodeConflict, CurrentGeneration: cur.Generation, Message: "the file changed: generation " + strconv.FormatUint(cur.Generation, 10) + ", expected " + strconv.FormatUint(c.ExpectGeneration, 10)}}
@@ -448,9 +449,14 @@ func (a *applier) append(c Append) Result {
 		if c.NewSize != cur.Size+c.AppendedBytes {
 			return Result{Err: invalidArg("size", "new size %d is not %d + %d", c.NewSize, cur.Size, c.AppendedBytes)}
 		}
+		segs, sameList := appendSegments(cur.Segments, c.Segments, c.InlineMaxBytes)
+		list := cur.ListID
+		if !sameList || list == 0 {
+			list = a.st.newListID()
+		}
 		e = &Entry{Generation: a.st.version, Size: c.NewSize, Digest: c.NewDigest, ContentType: cur.ContentType,
-			Executable: cur.Executable, Segments: appendSegments(cur.Segments, c.Segments, c.InlineMaxBytes),
-			HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs, Fields: cur.Fields}
+			Executable: cur.Executable, Segments: segs, HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs,
+			Fields: cur.Fields, ListID: list}
 	}
 	if err := a.checkPublishable(c.Agent, c.Segments); err != nil {
 		return Result{Err: err}
@@ -461,22 +467,29 @@ func (a *applier) append(c Append) Result {
 		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID}
 }
 
-// appendSegments returns old followed by add, never modifying old (it is shared with older
-// versions). A trailing inline segment absorbs an inline addition while the merged bytes
-// stay within inlineMax, so a small log stays one inline segment.
-func appendSegments(old, add []Segment, inlineMax int64) []Segment {
-	out := make([]Segment, 0, len(old)+len(add))
-	out = append(out, old...)
-	for _, sg := range add {
-		if n := len(out); n > 0 && sg.IsInline() && out[n-1].IsInline() && out[n-1].Size+sg.Size <= inlineMax && out[n-1].Size+sg.Size <= MaxInlineSegmentBytes {
-			merged := make([]byte, 0, out[n-1].Size+sg.Size)
-			merged = append(append(merged, out[n-1].Inline...), sg.Inline...)
-			out[n-1] = Segment{Digest: digestOf(merged), Size: int64(len(merged)), Inline: merged}
-			continue
+// appendSegments returns the segment list after an append and whether it extends old's
+// list (sameList) rather than starting a new one.
+//
+// The list is shared, append-only, between a file's versions (DESIGN.md §5): the new
+// version's slice is old's slice extended in place when its backing array has room, so an
+// append costs O(len(add)), not O(len(old)). Older versions never see the new elements —
+// their slices end where they did — and only a file's live version is ever extended;
+// every other copy of a list (a restore copy) is clipped to its length, so two versions
+// never extend one array.
+//
+// A file that is a single tiny inline segment absorbs a tiny inline addition while the
+// merged bytes stay within inlineMax (a small log stays one inline segment); that starts a
+// new one-element list (O(1)). Longer runs of small segments are rolled up by the
+// compactor.
+func appendSegments(old, add []Segment, inlineMax int64) ([]Segment, bool) {
+	if len(old) == 1 && len(add) == 1 && old[0].IsInline() && add[0].IsInline() {
+		if n := old[0].Size + add[0].Size; n <= inlineMax && n <= MaxInlineSegmentBytes {
+			merged := make([]byte, 0, n)
+			merged = append(append(merged, old[0].Inline...), add[0].Inline...)
+			return []Segment{{Digest: digestOf(merged), Size: n, Inline: merged}}, false
 		}
-		out = append(out, sg)
 	}
-	return out
+	return append(old, add...), true
 }
 
 func (a *applier) delete(c Delete) Result {
@@ -509,9 +522,6 @@ func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *path
 	chain := make([]version, 0, 1+len(chainOf(rec)))
 	chain = append(chain, version{Version: s.version, Entry: e, AtMs: s.nowMs})
 	chain = append(chain, chainOf(rec)...)
-	if e != nil {
-		a.ref(root.UID, e, +1)
-	}
 	nws := *ws
 	nws.Revision = s.version
 	switch {
@@ -543,12 +553,9 @@ func chainOf(r *pathRecord) []version {
 // schedules the next pruning.
 func (a *applier) storeChain(rootUID, key string, chain []version) {
 	s := a.st
-	kept, dropped, nextDue := a.prune(binaryU64(key[:incarnationKeySize]), chain)
-	for _, el := range dropped {
-		if el.Entry != nil {
-			a.ref(rootUID, el.Entry, -1)
-		}
-	}
+	kept, _, nextDue := a.prune(binaryU64(key[:incarnationKeySize]), chain)
+	prev, _ := s.paths.Get(key)
+	a.account(rootUID, chainOf(prev), kept)
 	if len(kept) == 0 {
 		s.paths.Delete(key)
 	} else {
@@ -619,10 +626,53 @@ func (a *applier) held(inc, lo, hi uint64) bool {
 	return found
 }
 
-// ref adds delta to the reference count of every non-inline segment of e.
-func (a *applier) ref(rootUID string, e *Entry, delta int64) {
+// listHeads returns, for each segment list a chain holds, its longest member: the
+// segments the chain references through that list. Entries without a list id (older
+// logs) are each a list of their own.
+func listHeads(chain []version) map[uint64]*Entry {
+	heads := make(map[uint64]*Entry, len(chain))
+	for i, el := range chain {
+		if el.Entry == nil {
+			continue
+		}
+		id := el.Entry.ListID
+		if id == 0 {
+			id = 1<<63 | uint64(i) // never a real list id
+		}
+		if h, ok := heads[id]; !ok || len(el.Entry.Segments) > len(h.Segments) {
+			heads[id] = el.Entry
+		}
+	}
+	return heads
+}
+
+// account moves the blob reference counts of one path from what chain old references to
+// what chain new references. A path references, per segment list, the segments of the
+// longest version it keeps of that list: so an append adds references for its new
+// segments only, and dropping a version whose list a newer kept version extends changes
+// nothing — O(delta) in segments, O(chain) in versions.
+func (a *applier) account(rootUID string, old, new []version) {
+	before, after := listHeads(old), listHeads(new)
+	for id, b := range before {
+		n := 0
+		if e, ok := after[id]; ok {
+			n = min(len(e.Segments), len(b.Segments))
+		}
+		a.ref(rootUID, b.Segments[n:], -1)
+	}
+	for id, e := range after {
+		n := 0
+		if b, ok := before[id]; ok {
+			n = min(len(e.Segments), len(b.Segments))
+		}
+		a.ref(rootUID, e.Segments[n:], +1)
+	}
+}
+
+// ref adds delta to the reference count of every non-inline segment of segs.
+func (a *applier) ref(rootUID string, segs []Segment, delta int64) {
 	s := a.st
-	for _, sg := range e.Segments {
+	for _, sg := range segs {
 		if sg.IsInline() {
 			continue
 		}

@@ -326,7 +326,7 @@ func (a *applier) publishBody(root *Root, ws *Workspace, path string, b FileBody
 	key := pathKey(ws.Incarnation, path)
 	rec, _ := s.paths.Get(key)
 	e := &Entry{Generation: s.version, Size: b.Size, Digest: b.Digest, ContentType: b.ContentType,
-		Segments: b.Segments, HashState: b.HashState, ModifiedAtMs: s.nowMs}
+		Segments: b.Segments, HashState: b.HashState, ModifiedAtMs: s.nowMs, ListID: s.newListID()}
 	a.publish(root, ws, key, path, rec, e)
 	return e
 }
@@ -520,6 +520,8 @@ func (a *applier) restoreCopy(c RestoreCopy) Result {
 		ne := *b.e
 		ne.Generation = s.version
 		ne.ModifiedAtMs = s.nowMs
+		ne.Segments = slices.Clip(b.e.Segments) // a copy never extends the source's list in place
+		ne.ListID = s.newListID()
 		k := pathKey(dst.Incarnation, b.path)
 		rec, _ := s.paths.Get(k)
 		a.publish(root, dst, k, b.path, rec, &ne)

@@ -21,11 +21,24 @@ func checkRefcounts(f *FSM) error {
 	})
 	st.paths.Scan(func(k string, rec *pathRecord) bool {
 		uid := rootOf[binaryU64(k[:8])]
-		for _, el := range rec.Chain {
-			if el.Entry == nil {
-				continue
+		// A path references, per segment list, the segments of the longest version it
+		// keeps of that list; check first that versions of one list share its prefix.
+		for i, el := range rec.Chain {
+			for _, older := range rec.Chain[i+1:] {
+				if el.Entry != nil && older.Entry != nil && el.Entry.ListID != 0 && el.Entry.ListID == older.Entry.ListID {
+					if len(older.Entry.Segments) > len(el.Entry.Segments) {
+						panic(fmt.Sprintf("path %q: an older version of list %d is longer", keyPath(k), el.Entry.ListID))
+					}
+					for j := range older.Entry.Segments {
+						if older.Entry.Segments[j].Digest != el.Entry.Segments[j].Digest {
+							panic(fmt.Sprintf("path %q: versions of list %d differ at segment %d", keyPath(k), el.Entry.ListID, j))
+						}
+					}
+				}
 			}
-			for _, sg := range el.Entry.Segments {
+		}
+		for _, e := range listHeads(rec.Chain) {
+			for _, sg := range e.Segments {
 				if !sg.IsInline() {
 					want[blobKey(uid, sg.Digest)]++
 				}

@@ -72,6 +72,11 @@ type Entry struct {
 	ModifiedAtMs int64  `cbor:"8,keyasint"`
 	// Fields are the writer-attached, indexed metadata fields (names lower case).
 	Fields map[string]FieldValue `cbor:"9,keyasint,omitempty"`
+	// ListID names the segment list this revision covers a prefix of (DESIGN.md §5): an
+	// append keeps the list of the revision it extends and adds only its new segments, so
+	// versions of one file share one append-only list; a put, a restore copy or a
+	// compaction starts a new list. 0 (older logs): a list of its own.
+	ListID uint64 `cbor:"10,keyasint,omitempty"`
 }
 
 // version is one element of a path's MVCC chain: the entry the path had from shard

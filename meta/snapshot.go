@@ -35,6 +35,7 @@ type snapHeader struct {
 	NextRootUID     uint64 `cbor:"4,keyasint"`
 	NextIncarnation uint64 `cbor:"5,keyasint"`
 	Seq             uint64 `cbor:"6,keyasint"`
+	NextListID      uint64 `cbor:"7,keyasint,omitempty"`
 }
 
 // Record tags of the snapshot stream. Never renumber.
@@ -79,7 +80,7 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	enc := encMode.NewEncoder(cw)
 	st := s.st
 	if err := enc.Encode(snapHeader{Format: SnapshotFormat, Version: st.version, NowMs: st.nowMs,
-		NextRootUID: st.nextRootUID, NextIncarnation: st.nextIncarnation, Seq: st.seq}); err != nil {
+		NextRootUID: st.nextRootUID, NextIncarnation: st.nextIncarnation, Seq: st.seq, NextListID: st.nextListID}); err != nil {
 		return cw.n, err
 	}
 	var err error
@@ -163,6 +164,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 	}
 	st := newState()
 	st.version, st.nowMs, st.nextRootUID, st.nextIncarnation, st.seq = h.Version, h.NowMs, h.NextRootUID, h.NextIncarnation, h.Seq
+	st.nextListID = h.NextListID
 	for n := 0; ; n++ {
 		var rec snapRecord
 		if err := dec.Decode(&rec); err != nil {

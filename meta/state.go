@@ -15,6 +15,7 @@ type state struct {
 	nextRootUID     uint64
 	nextIncarnation uint64
 	seq             uint64 // orders dedupe records and retention items
+	nextListID      uint64 // names segment lists (Entry.ListID)
 
 	roots      *btree.Map[string, *Root]         // agent
 	workspaces *btree.Map[string, *Workspace]    // agent \x00 name
@@ -135,3 +136,9 @@ func holdKey(inc, version uint64) string { return u64(inc) + u64(version) }
 func commitKey(inc uint64, identity string) string { return u64(inc) + identity }
 
 func restoreKey(agent, id string) string { return agent + "\x00" + id }
+
+// newListID returns a fresh segment list id.
+func (s *state) newListID() uint64 {
+	s.nextListID++
+	return s.nextListID
+}
