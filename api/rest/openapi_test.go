@@ -48,6 +48,35 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/agents/{agent}/workbenches/{id}/files/{path}", "PUT"},
 	{"/v1/agents/{agent}/workbenches/{id}/files/{path}", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/files/{path}", "DELETE"},
+	{"/v1/agents/{agent}/workbenches/{id}/commit", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/grep", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/snapshots", "GET"},
+	{"/v1/agents/{agent}/workbenches/{id}/snapshots", "HEAD"},
+	{"/v1/agents/{agent}/workbenches/{id}/snapshots", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/snapshots/renew", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/restore", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/snapshots/retire", "POST"},
+	{"/v1/agents/{agent}/search", "POST"},
+	{"/v1/agents/{agent}/aggregate", "POST"},
+	{"/v1/agents/{agent}/catalog", "POST"},
+	{"/v1/agents/{agent}/find", "POST"},
+	{"/v1/agents/{agent}/restores/{operation_id}", "GET"},
+}
+
+// toolBodies are valid request bodies for the JSON-body routes of servedRoutes, in the
+// order the route table test sends them (the snapshot exists before it is renewed,
+// restored from and retired).
+var toolBodies = map[string]string{
+	"/v1/agents/{agent}/workbenches/{id}/commit":           `{"manifest":{"run":1},"content_digest_uri":"sha256:` + strings.Repeat("a", 64) + `"}`,
+	"/v1/agents/{agent}/workbenches/{id}/grep":             `{"pattern":"x","recursive":true}`,
+	"/v1/agents/{agent}/workbenches/{id}/snapshots":        `{"name":"s1"}`,
+	"/v1/agents/{agent}/workbenches/{id}/snapshots/renew":  `{"name":"s1","ttl_days":9}`,
+	"/v1/agents/{agent}/workbenches/{id}/restore":          `{"destination_id":"w2","at_snapshot":"s1"}`,
+	"/v1/agents/{agent}/workbenches/{id}/snapshots/retire": `{"name":"s1"}`,
+	"/v1/agents/{agent}/search":                            `{"predicates":[{"field":"artifact.ext","op":"eq","value":"txt"}]}`,
+	"/v1/agents/{agent}/aggregate":                         `{"measures":[{"name":"n","op":"count"}]}`,
+	"/v1/agents/{agent}/catalog":                           `{}`,
+	"/v1/agents/{agent}/find":                              `{"committed":true}`,
 }
 
 // wireCodes are the stable error codes of WORKBENCH.md §Errors.
@@ -293,7 +322,7 @@ func TestOpenAPIErrorEnvelopeSchema(t *testing.T) {
 
 // concrete turns a documented path into a request path.
 func concrete(p string) string {
-	r := strings.NewReplacer("{agent}", "a", "{id}", "w", "{path}", "input/dir/x.txt")
+	r := strings.NewReplacer("{agent}", "a", "{id}", "w", "{path}", "input/dir/x.txt", "{operation_id}", strings.Repeat("0", 64))
 	return r.Replace(p)
 }
 
@@ -321,21 +350,28 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 
 	expect(t, do(t, "PUT", srv.URL+concrete("/v1/agents/{agent}/workbenches/{id}/files/{path}"), strings.NewReader("x")), 201, "")
 	wantStatus := map[string]int{"GET /readyz": 503, "POST /mcp": 204, "GET /mcp": 204, "DELETE /mcp": 204,
-		"POST /v1/agents/{agent}/mcp": 204, "GET /v1/agents/{agent}/mcp": 204, "DELETE /v1/agents/{agent}/mcp": 204}
+		"POST /v1/agents/{agent}/mcp": 204, "GET /v1/agents/{agent}/mcp": 204, "DELETE /v1/agents/{agent}/mcp": 204,
+		"POST /v1/agents/{agent}/workbenches/{id}/snapshots": 201,
+		"GET /v1/agents/{agent}/restores/{operation_id}":     404, // no such operation: the route answers with the envelope
+	}
 	ordered := slices.Clone(servedRoutes)
 	slices.SortStableFunc(ordered, func(a, b struct{ path, method string }) int { // DELETE last
 		return boolInt(a.method == "DELETE") - boolInt(b.method == "DELETE")
 	})
 	for _, r := range ordered {
 		base := srv.URL
-		if !strings.Contains(r.path, "/workbenches/") {
+		if !strings.HasPrefix(r.path, "/v1/agents/") || strings.HasSuffix(r.path, "/mcp") {
 			base = ops.URL
 		}
 		u := base + concrete(r.path)
 		if r.method == "POST" && strings.Contains(r.path, "/files/") {
 			u += "?append"
 		}
-		resp := send(t, r.method, u, strings.NewReader("y"))
+		body := "y"
+		if b, ok := toolBodies[r.path]; ok && r.method == "POST" {
+			body = b
+		}
+		resp := send(t, r.method, u, strings.NewReader(body))
 		want := 200
 		if s, ok := wantStatus[r.method+" "+r.path]; ok {
 			want = s
@@ -356,8 +392,13 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 
 	raw := rawDoc(t)
 	doc := loadDoc(t)
-	for _, p := range []string{"/v1/openapi.json", "/v1/agents/{agent}/workbenches/{id}",
-		"/v1/agents/{agent}/workbenches/{id}/list", "/v1/agents/{agent}/workbenches/{id}/files/{path}"} {
+	fixed := []string{"/v1/openapi.json", "/v1/agents/{agent}/workbenches/{id}",
+		"/v1/agents/{agent}/workbenches/{id}/list", "/v1/agents/{agent}/workbenches/{id}/files/{path}",
+		"/v1/agents/{agent}/restores/{operation_id}"}
+	for p := range toolBodies {
+		fixed = append(fixed, p)
+	}
+	for _, p := range fixed {
 		item := deref(t, raw, raw["paths"].(map[string]any)[p])
 		var documented []string
 		for _, m := range httpMethods {
@@ -662,4 +703,162 @@ func TestOpenAPIPatternsMatchValidation(t *testing.T) {
 			t.Errorf("FilePath %q: schema accepts %v, handler %v", v, got, want)
 		}
 	}
+}
+
+// TestOpenAPIDescribesLiveToolResponses drives the snapshot, commit, restore and query
+// endpoints, ?at_snapshot= reads and Cairn-Field-* writes through the statuses they can
+// produce, and validates requests and responses against the document.
+func TestOpenAPIDescribesLiveToolResponses(t *testing.T) {
+	srv := newServer(t)
+	c := &checker{t: t, doc: loadDoc(t), url: srv.URL}
+	root := "/v1/agents/a1"
+	wb := root + "/workbenches/w1"
+	post := func(validReq bool, target, body string) response {
+		t.Helper()
+		return c.call(validReq, "POST", target, body, "Content-Type", "application/json")
+	}
+	nextCursor := func(r response) string {
+		t.Helper()
+		cur, _ := r.json["next_cursor"].(string)
+		if cur == "" {
+			t.Fatalf("no next_cursor: %s", r.body)
+		}
+		return cur
+	}
+
+	// Files with attached fields to query.
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/model.bin", "weights v1", "Cairn-Field-Accuracy", "0.93", "Cairn-Field-Owner", `"alice"`, "Cairn-Field-Epochs", "12"), 201, "")
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/draft.bin", "d", "Cairn-Field-Accuracy", "0.41", "Cairn-Field-Owner", "bob", "Cairn-Field-Final", "false"), 201, "")
+	expect(t, c.call(true, "PUT", wb+"/files/logs/run.log", "epoch 1 loss 0.5\nepoch 2 loss 0.3\n"), 201, "")
+	for _, bad := range []string{"null", "[1]", `{"a":1}`} {
+		expect(t, c.call(true, "PUT", wb+"/files/outputs/x", "x", "Cairn-Field-Bad", bad), 400, "InvalidArguments")
+	}
+
+	// search, aggregate, catalog.
+	expect(t, post(true, root+"/search", `{"predicates":[{"field":"accuracy","op":"gt","value":0.5}],"fields":["owner","accuracy","epochs","missing"],"facets":["owner"]}`), 200, "")
+	expect(t, post(true, root+"/search", ""), 200, "") // an empty body is {}
+	page := `{"id":"w1","section":"outputs","sort":[{"field":"accuracy","direction":"desc"}],"limit":1`
+	p1 := post(true, root+"/search", page+"}")
+	expect(t, p1, 200, "")
+	cur := nextCursor(p1)
+	expect(t, post(true, root+"/search", page+`,"cursor":"`+cur+`"}`), 200, "")
+	expect(t, post(true, root+"/search", `{"predicates":[{"field":"owner","op":"in","value":["alice","carol"]},{"field":"final","op":"not_exists"}]}`), 200, "")
+	expect(t, post(true, root+"/search", `{"id":"nope"}`), 404, "NotFound")
+	expect(t, post(false, root+"/search", `{"bogus":1}`), 400, "InvalidArguments")
+	expect(t, post(false, root+"/search", `{"limit":11}`), 400, "InvalidArguments")
+	expect(t, post(false, root+"/search", `{"predicates":[{"field":"x","op":"between"}]}`), 400, "InvalidArguments")
+	expect(t, post(false, root+"/search", `{} {}`), 400, "InvalidArguments")
+	expect(t, post(false, root+"/search", `{"limit":1}`+strings.Repeat(" ", 8<<20)), 413, "PayloadTooLarge")
+	expect(t, c.call(false, "POST", root+"/search?limit=1", `{}`, "Content-Type", "application/json"), 400, "InvalidArguments")
+	expect(t, post(true, root+"/aggregate", `{"measures":[{"name":"n","op":"count"},{"name":"best","op":"max","field":"accuracy"}],"group_by":["artifact.section"],"sort":[{"field":"n","direction":"desc"}]}`), 200, "")
+	expect(t, post(true, root+"/aggregate", `{"id":"w1","measures":[{"name":"total","op":"sum","field":"artifact.size_bytes"}]}`), 200, "")
+	expect(t, post(false, root+"/aggregate", `{"measures":[]}`), 400, "InvalidArguments")
+	expect(t, post(true, root+"/catalog", `{"field_prefix":"acc","include_facets":true}`), 200, "")
+	expect(t, post(true, root+"/catalog", ""), 200, "")
+	expect(t, post(true, root+"/catalog", `{"id":"nope"}`), 404, "NotFound")
+
+	// grep, with a cursor.
+	expect(t, post(true, wb+"/grep", `{"pattern":"LOSS","recursive":true}`), 200, "")
+	g1 := post(true, wb+"/grep", `{"pattern":"epoch|weights","recursive":true,"section":"logs","glob":"*.log","limit":1}`)
+	expect(t, g1, 200, "")
+	expect(t, post(true, wb+"/grep", `{"pattern":"epoch|weights","recursive":true,"section":"logs","glob":"*.log","limit":5,"cursor":"`+nextCursor(g1)+`"}`), 200, "")
+	expect(t, post(true, wb+"/grep", `{"pattern":"x","patterns":["a|b"],"recursive":false,"section":"outputs","path":"model.bin"}`), 200, "")
+	expect(t, post(false, wb+"/grep", `{"pattern":"","recursive":true}`), 400, "InvalidArguments")
+	expect(t, post(true, root+"/workbenches/nope/grep", `{"pattern":"x","recursive":true}`), 404, "NotFound")
+
+	// A search cursor whose scope changed since the first page.
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/late.bin", "l", "Cairn-Field-Accuracy", "0.5"), 201, "")
+	expect(t, post(true, root+"/search", page+`,"cursor":"`+cur+`"}`), 409, "ReadFenceChanged")
+
+	// Snapshots: mint, read at them, renew, list.
+	expect(t, c.call(true, "GET", wb+"/snapshots", ""), 200, "")
+	expect(t, post(true, wb+"/snapshots", `{"name":"v1","ttl_days":2,"reason":"baseline","metadata":{"run":7,"tags":["a"]}}`), 201, "")
+	expect(t, post(true, wb+"/snapshots", ""), 201, "")
+	expect(t, post(true, root+"/workbenches/nope/snapshots", `{}`), 404, "NotFound")
+	expect(t, post(false, wb+"/snapshots", `{"ttl_days":91}`), 400, "InvalidArguments")
+	expect(t, post(false, wb+"/snapshots", `{"name":""}`), 400, "InvalidArguments")
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/model.bin", "weights v2"), 200, "")
+	f := wb + "/files/outputs/model.bin"
+	for _, at := range []string{"1", "v1"} {
+		r := c.call(true, "GET", f+"?at_snapshot="+at, "")
+		expect(t, r, 200, "")
+		if string(r.body) != "weights v1" {
+			t.Fatalf("at_snapshot=%s: %q", at, r.body)
+		}
+		expect(t, c.call(true, "HEAD", f+"?at_snapshot="+at, ""), 200, "")
+		expect(t, c.call(true, "GET", wb+"/list?path=outputs&at_snapshot="+at, ""), 200, "")
+		expect(t, c.call(true, "HEAD", wb+"/list?at_snapshot="+at, ""), 200, "")
+		expect(t, c.call(true, "GET", wb+"?at_snapshot="+at, ""), 200, "")
+		expect(t, c.call(true, "HEAD", wb+"?at_snapshot="+at, ""), 200, "")
+	}
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/after.bin", "a"), 201, "")
+	expect(t, c.call(true, "GET", wb+"/files/outputs/after.bin?at_snapshot=v1", ""), 404, "NotFound")
+	expect(t, c.call(true, "GET", f+"?at_snapshot=99", ""), 404, "SnapshotNotFound")
+	expect(t, c.call(true, "GET", f+"?at_snapshot=nope", ""), 404, "SnapshotNotFound")
+	expect(t, c.call(true, "HEAD", f+"?at_snapshot=99", ""), 404, "")
+	expect(t, c.call(true, "GET", wb+"/list?at_snapshot=99", ""), 404, "SnapshotNotFound")
+	expect(t, c.call(true, "GET", wb+"?at_snapshot=99", ""), 404, "SnapshotNotFound")
+	expect(t, c.call(false, "GET", f+"?at_snapshot=", ""), 400, "InvalidArguments")
+	expect(t, post(true, wb+"/snapshots/renew", `{"name":"v1","ttl_days":5}`), 200, "")
+	expect(t, post(true, wb+"/snapshots/renew", `{"snapshot_id":2,"ttl_days":1}`), 200, "") // never shortens: a no-op
+	expect(t, post(true, wb+"/snapshots/renew", `{"snapshot_id":99}`), 404, "SnapshotNotFound")
+	expect(t, post(true, wb+"/snapshots/renew", `{}`), 400, "InvalidArguments")
+	expect(t, c.call(true, "GET", wb+"/snapshots", ""), 200, "")
+	expect(t, c.call(true, "HEAD", wb+"/snapshots", ""), 200, "")
+	expect(t, c.call(false, "GET", wb+"/snapshots?x=1", ""), 400, "InvalidArguments")
+	expect(t, c.call(true, "GET", root+"/workbenches/nope/snapshots", ""), 404, "NotFound")
+
+	// Commit: new, replay, another identity, replace.
+	digest := `"content_digest_uri":"sha256:` + strings.Repeat("1", 64) + `"`
+	cm := post(true, wb+"/commit", `{"manifest":{"run":1,"b":[1.50,"<&>"]},`+digest+`}`)
+	expect(t, cm, 200, "")
+	identity, _ := cm.json["commit_identity"].(string)
+	expect(t, post(true, wb+"/commit", `{"manifest":{"run":1,"b":[1.50,"<&>"]},`+digest+`}`), 200, "")
+	expect(t, post(true, wb+"/commit", `{"manifest":{"run":2},`+digest+`}`), 409, "WorkbenchCommitConflict")
+	expect(t, post(true, wb+"/commit", `{"manifest":{"run":2},`+digest+`,"replace":true}`), 200, "")
+	expect(t, post(true, root+"/workbenches/fresh/commit", `{"manifest":{},`+digest+`}`), 200, "") // creates the workbench
+	expect(t, post(false, wb+"/commit", `{"manifest":[],`+digest+`}`), 400, "InvalidArguments")
+	expect(t, post(false, wb+"/commit", `{"manifest":{},"content_digest_uri":"sha256:XY"}`), 400, "InvalidArguments")
+
+	// Restore from a snapshot and from a commit; status; replays and conflicts.
+	rs := post(true, wb+"/restore", `{"destination_id":"w2","at_snapshot":"v1"}`)
+	expect(t, rs, 200, "")
+	op, _ := rs.json["operation_id"].(string)
+	expect(t, post(true, wb+"/restore", `{"destination_id":"w2","at_snapshot":"v1"}`), 200, "")
+	expect(t, post(true, wb+"/restore", `{"destination_id":"w3","at_commit":"`+identity+`"}`), 200, "")
+	expect(t, post(true, wb+"/restore", `{"destination_id":"w4","at_snapshot":2}`), 200, "")
+	expect(t, post(true, wb+"/restore", `{"destination_id":"fresh","at_snapshot":"v1"}`), 409, "AlreadyExists")
+	expect(t, post(true, wb+"/restore", `{"destination_id":"w5","at_snapshot":"nope"}`), 404, "SnapshotNotFound")
+	expect(t, post(true, wb+"/restore", `{"destination_id":"w5","at_commit":"`+strings.Repeat("0", 64)+`"}`), 404, "NotFound")
+	expect(t, post(true, root+"/workbenches/nope/restore", `{"destination_id":"w5","at_snapshot":1}`), 404, "NotFound")
+	expect(t, post(false, wb+"/restore", `{"destination_id":"w5"}`), 400, "InvalidArguments")
+	expect(t, post(false, wb+"/restore", `{"destination_id":"w5","at_snapshot":1,"at_commit":"`+identity+`"}`), 400, "InvalidArguments")
+	expect(t, c.call(true, "GET", root+"/restores/"+op, ""), 200, "")
+	expect(t, c.call(true, "GET", root+"/restores/"+strings.Repeat("0", 64), ""), 404, "NotFound")
+	expect(t, c.call(true, "GET", wb[:len(wb)-2]+"w2/files/outputs/model.bin", ""), 200, "")
+
+	// find, with the manifest and a cursor.
+	expect(t, post(true, root+"/find", `{"committed":true,"include_manifest":true}`), 200, "")
+	expect(t, post(true, root+"/find", `{"committed":false}`), 200, "")
+	f1 := post(true, root+"/find", `{"manifest_pattern":"RUN","limit":1}`)
+	expect(t, f1, 200, "")
+	expect(t, post(true, root+"/find", `{"manifest_pattern":"RUN","limit":1,"cursor":"`+nextCursor(f1)+`"}`), 200, "")
+	expect(t, post(true, root+"/find", ""), 200, "")
+	expect(t, post(false, root+"/find", `{"limit":0}`), 400, "InvalidArguments")
+
+	// Retire: then reads at the snapshot are gone (410).
+	expect(t, post(true, wb+"/snapshots/retire", `{"name":"v1","reason":"done"}`), 200, "")
+	expect(t, post(true, wb+"/snapshots/retire", `{"snapshot_id":1,"reason":"again"}`), 200, "")
+	expect(t, post(true, wb+"/snapshots/retire", `{"snapshot_id":99}`), 404, "SnapshotNotFound")
+	expect(t, post(false, wb+"/snapshots/retire", `{}`), 400, "InvalidArguments")
+	expect(t, post(false, wb+"/snapshots/retire", `{"snapshot_id":1,"name":"v1"}`), 400, "InvalidArguments")
+	expect(t, c.call(true, "GET", wb+"/snapshots", ""), 200, "")
+	expect(t, c.call(true, "GET", f+"?at_snapshot=v1", ""), 410, "SnapshotExpired")
+	expect(t, c.call(true, "HEAD", f+"?at_snapshot=1", ""), 410, "")
+	expect(t, c.call(true, "GET", wb+"/list?at_snapshot=v1", ""), 410, "SnapshotExpired")
+	expect(t, c.call(true, "HEAD", wb+"/list?at_snapshot=v1", ""), 410, "")
+	expect(t, c.call(true, "GET", wb+"?at_snapshot=v1", ""), 410, "SnapshotExpired")
+	expect(t, c.call(true, "HEAD", wb+"?at_snapshot=v1", ""), 410, "")
+	expect(t, post(true, wb+"/snapshots/renew", `{"name":"v1"}`), 410, "SnapshotExpired")
+	expect(t, post(true, wb+"/restore", `{"destination_id":"w6","at_snapshot":"v1"}`), 410, "SnapshotExpired")
 }
