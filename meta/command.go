@@ -39,6 +39,7 @@ const (
 	OpRestoreBegin    Op = 11
 	OpRestoreCopy     Op = 12
 	OpRestoreFinish   Op = 13
+	OpCompact         Op = 14
 )
 
 // Header is what every command carries besides its body.
@@ -397,6 +398,10 @@ func DecodeCommand(data []byte) (Header, Body, error) {
 		var c RestoreFinish
 		err = decMode.Unmarshal(env.Body, &c)
 		b = c
+	case OpCompact:
+		var c Compact
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
 	default:
 		return Header{}, nil, invalidArg("command", "unknown op %d", env.Op)
 	}
@@ -434,6 +439,8 @@ func opName(op Op) string {
 		return "restore-copy"
 	case OpRestoreFinish:
 		return "restore-finish"
+	case OpCompact:
+		return "compact"
 	}
 	return fmt.Sprintf("op-%d", op)
 }

@@ -157,6 +157,8 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		res = a.restoreCopy(b)
 	case RestoreFinish:
 		res = a.restoreFinish(b)
+	case Compact:
+		res = a.compact(b)
 	default:
 		res = Result{Err: invalidArg("command", "unsupported body %T", body)}
 	}
@@ -194,6 +196,8 @@ func bodyAgent(b Body) string {
 	case RestoreCopy:
 		return b.Agent
 	case RestoreFinish:
+		return b.Agent
+	case Compact:
 		return b.Agent
 	}
 	return ""
@@ -566,6 +570,11 @@ func (a *applier) storeChain(rootUID, key string, chain []version) {
 	} else {
 		s.history.Delete(key)
 	}
+	var live *Entry
+	if len(kept) > 0 {
+		live = kept[0].Entry
+	}
+	s.trackCompactable(key, live)
 	if nextDue > 0 {
 		s.seq++
 		s.retention.Set(retentionKey(nextDue, s.seq), string(rune(retainPath))+rootUID+"\x00"+key)

@@ -259,6 +259,7 @@ func (s *state) rebuildHistory() {
 		if len(rec.Chain) > 1 || len(rec.Chain) == 1 && rec.Chain[0].Entry == nil {
 			s.history.Set(k, struct{}{})
 		}
+		s.trackCompactable(k, rec.live())
 		return true
 	})
 }

@@ -43,6 +43,9 @@ type state struct {
 	// history is the set of path keys whose chain holds more than a live entry (derived
 	// from paths, rebuilt on restore): what a released hold must re-prune.
 	history *btree.Map[string, struct{}]
+	// compactable is the set of path keys whose live entry is a compaction candidate
+	// (derived from paths, rebuilt on restore).
+	compactable *btree.Map[string, struct{}]
 	// index is the secondary index of file fields (index.go). It is derived from paths:
 	// never part of a Raft snapshot, rebuilt on restore.
 	index *btree.Map[string, struct{}]
@@ -66,6 +69,7 @@ func newState() *state {
 		commits:     new(btree.Map[string, *CommitRecord]),
 		restores:    new(btree.Map[string, *RestoreOp]),
 		history:     new(btree.Map[string, struct{}]),
+		compactable: new(btree.Map[string, struct{}]),
 	}
 }
 
@@ -88,6 +92,7 @@ func (s *state) copy() *state {
 	c.commits = s.commits.Copy()
 	c.restores = s.restores.Copy()
 	c.history = s.history.Copy()
+	c.compactable = s.compactable.Copy()
 	return &c
 }
 
