@@ -70,6 +70,44 @@ type Node struct {
 // or a leader change and drives them to completion.
 const restoreResumeInterval = 2 * time.Second
 
+// compactionInterval is how often the leader rolls up small segments of long segment
+// lists (DESIGN.md §5); compactionBatch bounds the files one pass rewrites.
+const (
+	compactionInterval = 5 * time.Second
+	compactionBatch    = 64
+)
+
+// compactSegments runs compaction passes while this replica is the ready leader.
+func (n *Node) compactSegments(ctx context.Context) {
+	defer n.workers.Done()
+	runs := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "compaction", Name: "runs_total",
+		Help: "Compaction passes run by this node's leader."})
+	files := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "compaction", Name: "files_total",
+		Help: "Files whose segment runs were rolled up."})
+	removed := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "compaction", Name: "segments_removed_total",
+		Help: "Segments removed from segment lists by compaction."})
+	n.registry.MustRegister(runs, files, removed)
+	t := time.NewTicker(compactionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !n.shard.Ready() {
+			continue
+		}
+		rep, err := n.svc.CompactOnce(ctx, compactionBatch)
+		runs.Inc()
+		files.Add(float64(rep.Compacted))
+		removed.Add(float64(rep.SegmentsBefore - rep.SegmentsAfter))
+		if err != nil && ctx.Err() == nil {
+			n.log.Warn("compaction", "err", err)
+		}
+	}
+}
+
 // resumeRestores drives restore operations that no request is driving any more (after a
 // restart), while this replica is the ready leader.
 func (n *Node) resumeRestores(ctx context.Context) {
@@ -165,8 +203,9 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	n.stopWorkers = cancel
-	n.workers.Add(1)
+	n.workers.Add(2)
 	go n.resumeRestores(wctx)
+	go n.compactSegments(wctx)
 	n.registry.MustRegister(shardCollector{n.shard})
 	n.handler = rest.NewHandler(n.svc, rest.Options{
 		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
