@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,10 @@ const maxResultBytes = 32 << 20
 
 // walkPageLimit is the page size Walk asks for: the API's maximum, fewest round trips.
 const walkPageLimit = 1000
+
+// FieldHeaderPrefix starts the request headers that attach metadata fields to a written
+// file: Cairn-Field-<name>: <JSON scalar> (PutOptions.Fields).
+const FieldHeaderPrefix = "Cairn-Field-"
 
 // Client talks to one Cairn server. It is safe for concurrent use.
 type Client struct {
@@ -132,24 +137,16 @@ func (e Entry) IsDir() bool { return e.Kind == KindDirectory }
 // FullPath returns the entry's path inside the workbench ("input/data/a.csv"), the form
 // every file method takes: Section + "/" + RelativePath, just Section for a section
 // directory, just RelativePath for an entry outside the sections.
-func (e Entry) FullPath() string {
-	switch {
-	case e.Section == "":
-		return e.RelativePath
-	case e.RelativePath == "":
-		return e.Section
-	default:
-		return e.Section + "/" + e.RelativePath
-	}
-}
+func (e Entry) FullPath() string { return joinSection(e.Section, e.RelativePath) }
 
 // ListPage is one page of a directory listing.
 type ListPage struct {
 	WorkbenchID   string `json:"workbench_id"`
 	WorkbenchPath string `json:"workbench_path"`
-	// Path is the presentation path of the listed directory.
+	// Path is the listed directory as requested, relative to the workbench ("" for the
+	// top).
 	Path string `json:"path"`
-	// EntryCount is the number of entries in this page.
+	// EntryCount is the number of direct children of the directory, over all pages.
 	EntryCount int     `json:"entry_count"`
 	Entries    []Entry `json:"entries"`
 	// NextCursor continues the listing; "" on the last page.
@@ -199,6 +196,11 @@ type PutOptions struct {
 	// chunked encoding unless the reader is a *bytes.Reader, *bytes.Buffer or
 	// *strings.Reader, whose length net/http finds itself).
 	Size int64
+	// Fields attaches indexed metadata fields to the file, searchable with Search: names
+	// of lower-case ASCII letters, digits, '_', '-' and '.', starting with a letter;
+	// values strings, bools, integers or floats. They replace the fields the file had.
+	// Sent as Cairn-Field-<name> headers with the value as JSON.
+	Fields map[string]any
 }
 
 // AppendOptions are the preconditions and attributes of Append.
@@ -222,6 +224,8 @@ type GetOptions struct {
 	// IfNoneMatch, when non-zero, returns FileInfo.NotModified instead of the body if the
 	// file's generation still equals it.
 	IfNoneMatch uint64
+	// AtSnapshot reads the file as it was at a snapshot; the zero value reads live state.
+	AtSnapshot SnapshotRef
 }
 
 // DeleteOptions make a delete conditional.
@@ -236,6 +240,41 @@ type ListOptions struct {
 	Cursor string
 	// Limit is the page size, 1..1000; 0 means the server's default (100).
 	Limit int
+	// AtSnapshot lists the directory as it was at a snapshot; the zero value lists live
+	// state. A cursor continues the listing it came from.
+	AtSnapshot SnapshotRef
+}
+
+// WorkbenchInfo is the result of DescribeWorkbench.
+type WorkbenchInfo struct {
+	WorkbenchID string   `json:"workbench_id"`
+	Path        string   `json:"path"`
+	Sections    []string `json:"sections"`
+	// SizeBytes and FileCount cover every file; EntryCount counts the direct children of
+	// the workbench top (the five sections always count).
+	SizeBytes  int64 `json:"size_bytes"`
+	FileCount  int64 `json:"file_count"`
+	EntryCount int64 `json:"entry_count"`
+}
+
+// DescribeWorkbench returns the size and counts of workbench wb, as it is now or, with a
+// non-zero at, as it was at a snapshot.
+//
+// Errors: *Error NotFound, SnapshotNotFound, SnapshotExpired.
+func (c *Client) DescribeWorkbench(ctx context.Context, agent, wb string, at SnapshotRef) (*WorkbenchInfo, error) {
+	u, err := withSnapshot(c.workbenchURL(agent, wb), nil, at)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out WorkbenchInfo
+	if err := c.doJSON(req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // CreateWorkbench creates workbench wb under agent, or returns the existing one with
@@ -274,6 +313,13 @@ func (c *Client) PutFile(ctx context.Context, agent, wb, path string, body io.Re
 		req.Header.Set("Idempotency-Key", opts.IdempotencyKey)
 	}
 	req.Header.Set("Cairn-Executable", strconv.FormatBool(opts.Executable))
+	for name, v := range opts.Fields {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("client: field %q: %w", name, err)
+		}
+		req.Header.Set(FieldHeaderPrefix+name, string(b))
+	}
 	var out WriteResult
 	if err := c.doJSON(req, &out); err != nil {
 		return nil, err
@@ -306,12 +352,17 @@ func (c *Client) Append(ctx context.Context, agent, wb, path string, body io.Rea
 // from the server. With opts.IfNoneMatch matching the current generation it returns an
 // empty body and info.NotModified.
 //
-// Errors: *Error (NotFound, InvalidArguments for an unsatisfiable range, ...).
+// Errors: *Error (NotFound, InvalidArguments for an unsatisfiable range,
+// SnapshotNotFound, SnapshotExpired for a snapshot that is no longer readable, ...).
 func (c *Client) GetFile(ctx context.Context, agent, wb, path string, opts GetOptions) (io.ReadCloser, *FileInfo, error) {
 	if opts.Offset < 0 || opts.Length < 0 {
 		return nil, nil, fmt.Errorf("client: negative range offset %d or length %d", opts.Offset, opts.Length)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.fileURL(agent, wb, path), nil)
+	u, err := withSnapshot(c.fileURL(agent, wb, path), nil, opts.AtSnapshot)
+	if err != nil {
+		return nil, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -346,12 +397,25 @@ func (c *Client) GetFile(ctx context.Context, agent, wb, path string, opts GetOp
 	return resp.Body, fileInfo(resp), nil
 }
 
-// Stat returns path's metadata without its body (HTTP HEAD).
+// Stat returns path's metadata without its body (HTTP HEAD): StatAt of live state.
 //
 // Errors: *Error with the code derived from the status (HEAD answers carry no envelope):
 // 404 NotFound, 412 Conflict, 503 ObjectUnavailable, ...
 func (c *Client) Stat(ctx context.Context, agent, wb, path string) (*FileInfo, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, c.fileURL(agent, wb, path), nil)
+	return c.StatAt(ctx, agent, wb, path, SnapshotRef{})
+}
+
+// StatAt returns path's metadata as it was at snapshot at (the zero SnapshotRef: live
+// state), without its body.
+//
+// Errors: as Stat; 404 reads as NotFound also for an unknown snapshot, and 410 as
+// SnapshotExpired.
+func (c *Client) StatAt(ctx context.Context, agent, wb, path string, at SnapshotRef) (*FileInfo, error) {
+	u, err := withSnapshot(c.fileURL(agent, wb, path), nil, at)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +449,8 @@ func (c *Client) Delete(ctx context.Context, agent, wb, path string, opts Delete
 // five sections appear as directories), ordered by name bytes.
 //
 // Errors: *Error NotDirectory (dir is a file), ReadFenceChanged (retryable: the
-// workbench changed since the cursor's first page), InvalidArguments (bad cursor), ...
+// workbench changed since the cursor's first page of a live listing), InvalidArguments
+// (bad cursor), SnapshotNotFound, SnapshotExpired, ...
 func (c *Client) List(ctx context.Context, agent, wb, dir string, opts ListOptions) (*ListPage, error) {
 	q := url.Values{}
 	if dir != "" {
@@ -397,9 +462,9 @@ func (c *Client) List(ctx context.Context, agent, wb, dir string, opts ListOptio
 	if opts.Limit != 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	u := c.workbenchURL(agent, wb) + "/list"
-	if len(q) > 0 {
-		u += "?" + q.Encode()
+	u, err := withSnapshot(c.workbenchURL(agent, wb)+"/list", q, opts.AtSnapshot)
+	if err != nil {
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -421,18 +486,24 @@ func (c *Client) List(ctx context.Context, agent, wb, dir string, opts ListOptio
 // that is not a direct child of the listed directory (it would make the walk loop or
 // escape) is an error wrapping ErrUnsafePath.
 func (c *Client) Walk(ctx context.Context, agent, wb, dir string, fn func(Entry) error) error {
-	err := c.walk(ctx, agent, wb, dir, fn)
+	return c.WalkAt(ctx, agent, wb, dir, SnapshotRef{}, fn)
+}
+
+// WalkAt is Walk over the workbench as it was at snapshot at (the zero SnapshotRef: live
+// state, which is Walk).
+func (c *Client) WalkAt(ctx context.Context, agent, wb, dir string, at SnapshotRef, fn func(Entry) error) error {
+	err := c.walk(ctx, agent, wb, dir, at, fn)
 	if errors.Is(err, fs.SkipAll) {
 		return nil
 	}
 	return err
 }
 
-func (c *Client) walk(ctx context.Context, agent, wb, dir string, fn func(Entry) error) error {
+func (c *Client) walk(ctx context.Context, agent, wb, dir string, at SnapshotRef, fn func(Entry) error) error {
 	var subdirs []string
 	cursor := ""
 	for {
-		page, err := c.List(ctx, agent, wb, dir, ListOptions{Cursor: cursor, Limit: walkPageLimit})
+		page, err := c.List(ctx, agent, wb, dir, ListOptions{Cursor: cursor, Limit: walkPageLimit, AtSnapshot: at})
 		if err != nil {
 			return fmt.Errorf("list %q: %w", dir, err)
 		}
@@ -457,7 +528,7 @@ func (c *Client) walk(ctx context.Context, agent, wb, dir string, fn func(Entry)
 		cursor = page.NextCursor
 	}
 	for _, sub := range subdirs {
-		if err := c.walk(ctx, agent, wb, sub, fn); err != nil {
+		if err := c.walk(ctx, agent, wb, sub, at, fn); err != nil {
 			return err
 		}
 	}
@@ -514,6 +585,8 @@ func (c *Client) bodyRequest(ctx context.Context, method, u string, body io.Read
 }
 
 // doJSON sends req and decodes a 2xx JSON answer into out; any other status is a *Error.
+// Numbers in untyped values (map[string]any, any) decode as json.Number, exactly as the
+// server wrote them. A result implementing rawResult also keeps the bytes.
 func (c *Client) doJSON(req *http.Request, out any) error {
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -523,10 +596,36 @@ func (c *Client) doJSON(req *http.Request, out any) error {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return responseError(resp)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResultBytes)).Decode(out); err != nil {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResultBytes+1))
+	if err != nil {
+		return fmt.Errorf("client: %s %s: reading response: %w", req.Method, req.URL.Path, err)
+	}
+	if len(body) > maxResultBytes {
+		return fmt.Errorf("client: %s %s: the response is larger than %d bytes", req.Method, req.URL.Path, maxResultBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(out); err != nil {
 		return fmt.Errorf("client: %s %s: decoding response: %w", req.Method, req.URL.Path, err)
 	}
+	if r, ok := out.(rawResult); ok {
+		r.setRaw(bytes.TrimSpace(body))
+	}
 	return nil
+}
+
+// postTool sends in as the JSON body of a POST to u and decodes the result into out.
+func (c *Client) postTool(ctx context.Context, u string, in any, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("client: encoding the request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return c.doJSON(req, out)
 }
 
 // closeBody drains a little of what is left (so the connection can be reused) and closes.

@@ -1,6 +1,7 @@
 // Package client is the Go client of Cairn's REST API (`/v1/agents/{agent}/workbenches/...`,
-// DESIGN.md §10) and the bulk transfers built on it (Import, Export). The CLI, the load
-// generator and the integration tests use it; it knows nothing of the server's internals.
+// DESIGN.md §10) and the bulk transfers built on it (Import, Export): files, listings,
+// snapshots, commits, restores, metadata search and grep. The CLI, the load generator and
+// the integration tests use it; it knows nothing of the server's internals.
 //
 // Invariants callers rely on:
 //
@@ -13,6 +14,13 @@
 //     details (WORKBENCH.md §errors). HEAD answers have no body, so Stat derives the code
 //     from the HTTP status. The client never retries on its own: Error.Retryable and
 //     Error.RetryAfter tell the caller whether and when to.
+//   - The tool endpoints (Commit, Snapshot, Restore, Search, Grep, Find, ...) take the
+//     Workbench tool's input as a JSON body and return its result: typed, with numbers in
+//     untyped values (search fields, facet values) as json.Number, exactly as the server
+//     wrote them, and the result object itself in the result's Raw field.
+//   - Reads at a snapshot (GetOptions.AtSnapshot, ListOptions.AtSnapshot, StatAt, WalkAt,
+//     DescribeWorkbench) send ?at_snapshot=, where digits mean an id: a SnapshotRef whose
+//     Name is all digits, or that sets both ID and Name, fails before any request.
 //   - Paths are workbench paths ("input/data/a.csv"): each component is escaped with
 //     url.PathEscape and the components are joined with "/". The client does not clean or
 //     validate them; the server's jail rules (WORKBENCH.md §common rules) decide, so a
