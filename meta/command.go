@@ -40,6 +40,8 @@ const (
 	OpRestoreCopy     Op = 12
 	OpRestoreFinish   Op = 13
 	OpCompact         Op = 14
+	OpGCIntent        Op = 15 // gc.go
+	OpGCDeleted       Op = 16 // gc.go
 )
 
 // Header is what every command carries besides its body.
@@ -54,6 +56,11 @@ type Header struct {
 	RequestID   string `cbor:"2,keyasint,omitempty"`
 	Principal   string `cbor:"3,keyasint,omitempty"`
 	RequestHash Digest `cbor:"4,keyasint,omitempty"`
+	// UploadFence, when non-zero, is the shard version of a view the proposer read before
+	// it uploaded the blobs the command references: a publish of a blob with no reference
+	// record fails with BlobDeleting when the root recorded a blob deletion after it
+	// (gc.go). 0: no fence, only the delete-intent check applies.
+	UploadFence uint64 `cbor:"5,keyasint,omitempty"`
 }
 
 // Body is one of the command bodies below.
@@ -281,6 +288,8 @@ type Result struct {
 	Commit *CommitRecord `cbor:"13,keyasint,omitempty"`
 	// Restore is the restore operation record after the command.
 	Restore *RestoreOp `cbor:"14,keyasint,omitempty"`
+	// GC answers GCIntent and GCDeleted (gc.go).
+	GC *GCResult `cbor:"15,keyasint,omitempty"`
 }
 
 type envelope struct {
@@ -402,6 +411,14 @@ func DecodeCommand(data []byte) (Header, Body, error) {
 		var c Compact
 		err = decMode.Unmarshal(env.Body, &c)
 		b = c
+	case OpGCIntent:
+		var c GCIntent
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpGCDeleted:
+		var c GCDeleted
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
 	default:
 		return Header{}, nil, invalidArg("command", "unknown op %d", env.Op)
 	}
@@ -441,6 +458,10 @@ func opName(op Op) string {
 		return "restore-finish"
 	case OpCompact:
 		return "compact"
+	case OpGCIntent:
+		return "gc-intent"
+	case OpGCDeleted:
+		return "gc-deleted"
 	}
 	return fmt.Sprintf("op-%d", op)
 }

@@ -99,10 +99,12 @@ func (f *FSM) ApplyBody(index uint64, h Header, body Body) Result {
 type applier struct {
 	opts Options
 	st   *state
+	hdr  Header // of the command being applied
 }
 
 func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Result {
 	s := a.st
+	a.hdr = h
 	if index > s.version {
 		s.version = index
 	}
@@ -159,6 +161,10 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		res = a.restoreFinish(b)
 	case Compact:
 		res = a.compact(b)
+	case GCIntent:
+		res = a.gcIntent(b)
+	case GCDeleted:
+		res = a.gcDeleted(b)
 	default:
 		res = Result{Err: invalidArg("command", "unsupported body %T", body)}
 	}
@@ -198,6 +204,10 @@ func bodyAgent(b Body) string {
 	case RestoreFinish:
 		return b.Agent
 	case Compact:
+		return b.Agent
+	case GCIntent:
+		return b.Agent
+	case GCDeleted:
 		return b.Agent
 	}
 	return ""

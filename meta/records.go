@@ -12,6 +12,10 @@ type Root struct {
 	CreatedVersion uint64 `cbor:"3,keyasint"`
 	// LastSnapshotID numbers the root's snapshots from 1.
 	LastSnapshotID uint64 `cbor:"4,keyasint,omitempty"`
+	// BlobsDeletedVersion is the shard version of the last GCDeleted that removed a blob
+	// record of this root (0 = none): a fenced publish uploaded before it must upload again
+	// (gc.go).
+	BlobsDeletedVersion uint64 `cbor:"5,keyasint,omitempty"`
 }
 
 // WorkspaceState is the lifecycle state of a workbench incarnation.
@@ -131,6 +135,10 @@ type blobRef struct {
 	// Intent is set while the garbage collector deletes the blob (DESIGN.md §8): a publish
 	// that references it fails (retryably) until the deletion is recorded.
 	Intent bool `cbor:"3,keyasint,omitempty"`
+	// IntentVersion and IntentAtMs are the shard version and command time of the GCIntent
+	// that set Intent; GCDeleted must name the version (gc.go).
+	IntentVersion uint64 `cbor:"4,keyasint,omitempty"`
+	IntentAtMs    int64  `cbor:"5,keyasint,omitempty"`
 }
 
 // dedupeRecord remembers the answer to one request id.
