@@ -1,10 +1,13 @@
 // Command cairn is the single Cairn binary: the server (`cairn serve`, `cairn mcp`) and
-// the client commands people and CI jobs use (`put`, `cat`, `ls`, `import`, `export`),
-// which talk to a server over its REST API through package api/client (DESIGN.md §1).
+// the client commands people and CI jobs use (`put`, `cat`, `ls`, `import`, `export`;
+// `snapshot`, `commit`, `restore`, `search`, `grep`), which talk to a server over its REST
+// API through package api/client (DESIGN.md §1).
 //
 // This package only wires: it parses flags and arguments, builds the pieces from their
 // packages and reports results. Rules it keeps:
 //
+//   - The Workbench tool commands print a summary; with --json, the server's result
+//     object, one line.
 //   - Results go to stdout; progress bars (only when stderr is a terminal), warnings and
 //     errors go to stderr, so stdout stays usable in pipes.
 //   - Every failure prints one line "cairn: <code>: <message>" on stderr and exits 1. The

@@ -70,13 +70,16 @@ func newPutCommand() *cobra.Command {
 		executable  bool
 		ifMatch     uint64
 		ifNoneMatch bool
+		fields      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "put --agent A --workbench W PATH [FILE|-]",
 		Short: "Write a file into a workbench from FILE or stdin",
 		Long: "Write the whole content of PATH (e.g. input/data.csv) from FILE, or from stdin when\n" +
 			"FILE is - or absent. Without --if-match or --if-none-match the write is an upsert.\n" +
-			"--executable defaults to FILE's owner-execute bit (false for stdin).",
+			"--executable defaults to FILE's owner-execute bit (false for stdin).\n" +
+			"--field NAME=VALUE attaches a metadata field `cairn search` can query: NAME in\n" +
+			"lower case, VALUE JSON when it parses as JSON (0.93, 12, true), else the text.",
 		Args: argsBetween(1, 2),
 	}
 	t := addTargetFlags(cmd)
@@ -84,8 +87,13 @@ func newPutCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&executable, "executable", false, "mark the file executable")
 	cmd.Flags().Uint64Var(&ifMatch, "if-match", 0, "write only if the current generation is this one")
 	cmd.Flags().BoolVar(&ifNoneMatch, "if-none-match", false, "write only if PATH does not exist (create-only)")
+	cmd.Flags().StringArrayVar(&fields, "field", nil, "attach a metadata field NAME=VALUE (repeatable)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := t.check(); err != nil {
+			return err
+		}
+		attached, err := parseFieldFlags(fields)
+		if err != nil {
 			return err
 		}
 		if ifMatch != 0 && ifNoneMatch {
@@ -121,6 +129,7 @@ func newPutCommand() *cobra.Command {
 			IfMatch:     ifMatch,
 			IfNoneMatch: ifNoneMatch,
 			Size:        size,
+			Fields:      attached,
 		})
 		if err != nil {
 			return err
@@ -137,17 +146,25 @@ func newPutCommand() *cobra.Command {
 }
 
 func newCatCommand() *cobra.Command {
+	var atSnapshot string
 	cmd := &cobra.Command{
-		Use:   "cat --agent A --workbench W PATH",
+		Use:   "cat --agent A --workbench W PATH [--at-snapshot ID|NAME]",
 		Short: "Write a file of a workbench to stdout",
-		Args:  argsBetween(1, 1),
+		Long: "Write the content of PATH to stdout: as it is now, or with --at-snapshot as it was\n" +
+			"at a snapshot (an id, digits, or a name; see cairn snapshot).",
+		Args: argsBetween(1, 1),
 	}
 	t := addTargetFlags(cmd)
+	cmd.Flags().StringVar(&atSnapshot, "at-snapshot", "", "read at this snapshot (id or name)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := t.check(); err != nil {
 			return err
 		}
-		body, _, err := newClient(cmd).GetFile(cmd.Context(), t.agent, t.workbench, args[0], client.GetOptions{})
+		at, err := snapshotFlag(cmd, atSnapshot)
+		if err != nil {
+			return err
+		}
+		body, _, err := newClient(cmd).GetFile(cmd.Context(), t.agent, t.workbench, args[0], client.GetOptions{AtSnapshot: at})
 		if err != nil {
 			return err
 		}
@@ -159,19 +176,28 @@ func newCatCommand() *cobra.Command {
 }
 
 func newLsCommand() *cobra.Command {
-	var recursive bool
+	var (
+		recursive  bool
+		atSnapshot string
+	)
 	cmd := &cobra.Command{
-		Use:   "ls --agent A --workbench W [DIR]",
+		Use:   "ls --agent A --workbench W [DIR] [--at-snapshot ID|NAME]",
 		Short: "List a directory of a workbench",
 		Long: "List the entries of DIR (default: the workbench top, where the five sections\n" +
 			"appear as directories), one per line: kind, size in bytes, generation, name.\n" +
-			"With -r, list everything below DIR, names relative to DIR.",
+			"With -r, list everything below DIR, names relative to DIR. With --at-snapshot, list\n" +
+			"the workbench as it was at a snapshot (an id, digits, or a name).",
 		Args: argsBetween(0, 1),
 	}
 	t := addTargetFlags(cmd)
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "list recursively")
+	cmd.Flags().StringVar(&atSnapshot, "at-snapshot", "", "list at this snapshot (id or name)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := t.check(); err != nil {
+			return err
+		}
+		at, err := snapshotFlag(cmd, atSnapshot)
+		if err != nil {
 			return err
 		}
 		dir := ""
@@ -187,18 +213,17 @@ func newLsCommand() *cobra.Command {
 			}
 			fmt.Fprintf(out, "%-4s %12s %10s %s\n", kind, size, gen, name)
 		}
-		var err error
 		if recursive {
 			prefix := ""
 			if dir != "" {
 				prefix = dir + "/"
 			}
-			err = c.Walk(cmd.Context(), t.agent, t.workbench, dir, func(e client.Entry) error {
+			err = c.WalkAt(cmd.Context(), t.agent, t.workbench, dir, at, func(e client.Entry) error {
 				print(e, strings.TrimPrefix(e.FullPath(), prefix))
 				return nil
 			})
 		} else {
-			err = listAll(cmd.Context(), c, t, dir, func(e client.Entry) { print(e, e.Name) })
+			err = listAll(cmd.Context(), c, t, dir, at, func(e client.Entry) { print(e, e.Name) })
 		}
 		if ferr := out.Flush(); err == nil {
 			err = ferr
@@ -208,11 +233,12 @@ func newLsCommand() *cobra.Command {
 	return cmd
 }
 
-// listAll calls fn for every direct child of dir, following cursors.
-func listAll(ctx context.Context, c *client.Client, t *target, dir string, fn func(client.Entry)) error {
+// listAll calls fn for every direct child of dir (at snapshot at, or live for the zero
+// SnapshotRef), following cursors.
+func listAll(ctx context.Context, c *client.Client, t *target, dir string, at client.SnapshotRef, fn func(client.Entry)) error {
 	cursor := ""
 	for {
-		page, err := c.List(ctx, t.agent, t.workbench, dir, client.ListOptions{Cursor: cursor, Limit: 1000})
+		page, err := c.List(ctx, t.agent, t.workbench, dir, client.ListOptions{Cursor: cursor, Limit: 1000, AtSnapshot: at})
 		if err != nil {
 			return err
 		}

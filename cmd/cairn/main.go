@@ -17,6 +17,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := newRootCommand()
 	addFileCommands(root)
+	addWorkbenchCommands(root)
 	addServerCommands(root)
 	err := root.ExecuteContext(ctx)
 	stop()

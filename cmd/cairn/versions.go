@@ -1,0 +1,415 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnstore/cairn/api/client"
+)
+
+// maxManifestBytes bounds the run manifest `cairn commit` reads: the server's bound on a
+// tool request body (api/rest maxToolBody), so a larger one fails here, not half-sent.
+const maxManifestBytes = 8 << 20
+
+// addWorkbenchCommands registers the commands over the Workbench tools: commit, snapshot
+// (with renew, retire and list), restore, search and grep.
+func addWorkbenchCommands(root *cobra.Command) {
+	root.AddCommand(newCommitCommand(), newSnapshotCommand(), newRestoreCommand(), newSearchCommand(), newGrepCommand())
+}
+
+// outputFlags are --agent and --json, which every Workbench tool command takes.
+type outputFlags struct {
+	agent string
+	json  bool
+}
+
+func addOutputFlags(cmd *cobra.Command) *outputFlags {
+	o := &outputFlags{}
+	cmd.Flags().StringVar(&o.agent, "agent", envOr("CAIRN_AGENT", "default"), "agent root (env CAIRN_AGENT)")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the server's result object (JSON) instead of a summary")
+	return o
+}
+
+func (o *outputFlags) check() error {
+	if o.agent == "" {
+		return usageErrorf("--agent must not be empty")
+	}
+	return nil
+}
+
+// printRaw writes a result object as the server sent it, one line.
+func printRaw(w io.Writer, raw json.RawMessage) error {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		buf.Reset()
+		buf.Write(raw)
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func newCommitCommand() *cobra.Command {
+	var (
+		manifest, digest string
+		replace          bool
+	)
+	cmd := &cobra.Command{
+		Use:   "commit ID --manifest FILE|- --content-digest sha256:HEX [--replace]",
+		Short: "Seal a workbench's current files under a run manifest",
+		Long: "Commit workbench ID (creating it if missing): publish metadata/run_manifest.json with\n" +
+			"the JSON object read from FILE (or stdin for -) and seal the current files under a\n" +
+			"commit identity derived from ID, --content-digest and the canonical manifest.\n" +
+			"Repeating an identical commit is a replay; a different one fails with\n" +
+			"WorkbenchCommitConflict unless --replace is given. Restore a commit with\n" +
+			"`cairn restore ID DEST --commit IDENTITY`.",
+		Args: argsBetween(1, 1),
+	}
+	o := addOutputFlags(cmd)
+	cmd.Flags().StringVar(&manifest, "manifest", "", "run manifest: a file holding a JSON object, or - for stdin (required)")
+	cmd.Flags().StringVar(&digest, "content-digest", "", "the content digest you claim: sha256: and 64 lowercase hex (required)")
+	cmd.Flags().BoolVar(&replace, "replace", false, "replace a commit with a different identity")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		if manifest == "" || digest == "" {
+			return usageErrorf("--manifest and --content-digest are required")
+		}
+		var src io.Reader = cmd.InOrStdin()
+		if manifest != "-" {
+			f, err := os.Open(manifest)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			src = f
+		}
+		data, err := io.ReadAll(io.LimitReader(src, maxManifestBytes+1))
+		if err != nil {
+			return err
+		}
+		if len(data) > maxManifestBytes {
+			return usageErrorf("--manifest: more than %d bytes", maxManifestBytes)
+		}
+		if !json.Valid(data) {
+			return usageErrorf("--manifest: %s is not valid JSON", manifestName(manifest))
+		}
+		res, err := newClient(cmd).Commit(cmd.Context(), o.agent, args[0], client.CommitRequest{
+			Manifest: json.RawMessage(data), ContentDigestURI: digest, Replace: replace})
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printRaw(cmd.OutOrStdout(), res.Raw)
+		}
+		verb := "committed"
+		if res.IdempotentReplay {
+			verb = "already committed"
+		}
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s: generation %d, identity %s, tree %s\n",
+			verb, res.WorkbenchID, res.Generation, res.CommitIdentity, res.TreeDigestURI)
+		return err
+	}
+	return cmd
+}
+
+func manifestName(arg string) string {
+	if arg == "-" {
+		return "stdin"
+	}
+	return arg
+}
+
+func newSnapshotCommand() *cobra.Command {
+	create := newSnapshotCreateCommand("snapshot ID [--name N] [--ttl-days D] [--reason R] [--metadata JSON]")
+	create.Short = "Snapshot a workbench; renew, retire and list snapshots"
+	create.Long = "Mint a leased, read-only point in time of workbench ID (`cairn snapshot create ID` is\n" +
+		"the same, for a workbench named like a subcommand). Read at it with\n" +
+		"`cairn cat|ls --at-snapshot ID|NAME`, restore from it with `cairn restore`.\n" +
+		"A snapshot is alive until its lease passes (--ttl-days, default 7, at most 90), then\n" +
+		"expired (renew revives it) until the server reaps it; retire ends it at once.\n" +
+		"A NAME resolves to the newest snapshot minted with it."
+	create.AddCommand(newSnapshotCreateCommand("create ID [--name N] [--ttl-days D] [--reason R] [--metadata JSON]"),
+		newSnapshotRenewCommand(), newSnapshotRetireCommand(), newSnapshotListCommand())
+	return create
+}
+
+func newSnapshotCreateCommand(use string) *cobra.Command {
+	var (
+		name, reason, metadata string
+		ttlDays                int
+	)
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: "Snapshot a workbench",
+		Args:  argsBetween(1, 1),
+	}
+	o := addOutputFlags(cmd)
+	cmd.Flags().StringVar(&name, "name", "", "name the snapshot")
+	cmd.Flags().IntVar(&ttlDays, "ttl-days", 0, "lease in days, 1..90 (default: the server's, 7)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why the snapshot exists (1..256 characters)")
+	cmd.Flags().StringVar(&metadata, "metadata", "", `annotation: a JSON object, e.g. '{"run":7}'`)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		if cmd.Flags().Changed("ttl-days") && ttlDays == 0 {
+			return usageErrorf("--ttl-days must be between 1 and 90")
+		}
+		req := client.SnapshotRequest{Name: name, TTLDays: ttlDays, Reason: reason}
+		if metadata != "" {
+			if !json.Valid([]byte(metadata)) {
+				return usageErrorf("--metadata is not valid JSON")
+			}
+			req.Metadata = json.RawMessage(metadata)
+		}
+		snap, err := newClient(cmd).Snapshot(cmd.Context(), o.agent, args[0], req)
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printRaw(cmd.OutOrStdout(), snap.Raw)
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), "snapshot "+describeSnapshot(snap))
+		return err
+	}
+	return cmd
+}
+
+// describeSnapshot is the one-line summary of a snapshot record:
+// `3 "v1" of w1: alive until 2026-01-09T10:00:00Z (7 days), read version 42`.
+func describeSnapshot(s *client.Snapshot) string {
+	name := ""
+	if s.Name != "" {
+		name = " " + strconv.Quote(s.Name)
+	}
+	return fmt.Sprintf("%d%s of %s: %s until %s (%d days), read version %d", s.SnapshotID, name, s.WorkbenchID,
+		s.State, s.LeaseExpiresAt.UTC().Format(time.RFC3339), s.TTLDays, s.ReadVersion)
+}
+
+// snapshotArg selects the snapshot of renew and retire: the SNAPSHOT argument (digits: an
+// id, else a name) or --name.
+func snapshotArg(args []string, name string) (client.SnapshotRef, error) {
+	switch {
+	case len(args) == 2 && name != "":
+		return client.SnapshotRef{}, usageErrorf("give SNAPSHOT or --name, not both")
+	case len(args) == 2:
+		return client.ParseSnapshotRef(args[1]), nil
+	case name != "":
+		return client.SnapshotName(name), nil
+	}
+	return client.SnapshotRef{}, usageErrorf("give SNAPSHOT (an id or a name) or --name")
+}
+
+func newSnapshotRenewCommand() *cobra.Command {
+	var (
+		name    string
+		ttlDays int
+	)
+	cmd := &cobra.Command{
+		Use:   "renew ID (SNAPSHOT | --name NAME) [--ttl-days D]",
+		Short: "Extend a snapshot's lease to now + --ttl-days",
+		Long: "Set the lease of a snapshot of workbench ID to now + --ttl-days (default 7). SNAPSHOT\n" +
+			"is an id (digits) or a name; --name selects by a name made of digits only. A renew\n" +
+			"never shortens a lease, and revives an expired snapshot until the server reaps it.",
+		Args: argsBetween(1, 2),
+	}
+	o := addOutputFlags(cmd)
+	cmd.Flags().StringVar(&name, "name", "", "select the snapshot by this name")
+	cmd.Flags().IntVar(&ttlDays, "ttl-days", 0, "new lease from now, in days, 1..90 (default: the server's, 7)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		ref, err := snapshotArg(args, name)
+		if err != nil {
+			return err
+		}
+		if cmd.Flags().Changed("ttl-days") && ttlDays == 0 {
+			return usageErrorf("--ttl-days must be between 1 and 90")
+		}
+		snap, err := newClient(cmd).RenewSnapshot(cmd.Context(), o.agent, args[0], ref, ttlDays)
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printRaw(cmd.OutOrStdout(), snap.Raw)
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), "renewed snapshot "+describeSnapshot(snap))
+		return err
+	}
+	return cmd
+}
+
+func newSnapshotRetireCommand() *cobra.Command {
+	var name, reason string
+	cmd := &cobra.Command{
+		Use:   "retire ID (SNAPSHOT | --name NAME) [--reason R]",
+		Short: "End a snapshot now",
+		Long: "Retire a snapshot of workbench ID: reads at it fail with SnapshotExpired from then on.\n" +
+			"SNAPSHOT is an id (digits) or a name; --name selects by a name made of digits only.\n" +
+			"Retiring a retired snapshot succeeds and reports the original reason.",
+		Args: argsBetween(1, 2),
+	}
+	o := addOutputFlags(cmd)
+	cmd.Flags().StringVar(&name, "name", "", "select the snapshot by this name")
+	cmd.Flags().StringVar(&reason, "reason", "", "why it is retired (1..256 characters)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		ref, err := snapshotArg(args, name)
+		if err != nil {
+			return err
+		}
+		res, err := newClient(cmd).RetireSnapshot(cmd.Context(), o.agent, args[0], ref, reason)
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printRaw(cmd.OutOrStdout(), res.Raw)
+		}
+		line := fmt.Sprintf("retired snapshot %d of %s", res.SnapshotID, res.WorkbenchID)
+		if !res.Retired {
+			line = fmt.Sprintf("snapshot %d of %s was already retired", res.SnapshotID, res.WorkbenchID)
+		}
+		if res.Reason != "" {
+			line += fmt.Sprintf(" (reason: %s)", res.Reason)
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), line)
+		return err
+	}
+	return cmd
+}
+
+func newSnapshotListCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list ID",
+		Short: "List a workbench's snapshots",
+		Long: "List every snapshot of workbench ID, oldest first, one per line: id, state, lease\n" +
+			"expiry (UTC), lease in days, read version, name (- for none), reason.",
+		Args: argsBetween(1, 1),
+	}
+	o := addOutputFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		list, err := newClient(cmd).ListSnapshots(cmd.Context(), o.agent, args[0])
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printRaw(cmd.OutOrStdout(), list.Raw)
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSTATE\tLEASE EXPIRES\tTTL\tREAD VERSION\tNAME\tREASON")
+		for _, s := range list.Snapshots {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\n", s.SnapshotID, s.State, s.LeaseExpiresAt.UTC().Format(time.RFC3339),
+				s.TTLDays, s.ReadVersion, orDash(s.Name), orDash(s.Annotation.Reason))
+		}
+		return tw.Flush()
+	}
+	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newRestoreCommand() *cobra.Command {
+	var snapshot, commit string
+	cmd := &cobra.Command{
+		Use:   "restore ID DEST (--snapshot ID|NAME | --commit IDENTITY)",
+		Short: "Restore a snapshot or a commit of a workbench into a new workbench",
+		Long: "Create workbench DEST (it must not exist) with the files workbench ID had at a\n" +
+			"snapshot (--snapshot: an id, digits, or a name) or at a commit (--commit: the\n" +
+			"64-hex commit identity `cairn commit` prints). ID is unchanged; file bodies are\n" +
+			"shared, not copied; DEST appears whole when the restore completes and is\n" +
+			"committed, with metadata/restore_manifest.json. Repeating the same restore is a\n" +
+			"replay.",
+		Args: argsBetween(2, 2),
+	}
+	o := addOutputFlags(cmd)
+	cmd.Flags().StringVar(&snapshot, "snapshot", "", "restore from this snapshot (id or name)")
+	cmd.Flags().StringVar(&commit, "commit", "", "restore from the commit with this identity")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		if (snapshot == "") == (commit == "") {
+			return usageErrorf("give exactly one of --snapshot and --commit")
+		}
+		req := client.RestoreRequest{Destination: args[1], AtCommit: commit}
+		if snapshot != "" {
+			req.AtSnapshot = client.ParseSnapshotRef(snapshot)
+		}
+		res, err := newClient(cmd).Restore(cmd.Context(), o.agent, args[0], req)
+		if err != nil {
+			return err
+		}
+		if o.json {
+			return printRaw(cmd.OutOrStdout(), res.Raw)
+		}
+		from := "commit " + res.CommitID
+		if res.CommitID == "" {
+			from = fmt.Sprintf("snapshot %d", res.SnapshotID)
+		}
+		verb := "restored"
+		if res.IdempotentReplay {
+			verb = "already restored"
+		}
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s at %s into %s: %d files, generation %d, operation %s\n",
+			verb, res.SourceWorkbenchID, from, res.DestinationWorkbenchID, res.RestoredFiles, res.DestinationGeneration, res.OperationID)
+		return err
+	}
+	return cmd
+}
+
+// snapshotFlag reads an --at-snapshot value: "" for live state, digits for an id, else a
+// name. A flag given empty is a usage error rather than a silent live read.
+func snapshotFlag(cmd *cobra.Command, v string) (client.SnapshotRef, error) {
+	if v == "" {
+		if cmd.Flags().Changed("at-snapshot") {
+			return client.SnapshotRef{}, usageErrorf("--at-snapshot must not be empty")
+		}
+		return client.SnapshotRef{}, nil
+	}
+	return client.ParseSnapshotRef(v), nil
+}
+
+// parseFieldFlags reads `put --field NAME=VALUE` flags; VALUE as parseValue reads it,
+// and only scalars (the server attaches strings, numbers and booleans).
+func parseFieldFlags(flags []string) (map[string]any, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]any, len(flags))
+	for _, f := range flags {
+		name, value, ok := strings.Cut(f, "=")
+		if !ok || name == "" {
+			return nil, usageErrorf("--field %q: want NAME=VALUE", f)
+		}
+		v := parseValue(value)
+		switch v.(type) {
+		case string, bool, json.Number:
+		default:
+			return nil, usageErrorf("--field %q: the value must be a string, a number or true/false", f)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
