@@ -9,8 +9,13 @@ import (
 // Limits on names and paths (WORKBENCH.md §Common rules).
 const (
 	MaxNameBytes       = 128  // agent ids and workbench ids
-	MaxPathBytes       = 4096 // a path inside a workbench
-	MaxPathComponents  = 64
+	// MaxRelativePathBytes and MaxRelativePathComponents bound a path relative to its
+	// section (WORKBENCH.md §Common rules); a path inside a workbench also holds the
+	// section's name, so its bounds leave room for that one component.
+	MaxRelativePathBytes      = 4096
+	MaxRelativePathComponents = 64
+	MaxPathBytes              = MaxRelativePathBytes + 16 // a path inside a workbench
+	MaxPathComponents         = MaxRelativePathComponents + 1
 	keySeparator       = 0x00 // replaces '/' inside keys; NUL is never valid in a path
 	incarnationKeySize = 8
 )

@@ -143,3 +143,10 @@ func (v *View) Files(ws *Workspace, after string, fn func(path string, e *Entry)
 		return true
 	})
 }
+
+// Staging reports whether workbench name of agent exists but is still being restored
+// (invisible to reads, closed to writes).
+func (v *View) Staging(agent, name string) bool {
+	ws, ok := v.st.workspaces.Get(workspaceKey(agent, name))
+	return ok && ws.State == WorkspaceStaging
+}

@@ -78,6 +78,9 @@ func AsError(err error) *Error {
 	}
 	var me *meta.Error
 	if errors.As(err, &me) {
+		if me.Code == meta.CodeBlobDeleting {
+			return gcGaveUp() // only the write path retries it itself (gc.go)
+		}
 		e := &Error{Code: string(me.Code), Message: me.Message, Details: map[string]any{}}
 		if me.Field != "" {
 			e.Details["field"] = me.Field
@@ -98,7 +101,11 @@ func AsError(err error) *Error {
 		if me.State != "" {
 			e.Details["state"] = me.State
 		}
-		e.Retryable = me.Code == meta.CodeConflict || me.Code == meta.CodeResourceExhausted
+		// Retryable: the same call may succeed later — after a concurrent change (Conflict),
+		// when load drops, or once a restore completes (its destination's InvalidState,
+		// its snapshot's ForkRetentionActive).
+		e.Retryable = me.Code == meta.CodeConflict || me.Code == meta.CodeResourceExhausted ||
+			me.Code == meta.CodeForkRetentionActive || me.Code == meta.CodeInvalidState
 		return e
 	}
 	switch {

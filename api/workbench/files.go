@@ -123,10 +123,10 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 		if req.IfGeneration != 0 && expect != req.IfGeneration {
 			return AppendResult{}, conflict(expect, req.IfGeneration)
 		}
-		res, werr := s.propose(ctx, h, meta.Append{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
+		res, werr := s.proposeBlobs(ctx, h, meta.Append{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
 			CreateWorkspace: req.CreateWorkbench, ExpectGeneration: expect, Segments: body.segments,
 			AppendedBytes: body.size, NewSize: curSize + body.size, NewDigest: body.digest, NewHashState: body.hashState,
-			ContentType: req.ContentType, Executable: req.Executable, InlineMaxBytes: s.cfg.InlineMaxBytes})
+			ContentType: req.ContentType, Executable: req.Executable, InlineMaxBytes: s.cfg.InlineMaxBytes}, body)
 		if werr == nil {
 			return AppendResult{FileResult: s.fileResult(req.Agent, req.Workbench, req.Path, res),
 				AppendedBytes: body.size, AppendDigest: body.appendDigest}, nil

@@ -64,16 +64,19 @@ func (s *Service) ToolFind(ctx context.Context, agent string, in FindInput) (Res
 	}
 	needle := strings.ToLower(pattern)
 	var found []Result
-	scanned, more, last := 0, false, after
-	for !more && len(found) < limit {
-		page, pageMore := view.Workspaces(agent, last, 256)
+	// scanAfter is the last workbench examined; more says a further match exists (or the
+	// work bound stopped the scan before it could tell).
+	scanned, more, scanAfter, resume := 0, false, after, after
+scan:
+	for {
+		page, pageMore := view.Workspaces(agent, scanAfter, 256)
 		for _, ws := range page {
-			if len(found) == limit || scanned == findScanPerCall {
-				more = true
-				break
+			if scanned == findScanPerCall {
+				more, resume = true, scanAfter
+				break scan
 			}
 			scanned++
-			last = ws.Name
+			scanAfter = ws.Name
 			committed := ws.HeadIdentity != ""
 			if in.Committed != nil && *in.Committed != committed {
 				continue
@@ -86,6 +89,10 @@ func (s *Service) ToolFind(ctx context.Context, agent string, in FindInput) (Res
 			}
 			if pattern != "" && !bytes.Contains(bytes.ToLower(envelope), []byte(needle)) {
 				continue
+			}
+			if len(found) == limit {
+				more = true // a further match exists: the next page starts after the last one returned
+				break scan
 			}
 			r := Result{"workbench_id": ws.Name, "path": s.WorkbenchPath(agent, ws.Name), "committed": committed,
 				"file_count": ws.Files, "size_bytes": ws.Bytes}
@@ -106,18 +113,10 @@ func (s *Service) ToolFind(ctx context.Context, agent string, in FindInput) (Res
 				}
 			}
 			found = append(found, r)
+			resume = ws.Name
 		}
-		if !pageMore {
+		if !pageMore || len(page) == 0 {
 			break
-		}
-		if len(page) == 0 {
-			break
-		}
-	}
-	if !more {
-		// A full page that ended exactly at the last workbench still reports no cursor.
-		if next, _ := view.Workspaces(agent, last, 1); len(next) > 0 && len(found) == limit {
-			more = true
 		}
 	}
 	r := success()
@@ -130,7 +129,7 @@ func (s *Service) ToolFind(ctx context.Context, agent string, in FindInput) (Res
 	r["truncated"] = more
 	r["next_cursor"] = nil
 	if more {
-		r["next_cursor"] = s.cursors.encode(cursor{Kind: "find", Agent: agent, Args: args, After: last})
+		r["next_cursor"] = s.cursors.encode(cursor{Kind: "find", Agent: agent, Args: args, After: resume})
 	}
 	return r, nil
 }

@@ -66,14 +66,25 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 		}
 		limit = *in.Limit
 	}
+	var cur cursor
+	given := at // the selector as the caller gave it
+	if in.Cursor != nil {
+		var cerr *Error
+		if cur, cerr = s.cursors.decode(*in.Cursor, "read", agent, in.ID, full); cerr != nil {
+			return nil, cerr
+		}
+		if !at.Live() && cur.Snapshot != 0 && cur.Args == format+snapshotArgs(at, cur.Snapshot) {
+			at = AtSnapshotID(cur.Snapshot) // a snapshot cursor stays on the snapshot it started on
+		}
+	}
 	f, err := s.OpenAt(ctx, agent, in.ID, full, at)
 	if err != nil {
 		return nil, err
 	}
-	args := format + snapshotArgs(at, f.SnapshotID)
+	args := format + snapshotArgs(given, f.SnapshotID)
 	r := s.fileFields(success(), agent, in.ID, full)
-	if !at.Live() {
-		r["at_snapshot"] = atSnapshotValue(at)
+	if !given.Live() {
+		r["at_snapshot"] = atSnapshotValue(given)
 	}
 	r["generation"] = f.Info.Generation
 	if in.IfNoneMatch != nil && *in.IfNoneMatch == f.Info.Generation {
@@ -82,10 +93,6 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 	}
 	offset := deref(in.Offset)
 	if in.Cursor != nil {
-		cur, cerr := s.cursors.decode(*in.Cursor, "read", agent, in.ID, full)
-		if cerr != nil {
-			return nil, cerr
-		}
 		if cur.Args != args {
 			return nil, invalidArgument("cursor", "was issued for another format or at_snapshot")
 		}
@@ -102,7 +109,7 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 	r["total_size_bytes"] = f.Info.Size
 	r["format"] = format
 	next := func(off int64) any {
-		return s.cursors.encode(cursor{Kind: "read", Agent: agent, Workbench: in.ID, Path: full, Args: args, Fence: f.Info.Generation, Offset: off})
+		return s.cursors.encode(cursor{Kind: "read", Agent: agent, Workbench: in.ID, Path: full, Args: args, Snapshot: f.SnapshotID, Fence: f.Info.Generation, Offset: off})
 	}
 	if format == "bytes" {
 		if offset > f.Info.Size {

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -63,6 +64,9 @@ type Config struct {
 	// RestoreBatch is how many files one bounded restore command stages (1..4096).
 	// Default DefaultRestoreBatch.
 	RestoreBatch int
+	// GCGrace is the garbage collector's grace period when a sweep does not name one
+	// (gc.go). Default DefaultGCGrace (1h).
+	GCGrace time.Duration
 }
 
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
@@ -81,6 +85,7 @@ type Service struct {
 	// restoring maps a restore operation id → a channel closed when this process's driver
 	// of it stops.
 	restoring sync.Map
+	gc        gcState
 }
 
 // admit takes a slot of sem, waiting while all are taken; release gives it back.
@@ -112,6 +117,9 @@ func New(core Core, blobs blob.Store, cfg Config) (*Service, error) {
 	}
 	if cfg.RestoreBatch <= 0 {
 		cfg.RestoreBatch = DefaultRestoreBatch
+	}
+	if cfg.GCGrace <= 0 {
+		cfg.GCGrace = DefaultGCGrace
 	}
 	if cfg.RestoreBatch > meta.MaxRestoreBatch {
 		return nil, fmt.Errorf("workbench: RestoreBatch %d out of range 1..%d", cfg.RestoreBatch, meta.MaxRestoreBatch)
@@ -293,10 +301,10 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("put", req.Agent, req.Workbench, req.Path,
 		fmt.Sprint(req.Cond, req.IfGeneration, req.Executable, req.CreateWorkbench), req.ContentType, string(body.digest[:]),
 		fieldsKey(req.Fields))}
-	res, werr := s.propose(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
+	res, werr := s.proposeBlobs(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
 		CreateWorkspace: req.CreateWorkbench, Cond: req.Cond, IfGeneration: req.IfGeneration, Size: body.size,
 		Digest: body.digest, ContentType: req.ContentType, Executable: req.Executable, Segments: body.segments, HashState: body.hashState,
-		Fields: req.Fields})
+		Fields: req.Fields}, body)
 	if werr != nil {
 		return FileResult{}, werr
 	}
@@ -311,6 +319,13 @@ type ingested struct {
 	hashState []byte
 	// appendDigest is the SHA-256 of these bytes alone (append results report it).
 	appendDigest meta.Digest
+	// rootUID names the root the blobs went to; fence is the shard version of a view read
+	// before the first upload (meta.Header.UploadFence); retained keeps segment bytes for
+	// an upload again if the garbage collector deletes them before the publish (gc.go).
+	rootUID       string
+	fence         uint64
+	retained      map[meta.Digest][]byte
+	retainedBytes int64 // -1: too large to retain
 }
 
 // ingest reads r once: it cuts the bytes into segments (inline when the whole body is
@@ -352,6 +367,12 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 	if err != nil {
 		return nil, AsError(err)
 	}
+	// Every blob deletion recorded up to this view happened before the uploads below.
+	view, err := s.core.ReadView(ctx)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	out.rootUID, out.fence = uid, view.AppliedVersion()
 	sp := blob.NewSplitter(r)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.UploadConcurrency)
@@ -370,6 +391,7 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 		out.segments = append(out.segments, meta.Segment{Digest: meta.Digest(d), Size: int64(len(seg))})
 		out.size += int64(len(seg))
 		data := bytes.Clone(seg)
+		out.retain(meta.Digest(d), data)
 		g.Go(func() error {
 			_, err := s.blobs.Put(gctx, blob.Key{Root: uid, Digest: d}, data)
 			return err

@@ -105,6 +105,12 @@ func toolTarget(section, path string) (full string, err *Error) {
 		if e := meta.ValidatePath("path", path); e != nil {
 			return "", AsError(e)
 		}
+		if section != "" && len(path) > meta.MaxRelativePathBytes {
+			return "", invalidArgument("path", "must be at most %d bytes, got %d", meta.MaxRelativePathBytes, len(path))
+		}
+		if n := strings.Count(path, "/") + 1; section != "" && n > meta.MaxRelativePathComponents {
+			return "", invalidArgument("path", "must have at most %d components, got %d", meta.MaxRelativePathComponents, n)
+		}
 	}
 	if section == "" {
 		return path, nil
@@ -322,7 +328,7 @@ func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Res
 	for attempt := 1; ; attempt++ {
 		f, err := s.Open(ctx, agent, in.ID, full)
 		if err != nil {
-			return nil, err
+			return nil, s.stagingWriteError(ctx, agent, in.ID, err)
 		}
 		body, err := f.ReadAll(ctx, s.cfg.MCPMaxPayloadBytes)
 		if err != nil {
@@ -479,3 +485,18 @@ func (s *Service) ToolStat(ctx context.Context, agent string, in StatInput) (Res
 }
 
 func baseName(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
+
+// stagingWriteError turns the NotFound a write's read step gets for a restore destination
+// that is still staging into the InvalidState a write to it gets (WORKBENCH.md §restore).
+func (s *Service) stagingWriteError(ctx context.Context, agent, id string, err error) error {
+	if AsError(err).Code != CodeNotFound {
+		return err
+	}
+	view, verr := s.core.ReadView(ctx)
+	if verr != nil || !view.Staging(agent, id) {
+		return err
+	}
+	e := newError(CodeInvalidState, "workbench %q is being restored and accepts no writes yet", id)
+	e.Retryable = true
+	return e
+}
