@@ -22,6 +22,8 @@ const (
 	DefaultListen                = "127.0.0.1:7070"
 	DefaultInlineMaxBytes        = 4096
 	DefaultSnapshotGrace         = time.Hour
+	DefaultGCGrace               = time.Hour
+	DefaultGCInterval            = 10 * time.Minute
 	DefaultRestoreBatch          = 1024
 	MaxRestoreBatch              = 4096
 	DefaultMCPMaxPayloadBytes    = 16 << 20
@@ -99,6 +101,14 @@ type Config struct {
 	// RestoreBatch is how many files one bounded restore command stages (DESIGN.md §7).
 	// Range 1..4096. YAML restore_batch. Default 1024.
 	RestoreBatch int
+	// GCGrace is how long a blob must have had no reference (command time), or an
+	// uploaded but never published blob must have been stored (object modification
+	// time), before the garbage collector deletes it (DESIGN.md §8). It must exceed the
+	// longest read or upload stream. Must be positive. YAML gc_grace. Default 1h.
+	GCGrace time.Duration
+	// GCInterval is how often the shard leader runs a garbage-collection sweep. Must be
+	// positive. YAML gc_interval. Default 10m.
+	GCInterval time.Duration
 	// PresentationRoot is the path prefix shown to agents, with "{agent}" replaced by the
 	// agent id. Presentation only, never a storage key. Must be an absolute, clean path
 	// containing "{agent}" and must not be "/". YAML presentation_root. Default
@@ -159,6 +169,8 @@ func DefaultConfig() Config {
 		DedupeMaxPerRoot:      DefaultDedupeMaxPerRoot,
 		SnapshotGrace:         DefaultSnapshotGrace,
 		RestoreBatch:          DefaultRestoreBatch,
+		GCGrace:               DefaultGCGrace,
+		GCInterval:            DefaultGCInterval,
 		PresentationRoot:      DefaultPresentationRoot,
 		RaftSnapshotInterval:  DefaultRaftSnapshotInterval,
 		RaftSnapshotThreshold: DefaultRaftSnapshotThreshold,
@@ -246,6 +258,12 @@ func (c Config) validate() []*ConfigError {
 	}
 	if c.SnapshotGrace <= 0 {
 		bad("SnapshotGrace", "must be positive", c.SnapshotGrace.String())
+	}
+	if c.GCGrace <= 0 {
+		bad("GCGrace", "must be positive", c.GCGrace.String())
+	}
+	if c.GCInterval <= 0 {
+		bad("GCInterval", "must be positive", c.GCInterval.String())
 	}
 	if c.RestoreBatch < 1 || c.RestoreBatch > MaxRestoreBatch {
 		bad("RestoreBatch", fmt.Sprintf("must be between 1 and %d files", MaxRestoreBatch), strconv.Itoa(c.RestoreBatch))
@@ -368,6 +386,10 @@ var settings = []setting{
 		func(c *Config) *time.Duration { return &c.SnapshotGrace }),
 	intSetting("RestoreBatch", "restore_batch", "files one bounded restore command stages (1..4096)",
 		func(c *Config) *int { return &c.RestoreBatch }),
+	durationSetting("GCGrace", "gc_grace", "how long a blob stays unreferenced (or an orphan stored) before garbage collection deletes it",
+		func(c *Config) *time.Duration { return &c.GCGrace }),
+	durationSetting("GCInterval", "gc_interval", "how often the leader runs a garbage-collection sweep",
+		func(c *Config) *time.Duration { return &c.GCInterval }),
 	stringSetting("PresentationRoot", "presentation_root", `path prefix shown to agents; must contain "{agent}"`,
 		func(c *Config) *string { return &c.PresentationRoot }),
 	durationSetting("RaftSnapshotInterval", "raft_snapshot_interval", "how often shards check whether to snapshot",
