@@ -140,6 +140,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(OpenAPI)
 		return "openapi"
+	case "/v1/admin/gc":
+		h.adminGC(w, r)
+		return "admin-gc"
 	case "/mcp":
 		if h.opts.MCP == nil {
 			h.notFound(w, r)

@@ -108,6 +108,38 @@ func (n *Node) compactSegments(ctx context.Context) {
 	}
 }
 
+// collectGarbage runs a garbage-collection sweep (DESIGN.md §8) every cfg.GCInterval
+// while this replica is the ready leader; sweeps that leave more behind (a root over the
+// batch bound) are followed at once by another, up to gcFollowUps.
+func (n *Node) collectGarbage(ctx context.Context) {
+	defer n.workers.Done()
+	const gcFollowUps = 10
+	t := time.NewTicker(n.cfg.GCInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for i := 0; i < gcFollowUps && n.shard.Ready() && ctx.Err() == nil; i++ {
+			rep, err := n.svc.CollectGarbage(ctx, workbench.GCOptions{})
+			if err != nil {
+				if ctx.Err() == nil {
+					n.log.Warn("garbage collection", "err", err, "deleted", rep.Deleted)
+				}
+				break
+			}
+			if rep.Deleted > 0 {
+				n.log.Info("garbage collection", "deleted", rep.Deleted, "deleted_bytes", rep.DeletedBytes, "orphans", rep.Orphans)
+			}
+			if !rep.More {
+				break
+			}
+		}
+	}
+}
+
 // resumeRestores drives restore operations that no request is driving any more (after a
 // restart), while this replica is the ready leader.
 func (n *Node) resumeRestores(ctx context.Context) {
@@ -197,8 +229,11 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.svc, err = workbench.New(n.shard, n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
 		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey,
-		RestoreBatch: cfg.RestoreBatch})
+		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace})
 	if err != nil {
+		return err
+	}
+	if err := n.svc.InstrumentGC(n.registry); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
@@ -206,6 +241,8 @@ func (n *Node) open(ctx context.Context) error {
 	n.workers.Add(2)
 	go n.resumeRestores(wctx)
 	go n.compactSegments(wctx)
+	n.workers.Add(1)
+	go n.collectGarbage(wctx)
 	n.registry.MustRegister(shardCollector{n.shard})
 	n.handler = rest.NewHandler(n.svc, rest.Options{
 		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),

@@ -1,0 +1,63 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/cairnstore/cairn/api/workbench"
+)
+
+// gcRequest is the body of POST /v1/admin/gc.
+type gcRequest struct {
+	// DryRun reports what a sweep would delete and deletes nothing.
+	DryRun bool `json:"dry_run"`
+	// Agent limits the sweep to one agent root ("" = every root).
+	Agent string `json:"agent"`
+	// MaxBatch bounds the blobs collected per agent root (0 = the default).
+	MaxBatch int `json:"max_batch"`
+}
+
+// adminGC serves POST /v1/admin/gc: one garbage-collection sweep with the node's grace
+// period (DESIGN.md §8). 200 with the report; 503 NotOwner off the leader, 503
+// ObjectUnavailable when the blob store failed (the sweep stopped, fail closed).
+func (h *Handler) adminGC(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodPost) {
+		return
+	}
+	if r.URL.RawQuery != "" {
+		h.writeError(w, r, invalidArg("query", "this request takes its arguments in a JSON body"), noPrecondition)
+		return
+	}
+	var in gcRequest
+	if err := decodeBody(r, &in); err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	if in.MaxBatch < 0 {
+		h.writeError(w, r, invalidArg("max_batch", "must not be negative"), noPrecondition)
+		return
+	}
+	rep, err := h.svc.CollectGarbage(r.Context(), workbench.GCOptions{DryRun: in.DryRun, Agent: in.Agent, MaxBatch: in.MaxBatch})
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	writeJSON(w, http.StatusOK, gcReportJSON(rep))
+}
+
+// gcReportJSON renders a sweep report: totals, and per agent root the candidate blobs
+// (digest URI, stored bytes, orphan, taken over) and what was deleted.
+func gcReportJSON(rep workbench.GCReport) map[string]any {
+	roots := make([]map[string]any, 0, len(rep.Roots))
+	for _, rr := range rep.Roots {
+		blobs := make([]map[string]any, 0, len(rr.Candidates))
+		for _, b := range rr.Candidates {
+			blobs = append(blobs, map[string]any{"digest": workbench.DigestURI(b.Digest), "stored_bytes": b.StoredBytes,
+				"orphan": b.Orphan, "taken_over": b.TakenOver})
+		}
+		roots = append(roots, map[string]any{"agent": rr.Agent, "candidates": blobs, "intents": rr.Intents,
+			"deleted": rr.Deleted, "deleted_bytes": rr.DeletedBytes, "orphans_deleted": rr.Orphans, "more": rr.More})
+	}
+	return map[string]any{"status": "success", "dry_run": rep.DryRun, "roots": roots,
+		"candidates": rep.Candidates, "candidate_bytes": rep.CandidateBytes, "intents": rep.Intents,
+		"deleted": rep.Deleted, "deleted_bytes": rep.DeletedBytes, "orphans_deleted": rep.Orphans, "more": rep.More}
+}
