@@ -76,8 +76,6 @@ var matrixExclusions = []matrixExclusion{
 		"the contract has append retry generation conflicts itself (WORKBENCH.md §append), so none reaches the caller"},
 	{"workbench_edit", "Conflict",
 		"needs five consecutive lost races between edit's re-read and its conditional write; no public call forces that deterministically"},
-	{"workbench_edit", "InvalidState",
-		"BUG: an edit of a restore destination that is still staging answers NotFound; see TestBugEditOfAStagingRestoreDestinationAnswersNotFound"},
 	{"workbench_commit", "Conflict",
 		"commit recomputes its tree and retries internally when writes land between its read and its publish (8 attempts); a replace " +
 			"losing to a concurrent head change is WorkbenchCommitConflict, and neither race can be forced through the public surface"},
@@ -113,20 +111,16 @@ type matrixCell struct {
 }
 
 // matrixRetryable is the retryable flag each code must carry ("retryable says whether the
-// same call may succeed later"): the contract names ReadFenceChanged and Conflict as
-// retryable; nothing else the cells reach may succeed on a plain retry, except the two codes
-// in matrixRetryableBugs.
+// same call may succeed later", WORKBENCH.md §Errors): the contract names ReadFenceChanged
+// and Conflict; ForkRetentionActive and a staging destination's InvalidState end when the
+// restore completes (TestStagingRestoreErrorsThroughAConcurrentRestore makes the same calls
+// succeed afterwards). Nothing else the cells reach succeeds on a plain retry.
 func matrixRetryable(code string) bool {
-	return code == "ReadFenceChanged" || code == "Conflict"
-}
-
-// matrixRetryableBugs are codes whose retryable flag the matrix does not check: both are
-// answered with retryable:false although the same call succeeds once the restore
-// completes. TestBugForkRetentionActiveIsNotRetryable and
-// TestBugInvalidStateOfAStagingDestinationIsNotRetryable show it.
-var matrixRetryableBugs = map[string]string{
-	"ForkRetentionActive": "TestBugForkRetentionActiveIsNotRetryable",
-	"InvalidState":        "TestBugInvalidStateOfAStagingDestinationIsNotRetryable",
+	switch code {
+	case "ReadFenceChanged", "Conflict", "ForkRetentionActive", "InvalidState":
+		return true
+	}
+	return false
 }
 
 // matrixFixture is the state the cells run against.
@@ -368,6 +362,10 @@ func matrixCells() []matrixCell {
 		matrixCell{tool: "workbench_edit", code: "NoMatch", name: "old_string absent", args: notes(args{"old_string": "zeta"})},
 		matrixCell{tool: "workbench_edit", code: "AmbiguousEdit", name: "old_string twice without replace_all", args: notes(nil),
 			details: map[string]any{"matches": 2}},
+		// Edit reads before it writes; the read path hides staging workbenches, and the answer
+		// must still be the write's InvalidState, not NotFound (fixed in e2bf503).
+		matrixCell{tool: "workbench_edit", code: "InvalidState", name: "an edit in a restore destination still staging",
+			args: args{"id": mxStaging, "section": "input", "path": "a.txt", "old_string": "a", "new_string": "b"}},
 		matrixCell{tool: "workbench_edit", code: "PayloadTooLarge", name: "a file larger than the cap edit loads",
 			args: args{"id": mxWB, "section": "logs", "path": "big.log", "old_string": "z", "new_string": "y", "replace_all": true},
 			check: func(t *testing.T, f *matrixFixture, e obj) {
@@ -881,9 +879,7 @@ func TestErrorMatrix(t *testing.T) {
 			if e.str("message") == "" {
 				t.Errorf("empty message: %v", e)
 			}
-			if bug, skip := matrixRetryableBugs[c.code]; skip {
-				t.Logf("retryable = %v is not checked here: see %s", e["retryable"], bug)
-			} else if want := matrixRetryable(c.code); e["retryable"] != want {
+			if want := matrixRetryable(c.code); e["retryable"] != want {
 				t.Errorf("retryable = %v, want %v: %v", e["retryable"], want, e)
 			}
 			if c.code == "InvalidArguments" {
@@ -1001,61 +997,33 @@ func TestStagingRestoreErrorsThroughAConcurrentRestore(t *testing.T) {
 	t.Fatal("in 5 attempts no restore was observed while staging")
 }
 
-// TestBugEditOfAStagingRestoreDestinationAnswersNotFound: WORKBENCH.md §restore says
-// "writes to a destination that is still staging get InvalidState". put_file, append,
-// commit, create and snapshot do; workbench_edit answers NotFound, because ToolEdit opens the
-// file through the live read path (Service.Open → resolve → View.Workspace), which hides
-// staging workbenches, before any write command reaches the FSM's staging check.
-func TestBugEditOfAStagingRestoreDestinationAnswersNotFound(t *testing.T) {
-	f := newMatrixFixture(t)
-	e, isErr := call(t, f.cs, "workbench_edit", args{"id": mxStaging, "section": "input", "path": "a.txt", "old_string": "a", "new_string": "b"})
-	if !isErr || e.str("code") != "InvalidState" {
-		t.Errorf("edit of a file in a restore destination still staging: %v, want InvalidState", e)
-	}
-}
-
-// TestBugForkRetentionActiveIsNotRetryable: "retryable says whether the same call may succeed
-// later" (WORKBENCH.md §Errors). A retire refused with ForkRetentionActive succeeds once the
-// restore completes (TestStagingRestoreErrorsThroughAConcurrentRestore retires the same
-// snapshot afterwards), yet the envelope says retryable:false: workbench.AsError marks only
-// Conflict and ResourceExhausted retryable.
-func TestBugForkRetentionActiveIsNotRetryable(t *testing.T) {
-	f := newMatrixFixture(t)
-	e := fails(t, f.cs, "workbench_snapshot_retire", args{"id": mxSource, "name": "feed"}, "ForkRetentionActive")
-	if e["retryable"] != true {
-		t.Errorf("ForkRetentionActive while a restore consumes the snapshot: retryable %v, want true", e["retryable"])
-	}
-}
-
-// TestBugInvalidStateOfAStagingDestinationIsNotRetryable: a write to a restore destination
-// that is still staging fails with InvalidState, and the same write succeeds once the restore
-// publishes the destination (see TestStagingRestoreErrorsThroughAConcurrentRestore); the
-// envelope says retryable:false (workbench.AsError).
-func TestBugInvalidStateOfAStagingDestinationIsNotRetryable(t *testing.T) {
-	f := newMatrixFixture(t)
-	e := fails(t, f.cs, "workbench_put_file", args{"id": mxStaging, "section": "input", "path": "x.txt", "text": "x"}, "InvalidState")
-	if e["retryable"] != true {
-		t.Errorf("InvalidState for a destination still staging: retryable %v, want true", e["retryable"])
-	}
-}
-
-// TestBugPathLimitsCountTheSectionPrefix: WORKBENCH.md §Common rules: "path: relative to the
-// section. Rejected: … more than 4096 bytes or 64 components". A path of exactly 4096 bytes,
-// or of exactly 64 components, is rejected with InvalidArguments ("must be at most 4096 bytes,
-// got 4102"; "at most 64 components, got 65"): the limits are applied to section + "/" +
-// path, the full path toolTarget (api/workbench/tools.go) builds, which validateTarget
-// (Service.Write, Service.OpenAt) and the FSM (meta.target) check with meta.ValidatePath,
-// not to the path the caller gave; the message reports a length the caller never sent.
-func TestBugPathLimitsCountTheSectionPrefix(t *testing.T) {
+// TestPathLimitsApplyToThePathRelativeToItsSection: WORKBENCH.md §Common rules: "path:
+// relative to the section. Rejected: … more than 4096 bytes or 64 components". Exactly 4096
+// bytes and exactly 64 components are accepted, one more of either is not (the matrix's
+// put_file cells), and the message reports the length the caller sent. Regression: the
+// limits were applied to section + "/" + path ("must be at most 4096 bytes, got 4102"),
+// fixed in e2bf503.
+func TestPathLimitsApplyToThePathRelativeToItsSection(t *testing.T) {
 	svc := newService(t, 0)
 	cs := connectInMemory(t, svc, "paths")
 	for _, p := range []struct{ path, what string }{
 		{strings.Repeat("p", 4096), "4096 bytes"},
 		{strings.TrimSuffix(strings.Repeat("c/", 64), "/"), "64 components"},
 	} {
-		r, isErr := call(t, cs, "workbench_put_file", args{"id": "w", "section": "input", "path": p.path, "text": "x"})
-		if isErr {
-			t.Errorf("put_file with a path of %s: %v: %v, want success (only more than that is rejected)", p.what, r["code"], r["message"])
+		for _, section := range []string{"input", "metadata"} {
+			r, isErr := call(t, cs, "workbench_put_file", args{"id": "w", "section": section, "path": p.path, "text": "x"})
+			if isErr {
+				t.Errorf("put_file in %s with a path of %s: %v: %v, want success (only more than that is rejected)", section, p.what, r["code"], r["message"])
+				continue
+			}
+			if st := ok(t, cs, "workbench_stat", args{"id": "w", "section": section, "path": p.path}); st.str("relative_path") != p.path {
+				t.Errorf("stat of the %s path: %v", p.what, st)
+			}
+			ok(t, cs, "workbench_read", args{"id": "w", "section": section, "path": p.path})
 		}
+	}
+	e := invalid(t, cs, "workbench_put_file", args{"id": "w", "section": "input", "path": strings.Repeat("p", 4097), "text": "x"}, "path")
+	if !strings.Contains(e.str("message"), "4097") {
+		t.Errorf("message %q does not report the 4097 bytes sent", e.str("message"))
 	}
 }

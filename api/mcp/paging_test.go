@@ -426,16 +426,13 @@ func TestReadCursorsAtASnapshotStayExactWhileTheFileChanges(t *testing.T) {
 	})
 }
 
-// TestBugReadCursorAtASnapshotNameFailsOnceTheNameIsMintedAgain: a snapshot name resolves to
-// the newest snapshot minted with it (WORKBENCH.md §snapshot). workbench_list pins a
-// snapshot cursor to the snapshot its first page resolved (api/workbench List:
-// at = AtSnapshotID(cur.Snapshot)), so paging at_snapshot:"nightly" goes on exactly after
-// "nightly" is minted again. workbench_read re-resolves the name on every page (ToolRead →
-// OpenAt(at)), finds another snapshot, and rejects its own cursor, passed back with
-// identical arguments, with a non-retryable InvalidArguments ("was issued for another format
-// or at_snapshot"). A snapshot cursor "never" fails for what happened to live state, and a
-// cursor is InvalidArguments only "used with other arguments" (§Common rules).
-func TestBugReadCursorAtASnapshotNameFailsOnceTheNameIsMintedAgain(t *testing.T) {
+// TestSnapshotCursorsByNameStayOnTheirSnapshotWhenTheNameIsMintedAgain: a snapshot name
+// resolves to the newest snapshot minted with it (WORKBENCH.md §snapshot), but a cursor
+// stays on the snapshot its first page resolved, for list and read alike: passed back with
+// identical arguments it goes on, on the first snapshot, after the name was minted again.
+// Regression: read re-resolved the name on every page and rejected its own cursor with
+// InvalidArguments ("was issued for another format or at_snapshot"), fixed in e2bf503.
+func TestSnapshotCursorsByNameStayOnTheirSnapshotWhenTheNameIsMintedAgain(t *testing.T) {
 	svc := newService(t, 0)
 	cs := connectInMemory(t, svc, "paging")
 	ok(t, cs, "workbench_put_file", args{"id": "w", "section": "logs", "path": "a.log", "text": "1\n2\n3\n4\n"})
@@ -450,8 +447,8 @@ func TestBugReadCursorAtASnapshotNameFailsOnceTheNameIsMintedAgain(t *testing.T)
 	ok(t, cs, "workbench_snapshot", args{"id": "w", "name": "nightly"})
 
 	listArgs["cursor"] = mxCursor(t, l)
-	if l2 := ok(t, cs, "workbench_list", listArgs); fmt.Sprint(l2["entries"]) == "[]" {
-		t.Fatalf("list page 2: %v", l2)
+	if l2 := ok(t, cs, "workbench_list", listArgs); fmt.Sprint(pgPageKeys(t, l2, "entries", pgEntryName)) != "[b]" || l2.str("at_snapshot") != "nightly" {
+		t.Errorf("list page 2: %v, want b at_snapshot nightly", l2)
 	}
 	readArgs["cursor"] = mxCursor(t, r)
 	r2, isErr := call(t, cs, "workbench_read", readArgs)
@@ -459,8 +456,12 @@ func TestBugReadCursorAtASnapshotNameFailsOnceTheNameIsMintedAgain(t *testing.T)
 		t.Fatalf("read page 2 at_snapshot %q after the name was minted again, same arguments: %v: %v (list continues on the snapshot it started on)",
 			"nightly", r2["code"], r2["message"])
 	}
-	if got := fmt.Sprint(r2["items"]); got != "[map[index:2 value:3] map[index:3 value:4]]" {
-		t.Errorf("read page 2: %s, want the first snapshot's records 3 and 4", got)
+	if got := fmt.Sprint(r2["items"]); got != "[map[index:2 value:3] map[index:3 value:4]]" || r2["truncated"] != false || r2.int(t, "record_count") != 4 {
+		t.Errorf("read page 2: %v, want the first snapshot's records 3 and 4, and the end", r2)
+	}
+	// A new first page at the name reads the newest snapshot.
+	if r := ok(t, cs, "workbench_read", args{"id": "w", "section": "logs", "path": "a.log", "at_snapshot": "nightly"}); r.int(t, "record_count") != 5 {
+		t.Errorf("a first page at the re-minted name: %v, want the second snapshot's 5 records", r)
 	}
 }
 
@@ -808,33 +809,21 @@ func TestFindPagesWorkbenchesOnceInByteOrder(t *testing.T) {
 		}
 		// The last match of the committed filter is the last workbench; those of the other two
 		// filters are followed by workbenches that do not match, and a page that fills up on
-		// the last match still promises more: an empty page follows (see
-		// TestBugFindWithAFilterReportsTruncatedBeforeAnEmptyLastPage), tolerated here.
+		// the last match must still be the last page (no empty page follows).
 		for limit := 1; limit <= 5; limit++ {
 			pgCheckPages(t, pgPages(t, cs, "workbench_find", args{"committed": true, "limit": limit}, "workbenches", pgWorkbenchID), committed, limit)
-			pgCheckPages(t, pgDropEmptyTail(pgPages(t, cs, "workbench_find", args{"committed": false, "limit": limit}, "workbenches", pgWorkbenchID)), uncommitted, limit)
-			pgCheckPages(t, pgDropEmptyTail(pgPages(t, cs, "workbench_find", args{"manifest_pattern": "large-RUN", "limit": limit}, "workbenches", pgWorkbenchID)), tagged, limit)
+			pgCheckPages(t, pgPages(t, cs, "workbench_find", args{"committed": false, "limit": limit}, "workbenches", pgWorkbenchID), uncommitted, limit)
+			pgCheckPages(t, pgPages(t, cs, "workbench_find", args{"manifest_pattern": "large-RUN", "limit": limit}, "workbenches", pgWorkbenchID), tagged, limit)
 		}
 	})
 }
 
-// pgDropEmptyTail drops a last page without items that follows a non-empty one.
-func pgDropEmptyTail(pages [][]string) [][]string {
-	if n := len(pages); n > 1 && len(pages[n-1]) == 0 {
-		return pages[:n-1]
-	}
-	return pages
-}
-
-// TestBugFindWithAFilterReportsTruncatedBeforeAnEmptyLastPage: ToolFind (api/workbench
-// find.go) decides whether a full page is the last one by asking whether any workbench
-// follows the last one examined (view.Workspaces(agent, last, 1)), ignoring the committed
-// and manifest_pattern filters. When the page fills up on the last matching workbench and
-// non-matching ones follow, it answers truncated:true with a next_cursor whose page is
-// empty. list, grep and search all end a page that holds exactly the remaining items with
-// truncated:false, and find itself does so without filters ("a full page that ended exactly
-// at the last workbench still reports no cursor").
-func TestBugFindWithAFilterReportsTruncatedBeforeAnEmptyLastPage(t *testing.T) {
+// TestFindWithAFilterEndsOnTheLastMatch: a page that fills up on the last matching workbench
+// is the last page (truncated:false, no cursor), even when workbenches that do not match
+// follow it, as list, grep and search end theirs. Regression: find looked ahead for any
+// workbench, ignoring its filters, and answered truncated:true before an empty page, fixed
+// in e2bf503.
+func TestFindWithAFilterEndsOnTheLastMatch(t *testing.T) {
 	svc := newService(t, 0)
 	cs := connectInMemory(t, svc, "find-bug")
 	ok(t, cs, "workbench_create", args{"id": "a"})
