@@ -19,6 +19,7 @@ func main() {
 	addFileCommands(root)
 	addWorkbenchCommands(root)
 	addServerCommands(root)
+	addAdminCommands(root)
 	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnstore/cairn/api/client"
+)
+
+// maxAdminResponseBytes bounds the JSON answer of an admin request the CLI reads.
+const maxAdminResponseBytes = 64 << 20
+
+// addAdminCommands registers `cairn admin` and its subcommands.
+func addAdminCommands(root *cobra.Command) {
+	admin := &cobra.Command{
+		Use:   "admin",
+		Short: "Operator commands against a running server",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	admin.AddCommand(newAdminGCCommand())
+	root.AddCommand(admin)
+}
+
+// gcReport is the answer of POST /v1/admin/gc (api/rest/admin.go).
+type gcReport struct {
+	DryRun         bool  `json:"dry_run"`
+	Candidates     int   `json:"candidates"`
+	CandidateBytes int64 `json:"candidate_bytes"`
+	Intents        int   `json:"intents"`
+	Deleted        int   `json:"deleted"`
+	DeletedBytes   int64 `json:"deleted_bytes"`
+	Orphans        int   `json:"orphans_deleted"`
+	More           bool  `json:"more"`
+	Roots          []struct {
+		Agent      string `json:"agent"`
+		Candidates []struct {
+			Digest      string `json:"digest"`
+			StoredBytes int64  `json:"stored_bytes"`
+			Orphan      bool   `json:"orphan"`
+			TakenOver   bool   `json:"taken_over"`
+		} `json:"candidates"`
+		Deleted      int   `json:"deleted"`
+		DeletedBytes int64 `json:"deleted_bytes"`
+		More         bool  `json:"more"`
+	} `json:"roots"`
+}
+
+func newAdminGCCommand() *cobra.Command {
+	var (
+		dryRun   bool
+		agent    string
+		maxBatch int
+		asJSON   bool
+		verbose  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "gc [--dry-run] [--agent A]",
+		Short: "Run one garbage-collection sweep on the server",
+		Long: "Run one garbage-collection sweep (DESIGN.md §8) with the server's grace period\n" +
+			"(--gc-grace): blobs unreferenced for longer, and blobs uploaded but never\n" +
+			"published for longer, are deleted. --dry-run lists what would go and deletes\n" +
+			"nothing. The server must be the shard leader.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if maxBatch < 0 {
+				return usageErrorf("--max-batch must not be negative")
+			}
+			body, err := json.Marshal(map[string]any{"dry_run": dryRun, "agent": agent, "max_batch": maxBatch})
+			if err != nil {
+				return err
+			}
+			raw, err := adminPost(cmd, "/v1/admin/gc", body)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				_, err := cmd.OutOrStdout().Write(raw)
+				return err
+			}
+			var rep gcReport
+			if err := json.Unmarshal(raw, &rep); err != nil {
+				return fmt.Errorf("admin gc: decoding the answer: %w", err)
+			}
+			printGCReport(cmd.OutOrStdout(), rep, verbose)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be deleted; delete nothing")
+	cmd.Flags().StringVar(&agent, "agent", "", "sweep only this agent root (default: every root)")
+	cmd.Flags().IntVar(&maxBatch, "max-batch", 0, "most blobs collected per agent root (0: the server's default)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the server's JSON report")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list every candidate blob")
+	return cmd
+}
+
+// printGCReport prints a sweep report: one summary line, then one line per agent root.
+func printGCReport(w io.Writer, rep gcReport, verbose bool) {
+	if rep.DryRun {
+		fmt.Fprintf(w, "dry run: %d blobs (%d stored bytes) would be deleted\n", rep.Candidates, rep.CandidateBytes)
+	} else {
+		fmt.Fprintf(w, "deleted %d blobs (%d stored bytes, %d orphans) of %d candidates\n", rep.Deleted, rep.DeletedBytes, rep.Orphans, rep.Candidates)
+	}
+	for _, r := range rep.Roots {
+		orphans := 0
+		for _, c := range r.Candidates {
+			if c.Orphan {
+				orphans++
+			}
+		}
+		line := fmt.Sprintf("  %s: %d candidates (%d orphans)", r.Agent, len(r.Candidates), orphans)
+		if !rep.DryRun {
+			line += fmt.Sprintf(", %d deleted (%d stored bytes)", r.Deleted, r.DeletedBytes)
+		}
+		if r.More {
+			line += ", more remain"
+		}
+		fmt.Fprintln(w, line)
+		if verbose {
+			for _, c := range r.Candidates {
+				var tags []string
+				if c.Orphan {
+					tags = append(tags, "orphan")
+				}
+				if c.TakenOver {
+					tags = append(tags, "taken over")
+				}
+				fmt.Fprintf(w, "    %s %d %s\n", c.Digest, c.StoredBytes, strings.Join(tags, ","))
+			}
+		}
+	}
+	if rep.More {
+		fmt.Fprintln(w, "more candidates remain: run again")
+	}
+}
+
+// adminPost posts a JSON body to the --server of cmd and returns the 2xx answer; any
+// other answer is a *client.Error built from the server's error envelope.
+func adminPost(cmd *cobra.Command, path string, body []byte) ([]byte, error) {
+	server := defaultServer
+	if f := cmd.Flag("server"); f != nil {
+		server = f.Value.String()
+	}
+	req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, strings.TrimSuffix(server, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAdminResponseBytes))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return raw, nil
+	}
+	e := &client.Error{HTTPStatus: resp.StatusCode, Code: "Internal", Message: http.StatusText(resp.StatusCode)}
+	var env struct {
+		Code      string         `json:"code"`
+		Message   string         `json:"message"`
+		Retryable bool           `json:"retryable"`
+		Details   map[string]any `json:"details"`
+	}
+	if json.Unmarshal(raw, &env) == nil && env.Code != "" {
+		e.Code, e.Message, e.Retryable, e.Details = env.Code, env.Message, env.Retryable, env.Details
+	}
+	return nil, e
+}
