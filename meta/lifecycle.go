@@ -107,10 +107,16 @@ func validateSnapshotName(n string) *Error {
 	if len(n) > MaxSnapshotNameBytes || !utf8.ValidString(n) {
 		return invalidArg("name", "must be valid UTF-8 of 1..%d bytes", MaxSnapshotNameBytes)
 	}
+	digits := true
 	for _, r := range n {
 		if r < 0x20 || r == 0x7f {
 			return invalidArg("name", "must not contain control characters")
 		}
+		digits = digits && r >= '0' && r <= '9'
+	}
+	if digits {
+		// at_snapshot over REST and the CLI reads digits as a snapshot id.
+		return invalidArg("name", "must not be all digits (it would read as a snapshot id)")
 	}
 	return nil
 }

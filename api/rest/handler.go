@@ -372,8 +372,16 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 	if res.NextCursor != "" {
 		next = res.NextCursor
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "workbench_path": h.svc.WorkbenchPath(agent, id),
-		"path": dir, "entry_count": res.EntryCount, "entries": entries, "next_cursor": next, "truncated": res.Truncated})
+	out := map[string]any{"status": "success", "workbench_id": id, "workbench_path": h.svc.WorkbenchPath(agent, id),
+		"path": dir, "entry_count": res.EntryCount, "entries": entries, "next_cursor": next, "truncated": res.Truncated}
+	if !at.Live() {
+		if at.SnapshotName != "" {
+			out["at_snapshot"] = at.SnapshotName
+		} else {
+			out["at_snapshot"] = at.SnapshotID
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // splitSection mirrors the contract's presentation: section null (nil) outside the five.

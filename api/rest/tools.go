@@ -160,7 +160,7 @@ func (h *Handler) tool(w http.ResponseWriter, r *http.Request, method string, st
 
 // bodyTool decodes the JSON body into a fresh In, lets set fill path-derived fields, and
 // runs the tool method.
-func bodyTool[In any](h *Handler, w http.ResponseWriter, r *http.Request, status int, set func(*In),
+func bodyTool[In any](h *Handler, w http.ResponseWriter, r *http.Request, status int, set func(*In) error,
 	method func(*workbench.Service, context.Context, string, In) (workbench.Result, error), agent string) {
 	h.tool(w, r, http.MethodPost, status, func(ctx context.Context) (workbench.Result, error) {
 		if r.URL.RawQuery != "" {
@@ -171,7 +171,9 @@ func bodyTool[In any](h *Handler, w http.ResponseWriter, r *http.Request, status
 			return nil, err
 		}
 		if set != nil {
-			set(&in)
+			if err := set(&in); err != nil {
+				return nil, err
+			}
 		}
 		return method(h.svc, ctx, agent, in)
 	})
@@ -179,16 +181,24 @@ func bodyTool[In any](h *Handler, w http.ResponseWriter, r *http.Request, status
 
 // workbenchTool routes the tool endpoints under /v1/agents/{agent}/workbenches/{id}/.
 func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, id string, segs []string) (string, bool) {
-	setID := func(p *string) { *p = id }
+	// setID fills the workbench id from the path; an id in the body is refused rather than
+	// silently overridden.
+	setID := func(p *string) error {
+		if *p != "" {
+			return invalidArg("id", "comes from the URL path; the body must not carry it")
+		}
+		*p = id
+		return nil
+	}
 	switch {
 	case len(segs) == 1 && segs[0] == "commit":
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.CommitInput) { setID(&in.ID) }, (*workbench.Service).ToolCommit, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.CommitInput) error { return setID(&in.ID) }, (*workbench.Service).ToolCommit, agent)
 		return "commit", true
 	case len(segs) == 1 && segs[0] == "restore":
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.RestoreInput) { setID(&in.ID) }, (*workbench.Service).ToolRestore, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.RestoreInput) error { return setID(&in.ID) }, (*workbench.Service).ToolRestore, agent)
 		return "restore", true
 	case len(segs) == 1 && segs[0] == "grep":
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.GrepInput) { setID(&in.ID) }, (*workbench.Service).ToolGrep, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.GrepInput) error { return setID(&in.ID) }, (*workbench.Service).ToolGrep, agent)
 		return "grep", true
 	case len(segs) == 1 && segs[0] == "snapshots":
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -204,13 +214,13 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 			allow(w, r, http.MethodGet, http.MethodHead, http.MethodPost)
 			return "snapshots", true
 		}
-		bodyTool(h, w, r, http.StatusCreated, func(in *workbench.SnapshotInput) { setID(&in.ID) }, (*workbench.Service).ToolSnapshot, agent)
+		bodyTool(h, w, r, http.StatusCreated, func(in *workbench.SnapshotInput) error { return setID(&in.ID) }, (*workbench.Service).ToolSnapshot, agent)
 		return "snapshots", true
 	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "renew":
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRenewInput) { setID(&in.ID) }, (*workbench.Service).ToolSnapshotRenew, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRenewInput) error { return setID(&in.ID) }, (*workbench.Service).ToolSnapshotRenew, agent)
 		return "snapshot-renew", true
 	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "retire":
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRetireInput) { setID(&in.ID) }, (*workbench.Service).ToolSnapshotRetire, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRetireInput) error { return setID(&in.ID) }, (*workbench.Service).ToolSnapshotRetire, agent)
 		return "snapshot-retire", true
 	}
 	return "", false

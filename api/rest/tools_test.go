@@ -71,7 +71,11 @@ func TestSnapshotCommitRestoreAndSearchOverREST(t *testing.T) {
 		if string(got.body) != "weights v1" {
 			t.Fatalf("at_snapshot=%s: %q", q, got.body)
 		}
-		expect(t, do(t, "GET", base+"list?path=outputs&at_snapshot="+q, nil), 200, "")
+		l := do(t, "GET", base+"list?path=outputs&at_snapshot="+q, nil)
+		expect(t, l, 200, "")
+		if fmt.Sprint(l.json["at_snapshot"]) != q {
+			t.Fatalf("list at_snapshot=%s answers at_snapshot %v", q, l.json["at_snapshot"])
+		}
 	}
 	expect(t, do(t, "GET", base+"files/outputs/model.bin?at_snapshot=7", nil), 404, "SnapshotNotFound")
 	expect(t, do(t, "GET", base+"files/outputs/model.bin?bogus=1", nil), 400, "InvalidArguments")
@@ -108,4 +112,9 @@ func TestSnapshotCommitRestoreAndSearchOverREST(t *testing.T) {
 		t.Fatalf("find: %s", r.body)
 	}
 	expect(t, do(t, "GET", base+"commit", nil), 405, "")
+	// The workbench comes from the path, never from the body; names are never all digits.
+	expect(t, do(t, "POST", base+"commit", strings.NewReader(`{"id":"other","manifest":{},"content_digest_uri":"sha256:`+strings.Repeat("1", 64)+`"}`)), 400, "InvalidArguments")
+	expect(t, do(t, "POST", base+"snapshots", strings.NewReader(`{"name":"2024"}`)), 400, "InvalidArguments")
+	r = do(t, "GET", base+"list?path=outputs&at_snapshot=v1", nil)
+	expect(t, r, 410, "SnapshotExpired")
 }
