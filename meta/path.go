@@ -8,7 +8,7 @@ import (
 
 // Limits on names and paths (WORKBENCH.md §Common rules).
 const (
-	MaxNameBytes       = 128  // agent ids and workbench ids
+	MaxNameBytes = 128 // agent ids and workbench ids
 	// MaxRelativePathBytes and MaxRelativePathComponents bound a path relative to its
 	// section (WORKBENCH.md §Common rules); a path inside a workbench also holds the
 	// section's name, so its bounds leave room for that one component.
@@ -16,8 +16,8 @@ const (
 	MaxRelativePathComponents = 64
 	MaxPathBytes              = MaxRelativePathBytes + 16 // a path inside a workbench
 	MaxPathComponents         = MaxRelativePathComponents + 1
-	keySeparator       = 0x00 // replaces '/' inside keys; NUL is never valid in a path
-	incarnationKeySize = 8
+	keySeparator              = 0x00 // replaces '/' inside keys; NUL is never valid in a path
+	incarnationKeySize        = 8
 )
 
 // ValidateName checks an agent id or workbench id: an ASCII letter or digit, then ASCII
