@@ -36,14 +36,31 @@ func treeMembers(view *meta.View, ws *meta.Workspace, exclude func(string) bool)
 }
 
 // uploadBody stores a small manifest body (inline or in the object store) and describes it
-// for a command.
-func (s *Service) uploadBody(ctx context.Context, agent string, data []byte) (meta.FileBody, error) {
+// for a command, with the upload fence its publish must carry (DESIGN.md §8; 0 for an
+// inline body).
+func (s *Service) uploadBody(ctx context.Context, agent string, data []byte) (meta.FileBody, uint64, error) {
 	b, err := s.ingest(ctx, agent, bytes.NewReader(data), nil)
 	if err != nil {
-		return meta.FileBody{}, err
+		return meta.FileBody{}, 0, err
 	}
-	return meta.FileBody{Size: b.size, Digest: b.digest, ContentType: "application/json", Segments: b.segments, HashState: b.hashState}, nil
+	return meta.FileBody{Size: b.size, Digest: b.digest, ContentType: "application/json", Segments: b.segments, HashState: b.hashState}, b.fence, nil
 }
+
+// minFence combines the upload fences of several bodies published by one command: the
+// oldest one covers them all (0 = no body in the object store).
+func minFence(fences ...uint64) uint64 {
+	var out uint64
+	for _, f := range fences {
+		if f != 0 && (out == 0 || f < out) {
+			out = f
+		}
+	}
+	return out
+}
+
+// blobDeletingBackoff is how long a manifest publish that met a blob under delete intent
+// waits before uploading again.
+const blobDeletingBackoff = 100 * time.Millisecond
 
 // commitFields renders a sealed commit the way workbench_commit reports it.
 func (s *Service) commitFields(r Result, agent, id string, c *meta.CommitRecord, replace, replay bool) Result {
@@ -105,14 +122,18 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 		if err != nil {
 			return nil, err
 		}
-		body, err := s.uploadBody(ctx, agent, env)
+		body, fence, err := s.uploadBody(ctx, agent, env)
 		if err != nil {
 			return nil, err
 		}
-		res, perr := s.propose(ctx, meta.Header{}, meta.Commit{Agent: agent, Workspace: in.ID, CreateWorkspace: true,
+		res, perr := s.propose(ctx, meta.Header{UploadFence: fence}, meta.Commit{Agent: agent, Workspace: in.ID, CreateWorkspace: true,
 			ExpectRevision: rev, ExpectHead: head, Replace: replace, Identity: identity,
 			ContentDigestURI: in.ContentDigestURI, ManifestDigestURI: ManifestDigestURI(canon), TreeDigestURI: tree, Envelope: body})
 		if perr != nil {
+			if res.Err != nil && res.Err.Code == meta.CodeBlobDeleting && attempt < maxCommitAttempts {
+				time.Sleep(blobDeletingBackoff) // the envelope's blob is being collected: upload it again
+				continue
+			}
 			if perr.Code == CodeConflict && attempt < maxCommitAttempts {
 				continue // the tree changed under us: recompute it
 			}

@@ -46,7 +46,7 @@ func (s *Service) CompactOnce(ctx context.Context, maxFiles int) (CompactReport,
 		}
 		n, err := s.compactRange(ctx, c, start, end)
 		if err != nil {
-			if we := AsError(err); we.Code == CodeConflict || we.Code == CodeNotFound || we.Code == CodeInvalidState {
+			if we := AsError(err); we.Code == CodeConflict || we.Code == CodeNotFound || we.Code == CodeInvalidState || we.Code == CodeObjectUnavailable {
 				rep.Conflicts++
 				continue
 			}
@@ -95,6 +95,7 @@ func (s *Service) compactRange(ctx context.Context, c meta.CompactionCandidate, 
 	}
 	data := buf.Bytes()
 	seg := meta.Segment{Digest: sha256.Sum256(data), Size: int64(len(data))}
+	var fence uint64
 	if int64(len(data)) <= s.cfg.InlineMaxBytes {
 		seg.Inline = bytes.Clone(data)
 	} else {
@@ -102,11 +103,17 @@ func (s *Service) compactRange(ctx context.Context, c meta.CompactionCandidate, 
 		if err != nil {
 			return 0, AsError(err)
 		}
+		// Every blob deletion recorded up to this view happened before the upload below.
+		view, err := s.core.ReadView(ctx)
+		if err != nil {
+			return 0, AsError(err)
+		}
+		fence = view.AppliedVersion()
 		if _, err := s.blobs.Put(ctx, blob.Key{Root: uid, Digest: blob.Digest(seg.Digest)}, data); err != nil {
 			return 0, AsError(err)
 		}
 	}
-	_, werr := s.propose(ctx, meta.Header{}, meta.Compact{Agent: c.Agent, Workspace: c.Workspace, Path: c.Path,
+	_, werr := s.propose(ctx, meta.Header{UploadFence: fence}, meta.Compact{Agent: c.Agent, Workspace: c.Workspace, Path: c.Path,
 		Start: start, End: end, RangeDigest: meta.SegmentsDigest(run), Replacement: []meta.Segment{seg}})
 	if werr != nil {
 		return 0, werr

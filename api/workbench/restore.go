@@ -123,17 +123,27 @@ func (s *Service) driveRestore(ctx context.Context, op *meta.RestoreOp) (*meta.R
 	}()
 	for op.State == meta.RestoreCopying {
 		var body meta.Body
+		var h meta.Header
 		if !op.CopyDone {
 			body = meta.RestoreCopy{Agent: op.Agent, OpID: op.ID, After: op.After, Limit: s.cfg.RestoreBatch}
 		} else {
-			fin, err := s.restoreFinish(ctx, op)
+			fin, fence, err := s.restoreFinish(ctx, op)
 			if err != nil {
 				return nil, err
 			}
-			body = fin
+			body, h.UploadFence = fin, fence
 		}
-		res, werr := s.propose(ctx, meta.Header{}, body)
+		res, werr := s.propose(ctx, h, body)
 		if werr != nil {
+			if res.Err != nil && res.Err.Code == meta.CodeBlobDeleting {
+				// A manifest's blob is being collected: wait, then build and upload it again.
+				select {
+				case <-time.After(blobDeletingBackoff):
+				case <-ctx.Done():
+					return nil, AsError(ctx.Err())
+				}
+				continue
+			}
 			if werr.Code != CodeConflict {
 				return nil, werr
 			}
@@ -183,38 +193,38 @@ func (s *Service) restoreManifest(op *meta.RestoreOp) map[string]any {
 
 // restoreFinish builds the finishing command: the restore manifest, and the destination's
 // commit whose content digest is the tree digest of the restored members.
-func (s *Service) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta.RestoreFinish, error) {
+func (s *Service) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta.RestoreFinish, uint64, error) {
 	view, err := s.core.ReadView(ctx)
 	if err != nil {
-		return meta.RestoreFinish{}, AsError(err)
+		return meta.RestoreFinish{}, 0, AsError(err)
 	}
 	sv, sws, err := view.VersionView(&meta.Workspace{Agent: op.Agent, Name: op.Source, Incarnation: op.SourceIncarnation}, op.ReadVersion)
 	if err != nil {
-		return meta.RestoreFinish{}, AsError(err)
+		return meta.RestoreFinish{}, 0, AsError(err)
 	}
 	members := treeMembers(sv, sws, meta.IsReservedPath)
 	content := TreeDigestURI(members)
 	raw, _ := json.Marshal(s.restoreManifest(op))
 	canon, err := CanonicalManifest(raw)
 	if err != nil {
-		return meta.RestoreFinish{}, err
+		return meta.RestoreFinish{}, 0, err
 	}
-	manifestBody, err := s.uploadBody(ctx, op.Agent, canon)
+	manifestBody, fence1, err := s.uploadBody(ctx, op.Agent, canon)
 	if err != nil {
-		return meta.RestoreFinish{}, err
+		return meta.RestoreFinish{}, 0, err
 	}
 	env, envBytes, err := RunManifestEnvelope(op.Destination, s.WorkbenchPath(op.Agent, op.Destination), content, canon, time.Now().Unix())
 	if err != nil {
-		return meta.RestoreFinish{}, err
+		return meta.RestoreFinish{}, 0, err
 	}
-	envBody, err := s.uploadBody(ctx, op.Agent, envBytes)
+	envBody, fence2, err := s.uploadBody(ctx, op.Agent, envBytes)
 	if err != nil {
-		return meta.RestoreFinish{}, err
+		return meta.RestoreFinish{}, 0, err
 	}
 	sealed := append(members, TreeMember{Path: meta.RestoreManifestPath, DigestURI: DigestURI(manifestBody.Digest)})
 	return meta.RestoreFinish{Agent: op.Agent, OpID: op.ID, Manifest: manifestBody, Identity: env.CommitIdentity,
 		ContentDigestURI: content, ManifestDigestURI: env.ManifestDigestURI, TreeDigestURI: TreeDigestURI(sealed),
-		Envelope: envBody}, nil
+		Envelope: envBody}, minFence(fence1, fence2), nil
 }
 
 // restoreResult renders a completed restore.
