@@ -48,6 +48,7 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/agents/{agent}/workbenches/{id}/files/{path}", "PUT"},
 	{"/v1/agents/{agent}/workbenches/{id}/files/{path}", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/files/{path}", "DELETE"},
+	{"/v1/admin/gc", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/commit", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/grep", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/snapshots", "GET"},
@@ -77,6 +78,7 @@ var toolBodies = map[string]string{
 	"/v1/agents/{agent}/aggregate":                         `{"measures":[{"name":"n","op":"count"}]}`,
 	"/v1/agents/{agent}/catalog":                           `{}`,
 	"/v1/agents/{agent}/find":                              `{"committed":true}`,
+	"/v1/admin/gc":                                         `{"dry_run":true}`,
 }
 
 // wireCodes are the stable error codes of WORKBENCH.md §Errors.
@@ -360,7 +362,7 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 	})
 	for _, r := range ordered {
 		base := srv.URL
-		if !strings.HasPrefix(r.path, "/v1/agents/") || strings.HasSuffix(r.path, "/mcp") {
+		if !strings.HasPrefix(r.path, "/v1/agents/") && !strings.HasPrefix(r.path, "/v1/admin/") || strings.HasSuffix(r.path, "/mcp") {
 			base = ops.URL
 		}
 		u := base + concrete(r.path)
