@@ -345,6 +345,18 @@ type entryReader struct {
 	pos      int64 // body offset of segs[0]
 	off, end int64 // next body byte to return, end of range
 	cur      io.ReadCloser
+	// ahead fetches the next segment while the current one streams (DESIGN.md §6);
+	// nil when nothing is being fetched.
+	ahead *prefetch
+}
+
+// prefetch is one segment being read ahead, whole, into memory.
+type prefetch struct {
+	seg    int // index into the reader's segs at the time it started
+	data   []byte
+	err    error
+	done   chan struct{}
+	cancel context.CancelFunc
 }
 
 func (r *entryReader) Read(p []byte) (int, error) {
@@ -356,6 +368,9 @@ func (r *entryReader) Read(p []byte) (int, error) {
 			for len(r.segs) > 0 && r.pos+r.segs[0].Size <= r.off {
 				r.pos += r.segs[0].Size
 				r.segs = r.segs[1:]
+				if r.ahead != nil {
+					r.ahead.seg--
+				}
 			}
 			if len(r.segs) == 0 {
 				return 0, AsError(fmt.Errorf("segment list shorter than the body: %w", blob.ErrCorrupt))
@@ -363,11 +378,24 @@ func (r *entryReader) Read(p []byte) (int, error) {
 			sg := r.segs[0]
 			from := r.off - r.pos
 			n := min(sg.Size-from, r.end-r.off)
-			rc, err := r.s.readSegment(r.ctx, r.agent, sg, from, n)
-			if err != nil {
-				return 0, err
+			if a := r.ahead; a != nil && a.seg == 0 && from == 0 && n == sg.Size {
+				r.ahead = nil
+				<-a.done
+				a.cancel()
+				r.s.prefetches.release()
+				if a.err != nil {
+					return 0, AsError(a.err)
+				}
+				r.cur = io.NopCloser(bytes.NewReader(a.data))
+			} else {
+				r.dropAhead()
+				rc, err := r.s.readSegment(r.ctx, r.agent, sg, from, n)
+				if err != nil {
+					return 0, err
+				}
+				r.cur = rc
 			}
-			r.cur = rc
+			r.readAhead()
 		}
 		n, err := r.cur.Read(p)
 		r.off += int64(n)
@@ -386,7 +414,50 @@ func (r *entryReader) Read(p []byte) (int, error) {
 	}
 }
 
+// readAhead starts fetching the segment after the current one when it lies wholly inside
+// the range, lives in the object store, and a node-wide prefetch slot is free (memory
+// stays bounded: Config.MaxConcurrentPrefetches segments of at most blob.ChunkMaxBytes).
+func (r *entryReader) readAhead() {
+	if r.ahead != nil || len(r.segs) < 2 {
+		return
+	}
+	next := r.segs[1]
+	if next.IsInline() || r.pos+r.segs[0].Size+next.Size > r.end || !r.s.prefetches.tryAcquire() {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	a := &prefetch{seg: 1, done: make(chan struct{}), cancel: cancel}
+	r.ahead = a
+	go func() {
+		defer close(a.done)
+		rc, err := r.s.readSegment(ctx, r.agent, next, 0, next.Size)
+		if err != nil {
+			a.err = err
+			return
+		}
+		defer rc.Close()
+		buf := make([]byte, 0, next.Size)
+		b := bytes.NewBuffer(buf)
+		if _, err := io.Copy(b, rc); err != nil { // the blob reader verifies the digest at EOF
+			a.err = err
+			return
+		}
+		a.data = b.Bytes()
+	}()
+}
+
+// dropAhead abandons a read-ahead that will not be used.
+func (r *entryReader) dropAhead() {
+	if a := r.ahead; a != nil {
+		r.ahead = nil
+		a.cancel()
+		<-a.done
+		r.s.prefetches.release()
+	}
+}
+
 func (r *entryReader) Close() error {
+	r.dropAhead()
 	if r.cur != nil {
 		r.cur.Close()
 		r.cur = nil
@@ -395,6 +466,20 @@ func (r *entryReader) Close() error {
 	r.off = r.end
 	return nil
 }
+
+// slots is a non-blocking counting semaphore.
+type slots chan struct{}
+
+func (s slots) tryAcquire() bool {
+	select {
+	case s <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s slots) release() { <-s }
 
 // readSegment streams [from, from+n) of one segment.
 func (s *Service) readSegment(ctx context.Context, agent string, sg meta.Segment, from, n int64) (io.ReadCloser, error) {

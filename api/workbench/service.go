@@ -61,6 +61,9 @@ type Config struct {
 	// MaxConcurrentLoads bounds the whole bodies loaded into memory at once for edit and
 	// structured reads (each up to MCPMaxPayloadBytes plus its decoded form). Default 4.
 	MaxConcurrentLoads int
+	// MaxConcurrentPrefetches bounds the segments read ahead at once, node-wide, while
+	// large bodies stream (each up to blob.ChunkMaxBytes in memory). Default 4.
+	MaxConcurrentPrefetches int
 	// RestoreBatch is how many files one bounded restore command stages (1..4096).
 	// Default DefaultRestoreBatch.
 	RestoreBatch int
@@ -82,6 +85,8 @@ type Service struct {
 	// ingests and loads are admission semaphores bounding the node's memory (Config).
 	ingests chan struct{}
 	loads   chan struct{}
+	// prefetches bounds segment read-ahead (Config.MaxConcurrentPrefetches).
+	prefetches slots
 	// restoring maps a restore operation id → a channel closed when this process's driver
 	// of it stops.
 	restoring sync.Map
@@ -115,6 +120,9 @@ func New(core Core, blobs blob.Store, cfg Config) (*Service, error) {
 	if cfg.MaxConcurrentLoads <= 0 {
 		cfg.MaxConcurrentLoads = 4
 	}
+	if cfg.MaxConcurrentPrefetches <= 0 {
+		cfg.MaxConcurrentPrefetches = 4
+	}
 	if cfg.RestoreBatch <= 0 {
 		cfg.RestoreBatch = DefaultRestoreBatch
 	}
@@ -131,7 +139,8 @@ func New(core Core, blobs blob.Store, cfg Config) (*Service, error) {
 		return nil, errors.New("workbench: CursorKey must be at least 16 bytes")
 	}
 	return &Service{core: core, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
-		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads)}, nil
+		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
+		prefetches: make(slots, cfg.MaxConcurrentPrefetches)}, nil
 }
 
 // Config returns the adapter's effective configuration.
