@@ -16,7 +16,7 @@ const (
 	// MaxRestoreBatch bounds the files one RestoreCopy command stages.
 	MaxRestoreBatch = 4096
 	// repruneBatch bounds the paths one retention step re-prunes after a hold is released.
-	repruneBatch = 256
+	repruneBatch = 64
 )
 
 // Reserved manifest paths: written only by commit and restore, never sealed as members
