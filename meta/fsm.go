@@ -29,6 +29,10 @@ type Options struct {
 	// SnapshotGrace is how long (command time) an expired snapshot can still be renewed
 	// before it is reaped. Default 1h.
 	SnapshotGrace time.Duration
+	// RootUIDPrefix starts every root uid this shard assigns (lower-case ASCII letters and
+	// digits; root uids name blob namespaces, DESIGN.md §8). Shards that share one object
+	// store must use distinct prefixes, so two roots never share a namespace. Default "r".
+	RootUIDPrefix string
 }
 
 // DefaultOptions returns the defaults documented on Options.
@@ -49,6 +53,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SnapshotGrace <= 0 {
 		o.SnapshotGrace = d.SnapshotGrace
+	}
+	if o.RootUIDPrefix == "" {
+		o.RootUIDPrefix = "r"
 	}
 	return o
 }
@@ -177,6 +184,9 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 	return res
 }
 
+// AgentOf returns the agent root a command body acts on ("" for a Tick).
+func AgentOf(b Body) string { return bodyAgent(b) }
+
 func bodyAgent(b Body) string {
 	switch b := b.(type) {
 	case CreateRoot:
@@ -253,7 +263,7 @@ func (a *applier) ensureRoot(agent string) *Root {
 		return r
 	}
 	s.nextRootUID++
-	r := &Root{Agent: agent, UID: "r" + strconv.FormatUint(s.nextRootUID, 10), CreatedVersion: s.version}
+	r := &Root{Agent: agent, UID: a.opts.RootUIDPrefix + strconv.FormatUint(s.nextRootUID, 10), CreatedVersion: s.version}
 	s.roots.Set(agent, r)
 	return r
 }

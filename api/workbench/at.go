@@ -61,7 +61,7 @@ func ParseAtSnapshot(raw json.RawMessage) (At, *Error) {
 // or a view frozen at the snapshot's read version. Errors: NotFound (workbench),
 // SnapshotNotFound, SnapshotExpired (with details.state).
 func (s *Service) resolve(ctx context.Context, agent, id string, at At) (*meta.View, *meta.Workspace, *meta.WorkbenchSnapshot, error) {
-	view, err := s.core.ReadView(ctx)
+	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return nil, nil, nil, AsError(err)
 	}

@@ -99,7 +99,7 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 	replace := deref(in.Replace)
 	identity := CommitIdentity(in.ID, in.ContentDigestURI, ManifestDigestURI(canon))
 	for attempt := 1; ; attempt++ {
-		view, err := s.core.ReadView(ctx)
+		view, err := s.readView(ctx, agent)
 		if err != nil {
 			return nil, AsError(err)
 		}

@@ -33,11 +33,18 @@ const compactionRunBytes = blob.SingleSegmentMaxBytes
 // leader.
 func (s *Service) CompactOnce(ctx context.Context, maxFiles int) (CompactReport, error) {
 	var rep CompactReport
-	view, err := s.core.ReadView(ctx)
+	views, err := s.leaderViews(ctx)
 	if err != nil {
 		return rep, AsError(err)
 	}
-	cands, _ := view.CompactionCandidates("", maxFiles)
+	var cands []meta.CompactionCandidate
+	for _, view := range views {
+		c, _ := view.CompactionCandidates("", maxFiles-len(cands))
+		cands = append(cands, c...)
+		if len(cands) >= maxFiles {
+			break
+		}
+	}
 	for _, c := range cands {
 		rep.Candidates++
 		start, end := smallRun(c.Entry.Segments)
@@ -104,7 +111,7 @@ func (s *Service) compactRange(ctx context.Context, c meta.CompactionCandidate, 
 			return 0, AsError(err)
 		}
 		// Every blob deletion recorded up to this view happened before the upload below.
-		view, err := s.core.ReadView(ctx)
+		view, err := s.readView(ctx, c.Agent)
 		if err != nil {
 			return 0, AsError(err)
 		}

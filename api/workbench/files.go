@@ -163,7 +163,7 @@ func conflict(current, expected uint64) *Error {
 // currentEntry returns the live entry at path, nil when there is none (or when the
 // workbench is missing and may be created).
 func (s *Service) currentEntry(ctx context.Context, agent, id, path string, create bool) (*meta.Entry, error) {
-	view, err := s.core.ReadView(ctx)
+	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}

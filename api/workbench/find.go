@@ -58,7 +58,7 @@ func (s *Service) ToolFind(ctx context.Context, agent string, in FindInput) (Res
 		}
 		after = cur.After
 	}
-	view, err := s.core.ReadView(ctx)
+	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}

@@ -208,27 +208,26 @@ func (s *Service) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport,
 }
 
 func (s *Service) collect(ctx context.Context, opts GCOptions, rep *GCReport) error {
-	view, err := s.core.ReadView(ctx)
-	if err != nil {
-		return err
-	}
 	var agents []string
 	if opts.Agent != "" {
-		if _, ok := view.Root(opts.Agent); ok {
-			agents = append(agents, opts.Agent)
-		}
+		agents = append(agents, opts.Agent)
 	} else {
-		view.Roots(func(r *meta.Root) bool {
-			agents = append(agents, r.Agent)
-			return true
-		})
+		views, err := s.leaderViews(ctx)
+		if err != nil {
+			return err
+		}
+		for _, view := range views {
+			view.Roots(func(r *meta.Root) bool {
+				agents = append(agents, r.Agent)
+				return true
+			})
+		}
 	}
-	for i, agent := range agents {
-		if i > 0 {
-			// Earlier roots took time; plan each root on a fresh view.
-			if view, err = s.core.ReadView(ctx); err != nil {
-				return err
-			}
+	for _, agent := range agents {
+		// Earlier roots took time; plan each root on a fresh view of its shard.
+		view, err := s.readView(ctx, agent)
+		if err != nil {
+			return err
 		}
 		root, ok := view.Root(agent)
 		if !ok {
@@ -338,7 +337,7 @@ func (s *Service) planRoot(ctx context.Context, view *meta.View, root *meta.Root
 // records the deletions.
 func (s *Service) sweepRoot(ctx context.Context, p *gcPlan, opts GCOptions) error {
 	start := time.Now()
-	res, err := s.core.Propose(ctx, meta.Header{}, meta.GCIntent{Agent: p.agent, GraceMs: opts.Grace.Milliseconds(),
+	res, err := s.proposeRaw(ctx, meta.Header{}, meta.GCIntent{Agent: p.agent, GraceMs: opts.Grace.Milliseconds(),
 		TakeOverAfterMs: opts.IntentTimeout.Milliseconds(), Candidates: p.cands})
 	if err != nil {
 		return err // outcome unknown: intents it may have set are taken over later
@@ -380,7 +379,7 @@ func (s *Service) sweepRoot(ctx context.Context, p *gcPlan, opts GCOptions) erro
 	if len(done) == 0 {
 		return delErr
 	}
-	rec, err := s.core.Propose(ctx, meta.Header{}, meta.GCDeleted{Agent: p.agent, Blobs: done})
+	rec, err := s.proposeRaw(ctx, meta.Header{}, meta.GCDeleted{Agent: p.agent, Blobs: done})
 	if err == nil && rec.Err != nil {
 		err = rec.Err
 	}
@@ -445,7 +444,7 @@ func (b *ingested) retain(d meta.Digest, data []byte) {
 func (s *Service) proposeBlobs(ctx context.Context, h meta.Header, b meta.Body, body *ingested) (meta.Result, *Error) {
 	for attempt := 1; ; attempt++ {
 		h.UploadFence = body.fence
-		res, err := s.core.Propose(ctx, h, b)
+		res, err := s.proposeRaw(ctx, h, b)
 		if err != nil {
 			return res, AsError(err)
 		}
@@ -472,7 +471,7 @@ func (s *Service) proposeBlobs(ctx context.Context, h meta.Header, b meta.Body, 
 func (s *Service) reupload(ctx context.Context, body *ingested) *Error {
 	deadline := time.Now().Add(gcIntentWait)
 	for attempt := 1; ; attempt++ {
-		view, err := s.core.ReadView(ctx)
+		view, err := s.readView(ctx, body.agent)
 		if err != nil {
 			return AsError(err)
 		}

@@ -275,7 +275,7 @@ func globMatch(glob, name string) bool {
 // grepView resolves the state a search reads: today the live state (linearizable). It is
 // the one place to change for reads at a snapshot.
 func (s *Service) grepView(ctx context.Context, agent, id string) (*meta.View, *meta.Workspace, error) {
-	view, err := s.core.ReadView(ctx)
+	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return nil, nil, AsError(err)
 	}
@@ -608,7 +608,7 @@ func (g *grepRun) open(p string, e *meta.Entry, off int64) (io.ReadCloser, error
 // rather than an internal error. (A snapshot read would skip this: its revisions are held.)
 func (g *grepRun) readFailed(p string, e *meta.Entry, err error) error {
 	if g.ctx.Err() == nil {
-		if view, verr := g.s.core.ReadView(g.ctx); verr == nil {
+		if view, verr := g.s.readView(g.ctx, g.agent); verr == nil {
 			var cur *meta.Entry
 			if ws, werr := view.Workspace(g.agent, g.id); werr == nil && ws.Incarnation == g.ws.Incarnation {
 				cur, _ = view.File(ws, p)

@@ -63,7 +63,7 @@ func (s *Service) ToolRestore(ctx context.Context, agent string, in RestoreInput
 			return nil, err
 		}
 	}
-	view, err := s.core.ReadView(ctx)
+	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -161,7 +161,7 @@ func (s *Service) driveRestore(ctx context.Context, op *meta.RestoreOp) (*meta.R
 }
 
 func (s *Service) reloadRestore(ctx context.Context, op *meta.RestoreOp) (*meta.RestoreOp, error) {
-	view, err := s.core.ReadView(ctx)
+	view, err := s.readView(ctx, op.Agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -194,7 +194,7 @@ func (s *Service) restoreManifest(op *meta.RestoreOp) map[string]any {
 // restoreFinish builds the finishing command: the restore manifest, and the destination's
 // commit whose content digest is the tree digest of the restored members.
 func (s *Service) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta.RestoreFinish, uint64, error) {
-	view, err := s.core.ReadView(ctx)
+	view, err := s.readView(ctx, op.Agent)
 	if err != nil {
 		return meta.RestoreFinish{}, 0, AsError(err)
 	}
@@ -258,16 +258,18 @@ func (s *Service) restoreResult(ctx context.Context, op *meta.RestoreOp, replay 
 // leader change). Restores already driven by this process are left to their driver.
 // It returns the first error; callers retry on their next tick.
 func (s *Service) ResumeRestores(ctx context.Context) error {
-	view, err := s.core.ReadView(ctx)
+	views, err := s.leaderViews(ctx)
 	if err != nil {
 		return err
 	}
-	for _, op := range view.RestoresInProgress() {
-		if _, busy := s.restoring.Load(op.ID); busy {
-			continue
-		}
-		if _, err := s.driveRestore(ctx, op); err != nil {
-			return err
+	for _, view := range views {
+		for _, op := range view.RestoresInProgress() {
+			if _, busy := s.restoring.Load(op.ID); busy {
+				continue
+			}
+			if _, err := s.driveRestore(ctx, op); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -279,7 +281,7 @@ func (s *Service) RestoreStatus(ctx context.Context, agent, opID string) (Result
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return nil, AsError(err)
 	}
-	view, err := s.core.ReadView(ctx)
+	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}

@@ -74,7 +74,7 @@ func (s *Service) queryScope(ctx context.Context, agent string, id, section, pat
 	if werr != nil {
 		return nil, meta.Scope{}, 0, werr
 	}
-	view, err := s.core.ReadView(ctx)
+	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return nil, meta.Scope{}, 0, AsError(err)
 	}

@@ -21,15 +21,37 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard"
 )
 
-// Core is what the adapter needs of the metadata core. *shard.Shard implements it.
+// Core is what the adapter needs of the metadata core of one shard. *shard.Shard
+// implements it.
 type Core interface {
 	// Propose replicates a command and returns its applied result.
 	Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error)
 	// ReadView returns a linearizable view of the state.
 	ReadView(ctx context.Context) (*meta.View, error)
 }
+
+// Cores finds the core that serves an agent root (a root lives on exactly one shard,
+// DESIGN.md §2). The embedded node has one core for every root (SingleCore).
+type Cores interface {
+	// For returns the core of agent's root. Its error, when no replica here can serve the
+	// root, should map to a retryable NotOwner (shard.ErrNotLeader does).
+	For(agent string) (Core, error)
+	// All returns every core this node hosts; the background workers (restore driver,
+	// compactor, garbage collector) act on those whose ReadView succeeds (the leaders).
+	All() []Core
+}
+
+// SingleCore serves every root from one core.
+type SingleCore struct{ Core Core }
+
+// For returns the one core.
+func (c SingleCore) For(string) (Core, error) { return c.Core, nil }
+
+// All returns the one core.
+func (c SingleCore) All() []Core { return []Core{c.Core} }
 
 // Sections are the five virtual sections of every workbench, in contract order.
 var Sections = []string{"input", "scripts", "outputs", "logs", "metadata"}
@@ -75,7 +97,7 @@ type Config struct {
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
 // concurrent use.
 type Service struct {
-	core    Core
+	cores   Cores
 	blobs   blob.Store
 	cfg     Config
 	cursors cursorCodec
@@ -105,6 +127,12 @@ func admit(ctx context.Context, sem chan struct{}) (release func(), err error) {
 
 // New returns a Service. cfg.CursorKey must be set.
 func New(core Core, blobs blob.Store, cfg Config) (*Service, error) {
+	return NewWithCores(SingleCore{core}, blobs, cfg)
+}
+
+// NewWithCores returns a Service whose roots live on several cores (a node hosting many
+// shards). cfg.CursorKey must be set.
+func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	if cfg.MCPMaxPayloadBytes <= 0 {
 		cfg.MCPMaxPayloadBytes = 16 << 20
 	}
@@ -138,7 +166,7 @@ func New(core Core, blobs blob.Store, cfg Config) (*Service, error) {
 	if len(cfg.CursorKey) < 16 {
 		return nil, errors.New("workbench: CursorKey must be at least 16 bytes")
 	}
-	return &Service{core: core, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
+	return &Service{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
 		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
 		prefetches: make(slots, cfg.MaxConcurrentPrefetches)}, nil
 }
@@ -184,7 +212,7 @@ func (s *Service) rootUID(ctx context.Context, agent string) (string, error) {
 	if v, ok := s.roots.Load(agent); ok {
 		return v.(string), nil
 	}
-	view, err := s.core.ReadView(ctx)
+	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return "", err
 	}
@@ -192,7 +220,7 @@ func (s *Service) rootUID(ctx context.Context, agent string) (string, error) {
 		s.roots.Store(agent, r.UID)
 		return r.UID, nil
 	}
-	res, err := s.core.Propose(ctx, meta.Header{}, meta.CreateRoot{Agent: agent})
+	res, err := s.proposeRaw(ctx, meta.Header{}, meta.CreateRoot{Agent: agent})
 	if err != nil {
 		return "", err
 	}
@@ -205,7 +233,7 @@ func (s *Service) rootUID(ctx context.Context, agent string) (string, error) {
 
 // propose runs a command and folds a command-level failure into the error.
 func (s *Service) propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, *Error) {
-	res, err := s.core.Propose(ctx, h, b)
+	res, err := s.proposeRaw(ctx, h, b)
 	if err != nil {
 		return res, AsError(err)
 	}
@@ -322,6 +350,7 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 
 // ingested is a body cut into segments, uploaded where needed, and hashed.
 type ingested struct {
+	agent     string // the agent root the body belongs to
 	segments  []meta.Segment
 	size      int64
 	digest    meta.Digest // of the whole body (resumed state included)
@@ -346,7 +375,7 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 		whole = sha256.New()
 	}
 	own := sha256.New()
-	out := &ingested{}
+	out := &ingested{agent: agent}
 	// Peek up to the inline threshold + 1 byte: a body that fits is stored inline.
 	if s.cfg.InlineMaxBytes > 0 {
 		head := make([]byte, s.cfg.InlineMaxBytes+1)
@@ -377,7 +406,7 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 		return nil, AsError(err)
 	}
 	// Every blob deletion recorded up to this view happened before the uploads below.
-	view, err := s.core.ReadView(ctx)
+	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -549,3 +578,38 @@ func fieldsKey(fs map[string]meta.FieldValue) string {
 
 // BlobStore returns the object store the service writes bodies to.
 func (s *Service) BlobStore() blob.Store { return s.blobs }
+
+// readView returns a linearizable view of the shard that serves agent's root.
+func (s *Service) readView(ctx context.Context, agent string) (*meta.View, error) {
+	c, err := s.cores.For(agent)
+	if err != nil {
+		return nil, err
+	}
+	return c.ReadView(ctx)
+}
+
+// proposeRaw replicates a command on the shard of its agent root.
+func (s *Service) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error) {
+	c, err := s.cores.For(meta.AgentOf(b))
+	if err != nil {
+		return meta.Result{}, err
+	}
+	return c.Propose(ctx, h, b)
+}
+
+// leaderViews returns a view of every core this node leads (the others answer
+// shard.ErrNotLeader and are skipped); any other failure is returned.
+func (s *Service) leaderViews(ctx context.Context) ([]*meta.View, error) {
+	var out []*meta.View
+	for _, c := range s.cores.All() {
+		v, err := c.ReadView(ctx)
+		if errors.Is(err, shard.ErrNotLeader) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

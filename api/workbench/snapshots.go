@@ -217,7 +217,7 @@ func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in Snapsho
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
-	view, err := s.core.ReadView(ctx)
+	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}

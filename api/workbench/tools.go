@@ -492,7 +492,7 @@ func (s *Service) stagingWriteError(ctx context.Context, agent, id string, err e
 	if AsError(err).Code != CodeNotFound {
 		return err
 	}
-	view, verr := s.core.ReadView(ctx)
+	view, verr := s.readView(ctx, agent)
 	if verr != nil || !view.Staging(agent, id) {
 		return err
 	}
