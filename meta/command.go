@@ -42,6 +42,7 @@ const (
 	OpCompact         Op = 14
 	OpGCIntent        Op = 15 // gc.go
 	OpGCDeleted       Op = 16 // gc.go
+	OpAssignRoot      Op = 17 // placement.go
 )
 
 // Header is what every command carries besides its body.
@@ -411,6 +412,10 @@ func DecodeCommand(data []byte) (Header, Body, error) {
 		var c Compact
 		err = decMode.Unmarshal(env.Body, &c)
 		b = c
+	case OpAssignRoot:
+		var c AssignRoot
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
 	case OpGCIntent:
 		var c GCIntent
 		err = decMode.Unmarshal(env.Body, &c)
@@ -458,6 +463,8 @@ func opName(op Op) string {
 		return "restore-finish"
 	case OpCompact:
 		return "compact"
+	case OpAssignRoot:
+		return "assign-root"
 	case OpGCIntent:
 		return "gc-intent"
 	case OpGCDeleted:

@@ -29,6 +29,11 @@ type Options struct {
 	// SnapshotGrace is how long (command time) an expired snapshot can still be renewed
 	// before it is reaped. Default 1h.
 	SnapshotGrace time.Duration
+	// RequireRootAssignment makes the shard serve only the roots placed on it (cluster
+	// mode, DESIGN.md §9): a command for an agent whose root this shard does not hold fails
+	// with NotOwner (retryable: route it elsewhere) unless it is the AssignRoot that places
+	// the root here. Off (the embedded node), roots are created by their first write.
+	RequireRootAssignment bool
 	// RootUIDPrefix starts every root uid this shard assigns (lower-case ASCII letters and
 	// digits; root uids name blob namespaces, DESIGN.md §8). Shards that share one object
 	// store must use distinct prefixes, so two roots never share a namespace. Default "r".
@@ -127,6 +132,9 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		return Result{Err: e, Version: index}
 	}
 	agent := bodyAgent(body)
+	if err := a.checkOwner(agent, body); err != nil {
+		return Result{Err: err, Version: index}
+	}
 	var dkey string
 	if h.RequestID != "" && agent != "" {
 		dkey = dedupeKey(agent, h.Principal, h.RequestID)
@@ -172,6 +180,8 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		res = a.gcIntent(b)
 	case GCDeleted:
 		res = a.gcDeleted(b)
+	case AssignRoot:
+		res = a.assignRoot(b)
 	default:
 		res = Result{Err: invalidArg("command", "unsupported body %T", body)}
 	}
@@ -218,6 +228,8 @@ func bodyAgent(b Body) string {
 	case GCIntent:
 		return b.Agent
 	case GCDeleted:
+		return b.Agent
+	case AssignRoot:
 		return b.Agent
 	}
 	return ""

@@ -105,7 +105,7 @@ func AsError(err error) *Error {
 		// when load drops, or once a restore completes (its destination's InvalidState,
 		// its snapshot's ForkRetentionActive).
 		e.Retryable = me.Code == meta.CodeConflict || me.Code == meta.CodeResourceExhausted ||
-			me.Code == meta.CodeForkRetentionActive || me.Code == meta.CodeInvalidState
+			me.Code == meta.CodeForkRetentionActive || me.Code == meta.CodeInvalidState || me.Code == meta.CodeNotOwner
 		return e
 	}
 	switch {
