@@ -8,14 +8,80 @@ import (
 	"path/filepath"
 )
 
-// BaselineFsync names the file+fsync baseline (DESIGN.md §12): per operation, write the
-// same bytes a Cairn write would carry to a new file and fsync it, then append a log
-// record to one shared log file and fsync that. It is the single-node write floor: what
-// any durable store on the same disk must at least pay per acknowledged write.
-const BaselineFsync = "fsync"
+// Baseline names, as --baseline takes them. A baseline is the same load with the same
+// payloads sent to something simpler than Cairn, run by the same harness in the same
+// process right after the Cairn phase, so that every figure in a report can be read as a
+// ratio measured side by side on one machine (DESIGN.md §12).
+const (
+	// BaselineFsync is, per operation, "write the same bytes a Cairn write would carry to
+	// a new file and fsync it, then append a log record to one shared log file and fsync
+	// that": the single-node write floor, what any durable store on the same disk must at
+	// least pay per acknowledged write.
+	BaselineFsync = "fsync"
+	// BaselineMinIO is raw minio-go against the object store Cairn's s3 backend uses:
+	// PutObject of the same body to a new key per operation (put scenarios), GetObject
+	// of one of Files objects of the same size (get scenarios). The object-path limit.
+	BaselineMinIO = "minio"
+	// BaselineEtcd is clientv3 Put of the same body to a new key per operation on an etcd
+	// cluster: a replicated-metadata peer (a three-member cluster in `make bench-report`).
+	BaselineEtcd = "etcd"
+)
 
 // Baselines lists the baseline names --baseline takes.
-var Baselines = []string{BaselineFsync}
+var Baselines = []string{BaselineFsync, BaselineMinIO, BaselineEtcd}
+
+// BaselineScenarios lists, per baseline, the scenarios it has a like-for-like operation
+// for. A read scenario has no fsync or etcd counterpart; a workbench operation
+// (snapshot, restore, list, MCP) has none at all.
+var BaselineScenarios = map[string][]string{
+	BaselineFsync: {ScenarioSmallPut, ScenarioAppendLog, ScenarioObjectPut},
+	BaselineMinIO: {ScenarioSmallPut, ScenarioSmallGet, ScenarioObjectPut, ScenarioObjectGet},
+	BaselineEtcd:  {ScenarioSmallPut, ScenarioAppendLog},
+}
+
+// baseline is one baseline bound to a run: its connections and any objects it prepared.
+type baseline interface {
+	// phase returns the Op of phase i and a function that removes what the phase wrote.
+	phase(ctx context.Context, i int) (op Op, cleanup func() error, err error)
+	// Close removes what the baseline prepared and releases its connections.
+	Close() error
+}
+
+// openBaseline prepares the baseline name for cfg's scenario; nonce keeps its keys and
+// bodies apart from other runs'.
+func openBaseline(ctx context.Context, name string, cfg Config, nonce uint64) (baseline, error) {
+	switch name {
+	case BaselineFsync:
+		return fsyncBaselineRun{parent: cfg.BaselineDir, sizeBytes: cfg.SizeBytes, nonce: nonce}, nil
+	case BaselineMinIO:
+		return openMinIOBaseline(ctx, cfg, nonce)
+	case BaselineEtcd:
+		return openEtcdBaseline(ctx, cfg, nonce)
+	}
+	return nil, fmt.Errorf("baseline %q: %w", name, ErrInvalidConfig)
+}
+
+// fsyncBaselineRun makes a fresh fsyncBaseline directory per phase and removes it after.
+type fsyncBaselineRun struct {
+	parent    string
+	sizeBytes int64
+	nonce     uint64
+}
+
+func (r fsyncBaselineRun) phase(_ context.Context, i int) (Op, func() error, error) {
+	b, err := newFsyncBaseline(r.parent, r.sizeBytes, r.nonce+uint64(i))
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, func() error {
+		if err := b.Close(); err != nil {
+			return fmt.Errorf("fsync baseline: clean up: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+func (fsyncBaselineRun) Close() error { return nil }
 
 // fsyncBaseline is the Op of BaselineFsync, in its own temporary directory.
 type fsyncBaseline struct {

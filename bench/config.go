@@ -38,23 +38,36 @@ type Config struct {
 	// Duration is the length of each phase. Default 10s.
 	Duration time.Duration
 	// SizeBytes is the body size in bytes: the file written or read, the record appended.
-	// 0 (the default) means the scenario's own default: 1 KiB for small-*, stat, mixed and
-	// list files, 128 B for append-log records, 1 MiB for object-*.
+	// 0 (the default) means the scenario's own default: 1 KiB for small-*, stat, mixed,
+	// list, snapshot, restore and mcp files, 128 B for append-log records, 1 MiB for
+	// object-*.
 	SizeBytes int64
 	// Files is the number of files the read scenarios choose from (small-get, stat,
-	// mixed: 256; object-get: 4), of log files append-log spreads its records over (4),
-	// and of entries in the listed directory (list: 100). 0 means the scenario's default;
-	// the put scenarios write a new file per operation and ignore it.
+	// mixed: 256; object-get: 4; mcp: 64), of log files append-log spreads its records
+	// over (4), of entries in the listed directory (list: 100), and of files in the
+	// workbench snapshot and restore work on (100). 0 means the scenario's default; the put
+	// scenarios write a new file per operation and ignore it.
 	Files int
 	// ReadRatio is the fraction of mixed's operations that are reads (GET); the rest
 	// overwrite (PUT). Default 0.9; 0..1.
 	ReadRatio float64
-	// Baseline is "" (none) or BaselineFsync: run the baseline with the same load after
-	// each Cairn phase and report the ratios.
-	Baseline string
-	// BaselineDir is where the baseline's temporary directory is made; it should be on
-	// the disk the server keeps its data on. Default "" = os.TempDir().
+	// Baselines names the baselines (of Baselines) to run with the same load and payloads
+	// after each Cairn phase, in this order; the report gives Cairn's ratio to each. Each
+	// baseline measures only the scenarios BaselineScenarios lists for it. Default none.
+	Baselines []string
+	// BaselineDir is where the fsync baseline's temporary directory is made; it should be
+	// on the disk the server keeps its data on. Default "" = os.TempDir().
 	BaselineDir string
+	// MinIO is the object store the minio baseline talks to (required with it).
+	MinIO MinIOConfig
+	// EtcdEndpoints are the client addresses ("host:port") of the etcd cluster the etcd
+	// baseline writes to (required with it).
+	EtcdEndpoints []string
+	// Backend and Nodes describe the server measured, for the report's environment: the
+	// server does not say which blob backend it runs on or how many nodes it has. Default
+	// "" and 0: not stated.
+	Backend string
+	Nodes   int
 	// SweepRates, when not empty, runs the open loop once per rate (operations per
 	// second, each for Duration) instead of a single phase; Rate must then be 0.
 	SweepRates []float64
@@ -120,12 +133,35 @@ func (c Config) Validate() error {
 		return bad("files %d: must be ≥ 0 (0 = the scenario's default)", c.Files)
 	case c.ReadRatio < 0 || c.ReadRatio > 1 || math.IsNaN(c.ReadRatio):
 		return bad("read ratio %v: must be within 0..1", c.ReadRatio)
-	case c.Baseline != "" && !slices.Contains(Baselines, c.Baseline):
-		return bad("baseline %q: must be one of %s", c.Baseline, strings.Join(Baselines, ", "))
+	case c.Nodes < 0:
+		return bad("nodes %d: must be ≥ 0 (0 = not stated)", c.Nodes)
 	case c.DrainTimeout < 0:
 		return bad("drain timeout %v: must be ≥ 0", c.DrainTimeout)
 	case c.OpTimeout <= 0:
 		return bad("op timeout %v: must be > 0", c.OpTimeout)
+	}
+	for i, b := range c.Baselines {
+		switch {
+		case !slices.Contains(Baselines, b):
+			return bad("baseline %q: must be one of %s", b, strings.Join(Baselines, ", "))
+		case slices.Contains(c.Baselines[:i], b):
+			return bad("baseline %q: named twice", b)
+		case !slices.Contains(BaselineScenarios[b], c.Scenario):
+			return bad("baseline %q does not measure scenario %s (it measures %s)", b, c.Scenario, strings.Join(BaselineScenarios[b], ", "))
+		}
+		switch b {
+		case BaselineMinIO:
+			if err := c.MinIO.validate(); err != nil {
+				return bad("minio baseline: %v", err)
+			}
+		case BaselineEtcd:
+			if len(c.EtcdEndpoints) == 0 {
+				return bad("etcd baseline: give the etcd cluster's client endpoints")
+			}
+			if size := c.withScenarioDefaults().SizeBytes; size > etcdMaxValueBytes {
+				return bad("etcd baseline: a %d-byte value exceeds etcd's request limit (at most %d bytes)", size, etcdMaxValueBytes)
+			}
+		}
 	}
 	for _, r := range c.SweepRates {
 		if !(r > 0) || math.IsInf(r, 0) {

@@ -57,7 +57,21 @@ func TestConfigValidateNamesTheBrokenField(t *testing.T) {
 		{"a rate and a sweep", func(c *Config) { c.Rate = 10; c.SweepRates = []float64{10} }, "sweep"},
 		{"a zero sweep rate", func(c *Config) { c.SweepRates = []float64{10, 0} }, "sweep rate"},
 		{"a read ratio above 1", func(c *Config) { c.ReadRatio = 1.5 }, "read ratio"},
-		{"an unknown baseline", func(c *Config) { c.Baseline = "etcd" }, "baseline"},
+		{"an unknown baseline", func(c *Config) { c.Baselines = []string{"redis"} }, "baseline"},
+		{"a baseline named twice", func(c *Config) { c.Baselines = []string{BaselineFsync, BaselineFsync} }, "twice"},
+		{"a baseline without a like-for-like operation", func(c *Config) { c.Scenario = ScenarioStat; c.Baselines = []string{BaselineFsync} }, "does not measure scenario stat"},
+		{"a minio baseline without an endpoint", func(c *Config) { c.Baselines = []string{BaselineMinIO} }, "endpoint"},
+		{"a minio baseline without credentials", func(c *Config) {
+			c.Baselines = []string{BaselineMinIO}
+			c.MinIO = MinIOConfig{Endpoint: "http://127.0.0.1:9000", Bucket: "b"}
+		}, "credentials"},
+		{"an etcd baseline without endpoints", func(c *Config) { c.Baselines = []string{BaselineEtcd} }, "endpoints"},
+		{"an etcd baseline with a value etcd refuses", func(c *Config) {
+			c.Baselines = []string{BaselineEtcd}
+			c.EtcdEndpoints = []string{"127.0.0.1:2379"}
+			c.SizeBytes = 2 << 20
+		}, "request limit"},
+		{"a negative node count", func(c *Config) { c.Nodes = -1 }, "nodes"},
 		{"a zero duration", func(c *Config) { c.Duration = 0 }, "duration"},
 		{"a negative size", func(c *Config) { c.SizeBytes = -1 }, "size"},
 	} {

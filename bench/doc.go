@@ -1,6 +1,7 @@
 // Package bench is `cairn bench`: a load generator that measures a running Cairn the way
-// its users meet it, over HTTP, and reports latency and throughput next to a raw baseline
-// run by the same harness in the same process (DESIGN.md §12).
+// its users meet it, over HTTP, and reports latency and throughput next to raw baselines
+// run by the same harness in the same process, with the same load and payloads
+// (DESIGN.md §12).
 //
 // The package has three layers:
 //
@@ -10,18 +11,28 @@
 //     fixed schedule, at most MaxInFlight at once), and records every latency in an
 //     HdrHistogram (1 µs resolution, 1 µs..60 s).
 //   - Scenarios (small-put, small-get, stat, mixed, append-log, object-put, object-get,
-//     list) turn an Op into REST calls through api/client, and the fsync baseline turns
-//     it into "write the bytes to a file + fsync, append a log record + fsync" in a
-//     temporary directory.
-//   - Run assembles phases (one run, a baseline, or a rate sweep) into a Report, written
-//     as JSON and Markdown with the environment it was measured in.
+//     list, snapshot, restore) turn an Op into REST calls through api/client; the mcp
+//     scenario into an agent's tool mix over MCP streamable HTTP with the official go-sdk
+//     client. The baselines turn the same Op into "write the bytes to a file + fsync,
+//     append a log record + fsync" in a temporary directory (fsync), raw minio-go
+//     PutObject/GetObject (minio) and clientv3 Put to an etcd cluster (etcd).
+//   - Run assembles phases (one run, or a rate sweep, each Cairn phase followed by every
+//     baseline under the same load) into a Report, written as JSON, Markdown and a PNG
+//     plot (gonum.org/v1/plot) with the environment it was measured in.
+//
+// bench/etcdcluster runs a three-member etcd cluster on loopback for the etcd baseline,
+// and bench/cmd/bench-report regenerates BENCHMARKS.md from one run of every scenario
+// (`make bench-report`).
 //
 // What bench must never do:
 //
 //   - Import Cairn's storage or server packages (meta, blob, shard, api/workbench,
 //     api/rest, api/mcp, api/server, ops) outside tests. It talks to Cairn only over
-//     HTTP, like any user, through api/client; a number it reports is a number a user
-//     can reproduce. (TestHarnessTalksToCairnOnlyOverHTTP checks the imports.)
+//     HTTP, like any user, through api/client and the MCP go-sdk client; a number it
+//     reports is a number a user can reproduce. (TestHarnessTalksToCairnOnlyOverHTTP
+//     checks the imports.)
+//   - Leave its baselines' data behind: the fsync baseline's directory, the minio
+//     baseline's objects and the etcd baseline's keys are removed after each phase.
 //   - Hide coordinated omission. In the open loop every operation has an intended send
 //     time on a fixed schedule and its latency is measured from that time, not from when
 //     a free worker got round to sending it. An operation that could not be sent by the
@@ -31,6 +42,6 @@
 //
 // Invariants callers rely on: RunLoad reads time only through its Clock and blocks only
 // in the Clock or the Op, so a simulated clock and a modelled Op make a run deterministic;
-// every goroutine RunLoad starts has returned when it returns; Run removes the baseline's
-// temporary directory and closes its idle HTTP connections before it returns.
+// every goroutine RunLoad starts has returned when it returns; Run removes what its
+// baselines wrote and closes its MCP sessions and idle connections before it returns.
 package bench

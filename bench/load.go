@@ -25,6 +25,23 @@ type OpFunc func(ctx context.Context, seq uint64) error
 // Do calls f(ctx, seq).
 func (f OpFunc) Do(ctx context.Context, seq uint64) error { return f(ctx, seq) }
 
+// Labeler is implemented by an Op whose operations are of several kinds (MCP tools, reads
+// and writes). RunLoad records every operation under its label too, and the phase
+// reports each label's count, errors and latency (Phase.Breakdown). Label must be a
+// function of seq alone, cheap, and safe for concurrent use.
+type Labeler interface {
+	Label(seq uint64) string
+}
+
+// labeledOp is an Op with a Labeler.
+type labeledOp struct {
+	op    Op
+	label func(seq uint64) string
+}
+
+func (l labeledOp) Do(ctx context.Context, seq uint64) error { return l.op.Do(ctx, seq) }
+func (l labeledOp) Label(seq uint64) string                  { return l.label(seq) }
+
 // Load is how a phase offers load: a closed loop when Rate is 0, an open loop otherwise.
 type Load struct {
 	// Concurrency is the number of closed-loop workers, each issuing its next operation
@@ -123,6 +140,7 @@ func RunLoad(ctx context.Context, op Op, load Load, clk Clock, live *Live) (*Pha
 	start := clk.Now()
 	rec := newRecorder(start, live)
 	r := &runner{ctx: ctx, op: op, load: load, clk: clk, rec: rec, start: start, end: start.Add(load.Duration)}
+	r.labeler, _ = op.(Labeler)
 	workers := load.Concurrency
 	work := r.closedWorker
 	if load.Rate > 0 {
@@ -163,13 +181,14 @@ func RunLoad(ctx context.Context, op Op, load Load, clk Clock, live *Live) (*Pha
 
 // runner is the state one RunLoad shares among its workers.
 type runner struct {
-	ctx   context.Context
-	op    Op
-	load  Load
-	clk   Clock
-	rec   *recorder
-	start time.Time
-	end   time.Time
+	ctx     context.Context
+	op      Op
+	labeler Labeler // nil when op has a single kind of operation
+	load    Load
+	clk     Clock
+	rec     *recorder
+	start   time.Time
+	end     time.Time
 	// next is the next sequence number (closed loop) or schedule slot (open loop).
 	next atomic.Uint64
 	// total is the open loop's number of slots due before end.
@@ -201,7 +220,7 @@ func (r *runner) openWorker() {
 			// Aborted while waiting: the slot was never sent. If it was already due, it
 			// is still a measurement (from its due time to now).
 			if now := r.clk.Now(); now.After(due) {
-				r.rec.record(due, now, now, errNotSent)
+				r.rec.record(r.label(seq), due, now, now, errNotSent)
 			}
 			return
 		}
@@ -220,7 +239,15 @@ func (r *runner) do(seq uint64, due, sent time.Time) {
 	r.rec.live.inFlight.Add(1)
 	err := r.op.Do(ctx, seq)
 	r.rec.live.inFlight.Add(-1)
-	r.rec.record(due, sent, r.clk.Now(), err)
+	r.rec.record(r.label(seq), due, sent, r.clk.Now(), err)
+}
+
+// label returns operation seq's label, "" without a Labeler.
+func (r *runner) label(seq uint64) string {
+	if r.labeler == nil {
+		return ""
+	}
+	return r.labeler.Label(seq)
 }
 
 // recordUnsent records every open-loop slot due before stop that no worker took, as
@@ -231,7 +258,7 @@ func (r *runner) recordUnsent(stop time.Time) {
 		if !due.Before(stop) {
 			break
 		}
-		r.rec.record(due, stop, stop, errNotSent)
+		r.rec.record(r.label(seq), due, stop, stop, errNotSent)
 	}
 }
 

@@ -30,6 +30,11 @@ const (
 type Phase struct {
 	// Name says what was measured ("cairn small-put", "baseline fsync").
 	Name string `json:"name"`
+	// Baseline names the baseline this phase measured (Baselines); "" for Cairn.
+	Baseline string `json:"baseline,omitempty"`
+	// Comparison is Cairn's phase under the same load over this one; set on baseline
+	// phases only.
+	Comparison *Comparison `json:"comparison,omitempty"`
 	// Mode is "closed" or "open".
 	Mode string `json:"mode"`
 	// Concurrency is the closed loop's worker count (0 in the open loop).
@@ -64,6 +69,9 @@ type Phase struct {
 	// MaxSendLagMicros is the largest delay between an operation's due time and its send,
 	// in microseconds.
 	MaxSendLagMicros int64 `json:"max_send_lag_us"`
+	// Breakdown has the operations of each label (an MCP tool, a read or a write) for an
+	// Op with several kinds of operation (Labeler); nil otherwise.
+	Breakdown map[string]*LabelStats `json:"breakdown,omitempty"`
 	// Series has one point per second of the phase, by completion time.
 	Series []SecondPoint `json:"series"`
 	// Aborted is true when the run was cancelled before the phase ended.
@@ -87,6 +95,15 @@ type LatencySummary struct {
 	P99Micros  int64   `json:"p99_us"`
 	P999Micros int64   `json:"p999_us"`
 	MaxMicros  int64   `json:"max_us"`
+}
+
+// LabelStats are the operations of one label of a phase: counts and latency, measured as
+// the phase's are (in the open loop, from each operation's due time).
+type LabelStats struct {
+	Ops     int64          `json:"ops"`
+	OK      int64          `json:"ok"`
+	Errors  int64          `json:"errors"`
+	Latency LatencySummary `json:"latency"`
 }
 
 // SecondPoint is one second of a phase: the operations that completed in
@@ -139,6 +156,12 @@ type recorder struct {
 	seconds []*secondSlot
 	late    int64
 	maxLag  time.Duration
+	labels  map[string]*labelSlot
+}
+
+type labelSlot struct {
+	ok, failed int64
+	hist       *hdrhistogram.Histogram
 }
 
 type secondSlot struct {
@@ -150,8 +173,9 @@ func newRecorder(start time.Time, live *Live) *recorder {
 	return &recorder{start: start, live: live, hist: newLatencyHistogram(latencyDigits), classes: map[string]int64{}}
 }
 
-// record adds one operation, due at due, sent at sent and returned at done with err.
-func (r *recorder) record(due, sent, done time.Time, err error) {
+// record adds one operation labelled label ("" for none), due at due, sent at sent and
+// returned at done with err.
+func (r *recorder) record(label string, due, sent, done time.Time, err error) {
 	lat := micros(done.Sub(due))
 	lag := sent.Sub(due)
 	sec := int(done.Sub(r.start) / time.Second)
@@ -181,6 +205,22 @@ func (r *recorder) record(due, sent, done time.Time, err error) {
 	} else {
 		r.ok++
 		s.ok++
+	}
+	if label != "" {
+		if r.labels == nil {
+			r.labels = map[string]*labelSlot{}
+		}
+		ls := r.labels[label]
+		if ls == nil {
+			ls = &labelSlot{hist: newLatencyHistogram(latencyDigits)}
+			r.labels[label] = ls
+		}
+		_ = ls.hist.RecordValue(lat)
+		if err != nil {
+			ls.failed++
+		} else {
+			ls.ok++
+		}
 	}
 	if lag >= lateSendThreshold {
 		r.late++
@@ -217,6 +257,12 @@ func (r *recorder) phase(load Load, stop time.Time) *Phase {
 	}
 	if enc, err := r.hist.EncodeV2(); err == nil {
 		p.HistogramV2 = string(enc)
+	}
+	if len(r.labels) > 0 {
+		p.Breakdown = make(map[string]*LabelStats, len(r.labels))
+		for label, ls := range r.labels {
+			p.Breakdown[label] = &LabelStats{Ops: ls.ok + ls.failed, OK: ls.ok, Errors: ls.failed, Latency: Summarize(ls.hist)}
+		}
 	}
 	p.Series = make([]SecondPoint, len(r.seconds))
 	for i, s := range r.seconds {

@@ -9,14 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // ReportSchema is the version of the JSON report's layout; it changes when a field
-// changes meaning or goes away.
-const ReportSchema = 1
+// changes meaning or goes away. 2: several baselines per run (Report.Baselines, each
+// phase with its Comparison), per-label breakdowns, backend and node count.
+const ReportSchema = 2
 
 // Report is the outcome of one Run: what was measured, where, and the numbers.
 type Report struct {
@@ -30,13 +32,13 @@ type Report struct {
 	Params Params `json:"params"`
 	// Cairn is the single phase against Cairn; nil in a sweep.
 	Cairn *Phase `json:"cairn,omitempty"`
-	// Baseline is the baseline phase with Cairn's load; nil without --baseline or in a sweep.
-	Baseline *Phase `json:"baseline,omitempty"`
-	// Comparison relates Cairn to the baseline; nil unless both ran.
-	Comparison *Comparison `json:"comparison,omitempty"`
+	// Baselines are the baseline phases with Cairn's load, in Params.Baselines order, each
+	// with its Comparison; empty without --baseline or in a sweep.
+	Baselines []*Phase `json:"baselines,omitempty"`
 	// Sweep is one open-loop phase against Cairn per rate, in the order given.
 	Sweep []*Phase `json:"sweep,omitempty"`
-	// BaselineSweep is the baseline at the same rates; empty without --baseline.
+	// BaselineSweep is every baseline at every rate of the sweep (after each rate's Cairn
+	// phase, in run order), each with its Comparison; empty without --baseline.
 	BaselineSweep []*Phase `json:"baseline_sweep,omitempty"`
 }
 
@@ -56,6 +58,10 @@ type Environment struct {
 	Hostname  string `json:"hostname,omitempty"`
 	// ServerURL is the Cairn measured.
 	ServerURL string `json:"server_url"`
+	// Backend and Nodes are the measured Cairn's blob backend and node count as the run
+	// was told them (Config.Backend, Config.Nodes); "" and 0 when not stated.
+	Backend string `json:"backend,omitempty"`
+	Nodes   int    `json:"nodes,omitempty"`
 }
 
 // Params is the run's configuration as the report records it, with units in the names.
@@ -72,12 +78,12 @@ type Params struct {
 	SizeBytes   int64     `json:"size_bytes"`
 	Files       int       `json:"files,omitempty"`
 	ReadRatio   float64   `json:"read_ratio,omitempty"`
-	Baseline    string    `json:"baseline,omitempty"`
+	Baselines   []string  `json:"baselines,omitempty"`
 	DrainS      float64   `json:"drain_timeout_s,omitempty"`
 	OpTimeoutS  float64   `json:"op_timeout_s"`
 }
 
-// Comparison is Cairn over the baseline under the same load: a throughput ratio of 0.5
+// Comparison is Cairn over a baseline under the same load: a throughput ratio of 0.5
 // means Cairn completed half as many operations per second; a p99 ratio of 3 means its
 // p99 latency was three times the baseline's. A ratio is 0 when the baseline's value is 0.
 type Comparison struct {
@@ -175,6 +181,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	row(&b, "Go", fmt.Sprintf("%s %s/%s", e.GoVersion, e.GOOS, e.GOARCH))
 	row(&b, "host", orUnknown(e.Hostname))
 	row(&b, "server", e.ServerURL)
+	if e.Backend != "" || e.Nodes > 0 {
+		nodes := "not stated"
+		if e.Nodes > 0 {
+			nodes = strconv.Itoa(e.Nodes)
+		}
+		row(&b, "backend / nodes", orUnknown(e.Backend)+" / "+nodes)
+	}
 	b.WriteString("\n## Parameters\n\n| | |\n|---|---|\n")
 	p := r.Params
 	row(&b, "scenario", p.Scenario)
@@ -196,8 +209,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		row(&b, "read ratio", fmt.Sprintf("%g", p.ReadRatio))
 	}
 	row(&b, "agent / workbench", p.Agent+" / "+p.Workbench)
-	if p.Baseline != "" {
-		row(&b, "baseline", p.Baseline)
+	if len(p.Baselines) > 0 {
+		row(&b, "baselines", strings.Join(p.Baselines, ", "))
 	}
 	b.WriteString("\n")
 	b.WriteString(r.summary())
@@ -228,9 +241,17 @@ func (r *Report) summary() string {
 	if len(r.Sweep) > 0 {
 		b.WriteString("Latency vs throughput (open loop; latency from each operation's due time):\n\n")
 		r.sweepTable(&b, r.Sweep)
-		if len(r.BaselineSweep) > 0 {
-			b.WriteString("\nBaseline at the same rates:\n\n")
-			r.sweepTable(&b, r.BaselineSweep)
+		for _, name := range r.Params.Baselines {
+			var phases []*Phase
+			for _, ph := range r.BaselineSweep {
+				if ph.Baseline == name {
+					phases = append(phases, ph)
+				}
+			}
+			if len(phases) > 0 {
+				fmt.Fprintf(&b, "\nBaseline %s at the same rates:\n\n", name)
+				r.sweepTable(&b, phases)
+			}
 		}
 	} else {
 		b.WriteString("| phase | mode | offered ops/s | achieved ops/s | p50 | p90 | p99 | p99.9 | max | ops | errors |\n")
@@ -245,8 +266,36 @@ func (r *Report) summary() string {
 				r.fmtAchieved(ph), fmtMicros(l.P50Micros), fmtMicros(l.P90Micros), fmtMicros(l.P99Micros),
 				fmtMicros(l.P999Micros), fmtMicros(l.MaxMicros), ph.Ops, ph.Errors)
 		}
-		if c := r.Comparison; c != nil {
-			fmt.Fprintf(&b, "\nCairn / baseline: throughput %.2f×, p50 %.2f×, p99 %.2f×\n", c.ThroughputRatio, c.P50Ratio, c.P99Ratio)
+		for _, ph := range r.Baselines {
+			if c := ph.Comparison; c != nil {
+				fmt.Fprintf(&b, "\nCairn / %s: throughput %.2f×, p50 %.2f×, p99 %.2f×\n", ph.Baseline, c.ThroughputRatio, c.P50Ratio, c.P99Ratio)
+			}
+		}
+	}
+	for _, ph := range r.phases() {
+		if len(ph.Breakdown) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\nBy operation, %s:\n\n| operation | ops | share | errors | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", ph.Name)
+		labels := make([]string, 0, len(ph.Breakdown))
+		for l := range ph.Breakdown {
+			labels = append(labels, l)
+		}
+		sort.Slice(labels, func(i, j int) bool {
+			a, c := ph.Breakdown[labels[i]], ph.Breakdown[labels[j]]
+			if a.Ops != c.Ops {
+				return a.Ops > c.Ops
+			}
+			return labels[i] < labels[j]
+		})
+		for _, l := range labels {
+			st := ph.Breakdown[l]
+			share := 0.0
+			if ph.Ops > 0 {
+				share = 100 * float64(st.Ops) / float64(ph.Ops)
+			}
+			fmt.Fprintf(&b, "| %s | %d | %.0f%% | %d | %s | %s | %s | %s |\n", l, st.Ops, share, st.Errors,
+				fmtMicros(st.Latency.P50Micros), fmtMicros(st.Latency.P90Micros), fmtMicros(st.Latency.P99Micros), fmtMicros(st.Latency.MaxMicros))
 		}
 	}
 	var notes []string
@@ -276,12 +325,24 @@ func (r *Report) summary() string {
 }
 
 func (r *Report) sweepTable(b *strings.Builder, phases []*Phase) {
-	b.WriteString("| offered ops/s | achieved ops/s | p50 | p99 | p99.9 | max | errors |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|\n")
+	ratios := len(phases) > 0 && phases[0].Comparison != nil
+	b.WriteString("| offered ops/s | achieved ops/s | p50 | p99 | p99.9 | max | errors |")
+	if ratios {
+		b.WriteString(" Cairn/this throughput | Cairn/this p99 |")
+	}
+	b.WriteString("\n|---:|---:|---:|---:|---:|---:|---:|")
+	if ratios {
+		b.WriteString("---:|---:|")
+	}
+	b.WriteString("\n")
 	for _, ph := range phases {
 		l := ph.Latency
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d |\n", fmtRate(ph.OfferedRate), r.fmtAchieved(ph),
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d |", fmtRate(ph.OfferedRate), r.fmtAchieved(ph),
 			fmtMicros(l.P50Micros), fmtMicros(l.P99Micros), fmtMicros(l.P999Micros), fmtMicros(l.MaxMicros), ph.Errors)
+		if c := ph.Comparison; ratios && c != nil {
+			fmt.Fprintf(b, " %.2f× | %.2f× |", c.ThroughputRatio, c.P99Ratio)
+		}
+		b.WriteString("\n")
 	}
 }
 
@@ -298,11 +359,10 @@ func (r *Report) fmtAchieved(ph *Phase) string {
 // phases returns every phase of the report in run order.
 func (r *Report) phases() []*Phase {
 	var out []*Phase
-	for _, p := range []*Phase{r.Cairn, r.Baseline} {
-		if p != nil {
-			out = append(out, p)
-		}
+	if r.Cairn != nil {
+		out = append(out, r.Cairn)
 	}
+	out = append(out, r.Baselines...)
 	out = append(out, r.Sweep...)
 	return append(out, r.BaselineSweep...)
 }

@@ -30,15 +30,16 @@ type RunOptions struct {
 const dialTimeout = 10 * time.Second
 
 // Run measures the Cairn at cfg.Server with cfg.Scenario: it prepares the workbench
-// (the files the read scenarios read), then runs one phase with cfg's load, or one
-// open-loop phase per rate of cfg.SweepRates, each followed by the baseline under the
-// same load when cfg.Baseline is set. It talks to Cairn only over HTTP.
+// (the files the read scenarios read, the snapshot restore restores, the MCP sessions) and
+// the baselines, then runs one phase with cfg's load, or one open-loop phase per rate of
+// cfg.SweepRates, each followed by every baseline of cfg.Baselines under the same load. It
+// talks to Cairn only over HTTP.
 //
-// Errors: a Config.Validate error; a setup failure (server unreachable, workbench
-// refused); the context's error when cancelled, returned together with the report of the
-// phases that ran (the interrupted one marked Aborted). Operation failures are not
-// errors of Run: the report counts them by class.
-func Run(ctx context.Context, cfg Config, opts RunOptions) (*Report, error) {
+// Errors: a Config.Validate error; a setup failure (server or baseline unreachable,
+// workbench refused); the context's error when cancelled, returned together with the
+// report of the phases that ran (the interrupted one marked Aborted). Operation failures
+// are not errors of Run: the report counts them by class.
+func Run(ctx context.Context, cfg Config, opts RunOptions) (rep *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -56,11 +57,7 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*Report, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		workers := cfg.Concurrency
-		if cfg.Rate > 0 || len(cfg.SweepRates) > 0 {
-			workers = cfg.MaxInFlight
-		}
-		tr := newTransport(workers)
+		tr := newTransport(workers(cfg))
 		defer tr.CloseIdleConnections()
 		hc = &http.Client{Transport: tr}
 	}
@@ -72,19 +69,48 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*Report, error) {
 		sizeBytes: cfg.SizeBytes,
 		files:     cfg.Files,
 		readRatio: cfg.ReadRatio,
+		workers:   workers(cfg),
 		nonce:     rand.Uint64(),
+	}
+	if cfg.Scenario == ScenarioMCP {
+		sc.mcp = newMCPSessions(cfg.Server, cfg.Agent, hc)
+		defer func() {
+			if cerr := sc.mcp.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("close MCP sessions: %w", cerr)
+			}
+		}()
 	}
 	say(opts.Progress, "cairn bench: %s against %s, workbench %s/%s: setting up", cfg.Scenario, cfg.Server, cfg.Agent, cfg.Workbench)
 	if err := sc.setup(ctx); err != nil {
 		return nil, err
 	}
+	baselines := make([]baseline, len(cfg.Baselines))
+	defer func() {
+		for i, b := range baselines {
+			if b == nil {
+				continue
+			}
+			if cerr := b.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("baseline %s: %w", cfg.Baselines[i], cerr)
+			}
+		}
+	}()
+	for i, name := range cfg.Baselines {
+		say(opts.Progress, "cairn bench: baseline %s: setting up", name)
+		b, err := openBaseline(ctx, name, cfg, sc.nonce^uint64(i+1)<<56)
+		if err != nil {
+			return nil, err
+		}
+		baselines[i] = b
+	}
 
-	rep := &Report{
+	rep = &Report{
 		Schema:      ReportSchema,
 		Environment: Fingerprint(ctx, cfg.Server),
 		Params:      paramsOf(cfg, load),
 		StartedAt:   time.Now().UTC(),
 	}
+	rep.Environment.Backend, rep.Environment.Nodes = cfg.Backend, cfg.Nodes
 	phase := func(name string, op Op, l Load) (*Phase, error) {
 		live := &Live{}
 		label := name + " " + loadLabel(l)
@@ -96,62 +122,65 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*Report, error) {
 		}
 		return ph, err
 	}
-	cairnPhase := func(i int, l Load) (*Phase, error) {
+	// runPhases runs Cairn's phase i with l, then each baseline's; it appends them to
+	// cairn and base.
+	runPhases := func(i int, l Load, cairn, base *[]*Phase) error {
 		op, err := sc.op(i)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		return phase("cairn "+cfg.Scenario+rateSuffix(cfg, l), op, l)
-	}
-	baselinePhase := func(i int, l Load) (*Phase, error) {
-		b, err := newFsyncBaseline(cfg.BaselineDir, cfg.SizeBytes, sc.nonce+uint64(i))
+		cph, err := phase("cairn "+cfg.Scenario+rateSuffix(cfg, l), op, l)
+		if cph != nil {
+			*cairn = append(*cairn, cph)
+		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		ph, err := phase("baseline "+cfg.Baseline+rateSuffix(cfg, l), b, l)
-		if cerr := b.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("fsync baseline: clean up: %w", cerr)
+		for j, b := range baselines {
+			op, cleanup, err := b.phase(ctx, i)
+			if err != nil {
+				return err
+			}
+			ph, err := phase("baseline "+cfg.Baselines[j]+rateSuffix(cfg, l), op, l)
+			if ph != nil {
+				ph.Baseline = cfg.Baselines[j]
+				ph.Comparison = Compare(cph, ph)
+				*base = append(*base, ph)
+			}
+			if cerr := cleanup(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
 		}
-		return ph, err
+		return nil
 	}
 
 	if len(cfg.SweepRates) > 0 {
 		for i, rate := range cfg.SweepRates {
 			l := load
 			l.Rate = rate
-			ph, err := cairnPhase(i, l)
-			if ph != nil {
-				rep.Sweep = append(rep.Sweep, ph)
-			}
-			if err != nil {
+			if err := runPhases(i, l, &rep.Sweep, &rep.BaselineSweep); err != nil {
 				return rep, err
-			}
-			if cfg.Baseline != "" {
-				ph, err := baselinePhase(i, l)
-				if ph != nil {
-					rep.BaselineSweep = append(rep.BaselineSweep, ph)
-				}
-				if err != nil {
-					return rep, err
-				}
 			}
 		}
 		return rep, nil
 	}
-	ph, err := cairnPhase(0, load)
-	rep.Cairn = ph
-	if err != nil {
-		return rep, err
+	var cairn []*Phase
+	err = runPhases(0, load, &cairn, &rep.Baselines)
+	if len(cairn) > 0 {
+		rep.Cairn = cairn[0]
 	}
-	if cfg.Baseline != "" {
-		ph, err := baselinePhase(0, load)
-		rep.Baseline = ph
-		if err != nil {
-			return rep, err
-		}
-		rep.Comparison = Compare(rep.Cairn, rep.Baseline)
+	return rep, err
+}
+
+// workers is the number of operations cfg's load may have in flight at once.
+func workers(cfg Config) int {
+	if cfg.Rate > 0 || len(cfg.SweepRates) > 0 {
+		return cfg.MaxInFlight
 	}
-	return rep, nil
+	return cfg.Concurrency
 }
 
 // newTransport returns a keep-alive transport for workers concurrent requests to one
@@ -174,7 +203,7 @@ func paramsOf(cfg Config, load Load) Params {
 		DurationS:  cfg.Duration.Seconds(),
 		SizeBytes:  cfg.SizeBytes,
 		Files:      cfg.Files,
-		Baseline:   cfg.Baseline,
+		Baselines:  cfg.Baselines,
 		OpTimeoutS: cfg.OpTimeout.Seconds(),
 	}
 	if cfg.Scenario == ScenarioMixed {

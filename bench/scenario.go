@@ -33,12 +33,25 @@ const (
 	ScenarioObjectGet = "object-get"
 	// ScenarioList lists a directory of Files (default 100) entries, every page.
 	ScenarioList = "list"
+	// ScenarioSnapshot mints a snapshot (a leased read point, one day's lease) of a
+	// workbench holding Files (default 100) SizeBytes files per operation. Minting is
+	// O(1) in the workbench's size (DESIGN.md §12): compare runs at 10 and 10,000 files.
+	ScenarioSnapshot = "snapshot"
+	// ScenarioRestore restores a snapshot of a workbench holding Files (default 100)
+	// SizeBytes files into a new workbench per operation, and waits until it is complete
+	// (O(paths) metadata, no body copied).
+	ScenarioRestore = "restore"
+	// ScenarioMCP is an agent's tool mix over MCP streamable HTTP, with the official
+	// go-sdk client, on a workbench of Files (default 64) SizeBytes text files: per 100
+	// calls, 30 read, 15 stat, 15 list, 15 put_file (new file), 10 append, 10 grep and
+	// 5 search (mcpMix). The report breaks latency down by tool.
+	ScenarioMCP = "mcp"
 )
 
 // Scenarios lists every scenario name, in the order the help text shows them.
 var Scenarios = []string{
 	ScenarioSmallPut, ScenarioSmallGet, ScenarioStat, ScenarioMixed, ScenarioAppendLog,
-	ScenarioObjectPut, ScenarioObjectGet, ScenarioList,
+	ScenarioObjectPut, ScenarioObjectGet, ScenarioList, ScenarioSnapshot, ScenarioRestore, ScenarioMCP,
 }
 
 // scenarioDefaults are the body size in bytes and file count a scenario uses when the
@@ -55,6 +68,9 @@ var scenarioDefaults = map[string]struct {
 	ScenarioObjectPut: {1 << 20, 0},
 	ScenarioObjectGet: {1 << 20, 4},
 	ScenarioList:      {1 << 10, 100},
+	ScenarioSnapshot:  {1 << 10, 100},
+	ScenarioRestore:   {1 << 10, 100},
+	ScenarioMCP:       {1 << 10, 64},
 }
 
 // setupConcurrency is the number of files written at once while preparing a scenario.
@@ -67,7 +83,16 @@ const listPageLimit = 1000
 const (
 	readDir = "input/bench/read"
 	listDir = "input/bench/list"
+	// treeDir holds the files of the snapshot and restore scenarios' workbench.
+	treeDir = "input/bench/tree"
 )
+
+// restoreSnapshotName names the snapshot the restore scenario restores from.
+const restoreSnapshotName = "bench-restore-source"
+
+// snapshotTTLDays is the lease of the snapshots the scenarios mint: the shortest there is,
+// so a benchmark's snapshots do not hold history for a week.
+const snapshotTTLDays = 1
 
 // scenario is one scenario bound to a server, a workbench and its parameters. Its Ops
 // talk to Cairn only through api/client.
@@ -78,8 +103,12 @@ type scenario struct {
 	sizeBytes int64
 	files     int
 	readRatio float64
+	// workers is the most operations the load has in flight at once.
+	workers int
 	// nonce makes this run's bodies differ from every other run's.
 	nonce uint64
+	// mcp is the MCP scenario's session pool; nil for the others.
+	mcp *mcpSessions
 }
 
 // setup creates the workbench and writes the files the scenario reads.
@@ -93,17 +122,36 @@ func (s *scenario) setup(ctx context.Context) error {
 		dir = readDir
 	case ScenarioList:
 		dir = listDir
+	case ScenarioSnapshot, ScenarioRestore:
+		dir = treeDir
+	case ScenarioMCP:
+		return s.setupMCP(ctx)
 	default:
 		return nil
 	}
+	pathOf := func(i uint64) string { return filePath(dir, i) }
+	if err := s.writeFiles(ctx, pathOf, func(i uint64) io.Reader { return payload(s.nonce, ^i, s.sizeBytes) }, "application/octet-stream"); err != nil {
+		return err
+	}
+	if s.name == ScenarioRestore {
+		if _, err := s.c.Snapshot(ctx, s.agent, s.wb, client.SnapshotRequest{Name: restoreSnapshotName, TTLDays: snapshotTTLDays}); err != nil {
+			return fmt.Errorf("setup: snapshot %s: %w", s.wb, err)
+		}
+	}
+	return nil
+}
+
+// writeFiles writes the Files files pathOf(i) with the bodies body(i), setupConcurrency at
+// a time.
+func (s *scenario) writeFiles(ctx context.Context, pathOf func(i uint64) string, body func(i uint64) io.Reader, contentType string) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(setupConcurrency)
 	for i := range s.files {
 		g.Go(func() error {
-			_, err := s.c.PutFile(gctx, s.agent, s.wb, filePath(dir, uint64(i)),
-				payload(s.nonce, ^uint64(i), s.sizeBytes), client.PutOptions{ContentType: "application/octet-stream", Size: s.sizeBytes})
+			path := pathOf(uint64(i))
+			_, err := s.c.PutFile(gctx, s.agent, s.wb, path, body(uint64(i)), client.PutOptions{ContentType: contentType, Size: s.sizeBytes})
 			if err != nil {
-				return fmt.Errorf("setup: write %s: %w", filePath(dir, uint64(i)), err)
+				return fmt.Errorf("setup: write %s: %w", path, err)
 			}
 			return nil
 		})
@@ -158,16 +206,22 @@ func (s *scenario) op(phase int) (Op, error) {
 			return err
 		}), nil
 	case ScenarioMixed:
-		return OpFunc(func(ctx context.Context, seq uint64) error {
-			h := mix(seq)
-			path := filePath(readDir, h%uint64(s.files))
-			if unitFloat(mix(h)) < s.readRatio {
+		isRead := func(seq uint64) bool { return unitFloat(mix(mix(seq))) < s.readRatio }
+		label := func(seq uint64) string {
+			if isRead(seq) {
+				return "read (GET)"
+			}
+			return "write (PUT)"
+		}
+		return labeledOp{label: label, op: OpFunc(func(ctx context.Context, seq uint64) error {
+			path := filePath(readDir, mix(seq)%uint64(s.files))
+			if isRead(seq) {
 				// A read of a file a concurrent write replaces sees either body; both
 				// have the configured size.
 				return get(ctx, path)
 			}
 			return put(ctx, path, seq)
-		}), nil
+		})}, nil
 	case ScenarioAppendLog:
 		return OpFunc(func(ctx context.Context, seq uint64) error {
 			path := fmt.Sprintf("logs/bench/p%d/log-%d.log", phase, seq%uint64(s.files))
@@ -175,6 +229,25 @@ func (s *scenario) op(phase int) (Op, error) {
 				client.AppendOptions{ContentType: "text/plain", Size: s.sizeBytes})
 			return err
 		}), nil
+	case ScenarioSnapshot:
+		return OpFunc(func(ctx context.Context, _ uint64) error {
+			_, err := s.c.Snapshot(ctx, s.agent, s.wb, client.SnapshotRequest{TTLDays: snapshotTTLDays})
+			return err
+		}), nil
+	case ScenarioRestore:
+		return OpFunc(func(ctx context.Context, seq uint64) error {
+			dest := restoreDestination(s.wb, phase, seq)
+			res, err := s.c.Restore(ctx, s.agent, s.wb, client.RestoreRequest{Destination: dest, AtSnapshot: client.SnapshotName(restoreSnapshotName)})
+			if err != nil {
+				return err
+			}
+			if res.State != "complete" || res.RestoredFiles < int64(s.files) {
+				return fmt.Errorf("restore into %s: state %q with %d files, want complete with %d: %w", dest, res.State, res.RestoredFiles, s.files, io.ErrUnexpectedEOF)
+			}
+			return nil
+		}), nil
+	case ScenarioMCP:
+		return s.mcpOp(phase), nil
 	case ScenarioList:
 		return OpFunc(func(ctx context.Context, _ uint64) error {
 			var cursor string
@@ -197,6 +270,11 @@ func (s *scenario) op(phase int) (Op, error) {
 		}), nil
 	}
 	return nil, fmt.Errorf("scenario %q: %w", s.name, ErrUnknownScenario)
+}
+
+// restoreDestination names the workbench restore operation seq of phase creates.
+func restoreDestination(wb string, phase int, seq uint64) string {
+	return fmt.Sprintf("%s-r%d-%d", wb, phase, seq)
 }
 
 // smallBodyBytes is the largest body generated in memory (and sent with a known length

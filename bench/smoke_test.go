@@ -12,17 +12,18 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/api/client"
+	"github.com/cairnstore/cairn/api/mcp"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
 
-// newNode starts a real single-node Cairn (Raft replica, blob directory, REST handler) on
-// a loopback port for the test.
+// newNode starts a real single-node Cairn (Raft replica, blob directory, REST and MCP
+// handlers) on a loopback port for the test.
 func newNode(t *testing.T) string {
 	t.Helper()
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
+	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready, MCP: mcp.Handler(n.Service, mcp.Options{})}))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -36,7 +37,7 @@ func TestSmallPutAgainstARealNodeWithTheFsyncBaseline(t *testing.T) {
 	cfg.Scenario = ScenarioSmallPut
 	cfg.Concurrency = 4
 	cfg.Duration = 300 * time.Millisecond
-	cfg.Baseline = BaselineFsync
+	cfg.Baselines = []string{BaselineFsync}
 	cfg.BaselineDir = t.TempDir()
 	var progress bytes.Buffer
 	rep, err := Run(t.Context(), cfg, RunOptions{Progress: &progress})
@@ -69,12 +70,15 @@ func TestSmallPutAgainstARealNodeWithTheFsyncBaseline(t *testing.T) {
 		t.Errorf("server lists %d files, the report says %d puts succeeded", files, c.OK)
 	}
 
-	b := rep.Baseline
-	if b == nil || b.OK == 0 || b.Errors != 0 || b.Concurrency != 4 {
+	if len(rep.Baselines) != 1 {
+		t.Fatalf("%d baseline phases, want 1", len(rep.Baselines))
+	}
+	b := rep.Baselines[0]
+	if b.OK == 0 || b.Errors != 0 || b.Concurrency != 4 || b.Baseline != BaselineFsync {
 		t.Fatalf("baseline phase %+v: want successful fsync writes at the same concurrency", b)
 	}
-	if rep.Comparison == nil || rep.Comparison.ThroughputRatio <= 0 || rep.Comparison.P99Ratio <= 0 {
-		t.Errorf("comparison %+v: want positive ratios", rep.Comparison)
+	if cmp := b.Comparison; cmp == nil || cmp.ThroughputRatio <= 0 || cmp.P99Ratio <= 0 {
+		t.Errorf("comparison %+v: want positive ratios", cmp)
 	}
 	if left, _ := os.ReadDir(cfg.BaselineDir); len(left) != 0 {
 		t.Errorf("the baseline left %d entries in its directory", len(left))
@@ -98,7 +102,7 @@ func TestSmallPutAgainstARealNodeWithTheFsyncBaseline(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| cairn small-put | closed |", "| baseline fsync | closed |", "Cairn / baseline: throughput", "### Per second: cairn small-put"} {
+	for _, want := range []string{"| cairn small-put | closed |", "| baseline fsync | closed |", "Cairn / fsync: throughput", "### Per second: cairn small-put"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown report lacks %q:\n%s", want, md.String())
 		}

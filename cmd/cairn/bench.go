@@ -15,11 +15,12 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	cfg := bench.DefaultConfig()
-	var size, out, markdown string
+	var size, out, markdown, plotPath string
 	cmd := &cobra.Command{
 		Use:   "bench --scenario S [--concurrency N | --rate R | --sweep R1,R2,...]",
-		Short: "Measure a running Cairn over HTTP (closed or open loop, optional fsync baseline)",
-		Long: `Measure a running Cairn over its REST API, as a user would, and report throughput,
+		Short: "Measure a running Cairn over HTTP (closed or open loop) next to fsync, MinIO and etcd baselines",
+		Long: `Measure a running Cairn over HTTP (REST; MCP for the mcp scenario), as a user would,
+and report throughput,
 latency percentiles (HdrHistogram, 1 µs..60 s), errors by class and a per-second series.
 
 Scenarios: ` + strings.Join(bench.Scenarios, ", ") + `.
@@ -31,20 +32,36 @@ Scenarios: ` + strings.Join(bench.Scenarios, ", ") + `.
   object-put  PUT a new --size (1 MiB) file per operation, streamed
   object-get  GET one of --files (4) pre-written --size (1 MiB) files
   list        list a directory of --files (100) entries, every page
+  snapshot    mint a snapshot of a workbench of --files (100) files
+  restore     restore a snapshot of a workbench of --files (100) files into a new one
+  mcp         an agent's MCP tool mix over streamable HTTP (go-sdk client) on --files
+              (64) text files: read 30%, stat 15%, list 15%, put_file 15%, append 10%,
+              grep 10%, search 5%; latency also broken down by tool
 
 Closed loop (default): --concurrency clients, each sending its next request when the
 previous one returns. Open loop (--rate R): one request due every 1/R s, at most
 --max-in-flight at once, latency measured from each request's due time so a stall
 is not hidden (requests never sent by the end of --drain-timeout count as "not sent").
 --sweep runs the open loop once per rate to show where latency turns up.
---baseline fsync runs "write the same bytes to a file + fsync, append a log record +
-fsync" in a temporary directory (--baseline-dir) with the same load, and reports the
-Cairn/baseline ratios.
 
-Progress goes to stderr; the results table to stdout; --out and --markdown write the
-full report.`,
+--baseline runs each named baseline right after each Cairn phase, with the same load
+and payloads, and reports the Cairn/baseline ratios:
+  fsync  write the same bytes to a new file + fsync, append a log record + fsync, in a
+         temporary directory under --baseline-dir (small-put, append-log, object-put)
+  minio  raw minio-go PutObject/GetObject of the same bytes against
+         --baseline-minio-endpoint, bucket --baseline-minio-bucket, credentials from
+         AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (small-put, small-get, object-put,
+         object-get)
+  etcd   clientv3 Put of the same bytes to the etcd cluster at
+         --baseline-etcd-endpoints (small-put, append-log)
+
+Progress goes to stderr; the results table to stdout; --out, --markdown and --plot
+write the full report as JSON, Markdown and a PNG plot.`,
 		Example: `  cairn bench --scenario small-put --concurrency 64 --duration 10s --baseline fsync
-  cairn bench --scenario object-get --size 64MiB --concurrency 4 --out r.json --markdown r.md
+  cairn bench --scenario small-put --concurrency 64 --baseline fsync,etcd --baseline-etcd-endpoints 127.0.0.1:2379
+  AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... cairn bench --scenario object-get --size 64MiB \
+      --concurrency 4 --baseline minio --baseline-minio-endpoint http://127.0.0.1:9000 \
+      --baseline-minio-bucket bench --out r.json --markdown r.md --plot r.png
   cairn bench --scenario stat --sweep 1000,5000,10000,20000 --duration 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -61,6 +78,7 @@ full report.`,
 				}
 				cfg.SizeBytes = n
 			}
+			cfg.MinIO.AccessKey, cfg.MinIO.SecretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
@@ -71,7 +89,7 @@ full report.`,
 				return runErr
 			}
 			// An interrupted run still writes what it measured.
-			err := errors.Join(runErr, writeReport(out, rep.WriteJSON), writeReport(markdown, rep.WriteMarkdown))
+			err := errors.Join(runErr, writeReport(out, rep.WriteJSON), writeReport(markdown, rep.WriteMarkdown), writeReport(plotPath, rep.WritePNG))
 			fmt.Fprintln(cmd.OutOrStdout())
 			if werr := rep.WriteSummary(cmd.OutOrStdout()); werr != nil {
 				err = errors.Join(err, werr)
@@ -91,12 +109,19 @@ full report.`,
 	f.StringVar(&size, "size", "", "body size: 1KiB, 1MiB, 64MiB, ... (default: the scenario's)")
 	f.IntVar(&cfg.Files, "files", 0, "files the scenario chooses from (default: the scenario's)")
 	f.Float64Var(&cfg.ReadRatio, "read-ratio", cfg.ReadRatio, "mixed: fraction of requests that are reads, 0..1")
-	f.StringVar(&cfg.Baseline, "baseline", "", "also run a baseline with the same load: "+strings.Join(bench.Baselines, ", "))
-	f.StringVar(&cfg.BaselineDir, "baseline-dir", "", "parent of the baseline's temporary directory (default: the system temp dir; use the server's disk)")
+	f.StringSliceVar(&cfg.Baselines, "baseline", nil, "also run these baselines with the same load, comma-separated: "+strings.Join(bench.Baselines, ", "))
+	f.StringVar(&cfg.BaselineDir, "baseline-dir", "", "fsync baseline: parent of its temporary directory (default: the system temp dir; use the server's disk)")
+	f.StringVar(&cfg.MinIO.Endpoint, "baseline-minio-endpoint", "", "minio baseline: the object store, http://host:port or https://host[:port] (credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+	f.StringVar(&cfg.MinIO.Bucket, "baseline-minio-bucket", "", "minio baseline: bucket to write to, under the prefix cairn-bench-baseline/ (created when missing)")
+	f.StringVar(&cfg.MinIO.Region, "baseline-minio-region", "", "minio baseline: region requests are signed for (default us-east-1)")
+	f.StringSliceVar(&cfg.EtcdEndpoints, "baseline-etcd-endpoints", nil, "etcd baseline: the cluster's client endpoints, host:port,...")
+	f.StringVar(&cfg.Backend, "backend", "", "the measured server's blob backend (dir, s3, ...), recorded in the report")
+	f.IntVar(&cfg.Nodes, "nodes", 0, "the measured server's node count, recorded in the report")
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "open loop: how long late requests are still sent after --duration")
 	f.DurationVar(&cfg.OpTimeout, "op-timeout", cfg.OpTimeout, "bound on each request")
 	f.StringVar(&out, "out", "", "write the JSON report to this file")
 	f.StringVar(&markdown, "markdown", "", "write the Markdown report to this file")
+	f.StringVar(&plotPath, "plot", "", "write a PNG plot of latency percentiles and throughput over time (a sweep: against the offered rate) to this file")
 	return cmd
 }
 
