@@ -54,9 +54,10 @@ test-long: minio
 	bin=$$(GO=$(GO) scripts/minio.sh) && CAIRN_MINIO_BIN=$$bin $(GO) test -tags long -count=1 -timeout 60m -v -run '^TestS3Long' ./integration
 	$(MAKE) fuzz-smoke FUZZTIME=20000000x
 
-## bench-micro: Go micro-benchmarks (FSM apply, metadata lookups, path codec, chunking).
+## bench-micro: Go micro-benchmarks: FSM apply, metadata lookups, path codec and snapshot
+## minting (meta), chunking, hashing and compression (blob), O(delta) append (api/workbench).
 bench-micro:
-	$(GO) test -run '^$$' -bench . -benchmem ./meta ./blob/...
+	$(GO) test -run '^$$' -bench . -benchmem ./meta ./blob/... ./api/workbench
 
 run:
 	$(GO) run ./cmd/cairn serve

@@ -1,0 +1,118 @@
+package blob_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/cairnstore/cairn/blob"
+)
+
+// The bodies come from reader_test.go: randomBytes(seed, n) is incompressible,
+// textBytes(n) compressible log-like text.
+
+// BenchmarkSplit measures content-defined chunking alone: Splitter over a body held in
+// memory (one segment up to 8 MiB, Rabin chunks of 1..16 MiB above).
+func BenchmarkSplit(b *testing.B) {
+	for _, size := range []int{1 << 20, 64 << 20} {
+		body := randomBytes(1, size)
+		b.Run(fmt.Sprintf("body=%dMiB", size>>20), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				s := blob.NewSplitter(bytes.NewReader(body))
+				for {
+					if _, err := s.Next(); err == io.EOF {
+						break
+					} else if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDigest measures SHA-256 content addressing of one segment (DigestOf).
+func BenchmarkDigest(b *testing.B) {
+	for _, size := range []int{1 << 10, 1 << 20, 4 << 20} {
+		data := randomBytes(1, size)
+		b.Run(fmt.Sprintf("segment=%dKiB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				_ = blob.DigestOf(data)
+			}
+		})
+	}
+}
+
+// BenchmarkSplitAndHash is the write path's CPU work on a body before any upload
+// (DESIGN.md §5): one pass that hashes the whole body and cuts it into segments, each
+// hashed for its content address.
+func BenchmarkSplitAndHash(b *testing.B) {
+	const size = 64 << 20
+	body := randomBytes(1, size)
+	b.SetBytes(size)
+	for b.Loop() {
+		whole := sha256.New()
+		s := blob.NewSplitter(io.TeeReader(bytes.NewReader(body), whole))
+		for {
+			seg, err := s.Next()
+			if err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+			_ = blob.DigestOf(seg)
+		}
+		_ = whole.Sum(nil)
+	}
+}
+
+// BenchmarkEncode measures choosing a segment's stored form: zstd for text, which
+// shrinks, and the identity for random bytes, after a compression attempt that does not
+// pay.
+func BenchmarkEncode(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{{"text=4MiB", textBytes(4 << 20)}, {"random=4MiB", randomBytes(1, 4<<20)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var dst []byte
+			b.SetBytes(int64(len(tc.data)))
+			for b.Loop() {
+				var enc blob.Encoding
+				dst, enc = blob.Encode(dst, tc.data)
+				_ = enc
+			}
+		})
+	}
+}
+
+// BenchmarkReadVerify measures reading a whole stored segment back: decoding (zstd or
+// identity) and verifying its digest, as every Get does.
+func BenchmarkReadVerify(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{{"text=4MiB", textBytes(4 << 20)}, {"random=4MiB", randomBytes(1, 4<<20)}} {
+		payload, enc := blob.Encode(nil, tc.data)
+		payload = bytes.Clone(payload)
+		key := blob.Key{Root: "r1", Digest: blob.DigestOf(tc.data)}
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.data)))
+			for b.Loop() {
+				r, err := blob.NewReader(context.Background(), key, io.NopCloser(bytes.NewReader(payload)), enc, int64(len(tc.data)), 0, -1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.Copy(io.Discard, r); err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+			}
+		})
+	}
+}
