@@ -11,8 +11,10 @@ import (
 
 // stdioGuard sits between stdin and the SDK's stdio transport. A line that is not valid
 // JSON (or longer than max bytes) is answered here with a JSON-RPC parse error (-32700,
-// id null) and dropped, so one bad line does not end the session; valid lines pass
-// unchanged. Blank lines are skipped.
+// id null) and dropped; a line that is JSON but not a single JSON-RPC 2.0 message (a
+// batch, a scalar, a wrong "jsonrpc", an id that is not a string or an integer) is
+// answered with an invalid-request error (-32600) and dropped. So no line ends the
+// session; valid messages pass unchanged. Blank lines are skipped.
 type stdioGuard struct {
 	r       *bufio.Reader
 	out     *lineWriter
@@ -39,6 +41,10 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 		case !json.Valid(line):
 			g.out.parseError("the line is not valid JSON")
 		default:
+			if id, why := checkMessage(line); why != "" {
+				g.out.invalidRequest(id, why)
+				continue
+			}
 			g.pending = append(line, '\n')
 		}
 	}
@@ -80,6 +86,68 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 }
 
 func (l *lineWriter) Close() error { return nil }
+
+// checkMessage reports why a JSON line is not one JSON-RPC 2.0 message ("" when it is),
+// with the id to answer with (null when the message has no usable one).
+func checkMessage(line []byte) (id json.RawMessage, why string) {
+	null := json.RawMessage("null")
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		if len(trimmed) > 0 && trimmed[0] == '[' {
+			return null, "batches are not supported: send one message per line"
+		}
+		return null, "a message must be a JSON object"
+	}
+	var m struct {
+		JSONRPC *string         `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  json.RawMessage `json:"method"`
+	}
+	if err := json.Unmarshal(trimmed, &m); err != nil {
+		return null, "a message must be a JSON object"
+	}
+	if len(m.ID) > 0 && !validID(m.ID) {
+		return null, "id must be a string, an integer or null"
+	}
+	if len(m.ID) > 0 {
+		id = m.ID
+	} else {
+		id = null
+	}
+	if m.JSONRPC == nil || *m.JSONRPC != "2.0" {
+		return id, `"jsonrpc" must be "2.0"`
+	}
+	if len(m.Method) > 0 {
+		var name string
+		if json.Unmarshal(m.Method, &name) != nil || name == "" {
+			return id, "method must be a non-empty string"
+		}
+	}
+	return nil, ""
+}
+
+// validID: a string, an integer, or null.
+func validID(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	switch {
+	case string(t) == "null":
+		return true
+	case len(t) > 0 && t[0] == '"':
+		var s string
+		return json.Unmarshal(t, &s) == nil
+	}
+	var n json.Number
+	if json.Unmarshal(t, &n) != nil {
+		return false
+	}
+	_, err := n.Int64()
+	return err == nil
+}
+
+func (l *lineWriter) invalidRequest(id json.RawMessage, msg string) {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": -32600, "message": "Invalid Request: " + msg}})
+	l.Write(append(b, '\n'))
+}
 
 func (l *lineWriter) parseError(msg string) {
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": "Parse error: " + msg}})

@@ -48,6 +48,21 @@ func TestStdioSessionSurvivesMalformedLines(t *testing.T) {
 	if m := next(); m["error"].(map[string]any)["code"] != float64(-32700) {
 		t.Fatalf("second parse error: %v", m)
 	}
+	// JSON that is not one JSON-RPC 2.0 message: -32600, and the session goes on.
+	for line, wantID := range map[string]any{
+		`[]`: nil, `null`: nil, `1`: nil, `"str"`: nil, `[1]`: nil, `{}`: nil,
+		`[{"jsonrpc":"2.0","id":5,"method":"tools/list"}]`:     nil,
+		`{"jsonrpc":"1.0","id":7,"method":"tools/list"}`:       float64(7),
+		`{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}`: nil,
+		`{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`:     nil,
+		`{"jsonrpc":"2.0","id":"s","method":""}`:               "s",
+	} {
+		send(line)
+		m := next()
+		if e, _ := m["error"].(map[string]any); e == nil || e["code"] != float64(-32600) || m["id"] != wantID {
+			t.Fatalf("%s: answered %v, want -32600 with id %v", line, m, wantID)
+		}
+	}
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	m := next()
 	tools, _ := m["result"].(map[string]any)["tools"].([]any)

@@ -28,7 +28,7 @@ const maxCachedServers = 1024
 // Service and is answered with PayloadTooLarge; only bodies above that get HTTP 413.
 func Handler(svc *workbench.Service, opts Options) http.Handler {
 	opts = opts.withDefaults(svc)
-	h := &httpHandler{svc: svc, opts: opts, servers: make(map[string]*sdk.Server)}
+	h := &httpHandler{svc: svc, opts: opts, servers: make(map[string]*sdk.Server), large: make(chan struct{}, maxLargeRequests)}
 	h.stream = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		srv, _ := r.Context().Value(serverKey{}).(*sdk.Server)
 		return srv
@@ -50,7 +50,17 @@ type httpHandler struct {
 
 	mu      sync.Mutex
 	servers map[string]*sdk.Server // agent → server
+	// large admits the requests whose bodies are above largeRequestBytes (or of unknown
+	// length) a few at a time: decoding one holds several copies of its payload in memory.
+	large chan struct{}
 }
+
+// Admission of large MCP requests: at most maxLargeRequests bodies above
+// largeRequestBytes are decoded at once; further ones wait their turn.
+const (
+	largeRequestBytes = 1 << 20
+	maxLargeRequests  = 2
+)
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	agent := r.PathValue("agent")
@@ -61,6 +71,22 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound,
 			Message: fmt.Sprintf("no agent root %q", truncate(agent, 128)), Details: map[string]any{}})
 		return
+	}
+	if r.ContentLength > h.opts.MaxMessageBytes {
+		// Answer with the contract's envelope rather than the transport's bare 413.
+		e := &workbench.Error{Code: workbench.CodePayloadTooLarge, Retryable: false,
+			Message: fmt.Sprintf("the request is %d bytes, more than the %d-byte limit of one MCP message (payloads are capped at %d bytes)", r.ContentLength, h.opts.MaxMessageBytes, h.opts.MaxPayloadBytes),
+			Details: map[string]any{"actual_bytes": r.ContentLength, "max_bytes": h.opts.MaxPayloadBytes}}
+		writeEnvelope(w, http.StatusRequestEntityTooLarge, e)
+		return
+	}
+	if r.Method == http.MethodPost && (r.ContentLength < 0 || r.ContentLength > largeRequestBytes) {
+		select {
+		case h.large <- struct{}{}:
+			defer func() { <-h.large }()
+		case <-r.Context().Done():
+			return
+		}
 	}
 	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, h.server(agent))))
 }

@@ -99,3 +99,27 @@ func TestHTTPServesClientsOfTheHandshakeProtocol(t *testing.T) {
 		cs.Close()
 	}
 }
+
+// A request body above the message limit gets the PayloadTooLarge envelope (HTTP 413), not
+// the transport's plain-text 413.
+func TestHTTPBodyAboveTheMessageLimitIsPayloadTooLarge(t *testing.T) {
+	ts := newHTTPServer(t, newService(t, 0))
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"workbench_put_file","arguments":{"id":"w","section":"input","path":"x","text":"` +
+		strings.Repeat("a", 3*DefaultMaxPayloadBytes+2<<20) + `"}}}`
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/v1/agents/a/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var env map[string]any
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || json.Unmarshal(raw, &env) != nil || env["code"] != "PayloadTooLarge" {
+		t.Fatalf("HTTP %d: %.200s", resp.StatusCode, raw)
+	}
+	if d := env["details"].(map[string]any); d["actual_bytes"] != float64(len(body)) || d["max_bytes"] != float64(DefaultMaxPayloadBytes) {
+		t.Fatalf("details: %v", d)
+	}
+}

@@ -43,7 +43,7 @@ func statusOf(code string, pre precondition) int {
 		}
 		return http.StatusConflict
 	case workbench.CodeNotDirectory, workbench.CodeNotArtifact, workbench.CodeReadFenceChanged,
-		workbench.CodeInvalidState, "WorkbenchCommitConflict", "ForkRetentionActive":
+		workbench.CodeInvalidState, workbench.CodeWorkbenchCommitConflict, workbench.CodeForkRetentionActive:
 		return http.StatusConflict
 	case workbench.CodeSnapshotExpired:
 		return http.StatusGone

@@ -30,8 +30,11 @@ const FieldHeaderPrefix = "Cairn-Field-"
 func fieldHeaders(r *http.Request) (map[string]meta.FieldValue, error) {
 	var out map[string]meta.FieldValue
 	for k, vs := range r.Header {
-		if len(k) <= len(FieldHeaderPrefix) || !strings.EqualFold(k[:len(FieldHeaderPrefix)], FieldHeaderPrefix) {
+		if len(k) < len(FieldHeaderPrefix) || !strings.EqualFold(k[:len(FieldHeaderPrefix)], FieldHeaderPrefix) {
 			continue
+		}
+		if len(k) == len(FieldHeaderPrefix) {
+			return nil, invalidArg(k, "names no field (use %s<name>)", FieldHeaderPrefix)
 		}
 		name := strings.ToLower(k[len(FieldHeaderPrefix):])
 		if len(vs) != 1 {
@@ -71,6 +74,10 @@ func parseFieldValue(s string) (meta.FieldValue, error) {
 	case json.Number:
 		if i, err := strconv.ParseInt(x.String(), 10, 64); err == nil {
 			return meta.IntField(i), nil
+		}
+		if !strings.ContainsAny(x.String(), ".eE") {
+			// A float would silently round it; refuse rather than store another number.
+			return meta.FieldValue{}, fmt.Errorf("integer %s does not fit in 64 bits (send it as a string)", x)
 		}
 		f, err := strconv.ParseFloat(x.String(), 64)
 		if err != nil || math.IsInf(f, 0) {

@@ -16,7 +16,8 @@ func TestSnapshotCommitRestoreAndSearchOverREST(t *testing.T) {
 	expect(t, do(t, "PUT", base+"files/outputs/draft.bin", strings.NewReader("d"), "Cairn-Field-Accuracy", "0.41", "Cairn-Field-Owner", "bob"), 201, "")
 	expect(t, do(t, "PUT", base+"files/logs/run.log", strings.NewReader("epoch 1 loss 0.5\nepoch 2 loss 0.3\n")), 201, "")
 
-	for _, bad := range [][]string{{"Cairn-Field-Bad", "null"}, {"Cairn-Field-Bad", "[1]"}, {"Cairn-Field-Artifact.size_bytes", "1"}, {"Cairn-Field-9lives", "1"}} {
+	for _, bad := range [][]string{{"Cairn-Field-Bad", "null"}, {"Cairn-Field-Bad", "[1]"}, {"Cairn-Field-Artifact.size_bytes", "1"}, {"Cairn-Field-9lives", "1"},
+		{"Cairn-Field-Big", "123456789012345678901234567890"}, {"Cairn-Field-", "x"}} {
 		expect(t, do(t, "PUT", base+"files/outputs/x", strings.NewReader("x"), bad...), 400, "InvalidArguments")
 	}
 

@@ -137,6 +137,16 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 			if perr.Code == CodeConflict && attempt < maxCommitAttempts {
 				continue // the tree changed under us: recompute it
 			}
+			if perr.Code == CodeWorkbenchCommitConflict {
+				if v, err := s.readView(ctx, agent); err == nil {
+					if ws, err := v.Workspace(agent, in.ID); err == nil && ws.HeadIdentity != "" {
+						perr.Details["current_commit_identity"] = ws.HeadIdentity
+					}
+				}
+				// A replace that lost to a concurrent head change may succeed when sent again;
+				// a commit without replace against another head never will.
+				perr.Retryable = replace
+			}
 			return nil, perr
 		}
 		return s.commitFields(success(), agent, in.ID, res.Commit, res.Commit.Replace, res.Replayed), nil

@@ -303,3 +303,18 @@ func TestRestoreToolCopiesNoBodies(t *testing.T) {
 }
 
 func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }
+
+// TestEditNeverMakesAFileEditCannotLoad: an edit whose result would exceed the payload
+// cap fails with PayloadTooLarge and changes nothing.
+func TestEditNeverMakesAFileEditCannotLoad(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{MCPMaxPayloadBytes: 1024}).Service
+	ctx := context.Background()
+	put(t, svc, "w", "outputs", "r.txt", "hello", false)
+	_, err := svc.ToolEdit(ctx, "a", workbench.EditInput{ID: "w", Section: "outputs", Path: "r.txt", OldString: "hello", NewString: strings.Repeat("x", 1025)})
+	if code(err) != "PayloadTooLarge" {
+		t.Fatalf("edit past the cap: %v", err)
+	}
+	if got, _ := readText(t, svc, "w", "outputs", "r.txt", nil); got != "hello" {
+		t.Fatalf("the file changed: %q", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -351,6 +352,12 @@ func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Res
 			replacements = 1
 		}
 		updated := strings.Replace(string(body), in.OldString, in.NewString, replacements)
+		if int64(len(updated)) > s.cfg.MCPMaxPayloadBytes {
+			// edit loads whole bodies up to the cap: it must not make one it cannot edit again.
+			e := payloadTooLarge(int64(len(updated)), s.cfg.MCPMaxPayloadBytes)
+			e.Message = fmt.Sprintf("the edited file would be %d bytes, more than the %d bytes edit handles", len(updated), s.cfg.MCPMaxPayloadBytes)
+			return nil, e
+		}
 		r := s.fileFields(success(), agent, in.ID, full)
 		r["replacements"] = replacements
 		if updated == string(body) {
