@@ -1,0 +1,38 @@
+// Package control is Cairn's control plane in etcd (DESIGN.md §9): the node registry,
+// the cluster's fixed settings, shard → replica set records, root → shard placement,
+// advisory leader hints, and the elected controller that assigns replicas to shards.
+//
+// Key layout, under Config.Prefix (default "/cairn"):
+//
+//	<prefix>/cluster            {"id","shards","replication","created_at"}, created once
+//	<prefix>/nodes/<node>       {"client_url","peer_addr","started_at"}, bound to the node's lease
+//	<prefix>/shards/<shard>     {"voters":[...],"nonvoters":[...]}, written only by the controller
+//	<prefix>/leaders/<shard>    {"node","term","updated_at"}, written by leaders, bound to their lease
+//	<prefix>/roots/<root>       {"shard"}, created once, never rewritten
+//	<prefix>/load/<shard>       decimal count of roots placed on the shard
+//	<prefix>/controller/<lease> the controller election (concurrency.Election), one key per candidate
+//
+// Shards are numbered 0..Shards-1 and written in decimal. Node ids are the Raft server
+// ids: the UUID kept in each node's data directory.
+//
+// Invariants callers rely on:
+//
+//   - A root's placement is written once, by a transaction that succeeds only if the key
+//     is absent, and never changes: every node that resolves a root gets the same shard,
+//     and a cached answer never goes stale.
+//   - Placement picks a least-loaded shard: the transaction also requires that no load
+//     counter changed since it was read, so concurrent placements serialize on the counters.
+//   - The cluster's shard count is fixed when the cluster is created; asking for another
+//     count is a *MismatchError, never a silent change.
+//   - Every write the controller makes is fenced by its election key (its create revision
+//     must be unchanged), so a deposed controller's late writes fail with ErrDeposed.
+//   - Errors that mean "etcd cannot answer now" wrap ErrControlPlaneUnavailable and are
+//     retryable; placed roots keep resolving from the cache while etcd is unreachable.
+//   - The controller's decisions come from Plan, a pure function of what it observed; the
+//     Raft side is reached only through ShardAdmin. The controller never removes a shard's
+//     leader or its last voter, adds replicas as non-voters and promotes them only after
+//     they caught up.
+//
+// The package never decides by itself that a node is gone: a node is gone when its
+// registration has been absent for longer than ControllerConfig.Grace.
+package control

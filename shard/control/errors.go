@@ -1,0 +1,88 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Errors of the control plane.
+var (
+	// ErrControlPlaneUnavailable: etcd did not answer in time (no endpoint reachable, no
+	// quorum, request timed out). Retryable; nothing was changed unless the error says the
+	// outcome is unknown (a placement retried with the same root is safe either way).
+	ErrControlPlaneUnavailable = errors.New("control: control plane unavailable")
+	// ErrClusterMismatch: the cluster exists with other fixed settings. The error is a
+	// *MismatchError.
+	ErrClusterMismatch = errors.New("control: cluster exists with different settings")
+	// ErrClusterNotCreated: no cluster metadata under the prefix (a node asked to join
+	// without a shard count).
+	ErrClusterNotCreated = errors.New("control: cluster not created")
+	// ErrRootNotPlaced: the root has no shard yet (Resolve of a root never written).
+	ErrRootNotPlaced = errors.New("control: root not placed")
+	// ErrInvalidArgument: an argument broke a rule; the message names it.
+	ErrInvalidArgument = errors.New("control: invalid argument")
+	// ErrDeposed: a controller write was refused because its election key is gone or was
+	// re-created: another controller may be in charge.
+	ErrDeposed = errors.New("control: controller deposed")
+	// ErrConflict: a controller write was refused because the record changed since it was
+	// read; the next reconcile round reads it again.
+	ErrConflict = errors.New("control: record changed concurrently")
+)
+
+// MismatchError says which fixed cluster setting differs from the one asked for.
+type MismatchError struct {
+	Field     string // "shards" or "replication"
+	Existing  int
+	Requested int
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("control: cluster exists with %s=%d, asked for %d (fixed at creation)",
+		e.Field, e.Existing, e.Requested)
+}
+
+// Is makes errors.Is(err, ErrClusterMismatch) true.
+func (e *MismatchError) Is(target error) bool { return target == ErrClusterMismatch }
+
+// IsRetryable reports whether err means "try again later": etcd was unreachable.
+func IsRetryable(err error) bool { return errors.Is(err, ErrControlPlaneUnavailable) }
+
+// wrapErr turns an etcd client error of operation op into a control error. parent is the
+// caller's context: when it ended, its error is returned as is (the caller gave up; etcd
+// did not fail).
+func wrapErr(parent context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if perr := parent.Err(); perr != nil {
+		return fmt.Errorf("control: %s: %w", op, perr)
+	}
+	if unavailable(err) {
+		return fmt.Errorf("%w: %s: %w", ErrControlPlaneUnavailable, op, err)
+	}
+	return fmt.Errorf("control: %s: %w", op, err)
+}
+
+// unavailable classifies an etcd client error as "etcd cannot answer now".
+func unavailable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, clientv3.ErrNoAvailableEndpoints) {
+		return true
+	}
+	code := status.Code(err)
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		code = ee.Code()
+	}
+	switch code {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted:
+		return true
+	}
+	return false
+}
