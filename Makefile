@@ -6,7 +6,7 @@ GO       ?= go
 FUZZTIME ?= 100000x
 PKGS     := ./...
 
-.PHONY: all build test vet unit minio fuzz-smoke test-long bench-micro run clean
+.PHONY: all build test vet unit minio fuzz-smoke test-long bench-micro bench-report run clean
 
 all: build
 
@@ -58,6 +58,16 @@ test-long: minio
 ## minting (meta), chunking, hashing and compression (blob), O(delta) append (api/workbench).
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem ./meta ./blob/... ./api/workbench
+
+## bench-report: regenerate BENCHMARKS.md and bench/results/ from one run on this machine
+## (about 6 minutes on 2 cores): MinIO, a 3-member etcd cluster and two `cairn serve` on
+## loopback, every `cairn bench` scenario with its baselines, a small-put sweep and a server
+## CPU profile at the knee. BENCH_DURATION is the length of each phase.
+BENCH_DURATION ?= 5s
+bench-report: minio
+	$(GO) build -tags pprof -o bin/cairn-pprof ./cmd/cairn
+	bin=$$(GO=$(GO) scripts/minio.sh) && $(GO) run ./bench/cmd/bench-report -cairn bin/cairn-pprof -minio "$$bin" \
+		-go $(GO) -duration $(BENCH_DURATION) -out bench/results -markdown BENCHMARKS.md
 
 run:
 	$(GO) run ./cmd/cairn serve

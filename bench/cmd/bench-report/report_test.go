@@ -1,0 +1,164 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/bench"
+)
+
+func phase(name string, offered, achieved float64, p50, p99 int64) *bench.Phase {
+	return &bench.Phase{Name: name, OfferedRate: offered, AchievedRate: achieved, Ops: 100, OK: 100, Concurrency: 8, DurationSeconds: 5,
+		Latency: bench.LatencySummary{P50Micros: p50, P99Micros: p99, P999Micros: p99}}
+}
+
+func TestKneeIsTheLastRateTheServerKeptUpWith(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sweep []*bench.Phase
+		want  float64
+	}{
+		{"keeps up everywhere", []*bench.Phase{phase("", 100, 100, 1000, 2000), phase("", 200, 199, 1000, 3000)}, 200},
+		{"falls behind at 300", []*bench.Phase{phase("", 100, 100, 1000, 2000), phase("", 200, 199, 1000, 3000), phase("", 300, 250, 1000, 3000), phase("", 400, 400, 1000, 3000)}, 200},
+		{"p50 blows up at 300", []*bench.Phase{phase("", 100, 100, 1000, 2000), phase("", 200, 199, 3000, 7000), phase("", 300, 300, 5000, 9000)}, 200},
+		{"a p99 spike alone is noise", []*bench.Phase{phase("", 100, 100, 1000, 2000), phase("", 200, 200, 1000, 300000), phase("", 300, 300, 1000, 3000)}, 300},
+		{"past it from the start", []*bench.Phase{phase("", 100, 10, 1000, 2000), phase("", 200, 10, 1000, 2000)}, 100},
+		{"no sweep", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := knee(tc.sweep); got != tc.want {
+				t.Errorf("knee = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	unsent := phase("", 200, 200, 1000, 2000)
+	unsent.ErrorClasses = map[string]int64{bench.ClassNotSent: 1}
+	if got := knee([]*bench.Phase{phase("", 100, 100, 1000, 2000), unsent}); got != 100 {
+		t.Errorf("knee with unsent operations at 200/s = %v, want 100", got)
+	}
+}
+
+func TestSweepRatesSpanTheClosedLoopThroughput(t *testing.T) {
+	got := sweepRates(9233)
+	want := []float64{1400, 2800, 4200, 5500, 7400, 9200, 12000}
+	if len(got) != len(want) {
+		t.Fatalf("sweepRates = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("sweepRates = %v, want %v", got, want)
+			break
+		}
+	}
+	if got := sweepRates(1); got[0] != 10 {
+		t.Errorf("sweepRates(1) starts at %v, want the 10/s floor", got[0])
+	}
+}
+
+func TestCPUCountersParseFromProc(t *testing.T) {
+	total, idle, iowait, err := machineCPU()
+	if err != nil || total == 0 || idle > total || iowait > total {
+		t.Errorf("machineCPU = %d, %d, %d, %v", total, idle, iowait, err)
+	}
+	// Burn some CPU so this process's counter is above zero.
+	deadline := time.Now().Add(30 * time.Millisecond)
+	for x := 0; time.Now().Before(deadline); x++ {
+		_ = x * x
+	}
+	if ticks, err := procCPU(os.Getpid()); err != nil || ticks == 0 {
+		t.Errorf("procCPU(self) = %d, %v", ticks, err)
+	}
+	if _, err := procCPU(-1); err == nil {
+		t.Error("procCPU of no process succeeded")
+	}
+}
+
+func TestRenderNamesEveryScenarioBaselineRatioAndThePendingCluster(t *testing.T) {
+	withBaselines := func(c *bench.Phase, base ...*bench.Phase) *bench.Report {
+		r := &bench.Report{Schema: bench.ReportSchema, Cairn: c, Params: bench.Params{SizeBytes: 1024},
+			Environment: bench.Environment{Cores: 2, GoVersion: "go1.26", GOOS: "linux", GOARCH: "amd64", GitCommit: "abc"}}
+		for _, b := range base {
+			b.Comparison = bench.Compare(c, b)
+		}
+		r.Baselines = base
+		return r
+	}
+	fsync := phase("baseline fsync", 0, 1000, 3000, 9000)
+	fsync.Baseline = bench.BaselineFsync
+	etcd := phase("baseline etcd", 0, 4000, 2000, 4000)
+	etcd.Baseline = bench.BaselineEtcd
+	minio := phase("baseline minio", 0, 100, 3000, 9000)
+	minio.Baseline = bench.BaselineMinIO
+	mcp := phase("cairn mcp", 0, 500, 3000, 9000)
+	mcp.Breakdown = map[string]*bench.LabelStats{"workbench_read": {Ops: 60, OK: 60}, "workbench_stat": {Ops: 40, OK: 39, Errors: 1}}
+	e := &env{o: options{out: "bench/results", duration: 5 * time.Second, sweepDuration: 8 * time.Second}, started: time.Unix(0, 0), finished: time.Unix(300, 0)}
+	e.jobs = []*job{
+		{id: "small-put-c64", group: groupSingle, what: "small-put 1 KiB, 64 clients", report: withBaselines(phase("cairn small-put", 0, 2000, 1000, 5000), fsync, etcd)},
+		{id: "stat", group: groupSingle, what: "stat (HEAD), 16 clients", report: withBaselines(phase("cairn stat", 0, 25000, 300, 900))},
+		{id: "mcp", group: groupSingle, what: "MCP tool mix", report: withBaselines(mcp)},
+		{id: "object-put-1m", group: groupObject, what: "object-put 1 MiB, 4 clients", report: withBaselines(phase("cairn object-put", 0, 95, 3000, 9000), minio)},
+	}
+	e.jobs[3].report.Params.SizeBytes = 1 << 20
+	cfsync := phase("baseline fsync", 400, 400, 2000, 5000)
+	cfsync.Baseline = bench.BaselineFsync
+	e.sweep = &job{id: "small-put-sweep", report: &bench.Report{Sweep: []*bench.Phase{phase("", 200, 200, 1000, 2000), phase("", 400, 300, 1000, 90000)},
+		BaselineSweep: []*bench.Phase{phase("", 200, 200, 2000, 3000), cfsync}}}
+	e.kneeRate = 200
+	e.knee = &job{id: "small-put-knee", report: &bench.Report{Cairn: phase("cairn small-put", 200, 199, 1000, 2000)}}
+	e.profile = &profileResult{rate: 200, window: 8 * time.Second, machineBusy: 0.97, serverCores: 1.2, generatorCores: 0.6, cores: 2,
+		top: "Build ID: x\n      flat  flat%\n 1s 50% runtime.memmove",
+		topCum: "Time: now\n         0     0%     0%      1.54s 39.29%  github.com/hashicorp/raft.(*raftState).goFunc.func1\n" +
+			"         0     0% 28.83%      0.65s 16.58%  os.(*File).Sync"}
+	e.commands = []string{"cairn bench --server $CAIRN --scenario small-put"}
+	md, err := e.render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"make bench-report",
+		"| small-put 1 KiB, 64 clients | 2000 | 1.00 ms | 5.00 ms | fsync | 1000 | 3.00 ms | 9.00 ms | **2.00×** | 0.56× |",
+		"| ″ | ″ | ″ | ″ | etcd | 4000 | 2.00 ms | 4.00 ms | **0.50×** | 1.25× |",
+		"| stat (HEAD), 16 clients | 25000 | 300 µs | 900 µs | — |",
+		"| object-put 1 MiB, 4 clients | 95.0 (95 MiB/s) |",
+		"| 1 KiB put, 64 clients: ≥ 0.5× the fsync baseline's throughput | 2.00× | meets |",
+		"| object-put 1 MiB, 4 clients: ≥ 0.9× raw minio-go | 0.95× | meets |",
+		"| stat (HEAD), one node, generator on the same 2-core machine: ≥ 20k/s | 25000/s | meets |",
+		"| 200 **← knee** |",
+		"**Knee: 200 ops/s**",
+		"**Verdict: CPU.**",
+		"In the profile's cumulative view, Raft's goroutines (log append, fsync, apply) 39.29%, fsync calls 16.58% of the server's CPU samples.",
+		"The fsync baseline kept up at rates above Cairn's knee",
+		"| `workbench_read` | 60% | 60 | 0 |",
+		"**Pending issue 5.**",
+		"cairn bench --server $CAIRN --scenario small-put\n",
+		" 1s 50% runtime.memmove",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("BENCHMARKS.md lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "Build ID") || strings.Contains(md, "Time: now") {
+		t.Error("BENCHMARKS.md keeps pprof's per-run header lines")
+	}
+}
+
+func TestLimitVerdictReadsTheAccounting(t *testing.T) {
+	e := &env{kneeRate: 100, sweep: &job{report: &bench.Report{}}}
+	for _, tc := range []struct {
+		p    profileResult
+		want string
+	}{
+		{profileResult{machineBusy: 0.95, cores: 2}, "Verdict: CPU"},
+		{profileResult{machineBusy: 0.4, machineIOWait: 0.5, cores: 2}, "Verdict: fsync"},
+		{profileResult{machineBusy: 0.4, machineIOWait: 0.05, cores: 2}, "Verdict: Raft"},
+	} {
+		e.profile = &tc.p
+		if got := e.limitVerdict(); !strings.Contains(got, tc.want) {
+			t.Errorf("busy %.2f iowait %.2f: verdict %q, want %q", tc.p.machineBusy, tc.p.machineIOWait, got, tc.want)
+		}
+	}
+}
