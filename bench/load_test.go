@@ -259,3 +259,42 @@ func TestScheduleLenCountsSlotsDueBeforeTheEnd(t *testing.T) {
 		}
 	}
 }
+
+func TestLabelledOperationsGetTheirOwnPercentiles(t *testing.T) {
+	// One operation in four is "slow" (20 ms), the others "fast" (1 ms), in an open loop
+	// below capacity: each label's percentiles are its own service time.
+	clk := newSimClock()
+	label := func(seq uint64) string {
+		if seq%4 == 0 {
+			return "slow"
+		}
+		return "fast"
+	}
+	srv := &fakeServer{clk: clk, service: func(seq uint64) time.Duration {
+		if label(seq) == "slow" {
+			return 20 * time.Millisecond
+		}
+		return time.Millisecond
+	}}
+	ph, err := RunLoad(t.Context(), labeledOp{op: srv, label: label}, Load{Rate: 400, MaxInFlight: 64, Duration: 5 * time.Second}, clk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, fast := ph.Breakdown["slow"], ph.Breakdown["fast"]
+	if slow == nil || fast == nil || len(ph.Breakdown) != 2 {
+		t.Fatalf("breakdown %v: want exactly slow and fast", ph.Breakdown)
+	}
+	if slow.Ops != 500 || fast.Ops != 1500 || slow.Ops+fast.Ops != ph.Ops {
+		t.Errorf("slow %d + fast %d operations, phase %d: want 500 + 1500", slow.Ops, fast.Ops, ph.Ops)
+	}
+	if !within(slow.Latency.P50Micros, 20000, 0.01) || !within(slow.Latency.P99Micros, 20000, 0.01) {
+		t.Errorf("slow p50 %d µs, p99 %d µs: want 20 ms", slow.Latency.P50Micros, slow.Latency.P99Micros)
+	}
+	if !within(fast.Latency.P50Micros, 1000, 0.01) || !within(fast.Latency.MaxMicros, 1000, 0.01) {
+		t.Errorf("fast p50 %d µs, max %d µs: want 1 ms", fast.Latency.P50Micros, fast.Latency.MaxMicros)
+	}
+	// The phase as a whole mixes them: a quarter slow puts p50 at fast and p90 at slow.
+	if !within(ph.Latency.P50Micros, 1000, 0.01) || !within(ph.Latency.P90Micros, 20000, 0.01) {
+		t.Errorf("phase p50 %d µs, p90 %d µs: want 1 ms and 20 ms", ph.Latency.P50Micros, ph.Latency.P90Micros)
+	}
+}
