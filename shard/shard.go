@@ -276,9 +276,13 @@ func (s *Shard) Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.R
 
 func mapRaftError(err error) error {
 	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
-		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrAbortedByRestore):
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress),
+		errors.Is(err, raft.ErrAbortedByRestore):
 		return fmt.Errorf("%w (%v)", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrLeadershipLost):
+		// Deposed after the entry went out: a majority may hold it, and the next leader
+		// then commits it. The outcome is unknown, not a refusal.
+		return fmt.Errorf("%w (%v)", ErrTimeout, err)
 	case errors.Is(err, raft.ErrEnqueueTimeout):
 		return ErrTimeout
 	case errors.Is(err, raft.ErrRaftShutdown):
@@ -294,7 +298,14 @@ func (s *Shard) ReadView(ctx context.Context) (*meta.View, error) {
 		return nil, ErrNotLeader
 	}
 	if err := s.verify.verify(ctx); err != nil {
-		return nil, mapRaftError(err)
+		switch {
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return nil, ErrClosed
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("shard: read: %w", err)
+		}
+		// Deposed, partitioned, or no longer sure: a read has no outcome to be unsure of.
+		return nil, fmt.Errorf("%w (%v)", ErrNotLeader, err)
 	}
 	return s.fsm.View(), nil
 }
