@@ -2,18 +2,32 @@
 // FSM is a meta.FSM, with a durable log (raft-wal) and file snapshots (zstd-compressed
 // streams of the FSM's records).
 //
+// A replica runs embedded (the default: a single voter on an in-memory transport) or in
+// cluster mode (Config.Peer): its Raft traffic then travels over one stream of the node's
+// shard/mux port, shared by all the shards the node hosts (DESIGN.md §9). A cluster group
+// is bootstrapped once with its initial voters; later replicas start empty, are added by
+// the leader as non-voters and promoted once they caught up.
+//
 // Invariants callers rely on:
 //
 //   - Propose returns only after the command is committed and applied: an acknowledged
-//     write survives a crash of the process (the log is fsync'd before the leader counts
-//     its own vote).
+//     write survives a crash of the process and, in a group, the loss of any minority of
+//     its voters (the log is fsync'd on a majority before the leader counts it committed).
 //   - ReadView is linearizable: it serves only from a leader that has applied everything
 //     committed in earlier terms (a barrier after every election) and that still holds
 //     leadership when the read starts (VerifyLeader, one round shared by concurrent reads).
+//     Anywhere else it answers ErrNotLeader; it never serves a stale view.
+//   - ReadViewAt(v) serves shard version v on any replica that has applied it: a version's
+//     content never changes, so no leader is needed.
 //   - The leader stamps every command with its wall clock; the FSM never reads a clock.
-//   - Errors that mean "try again or elsewhere" are typed (ErrNotLeader, ErrTimeout) and
-//     retryable; ErrTimeout means the outcome is unknown.
+//   - Errors that mean "try again or elsewhere" are typed (ErrNotLeader, ErrTimeout,
+//     ErrBehind) and retryable; ErrTimeout means the outcome is unknown (including a
+//     leader deposed while the command was in flight).
+//   - A replica directory is locked while open (ErrLocked) and bound to the Raft server id
+//     that created it (ErrIdentity): copied state never starts under a second identity.
+//   - Membership changes (AddNonvoter, PromoteToVoter, RemoveServer) and TransferLeadership
+//     run on the leader only and return once committed (or handed over).
 //
-// This slice runs one shard with a single voter on an in-memory transport; the
-// multiplexed network transport, etcd placement and routing arrive with the cluster.
+// Routing, request forwarding and the etcd control plane live elsewhere (shard/control);
+// this package never decides which node should hold a replica.
 package shard

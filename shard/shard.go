@@ -8,17 +8,21 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+	walmetrics "github.com/hashicorp/raft-wal/metrics"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard/mux"
 )
 
 // Errors of the replication layer. Both retryable ones say nothing about where to go: the
@@ -32,6 +36,13 @@ var (
 	ErrTimeout = errors.New("shard: timed out waiting for the command to commit")
 	// ErrClosed: the shard is shut down.
 	ErrClosed = errors.New("shard: closed")
+	// ErrBehind: this replica has not applied the requested shard version yet (ReadViewAt).
+	// Retryable, here a little later or on another replica.
+	ErrBehind = errors.New("shard: replica has not applied that version yet")
+	// ErrLocked: another replica (in this process or another) has the directory open.
+	ErrLocked = errors.New("shard: directory in use")
+	// ErrIdentity: the shard directory belongs to another Raft server id.
+	ErrIdentity = errors.New("shard: directory belongs to another server")
 )
 
 // Config configures one shard replica.
@@ -48,6 +59,11 @@ type Config struct {
 	// SnapshotThreshold is how many log entries since the last snapshot trigger one.
 	// Default 8192.
 	SnapshotThreshold uint64
+	// LogSegmentBytes is the size of one Raft log segment file. Snapshots free the log
+	// only a whole segment at a time, and a follower behind the snapshot still catches up
+	// from entries the segment holds: only entries in freed segments need a snapshot
+	// install. Default 64 MiB.
+	LogSegmentBytes int64
 	// TickInterval is how long the leader lets a shard idle before it proposes a Tick so
 	// that command time (leases, retention) still advances. Default 10s.
 	TickInterval time.Duration
@@ -57,6 +73,117 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock returns the leader's wall time for stamping commands. Default time.Now.
 	Clock func() time.Time
+
+	// Cluster mode (DESIGN.md §9). With Peer nil the replica is the embedded default: a
+	// single voter on an in-memory transport, bootstrapped on first open.
+
+	// Peer carries the replica's Raft traffic: the replica serves stream
+	// RaftStream(ShardID) on it, and its address in the group is Peer.Addr() (the node's
+	// advertised peer address). NodeID must then be the node's UUID from its data
+	// directory, so a node that lost its disk cannot rejoin as its old self.
+	Peer *mux.Mux
+	// ShardID names the shard in the cluster. Required with Peer.
+	ShardID string
+	// Bootstrap lists the initial voters of a new group, this replica included; every
+	// initial member passes the same list. Used only while Dir holds no Raft state. Empty
+	// with Peer: the replica starts without a configuration and waits until a leader adds
+	// it (AddNonvoter), receiving the log or a snapshot.
+	Bootstrap []Member
+	// HeartbeatTimeout: a follower that has not heard from the leader for a random time
+	// between one and two HeartbeatTimeouts starts an election; the leader heartbeats ten
+	// times per HeartbeatTimeout. Default 500ms in cluster mode: a LAN margin that still
+	// fails over in about a second (TestFailoverTime on loopback: median 0.8–0.9s; with
+	// 200ms/200ms/100ms, the loopback tuning of the tests, 0.4–0.5s). 200ms embedded.
+	HeartbeatTimeout time.Duration
+	// ElectionTimeout: how long a candidate waits for votes before it retries (randomized
+	// up to twice as long). At least HeartbeatTimeout. Default 500ms in cluster mode, 200ms
+	// embedded.
+	ElectionTimeout time.Duration
+	// LeaderLeaseTimeout: a leader that has not reached a quorum for this long steps down,
+	// so a partitioned leader stops accepting writes. At most HeartbeatTimeout. Default
+	// 250ms in cluster mode, 100ms embedded.
+	LeaderLeaseTimeout time.Duration
+	// TrailingLogs is how many log entries a snapshot leaves behind, so that a follower a
+	// little behind catches up from the log instead of a snapshot install. Default 10240.
+	TrailingLogs uint64
+	// TransportTimeout is the I/O deadline of one Raft RPC between nodes (raft scales it
+	// up for snapshot installs). Default 5s.
+	TransportTimeout time.Duration
+}
+
+// Member is one server of a shard's Raft group.
+type Member struct {
+	// ID is the Raft server id: the node's UUID.
+	ID string
+	// Address is the node's advertised peer address (its mux.Mux).
+	Address string
+	// Voter: counts for elections and commits. A non-voter only receives the log.
+	Voter bool
+}
+
+// RaftStream is the mux stream that carries the Raft traffic of shard id.
+func RaftStream(shardID string) string { return "raft/" + shardID }
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if c.Dir == "" {
+		return errors.New("shard: Dir is required")
+	}
+	if c.Peer == nil {
+		if c.ShardID != "" || len(c.Bootstrap) > 0 {
+			return errors.New("shard: ShardID and Bootstrap need Peer (cluster mode)")
+		}
+	} else {
+		if c.NodeID == "" {
+			return errors.New("shard: NodeID (the node's UUID) is required in cluster mode")
+		}
+		if c.ShardID == "" {
+			return errors.New("shard: ShardID is required in cluster mode")
+		}
+		if err := checkMembers(c.Bootstrap, c.NodeID, c.Peer.Addr().String()); err != nil {
+			return err
+		}
+	}
+	if c.HeartbeatTimeout < 0 || c.ElectionTimeout < 0 || c.LeaderLeaseTimeout < 0 {
+		return errors.New("shard: negative Raft timeout")
+	}
+	if c.HeartbeatTimeout > 0 && c.ElectionTimeout > 0 && c.ElectionTimeout < c.HeartbeatTimeout {
+		return fmt.Errorf("shard: ElectionTimeout %v is shorter than HeartbeatTimeout %v", c.ElectionTimeout, c.HeartbeatTimeout)
+	}
+	if c.HeartbeatTimeout > 0 && c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		return fmt.Errorf("shard: LeaderLeaseTimeout %v is longer than HeartbeatTimeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	}
+	return nil
+}
+
+func checkMembers(ms []Member, self, selfAddr string) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	found := false
+	for _, m := range ms {
+		if m.ID == "" || m.Address == "" {
+			return fmt.Errorf("shard: bootstrap member %+v needs an ID and an Address", m)
+		}
+		if seen[m.ID] {
+			return fmt.Errorf("shard: bootstrap member %q listed twice", m.ID)
+		}
+		seen[m.ID] = true
+		if !m.Voter {
+			return fmt.Errorf("shard: bootstrap member %q must be a voter (non-voters join later)", m.ID)
+		}
+		if m.ID == self {
+			found = true
+			if m.Address != selfAddr {
+				return fmt.Errorf("shard: bootstrap lists this node at %s, but its peer address is %s", m.Address, selfAddr)
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("shard: bootstrap members do not include this node %q", self)
+	}
+	return nil
 }
 
 func (c *Config) setDefaults() {
@@ -78,8 +205,31 @@ func (c *Config) setDefaults() {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
-	if c.NodeID == "" {
+	if c.NodeID == "" && c.Peer == nil {
 		c.NodeID = "node-1"
+	}
+	if c.LogSegmentBytes <= 0 {
+		c.LogSegmentBytes = int64(wal.DefaultSegmentSize)
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 10240
+	}
+	if c.TransportTimeout <= 0 {
+		c.TransportTimeout = 5 * time.Second
+	}
+	hb, el, lease := 500*time.Millisecond, 500*time.Millisecond, 250*time.Millisecond
+	if c.Peer == nil {
+		// A single voter elects itself as soon as its election timer fires.
+		hb, el, lease = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = hb
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = max(el, c.HeartbeatTimeout)
+	}
+	if c.LeaderLeaseTimeout == 0 {
+		c.LeaderLeaseTimeout = min(lease, c.HeartbeatTimeout)
 	}
 }
 
@@ -89,13 +239,18 @@ type Shard struct {
 	fsm       *meta.FSM
 	raft      *raft.Raft
 	log       *wal.WAL
+	lock      *flock.Flock
 	logMeta   *metadb.BoltMetaDB
+	logStats  *walmetrics.AtomicCollector
 	snaps     *raft.FileSnapshotStore
-	transport *raft.InmemTransport
+	transport raft.Transport
 	verify    verifier
+	applied   applyWaiters
 
 	ready     atomic.Bool  // leader whose post-election barrier has applied
 	lastApply atomic.Int64 // unix ms of the last proposal, for idle ticks
+	opened    atomic.Bool  // NewRaft returned: later FSM restores are snapshot installs
+	installs  atomic.Uint64
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -104,69 +259,150 @@ type Shard struct {
 	closed    bool
 }
 
-// Open opens (or creates and bootstraps as a single voter) the shard replica in cfg.Dir.
+// Open opens the shard replica in cfg.Dir, creating it if missing. Embedded (no Peer), a
+// new replica bootstraps itself as the single voter. In cluster mode a new replica
+// bootstraps the group in cfg.Bootstrap, or waits to be added. Errors: an invalid Config,
+// ErrLocked when another replica has cfg.Dir open, ErrIdentity when Dir was created for
+// another NodeID, mux.ErrStreamInUse when the shard is already open on cfg.Peer, or an
+// I/O error.
 func Open(cfg Config) (*Shard, error) {
 	cfg.setDefaults()
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("shard: %w", err)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
+	s := &Shard{cfg: cfg, fsm: meta.New(cfg.FSM), stop: make(chan struct{})}
+	s.applied.waiting = map[chan struct{}]uint64{}
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	s.opened.Store(true)
+	s.verify.r = s.raft
+	s.wg.Add(2)
+	go s.watchLeadership()
+	go s.tickLoop()
+	return s, nil
+}
+
+// start acquires the directory, log, snapshots and transport, bootstraps a new group and
+// starts Raft. On error it has released whatever it acquired.
+func (s *Shard) start() (err error) {
+	cfg := s.cfg
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "wal"), 0o755); err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	// The WAL's meta store waits forever for its file lock; fail fast instead.
+	s.lock = flock.New(filepath.Join(cfg.Dir, "LOCK"))
+	if locked, err := s.lock.TryLock(); err != nil || !locked {
+		return fmt.Errorf("%w: %s (%v)", ErrLocked, cfg.Dir, err)
+	}
+	undo = append(undo, func() { s.lock.Unlock() })
+	if err := bindServerID(cfg.Dir, cfg.NodeID); err != nil {
+		return err
+	}
+	var layer *mux.StreamLayer
+	if cfg.Peer != nil {
+		if layer, err = cfg.Peer.StreamLayer(RaftStream(cfg.ShardID)); err != nil {
+			return fmt.Errorf("shard %s: %w", cfg.ShardID, err)
+		}
+		undo = append(undo, func() { layer.Close() })
+	}
+
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Error, Output: slogWriter{cfg.Logger}, DisableTime: true})
-	walDir := filepath.Join(cfg.Dir, "wal")
-	if err := os.MkdirAll(walDir, 0o755); err != nil {
-		return nil, fmt.Errorf("shard: %w", err)
-	}
 	// The WAL does not close a meta store it opened itself, so own it: a replica reopened
 	// in the same process would otherwise block on the store's file lock.
-	metaStore := &metadb.BoltMetaDB{}
-	logStore, err := wal.Open(walDir, wal.WithLogger(hlog.Named("wal")), wal.WithMetaStore(metaStore))
+	s.logMeta = &metadb.BoltMetaDB{}
+	s.logStats = walmetrics.NewAtomicCollector(wal.MetricDefinitions)
+	s.log, err = wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithLogger(hlog.Named("wal")), wal.WithMetaStore(s.logMeta),
+		wal.WithMetricsCollector(s.logStats), wal.WithSegmentSize(int(cfg.LogSegmentBytes)))
 	if err != nil {
-		metaStore.Close()
-		return nil, fmt.Errorf("shard: open log: %w", err)
+		s.logMeta.Close()
+		return fmt.Errorf("shard: open log: %w", err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog.Named("snapshots"))
+	undo = append(undo, func() { s.log.Close(); s.logMeta.Close() })
+	s.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog.Named("snapshots"))
 	if err != nil {
-		closeLog(logStore, metaStore)
-		return nil, fmt.Errorf("shard: open snapshots: %w", err)
+		return fmt.Errorf("shard: open snapshots: %w", err)
 	}
-	addr, transport := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
+
+	var boot []raft.Server
+	if layer == nil {
+		addr, inmem := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
+		s.transport = inmem
+		boot = []raft.Server{{ID: raft.ServerID(cfg.NodeID), Address: addr, Suffrage: raft.Voter}}
+	} else {
+		// MaxPool: connections kept per peer (pipelined appends, heartbeats, votes).
+		s.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: layer, MaxPool: 3, Timeout: cfg.TransportTimeout, Logger: hlog.Named("net")})
+		for _, m := range cfg.Bootstrap {
+			boot = append(boot, raft.Server{ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.Address), Suffrage: raft.Voter})
+		}
+	}
+	undo = append(undo, func() { // also closes the stream layer
+		if c, ok := s.transport.(raft.WithClose); ok {
+			c.Close()
+		}
+	})
+
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = hlog
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
-	rc.TrailingLogs = 10240
-	// A single voter elects itself as soon as its election timer fires.
-	rc.HeartbeatTimeout = 200 * time.Millisecond
-	rc.ElectionTimeout = 200 * time.Millisecond
-	rc.LeaderLeaseTimeout = 100 * time.Millisecond
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	// Group commit: the leader writes every proposal waiting in its queue (up to this
+	// many) with one log append and one fsync, and ships them in one AppendEntries.
 	rc.MaxAppendEntries = 1024
 	rc.BatchApplyCh = true
 	rc.NoSnapshotRestoreOnStart = false
 
-	s := &Shard{cfg: cfg, fsm: meta.New(cfg.FSM), log: logStore, logMeta: metaStore, snaps: snaps, transport: transport, stop: make(chan struct{})}
-	existing, err := raft.HasExistingState(logStore, logStore, snaps)
+	existing, err := raft.HasExistingState(s.log, s.log, s.snaps)
 	if err != nil {
-		closeLog(logStore, metaStore)
-		return nil, fmt.Errorf("shard: inspect state: %w", err)
+		return fmt.Errorf("shard: inspect state: %w", err)
 	}
-	if !existing {
-		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: addr, Suffrage: raft.Voter}}}
-		if err := raft.BootstrapCluster(rc, logStore, logStore, snaps, transport, boot); err != nil {
-			closeLog(logStore, metaStore)
-			return nil, fmt.Errorf("shard: bootstrap: %w", err)
+	if !existing && len(boot) > 0 {
+		if err := raft.BootstrapCluster(rc, s.log, s.log, s.snaps, s.transport, raft.Configuration{Servers: boot}); err != nil {
+			return fmt.Errorf("shard: bootstrap: %w", err)
 		}
 	}
-	r, err := raft.NewRaft(rc, &raftFSM{fsm: s.fsm}, logStore, logStore, snaps, transport)
-	if err != nil {
-		closeLog(logStore, metaStore)
-		return nil, fmt.Errorf("shard: start raft: %w", err)
+	if s.raft, err = raft.NewRaft(rc, &raftFSM{s: s}, s.log, s.log, s.snaps, s.transport); err != nil {
+		return fmt.Errorf("shard: start raft: %w", err)
 	}
-	s.raft = r
-	s.verify.r = r
-	s.wg.Add(2)
-	go s.watchLeadership()
-	go s.tickLoop()
-	return s, nil
+	return nil
+}
+
+// bindServerID records id as the Raft server id of the replica in dir, or checks that it
+// is the one recorded: Raft state copied to another node, or a node that changed its id,
+// must not start under a new identity.
+func bindServerID(dir, id string) error {
+	p := filepath.Join(dir, "server-id")
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(p+".tmp", []byte(id+"\n"), 0o644); err != nil {
+			return fmt.Errorf("shard: %w", err)
+		}
+		if err := os.Rename(p+".tmp", p); err != nil {
+			return fmt.Errorf("shard: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	if got := strings.TrimSpace(string(b)); got != id {
+		return fmt.Errorf("%w: %s was created for server %q, not %q", ErrIdentity, dir, got, id)
+	}
+	return nil
 }
 
 // FSM returns the replica's state machine (for views; never apply to it directly).
@@ -310,19 +546,136 @@ func (s *Shard) ReadView(ctx context.Context) (*meta.View, error) {
 	return s.fsm.View(), nil
 }
 
-// Stats describes the replica for metrics and status pages.
+// maxReadAtWait bounds how long ReadViewAt waits for this replica to apply a version.
+const maxReadAtWait = 2 * time.Second
+
+// ReadViewAt returns a view at shard version `version` (a version some earlier view or
+// write reported) on any replica, leader or not, that has applied it: what a version
+// shows never changes, so no leader is needed (DESIGN.md §6). It waits up to ctx's
+// deadline, at most two seconds, for the replica to apply that far. Errors: ErrBehind
+// (retry later or on another replica), ErrClosed.
+func (s *Shard) ReadViewAt(ctx context.Context, version uint64) (*meta.View, error) {
+	if err := s.waitApplied(ctx, version); err != nil {
+		return nil, err
+	}
+	v, err := s.fsm.View().At(version)
+	if err != nil {
+		return nil, err // unreachable: the view holds at least version
+	}
+	return v, nil
+}
+
+func (s *Shard) waitApplied(ctx context.Context, version uint64) error {
+	select {
+	case <-s.stop:
+		return ErrClosed
+	default:
+	}
+	if s.fsm.AppliedVersion() >= version {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, maxReadAtWait)
+	defer cancel()
+	ch := s.applied.add(version)
+	defer s.applied.remove(ch)
+	// Registered first, checked second: an apply between the two still wakes us.
+	if s.fsm.AppliedVersion() >= version {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-s.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("%w: version %d, applied %d", ErrBehind, version, s.fsm.AppliedVersion())
+	}
+}
+
+// applyWaiters wakes ReadViewAt calls waiting for a shard version.
+type applyWaiters struct {
+	n       atomic.Int32 // len(waiting), read without the lock on every apply
+	mu      sync.Mutex
+	waiting map[chan struct{}]uint64
+}
+
+func (w *applyWaiters) add(version uint64) chan struct{} {
+	ch := make(chan struct{})
+	w.mu.Lock()
+	w.waiting[ch] = version
+	w.n.Add(1)
+	w.mu.Unlock()
+	return ch
+}
+
+func (w *applyWaiters) remove(ch chan struct{}) {
+	w.mu.Lock()
+	if _, ok := w.waiting[ch]; ok {
+		delete(w.waiting, ch)
+		w.n.Add(-1)
+	}
+	w.mu.Unlock()
+}
+
+func (w *applyWaiters) notify(applied uint64) {
+	if w.n.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	for ch, v := range w.waiting {
+		if v <= applied {
+			close(ch)
+			delete(w.waiting, ch)
+			w.n.Add(-1)
+		}
+	}
+	w.mu.Unlock()
+}
+
+// Stats describes the replica for metrics, status pages and the controller.
 type Stats struct {
-	State          string
-	Ready          bool
+	// State is Raft's role: Leader, Follower, Candidate or Shutdown.
+	State string
+	// Ready: a leader that has caught up (serves writes and linearizable reads).
+	Ready bool
+	// AppliedVersion is the shard version of the last command the FSM applied.
 	AppliedVersion uint64
-	CommitIndex    uint64
-	LastIndex      uint64
+	// AppliedIndex is the last log index Raft handed to the FSM (commands, and the
+	// barrier and configuration entries the FSM never sees).
+	AppliedIndex uint64
+	// CommitIndex is the last log index known committed.
+	CommitIndex uint64
+	// LastIndex is the last index in this replica's log (or snapshot).
+	LastIndex uint64
+	// Lag is LastIndex − AppliedIndex: log entries this replica holds but has not applied.
+	// A follower is caught up when its AppliedIndex is near the leader's CommitIndex.
+	Lag uint64
+	// Term is the current Raft term.
+	Term uint64
+	// LeaderID is the server id of the leader this replica knows, "" if none.
+	LeaderID string
+	// SnapshotInstalls counts snapshots this replica received from a leader and restored
+	// since it opened (a follower too far behind for the log).
+	SnapshotInstalls uint64
+	// LogAppends counts log writes since open; each is one fsync. LogEntriesWritten counts
+	// the entries they held: their ratio is the group-commit batch size.
+	LogAppends        uint64
+	LogEntriesWritten uint64
 }
 
 // Stats returns the replica's current Raft figures.
 func (s *Shard) Stats() Stats {
-	return Stats{State: s.raft.State().String(), Ready: s.ready.Load(), AppliedVersion: s.fsm.AppliedVersion(),
-		CommitIndex: s.raft.CommitIndex(), LastIndex: s.raft.LastIndex()}
+	applied, last := s.raft.AppliedIndex(), s.raft.LastIndex()
+	_, leader := s.raft.LeaderWithID()
+	wal := s.logStats.Summary().Counters
+	st := Stats{State: s.raft.State().String(), Ready: s.ready.Load(), AppliedVersion: s.fsm.AppliedVersion(),
+		AppliedIndex: applied, CommitIndex: s.raft.CommitIndex(), LastIndex: last, Term: s.raft.CurrentTerm(),
+		LeaderID: string(leader), SnapshotInstalls: s.installs.Load(),
+		LogAppends: wal["log_appends"], LogEntriesWritten: wal["log_entries_written"]}
+	if last > applied {
+		st.Lag = last - applied
+	}
+	return st
 }
 
 // Snapshot forces a Raft snapshot now (tests, admin). It returns when the snapshot is on disk.
@@ -342,11 +695,19 @@ func (s *Shard) Close() error {
 		close(s.stop)
 		s.ready.Store(false)
 		err := s.raft.Shutdown().Error()
+		// Shutdown closes the transport (and with it every connection of the stream)
+		// only the first time; a replica removed from its group already shut down.
+		if c, ok := s.transport.(raft.WithClose); ok {
+			c.Close()
+		}
 		s.wg.Wait()
 		if cerr := s.log.Close(); err == nil {
 			err = cerr
 		}
 		if cerr := s.logMeta.Close(); err == nil {
+			err = cerr
+		}
+		if cerr := s.lock.Unlock(); err == nil {
 			err = cerr
 		}
 		s.closeErr = err
@@ -400,14 +761,16 @@ func (v *verifier) loop() {
 }
 
 // raftFSM adapts meta.FSM to raft.FSM.
-type raftFSM struct{ fsm *meta.FSM }
+type raftFSM struct{ s *Shard }
 
 func (f *raftFSM) Apply(l *raft.Log) any {
-	return f.fsm.Apply(l.Index, l.Data)
+	res := f.s.fsm.Apply(l.Index, l.Data)
+	f.s.applied.notify(l.Index)
+	return res
 }
 
 func (f *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
-	return &fsmSnapshot{snap: f.fsm.Snapshot()}, nil
+	return &fsmSnapshot{snap: f.s.fsm.Snapshot()}, nil
 }
 
 func (f *raftFSM) Restore(rc io.ReadCloser) error {
@@ -417,7 +780,14 @@ func (f *raftFSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("shard: snapshot decoder: %w", err)
 	}
 	defer zr.Close()
-	return f.fsm.Restore(zr)
+	if err := f.s.fsm.Restore(zr); err != nil {
+		return err
+	}
+	if f.s.opened.Load() { // not the restore of our own snapshot at start
+		f.s.installs.Add(1)
+	}
+	f.s.applied.notify(f.s.fsm.AppliedVersion())
+	return nil
 }
 
 type fsmSnapshot struct{ snap *meta.Snapshot }
@@ -449,9 +819,4 @@ func (w slogWriter) Write(p []byte) (int, error) {
 	}
 	w.l.Warn(msg)
 	return len(p), nil
-}
-
-func closeLog(l *wal.WAL, m *metadb.BoltMetaDB) {
-	l.Close()
-	m.Close()
 }
