@@ -131,7 +131,12 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 			ContentDigestURI: in.ContentDigestURI, ManifestDigestURI: ManifestDigestURI(canon), TreeDigestURI: tree, Envelope: body})
 		if perr != nil {
 			if res.Err != nil && res.Err.Code == meta.CodeBlobDeleting && attempt < maxCommitAttempts {
-				time.Sleep(blobDeletingBackoff) // the envelope's blob is being collected: upload it again
+				// The envelope's blob is being collected: wait, then upload it again.
+				select {
+				case <-time.After(blobDeletingBackoff):
+				case <-ctx.Done():
+					return nil, AsError(ctx.Err())
+				}
 				continue
 			}
 			if perr.Code == CodeConflict && attempt < maxCommitAttempts {
