@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -38,6 +39,8 @@ const (
 	DefaultBlob                  = "dir"
 	DefaultS3Region              = "us-east-1"
 	DefaultS3CreateBucket        = true
+	DefaultShards                = 8
+	DefaultReplication           = 3
 )
 
 // Bounds enforced by Validate.
@@ -57,6 +60,13 @@ const (
 	MaxS3PrefixBytes = 512
 	// MaxS3RegionBytes is the longest accepted S3Region.
 	MaxS3RegionBytes = 64
+	// MaxShards is the largest accepted Shards: a node hosts tens of shards, each its own
+	// Raft group heartbeating on its own (DESIGN.md §9).
+	MaxShards = 256
+	// MaxReplication is the largest accepted Replication.
+	MaxReplication = 9
+	// MaxNodeIDBytes is the longest accepted NodeID.
+	MaxNodeIDBytes = 64
 )
 
 // ConfigFlag is the flag (and CAIRN_CONFIG the environment variable) naming the YAML
@@ -155,6 +165,62 @@ type Config struct {
 	// does not exist; when false, a missing bucket fails the start. YAML s3_create_bucket.
 	// Default true.
 	S3CreateBucket bool
+
+	// Cluster runs the node as a member of a replicated cluster (DESIGN.md §9): shards are
+	// Raft groups spread over the nodes, membership and placement live in etcd. It needs
+	// an s3:// Blob (every replica reads every blob), Etcd and PeerListen. YAML cluster.
+	// Default false (the embedded single node).
+	Cluster bool
+	// NodeID is this node's id in the cluster (its Raft server id): 1 to 64 characters of
+	// [A-Za-z0-9._-]. Empty means the UUID kept in DataDir, so a node that lost its disk
+	// cannot rejoin as its old self. YAML node_id. Default "" (the data directory's UUID).
+	NodeID string
+	// PeerListen is the peer listen address, host:port, of Raft and request forwarding
+	// (one port for all shards). It may be non-loopback only with peer TLS
+	// (PeerTLSCert, PeerTLSKey, PeerTLSCA). Required with Cluster. YAML peer_listen.
+	// Default "" (none).
+	PeerListen string
+	// AdvertiseClient is the client URL other nodes and tools are told for this node
+	// ("http://host:port"). Empty means http://<the bound Listen address>. YAML
+	// advertise_client. Default "".
+	AdvertiseClient string
+	// AdvertisePeer is the peer address, host:port, other nodes dial. Empty means the
+	// bound PeerListen address. YAML advertise_peer. Default "".
+	AdvertisePeer string
+	// Etcd is the comma-separated list of etcd endpoints of the control plane
+	// ("127.0.0.1:2379,127.0.0.1:22379" or http:// / https:// URLs). Required with
+	// Cluster. YAML etcd. Default "" (none).
+	Etcd string
+	// Shards is the number of shards, used only when the cluster is first created (a
+	// node joining an existing cluster with another count fails). Range 1..256. YAML
+	// shards. Default 8.
+	Shards int
+	// Replication is the number of replicas wanted per shard. Range 1..9. YAML
+	// replication. Default 3.
+	Replication int
+	// PeerTLSCert, PeerTLSKey and PeerTLSCA are the PEM files of this node's peer
+	// certificate, its key, and the CA bundle that signs every node's certificate; set
+	// all three for mutual TLS between nodes, or none. YAML peer_tls_cert, peer_tls_key,
+	// peer_tls_ca. Default "" (plain TCP, loopback only).
+	PeerTLSCert string
+	PeerTLSKey  string
+	PeerTLSCA   string
+}
+
+// EtcdEndpoints returns the Etcd endpoints, split at commas, trimmed, empty ones dropped.
+func (c Config) EtcdEndpoints() []string {
+	var out []string
+	for _, e := range strings.Split(c.Etcd, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// PeerTLS reports whether peer mutual TLS is configured (all three files set).
+func (c Config) PeerTLS() bool {
+	return c.PeerTLSCert != "" && c.PeerTLSKey != "" && c.PeerTLSCA != ""
 }
 
 // DefaultConfig returns the embedded default: one node on loopback, data in
@@ -180,6 +246,8 @@ func DefaultConfig() Config {
 		Blob:                  DefaultBlob,
 		S3Region:              DefaultS3Region,
 		S3CreateBucket:        DefaultS3CreateBucket,
+		Shards:                DefaultShards,
+		Replication:           DefaultReplication,
 	}
 }
 
@@ -290,7 +358,113 @@ func (c Config) validate() []*ConfigError {
 		bad("ShutdownTimeout", "must be positive", c.ShutdownTimeout.String())
 	}
 	errs = append(errs, c.validateBlob()...)
+	errs = append(errs, c.validateCluster()...)
 	return errs
+}
+
+// validateCluster checks the cluster settings. They are checked whether or not Cluster
+// is set (a bad value is a mistake either way); the requirements apply only with Cluster.
+func (c Config) validateCluster() []*ConfigError {
+	var errs []*ConfigError
+	bad := func(field, rule, value string) {
+		errs = append(errs, &ConfigError{Field: field, Rule: rule, Value: value})
+	}
+	if c.NodeID != "" {
+		if len(c.NodeID) > MaxNodeIDBytes || strings.Trim(c.NodeID, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != "" {
+			bad("NodeID", fmt.Sprintf("must be 1 to %d characters of [A-Za-z0-9._-]", MaxNodeIDBytes), c.NodeID)
+		}
+	}
+	tlsSet := 0
+	for _, f := range []string{c.PeerTLSCert, c.PeerTLSKey, c.PeerTLSCA} {
+		if f != "" {
+			tlsSet++
+		}
+	}
+	if tlsSet != 0 && tlsSet != 3 {
+		switch {
+		case c.PeerTLSCert == "":
+			bad("PeerTLSCert", "must be set with PeerTLSKey and PeerTLSCA (all three or none)", "")
+		case c.PeerTLSKey == "":
+			bad("PeerTLSKey", "must be set with PeerTLSCert and PeerTLSCA (all three or none)", "")
+		default:
+			bad("PeerTLSCA", "must be set with PeerTLSCert and PeerTLSKey (all three or none)", "")
+		}
+	}
+	if c.PeerListen != "" {
+		if rule := checkPeerHostPort(c.PeerListen, c.PeerTLS()); rule != "" {
+			bad("PeerListen", rule, c.PeerListen)
+		}
+	}
+	if c.AdvertisePeer != "" {
+		if rule := checkAdvertised(c.AdvertisePeer); rule != "" {
+			bad("AdvertisePeer", rule, c.AdvertisePeer)
+		}
+	}
+	if c.AdvertiseClient != "" {
+		u, err := url.Parse(c.AdvertiseClient)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			bad("AdvertiseClient", "must be an http:// or https:// URL with a host and no path, query or credentials", c.AdvertiseClient)
+		}
+	}
+	for _, e := range c.EtcdEndpoints() {
+		if strings.ContainsAny(e, " \x00") || strings.Contains(e, "@") {
+			bad("Etcd", "must be comma-separated host:port or http(s):// endpoints without credentials", "")
+			break
+		}
+	}
+	if c.Shards < 1 || c.Shards > MaxShards {
+		bad("Shards", fmt.Sprintf("must be between 1 and %d", MaxShards), strconv.Itoa(c.Shards))
+	}
+	if c.Replication < 1 || c.Replication > MaxReplication {
+		bad("Replication", fmt.Sprintf("must be between 1 and %d", MaxReplication), strconv.Itoa(c.Replication))
+	}
+	if !c.Cluster {
+		return errs
+	}
+	if !strings.HasPrefix(c.Blob, blobS3Scheme) {
+		bad("Blob", "must be an s3:// object store in cluster mode (every replica must read every blob)", c.Blob)
+	}
+	if len(c.EtcdEndpoints()) == 0 {
+		bad("Etcd", "must list at least one etcd endpoint in cluster mode", c.Etcd)
+	}
+	if c.PeerListen == "" {
+		bad("PeerListen", "must be set in cluster mode", "")
+	}
+	return errs
+}
+
+// checkPeerHostPort returns the broken rule for a peer listen address, or "": host:port,
+// loopback unless peer TLS is configured.
+func checkPeerHostPort(addr string, tls bool) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "must be host:port"
+	}
+	if strings.ContainsAny(host, " /\x00") {
+		return "must be host:port with a valid host"
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || port != strconv.Itoa(n) {
+		return "must be host:port with a numeric port 0..65535"
+	}
+	if ip := net.ParseIP(host); !tls && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "must be a loopback address unless peer TLS is configured (PeerTLSCert, PeerTLSKey, PeerTLSCA)"
+	}
+	return ""
+}
+
+// checkAdvertised returns the broken rule for an advertised host:port, or "".
+func checkAdvertised(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || strings.ContainsAny(host, " /\x00") {
+		return "must be host:port with a host"
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 || port != strconv.Itoa(n) {
+		return "must be host:port with a numeric port 1..65535"
+	}
+	return ""
 }
 
 // checkHostPort returns the broken rule for a listen address, or "".
@@ -410,6 +584,28 @@ var settings = []setting{
 		func(c *Config) *string { return &c.S3Region }),
 	boolSetting("S3CreateBucket", "s3_create_bucket", "create the s3:// bucket at start when missing (false: a missing bucket fails the start)",
 		func(c *Config) *bool { return &c.S3CreateBucket }),
+	boolSetting("Cluster", "cluster", "run as a node of a replicated cluster (needs --blob s3://…, --etcd, --peer-listen)",
+		func(c *Config) *bool { return &c.Cluster }),
+	stringSetting("NodeID", "node_id", "cluster node id (default: the data directory's UUID)",
+		func(c *Config) *string { return &c.NodeID }),
+	stringSetting("PeerListen", "peer_listen", "peer (Raft and forwarding) listen address, host:port; non-loopback only with peer TLS",
+		func(c *Config) *string { return &c.PeerListen }),
+	stringSetting("AdvertiseClient", "advertise_client", "client URL advertised to other nodes (default: http://<listen address>)",
+		func(c *Config) *string { return &c.AdvertiseClient }),
+	stringSetting("AdvertisePeer", "advertise_peer", "peer address advertised to other nodes, host:port (default: the peer listen address)",
+		func(c *Config) *string { return &c.AdvertisePeer }),
+	stringSetting("Etcd", "etcd", "comma-separated etcd endpoints of the control plane",
+		func(c *Config) *string { return &c.Etcd }),
+	intSetting("Shards", "shards", "number of shards, used only when the cluster is first created (1..256)",
+		func(c *Config) *int { return &c.Shards }),
+	intSetting("Replication", "replication", "replicas per shard (1..9)",
+		func(c *Config) *int { return &c.Replication }),
+	stringSetting("PeerTLSCert", "peer_tls_cert", "PEM certificate of this node for peer mutual TLS",
+		func(c *Config) *string { return &c.PeerTLSCert }),
+	stringSetting("PeerTLSKey", "peer_tls_key", "PEM private key of this node for peer mutual TLS",
+		func(c *Config) *string { return &c.PeerTLSKey }),
+	stringSetting("PeerTLSCA", "peer_tls_ca", "PEM CA bundle that signs every node's peer certificate",
+		func(c *Config) *string { return &c.PeerTLSCA }),
 }
 
 func stringSetting(field, key, usage string, p func(*Config) *string) setting {

@@ -156,6 +156,17 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		S3Endpoint:            "https://minio.internal:9000",
 		S3Region:              "eu-west-1",
 		S3CreateBucket:        false,
+		Cluster:               true,
+		NodeID:                "node-a",
+		PeerListen:            "10.0.0.5:7071",
+		AdvertiseClient:       "http://10.0.0.5:7070",
+		AdvertisePeer:         "10.0.0.5:7071",
+		Etcd:                  "10.0.0.1:2379,10.0.0.2:2379",
+		Shards:                16,
+		Replication:           5,
+		PeerTLSCert:           "/etc/cairn/node.pem",
+		PeerTLSKey:            "/etc/cairn/node.key",
+		PeerTLSCA:             "/etc/cairn/ca.pem",
 	}
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
@@ -166,6 +177,11 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"shutdown_timeout": "3s", "blob": "s3://cairn-blobs/prod/eu",
 		"s3_endpoint": "https://minio.internal:9000", "s3_region": "eu-west-1",
 		"s3_create_bucket": "false",
+		"cluster":          "true", "node_id": "node-a", "peer_listen": "10.0.0.5:7071",
+		"advertise_client": "http://10.0.0.5:7070", "advertise_peer": "10.0.0.5:7071",
+		"etcd": "10.0.0.1:2379,10.0.0.2:2379", "shards": "16", "replication": "5",
+		"peer_tls_cert": "/etc/cairn/node.pem", "peer_tls_key": "/etc/cairn/node.key",
+		"peer_tls_ca": "/etc/cairn/ca.pem",
 	}
 	if len(text) != len(settings) {
 		t.Fatalf("test covers %d settings, package has %d", len(text), len(settings))
@@ -234,6 +250,21 @@ func TestValidateRules(t *testing.T) {
 		{"an unknown log level is rejected", func(c *Config) { c.LogLevel = "verbose" }, "LogLevel"},
 		{"an unknown log format is rejected", func(c *Config) { c.LogFormat = "xml" }, "LogFormat"},
 		{"a zero shutdown timeout is rejected", func(c *Config) { c.ShutdownTimeout = 0 }, "ShutdownTimeout"},
+		{"a cluster on the dir blob store is rejected", func(c *Config) { validCluster(c); c.Blob = "dir"; c.S3Endpoint = "" }, "Blob"},
+		{"a cluster on a dir:// blob store is rejected", func(c *Config) { validCluster(c); c.Blob = "dir:///srv/blobs"; c.S3Endpoint = "" }, "Blob"},
+		{"a cluster without etcd is rejected", func(c *Config) { validCluster(c); c.Etcd = " , " }, "Etcd"},
+		{"a cluster without a peer listen address is rejected", func(c *Config) { validCluster(c); c.PeerListen = "" }, "PeerListen"},
+		{"a non-loopback peer listen address without TLS is rejected", func(c *Config) { validCluster(c); c.PeerListen = "0.0.0.0:7071" }, "PeerListen"},
+		{"a peer listen address without a port is rejected", func(c *Config) { validCluster(c); c.PeerListen = "127.0.0.1" }, "PeerListen"},
+		{"a peer TLS certificate without its key is rejected", func(c *Config) { validCluster(c); c.PeerTLSCert = "a.pem"; c.PeerTLSCA = "ca.pem" }, "PeerTLSKey"},
+		{"a peer TLS CA alone is rejected", func(c *Config) { validCluster(c); c.PeerTLSCA = "ca.pem" }, "PeerTLSCert"},
+		{"a node id with a slash is rejected", func(c *Config) { validCluster(c); c.NodeID = "a/b" }, "NodeID"},
+		{"zero shards are rejected", func(c *Config) { validCluster(c); c.Shards = 0 }, "Shards"},
+		{"too many shards are rejected", func(c *Config) { validCluster(c); c.Shards = MaxShards + 1 }, "Shards"},
+		{"a zero replication factor is rejected", func(c *Config) { validCluster(c); c.Replication = 0 }, "Replication"},
+		{"an advertised peer address without a port is rejected", func(c *Config) { validCluster(c); c.AdvertisePeer = "node1" }, "AdvertisePeer"},
+		{"an advertised client address that is not a URL is rejected", func(c *Config) { validCluster(c); c.AdvertiseClient = "node1:7070" }, "AdvertiseClient"},
+		{"the client listen address stays loopback-only in cluster mode", func(c *Config) { validCluster(c); c.Listen = "0.0.0.0:7070" }, "Listen"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -466,5 +497,37 @@ func TestNewLoggerHonoursLevelAndFormat(t *testing.T) {
 	NewLogger(c, &buf).Info("shown")
 	if got := buf.String(); !strings.Contains(got, "msg=shown") || strings.Contains(got, "hidden") {
 		t.Fatalf("text logger wrote %q", got)
+	}
+}
+
+// validCluster turns c into a valid cluster configuration.
+func validCluster(c *Config) {
+	c.Cluster = true
+	c.Blob = "s3://cairn"
+	c.S3Endpoint = "http://127.0.0.1:9000"
+	c.Etcd = "127.0.0.1:2379"
+	c.PeerListen = "127.0.0.1:7071"
+}
+
+func TestValidClusterConfigs(t *testing.T) {
+	c := DefaultConfig()
+	validCluster(&c)
+	if err := c.Validate(); err != nil {
+		t.Fatalf("loopback cluster: %v", err)
+	}
+	c.PeerListen = "0.0.0.0:7071"
+	c.PeerTLSCert, c.PeerTLSKey, c.PeerTLSCA = "n.pem", "n.key", "ca.pem"
+	c.AdvertisePeer = "node1.internal:7071"
+	c.AdvertiseClient = "http://node1.internal:7070"
+	c.NodeID = "node-1"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("TLS cluster on every interface: %v", err)
+	}
+	if got := c.EtcdEndpoints(); len(got) != 1 || got[0] != "127.0.0.1:2379" {
+		t.Fatalf("EtcdEndpoints = %q", got)
+	}
+	c.Etcd = " a:1, ,b:2 "
+	if got := c.EtcdEndpoints(); len(got) != 2 || got[0] != "a:1" || got[1] != "b:2" {
+		t.Fatalf("EtcdEndpoints = %q", got)
 	}
 }
