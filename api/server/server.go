@@ -10,6 +10,8 @@
 //	cursor.key        32 random bytes signing cursors, written once (mode 0600)
 //	shards/0/         the shard's Raft log (wal/) and snapshots (snapshots/)
 //	blobs/            the local-directory blob store (Config.Blob "dir", the default)
+//	s3-uploads/       the S3 multipart uploads in flight (Config.Blob "s3://…"), aborted
+//	                  at the next start if a crash left them
 package server
 
 import (
@@ -286,6 +288,8 @@ func (n *Node) openBlobs(ctx context.Context) error {
 		sc.CreateBucket = target.CreateBucket
 		sc.AccessKey = n.creds.S3AccessKey
 		sc.SecretKey = n.creds.S3SecretKey
+		// Multipart uploads in flight are noted here; a restart aborts a crash's leftovers.
+		sc.UploadJournal = filepath.Join(n.cfg.DataDir, "s3-uploads")
 		octx, cancel := context.WithTimeout(ctx, blobOpenTimeout)
 		ss, err := s3.Open(octx, sc)
 		cancel()

@@ -68,6 +68,11 @@ type Config struct {
 	PartSizeBytes int64
 	// Retry bounds the retries of each request on transient failures.
 	Retry RetryConfig
+	// UploadJournal, when set, is a local directory where the Store notes every multipart
+	// upload before it starts and forgets it once completed or aborted. Open aborts the
+	// uploads a crashed process left noted there, so their parts are not kept (and
+	// billed) forever (DESIGN.md §8). Empty: no journal.
+	UploadJournal string
 }
 
 // RetryConfig bounds the retries of one request (one PUT, GET, HEAD, DELETE, list page or

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,8 @@ type Store struct {
 	closed atomic.Bool
 
 	locks blob.KeyLocks // serializes Puts and Deletes of one key
+
+	journalSeq atomic.Int64 // names upload journal entries apart
 
 	bufs sync.Pool // *[]byte, compression buffers
 }
@@ -97,6 +100,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.ensureBucket(ctx); err != nil {
 		tr.CloseIdleConnections()
 		return nil, err
+	}
+	if cfg.UploadJournal != "" {
+		if err := os.MkdirAll(cfg.UploadJournal, 0o755); err != nil {
+			tr.CloseIdleConnections()
+			return nil, fmt.Errorf("blob/s3: upload journal: %w", err)
+		}
+		// Best effort: an entry that cannot be settled now stays for the next start.
+		s.RecoverUploads(ctx)
 	}
 	return s, nil
 }
