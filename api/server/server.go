@@ -175,6 +175,9 @@ func Open(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Cluster {
+		return nil, errors.New("server: Open runs the embedded node; a cluster node is OpenCluster's (cairn serve --cluster)")
+	}
 	if log == nil {
 		log = slog.Default()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"time"
@@ -32,7 +33,12 @@ optional YAML file (--config), in that order of precedence.
 
 Blobs go to an S3-compatible object store (MinIO, AWS S3, Ceph RGW, SeaweedFS) with
 --blob s3://BUCKET[/PREFIX] --s3-endpoint http://HOST:PORT (https:// for TLS); the
-credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only.`,
+credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only.
+
+With --cluster the node joins a replicated cluster (etcd control plane at --etcd, Raft
+and request forwarding on --peer-listen, blobs in an s3:// store): any node accepts any
+request and forwards it to the leader of its root's shard. On SIGTERM a node hands the
+leadership of the shards it leads to another replica before it exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := ops.LoadConfig(cmd.Flags(), os.Getenv)
@@ -44,6 +50,9 @@ credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only.`,
 				return usageError{err}
 			}
 			log := ops.NewLogger(cfg, os.Stderr)
+			if cfg.Cluster {
+				return serveCluster(cmd.Context(), cfg, creds, log)
+			}
 			node, err := server.Open(cmd.Context(), cfg, creds, log)
 			if err != nil {
 				return err
@@ -64,6 +73,20 @@ credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only.`,
 	}
 	ops.BindFlags(cmd.Flags())
 	return cmd
+}
+
+// serveCluster runs a cluster node until ctx ends (SIGTERM), then transfers the leadership
+// of the shards it leads and stops.
+func serveCluster(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.Logger) error {
+	node, err := server.OpenCluster(ctx, cfg, creds, log)
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	return node.Serve(ctx, func(addr net.Addr) {
+		log.Info("cairn is serving", "url", "http://"+addr.String(), "data_dir", cfg.DataDir, "blob", cfg.Blob,
+			"cluster", true, "node", node.NodeID())
+	})
 }
 
 func newMCPCommand() *cobra.Command {

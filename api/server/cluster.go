@@ -1,0 +1,647 @@
+package server
+
+// Cluster mode (DESIGN.md §9): the node joins a cluster whose membership and placement
+// live in etcd, hosts a replica of every shard whose replica set lists it, runs the
+// controller candidate, and routes every request to the leader of its root's shard.
+//
+// Data directory layout in cluster mode (under Config.DataDir):
+//
+//	LOCK, node-id, cursor.key   as in the embedded default
+//	shards/<id>/                the replica of shard <id> (its Raft log and snapshots)
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnstore/cairn/api/mcp"
+	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/control"
+	"github.com/cairnstore/cairn/shard/mux"
+)
+
+// clusterStartTimeout bounds reaching etcd at start (creating or joining the cluster,
+// registering the node).
+const clusterStartTimeout = 30 * time.Second
+
+// ClusterNode is one running node of a replicated cluster. Any node accepts any request:
+// requests for a root whose shard another node leads are forwarded to it over the peer
+// port.
+type ClusterNode struct {
+	cfg    ops.Config
+	creds  ops.Credentials
+	log    *slog.Logger
+	lock   *flock.Flock
+	nodeID string
+
+	registry  *prometheus.Registry
+	n         *Node // the blob store and its instrumentation (openBlobs), reused
+	clientLn  net.Listener
+	clientURL string
+	peer      *mux.Mux
+	etcd      *clientv3.Client
+	plane     *control.Plane
+	cluster   control.Cluster
+	reg       *control.Registration
+	placement *control.Placement
+	ctrl      *control.Controller
+
+	mu       sync.RWMutex
+	replicas map[int]*shard.Shard
+	assigned sync.Map // agent → struct{}: roots known assigned on their (local, led) shard
+
+	nodes atomic.Pointer[control.NodeSet]
+	hints atomic.Pointer[map[int]control.LeaderHint]
+
+	svc     *workbench.Service
+	handler http.Handler // the client port: routing in front of REST/MCP
+	local   http.Handler // REST/MCP served here
+	fwdSrv  *http.Server
+	proxy   *forwarder
+
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closing atomic.Bool
+	fence   atomic.Int64 // highest controller fence seen by adminLocal
+}
+
+// OpenCluster starts a cluster node (cfg.Cluster must be set): it locks cfg.DataDir, opens
+// the s3:// blob store, binds the client and peer ports, creates or joins the cluster in
+// etcd, registers the node, and starts hosting the replicas the control plane assigns it.
+// The caller must Close the node.
+func OpenCluster(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.Logger) (*ClusterNode, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.Cluster {
+		return nil, errors.New("server: OpenCluster needs Config.Cluster")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+	}
+	lock := flock.New(filepath.Join(cfg.DataDir, "LOCK"))
+	ok, err := lock.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("data directory %s: lock: %w", cfg.DataDir, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", cfg.DataDir, ErrDataDirLocked)
+	}
+	c := &ClusterNode{cfg: cfg, creds: creds, log: log, lock: lock, replicas: map[int]*shard.Shard{}}
+	if err := c.open(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *ClusterNode) open(ctx context.Context) error {
+	cfg := c.cfg
+	id, err := readOrCreate(filepath.Join(cfg.DataDir, "node-id"), func() ([]byte, error) {
+		return []byte(uuid.NewString()), nil
+	})
+	if err != nil {
+		return err
+	}
+	c.nodeID = strings.TrimSpace(string(id))
+	if cfg.NodeID != "" {
+		c.nodeID = cfg.NodeID
+	}
+	cursorKey, err := readOrCreate(filepath.Join(cfg.DataDir, "cursor.key"), func() ([]byte, error) {
+		k := make([]byte, 32)
+		_, err := rand.Read(k)
+		return k, err
+	})
+	if err != nil {
+		return err
+	}
+	c.registry = prometheus.NewRegistry()
+	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	c.n = &Node{cfg: cfg, creds: c.creds, log: c.log, registry: c.registry}
+	if err := c.n.openBlobs(ctx); err != nil {
+		return err
+	}
+
+	// Ports first: the registry publishes the bound addresses.
+	c.clientLn, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	c.clientURL = cfg.AdvertiseClient
+	if c.clientURL == "" {
+		c.clientURL = "http://" + c.clientLn.Addr().String()
+	}
+	mcfg := mux.Config{Advertise: cfg.AdvertisePeer, Logger: c.log}
+	if cfg.PeerTLS() {
+		if mcfg.TLS, err = mux.LoadTLS(cfg.PeerTLSCert, cfg.PeerTLSKey, cfg.PeerTLSCA); err != nil {
+			return err
+		}
+	}
+	if c.peer, err = mux.Listen(cfg.PeerListen, mcfg); err != nil {
+		return fmt.Errorf("peer listen %s: %w", cfg.PeerListen, err)
+	}
+
+	ecfg := control.ClientConfig(cfg.EtcdEndpoints())
+	ecfg.Logger = nil
+	if c.etcd, err = clientv3.New(ecfg); err != nil {
+		return fmt.Errorf("etcd %s: %w", cfg.Etcd, err)
+	}
+	if c.plane, err = control.New(c.etcd, control.Config{Logger: c.log}); err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
+	defer cancel()
+	if c.cluster, err = retryControl(sctx, func() (control.Cluster, error) {
+		return c.plane.CreateCluster(sctx, control.ClusterSpec{Shards: cfg.Shards, Replication: cfg.Replication})
+	}); err != nil {
+		return fmt.Errorf("etcd %s: create or join the cluster: %w", cfg.Etcd, err)
+	}
+	nodes, _, err := retryControl2(sctx, func() (control.NodeSet, int64, error) { return c.plane.Nodes(sctx) })
+	if err != nil {
+		return fmt.Errorf("etcd %s: %w", cfg.Etcd, err)
+	}
+	c.nodes.Store(&nodes)
+	hints := map[int]control.LeaderHint{}
+	c.hints.Store(&hints)
+	c.placement = c.plane.NewPlacement(c.cluster)
+
+	c.svc, err = workbench.NewWithCores(clusterCores{c}, c.n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
+		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey,
+		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace})
+	if err != nil {
+		return err
+	}
+	if err := c.svc.InstrumentGC(c.registry); err != nil {
+		return err
+	}
+	c.registry.MustRegister(clusterCollector{c})
+	c.local = rest.NewHandler(c.svc, rest.Options{
+		MCP:      mcp.Handler(c.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
+		Ready:    func() bool { return !c.closing.Load() },
+		Registry: c.registry,
+		Logger:   c.log,
+	})
+	c.proxy = newForwarder(c)
+	c.handler = c.route(false)
+
+	fwdLn, err := c.peer.Listener(mux.StreamForward)
+	if err != nil {
+		return err
+	}
+	c.fwdSrv = &http.Server{Handler: c.peerHandler(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
+	go func() { _ = c.fwdSrv.Serve(fwdLn) }()
+
+	wctx, wcancel := context.WithCancel(context.Background())
+	c.cancel = wcancel
+	// Replicas first (WatchReplicaSets), then the registration that lets the controller
+	// assign this node work.
+	c.goRun(func() { c.hostReplicas(wctx) })
+	c.goRun(func() { c.watchNodes(wctx) })
+	c.goRun(func() { c.watchHints(wctx) })
+	if c.reg, err = c.plane.Register(sctx, c.nodeID, control.NodeInfo{ClientURL: c.clientURL,
+		PeerAddr: c.peer.Addr().String(), StartedAt: time.Now().UTC()}); err != nil {
+		return fmt.Errorf("etcd %s: register node %s: %w", cfg.Etcd, c.nodeID, err)
+	}
+	c.goRun(func() { c.publishHints(wctx) })
+	if c.ctrl, err = c.plane.NewController(clusterAdmin{c}, control.ControllerConfig{ID: c.nodeID,
+		Interval: 2 * time.Second, Grace: 30 * time.Second}); err != nil {
+		return err
+	}
+	c.goRun(func() {
+		if err := c.ctrl.Run(wctx); err != nil && wctx.Err() == nil {
+			c.log.Error("controller stopped", "err", err)
+		}
+	})
+	c.goRun(func() { c.runWorkers(wctx) })
+	c.log.Info("cluster node started", "node", c.nodeID, "cluster", c.cluster.ID, "shards", c.cluster.Shards,
+		"replication", c.cluster.Replication, "peer", c.peer.Addr().String(), "client", c.clientURL)
+	return nil
+}
+
+func (c *ClusterNode) goRun(f func()) {
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); f() }()
+}
+
+// retryControl retries f while the control plane is unavailable, until ctx ends.
+func retryControl[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	for {
+		v, err := f()
+		if err == nil || !control.IsRetryable(err) || ctx.Err() != nil {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func retryControl2[T, U any](ctx context.Context, f func() (T, U, error)) (T, U, error) {
+	var u U
+	t, err := retryControl(ctx, func() (T, error) {
+		var (
+			t   T
+			err error
+		)
+		t, u, err = f()
+		return t, err
+	})
+	return t, u, err
+}
+
+// NodeID returns this node's id (its Raft server id).
+func (c *ClusterNode) NodeID() string { return c.nodeID }
+
+// Service returns the node's Workbench service.
+func (c *ClusterNode) Service() *workbench.Service { return c.svc }
+
+// Handler returns the client-port handler (routing in front of REST and MCP).
+func (c *ClusterNode) Handler() http.Handler { return c.handler }
+
+// WaitReady returns at once: a cluster node serves (and forwards) as soon as it opened;
+// requests for a shard without a leader yet answer a retryable NotOwner.
+func (c *ClusterNode) WaitReady(ctx context.Context) error { return ctx.Err() }
+
+// Serve serves HTTP on the client port until ctx ends, then transfers the leadership of
+// every shard this node leads and shuts down within cfg.ShutdownTimeout. ready, when
+// non-nil, receives the bound address.
+func (c *ClusterNode) Serve(ctx context.Context, ready func(addr net.Addr)) error {
+	srv := &http.Server{Handler: c.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
+	if ready != nil {
+		ready(c.clientLn.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(c.clientLn) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
+	defer cancel()
+	c.TransferLeadership(sctx)
+	err := srv.Shutdown(sctx)
+	<-errc
+	return err
+}
+
+// TransferLeadership hands the leadership of every shard this node leads to another
+// voter (SIGTERM), so that clients see a short handover instead of an election timeout.
+func (c *ClusterNode) TransferLeadership(ctx context.Context) {
+	c.closing.Store(true)
+	var wg sync.WaitGroup
+	for id, r := range c.replicaList() {
+		if r.Stats().State != "Leader" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.TransferLeadership(ctx); err != nil {
+				c.log.Warn("leadership transfer", "shard", id, "err", err)
+			} else {
+				c.log.Info("leadership transferred", "shard", id)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Close stops the node: controller, registration, replicas, ports, etcd client, blob
+// store, data directory lock.
+func (c *ClusterNode) Close() error {
+	c.closing.Store(true)
+	var errs []error
+	if c.cancel != nil {
+		c.cancel()
+	}
+	if c.fwdSrv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = c.fwdSrv.Shutdown(sctx)
+		cancel()
+	}
+	c.wg.Wait()
+	if c.reg != nil {
+		errs = append(errs, c.reg.Close())
+	}
+	if c.placement != nil {
+		c.placement.Close()
+	}
+	c.mu.Lock()
+	for id, r := range c.replicas {
+		if err := r.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", id, err))
+		}
+		delete(c.replicas, id)
+	}
+	c.mu.Unlock()
+	if c.peer != nil {
+		_ = c.peer.Close()
+	}
+	if c.clientLn != nil {
+		_ = c.clientLn.Close()
+	}
+	if c.etcd != nil {
+		_ = c.etcd.Close()
+	}
+	if c.n != nil && c.n.blobs != nil {
+		errs = append(errs, c.n.blobs.Close())
+	}
+	if c.lock != nil {
+		errs = append(errs, c.lock.Unlock())
+	}
+	return errors.Join(errs...)
+}
+
+// replica returns the local replica of shard id, or nil.
+func (c *ClusterNode) replica(id int) *shard.Shard {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.replicas[id]
+}
+
+func (c *ClusterNode) replicaList() map[int]*shard.Shard {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make(map[int]*shard.Shard, len(c.replicas))
+	for id, r := range c.replicas {
+		out[id] = r
+	}
+	return out
+}
+
+// ensureReplica opens the local replica of shard id if it is not open.
+func (c *ClusterNode) ensureReplica(id int) (*shard.Shard, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.replicas[id]; ok {
+		return r, nil
+	}
+	if c.closing.Load() {
+		return nil, shard.ErrClosed
+	}
+	r, err := shard.Open(shard.Config{
+		Dir:    filepath.Join(c.cfg.DataDir, "shards", strconv.Itoa(id)),
+		NodeID: c.nodeID,
+		FSM: meta.Options{RetentionWindow: c.cfg.RetentionWindow, DedupeMaxPerRoot: c.cfg.DedupeMaxPerRoot,
+			SnapshotGrace: c.cfg.SnapshotGrace, RequireRootAssignment: true, RootUIDPrefix: fmt.Sprintf("s%dr", id)},
+		SnapshotInterval:  c.cfg.RaftSnapshotInterval,
+		SnapshotThreshold: c.cfg.RaftSnapshotThreshold,
+		Logger:            c.log.With("shard", id),
+		Peer:              c.peer,
+		ShardID:           strconv.Itoa(id),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open replica of shard %d: %w", id, err)
+	}
+	c.replicas[id] = r
+	c.log.Info("replica opened", "shard", id)
+	return r, nil
+}
+
+// hostReplicas opens a replica of every shard whose replica set lists this node and
+// closes the replicas of shards that no longer list it (their data stays on disk).
+func (c *ClusterNode) hostReplicas(ctx context.Context) {
+	for sets := range c.plane.WatchReplicaSets(ctx) {
+		for id, set := range sets {
+			if set.Has(c.nodeID) {
+				if _, err := c.ensureReplica(id); err != nil && ctx.Err() == nil {
+					c.log.Error("hosting replica", "shard", id, "err", err)
+				}
+			}
+		}
+		c.mu.Lock()
+		for id, r := range c.replicas {
+			if set, ok := sets[id]; ok && !set.Has(c.nodeID) {
+				_ = r.Close()
+				delete(c.replicas, id)
+				c.log.Info("replica closed: no longer in the shard's replica set", "shard", id)
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *ClusterNode) watchNodes(ctx context.Context) {
+	for ns := range c.plane.WatchNodes(ctx) {
+		c.nodes.Store(&ns)
+	}
+}
+
+func (c *ClusterNode) watchHints(ctx context.Context) {
+	for h := range c.plane.WatchLeaderHints(ctx) {
+		c.hints.Store(&h)
+	}
+}
+
+// publishHints publishes a leader hint whenever a local replica wins leadership (polled:
+// the hint is advisory, routing also asks the local replicas).
+func (c *ClusterNode) publishHints(ctx context.Context) {
+	published := map[int]uint64{}
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for id, r := range c.replicaList() {
+			st := r.Stats()
+			if st.State != "Leader" || published[id] == st.Term {
+				continue
+			}
+			if err := c.reg.SetLeaderHint(ctx, id, st.Term); err != nil {
+				if ctx.Err() == nil {
+					c.log.Debug("leader hint", "shard", id, "err", err)
+				}
+				continue
+			}
+			published[id] = st.Term
+		}
+	}
+}
+
+// runWorkers runs the leader-only background workers (restores, compaction, garbage
+// collection) over the shards this node leads; the service skips cores that do not lead.
+func (c *ClusterNode) runWorkers(ctx context.Context) {
+	restore := time.NewTicker(restoreResumeInterval)
+	compact := time.NewTicker(compactionInterval)
+	gc := time.NewTicker(c.cfg.GCInterval)
+	defer restore.Stop()
+	defer compact.Stop()
+	defer gc.Stop()
+	for {
+		var err error
+		select {
+		case <-ctx.Done():
+			return
+		case <-restore.C:
+			if c.leadsAny() {
+				err = c.svc.ResumeRestores(ctx)
+			}
+		case <-compact.C:
+			if c.leadsAny() {
+				_, err = c.svc.CompactOnce(ctx, compactionBatch)
+			}
+		case <-gc.C:
+			if c.leadsAny() {
+				_, err = c.svc.CollectGarbage(ctx, workbench.GCOptions{})
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("background worker", "err", err)
+		}
+	}
+}
+
+func (c *ClusterNode) leadsAny() bool {
+	for _, r := range c.replicaList() {
+		if r.Ready() {
+			return true
+		}
+	}
+	return false
+}
+
+// leaderOf returns the node id and peer address of shard id's leader as this node knows
+// it: its own replica's view first, then the leader hint and the node registry.
+func (c *ClusterNode) leaderOf(id int) (node, addr string) {
+	if r := c.replica(id); r != nil {
+		if n, a := r.Leader(); n != "" {
+			return n, a
+		}
+	}
+	h, ok := (*c.hints.Load())[id]
+	if !ok {
+		return "", ""
+	}
+	info, ok := (*c.nodes.Load())[h.Node]
+	if !ok {
+		return "", ""
+	}
+	return h.Node, info.PeerAddr
+}
+
+// peerAddr returns the peer address of node, or "".
+func (c *ClusterNode) peerAddr(node string) string {
+	if node == c.nodeID {
+		return c.peer.Addr().String()
+	}
+	return (*c.nodes.Load())[node].PeerAddr
+}
+
+// shardOf returns the shard of agent's root, placing the root on first use.
+func (c *ClusterNode) shardOf(ctx context.Context, agent string) (int, error) {
+	if s, ok := c.placement.Cached(agent); ok {
+		return s, nil
+	}
+	s, _, err := c.placement.Place(ctx, agent)
+	return s, err
+}
+
+// clusterCores routes each agent root to the local replica that leads its shard.
+type clusterCores struct{ c *ClusterNode }
+
+// assignTimeout bounds placing a root and assigning it on its shard.
+const assignTimeout = 10 * time.Second
+
+func (cc clusterCores) For(agent string) (workbench.Core, error) {
+	c := cc.c
+	ctx, cancel := context.WithTimeout(context.Background(), assignTimeout)
+	defer cancel()
+	id, err := c.shardOf(ctx, agent)
+	if err != nil {
+		if control.IsRetryable(err) {
+			return nil, fmt.Errorf("%w (placing root: %v)", shard.ErrNotLeader, err)
+		}
+		return nil, err
+	}
+	r := c.replica(id)
+	if r == nil || !r.Ready() {
+		return nil, shard.ErrNotLeader
+	}
+	if _, ok := c.assigned.Load(agent); ok {
+		return r, nil
+	}
+	v, err := r.ReadView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !v.HoldsRoot(agent) {
+		res, err := r.Propose(ctx, meta.Header{TimeMs: time.Now().UnixMilli()}, meta.AssignRoot{Agent: agent})
+		if err != nil {
+			return nil, err
+		}
+		if res.Err != nil {
+			return nil, res.Err
+		}
+	}
+	c.assigned.Store(agent, struct{}{})
+	return r, nil
+}
+
+func (cc clusterCores) All() []workbench.Core {
+	list := cc.c.replicaList()
+	ids := make([]int, 0, len(list))
+	for id := range list {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	out := make([]workbench.Core, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, list[id])
+	}
+	return out
+}
+
+// clusterCollector exports every local replica's Raft figures.
+type clusterCollector struct{ c *ClusterNode }
+
+func (cc clusterCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descApplied
+	ch <- descCommit
+	ch <- descReady
+}
+
+func (cc clusterCollector) Collect(ch chan<- prometheus.Metric) {
+	for id, r := range cc.c.replicaList() {
+		st := r.Stats()
+		ready := 0.0
+		if st.Ready {
+			ready = 1
+		}
+		label := strconv.Itoa(id)
+		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(st.AppliedVersion), label)
+		ch <- prometheus.MustNewConstMetric(descCommit, prometheus.GaugeValue, float64(st.CommitIndex), label)
+		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready, label)
+	}
+}

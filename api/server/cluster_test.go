@@ -1,0 +1,217 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/ops"
+)
+
+// startTestEtcd starts a one-member etcd on loopback and returns its client endpoint.
+func startTestEtcd(t *testing.T) string {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Name = "m0"
+	cfg.Dir = filepath.Join(t.TempDir(), "etcd")
+	peer, client := freeURL(t), freeURL(t)
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.InitialCluster = cfg.Name + "=" + peer.String()
+	cfg.LogLevel = "error"
+	cfg.TickMs, cfg.ElectionMs = 25, 250
+	cfg.UnsafeNoFsync = true
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		t.Fatal("etcd did not become ready")
+	}
+	return client.Host
+}
+
+func freeURL(t *testing.T) url.URL {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return url.URL{Scheme: "http", Host: ln.Addr().String()}
+}
+
+// clusterConfig is a loopback cluster node configuration.
+func clusterConfig(t *testing.T, srv *s3test.Server, bucket, etcd string) ops.Config {
+	cfg := s3Config(t, srv, bucket, "")
+	cfg.Cluster = true
+	cfg.PeerListen = "127.0.0.1:0"
+	cfg.Etcd = etcd
+	cfg.Shards = 2
+	cfg.Replication = 3
+	cfg.ShutdownTimeout = 5 * time.Second
+	return cfg
+}
+
+type testClusterNode struct {
+	*ClusterNode
+	url  string
+	stop context.CancelFunc
+	done chan error
+}
+
+func startClusterNode(t *testing.T, cfg ops.Config) *testClusterNode {
+	t.Helper()
+	n, err := OpenCluster(t.Context(), cfg, testCreds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tn := &testClusterNode{ClusterNode: n, stop: cancel, done: make(chan error, 1)}
+	addr := make(chan net.Addr, 1)
+	go func() { tn.done <- n.Serve(ctx, func(a net.Addr) { addr <- a }) }()
+	tn.url = "http://" + (<-addr).String()
+	t.Cleanup(func() { tn.shutdown() })
+	return tn
+}
+
+func (tn *testClusterNode) shutdown() {
+	if tn.stop == nil {
+		return
+	}
+	tn.stop()
+	<-tn.done
+	tn.Close()
+	tn.stop = nil
+}
+
+// request sends one request, retrying retryable answers (503) until 30 s have passed.
+func request(t *testing.T, method, u string, body []byte) (int, []byte) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(t.Context(), method, u, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/octet-stream")
+		resp, err := http.DefaultClient.Do(req)
+		var code int
+		var b []byte
+		if err == nil {
+			b, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			code = resp.StatusCode
+		}
+		if (err == nil && code != http.StatusServiceUnavailable) || time.Now().After(deadline) {
+			if err != nil {
+				t.Fatalf("%s %s: %v", method, u, err)
+			}
+			return code, b
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestClusterConfigRequiresS3(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Cluster = true
+	cfg.PeerListen = "127.0.0.1:0"
+	cfg.Etcd = "127.0.0.1:1"
+	_, err := OpenCluster(t.Context(), cfg, ops.Credentials{}, nil)
+	var ce *ops.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Blob" {
+		t.Fatalf("OpenCluster on the dir blob store: %v, want a ConfigError on Blob", err)
+	}
+}
+
+func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, MinIO and three nodes")
+	}
+	srv := s3test.Start(t)
+	bucket := s3test.Bucket()
+	etcd := startTestEtcd(t)
+	var nodes []*testClusterNode
+	for range 3 {
+		nodes = append(nodes, startClusterNode(t, clusterConfig(t, srv, bucket, etcd)))
+	}
+
+	// Write through node 0, read through every node (forwarded to the leader).
+	ws := "/v1/agents/alice/workbenches/w1"
+	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
+		t.Fatalf("create workbench: %d %s", code, b)
+	}
+	for i := range 5 {
+		body := []byte(fmt.Sprintf("body %d", i))
+		if code, b := request(t, http.MethodPut, nodes[i%3].url+ws+fmt.Sprintf("/files/input/f%d", i), body); code/100 != 2 {
+			t.Fatalf("put f%d: %d %s", i, code, b)
+		}
+	}
+	for _, n := range nodes {
+		code, b := request(t, http.MethodGet, n.url+ws+"/files/input/f1", nil)
+		if code != http.StatusOK || string(b) != "body 1" {
+			t.Fatalf("read through %s: %d %q", n.url, code, b)
+		}
+	}
+
+	// Wait until the shard of alice has three voters, then stop its leader.
+	id, ok := nodes[0].placement.Cached("alice")
+	if !ok {
+		t.Fatal("alice is not placed")
+	}
+	var leader *testClusterNode
+	deadline := time.Now().Add(40 * time.Second)
+	for leader == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the shard never had three voters and a leader")
+		}
+		for _, n := range nodes {
+			r := n.replica(id)
+			if r == nil || r.Stats().State != "Leader" {
+				continue
+			}
+			members, err := r.Configuration()
+			voters := 0
+			for _, m := range members {
+				if m.Voter {
+					voters++
+				}
+			}
+			if err == nil && voters == 3 {
+				leader = n
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	leader.shutdown()
+	var survivors []*testClusterNode
+	for _, n := range nodes {
+		if n != leader {
+			survivors = append(survivors, n)
+		}
+	}
+	for i := 5; i < 8; i++ {
+		body := []byte(fmt.Sprintf("body %d", i))
+		if code, b := request(t, http.MethodPut, survivors[i%2].url+ws+fmt.Sprintf("/files/input/f%d", i), body); code/100 != 2 {
+			t.Fatalf("put f%d after the leader left: %d %s", i, code, b)
+		}
+	}
+	for i := range 8 {
+		code, b := request(t, http.MethodGet, survivors[(i+1)%2].url+ws+fmt.Sprintf("/files/input/f%d", i), nil)
+		if code != http.StatusOK || string(b) != fmt.Sprintf("body %d", i) {
+			t.Fatalf("read f%d after failover: %d %q", i, code, b)
+		}
+	}
+}
