@@ -630,6 +630,7 @@ func (cc clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descApplied
 	ch <- descCommit
 	ch <- descReady
+	ch <- descVoters
 }
 
 func (cc clusterCollector) Collect(ch chan<- prometheus.Metric) {
@@ -643,5 +644,19 @@ func (cc clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(st.AppliedVersion), label)
 		ch <- prometheus.MustNewConstMetric(descCommit, prometheus.GaugeValue, float64(st.CommitIndex), label)
 		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready, label)
+		if st.State != "Leader" {
+			continue
+		}
+		if members, err := r.Configuration(); err == nil {
+			voters := 0
+			for _, m := range members {
+				if m.Voter {
+					voters++
+				}
+			}
+			ch <- prometheus.MustNewConstMetric(descVoters, prometheus.GaugeValue, float64(voters), label)
+		}
 	}
 }
+
+var descVoters = prometheus.NewDesc("cairn_shard_voters", "Voters in the shard's Raft configuration, as its leader (this node) sees it.", []string{"shard"}, nil)

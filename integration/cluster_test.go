@@ -1,0 +1,210 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/ops"
+)
+
+// Tests of `cairn serve --cluster`: a real etcd (embedded in the test process), a real
+// MinIO, and three real `cairn serve` processes on loopback.
+
+// clusterFailoverBound bounds the time from the kill of a shard leader to the first
+// write acknowledged through a survivor. Generous: a failover takes about a second
+// (election) plus the routing's leader-hint refresh.
+const clusterFailoverBound = 20 * time.Second
+
+// startEtcd starts a one-member etcd on loopback and returns its client endpoint.
+func startEtcd(t *testing.T) string {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Name = "m0"
+	cfg.Dir = filepath.Join(t.TempDir(), "etcd")
+	peer, client := freeLoopbackURL(t), freeLoopbackURL(t)
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.InitialCluster = cfg.Name + "=" + peer.String()
+	cfg.LogLevel = "error"
+	cfg.UnsafeNoFsync = true
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		t.Fatal("etcd did not become ready")
+	}
+	return client.Host
+}
+
+func freeLoopbackURL(t *testing.T) url.URL {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return url.URL{Scheme: "http", Host: ln.Addr().String()}
+}
+
+// clusterDo sends one request, retrying retryable answers (503) and transport errors
+// until bound has passed; it returns the last status and body (status 0: no answer).
+func clusterDo(method, u string, body []byte, bound time.Duration) (int, []byte) {
+	hc := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(bound)
+	for {
+		req, _ := http.NewRequest(method, u, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/octet-stream")
+		code, b := 0, []byte(nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			b, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			code = resp.StatusCode
+		} else {
+			b = []byte(err.Error())
+		}
+		if (code != 0 && code != http.StatusServiceUnavailable) || time.Now().After(deadline) {
+			return code, b
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// shardLeader finds, through /metrics, the server that leads shard with want voters.
+func shardLeader(t *testing.T, servers []*server, shard int, want int) *server {
+	t.Helper()
+	ready := fmt.Sprintf("cairn_shard_ready{shard=\"%d\"} 1", shard)
+	voters := fmt.Sprintf("cairn_shard_voters{shard=\"%d\"} %d", shard, want)
+	hc := &http.Client{Timeout: 5 * time.Second}
+	var leader *server
+	eventually(t, 60*time.Second, fmt.Sprintf("shard %d has a ready leader with %d voters", shard, want), func() error {
+		for _, s := range servers {
+			if s.proc == nil {
+				continue
+			}
+			resp, err := hc.Get(s.URL + "/metrics")
+			if err != nil {
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), ready) && strings.Contains(string(b), voters) {
+				leader = s
+				return nil
+			}
+		}
+		return fmt.Errorf("no such leader yet")
+	})
+	return leader
+}
+
+func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
+	m := s3test.Start(t)
+	bucket := s3test.Bucket()
+	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
+	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
+	etcd := startEtcd(t)
+
+	var servers []*server
+	for i := range 3 {
+		servers = append(servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), serveArgs(
+			"--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", etcd, "--shards", "2", "--replication", "3",
+			"--blob", "s3://"+bucket, "--s3-endpoint", "http://"+m.Endpoint, "--shutdown-timeout", "5s",
+		)))
+	}
+
+	// Write through node 0; read back through the others (forwarded to the leader).
+	const agent, wb = "alice", "w1"
+	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
+		t.Fatalf("create workbench: %d %s", code, b)
+	}
+	acked := map[string]string{}
+	put := func(s *server, i int, bound time.Duration) bool {
+		name := fmt.Sprintf("input/f%03d", i)
+		body := fmt.Sprintf("body %d written through %s", i, s.URL)
+		code, b := clusterDo(http.MethodPut, fileURL(s.URL, agent, wb, name), []byte(body), bound)
+		if code/100 != 2 {
+			t.Logf("put %s through %s: %d %s", name, s.URL, code, b)
+			return false
+		}
+		acked[name] = body
+		return true
+	}
+	for i := range 6 {
+		if !put(servers[i%3], i, 30*time.Second) {
+			t.Fatalf("put %d before the kill failed", i)
+		}
+	}
+	for _, s := range servers {
+		code, b := clusterDo(http.MethodGet, fileURL(s.URL, agent, wb, "input/f001"), nil, 30*time.Second)
+		if code != http.StatusOK || string(b) != acked["input/f001"] {
+			t.Fatalf("read through %s: %d %q", s.URL, code, b)
+		}
+	}
+
+	// Which shard holds the root, from etcd; wait until its leader has three voters.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	resp, err := cli.Get(ctx, "/cairn/roots/"+agent)
+	cancel()
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("placement of %s in etcd: %v %v", agent, err, resp)
+	}
+	var rec struct {
+		Shard int `json:"shard"`
+	}
+	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
+		t.Fatal(err)
+	}
+	leader := shardLeader(t, servers, rec.Shard, 3)
+	var survivors []*server
+	for _, s := range servers {
+		if s != leader {
+			survivors = append(survivors, s)
+		}
+	}
+
+	leader.kill9()
+	killed := time.Now()
+	if !put(survivors[0], 100, clusterFailoverBound) {
+		t.Fatalf("no write was acknowledged through a survivor within %v of the leader's kill -9", clusterFailoverBound)
+	}
+	t.Logf("first write after kill -9 of the leader of shard %d acknowledged after %v", rec.Shard, time.Since(killed).Round(time.Millisecond))
+	for i := 101; i < 106; i++ {
+		if !put(survivors[i%2], i, 30*time.Second) {
+			t.Fatalf("put %d after the failover failed", i)
+		}
+	}
+
+	// Every acknowledged write reads back through both survivors.
+	for _, s := range survivors {
+		for name, want := range acked {
+			code, b := clusterDo(http.MethodGet, fileURL(s.URL, agent, wb, name), nil, 30*time.Second)
+			if code != http.StatusOK || string(b) != want {
+				t.Fatalf("read %s through %s after the failover: %d %q, want %q", name, s.URL, code, b, want)
+			}
+		}
+	}
+}
