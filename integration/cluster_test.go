@@ -199,12 +199,70 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 	}
 
 	// Every acknowledged write reads back through both survivors.
-	for _, s := range survivors {
-		for name, want := range acked {
-			code, b := clusterDo(http.MethodGet, fileURL(s.URL, agent, wb, name), nil, 30*time.Second)
-			if code != http.StatusOK || string(b) != want {
-				t.Fatalf("read %s through %s after the failover: %d %q, want %q", name, s.URL, code, b, want)
+	readAll := func(through []*server, when string) {
+		t.Helper()
+		for _, s := range through {
+			for name, want := range acked {
+				code, b := clusterDo(http.MethodGet, fileURL(s.URL, agent, wb, name), nil, 30*time.Second)
+				if code != http.StatusOK || string(b) != want {
+					t.Fatalf("read %s through %s %s: %d %q, want %q", name, s.URL, when, code, b, want)
+				}
 			}
 		}
 	}
+	readAll(survivors, "after the failover")
+
+	// The killed node restarts (on new ports: the leader learns its new peer address from
+	// the registry) and its replica catches up with the leader's.
+	leader.restart()
+	newLeader := shardLeader(t, survivors, rec.Shard, 3)
+	metric := fmt.Sprintf("cairn_shard_applied_version{shard=\"%d\"}", rec.Shard)
+	want := metricValue(t, newLeader, metric)
+	eventually(t, 60*time.Second, "the restarted node's replica catches up", func() error {
+		if got := metricValue(t, leader, metric); got < want {
+			return fmt.Errorf("applied version %v, leader had %v", got, want)
+		}
+		return nil
+	})
+
+	if !strings.Contains(newLeader.log.String(), "member peer address updated") {
+		t.Errorf("the leader did not update the restarted node's peer address:\n%s", newLeader.log.tail(8<<10))
+	}
+
+	// SIGTERM on the leader: it hands its leadership over before it exits, and writes go on.
+	newLeader.stop()
+	if !strings.Contains(newLeader.log.String(), "leadership transferred") {
+		t.Errorf("the leader stopped by SIGTERM did not log a leadership transfer:\n%s", newLeader.log.tail(8<<10))
+	}
+	var rest []*server
+	for _, s := range servers {
+		if s.proc != nil {
+			rest = append(rest, s)
+		}
+	}
+	for i := 200; i < 204; i++ {
+		if !put(rest[i%2], i, clusterFailoverBound) {
+			t.Fatalf("put %d after the SIGTERM of the leader failed", i)
+		}
+	}
+	readAll(rest, "after the SIGTERM of the leader")
+}
+
+// metricValue reads one sample of s's /metrics (0 when absent).
+func metricValue(t *testing.T, s *server, sample string) float64 {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(s.URL + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			var f float64
+			fmt.Sscan(v, &f)
+			return f
+		}
+	}
+	return 0
 }

@@ -466,6 +466,7 @@ func (c *ClusterNode) watchHints(ctx context.Context) {
 // the hint is advisory, routing also asks the local replicas).
 func (c *ClusterNode) publishHints(ctx context.Context) {
 	published := map[int]uint64{}
+	tick := 0
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -474,8 +475,12 @@ func (c *ClusterNode) publishHints(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		tick++
 		for id, r := range c.replicaList() {
 			st := r.Stats()
+			if st.State == "Leader" && tick%addressCheckTicks == 0 {
+				c.fixAddresses(ctx, id, r)
+			}
 			if st.State != "Leader" || published[id] == st.Term {
 				continue
 			}
@@ -486,6 +491,36 @@ func (c *ClusterNode) publishHints(ctx context.Context) {
 				continue
 			}
 			published[id] = st.Term
+		}
+	}
+}
+
+// addressCheckTicks: a leader compares its group's peer addresses with the registry every
+// this many publishHints ticks (2 s).
+const addressCheckTicks = 10
+
+// fixAddresses updates, in shard id's Raft configuration, the address of every member
+// that registered a different peer address (a node restarted on another port): without
+// it the leader would keep dialling the old one.
+func (c *ClusterNode) fixAddresses(ctx context.Context, id int, r *shard.Shard) {
+	members, err := r.Configuration()
+	if err != nil {
+		return
+	}
+	nodes := *c.nodes.Load()
+	for _, m := range members {
+		info, ok := nodes[m.ID]
+		if !ok || info.PeerAddr == "" || info.PeerAddr == m.Address || m.ID == c.nodeID {
+			continue
+		}
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		// AddNonvoter on an existing member only updates its address (a voter stays one).
+		err := r.AddNonvoter(actx, m.ID, info.PeerAddr)
+		cancel()
+		if err != nil {
+			c.log.Warn("updating a member's peer address", "shard", id, "node", m.ID, "addr", info.PeerAddr, "err", err)
+		} else {
+			c.log.Info("member peer address updated", "shard", id, "node", m.ID, "from", m.Address, "to", info.PeerAddr)
 		}
 	}
 }
