@@ -319,7 +319,7 @@ func (c *ClusterNode) TransferLeadership(ctx context.Context) {
 	c.closing.Store(true)
 	var wg sync.WaitGroup
 	for id, r := range c.replicaList() {
-		if r.Stats().State != "Leader" {
+		if r.Stats().State != "Leader" || !hasOtherVoter(r, c.nodeID) {
 			continue
 		}
 		wg.Add(1)
@@ -333,6 +333,21 @@ func (c *ClusterNode) TransferLeadership(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// hasOtherVoter reports whether r's group has a voter other than self (someone to hand
+// leadership to).
+func hasOtherVoter(r *shard.Shard, self string) bool {
+	members, err := r.Configuration()
+	if err != nil {
+		return false
+	}
+	for _, m := range members {
+		if m.Voter && m.ID != self {
+			return true
+		}
+	}
+	return false
 }
 
 // Close stops the node: controller, registration, replicas, ports, etcd client, blob

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,13 @@ import (
 
 // startTestEtcd starts a one-member etcd on loopback and returns its client endpoint.
 func startTestEtcd(t *testing.T) string {
+	endpoint, _ := startTestEtcdServer(t)
+	return endpoint
+}
+
+// startTestEtcdServer is startTestEtcd that also returns a function that stops etcd
+// early (the cleanup then does nothing).
+func startTestEtcdServer(t *testing.T) (string, func()) {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name = "m0"
@@ -36,13 +44,15 @@ func startTestEtcd(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Close)
+	var once sync.Once
+	stop := func() { once.Do(e.Close) }
+	t.Cleanup(stop)
 	select {
 	case <-e.Server.ReadyNotify():
 	case <-time.After(30 * time.Second):
 		t.Fatal("etcd did not become ready")
 	}
-	return client.Host
+	return client.Host, stop
 }
 
 func freeURL(t *testing.T) url.URL {
@@ -213,5 +223,41 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 		if code != http.StatusOK || string(b) != fmt.Sprintf("body %d", i) {
 			t.Fatalf("read f%d after failover: %d %q", i, code, b)
 		}
+	}
+}
+
+func TestClusterKeepsServingPlacedRootsWhileEtcdIsDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, MinIO and a node")
+	}
+	srv := s3test.Start(t)
+	endpoint, stopEtcd := startTestEtcdServer(t)
+	cfg := clusterConfig(t, srv, s3test.Bucket(), endpoint)
+	cfg.Replication = 1
+	n := startClusterNode(t, cfg)
+	ws := n.url + "/v1/agents/alice/workbenches/w1"
+	if code, b := request(t, http.MethodPut, ws, nil); code/100 != 2 {
+		t.Fatalf("create workbench: %d %s", code, b)
+	}
+	if code, b := request(t, http.MethodPut, ws+"/files/input/a", []byte("before")); code/100 != 2 {
+		t.Fatalf("put: %d %s", code, b)
+	}
+
+	stopEtcd()
+	if code, b := request(t, http.MethodPut, ws+"/files/input/b", []byte("during")); code/100 != 2 {
+		t.Fatalf("put to a placed root while etcd is down: %d %s", code, b)
+	}
+	if code, b := request(t, http.MethodGet, ws+"/files/input/a", nil); code != http.StatusOK || string(b) != "before" {
+		t.Fatalf("read of a placed root while etcd is down: %d %q", code, b)
+	}
+	// A new root cannot be placed: a retryable NotOwner, not a failure.
+	resp, err := http.Post(n.url+"/v1/agents/bob/workbenches/w1/files/input/a", "application/octet-stream", bytes.NewReader([]byte("x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(b, []byte(`"retryable":true`)) || !bytes.Contains(b, []byte("NotOwner")) {
+		t.Fatalf("new root while etcd is down: %d %s, want a retryable NotOwner 503", resp.StatusCode, b)
 	}
 }
