@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -179,6 +180,11 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := shardLeader(t, servers, rec.Shard, 3)
+	status := mustCLI(t, cliOptions{bin: cairnBin}, "admin", "cluster", "status", "--server", servers[0].URL)
+	if len(regexp.MustCompile(`(?m)^[01] +\S+ +leader +\d+$`).FindAllString(status.stdout, -1)) != 2 ||
+		!strings.Contains(status.stdout, "2 shards, replication 3") {
+		t.Fatalf("cairn admin cluster status: want both shards with a leader:\n%s", status)
+	}
 	var survivors []*server
 	for _, s := range servers {
 		if s != leader {

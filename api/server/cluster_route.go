@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -73,6 +75,10 @@ func writeNotOwner(w http.ResponseWriter, msg, leader string) {
 // shard and forwards it to the leader otherwise (forwarded: never forward again).
 func (c *ClusterNode) route(forwarded bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == ClusterStatusPath {
+			c.serveStatus(w, r)
+			return
+		}
 		agent, ok := agentOf(r)
 		if !ok {
 			c.local.ServeHTTP(w, r)
@@ -380,4 +386,71 @@ func (a clusterAdmin) Promote(ctx context.Context, fence int64, id int, node str
 func (a clusterAdmin) Remove(ctx context.Context, fence int64, id int, node string) error {
 	_, err := a.onLeader(ctx, adminCall{Op: "remove", Fence: fence, Shard: id, Node: node})
 	return err
+}
+
+// ClusterStatusPath is the client-port path of the cluster status (cairn admin cluster
+// status): nodes, shards, leaders and each member's applied-index lag.
+const ClusterStatusPath = "/v1/admin/cluster"
+
+// ClusterStatus is the answer of GET ClusterStatusPath.
+type ClusterStatus struct {
+	ClusterID   string               `json:"cluster_id"`
+	Shards      int                  `json:"shards"`
+	Replication int                  `json:"replication"`
+	Node        string               `json:"node"` // the node that answered
+	Nodes       []ClusterNodeStatus  `json:"nodes"`
+	ShardStatus []ClusterShardStatus `json:"shard_status"`
+}
+
+// ClusterNodeStatus is one registered node.
+type ClusterNodeStatus struct {
+	ID        string    `json:"id"`
+	ClientURL string    `json:"client_url"`
+	PeerAddr  string    `json:"peer_addr"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// ClusterShardStatus is one shard as its leader sees it (Error when no leader answered).
+type ClusterShardStatus struct {
+	Shard   int              `json:"shard"`
+	Leader  string           `json:"leader,omitempty"`
+	Members []control.Server `json:"members,omitempty"`
+	Error   string           `json:"error,omitempty"`
+}
+
+// Status gathers the cluster status (see ClusterStatus).
+func (c *ClusterNode) Status(ctx context.Context) ClusterStatus {
+	st := ClusterStatus{ClusterID: c.cluster.ID, Shards: c.cluster.Shards, Replication: c.cluster.Replication, Node: c.nodeID}
+	for id, info := range *c.nodes.Load() {
+		st.Nodes = append(st.Nodes, ClusterNodeStatus{ID: id, ClientURL: info.ClientURL, PeerAddr: info.PeerAddr, StartedAt: info.StartedAt})
+	}
+	slices.SortFunc(st.Nodes, func(a, b ClusterNodeStatus) int { return strings.Compare(a.ID, b.ID) })
+	st.ShardStatus = make([]ClusterShardStatus, c.cluster.Shards)
+	var wg sync.WaitGroup
+	for id := range c.cluster.Shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			s, err := clusterAdmin{c}.Status(sctx, id)
+			ss := ClusterShardStatus{Shard: id, Leader: s.Leader, Members: s.Servers}
+			if err != nil {
+				ss.Error = err.Error()
+			}
+			st.ShardStatus[id] = ss
+		}()
+	}
+	wg.Wait()
+	return st
+}
+
+func (c *ClusterNode) serveStatus(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(c.Status(r.Context()))
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -205,6 +206,24 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The cluster status, asked of any node, names the nodes, the leader and the lags.
+	for _, n := range nodes {
+		code, b := request(t, http.MethodGet, n.url+ClusterStatusPath, nil)
+		var st ClusterStatus
+		if code != http.StatusOK || json.Unmarshal(b, &st) != nil {
+			t.Fatalf("cluster status through %s: %d %s", n.url, code, b)
+		}
+		ss := st.ShardStatus[id]
+		if len(st.Nodes) != 3 || st.Shards != 2 || ss.Leader != leader.nodeID || len(ss.Members) != 3 {
+			t.Fatalf("cluster status through %s: %s", n.url, b)
+		}
+		for _, m := range ss.Members {
+			if !m.Voter || m.Lag < 0 {
+				t.Fatalf("cluster status through %s: member %+v (want a voter with a known lag): %s", n.url, m, b)
+			}
+		}
+	}
+
 	leader.shutdown()
 	var survivors []*testClusterNode
 	for _, n := range nodes {

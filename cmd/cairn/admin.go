@@ -24,7 +24,7 @@ func addAdminCommands(root *cobra.Command) {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	admin.AddCommand(newAdminGCCommand())
+	admin.AddCommand(newAdminGCCommand(), newAdminClusterCommand())
 	root.AddCommand(admin)
 }
 
