@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/shard/mux"
+)
+
+// writePeerTLS writes a CA and a node certificate for 127.0.0.1 (server and client
+// authentication) as PEM files and returns their paths.
+func writePeerTLS(t *testing.T) (cert, key, ca string) {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cairn test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	nodeKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "node"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	nodeDER, err := x509.CreateCertificate(rand.Reader, nodeTmpl, caCert, &nodeKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(nodeKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return write("node.pem", "CERTIFICATE", nodeDER), write("node.key", "EC PRIVATE KEY", keyDER), write("ca.pem", "CERTIFICATE", caDER)
+}
+
+func TestClusterPeersTalkOverMutualTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, MinIO and three nodes")
+	}
+	srv := s3test.Start(t)
+	bucket := s3test.Bucket()
+	etcd := startTestEtcd(t)
+	cert, key, ca := writePeerTLS(t)
+	var nodes []*testClusterNode
+	for range 3 {
+		cfg := clusterConfig(t, srv, bucket, etcd)
+		cfg.PeerTLSCert, cfg.PeerTLSKey, cfg.PeerTLSCA = cert, key, ca
+		nodes = append(nodes, startClusterNode(t, cfg))
+	}
+	ws := "/v1/agents/tls/workbenches/w1"
+	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
+		t.Fatalf("create workbench: %d %s", code, b)
+	}
+	for i, n := range nodes {
+		if code, b := request(t, http.MethodPut, n.url+ws+"/files/input/f", []byte{byte('a' + i)}); code/100 != 2 {
+			t.Fatalf("put through node %d: %d %s", i, code, b)
+		}
+		for j, m := range nodes {
+			if code, b := request(t, http.MethodGet, m.url+ws+"/files/input/f", nil); code != http.StatusOK || string(b) != string(rune('a'+i)) {
+				t.Fatalf("read through node %d after a put through node %d: %d %q", j, i, code, b)
+			}
+		}
+	}
+
+	// A peer without the cluster's certificate gets no stream.
+	plain, err := mux.Listen("127.0.0.1:0", mux.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if conn, err := plain.Dial(ctx, nodes[0].peer.Addr().String(), mux.StreamForward); err == nil {
+		// The handshake may only fail at the first read.
+		conn.SetDeadline(time.Now().Add(2 * time.Second))
+		_, werr := conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
+		buf := make([]byte, 64)
+		n, rerr := conn.Read(buf)
+		conn.Close()
+		if werr == nil && rerr == nil && n > 0 {
+			t.Fatalf("a plain-TCP peer was served over the TLS peer port: %q", buf[:n])
+		}
+	}
+}
