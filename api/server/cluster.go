@@ -42,6 +42,13 @@ import (
 	"github.com/cairnstore/cairn/shard/mux"
 )
 
+// controllerInterval is the time between the controller's reconcile rounds; a node absent
+// from the registry for controllerGrace has its replicas replaced (tests shorten both).
+var (
+	controllerInterval = 2 * time.Second
+	controllerGrace    = 30 * time.Second
+)
+
 // clusterStartTimeout bounds reaching etcd at start (creating or joining the cluster,
 // registering the node).
 const clusterStartTimeout = 30 * time.Second
@@ -230,7 +237,7 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	}
 	c.goRun(func() { c.publishHints(wctx) })
 	if c.ctrl, err = c.plane.NewController(clusterAdmin{c}, control.ControllerConfig{ID: c.nodeID,
-		Interval: 2 * time.Second, Grace: 30 * time.Second}); err != nil {
+		Interval: controllerInterval, Grace: controllerGrace}); err != nil {
 		return err
 	}
 	c.goRun(func() {

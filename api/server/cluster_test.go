@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -278,5 +279,102 @@ func TestClusterKeepsServingPlacedRootsWhileEtcdIsDown(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(b, []byte(`"retryable":true`)) || !bytes.Contains(b, []byte("NotOwner")) {
 		t.Fatalf("new root while etcd is down: %d %s, want a retryable NotOwner 503", resp.StatusCode, b)
+	}
+}
+
+// voterSets returns, per shard, the voters its leader reports (from any node's status).
+func voterSets(t *testing.T, n *testClusterNode) map[int][]string {
+	t.Helper()
+	st := n.Status(t.Context())
+	out := map[int][]string{}
+	for _, s := range st.ShardStatus {
+		if s.Error != "" {
+			continue
+		}
+		for _, m := range s.Members {
+			if m.Voter {
+				out[s.Shard] = append(out[s.Shard], m.ID)
+			} else {
+				out[s.Shard] = append(out[s.Shard], "nonvoter:"+m.ID)
+			}
+		}
+	}
+	return out
+}
+
+func TestClusterReplacesAFailedNodeWithANewOne(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, MinIO and four nodes")
+	}
+	interval, grace := controllerInterval, controllerGrace
+	controllerInterval, controllerGrace = 500*time.Millisecond, 2*time.Second
+	t.Cleanup(func() { controllerInterval, controllerGrace = interval, grace })
+
+	srv := s3test.Start(t)
+	bucket := s3test.Bucket()
+	etcd := startTestEtcd(t)
+	var nodes []*testClusterNode
+	for range 3 {
+		nodes = append(nodes, startClusterNode(t, clusterConfig(t, srv, bucket, etcd)))
+	}
+	agents := []string{"a1", "a2", "a3", "a4"}
+	for _, a := range agents {
+		ws := nodes[0].url + "/v1/agents/" + a + "/workbenches/w1"
+		if code, b := request(t, http.MethodPut, ws, nil); code/100 != 2 {
+			t.Fatalf("create workbench of %s: %d %s", a, code, b)
+		}
+		if code, b := request(t, http.MethodPut, ws+"/files/input/f", []byte(a)); code/100 != 2 {
+			t.Fatalf("put of %s: %d %s", a, code, b)
+		}
+	}
+	full := func(n *testClusterNode, want func(voters []string) bool) error {
+		sets := voterSets(t, n)
+		if len(sets) != 2 {
+			return fmt.Errorf("status of %d shards: %v", len(sets), sets)
+		}
+		for id, vs := range sets {
+			if !want(vs) {
+				return fmt.Errorf("shard %d: %v", id, vs)
+			}
+		}
+		return nil
+	}
+	waitFor := func(what string, f func() error) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			err := f()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v", what, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitFor("three voters per shard", func() error {
+		return full(nodes[0], func(vs []string) bool { return len(vs) == 3 && !strings.Contains(fmt.Sprint(vs), "nonvoter") })
+	})
+
+	// A fourth node joins; then node 2 leaves for good. Its replicas move to the new node.
+	fourth := startClusterNode(t, clusterConfig(t, srv, bucket, etcd))
+	gone := nodes[2].nodeID
+	nodes[2].shutdown()
+	nodes = []*testClusterNode{nodes[0], nodes[1], fourth}
+	waitFor("the failed node is replaced in every shard", func() error {
+		return full(nodes[0], func(vs []string) bool {
+			s := fmt.Sprint(vs)
+			return len(vs) == 3 && !strings.Contains(s, "nonvoter") && !strings.Contains(s, gone) && strings.Contains(s, fourth.nodeID)
+		})
+	})
+	for i, a := range agents {
+		ws := "/v1/agents/" + a + "/workbenches/w1"
+		if code, b := request(t, http.MethodGet, nodes[i%3].url+ws+"/files/input/f", nil); code != http.StatusOK || string(b) != a {
+			t.Fatalf("read of %s after the replacement: %d %q", a, code, b)
+		}
+		if code, b := request(t, http.MethodPut, nodes[(i+1)%3].url+ws+"/files/input/g", []byte(a)); code/100 != 2 {
+			t.Fatalf("put of %s after the replacement: %d %s", a, code, b)
+		}
 	}
 }
