@@ -185,7 +185,8 @@ type Config struct {
 	// advertise_client. Default "".
 	AdvertiseClient string
 	// AdvertisePeer is the peer address, host:port, other nodes dial. Empty means the
-	// bound PeerListen address. YAML advertise_peer. Default "".
+	// bound PeerListen address; required when PeerListen binds every interface (0.0.0.0,
+	// ::). YAML advertise_peer. Default "".
 	AdvertisePeer string
 	// Etcd is the comma-separated list of etcd endpoints of the control plane
 	// ("127.0.0.1:2379,127.0.0.1:22379" or http:// / https:// URLs). Required with
@@ -430,6 +431,11 @@ func (c Config) validateCluster() []*ConfigError {
 	}
 	if c.PeerListen == "" {
 		bad("PeerListen", "must be set in cluster mode", "")
+	}
+	if host, _, err := net.SplitHostPort(c.PeerListen); err == nil && c.AdvertisePeer == "" {
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			bad("AdvertisePeer", "must be set when PeerListen binds every interface (other nodes cannot dial "+c.PeerListen+")", "")
+		}
 	}
 	return errs
 }

@@ -264,6 +264,11 @@ func TestValidateRules(t *testing.T) {
 		{"a zero replication factor is rejected", func(c *Config) { validCluster(c); c.Replication = 0 }, "Replication"},
 		{"an advertised peer address without a port is rejected", func(c *Config) { validCluster(c); c.AdvertisePeer = "node1" }, "AdvertisePeer"},
 		{"an advertised client address that is not a URL is rejected", func(c *Config) { validCluster(c); c.AdvertiseClient = "node1:7070" }, "AdvertiseClient"},
+		{"a peer listen address on every interface needs an advertised peer address", func(c *Config) {
+			validCluster(c)
+			c.PeerTLSCert, c.PeerTLSKey, c.PeerTLSCA = "n.pem", "n.key", "ca.pem"
+			c.PeerListen = "0.0.0.0:7071"
+		}, "AdvertisePeer"},
 		{"the client listen address stays loopback-only in cluster mode", func(c *Config) { validCluster(c); c.Listen = "0.0.0.0:7070" }, "Listen"},
 	}
 	for _, tt := range tests {
