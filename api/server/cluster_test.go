@@ -378,3 +378,39 @@ func TestClusterReplacesAFailedNodeWithANewOne(t *testing.T) {
 		}
 	}
 }
+
+func TestClusterNodeWithoutAReplicaForwardsThroughTheLeaderHint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, MinIO and two nodes")
+	}
+	srv := s3test.Start(t)
+	bucket := s3test.Bucket()
+	etcd := startTestEtcd(t)
+	cfg := clusterConfig(t, srv, bucket, etcd)
+	cfg.Shards, cfg.Replication = 1, 1
+	a := startClusterNode(t, cfg)
+	// Wait until a hosts the only shard, then start b: it hosts nothing.
+	deadline := time.Now().Add(30 * time.Second)
+	for a.replica(0) == nil || !a.replica(0).Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("node a never led shard 0")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cfg = clusterConfig(t, srv, bucket, etcd)
+	cfg.Shards, cfg.Replication = 1, 1
+	b := startClusterNode(t, cfg)
+	ws := b.url + "/v1/agents/hinted/workbenches/w1"
+	if code, body := request(t, http.MethodPut, ws, nil); code/100 != 2 {
+		t.Fatalf("create workbench through b: %d %s", code, body)
+	}
+	if code, body := request(t, http.MethodPut, ws+"/files/input/f", []byte("via b")); code/100 != 2 {
+		t.Fatalf("put through b: %d %s", code, body)
+	}
+	if code, body := request(t, http.MethodGet, a.url+"/v1/agents/hinted/workbenches/w1/files/input/f", nil); code != http.StatusOK || string(body) != "via b" {
+		t.Fatalf("read through a: %d %q", code, body)
+	}
+	if b.replica(0) != nil {
+		t.Fatal("node b hosts a replica; the test needs a node without one")
+	}
+}
