@@ -500,8 +500,23 @@ func (s *Shard) Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.R
 	}
 	f := s.raft.Apply(data, timeout)
 	s.closeMu.RUnlock()
-	if err := f.Error(); err != nil {
-		return meta.Result{}, mapRaftError(err)
+	// hashicorp/raft's timeout covers only the enqueue: an entry a leader enqueued just
+	// before it shut down, or lost leadership, may never be answered. Wait no longer than
+	// the caller allows (the outcome is then unknown); the waiter ends when raft answers or
+	// shuts down.
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	wait := time.NewTimer(timeout)
+	defer wait.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return meta.Result{}, mapRaftError(err)
+		}
+	case <-ctx.Done():
+		return meta.Result{}, ErrTimeout
+	case <-wait.C:
+		return meta.Result{}, ErrTimeout
 	}
 	res, ok := f.Response().(meta.Result)
 	if !ok {
