@@ -1,0 +1,95 @@
+//go:build long
+
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/ops"
+)
+
+// TestClusterFailoverTime kills the leader of a one-shard, three-node cluster with kill -9
+// (20 times, or $CAIRN_FAILOVER_KILLS) and measures the time from the kill to the first
+// write acknowledged through a survivor. The figure is reported (FAILOVER line: median and
+// max), never asserted: DESIGN.md targets a median of at most 2 s. Every acknowledged
+// write must read back at the end.
+func TestClusterFailoverTime(t *testing.T) {
+	kills := 20
+	if v, err := strconv.Atoi(os.Getenv("CAIRN_FAILOVER_KILLS")); err == nil && v > 0 {
+		kills = v
+	}
+	m := s3test.Start(t)
+	bucket := s3test.Bucket()
+	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
+	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
+	etcd := startEtcd(t)
+	var servers []*server
+	for i := range 3 {
+		servers = append(servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), serveArgs(
+			"--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", etcd, "--shards", "1", "--replication", "3",
+			"--blob", "s3://"+bucket, "--s3-endpoint", "http://"+m.Endpoint, "--shutdown-timeout", "5s",
+		)))
+	}
+	const agent, wb = "failover", "w1"
+	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
+		t.Fatalf("create workbench: %d %s", code, b)
+	}
+	acked := map[string]string{}
+	seq := 0
+	put := func(s *server, bound time.Duration) bool {
+		seq++
+		name := fmt.Sprintf("input/f%05d", seq)
+		body := fmt.Sprintf("write %d", seq)
+		code, _ := clusterDo(http.MethodPut, fileURL(s.URL, agent, wb, name), []byte(body), bound)
+		if code/100 != 2 {
+			return false
+		}
+		acked[name] = body
+		return true
+	}
+	if !put(servers[0], 30*time.Second) {
+		t.Fatal("first write failed")
+	}
+	const metric = `cairn_shard_applied_version{shard="0"}`
+	var times []time.Duration
+	for k := range kills {
+		leader := shardLeader(t, servers, 0, 3)
+		var survivors []*server
+		for _, s := range servers {
+			if s != leader {
+				survivors = append(survivors, s)
+			}
+		}
+		leader.kill9()
+		start := time.Now()
+		if !put(survivors[k%2], clusterFailoverBound) {
+			t.Fatalf("kill %d: no write acknowledged within %v", k, clusterFailoverBound)
+		}
+		times = append(times, time.Since(start))
+		leader.restart()
+		newLeader := shardLeader(t, survivors, 0, 3)
+		want := metricValue(t, newLeader, metric)
+		eventually(t, 60*time.Second, "the restarted node catches up", func() error {
+			if got := metricValue(t, leader, metric); got < want {
+				return fmt.Errorf("applied version %v, leader had %v", got, want)
+			}
+			return nil
+		})
+	}
+	slices.Sort(times)
+	t.Logf("FAILOVER kills=%d median=%v max=%v", len(times), times[len(times)/2].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
+	for name, want := range acked {
+		code, b := clusterDo(http.MethodGet, fileURL(servers[0].URL, agent, wb, name), nil, 30*time.Second)
+		if code != http.StatusOK || string(b) != want {
+			t.Fatalf("read %s: %d %q, want %q", name, code, b, want)
+		}
+	}
+}
