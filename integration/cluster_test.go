@@ -192,6 +192,26 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 		}
 	}
 
+	// A cursor minted by the leader must still verify on the next one (the cursor key is
+	// the cluster's, kept in etcd).
+	const listed = "listed" // a workbench no later write changes
+	if code, b := clusterDo(http.MethodPut, servers[1].URL+"/v1/agents/"+agent+"/workbenches/"+listed, nil, 30*time.Second); code/100 != 2 {
+		t.Fatalf("create workbench %s: %d %s", listed, code, b)
+	}
+	for i := range 3 {
+		if code, b := clusterDo(http.MethodPut, fileURL(servers[2].URL, agent, listed, fmt.Sprintf("input/l%d", i)), []byte("x"), 30*time.Second); code/100 != 2 {
+			t.Fatalf("put into %s: %d %s", listed, code, b)
+		}
+	}
+	listURL := "/v1/agents/" + agent + "/workbenches/" + listed + "/list?path=input&limit=2"
+	code, b := clusterDo(http.MethodGet, servers[0].URL+listURL, nil, 30*time.Second)
+	var page struct {
+		NextCursor string `json:"next_cursor"`
+	}
+	if code != http.StatusOK || json.Unmarshal(b, &page) != nil || page.NextCursor == "" {
+		t.Fatalf("list with limit 2: %d %s", code, b)
+	}
+
 	leader.kill9()
 	killed := time.Now()
 	if !put(survivors[0], 100, clusterFailoverBound) {
@@ -217,6 +237,10 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 		}
 	}
 	readAll(survivors, "after the failover")
+	code, b = clusterDo(http.MethodGet, survivors[0].URL+listURL+"&cursor="+url.QueryEscape(page.NextCursor), nil, 30*time.Second)
+	if code != http.StatusOK {
+		t.Fatalf("list with a cursor minted by the killed leader: %d %s", code, b)
+	}
 
 	// The killed node restarts (on new ports: the leader learns its new peer address from
 	// the registry) and its replica catches up with the leader's.

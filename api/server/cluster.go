@@ -6,12 +6,17 @@ package server
 //
 // Data directory layout in cluster mode (under Config.DataDir):
 //
-//	LOCK, node-id, cursor.key   as in the embedded default
+//	LOCK, node-id               as in the embedded default
+//
+// The key that signs cursors is the cluster's, not the node's (a cursor minted by one
+// leader must verify on the next after a failover): created once in etcd under
+// <prefix>/cursor-key.
 //	shards/<id>/                the replica of shard <id> (its Raft log and snapshots)
 
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -139,14 +144,6 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	if cfg.NodeID != "" {
 		c.nodeID = cfg.NodeID
 	}
-	cursorKey, err := readOrCreate(filepath.Join(cfg.DataDir, "cursor.key"), func() ([]byte, error) {
-		k := make([]byte, 32)
-		_, err := rand.Read(k)
-		return k, err
-	})
-	if err != nil {
-		return err
-	}
 	c.registry = prometheus.NewRegistry()
 	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c.n = &Node{cfg: cfg, creds: c.creds, log: c.log, registry: c.registry}
@@ -196,6 +193,10 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	hints := map[int]control.LeaderHint{}
 	c.hints.Store(&hints)
 	c.placement = c.plane.NewPlacement(c.cluster)
+	cursorKey, err := retryControl(sctx, func() ([]byte, error) { return clusterCursorKey(sctx, c.plane) })
+	if err != nil {
+		return fmt.Errorf("etcd %s: cursor key: %w", cfg.Etcd, err)
+	}
 
 	c.svc, err = workbench.NewWithCores(clusterCores{c}, c.n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
 		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey,
@@ -249,6 +250,38 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	c.log.Info("cluster node started", "node", c.nodeID, "cluster", c.cluster.ID, "shards", c.cluster.Shards,
 		"replication", c.cluster.Replication, "peer", c.peer.Addr().String(), "client", c.clientURL)
 	return nil
+}
+
+// clusterCursorKey returns the cluster's cursor-signing key, creating it (32 random
+// bytes, hex in etcd) if absent with a transaction that succeeds only if the key is
+// absent, so every node signs and verifies with the same key.
+func clusterCursorKey(ctx context.Context, p *control.Plane) ([]byte, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, err
+	}
+	key := p.Config().Prefix + "/cursor-key"
+	ctx, cancel := context.WithTimeout(ctx, p.Config().RequestTimeout)
+	defer cancel()
+	resp, err := p.Client().Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, hex.EncodeToString(raw))).
+		Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", control.ErrControlPlaneUnavailable, err)
+	}
+	if resp.Succeeded {
+		return raw, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) != 1 {
+		return nil, errors.New("server: cursor key vanished from etcd")
+	}
+	k, err := hex.DecodeString(string(kvs[0].Value))
+	if err != nil || len(k) < 16 {
+		return nil, fmt.Errorf("server: malformed cursor key in etcd (%d bytes)", len(k))
+	}
+	return k, nil
 }
 
 func (c *ClusterNode) goRun(f func()) {
