@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,6 +213,51 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 		t.Fatalf("list with limit 2: %d %s", code, b)
 	}
 
+	// Concurrent writers (each write with an Idempotency-Key, through every node) run
+	// across the kill; every write they saw acknowledged must read back.
+	type ack struct{ name, body string }
+	acks := make(chan ack, 10000)
+	stopWriters := make(chan struct{})
+	var writers sync.WaitGroup
+	for w := range 4 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			hc := &http.Client{Timeout: 10 * time.Second}
+			for i := 0; ; i++ {
+				select {
+				case <-stopWriters:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				name := fmt.Sprintf("input/c%d-%04d", w, i)
+				body := fmt.Sprintf("concurrent %d/%d", w, i)
+				key := fmt.Sprintf("cw-%d-%d", w, i)
+				// Retry the same request (same key) on retryable answers, up to 15 s.
+				deadline := time.Now().Add(15 * time.Second)
+				for attempt := 0; time.Now().Before(deadline); attempt++ {
+					target := servers[(w+i+attempt)%3] // another node on every attempt
+					req, _ := http.NewRequest(http.MethodPut, fileURL(target.URL, agent, wb, name), strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/octet-stream")
+					req.Header.Set("Idempotency-Key", key)
+					resp, err := hc.Do(req)
+					if err != nil {
+						time.Sleep(50 * time.Millisecond)
+						continue
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode/100 == 2 {
+						acks <- ack{name, body}
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+
 	leader.kill9()
 	killed := time.Now()
 	if !put(survivors[0], 100, clusterFailoverBound) {
@@ -224,15 +270,31 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 		}
 	}
 
+	time.Sleep(time.Second)
+	close(stopWriters)
+	writers.Wait()
+	close(acks)
+	concurrent := 0
+	for a := range acks {
+		acked[a.name] = a.body
+		concurrent++
+	}
+	t.Logf("%d concurrent writes acknowledged across the kill", concurrent)
+	if concurrent == 0 {
+		t.Fatal("no concurrent write was acknowledged")
+	}
+
 	// Every acknowledged write reads back through both survivors.
+	// (each file through one of them in turn, so that every node serves reads)
 	readAll := func(through []*server, when string) {
 		t.Helper()
-		for _, s := range through {
-			for name, want := range acked {
-				code, b := clusterDo(http.MethodGet, fileURL(s.URL, agent, wb, name), nil, 30*time.Second)
-				if code != http.StatusOK || string(b) != want {
-					t.Fatalf("read %s through %s %s: %d %q, want %q", name, s.URL, when, code, b, want)
-				}
+		i := 0
+		for name, want := range acked {
+			s := through[i%len(through)]
+			i++
+			code, b := clusterDo(http.MethodGet, fileURL(s.URL, agent, wb, name), nil, 30*time.Second)
+			if code != http.StatusOK || string(b) != want {
+				t.Fatalf("read %s through %s %s: %d %q, want %q", name, s.URL, when, code, b, want)
 			}
 		}
 	}
