@@ -51,7 +51,7 @@ fuzz-smoke:
 ## bounded, chunk reuse after edits of a 1 GiB body; build tag long, THROUGHPUT/CHUNKS lines).
 test-long: minio
 	$(GO) test -race -count=1 -timeout 120m ./meta -rapid.checks=20000
-	bin=$$(GO=$(GO) scripts/minio.sh) && CAIRN_MINIO_BIN=$$bin $(GO) test -tags long -count=1 -timeout 60m -v -run '^TestS3Long' ./integration
+	bin=$$(GO=$(GO) scripts/minio.sh) && CAIRN_MINIO_BIN=$$bin $(GO) test -tags long -count=1 -timeout 60m -v -run '^(TestS3Long|TestClusterFailoverTime)' ./integration
 	$(MAKE) fuzz-smoke FUZZTIME=20000000x
 
 ## bench-micro: Go micro-benchmarks: FSM apply, metadata lookups, path codec and snapshot
