@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -238,7 +237,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 
 // read serves GET and HEAD: ETag, If-None-Match (304), single Range (206/416), streaming.
 func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path string) {
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, err := parseQuery(r)
 	if err == nil {
 		err = onlyParams(q, "at_snapshot")
 	}

@@ -271,7 +271,7 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 	if !allow(w, r, http.MethodPut, http.MethodGet, http.MethodHead) {
 		return
 	}
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, err := parseQuery(r)
 	if err == nil && r.Method == http.MethodPut && len(q) > 0 {
 		err = invalidArg("query", "creating a workbench takes no query parameters")
 	}

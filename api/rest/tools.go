@@ -261,3 +261,13 @@ func (h *Handler) rootTool(w http.ResponseWriter, r *http.Request, agent string,
 	}
 	return "", false
 }
+
+// parseQuery parses the request's query string; a malformed one is InvalidArguments
+// naming "query".
+func parseQuery(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, invalidArg("query", "does not parse: %v", err)
+	}
+	return q, nil
+}
