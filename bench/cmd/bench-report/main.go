@@ -7,7 +7,9 @@
 // scenario with the baselines that have a like-for-like operation (fsync, raw minio-go,
 // etcd), an open-loop small-put sweep that finds the knee, and an open-loop phase at the
 // knee while it takes a CPU profile of the server (`go tool pprof -top`) and accounts the
-// machine's CPU and I/O wait. Every `cairn bench` run leaves its JSON, Markdown and PNG
+// machine's CPU and I/O wait. Last it starts a three-node cluster (`cairn serve --cluster`,
+// replication 3) on the same etcd and MinIO and reruns small-put (fsync and etcd baselines),
+// small-get, stat and the 1 MiB object path (minio baseline) against it. Every `cairn bench` run leaves its JSON, Markdown and PNG
 // report in -out; BENCHMARKS.md summarises them and names the commands that made them.
 //
 //	make bench-report

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -145,6 +146,19 @@ func startMinIO(ctx context.Context, bin, dir string) (p *proc, endpoint string,
 // pprof on a loopback port when the binary was built with -tags pprof, and waits until
 // /readyz answers.
 func startCairn(ctx context.Context, name, bin, dir string, env []string, flags ...string) (p *proc, url, pprofAddr string, err error) {
+	p, url, pprofAddr, err = launchCairn(name, bin, dir, env, flags...)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if err := p.waitHTTP(ctx, url+"/readyz"); err != nil {
+		p.stop()
+		return nil, "", "", err
+	}
+	return p, url, pprofAddr, nil
+}
+
+// launchCairn starts `cairn serve` as startCairn does, without waiting for it.
+func launchCairn(name, bin, dir string, env []string, flags ...string) (p *proc, url, pprofAddr string, err error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, "", "", err
@@ -158,11 +172,90 @@ func startCairn(ctx context.Context, name, bin, dir string, env []string, flags 
 	if err != nil {
 		return nil, "", "", err
 	}
-	if err := p.waitHTTP(ctx, "http://"+addr+"/readyz"); err != nil {
-		p.stop()
-		return nil, "", "", err
-	}
 	return p, "http://" + addr, pprofAddr, nil
+}
+
+// Cluster of the report: shards and replicas of `cairn serve --cluster`.
+const (
+	clusterNodes       = 3
+	clusterShards      = 4
+	clusterReplication = 3
+	clusterBucket      = "cairn-cluster"
+)
+
+// startCluster starts clusterNodes `cairn serve --cluster` on fresh data directories under
+// dir, with the etcd endpoints and the MinIO, waits until every one is ready and a write
+// through the first one succeeds, and returns them with their client URLs.
+func startCluster(ctx context.Context, bin, dir string, etcd []string, minioURL string) (procs []*proc, urls []string, err error) {
+	stopAll := func() {
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop()
+		}
+	}
+	for i := range clusterNodes {
+		peer, err := freeAddr()
+		if err != nil {
+			stopAll()
+			return nil, nil, err
+		}
+		p, url, _, err := launchCairn(fmt.Sprintf("cairn-node%d", i), bin, dir, minioCreds(),
+			"--cluster", "--peer-listen", peer, "--etcd", strings.Join(etcd, ","),
+			"--shards", strconv.Itoa(clusterShards), "--replication", strconv.Itoa(clusterReplication),
+			"--blob", "s3://"+clusterBucket, "--s3-endpoint", minioURL)
+		if err != nil {
+			stopAll()
+			return nil, nil, err
+		}
+		procs, urls = append(procs, p), append(urls, url)
+	}
+	for i, p := range procs {
+		if err := p.waitHTTP(ctx, urls[i]+"/readyz"); err != nil {
+			stopAll()
+			return nil, nil, err
+		}
+	}
+	if err := warmCluster(ctx, procs[0], urls[0]); err != nil {
+		stopAll()
+		return nil, nil, err
+	}
+	return procs, urls, nil
+}
+
+// warmCluster retries a workbench creation and a file write of the benchmarks' agent
+// through url until both succeed (its root's shard has a leader), or readyTimeout passes.
+func warmCluster(ctx context.Context, p *proc, url string) error {
+	hc := &http.Client{Timeout: 10 * time.Second}
+	wb := url + "/v1/agents/default/workbenches/bench-report-warmup"
+	deadline := time.Now().Add(readyTimeout)
+	for _, step := range []struct {
+		url  string
+		body string
+	}{{wb, ""}, {wb + "/files/input/warmup", "warm"}} {
+		for {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPut, step.url, strings.NewReader(step.body))
+			if err != nil {
+				return err
+			}
+			resp, err := hc.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode/100 == 2 || (step.body == "" && resp.StatusCode == http.StatusConflict) {
+					break
+				}
+			}
+			select {
+			case <-p.done:
+				return fmt.Errorf("%s exited while the cluster warmed up: %v (log: %s)", p.name, p.err, p.log)
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("cluster: PUT %s did not succeed within %v (last: %v; log: %s)", step.url, readyTimeout, err, p.log)
+			}
+		}
+	}
+	return nil
 }
 
 // etcdReadyPrefix starts the line the etcd-cluster child prints once its members serve.

@@ -54,11 +54,7 @@ func (e *env) render() (string, error) {
 	e.renderSweep(w)
 	e.renderMCP(w)
 
-	w("## Three-node cluster\n\n")
-	w("**Pending issue 5.** The replicated cluster (Raft across nodes, etcd placement) does not exist yet,\n")
-	w("so this report has no 3-node numbers and no failover measurement. When it lands, `make bench-report`\n")
-	w("is to start a local 3-node cluster on the MinIO and rerun the same scenarios against it, with the\n")
-	w("same baselines; the etcd baseline above is already the replicated-metadata peer it will be compared to.\n\n")
+	e.renderCluster(w)
 
 	w("## Micro-benchmarks\n\n")
 	w("`make bench-micro` runs the Go micro-benchmarks (not part of this report): FSM apply, in-process\n")
@@ -75,6 +71,35 @@ func (e *env) render() (string, error) {
 	return b.String(), nil
 }
 
+func (e *env) renderCluster(w func(string, ...any)) {
+	w("## Three-node cluster\n\n")
+	var first *job
+	for _, j := range e.jobs {
+		if j.group == groupCluster {
+			first = j
+			break
+		}
+	}
+	if first == nil {
+		w("Not in this run.\n\n")
+		return
+	}
+	env := first.report.Environment
+	w("%d × `cairn serve --cluster --shards %d --replication %d --blob s3://%s --s3-endpoint $MINIO --etcd $ETCD`,\n",
+		clusterNodes, clusterShards, clusterReplication, clusterBucket)
+	w("each on a fresh data directory and its own loopback client and peer ports, on the same three-member\n")
+	w("etcd and the same MinIO as above: every write is a Raft commit on %d replicas (each fsyncing its own\n", clusterReplication)
+	w("log on the one disk) and every blob goes to the MinIO. `$CAIRN_CLUSTER` is the first node; it serves\n")
+	w("each request itself or forwards it to the leader of the root's shard. Started after the one-node phases,\n")
+	w("with the one-node servers idle. Environment as `cairn bench` reports it: `--nodes %d --backend %s`\n", env.Nodes, orUnknown(env.Backend))
+	w("(%s, %d cores, %s). Same baselines as above, run right after each Cairn phase: **fsync** and\n", orUnknown(env.CPUModel), env.Cores, env.GoVersion)
+	w("**etcd** for small-put (the etcd cluster is the replicated-metadata peer), **minio** for the object path.\n\n")
+	e.summaryTable(w, groupCluster)
+	w("To reproduce by hand: `scripts/cluster.sh` starts the same shape of cluster and prints the client\n")
+	w("URLs; run the `cairn bench --server $CAIRN_CLUSTER …` commands listed at the end with `$CAIRN_CLUSTER`\n")
+	w("one of them (with the MinIO's `AWS_*` credentials in the environment for the minio baseline).\n\n")
+}
+
 func (e *env) renderReproduce(w func(string, ...any)) {
 	w("## How to reproduce\n\n```sh\nmake bench-report\n```\n\n")
 	w("It builds `bin/cairn-pprof` (`cairn` with `-tags pprof`, which adds a loopback `/debug/pprof/` endpoint\n")
@@ -83,7 +108,8 @@ func (e *env) renderReproduce(w func(string, ...any)) {
 	w("1. starts on loopback a MinIO server, a three-member etcd cluster (embedded\n")
 	w("   `go.etcd.io/etcd/server/v3`, in a child process) and two single-node `cairn serve`, each on a fresh\n")
 	w("   temporary data directory: `$CAIRN`, the embedded default, and `$CAIRN_S3`, keeping its blobs in\n")
-	w("   the MinIO;\n")
+	w("   the MinIO; and, after the one-node phases, a three-node cluster, `$CAIRN_CLUSTER` (`cairn serve\n")
+	w("   --cluster`, replication 3, on the same etcd and MinIO);\n")
 	w("2. runs the `cairn bench` commands listed at the end, %s per phase (`$MINIO`, `$ETCD` and\n", e.o.duration)
 	w("   `$TMPDIR` are the MinIO URL, the etcd client endpoints and the temporary directory); each leaves its\n")
 	w("   JSON, Markdown and PNG report in `%s/`;\n", e.o.out)
@@ -222,7 +248,7 @@ func (e *env) renderTargets(w func(string, ...any)) {
 		w("| stat (HEAD), one node, generator on the same 2-core machine: ≥ 20k/s | %s/s | %s |\n", fmtRate(r), verdict(r >= 20000))
 	}
 	w("| append of 1 KiB to a 1 GiB file costs as much as to a 1 KiB file | not in this run: `make bench-micro`, BenchmarkAppend1KiB | — |\n")
-	w("| failover: median time to first write ≤ 2 s over 20 leader kills | pending issue 5 (no cluster yet) | — |\n")
+	w("| failover: median time to first write ≤ 2 s over 20 leader kills | not in this run: `make test-long` measures it | — |\n")
 	w("\n")
 }
 

@@ -77,7 +77,7 @@ func TestCPUCountersParseFromProc(t *testing.T) {
 	}
 }
 
-func TestRenderNamesEveryScenarioBaselineRatioAndThePendingCluster(t *testing.T) {
+func TestRenderNamesEveryScenarioBaselineRatioAndTheCluster(t *testing.T) {
 	withBaselines := func(c *bench.Phase, base ...*bench.Phase) *bench.Report {
 		r := &bench.Report{Schema: bench.ReportSchema, Cairn: c, Params: bench.Params{SizeBytes: 1024},
 			Environment: bench.Environment{Cores: 2, GoVersion: "go1.26", GOOS: "linux", GOARCH: "amd64", GitCommit: "abc"}}
@@ -103,6 +103,11 @@ func TestRenderNamesEveryScenarioBaselineRatioAndThePendingCluster(t *testing.T)
 		{id: "object-put-1m", group: groupObject, what: "object-put 1 MiB, 4 clients", report: withBaselines(phase("cairn object-put", 0, 95, 3000, 9000), minio)},
 	}
 	e.jobs[3].report.Params.SizeBytes = 1 << 20
+	cetcd := phase("baseline etcd", 0, 4000, 2000, 4000)
+	cetcd.Baseline = bench.BaselineEtcd
+	clusterPut := withBaselines(phase("cairn small-put", 0, 1000, 4000, 8000), cetcd)
+	clusterPut.Environment.Nodes, clusterPut.Environment.Backend = 3, "s3"
+	e.jobs = append(e.jobs, &job{id: "cluster-small-put-c64", group: groupCluster, what: "small-put 1 KiB, 64 clients", report: clusterPut})
 	cfsync := phase("baseline fsync", 400, 400, 2000, 5000)
 	cfsync.Baseline = bench.BaselineFsync
 	e.sweep = &job{id: "small-put-sweep", report: &bench.Report{Sweep: []*bench.Phase{phase("", 200, 200, 1000, 2000), phase("", 400, 300, 1000, 90000)},
@@ -133,7 +138,9 @@ func TestRenderNamesEveryScenarioBaselineRatioAndThePendingCluster(t *testing.T)
 		"In the profile's cumulative view, Raft's goroutines (log append, fsync, apply) 39.29%, fsync calls 16.58% of the server's CPU samples.",
 		"The fsync baseline kept up at rates above Cairn's knee",
 		"| `workbench_read` | 60% | 60 | 0 |",
-		"**Pending issue 5.**",
+		"## Three-node cluster",
+		"`--nodes 3 --backend s3`",
+		"| small-put 1 KiB, 64 clients | 1000 | 4.00 ms | 8.00 ms | etcd | 4000 | 2.00 ms | 4.00 ms | **0.25×** | 2.00× | [md](bench/results/cluster-small-put-c64.md)",
 		"cairn bench --server $CAIRN --scenario small-put\n",
 		" 1s 50% runtime.memmove",
 	} {

@@ -29,16 +29,19 @@ type options struct {
 const (
 	nodeDir = "dir" // the embedded default: `cairn serve` with blobs in its data directory
 	nodeS3  = "s3"  // `cairn serve --blob s3://...` on the report's MinIO
+	// nodeCluster is the first of three `cairn serve --cluster` on the report's etcd and MinIO.
+	nodeCluster = "cluster"
 )
 
 // Placeholders of the job arguments, replaced when the job runs and shown as they are in
 // BENCHMARKS.md.
 const (
-	phCairn   = "$CAIRN"    // the embedded-default node's URL
-	phCairnS3 = "$CAIRN_S3" // the MinIO-backed node's URL
-	phMinIO   = "$MINIO"    // the MinIO endpoint
-	phEtcd    = "$ETCD"     // the etcd cluster's client endpoints
-	phTmp     = "$TMPDIR"   // the report's temporary directory (the fsync baseline's parent)
+	phCairn   = "$CAIRN"         // the embedded-default node's URL
+	phCairnS3 = "$CAIRN_S3"      // the MinIO-backed node's URL
+	phCluster = "$CAIRN_CLUSTER" // the first cluster node's URL
+	phMinIO   = "$MINIO"         // the MinIO endpoint
+	phEtcd    = "$ETCD"          // the etcd cluster's client endpoints
+	phTmp     = "$TMPDIR"        // the report's temporary directory (the fsync baseline's parent)
 )
 
 // job is one `cairn bench` run.
@@ -55,8 +58,9 @@ type job struct {
 
 // Summary table groups, in order.
 const (
-	groupSingle = "single"
-	groupObject = "object"
+	groupSingle  = "single"
+	groupObject  = "object"
+	groupCluster = "cluster"
 )
 
 // env is what the jobs run against.
@@ -64,6 +68,7 @@ type env struct {
 	o                  options
 	tmp                string
 	cairnURL, s3URL    string
+	clusterURLs        []string
 	minioURL           string
 	etcd               []string
 	serverPID          int    // the embedded-default node
@@ -175,6 +180,36 @@ func run(ctx context.Context, o options) error {
 	if e.profile, err = e.profileKnee(ctx); err != nil {
 		return err
 	}
+
+	// The cluster last, with the single nodes idle, so that its heartbeats stay out of the
+	// single-node phases and the profile.
+	say("starting a %d-node cluster (cairn serve --cluster, replication %d, on the etcd and the MinIO)", clusterNodes, clusterReplication)
+	nodes, urls, err := startCluster(ctx, o.cairn, tmp, e.etcd, e.minioURL)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for i := len(nodes) - 1; i >= 0; i-- {
+			nodes[i].stop()
+		}
+	}()
+	e.clusterURLs = urls
+	cluster := func(j *job) *job {
+		j.id, j.group, j.node = "cluster-"+j.id, groupCluster, nodeCluster
+		return j
+	}
+	for _, j := range []*job{
+		cluster(single("small-put-c64", "small-put 1 KiB, 64 clients", append([]string{"--scenario", "small-put", "--concurrency", "64"}, writeBaselines...)...)),
+		cluster(single("small-get", "small-get 1 KiB, 16 clients", "--scenario", "small-get", "--concurrency", "16")),
+		cluster(single("stat", "stat (HEAD), 16 clients", "--scenario", "stat", "--concurrency", "16")),
+		cluster(object("object-put-1m", "object-put 1 MiB, 4 clients", o.duration, "--scenario", "object-put", "--size", "1MiB", "--concurrency", "4")),
+		cluster(object("object-get-1m", "object-get 1 MiB, 4 clients", o.duration, "--scenario", "object-get", "--size", "1MiB", "--concurrency", "4")),
+	} {
+		e.jobs = append(e.jobs, j)
+		if err := e.runJob(ctx, j); err != nil {
+			return err
+		}
+	}
 	e.finished = time.Now().UTC()
 	md, err := e.render()
 	if err != nil {
@@ -195,10 +230,12 @@ func minioCreds() []string {
 
 // command returns the argv of j, placeholders replaced, with its report files in -out.
 func (e *env) command(j *job) []string {
-	server := e.cairnURL
-	backend := "dir"
-	if j.node == nodeS3 {
+	server, backend, nodes := e.cairnURL, "dir", "1"
+	switch j.node {
+	case nodeS3:
 		server, backend = e.s3URL, "s3"
+	case nodeCluster:
+		server, backend, nodes = e.clusterURLs[0], "s3", strconv.Itoa(clusterNodes)
 	}
 	args := []string{"bench", "--server", server}
 	for _, a := range j.args {
@@ -208,19 +245,21 @@ func (e *env) command(j *job) []string {
 		args = append(args, a)
 	}
 	base := filepath.Join(e.o.out, j.id)
-	return append(args, "--backend", backend, "--nodes", "1", "--out", base+".json", "--markdown", base+".md", "--plot", base+".png")
+	return append(args, "--backend", backend, "--nodes", nodes, "--out", base+".json", "--markdown", base+".md", "--plot", base+".png")
 }
 
 // shownCommand is j's command line as BENCHMARKS.md shows it: placeholders kept.
 func (e *env) shownCommand(j *job) string {
-	server := phCairn
-	backend := "dir"
-	if j.node == nodeS3 {
+	server, backend, nodes := phCairn, "dir", 1
+	switch j.node {
+	case nodeS3:
 		server, backend = phCairnS3, "s3"
+	case nodeCluster:
+		server, backend, nodes = phCluster, "s3", clusterNodes
 	}
 	base := filepath.Join(e.o.out, j.id)
-	return fmt.Sprintf("cairn bench --server %s %s --backend %s --nodes 1 --out %s.json --markdown %s.md --plot %s.png",
-		server, strings.Join(j.args, " "), backend, base, base, base)
+	return fmt.Sprintf("cairn bench --server %s %s --backend %s --nodes %d --out %s.json --markdown %s.md --plot %s.png",
+		server, strings.Join(j.args, " "), backend, nodes, base, base, base)
 }
 
 // runJob runs j's `cairn bench` to completion and reads its JSON report.
