@@ -211,11 +211,18 @@ func (c *testCluster) mustPropose(shardID string, b meta.Body) meta.Result {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	res, err := c.propose(ctx, shardID, b)
-	if err != nil || res.Err != nil {
-		c.t.Fatalf("propose to %s: %v %v", shardID, err, res.Err)
+	for {
+		res, err := c.propose(ctx, shardID, b)
+		if errors.Is(err, ErrTimeout) && ctx.Err() == nil {
+			// Leadership moved while the entry was in flight (a loaded machine can miss a
+			// heartbeat): the outcome is unknown. The test's puts are upserts, so send it again.
+			continue
+		}
+		if err != nil || res.Err != nil {
+			c.t.Fatalf("propose to %s: %v %v", shardID, err, res.Err)
+		}
+		return res
 	}
-	return res
 }
 
 // converged waits until every open replica of shardID has applied the same version and

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -41,7 +42,14 @@ func TestConcurrentProposalsShareLogWrites(t *testing.T) {
 				defer wg.Done()
 				for i := 0; i < each; i++ {
 					p := fmt.Sprintf("%s/%d/%d", name, w, i)
-					if res, err := ls.Propose(t.Context(), meta.Header{}, put(p, p)); err != nil || res.Err != nil {
+					res, err := ls.Propose(t.Context(), meta.Header{}, put(p, p))
+					if errors.Is(err, ErrTimeout) || errors.Is(err, ErrNotLeader) {
+						// A loaded machine missed a heartbeat and leadership moved: the
+						// figures are then approximate; finish the proposal on the new leader.
+						res = c.mustPropose("0", put(p, p))
+						err = nil
+					}
+					if err != nil || res.Err != nil {
 						t.Errorf("propose %s: %v %v", p, err, res.Err)
 						return
 					}
