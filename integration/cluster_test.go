@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,6 +218,7 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 	// across the kill; every write they saw acknowledged must read back.
 	type ack struct{ name, body string }
 	acks := make(chan ack, 10000)
+	var ackCount atomic.Int64
 	stopWriters := make(chan struct{})
 	var writers sync.WaitGroup
 	for w := range 4 {
@@ -249,6 +251,7 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 					resp.Body.Close()
 					if resp.StatusCode/100 == 2 {
 						acks <- ack{name, body}
+						ackCount.Add(1)
 						break
 					}
 					time.Sleep(50 * time.Millisecond)
@@ -256,7 +259,14 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
+	// The kill comes once the writers are going.
+	eventually(t, 30*time.Second, "concurrent writes acknowledged before the kill", func() error {
+		if n := ackCount.Load(); n < 8 {
+			return fmt.Errorf("%d acknowledged", n)
+		}
+		return nil
+	})
+	beforeKill := ackCount.Load()
 
 	leader.kill9()
 	killed := time.Now()
@@ -270,7 +280,13 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 		}
 	}
 
-	time.Sleep(time.Second)
+	// The writers go on until some of them were acknowledged after the failover too.
+	eventually(t, 30*time.Second, "concurrent writes acknowledged after the failover", func() error {
+		if n := ackCount.Load() - beforeKill; n < 8 {
+			return fmt.Errorf("%d acknowledged since the kill", n)
+		}
+		return nil
+	})
 	close(stopWriters)
 	writers.Wait()
 	close(acks)

@@ -99,7 +99,10 @@ func (c *ClusterNode) route(forwarded bool) http.Handler {
 		node, addr := c.leaderOf(id)
 		deadline := time.Now().Add(leaderWait)
 		for node == "" && time.Now().Before(deadline) && r.Context().Err() == nil {
-			time.Sleep(50 * time.Millisecond)
+			select { // an election is under way: wait for its leader hint
+			case <-time.After(50 * time.Millisecond):
+			case <-r.Context().Done():
+			}
 			node, addr = c.leaderOf(id)
 		}
 		switch {
