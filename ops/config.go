@@ -188,6 +188,12 @@ type Config struct {
 	// bound PeerListen address; required when PeerListen binds every interface (0.0.0.0,
 	// ::). YAML advertise_peer. Default "".
 	AdvertisePeer string
+	// PeerSource is the IP address this node's outbound peer connections originate from
+	// (the local address of every Raft and forwarding dial). Empty lets the system choose
+	// by route, which is right almost always; set it when peers or firewalls identify nodes
+	// by source address (the partition tests do: their fault-injecting proxy tells the
+	// dialling node by it). YAML peer_source. Default "".
+	PeerSource string
 	// Etcd is the comma-separated list of etcd endpoints of the control plane
 	// ("127.0.0.1:2379,127.0.0.1:22379" or http:// / https:// URLs). Required with
 	// Cluster. YAML etcd. Default "" (none).
@@ -401,6 +407,11 @@ func (c Config) validateCluster() []*ConfigError {
 			bad("AdvertisePeer", rule, c.AdvertisePeer)
 		}
 	}
+	if c.PeerSource != "" {
+		if ip := net.ParseIP(c.PeerSource); ip == nil || ip.IsUnspecified() || ip.IsMulticast() {
+			bad("PeerSource", "must be one unicast IP address (no port, not 0.0.0.0 or ::)", c.PeerSource)
+		}
+	}
 	if c.AdvertiseClient != "" {
 		u, err := url.Parse(c.AdvertiseClient)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
@@ -600,6 +611,8 @@ var settings = []setting{
 		func(c *Config) *string { return &c.AdvertiseClient }),
 	stringSetting("AdvertisePeer", "advertise_peer", "peer address advertised to other nodes, host:port (default: the peer listen address)",
 		func(c *Config) *string { return &c.AdvertisePeer }),
+	stringSetting("PeerSource", "peer_source", "IP address outbound peer connections originate from (default: chosen by route)",
+		func(c *Config) *string { return &c.PeerSource }),
 	stringSetting("Etcd", "etcd", "comma-separated etcd endpoints of the control plane",
 		func(c *Config) *string { return &c.Etcd }),
 	intSetting("Shards", "shards", "number of shards, used only when the cluster is first created (1..256)",

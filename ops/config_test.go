@@ -161,6 +161,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		PeerListen:            "10.0.0.5:7071",
 		AdvertiseClient:       "http://10.0.0.5:7070",
 		AdvertisePeer:         "10.0.0.5:7071",
+		PeerSource:            "10.0.0.5",
 		Etcd:                  "10.0.0.1:2379,10.0.0.2:2379",
 		Shards:                16,
 		Replication:           5,
@@ -179,7 +180,8 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"s3_create_bucket": "false",
 		"cluster":          "true", "node_id": "node-a", "peer_listen": "10.0.0.5:7071",
 		"advertise_client": "http://10.0.0.5:7070", "advertise_peer": "10.0.0.5:7071",
-		"etcd": "10.0.0.1:2379,10.0.0.2:2379", "shards": "16", "replication": "5",
+		"peer_source": "10.0.0.5",
+		"etcd":        "10.0.0.1:2379,10.0.0.2:2379", "shards": "16", "replication": "5",
 		"peer_tls_cert": "/etc/cairn/node.pem", "peer_tls_key": "/etc/cairn/node.key",
 		"peer_tls_ca": "/etc/cairn/ca.pem",
 	}
@@ -263,6 +265,8 @@ func TestValidateRules(t *testing.T) {
 		{"too many shards are rejected", func(c *Config) { validCluster(c); c.Shards = MaxShards + 1 }, "Shards"},
 		{"a zero replication factor is rejected", func(c *Config) { validCluster(c); c.Replication = 0 }, "Replication"},
 		{"an advertised peer address without a port is rejected", func(c *Config) { validCluster(c); c.AdvertisePeer = "node1" }, "AdvertisePeer"},
+		{"a peer source address with a port is rejected", func(c *Config) { validCluster(c); c.PeerSource = "127.0.0.1:7071" }, "PeerSource"},
+		{"an unspecified peer source address is rejected", func(c *Config) { validCluster(c); c.PeerSource = "0.0.0.0" }, "PeerSource"},
 		{"an advertised client address that is not a URL is rejected", func(c *Config) { validCluster(c); c.AdvertiseClient = "node1:7070" }, "AdvertiseClient"},
 		{"a peer listen address on every interface needs an advertised peer address", func(c *Config) {
 			validCluster(c)

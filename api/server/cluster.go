@@ -161,6 +161,10 @@ func (c *ClusterNode) open(ctx context.Context) error {
 		c.clientURL = "http://" + c.clientLn.Addr().String()
 	}
 	mcfg := mux.Config{Advertise: cfg.AdvertisePeer, Logger: c.log}
+	if cfg.PeerSource != "" {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(cfg.PeerSource)}}
+		mcfg.DialContext = d.DialContext
+	}
 	if cfg.PeerTLS() {
 		if mcfg.TLS, err = mux.LoadTLS(cfg.PeerTLSCert, cfg.PeerTLSKey, cfg.PeerTLSCA); err != nil {
 			return err
