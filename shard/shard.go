@@ -561,6 +561,14 @@ func (s *Shard) ReadView(ctx context.Context) (*meta.View, error) {
 	return s.fsm.View(), nil
 }
 
+// AppliedView returns a view of everything this replica has applied, leader or not,
+// without a leader round trip. It is NOT linearizable: a follower may lag the leader by
+// any number of versions, and a deposed leader may not know it yet. Use it only for reads
+// whose answer cannot depend on that lag: data at a fixed shard version that the view
+// holds (a live snapshot's read version; DESIGN.md §6). Never fails; its Version is the
+// replica's applied shard version.
+func (s *Shard) AppliedView() *meta.View { return s.fsm.View() }
+
 // maxReadAtWait bounds how long ReadViewAt waits for this replica to apply a version.
 const maxReadAtWait = 2 * time.Second
 

@@ -72,8 +72,19 @@ func writeNotOwner(w http.ResponseWriter, msg, leader string) {
 }
 
 // route returns the handler that serves a request here when this node leads its root's
-// shard and forwards it to the leader otherwise (forwarded: never forward again).
+// shard and forwards it to the leader otherwise (forwarded: never forward again). On the
+// client port (forwarded false) a read at a snapshot id may instead be served by this
+// node's follower replica (cluster_follower.go); route(false) builds that path and
+// registers its counter (idempotently). Every response for an agent root carries
+// ServedByHeader.
 func (c *ClusterNode) route(forwarded bool) http.Handler {
+	var follower *followerReads
+	if !forwarded {
+		var err error
+		if follower, err = c.newFollowerReads(); err != nil {
+			c.log.Error("follower reads disabled: every read goes to the leader", "err", err)
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == ClusterStatusPath {
 			c.serveStatus(w, r)
@@ -84,16 +95,22 @@ func (c *ClusterNode) route(forwarded bool) http.Handler {
 			c.local.ServeHTTP(w, r)
 			return
 		}
+		here := func() { w.Header().Set(ServedByHeader, c.nodeID) }
 		ctx, cancel := context.WithTimeout(r.Context(), assignTimeout)
 		id, err := c.shardOf(ctx, agent)
 		cancel()
 		switch {
 		case control.IsRetryable(err):
+			here()
 			writeNotOwner(w, "the control plane cannot place this root right now; retry", "")
 			return
 		case err != nil:
 			// An invalid root name: the local handler answers with the contract's error.
+			here()
 			c.local.ServeHTTP(w, r)
+			return
+		}
+		if follower != nil && follower.serve(w, r, agent, id) {
 			return
 		}
 		node, addr := c.leaderOf(id)
@@ -107,13 +124,17 @@ func (c *ClusterNode) route(forwarded bool) http.Handler {
 		}
 		switch {
 		case node == c.nodeID:
+			here()
 			c.local.ServeHTTP(w, r)
 		case node == "":
+			here()
 			writeNotOwner(w, fmt.Sprintf("shard %d has no leader right now; retry", id), "")
 		case forwarded:
+			here()
 			writeNotOwner(w, fmt.Sprintf("this node does not lead shard %d; retry", id), node)
 		default:
-			c.proxy.forward(w, r, node, addr)
+			// The executing node names itself; this node only when it answers itself.
+			c.proxy.forward(&servedByFallback{ResponseWriter: w, node: c.nodeID}, r, node, addr)
 		}
 	})
 }

@@ -1,0 +1,309 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/blob/s3/s3test"
+)
+
+func TestPinnedReadAdmitsOnlyReadsAtASnapshotID(t *testing.T) {
+	ws := "/v1/agents/alice/workbenches/w1"
+	tests := []struct {
+		name   string
+		method string
+		target string
+		wantWB string
+		wantID uint64
+	}{
+		{"a file read at an id qualifies", "GET", ws + "/files/input/a?at_snapshot=7", "w1", 7},
+		{"a HEAD of a file at an id qualifies", "HEAD", ws + "/files/input/a?at_snapshot=7", "w1", 7},
+		{"a list at an id qualifies", "GET", ws + "/list?path=input&at_snapshot=12", "w1", 12},
+		{"a workbench stat at an id qualifies", "GET", ws + "?at_snapshot=3", "w1", 3},
+		{"an escaped workbench id is decoded", "GET", "/v1/agents/alice/workbenches/w%2D1/files/a?at_snapshot=3", "w-1", 3},
+		{"a snapshot name goes to the leader", "GET", ws + "/files/input/a?at_snapshot=s1", "", 0},
+		{"a live read goes to the leader", "GET", ws + "/files/input/a", "", 0},
+		{"snapshot 0 goes to the leader", "GET", ws + "/files/input/a?at_snapshot=0", "", 0},
+		{"a signed id goes to the leader", "GET", ws + "/files/input/a?at_snapshot=%2B7", "", 0},
+		{"two at_snapshot values go to the leader", "GET", ws + "/files/input/a?at_snapshot=7&at_snapshot=8", "", 0},
+		{"an id beyond 64 bits goes to the leader", "GET", ws + "/files/input/a?at_snapshot=99999999999999999999", "", 0},
+		{"a malformed query goes to the leader", "GET", ws + "/files/input/a?at_snapshot=7&%zz", "", 0},
+		{"a write goes to the leader", "PUT", ws + "/files/input/a?at_snapshot=7", "", 0},
+		{"a tool endpoint goes to the leader", "GET", ws + "/snapshots?at_snapshot=7", "", 0},
+		{"a root-wide route goes to the leader", "GET", "/v1/agents/alice/restores/x?at_snapshot=7", "", 0},
+		{"MCP goes to the leader", "GET", "/mcp?at_snapshot=7", "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.target, nil)
+			wb, id, ok := pinnedRead(r)
+			if ok != (tt.wantWB != "") || wb != tt.wantWB || id != tt.wantID {
+				t.Fatalf("pinnedRead(%s %s) = %q, %d, %v; want %q, %d", tt.method, tt.target, wb, id, ok, tt.wantWB, tt.wantID)
+			}
+		})
+	}
+}
+
+// answer is one HTTP response, read whole.
+type answer struct {
+	code int
+	hdr  http.Header
+	body []byte
+}
+
+func (a answer) servedBy() string { return a.hdr.Get(ServedByHeader) }
+
+// getOnce sends one GET, without retries.
+func getOnce(t *testing.T, u string) answer {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if n := len(resp.Header.Values(ServedByHeader)); n != 1 {
+		t.Fatalf("GET %s: %d %s headers (%v), want exactly one", u, n, ServedByHeader, resp.Header.Values(ServedByHeader))
+	}
+	return answer{code: resp.StatusCode, hdr: resp.Header, body: b}
+}
+
+// getSettled is getOnce retried while the answer is a retryable 503, for up to 30 s.
+func getSettled(t *testing.T, u string) answer {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a := getOnce(t, u)
+		if a.code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return a
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// followerReadCount is the node's exported cairn_follower_reads_total{shard}.
+func followerReadCount(t *testing.T, n *testClusterNode, id int) float64 {
+	t.Helper()
+	mfs, err := n.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "cairn_follower_reads_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "shard" && l.GetValue() == strconv.Itoa(id) {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// eventually retries f every 50 ms until it succeeds or 30 s have passed.
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// mint creates a snapshot named name through n and returns its id.
+func mint(t *testing.T, n *testClusterNode, ws, name string) uint64 {
+	t.Helper()
+	code, b := request(t, http.MethodPost, n.url+ws+"/snapshots", []byte(`{"name":"`+name+`"}`))
+	var res struct {
+		SnapshotID uint64 `json:"snapshot_id"`
+	}
+	if code != http.StatusCreated || json.Unmarshal(b, &res) != nil || res.SnapshotID == 0 {
+		t.Fatalf("mint snapshot %s: %d %s", name, code, b)
+	}
+	return res.SnapshotID
+}
+
+func TestClusterFollowerServesReadsAtASnapshotIDEvenWithoutALeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, MinIO and three nodes")
+	}
+	srv := s3test.Start(t)
+	bucket := s3test.Bucket()
+	etcd := startTestEtcd(t)
+	var nodes []*testClusterNode
+	for range 3 {
+		cfg := clusterConfig(t, srv, bucket, etcd)
+		cfg.Shards = 1 // every node hosts the one shard
+		nodes = append(nodes, startClusterNode(t, cfg))
+	}
+	const shardID = 0
+	ws := "/v1/agents/alice/workbenches/w1"
+	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
+		t.Fatalf("create workbench: %d %s", code, b)
+	}
+	if code, b := request(t, http.MethodPut, nodes[0].url+ws+"/files/input/a", []byte("before")); code/100 != 2 {
+		t.Fatalf("put: %d %s", code, b)
+	}
+	snap := mint(t, nodes[1], ws, "s1")
+	if code, b := request(t, http.MethodPut, nodes[2].url+ws+"/files/input/a", []byte("after")); code/100 != 2 {
+		t.Fatalf("overwrite: %d %s", code, b)
+	}
+
+	// The leader, and two followers that have applied everything it has.
+	var leader *testClusterNode
+	var followers []*testClusterNode
+	eventually(t, "a leader with three voters", func() error {
+		leader, followers = nil, nil
+		for _, n := range nodes {
+			r := n.replica(shardID)
+			if r == nil {
+				return fmt.Errorf("%s hosts no replica yet", n.nodeID)
+			}
+			if r.Ready() {
+				leader = n
+			} else {
+				followers = append(followers, n)
+			}
+		}
+		if leader == nil || len(followers) != 2 {
+			return fmt.Errorf("no caught-up leader yet")
+		}
+		members, err := leader.replica(shardID).Configuration()
+		if err != nil {
+			return err
+		}
+		for _, m := range members {
+			if !m.Voter {
+				return fmt.Errorf("%s is not a voter yet", m.ID)
+			}
+		}
+		return nil
+	})
+	caughtUp := func() error {
+		want := leader.replica(shardID).Stats().AppliedVersion
+		for _, f := range followers {
+			if got := f.replica(shardID).Stats().AppliedVersion; got < want {
+				return fmt.Errorf("%s applied %d of %d", f.nodeID, got, want)
+			}
+		}
+		return nil
+	}
+	eventually(t, "followers catch up", caughtUp)
+
+	at := "?at_snapshot=" + strconv.FormatUint(snap, 10)
+	for _, f := range followers {
+		before := followerReadCount(t, f, shardID)
+		a := getOnce(t, f.url+ws+"/files/input/a"+at)
+		if a.code != http.StatusOK || string(a.body) != "before" || a.servedBy() != f.nodeID {
+			t.Fatalf("read at snapshot %d through follower %s: %d %q served by %q", snap, f.nodeID, a.code, a.body, a.servedBy())
+		}
+		a = getOnce(t, f.url+ws+"/list"+at+"&path=input")
+		if a.code != http.StatusOK || !bytes.Contains(a.body, []byte(`"at_snapshot":`+strconv.FormatUint(snap, 10))) || a.servedBy() != f.nodeID {
+			t.Fatalf("list at snapshot %d through follower %s: %d %s served by %q", snap, f.nodeID, a.code, a.body, a.servedBy())
+		}
+		a = getOnce(t, f.url+ws+at)
+		if a.code != http.StatusOK || a.servedBy() != f.nodeID {
+			t.Fatalf("stat at snapshot %d through follower %s: %d %s served by %q", snap, f.nodeID, a.code, a.body, a.servedBy())
+		}
+		if got := followerReadCount(t, f, shardID); got != before+3 {
+			t.Fatalf("follower %s: cairn_follower_reads_total went from %v to %v after three follower reads", f.nodeID, before, got)
+		}
+
+		// What the follower does not serve goes to the leader, which names itself.
+		toLeader := []struct {
+			what, target string
+			code         int
+			body         string
+		}{
+			{"a live read", "/files/input/a", http.StatusOK, "after"},
+			{"a read at a snapshot name", "/files/input/a?at_snapshot=s1", http.StatusOK, "before"},
+			{"a read at a snapshot id nobody minted", "/files/input/a?at_snapshot=999999", http.StatusNotFound, "SnapshotNotFound"},
+		}
+		for _, tt := range toLeader {
+			a := getSettled(t, f.url+ws+tt.target)
+			if a.code != tt.code || !bytes.Contains(a.body, []byte(tt.body)) || a.servedBy() != leader.nodeID {
+				t.Fatalf("%s through follower %s: %d %q served by %q; want %d %q from the leader %s",
+					tt.what, f.nodeID, a.code, a.body, a.servedBy(), tt.code, tt.body, leader.nodeID)
+			}
+		}
+		if got := followerReadCount(t, f, shardID); got != before+3 {
+			t.Fatalf("follower %s: cairn_follower_reads_total %v after forwarded reads, want %v", f.nodeID, got, before+3)
+		}
+	}
+	// The leader serves a read at a snapshot id itself, as before: not a follower read.
+	if a := getOnce(t, leader.url+ws+"/files/input/a"+at); a.code != http.StatusOK || string(a.body) != "before" ||
+		a.servedBy() != leader.nodeID || followerReadCount(t, leader, shardID) != 0 {
+		t.Fatalf("read at snapshot %d through the leader: %d %q served by %q", snap, a.code, a.body, a.servedBy())
+	}
+
+	// A snapshot this replica has not applied is not servable from it; once applied it is.
+	// A retired one is not servable again, and the leader answers for it.
+	f := followers[0]
+	fr, err := f.newFollowerReads() // shares the node's registered counter
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := f.replica(shardID).AppliedView()
+	snap2 := mint(t, leader, ws, "s2")
+	eventually(t, "followers apply the second mint", caughtUp)
+	now := time.Now()
+	if fr.servable(old, "alice", "w1", snap2, now) {
+		t.Fatalf("snapshot %d is servable from a view from before its mint", snap2)
+	}
+	if !fr.servable(f.replica(shardID).AppliedView(), "alice", "w1", snap2, now) {
+		t.Fatalf("snapshot %d is not servable from a view that applied its mint", snap2)
+	}
+	if fr.servable(f.replica(shardID).AppliedView(), "alice", "w1", snap2, now.Add(fr.maxStale)) {
+		t.Fatalf("snapshot %d is servable from a view older than %v", snap2, fr.maxStale)
+	}
+	if code, b := request(t, http.MethodPost, leader.url+ws+"/snapshots/retire", []byte(`{"snapshot_id":`+strconv.FormatUint(snap2, 10)+`}`)); code != http.StatusOK {
+		t.Fatalf("retire snapshot %d: %d %s", snap2, code, b)
+	}
+	eventually(t, "followers apply the retire", caughtUp)
+	if a := getSettled(t, f.url+ws+"/files/input/a?at_snapshot="+strconv.FormatUint(snap2, 10)); a.code != http.StatusGone ||
+		!bytes.Contains(a.body, []byte("SnapshotExpired")) || a.servedBy() != leader.nodeID {
+		t.Fatalf("read at retired snapshot %d through follower %s: %d %s served by %q", snap2, f.nodeID, a.code, a.body, a.servedBy())
+	}
+
+	// Stop the other follower and the leader: the survivor has no quorum, hence no leader,
+	// and still serves reads at a snapshot id.
+	survivor := followers[0]
+	followers[1].shutdown()
+	leader.shutdown()
+	rep := survivor.replica(shardID)
+	eventually(t, "the survivor knows no leader", func() error {
+		if id, _ := rep.Leader(); id != "" || rep.Ready() {
+			return fmt.Errorf("leader %q, ready %v", id, rep.Ready())
+		}
+		return nil
+	})
+	before := followerReadCount(t, survivor, shardID)
+	if a := getOnce(t, survivor.url+ws+"/files/input/a"+at); a.code != http.StatusOK || string(a.body) != "before" || a.servedBy() != survivor.nodeID {
+		t.Fatalf("read at snapshot %d without a leader: %d %q served by %q", snap, a.code, a.body, a.servedBy())
+	}
+	if got := followerReadCount(t, survivor, shardID); got != before+1 {
+		t.Fatalf("cairn_follower_reads_total went from %v to %v", before, got)
+	}
+	// A live read has no one to answer it: a retryable NotOwner from the survivor.
+	if a := getOnce(t, survivor.url+ws+"/files/input/a"); a.code != http.StatusServiceUnavailable ||
+		!bytes.Contains(a.body, []byte("NotOwner")) || a.servedBy() != survivor.nodeID {
+		t.Fatalf("live read without a leader: %d %s served by %q", a.code, a.body, a.servedBy())
+	}
+}
