@@ -297,7 +297,6 @@ func TestLaggingMemberCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 		cfg.SnapshotThreshold = 512
 		cfg.SnapshotInterval = 50 * time.Millisecond
 		cfg.TrailingLogs = 2048
-		cfg.LogSegmentBytes = 32 << 10
 	})
 	c.mustPropose("0", put("first", "x"))
 	ln, _ := c.leader("0")

@@ -16,9 +16,6 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
-	walmetrics "github.com/hashicorp/raft-wal/metrics"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/cairnstore/cairn/meta"
@@ -47,7 +44,7 @@ var (
 
 // Config configures one shard replica.
 type Config struct {
-	// Dir holds the shard's Raft log (Dir/wal) and snapshots (Dir/snapshots). Created if
+	// Dir holds the shard's Raft log (Dir/raft.db) and snapshots (Dir/snapshots). Created if
 	// missing.
 	Dir string
 	// NodeID is the Raft server id of this replica.
@@ -59,11 +56,6 @@ type Config struct {
 	// SnapshotThreshold is how many log entries since the last snapshot trigger one.
 	// Default 8192.
 	SnapshotThreshold uint64
-	// LogSegmentBytes is the size of one Raft log segment file. Snapshots free the log
-	// only a whole segment at a time, and a follower behind the snapshot still catches up
-	// from entries the segment holds: only entries in freed segments need a snapshot
-	// install. Default 64 MiB.
-	LogSegmentBytes int64
 	// TickInterval is how long the leader lets a shard idle before it proposes a Tick so
 	// that command time (leases, retention) still advances. Default 10s.
 	TickInterval time.Duration
@@ -208,9 +200,6 @@ func (c *Config) setDefaults() {
 	if c.NodeID == "" && c.Peer == nil {
 		c.NodeID = "node-1"
 	}
-	if c.LogSegmentBytes <= 0 {
-		c.LogSegmentBytes = int64(wal.DefaultSegmentSize)
-	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240
 	}
@@ -238,10 +227,8 @@ type Shard struct {
 	cfg       Config
 	fsm       *meta.FSM
 	raft      *raft.Raft
-	log       *wal.WAL
+	log       *logStore
 	lock      *flock.Flock
-	logMeta   *metadb.BoltMetaDB
-	logStats  *walmetrics.AtomicCollector
 	snaps     *raft.FileSnapshotStore
 	transport raft.Transport
 	verify    verifier
@@ -295,10 +282,10 @@ func (s *Shard) start() (err error) {
 			}
 		}
 	}()
-	if err := os.MkdirAll(filepath.Join(cfg.Dir, "wal"), 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return fmt.Errorf("shard: %w", err)
 	}
-	// The WAL's meta store waits forever for its file lock; fail fast instead.
+	// One replica per directory, in this process or another; fail fast.
 	s.lock = flock.New(filepath.Join(cfg.Dir, "LOCK"))
 	if locked, err := s.lock.TryLock(); err != nil || !locked {
 		return fmt.Errorf("%w: %s (%v)", ErrLocked, cfg.Dir, err)
@@ -316,17 +303,10 @@ func (s *Shard) start() (err error) {
 	}
 
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Error, Output: slogWriter{cfg.Logger}, DisableTime: true})
-	// The WAL does not close a meta store it opened itself, so own it: a replica reopened
-	// in the same process would otherwise block on the store's file lock.
-	s.logMeta = &metadb.BoltMetaDB{}
-	s.logStats = walmetrics.NewAtomicCollector(wal.MetricDefinitions)
-	s.log, err = wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithLogger(hlog.Named("wal")), wal.WithMetaStore(s.logMeta),
-		wal.WithMetricsCollector(s.logStats), wal.WithSegmentSize(int(cfg.LogSegmentBytes)))
-	if err != nil {
-		s.logMeta.Close()
-		return fmt.Errorf("shard: open log: %w", err)
+	if s.log, err = openLog(cfg.Dir); err != nil {
+		return err
 	}
-	undo = append(undo, func() { s.log.Close(); s.logMeta.Close() })
+	undo = append(undo, func() { s.log.Close() })
 	s.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("shard: open snapshots: %w", err)
@@ -690,11 +670,10 @@ type Stats struct {
 func (s *Shard) Stats() Stats {
 	applied, last := s.raft.AppliedIndex(), s.raft.LastIndex()
 	_, leader := s.raft.LeaderWithID()
-	wal := s.logStats.Summary().Counters
 	st := Stats{State: s.raft.State().String(), Ready: s.ready.Load(), AppliedVersion: s.fsm.AppliedVersion(),
 		AppliedIndex: applied, CommitIndex: s.raft.CommitIndex(), LastIndex: last, Term: s.raft.CurrentTerm(),
 		LeaderID: string(leader), SnapshotInstalls: s.installs.Load(),
-		LogAppends: wal["log_appends"], LogEntriesWritten: wal["log_entries_written"]}
+		LogAppends: s.log.appends.Load(), LogEntriesWritten: s.log.entries.Load()}
 	if last > applied {
 		st.Lag = last - applied
 	}
@@ -725,9 +704,6 @@ func (s *Shard) Close() error {
 		}
 		s.wg.Wait()
 		if cerr := s.log.Close(); err == nil {
-			err = cerr
-		}
-		if cerr := s.logMeta.Close(); err == nil {
 			err = cerr
 		}
 		if cerr := s.lock.Unlock(); err == nil {

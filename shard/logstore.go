@@ -1,0 +1,165 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+	"go.etcd.io/bbolt"
+)
+
+// The Raft log and stable store of a replica: one bbolt file, Dir/raft.db, through
+// hashicorp/raft-boltdb. Every StoreLogs is one transaction and one fsync, so the leader's
+// batched appends (group commit) cost one fsync per batch.
+//
+// Replicas written by earlier builds kept their log in hashicorp/raft-wal segments
+// (Dir/wal). raft-wal v0.4.0 marks the tail segment sealed when Raft truncates a log
+// suffix (a follower dropping entries a new leader never committed) without writing the
+// segment's index, and then cannot reopen the log ("sealed segment has no index block",
+// hashicorp/raft-wal#31; the fix was never released): a replica that ever dropped a suffix
+// could not restart. openLog moves such a log into raft.db once, then renames Dir/wal to
+// Dir/wal.migrated.
+
+const (
+	logFile        = "raft.db"
+	legacyLogDir   = "wal"
+	legacyMigrated = "wal.migrated"
+	// boltOpenTimeout bounds waiting for bbolt's file lock (the shard's own LOCK file is
+	// taken first, so a wait here means something outside Cairn holds the file).
+	boltOpenTimeout = 5 * time.Second
+	// migrateBatch is how many entries one migration transaction copies.
+	migrateBatch = 4096
+)
+
+// Keys raft's StableStore uses (hashicorp/raft api.go); a migration copies them.
+var (
+	stableUint64Keys = [][]byte{[]byte("CurrentTerm"), []byte("LastVoteTerm")}
+	stableBytesKeys  = [][]byte{[]byte("LastVoteCand")}
+)
+
+// logStore is raft's LogStore and StableStore over bbolt, counting log writes.
+type logStore struct {
+	*raftboltdb.BoltStore
+	appends, entries atomic.Uint64
+}
+
+// StoreLog writes one entry (one transaction, one fsync).
+func (l *logStore) StoreLog(log *raft.Log) error { return l.StoreLogs([]*raft.Log{log}) }
+
+// StoreLogs writes entries in one transaction with one fsync.
+func (l *logStore) StoreLogs(logs []*raft.Log) error {
+	if err := l.BoltStore.StoreLogs(logs); err != nil {
+		return err
+	}
+	l.appends.Add(1)
+	l.entries.Add(uint64(len(logs)))
+	return nil
+}
+
+// openLog opens (creating) dir's Raft log, first moving a legacy raft-wal log into it.
+func openLog(dir string) (*logStore, error) {
+	path := filepath.Join(dir, logFile)
+	legacy := filepath.Join(dir, legacyLogDir)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(legacy); err == nil {
+			if err := migrateLegacyLog(legacy, path); err != nil {
+				return nil, fmt.Errorf("shard: move the raft-wal log of %s into %s: %w", dir, logFile, err)
+			}
+		}
+	}
+	bs, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout}})
+	if err != nil {
+		return nil, fmt.Errorf("shard: open log %s: %w", path, err)
+	}
+	return &logStore{BoltStore: bs}, nil
+}
+
+// migrateLegacyLog copies every entry and the stable keys of the raft-wal log in
+// legacy into a new bbolt log at path (written as path.tmp, synced, renamed), then
+// renames legacy to wal.migrated. A crash at any point leaves either the legacy log
+// alone (retried at the next open) or the complete new log.
+func migrateLegacyLog(legacy, path string) (err error) {
+	meta := &metadb.BoltMetaDB{}
+	defer meta.Close()
+	w, err := wal.Open(legacy, wal.WithMetaStore(meta))
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	tmp := path + ".tmp"
+	os.Remove(tmp)
+	bs, err := raftboltdb.New(raftboltdb.Options{Path: tmp, BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout}})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := bs.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	first, err := w.FirstIndex()
+	if err != nil {
+		return err
+	}
+	last, err := w.LastIndex()
+	if err != nil {
+		return err
+	}
+	for lo := first; first > 0 && lo <= last; lo += migrateBatch {
+		hi := min(last, lo+migrateBatch-1)
+		batch := make([]*raft.Log, 0, hi-lo+1)
+		for i := lo; i <= hi; i++ {
+			l := new(raft.Log)
+			if err := w.GetLog(i, l); err != nil {
+				return fmt.Errorf("read entry %d: %w", i, err)
+			}
+			batch = append(batch, l)
+		}
+		if err := bs.StoreLogs(batch); err != nil {
+			return err
+		}
+	}
+	for _, k := range stableUint64Keys {
+		if v, err := w.GetUint64(k); err == nil && v != 0 {
+			if err := bs.SetUint64(k, v); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range stableBytesKeys {
+		if v, err := w.Get(k); err == nil && len(v) > 0 {
+			if err := bs.Set(k, v); err != nil {
+				return err
+			}
+		}
+	}
+	if err := bs.Sync(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return err
+	}
+	return os.Rename(legacy, filepath.Join(filepath.Dir(legacy), legacyMigrated))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
