@@ -139,6 +139,10 @@ func (c *ClusterNode) route(forwarded bool) http.Handler {
 	})
 }
 
+// forwardDialTimeout bounds opening a forwarding connection to another node (TCP
+// connect and the peer's stream acknowledgement).
+const forwardDialTimeout = time.Second
+
 // forwarder reverse-proxies client requests to other nodes over the fwd stream.
 type forwarder struct {
 	c      *ClusterNode
@@ -153,6 +157,10 @@ type fwdTargetKey struct{}
 func newForwarder(c *ClusterNode) *forwarder {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			// A healthy peer accepts the stream at once; one cut off by a partition never
+			// answers. Give up soon, so the client's retry meets a fresher leader hint.
+			ctx, cancel := context.WithTimeout(ctx, forwardDialTimeout)
+			defer cancel()
 			return c.peer.Dial(ctx, addr, mux.StreamForward)
 		},
 		MaxIdleConnsPerHost:   32,
