@@ -725,6 +725,7 @@ func (cc clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descCommit
 	ch <- descReady
 	ch <- descVoters
+	ch <- descInstalls
 }
 
 func (cc clusterCollector) Collect(ch chan<- prometheus.Metric) {
@@ -738,6 +739,7 @@ func (cc clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(st.AppliedVersion), label)
 		ch <- prometheus.MustNewConstMetric(descCommit, prometheus.GaugeValue, float64(st.CommitIndex), label)
 		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready, label)
+		ch <- prometheus.MustNewConstMetric(descInstalls, prometheus.CounterValue, float64(st.SnapshotInstalls), label)
 		if st.State != "Leader" {
 			continue
 		}
@@ -752,5 +754,8 @@ func (cc clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+var descInstalls = prometheus.NewDesc("cairn_shard_snapshot_installs_total",
+	"Raft snapshots this replica received from a leader and restored since the process started (a follower too far behind for the leader's log).", []string{"shard"}, nil)
 
 var descVoters = prometheus.NewDesc("cairn_shard_voters", "Voters in the shard's Raft configuration, as its leader (this node) sees it.", []string{"shard"}, nil)

@@ -1,0 +1,209 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/ops"
+)
+
+// TestClusterFollowerCatchesUpThroughOneSnapshotInstall takes a follower down (kill -9)
+// while 50,000 writes ($CAIRN_CATCHUP_WRITES) are acknowledged by the other two nodes,
+// restarts it while writes go on, and waits until it has applied what the leader had.
+// The leader snapshots every 4,096 entries and keeps 10,240 behind each snapshot, so the
+// follower's next entry is long gone from the leader's log: it must install a snapshot,
+// exactly one (a second would mean the entries after the first were gone too: an install
+// loop). The restarted follower then serves reads at a snapshot id from its own state.
+func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
+	total := 50000
+	if v, err := strconv.Atoi(os.Getenv("CAIRN_CATCHUP_WRITES")); err == nil && v > 0 {
+		total = v
+	}
+	m := s3test.Start(t)
+	bucket := s3test.Bucket()
+	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
+	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
+	etcd := startEtcd(t)
+	var servers []*server
+	for i := range 3 {
+		servers = append(servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), serveArgs(
+			"--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", etcd, "--shards", "1", "--replication", "3",
+			"--blob", "s3://"+bucket, "--s3-endpoint", "http://"+m.Endpoint, "--shutdown-timeout", "5s",
+			"--raft-snapshot-threshold", "4096", "--raft-snapshot-interval", "1s",
+		)))
+	}
+	const agent, wb = "catchup", "w"
+	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
+		t.Fatalf("create workbench: %d %s", code, b)
+	}
+	leader := shardLeader(t, servers, 0, 3)
+	var follower *server
+	var live []*server
+	for _, s := range servers {
+		if s != leader && follower == nil {
+			follower = s
+		} else {
+			live = append(live, s)
+		}
+	}
+	follower.kill9()
+
+	// Writers: each owns its paths and writes them in turn, so the last acknowledged
+	// body of every path is known. Every write carries an Idempotency-Key and is retried
+	// until acknowledged.
+	const writers, pathsPerWriter = 32, 50
+	var acked atomic.Int64
+	var last sync.Map // path → last acknowledged body
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hc := &http.Client{Timeout: 10 * time.Second}
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("input/w%02d-%02d", w, i%pathsPerWriter)
+				body := fmt.Sprintf("writer %d write %d %s", w, i, strings.Repeat(".", 128))
+				deadline := time.Now().Add(30 * time.Second)
+				for attempt := 0; ; attempt++ {
+					s := live[(w+attempt)%len(live)]
+					req, _ := http.NewRequest(http.MethodPut, fileURL(s.URL, agent, wb, name), strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/octet-stream")
+					req.Header.Set("Idempotency-Key", fmt.Sprintf("cu-%d-%d", w, i))
+					resp, err := hc.Do(req)
+					if err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.StatusCode/100 == 2 {
+							break
+						}
+					}
+					if time.Now().After(deadline) {
+						failed.Store(fmt.Sprintf("write %s was not acknowledged within 30 s (%v)", name, err))
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				last.Store(name, body)
+				acked.Add(1)
+			}
+		}()
+	}
+	stopWriters := func() {
+		close(stop)
+		wg.Wait()
+		if f := failed.Load(); f != nil {
+			t.Fatal(f)
+		}
+	}
+	start := time.Now()
+	eventually(t, 10*time.Minute, fmt.Sprintf("%d writes acknowledged with a follower down", total), func() error {
+		if f := failed.Load(); f != nil {
+			return fmt.Errorf("%v", f)
+		}
+		if n := acked.Load(); n < int64(total) {
+			return fmt.Errorf("%d acknowledged", n)
+		}
+		return nil
+	})
+	elapsed := time.Since(start)
+	t.Logf("%d writes acknowledged with the follower down in %v (%.0f/s)", acked.Load(), elapsed.Round(time.Millisecond), float64(acked.Load())/elapsed.Seconds())
+
+	// The follower restarts while the writers go on, and catches up.
+	const applied = `cairn_shard_applied_version{shard="0"}`
+	const installs = `cairn_shard_snapshot_installs_total{shard="0"}`
+	follower.restart()
+	restarted := time.Now()
+	before := acked.Load()
+	target := metricValue(t, leader, applied)
+	eventually(t, 3*time.Minute, "the restarted follower applies what the leader had applied at its restart", func() error {
+		if got := metricValue(t, follower, applied); got < target {
+			return fmt.Errorf("applied version %v, want %v", got, target)
+		}
+		return nil
+	})
+	t.Logf("caught up to version %.0f in %v while %d more writes were acknowledged", target, time.Since(restarted).Round(time.Millisecond), acked.Load()-before)
+	eventually(t, 30*time.Second, "writes acknowledged after the catch-up", func() error {
+		if n := acked.Load() - before; n < 100 {
+			return fmt.Errorf("%d acknowledged since the restart", n)
+		}
+		return nil
+	})
+	stopWriters()
+	if n := metricValue(t, follower, installs); n != 1 {
+		t.Fatalf("the restarted follower installed %v snapshots, want exactly 1 (0: it caught up from the log, which the leader should have truncated; more: an install loop)", n)
+	}
+	t.Logf("the restarted follower installed exactly one snapshot")
+
+	// The follower's own state: a snapshot minted now, read at its id through the
+	// follower, which serves it without the leader (Cairn-Served-By).
+	code, b := clusterDo(http.MethodPost, live[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb+"/snapshots", []byte(`{"name":"after-catchup"}`), 30*time.Second)
+	var snap struct {
+		SnapshotID uint64 `json:"snapshot_id"`
+	}
+	if code != http.StatusCreated || json.Unmarshal(b, &snap) != nil || snap.SnapshotID == 0 {
+		t.Fatalf("mint a snapshot: %d %s", code, b)
+	}
+	followerID := nodeIDOf(t, follower)
+	checked, byFollower := 0, 0
+	last.Range(func(k, v any) bool {
+		u := fileURL(follower.URL, agent, wb, k.(string)) + "?at_snapshot=" + strconv.FormatUint(snap.SnapshotID, 10)
+		var resp *http.Response
+		var body []byte
+		eventually(t, 30*time.Second, "read "+k.(string)+" at the snapshot through the follower", func() error {
+			r, err := http.Get(u)
+			if err != nil {
+				return err
+			}
+			defer r.Body.Close()
+			body, _ = io.ReadAll(r.Body)
+			if r.StatusCode != http.StatusOK {
+				return fmt.Errorf("%d %s", r.StatusCode, body)
+			}
+			resp = r
+			return nil
+		})
+		if string(body) != v.(string) {
+			t.Fatalf("%s at snapshot %d through the follower: %q, want %q", k, snap.SnapshotID, body, v)
+		}
+		if resp.Header.Get("Cairn-Served-By") == followerID {
+			byFollower++
+		}
+		checked++
+		return checked < 200
+	})
+	t.Logf("%d paths read at snapshot %d through the restarted follower, %d served by the follower itself", checked, snap.SnapshotID, byFollower)
+	if byFollower == 0 {
+		t.Fatal("no read at the snapshot was served by the restarted follower itself")
+	}
+}
+
+// nodeIDOf returns s's cluster node id, from the cluster status it serves.
+func nodeIDOf(t *testing.T, s *server) string {
+	t.Helper()
+	code, b := clusterDo(http.MethodGet, s.URL+"/v1/admin/cluster", nil, 30*time.Second)
+	var st struct {
+		Node string `json:"node"`
+	}
+	if code != http.StatusOK || json.Unmarshal(b, &st) != nil || st.Node == "" {
+		t.Fatalf("cluster status of %s: %d %s", s.URL, code, b)
+	}
+	return st.Node
+}
