@@ -32,6 +32,17 @@ import (
 type linCluster struct {
 	servers []*server
 	net     *faultNet
+	urls    []atomic.Pointer[string] // each node's current URL, read by client goroutines
+}
+
+// url is node i's current client URL (safe while the test restarts it).
+func (lc *linCluster) url(i int) string { return *lc.urls[i].Load() }
+
+// restart starts node i again and publishes its new URL.
+func (lc *linCluster) restart(i int) {
+	lc.servers[i].restart()
+	u := lc.servers[i].URL
+	lc.urls[i].Store(&u)
 }
 
 // startLinCluster starts etcd, MinIO and three `cairn serve --cluster` nodes whose peer
@@ -52,6 +63,11 @@ func startLinCluster(t *testing.T, extra ...string) *linCluster {
 			"--blob", "s3://" + bucket, "--s3-endpoint", "http://" + m.Endpoint, "--shutdown-timeout", "5s",
 		}, extra...)
 		lc.servers = append(lc.servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), serveArgs(args...)))
+	}
+	lc.urls = make([]atomic.Pointer[string], len(lc.servers))
+	for i, s := range lc.servers {
+		u := s.URL
+		lc.urls[i].Store(&u)
 	}
 	return lc
 }
@@ -222,8 +238,7 @@ func (r *linRecorder) do(t *testing.T, client int, first int, in linInput) linOu
 	call := time.Since(r.t0).Nanoseconds()
 	deadline := time.Now().Add(opBudget)
 	for attempt := 0; ; attempt++ {
-		s := r.lc.servers[(first+attempt)%len(r.lc.servers)]
-		out, definite, err := r.attempt(s.URL, key, in)
+		out, definite, err := r.attempt(r.lc.url((first+attempt)%len(r.lc.servers)), key, in)
 		if err != nil {
 			t.Error(err)
 			return linOutput{Unknown: true}
@@ -414,7 +429,7 @@ func TestClusterLinearizableUnderKillsAndPartitions(t *testing.T) {
 	t.Logf("kill -9 of leader n%d", l)
 	lc.servers[l].kill9()
 	progress("with the leader killed")
-	lc.servers[l].restart()
+	lc.restart(l)
 	progress("after the restart")
 
 	// The leader isolated from both peers (a minority of one), then healed.
@@ -443,12 +458,12 @@ func TestClusterLinearizableUnderKillsAndPartitions(t *testing.T) {
 	t.Logf("kill -9 of follower n%d", f)
 	lc.servers[f].kill9()
 	progress("with a follower killed")
-	lc.servers[f].restart()
+	lc.restart(f)
 	l = lc.leader(t)
 	t.Logf("kill -9 of leader n%d", l)
 	lc.servers[l].kill9()
 	progress("with the leader killed again")
-	lc.servers[l].restart()
+	lc.restart(l)
 	progress("at the end")
 
 	close(stop)

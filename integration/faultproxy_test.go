@@ -65,8 +65,9 @@ func newFaultNet(t testing.TB, nodes int) *faultNet {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := &faultProxy{n: n, to: i, ln: ln}
-		n.proxies = append(n.proxies, p)
+		n.proxies = append(n.proxies, &faultProxy{n: n, to: i, ln: ln})
+	}
+	for _, p := range n.proxies { // n.proxies is read-only from here on
 		go p.serve()
 	}
 	t.Cleanup(n.close)

@@ -414,3 +414,82 @@ func TestClusterNodeWithoutAReplicaForwardsThroughTheLeaderHint(t *testing.T) {
 		t.Fatal("node b hosts a replica; the test needs a node without one")
 	}
 }
+
+// A node away past the grace period is removed from every shard; when it comes back (same
+// data directory, a new peer port) it joins every shard again, as a non-voter first, and
+// is promoted once it caught up.
+func TestClusterNodeRemovedWhileAwayJoinsAgainWhenBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, MinIO and three nodes")
+	}
+	interval, grace := controllerInterval, controllerGrace
+	controllerInterval, controllerGrace = 500*time.Millisecond, 2*time.Second
+	t.Cleanup(func() { controllerInterval, controllerGrace = interval, grace })
+
+	srv := s3test.Start(t)
+	bucket := s3test.Bucket()
+	etcd := startTestEtcd(t)
+	var cfgs []ops.Config
+	var nodes []*testClusterNode
+	for range 3 {
+		cfg := clusterConfig(t, srv, bucket, etcd)
+		cfgs = append(cfgs, cfg)
+		nodes = append(nodes, startClusterNode(t, cfg))
+	}
+	ws := "/v1/agents/back/workbenches/w1"
+	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
+		t.Fatalf("create workbench: %d %s", code, b)
+	}
+	waitFor := func(what string, f func() error) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			err := f()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v", what, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	members := func(want func(vs []string) bool) func() error {
+		return func() error {
+			sets := voterSets(t, nodes[0])
+			if len(sets) != 2 {
+				return fmt.Errorf("status of %d shards: %v", len(sets), sets)
+			}
+			for id, vs := range sets {
+				if !want(vs) {
+					return fmt.Errorf("shard %d: %v", id, vs)
+				}
+			}
+			return nil
+		}
+	}
+	waitFor("three voters per shard", members(func(vs []string) bool {
+		return len(vs) == 3 && !strings.Contains(fmt.Sprint(vs), "nonvoter")
+	}))
+	away := nodes[2].nodeID
+	nodes[2].shutdown()
+	waitFor("the away node is removed from every shard", members(func(vs []string) bool {
+		return len(vs) == 2 && !strings.Contains(fmt.Sprint(vs), away)
+	}))
+	for i := range 20 { // writes it misses
+		if code, b := request(t, http.MethodPut, nodes[i%2].url+ws+fmt.Sprintf("/files/input/f%d", i), []byte("x")); code/100 != 2 {
+			t.Fatalf("put %d while the node is away: %d %s", i, code, b)
+		}
+	}
+	nodes[2] = startClusterNode(t, cfgs[2])
+	if nodes[2].nodeID != away {
+		t.Fatalf("the node came back as %s, not %s", nodes[2].nodeID, away)
+	}
+	waitFor("the node that came back is a voter of every shard again", members(func(vs []string) bool {
+		s := fmt.Sprint(vs)
+		return len(vs) == 3 && !strings.Contains(s, "nonvoter") && strings.Contains(s, away)
+	}))
+	if code, b := request(t, http.MethodGet, nodes[2].url+ws+"/files/input/f19", nil); code != http.StatusOK || string(b) != "x" {
+		t.Fatalf("read through the node that came back: %d %q", code, b)
+	}
+}

@@ -121,8 +121,9 @@ type State struct {
 //     not answer bootstraps again (bootstrapping an existing group is a no-op on the node).
 //   - Nothing else happens to a shard whose leader does not answer.
 //   - The record follows the Raft configuration: members' roles are copied from Raft,
-//     members Raft has that the record lacks are added, and gone nodes that Raft no longer
-//     has are dropped.
+//     members Raft has that the record lacks are added, gone nodes that Raft no longer
+//     has are dropped, and members Raft no longer has that are not gone (removed while
+//     away, back since) become non-voters, so that they are added to Raft again.
 //   - A shard with fewer than Replication members that are not gone gets live nodes that
 //     do not host it yet, least-loaded first (count of records listing the node, ties by
 //     id; one replica per shard per pass over the shards), as non-voters, added to Raft in
@@ -178,8 +179,15 @@ func Plan(st State) []Action {
 				want = withRole(want, m.ID, m.Voter)
 			}
 			for _, m := range want.Members() {
-				if _, inRaft := status.server(m); st.Gone[m] && !inRaft {
+				_, inRaft := status.server(m)
+				switch {
+				case inRaft:
+				case st.Gone[m]:
 					want = without(want, m)
+				default:
+					// Raft dropped it (removed while gone) and it came back before the
+					// record did: it joins again as a non-voter, added below.
+					want = withRole(want, m, false)
 				}
 			}
 			for _, m := range want.Members() {

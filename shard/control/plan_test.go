@@ -151,6 +151,16 @@ func TestPlan(t *testing.T) {
 			want: []string{"shard 0: record voters=[a b] nonvoters=[d]"},
 		},
 		{
+			name: "a voter Raft removed while it was gone and that came back joins again as a non-voter",
+			st: State{Shards: 1, Replication: 3, Nodes: live("a", "b", "c"),
+				MaxPromoteLag: 10, Records: map[int]ReplicaSet{0: rs("a,b,c", "")},
+				Status: map[int]ShardStatus{0: cfg("a", "a,b", nil)}},
+			want: []string{
+				"shard 0: record voters=[a b] nonvoters=[c]",
+				"shard 0: add-nonvoter c",
+			},
+		},
+		{
 			name: "a gone leader is never removed",
 			st: State{Shards: 1, Replication: 3, Nodes: live("b", "c"), Gone: map[string]bool{"a": true},
 				MaxPromoteLag: 10, Records: map[int]ReplicaSet{0: rs("a,b,c", "")},
