@@ -314,7 +314,7 @@ func (s *server) stop() {
 		return
 	}
 	if c.err != nil {
-		s.t.Errorf("cairn serve on %s exited with %v after SIGTERM, want status 0:\n%s", s.dataDir, c.err, s.log.tail(8<<10))
+		s.t.Errorf("cairn serve on %s exited with %v after SIGTERM, want status 0:\n%s", s.dataDir, c.err, s.log.tail(64<<10))
 	}
 }
 
@@ -339,7 +339,7 @@ func (s *server) kill9() {
 		s.t.Fatalf("after SIGKILL, Wait returned %v, want a kill", c.err)
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && !(ws.Signaled() && ws.Signal() == syscall.SIGKILL) {
-		s.t.Fatalf("cairn serve was not killed by SIGKILL but exited with %v (it died on its own before the kill?):\n%s", c.err, s.log.tail(8<<10))
+		s.t.Fatalf("cairn serve was not killed by SIGKILL but exited with %v (it died on its own before the kill?):\n%s", c.err, s.log.tail(64<<10))
 	}
 }
 

@@ -157,8 +157,15 @@ func (s *Shard) TransferLeadership(ctx context.Context) error {
 	}
 	f := s.raft.LeadershipTransfer()
 	s.closeMu.RUnlock()
-	if err := f.Error(); err != nil {
-		return mapRaftError(err)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return mapRaftError(err)
+		}
+	case <-ctx.Done(): // raft ends the transfer on its own (an election timeout at most)
+		return ctx.Err()
 	}
 	s.ready.Store(false)
 	return nil

@@ -335,10 +335,12 @@ func (c *ClusterNode) Handler() http.Handler { return c.handler }
 func (c *ClusterNode) WaitReady(ctx context.Context) error { return ctx.Err() }
 
 // Serve serves HTTP on the client port until ctx ends, then transfers the leadership of
-// every shard this node leads and shuts down within cfg.ShutdownTimeout. ready, when
+// every shard this node leads (within half of cfg.ShutdownTimeout) and drains the client
+// connections, all within cfg.ShutdownTimeout. ready, when
 // non-nil, receives the bound address.
 func (c *ClusterNode) Serve(ctx context.Context, ready func(addr net.Addr)) error {
-	srv := &http.Server{Handler: c.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
+	var d drainer
+	srv := &http.Server{Handler: d.wrap(c.handler), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
 	if ready != nil {
 		ready(c.clientLn.Addr())
 	}
@@ -351,8 +353,12 @@ func (c *ClusterNode) Serve(ctx context.Context, ready func(addr net.Addr)) erro
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
 	defer cancel()
-	c.TransferLeadership(sctx)
-	err := srv.Shutdown(sctx)
+	// The handover gets half the shutdown time: with its peers down it can only time out,
+	// and draining the client connections must still have time left.
+	tctx, tcancel := context.WithTimeout(sctx, c.cfg.ShutdownTimeout/2)
+	c.TransferLeadership(tctx)
+	tcancel()
+	err := d.shutdown(sctx, srv)
 	<-errc
 	return err
 }

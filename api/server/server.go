@@ -354,7 +354,8 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", n.cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: n.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelWarn)}
+	var d drainer
+	srv := &http.Server{Handler: d.wrap(n.handler), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelWarn)}
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -367,7 +368,7 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 	defer cancel()
-	err = srv.Shutdown(sctx)
+	err = d.shutdown(sctx, srv)
 	<-errc
 	return err
 }
