@@ -167,6 +167,6 @@ func (s *Shard) TransferLeadership(ctx context.Context) error {
 	case <-ctx.Done(): // raft ends the transfer on its own (an election timeout at most)
 		return ctx.Err()
 	}
-	s.ready.Store(false)
+	s.setReady(false)
 	return nil
 }

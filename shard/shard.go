@@ -63,6 +63,11 @@ type Config struct {
 	ApplyTimeout time.Duration
 	// Logger receives Raft's warnings and errors. Default: slog.Default().
 	Logger *slog.Logger
+	// OnReady, when set, is called (from the replica's leadership goroutine; it must not
+	// block) each time this replica becomes a ready leader or stops being one, with the
+	// new readiness. A cluster node publishes its leader hint from it at once instead of
+	// waiting for a poll.
+	OnReady func(ready bool)
 	// Clock returns the leader's wall time for stamping commands. Default time.Now.
 	Clock func() time.Time
 
@@ -416,7 +421,7 @@ func (s *Shard) watchLeadership() {
 		case <-s.stop:
 			return
 		case leader := <-ch:
-			s.ready.Store(false)
+			s.setReady(false)
 			if !leader {
 				continue
 			}
@@ -427,9 +432,16 @@ func (s *Shard) watchLeadership() {
 				continue
 			}
 			if s.raft.State() == raft.Leader {
-				s.ready.Store(true)
+				s.setReady(true)
 			}
 		}
+	}
+}
+
+// setReady records the replica's readiness and reports a change to Config.OnReady.
+func (s *Shard) setReady(ready bool) {
+	if s.ready.Swap(ready) != ready && s.cfg.OnReady != nil {
+		s.cfg.OnReady(ready)
 	}
 }
 

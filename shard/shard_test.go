@@ -132,3 +132,24 @@ func TestIdleLeaderTicksCommandTimeForward(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// OnReady reports a change of readiness once: a single voter becomes a ready leader and
+// stays one.
+func TestOnReadyReportsReadiness(t *testing.T) {
+	got := make(chan bool, 4)
+	s := openReady(t, t.TempDir(), Config{OnReady: func(ready bool) { got <- ready }})
+	defer s.Close()
+	select {
+	case r := <-got:
+		if !r {
+			t.Fatalf("first OnReady(%v), want true", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnReady was not called once the replica was ready")
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("a second OnReady(%v) without a change", r)
+	case <-time.After(200 * time.Millisecond):
+	}
+}

@@ -86,6 +86,8 @@ type ClusterNode struct {
 
 	nodes atomic.Pointer[control.NodeSet]
 	hints atomic.Pointer[map[int]control.LeaderHint]
+	// readyKick wakes publishHints when a local replica becomes a ready leader.
+	readyKick chan struct{}
 
 	svc     *workbench.Service
 	handler http.Handler // the client port: routing in front of REST/MCP
@@ -124,7 +126,7 @@ func OpenCluster(ctx context.Context, cfg ops.Config, creds ops.Credentials, log
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", cfg.DataDir, ErrDataDirLocked)
 	}
-	c := &ClusterNode{cfg: cfg, creds: creds, log: log, lock: lock, replicas: map[int]*shard.Shard{}}
+	c := &ClusterNode{cfg: cfg, creds: creds, log: log, lock: lock, replicas: map[int]*shard.Shard{}, readyKick: make(chan struct{}, 1)}
 	if err := c.open(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -481,8 +483,16 @@ func (c *ClusterNode) ensureReplica(id int) (*shard.Shard, error) {
 		SnapshotInterval:  c.cfg.RaftSnapshotInterval,
 		SnapshotThreshold: c.cfg.RaftSnapshotThreshold,
 		Logger:            c.log.With("shard", id),
-		Peer:              c.peer,
-		ShardID:           strconv.Itoa(id),
+		OnReady: func(ready bool) {
+			if ready {
+				select {
+				case c.readyKick <- struct{}{}:
+				default:
+				}
+			}
+		},
+		Peer:    c.peer,
+		ShardID: strconv.Itoa(id),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open replica of shard %d: %w", id, err)
@@ -527,23 +537,28 @@ func (c *ClusterNode) watchHints(ctx context.Context) {
 	}
 }
 
-// publishHints publishes a leader hint whenever a local replica wins leadership (polled:
-// the hint is advisory, routing also asks the local replicas).
+// publishHints publishes a leader hint as soon as a local replica becomes a ready leader
+// (woken by the replica), and checks every hintPollInterval as a backstop (a hint write
+// that failed while etcd was away).
 func (c *ClusterNode) publishHints(ctx context.Context) {
 	published := map[int]uint64{}
-	tick := 0
-	t := time.NewTicker(200 * time.Millisecond)
+	t := time.NewTicker(hintPollInterval)
 	defer t.Stop()
+	lastAddressCheck := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-c.readyKick:
 		}
-		tick++
+		checkAddresses := time.Since(lastAddressCheck) >= addressCheckInterval
+		if checkAddresses {
+			lastAddressCheck = time.Now()
+		}
 		for id, r := range c.replicaList() {
 			st := r.Stats()
-			if st.State == "Leader" && tick%addressCheckTicks == 0 {
+			if st.State == "Leader" && checkAddresses {
 				c.fixAddresses(ctx, id, r)
 			}
 			if st.State != "Leader" || published[id] == st.Term {
@@ -560,9 +575,13 @@ func (c *ClusterNode) publishHints(ctx context.Context) {
 	}
 }
 
-// addressCheckTicks: a leader compares its group's peer addresses with the registry every
-// this many publishHints ticks (2 s).
-const addressCheckTicks = 10
+// hintPollInterval is how often publishHints looks at the local replicas without being
+// woken; addressCheckInterval how often a leader compares its group's peer addresses
+// with the registry.
+const (
+	hintPollInterval     = time.Second
+	addressCheckInterval = 2 * time.Second
+)
 
 // fixAddresses updates, in shard id's Raft configuration, the address of every member
 // that registered a different peer address (a node restarted on another port): without
