@@ -123,12 +123,14 @@ type State struct {
 //   - The record follows the Raft configuration: members' roles are copied from Raft,
 //     members Raft has that the record lacks are added, gone nodes that Raft no longer
 //     has are dropped, and members Raft no longer has that are not gone (removed while
-//     away, back since) become non-voters, so that they are added to Raft again.
+//     away, back since) become non-voters, so that they are added to Raft again, unless
+//     the shard has Replication members without them (then they leave the record).
 //   - A shard with fewer than Replication members that are not gone gets live nodes that
 //     do not host it yet, least-loaded first (count of records listing the node, ties by
 //     id; one replica per shard per pass over the shards), as non-voters, added to Raft in
 //     the same round.
-//   - A non-voter whose lag is known and at most MaxPromoteLag is promoted.
+//   - A non-voter of a shard that has Replication live voters is surplus and removed;
+//     otherwise a non-voter whose lag is known and at most MaxPromoteLag is promoted.
 //   - A gone node is removed from Raft unless it is the leader or the last voter.
 func Plan(st State) []Action {
 	load := map[string]int{}
@@ -178,15 +180,22 @@ func Plan(st State) []Action {
 			for _, m := range status.Servers {
 				want = withRole(want, m.ID, m.Voter)
 			}
+			inRaft := 0
+			for _, m := range status.Servers {
+				if !st.Gone[m.ID] {
+					inRaft++
+				}
+			}
 			for _, m := range want.Members() {
-				_, inRaft := status.server(m)
+				_, has := status.server(m)
 				switch {
-				case inRaft:
-				case st.Gone[m]:
+				case has:
+				case st.Gone[m] || inRaft >= st.Replication:
 					want = without(want, m)
 				default:
 					// Raft dropped it (removed while gone) and it came back before the
-					// record did: it joins again as a non-voter, added below.
+					// record did, and the shard is short: it joins again as a
+					// non-voter, added below.
 					want = withRole(want, m, false)
 				}
 			}
@@ -227,7 +236,12 @@ func Plan(st State) []Action {
 					raft[s] = append(raft[s], Action{Kind: ActionAddNonvoter, Shard: s, Node: n, Addr: info.PeerAddr})
 				}
 			}
-			voters := status.voters()
+			voters, liveVoters := status.voters(), 0
+			for _, m := range status.Servers {
+				if m.Voter && !st.Gone[m.ID] {
+					liveVoters++
+				}
+			}
 			for _, m := range status.Servers {
 				_, isLive := st.Nodes[m.ID]
 				switch {
@@ -236,6 +250,10 @@ func Plan(st State) []Action {
 					if m.Voter {
 						voters--
 					}
+				case !m.Voter && liveVoters >= st.Replication:
+					// A surplus replica (the shard has its voters): trimmed, not promoted.
+					want = without(want, m.ID)
+					raft[s] = append(raft[s], Action{Kind: ActionRemove, Shard: s, Node: m.ID})
 				case !m.Voter && isLive && m.Lag >= 0 && m.Lag <= st.MaxPromoteLag:
 					raft[s] = append(raft[s], Action{Kind: ActionPromote, Shard: s, Node: m.ID})
 				}

@@ -161,6 +161,20 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "a voter Raft removed while it was gone and that came back after its replacement leaves the record",
+			st: State{Shards: 1, Replication: 3, Nodes: live("a", "b", "c", "d"),
+				MaxPromoteLag: 10, Records: map[int]ReplicaSet{0: rs("a,b,c", "")},
+				Status: map[int]ShardStatus{0: cfg("a", "a,b,d", nil)}},
+			want: []string{"shard 0: record voters=[a b d] nonvoters=[]"},
+		},
+		{
+			name: "a surplus non-voter is removed, not promoted, once the shard has its voters",
+			st: State{Shards: 1, Replication: 3, Nodes: live("a", "b", "c", "d"),
+				MaxPromoteLag: 10, Records: map[int]ReplicaSet{0: rs("a,b,c", "d")},
+				Status: map[int]ShardStatus{0: cfg("a", "a,b,c", map[string]int64{"d": 0})}},
+			want: []string{"shard 0: record voters=[a b c] nonvoters=[]", "shard 0: remove d"},
+		},
+		{
 			name: "a gone leader is never removed",
 			st: State{Shards: 1, Replication: 3, Nodes: live("b", "c"), Gone: map[string]bool{"a": true},
 				MaxPromoteLag: 10, Records: map[int]ReplicaSet{0: rs("a,b,c", "")},
