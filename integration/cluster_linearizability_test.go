@@ -424,47 +424,56 @@ func TestClusterLinearizableUnderKillsAndPartitions(t *testing.T) {
 	}
 
 	progress("before any fault")
-	// kill -9 of the shard leader, restart.
-	l := lc.leader(t)
-	t.Logf("kill -9 of leader n%d", l)
-	lc.servers[l].kill9()
-	progress("with the leader killed")
-	lc.restart(l)
-	progress("after the restart")
+	// The fault schedule runs $CAIRN_LIN_ROUNDS times (once in make test; more under
+	// make test-long).
+	rounds := 1
+	if v, err := strconv.Atoi(os.Getenv("CAIRN_LIN_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	for round := range rounds {
+		t.Logf("fault round %d of %d", round+1, rounds)
+		// kill -9 of the shard leader, restart.
+		l := lc.leader(t)
+		t.Logf("kill -9 of leader n%d", l)
+		lc.servers[l].kill9()
+		progress("with the leader killed")
+		lc.restart(l)
+		progress("after the restart")
 
-	// The leader isolated from both peers (a minority of one), then healed.
-	l = lc.leader(t)
-	t.Logf("isolating leader n%d", l)
-	lc.net.Isolate(l)
-	progress("with the leader isolated")
-	time.Sleep(2 * time.Second)
-	lc.net.Heal()
-	progress("after healing")
+		// The leader isolated from both peers (a minority of one), then healed.
+		l = lc.leader(t)
+		t.Logf("isolating leader n%d", l)
+		lc.net.Isolate(l)
+		progress("with the leader isolated")
+		time.Sleep(2 * time.Second)
+		lc.net.Heal()
+		progress("after healing")
 
-	// A follower isolated, then the link from the leader to one follower cut one way.
-	l = lc.leader(t)
-	f := (l + 1) % 3
-	t.Logf("isolating follower n%d", f)
-	lc.net.Isolate(f)
-	progress("with a follower isolated")
-	lc.net.Heal()
-	t.Logf("cutting n%d → n%d one way", l, f)
-	lc.net.Cut(l, f)
-	progress("with one link cut")
-	lc.net.Heal()
+		// A follower isolated, then the link from the leader to one follower cut one way.
+		l = lc.leader(t)
+		f := (l + 1) % 3
+		t.Logf("isolating follower n%d", f)
+		lc.net.Isolate(f)
+		progress("with a follower isolated")
+		lc.net.Heal()
+		t.Logf("cutting n%d → n%d one way", l, f)
+		lc.net.Cut(l, f)
+		progress("with one link cut")
+		lc.net.Heal()
 
-	// A follower goes down and comes back, then the leader once more (one node at a time:
-	// a majority stays up).
-	t.Logf("kill -9 of follower n%d", f)
-	lc.servers[f].kill9()
-	progress("with a follower killed")
-	lc.restart(f)
-	l = lc.leader(t)
-	t.Logf("kill -9 of leader n%d", l)
-	lc.servers[l].kill9()
-	progress("with the leader killed again")
-	lc.restart(l)
-	progress("at the end")
+		// A follower goes down and comes back, then the leader once more (one node at a time:
+		// a majority stays up).
+		t.Logf("kill -9 of follower n%d", f)
+		lc.servers[f].kill9()
+		progress("with a follower killed")
+		lc.restart(f)
+		l = lc.leader(t)
+		t.Logf("kill -9 of leader n%d", l)
+		lc.servers[l].kill9()
+		progress("with the leader killed again")
+		lc.restart(l)
+		progress("at the end")
+	}
 
 	close(stop)
 	wg.Wait()
