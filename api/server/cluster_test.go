@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/cairnstore/cairn/blob/s3/s3test"
@@ -225,11 +226,50 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 		}
 	}
 
+	// An MCP session (the official go-sdk client over streamable HTTP) on a node that
+	// does not lead: its tool calls are forwarded, and the same session goes on working
+	// after the leader is gone.
+	var via *testClusterNode
+	for _, n := range nodes {
+		if n != leader {
+			via = n
+			break
+		}
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "cluster-test", Version: "1"}, nil).Connect(t.Context(),
+		&sdk.StreamableClientTransport{Endpoint: via.url + "/v1/agents/alice/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	mcpPut := func(path, text string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "workbench_put_file",
+				Arguments: map[string]any{"id": "w1", "section": "input", "path": path, "text": text}})
+			if err == nil && !res.IsError {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("MCP workbench_put_file %s through %s: %v %+v", path, via.url, err, res)
+			}
+			time.Sleep(200 * time.Millisecond) // a retryable NotOwner while the shard elects
+		}
+	}
+	mcpPut("m0", "before")
+
 	leader.shutdown()
 	var survivors []*testClusterNode
 	for _, n := range nodes {
 		if n != leader {
 			survivors = append(survivors, n)
+		}
+	}
+	mcpPut("m1", "after")
+	for p, want := range map[string]string{"m0": "before", "m1": "after"} {
+		if code, b := request(t, http.MethodGet, survivors[0].url+ws+"/files/input/"+p, nil); code != http.StatusOK || string(b) != want {
+			t.Fatalf("read of the MCP write %s: %d %q", p, code, b)
 		}
 	}
 	for i := 5; i < 8; i++ {
