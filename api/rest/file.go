@@ -298,16 +298,61 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	}
 	body, err := f.Reader(r.Context(), offset, length)
 	if err != nil {
+		dropBodyHeaders(hd)
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
 	defer body.Close()
+	// The first bytes are read before the status line, so that an object store that is down
+	// or an object that is missing is answered with its status and error envelope; only a
+	// failure after the body has started cuts the stream.
+	first, err := readFirst(body, length)
+	if err != nil {
+		dropBodyHeaders(hd)
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
 	w.WriteHeader(status)
-	n, err := io.Copy(w, body)
-	h.bytesOut.Add(float64(n))
+	n, err := w.Write(first)
+	sent := int64(n)
+	if err == nil {
+		var m int64
+		m, err = io.Copy(w, body)
+		sent += m
+	}
+	h.bytesOut.Add(float64(sent))
 	if err != nil && r.Context().Err() == nil && h.log != nil {
 		// Headers are gone: the client sees a short body, which Content-Length makes detectable.
-		h.log.Error("read stream failed", "path", r.URL.EscapedPath(), "sent_bytes", n, "err", err)
+		h.log.Error("read stream failed", "path", r.URL.EscapedPath(), "sent_bytes", sent, "err", err)
+	}
+}
+
+// firstReadBytes bounds the buffer readFirst fills before a read's status line is written.
+const firstReadBytes = 32 << 10
+
+// readFirst reads the first bytes (at least one, at most firstReadBytes) of a body of
+// length bytes. It fails only when no byte came: with the body's error, or
+// io.ErrUnexpectedEOF when the body is empty. An error that comes with bytes is left to the
+// copy that follows (workbench body readers repeat it on the next Read).
+func readFirst(body io.Reader, length int64) ([]byte, error) {
+	if length <= 0 {
+		return nil, nil
+	}
+	buf := make([]byte, min(length, firstReadBytes))
+	n, err := io.ReadAtLeast(body, buf, 1)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return buf[:n], err
+}
+
+// bodyHeaders describe the file's body; an error answer in place of the body drops them.
+var bodyHeaders = []string{"ETag", "Cairn-Generation", "Cairn-Digest", "Cairn-Executable", "Last-Modified",
+	"Accept-Ranges", "Content-Length", "Content-Range"}
+
+func dropBodyHeaders(hd http.Header) {
+	for _, k := range bodyHeaders {
+		hd.Del(k)
 	}
 }
 

@@ -117,7 +117,11 @@ func AsError(err error) *Error {
 		return &Error{Code: CodeInternal, Message: "timed out waiting for the write to commit; it may still apply: retry with the same idempotency key", Retryable: true, Details: map[string]any{}}
 	case errors.Is(err, blob.ErrUnavailable):
 		return &Error{Code: CodeObjectUnavailable, Message: "the object store is unavailable; retry", Retryable: true, Details: map[string]any{}}
-	case errors.Is(err, blob.ErrCorrupt), errors.Is(err, blob.ErrNotFound):
+	case errors.Is(err, blob.ErrNotFound):
+		// Metadata names an object the store does not hold (lost, or deleted behind Cairn's
+		// back): not the caller's NotFound, and retrying does not bring it back.
+		return &Error{Code: CodeInternal, Message: "an object holding the file's data is missing from the object store", Details: map[string]any{}}
+	case errors.Is(err, blob.ErrCorrupt):
 		return &Error{Code: CodeInternal, Message: "stored data failed verification", Details: map[string]any{}}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &Error{Code: CodeInternal, Message: "the request was cancelled or timed out", Retryable: true, Details: map[string]any{}}
