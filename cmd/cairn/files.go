@@ -139,7 +139,7 @@ func newPutCommand() *cobra.Command {
 			verb = "created"
 		}
 		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %d bytes, generation %d, %s\n",
-			verb, path, res.SizeBytes, res.Generation, res.DigestURI)
+			verb, displayed(path), res.SizeBytes, res.Generation, res.DigestURI)
 		return err
 	}
 	return cmd
@@ -208,6 +208,7 @@ func newLsCommand() *cobra.Command {
 		out := bufio.NewWriter(cmd.OutOrStdout())
 		print := func(e client.Entry, name string) {
 			kind, size, gen := "file", strconv.FormatInt(e.SizeBytes, 10), strconv.FormatUint(e.Generation, 10)
+			name = displayed(name)
 			if e.IsDir() {
 				kind, size, gen, name = "dir", "-", "-", name+"/"
 			}

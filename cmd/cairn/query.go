@@ -222,7 +222,7 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 				if req.Workbench == "" {
 					name = h.WorkbenchID + "/" + name
 				}
-				fmt.Fprintf(out, "%s%s\n", name, formatFields(h.Fields, req.Fields))
+				fmt.Fprintf(out, "%s%s\n", displayed(name), formatFields(h.Fields, req.Fields))
 				printed++
 			}
 			next = res.NextCursor
@@ -385,7 +385,7 @@ With --json, one page (--limit at most 300) is printed as the server's result ob
 				return err
 			}
 			for _, m := range res.Matches {
-				fmt.Fprintf(out, "%s:%d:%s\n", m.FullPath(), m.LineNumber, m.Snippet)
+				fmt.Fprintf(out, "%s:%d:%s\n", displayed(m.FullPath()), m.LineNumber, m.Snippet)
 				printed++
 			}
 			if res.NextCursor == "" {

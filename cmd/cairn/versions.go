@@ -284,7 +284,7 @@ func newSnapshotRetireCommand() *cobra.Command {
 			line = fmt.Sprintf("snapshot %d of %s was already retired", res.SnapshotID, res.WorkbenchID)
 		}
 		if res.Reason != "" {
-			line += fmt.Sprintf(" (reason: %s)", res.Reason)
+			line += fmt.Sprintf(" (reason: %s)", displayed(res.Reason))
 		}
 		_, err = fmt.Fprintln(cmd.OutOrStdout(), line)
 		return err
@@ -316,7 +316,7 @@ func newSnapshotListCommand() *cobra.Command {
 		fmt.Fprintln(tw, "ID\tSTATE\tLEASE EXPIRES\tTTL\tREAD VERSION\tNAME\tREASON")
 		for _, s := range list.Snapshots {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\n", s.SnapshotID, s.State, s.LeaseExpiresAt.UTC().Format(time.RFC3339),
-				s.TTLDays, s.ReadVersion, orDash(s.Name), orDash(s.Annotation.Reason))
+				s.TTLDays, s.ReadVersion, orDash(displayed(s.Name)), orDash(displayed(s.Annotation.Reason)))
 		}
 		return tw.Flush()
 	}

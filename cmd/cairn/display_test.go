@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/api/client"
+	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+)
+
+func TestDisplayedEscapesOnlyNamesWithControlCharacters(t *testing.T) {
+	for _, tt := range []struct{ name, in, want string }{
+		{"a plain name prints unchanged", "outputs/report.csv", "outputs/report.csv"},
+		{"blanks, quotes and non-ASCII letters print unchanged", `notes/my "draft" é 数据 🙂.md`, `notes/my "draft" é 数据 🙂.md`},
+		{"an escape sequence is quoted", "a\x1b[2Jb", `"a\x1b[2Jb"`},
+		{"a carriage return is quoted", "fake\rreal", `"fake\rreal"`},
+		{"a line feed is quoted", "one\ntwo", `"one\ntwo"`},
+		{"a tab is quoted", "a\tb", `"a\tb"`},
+		{"DEL is quoted", "a\x7fb", `"a\x7fb"`},
+		{"a C1 control (CSI) is quoted", "a\u009bb", `"a\u009bb"`},
+		{"a bidirectional override is quoted", "evil\u202etxt.exe", `"evil\u202etxt.exe"`},
+		{"bytes that are not UTF-8 are quoted", "a\xffb", `"a\xffb"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := displayed(tt.in); got != tt.want {
+				t.Fatalf("displayed(%q) = %s, want %s", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// runCairn runs the cairn command line against server and returns its stdout.
+func runCairn(t *testing.T, server string, args ...string) string {
+	t.Helper()
+	root := newRootCommand()
+	addFileCommands(root)
+	addWorkbenchCommands(root)
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(append([]string{"--server", server}, args...))
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatalf("cairn %s: %v (stderr %q)", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String()
+}
+
+func TestCommandsPrintServerNamesWithoutTerminalControls(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
+	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
+	t.Cleanup(srv.Close)
+	const (
+		evil  = "outputs/x\x1b]0;owned\x07\r\x1b[2Kclean.txt"
+		dir   = "outputs/d\x1b[31m"
+		plain = "outputs/plain.txt"
+	)
+	c := client.New(srv.URL, nil)
+	for _, p := range []string{evil, dir + "/inner.txt", plain} {
+		if _, err := c.PutFile(t.Context(), "a", "w", p, strings.NewReader("needle\n"), client.PutOptions{Size: -1}); err != nil {
+			t.Fatalf("put %q: %v", p, err)
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		wants []string
+	}{
+		{"ls quotes a file and a directory name", []string{"ls", "--agent", "a", "--workbench", "w", "outputs"},
+			[]string{` "x\x1b]0;owned\a\r\x1b[2Kclean.txt"` + "\n", ` "d\x1b[31m"/` + "\n", " plain.txt\n"}},
+		{"ls -r quotes names relative to the directory", []string{"ls", "-r", "--agent", "a", "--workbench", "w", "outputs"},
+			[]string{` "d\x1b[31m/inner.txt"` + "\n", " plain.txt\n"}},
+		{"grep quotes the path of a match", []string{"grep", "--agent", "a", "w", "needle", "-r", "--section", "outputs"},
+			[]string{`"outputs/x\x1b]0;owned\a\r\x1b[2Kclean.txt":1:needle` + "\n", "outputs/plain.txt:1:needle\n"}},
+		{"search quotes the path of a hit", []string{"search", "--agent", "a", "w", "--limit", "0"},
+			[]string{`"outputs/x\x1b]0;owned\a\r\x1b[2Kclean.txt"  `, "\noutputs/plain.txt  "}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := runCairn(t, srv.URL, tt.args...)
+			if strings.ContainsAny(out, "\x1b\r\a") {
+				t.Fatalf("output holds raw control characters: %q", out)
+			}
+			for _, w := range tt.wants {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
