@@ -146,6 +146,19 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	if cfg.NodeID != "" {
 		c.nodeID = cfg.NodeID
 	}
+	if err := bindClusterNodeID(cfg.DataDir, c.nodeID, cfg.NodeID != ""); err != nil {
+		return err
+	}
+	if cfg.PeerSource != "" {
+		// The system accepts any address for the dialer; an address this host does not
+		// have fails every peer dial later, so check it now.
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.PeerSource, "0"))
+		if err != nil {
+			return &ops.ConfigError{Source: "--peer-source", Field: "PeerSource",
+				Rule: "must be an IP address of this host (" + err.Error() + ")", Value: cfg.PeerSource}
+		}
+		ln.Close()
+	}
 	c.registry = prometheus.NewRegistry()
 	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c.n = &Node{cfg: cfg, creds: c.creds, log: c.log, registry: c.registry}
@@ -186,9 +199,15 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
 	defer cancel()
+	c.log.Info("joining the cluster", "etcd", cfg.Etcd, "node", c.nodeID, "timeout", clusterStartTimeout)
+	blobName := strings.TrimSuffix(cfg.Blob, "/")
 	if c.cluster, err = retryControl(sctx, func() (control.Cluster, error) {
-		return c.plane.CreateCluster(sctx, control.ClusterSpec{Shards: cfg.Shards, Replication: cfg.Replication})
+		return c.plane.CreateCluster(sctx, control.ClusterSpec{Shards: cfg.Shards, Replication: cfg.Replication, Blob: blobName})
 	}); err != nil {
+		var me *control.MismatchError
+		if errors.As(err, &me) {
+			return mismatchConfigError(me)
+		}
 		return fmt.Errorf("etcd %s: create or join the cluster: %w", cfg.Etcd, err)
 	}
 	nodes, _, err := retryControl2(sctx, func() (control.NodeSet, int64, error) { return c.plane.Nodes(sctx) })
@@ -556,12 +575,27 @@ func (c *ClusterNode) publishHints(ctx context.Context) {
 		if checkAddresses {
 			lastAddressCheck = time.Now()
 		}
+		hints := map[int]control.LeaderHint{}
+		if h := c.hints.Load(); h != nil {
+			hints = *h
+		}
 		for id, r := range c.replicaList() {
 			st := r.Stats()
 			if st.State == "Leader" && checkAddresses {
 				c.fixAddresses(ctx, id, r)
 			}
-			if st.State != "Leader" || published[id] == st.Term {
+			if st.State != "Leader" {
+				if _, ok := published[id]; ok { // deposed: withdraw the claim
+					delete(published, id)
+					if err := c.reg.ClearLeaderHint(ctx, id); err != nil && ctx.Err() == nil {
+						c.log.Debug("clear leader hint", "shard", id, "err", err)
+					}
+				}
+				continue
+			}
+			// Published, and etcd still shows it: nothing to do. A hint missing, naming
+			// another node or an older term (a stalled node wrote it back) is written again.
+			if h, ok := hints[id]; published[id] == st.Term && ok && h.Node == c.nodeID && h.Term == st.Term {
 				continue
 			}
 			if err := c.reg.SetLeaderHint(ctx, id, st.Term); err != nil {
@@ -784,3 +818,49 @@ var descInstalls = prometheus.NewDesc("cairn_shard_snapshot_installs_total",
 	"Raft snapshots this replica received from a leader and restored since the process started (a follower too far behind for the leader's log).", []string{"shard"}, nil)
 
 var descVoters = prometheus.NewDesc("cairn_shard_voters", "Voters in the shard's Raft configuration, as its leader (this node) sees it.", []string{"shard"}, nil)
+
+// mismatchConfigError names the setting a node disagrees with the cluster on.
+func mismatchConfigError(me *control.MismatchError) error {
+	switch me.Field {
+	case "shards":
+		return &ops.ConfigError{Source: "--shards", Field: "Shards", Value: me.Requested,
+			Rule: "must be " + me.Existing + ", the shard count the cluster was created with (fixed at creation)"}
+	case "replication":
+		return &ops.ConfigError{Source: "--replication", Field: "Replication", Value: me.Requested,
+			Rule: "must be " + me.Existing + ", the cluster's replication factor (fixed at creation)"}
+	case "blob":
+		return &ops.ConfigError{Source: "--blob", Field: "Blob", Value: me.Requested,
+			Rule: "must be " + me.Existing + ", the object store every node of this cluster reads"}
+	}
+	return me
+}
+
+// clusterNodeIDFile records, in the data directory, the node id the node joined the
+// cluster with.
+const clusterNodeIDFile = "cluster-node-id"
+
+// bindClusterNodeID records id as the cluster node id of dataDir, or checks it against the
+// one recorded: a node's id is its Raft server id in every shard, so a data directory
+// started under another id would present one node's state as another's. explicit says
+// whether id came from --node-id (for the error).
+func bindClusterNodeID(dataDir, id string, explicit bool) error {
+	p := filepath.Join(dataDir, clusterNodeIDFile)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(p+".tmp", []byte(id+"\n"), 0o644); err != nil {
+			return err
+		}
+		return os.Rename(p+".tmp", p)
+	}
+	if err != nil {
+		return err
+	}
+	if got := strings.TrimSpace(string(b)); got != id {
+		rule := "must be " + got + ", the id this data directory's node joined the cluster with (a node's id never changes; a new node needs an empty --data-dir)"
+		if !explicit {
+			rule = "must be set to " + got + ": this data directory's node joined the cluster with that id"
+		}
+		return &ops.ConfigError{Source: "--node-id", Field: "NodeID", Rule: rule, Value: id}
+	}
+	return nil
+}

@@ -140,8 +140,13 @@ func (c *ClusterNode) route(forwarded bool) http.Handler {
 }
 
 // forwardDialTimeout bounds opening a forwarding connection to another node (TCP
-// connect and the peer's stream acknowledgement).
-const forwardDialTimeout = time.Second
+// connect and the peer's stream acknowledgement); forwardResponseTimeout bounds waiting
+// for its response headers once the request is sent (longer than any command's commit
+// timeout).
+const (
+	forwardDialTimeout     = time.Second
+	forwardResponseTimeout = time.Minute
+)
 
 // forwarder reverse-proxies client requests to other nodes over the fwd stream.
 type forwarder struct {
@@ -163,9 +168,11 @@ func newForwarder(c *ClusterNode) *forwarder {
 			defer cancel()
 			return c.peer.Dial(ctx, addr, mux.StreamForward)
 		},
-		MaxIdleConnsPerHost:   32,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: 0,
+		MaxIdleConnsPerHost: 32,
+		IdleConnTimeout:     90 * time.Second,
+		// Counted from the end of the request body: a leader that stopped answering (a
+		// frozen process still accepts TCP) must not hold the client forever.
+		ResponseHeaderTimeout: forwardResponseTimeout,
 	}
 	f := &forwarder{c: c, client: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
 	f.proxy = &httputil.ReverseProxy{

@@ -533,3 +533,52 @@ func TestClusterNodeRemovedWhileAwayJoinsAgainWhenBack(t *testing.T) {
 		t.Fatalf("read through the node that came back: %d %q", code, b)
 	}
 }
+
+// A node whose settings contradict the cluster or its own data directory refuses to
+// start with a configuration error that names the setting, and changes nothing.
+func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, MinIO and a node")
+	}
+	srv := s3test.Start(t)
+	bucket := s3test.Bucket()
+	etcd := startTestEtcd(t)
+	first := clusterConfig(t, srv, bucket, etcd)
+	n := startClusterNode(t, first)
+	firstID := n.nodeID
+	n.shutdown()
+
+	for _, tc := range []struct {
+		name  string
+		edit  func(c *ops.Config)
+		field string
+	}{
+		{"another shard count", func(c *ops.Config) { c.Shards = 5 }, "Shards"},
+		{"another replication factor", func(c *ops.Config) { c.Replication = 5 }, "Replication"},
+		{"another object store", func(c *ops.Config) { c.Blob = "s3://" + bucket + "/elsewhere" }, "Blob"},
+		{"a peer source address this host does not have", func(c *ops.Config) { c.PeerSource = "192.0.2.77" }, "PeerSource"},
+		{"another node id on a data directory that joined as " + firstID, func(c *ops.Config) {
+			c.DataDir = first.DataDir
+			c.NodeID = "impostor"
+		}, "NodeID"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := clusterConfig(t, srv, bucket, etcd)
+			tc.edit(&cfg)
+			node, err := OpenCluster(t.Context(), cfg, testCreds, nil)
+			if err == nil {
+				node.Close()
+				t.Fatalf("the node started")
+			}
+			var ce *ops.ConfigError
+			if !errors.As(err, &ce) || ce.Field != tc.field {
+				t.Fatalf("error %v; want a configuration error on %s", err, tc.field)
+			}
+		})
+	}
+	// The data directory still starts under its own id.
+	n = startClusterNode(t, first)
+	if n.nodeID != firstID {
+		t.Fatalf("restarted as %s, want %s", n.nodeID, firstID)
+	}
+}

@@ -80,6 +80,10 @@ leadership of the shards it leads to another replica before it exits.`,
 func serveCluster(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.Logger) error {
 	node, err := server.OpenCluster(ctx, cfg, creds, log)
 	if err != nil {
+		var ce *ops.ConfigError
+		if errors.As(err, &ce) { // a setting that contradicts the cluster or this host
+			return usageError{err}
+		}
 		return err
 	}
 	defer node.Close()

@@ -18,7 +18,7 @@ func TestCreateCluster(t *testing.T) {
 	errs := make([]error, 8)
 	for i := range ids {
 		wg.Go(func() {
-			c, err := p.CreateCluster(ctx, ClusterSpec{Shards: 8})
+			c, err := p.CreateCluster(ctx, ClusterSpec{Shards: 8, Blob: "s3://bucket/prefix"})
 			ids[i], errs[i] = c.ID, err
 		})
 	}
@@ -43,6 +43,8 @@ func TestCreateCluster(t *testing.T) {
 		{"the same replication factor is accepted", ClusterSpec{Shards: 8, Replication: 3}, ""},
 		{"another shard count is refused", ClusterSpec{Shards: 4}, "shards"},
 		{"another replication factor is refused", ClusterSpec{Shards: 8, Replication: 5}, "replication"},
+		{"the same blob store is accepted", ClusterSpec{Blob: "s3://bucket/prefix"}, ""},
+		{"another blob store is refused", ClusterSpec{Blob: "s3://other"}, "blob"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

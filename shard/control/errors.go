@@ -37,13 +37,13 @@ var (
 
 // MismatchError says which fixed cluster setting differs from the one asked for.
 type MismatchError struct {
-	Field     string // "shards" or "replication"
-	Existing  int
-	Requested int
+	Field     string // "shards", "replication" or "blob"
+	Existing  string // the cluster's value
+	Requested string // the node's value
 }
 
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("control: cluster exists with %s=%d, asked for %d (fixed at creation)",
+	return fmt.Sprintf("control: cluster exists with %s=%s, asked for %s (fixed at creation)",
 		e.Field, e.Existing, e.Requested)
 }
 

@@ -156,6 +156,10 @@ type ClusterSpec struct {
 	// Replication is the number of replicas per shard. 0 means DefaultReplication when
 	// creating and "whatever it is" when joining.
 	Replication int
+	// Blob names the object store every replica reads ("s3://bucket/prefix"): a node
+	// configured with another one would acknowledge writes no other node can read. ""
+	// skips the check (and records nothing when creating).
+	Blob string
 }
 
 // Cluster is the cluster's metadata, created once.
@@ -163,6 +167,7 @@ type Cluster struct {
 	ID          string    `json:"id"`
 	Shards      int       `json:"shards"`
 	Replication int       `json:"replication"`
+	Blob        string    `json:"blob,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 }
 
@@ -172,7 +177,7 @@ const maxShards = 4096
 // CreateCluster creates the cluster metadata if absent (a transaction that succeeds only if
 // the key is absent), or checks the existing one against spec. It returns the metadata in
 // force. Errors: *MismatchError (ErrClusterMismatch) when the cluster exists with another
-// shard count or replication factor; ErrClusterNotCreated when spec.Shards is 0 and there
+// shard count, replication factor or blob store; ErrClusterNotCreated when spec.Shards is 0 and there
 // is no cluster; ErrInvalidArgument; ErrControlPlaneUnavailable.
 func (p *Plane) CreateCluster(ctx context.Context, spec ClusterSpec) (Cluster, error) {
 	if spec.Shards < 0 || spec.Shards > maxShards {
@@ -188,7 +193,7 @@ func (p *Plane) CreateCluster(ctx context.Context, spec ClusterSpec) (Cluster, e
 		}
 		return c, checkSpec(c, spec)
 	}
-	want := Cluster{ID: uuid.NewString(), Shards: spec.Shards, Replication: spec.Replication,
+	want := Cluster{ID: uuid.NewString(), Shards: spec.Shards, Replication: spec.Replication, Blob: spec.Blob,
 		CreatedAt: time.Now().UTC()}
 	if want.Replication == 0 {
 		want.Replication = DefaultReplication
@@ -223,10 +228,13 @@ func (p *Plane) CreateCluster(ctx context.Context, spec ClusterSpec) (Cluster, e
 
 func checkSpec(c Cluster, spec ClusterSpec) error {
 	if spec.Shards != 0 && spec.Shards != c.Shards {
-		return &MismatchError{Field: "shards", Existing: c.Shards, Requested: spec.Shards}
+		return &MismatchError{Field: "shards", Existing: strconv.Itoa(c.Shards), Requested: strconv.Itoa(spec.Shards)}
 	}
 	if spec.Replication != 0 && spec.Replication != c.Replication {
-		return &MismatchError{Field: "replication", Existing: c.Replication, Requested: spec.Replication}
+		return &MismatchError{Field: "replication", Existing: strconv.Itoa(c.Replication), Requested: strconv.Itoa(spec.Replication)}
+	}
+	if spec.Blob != "" && c.Blob != "" && spec.Blob != c.Blob {
+		return &MismatchError{Field: "blob", Existing: c.Blob, Requested: spec.Blob}
 	}
 	return nil
 }

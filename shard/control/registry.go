@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -158,20 +159,24 @@ func (r *Registration) register(ctx, life context.Context) (*concurrency.Session
 	if err != nil {
 		return nil, wrapErr(ctx, "keep node lease alive", err)
 	}
-	r.mu.Lock()
-	ops := []clientv3.Op{clientv3.OpPut(r.p.k.node(r.id), string(r.info), clientv3.WithLease(lease))}
-	for s, h := range r.hints {
-		v, _ := json.Marshal(h)
-		ops = append(ops, clientv3.OpPut(r.p.k.leader(s), string(v), clientv3.WithLease(lease)))
-	}
-	r.mu.Unlock()
 	err = r.p.withTimeout(ctx, "register node", func(ctx context.Context) error {
-		_, err := r.p.cli.Txn(ctx).Then(ops...).Commit()
+		_, err := r.p.cli.Put(ctx, r.p.k.node(r.id), string(r.info), clientv3.WithLease(lease))
 		return err
 	})
 	if err != nil {
 		sess.Orphan() // the lease expires by itself
 		return nil, err
+	}
+	// The hints this node held when its lease was lost go back only where no newer leader
+	// has published since: a node that stalled past its lease must not overwrite the
+	// hints of the leaders elected meanwhile.
+	r.mu.Lock()
+	held := maps.Clone(r.hints)
+	r.mu.Unlock()
+	for s, h := range held {
+		if err := r.putHint(ctx, s, h, lease); err != nil {
+			r.p.cfg.Logger.Warn("control: re-publishing a leader hint", "shard", s, "err", err)
+		}
 	}
 	return sess, nil
 }
@@ -241,6 +246,12 @@ func (r *Registration) SetLeaderHint(ctx context.Context, shard int, term uint64
 	if lease == clientv3.NoLease {
 		return fmt.Errorf("%w: set leader hint: node lease is being re-granted", ErrControlPlaneUnavailable)
 	}
+	return r.putHint(ctx, shard, h, lease)
+}
+
+// putHint writes hint h of shard under lease unless the stored hint has a higher term
+// (then this node forgets its own: a newer leader exists).
+func (r *Registration) putHint(ctx context.Context, shard int, h LeaderHint, lease clientv3.LeaseID) error {
 	val, _ := json.Marshal(h)
 	key := r.p.k.leader(shard)
 	for {
@@ -255,7 +266,7 @@ func (r *Registration) SetLeaderHint(ctx context.Context, shard int, term uint64
 		var rev int64
 		if len(cur.Kvs) == 1 {
 			var old LeaderHint
-			if json.Unmarshal(cur.Kvs[0].Value, &old) == nil && old.Term > term {
+			if json.Unmarshal(cur.Kvs[0].Value, &old) == nil && old.Term > h.Term {
 				r.mu.Lock()
 				delete(r.hints, shard)
 				r.mu.Unlock()

@@ -109,6 +109,40 @@ func TestRegistry(t *testing.T) {
 		})
 	})
 
+	t.Run("a node whose lease lapsed does not write back a hint a newer leader replaced", func(t *testing.T) {
+		stale, err := p.Register(ctx, "n5", NodeInfo{ClientURL: "http://n5", PeerAddr: "n5:7000", StartedAt: started})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg["n5"] = stale
+		if err := stale.SetLeaderHint(ctx, 6, 3); err != nil {
+			t.Fatal(err)
+		}
+		// n5 stalls: its lease is revoked (its hint goes with it) and n2 leads shard 6
+		// in a later term before n5 registers again.
+		old := stale.Lease()
+		if _, err := cli.Revoke(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		if err := reg["n2"].SetLeaderHint(ctx, 6, 4); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, func() error {
+			if l := stale.Lease(); l == old || l == 0 {
+				return fmt.Errorf("n5's lease %x not replaced", l)
+			}
+			return nil
+		})
+		time.Sleep(200 * time.Millisecond) // the re-registration's hint writes are done
+		hints, err := p.LeaderHints(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := hints[6]; h.Node != "n2" || h.Term != 4 {
+			t.Fatalf("hint for shard 6 after n5 registered again = %+v, want n2 term 4", h)
+		}
+	})
+
 	t.Run("a node id with a slash is refused", func(t *testing.T) {
 		if _, err := p.Register(ctx, "a/b", NodeInfo{}); err == nil {
 			t.Fatal("Register(a/b) succeeded")
