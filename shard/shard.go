@@ -427,7 +427,7 @@ func (s *Shard) watchLeadership() {
 			}
 			// Everything committed in earlier terms must be applied before this leader
 			// answers reads: the barrier commits an entry of the new term and waits for it.
-			if err := s.raft.Barrier(s.cfg.ApplyTimeout).Error(); err != nil {
+			if err := s.barrier(); err != nil {
 				s.cfg.Logger.Warn("shard: barrier after election failed", "err", err)
 				continue
 			}
@@ -435,6 +435,21 @@ func (s *Shard) watchLeadership() {
 				s.setReady(true)
 			}
 		}
+	}
+}
+
+// barrier commits an entry of the current term and waits until it is applied, or until
+// the replica closes: raft may never answer a barrier still queued when its leader shuts
+// down (as with Propose), and Close waits for this goroutine.
+func (s *Shard) barrier() error {
+	f := s.raft.Barrier(s.cfg.ApplyTimeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-s.stop:
+		return ErrClosed
 	}
 }
 
