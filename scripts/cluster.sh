@@ -69,12 +69,21 @@ MINIO_ROOT_USER="$AWS_ACCESS_KEY_ID" MINIO_ROOT_PASSWORD="$AWS_SECRET_ACCESS_KEY
 pids+=($!)
 wait_port 127.0.0.1 "$((base + 2))" MinIO
 
-# Three Cairn nodes
+infra=("${pids[@]}") # etcd and MinIO: the cluster stops when one of them exits
+
+# Three Cairn nodes, each started by its own script ($dir/nodeN.sh), so that a node killed
+# while testing failures can be started again by hand; the cluster stays up meanwhile.
 for i in 0 1 2; do
-	"$bin" serve --cluster --data-dir "$dir/node$i" \
-		--listen "127.0.0.1:$((base + 10 + i))" --peer-listen "127.0.0.1:$((base + 20 + i))" \
-		--etcd "$etcd_client" --shards "$shards" --replication 3 \
-		--blob s3://cairn --s3-endpoint "http://127.0.0.1:$((base + 2))" >"$dir/node$i.log" 2>&1 &
+	cat >"$dir/node$i.sh" <<NODE
+#!/usr/bin/env bash
+export AWS_ACCESS_KEY_ID='$AWS_ACCESS_KEY_ID' AWS_SECRET_ACCESS_KEY='$AWS_SECRET_ACCESS_KEY'
+exec '$bin' serve --cluster --data-dir '$dir/node$i' \\
+	--listen 127.0.0.1:$((base + 10 + i)) --peer-listen 127.0.0.1:$((base + 20 + i)) \\
+	--etcd $etcd_client --shards $shards --replication 3 \\
+	--blob s3://cairn --s3-endpoint http://127.0.0.1:$((base + 2)) "\$@" >>'$dir/node$i.log' 2>&1
+NODE
+	chmod +x "$dir/node$i.sh"
+	"$dir/node$i.sh" &
 	pids+=($!)
 done
 for i in 0 1 2; do
@@ -86,6 +95,8 @@ for i in 0 1 2; do
 	echo "  node $i: http://127.0.0.1:$((base + 10 + i))"
 done
 echo "etcd: http://$etcd_client   MinIO: http://127.0.0.1:$((base + 2))"
+echo "Each node runs from $dir/node<i>.sh (pids ${pids[*]:2}); restart a killed one with"
+echo "  $dir/node0.sh &     (extra arguments go to cairn serve)"
 echo "Ctrl-C stops everything."
-wait -n "${pids[@]}" || true
-echo "cluster.sh: a process exited; see the logs in $dir" >&2
+wait -n "${infra[@]}" || true
+echo "cluster.sh: etcd or MinIO exited; see the logs in $dir" >&2
