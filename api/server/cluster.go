@@ -372,6 +372,7 @@ func (c *ClusterNode) Serve(ctx context.Context, ready func(addr net.Addr)) erro
 		return err
 	case <-ctx.Done():
 	}
+	c.log.Info("shutting down: handing over leadership, draining requests", "timeout", c.cfg.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
 	defer cancel()
 	// The handover gets half the shutdown time: with its peers down it can only time out,

@@ -117,6 +117,14 @@ func (f *followerReads) serve(w http.ResponseWriter, r *http.Request, agent stri
 	return true
 }
 
+// serveEmpty serves a read of a root that was never placed from an empty state: the
+// same answers as any shard would give for a root it has never seen (no workbench, an
+// empty list), without placing the root.
+func (f *followerReads) serveEmpty(w http.ResponseWriter, r *http.Request) {
+	empty := meta.New(meta.Options{}).View()
+	f.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), appliedViewKey{}, empty)))
+}
+
 // servable reports whether view holds snapshot snapID of workbench wb of agent alive and
 // is recent enough (maxStale) to read blobs through, at wall time now.
 func (f *followerReads) servable(view *meta.View, agent, wb string, snapID uint64, now time.Time) bool {

@@ -97,8 +97,18 @@ func (c *ClusterNode) route(forwarded bool) http.Handler {
 		}
 		here := func() { w.Header().Set(ServedByHeader, c.nodeID) }
 		ctx, cancel := context.WithTimeout(r.Context(), assignTimeout)
+		defer cancel()
+		if follower != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+			strings.HasPrefix(r.URL.Path, "/v1/agents/") {
+			// A read of a root never written: answered here from an empty state, without
+			// placing the root (a read must not create etcd records).
+			if _, err := c.placement.Resolve(ctx, agent); errors.Is(err, control.ErrRootNotPlaced) {
+				here()
+				follower.serveEmpty(w, r)
+				return
+			}
+		}
 		id, err := c.shardOf(ctx, agent)
-		cancel()
 		switch {
 		case control.IsRetryable(err):
 			here()

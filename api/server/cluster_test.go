@@ -21,6 +21,7 @@ import (
 
 	"github.com/cairnstore/cairn/blob/s3/s3test"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/shard/control"
 )
 
 // startTestEtcd starts a one-member etcd on loopback and returns its client endpoint.
@@ -159,6 +160,17 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 	var nodes []*testClusterNode
 	for range 3 {
 		nodes = append(nodes, startClusterNode(t, clusterConfig(t, srv, bucket, etcd)))
+	}
+
+	// Reads of a root never written answer as for an empty root and place nothing.
+	if code, b := request(t, http.MethodGet, nodes[1].url+"/v1/agents/ghost/workbenches/w/files/input/x", nil); code != http.StatusNotFound {
+		t.Fatalf("read of a file of a root never written: %d %s", code, b)
+	}
+	if code, b := request(t, http.MethodGet, nodes[2].url+"/v1/agents/ghost/workbenches/w/list", nil); code != http.StatusNotFound {
+		t.Fatalf("list of a workbench of a root never written: %d %s", code, b)
+	}
+	if _, err := nodes[0].placement.Resolve(t.Context(), "ghost"); !errors.Is(err, control.ErrRootNotPlaced) {
+		t.Fatalf("after reads only, the root ghost is placed (%v)", err)
 	}
 
 	// Write through node 0, read through every node (forwarded to the leader).

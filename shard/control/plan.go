@@ -17,11 +17,11 @@ type ShardStatus struct {
 
 // Server is one member of a shard's Raft configuration.
 type Server struct {
-	ID    string // node id (Raft server id)
-	Voter bool
+	ID    string `json:"id"` // node id (Raft server id)
+	Voter bool   `json:"voter"`
 	// Lag is how many log entries the member's applied index is behind the leader's
 	// commit index; negative when unknown (the member did not report).
-	Lag int64
+	Lag int64 `json:"lag"`
 }
 
 func (s ShardStatus) server(id string) (Server, bool) {
