@@ -67,6 +67,8 @@ type ClusterNode struct {
 	log    *slog.Logger
 	lock   *flock.Flock
 	nodeID string
+	// instance is the UUID kept in the data directory (NodeInfo.Instance).
+	instance string
 
 	registry  *prometheus.Registry
 	n         *Node // the blob store and its instrumentation (openBlobs), reused
@@ -143,6 +145,7 @@ func (c *ClusterNode) open(ctx context.Context) error {
 		return err
 	}
 	c.nodeID = strings.TrimSpace(string(id))
+	c.instance = c.nodeID // the data directory's UUID, whatever --node-id says
 	if cfg.NodeID != "" {
 		c.nodeID = cfg.NodeID
 	}
@@ -258,7 +261,11 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	c.goRun(func() { c.watchNodes(wctx) })
 	c.goRun(func() { c.watchHints(wctx) })
 	if c.reg, err = c.plane.Register(sctx, c.nodeID, control.NodeInfo{ClientURL: c.clientURL,
-		PeerAddr: c.peer.Addr().String(), StartedAt: time.Now().UTC()}); err != nil {
+		PeerAddr: c.peer.Addr().String(), StartedAt: time.Now().UTC(), Instance: c.instance}); err != nil {
+		if errors.Is(err, control.ErrNodeIDInUse) {
+			return &ops.ConfigError{Source: "--node-id", Field: "NodeID", Value: c.nodeID,
+				Rule: "must not be the id of another running node (" + err.Error() + ")"}
+		}
 		return fmt.Errorf("etcd %s: register node %s: %w", cfg.Etcd, c.nodeID, err)
 	}
 	c.goRun(func() { c.publishHints(wctx) })

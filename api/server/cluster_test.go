@@ -593,4 +593,19 @@ func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
 	if n.nodeID != firstID {
 		t.Fatalf("restarted as %s, want %s", n.nodeID, firstID)
 	}
+	// While it runs, a node on another data directory cannot take its id.
+	impostor := clusterConfig(t, srv, bucket, etcd)
+	impostor.NodeID = firstID
+	if node, err := OpenCluster(t.Context(), impostor, testCreds, nil); err == nil {
+		node.Close()
+		t.Fatal("a second node started with the id of a running node")
+	} else if ce := (*ops.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "NodeID" {
+		t.Fatalf("a second node with a running node's id: %v; want a configuration error on NodeID", err)
+	}
+	if code, b := request(t, http.MethodPut, n.url+"/v1/agents/still/workbenches/w", nil); code/100 != 2 {
+		t.Fatalf("the running node after the refused impostor: %d %s", code, b)
+	}
+	if nodes, _, err := n.plane.Nodes(t.Context()); err != nil || nodes[firstID].ClientURL != n.clientURL {
+		t.Fatalf("registry entry of %s after the refused impostor: %+v, %v", firstID, nodes[firstID], err)
+	}
 }

@@ -21,6 +21,10 @@ type NodeInfo struct {
 	// Raft server address of every replica the node hosts.
 	PeerAddr  string    `json:"peer_addr"`
 	StartedAt time.Time `json:"started_at"`
+	// Instance identifies the node's data directory (a UUID kept in it). A registration
+	// of the same node id from another data directory is refused while this one is
+	// live: two processes must never act as one Raft server. "" skips the check.
+	Instance string `json:"instance,omitempty"`
 }
 
 // NodeSet is the registry at one moment: node id → what it published.
@@ -89,9 +93,10 @@ func (p *Plane) WatchNodes(ctx context.Context) <-chan NodeSet {
 // lease as soon as etcd answers, and re-publishes the leader hints it holds. Close removes
 // the key at once.
 type Registration struct {
-	p    *Plane
-	id   string
-	info []byte
+	p        *Plane
+	id       string
+	info     []byte
+	instance string // NodeInfo.Instance
 
 	mu    sync.Mutex
 	sess  *concurrency.Session // nil while re-registering
@@ -115,7 +120,7 @@ func (p *Plane) Register(ctx context.Context, id string, info NodeInfo) (*Regist
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	r := &Registration{p: p, id: id, info: val, hints: map[int]LeaderHint{}, cancel: cancel, done: make(chan struct{})}
+	r := &Registration{p: p, id: id, info: val, instance: info.Instance, hints: map[int]LeaderHint{}, cancel: cancel, done: make(chan struct{})}
 	sess, err := r.register(ctx, rctx)
 	if err != nil {
 		cancel()
@@ -159,8 +164,24 @@ func (r *Registration) register(ctx, life context.Context) (*concurrency.Session
 	if err != nil {
 		return nil, wrapErr(ctx, "keep node lease alive", err)
 	}
+	key := r.p.k.node(r.id)
 	err = r.p.withTimeout(ctx, "register node", func(ctx context.Context) error {
-		_, err := r.p.cli.Put(ctx, r.p.k.node(r.id), string(r.info), clientv3.WithLease(lease))
+		put := clientv3.OpPut(key, string(r.info), clientv3.WithLease(lease))
+		resp, err := r.p.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(put).Else(clientv3.OpGet(key)).Commit()
+		if err != nil || resp.Succeeded {
+			return err
+		}
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
+			var cur NodeInfo
+			if json.Unmarshal(kvs[0].Value, &cur) == nil && cur.Instance != "" && r.instance != "" && cur.Instance != r.instance {
+				return fmt.Errorf("%w: node %s is registered from another data directory (instance %s, client %s) whose lease is live",
+					ErrNodeIDInUse, r.id, cur.Instance, cur.ClientURL)
+			}
+		}
+		// This data directory's earlier registration (a restart before its lease ran
+		// out): take the key over.
+		_, err = r.p.cli.Txn(ctx).Then(put).Commit()
 		return err
 	})
 	if err != nil {
