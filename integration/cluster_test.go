@@ -374,3 +374,92 @@ func metricValue(t *testing.T, s *server, sample string) float64 {
 	}
 	return 0
 }
+
+// TestClusterFourthNodeJoinsAndOneLeaves: three real nodes, roots on both shards; a fourth
+// node joins, then one of the first three leaves for good (SIGTERM, never restarted). The
+// controller replaces its replicas with the new node's (after the grace period), and every
+// root stays readable and writable throughout.
+func TestClusterFourthNodeJoinsAndOneLeaves(t *testing.T) {
+	m := s3test.Start(t)
+	bucket := s3test.Bucket()
+	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
+	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
+	etcd := startEtcd(t)
+	args := serveArgs("--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", etcd, "--shards", "2", "--replication", "3",
+		"--blob", "s3://"+bucket, "--s3-endpoint", "http://"+m.Endpoint, "--shutdown-timeout", "5s")
+	var servers []*server
+	for i := range 3 {
+		servers = append(servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), args))
+	}
+	agents := []string{"r1", "r2", "r3", "r4", "r5", "r6"} // enough to land on both shards
+	check := func(through []*server, round int) {
+		t.Helper()
+		for i, a := range agents {
+			s := through[i%len(through)]
+			name := fmt.Sprintf("input/round%d", round)
+			body := fmt.Sprintf("%s round %d", a, round)
+			if code, b := clusterDo(http.MethodPut, fileURL(s.URL, a, "w", name), []byte(body), 60*time.Second); code/100 != 2 {
+				t.Fatalf("round %d: put %s/%s through %s: %d %s", round, a, name, s.URL, code, b)
+			}
+			for r := 0; r <= round; r++ {
+				u := fileURL(through[(i+1)%len(through)].URL, a, "w", fmt.Sprintf("input/round%d", r))
+				if code, b := clusterDo(http.MethodGet, u, nil, 60*time.Second); code != http.StatusOK || string(b) != fmt.Sprintf("%s round %d", a, r) {
+					t.Fatalf("round %d: read %s round %d: %d %q", round, a, r, code, b)
+				}
+			}
+		}
+	}
+	for _, a := range agents {
+		if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+a+"/workbenches/w", nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
+			t.Fatalf("create workbench of %s: %d %s", a, code, b)
+		}
+	}
+	check(servers, 0)
+
+	fourth := startServer(t, filepath.Join(t.TempDir(), "n3"), args)
+	servers = append(servers, fourth)
+	check(servers, 1)
+
+	leaving := servers[1]
+	leavingID := nodeIDOf(t, leaving)
+	fourthID := nodeIDOf(t, fourth)
+	leaving.stop()
+	rest := []*server{servers[0], servers[2], fourth}
+	check(rest, 2)
+
+	// Once the leaving node is gone past the grace period, every shard has three voters
+	// again, the new node among them and the leaving one not.
+	eventually(t, 3*time.Minute, "the leaving node is replaced by the new one in every shard", func() error {
+		code, b := clusterDo(http.MethodGet, rest[0].URL+"/v1/admin/cluster", nil, 10*time.Second)
+		var st struct {
+			ShardStatus []struct {
+				Shard   int    `json:"shard"`
+				Error   string `json:"error"`
+				Members []struct {
+					ID    string `json:"id"`
+					Voter bool   `json:"voter"`
+				} `json:"members"`
+			} `json:"shard_status"`
+		}
+		if code != http.StatusOK || json.Unmarshal(b, &st) != nil {
+			return fmt.Errorf("cluster status: %d %s", code, b)
+		}
+		for _, s := range st.ShardStatus {
+			voters, hasNew := 0, false
+			for _, mb := range s.Members {
+				if mb.ID == leavingID {
+					return fmt.Errorf("shard %d still has the leaving node", s.Shard)
+				}
+				if mb.Voter {
+					voters++
+				}
+				hasNew = hasNew || (mb.ID == fourthID && mb.Voter)
+			}
+			if s.Error != "" || voters != 3 || !hasNew {
+				return fmt.Errorf("shard %d: %d voters, new node a voter: %v (%s)", s.Shard, voters, hasNew, s.Error)
+			}
+		}
+		return nil
+	})
+	check(rest, 3)
+}
