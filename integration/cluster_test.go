@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -462,4 +463,106 @@ func TestClusterFourthNodeJoinsAndOneLeaves(t *testing.T) {
 		return nil
 	})
 	check(rest, 3)
+}
+
+// TestClusterLeaderThatStalledPastItsLeaseDoesNotHideTheNewLeader freezes the shard's
+// leader (SIGSTOP) past its registry lease and the controller's grace period, so that
+// another node leads and the frozen one is replaced, then lets it run again (SIGCONT).
+// The node that woke up must not bring back its stale leader hint: within seconds every
+// node, the woken one (which no longer hosts a replica) included, serves writes and reads.
+func TestClusterLeaderThatStalledPastItsLeaseDoesNotHideTheNewLeader(t *testing.T) {
+	m := s3test.Start(t)
+	bucket := s3test.Bucket()
+	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
+	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
+	etcd := startEtcd(t)
+	args := serveArgs("--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", etcd, "--shards", "1", "--replication", "3",
+		"--blob", "s3://"+bucket, "--s3-endpoint", "http://"+m.Endpoint, "--shutdown-timeout", "5s")
+	var servers []*server
+	for i := range 4 {
+		servers = append(servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), args))
+	}
+	const agent, wb = "stall", "w"
+	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
+		t.Fatalf("create workbench: %d %s", code, b)
+	}
+	leader := shardLeader(t, servers, 0, 3)
+	pid := leader.proc.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	var others []*server
+	for _, s := range servers {
+		if s != leader {
+			others = append(others, s)
+		}
+	}
+	// Writes go on through the others; the frozen node is replaced after the grace period
+	// (registry TTL 10 s + grace 30 s).
+	if code, b := clusterDo(http.MethodPut, fileURL(others[0].URL, agent, wb, "input/during"), []byte("during"), 60*time.Second); code/100 != 2 {
+		t.Fatalf("write while the leader is frozen: %d %s", code, b)
+	}
+	frozenID := ""
+	eventually(t, 2*time.Minute, "the frozen node is removed from the shard", func() error {
+		code, b := clusterDo(http.MethodGet, others[0].URL+"/v1/admin/cluster", nil, 10*time.Second)
+		var st struct {
+			Nodes []struct {
+				ID        string `json:"id"`
+				ClientURL string `json:"client_url"`
+			} `json:"nodes"`
+			ShardStatus []struct {
+				Members []struct {
+					ID string `json:"id"`
+				} `json:"members"`
+			} `json:"shard_status"`
+		}
+		if code != http.StatusOK || json.Unmarshal(b, &st) != nil || len(st.ShardStatus) != 1 {
+			return fmt.Errorf("cluster status: %d %s", code, b)
+		}
+		if len(st.Nodes) != 3 {
+			return fmt.Errorf("%d registered nodes, want 3 (the frozen one's lease lapsed)", len(st.Nodes))
+		}
+		registered := map[string]bool{}
+		for _, n := range st.Nodes {
+			registered[n.ID] = true
+		}
+		for _, mb := range st.ShardStatus[0].Members {
+			if !registered[mb.ID] {
+				frozenID = mb.ID
+				return fmt.Errorf("the shard still has %s", mb.ID)
+			}
+		}
+		if len(st.ShardStatus[0].Members) != 3 {
+			return fmt.Errorf("%d members", len(st.ShardStatus[0].Members))
+		}
+		return nil
+	})
+	t.Logf("frozen node %s replaced", frozenID)
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	woke := time.Now()
+	for i, s := range servers {
+		name := fmt.Sprintf("input/after%d", i)
+		if code, b := clusterDo(http.MethodPut, fileURL(s.URL, agent, wb, name), []byte(name), 30*time.Second); code/100 != 2 {
+			t.Fatalf("write through n%d after the frozen leader woke up: %d %s", i, code, b)
+		}
+		if code, b := clusterDo(http.MethodGet, fileURL(s.URL, agent, wb, "input/during"), nil, 30*time.Second); code != http.StatusOK || string(b) != "during" {
+			t.Fatalf("read through n%d after the frozen leader woke up: %d %q", i, code, b)
+		}
+	}
+	// And it stays so: a stale hint written back late would show here.
+	time.Sleep(3 * time.Second)
+	for i, s := range servers {
+		if code, b := clusterDo(http.MethodPut, fileURL(s.URL, agent, wb, fmt.Sprintf("input/later%d", i)), []byte("x"), 10*time.Second); code/100 != 2 {
+			t.Fatalf("write through n%d %v after the frozen leader woke up: %d %s", i, time.Since(woke).Round(time.Second), code, b)
+		}
+	}
 }
