@@ -9,28 +9,33 @@ import (
 	"time"
 )
 
-func startDrained(t *testing.T, h http.Handler) (*drainer, *http.Server, string) {
+func startDrained(t *testing.T, h http.Handler) (*drainer, *http.Server, string, <-chan struct{}) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &drainer{}
-	srv := &http.Server{Handler: d.wrap(h)}
+	accepted := make(chan struct{}, 16)
+	srv := &http.Server{Handler: d.wrap(h), ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			accepted <- struct{}{}
+		}
+	}}
 	go srv.Serve(ln)
-	return d, srv, ln.Addr().String()
+	return d, srv, ln.Addr().String(), accepted
 }
 
 // A connection that never sent a request does not make a shutdown fail (http.Server alone
 // waits five seconds for it and reports the deadline).
 func TestShutdownIgnoresConnectionsThatSentNothing(t *testing.T) {
-	d, srv, addr := startDrained(t, http.NotFoundHandler())
+	d, srv, addr, accepted := startDrained(t, http.NotFoundHandler())
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	time.Sleep(50 * time.Millisecond) // accepted
+	<-accepted // the server holds the connection, in state new
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	if err := d.shutdown(ctx, srv); err != nil {
@@ -42,7 +47,7 @@ func TestShutdownIgnoresConnectionsThatSentNothing(t *testing.T) {
 func TestShutdownReportsACutRequest(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
-	d, srv, addr := startDrained(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	d, srv, addr, _ := startDrained(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
 		<-release
 	}))

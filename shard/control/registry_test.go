@@ -133,7 +133,7 @@ func TestRegistry(t *testing.T) {
 			}
 			return nil
 		})
-		time.Sleep(200 * time.Millisecond) // the re-registration's hint writes are done
+		// The new lease is published only after the re-registration's hint writes.
 		hints, err := p.LeaderHints(ctx)
 		if err != nil {
 			t.Fatal(err)
