@@ -264,7 +264,7 @@ func (c *ClusterNode) open(ctx context.Context) error {
 		PeerAddr: c.peer.Addr().String(), StartedAt: time.Now().UTC(), Instance: c.instance}); err != nil {
 		if errors.Is(err, control.ErrNodeIDInUse) {
 			return &ops.ConfigError{Source: "--node-id", Field: "NodeID", Value: c.nodeID,
-				Rule: "must not be the id of another running node (" + err.Error() + ")"}
+				Rule: "must not be the id of another node's data directory (" + err.Error() + ")"}
 		}
 		return fmt.Errorf("etcd %s: register node %s: %w", cfg.Etcd, c.nodeID, err)
 	}

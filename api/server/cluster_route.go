@@ -57,6 +57,24 @@ func agentOf(r *http.Request) (string, bool) {
 	return agent, true
 }
 
+// readOnlyTools are the REST tool endpoints (POST .../<tool>) that only read.
+var readOnlyTools = map[string]bool{"grep": true, "search": true, "aggregate": true, "catalog": true, "find": true}
+
+// readOnly reports whether r is a REST request that cannot change a root: a GET or HEAD,
+// or a POST to a read-only tool.
+func readOnly(r *http.Request) bool {
+	if !strings.HasPrefix(r.URL.Path, "/v1/agents/") {
+		return false
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return true
+	case http.MethodPost:
+		return readOnlyTools[r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]]
+	}
+	return false
+}
+
 // writeNotOwner answers a retryable NotOwner; leader, when known, is the opaque node id
 // of the shard's leader (never an address).
 func writeNotOwner(w http.ResponseWriter, msg, leader string) {
@@ -98,8 +116,7 @@ func (c *ClusterNode) route(forwarded bool) http.Handler {
 		here := func() { w.Header().Set(ServedByHeader, c.nodeID) }
 		ctx, cancel := context.WithTimeout(r.Context(), assignTimeout)
 		defer cancel()
-		if follower != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
-			strings.HasPrefix(r.URL.Path, "/v1/agents/") {
+		if follower != nil && readOnly(r) {
 			// A read of a root never written: answered here from an empty state, without
 			// placing the root (a read must not create etcd records).
 			if _, err := c.placement.Resolve(ctx, agent); errors.Is(err, control.ErrRootNotPlaced) {

@@ -169,6 +169,12 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 	if code, b := request(t, http.MethodGet, nodes[2].url+"/v1/agents/ghost/workbenches/w/list", nil); code != http.StatusNotFound {
 		t.Fatalf("list of a workbench of a root never written: %d %s", code, b)
 	}
+	for _, tool := range []string{"grep", "search", "aggregate", "catalog", "find"} {
+		code, b := request(t, http.MethodPost, nodes[1].url+"/v1/agents/ghost/workbenches/w/"+tool, []byte(`{}`))
+		if code == http.StatusServiceUnavailable || code >= 500 {
+			t.Fatalf("%s on a root never written: %d %s", tool, code, b)
+		}
+	}
 	if _, err := nodes[0].placement.Resolve(t.Context(), "ghost"); !errors.Is(err, control.ErrRootNotPlaced) {
 		t.Fatalf("after reads only, the root ghost is placed (%v)", err)
 	}
@@ -607,5 +613,14 @@ func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
 	}
 	if nodes, _, err := n.plane.Nodes(t.Context()); err != nil || nodes[firstID].ClientURL != n.clientURL {
 		t.Fatalf("registry entry of %s after the refused impostor: %+v, %v", firstID, nodes[firstID], err)
+	}
+	// Nor once it is stopped: a node that lost its data directory must not come back as
+	// the voter it was (it would count for entries it no longer has).
+	n.shutdown()
+	if node, err := OpenCluster(t.Context(), impostor, testCreds, nil); err == nil {
+		node.Close()
+		t.Fatal("an empty data directory started under the id of a stopped node")
+	} else if ce := (*ops.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "NodeID" {
+		t.Fatalf("an empty data directory under a stopped node's id: %v; want a configuration error on NodeID", err)
 	}
 }

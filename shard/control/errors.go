@@ -23,9 +23,9 @@ var (
 	// ErrClusterNotCreated: no cluster metadata under the prefix (a node asked to join
 	// without a shard count).
 	ErrClusterNotCreated = errors.New("control: cluster not created")
-	// ErrNodeIDInUse: another data directory's node holds this node id with a live lease
-	// (Register). Not retryable by waiting a moment: the other process runs.
-	ErrNodeIDInUse = errors.New("control: node id in use by another running node")
+	// ErrNodeIDInUse: this node id belongs to another data directory (Register): another
+	// process runs under it, or it is the id of a node whose data directory was lost.
+	ErrNodeIDInUse = errors.New("control: node id belongs to another data directory")
 	// ErrRootNotPlaced: the root has no shard yet (Resolve of a root never written).
 	ErrRootNotPlaced = errors.New("control: root not placed")
 	// ErrInvalidArgument: an argument broke a rule; the message names it.

@@ -122,6 +122,7 @@ type keys struct{ prefix string }
 func (k keys) cluster() string               { return k.prefix + "/cluster" }
 func (k keys) nodes() string                 { return k.prefix + "/nodes/" }
 func (k keys) node(id string) string         { return k.nodes() + id }
+func (k keys) identity(id string) string     { return k.prefix + "/node-instances/" + id }
 func (k keys) shards() string                { return k.prefix + "/shards/" }
 func (k keys) shard(s int) string            { return k.shards() + strconv.Itoa(s) }
 func (k keys) leaders() string               { return k.prefix + "/leaders/" }

@@ -119,6 +119,9 @@ func (p *Plane) Register(ctx context.Context, id string, info NodeInfo) (*Regist
 	if err != nil {
 		return nil, err
 	}
+	if err := p.bindInstance(ctx, id, info.Instance); err != nil {
+		return nil, err
+	}
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &Registration{p: p, id: id, info: val, instance: info.Instance, hints: map[int]LeaderHint{}, cancel: cancel, done: make(chan struct{})}
 	sess, err := r.register(ctx, rctx)
@@ -129,6 +132,33 @@ func (p *Plane) Register(ctx context.Context, id string, info NodeInfo) (*Regist
 	r.sess = sess
 	go r.keep(rctx, sess)
 	return r, nil
+}
+
+// bindInstance records, once and for good, that node id belongs to the data directory
+// instance (a key with no lease), or checks that it does. A node id is a Raft server id in
+// every shard: a node that lost its data directory and came back under the same id would
+// count as a voter that still holds the entries it acknowledged, and could help elect a
+// replica that lacks them (an acknowledged write lost). Such a node must join under a new
+// id. "" skips the check. Errors: ErrNodeIDInUse, ErrControlPlaneUnavailable.
+func (p *Plane) bindInstance(ctx context.Context, id, instance string) error {
+	if instance == "" {
+		return nil
+	}
+	key := p.k.identity(id)
+	var resp *clientv3.TxnResponse
+	err := p.withTimeout(ctx, "bind node id", func(ctx context.Context) (err error) {
+		resp, err = p.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, instance)).Else(clientv3.OpGet(key)).Commit()
+		return err
+	})
+	if err != nil || resp.Succeeded {
+		return err
+	}
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 && string(kvs[0].Value) != instance {
+		return fmt.Errorf("%w: node %s belongs to data directory instance %s, not %s (a node that lost its data directory joins under a new id)",
+			ErrNodeIDInUse, id, kvs[0].Value, instance)
+	}
+	return nil
 }
 
 // ID returns the registered node id.
