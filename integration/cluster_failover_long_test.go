@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/cairnstore/cairn/blob/s3/s3test"
-	"github.com/cairnstore/cairn/ops"
 )
 
 // TestClusterFailoverTime kills the leader of a one-shard, three-node cluster with kill -9
@@ -26,18 +22,7 @@ func TestClusterFailoverTime(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("CAIRN_FAILOVER_KILLS")); err == nil && v > 0 {
 		kills = v
 	}
-	m := s3test.Start(t)
-	bucket := s3test.Bucket()
-	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
-	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
-	etcd := startEtcd(t)
-	var servers []*server
-	for i := range 3 {
-		servers = append(servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), serveArgs(
-			"--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", etcd, "--shards", "1", "--replication", "3",
-			"--blob", "s3://"+bucket, "--s3-endpoint", "http://"+m.Endpoint, "--shutdown-timeout", "5s",
-		)))
-	}
+	servers := startProcCluster(t, 3, 1).servers
 	const agent, wb = "failover", "w1"
 	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
 		t.Fatalf("create workbench: %d %s", code, b)

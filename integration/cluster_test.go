@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,19 +122,8 @@ func shardLeader(t *testing.T, servers []*server, shard int, want int) *server {
 }
 
 func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
-	m := s3test.Start(t)
-	bucket := s3test.Bucket()
-	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
-	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
-	etcd := startEtcd(t)
-
-	var servers []*server
-	for i := range 3 {
-		servers = append(servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), serveArgs(
-			"--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", etcd, "--shards", "2", "--replication", "3",
-			"--blob", "s3://"+bucket, "--s3-endpoint", "http://"+m.Endpoint, "--shutdown-timeout", "5s",
-		)))
-	}
+	pc := startProcCluster(t, 3, 2)
+	servers, etcd := pc.servers, pc.etcd
 
 	// Write through node 0; read back through the others (forwarded to the leader).
 	const agent, wb = "alice", "w1"
@@ -357,6 +347,40 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 	readAll(rest, "after the SIGTERM of the leader")
 }
 
+// procCluster is a real etcd, a real MinIO and `cairn serve --cluster` processes on
+// loopback (replication 3).
+type procCluster struct {
+	servers []*server
+	etcd    string       // etcd client endpoint
+	args    serverOption // every node's arguments
+}
+
+// startProcCluster starts etcd, MinIO and nodes nodes of a cluster with shards shards;
+// extra is added to every node's arguments.
+func startProcCluster(t *testing.T, nodes, shards int, extra ...string) *procCluster {
+	t.Helper()
+	m := s3test.Start(t)
+	bucket := s3test.Bucket()
+	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
+	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
+	pc := &procCluster{etcd: startEtcd(t)}
+	pc.args = serveArgs(append([]string{"--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", pc.etcd,
+		"--shards", strconv.Itoa(shards), "--replication", "3", "--blob", "s3://" + bucket,
+		"--s3-endpoint", "http://" + m.Endpoint, "--shutdown-timeout", "5s"}, extra...)...)
+	for range nodes {
+		pc.add(t)
+	}
+	return pc
+}
+
+// add starts one more node on a new data directory.
+func (pc *procCluster) add(t *testing.T) *server {
+	t.Helper()
+	s := startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", len(pc.servers))), pc.args)
+	pc.servers = append(pc.servers, s)
+	return s
+}
+
 // metricValue reads one sample of s's /metrics (0 when absent).
 func metricValue(t *testing.T, s *server, sample string) float64 {
 	t.Helper()
@@ -381,17 +405,8 @@ func metricValue(t *testing.T, s *server, sample string) float64 {
 // controller replaces its replicas with the new node's (after the grace period), and every
 // root stays readable and writable throughout.
 func TestClusterFourthNodeJoinsAndOneLeaves(t *testing.T) {
-	m := s3test.Start(t)
-	bucket := s3test.Bucket()
-	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
-	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
-	etcd := startEtcd(t)
-	args := serveArgs("--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", etcd, "--shards", "2", "--replication", "3",
-		"--blob", "s3://"+bucket, "--s3-endpoint", "http://"+m.Endpoint, "--shutdown-timeout", "5s")
-	var servers []*server
-	for i := range 3 {
-		servers = append(servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), args))
-	}
+	pc := startProcCluster(t, 3, 2)
+	servers := pc.servers
 	agents := []string{"r1", "r2", "r3", "r4", "r5", "r6"} // enough to land on both shards
 	check := func(through []*server, round int) {
 		t.Helper()
@@ -417,7 +432,7 @@ func TestClusterFourthNodeJoinsAndOneLeaves(t *testing.T) {
 	}
 	check(servers, 0)
 
-	fourth := startServer(t, filepath.Join(t.TempDir(), "n3"), args)
+	fourth := pc.add(t)
 	servers = append(servers, fourth)
 	check(servers, 1)
 
@@ -471,17 +486,7 @@ func TestClusterFourthNodeJoinsAndOneLeaves(t *testing.T) {
 // The node that woke up must not bring back its stale leader hint: within seconds every
 // node, the woken one (which no longer hosts a replica) included, serves writes and reads.
 func TestClusterLeaderThatStalledPastItsLeaseDoesNotHideTheNewLeader(t *testing.T) {
-	m := s3test.Start(t)
-	bucket := s3test.Bucket()
-	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
-	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
-	etcd := startEtcd(t)
-	args := serveArgs("--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", etcd, "--shards", "1", "--replication", "3",
-		"--blob", "s3://"+bucket, "--s3-endpoint", "http://"+m.Endpoint, "--shutdown-timeout", "5s")
-	var servers []*server
-	for i := range 4 {
-		servers = append(servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), args))
-	}
+	servers := startProcCluster(t, 4, 1).servers
 	const agent, wb = "stall", "w"
 	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
 		t.Fatalf("create workbench: %d %s", code, b)

@@ -360,6 +360,34 @@ func voterSets(t *testing.T, n *testClusterNode) map[int][]string {
 	return out
 }
 
+// waitShards waits up to a minute until n's cluster status shows both shards and want
+// holds for the members of each (voter ids, non-voters as "nonvoter:<id>").
+func waitShards(t *testing.T, n *testClusterNode, what string, want func(members []string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := func() error {
+			sets := voterSets(t, n)
+			if len(sets) != 2 {
+				return fmt.Errorf("status of %d shards: %v", len(sets), sets)
+			}
+			for id, vs := range sets {
+				if !want(vs) {
+					return fmt.Errorf("shard %d: %v", id, vs)
+				}
+			}
+			return nil
+		}()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func TestClusterReplacesAFailedNodeWithANewOne(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, MinIO and four nodes")
@@ -385,34 +413,8 @@ func TestClusterReplacesAFailedNodeWithANewOne(t *testing.T) {
 			t.Fatalf("put of %s: %d %s", a, code, b)
 		}
 	}
-	full := func(n *testClusterNode, want func(voters []string) bool) error {
-		sets := voterSets(t, n)
-		if len(sets) != 2 {
-			return fmt.Errorf("status of %d shards: %v", len(sets), sets)
-		}
-		for id, vs := range sets {
-			if !want(vs) {
-				return fmt.Errorf("shard %d: %v", id, vs)
-			}
-		}
-		return nil
-	}
-	waitFor := func(what string, f func() error) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			err := f()
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %v", what, err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	waitFor("three voters per shard", func() error {
-		return full(nodes[0], func(vs []string) bool { return len(vs) == 3 && !strings.Contains(fmt.Sprint(vs), "nonvoter") })
+	waitShards(t, nodes[0], "three voters per shard", func(vs []string) bool {
+		return len(vs) == 3 && !strings.Contains(fmt.Sprint(vs), "nonvoter")
 	})
 
 	// A fourth node joins; then node 2 leaves for good. Its replicas move to the new node.
@@ -420,11 +422,9 @@ func TestClusterReplacesAFailedNodeWithANewOne(t *testing.T) {
 	gone := nodes[2].nodeID
 	nodes[2].shutdown()
 	nodes = []*testClusterNode{nodes[0], nodes[1], fourth}
-	waitFor("the failed node is replaced in every shard", func() error {
-		return full(nodes[0], func(vs []string) bool {
-			s := fmt.Sprint(vs)
-			return len(vs) == 3 && !strings.Contains(s, "nonvoter") && !strings.Contains(s, gone) && strings.Contains(s, fourth.nodeID)
-		})
+	waitShards(t, nodes[0], "the failed node is replaced in every shard", func(vs []string) bool {
+		s := fmt.Sprint(vs)
+		return len(vs) == 3 && !strings.Contains(s, "nonvoter") && !strings.Contains(s, gone) && strings.Contains(s, fourth.nodeID)
 	})
 	for i, a := range agents {
 		ws := "/v1/agents/" + a + "/workbenches/w1"
@@ -498,42 +498,14 @@ func TestClusterNodeRemovedWhileAwayJoinsAgainWhenBack(t *testing.T) {
 	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
 		t.Fatalf("create workbench: %d %s", code, b)
 	}
-	waitFor := func(what string, f func() error) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			err := f()
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %v", what, err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	members := func(want func(vs []string) bool) func() error {
-		return func() error {
-			sets := voterSets(t, nodes[0])
-			if len(sets) != 2 {
-				return fmt.Errorf("status of %d shards: %v", len(sets), sets)
-			}
-			for id, vs := range sets {
-				if !want(vs) {
-					return fmt.Errorf("shard %d: %v", id, vs)
-				}
-			}
-			return nil
-		}
-	}
-	waitFor("three voters per shard", members(func(vs []string) bool {
+	waitShards(t, nodes[0], "three voters per shard", func(vs []string) bool {
 		return len(vs) == 3 && !strings.Contains(fmt.Sprint(vs), "nonvoter")
-	}))
+	})
 	away := nodes[2].nodeID
 	nodes[2].shutdown()
-	waitFor("the away node is removed from every shard", members(func(vs []string) bool {
+	waitShards(t, nodes[0], "the away node is removed from every shard", func(vs []string) bool {
 		return len(vs) == 2 && !strings.Contains(fmt.Sprint(vs), away)
-	}))
+	})
 	for i := range 20 { // writes it misses
 		if code, b := request(t, http.MethodPut, nodes[i%2].url+ws+fmt.Sprintf("/files/input/f%d", i), []byte("x")); code/100 != 2 {
 			t.Fatalf("put %d while the node is away: %d %s", i, code, b)
@@ -543,10 +515,10 @@ func TestClusterNodeRemovedWhileAwayJoinsAgainWhenBack(t *testing.T) {
 	if nodes[2].nodeID != away {
 		t.Fatalf("the node came back as %s, not %s", nodes[2].nodeID, away)
 	}
-	waitFor("the node that came back is a voter of every shard again", members(func(vs []string) bool {
+	waitShards(t, nodes[0], "the node that came back is a voter of every shard again", func(vs []string) bool {
 		s := fmt.Sprint(vs)
 		return len(vs) == 3 && !strings.Contains(s, "nonvoter") && strings.Contains(s, away)
-	}))
+	})
 	if code, b := request(t, http.MethodGet, nodes[2].url+ws+"/files/input/f19", nil); code != http.StatusOK || string(b) != "x" {
 		t.Fatalf("read through the node that came back: %d %q", code, b)
 	}
