@@ -186,6 +186,18 @@ func explain(s *jsonschema.Schema, v any, at string) *violation {
 		}
 	}
 	if len(s.AnyOf) > 0 && !slices.ContainsFunc(s.AnyOf, func(b *jsonschema.Schema) bool { return explain(b, v, at) == nil }) {
+		// When exactly one alternative takes the value's type (an integer for
+		// {integer, minimum: 0} / string / null), its own rule is the one broken: -1 "must be
+		// at least 0" says more than the list of alternatives.
+		var typed []*jsonschema.Schema
+		for _, b := range s.AnyOf {
+			if types := schemaTypes(b); len(types) > 0 && typeAllowed(types, got) {
+				typed = append(typed, b)
+			}
+		}
+		if len(typed) == 1 {
+			return explain(typed[0], v, at)
+		}
 		var alts []string
 		for _, b := range s.AnyOf {
 			alts = append(alts, describeBranch(b))

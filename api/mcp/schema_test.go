@@ -24,11 +24,11 @@ var contractTools = map[string]map[string]string{
 	"workbench_edit": {"id*": "string", "section*": "section", "path*": "string", "old_string*": "string",
 		"new_string*": "string", "replace_all": "boolean"},
 	"workbench_list": {"id*": "string", "section": "section|null", "path": "string|null",
-		"at_snapshot": "integer|string|null[0,]", "cursor": "string|null", "limit": "integer[1,100]"},
+		"at_snapshot": "anyOf(integer[0,] / string / null)", "cursor": "string|null", "limit": "integer[1,100]"},
 	"workbench_stat": {"id*": "string", "section": "section|null", "path": "string|null",
-		"at_snapshot": "integer|string|null[0,]"},
+		"at_snapshot": "anyOf(integer[0,] / string / null)"},
 	"workbench_read": {"id*": "string", "section*": "section", "path*": "string",
-		"at_snapshot": "integer|string|null[0,]", "format": "enum(structured,bytes)", "offset": "integer[0,]",
+		"at_snapshot": "anyOf(integer[0,] / string / null)", "format": "enum(structured,bytes)", "offset": "integer[0,]",
 		"cursor": "string|null", "limit": "integer[1,300]", "if_none_match": "integer[0,]"},
 	"workbench_grep": {"id*": "string", "pattern*": "string", "recursive*": "boolean",
 		"patterns": "array<string>[,16]", "section": "section|null", "path": "string|null", "glob": "string|null",
@@ -52,13 +52,13 @@ var contractTools = map[string]map[string]string{
 	"workbench_snapshot_retire": {"id*": "string{1,}", "snapshot_id": "integer[0,]", "name": "string{1,}",
 		"reason": "string|null{1,256}"},
 	"workbench_snapshot_list": {"id*": "string"},
-	"workbench_restore": {"id*": "string{1,}", "destination_id*": "string{1,}", "at_snapshot": "integer|string[0,]{1,}",
+	"workbench_restore": {"id*": "string{1,}", "destination_id*": "string{1,}", "at_snapshot": "anyOf(string{1,} / integer[0,])",
 		"at_commit": "string{64,64}"},
 }
 
 const (
 	predicateShape = "{field*:string, op*:enum(eq,ne,in,prefix,suffix,contains,gt,gte,lt,lte,exists,not_exists), " +
-		"value:anyOf(string / integer[0,] / number / boolean / array<string|number|boolean|null> / null)}"
+		"value:anyOf(string / integer[0,] / number / boolean / array<string|integer|number|boolean> / null)}"
 	sortShape = "{direction:enum(asc,desc), field*:string}"
 )
 
@@ -248,7 +248,7 @@ func TestExplainAgreesWithTheValidator(t *testing.T) {
 		{"workbench_list", `{"id":"a","section":null,"path":null,"cursor":null,"at_snapshot":null}`, "", "", ""},
 		{"workbench_list", `{"id":"a","at_snapshot":"nightly"}`, "", "", ""},
 		{"workbench_list", `{"id":"a","at_snapshot":-1}`, "at_snapshot", "minimum", "at_snapshot: must be at least 0"},
-		{"workbench_list", `{"id":"a","at_snapshot":1.5}`, "at_snapshot", "type", "must be an integer, a string or null, not a number"},
+		{"workbench_list", `{"id":"a","at_snapshot":1.5}`, "at_snapshot", "anyOf", "at_snapshot: must be an integer >= 0, a string or null"},
 		{"workbench_list", `{"id":"a","section":"secrets"}`, "section", "enum", "section: must be one of input, scripts, outputs, logs, metadata or null"},
 		{"workbench_list", `{"id":"a","limit":101}`, "limit", "maximum", "limit: must be between 1 and 100"},
 		{"workbench_list", `{"id":"a","limit":0}`, "limit", "minimum", "limit: must be between 1 and 100"},
