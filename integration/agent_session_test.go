@@ -352,7 +352,7 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 		t.Helper()
 		section, rel, _ := strings.Cut(full, "/")
 		before := string(s.files[full])
-		beforeGen := s.ok("workbench_stat", map[string]any{"id": wb, "section": section, "path": rel}).num(t, "generation")
+		beforeGen := s.ok("workbench_stat", map[string]any{"id": wb, "section": section, "path": rel}).obj(t, "card").num(t, "generation")
 		r := s.ok("workbench_edit", map[string]any{"id": wb, "section": section, "path": rel, "old_string": old, "new_string": repl, "replace_all": all})
 		n := strings.Count(before, old)
 		after := strings.Replace(before, old, repl, map[bool]int{false: 1, true: -1}[all])
@@ -378,7 +378,7 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 	put("outputs/summary.txt", []byte("rate rate rate\n"), false, "")
 	edit("outputs/summary.txt", "rate", "error rate", true)
 	edit("outputs/summary.txt", "error", "error", true) // identical result: no_change
-	if st := s.ok("workbench_stat", map[string]any{"id": wb, "section": "outputs", "path": "report.md"}); st.str("content_type") != "text/plain; charset=utf-8" {
+	if st := s.ok("workbench_stat", map[string]any{"id": wb, "section": "outputs", "path": "report.md"}); st.obj(t, "card").str("content_type") != "text/plain; charset=utf-8" {
 		t.Errorf("edit changed the content type: %v", st)
 	}
 
@@ -407,17 +407,17 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 	for _, b := range s.files {
 		total += int64(len(b))
 	}
-	if w := s.ok("workbench_stat", map[string]any{"id": wb}); w.str("kind") != "workbench" || w.num(t, "size_bytes") != total || w.num(t, "file_count") != int64(len(s.files)) {
+	if w := s.ok("workbench_stat", map[string]any{"id": wb}).obj(t, "card"); w.str("kind") != "workbench" || w.num(t, "size_bytes") != total || w.num(t, "file_count") != int64(len(s.files)) {
 		t.Errorf("stat of the workbench: %v, want %d files, %d bytes", w, len(s.files), total)
 	}
-	if d := s.ok("workbench_stat", map[string]any{"id": wb, "section": "logs", "path": "metrics"}); d.str("kind") != "directory" ||
+	if d := s.ok("workbench_stat", map[string]any{"id": wb, "section": "logs", "path": "metrics"}).obj(t, "card"); d.str("kind") != "directory" ||
 		d.num(t, "size_bytes") != int64(len(s.files["logs/metrics/rates.csv"])) {
 		t.Errorf("stat of a directory: %v", d)
 	}
 	for full, body := range s.files {
 		section, rel, _ := strings.Cut(full, "/")
 		st := s.ok("workbench_stat", map[string]any{"id": wb, "section": section, "path": rel})
-		if st.str("kind") != "file" || st.str("digest_uri") != sha256URI(body) || st.num(t, "size_bytes") != int64(len(body)) {
+		if c := st.obj(t, "card"); c.str("kind") != "file" || c.str("digest_uri") != sha256URI(body) || c.num(t, "size_bytes") != int64(len(body)) || c["entry_count"] != nil {
 			t.Errorf("stat %s: %v", full, st)
 		}
 	}
@@ -473,7 +473,7 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 	if b, _ := base64.StdEncoding.DecodeString(part.str("bytes")); string(b) != string(capture[650:]) || part["truncated"] != false {
 		t.Errorf("bytes from offset 650: %v", part)
 	}
-	logGen := s.ok("workbench_stat", map[string]any{"id": wb, "section": "logs", "path": "run.log"}).num(t, "generation")
+	logGen := s.ok("workbench_stat", map[string]any{"id": wb, "section": "logs", "path": "run.log"}).obj(t, "card").num(t, "generation")
 	if nm := s.ok("workbench_read", map[string]any{"id": wb, "section": "logs", "path": "run.log", "if_none_match": logGen}); nm["not_modified"] != true || nm["items"] != nil {
 		t.Errorf("if_none_match of the current generation: %v", nm)
 	}
@@ -525,19 +525,19 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 	}
 	logs := s.ok("workbench_search", map[string]any{"id": wb, "predicates": []any{map[string]any{"field": "artifact.section", "op": "eq", "value": "logs"}},
 		"fields": []string{"artifact.size_bytes", "artifact.digest"}})
-	if logs.num(t, "total") != int64(len(bySection["logs"])) {
+	if logs.num(t, "match_count") != int64(len(bySection["logs"])) {
 		t.Errorf("search section=logs: %v", logs)
 	}
-	for _, h := range sessionItems(t, logs, "hits") {
+	for _, h := range sessionItems(t, logs, "matches") {
 		full := h.str("section") + "/" + h.str("relative_path")
-		f := h.obj(t, "fields")
+		f := h.obj(t, "values")
 		if f.num(t, "artifact.size_bytes") != int64(len(s.files[full])) || f.str("artifact.digest") != sha256URI(s.files[full]) {
-			t.Errorf("search hit %s: fields %v", full, f)
+			t.Errorf("search match %s: values %v", full, f)
 		}
 	}
 	structured := s.ok("workbench_search", map[string]any{"id": wb, "predicates": []any{map[string]any{"field": "artifact.ext", "op": "in", "value": []string{"json", "yaml"}}}})
 	var structuredHits []string
-	for _, h := range sessionItems(t, structured, "hits") {
+	for _, h := range sessionItems(t, structured, "matches") {
 		structuredHits = append(structuredHits, h.str("relative_path"))
 	}
 	if fmt.Sprint(structuredHits) != "[config.yaml samples.json]" {
@@ -546,7 +546,7 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 	bySize := slices.SortedFunc(maps.Keys(s.files), func(a, b string) int { return len(s.files[b]) - len(s.files[a]) })
 	largest := s.ok("workbench_search", map[string]any{"id": wb, "sort": []any{map[string]any{"field": "artifact.size_bytes", "direction": "desc"}},
 		"limit": 2, "facets": []string{"artifact.section"}})
-	if hs := sessionItems(t, largest, "hits"); len(hs) != 2 || hs[0].str("section")+"/"+hs[0].str("relative_path") != bySize[0] ||
+	if hs := sessionItems(t, largest, "matches"); len(hs) != 2 || hs[0].str("section")+"/"+hs[0].str("relative_path") != bySize[0] ||
 		hs[1].str("section")+"/"+hs[1].str("relative_path") != bySize[1] || largest["truncated"] != true {
 		t.Errorf("two largest files: %v, want %v", largest, bySize[:2])
 	}
@@ -559,13 +559,14 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 		}
 	}
 	rootWide := s.ok("workbench_search", map[string]any{"predicates": []any{map[string]any{"field": "artifact.name", "op": "eq", "value": "task.md"}}})
-	if hs := sessionItems(t, rootWide, "hits"); len(hs) != 1 || hs[0].str("workbench_id") != wb {
+	if hs := sessionItems(t, rootWide, "matches"); len(hs) != 1 || hs[0].str("workbench_id") != wb {
 		t.Errorf("root-wide search for task.md: %v", rootWide)
 	}
 	agg := s.ok("workbench_aggregate", map[string]any{"id": wb, "group_by": []string{"artifact.section"},
 		"measures": []any{map[string]any{"name": "files", "op": "count"}, map[string]any{"name": "bytes", "op": "sum", "field": "artifact.size_bytes"},
 			map[string]any{"name": "largest", "op": "max", "field": "artifact.size_bytes"}}})
-	if agg.num(t, "matched") != int64(len(s.files)) || agg.num(t, "total_groups") != int64(len(bySection)) {
+	if agg.num(t, "input_match_count") != int64(len(s.files)) || agg.num(t, "group_count") != int64(len(bySection)) ||
+		agg.num(t, "row_count") != int64(len(agg.list(t, "groups"))) {
 		t.Errorf("aggregate: %v", agg)
 	}
 	for _, grp := range sessionItems(t, agg, "groups") {
@@ -575,14 +576,14 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 			sum += int64(len(s.files[full]))
 			largest = max(largest, int64(len(s.files[full])))
 		}
-		m := grp.obj(t, "measures")
+		m := grp.obj(t, "values")
 		if m.num(t, "files") != int64(len(bySection[section])) || m.num(t, "bytes") != sum || m.num(t, "largest") != largest {
 			t.Errorf("aggregate group %s: %v, want %d files, %d bytes, largest %d", section, grp, len(bySection[section]), sum, largest)
 		}
 	}
 	cat := s.ok("workbench_catalog", map[string]any{"id": wb})
 	var builtins []string
-	for _, f := range sessionItems(t, cat, "fields") {
+	for _, f := range sessionItems(t, cat.obj(t, "catalog"), "fields") {
 		if f["builtin"] == true {
 			builtins = append(builtins, f.str("field"))
 		}
@@ -596,7 +597,8 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 		t.Errorf("catalog built-ins %v, want %v: %v", builtins, wantBuiltins, cat)
 	}
 	facets := s.ok("workbench_catalog", map[string]any{"id": wb, "field_prefix": "artifact.sec", "include_facets": true})
-	if fs := sessionItems(t, facets, "fields"); len(fs) != 1 || len(fs[0].obj(t, "facet").list(t, "values")) != len(bySection) {
+	if fs, fcs := sessionItems(t, facets.obj(t, "catalog"), "fields"), sessionItems(t, facets.obj(t, "catalog"), "facets"); len(fs) != 1 || len(fcs) != 1 ||
+		fcs[0].str("field") != fs[0].str("field") || len(fcs[0].list(t, "values")) != len(bySection) {
 		t.Errorf("catalog artifact.sec* with facets: %v", facets)
 	}
 
@@ -644,15 +646,12 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 	snap := s.ok("workbench_snapshot", map[string]any{"id": wb, "name": "before-edits", "reason": "checkpoint before the second pass",
 		"metadata": map[string]any{"ticket": "OPS-7", "pass": 1}})
 	snapID := snap.num(t, "snapshot_id")
-	lease, err := time.Parse(time.RFC3339, snap.str("lease_expires_at"))
-	if err != nil {
-		t.Errorf("lease_expires_at %q is not RFC 3339: %v", snap["lease_expires_at"], err)
-	}
+	lease := time.UnixMilli(snap.num(t, "lease_expires_at"))
 	ann := snap.obj(t, "annotation")
 	if snapID < 1 || snap.str("name") != "before-edits" || snap.str("state") != "alive" || snap.num(t, "ttl_days") != 7 ||
 		snap.str("workbench_id") != wb || snap.str("path") != wbPath || snap.num(t, "read_version") < committed.num(t, "generation") ||
 		ann.str("reason") != "checkpoint before the second pass" || fmt.Sprint(ann["metadata"]) != "map[pass:1 ticket:OPS-7]" ||
-		!strings.HasSuffix(snap.str("lease_expires_at"), "Z") || lease.Unix() != snap.num(t, "lease_expires_unix_ms")/1000 ||
+		snap.num(t, "lease_expires_at") != snap.num(t, "lease_expires_unix_ms") || snap["retire_annotation"] != nil ||
 		lease.Before(before.Add(7*24*time.Hour-time.Hour)) || lease.After(time.Now().Add(7*24*time.Hour+time.Hour)) {
 		t.Errorf("snapshot: %v", snap)
 	}
@@ -689,7 +688,7 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 			t.Errorf("outputs at snapshot %v: %v, want report.md and summary.txt", at, l)
 		}
 		st := s.ok("workbench_stat", map[string]any{"id": wb, "section": "outputs", "path": "report.md", "at_snapshot": at})
-		if st.str("digest_uri") != sha256URI(frozen["outputs/report.md"]) || fmt.Sprint(st["at_snapshot"]) != fmt.Sprint(at) {
+		if st.obj(t, "card").str("digest_uri") != sha256URI(frozen["outputs/report.md"]) || fmt.Sprint(st["at_snapshot"]) != fmt.Sprint(at) {
 			t.Errorf("report.md at snapshot %v: %v", at, st)
 		}
 		if got := s.readBytes(wb, "input/task.md", at); string(got) != string(frozen["input/task.md"]) {
@@ -703,33 +702,38 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 	if live := s.walk(wb, nil); len(live) != len(frozen)+1 || !slices.Contains(live, "outputs/extra.txt") {
 		t.Errorf("live files %v: want the snapshot's and outputs/extra.txt", live)
 	}
-	if st := s.ok("workbench_stat", map[string]any{"id": wb, "section": "outputs", "path": "report.md"}); st.str("digest_uri") == sha256URI(frozen["outputs/report.md"]) {
+	if st := s.ok("workbench_stat", map[string]any{"id": wb, "section": "outputs", "path": "report.md"}).obj(t, "card"); st.str("digest_uri") != sha256URI(s.files["outputs/report.md"]) ||
+		st.str("digest_uri") == sha256URI(frozen["outputs/report.md"]) {
 		t.Errorf("live report.md still has the snapshot's digest: %v", st)
 	}
 
 	// Renew: longer leases extend, a shorter one is a no-op that returns the record.
 	renewed := s.ok("workbench_snapshot_renew", map[string]any{"id": wb, "name": "before-edits", "ttl_days": 30})
 	if renewed.num(t, "snapshot_id") != snapID || renewed.num(t, "lease_expires_unix_ms") <= snap.num(t, "lease_expires_unix_ms") ||
-		renewed.num(t, "ttl_days") != 30 || renewed.str("state") != "alive" {
+		renewed.num(t, "ttl_days") != 30 || renewed.str("state") != "alive" || renewed["renewed"] != true ||
+		renewed.num(t, "lease_expires_at") != renewed.num(t, "lease_expires_unix_ms") {
 		t.Errorf("renew to 30 days: %v (was %v)", renewed, snap["lease_expires_unix_ms"])
 	}
-	if r := s.ok("workbench_snapshot_renew", map[string]any{"id": wb, "snapshot_id": snapID, "ttl_days": 2}); r.num(t, "lease_expires_unix_ms") != renewed.num(t, "lease_expires_unix_ms") {
+	if r := s.ok("workbench_snapshot_renew", map[string]any{"id": wb, "snapshot_id": snapID, "ttl_days": 2}); r.num(t, "lease_expires_unix_ms") != renewed.num(t, "lease_expires_unix_ms") || r["renewed"] != false {
 		t.Errorf("renew to 2 days shortened the lease: %v", r)
 	}
 
 	// Restore the snapshot into a new workbench; it must equal the snapshot file for file.
 	restoreArgs := map[string]any{"id": wb, "destination_id": "run-1-restored", "at_snapshot": "before-edits"}
 	restored := s.ok("workbench_restore", restoreArgs)
-	rm := restored.obj(t, "restore_manifest")
 	opID := restored.str("operation_id")
+	commitID, hasCommitID := restored["commit_id"]
 	if restored.str("state") != "complete" || len(opID) != 64 || restored.str("source_workbench_id") != wb ||
 		restored.str("destination_workbench_id") != "run-1-restored" || restored.num(t, "snapshot_id") != snapID ||
+		!hasCommitID || commitID != nil || restored["cleanup_pending"] != false ||
 		restored.num(t, "read_version") != snap.num(t, "read_version") || restored.num(t, "destination_generation") < 1 || restored["idempotent_replay"] != false ||
-		rm.str("schema") != "nokv.workbench.restore_manifest.v1" || rm.str("operation_id") != opID || rm.str("source_workbench_id") != wb ||
-		rm.str("destination_workbench_id") != "run-1-restored" || rm.str("source_workbench_path") != wbPath ||
-		rm.str("destination_workbench_path") != root+"/run-1-restored" || rm.num(t, "snapshot_id") != snapID {
+		restored.str("restore_manifest") != root+"/run-1-restored/metadata/restore_manifest.json" {
 		t.Errorf("restore: %v", restored)
 	}
+	// The restore manifest the destination holds (schema v2) names the operation, both
+	// workbenches and, under restored_from.source, the snapshot restored; nothing else.
+	rm := mustDecode(t, s.readBytes("run-1-restored", "metadata/restore_manifest.json", nil))
+	checkRestoreManifest(t, rm, opID, wb, wbPath, "run-1-restored", root+"/run-1-restored", map[string]any{"kind": "snapshot", "snapshot_id": json.Number(fmt.Sprint(snapID))})
 	if again := s.ok("workbench_restore", restoreArgs); again["idempotent_replay"] != true || again.str("operation_id") != opID ||
 		again.num(t, "destination_generation") != restored.num(t, "destination_generation") {
 		t.Errorf("restore retried: %v", again)
@@ -754,8 +758,8 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 				continue
 			}
 			section, rel, _ := strings.Cut(full, "/")
-			st := s.ok("workbench_stat", map[string]any{"id": dst, "section": section, "path": rel})
-			src := s.ok("workbench_stat", map[string]any{"id": wb, "section": section, "path": rel, "at_snapshot": snapID})
+			st := s.ok("workbench_stat", map[string]any{"id": dst, "section": section, "path": rel}).obj(t, "card")
+			src := s.ok("workbench_stat", map[string]any{"id": wb, "section": section, "path": rel, "at_snapshot": snapID}).obj(t, "card")
 			if st.str("digest_uri") != src.str("digest_uri") || st.str("digest_uri") != sha256URI(want[full]) || st.str("content_type") != src.str("content_type") {
 				t.Errorf("%s/%s: %v; at the snapshot: %v", dst, full, st, src)
 			}
@@ -768,7 +772,7 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 		rmBytes := s.readBytes(dst, "metadata/restore_manifest.json", nil)
 		f := s.ok("workbench_find", map[string]any{"committed": true, "manifest_pattern": dst, "include_manifest": true})
 		var found toolResult
-		for _, w := range sessionItems(t, f, "workbenches") {
+		for _, w := range sessionItems(t, f, "matches") {
 			if w.str("workbench_id") == dst {
 				found = w
 			}
@@ -783,23 +787,28 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 		}
 	}
 	checkRestored("run-1-restored", frozen)
-	if rmRead := mustDecode(t, s.readBytes("run-1-restored", "metadata/restore_manifest.json", nil)); fmt.Sprint(rmRead) != fmt.Sprint(rm) {
-		t.Errorf("restore_manifest.json %v, result's restore_manifest %v", rmRead, rm)
+	if again := mustDecode(t, s.readBytes("run-1-restored", "metadata/restore_manifest.json", nil)); !reflect.DeepEqual(again, rm) {
+		t.Errorf("restore_manifest.json changed after the retried restore: %v, first %v", again, rm)
 	}
 	// The source is unchanged by the restore.
-	if st := s.ok("workbench_stat", map[string]any{"id": wb, "section": "outputs", "path": "report.md"}); st.str("digest_uri") != sha256URI(s.files["outputs/report.md"]) {
+	if st := s.ok("workbench_stat", map[string]any{"id": wb, "section": "outputs", "path": "report.md"}).obj(t, "card"); st.str("digest_uri") != sha256URI(s.files["outputs/report.md"]) {
 		t.Errorf("source report.md after the restore: %v", st)
 	}
 	// The commit was sealed right before the snapshot: restoring it gives the same files.
 	atCommit := s.ok("workbench_restore", map[string]any{"id": wb, "destination_id": "run-1-at-commit", "at_commit": identity})
-	if atCommit.str("commit_id") != identity || atCommit.str("state") != "complete" || atCommit.obj(t, "restore_manifest").str("commit_id") != identity {
+	snapshotID, hasSnapshotID := atCommit["snapshot_id"]
+	if atCommit.str("commit_id") != identity || atCommit.str("state") != "complete" || !hasSnapshotID || snapshotID != nil ||
+		atCommit["cleanup_pending"] != false || atCommit.str("restore_manifest") != root+"/run-1-at-commit/metadata/restore_manifest.json" {
 		t.Errorf("restore at_commit: %v", atCommit)
 	}
+	checkRestoreManifest(t, mustDecode(t, s.readBytes("run-1-at-commit", "metadata/restore_manifest.json", nil)), atCommit.str("operation_id"),
+		wb, wbPath, "run-1-at-commit", root+"/run-1-at-commit", map[string]any{"kind": "commit", "commit_id": identity})
 	checkRestored("run-1-at-commit", frozen)
 
 	// Retire: first true, an exact retry false with the original reason; reads then fail.
 	retired := s.ok("workbench_snapshot_retire", map[string]any{"id": wb, "name": "before-edits", "reason": "restored; no longer needed"})
-	if retired["retired"] != true || retired.str("state") != "retired" || retired.str("reason") != "restored; no longer needed" || retired.num(t, "snapshot_id") != snapID {
+	if retired["retired"] != true || retired.str("state") != "retired" || retired.str("reason") != "restored; no longer needed" || retired.num(t, "snapshot_id") != snapID ||
+		fmt.Sprint(retired["retire_annotation"]) != "map[metadata:<nil> reason:restored; no longer needed]" {
 		t.Errorf("retire: %v", retired)
 	}
 	if again := s.ok("workbench_snapshot_retire", map[string]any{"id": wb, "snapshot_id": snapID, "reason": "another reason"}); again["retired"] != false ||
@@ -816,7 +825,8 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 		t.Fatalf("snapshot_list: %v", snaps)
 	}
 	if e := entries[0]; e.num(t, "snapshot_id") != snapID || e.str("state") != "retired" || fmt.Sprint(e["aliases"]) != "[before-edits]" ||
-		e.str("retire_reason") != "restored; no longer needed" || e.obj(t, "annotation").str("reason") != "checkpoint before the second pass" ||
+		e.str("retire_reason") != "restored; no longer needed" || e.obj(t, "retire_annotation").str("reason") != "restored; no longer needed" ||
+		e.obj(t, "annotation").str("reason") != "checkpoint before the second pass" || e.num(t, "lease_expires_at") != e.num(t, "lease_expires_unix_ms") ||
 		e.num(t, "ttl_days") != 30 || fmt.Sprint(e["consumers"]) != "0" {
 		t.Errorf("snapshot_list: retired snapshot %v", e)
 	}
@@ -836,7 +846,10 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 				a["cursor"] = cursor
 			}
 			r := s.ok("workbench_find", a)
-			for _, w := range sessionItems(t, r, "workbenches") {
+			if r.num(t, "match_count") != int64(len(r.list(t, "matches"))) {
+				t.Errorf("find %v: match_count differs from the matches returned: %v", a, r)
+			}
+			for _, w := range sessionItems(t, r, "matches") {
 				ids = append(ids, w.str("workbench_id"))
 			}
 			if cursor = r.str("next_cursor"); cursor == "" {
@@ -854,11 +867,11 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 		t.Errorf("find all: %v", got)
 	}
 	nightly := s.ok("workbench_find", map[string]any{"manifest_pattern": "NIGHTLY-42", "include_manifest": true})
-	if ws := sessionItems(t, nightly, "workbenches"); len(ws) != 1 || ws[0].str("workbench_id") != wb || ws[0].str("commit_identity") != identity ||
+	if ws := sessionItems(t, nightly, "matches"); len(ws) != 1 || ws[0].str("workbench_id") != wb || ws[0].str("commit_identity") != identity ||
 		ws[0]["committed"] != true || fmt.Sprint(ws[0].obj(t, "manifest")) != fmt.Sprint(env) {
 		t.Errorf("find manifest_pattern NIGHTLY-42: %v", nightly)
 	}
-	if got := findIDs(map[string]any{"manifest_pattern": "restore_manifest.v1"}); fmt.Sprint(got) != "[run-1-at-commit run-1-restored]" {
+	if got := findIDs(map[string]any{"manifest_pattern": "restore_manifest.v2"}); fmt.Sprint(got) != "[run-1-at-commit run-1-restored]" {
 		t.Errorf("find restored workbenches by their manifest: %v", got)
 	}
 
@@ -868,6 +881,23 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 		}
 	}
 	t.Logf("tool calls: %v", s.used)
+}
+
+// checkRestoreManifest checks a metadata/restore_manifest.json body against schema
+// nokv.workbench.restore_manifest.v2: exactly its keys (no read_version, no
+// *_workbench_path), the operation, the source and destination workbenches with their
+// presentation paths, and restored_from naming the source and the snapshot or commit read.
+func checkRestoreManifest(t *testing.T, rm toolResult, opID, src, srcPath, dst, dstPath string, source map[string]any) {
+	t.Helper()
+	wantKeys := []string{"destination_path", "destination_workbench_id", "operation_id", "restored_from", "schema", "source_path", "source_workbench_id"}
+	from := rm.obj(t, "restored_from")
+	if got := slices.Sorted(maps.Keys(rm)); !slices.Equal(got, wantKeys) ||
+		rm.str("schema") != "nokv.workbench.restore_manifest.v2" || rm.str("operation_id") != opID || len(opID) != 64 ||
+		rm.str("source_workbench_id") != src || rm.str("source_path") != srcPath ||
+		rm.str("destination_workbench_id") != dst || rm.str("destination_path") != dstPath ||
+		len(from) != 3 || from.str("workbench_id") != src || from.str("path") != srcPath || !reflect.DeepEqual(map[string]any(from.obj(t, "source")), source) {
+		t.Errorf("restore manifest of %s: %v, want keys %v, operation %s, from %s (%s), source %v", dst, rm, wantKeys, opID, src, srcPath, source)
+	}
 }
 
 func mustDecode(t *testing.T, b []byte) toolResult {

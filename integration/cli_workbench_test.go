@@ -309,11 +309,11 @@ func TestCLISearchAndGrep(t *testing.T) {
 	r = mustCLI(t, none, cmd("search", "many", "--where", "idx lt 5", "--json", "--limit", "2")...)
 	var sr struct {
 		Status     string            `json:"status"`
-		Total      int               `json:"total"`
-		Hits       []json.RawMessage `json:"hits"`
+		MatchCount int               `json:"match_count"`
+		Matches    []json.RawMessage `json:"matches"`
 		NextCursor string            `json:"next_cursor"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &sr); err != nil || sr.Status != "success" || sr.Total != 5 || len(sr.Hits) != 2 || sr.NextCursor == "" {
+	if err := json.Unmarshal([]byte(r.stdout), &sr); err != nil || sr.Status != "success" || sr.MatchCount != 5 || len(sr.Matches) != 2 || sr.NextCursor == "" {
 		t.Errorf("search --json --limit 2 (%v):%s", err, r)
 	}
 

@@ -576,7 +576,7 @@ func TestClusterLeaderThatStalledPastItsLeaseDoesNotHideTheNewLeader(t *testing.
 }
 
 // putIdempotent PUTs body to u with Idempotency-Key key, retrying under the same key on
-// transport errors and on answers marked retryable (a 503 NotOwner, a commit of unknown
+// transport errors and on answers marked retryable (a 503 RoutingUnavailable, a commit of unknown
 // outcome) until bound has passed; it returns the last status and body.
 func putIdempotent(u, body, key string, bound time.Duration) (int, []byte) {
 	hc := &http.Client{Timeout: 10 * time.Second}

@@ -343,10 +343,12 @@ func runWorkbenchSession(t *testing.T, cs *sdk.ClientSession, wb string) map[str
 	} else if e := toolResult(entries[0].(map[string]any)); e.str("name") != "notes.txt" || e.str("kind") != "file" || e.num(t, "size_bytes") != int64(len(notes)) {
 		t.Errorf("workbench_list input: entry %v", e)
 	}
-	st := c.ok("workbench_stat", map[string]any{"id": wb, "section": "input", "path": "notes.txt"})
-	if st.str("kind") != "file" || st.str("name") != "notes.txt" || st.num(t, "size_bytes") != int64(len(notes)) || st.num(t, "generation") != notesGen ||
+	stat := c.ok("workbench_stat", map[string]any{"id": wb, "section": "input", "path": "notes.txt"})
+	st := stat.obj(t, "card")
+	if stat.str("workbench_id") != wb || stat.str("path") != wbPath+"/input/notes.txt" || stat.str("section") != "input" || stat.str("relative_path") != "notes.txt" ||
+		st.str("kind") != "file" || st.str("name") != "notes.txt" || st.num(t, "size_bytes") != int64(len(notes)) || st.num(t, "generation") != notesGen ||
 		st.str("digest_uri") != sha256URI(notes) || st.str("content_type") != "text/plain; charset=utf-8" {
-		t.Errorf("workbench_stat: %v; want file notes.txt, %d bytes, generation %d", st, len(notes), notesGen)
+		t.Errorf("workbench_stat: %v; want file notes.txt, %d bytes, generation %d", stat, len(notes), notesGen)
 	}
 	rd := c.ok("workbench_read", map[string]any{"id": wb, "section": "input", "path": "notes.txt"})
 	items := rd.list(t, "items")

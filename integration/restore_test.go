@@ -191,7 +191,7 @@ func TestRestoreOfALargeWorkbenchCopiesNoBodiesAndSurvivesKill9(t *testing.T) {
 		t.Fatalf("a further retry: %v", again)
 	}
 	find := jsonBody(t, doHTTP(t, "POST", srv.URL+"/v1/agents/"+restoreAgent+"/find", strings.NewReader(`{}`)))
-	if find["count"] != float64(2) {
+	if matches, _ := find["matches"].([]any); find["match_count"] != float64(2) || len(matches) != 2 {
 		t.Fatalf("workbenches after the restore: %v", find)
 	}
 }

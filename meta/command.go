@@ -285,6 +285,8 @@ type Result struct {
 	Snapshot *WorkbenchSnapshot `cbor:"11,keyasint,omitempty"`
 	// Retired is true for the first successful retire only.
 	Retired bool `cbor:"12,keyasint,omitempty"`
+	// Renewed is true when a renew moved the lease later (a renew never shortens it).
+	Renewed bool `cbor:"16,keyasint,omitempty"`
 	// Commit is the commit a Commit or RestoreFinish sealed (or replayed).
 	Commit *CommitRecord `cbor:"13,keyasint,omitempty"`
 	// Restore is the restore operation record after the command.

@@ -48,6 +48,10 @@ type Error struct {
 	OperationID string `cbor:"7,keyasint,omitempty"`
 	// State is the lifecycle state of the snapshot a SnapshotExpired is about.
 	State string `cbor:"8,keyasint,omitempty"`
+	// Workspace is the workbench a SnapshotExpired's snapshot was taken of.
+	Workspace string `cbor:"9,keyasint,omitempty"`
+	// SnapshotID is the snapshot a SnapshotExpired is about.
+	SnapshotID uint64 `cbor:"10,keyasint,omitempty"`
 }
 
 func (e *Error) Error() string {

@@ -218,7 +218,7 @@ func snapshotSelector(agent, ws string, id uint64, name string) *Error {
 }
 
 func expiredError(snap *WorkbenchSnapshot, st SnapshotState) *Error {
-	return &Error{Code: CodeSnapshotExpired, State: string(st),
+	return &Error{Code: CodeSnapshotExpired, State: string(st), Workspace: snap.Workspace, SnapshotID: snap.ID,
 		Message: "snapshot " + strconv.FormatUint(snap.ID, 10) + " is " + string(st)}
 }
 
@@ -247,7 +247,7 @@ func (a *applier) snapshotRenew(c SnapshotRenew) Result {
 	ns.RenewedAtMs = s.nowMs
 	s.snapshots.Set(key, &ns)
 	a.scheduleReap(key, &ns)
-	return Result{Snapshot: &ns}
+	return Result{Snapshot: &ns, Renewed: true}
 }
 
 func (a *applier) snapshotRetire(c SnapshotRetire) Result {
@@ -371,10 +371,10 @@ func (a *applier) commit(c Commit) Result {
 			return Result{Commit: prev, Replayed: true, Generation: prev.Version, RootUID: root.UID}
 		}
 		if ws.HeadIdentity != "" && !c.Replace {
-			return Result{Err: errorf(CodeWorkbenchCommitConflict, "workbench %q already has a different commit; pass replace to supersede it", c.Workspace)}
+			return Result{Err: commitConflict(s, ws, "workbench %q already has a different commit; pass replace to supersede it", c.Workspace)}
 		}
 		if c.Replace && ws.HeadIdentity != c.ExpectHead {
-			return Result{Err: errorf(CodeWorkbenchCommitConflict, "the head commit of workbench %q changed concurrently", c.Workspace)}
+			return Result{Err: commitConflict(s, ws, "the head commit of workbench %q changed concurrently", c.Workspace)}
 		}
 		if ws.Revision != c.ExpectRevision {
 			return Result{Err: &Error{Code: CodeConflict, Message: "the workbench changed while the commit was prepared"}}
@@ -594,4 +594,14 @@ func (a *applier) restoreFinish(c RestoreFinish) Result {
 	s.seq++
 	s.retention.Set(retentionKey(s.nowMs+a.opts.RetentionWindow.Milliseconds(), s.seq), string(rune(retainRestore))+rkey)
 	return Result{Restore: &nop, Commit: rec, Generation: s.version, RootUID: root.UID}
+}
+
+// commitConflict is a WorkbenchCommitConflict whose CurrentGeneration is the version of the
+// workbench's head commit (the generation of its stored run manifest), 0 without one.
+func commitConflict(s *state, ws *Workspace, format string, args ...any) *Error {
+	e := errorf(CodeWorkbenchCommitConflict, format, args...)
+	if head, ok := s.commits.Get(commitKey(ws.Incarnation, ws.HeadIdentity)); ok {
+		e.CurrentGeneration = head.Version
+	}
+	return e
 }

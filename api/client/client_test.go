@@ -332,10 +332,10 @@ func TestErrorResponses(t *testing.T) {
 
 	_, err := c.PutFile(t.Context(), "busy", "w", "input/x", strings.NewReader("x"), PutOptions{})
 	e := asError(t, err)
-	if e.HTTPStatus != 503 || e.Code != "NotOwner" || !e.Retryable || e.RetryAfter != 7*time.Second || e.Details["shard"] != float64(3) {
+	if e.HTTPStatus != 503 || e.Code != "RoutingUnavailable" || !e.Retryable || e.RetryAfter != 7*time.Second || e.Details["shard"] != float64(3) {
 		t.Fatalf("503 envelope: %+v", e)
 	}
-	if e.Error() != "NotOwner: shard moving" {
+	if e.Error() != "RoutingUnavailable: shard moving" {
 		t.Fatalf("Error() = %q", e.Error())
 	}
 

@@ -55,7 +55,7 @@ func ErrorCode(err error) string {
 
 // statusCodes maps an HTTP status to the code and retryability the server's one mapping
 // table gives it (DESIGN.md §10). Where two codes share a status (404: NotFound and
-// SnapshotNotFound; 503: ObjectUnavailable and NotOwner) the more general one is used.
+// SnapshotNotFound; 503: ObjectUnavailable and RoutingUnavailable) the more general one is used.
 var statusCodes = map[int]struct {
 	code      string
 	retryable bool

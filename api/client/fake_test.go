@@ -146,7 +146,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	agent, wb := comps[2], comps[4]
 	if agent == "busy" {
 		w.Header().Set("Retry-After", "7")
-		writeError(w, 503, "NotOwner", "shard moving", map[string]any{"shard": 3})
+		writeError(w, 503, "RoutingUnavailable", "shard moving", map[string]any{"shard": 3})
 		return
 	}
 	if agent == "proxy" {

@@ -69,9 +69,9 @@ type SearchHit struct {
 	RelativePath string `json:"relative_path"`
 	// Path is the presentation path.
 	Path string `json:"path"`
-	// Fields holds the requested fields: strings, json.Number, bools; nil where the
+	// Values holds the requested fields: strings, json.Number, bools; nil where the
 	// file lacks one.
-	Fields map[string]any `json:"fields"`
+	Values map[string]any `json:"values"`
 }
 
 // FullPath is the hit's path inside its workbench ("outputs/model.bin").
@@ -87,19 +87,24 @@ type FacetValue struct {
 type Facet struct {
 	Field string `json:"field"`
 	// Values are the most frequent values (at most 20), most frequent first.
-	Values   []FacetValue `json:"values"`
-	Missing  int64        `json:"missing"`
-	Distinct int64        `json:"distinct"`
-	Other    int64        `json:"other"`
+	Values []FacetValue `json:"values"`
+	// DistinctCount is the number of distinct values among the matches; Truncated says
+	// Values lists fewer.
+	DistinctCount int64 `json:"distinct_count"`
+	Truncated     bool  `json:"truncated"`
+	Missing       int64 `json:"missing"`
+	Other         int64 `json:"other"`
 }
 
 // SearchResult is one page of Search.
 type SearchResult struct {
-	WorkbenchID string      `json:"workbench_id"`
-	Hits        []SearchHit `json:"hits"`
-	// Total is the number of matches over all pages.
-	Total  int64   `json:"total"`
-	Facets []Facet `json:"facets"`
+	WorkbenchID string `json:"workbench_id"`
+	// Path is the presentation path of the scope searched.
+	Path    string      `json:"path"`
+	Matches []SearchHit `json:"matches"`
+	// MatchCount is the number of matches over all pages.
+	MatchCount int64   `json:"match_count"`
+	Facets     []Facet `json:"facets"`
 	// ReadVersion is the version every hit was read at.
 	ReadVersion uint64 `json:"read_version"`
 	Truncated   bool   `json:"truncated"`
@@ -152,18 +157,22 @@ type AggregateGroup struct {
 	// Key holds the group-by values by field.
 	Key   map[string]any `json:"key"`
 	Count int64          `json:"count"`
-	// Measures holds the measure values by name (nil where undefined).
-	Measures map[string]any `json:"measures"`
+	// Values holds the measure values by name (nil where undefined).
+	Values map[string]any `json:"values"`
 }
 
 // AggregateResult is the result of Aggregate.
 type AggregateResult struct {
 	WorkbenchID string           `json:"workbench_id"`
+	Path        string           `json:"path"`
 	Groups      []AggregateGroup `json:"groups"`
-	TotalGroups int64            `json:"total_groups"`
-	Matched     int64            `json:"matched"`
-	ReadVersion uint64           `json:"read_version"`
-	Truncated   bool             `json:"truncated"`
+	// GroupCount is the number of groups in all; RowCount those returned.
+	GroupCount int64 `json:"group_count"`
+	RowCount   int64 `json:"row_count"`
+	// InputMatchCount is the number of files that matched the predicates.
+	InputMatchCount int64  `json:"input_match_count"`
+	ReadVersion     uint64 `json:"read_version"`
+	Truncated       bool   `json:"truncated"`
 	// Raw is the result object exactly as the server sent it ("status":"success" first).
 	Raw json.RawMessage `json:"-"`
 }
@@ -197,17 +206,35 @@ type CatalogField struct {
 	FileCount int64    `json:"file_count"`
 	// Operators are the predicate operators that can match the field.
 	Operators []string `json:"operators"`
-	// Facet is set with CatalogRequest.IncludeFacets.
-	Facet *Facet `json:"facet"`
+}
+
+// CatalogFilter is a set of fields that accept the same predicate operators.
+type CatalogFilter struct {
+	Fields    []string `json:"fields"`
+	Operators []string `json:"operators"`
+}
+
+// Catalog is what a scope's files can be queried by.
+type Catalog struct {
+	Facetable  []string        `json:"facetable"`
+	Sortable   []string        `json:"sortable"`
+	Filterable []CatalogFilter `json:"filterable"`
+	// Facets are the fields' top values, with CatalogRequest.IncludeFacets.
+	Facets []Facet `json:"facets"`
+	// Fields describes each field.
+	Fields []CatalogField `json:"fields"`
 }
 
 // CatalogResult is the result of Catalog.
 type CatalogResult struct {
-	WorkbenchID string         `json:"workbench_id"`
-	FileCount   int64          `json:"file_count"`
-	Fields      []CatalogField `json:"fields"`
-	ReadVersion uint64         `json:"read_version"`
-	Truncated   bool           `json:"truncated"`
+	WorkbenchID string  `json:"workbench_id"`
+	Path        string  `json:"path"`
+	FileCount   int64   `json:"file_count"`
+	Catalog     Catalog `json:"catalog"`
+	// CatalogEmpty says no file in scope has any field.
+	CatalogEmpty bool   `json:"catalog_empty"`
+	ReadVersion  uint64 `json:"read_version"`
+	Truncated    bool   `json:"truncated"`
 	// Raw is the result object exactly as the server sent it ("status":"success" first).
 	Raw json.RawMessage `json:"-"`
 }
@@ -245,22 +272,29 @@ type FoundWorkbench struct {
 	Committed   bool   `json:"committed"`
 	FileCount   int64  `json:"file_count"`
 	SizeBytes   int64  `json:"size_bytes"`
-	// CommitIdentity, CommittedAtUnixSeconds and CommitGeneration describe the head
-	// commit; zero when uncommitted.
+	// CommitIdentity, CommittedAtUnixSeconds and ManifestGeneration (the generation of
+	// the run manifest the head commit wrote) describe the head commit; zero when
+	// uncommitted. CommitIdentityVerified says the stored manifest is the one the commit
+	// sealed and names its identity.
 	CommitIdentity         string `json:"commit_identity"`
+	CommitIdentityVerified bool   `json:"commit_identity_verified"`
 	CommittedAtUnixSeconds int64  `json:"committed_at_unix_seconds"`
-	CommitGeneration       uint64 `json:"commit_generation"`
+	ManifestGeneration     uint64 `json:"manifest_generation"`
+	ContentDigestURI       string `json:"content_digest_uri"`
+	ManifestDigestURI      string `json:"manifest_digest_uri"`
+	EnvelopeDigestURI      string `json:"envelope_digest_uri"`
 	// Manifest is the run manifest envelope (with FindRequest.IncludeManifest).
 	Manifest json.RawMessage `json:"manifest"`
 }
 
 // FindResult is one page of Find.
 type FindResult struct {
-	Workbenches        []FoundWorkbench `json:"workbenches"`
-	Count              int              `json:"count"`
-	WorkbenchesScanned int              `json:"workbenches_scanned"`
-	Truncated          bool             `json:"truncated"`
-	NextCursor         string           `json:"next_cursor"`
+	Matches    []FoundWorkbench `json:"matches"`
+	MatchCount int              `json:"match_count"`
+	// EntryCount is the number of workbenches this call examined.
+	EntryCount int    `json:"entry_count"`
+	Truncated  bool   `json:"truncated"`
+	NextCursor string `json:"next_cursor"`
 	// Raw is the result object exactly as the server sent it ("status":"success" first).
 	Raw json.RawMessage `json:"-"`
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -121,7 +122,7 @@ func TestSnapshotsCommitsAndRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	if snap.SnapshotID != 1 || snap.Name != "v1" || snap.State != SnapshotAlive || snap.TTLDays != 2 || snap.Annotation.Reason != "baseline" ||
-		snap.Annotation.Metadata["run"] != json.Number("7") || snap.LeaseExpiresAt.IsZero() || snap.CreatedAt.IsZero() || snap.WorkbenchID != wb {
+		snap.Annotation.Metadata["run"] != json.Number("7") || snap.LeaseExpiresUnixMs == 0 || snap.CreatedAt.IsZero() || snap.WorkbenchID != wb {
 		t.Fatalf("snapshot %+v", snap)
 	}
 	if !bytes.HasPrefix(snap.Raw, []byte(`{"status":"success",`)) {
@@ -178,7 +179,7 @@ func TestSnapshotsCommitsAndRestores(t *testing.T) {
 	wantCode(t, err, 404, "SnapshotNotFound")
 
 	renewed, err := c.RenewSnapshot(ctx, agent, wb, SnapshotName("v1"), 5)
-	if err != nil || renewed.TTLDays != 5 || !renewed.LeaseExpiresAt.After(snap.LeaseExpiresAt) {
+	if err != nil || renewed.TTLDays != 5 || !renewed.Renewed || renewed.LeaseExpiresUnixMs <= snap.LeaseExpiresUnixMs {
 		t.Fatalf("renew: %+v, %v", renewed, err)
 	}
 	list, err := c.ListSnapshots(ctx, agent, wb)
@@ -201,7 +202,7 @@ func TestSnapshotsCommitsAndRestores(t *testing.T) {
 
 	rs, err := c.Restore(ctx, agent, wb, RestoreRequest{Destination: "w2", AtSnapshot: SnapshotName("v1")})
 	if err != nil || rs.State != "complete" || rs.SnapshotID != 1 || rs.CommitID != "" || rs.RestoredFiles != 2 || rs.IdempotentReplay ||
-		!bytes.Contains(rs.RestoreManifest, []byte(`"nokv.workbench.restore_manifest.v1"`)) {
+		rs.RestoreManifest != "/agents/a/wb/w2/metadata/restore_manifest.json" || rs.CleanupPending {
 		t.Fatalf("restore from v1: %+v, %v", rs, err)
 	}
 	if got := mustGet(t, c, agent, "w2", "outputs/model.bin", GetOptions{}); got != "weights v1" {
@@ -262,12 +263,12 @@ func TestSearchAggregateCatalogGrepAndFind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Total != 2 || len(res.Hits) != 1 || res.NextCursor == "" || !res.Truncated || res.WorkbenchID != "" {
+	if res.MatchCount != 2 || len(res.Matches) != 1 || res.NextCursor == "" || !res.Truncated || res.WorkbenchID != "" {
 		t.Fatalf("first page: %+v", res)
 	}
-	h := res.Hits[0]
-	if h.FullPath() != "outputs/model.bin" || h.WorkbenchID != "w" || h.Fields["owner"] != "alice" ||
-		h.Fields["accuracy"] != json.Number("0.93") || h.Fields["epochs"] != json.Number("12") {
+	h := res.Matches[0]
+	if h.FullPath() != "outputs/model.bin" || h.WorkbenchID != "w" || h.Values["owner"] != "alice" ||
+		h.Values["accuracy"] != json.Number("0.93") || h.Values["epochs"] != json.Number("12") {
 		t.Fatalf("hit %+v", h)
 	}
 	if len(res.Facets) != 1 || res.Facets[0].Field != "owner" || len(res.Facets[0].Values) != 2 {
@@ -281,11 +282,11 @@ func TestSearchAggregateCatalogGrepAndFind(t *testing.T) {
 		Limit:      5, // the page size may change between pages
 		Cursor:     res.NextCursor,
 	})
-	if err != nil || len(res2.Hits) != 1 || res2.Hits[0].FullPath() != "outputs/other.bin" || res2.NextCursor != "" || res2.Hits[0].Fields["epochs"] != nil {
+	if err != nil || len(res2.Matches) != 1 || res2.Matches[0].FullPath() != "outputs/other.bin" || res2.NextCursor != "" || res2.Matches[0].Values["epochs"] != nil {
 		t.Fatalf("second page: %+v, %v", res2, err)
 	}
 	one, err := c.Search(ctx, agent, SearchRequest{Workbench: "w", Predicates: []Predicate{{Field: "final", Op: OpExists}}})
-	if err != nil || one.Total != 1 || one.WorkbenchID != "w" || one.Hits[0].Fields["artifact.name"] != "other.bin" {
+	if err != nil || one.MatchCount != 1 || one.WorkbenchID != "w" || one.Matches[0].Values["artifact.name"] != "other.bin" {
 		t.Fatalf("exists, default fields: %+v, %v", one, err)
 	}
 	_, err = c.Search(ctx, agent, SearchRequest{Predicates: []Predicate{{Field: "x", Op: "between"}}})
@@ -293,11 +294,12 @@ func TestSearchAggregateCatalogGrepAndFind(t *testing.T) {
 
 	agg, err := c.Aggregate(ctx, agent, AggregateRequest{Workbench: "w", Measures: []Measure{{Name: "n", Op: "count"}, {Name: "best", Op: "max", Field: "accuracy"}},
 		GroupBy: []string{"artifact.section"}})
-	if err != nil || len(agg.Groups) != 1 || agg.Groups[0].Key["artifact.section"] != "outputs" || agg.Groups[0].Measures["best"] != json.Number("0.93") || agg.Matched != 3 {
+	if err != nil || len(agg.Groups) != 1 || agg.Groups[0].Key["artifact.section"] != "outputs" || agg.Groups[0].Values["best"] != json.Number("0.93") || agg.InputMatchCount != 3 || agg.GroupCount != 1 || agg.RowCount != 1 {
 		t.Fatalf("aggregate: %+v, %v", agg, err)
 	}
 	cat, err := c.Catalog(ctx, agent, CatalogRequest{FieldPrefix: "acc", IncludeFacets: true})
-	if err != nil || len(cat.Fields) != 1 || cat.Fields[0].Field != "accuracy" || cat.Fields[0].Facet == nil || len(cat.Fields[0].Operators) == 0 {
+	if err != nil || len(cat.Catalog.Fields) != 1 || cat.Catalog.Fields[0].Field != "accuracy" || len(cat.Catalog.Facets) != 1 || len(cat.Catalog.Fields[0].Operators) == 0 ||
+		fmt.Sprint(cat.Catalog.Facetable) != "[accuracy]" || len(cat.Catalog.Filterable) != 1 {
 		t.Fatalf("catalog: %+v, %v", cat, err)
 	}
 
@@ -334,12 +336,12 @@ func TestSearchAggregateCatalogGrepAndFind(t *testing.T) {
 	}
 	yes := true
 	found, err := c.Find(ctx, agent, FindRequest{Committed: &yes, ManifestPattern: "resnet", IncludeManifest: true})
-	if err != nil || found.Count != 1 || found.Workbenches[0].WorkbenchID != "v" || !found.Workbenches[0].Committed ||
-		len(found.Workbenches[0].CommitIdentity) != 64 || !bytes.Contains(found.Workbenches[0].Manifest, []byte("Resnet")) {
+	if err != nil || found.MatchCount != 1 || found.Matches[0].WorkbenchID != "v" || !found.Matches[0].Committed ||
+		len(found.Matches[0].CommitIdentity) != 64 || !bytes.Contains(found.Matches[0].Manifest, []byte("Resnet")) {
 		t.Fatalf("find: %+v, %v", found, err)
 	}
 	all, err := c.Find(ctx, agent, FindRequest{Limit: 1})
-	if err != nil || all.Count != 1 || all.NextCursor == "" {
+	if err != nil || all.MatchCount != 1 || all.NextCursor == "" {
 		t.Fatalf("find page: %+v, %v", all, err)
 	}
 }

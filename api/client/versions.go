@@ -202,9 +202,10 @@ type Snapshot struct {
 	// Name is "" for an unnamed snapshot.
 	Name string `json:"name"`
 	// ReadVersion is the shard version reads at the snapshot see.
-	ReadVersion        uint64    `json:"read_version"`
-	LeaseExpiresAt     time.Time `json:"lease_expires_at"`
-	LeaseExpiresUnixMs int64     `json:"lease_expires_unix_ms"`
+	ReadVersion uint64 `json:"read_version"`
+	// LeaseExpiresUnixMs is when the lease ends, in milliseconds since the epoch (the
+	// result's lease_expires_at and lease_expires_unix_ms both carry it).
+	LeaseExpiresUnixMs int64 `json:"lease_expires_unix_ms"`
 	Annotation         struct {
 		Reason   string         `json:"reason"`
 		Metadata map[string]any `json:"metadata"`
@@ -218,6 +219,13 @@ type Snapshot struct {
 	// RetiredAt and RetireReason are set once the snapshot is retired.
 	RetiredAt    time.Time `json:"retired_at"`
 	RetireReason string    `json:"retire_reason"`
+	// RetireAnnotation is the retirement's annotation, nil while not retired.
+	RetireAnnotation *struct {
+		Reason string `json:"reason"`
+	} `json:"retire_annotation"`
+	// Renewed is set by RenewSnapshot when the lease moved later (a renew never shortens
+	// it).
+	Renewed bool `json:"renewed,omitempty"`
 	// Aliases (the names that resolve to it now) and Consumers (restores in progress
 	// reading from it) are reported by ListSnapshots only.
 	Aliases   []string `json:"aliases,omitempty"`
@@ -227,6 +235,9 @@ type Snapshot struct {
 }
 
 func (r *Snapshot) setRaw(b json.RawMessage) { r.Raw = b }
+
+// LeaseExpires is LeaseExpiresUnixMs as a time.
+func (r *Snapshot) LeaseExpires() time.Time { return time.UnixMilli(r.LeaseExpiresUnixMs) }
 
 // RetireResult is the result of RetireSnapshot.
 type RetireResult struct {
@@ -353,8 +364,8 @@ type RestoreResult struct {
 	SourceWorkbenchID      string `json:"source_workbench_id"`
 	DestinationWorkbenchID string `json:"destination_workbench_id"`
 	DestinationPath        string `json:"destination_path"`
-	// SnapshotID and ReadVersion are set for a restore from a snapshot, CommitID for one
-	// from a commit.
+	// SnapshotID is set for a restore from a snapshot, CommitID for one from a commit;
+	// ReadVersion is the source version restored.
 	SnapshotID  uint64 `json:"snapshot_id"`
 	ReadVersion uint64 `json:"read_version"`
 	CommitID    string `json:"commit_id"`
@@ -362,8 +373,11 @@ type RestoreResult struct {
 	DestinationGeneration uint64 `json:"destination_generation"`
 	RestoredFiles         int64  `json:"restored_files"`
 	IdempotentReplay      bool   `json:"idempotent_replay"`
-	// RestoreManifest is the body of the destination's metadata/restore_manifest.json.
-	RestoreManifest json.RawMessage `json:"restore_manifest"`
+	// RestoreManifest is the presentation path of the destination's
+	// metadata/restore_manifest.json.
+	RestoreManifest string `json:"restore_manifest"`
+	// CleanupPending is always false: a completed restore holds nothing.
+	CleanupPending bool `json:"cleanup_pending"`
 	// Raw is the result object exactly as the server sent it ("status":"success" first).
 	Raw json.RawMessage `json:"-"`
 }

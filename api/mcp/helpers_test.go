@@ -152,6 +152,12 @@ func invalid(t *testing.T, cs *sdk.ClientSession, tool string, args any, field s
 	return r
 }
 
+// card is workbench_stat's metadata card.
+func (o obj) card() obj {
+	c, _ := o["card"].(map[string]any)
+	return obj(c)
+}
+
 func (o obj) details() obj {
 	d, _ := o["details"].(map[string]any)
 	return obj(d)

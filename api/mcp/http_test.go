@@ -65,7 +65,7 @@ func TestHTTPBareEndpointServesTheDefaultAgent(t *testing.T) {
 		t.Errorf("path %s", r.str("path"))
 	}
 	st := ok(t, connectHTTP(t, ts.URL+"/v1/agents/default/mcp"), "workbench_stat", args{"id": "w"})
-	if st.str("kind") != "workbench" {
+	if st.card().str("kind") != "workbench" {
 		t.Errorf("stat: %v", st)
 	}
 }

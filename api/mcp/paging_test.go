@@ -588,10 +588,10 @@ func TestSearchPagesHitsOnceAtAndAroundThePageSize(t *testing.T) {
 			} else {
 				a["limit"] = limit
 			}
-			pages := pgPages(t, cs, "workbench_search", a, "hits", pgHitPath)
+			pages := pgPages(t, cs, "workbench_search", a, "matches", pgHitPath)
 			pgCheckPages(t, pages, want, limit)
-			if r := ok(t, cs, "workbench_search", a); r.int(t, "total") != int64(c.files) {
-				t.Errorf("total = %v, want %d", r["total"], c.files)
+			if r := ok(t, cs, "workbench_search", a); r.int(t, "match_count") != int64(c.files) {
+				t.Errorf("match_count = %v, want %d", r["match_count"], c.files)
 			}
 		})
 	}
@@ -608,7 +608,7 @@ func TestSearchPagesInPathOrderAndBySortKeysWithTies(t *testing.T) {
 	// Without sort keys hits come in path order, components compared bytewise (as grep).
 	inPathOrder := []string{"a/b", "a/b0", "a/c/d", "a-b", "a.b", "a0"}
 	for limit := 1; limit <= 7; limit++ {
-		pages := pgPages(t, cs, "workbench_search", args{"id": id, "section": "outputs", "limit": min(limit, 10)}, "hits", pgHitPath)
+		pages := pgPages(t, cs, "workbench_search", args{"id": id, "section": "outputs", "limit": min(limit, 10)}, "matches", pgHitPath)
 		pgCheckPages(t, pages, inPathOrder, limit)
 	}
 	// Sorted by size descending: ties (three files of each size) must neither repeat nor
@@ -629,9 +629,9 @@ func TestSearchPagesInPathOrderAndBySortKeysWithTies(t *testing.T) {
 				a["cursor"] = cur
 			}
 			r := ok(t, cs, "workbench_search", a)
-			for _, h := range r.list(t, "hits") {
+			for _, h := range r.list(t, "matches") {
 				all = append(all, h.str("relative_path"))
-				sizes = append(sizes, obj(h["fields"].(map[string]any)).int(t, "artifact.size_bytes"))
+				sizes = append(sizes, obj(h["values"].(map[string]any)).int(t, "artifact.size_bytes"))
 			}
 			if cur = r.str("next_cursor"); cur == "" {
 				break
@@ -700,7 +700,7 @@ func TestSearchCursorsAreFencedAndBoundToTheirArguments(t *testing.T) {
 	t.Run("limit is free", func(t *testing.T) {
 		r := ok(t, cs, "workbench_search", with("limit", 10))
 		var got []string
-		for _, h := range r.list(t, "hits") {
+		for _, h := range r.list(t, "matches") {
 			got = append(got, h.str("relative_path"))
 		}
 		if !slices.Equal(got, []string{"f001", "f002", "f003"}) {
@@ -719,7 +719,7 @@ func TestSearchCursorsAreFencedAndBoundToTheirArguments(t *testing.T) {
 		rootWide := args{"section": "outputs", "limit": 3}
 		var want []string
 		for _, id := range []string{"s1", "s2"} {
-			for _, h := range pgPages(t, cs, "workbench_search", args{"id": id, "section": "outputs", "limit": 10}, "hits", pgHitPath)[0] {
+			for _, h := range pgPages(t, cs, "workbench_search", args{"id": id, "section": "outputs", "limit": 10}, "matches", pgHitPath)[0] {
 				want = append(want, id+"/"+h)
 			}
 		}
@@ -734,7 +734,7 @@ func TestSearchCursorsAreFencedAndBoundToTheirArguments(t *testing.T) {
 				a["cursor"] = cur
 			}
 			r := ok(t, cs, "workbench_search", a)
-			for _, h := range r.list(t, "hits") {
+			for _, h := range r.list(t, "matches") {
 				got = append(got, h.str("workbench_id")+"/"+h.str("relative_path"))
 			}
 			if cur = r.str("next_cursor"); cur == "" {
@@ -770,7 +770,7 @@ func TestFindPagesWorkbenchesOnceInByteOrder(t *testing.T) {
 			} else {
 				a["limit"] = limit
 			}
-			pgCheckPages(t, pgPages(t, cs, "workbench_find", a, "workbenches", pgWorkbenchID), names, limit)
+			pgCheckPages(t, pgPages(t, cs, "workbench_find", a, "matches", pgWorkbenchID), names, limit)
 		})
 	}
 	t.Run("names that sort around '-', digits, upper case and '_'", func(t *testing.T) {
@@ -782,7 +782,7 @@ func TestFindPagesWorkbenchesOnceInByteOrder(t *testing.T) {
 		want := slices.Clone(names)
 		slices.Sort(want) // byte order: 0 A Z a a- a-b a0 aA a_b b
 		for limit := 1; limit <= 11; limit++ {
-			pgCheckPages(t, pgPages(t, cs, "workbench_find", args{"limit": limit}, "workbenches", pgWorkbenchID), want, limit)
+			pgCheckPages(t, pgPages(t, cs, "workbench_find", args{"limit": limit}, "matches", pgWorkbenchID), want, limit)
 		}
 	})
 	t.Run("filters page over the matching workbenches only", func(t *testing.T) {
@@ -811,9 +811,9 @@ func TestFindPagesWorkbenchesOnceInByteOrder(t *testing.T) {
 		// filters are followed by workbenches that do not match, and a page that fills up on
 		// the last match must still be the last page (no empty page follows).
 		for limit := 1; limit <= 5; limit++ {
-			pgCheckPages(t, pgPages(t, cs, "workbench_find", args{"committed": true, "limit": limit}, "workbenches", pgWorkbenchID), committed, limit)
-			pgCheckPages(t, pgPages(t, cs, "workbench_find", args{"committed": false, "limit": limit}, "workbenches", pgWorkbenchID), uncommitted, limit)
-			pgCheckPages(t, pgPages(t, cs, "workbench_find", args{"manifest_pattern": "large-RUN", "limit": limit}, "workbenches", pgWorkbenchID), tagged, limit)
+			pgCheckPages(t, pgPages(t, cs, "workbench_find", args{"committed": true, "limit": limit}, "matches", pgWorkbenchID), committed, limit)
+			pgCheckPages(t, pgPages(t, cs, "workbench_find", args{"committed": false, "limit": limit}, "matches", pgWorkbenchID), uncommitted, limit)
+			pgCheckPages(t, pgPages(t, cs, "workbench_find", args{"manifest_pattern": "large-RUN", "limit": limit}, "matches", pgWorkbenchID), tagged, limit)
 		}
 	})
 }
@@ -829,13 +829,13 @@ func TestFindWithAFilterEndsOnTheLastMatch(t *testing.T) {
 	ok(t, cs, "workbench_create", args{"id": "a"})
 	ok(t, cs, "workbench_commit", args{"id": "b", "manifest": map[string]any{"k": 1}, "content_digest_uri": mxZeroDigest})
 	r := ok(t, cs, "workbench_find", args{"committed": false, "limit": 1})
-	if got := fmt.Sprint(pgPageKeys(t, r, "workbenches", pgWorkbenchID)); got != "[a]" {
+	if got := fmt.Sprint(pgPageKeys(t, r, "matches", pgWorkbenchID)); got != "[a]" {
 		t.Fatalf("page 1: %s", got)
 	}
 	if r["truncated"] != false || r["next_cursor"] != nil {
 		next := ok(t, cs, "workbench_find", args{"committed": false, "limit": 1, "cursor": r.str("next_cursor")})
 		t.Errorf("the only uncommitted workbench filled the page, yet truncated %v, next_cursor set; the next page holds %v",
-			r["truncated"], next["workbenches"])
+			r["truncated"], next["matches"])
 	}
 }
 
@@ -853,7 +853,7 @@ func TestFindCursorsContinueByNameAcrossWrites(t *testing.T) {
 		ok(t, other, "workbench_create", args{"id": n})
 	}
 	p1 := ok(t, cs, "workbench_find", args{"limit": 2})
-	if got := fmt.Sprint(pgPageKeys(t, p1, "workbenches", pgWorkbenchID)); got != "[b d]" {
+	if got := fmt.Sprint(pgPageKeys(t, p1, "matches", pgWorkbenchID)); got != "[b d]" {
 		t.Fatalf("page 1: %s", got)
 	}
 	ok(t, cs, "workbench_create", args{"id": "a"}) // behind the cursor
@@ -861,14 +861,14 @@ func TestFindCursorsContinueByNameAcrossWrites(t *testing.T) {
 	ok(t, cs, "workbench_commit", args{"id": "f", "manifest": map[string]any{"k": 1}, "content_digest_uri": mxZeroDigest})
 	c := mxCursor(t, p1)
 	p2 := ok(t, cs, "workbench_find", args{"limit": 2, "cursor": c})
-	if got := fmt.Sprint(pgPageKeys(t, p2, "workbenches", pgWorkbenchID)); got != "[e f]" {
+	if got := fmt.Sprint(pgPageKeys(t, p2, "matches", pgWorkbenchID)); got != "[e f]" {
 		t.Errorf("page 2 after writes: %s, want [e f]", got)
 	}
-	if w := p2.list(t, "workbenches")[1]; w["committed"] != true || w.str("commit_identity") == "" {
+	if w := p2.list(t, "matches")[1]; w["committed"] != true || w.str("commit_identity") == "" {
 		t.Errorf("page 2 reports f as of now (committed): %v", w)
 	}
 	p3 := ok(t, cs, "workbench_find", args{"limit": 2, "cursor": mxCursor(t, p2)})
-	if got := fmt.Sprint(pgPageKeys(t, p3, "workbenches", pgWorkbenchID)); got != "[h]" || p3["truncated"] != false {
+	if got := fmt.Sprint(pgPageKeys(t, p3, "matches", pgWorkbenchID)); got != "[h]" || p3["truncated"] != false {
 		t.Errorf("page 3: %v", p3)
 	}
 
@@ -888,7 +888,7 @@ func TestFindCursorsContinueByNameAcrossWrites(t *testing.T) {
 	t.Run("another agent root", func(t *testing.T) { invalid(t, other, "workbench_find", args{"limit": 2, "cursor": c}, "cursor") })
 	t.Run("limit is free", func(t *testing.T) {
 		r := ok(t, cs, "workbench_find", args{"limit": 100, "cursor": c})
-		if got := fmt.Sprint(pgPageKeys(t, r, "workbenches", pgWorkbenchID)); got != "[e f h]" {
+		if got := fmt.Sprint(pgPageKeys(t, r, "matches", pgWorkbenchID)); got != "[e f h]" {
 			t.Errorf("continued with limit 100: %s", got)
 		}
 	})

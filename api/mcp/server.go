@@ -151,7 +151,9 @@ var tools = []toolDef{
 	{
 		name: "workbench_list", title: "List directory", readOnly: true, idempotent: true,
 		description: "List the direct children of a workbench, section or directory, in name order, cursor-paginated " +
-			"(limit default 100). Entries: name, path, section, relative_path, kind (file|directory), size_bytes, entry_count. " +
+			"(limit default 100). Result: workbench_id, workbench_path, path, section and relative_path of the listed directory " +
+			"(null for the section itself or the workbench top), at_snapshot when given, entry_count, entries, next_cursor, truncated. " +
+			"Entries: name, path, section, relative_path, kind (file|directory), size_bytes, entry_count (null for a file), generation (files). " +
 			"Pass next_cursor with otherwise identical arguments for the next page; ReadFenceChanged (retryable) means the " +
 			"workbench changed since the first page: list again. Listing a file fails with NotDirectory.",
 		run: bind((*workbench.Service).ToolList),
@@ -159,7 +161,11 @@ var tools = []toolDef{
 	{
 		name: "workbench_stat", title: "Describe path", readOnly: true, idempotent: true,
 		description: "Describe the workbench (no section), a section, a directory or a file without reading its body: " +
-			"name, path, section, relative_path, kind, size_bytes, and for files generation, content_type, digest_uri.",
+			"workbench_id, workbench_path, path, section, relative_path, at_snapshot when given, and card: name, path, section, " +
+			"relative_path, kind (workbench|directory|file), size_bytes, entry_count (null for a file), generation, content_type and " +
+			"digest_uri (files; null otherwise), manifest_id (the identity of the head commit that seals the workbench or the file's " +
+			"current revision, else null), producer (who wrote the revision: \"\" until Cairn records principals), record_count " +
+			"(always null: stat does not read the body); Cairn adds executable and modified_at_unix_ms (files), file_count, sections.",
 		run: bind((*workbench.Service).ToolStat),
 	},
 	{
@@ -168,7 +174,10 @@ var tools = []toolDef{
 			"elements of a JSON array (json_array), a YAML mapping (yaml_mapping), otherwise UTF-8 text lines (text_lines); " +
 			"limit counts records (default 100, max 300). format=bytes returns up to limit bytes (default and max 300) as base64 " +
 			"from offset. Continue with next_cursor. if_none_match equal to the current generation returns " +
-			"{not_modified: true, generation} without the body.",
+			"{not_modified: true, generation} without the body. Result: workbench_id, workbench_path, section, relative_path, path, " +
+			"at_snapshot when given, cursor (the one given, else null), generation, content_type, digest_uri, total_size_bytes, format; " +
+			"structured: record_type, record_count, items [{index, value}], bytes and bytes_encoding null; bytes: bytes (base64), " +
+			"bytes_encoding \"base64\", offset, returned_bytes; next_cursor, truncated.",
 		run: bind((*workbench.Service).ToolRead),
 	},
 	{
@@ -176,7 +185,8 @@ var tools = []toolDef{
 		description: "Case-insensitive literal search (not regex) of file contents: OR over up to 16 patterns (a pattern " +
 			"with '|' and no patterns list is split), optional basename glob (* and ?), recursive or direct children only. " +
 			"Skips files containing NUL. limit counts matching lines; work per call is bounded, continue with next_cursor. " +
-			"Result: matches [{path, section, relative_path, line_number, snippet}], files_scanned, next_cursor, truncated.",
+			"Result: workbench_id, workbench_path, path, section and relative_path of the scope (null when not given), pattern, " +
+			"recursive, matches [{path, section, relative_path, line_number, snippet}], files_scanned, next_cursor, truncated.",
 		run: bind((*workbench.Service).ToolGrep),
 	},
 	{
@@ -184,25 +194,40 @@ var tools = []toolDef{
 		description: "Query indexed file metadata in one workbench (id) or the whole agent root (id omitted): " +
 			"predicates over built-in fields (artifact.section, artifact.name, artifact.ext, artifact.size_bytes, " +
 			"artifact.content_type, artifact.generation, artifact.updated_at, artifact.digest) and fields writers attach; " +
-			"ops eq ne in prefix suffix contains gt gte lt lte exists not_exists; sort, facets, cursor paging (limit 1..10).",
+			"ops eq ne in prefix suffix contains gt gte lt lte exists not_exists; sort, facets, cursor paging (limit 1..10). " +
+			"Result: path (the scope), workbench_id (null root-wide), match_count (all pages), matches [{workbench_id, path, " +
+			"section, relative_path, values (the requested fields, null where absent)}], facets [{field, values [{value, count}], " +
+			"distinct_count, truncated, missing, other}], read_version, next_cursor, truncated.",
 		run: bind((*workbench.Service).ToolSearch),
 	},
 	{
 		name: "workbench_aggregate", title: "Aggregate file metadata", readOnly: true, idempotent: true,
 		description: "Compute measures (count, sum, avg, min, max) over the files matching predicates, optionally grouped " +
-			"by fields, in one workbench or the whole agent root. Result: groups with their keys and measures.",
+			"by fields, in one workbench or the whole agent root. Result: path (the scope), workbench_id, groups [{key (group_by " +
+			"values by field), values (measures by name), count}], group_count (all groups), row_count (groups returned), " +
+			"input_match_count (files matching the predicates), read_version, truncated.",
 		run: bind((*workbench.Service).ToolAggregate),
 	},
 	{
 		name: "workbench_catalog", title: "List searchable fields", readOnly: true, idempotent: true,
 		description: "List the metadata fields present in a workbench or the agent root, their types, how many files carry " +
-			"each, and the operators each accepts; include_facets adds their most common values.",
+			"each, and the operators each accepts; include_facets adds their most common values. Result: path (the scope), " +
+			"workbench_id, catalog {facetable, sortable (every field can be both), filterable [{fields, operators}] (fields " +
+			"grouped by the operators they accept), facets, fields [{field, builtin, types, file_count, operators}]}, " +
+			"catalog_empty (no file in scope), child_catalogs (always []: one catalog covers the whole scope), file_count, " +
+			"read_version, truncated.",
 		run: bind((*workbench.Service).ToolCatalog),
 	},
 	{
 		name: "workbench_find", title: "Find workbenches", readOnly: true, idempotent: true,
 		description: "Find workbenches in this agent root by committed state and a case-insensitive literal match over " +
-			"their stored run manifest; include_manifest returns it. Cursor-paginated (limit 1..100).",
+			"their stored run manifest; include_manifest returns it. Cursor-paginated (limit 1..100). Result: path (the agent " +
+			"root), entry_count (workbenches examined by this call), match_count, matches [{workbench_id, path, committed, " +
+			"commit_identity, commit_identity_verified (the stored manifest is the one the head commit sealed and names its " +
+			"identity), content_digest_uri, manifest_digest_uri, envelope_digest_uri, manifest_path, manifest_generation, " +
+			"manifest_size_bytes, manifest_summary {schema, workbench_id, commit_identity, committed_at_unix_seconds, " +
+			"content_digest_uri, manifest_digest_uri, manifest_keys, manifest_task}, manifest}] (commit fields null when " +
+			"uncommitted), next_cursor, truncated.",
 		run: bind((*workbench.Service).ToolFind),
 	},
 	{
@@ -210,7 +235,8 @@ var tools = []toolDef{
 		description: "Seal the workbench's current files under a deterministic commit identity and publish " +
 			"metadata/run_manifest.json (schema nokv.workbench.run_manifest.v1). An exact retry returns the stored result " +
 			"with idempotent_replay: true; a different commit is WorkbenchCommitConflict unless replace is true. " +
-			"Result: path, size_bytes, generation, content_digest_uri, manifest_digest_uri, commit_identity, " +
+			"A conflict's details name requested_replace and stored_generation (the head's run manifest generation). " +
+			"Result: workbench_id, workbench_path, path, size_bytes, generation, content_digest_uri, manifest_digest_uri, commit_identity, " +
 			"envelope_digest_uri, tree_digest_uri, replace, idempotent_replay.",
 		run: bind((*workbench.Service).ToolCommit),
 	},
@@ -218,25 +244,29 @@ var tools = []toolDef{
 		name: "workbench_snapshot", title: "Snapshot workbench",
 		description: "Mint a leased, frozen read point of the workbench (ttl_days default 7, max 90), optionally named and " +
 			"annotated (reason, metadata). Read it with at_snapshot in list, stat and read. Result: snapshot_id, name, " +
-			"read_version, lease_expires_at, annotation, state, workbench_id, path, ttl_days.",
+			"read_version, lease_expires_at and lease_expires_unix_ms (both milliseconds since the epoch), annotation, state, " +
+			"retire_annotation (null until retired), workbench_id, path, ttl_days.",
 		run: bind((*workbench.Service).ToolSnapshot),
 	},
 	{
 		name: "workbench_snapshot_renew", title: "Renew snapshot lease", idempotent: true,
 		description: "Extend a snapshot's lease to now + ttl_days, by snapshot_id or name; never shortens it. Revives an " +
-			"expired snapshot; fails with SnapshotExpired once it was reaped.",
+			"expired snapshot; fails with SnapshotExpired once it was reaped. Result: the snapshot's fields and renewed (the " +
+			"lease moved later; false for a renew that would have shortened it).",
 		run: bind((*workbench.Service).ToolSnapshotRenew),
 	},
 	{
 		name: "workbench_snapshot_retire", title: "Retire snapshot", idempotent: true, destructive: true,
 		description: "End a snapshot at once, by snapshot_id or name. The first success reports retired: true, an exact retry " +
-			"retired: false with the original reason. ForkRetentionActive while a restore still reads from it.",
+			"retired: false with the original reason. ForkRetentionActive while a restore still reads from it. " +
+			"Result: the snapshot's fields, retired, retire_annotation {reason, metadata: null}.",
 		run: bind((*workbench.Service).ToolSnapshotRetire),
 	},
 	{
 		name: "workbench_snapshot_list", title: "List snapshots", readOnly: true, idempotent: true,
 		description: "Every snapshot of the workbench with its state (alive, expired, retired, reaped), aliases, annotation " +
-			"and lease evidence.",
+			"and lease evidence. Result: workbench_id, path, snapshot_count, snapshots [{snapshot_id, name, state, read_version, " +
+			"lease_expires_at, annotation, retire_annotation, aliases, consumers, …}].",
 		run: bind((*workbench.Service).ToolSnapshotList),
 	},
 	{
@@ -244,8 +274,10 @@ var tools = []toolDef{
 		description: "Create destination_id in this agent root from a snapshot (at_snapshot) or a commit (at_commit), " +
 			"without copying file bodies. The destination must not exist; it stays invisible until complete. An exact retry " +
 			"returns idempotent_replay: true; a retry while it runs is a retryable Conflict with details.operation_id. " +
-			"Result: state, operation_id, source and destination ids, snapshot_id/read_version or commit_id, " +
-			"destination_generation, idempotent_replay, restore_manifest.",
+			"Writes metadata/restore_manifest.json (schema nokv.workbench.restore_manifest.v2; restored_from.source names the " +
+			"snapshot or commit). Result: state, operation_id, source_workbench_id, destination_workbench_id, snapshot_id " +
+			"(null from a commit), commit_id (null from a snapshot), read_version, destination_generation, idempotent_replay, " +
+			"cleanup_pending (always false: a completed restore holds nothing), restore_manifest (its presentation path).",
 		run: bind((*workbench.Service).ToolRestore),
 	},
 }

@@ -175,7 +175,7 @@ func runToolSuite(t *testing.T, cs *sdk.ClientSession, agent string) {
 		if r["no_change"] != true || r.int(t, "generation") != gen {
 			t.Errorf("no_change: %v (generation was %d)", r, gen)
 		}
-		st := ok(t, cs, "workbench_stat", args{"id": id, "section": "scripts", "path": "s.py"})
+		st := ok(t, cs, "workbench_stat", args{"id": id, "section": "scripts", "path": "s.py"}).card()
 		if st.str("content_type") != "text/x-python" || st.int(t, "generation") != gen {
 			t.Errorf("after edits: %v", st)
 		}
@@ -239,19 +239,19 @@ func runToolSuite(t *testing.T, cs *sdk.ClientSession, agent string) {
 	t.Run("stat describes the workbench, a section, a directory and a file", func(t *testing.T) {
 		const id = "wb-stat"
 		put := ok(t, cs, "workbench_put_file", args{"id": id, "section": "outputs", "path": "d/r.json", "text": `{"a":1}`, "content_type": "application/json"})
-		w := ok(t, cs, "workbench_stat", args{"id": id})
+		w := ok(t, cs, "workbench_stat", args{"id": id}).card()
 		if w.str("kind") != "workbench" || w.str("path") != root+"/"+id || w.str("name") != id || w["section"] != nil {
 			t.Errorf("workbench: %v", w)
 		}
-		s := ok(t, cs, "workbench_stat", args{"id": id, "section": "input", "path": nil})
+		s := ok(t, cs, "workbench_stat", args{"id": id, "section": "input", "path": nil}).card()
 		if s.str("kind") != "directory" || s.str("path") != root+"/"+id+"/input" || s.str("section") != "input" {
 			t.Errorf("section: %v", s)
 		}
-		d := ok(t, cs, "workbench_stat", args{"id": id, "section": "outputs", "path": "d"})
+		d := ok(t, cs, "workbench_stat", args{"id": id, "section": "outputs", "path": "d"}).card()
 		if d.str("kind") != "directory" || d.str("name") != "d" || d.int(t, "size_bytes") != 7 {
 			t.Errorf("directory: %v", d)
 		}
-		f := ok(t, cs, "workbench_stat", args{"id": id, "section": "outputs", "path": "d/r.json"})
+		f := ok(t, cs, "workbench_stat", args{"id": id, "section": "outputs", "path": "d/r.json"}).card()
 		if f.str("kind") != "file" || f.str("name") != "r.json" || f.str("relative_path") != "d/r.json" ||
 			f.int(t, "generation") != put.int(t, "generation") || f.str("content_type") != "application/json" ||
 			f.str("digest_uri") != put.str("digest_uri") || f.int(t, "size_bytes") != 7 {

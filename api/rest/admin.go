@@ -17,7 +17,7 @@ type gcRequest struct {
 }
 
 // adminGC serves POST /v1/admin/gc: one garbage-collection sweep with the node's grace
-// period (DESIGN.md §8). 200 with the report; 503 NotOwner off the leader, 503
+// period (DESIGN.md §8). 200 with the report; 503 RoutingUnavailable off the leader, 503
 // ObjectUnavailable when the blob store failed (the sweep stopped, fail closed).
 func (h *Handler) adminGC(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodPost) {

@@ -51,7 +51,7 @@ func statusOf(code string, pre precondition) int {
 		return http.StatusRequestEntityTooLarge
 	case workbench.CodeResourceExhausted:
 		return http.StatusTooManyRequests
-	case workbench.CodeObjectUnavailable, workbench.CodeNotOwner:
+	case workbench.CodeObjectUnavailable, workbench.CodeRoutingUnavailable:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

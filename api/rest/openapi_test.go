@@ -85,8 +85,9 @@ var toolBodies = map[string]string{
 var wireCodes = []string{"InvalidArguments", "UnknownTool", "PayloadTooLarge", "NotFound", "NotArtifact",
 	"NotDirectory", "AlreadyExists", "Conflict", "InvalidUtf8", "NoMatch", "AmbiguousEdit",
 	"StructuredDecodeFailed", "ReadFenceChanged", "SnapshotNotFound", "SnapshotExpired",
-	"ForkRetentionActive", "WorkbenchCommitConflict", "InvalidState", "ObjectUnavailable",
-	"ResourceExhausted", "NotOwner", "Internal"}
+	"ForkRetentionActive", "WorkbenchCommitConflict", "WorkbenchCommitProtocolMismatch", "RestoreProtocolMismatch",
+	"InvalidState", "ObjectUnavailable",
+	"ResourceExhausted", "RoutingUnavailable", "Internal"}
 
 // notEnvelope lists the error responses whose body is deliberately not the envelope.
 var notEnvelope = map[string]string{
@@ -315,7 +316,8 @@ func TestOpenAPIErrorEnvelopeSchema(t *testing.T) {
 		workbench.CodeConflict, workbench.CodeInvalidUTF8, workbench.CodeNoMatch, workbench.CodeAmbiguousEdit,
 		workbench.CodeStructuredDecodeFailed, workbench.CodeReadFenceChanged, workbench.CodeSnapshotNotFound,
 		workbench.CodeSnapshotExpired, workbench.CodeInvalidState, workbench.CodeObjectUnavailable,
-		workbench.CodeResourceExhausted, workbench.CodeNotOwner, workbench.CodeInternal} {
+		workbench.CodeResourceExhausted, workbench.CodeRoutingUnavailable, workbench.CodeInternal,
+		workbench.CodeWorkbenchCommitProtocolMismatch, workbench.CodeRestoreProtocolMismatch} {
 		if !slices.Contains(enum, c) {
 			t.Errorf("code %s of package workbench is not in the enum", c)
 		}

@@ -25,35 +25,35 @@ func TestSnapshotCommitRestoreAndSearchOverREST(t *testing.T) {
 	r := do(t, "POST", srv.URL+"/v1/agents/a/search", strings.NewReader(
 		`{"predicates":[{"field":"accuracy","op":"gt","value":0.5}],"fields":["owner","accuracy","epochs","final","note"],"facets":["owner"]}`))
 	expect(t, r, 200, "")
-	hits := r.json["hits"].([]any)
-	if len(hits) != 1 || r.json["total"] != float64(1) {
+	hits := r.json["matches"].([]any)
+	if len(hits) != 1 || r.json["match_count"] != float64(1) {
 		t.Fatalf("search: %s", r.body)
 	}
-	f := hits[0].(map[string]any)["fields"].(map[string]any)
+	f := hits[0].(map[string]any)["values"].(map[string]any)
 	if f["owner"] != "alice" || f["accuracy"] != 0.93 || f["epochs"] != float64(12) || f["final"] != true || f["note"] != "plain text" {
 		t.Fatalf("fields: %v", f)
 	}
 	r = do(t, "POST", srv.URL+"/v1/agents/a/search", strings.NewReader(`{"id":"w","section":"outputs","sort":[{"field":"accuracy","direction":"desc"}],"limit":1}`))
 	expect(t, r, 200, "")
-	if r.json["next_cursor"] == nil || r.json["total"] != float64(2) {
+	if r.json["next_cursor"] == nil || r.json["match_count"] != float64(2) {
 		t.Fatalf("paged search: %s", r.body)
 	}
 	next := fmt.Sprintf(`{"id":"w","section":"outputs","sort":[{"field":"accuracy","direction":"desc"}],"limit":1,"cursor":%q}`, r.json["next_cursor"])
 	r = do(t, "POST", srv.URL+"/v1/agents/a/search", strings.NewReader(next))
 	expect(t, r, 200, "")
-	if p := r.json["hits"].([]any)[0].(map[string]any)["relative_path"]; p != "draft.bin" {
+	if p := r.json["matches"].([]any)[0].(map[string]any)["relative_path"]; p != "draft.bin" {
 		t.Fatalf("second page: %s", r.body)
 	}
 	expect(t, do(t, "POST", srv.URL+"/v1/agents/a/search", strings.NewReader(`{"predicates":[{"field":"x","op":"between"}]}`)), 400, "InvalidArguments")
 	expect(t, do(t, "POST", srv.URL+"/v1/agents/a/search", strings.NewReader(`{"bogus":1}`)), 400, "InvalidArguments")
 	r = do(t, "POST", srv.URL+"/v1/agents/a/aggregate", strings.NewReader(`{"measures":[{"name":"n","op":"count"},{"name":"best","op":"max","field":"accuracy"}],"group_by":["artifact.section"]}`))
 	expect(t, r, 200, "")
-	if r.json["total_groups"] != float64(2) {
+	if r.json["group_count"] != float64(2) {
 		t.Fatalf("aggregate: %s", r.body)
 	}
 	r = do(t, "POST", srv.URL+"/v1/agents/a/catalog", strings.NewReader(`{"field_prefix":"acc"}`))
 	expect(t, r, 200, "")
-	if fs := r.json["fields"].([]any); len(fs) != 1 || fs[0].(map[string]any)["field"] != "accuracy" {
+	if fs := r.json["catalog"].(map[string]any)["fields"].([]any); len(fs) != 1 || fs[0].(map[string]any)["field"] != "accuracy" {
 		t.Fatalf("catalog: %s", r.body)
 	}
 	r = do(t, "POST", base+"grep", strings.NewReader(`{"pattern":"LOSS 0.3","recursive":true}`))
@@ -109,7 +109,7 @@ func TestSnapshotCommitRestoreAndSearchOverREST(t *testing.T) {
 	expect(t, do(t, "GET", srv.URL+"/v1/agents/a/restores/"+strings.Repeat("0", 64), nil), 404, "NotFound")
 	r = do(t, "POST", srv.URL+"/v1/agents/a/find", strings.NewReader(`{"committed":true}`))
 	expect(t, r, 200, "")
-	if r.json["count"] != float64(2) { // w and its restore w2 (a restore commits its destination)
+	if r.json["match_count"] != float64(2) { // w and its restore w2 (a restore commits its destination)
 		t.Fatalf("find: %s", r.body)
 	}
 	expect(t, do(t, "GET", base+"commit", nil), 405, "")

@@ -359,7 +359,7 @@ func (c *ClusterNode) Service() *workbench.Service { return c.svc }
 func (c *ClusterNode) Handler() http.Handler { return c.handler }
 
 // WaitReady returns at once: a cluster node serves (and forwards) as soon as it opened;
-// requests for a shard without a leader yet answer a retryable NotOwner.
+// requests for a shard without a leader yet answer a retryable RoutingUnavailable.
 func (c *ClusterNode) WaitReady(ctx context.Context) error { return ctx.Err() }
 
 // Serve serves HTTP on the client port until ctx ends, then transfers the leadership of

@@ -56,7 +56,7 @@ import (
 
 // ServedByHeader names the response header, set on every response a cluster node gives
 // for an agent root, that carries the id of the node that executed the request (led it,
-// served it from a follower replica, or answered NotOwner). A node that forwards a request
+// served it from a follower replica, or answered RoutingUnavailable). A node that forwards a request
 // passes the executing node's header through unchanged.
 const ServedByHeader = "Cairn-Served-By"
 

@@ -301,9 +301,9 @@ func TestClusterFollowerServesReadsAtASnapshotIDEvenWithoutALeader(t *testing.T)
 	if got := followerReadCount(t, survivor, shardID); got != before+1 {
 		t.Fatalf("cairn_follower_reads_total went from %v to %v", before, got)
 	}
-	// A live read has no one to answer it: a retryable NotOwner from the survivor.
+	// A live read has no one to answer it: a retryable RoutingUnavailable from the survivor.
 	if a := getOnce(t, survivor.url+ws+"/files/input/a"); a.code != http.StatusServiceUnavailable ||
-		!bytes.Contains(a.body, []byte("NotOwner")) || a.servedBy() != survivor.nodeID {
+		!bytes.Contains(a.body, []byte("RoutingUnavailable")) || a.servedBy() != survivor.nodeID {
 		t.Fatalf("live read without a leader: %d %s served by %q", a.code, a.body, a.servedBy())
 	}
 }

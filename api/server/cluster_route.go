@@ -27,7 +27,7 @@ import (
 // Request routing. The client port serves route(false): a request for an agent root
 // whose shard another node leads is reverse-proxied to that node over the peer port's
 // "fwd" stream. The fwd stream serves route(true) (a forwarded request is never forwarded
-// again: not led here, it answers a retryable NotOwner) and, under peerAPIPrefix, the
+// again: not led here, it answers a retryable RoutingUnavailable) and, under peerAPIPrefix, the
 // node-to-node API of the controller's shard administration.
 
 // peerAPIPrefix is the path prefix of the node-to-node API; it exists only on the fwd
@@ -35,7 +35,7 @@ import (
 const peerAPIPrefix = "/_cairn/peer/"
 
 // leaderWait bounds how long a request waits for its shard to have a known leader
-// (an election in progress) before it answers a retryable NotOwner.
+// (an election in progress) before it answers a retryable RoutingUnavailable.
 const leaderWait = 3 * time.Second
 
 // agentOf returns the agent root a client request addresses: the {agent} of
@@ -75,14 +75,13 @@ func readOnly(r *http.Request) bool {
 	return false
 }
 
-// writeNotOwner answers a retryable NotOwner; leader, when known, is the opaque node id
+// writeNotOwner answers a retryable RoutingUnavailable; leader, when known, is the opaque node id
 // of the shard's leader (never an address).
 func writeNotOwner(w http.ResponseWriter, msg, leader string) {
-	details := map[string]any{}
+	e := workbench.RoutingUnavailable(msg)
 	if leader != "" {
-		details["leader"] = leader
+		e.Details["leader"] = leader
 	}
-	e := &workbench.Error{Code: workbench.CodeNotOwner, Message: msg, Retryable: true, Details: details}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "1")
 	w.WriteHeader(http.StatusServiceUnavailable)

@@ -272,7 +272,7 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("MCP workbench_put_file %s through %s: %v %+v", path, via.url, err, res)
 			}
-			time.Sleep(200 * time.Millisecond) // a retryable NotOwner while the shard elects
+			time.Sleep(200 * time.Millisecond) // a retryable RoutingUnavailable while the shard elects
 		}
 	}
 	mcpPut("m0", "before")
@@ -328,15 +328,15 @@ func TestClusterKeepsServingPlacedRootsWhileEtcdIsDown(t *testing.T) {
 	if code, b := request(t, http.MethodGet, ws+"/files/input/a", nil); code != http.StatusOK || string(b) != "before" {
 		t.Fatalf("read of a placed root while etcd is down: %d %q", code, b)
 	}
-	// A new root cannot be placed: a retryable NotOwner, not a failure.
+	// A new root cannot be placed: a retryable RoutingUnavailable, not a failure.
 	resp, err := http.Post(n.url+"/v1/agents/bob/workbenches/w1/files/input/a", "application/octet-stream", bytes.NewReader([]byte("x")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(b, []byte(`"retryable":true`)) || !bytes.Contains(b, []byte("NotOwner")) {
-		t.Fatalf("new root while etcd is down: %d %s, want a retryable NotOwner 503", resp.StatusCode, b)
+	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(b, []byte(`"retryable":true`)) || !bytes.Contains(b, []byte("RoutingUnavailable")) {
+		t.Fatalf("new root while etcd is down: %d %s, want a retryable RoutingUnavailable 503", resp.StatusCode, b)
 	}
 }
 

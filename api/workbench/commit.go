@@ -65,6 +65,7 @@ const blobDeletingBackoff = 100 * time.Millisecond
 // commitFields renders a sealed commit the way workbench_commit reports it.
 func (s *Service) commitFields(r Result, agent, id string, c *meta.CommitRecord, replace, replay bool) Result {
 	s.fileFields(r, agent, id, meta.RunManifestPath)
+	r["workbench_path"] = s.WorkbenchPath(agent, id)
 	r["size_bytes"] = c.EnvelopeSize
 	r["generation"] = c.Version
 	r["content_digest_uri"] = c.ContentDigestURI
@@ -143,6 +144,14 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 				continue // the tree changed under us: recompute it
 			}
 			if perr.Code == CodeWorkbenchCommitConflict {
+				// The published details: what the caller asked for, and the generation of
+				// the run manifest the stored head commit wrote (0 when it has none).
+				perr.Details["requested_replace"] = replace
+				perr.Details["stored_generation"] = uint64(0)
+				if g, ok := perr.Details["current_generation"]; ok {
+					perr.Details["stored_generation"] = g
+					delete(perr.Details, "current_generation")
+				}
 				if v, err := s.readView(ctx, agent); err == nil {
 					if ws, err := v.Workspace(agent, in.ID); err == nil && ws.HeadIdentity != "" {
 						perr.Details["current_commit_identity"] = ws.HeadIdentity
@@ -154,8 +163,26 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 			}
 			return nil, perr
 		}
+		if res.Commit == nil || res.Commit.Identity != identity {
+			// The core sealed another commit than the one asked for: fail closed.
+			return nil, commitProtocolMismatch(identity, res.Commit)
+		}
 		return s.commitFields(success(), agent, in.ID, res.Commit, res.Commit.Replace, res.Replayed), nil
 	}
+}
+
+// commitProtocolMismatch is the contract's WorkbenchCommitProtocolMismatch: the core
+// answered a commit with a record of another identity (details.expected_commit_id,
+// details.actual_commit_id). Retryable: the request itself was sound.
+func commitProtocolMismatch(want string, got *meta.CommitRecord) *Error {
+	e := newError(CodeWorkbenchCommitProtocolMismatch, "the core returned a commit identity different from the canonical request")
+	e.Retryable = true
+	e.Details["expected_commit_id"] = want
+	e.Details["actual_commit_id"] = nil
+	if got != nil {
+		e.Details["actual_commit_id"] = got.Identity
+	}
+	return e
 }
 
 // decodeIdentity checks an at_commit argument: exactly 64 lower-case hex characters.

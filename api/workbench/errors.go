@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
@@ -29,11 +30,18 @@ const (
 	CodeSnapshotExpired         = "SnapshotExpired"
 	CodeForkRetentionActive     = "ForkRetentionActive"
 	CodeWorkbenchCommitConflict = "WorkbenchCommitConflict"
-	CodeInvalidState            = "InvalidState"
-	CodeObjectUnavailable       = "ObjectUnavailable"
-	CodeResourceExhausted       = "ResourceExhausted"
-	CodeNotOwner                = "NotOwner"
-	CodeInternal                = "Internal"
+	// CodeWorkbenchCommitProtocolMismatch and CodeRestoreProtocolMismatch: the core answered
+	// a commit or a restore with another record than the one asked for (the adapter fails
+	// closed rather than report it); retryable.
+	CodeWorkbenchCommitProtocolMismatch = "WorkbenchCommitProtocolMismatch"
+	CodeRestoreProtocolMismatch         = "RestoreProtocolMismatch"
+	CodeInvalidState                    = "InvalidState"
+	CodeObjectUnavailable               = "ObjectUnavailable"
+	CodeResourceExhausted               = "ResourceExhausted"
+	// CodeRoutingUnavailable: ownership of the root is moving (no leader, or the shard
+	// does not own the root here); retryable after details.retry_after_ms.
+	CodeRoutingUnavailable = "RoutingUnavailable"
+	CodeInternal           = "Internal"
 )
 
 // Error is the contract's error envelope: a stable code, a message for people, whether
@@ -57,6 +65,18 @@ func (e *Error) Envelope() map[string]any {
 	return map[string]any{"status": "error", "code": e.Code, "message": e.Message, "retryable": e.Retryable, "details": d}
 }
 
+// RoutingRetryAfter is how long a RoutingUnavailable asks the caller to wait
+// (details.retry_after_ms; REST's Retry-After rounds it up to whole seconds).
+const RoutingRetryAfter = 250 * time.Millisecond
+
+// RoutingUnavailable is the contract's "ownership is moving, try again": retryable, with
+// details.retry_after_ms. Every surface answers it the same way (REST: 503 with
+// Retry-After).
+func RoutingUnavailable(msg string) *Error {
+	return &Error{Code: CodeRoutingUnavailable, Message: msg, Retryable: true,
+		Details: map[string]any{"retry_after_ms": RoutingRetryAfter.Milliseconds()}}
+}
+
 func newError(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Details: map[string]any{}}
 }
@@ -69,7 +89,7 @@ func invalidArgument(field, format string, args ...any) *Error {
 
 // AsError converts any error from the layers below into an *Error, in one place:
 // meta codes keep their code; replication and object-store failures become retryable
-// NotOwner / ObjectUnavailable / Internal without naming anything internal.
+// RoutingUnavailable / ObjectUnavailable / Internal without naming anything internal.
 func AsError(err error) *Error {
 	if err == nil {
 		return nil
@@ -82,6 +102,9 @@ func AsError(err error) *Error {
 	if errors.As(err, &me) {
 		if me.Code == meta.CodeBlobDeleting {
 			return gcGaveUp() // only the write path retries it itself (gc.go)
+		}
+		if me.Code == meta.CodeNotOwner {
+			return RoutingUnavailable("this shard does not own the agent root here; retry")
 		}
 		e := &Error{Code: string(me.Code), Message: me.Message, Details: map[string]any{}}
 		if me.Field != "" {
@@ -103,16 +126,21 @@ func AsError(err error) *Error {
 		if me.State != "" {
 			e.Details["state"] = me.State
 		}
+		if me.Code == meta.CodeSnapshotExpired {
+			// The contract's details.source: what the expired read point was of.
+			e.Details["source"] = me.Workspace
+			e.Details["snapshot_id"] = me.SnapshotID
+		}
 		// Retryable: the same call may succeed later — after a concurrent change (Conflict),
 		// when load drops, or once a restore completes (its destination's InvalidState,
 		// its snapshot's ForkRetentionActive).
 		e.Retryable = me.Code == meta.CodeConflict || me.Code == meta.CodeResourceExhausted ||
-			me.Code == meta.CodeForkRetentionActive || me.Code == meta.CodeInvalidState || me.Code == meta.CodeNotOwner
+			me.Code == meta.CodeForkRetentionActive || me.Code == meta.CodeInvalidState
 		return e
 	}
 	switch {
 	case errors.Is(err, shard.ErrNotLeader), errors.Is(err, shard.ErrClosed):
-		return &Error{Code: CodeNotOwner, Message: "this node cannot serve the workbench right now; retry", Retryable: true, Details: map[string]any{}}
+		return RoutingUnavailable("this node cannot serve the workbench right now; retry")
 	case errors.Is(err, shard.ErrTimeout):
 		return &Error{Code: CodeInternal, Message: "timed out waiting for the write to commit; it may still apply: retry with the same idempotency key", Retryable: true, Details: map[string]any{}}
 	case errors.Is(err, blob.ErrUnavailable):

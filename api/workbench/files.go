@@ -521,6 +521,10 @@ type StatResult struct {
 	Dir  meta.DirInfo
 	// Path is the full path inside the workbench ("" for the workbench).
 	Path string
+	// SealedBy is the identity of the workbench's head commit when it seals what was
+	// described: the workbench itself once committed, or a file whose revision is the one
+	// the head commit holds. "" otherwise.
+	SealedBy string
 }
 
 // Stat describes path ("" = the workbench itself). Sections always exist.
@@ -547,12 +551,30 @@ func (s *Service) StatAt(ctx context.Context, agent, id, path string, at At) (St
 	if path == "" {
 		info := st.Dir
 		info.Children = int64(len(s.topNames(view, ws)))
-		return StatResult{Kind: "workbench", Dir: info}, nil
+		return StatResult{Kind: "workbench", Dir: info, SealedBy: ws.HeadIdentity}, nil
 	}
 	if st.Kind == meta.KindFile {
-		return StatResult{Kind: "file", File: s.fileInfo(agent, id, path, st.Entry), Path: path}, nil
+		return StatResult{Kind: "file", File: s.fileInfo(agent, id, path, st.Entry), Path: path,
+			SealedBy: sealedBy(view, ws, path, st.Entry)}, nil
 	}
 	return StatResult{Kind: "directory", Dir: st.Dir, Path: path}, nil
+}
+
+// sealedBy is the identity of ws's head commit if it holds e (the same generation of path
+// at the commit's version), else "".
+func sealedBy(view *meta.View, ws *meta.Workspace, path string, e *meta.Entry) string {
+	c, ok := view.Head(ws)
+	if !ok || e.Generation > c.Version {
+		return ""
+	}
+	cv, cws, err := view.VersionView(ws, c.Version)
+	if err != nil {
+		return ""
+	}
+	if at, err := cv.File(cws, path); err == nil && at.Generation == e.Generation {
+		return c.Identity
+	}
+	return ""
 }
 
 func isSection(p string) bool {

@@ -3,7 +3,10 @@ package workbench
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -82,7 +85,7 @@ scan:
 				continue
 			}
 			var envelope []byte
-			if committed && (pattern != "" || deref(in.IncludeManifest)) {
+			if committed {
 				if envelope, err = s.headEnvelope(ctx, view, ws); err != nil {
 					return nil, err
 				}
@@ -94,23 +97,9 @@ scan:
 				more = true // a further match exists: the next page starts after the last one returned
 				break scan
 			}
-			r := Result{"workbench_id": ws.Name, "path": s.WorkbenchPath(agent, ws.Name), "committed": committed,
-				"file_count": ws.Files, "size_bytes": ws.Bytes}
-			if committed {
-				r["commit_identity"] = ws.HeadIdentity
-				if c, ok := view.Head(ws); ok {
-					r["committed_at_unix_seconds"] = c.CommittedAtMs / 1000
-					r["commit_generation"] = c.Version
-				}
-			} else {
-				r["commit_identity"] = nil
-			}
-			if deref(in.IncludeManifest) {
-				if envelope != nil {
-					r["manifest"] = json.RawMessage(envelope)
-				} else {
-					r["manifest"] = nil
-				}
+			r := s.findMatch(agent, view, ws, envelope)
+			if !deref(in.IncludeManifest) {
+				delete(r, "manifest")
 			}
 			found = append(found, r)
 			resume = ws.Name
@@ -123,9 +112,10 @@ scan:
 	if found == nil {
 		found = []Result{}
 	}
-	r["workbenches"] = found
-	r["count"] = len(found)
-	r["workbenches_scanned"] = scanned
+	r["path"] = s.RootPath(agent)
+	r["matches"] = found
+	r["match_count"] = len(found)
+	r["entry_count"] = scanned
 	r["truncated"] = more
 	r["next_cursor"] = nil
 	if more {
@@ -157,4 +147,65 @@ func (s *Service) headEnvelope(ctx context.Context, view *meta.View, ws *meta.Wo
 		return nil, AsError(err)
 	}
 	return buf.Bytes(), nil
+}
+
+// findMatch renders one workbench as workbench_find reports it. For a committed workbench
+// envelope is the stored run manifest of its head commit: the match carries the commit's
+// digests, the manifest's path, generation and size, the envelope itself (manifest) and a
+// summary of it, and commit_identity_verified says whether the stored bytes are the ones
+// the commit sealed and name its identity (recomputed from their own fields). For an
+// uncommitted workbench every commit field is null and commit_identity_verified false.
+func (s *Service) findMatch(agent string, view *meta.View, ws *meta.Workspace, envelope []byte) Result {
+	r := Result{"workbench_id": ws.Name, "path": s.WorkbenchPath(agent, ws.Name), "committed": false,
+		"file_count": ws.Files, "size_bytes": ws.Bytes, "commit_identity": nil, "commit_identity_verified": false,
+		"content_digest_uri": nil, "manifest_digest_uri": nil, "envelope_digest_uri": nil, "manifest": nil,
+		"manifest_path": nil, "manifest_generation": nil, "manifest_size_bytes": nil, "manifest_summary": nil}
+	c, ok := view.Head(ws)
+	if ws.HeadIdentity == "" || !ok {
+		return r
+	}
+	r["committed"] = true
+	r["commit_identity"] = c.Identity
+	r["committed_at_unix_seconds"] = c.CommittedAtMs / 1000
+	r["content_digest_uri"] = c.ContentDigestURI
+	r["manifest_digest_uri"] = c.ManifestDigestURI
+	r["envelope_digest_uri"] = DigestURI(c.EnvelopeDigest)
+	r["manifest_path"] = s.WorkbenchPath(agent, ws.Name) + "/" + meta.RunManifestPath
+	r["manifest_generation"] = c.Version
+	r["manifest_size_bytes"] = c.EnvelopeSize
+	var env RunManifest
+	if err := json.Unmarshal(envelope, &env); err != nil {
+		return r
+	}
+	r["manifest"] = json.RawMessage(envelope)
+	var user map[string]json.RawMessage
+	_ = json.Unmarshal(env.Manifest, &user)
+	keys := slices.Sorted(maps.Keys(user))
+	if keys == nil {
+		keys = []string{}
+	}
+	var task any
+	var t string
+	if json.Unmarshal(user["task"], &t) == nil {
+		task = t
+	}
+	r["manifest_summary"] = map[string]any{"schema": env.Schema, "workbench_id": env.WorkbenchID,
+		"commit_identity": env.CommitIdentity, "committed_at_unix_seconds": env.CommittedAtUnixSeconds,
+		"content_digest_uri": env.ContentDigestURI, "manifest_digest_uri": env.ManifestDigestURI,
+		"manifest_keys": keys, "manifest_task": task}
+	r["commit_identity_verified"] = sha256.Sum256(envelope) == [32]byte(c.EnvelopeDigest) &&
+		env.CommitIdentity == c.Identity && manifestMatches(env, c)
+	return r
+}
+
+// manifestMatches recomputes a stored envelope's manifest digest and commit identity from
+// its own fields and compares them with the commit's.
+func manifestMatches(env RunManifest, c *meta.CommitRecord) bool {
+	canon, err := CanonicalManifest(env.Manifest)
+	if err != nil {
+		return false
+	}
+	d := ManifestDigestURI(canon)
+	return d == c.ManifestDigestURI && env.ContentDigestURI == c.ContentDigestURI &&
+		CommitIdentity(env.WorkbenchID, env.ContentDigestURI, d) == c.Identity
 }

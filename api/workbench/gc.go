@@ -173,9 +173,9 @@ func (s *Service) observeGC(rep GCReport, err error) {
 
 // CollectGarbage runs one garbage-collection sweep over every agent root (or
 // opts.Agent's): see the comment at the top of gc.go. Run it on the shard leader;
-// elsewhere it fails with NotOwner. Calls are serialized.
+// elsewhere it fails with RoutingUnavailable. Calls are serialized.
 //
-// Errors: NotOwner (not the leader), ObjectUnavailable (the blob store failed a read or
+// Errors: RoutingUnavailable (not the leader), ObjectUnavailable (the blob store failed a read or
 // a delete: the sweep stopped, fail closed), InvalidArguments (opts). The report covers
 // what was done before an error.
 func (s *Service) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport, error) {

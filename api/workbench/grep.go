@@ -134,9 +134,9 @@ func (s *Service) ToolGrep(ctx context.Context, agent string, in GrepInput) (Res
 	if err != nil {
 		return nil, err
 	}
-	r := success()
-	r["workbench_id"] = in.ID
-	r["workbench_path"] = s.WorkbenchPath(agent, in.ID)
+	r := s.scopeFields(success(), agent, in.ID, full)
+	r["pattern"] = in.Pattern
+	r["recursive"] = in.Recursive
 	matches := make([]map[string]any, 0, len(res.Matches))
 	for _, m := range res.Matches {
 		var sec any

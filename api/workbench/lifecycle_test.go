@@ -209,15 +209,15 @@ func TestCommitToolSealsTheTreeWithTheContractDigests(t *testing.T) {
 	// find: committed state and manifest pattern (case-insensitive).
 	put(t, svc, "u", "logs", "x", "x", false)
 	f := must(t)(svc.ToolFind(ctx, "a", workbench.FindInput{Committed: ptr(true)}))
-	if f["count"] != 1 || f["workbenches"].([]workbench.Result)[0]["workbench_id"] != "w" {
+	if f["match_count"] != 1 || f["matches"].([]workbench.Result)[0]["workbench_id"] != "w" {
 		t.Fatalf("find committed: %v", f)
 	}
 	f = must(t)(svc.ToolFind(ctx, "a", workbench.FindInput{Committed: ptr(false)}))
-	if f["count"] != 1 || f["workbenches"].([]workbench.Result)[0]["workbench_id"] != "u" {
+	if f["match_count"] != 1 || f["matches"].([]workbench.Result)[0]["workbench_id"] != "u" {
 		t.Fatalf("find uncommitted: %v", f)
 	}
 	f = must(t)(svc.ToolFind(ctx, "a", workbench.FindInput{ManifestPattern: ptr(`"Z":2`), IncludeManifest: ptr(true)}))
-	if f["count"] != 1 || f["workbenches"].([]workbench.Result)[0]["manifest"] == nil {
+	if f["match_count"] != 1 || f["matches"].([]workbench.Result)[0]["manifest"] == nil {
 		t.Fatalf("find by pattern: %v", f)
 	}
 }
@@ -260,8 +260,15 @@ func TestRestoreToolCopiesNoBodies(t *testing.T) {
 		}
 	}
 	rm, err := readText(t, svc, "dst", "metadata", "restore_manifest.json", nil)
-	if err != nil || !strings.Contains(rm, res["operation_id"].(string)) || !strings.Contains(rm, "nokv.workbench.restore_manifest.v1") {
-		t.Fatalf("restore manifest %q %v", rm, err)
+	want := fmt.Sprintf(`{"destination_path":"/agents/a/wb/dst","destination_workbench_id":"dst","operation_id":"%s",`+
+		`"restored_from":{"path":"/agents/a/wb/src","source":{"kind":"snapshot","snapshot_id":%d},"workbench_id":"src"},`+
+		`"schema":"nokv.workbench.restore_manifest.v2","source_path":"/agents/a/wb/src","source_workbench_id":"src"}`,
+		res["operation_id"], snap["snapshot_id"])
+	if err != nil || rm != want {
+		t.Fatalf("restore manifest\n got %s %v\nwant %s", rm, err, want)
+	}
+	if res["restore_manifest"] != "/agents/a/wb/dst/metadata/restore_manifest.json" || res["cleanup_pending"] != false || res["commit_id"] != nil {
+		t.Fatalf("restore result: %v", res)
 	}
 	again := must(t)(svc.ToolRestore(ctx, "a", workbench.RestoreInput{ID: "src", DestinationID: "dst", AtSnapshot: json.RawMessage(`1`)}))
 	if again["idempotent_replay"] != true || again["operation_id"] != res["operation_id"] || again["destination_generation"] != res["destination_generation"] {
@@ -293,12 +300,21 @@ func TestRestoreToolCopiesNoBodies(t *testing.T) {
 	if got, _ := readText(t, svc, "fromcommit", "input", "f0.txt", nil); got != "changed" {
 		t.Fatalf("restored f0 = %q", got)
 	}
-	if fromCommit["commit_id"] != c["commit_identity"] {
+	if fromCommit["commit_id"] != c["commit_identity"] || fromCommit["snapshot_id"] != nil {
 		t.Fatalf("restore from commit: %v", fromCommit)
 	}
+	rm, _ = readText(t, svc, "fromcommit", "metadata", "restore_manifest.json", nil)
+	if want := `"source":{"commit_id":"` + c["commit_identity"].(string) + `","kind":"commit"}`; !strings.Contains(rm, want) {
+		t.Fatalf("restore manifest from a commit %s, want %s in it", rm, want)
+	}
 	st := must(t)(svc.ToolStat(ctx, "a", workbench.StatInput{ID: "fromcommit"}))
-	if st["file_count"] != int64(12) { // 10 files + restore manifest + run manifest
+	card := st["card"].(map[string]any)
+	if card["file_count"] != int64(12) { // 10 files + restore manifest + run manifest
 		t.Fatalf("destination stat: %v", st)
+	}
+	// The destination is committed (by the restore): its head seals it.
+	if card["manifest_id"] == nil {
+		t.Fatalf("destination stat: manifest_id %v", card["manifest_id"])
 	}
 }
 
@@ -316,5 +332,38 @@ func TestEditNeverMakesAFileEditCannotLoad(t *testing.T) {
 	}
 	if got, _ := readText(t, svc, "w", "outputs", "r.txt", nil); got != "hello" {
 		t.Fatalf("the file changed: %q", got)
+	}
+}
+
+// TestStatCardNamesTheCommitThatSealsAFile: manifest_id is the head commit's identity
+// while the file is the revision that commit holds, and null once it changed or for a
+// file the commit never held.
+func TestStatCardNamesTheCommitThatSealsAFile(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096}).Service
+	ctx := context.Background()
+	card := func(path string) map[string]any {
+		t.Helper()
+		st := must(t)(svc.ToolStat(ctx, "a", workbench.StatInput{ID: "w", Section: ptr("outputs"), Path: ptr(path)}))
+		return st["card"].(map[string]any)
+	}
+	put(t, svc, "w", "outputs", "a.txt", "one", false)
+	if id := card("a.txt")["manifest_id"]; id != nil {
+		t.Fatalf("uncommitted file: manifest_id %v", id)
+	}
+	c := must(t)(svc.ToolCommit(ctx, "a", workbench.CommitInput{ID: "w", Manifest: json.RawMessage(`{"k":1}`), ContentDigestURI: "sha256:" + strings.Repeat("0", 64)}))
+	put(t, svc, "w", "outputs", "b.txt", "after the commit", false)
+	if id := card("a.txt")["manifest_id"]; id != c["commit_identity"] {
+		t.Fatalf("committed file: manifest_id %v, want %v", id, c["commit_identity"])
+	}
+	if id := card("b.txt")["manifest_id"]; id != nil {
+		t.Fatalf("file written after the commit: manifest_id %v", id)
+	}
+	put(t, svc, "w", "outputs", "a.txt", "two", true)
+	if id := card("a.txt")["manifest_id"]; id != nil {
+		t.Fatalf("file changed after the commit: manifest_id %v", id)
+	}
+	w := must(t)(svc.ToolStat(ctx, "a", workbench.StatInput{ID: "w"}))["card"].(map[string]any)
+	if w["manifest_id"] != c["commit_identity"] || w["kind"] != "workbench" || w["producer"] != "" || w["record_count"] != nil {
+		t.Fatalf("workbench card: %v", w)
 	}
 }

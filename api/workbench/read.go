@@ -83,8 +83,13 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 	}
 	args := format + snapshotArgs(given, f.SnapshotID)
 	r := s.fileFields(success(), agent, in.ID, full)
+	r["workbench_path"] = s.WorkbenchPath(agent, in.ID)
 	if !given.Live() {
 		r["at_snapshot"] = atSnapshotValue(given)
+	}
+	r["cursor"] = nil // the cursor this page continues from
+	if in.Cursor != nil {
+		r["cursor"] = *in.Cursor
 	}
 	r["generation"] = f.Info.Generation
 	if in.IfNoneMatch != nil && *in.IfNoneMatch == f.Info.Generation {
@@ -128,6 +133,7 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 		r["offset"] = offset
 		r["returned_bytes"] = len(data)
 		r["bytes"] = base64.StdEncoding.EncodeToString(data)
+		r["bytes_encoding"] = "base64"
 		r["truncated"] = end < f.Info.Size
 		r["next_cursor"] = nil
 		if end < f.Info.Size {
@@ -156,6 +162,8 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 	for i := offset; i < end; i++ {
 		items = append(items, map[string]any{"index": i, "value": records[i]})
 	}
+	r["bytes"] = nil // structured reads return items, not bytes
+	r["bytes_encoding"] = nil
 	r["record_type"] = recordType
 	r["record_count"] = len(records)
 	r["items"] = items

@@ -19,8 +19,15 @@ type RestoreInput struct {
 	AtCommit      *string         `json:"at_commit"`
 }
 
-// RestoreManifestSchema names the restore manifest format.
-const RestoreManifestSchema = "nokv.workbench.restore_manifest.v1"
+// RestoreManifestSchema names the restore manifest format restores write (NoKV 0.11):
+// restored_from.source names the snapshot or the commit restored. Restores made before it
+// wrote RestoreManifestSchemaV1, which stays readable where it is stored: nothing reads a
+// restore manifest back to drive a restore (results and replays come from the operation
+// record), and find and read treat it as the JSON it is.
+const (
+	RestoreManifestSchema   = "nokv.workbench.restore_manifest.v2"
+	RestoreManifestSchemaV1 = "nokv.workbench.restore_manifest.v1"
+)
 
 // DefaultRestoreBatch is how many files one bounded restore command stages.
 const DefaultRestoreBatch = 1024
@@ -93,13 +100,16 @@ func (s *Service) ToolRestore(ctx context.Context, agent string, in RestoreInput
 		return nil, werr
 	}
 	op := res.Restore
+	if perr := checkRestoreOp(begin, op); perr != nil {
+		return nil, perr
+	}
 	replay := res.Replayed
 	if op.State != meta.RestoreComplete {
 		if op, err = s.driveRestore(ctx, op); err != nil {
 			return nil, err
 		}
 	}
-	return s.restoreResult(ctx, op, replay)
+	return s.restoreResult(op, replay), nil
 }
 
 // driveRestore runs a copying restore to completion: bounded copy commands from the
@@ -172,23 +182,57 @@ func (s *Service) reloadRestore(ctx context.Context, op *meta.RestoreOp) (*meta.
 	return cur, nil
 }
 
-// restoreManifest is the body of metadata/restore_manifest.json.
+// checkRestoreOp fails closed when the core answered a restore begin with an operation
+// other than the one asked for (RestoreProtocolMismatch, retryable, with the snapshot
+// ids or commit ids the request expected and the record holds).
+func checkRestoreOp(begin meta.RestoreBegin, op *meta.RestoreOp) *Error {
+	if op != nil && op.ID == begin.OpID && op.Source == begin.Source && op.Destination == begin.Destination &&
+		op.SourceIncarnation == begin.SourceIncarnation && op.SnapshotID == begin.SnapshotID && op.CommitIdentity == begin.CommitIdentity {
+		return nil
+	}
+	e := newError(CodeRestoreProtocolMismatch, "restore operation identity did not match the durable request")
+	e.Retryable = true
+	e.Details["expected_snapshot_id"] = nilIfZero(begin.SnapshotID)
+	e.Details["actual_snapshot_id"] = nil
+	if begin.CommitIdentity != "" {
+		e.Details["expected_commit_id"] = begin.CommitIdentity
+		e.Details["actual_commit_id"] = nil
+	}
+	if op != nil {
+		e.Details["actual_snapshot_id"] = nilIfZero(op.SnapshotID)
+		if begin.CommitIdentity != "" {
+			e.Details["actual_commit_id"] = nilIfEmpty(op.CommitIdentity)
+		}
+	}
+	return e
+}
+
+func nilIfZero(n uint64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+// restoreManifest is the body of metadata/restore_manifest.json, schema
+// RestoreManifestSchema: the operation, the source and destination workbenches with their
+// presentation paths, and under restored_from the source again with the frozen state read,
+// {"kind":"snapshot","snapshot_id":N} or {"kind":"commit","commit_id":"<64 hex>"}.
 func (s *Service) restoreManifest(op *meta.RestoreOp) map[string]any {
-	m := map[string]any{
-		"schema":                     RestoreManifestSchema,
-		"operation_id":               op.ID,
-		"source_workbench_id":        op.Source,
-		"source_workbench_path":      s.WorkbenchPath(op.Agent, op.Source),
-		"destination_workbench_id":   op.Destination,
-		"destination_workbench_path": s.WorkbenchPath(op.Agent, op.Destination),
-		"read_version":               op.ReadVersion,
+	source := map[string]any{"kind": "snapshot", "snapshot_id": op.SnapshotID}
+	if op.SnapshotID == 0 {
+		source = map[string]any{"kind": "commit", "commit_id": op.CommitIdentity}
 	}
-	if op.SnapshotID != 0 {
-		m["snapshot_id"] = op.SnapshotID
-	} else {
-		m["commit_id"] = op.CommitIdentity
+	srcPath := s.WorkbenchPath(op.Agent, op.Source)
+	return map[string]any{
+		"schema":                   RestoreManifestSchema,
+		"operation_id":             op.ID,
+		"restored_from":            map[string]any{"workbench_id": op.Source, "path": srcPath, "source": source},
+		"source_workbench_id":      op.Source,
+		"source_path":              srcPath,
+		"destination_workbench_id": op.Destination,
+		"destination_path":         s.WorkbenchPath(op.Agent, op.Destination),
 	}
-	return m
 }
 
 // restoreFinish builds the finishing command: the restore manifest, and the destination's
@@ -227,31 +271,27 @@ func (s *Service) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta.R
 		Envelope: envBody}, minFence(fence1, fence2), nil
 }
 
-// restoreResult renders a completed restore.
-func (s *Service) restoreResult(ctx context.Context, op *meta.RestoreOp, replay bool) (Result, error) {
+// restoreResult renders a completed restore. snapshot_id is null for a restore from a
+// commit, commit_id null for one from a snapshot; read_version is the source version
+// restored either way. restore_manifest is the presentation path of the destination's
+// metadata/restore_manifest.json. cleanup_pending is always false: a restore holds nothing
+// once it completes (the destination's files hold their own blob references).
+func (s *Service) restoreResult(op *meta.RestoreOp, replay bool) Result {
 	r := success()
 	r["state"] = "complete"
 	r["operation_id"] = op.ID
 	r["source_workbench_id"] = op.Source
 	r["destination_workbench_id"] = op.Destination
 	r["destination_path"] = s.WorkbenchPath(op.Agent, op.Destination)
-	if op.SnapshotID != 0 {
-		r["snapshot_id"] = op.SnapshotID
-		r["read_version"] = op.ReadVersion
-	} else {
-		r["commit_id"] = op.CommitIdentity
-	}
+	r["snapshot_id"] = nilIfZero(op.SnapshotID)
+	r["commit_id"] = nilIfEmpty(op.CommitIdentity)
+	r["read_version"] = op.ReadVersion
 	r["destination_generation"] = op.DestinationGeneration
 	r["restored_files"] = op.Copied
 	r["idempotent_replay"] = replay
-	var manifest any = s.restoreManifest(op)
-	if f, err := s.Open(ctx, op.Agent, op.Destination, meta.RestoreManifestPath); err == nil {
-		if data, err := f.ReadAll(ctx, 1<<20); err == nil {
-			manifest = json.RawMessage(data)
-		}
-	}
-	r["restore_manifest"] = manifest
-	return r, nil
+	r["cleanup_pending"] = false
+	r["restore_manifest"] = s.WorkbenchPath(op.Agent, op.Destination) + "/" + meta.RestoreManifestPath
+	return r
 }
 
 // ResumeRestores drives every restore still copying to completion (after a restart or a

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/cairnstore/cairn/meta"
 )
@@ -144,6 +146,9 @@ func fieldMap(fs map[string]meta.FieldValue, names []string) map[string]any {
 	return out
 }
 
+// facetsJSON renders facets as the contract does: field, values [{value, count}],
+// distinct_count, and truncated when values lists fewer than the distinct values; Cairn adds
+// missing (matches without the field) and other (matches whose value is not listed).
 func facetsJSON(fs []meta.Facet) []map[string]any {
 	out := make([]map[string]any, 0, len(fs))
 	for _, f := range fs {
@@ -151,9 +156,19 @@ func facetsJSON(fs []meta.Facet) []map[string]any {
 		for _, v := range f.Values {
 			vals = append(vals, map[string]any{"value": v.Value.Any(), "count": v.Count})
 		}
-		out = append(out, map[string]any{"field": f.Field, "values": vals, "missing": f.Missing, "distinct": f.Distinct, "other": f.Other})
+		out = append(out, map[string]any{"field": f.Field, "values": vals, "distinct_count": f.Distinct,
+			"truncated": int64(len(f.Values)) < f.Distinct, "missing": f.Missing, "other": f.Other})
 	}
 	return out
+}
+
+// queryScopeFields adds the scope keys every query result carries: the presentation path
+// of the scope, and the workbench id (null for a root-wide query).
+func (s *Service) queryScopeFields(r Result, agent string, id, section, path *string) Result {
+	full, _ := toolTarget(deref(section), deref(path)) // validated by queryScope
+	r["path"] = s.scopePath(agent, deref(id), full)
+	r["workbench_id"] = nilIfEmpty(deref(id))
+	return r
 }
 
 func searchArgsKey(in SearchInput) string {
@@ -207,16 +222,15 @@ func (s *Service) ToolSearch(ctx context.Context, agent string, in SearchInput) 
 	if len(names) == 0 {
 		names = meta.BuiltinFields()
 	}
-	hits := make([]map[string]any, 0, len(res.Hits))
+	matches := make([]map[string]any, 0, len(res.Hits))
 	for _, h := range res.Hits {
 		m := s.fileFields(Result{}, agent, h.Workbench, h.Path)
-		m["fields"] = fieldMap(h.Fields, names)
-		hits = append(hits, m)
+		m["values"] = fieldMap(h.Fields, names)
+		matches = append(matches, m)
 	}
-	r := success()
-	r["workbench_id"] = nilIfEmpty(deref(in.ID))
-	r["hits"] = hits
-	r["total"] = res.Total
+	r := s.queryScopeFields(success(), agent, in.ID, in.Section, in.Path)
+	r["matches"] = matches
+	r["match_count"] = res.Total
 	r["facets"] = facetsJSON(res.Facets)
 	r["read_version"] = res.Version
 	r["truncated"] = res.Next != nil
@@ -267,13 +281,13 @@ func (s *Service) ToolAggregate(ctx context.Context, agent string, in AggregateI
 		for i, m := range in.Measures {
 			vals[m.Name] = g.Values[i].Any()
 		}
-		groups = append(groups, map[string]any{"key": key, "count": g.Count, "measures": vals})
+		groups = append(groups, map[string]any{"key": key, "values": vals, "count": g.Count})
 	}
-	r := success()
-	r["workbench_id"] = nilIfEmpty(deref(in.ID))
+	r := s.queryScopeFields(success(), agent, in.ID, in.Section, in.Path)
 	r["groups"] = groups
-	r["total_groups"] = res.TotalGroups
-	r["matched"] = res.Matched
+	r["group_count"] = res.TotalGroups
+	r["row_count"] = len(groups)
+	r["input_match_count"] = res.Matched
 	r["read_version"] = res.Version
 	r["truncated"] = int64(len(groups)) < res.TotalGroups
 	return r, nil
@@ -290,25 +304,52 @@ func (s *Service) ToolCatalog(ctx context.Context, agent string, in CatalogInput
 	if merr != nil {
 		return nil, AsError(merr)
 	}
+	r := s.queryScopeFields(success(), agent, in.ID, in.Section, in.Path)
+	r["catalog"] = catalogJSON(res)
+	r["catalog_empty"] = res.Files == 0
+	// One catalog covers the whole scope in Cairn (every workbench of a root-wide query
+	// is in it): there are no child catalogs to point at.
+	r["child_catalogs"] = []any{}
+	r["file_count"] = res.Files
+	r["read_version"] = res.Version
+	r["truncated"] = res.Truncated
+	return r, nil
+}
+
+// catalogJSON renders a catalog as the contract does: the fields that can be faceted
+// and sorted, the filterable fields grouped by the operator set they accept (in order of
+// first appearance), and the facets asked for. Cairn adds fields: each field with its
+// JSON types, how many files in scope have it, whether it is built in, and its operators.
+func catalogJSON(res meta.CatalogResult) map[string]any {
+	names := make([]string, 0, len(res.Fields))
+	var filterable []map[string]any
+	groups := map[string]int{}
+	facets := make([]map[string]any, 0)
 	fields := make([]map[string]any, 0, len(res.Fields))
 	for _, f := range res.Fields {
+		names = append(names, f.Name)
 		ops := make([]string, 0, len(f.Operators))
 		for _, o := range f.Operators {
 			ops = append(ops, string(o))
 		}
-		m := map[string]any{"field": f.Name, "builtin": f.Builtin, "types": f.Types, "file_count": f.Files, "operators": ops}
-		if f.Facet != nil {
-			m["facet"] = facetsJSON([]meta.Facet{*f.Facet})[0]
+		key := strings.Join(ops, " ")
+		if i, ok := groups[key]; ok {
+			filterable[i]["fields"] = append(filterable[i]["fields"].([]string), f.Name)
+		} else {
+			groups[key] = len(filterable)
+			filterable = append(filterable, map[string]any{"fields": []string{f.Name}, "operators": ops})
 		}
-		fields = append(fields, m)
+		if f.Facet != nil {
+			facets = append(facets, facetsJSON([]meta.Facet{*f.Facet})[0])
+		}
+		fields = append(fields, map[string]any{"field": f.Name, "builtin": f.Builtin, "types": f.Types, "file_count": f.Files, "operators": ops})
 	}
-	r := success()
-	r["workbench_id"] = nilIfEmpty(deref(in.ID))
-	r["file_count"] = res.Files
-	r["fields"] = fields
-	r["read_version"] = res.Version
-	r["truncated"] = res.Truncated
-	return r, nil
+	if filterable == nil {
+		filterable = []map[string]any{}
+	}
+	// Every indexed field can be faceted and sorted on (meta.Query, meta.AggregateQuery).
+	return map[string]any{"facetable": names, "sortable": slices.Clone(names), "filterable": filterable,
+		"facets": facets, "fields": fields}
 }
 
 // decodeNumberJSON decodes one JSON value keeping numbers as json.Number (exact integers).

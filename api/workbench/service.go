@@ -37,7 +37,7 @@ type Core interface {
 // DESIGN.md §2). The embedded node has one core for every root (SingleCore).
 type Cores interface {
 	// For returns the core of agent's root. Its error, when no replica here can serve the
-	// root, should map to a retryable NotOwner (shard.ErrNotLeader does).
+	// root, should map to a retryable RoutingUnavailable (shard.ErrNotLeader does).
 	For(agent string) (Core, error)
 	// All returns every core this node hosts; the background workers (restore driver,
 	// compactor, garbage collector) act on those whose ReadView succeeds (the leaders).
@@ -176,7 +176,24 @@ func (s *Service) Config() Config { return s.cfg }
 
 // WorkbenchPath is the presentation path of a workbench: "{root}/{id}".
 func (s *Service) WorkbenchPath(agent, id string) string {
-	return strings.ReplaceAll(s.cfg.PresentationRoot, "{agent}", agent) + "/" + id
+	return s.RootPath(agent) + "/" + id
+}
+
+// RootPath is the presentation path of an agent root ("/agents/{agent}/wb" by default).
+func (s *Service) RootPath(agent string) string {
+	return strings.ReplaceAll(s.cfg.PresentationRoot, "{agent}", agent)
+}
+
+// scopePath is the presentation path of a tool's scope: the agent root without a
+// workbench, else the workbench, or the path full inside it.
+func (s *Service) scopePath(agent, id, full string) string {
+	switch {
+	case id == "":
+		return s.RootPath(agent)
+	case full == "":
+		return s.WorkbenchPath(agent, id)
+	}
+	return s.WorkbenchPath(agent, id) + "/" + full
 }
 
 // splitSection splits a full path inside a workbench into its section ("" when the first

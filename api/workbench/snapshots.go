@@ -47,11 +47,11 @@ type SnapshotListInput struct {
 
 // snapshotFields renders a snapshot record the way every snapshot tool reports it.
 func (s *Service) snapshotFields(r Result, snap *meta.WorkbenchSnapshot, nowMs int64) Result {
-	lease := time.UnixMilli(snap.LeaseExpiresMs).UTC()
 	r["snapshot_id"] = snap.ID
 	r["name"] = nilIfEmpty(snap.Name)
 	r["read_version"] = snap.ReadVersion
-	r["lease_expires_at"] = lease.Format(time.RFC3339)
+	// Both are milliseconds since the epoch (the published transcript).
+	r["lease_expires_at"] = snap.LeaseExpiresMs
 	r["lease_expires_unix_ms"] = snap.LeaseExpiresMs
 	annotation := map[string]any{"reason": nilIfEmpty(snap.Reason), "metadata": nil}
 	if len(snap.Metadata) > 0 {
@@ -63,9 +63,13 @@ func (s *Service) snapshotFields(r Result, snap *meta.WorkbenchSnapshot, nowMs i
 	r["path"] = s.WorkbenchPath(snap.Agent, snap.Workspace)
 	r["ttl_days"] = snap.TTLDays
 	r["created_at"] = time.UnixMilli(snap.CreatedAtMs).UTC().Format(time.RFC3339)
+	// retire_annotation is the annotation of the retirement (its reason; a retirement has
+	// no metadata), null while the snapshot was never retired.
+	r["retire_annotation"] = nil
 	if snap.RetiredAtMs != 0 {
 		r["retired_at"] = time.UnixMilli(snap.RetiredAtMs).UTC().Format(time.RFC3339)
 		r["retire_reason"] = nilIfEmpty(snap.RetireReason)
+		r["retire_annotation"] = map[string]any{"reason": nilIfEmpty(snap.RetireReason), "metadata": nil}
 	}
 	return r
 }
@@ -177,7 +181,10 @@ func (s *Service) ToolSnapshotRenew(ctx context.Context, agent string, in Snapsh
 	if werr != nil {
 		return nil, werr
 	}
-	return s.snapshotFields(success(), res.Snapshot, nowMsOf(res)), nil
+	r := s.snapshotFields(success(), res.Snapshot, nowMsOf(res))
+	// renewed: the lease moved later (a renew that would shorten it is a no-op).
+	r["renewed"] = res.Renewed
+	return r, nil
 }
 
 // ToolSnapshotRetire implements workbench_snapshot_retire.

@@ -212,6 +212,19 @@ func (s *Service) fileFields(r Result, agent, id, full string) Result {
 	return r
 }
 
+// scopeFields adds the keys that say what a listing or a grep covered: the workbench, the
+// section (null for the workbench top), the path relative to it (null for the section
+// itself), and the presentation path of the scope.
+func (s *Service) scopeFields(r Result, agent, id, full string) Result {
+	sec, rel := splitSection(full)
+	r["workbench_id"] = id
+	r["workbench_path"] = s.WorkbenchPath(agent, id)
+	r["section"] = nilIfEmpty(sec)
+	r["relative_path"] = nilIfEmpty(rel)
+	r["path"] = s.scopePath(agent, id, full)
+	return r
+}
+
 // ToolCreate implements workbench_create: an exact retry returns the same result.
 func (s *Service) ToolCreate(ctx context.Context, agent string, in CreateInput) (Result, error) {
 	res, err := s.CreateWorkbench(ctx, agent, in.ID, "")
@@ -405,12 +418,10 @@ func (s *Service) ToolList(ctx context.Context, agent string, in ListInput) (Res
 	if err != nil {
 		return nil, err
 	}
-	r := success()
+	r := s.scopeFields(success(), agent, in.ID, full)
 	if !at.Live() {
 		r["at_snapshot"] = atSnapshotValue(at)
 	}
-	r["workbench_id"] = in.ID
-	r["workbench_path"] = s.WorkbenchPath(agent, in.ID)
 	r["entry_count"] = res.EntryCount
 	entries := make([]map[string]any, 0, len(res.Entries))
 	for _, e := range res.Entries {
@@ -418,7 +429,7 @@ func (s *Service) ToolList(ctx context.Context, agent string, in ListInput) (Res
 		delete(m, "workbench_id")
 		if e.Kind == "file" {
 			m["generation"] = e.Generation
-			m["entry_count"] = 0
+			m["entry_count"] = nil // a file has no entries
 		} else {
 			m["entry_count"] = e.EntryCount
 		}
@@ -454,41 +465,49 @@ func (s *Service) ToolStat(ctx context.Context, agent string, in StatInput) (Res
 	if err != nil {
 		return nil, err
 	}
-	r := success()
+	r := s.scopeFields(success(), agent, in.ID, full)
 	if !at.Live() {
 		r["at_snapshot"] = atSnapshotValue(at)
 	}
+	r["card"] = s.statCard(agent, in.ID, full, st)
+	return r, nil
+}
+
+// statCard is workbench_stat's metadata card (the published shape). record_count is
+// always null: counting records needs the body, which stat does not read. producer is
+// "" until principals exist: Cairn does not yet record who wrote a revision. manifest_id
+// is the identity of the head commit that seals what is described (StatResult.SealedBy),
+// else null. Cairn adds executable and modified_at_unix_ms for files, file_count for
+// directories and the workbench, and sections for the workbench.
+func (s *Service) statCard(agent, id, full string, st StatResult) map[string]any {
+	c := map[string]any{"kind": st.Kind, "producer": "", "record_count": nil, "manifest_id": nilIfEmpty(st.SealedBy),
+		"content_type": nil, "digest_uri": nil, "generation": nil}
+	sec, rel := splitSection(full)
+	c["section"], c["relative_path"] = nilIfEmpty(sec), nilIfEmpty(rel)
+	c["path"] = s.scopePath(agent, id, full)
 	switch st.Kind {
 	case "workbench":
-		r["workbench_id"] = in.ID
-		r["name"] = in.ID
-		r["path"] = s.WorkbenchPath(agent, in.ID)
-		r["section"] = nil
-		r["relative_path"] = ""
-		r["kind"] = "workbench"
-		r["size_bytes"] = st.Dir.Bytes
-		r["file_count"] = st.Dir.Files
-		r["entry_count"] = st.Dir.Children
-		r["sections"] = Sections
+		c["name"] = id
+		c["size_bytes"] = st.Dir.Bytes
+		c["file_count"] = st.Dir.Files
+		c["entry_count"] = st.Dir.Children
+		c["sections"] = Sections
 	case "file":
-		s.fileFields(r, agent, in.ID, full)
-		r["name"] = baseName(full)
-		r["kind"] = "file"
-		r["size_bytes"] = st.File.Size
-		r["generation"] = st.File.Generation
-		r["content_type"] = st.File.ContentType
-		r["digest_uri"] = DigestURI(st.File.Digest)
-		r["executable"] = st.File.Executable
-		r["modified_at_unix_ms"] = st.File.ModifiedAtMs
+		c["name"] = baseName(full)
+		c["size_bytes"] = st.File.Size
+		c["entry_count"] = nil
+		c["generation"] = st.File.Generation
+		c["content_type"] = st.File.ContentType
+		c["digest_uri"] = DigestURI(st.File.Digest)
+		c["executable"] = st.File.Executable
+		c["modified_at_unix_ms"] = st.File.ModifiedAtMs
 	default:
-		s.fileFields(r, agent, in.ID, full)
-		r["name"] = baseName(full)
-		r["kind"] = "directory"
-		r["size_bytes"] = st.Dir.Bytes
-		r["file_count"] = st.Dir.Files
-		r["entry_count"] = st.Dir.Children
+		c["name"] = baseName(full)
+		c["size_bytes"] = st.Dir.Bytes
+		c["file_count"] = st.Dir.Files
+		c["entry_count"] = st.Dir.Children
 	}
-	return r, nil
+	return c
 }
 
 func baseName(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }

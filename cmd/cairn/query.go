@@ -217,12 +217,12 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 			if first == nil {
 				first = res
 			}
-			for _, h := range res.Hits {
+			for _, h := range res.Matches {
 				name := h.FullPath()
 				if req.Workbench == "" {
 					name = h.WorkbenchID + "/" + name
 				}
-				fmt.Fprintf(out, "%s%s\n", displayed(name), formatFields(h.Fields, req.Fields))
+				fmt.Fprintf(out, "%s%s\n", displayed(name), formatFields(h.Values, req.Fields))
 				printed++
 			}
 			next = res.NextCursor
@@ -235,10 +235,10 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 			fmt.Fprintf(out, "facet %s:%s\n", f.Field, formatFacet(f))
 		}
 		noun := "files"
-		if first.Total == 1 {
+		if first.MatchCount == 1 {
 			noun = "file"
 		}
-		fmt.Fprintf(out, "%d of %d %s", printed, first.Total, noun)
+		fmt.Fprintf(out, "%d of %d %s", printed, first.MatchCount, noun)
 		if next != "" {
 			fmt.Fprintf(out, "; more with --cursor %s", next)
 		}

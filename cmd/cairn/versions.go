@@ -194,7 +194,7 @@ func describeSnapshot(s *client.Snapshot) string {
 		name = " " + strconv.Quote(s.Name)
 	}
 	return fmt.Sprintf("%d%s of %s: %s until %s (%d days), read version %d", s.SnapshotID, name, s.WorkbenchID,
-		s.State, s.LeaseExpiresAt.UTC().Format(time.RFC3339), s.TTLDays, s.ReadVersion)
+		s.State, s.LeaseExpires().UTC().Format(time.RFC3339), s.TTLDays, s.ReadVersion)
 }
 
 // snapshotArg selects the snapshot of renew and retire: the SNAPSHOT argument (digits: an
@@ -315,7 +315,7 @@ func newSnapshotListCommand() *cobra.Command {
 		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSTATE\tLEASE EXPIRES\tTTL\tREAD VERSION\tNAME\tREASON")
 		for _, s := range list.Snapshots {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\n", s.SnapshotID, s.State, s.LeaseExpiresAt.UTC().Format(time.RFC3339),
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\n", s.SnapshotID, s.State, s.LeaseExpires().UTC().Format(time.RFC3339),
 				s.TTLDays, s.ReadVersion, orDash(displayed(s.Name)), orDash(displayed(s.Annotation.Reason)))
 		}
 		return tw.Flush()
