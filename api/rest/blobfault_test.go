@@ -30,6 +30,7 @@ const (
 	faultGet                  // Get fails: the object store is unreachable
 	faultFirstRead            // Get succeeds, the first Read fails (the connection drops)
 	faultAfterBytes           // the reader yields a few bytes, then fails
+	faultLaterGets            // the first Get since set works, later ones fail after a few bytes
 )
 
 // faultyBlobs is a real in-memory blob store whose Get a test can make fail, and which
@@ -38,6 +39,7 @@ type faultyBlobs struct {
 	blob.Store
 	mu   sync.Mutex
 	mode faultMode
+	gets int // Gets since set
 	keys []blob.Key
 }
 
@@ -45,6 +47,7 @@ func (f *faultyBlobs) set(m faultMode) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mode = m
+	f.gets = 0
 }
 
 func (f *faultyBlobs) stored() []blob.Key {
@@ -66,6 +69,13 @@ func (f *faultyBlobs) Put(ctx context.Context, key blob.Key, data []byte) (blob.
 func (f *faultyBlobs) Get(ctx context.Context, key blob.Key, offset, length int64) (io.ReadCloser, error) {
 	f.mu.Lock()
 	mode := f.mode
+	f.gets++
+	if mode == faultLaterGets {
+		mode = faultNone
+		if f.gets > 1 {
+			mode = faultAfterBytes
+		}
+	}
 	f.mu.Unlock()
 	down := fmt.Errorf("blob/test: get %s: connection refused: %w", key, blob.ErrUnavailable)
 	switch mode {
@@ -160,8 +170,19 @@ func TestReadsAnswerBlobStoreFailuresWithTheErrorEnvelope(t *testing.T) {
 		}
 	})
 
-	t.Run("a failure after the body started cuts it short of Content-Length", func(t *testing.T) {
+	t.Run("a segment whose reader fails after a few bytes is 503 before any byte is sent", func(t *testing.T) {
 		bs.set(faultAfterBytes)
+		defer bs.set(faultNone)
+		expect(t, do(t, "GET", u, nil), http.StatusServiceUnavailable, workbench.CodeObjectUnavailable)
+	})
+
+	t.Run("a failure after the body started cuts the stream short of Content-Length", func(t *testing.T) {
+		// Several segments: the first is verified and sent, the next one fails.
+		data := make([]byte, 3*blob.SingleSegmentMaxBytes/2)
+		rand.Read(data)
+		u := srv.URL + "/v1/agents/a/workbenches/w/files/outputs/big.bin"
+		expect(t, do(t, "PUT", u, bytes.NewReader(data)), 201, "")
+		bs.set(faultLaterGets)
 		defer bs.set(faultNone)
 		resp, err := http.Get(u)
 		if err != nil {

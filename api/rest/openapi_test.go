@@ -86,7 +86,7 @@ var wireCodes = []string{"InvalidArguments", "UnknownTool", "PayloadTooLarge", "
 	"NotDirectory", "AlreadyExists", "Conflict", "InvalidUtf8", "NoMatch", "AmbiguousEdit",
 	"StructuredDecodeFailed", "ReadFenceChanged", "SnapshotNotFound", "SnapshotExpired",
 	"ForkRetentionActive", "WorkbenchCommitConflict", "InvalidState", "ObjectUnavailable",
-	"ResourceExhausted", "NotOwner", "Internal"}
+	"ResourceExhausted", "NotOwner", "DataCorrupted", "Internal"}
 
 // notEnvelope lists the error responses whose body is deliberately not the envelope.
 var notEnvelope = map[string]string{
@@ -315,7 +315,7 @@ func TestOpenAPIErrorEnvelopeSchema(t *testing.T) {
 		workbench.CodeConflict, workbench.CodeInvalidUTF8, workbench.CodeNoMatch, workbench.CodeAmbiguousEdit,
 		workbench.CodeStructuredDecodeFailed, workbench.CodeReadFenceChanged, workbench.CodeSnapshotNotFound,
 		workbench.CodeSnapshotExpired, workbench.CodeInvalidState, workbench.CodeObjectUnavailable,
-		workbench.CodeResourceExhausted, workbench.CodeNotOwner, workbench.CodeInternal} {
+		workbench.CodeResourceExhausted, workbench.CodeNotOwner, workbench.CodeDataCorrupted, workbench.CodeInternal} {
 		if !slices.Contains(enum, c) {
 			t.Errorf("code %s of package workbench is not in the enum", c)
 		}

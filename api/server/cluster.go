@@ -228,11 +228,14 @@ func (c *ClusterNode) open(ctx context.Context) error {
 
 	c.svc, err = workbench.NewWithCores(clusterCores{c}, c.n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
 		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey,
-		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace})
+		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace, Logger: c.log})
 	if err != nil {
 		return err
 	}
 	if err := c.svc.InstrumentGC(c.registry); err != nil {
+		return err
+	}
+	if err := c.svc.InstrumentIntegrity(c.registry); err != nil {
 		return err
 	}
 	c.registry.MustRegister(clusterCollector{c})

@@ -11,12 +11,15 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"mime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cairnstore/cairn/blob"
@@ -92,6 +95,9 @@ type Config struct {
 	// GCGrace is the garbage collector's grace period when a sweep does not name one
 	// (gc.go). Default DefaultGCGrace (1h).
 	GCGrace time.Duration
+	// Logger receives the adapter's own reports (stored data failing verification,
+	// integrity.go). Default slog.Default().
+	Logger *slog.Logger
 }
 
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
@@ -113,6 +119,10 @@ type Service struct {
 	// of it stops.
 	restoring sync.Map
 	gc        gcState
+	// corrupt counts reads of damaged stored bytes (integrity.go); nil until
+	// InstrumentIntegrity.
+	corrupt atomic.Pointer[prometheus.CounterVec]
+	log     *slog.Logger
 }
 
 // admit takes a slot of sem, waiting while all are taken; release gives it back.
@@ -157,6 +167,9 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	if cfg.GCGrace <= 0 {
 		cfg.GCGrace = DefaultGCGrace
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	if cfg.RestoreBatch > meta.MaxRestoreBatch {
 		return nil, fmt.Errorf("workbench: RestoreBatch %d out of range 1..%d", cfg.RestoreBatch, meta.MaxRestoreBatch)
 	}
@@ -168,7 +181,7 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	}
 	return &Service{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
 		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
-		prefetches: make(slots, cfg.MaxConcurrentPrefetches)}, nil
+		prefetches: make(slots, cfg.MaxConcurrentPrefetches), log: cfg.Logger}, nil
 }
 
 // Config returns the adapter's effective configuration.
