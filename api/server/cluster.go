@@ -86,7 +86,7 @@ type ClusterNode struct {
 	replicas map[int]*shard.Shard
 	// damaged holds the replicas whose storage failed its check at open (shard.ErrDamaged):
 	// they are not opened again, which would only read the damaged log once more per call.
-	damaged map[int]error
+	damaged  map[int]error
 	assigned sync.Map // agent → struct{}: roots known assigned on their (local, led) shard
 
 	nodes atomic.Pointer[control.NodeSet]
