@@ -89,12 +89,12 @@ func (s *Service) compactRange(ctx context.Context, c meta.CompactionCandidate, 
 	run := c.Entry.Segments[start:end]
 	var buf bytes.Buffer
 	for _, sg := range run {
-		data, b, werr := s.loadSegment(ctx, c.Agent, sg, 0, sg.Size)
+		data, free, werr := s.loadSegment(ctx, c.Agent, sg, 0, sg.Size)
 		if werr != nil {
 			return 0, werr
 		}
 		buf.Write(data)
-		putSegBuf(b)
+		free()
 	}
 	data := buf.Bytes()
 	seg := meta.Segment{Digest: sha256.Sum256(data), Size: int64(len(data))}

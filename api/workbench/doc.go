@@ -10,7 +10,9 @@
 //     never a path pointing at missing data.
 //   - Bodies stream: a write holds at most a few segments in memory (bounded by
 //     blob.ChunkMaxBytes each); a read holds at most one segment's part of the range
-//     (pooled, ≤ blob.ChunkMaxBytes = 16 MiB) plus, node-wide, the read-ahead slots.
+//     (pooled, ≤ blob.ChunkMaxBytes = 16 MiB) plus its read-ahead, and all reads of the
+//     node together at most Config.MaxReadBufferBytes (default 256 MiB; a read waits for
+//     its share, read-ahead is skipped).
 //   - Verified reads (integrity.go): no byte of a body leaves this package before the
 //     segment it belongs to has been verified against the segment's SHA-256 — an
 //     object-store segment is read through the blob reader to the blob's end (which

@@ -211,12 +211,12 @@ func (s *Service) rehash(ctx context.Context, agent string, b *ingested, resume 
 			resume.Write(sg.Inline)
 			continue
 		}
-		data, buf, werr := s.loadSegment(ctx, agent, sg, 0, sg.Size)
+		data, free, werr := s.loadSegment(ctx, agent, sg, 0, sg.Size)
 		if werr != nil {
 			return werr
 		}
 		resume.Write(data)
-		putSegBuf(buf)
+		free()
 	}
 	own := b.appendDigest
 	if _, err := b.finish(resume, sha256.New()); err != nil {
@@ -346,10 +346,10 @@ type entryReader struct {
 	digest   meta.Digest
 	single   bool
 	segs     []meta.Segment
-	pos      int64   // body offset of segs[0]
-	off, end int64   // next body byte to return, end of range
-	cur      []byte  // verified bytes at off not yet returned
-	buf      *[]byte // pooled buffer behind cur (nil: inline or none)
+	pos      int64  // body offset of segs[0]
+	off, end int64  // next body byte to return, end of range
+	cur      []byte // verified bytes at off not yet returned
+	free     func() // gives cur's buffer and read budget back; nil when none is held
 	err      error
 	// ahead fetches the next segment while the current one streams (DESIGN.md §6);
 	// nil when nothing is being fetched.
@@ -360,7 +360,7 @@ type entryReader struct {
 type prefetch struct {
 	seg    int // index into the reader's segs at the time it started
 	data   []byte
-	buf    *[]byte
+	free   func() // set with data: gives its buffer and read budget back
 	err    *Error
 	done   chan struct{}
 	cancel context.CancelFunc
@@ -422,28 +422,31 @@ func (r *entryReader) next() *Error {
 		if a.err != nil {
 			return a.err
 		}
-		r.cur, r.buf = a.data, a.buf
+		r.cur, r.free = a.data, a.free
 	} else {
 		r.dropAhead()
-		data, buf, err := r.s.loadSegment(r.ctx, r.agent, sg, from, n)
+		data, free, err := r.s.loadSegment(r.ctx, r.agent, sg, from, n)
 		if err != nil {
 			return err
 		}
-		r.cur, r.buf = data, buf
+		r.cur, r.free = data, free
 	}
 	r.readAhead()
 	return nil
 }
 
-// release gives the current segment's buffer back.
+// release gives the current segment's buffer and read budget back.
 func (r *entryReader) release() {
-	putSegBuf(r.buf)
-	r.buf, r.cur = nil, nil
+	if r.free != nil {
+		r.free()
+	}
+	r.free, r.cur = nil, nil
 }
 
 // readAhead starts fetching the segment after the current one when it lies wholly inside
-// the range, lives in the object store, and a node-wide prefetch slot is free (memory
-// stays bounded: Config.MaxConcurrentPrefetches segments of at most blob.ChunkMaxBytes).
+// the range, lives in the object store, and a node-wide prefetch slot and the read budget
+// for it are free without waiting (memory stays bounded: Config.MaxConcurrentPrefetches
+// segments of at most blob.ChunkMaxBytes, within Config.MaxReadBufferBytes).
 func (r *entryReader) readAhead() {
 	if r.ahead != nil || len(r.segs) < 2 {
 		return
@@ -452,12 +455,17 @@ func (r *entryReader) readAhead() {
 	if next.IsInline() || r.pos+r.segs[0].Size+next.Size > r.end || !r.s.prefetches.tryAcquire() {
 		return
 	}
+	w := r.s.readWeight(next.Size)
+	if !r.s.readBudget.TryAcquire(w) {
+		r.s.prefetches.release()
+		return
+	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	a := &prefetch{seg: 1, done: make(chan struct{}), cancel: cancel}
 	r.ahead = a
 	go func() {
 		defer close(a.done)
-		a.data, a.buf, a.err = r.s.loadSegment(ctx, r.agent, next, 0, next.Size)
+		a.data, a.free, a.err = r.s.loadHeld(ctx, r.agent, next, 0, next.Size, w)
 	}()
 }
 
@@ -467,7 +475,9 @@ func (r *entryReader) dropAhead() {
 		r.ahead = nil
 		a.cancel()
 		<-a.done
-		putSegBuf(a.buf)
+		if a.free != nil {
+			a.free()
+		}
 		r.s.prefetches.release()
 	}
 }

@@ -31,8 +31,9 @@ const (
 
 // Segment buffers are pooled in power-of-two classes from 64 KiB to blob.ChunkMaxBytes
 // (16 MiB, the longest segment the write path cuts). A reader holds one at a time (plus
-// the node-wide read-ahead slots), so a streaming read costs at most one segment's
-// requested range, ≤ 16 MiB, whatever the body's size.
+// one read-ahead), so a streaming read costs at most one segment's requested range,
+// ≤ 16 MiB, whatever the body's size; all of them together are held within
+// Config.MaxReadBufferBytes (Service.readBudget).
 const (
 	segBufMinShift = 16
 	segBufMaxShift = 24
@@ -70,12 +71,19 @@ func putSegBuf(p *[]byte) {
 	segBufs[bits.Len64(uint64(c))-1-segBufMinShift].Put(p)
 }
 
+func noop() {}
+
+// readWeight is what holding n bytes of an object-store segment takes from the node's read
+// budget (Config.MaxReadBufferBytes): n, at most the whole budget.
+func (s *Service) readWeight(n int64) int64 { return max(1, min(n, s.cfg.MaxReadBufferBytes)) }
+
 // loadSegment returns bytes [from, from+n) of sg, verified. For an object-store segment
-// they live in a pooled buffer the caller gives back with putSegBuf(buf); for an inline
-// segment buf is nil and data aliases the metadata record (read-only). A segment that
-// fails verification is answered with DataCorrupted (counted and logged, corrupted);
-// other failures with the *Error of AsError.
-func (s *Service) loadSegment(ctx context.Context, agent string, sg meta.Segment, from, n int64) (data []byte, buf *[]byte, werr *Error) {
+// they live in a pooled buffer counted against the node's read budget, waiting (until ctx
+// ends) while the budget is spent; for an inline segment data aliases the metadata record
+// (read-only). The caller calls done once it no longer uses data (done is never nil). A
+// segment that fails verification is answered with DataCorrupted (counted and logged,
+// corrupted); other failures with the *Error of AsError.
+func (s *Service) loadSegment(ctx context.Context, agent string, sg meta.Segment, from, n int64) (data []byte, done func(), werr *Error) {
 	if from < 0 || n < 0 || from+n > sg.Size {
 		return nil, nil, AsError(fmt.Errorf("range [%d, +%d) outside a segment of %d bytes: %w", from, n, sg.Size, blob.ErrRange))
 	}
@@ -83,23 +91,37 @@ func (s *Service) loadSegment(ctx context.Context, agent string, sg meta.Segment
 		if err := verifyInline(sg); err != nil {
 			return nil, nil, s.corrupted(agent, sg.Digest, corruptInline, err)
 		}
-		return sg.Inline[from : from+n], nil, nil
+		return sg.Inline[from : from+n], noop, nil
+	}
+	w := s.readWeight(n)
+	if err := s.readBudget.Acquire(ctx, w); err != nil {
+		return nil, nil, AsError(err)
+	}
+	return s.loadHeld(ctx, agent, sg, from, n, w)
+}
+
+// loadHeld is loadSegment for an object-store segment whose w bytes of read budget the
+// caller took already: done (or a failure) gives them back.
+func (s *Service) loadHeld(ctx context.Context, agent string, sg meta.Segment, from, n, w int64) (data []byte, done func(), werr *Error) {
+	fail := func(e *Error) ([]byte, func(), *Error) {
+		s.readBudget.Release(w)
+		return nil, nil, e
 	}
 	uid, err := s.rootUID(ctx, agent)
 	if err != nil {
-		return nil, nil, AsError(err)
+		return fail(AsError(err))
 	}
 	rc, err := s.blobs.Get(ctx, blob.Key{Root: uid, Digest: blob.Digest(sg.Digest)}, from, n)
 	if err != nil {
-		return nil, nil, s.segmentError(agent, sg, err)
+		return fail(s.segmentError(agent, sg, err))
 	}
 	defer rc.Close()
-	buf = getSegBuf(n)
+	buf := getSegBuf(n)
 	if err := readVerified(rc, *buf); err != nil {
 		putSegBuf(buf)
-		return nil, nil, s.segmentError(agent, sg, err)
+		return fail(s.segmentError(agent, sg, err))
 	}
-	return *buf, buf, nil
+	return *buf, func() { putSegBuf(buf); s.readBudget.Release(w) }, nil
 }
 
 // readVerified fills dst from a blob reader and then reads on to its io.EOF: the blob
