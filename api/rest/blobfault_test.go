@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
@@ -120,7 +122,7 @@ func newFaultyServer(t *testing.T) (*httptest.Server, *faultyBlobs) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(rest.NewHandler(svc, rest.Options{Ready: sh.Ready}))
+	srv := httptest.NewServer(rest.NewHandler(svc, rest.Options{Ready: sh.Ready, Registry: prometheus.NewRegistry()}))
 	t.Cleanup(srv.Close)
 	return srv, bs
 }
@@ -198,6 +200,11 @@ func TestReadsAnswerBlobStoreFailuresWithTheErrorEnvelope(t *testing.T) {
 		}
 		if !bytes.Equal(b, data[:len(b)]) {
 			t.Fatal("the bytes sent before the failure differ from the file's")
+		}
+		// The aborted handler was counted out: only the /metrics request is in flight.
+		m := do(t, "GET", srv.URL+"/metrics", nil)
+		if !strings.Contains(string(m.body), "\ncairn_http_requests_in_flight 1\n") {
+			t.Errorf("after the cut stream, /metrics does not say one request is in flight:\n%s", m.body)
 		}
 	})
 
