@@ -294,7 +294,8 @@ func wantDamagedStart(t *testing.T, dataDir, db string) {
 }
 
 // A truncated raft.db stops `cairn serve` with a clear error naming the file and what to
-// do: exit status non-zero, no Go panic, no start loop.
+// do: exit status non-zero, no Go panic, no start loop — also when it is cut to nothing,
+// which bbolt would otherwise take for a new, empty log.
 func TestTruncatedRaftLogFailsStartClearly(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
@@ -312,7 +313,7 @@ func TestTruncatedRaftLogFailsStartClearly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, size := range []int64{fi.Size() / 2, 4096 + 100, 100} {
+	for _, size := range []int64{fi.Size() / 2, 4096 + 100, 100, 0} {
 		t.Run(fmt.Sprintf("cut to %d bytes", size), func(t *testing.T) {
 			if err := os.Truncate(db, size); err != nil {
 				t.Fatal(err)

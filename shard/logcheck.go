@@ -62,7 +62,8 @@ func guard(path string, err *error) func() {
 }
 
 // checkLogFile reads every page of the bbolt file at path that a key of the log can reach,
-// read-only, before the store opens it for writing. An absent file is fine (a new replica).
+// read-only, before the store opens it for writing. An absent file is fine (a new replica);
+// an empty one is not.
 func checkLogFile(path string) (err error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -70,6 +71,12 @@ func checkLogFile(path string) (err error) {
 	}
 	if err != nil {
 		return fmt.Errorf("shard: open log %s: %w", path, err)
+	}
+	if fi.Size() == 0 {
+		// bbolt would initialize it as a new log, and the replica would start without the
+		// entries it acknowledged. bbolt writes its first pages before Open returns, so an
+		// empty file is damage (or a crash inside the very first open).
+		return logDamaged(path, "the file is empty")
 	}
 	defer guard(path, &err)()
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: boltOpenTimeout})
