@@ -9,15 +9,22 @@
 // Invariants callers rely on, for every Store implementation (blob/blobtest checks them):
 //
 //   - Content addressing: a Put whose data does not hash to key.Digest fails with
-//     ErrDigestMismatch and stores nothing. A stored blob never changes; Put of an existing
-//     key is a no-op that reports Created=false.
+//     ErrDigestMismatch and stores nothing. A stored blob never changes; Put of an existing,
+//     intact key is a no-op that reports Created=false.
+//   - Put-if-absent verifies before it trusts: Put reads an existing blob back whole and
+//     checks its digest (as Get would) before it reports Created=false; a blob that fails
+//     (damaged payload, header or metadata) is overwritten with data. So the next upload of
+//     the same content repairs a blob a read found corrupt, and no write ever dedupes onto
+//     damaged bytes. A dedupe hit costs one full read of the blob.
 //   - Durability: when Put returns nil the blob survives a crash of the process and of the
 //     machine (for backends that have a disk). A failed or interrupted Put leaves at most an
 //     unreferenced whole blob, never a partial one under its final name.
 //   - Verification: every Get verifies the SHA-256 of the whole decompressed blob, whatever
 //     range was asked for. A mismatch, a truncated or over-long payload, or an undecodable
 //     payload surfaces as an error wrapping ErrCorrupt from the reader's Read, at the latest
-//     in place of io.EOF. A reader never reports a clean io.EOF over bad data.
+//     in place of io.EOF. A reader never reports a clean io.EOF over bad data. The bytes
+//     of a range are handed out before the blob's end is verified, so a caller that must
+//     not pass on unverified bytes reads to io.EOF before it uses any (api/workbench does).
 //   - Isolation: blobs are namespaced per root. The same bytes stored under two roots are
 //     two blobs; Delete and List of one root never see another root's blobs.
 //   - Encoding is invisible to readers: blobs of 512 bytes or more are stored

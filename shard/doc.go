@@ -1,6 +1,6 @@
 // Package shard replicates the metadata core: one hashicorp/raft group per shard, whose
-// FSM is a meta.FSM, with a durable log (raft-wal) and file snapshots (zstd-compressed
-// streams of the FSM's records).
+// FSM is a meta.FSM, with a durable log (raft-boltdb, logstore.go) and file snapshots
+// (zstd-compressed streams of the FSM's records).
 //
 // A replica runs embedded (the default: a single voter on an in-memory transport) or in
 // cluster mode (Config.Peer): its Raft traffic then travels over one stream of the node's
@@ -25,6 +25,14 @@
 //     leader deposed while the command was in flight).
 //   - A replica directory is locked while open (ErrLocked) and bound to the Raft server id
 //     that created it (ErrIdentity): copied state never starts under a second identity.
+//   - Storage is verified before Raft starts (logcheck.go): every log entry this build
+//     writes carries a CRC-32C, checked on every read and, for the whole log, at Open
+//     (entries of builds that wrote none stay readable); the newest snapshot's CRC-64
+//     (raft's FileSnapshotStore) is checked at Open, and the log must continue where it
+//     ends. Damage — a truncated or changed raft.db, a changed snapshot — is a
+//     *DamagedError (ErrDamaged) naming the file and what to do, never a panic of bbolt
+//     (recovered, with memory faults, while the file is checked), a start on an older
+//     snapshot, or a damaged command applied as if it were good.
 //   - Membership changes (AddNonvoter, PromoteToVoter, RemoveServer) and TransferLeadership
 //     run on the leader only and return once committed (or handed over).
 //

@@ -44,18 +44,28 @@ var (
 	stableBytesKeys  = [][]byte{[]byte("LastVoteCand")}
 )
 
-// logStore is raft's LogStore and StableStore over bbolt, counting log writes.
+// logStore is raft's LogStore and StableStore over bbolt, counting log writes. It seals
+// every entry it stores with a checksum and verifies the seal of every entry it returns
+// (logcheck.go).
 type logStore struct {
 	*raftboltdb.BoltStore
+	path string
+	// sealedFrom is the first index this build sealed (sealedFromKey).
+	sealedFrom       uint64
 	appends, entries atomic.Uint64
 }
 
 // StoreLog writes one entry (one transaction, one fsync).
 func (l *logStore) StoreLog(log *raft.Log) error { return l.StoreLogs([]*raft.Log{log}) }
 
-// StoreLogs writes entries in one transaction with one fsync.
+// StoreLogs writes entries, each sealed with its checksum, in one transaction with one
+// fsync. The caller's entries are not changed.
 func (l *logStore) StoreLogs(logs []*raft.Log) error {
-	if err := l.BoltStore.StoreLogs(logs); err != nil {
+	sealed := make([]*raft.Log, len(logs))
+	for i, e := range logs {
+		sealed[i] = seal(e)
+	}
+	if err := l.BoltStore.StoreLogs(sealed); err != nil {
 		return err
 	}
 	l.appends.Add(1)
@@ -63,7 +73,25 @@ func (l *logStore) StoreLogs(logs []*raft.Log) error {
 	return nil
 }
 
-// openLog opens (creating) dir's Raft log, first moving a legacy raft-wal log into it.
+// GetLog reads entry idx and verifies its checksum: a damaged entry is a *DamagedError
+// (wrapping ErrDamaged), never returned as if it were good.
+func (l *logStore) GetLog(idx uint64, out *raft.Log) error {
+	if err := l.BoltStore.GetLog(idx, out); err != nil {
+		return err
+	}
+	sealed, err := unseal(out, idx)
+	switch {
+	case err != nil:
+		return &DamagedError{What: "Raft log", File: l.path, Cause: err}
+	case !sealed && idx >= l.sealedFrom:
+		return logDamaged(l.path, "entry %d has lost its checksum", idx)
+	}
+	return nil
+}
+
+// openLog opens (creating) dir's Raft log, first moving a legacy raft-wal log into it. It
+// checks the file and every entry before it returns (logcheck.go): damage is a
+// *DamagedError naming the file.
 func openLog(dir string) (*logStore, error) {
 	path := filepath.Join(dir, logFile)
 	legacy := filepath.Join(dir, legacyLogDir)
@@ -74,11 +102,45 @@ func openLog(dir string) (*logStore, error) {
 			}
 		}
 	}
-	bs, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout}})
-	if err != nil {
-		return nil, fmt.Errorf("shard: open log %s: %w", path, err)
+	if err := checkLogFile(path); err != nil {
+		return nil, err
 	}
-	return &logStore{BoltStore: bs}, nil
+	bs, err := openBolt(path)
+	if err != nil {
+		return nil, err
+	}
+	l := &logStore{BoltStore: bs, path: path}
+	if err := l.initSealedFrom(); err != nil {
+		bs.Close()
+		return nil, err
+	}
+	if err := l.verifyEntries(); err != nil {
+		bs.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// initSealedFrom loads sealedFromKey, recording it on the first open by a build that seals:
+// every entry from the next index on is sealed.
+func (l *logStore) initSealedFrom() error {
+	v, err := l.BoltStore.GetUint64(sealedFromKey)
+	if err == nil && v > 0 {
+		l.sealedFrom = v
+		return nil
+	}
+	if err != nil && !errors.Is(err, raftboltdb.ErrKeyNotFound) {
+		return logDamaged(l.path, "%s: %v", sealedFromKey, err)
+	}
+	last, err := l.BoltStore.LastIndex()
+	if err != nil {
+		return logDamaged(l.path, "last index: %v", err)
+	}
+	if err := l.BoltStore.SetUint64(sealedFromKey, last+1); err != nil {
+		return fmt.Errorf("shard: open log %s: %w", l.path, err)
+	}
+	l.sealedFrom = last + 1
+	return nil
 }
 
 // migrateLegacyLog copies every entry and the stable keys of the raft-wal log in

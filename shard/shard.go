@@ -316,6 +316,9 @@ func (s *Shard) start() (err error) {
 	if err != nil {
 		return fmt.Errorf("shard: open snapshots: %w", err)
 	}
+	if err := checkSnapshots(s.snaps, cfg.Dir, s.log); err != nil {
+		return err
+	}
 
 	var boot []raft.Server
 	if layer == nil {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
@@ -30,6 +32,7 @@ const (
 	faultGet                  // Get fails: the object store is unreachable
 	faultFirstRead            // Get succeeds, the first Read fails (the connection drops)
 	faultAfterBytes           // the reader yields a few bytes, then fails
+	faultLaterGets            // the first Get since set works, later ones fail after a few bytes
 )
 
 // faultyBlobs is a real in-memory blob store whose Get a test can make fail, and which
@@ -38,6 +41,7 @@ type faultyBlobs struct {
 	blob.Store
 	mu   sync.Mutex
 	mode faultMode
+	gets int // Gets since set
 	keys []blob.Key
 }
 
@@ -45,6 +49,7 @@ func (f *faultyBlobs) set(m faultMode) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mode = m
+	f.gets = 0
 }
 
 func (f *faultyBlobs) stored() []blob.Key {
@@ -66,6 +71,13 @@ func (f *faultyBlobs) Put(ctx context.Context, key blob.Key, data []byte) (blob.
 func (f *faultyBlobs) Get(ctx context.Context, key blob.Key, offset, length int64) (io.ReadCloser, error) {
 	f.mu.Lock()
 	mode := f.mode
+	f.gets++
+	if mode == faultLaterGets {
+		mode = faultNone
+		if f.gets > 1 {
+			mode = faultAfterBytes
+		}
+	}
 	f.mu.Unlock()
 	down := fmt.Errorf("blob/test: get %s: connection refused: %w", key, blob.ErrUnavailable)
 	switch mode {
@@ -110,7 +122,7 @@ func newFaultyServer(t *testing.T) (*httptest.Server, *faultyBlobs) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(rest.NewHandler(svc, rest.Options{Ready: sh.Ready}))
+	srv := httptest.NewServer(rest.NewHandler(svc, rest.Options{Ready: sh.Ready, Registry: prometheus.NewRegistry()}))
 	t.Cleanup(srv.Close)
 	return srv, bs
 }
@@ -160,8 +172,19 @@ func TestReadsAnswerBlobStoreFailuresWithTheErrorEnvelope(t *testing.T) {
 		}
 	})
 
-	t.Run("a failure after the body started cuts it short of Content-Length", func(t *testing.T) {
+	t.Run("a segment whose reader fails after a few bytes is 503 before any byte is sent", func(t *testing.T) {
 		bs.set(faultAfterBytes)
+		defer bs.set(faultNone)
+		expect(t, do(t, "GET", u, nil), http.StatusServiceUnavailable, workbench.CodeObjectUnavailable)
+	})
+
+	t.Run("a failure after the body started cuts the stream short of Content-Length", func(t *testing.T) {
+		// Several segments: the first is verified and sent, the next one fails.
+		data := make([]byte, 3*blob.SingleSegmentMaxBytes/2)
+		rand.Read(data)
+		u := srv.URL + "/v1/agents/a/workbenches/w/files/outputs/big.bin"
+		expect(t, do(t, "PUT", u, bytes.NewReader(data)), 201, "")
+		bs.set(faultLaterGets)
 		defer bs.set(faultNone)
 		resp, err := http.Get(u)
 		if err != nil {
@@ -177,6 +200,11 @@ func TestReadsAnswerBlobStoreFailuresWithTheErrorEnvelope(t *testing.T) {
 		}
 		if !bytes.Equal(b, data[:len(b)]) {
 			t.Fatal("the bytes sent before the failure differ from the file's")
+		}
+		// The aborted handler was counted out: only the /metrics request is in flight.
+		m := do(t, "GET", srv.URL+"/metrics", nil)
+		if !strings.Contains(string(m.body), "\ncairn_http_requests_in_flight 1\n") {
+			t.Errorf("after the cut stream, /metrics does not say one request is in flight:\n%s", m.body)
 		}
 	})
 

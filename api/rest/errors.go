@@ -53,6 +53,11 @@ func statusOf(code string, pre precondition) int {
 		return http.StatusTooManyRequests
 	case workbench.CodeObjectUnavailable, workbench.CodeRoutingUnavailable:
 		return http.StatusServiceUnavailable
+	case workbench.CodeDataCorrupted:
+		// The request was fine; this server's stored bytes are not. 500 rather than 502:
+		// no upstream answered badly that another attempt could reach, and proxies and
+		// SDKs retry 502 on their own, which cannot help (retryable is false).
+		return http.StatusInternalServerError
 	}
 	return http.StatusInternalServerError
 }

@@ -321,9 +321,13 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 		sent += m
 	}
 	h.bytesOut.Add(float64(sent))
-	if err != nil && r.Context().Err() == nil && h.log != nil {
-		// Headers are gone: the client sees a short body, which Content-Length makes detectable.
-		h.log.Error("read stream failed", "path", r.URL.EscapedPath(), "sent_bytes", sent, "err", err)
+	if err != nil {
+		if r.Context().Err() == nil && h.log != nil {
+			h.log.Error("read stream failed", "path", r.URL.EscapedPath(), "sent_bytes", sent, "err", err)
+		}
+		// Headers are gone: cut the connection (HTTP/2: reset the stream) so that the
+		// client sees a failed transfer, never a clean end of a short body.
+		panic(http.ErrAbortHandler)
 	}
 }
 

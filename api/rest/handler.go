@@ -103,13 +103,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
 	h.inflight.Inc()
-	route := h.route(rec, r)
-	h.inflight.Dec()
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
-	h.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
-	h.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+	// Counted in a defer: a read whose body fails after its headers aborts the handler
+	// (http.ErrAbortHandler, file.go), which passes through here.
+	route := "file" // the only route that aborts
+	defer func() {
+		h.inflight.Dec()
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		h.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
+		h.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+	}()
+	route = h.route(rec, r)
 }
 
 func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {

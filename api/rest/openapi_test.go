@@ -87,7 +87,7 @@ var wireCodes = []string{"InvalidArguments", "UnknownTool", "PayloadTooLarge", "
 	"StructuredDecodeFailed", "ReadFenceChanged", "SnapshotNotFound", "SnapshotExpired",
 	"ForkRetentionActive", "WorkbenchCommitConflict", "WorkbenchCommitProtocolMismatch", "RestoreProtocolMismatch",
 	"InvalidState", "ObjectUnavailable",
-	"ResourceExhausted", "RoutingUnavailable", "Internal"}
+	"ResourceExhausted", "RoutingUnavailable", "DataCorrupted", "Internal"}
 
 // notEnvelope lists the error responses whose body is deliberately not the envelope.
 var notEnvelope = map[string]string{
@@ -316,7 +316,7 @@ func TestOpenAPIErrorEnvelopeSchema(t *testing.T) {
 		workbench.CodeConflict, workbench.CodeInvalidUTF8, workbench.CodeNoMatch, workbench.CodeAmbiguousEdit,
 		workbench.CodeStructuredDecodeFailed, workbench.CodeReadFenceChanged, workbench.CodeSnapshotNotFound,
 		workbench.CodeSnapshotExpired, workbench.CodeInvalidState, workbench.CodeObjectUnavailable,
-		workbench.CodeResourceExhausted, workbench.CodeRoutingUnavailable, workbench.CodeInternal,
+		workbench.CodeResourceExhausted, workbench.CodeRoutingUnavailable, workbench.CodeDataCorrupted, workbench.CodeInternal,
 		workbench.CodeWorkbenchCommitProtocolMismatch, workbench.CodeRestoreProtocolMismatch} {
 		if !slices.Contains(enum, c) {
 			t.Errorf("code %s of package workbench is not in the enum", c)

@@ -84,6 +84,9 @@ type ClusterNode struct {
 
 	mu       sync.RWMutex
 	replicas map[int]*shard.Shard
+	// damaged holds the replicas whose storage failed its check at open (shard.ErrDamaged):
+	// they are not opened again, which would only read the damaged log once more per call.
+	damaged  map[int]error
 	assigned sync.Map // agent → struct{}: roots known assigned on their (local, led) shard
 
 	nodes atomic.Pointer[control.NodeSet]
@@ -128,7 +131,7 @@ func OpenCluster(ctx context.Context, cfg ops.Config, creds ops.Credentials, log
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", cfg.DataDir, ErrDataDirLocked)
 	}
-	c := &ClusterNode{cfg: cfg, creds: creds, log: log, lock: lock, replicas: map[int]*shard.Shard{}, readyKick: make(chan struct{}, 1)}
+	c := &ClusterNode{cfg: cfg, creds: creds, log: log, lock: lock, replicas: map[int]*shard.Shard{}, damaged: map[int]error{}, readyKick: make(chan struct{}, 1)}
 	if err := c.open(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -228,11 +231,14 @@ func (c *ClusterNode) open(ctx context.Context) error {
 
 	c.svc, err = workbench.NewWithCores(clusterCores{c}, c.n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
 		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey,
-		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace})
+		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace, Logger: c.log})
 	if err != nil {
 		return err
 	}
 	if err := c.svc.InstrumentGC(c.registry); err != nil {
+		return err
+	}
+	if err := c.svc.InstrumentIntegrity(c.registry); err != nil {
 		return err
 	}
 	c.registry.MustRegister(clusterCollector{c})
@@ -502,6 +508,9 @@ func (c *ClusterNode) ensureReplica(id int) (*shard.Shard, error) {
 	if c.closing.Load() {
 		return nil, shard.ErrClosed
 	}
+	if err, ok := c.damaged[id]; ok {
+		return nil, err
+	}
 	r, err := shard.Open(shard.Config{
 		Dir:    filepath.Join(c.cfg.DataDir, "shards", strconv.Itoa(id)),
 		NodeID: c.nodeID,
@@ -522,7 +531,11 @@ func (c *ClusterNode) ensureReplica(id int) (*shard.Shard, error) {
 		ShardID: strconv.Itoa(id),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open replica of shard %d: %w", id, err)
+		err = fmt.Errorf("open replica of shard %d: %w", id, err)
+		if errors.Is(err, shard.ErrDamaged) {
+			c.damaged[id] = err
+		}
+		return nil, err
 	}
 	c.replicas[id] = r
 	c.log.Info("replica opened", "shard", id)

@@ -78,6 +78,9 @@ func (c *ClusterNode) newFollowerReads() (*followerReads, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := svc.InstrumentIntegrity(c.registry); err != nil {
+		return nil, err
+	}
 	served := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cairn_follower_reads_total",
 		Help: "REST reads at a snapshot id served by this node's replica of the shard while it did not lead."},
 		[]string{"shard"})

@@ -234,11 +234,14 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.svc, err = workbench.New(n.shard, n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
 		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey,
-		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace})
+		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace, Logger: n.log})
 	if err != nil {
 		return err
 	}
 	if err := n.svc.InstrumentGC(n.registry); err != nil {
+		return err
+	}
+	if err := n.svc.InstrumentIntegrity(n.registry); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithCancel(context.Background())

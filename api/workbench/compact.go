@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"io"
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
@@ -90,15 +89,12 @@ func (s *Service) compactRange(ctx context.Context, c meta.CompactionCandidate, 
 	run := c.Entry.Segments[start:end]
 	var buf bytes.Buffer
 	for _, sg := range run {
-		rc, err := s.readSegment(ctx, c.Agent, sg, 0, sg.Size)
-		if err != nil {
-			return 0, err
+		data, free, werr := s.loadSegment(ctx, c.Agent, sg, 0, sg.Size)
+		if werr != nil {
+			return 0, werr
 		}
-		_, err = io.Copy(&buf, rc)
-		rc.Close()
-		if err != nil {
-			return 0, AsError(err)
-		}
+		buf.Write(data)
+		free()
 	}
 	data := buf.Bytes()
 	seg := meta.Segment{Digest: sha256.Sum256(data), Size: int64(len(data))}

@@ -9,7 +9,18 @@
 //     references it (DESIGN.md §5): a failed upload leaves at most unreferenced blobs,
 //     never a path pointing at missing data.
 //   - Bodies stream: a write holds at most a few segments in memory (bounded by
-//     blob.ChunkMaxBytes each); a read holds at most one segment's read buffer.
+//     blob.ChunkMaxBytes each); a read holds at most one segment's part of the range
+//     (pooled, ≤ blob.ChunkMaxBytes = 16 MiB) plus its read-ahead, and all reads of the
+//     node together at most Config.MaxReadBufferBytes (default 256 MiB; a read waits for
+//     its share, read-ahead is skipped).
+//   - Verified reads (integrity.go): no byte of a body leaves this package before the
+//     segment it belongs to has been verified against the segment's SHA-256 — an
+//     object-store segment is read through the blob reader to the blob's end (which
+//     verifies the whole blob, whatever the range) into the buffer first; an inline
+//     segment is hashed; a body of one segment must carry that segment's digest. Damage is
+//     a DataCorrupted error (not retryable) naming the segment digest, logged and counted
+//     in cairn_blob_corrupt_total; put-if-absent backends verify before they dedupe, so the
+//     next upload of the same content repairs it.
 //   - Every error that leaves this package is an *Error with a stable wire code; internal
 //     names (incarnations, root uids, blob keys, file system paths) never appear in it.
 //   - Reads go through Core.ReadView, so they are linearizable.

@@ -41,7 +41,10 @@ const (
 	// CodeRoutingUnavailable: ownership of the root is moving (no leader, or the shard
 	// does not own the root here); retryable after details.retry_after_ms.
 	CodeRoutingUnavailable = "RoutingUnavailable"
-	CodeInternal           = "Internal"
+	// CodeDataCorrupted: stored bytes failed verification against their digest; not
+	// retryable on the replica that found it.
+	CodeDataCorrupted = "DataCorrupted"
+	CodeInternal      = "Internal"
 )
 
 // Error is the contract's error envelope: a stable code, a message for people, whether
@@ -150,9 +153,21 @@ func AsError(err error) *Error {
 		// back): not the caller's NotFound, and retrying does not bring it back.
 		return &Error{Code: CodeInternal, Message: "an object holding the file's data is missing from the object store", Details: map[string]any{}}
 	case errors.Is(err, blob.ErrCorrupt):
-		return &Error{Code: CodeInternal, Message: "stored data failed verification", Details: map[string]any{}}
+		return dataCorrupted(nil)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &Error{Code: CodeInternal, Message: "the request was cancelled or timed out", Retryable: true, Details: map[string]any{}}
 	}
 	return &Error{Code: CodeInternal, Message: "internal error", Details: map[string]any{}}
+}
+
+// dataCorrupted is the answer when stored bytes failed verification against their digest
+// (integrity.go): not retryable, since the same bytes fail the same way until the content
+// is uploaded again; digest, when known, names the damaged segment.
+func dataCorrupted(digest *meta.Digest) *Error {
+	e := newError(CodeDataCorrupted, "stored data of this file failed verification against its digest and is not served; "+
+		"writing the same content again repairs it")
+	if digest != nil {
+		e.Details["digest"] = DigestURI(*digest)
+	}
+	return e
 }

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -212,15 +211,12 @@ func (s *Service) rehash(ctx context.Context, agent string, b *ingested, resume 
 			resume.Write(sg.Inline)
 			continue
 		}
-		r, err := s.readSegment(ctx, agent, sg, 0, sg.Size)
-		if err != nil {
-			return err
+		data, free, werr := s.loadSegment(ctx, agent, sg, 0, sg.Size)
+		if werr != nil {
+			return werr
 		}
-		_, err = io.Copy(resume, r)
-		r.Close()
-		if err != nil {
-			return AsError(err)
-		}
+		resume.Write(data)
+		free()
 	}
 	own := b.appendDigest
 	if _, err := b.finish(resume, sha256.New()); err != nil {
@@ -325,7 +321,8 @@ func payloadTooLarge(actual, max int64) *Error {
 	return e
 }
 
-// openEntry streams a range of an entry's body, segment by segment.
+// openEntry streams a range of an entry's body, segment by segment, each verified before
+// any of its bytes is returned (integrity.go).
 func (s *Service) openEntry(ctx context.Context, agent string, e *meta.Entry, offset, length int64) (io.ReadCloser, error) {
 	if offset < 0 || offset > e.Size {
 		return nil, invalidArgument("offset", "%d is outside the body (size %d)", offset, e.Size)
@@ -334,89 +331,122 @@ func (s *Service) openEntry(ctx context.Context, agent string, e *meta.Entry, of
 	if length >= 0 && offset+length < end {
 		end = offset + length
 	}
-	return &entryReader{ctx: ctx, s: s, agent: agent, segs: e.Segments, pos: 0, off: offset, end: end}, nil
+	return &entryReader{ctx: ctx, s: s, agent: agent, digest: e.Digest, single: len(e.Segments) == 1,
+		segs: e.Segments, pos: 0, off: offset, end: end}, nil
 }
 
+// entryReader yields a range of a body. It holds the verified bytes of at most one
+// segment's part of the range (cur, ≤ blob.ChunkMaxBytes) plus at most one read-ahead
+// segment; a failure is sticky.
 type entryReader struct {
-	ctx      context.Context
-	s        *Service
-	agent    string
+	ctx   context.Context
+	s     *Service
+	agent string
+	// digest is the whole body's; a body of a single segment must have the same.
+	digest   meta.Digest
+	single   bool
 	segs     []meta.Segment
-	pos      int64 // body offset of segs[0]
-	off, end int64 // next body byte to return, end of range
-	cur      io.ReadCloser
+	pos      int64  // body offset of segs[0]
+	off, end int64  // next body byte to return, end of range
+	cur      []byte // verified bytes at off not yet returned
+	free     func() // gives cur's buffer and read budget back; nil when none is held
+	err      error
 	// ahead fetches the next segment while the current one streams (DESIGN.md §6);
 	// nil when nothing is being fetched.
 	ahead *prefetch
 }
 
-// prefetch is one segment being read ahead, whole, into memory.
+// prefetch is one segment being read ahead, whole and verified, into memory.
 type prefetch struct {
 	seg    int // index into the reader's segs at the time it started
 	data   []byte
-	err    error
+	free   func() // set with data: gives its buffer and read budget back
+	err    *Error
 	done   chan struct{}
 	cancel context.CancelFunc
 }
 
 func (r *entryReader) Read(p []byte) (int, error) {
-	for {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if len(r.cur) == 0 {
 		if r.off >= r.end {
 			return 0, io.EOF
 		}
-		if r.cur == nil {
-			for len(r.segs) > 0 && r.pos+r.segs[0].Size <= r.off {
-				r.pos += r.segs[0].Size
-				r.segs = r.segs[1:]
-				if r.ahead != nil {
-					r.ahead.seg--
-				}
-			}
-			if len(r.segs) == 0 {
-				return 0, AsError(fmt.Errorf("segment list shorter than the body: %w", blob.ErrCorrupt))
-			}
-			sg := r.segs[0]
-			from := r.off - r.pos
-			n := min(sg.Size-from, r.end-r.off)
-			if a := r.ahead; a != nil && a.seg == 0 && from == 0 && n == sg.Size {
-				r.ahead = nil
-				<-a.done
-				a.cancel()
-				r.s.prefetches.release()
-				if a.err != nil {
-					return 0, AsError(a.err)
-				}
-				r.cur = io.NopCloser(bytes.NewReader(a.data))
-			} else {
-				r.dropAhead()
-				rc, err := r.s.readSegment(r.ctx, r.agent, sg, from, n)
-				if err != nil {
-					return 0, err
-				}
-				r.cur = rc
-			}
-			r.readAhead()
+		if err := r.next(); err != nil {
+			r.err = err
+			r.Close()
+			return 0, err
 		}
-		n, err := r.cur.Read(p)
-		r.off += int64(n)
-		if errors.Is(err, io.EOF) {
-			r.cur.Close()
-			r.cur = nil
-			if n > 0 {
-				return n, nil
-			}
-			continue
-		}
-		if err != nil {
-			return n, AsError(err)
-		}
-		return n, nil
 	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	r.off += int64(n)
+	if len(r.cur) == 0 {
+		r.release()
+	}
+	return n, nil
+}
+
+// next loads the verified bytes of the segment holding off, up to the range's end.
+func (r *entryReader) next() *Error {
+	for len(r.segs) > 0 && r.pos+r.segs[0].Size <= r.off {
+		r.pos += r.segs[0].Size
+		r.segs = r.segs[1:]
+		if r.ahead != nil {
+			r.ahead.seg--
+		}
+	}
+	if len(r.segs) == 0 {
+		return r.s.corrupted(r.agent, r.digest, corruptInline, errors.New("the segment list is shorter than the body"))
+	}
+	sg := r.segs[0]
+	if r.single && sg.Digest != r.digest {
+		source := corruptObjectStore
+		if sg.IsInline() {
+			source = corruptInline
+		}
+		return r.s.corrupted(r.agent, sg.Digest, source, fmt.Errorf("the body's only segment has another digest than the body (%s)", DigestURI(r.digest)))
+	}
+	from := r.off - r.pos
+	n := min(sg.Size-from, r.end-r.off)
+	if a := r.ahead; a != nil && a.seg == 0 && from == 0 && n == sg.Size {
+		r.ahead = nil
+		<-a.done
+		a.cancel()
+		r.s.prefetches.release()
+		if a.err != nil {
+			return a.err
+		}
+		r.cur, r.free = a.data, a.free
+	} else {
+		r.dropAhead()
+		data, free, err := r.s.loadSegment(r.ctx, r.agent, sg, from, n)
+		if err != nil {
+			return err
+		}
+		r.cur, r.free = data, free
+	}
+	r.readAhead()
+	return nil
+}
+
+// release gives the current segment's buffer and read budget back.
+func (r *entryReader) release() {
+	if r.free != nil {
+		r.free()
+	}
+	r.free, r.cur = nil, nil
 }
 
 // readAhead starts fetching the segment after the current one when it lies wholly inside
-// the range, lives in the object store, and a node-wide prefetch slot is free (memory
-// stays bounded: Config.MaxConcurrentPrefetches segments of at most blob.ChunkMaxBytes).
+// the range, lives in the object store, and a node-wide prefetch slot and the read budget
+// for it are free without waiting (memory stays bounded: Config.MaxConcurrentPrefetches
+// segments of at most blob.ChunkMaxBytes, within Config.MaxReadBufferBytes).
 func (r *entryReader) readAhead() {
 	if r.ahead != nil || len(r.segs) < 2 {
 		return
@@ -425,24 +455,17 @@ func (r *entryReader) readAhead() {
 	if next.IsInline() || r.pos+r.segs[0].Size+next.Size > r.end || !r.s.prefetches.tryAcquire() {
 		return
 	}
+	w := r.s.readWeight(next.Size)
+	if !r.s.readBudget.TryAcquire(w) {
+		r.s.prefetches.release()
+		return
+	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	a := &prefetch{seg: 1, done: make(chan struct{}), cancel: cancel}
 	r.ahead = a
 	go func() {
 		defer close(a.done)
-		rc, err := r.s.readSegment(ctx, r.agent, next, 0, next.Size)
-		if err != nil {
-			a.err = err
-			return
-		}
-		defer rc.Close()
-		buf := make([]byte, 0, next.Size)
-		b := bytes.NewBuffer(buf)
-		if _, err := io.Copy(b, rc); err != nil { // the blob reader verifies the digest at EOF
-			a.err = err
-			return
-		}
-		a.data = b.Bytes()
+		a.data, a.free, a.err = r.s.loadHeld(ctx, r.agent, next, 0, next.Size, w)
 	}()
 }
 
@@ -452,16 +475,16 @@ func (r *entryReader) dropAhead() {
 		r.ahead = nil
 		a.cancel()
 		<-a.done
+		if a.free != nil {
+			a.free()
+		}
 		r.s.prefetches.release()
 	}
 }
 
 func (r *entryReader) Close() error {
 	r.dropAhead()
-	if r.cur != nil {
-		r.cur.Close()
-		r.cur = nil
-	}
+	r.release()
 	r.segs = nil
 	r.off = r.end
 	return nil
@@ -480,22 +503,6 @@ func (s slots) tryAcquire() bool {
 }
 
 func (s slots) release() { <-s }
-
-// readSegment streams [from, from+n) of one segment.
-func (s *Service) readSegment(ctx context.Context, agent string, sg meta.Segment, from, n int64) (io.ReadCloser, error) {
-	if sg.IsInline() {
-		return io.NopCloser(bytes.NewReader(sg.Inline[from : from+n])), nil
-	}
-	uid, err := s.rootUID(ctx, agent)
-	if err != nil {
-		return nil, AsError(err)
-	}
-	rc, err := s.blobs.Get(ctx, blob.Key{Root: uid, Digest: blob.Digest(sg.Digest)}, from, n)
-	if err != nil {
-		return nil, AsError(err)
-	}
-	return rc, nil
-}
 
 // Delete removes a file; ifGeneration 0 means unconditional. It returns the shard version
 // of the delete.

@@ -11,13 +11,17 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"mime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
@@ -59,6 +63,10 @@ var Sections = []string{"input", "scripts", "outputs", "logs", "metadata"}
 // Reserved paths, written only by commit and restore (WORKBENCH.md §Common rules).
 var reservedPaths = map[string]bool{"metadata/run_manifest.json": true, "metadata/restore_manifest.json": true}
 
+// DefaultMaxReadBufferBytes is Config.MaxReadBufferBytes's default: 16 reads each holding
+// a segment of the longest size at once.
+const DefaultMaxReadBufferBytes = 256 << 20
+
 // Config tunes the adapter.
 type Config struct {
 	// InlineMaxBytes: bodies (and appended segments) up to this many bytes are stored in
@@ -86,12 +94,21 @@ type Config struct {
 	// MaxConcurrentPrefetches bounds the segments read ahead at once, node-wide, while
 	// large bodies stream (each up to blob.ChunkMaxBytes in memory). Default 4.
 	MaxConcurrentPrefetches int
+	// MaxReadBufferBytes bounds the bytes of verified object-store segments all reads of
+	// the node hold at once (integrity.go: a read holds the part of one segment it serves,
+	// at most blob.ChunkMaxBytes, until every byte of it is out, plus its read-ahead). A
+	// read waits while the budget is spent; read-ahead is skipped. Default
+	// DefaultMaxReadBufferBytes (256 MiB); at least blob.ChunkMaxBytes.
+	MaxReadBufferBytes int64
 	// RestoreBatch is how many files one bounded restore command stages (1..4096).
 	// Default DefaultRestoreBatch.
 	RestoreBatch int
 	// GCGrace is the garbage collector's grace period when a sweep does not name one
 	// (gc.go). Default DefaultGCGrace (1h).
 	GCGrace time.Duration
+	// Logger receives the adapter's own reports (stored data failing verification,
+	// integrity.go). Default slog.Default().
+	Logger *slog.Logger
 }
 
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
@@ -109,10 +126,16 @@ type Service struct {
 	loads   chan struct{}
 	// prefetches bounds segment read-ahead (Config.MaxConcurrentPrefetches).
 	prefetches slots
+	// readBudget holds Config.MaxReadBufferBytes: the verified segment bytes reads hold.
+	readBudget *semaphore.Weighted
 	// restoring maps a restore operation id → a channel closed when this process's driver
 	// of it stops.
 	restoring sync.Map
 	gc        gcState
+	// corrupt counts reads of damaged stored bytes (integrity.go); nil until
+	// InstrumentIntegrity.
+	corrupt atomic.Pointer[prometheus.CounterVec]
+	log     *slog.Logger
 }
 
 // admit takes a slot of sem, waiting while all are taken; release gives it back.
@@ -151,11 +174,20 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	if cfg.MaxConcurrentPrefetches <= 0 {
 		cfg.MaxConcurrentPrefetches = 4
 	}
+	if cfg.MaxReadBufferBytes <= 0 {
+		cfg.MaxReadBufferBytes = DefaultMaxReadBufferBytes
+	}
+	if cfg.MaxReadBufferBytes < blob.ChunkMaxBytes {
+		return nil, fmt.Errorf("workbench: MaxReadBufferBytes %d is below one segment (blob.ChunkMaxBytes, %d)", cfg.MaxReadBufferBytes, blob.ChunkMaxBytes)
+	}
 	if cfg.RestoreBatch <= 0 {
 		cfg.RestoreBatch = DefaultRestoreBatch
 	}
 	if cfg.GCGrace <= 0 {
 		cfg.GCGrace = DefaultGCGrace
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	if cfg.RestoreBatch > meta.MaxRestoreBatch {
 		return nil, fmt.Errorf("workbench: RestoreBatch %d out of range 1..%d", cfg.RestoreBatch, meta.MaxRestoreBatch)
@@ -168,7 +200,8 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	}
 	return &Service{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
 		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
-		prefetches: make(slots, cfg.MaxConcurrentPrefetches)}, nil
+		prefetches: make(slots, cfg.MaxConcurrentPrefetches), readBudget: semaphore.NewWeighted(cfg.MaxReadBufferBytes),
+		log: cfg.Logger}, nil
 }
 
 // Config returns the adapter's effective configuration.

@@ -701,3 +701,61 @@ func testClosed(t *testing.T, s blob.Store) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// Damage changes the stored bytes of key's blob behind the store's back (a flipped byte in
+// the payload, as a failing disk or a tampered object would leave it), keeping whatever the
+// backend records beside the payload (blob/dir's header, s3's metadata), so that only
+// reading the payload can tell. Each backend's test supplies its own.
+type Damage func(t *testing.T, s blob.Store, key blob.Key)
+
+// RunDamage runs the damage part of the conformance suite (DESIGN.md §8, issue 10): a
+// damaged blob fails every read, whatever the range, with ErrCorrupt and never a clean
+// io.EOF; put-if-absent verifies a blob it finds before trusting it, so the next Put of the
+// same content replaces a damaged blob. open is as for Run.
+func RunDamage(t *testing.T, open func(t *testing.T) blob.Store, damage Damage) {
+	cases := []struct {
+		name string
+		data []byte
+	}{
+		{"an identity blob", randomBytes(40, 64<<10)},
+		{"a compressed blob", textBytes(41, 256<<10)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() { s.Close() })
+			key := keyOf("r1", tc.data)
+			put(t, s, key, tc.data)
+			damage(t, s, key)
+			size := int64(len(tc.data))
+			for _, r := range []struct {
+				what           string
+				offset, length int64
+			}{
+				{"the whole blob", 0, -1},
+				{"its first bytes", 0, 10},
+				{"bytes in the middle", size / 3, 100},
+				{"its last byte", size - 1, 1},
+				{"nothing at its end", size, -1},
+			} {
+				got, err := read(t.Context(), s, key, r.offset, r.length)
+				if !errors.Is(err, blob.ErrCorrupt) {
+					t.Errorf("Get %s of the damaged blob: %d bytes, error %v; want an error wrapping ErrCorrupt", r.what, len(got), err)
+				}
+			}
+			if _, err := s.Put(t.Context(), key, tc.data); err != nil {
+				t.Fatalf("Put of the same content over the damaged blob: %v", err)
+			}
+			if got := mustRead(t, s, key, 0, -1); !bytes.Equal(got, tc.data) {
+				t.Fatalf("Get after the repairing Put: %d bytes that differ from the %d put", len(got), len(tc.data))
+			}
+			if got := mustRead(t, s, key, size/3, 100); !bytes.Equal(got, tc.data[size/3:size/3+100]) {
+				t.Fatalf("ranged Get after the repairing Put returned other bytes")
+			}
+			res := put(t, s, key, tc.data)
+			if res.Created {
+				t.Errorf("Put of the repaired, intact blob: Created = true, want false (put-if-absent)")
+			}
+		})
+	}
+}

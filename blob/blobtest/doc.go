@@ -6,7 +6,11 @@
 // round trips of empty, tiny, compressible, incompressible and multi-segment-sized blobs;
 // put-if-absent; digest checks; ranged reads and ErrRange; Stat; idempotent Delete; List per
 // root; key validation; concurrency (run it with -race); context cancellation; Close.
-// Damage to stored data is backend-specific and is tested by each backend itself.
+//
+// RunDamage checks what a damaged blob does: every read fails with ErrCorrupt, whatever
+// the range, and the next Put of the same content repairs it (put-if-absent verifies
+// before it trusts). Damaging stored bytes is backend-specific, so each backend passes a
+// Damage function; other damage (headers, metadata) is tested by each backend itself.
 //
 // It never touches anything but the stores open returns, and never asserts on timing.
 package blobtest

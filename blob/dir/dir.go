@@ -222,12 +222,14 @@ func (s *Store) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutRes
 	defer unlock()
 
 	final := s.BlobPath(key)
-	h, payloadBytes, _, err := statFile(final)
+	h, payloadBytes, err := s.verify(ctx, key, final)
 	switch {
-	case err == nil && h.size == int64(len(data)):
+	case err == nil:
 		return blob.PutResult{StoredBytes: payloadBytes, Encoding: h.enc}, nil
-	case err == nil, errors.Is(err, fs.ErrNotExist), errors.Is(err, blob.ErrCorrupt):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, blob.ErrCorrupt):
 		// Absent, or present but damaged: write it (rename replaces a damaged file).
+	case ctx.Err() != nil:
+		return blob.PutResult{}, fmt.Errorf("blob/dir: put %s: %w", key, ctx.Err())
 	default:
 		return blob.PutResult{}, s.ioErr("put", key, err)
 	}
@@ -249,6 +251,31 @@ func (s *Store) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutRes
 		return blob.PutResult{}, err
 	}
 	return blob.PutResult{Created: true, StoredBytes: int64(len(payload)), Encoding: enc}, nil
+}
+
+// verify reads the blob file at path whole, as Get would, and checks it against key: a Put
+// trusts an existing blob only once its bytes hash to its digest (put-if-absent must not
+// dedupe onto damaged data, which could then never be repaired). Errors: fs.ErrNotExist,
+// blob.ErrCorrupt, ctx's, or I/O.
+func (s *Store) verify(ctx context.Context, key blob.Key, path string) (header, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return header{}, 0, err
+	}
+	h, payloadBytes, _, err := readFile(f)
+	if err != nil {
+		f.Close()
+		return header{}, 0, err
+	}
+	r, err := blob.NewReader(ctx, key, readCloser{io.NewSectionReader(f, HeaderBytes, payloadBytes), f}, h.enc, h.size, 0, -1)
+	if err != nil {
+		return header{}, 0, err
+	}
+	defer r.Close()
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return header{}, 0, err
+	}
+	return h, payloadBytes, nil
 }
 
 // write puts hdr+payload at final: temp file, fsync, rename, fsync of the directory.

@@ -27,6 +27,36 @@ func TestStoreConformance(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store { return open(t, t.TempDir()) })
 }
 
+func TestStoreDamageConformance(t *testing.T) {
+	blobtest.RunDamage(t, func(t *testing.T) blob.Store { return open(t, t.TempDir()) }, func(t *testing.T, s blob.Store, key blob.Key) {
+		t.Helper()
+		path := s.(*dir.Store).BlobPath(key)
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flipFileByte(t, path, dir.HeaderBytes+(fi.Size()-dir.HeaderBytes)/2)
+	})
+}
+
+// flipFileByte inverts the bits of the byte at off of the file at path.
+func flipFileByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func open(t *testing.T, path string) *dir.Store {
 	t.Helper()
 	s, err := dir.Open(path)

@@ -14,11 +14,13 @@
 //     (".tmp-*") in the same directory, fsyncs it, renames it into place and fsyncs the
 //     directory. Every directory the store creates or first uses has its parent fsynced, so
 //     the path to a blob survives a machine crash once Put returns.
-//   - Put never rewrites a valid blob. Puts and Deletes of one key are serialized within the
-//     process; exactly one of several concurrent Puts of a new key reports Created.
+//   - Put never rewrites a valid blob, and trusts an existing file only after reading it
+//     whole and checking its digest; a damaged file is replaced. Puts and Deletes of one
+//     key are serialized within the process; exactly one of several concurrent Puts of a
+//     new key reports Created.
 //   - Open removes stray temporary files. Open never deletes or rewrites anything else; a
-//     file under a final name whose header is invalid is reported as blob.ErrCorrupt and
-//     replaced by the next Put of its key.
+//     file under a final name whose header or payload is invalid is reported as
+//     blob.ErrCorrupt and replaced by the next Put of its key.
 //   - One Store per directory. A second process writing the same directory corrupts
 //     nothing, but its in-flight Puts may fail when this one's Open removes their temporary
 //     files.

@@ -57,7 +57,7 @@ func (s *Store) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutRes
 	if got := blob.DigestOf(data); got != key.Digest {
 		return blob.PutResult{}, fmt.Errorf("blob/mem: put %s: data hashes to %s: %w", key, got, blob.ErrDigestMismatch)
 	}
-	if e != nil {
+	if e != nil && e.intact(ctx, key) {
 		return blob.PutResult{StoredBytes: int64(len(e.payload)), Encoding: e.enc}, nil
 	}
 	payload, enc := blob.Encode(nil, data)
@@ -71,8 +71,8 @@ func (s *Store) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutRes
 	if s.closed {
 		return blob.PutResult{}, fmt.Errorf("blob/mem: put %s: store closed: %w", key, blob.ErrUnavailable)
 	}
-	if old, ok := s.blobs[key]; ok {
-		// A concurrent Put of the same key won.
+	if old, ok := s.blobs[key]; ok && old.intact(ctx, key) {
+		// A concurrent Put of the same key won (or the blob was intact all along).
 		return blob.PutResult{StoredBytes: int64(len(old.payload)), Encoding: old.enc}, nil
 	}
 	s.blobs[key] = e
@@ -101,6 +101,36 @@ func (s *Store) Stat(ctx context.Context, key blob.Key) (blob.Info, error) {
 		return blob.Info{}, fmt.Errorf("blob/mem: stat %s: %w", key, blob.ErrNotFound)
 	}
 	return e.info(), nil
+}
+
+// intact reports whether e's payload decodes to bytes that hash to key's digest: Put
+// trusts an existing blob only then (put-if-absent never dedupes onto damaged data).
+func (e *entry) intact(ctx context.Context, key blob.Key) bool {
+	r, err := blob.NewReader(ctx, key, io.NopCloser(bytes.NewReader(e.payload)), e.enc, e.size, 0, -1)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	_, err = io.Copy(io.Discard, r)
+	return err == nil
+}
+
+// Corrupt flips the bits of one byte in the middle of key's stored payload, for tests of
+// what readers and writers do with damaged data (blobtest.RunDamage). The entry is
+// replaced, not changed in place, so readers already streaming it are not affected. It
+// fails with blob.ErrNotFound for an absent or empty blob.
+func (s *Store) Corrupt(key blob.Key) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.blobs[key]
+	if !ok || len(e.payload) == 0 {
+		return fmt.Errorf("blob/mem: corrupt %s: %w", key, blob.ErrNotFound)
+	}
+	d := *e
+	d.payload = bytes.Clone(e.payload)
+	d.payload[len(d.payload)/2] ^= 0xff
+	s.blobs[key] = &d
+	return nil
 }
 
 func (e *entry) info() blob.Info {

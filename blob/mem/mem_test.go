@@ -15,3 +15,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestStoreConformance(t *testing.T) {
 	blobtest.Run(t, func(*testing.T) blob.Store { return mem.New() })
 }
+
+func TestStoreDamageConformance(t *testing.T) {
+	blobtest.RunDamage(t, func(*testing.T) blob.Store { return mem.New() }, func(t *testing.T, s blob.Store, key blob.Key) {
+		if err := s.(*mem.Store).Corrupt(key); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -17,12 +17,12 @@
 //     (x-amz-content-sha256), so the store rejects one damaged in transit. When Put returns
 //     nil the object is stored (S3 acknowledges only durable writes).
 //   - Put never rewrites a valid blob: it HEADs first and uploads nothing when the blob is
-//     there, and its upload is conditional (If-None-Match: *, S3 conditional writes), so of
+//     there and reads back whole to its digest (a dedupe hit costs a GET), and its upload is conditional (If-None-Match: *, S3 conditional writes), so of
 //     concurrent Puts of a new key, in this process or any other, exactly one creates it
 //     (Puts and Deletes of one key are also serialized within the process). A store that
 //     ignores the condition at worst rewrites the same bytes. An object whose metadata is
-//     missing or bad is reported as blob.ErrCorrupt and overwritten by the next Put of its
-//     key.
+//     missing or bad, or whose payload does not verify, is reported as blob.ErrCorrupt and
+//     overwritten by the next Put of its key.
 //   - A failed or cancelled multipart upload is aborted before Put returns.
 //   - Get verifies the whole blob (blob.NewReader): it streams the object from its first
 //     byte whatever the range asked for.

@@ -237,7 +237,9 @@ func (s *Store) stat(ctx context.Context, op string, key blob.Key) (blob.Info, b
 }
 
 // Put implements blob.Store. It HEADs the object first and uploads nothing when a valid
-// blob is there (DESIGN.md §8, put-if-absent). The upload is conditional
+// blob is there (DESIGN.md §8, put-if-absent): valid means its metadata parses and its
+// payload, read back whole, hashes to the key (a dedupe hit costs a GET of the object;
+// a damaged object is overwritten). The upload is conditional
 // (If-None-Match: *, S3 conditional writes), so of concurrent Puts of a new key in any
 // number of processes one creates the object and the others report Created=false. (When
 // an upload is retried because the answer to a first attempt that did store it was lost,
@@ -261,7 +263,18 @@ func (s *Store) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutRes
 	info, exists, err := s.stat(ctx, "put", key)
 	switch {
 	case err == nil && exists:
-		return blob.PutResult{StoredBytes: info.StoredBytes, Encoding: info.Encoding}, nil
+		// Trust the object only once its bytes hash to the key (put-if-absent must not
+		// dedupe onto damaged data, which could then never be repaired).
+		switch verr := s.verify(ctx, key); {
+		case verr == nil:
+			return blob.PutResult{StoredBytes: info.StoredBytes, Encoding: info.Encoding}, nil
+		case errors.Is(verr, blob.ErrNotFound):
+			exists = false // deleted since the HEAD: a conditional upload below
+		case errors.Is(verr, blob.ErrCorrupt):
+			// Present but damaged: overwrite it with the right bytes.
+		default:
+			return blob.PutResult{}, verr
+		}
 	case errors.Is(err, blob.ErrCorrupt):
 		// Present but damaged: overwrite it with the right bytes.
 	case err != nil:
@@ -298,6 +311,19 @@ func (s *Store) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutRes
 		return blob.PutResult{}, &ObjectUnavailableError{Op: "put", Reason: "object changed during the put", Transient: true, Attempts: 1}
 	}
 	return blob.PutResult{StoredBytes: info.StoredBytes, Encoding: info.Encoding}, nil
+}
+
+// verify reads key's object whole through Get, which checks the digest: nil when the
+// stored blob is intact, else Get's or the reader's error (blob.ErrNotFound,
+// blob.ErrCorrupt, an *ObjectUnavailableError, ctx's).
+func (s *Store) verify(ctx context.Context, key blob.Key) error {
+	r, err := s.Get(ctx, key, 0, -1)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = io.Copy(io.Discard, r)
+	return err
 }
 
 // upload stores payload under key's object with its metadata; unless overwrite, only if no

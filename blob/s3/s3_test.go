@@ -45,6 +45,39 @@ func TestStoreConformanceWithSmallParts(t *testing.T) {
 	})
 }
 
+// Damage rewrites an object with one payload byte flipped and its metadata kept, as bit rot
+// or a tampered object would leave it: only reading the payload can tell.
+func TestStoreDamageConformance(t *testing.T) {
+	srv := s3test.Start(t)
+	raw := rawClient(t, srv.Endpoint)
+	buckets := map[blob.Store]string{} // subtests run one at a time
+	blobtest.RunDamage(t, func(t *testing.T) blob.Store {
+		cfg := srv.Config(s3test.Bucket())
+		s := s3test.Open(t, cfg)
+		buckets[s] = cfg.Bucket
+		return s
+	}, func(t *testing.T, s blob.Store, key blob.Key) {
+		t.Helper()
+		bucket := buckets[s]
+		name := s.(*s3.Store).ObjectName(key)
+		obj, err := raw.GetObject(t.Context(), bucket, name, minio.GetObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, err := io.ReadAll(obj)
+		obj.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		oi, err := raw.StatObject(t.Context(), bucket, name, minio.StatObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload[len(payload)/2] ^= 0xff
+		rawPut(t, raw, bucket, name, payload, map[string]string{s3.MetaEncoding: oi.UserMetadata[s3.MetaEncoding], s3.MetaSize: oi.UserMetadata[s3.MetaSize]})
+	})
+}
+
 func randomBytes(seed uint64, n int) []byte {
 	b := make([]byte, n)
 	rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}).Read(b)

@@ -24,6 +24,7 @@ import (
 	"github.com/cairnstore/cairn/api/server"
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/s3"
+	"github.com/cairnstore/cairn/shard"
 )
 
 // addFileCommands registers the client commands that move files: put, cat, ls, import,
@@ -495,6 +496,8 @@ func describeError(err error) (code, msg string) {
 		return "Canceled", msg
 	case errors.Is(err, server.ErrDataDirLocked):
 		return "DataDirLocked", msg
+	case errors.Is(err, shard.ErrDamaged):
+		return "DataCorrupted", msg
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, s3.ErrBucketMissing):
 		return "NotFound", msg
 	case errors.Is(err, blob.ErrUnavailable):
