@@ -2,7 +2,9 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 
@@ -88,7 +90,63 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.Body != nil && r.Body != http.NoBody {
+		// A body the surface cut off (below the minimum rate, api/rest rateBody) is
+		// answered with its typed envelope, not the SDK's bare "failed to read body".
+		body := &bodyErrors{ReadCloser: r.Body}
+		r.Body = body
+		w = &bodyErrorWriter{ResponseWriter: w, body: body}
+	}
 	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, h.server(agent))))
+}
+
+// bodyErrors remembers the first typed (*workbench.Error) read error of a request body.
+type bodyErrors struct {
+	io.ReadCloser
+	err *workbench.Error
+}
+
+func (b *bodyErrors) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && b.err == nil {
+		errors.As(err, &b.err)
+	}
+	return n, err
+}
+
+// bodyErrorWriter replaces the SDK's answer to a body it could not read with the
+// contract's envelope of the typed read error (HTTP 400, like any InvalidArguments).
+type bodyErrorWriter struct {
+	http.ResponseWriter
+	body     *bodyErrors
+	replaced bool
+}
+
+func (w *bodyErrorWriter) WriteHeader(code int) {
+	if code >= 400 && w.body.err != nil && !w.replaced {
+		w.replaced = true
+		w.Header().Del("Content-Length")
+		writeEnvelope(w.ResponseWriter, http.StatusBadRequest, w.body.err)
+		return
+	}
+	if !w.replaced {
+		w.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (w *bodyErrorWriter) Write(p []byte) (int, error) {
+	if w.replaced {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *bodyErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *bodyErrorWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.replaced {
+		f.Flush()
+	}
 }
 
 // server returns the cached server of an agent root, building it on first use.

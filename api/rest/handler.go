@@ -33,8 +33,14 @@ type Options struct {
 	// own request metrics. Nil disables /metrics.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
-	// BodyIdleTimeout bounds how long a request body may stall between reads. Default 60s.
-	BodyIdleTimeout time.Duration
+	// BodyMinBytesPerSecond and BodyRateWindow bound every request body (REST and MCP):
+	// it must average at least BodyMinBytesPerSecond over waiting time, and never stall a
+	// whole BodyRateWindow (rateBody). Defaults 64 KiB/s and 30s.
+	BodyMinBytesPerSecond int64
+	BodyRateWindow        time.Duration
+	// WriteTimeout bounds each write of a response: a client that stops reading for this
+	// long is cut off. Default 1m.
+	WriteTimeout time.Duration
 }
 
 // Handler is the HTTP entry point of a node.
@@ -52,8 +58,14 @@ type Handler struct {
 
 // NewHandler returns the node's HTTP handler.
 func NewHandler(svc *workbench.Service, opts Options) *Handler {
-	if opts.BodyIdleTimeout <= 0 {
-		opts.BodyIdleTimeout = 60 * time.Second
+	if opts.BodyMinBytesPerSecond <= 0 {
+		opts.BodyMinBytesPerSecond = DefaultBodyMinBytesPerSecond
+	}
+	if opts.BodyRateWindow <= 0 {
+		opts.BodyRateWindow = DefaultBodyRateWindow
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	h := &Handler{svc: svc, opts: opts, log: opts.Logger}
 	h.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "requests_total",
@@ -73,7 +85,9 @@ func NewHandler(svc *workbench.Service, opts Options) *Handler {
 
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status       int
+	ctl          *http.ResponseController
+	writeTimeout time.Duration
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -87,6 +101,7 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
 	}
+	writeDeadline(s.ctl, s.writeTimeout)
 	return s.ResponseWriter.Write(p)
 }
 
@@ -101,7 +116,10 @@ func (s *statusRecorder) Flush() {
 // ServeHTTP routes on the escaped path (no cleaning, no redirects).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &statusRecorder{ResponseWriter: w, ctl: http.NewResponseController(w), writeTimeout: h.opts.WriteTimeout}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = newRateBody(r.Body, w, h.opts.BodyMinBytesPerSecond, h.opts.BodyRateWindow)
+	}
 	h.inflight.Inc()
 	route := h.route(rec, r)
 	h.inflight.Dec()

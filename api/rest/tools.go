@@ -124,6 +124,10 @@ func onlyParams(q url.Values, allowed ...string) error {
 func decodeBody(r *http.Request, in any) error {
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxToolBody+1))
 	if err != nil {
+		var we *workbench.Error
+		if errors.As(err, &we) {
+			return we // a body below the minimum rate (rateBody)
+		}
 		return invalidArg("body", "could not be read: %v", err)
 	}
 	if len(data) > maxToolBody {

@@ -241,6 +241,10 @@ func (c *ClusterNode) open(ctx context.Context) error {
 		Ready:    func() bool { return !c.closing.Load() },
 		Registry: c.registry,
 		Logger:   c.log,
+
+		BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond,
+		BodyRateWindow:        cfg.BodyRateWindow,
+		WriteTimeout:          cfg.WriteTimeout,
 	})
 	c.proxy = newForwarder(c)
 	c.handler = c.route(false)
@@ -368,12 +372,12 @@ func (c *ClusterNode) WaitReady(ctx context.Context) error { return ctx.Err() }
 // non-nil, receives the bound address.
 func (c *ClusterNode) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	var d drainer
-	srv := &http.Server{Handler: d.wrap(c.handler), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
+	srv := newHTTPServer(c.cfg, d.wrap(c.handler), c.log)
 	if ready != nil {
 		ready(c.clientLn.Addr())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(c.clientLn) }()
+	go func() { errc <- srv.Serve(limitListener(c.clientLn, c.cfg)) }()
 	select {
 	case err := <-errc:
 		return err

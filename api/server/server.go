@@ -254,6 +254,10 @@ func (n *Node) open(ctx context.Context) error {
 		Ready:    n.shard.Ready,
 		Registry: n.registry,
 		Logger:   n.log,
+
+		BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond,
+		BodyRateWindow:        cfg.BodyRateWindow,
+		WriteTimeout:          cfg.WriteTimeout,
 	})
 	return nil
 }
@@ -355,12 +359,12 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		return fmt.Errorf("listen %s: %w", n.cfg.Listen, err)
 	}
 	var d drainer
-	srv := &http.Server{Handler: d.wrap(n.handler), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelWarn)}
+	srv := newHTTPServer(n.cfg, d.wrap(n.handler), n.log)
 	if ready != nil {
 		ready(ln.Addr())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(limitListener(ln, n.cfg)) }()
 	select {
 	case err := <-errc:
 		return err
