@@ -29,6 +29,9 @@ type Options struct {
 	MCP http.Handler
 	// Ready reports whether the node serves writes and linearizable reads (/readyz).
 	Ready func() bool
+	// Failing lists what else makes the node not ready (a stalled object store, a full
+	// disk); /readyz answers 503 with the list while it is not empty. Nil: nothing.
+	Failing func() []string
 	// Registry collects the metrics served at /metrics; it also registers the handler's
 	// own request metrics. Nil disables /metrics.
 	Registry *prometheus.Registry
@@ -137,9 +140,16 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 		return "healthz"
 	case "/readyz":
+		var failing []string
+		if h.opts.Failing != nil {
+			failing = h.opts.Failing()
+		}
 		if h.opts.Ready != nil && !h.opts.Ready() {
+			failing = append([]string{"node: not serving (no ready leader yet, or shutting down)"}, failing...)
+		}
+		if len(failing) > 0 {
 			w.Header().Set("Retry-After", "1")
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready"})
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "failing": failing})
 		} else {
 			writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
 		}

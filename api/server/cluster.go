@@ -239,6 +239,7 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	c.local = rest.NewHandler(c.svc, rest.Options{
 		MCP:      mcp.Handler(c.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
 		Ready:    func() bool { return !c.closing.Load() },
+		Failing:  c.n.health.Failing,
 		Registry: c.registry,
 		Logger:   c.log,
 
@@ -261,6 +262,7 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	c.cancel = wcancel
 	// Replicas first (WatchReplicaSets), then the registration that lets the controller
 	// assign this node work.
+	c.goRun(func() { c.n.health.run(wctx) })
 	c.goRun(func() { c.hostReplicas(wctx) })
 	c.goRun(func() { c.watchNodes(wctx) })
 	c.goRun(func() { c.watchHints(wctx) })

@@ -22,7 +22,13 @@ import (
 // and returns its base URL.
 func serveNode(t *testing.T, cfg ops.Config) (*Node, string) {
 	t.Helper()
-	n, err := Open(t.Context(), cfg, ops.Credentials{}, nil)
+	return serveNodeWith(t, cfg, ops.Credentials{})
+}
+
+// serveNodeWith is serveNode with creds for an s3:// blob store.
+func serveNodeWith(t *testing.T, cfg ops.Config, creds ops.Credentials) (*Node, string) {
+	t.Helper()
+	n, err := Open(t.Context(), cfg, creds, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,7 @@ type Node struct {
 	svc      *workbench.Service
 	registry *prometheus.Registry
 	handler  http.Handler
+	health   *health
 	// stopWorkers ends the background workers; workers waits for them.
 	stopWorkers context.CancelFunc
 	workers     sync.WaitGroup
@@ -248,10 +249,13 @@ func (n *Node) open(ctx context.Context) error {
 	go n.compactSegments(wctx)
 	n.workers.Add(1)
 	go n.collectGarbage(wctx)
+	n.workers.Add(1)
+	go func() { defer n.workers.Done(); n.health.run(wctx) }()
 	n.registry.MustRegister(shardCollector{n.shard})
 	n.handler = rest.NewHandler(n.svc, rest.Options{
 		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
 		Ready:    n.shard.Ready,
+		Failing:  n.health.Failing,
 		Registry: n.registry,
 		Logger:   n.log,
 
@@ -270,8 +274,10 @@ func (n *Node) openBlobs(ctx context.Context) error {
 		return err
 	}
 	var store blob.Store
+	dirs := map[string]string{"data directory": n.cfg.DataDir}
 	switch target.Kind {
 	case ops.BlobDir:
+		dirs["blob store"] = target.Dir
 		ds, err := dir.Open(target.Dir)
 		if err != nil {
 			return fmt.Errorf("blob store %s: %w", n.cfg.Blob, err)
@@ -310,6 +316,10 @@ func (n *Node) openBlobs(ctx context.Context) error {
 	default:
 		return fmt.Errorf("blob store %s: unknown kind %q", n.cfg.Blob, target.Kind)
 	}
+	// Every call has a deadline: a stalled store answers ObjectUnavailable (503), and the
+	// readiness probe (health.go) reports it.
+	store = blob.WithDeadline(store, n.cfg.BlobTimeout)
+	n.health = &health{blobs: store, dirs: dirs, log: n.log}
 	n.blobs, err = blob.Instrument(store, n.registry)
 	if err != nil {
 		store.Close()
