@@ -39,6 +39,10 @@ func Handler(svc *workbench.Service, opts Options) http.Handler {
 		JSONResponse:        true,
 		Logger:              sdkLogger(opts.Logger),
 		MaxRequestBodyBytes: opts.MaxMessageBytes,
+		// The listener in front (api/server's guard) checks Host and Origin for REST and
+		// MCP alike, against the configured names; the SDK's loopback-only check would
+		// refuse the names an operator allows.
+		DisableLocalhostProtection: true,
 	})
 	return h
 }

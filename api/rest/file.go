@@ -239,11 +239,15 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path string) {
 	q, err := parseQuery(r)
 	if err == nil {
-		err = onlyParams(q, "at_snapshot")
+		err = onlyParams(q, "at_snapshot", "disposition")
 	}
 	var at workbench.At
 	if err == nil {
 		at, err = atSnapshotQuery(q)
+	}
+	inline := false
+	if err == nil {
+		inline, err = dispositionQuery(q)
 	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
@@ -263,7 +267,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	hd.Set("Last-Modified", time.UnixMilli(info.ModifiedAtMs).UTC().Format(http.TimeFormat))
 	hd.Set("Accept-Ranges", "bytes")
 	hd.Set("Content-Type", info.ContentType)
-	hd.Set("X-Content-Type-Options", "nosniff")
+	storedContentHeaders(hd, info.ContentType, path, inline)
 	if im := r.Header.Get("If-Match"); im != "" && !etagMatches(im, info.Generation) {
 		e := &workbench.Error{Code: workbench.CodeConflict, Message: "the file's generation is " + strconv.FormatUint(info.Generation, 10),
 			Retryable: true, Details: map[string]any{"current_generation": info.Generation}}

@@ -374,7 +374,7 @@ func (c *ClusterNode) WaitReady(ctx context.Context) error { return ctx.Err() }
 // non-nil, receives the bound address.
 func (c *ClusterNode) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	var d drainer
-	srv := newHTTPServer(c.cfg, d.wrap(c.handler), c.log)
+	srv := newHTTPServer(c.cfg, d.wrap(newGuard(c.cfg, c.clientURL, c.handler)), c.log)
 	if ready != nil {
 		ready(c.clientLn.Addr())
 	}

@@ -369,7 +369,7 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		return fmt.Errorf("listen %s: %w", n.cfg.Listen, err)
 	}
 	var d drainer
-	srv := newHTTPServer(n.cfg, d.wrap(n.handler), n.log)
+	srv := newHTTPServer(n.cfg, d.wrap(newGuard(n.cfg, "", n.handler)), n.log)
 	if ready != nil {
 		ready(ln.Addr())
 	}
