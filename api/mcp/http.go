@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -94,63 +96,42 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Body != nil && r.Body != http.NoBody {
-		// A body the surface cut off (below the minimum rate, api/rest rateBody) is
-		// answered with its typed envelope, not the SDK's bare "failed to read body".
-		body := &bodyErrors{ReadCloser: r.Body}
-		r.Body = body
-		w = &bodyErrorWriter{ResponseWriter: w, body: body}
+	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(io.LimitReader(r.Body, h.opts.MaxMessageBytes+1))
+		var we *workbench.Error
+		switch {
+		case errors.As(err, &we):
+			// A body the surface cut off (below the minimum rate, api/rest rateBody).
+			writeEnvelope(w, http.StatusBadRequest, we)
+			return
+		case err != nil:
+			writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments,
+				Message: "body: could not be read", Details: map[string]any{"field": "body"}})
+			return
+		case int64(len(body)) > h.opts.MaxMessageBytes:
+			e := &workbench.Error{Code: workbench.CodePayloadTooLarge,
+				Message: fmt.Sprintf("the request is more than the %d-byte limit of one MCP message (payloads are capped at %d bytes)", h.opts.MaxMessageBytes, h.opts.MaxPayloadBytes),
+				Details: map[string]any{"max_bytes": h.opts.MaxPayloadBytes}}
+			writeEnvelope(w, http.StatusRequestEntityTooLarge, e)
+			return
+		}
+		if id, why := checkRequestParams(body); why != "" {
+			writeRPCError(w, id, -32602, "Invalid params: "+why)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
 	}
 	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, h.server(agent))))
 }
 
-// bodyErrors remembers the first typed (*workbench.Error) read error of a request body.
-type bodyErrors struct {
-	io.ReadCloser
-	err *workbench.Error
-}
-
-func (b *bodyErrors) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && b.err == nil {
-		errors.As(err, &b.err)
-	}
-	return n, err
-}
-
-// bodyErrorWriter replaces the SDK's answer to a body it could not read with the
-// contract's envelope of the typed read error (HTTP 400, like any InvalidArguments).
-type bodyErrorWriter struct {
-	http.ResponseWriter
-	body     *bodyErrors
-	replaced bool
-}
-
-func (w *bodyErrorWriter) WriteHeader(code int) {
-	if code >= 400 && w.body.err != nil && !w.replaced {
-		w.replaced = true
-		w.Header().Del("Content-Length")
-		writeEnvelope(w.ResponseWriter, http.StatusBadRequest, w.body.err)
-		return
-	}
-	if !w.replaced {
-		w.ResponseWriter.WriteHeader(code)
-	}
-}
-
-func (w *bodyErrorWriter) Write(p []byte) (int, error) {
-	if w.replaced {
-		return len(p), nil
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-func (w *bodyErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *bodyErrorWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.replaced {
-		f.Flush()
-	}
+// writeRPCError answers a request with a JSON-RPC error (HTTP 200, as the SDK answers
+// its own).
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, code int, msg string) {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
 }
 
 // server returns the cached server of an agent root, building it on first use.
