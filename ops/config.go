@@ -212,6 +212,49 @@ type Config struct {
 	PeerTLSCert string
 	PeerTLSKey  string
 	PeerTLSCA   string
+
+	// Serving limits (serving.go has their rules and flags).
+	//
+	// ReadHeaderTimeout bounds reading a request's headers. Positive. YAML
+	// read_header_timeout. Default 10s.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that waits this long for its next
+	// request. Positive. YAML idle_timeout. Default 2m.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds each write of a response: a client that stops reading for this
+	// long is cut off, a download that keeps moving is not. Positive. YAML
+	// write_timeout. Default 1m.
+	WriteTimeout time.Duration
+	// BodyMinBytesPerSecond is the slowest average rate, in bytes per second, a request
+	// body may arrive at (REST uploads and MCP requests alike); a slower one, or one that
+	// stalls a whole BodyRateWindow, ends with InvalidArguments (field "body", rule
+	// "min_rate") and frees its slots. At least 1. YAML body_min_bytes_per_second.
+	// Default 65536.
+	BodyMinBytesPerSecond int64
+	// BodyRateWindow is the waiting time the minimum body rate is averaged over.
+	// Positive. YAML body_rate_window. Default 30s.
+	BodyRateWindow time.Duration
+	// MaxConnections caps the client connections a node holds open; further ones wait
+	// to be accepted. At least 1. YAML max_connections. Default 4096.
+	MaxConnections int
+	// MaxConnectionsPerClient caps the client connections from one IP address; further
+	// ones are closed at once. 1..MaxConnections. YAML max_connections_per_client.
+	// Default 1024.
+	MaxConnectionsPerClient int
+	// BlobTimeout bounds every object-store call that moves no body (stat, exists,
+	// delete, list page, small put) and the wait for each part of a streamed one; a
+	// call past it answers ObjectUnavailable (503, retryable). Positive. YAML
+	// blob_timeout. Default 30s.
+	BlobTimeout time.Duration
+	// AdminListen is the listen address, host:port, of the admin routes (/v1/admin/...,
+	// also /metrics, /healthz, /readyz); they are not served on Listen. Loopback only
+	// (port 0 picks a free port). YAML admin_listen. Default "127.0.0.1:7071".
+	AdminListen string
+	// AllowedHosts is a comma-separated list of extra host names (or host:port) the
+	// client listener answers in a request's Host header, besides the loopback names
+	// and the listen address; other Host values get 403 (a DNS-rebound page). YAML
+	// allowed_hosts. Default "" (none).
+	AllowedHosts string
 }
 
 // EtcdEndpoints returns the Etcd endpoints, split at commas, trimmed, empty ones dropped.
@@ -255,6 +298,16 @@ func DefaultConfig() Config {
 		S3CreateBucket:        DefaultS3CreateBucket,
 		Shards:                DefaultShards,
 		Replication:           DefaultReplication,
+
+		ReadHeaderTimeout:       DefaultReadHeaderTimeout,
+		IdleTimeout:             DefaultIdleTimeout,
+		WriteTimeout:            DefaultWriteTimeout,
+		BodyMinBytesPerSecond:   DefaultBodyMinBytesPerSecond,
+		BodyRateWindow:          DefaultBodyRateWindow,
+		MaxConnections:          DefaultMaxConnections,
+		MaxConnectionsPerClient: DefaultMaxConnectionsPerClient,
+		BlobTimeout:             DefaultBlobTimeout,
+		AdminListen:             DefaultAdminListen,
 	}
 }
 
@@ -366,6 +419,7 @@ func (c Config) validate() []*ConfigError {
 	}
 	errs = append(errs, c.validateBlob()...)
 	errs = append(errs, c.validateCluster()...)
+	errs = append(errs, c.validateServing()...)
 	return errs
 }
 
@@ -560,7 +614,7 @@ type setting struct {
 func (s setting) flag() string { return strings.ReplaceAll(s.key, "_", "-") }
 func (s setting) env() string  { return "CAIRN_" + strings.ToUpper(s.key) }
 
-var settings = []setting{
+var settings = append([]setting{
 	stringSetting("DataDir", "data_dir", "data directory (Raft logs, snapshots, local blobs)",
 		func(c *Config) *string { return &c.DataDir }),
 	stringSetting("Listen", "listen", "HTTP listen address, host:port",
@@ -625,7 +679,7 @@ var settings = []setting{
 		func(c *Config) *string { return &c.PeerTLSKey }),
 	stringSetting("PeerTLSCA", "peer_tls_ca", "PEM CA bundle that signs every node's peer certificate",
 		func(c *Config) *string { return &c.PeerTLSCA }),
-}
+}, servingSettings...)
 
 func stringSetting(field, key, usage string, p func(*Config) *string) setting {
 	return setting{field: field, key: key, usage: usage,

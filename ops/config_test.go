@@ -168,6 +168,17 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		PeerTLSCert:           "/etc/cairn/node.pem",
 		PeerTLSKey:            "/etc/cairn/node.key",
 		PeerTLSCA:             "/etc/cairn/ca.pem",
+
+		ReadHeaderTimeout:       3 * time.Second,
+		IdleTimeout:             40 * time.Second,
+		WriteTimeout:            20 * time.Second,
+		BodyMinBytesPerSecond:   1000,
+		BodyRateWindow:          5 * time.Second,
+		MaxConnections:          100,
+		MaxConnectionsPerClient: 10,
+		BlobTimeout:             7 * time.Second,
+		AdminListen:             "127.0.0.2:9001",
+		AllowedHosts:            "cairn.internal,cairn.internal:9000",
 	}
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
@@ -183,7 +194,11 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"peer_source": "10.0.0.5",
 		"etcd":        "10.0.0.1:2379,10.0.0.2:2379", "shards": "16", "replication": "5",
 		"peer_tls_cert": "/etc/cairn/node.pem", "peer_tls_key": "/etc/cairn/node.key",
-		"peer_tls_ca": "/etc/cairn/ca.pem",
+		"peer_tls_ca":         "/etc/cairn/ca.pem",
+		"read_header_timeout": "3s", "idle_timeout": "40s", "write_timeout": "20s",
+		"body_min_bytes_per_second": "1000", "body_rate_window": "5s", "max_connections": "100",
+		"max_connections_per_client": "10", "blob_timeout": "7s", "admin_listen": "127.0.0.2:9001",
+		"allowed_hosts": "cairn.internal,cairn.internal:9000",
 	}
 	if len(text) != len(settings) {
 		t.Fatalf("test covers %d settings, package has %d", len(text), len(settings))
@@ -227,6 +242,17 @@ func TestValidateRules(t *testing.T) {
 		field  string
 	}{
 		{"an empty data dir is rejected", func(c *Config) { c.DataDir = "" }, "DataDir"},
+		{"a zero read-header timeout is rejected", func(c *Config) { c.ReadHeaderTimeout = 0 }, "ReadHeaderTimeout"},
+		{"a zero idle timeout is rejected", func(c *Config) { c.IdleTimeout = 0 }, "IdleTimeout"},
+		{"a zero write timeout is rejected", func(c *Config) { c.WriteTimeout = 0 }, "WriteTimeout"},
+		{"a zero minimum body rate is rejected", func(c *Config) { c.BodyMinBytesPerSecond = 0 }, "BodyMinBytesPerSecond"},
+		{"a zero body rate window is rejected", func(c *Config) { c.BodyRateWindow = 0 }, "BodyRateWindow"},
+		{"a zero connection cap is rejected", func(c *Config) { c.MaxConnections = 0 }, "MaxConnections"},
+		{"a per-client cap above the node cap is rejected", func(c *Config) { c.MaxConnectionsPerClient = c.MaxConnections + 1 }, "MaxConnectionsPerClient"},
+		{"a zero blob timeout is rejected", func(c *Config) { c.BlobTimeout = 0 }, "BlobTimeout"},
+		{"a non-loopback admin listener is rejected", func(c *Config) { c.AdminListen = "0.0.0.0:7071" }, "AdminListen"},
+		{"an admin listener on the client address is rejected", func(c *Config) { c.AdminListen = c.Listen }, "AdminListen"},
+		{"an allowed host with a path is rejected", func(c *Config) { c.AllowedHosts = "a.example/x" }, "AllowedHosts"},
 		{"a listen address without a port is rejected", func(c *Config) { c.Listen = "localhost" }, "Listen"},
 		{"a listen address with a named port is rejected", func(c *Config) { c.Listen = "localhost:http" }, "Listen"},
 		{"a listen port above 65535 is rejected", func(c *Config) { c.Listen = "127.0.0.1:70000" }, "Listen"},

@@ -61,6 +61,11 @@ type Config struct {
 	TickInterval time.Duration
 	// ApplyTimeout bounds a proposal when the caller's context has no deadline. Default 30s.
 	ApplyTimeout time.Duration
+	// MinFreeBytes is the free space, in bytes, the disk under Dir must keep: below it
+	// proposals fail with ErrStorageFull before reaching the log (a log write that fails
+	// leaves hashicorp/raft stepping down, and a failed term write panics it). 0 means
+	// DefaultMinFreeBytes (64 MiB); negative disables the check.
+	MinFreeBytes int64
 	// Logger receives Raft's warnings and errors. Default: slog.Default().
 	Logger *slog.Logger
 	// OnReady, when set, is called (from the replica's leadership goroutine; it must not
@@ -184,6 +189,9 @@ func checkMembers(ms []Member, self, selfAddr string) error {
 }
 
 func (c *Config) setDefaults() {
+	if c.MinFreeBytes == 0 {
+		c.MinFreeBytes = DefaultMinFreeBytes
+	}
 	if c.SnapshotInterval <= 0 {
 		c.SnapshotInterval = 2 * time.Minute
 	}
@@ -239,6 +247,7 @@ type Shard struct {
 	verify    verifier
 	applied   applyWaiters
 
+	disk      diskGauge    // free space under Dir; proposals stop while it is short
 	ready     atomic.Bool  // leader whose post-election barrier has applied
 	lastApply atomic.Int64 // unix ms of the last proposal, for idle ticks
 	opened    atomic.Bool  // NewRaft returned: later FSM restores are snapshot installs
@@ -262,7 +271,7 @@ func Open(cfg Config) (*Shard, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Shard{cfg: cfg, fsm: meta.New(cfg.FSM), stop: make(chan struct{})}
+	s := &Shard{cfg: cfg, fsm: meta.New(cfg.FSM), stop: make(chan struct{}), disk: diskGauge{dir: cfg.Dir, min: cfg.MinFreeBytes}}
 	s.applied.waiting = map[chan struct{}]uint64{}
 	if err := s.start(); err != nil {
 		return nil, err
@@ -500,6 +509,9 @@ func (s *Shard) Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.R
 			return meta.Result{}, ErrTimeout
 		}
 	}
+	if free, full := s.disk.full(); full {
+		return meta.Result{}, s.disk.storageFull(free)
+	}
 	s.lastApply.Store(time.Now().UnixMilli())
 	// hashicorp/raft accepts an Apply after Shutdown into its buffered apply channel and
 	// never answers it, so proposals and Close exclude each other while enqueueing.
@@ -548,6 +560,8 @@ func mapRaftError(err error) error {
 		return ErrTimeout
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return ErrClosed
+	case isNoSpace(err):
+		return fmt.Errorf("%w (%v)", ErrStorageFull, err)
 	}
 	return fmt.Errorf("shard: %w", err)
 }

@@ -155,8 +155,8 @@ func TestNormalizeSchemaIgnoresAnnotationsAndOrderButNothingElse(t *testing.T) {
 	}
 }
 
-// jsonKind names the JSON kind of a value decoded by encoding/json.
-func jsonKind(v any) string {
+// valueKind names the JSON kind of a value decoded by encoding/json.
+func valueKind(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
@@ -188,7 +188,7 @@ var dataKeyed = map[string]bool{
 // checked against want's first element, and a non-empty want array needs a non-empty got
 // array, so that the elements' keys are checked at all.
 func shapeDiffs(at string, want, got any) []string {
-	wk, gk := jsonKind(want), jsonKind(got)
+	wk, gk := valueKind(want), valueKind(got)
 	if wk == "null" {
 		return nil
 	}
@@ -205,11 +205,11 @@ func shapeDiffs(at string, want, got any) []string {
 			}
 			var kind string
 			for _, x := range w {
-				kind = jsonKind(x)
+				kind = valueKind(x)
 			}
 			for k, x := range g {
-				if jsonKind(x) != kind {
-					out = append(out, fmt.Sprintf("%s.%s: %s, want %s", at, k, jsonKind(x), kind))
+				if valueKind(x) != kind {
+					out = append(out, fmt.Sprintf("%s.%s: %s, want %s", at, k, valueKind(x), kind))
 				}
 			}
 			return out

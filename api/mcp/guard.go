@@ -45,6 +45,10 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 				g.out.invalidRequest(id, why)
 				continue
 			}
+			if id, why := checkRequestParams(line); why != "" {
+				g.out.rpcError(id, -32602, "Invalid params: "+why)
+				continue
+			}
 			g.pending = append(line, '\n')
 		}
 	}
@@ -146,6 +150,11 @@ func validID(raw json.RawMessage) bool {
 
 func (l *lineWriter) invalidRequest(id json.RawMessage, msg string) {
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": -32600, "message": "Invalid Request: " + msg}})
+	l.Write(append(b, '\n'))
+}
+
+func (l *lineWriter) rpcError(id json.RawMessage, code int, msg string) {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
 	l.Write(append(b, '\n'))
 }
 

@@ -1,8 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 
@@ -37,6 +41,10 @@ func Handler(svc *workbench.Service, opts Options) http.Handler {
 		JSONResponse:        true,
 		Logger:              sdkLogger(opts.Logger),
 		MaxRequestBodyBytes: opts.MaxMessageBytes,
+		// The listener in front (api/server's guard) checks Host and Origin for REST and
+		// MCP alike, against the configured names; the SDK's loopback-only check would
+		// refuse the names an operator allows.
+		DisableLocalhostProtection: true,
 	})
 	return h
 }
@@ -88,7 +96,42 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(io.LimitReader(r.Body, h.opts.MaxMessageBytes+1))
+		var we *workbench.Error
+		switch {
+		case errors.As(err, &we):
+			// A body the surface cut off (below the minimum rate, api/rest rateBody).
+			writeEnvelope(w, http.StatusBadRequest, we)
+			return
+		case err != nil:
+			writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments,
+				Message: "body: could not be read", Details: map[string]any{"field": "body"}})
+			return
+		case int64(len(body)) > h.opts.MaxMessageBytes:
+			e := &workbench.Error{Code: workbench.CodePayloadTooLarge,
+				Message: fmt.Sprintf("the request is more than the %d-byte limit of one MCP message (payloads are capped at %d bytes)", h.opts.MaxMessageBytes, h.opts.MaxPayloadBytes),
+				Details: map[string]any{"max_bytes": h.opts.MaxPayloadBytes}}
+			writeEnvelope(w, http.StatusRequestEntityTooLarge, e)
+			return
+		}
+		if id, why := checkRequestParams(body); why != "" {
+			writeRPCError(w, id, -32602, "Invalid params: "+why)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}
 	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, h.server(agent))))
+}
+
+// writeRPCError answers a request with a JSON-RPC error (HTTP 200, as the SDK answers
+// its own).
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, code int, msg string) {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
 }
 
 // server returns the cached server of an agent root, building it on first use.

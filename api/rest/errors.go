@@ -66,7 +66,10 @@ func statusOf(code string, pre precondition) int {
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error, pre precondition) {
 	e := workbench.AsError(err)
 	status := statusOf(e.Code, pre)
-	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+	if e.Code == workbench.CodeResourceExhausted && e.Details["reason"] == workbench.ReasonDiskFull {
+		status = http.StatusInsufficientStorage // RFC 4918 §11.5: the server cannot store the representation
+	}
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests || status == http.StatusInsufficientStorage {
 		w.Header().Set("Retry-After", "1")
 	}
 	if status == http.StatusInternalServerError && h.log != nil && r.Context().Err() == nil {

@@ -125,7 +125,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	body := &countingReader{r: h.idleBody(w, r)}
+	body := &countingReader{r: r.Body}
 	res, err := h.svc.Write(r.Context(), workbench.WriteRequest{Agent: agent, Workbench: id, Path: path, Body: body,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, Cond: cond, IfGeneration: gen, CreateWorkbench: true, RequestID: key,
 		Fields: fields})
@@ -184,7 +184,7 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	body := &countingReader{r: h.idleBody(w, r)}
+	body := &countingReader{r: r.Body}
 	res, err := h.svc.Append(r.Context(), workbench.AppendRequest{Agent: agent, Workbench: id, Path: path, Body: body,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, IfGeneration: gen, CreateWorkbench: true, RequestID: key})
 	h.bytesIn.Add(float64(body.n))
@@ -239,11 +239,15 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path string) {
 	q, err := parseQuery(r)
 	if err == nil {
-		err = onlyParams(q, "at_snapshot")
+		err = onlyParams(q, "at_snapshot", "disposition")
 	}
 	var at workbench.At
 	if err == nil {
 		at, err = atSnapshotQuery(q)
+	}
+	inline := false
+	if err == nil {
+		inline, err = dispositionQuery(q)
 	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
@@ -263,7 +267,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	hd.Set("Last-Modified", time.UnixMilli(info.ModifiedAtMs).UTC().Format(http.TimeFormat))
 	hd.Set("Accept-Ranges", "bytes")
 	hd.Set("Content-Type", info.ContentType)
-	hd.Set("X-Content-Type-Options", "nosniff")
+	storedContentHeaders(hd, info.ContentType, path, inline)
 	if im := r.Header.Get("If-Match"); im != "" && !etagMatches(im, info.Generation) {
 		e := &workbench.Error{Code: workbench.CodeConflict, Message: "the file's generation is " + strconv.FormatUint(info.Generation, 10),
 			Retryable: true, Details: map[string]any{"current_generation": info.Generation}}
@@ -437,22 +441,4 @@ func parseClamped(s string) int64 {
 		return math.MaxInt64
 	}
 	return n
-}
-
-// idleBody returns the request body with an idle timeout: every read must make progress
-// within Options.BodyIdleTimeout, so a stalled upload cannot hold a connection (and its
-// admission slot) forever, while a slow but moving upload of any size still completes.
-func (h *Handler) idleBody(w http.ResponseWriter, r *http.Request) io.Reader {
-	return &idleReader{r: r.Body, rc: http.NewResponseController(w), idle: h.opts.BodyIdleTimeout}
-}
-
-type idleReader struct {
-	r    io.Reader
-	rc   *http.ResponseController
-	idle time.Duration
-}
-
-func (b *idleReader) Read(p []byte) (int, error) {
-	_ = b.rc.SetReadDeadline(time.Now().Add(b.idle)) // unsupported writers: no deadline
-	return b.r.Read(p)
 }

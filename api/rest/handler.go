@@ -29,12 +29,21 @@ type Options struct {
 	MCP http.Handler
 	// Ready reports whether the node serves writes and linearizable reads (/readyz).
 	Ready func() bool
+	// Failing lists what else makes the node not ready (a stalled object store, a full
+	// disk); /readyz answers 503 with the list while it is not empty. Nil: nothing.
+	Failing func() []string
 	// Registry collects the metrics served at /metrics; it also registers the handler's
 	// own request metrics. Nil disables /metrics.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
-	// BodyIdleTimeout bounds how long a request body may stall between reads. Default 60s.
-	BodyIdleTimeout time.Duration
+	// BodyMinBytesPerSecond and BodyRateWindow bound every request body (REST and MCP):
+	// it must average at least BodyMinBytesPerSecond over waiting time, and never stall a
+	// whole BodyRateWindow (rateBody). Defaults 64 KiB/s and 30s.
+	BodyMinBytesPerSecond int64
+	BodyRateWindow        time.Duration
+	// WriteTimeout bounds each write of a response: a client that stops reading for this
+	// long is cut off. Default 1m.
+	WriteTimeout time.Duration
 }
 
 // Handler is the HTTP entry point of a node.
@@ -52,8 +61,14 @@ type Handler struct {
 
 // NewHandler returns the node's HTTP handler.
 func NewHandler(svc *workbench.Service, opts Options) *Handler {
-	if opts.BodyIdleTimeout <= 0 {
-		opts.BodyIdleTimeout = 60 * time.Second
+	if opts.BodyMinBytesPerSecond <= 0 {
+		opts.BodyMinBytesPerSecond = DefaultBodyMinBytesPerSecond
+	}
+	if opts.BodyRateWindow <= 0 {
+		opts.BodyRateWindow = DefaultBodyRateWindow
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	h := &Handler{svc: svc, opts: opts, log: opts.Logger}
 	h.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "requests_total",
@@ -73,7 +88,9 @@ func NewHandler(svc *workbench.Service, opts Options) *Handler {
 
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status       int
+	ctl          *http.ResponseController
+	writeTimeout time.Duration
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -87,6 +104,7 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
 	}
+	writeDeadline(s.ctl, s.writeTimeout)
 	return s.ResponseWriter.Write(p)
 }
 
@@ -101,7 +119,10 @@ func (s *statusRecorder) Flush() {
 // ServeHTTP routes on the escaped path (no cleaning, no redirects).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &statusRecorder{ResponseWriter: w, ctl: http.NewResponseController(w), writeTimeout: h.opts.WriteTimeout}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = newRateBody(r.Body, w, h.opts.BodyMinBytesPerSecond, h.opts.BodyRateWindow)
+	}
 	h.inflight.Inc()
 	// Counted in a defer: a read whose body fails after its headers aborts the handler
 	// (http.ErrAbortHandler, file.go), which passes through here.
@@ -124,9 +145,16 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 		return "healthz"
 	case "/readyz":
+		var failing []string
+		if h.opts.Failing != nil {
+			failing = h.opts.Failing()
+		}
 		if h.opts.Ready != nil && !h.opts.Ready() {
+			failing = append([]string{"node: not serving (no ready leader yet, or shutting down)"}, failing...)
+		}
+		if len(failing) > 0 {
 			w.Header().Set("Retry-After", "1")
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready"})
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "failing": failing})
 		} else {
 			writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
 		}

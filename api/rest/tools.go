@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -124,6 +125,10 @@ func onlyParams(q url.Values, allowed ...string) error {
 func decodeBody(r *http.Request, in any) error {
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxToolBody+1))
 	if err != nil {
+		var we *workbench.Error
+		if errors.As(err, &we) {
+			return we // a body below the minimum rate (rateBody)
+		}
 		return invalidArg("body", "could not be read: %v", err)
 	}
 	if len(data) > maxToolBody {
@@ -136,19 +141,91 @@ func decodeBody(r *http.Request, in any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(in); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return invalidArg(te.Field, "must be %s", te.Type)
-		}
-		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return invalidArg(strings.Trim(f, `"`), "is not a field of this request")
-		}
-		return invalidArg("body", "is not valid JSON: %v", err)
+		return decodeError(err)
 	}
 	if dec.More() {
 		return invalidArg("body", "has data after the JSON object")
 	}
 	return nil
+}
+
+// decodeError turns a JSON decode error into InvalidArguments that names the field as
+// the wire does (its JSON path, or "body" for the whole document) and the JSON kind it
+// must be, never a Go type (json.UnmarshalTypeError's Type is one).
+func decodeError(err error) error {
+	var we *workbench.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		want := wireKind(te.Type)
+		if strings.HasPrefix(te.Value, "number") && strings.HasSuffix(want, "integer") {
+			want += " in range" // a number that does not fit (or has a fraction)
+		}
+		return invalidArg(field, "must be %s (got %s)", want, articled(te.Value))
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return invalidArg("body", "is not valid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return invalidArg("body", "is not valid JSON: it ends inside a value")
+	}
+	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return invalidArg(strings.Trim(f, `"`), "is not a field of this request")
+	}
+	return invalidArg("body", "is not valid JSON")
+}
+
+// wireKind names the JSON kind a Go type decodes from.
+func wireKind(t reflect.Type) string {
+	if t == nil {
+		return "a JSON value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "a JSON object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "a JSON value of another kind"
+}
+
+// articled puts "a"/"an" before a JSON kind named by json.UnmarshalTypeError.Value
+// ("string", "number", "object", "array", "bool", or a number's text).
+func articled(v string) string {
+	switch v {
+	case "object", "array":
+		return "an " + v
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "number":
+		return "a number"
+	}
+	if strings.HasPrefix(v, "number") {
+		return "the " + v
+	}
+	return v
 }
 
 // tool answers a JSON-body request with a Workbench tool: method names the allowed

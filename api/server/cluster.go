@@ -245,8 +245,13 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	c.local = rest.NewHandler(c.svc, rest.Options{
 		MCP:      mcp.Handler(c.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
 		Ready:    func() bool { return !c.closing.Load() },
+		Failing:  c.n.health.Failing,
 		Registry: c.registry,
 		Logger:   c.log,
+
+		BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond,
+		BodyRateWindow:        cfg.BodyRateWindow,
+		WriteTimeout:          cfg.WriteTimeout,
 	})
 	c.proxy = newForwarder(c)
 	c.handler = c.route(false)
@@ -263,6 +268,7 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	c.cancel = wcancel
 	// Replicas first (WatchReplicaSets), then the registration that lets the controller
 	// assign this node work.
+	c.goRun(func() { c.n.health.run(wctx) })
 	c.goRun(func() { c.hostReplicas(wctx) })
 	c.goRun(func() { c.watchNodes(wctx) })
 	c.goRun(func() { c.watchHints(wctx) })
@@ -374,12 +380,12 @@ func (c *ClusterNode) WaitReady(ctx context.Context) error { return ctx.Err() }
 // non-nil, receives the bound address.
 func (c *ClusterNode) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	var d drainer
-	srv := &http.Server{Handler: d.wrap(c.handler), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelWarn)}
+	srv := newHTTPServer(c.cfg, d.wrap(newGuard(c.cfg, c.clientURL, c.handler)), c.log)
 	if ready != nil {
 		ready(c.clientLn.Addr())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(c.clientLn) }()
+	go func() { errc <- srv.Serve(limitListener(c.clientLn, c.cfg)) }()
 	select {
 	case err := <-errc:
 		return err

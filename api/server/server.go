@@ -63,6 +63,7 @@ type Node struct {
 	svc      *workbench.Service
 	registry *prometheus.Registry
 	handler  http.Handler
+	health   *health
 	// stopWorkers ends the background workers; workers waits for them.
 	stopWorkers context.CancelFunc
 	workers     sync.WaitGroup
@@ -251,12 +252,19 @@ func (n *Node) open(ctx context.Context) error {
 	go n.compactSegments(wctx)
 	n.workers.Add(1)
 	go n.collectGarbage(wctx)
+	n.workers.Add(1)
+	go func() { defer n.workers.Done(); n.health.run(wctx) }()
 	n.registry.MustRegister(shardCollector{n.shard})
 	n.handler = rest.NewHandler(n.svc, rest.Options{
 		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
 		Ready:    n.shard.Ready,
+		Failing:  n.health.Failing,
 		Registry: n.registry,
 		Logger:   n.log,
+
+		BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond,
+		BodyRateWindow:        cfg.BodyRateWindow,
+		WriteTimeout:          cfg.WriteTimeout,
 	})
 	return nil
 }
@@ -269,8 +277,10 @@ func (n *Node) openBlobs(ctx context.Context) error {
 		return err
 	}
 	var store blob.Store
+	dirs := map[string]string{"data directory": n.cfg.DataDir}
 	switch target.Kind {
 	case ops.BlobDir:
+		dirs["blob store"] = target.Dir
 		ds, err := dir.Open(target.Dir)
 		if err != nil {
 			return fmt.Errorf("blob store %s: %w", n.cfg.Blob, err)
@@ -309,6 +319,10 @@ func (n *Node) openBlobs(ctx context.Context) error {
 	default:
 		return fmt.Errorf("blob store %s: unknown kind %q", n.cfg.Blob, target.Kind)
 	}
+	// Every call has a deadline: a stalled store answers ObjectUnavailable (503), and the
+	// readiness probe (health.go) reports it.
+	store = blob.WithDeadline(store, n.cfg.BlobTimeout)
+	n.health = &health{blobs: store, dirs: dirs, log: n.log}
 	n.blobs, err = blob.Instrument(store, n.registry)
 	if err != nil {
 		store.Close()
@@ -358,12 +372,12 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		return fmt.Errorf("listen %s: %w", n.cfg.Listen, err)
 	}
 	var d drainer
-	srv := &http.Server{Handler: d.wrap(n.handler), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelWarn)}
+	srv := newHTTPServer(n.cfg, d.wrap(newGuard(n.cfg, "", n.handler)), n.log)
 	if ready != nil {
 		ready(ln.Addr())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(limitListener(ln, n.cfg)) }()
 	select {
 	case err := <-errc:
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/cairnstore/cairn/blob"
@@ -80,6 +81,18 @@ func RoutingUnavailable(msg string) *Error {
 		Details: map[string]any{"retry_after_ms": RoutingRetryAfter.Milliseconds()}}
 }
 
+// storageFull is the answer to a write refused because the disk under resource ("raft
+// log" or "blob store") is full: ResourceExhausted, retryable once space is freed,
+// details.resource naming it and details.reason "disk_full" (REST: 507).
+func storageFull(resource string) *Error {
+	return &Error{Code: CodeResourceExhausted, Retryable: true,
+		Message: "the disk under the " + resource + " is full; retry once space is freed",
+		Details: map[string]any{"resource": resource, "reason": ReasonDiskFull}}
+}
+
+// ReasonDiskFull is details.reason of a ResourceExhausted answer to a full disk.
+const ReasonDiskFull = "disk_full"
+
 func newError(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Details: map[string]any{}}
 }
@@ -146,6 +159,10 @@ func AsError(err error) *Error {
 		return RoutingUnavailable("this node cannot serve the workbench right now; retry")
 	case errors.Is(err, shard.ErrTimeout):
 		return &Error{Code: CodeInternal, Message: "timed out waiting for the write to commit; it may still apply: retry with the same idempotency key", Retryable: true, Details: map[string]any{}}
+	case errors.Is(err, shard.ErrStorageFull):
+		return storageFull("raft log")
+	case errors.Is(err, syscall.ENOSPC):
+		return storageFull("blob store")
 	case errors.Is(err, blob.ErrUnavailable):
 		return &Error{Code: CodeObjectUnavailable, Message: "the object store is unavailable; retry", Retryable: true, Details: map[string]any{}}
 	case errors.Is(err, blob.ErrNotFound):

@@ -20,6 +20,8 @@ const (
 	// Segments are at most blob.ChunkMaxBytes (16 MiB), so Puts of the write path are single
 	// PUTs.
 	DefaultPartSizeBytes = 16 << 20
+	// DefaultResponseHeaderTimeout is Config.ResponseHeaderTimeout's default.
+	DefaultResponseHeaderTimeout = 10 * time.Second
 	// DefaultMaxAttempts, DefaultBaseDelay and DefaultMaxDelay bound the retries of one
 	// request: at most 5 attempts, waiting up to 100 ms, 200 ms, 400 ms, 800 ms between
 	// them (full jitter): at most 1.5 s of waiting in all.
@@ -66,6 +68,10 @@ type Config struct {
 	// in parts of this many bytes; shorter ones are one PUT. Between MinPartSizeBytes (5
 	// MiB) and MaxPartSizeBytes (5 GiB); 0 means DefaultPartSizeBytes (16 MiB).
 	PartSizeBytes int64
+	// ResponseHeaderTimeout bounds the wait for an answer's headers once a request is
+	// sent; a stalled store then costs one attempt this long, not minio-go's minute.
+	// Non-negative; 0 means DefaultResponseHeaderTimeout (10 s).
+	ResponseHeaderTimeout time.Duration
 	// Retry bounds the retries of each request on transient failures.
 	Retry RetryConfig
 	// UploadJournal, when set, is a local directory where the Store notes every multipart
@@ -99,9 +105,10 @@ type RetryConfig struct {
 // Bucket and the credentials are left empty.
 func DefaultConfig() Config {
 	return Config{
-		Region:        DefaultRegion,
-		CreateBucket:  true,
-		PartSizeBytes: DefaultPartSizeBytes,
+		Region:                DefaultRegion,
+		CreateBucket:          true,
+		PartSizeBytes:         DefaultPartSizeBytes,
+		ResponseHeaderTimeout: DefaultResponseHeaderTimeout,
 		Retry: RetryConfig{
 			MaxAttempts: DefaultMaxAttempts,
 			BaseDelay:   DefaultBaseDelay,
@@ -118,6 +125,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PartSizeBytes == 0 {
 		c.PartSizeBytes = d.PartSizeBytes
+	}
+	if c.ResponseHeaderTimeout == 0 {
+		c.ResponseHeaderTimeout = d.ResponseHeaderTimeout
 	}
 	if c.Retry.MaxAttempts == 0 {
 		c.Retry.MaxAttempts = d.Retry.MaxAttempts
@@ -205,6 +215,9 @@ func (c Config) Validate() error {
 			strconv.FormatInt(c.PartSizeBytes, 10))
 	}
 
+	if c.ResponseHeaderTimeout < 0 {
+		bad("ResponseHeaderTimeout", "must not be negative", c.ResponseHeaderTimeout.String())
+	}
 	if c.Retry.MaxAttempts < 1 {
 		bad("Retry.MaxAttempts", "must be at least 1", strconv.Itoa(c.Retry.MaxAttempts))
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -37,6 +38,9 @@ const amzMetaPrefix = "X-Amz-Meta-"
 // abortTimeout bounds the abort of a failed multipart upload, which runs on a context of
 // its own because the caller's may be what ended the upload.
 const abortTimeout = 30 * time.Second
+
+// dialTimeout bounds connecting to the object store.
+const dialTimeout = 5 * time.Second
 
 // Store is a blob.Store over an S3 bucket. Create it with Open.
 type Store struct {
@@ -70,6 +74,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blob/s3: open: transport: %w", err)
 	}
+	// minio-go waits a minute for headers and 30 s to connect: a stalled store would
+	// hold each attempt that long. Callers bound whole calls (blob.WithDeadline).
+	tr.ResponseHeaderTimeout = cfg.ResponseHeaderTimeout
+	tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	var creds *credentials.Credentials
 	if cfg.AccessKey != "" {
 		creds = credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, "")

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,6 +111,30 @@ func (s *Server) Stop() {
 	case <-p.done:
 	case <-time.After(stopTimeout):
 		s.tb.Errorf("s3test: MinIO (pid %d) did not exit within %v of SIGKILL", p.cmd.Process.Pid, stopTimeout)
+	}
+}
+
+// Pause stops the server process with SIGSTOP: it keeps its sockets, accepts
+// connections (the kernel does) and answers nothing, as a hung object store would. Resume
+// continues it.
+func (s *Server) Pause() {
+	s.tb.Helper()
+	if s.proc == nil {
+		s.tb.Fatalf("s3test: Pause of a stopped server")
+	}
+	if err := s.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.tb.Fatalf("s3test: SIGSTOP MinIO: %v", err)
+	}
+}
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() {
+	s.tb.Helper()
+	if s.proc == nil {
+		s.tb.Fatalf("s3test: Resume of a stopped server")
+	}
+	if err := s.proc.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		s.tb.Fatalf("s3test: SIGCONT MinIO: %v", err)
 	}
 }
 

@@ -1,0 +1,113 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// paramKinds lists, per request method, the JSON kind of each params member the SDK
+// decodes into a Go struct. The SDK's own answer to a wrong kind names that struct
+// ("into Go struct field mcp.CallToolParamsRaw.name of type string"); checkParams
+// answers first, naming the member as the wire does.
+var paramKinds = map[string]map[string]string{
+	"initialize":               {"protocolVersion": "string", "capabilities": "object", "clientInfo": "object", "_meta": "object"},
+	"tools/call":               {"name": "string", "arguments": "object", "_meta": "object"},
+	"tools/list":               {"cursor": "string", "_meta": "object"},
+	"resources/list":           {"cursor": "string", "_meta": "object"},
+	"resources/templates/list": {"cursor": "string", "_meta": "object"},
+	"resources/read":           {"uri": "string", "_meta": "object"},
+	"prompts/list":             {"cursor": "string", "_meta": "object"},
+	"prompts/get":              {"name": "string", "arguments": "object", "_meta": "object"},
+	"logging/setLevel":         {"level": "string", "_meta": "object"},
+	"ping":                     {"_meta": "object"},
+}
+
+// nestedKinds lists members of objects inside params, by "member" path.
+var nestedKinds = map[string]map[string]map[string]string{
+	"initialize": {"clientInfo": {"name": "string", "version": "string", "title": "string"}},
+}
+
+// checkParams reports why a request's params do not have the shape its method needs
+// ("" when they do, or when the method is not one the table knows); the reason names
+// the member as the wire does ("params.name must be a string, not a number").
+func checkParams(method string, params json.RawMessage) string {
+	p := bytes.TrimSpace(params)
+	if len(p) == 0 || string(p) == "null" {
+		return ""
+	}
+	if p[0] != '{' {
+		return fmt.Sprintf("params must be an object, not %s", article(jsonKind(p)))
+	}
+	kinds, ok := paramKinds[method]
+	if !ok {
+		return ""
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(p, &members) != nil {
+		return "params must be an object"
+	}
+	for name, want := range kinds {
+		v, ok := members[name]
+		if !ok {
+			continue
+		}
+		if got := jsonKind(v); got != want && got != "null" {
+			return fmt.Sprintf("params.%s must be %s, not %s", name, article(want), article(got))
+		}
+		if nested, ok := nestedKinds[method][name]; ok {
+			var inner map[string]json.RawMessage
+			if json.Unmarshal(v, &inner) == nil {
+				for n, w := range nested {
+					if iv, ok := inner[n]; ok {
+						if got := jsonKind(iv); got != w && got != "null" {
+							return fmt.Sprintf("params.%s.%s must be %s, not %s", name, n, article(w), article(got))
+						}
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// jsonKind names the kind of a JSON value: object, array, string, number, boolean or
+// null.
+func jsonKind(v json.RawMessage) string {
+	t := bytes.TrimSpace(v)
+	if len(t) == 0 {
+		return "null"
+	}
+	switch t[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// checkRequestParams checks the params of one JSON-RPC request (a message with an id
+// and a method; batches, notifications and responses pass unchecked) and returns its id
+// with the reason, or "" when they are fine.
+func checkRequestParams(msg []byte) (json.RawMessage, string) {
+	t := bytes.TrimSpace(msg)
+	if len(t) == 0 || t[0] != '{' {
+		return nil, ""
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(t, &m) != nil || len(m.ID) == 0 || m.Method == "" {
+		return nil, ""
+	}
+	return m.ID, checkParams(m.Method, m.Params)
+}

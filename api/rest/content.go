@@ -1,0 +1,56 @@
+package rest
+
+import (
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// storedContentHeaders makes a stored body inert on the API's origin (a file stored as
+// text/html must not run as a page of this server): Content-Security-Policy: sandbox
+// (no script, no same-origin rights even when rendered), nosniff, and for active types
+// (activeType) Content-Disposition: attachment unless the caller asked for
+// ?disposition=inline.
+func storedContentHeaders(hd http.Header, contentType, path string, inline bool) {
+	hd.Set("Content-Security-Policy", "sandbox")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	if inline || !activeType(contentType) {
+		return
+	}
+	name := path[strings.LastIndexByte(path, '/')+1:]
+	if v := mime.FormatMediaType("attachment", map[string]string{"filename": name}); v != "" {
+		hd.Set("Content-Disposition", v)
+	} else {
+		hd.Set("Content-Disposition", "attachment")
+	}
+}
+
+// activeType reports whether a browser may execute or render a body of this media type
+// with script: HTML, XHTML, SVG, any XML, JavaScript/ECMAScript. A type that does not
+// parse counts as active.
+func activeType(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return true
+	}
+	switch {
+	case mt == "text/html", mt == "application/xhtml+xml", mt == "image/svg+xml",
+		mt == "text/xml", mt == "application/xml", strings.HasSuffix(mt, "+xml"),
+		strings.Contains(mt, "javascript"), strings.Contains(mt, "ecmascript"):
+		return true
+	}
+	return false
+}
+
+// dispositionQuery reads ?disposition=inline|attachment (default attachment for active
+// types): whether the caller asked for the body inline.
+func dispositionQuery(q url.Values) (bool, error) {
+	switch q.Get("disposition") {
+	case "", "attachment":
+		return false, nil
+	case "inline":
+		return true, nil
+	}
+	return false, invalidArg("disposition", `must be "inline" or "attachment"`)
+}

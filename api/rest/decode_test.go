@@ -1,0 +1,38 @@
+package rest_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestJSONBodyErrorsNameWireFieldsNeverGoTypes(t *testing.T) {
+	srv := newServer(t)
+	search := srv.URL + "/v1/agents/a/search"
+	for _, tc := range []struct {
+		name, body, field, says string
+	}{
+		{"an array instead of the request object", `[]`, "body", "must be a JSON object (got an array)"},
+		{"a string instead of the request object", `"x"`, "body", "must be a JSON object (got a string)"},
+		{"a string where an integer goes", `{"limit":"x"}`, "limit", "must be an integer (got a string)"},
+		{"a fraction where an integer goes", `{"limit":1.5}`, "limit", "must be an integer in range"},
+		{"a number where a string goes", `{"cursor":5}`, "cursor", "must be a string (got a number)"},
+		{"a body cut off inside a value", `{"limit":`, "body", "ends inside a value"},
+		{"a syntax error", `{"limit" 5}`, "body", "is not valid JSON at byte 10"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, http.MethodPost, search, strings.NewReader(tc.body), "Content-Type", "application/json")
+			expect(t, r, http.StatusBadRequest, "InvalidArguments")
+			msg, _ := r.json["message"].(string)
+			details, _ := r.json["details"].(map[string]any)
+			if details["field"] != tc.field || !strings.Contains(msg, tc.says) {
+				t.Fatalf("got field %v, message %q; want field %q and a message saying %q", details["field"], msg, tc.field, tc.says)
+			}
+			for _, goName := range []string{"workbench.", "rest.", "Go ", "struct", "int64"} {
+				if strings.Contains(msg, goName) {
+					t.Fatalf("the message names a Go type (%q): %q", goName, msg)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/ops"
+)
+
+// guard is the one check of who may talk to a client listener, in front of REST and MCP
+// alike (DESIGN.md §10; the MCP SDK's own loopback Host check is off, api/mcp):
+//
+//   - Host must name this node: a loopback address or "localhost", the host of Listen or
+//     AdvertiseClient, or one of AllowedHosts. A DNS-rebound page reaches a loopback
+//     listener under its own name, so anything else is refused.
+//   - A state-changing request (any method but GET, HEAD, OPTIONS) from a browser must be
+//     same-origin (Sec-Fetch-Site, else Origin against Host; net/http's
+//     CrossOriginProtection). There is no CORS: a cross-site page's text/plain POST to
+//     append, restore, commit or snapshots is refused, and its reads stay unreadable to it.
+//
+// Both answer 403 with the contract's envelope (InvalidArguments naming the header).
+type guard struct {
+	names map[string]bool // lower-case host names, and host:port forms
+	csrf  *http.CrossOriginProtection
+	next  http.Handler
+}
+
+func newGuard(cfg ops.Config, advertise string, next http.Handler) *guard {
+	g := &guard{names: map[string]bool{}, csrf: http.NewCrossOriginProtection(), next: next}
+	for _, n := range cfg.HostNames() {
+		g.names[n] = true
+	}
+	if host, ok := strings.CutPrefix(advertise, "http://"); ok || strings.HasPrefix(advertise, "https://") {
+		if !ok {
+			host = strings.TrimPrefix(advertise, "https://")
+		}
+		host = strings.TrimSuffix(host, "/")
+		g.names[strings.ToLower(host)] = true
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			g.names[strings.ToLower(h)] = true
+		}
+	}
+	return g
+}
+
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !g.hostAllowed(r.Host) {
+		forbid(w, "Host", fmt.Sprintf("Host: %q is not a name of this server (add it with --allowed-hosts)", truncate(r.Host, 128)))
+		return
+	}
+	if err := g.csrf.Check(r); err != nil {
+		forbid(w, "Origin", "Origin: cross-origin requests may not change state (this server answers no CORS)")
+		return
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+// hostAllowed reports whether a Host header names this server. An empty Host (HTTP/1.0,
+// which browsers never send) is allowed.
+func (g *guard) hostAllowed(host string) bool {
+	if host == "" {
+		return true
+	}
+	host = strings.ToLower(host)
+	if g.names[host] {
+		return true
+	}
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	if name == "localhost" || g.names[name] {
+		return true
+	}
+	ip := net.ParseIP(name)
+	return ip != nil && ip.IsLoopback()
+}
+
+func forbid(w http.ResponseWriter, field, msg string) {
+	e := &workbench.Error{Code: workbench.CodeInvalidArguments, Message: msg, Details: map[string]any{"field": field}}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusForbidden)
+	_ = json.NewEncoder(w).Encode(e.Envelope())
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+
+	"golang.org/x/net/netutil"
+
+	"github.com/cairnstore/cairn/ops"
+)
+
+// newHTTPServer returns the http.Server of a client listener with the node's deadlines:
+// read-header and idle timeouts here; the request body's minimum rate and the per-write
+// deadline of responses are the handler's (rest.Options), since http.Server's
+// ReadTimeout and WriteTimeout would bound a whole upload or download instead of its
+// progress.
+func newHTTPServer(cfg ops.Config, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
+// limitListener caps the connections of ln: at most cfg.MaxConnections open at once
+// (further ones wait in the kernel's accept queue, holding no descriptor of ours), and at
+// most cfg.MaxConnectionsPerClient from one IP address (further ones are closed at once).
+func limitListener(ln net.Listener, cfg ops.Config) net.Listener {
+	return netutil.LimitListener(&perClientListener{Listener: ln, max: cfg.MaxConnectionsPerClient, open: map[string]int{}}, cfg.MaxConnections)
+}
+
+// perClientListener closes a newly accepted connection when its client address already
+// holds max open connections.
+type perClientListener struct {
+	net.Listener
+	max  int
+	mu   sync.Mutex
+	open map[string]int // client IP → open connections
+}
+
+func (l *perClientListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := clientIP(c.RemoteAddr())
+		l.mu.Lock()
+		if l.open[ip] >= l.max {
+			l.mu.Unlock()
+			c.Close()
+			continue
+		}
+		l.open[ip]++
+		l.mu.Unlock()
+		return &clientConn{Conn: c, l: l, ip: ip}, nil
+	}
+}
+
+func clientIP(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+// clientConn gives its address's slot back once, on the first Close.
+type clientConn struct {
+	net.Conn
+	l    *perClientListener
+	ip   string
+	once sync.Once
+}
+
+func (c *clientConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		if c.l.open[c.ip]--; c.l.open[c.ip] <= 0 {
+			delete(c.l.open, c.ip)
+		}
+		c.l.mu.Unlock()
+	})
+	return err
+}
