@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 
@@ -21,6 +23,40 @@ func allocatedBy(fn func()) uint64 {
 	fn()
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
+}
+
+// peakHeapGrowth returns how far the heap's object bytes rose above their level at the
+// start while fn ran, sampled by a goroutine (so it may under-report a short peak, never
+// over-report one), and the bytes allocated in all (TotalAlloc).
+func peakHeapGrowth(fn func()) (peak, total uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
+	runtime.GC()
+	metrics.Read(sample)
+	base, allocs := sample[0].Value.Uint64(), sample[1].Value.Uint64()
+	done, sampled := make(chan struct{}), make(chan uint64)
+	go func() {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		var top uint64
+		for {
+			metrics.Read(s)
+			top = max(top, s[0].Value.Uint64())
+			select {
+			case <-done:
+				sampled <- top
+				return
+			default:
+				runtime.Gosched()
+			}
+		}
+	}()
+	fn()
+	close(done)
+	top := <-sampled
+	metrics.Read(sample)
+	if top < base {
+		top = base
+	}
+	return top - base, sample[1].Value.Uint64() - allocs
 }
 
 // TestEditComputesTheResultSizeBeforeBuildingIt: an edit whose result would exceed the
@@ -59,6 +95,51 @@ func TestEditComputesTheResultSizeBeforeBuildingIt(t *testing.T) {
 			st := ok(t, cs, "workbench_stat", args{"id": "wb", "section": "outputs", "path": path})
 			if st.int(t, "size_bytes") != int64(tc.fileBytes) {
 				t.Errorf("the refused edit changed the file: %v", st)
+			}
+		})
+	}
+}
+
+// TestStructuredReadStreamsRecords: a structured read of a 16 MB file of newlines with
+// limit 2 keeps only the page, not every record (issue 10 finding 11: +500 MB), and
+// still reports every record's count; the same holds for a JSON array.
+func TestStructuredReadStreamsRecords(t *testing.T) {
+	svc := newService(t, 0)
+	cs := connectInMemory(t, svc, "agent-read")
+	const size = 16 << 20
+	for _, tc := range []struct {
+		name, path, body string
+		records          int64
+		first            string
+	}{
+		{"text lines", "newlines.txt", strings.Repeat("\n", size), size, ""},
+		{"a JSON array", "zeros.json", "[" + strings.Repeat("0,", size/2-2) + "0]", size/2 - 1, "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "agent-read", Workbench: "wb", Path: "outputs/" + tc.path,
+				Body: strings.NewReader(tc.body), ContentType: "application/octet-stream", CreateWorkbench: true}); err != nil {
+				t.Fatal(err)
+			}
+			in := args{"id": "wb", "section": "outputs", "path": tc.path, "limit": 2, "offset": 5}
+			var r obj
+			peak, total := peakHeapGrowth(func() { r = ok(t, cs, "workbench_read", in) })
+			t.Logf("a structured read of 2 of %d records: heap peak +%.1f MiB, %.1f MiB allocated in all",
+				tc.records, float64(peak)/(1<<20), float64(total)/(1<<20))
+			if peak > requestAllocBound {
+				t.Errorf("the read's heap grew by %d bytes, more than %d", peak, requestAllocBound)
+			}
+			if got := r.int(t, "record_count"); got != tc.records {
+				t.Errorf("record_count = %d, want %d", got, tc.records)
+			}
+			items := r.list(t, "items")
+			if len(items) != 2 || items[0].int(t, "index") != 5 || items[1].int(t, "index") != 6 {
+				t.Fatalf("items = %v", items)
+			}
+			if got := fmt.Sprint(items[0]["value"]); got != tc.first {
+				t.Errorf("items[0].value = %#v, want %#v", got, tc.first)
+			}
+			if r["truncated"] != true || r["next_cursor"] == nil {
+				t.Errorf("truncated %v, next_cursor %v", r["truncated"], r["next_cursor"])
 			}
 		})
 	}
