@@ -144,3 +144,16 @@ func TestStructuredReadStreamsRecords(t *testing.T) {
 		})
 	}
 }
+
+// TestPathLimitsHoldWhenThePathNamesItsSection: with section null the path names its
+// section as its first component, and the part below it obeys the same 4,096-byte and
+// 64-component bounds (issue 10 finding 15: only section + path was bounded so).
+func TestPathLimitsHoldWhenThePathNamesItsSection(t *testing.T) {
+	cs := connectInMemory(t, newService(t, 0), "paths-null")
+	ok(t, cs, "workbench_create", args{"id": "w"})
+	for _, p := range []string{"outputs/" + strings.Repeat("p", 4097), "outputs/" + strings.TrimSuffix(strings.Repeat("c/", 65), "/")} {
+		invalid(t, cs, "workbench_stat", args{"id": "w", "path": p}, "path")
+		invalid(t, cs, "workbench_list", args{"id": "w", "path": p}, "path")
+	}
+	fails(t, cs, "workbench_stat", args{"id": "w", "path": "outputs/" + strings.Repeat("p", 4096)}, workbench.CodeNotFound)
+}

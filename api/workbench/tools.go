@@ -102,19 +102,21 @@ func toolTarget(section, path string) (full string, err *Error) {
 	if section != "" && !isSection(section) {
 		return "", invalidArgument("section", "must be one of input, scripts, outputs, logs, metadata")
 	}
+	if section == "" {
+		if path != "" {
+			if err := ValidatePath("path", path); err != nil { // path names its section
+				return "", err
+			}
+		}
+		return path, nil
+	}
 	if path != "" {
+		if err := checkRelativePath("path", path); err != nil {
+			return "", err
+		}
 		if e := meta.ValidatePath("path", path); e != nil {
 			return "", AsError(e)
 		}
-		if section != "" && len(path) > meta.MaxRelativePathBytes {
-			return "", invalidArgument("path", "must be at most %d bytes, got %d", meta.MaxRelativePathBytes, len(path))
-		}
-		if n := strings.Count(path, "/") + 1; section != "" && n > meta.MaxRelativePathComponents {
-			return "", invalidArgument("path", "must have at most %d components, got %d", meta.MaxRelativePathComponents, n)
-		}
-	}
-	if section == "" {
-		return path, nil
 	}
 	if path == "" {
 		return section, nil

@@ -1,0 +1,42 @@
+package rest_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRESTPathLimitsAreMCPs: REST applies MCP's limits to the path relative to its
+// section, 4,096 bytes and 64 components (WORKBENCH.md §Common rules), so it never
+// accepts a file MCP lists but cannot read or write (issue 10 finding 15: REST accepted
+// 4,106 bytes, checking the full path against 4,112).
+func TestRESTPathLimitsAreMCPs(t *testing.T) {
+	srv := newServer(t)
+	base := srv.URL + "/v1/agents/a1/workbenches/w1"
+	longest := strings.Repeat("p", 4096)
+	deepest := strings.TrimSuffix(strings.Repeat("c/", 64), "/")
+	for _, rel := range []string{longest, deepest} {
+		expect(t, do(t, "PUT", base+"/files/outputs/"+rel, strings.NewReader("x")), 201, "")
+		expect(t, do(t, "GET", base+"/files/outputs/"+rel, nil), 200, "")
+	}
+	for _, tc := range []struct{ name, path, says string }{
+		{"4,097 bytes below a section", "outputs/" + longest + "p", "4096"},
+		{"65 components below a section", "outputs/" + deepest + "/c", "64"},
+		{"4,097 bytes outside the sections", "notes/" + strings.Repeat("p", 4091), "4096"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, method := range []string{"PUT", "GET", "DELETE"} {
+				r := do(t, method, base+"/files/"+tc.path, strings.NewReader("x"))
+				expect(t, r, 400, "InvalidArguments")
+				details, _ := r.json["details"].(map[string]any)
+				if msg, _ := r.json["message"].(string); details["field"] != "path" || !strings.Contains(msg, tc.says) {
+					t.Errorf("%s: %s", method, r.body)
+				}
+			}
+			dir := tc.path[:strings.LastIndexByte(tc.path, '/')] + "/d"
+			if strings.Count(tc.path, "/") < 60 {
+				dir = tc.path // a directory path obeys the same limits
+			}
+			expect(t, do(t, "GET", base+"/list?path="+dir, nil), 400, "InvalidArguments")
+		})
+	}
+}
