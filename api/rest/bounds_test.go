@@ -40,3 +40,32 @@ func TestRESTPathLimitsAreMCPs(t *testing.T) {
 		})
 	}
 }
+
+// TestIfMatchOnAMissingFileIsOneAnswer: a precondition on a file that does not exist is a
+// failed precondition whichever form it takes (RFC 9110 §13.1.1): 412 NotFound, not
+// retryable, for a PUT with a generation or with *, an append with a generation and a
+// DELETE with a generation (issue 10 finding 16: a generation answered 412 Conflict
+// retryable:true, a retry that can never pass since generations are never reused).
+func TestIfMatchOnAMissingFileIsOneAnswer(t *testing.T) {
+	srv := newServer(t)
+	base := srv.URL + "/v1/agents/a1/workbenches/w1"
+	expect(t, do(t, "PUT", base+"/files/input/other", strings.NewReader("x")), 201, "")
+	gone := base + "/files/input/gone"
+	expect(t, do(t, "PUT", gone, strings.NewReader("x")), 201, "")
+	expect(t, do(t, "DELETE", gone, nil), 200, "")
+	for _, f := range []string{base + "/files/input/never", gone} {
+		for _, tc := range []struct{ method, url, ifMatch string }{
+			{"PUT", f, `"5"`},
+			{"PUT", f, "*"},
+			{"POST", f + "?append", `"5"`},
+			{"DELETE", f, `"5"`},
+		} {
+			r := do(t, tc.method, tc.url, strings.NewReader("x"), "If-Match", tc.ifMatch)
+			expect(t, r, 412, "NotFound")
+			if r.json["retryable"] != false {
+				t.Errorf("%s %s If-Match %s: retryable %v", tc.method, tc.url, tc.ifMatch, r.json["retryable"])
+			}
+		}
+		expect(t, do(t, "GET", f, nil), 404, "NotFound") // nothing was written
+	}
+}

@@ -120,6 +120,9 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 		if cur != nil {
 			expect, curSize = cur.Generation, cur.Size
 		}
+		if req.IfGeneration != 0 && cur == nil {
+			return AppendResult{}, missingForGeneration(req.IfGeneration)
+		}
 		if req.IfGeneration != 0 && expect != req.IfGeneration {
 			return AppendResult{}, conflict(expect, req.IfGeneration)
 		}
@@ -130,6 +133,9 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 		if werr == nil {
 			return AppendResult{FileResult: s.fileResult(req.Agent, req.Workbench, req.Path, res),
 				AppendedBytes: body.size, AppendDigest: body.appendDigest}, nil
+		}
+		if req.IfGeneration != 0 && isMissingForGeneration(werr) {
+			return AppendResult{}, missingForGeneration(req.IfGeneration)
 		}
 		if werr.Code != CodeConflict || req.IfGeneration != 0 || attempt == maxAppendAttempts {
 			return AppendResult{}, werr
@@ -158,6 +164,25 @@ func conflict(current, expected uint64) *Error {
 		e.Details["current_generation"] = current
 	}
 	return e
+}
+
+// missingForGeneration answers a write conditioned on a generation (REST If-Match, edit,
+// put_file replace) of a file that does not exist: NotFound, not retryable, as a condition
+// of * or a conditional delete of a missing file is. Generations are never reused, so no
+// retry of the same condition can pass (RFC 9110 §13.1.1: If-Match on a missing resource
+// fails; REST answers 412).
+func missingForGeneration(expected uint64) *Error {
+	e := newError(CodeNotFound, "the file does not exist (expected generation %d)", expected)
+	e.Details["expected_generation"] = expected
+	return e
+}
+
+// isMissingForGeneration reports the metadata core's answer to a generation condition on
+// a missing file: Conflict without a current generation (meta Put and Append; a changed
+// file's Conflict always carries its current generation).
+func isMissingForGeneration(e *Error) bool {
+	_, has := e.Details["current_generation"]
+	return e.Code == CodeConflict && !has
 }
 
 // currentEntry returns the live entry at path, nil when there is none (or when the

@@ -342,6 +342,9 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 		CreateWorkspace: req.CreateWorkbench, Cond: req.Cond, IfGeneration: req.IfGeneration, Size: body.size,
 		Digest: body.digest, ContentType: req.ContentType, Executable: req.Executable, Segments: body.segments, HashState: body.hashState,
 		Fields: req.Fields}, body)
+	if werr != nil && req.Cond == meta.CondIfGeneration && isMissingForGeneration(werr) {
+		return FileResult{}, missingForGeneration(req.IfGeneration)
+	}
 	if werr != nil {
 		return FileResult{}, werr
 	}
