@@ -106,7 +106,9 @@ import (
 // keys as there are live files in scope, so a query costs at most about twice a scan.
 // Views at older versions (snapshots) always scan. Then O(M) to check and facet the M
 // candidates and O(M log limit) to page. Catalog always scans; with facets it keeps one
-// counter per distinct (field, value) in scope.
+// counter per distinct (field, value) in scope. Memory is at most one match, one group and
+// one counter per facet for each file in scope: ScopeFiles counts those files from the
+// directory counters, without visiting one, so a caller can bound a query before it runs.
 
 // Built-in field names.
 const (
@@ -645,6 +647,18 @@ func (v *View) scanFiles(inc uint64, dir string, fn func(path string, e *Entry))
 		}
 		return true
 	})
+}
+
+// ScopeFiles returns how many live files a scope holds, from the directory counters: O(the
+// workbenches in scope), no file is visited. Callers size a query's memory from it before
+// running the query (every match, group or facet value is at most one per file).
+// InvalidArguments for a bad scope.
+func (v *View) ScopeFiles(sc Scope) (int64, *Error) {
+	wss, err := v.scopeWorkspaces(sc)
+	if err != nil {
+		return 0, err
+	}
+	return v.liveScopeSize(wss, sc.Path), nil
 }
 
 // liveScopeSize counts the live files in scope from the directory counters.

@@ -41,6 +41,8 @@ const (
 	DefaultS3CreateBucket        = true
 	DefaultShards                = 8
 	DefaultReplication           = 3
+	DefaultQueryBudgetBytes      = 512 << 20
+	DefaultQueryQueueTimeout     = 5 * time.Second
 )
 
 // Bounds enforced by Validate.
@@ -67,6 +69,9 @@ const (
 	MaxReplication = 9
 	// MaxNodeIDBytes is the longest accepted NodeID.
 	MaxNodeIDBytes = 64
+	// MinQueryBudgetBytes is the smallest accepted QueryBudgetBytes: a grep call alone
+	// reserves 1 MiB of it.
+	MinQueryBudgetBytes = 16 << 20
 )
 
 // ConfigFlag is the flag (and CAIRN_CONFIG the environment variable) naming the YAML
@@ -119,6 +124,16 @@ type Config struct {
 	// GCInterval is how often the shard leader runs a garbage-collection sweep. Must be
 	// positive. YAML gc_interval. Default 10m.
 	GCInterval time.Duration
+	// QueryBudgetBytes is the memory, in bytes, the metadata queries (search, aggregate,
+	// catalog) and greps running at once on this node may hold together, by estimates
+	// computed before each runs from the files in its scope; a query larger than all of it
+	// is refused with ResourceExhausted. At least 16 MiB. YAML query_budget_bytes. Default
+	// 512 MiB.
+	QueryBudgetBytes int64
+	// QueryQueueTimeout is how long a query waits for its share of QueryBudgetBytes
+	// before it is answered ResourceExhausted (retryable; REST 429). Must be positive.
+	// YAML query_queue_timeout. Default 5s.
+	QueryQueueTimeout time.Duration
 	// PresentationRoot is the path prefix shown to agents, with "{agent}" replaced by the
 	// agent id. Presentation only, never a storage key. Must be an absolute, clean path
 	// containing "{agent}" and must not be "/". YAML presentation_root. Default
@@ -244,6 +259,8 @@ func DefaultConfig() Config {
 		RestoreBatch:          DefaultRestoreBatch,
 		GCGrace:               DefaultGCGrace,
 		GCInterval:            DefaultGCInterval,
+		QueryBudgetBytes:      DefaultQueryBudgetBytes,
+		QueryQueueTimeout:     DefaultQueryQueueTimeout,
 		PresentationRoot:      DefaultPresentationRoot,
 		RaftSnapshotInterval:  DefaultRaftSnapshotInterval,
 		RaftSnapshotThreshold: DefaultRaftSnapshotThreshold,
@@ -339,6 +356,12 @@ func (c Config) validate() []*ConfigError {
 	}
 	if c.GCInterval <= 0 {
 		bad("GCInterval", "must be positive", c.GCInterval.String())
+	}
+	if c.QueryBudgetBytes < MinQueryBudgetBytes {
+		bad("QueryBudgetBytes", fmt.Sprintf("must be at least %d bytes", MinQueryBudgetBytes), strconv.FormatInt(c.QueryBudgetBytes, 10))
+	}
+	if c.QueryQueueTimeout <= 0 {
+		bad("QueryQueueTimeout", "must be positive", c.QueryQueueTimeout.String())
 	}
 	if c.RestoreBatch < 1 || c.RestoreBatch > MaxRestoreBatch {
 		bad("RestoreBatch", fmt.Sprintf("must be between 1 and %d files", MaxRestoreBatch), strconv.Itoa(c.RestoreBatch))
@@ -581,6 +604,10 @@ var settings = []setting{
 		func(c *Config) *time.Duration { return &c.GCGrace }),
 	durationSetting("GCInterval", "gc_interval", "how often the leader runs a garbage-collection sweep",
 		func(c *Config) *time.Duration { return &c.GCInterval }),
+	int64Setting("QueryBudgetBytes", "query_budget_bytes", "memory the queries (search, aggregate, catalog, grep) running at once may hold, bytes (at least 16 MiB)",
+		func(c *Config) *int64 { return &c.QueryBudgetBytes }),
+	durationSetting("QueryQueueTimeout", "query_queue_timeout", "how long a query waits for its share of the query budget before ResourceExhausted",
+		func(c *Config) *time.Duration { return &c.QueryQueueTimeout }),
 	stringSetting("PresentationRoot", "presentation_root", `path prefix shown to agents; must contain "{agent}"`,
 		func(c *Config) *string { return &c.PresentationRoot }),
 	durationSetting("RaftSnapshotInterval", "raft_snapshot_interval", "how often shards check whether to snapshot",

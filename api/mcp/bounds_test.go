@@ -1,7 +1,10 @@
 package mcp
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -156,4 +159,46 @@ func TestPathLimitsHoldWhenThePathNamesItsSection(t *testing.T) {
 		invalid(t, cs, "workbench_list", args{"id": "w", "path": p}, "path")
 	}
 	fails(t, cs, "workbench_stat", args{"id": "w", "path": "outputs/" + strings.Repeat("p", 4096)}, workbench.CodeNotFound)
+}
+
+// TestHTTPBatchesAreRefused: a JSON-RPC batch is answered with one invalid-request error
+// before the SDK decodes it, whatever protocol version it claims (issue 10 finding 9: the
+// SDK runs the batches of protocol versions before 2025-06-18, and one POST of 12
+// aggregates held 8.5 GB); a single message still works.
+func TestHTTPBatchesAreRefused(t *testing.T) {
+	ts := newHTTPServer(t, newService(t, 0))
+	post := func(body, version string) (int, []byte) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/v1/agents/a/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if version != "" {
+			req.Header.Set("Mcp-Protocol-Version", version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, raw
+	}
+	call := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"workbench_aggregate","arguments":{"measures":[{"name":"n","op":"count"}]}}}`
+	batch := " \n[" + fmt.Sprintf(call, 1) + "," + fmt.Sprintf(call, 2) + "]"
+	for _, version := range []string{"", "2025-03-26", "2024-11-05"} {
+		status, raw := post(batch, version)
+		var msg struct {
+			ID    any `json:"id"`
+			Error struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(raw, &msg); err != nil || status != http.StatusBadRequest || msg.Error.Code != -32600 ||
+			msg.ID != nil || !strings.Contains(msg.Error.Message, "batch") {
+			t.Errorf("a batch (protocol %q): HTTP %d %s", version, status, raw)
+		}
+	}
+	if status, raw := post(fmt.Sprintf(call, 3), ""); status != http.StatusOK || !strings.Contains(string(raw), `\"status\":\"success\"`) {
+		t.Errorf("one message: HTTP %d %s", status, raw)
+	}
 }

@@ -1,8 +1,11 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 
@@ -88,7 +91,60 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.Method == http.MethodPost {
+		batch, err := startsBatch(r)
+		if err != nil {
+			return // the body failed before its first byte; there is no one to answer
+		}
+		if batch {
+			writeInvalidRequest(w, "batches are not supported: send one message per request")
+			return
+		}
+	}
 	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, h.server(agent))))
+}
+
+// startsBatch reports whether a POST body is a JSON-RPC batch (its first byte after JSON
+// white space is '['), leaving the body readable from that byte on. The SDK runs the
+// batches of protocol versions before 2025-06-18 concurrently and decodes them whole
+// (issue 10: one POST of 12 aggregates held 8.5 GB), and the Workbench profile needs
+// none, so they are refused here, before the SDK sees the body, as the stdio guard
+// refuses them.
+func startsBatch(r *http.Request) (bool, error) {
+	br := bufio.NewReaderSize(r.Body, 512)
+	for {
+		c, err := br.ReadByte()
+		if err == io.EOF {
+			r.Body = peekedBody{br, r.Body} // empty: the SDK answers it
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		br.UnreadByte()
+		r.Body = peekedBody{br, r.Body}
+		return c == '[', nil
+	}
+}
+
+// peekedBody is a request body read through the buffer that peeked at it.
+type peekedBody struct {
+	io.Reader
+	io.Closer
+}
+
+// writeInvalidRequest answers a POST that is not one JSON-RPC message with a JSON-RPC
+// invalid-request error (-32600, id null) and HTTP 400.
+func writeInvalidRequest(w http.ResponseWriter, msg string) {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32600, "message": "Invalid Request: " + msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusBadRequest)
+	w.Write(b)
 }
 
 // server returns the cached server of an agent root, building it on first use.

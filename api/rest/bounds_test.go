@@ -1,8 +1,14 @@
 package rest_test
 
 import (
+	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
 
 // TestRESTPathLimitsAreMCPs: REST applies MCP's limits to the path relative to its
@@ -68,4 +74,23 @@ func TestIfMatchOnAMissingFileIsOneAnswer(t *testing.T) {
 		}
 		expect(t, do(t, "GET", f, nil), 404, "NotFound") // nothing was written
 	}
+}
+
+// TestRESTQueryOverTheBudgetIs429: the query budget's refusal reaches REST as 429
+// ResourceExhausted with the bound in details.
+func TestRESTQueryOverTheBudgetIs429(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096, QueryBudgetBytes: 70 << 10})
+	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
+	t.Cleanup(srv.Close)
+	for i := range 8 {
+		expect(t, do(t, "PUT", fmt.Sprintf("%s/v1/agents/a1/workbenches/w1/files/outputs/f%d", srv.URL, i), strings.NewReader("x")), 201, "")
+	}
+	body := `{"measures":[{"name":"n","op":"count"}],"group_by":["artifact.name"]}`
+	r := do(t, "POST", srv.URL+"/v1/agents/a1/aggregate", strings.NewReader(body), "Content-Type", "application/json")
+	expect(t, r, 429, "ResourceExhausted")
+	if d, _ := r.json["details"].(map[string]any); d["budget_bytes"] != float64(70<<10) || d["files_in_scope"] != float64(8) {
+		t.Errorf("details %v", r.json["details"])
+	}
+	expect(t, do(t, "POST", srv.URL+"/v1/agents/a1/aggregate", strings.NewReader(`{"measures":[{"name":"n","op":"count"}]}`),
+		"Content-Type", "application/json"), 200, "")
 }

@@ -228,7 +228,8 @@ func (c *ClusterNode) open(ctx context.Context) error {
 
 	c.svc, err = workbench.NewWithCores(clusterCores{c}, c.n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
 		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey,
-		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace})
+		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace,
+		QueryBudgetBytes: cfg.QueryBudgetBytes, QueryQueueTimeout: cfg.QueryQueueTimeout})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
@@ -92,6 +93,13 @@ type Config struct {
 	// GCGrace is the garbage collector's grace period when a sweep does not name one
 	// (gc.go). Default DefaultGCGrace (1h).
 	GCGrace time.Duration
+	// QueryBudgetBytes is the memory, in bytes, the metadata queries and greps running at
+	// once on this node may hold together, by their estimates (admission.go). Default
+	// DefaultQueryBudgetBytes (512 MiB).
+	QueryBudgetBytes int64
+	// QueryQueueTimeout is how long a query waits for its share of the budget before it
+	// is answered ResourceExhausted. Default DefaultQueryQueueTimeout (5s).
+	QueryQueueTimeout time.Duration
 }
 
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
@@ -109,6 +117,8 @@ type Service struct {
 	loads   chan struct{}
 	// prefetches bounds segment read-ahead (Config.MaxConcurrentPrefetches).
 	prefetches slots
+	// queries is the node's query budget in bytes (Config.QueryBudgetBytes, admission.go).
+	queries *semaphore.Weighted
 	// restoring maps a restore operation id → a channel closed when this process's driver
 	// of it stops.
 	restoring sync.Map
@@ -157,6 +167,12 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	if cfg.GCGrace <= 0 {
 		cfg.GCGrace = DefaultGCGrace
 	}
+	if cfg.QueryBudgetBytes <= 0 {
+		cfg.QueryBudgetBytes = DefaultQueryBudgetBytes
+	}
+	if cfg.QueryQueueTimeout <= 0 {
+		cfg.QueryQueueTimeout = DefaultQueryQueueTimeout
+	}
 	if cfg.RestoreBatch > meta.MaxRestoreBatch {
 		return nil, fmt.Errorf("workbench: RestoreBatch %d out of range 1..%d", cfg.RestoreBatch, meta.MaxRestoreBatch)
 	}
@@ -168,7 +184,7 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	}
 	return &Service{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
 		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
-		prefetches: make(slots, cfg.MaxConcurrentPrefetches)}, nil
+		prefetches: make(slots, cfg.MaxConcurrentPrefetches), queries: newQueryBudget(cfg.QueryBudgetBytes)}, nil
 }
 
 // Config returns the adapter's effective configuration.
