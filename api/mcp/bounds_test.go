@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
 
 // requestAllocBound is the transient allocation one bounded tool call may cost here
@@ -200,5 +201,48 @@ func TestHTTPBatchesAreRefused(t *testing.T) {
 	}
 	if status, raw := post(fmt.Sprintf(call, 3), ""); status != http.StatusOK || !strings.Contains(string(raw), `\"status\":\"success\"`) {
 		t.Errorf("one message: HTTP %d %s", status, raw)
+	}
+}
+
+// TestSnapshotsPerWorkbenchAreCapped: minting past the cap of snapshots that hold history
+// is ResourceExhausted naming the cap, not retryable; retiring one makes room; and
+// snapshot_list reports the held ones and at most the newest 64 ended ones (issue 10
+// finding 10: 2,000 snapshots made one answer of 130 MB).
+func TestSnapshotsPerWorkbenchAreCapped(t *testing.T) {
+	const maxHeld = 3
+	svc := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096, MaxSnapshotsPerWorkbench: maxHeld}).Service
+	cs := connectInMemory(t, svc, "snaps")
+	ok(t, cs, "workbench_create", args{"id": "w"})
+	ok(t, cs, "workbench_create", args{"id": "other"})
+	var first int64
+	for i := range maxHeld {
+		r := ok(t, cs, "workbench_snapshot", args{"id": "w"})
+		if i == 0 {
+			first = r.int(t, "snapshot_id")
+		}
+	}
+	e := fails(t, cs, "workbench_snapshot", args{"id": "w"}, workbench.CodeResourceExhausted)
+	if e["retryable"] != false || e.details().int(t, "max_snapshots") != maxHeld || !strings.Contains(e.str("message"), "3") {
+		t.Errorf("past the cap: %v", e)
+	}
+	ok(t, cs, "workbench_snapshot", args{"id": "other"}) // the cap is per workbench
+	ok(t, cs, "workbench_snapshot_retire", args{"id": "w", "snapshot_id": first})
+	ok(t, cs, "workbench_snapshot", args{"id": "w"})
+	fails(t, cs, "workbench_snapshot", args{"id": "w"}, workbench.CodeResourceExhausted)
+
+	// Ended snapshots: 70 more minted and retired; the list keeps the newest 64 of them.
+	var lastEnded int64
+	for range 70 {
+		id := ok(t, cs, "workbench_snapshot", args{"id": "other"}).int(t, "snapshot_id")
+		ok(t, cs, "workbench_snapshot_retire", args{"id": "other", "snapshot_id": id})
+		lastEnded = id
+	}
+	l := ok(t, cs, "workbench_snapshot_list", args{"id": "other"})
+	snaps := l.list(t, "snapshots")
+	if got := l.int(t, "snapshot_count"); got != 1+workbench.MaxListedEndedSnapshots || len(snaps) != int(got) {
+		t.Fatalf("snapshot_count %d with %d snapshots, want 1 held + %d ended", got, len(snaps), workbench.MaxListedEndedSnapshots)
+	}
+	if snaps[0].str("state") != "alive" || snaps[len(snaps)-1].int(t, "snapshot_id") != lastEnded {
+		t.Errorf("first %v, last %v", snaps[0], snaps[len(snaps)-1])
 	}
 }

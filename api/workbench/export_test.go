@@ -1,6 +1,9 @@
 package workbench
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // HoldQueryBudget takes n bytes of the node's query budget, as queries in flight would,
 // until the returned release is called (tests of admission).
@@ -10,3 +13,6 @@ func (s *Service) HoldQueryBudget(n int64) (release func()) {
 	}
 	return func() { s.queries.Release(n) }
 }
+
+// SetClock replaces the clock uploads are timed by (Config.MaxUploadDuration).
+func (s *Service) SetClock(now func() time.Time) { s.now = now }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/cairnstore/cairn/meta"
@@ -13,6 +14,15 @@ import (
 const (
 	DefaultSnapshotTTLDays   = 7
 	MaxSnapshotMetadataProps = 64
+	// DefaultMaxSnapshotsPerWorkbench is the default cap on the snapshots of one
+	// workbench that hold history (alive, or expired and still renewable), Config.
+	DefaultMaxSnapshotsPerWorkbench = 256
+	// MaxListedEndedSnapshots bounds the retired and reaped snapshots snapshot_list
+	// reports, newest first: with the cap on held ones, an answer holds at most
+	// MaxSnapshotsPerWorkbench + MaxListedEndedSnapshots records of at most
+	// meta.MaxSnapshotMetadataBytes of annotation each (issue 10: 2,000 snapshots made one
+	// answer of 130 MB).
+	MaxListedEndedSnapshots = 64
 )
 
 // SnapshotInput is workbench_snapshot's input.
@@ -138,7 +148,13 @@ func (s *Service) ToolSnapshot(ctx context.Context, agent string, in SnapshotInp
 		return nil, invalidArgument("name", "must not be empty (omit it or pass null for no name)")
 	}
 	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
-		TTLDays: ttl, Reason: reason, Metadata: md})
+		TTLDays: ttl, Reason: reason, Metadata: md, MaxHeld: s.cfg.MaxSnapshotsPerWorkbench})
+	if werr != nil && werr.Code == CodeResourceExhausted {
+		// The cap: it passes only once a snapshot is retired or reaped, not by retrying.
+		werr.Retryable = false
+		werr.Details["max_snapshots"] = s.cfg.MaxSnapshotsPerWorkbench
+		werr.Message += fmt.Sprintf(" (at most %d per workbench)", s.cfg.MaxSnapshotsPerWorkbench)
+	}
 	if werr != nil {
 		return nil, werr
 	}
@@ -211,8 +227,10 @@ func nowMsOf(res meta.Result) int64 {
 	return max(res.Snapshot.RenewedAtMs, res.Snapshot.CreatedAtMs)
 }
 
-// ToolSnapshotList implements workbench_snapshot_list: every snapshot of the workbench
-// with its state, aliases, annotation and lease evidence, oldest first.
+// ToolSnapshotList implements workbench_snapshot_list: the snapshots of the workbench with
+// their state, aliases, annotation and lease evidence, oldest first: every snapshot that
+// holds history (at most Config.MaxSnapshotsPerWorkbench, which minting enforces) and the
+// newest MaxListedEndedSnapshots retired or reaped ones, so the answer is bounded.
 func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in SnapshotListInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
@@ -224,7 +242,7 @@ func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in Snapsho
 	if _, err := view.Workspace(agent, in.ID); err != nil {
 		return nil, AsError(err)
 	}
-	snaps := view.Snapshots(agent, in.ID)
+	snaps := boundedSnapshotList(view.Snapshots(agent, in.ID))
 	list := make([]Result, 0, len(snaps))
 	for _, sn := range snaps {
 		r := s.snapshotFields(Result{}, sn, view.NowMs())
@@ -242,4 +260,29 @@ func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in Snapsho
 	r["snapshot_count"] = len(list)
 	r["snapshots"] = list
 	return r, nil
+}
+
+// boundedSnapshotList keeps, in order, every snapshot that holds history and the last
+// MaxListedEndedSnapshots of the others (retired or reaped; records are in id order, so
+// the last are the newest).
+func boundedSnapshotList(snaps []*meta.WorkbenchSnapshot) []*meta.WorkbenchSnapshot {
+	ended := 0
+	for _, sn := range snaps {
+		if sn.RetiredAtMs != 0 || sn.ReapedAtMs != 0 {
+			ended++
+		}
+	}
+	skip := ended - MaxListedEndedSnapshots
+	if skip <= 0 {
+		return snaps
+	}
+	out := make([]*meta.WorkbenchSnapshot, 0, len(snaps)-skip)
+	for _, sn := range snaps {
+		if (sn.RetiredAtMs != 0 || sn.ReapedAtMs != 0) && skip > 0 {
+			skip--
+			continue
+		}
+		out = append(out, sn)
+	}
+	return out
 }
