@@ -95,7 +95,8 @@ import (
 // Values are folded in the canonical order (workbench, path), so float sums are identical
 // whichever plan produced the matches. Groups sort by the sort keys (measure names or
 // group_by fields; nulls last in both directions), then by group key ascending; at most
-// limit groups are returned and TotalGroups says how many there were.
+// limit groups are returned and TotalGroups says how many there were. An aggregate that
+// would form more than MaxAggregateGroups groups is ResourceExhausted (Field group_by).
 //
 // # Cost
 //
@@ -151,7 +152,11 @@ const (
 	MaxMeasures             = 16
 	MaxMeasureNameBytes     = 128
 	MaxGroupBy              = 8
-	MaxCatalogFields        = 1000
+	// MaxAggregateGroups bounds the groups one aggregate may form (it keeps each with its
+	// measure accumulators until it has seen every match): more is ResourceExhausted on
+	// group_by, so an aggregate's memory is known before it runs.
+	MaxAggregateGroups = 10_000
+	MaxCatalogFields   = 1000
 )
 
 // PredicateOp is a predicate operator (WORKBENCH.md: the op enum of predicates).
@@ -1437,7 +1442,12 @@ func (v *View) aggregate(q AggregateQuery, mode planMode) (AggregateResult, *Err
 				key[i] = canonical(fv)
 			}
 		}
-		g := get(key)
+		g := groups[key]
+		if g == nil && len(order) == MaxAggregateGroups {
+			return AggregateResult{}, &Error{Code: CodeResourceExhausted, Field: "group_by",
+				Message: "groups the matches into more than " + strconv.Itoa(MaxAggregateGroups) + " groups, the most one aggregate forms; narrow the scope or the predicates, or group by fewer or coarser fields"}
+		}
+		g = get(key)
 		g.count++
 		for i, me := range q.Measures {
 			if me.Field == "" {

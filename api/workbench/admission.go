@@ -31,7 +31,7 @@ const (
 	// facetValueBytes: one facet's counter of a distinct value (a file may bring one).
 	facetValueBytes = 128
 	// groupBytes: with group_by, one group (its key in the map and in the group, the
-	// result row); a file may make its own group.
+	// result row); a file may make its own group, up to meta.MaxAggregateGroups.
 	groupBytes = 1024
 	// groupMeasureBytes: one measure's accumulator and result value in one group.
 	groupMeasureBytes = 320
@@ -58,11 +58,11 @@ func searchCost(files int64, facets int) int64 {
 }
 
 func aggregateCost(files int64, groupBy, measures int) int64 {
-	per := int64(queryMatchBytes)
-	if groupBy > 0 {
-		per += groupBytes + int64(measures)*groupMeasureBytes
+	cost := queryBaseBytes + files*queryMatchBytes
+	if groupBy > 0 { // at most one group per file, and at most meta.MaxAggregateGroups
+		cost += min(files, meta.MaxAggregateGroups) * (groupBytes + int64(measures)*groupMeasureBytes)
 	}
-	return queryBaseBytes + files*per
+	return cost
 }
 
 func catalogCost(files int64, facets bool) int64 {

@@ -267,7 +267,12 @@ func (s *Service) ToolAggregate(ctx context.Context, agent string, in AggregateI
 	res, merr := view.Aggregate(meta.AggregateQuery{Scope: scope, Predicates: preds, Measures: ms, GroupBy: in.GroupBy,
 		Sort: sortKeys(in.Sort), Limit: limit})
 	if merr != nil {
-		return nil, AsError(merr)
+		e := AsError(merr)
+		if e.Code == CodeResourceExhausted { // the group bound: the same call meets it again
+			e.Retryable = false
+			e.Details["max_groups"] = meta.MaxAggregateGroups
+		}
+		return nil, e
 	}
 	groups := make([]map[string]any, 0, len(res.Groups))
 	for _, g := range res.Groups {
