@@ -3,6 +3,7 @@ package rest_test
 import (
 	"fmt"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -93,4 +94,50 @@ func TestRESTQueryOverTheBudgetIs429(t *testing.T) {
 	}
 	expect(t, do(t, "POST", srv.URL+"/v1/agents/a1/aggregate", strings.NewReader(`{"measures":[{"name":"n","op":"count"}]}`),
 		"Content-Type", "application/json"), 200, "")
+}
+
+// TestRESTSnapshotListPages: GET .../snapshots?limit=N pages through every snapshot
+// record in id order (retired ones included) with next_cursor, and every page matches the
+// document; without parameters the answer is workbench_snapshot_list's.
+func TestRESTSnapshotListPages(t *testing.T) {
+	srv := newServer(t)
+	c := &checker{t: t, doc: loadDoc(t), url: srv.URL}
+	wb := "/v1/agents/a1/workbenches/w1"
+	expect(t, c.call(true, "PUT", wb, ""), 201, "")
+	var ids []float64
+	for i := range 7 {
+		r := c.call(true, "POST", wb+"/snapshots", "{}", "Content-Type", "application/json")
+		expect(t, r, 201, "")
+		ids = append(ids, r.json["snapshot_id"].(float64))
+		if i%2 == 0 {
+			expect(t, c.call(true, "POST", wb+"/snapshots/retire", fmt.Sprintf(`{"snapshot_id":%v}`, ids[i]), "Content-Type", "application/json"), 200, "")
+		}
+	}
+	var got []float64
+	target := wb + "/snapshots?limit=3"
+	for pages := 0; ; pages++ {
+		if pages > 3 {
+			t.Fatal("more than 3 pages of 3 for 7 snapshots")
+		}
+		r := c.call(true, "GET", target, "")
+		expect(t, r, 200, "")
+		for _, s := range r.json["snapshots"].([]any) {
+			got = append(got, s.(map[string]any)["snapshot_id"].(float64))
+		}
+		next, _ := r.json["next_cursor"].(string)
+		if next == "" {
+			if r.json["truncated"] != false {
+				t.Errorf("last page: truncated %v", r.json["truncated"])
+			}
+			break
+		}
+		target = wb + "/snapshots?limit=3&cursor=" + url.QueryEscape(next)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Errorf("pages listed %v, want %v", got, ids)
+	}
+	expect(t, c.call(true, "GET", wb+"/snapshots", ""), 200, "")
+	expect(t, c.call(false, "GET", wb+"/snapshots?limit=0", ""), 400, "InvalidArguments")
+	expect(t, c.call(false, "GET", wb+"/snapshots?cursor=forged", ""), 400, "InvalidArguments")
+	expect(t, c.call(false, "GET", wb+"/snapshots?order=desc", ""), 400, "InvalidArguments")
 }

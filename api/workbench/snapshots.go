@@ -245,14 +245,7 @@ func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in Snapsho
 	snaps := boundedSnapshotList(view.Snapshots(agent, in.ID))
 	list := make([]Result, 0, len(snaps))
 	for _, sn := range snaps {
-		r := s.snapshotFields(Result{}, sn, view.NowMs())
-		aliases := view.SnapshotAliases(sn)
-		if aliases == nil {
-			aliases = []string{}
-		}
-		r["aliases"] = aliases
-		r["consumers"] = sn.Consumers
-		list = append(list, r)
+		list = append(list, s.snapshotEntry(view, sn))
 	}
 	r := success()
 	r["workbench_id"] = in.ID
@@ -260,6 +253,72 @@ func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in Snapsho
 	r["snapshot_count"] = len(list)
 	r["snapshots"] = list
 	return r, nil
+}
+
+// MaxSnapshotPageLimit bounds a page of SnapshotListPage.
+const MaxSnapshotPageLimit = 100
+
+// SnapshotListPage is snapshot_list in pages, for REST (the MCP tool's input is fixed by
+// the contract): up to limit (1..MaxSnapshotPageLimit) snapshot records of the workbench
+// in id order, retired and reaped ones included, after the snapshot the cursor names (""
+// starts at the first). The result is the tool's, plus next_cursor (null after the last
+// page) and truncated. InvalidArguments for a bad limit or a cursor issued for another
+// workbench.
+func (s *Service) SnapshotListPage(ctx context.Context, agent, id, cursorText string, limit int) (Result, error) {
+	if err := validateTarget(agent, id, ""); err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > MaxSnapshotPageLimit {
+		return nil, invalidArgument("limit", "must be between 1 and %d", MaxSnapshotPageLimit)
+	}
+	var after uint64
+	if cursorText != "" {
+		cur, cerr := s.cursors.decode(cursorText, "snapshots", agent, id, "")
+		if cerr != nil {
+			return nil, cerr
+		}
+		after = uint64(cur.Offset)
+	}
+	view, err := s.readView(ctx, agent)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	if _, err := view.Workspace(agent, id); err != nil {
+		return nil, AsError(err)
+	}
+	all := view.Snapshots(agent, id)
+	start := 0
+	for start < len(all) && all[start].ID <= after {
+		start++
+	}
+	page := all[start:min(start+limit, len(all))]
+	list := make([]Result, 0, len(page))
+	for _, sn := range page {
+		list = append(list, s.snapshotEntry(view, sn))
+	}
+	r := success()
+	r["workbench_id"] = id
+	r["path"] = s.WorkbenchPath(agent, id)
+	r["snapshot_count"] = len(list)
+	r["snapshots"] = list
+	r["truncated"] = start+len(page) < len(all)
+	r["next_cursor"] = nil
+	if start+len(page) < len(all) {
+		r["next_cursor"] = s.cursors.encode(cursor{Kind: "snapshots", Agent: agent, Workbench: id, Offset: int64(page[len(page)-1].ID)})
+	}
+	return r, nil
+}
+
+// snapshotEntry is one snapshot as snapshot_list reports it.
+func (s *Service) snapshotEntry(view *meta.View, sn *meta.WorkbenchSnapshot) Result {
+	r := s.snapshotFields(Result{}, sn, view.NowMs())
+	aliases := view.SnapshotAliases(sn)
+	if aliases == nil {
+		aliases = []string{}
+	}
+	r["aliases"] = aliases
+	r["consumers"] = sn.Consumers
+	return r
 }
 
 // boundedSnapshotList keeps, in order, every snapshot that holds history and the last
