@@ -237,6 +237,9 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	if err := c.svc.InstrumentGC(c.registry); err != nil {
 		return err
 	}
+	if err := c.svc.InstrumentQueries(c.registry); err != nil {
+		return err
+	}
 	c.registry.MustRegister(clusterCollector{c})
 	c.local = rest.NewHandler(c.svc, rest.Options{
 		MCP:      mcp.Handler(c.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),

@@ -243,6 +243,9 @@ func (n *Node) open(ctx context.Context) error {
 	if err := n.svc.InstrumentGC(n.registry); err != nil {
 		return err
 	}
+	if err := n.svc.InstrumentQueries(n.registry); err != nil {
+		return err
+	}
 	wctx, cancel := context.WithCancel(context.Background())
 	n.stopWorkers = cancel
 	n.workers.Add(2)

@@ -3,8 +3,10 @@ package workbench
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/cairnstore/cairn/meta"
@@ -92,6 +94,7 @@ func (s *Service) admitBytes(ctx context.Context, n, files int64) (release func(
 		e := newError(CodeResourceExhausted, "the query would hold about %d bytes, more than the node's query budget of %d bytes; narrow it to one workbench or a path", n, budget)
 		e.Details["estimated_bytes"] = n
 		e.Details["budget_bytes"] = budget
+		s.observeAdmission("too_large")
 		if files >= 0 {
 			e.Message = fmt.Sprintf("the query would hold about %d bytes for the %d files in its scope, more than the node's query budget of %d bytes; narrow it to one workbench or a path", n, files, budget)
 			e.Details["files_in_scope"] = files
@@ -104,6 +107,7 @@ func (s *Service) admitBytes(ctx context.Context, n, files int64) (release func(
 		if ctx.Err() != nil {
 			return nil, AsError(ctx.Err())
 		}
+		s.observeAdmission("queue_timeout")
 		e := newError(CodeResourceExhausted, "the node's query budget of %d bytes stayed taken by other queries for %s (this one needs about %d bytes); retry later", budget, s.cfg.QueryQueueTimeout, n)
 		e.Retryable = true
 		e.Details["estimated_bytes"] = n
@@ -111,7 +115,45 @@ func (s *Service) admitBytes(ctx context.Context, n, files int64) (release func(
 		e.Details["queue_timeout_ms"] = s.cfg.QueryQueueTimeout.Milliseconds()
 		return nil, e
 	}
-	return func() { s.queries.Release(n) }, nil
+	s.observeAdmission("admitted")
+	s.query.inUse.Add(n)
+	return func() { s.query.inUse.Add(-n); s.queries.Release(n) }, nil
 }
 
 func newQueryBudget(bytes int64) *semaphore.Weighted { return semaphore.NewWeighted(bytes) }
+
+// queryState is the Service's admission bookkeeping, for metrics.
+type queryState struct {
+	inUse   atomic.Int64 // bytes of the budget held now
+	metrics atomic.Pointer[queryMetrics]
+}
+
+type queryMetrics struct {
+	admissions *prometheus.CounterVec
+}
+
+// InstrumentQueries registers the cairn_query_* metrics of the query budget on reg:
+// cairn_query_admissions_total{result="admitted"|"queue_timeout"|"too_large"} and the
+// gauges cairn_query_budget_bytes and cairn_query_budget_in_use_bytes. Call it once.
+func (s *Service) InstrumentQueries(reg prometheus.Registerer) error {
+	m := &queryMetrics{admissions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "query",
+		Name: "admissions_total", Help: "Queries (search, aggregate, catalog, grep) by admission result: admitted, queue_timeout (waited QueryQueueTimeout, answered ResourceExhausted), too_large (estimate above the whole budget)."},
+		[]string{"result"})}
+	budget := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "query", Name: "budget_bytes",
+		Help: "The node's query budget (QueryBudgetBytes)."}, func() float64 { return float64(s.cfg.QueryBudgetBytes) })
+	inUse := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "query", Name: "budget_in_use_bytes",
+		Help: "Bytes of the query budget held by running queries, by their estimates."}, func() float64 { return float64(s.query.inUse.Load()) })
+	for _, c := range []prometheus.Collector{m.admissions, budget, inUse} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("workbench: query metrics: %w", err)
+		}
+	}
+	s.query.metrics.Store(m)
+	return nil
+}
+
+func (s *Service) observeAdmission(result string) {
+	if m := s.query.metrics.Load(); m != nil {
+		m.admissions.WithLabelValues(result).Inc()
+	}
+}

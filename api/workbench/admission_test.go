@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
@@ -42,6 +44,10 @@ func groupedAggregate() workbench.AggregateInput {
 func TestQueriesWaitForTheBudgetThenAreRefused(t *testing.T) {
 	const budget = 1 << 20
 	svc := admissionService(t, budget, 50*time.Millisecond)
+	reg := prometheus.NewRegistry()
+	if err := svc.InstrumentQueries(reg); err != nil {
+		t.Fatal(err)
+	}
 	release := svc.HoldQueryBudget(budget)
 	for _, tc := range []struct {
 		tool string
@@ -76,6 +82,28 @@ func TestQueriesWaitForTheBudgetThenAreRefused(t *testing.T) {
 	if err != nil || r["total_groups"] != int64(40) {
 		t.Fatalf("with the budget free: %v %v", r, err)
 	}
+	if got := admissions(t, reg); got["admitted"] != 1 || got["queue_timeout"] != 4 {
+		t.Errorf("cairn_query_admissions_total = %v, want 1 admitted (the last aggregate) and 4 queue_timeout", got)
+	}
+}
+
+// admissions reads cairn_query_admissions_total by result.
+func admissions(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "cairn_query_admissions_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	return out
 }
 
 // TestAQueryLargerThanTheBudgetIsRefusedAtOnce: a query whose estimate (from the files in

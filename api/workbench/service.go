@@ -128,6 +128,7 @@ type Service struct {
 	prefetches slots
 	// queries is the node's query budget in bytes (Config.QueryBudgetBytes, admission.go).
 	queries *semaphore.Weighted
+	query   queryState
 	// now is the clock uploads are timed by (Config.MaxUploadDuration); tests replace it.
 	now func() time.Time
 	// restoring maps a restore operation id → a channel closed when this process's driver
