@@ -2,6 +2,7 @@ package workbench_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/blob"
 )
 
 // fakeClock is a clock that moves only when told.
@@ -85,5 +87,54 @@ func TestAnUploadSlowerThanItsBoundFailsSayingSo(t *testing.T) {
 		if _, err := workbench.New(nil, nil, workbench.Config{CursorKey: workbenchtest.CursorKey, GCGrace: grace, MaxUploadDuration: bound}); err == nil {
 			t.Errorf("MaxUploadDuration %s with GCGrace %s was accepted", bound, grace)
 		}
+	}
+}
+
+// TestALargeBodyWhoseBlobsWereCollectedBeforeItsPublishSaysSo: a body too large to keep
+// for another upload, whose blobs a sweep deleted between its upload and its publish, is
+// answered ObjectUnavailable, retryable, saying the collector deleted this body's data
+// before the publish and that nothing was written; sending it again writes it (issue 10
+// finding 17: the answer spoke of data shared with older files).
+func TestALargeBodyWhoseBlobsWereCollectedBeforeItsPublishSaysSo(t *testing.T) {
+	n := newGCNode(t)
+	big := make([]byte, 9<<20) // above blob.SingleSegmentMaxBytes: cut into chunks, not retained
+	for i := range big {
+		big[i] = byte(i*7919 + i/4096)
+	}
+	put := func(path string, body []byte) error {
+		_, err := n.svc.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+			Body: bytes.NewReader(body), CreateWorkbench: true})
+		return err
+	}
+	if err := put("f", big); err != nil {
+		t.Fatal(err)
+	}
+	n.write(t, "f", "small now") // big's chunks lose their reference
+	n.sweepUntil(t, workbench.GCOptions{DryRun: true}, func(r workbench.GCReport) bool { return r.Candidates > 0 })
+
+	putDone, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	n.store.set(func(h *hookedStore) {
+		h.onPut = func(blob.Key) { once.Do(func() { close(putDone); <-resume }) }
+	})
+	writeDone := make(chan error, 1)
+	go func() { writeDone <- put("g", big) }()
+	<-putDone
+	rep, err := n.svc.CollectGarbage(t.Context(), workbench.GCOptions{})
+	close(resume)
+	if err != nil || rep.Deleted == 0 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	e := workbench.AsError(<-writeDone)
+	if e == nil || e.Code != workbench.CodeObjectUnavailable || !e.Retryable ||
+		!strings.Contains(e.Message, "deleted data of this body") || !strings.Contains(e.Message, "send the body again") {
+		t.Fatalf("the write: %v, want a retryable ObjectUnavailable saying what happened", e)
+	}
+	n.store.set(func(h *hookedStore) { h.onPut = nil })
+	if err := put("g", big); err != nil {
+		t.Fatalf("sending the body again: %v", err)
+	}
+	if !bytes.Equal(readAll(t, n.svc, "g"), big) {
+		t.Fatal("g does not read back")
 	}
 }
