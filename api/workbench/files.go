@@ -327,9 +327,7 @@ func (f *File) Reader(ctx context.Context, offset, length int64) (io.ReadCloser,
 // The caller must hold a load slot (Service.admitLoad) when max is large.
 func (f *File) ReadAll(ctx context.Context, max int64) ([]byte, error) {
 	if f.Info.Size > max {
-		e := payloadTooLarge(f.Info.Size, max)
-		e.Message = fmt.Sprintf("the file is %d bytes, more than the %d bytes this call loads; read it with format=bytes or over REST", f.Info.Size, max)
-		return nil, e
+		return nil, tooLargeToLoad(f.Info.Size, max)
 	}
 	r, err := f.Reader(ctx, 0, -1)
 	if err != nil {
@@ -341,6 +339,13 @@ func (f *File) ReadAll(ctx context.Context, max int64) ([]byte, error) {
 		return nil, AsError(err)
 	}
 	return buf.Bytes(), nil
+}
+
+// tooLargeToLoad answers a call that would load a body of size bytes, above max.
+func tooLargeToLoad(size, max int64) *Error {
+	e := payloadTooLarge(size, max)
+	e.Message = fmt.Sprintf("the file is %d bytes, more than the %d bytes this call loads; read it with format=bytes or over REST", size, max)
+	return e
 }
 
 func payloadTooLarge(actual, max int64) *Error {

@@ -141,8 +141,7 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 	}
 	defer release()
 	if f.Info.Size > s.cfg.MCPMaxPayloadBytes {
-		_, err := f.ReadAll(ctx, s.cfg.MCPMaxPayloadBytes) // the PayloadTooLarge answer
-		return nil, err
+		return nil, tooLargeToLoad(f.Info.Size, s.cfg.MCPMaxPayloadBytes)
 	}
 	rd, err := f.Reader(ctx, 0, -1)
 	if err != nil {
