@@ -170,6 +170,11 @@ type SnapshotMint struct {
 	Reason    string `cbor:"5,keyasint,omitempty"`
 	// Metadata is the annotation object as canonical JSON (at most MaxSnapshotMetadataBytes).
 	Metadata []byte `cbor:"6,keyasint,omitempty"`
+	// MaxHeld, when positive, is the most snapshots of the workbench's incarnation that may
+	// hold history (alive, or expired and not yet reaped) once this one is minted: the
+	// proposer's configured cap, carried in the command so that every replica decides
+	// alike. 0 (every command before the cap existed) means no cap.
+	MaxHeld int `cbor:"7,keyasint,omitempty"`
 }
 
 // SnapshotRenew extends a snapshot's lease to command time + TTLDays (never shortens it).

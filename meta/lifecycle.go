@@ -149,6 +149,11 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
+	if c.MaxHeld > 0 {
+		if n := heldSnapshots(s, c.Agent, ws.Incarnation, c.MaxHeld); n >= c.MaxHeld {
+			return Result{Err: errorf(CodeResourceExhausted, "workbench %q holds %d snapshots, the most allowed; retire one (or let one expire) first", c.Workspace, n)}
+		}
+	}
 	root, _ := s.roots.Get(c.Agent)
 	nr := *root
 	nr.LastSnapshotID++
@@ -165,6 +170,23 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 	a.addHold(ws.Incarnation, snap.ReadVersion)
 	a.scheduleReap(key, snap)
 	return Result{Snapshot: snap, RootUID: root.UID}
+}
+
+// heldSnapshots counts the snapshots of incarnation inc that hold history, stopping at
+// limit. O(the root's snapshot records).
+func heldSnapshots(s *state, agent string, inc uint64, limit int) int {
+	n := 0
+	prefix := agent + "\x00"
+	s.snapshots.Ascend(prefix, func(k string, snap *WorkbenchSnapshot) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		if snap.Incarnation == inc && snap.holdsHistory() {
+			n++
+		}
+		return n < limit
+	})
+	return n
 }
 
 func (a *applier) scheduleReap(key string, snap *WorkbenchSnapshot) {

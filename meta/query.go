@@ -95,7 +95,8 @@ import (
 // Values are folded in the canonical order (workbench, path), so float sums are identical
 // whichever plan produced the matches. Groups sort by the sort keys (measure names or
 // group_by fields; nulls last in both directions), then by group key ascending; at most
-// limit groups are returned and TotalGroups says how many there were.
+// limit groups are returned and TotalGroups says how many there were. An aggregate that
+// would form more than MaxAggregateGroups groups is ResourceExhausted (Field group_by).
 //
 // # Cost
 //
@@ -106,7 +107,9 @@ import (
 // keys as there are live files in scope, so a query costs at most about twice a scan.
 // Views at older versions (snapshots) always scan. Then O(M) to check and facet the M
 // candidates and O(M log limit) to page. Catalog always scans; with facets it keeps one
-// counter per distinct (field, value) in scope.
+// counter per distinct (field, value) in scope. Memory is at most one match, one group and
+// one counter per facet for each file in scope: ScopeFiles counts those files from the
+// directory counters, without visiting one, so a caller can bound a query before it runs.
 
 // Built-in field names.
 const (
@@ -149,7 +152,11 @@ const (
 	MaxMeasures             = 16
 	MaxMeasureNameBytes     = 128
 	MaxGroupBy              = 8
-	MaxCatalogFields        = 1000
+	// MaxAggregateGroups bounds the groups one aggregate may form (it keeps each with its
+	// measure accumulators until it has seen every match): more is ResourceExhausted on
+	// group_by, so an aggregate's memory is known before it runs.
+	MaxAggregateGroups = 10_000
+	MaxCatalogFields   = 1000
 )
 
 // PredicateOp is a predicate operator (WORKBENCH.md: the op enum of predicates).
@@ -645,6 +652,18 @@ func (v *View) scanFiles(inc uint64, dir string, fn func(path string, e *Entry))
 		}
 		return true
 	})
+}
+
+// ScopeFiles returns how many live files a scope holds, from the directory counters: O(the
+// workbenches in scope), no file is visited. Callers size a query's memory from it before
+// running the query (every match, group or facet value is at most one per file).
+// InvalidArguments for a bad scope.
+func (v *View) ScopeFiles(sc Scope) (int64, *Error) {
+	wss, err := v.scopeWorkspaces(sc)
+	if err != nil {
+		return 0, err
+	}
+	return v.liveScopeSize(wss, sc.Path), nil
 }
 
 // liveScopeSize counts the live files in scope from the directory counters.
@@ -1423,7 +1442,12 @@ func (v *View) aggregate(q AggregateQuery, mode planMode) (AggregateResult, *Err
 				key[i] = canonical(fv)
 			}
 		}
-		g := get(key)
+		g := groups[key]
+		if g == nil && len(order) == MaxAggregateGroups {
+			return AggregateResult{}, &Error{Code: CodeResourceExhausted, Field: "group_by",
+				Message: "groups the matches into more than " + strconv.Itoa(MaxAggregateGroups) + " groups, the most one aggregate forms; narrow the scope or the predicates, or group by fewer or coarser fields"}
+		}
+		g = get(key)
 		g.count++
 		for i, me := range q.Measures {
 			if me.Field == "" {

@@ -41,6 +41,9 @@ const (
 	DefaultS3CreateBucket        = true
 	DefaultShards                = 8
 	DefaultReplication           = 3
+	DefaultQueryBudgetBytes      = 512 << 20
+	DefaultQueryQueueTimeout     = 5 * time.Second
+	DefaultMaxSnapshots          = 256
 )
 
 // Bounds enforced by Validate.
@@ -67,6 +70,9 @@ const (
 	MaxReplication = 9
 	// MaxNodeIDBytes is the longest accepted NodeID.
 	MaxNodeIDBytes = 64
+	// MinQueryBudgetBytes is the smallest accepted QueryBudgetBytes: a grep call alone
+	// reserves 1 MiB of it.
+	MinQueryBudgetBytes = 16 << 20
 )
 
 // ConfigFlag is the flag (and CAIRN_CONFIG the environment variable) naming the YAML
@@ -119,6 +125,28 @@ type Config struct {
 	// GCInterval is how often the shard leader runs a garbage-collection sweep. Must be
 	// positive. YAML gc_interval. Default 10m.
 	GCInterval time.Duration
+	// MaxSnapshotsPerWorkbench caps the snapshots of one workbench that hold history
+	// (alive, or expired and still renewable); minting one more is ResourceExhausted
+	// naming the cap, and snapshot_list answers are bounded by it. At least 1. YAML
+	// max_snapshots_per_workbench. Default 256.
+	MaxSnapshotsPerWorkbench int
+	// MaxUploadDuration bounds how long one body may take to upload, from its first
+	// byte to its publish; a slower one fails with ResourceExhausted saying so. It must be
+	// shorter than GCGrace, so that the collector never deletes the blobs of an upload
+	// still in progress (DESIGN.md §6: the grace outlasts every upload). 0 means half of
+	// GCGrace; otherwise it must be positive and less than GCGrace. YAML
+	// max_upload_duration. Default 0 (30m with the default GCGrace).
+	MaxUploadDuration time.Duration
+	// QueryBudgetBytes is the memory, in bytes, the metadata queries (search, aggregate,
+	// catalog) and greps running at once on this node may hold together, by estimates
+	// computed before each runs from the files in its scope; a query larger than all of it
+	// is refused with ResourceExhausted. At least 16 MiB. YAML query_budget_bytes. Default
+	// 512 MiB.
+	QueryBudgetBytes int64
+	// QueryQueueTimeout is how long a query waits for its share of QueryBudgetBytes
+	// before it is answered ResourceExhausted (retryable; REST 429). Must be positive.
+	// YAML query_queue_timeout. Default 5s.
+	QueryQueueTimeout time.Duration
 	// PresentationRoot is the path prefix shown to agents, with "{agent}" replaced by the
 	// agent id. Presentation only, never a storage key. Must be an absolute, clean path
 	// containing "{agent}" and must not be "/". YAML presentation_root. Default
@@ -277,27 +305,30 @@ func (c Config) PeerTLS() bool {
 // ./cairn-data, every field at its documented default.
 func DefaultConfig() Config {
 	return Config{
-		DataDir:               DefaultDataDir,
-		Listen:                DefaultListen,
-		InlineMaxBytes:        DefaultInlineMaxBytes,
-		MCPMaxPayloadBytes:    DefaultMCPMaxPayloadBytes,
-		RetentionWindow:       DefaultRetentionWindow,
-		DedupeMaxPerRoot:      DefaultDedupeMaxPerRoot,
-		SnapshotGrace:         DefaultSnapshotGrace,
-		RestoreBatch:          DefaultRestoreBatch,
-		GCGrace:               DefaultGCGrace,
-		GCInterval:            DefaultGCInterval,
-		PresentationRoot:      DefaultPresentationRoot,
-		RaftSnapshotInterval:  DefaultRaftSnapshotInterval,
-		RaftSnapshotThreshold: DefaultRaftSnapshotThreshold,
-		LogLevel:              DefaultLogLevel,
-		LogFormat:             DefaultLogFormat,
-		ShutdownTimeout:       DefaultShutdownTimeout,
-		Blob:                  DefaultBlob,
-		S3Region:              DefaultS3Region,
-		S3CreateBucket:        DefaultS3CreateBucket,
-		Shards:                DefaultShards,
-		Replication:           DefaultReplication,
+		DataDir:                  DefaultDataDir,
+		Listen:                   DefaultListen,
+		InlineMaxBytes:           DefaultInlineMaxBytes,
+		MCPMaxPayloadBytes:       DefaultMCPMaxPayloadBytes,
+		RetentionWindow:          DefaultRetentionWindow,
+		DedupeMaxPerRoot:         DefaultDedupeMaxPerRoot,
+		SnapshotGrace:            DefaultSnapshotGrace,
+		RestoreBatch:             DefaultRestoreBatch,
+		GCGrace:                  DefaultGCGrace,
+		GCInterval:               DefaultGCInterval,
+		QueryBudgetBytes:         DefaultQueryBudgetBytes,
+		MaxSnapshotsPerWorkbench: DefaultMaxSnapshots,
+		QueryQueueTimeout:        DefaultQueryQueueTimeout,
+		PresentationRoot:         DefaultPresentationRoot,
+		RaftSnapshotInterval:     DefaultRaftSnapshotInterval,
+		RaftSnapshotThreshold:    DefaultRaftSnapshotThreshold,
+		LogLevel:                 DefaultLogLevel,
+		LogFormat:                DefaultLogFormat,
+		ShutdownTimeout:          DefaultShutdownTimeout,
+		Blob:                     DefaultBlob,
+		S3Region:                 DefaultS3Region,
+		S3CreateBucket:           DefaultS3CreateBucket,
+		Shards:                   DefaultShards,
+		Replication:              DefaultReplication,
 
 		ReadHeaderTimeout:       DefaultReadHeaderTimeout,
 		IdleTimeout:             DefaultIdleTimeout,
@@ -392,6 +423,22 @@ func (c Config) validate() []*ConfigError {
 	}
 	if c.GCInterval <= 0 {
 		bad("GCInterval", "must be positive", c.GCInterval.String())
+	}
+	if c.MaxSnapshotsPerWorkbench < 1 {
+		bad("MaxSnapshotsPerWorkbench", "must be at least 1", strconv.Itoa(c.MaxSnapshotsPerWorkbench))
+	}
+	switch {
+	case c.MaxUploadDuration < 0:
+		bad("MaxUploadDuration", "must not be negative (0 means half of GCGrace)", c.MaxUploadDuration.String())
+	case c.GCGrace > 0 && c.MaxUploadDuration >= c.GCGrace:
+		bad("MaxUploadDuration", fmt.Sprintf("must be less than GCGrace (%s): the collector may delete the blobs of an upload that outlasts the grace", c.GCGrace),
+			c.MaxUploadDuration.String())
+	}
+	if c.QueryBudgetBytes < MinQueryBudgetBytes {
+		bad("QueryBudgetBytes", fmt.Sprintf("must be at least %d bytes", MinQueryBudgetBytes), strconv.FormatInt(c.QueryBudgetBytes, 10))
+	}
+	if c.QueryQueueTimeout <= 0 {
+		bad("QueryQueueTimeout", "must be positive", c.QueryQueueTimeout.String())
 	}
 	if c.RestoreBatch < 1 || c.RestoreBatch > MaxRestoreBatch {
 		bad("RestoreBatch", fmt.Sprintf("must be between 1 and %d files", MaxRestoreBatch), strconv.Itoa(c.RestoreBatch))
@@ -635,6 +682,14 @@ var settings = append([]setting{
 		func(c *Config) *time.Duration { return &c.GCGrace }),
 	durationSetting("GCInterval", "gc_interval", "how often the leader runs a garbage-collection sweep",
 		func(c *Config) *time.Duration { return &c.GCInterval }),
+	intSetting("MaxSnapshotsPerWorkbench", "max_snapshots_per_workbench", "most snapshots of one workbench that hold history (alive or renewable)",
+		func(c *Config) *int { return &c.MaxSnapshotsPerWorkbench }),
+	durationSetting("MaxUploadDuration", "max_upload_duration", "longest one body may take to upload; must be less than --gc-grace (0 = half of it)",
+		func(c *Config) *time.Duration { return &c.MaxUploadDuration }),
+	int64Setting("QueryBudgetBytes", "query_budget_bytes", "memory the queries (search, aggregate, catalog, grep) running at once may hold, bytes (at least 16 MiB)",
+		func(c *Config) *int64 { return &c.QueryBudgetBytes }),
+	durationSetting("QueryQueueTimeout", "query_queue_timeout", "how long a query waits for its share of the query budget before ResourceExhausted",
+		func(c *Config) *time.Duration { return &c.QueryQueueTimeout }),
 	stringSetting("PresentationRoot", "presentation_root", `path prefix shown to agents; must contain "{agent}"`,
 		func(c *Config) *string { return &c.PresentationRoot }),
 	durationSetting("RaftSnapshotInterval", "raft_snapshot_interval", "how often shards check whether to snapshot",

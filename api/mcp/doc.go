@@ -21,6 +21,9 @@
 //   - A payload one byte above the cap, as base64 or as text, reaches the Service and is
 //     answered with PayloadTooLarge; the transports refuse only messages far above the cap
 //     (Options.MaxMessageBytes).
+//   - A JSON-RPC batch is refused with one invalid-request error (-32600) on both
+//     transports (HTTP 400 before the SDK reads the body): each message is one request,
+//     so the node's admission limits see every tool call.
 //   - Over stdio, stdout carries only protocol messages; logs go to stderr.
 //
 // All 18 Workbench tools are registered with the hand-written schemas of

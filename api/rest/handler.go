@@ -288,7 +288,7 @@ func filePath(segs []string) (string, error) {
 		parts[i] = c
 	}
 	p := strings.Join(parts, "/")
-	if err := meta.ValidatePath("path", p); err != nil {
+	if err := workbench.ValidatePath("path", p); err != nil {
 		return "", err
 	}
 	return p, nil
@@ -370,7 +370,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 	}
 	dir := q.Get("path")
 	if dir != "" {
-		if err := meta.ValidatePath("path", dir); err != nil {
+		if err := workbench.ValidatePath("path", dir); err != nil {
 			h.writeError(w, r, err, noPrecondition)
 			return
 		}

@@ -115,7 +115,7 @@ func TestFileWriteReadConditionsAndDelete(t *testing.T) {
 	if fmt.Sprint(stale.json["details"].(map[string]any)["current_generation"]) != gen {
 		t.Fatalf("details %s", stale.body)
 	}
-	expect(t, do(t, "PUT", srv.URL+"/v1/agents/a/workbenches/w/files/input/missing", strings.NewReader("x"), "If-Match", `"5"`), 412, "Conflict")
+	expect(t, do(t, "PUT", srv.URL+"/v1/agents/a/workbenches/w/files/input/missing", strings.NewReader("x"), "If-Match", `"5"`), 412, "NotFound") // not retryable: a generation is never reused
 	ok := do(t, "PUT", u, strings.NewReader("hello again"), "If-Match", `"`+gen+`"`)
 	expect(t, ok, 200, "")
 	gen2 := fmt.Sprint(ok.json["generation"])

@@ -287,10 +287,25 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 	case len(segs) == 1 && segs[0] == "snapshots":
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			h.tool(w, r, r.Method, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
-				if r.URL.RawQuery != "" {
-					return nil, invalidArg("query", "listing snapshots takes no query parameters")
+				if r.URL.RawQuery == "" {
+					return h.svc.ToolSnapshotList(ctx, agent, workbench.SnapshotListInput{ID: id})
 				}
-				return h.svc.ToolSnapshotList(ctx, agent, workbench.SnapshotListInput{ID: id})
+				q, err := parseQuery(r)
+				if err == nil {
+					err = onlyParams(q, "limit", "cursor")
+				}
+				if err != nil {
+					return nil, err
+				}
+				limit := workbench.MaxSnapshotPageLimit
+				if s := q.Get("limit"); s != "" {
+					n, err := strconv.Atoi(s)
+					if err != nil || n < 1 || n > workbench.MaxSnapshotPageLimit {
+						return nil, invalidArg("limit", "must be an integer between 1 and %d", workbench.MaxSnapshotPageLimit)
+					}
+					limit = n
+				}
+				return h.svc.SnapshotListPage(ctx, agent, id, q.Get("cursor"), limit)
 			})
 			return "snapshots", true
 		}

@@ -231,7 +231,10 @@ func (c *ClusterNode) open(ctx context.Context) error {
 
 	c.svc, err = workbench.NewWithCores(clusterCores{c}, c.n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
 		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey,
-		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace, Logger: c.log})
+		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace,
+		QueryBudgetBytes: cfg.QueryBudgetBytes, QueryQueueTimeout: cfg.QueryQueueTimeout,
+		MaxSnapshotsPerWorkbench: cfg.MaxSnapshotsPerWorkbench, MaxUploadDuration: cfg.MaxUploadDuration,
+		Logger: c.log})
 	if err != nil {
 		return err
 	}
@@ -239,6 +242,9 @@ func (c *ClusterNode) open(ctx context.Context) error {
 		return err
 	}
 	if err := c.svc.InstrumentIntegrity(c.registry); err != nil {
+		return err
+	}
+	if err := c.svc.InstrumentQueries(c.registry); err != nil {
 		return err
 	}
 	c.registry.MustRegister(clusterCollector{c})

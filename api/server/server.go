@@ -235,7 +235,10 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.svc, err = workbench.New(n.shard, n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
 		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey,
-		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace, Logger: n.log})
+		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace,
+		QueryBudgetBytes: cfg.QueryBudgetBytes, QueryQueueTimeout: cfg.QueryQueueTimeout,
+		MaxSnapshotsPerWorkbench: cfg.MaxSnapshotsPerWorkbench, MaxUploadDuration: cfg.MaxUploadDuration,
+		Logger: n.log})
 	if err != nil {
 		return err
 	}
@@ -243,6 +246,9 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	if err := n.svc.InstrumentIntegrity(n.registry); err != nil {
+		return err
+	}
+	if err := n.svc.InstrumentQueries(n.registry); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithCancel(context.Background())

@@ -24,4 +24,8 @@
 //   - Every error that leaves this package is an *Error with a stable wire code; internal
 //     names (incarnations, root uids, blob keys, file system paths) never appear in it.
 //   - Reads go through Core.ReadView, so they are linearizable.
+//   - Every metadata query (search, aggregate, catalog) and every grep holds its memory
+//     estimate, computed before it runs from the files in its scope, of the node's query
+//     budget while it runs (admission.go); beyond the budget it waits a bounded time, then
+//     is answered ResourceExhausted. Structured reads stream records and keep one page.
 package workbench

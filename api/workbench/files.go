@@ -119,6 +119,9 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 		if cur != nil {
 			expect, curSize = cur.Generation, cur.Size
 		}
+		if req.IfGeneration != 0 && cur == nil {
+			return AppendResult{}, missingForGeneration(req.IfGeneration)
+		}
 		if req.IfGeneration != 0 && expect != req.IfGeneration {
 			return AppendResult{}, conflict(expect, req.IfGeneration)
 		}
@@ -129,6 +132,9 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 		if werr == nil {
 			return AppendResult{FileResult: s.fileResult(req.Agent, req.Workbench, req.Path, res),
 				AppendedBytes: body.size, AppendDigest: body.appendDigest}, nil
+		}
+		if req.IfGeneration != 0 && isMissingForGeneration(werr) {
+			return AppendResult{}, missingForGeneration(req.IfGeneration)
 		}
 		if werr.Code != CodeConflict || req.IfGeneration != 0 || attempt == maxAppendAttempts {
 			return AppendResult{}, werr
@@ -157,6 +163,25 @@ func conflict(current, expected uint64) *Error {
 		e.Details["current_generation"] = current
 	}
 	return e
+}
+
+// missingForGeneration answers a write conditioned on a generation (REST If-Match, edit,
+// put_file replace) of a file that does not exist: NotFound, not retryable, as a condition
+// of * or a conditional delete of a missing file is. Generations are never reused, so no
+// retry of the same condition can pass (RFC 9110 §13.1.1: If-Match on a missing resource
+// fails; REST answers 412).
+func missingForGeneration(expected uint64) *Error {
+	e := newError(CodeNotFound, "the file does not exist (expected generation %d)", expected)
+	e.Details["expected_generation"] = expected
+	return e
+}
+
+// isMissingForGeneration reports the metadata core's answer to a generation condition on
+// a missing file: Conflict without a current generation (meta Put and Append; a changed
+// file's Conflict always carries its current generation).
+func isMissingForGeneration(e *Error) bool {
+	_, has := e.Details["current_generation"]
+	return e.Code == CodeConflict && !has
 }
 
 // currentEntry returns the live entry at path, nil when there is none (or when the
@@ -298,9 +323,7 @@ func (f *File) Reader(ctx context.Context, offset, length int64) (io.ReadCloser,
 // The caller must hold a load slot (Service.admitLoad) when max is large.
 func (f *File) ReadAll(ctx context.Context, max int64) ([]byte, error) {
 	if f.Info.Size > max {
-		e := payloadTooLarge(f.Info.Size, max)
-		e.Message = fmt.Sprintf("the file is %d bytes, more than the %d bytes this call loads; read it with format=bytes or over REST", f.Info.Size, max)
-		return nil, e
+		return nil, tooLargeToLoad(f.Info.Size, max)
 	}
 	r, err := f.Reader(ctx, 0, -1)
 	if err != nil {
@@ -312,6 +335,13 @@ func (f *File) ReadAll(ctx context.Context, max int64) ([]byte, error) {
 		return nil, AsError(err)
 	}
 	return buf.Bytes(), nil
+}
+
+// tooLargeToLoad answers a call that would load a body of size bytes, above max.
+func tooLargeToLoad(size, max int64) *Error {
+	e := payloadTooLarge(size, max)
+	e.Message = fmt.Sprintf("the file is %d bytes, more than the %d bytes this call loads; read it with format=bytes or over REST", size, max)
+	return e
 }
 
 func payloadTooLarge(actual, max int64) *Error {

@@ -419,6 +419,13 @@ func gcGaveUp() *Error {
 		Message: "the garbage collector is deleting data this body shares with older files; retry the request"}
 }
 
+// gcDeletedBody is the answer of a write whose uploaded blob the collector deleted before
+// the publish, when the body was too large to keep for another upload.
+func gcDeletedBody() *Error {
+	return &Error{Code: CodeObjectUnavailable, Retryable: true, Details: map[string]any{},
+		Message: "the garbage collector deleted data of this body before the write could publish it (the body is too large to keep for another upload); nothing was written: send the body again"}
+}
+
 // retain keeps data of segment d for an upload again, while the body stays within
 // maxRetainedBytes; a larger body keeps nothing.
 func (b *ingested) retain(d meta.Digest, data []byte) {
@@ -508,7 +515,7 @@ func (s *Service) reupload(ctx context.Context, body *ingested) *Error {
 				continue
 			}
 			if _, err := s.blobs.Stat(ctx, key); errors.Is(err, blob.ErrNotFound) {
-				return gcGaveUp() // deleted, and this body is too large to keep: the caller sends it again
+				return gcDeletedBody() // deleted, and this body is too large to keep: the caller sends it again
 			} else if err != nil {
 				return AsError(err)
 			}

@@ -105,6 +105,11 @@ func newGCNode(t *testing.T) *gcNode {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The grace is short so that sweeps find candidates soon, and the upload bound is half
+	// of it: uploads here (stalled on purpose, or slow under -race) are not timed, so the
+	// collector's fences are what these tests see (upload_bound_test.go tests the bound).
+	frozen := time.Now()
+	svc.SetClock(func() time.Time { return frozen })
 	return &gcNode{svc: svc, shard: sh, store: hs}
 }
 

@@ -335,6 +335,11 @@ func (s *Service) Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
 		return GrepResult{}, werr
 	}
 	args := grepArgs(m, req.Recursive, req.Glob)
+	release, aerr := s.admitBytes(ctx, grepQueryBytes, -1) // its own limits bound a call
+	if aerr != nil {
+		return GrepResult{}, aerr
+	}
+	defer release()
 	view, ws, err := s.grepView(ctx, req.Agent, req.Workbench)
 	if err != nil {
 		return GrepResult{}, err

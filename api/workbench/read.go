@@ -146,30 +146,34 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 		return nil, AsError(err)
 	}
 	defer release()
-	body, err := f.ReadAll(ctx, s.cfg.MCPMaxPayloadBytes)
+	if f.Info.Size > s.cfg.MCPMaxPayloadBytes {
+		return nil, tooLargeToLoad(f.Info.Size, s.cfg.MCPMaxPayloadBytes)
+	}
+	rd, err := f.Reader(ctx, 0, -1)
 	if err != nil {
 		return nil, err
 	}
-	recordType, records, derr := decodeRecords(full, f.Info.ContentType, body)
+	defer rd.Close()
+	recordType, page, count, derr := pageRecords(rd, full, f.Info.ContentType, offset, limit)
 	if derr != nil {
 		return nil, derr
 	}
-	if offset > int64(len(records)) {
-		return nil, invalidArgument("offset", "%d is beyond the last record (%d records)", offset, len(records))
+	if offset > count {
+		return nil, invalidArgument("offset", "%d is beyond the last record (%d records)", offset, count)
 	}
-	end := min(offset+int64(limit), int64(len(records)))
-	items := make([]map[string]any, 0, end-offset)
-	for i := offset; i < end; i++ {
-		items = append(items, map[string]any{"index": i, "value": records[i]})
+	end := offset + int64(len(page))
+	items := make([]map[string]any, 0, len(page))
+	for i, v := range page {
+		items = append(items, map[string]any{"index": offset + int64(i), "value": v})
 	}
 	r["bytes"] = nil // structured reads return items, not bytes
 	r["bytes_encoding"] = nil
 	r["record_type"] = recordType
-	r["record_count"] = len(records)
+	r["record_count"] = count
 	r["items"] = items
-	r["truncated"] = end < int64(len(records))
+	r["truncated"] = end < count
 	r["next_cursor"] = nil
-	if end < int64(len(records)) {
+	if end < count {
 		r["next_cursor"] = next(end)
 	}
 	return r, nil

@@ -197,6 +197,11 @@ func (s *Service) ToolSearch(ctx context.Context, agent string, in SearchInput) 
 	if werr != nil {
 		return nil, werr
 	}
+	release, aerr := s.admitQuery(ctx, view, scope, func(files int64) int64 { return searchCost(files, len(in.Facets)) })
+	if aerr != nil {
+		return nil, aerr
+	}
+	defer release()
 	q := meta.Query{Scope: scope, Predicates: preds, Fields: in.Fields, Sort: sortKeys(in.Sort), Facets: in.Facets, Limit: limit}
 	args := searchArgsKey(in)
 	if in.Cursor != nil {
@@ -266,10 +271,22 @@ func (s *Service) ToolAggregate(ctx context.Context, agent string, in AggregateI
 	for _, m := range in.Measures {
 		ms = append(ms, meta.Measure{Name: m.Name, Op: meta.MeasureOp(m.Op), Field: deref(m.Field)})
 	}
+	release, aerr := s.admitQuery(ctx, view, scope, func(files int64) int64 {
+		return aggregateCost(files, len(in.GroupBy), len(in.Measures))
+	})
+	if aerr != nil {
+		return nil, aerr
+	}
+	defer release()
 	res, merr := view.Aggregate(meta.AggregateQuery{Scope: scope, Predicates: preds, Measures: ms, GroupBy: in.GroupBy,
 		Sort: sortKeys(in.Sort), Limit: limit})
 	if merr != nil {
-		return nil, AsError(merr)
+		e := AsError(merr)
+		if e.Code == CodeResourceExhausted { // the group bound: the same call meets it again
+			e.Retryable = false
+			e.Details["max_groups"] = meta.MaxAggregateGroups
+		}
+		return nil, e
 	}
 	groups := make([]map[string]any, 0, len(res.Groups))
 	for _, g := range res.Groups {
@@ -300,6 +317,11 @@ func (s *Service) ToolCatalog(ctx context.Context, agent string, in CatalogInput
 	if err != nil {
 		return nil, err
 	}
+	release, aerr := s.admitQuery(ctx, view, scope, func(files int64) int64 { return catalogCost(files, deref(in.IncludeFacets)) })
+	if aerr != nil {
+		return nil, aerr
+	}
+	defer release()
 	res, merr := view.Catalog(meta.CatalogQuery{Scope: scope, FieldPrefix: deref(in.FieldPrefix), IncludeFacets: deref(in.IncludeFacets)})
 	if merr != nil {
 		return nil, AsError(merr)

@@ -109,6 +109,22 @@ type Config struct {
 	// Logger receives the adapter's own reports (stored data failing verification,
 	// integrity.go). Default slog.Default().
 	Logger *slog.Logger
+	// QueryBudgetBytes is the memory, in bytes, the metadata queries and greps running at
+	// once on this node may hold together, by their estimates (admission.go). Default
+	// DefaultQueryBudgetBytes (512 MiB).
+	QueryBudgetBytes int64
+	// QueryQueueTimeout is how long a query waits for its share of the budget before it
+	// is answered ResourceExhausted. Default DefaultQueryQueueTimeout (5s).
+	QueryQueueTimeout time.Duration
+	// MaxUploadDuration bounds how long one body's ingest (reading, cutting and uploading
+	// it) may take; a slower one fails with ResourceExhausted before it publishes. It must
+	// be less than GCGrace: the orphan sweeper deletes uploaded blobs that stayed
+	// unpublished longer than the grace (DESIGN.md §6, §8). Default GCGrace / 2.
+	MaxUploadDuration time.Duration
+	// MaxSnapshotsPerWorkbench caps the snapshots of one workbench that hold history
+	// (alive, or expired and still renewable); minting one more is ResourceExhausted.
+	// Default DefaultMaxSnapshotsPerWorkbench (256).
+	MaxSnapshotsPerWorkbench int
 }
 
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
@@ -128,6 +144,11 @@ type Service struct {
 	prefetches slots
 	// readBudget holds Config.MaxReadBufferBytes: the verified segment bytes reads hold.
 	readBudget *semaphore.Weighted
+	// queries is the node's query budget in bytes (Config.QueryBudgetBytes, admission.go).
+	queries *semaphore.Weighted
+	query   queryState
+	// now is the clock uploads are timed by (Config.MaxUploadDuration); tests replace it.
+	now func() time.Time
 	// restoring maps a restore operation id → a channel closed when this process's driver
 	// of it stops.
 	restoring sync.Map
@@ -189,6 +210,21 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.MaxUploadDuration <= 0 {
+		cfg.MaxUploadDuration = cfg.GCGrace / 2
+	}
+	if cfg.MaxUploadDuration >= cfg.GCGrace {
+		return nil, fmt.Errorf("workbench: MaxUploadDuration %s must be less than GCGrace %s", cfg.MaxUploadDuration, cfg.GCGrace)
+	}
+	if cfg.MaxSnapshotsPerWorkbench <= 0 {
+		cfg.MaxSnapshotsPerWorkbench = DefaultMaxSnapshotsPerWorkbench
+	}
+	if cfg.QueryBudgetBytes <= 0 {
+		cfg.QueryBudgetBytes = DefaultQueryBudgetBytes
+	}
+	if cfg.QueryQueueTimeout <= 0 {
+		cfg.QueryQueueTimeout = DefaultQueryQueueTimeout
+	}
 	if cfg.RestoreBatch > meta.MaxRestoreBatch {
 		return nil, fmt.Errorf("workbench: RestoreBatch %d out of range 1..%d", cfg.RestoreBatch, meta.MaxRestoreBatch)
 	}
@@ -201,7 +237,7 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	return &Service{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
 		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
 		prefetches: make(slots, cfg.MaxConcurrentPrefetches), readBudget: semaphore.NewWeighted(cfg.MaxReadBufferBytes),
-		log: cfg.Logger}, nil
+		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now}, nil
 }
 
 // Config returns the adapter's effective configuration.
@@ -392,6 +428,9 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 		CreateWorkspace: req.CreateWorkbench, Cond: req.Cond, IfGeneration: req.IfGeneration, Size: body.size,
 		Digest: body.digest, ContentType: req.ContentType, Executable: req.Executable, Segments: body.segments, HashState: body.hashState,
 		Fields: req.Fields}, body)
+	if werr != nil && req.Cond == meta.CondIfGeneration && isMissingForGeneration(werr) {
+		return FileResult{}, missingForGeneration(req.IfGeneration)
+	}
 	if werr != nil {
 		return FileResult{}, werr
 	}
@@ -426,6 +465,7 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 	}
 	own := sha256.New()
 	out := &ingested{agent: agent}
+	started := s.now()
 	// Peek up to the inline threshold + 1 byte: a body that fits is stored inline.
 	if s.cfg.InlineMaxBytes > 0 {
 		head := make([]byte, s.cfg.InlineMaxBytes+1)
@@ -473,6 +513,10 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 			g.Wait()
 			return nil, readError(err)
 		}
+		if werr := s.checkUploadTime(started); werr != nil {
+			g.Wait()
+			return nil, werr
+		}
 		whole.Write(seg)
 		own.Write(seg)
 		d := blob.DigestOf(seg)
@@ -491,7 +535,26 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 	if err := g.Wait(); err != nil {
 		return nil, AsError(err)
 	}
+	if werr := s.checkUploadTime(started); werr != nil {
+		return nil, werr
+	}
 	return out.finish(whole, own)
+}
+
+// checkUploadTime fails an ingest that has run longer than Config.MaxUploadDuration:
+// the garbage collector may delete what it uploaded before it publishes (orphans older
+// than the grace go), and a retry at the same speed would meet the same end, so it is
+// answered at once and says why. Nothing is published; the blobs it stored are orphans.
+func (s *Service) checkUploadTime(started time.Time) *Error {
+	took := s.now().Sub(started)
+	if took <= s.cfg.MaxUploadDuration {
+		return nil
+	}
+	e := newError(CodeResourceExhausted, "the upload took %s, longer than the %s one body may take (the max upload duration, kept below the garbage collector's grace of %s so that no uploaded data is collected before it is published); nothing was written: send the body faster, or in parts with append",
+		took.Round(time.Millisecond), s.cfg.MaxUploadDuration, s.cfg.GCGrace)
+	e.Details["max_upload_duration_ms"] = s.cfg.MaxUploadDuration.Milliseconds()
+	e.Details["upload_ms"] = took.Milliseconds()
+	return e
 }
 
 func (b *ingested) finish(whole, own hash.Hash) (*ingested, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/cairnstore/cairn/meta"
@@ -13,6 +14,15 @@ import (
 const (
 	DefaultSnapshotTTLDays   = 7
 	MaxSnapshotMetadataProps = 64
+	// DefaultMaxSnapshotsPerWorkbench is the default cap on the snapshots of one
+	// workbench that hold history (alive, or expired and still renewable), Config.
+	DefaultMaxSnapshotsPerWorkbench = 256
+	// MaxListedEndedSnapshots bounds the retired and reaped snapshots snapshot_list
+	// reports, newest first: with the cap on held ones, an answer holds at most
+	// MaxSnapshotsPerWorkbench + MaxListedEndedSnapshots records of at most
+	// meta.MaxSnapshotMetadataBytes of annotation each (issue 10: 2,000 snapshots made one
+	// answer of 130 MB).
+	MaxListedEndedSnapshots = 64
 )
 
 // SnapshotInput is workbench_snapshot's input.
@@ -142,7 +152,13 @@ func (s *Service) ToolSnapshot(ctx context.Context, agent string, in SnapshotInp
 		return nil, invalidArgument("name", "must not be empty (omit it or pass null for no name)")
 	}
 	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
-		TTLDays: ttl, Reason: reason, Metadata: md})
+		TTLDays: ttl, Reason: reason, Metadata: md, MaxHeld: s.cfg.MaxSnapshotsPerWorkbench})
+	if werr != nil && werr.Code == CodeResourceExhausted {
+		// The cap: it passes only once a snapshot is retired or reaped, not by retrying.
+		werr.Retryable = false
+		werr.Details["max_snapshots"] = s.cfg.MaxSnapshotsPerWorkbench
+		werr.Message += fmt.Sprintf(" (at most %d per workbench)", s.cfg.MaxSnapshotsPerWorkbench)
+	}
 	if werr != nil {
 		return nil, werr
 	}
@@ -218,8 +234,10 @@ func nowMsOf(res meta.Result) int64 {
 	return max(res.Snapshot.RenewedAtMs, res.Snapshot.CreatedAtMs)
 }
 
-// ToolSnapshotList implements workbench_snapshot_list: every snapshot of the workbench
-// with its state, aliases, annotation and lease evidence, oldest first.
+// ToolSnapshotList implements workbench_snapshot_list: the snapshots of the workbench with
+// their state, aliases, annotation and lease evidence, oldest first: every snapshot that
+// holds history (at most Config.MaxSnapshotsPerWorkbench, which minting enforces) and the
+// newest MaxListedEndedSnapshots retired or reaped ones, so the answer is bounded.
 func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in SnapshotListInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
@@ -231,17 +249,10 @@ func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in Snapsho
 	if _, err := view.Workspace(agent, in.ID); err != nil {
 		return nil, AsError(err)
 	}
-	snaps := view.Snapshots(agent, in.ID)
+	snaps := boundedSnapshotList(view.Snapshots(agent, in.ID))
 	list := make([]Result, 0, len(snaps))
 	for _, sn := range snaps {
-		r := s.snapshotFields(Result{}, sn, view.NowMs())
-		aliases := view.SnapshotAliases(sn)
-		if aliases == nil {
-			aliases = []string{}
-		}
-		r["aliases"] = aliases
-		r["consumers"] = sn.Consumers
-		list = append(list, r)
+		list = append(list, s.snapshotEntry(view, sn))
 	}
 	r := success()
 	r["workbench_id"] = in.ID
@@ -249,4 +260,95 @@ func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in Snapsho
 	r["snapshot_count"] = len(list)
 	r["snapshots"] = list
 	return r, nil
+}
+
+// MaxSnapshotPageLimit bounds a page of SnapshotListPage.
+const MaxSnapshotPageLimit = 100
+
+// SnapshotListPage is snapshot_list in pages, for REST (the MCP tool's input is fixed by
+// the contract): up to limit (1..MaxSnapshotPageLimit) snapshot records of the workbench
+// in id order, retired and reaped ones included, after the snapshot the cursor names (""
+// starts at the first). The result is the tool's, plus next_cursor (null after the last
+// page) and truncated. InvalidArguments for a bad limit or a cursor issued for another
+// workbench.
+func (s *Service) SnapshotListPage(ctx context.Context, agent, id, cursorText string, limit int) (Result, error) {
+	if err := validateTarget(agent, id, ""); err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > MaxSnapshotPageLimit {
+		return nil, invalidArgument("limit", "must be between 1 and %d", MaxSnapshotPageLimit)
+	}
+	var after uint64
+	if cursorText != "" {
+		cur, cerr := s.cursors.decode(cursorText, "snapshots", agent, id, "")
+		if cerr != nil {
+			return nil, cerr
+		}
+		after = uint64(cur.Offset)
+	}
+	view, err := s.readView(ctx, agent)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	if _, err := view.Workspace(agent, id); err != nil {
+		return nil, AsError(err)
+	}
+	all := view.Snapshots(agent, id)
+	start := 0
+	for start < len(all) && all[start].ID <= after {
+		start++
+	}
+	page := all[start:min(start+limit, len(all))]
+	list := make([]Result, 0, len(page))
+	for _, sn := range page {
+		list = append(list, s.snapshotEntry(view, sn))
+	}
+	r := success()
+	r["workbench_id"] = id
+	r["path"] = s.WorkbenchPath(agent, id)
+	r["snapshot_count"] = len(list)
+	r["snapshots"] = list
+	r["truncated"] = start+len(page) < len(all)
+	r["next_cursor"] = nil
+	if start+len(page) < len(all) {
+		r["next_cursor"] = s.cursors.encode(cursor{Kind: "snapshots", Agent: agent, Workbench: id, Offset: int64(page[len(page)-1].ID)})
+	}
+	return r, nil
+}
+
+// snapshotEntry is one snapshot as snapshot_list reports it.
+func (s *Service) snapshotEntry(view *meta.View, sn *meta.WorkbenchSnapshot) Result {
+	r := s.snapshotFields(Result{}, sn, view.NowMs())
+	aliases := view.SnapshotAliases(sn)
+	if aliases == nil {
+		aliases = []string{}
+	}
+	r["aliases"] = aliases
+	r["consumers"] = sn.Consumers
+	return r
+}
+
+// boundedSnapshotList keeps, in order, every snapshot that holds history and the last
+// MaxListedEndedSnapshots of the others (retired or reaped; records are in id order, so
+// the last are the newest).
+func boundedSnapshotList(snaps []*meta.WorkbenchSnapshot) []*meta.WorkbenchSnapshot {
+	ended := 0
+	for _, sn := range snaps {
+		if sn.RetiredAtMs != 0 || sn.ReapedAtMs != 0 {
+			ended++
+		}
+	}
+	skip := ended - MaxListedEndedSnapshots
+	if skip <= 0 {
+		return snaps
+	}
+	out := make([]*meta.WorkbenchSnapshot, 0, len(snaps)-skip)
+	for _, sn := range snaps {
+		if (sn.RetiredAtMs != 0 || sn.ReapedAtMs != 0) && skip > 0 {
+			skip--
+			continue
+		}
+		out = append(out, sn)
+	}
+	return out
 }

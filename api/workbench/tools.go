@@ -102,19 +102,21 @@ func toolTarget(section, path string) (full string, err *Error) {
 	if section != "" && !isSection(section) {
 		return "", invalidArgument("section", "must be one of input, scripts, outputs, logs, metadata")
 	}
+	if section == "" {
+		if path != "" {
+			if err := ValidatePath("path", path); err != nil { // path names its section
+				return "", err
+			}
+		}
+		return path, nil
+	}
 	if path != "" {
+		if err := checkRelativePath("path", path); err != nil {
+			return "", err
+		}
 		if e := meta.ValidatePath("path", path); e != nil {
 			return "", AsError(e)
 		}
-		if section != "" && len(path) > meta.MaxRelativePathBytes {
-			return "", invalidArgument("path", "must be at most %d bytes, got %d", meta.MaxRelativePathBytes, len(path))
-		}
-		if n := strings.Count(path, "/") + 1; section != "" && n > meta.MaxRelativePathComponents {
-			return "", invalidArgument("path", "must have at most %d components, got %d", meta.MaxRelativePathComponents, n)
-		}
-	}
-	if section == "" {
-		return path, nil
 	}
 	if path == "" {
 		return section, nil
@@ -364,13 +366,16 @@ func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Res
 		if !deref(in.ReplaceAll) {
 			replacements = 1
 		}
-		updated := strings.Replace(string(body), in.OldString, in.NewString, replacements)
-		if int64(len(updated)) > s.cfg.MCPMaxPayloadBytes {
-			// edit loads whole bodies up to the cap: it must not make one it cannot edit again.
-			e := payloadTooLarge(int64(len(updated)), s.cfg.MCPMaxPayloadBytes)
-			e.Message = fmt.Sprintf("the edited file would be %d bytes, more than the %d bytes edit handles", len(updated), s.cfg.MCPMaxPayloadBytes)
+		// The result's size is known before it is built: refuse it without allocating
+		// (a 4 MiB file × a 1 MiB replace_all would ask for 4 TiB). edit loads whole bodies
+		// up to the cap: it must not make one it cannot edit again. No overflow: the body
+		// and both strings are bounded by the MCP message size, far below 2^31 each.
+		if size := editedSize(len(body), replacements, len(in.OldString), len(in.NewString)); size > s.cfg.MCPMaxPayloadBytes {
+			e := payloadTooLarge(size, s.cfg.MCPMaxPayloadBytes)
+			e.Message = fmt.Sprintf("the edited file would be %d bytes, more than the %d bytes edit handles", size, s.cfg.MCPMaxPayloadBytes)
 			return nil, e
 		}
+		updated := strings.Replace(string(body), in.OldString, in.NewString, replacements)
 		r := s.fileFields(success(), agent, in.ID, full)
 		r["replacements"] = replacements
 		if updated == string(body) {
@@ -392,6 +397,12 @@ func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Res
 		r["no_change"] = false
 		return r, nil
 	}
+}
+
+// editedSize is the size in bytes of a body of size bytes after replacements
+// non-overlapping replacements of an oldLen-byte string by a newLen-byte one.
+func editedSize(size, replacements, oldLen, newLen int) int64 {
+	return int64(size) + int64(replacements)*(int64(newLen)-int64(oldLen))
 }
 
 // ToolList implements workbench_list.
