@@ -54,7 +54,7 @@ fuzz-smoke:
 ## eight rounds of faults.
 test-long: minio
 	$(GO) test -race -count=1 -timeout 120m ./meta -rapid.checks=20000
-	bin=$$(GO=$(GO) scripts/minio.sh) && CAIRN_MINIO_BIN=$$bin $(GO) test -tags long -count=1 -timeout 60m -v -run '^(TestS3Long|TestClusterFailoverTime|TestQueryBudgetLong)' ./integration
+	bin=$$(GO=$(GO) scripts/minio.sh) && CAIRN_MINIO_BIN=$$bin $(GO) test -tags long -count=1 -timeout 60m -v -run '^(TestS3Long|TestClusterFailoverTime|TestQueryBudgetLong|TestIdleConnectionsLong)' ./integration
 	bin=$$(GO=$(GO) scripts/minio.sh) && CAIRN_MINIO_BIN=$$bin CAIRN_LIN_ROUNDS=8 $(GO) test -count=1 -timeout 60m -v -run '^TestClusterLinearizableUnderKillsAndPartitions$$' ./integration
 	$(MAKE) fuzz-smoke FUZZTIME=20000000x
 

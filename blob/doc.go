@@ -31,6 +31,9 @@
 //     zstd-compressed when that saves at least 1/8 (Encode); Get always yields the original
 //     bytes.
 //
+// WithDeadline bounds every call of a Store (a stalled backend fails a call with a
+// *TimeoutError, wrapping ErrUnavailable, never hangs it); the node wraps its store in it.
+//
 // Errors are the sentinels of errors.go wrapped with context (use errors.Is); bad keys are
 // *KeyError values that wrap ErrInvalidKey. Backends live in sub-packages: blob/dir (local
 // directory, the embedded default), blob/mem (tests) and, per DESIGN.md §8, blob/s3. They

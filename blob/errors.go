@@ -20,6 +20,10 @@ var (
 	// ErrUnavailable: the backend cannot serve the call now (I/O error, object store
 	// unreachable, store closed). The call may be retried.
 	ErrUnavailable = errors.New("blob store unavailable")
+	// ErrStorageFull: the backend's disk is full (ENOSPC, an object store's "storage
+	// full"). Errors that wrap it also wrap ErrUnavailable; retryable once space is freed.
+	// blob/dir wraps the os error (syscall.ENOSPC) instead.
+	ErrStorageFull = errors.New("blob store storage full")
 	// ErrInvalidKey: a root uid or digest is malformed. Returned as a *KeyError.
 	ErrInvalidKey = errors.New("invalid blob key")
 )

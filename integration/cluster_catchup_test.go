@@ -182,7 +182,7 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 // nodeIDOf returns s's cluster node id, from the cluster status it serves.
 func nodeIDOf(t *testing.T, s *server) string {
 	t.Helper()
-	code, b := clusterDo(http.MethodGet, s.URL+"/v1/admin/cluster", nil, 30*time.Second)
+	code, b := clusterDo(http.MethodGet, s.AdminURL+"/v1/admin/cluster", nil, 30*time.Second)
 	var st struct {
 		Node string `json:"node"`
 	}

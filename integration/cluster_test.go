@@ -173,7 +173,7 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := shardLeader(t, servers, rec.Shard, 3)
-	status := mustCLI(t, cliOptions{bin: cairnBin}, "admin", "cluster", "status", "--server", servers[0].URL)
+	status := mustCLI(t, cliOptions{bin: cairnBin}, "admin", "cluster", "status", "--admin-server", servers[0].AdminURL)
 	if len(regexp.MustCompile(`(?m)^[01] +\S+ +leader +\d+$`).FindAllString(status.stdout, -1)) != 2 ||
 		!strings.Contains(status.stdout, "2 shards, replication 3") {
 		t.Fatalf("cairn admin cluster status: want both shards with a leader:\n%s", status)
@@ -446,7 +446,7 @@ func TestClusterFourthNodeJoinsAndOneLeaves(t *testing.T) {
 	// Once the leaving node is gone past the grace period, every shard has three voters
 	// again, the new node among them and the leaving one not.
 	eventually(t, 3*time.Minute, "the leaving node is replaced by the new one in every shard", func() error {
-		code, b := clusterDo(http.MethodGet, rest[0].URL+"/v1/admin/cluster", nil, 10*time.Second)
+		code, b := clusterDo(http.MethodGet, rest[0].AdminURL+"/v1/admin/cluster", nil, 10*time.Second)
 		var st struct {
 			ShardStatus []struct {
 				Shard   int    `json:"shard"`
@@ -515,7 +515,7 @@ func TestClusterLeaderThatStalledPastItsLeaseDoesNotHideTheNewLeader(t *testing.
 	}
 	frozenID := ""
 	eventually(t, 2*time.Minute, "the frozen node is removed from the shard", func() error {
-		code, b := clusterDo(http.MethodGet, others[0].URL+"/v1/admin/cluster", nil, 10*time.Second)
+		code, b := clusterDo(http.MethodGet, others[0].AdminURL+"/v1/admin/cluster", nil, 10*time.Second)
 		var st struct {
 			Nodes []struct {
 				ID        string `json:"id"`

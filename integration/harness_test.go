@@ -173,7 +173,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 }
 
 // servingLine matches the log line `cairn serve` writes once it listens.
-var servingLine = regexp.MustCompile(`msg="cairn is serving" url=(http://\S+)`)
+var servingLine = regexp.MustCompile(`msg="cairn is serving" url=(http://\S+) admin_url=(http://\S+)`)
 
 // server is one `cairn serve` on a data directory, run as a child process. It can be
 // killed (SIGKILL) and restarted on the same directory; each start gets a new free port.
@@ -187,6 +187,8 @@ type server struct {
 	proc    *childProc // the running incarnation; nil when stopped or killed
 	// URL is the base URL of the running incarnation ("http://127.0.0.1:PORT").
 	URL string
+	// AdminURL is the base URL of its admin listener (/v1/admin/...).
+	AdminURL string
 }
 
 // childProc is a started process whose Wait runs in the background.
@@ -250,7 +252,7 @@ func (s *server) start() {
 		s.t.Fatalf("server on %s is already running", s.dataDir)
 	}
 	s.starts++
-	urls := make(chan string, 1)
+	urls := make(chan [2]string, 1)
 	args := append([]string{"serve", "--data-dir", s.dataDir, "--listen", "127.0.0.1:0"}, s.args...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Env = childEnv()
@@ -258,7 +260,7 @@ func (s *server) start() {
 	cmd.Stderr = &lineWriter{log: &s.log, prefix: fmt.Sprintf("[serve#%d] ", s.starts), onLine: func(line string) {
 		if m := servingLine.FindStringSubmatch(line); m != nil {
 			select {
-			case urls <- m[1]:
+			case urls <- [2]string{m[1], m[2]}:
 			default:
 			}
 		}
@@ -269,7 +271,8 @@ func (s *server) start() {
 	}
 	s.proc = c
 	select {
-	case s.URL = <-urls:
+	case u := <-urls:
+		s.URL, s.AdminURL = u[0], u[1]
 	case <-c.done:
 		s.proc = nil
 		s.t.Fatalf("cairn serve on %s exited before serving (%v):\n%s", s.dataDir, c.err, s.log.tail(16<<10))

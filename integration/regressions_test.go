@@ -70,11 +70,11 @@ func TestAbortedUploadIsNeverVisible(t *testing.T) {
 	part := []byte(strings.Repeat("p", 500))
 	cases := []struct{ name, method, path, head string }{
 		{"PUT with Content-Length 1000, 500 bytes sent", "PUT", "input/cl.txt",
-			"PUT /v1/agents/a/workbenches/w/files/input/cl.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"},
+			"PUT /v1/agents/a/workbenches/w/files/input/cl.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n"},
 		{"chunked PUT without its last chunk", "PUT", "input/chunked.txt",
-			"PUT /v1/agents/a/workbenches/w/files/input/chunked.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1f4\r\n"},
+			"PUT /v1/agents/a/workbenches/w/files/input/chunked.txt HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n1f4\r\n"},
 		{"append with Content-Length 1000, 500 bytes sent", "POST", "logs/existing.log",
-			"POST /v1/agents/a/workbenches/w/files/logs/existing.log?append HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"},
+			"POST /v1/agents/a/workbenches/w/files/logs/existing.log?append HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n"},
 	}
 	for _, c := range cases {
 		before, err := requestsServed(t, srv.URL, "file", c.method)
@@ -113,7 +113,7 @@ func TestTruncatedChunkedUploadFailsPromptly(t *testing.T) {
 	for i := range body {
 		body[i] = byte(i*7919>>3) ^ byte(i>>13)
 	}
-	abortUpload(t, srv.URL, fmt.Sprintf("PUT /v1/agents/a/workbenches/w/files/input/big.bin HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n", sent), body)
+	abortUpload(t, srv.URL, fmt.Sprintf("PUT /v1/agents/a/workbenches/w/files/input/big.bin HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n", sent), body)
 	eventually(t, 30*time.Second, "the server finished the aborted 20 MiB chunked PUT", func() error {
 		n, err := requestsServed(t, srv.URL, "file", "PUT")
 		if err == nil && n == 0 {

@@ -274,9 +274,11 @@ type Config struct {
 	// call past it answers ObjectUnavailable (503, retryable). Positive. YAML
 	// blob_timeout. Default 30s.
 	BlobTimeout time.Duration
-	// AdminListen is the listen address, host:port, of the admin routes (/v1/admin/...,
-	// also /metrics, /healthz, /readyz); they are not served on Listen. Loopback only
-	// (port 0 picks a free port). YAML admin_listen. Default "127.0.0.1:7071".
+	// AdminListen is the listen address, host:port, of the admin routes (/v1/admin/...;
+	// /metrics, /healthz and /readyz too), which are never served on Listen. Loopback only
+	// (port 0 picks a free port); it must differ from Listen. YAML admin_listen. Default
+	// "": the host of Listen and the next port ("127.0.0.1:7071"), a free port when
+	// Listen's is 0 (AdminAddress).
 	AdminListen string
 	// AllowedHosts is a comma-separated list of extra host names (or host:port) the
 	// client listener answers in a request's Host header, besides the loopback names

@@ -342,8 +342,29 @@ func TestValidateAcceptsBoundaryValues(t *testing.T) {
 	}
 	c.InlineMaxBytes = 0
 	c.Listen = "[::1]:65535"
+	c.AdminListen = "[::1]:65534" // the default, port + 1, does not exist
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestTheAdminAddressDefaultsToTheNextPort(t *testing.T) {
+	for _, tc := range []struct{ listen, admin, want string }{
+		{"127.0.0.1:7070", "", "127.0.0.1:7071"},
+		{"127.0.0.1:0", "", "127.0.0.1:0"},
+		{"[::1]:9000", "", "[::1]:9001"},
+		{"127.0.0.1:7070", "127.0.0.1:9999", "127.0.0.1:9999"},
+	} {
+		c := DefaultConfig()
+		c.Listen, c.AdminListen = tc.listen, tc.admin
+		if got := c.AdminAddress(); got != tc.want {
+			t.Errorf("Listen %s, AdminListen %q: admin address %s, want %s", tc.listen, tc.admin, got, tc.want)
+		}
+	}
+	c := DefaultConfig()
+	c.Listen = "127.0.0.1:65535"
+	if err := c.Validate(); err == nil {
+		t.Error("Listen on port 65535 without AdminListen validated")
 	}
 }
 

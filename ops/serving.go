@@ -18,7 +18,7 @@ const (
 	DefaultMaxConnections          = 4096
 	DefaultMaxConnectionsPerClient = 1024
 	DefaultBlobTimeout             = 30 * time.Second
-	DefaultAdminListen             = "127.0.0.1:7071"
+	DefaultAdminListen             = "" // the client port + 1 (AdminAddress)
 )
 
 // validateServing checks the serving limits (each field documents its rule).
@@ -45,10 +45,14 @@ func (c Config) validateServing() []*ConfigError {
 	if c.MaxConnectionsPerClient < 1 || c.MaxConnectionsPerClient > max(c.MaxConnections, 1) {
 		bad("MaxConnectionsPerClient", fmt.Sprintf("must be between 1 and MaxConnections (%d)", c.MaxConnections), strconv.Itoa(c.MaxConnectionsPerClient))
 	}
-	if rule := checkHostPort(c.AdminListen); rule != "" {
-		bad("AdminListen", rule, c.AdminListen)
-	} else if c.AdminListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
-		bad("AdminListen", "must differ from Listen (admin routes are never served on the client listener)", c.AdminListen)
+	if c.AdminListen != "" {
+		if rule := checkHostPort(c.AdminListen); rule != "" {
+			bad("AdminListen", rule, c.AdminListen)
+		} else if c.AdminListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
+			bad("AdminListen", "must differ from Listen (admin routes are never served on the client listener)", c.AdminListen)
+		}
+	} else if _, port, err := net.SplitHostPort(c.Listen); err == nil && port == "65535" {
+		bad("AdminListen", "must be set when Listen uses port 65535 (the default is the client port + 1)", "")
 	}
 	for _, h := range c.AllowedHostList() {
 		if strings.ContainsAny(h, " /\\@\x00") {
@@ -57,6 +61,23 @@ func (c Config) validateServing() []*ConfigError {
 		}
 	}
 	return errs
+}
+
+// AdminAddress returns the admin listen address: AdminListen, or by default the host of
+// Listen with the next port (port 0, a free port, when Listen picks a free port).
+func (c Config) AdminAddress() string {
+	if c.AdminListen != "" {
+		return c.AdminListen
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return c.Listen
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n == 0 {
+		return net.JoinHostPort(host, "0")
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n+1))
 }
 
 // AllowedHostList returns AllowedHosts split at commas, trimmed, lower-cased, empty ones

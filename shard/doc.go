@@ -23,6 +23,9 @@
 //   - Errors that mean "try again or elsewhere" are typed (ErrNotLeader, ErrTimeout,
 //     ErrBehind) and retryable; ErrTimeout means the outcome is unknown (including a
 //     leader deposed while the command was in flight).
+//   - A proposal is refused with ErrStorageFull, before it reaches the log, while the disk
+//     under the replica's directory has less than Config.MinFreeBytes free; a log write
+//     that still hits ENOSPC maps to it too.
 //   - A replica directory is locked while open (ErrLocked) and bound to the Raft server id
 //     that created it (ErrIdentity): copied state never starts under a second identity.
 //   - Storage is verified before Raft starts (logcheck.go): every log entry this build

@@ -25,6 +25,11 @@
 //     transports (HTTP 400 before the SDK reads the body): each message is one request,
 //     so the node's admission limits see every tool call.
 //   - Over stdio, stdout carries only protocol messages; logs go to stderr.
+//   - Request params of the wrong JSON kind are answered with -32602 naming the member
+//     ("params.name must be a string"), before the SDK decodes them into Go structs whose
+//     names its own errors would show (params.go).
+//   - Host and Origin are checked by the listener in front (api/server's guard, the same
+//     check as REST's); the SDK's loopback-only Host check is off.
 //
 // All 18 Workbench tools are registered with the hand-written schemas of
 // schemas/workbench.json; the profile offers nothing else.

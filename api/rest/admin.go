@@ -2,9 +2,43 @@ package rest
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/cairnstore/cairn/api/workbench"
 )
+
+// Admin returns the handler of the admin listener (a separate, loopback address: admin
+// routes list every agent's names and digests and act on the whole node): POST
+// /v1/admin/gc, Options.AdminRoutes, and /healthz, /readyz and /metrics as on the tenant
+// listener. Anything else is 404 NotFound. It shares the tenant handler's metrics.
+func (h *Handler) Admin() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, ctl: http.NewResponseController(w), writeTimeout: h.opts.WriteTimeout}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = newRateBody(r.Body, w, h.opts.BodyMinBytesPerSecond, h.opts.BodyRateWindow)
+		}
+		route := "admin-unknown"
+		switch raw := r.URL.EscapedPath(); {
+		case raw == "/v1/admin/gc":
+			route = "admin-gc"
+			h.adminGC(rec, r)
+		case h.opts.AdminRoutes[raw] != nil:
+			route = "admin"
+			h.opts.AdminRoutes[raw].ServeHTTP(rec, r)
+		case raw == "/healthz" || raw == "/readyz" || raw == "/metrics":
+			route = h.route(rec, r)
+		default:
+			h.notFound(rec, r)
+		}
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		h.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
+		h.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+	})
+}
 
 // gcRequest is the body of POST /v1/admin/gc.
 type gcRequest struct {

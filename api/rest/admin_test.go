@@ -6,15 +6,34 @@ import (
 	"testing"
 )
 
+func TestAdminRoutesAreServedOnlyOnTheAdminListener(t *testing.T) {
+	srv, admin := newServers(t)
+	for _, path := range []string{"/v1/admin/gc", "/v1/admin/anything"} {
+		r := do(t, http.MethodPost, srv.URL+path, strings.NewReader(`{"dry_run":true}`))
+		expect(t, r, http.StatusNotFound, "NotFound")
+	}
+	if r := do(t, http.MethodPost, admin.URL+"/v1/admin/gc", strings.NewReader(`{"dry_run":true}`)); r.status != http.StatusOK {
+		t.Fatalf("the admin listener: %d %s", r.status, r.body)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if r := do(t, http.MethodGet, admin.URL+path, nil); r.status != http.StatusOK {
+			t.Fatalf("the admin listener's %s: %d %s", path, r.status, r.body)
+		}
+	}
+	// Tenant routes are not served on the admin listener.
+	r := do(t, http.MethodPut, admin.URL+"/v1/agents/a/workbenches/w", nil)
+	expect(t, r, http.StatusNotFound, "NotFound")
+}
+
 func TestAdminGCRunsASweepAndValidatesItsBody(t *testing.T) {
-	srv := newServer(t)
+	srv, admin := newServers(t)
 	file := srv.URL + "/v1/agents/a/workbenches/w/files/outputs/big.bin"
 	for _, body := range []string{strings.Repeat("x", 10_000), strings.Repeat("y", 10_000)} {
 		if r := do(t, http.MethodPut, file, strings.NewReader(body)); r.status/100 != 2 {
 			t.Fatalf("put: %d %s", r.status, r.body)
 		}
 	}
-	gc := srv.URL + "/v1/admin/gc"
+	gc := admin.URL + "/v1/admin/gc"
 	r := do(t, http.MethodPost, gc, strings.NewReader(`{"dry_run":true}`))
 	if r.status != http.StatusOK || r.json["status"] != "success" || r.json["dry_run"] != true {
 		t.Fatalf("dry run: %d %s", r.status, r.body)

@@ -6,4 +6,10 @@
 // "//", "%2e%2e", "%2F" and a trailing "/" are rejected with InvalidArguments, never
 // cleaned or redirected. Bodies stream in both directions with bounded memory. Error codes
 // map to HTTP statuses in one table (statusOf).
+//
+// Every request body must keep a minimum average rate (rateBody) and every response write
+// has a deadline, so a slow or stalled client never holds a connection or a slot for
+// ever. Admin routes (/v1/admin/...) are served only by Handler.Admin, for the node's
+// separate admin listener; the tenant handler answers them 404. Stored bodies are served
+// inert: Content-Security-Policy: sandbox, nosniff, attachment for active types.
 package rest

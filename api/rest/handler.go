@@ -36,6 +36,8 @@ type Options struct {
 	// own request metrics. Nil disables /metrics.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
+	// AdminRoutes are further routes of the admin listener (Admin), by escaped path.
+	AdminRoutes map[string]http.Handler
 	// BodyMinBytesPerSecond and BodyRateWindow bound every request body (REST and MCP):
 	// it must average at least BodyMinBytesPerSecond over waiting time, and never stall a
 	// whole BodyRateWindow (rateBody). Defaults 64 KiB/s and 30s.
@@ -173,9 +175,6 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(OpenAPI)
 		return "openapi"
-	case "/v1/admin/gc":
-		h.adminGC(w, r)
-		return "admin-gc"
 	case "/mcp":
 		if h.opts.MCP == nil {
 			h.notFound(w, r)
@@ -184,6 +183,11 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		r.SetPathValue("agent", "")
 		h.opts.MCP.ServeHTTP(w, r)
 		return "mcp"
+	}
+	if strings.HasPrefix(raw, "/v1/admin/") {
+		// Admin routes are the admin listener's (Admin), never the tenant listener's.
+		h.notFound(w, r)
+		return "unknown"
 	}
 	rest, ok := strings.CutPrefix(raw, "/v1/agents/")
 	if !ok {

@@ -334,7 +334,7 @@ func concrete(p string) string {
 // served, and every other method of a route with a fixed method set is 405 with an Allow
 // header that lists exactly the documented methods.
 func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
-	srv := newServer(t)
+	srv, admin := newServers(t)
 	// A second handler without a Workbench service: MCP (a stub), metrics, readiness.
 	var (
 		mu        sync.Mutex
@@ -364,7 +364,10 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 	})
 	for _, r := range ordered {
 		base := srv.URL
-		if !strings.HasPrefix(r.path, "/v1/agents/") && !strings.HasPrefix(r.path, "/v1/admin/") || strings.HasSuffix(r.path, "/mcp") {
+		switch {
+		case strings.HasPrefix(r.path, "/v1/admin/"):
+			base = admin.URL // the admin listener (rest.Handler.Admin)
+		case !strings.HasPrefix(r.path, "/v1/agents/") || strings.HasSuffix(r.path, "/mcp"):
 			base = ops.URL
 		}
 		u := base + concrete(r.path)
@@ -415,6 +418,9 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 				continue
 			}
 			u := srv.URL + concrete(p)
+			if strings.HasPrefix(p, "/v1/admin/") {
+				u = admin.URL + concrete(p)
+			}
 			resp := send(t, m, u, nil)
 			if resp.status != http.StatusMethodNotAllowed {
 				t.Errorf("%s %s: status %d, want 405", m, p, resp.status)

@@ -22,10 +22,19 @@ import (
 // behind the REST handler.
 func newServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
-	t.Cleanup(srv.Close)
+	srv, _ := newServers(t)
 	return srv
+}
+
+// newServers is newServer with the node's admin listener (rest.Handler.Admin) beside it.
+func newServers(t *testing.T) (tenant, admin *httptest.Server) {
+	t.Helper()
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
+	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
+	tenant, admin = httptest.NewServer(h), httptest.NewServer(h.Admin())
+	t.Cleanup(tenant.Close)
+	t.Cleanup(admin.Close)
+	return tenant, admin
 }
 
 type response struct {

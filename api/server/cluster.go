@@ -74,6 +74,7 @@ type ClusterNode struct {
 	n         *Node // the blob store and its instrumentation (openBlobs), reused
 	clientLn  net.Listener
 	clientURL string
+	admin     *adminServer
 	peer      *mux.Mux
 	etcd      *clientv3.Client
 	plane     *control.Plane
@@ -248,7 +249,7 @@ func (c *ClusterNode) open(ctx context.Context) error {
 		return err
 	}
 	c.registry.MustRegister(clusterCollector{c})
-	c.local = rest.NewHandler(c.svc, rest.Options{
+	local := rest.NewHandler(c.svc, rest.Options{
 		MCP:      mcp.Handler(c.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
 		Ready:    func() bool { return !c.closing.Load() },
 		Failing:  c.n.health.Failing,
@@ -258,7 +259,13 @@ func (c *ClusterNode) open(ctx context.Context) error {
 		BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond,
 		BodyRateWindow:        cfg.BodyRateWindow,
 		WriteTimeout:          cfg.WriteTimeout,
+
+		AdminRoutes: map[string]http.Handler{ClusterStatusPath: http.HandlerFunc(c.serveStatus)},
 	})
+	c.local = local
+	if c.admin, err = listenAdmin(cfg, c.clientURL, local.Admin(), c.log); err != nil {
+		return err
+	}
 	c.proxy = newForwarder(c)
 	c.handler = c.route(false)
 
@@ -405,10 +412,13 @@ func (c *ClusterNode) Serve(ctx context.Context, ready func(addr net.Addr)) erro
 	tctx, tcancel := context.WithTimeout(sctx, c.cfg.ShutdownTimeout/2)
 	c.TransferLeadership(tctx)
 	tcancel()
-	err := d.shutdown(sctx, srv)
+	err := errors.Join(d.shutdown(sctx, srv), c.admin.shutdown(sctx))
 	<-errc
 	return err
 }
+
+// AdminAddr returns the bound admin address (cfg.AdminAddress()).
+func (c *ClusterNode) AdminAddr() net.Addr { return c.admin.Addr() }
 
 // TransferLeadership hands the leadership of every shard this node leads to another
 // voter (SIGTERM), so that clients see a short handover instead of an election timeout.
@@ -480,6 +490,9 @@ func (c *ClusterNode) Close() error {
 	}
 	if c.clientLn != nil {
 		_ = c.clientLn.Close()
+	}
+	if c.admin != nil {
+		_ = c.admin.srv.Close()
 	}
 	if c.etcd != nil {
 		_ = c.etcd.Close()

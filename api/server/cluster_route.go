@@ -103,10 +103,6 @@ func (c *ClusterNode) route(forwarded bool) http.Handler {
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == ClusterStatusPath {
-			c.serveStatus(w, r)
-			return
-		}
 		agent, ok := agentOf(r)
 		if !ok {
 			c.local.ServeHTTP(w, r)
@@ -453,7 +449,7 @@ func (a clusterAdmin) Remove(ctx context.Context, fence int64, id int, node stri
 	return err
 }
 
-// ClusterStatusPath is the client-port path of the cluster status (cairn admin cluster
+// ClusterStatusPath is the admin-listener path of the cluster status (cairn admin cluster
 // status): nodes, shards, leaders and each member's applied-index lag.
 const ClusterStatusPath = "/v1/admin/cluster"
 

@@ -83,9 +83,10 @@ func clusterConfig(t *testing.T, srv *s3test.Server, bucket, etcd string) ops.Co
 
 type testClusterNode struct {
 	*ClusterNode
-	url  string
-	stop context.CancelFunc
-	done chan error
+	url      string
+	adminURL string
+	stop     context.CancelFunc
+	done     chan error
 }
 
 func startClusterNode(t *testing.T, cfg ops.Config) *testClusterNode {
@@ -99,6 +100,7 @@ func startClusterNode(t *testing.T, cfg ops.Config) *testClusterNode {
 	addr := make(chan net.Addr, 1)
 	go func() { tn.done <- n.Serve(ctx, func(a net.Addr) { addr <- a }) }()
 	tn.url = "http://" + (<-addr).String()
+	tn.adminURL = "http://" + n.AdminAddr().String()
 	t.Cleanup(func() { tn.shutdown() })
 	return tn
 }
@@ -228,7 +230,10 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 	}
 	// The cluster status, asked of any node, names the nodes, the leader and the lags.
 	for _, n := range nodes {
-		code, b := request(t, http.MethodGet, n.url+ClusterStatusPath, nil)
+		if code, b := request(t, http.MethodGet, n.url+ClusterStatusPath, nil); code != http.StatusNotFound {
+			t.Fatalf("cluster status on the client port of %s: %d %s, want 404 (admin listener only)", n.url, code, b)
+		}
+		code, b := request(t, http.MethodGet, n.adminURL+ClusterStatusPath, nil)
 		var st ClusterStatus
 		if code != http.StatusOK || json.Unmarshal(b, &st) != nil {
 			t.Fatalf("cluster status through %s: %d %s", n.url, code, b)

@@ -326,3 +326,33 @@ func TestIdleAndSilentConnectionsAreClosed(t *testing.T) {
 		})
 	}
 }
+
+func TestASlowUploadAboveTheMinimumRateCompletes(t *testing.T) {
+	_, base := serveNode(t, deadlineConfig(t)) // 64 KiB/s over 300 ms
+	pr, pw := io.Pipe()
+	go func() {
+		// 8 KiB every 50 ms (160 KiB/s) for 2 s: longer than several windows.
+		tk := time.NewTicker(50 * time.Millisecond)
+		defer tk.Stop()
+		chunk := bytes.Repeat([]byte("m"), 8<<10)
+		for range 40 {
+			<-tk.C
+			if _, err := pw.Write(chunk); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, base+"/v1/agents/a/workbenches/w/files/input/steady", pr)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || !bytes.Contains(b, []byte(`"size_bytes":327680`)) {
+		t.Fatalf("a steady upload above the minimum rate: %d %s", resp.StatusCode, b)
+	}
+}

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -86,3 +88,30 @@ func (c *clientConn) Close() error {
 	})
 	return err
 }
+
+// adminServer serves the admin listener: the admin routes (rest.Handler.Admin) behind the
+// same guard and deadlines as the client listener, on cfg.AdminAddress().
+type adminServer struct {
+	ln  net.Listener
+	srv *http.Server
+	d   drainer
+}
+
+// listenAdmin binds cfg's admin address.
+func listenAdmin(cfg ops.Config, advertise string, h http.Handler, log *slog.Logger) (*adminServer, error) {
+	addr := cfg.AdminAddress()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin listen %s: %w", addr, err)
+	}
+	a := &adminServer{ln: ln}
+	a.srv = newHTTPServer(cfg, a.d.wrap(newGuard(cfg, advertise, h)), log)
+	go func() { _ = a.srv.Serve(limitListener(ln, cfg)) }()
+	return a, nil
+}
+
+// Addr is the bound admin address.
+func (a *adminServer) Addr() net.Addr { return a.ln.Addr() }
+
+// shutdown drains the admin listener within ctx.
+func (a *adminServer) shutdown(ctx context.Context) error { return a.d.shutdown(ctx, a.srv) }

@@ -12,6 +12,11 @@
 //	blobs/            the local-directory blob store (Config.Blob "dir", the default)
 //	s3-uploads/       the S3 multipart uploads in flight (Config.Blob "s3://…"), aborted
 //	                  at the next start if a crash left them
+//
+// Listeners: the client listener (Config.Listen) serves tenant routes, the admin listener
+// (Config.AdminAddress) the admin routes; both sit behind the guard (guard.go: Host must
+// name this node, no cross-origin state changes), connection caps and read-header/idle
+// timeouts (listen.go). /readyz also reflects the readiness probe (health.go).
 package server
 
 import (
@@ -26,6 +31,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -63,6 +69,8 @@ type Node struct {
 	svc      *workbench.Service
 	registry *prometheus.Registry
 	handler  http.Handler
+	rest     *rest.Handler
+	admin    atomic.Pointer[adminServer] // while Serve runs
 	health   *health
 	// stopWorkers ends the background workers; workers waits for them.
 	stopWorkers context.CancelFunc
@@ -261,7 +269,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.workers.Add(1)
 	go func() { defer n.workers.Done(); n.health.run(wctx) }()
 	n.registry.MustRegister(shardCollector{n.shard})
-	n.handler = rest.NewHandler(n.svc, rest.Options{
+	n.rest = rest.NewHandler(n.svc, rest.Options{
 		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
 		Ready:    n.shard.Ready,
 		Failing:  n.health.Failing,
@@ -272,6 +280,7 @@ func (n *Node) open(ctx context.Context) error {
 		BodyRateWindow:        cfg.BodyRateWindow,
 		WriteTimeout:          cfg.WriteTimeout,
 	})
+	n.handler = n.rest
 	return nil
 }
 
@@ -369,14 +378,34 @@ func (n *Node) Service() *workbench.Service { return n.svc }
 // Handler returns the node's HTTP handler.
 func (n *Node) Handler() http.Handler { return n.handler }
 
-// Serve listens on cfg.Listen and serves HTTP until ctx ends, then shuts down gracefully
-// within cfg.ShutdownTimeout. ready, when non-nil, receives the bound address once
-// listening.
+// AdminHandler returns the node's admin handler (the admin listener's routes).
+func (n *Node) AdminHandler() http.Handler { return n.rest.Admin() }
+
+// AdminAddr returns the bound admin address while Serve runs (from before it calls
+// ready), else nil.
+func (n *Node) AdminAddr() net.Addr {
+	if a := n.admin.Load(); a != nil {
+		return a.Addr()
+	}
+	return nil
+}
+
+// Serve listens on cfg.Listen (tenant routes) and cfg.AdminAddress() (admin routes) and
+// serves HTTP until ctx ends, then shuts down gracefully within cfg.ShutdownTimeout.
+// ready, when non-nil, receives the bound client address once both listen (AdminAddr
+// has the admin one).
 func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	ln, err := net.Listen("tcp", n.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", n.cfg.Listen, err)
 	}
+	admin, err := listenAdmin(n.cfg, "", n.rest.Admin(), n.log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	n.admin.Store(admin)
+	defer n.admin.Store(nil)
 	var d drainer
 	srv := newHTTPServer(n.cfg, d.wrap(newGuard(n.cfg, "", n.handler)), n.log)
 	if ready != nil {
@@ -386,12 +415,15 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	go func() { errc <- srv.Serve(limitListener(ln, n.cfg)) }()
 	select {
 	case err := <-errc:
+		sctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
+		defer cancel()
+		admin.shutdown(sctx)
 		return err
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 	defer cancel()
-	err = d.shutdown(sctx, srv)
+	err = errors.Join(d.shutdown(sctx, srv), admin.shutdown(sctx))
 	<-errc
 	return err
 }

@@ -23,6 +23,7 @@ func TestAFullDiskIsResourceExhaustedNamingTheResource(t *testing.T) {
 		{"a proposal refused below the log's reserve", fmt.Errorf("%w (1 bytes free)", shard.ErrStorageFull), "raft log"},
 		{"a blob/dir write that hit ENOSPC", fmt.Errorf("blob/dir: put k: %w: %w", blob.ErrUnavailable,
 			&fs.PathError{Op: "write", Path: "tmp", Err: syscall.ENOSPC}), "blob store"},
+		{"an object store that said its storage is full", fmt.Errorf("blob/s3: put: %w", errors.Join(blob.ErrUnavailable, blob.ErrStorageFull)), "blob store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := workbench.AsError(tc.err)

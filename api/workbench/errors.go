@@ -161,7 +161,7 @@ func AsError(err error) *Error {
 		return &Error{Code: CodeInternal, Message: "timed out waiting for the write to commit; it may still apply: retry with the same idempotency key", Retryable: true, Details: map[string]any{}}
 	case errors.Is(err, shard.ErrStorageFull):
 		return storageFull("raft log")
-	case errors.Is(err, syscall.ENOSPC):
+	case errors.Is(err, blob.ErrStorageFull), errors.Is(err, syscall.ENOSPC):
 		return storageFull("blob store")
 	case errors.Is(err, blob.ErrUnavailable):
 		return &Error{Code: CodeObjectUnavailable, Message: "the object store is unavailable; retry", Retryable: true, Details: map[string]any{}}

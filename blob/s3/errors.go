@@ -67,13 +67,18 @@ func (e *ObjectUnavailableError) Error() string {
 	return msg
 }
 
-// Unwrap returns blob.ErrUnavailable, and the context's error when the caller's ctx ended
-// while the call was retrying.
+// Unwrap returns blob.ErrUnavailable; blob.ErrStorageFull too when the store said its
+// storage is full (507, XMinioStorageFull); and the context's error when the caller's ctx
+// ended while the call was retrying.
 func (e *ObjectUnavailableError) Unwrap() []error {
-	if e.ctxErr != nil {
-		return []error{blob.ErrUnavailable, e.ctxErr}
+	errs := []error{blob.ErrUnavailable}
+	if e.Code == "XMinioStorageFull" || e.StatusCode == http.StatusInsufficientStorage {
+		errs = append(errs, blob.ErrStorageFull) // MinIO's answer when its disks are full
 	}
-	return []error{blob.ErrUnavailable}
+	if e.ctxErr != nil {
+		errs = append(errs, e.ctxErr)
+	}
+	return errs
 }
 
 // failure is what classify makes of an error from minio-go or from a response body.

@@ -563,3 +563,25 @@ func TestListTakesMetadataFromTheListingOrFromHEAD(t *testing.T) {
 		}
 	}
 }
+
+// An object store whose disks are full (MinIO: 507 XMinioStorageFull) is ErrStorageFull
+// as well as unavailable, so the surfaces say "disk full" and name the blob store.
+func TestAFullObjectStoreIsStorageFull(t *testing.T) {
+	srv := s3test.Start(t)
+	p := newProxy(t, srv.Endpoint)
+	cfg := srv.Config(s3test.Bucket())
+	cfg.Endpoint = p.addr
+	s := s3test.Open(t, cfg)
+	p.setFault(faultN(1000, s3Error{http.StatusInsufficientStorage, "XMinioStorageFull"}, isObjectPut))
+	defer p.setFault(nil)
+	data := []byte("no room for this")
+	_, err := s.Put(t.Context(), keyOf("r1", data), data)
+	checkUnavailable(t, "Put on a full store", err, secretsOf(s, cfg, keyOf("r1", data))...)
+	if !errors.Is(err, blob.ErrStorageFull) {
+		t.Fatalf("Put on a full store: %v, want an error wrapping blob.ErrStorageFull", err)
+	}
+	p.setFault(faultN(1000, s3Error{http.StatusServiceUnavailable, "SlowDown"}, isObjectPut))
+	if _, err := s.Put(t.Context(), keyOf("r1", data), data); errors.Is(err, blob.ErrStorageFull) {
+		t.Fatalf("a throttled Put: %v, must not be ErrStorageFull", err)
+	}
+}

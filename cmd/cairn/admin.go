@@ -24,8 +24,22 @@ func addAdminCommands(root *cobra.Command) {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	admin.PersistentFlags().String("admin-server", envOr("CAIRN_ADMIN_SERVER", defaultAdminServer),
+		"URL of the server's admin listener, --admin-listen: admin routes are not served on --server (env CAIRN_ADMIN_SERVER)")
 	admin.AddCommand(newAdminGCCommand(), newAdminClusterCommand())
 	root.AddCommand(admin)
+}
+
+// defaultAdminServer is the admin listener of a server on the default --listen: the
+// client port + 1 (ops.Config.AdminAddress).
+const defaultAdminServer = "http://127.0.0.1:7071"
+
+// adminServer returns the --admin-server of cmd.
+func adminServer(cmd *cobra.Command) string {
+	if f := cmd.Flag("admin-server"); f != nil {
+		return f.Value.String()
+	}
+	return defaultAdminServer
 }
 
 // gcReport is the answer of POST /v1/admin/gc (api/rest/admin.go).
@@ -140,13 +154,10 @@ func printGCReport(w io.Writer, rep gcReport, verbose bool) {
 	}
 }
 
-// adminPost posts a JSON body to the --server of cmd and returns the 2xx answer; any
+// adminPost posts a JSON body to the --admin-server of cmd and returns the 2xx answer; any
 // other answer is a *client.Error built from the server's error envelope.
 func adminPost(cmd *cobra.Command, path string, body []byte) ([]byte, error) {
-	server := defaultServer
-	if f := cmd.Flag("server"); f != nil {
-		server = f.Value.String()
-	}
+	server := adminServer(cmd)
 	req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, strings.TrimSuffix(server, "/")+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err

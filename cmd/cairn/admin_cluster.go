@@ -84,13 +84,10 @@ func printClusterStatus(w io.Writer, st server.ClusterStatus) error {
 	return tw.Flush()
 }
 
-// adminGet gets path from the --server of cmd and returns the 2xx answer; any other
+// adminGet gets path from the --admin-server of cmd and returns the 2xx answer; any other
 // answer is a *client.Error built from the server's error envelope.
 func adminGet(cmd *cobra.Command, path string) ([]byte, error) {
-	srv := defaultServer
-	if f := cmd.Flag("server"); f != nil {
-		srv = f.Value.String()
-	}
+	srv := adminServer(cmd)
 	req, err := http.NewRequestWithContext(cmd.Context(), http.MethodGet, strings.TrimSuffix(srv, "/")+path, nil)
 	if err != nil {
 		return nil, err

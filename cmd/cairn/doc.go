@@ -17,5 +17,6 @@
 //     (interrupted) or Internal.
 //   - Client commands find the server with --server, else CAIRN_SERVER, else
 //     http://127.0.0.1:7070, and the agent root with --agent, else CAIRN_AGENT, else
-//     "default".
+//     "default". `cairn admin …` talks to the admin listener instead: --admin-server, else
+//     CAIRN_ADMIN_SERVER, else http://127.0.0.1:7071.
 package main

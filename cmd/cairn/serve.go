@@ -67,7 +67,8 @@ leadership of the shards it leads to another replica before it exits.`,
 				return err
 			}
 			return node.Serve(cmd.Context(), func(addr net.Addr) {
-				log.Info("cairn is serving", "url", "http://"+addr.String(), "data_dir", cfg.DataDir, "blob", cfg.Blob)
+				log.Info("cairn is serving", "url", "http://"+addr.String(), "admin_url", "http://"+node.AdminAddr().String(),
+					"data_dir", cfg.DataDir, "blob", cfg.Blob)
 			})
 		},
 	}
@@ -88,8 +89,8 @@ func serveCluster(ctx context.Context, cfg ops.Config, creds ops.Credentials, lo
 	}
 	defer node.Close()
 	return node.Serve(ctx, func(addr net.Addr) {
-		log.Info("cairn is serving", "url", "http://"+addr.String(), "data_dir", cfg.DataDir, "blob", cfg.Blob,
-			"cluster", true, "node", node.NodeID())
+		log.Info("cairn is serving", "url", "http://"+addr.String(), "admin_url", "http://"+node.AdminAddr().String(),
+			"data_dir", cfg.DataDir, "blob", cfg.Blob, "cluster", true, "node", node.NodeID())
 	})
 }
 

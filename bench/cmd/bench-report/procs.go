@@ -167,7 +167,7 @@ func launchCairn(name, bin, dir string, env []string, flags ...string) (p *proc,
 	if err != nil {
 		return nil, "", "", err
 	}
-	args := append([]string{"serve", "--data-dir", filepath.Join(dir, name+"-data"), "--listen", addr, "--log-level", "warn"}, flags...)
+	args := append([]string{"serve", "--data-dir", filepath.Join(dir, name+"-data"), "--listen", addr, "--admin-listen", "127.0.0.1:0", "--log-level", "warn"}, flags...)
 	p, err = start(name, filepath.Join(dir, name+".log"), append(env, "CAIRN_PPROF_LISTEN="+pprofAddr), bin, args...)
 	if err != nil {
 		return nil, "", "", err
