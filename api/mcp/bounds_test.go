@@ -18,6 +18,13 @@ import (
 // (DESIGN.md §12: "every request has a computed bound (default ≤ 64 MiB transient)").
 const requestAllocBound = 64 << 20
 
+// readHeapBound bounds the heap growth of one structured read of a 16 MB file: one
+// verified segment buffer (up to 16 MiB, api/workbench integrity.go), the decoder's
+// buffers, and the garbage a sampled heap still counts (more under -race). It is well
+// below what the unbounded read cost (issue 10 finding 11: +500 MB), so holding every
+// record still fails it.
+const readHeapBound = 128 << 20
+
 // allocatedBy returns the bytes the process allocated while fn ran (runtime.MemStats
 // TotalAlloc: garbage included, so it bounds what fn asked for, not what it kept).
 func allocatedBy(fn func()) uint64 {
@@ -129,8 +136,8 @@ func TestStructuredReadStreamsRecords(t *testing.T) {
 			peak, total := peakHeapGrowth(func() { r = ok(t, cs, "workbench_read", in) })
 			t.Logf("a structured read of 2 of %d records: heap peak +%.1f MiB, %.1f MiB allocated in all",
 				tc.records, float64(peak)/(1<<20), float64(total)/(1<<20))
-			if peak > requestAllocBound {
-				t.Errorf("the read's heap grew by %d bytes, more than %d", peak, requestAllocBound)
+			if peak > readHeapBound {
+				t.Errorf("the read's heap grew by %d bytes, more than %d", peak, readHeapBound)
 			}
 			if got := r.int(t, "record_count"); got != tc.records {
 				t.Errorf("record_count = %d, want %d", got, tc.records)
