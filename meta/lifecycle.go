@@ -150,7 +150,7 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 		return Result{Err: err}
 	}
 	if c.MaxHeld > 0 {
-		if n := heldSnapshots(s, c.Agent, ws.Incarnation, c.MaxHeld); n >= c.MaxHeld {
+		if n := heldSnapshots(s, ws.Incarnation, c.MaxHeld); n >= c.MaxHeld {
 			return Result{Err: errorf(CodeResourceExhausted, "workbench %q holds %d snapshots, the most allowed; retire one (or let one expire) first", c.Workspace, n)}
 		}
 	}
@@ -164,6 +164,7 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 		LeaseExpiresMs: s.nowMs + int64(c.TTLDays)*dayMs}
 	key := snapshotKey(c.Agent, snap.ID)
 	s.snapshots.Set(key, snap)
+	s.heldSnaps.Set(heldSnapKey(snap.Incarnation, snap.ID), struct{}{})
 	if c.Name != "" {
 		s.snapNames.Set(snapNameKey(c.Agent, c.Workspace, c.Name), snap.ID)
 	}
@@ -173,17 +174,15 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 }
 
 // heldSnapshots counts the snapshots of incarnation inc that hold history, stopping at
-// limit. O(the root's snapshot records).
-func heldSnapshots(s *state, agent string, inc uint64, limit int) int {
+// limit: O(limit) steps of heldSnaps.
+func heldSnapshots(s *state, inc uint64, limit int) int {
 	n := 0
-	prefix := agent + "\x00"
-	s.snapshots.Ascend(prefix, func(k string, snap *WorkbenchSnapshot) bool {
+	prefix := u64(inc)
+	s.heldSnaps.Ascend(prefix, func(k string, _ struct{}) bool {
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
-		if snap.Incarnation == inc && snap.holdsHistory() {
-			n++
-		}
+		n++
 		return n < limit
 	})
 	return n
@@ -205,6 +204,7 @@ func (a *applier) reapIfDue(key string) {
 	ns := *snap
 	ns.ReapedAtMs = s.nowMs
 	s.snapshots.Set(key, &ns)
+	s.heldSnaps.Delete(heldSnapKey(snap.Incarnation, snap.ID))
 	root, _ := s.roots.Get(snap.Agent)
 	a.releaseHold(root.UID, snap.Incarnation, snap.ReadVersion)
 }
@@ -297,6 +297,7 @@ func (a *applier) snapshotRetire(c SnapshotRetire) Result {
 	ns.RetiredAtMs = s.nowMs
 	ns.RetireReason = c.Reason
 	s.snapshots.Set(key, &ns)
+	s.heldSnaps.Delete(heldSnapKey(snap.Incarnation, snap.ID))
 	root, _ := s.roots.Get(c.Agent)
 	a.releaseHold(root.UID, snap.Incarnation, snap.ReadVersion)
 	return Result{Snapshot: &ns, Retired: true}

@@ -3,6 +3,7 @@ package meta
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestAnAggregateFormsAtMostMaxAggregateGroups: grouping into exactly MaxAggregateGroups
@@ -28,5 +29,53 @@ func TestAnAggregateFormsAtMostMaxAggregateGroups(t *testing.T) {
 	q.GroupBy = []string{ArtifactSection} // one group: the bound is on groups, not files
 	if res, err := x.f.View().Aggregate(q); err != nil || res.TotalGroups != 1 {
 		t.Fatalf("grouped by section: %v %v", res, err)
+	}
+}
+
+// TestSnapshotMintHonoursMaxHeldAcrossARestore: a mint with MaxHeld counts the
+// workbench's snapshots that hold history (not retired, not reaped; other workbenches
+// and older incarnations apart), also on a replica restored from a Raft snapshot, where
+// that count is rebuilt; MaxHeld 0 (every older command) means no cap.
+func TestSnapshotMintHonoursMaxHeldAcrossARestore(t *testing.T) {
+	x := newQFix(t)
+	x.put("w", "f", "x", nil)
+	x.put("other", "f", "x", nil)
+	mint := func(f *FSM, ws string, maxHeld int) Result {
+		x.index++
+		x.nowMs += 1000
+		return f.ApplyBody(x.index, Header{TimeMs: x.nowMs}, SnapshotMint{Agent: "a", Workspace: ws, TTLDays: 1, MaxHeld: maxHeld})
+	}
+	first := mint(x.f, "w", 2).Snapshot.ID
+	mint(x.f, "w", 2)
+	if r := mint(x.f, "w", 2); r.Err == nil || r.Err.Code != CodeResourceExhausted {
+		t.Fatalf("a third mint with MaxHeld 2: %+v", r.Err)
+	}
+	if r := mint(x.f, "other", 2); r.Err != nil {
+		t.Fatalf("another workbench: %v", r.Err)
+	}
+	g := New(Options{RetentionWindow: 1000 * time.Hour, VersionRetention: 1000 * time.Hour})
+	if err := g.Restore(snapshotBytes(t, x.f)); err != nil {
+		t.Fatal(err)
+	}
+	if g.StateDigest() != x.f.StateDigest() {
+		t.Fatal("the restored replica differs")
+	}
+	for name, f := range map[string]*FSM{"the replica": x.f, "the restored replica": g} {
+		if r := mint(f, "w", 2); r.Err == nil || r.Err.Code != CodeResourceExhausted {
+			t.Fatalf("%s: a mint past the cap: %+v", name, r.Err)
+		}
+		if r := mint(f, "w", 0); r.Err != nil {
+			t.Fatalf("%s: MaxHeld 0: %v", name, r.Err)
+		}
+	}
+	for _, f := range []*FSM{x.f, g} {
+		x.index++
+		x.nowMs += 1000
+		if r := f.ApplyBody(x.index, Header{TimeMs: x.nowMs}, SnapshotRetire{Agent: "a", Workspace: "w", ID: first}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if r := mint(f, "w", 3); r.Err != nil { // 2 held (one retired, one minted uncapped)
+			t.Fatalf("after a retire: %v", r.Err)
+		}
 	}
 }

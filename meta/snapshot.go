@@ -145,6 +145,7 @@ func (f *FSM) Restore(r io.Reader) error {
 		return err
 	}
 	st.rebuildIndex()
+	st.rebuildHeldSnapshots()
 	f.mu.Lock()
 	f.st = st
 	f.mu.Unlock()

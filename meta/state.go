@@ -32,6 +32,10 @@ type state struct {
 	snapshots *btree.Map[string, *WorkbenchSnapshot]
 	// snapNames maps agent \x00 workbench \x00 name → the newest snapshot id minted with it.
 	snapNames *btree.Map[string, uint64]
+	// heldSnaps is the set of snapshots that hold history (neither retired nor reaped):
+	// u64(incarnation) u64(id). Derived from snapshots, rebuilt on restore; a mint counts
+	// its workbench's held snapshots here against SnapshotMint.MaxHeld.
+	heldSnaps *btree.Map[string, struct{}]
 	// holds pins history: u64(incarnation) u64(version) → number of holders (alive
 	// snapshots, commits, restores in progress). Pruning keeps, for every hold version V,
 	// the newest chain element with version ≤ V.
@@ -65,6 +69,7 @@ func newState() *state {
 		index:       new(btree.Map[string, struct{}]),
 		snapshots:   new(btree.Map[string, *WorkbenchSnapshot]),
 		snapNames:   new(btree.Map[string, uint64]),
+		heldSnaps:   new(btree.Map[string, struct{}]),
 		holds:       new(btree.Map[string, int64]),
 		commits:     new(btree.Map[string, *CommitRecord]),
 		restores:    new(btree.Map[string, *RestoreOp]),
@@ -88,6 +93,7 @@ func (s *state) copy() *state {
 	c.index = s.index.Copy()
 	c.snapshots = s.snapshots.Copy()
 	c.snapNames = s.snapNames.Copy()
+	c.heldSnaps = s.heldSnaps.Copy()
 	c.holds = s.holds.Copy()
 	c.commits = s.commits.Copy()
 	c.restores = s.restores.Copy()
@@ -97,6 +103,19 @@ func (s *state) copy() *state {
 }
 
 func workspaceKey(agent, name string) string { return agent + "\x00" + name }
+
+func heldSnapKey(incarnation, id uint64) string { return u64(incarnation) + u64(id) }
+
+// rebuildHeldSnapshots recomputes heldSnaps from snapshots (after a restore).
+func (s *state) rebuildHeldSnapshots() {
+	s.heldSnaps = new(btree.Map[string, struct{}])
+	s.snapshots.Scan(func(_ string, snap *WorkbenchSnapshot) bool {
+		if snap.holdsHistory() {
+			s.heldSnaps.Set(heldSnapKey(snap.Incarnation, snap.ID), struct{}{})
+		}
+		return true
+	})
+}
 
 func blobKey(rootUID string, d Digest) string { return rootUID + "\x00" + string(d[:]) }
 

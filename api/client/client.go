@@ -185,7 +185,8 @@ type PutOptions struct {
 	// Executable sets Cairn-Executable on the file.
 	Executable bool
 	// IfMatch, when non-zero, makes the write succeed only if the path's current
-	// generation equals it (412 Conflict otherwise).
+	// generation equals it (412 Conflict otherwise; 412 NotFound, not retryable, when
+	// the file does not exist).
 	IfMatch uint64
 	// IfNoneMatch makes the write create-only (412 AlreadyExists if present).
 	IfNoneMatch bool
@@ -295,8 +296,9 @@ func (c *Client) CreateWorkbench(ctx context.Context, agent, wb string) (*Workbe
 // IfMatch or IfNoneMatch it is an upsert (HTTP PUT). The body is streamed, not buffered,
 // and not closed: it stays the caller's.
 //
-// Errors: *Error with Code Conflict (412, IfMatch mismatch), AlreadyExists (412,
-// IfNoneMatch on an existing path), InvalidArguments (bad path), NotDirectory, ...
+// Errors: *Error with Code Conflict (412, IfMatch mismatch), NotFound (412, IfMatch on a
+// missing file), AlreadyExists (412, IfNoneMatch on an existing path), InvalidArguments
+// (bad path), NotDirectory, ...
 func (c *Client) PutFile(ctx context.Context, agent, wb, path string, body io.Reader, opts PutOptions) (*WriteResult, error) {
 	req, err := c.bodyRequest(ctx, http.MethodPut, c.fileURL(agent, wb, path), body, opts.Size)
 	if err != nil {
@@ -431,7 +433,7 @@ func (c *Client) StatAt(ctx context.Context, agent, wb, path string, at Snapshot
 }
 
 // Delete removes path. With opts.IfMatch it deletes only at that generation (412
-// Conflict otherwise).
+// Conflict otherwise; 412 NotFound when the file does not exist).
 func (c *Client) Delete(ctx context.Context, agent, wb, path string, opts DeleteOptions) (*DeleteResult, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.fileURL(agent, wb, path), nil)
 	if err != nil {

@@ -27,5 +27,9 @@
 //   - Every metadata query (search, aggregate, catalog) and every grep holds its memory
 //     estimate, computed before it runs from the files in its scope, of the node's query
 //     budget while it runs (admission.go); beyond the budget it waits a bounded time, then
-//     is answered ResourceExhausted. Structured reads stream records and keep one page.
+//     is answered ResourceExhausted. Structured reads stream records and keep one page;
+//     edit computes its result's size before building it.
+//   - An ingest takes at most Config.MaxUploadDuration, which is less than GCGrace, so the
+//     collector never takes the blobs of an upload that can still publish; a slower one
+//     fails before publishing and says why.
 package workbench
