@@ -11,18 +11,23 @@ import (
 // TestDependenciesHaveNoRaft checks DESIGN.md §3: the adapter depends on a small interface
 // of the core and its error values (ErrCoreUnavailable, ErrOutcomeUnknown,
 // ErrCoreStorageFull), not on the replication layer, so its dependency list (tests aside:
-// workbenchtest builds a real shard) holds no Raft library, no Raft log store and no bbolt.
+// workbenchtest builds a real shard) holds no Raft library, no Raft log store and no bbolt;
+// nor do the lists of the surfaces built on it (REST, MCP). api/server, which assembles a
+// node, is the one api package that depends on them.
 func TestDependenciesHaveNoRaft(t *testing.T) {
-	deps := goList(t, "-deps", "github.com/cairnstore/cairn/api/workbench")
-	var raft []string
-	for _, p := range deps {
-		if strings.HasPrefix(p, "github.com/hashicorp/raft") || strings.HasPrefix(p, "go.etcd.io/bbolt") ||
-			p == "github.com/cairnstore/cairn/shard" {
-			raft = append(raft, p)
-		}
-	}
-	if len(raft) > 0 {
-		t.Errorf("api/workbench depends on the replication layer through %d packages: %s", len(raft), strings.Join(raft, ", "))
+	for _, pkg := range []string{"api/workbench", "api/rest", "api/mcp"} {
+		t.Run(pkg, func(t *testing.T) {
+			var raft []string
+			for _, p := range goList(t, "-deps", "github.com/cairnstore/cairn/"+pkg) {
+				if strings.HasPrefix(p, "github.com/hashicorp/raft") || strings.HasPrefix(p, "go.etcd.io/bbolt") ||
+					p == "github.com/cairnstore/cairn/shard" {
+					raft = append(raft, p)
+				}
+			}
+			if len(raft) > 0 {
+				t.Errorf("%s depends on the replication layer through %d packages: %s", pkg, len(raft), strings.Join(raft, ", "))
+			}
+		})
 	}
 }
 
