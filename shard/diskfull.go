@@ -6,11 +6,14 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/cairnstore/cairn/shard/outcome"
 )
 
 // ErrStorageFull: the disk under the Raft log is full (less than MinFreeBytes free, or a
 // log write failed with ENOSPC). Nothing was committed; retryable once space is freed.
-var ErrStorageFull = errors.New("shard: the disk under the raft log is full")
+// Matches outcome.ErrStorageFull.
+var ErrStorageFull = outcomeError("shard: the disk under the raft log is full", outcome.ErrStorageFull)
 
 // DefaultMinFreeBytes is Config.MinFreeBytes's default: room for Raft to persist its term
 // and vote (hashicorp/raft panics when it cannot) and a snapshot to start.

@@ -20,22 +20,25 @@ import (
 
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard/mux"
+	"github.com/cairnstore/cairn/shard/outcome"
 )
 
-// Errors of the replication layer. Both retryable ones say nothing about where to go: the
-// routing layer decides that.
+// Errors of the replication layer. The retryable ones say nothing about where to go: the
+// routing layer decides that. Each also matches, with errors.Is, the outcome it implies
+// (package outcome), so that callers above — the Workbench adapter — classify it without
+// importing this package and Raft with it.
 var (
 	// ErrNotLeader: this replica cannot serve the request now (not the leader, or a new
-	// leader that has not caught up yet). Retryable.
-	ErrNotLeader = errors.New("shard: not the leader")
+	// leader that has not caught up yet). Retryable. Matches outcome.ErrUnavailable.
+	ErrNotLeader = outcomeError("shard: not the leader", outcome.ErrUnavailable)
 	// ErrTimeout: the command was not known to be committed in time; it may still apply.
-	// Retryable with the same request id.
-	ErrTimeout = errors.New("shard: timed out waiting for the command to commit")
-	// ErrClosed: the shard is shut down.
-	ErrClosed = errors.New("shard: closed")
+	// Retryable with the same request id. Matches outcome.ErrUnknown.
+	ErrTimeout = outcomeError("shard: timed out waiting for the command to commit", outcome.ErrUnknown)
+	// ErrClosed: the shard is shut down. Matches outcome.ErrUnavailable.
+	ErrClosed = outcomeError("shard: closed", outcome.ErrUnavailable)
 	// ErrBehind: this replica has not applied the requested shard version yet (ReadViewAt).
-	// Retryable, here a little later or on another replica.
-	ErrBehind = errors.New("shard: replica has not applied that version yet")
+	// Retryable, here a little later or on another replica. Matches outcome.ErrUnavailable.
+	ErrBehind = outcomeError("shard: replica has not applied that version yet", outcome.ErrUnavailable)
 	// ErrLocked: another replica (in this process or another) has the directory open.
 	ErrLocked = errors.New("shard: directory in use")
 	// ErrIdentity: the shard directory belongs to another Raft server id.

@@ -24,6 +24,10 @@
 //   - Every error that leaves this package is an *Error with a stable wire code; internal
 //     names (incarnations, root uids, blob keys, file system paths) never appear in it.
 //   - Reads go through Core.ReadView, so they are linearizable.
+//   - The package knows the core only through Core, Cores and the core errors
+//     (ErrCoreUnavailable, ErrOutcomeUnknown, ErrCoreStorageFull, which the shard
+//     package's errors match with errors.Is): it imports no replication package, so its
+//     dependencies hold no Raft library, log store or bbolt (deps_test.go checks).
 //   - Every metadata query (search, aggregate, catalog) and every grep holds its memory
 //     estimate, computed before it runs from the files in its scope, of the node's query
 //     budget while it runs (admission.go); beyond the budget it waits a bounded time, then

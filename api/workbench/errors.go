@@ -9,7 +9,6 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
-	"github.com/cairnstore/cairn/shard"
 )
 
 // Wire error codes (WORKBENCH.md §Errors). The surfaces map them to HTTP statuses.
@@ -155,11 +154,11 @@ func AsError(err error) *Error {
 		return e
 	}
 	switch {
-	case errors.Is(err, shard.ErrNotLeader), errors.Is(err, shard.ErrClosed):
+	case errors.Is(err, ErrCoreUnavailable):
 		return RoutingUnavailable("this node cannot serve the workbench right now; retry")
-	case errors.Is(err, shard.ErrTimeout):
+	case errors.Is(err, ErrOutcomeUnknown):
 		return &Error{Code: CodeInternal, Message: "timed out waiting for the write to commit; it may still apply: retry with the same idempotency key", Retryable: true, Details: map[string]any{}}
-	case errors.Is(err, shard.ErrStorageFull):
+	case errors.Is(err, ErrCoreStorageFull):
 		return storageFull("raft log")
 	case errors.Is(err, blob.ErrStorageFull), errors.Is(err, syscall.ENOSPC):
 		return storageFull("blob store")

@@ -25,11 +25,11 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
-	"github.com/cairnstore/cairn/shard"
 )
 
 // Core is what the adapter needs of the metadata core of one shard. *shard.Shard
-// implements it.
+// implements it. Its errors that are not the FSM's (*meta.Error) match the core errors
+// (ErrCoreUnavailable, ErrOutcomeUnknown, ErrCoreStorageFull) with errors.Is.
 type Core interface {
 	// Propose replicates a command and returns its applied result.
 	Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error)
@@ -41,7 +41,8 @@ type Core interface {
 // DESIGN.md §2). The embedded node has one core for every root (SingleCore).
 type Cores interface {
 	// For returns the core of agent's root. Its error, when no replica here can serve the
-	// root, should map to a retryable RoutingUnavailable (shard.ErrNotLeader does).
+	// root, matches ErrCoreUnavailable (shard.ErrNotLeader does), which maps to a retryable
+	// RoutingUnavailable.
 	For(agent string) (Core, error)
 	// All returns every core this node hosts; the background workers (restore driver,
 	// compactor, garbage collector) act on those whose ReadView succeeds (the leaders).
@@ -711,12 +712,13 @@ func (s *Service) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (m
 }
 
 // leaderViews returns a view of every core this node leads (the others answer
-// shard.ErrNotLeader and are skipped); any other failure is returned.
+// ErrCoreUnavailable, like shard.ErrNotLeader, and are skipped); any other failure is
+// returned.
 func (s *Service) leaderViews(ctx context.Context) ([]*meta.View, error) {
 	var out []*meta.View
 	for _, c := range s.cores.All() {
 		v, err := c.ReadView(ctx)
-		if errors.Is(err, shard.ErrNotLeader) {
+		if errors.Is(err, ErrCoreUnavailable) {
 			continue
 		}
 		if err != nil {

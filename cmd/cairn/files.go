@@ -22,9 +22,6 @@ import (
 
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/server"
-	"github.com/cairnstore/cairn/blob"
-	"github.com/cairnstore/cairn/blob/s3"
-	"github.com/cairnstore/cairn/shard"
 )
 
 // addFileCommands registers the client commands that move files: put, cat, ls, import,
@@ -496,11 +493,11 @@ func describeError(err error) (code, msg string) {
 		return "Canceled", msg
 	case errors.Is(err, server.ErrDataDirLocked):
 		return "DataDirLocked", msg
-	case errors.Is(err, shard.ErrDamaged):
+	case errors.Is(err, server.ErrStorageDamaged):
 		return "DataCorrupted", msg
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, s3.ErrBucketMissing):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, server.ErrBucketMissing):
 		return "NotFound", msg
-	case errors.Is(err, blob.ErrUnavailable):
+	case errors.Is(err, server.ErrObjectStoreUnavailable):
 		// The object store could not be reached or refused the credentials at start.
 		return "ObjectUnavailable", msg
 	case errors.As(err, &urlErr), errors.As(err, &netErr):
