@@ -8,7 +8,7 @@
 //	LOCK              flock'd while a process uses the directory
 //	node-id           the node's UUID (Raft server id), written once
 //	cursor.key        32 random bytes signing cursors, written once (mode 0600)
-//	shards/0/         the shard's Raft log (wal/) and snapshots (snapshots/)
+//	shards/0/         the shard's Raft log (raft.db) and snapshots (snapshots/)
 //	blobs/            the local-directory blob store (Config.Blob "dir", the default)
 //	s3-uploads/       the S3 multipart uploads in flight (Config.Blob "s3://…"), aborted
 //	                  at the next start if a crash left them
