@@ -4,7 +4,10 @@
 // A blob is a byte string named by a Key: the agent root that owns it and the SHA-256 of its
 // uncompressed bytes. The package knows nothing of metadata: it never decides whether a blob
 // is referenced, never reads paths, workbenches or revisions, and never deletes anything on
-// its own. Reference counting, delete intents and garbage collection live in meta and ops.
+// its own. Reference counting and delete intents are the FSM's (meta/gc.go); the sweeper
+// that deletes unreferenced and orphaned blobs is api/workbench's CollectGarbage (gc.go),
+// which the node runs on the shard leader (api/server; DESIGN.md §3 moves it to
+// shard/worker).
 //
 // Invariants callers rely on, for every Store implementation (blob/blobtest checks them):
 //

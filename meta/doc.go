@@ -20,4 +20,106 @@
 //
 // meta imports nothing else of Cairn's; the shard package feeds it Raft log entries and the
 // api package reads it through Views.
+//
+// # Queries
+//
+// Version-consistent queries over file metadata: the engine behind workbench_search,
+// workbench_aggregate and workbench_catalog (WORKBENCH.md "search / aggregate / catalog").
+// Every query reads one View, so it sees exactly the files visible at one shard version.
+//
+// # Query fields
+//
+// Every file has the built-in fields below (BuiltinFields) plus the fields its writer
+// attached (Entry.Fields, names validated by ValidateFieldName):
+//
+//	artifact.section       string  first path component when it is input, scripts,
+//	                               outputs, logs or metadata and the file lies below it;
+//	                               absent otherwise (null on the wire)
+//	artifact.name          string  the last path component
+//	artifact.ext           string  the basename's text after its last '.', ASCII lower-case;
+//	                               absent when the basename has no '.', starts with its only
+//	                               '.' (".bashrc") or ends with '.'
+//	artifact.size_bytes    int     bytes
+//	artifact.content_type  string
+//	artifact.generation    int     the shard version that published the body
+//	artifact.updated_at    string  RFC 3339 UTC with milliseconds (2026-11-29T23:17:56.123Z),
+//	                               so byte order is time order
+//	artifact.digest        string  "sha256:" + 64 lower-case hex digits
+//
+// # Query scope
+//
+// A Scope is one workbench or every visible workbench of an agent root (not staging, and
+// created at or before the view's version), optionally narrowed to a path subtree compared
+// component-wise: Path "a" holds the file "a" and everything below "a/", never "ab".
+//
+// # Query predicates (all must hold)
+//
+// Values are JSON scalars: strings, numbers (Go integers, floats, json.Number; an integral
+// literal that fits int64 is an int, anything else a float), booleans, or for "in" an array
+// of 1..MaxInValues scalars. Strings are at most MaxPredicateStringBytes bytes.
+//
+//	eq, ne              a scalar. Numbers are equal when numerically equal (3 = 3.0, exactly,
+//	                    also beyond 2^53); strings when byte-equal; booleans when equal;
+//	                    values of different types are never equal. ne is exactly "has the
+//	                    field and not eq".
+//	in                  an array of scalars: eq to any of them.
+//	prefix, suffix,     a string; matches string values only (bytes, no case folding).
+//	contains
+//	gt, gte, lt, lte    a number (matches numeric values, compared numerically across int and
+//	                    float) or a string (matches string values, compared byte-wise). A
+//	                    boolean is InvalidArguments.
+//	exists, not_exists  no value (nil).
+//
+// A file lacking the field matches only not_exists (SQL-like: a missing field is neither
+// equal nor unequal to anything). On an attached field, whose type may differ from file to
+// file, a value of another type simply does not match. On a built-in field, whose type is
+// fixed, an operator or value that could never match is InvalidArguments (so a typo like
+// artifact.size_bytes gt "10" is reported, not silently empty). Errors name the argument:
+// "predicates[2].value", "predicates[0].op", "predicates[1].value[3]".
+//
+// # Query order and paging
+//
+// Sort keys compare values of one type as above; across types numbers come before strings,
+// strings before booleans (false before true); desc reverses that. A file lacking a sort
+// field sorts after every file that has it, in both directions. Ties (and the default order
+// without sort keys) go by workbench name, then path component-wise, both ascending, so the
+// order is total. A page ends with a Position (the last hit's sort values and identity);
+// the caller seals it into its cursor and passes it back as Query.After to resume strictly
+// after it. At a fixed shard version, paging visits every match exactly once.
+//
+// Facets count values over all matches, not only the page: numerically equal values count
+// as one (reported as an int when integral), at most MaxFacetValues per field, most
+// frequent first, ties by value order.
+//
+// # Query aggregates
+//
+// Matches are grouped by the group_by fields (a file lacking one groups under null, Kind 0);
+// without group_by there is exactly one group, even over no matches. Measures:
+//
+//	count          files in the group (with a field: files in the group that have it)
+//	sum            sum of the numeric values: an int when every value is an int and the sum
+//	               fits int64, else a float; null when the group has no numeric value (or a
+//	               float sum overflows); non-numeric values are ignored
+//	avg            float mean of the numeric values; null when there are none
+//	min, max       over the numeric values when the group has any, else over the string
+//	               values (byte order); booleans are ignored; null when nothing qualifies
+//
+// Values are folded in the canonical order (workbench, path), so float sums are identical
+// whichever plan produced the matches. Groups sort by the sort keys (measure names or
+// group_by fields; nulls last in both directions), then by group key ascending; at most
+// limit groups are returned and TotalGroups says how many there were. An aggregate that
+// would form more than MaxAggregateGroups groups is ResourceExhausted (Field group_by).
+//
+// # Query cost
+//
+// Every query is bounded by its scope. A scan visits each file in scope once (B-tree steps,
+// one version-chain walk per path). On a live view, Search and Aggregate may instead take
+// candidates from the index range of the most selective indexable predicate (eq, in,
+// prefix, gt, gte, lt, lte, exists); estimating selectivity counts at most as many index
+// keys as there are live files in scope, so a query costs at most about twice a scan.
+// Views at older versions (snapshots) always scan. Then O(M) to check and facet the M
+// candidates and O(M log limit) to page. Catalog always scans; with facets it keeps one
+// counter per distinct (field, value) in scope. Memory is at most one match, one group and
+// one counter per facet for each file in scope: ScopeFiles counts those files from the
+// directory counters, without visiting one, so a caller can bound a query before it runs.
 package meta

@@ -1,6 +1,7 @@
 // Package shard replicates the metadata core: one hashicorp/raft group per shard, whose
-// FSM is a meta.FSM, with a durable log (raft-boltdb, logstore.go) and file snapshots
-// (zstd-compressed streams of the FSM's records).
+// FSM is a meta.FSM, with a durable log (one bbolt file, Dir/raft.db, through
+// hashicorp/raft-boltdb: logstore.go; a raft-wal log left by an earlier build is moved into
+// it once at Open) and file snapshots (zstd-compressed streams of the FSM's records).
 //
 // A replica runs embedded (the default: a single voter on an in-memory transport) or in
 // cluster mode (Config.Peer): its Raft traffic then travels over one stream of the node's
@@ -43,6 +44,8 @@
 //   - Membership changes (AddNonvoter, PromoteToVoter, RemoveServer) and TransferLeadership
 //     run on the leader only and return once committed (or handed over).
 //
-// Routing, request forwarding and the etcd control plane live elsewhere (shard/control);
-// this package never decides which node should hold a replica.
+// The etcd control plane (placement, replica sets, leader hints, the controller) is
+// shard/control; routing a root to its shard's leader and forwarding requests there are in
+// api/server today (cluster_route.go; DESIGN.md §3 moves them to shard/host). This package
+// never decides which node should hold a replica.
 package shard

@@ -7,11 +7,11 @@ package server
 // Data directory layout in cluster mode (under Config.DataDir):
 //
 //	LOCK, node-id               as in the embedded default
+//	shards/<id>/                the replica of shard <id> (its Raft log and snapshots)
 //
 // The key that signs cursors is the cluster's, not the node's (a cursor minted by one
 // leader must verify on the next after a failover): created once in etcd under
 // <prefix>/cursor-key.
-//	shards/<id>/                the replica of shard <id> (its Raft log and snapshots)
 
 import (
 	"context"

@@ -1,22 +1,3 @@
-// Package server assembles one Cairn node from its configuration: the locked data
-// directory, the blob store (Config.Blob: a local directory or an S3 bucket), the shard
-// replica, the Workbench service, and the HTTP handler (REST, MCP, metrics, health).
-// cmd/cairn only parses flags and calls it.
-//
-// Data directory layout (all under Config.DataDir):
-//
-//	LOCK              flock'd while a process uses the directory
-//	node-id           the node's UUID (Raft server id), written once
-//	cursor.key        32 random bytes signing cursors, written once (mode 0600)
-//	shards/0/         the shard's Raft log (wal/) and snapshots (snapshots/)
-//	blobs/            the local-directory blob store (Config.Blob "dir", the default)
-//	s3-uploads/       the S3 multipart uploads in flight (Config.Blob "s3://…"), aborted
-//	                  at the next start if a crash left them
-//
-// Listeners: the client listener (Config.Listen) serves tenant routes, the admin listener
-// (Config.AdminAddress) the admin routes; both sit behind the guard (guard.go: Host must
-// name this node, no cross-origin state changes), connection caps and read-header/idle
-// timeouts (listen.go). /readyz also reflects the readiness probe (health.go).
 package server
 
 import (

@@ -35,6 +35,10 @@
 //     name, root or digest. No error of this package but a *ConfigError names the endpoint
 //     or the bucket.
 //   - The package never deletes anything but the object Delete names and the multipart
-//     uploads its own failed Puts started. Deleting unreferenced blobs and orphaned uploads
-//     is the garbage collector's (ops).
+//     uploads its own failed Puts started: a Put that fails aborts its upload before it
+//     returns, and with Config.UploadJournal an upload whose abort failed too, or whose
+//     process crashed, is aborted by the next Open (RecoverUploads; an entry it cannot
+//     settle waits for the start after). Deleting unreferenced and orphaned blobs is the
+//     garbage collector's: the FSM's rules in meta (gc.go), the sweeper in api/workbench
+//     (gc.go, CollectGarbage), run by the node on the shard leader.
 package s3

@@ -24,8 +24,8 @@ import (
 //
 // Whatever ends the upload short (an error, the caller's ctx) aborts it before putMultipart
 // returns, on a context of its own bounded by abortTimeout, so no parts are left behind to
-// be billed. An abort that fails too leaves the upload to the sweeper, which aborts
-// incomplete uploads (DESIGN.md §8).
+// be billed. An abort that fails too leaves the upload noted in the upload journal, and the
+// next Open aborts it (RecoverUploads); without a journal nothing aborts it later.
 func (s *Store) putMultipart(ctx context.Context, key blob.Key, name string, payload []byte, opts minio.PutObjectOptions, overwrite bool) (created bool, err error) {
 	forget, err := s.journal(name)
 	if err != nil {

@@ -1,6 +1,3 @@
-// Command etcd runs a one-member etcd on loopback for local development
-// (scripts/cluster.sh): go run ./scripts/etcd --dir DIR --client 127.0.0.1:2379.
-// It serves until SIGINT or SIGTERM. Not for production: use a real etcd cluster.
 package main
 
 import (

@@ -1,7 +1,3 @@
-// Package workbenchtest builds real Workbench services for tests: a single-voter Raft
-// replica (shard) and a local blob directory (blob/dir) in temporary directories, closed
-// when the test ends. No part of it is a mock, so the tests of every surface run against
-// the real write and read paths.
 package workbenchtest
 
 import (

@@ -1,10 +1,3 @@
-// Package s3test runs a real MinIO server for tests of blob/s3 and of anything built on
-// it: a fresh process on free loopback ports with its own data directory, stopped when the
-// test ends.
-//
-// The server binary is $CAIRN_MINIO_BIN (`make test` sets it), or else the one that
-// scripts/minio.sh prints, which builds it from a pinned source version the first time
-// (minutes). A test that cannot get a server fails; it never skips.
 package s3test
 
 import (

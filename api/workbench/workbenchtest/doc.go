@@ -1,0 +1,17 @@
+// Package workbenchtest builds real Workbench services for tests: a single-voter Raft
+// replica (shard) and a local blob directory (blob/dir) in temporary directories, closed
+// when the test ends. No part of it is a mock, so the tests of every surface run against
+// the real write and read paths.
+//
+// Invariants tests rely on:
+//
+//   - New returns only a node whose shard is a ready leader (it waits up to 10 s for
+//     that, then fails the test), so a test's first write needs no retry.
+//   - Each node has its own shard and blob directories (tb.TempDir), and tb.Cleanup closes
+//     its shard and blob store; two nodes never share a directory.
+//   - cfg reaches workbench.New unchanged but for a nil CursorKey, which becomes CursorKey,
+//     so the nodes built here accept each other's cursors unless a test sets its own key.
+//   - Every failure is tb.Fatal: New never returns a half-built node.
+//
+// Test support only: only _test.go files import it.
+package workbenchtest

@@ -1,0 +1,60 @@
+package shard
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/raft"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// raftFSM adapts meta.FSM to raft.FSM.
+type raftFSM struct{ s *Shard }
+
+func (f *raftFSM) Apply(l *raft.Log) any {
+	res := f.s.fsm.Apply(l.Index, l.Data)
+	f.s.applied.notify(l.Index)
+	return res
+}
+
+func (f *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
+	return &fsmSnapshot{snap: f.s.fsm.Snapshot()}, nil
+}
+
+func (f *raftFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	zr, err := zstd.NewReader(rc, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return fmt.Errorf("shard: snapshot decoder: %w", err)
+	}
+	defer zr.Close()
+	if err := f.s.fsm.Restore(zr); err != nil {
+		return err
+	}
+	if f.s.opened.Load() { // not the restore of our own snapshot at start
+		f.s.installs.Add(1)
+	}
+	f.s.applied.notify(f.s.fsm.AppliedVersion())
+	return nil
+}
+
+type fsmSnapshot struct{ snap *meta.Snapshot }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	zw, err := zstd.NewWriter(sink, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err == nil {
+		_, err = s.snap.WriteTo(zw)
+		if cerr := zw.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		sink.Cancel()
+		return fmt.Errorf("shard: persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}

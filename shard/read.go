@@ -1,0 +1,172 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// ReadView returns a linearizable view: every write acknowledged before ReadView was
+// called is in it. ErrNotLeader when this replica cannot guarantee that.
+func (s *Shard) ReadView(ctx context.Context) (*meta.View, error) {
+	if !s.ready.Load() {
+		return nil, ErrNotLeader
+	}
+	if err := s.verify.verify(ctx); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return nil, ErrClosed
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("shard: read: %w", err)
+		}
+		// Deposed, partitioned, or no longer sure: a read has no outcome to be unsure of.
+		return nil, fmt.Errorf("%w (%v)", ErrNotLeader, err)
+	}
+	return s.fsm.View(), nil
+}
+
+// AppliedView returns a view of everything this replica has applied, leader or not,
+// without a leader round trip. It is NOT linearizable: a follower may lag the leader by
+// any number of versions, and a deposed leader may not know it yet. Use it only for reads
+// whose answer cannot depend on that lag: data at a fixed shard version that the view
+// holds (a live snapshot's read version; DESIGN.md §6). Never fails; its Version is the
+// replica's applied shard version.
+func (s *Shard) AppliedView() *meta.View { return s.fsm.View() }
+
+// maxReadAtWait bounds how long ReadViewAt waits for this replica to apply a version.
+const maxReadAtWait = 2 * time.Second
+
+// ReadViewAt returns a view at shard version `version` (a version some earlier view or
+// write reported) on any replica, leader or not, that has applied it: what a version
+// shows never changes, so no leader is needed (DESIGN.md §6). It waits up to ctx's
+// deadline, at most two seconds, for the replica to apply that far. Errors: ErrBehind
+// (retry later or on another replica), ErrClosed.
+func (s *Shard) ReadViewAt(ctx context.Context, version uint64) (*meta.View, error) {
+	if err := s.waitApplied(ctx, version); err != nil {
+		return nil, err
+	}
+	v, err := s.fsm.View().At(version)
+	if err != nil {
+		return nil, err // unreachable: the view holds at least version
+	}
+	return v, nil
+}
+
+func (s *Shard) waitApplied(ctx context.Context, version uint64) error {
+	select {
+	case <-s.stop:
+		return ErrClosed
+	default:
+	}
+	if s.fsm.AppliedVersion() >= version {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, maxReadAtWait)
+	defer cancel()
+	ch := s.applied.add(version)
+	defer s.applied.remove(ch)
+	// Registered first, checked second: an apply between the two still wakes us.
+	if s.fsm.AppliedVersion() >= version {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-s.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("%w: version %d, applied %d", ErrBehind, version, s.fsm.AppliedVersion())
+	}
+}
+
+// applyWaiters wakes ReadViewAt calls waiting for a shard version.
+type applyWaiters struct {
+	n       atomic.Int32 // len(waiting), read without the lock on every apply
+	mu      sync.Mutex
+	waiting map[chan struct{}]uint64
+}
+
+func (w *applyWaiters) add(version uint64) chan struct{} {
+	ch := make(chan struct{})
+	w.mu.Lock()
+	w.waiting[ch] = version
+	w.n.Add(1)
+	w.mu.Unlock()
+	return ch
+}
+
+func (w *applyWaiters) remove(ch chan struct{}) {
+	w.mu.Lock()
+	if _, ok := w.waiting[ch]; ok {
+		delete(w.waiting, ch)
+		w.n.Add(-1)
+	}
+	w.mu.Unlock()
+}
+
+func (w *applyWaiters) notify(applied uint64) {
+	if w.n.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	for ch, v := range w.waiting {
+		if v <= applied {
+			close(ch)
+			delete(w.waiting, ch)
+			w.n.Add(-1)
+		}
+	}
+	w.mu.Unlock()
+}
+
+// verifier coalesces leadership checks: reads that arrive while one VerifyLeader round runs
+// share the next round, which starts after they arrived (so it proves leadership at a
+// time after each of them began).
+type verifier struct {
+	r       *raft.Raft
+	mu      sync.Mutex
+	waiting []chan error
+	running bool
+}
+
+func (v *verifier) verify(ctx context.Context) error {
+	ch := make(chan error, 1)
+	v.mu.Lock()
+	v.waiting = append(v.waiting, ch)
+	if !v.running {
+		v.running = true
+		go v.loop()
+	}
+	v.mu.Unlock()
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (v *verifier) loop() {
+	for {
+		v.mu.Lock()
+		batch := v.waiting
+		v.waiting = nil
+		if len(batch) == 0 {
+			v.running = false
+			v.mu.Unlock()
+			return
+		}
+		v.mu.Unlock()
+		err := v.r.VerifyLeader().Error()
+		for _, ch := range batch {
+			ch <- err
+		}
+	}
+}
