@@ -36,6 +36,8 @@ const (
 	// ScenarioSnapshot mints a snapshot (a leased read point, one day's lease) of a
 	// workbench holding Files (default 100) SizeBytes files per operation. Minting is
 	// O(1) in the workbench's size (DESIGN.md §12): compare runs at 10 and 10,000 files.
+	// Past liveSnapshots snapshots an operation also retires the oldest one it minted, so
+	// a run stays below the server's cap of snapshots per workbench.
 	ScenarioSnapshot = "snapshot"
 	// ScenarioRestore restores a snapshot of a workbench holding Files (default 100)
 	// SizeBytes files into a new workbench per operation, and waits until it is complete
@@ -109,6 +111,8 @@ type scenario struct {
 	nonce uint64
 	// mcp is the MCP scenario's session pool; nil for the others.
 	mcp *mcpSessions
+	// minted are the snapshot scenario's live snapshots, oldest first (minted.go).
+	minted mintedSnapshots
 }
 
 // setup creates the workbench and writes the files the scenario reads.
@@ -231,8 +235,18 @@ func (s *scenario) op(phase int) (Op, error) {
 		}), nil
 	case ScenarioSnapshot:
 		return OpFunc(func(ctx context.Context, _ uint64) error {
-			_, err := s.c.Snapshot(ctx, s.agent, s.wb, client.SnapshotRequest{TTLDays: snapshotTTLDays})
-			return err
+			snap, err := s.c.Snapshot(ctx, s.agent, s.wb, client.SnapshotRequest{TTLDays: snapshotTTLDays})
+			if err != nil {
+				return err
+			}
+			// A workbench holds at most --max-snapshots-per-workbench live snapshots
+			// (256 by default): keep the newest liveSnapshots, retiring the oldest.
+			if old, ok := s.minted.push(snap.SnapshotID); ok {
+				if _, err := s.c.RetireSnapshot(ctx, s.agent, s.wb, client.SnapshotID(old), "bench"); err != nil {
+					return fmt.Errorf("retire snapshot %d: %w", old, err)
+				}
+			}
+			return nil
 		}), nil
 	case ScenarioRestore:
 		return OpFunc(func(ctx context.Context, seq uint64) error {
