@@ -274,8 +274,9 @@ type Config struct {
 	// call past it answers ObjectUnavailable (503, retryable). Positive. YAML
 	// blob_timeout. Default 30s.
 	BlobTimeout time.Duration
-	// AdminListen is the listen address, host:port, of the admin routes (/v1/admin/...;
-	// /metrics, /healthz and /readyz too), which are never served on Listen. Loopback only
+	// AdminListen is the listen address, host:port, of the admin routes (/v1/admin/...),
+	// which are never served on Listen; /metrics, /healthz and /readyz answer on both
+	// listeners. Loopback only
 	// (port 0 picks a free port); it must differ from Listen. YAML admin_listen. Default
 	// "": the host of Listen and the next port ("127.0.0.1:7071"), a free port when
 	// Listen's is 0 (AdminAddress).
