@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +44,7 @@ import (
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/control"
 	"github.com/cairnstore/cairn/shard/mux"
+	"github.com/cairnstore/cairn/shard/worker"
 )
 
 // controllerInterval is the time between the controller's reconcile rounds; a node absent
@@ -96,6 +96,7 @@ type ClusterNode struct {
 	readyKick chan struct{}
 
 	svc     *workbench.Service
+	workers *worker.Set  // the leader workers of the replicas here, led from their OnReady
 	handler http.Handler // the client port: routing in front of REST/MCP
 	local   http.Handler // REST/MCP served here
 	fwdSrv  *http.Server
@@ -242,6 +243,10 @@ func (c *ClusterNode) open(ctx context.Context) error {
 	if err := c.svc.InstrumentGC(c.registry); err != nil {
 		return err
 	}
+	if c.workers, err = worker.New(worker.Config{Blobs: c.n.blobs, GCInterval: cfg.GCInterval, GCGrace: cfg.GCGrace,
+		InlineMaxBytes: cfg.InlineMaxBytes, Restorer: c.svc, Registerer: c.registry, Logger: c.log}); err != nil {
+		return err
+	}
 	if err := c.svc.InstrumentIntegrity(c.registry); err != nil {
 		return err
 	}
@@ -253,6 +258,7 @@ func (c *ClusterNode) open(ctx context.Context) error {
 		MCP:      mcp.Handler(c.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
 		Ready:    func() bool { return !c.closing.Load() },
 		Failing:  c.n.health.Failing,
+		GC:       c.workers,
 		Registry: c.registry,
 		Logger:   c.log,
 
@@ -303,7 +309,6 @@ func (c *ClusterNode) open(ctx context.Context) error {
 			c.log.Error("controller stopped", "err", err)
 		}
 	})
-	c.goRun(func() { c.runWorkers(wctx) })
 	c.log.Info("cluster node started", "node", c.nodeID, "cluster", c.cluster.ID, "shards", c.cluster.Shards,
 		"replication", c.cluster.Replication, "peer", c.peer.Addr().String(), "client", c.clientURL)
 	return nil
@@ -471,6 +476,9 @@ func (c *ClusterNode) Close() error {
 		cancel()
 	}
 	c.wg.Wait()
+	if c.workers != nil {
+		errs = append(errs, c.workers.Close())
+	}
 	if c.reg != nil {
 		errs = append(errs, c.reg.Close())
 	}
@@ -536,6 +544,7 @@ func (c *ClusterNode) ensureReplica(id int) (*shard.Shard, error) {
 	if err, ok := c.damaged[id]; ok {
 		return nil, err
 	}
+	var leader worker.Leadership
 	r, err := shard.Open(shard.Config{
 		Dir:    filepath.Join(c.cfg.DataDir, "shards", strconv.Itoa(id)),
 		NodeID: c.nodeID,
@@ -545,6 +554,7 @@ func (c *ClusterNode) ensureReplica(id int) (*shard.Shard, error) {
 		SnapshotThreshold: c.cfg.RaftSnapshotThreshold,
 		Logger:            c.log.With("shard", id),
 		OnReady: func(ready bool) {
+			leader.OnReady(ready)
 			if ready {
 				select {
 				case c.readyKick <- struct{}{}:
@@ -563,6 +573,7 @@ func (c *ClusterNode) ensureReplica(id int) (*shard.Shard, error) {
 		return nil, err
 	}
 	c.replicas[id] = r
+	leader.Bind(c.workers, id, r)
 	c.log.Info("replica opened", "shard", id)
 	return r, nil
 }
@@ -581,6 +592,7 @@ func (c *ClusterNode) hostReplicas(ctx context.Context) {
 		c.mu.Lock()
 		for id, r := range c.replicas {
 			if set, ok := sets[id]; ok && !set.Has(c.nodeID) {
+				c.workers.Unlead(id)
 				_ = r.Close()
 				delete(c.replicas, id)
 				c.log.Info("replica closed: no longer in the shard's replica set", "shard", id)
@@ -689,48 +701,6 @@ func (c *ClusterNode) fixAddresses(ctx context.Context, id int, r *shard.Shard) 
 	}
 }
 
-// runWorkers runs the leader-only background workers (restores, compaction, garbage
-// collection) over the shards this node leads; the service skips cores that do not lead.
-func (c *ClusterNode) runWorkers(ctx context.Context) {
-	restore := time.NewTicker(restoreResumeInterval)
-	compact := time.NewTicker(compactionInterval)
-	gc := time.NewTicker(c.cfg.GCInterval)
-	defer restore.Stop()
-	defer compact.Stop()
-	defer gc.Stop()
-	for {
-		var err error
-		select {
-		case <-ctx.Done():
-			return
-		case <-restore.C:
-			if c.leadsAny() {
-				err = c.svc.ResumeRestores(ctx)
-			}
-		case <-compact.C:
-			if c.leadsAny() {
-				_, err = c.svc.CompactOnce(ctx, compactionBatch)
-			}
-		case <-gc.C:
-			if c.leadsAny() {
-				_, err = c.svc.CollectGarbage(ctx, workbench.GCOptions{})
-			}
-		}
-		if err != nil && ctx.Err() == nil {
-			c.log.Warn("background worker", "err", err)
-		}
-	}
-}
-
-func (c *ClusterNode) leadsAny() bool {
-	for _, r := range c.replicaList() {
-		if r.Ready() {
-			return true
-		}
-	}
-	return false
-}
-
 // leaderOf returns the node id and peer address of shard id's leader as this node knows
 // it: its own replica's view first, then the leader hint and the node registry.
 func (c *ClusterNode) leaderOf(id int) (node, addr string) {
@@ -806,20 +776,6 @@ func (cc clusterCores) For(agent string) (workbench.Core, error) {
 	}
 	c.assigned.Store(agent, struct{}{})
 	return r, nil
-}
-
-func (cc clusterCores) All() []workbench.Core {
-	list := cc.c.replicaList()
-	ids := make([]int, 0, len(list))
-	for id := range list {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
-	out := make([]workbench.Core, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, list[id])
-	}
-	return out
 }
 
 // clusterCollector exports every local replica's Raft figures.

@@ -197,9 +197,6 @@ type viewCores struct{}
 
 func (viewCores) For(string) (workbench.Core, error) { return viewCore{}, nil }
 
-// All is empty: the follower service runs no background workers.
-func (viewCores) All() []workbench.Core { return nil }
-
 // viewCore is a read-only core: ReadView returns the view the request was admitted on,
 // Propose refuses (only GET and HEAD reach it).
 type viewCore struct{}

@@ -29,6 +29,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/worker"
 )
 
 // ErrDataDirLocked: another process uses the data directory.
@@ -53,103 +54,12 @@ type Node struct {
 	rest     *rest.Handler
 	admin    atomic.Pointer[adminServer] // while Serve runs
 	health   *health
-	// stopWorkers ends the background workers; workers waits for them.
-	stopWorkers context.CancelFunc
-	workers     sync.WaitGroup
-}
-
-// restoreResumeInterval is how often the node looks for restores left copying by a crash
-// or a leader change and drives them to completion.
-const restoreResumeInterval = 2 * time.Second
-
-// compactionInterval is how often the leader rolls up small segments of long segment
-// lists (DESIGN.md §5); compactionBatch bounds the files one pass rewrites.
-const (
-	compactionInterval = 5 * time.Second
-	compactionBatch    = 64
-)
-
-// compactSegments runs compaction passes while this replica is the ready leader.
-func (n *Node) compactSegments(ctx context.Context) {
-	defer n.workers.Done()
-	runs := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "compaction", Name: "runs_total",
-		Help: "Compaction passes run by this node's leader."})
-	files := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "compaction", Name: "files_total",
-		Help: "Files whose segment runs were rolled up."})
-	removed := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "compaction", Name: "segments_removed_total",
-		Help: "Segments removed from segment lists by compaction."})
-	n.registry.MustRegister(runs, files, removed)
-	t := time.NewTicker(compactionInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !n.shard.Ready() {
-			continue
-		}
-		rep, err := n.svc.CompactOnce(ctx, compactionBatch)
-		runs.Inc()
-		files.Add(float64(rep.Compacted))
-		removed.Add(float64(rep.SegmentsBefore - rep.SegmentsAfter))
-		if err != nil && ctx.Err() == nil {
-			n.log.Warn("compaction", "err", err)
-		}
-	}
-}
-
-// collectGarbage runs a garbage-collection sweep (DESIGN.md §8) every cfg.GCInterval
-// while this replica is the ready leader; sweeps that leave more behind (a root over the
-// batch bound) are followed at once by another, up to gcFollowUps.
-func (n *Node) collectGarbage(ctx context.Context) {
-	defer n.workers.Done()
-	const gcFollowUps = 10
-	t := time.NewTicker(n.cfg.GCInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for i := 0; i < gcFollowUps && n.shard.Ready() && ctx.Err() == nil; i++ {
-			rep, err := n.svc.CollectGarbage(ctx, workbench.GCOptions{})
-			if err != nil {
-				if ctx.Err() == nil {
-					n.log.Warn("garbage collection", "err", err, "deleted", rep.Deleted)
-				}
-				break
-			}
-			if rep.Deleted > 0 {
-				n.log.Info("garbage collection", "deleted", rep.Deleted, "deleted_bytes", rep.DeletedBytes, "orphans", rep.Orphans)
-			}
-			if !rep.More {
-				break
-			}
-		}
-	}
-}
-
-// resumeRestores drives restore operations that no request is driving any more (after a
-// restart), while this replica is the ready leader.
-func (n *Node) resumeRestores(ctx context.Context) {
-	defer n.workers.Done()
-	t := time.NewTicker(restoreResumeInterval)
-	defer t.Stop()
-	for {
-		if n.shard.Ready() {
-			if err := n.svc.ResumeRestores(ctx); err != nil && ctx.Err() == nil {
-				n.log.Warn("resuming restores", "err", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	// workers are the shard's leader workers, led from the replica's readiness (leader).
+	workers *worker.Set
+	leader  worker.Leadership
+	// stopHealth ends the health checker; healthDone waits for it.
+	stopHealth context.CancelFunc
+	healthDone sync.WaitGroup
 }
 
 // Open locks cfg.DataDir and starts the node's storage and service; creds sign the
@@ -218,6 +128,7 @@ func (n *Node) open(ctx context.Context) error {
 		SnapshotInterval:  cfg.RaftSnapshotInterval,
 		SnapshotThreshold: cfg.RaftSnapshotThreshold,
 		Logger:            n.log,
+		OnReady:           n.leader.OnReady,
 	})
 	if err != nil {
 		return err
@@ -240,20 +151,21 @@ func (n *Node) open(ctx context.Context) error {
 	if err := n.svc.InstrumentQueries(n.registry); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithCancel(context.Background())
-	n.stopWorkers = cancel
-	n.workers.Add(2)
-	go n.resumeRestores(wctx)
-	go n.compactSegments(wctx)
-	n.workers.Add(1)
-	go n.collectGarbage(wctx)
-	n.workers.Add(1)
-	go func() { defer n.workers.Done(); n.health.run(wctx) }()
+	if n.workers, err = worker.New(worker.Config{Blobs: n.blobs, GCInterval: cfg.GCInterval, GCGrace: cfg.GCGrace,
+		InlineMaxBytes: cfg.InlineMaxBytes, Restorer: n.svc, Registerer: n.registry, Logger: n.log}); err != nil {
+		return err
+	}
+	n.leader.Bind(n.workers, 0, n.shard)
+	hctx, cancel := context.WithCancel(context.Background())
+	n.stopHealth = cancel
+	n.healthDone.Add(1)
+	go func() { defer n.healthDone.Done(); n.health.run(hctx) }()
 	n.registry.MustRegister(shardCollector{n.shard})
 	n.rest = rest.NewHandler(n.svc, rest.Options{
 		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
 		Ready:    n.shard.Ready,
 		Failing:  n.health.Failing,
+		GC:       n.workers,
 		Registry: n.registry,
 		Logger:   n.log,
 
@@ -412,9 +324,12 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 // Close stops the node and releases the data directory.
 func (n *Node) Close() error {
 	var errs []error
-	if n.stopWorkers != nil {
-		n.stopWorkers()
-		n.workers.Wait()
+	if n.workers != nil {
+		errs = append(errs, n.workers.Close())
+	}
+	if n.stopHealth != nil {
+		n.stopHealth()
+		n.healthDone.Wait()
 	}
 	if n.shard != nil {
 		errs = append(errs, n.shard.Close())
