@@ -38,9 +38,11 @@
 //     mode 0600) and read back at every later start, so a node keeps its Raft server id
 //     and the cursors it signed stay valid across restarts.
 //   - Admin routes (/v1/admin/...) are served on the admin listener only.
-//   - The background workers (restore resumption, compaction, garbage collection) act only
-//     while a local replica is a ready leader. Close stops every background goroutine and
-//     waits for it before it closes the replicas and the blob store and releases the lock.
+//   - The background workers (restore resumption, compaction, garbage collection) are one
+//     shard/worker Set per node, the same in both modes: each replica's OnReady leads and
+//     unleads its shard's workers, so they act only while the replica is a ready leader.
+//     Close stops every background goroutine and waits for it before it closes the
+//     replicas and the blob store and releases the lock.
 //   - Serve shuts down gracefully within Config.ShutdownTimeout; a cluster node first hands
 //     the leadership of the shards it leads to another voter, within half of it.
 package server
