@@ -159,13 +159,22 @@ func TestEachLedShardResumesItsOwnRestores(t *testing.T) {
 	if got := n.set.Led(); !slices.Equal(got, []int{1, 2}) {
 		t.Fatalf("Led() = %v", got)
 	}
-	// A sweep over the Set covers both led shards' roots.
-	put(t, a, n.store, "alice", "f", "x")
-	put(t, b, n.store, "bob", "f", "y")
-	for _, agent := range []string{"alice", "bob"} {
-		if _, err := n.set.CollectGarbage(t.Context(), worker.GCOptions{Agent: agent, DryRun: true}); err != nil {
-			t.Fatalf("sweep of %s: %v", agent, err)
-		}
+	// A sweep over the Set covers the roots of both led shards; one naming an agent, that
+	// agent's root only.
+	for _, w := range []struct {
+		c     worker.Core
+		agent string
+	}{{a, "alice"}, {b, "bob"}, {c, "carol"}} {
+		put(t, w.c, n.store, w.agent, "f", "old "+w.agent)
+		put(t, w.c, n.store, w.agent, "f", "new "+w.agent)
+	}
+	rep := n.sweepUntil(t, worker.GCOptions{DryRun: true, Grace: time.Millisecond}, func(r worker.GCReport) bool { return len(r.Roots) == 2 })
+	if rep.Roots[0].Agent != "alice" || rep.Roots[1].Agent != "bob" {
+		t.Fatalf("a sweep of shards 1 and 2 reported %+v", rep.Roots)
+	}
+	rep, err := n.set.CollectGarbage(t.Context(), worker.GCOptions{DryRun: true, Grace: time.Millisecond, Agent: "bob"})
+	if err != nil || len(rep.Roots) != 1 || rep.Roots[0].Agent != "bob" {
+		t.Fatalf("a sweep of bob's root: %+v %v", rep, err)
 	}
 }
 
