@@ -5,9 +5,9 @@
 // uncompressed bytes. The package knows nothing of metadata: it never decides whether a blob
 // is referenced, never reads paths, workbenches or revisions, and never deletes anything on
 // its own. Reference counting and delete intents are the FSM's (meta/gc.go); the sweeper
-// that deletes unreferenced and orphaned blobs is api/workbench's CollectGarbage (gc.go),
-// which the node runs on the shard leader (api/server; DESIGN.md §3 moves it to
-// shard/worker).
+// that deletes unreferenced and orphaned blobs is shard/worker's (gc.go), which runs on
+// each shard's leader; the write path's retry of a publish that met it is api/workbench's
+// (publish.go).
 //
 // Invariants callers rely on, for every Store implementation (blob/blobtest checks them):
 //
@@ -27,7 +27,8 @@
 //     payload surfaces as an error wrapping ErrCorrupt from the reader's Read, at the latest
 //     in place of io.EOF. A reader never reports a clean io.EOF over bad data. The bytes
 //     of a range are handed out before the blob's end is verified, so a caller that must
-//     not pass on unverified bytes reads to io.EOF before it uses any (api/workbench does).
+//     not pass on unverified bytes reads to io.EOF before it uses any (ReadVerified; the
+//     Workbench read path and the compactor do).
 //   - Isolation: blobs are namespaced per root. The same bytes stored under two roots are
 //     two blobs; Delete and List of one root never see another root's blobs.
 //   - Encoding is invisible to readers: blobs of 512 bytes or more are stored

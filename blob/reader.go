@@ -254,3 +254,32 @@ func (r *reader) Close() error {
 	r.src = nil
 	return r.closer.Close()
 }
+
+// ReadVerified fills dst from r, a reader from Store.Get, and then reads on to r's io.EOF:
+// the reader verifies the whole blob in place of its EOF, so dst holds verified bytes only
+// when ReadVerified returns nil. A blob that ends before dst is full, or holds more bytes
+// than dst, is an error wrapping ErrCorrupt; a reader that stops making progress, one
+// wrapping ErrUnavailable and io.ErrNoProgress; r's own errors are returned as they are.
+// The callers that must not pass on unverified bytes (the Workbench read path, the
+// compactor) read segments through it.
+func ReadVerified(r io.Reader, dst []byte) error {
+	if _, err := io.ReadFull(r, dst); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
+			return fmt.Errorf("the blob ended after fewer bytes than asked for: %w", ErrCorrupt)
+		}
+		return err
+	}
+	var one [1]byte
+	for empty := 0; empty < maxEmptyReads; empty++ {
+		n, err := r.Read(one[:])
+		switch {
+		case n > 0:
+			return fmt.Errorf("the blob holds more bytes than the range asked for: %w", ErrCorrupt)
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+	return fmt.Errorf("blob reader: %w: %w", ErrUnavailable, io.ErrNoProgress)
+}

@@ -233,3 +233,45 @@ func TestEncodingString(t *testing.T) {
 		}
 	}
 }
+
+// emptyReader returns (0, nil) for ever.
+type emptyReader struct{}
+
+func (emptyReader) Read([]byte) (int, error) { return 0, nil }
+
+func TestReadVerifiedHandsOutBytesOnlyAfterTheBlobsEnd(t *testing.T) {
+	data := textBytes(10_000)
+	key := blob.Key{Root: "r1", Digest: blob.DigestOf(data)}
+	open := func(t *testing.T, payload []byte, offset, length int64) io.ReadCloser {
+		t.Helper()
+		r, err := blob.NewReader(t.Context(), key, io.NopCloser(bytes.NewReader(payload)), blob.EncodingIdentity, int64(len(data)), offset, length)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	damaged := bytes.Clone(data)
+	damaged[len(damaged)-1] ^= 1
+	for _, tc := range []struct {
+		name    string
+		r       func(t *testing.T) io.Reader
+		dst     int
+		wantErr error
+	}{
+		{"a whole intact blob fills dst", func(t *testing.T) io.Reader { return open(t, data, 0, -1) }, len(data), nil},
+		{"a range of an intact blob fills dst", func(t *testing.T) io.Reader { return open(t, data, 100, 200) }, 200, nil},
+		{"a range whose blob is damaged after it fails", func(t *testing.T) io.Reader { return open(t, damaged, 0, 100) }, 100, blob.ErrCorrupt},
+		{"a blob shorter than dst fails", func(t *testing.T) io.Reader { return open(t, data, 0, -1) }, len(data) + 1, blob.ErrCorrupt},
+		{"a blob longer than dst fails", func(t *testing.T) io.Reader { return open(t, data, 0, -1) }, len(data) - 1, blob.ErrCorrupt},
+		{"a reader that makes no progress fails", func(*testing.T) io.Reader { return emptyReader{} }, 0, io.ErrNoProgress},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := make([]byte, tc.dst)
+			err := blob.ReadVerified(tc.r(t), dst)
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Fatalf("ReadVerified: %v, want %v", err, tc.wantErr)
+			}
+		})
+	}
+}

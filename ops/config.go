@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/cairnstore/cairn/meta"
 )
 
 // Defaults of every Config field; DefaultConfig returns them.
@@ -25,6 +27,7 @@ const (
 	DefaultSnapshotGrace         = time.Hour
 	DefaultGCGrace               = time.Hour
 	DefaultGCInterval            = 10 * time.Minute
+	DefaultGCMaxBatch            = 1000
 	DefaultRestoreBatch          = 1024
 	MaxRestoreBatch              = 4096
 	DefaultMCPMaxPayloadBytes    = 16 << 20
@@ -125,6 +128,10 @@ type Config struct {
 	// GCInterval is how often the shard leader runs a garbage-collection sweep. Must be
 	// positive. YAML gc_interval. Default 10m.
 	GCInterval time.Duration
+	// GCMaxBatch bounds the blobs one garbage-collection sweep collects per agent root; a
+	// sweep that leaves more behind is followed at once by another (up to ten per
+	// interval). 1..meta.MaxGCBatch. YAML gc_max_batch. Default 1000.
+	GCMaxBatch int
 	// MaxSnapshotsPerWorkbench caps the snapshots of one workbench that hold history
 	// (alive, or expired and still renewable); minting one more is ResourceExhausted
 	// naming the cap, and snapshot_list answers are bounded by it. At least 1. YAML
@@ -318,6 +325,7 @@ func DefaultConfig() Config {
 		RestoreBatch:          DefaultRestoreBatch,
 		GCGrace:               DefaultGCGrace,
 		GCInterval:            DefaultGCInterval,
+		GCMaxBatch:            DefaultGCMaxBatch,
 		PresentationRoot:      DefaultPresentationRoot,
 		RaftSnapshotInterval:  DefaultRaftSnapshotInterval,
 		RaftSnapshotThreshold: DefaultRaftSnapshotThreshold,
@@ -427,6 +435,9 @@ func (c Config) validate() []*ConfigError {
 	}
 	if c.GCInterval <= 0 {
 		bad("GCInterval", "must be positive", c.GCInterval.String())
+	}
+	if c.GCMaxBatch < 1 || c.GCMaxBatch > meta.MaxGCBatch {
+		bad("GCMaxBatch", fmt.Sprintf("must be between 1 and %d", meta.MaxGCBatch), strconv.Itoa(c.GCMaxBatch))
 	}
 	if c.MaxSnapshotsPerWorkbench < 1 {
 		bad("MaxSnapshotsPerWorkbench", "must be at least 1", strconv.Itoa(c.MaxSnapshotsPerWorkbench))
@@ -686,6 +697,8 @@ var settings = append([]setting{
 		func(c *Config) *time.Duration { return &c.GCGrace }),
 	durationSetting("GCInterval", "gc_interval", "how often the leader runs a garbage-collection sweep",
 		func(c *Config) *time.Duration { return &c.GCInterval }),
+	intSetting("GCMaxBatch", "gc_max_batch", "most blobs one garbage-collection sweep collects per agent root (a sweep that leaves more is followed at once by another)",
+		func(c *Config) *int { return &c.GCMaxBatch }),
 	intSetting("MaxSnapshotsPerWorkbench", "max_snapshots_per_workbench", "most snapshots of one workbench that hold history (alive or renewable)",
 		func(c *Config) *int { return &c.MaxSnapshotsPerWorkbench }),
 	durationSetting("MaxUploadDuration", "max_upload_duration", "longest one body may take to upload; must be less than --gc-grace (0 = half of it)",

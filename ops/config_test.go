@@ -146,6 +146,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		RestoreBatch:          64,
 		GCGrace:               30 * time.Minute,
 		GCInterval:            5 * time.Minute,
+		GCMaxBatch:            500,
 		PresentationRoot:      "/ws/{agent}",
 		RaftSnapshotInterval:  time.Minute,
 		RaftSnapshotThreshold: 100,
@@ -188,7 +189,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
 		"mcp_max_payload_bytes": "1048576", "retention_window": "48h", "dedupe_max_per_root": "7",
-		"snapshot_grace": "10m", "restore_batch": "64", "gc_grace": "30m", "gc_interval": "5m",
+		"snapshot_grace": "10m", "restore_batch": "64", "gc_grace": "30m", "gc_interval": "5m", "gc_max_batch": "500",
 		"query_budget_bytes": "67108864", "query_queue_timeout": "2s",
 		"max_snapshots_per_workbench": "32", "max_upload_duration": "10m",
 		"presentation_root": "/ws/{agent}", "raft_snapshot_interval": "1m",

@@ -1,12 +1,22 @@
 package rest
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/shard/worker"
 )
+
+// Collector runs garbage-collection sweeps over the shards this node leads: the node's
+// leader workers (*worker.Set) implement it. Its errors map like the Workbench adapter's
+// (workbench.AsError): a *meta.Error keeps its code, a replica that does not serve is
+// RoutingUnavailable, a failing object store ObjectUnavailable.
+type Collector interface {
+	CollectGarbage(ctx context.Context, opts worker.GCOptions) (worker.GCReport, error)
+}
 
 // Admin returns the handler of the admin listener (a separate, loopback address: admin
 // routes list every agent's names and digests and act on the whole node): POST
@@ -51,9 +61,14 @@ type gcRequest struct {
 }
 
 // adminGC serves POST /v1/admin/gc: one garbage-collection sweep with the node's grace
-// period (DESIGN.md §8). 200 with the report; 503 RoutingUnavailable off the leader, 503
-// ObjectUnavailable when the blob store failed (the sweep stopped, fail closed).
+// period (DESIGN.md §8) of every shard this node leads. 200 with the report; 503
+// RoutingUnavailable on a node that leads no shard, 503 ObjectUnavailable when the blob
+// store failed (the sweep stopped, fail closed); 404 on a handler without Options.GC.
 func (h *Handler) adminGC(w http.ResponseWriter, r *http.Request) {
+	if h.opts.GC == nil {
+		h.notFound(w, r)
+		return
+	}
 	if !allow(w, r, http.MethodPost) {
 		return
 	}
@@ -70,7 +85,7 @@ func (h *Handler) adminGC(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, invalidArg("max_batch", "must not be negative"), noPrecondition)
 		return
 	}
-	rep, err := h.svc.CollectGarbage(r.Context(), workbench.GCOptions{DryRun: in.DryRun, Agent: in.Agent, MaxBatch: in.MaxBatch})
+	rep, err := h.opts.GC.CollectGarbage(r.Context(), worker.GCOptions{DryRun: in.DryRun, Agent: in.Agent, MaxBatch: in.MaxBatch})
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
@@ -80,7 +95,7 @@ func (h *Handler) adminGC(w http.ResponseWriter, r *http.Request) {
 
 // gcReportJSON renders a sweep report: totals, and per agent root the candidate blobs
 // (digest URI, stored bytes, orphan, taken over) and what was deleted.
-func gcReportJSON(rep workbench.GCReport) map[string]any {
+func gcReportJSON(rep worker.GCReport) map[string]any {
 	roots := make([]map[string]any, 0, len(rep.Roots))
 	for _, rr := range rep.Roots {
 		blobs := make([]map[string]any, 0, len(rr.Candidates))

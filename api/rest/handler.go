@@ -38,6 +38,9 @@ type Options struct {
 	Logger   *slog.Logger
 	// AdminRoutes are further routes of the admin listener (Admin), by escaped path.
 	AdminRoutes map[string]http.Handler
+	// GC runs the sweeps of POST /v1/admin/gc (the node's leader workers, *worker.Set).
+	// Nil: the route answers 404 NotFound.
+	GC Collector
 	// BodyMinBytesPerSecond and BodyRateWindow bound every request body (REST and MCP):
 	// it must average at least BodyMinBytesPerSecond over waiting time, and never stall a
 	// whole BodyRateWindow (rateBody). Defaults 64 KiB/s and 30s.

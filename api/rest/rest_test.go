@@ -30,7 +30,7 @@ func newServer(t *testing.T) *httptest.Server {
 func newServers(t *testing.T) (tenant, admin *httptest.Server) {
 	t.Helper()
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
+	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready, GC: n.Workers})
 	tenant, admin = httptest.NewServer(h), httptest.NewServer(h.Admin())
 	t.Cleanup(tenant.Close)
 	t.Cleanup(admin.Close)

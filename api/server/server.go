@@ -26,9 +26,11 @@ import (
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/control"
 	"github.com/cairnstore/cairn/shard/host"
 	"github.com/cairnstore/cairn/shard/mux"
+	"github.com/cairnstore/cairn/shard/worker"
 )
 
 // ErrDataDirLocked: another process uses the data directory.
@@ -60,9 +62,12 @@ type Node struct {
 	controlPlane *control.Plane
 
 	admin atomic.Pointer[adminServer] // while Serve runs
-	// stopWorkers ends the background workers; workers waits for them.
-	stopWorkers context.CancelFunc
-	workers     sync.WaitGroup
+	// workers are the leader-only workers of the replicas here, led and unled from the
+	// host's leadership reports (the same in both modes).
+	workers atomic.Pointer[worker.Set]
+	// stopHealth ends the health checker; healthDone waits for it.
+	stopHealth context.CancelFunc
+	healthDone sync.WaitGroup
 }
 
 // Open locks cfg.DataDir and starts the node: its blob store, its shard host (the
@@ -123,6 +128,7 @@ func (n *Node) open(ctx context.Context) error {
 		SnapshotInterval:  cfg.RaftSnapshotInterval,
 		SnapshotThreshold: cfg.RaftSnapshotThreshold,
 		Logger:            n.log,
+		OnLeadership:      n.lead,
 	}
 	var cursorKey []byte
 	if cfg.Cluster {
@@ -164,6 +170,14 @@ func (n *Node) open(ctx context.Context) error {
 			return err
 		}
 	}
+	workers, err := worker.New(worker.Config{Blobs: n.blobs, GCInterval: cfg.GCInterval, GCGrace: cfg.GCGrace,
+		GCMaxBatch: cfg.GCMaxBatch, InlineMaxBytes: cfg.InlineMaxBytes, Restorer: n.svc, Registerer: n.registry, Logger: n.log})
+	if err != nil {
+		return err
+	}
+	n.workers.Store(workers)
+	// Replicas that became leaders before the workers existed are led now.
+	n.host.Reannounce()
 	n.registry.MustRegister(n.host.Collector())
 	var adminRoutes map[string]http.Handler
 	if cfg.Cluster {
@@ -173,6 +187,7 @@ func (n *Node) open(ctx context.Context) error {
 		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
 		Ready:    n.ready,
 		Failing:  n.health.Failing,
+		GC:       workers,
 		Registry: n.registry,
 		Logger:   n.log,
 
@@ -189,12 +204,25 @@ func (n *Node) open(ctx context.Context) error {
 			return err
 		}
 	}
-	wctx, cancel := context.WithCancel(context.Background())
-	n.stopWorkers = cancel
-	n.startWorkers(wctx)
-	n.workers.Add(1)
-	go func() { defer n.workers.Done(); n.health.run(wctx) }()
+	hctx, cancel := context.WithCancel(context.Background())
+	n.stopHealth = cancel
+	n.healthDone.Add(1)
+	go func() { defer n.healthDone.Done(); n.health.run(hctx) }()
 	return nil
+}
+
+// lead starts or stops the leader-only workers of shard id as the host reports its local
+// replica's leadership. Reports that come before the workers exist are repeated once they
+// do (host.Reannounce).
+func (n *Node) lead(id int, r *shard.Shard, leads bool) {
+	w := n.workers.Load()
+	switch {
+	case w == nil:
+	case leads:
+		w.Lead(id, r)
+	default:
+		w.Unlead(id)
+	}
 }
 
 // ready reports whether the node serves: the embedded default once its shard is the
@@ -212,15 +240,6 @@ func (n *Node) ready() bool {
 type hostCores struct{ h *host.Host }
 
 func (c hostCores) For(agent string) (workbench.Core, error) { return c.h.For(agent) }
-
-// All returns every local replica; the service's workers act on the ones that lead.
-func (c hostCores) All() []workbench.Core {
-	var out []workbench.Core
-	for _, r := range c.h.All() {
-		out = append(out, r)
-	}
-	return out
-}
 
 // readOrCreate returns the contents of path, creating it (atomically, mode 0600) from
 // make when it does not exist.
@@ -331,9 +350,12 @@ func (n *Node) TransferLeadership(ctx context.Context) { n.host.TransferLeadersh
 // data directory.
 func (n *Node) Close() error {
 	var errs []error
-	if n.stopWorkers != nil {
-		n.stopWorkers()
-		n.workers.Wait()
+	if w := n.workers.Load(); w != nil {
+		errs = append(errs, w.Close())
+	}
+	if n.stopHealth != nil {
+		n.stopHealth()
+		n.healthDone.Wait()
 	}
 	if n.host != nil {
 		errs = append(errs, n.host.Close())

@@ -11,7 +11,7 @@ import "github.com/cairnstore/cairn/shard/outcome"
 var (
 	// ErrCoreUnavailable: the core did not serve the call (not the leader of the root's
 	// shard, or shut down) and nothing applied. The caller sees a retryable
-	// RoutingUnavailable; the background workers skip such a core.
+	// RoutingUnavailable.
 	ErrCoreUnavailable = outcome.ErrUnavailable
 	// ErrOutcomeUnknown: the command was not known to be committed in time and may still
 	// apply. The caller sees a retryable Internal error that says to retry with the same

@@ -12,6 +12,7 @@ import (
 	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/worker"
 )
 
 // twoShards routes agents whose names start with "a" to one shard, the rest to the other.
@@ -23,8 +24,6 @@ func (t twoShards) For(agent string) (workbench.Core, error) {
 	}
 	return t.b, nil
 }
-
-func (t twoShards) All() []workbench.Core { return []workbench.Core{t.a, t.b} }
 
 func openShard(t *testing.T, uidPrefix string) *shard.Shard {
 	t.Helper()
@@ -82,12 +81,13 @@ func TestRootsLiveOnTheirOwnShard(t *testing.T) {
 	if _, ok := vb.Root("bob"); !ok {
 		t.Fatal("bob is not on shard b")
 	}
-	rep, err := svc.CompactOnce(ctx, 10)
+	workers := workbenchtest.Workers(t, svc, bs, cores.a, cores.b)
+	rep, err := workers.Compact(ctx, 10)
 	if err != nil || rep.Compacted != 4 { // the live log and its restored copy, on each shard
 		t.Fatalf("compaction across shards: %+v %v", rep, err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	gc, err := svc.CollectGarbage(ctx, workbench.GCOptions{DryRun: true, Grace: time.Millisecond})
+	gc, err := workers.CollectGarbage(ctx, worker.GCOptions{DryRun: true, Grace: time.Millisecond})
 	if err != nil || len(gc.Roots) != 2 {
 		t.Fatalf("a sweep across shards: %+v %v", gc, err)
 	}

@@ -3,6 +3,13 @@
 // interface of the metadata core (Core) and a blob store. The MCP and REST packages are
 // thin transports over it.
 //
+// The leader-only background workers (the garbage collector, the compactor, the scheduler
+// that resumes restores) are shard/worker's. What stays here is what needs the contract:
+// the restore driver, which ToolRestore runs inline and which builds the restore manifest
+// (ResumeRestores drives one core's leftovers and is shard/worker's Restorer), and the
+// write path's half of collection, a publish that meets a delete intent and uploads again
+// (publish.go).
+//
 // Invariants:
 //
 //   - The write path uploads every non-inline segment before it proposes the command that
@@ -33,7 +40,8 @@
 //     budget while it runs (admission.go); beyond the budget it waits a bounded time, then
 //     is answered ResourceExhausted. Structured reads stream records and keep one page;
 //     edit computes its result's size before building it.
-//   - An ingest takes at most Config.MaxUploadDuration, which is less than GCGrace, so the
-//     collector never takes the blobs of an upload that can still publish; a slower one
-//     fails before publishing and says why.
+//   - An ingest takes at most Config.MaxUploadDuration, which is less than GCGrace (the
+//     collector's grace, shard/worker's Config.GCGrace), so the collector never takes the
+//     blobs of an upload that can still publish; a slower one fails before publishing and
+//     says why.
 package workbench

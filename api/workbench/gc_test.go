@@ -15,6 +15,7 @@ import (
 	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/worker"
 )
 
 // gcGrace is the grace period of these tests: short, so they wait about a second.
@@ -76,13 +77,16 @@ func (h *hookedStore) Delete(ctx context.Context, key blob.Key) error {
 }
 
 type gcNode struct {
-	svc   *workbench.Service
-	shard *shard.Shard
-	store *hookedStore
+	svc     *workbench.Service
+	shard   *shard.Shard
+	store   *hookedStore
+	workers *worker.Set
 }
 
-// newGCNode starts a real node (single-voter shard, blob directory) that stores every
-// body in the object store.
+// newGCNode starts a real node (single-voter shard, blob directory, the shard's leader
+// workers, whose sweeps the tests run) that stores every body in the object store. The
+// sweeper's own behaviour is tested in shard/worker; these tests are of the write path
+// racing it.
 func newGCNode(t *testing.T) *gcNode {
 	t.Helper()
 	sh, err := shard.Open(shard.Config{Dir: t.TempDir()})
@@ -110,7 +114,7 @@ func newGCNode(t *testing.T) *gcNode {
 	// collector's fences are what these tests see (upload_bound_test.go tests the bound).
 	frozen := time.Now()
 	svc.SetClock(func() time.Time { return frozen })
-	return &gcNode{svc: svc, shard: sh, store: hs}
+	return &gcNode{svc: svc, shard: sh, store: hs, workers: workbenchtest.Workers(t, svc, hs, sh)}
 }
 
 func (n *gcNode) write(t *testing.T, path, body string) workbench.FileResult {
@@ -155,11 +159,11 @@ func (n *gcNode) record(t *testing.T, body string) (meta.BlobRef, bool) {
 }
 
 // sweepUntil runs sweeps (dry or not) until done accepts a report, for at most 10 s.
-func (n *gcNode) sweepUntil(t *testing.T, opts workbench.GCOptions, done func(workbench.GCReport) bool) workbench.GCReport {
+func (n *gcNode) sweepUntil(t *testing.T, opts worker.GCOptions, done func(worker.GCReport) bool) worker.GCReport {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		rep, err := n.svc.CollectGarbage(t.Context(), opts)
+		rep, err := n.workers.CollectGarbage(t.Context(), opts)
 		if err != nil {
 			t.Fatalf("sweep: %v", err)
 		}
@@ -173,72 +177,11 @@ func (n *gcNode) sweepUntil(t *testing.T, opts workbench.GCOptions, done func(wo
 	}
 }
 
-func TestGCDeletesAnOverwrittenBlobAndKeepsTheNewOne(t *testing.T) {
-	n := newGCNode(t)
-	n.write(t, "f", "old body")
-	n.write(t, "f", "new body")
-	n.write(t, "keep", "kept body")
-	// Inside the grace period nothing is a candidate.
-	if rep, err := n.svc.CollectGarbage(t.Context(), workbench.GCOptions{Grace: time.Hour, DryRun: true}); err != nil || rep.Candidates != 0 {
-		t.Fatalf("dry run inside the grace period: %+v %v", rep, err)
-	}
-	dry := n.sweepUntil(t, workbench.GCOptions{DryRun: true}, func(r workbench.GCReport) bool { return r.Candidates > 0 })
-	if dry.Candidates != 1 || len(dry.Roots) != 1 || dry.Roots[0].Agent != "a" || dry.Deleted != 0 ||
-		dry.Roots[0].Candidates[0].Digest != meta.Digest(blob.DigestOf([]byte("old body"))) || dry.CandidateBytes == 0 {
-		t.Fatalf("dry run: %+v", dry)
-	}
-	if !n.stored(t, "old body") {
-		t.Fatal("a dry run deleted the blob")
-	}
-	rep := n.sweepUntil(t, workbench.GCOptions{}, func(r workbench.GCReport) bool { return r.Deleted > 0 })
-	if rep.Deleted != 1 || rep.Intents != 1 || rep.Orphans != 0 || rep.DeletedBytes != dry.CandidateBytes {
-		t.Fatalf("sweep: %+v", rep)
-	}
-	if n.stored(t, "old body") {
-		t.Fatal("the overwritten blob is still stored")
-	}
-	if _, ok := n.record(t, "old body"); ok {
-		t.Fatal("the deleted blob's record is left")
-	}
-	for path, body := range map[string]string{"f": "new body", "keep": "kept body"} {
-		if !n.stored(t, body) || n.read(t, path) != body {
-			t.Fatalf("%s lost its body", path)
-		}
-	}
-	if rep, err := n.svc.CollectGarbage(t.Context(), workbench.GCOptions{}); err != nil || rep.Candidates != 0 {
-		t.Fatalf("a second sweep: %+v %v", rep, err)
-	}
-}
-
-func TestGCDeletesAnOrphanAfterGrace(t *testing.T) {
-	n := newGCNode(t)
-	n.write(t, "f", "published body")
-	if _, err := n.store.Put(t.Context(), n.key(t, "orphan body"), []byte("orphan body")); err != nil {
-		t.Fatal(err)
-	}
-	if rep, err := n.svc.CollectGarbage(t.Context(), workbench.GCOptions{}); err != nil || rep.Candidates != 0 || !n.stored(t, "orphan body") {
-		t.Fatalf("an orphan inside the grace period was collected: %+v %v", rep, err)
-	}
-	rep := n.sweepUntil(t, workbench.GCOptions{}, func(r workbench.GCReport) bool { return r.Deleted > 0 })
-	if rep.Deleted != 1 || rep.Orphans != 1 || !rep.Roots[0].Candidates[0].Orphan {
-		t.Fatalf("sweep: %+v", rep)
-	}
-	if n.stored(t, "orphan body") {
-		t.Fatal("the orphan is still stored")
-	}
-	if _, ok := n.record(t, "orphan body"); ok {
-		t.Fatal("the orphan's intent record is left")
-	}
-	if n.read(t, "f") != "published body" {
-		t.Fatal("the published file lost its body")
-	}
-}
-
 func TestWriterDedupingAgainstABlobUnderIntentUploadsItAgain(t *testing.T) {
 	n := newGCNode(t)
 	n.write(t, "f", "shared body")
 	n.write(t, "f", "other body") // "shared body" is now unreferenced
-	n.sweepUntil(t, workbench.GCOptions{DryRun: true}, func(r workbench.GCReport) bool { return r.Candidates > 0 })
+	n.sweepUntil(t, worker.GCOptions{DryRun: true}, func(r worker.GCReport) bool { return r.Candidates > 0 })
 
 	// When the sweeper is about to delete the blob (it is under intent), a writer uploads
 	// the same bytes: put-if-absent finds the object and writes nothing. Its publish then
@@ -265,7 +208,7 @@ func TestWriterDedupingAgainstABlobUnderIntentUploadsItAgain(t *testing.T) {
 			<-putDone
 		}
 	})
-	rep, err := n.svc.CollectGarbage(t.Context(), workbench.GCOptions{})
+	rep, err := n.workers.CollectGarbage(t.Context(), worker.GCOptions{})
 	if err != nil || rep.Deleted != 1 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
@@ -292,7 +235,7 @@ func TestWriterThatUploadedBeforeADeletionUploadsAgain(t *testing.T) {
 	n := newGCNode(t)
 	n.write(t, "f", "shared body")
 	n.write(t, "f", "other body")
-	n.sweepUntil(t, workbench.GCOptions{DryRun: true}, func(r workbench.GCReport) bool { return r.Candidates > 0 })
+	n.sweepUntil(t, worker.GCOptions{DryRun: true}, func(r worker.GCReport) bool { return r.Candidates > 0 })
 
 	// The writer finds the blob stored, then stalls; meanwhile a whole sweep runs (intent,
 	// delete, recorded deletion). Its publish must not point at the deleted object.
@@ -316,7 +259,7 @@ func TestWriterThatUploadedBeforeADeletionUploadsAgain(t *testing.T) {
 		writeDone <- err
 	}()
 	<-putDone
-	rep, err := n.svc.CollectGarbage(t.Context(), workbench.GCOptions{})
+	rep, err := n.workers.CollectGarbage(t.Context(), worker.GCOptions{})
 	close(resume)
 	if err != nil || rep.Deleted != 1 {
 		t.Fatalf("sweep: %+v %v", rep, err)
@@ -326,56 +269,5 @@ func TestWriterThatUploadedBeforeADeletionUploadsAgain(t *testing.T) {
 	}
 	if got := n.read(t, "g"); got != "shared body" || !n.stored(t, "shared body") {
 		t.Fatalf("g reads %q after the sweep", got)
-	}
-}
-
-func TestGCWithAFailingListDeletesNothing(t *testing.T) {
-	n := newGCNode(t)
-	n.write(t, "f", "old body")
-	n.write(t, "f", "new body")
-	n.sweepUntil(t, workbench.GCOptions{DryRun: true}, func(r workbench.GCReport) bool { return r.Candidates > 0 })
-	n.store.set(func(h *hookedStore) { h.failList = true })
-	rep, err := n.svc.CollectGarbage(t.Context(), workbench.GCOptions{})
-	var we *workbench.Error
-	if !errors.As(err, &we) || we.Code != workbench.CodeObjectUnavailable || !we.Retryable {
-		t.Fatalf("sweep with a failing listing: %+v %v", rep, err)
-	}
-	if rep.Intents != 0 || rep.Deleted != 0 || len(n.store.deleted) != 0 || !n.stored(t, "old body") {
-		t.Fatalf("a failed listing deleted something: %+v, deleted %v", rep, n.store.deleted)
-	}
-	if r, ok := n.record(t, "old body"); !ok || r.Intent {
-		t.Fatalf("a failed listing touched the record: %+v %v", r, ok)
-	}
-	n.store.set(func(h *hookedStore) { h.failList = false })
-	if rep, err := n.svc.CollectGarbage(t.Context(), workbench.GCOptions{}); err != nil || rep.Deleted != 1 || n.stored(t, "old body") {
-		t.Fatalf("sweep after the listing recovered: %+v %v", rep, err)
-	}
-}
-
-func TestALeftoverIntentIsFinishedByALaterSweep(t *testing.T) {
-	n := newGCNode(t)
-	n.write(t, "f", "old body")
-	n.write(t, "f", "new body")
-	n.sweepUntil(t, workbench.GCOptions{DryRun: true}, func(r workbench.GCReport) bool { return r.Candidates > 0 })
-	opts := workbench.GCOptions{IntentTimeout: 500 * time.Millisecond}
-	n.store.set(func(h *hookedStore) { h.failDel = true })
-	if rep, err := n.svc.CollectGarbage(t.Context(), opts); err == nil || rep.Intents != 1 || rep.Deleted != 0 {
-		t.Fatalf("sweep with failing deletes: %+v %v", rep, err)
-	}
-	if r, ok := n.record(t, "old body"); !ok || !r.Intent {
-		t.Fatalf("record after the failed sweep: %+v %v", r, ok)
-	}
-	n.store.set(func(h *hookedStore) { h.failDel = false })
-	rep := n.sweepUntil(t, opts, func(r workbench.GCReport) bool { return r.Deleted > 0 })
-	if !rep.Roots[0].Candidates[0].TakenOver || n.stored(t, "old body") {
-		t.Fatalf("the leftover intent was not finished: %+v", rep)
-	}
-	if _, ok := n.record(t, "old body"); ok {
-		t.Fatal("the leftover intent's record is left")
-	}
-	// Writing the bytes again stores and publishes them afresh.
-	n.write(t, "g", "old body")
-	if n.read(t, "g") != "old body" || !n.stored(t, "old body") {
-		t.Fatal("re-written body lost")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard/worker"
 )
 
 // gcSafetyDuration is how long the concurrent phase of TestGCIsSafeUnderConcurrency runs.
@@ -89,7 +90,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 	var snapshots []uint64
 	var commits []string
 	loop(20*time.Millisecond, func(*rand.Rand) {
-		_, err := svc.CompactOnce(ctx, 16)
+		_, err := n.Workers.Compact(ctx, 16)
 		fail("compact", err)
 	})
 	loop(150*time.Millisecond, func(r *rand.Rand) {
@@ -136,7 +137,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 	})
 	var deleted, sweeps atomic.Int64
 	loop(100*time.Millisecond, func(*rand.Rand) {
-		rep, err := svc.CollectGarbage(ctx, workbench.GCOptions{Grace: time.Second})
+		rep, err := n.Workers.CollectGarbage(ctx, worker.GCOptions{Grace: time.Second})
 		fail("gc", err)
 		sweeps.Add(1)
 		deleted.Add(int64(rep.Deleted))
@@ -147,7 +148,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 	}
 	bg := context.Background()
 	time.Sleep(1100 * time.Millisecond) // let the last garbage pass its grace
-	rep, err := svc.CollectGarbage(bg, workbench.GCOptions{Grace: time.Second})
+	rep, err := n.Workers.CollectGarbage(bg, worker.GCOptions{Grace: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

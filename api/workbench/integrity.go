@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"math/bits"
 	"sync"
 
@@ -117,35 +116,11 @@ func (s *Service) loadHeld(ctx context.Context, agent string, sg meta.Segment, f
 	}
 	defer rc.Close()
 	buf := getSegBuf(n)
-	if err := readVerified(rc, *buf); err != nil {
+	if err := blob.ReadVerified(rc, *buf); err != nil {
 		putSegBuf(buf)
 		return fail(s.segmentError(agent, sg, err))
 	}
 	return *buf, func() { putSegBuf(buf); s.readBudget.Release(w) }, nil
-}
-
-// readVerified fills dst from a blob reader and then reads on to its io.EOF: the blob
-// reader verifies the whole blob in place of its EOF, so dst is good only if EOF comes.
-func readVerified(r io.Reader, dst []byte) error {
-	if _, err := io.ReadFull(r, dst); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
-			return fmt.Errorf("the blob ended after fewer bytes than its segment holds: %w", blob.ErrCorrupt)
-		}
-		return err
-	}
-	var one [1]byte
-	for empty := 0; empty < 100; empty++ {
-		n, err := r.Read(one[:])
-		switch {
-		case n > 0:
-			return fmt.Errorf("the blob holds more bytes than the range asked for: %w", blob.ErrCorrupt)
-		case err == io.EOF:
-			return nil
-		case err != nil:
-			return err
-		}
-	}
-	return fmt.Errorf("blob reader: %w: %w", blob.ErrUnavailable, io.ErrNoProgress)
 }
 
 // verifyInline checks an inline segment's bytes against its size and digest.

@@ -294,22 +294,22 @@ func (s *Service) restoreResult(op *meta.RestoreOp, replay bool) Result {
 	return r
 }
 
-// ResumeRestores drives every restore still copying to completion (after a restart or a
-// leader change). Restores already driven by this process are left to their driver.
-// It returns the first error; callers retry on their next tick.
-func (s *Service) ResumeRestores(ctx context.Context) error {
-	views, err := s.leaderViews(ctx)
+// ResumeRestores drives every restore of c still copying to completion (after a restart
+// or a leader change; shard/worker calls it on every shard this node leads, as its
+// Restorer). Restores already driven by this process are left to their driver. It returns
+// the first error (ErrCoreUnavailable when c does not lead); callers retry on their next
+// tick.
+func (s *Service) ResumeRestores(ctx context.Context, c LeaderCore) error {
+	view, err := c.ReadView(ctx)
 	if err != nil {
 		return err
 	}
-	for _, view := range views {
-		for _, op := range view.RestoresInProgress() {
-			if _, busy := s.restoring.Load(op.ID); busy {
-				continue
-			}
-			if _, err := s.driveRestore(ctx, op); err != nil {
-				return err
-			}
+	for _, op := range view.RestoresInProgress() {
+		if _, busy := s.restoring.Load(op.ID); busy {
+			continue
+		}
+		if _, err := s.driveRestore(ctx, op); err != nil {
+			return err
 		}
 	}
 	return nil

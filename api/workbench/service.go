@@ -27,20 +27,29 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// Core is what the adapter needs of the metadata core of one shard. *shard.Shard
-// implements it. Its errors that are not the FSM's (*meta.Error) match the core errors
-// (ErrCoreUnavailable, ErrOutcomeUnknown, ErrCoreStorageFull) with errors.Is.
+// Core is what the adapter needs of the metadata core of one shard. *shard.Shard and the
+// shard host's cores (shard/host) implement it. Its errors that are not the FSM's
+// (*meta.Error) match the core errors (ErrCoreUnavailable, ErrOutcomeUnknown,
+// ErrCoreStorageFull) with errors.Is.
 type Core interface {
-	// Propose replicates a command and returns its applied result.
-	Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error)
-	// ReadView returns a linearizable view of the state.
-	ReadView(ctx context.Context) (*meta.View, error)
+	LeaderCore
 	// ReadViewAt returns a view of the serving replica's applied state once it holds shard
 	// version `version` (0: whatever it applied), without a leader round trip. It is not
 	// linearizable: use it only for answers that cannot depend on lag, such as data at a
 	// live snapshot's read version (DESIGN.md §6; at.go says when the adapter uses it).
 	// Its errors match ErrCoreUnavailable when the replica is behind or gone.
 	ReadViewAt(ctx context.Context, version uint64) (*meta.View, error)
+}
+
+// LeaderCore is the part of a Core the leader-only work needs: a replica that proposes
+// and reads linearizably. It is an alias of an interface literal, the same as
+// shard/worker's Core, so that the two are one type and ResumeRestores implements
+// worker.Restorer without this package importing the workers.
+type LeaderCore = interface {
+	// Propose replicates a command and returns its applied result.
+	Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error)
+	// ReadView returns a linearizable view of the state.
+	ReadView(ctx context.Context) (*meta.View, error)
 }
 
 // Cores finds the core that serves an agent root (a root lives on exactly one shard,
@@ -50,9 +59,6 @@ type Cores interface {
 	// root, matches ErrCoreUnavailable (shard.ErrNotLeader does), which maps to a retryable
 	// RoutingUnavailable.
 	For(agent string) (Core, error)
-	// All returns every core this node hosts; the background workers (restore driver,
-	// compactor, garbage collector) act on those whose ReadView succeeds (the leaders).
-	All() []Core
 }
 
 // SingleCore serves every root from one core.
@@ -60,9 +66,6 @@ type SingleCore struct{ Core Core }
 
 // For returns the one core.
 func (c SingleCore) For(string) (Core, error) { return c.Core, nil }
-
-// All returns the one core.
-func (c SingleCore) All() []Core { return []Core{c.Core} }
 
 // Sections are the five virtual sections of every workbench, in contract order.
 var Sections = []string{"input", "scripts", "outputs", "logs", "metadata"}
@@ -110,8 +113,9 @@ type Config struct {
 	// RestoreBatch is how many files one bounded restore command stages (1..4096).
 	// Default DefaultRestoreBatch.
 	RestoreBatch int
-	// GCGrace is the garbage collector's grace period when a sweep does not name one
-	// (gc.go). Default DefaultGCGrace (1h).
+	// GCGrace is the garbage collector's grace period (shard/worker's Config.GCGrace must
+	// be the same): ingests are bounded below it (MaxUploadDuration). Default
+	// DefaultGCGrace (1h).
 	GCGrace time.Duration
 	// Logger receives the adapter's own reports (stored data failing verification,
 	// integrity.go). Default slog.Default().
@@ -715,22 +719,4 @@ func (s *Service) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (m
 		return meta.Result{}, err
 	}
 	return c.Propose(ctx, h, b)
-}
-
-// leaderViews returns a view of every core this node leads (the others answer
-// ErrCoreUnavailable, like shard.ErrNotLeader, and are skipped); any other failure is
-// returned.
-func (s *Service) leaderViews(ctx context.Context) ([]*meta.View, error) {
-	var out []*meta.View
-	for _, c := range s.cores.All() {
-		v, err := c.ReadView(ctx)
-		if errors.Is(err, ErrCoreUnavailable) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }

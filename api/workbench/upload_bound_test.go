@@ -12,6 +12,7 @@ import (
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/shard/worker"
 )
 
 // fakeClock is a clock that moves only when told.
@@ -110,7 +111,7 @@ func TestALargeBodyWhoseBlobsWereCollectedBeforeItsPublishSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.write(t, "f", "small now") // big's chunks lose their reference
-	n.sweepUntil(t, workbench.GCOptions{DryRun: true}, func(r workbench.GCReport) bool { return r.Candidates > 0 })
+	n.sweepUntil(t, worker.GCOptions{DryRun: true}, func(r worker.GCReport) bool { return r.Candidates > 0 })
 
 	putDone, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -120,7 +121,7 @@ func TestALargeBodyWhoseBlobsWereCollectedBeforeItsPublishSaysSo(t *testing.T) {
 	writeDone := make(chan error, 1)
 	go func() { writeDone <- put("g", big) }()
 	<-putDone
-	rep, err := n.svc.CollectGarbage(t.Context(), workbench.GCOptions{})
+	rep, err := n.workers.CollectGarbage(t.Context(), worker.GCOptions{})
 	close(resume)
 	if err != nil || rep.Deleted == 0 {
 		t.Fatalf("sweep: %+v %v", rep, err)

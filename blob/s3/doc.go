@@ -39,6 +39,6 @@
 //     returns, and with Config.UploadJournal an upload whose abort failed too, or whose
 //     process crashed, is aborted by the next Open (RecoverUploads; an entry it cannot
 //     settle waits for the start after). Deleting unreferenced and orphaned blobs is the
-//     garbage collector's: the FSM's rules in meta (gc.go), the sweeper in api/workbench
-//     (gc.go, CollectGarbage), run by the node on the shard leader.
+//     garbage collector's: the FSM's rules in meta (gc.go), the sweeper in shard/worker
+//     (gc.go), run on each shard's leader.
 package s3

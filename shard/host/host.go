@@ -37,8 +37,9 @@ type Config struct {
 	Logger *slog.Logger
 	// OnLeadership, when set, is told each time a local replica becomes the shard's ready
 	// leader (leads true; r serves proposals and linearizable reads) and when it stops
-	// being one or closes (leads false). Calls come from one goroutine, in order; they must
-	// not block. The leader-only workers (shard/worker) start and stop here.
+	// being one or closes (leads false; a replica that closes is reported before it does,
+	// and may be reported twice). Calls for one shard come in order; they must not block.
+	// The leader-only workers (shard/worker) start and stop here.
 	OnLeadership func(id int, r *shard.Shard, leads bool)
 	// Cluster, when set, makes the host a cluster node (DESIGN.md §9); nil is the embedded
 	// default (one shard, single voter, static placement).
@@ -80,8 +81,10 @@ type Host struct {
 	damaged  map[int]error
 	assigned sync.Map // agent → struct{}: roots known assigned on their shard
 
-	// kick wakes the leadership loop when a replica's readiness changed.
-	kick    chan struct{}
+	// kick wakes the leadership loop when a replica's readiness changed; reannounce makes
+	// it repeat its reports of the replicas that lead.
+	kick       chan struct{}
+	reannounce chan struct{}
 	closing atomic.Bool
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -104,7 +107,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, errors.New("host: Config.NodeID and Config.DataDir are required")
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger, replicas: map[int]*shard.Shard{}, damaged: map[int]error{},
-		kick: make(chan struct{}, 1), followerReads: newFollowerReadCounter()}
+		kick: make(chan struct{}, 1), reannounce: make(chan struct{}, 1), followerReads: newFollowerReadCounter()}
 	wctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	if cfg.Cluster == nil {
@@ -233,6 +236,9 @@ func (h *Host) closeReplica(id int) {
 	delete(h.replicas, id)
 	h.mu.Unlock()
 	if ok {
+		// The workers stop before the replica closes under them; the loop's own report
+		// of the change follows (stopping twice is harmless).
+		h.tell(id, r, false)
 		_ = r.Close()
 		h.kickLeadership()
 	}
@@ -267,6 +273,10 @@ func (h *Host) watchLeadership(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-h.kick:
+		case <-h.reannounce:
+			for id, r := range leads {
+				h.tell(id, r, true)
+			}
 		}
 		list := h.Replicas()
 		for id, r := range leads {
@@ -284,6 +294,16 @@ func (h *Host) watchLeadership(ctx context.Context) {
 		if h.cluster != nil {
 			h.publishHints(ctx, list)
 		}
+	}
+}
+
+// Reannounce makes the leadership loop report again every local replica that leads (to
+// an OnLeadership that could not act on the first report, such as workers created after
+// the host). The reports come from the loop, in order with the others.
+func (h *Host) Reannounce() {
+	select {
+	case h.reannounce <- struct{}{}:
+	default:
 	}
 }
 

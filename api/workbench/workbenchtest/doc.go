@@ -1,6 +1,6 @@
 // Package workbenchtest builds real Workbench services for tests: a single-voter Raft
-// replica (shard) and a local blob directory (blob/dir) in temporary directories, closed
-// when the test ends. No part of it is a mock, so the tests of every surface run against
+// replica (shard) and a local blob directory (blob/dir) in temporary directories, and the
+// leader workers of the shard (shard/worker, on demand only), closed when the test ends. No part of it is a mock, so the tests of every surface run against
 // the real write and read paths.
 //
 // Invariants tests rely on:

@@ -1,0 +1,55 @@
+package worker_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/shard/worker"
+)
+
+// TestCompactionRollsUpSmallAppends: a log built by many small appends (each a blob
+// segment) is rewritten as one segment, inline when the run fits the inline bound, else one
+// blob; its bytes, digest and generation do not change, and appends go on meanwhile.
+func TestCompactionRollsUpSmallAppends(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		inlineMax  int64
+		wantInline bool
+	}{
+		{"a run beyond the inline bound becomes one blob", 0, false},
+		{"a run within the inline bound is stored inline", 8192, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t, worker.Config{InlineMaxBytes: tc.inlineMax}, true)
+			var body []byte
+			for i := 0; i < 40; i++ {
+				body = appendTo(t, n.shard, n.store, "a", "logs/run.log", body, fmt.Sprintf("line %03d %s\n", i, strings.Repeat("x", 100)))
+			}
+			_, before := readBody(t, n.shard, n.store, "a", "logs/run.log")
+			rep, err := n.set.Compact(t.Context(), 10)
+			if err != nil || rep.Candidates != 1 || rep.Compacted != 1 || rep.SegmentsBefore != 40 || rep.SegmentsAfter != 1 {
+				t.Fatalf("compaction: %+v %v", rep, err)
+			}
+			got, after := readBody(t, n.shard, n.store, "a", "logs/run.log")
+			if len(after.Segments) != 1 || after.Segments[0].IsInline() != tc.wantInline ||
+				after.Generation != before.Generation || after.Digest != before.Digest || !bytes.Equal(got, body) {
+				t.Fatalf("after compaction: %d segments (inline %v), generation %d (was %d)", len(after.Segments),
+					after.Segments[0].IsInline(), after.Generation, before.Generation)
+			}
+			// Appends continue on the compacted list; nothing is left to compact.
+			body = appendTo(t, n.shard, n.store, "a", "logs/run.log", body, "tail\n")
+			if got, _ := readBody(t, n.shard, n.store, "a", "logs/run.log"); !bytes.Equal(got, body) {
+				t.Fatal("body after a further append differs")
+			}
+			if rep, err := n.set.Compact(t.Context(), 10); err != nil || rep.Candidates != 0 {
+				t.Fatalf("second pass: %+v %v", rep, err)
+			}
+			if runs, files, removed := metric(t, n.reg, "cairn_compaction_runs_total", ""), metric(t, n.reg, "cairn_compaction_files_total", ""),
+				metric(t, n.reg, "cairn_compaction_segments_removed_total", ""); runs != 2 || files != 1 || removed != 39 {
+				t.Errorf("compaction metrics: runs %v files %v removed %v, want 2, 1, 39", runs, files, removed)
+			}
+		})
+	}
+}
