@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 func TestPinnedReadAdmitsOnlyReadsAtASnapshotID(t *testing.T) {
@@ -111,22 +113,6 @@ func followerReadCount(t *testing.T, n *testClusterNode, id int) float64 {
 	return 0
 }
 
-// eventually retries f every 50 ms until it succeeds or 30 s have passed.
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // mint creates a snapshot named name through n and returns its id.
 func mint(t *testing.T, n *testClusterNode, ws, name string) uint64 {
 	t.Helper()
@@ -146,7 +132,7 @@ func TestClusterFollowerServesReadsAtASnapshotIDEvenWithoutALeader(t *testing.T)
 	}
 	srv := s3test.Start(t)
 	bucket := s3test.Bucket()
-	etcd := startTestEtcd(t)
+	etcd := etcdtest.Start(t).Endpoint()
 	var nodes []*testClusterNode
 	for range 3 {
 		cfg := clusterConfig(t, srv, bucket, etcd)
@@ -169,7 +155,7 @@ func TestClusterFollowerServesReadsAtASnapshotIDEvenWithoutALeader(t *testing.T)
 	// The leader, and two followers that have applied everything it has.
 	var leader *testClusterNode
 	var followers []*testClusterNode
-	eventually(t, "a leader with three voters", func() error {
+	retry.SucceedsSoon(t, "a leader with three voters", func() error {
 		leader, followers = nil, nil
 		for _, n := range nodes {
 			r := n.replica(shardID)
@@ -205,7 +191,7 @@ func TestClusterFollowerServesReadsAtASnapshotIDEvenWithoutALeader(t *testing.T)
 		}
 		return nil
 	}
-	eventually(t, "followers catch up", caughtUp)
+	retry.SucceedsSoon(t, "followers catch up", caughtUp)
 
 	at := "?at_snapshot=" + strconv.FormatUint(snap, 10)
 	for _, f := range followers {
@@ -262,7 +248,7 @@ func TestClusterFollowerServesReadsAtASnapshotIDEvenWithoutALeader(t *testing.T)
 	}
 	old := f.replica(shardID).AppliedView()
 	snap2 := mint(t, leader, ws, "s2")
-	eventually(t, "followers apply the second mint", caughtUp)
+	retry.SucceedsSoon(t, "followers apply the second mint", caughtUp)
 	now := time.Now()
 	if fr.servable(old, "alice", "w1", snap2, now) {
 		t.Fatalf("snapshot %d is servable from a view from before its mint", snap2)
@@ -276,7 +262,7 @@ func TestClusterFollowerServesReadsAtASnapshotIDEvenWithoutALeader(t *testing.T)
 	if code, b := request(t, http.MethodPost, leader.url+ws+"/snapshots/retire", []byte(`{"snapshot_id":`+strconv.FormatUint(snap2, 10)+`}`)); code != http.StatusOK {
 		t.Fatalf("retire snapshot %d: %d %s", snap2, code, b)
 	}
-	eventually(t, "followers apply the retire", caughtUp)
+	retry.SucceedsSoon(t, "followers apply the retire", caughtUp)
 	if a := getSettled(t, f.url+ws+"/files/input/a?at_snapshot="+strconv.FormatUint(snap2, 10)); a.code != http.StatusGone ||
 		!bytes.Contains(a.body, []byte("SnapshotExpired")) || a.servedBy() != leader.nodeID {
 		t.Fatalf("read at retired snapshot %d through follower %s: %d %s served by %q", snap2, f.nodeID, a.code, a.body, a.servedBy())
@@ -288,7 +274,7 @@ func TestClusterFollowerServesReadsAtASnapshotIDEvenWithoutALeader(t *testing.T)
 	followers[1].shutdown()
 	leader.shutdown()
 	rep := survivor.replica(shardID)
-	eventually(t, "the survivor knows no leader", func() error {
+	retry.SucceedsSoon(t, "the survivor knows no leader", func() error {
 		if id, _ := rep.Leader(); id != "" || rep.Ready() {
 			return fmt.Errorf("leader %q, ready %v", id, rep.Ready())
 		}
