@@ -147,7 +147,11 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 	if code != http.StatusCreated || json.Unmarshal(b, &snap) != nil || snap.SnapshotID == 0 {
 		t.Fatalf("mint a snapshot: %d %s", code, b)
 	}
-	followerID := nodeIDOf(t, follower)
+	st, err := getClusterStatus(follower.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	followerID := st.Node
 	checked, byFollower := 0, 0
 	last.Range(func(k, v any) bool {
 		u := fileURL(follower.URL, agent, wb, k.(string)) + "?at_snapshot=" + strconv.FormatUint(snap.SnapshotID, 10)
@@ -179,17 +183,4 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 	if byFollower == 0 {
 		t.Fatal("no read at the snapshot was served by the restarted follower itself")
 	}
-}
-
-// nodeIDOf returns s's cluster node id, from the cluster status it serves.
-func nodeIDOf(t *testing.T, s *server) string {
-	t.Helper()
-	code, b := clusterDo(http.MethodGet, s.AdminURL+"/v1/admin/cluster", nil, 30*time.Second)
-	var st struct {
-		Node string `json:"node"`
-	}
-	if code != http.StatusOK || json.Unmarshal(b, &st) != nil || st.Node == "" {
-		t.Fatalf("cluster status of %s: %d %s", s.URL, code, b)
-	}
-	return st.Node
 }

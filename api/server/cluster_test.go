@@ -336,55 +336,6 @@ func waitShards(t *testing.T, n *testClusterNode, what string, want func(members
 	})
 }
 
-func TestClusterReplacesAFailedNodeWithANewOne(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd, MinIO and four nodes")
-	}
-	interval, grace := controllerInterval, controllerGrace
-	controllerInterval, controllerGrace = 500*time.Millisecond, 2*time.Second
-	t.Cleanup(func() { controllerInterval, controllerGrace = interval, grace })
-
-	srv := s3test.Start(t)
-	bucket := s3test.Bucket()
-	etcd := etcdtest.Start(t).Endpoint()
-	var nodes []*testClusterNode
-	for range 3 {
-		nodes = append(nodes, startClusterNode(t, clusterConfig(t, srv, bucket, etcd)))
-	}
-	agents := []string{"a1", "a2", "a3", "a4"}
-	for _, a := range agents {
-		ws := nodes[0].url + "/v1/agents/" + a + "/workbenches/w1"
-		if code, b := request(t, http.MethodPut, ws, nil); code/100 != 2 {
-			t.Fatalf("create workbench of %s: %d %s", a, code, b)
-		}
-		if code, b := request(t, http.MethodPut, ws+"/files/input/f", []byte(a)); code/100 != 2 {
-			t.Fatalf("put of %s: %d %s", a, code, b)
-		}
-	}
-	waitShards(t, nodes[0], "three voters per shard", func(vs []string) bool {
-		return len(vs) == 3 && !strings.Contains(fmt.Sprint(vs), "nonvoter")
-	})
-
-	// A fourth node joins; then node 2 leaves for good. Its replicas move to the new node.
-	fourth := startClusterNode(t, clusterConfig(t, srv, bucket, etcd))
-	gone := nodes[2].nodeID
-	nodes[2].shutdown()
-	nodes = []*testClusterNode{nodes[0], nodes[1], fourth}
-	waitShards(t, nodes[0], "the failed node is replaced in every shard", func(vs []string) bool {
-		s := fmt.Sprint(vs)
-		return len(vs) == 3 && !strings.Contains(s, "nonvoter") && !strings.Contains(s, gone) && strings.Contains(s, fourth.nodeID)
-	})
-	for i, a := range agents {
-		ws := "/v1/agents/" + a + "/workbenches/w1"
-		if code, b := request(t, http.MethodGet, nodes[i%3].url+ws+"/files/input/f", nil); code != http.StatusOK || string(b) != a {
-			t.Fatalf("read of %s after the replacement: %d %q", a, code, b)
-		}
-		if code, b := request(t, http.MethodPut, nodes[(i+1)%3].url+ws+"/files/input/g", []byte(a)); code/100 != 2 {
-			t.Fatalf("put of %s after the replacement: %d %s", a, code, b)
-		}
-	}
-}
-
 func TestClusterNodeWithoutAReplicaForwardsThroughTheLeaderHint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, MinIO and two nodes")

@@ -1,0 +1,167 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/api/server"
+	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/ops"
+)
+
+// InProcess starts a cluster of in-process nodes (server.OpenCluster) over a real etcd
+// and a real MinIO. The nodes' logs are printed when the test fails.
+func InProcess(t *testing.T, o Options) Cluster {
+	t.Helper()
+	m := s3test.Start(t)
+	c := &inProcess{
+		t:      t,
+		bucket: s3test.Bucket(),
+		minio:  m.Endpoint,
+		etcd:   etcdtest.Start(t).Endpoint(),
+		shards: o.Shards,
+		log:    &logBuffer{},
+	}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			c.shutdown(n)
+		}
+		if t.Failed() {
+			t.Logf("log of the in-process nodes:\n%s", c.log.tail(64<<10))
+		}
+	})
+	for range o.Nodes {
+		c.Add()
+	}
+	return c
+}
+
+// inProcess is a Cluster of server.ClusterNodes in the test process.
+type inProcess struct {
+	t      *testing.T
+	bucket string
+	minio  string // MinIO endpoint, host:port
+	etcd   string // etcd client endpoint
+	shards int
+	log    *logBuffer
+	nodes  []*inProcessNode
+}
+
+// inProcessNode is one node; node is nil while it is stopped.
+type inProcessNode struct {
+	cfg      ops.Config
+	node     *server.ClusterNode
+	url      string
+	adminURL string
+	stop     context.CancelFunc
+	done     chan error // Serve's result
+}
+
+func (c *inProcess) Len() int               { return len(c.nodes) }
+func (c *inProcess) ClientURL(i int) string { return c.nodes[i].url }
+func (c *inProcess) AdminURL(i int) string  { return c.nodes[i].adminURL }
+func (c *inProcess) Running(i int) bool     { return c.nodes[i].node != nil }
+
+func (c *inProcess) Add() int {
+	c.t.Helper()
+	cfg := ops.DefaultConfig()
+	cfg.DataDir = c.t.TempDir()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Blob = "s3://" + c.bucket
+	cfg.S3Endpoint = "http://" + c.minio
+	cfg.Cluster = true
+	cfg.PeerListen = "127.0.0.1:0"
+	cfg.Etcd = c.etcd
+	cfg.Shards = c.shards
+	cfg.Replication = 3
+	cfg.ShutdownTimeout = 5 * time.Second
+	n := &inProcessNode{cfg: cfg}
+	c.nodes = append(c.nodes, n)
+	c.start(n, len(c.nodes)-1)
+	return len(c.nodes) - 1
+}
+
+func (c *inProcess) Stop(i int) {
+	c.t.Helper()
+	if c.nodes[i].node == nil {
+		c.t.Fatalf("framework: Stop of stopped node %d", i)
+	}
+	c.shutdown(c.nodes[i])
+}
+
+func (c *inProcess) Restart(i int) {
+	c.t.Helper()
+	if c.nodes[i].node != nil {
+		c.t.Fatalf("framework: Restart of running node %d", i)
+	}
+	c.start(c.nodes[i], i)
+}
+
+// start opens and serves n, and returns once it listens.
+func (c *inProcess) start(n *inProcessNode, i int) {
+	c.t.Helper()
+	creds := ops.Credentials{S3AccessKey: s3test.AccessKey, S3SecretKey: s3test.SecretKey}
+	log := slog.New(slog.NewTextHandler(c.log, nil)).With("node", i)
+	node, err := server.OpenCluster(c.t.Context(), n.cfg, creds, log)
+	if err != nil {
+		c.t.Fatalf("framework: open node %d: %v", i, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.node, n.stop, n.done = node, cancel, make(chan error, 1)
+	addr := make(chan net.Addr, 1)
+	go func() { n.done <- node.Serve(ctx, func(a net.Addr) { addr <- a }) }()
+	select {
+	case a := <-addr:
+		n.url = "http://" + a.String()
+	case err := <-n.done:
+		n.node = nil
+		node.Close()
+		c.t.Fatalf("framework: node %d stopped before it listened: %v", i, err)
+	}
+	n.adminURL = "http://" + node.AdminAddr().String()
+}
+
+// shutdown stops a running node: Serve drains and returns, then the node closes.
+func (c *inProcess) shutdown(n *inProcessNode) {
+	if n.node == nil {
+		return
+	}
+	n.stop()
+	if err := <-n.done; err != nil {
+		c.t.Errorf("framework: node at %s: Serve: %v", n.url, err)
+	}
+	if err := n.node.Close(); err != nil {
+		c.t.Errorf("framework: node at %s: Close: %v", n.url, err)
+	}
+	n.node = nil
+}
+
+// logBuffer collects the nodes' log lines; it is safe for concurrent use.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// tail returns at most the last n bytes written.
+func (b *logBuffer) tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf.String()
+	if len(s) > n {
+		return fmt.Sprintf("…\n%s", s[len(s)-n:])
+	}
+	return s
+}
