@@ -1,12 +1,11 @@
 package framework
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
-	"sync"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,24 +16,31 @@ import (
 )
 
 // InProcess starts a cluster of in-process nodes (server.OpenCluster) over a real etcd
-// and a real MinIO. The nodes' logs are printed when the test fails.
+// and a real MinIO. The nodes log to one file under t.TempDir, whose tail is printed when
+// the test fails.
 func InProcess(t *testing.T, o Options) Cluster {
 	t.Helper()
 	m := s3test.Start(t)
+	logPath := filepath.Join(t.TempDir(), "nodes.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatalf("framework: node log: %v", err)
+	}
 	c := &inProcess{
 		t:      t,
 		bucket: s3test.Bucket(),
 		minio:  m.Endpoint,
 		etcd:   etcdtest.Start(t).Endpoint(),
 		shards: o.Shards,
-		log:    &logBuffer{},
+		log:    slog.New(slog.NewTextHandler(logf, nil)),
 	}
 	t.Cleanup(func() {
 		for _, n := range c.nodes {
 			c.shutdown(n)
 		}
-		if t.Failed() {
-			t.Logf("log of the in-process nodes:\n%s", c.log.tail(64<<10))
+		logf.Close()
+		if b, err := os.ReadFile(logPath); err == nil && t.Failed() {
+			t.Logf("log of the in-process nodes (%s):\n%s", logPath, b[max(0, len(b)-64<<10):])
 		}
 	})
 	for range o.Nodes {
@@ -50,7 +56,7 @@ type inProcess struct {
 	minio  string // MinIO endpoint, host:port
 	etcd   string // etcd client endpoint
 	shards int
-	log    *logBuffer
+	log    *slog.Logger // every node's, with a node attribute
 	nodes  []*inProcessNode
 }
 
@@ -108,8 +114,7 @@ func (c *inProcess) Restart(i int) {
 func (c *inProcess) start(n *inProcessNode, i int) {
 	c.t.Helper()
 	creds := ops.Credentials{S3AccessKey: s3test.AccessKey, S3SecretKey: s3test.SecretKey}
-	log := slog.New(slog.NewTextHandler(c.log, nil)).With("node", i)
-	node, err := server.OpenCluster(c.t.Context(), n.cfg, creds, log)
+	node, err := server.OpenCluster(c.t.Context(), n.cfg, creds, c.log.With("node", i))
 	if err != nil {
 		c.t.Fatalf("framework: open node %d: %v", i, err)
 	}
@@ -141,27 +146,4 @@ func (c *inProcess) shutdown(n *inProcessNode) {
 		c.t.Errorf("framework: node at %s: Close: %v", n.url, err)
 	}
 	n.node = nil
-}
-
-// logBuffer collects the nodes' log lines; it is safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// tail returns at most the last n bytes written.
-func (b *logBuffer) tail(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
-	if len(s) > n {
-		return fmt.Sprintf("…\n%s", s[len(s)-n:])
-	}
-	return s
 }
