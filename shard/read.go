@@ -43,20 +43,30 @@ func (s *Shard) AppliedView() *meta.View { return s.fsm.View() }
 // maxReadAtWait bounds how long ReadViewAt waits for this replica to apply a version.
 const maxReadAtWait = 2 * time.Second
 
-// ReadViewAt returns a view at shard version `version` (a version some earlier view or
-// write reported) on any replica, leader or not, that has applied it: what a version
-// shows never changes, so no leader is needed (DESIGN.md §6). It waits up to ctx's
-// deadline, at most two seconds, for the replica to apply that far. Errors: ErrBehind
-// (retry later or on another replica), ErrClosed.
+// ReadViewAt returns a view of this replica's applied state once it has applied shard
+// version `version` (a version some earlier view or write reported), leader or not: what a
+// version shows never changes, so no leader is needed (DESIGN.md §6). The view may hold
+// later versions too; call its At(version) for exactly that version. version 0 takes
+// whatever is applied (AppliedView). It waits up to ctx's deadline, at most two seconds.
+// Errors: ErrBehind (retry later or on another replica), ErrClosed.
 func (s *Shard) ReadViewAt(ctx context.Context, version uint64) (*meta.View, error) {
 	if err := s.waitApplied(ctx, version); err != nil {
 		return nil, err
 	}
-	v, err := s.fsm.View().At(version)
+	return s.fsm.View(), nil
+}
+
+// ReadIndex returns, on the ready leader, a shard version that every write acknowledged
+// before the call has reached: its applied version once a leadership check (shared with
+// the reads in flight) has passed. A follower that then applies that far serves a
+// linearizable read without the leader carrying the data (DESIGN.md §6: "a follower read
+// asks the leader for that index first"). Errors: those of ReadView.
+func (s *Shard) ReadIndex(ctx context.Context) (uint64, error) {
+	v, err := s.ReadView(ctx)
 	if err != nil {
-		return nil, err // unreachable: the view holds at least version
+		return 0, err
 	}
-	return v, nil
+	return v.Version(), nil
 }
 
 func (s *Shard) waitApplied(ctx context.Context, version uint64) error {

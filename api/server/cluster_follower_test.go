@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -15,43 +14,6 @@ import (
 	"github.com/cairnstore/cairn/internal/etcdtest"
 	"github.com/cairnstore/cairn/internal/retry"
 )
-
-func TestPinnedReadAdmitsOnlyReadsAtASnapshotID(t *testing.T) {
-	ws := "/v1/agents/alice/workbenches/w1"
-	tests := []struct {
-		name   string
-		method string
-		target string
-		wantWB string
-		wantID uint64
-	}{
-		{"a file read at an id qualifies", "GET", ws + "/files/input/a?at_snapshot=7", "w1", 7},
-		{"a HEAD of a file at an id qualifies", "HEAD", ws + "/files/input/a?at_snapshot=7", "w1", 7},
-		{"a list at an id qualifies", "GET", ws + "/list?path=input&at_snapshot=12", "w1", 12},
-		{"a workbench stat at an id qualifies", "GET", ws + "?at_snapshot=3", "w1", 3},
-		{"an escaped workbench id is decoded", "GET", "/v1/agents/alice/workbenches/w%2D1/files/a?at_snapshot=3", "w-1", 3},
-		{"a snapshot name goes to the leader", "GET", ws + "/files/input/a?at_snapshot=s1", "", 0},
-		{"a live read goes to the leader", "GET", ws + "/files/input/a", "", 0},
-		{"snapshot 0 goes to the leader", "GET", ws + "/files/input/a?at_snapshot=0", "", 0},
-		{"a signed id goes to the leader", "GET", ws + "/files/input/a?at_snapshot=%2B7", "", 0},
-		{"two at_snapshot values go to the leader", "GET", ws + "/files/input/a?at_snapshot=7&at_snapshot=8", "", 0},
-		{"an id beyond 64 bits goes to the leader", "GET", ws + "/files/input/a?at_snapshot=99999999999999999999", "", 0},
-		{"a malformed query goes to the leader", "GET", ws + "/files/input/a?at_snapshot=7&%zz", "", 0},
-		{"a write goes to the leader", "PUT", ws + "/files/input/a?at_snapshot=7", "", 0},
-		{"a tool endpoint goes to the leader", "GET", ws + "/snapshots?at_snapshot=7", "", 0},
-		{"a root-wide route goes to the leader", "GET", "/v1/agents/alice/restores/x?at_snapshot=7", "", 0},
-		{"MCP goes to the leader", "GET", "/mcp?at_snapshot=7", "", 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := httptest.NewRequest(tt.method, tt.target, nil)
-			wb, id, ok := pinnedRead(r)
-			if ok != (tt.wantWB != "") || wb != tt.wantWB || id != tt.wantID {
-				t.Fatalf("pinnedRead(%s %s) = %q, %d, %v; want %q, %d", tt.method, tt.target, wb, id, ok, tt.wantWB, tt.wantID)
-			}
-		})
-	}
-}
 
 // answer is one HTTP response, read whole.
 type answer struct {
@@ -126,7 +88,7 @@ func mint(t *testing.T, n *testClusterNode, ws, name string) uint64 {
 	return res.SnapshotID
 }
 
-func TestClusterFollowerServesReadsAtASnapshotIDEvenWithoutALeader(t *testing.T) {
+func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, MinIO and three nodes")
 	}
@@ -212,25 +174,30 @@ func TestClusterFollowerServesReadsAtASnapshotIDEvenWithoutALeader(t *testing.T)
 			t.Fatalf("follower %s: cairn_follower_reads_total went from %v to %v after three follower reads", f.nodeID, before, got)
 		}
 
-		// What the follower does not serve goes to the leader, which names itself.
-		toLeader := []struct {
+		// Every other read is served by the follower too, from its replica after the
+		// leader's read index (a linearizable read), not as a follower read.
+		linearizable := []struct {
 			what, target string
 			code         int
 			body         string
 		}{
 			{"a live read", "/files/input/a", http.StatusOK, "after"},
 			{"a read at a snapshot name", "/files/input/a?at_snapshot=s1", http.StatusOK, "before"},
-			{"a read at a snapshot id nobody minted", "/files/input/a?at_snapshot=999999", http.StatusNotFound, "SnapshotNotFound"},
 		}
-		for _, tt := range toLeader {
+		for _, tt := range linearizable {
 			a := getSettled(t, f.url+ws+tt.target)
-			if a.code != tt.code || !bytes.Contains(a.body, []byte(tt.body)) || a.servedBy() != leader.nodeID {
-				t.Fatalf("%s through follower %s: %d %q served by %q; want %d %q from the leader %s",
-					tt.what, f.nodeID, a.code, a.body, a.servedBy(), tt.code, tt.body, leader.nodeID)
+			if a.code != tt.code || !bytes.Contains(a.body, []byte(tt.body)) || a.servedBy() != f.nodeID {
+				t.Fatalf("%s through follower %s: %d %q served by %q; want %d %q from the follower",
+					tt.what, f.nodeID, a.code, a.body, a.servedBy(), tt.code, tt.body)
 			}
 		}
 		if got := followerReadCount(t, f, shardID); got != before+3 {
-			t.Fatalf("follower %s: cairn_follower_reads_total %v after forwarded reads, want %v", f.nodeID, got, before+3)
+			t.Fatalf("follower %s: cairn_follower_reads_total %v after linearizable reads, want %v", f.nodeID, got, before+3)
+		}
+		// An id this replica does not hold falls back to a linearizable read.
+		if a := getSettled(t, f.url+ws+"/files/input/a?at_snapshot=999999"); a.code != http.StatusNotFound ||
+			!bytes.Contains(a.body, []byte("SnapshotNotFound")) || a.servedBy() != f.nodeID {
+			t.Fatalf("a read at a snapshot id nobody minted through follower %s: %d %q served by %q", f.nodeID, a.code, a.body, a.servedBy())
 		}
 	}
 	// The leader serves a read at a snapshot id itself, as before: not a follower read.
@@ -239,32 +206,20 @@ func TestClusterFollowerServesReadsAtASnapshotIDEvenWithoutALeader(t *testing.T)
 		t.Fatalf("read at snapshot %d through the leader: %d %q served by %q", snap, a.code, a.body, a.servedBy())
 	}
 
-	// A snapshot this replica has not applied is not servable from it; once applied it is.
-	// A retired one is not servable again, and the leader answers for it.
+	// A retired snapshot is not served from the applied state again: the linearizable
+	// read answers for it.
 	f := followers[0]
-	fr, err := f.newFollowerReads() // shares the node's registered counter
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := f.replica(shardID).AppliedView()
 	snap2 := mint(t, leader, ws, "s2")
 	retry.SucceedsSoon(t, "followers apply the second mint", caughtUp)
-	now := time.Now()
-	if fr.servable(old, "alice", "w1", snap2, now) {
-		t.Fatalf("snapshot %d is servable from a view from before its mint", snap2)
-	}
-	if !fr.servable(f.replica(shardID).AppliedView(), "alice", "w1", snap2, now) {
-		t.Fatalf("snapshot %d is not servable from a view that applied its mint", snap2)
-	}
-	if fr.servable(f.replica(shardID).AppliedView(), "alice", "w1", snap2, now.Add(fr.maxStale)) {
-		t.Fatalf("snapshot %d is servable from a view older than %v", snap2, fr.maxStale)
+	if a := getOnce(t, f.url+ws+"/files/input/a?at_snapshot="+strconv.FormatUint(snap2, 10)); a.code != http.StatusOK || string(a.body) != "after" {
+		t.Fatalf("read at snapshot %d through follower %s: %d %s", snap2, f.nodeID, a.code, a.body)
 	}
 	if code, b := request(t, http.MethodPost, leader.url+ws+"/snapshots/retire", []byte(`{"snapshot_id":`+strconv.FormatUint(snap2, 10)+`}`)); code != http.StatusOK {
 		t.Fatalf("retire snapshot %d: %d %s", snap2, code, b)
 	}
 	retry.SucceedsSoon(t, "followers apply the retire", caughtUp)
 	if a := getSettled(t, f.url+ws+"/files/input/a?at_snapshot="+strconv.FormatUint(snap2, 10)); a.code != http.StatusGone ||
-		!bytes.Contains(a.body, []byte("SnapshotExpired")) || a.servedBy() != leader.nodeID {
+		!bytes.Contains(a.body, []byte("SnapshotExpired")) {
 		t.Fatalf("read at retired snapshot %d through follower %s: %d %s served by %q", snap2, f.nodeID, a.code, a.body, a.servedBy())
 	}
 

@@ -35,7 +35,7 @@ func clusterConfig(t *testing.T, srv *s3test.Server, bucket, etcd string) ops.Co
 }
 
 type testClusterNode struct {
-	*ClusterNode
+	*Node
 	url      string
 	adminURL string
 	stop     context.CancelFunc
@@ -44,12 +44,12 @@ type testClusterNode struct {
 
 func startClusterNode(t *testing.T, cfg ops.Config) *testClusterNode {
 	t.Helper()
-	n, err := OpenCluster(t.Context(), cfg, testCreds, nil)
+	n, err := Open(t.Context(), cfg, testCreds, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	tn := &testClusterNode{ClusterNode: n, stop: cancel, done: make(chan error, 1)}
+	tn := &testClusterNode{Node: n, stop: cancel, done: make(chan error, 1)}
 	addr := make(chan net.Addr, 1)
 	go func() { tn.done <- n.Serve(ctx, func(a net.Addr) { addr <- a }) }()
 	tn.url = "http://" + (<-addr).String()
@@ -98,7 +98,7 @@ func TestClusterConfigRequiresS3(t *testing.T) {
 	cfg.Cluster = true
 	cfg.PeerListen = "127.0.0.1:0"
 	cfg.Etcd = "127.0.0.1:1"
-	_, err := OpenCluster(t.Context(), cfg, ops.Credentials{}, nil)
+	_, err := Open(t.Context(), cfg, ops.Credentials{}, nil)
 	var ce *ops.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "Blob" {
 		t.Fatalf("OpenCluster on the dir blob store: %v, want a ConfigError on Blob", err)
@@ -130,7 +130,7 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 			t.Fatalf("%s on a root never written: %d %s", tool, code, b)
 		}
 	}
-	if _, err := nodes[0].placement.Resolve(t.Context(), "ghost"); !errors.Is(err, control.ErrRootNotPlaced) {
+	if _, err := nodes[0].host.Placement().Resolve(t.Context(), "ghost"); !errors.Is(err, control.ErrRootNotPlaced) {
 		t.Fatalf("after reads only, the root ghost is placed (%v)", err)
 	}
 
@@ -153,7 +153,7 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 	}
 
 	// Wait until the shard of alice has three voters, then stop its leader.
-	id, ok := nodes[0].placement.Cached("alice")
+	id, ok := nodes[0].host.Placement().Cached("alice")
 	if !ok {
 		t.Fatal("alice is not placed")
 	}
@@ -454,7 +454,7 @@ func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := clusterConfig(t, srv, bucket, etcd)
 			tc.edit(&cfg)
-			node, err := OpenCluster(t.Context(), cfg, testCreds, nil)
+			node, err := Open(t.Context(), cfg, testCreds, nil)
 			if err == nil {
 				node.Close()
 				t.Fatalf("the node started")
@@ -473,7 +473,7 @@ func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
 	// While it runs, a node on another data directory cannot take its id.
 	impostor := clusterConfig(t, srv, bucket, etcd)
 	impostor.NodeID = firstID
-	if node, err := OpenCluster(t.Context(), impostor, testCreds, nil); err == nil {
+	if node, err := Open(t.Context(), impostor, testCreds, nil); err == nil {
 		node.Close()
 		t.Fatal("a second node started with the id of a running node")
 	} else if ce := (*ops.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "NodeID" {
@@ -482,13 +482,13 @@ func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
 	if code, b := request(t, http.MethodPut, n.url+"/v1/agents/still/workbenches/w", nil); code/100 != 2 {
 		t.Fatalf("the running node after the refused impostor: %d %s", code, b)
 	}
-	if nodes, _, err := n.plane.Nodes(t.Context()); err != nil || nodes[firstID].ClientURL != n.clientURL {
+	if nodes, _, err := n.plane().Nodes(t.Context()); err != nil || nodes[firstID].ClientURL != n.clientURL {
 		t.Fatalf("registry entry of %s after the refused impostor: %+v, %v", firstID, nodes[firstID], err)
 	}
 	// Nor once it is stopped: a node that lost its data directory must not come back as
 	// the voter it was (it would count for entries it no longer has).
 	n.shutdown()
-	if node, err := OpenCluster(t.Context(), impostor, testCreds, nil); err == nil {
+	if node, err := Open(t.Context(), impostor, testCreds, nil); err == nil {
 		node.Close()
 		t.Fatal("an empty data directory started under the id of a stopped node")
 	} else if ce := (*ops.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "NodeID" {

@@ -1,13 +1,15 @@
 // Package server assembles one Cairn node from its configuration: the locked data
 // directory, the blob store (Config.Blob: a local directory or an S3 bucket), the shard
-// replica, the Workbench service, and the HTTP handler (REST, MCP, metrics, health).
+// host and its replicas, the Workbench service, and the HTTP handler (REST, MCP, metrics, health).
 // cmd/cairn only parses flags and calls it.
 //
-// Open builds the embedded default (Node, server.go: one shard, a single voter);
-// OpenCluster builds a node of a replicated cluster (ClusterNode, cluster*.go: membership
-// and placement in etcd, the replicas the control plane assigns, leader hints, routing and
-// forwarding over the peer port; DESIGN.md §9). DESIGN.md §3 makes them one kind of node
-// over shard/host; until then each is wired on its own.
+// Open builds one kind of node for both modes (DESIGN.md §3): a shard host (shard/host)
+// with the blob store, the Workbench service, REST and MCP, the metrics and the
+// background workers on top. The embedded default's host has one fixed shard, a single
+// voter and a static placement; a cluster node's host (Config.Cluster) keeps membership
+// and placement in etcd, hosts the replicas the control plane assigns, and routes and
+// forwards over the peer port (DESIGN.md §9). This package only assembles: routing and
+// forwarding decisions are the host's (route.go wraps them for HTTP).
 //
 // Data directory layout (all under Config.DataDir):
 //
@@ -30,7 +32,7 @@
 //
 // Invariants callers rely on:
 //
-//   - One process per data directory: Open and OpenCluster take its LOCK (flock) before
+//   - One process per data directory: Open takes its LOCK (flock) before
 //     they read or write anything in it, and fail with ErrDataDirLocked while another
 //     process holds it. When they fail they have closed what they opened and released the
 //     lock.
@@ -38,8 +40,8 @@
 //     mode 0600) and read back at every later start, so a node keeps its Raft server id
 //     and the cursors it signed stay valid across restarts.
 //   - Admin routes (/v1/admin/...) are served on the admin listener only.
-//   - The background workers (restore resumption, compaction, garbage collection) act only
-//     while a local replica is a ready leader. Close stops every background goroutine and
+//   - The background workers (restore resumption, compaction, garbage collection) are the
+//     same in both modes and act only while a local replica is a ready leader. Close stops every background goroutine and
 //     waits for it before it closes the replicas and the blob store and releases the lock.
 //   - Serve shuts down gracefully within Config.ShutdownTimeout; a cluster node first hands
 //     the leadership of the shards it leads to another voter, within half of it.

@@ -13,160 +13,72 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gofrs/flock"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnstore/cairn/api/mcp"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/blob"
-	"github.com/cairnstore/cairn/blob/dir"
-	"github.com/cairnstore/cairn/blob/s3"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/ops"
-	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/control"
+	"github.com/cairnstore/cairn/shard/host"
+	"github.com/cairnstore/cairn/shard/mux"
 )
 
 // ErrDataDirLocked: another process uses the data directory.
 var ErrDataDirLocked = errors.New("data directory is in use by another process")
 
-// blobOpenTimeout bounds opening the blob store at start (for s3: reaching the endpoint,
-// checking and perhaps creating the bucket, with retries), so that an unreachable object
-// store fails the start instead of hanging it.
-const blobOpenTimeout = 30 * time.Second
-
-// Node is one running Cairn node (the embedded default: one shard, single voter).
+// Node is one running Cairn node: the embedded default (one shard, a single voter) or a
+// node of a replicated cluster (Config.Cluster). Both are a shard host with the same
+// surfaces and workers on top.
 type Node struct {
 	cfg      ops.Config
 	creds    ops.Credentials
 	log      *slog.Logger
 	lock     *flock.Flock
+	nodeID   string
 	blobs    blob.Store
-	shard    *shard.Shard
+	host     *host.Host
 	svc      *workbench.Service
 	registry *prometheus.Registry
-	handler  http.Handler
 	rest     *rest.Handler
-	admin    atomic.Pointer[adminServer] // while Serve runs
+	handler  http.Handler // the client port: routing in front of REST/MCP
 	health   *health
+
+	// Cluster mode only: the client port is bound at open (the registry publishes its
+	// address), the peer port and the etcd client are the node's.
+	clientLn     net.Listener
+	clientURL    string
+	peer         *mux.Mux
+	etcd         *clientv3.Client
+	controlPlane *control.Plane
+
+	admin atomic.Pointer[adminServer] // while Serve runs
 	// stopWorkers ends the background workers; workers waits for them.
 	stopWorkers context.CancelFunc
 	workers     sync.WaitGroup
 }
 
-// restoreResumeInterval is how often the node looks for restores left copying by a crash
-// or a leader change and drives them to completion.
-const restoreResumeInterval = 2 * time.Second
-
-// compactionInterval is how often the leader rolls up small segments of long segment
-// lists (DESIGN.md §5); compactionBatch bounds the files one pass rewrites.
-const (
-	compactionInterval = 5 * time.Second
-	compactionBatch    = 64
-)
-
-// compactSegments runs compaction passes while this replica is the ready leader.
-func (n *Node) compactSegments(ctx context.Context) {
-	defer n.workers.Done()
-	runs := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "compaction", Name: "runs_total",
-		Help: "Compaction passes run by this node's leader."})
-	files := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "compaction", Name: "files_total",
-		Help: "Files whose segment runs were rolled up."})
-	removed := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "compaction", Name: "segments_removed_total",
-		Help: "Segments removed from segment lists by compaction."})
-	n.registry.MustRegister(runs, files, removed)
-	t := time.NewTicker(compactionInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !n.shard.Ready() {
-			continue
-		}
-		rep, err := n.svc.CompactOnce(ctx, compactionBatch)
-		runs.Inc()
-		files.Add(float64(rep.Compacted))
-		removed.Add(float64(rep.SegmentsBefore - rep.SegmentsAfter))
-		if err != nil && ctx.Err() == nil {
-			n.log.Warn("compaction", "err", err)
-		}
-	}
-}
-
-// collectGarbage runs a garbage-collection sweep (DESIGN.md §8) every cfg.GCInterval
-// while this replica is the ready leader; sweeps that leave more behind (a root over the
-// batch bound) are followed at once by another, up to gcFollowUps.
-func (n *Node) collectGarbage(ctx context.Context) {
-	defer n.workers.Done()
-	const gcFollowUps = 10
-	t := time.NewTicker(n.cfg.GCInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for i := 0; i < gcFollowUps && n.shard.Ready() && ctx.Err() == nil; i++ {
-			rep, err := n.svc.CollectGarbage(ctx, workbench.GCOptions{})
-			if err != nil {
-				if ctx.Err() == nil {
-					n.log.Warn("garbage collection", "err", err, "deleted", rep.Deleted)
-				}
-				break
-			}
-			if rep.Deleted > 0 {
-				n.log.Info("garbage collection", "deleted", rep.Deleted, "deleted_bytes", rep.DeletedBytes, "orphans", rep.Orphans)
-			}
-			if !rep.More {
-				break
-			}
-		}
-	}
-}
-
-// resumeRestores drives restore operations that no request is driving any more (after a
-// restart), while this replica is the ready leader.
-func (n *Node) resumeRestores(ctx context.Context) {
-	defer n.workers.Done()
-	t := time.NewTicker(restoreResumeInterval)
-	defer t.Stop()
-	for {
-		if n.shard.Ready() {
-			if err := n.svc.ResumeRestores(ctx); err != nil && ctx.Err() == nil {
-				n.log.Warn("resuming restores", "err", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// Open locks cfg.DataDir and starts the node's storage and service; creds sign the
-// requests of an s3:// blob store. ctx bounds the start (opening the blob store is also
-// bounded by 30 s). It does not listen; call Serve for HTTP. The caller must Close the
-// node.
+// Open locks cfg.DataDir and starts the node: its blob store, its shard host (the
+// embedded default's one replica, or for cfg.Cluster the cluster membership in etcd and
+// the replicas the control plane assigns), the Workbench service and the background
+// workers; creds sign the requests of an s3:// blob store. ctx bounds the start. A
+// cluster node binds its client and peer ports here (the registry publishes them); the
+// embedded node listens only in Serve. The caller must Close the node.
 //
-// Errors: cfg's *ops.ConfigError, ErrDataDirLocked, and for an s3:// blob store
-// s3.ErrBucketMissing (the bucket is absent and cfg.S3CreateBucket is false) or an
-// *s3.ObjectUnavailableError (the object store cannot be reached or refuses the
-// credentials), each wrapped with the endpoint and bucket for the operator.
+// Errors: cfg's *ops.ConfigError (also a setting that contradicts the cluster, or a node
+// id bound to another data directory), ErrDataDirLocked, ErrStorageDamaged, and for an
+// s3:// blob store ErrBucketMissing or ErrObjectStoreUnavailable, each wrapped with what
+// the operator needs (endpoint, bucket, file).
 func Open(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if cfg.Cluster {
-		return nil, errors.New("server: Open runs the embedded node; a cluster node is OpenCluster's (cairn serve --cluster)")
 	}
 	if log == nil {
 		log = slog.Default()
@@ -192,37 +104,53 @@ func Open(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.
 
 func (n *Node) open(ctx context.Context) error {
 	cfg := n.cfg
-	nodeID, err := readOrCreate(filepath.Join(cfg.DataDir, "node-id"), func() ([]byte, error) {
+	instance, err := readOrCreate(filepath.Join(cfg.DataDir, "node-id"), func() ([]byte, error) {
 		return []byte(uuid.NewString()), nil
 	})
 	if err != nil {
 		return err
 	}
-	cursorKey, err := readOrCreate(filepath.Join(cfg.DataDir, "cursor.key"), func() ([]byte, error) {
-		k := make([]byte, 32)
-		_, err := rand.Read(k)
-		return k, err
-	})
-	if err != nil {
-		return err
-	}
+	n.nodeID = strings.TrimSpace(string(instance))
 	n.registry = prometheus.NewRegistry()
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := n.openBlobs(ctx); err != nil {
 		return err
 	}
-	n.shard, err = shard.Open(shard.Config{
-		Dir:               filepath.Join(cfg.DataDir, "shards", "0"),
-		NodeID:            strings.TrimSpace(string(nodeID)),
+	hcfg := host.Config{
+		DataDir:           cfg.DataDir,
+		NodeID:            n.nodeID,
 		FSM:               meta.Options{RetentionWindow: cfg.RetentionWindow, DedupeMaxPerRoot: cfg.DedupeMaxPerRoot, SnapshotGrace: cfg.SnapshotGrace},
 		SnapshotInterval:  cfg.RaftSnapshotInterval,
 		SnapshotThreshold: cfg.RaftSnapshotThreshold,
 		Logger:            n.log,
-	})
-	if err != nil {
-		return err
 	}
-	n.svc, err = workbench.New(n.shard, n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
+	var cursorKey []byte
+	if cfg.Cluster {
+		if hcfg.Cluster, err = n.openClusterParts(ctx, strings.TrimSpace(string(instance))); err != nil {
+			return err
+		}
+		hcfg.NodeID = n.nodeID // openClusterParts applied --node-id
+	} else {
+		if cursorKey, err = readOrCreate(filepath.Join(cfg.DataDir, "cursor.key"), func() ([]byte, error) {
+			k := make([]byte, 32)
+			_, err := rand.Read(k)
+			return k, err
+		}); err != nil {
+			return err
+		}
+	}
+	if n.host, err = host.Open(ctx, hcfg); err != nil {
+		return n.hostError(err)
+	}
+	if cfg.Cluster {
+		sctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
+		cursorKey, err = n.host.ClusterCursorKey(sctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("etcd %s: cursor key: %w", cfg.Etcd, err)
+		}
+	}
+	n.svc, err = workbench.NewWithCores(hostCores{n.host}, n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
 		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey,
 		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace,
 		QueryBudgetBytes: cfg.QueryBudgetBytes, QueryQueueTimeout: cfg.QueryQueueTimeout,
@@ -231,28 +159,19 @@ func (n *Node) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := n.svc.InstrumentGC(n.registry); err != nil {
-		return err
+	for _, instrument := range []func(prometheus.Registerer) error{n.svc.InstrumentGC, n.svc.InstrumentIntegrity, n.svc.InstrumentQueries} {
+		if err := instrument(n.registry); err != nil {
+			return err
+		}
 	}
-	if err := n.svc.InstrumentIntegrity(n.registry); err != nil {
-		return err
+	n.registry.MustRegister(n.host.Collector())
+	var adminRoutes map[string]http.Handler
+	if cfg.Cluster {
+		adminRoutes = map[string]http.Handler{ClusterStatusPath: http.HandlerFunc(n.serveStatus)}
 	}
-	if err := n.svc.InstrumentQueries(n.registry); err != nil {
-		return err
-	}
-	wctx, cancel := context.WithCancel(context.Background())
-	n.stopWorkers = cancel
-	n.workers.Add(2)
-	go n.resumeRestores(wctx)
-	go n.compactSegments(wctx)
-	n.workers.Add(1)
-	go n.collectGarbage(wctx)
-	n.workers.Add(1)
-	go func() { defer n.workers.Done(); n.health.run(wctx) }()
-	n.registry.MustRegister(shardCollector{n.shard})
 	n.rest = rest.NewHandler(n.svc, rest.Options{
 		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
-		Ready:    n.shard.Ready,
+		Ready:    n.ready,
 		Failing:  n.health.Failing,
 		Registry: n.registry,
 		Logger:   n.log,
@@ -260,71 +179,47 @@ func (n *Node) open(ctx context.Context) error {
 		BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond,
 		BodyRateWindow:        cfg.BodyRateWindow,
 		WriteTimeout:          cfg.WriteTimeout,
+
+		AdminRoutes: adminRoutes,
 	})
 	n.handler = n.rest
+	if cfg.Cluster {
+		n.handler = newRouter(n.host, n.rest)
+		if err := n.host.ServePeer(servedHere(n.nodeID, n.rest)); err != nil {
+			return err
+		}
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	n.stopWorkers = cancel
+	n.startWorkers(wctx)
+	n.workers.Add(1)
+	go func() { defer n.workers.Done(); n.health.run(wctx) }()
 	return nil
 }
 
-// openBlobs opens the blob store cfg.Blob names and instruments it on the node's
-// registry (cairn_blob_* metrics).
-func (n *Node) openBlobs(ctx context.Context) error {
-	target, err := n.cfg.BlobTarget()
-	if err != nil {
-		return err
+// ready reports whether the node serves: the embedded default once its shard is the
+// ready leader; a cluster node while it is not shutting down (it forwards what it does
+// not lead).
+func (n *Node) ready() bool {
+	if n.host.Embedded() {
+		r := n.host.Replica(host.EmbeddedShard)
+		return r != nil && r.Ready()
 	}
-	var store blob.Store
-	dirs := map[string]string{"data directory": n.cfg.DataDir}
-	switch target.Kind {
-	case ops.BlobDir:
-		dirs["blob store"] = target.Dir
-		ds, err := dir.Open(target.Dir)
-		if err != nil {
-			return fmt.Errorf("blob store %s: %w", n.cfg.Blob, err)
-		}
-		store = ds
-	case ops.BlobS3:
-		scheme := "http://"
-		if target.Secure {
-			scheme = "https://"
-		}
-		where := fmt.Sprintf("blob store %s at %s%s", n.cfg.Blob, scheme, target.Endpoint)
-		if !n.creds.HasS3() {
-			n.log.Warn("no S3 credentials: requests to the object store are anonymous (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", "blob", n.cfg.Blob)
-		}
-		sc := s3.DefaultConfig()
-		sc.Endpoint = target.Endpoint
-		sc.Secure = target.Secure
-		sc.Bucket = target.Bucket
-		sc.Prefix = target.Prefix
-		sc.Region = target.Region
-		sc.CreateBucket = target.CreateBucket
-		sc.AccessKey = n.creds.S3AccessKey
-		sc.SecretKey = n.creds.S3SecretKey
-		// Multipart uploads in flight are noted here; a restart aborts a crash's leftovers.
-		sc.UploadJournal = filepath.Join(n.cfg.DataDir, "s3-uploads")
-		octx, cancel := context.WithTimeout(ctx, blobOpenTimeout)
-		ss, err := s3.Open(octx, sc)
-		cancel()
-		switch {
-		case errors.Is(err, s3.ErrBucketMissing):
-			return fmt.Errorf("%s: bucket %q does not exist and --s3-create-bucket (CAIRN_S3_CREATE_BUCKET) is false: create it or allow Cairn to: %w", where, target.Bucket, err)
-		case err != nil:
-			return fmt.Errorf("%s: %w", where, err)
-		}
-		store = ss
-	default:
-		return fmt.Errorf("blob store %s: unknown kind %q", n.cfg.Blob, target.Kind)
+	return !n.host.Closing()
+}
+
+// hostCores serves the Workbench service's roots through the shard host.
+type hostCores struct{ h *host.Host }
+
+func (c hostCores) For(agent string) (workbench.Core, error) { return c.h.For(agent) }
+
+// All returns every local replica; the service's workers act on the ones that lead.
+func (c hostCores) All() []workbench.Core {
+	var out []workbench.Core
+	for _, r := range c.h.All() {
+		out = append(out, r)
 	}
-	// Every call has a deadline: a stalled store answers ObjectUnavailable (503), and the
-	// readiness probe (health.go) reports it.
-	store = blob.WithDeadline(store, n.cfg.BlobTimeout)
-	n.health = &health{blobs: store, dirs: dirs, log: n.log}
-	n.blobs, err = blob.Instrument(store, n.registry)
-	if err != nil {
-		store.Close()
-		return err
-	}
-	return nil
+	return out
 }
 
 // readOrCreate returns the contents of path, creating it (atomically, mode 0600) from
@@ -350,13 +245,18 @@ func readOrCreate(path string, make func() ([]byte, error)) ([]byte, error) {
 	return b, nil
 }
 
-// WaitReady blocks until the shard serves writes and linearizable reads.
-func (n *Node) WaitReady(ctx context.Context) error { return n.shard.WaitReady(ctx) }
+// NodeID returns this node's id (its Raft server id).
+func (n *Node) NodeID() string { return n.nodeID }
+
+// WaitReady blocks until the node serves: the embedded default until its shard serves
+// writes and linearizable reads; a cluster node returns at once (requests for a shard
+// without a leader yet answer a retryable RoutingUnavailable).
+func (n *Node) WaitReady(ctx context.Context) error { return n.host.WaitReady(ctx) }
 
 // Service returns the node's Workbench service.
 func (n *Node) Service() *workbench.Service { return n.svc }
 
-// Handler returns the node's HTTP handler.
+// Handler returns the node's client-port HTTP handler.
 func (n *Node) Handler() http.Handler { return n.handler }
 
 // AdminHandler returns the node's admin handler (the admin listener's routes).
@@ -371,16 +271,21 @@ func (n *Node) AdminAddr() net.Addr {
 	return nil
 }
 
-// Serve listens on cfg.Listen (tenant routes) and cfg.AdminAddress() (admin routes) and
-// serves HTTP until ctx ends, then shuts down gracefully within cfg.ShutdownTimeout.
-// ready, when non-nil, receives the bound client address once both listen (AdminAddr
-// has the admin one).
+// Serve listens on cfg.Listen (tenant routes; a cluster node bound it at Open) and
+// cfg.AdminAddress() (admin routes) and serves HTTP until ctx ends. Then a cluster node
+// hands the leadership of every shard it leads to another voter (within half of
+// cfg.ShutdownTimeout), and the node drains its connections, all within
+// cfg.ShutdownTimeout. ready, when non-nil, receives the bound client address once both
+// listen (AdminAddr has the admin one).
 func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
-	ln, err := net.Listen("tcp", n.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", n.cfg.Listen, err)
+	ln := n.clientLn
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", n.cfg.Listen); err != nil {
+			return fmt.Errorf("listen %s: %w", n.cfg.Listen, err)
+		}
 	}
-	admin, err := listenAdmin(n.cfg, "", n.rest.Admin(), n.log)
+	admin, err := listenAdmin(n.cfg, n.clientURL, n.rest.Admin(), n.log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -388,7 +293,7 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	n.admin.Store(admin)
 	defer n.admin.Store(nil)
 	var d drainer
-	srv := newHTTPServer(n.cfg, d.wrap(newGuard(n.cfg, "", n.handler)), n.log)
+	srv := newHTTPServer(n.cfg, d.wrap(newGuard(n.cfg, n.clientURL, n.handler)), n.log)
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -404,20 +309,43 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 	defer cancel()
+	if !n.host.Embedded() {
+		n.log.Info("shutting down: handing over leadership, draining requests", "timeout", n.cfg.ShutdownTimeout)
+		// The handover gets half the shutdown time: with its peers down it can only time
+		// out, and draining the client connections must still have time left.
+		tctx, tcancel := context.WithTimeout(sctx, n.cfg.ShutdownTimeout/2)
+		n.host.TransferLeadership(tctx)
+		tcancel()
+	}
 	err = errors.Join(d.shutdown(sctx, srv), admin.shutdown(sctx))
 	<-errc
 	return err
 }
 
-// Close stops the node and releases the data directory.
+// TransferLeadership hands the leadership of every shard this node leads to another
+// voter (what Serve does on shutdown).
+func (n *Node) TransferLeadership(ctx context.Context) { n.host.TransferLeadership(ctx) }
+
+// Close stops the node: the background workers, the shard host (controller,
+// registration, replicas), the ports, the etcd client, the blob store, and releases the
+// data directory.
 func (n *Node) Close() error {
 	var errs []error
 	if n.stopWorkers != nil {
 		n.stopWorkers()
 		n.workers.Wait()
 	}
-	if n.shard != nil {
-		errs = append(errs, n.shard.Close())
+	if n.host != nil {
+		errs = append(errs, n.host.Close())
+	}
+	if n.peer != nil {
+		_ = n.peer.Close()
+	}
+	if n.clientLn != nil {
+		_ = n.clientLn.Close()
+	}
+	if n.etcd != nil {
+		_ = n.etcd.Close()
 	}
 	if n.blobs != nil {
 		errs = append(errs, n.blobs.Close())
@@ -426,30 +354,4 @@ func (n *Node) Close() error {
 		errs = append(errs, n.lock.Unlock())
 	}
 	return errors.Join(errs...)
-}
-
-// shardCollector exports the shard's Raft figures.
-type shardCollector struct{ s *shard.Shard }
-
-var (
-	descApplied = prometheus.NewDesc("cairn_shard_applied_version", "Last shard version applied by the FSM.", []string{"shard"}, nil)
-	descCommit  = prometheus.NewDesc("cairn_shard_commit_index", "Raft commit index.", []string{"shard"}, nil)
-	descReady   = prometheus.NewDesc("cairn_shard_ready", "1 when the replica serves writes and linearizable reads.", []string{"shard"}, nil)
-)
-
-func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descApplied
-	ch <- descCommit
-	ch <- descReady
-}
-
-func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.s.Stats()
-	ready := 0.0
-	if st.Ready {
-		ready = 1
-	}
-	ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(st.AppliedVersion), "0")
-	ch <- prometheus.MustNewConstMetric(descCommit, prometheus.GaugeValue, float64(st.CommitIndex), "0")
-	ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready, "0")
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"github.com/cairnstore/cairn/meta"
 )
@@ -61,9 +62,12 @@ func ParseAtSnapshot(raw json.RawMessage) (At, *Error) {
 // or a view frozen at the snapshot's read version. Errors: NotFound (workbench),
 // SnapshotNotFound, SnapshotExpired (with details.state).
 func (s *Service) resolve(ctx context.Context, agent, id string, at At) (*meta.View, *meta.Workspace, *meta.WorkbenchSnapshot, error) {
-	view, err := s.readView(ctx, agent)
-	if err != nil {
-		return nil, nil, nil, AsError(err)
+	view := s.appliedSnapshotView(ctx, agent, id, at)
+	if view == nil {
+		var err error
+		if view, err = s.readView(ctx, agent); err != nil {
+			return nil, nil, nil, AsError(err)
+		}
 	}
 	if at.Live() {
 		ws, err := view.Workspace(agent, id)
@@ -83,4 +87,67 @@ func (s *Service) resolve(ctx context.Context, agent, id string, at At) (*meta.V
 		return nil, nil, nil, AsError(err)
 	}
 	return sv, ws, snap, nil
+}
+
+// Reads at a snapshot id from the serving replica's applied state (DESIGN.md §6: "reads at
+// a fixed shard version may be served by any replica that has applied that version"). A
+// read at a snapshot id is answered from Core.ReadViewAt, without a leader round trip, when
+// that view holds the snapshot alive and is recent; otherwise (a name, a snapshot the
+// replica has not applied or no longer holds, a stale replica) from a linearizable view.
+//
+// Why this is safe:
+//
+//   - A snapshot pins its read version: until it is retired or reaped, no replica's FSM
+//     prunes the history it reads, and the FSM is deterministic, so a replica that applied
+//     the mint holds exactly the tree the leader holds at that version. What a version
+//     shows never changes, so the answer does not depend on how far the replica lags.
+//   - The check and the read use one view (a copy-on-write copy of the applied state):
+//     applies that land during the read do not change what it sees.
+//   - Only ids, never names: a name resolves to the newest snapshot minted with it, and a
+//     lagging replica could resolve it to an older one.
+//   - Bodies live in the blob store, which the leader's garbage collector sweeps. It
+//     deletes a blob only after it has had no reference for GCGrace of command time, and
+//     every blob the view reads is referenced at the view's command time. A replica serves
+//     only while its applied command time is less than GCGrace/2 behind the wall clock,
+//     which leaves the read at least GCGrace/2 to finish (the grace is longer than the
+//     longest read stream); with no leader the applied time stops, so a cut-off replica
+//     stops serving after GCGrace/2. Assumed: clocks agree well within GCGrace, every node
+//     has the same GCGrace, and sweeps use it.
+//
+// What it does not promise: retire and expiry are not linearizable for it. A lagging
+// replica may still serve a snapshot the leader retired a moment ago (its data is intact,
+// see above). An expired lease is checked against both the applied command time and the
+// wall clock, so a replica without a leader does not serve past the expiry.
+
+// appliedSnapshotView returns the applied view a read of workbench id at `at` may use
+// (see above), or nil when the read needs a linearizable view.
+func (s *Service) appliedSnapshotView(ctx context.Context, agent, id string, at At) *meta.View {
+	if at.Live() || at.SnapshotName != "" || at.SnapshotID == 0 {
+		return nil
+	}
+	c, err := s.cores.For(agent)
+	if err != nil {
+		return nil
+	}
+	view, err := c.ReadViewAt(ctx, 0)
+	if err != nil || !servableAt(view, agent, id, at.SnapshotID, s.cfg.GCGrace/2, time.Now()) {
+		return nil
+	}
+	return view
+}
+
+// servableAt reports whether view holds snapshot snapID of workbench wb of agent alive and
+// its applied command time is less than maxStale behind now.
+func servableAt(view *meta.View, agent, wb string, snapID uint64, maxStale time.Duration, now time.Time) bool {
+	if now.Sub(time.UnixMilli(view.NowMs())) >= maxStale {
+		return false
+	}
+	if _, err := view.Workspace(agent, wb); err != nil {
+		return false
+	}
+	snap, err := view.Snapshot(agent, wb, snapID, "")
+	if err != nil {
+		return false
+	}
+	return snap.StateAt(max(view.NowMs(), now.UnixMilli())) == meta.SnapshotAlive
 }

@@ -35,6 +35,12 @@ type Core interface {
 	Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error)
 	// ReadView returns a linearizable view of the state.
 	ReadView(ctx context.Context) (*meta.View, error)
+	// ReadViewAt returns a view of the serving replica's applied state once it holds shard
+	// version `version` (0: whatever it applied), without a leader round trip. It is not
+	// linearizable: use it only for answers that cannot depend on lag, such as data at a
+	// live snapshot's read version (DESIGN.md §6; at.go says when the adapter uses it).
+	// Its errors match ErrCoreUnavailable when the replica is behind or gone.
+	ReadViewAt(ctx context.Context, version uint64) (*meta.View, error)
 }
 
 // Cores finds the core that serves an agent root (a root lives on exactly one shard,

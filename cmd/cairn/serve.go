@@ -79,7 +79,7 @@ leadership of the shards it leads to another replica before it exits.`,
 // serveCluster runs a cluster node until ctx ends (SIGTERM), then transfers the leadership
 // of the shards it leads and stops.
 func serveCluster(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.Logger) error {
-	node, err := server.OpenCluster(ctx, cfg, creds, log)
+	node, err := server.Open(ctx, cfg, creds, log)
 	if err != nil {
 		var ce *ops.ConfigError
 		if errors.As(err, &ce) { // a setting that contradicts the cluster or this host

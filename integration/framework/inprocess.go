@@ -15,7 +15,7 @@ import (
 	"github.com/cairnstore/cairn/ops"
 )
 
-// InProcess starts a cluster of in-process nodes (server.OpenCluster) over a real etcd
+// InProcess starts a cluster of in-process nodes (server.Open) over a real etcd
 // and a real MinIO. The nodes log to one file under t.TempDir, whose tail is printed when
 // the test fails.
 func InProcess(t *testing.T, o Options) Cluster {
@@ -49,7 +49,7 @@ func InProcess(t *testing.T, o Options) Cluster {
 	return c
 }
 
-// inProcess is a Cluster of server.ClusterNodes in the test process.
+// inProcess is a Cluster of server.Nodes (cluster mode) in the test process.
 type inProcess struct {
 	t      *testing.T
 	bucket string
@@ -63,7 +63,7 @@ type inProcess struct {
 // inProcessNode is one node; node is nil while it is stopped.
 type inProcessNode struct {
 	cfg      ops.Config
-	node     *server.ClusterNode
+	node     *server.Node
 	url      string
 	adminURL string
 	stop     context.CancelFunc
@@ -114,7 +114,7 @@ func (c *inProcess) Restart(i int) {
 func (c *inProcess) start(n *inProcessNode, i int) {
 	c.t.Helper()
 	creds := ops.Credentials{S3AccessKey: s3test.AccessKey, S3SecretKey: s3test.SecretKey}
-	node, err := server.OpenCluster(c.t.Context(), n.cfg, creds, c.log.With("node", i))
+	node, err := server.Open(c.t.Context(), n.cfg, creds, c.log.With("node", i))
 	if err != nil {
 		c.t.Fatalf("framework: open node %d: %v", i, err)
 	}

@@ -114,6 +114,47 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// Traffic returns the payload bytes (after the stream header, before TLS) sent and
+// received on each stream's connections since the Mux started, dialled and accepted
+// alike: how much of a node's peer traffic is Raft and how much forwarded requests.
+func (m *Mux) Traffic() map[string]StreamTraffic {
+	out := map[string]StreamTraffic{}
+	m.traffic.Range(func(k, v any) bool {
+		t := v.(*streamTraffic)
+		out[k.(string)] = StreamTraffic{Sent: t.sent.Load(), Received: t.received.Load()}
+		return true
+	})
+	return out
+}
+
+// StreamTraffic is the byte count of one stream's connections.
+type StreamTraffic struct{ Sent, Received uint64 }
+
+type streamTraffic struct{ sent, received atomic.Uint64 }
+
+// count wraps c so that its bytes count towards stream's traffic.
+func (m *Mux) count(c net.Conn, stream string) net.Conn {
+	v, _ := m.traffic.LoadOrStore(stream, &streamTraffic{})
+	return &countedConn{Conn: c, t: v.(*streamTraffic)}
+}
+
+type countedConn struct {
+	net.Conn
+	t *streamTraffic
+}
+
+func (c *countedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.t.received.Add(uint64(n))
+	return n, err
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.t.sent.Add(uint64(n))
+	return n, err
+}
+
 // Stats counts inbound connections by outcome since the Mux started.
 type Stats struct {
 	// Accepted connections were handed to a stream listener.
@@ -146,6 +187,8 @@ type Mux struct {
 	wg      sync.WaitGroup
 
 	accepted, unknown, badHeader, timeouts, overload atomic.Uint64
+	// traffic counts the bytes of every connection by stream (streamTraffic).
+	traffic sync.Map // stream name → *streamTraffic
 }
 
 // Listen listens on addr ("host:port"; port 0 picks a free one) and serves it.
@@ -233,7 +276,7 @@ func (m *Mux) Dial(ctx context.Context, addr, stream string) (net.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mux: dial %s stream %q: %w", addr, stream, err)
 	}
-	return c, nil
+	return m.count(c, stream), nil
 }
 
 func (m *Mux) dial(ctx context.Context, addr, stream string) (net.Conn, error) {
@@ -384,7 +427,7 @@ func (m *Mux) serveConn(raw net.Conn) {
 	m.mu.Lock()
 	delete(m.pending, raw)
 	m.mu.Unlock()
-	if err == nil && !l.deliver(c) {
+	if err == nil && !l.deliver(m.count(c, l.stream)) {
 		m.overload.Add(1)
 		err = errors.New("stream backlog full or closed")
 	}

@@ -1,0 +1,131 @@
+package server
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/internal/retry"
+)
+
+// metricValue is the sum of n's exported samples of the counter or gauge name whose
+// labels include every pair of labels.
+func metricValue(t *testing.T, n *testClusterNode, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := n.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	samples:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue samples
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				sum += c.GetValue()
+			} else if g := m.GetGauge(); g != nil {
+				sum += g.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func TestClusterFollowerUploadsTheBodyItReceivesAndForwardsOnlyTheCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd, MinIO and three nodes")
+	}
+	srv := s3test.Start(t)
+	bucket := s3test.Bucket()
+	etcd := etcdtest.Start(t).Endpoint()
+	var nodes []*testClusterNode
+	for range 3 {
+		cfg := clusterConfig(t, srv, bucket, etcd)
+		cfg.Shards = 1 // every node hosts the one shard
+		nodes = append(nodes, startClusterNode(t, cfg))
+	}
+	const shardID = 0
+	ws := "/v1/agents/alice/workbenches/w1"
+	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
+		t.Fatalf("create workbench: %d %s", code, b)
+	}
+	var leader, follower *testClusterNode
+	retry.SucceedsSoon(t, "a ready leader and a follower that knows it", func() error {
+		leader, follower = nil, nil
+		for _, n := range nodes {
+			r := n.replica(shardID)
+			switch {
+			case r == nil:
+				return fmt.Errorf("%s hosts no replica yet", n.nodeID)
+			case r.Ready():
+				leader = n
+			default:
+				if id, _ := r.Leader(); id != "" {
+					follower = n
+				}
+			}
+		}
+		if leader == nil || follower == nil {
+			return fmt.Errorf("no ready leader and informed follower yet")
+		}
+		return nil
+	})
+
+	const size = 64 << 20
+	body := make([]byte, size)
+	rand.Read(body)
+	putBytes := func(n *testClusterNode) float64 { return metricValue(t, n, "cairn_blob_put_bytes_total", nil) }
+	fwdIn := func(n *testClusterNode) float64 {
+		return metricValue(t, n, "cairn_peer_bytes_total", map[string]string{"stream": "fwd", "direction": "received"})
+	}
+	leaderPut, followerPut, leaderFwd := putBytes(leader), putBytes(follower), fwdIn(leader)
+
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPut, follower.url+ws+"/files/input/big", bytes.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || resp.Header.Get(ServedByHeader) != follower.nodeID {
+		t.Fatalf("PUT 64 MiB through follower %s: %d %s served by %q", follower.nodeID, resp.StatusCode, b, resp.Header.Get(ServedByHeader))
+	}
+	if got := putBytes(follower) - followerPut; got < size {
+		t.Fatalf("the follower uploaded %v bytes of a %d-byte body", got, size)
+	}
+	if got := putBytes(leader) - leaderPut; got != 0 {
+		t.Fatalf("the leader uploaded %v bytes of a body the follower received", got)
+	}
+	// The leader received the command (segment keys, digests), not the body.
+	if got := fwdIn(leader) - leaderFwd; got > size/64 {
+		t.Fatalf("the leader received %v bytes on the fwd stream for a %d-byte PUT through a follower", got, size)
+	}
+	t.Logf("PUT %d bytes through a follower: the leader received %v bytes on its fwd stream", size, fwdIn(leader)-leaderFwd)
+
+	// And the follower serves it back from the object store itself.
+	resp, err = http.Get(follower.url + ws + "/files/input/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(got, body) || resp.Header.Get(ServedByHeader) != follower.nodeID {
+		t.Fatalf("GET through the follower: %d, %d bytes (equal %v), served by %q", resp.StatusCode, len(got), bytes.Equal(got, body), resp.Header.Get(ServedByHeader))
+	}
+}

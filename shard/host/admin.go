@@ -1,0 +1,218 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/control"
+)
+
+// adminCall is one controller call (control.ShardAdmin) sent to another node.
+type adminCall struct {
+	Op    string `json:"op"` // status, bootstrap, add, promote, remove
+	Fence int64  `json:"fence"`
+	Shard int    `json:"shard"`
+	Node  string `json:"node"`
+	Addr  string `json:"addr"`
+}
+
+type adminReply struct {
+	Status    control.ShardStatus `json:"status"`
+	Error     string              `json:"error,omitempty"`
+	NotLeader bool                `json:"not_leader,omitempty"`
+}
+
+// errStaleFence: an admin call carries a fence below the highest seen: it comes from a
+// deposed controller.
+var errStaleFence = errors.New("host: admin call from a deposed controller (stale fence)")
+
+func checkFence(fence int64, seen *atomic.Int64) error {
+	for {
+		cur := seen.Load()
+		if fence < cur {
+			return errStaleFence
+		}
+		if fence == cur || seen.CompareAndSwap(cur, fence) {
+			return nil
+		}
+	}
+}
+
+// adminLocal executes call on this node: bootstrap on the node it names, the others on
+// the shard's leader (ErrNotLeader elsewhere).
+func (h *Host) adminLocal(ctx context.Context, call adminCall) (control.ShardStatus, error) {
+	if h.cluster == nil {
+		return control.ShardStatus{}, errors.New("host: not a cluster node")
+	}
+	if call.Op != "status" {
+		if err := checkFence(call.Fence, &h.cluster.fence); err != nil {
+			return control.ShardStatus{}, err
+		}
+	}
+	if call.Op == "bootstrap" {
+		r, err := h.ensureReplica(call.Shard)
+		if err != nil {
+			return control.ShardStatus{}, err
+		}
+		return control.ShardStatus{}, r.Bootstrap(ctx, []shard.Member{{ID: h.cfg.NodeID, Address: call.Addr, Voter: true}})
+	}
+	r := h.Replica(call.Shard)
+	if r == nil || r.Stats().State != "Leader" {
+		return control.ShardStatus{}, shard.ErrNotLeader
+	}
+	switch call.Op {
+	case "status":
+		return h.localStatus(ctx, call.Shard, r)
+	case "add":
+		return control.ShardStatus{}, r.AddNonvoter(ctx, call.Node, call.Addr)
+	case "promote":
+		return control.ShardStatus{}, r.PromoteToVoter(ctx, call.Node)
+	case "remove":
+		return control.ShardStatus{}, r.RemoveServer(ctx, call.Node)
+	}
+	return control.ShardStatus{}, fmt.Errorf("host: unknown admin op %q", call.Op)
+}
+
+// localStatus is the status of shard id as its leader, this node, sees it.
+func (h *Host) localStatus(ctx context.Context, id int, r *shard.Shard) (control.ShardStatus, error) {
+	members, err := r.Configuration()
+	if err != nil {
+		return control.ShardStatus{}, err
+	}
+	lst := r.Stats()
+	st := control.ShardStatus{Leader: h.cfg.NodeID}
+	for _, m := range members {
+		sv := control.Server{ID: m.ID, Voter: m.Voter, Lag: -1}
+		applied, ok := lst.AppliedIndex, m.ID == h.cfg.NodeID
+		if !ok {
+			if ms, err := h.peers.stats(ctx, m.Address, id); err == nil {
+				applied, ok = ms.AppliedIndex, true
+			}
+		}
+		if ok {
+			sv.Lag = 0
+			if lst.CommitIndex > applied {
+				sv.Lag = int64(lst.CommitIndex - applied)
+			}
+		}
+		st.Servers = append(st.Servers, sv)
+	}
+	return st, nil
+}
+
+// clusterAdmin is the controller's ShardAdmin: each call runs on the shard's leader
+// (bootstrap: on the node it names), sent over the fwd stream when that is another node.
+type clusterAdmin struct{ h *Host }
+
+func (a clusterAdmin) onLeader(ctx context.Context, call adminCall) (control.ShardStatus, error) {
+	h := a.h
+	node, addr := h.leaderOf(call.Shard)
+	switch {
+	case node == "":
+		return control.ShardStatus{}, fmt.Errorf("%w: shard %d has no known leader", shard.ErrNotLeader, call.Shard)
+	case node == h.cfg.NodeID:
+		return h.adminLocal(ctx, call)
+	}
+	return h.peers.admin(ctx, addr, call)
+}
+
+func (a clusterAdmin) Status(ctx context.Context, id int) (control.ShardStatus, error) {
+	return a.onLeader(ctx, adminCall{Op: "status", Shard: id})
+}
+
+func (a clusterAdmin) Bootstrap(ctx context.Context, fence int64, id int, node, addr string) error {
+	call := adminCall{Op: "bootstrap", Fence: fence, Shard: id, Node: node, Addr: addr}
+	if node == a.h.cfg.NodeID {
+		_, err := a.h.adminLocal(ctx, call)
+		return err
+	}
+	target := a.h.peerAddr(node)
+	if target == "" {
+		target = addr
+	}
+	_, err := a.h.peers.admin(ctx, target, call)
+	return err
+}
+
+func (a clusterAdmin) AddNonvoter(ctx context.Context, fence int64, id int, node, addr string) error {
+	_, err := a.onLeader(ctx, adminCall{Op: "add", Fence: fence, Shard: id, Node: node, Addr: addr})
+	return err
+}
+
+func (a clusterAdmin) Promote(ctx context.Context, fence int64, id int, node string) error {
+	_, err := a.onLeader(ctx, adminCall{Op: "promote", Fence: fence, Shard: id, Node: node})
+	return err
+}
+
+func (a clusterAdmin) Remove(ctx context.Context, fence int64, id int, node string) error {
+	_, err := a.onLeader(ctx, adminCall{Op: "remove", Fence: fence, Shard: id, Node: node})
+	return err
+}
+
+// ClusterStatus is the cluster as one node sees it (cairn admin cluster status).
+type ClusterStatus struct {
+	ClusterID   string               `json:"cluster_id"`
+	Shards      int                  `json:"shards"`
+	Replication int                  `json:"replication"`
+	Node        string               `json:"node"` // the node that answered
+	Nodes       []ClusterNodeStatus  `json:"nodes"`
+	ShardStatus []ClusterShardStatus `json:"shard_status"`
+}
+
+// ClusterNodeStatus is one registered node.
+type ClusterNodeStatus struct {
+	ID        string    `json:"id"`
+	ClientURL string    `json:"client_url"`
+	PeerAddr  string    `json:"peer_addr"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// ClusterShardStatus is one shard as its leader sees it (Error when no leader answered).
+type ClusterShardStatus struct {
+	Shard   int              `json:"shard"`
+	Leader  string           `json:"leader,omitempty"`
+	Members []control.Server `json:"members,omitempty"`
+	Error   string           `json:"error,omitempty"`
+}
+
+// statusTimeout bounds asking one shard's leader for its status.
+const statusTimeout = 3 * time.Second
+
+// Status gathers the cluster status: the registry, and every shard's members and lag as
+// its leader reports them. The embedded default has none (ok false).
+func (h *Host) Status(ctx context.Context) (st ClusterStatus, ok bool) {
+	cs := h.cluster
+	if cs == nil {
+		return ClusterStatus{}, false
+	}
+	st = ClusterStatus{ClusterID: cs.cluster.ID, Shards: cs.cluster.Shards, Replication: cs.cluster.Replication, Node: h.cfg.NodeID}
+	for id, info := range *cs.nodes.Load() {
+		st.Nodes = append(st.Nodes, ClusterNodeStatus{ID: id, ClientURL: info.ClientURL, PeerAddr: info.PeerAddr, StartedAt: info.StartedAt})
+	}
+	slices.SortFunc(st.Nodes, func(a, b ClusterNodeStatus) int { return strings.Compare(a.ID, b.ID) })
+	st.ShardStatus = make([]ClusterShardStatus, cs.cluster.Shards)
+	var wg sync.WaitGroup
+	for id := range cs.cluster.Shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			defer cancel()
+			s, err := clusterAdmin{h}.Status(sctx, id)
+			ss := ClusterShardStatus{Shard: id, Leader: s.Leader, Members: s.Servers}
+			if err != nil {
+				ss.Error = err.Error()
+			}
+			st.ShardStatus[id] = ss
+		}()
+	}
+	wg.Wait()
+	return st, true
+}

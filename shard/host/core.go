@@ -1,0 +1,248 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/control"
+)
+
+// Core is what the host serves an agent root through: the adapter's core interface
+// (api/workbench.Core has the same methods).
+type Core interface {
+	// Propose replicates a command on the root's shard leader and returns its applied
+	// result.
+	Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error)
+	// ReadView returns a linearizable view of the root's shard, from this node's replica.
+	ReadView(ctx context.Context) (*meta.View, error)
+	// ReadViewAt returns this node's replica's applied view once it holds `version`.
+	ReadViewAt(ctx context.Context, version uint64) (*meta.View, error)
+}
+
+// assignTimeout bounds placing a root and assigning it on its shard.
+const assignTimeout = 10 * time.Second
+
+// leaderWait bounds how long a call waits for its shard to have a known, ready leader (an
+// election in progress) before it answers a retryable error.
+const leaderWait = 3 * time.Second
+
+// leaderPoll is how often a call waiting for a leader looks again.
+const leaderPoll = 50 * time.Millisecond
+
+// For returns the core of agent's root. A root never placed gets a core that reads as
+// empty and places the root at its first command. Errors match outcome.ErrUnavailable
+// when the control plane cannot tell where the root lives right now.
+func (h *Host) For(agent string) (Core, error) {
+	if id, ok := h.placement.Cached(agent); ok {
+		return &rootCore{h: h, id: id, agent: agent}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), assignTimeout)
+	defer cancel()
+	id, err := h.placement.Resolve(ctx, agent)
+	switch {
+	case errors.Is(err, control.ErrRootNotPlaced):
+		return &unplacedCore{h: h, agent: agent}, nil
+	case err != nil && control.IsRetryable(err):
+		return nil, fmt.Errorf("%w (placing root: %v)", shard.ErrNotLeader, err)
+	case err != nil:
+		return nil, err
+	}
+	return &rootCore{h: h, id: id, agent: agent}, nil
+}
+
+// Leaders returns the local replicas that are ready leaders, in shard order: the cores
+// the node-wide operations (an admin's GC sweep) act on.
+func (h *Host) Leaders() []*shard.Shard {
+	var out []*shard.Shard
+	list := h.Replicas()
+	for _, id := range h.replicaIDs() {
+		if r := list[id]; r != nil && r.Ready() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// All returns every local replica in shard order.
+func (h *Host) All() []*shard.Shard {
+	list := h.Replicas()
+	out := make([]*shard.Shard, 0, len(list))
+	for _, id := range h.replicaIDs() {
+		out = append(out, list[id])
+	}
+	return out
+}
+
+// rootCore serves one placed root through this node's replica of its shard.
+type rootCore struct {
+	h     *Host
+	id    int
+	agent string
+}
+
+// Propose assigns the root on its shard if this node has not seen it assigned (cluster),
+// then proposes b on the shard's leader: the local replica when it leads, else the
+// leader over the peer port.
+func (c *rootCore) Propose(ctx context.Context, hd meta.Header, b meta.Body) (meta.Result, error) {
+	if err := c.assign(ctx); err != nil {
+		return meta.Result{}, err
+	}
+	return c.h.propose(ctx, c.id, hd, b)
+}
+
+// assign makes sure the root is assigned on its shard (a shard refuses roots it does not
+// own, meta.Options.RequireRootAssignment).
+func (c *rootCore) assign(ctx context.Context) error {
+	if c.h.cfg.Cluster == nil {
+		return nil
+	}
+	if _, ok := c.h.assigned.Load(c.agent); ok {
+		return nil
+	}
+	v, err := c.h.readView(ctx, c.id)
+	if err != nil {
+		return err
+	}
+	if !v.HoldsRoot(c.agent) {
+		res, err := c.h.propose(ctx, c.id, meta.Header{}, meta.AssignRoot{Agent: c.agent})
+		if err != nil {
+			return err
+		}
+		if res.Err != nil {
+			return res.Err
+		}
+	}
+	c.h.assigned.Store(c.agent, struct{}{})
+	return nil
+}
+
+func (c *rootCore) ReadView(ctx context.Context) (*meta.View, error) {
+	return c.h.readView(ctx, c.id)
+}
+
+func (c *rootCore) ReadViewAt(ctx context.Context, version uint64) (*meta.View, error) {
+	r := c.h.Replica(c.id)
+	if r == nil {
+		return nil, fmt.Errorf("%w: no replica of shard %d on this node", shard.ErrNotLeader, c.id)
+	}
+	v, err := r.ReadViewAt(ctx, version)
+	if err == nil && !r.Ready() {
+		c.h.followerReads.inc(c.id)
+	}
+	return v, err
+}
+
+// unplacedCore serves a root that was never placed: it reads as the empty state every
+// shard shows for a root it never saw, and its first command places it.
+type unplacedCore struct {
+	h     *Host
+	agent string
+}
+
+func (c *unplacedCore) Propose(ctx context.Context, hd meta.Header, b meta.Body) (meta.Result, error) {
+	pctx, cancel := context.WithTimeout(ctx, assignTimeout)
+	id, _, err := c.h.placement.Place(pctx, c.agent)
+	cancel()
+	if err != nil {
+		if control.IsRetryable(err) {
+			return meta.Result{}, fmt.Errorf("%w (placing root: %v)", shard.ErrNotLeader, err)
+		}
+		return meta.Result{}, err
+	}
+	return (&rootCore{h: c.h, id: id, agent: c.agent}).Propose(ctx, hd, b)
+}
+
+func (c *unplacedCore) ReadView(context.Context) (*meta.View, error) {
+	return meta.New(c.h.cfg.FSM).View(), nil
+}
+
+func (c *unplacedCore) ReadViewAt(context.Context, uint64) (*meta.View, error) {
+	return meta.New(c.h.cfg.FSM).View(), nil
+}
+
+// propose proposes on shard id's leader, waiting up to leaderWait for one.
+func (h *Host) propose(ctx context.Context, id int, hd meta.Header, b meta.Body) (meta.Result, error) {
+	var res meta.Result
+	err := h.onLeader(ctx, id, func(r *shard.Shard) (err error) {
+		res, err = r.Propose(ctx, hd, b)
+		return err
+	}, func(addr string) (err error) {
+		res, err = h.peers.propose(ctx, addr, id, hd, b)
+		return err
+	})
+	return res, err
+}
+
+// readView returns a linearizable view of shard id from the local replica: directly when
+// it is the ready leader, else after the leader's read index is applied here.
+func (h *Host) readView(ctx context.Context, id int) (*meta.View, error) {
+	var v *meta.View
+	err := h.onLeader(ctx, id, func(r *shard.Shard) (err error) {
+		v, err = r.ReadView(ctx)
+		return err
+	}, func(addr string) error {
+		r := h.Replica(id)
+		if r == nil {
+			return fmt.Errorf("%w: no replica of shard %d on this node", shard.ErrNotLeader, id)
+		}
+		index, err := h.peers.readIndex(ctx, addr, id)
+		if err != nil {
+			return err
+		}
+		v, err = r.ReadViewAt(ctx, index)
+		return err
+	})
+	return v, err
+}
+
+// onLeader runs local when this node's replica of shard id is the ready leader, remote
+// with the leader's peer address when another node leads, and waits (up to leaderWait)
+// while no leader is known or the call met a replica that just stopped leading: those
+// answers applied nothing. Any other error is returned as is.
+func (h *Host) onLeader(ctx context.Context, id int, local func(*shard.Shard) error, remote func(addr string) error) error {
+	deadline := time.Now().Add(leaderWait)
+	for {
+		var err error
+		r := h.Replica(id)
+		node, addr := h.leaderOf(id)
+		switch {
+		case r != nil && r.Ready():
+			err = local(r)
+		case node != "" && node != h.cfg.NodeID && h.peers != nil && addr != "":
+			err = remote(addr)
+		case h.peers == nil && r == nil:
+			return shard.ErrClosed
+		default:
+			err = fmt.Errorf("%w: shard %d has no ready leader right now", shard.ErrNotLeader, id)
+		}
+		if err == nil || !errors.Is(err, shard.ErrNotLeader) || h.closing.Load() {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(leaderPoll):
+		}
+	}
+}
+
+// leaderOf returns the node id and peer address of shard id's leader as this node knows
+// it: its own replica's view first, then (cluster) the leader hint and the registry.
+func (h *Host) leaderOf(id int) (node, addr string) {
+	if r := h.Replica(id); r != nil {
+		if n, a := r.Leader(); n != "" {
+			return n, a
+		}
+	}
+	if h.cluster == nil {
+		return "", ""
+	}
+	return h.cluster.hintedLeader(id)
+}

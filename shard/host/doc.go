@@ -1,0 +1,34 @@
+// Package host hosts a node's replicas (DESIGN.md §3, §9): it opens the replica of every
+// shard placed on this node, routes an agent root to its shard and that shard's leader,
+// forwards metadata commands and read-index requests to the leader over the peer port,
+// serves the node-to-node API (the controller's shard administration, replica figures,
+// forwarded commands), publishes leader hints, and reports each replica's leadership to
+// the leader-only workers.
+//
+// The embedded default is a Host with one fixed shard (0), a single voter on an in-memory
+// transport and a static placement (Static); a cluster node is a Host whose placement,
+// replica sets, registry and leader hints live in etcd (shard/control). Both answer
+// through the same Core, so the surfaces above are wired once.
+//
+// Invariants:
+//
+//   - The host never carries a body: a write's segments are uploaded by the node that
+//     received it (api/workbench) before the command that references them is proposed;
+//     only the command (with its inline bytes) crosses the peer port. Reads are served
+//     from this node's replica: a linearizable read asks the leader for a read index
+//     (shard.ReadIndex) and waits until the local replica applied that far; a read at a
+//     snapshot id needs no leader at all (ReadViewAt).
+//   - A command is proposed at most once per call. A call that failed before the leader
+//     could have applied it (no leader, not the leader, shut down) answers an error
+//     matching outcome.ErrUnavailable and may be retried anywhere; one that may have
+//     applied (the leader was reached and then lost) answers outcome.ErrUnknown, retried
+//     only with the same request id.
+//   - A request forwarded to another node (HTTP, for a node without a replica of the
+//     root's shard) is never forwarded again: the receiving node serves it from its own
+//     replica or answers a retryable error.
+//   - A read never places a root: a root that was never placed reads as empty, and is
+//     placed (etcd) by its first write.
+//   - Every wait on etcd or a peer has a deadline and ends in a retryable error.
+//   - The host never imports api: it knows roots by name, commands as meta values, and
+//     HTTP only as the forwarding transport.
+package host

@@ -1,0 +1,362 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/control"
+	"github.com/cairnstore/cairn/shard/mux"
+)
+
+// EmbeddedShard is the one shard of the embedded default.
+const EmbeddedShard = 0
+
+// Config configures a Host.
+type Config struct {
+	// DataDir holds the replicas, one directory per shard: DataDir/shards/<id>.
+	DataDir string
+	// NodeID is this node's id, the Raft server id of each of its replicas.
+	NodeID string
+	// FSM are the metadata options of every replica. In a cluster the host adds
+	// RequireRootAssignment and a per-shard RootUIDPrefix.
+	FSM meta.Options
+	// SnapshotInterval and SnapshotThreshold tune each replica's Raft snapshots (shard.Config).
+	SnapshotInterval  time.Duration
+	SnapshotThreshold uint64
+	// Logger receives the host's and the replicas' reports. Default slog.Default().
+	Logger *slog.Logger
+	// OnLeadership, when set, is told each time a local replica becomes the shard's ready
+	// leader (leads true; r serves proposals and linearizable reads) and when it stops
+	// being one or closes (leads false). Calls come from one goroutine, in order; they must
+	// not block. The leader-only workers (shard/worker) start and stop here.
+	OnLeadership func(id int, r *shard.Shard, leads bool)
+	// Cluster, when set, makes the host a cluster node (DESIGN.md §9); nil is the embedded
+	// default (one shard, single voter, static placement).
+	Cluster *ClusterConfig
+}
+
+// ClusterConfig is what a cluster node's host needs beyond Config. The caller opens the
+// peer port and the control plane (their addresses, TLS and etcd endpoints are
+// configuration) and owns neither: the host stops using them at Close.
+type ClusterConfig struct {
+	// Peer is the node's multiplexed peer port: Raft traffic of every replica and the
+	// fwd stream (forwarded requests and commands, the node-to-node API).
+	Peer *mux.Mux
+	// Plane is the etcd control plane.
+	Plane *control.Plane
+	// Spec is the cluster this node creates or joins (shard count, replication, blob
+	// store); a mismatch with the cluster in etcd is a *control.MismatchError.
+	Spec control.ClusterSpec
+	// ClientURL is the URL clients reach this node at (published in the registry).
+	ClientURL string
+	// Instance is the UUID of the node's data directory (control.NodeInfo.Instance).
+	Instance string
+	// ControllerInterval and ControllerGrace tune the controller (control.ControllerConfig).
+	ControllerInterval, ControllerGrace time.Duration
+	// StartTimeout bounds reaching etcd at start. Default 30 s.
+	StartTimeout time.Duration
+}
+
+// Host is a node's set of replicas and the routing in front of them.
+type Host struct {
+	cfg       Config
+	log       *slog.Logger
+	placement Placement
+
+	mu       sync.RWMutex
+	replicas map[int]*shard.Shard
+	// damaged holds the replicas whose storage failed its check at open (shard.ErrDamaged):
+	// they are not opened again, which would only read the damaged log once more per call.
+	damaged  map[int]error
+	assigned sync.Map // agent → struct{}: roots known assigned on their shard
+
+	// kick wakes the leadership loop when a replica's readiness changed.
+	kick    chan struct{}
+	closing atomic.Bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	peers   *peerClient // nil in the embedded default
+	cluster *clusterState
+	// followerReads counts reads at a snapshot id served from a replica that did not lead.
+	followerReads *followerReadCounter
+}
+
+// Open starts a host: for the embedded default it opens the replica of shard 0 (created
+// and bootstrapped on first open); for a cluster it creates or joins the cluster in etcd,
+// registers the node, hosts the replicas the control plane assigns it and runs the
+// controller candidate. ctx bounds the start. The caller must Close the host.
+func Open(ctx context.Context, cfg Config) (*Host, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NodeID == "" || cfg.DataDir == "" {
+		return nil, errors.New("host: Config.NodeID and Config.DataDir are required")
+	}
+	h := &Host{cfg: cfg, log: cfg.Logger, replicas: map[int]*shard.Shard{}, damaged: map[int]error{},
+		kick: make(chan struct{}, 1), followerReads: newFollowerReadCounter()}
+	wctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	if cfg.Cluster == nil {
+		h.placement = Static{Shard: EmbeddedShard}
+		if _, err := h.ensureReplica(EmbeddedShard); err != nil {
+			h.Close()
+			return nil, err
+		}
+		h.goRun(func() { h.watchLeadership(wctx) })
+		return h, nil
+	}
+	if err := h.openCluster(ctx, wctx); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// NodeID returns this node's id.
+func (h *Host) NodeID() string { return h.cfg.NodeID }
+
+// Embedded reports whether the host is the embedded default (no cluster).
+func (h *Host) Embedded() bool { return h.cfg.Cluster == nil }
+
+// WaitReady blocks until the embedded default's shard serves writes and linearizable
+// reads. A cluster host returns at once: it serves as soon as it opened, and calls for a
+// shard without a leader yet answer a retryable error.
+func (h *Host) WaitReady(ctx context.Context) error {
+	if h.Embedded() {
+		r := h.Replica(EmbeddedShard)
+		if r == nil {
+			return shard.ErrClosed
+		}
+		return r.WaitReady(ctx)
+	}
+	return ctx.Err()
+}
+
+func (h *Host) goRun(f func()) {
+	h.wg.Add(1)
+	go func() { defer h.wg.Done(); f() }()
+}
+
+// Replica returns the local replica of shard id, or nil.
+func (h *Host) Replica(id int) *shard.Shard {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.replicas[id]
+}
+
+// Replicas returns the local replicas by shard id.
+func (h *Host) Replicas() map[int]*shard.Shard {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make(map[int]*shard.Shard, len(h.replicas))
+	for id, r := range h.replicas {
+		out[id] = r
+	}
+	return out
+}
+
+// replicaIDs returns the local replicas' shard ids in order.
+func (h *Host) replicaIDs() []int {
+	list := h.Replicas()
+	ids := make([]int, 0, len(list))
+	for id := range list {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	return ids
+}
+
+// ensureReplica opens the local replica of shard id if it is not open.
+func (h *Host) ensureReplica(id int) (*shard.Shard, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r, ok := h.replicas[id]; ok {
+		return r, nil
+	}
+	if h.closing.Load() {
+		return nil, shard.ErrClosed
+	}
+	if err, ok := h.damaged[id]; ok {
+		return nil, err
+	}
+	scfg := shard.Config{
+		Dir:               filepath.Join(h.cfg.DataDir, "shards", strconv.Itoa(id)),
+		NodeID:            h.cfg.NodeID,
+		FSM:               h.cfg.FSM,
+		SnapshotInterval:  h.cfg.SnapshotInterval,
+		SnapshotThreshold: h.cfg.SnapshotThreshold,
+		Logger:            h.log,
+		OnReady: func(bool) {
+			select {
+			case h.kick <- struct{}{}:
+			default:
+			}
+		},
+	}
+	if c := h.cfg.Cluster; c != nil {
+		scfg.FSM.RequireRootAssignment = true
+		scfg.FSM.RootUIDPrefix = fmt.Sprintf("s%dr", id)
+		scfg.Logger = h.log.With("shard", id)
+		scfg.Peer = c.Peer
+		scfg.ShardID = strconv.Itoa(id)
+	}
+	r, err := shard.Open(scfg)
+	if err != nil {
+		err = fmt.Errorf("open replica of shard %d: %w", id, err)
+		if errors.Is(err, shard.ErrDamaged) {
+			h.damaged[id] = err
+		}
+		return nil, err
+	}
+	h.replicas[id] = r
+	if h.cfg.Cluster != nil {
+		h.log.Info("replica opened", "shard", id)
+	}
+	return r, nil
+}
+
+// closeReplica closes and forgets the local replica of shard id (its data stays on disk).
+func (h *Host) closeReplica(id int) {
+	h.mu.Lock()
+	r, ok := h.replicas[id]
+	delete(h.replicas, id)
+	h.mu.Unlock()
+	if ok {
+		_ = r.Close()
+		h.kickLeadership()
+	}
+}
+
+func (h *Host) kickLeadership() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// leadershipPoll is how often the leadership loop looks at the replicas without being
+// woken (a backstop for a missed wake-up and for hint writes that failed while etcd was
+// away).
+const leadershipPoll = time.Second
+
+// watchLeadership tells OnLeadership of every change of a local replica's leadership, and
+// in a cluster publishes and withdraws leader hints (cluster.go).
+func (h *Host) watchLeadership(ctx context.Context) {
+	leads := map[int]*shard.Shard{}
+	t := time.NewTicker(leadershipPoll)
+	defer t.Stop()
+	defer func() {
+		for id := range leads {
+			h.tell(id, nil, false)
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-h.kick:
+		}
+		list := h.Replicas()
+		for id, r := range leads {
+			if list[id] != r || !r.Ready() {
+				delete(leads, id)
+				h.tell(id, r, false)
+			}
+		}
+		for id, r := range list {
+			if _, ok := leads[id]; !ok && r.Ready() {
+				leads[id] = r
+				h.tell(id, r, true)
+			}
+		}
+		if h.cluster != nil {
+			h.publishHints(ctx, list)
+		}
+	}
+}
+
+func (h *Host) tell(id int, r *shard.Shard, leads bool) {
+	if h.cfg.OnLeadership != nil {
+		h.cfg.OnLeadership(id, r, leads)
+	}
+}
+
+// TransferLeadership hands the leadership of every shard this node leads to another
+// voter (SIGTERM), so that clients see a short handover instead of an election timeout.
+// From then on the host refuses new replicas.
+func (h *Host) TransferLeadership(ctx context.Context) {
+	h.closing.Store(true)
+	var wg sync.WaitGroup
+	for id, r := range h.Replicas() {
+		if r.Stats().State != "Leader" || !hasOtherVoter(r, h.cfg.NodeID) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.TransferLeadership(ctx); err != nil {
+				h.log.Warn("leadership transfer", "shard", id, "err", err)
+			} else {
+				h.log.Info("leadership transferred", "shard", id)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Closing reports whether the host is shutting down (TransferLeadership or Close ran).
+func (h *Host) Closing() bool { return h.closing.Load() }
+
+// hasOtherVoter reports whether r's group has a voter other than self.
+func hasOtherVoter(r *shard.Shard, self string) bool {
+	members, err := r.Configuration()
+	if err != nil {
+		return false
+	}
+	for _, m := range members {
+		if m.Voter && m.ID != self {
+			return true
+		}
+	}
+	return false
+}
+
+// Close stops the host: the controller, the registration, the fwd stream, every replica.
+func (h *Host) Close() error {
+	h.closing.Store(true)
+	if h.cancel != nil {
+		h.cancel()
+	}
+	var errs []error
+	if h.cluster != nil {
+		errs = append(errs, h.cluster.stopServing())
+	}
+	h.wg.Wait()
+	if h.cluster != nil {
+		errs = append(errs, h.cluster.close())
+	}
+	if h.placement != nil {
+		h.placement.Close()
+	}
+	h.mu.Lock()
+	for id, r := range h.replicas {
+		if err := r.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", id, err))
+		}
+		delete(h.replicas, id)
+	}
+	h.mu.Unlock()
+	return errors.Join(errs...)
+}
