@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // TestClusterFollowerCatchesUpThroughOneSnapshotInstall takes a follower down (kill -9)
@@ -98,7 +100,7 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	eventually(t, 10*time.Minute, fmt.Sprintf("%d writes acknowledged with a follower down", total), func() error {
+	retry.Within(t, 10*time.Minute, fmt.Sprintf("%d writes acknowledged with a follower down", total), func() error {
 		if f := failed.Load(); f != nil {
 			return fmt.Errorf("%v", f)
 		}
@@ -117,14 +119,14 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 	restarted := time.Now()
 	before := acked.Load()
 	target := metricValue(t, leader, applied)
-	eventually(t, 3*time.Minute, "the restarted follower applies what the leader had applied at its restart", func() error {
+	retry.Within(t, 3*time.Minute, "the restarted follower applies what the leader had applied at its restart", func() error {
 		if got := metricValue(t, follower, applied); got < target {
 			return fmt.Errorf("applied version %v, want %v", got, target)
 		}
 		return nil
 	})
 	t.Logf("caught up to version %.0f in %v while %d more writes were acknowledged", target, time.Since(restarted).Round(time.Millisecond), acked.Load()-before)
-	eventually(t, 30*time.Second, "writes acknowledged after the catch-up", func() error {
+	retry.Within(t, 30*time.Second, "writes acknowledged after the catch-up", func() error {
 		if n := acked.Load() - before; n < 100 {
 			return fmt.Errorf("%d acknowledged since the restart", n)
 		}
@@ -145,13 +147,17 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 	if code != http.StatusCreated || json.Unmarshal(b, &snap) != nil || snap.SnapshotID == 0 {
 		t.Fatalf("mint a snapshot: %d %s", code, b)
 	}
-	followerID := nodeIDOf(t, follower)
+	st, err := getClusterStatus(follower.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	followerID := st.Node
 	checked, byFollower := 0, 0
 	last.Range(func(k, v any) bool {
 		u := fileURL(follower.URL, agent, wb, k.(string)) + "?at_snapshot=" + strconv.FormatUint(snap.SnapshotID, 10)
 		var resp *http.Response
 		var body []byte
-		eventually(t, 30*time.Second, "read "+k.(string)+" at the snapshot through the follower", func() error {
+		retry.Within(t, 30*time.Second, "read "+k.(string)+" at the snapshot through the follower", func() error {
 			r, err := http.Get(u)
 			if err != nil {
 				return err
@@ -177,17 +183,4 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 	if byFollower == 0 {
 		t.Fatal("no read at the snapshot was served by the restarted follower itself")
 	}
-}
-
-// nodeIDOf returns s's cluster node id, from the cluster status it serves.
-func nodeIDOf(t *testing.T, s *server) string {
-	t.Helper()
-	code, b := clusterDo(http.MethodGet, s.AdminURL+"/v1/admin/cluster", nil, 30*time.Second)
-	var st struct {
-		Node string `json:"node"`
-	}
-	if code != http.StatusOK || json.Unmarshal(b, &st) != nil || st.Node == "" {
-		t.Fatalf("cluster status of %s: %d %s", s.URL, code, b)
-	}
-	return st.Node
 }

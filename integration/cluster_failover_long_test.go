@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // TestClusterFailoverTime kills the leader of a one-shard, three-node cluster with kill -9
@@ -62,7 +64,7 @@ func TestClusterFailoverTime(t *testing.T) {
 		leader.restart()
 		newLeader := shardLeader(t, survivors, 0, 3)
 		want := metricValue(t, newLeader, metric)
-		eventually(t, 60*time.Second, "the restarted node catches up", func() error {
+		retry.Within(t, 60*time.Second, "the restarted node catches up", func() error {
 			if got := metricValue(t, leader, metric); got < want {
 				return fmt.Errorf("applied version %v, leader had %v", got, want)
 			}

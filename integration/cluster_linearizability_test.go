@@ -18,6 +18,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/ops"
 )
 
@@ -53,7 +55,7 @@ func startLinCluster(t *testing.T, extra ...string) *linCluster {
 	bucket := s3test.Bucket()
 	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
 	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
-	etcd := startEtcd(t)
+	etcd := etcdtest.Start(t).Endpoint()
 	fn := newFaultNet(t, 3)
 	lc := &linCluster{net: fn}
 	for i := range 3 {
@@ -415,7 +417,7 @@ func TestClusterLinearizableUnderKillsAndPartitions(t *testing.T) {
 	progress := func(what string) {
 		t.Helper()
 		from := acked.Load()
-		eventually(t, 60*time.Second, "writes acknowledged "+what, func() error {
+		retry.Within(t, 60*time.Second, "writes acknowledged "+what, func() error {
 			if n := acked.Load() - from; n < 10 {
 				return fmt.Errorf("%d acknowledged", n)
 			}

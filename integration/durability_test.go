@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // Shape of the crash loop.
@@ -237,7 +239,7 @@ func crashIteration(t *testing.T, srv *server, rng *rand.Rand, seed uint64, runI
 	defer releaseTrickle()
 	wg.Go(func() { trickler.trickle(ctx, halfSent, release) })
 
-	eventually(t, time.Minute, fmt.Sprintf("iteration %d: %d writes acknowledged", it, minAckedBeforeKill), func() error {
+	retry.Within(t, time.Minute, fmt.Sprintf("iteration %d: %d writes acknowledged", it, minAckedBeforeKill), func() error {
 		if n := run.acked.Load(); n < minAckedBeforeKill {
 			return fmt.Errorf("%d acknowledged so far", n)
 		}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/freeport"
 )
 
 // faultNet is a fault-injecting TCP network between the peer ports of cluster nodes.
@@ -80,12 +82,7 @@ func (n *faultNet) addr(i int) string { return n.proxies[i].ln.Addr().String() }
 // freePeerAddr returns a free port on node i's own loopback address and makes it the
 // target of node i's proxy. Pass it to the node as --peer-listen; keep it across restarts.
 func (n *faultNet) freePeerAddr(i int) string {
-	ln, err := net.Listen("tcp", peerIP(i)+":0")
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeport.AddrOn(n.t, peerIP(i))
 	n.mu.Lock()
 	n.proxies[i].target = addr
 	n.mu.Unlock()

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // The cairn binaries TestMain builds.
@@ -88,25 +90,6 @@ func childEnv(extra ...string) []string {
 		}
 	}
 	return append(env, extra...)
-}
-
-// eventually calls fn until it returns nil, backing off from 5 ms to 250 ms between
-// attempts; if fn still fails after timeout it fails the test with fn's last error.
-func eventually(t testing.TB, timeout time.Duration, what string, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	wait := 5 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not true after %v (%d attempts): %v", what, timeout, attempt, err)
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, 250*time.Millisecond)
-	}
 }
 
 // outputLog collects the output lines of one or more child processes, each line
@@ -280,7 +263,7 @@ func (s *server) start() {
 		s.t.Fatalf("cairn serve on %s did not log %q within %v:\n%s", s.dataDir, "cairn is serving", serveStartTimeout, s.log.tail(16<<10))
 	}
 	hc := &http.Client{Timeout: 5 * time.Second}
-	eventually(s.t, readyTimeout, "GET "+s.URL+"/readyz answers 200", func() error {
+	retry.Within(s.t, readyTimeout, "GET "+s.URL+"/readyz answers 200", func() error {
 		select {
 		case <-c.done:
 			return fmt.Errorf("the server exited: %v", c.err)

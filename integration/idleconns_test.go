@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // procFDs counts the open descriptors of process pid (/proc/<pid>/fd).
@@ -103,7 +105,7 @@ func testIdleConnections(t *testing.T, conns, maxConns int) {
 	// idle ones until the read-header timeout has closed enough of them.
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	start := time.Now()
-	eventually(t, 2*time.Minute, "a new client is served beside the idle connections", func() error {
+	retry.Within(t, 2*time.Minute, "a new client is served beside the idle connections", func() error {
 		resp, err := hc.Get(srv.URL + "/healthz")
 		if err != nil {
 			return err

@@ -19,14 +19,15 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cairnstore/cairn/blob/blobtest"
+	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // Integrity (issue 10, findings 1–3): no byte of a body reaches a client before the bytes it
 // belongs to are verified, a corrupt blob is repaired by the next upload of the same
 // content, and a damaged raft.db never ends in a panic or a start loop.
-
-// dirBlobHeaderBytes is the header of a blob/dir file before its payload.
-const dirBlobHeaderBytes = 16
 
 // blobFile returns the dir-backend file of the blob whose uncompressed bytes are segment.
 func blobFile(t *testing.T, dataDir string, segment []byte) string {
@@ -49,27 +50,6 @@ func blobFile(t *testing.T, dataDir string, segment []byte) string {
 		t.Fatalf("no blob file %s under %s", name, dataDir)
 	}
 	return found
-}
-
-// flipByte inverts the bits of the byte at off in the file at path.
-func flipByte(t *testing.T, path string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var b [1]byte
-	if _, err := f.ReadAt(b[:], off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0xff
-	if _, err := f.WriteAt(b[:], off); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // wantDataCorrupted requires a 5xx DataCorrupted error envelope, not retryable.
@@ -132,7 +112,7 @@ func TestCorruptBlobIsNeverServedAndReuploadRepairsIt(t *testing.T) {
 		t.Fatalf("GET before the damage: %d, %d bytes", r.status, len(r.body))
 	}
 	path := blobFile(t, dataDir, body)
-	flipByte(t, path, dirBlobHeaderBytes+40_000)
+	blobtest.FlipByte(t, path, dir.HeaderBytes+40_000)
 	before := corruptCount(t, srv.URL)
 
 	wantDataCorrupted(t, "GET of the whole body", doHTTP(t, "GET", u, nil))
@@ -199,11 +179,11 @@ func TestCorruptLaterSegmentAbortsTheStream(t *testing.T) {
 			return err
 		}
 		defer f.Close()
-		head := make([]byte, dirBlobHeaderBytes+64)
+		head := make([]byte, dir.HeaderBytes+64)
 		if _, err := io.ReadFull(f, head); err != nil {
 			return err
 		}
-		if !bytes.Equal(head[dirBlobHeaderBytes:], body[:64]) {
+		if !bytes.Equal(head[dir.HeaderBytes:], body[:64]) {
 			later = p
 		}
 		return nil
@@ -211,7 +191,7 @@ func TestCorruptLaterSegmentAbortsTheStream(t *testing.T) {
 	if err != nil || later == "" {
 		t.Fatalf("no blob besides the first segment (%v): the body was not cut into segments", err)
 	}
-	flipByte(t, later, dirBlobHeaderBytes+100)
+	blobtest.FlipByte(t, later, dir.HeaderBytes+100)
 
 	req, err := http.NewRequestWithContext(t.Context(), "GET", u, nil)
 	if err != nil {
@@ -332,7 +312,7 @@ func TestDamagedRaftSnapshotFailsStartClearly(t *testing.T) {
 	srv := startServer(t, dataDir, serveArgs("--raft-snapshot-threshold", "16", "--raft-snapshot-interval", "200ms"))
 	snapDir := filepath.Join(dataDir, "shards", "0", "snapshots")
 	i := 0
-	eventually(t, time.Minute, "a Raft snapshot is taken", func() error {
+	retry.Within(t, time.Minute, "a Raft snapshot is taken", func() error {
 		i++
 		if r := doHTTP(t, "PUT", fileURL(srv.URL, "integrity", "w", fmt.Sprintf("input/%d.txt", i)), strings.NewReader("some bytes")); r.status != 201 {
 			t.Fatalf("PUT: %d %s", r.status, r.body)
@@ -353,6 +333,6 @@ func TestDamagedRaftSnapshotFailsStartClearly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flipByte(t, newest, fi.Size()/2)
+	blobtest.FlipByte(t, newest, fi.Size()/2)
 	wantDamagedStart(t, dataDir, filepath.Dir(newest))
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // requestsServed sums cairn_http_requests_total over status codes for one route and
@@ -82,7 +84,7 @@ func TestAbortedUploadIsNeverVisible(t *testing.T) {
 			t.Fatal(err)
 		}
 		abortUpload(t, srv.URL, c.head, part)
-		eventually(t, 30*time.Second, "the server finished the aborted request", func() error {
+		retry.Within(t, 30*time.Second, "the server finished the aborted request", func() error {
 			n, err := requestsServed(t, srv.URL, "file", c.method)
 			if err == nil && n <= before {
 				err = fmt.Errorf("%d %s requests served, %d before", n, c.method, before)
@@ -114,7 +116,7 @@ func TestTruncatedChunkedUploadFailsPromptly(t *testing.T) {
 		body[i] = byte(i*7919>>3) ^ byte(i>>13)
 	}
 	abortUpload(t, srv.URL, fmt.Sprintf("PUT /v1/agents/a/workbenches/w/files/input/big.bin HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n", sent), body)
-	eventually(t, 30*time.Second, "the server finished the aborted 20 MiB chunked PUT", func() error {
+	retry.Within(t, 30*time.Second, "the server finished the aborted 20 MiB chunked PUT", func() error {
 		n, err := requestsServed(t, srv.URL, "file", "PUT")
 		if err == nil && n == 0 {
 			err = fmt.Errorf("the request is still being handled")

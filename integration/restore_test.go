@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // Shape of the large restore.
@@ -127,7 +129,7 @@ func TestRestoreOfALargeWorkbenchCopiesNoBodiesAndSurvivesKill9(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	var opID string
 	var copied float64
-	eventually(t, 2*time.Minute, "the restore is observed copying", func() error {
+	retry.Within(t, 2*time.Minute, "the restore is observed copying", func() error {
 		r := doHTTP(t, "POST", base+"src/restore", strings.NewReader(restoreBody))
 		m := jsonBody(t, r)
 		if r.status == http.StatusOK {
@@ -157,7 +159,7 @@ func TestRestoreOfALargeWorkbenchCopiesNoBodiesAndSurvivesKill9(t *testing.T) {
 		t.Fatalf("destination while restoring: %d %s", r.status, r.body)
 	}
 	var result map[string]any
-	eventually(t, 5*time.Minute, "the retried restore converges", func() error {
+	retry.Within(t, 5*time.Minute, "the retried restore converges", func() error {
 		r := doHTTP(t, "POST", base+"src/restore", strings.NewReader(restoreBody))
 		m := jsonBody(t, r)
 		if r.status != http.StatusOK {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard/mux"
 )
@@ -172,7 +173,7 @@ func (c *testCluster) leader(shardID string) (*testNode, *Shard) {
 	c.t.Helper()
 	var ln *testNode
 	var ls *Shard
-	succeedsSoon(c.t, "a ready leader of "+shardID, func() error {
+	retry.SucceedsSoon(c.t, "a ready leader of "+shardID, func() error {
 		for n, s := range c.replicas(shardID) {
 			if s.Ready() {
 				ln, ls = n, s
@@ -230,7 +231,7 @@ func (c *testCluster) mustPropose(shardID string, b meta.Body) meta.Result {
 func (c *testCluster) converged(shardID string) uint64 {
 	c.t.Helper()
 	var version uint64
-	succeedsSoon(c.t, shardID+" replicas converge", func() error {
+	retry.SucceedsSoon(c.t, shardID+" replicas converge", func() error {
 		var digest meta.Digest
 		first := true
 		for n, s := range c.replicas(shardID) {
@@ -253,22 +254,6 @@ func (c *testCluster) converged(shardID string) uint64 {
 // heartbeat timeout leaves a wide margin for scheduling and the race detector.
 func loopbackTimeouts(c *Config) {
 	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 100*time.Millisecond
-}
-
-// succeedsSoon retries f until it returns nil, for at most 30 seconds.
-func succeedsSoon(t testing.TB, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after 30s: %v", what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func testLogger() *slog.Logger {

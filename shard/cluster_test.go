@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard/mux"
 )
@@ -191,7 +192,7 @@ func checkAcked(t *testing.T, v *meta.View, acked map[string]uint64) {
 func TestLeaderKillLosesNoAcknowledgedWriteAndTheMemberCatchesUp(t *testing.T) {
 	c := newCluster(t, 3, []string{"0", "1"}, nil)
 	w := startWriters(c, "0", 4)
-	succeedsSoon(t, "writes before the kill", func() error {
+	retry.SucceedsSoon(t, "writes before the kill", func() error {
 		if w.count() < 50 {
 			return errors.New("too few")
 		}
@@ -200,7 +201,7 @@ func TestLeaderKillLosesNoAcknowledgedWriteAndTheMemberCatchesUp(t *testing.T) {
 	old, _ := c.leader("0")
 	before := w.count()
 	c.stop(old)
-	succeedsSoon(t, "writes after the kill", func() error {
+	retry.SucceedsSoon(t, "writes after the kill", func() error {
 		if w.count() < before+100 {
 			return fmt.Errorf("%d writes since the kill", w.count()-before)
 		}
@@ -316,7 +317,7 @@ func TestLaggingMemberCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 	const missed = 5000
 	start := time.Now()
 	w := startWriters(c, "0", 32)
-	succeedsSoon(t, "writes while a member is down", func() error {
+	retry.SucceedsSoon(t, "writes while a member is down", func() error {
 		if n := w.count(); n < missed {
 			return fmt.Errorf("%d writes", n)
 		}
@@ -324,7 +325,7 @@ func TestLaggingMemberCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 	})
 	t.Logf("%d writes with one member down in %v", w.count(), time.Since(start))
 	_, ls := c.leader("0")
-	succeedsSoon(t, "the leader compacted its log past the missed writes", func() error {
+	retry.SucceedsSoon(t, "the leader compacted its log past the missed writes", func() error {
 		first, err := ls.log.FirstIndex()
 		if err != nil {
 			return err
@@ -341,7 +342,7 @@ func TestLaggingMemberCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 	w = startWriters(c, "0", 2)
 	c.start(down)
 	rs := down.shards["0"]
-	succeedsSoon(t, "the restarted member catches up", func() error {
+	retry.SucceedsSoon(t, "the restarted member catches up", func() error {
 		if got, want := rs.Stats().AppliedIndex, ls.Stats().CommitIndex; got+100 < want {
 			return fmt.Errorf("applied %d, leader committed %d", got, want)
 		}
@@ -430,7 +431,7 @@ func TestMembershipAddNonvoterPromoteAndRemove(t *testing.T) {
 	if err := ls.RemoveServer(ctx, ln.id); err != nil {
 		t.Fatal(err)
 	}
-	succeedsSoon(t, "the removed replica stops", func() error {
+	retry.SucceedsSoon(t, "the removed replica stops", func() error {
 		if st := ls.Stats().State; st != "Shutdown" {
 			return fmt.Errorf("state %s", st)
 		}
@@ -516,7 +517,7 @@ func TestMinorityPartitionedLeaderCannotCommitOrReadStale(t *testing.T) {
 
 	// The majority side elects a leader and commits.
 	var majority *Shard
-	succeedsSoon(t, "a leader on the majority side", func() error {
+	retry.SucceedsSoon(t, "a leader on the majority side", func() error {
 		for n, s := range c.replicas("0") {
 			if n != old && s.Ready() {
 				majority = s
@@ -663,7 +664,7 @@ func TestBootstrapAtRuntimeThenGrowToThreeVoters(t *testing.T) {
 	c.mustPropose("7", put("grown", "x"))
 	// A non-voter that was added has state: a late bootstrap call is a no-op, not a
 	// second group.
-	succeedsSoon(t, "the non-voters receive the log", func() error {
+	retry.SucceedsSoon(t, "the non-voters receive the log", func() error {
 		for i, s := range replicas[1:] {
 			if s.FSM().AppliedVersion() == 0 {
 				return fmt.Errorf("replica %d has nothing", i+1)

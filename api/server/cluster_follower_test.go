@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // answer is one HTTP response, read whole.
@@ -73,22 +75,6 @@ func followerReadCount(t *testing.T, n *testClusterNode, id int) float64 {
 	return 0
 }
 
-// eventually retries f every 50 ms until it succeeds or 30 s have passed.
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // mint creates a snapshot named name through n and returns its id.
 func mint(t *testing.T, n *testClusterNode, ws, name string) uint64 {
 	t.Helper()
@@ -108,7 +94,7 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 	}
 	srv := s3test.Start(t)
 	bucket := s3test.Bucket()
-	etcd := startTestEtcd(t)
+	etcd := etcdtest.Start(t).Endpoint()
 	var nodes []*testClusterNode
 	for range 3 {
 		cfg := clusterConfig(t, srv, bucket, etcd)
@@ -131,7 +117,7 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 	// The leader, and two followers that have applied everything it has.
 	var leader *testClusterNode
 	var followers []*testClusterNode
-	eventually(t, "a leader with three voters", func() error {
+	retry.SucceedsSoon(t, "a leader with three voters", func() error {
 		leader, followers = nil, nil
 		for _, n := range nodes {
 			r := n.replica(shardID)
@@ -167,7 +153,7 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 		}
 		return nil
 	}
-	eventually(t, "followers catch up", caughtUp)
+	retry.SucceedsSoon(t, "followers catch up", caughtUp)
 
 	at := "?at_snapshot=" + strconv.FormatUint(snap, 10)
 	for _, f := range followers {
@@ -224,14 +210,14 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 	// read answers for it.
 	f := followers[0]
 	snap2 := mint(t, leader, ws, "s2")
-	eventually(t, "followers apply the second mint", caughtUp)
+	retry.SucceedsSoon(t, "followers apply the second mint", caughtUp)
 	if a := getOnce(t, f.url+ws+"/files/input/a?at_snapshot="+strconv.FormatUint(snap2, 10)); a.code != http.StatusOK || string(a.body) != "after" {
 		t.Fatalf("read at snapshot %d through follower %s: %d %s", snap2, f.nodeID, a.code, a.body)
 	}
 	if code, b := request(t, http.MethodPost, leader.url+ws+"/snapshots/retire", []byte(`{"snapshot_id":`+strconv.FormatUint(snap2, 10)+`}`)); code != http.StatusOK {
 		t.Fatalf("retire snapshot %d: %d %s", snap2, code, b)
 	}
-	eventually(t, "followers apply the retire", caughtUp)
+	retry.SucceedsSoon(t, "followers apply the retire", caughtUp)
 	if a := getSettled(t, f.url+ws+"/files/input/a?at_snapshot="+strconv.FormatUint(snap2, 10)); a.code != http.StatusGone ||
 		!bytes.Contains(a.body, []byte("SnapshotExpired")) {
 		t.Fatalf("read at retired snapshot %d through follower %s: %d %s served by %q", snap2, f.nodeID, a.code, a.body, a.servedBy())
@@ -243,7 +229,7 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 	followers[1].shutdown()
 	leader.shutdown()
 	rep := survivor.replica(shardID)
-	eventually(t, "the survivor knows no leader", func() error {
+	retry.SucceedsSoon(t, "the survivor knows no leader", func() error {
 		if id, _ := rep.Leader(); id != "" || rep.Ready() {
 			return fmt.Errorf("leader %q, ready %v", id, rep.Ready())
 		}

@@ -9,65 +9,18 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard/control"
 )
-
-// startTestEtcd starts a one-member etcd on loopback and returns its client endpoint.
-func startTestEtcd(t *testing.T) string {
-	endpoint, _ := startTestEtcdServer(t)
-	return endpoint
-}
-
-// startTestEtcdServer is startTestEtcd that also returns a function that stops etcd
-// early (the cleanup then does nothing).
-func startTestEtcdServer(t *testing.T) (string, func()) {
-	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Name = "m0"
-	cfg.Dir = filepath.Join(t.TempDir(), "etcd")
-	peer, client := freeURL(t), freeURL(t)
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.InitialCluster = cfg.Name + "=" + peer.String()
-	cfg.LogLevel = "error"
-	cfg.TickMs, cfg.ElectionMs = 25, 250
-	cfg.UnsafeNoFsync = true
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop := func() { once.Do(e.Close) }
-	t.Cleanup(stop)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(30 * time.Second):
-		t.Fatal("etcd did not become ready")
-	}
-	return client.Host, stop
-}
-
-func freeURL(t *testing.T) url.URL {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return url.URL{Scheme: "http", Host: ln.Addr().String()}
-}
 
 // clusterConfig is a loopback cluster node configuration.
 func clusterConfig(t *testing.T, srv *s3test.Server, bucket, etcd string) ops.Config {
@@ -158,7 +111,7 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 	}
 	srv := s3test.Start(t)
 	bucket := s3test.Bucket()
-	etcd := startTestEtcd(t)
+	etcd := etcdtest.Start(t).Endpoint()
 	var nodes []*testClusterNode
 	for range 3 {
 		nodes = append(nodes, startClusterNode(t, clusterConfig(t, srv, bucket, etcd)))
@@ -314,8 +267,8 @@ func TestClusterKeepsServingPlacedRootsWhileEtcdIsDown(t *testing.T) {
 		t.Skip("starts etcd, MinIO and a node")
 	}
 	srv := s3test.Start(t)
-	endpoint, stopEtcd := startTestEtcdServer(t)
-	cfg := clusterConfig(t, srv, s3test.Bucket(), endpoint)
+	etcd := etcdtest.Start(t)
+	cfg := clusterConfig(t, srv, s3test.Bucket(), etcd.Endpoint())
 	cfg.Replication = 1
 	n := startClusterNode(t, cfg)
 	ws := n.url + "/v1/agents/alice/workbenches/w1"
@@ -326,7 +279,7 @@ func TestClusterKeepsServingPlacedRootsWhileEtcdIsDown(t *testing.T) {
 		t.Fatalf("put: %d %s", code, b)
 	}
 
-	stopEtcd()
+	etcd.Stop(0)
 	if code, b := request(t, http.MethodPut, ws+"/files/input/b", []byte("during")); code/100 != 2 {
 		t.Fatalf("put to a placed root while etcd is down: %d %s", code, b)
 	}
@@ -369,77 +322,18 @@ func voterSets(t *testing.T, n *testClusterNode) map[int][]string {
 // holds for the members of each (voter ids, non-voters as "nonvoter:<id>").
 func waitShards(t *testing.T, n *testClusterNode, what string, want func(members []string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := func() error {
-			sets := voterSets(t, n)
-			if len(sets) != 2 {
-				return fmt.Errorf("status of %d shards: %v", len(sets), sets)
+	retry.Within(t, 60*time.Second, what, func() error {
+		sets := voterSets(t, n)
+		if len(sets) != 2 {
+			return fmt.Errorf("status of %d shards: %v", len(sets), sets)
+		}
+		for id, vs := range sets {
+			if !want(vs) {
+				return fmt.Errorf("shard %d: %v", id, vs)
 			}
-			for id, vs := range sets {
-				if !want(vs) {
-					return fmt.Errorf("shard %d: %v", id, vs)
-				}
-			}
-			return nil
-		}()
-		if err == nil {
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func TestClusterReplacesAFailedNodeWithANewOne(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd, MinIO and four nodes")
-	}
-	interval, grace := controllerInterval, controllerGrace
-	controllerInterval, controllerGrace = 500*time.Millisecond, 2*time.Second
-	t.Cleanup(func() { controllerInterval, controllerGrace = interval, grace })
-
-	srv := s3test.Start(t)
-	bucket := s3test.Bucket()
-	etcd := startTestEtcd(t)
-	var nodes []*testClusterNode
-	for range 3 {
-		nodes = append(nodes, startClusterNode(t, clusterConfig(t, srv, bucket, etcd)))
-	}
-	agents := []string{"a1", "a2", "a3", "a4"}
-	for _, a := range agents {
-		ws := nodes[0].url + "/v1/agents/" + a + "/workbenches/w1"
-		if code, b := request(t, http.MethodPut, ws, nil); code/100 != 2 {
-			t.Fatalf("create workbench of %s: %d %s", a, code, b)
-		}
-		if code, b := request(t, http.MethodPut, ws+"/files/input/f", []byte(a)); code/100 != 2 {
-			t.Fatalf("put of %s: %d %s", a, code, b)
-		}
-	}
-	waitShards(t, nodes[0], "three voters per shard", func(vs []string) bool {
-		return len(vs) == 3 && !strings.Contains(fmt.Sprint(vs), "nonvoter")
+		return nil
 	})
-
-	// A fourth node joins; then node 2 leaves for good. Its replicas move to the new node.
-	fourth := startClusterNode(t, clusterConfig(t, srv, bucket, etcd))
-	gone := nodes[2].nodeID
-	nodes[2].shutdown()
-	nodes = []*testClusterNode{nodes[0], nodes[1], fourth}
-	waitShards(t, nodes[0], "the failed node is replaced in every shard", func(vs []string) bool {
-		s := fmt.Sprint(vs)
-		return len(vs) == 3 && !strings.Contains(s, "nonvoter") && !strings.Contains(s, gone) && strings.Contains(s, fourth.nodeID)
-	})
-	for i, a := range agents {
-		ws := "/v1/agents/" + a + "/workbenches/w1"
-		if code, b := request(t, http.MethodGet, nodes[i%3].url+ws+"/files/input/f", nil); code != http.StatusOK || string(b) != a {
-			t.Fatalf("read of %s after the replacement: %d %q", a, code, b)
-		}
-		if code, b := request(t, http.MethodPut, nodes[(i+1)%3].url+ws+"/files/input/g", []byte(a)); code/100 != 2 {
-			t.Fatalf("put of %s after the replacement: %d %s", a, code, b)
-		}
-	}
 }
 
 func TestClusterNodeWithoutAReplicaForwardsThroughTheLeaderHint(t *testing.T) {
@@ -448,7 +342,7 @@ func TestClusterNodeWithoutAReplicaForwardsThroughTheLeaderHint(t *testing.T) {
 	}
 	srv := s3test.Start(t)
 	bucket := s3test.Bucket()
-	etcd := startTestEtcd(t)
+	etcd := etcdtest.Start(t).Endpoint()
 	cfg := clusterConfig(t, srv, bucket, etcd)
 	cfg.Shards, cfg.Replication = 1, 1
 	a := startClusterNode(t, cfg)
@@ -491,7 +385,7 @@ func TestClusterNodeRemovedWhileAwayJoinsAgainWhenBack(t *testing.T) {
 
 	srv := s3test.Start(t)
 	bucket := s3test.Bucket()
-	etcd := startTestEtcd(t)
+	etcd := etcdtest.Start(t).Endpoint()
 	var cfgs []ops.Config
 	var nodes []*testClusterNode
 	for range 3 {
@@ -537,7 +431,7 @@ func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
 	}
 	srv := s3test.Start(t)
 	bucket := s3test.Bucket()
-	etcd := startTestEtcd(t)
+	etcd := etcdtest.Start(t).Endpoint()
 	first := clusterConfig(t, srv, bucket, etcd)
 	n := startClusterNode(t, first)
 	firstID := n.nodeID

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/internal/etcdtest"
 	"github.com/cairnstore/cairn/shard/mux"
 )
 
@@ -70,7 +71,7 @@ func TestClusterPeersTalkOverMutualTLS(t *testing.T) {
 	}
 	srv := s3test.Start(t)
 	bucket := s3test.Bucket()
-	etcd := startTestEtcd(t)
+	etcd := etcdtest.Start(t).Endpoint()
 	cert, key, ca := writePeerTLS(t)
 	var nodes []*testClusterNode
 	for range 3 {

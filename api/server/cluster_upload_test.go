@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // metricValue is the sum of n's exported samples of the counter or gauge name whose
@@ -51,7 +53,7 @@ func TestClusterFollowerUploadsTheBodyItReceivesAndForwardsOnlyTheCommand(t *tes
 	}
 	srv := s3test.Start(t)
 	bucket := s3test.Bucket()
-	etcd := startTestEtcd(t)
+	etcd := etcdtest.Start(t).Endpoint()
 	var nodes []*testClusterNode
 	for range 3 {
 		cfg := clusterConfig(t, srv, bucket, etcd)
@@ -64,7 +66,7 @@ func TestClusterFollowerUploadsTheBodyItReceivesAndForwardsOnlyTheCommand(t *tes
 		t.Fatalf("create workbench: %d %s", code, b)
 	}
 	var leader, follower *testClusterNode
-	eventually(t, "a ready leader and a follower that knows it", func() error {
+	retry.SucceedsSoon(t, "a ready leader and a follower that knows it", func() error {
 		leader, follower = nil, nil
 		for _, n := range nodes {
 			r := n.replica(shardID)

@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -21,7 +23,7 @@ func TestClusterLeaderRunsTheSameWorkersAsTheEmbeddedNode(t *testing.T) {
 	}
 	srv := s3test.Start(t)
 	bucket := s3test.Bucket()
-	etcd := startTestEtcd(t)
+	etcd := etcdtest.Start(t).Endpoint()
 	var nodes []*testClusterNode
 	for range 3 {
 		cfg := clusterConfig(t, srv, bucket, etcd)
@@ -66,7 +68,7 @@ func TestClusterLeaderRunsTheSameWorkersAsTheEmbeddedNode(t *testing.T) {
 		}
 		return total
 	}
-	eventually(t, "a compaction and a garbage-collection follow-up sweep on the leader", func() error {
+	retry.SucceedsSoon(t, "a compaction and a garbage-collection follow-up sweep on the leader", func() error {
 		compacted, followUps, deleted := sum("cairn_compaction_files_total"), sum("cairn_gc_follow_up_sweeps_total"), sum("cairn_gc_blobs_deleted_total")
 		if compacted < 1 || followUps < 1 || deleted < 4 {
 			return fmt.Errorf("compacted files %v, follow-up sweeps %v, deleted blobs %v", compacted, followUps, deleted)

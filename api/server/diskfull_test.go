@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // smallDisk mounts a tmpfs of size bytes for the test (root only) and returns its path.
@@ -90,7 +92,7 @@ func TestAFullDiskAnswersATypedRetryableErrorNamingTheResource(t *testing.T) {
 	// Below the Raft log's reserve (64 MiB) a write is refused before the log.
 	// (The shard's free-space figure may be up to 100 ms old.)
 	fill(t, filler, 16<<20)
-	eventually(t, "an inline write with 16 MiB free is refused", func() error {
+	retry.SucceedsSoon(t, "an inline write with 16 MiB free is refused", func() error {
 		code, b := httpDo(t.Context(), http.MethodPut, file+"small", []byte("small"))
 		return wantDiskFull(code, b, "raft log")
 	})
@@ -100,7 +102,7 @@ func TestAFullDiskAnswersATypedRetryableErrorNamingTheResource(t *testing.T) {
 	if err := wantDiskFull(code, b, "blob store"); err != nil {
 		t.Errorf("a blob write on a full disk: %v", err)
 	}
-	eventually(t, "/readyz reports the full disk", func() error {
+	retry.SucceedsSoon(t, "/readyz reports the full disk", func() error {
 		code, b := httpDo(t.Context(), http.MethodGet, base+"/readyz", nil)
 		if code != http.StatusServiceUnavailable || !bytes.Contains(b, []byte("disk full")) {
 			return fmt.Errorf("%d %s", code, b)
@@ -111,7 +113,7 @@ func TestAFullDiskAnswersATypedRetryableErrorNamingTheResource(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "writes succeed once space is freed", func() error {
+	retry.SucceedsSoon(t, "writes succeed once space is freed", func() error {
 		if code, b := httpDo(t.Context(), http.MethodPut, file+"after", bytes.Repeat([]byte("a"), 256<<10)); code != http.StatusCreated {
 			return fmt.Errorf("%d %s", code, b)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // httpDo sends one request under ctx and returns status and body (status 0 and the error
@@ -72,7 +73,7 @@ func TestAStalledObjectStoreAnswers503AndMakesTheNodeNotReady(t *testing.T) {
 		}
 		t.Logf("%s while the object store is stalled answered %d in %v", tc.name, code, time.Since(start))
 	}
-	eventually(t, "/readyz reports the stalled object store", func() error {
+	retry.SucceedsSoon(t, "/readyz reports the stalled object store", func() error {
 		code, b := httpDo(t.Context(), http.MethodGet, base+"/readyz", nil)
 		if code != http.StatusServiceUnavailable || !bytes.Contains(b, []byte("blob store")) {
 			return fmt.Errorf("%d %s", code, b)
@@ -82,13 +83,13 @@ func TestAStalledObjectStoreAnswers503AndMakesTheNodeNotReady(t *testing.T) {
 
 	srv.Resume()
 	resumed = true
-	eventually(t, "/readyz is ready again", func() error {
+	retry.SucceedsSoon(t, "/readyz is ready again", func() error {
 		if code, b := httpDo(t.Context(), http.MethodGet, base+"/readyz", nil); code != http.StatusOK {
 			return fmt.Errorf("%d %s", code, b)
 		}
 		return nil
 	})
-	eventually(t, "a write succeeds again", func() error {
+	retry.SucceedsSoon(t, "a write succeeds again", func() error {
 		if code, b := httpDo(t.Context(), http.MethodPut, file+"after", randomBody(64<<10)); code != http.StatusCreated {
 			return fmt.Errorf("%d %s", code, b)
 		}

@@ -35,26 +35,8 @@ func TestStoreDamageConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		flipFileByte(t, path, dir.HeaderBytes+(fi.Size()-dir.HeaderBytes)/2)
+		blobtest.FlipByte(t, path, dir.HeaderBytes+(fi.Size()-dir.HeaderBytes)/2)
 	})
-}
-
-// flipFileByte inverts the bits of the byte at off of the file at path.
-func flipFileByte(t *testing.T, path string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var b [1]byte
-	if _, err := f.ReadAt(b[:], off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0xff
-	if _, err := f.WriteAt(b[:], off); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func open(t *testing.T, path string) *dir.Store {
@@ -197,7 +179,7 @@ func TestDamagedPayloadFailsWithErrCorrupt(t *testing.T) {
 					t.Fatalf("stored as %v, the test needs %v", res.Encoding, b.enc)
 				}
 				at := map[string]int64{"first": 0, "middle": res.StoredBytes / 2, "last": res.StoredBytes - 1}[where]
-				flipByte(t, s.BlobPath(key), dir.HeaderBytes+at)
+				blobtest.FlipByte(t, s.BlobPath(key), dir.HeaderBytes+at)
 				for _, r := range ranges {
 					err := readErr(t, s, key, r.offset, r.length)
 					if !errors.Is(err, blob.ErrCorrupt) {
@@ -206,23 +188,6 @@ func TestDamagedPayloadFailsWithErrCorrupt(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-func flipByte(t *testing.T, path string, at int64) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var b [1]byte
-	if _, err := f.ReadAt(b[:], at); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x40
-	if _, err := f.WriteAt(b[:], at); err != nil {
-		t.Fatal(err)
 	}
 }
 

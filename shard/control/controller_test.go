@@ -11,6 +11,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // fakeAdmin is an in-memory stand-in for the node's shard host, for unit tests of the
@@ -280,7 +282,7 @@ func TestControllerAssignsPromotesAndReplaces(t *testing.T) {
 			return admin.converged(records, shards, 3, avoid)
 		}
 	}
-	eventually(t, 30*time.Second, check(""))
+	retry.Within(t, 30*time.Second, "the controllers converge on the replica sets", check(""))
 	victim, err := leader()
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +307,7 @@ func TestControllerAssignsPromotesAndReplaces(t *testing.T) {
 	stops[victim]()
 	delete(ctrls, victim)
 	crash(regs[victim])
-	eventually(t, 30*time.Second, check(victim))
+	retry.Within(t, 30*time.Second, "the controllers converge without the crashed node", check(victim))
 	if _, err := leader(); err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +376,7 @@ func TestControllerFencing(t *testing.T) {
 	// c1 stalls (a long pause, a partition from etcd): its lease is no longer renewed and
 	// expires; c2 takes over.
 	t1.sess.Orphan()
-	eventually(t, 10*time.Second, func() error {
+	retry.Within(t, 10*time.Second, "c2 takes over once c1's lease expired", func() error {
 		if !c2.Leading() {
 			return errors.New("c2 does not lead")
 		}
@@ -395,7 +397,7 @@ func TestControllerFencing(t *testing.T) {
 	}
 
 	// The new controller's fenced writes go through: it bootstraps shard 0 on x and adds y.
-	eventually(t, 10*time.Second, func() error {
+	retry.Within(t, 10*time.Second, "the new controller's fenced writes land", func() error {
 		records, err := p.ReplicaSets(ctx)
 		if err != nil {
 			return err
@@ -420,7 +422,7 @@ func TestControllerConfig(t *testing.T) {
 
 func TestControllerStopsWhileEtcdIsUnreachable(t *testing.T) {
 	etcd := startEtcd(t, 1)
-	proxy := newCutProxy(t, etcd.endpoints()[0])
+	proxy := newCutProxy(t, etcd.Endpoints()[0])
 	cfg := testConfig(t)
 	cfg.RequestTimeout = 300 * time.Millisecond
 	p := newPlane(t, etcd.clientOf([]string{proxy.addr()}), cfg)
@@ -447,7 +449,7 @@ func TestControllerStopsWhileEtcdIsUnreachable(t *testing.T) {
 			c.Run(rctx)
 		}()
 		ctrls, cancels, done = append(ctrls, c), append(cancels, cancel), append(done, d)
-		eventually(t, 10*time.Second, func() error {
+		retry.Within(t, 10*time.Second, "c1 leads", func() error {
 			if !ctrls[0].Leading() {
 				return errors.New("c1 does not lead")
 			}
@@ -457,7 +459,7 @@ func TestControllerStopsWhileEtcdIsUnreachable(t *testing.T) {
 
 	// Both candidates' keys are in etcd: c2 is waiting inside its campaign.
 	direct := etcd.client()
-	eventually(t, 10*time.Second, func() error {
+	retry.Within(t, 10*time.Second, "both candidates' election keys are in etcd", func() error {
 		resp, err := direct.Get(ctx, p.k.controller()+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil || resp.Count != 2 {
 			return fmt.Errorf("election keys: %v, %v; want 2", resp, err)

@@ -2,130 +2,36 @@ package control
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
-	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/cairnstore/cairn/internal/etcdtest"
 )
 
-// etcdCluster is a real etcd cluster of in-process members on loopback, each with its own
-// data directory under the test's temp dir. Members can be stopped and restarted on the
-// same ports and data.
+// etcdCluster is a real etcd cluster of in-process members on loopback (etcdtest), with
+// clients of the plane's configuration.
 type etcdCluster struct {
-	t       testing.TB
-	members []*etcdMember
-}
-
-type etcdMember struct {
-	cfg *embed.Config
-	e   *embed.Etcd // nil while stopped
+	*etcdtest.Cluster
+	t testing.TB
 }
 
 // startEtcd starts an n-member cluster and waits until every member serves.
 func startEtcd(t testing.TB, n int) *etcdCluster {
 	t.Helper()
-	dir := t.TempDir()
-	c := &etcdCluster{t: t}
-	var initial []string
-	for i := range n {
-		cfg := embed.NewConfig()
-		cfg.Name = fmt.Sprintf("m%d", i)
-		cfg.Dir = filepath.Join(dir, cfg.Name)
-		peer, client := freeURL(t), freeURL(t)
-		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-		cfg.InitialClusterToken = "cairn-control-test"
-		cfg.ClusterState = embed.ClusterStateFlagNew
-		cfg.LogLevel = "error"
-		// Short ticks keep elections and the minimum lease TTL (1s) short; no fsync keeps
-		// the shared test machine fast. Neither changes the semantics under test.
-		cfg.TickMs, cfg.ElectionMs = 25, 250
-		cfg.UnsafeNoFsync = true
-		initial = append(initial, fmt.Sprintf("%s=%s", cfg.Name, peer.String()))
-		c.members = append(c.members, &etcdMember{cfg: cfg})
-	}
-	for _, m := range c.members {
-		m.cfg.InitialCluster = strings.Join(initial, ",")
-	}
-	t.Cleanup(func() {
-		for i := range c.members {
-			c.stop(i)
-		}
-	})
-	// Members of a new multi-member cluster wait for each other: start them all, then wait.
-	for i := range c.members {
-		c.launch(i)
-	}
-	for i := range c.members {
-		c.waitReady(i)
-	}
-	return c
+	return &etcdCluster{Cluster: etcdtest.StartCluster(t, n), t: t}
 }
 
-func (c *etcdCluster) launch(i int) {
-	c.t.Helper()
-	e, err := embed.StartEtcd(c.members[i].cfg)
-	if err != nil {
-		c.t.Fatalf("start etcd member %d: %v", i, err)
-	}
-	c.members[i].e = e
-}
-
-func (c *etcdCluster) waitReady(i int) {
-	c.t.Helper()
-	e := c.members[i].e
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		c.t.Fatalf("etcd member %d: %v", i, err)
-	case <-time.After(30 * time.Second):
-		c.t.Fatalf("etcd member %d not ready after 30s", i)
-	}
-}
-
-// stop stops member i (a no-op when stopped).
-func (c *etcdCluster) stop(i int) {
-	if m := c.members[i]; m.e != nil {
-		m.e.Close()
-		<-m.e.Server.StopNotify()
-		m.e = nil
-	}
-}
-
-// restart starts a stopped member again on its ports and data.
-func (c *etcdCluster) restart(i int) {
-	c.t.Helper()
-	c.members[i].cfg.ClusterState = embed.ClusterStateFlagExisting
-	c.launch(i)
-	c.waitReady(i)
-}
-
-// endpoints returns the client addresses of the given members (all when none given).
-func (c *etcdCluster) endpoints(idx ...int) []string {
-	if len(idx) == 0 {
-		for i := range c.members {
-			idx = append(idx, i)
-		}
-	}
-	var eps []string
-	for _, i := range idx {
-		eps = append(eps, c.members[i].cfg.ListenClientUrls[0].Host)
-	}
-	return eps
-}
-
-// client returns a client of the given members, closed when the test ends.
+// client returns a client of the given members (all when none given), closed when the
+// test ends.
 func (c *etcdCluster) client(idx ...int) *clientv3.Client {
 	c.t.Helper()
-	return c.clientOf(c.endpoints(idx...))
+	return c.clientOf(c.Endpoints(idx...))
 }
 
 // clientOf returns a client of the given endpoints, closed when the test ends.
@@ -137,17 +43,6 @@ func (c *etcdCluster) clientOf(endpoints []string) *clientv3.Client {
 	}
 	c.t.Cleanup(func() { cli.Close() })
 	return cli
-}
-
-// freeURL returns an http URL on a loopback port that was free a moment ago.
-func freeURL(t testing.TB) url.URL {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}
 }
 
 // testConfig is a plane configuration for tests: a prefix of its own, short timeouts.
@@ -163,25 +58,6 @@ func newPlane(t testing.TB, cli *clientv3.Client, cfg Config) *Plane {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// eventually retries f until it returns nil or timeout passes (then the test fails with
-// f's last error).
-func eventually(t testing.TB, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	wait := 10 * time.Millisecond
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %v", timeout, err)
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, 200*time.Millisecond)
-	}
 }
 
 func ctxTimeout(t testing.TB, d time.Duration) context.Context {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // newPlacement creates (or joins) a cluster of shards and opens a placement map on it,
@@ -192,7 +194,7 @@ func TestPlacementWhileEtcdIsDown(t *testing.T) {
 		want[r], _ = here.Resolve(ctx, r)
 	}
 	// The other node learns every placement from its watch, without asking for it.
-	eventually(t, 10*time.Second, func() error {
+	retry.Within(t, 10*time.Second, "the other node caches every placement", func() error {
 		for _, r := range placed {
 			if s, ok := there.Cached(r); !ok || s != want[r] {
 				return fmt.Errorf("%s not cached on the other node", r)
@@ -201,7 +203,7 @@ func TestPlacementWhileEtcdIsDown(t *testing.T) {
 		return nil
 	})
 
-	etcd.stop(0)
+	etcd.Stop(0)
 
 	for name, pl := range map[string]*Placement{"placing node": here, "other node": there} {
 		for _, r := range placed {
@@ -221,10 +223,10 @@ func TestPlacementWhileEtcdIsDown(t *testing.T) {
 		t.Fatalf("Resolve of an unknown root with etcd down: %v; want ErrControlPlaneUnavailable", err)
 	}
 
-	etcd.restart(0)
+	etcd.Restart(0)
 
 	var shard int
-	eventually(t, 30*time.Second, func() error {
+	retry.Within(t, 30*time.Second, "a new root is placed after the etcd restart", func() error {
 		s, created, err := here.Place(ctx, "new-root")
 		if err == nil && !created {
 			return errors.New("placed by nobody else, yet not created here")
@@ -232,7 +234,7 @@ func TestPlacementWhileEtcdIsDown(t *testing.T) {
 		shard = s
 		return err
 	})
-	eventually(t, 10*time.Second, func() error {
+	retry.Within(t, 10*time.Second, "the other node caches the new root", func() error {
 		if s, ok := there.Cached("new-root"); !ok || s != shard {
 			return errors.New("the other node's cache did not catch up after the restart")
 		}
@@ -276,7 +278,7 @@ func TestPlacementOnThreeMemberEtcd(t *testing.T) {
 	// One member down: the other two keep quorum; nodes talking to them keep placing. The
 	// node on member 0 goes first (an open watch would hold the member's graceful stop).
 	nodes[0].Close()
-	etcd.stop(0)
+	etcd.Stop(0)
 	nodes = nodes[1:]
 	for i := range 4 {
 		place(fmt.Sprintf("after-%d", i))

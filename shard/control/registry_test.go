@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 func TestRegistry(t *testing.T) {
@@ -15,7 +17,7 @@ func TestRegistry(t *testing.T) {
 	watch := p.WatchNodes(ctx)
 	waitNodes := func(want ...string) {
 		t.Helper()
-		eventually(t, 10*time.Second, func() error {
+		retry.Within(t, 10*time.Second, "the node watch delivers the wanted set", func() error {
 			var got NodeSet
 			select {
 			case got = <-watch:
@@ -87,7 +89,7 @@ func TestRegistry(t *testing.T) {
 		if _, err := cli.Revoke(ctx, old); err != nil { // what etcd does after an outage
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, func() error {
+		retry.Within(t, 10*time.Second, "the node registers again under a new lease", func() error {
 			nodes, _, err := p.Nodes(ctx)
 			if err != nil {
 				return err
@@ -127,7 +129,7 @@ func TestRegistry(t *testing.T) {
 		if err := reg["n2"].SetLeaderHint(ctx, 6, 4); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, func() error {
+		retry.Within(t, 10*time.Second, "the stale registration gets a new lease", func() error {
 			if l := stale.Lease(); l == old || l == 0 {
 				return fmt.Errorf("n5's lease %x not replaced", l)
 			}
@@ -191,7 +193,7 @@ func TestLeaderHints(t *testing.T) {
 	if h := hint(0); h.Node != "b" {
 		t.Fatalf("a cleared b's hint: %+v", h)
 	}
-	eventually(t, 5*time.Second, func() error {
+	retry.Within(t, 5*time.Second, "the hint watch delivers b's hint", func() error {
 		if h := <-watch; h[0].Node != "b" {
 			return fmt.Errorf("watch delivered %+v", h)
 		}

@@ -22,6 +22,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/goleak"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // Every goroutine a Mux starts ends when it is closed.
@@ -83,17 +85,6 @@ func roundTrip(c net.Conn, msg string) (string, error) {
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return strings.TrimSuffix(line, "\n"), err
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after 10s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestManyStreamsShareOnePort(t *testing.T) {
@@ -215,7 +206,12 @@ func TestSlowOrGarbageHeadersAreClosed(t *testing.T) {
 			if string(got) != tc.reply {
 				t.Fatalf("acceptor wrote %q, want %q", got, tc.reply)
 			}
-			eventually(t, "counted", func() bool { return tc.count(server.Stats()) == before+1 })
+			retry.Within(t, 10*time.Second, "counted", func() error {
+				if got := tc.count(server.Stats()); got != before+1 {
+					return fmt.Errorf("count %d, want %d", got, before+1)
+				}
+				return nil
+			})
 		})
 	}
 	if st := server.Stats(); st.Accepted != 0 {
@@ -369,10 +365,13 @@ func TestCloseSemantics(t *testing.T) {
 
 	// Closing the Mux closes stream listeners and header-phase connections, not handed-over
 	// plain connections.
-	eventually(t, "the stuck connection is pending", func() bool {
+	retry.Within(t, 10*time.Second, "the stuck connection is pending", func() error {
 		server.mu.Lock()
 		defer server.mu.Unlock()
-		return len(server.pending) == 1
+		if n := len(server.pending); n != 1 {
+			return fmt.Errorf("%d pending connections", n)
+		}
+		return nil
 	})
 	if err := server.Close(); err != nil {
 		t.Fatal(err)
@@ -540,7 +539,12 @@ func TestMutualTLS(t *testing.T) {
 				c.Close()
 				t.Fatal("dial succeeded")
 			}
-			eventually(t, "counted", func() bool { return server.Stats().BadHeader == before+1 })
+			retry.Within(t, 10*time.Second, "counted", func() error {
+				if got := server.Stats().BadHeader; got != before+1 {
+					return fmt.Errorf("BadHeader %d, want %d", got, before+1)
+				}
+				return nil
+			})
 		})
 	}
 
@@ -593,7 +597,12 @@ func TestAFullBacklogRefusesFurtherConnections(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	eventually(t, "backlog full", func() bool { return server.Stats().Accepted == acceptBacklog })
+	retry.Within(t, 10*time.Second, "backlog full", func() error {
+		if got := server.Stats().Accepted; got != acceptBacklog {
+			return fmt.Errorf("%d accepted, want %d", got, acceptBacklog)
+		}
+		return nil
+	})
 	c, err := server.Dial(t.Context(), server.Addr().String(), "idle")
 	if err == nil {
 		conns = append(conns, c)
@@ -602,7 +611,12 @@ func TestAFullBacklogRefusesFurtherConnections(t *testing.T) {
 			t.Fatal("a connection beyond the backlog stayed open")
 		}
 	}
-	eventually(t, "overload counted", func() bool { return server.Stats().Overload == 1 })
+	retry.Within(t, 10*time.Second, "overload counted", func() error {
+		if got := server.Stats().Overload; got != 1 {
+			return fmt.Errorf("Overload %d, want 1", got)
+		}
+		return nil
+	})
 	// Closing the listener closes the queued connections.
 	l.Close()
 	conns[0].SetReadDeadline(time.Now().Add(5 * time.Second))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/blob/s3"
+	"github.com/cairnstore/cairn/internal/freeport"
 )
 
 const (
@@ -78,7 +78,7 @@ func Start(tb testing.TB) *Server {
 	})
 	var err error
 	for range startTries {
-		s.Endpoint, s.consoleAddr = freeAddr(tb), freeAddr(tb)
+		s.Endpoint, s.consoleAddr = freeport.Addr(tb), freeport.Addr(tb)
 		if err = s.start(); err == nil {
 			return s
 		}
@@ -250,17 +250,6 @@ func (s *Server) waitLive(p *process) error {
 			return fmt.Errorf("MinIO not live within %v (log: %s)", readyTimeout, s.logPath)
 		}
 	}
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("s3test: find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 var binary struct {

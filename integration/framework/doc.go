@@ -1,0 +1,23 @@
+// Package framework lets one end-to-end scenario run against a Cairn cluster built two
+// ways, as etcd's tests/framework does: nodes inside the test process (api/server's
+// cluster nodes, fast to start, seen by the race detector) and real `cairn serve
+// --cluster` processes (integration's harness, which can also be killed with SIGKILL and
+// frozen). A scenario takes a Cluster and talks to its nodes over HTTP only, so the same
+// body exercises both.
+//
+// It is test support: only _test.go files import it (internal/testsupport_test.go checks
+// this). The process implementation lives with the process harness in package
+// integration's test files; InProcess lives here and uses only api/server's exported API.
+//
+// Invariants scenarios rely on:
+//
+//   - A Cluster's nodes share one real etcd (internal/etcdtest) and one MinIO bucket
+//     (blob/s3/s3test), replicate each shard to three nodes, listen on loopback ports
+//     picked at start, and are stopped when the test ends.
+//   - Nodes are numbered from 0 in the order they were started; a stopped node keeps its
+//     number and its data directory, and Restart(i) serves them again (on new ports:
+//     ClientURL and AdminURL always answer for the running incarnation).
+//   - Stop is a graceful stop (the node hands over the leaderships it holds, as on
+//     SIGTERM); no Cluster method returns before the node is up or down.
+//   - A Cluster's methods must be called from the test goroutine.
+package framework
