@@ -53,13 +53,14 @@ func (t *target) check() error {
 	return nil
 }
 
-// newClient returns a client for the --server of cmd.
+// newClient returns a client for the --server of cmd. It retries retryable answers
+// within client.DefaultRetryPolicy (a restarting node, a leader election).
 func newClient(cmd *cobra.Command) *client.Client {
 	server := defaultServer
 	if f := cmd.Flag("server"); f != nil {
 		server = f.Value.String()
 	}
-	return client.New(server, nil)
+	return client.New(server, nil).WithRetry(client.DefaultRetryPolicy())
 }
 
 func newPutCommand() *cobra.Command {

@@ -15,17 +15,23 @@ const defaultServer = "http://127.0.0.1:7070"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	root := newRootCommand()
-	addFileCommands(root)
-	addWorkbenchCommands(root)
-	addServerCommands(root)
-	addAdminCommands(root)
+	root := newCLI()
 	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {
 		reportError(root.ErrOrStderr(), err)
 		os.Exit(1)
 	}
+}
+
+// newCLI returns the whole command tree.
+func newCLI() *cobra.Command {
+	root := newRootCommand()
+	addFileCommands(root)
+	addWorkbenchCommands(root)
+	addServerCommands(root)
+	addAdminCommands(root)
+	return root
 }
 
 // newRootCommand returns the bare `cairn` command with its persistent flags.
