@@ -120,4 +120,3 @@ func printGCReport(w io.Writer, rep client.GCReport, verbose bool) {
 		fmt.Fprintln(w, "more candidates remain: run again")
 	}
 }
-
