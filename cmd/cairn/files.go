@@ -24,10 +24,11 @@ import (
 	"github.com/cairnstore/cairn/api/server"
 )
 
-// addFileCommands registers the client commands that move files: put, cat, ls, import,
-// export.
+// addFileCommands registers the client commands over files: put, cat, ls, stat, import,
+// export, and rm, append, edit.
 func addFileCommands(root *cobra.Command) {
-	root.AddCommand(newPutCommand(), newCatCommand(), newLsCommand(), newImportCommand(), newExportCommand())
+	root.AddCommand(newPutCommand(), newCatCommand(), newLsCommand(), newStatCommand(), newImportCommand(), newExportCommand())
+	addChangeCommands(root)
 }
 
 // target is the agent root and workbench a command works on.
