@@ -118,7 +118,7 @@ func parseSort(s string) (client.SortKey, error) {
 func newSearchCommand() *cobra.Command {
 	var (
 		wheres, sorts, facets, fields []string
-		section, path, cursor         string
+		cursor                        string
 		limit                         int
 	)
 	cmd := &cobra.Command{
@@ -155,8 +155,7 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 	cmd.Flags().StringArrayVar(&sorts, "sort", nil, "sort key FIELD[:asc|:desc] (repeatable)")
 	cmd.Flags().StringArrayVar(&facets, "facet", nil, "count the values of FIELD (repeatable)")
 	cmd.Flags().StringArrayVar(&fields, "field", nil, "print FIELD with each hit (repeatable)")
-	cmd.Flags().StringVar(&section, "section", "", "only files in this section")
-	cmd.Flags().StringVar(&path, "path", "", "only files under this directory of --section")
+	scope := addScopeFlags(cmd)
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous search's cursor (same arguments)")
 	cmd.Flags().IntVar(&limit, "limit", maxSearchPage, "files to print, 0 for all (with --json: the page size, 1..10)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -166,23 +165,16 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 		if limit < 0 {
 			return usageErrorf("--limit must not be negative")
 		}
-		req := client.SearchRequest{Section: section, Path: path, Facets: facets, Cursor: cursor}
 		if len(args) == 1 {
-			req.Workbench = args[0]
+			scope.workbench = args[0]
 		}
-		for _, w := range wheres {
-			p, err := parseWhere(w)
-			if err != nil {
-				return err
-			}
-			req.Predicates = append(req.Predicates, p)
+		req := client.SearchRequest{Workbench: scope.workbench, Section: scope.section, Path: scope.path, Facets: facets, Cursor: cursor}
+		var err error
+		if req.Predicates, err = parseWheres(wheres); err != nil {
+			return err
 		}
-		for _, s := range sorts {
-			k, err := parseSort(s)
-			if err != nil {
-				return err
-			}
-			req.Sort = append(req.Sort, k)
+		if req.Sort, err = parseSorts(sorts); err != nil {
+			return err
 		}
 		req.Fields = fields
 		if len(fields) == 0 && !o.json {
@@ -195,6 +187,9 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 			}
 			res, err := c.Search(cmd.Context(), o.agent, req)
 			if err != nil {
+				return err
+			}
+			if err := checkWhereFields(cmd.Context(), c, o.agent, *scope, wheres, req.Predicates, res.MatchCount); err != nil {
 				return err
 			}
 			return printRaw(cmd.OutOrStdout(), res.Raw)
@@ -216,6 +211,9 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 			}
 			if first == nil {
 				first = res
+				if err := checkWhereFields(cmd.Context(), c, o.agent, *scope, wheres, req.Predicates, res.MatchCount); err != nil {
+					return err
+				}
 			}
 			for _, h := range res.Matches {
 				name := h.FullPath()
