@@ -335,13 +335,15 @@ top, which normally holds no files), or with -r everything below it; --path may 
 name a single file. --glob keeps files whose base name matches ('*' and '?').
 
 Prints PATH:LINE:TEXT per match, PATH inside the workbench (TEXT is at most 240
-characters around the first match). --limit caps the matches printed (pages are
+characters around the first match). Exits 0 when a line matched, 1 when none did, 2 on
+an error, as grep(1) does. --limit caps the matches printed (pages are
 followed; 0 = all); when more remain, stderr gives the --cursor that continues.
 With --json, one page (--limit at most 300) is printed as the server's result object.
 
   cairn grep run-42 'loss|nan' -r --section logs
   cairn grep run-42 TODO -r --glob '*.py'`,
-		Args: argsBetween(2, 2),
+		Args:        argsBetween(2, 2),
+		Annotations: map[string]string{errorExitAnnotation: "2"},
 	}
 	o := addOutputFlags(cmd)
 	cmd.Flags().StringVar(&section, "section", "", "search this section (default: the whole workbench)")
@@ -368,7 +370,13 @@ With --json, one page (--limit at most 300) is printed as the server's result ob
 			if err != nil {
 				return err
 			}
-			return printRaw(cmd.OutOrStdout(), res.Raw)
+			if err := printRaw(cmd.OutOrStdout(), res.Raw); err != nil {
+				return err
+			}
+			if len(res.Matches) == 0 && res.NextCursor == "" {
+				return errNoMatch
+			}
+			return nil
 		}
 		out := bufio.NewWriter(cmd.OutOrStdout())
 		printed := 0
@@ -398,7 +406,13 @@ With --json, one page (--limit at most 300) is printed as the server's result ob
 			}
 			req.Cursor = res.NextCursor
 		}
-		return out.Flush()
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		if printed == 0 {
+			return errNoMatch
+		}
+		return nil
 	}
 	return cmd
 }
