@@ -98,3 +98,13 @@ func TestAdminCommandsRetryWhileTheLeaderMoves(t *testing.T) {
 		t.Fatalf("after one 503: %v, %d sends, output %q; want success on the second", err, sent, out)
 	}
 }
+
+func TestServeConfigErrorsNameTheFlags(t *testing.T) {
+	t.Setenv("CAIRN_ETCD", "")
+	t.Setenv("CAIRN_PEER_LISTEN", "")
+	_, _, err := execCairn(t, "serve", "--cluster", "--data-dir", t.TempDir())
+	code, msg := describeError(err)
+	if code != "InvalidArguments" || !strings.Contains(msg, "--etcd must") || !strings.Contains(msg, "--peer-listen must") || strings.Contains(msg, "Etcd") {
+		t.Fatalf("serve --cluster without etcd: %s: %s; want InvalidArguments naming --etcd and --peer-listen", code, msg)
+	}
+}
