@@ -27,9 +27,16 @@ var (
 // stdout, one stderr line "cairn: CODE: message".
 func wantCLIError(t *testing.T, what string, r cliResult, code string) {
 	t.Helper()
+	wantCLIFailure(t, what, r, code, 1)
+}
+
+// wantCLIFailure is wantCLIError for a command whose failures exit with status exit
+// (grep: 2).
+func wantCLIFailure(t *testing.T, what string, r cliResult, code string, exit int) {
+	t.Helper()
 	prefix := "cairn: " + code + ": "
-	if r.code != 1 || r.stdout != "" || !strings.HasPrefix(r.stderr, prefix) || strings.Count(r.stderr, "\n") != 1 {
-		t.Errorf("%s: want exit 1, empty stdout and one stderr line %q...:\n%s", what, prefix, r)
+	if r.code != exit || r.stdout != "" || !strings.HasPrefix(r.stderr, prefix) || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("%s: want exit %d, empty stdout and one stderr line %q...:\n%s", what, exit, prefix, r)
 	}
 }
 
@@ -326,8 +333,9 @@ func TestCLISearchAndGrep(t *testing.T) {
 	if r.stdout != want || r.stderr != "" {
 		t.Errorf("grep -r:\nwant:\n%sgot:%s", want, r)
 	}
-	if r := mustCLI(t, none, cmd("grep", "run1", "loss")...); r.stdout != "" {
-		t.Errorf("grep without -r searches only files at the workbench top:%s", r)
+	// No match exits 1 and prints nothing, as grep(1).
+	if r := runCLI(t, none, cmd("grep", "run1", "loss")...); r.code != 1 || r.stdout != "" || r.stderr != "" {
+		t.Errorf("grep without -r searches only files at the workbench top, and finding nothing exits 1 silently:%s", r)
 	}
 	if r := mustCLI(t, none, cmd("grep", "run1", "loss", "--section", "logs")...); r.stdout != "logs/train.log:1:epoch 1 loss 0.5\nlogs/train.log:2:epoch 2 LOSS 0.3\n" {
 		t.Errorf("grep --section logs (not recursive):%s", r)
@@ -362,18 +370,19 @@ func TestCLISearchAndGrep(t *testing.T) {
 		name string
 		args []string
 		code string
+		exit int
 	}{
-		{"an unknown operator", cmd("search", "--where", "accuracy between 1"), "InvalidArguments"},
-		{"a condition without a value", cmd("search", "--where", "accuracy gt"), "InvalidArguments"},
-		{"a bad sort direction", cmd("search", "--sort", "accuracy:up"), "InvalidArguments"},
-		{"a reserved field name", cmd("search", "--where", "Accuracy gt 1"), "InvalidArguments"},
-		{"search in a missing workbench", cmd("search", "nope"), "NotFound"},
-		{"a --json page over the maximum", cmd("search", "--json", "--limit", "11"), "InvalidArguments"},
-		{"a field that is not a scalar", append(cmd("put", "--workbench", "run1", "input/x", "--field", "tags=[1]"), "-"), "InvalidArguments"},
-		{"grep in a missing workbench", cmd("grep", "nope", "x", "-r"), "NotFound"},
-		{"an empty grep pattern", cmd("grep", "run1", ""), "InvalidArguments"},
-		{"a grep cursor for other arguments", cmd("grep", "run1", "other", "-r", "--cursor", m[1]), "InvalidArguments"},
+		{"an unknown operator", cmd("search", "--where", "accuracy between 1"), "InvalidArguments", 1},
+		{"a condition without a value", cmd("search", "--where", "accuracy gt"), "InvalidArguments", 1},
+		{"a bad sort direction", cmd("search", "--sort", "accuracy:up"), "InvalidArguments", 1},
+		{"a reserved field name", cmd("search", "--where", "Accuracy gt 1"), "InvalidArguments", 1},
+		{"search in a missing workbench", cmd("search", "nope"), "NotFound", 1},
+		{"a --json page over the maximum", cmd("search", "--json", "--limit", "11"), "InvalidArguments", 1},
+		{"a field that is not a scalar", append(cmd("put", "--workbench", "run1", "input/x", "--field", "tags=[1]"), "-"), "InvalidArguments", 1},
+		{"grep in a missing workbench", cmd("grep", "nope", "x", "-r"), "NotFound", 2},
+		{"an empty grep pattern", cmd("grep", "run1", ""), "InvalidArguments", 2},
+		{"a grep cursor for other arguments", cmd("grep", "run1", "other", "-r", "--cursor", m[1]), "InvalidArguments", 2},
 	} {
-		wantCLIError(t, c.name, runCLI(t, cliOptions{stdin: strings.NewReader("x")}, c.args...), c.code)
+		wantCLIFailure(t, c.name, runCLI(t, cliOptions{stdin: strings.NewReader("x")}, c.args...), c.code, c.exit)
 	}
 }

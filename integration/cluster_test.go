@@ -398,6 +398,19 @@ func TestClusterLeaderThatStalledPastItsLeaseDoesNotHideTheNewLeader(t *testing.
 	if code, b := clusterDo(http.MethodPut, fileURL(others[0].URL, agent, wb, "input/during"), []byte("during"), 60*time.Second); code/100 != 2 {
 		t.Fatalf("write while the leader is frozen: %d %s", code, b)
 	}
+	// Once its lease lapsed and before it is replaced, the CLI shows the frozen member down.
+	downMember := regexp.MustCompile(`(?m)^0 +(\S+) +(?:voter|nonvoter) +down$`)
+	retry.Within(t, 2*time.Minute, "cairn admin cluster status shows the frozen node down", func() error {
+		r := runCLI(t, cliOptions{bin: cairnBin}, "admin", "cluster", "status", "--admin-server", others[0].AdminURL)
+		m := downMember.FindStringSubmatch(r.stdout)
+		if r.code != 0 || m == nil {
+			return fmt.Errorf("no member shown down:\n%s", r)
+		}
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(m[1]) + ` +down +- +- +-$`).MatchString(r.stdout) {
+			return fmt.Errorf("member %s is down but the node table does not say so:\n%s", m[1], r)
+		}
+		return nil
+	})
 	frozenID := ""
 	retry.Within(t, 2*time.Minute, "the frozen node is removed from the shard", func() error {
 		code, b := clusterDo(http.MethodGet, others[0].AdminURL+"/v1/admin/cluster", nil, 10*time.Second)

@@ -110,7 +110,7 @@ func (c Config) blobTarget() (BlobTarget, []*ConfigError) {
 	if t.Kind == BlobS3 {
 		switch {
 		case c.S3Endpoint == "":
-			bad("S3Endpoint", "must be set (--s3-endpoint, CAIRN_S3_ENDPOINT) when Blob is an s3:// URL", "")
+			bad("S3Endpoint", "must be set (or CAIRN_S3_ENDPOINT) when --blob is an s3:// URL", "")
 		default:
 			var rule, shown string
 			t.Endpoint, t.Secure, rule, shown = parseS3Endpoint(c.S3Endpoint)
@@ -121,7 +121,7 @@ func (c Config) blobTarget() (BlobTarget, []*ConfigError) {
 		t.Region = c.S3Region
 		t.CreateBucket = c.S3CreateBucket
 	} else if c.S3Endpoint != "" {
-		bad("S3Endpoint", "must be empty unless Blob is an s3:// URL (did you mean --blob s3://BUCKET?)", "")
+		bad("S3Endpoint", "must be empty unless --blob is an s3:// URL (did you mean --blob s3://BUCKET?)", "")
 	}
 	if rule := checkS3Region(c.S3Region); rule != "" {
 		bad("S3Region", rule, c.S3Region)

@@ -371,17 +371,36 @@ type ConfigError struct {
 	Value string
 }
 
-// Error formats as "<source>: <Field> <rule> (got "<value>")".
+// Flag returns the command-line flag that sets e's field ("--etcd" for Etcd), or ""
+// when the field has none (or e is about no field).
+func (e *ConfigError) Flag() string {
+	for _, s := range settings {
+		if s.field == e.Field && e.Field != "" {
+			return "--" + s.flag()
+		}
+	}
+	return ""
+}
+
+// Error formats as "<source>: <setting> <rule> (got "<value>")", naming the setting as
+// the user writes it: its flag ("--etcd"), else the Field. The source is left out when
+// it is the flag itself or unknown: "--shards must be between 1 and 256 (got "0")",
+// "CAIRN_LISTEN: --listen must be host:port (got "x")".
 func (e *ConfigError) Error() string {
 	var b strings.Builder
-	if e.Source != "" {
-		b.WriteString(e.Source)
-	} else {
-		b.WriteString("config")
+	name := e.Flag()
+	if name == "" {
+		name = e.Field
 	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
+	switch {
+	case e.Source != "" && e.Source != name:
+		b.WriteString(e.Source)
+		b.WriteString(": ")
+	case e.Source == "" && name == "":
+		b.WriteString("config: ")
+	}
+	if name != "" {
+		b.WriteString(name)
 		b.WriteString(" ")
 	}
 	b.WriteString(e.Rule)
@@ -444,9 +463,9 @@ func (c Config) validate() []*ConfigError {
 	}
 	switch {
 	case c.MaxUploadDuration < 0:
-		bad("MaxUploadDuration", "must not be negative (0 means half of GCGrace)", c.MaxUploadDuration.String())
+		bad("MaxUploadDuration", "must not be negative (0 means half of --gc-grace)", c.MaxUploadDuration.String())
 	case c.GCGrace > 0 && c.MaxUploadDuration >= c.GCGrace:
-		bad("MaxUploadDuration", fmt.Sprintf("must be less than GCGrace (%s): the collector may delete the blobs of an upload that outlasts the grace", c.GCGrace),
+		bad("MaxUploadDuration", fmt.Sprintf("must be less than --gc-grace (%s): the collector may delete the blobs of an upload that outlasts the grace", c.GCGrace),
 			c.MaxUploadDuration.String())
 	}
 	if c.QueryBudgetBytes < MinQueryBudgetBytes {
@@ -506,11 +525,11 @@ func (c Config) validateCluster() []*ConfigError {
 	if tlsSet != 0 && tlsSet != 3 {
 		switch {
 		case c.PeerTLSCert == "":
-			bad("PeerTLSCert", "must be set with PeerTLSKey and PeerTLSCA (all three or none)", "")
+			bad("PeerTLSCert", "must be set with --peer-tls-key and --peer-tls-ca (all three or none)", "")
 		case c.PeerTLSKey == "":
-			bad("PeerTLSKey", "must be set with PeerTLSCert and PeerTLSCA (all three or none)", "")
+			bad("PeerTLSKey", "must be set with --peer-tls-cert and --peer-tls-ca (all three or none)", "")
 		default:
-			bad("PeerTLSCA", "must be set with PeerTLSCert and PeerTLSKey (all three or none)", "")
+			bad("PeerTLSCA", "must be set with --peer-tls-cert and --peer-tls-key (all three or none)", "")
 		}
 	}
 	if c.PeerListen != "" {
@@ -561,7 +580,7 @@ func (c Config) validateCluster() []*ConfigError {
 	}
 	if host, _, err := net.SplitHostPort(c.PeerListen); err == nil && c.AdvertisePeer == "" {
 		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-			bad("AdvertisePeer", "must be set when PeerListen binds every interface (other nodes cannot dial "+c.PeerListen+")", "")
+			bad("AdvertisePeer", "must be set when --peer-listen binds every interface (other nodes cannot dial "+c.PeerListen+")", "")
 		}
 	}
 	return errs
@@ -853,7 +872,7 @@ func BindFlags(fs *pflag.FlagSet) {
 //
 // Errors: a missing or unreadable file (wrapping the os error), malformed YAML, or one
 // *ConfigError per bad value whose Source names the flag, variable or file line that
-// supplied it (e.g. "CAIRN_LISTEN: Listen must be host:port (got "x")"). Text that does
+// supplied it (e.g. "CAIRN_LISTEN: --listen must be host:port (got "x")"). Text that does
 // not parse fails even when a higher layer overrides it; range rules apply to the final
 // value.
 func LoadConfig(fs *pflag.FlagSet, getenv func(string) string) (Config, error) {

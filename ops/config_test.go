@@ -326,8 +326,8 @@ func TestValidateRules(t *testing.T) {
 			if ce.Field != tt.field || ce.Rule == "" {
 				t.Fatalf("got field %q rule %q, want field %q with a rule", ce.Field, ce.Rule, tt.field)
 			}
-			if !strings.Contains(err.Error(), tt.field) {
-				t.Fatalf("message %q does not name the field %s", err, tt.field)
+			if flag := ce.Flag(); flag == "" || !strings.Contains(err.Error(), flag+" ") || strings.Contains(err.Error(), tt.field+" ") {
+				t.Fatalf("message %q does not name the field %s by its flag (%q)", err, tt.field, flag)
 			}
 		})
 	}
@@ -375,7 +375,7 @@ func TestValidateReportsEveryBrokenRule(t *testing.T) {
 	c.Listen = "nope"
 	c.LogFormat = "xml"
 	err := c.Validate()
-	for _, field := range []string{"Listen", "LogFormat"} {
+	for _, field := range []string{"--listen", "--log-format"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("error %q does not mention %s", err, field)
 		}
@@ -598,5 +598,43 @@ func TestValidClusterConfigs(t *testing.T) {
 	c.Etcd = " a:1, ,b:2 "
 	if got := c.EtcdEndpoints(); len(got) != 2 || got[0] != "a:1" || got[1] != "b:2" {
 		t.Fatalf("EtcdEndpoints = %q", got)
+	}
+}
+
+func TestConfigErrorsNameTheSettingByItsFlag(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  ConfigError
+		want string
+	}{
+		{"a rule broken by a default or a Go value names the flag", ConfigError{Field: "Etcd", Rule: "must list at least one etcd endpoint in cluster mode"},
+			"--etcd must list at least one etcd endpoint in cluster mode"},
+		{"a flag source is not repeated", ConfigError{Source: "--shards", Field: "Shards", Rule: "must be between 1 and 256", Value: "0"},
+			`--shards must be between 1 and 256 (got "0")`},
+		{"an environment source is kept", ConfigError{Source: "CAIRN_LISTEN", Field: "Listen", Rule: "must be host:port", Value: "x"},
+			`CAIRN_LISTEN: --listen must be host:port (got "x")`},
+		{"a YAML source is kept", ConfigError{Source: "cairn.yaml:2 (log_level)", Field: "LogLevel", Rule: "must be one of debug, info, warn, error"},
+			"cairn.yaml:2 (log_level): --log-level must be one of debug, info, warn, error"},
+		{"a field without a flag keeps its name", ConfigError{Field: "Mystery", Rule: "must be set"}, "Mystery must be set"},
+		{"an error about no field", ConfigError{Source: "cairn.yaml:3", Rule: `unknown key "x"`}, `cairn.yaml:3: unknown key "x"`},
+		{"an error about nothing known", ConfigError{Rule: "broken"}, "config: broken"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Errorf("Error() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// Every setting's error names its flag, and no rule names another field by its Go name.
+	c := DefaultConfig()
+	c.Cluster = true
+	c.MaxUploadDuration = -1
+	c.PeerTLSCert = "x.pem"
+	c.MaxConnectionsPerClient = c.MaxConnections + 1
+	err := c.Validate()
+	for _, goName := range []string{"Etcd", "PeerListen", "GCGrace", "PeerTLSKey", "MaxConnections", "Blob "} {
+		if strings.Contains(err.Error(), goName) {
+			t.Errorf("the errors name the Go field %q:\n%v", goName, err)
+		}
 	}
 }

@@ -12,7 +12,8 @@
 //     DefaultConfig(). A layer that does not mention a setting never resets it.
 //   - A Config returned by LoadConfig has passed Validate. Bad input is a *ConfigError
 //     naming where the value came from (flag, variable or file line), the field and the
-//     rule it broke; nothing in this package panics on user input.
+//     rule it broke; its text names a setting by its flag (--etcd), the name users write,
+//     never by the Go field. Nothing in this package panics on user input.
 //   - Nothing here reads the environment or the file system behind the caller's back:
 //     LoadConfig takes the flag set and a getenv function, so tests and embedders control
 //     every input.

@@ -43,16 +43,16 @@ func (c Config) validateServing() []*ConfigError {
 		bad("MaxConnections", "must be at least 1", strconv.Itoa(c.MaxConnections))
 	}
 	if c.MaxConnectionsPerClient < 1 || c.MaxConnectionsPerClient > max(c.MaxConnections, 1) {
-		bad("MaxConnectionsPerClient", fmt.Sprintf("must be between 1 and MaxConnections (%d)", c.MaxConnections), strconv.Itoa(c.MaxConnectionsPerClient))
+		bad("MaxConnectionsPerClient", fmt.Sprintf("must be between 1 and --max-connections (%d)", c.MaxConnections), strconv.Itoa(c.MaxConnectionsPerClient))
 	}
 	if c.AdminListen != "" {
 		if rule := checkHostPort(c.AdminListen); rule != "" {
 			bad("AdminListen", rule, c.AdminListen)
 		} else if c.AdminListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
-			bad("AdminListen", "must differ from Listen (admin routes are never served on the client listener)", c.AdminListen)
+			bad("AdminListen", "must differ from --listen (admin routes are never served on the client listener)", c.AdminListen)
 		}
 	} else if _, port, err := net.SplitHostPort(c.Listen); err == nil && port == "65535" {
-		bad("AdminListen", "must be set when Listen uses port 65535 (the default is the client port + 1)", "")
+		bad("AdminListen", "must be set when --listen uses port 65535 (the default is the client port + 1)", "")
 	}
 	for _, h := range c.AllowedHostList() {
 		if strings.ContainsAny(h, " /\\@\x00") {

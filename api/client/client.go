@@ -28,8 +28,9 @@ const FieldHeaderPrefix = "Cairn-Field-"
 
 // Client talks to one Cairn server. It is safe for concurrent use.
 type Client struct {
-	base string
-	hc   *http.Client
+	base  string
+	hc    *http.Client
+	retry RetryPolicy
 }
 
 // New returns a client for the server at baseURL ("http://127.0.0.1:7070"; a trailing "/"
@@ -381,7 +382,7 @@ func (c *Client) GetFile(ctx context.Context, agent, wb, path string, opts GetOp
 	// Ask for the stored bytes as they are: net/http would otherwise request gzip and
 	// decompress transparently, hiding Content-Length and breaking ranges.
 	req.Header.Set("Accept-Encoding", "identity")
-	resp, err := c.hc.Do(req)
+	resp, err := c.send(req, replayable)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -421,7 +422,7 @@ func (c *Client) StatAt(ctx context.Context, agent, wb, path string, at Snapshot
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.send(req, replayable)
 	if err != nil {
 		return nil, err
 	}
@@ -590,7 +591,12 @@ func (c *Client) bodyRequest(ctx context.Context, method, u string, body io.Read
 // Numbers in untyped values (map[string]any, any) decode as json.Number, exactly as the
 // server wrote them. A result implementing rawResult also keeps the bytes.
 func (c *Client) doJSON(req *http.Request, out any) error {
-	resp, err := c.hc.Do(req)
+	return c.doJSONAs(req, out, safetyOf(req))
+}
+
+// doJSONAs is doJSON for a request whose retry safety the caller knows.
+func (c *Client) doJSONAs(req *http.Request, out any, safety retrySafety) error {
+	resp, err := c.send(req, safety)
 	if err != nil {
 		return err
 	}
@@ -616,8 +622,9 @@ func (c *Client) doJSON(req *http.Request, out any) error {
 	return nil
 }
 
-// postTool sends in as the JSON body of a POST to u and decodes the result into out.
-func (c *Client) postTool(ctx context.Context, u string, in any, out any) error {
+// postTool sends in as the JSON body of a POST to u and decodes the result into out;
+// safety says whether the call may be repeated after a retryable answer.
+func (c *Client) postTool(ctx context.Context, u string, in any, out any, safety retrySafety) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("client: encoding the request: %w", err)
@@ -627,7 +634,7 @@ func (c *Client) postTool(ctx context.Context, u string, in any, out any) error 
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	return c.doJSON(req, out)
+	return c.doJSONAs(req, out, safety)
 }
 
 // closeBody drains a little of what is left (so the connection can be reused) and closes.

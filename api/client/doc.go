@@ -1,6 +1,7 @@
 // Package client is the Go client of Cairn's REST API (`/v1/agents/{agent}/workbenches/...`,
 // DESIGN.md §10) and the bulk transfers built on it (Import, Export): files, listings,
-// snapshots, commits, restores, metadata search and grep. The CLI, the load generator and
+// snapshots, commits, restores, metadata search and grep, and the admin routes of a node's
+// admin listener (garbage collection, cluster status). The CLI, the load generator and
 // the integration tests use it; it knows nothing of the server's internals.
 //
 // Invariants callers rely on:
@@ -12,8 +13,13 @@
 //   - Every non-2xx answer (304 excepted, which GetFile reports as FileInfo.NotModified)
 //     becomes a *Error carrying the server's stable code, message, retryable flag and
 //     details (WORKBENCH.md §errors). HEAD answers have no body, so Stat derives the code
-//     from the HTTP status. The client never retries on its own: Error.Retryable and
-//     Error.RetryAfter tell the caller whether and when to.
+//     from the HTTP status. Error.Retryable and Error.RetryAfter tell the caller
+//     whether and when to try again.
+//   - A client from New never retries on its own. WithRetry makes it retry within a
+//     RetryPolicy's bounds (attempts and total time, honouring Retry-After): a refused
+//     connection always, a retryable 503 or 429 only for requests that mean the same sent
+//     twice (idempotent methods, an Idempotency-Key, read-only tool calls), and only with
+//     a body it can send again (bytes or strings, never a stream).
 //   - The tool endpoints (Commit, Snapshot, Restore, Search, Grep, Find, ...) take the
 //     Workbench tool's input as a JSON body and return its result: typed, with numbers in
 //     untyped values (search fields, facet values) as json.Number, exactly as the server

@@ -124,7 +124,7 @@ func (r *SearchResult) setRaw(b json.RawMessage) { r.Raw = b }
 // cursor's first page).
 func (c *Client) Search(ctx context.Context, agent string, req SearchRequest) (*SearchResult, error) {
 	var out SearchResult
-	if err := c.postTool(ctx, c.agentURL(agent)+"/search", req, &out); err != nil {
+	if err := c.postTool(ctx, c.agentURL(agent)+"/search", req, &out, replayable); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -182,7 +182,7 @@ func (r *AggregateResult) setRaw(b json.RawMessage) { r.Raw = b }
 // Aggregate computes measures over matching files, grouped (workbench_aggregate).
 func (c *Client) Aggregate(ctx context.Context, agent string, req AggregateRequest) (*AggregateResult, error) {
 	var out AggregateResult
-	if err := c.postTool(ctx, c.agentURL(agent)+"/aggregate", req, &out); err != nil {
+	if err := c.postTool(ctx, c.agentURL(agent)+"/aggregate", req, &out, replayable); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -245,7 +245,7 @@ func (r *CatalogResult) setRaw(b json.RawMessage) { r.Raw = b }
 // (workbench_catalog).
 func (c *Client) Catalog(ctx context.Context, agent string, req CatalogRequest) (*CatalogResult, error) {
 	var out CatalogResult
-	if err := c.postTool(ctx, c.agentURL(agent)+"/catalog", req, &out); err != nil {
+	if err := c.postTool(ctx, c.agentURL(agent)+"/catalog", req, &out, replayable); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -306,7 +306,7 @@ func (r *FindResult) setRaw(b json.RawMessage) { r.Raw = b }
 // still have a NextCursor: each call examines a bounded number.
 func (c *Client) Find(ctx context.Context, agent string, req FindRequest) (*FindResult, error) {
 	var out FindResult
-	if err := c.postTool(ctx, c.agentURL(agent)+"/find", req, &out); err != nil {
+	if err := c.postTool(ctx, c.agentURL(agent)+"/find", req, &out, replayable); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -369,7 +369,7 @@ func (r *GrepResult) setRaw(b json.RawMessage) { r.Raw = b }
 // ReadFenceChanged (409, retryable: the workbench changed since the cursor's first page).
 func (c *Client) Grep(ctx context.Context, agent, wb string, req GrepRequest) (*GrepResult, error) {
 	var out GrepResult
-	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/grep", req, &out); err != nil {
+	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/grep", req, &out, replayable); err != nil {
 		return nil, err
 	}
 	return &out, nil

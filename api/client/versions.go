@@ -166,7 +166,7 @@ func (r *CommitResult) setRaw(b json.RawMessage) { r.Raw = b }
 // head change beat a replace), InvalidArguments (400: not an object, a bad digest).
 func (c *Client) Commit(ctx context.Context, agent, wb string, req CommitRequest) (*CommitResult, error) {
 	var out CommitResult
-	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/commit", req, &out); err != nil {
+	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/commit", req, &out, replayable); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -269,7 +269,7 @@ func (r *SnapshotList) setRaw(b json.RawMessage) { r.Raw = b }
 // reason or metadata).
 func (c *Client) Snapshot(ctx context.Context, agent, wb string, req SnapshotRequest) (*Snapshot, error) {
 	var out Snapshot
-	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/snapshots", req, &out); err != nil {
+	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/snapshots", req, &out, notReplayable); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -303,7 +303,7 @@ func (c *Client) RenewSnapshot(ctx context.Context, agent, wb string, snap Snaps
 		body["ttl_days"] = ttlDays
 	}
 	var out Snapshot
-	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/snapshots/renew", body, &out); err != nil {
+	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/snapshots/renew", body, &out, replayable); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -323,7 +323,7 @@ func (c *Client) RetireSnapshot(ctx context.Context, agent, wb string, snap Snap
 		body["reason"] = reason
 	}
 	var out RetireResult
-	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/snapshots/retire", body, &out); err != nil {
+	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/snapshots/retire", body, &out, notReplayable); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -402,7 +402,7 @@ func (c *Client) Restore(ctx context.Context, agent, wb string, req RestoreReque
 		AtCommit    string `json:"at_commit,omitempty"`
 	}{req.Destination, at, req.AtCommit}
 	var out RestoreResult
-	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/restore", body, &out); err != nil {
+	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/restore", body, &out, notReplayable); err != nil {
 		return nil, err
 	}
 	return &out, nil

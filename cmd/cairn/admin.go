@@ -1,20 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairnstore/cairn/api/client"
 )
-
-// maxAdminResponseBytes bounds the JSON answer of an admin request the CLI reads.
-const maxAdminResponseBytes = 64 << 20
 
 // addAdminCommands registers `cairn admin` and its subcommands.
 func addAdminCommands(root *cobra.Command) {
@@ -42,28 +36,10 @@ func adminServer(cmd *cobra.Command) string {
 	return defaultAdminServer
 }
 
-// gcReport is the answer of POST /v1/admin/gc (api/rest/admin.go).
-type gcReport struct {
-	DryRun         bool  `json:"dry_run"`
-	Candidates     int   `json:"candidates"`
-	CandidateBytes int64 `json:"candidate_bytes"`
-	Intents        int   `json:"intents"`
-	Deleted        int   `json:"deleted"`
-	DeletedBytes   int64 `json:"deleted_bytes"`
-	Orphans        int   `json:"orphans_deleted"`
-	More           bool  `json:"more"`
-	Roots          []struct {
-		Agent      string `json:"agent"`
-		Candidates []struct {
-			Digest      string `json:"digest"`
-			StoredBytes int64  `json:"stored_bytes"`
-			Orphan      bool   `json:"orphan"`
-			TakenOver   bool   `json:"taken_over"`
-		} `json:"candidates"`
-		Deleted      int   `json:"deleted"`
-		DeletedBytes int64 `json:"deleted_bytes"`
-		More         bool  `json:"more"`
-	} `json:"roots"`
+// newAdminClient returns a client for the --admin-server of cmd, retrying as every
+// client command does.
+func newAdminClient(cmd *cobra.Command) *client.Client {
+	return client.New(adminServer(cmd), nil).WithRetry(client.DefaultRetryPolicy())
 }
 
 func newAdminGCCommand() *cobra.Command {
@@ -86,23 +62,14 @@ func newAdminGCCommand() *cobra.Command {
 			if maxBatch < 0 {
 				return usageErrorf("--max-batch must not be negative")
 			}
-			body, err := json.Marshal(map[string]any{"dry_run": dryRun, "agent": agent, "max_batch": maxBatch})
-			if err != nil {
-				return err
-			}
-			raw, err := adminPost(cmd, "/v1/admin/gc", body)
+			rep, err := newAdminClient(cmd).CollectGarbage(cmd.Context(), client.GCRequest{DryRun: dryRun, Agent: agent, MaxBatch: maxBatch})
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				_, err := cmd.OutOrStdout().Write(raw)
-				return err
+				return printRaw(cmd.OutOrStdout(), rep.Raw)
 			}
-			var rep gcReport
-			if err := json.Unmarshal(raw, &rep); err != nil {
-				return fmt.Errorf("admin gc: decoding the answer: %w", err)
-			}
-			printGCReport(cmd.OutOrStdout(), rep, verbose)
+			printGCReport(cmd.OutOrStdout(), *rep, verbose)
 			return nil
 		},
 	}
@@ -115,7 +82,7 @@ func newAdminGCCommand() *cobra.Command {
 }
 
 // printGCReport prints a sweep report: one summary line, then one line per agent root.
-func printGCReport(w io.Writer, rep gcReport, verbose bool) {
+func printGCReport(w io.Writer, rep client.GCReport, verbose bool) {
 	if rep.DryRun {
 		fmt.Fprintf(w, "dry run: %d blobs (%d stored bytes) would be deleted\n", rep.Candidates, rep.CandidateBytes)
 	} else {
@@ -152,38 +119,4 @@ func printGCReport(w io.Writer, rep gcReport, verbose bool) {
 	if rep.More {
 		fmt.Fprintln(w, "more candidates remain: run again")
 	}
-}
-
-// adminPost posts a JSON body to the --admin-server of cmd and returns the 2xx answer; any
-// other answer is a *client.Error built from the server's error envelope.
-func adminPost(cmd *cobra.Command, path string, body []byte) ([]byte, error) {
-	server := adminServer(cmd)
-	req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, strings.TrimSuffix(server, "/")+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAdminResponseBytes))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 == 2 {
-		return raw, nil
-	}
-	e := &client.Error{HTTPStatus: resp.StatusCode, Code: "Internal", Message: http.StatusText(resp.StatusCode)}
-	var env struct {
-		Code      string         `json:"code"`
-		Message   string         `json:"message"`
-		Retryable bool           `json:"retryable"`
-		Details   map[string]any `json:"details"`
-	}
-	if json.Unmarshal(raw, &env) == nil && env.Code != "" {
-		e.Code, e.Message, e.Retryable, e.Details = env.Code, env.Message, env.Retryable, env.Details
-	}
-	return nil, e
 }

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairnstore/cairn/api/client"
-	"github.com/cairnstore/cairn/api/server"
 )
 
 // newAdminClusterCommand is `cairn admin cluster` and its subcommands.
@@ -26,22 +23,23 @@ func newAdminClusterCommand() *cobra.Command {
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show the cluster's nodes, shards, leaders and applied-index lag",
-		Long: "Show the cluster as the node at --server sees it: the registered nodes, and for\n" +
-			"every shard its leader and each replica's role and lag (log entries its applied\n" +
-			"index is behind the leader's commit index; ? when the replica did not answer).",
+		Long: "Show the cluster as the node at --admin-server sees it: the nodes (up while\n" +
+			"registered in etcd; a shard member that is not registered is down), and for every\n" +
+			"shard its leader and each replica's role and lag (log entries its applied index is\n" +
+			"behind the leader's commit index; ? when the replica did not answer, down when its\n" +
+			"node is down). An embedded node (cairn serve without --cluster) has no cluster\n" +
+			"status: the command says so and exits 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			raw, err := adminGet(cmd, server.ClusterStatusPath)
+			st, err := newAdminClient(cmd).ClusterStatus(cmd.Context())
+			if errors.Is(err, client.ErrNotCluster) {
+				return notClusterError{server: adminServer(cmd), err: err}
+			}
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				_, err := cmd.OutOrStdout().Write(raw)
-				return err
-			}
-			var st server.ClusterStatus
-			if err := json.Unmarshal(raw, &st); err != nil {
-				return fmt.Errorf("admin cluster status: decoding the answer: %w", err)
+				return printRaw(cmd.OutOrStdout(), st.Raw)
 			}
 			return printClusterStatus(cmd.OutOrStdout(), st)
 		},
@@ -51,13 +49,29 @@ func newAdminClusterCommand() *cobra.Command {
 	return cluster
 }
 
+// notClusterError is the answer of an embedded node to `cairn admin cluster`: reported
+// with the code of the node's 404 (NotFound), in words an operator reads at once.
+type notClusterError struct {
+	server string
+	err    error
+}
+
+func (e notClusterError) Unwrap() error { return e.err }
+
+func (e notClusterError) Error() string {
+	return fmt.Sprintf("the node at %s is not a cluster node (it runs embedded, cairn serve without --cluster): it has no cluster status", e.server)
+}
+
 // printClusterStatus prints the nodes, then one line per shard replica.
-func printClusterStatus(w io.Writer, st server.ClusterStatus) error {
+func printClusterStatus(w io.Writer, st *client.ClusterStatus) error {
 	fmt.Fprintf(w, "cluster %s: %d shards, replication %d (answered by node %s)\n\n", st.ClusterID, st.Shards, st.Replication, st.Node)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tCLIENT URL\tPEER ADDRESS\tSTARTED")
+	fmt.Fprintln(tw, "NODE\tSTATE\tCLIENT URL\tPEER ADDRESS\tSTARTED")
 	for _, n := range st.Nodes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.ID, n.ClientURL, n.PeerAddr, n.StartedAt.Format("2006-01-02T15:04:05Z07:00"))
+		fmt.Fprintf(tw, "%s\tup\t%s\t%s\t%s\n", n.ID, n.ClientURL, n.PeerAddr, n.StartedAt.Format("2006-01-02T15:04:05Z07:00"))
+	}
+	for _, id := range downNodes(st) {
+		fmt.Fprintf(tw, "%s\tdown\t-\t-\t-\n", id)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "SHARD\tNODE\tROLE\tLAG")
@@ -75,7 +89,10 @@ func printClusterStatus(w io.Writer, st server.ClusterStatus) error {
 				role = "voter"
 			}
 			lag := "?"
-			if m.Lag >= 0 {
+			switch {
+			case !st.Registered(m.ID):
+				lag = "down"
+			case m.Lag >= 0:
 				lag = fmt.Sprint(m.Lag)
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.Shard, m.ID, role, lag)
@@ -84,35 +101,18 @@ func printClusterStatus(w io.Writer, st server.ClusterStatus) error {
 	return tw.Flush()
 }
 
-// adminGet gets path from the --admin-server of cmd and returns the 2xx answer; any other
-// answer is a *client.Error built from the server's error envelope.
-func adminGet(cmd *cobra.Command, path string) ([]byte, error) {
-	srv := adminServer(cmd)
-	req, err := http.NewRequestWithContext(cmd.Context(), http.MethodGet, strings.TrimSuffix(srv, "/")+path, nil)
-	if err != nil {
-		return nil, err
+// downNodes are the shard members that are not registered nodes (their lease expired:
+// stopped, crashed or cut off), each once, in order of first appearance.
+func downNodes(st *client.ClusterStatus) []string {
+	var down []string
+	seen := map[string]bool{}
+	for _, s := range st.ShardStatus {
+		for _, m := range s.Members {
+			if !seen[m.ID] && !st.Registered(m.ID) {
+				down = append(down, m.ID)
+			}
+			seen[m.ID] = true
+		}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAdminResponseBytes))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 == 2 {
-		return raw, nil
-	}
-	e := &client.Error{HTTPStatus: resp.StatusCode, Code: "Internal", Message: http.StatusText(resp.StatusCode)}
-	var env struct {
-		Code      string         `json:"code"`
-		Message   string         `json:"message"`
-		Retryable bool           `json:"retryable"`
-		Details   map[string]any `json:"details"`
-	}
-	if json.Unmarshal(raw, &env) == nil && env.Code != "" {
-		e.Code, e.Message, e.Retryable, e.Details = env.Code, env.Message, env.Retryable, env.Details
-	}
-	return nil, e
+	return down
 }

@@ -36,17 +36,24 @@ func TestDisplayedEscapesOnlyNamesWithControlCharacters(t *testing.T) {
 // runCairn runs the cairn command line against server and returns its stdout.
 func runCairn(t *testing.T, server string, args ...string) string {
 	t.Helper()
-	root := newRootCommand()
-	addFileCommands(root)
-	addWorkbenchCommands(root)
+	out, errOut, err := execCairn(t, append([]string{"--server", server}, args...)...)
+	if err != nil {
+		t.Fatalf("cairn %s: %v (stderr %q)", strings.Join(args, " "), err, errOut)
+	}
+	return out
+}
+
+// execCairn runs the cairn command line in-process and returns what it printed and the
+// error main would report.
+func execCairn(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root := newCLI()
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	root.SetArgs(append([]string{"--server", server}, args...))
-	if err := root.ExecuteContext(t.Context()); err != nil {
-		t.Fatalf("cairn %s: %v (stderr %q)", strings.Join(args, " "), err, errOut.String())
-	}
-	return out.String()
+	root.SetArgs(args)
+	err = root.ExecuteContext(t.Context())
+	return out.String(), errOut.String(), err
 }
 
 func TestCommandsPrintServerNamesWithoutTerminalControls(t *testing.T) {

@@ -1,7 +1,8 @@
 // Command cairn is the single Cairn binary: the server (`cairn serve`, `cairn mcp`) and
-// the client commands people and CI jobs use (`put`, `cat`, `ls`, `import`, `export`;
-// `snapshot`, `commit`, `restore`, `search`, `grep`), which talk to a server over its REST
-// API through package api/client (DESIGN.md §1).
+// the client commands people and CI jobs use (`put`, `cat`, `ls`, `stat`, `rm`, `append`,
+// `edit`, `import`, `export`; `snapshot`, `commit`, `restore`, `search`, `grep`,
+// `aggregate`, `catalog`, `find`; `admin`), which talk to a server over its REST API
+// through package api/client (DESIGN.md §1) and build no HTTP request themselves.
 //
 // This package only wires: it parses flags and arguments, builds the pieces from their
 // packages and reports results. Rules it keeps:
@@ -10,7 +11,8 @@
 //     object, one line.
 //   - Results go to stdout; progress bars (only when stderr is a terminal), warnings and
 //     errors go to stderr, so stdout stays usable in pipes.
-//   - Every failure prints one line "cairn: <code>: <message>" on stderr and exits 1. The
+//   - Every failure prints one line "cairn: <code>: <message>" on stderr and exits 1
+//     (grep exits 2, and 1 without a line when nothing matched, as grep(1) does). The
 //     code is the server's stable error code (NotFound, Conflict, ...) or, for failures
 //     that never reached the server, InvalidArguments (bad usage or an unsafe path),
 //     NotFound (a local file), Unavailable (the server could not be reached), Canceled
@@ -19,4 +21,7 @@
 //     http://127.0.0.1:7070, and the agent root with --agent, else CAIRN_AGENT, else
 //     "default". `cairn admin …` talks to the admin listener instead: --admin-server, else
 //     CAIRN_ADMIN_SERVER, else http://127.0.0.1:7071.
+//   - Client commands retry what is safe to retry (a refused connection, a retryable 503
+//     or 429 of a replayable request) within client.DefaultRetryPolicy, then report the
+//     last answer.
 package main

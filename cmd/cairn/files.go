@@ -24,10 +24,11 @@ import (
 	"github.com/cairnstore/cairn/api/server"
 )
 
-// addFileCommands registers the client commands that move files: put, cat, ls, import,
-// export.
+// addFileCommands registers the client commands over files: put, cat, ls, stat, import,
+// export, and rm, append, edit.
 func addFileCommands(root *cobra.Command) {
-	root.AddCommand(newPutCommand(), newCatCommand(), newLsCommand(), newImportCommand(), newExportCommand())
+	root.AddCommand(newPutCommand(), newCatCommand(), newLsCommand(), newStatCommand(), newImportCommand(), newExportCommand())
+	addChangeCommands(root)
 }
 
 // target is the agent root and workbench a command works on.
@@ -53,13 +54,14 @@ func (t *target) check() error {
 	return nil
 }
 
-// newClient returns a client for the --server of cmd.
+// newClient returns a client for the --server of cmd. It retries retryable answers
+// within client.DefaultRetryPolicy (a restarting node, a leader election).
 func newClient(cmd *cobra.Command) *client.Client {
 	server := defaultServer
 	if f := cmd.Flag("server"); f != nil {
 		server = f.Value.String()
 	}
-	return client.New(server, nil)
+	return client.New(server, nil).WithRetry(client.DefaultRetryPolicy())
 }
 
 func newPutCommand() *cobra.Command {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -15,17 +17,47 @@ const defaultServer = "http://127.0.0.1:7070"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	root := newCLI()
+	cmd, err := root.ExecuteContextC(ctx)
+	stop()
+	if err != nil {
+		if !errors.Is(err, errNoMatch) {
+			reportError(root.ErrOrStderr(), err)
+		}
+		os.Exit(exitCode(cmd, err))
+	}
+}
+
+// errNoMatch is returned by a command that found nothing (grep): main exits 1 without
+// printing an error.
+var errNoMatch = errors.New("no match")
+
+// errorExitAnnotation, on a command, is the exit status of its failures when it is not 1
+// (grep: 2, so that 1 keeps meaning "no match" as in grep(1)).
+const errorExitAnnotation = "cairn.error-exit"
+
+// exitCode is the status main exits with after err from cmd: 1 for errNoMatch, else
+// cmd's errorExitAnnotation, else 1.
+func exitCode(cmd *cobra.Command, err error) int {
+	if errors.Is(err, errNoMatch) || cmd == nil {
+		return 1
+	}
+	if v, ok := cmd.Annotations[errorExitAnnotation]; ok {
+		if n, perr := strconv.Atoi(v); perr == nil {
+			return n
+		}
+	}
+	return 1
+}
+
+// newCLI returns the whole command tree.
+func newCLI() *cobra.Command {
 	root := newRootCommand()
 	addFileCommands(root)
 	addWorkbenchCommands(root)
 	addServerCommands(root)
 	addAdminCommands(root)
-	err := root.ExecuteContext(ctx)
-	stop()
-	if err != nil {
-		reportError(root.ErrOrStderr(), err)
-		os.Exit(1)
-	}
+	return root
 }
 
 // newRootCommand returns the bare `cairn` command with its persistent flags.
@@ -37,7 +69,9 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true, // reportError prints the one error line
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runRoot,
+		Version:       buildVersion(),
 	}
+	root.SetVersionTemplate("cairn {{.Version}}\n")
 	root.PersistentFlags().String("server", envOr("CAIRN_SERVER", defaultServer),
 		"Cairn server URL (env CAIRN_SERVER)")
 	root.SuggestionsMinimumDistance = 2

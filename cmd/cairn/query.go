@@ -118,7 +118,7 @@ func parseSort(s string) (client.SortKey, error) {
 func newSearchCommand() *cobra.Command {
 	var (
 		wheres, sorts, facets, fields []string
-		section, path, cursor         string
+		cursor                        string
 		limit                         int
 	)
 	cmd := &cobra.Command{
@@ -155,8 +155,7 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 	cmd.Flags().StringArrayVar(&sorts, "sort", nil, "sort key FIELD[:asc|:desc] (repeatable)")
 	cmd.Flags().StringArrayVar(&facets, "facet", nil, "count the values of FIELD (repeatable)")
 	cmd.Flags().StringArrayVar(&fields, "field", nil, "print FIELD with each hit (repeatable)")
-	cmd.Flags().StringVar(&section, "section", "", "only files in this section")
-	cmd.Flags().StringVar(&path, "path", "", "only files under this directory of --section")
+	scope := addScopeFlags(cmd)
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous search's cursor (same arguments)")
 	cmd.Flags().IntVar(&limit, "limit", maxSearchPage, "files to print, 0 for all (with --json: the page size, 1..10)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -166,23 +165,16 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 		if limit < 0 {
 			return usageErrorf("--limit must not be negative")
 		}
-		req := client.SearchRequest{Section: section, Path: path, Facets: facets, Cursor: cursor}
 		if len(args) == 1 {
-			req.Workbench = args[0]
+			scope.workbench = args[0]
 		}
-		for _, w := range wheres {
-			p, err := parseWhere(w)
-			if err != nil {
-				return err
-			}
-			req.Predicates = append(req.Predicates, p)
+		req := client.SearchRequest{Workbench: scope.workbench, Section: scope.section, Path: scope.path, Facets: facets, Cursor: cursor}
+		var err error
+		if req.Predicates, err = parseWheres(wheres); err != nil {
+			return err
 		}
-		for _, s := range sorts {
-			k, err := parseSort(s)
-			if err != nil {
-				return err
-			}
-			req.Sort = append(req.Sort, k)
+		if req.Sort, err = parseSorts(sorts); err != nil {
+			return err
 		}
 		req.Fields = fields
 		if len(fields) == 0 && !o.json {
@@ -195,6 +187,9 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 			}
 			res, err := c.Search(cmd.Context(), o.agent, req)
 			if err != nil {
+				return err
+			}
+			if err := checkWhereFields(cmd.Context(), c, o.agent, *scope, wheres, req.Predicates, res.MatchCount); err != nil {
 				return err
 			}
 			return printRaw(cmd.OutOrStdout(), res.Raw)
@@ -216,6 +211,9 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 			}
 			if first == nil {
 				first = res
+				if err := checkWhereFields(cmd.Context(), c, o.agent, *scope, wheres, req.Predicates, res.MatchCount); err != nil {
+					return err
+				}
 			}
 			for _, h := range res.Matches {
 				name := h.FullPath()
@@ -337,13 +335,15 @@ top, which normally holds no files), or with -r everything below it; --path may 
 name a single file. --glob keeps files whose base name matches ('*' and '?').
 
 Prints PATH:LINE:TEXT per match, PATH inside the workbench (TEXT is at most 240
-characters around the first match). --limit caps the matches printed (pages are
+characters around the first match). Exits 0 when a line matched, 1 when none did, 2 on
+an error, as grep(1) does. --limit caps the matches printed (pages are
 followed; 0 = all); when more remain, stderr gives the --cursor that continues.
 With --json, one page (--limit at most 300) is printed as the server's result object.
 
   cairn grep run-42 'loss|nan' -r --section logs
   cairn grep run-42 TODO -r --glob '*.py'`,
-		Args: argsBetween(2, 2),
+		Args:        argsBetween(2, 2),
+		Annotations: map[string]string{errorExitAnnotation: "2"},
 	}
 	o := addOutputFlags(cmd)
 	cmd.Flags().StringVar(&section, "section", "", "search this section (default: the whole workbench)")
@@ -370,7 +370,13 @@ With --json, one page (--limit at most 300) is printed as the server's result ob
 			if err != nil {
 				return err
 			}
-			return printRaw(cmd.OutOrStdout(), res.Raw)
+			if err := printRaw(cmd.OutOrStdout(), res.Raw); err != nil {
+				return err
+			}
+			if len(res.Matches) == 0 && res.NextCursor == "" {
+				return errNoMatch
+			}
+			return nil
 		}
 		out := bufio.NewWriter(cmd.OutOrStdout())
 		printed := 0
@@ -400,7 +406,13 @@ With --json, one page (--limit at most 300) is printed as the server's result ob
 			}
 			req.Cursor = res.NextCursor
 		}
-		return out.Flush()
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		if printed == 0 {
+			return errNoMatch
+		}
+		return nil
 	}
 	return cmd
 }

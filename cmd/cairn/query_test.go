@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"reflect"
 	"testing"
 
@@ -89,5 +90,38 @@ func TestParseFieldFlags(t *testing.T) {
 		if _, err := parseFieldFlags([]string{bad}); err == nil {
 			t.Errorf("--field %q: no error", bad)
 		}
+	}
+}
+
+func TestGrepExitsLikeGrep(t *testing.T) {
+	url := newTestServer(t)
+	runCases(t, url, []cliCase{{"put", []string{"put", "logs/run.log", "--agent", "a", "--workbench", "w"}, "loss 0.1\nnan here\n", "", ""}})
+	for _, tt := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"a match exits 0", []string{"grep", "--agent", "a", "w", "nan", "-r"}, 0},
+		{"no match exits 1", []string{"grep", "--agent", "a", "w", "zebra", "-r"}, 1},
+		{"no match with --json exits 1", []string{"grep", "--json", "--agent", "a", "w", "zebra", "-r"}, 1},
+		{"an error exits 2", []string{"grep", "--agent", "a", "nosuch", "nan", "-r"}, 2},
+		{"a usage error exits 2", []string{"grep", "--agent", "a", "w"}, 2},
+		{"a bad flag exits 2", []string{"grep", "--nosuchflag", "w", "x"}, 2},
+		{"other commands still exit 1 on an error", []string{"cat", "--agent", "a", "--workbench", "w", "nope"}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := newCLI()
+			root.SetOut(io.Discard)
+			root.SetErr(io.Discard)
+			root.SetArgs(append([]string{"--server", url}, tt.args...))
+			cmd, err := root.ExecuteContextC(t.Context())
+			got := 0
+			if err != nil {
+				got = exitCode(cmd, err)
+			}
+			if got != tt.want {
+				t.Errorf("exit %d (error %v), want %d", got, err, tt.want)
+			}
+		})
 	}
 }

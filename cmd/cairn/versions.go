@@ -21,9 +21,10 @@ import (
 const maxManifestBytes = 8 << 20
 
 // addWorkbenchCommands registers the commands over the Workbench tools: commit, snapshot
-// (with renew, retire and list), restore, search and grep.
+// (with renew, retire and list), restore, search, grep, aggregate, catalog and find.
 func addWorkbenchCommands(root *cobra.Command) {
 	root.AddCommand(newCommitCommand(), newSnapshotCommand(), newRestoreCommand(), newSearchCommand(), newGrepCommand())
+	addMetadataCommands(root)
 }
 
 // outputFlags are --agent and --json, which every Workbench tool command takes.

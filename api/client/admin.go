@@ -1,0 +1,168 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Admin routes, served only on a node's admin listener (--admin-listen): a Client for
+// them is built on the admin listener's URL, not the client one.
+const (
+	// AdminGCPath runs one garbage-collection sweep (POST).
+	AdminGCPath = "/v1/admin/gc"
+	// AdminClusterPath answers the cluster status of a cluster node (GET); an embedded
+	// node answers 404.
+	AdminClusterPath = "/v1/admin/cluster"
+)
+
+// ErrNotCluster is wrapped by ClusterStatus's error when the node is an embedded one
+// (cairn serve without --cluster): it has no cluster status.
+var ErrNotCluster = errors.New("not a cluster node")
+
+// GCRequest is the body of a garbage-collection sweep (POST /v1/admin/gc).
+type GCRequest struct {
+	// DryRun reports what the sweep would delete and deletes nothing.
+	DryRun bool `json:"dry_run"`
+	// Agent limits the sweep to one agent root; "" sweeps every root.
+	Agent string `json:"agent"`
+	// MaxBatch bounds the blobs collected per agent root; 0 means the server's default.
+	MaxBatch int `json:"max_batch"`
+}
+
+// GCCandidate is one blob a sweep found unreferenced past the grace period.
+type GCCandidate struct {
+	// Digest is "sha256:<hex>" of the blob's plaintext.
+	Digest string `json:"digest"`
+	// StoredBytes is the blob's size in the object store, in bytes.
+	StoredBytes int64 `json:"stored_bytes"`
+	// Orphan is a blob uploaded but never published.
+	Orphan bool `json:"orphan"`
+	// TakenOver is a candidate a newer reference claimed before deletion.
+	TakenOver bool `json:"taken_over"`
+}
+
+// GCRoot is what a sweep did in one agent root.
+type GCRoot struct {
+	Agent        string        `json:"agent"`
+	Candidates   []GCCandidate `json:"candidates"`
+	Intents      int           `json:"intents"`
+	Deleted      int           `json:"deleted"`
+	DeletedBytes int64         `json:"deleted_bytes"`
+	Orphans      int           `json:"orphans_deleted"`
+	// More says the root holds more candidates than MaxBatch: run again.
+	More bool `json:"more"`
+}
+
+// GCReport is the answer of a sweep: totals, then per agent root (byte counts are stored
+// bytes).
+type GCReport struct {
+	DryRun         bool     `json:"dry_run"`
+	Candidates     int      `json:"candidates"`
+	CandidateBytes int64    `json:"candidate_bytes"`
+	Intents        int      `json:"intents"`
+	Deleted        int      `json:"deleted"`
+	DeletedBytes   int64    `json:"deleted_bytes"`
+	Orphans        int      `json:"orphans_deleted"`
+	More           bool     `json:"more"`
+	Roots          []GCRoot `json:"roots"`
+	// Raw is the report exactly as the server sent it.
+	Raw json.RawMessage `json:"-"`
+}
+
+func (r *GCReport) setRaw(b json.RawMessage) { r.Raw = b }
+
+// CollectGarbage runs one garbage-collection sweep with the server's grace period
+// (DESIGN.md §8). c must be built on the admin listener's URL.
+//
+// Errors: *Error RoutingUnavailable (503, the node is not the shard leader),
+// ObjectUnavailable (503, the blob store failed; the sweep stopped), InvalidArguments.
+func (c *Client) CollectGarbage(ctx context.Context, req GCRequest) (*GCReport, error) {
+	if req.MaxBatch < 0 {
+		return nil, fmt.Errorf("client: GCRequest.MaxBatch %d must not be negative", req.MaxBatch)
+	}
+	var out GCReport
+	if err := c.postTool(ctx, c.base+AdminGCPath, req, &out, notReplayable); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ClusterNode is one node registered in the cluster's control plane (etcd). A node is
+// registered while its lease is kept alive: one that stopped or died drops out after the
+// lease's TTL.
+type ClusterNode struct {
+	ID        string    `json:"id"`
+	ClientURL string    `json:"client_url"`
+	PeerAddr  string    `json:"peer_addr"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// ClusterMember is one replica of a shard, as the shard's leader sees it.
+type ClusterMember struct {
+	// ID is the node id (the Raft server id).
+	ID    string `json:"id"`
+	Voter bool   `json:"voter"`
+	// Lag is how many log entries the member's applied index is behind the leader's
+	// commit index; negative when unknown (the member did not report).
+	Lag int64 `json:"lag"`
+}
+
+// ClusterShard is one shard as its leader sees it; Error says why no leader answered.
+type ClusterShard struct {
+	Shard   int             `json:"shard"`
+	Leader  string          `json:"leader,omitempty"`
+	Members []ClusterMember `json:"members,omitempty"`
+	Error   string          `json:"error,omitempty"`
+}
+
+// ClusterStatus is the answer of GET /v1/admin/cluster: the cluster as the answering
+// node sees it.
+type ClusterStatus struct {
+	ClusterID   string `json:"cluster_id"`
+	Shards      int    `json:"shards"`
+	Replication int    `json:"replication"`
+	// Node is the id of the node that answered.
+	Node string `json:"node"`
+	// Nodes are the registered nodes, by id.
+	Nodes       []ClusterNode  `json:"nodes"`
+	ShardStatus []ClusterShard `json:"shard_status"`
+	// Raw is the status exactly as the server sent it.
+	Raw json.RawMessage `json:"-"`
+}
+
+func (r *ClusterStatus) setRaw(b json.RawMessage) { r.Raw = b }
+
+// Registered reports whether node id is registered (its lease is alive).
+func (s *ClusterStatus) Registered(id string) bool {
+	for _, n := range s.Nodes {
+		if n.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// ClusterStatus returns the cluster status of the node c is built on (its admin
+// listener's URL).
+//
+// Errors: an *Error NotFound wrapped with ErrNotCluster when the node is an embedded one;
+// other *Errors as the server answers.
+func (c *Client) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+AdminClusterPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out ClusterStatus
+	if err := c.doJSON(req, &out); err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.HTTPStatus == http.StatusNotFound {
+			return nil, fmt.Errorf("%s answers 404 on %s (an embedded node, cairn serve without --cluster): %w: %w", c.base, AdminClusterPath, ErrNotCluster, err)
+		}
+		return nil, err
+	}
+	return &out, nil
+}

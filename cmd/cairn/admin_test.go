@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/api/client"
+	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+)
+
+func TestAdminClusterStatusOnAnEmbeddedNodeSaysItIsNotACluster(t *testing.T) {
+	// The admin listener of an embedded node: no cluster route, so 404.
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
+	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}).Admin())
+	t.Cleanup(srv.Close)
+	_, _, err := execCairn(t, "admin", "cluster", "status", "--admin-server", srv.URL)
+	if err == nil {
+		t.Fatal("cluster status of an embedded node succeeded")
+	}
+	code, msg := describeError(err)
+	if code != "NotFound" || !strings.Contains(msg, "is not a cluster node") || !strings.Contains(msg, srv.URL) {
+		t.Fatalf("reported %s: %s; want NotFound saying %s is not a cluster node", code, msg, srv.URL)
+	}
+}
+
+func TestAdminGCRunsThroughTheClient(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
+	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}).Admin())
+	t.Cleanup(srv.Close)
+	out, _, err := execCairn(t, "admin", "gc", "--dry-run", "--admin-server", srv.URL)
+	if err != nil || !strings.HasPrefix(out, "dry run: 0 blobs (0 stored bytes) would be deleted\n") {
+		t.Fatalf("admin gc --dry-run: %v, output %q", err, out)
+	}
+	out, _, err = execCairn(t, "admin", "gc", "--dry-run", "--json", "--admin-server", srv.URL)
+	if err != nil || !strings.HasPrefix(out, `{"`) || !strings.Contains(out, `"dry_run":true`) || strings.Count(out, "\n") != 1 {
+		t.Fatalf("admin gc --json: %v, output %q; want the server's report on one line", err, out)
+	}
+}
+
+func TestClusterStatusShowsADownNodeAsDown(t *testing.T) {
+	// n3 is a member of shard 0 but no longer registered (its lease expired): down.
+	st := &client.ClusterStatus{ClusterID: "c", Shards: 2, Replication: 3, Node: "n1",
+		Nodes: []client.ClusterNode{
+			{ID: "n1", ClientURL: "http://n1", PeerAddr: "n1:7071", StartedAt: time.Unix(0, 0).UTC()},
+			{ID: "n2", ClientURL: "http://n2", PeerAddr: "n2:7071", StartedAt: time.Unix(0, 0).UTC()},
+		},
+		ShardStatus: []client.ClusterShard{
+			{Shard: 0, Leader: "n1", Members: []client.ClusterMember{{ID: "n1", Voter: true, Lag: 0}, {ID: "n2", Voter: true, Lag: -1}, {ID: "n3", Voter: true, Lag: -1}}},
+			{Shard: 1, Error: "no leader: context deadline exceeded"},
+		}}
+	var b strings.Builder
+	if err := printClusterStatus(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string // each line with its blanks collapsed
+	for _, l := range strings.Split(b.String(), "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	for _, want := range []string{
+		"n1 up http://n1 n1:7071 1970-01-01T00:00:00Z",
+		"n3 down - - -",
+		"0 n1 leader 0",
+		"0 n2 voter ?",
+		"0 n3 voter down",
+		"1 - no leader answered no leader: context deadline exceeded",
+	} {
+		if n := slices.Index(lines, want); n < 0 {
+			t.Errorf("status lacks the line %q:\n%s", want, b.String())
+		}
+	}
+	if n := strings.Count(b.String(), "down   -"); n != 1 {
+		t.Errorf("the down node is listed %d times in the node table, want once:\n%s", n, b.String())
+	}
+}
+
+func TestAdminCommandsRetryWhileTheLeaderMoves(t *testing.T) {
+	sent := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent++
+		if sent == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"status":"error","code":"RoutingUnavailable","message":"electing","retryable":true,"details":{}}`)
+			return
+		}
+		fmt.Fprint(w, `{"cluster_id":"c","shards":0,"replication":3,"node":"n1","nodes":[],"shard_status":[]}`)
+	}))
+	t.Cleanup(srv.Close)
+	out, _, err := execCairn(t, "admin", "cluster", "status", "--admin-server", srv.URL)
+	if err != nil || !strings.HasPrefix(out, "cluster c: 0 shards") || sent != 2 {
+		t.Fatalf("after one 503: %v, %d sends, output %q; want success on the second", err, sent, out)
+	}
+}
+
+func TestServeConfigErrorsNameTheFlags(t *testing.T) {
+	t.Setenv("CAIRN_ETCD", "")
+	t.Setenv("CAIRN_PEER_LISTEN", "")
+	_, _, err := execCairn(t, "serve", "--cluster", "--data-dir", t.TempDir())
+	code, msg := describeError(err)
+	if code != "InvalidArguments" || !strings.Contains(msg, "--etcd must") || !strings.Contains(msg, "--peer-listen must") || strings.Contains(msg, "Etcd") {
+		t.Fatalf("serve --cluster without etcd: %s: %s; want InvalidArguments naming --etcd and --peer-listen", code, msg)
+	}
+}
