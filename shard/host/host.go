@@ -85,9 +85,9 @@ type Host struct {
 	// it repeat its reports of the replicas that lead.
 	kick       chan struct{}
 	reannounce chan struct{}
-	closing atomic.Bool
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	closing    atomic.Bool
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
 
 	peers   *peerClient // nil in the embedded default
 	cluster *clusterState
