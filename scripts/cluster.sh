@@ -7,8 +7,13 @@
 #   CAIRN_BIN          the cairn binary (default: built from this checkout)
 #   SHARDS             shards of a new cluster (default: 4)
 #   BASE_PORT          first of the ports used (default: 17000): etcd BASE_PORT..+1,
-#                      MinIO +2..+3, node i client +10+i, peer +20+i
+#                      MinIO +2..+3, node i client +10+i, peer +20+i, admin +30+i
 set -euo pipefail
+
+if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
+	sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'
+	exit 0
+fi
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${CAIRN_CLUSTER_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/cairn-cluster-XXXXXX")}"
@@ -79,6 +84,7 @@ for i in 0 1 2; do
 export AWS_ACCESS_KEY_ID='$AWS_ACCESS_KEY_ID' AWS_SECRET_ACCESS_KEY='$AWS_SECRET_ACCESS_KEY'
 exec '$bin' serve --cluster --data-dir '$dir/node$i' \\
 	--listen 127.0.0.1:$((base + 10 + i)) --peer-listen 127.0.0.1:$((base + 20 + i)) \\
+	--admin-listen 127.0.0.1:$((base + 30 + i)) \\
 	--etcd $etcd_client --shards $shards --replication 3 \\
 	--blob s3://cairn --s3-endpoint http://127.0.0.1:$((base + 2)) "\$@" >>'$dir/node$i.log' 2>&1
 NODE
@@ -92,7 +98,7 @@ done
 
 echo "Cairn cluster is up (data and logs in $dir):"
 for i in 0 1 2; do
-	echo "  node $i: http://127.0.0.1:$((base + 10 + i))"
+	echo "  node $i: http://127.0.0.1:$((base + 10 + i))  (admin http://127.0.0.1:$((base + 30 + i)))"
 done
 echo "etcd: http://$etcd_client   MinIO: http://127.0.0.1:$((base + 2))"
 echo "Each node runs from $dir/node<i>.sh (pids ${pids[*]:2}); restart a killed one with"

@@ -32,7 +32,7 @@ func TestAdminClusterStatusOnAnEmbeddedNodeSaysItIsNotACluster(t *testing.T) {
 
 func TestAdminGCRunsThroughTheClient(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}).Admin())
+	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready, GC: n.Workers}).Admin())
 	t.Cleanup(srv.Close)
 	out, _, err := execCairn(t, "admin", "gc", "--dry-run", "--admin-server", srv.URL)
 	if err != nil || !strings.HasPrefix(out, "dry run: 0 blobs (0 stored bytes) would be deleted\n") {
