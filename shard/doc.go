@@ -45,7 +45,7 @@
 //     run on the leader only and return once committed (or handed over).
 //
 // The etcd control plane (placement, replica sets, leader hints, the controller) is
-// shard/control; routing a root to its shard's leader and forwarding requests there are in
-// api/server today (cluster_route.go; DESIGN.md §3 moves them to shard/host). This package
-// never decides which node should hold a replica.
+// shard/control; the replicas of a node, routing a root to its shard's leader and
+// forwarding commands and requests there are shard/host's; the leader-only workers are
+// shard/worker's. This package never decides which node should hold a replica.
 package shard

@@ -6,7 +6,7 @@ import (
 	"github.com/cairnstore/cairn/shard"
 )
 
-// Errors of a node's start (Open, OpenCluster) that a caller tells apart — cmd/cairn prints
+// Errors of a node's start (Open) that a caller tells apart — cmd/cairn prints
 // a code for each — besides ErrDataDirLocked. They are the values of the parts that fail,
 // under this package's names (as os.ErrNotExist is fs.ErrNotExist), so errors.Is matches
 // the parts' wrapped errors and the caller imports neither a blob store nor the
