@@ -36,8 +36,9 @@ stop_cluster() {
 trap 'stop_cluster; exit 130' INT TERM
 trap stop_cluster EXIT
 
-metric() { # url name [label-filter]
-	curl -fsS "$1/metrics" | grep -E "^$2(\{[^}]*$3[^}]*\})? " | awk '{s += $2} END {printf "%.0f", s}'
+metric() { # url name [label-filter]: the sum of the matching samples, 0 when none
+	{ curl -fsS "$1/metrics" || true; } | { grep -E "^$2(\{[^}]*${3:-}[^}]*\})? " || true; } |
+		awk '{s += $2} END {printf "%.0f", s}'
 }
 
 size_bytes() { # 1MiB, 64MiB, 512KiB
@@ -82,11 +83,11 @@ for spec in "$@"; do
 	fi
 	for size in $sizes; do
 		put0="$(metric "$leader" cairn_blob_put_bytes_total)"
-		fwd0="$(metric "$leader" cairn_peer_bytes_total 'stream="fwd",direction="received"')"
+		fwd0="$(metric "$leader" cairn_peer_bytes_total 'direction="received",stream="fwd"')"
 		"$bin" bench --server "$follower" --scenario object-put --size "$size" --concurrency "$conc" \
 			--duration "$duration" --out "$dir/$size.json" >"$dir/$size.txt" 2>"$dir/$size.err"
 		put1="$(metric "$leader" cairn_blob_put_bytes_total)"
-		fwd1="$(metric "$leader" cairn_peer_bytes_total 'stream="fwd",direction="received"')"
+		fwd1="$(metric "$leader" cairn_peer_bytes_total 'direction="received",stream="fwd"')"
 		bytes="$(size_bytes "$size")"
 		mib="$(jq --argjson b "$bytes" '.cairn.achieved_rate * $b / 1048576' "$dir/$size.json")"
 		written="$(jq --argjson b "$bytes" '.cairn.ok * $b' "$dir/$size.json")"
