@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -53,7 +54,35 @@ const (
 type peerClient struct {
 	transport *http.Transport
 	client    *http.Client
+	// legacy remembers, per peer address, until when it is taken for a node of an older
+	// release that has no command forwarding (its fwd stream answers 404 to propose and
+	// readindex): requests for a shard it leads are forwarded whole, as that release does
+	// (Route), during a rolling upgrade.
+	legacy sync.Map // addr → time.Time
 }
+
+// legacyMemory is how long a peer stays taken for an older release after it answered 404.
+const legacyMemory = time.Minute
+
+// isLegacy reports whether the peer at addr answered like an older release recently.
+func (p *peerClient) isLegacy(addr string) bool {
+	v, ok := p.legacy.Load(addr)
+	if !ok {
+		return false
+	}
+	if time.Now().After(v.(time.Time)) {
+		p.legacy.Delete(addr)
+		return false
+	}
+	return true
+}
+
+// peerAnswerError is an answer of a peer that refused a call it understood (an
+// undecodable command, a failure before proposing): nothing applied, and retrying the
+// same call elsewhere would meet the same answer.
+type peerAnswerError struct{ text string }
+
+func (e *peerAnswerError) Error() string { return e.text }
 
 func newPeerClient(m *mux.Mux) *peerClient {
 	tr := &http.Transport{
@@ -115,6 +144,13 @@ func (p *peerClient) do(ctx context.Context, method, addr, path string, body []b
 		return nil, fmt.Errorf("%w: %s", shard.ErrTimeout, text)
 	case "storage-full":
 		return nil, fmt.Errorf("%w: %s", shard.ErrStorageFull, text)
+	case "invalid", "internal":
+		return nil, &peerAnswerError{text: text}
+	}
+	if resp.StatusCode == http.StatusNotFound && (strings.HasPrefix(path, "propose/") || strings.HasPrefix(path, "readindex/")) {
+		// An older release: it never saw the command. Route forwards whole requests to it.
+		p.legacy.Store(addr, time.Now().Add(legacyMemory))
+		return nil, fmt.Errorf("%w: %s (a node of an older release: its requests are forwarded whole)", shard.ErrNotLeader, text)
 	}
 	return nil, errors.New(text)
 }
@@ -134,13 +170,11 @@ func (p *peerClient) propose(ctx context.Context, addr string, id int, hd meta.H
 	}
 	resp, err := p.do(ctx, http.MethodPost, addr, "propose/"+strconv.Itoa(id), data)
 	if err != nil {
-		if errors.Is(err, shard.ErrNotLeader) || errors.Is(err, shard.ErrStorageFull) || errors.Is(err, shard.ErrTimeout) {
+		var pe *peerAnswerError
+		if errors.Is(err, shard.ErrNotLeader) || errors.Is(err, shard.ErrStorageFull) || errors.Is(err, shard.ErrTimeout) || errors.As(err, &pe) {
 			return meta.Result{}, err
 		}
-		var me *meta.Error
-		if errors.As(err, &me) {
-			return meta.Result{}, err
-		}
+		// Sent, perhaps applied, and no answer: the outcome is unknown.
 		return meta.Result{}, fmt.Errorf("%w: forwarded to %s: %v", shard.ErrTimeout, addr, err)
 	}
 	defer resp.Body.Close()

@@ -28,7 +28,9 @@ type Route struct {
 // Route decides where a request for agent's root is served. A node that hosts a replica
 // of the root's shard serves it itself: writes upload their bodies here and forward only
 // their commands, reads are served from the local replica (DESIGN.md §5, §6). Only a node
-// without such a replica forwards the whole request, to the shard's leader.
+// without such a replica forwards the whole request, to the shard's leader — and so does
+// one whose shard leader runs an older release without command forwarding (a rolling
+// upgrade).
 func (h *Host) Route(ctx context.Context, agent string) Route {
 	if h.cluster == nil {
 		return Route{Local: true}
@@ -46,10 +48,10 @@ func (h *Host) Route(ctx context.Context, agent string) Route {
 			return Route{Local: true}
 		}
 	}
-	if h.Replica(id) != nil {
+	node, addr := h.leaderOf(id)
+	if h.Replica(id) != nil && (node == "" || node == h.cfg.NodeID || !h.peers.isLegacy(addr)) {
 		return Route{Local: true}
 	}
-	node, addr := h.leaderOf(id)
 	deadline := time.Now().Add(leaderWait)
 	for node == "" && time.Now().Before(deadline) && ctx.Err() == nil {
 		select { // an election is under way: wait for its leader hint
