@@ -27,6 +27,7 @@ func main() {
 	flag.StringVar(&o.markdown, "markdown", "BENCHMARKS.md", "the summary to write")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each measured phase")
 	flag.DurationVar(&o.sweepDuration, "sweep-duration", 8*time.Second, "length of each rate of the small-put sweep")
+	flag.StringVar(&o.measured, "measured", "bench/measured", "directory of Markdown sections measured by scripts (each says its command), included in the summary as they are")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server data, logs) instead of removing it")
 	flag.Parse()
 	if o.minio == "" {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -55,6 +56,9 @@ func (e *env) render() (string, error) {
 	e.renderMCP(w)
 
 	e.renderCluster(w)
+	if err := e.renderMeasured(w); err != nil {
+		return "", err
+	}
 
 	w("## Micro-benchmarks\n\n")
 	w("`make bench-micro` runs the Go micro-benchmarks (not part of this report): FSM apply, in-process\n")
@@ -435,4 +439,26 @@ func fmtRate(r float64) string {
 		return strconv.FormatFloat(r, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(r, 'f', 1, 64)
+}
+
+// renderMeasured includes, in name order, every Markdown file of o.measured: sections
+// measured by scripts that this run does not repeat (each names its command, binaries and
+// date). A missing directory includes nothing.
+func (e *env) renderMeasured(w func(string, ...any)) error {
+	if e.o.measured == "" {
+		return nil
+	}
+	names, err := filepath.Glob(filepath.Join(e.o.measured, "*.md"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		w("%s\n", strings.TrimRight(string(b), "\n")+"\n")
+	}
+	return nil
 }

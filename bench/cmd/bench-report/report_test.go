@@ -4,6 +4,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +120,10 @@ func TestRenderNamesEveryScenarioBaselineRatioAndTheCluster(t *testing.T) {
 		topCum: "Time: now\n         0     0%     0%      1.54s 39.29%  github.com/hashicorp/raft.(*raftState).goFunc.func1\n" +
 			"         0     0% 28.83%      0.65s 16.58%  os.(*File).Sync"}
 	e.commands = []string{"cairn bench --server $CAIRN --scenario small-put"}
+	e.o.measured = t.TempDir()
+	if err := os.WriteFile(filepath.Join(e.o.measured, "forward.md"), []byte("## Writes through a follower\n\nmeasured by a script\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	md, err := e.render()
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +144,7 @@ func TestRenderNamesEveryScenarioBaselineRatioAndTheCluster(t *testing.T) {
 		"The fsync baseline kept up at rates above Cairn's knee",
 		"| `workbench_read` | 60% | 60 | 0 |",
 		"## Three-node cluster",
+		"## Writes through a follower\n\nmeasured by a script\n\n## Micro-benchmarks",
 		"`--nodes 3 --backend s3`",
 		"| small-put 1 KiB, 64 clients | 1000 | 4.00 ms | 8.00 ms | etcd | 4000 | 2.00 ms | 4.00 ms | **0.25×** | 2.00× | [md](bench/results/cluster-small-put-c64.md)",
 		"cairn bench --server $CAIRN --scenario small-put\n",

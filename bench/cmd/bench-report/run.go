@@ -20,6 +20,7 @@ import (
 type options struct {
 	cairn, minio, goCmd string
 	out, markdown       string
+	measured            string // directory of sections measured by scripts (renderMeasured)
 	duration            time.Duration
 	sweepDuration       time.Duration
 	keep                bool
