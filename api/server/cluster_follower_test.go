@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/blob/s3/s3test"
-	"github.com/cairnstore/cairn/internal/etcdtest"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -53,28 +51,6 @@ func getSettled(t *testing.T, u string) answer {
 	}
 }
 
-// followerReadCount is the node's exported cairn_follower_reads_total{shard}.
-func followerReadCount(t *testing.T, n *testClusterNode, id int) float64 {
-	t.Helper()
-	mfs, err := n.registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "cairn_follower_reads_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "shard" && l.GetValue() == strconv.Itoa(id) {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
 // mint creates a snapshot named name through n and returns its id.
 func mint(t *testing.T, n *testClusterNode, ws, name string) uint64 {
 	t.Helper()
@@ -89,18 +65,7 @@ func mint(t *testing.T, n *testClusterNode, ws, name string) uint64 {
 }
 
 func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd, MinIO and three nodes")
-	}
-	srv := s3test.Start(t)
-	bucket := s3test.Bucket()
-	etcd := etcdtest.Start(t).Endpoint()
-	var nodes []*testClusterNode
-	for range 3 {
-		cfg := clusterConfig(t, srv, bucket, etcd)
-		cfg.Shards = 1 // every node hosts the one shard
-		nodes = append(nodes, startClusterNode(t, cfg))
-	}
+	nodes := startCluster(t, 3, oneShard)
 	const shardID = 0
 	ws := "/v1/agents/alice/workbenches/w1"
 	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
@@ -157,7 +122,7 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 
 	at := "?at_snapshot=" + strconv.FormatUint(snap, 10)
 	for _, f := range followers {
-		before := followerReadCount(t, f, shardID)
+		before := metricValue(t, f, "cairn_follower_reads_total", map[string]string{"shard": "0"})
 		a := getOnce(t, f.url+ws+"/files/input/a"+at)
 		if a.code != http.StatusOK || string(a.body) != "before" || a.servedBy() != f.nodeID {
 			t.Fatalf("read at snapshot %d through follower %s: %d %q served by %q", snap, f.nodeID, a.code, a.body, a.servedBy())
@@ -170,7 +135,7 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 		if a.code != http.StatusOK || a.servedBy() != f.nodeID {
 			t.Fatalf("stat at snapshot %d through follower %s: %d %s served by %q", snap, f.nodeID, a.code, a.body, a.servedBy())
 		}
-		if got := followerReadCount(t, f, shardID); got != before+3 {
+		if got := metricValue(t, f, "cairn_follower_reads_total", map[string]string{"shard": "0"}); got != before+3 {
 			t.Fatalf("follower %s: cairn_follower_reads_total went from %v to %v after three follower reads", f.nodeID, before, got)
 		}
 
@@ -191,7 +156,7 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 					tt.what, f.nodeID, a.code, a.body, a.servedBy(), tt.code, tt.body)
 			}
 		}
-		if got := followerReadCount(t, f, shardID); got != before+3 {
+		if got := metricValue(t, f, "cairn_follower_reads_total", map[string]string{"shard": "0"}); got != before+3 {
 			t.Fatalf("follower %s: cairn_follower_reads_total %v after linearizable reads, want %v", f.nodeID, got, before+3)
 		}
 		// An id this replica does not hold falls back to a linearizable read.
@@ -202,7 +167,7 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 	}
 	// The leader serves a read at a snapshot id itself, as before: not a follower read.
 	if a := getOnce(t, leader.url+ws+"/files/input/a"+at); a.code != http.StatusOK || string(a.body) != "before" ||
-		a.servedBy() != leader.nodeID || followerReadCount(t, leader, shardID) != 0 {
+		a.servedBy() != leader.nodeID || metricValue(t, leader, "cairn_follower_reads_total", map[string]string{"shard": "0"}) != 0 {
 		t.Fatalf("read at snapshot %d through the leader: %d %q served by %q", snap, a.code, a.body, a.servedBy())
 	}
 
@@ -235,11 +200,11 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 		}
 		return nil
 	})
-	before := followerReadCount(t, survivor, shardID)
+	before := metricValue(t, survivor, "cairn_follower_reads_total", map[string]string{"shard": "0"})
 	if a := getOnce(t, survivor.url+ws+"/files/input/a"+at); a.code != http.StatusOK || string(a.body) != "before" || a.servedBy() != survivor.nodeID {
 		t.Fatalf("read at snapshot %d without a leader: %d %q served by %q", snap, a.code, a.body, a.servedBy())
 	}
-	if got := followerReadCount(t, survivor, shardID); got != before+1 {
+	if got := metricValue(t, survivor, "cairn_follower_reads_total", map[string]string{"shard": "0"}); got != before+1 {
 		t.Fatalf("cairn_follower_reads_total went from %v to %v", before, got)
 	}
 	// A live read has no one to answer it: a retryable RoutingUnavailable from the survivor.

@@ -68,6 +68,30 @@ func (tn *testClusterNode) shutdown() {
 	tn.stop = nil
 }
 
+// startCluster starts MinIO, etcd and n cluster nodes on them, each configured by
+// clusterConfig and then tweak (nil: none), and returns the nodes.
+func startCluster(t *testing.T, n int, tweak func(*ops.Config)) []*testClusterNode {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts etcd, MinIO and cluster nodes")
+	}
+	srv := s3test.Start(t)
+	bucket := s3test.Bucket()
+	etcd := etcdtest.Start(t).Endpoint()
+	nodes := make([]*testClusterNode, 0, n)
+	for range n {
+		cfg := clusterConfig(t, srv, bucket, etcd)
+		if tweak != nil {
+			tweak(&cfg)
+		}
+		nodes = append(nodes, startClusterNode(t, cfg))
+	}
+	return nodes
+}
+
+// oneShard makes every node host the one shard.
+func oneShard(cfg *ops.Config) { cfg.Shards = 1 }
+
 // request sends one request, retrying retryable answers (503) until 30 s have passed.
 func request(t *testing.T, method, u string, body []byte) (int, []byte) {
 	t.Helper()

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/cairnstore/cairn/blob/s3/s3test"
-	"github.com/cairnstore/cairn/internal/etcdtest"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -48,18 +46,7 @@ func metricValue(t *testing.T, n *testClusterNode, name string, labels map[strin
 }
 
 func TestClusterFollowerUploadsTheBodyItReceivesAndForwardsOnlyTheCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd, MinIO and three nodes")
-	}
-	srv := s3test.Start(t)
-	bucket := s3test.Bucket()
-	etcd := etcdtest.Start(t).Endpoint()
-	var nodes []*testClusterNode
-	for range 3 {
-		cfg := clusterConfig(t, srv, bucket, etcd)
-		cfg.Shards = 1 // every node hosts the one shard
-		nodes = append(nodes, startClusterNode(t, cfg))
-	}
+	nodes := startCluster(t, 3, oneShard)
 	const shardID = 0
 	ws := "/v1/agents/alice/workbenches/w1"
 	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {

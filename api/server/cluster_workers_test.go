@@ -8,31 +8,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/blob/s3/s3test"
-	"github.com/cairnstore/cairn/internal/etcdtest"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/ops"
 )
 
 // The leader-only workers of a cluster node are the embedded node's: compaction rolls up
 // small segments and a garbage-collection sweep that leaves more behind is followed at
 // once by another, observed through their metrics on the shard's leader.
 func TestClusterLeaderRunsTheSameWorkersAsTheEmbeddedNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd, MinIO and three nodes")
-	}
-	srv := s3test.Start(t)
-	bucket := s3test.Bucket()
-	etcd := etcdtest.Start(t).Endpoint()
-	var nodes []*testClusterNode
-	for range 3 {
-		cfg := clusterConfig(t, srv, bucket, etcd)
+	nodes := startCluster(t, 3, func(cfg *ops.Config) {
 		cfg.Shards = 1
 		cfg.GCInterval = time.Second
 		cfg.GCGrace = 2 * time.Second
 		cfg.GCMaxBatch = 2
-		nodes = append(nodes, startClusterNode(t, cfg))
-	}
+	})
 	ws := "/v1/agents/alice/workbenches/w1"
 	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
 		t.Fatalf("create workbench: %d %s", code, b)
