@@ -11,8 +11,9 @@
 //
 // Invariants callers rely on, for every Store implementation (blob/blobtest checks them):
 //
-//   - Content addressing: a Put whose data does not hash to key.Digest fails with
-//     ErrDigestMismatch and stores nothing. A stored blob never changes; Put of an existing,
+//   - Content addressing: Put takes a Hashed, bytes with the digest Hash computed for them,
+//     so a backend never hashes them again; a Put whose key.Digest is not that digest fails
+//     with ErrDigestMismatch and stores nothing. A stored blob never changes; Put of an existing,
 //     intact key is a no-op that reports Created=false.
 //   - Put-if-absent verifies before it trusts: Put reads an existing blob back whole and
 //     checks its digest (as Get would) before it reports Created=false; a blob that fails

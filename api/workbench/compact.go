@@ -112,7 +112,7 @@ func (s *Service) compactRange(ctx context.Context, c meta.CompactionCandidate, 
 			return 0, AsError(err)
 		}
 		fence = view.AppliedVersion()
-		if _, err := s.blobs.Put(ctx, blob.Key{Root: uid, Digest: blob.Digest(seg.Digest)}, data); err != nil {
+		if _, err := s.blobs.Put(ctx, blob.Key{Root: uid, Digest: blob.Digest(seg.Digest)}, blob.Hash(data)); err != nil {
 			return 0, AsError(err)
 		}
 	}

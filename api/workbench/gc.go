@@ -509,7 +509,7 @@ func (s *Service) reupload(ctx context.Context, body *ingested) *Error {
 			}
 			key := blob.Key{Root: body.rootUID, Digest: blob.Digest(sg.Digest)}
 			if data, ok := body.retained[sg.Digest]; ok {
-				if _, err := s.blobs.Put(ctx, key, data); err != nil {
+				if _, err := s.blobs.Put(ctx, key, blob.Hash(data)); err != nil {
 					return AsError(err)
 				}
 				continue

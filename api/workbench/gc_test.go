@@ -43,7 +43,7 @@ func (h *hookedStore) set(f func(h *hookedStore)) {
 	f(h)
 }
 
-func (h *hookedStore) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutResult, error) {
+func (h *hookedStore) Put(ctx context.Context, key blob.Key, data blob.Hashed) (blob.PutResult, error) {
 	res, err := h.Store.Put(ctx, key, data)
 	if _, _, onPut, _ := h.hooks(); err == nil && onPut != nil {
 		onPut(key)
@@ -213,7 +213,7 @@ func TestGCDeletesAnOverwrittenBlobAndKeepsTheNewOne(t *testing.T) {
 func TestGCDeletesAnOrphanAfterGrace(t *testing.T) {
 	n := newGCNode(t)
 	n.write(t, "f", "published body")
-	if _, err := n.store.Put(t.Context(), n.key(t, "orphan body"), []byte("orphan body")); err != nil {
+	if _, err := n.store.Put(t.Context(), n.key(t, "orphan body"), blob.Hash([]byte("orphan body"))); err != nil {
 		t.Fatal(err)
 	}
 	if rep, err := n.svc.CollectGarbage(t.Context(), workbench.GCOptions{}); err != nil || rep.Candidates != 0 || !n.stored(t, "orphan body") {

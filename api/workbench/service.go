@@ -526,7 +526,7 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 		data := bytes.Clone(seg)
 		out.retain(meta.Digest(d), data)
 		g.Go(func() error {
-			_, err := s.blobs.Put(gctx, blob.Key{Root: uid, Digest: d}, data)
+			_, err := s.blobs.Put(gctx, blob.Key{Root: uid, Digest: d}, blob.Hash(data))
 			return err
 		})
 		if gctx.Err() != nil {
