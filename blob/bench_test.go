@@ -22,7 +22,7 @@ func BenchmarkSplit(b *testing.B) {
 		b.Run(fmt.Sprintf("body=%dMiB", size>>20), func(b *testing.B) {
 			b.SetBytes(int64(size))
 			for b.Loop() {
-				s := blob.NewSplitter(bytes.NewReader(body))
+				s := blob.NewSplitter(bytes.NewReader(body), int64(size), nil)
 				for {
 					if _, err := s.Next(); err == io.EOF {
 						break
@@ -57,7 +57,7 @@ func BenchmarkSplitAndHash(b *testing.B) {
 	b.SetBytes(size)
 	for b.Loop() {
 		whole := sha256.New()
-		s := blob.NewSplitter(io.TeeReader(bytes.NewReader(body), whole))
+		s := blob.NewSplitter(io.TeeReader(bytes.NewReader(body), whole), size, nil)
 		for {
 			seg, err := s.Next()
 			if err == io.EOF {

@@ -32,8 +32,9 @@
 //   - Isolation: blobs are namespaced per root. The same bytes stored under two roots are
 //     two blobs; Delete and List of one root never see another root's blobs.
 //   - Encoding is invisible to readers: blobs of 512 bytes or more are stored
-//     zstd-compressed when that saves at least 1/8 (Encode); Get always yields the original
-//     bytes.
+//     zstd-compressed when that saves at least 1/8 (Encode; from 256 KiB on, a compressed
+//     sample decides first whether zstd runs on the whole); Get always yields the
+//     original bytes.
 //
 // WithDeadline bounds every call of a Store (a stalled backend fails a call with a
 // *TimeoutError, wrapping ErrUnavailable, never hangs it); the node wraps its store in it.

@@ -502,7 +502,7 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 		return nil, AsError(err)
 	}
 	out.rootUID, out.fence = uid, view.AppliedVersion()
-	sp := blob.NewSplitter(r)
+	sp := blob.NewSplitter(r, 0, nil)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.UploadConcurrency)
 	for {
