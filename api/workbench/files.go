@@ -54,6 +54,9 @@ func (p *pathLocks) lock(agent, id, path string) (unlock func()) {
 type AppendRequest struct {
 	Agent, Workbench, Path string
 	Body                   io.Reader
+	// SizeHint > 0 is the body's length in bytes when known (REST: Content-Length); it
+	// sizes buffers only.
+	SizeHint int64
 	// ContentType and Executable apply when the append creates the file.
 	ContentType string
 	Executable  bool
@@ -100,10 +103,11 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 	if err != nil {
 		return AppendResult{}, err
 	}
-	body, err := s.ingest(ctx, req.Agent, req.Body, resume)
+	body, err := s.ingest(ctx, req.Agent, req.Body, req.SizeHint, resume)
 	if err != nil {
 		return AppendResult{}, err
 	}
+	defer body.release()
 	if body.size == 0 && cur != nil && (req.IfGeneration == 0 || req.IfGeneration == cur.Generation) {
 		// Appending nothing changes nothing: no new generation (like edit's no_change).
 		info := s.fileInfo(req.Agent, req.Workbench, req.Path, cur)
@@ -244,7 +248,7 @@ func (s *Service) rehash(ctx context.Context, agent string, b *ingested, resume 
 		free()
 	}
 	own := b.appendDigest
-	if _, err := b.finish(resume, sha256.New()); err != nil {
+	if _, err := b.finish(resume, nil); err != nil {
 		return err
 	}
 	b.appendDigest = own
