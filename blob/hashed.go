@@ -9,7 +9,7 @@ import (
 // Hashed is a byte string together with its Digest, computed by Hash or HashState when the
 // value was made. Store.Put takes a Hashed, so a backend never hashes data again: the
 // write path hashes each byte once (DESIGN.md §5) and a Put compares 32 bytes instead of
-// reading the whole blob a second time. The zero Hashed is not valid (its digest is not
+// hashing the blob a second time. The zero Hashed is not valid (its digest is not
 // that of the empty string); make one with Hash.
 //
 // The bytes are not copied: the caller must not modify them while the Hashed is in use.
