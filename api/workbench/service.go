@@ -501,7 +501,7 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHin
 		case !complete:
 			r = io.MultiReader(bytes.NewReader(head[:n]), r)
 		default:
-			data := head[:n:n] // this call's own memory: the record may keep it
+			data := bytes.Clone(head[:n]) // the record keeps it: no spare capacity
 			hd, err := out.finishOne(data, resume)
 			if err != nil {
 				return nil, err

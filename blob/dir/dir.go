@@ -273,7 +273,7 @@ func (s *Store) verify(ctx context.Context, key blob.Key, path string) (header, 
 		return header{}, 0, err
 	}
 	defer r.Close()
-	if _, err := io.Copy(io.Discard, r); err != nil {
+	if err := blob.Drain(r); err != nil {
 		return header{}, 0, err
 	}
 	return h, payloadBytes, nil

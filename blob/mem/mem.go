@@ -112,7 +112,7 @@ func (e *entry) intact(ctx context.Context, key blob.Key) bool {
 		return false
 	}
 	defer r.Close()
-	_, err = io.Copy(io.Discard, r)
+	err = blob.Drain(r)
 	return err == nil
 }
 

@@ -334,7 +334,7 @@ func (s *Store) verify(ctx context.Context, key blob.Key) error {
 		return err
 	}
 	defer r.Close()
-	_, err = io.Copy(io.Discard, r)
+	err = blob.Drain(r)
 	return err
 }
 
