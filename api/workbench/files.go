@@ -347,10 +347,10 @@ func readExact(r io.Reader, n int64) ([]byte, error) {
 		}
 		return nil, AsError(err)
 	}
-	if m, err := r.Read(make([]byte, 1)); m > 0 || (err != nil && err != io.EOF) {
-		if err == nil {
-			err = fmt.Errorf("the body holds more than its %d bytes: %w", n, blob.ErrCorrupt)
-		}
+	switch m, err := r.Read(make([]byte, 1)); {
+	case m > 0:
+		return nil, AsError(fmt.Errorf("the body holds more than its %d bytes: %w", n, blob.ErrCorrupt))
+	case err != nil && err != io.EOF:
 		return nil, AsError(err)
 	}
 	return buf, nil
