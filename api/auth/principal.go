@@ -1,0 +1,73 @@
+package auth
+
+import (
+	"context"
+	"slices"
+)
+
+// Scope is a permission a principal holds (DESIGN.md §4).
+type Scope string
+
+// The scopes.
+const (
+	// ScopeRead reads files, workbenches, snapshots, commits and queries.
+	ScopeRead Scope = "workspace:read"
+	// ScopeWrite changes them (implies nothing about ScopeRead; keys usually hold both).
+	ScopeWrite Scope = "workspace:write"
+	// ScopeReview decides proposals (review-gated changes).
+	ScopeReview Scope = "review"
+	// ScopeAdmin manages keys and runs the admin routes.
+	ScopeAdmin Scope = "admin"
+)
+
+// Scopes lists every scope, in a stable order.
+var Scopes = []Scope{ScopeRead, ScopeWrite, ScopeReview, ScopeAdmin}
+
+// Principal is who a request acts for: an API key's holder, or the local operator of an
+// embedded node without authentication (Local).
+type Principal struct {
+	// ID is the principal's stable public id (an API key's id); it names the principal
+	// in revisions, audit lines and metrics. Never a secret.
+	ID string `json:"id"`
+	// Name is a human label given at creation.
+	Name string `json:"name"`
+	// Agents are the agent roots the principal may use; AllAgents: every root.
+	Agents    []string `json:"agents,omitempty"`
+	AllAgents bool     `json:"all_agents,omitempty"`
+	// Scopes are what it may do there.
+	Scopes []Scope `json:"scopes"`
+	// Tenant and Workspace, when set, bind the principal to one OpenWOP tenant·workspace
+	// (host.workspace); empty: none.
+	Tenant    string `json:"tenant,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// LocalID is the ID of the Local principal.
+const LocalID = "local"
+
+// Local is the principal of requests to a node that does not require authentication
+// (the embedded default on loopback): every root, every scope.
+var Local = Principal{ID: LocalID, Name: "local operator", AllAgents: true, Scopes: Scopes}
+
+// MayUse reports whether p may see agent's root at all. A root it may not use answers
+// exactly as a root that does not exist (DESIGN.md §4).
+func (p Principal) MayUse(agent string) bool {
+	return p.AllAgents || slices.Contains(p.Agents, agent)
+}
+
+// Has reports whether p holds scope s.
+func (p Principal) Has(s Scope) bool { return slices.Contains(p.Scopes, s) }
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// FromContext returns the principal ctx carries; false when none (a request that did not
+// pass the authentication middleware, or work of the node's own, such as its workers).
+func FromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
