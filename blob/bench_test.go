@@ -5,8 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"testing"
+
+	"github.com/zeebo/xxh3"
 
 	"github.com/cairnstore/cairn/blob"
 )
@@ -19,10 +22,14 @@ import (
 func BenchmarkSplit(b *testing.B) {
 	for _, size := range []int{1 << 20, 64 << 20} {
 		body := randomBytes(1, size)
+		// The segments are dropped at once, so one buffer serves them all (ingest pools).
+		buf := make([]byte, blob.ChunkMaxBytes)
+		reuse := func(n int) []byte { return buf[:n] }
 		b.Run(fmt.Sprintf("body=%dMiB", size>>20), func(b *testing.B) {
 			b.SetBytes(int64(size))
+			b.ReportAllocs()
 			for b.Loop() {
-				s := blob.NewSplitter(bytes.NewReader(body))
+				s := blob.NewSplitter(bytes.NewReader(body), int64(size), reuse)
 				for {
 					if _, err := s.Next(); err == io.EOF {
 						break
@@ -57,7 +64,7 @@ func BenchmarkSplitAndHash(b *testing.B) {
 	b.SetBytes(size)
 	for b.Loop() {
 		whole := sha256.New()
-		s := blob.NewSplitter(io.TeeReader(bytes.NewReader(body), whole))
+		s := blob.NewSplitter(io.TeeReader(bytes.NewReader(body), whole), size, nil)
 		for {
 			seg, err := s.Next()
 			if err == io.EOF {
@@ -112,6 +119,31 @@ func BenchmarkReadVerify(b *testing.B) {
 					b.Fatal(err)
 				}
 				r.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkSegmentChecksum measures what verifying a segment on read could cost per
+// byte: the SHA-256 content address every read checks today (blob.NewReader) beside the
+// per-segment checksums a write could record instead, CRC32C (hardware) and XXH3-128. A
+// checksum only catches accidental damage; a store that is not trusted needs the digest
+// (blob/doc.go).
+func BenchmarkSegmentChecksum(b *testing.B) {
+	data := randomBytes(1, 8<<20)
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	for _, tc := range []struct {
+		name string
+		sum  func([]byte)
+	}{
+		{"sha256", func(p []byte) { _ = sha256.Sum256(p) }},
+		{"crc32c", func(p []byte) { _ = crc32.Checksum(p, castagnoli) }},
+		{"xxh3-128", func(p []byte) { _ = xxh3.Hash128(p) }},
+	} {
+		b.Run("sum="+tc.name+"/segment=8MiB", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				tc.sum(data)
 			}
 		})
 	}

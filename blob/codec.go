@@ -58,15 +58,16 @@ func putDecoder(d *zstd.Decoder) {
 	decoders.Put(d)
 }
 
-// Encode chooses the stored form of data. Under CompressMinBytes, or when zstd does not
-// shrink data to at most 7/8 of its length, it returns data itself and EncodingIdentity.
+// Encode chooses the stored form of data. Under CompressMinBytes, when a sample of data
+// does not compress (worthCompressing), or when zstd does not shrink data to at most 7/8
+// of its length, it returns data itself and EncodingIdentity.
 // Otherwise it returns one zstd frame appended to dst[:0] (dst may be nil; pass a buffer to
 // reuse its memory) and EncodingZstd. Backends call Encode in Put; the caller keeps
 // ownership of data, which may be the result. The compressed bytes may differ between
 // library versions; nothing depends on them but the reader (digests are of the
 // uncompressed bytes).
 func Encode(dst, data []byte) (payload []byte, enc Encoding) {
-	if len(data) < CompressMinBytes {
+	if len(data) < CompressMinBytes || !worthCompressing(data) {
 		return data, EncodingIdentity
 	}
 	limit := len(data) / CompressKeepDen * CompressKeepNum
@@ -78,4 +79,36 @@ func Encode(dst, data []byte) (payload []byte, enc Encoding) {
 		return data, EncodingIdentity
 	}
 	return out, EncodingZstd
+}
+
+// The entropy probe of Encode: data of probeMinBytes or more is compressed whole only if
+// probeSamples slices of probeSampleBytes, spread evenly over it, compress to at most
+// 7/8 together. Already-compressed data (images, archives, model weights) fails the probe
+// at the cost of compressing 32 KiB, where compressing the whole segment would cost
+// ~1 ms/MiB only to be thrown away. A body whose samples happen to miss its compressible
+// parts is stored identity: a little space, never correctness.
+const (
+	probeMinBytes    = 256 << 10
+	probeSampleBytes = 8 << 10
+	probeSamples     = 4
+)
+
+// probeBufs pools the sample (probeSamples·probeSampleBytes) and its compressed form
+// (as long, plus room for the frame's overhead on incompressible bytes).
+var probeBufs = sync.Pool{New: func() any { b := make([]byte, 2*probeSamples*probeSampleBytes+1<<10); return &b }}
+
+// worthCompressing runs the probe; data shorter than probeMinBytes always passes.
+func worthCompressing(data []byte) bool {
+	if len(data) < probeMinBytes {
+		return true
+	}
+	bp := probeBufs.Get().(*[]byte)
+	defer probeBufs.Put(bp)
+	sample, out := (*bp)[:0], (*bp)[probeSamples*probeSampleBytes:]
+	stride := (len(data) - probeSampleBytes) / (probeSamples - 1)
+	for i := range probeSamples {
+		sample = append(sample, data[i*stride:i*stride+probeSampleBytes]...)
+	}
+	out = encoder().EncodeAll(sample, out[:0])
+	return int64(len(out))*CompressKeepDen <= int64(len(sample))*CompressKeepNum
 }

@@ -89,7 +89,7 @@ func (w *watchdog) err(parent context.Context, op string, err error) error {
 	return err
 }
 
-func (d *deadlineStore) Put(ctx context.Context, key Key, data []byte) (PutResult, error) {
+func (d *deadlineStore) Put(ctx context.Context, key Key, data Hashed) (PutResult, error) {
 	w := newWatchdog(ctx, d.timeout)
 	defer w.stop()
 	r, err := d.s.Put(w.ctx, key, data)

@@ -74,7 +74,7 @@ func TestWithDeadlineDoesNotCountTheCallersPaceBetweenReads(t *testing.T) {
 	m := mem.New()
 	data := []byte("hello, world")
 	key := blob.Key{Root: "r1", Digest: blob.DigestOf(data)}
-	if _, err := m.Put(t.Context(), key, data); err != nil {
+	if _, err := m.Put(t.Context(), key, blob.Hash(data)); err != nil {
 		t.Fatal(err)
 	}
 	s := blob.WithDeadline(m, 20*time.Millisecond)

@@ -164,18 +164,18 @@ type instrumented struct {
 // Unwrap returns the instrumented Store.
 func (i *instrumented) Unwrap() Store { return i.s }
 
-func (i *instrumented) Put(ctx context.Context, key Key, data []byte) (PutResult, error) {
+func (i *instrumented) Put(ctx context.Context, key Key, data Hashed) (PutResult, error) {
 	res, err := i.s.Put(ctx, key, data)
 	switch {
 	case err != nil:
 		i.m.fail("put", err)
 	case res.Created:
 		i.m.putObjects.Inc()
-		i.m.putBytes.Add(float64(len(data)))
+		i.m.putBytes.Add(float64(data.Len()))
 		i.m.putStoredBytes.Add(float64(res.StoredBytes))
 	default:
 		i.m.dedupeHits.Inc()
-		i.m.dedupeBytes.Add(float64(len(data)))
+		i.m.dedupeBytes.Add(float64(data.Len()))
 	}
 	return res, err
 }

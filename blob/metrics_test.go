@@ -78,11 +78,11 @@ func TestInstrumentCountsWhatTheStoreDid(t *testing.T) {
 	data := compressible(64 << 10)
 	key := blob.Key{Root: "r1", Digest: blob.DigestOf(data)}
 
-	res, err := s.Put(ctx, key, data)
+	res, err := s.Put(ctx, key, blob.Hash(data))
 	if err != nil || !res.Created || res.StoredBytes >= int64(len(data)) {
 		t.Fatalf("first Put = %+v, %v; want a created, compressed blob", res, err)
 	}
-	if _, err := s.Put(ctx, key, data); err != nil {
+	if _, err := s.Put(ctx, key, blob.Hash(data)); err != nil {
 		t.Fatal(err)
 	}
 	rc, err := s.Get(ctx, key, 0, -1)
@@ -107,15 +107,15 @@ func TestInstrumentCountsWhatTheStoreDid(t *testing.T) {
 	if _, err := s.Stat(ctx, missing); !errors.Is(err, blob.ErrNotFound) {
 		t.Fatalf("Stat of a missing blob: %v", err)
 	}
-	if _, err := s.Put(ctx, missing, data); !errors.Is(err, blob.ErrDigestMismatch) {
+	if _, err := s.Put(ctx, missing, blob.Hash(data)); !errors.Is(err, blob.ErrDigestMismatch) {
 		t.Fatalf("Put with the wrong digest: %v", err)
 	}
-	if _, err := s.Put(ctx, blob.Key{Root: "Bad Root", Digest: key.Digest}, data); !errors.Is(err, blob.ErrInvalidKey) {
+	if _, err := s.Put(ctx, blob.Key{Root: "Bad Root", Digest: key.Digest}, blob.Hash(data)); !errors.Is(err, blob.ErrInvalidKey) {
 		t.Fatalf("Put with a bad root: %v", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.Put(cancelled, key, data); !errors.Is(err, context.Canceled) {
+	if _, err := s.Put(cancelled, key, blob.Hash(data)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Put with a cancelled ctx: %v", err)
 	}
 	stop := errors.New("stop")
@@ -213,7 +213,7 @@ func TestInstrumentedStoresOnOneRegistryShareCounters(t *testing.T) {
 			t.Fatalf("store %d: %v", i, err)
 		}
 		data := []byte("same bytes, two stores")
-		if _, err := s.Put(ctx, blob.Key{Root: "r1", Digest: blob.DigestOf(data)}, data); err != nil {
+		if _, err := s.Put(ctx, blob.Key{Root: "r1", Digest: blob.DigestOf(data)}, blob.Hash(data)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -236,7 +236,7 @@ func TestInstrumentWithoutARegistryStillWorks(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := []byte("x")
-	if _, err := s.Put(t.Context(), blob.Key{Root: "r1", Digest: blob.DigestOf(data)}, data); err != nil {
+	if _, err := s.Put(t.Context(), blob.Key{Root: "r1", Digest: blob.DigestOf(data)}, blob.Hash(data)); err != nil {
 		t.Fatal(err)
 	}
 }

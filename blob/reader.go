@@ -19,6 +19,34 @@ const scratchBytes = 64 << 10
 
 var scratchPool = sync.Pool{New: func() any { b := make([]byte, scratchBytes); return &b }}
 
+// drainBytes is the copy buffer of Drain.
+const drainBytes = 256 << 10
+
+var drainPool = sync.Pool{New: func() any { b := make([]byte, drainBytes); return &b }}
+
+// Drain reads r to its end in reads of 256 KiB from a pooled buffer (io.Copy to
+// io.Discard would read 8 KiB at a time) and returns the first error but io.EOF. Backends
+// drain a reader from NewReader to verify a whole blob (put-if-absent). A reader that
+// keeps returning no bytes and no error fails with io.ErrNoProgress.
+func Drain(r io.Reader) error {
+	bp := drainPool.Get().(*[]byte)
+	defer drainPool.Put(bp)
+	for empty := 0; empty < maxEmptyReads; {
+		n, err := r.Read(*bp)
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		case n == 0:
+			empty++
+		default:
+			empty = 0
+		}
+	}
+	return io.ErrNoProgress
+}
+
 // maxEmptyReads bounds how often a payload may return (0, nil) in a row before the reader
 // gives up with io.ErrNoProgress, as bufio does.
 const maxEmptyReads = 100

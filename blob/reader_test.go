@@ -42,6 +42,9 @@ func TestEncode(t *testing.T) {
 		{"half-random bytes are compressed", append(randomBytes(2, 32<<10), make([]byte, 32<<10)...), blob.EncodingZstd},
 		// 15/16 random saves about 1/16, less than the 1/8 the rule asks for.
 		{"bytes that compress by less than 1/8 are stored identity", append(randomBytes(3, 60<<10), make([]byte, 4<<10)...), blob.EncodingIdentity},
+		// Above the probe's threshold (256 KiB) a sample decides first.
+		{"a large body, random then text, is compressed", append(randomBytes(4, 512<<10), textBytes(512<<10)...), blob.EncodingZstd},
+		{"a large text body is compressed", textBytes(4 << 20), blob.EncodingZstd},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

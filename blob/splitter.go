@@ -38,24 +38,41 @@ const chunkAverageBits = 22
 // (Rabin fingerprints over a 64-byte window, ChunkPolynomial, chunks of ChunkMinBytes to
 // ChunkMaxBytes, ChunkAvgBytes nominal), so the same bytes are always cut at the same
 // places and an edit only changes the segments around it. A Splitter holds at most
-// SingleSegmentMaxBytes+1 bytes of lookahead plus ChunkMaxBytes of segment buffer.
+// SingleSegmentMaxBytes+1 bytes of lookahead besides the segments it hands out.
 //
 // A Splitter is not safe for concurrent use.
 type Splitter struct {
 	r       io.Reader
+	hint    int64
+	alloc   func(n int) []byte
 	started bool
+	single  bool
 	ch      *chunker.Chunker
-	buf     []byte
 	err     error
 }
 
-// NewSplitter returns a Splitter that reads the body from r.
-func NewSplitter(r io.Reader) *Splitter { return &Splitter{r: r} }
+// NewSplitter returns a Splitter that reads the body from r. sizeHint > 0 is the body's
+// length in bytes when the caller knows it (an HTTP Content-Length): it sizes the first
+// read buffer exactly, and nothing else depends on it (a body of another length is split
+// all the same). alloc, when not nil, provides the memory of the segments Next returns (a
+// slice of length n, e.g. from a pool of buffers); nil means make.
+func NewSplitter(r io.Reader, sizeHint int64, alloc func(n int) []byte) *Splitter {
+	if alloc == nil {
+		alloc = func(n int) []byte { return make([]byte, n) }
+	}
+	return &Splitter{r: r, hint: sizeHint, alloc: alloc}
+}
+
+// Single reports whether the segment Next returned first is the whole body (a body of at
+// most SingleSegmentMaxBytes). It is meaningful once Next has returned a segment.
+func (s *Splitter) Single() bool { return s.single }
 
 // Next returns the next segment of the body, at least one byte long, or io.EOF after the
 // last (a zero-byte body yields no segments). An error of the body's reader is returned
-// unchanged, and then again by every later call. The returned slice is valid until the next
-// call, which may overwrite it.
+// unchanged, and then again by every later call. The returned slice is the caller's: it
+// lies in memory from alloc (possibly with more capacity than its length) or, for a
+// single segment read without a sizeHint, fresh memory, and the Splitter never touches it
+// again, so the caller may keep it or give it back to where alloc took it from.
 func (s *Splitter) Next() ([]byte, error) {
 	if s.err != nil {
 		return nil, s.err
@@ -67,7 +84,7 @@ func (s *Splitter) Next() ([]byte, error) {
 			return nil, s.err
 		}
 		s.started = true
-		head, err := io.ReadAll(io.LimitReader(s.r, SingleSegmentMaxBytes+1))
+		head, err := s.readHead()
 		if err != nil {
 			s.err = err
 			return nil, err
@@ -77,25 +94,63 @@ func (s *Splitter) Next() ([]byte, error) {
 			return nil, s.err
 		}
 		if len(head) <= SingleSegmentMaxBytes {
+			s.single = true
 			return head, nil
 		}
 		// io.MultiReader drops head once it is consumed, which bounds memory.
 		s.ch = chunker.NewWithBoundaries(io.MultiReader(bytes.NewReader(head), strictReader{s.r}),
 			ChunkPolynomial, ChunkMinBytes, ChunkMaxBytes)
 		s.ch.SetAverageBits(chunkAverageBits)
-		s.buf = make([]byte, 0, ChunkMaxBytes)
 	}
-	c, err := s.ch.Next(s.buf)
+	// restic/chunker appends the chunk to the buffer it is given, which holds the longest.
+	c, err := s.ch.Next(s.alloc(ChunkMaxBytes)[:0])
 	if err != nil {
 		var re *readError
 		if errors.As(err, &re) {
 			err = re.err
 		}
 		s.err = err
-		s.ch, s.buf = nil, nil
+		s.ch = nil
 		return nil, err
 	}
 	return c.Data, nil
+}
+
+// readHead reads the body's first SingleSegmentMaxBytes+1 bytes (all of a shorter body)
+// into a buffer sized by the hint: exactly, for a body of the hinted length up to
+// SingleSegmentMaxBytes. Without a hint it grows the buffer as io.ReadAll does. Any error
+// of the reader but io.EOF, io.ErrUnexpectedEOF included (an HTTP body cut off), fails.
+func (s *Splitter) readHead() ([]byte, error) {
+	const limit = SingleSegmentMaxBytes + 1
+	var buf []byte
+	switch {
+	case s.hint <= 0:
+		return io.ReadAll(io.LimitReader(s.r, limit))
+	case s.hint < limit:
+		buf = s.alloc(int(s.hint) + 1) // one byte more, to see the end without a second buffer
+	default:
+		buf = make([]byte, limit) // a longer body: cut into chunks, head is read through
+	}
+	n := 0
+	for n < len(buf) {
+		m, err := s.r.Read(buf[n:])
+		n += m
+		if err == io.EOF {
+			return buf[:n], nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if n == limit {
+		return buf, nil
+	}
+	// Longer than the hint said: read on, growing the buffer.
+	rest, err := io.ReadAll(io.LimitReader(s.r, int64(limit-n)))
+	if err != nil {
+		return nil, err
+	}
+	return append(buf, rest...), nil
 }
 
 // strictReader keeps every failure of the body's reader distinct, by identity, from

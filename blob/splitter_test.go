@@ -13,7 +13,7 @@ import (
 // split returns copies of every segment of r.
 func split(t *testing.T, r io.Reader) [][]byte {
 	t.Helper()
-	s := blob.NewSplitter(r)
+	s := blob.NewSplitter(r, 0, nil)
 	var segs [][]byte
 	for {
 		seg, err := s.Next()
@@ -188,7 +188,7 @@ func equalInts(a, b []int) bool {
 func TestSplitterReturnsReadErrors(t *testing.T) {
 	boom := errors.New("connection reset")
 	for _, n := range []int{0, 1000, 20 << 20} {
-		s := blob.NewSplitter(errAfter(randomBytes(uint64(n), n), boom))
+		s := blob.NewSplitter(errAfter(randomBytes(uint64(n), n), boom), 0, nil)
 		var err error
 		for err == nil {
 			_, err = s.Next()
@@ -220,13 +220,49 @@ func (b *truncatedBody) Read(p []byte) (int, error) {
 
 func TestSplitterReportsATruncatedBodyInsteadOfAcceptingIt(t *testing.T) {
 	for _, n := range []int{100, blob.SingleSegmentMaxBytes + 1, 3*blob.ChunkMaxBytes + 5} {
-		s := blob.NewSplitter(&truncatedBody{left: n})
-		var err error
-		for i := 0; i < 100 && err == nil; i++ {
-			_, err = s.Next()
+		for _, hint := range []int64{0, int64(n)} {
+			s := blob.NewSplitter(&truncatedBody{left: n}, hint, nil)
+			var err error
+			for i := 0; i < 100 && err == nil; i++ {
+				_, err = s.Next()
+			}
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("%d-byte truncated body, size hint %d: %v, want io.ErrUnexpectedEOF", n, hint, err)
+			}
 		}
-		if !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Fatalf("%d-byte truncated body: %v, want io.ErrUnexpectedEOF", n, err)
+	}
+}
+
+// The size hint only sizes buffers: whatever it says, right or wrong, a body is cut into
+// the same segments as without it, and Single tells a one-segment body from a chunked one.
+func TestSplitterCutsTheSameWhateverTheSizeHint(t *testing.T) {
+	for _, n := range []int{1, 1000, blob.SingleSegmentMaxBytes, blob.SingleSegmentMaxBytes + 1, 20 << 20} {
+		body := randomBytes(uint64(n), n)
+		want := lengths(split(t, bytes.NewReader(body)))
+		for _, hint := range []int64{int64(n), int64(n) / 2, 2 * int64(n), 1, -1} {
+			var allocs int
+			s := blob.NewSplitter(bytes.NewReader(body), hint, func(n int) []byte { allocs++; return make([]byte, n) })
+			var segs [][]byte
+			for {
+				seg, err := s.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				segs = append(segs, seg) // the caller's: later calls must not touch it
+			}
+			checkConcat(t, segs, body)
+			if got := lengths(segs); !equalInts(got, want) {
+				t.Errorf("%d-byte body, size hint %d: segments %v, want %v as without a hint", n, hint, got, want)
+			}
+			if s.Single() != (len(want) == 1 && n <= blob.SingleSegmentMaxBytes) {
+				t.Errorf("%d-byte body, size hint %d: Single() = %v with %d segments", n, hint, s.Single(), len(want))
+			}
+			if hint == int64(n) && allocs == 0 {
+				t.Errorf("%d-byte body, exact size hint: no segment memory came from alloc", n)
+			}
 		}
 	}
 }

@@ -65,11 +65,12 @@ type PutResult struct {
 //
 // The package doc lists the invariants; blob/blobtest checks them for every backend.
 type Store interface {
-	// Put stores data under key unless a blob is already stored there (put-if-absent). data
-	// must hash to key.Digest, else Put fails with ErrDigestMismatch and stores nothing.
+	// Put stores data's bytes under key unless a blob is already stored there
+	// (put-if-absent). key.Digest must be data.Digest(), else Put fails with
+	// ErrDigestMismatch and stores nothing; Put does not hash the bytes again (Hash did).
 	// Data of 512 bytes or more is stored zstd-compressed when that saves at least 1/8
 	// (Encode). The blob is durable when Put returns nil. Put does not retain data.
-	Put(ctx context.Context, key Key, data []byte) (PutResult, error)
+	Put(ctx context.Context, key Key, data Hashed) (PutResult, error)
 
 	// Get streams the uncompressed bytes [offset, offset+length) of the blob; length < 0
 	// means to the end, and a range past the end is cut at the end. It fails with

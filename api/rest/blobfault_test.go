@@ -58,7 +58,7 @@ func (f *faultyBlobs) stored() []blob.Key {
 	return append([]blob.Key(nil), f.keys...)
 }
 
-func (f *faultyBlobs) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutResult, error) {
+func (f *faultyBlobs) Put(ctx context.Context, key blob.Key, data blob.Hashed) (blob.PutResult, error) {
 	res, err := f.Store.Put(ctx, key, data)
 	if err == nil {
 		f.mu.Lock()

@@ -39,7 +39,7 @@ func treeMembers(view *meta.View, ws *meta.Workspace, exclude func(string) bool)
 // for a command, with the upload fence its publish must carry (DESIGN.md §8; 0 for an
 // inline body).
 func (s *Service) uploadBody(ctx context.Context, agent string, data []byte) (meta.FileBody, uint64, error) {
-	b, err := s.ingest(ctx, agent, bytes.NewReader(data), nil)
+	b, err := s.ingest(ctx, agent, bytes.NewReader(data), int64(len(data)), nil)
 	if err != nil {
 		return meta.FileBody{}, 0, err
 	}

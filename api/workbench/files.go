@@ -1,7 +1,6 @@
 package workbench
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -54,6 +54,9 @@ func (p *pathLocks) lock(agent, id, path string) (unlock func()) {
 type AppendRequest struct {
 	Agent, Workbench, Path string
 	Body                   io.Reader
+	// SizeHint > 0 is the body's length in bytes when known (REST: Content-Length); it
+	// sizes buffers only.
+	SizeHint int64
 	// ContentType and Executable apply when the append creates the file.
 	ContentType string
 	Executable  bool
@@ -100,10 +103,11 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 	if err != nil {
 		return AppendResult{}, err
 	}
-	body, err := s.ingest(ctx, req.Agent, req.Body, resume)
+	body, err := s.ingest(ctx, req.Agent, req.Body, req.SizeHint, resume)
 	if err != nil {
 		return AppendResult{}, err
 	}
+	defer body.release()
 	if body.size == 0 && cur != nil && (req.IfGeneration == 0 || req.IfGeneration == cur.Generation) {
 		// Appending nothing changes nothing: no new generation (like edit's no_change).
 		info := s.fileInfo(req.Agent, req.Workbench, req.Path, cur)
@@ -244,7 +248,7 @@ func (s *Service) rehash(ctx context.Context, agent string, b *ingested, resume 
 		free()
 	}
 	own := b.appendDigest
-	if _, err := b.finish(resume, sha256.New()); err != nil {
+	if _, err := b.finish(resume, nil); err != nil {
 		return err
 	}
 	b.appendDigest = own
@@ -330,11 +334,26 @@ func (f *File) ReadAll(ctx context.Context, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	buf := bytes.NewBuffer(make([]byte, 0, f.Info.Size))
-	if _, err := io.Copy(buf, r); err != nil {
+	return readExact(r, f.Info.Size)
+}
+
+// readExact reads the n bytes a file reader yields into a buffer of exactly n bytes (no
+// growing in search of the end) and checks that the reader ends there.
+func readExact(r io.Reader, n int64) ([]byte, error) {
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
+			err = fmt.Errorf("the body ended after fewer than its %d bytes: %w", n, blob.ErrCorrupt)
+		}
 		return nil, AsError(err)
 	}
-	return buf.Bytes(), nil
+	switch m, err := r.Read(make([]byte, 1)); {
+	case m > 0:
+		return nil, AsError(fmt.Errorf("the body holds more than its %d bytes: %w", n, blob.ErrCorrupt))
+	case err != nil && err != io.EOF:
+		return nil, AsError(err)
+	}
+	return buf, nil
 }
 
 // tooLargeToLoad answers a call that would load a body of size bytes, above max.
@@ -420,6 +439,47 @@ func (r *entryReader) Read(p []byte) (int, error) {
 		r.release()
 	}
 	return n, nil
+}
+
+// writeChunkBytes bounds one Write of WriteTo: a segment goes to the connection in writes
+// this large (not io.Copy's 32 KiB), few enough system calls per MiB, while a writer that
+// extends a deadline per Write (api/rest) still cuts off a client that stops reading.
+const writeChunkBytes = 1 << 20
+
+// WriteTo writes the rest of the range to w straight from the verified segment buffers,
+// without a copy buffer in between; io.Copy uses it. A read failure is sticky as in Read;
+// a failure of w is returned as it is.
+func (r *entryReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if r.err != nil {
+			return total, r.err
+		}
+		if len(r.cur) == 0 {
+			if r.off >= r.end {
+				return total, nil
+			}
+			if err := r.next(); err != nil {
+				r.err = err
+				r.Close()
+				return total, err
+			}
+		}
+		chunk := r.cur[:min(len(r.cur), writeChunkBytes)]
+		n, err := w.Write(chunk)
+		r.cur = r.cur[n:]
+		r.off += int64(n)
+		total += int64(n)
+		if len(r.cur) == 0 {
+			r.release()
+		}
+		if err == nil && n < len(chunk) {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return total, err
+		}
+	}
 }
 
 // next loads the verified bytes of the segment holding off, up to the range's end.

@@ -44,7 +44,7 @@ func (h *hookedStore) set(f func(h *hookedStore)) {
 	f(h)
 }
 
-func (h *hookedStore) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutResult, error) {
+func (h *hookedStore) Put(ctx context.Context, key blob.Key, data blob.Hashed) (blob.PutResult, error) {
 	res, err := h.Store.Put(ctx, key, data)
 	if _, _, onPut, _ := h.hooks(); err == nil && onPut != nil {
 		onPut(key)

@@ -72,21 +72,16 @@ func gcDeletedBody() *Error {
 		Message: "the garbage collector deleted data of this body before the write could publish it (the body is too large to keep for another upload); nothing was written: send the body again"}
 }
 
-// retain keeps data of segment d for an upload again, while the body stays within
+// retain keeps the bytes of a one-segment body for an upload again, within
 // maxRetainedBytes; a larger body keeps nothing.
-func (b *ingested) retain(d meta.Digest, data []byte) {
-	if b.retainedBytes < 0 {
-		return
-	}
-	b.retainedBytes += int64(len(data))
-	if b.retainedBytes > maxRetainedBytes {
-		b.retained, b.retainedBytes = nil, -1
+func (b *ingested) retain(data blob.Hashed) {
+	if int64(data.Len()) > maxRetainedBytes {
 		return
 	}
 	if b.retained == nil {
-		b.retained = map[meta.Digest][]byte{}
+		b.retained = map[meta.Digest]blob.Hashed{}
 	}
-	b.retained[d] = data
+	b.retained[meta.Digest(data.Digest())] = data
 }
 
 // proposeBlobs proposes b, which references the segments of body, fenced against garbage

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"path"
 	"strings"
@@ -125,9 +124,9 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 			return nil, err
 		}
 		defer rd.Close()
-		data, err := io.ReadAll(rd)
+		data, err := readExact(rd, min(int64(limit), f.Info.Size-offset))
 		if err != nil {
-			return nil, AsError(err)
+			return nil, err
 		}
 		end := offset + int64(len(data))
 		r["offset"] = offset

@@ -366,8 +366,12 @@ type WriteRequest struct {
 	Agent, Workbench string
 	// Path is the full path inside the workbench (first component = section for section
 	// files).
-	Path        string
-	Body        io.Reader
+	Path string
+	Body io.Reader
+	// SizeHint > 0 is the body's length in bytes when the caller knows it (REST:
+	// Content-Length). It sizes the ingest buffers exactly; a body of another length is
+	// stored all the same.
+	SizeHint    int64
 	ContentType string
 	Executable  bool
 	Cond        meta.Condition
@@ -428,10 +432,11 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 	if err := meta.ValidateFields("fields", req.Fields); err != nil {
 		return FileResult{}, AsError(err)
 	}
-	body, err := s.ingest(ctx, req.Agent, req.Body, nil)
+	body, err := s.ingest(ctx, req.Agent, req.Body, req.SizeHint, nil)
 	if err != nil {
 		return FileResult{}, err
 	}
+	defer body.release()
 	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("put", req.Agent, req.Workbench, req.Path,
 		fmt.Sprint(req.Cond, req.IfGeneration, req.Executable, req.CreateWorkbench), req.ContentType, string(body.digest[:]),
 		fieldsKey(req.Fields))}
@@ -458,23 +463,42 @@ type ingested struct {
 	// appendDigest is the SHA-256 of these bytes alone (append results report it).
 	appendDigest meta.Digest
 	// rootUID names the root the blobs went to; fence is the shard version of a view read
-	// before the first upload (meta.Header.UploadFence); retained keeps segment bytes for
-	// an upload again if the garbage collector deletes them before the publish (gc.go).
-	rootUID       string
-	fence         uint64
-	retained      map[meta.Digest][]byte
-	retainedBytes int64 // -1: too large to retain
+	// before the first upload (meta.Header.UploadFence); retained keeps a one-segment
+	// body's bytes for an upload again if the garbage collector deletes them before the
+	// publish (gc.go).
+	rootUID  string
+	fence    uint64
+	retained map[meta.Digest]blob.Hashed
+	// held is pooled segment memory (getSegBuf) that release gives back.
+	held [][]byte
 }
+
+// release gives the body's pooled segment memory back. The caller calls it once the body
+// is published or abandoned, and uses none of its bytes after; without it the memory is
+// garbage collected.
+func (b *ingested) release() {
+	for _, p := range b.held {
+		putSegBuf(&p)
+	}
+	b.held, b.retained = nil, nil
+}
+
+// segAlloc and freeSeg give the Splitter its segment memory from the segment buffer pools
+// (integrity.go), which the read path shares.
+func segAlloc(n int) []byte { return *getSegBuf(int64(n)) }
+
+func freeSeg(p []byte) { putSegBuf(&p) }
 
 // ingest reads r once: it cuts the bytes into segments (inline when the whole body is
 // within the inline threshold), uploads non-inline segments (several at once), and hashes
-// them. resume continues a body's hash (append); nil starts a new one.
-func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume hash.Hash) (*ingested, error) {
-	whole := resume
-	if whole == nil {
-		whole = sha256.New()
-	}
-	own := sha256.New()
+// them. sizeHint > 0 is the body's expected length (it sizes buffers only). resume
+// continues a body's hash (append); nil starts a new one.
+//
+// SHA-256 runs once per byte for a new body of one segment (its digest is the segment's
+// key, DESIGN.md §5), and twice for a body of several (the whole body, and each segment in
+// its upload goroutine); an append hashes its bytes once more for the resumed whole-body
+// digest. The blob store hashes nothing again (blob.Hashed).
+func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHint int64, resume hash.Hash) (*ingested, error) {
 	out := &ingested{agent: agent}
 	started := s.now()
 	// Peek up to the inline threshold + 1 byte: a body that fits is stored inline.
@@ -487,14 +511,16 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 		case !complete:
 			r = io.MultiReader(bytes.NewReader(head[:n]), r)
 		default:
-			data := head[:n]
-			whole.Write(data)
-			own.Write(data)
+			data := bytes.Clone(head[:n]) // the record keeps it: no spare capacity
+			hd, err := out.finishOne(data, resume)
+			if err != nil {
+				return nil, err
+			}
 			if n > 0 {
-				out.segments = []meta.Segment{{Digest: sha256.Sum256(data), Size: int64(n), Inline: bytes.Clone(data)}}
+				out.segments = []meta.Segment{{Digest: meta.Digest(hd.Digest()), Size: int64(n), Inline: data}}
 			}
 			out.size = int64(n)
-			return out.finish(whole, own)
+			return out, nil
 		}
 	}
 	release, err := admit(ctx, s.ingests)
@@ -512,9 +538,13 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 		return nil, AsError(err)
 	}
 	out.rootUID, out.fence = uid, view.AppliedVersion()
-	sp := blob.NewSplitter(r)
+	sp := blob.NewSplitter(r, sizeHint, segAlloc)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.UploadConcurrency)
+	// For a body of several segments: whole hashes the body (resumed), own the appended
+	// bytes alone when resumed, and digests[i] receives segment i's from its upload.
+	var whole, own hash.Hash
+	var digests []*meta.Digest
 	for {
 		seg, err := sp.Next()
 		if errors.Is(err, io.EOF) {
@@ -528,15 +558,41 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 			g.Wait()
 			return nil, werr
 		}
-		whole.Write(seg)
-		own.Write(seg)
-		d := blob.DigestOf(seg)
-		out.segments = append(out.segments, meta.Segment{Digest: meta.Digest(d), Size: int64(len(seg))})
 		out.size += int64(len(seg))
-		data := bytes.Clone(seg)
-		out.retain(meta.Digest(d), data)
+		if sp.Single() {
+			// The whole body: its segment key and body digest come from one hash.
+			out.held = append(out.held, seg)
+			hd, err := out.finishOne(seg, resume)
+			if err != nil {
+				return nil, err
+			}
+			out.segments = []meta.Segment{{Digest: meta.Digest(hd.Digest()), Size: int64(len(seg))}}
+			out.retain(hd)
+			g.Go(func() error {
+				_, err := s.blobs.Put(gctx, blob.Key{Root: uid, Digest: hd.Digest()}, hd)
+				return err
+			})
+			continue
+		}
+		if whole == nil {
+			if whole = resume; whole == nil {
+				whole = sha256.New()
+			} else {
+				own = sha256.New()
+			}
+		}
+		whole.Write(seg)
+		if own != nil {
+			own.Write(seg)
+		}
+		out.segments = append(out.segments, meta.Segment{Size: int64(len(seg))})
+		d := new(meta.Digest)
+		digests = append(digests, d)
 		g.Go(func() error {
-			_, err := s.blobs.Put(gctx, blob.Key{Root: uid, Digest: d}, data)
+			defer freeSeg(seg)
+			hd := blob.Hash(seg)
+			*d = meta.Digest(hd.Digest())
+			_, err := s.blobs.Put(gctx, blob.Key{Root: uid, Digest: hd.Digest()}, hd)
 			return err
 		})
 		if gctx.Err() != nil {
@@ -548,6 +604,18 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, resume 
 	}
 	if werr := s.checkUploadTime(started); werr != nil {
 		return nil, werr
+	}
+	if whole == nil {
+		if out.size == 0 {
+			// An empty body: no segment.
+			if _, err := out.finishOne(nil, resume); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	for i, d := range digests {
+		out.segments[i].Digest = *d
 	}
 	return out.finish(whole, own)
 }
@@ -568,15 +636,43 @@ func (s *Service) checkUploadTime(started time.Time) *Error {
 	return e
 }
 
+// finish sets the body's digests and hash state from whole (the body, resumed state
+// included) and own (the new bytes alone; nil when they are the whole body).
 func (b *ingested) finish(whole, own hash.Hash) (*ingested, error) {
 	copy(b.digest[:], whole.Sum(nil))
-	copy(b.appendDigest[:], own.Sum(nil))
+	b.appendDigest = b.digest
+	if own != nil {
+		copy(b.appendDigest[:], own.Sum(nil))
+	}
 	st, err := whole.(encoding.BinaryMarshaler).MarshalBinary()
 	if err != nil {
 		return nil, AsError(err)
 	}
 	b.hashState = append([]byte{hashStateFormat}, st...)
 	return b, nil
+}
+
+// finishOne is finish for new bytes held in one piece (an inline body or a body of one
+// segment), which it hashes: once for a new body, whose digest is then also the segment's,
+// and once more into resume for an append. It returns the bytes with their own digest.
+func (b *ingested) finishOne(data []byte, resume hash.Hash) (blob.Hashed, error) {
+	if resume != nil {
+		hd := blob.Hash(data)
+		resume.Write(data)
+		if _, err := b.finish(resume, nil); err != nil {
+			return blob.Hashed{}, err
+		}
+		b.appendDigest = meta.Digest(hd.Digest())
+		return hd, nil
+	}
+	hd, st, err := blob.HashState(data)
+	if err != nil {
+		return blob.Hashed{}, AsError(err)
+	}
+	b.digest = meta.Digest(hd.Digest())
+	b.appendDigest = b.digest
+	b.hashState = append([]byte{hashStateFormat}, st...)
+	return hd, nil
 }
 
 // hashStateFormat prefixes a serialized SHA-256 state (DESIGN.md §5).

@@ -272,7 +272,7 @@ func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput
 		return nil, werr
 	}
 	replace := deref(in.Replace)
-	req := WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data), ContentType: ct,
+	req := WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data), SizeHint: int64(len(data)), ContentType: ct,
 		Cond: meta.CondCreateOnly, CreateWorkbench: true}
 	if replace {
 		cur, err := s.currentEntry(ctx, agent, in.ID, full, false)
@@ -309,7 +309,7 @@ func (s *Service) ToolAppend(ctx context.Context, agent string, in AppendInput) 
 	if werr != nil {
 		return nil, werr
 	}
-	res, err := s.Append(ctx, AppendRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data),
+	res, err := s.Append(ctx, AppendRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data), SizeHint: int64(len(data)),
 		ContentType: ct, CreateWorkbench: true})
 	if err != nil {
 		return nil, err
@@ -384,7 +384,7 @@ func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Res
 			r["no_change"] = true
 			return r, nil
 		}
-		res, err := s.Write(ctx, WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: strings.NewReader(updated),
+		res, err := s.Write(ctx, WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: strings.NewReader(updated), SizeHint: int64(len(updated)),
 			ContentType: f.Info.ContentType, Executable: f.Info.Executable, Cond: meta.CondIfGeneration, IfGeneration: f.Info.Generation})
 		if err != nil {
 			if we := AsError(err); we.Code == CodeConflict && attempt < maxEditAttempts {

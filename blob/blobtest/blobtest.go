@@ -102,7 +102,7 @@ func keyOf(root string, data []byte) blob.Key {
 
 func put(t *testing.T, s blob.Store, key blob.Key, data []byte) blob.PutResult {
 	t.Helper()
-	res, err := s.Put(t.Context(), key, data)
+	res, err := s.Put(t.Context(), key, blob.Hash(data))
 	if err != nil {
 		t.Fatalf("Put %s (%d bytes): %v", key, len(data), err)
 	}
@@ -227,7 +227,7 @@ func testDigestMismatch(t *testing.T, s blob.Store) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.Put(t.Context(), tc.key, tc.data)
+			_, err := s.Put(t.Context(), tc.key, blob.Hash(tc.data))
 			wantErr(t, "Put", err, blob.ErrDigestMismatch)
 			_, err = s.Stat(t.Context(), tc.key)
 			wantErr(t, "Stat after a rejected Put", err, blob.ErrNotFound)
@@ -483,7 +483,7 @@ func testInvalidKeys(t *testing.T, s blob.Store) {
 					t.Errorf("%s: error %v is not a *blob.KeyError for field root", op, err)
 				}
 			}
-			_, err := s.Put(t.Context(), key, data)
+			_, err := s.Put(t.Context(), key, blob.Hash(data))
 			check("Put", err)
 			_, err = s.Get(t.Context(), key, 0, -1)
 			check("Get", err)
@@ -514,7 +514,7 @@ func testConcurrentSameKey(t *testing.T, s blob.Store) {
 		)
 		for range writers {
 			wg.Go(func() {
-				res, err := s.Put(t.Context(), key, data)
+				res, err := s.Put(t.Context(), key, blob.Hash(data))
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -553,7 +553,7 @@ func testConcurrentKeys(t *testing.T, s blob.Store) {
 	for i := range data {
 		wg.Go(func() {
 			key := keyOf("r1", data[i])
-			if _, err := s.Put(t.Context(), key, data[i]); err != nil {
+			if _, err := s.Put(t.Context(), key, blob.Hash(data[i])); err != nil {
 				errs <- err
 				return
 			}
@@ -598,7 +598,7 @@ func testCancel(t *testing.T, s blob.Store) {
 	t.Run("put stores nothing", func(t *testing.T) {
 		data := []byte("never stored")
 		key := keyOf("r1", data)
-		_, err := s.Put(cancelled, key, data)
+		_, err := s.Put(cancelled, key, blob.Hash(data))
 		wantErr(t, "Put", err, context.Canceled)
 		_, err = s.Stat(t.Context(), key)
 		wantErr(t, "Stat after a cancelled Put", err, blob.ErrNotFound)
@@ -689,7 +689,7 @@ func testClosed(t *testing.T, s blob.Store) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	_, err := s.Put(t.Context(), keyOf("r1", []byte("after")), []byte("after"))
+	_, err := s.Put(t.Context(), keyOf("r1", []byte("after")), blob.Hash([]byte("after")))
 	wantErr(t, "Put after Close", err, blob.ErrUnavailable)
 	_, err = s.Get(t.Context(), key, 0, -1)
 	wantErr(t, "Get after Close", err, blob.ErrUnavailable)
@@ -743,7 +743,7 @@ func RunDamage(t *testing.T, open func(t *testing.T) blob.Store, damage Damage) 
 					t.Errorf("Get %s of the damaged blob: %d bytes, error %v; want an error wrapping ErrCorrupt", r.what, len(got), err)
 				}
 			}
-			if _, err := s.Put(t.Context(), key, tc.data); err != nil {
+			if _, err := s.Put(t.Context(), key, blob.Hash(tc.data)); err != nil {
 				t.Fatalf("Put of the same content over the damaged blob: %v", err)
 			}
 			if got := mustRead(t, s, key, 0, -1); !bytes.Equal(got, tc.data) {

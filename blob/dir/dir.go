@@ -208,13 +208,14 @@ func readFile(f *os.File) (header, int64, os.FileInfo, error) {
 }
 
 // Put implements blob.Store.
-func (s *Store) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutResult, error) {
+func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.PutResult, error) {
 	if err := s.begin(ctx, "put", key.Root, key); err != nil {
 		return blob.PutResult{}, err
 	}
-	if got := blob.DigestOf(data); got != key.Digest {
-		return blob.PutResult{}, fmt.Errorf("blob/dir: put %s: data hashes to %s: %w", key, got, blob.ErrDigestMismatch)
+	if err := blob.CheckKey(key, hd); err != nil {
+		return blob.PutResult{}, fmt.Errorf("blob/dir: %w", err)
 	}
+	data := hd.Bytes()
 	unlock, err := s.locks.Lock(ctx, key)
 	if err != nil {
 		return blob.PutResult{}, fmt.Errorf("blob/dir: put %s: %w", key, err)
@@ -272,7 +273,7 @@ func (s *Store) verify(ctx context.Context, key blob.Key, path string) (header, 
 		return header{}, 0, err
 	}
 	defer r.Close()
-	if _, err := io.Copy(io.Discard, r); err != nil {
+	if err := blob.Drain(r); err != nil {
 		return header{}, 0, err
 	}
 	return h, payloadBytes, nil

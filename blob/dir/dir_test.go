@@ -70,7 +70,7 @@ func keyOf(root string, data []byte) blob.Key {
 func put(t *testing.T, s *dir.Store, data []byte) (blob.Key, blob.PutResult) {
 	t.Helper()
 	key := keyOf("r1", data)
-	res, err := s.Put(t.Context(), key, data)
+	res, err := s.Put(t.Context(), key, blob.Hash(data))
 	if err != nil {
 		t.Fatalf("Put: %v", err)
 	}
@@ -120,7 +120,7 @@ func TestOpenRemovesTemporaryFiles(t *testing.T) {
 	data := []byte("a blob that must survive reopening")
 	key, _ := put(t, s, data)
 	other := keyOf("r2", data)
-	if _, err := s.Put(t.Context(), other, data); err != nil {
+	if _, err := s.Put(t.Context(), other, blob.Hash(data)); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -272,7 +272,7 @@ func TestPutReplacesADamagedFile(t *testing.T) {
 	if err := os.Truncate(s.BlobPath(key), 3); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Put(t.Context(), key, data)
+	res, err := s.Put(t.Context(), key, blob.Hash(data))
 	if err != nil || !res.Created {
 		t.Fatalf("Put over a damaged file: %+v, %v; want Created", res, err)
 	}
@@ -293,7 +293,7 @@ func TestConcurrentPutsCreateOnce(t *testing.T) {
 		)
 		for range 6 {
 			wg.Go(func() {
-				res, err := s.Put(t.Context(), key, data)
+				res, err := s.Put(t.Context(), key, blob.Hash(data))
 				if err != nil {
 					t.Errorf("Put: %v", err)
 				}

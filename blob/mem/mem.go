@@ -49,14 +49,15 @@ func (s *Store) lookup(ctx context.Context, op string, key blob.Key) (*entry, er
 }
 
 // Put implements blob.Store.
-func (s *Store) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutResult, error) {
+func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.PutResult, error) {
 	e, err := s.lookup(ctx, "put", key)
 	if err != nil {
 		return blob.PutResult{}, err
 	}
-	if got := blob.DigestOf(data); got != key.Digest {
-		return blob.PutResult{}, fmt.Errorf("blob/mem: put %s: data hashes to %s: %w", key, got, blob.ErrDigestMismatch)
+	if err := blob.CheckKey(key, hd); err != nil {
+		return blob.PutResult{}, fmt.Errorf("blob/mem: %w", err)
 	}
+	data := hd.Bytes()
 	if e != nil && e.intact(ctx, key) {
 		return blob.PutResult{StoredBytes: int64(len(e.payload)), Encoding: e.enc}, nil
 	}
@@ -111,7 +112,7 @@ func (e *entry) intact(ctx context.Context, key blob.Key) bool {
 		return false
 	}
 	defer r.Close()
-	_, err = io.Copy(io.Discard, r)
+	err = blob.Drain(r)
 	return err == nil
 }
 

@@ -13,9 +13,11 @@
 // Invariants:
 //
 //   - An object under a blob's name is always whole: S3 makes a PUT or a completed
-//     multipart upload visible atomically, and every body is sent with its signed SHA-256
-//     (x-amz-content-sha256), so the store rejects one damaged in transit. When Put returns
-//     nil the object is stored (S3 acknowledges only durable writes).
+//     multipart upload visible atomically, and every body (each part of a multipart
+//     upload) is sent with its CRC32C in x-amz-checksum-crc32c, which the store verifies
+//     before it stores anything, so it refuses a body damaged in transit (Put sends it
+//     again). When Put returns nil the object is stored (S3 acknowledges only durable
+//     writes).
 //   - Put never rewrites a valid blob: it HEADs first and uploads nothing when the blob is
 //     there and reads back whole to its digest (a dedupe hit costs a GET), and its upload is conditional (If-None-Match: *, S3 conditional writes), so of
 //     concurrent Puts of a new key, in this process or any other, exactly one creates it
@@ -41,4 +43,22 @@
 //     settle waits for the start after). Deleting unreferenced and orphaned blobs is the
 //     garbage collector's: the FSM's rules in meta (gc.go), the sweeper in shard/worker
 //     (gc.go), run on each shard's leader.
+//
+// Transfer integrity without a second SHA-256: the write path hashes each byte once for
+// its content address (blob.Hashed), and this package does not hash the payload again.
+// Requests carry x-amz-content-sha256: UNSIGNED-PAYLOAD (minio-go's DisableContentSha256:
+// the signature covers the headers, the checksum among them, not the body) and the
+// body's CRC32C, computed here in one cheap pass (hardware CRC32C). Without
+// DisableContentSha256, minio-go over plain HTTP stream-signs the body
+// (STREAMING-AWS4-HMAC-SHA256-PAYLOAD) and hashes it with SHA-256 itself, whatever
+// SHA-256 the caller passed. What the stores do with the checksum: MinIO verifies
+// x-amz-checksum-crc32c on PutObject and UploadPart and answers a mismatch with 400
+// XAmzContentChecksumMismatch (TestObjectStoreRefusesABodyWithAWrongChecksum runs it
+// against a real MinIO). AWS S3 verifies it the same way (its documented answer to a
+// mismatch is 400 BadDigest), takes UNSIGNED-PAYLOAD on PutObject and UploadPart, and
+// wants a multipart upload created with x-amz-checksum-algorithm: CRC32C and each part's
+// checksum in CompleteMultipartUpload, which putMultipart does. AWS documents
+// UNSIGNED-PAYLOAD for HTTPS, where TLS protects the body as well: use Config.Secure with
+// AWS. Both mismatch codes are retried as transient. The checksum protects the transfer
+// only; what is stored is verified on every read by its SHA-256 (blob.NewReader).
 package s3

@@ -108,6 +108,10 @@ var retryableCodes = map[string]bool{
 	"XMinioServerNotInitialized": true,
 	"XMinioReadQuorum":           true,
 	"XMinioWriteQuorum":          true,
+	// The body did not match its x-amz-checksum-crc32c (or Content-MD5): damaged in
+	// transit. Put sends it again from memory.
+	"XAmzContentChecksumMismatch": true,
+	"BadDigest":                   true,
 }
 
 // retryableStatus are HTTP statuses of transient conditions.

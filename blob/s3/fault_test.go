@@ -214,7 +214,7 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 	}{
 		{"put", isObjectPut, func(ctx context.Context, i int) error {
 			data := []byte(fmt.Sprintf("new blob %d", i))
-			_, err := s.Put(ctx, keyOf("tenantq7", data), data)
+			_, err := s.Put(ctx, keyOf("tenantq7", data), blob.Hash(data))
 			return err
 		}},
 		{"get", isObjectGet, func(ctx context.Context, _ int) error {
@@ -302,7 +302,7 @@ func TestRetriesEndWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	data := []byte("never stored")
-	_, err = s.Put(ctx, keyOf("r1", data), data)
+	_, err = s.Put(ctx, keyOf("r1", data), blob.Hash(data))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Put while the store throttles past the deadline: %v, want an error wrapping DeadlineExceeded", err)
 	}
@@ -342,8 +342,8 @@ func TestAStoreThatIsDownIsUnavailable(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"Put of a new blob", func() error { _, err := s.Put(t.Context(), freshKey, fresh); return err }},
-		{"Put of a stored blob", func() error { _, err := s.Put(t.Context(), storedKey, stored); return err }},
+		{"Put of a new blob", func() error { _, err := s.Put(t.Context(), freshKey, blob.Hash(fresh)); return err }},
+		{"Put of a stored blob", func() error { _, err := s.Put(t.Context(), storedKey, blob.Hash(stored)); return err }},
 		{"Get", func() error { _, err := readAll(t.Context(), s, storedKey, 0, -1); return err }},
 		{"ranged Get", func() error { _, err := readAll(t.Context(), s, storedKey, 10, 10); return err }},
 		{"Stat", func() error { _, err := s.Stat(t.Context(), storedKey); return err }},
@@ -476,7 +476,7 @@ func TestAFailedMultipartUploadIsAborted(t *testing.T) {
 			}
 			return nil
 		})
-		_, err := s.Put(ctx, key, data)
+		_, err := s.Put(ctx, key, blob.Hash(data))
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("Put cancelled mid-upload: %v, want an error wrapping context.Canceled", err)
 		}
@@ -499,7 +499,7 @@ func TestAFailedMultipartUploadIsAborted(t *testing.T) {
 		p.setFault(faultN(1000, s3Error{http.StatusInternalServerError, "InternalError"}, func(r *http.Request) bool {
 			return r.URL.Query().Get("partNumber") == "3"
 		}))
-		_, err := s.Put(t.Context(), key, data)
+		_, err := s.Put(t.Context(), key, blob.Hash(data))
 		checkUnavailable(t, "Put with a failing part", err, secretsOf(s, cfg, key)...)
 		if p.count(isInitiate) != 1 || p.count(isAbort) == 0 {
 			t.Errorf("requests %v: want one multipart upload, aborted", p.requests())
@@ -575,13 +575,13 @@ func TestAFullObjectStoreIsStorageFull(t *testing.T) {
 	p.setFault(faultN(1000, s3Error{http.StatusInsufficientStorage, "XMinioStorageFull"}, isObjectPut))
 	defer p.setFault(nil)
 	data := []byte("no room for this")
-	_, err := s.Put(t.Context(), keyOf("r1", data), data)
+	_, err := s.Put(t.Context(), keyOf("r1", data), blob.Hash(data))
 	checkUnavailable(t, "Put on a full store", err, secretsOf(s, cfg, keyOf("r1", data))...)
 	if !errors.Is(err, blob.ErrStorageFull) {
 		t.Fatalf("Put on a full store: %v, want an error wrapping blob.ErrStorageFull", err)
 	}
 	p.setFault(faultN(1000, s3Error{http.StatusServiceUnavailable, "SlowDown"}, isObjectPut))
-	if _, err := s.Put(t.Context(), keyOf("r1", data), data); errors.Is(err, blob.ErrStorageFull) {
+	if _, err := s.Put(t.Context(), keyOf("r1", data), blob.Hash(data)); errors.Is(err, blob.ErrStorageFull) {
 		t.Fatalf("a throttled Put: %v, must not be ErrStorageFull", err)
 	}
 }

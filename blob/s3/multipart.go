@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,6 +32,9 @@ func (s *Store) putMultipart(ctx context.Context, key blob.Key, name string, pay
 	if err != nil {
 		return false, fmt.Errorf("blob/s3: put %s: upload journal: %w", key, err)
 	}
+	// Each part goes up with its CRC32C, like a single PUT (doc.go); S3 wants the
+	// algorithm named when the upload is created and each part's checksum in the completion.
+	opts.UserMetadata[amzChecksumAlgorithm] = checksumAlgorithm
 	var uploadID string
 	t, err := s.retry(ctx, func() (err error) {
 		uploadID, err = s.core.NewMultipartUpload(ctx, s.cfg.Bucket, name, opts)
@@ -59,8 +63,9 @@ func (s *Store) putMultipart(ctx context.Context, key blob.Key, name string, pay
 			if gctx.Err() != nil {
 				return nil // another part failed, or ctx ended: checked below
 			}
-			sum := sha256.Sum256(part)
-			popts := minio.PutObjectPartOptions{Sha256Hex: hex.EncodeToString(sum[:])}
+			sum := s.checksum(part)
+			popts := minio.PutObjectPartOptions{DisableContentSha256: true,
+				CustomHeader: http.Header{amzChecksumCRC32C: {sum}, amzChecksumAlgorithm: {checksumAlgorithm}}}
 			var op minio.ObjectPart
 			t, err := s.retry(gctx, func() (err error) {
 				op, err = s.core.PutObjectPart(gctx, s.cfg.Bucket, name, uploadID, int(i+1), bytes.NewReader(part), int64(len(part)), popts)
@@ -70,7 +75,7 @@ func (s *Store) putMultipart(ctx context.Context, key blob.Key, name string, pay
 				// Report the caller's ctx, not the group's, which ends on any failure.
 				return s.fail(ctx, "put", key, t, err)
 			}
-			parts[i] = minio.CompletePart{PartNumber: int(i + 1), ETag: op.ETag}
+			parts[i] = minio.CompletePart{PartNumber: int(i + 1), ETag: op.ETag, ChecksumCRC32C: sum}
 			return nil
 		})
 	}

@@ -3,8 +3,6 @@ package s3
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +54,10 @@ type Store struct {
 	journalSeq atomic.Int64 // names upload journal entries apart
 
 	bufs sync.Pool // *[]byte, compression buffers
+
+	// checksum is the x-amz-checksum-crc32c value of a request body: crc32cBase64, but
+	// for tests that make the store refuse a body (export_test.go).
+	checksum func([]byte) string
 }
 
 var _ blob.Store = (*Store)(nil)
@@ -101,6 +103,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cfg:       cfg,
 		core:      *core,
 		transport: tr,
+		checksum:  crc32cBase64,
 	}
 	if cfg.Prefix != "" {
 		s.prefix = cfg.Prefix + "/"
@@ -255,13 +258,14 @@ func (s *Store) stat(ctx context.Context, op string, key blob.Key) (blob.Info, b
 // never overstate.) An object with missing or bad metadata is overwritten unconditionally.
 // Payloads longer than PartSizeBytes go up as a multipart upload, which is aborted when the
 // Put fails.
-func (s *Store) Put(ctx context.Context, key blob.Key, data []byte) (blob.PutResult, error) {
+func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.PutResult, error) {
 	if err := s.begin(ctx, "put", key.Root, key); err != nil {
 		return blob.PutResult{}, err
 	}
-	if got := blob.DigestOf(data); got != key.Digest {
-		return blob.PutResult{}, fmt.Errorf("blob/s3: put %s: data hashes to %s: %w", key, got, blob.ErrDigestMismatch)
+	if err := blob.CheckKey(key, hd); err != nil {
+		return blob.PutResult{}, fmt.Errorf("blob/s3: %w", err)
 	}
+	data := hd.Bytes()
 	unlock, err := s.locks.Lock(ctx, key)
 	if err != nil {
 		return blob.PutResult{}, fmt.Errorf("blob/s3: put %s: %w", key, err)
@@ -330,7 +334,7 @@ func (s *Store) verify(ctx context.Context, key blob.Key) error {
 		return err
 	}
 	defer r.Close()
-	_, err = io.Copy(io.Discard, r)
+	err = blob.Drain(r)
 	return err
 }
 
@@ -351,11 +355,13 @@ func (s *Store) upload(ctx context.Context, key blob.Key, payload []byte, m meta
 	if !overwrite {
 		opts.SetMatchETagExcept("*")
 	}
-	// The signed x-amz-content-sha256 makes the store reject a body damaged in transit.
-	sum := sha256.Sum256(payload)
-	sumHex := hex.EncodeToString(sum[:])
+	// UNSIGNED-PAYLOAD plus x-amz-checksum-crc32c (doc.go): the store verifies the body
+	// against the checksum and refuses one damaged in transit, and nothing hashes the
+	// payload with SHA-256 a second time.
+	opts.DisableContentSha256 = true
+	opts.UserMetadata[amzChecksumCRC32C] = s.checksum(payload)
 	t, err := s.retry(ctx, func() error {
-		_, err := s.core.PutObject(ctx, s.cfg.Bucket, name, bytes.NewReader(payload), int64(len(payload)), "", sumHex, opts)
+		_, err := s.core.PutObject(ctx, s.cfg.Bucket, name, bytes.NewReader(payload), int64(len(payload)), "", "", opts)
 		return err
 	})
 	switch {

@@ -98,7 +98,7 @@ func keyOf(root string, data []byte) blob.Key {
 
 func put(t *testing.T, s *s3.Store, key blob.Key, data []byte) blob.PutResult {
 	t.Helper()
-	res, err := s.Put(t.Context(), key, data)
+	res, err := s.Put(t.Context(), key, blob.Hash(data))
 	if err != nil {
 		t.Fatalf("Put %s: %v", key, err)
 	}
@@ -294,7 +294,7 @@ func TestDamagedObjectsAreCorrupt(t *testing.T) {
 			if !errors.Is(listErr, blob.ErrCorrupt) {
 				t.Errorf("List: %v, want an error wrapping ErrCorrupt (fail closed)", listErr)
 			}
-			res, err := s.Put(t.Context(), key, data)
+			res, err := s.Put(t.Context(), key, blob.Hash(data))
 			if err != nil || !res.Created {
 				t.Fatalf("Put over an object with bad metadata: %+v, %v; want it rewritten", res, err)
 			}
@@ -353,7 +353,7 @@ func TestListPagesThroughManyBlobs(t *testing.T) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			data := []byte(fmt.Sprintf("blob %d", i))
-			if _, err := s.Put(t.Context(), keyOf("r1", data), data); err != nil {
+			if _, err := s.Put(t.Context(), keyOf("r1", data), blob.Hash(data)); err != nil {
 				errs <- err
 			}
 		})
@@ -517,7 +517,7 @@ func TestConcurrentPutsFromSeparateStoresCreateOnce(t *testing.T) {
 		)
 		for _, s := range ss {
 			wg.Go(func() {
-				res, err := s.Put(t.Context(), key, data)
+				res, err := s.Put(t.Context(), key, blob.Hash(data))
 				if err != nil {
 					t.Errorf("Put: %v", err)
 				}

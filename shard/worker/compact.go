@@ -157,7 +157,8 @@ func (s *Set) compactRange(ctx context.Context, c Core, uid string, cand meta.Co
 		}
 		off += sg.Size
 	}
-	seg := meta.Segment{Digest: sha256.Sum256(data), Size: size}
+	hashed := blob.Hash(data)
+	seg := meta.Segment{Digest: meta.Digest(hashed.Digest()), Size: size}
 	var fence uint64
 	if size <= s.cfg.InlineMaxBytes {
 		seg.Inline = data
@@ -168,7 +169,7 @@ func (s *Set) compactRange(ctx context.Context, c Core, uid string, cand meta.Co
 			return err
 		}
 		fence = view.AppliedVersion()
-		if _, err := s.cfg.Blobs.Put(ctx, blob.Key{Root: uid, Digest: blob.Digest(seg.Digest)}, data); err != nil {
+		if _, err := s.cfg.Blobs.Put(ctx, blob.Key{Root: uid, Digest: blob.Digest(seg.Digest)}, hashed); err != nil {
 			return err
 		}
 	}

@@ -179,7 +179,7 @@ func upload(t *testing.T, c worker.Core, store blob.Store, agent string, body []
 		t.Fatal(err)
 	}
 	d := sha256.Sum256(body)
-	if _, err := store.Put(t.Context(), blob.Key{Root: uid, Digest: d}, body); err != nil {
+	if _, err := store.Put(t.Context(), blob.Key{Root: uid, Digest: d}, blob.Hash(body)); err != nil {
 		t.Fatal(err)
 	}
 	return meta.Segment{Digest: d, Size: int64(len(body))}, view.AppliedVersion()

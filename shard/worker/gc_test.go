@@ -57,7 +57,7 @@ func TestGCDeletesAnOverwrittenBlobAndKeepsTheNewOne(t *testing.T) {
 func TestGCDeletesAnOrphanAfterGrace(t *testing.T) {
 	n := newNode(t, worker.Config{}, true)
 	put(t, n.shard, n.store, "a", "f", "published body")
-	if _, err := n.store.Put(t.Context(), n.key(t, "orphan body"), []byte("orphan body")); err != nil {
+	if _, err := n.store.Put(t.Context(), n.key(t, "orphan body"), blob.Hash([]byte("orphan body"))); err != nil {
 		t.Fatal(err)
 	}
 	if rep, err := n.set.CollectGarbage(t.Context(), worker.GCOptions{}); err != nil || rep.Candidates != 0 || !n.stored(t, "orphan body") {

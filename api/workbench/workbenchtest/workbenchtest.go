@@ -28,6 +28,18 @@ type Node struct {
 // 0 puts every body in the blob store), except that a nil CursorKey becomes CursorKey.
 func New(tb testing.TB, cfg workbench.Config) *Node {
 	tb.Helper()
+	bs, err := dir.Open(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { bs.Close() })
+	return NewOn(tb, cfg, bs)
+}
+
+// NewOn is New over the blob store bs (e.g. a blob/s3 store on a test MinIO) instead of
+// a local blob directory. The caller owns bs and closes it.
+func NewOn(tb testing.TB, cfg workbench.Config, bs blob.Store) *Node {
+	tb.Helper()
 	sh, err := shard.Open(shard.Config{Dir: tb.TempDir()})
 	if err != nil {
 		tb.Fatal(err)
@@ -38,11 +50,6 @@ func New(tb testing.TB, cfg workbench.Config) *Node {
 	if err := sh.WaitReady(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	bs, err := dir.Open(tb.TempDir())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { bs.Close() })
 	if cfg.CursorKey == nil {
 		cfg.CursorKey = CursorKey
 	}
