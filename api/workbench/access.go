@@ -1,0 +1,111 @@
+package workbench
+
+import (
+	"context"
+
+	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/meta"
+)
+
+// Who may use a root (DESIGN.md §4). The principal comes from the request context
+// (auth.FromContext); a context without one is the node's own work or a node without
+// authentication, and acts as auth.Local (every root, every scope).
+//
+// A root the caller may not use answers exactly as a root that does not exist, by
+// construction rather than by copied texts:
+//
+//   - Reads: every view the adapter reads of such a root is the empty state (readView,
+//     viewAt), the same view a root that does not exist is read from, after the same core
+//     call. What a read then answers (NotFound, an empty search, read_version 0) is what
+//     it answers for a missing root, and takes the same path.
+//   - Writes: the operation runs on the same empty views up to its first change, then is
+//     refused with the NotFound that names the workbench as the empty state does
+//     (mayWrite). A write that fails on a missing root before it changes anything (a
+//     restore from a missing source, a renew of a missing snapshot) fails the same way.
+//   - Cursors are signed for the root and the principal (cursor.go): another root's, or
+//     another principal's, fails as a forged one does.
+//
+// Scopes are checked only where the root is visible: without auth.ScopeRead a read, and
+// without auth.ScopeWrite a write, is PermissionDenied (403).
+
+// caller returns the principal ctx acts for: auth.Local when it carries none.
+func caller(ctx context.Context) auth.Principal {
+	if p, ok := auth.FromContext(ctx); ok {
+		return p
+	}
+	return auth.Local
+}
+
+// hidden reports whether the caller may not use agent's root: it must look absent.
+func hidden(ctx context.Context, agent string) bool { return !caller(ctx).MayUse(agent) }
+
+// emptyView is the state of a shard that holds no root: what every read of a root that
+// does not exist, or that the caller may not use, sees. Views are immutable and safe for
+// concurrent use.
+var emptyView = meta.New(meta.Options{}).View()
+
+// visibleView returns v, or the empty state when agent's root is not in it or hidden
+// from the caller: the one path by which both answer.
+func visibleView(ctx context.Context, agent string, v *meta.View) *meta.View {
+	if _, ok := v.Root(agent); !ok || hidden(ctx, agent) {
+		return emptyView
+	}
+	return v
+}
+
+// mayRead answers PermissionDenied when the caller sees agent's root but lacks
+// auth.ScopeRead. A hidden root passes: its reads see the empty state.
+func mayRead(ctx context.Context, agent string) *Error {
+	return mayDo(ctx, agent, auth.ScopeRead, "read")
+}
+
+// mayWrite answers PermissionDenied when the caller sees agent's root but lacks
+// auth.ScopeWrite, and for a hidden root the NotFound the empty state answers for
+// workbench id (a root-wide change, id "": the root itself). Writes call it before
+// their first change (an upload or a proposal), after the reads whose failures a missing
+// root answers first.
+func mayWrite(ctx context.Context, agent, id string) *Error {
+	if hidden(ctx, agent) {
+		if id == "" {
+			return newError(CodeNotFound, "agent root %q does not exist", agent)
+		}
+		_, err := emptyView.Workspace(agent, id)
+		return AsError(err)
+	}
+	return mayDo(ctx, agent, auth.ScopeWrite, "change")
+}
+
+func mayDo(ctx context.Context, agent string, scope auth.Scope, verb string) *Error {
+	p := caller(ctx)
+	if !p.MayUse(agent) || p.Has(scope) {
+		return nil
+	}
+	e := newError(CodePermissionDenied, "principal %q may not %s agent root %q: it lacks the %s scope", p.ID, verb, agent, scope)
+	e.Details["scope"] = string(scope)
+	return e
+}
+
+// bodyWorkspace names the workbench a command changes ("" for a root-wide one).
+func bodyWorkspace(b meta.Body) string {
+	switch b := b.(type) {
+	case meta.CreateWorkspace:
+		return b.Name
+	case meta.Put:
+		return b.Workspace
+	case meta.Append:
+		return b.Workspace
+	case meta.Delete:
+		return b.Workspace
+	case meta.SnapshotMint:
+		return b.Workspace
+	case meta.SnapshotRenew:
+		return b.Workspace
+	case meta.SnapshotRetire:
+		return b.Workspace
+	case meta.Commit:
+		return b.Workspace
+	case meta.RestoreBegin:
+		return b.Source
+	}
+	return ""
+}
