@@ -2,6 +2,7 @@ package workbench
 
 import (
 	"context"
+	"time"
 
 	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/meta"
@@ -18,10 +19,12 @@ import (
 //     viewAt), the same view a root that does not exist is read from, after the same core
 //     call. What a read then answers (NotFound, an empty search, read_version 0) is what
 //     it answers for a missing root, and takes the same path.
-//   - Writes: the operation runs on the same empty views up to its first change, then is
-//     refused with the NotFound that names the workbench as the empty state does
-//     (mayWrite). A write that fails on a missing root before it changes anything (a
-//     restore from a missing source, a renew of a missing snapshot) fails the same way.
+//   - Writes: the operation reads the same empty views, and its command is decided on the
+//     empty state, after the same view read, for a root that is missing and for a hidden
+//     one (absentRoot): a command the empty state refuses (a renew of a missing snapshot,
+//     a delete in a missing workbench) gets that answer, from the same path, without a
+//     proposal. A command that would create the root is refused for a hidden root with
+//     the NotFound the empty state gives its workbench (mayCreate), before any upload.
 //   - Cursors are signed for the root and the principal (cursor.go): another root's, or
 //     another principal's, fails as a forged one does.
 //
@@ -60,19 +63,27 @@ func mayRead(ctx context.Context, agent string) *Error {
 }
 
 // mayWrite answers PermissionDenied when the caller sees agent's root but lacks
-// auth.ScopeWrite, and for a hidden root the NotFound the empty state answers for
-// workbench id (a root-wide change, id "": the root itself). Writes call it before
-// their first change (an upload or a proposal), after the reads whose failures a missing
-// root answers first.
-func mayWrite(ctx context.Context, agent, id string) *Error {
-	if hidden(ctx, agent) {
-		if id == "" {
-			return newError(CodeNotFound, "agent root %q does not exist", agent)
-		}
-		_, err := emptyView.Workspace(agent, id)
-		return AsError(err)
-	}
+// auth.ScopeWrite. A hidden root passes: its writes read the empty state and are refused
+// where they would change it (mayCreate, absentRoot).
+func mayWrite(ctx context.Context, agent string) *Error {
 	return mayDo(ctx, agent, auth.ScopeWrite, "change")
+}
+
+// mayCreate is mayWrite for the writes that create a missing root (create, put, append,
+// commit), before they upload anything: for a hidden root, the NotFound the empty state
+// answers for workbench id (id "": the root itself).
+func mayCreate(ctx context.Context, agent, id string) *Error {
+	if err := mayWrite(ctx, agent); err != nil {
+		return err
+	}
+	if !hidden(ctx, agent) {
+		return nil
+	}
+	if id == "" {
+		return newError(CodeNotFound, "agent root %q does not exist", agent)
+	}
+	_, err := emptyView.Workspace(agent, id)
+	return AsError(err)
 }
 
 func mayDo(ctx context.Context, agent string, scope auth.Scope, verb string) *Error {
@@ -108,4 +119,37 @@ func bodyWorkspace(b meta.Body) string {
 		return b.Source
 	}
 	return ""
+}
+
+// absentRoot decides a command for agent's root when the root is not in its shard or is
+// hidden from the caller, the same way for both: after the same view read (readView), the
+// command is applied to the empty state; if that refuses it, its answer is the command's
+// (done, nothing proposed). A command the empty state takes proceeds (done false) for a
+// missing root, which it creates, and is refused for a hidden one. A root seen to exist is
+// remembered (s.roots), so a known root's commands skip the read.
+func (s *Service) absentRoot(ctx context.Context, agent string, h meta.Header, b meta.Body) (res meta.Result, done bool, err error) {
+	hide := hidden(ctx, agent)
+	if _, known := s.roots.Load(agent); known && !hide {
+		return meta.Result{}, false, nil
+	}
+	view, err := s.readView(ctx, agent)
+	if err != nil {
+		return meta.Result{}, true, err
+	}
+	if r, ok := view.Root(agent); ok {
+		s.roots.Store(agent, r.UID)
+		return meta.Result{}, false, nil
+	}
+	h.TimeMs = time.Now().UnixMilli()
+	data, err := meta.EncodeCommand(h, b)
+	if err != nil {
+		return meta.Result{}, true, err
+	}
+	if res := meta.New(meta.Options{}).Apply(1, data); res.Err != nil {
+		return res, true, nil
+	}
+	if hide {
+		return meta.Result{}, true, mayCreate(ctx, agent, bodyWorkspace(b))
+	}
+	return meta.Result{}, false, nil
 }

@@ -97,7 +97,7 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 	if err != nil {
 		return nil, err
 	}
-	if err := mayWrite(ctx, agent, in.ID); err != nil {
+	if err := mayCreate(ctx, agent, in.ID); err != nil {
 		return nil, err
 	}
 	replace := deref(in.Replace)

@@ -90,7 +90,7 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 		return AppendResult{}, werr
 	}
 	req.ContentType = ct
-	if err := mayWrite(ctx, req.Agent, req.Workbench); err != nil {
+	if err := mayCreate(ctx, req.Agent, req.Workbench); err != nil {
 		return AppendResult{}, err
 	}
 	// Appends to one path through this node take turns: they would only lose generation
@@ -609,7 +609,7 @@ func (s *Service) Delete(ctx context.Context, agent, id, path string, ifGenerati
 	if path == "" {
 		return 0, invalidArgument("path", "must not be empty")
 	}
-	if err := mayWrite(ctx, agent, id); err != nil {
+	if err := mayWrite(ctx, agent); err != nil {
 		return 0, err
 	}
 	h := meta.Header{RequestID: requestID, RequestHash: requestHash("delete", agent, id, path, strconv.FormatUint(ifGeneration, 10))}

@@ -70,8 +70,8 @@ func (s *Service) ToolRestore(ctx context.Context, agent string, in RestoreInput
 			return nil, err
 		}
 	}
-	if err := mayWrite(ctx, agent, in.ID); err != nil {
-		return nil, err // a hidden root: the source is missing, as in a root that does not exist
+	if err := mayWrite(ctx, agent); err != nil {
+		return nil, err
 	}
 	view, err := s.readView(ctx, agent)
 	if err != nil {

@@ -307,7 +307,7 @@ func validateTarget(agent, id, path string) *Error {
 // rootUID returns the uid of agent's root, creating the root when it does not exist yet
 // (blob keys need it before the first publish).
 func (s *Service) rootUID(ctx context.Context, agent string) (string, error) {
-	if err := mayWrite(ctx, agent, ""); err != nil {
+	if err := mayCreate(ctx, agent, ""); err != nil {
 		return "", err // before the cache: a hidden root's blobs are never written
 	}
 	if v, ok := s.roots.Load(agent); ok {
@@ -357,7 +357,7 @@ func (s *Service) CreateWorkbench(ctx context.Context, agent, id string, request
 	if err := validateTarget(agent, id, ""); err != nil {
 		return CreateResult{}, err
 	}
-	if err := mayWrite(ctx, agent, id); err != nil {
+	if err := mayCreate(ctx, agent, id); err != nil {
 		return CreateResult{}, err
 	}
 	h := meta.Header{RequestID: requestID, RequestHash: requestHash("create", agent, id)}
@@ -439,7 +439,7 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 	if err := meta.ValidateFields("fields", req.Fields); err != nil {
 		return FileResult{}, AsError(err)
 	}
-	if err := mayWrite(ctx, req.Agent, req.Workbench); err != nil {
+	if err := mayCreate(ctx, req.Agent, req.Workbench); err != nil {
 		return FileResult{}, err
 	}
 	body, err := s.ingest(ctx, req.Agent, req.Body, req.SizeHint, nil)
@@ -824,11 +824,15 @@ func (s *Service) readView(ctx context.Context, agent string) (*meta.View, error
 }
 
 // proposeRaw replicates a command on the shard of its agent root. A command for a root
-// the caller may not change is refused before it reaches the core (mayWrite).
+// the caller may not change is refused before it reaches the core (mayWrite), and one for
+// a missing or hidden root is decided on the empty state first (absentRoot).
 func (s *Service) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error) {
 	agent := meta.AgentOf(b)
-	if err := mayWrite(ctx, agent, bodyWorkspace(b)); err != nil {
+	if err := mayWrite(ctx, agent); err != nil {
 		return meta.Result{}, err
+	}
+	if res, done, err := s.absentRoot(ctx, agent, h, b); done {
+		return res, err
 	}
 	c, err := s.cores.For(ctx, agent)
 	if err != nil {

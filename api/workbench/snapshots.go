@@ -151,7 +151,7 @@ func (s *Service) ToolSnapshot(ctx context.Context, agent string, in SnapshotInp
 	if in.Name != nil && name == "" {
 		return nil, invalidArgument("name", "must not be empty (omit it or pass null for no name)")
 	}
-	if werr := mayWrite(ctx, agent, in.ID); werr != nil {
+	if werr := mayWrite(ctx, agent); werr != nil {
 		return nil, werr
 	}
 	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
@@ -196,7 +196,7 @@ func (s *Service) ToolSnapshotRenew(ctx context.Context, agent string, in Snapsh
 	if err != nil {
 		return nil, err
 	}
-	if werr := mayWrite(ctx, agent, in.ID); werr != nil {
+	if werr := mayWrite(ctx, agent); werr != nil {
 		return nil, werr
 	}
 	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotRenew{Agent: agent, Workspace: in.ID, ID: id, Name: name, TTLDays: ttl})
@@ -222,7 +222,7 @@ func (s *Service) ToolSnapshotRetire(ctx context.Context, agent string, in Snaps
 	if err != nil {
 		return nil, err
 	}
-	if werr := mayWrite(ctx, agent, in.ID); werr != nil {
+	if werr := mayWrite(ctx, agent); werr != nil {
 		return nil, werr
 	}
 	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotRetire{Agent: agent, Workspace: in.ID, ID: id, Name: name, Reason: reason})
