@@ -128,8 +128,7 @@ func bodyWorkspace(b meta.Body) string {
 // missing root, which it creates, and is refused for a hidden one. A root seen to exist is
 // remembered (s.roots), so a known root's commands skip the read.
 func (s *Service) absentRoot(ctx context.Context, agent string, h meta.Header, b meta.Body) (res meta.Result, done bool, err error) {
-	hide := hidden(ctx, agent)
-	if _, known := s.roots.Load(agent); known && !hide {
+	if _, known := s.roots.Load(agent); known && !hidden(ctx, agent) {
 		return meta.Result{}, false, nil
 	}
 	view, err := s.readView(ctx, agent)
@@ -148,8 +147,8 @@ func (s *Service) absentRoot(ctx context.Context, agent string, h meta.Header, b
 	if res := meta.New(meta.Options{}).Apply(1, data); res.Err != nil {
 		return res, true, nil
 	}
-	if hide {
-		return meta.Result{}, true, mayCreate(ctx, agent, bodyWorkspace(b))
+	if werr := mayCreate(ctx, agent, bodyWorkspace(b)); werr != nil {
+		return meta.Result{}, true, werr // hidden: the NotFound of a command that would create
 	}
 	return meta.Result{}, false, nil
 }
