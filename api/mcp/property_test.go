@@ -14,7 +14,7 @@ import (
 var stableCodes = []string{"InvalidArguments", "UnknownTool", "PayloadTooLarge", "NotFound", "NotArtifact",
 	"NotDirectory", "AlreadyExists", "Conflict", "InvalidUtf8", "NoMatch", "AmbiguousEdit", "StructuredDecodeFailed",
 	"ReadFenceChanged", "SnapshotNotFound", "SnapshotExpired", "ForkRetentionActive", "WorkbenchCommitConflict",
-	"InvalidState", "ObjectUnavailable", "ResourceExhausted", "RoutingUnavailable", "DataCorrupted", "Internal"}
+	"InvalidState", "ObjectUnavailable", "ResourceExhausted", "RoutingUnavailable", "DataCorrupted", "PermissionDenied", "Internal"}
 
 // TestArbitraryArgumentsGetAToolResultNeverAFailure throws arbitrary argument objects at every
 // tool: each call must come back as a well-formed tool result (never a protocol error, a

@@ -7,6 +7,12 @@
 // cleaned or redirected. Bodies stream in both directions with bounded memory. Error codes
 // map to HTTP statuses in one table (statusOf).
 //
+// Who may do what is the Service's decision, made from the principal of the request
+// context (api/auth): this package adds no rule of its own, so every route answers a root
+// the principal may not use exactly as a root that does not exist, and a missing scope
+// with 403 PermissionDenied only where the root is visible (access_test.go drives every
+// route with each kind of principal).
+//
 // Every request body must keep a minimum average rate (rateBody) and every response write
 // has a deadline, so a slow or stalled client never holds a connection or a slot for
 // ever. Admin routes (/v1/admin/...) are served only by Handler.Admin, for the node's

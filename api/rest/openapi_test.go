@@ -87,7 +87,7 @@ var wireCodes = []string{"InvalidArguments", "UnknownTool", "PayloadTooLarge", "
 	"StructuredDecodeFailed", "ReadFenceChanged", "SnapshotNotFound", "SnapshotExpired",
 	"ForkRetentionActive", "WorkbenchCommitConflict", "WorkbenchCommitProtocolMismatch", "RestoreProtocolMismatch",
 	"InvalidState", "ObjectUnavailable",
-	"ResourceExhausted", "RoutingUnavailable", "DataCorrupted", "Internal"}
+	"ResourceExhausted", "RoutingUnavailable", "DataCorrupted", "PermissionDenied", "Internal"}
 
 // notEnvelope lists the error responses whose body is deliberately not the envelope.
 var notEnvelope = map[string]string{

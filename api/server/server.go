@@ -239,7 +239,9 @@ func (n *Node) ready() bool {
 // hostCores serves the Workbench service's roots through the shard host.
 type hostCores struct{ h *host.Host }
 
-func (c hostCores) For(agent string) (workbench.Core, error) { return c.h.For(agent) }
+func (c hostCores) For(_ context.Context, agent string) (workbench.Core, error) {
+	return c.h.For(agent)
+}
 
 // readOrCreate returns the contents of path, creating it (atomically, mode 0600) from
 // make when it does not exist.

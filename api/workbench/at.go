@@ -125,12 +125,15 @@ func (s *Service) appliedSnapshotView(ctx context.Context, agent, id string, at 
 	if at.Live() || at.SnapshotName != "" || at.SnapshotID == 0 {
 		return nil
 	}
-	c, err := s.cores.For(agent)
+	c, err := s.cores.For(ctx, agent)
 	if err != nil {
 		return nil
 	}
 	view, err := c.ReadViewAt(ctx, 0)
-	if err != nil || !servableAt(view, agent, id, at.SnapshotID, s.cfg.GCGrace/2, time.Now()) {
+	if err != nil {
+		return nil
+	}
+	if view = visibleView(ctx, agent, view); !servableAt(view, agent, id, at.SnapshotID, s.cfg.GCGrace/2, time.Now()) {
 		return nil
 	}
 	return view

@@ -97,6 +97,9 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 	if err != nil {
 		return nil, err
 	}
+	if err := mayCreate(ctx, agent, in.ID); err != nil {
+		return nil, err
+	}
 	replace := deref(in.Replace)
 	identity := CommitIdentity(in.ID, in.ContentDigestURI, ManifestDigestURI(canon))
 	for attempt := 1; ; attempt++ {

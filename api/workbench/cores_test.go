@@ -18,7 +18,7 @@ import (
 // twoShards routes agents whose names start with "a" to one shard, the rest to the other.
 type twoShards struct{ a, b *shard.Shard }
 
-func (t twoShards) For(agent string) (workbench.Core, error) {
+func (t twoShards) For(_ context.Context, agent string) (workbench.Core, error) {
 	if strings.HasPrefix(agent, "a") {
 		return t.a, nil
 	}

@@ -1,9 +1,11 @@
 package workbench
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"time"
@@ -39,23 +41,32 @@ type cursor struct {
 
 type cursorCodec struct{ key []byte }
 
-func (c cursorCodec) sign(payload []byte) []byte {
+// sign is the cursor's MAC: over the payload, the agent root it was issued in and the
+// principal it was issued to (access.go), so that a cursor of another root or another
+// principal fails exactly as a forged one does.
+func (c cursorCodec) sign(ctx context.Context, agent string, payload []byte) []byte {
 	m := hmac.New(sha256.New, c.key)
+	var n [8]byte
+	for _, part := range []string{caller(ctx).ID, agent} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		m.Write(n[:])
+		m.Write([]byte(part))
+	}
 	m.Write(payload)
 	return m.Sum(nil)[:16]
 }
 
-func (c cursorCodec) encode(cur cursor) string {
+func (c cursorCodec) encode(ctx context.Context, cur cursor) string {
 	cur.IssuedAt = time.Now().Unix()
 	payload, _ := json.Marshal(cur)
 	enc := base64.RawURLEncoding
-	return enc.EncodeToString(payload) + "." + enc.EncodeToString(c.sign(payload))
+	return enc.EncodeToString(payload) + "." + enc.EncodeToString(c.sign(ctx, cur.Agent, payload))
 }
 
-// decode verifies a cursor's signature and age and that it was issued for the same kind
-// of call on the same agent, workbench and path. Any mismatch is InvalidArguments naming
-// "cursor" (a forged, foreign or stale cursor gets no further).
-func (c cursorCodec) decode(s, kind, agent, workbench, path string) (cursor, *Error) {
+// decode verifies a cursor's signature (for this root and the caller) and age and that it
+// was issued for the same kind of call on the same workbench and path. Any mismatch is
+// InvalidArguments naming "cursor" (a forged, foreign or stale cursor gets no further).
+func (c cursorCodec) decode(ctx context.Context, s, kind, agent, workbench, path string) (cursor, *Error) {
 	bad := func(why string) (cursor, *Error) {
 		return cursor{}, invalidArgument("cursor", "%s", why)
 	}
@@ -66,7 +77,7 @@ func (c cursorCodec) decode(s, kind, agent, workbench, path string) (cursor, *Er
 	enc := base64.RawURLEncoding
 	payload, err1 := enc.DecodeString(p)
 	mac, err2 := enc.DecodeString(sig)
-	if err1 != nil || err2 != nil || !hmac.Equal(mac, c.sign(payload)) {
+	if err1 != nil || err2 != nil || !hmac.Equal(mac, c.sign(ctx, agent, payload)) {
 		return bad("is not a cursor this server issued")
 	}
 	var cur cursor

@@ -31,6 +31,12 @@
 //   - Every error that leaves this package is an *Error with a stable wire code; internal
 //     names (incarnations, root uids, blob keys, file system paths) never appear in it.
 //   - Reads go through Core.ReadView, so they are linearizable.
+//   - Authorization (access.go): a root the request's principal may not use answers as a
+//     root that does not exist, from the same path: its views are the empty state a
+//     missing root is read from, its commands are decided on the empty state after the
+//     same view read, and cursors are signed for the root and the principal. A missing
+//     scope is PermissionDenied only where the root is visible. No principal in the
+//     context is the node's own work or a node without authentication: auth.Local.
 //   - The package knows the core only through Core, Cores and the core errors
 //     (ErrCoreUnavailable, ErrOutcomeUnknown, ErrCoreStorageFull, which the shard
 //     package's errors match with errors.Is): it imports no replication package, so its

@@ -44,7 +44,11 @@ const (
 	// CodeDataCorrupted: stored bytes failed verification against their digest; not
 	// retryable on the replica that found it.
 	CodeDataCorrupted = "DataCorrupted"
-	CodeInternal      = "Internal"
+	// CodePermissionDenied: the principal may use the agent root but lacks the scope the
+	// call needs (details.scope). A root it may not use answers NotFound instead, exactly
+	// as a root that does not exist (DESIGN.md §4).
+	CodePermissionDenied = "PermissionDenied"
+	CodeInternal         = "Internal"
 )
 
 // Error is the contract's error envelope: a stable code, a message for people, whether

@@ -90,6 +90,9 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 		return AppendResult{}, werr
 	}
 	req.ContentType = ct
+	if err := mayCreate(ctx, req.Agent, req.Workbench); err != nil {
+		return AppendResult{}, err
+	}
 	// Appends to one path through this node take turns: they would only lose generation
 	// races to each other. Others (other writers, other nodes) can still move the file on;
 	// then the append rebases below.
@@ -297,6 +300,9 @@ func (s *Service) Open(ctx context.Context, agent, id, path string) (*File, erro
 // SnapshotExpired as the selector requires.
 func (s *Service) OpenAt(ctx context.Context, agent, id, path string, at At) (*File, error) {
 	if err := validateTarget(agent, id, path); err != nil {
+		return nil, err
+	}
+	if err := mayRead(ctx, agent); err != nil {
 		return nil, err
 	}
 	if path == "" {
@@ -603,6 +609,9 @@ func (s *Service) Delete(ctx context.Context, agent, id, path string, ifGenerati
 	if path == "" {
 		return 0, invalidArgument("path", "must not be empty")
 	}
+	if err := mayWrite(ctx, agent); err != nil {
+		return 0, err
+	}
 	h := meta.Header{RequestID: requestID, RequestHash: requestHash("delete", agent, id, path, strconv.FormatUint(ifGeneration, 10))}
 	res, werr := s.propose(ctx, h, meta.Delete{Agent: agent, Workspace: id, Path: path, IfGeneration: ifGeneration})
 	if werr != nil {
@@ -632,6 +641,9 @@ func (s *Service) Stat(ctx context.Context, agent, id, path string) (StatResult,
 // StatAt is Stat at a snapshot (or live state for the zero At).
 func (s *Service) StatAt(ctx context.Context, agent, id, path string, at At) (StatResult, error) {
 	if err := validateTarget(agent, id, path); err != nil {
+		return StatResult{}, err
+	}
+	if err := mayRead(ctx, agent); err != nil {
 		return StatResult{}, err
 	}
 	view, ws, _, err := s.resolve(ctx, agent, id, at)

@@ -38,6 +38,9 @@ func (s *Service) ToolFind(ctx context.Context, agent string, in FindInput) (Res
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return nil, AsError(err)
 	}
+	if err := mayRead(ctx, agent); err != nil {
+		return nil, err
+	}
 	limit := DefaultFindLimit
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > MaxFindLimit {
@@ -52,7 +55,7 @@ func (s *Service) ToolFind(ctx context.Context, agent string, in FindInput) (Res
 	args := "committed=" + boolArg(in.Committed) + "\x00pattern=" + pattern + "\x00manifest=" + strconv.FormatBool(deref(in.IncludeManifest))
 	after := ""
 	if in.Cursor != nil {
-		cur, cerr := s.cursors.decode(*in.Cursor, "find", agent, "", "")
+		cur, cerr := s.cursors.decode(ctx, *in.Cursor, "find", agent, "", "")
 		if cerr != nil {
 			return nil, cerr
 		}
@@ -119,7 +122,7 @@ scan:
 	r["truncated"] = more
 	r["next_cursor"] = nil
 	if more {
-		r["next_cursor"] = s.cursors.encode(cursor{Kind: "find", Agent: agent, Args: args, After: resume})
+		r["next_cursor"] = s.cursors.encode(ctx, cursor{Kind: "find", Agent: agent, Args: args, After: resume})
 	}
 	return r, nil
 }

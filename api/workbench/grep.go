@@ -114,6 +114,9 @@ func (s *Service) ToolGrep(ctx context.Context, agent string, in GrepInput) (Res
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
+	if err := mayRead(ctx, agent); err != nil {
+		return nil, err
+	}
 	full, werr := toolTarget(deref(in.Section), deref(in.Path))
 	if werr != nil {
 		return nil, werr
@@ -321,6 +324,9 @@ func (s *Service) Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return GrepResult{}, err
 	}
+	if err := mayRead(ctx, req.Agent); err != nil {
+		return GrepResult{}, err
+	}
 	if req.Limit == 0 {
 		req.Limit = DefaultGrepLimit
 	}
@@ -346,7 +352,7 @@ func (s *Service) Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
 	}
 	var start *grepPos
 	if req.Cursor != "" {
-		cur, cerr := s.cursors.decode(req.Cursor, "grep", req.Agent, req.Workbench, req.Path)
+		cur, cerr := s.cursors.decode(ctx, req.Cursor, "grep", req.Agent, req.Workbench, req.Path)
 		if cerr != nil {
 			return GrepResult{}, cerr
 		}
@@ -388,7 +394,7 @@ func (s *Service) Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
 	}
 	if g.stop != nil {
 		out.Truncated = true
-		out.NextCursor = s.cursors.encode(cursor{Kind: "grep", Agent: req.Agent, Workbench: req.Workbench,
+		out.NextCursor = s.cursors.encode(ctx, cursor{Kind: "grep", Agent: req.Agent, Workbench: req.Workbench,
 			Incarnation: ws.Incarnation, Path: req.Path, Args: args, Fence: ws.Revision,
 			After: g.stop.encodeAfter(), Offset: g.stop.Off})
 	}

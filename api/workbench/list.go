@@ -57,6 +57,9 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return ListResult{}, err
 	}
+	if err := mayRead(ctx, req.Agent); err != nil {
+		return ListResult{}, err
+	}
 	if req.Limit == 0 {
 		req.Limit = DefaultListLimit
 	}
@@ -67,7 +70,7 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 	at := req.At
 	if req.Cursor != "" {
 		var cerr *Error
-		if cur, cerr = s.cursors.decode(req.Cursor, "list", req.Agent, req.Workbench, req.Path); cerr != nil {
+		if cur, cerr = s.cursors.decode(ctx, req.Cursor, "list", req.Agent, req.Workbench, req.Path); cerr != nil {
 			return ListResult{}, cerr
 		}
 		if cur.Args != snapshotArgs(req.At, cur.Snapshot) {
@@ -127,7 +130,7 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 	}
 	if more && len(ents) > 0 {
 		out.Truncated = true
-		out.NextCursor = s.cursors.encode(cursor{Kind: "list", Agent: req.Agent, Workbench: req.Workbench,
+		out.NextCursor = s.cursors.encode(ctx, cursor{Kind: "list", Agent: req.Agent, Workbench: req.Workbench,
 			Incarnation: ws.Incarnation, Path: req.Path, Args: snapshotArgs(req.At, snapID), Snapshot: snapID, Fence: fence, After: ents[len(ents)-1].Name})
 	}
 	return out, nil

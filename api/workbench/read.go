@@ -32,6 +32,9 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
+	if err := mayRead(ctx, agent); err != nil {
+		return nil, err
+	}
 	if in.Section == "" {
 		return nil, invalidArgument("section", "is required")
 	}
@@ -69,7 +72,7 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 	given := at // the selector as the caller gave it
 	if in.Cursor != nil {
 		var cerr *Error
-		if cur, cerr = s.cursors.decode(*in.Cursor, "read", agent, in.ID, full); cerr != nil {
+		if cur, cerr = s.cursors.decode(ctx, *in.Cursor, "read", agent, in.ID, full); cerr != nil {
 			return nil, cerr
 		}
 		if !at.Live() && cur.Snapshot != 0 && cur.Args == format+snapshotArgs(at, cur.Snapshot) {
@@ -113,7 +116,7 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 	r["total_size_bytes"] = f.Info.Size
 	r["format"] = format
 	next := func(off int64) any {
-		return s.cursors.encode(cursor{Kind: "read", Agent: agent, Workbench: in.ID, Path: full, Args: args, Snapshot: f.SnapshotID, Fence: f.Info.Generation, Offset: off})
+		return s.cursors.encode(ctx, cursor{Kind: "read", Agent: agent, Workbench: in.ID, Path: full, Args: args, Snapshot: f.SnapshotID, Fence: f.Info.Generation, Offset: off})
 	}
 	if format == "bytes" {
 		if offset > f.Info.Size {

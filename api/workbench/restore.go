@@ -70,6 +70,9 @@ func (s *Service) ToolRestore(ctx context.Context, agent string, in RestoreInput
 			return nil, err
 		}
 	}
+	if err := mayWrite(ctx, agent); err != nil {
+		return nil, err
+	}
 	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
@@ -320,6 +323,9 @@ func (s *Service) ResumeRestores(ctx context.Context, c LeaderCore) error {
 func (s *Service) RestoreStatus(ctx context.Context, agent, opID string) (Result, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return nil, AsError(err)
+	}
+	if err := mayRead(ctx, agent); err != nil {
+		return nil, err
 	}
 	view, err := s.readView(ctx, agent)
 	if err != nil {

@@ -72,6 +72,9 @@ func (s *Service) queryScope(ctx context.Context, agent string, id, section, pat
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return nil, meta.Scope{}, 0, AsError(err)
 	}
+	if err := mayRead(ctx, agent); err != nil {
+		return nil, meta.Scope{}, 0, err
+	}
 	full, werr := toolTarget(deref(section), deref(path))
 	if werr != nil {
 		return nil, meta.Scope{}, 0, werr
@@ -205,7 +208,7 @@ func (s *Service) ToolSearch(ctx context.Context, agent string, in SearchInput) 
 	q := meta.Query{Scope: scope, Predicates: preds, Fields: in.Fields, Sort: sortKeys(in.Sort), Facets: in.Facets, Limit: limit}
 	args := searchArgsKey(in)
 	if in.Cursor != nil {
-		cur, cerr := s.cursors.decode(*in.Cursor, "search", agent, deref(in.ID), scope.Path)
+		cur, cerr := s.cursors.decode(ctx, *in.Cursor, "search", agent, deref(in.ID), scope.Path)
 		if cerr != nil {
 			return nil, cerr
 		}
@@ -241,7 +244,7 @@ func (s *Service) ToolSearch(ctx context.Context, agent string, in SearchInput) 
 	r["truncated"] = res.Next != nil
 	r["next_cursor"] = nil
 	if res.Next != nil {
-		r["next_cursor"] = s.cursors.encode(cursor{Kind: "search", Agent: agent, Workbench: deref(in.ID), Path: scope.Path,
+		r["next_cursor"] = s.cursors.encode(ctx, cursor{Kind: "search", Agent: agent, Workbench: deref(in.ID), Path: scope.Path,
 			Args: args, Fence: fence, Position: res.Next})
 	}
 	return r, nil

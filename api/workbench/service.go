@@ -55,17 +55,18 @@ type LeaderCore = interface {
 // Cores finds the core that serves an agent root (a root lives on exactly one shard,
 // DESIGN.md §2). The embedded node has one core for every root (SingleCore).
 type Cores interface {
-	// For returns the core of agent's root. Its error, when no replica here can serve the
-	// root, matches ErrCoreUnavailable (shard.ErrNotLeader does), which maps to a retryable
-	// RoutingUnavailable.
-	For(agent string) (Core, error)
+	// For returns the core of agent's root; ctx is the request's (it bounds any lookup).
+	// Its error, when no replica here can serve the root, matches ErrCoreUnavailable
+	// (shard.ErrNotLeader does), which maps to a retryable RoutingUnavailable. It decides
+	// nothing about who may use the root: the Service does (access.go).
+	For(ctx context.Context, agent string) (Core, error)
 }
 
 // SingleCore serves every root from one core.
 type SingleCore struct{ Core Core }
 
 // For returns the one core.
-func (c SingleCore) For(string) (Core, error) { return c.Core, nil }
+func (c SingleCore) For(context.Context, string) (Core, error) { return c.Core, nil }
 
 // Sections are the five virtual sections of every workbench, in contract order.
 var Sections = []string{"input", "scripts", "outputs", "logs", "metadata"}
@@ -306,6 +307,9 @@ func validateTarget(agent, id, path string) *Error {
 // rootUID returns the uid of agent's root, creating the root when it does not exist yet
 // (blob keys need it before the first publish).
 func (s *Service) rootUID(ctx context.Context, agent string) (string, error) {
+	if err := mayCreate(ctx, agent, ""); err != nil {
+		return "", err // before the cache: a hidden root's blobs are never written
+	}
 	if v, ok := s.roots.Load(agent); ok {
 		return v.(string), nil
 	}
@@ -351,6 +355,9 @@ type CreateResult struct {
 // Created false.
 func (s *Service) CreateWorkbench(ctx context.Context, agent, id string, requestID string) (CreateResult, error) {
 	if err := validateTarget(agent, id, ""); err != nil {
+		return CreateResult{}, err
+	}
+	if err := mayCreate(ctx, agent, id); err != nil {
 		return CreateResult{}, err
 	}
 	h := meta.Header{RequestID: requestID, RequestHash: requestHash("create", agent, id)}
@@ -431,6 +438,9 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 	req.ContentType = ct
 	if err := meta.ValidateFields("fields", req.Fields); err != nil {
 		return FileResult{}, AsError(err)
+	}
+	if err := mayCreate(ctx, req.Agent, req.Workbench); err != nil {
+		return FileResult{}, err
 	}
 	body, err := s.ingest(ctx, req.Agent, req.Body, req.SizeHint, nil)
 	if err != nil {
@@ -799,18 +809,32 @@ func fieldsKey(fs map[string]meta.FieldValue) string {
 // BlobStore returns the object store the service writes bodies to.
 func (s *Service) BlobStore() blob.Store { return s.blobs }
 
-// readView returns a linearizable view of the shard that serves agent's root.
+// readView returns a linearizable view of the shard that serves agent's root, or the
+// empty state when the root is not in it or hidden from the caller (access.go).
 func (s *Service) readView(ctx context.Context, agent string) (*meta.View, error) {
-	c, err := s.cores.For(agent)
+	c, err := s.cores.For(ctx, agent)
 	if err != nil {
 		return nil, err
 	}
-	return c.ReadView(ctx)
+	v, err := c.ReadView(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return visibleView(ctx, agent, v), nil
 }
 
-// proposeRaw replicates a command on the shard of its agent root.
+// proposeRaw replicates a command on the shard of its agent root. A command for a root
+// the caller may not change is refused before it reaches the core (mayWrite), and one for
+// a missing or hidden root is decided on the empty state first (absentRoot).
 func (s *Service) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error) {
-	c, err := s.cores.For(meta.AgentOf(b))
+	agent := meta.AgentOf(b)
+	if err := mayWrite(ctx, agent); err != nil {
+		return meta.Result{}, err
+	}
+	if res, done, err := s.absentRoot(ctx, agent, h, b); done {
+		return res, err
+	}
+	c, err := s.cores.For(ctx, agent)
 	if err != nil {
 		return meta.Result{}, err
 	}

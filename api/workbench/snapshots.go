@@ -151,6 +151,9 @@ func (s *Service) ToolSnapshot(ctx context.Context, agent string, in SnapshotInp
 	if in.Name != nil && name == "" {
 		return nil, invalidArgument("name", "must not be empty (omit it or pass null for no name)")
 	}
+	if werr := mayWrite(ctx, agent); werr != nil {
+		return nil, werr
+	}
 	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
 		TTLDays: ttl, Reason: reason, Metadata: md, MaxHeld: s.cfg.MaxSnapshotsPerWorkbench})
 	if werr != nil && werr.Code == CodeResourceExhausted {
@@ -193,6 +196,9 @@ func (s *Service) ToolSnapshotRenew(ctx context.Context, agent string, in Snapsh
 	if err != nil {
 		return nil, err
 	}
+	if werr := mayWrite(ctx, agent); werr != nil {
+		return nil, werr
+	}
 	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotRenew{Agent: agent, Workspace: in.ID, ID: id, Name: name, TTLDays: ttl})
 	if werr != nil {
 		return nil, werr
@@ -215,6 +221,9 @@ func (s *Service) ToolSnapshotRetire(ctx context.Context, agent string, in Snaps
 	reason, err := validateReasonArg(in.Reason)
 	if err != nil {
 		return nil, err
+	}
+	if werr := mayWrite(ctx, agent); werr != nil {
+		return nil, werr
 	}
 	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotRetire{Agent: agent, Workspace: in.ID, ID: id, Name: name, Reason: reason})
 	if werr != nil {
@@ -240,6 +249,9 @@ func nowMsOf(res meta.Result) int64 {
 // newest MaxListedEndedSnapshots retired or reaped ones, so the answer is bounded.
 func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in SnapshotListInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
+		return nil, err
+	}
+	if err := mayRead(ctx, agent); err != nil {
 		return nil, err
 	}
 	view, err := s.readView(ctx, agent)
@@ -275,12 +287,15 @@ func (s *Service) SnapshotListPage(ctx context.Context, agent, id, cursorText st
 	if err := validateTarget(agent, id, ""); err != nil {
 		return nil, err
 	}
+	if err := mayRead(ctx, agent); err != nil {
+		return nil, err
+	}
 	if limit < 1 || limit > MaxSnapshotPageLimit {
 		return nil, invalidArgument("limit", "must be between 1 and %d", MaxSnapshotPageLimit)
 	}
 	var after uint64
 	if cursorText != "" {
-		cur, cerr := s.cursors.decode(cursorText, "snapshots", agent, id, "")
+		cur, cerr := s.cursors.decode(ctx, cursorText, "snapshots", agent, id, "")
 		if cerr != nil {
 			return nil, cerr
 		}
@@ -311,7 +326,7 @@ func (s *Service) SnapshotListPage(ctx context.Context, agent, id, cursorText st
 	r["truncated"] = start+len(page) < len(all)
 	r["next_cursor"] = nil
 	if start+len(page) < len(all) {
-		r["next_cursor"] = s.cursors.encode(cursor{Kind: "snapshots", Agent: agent, Workbench: id, Offset: int64(page[len(page)-1].ID)})
+		r["next_cursor"] = s.cursors.encode(ctx, cursor{Kind: "snapshots", Agent: agent, Workbench: id, Offset: int64(page[len(page)-1].ID)})
 	}
 	return r, nil
 }

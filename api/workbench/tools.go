@@ -336,6 +336,10 @@ func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Res
 	if !utf8.ValidString(in.OldString) || !utf8.ValidString(in.NewString) {
 		return nil, newError(CodeInvalidUTF8, "old_string and new_string must be valid UTF-8")
 	}
+	// Edit reads and writes: it needs both scopes (Open checks the read).
+	if werr := mayWrite(ctx, agent); werr != nil {
+		return nil, werr
+	}
 	release, err := admit(ctx, s.loads)
 	if err != nil {
 		return nil, AsError(err)
