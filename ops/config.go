@@ -450,7 +450,6 @@ func (c Config) validate() []*ConfigError {
 		bad("DataDir", "must not contain NUL", c.DataDir)
 	}
 
-
 	if c.InlineMaxBytes < 0 || c.InlineMaxBytes > MaxInlineMaxBytes {
 		bad("InlineMaxBytes", fmt.Sprintf("must be between 0 and %d bytes", MaxInlineMaxBytes),
 			strconv.FormatInt(c.InlineMaxBytes, 10))
