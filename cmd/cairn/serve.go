@@ -67,7 +67,7 @@ leadership of the shards it leads to another replica before it exits.`,
 				return err
 			}
 			return node.Serve(cmd.Context(), func(addr net.Addr) {
-				log.Info("cairn is serving", "url", "http://"+addr.String(), "admin_url", "http://"+node.AdminAddr().String(),
+				log.Info("cairn is serving", "url", cfg.ClientScheme()+"://"+addr.String(), "admin_url", cfg.ClientScheme()+"://"+node.AdminAddr().String(),
 					"data_dir", cfg.DataDir, "blob", cfg.Blob)
 			})
 		},
@@ -89,7 +89,7 @@ func serveCluster(ctx context.Context, cfg ops.Config, creds ops.Credentials, lo
 	}
 	defer node.Close()
 	return node.Serve(ctx, func(addr net.Addr) {
-		log.Info("cairn is serving", "url", "http://"+addr.String(), "admin_url", "http://"+node.AdminAddr().String(),
+		log.Info("cairn is serving", "url", cfg.ClientScheme()+"://"+addr.String(), "admin_url", cfg.ClientScheme()+"://"+node.AdminAddr().String(),
 			"data_dir", cfg.DataDir, "blob", cfg.Blob, "cluster", true, "node", node.NodeID())
 	})
 }
