@@ -216,8 +216,8 @@ type Config struct {
 	// Default "" (none).
 	PeerListen string
 	// AdvertiseClient is the client URL other nodes and tools are told for this node
-	// ("http://host:port"). Empty means http://<the bound Listen address>. YAML
-	// advertise_client. Default "".
+	// ("http://host:port"). Empty means http://<the bound Listen address> (https:// with
+	// TLS). YAML advertise_client. Default "".
 	AdvertiseClient string
 	// AdvertisePeer is the peer address, host:port, other nodes dial. Empty means the
 	// bound PeerListen address; required when PeerListen binds every interface (0.0.0.0,
@@ -765,7 +765,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.NodeID }),
 	stringSetting("PeerListen", "peer_listen", "peer (Raft and forwarding) listen address, host:port; non-loopback only with peer TLS",
 		func(c *Config) *string { return &c.PeerListen }),
-	stringSetting("AdvertiseClient", "advertise_client", "client URL advertised to other nodes (default: http://<listen address>)",
+	stringSetting("AdvertiseClient", "advertise_client", "client URL advertised to other nodes (default: http(s)://<listen address>)",
 		func(c *Config) *string { return &c.AdvertiseClient }),
 	stringSetting("AdvertisePeer", "advertise_peer", "peer address advertised to other nodes, host:port (default: the peer listen address)",
 		func(c *Config) *string { return &c.AdvertisePeer }),
