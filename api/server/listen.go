@@ -19,6 +19,7 @@ import (
 // deadline of responses are the handler's (rest.Options), since http.Server's
 // ReadTimeout and WriteTimeout would bound a whole upload or download instead of its
 // progress.
+//
 // tc, when non-nil, is the listener's TLS (serverTLS), copied: net/http adds its HTTP/2
 // protocol to the server's configuration in place. The TLS handshake is bounded by the
 // read-header timeout (net/http).

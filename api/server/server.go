@@ -299,10 +299,9 @@ func (n *Node) AdminAddr() net.Addr {
 // cfg.AdminAddress() (admin routes) and serves HTTP until ctx ends, over TLS on both
 // with cfg.TLS() (the certificate re-read when its files change; mutual TLS with
 // cfg.TLSClientCA). A plain-HTTP listener beyond loopback (cfg.InsecurePlaintext) is
-// logged as a warning first. Then a cluster node
-// hands the leadership of every shard it leads to another voter (within half of
-// cfg.ShutdownTimeout), and the node drains its connections, all within
-// cfg.ShutdownTimeout. ready, when non-nil, receives the bound client address once both
+// logged as a warning first. When ctx ends, a cluster node hands the leadership of
+// every shard it leads to another voter (within half of cfg.ShutdownTimeout), and the
+// node drains its connections, all within cfg.ShutdownTimeout. ready, when non-nil, receives the bound client address once both
 // listen (AdminAddr has the admin one).
 func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	ln := n.clientLn
