@@ -9,12 +9,13 @@ import (
 	"testing"
 )
 
-// testSupport are the packages that exist for tests only: retry, etcd, free ports, the
+// testSupport are the packages that exist for tests only: retry, etcd, free ports, test certificates, the
 // blob conformance suite and damage, MinIO, and the cluster fixture.
 var testSupport = []string{
 	"github.com/cairnstore/cairn/internal/retry",
 	"github.com/cairnstore/cairn/internal/etcdtest",
 	"github.com/cairnstore/cairn/internal/freeport",
+	"github.com/cairnstore/cairn/internal/certtest",
 	"github.com/cairnstore/cairn/blob/blobtest",
 	"github.com/cairnstore/cairn/blob/s3/s3test",
 	"github.com/cairnstore/cairn/integration/framework",

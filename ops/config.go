@@ -92,10 +92,10 @@ type Config struct {
 	// DataDir is the node's data directory (Raft logs, snapshots, the local blob store of
 	// the embedded default, the node UUID). YAML data_dir. Default "./cairn-data".
 	DataDir string
-	// Listen is the HTTP listen address as host:port (port 0 picks a free port); the host
-	// must be a loopback address until authentication exists (DESIGN.md §4). YAML
-	// listen. Default "127.0.0.1:7070" (loopback only until authentication exists,
-	// DESIGN.md §4).
+	// Listen is the client listen address as host:port (port 0 picks a free port). A
+	// host beyond loopback (an interface's address, or 0.0.0.0 / "" for every interface)
+	// needs TLS (TLSCert, TLSKey) or InsecurePlaintext (listen.go). YAML listen. Default
+	// "127.0.0.1:7070".
 	Listen string
 	// InlineMaxBytes is the largest body or segment, in bytes, stored inline in the
 	// metadata record instead of the object store; 0 puts every body in the object store.
@@ -216,8 +216,8 @@ type Config struct {
 	// Default "" (none).
 	PeerListen string
 	// AdvertiseClient is the client URL other nodes and tools are told for this node
-	// ("http://host:port"). Empty means http://<the bound Listen address>. YAML
-	// advertise_client. Default "".
+	// ("http://host:port"). Empty means http://<the bound Listen address> (https:// with
+	// TLS). YAML advertise_client. Default "".
 	AdvertiseClient string
 	// AdvertisePeer is the peer address, host:port, other nodes dial. Empty means the
 	// bound PeerListen address; required when PeerListen binds every interface (0.0.0.0,
@@ -283,16 +283,35 @@ type Config struct {
 	BlobTimeout time.Duration
 	// AdminListen is the listen address, host:port, of the admin routes (/v1/admin/...),
 	// which are never served on Listen; /metrics, /healthz and /readyz answer on both
-	// listeners. Loopback only
-	// (port 0 picks a free port); it must differ from Listen. YAML admin_listen. Default
-	// "": the host of Listen and the next port ("127.0.0.1:7071"), a free port when
-	// Listen's is 0 (AdminAddress).
+	// listeners. Port 0 picks a free port; it must differ from Listen, and a host beyond
+	// loopback needs TLS or InsecurePlaintext as Listen does (the admin listener serves
+	// the same TLS). YAML admin_listen. Default "": the host of Listen and the next port
+	// ("127.0.0.1:7071"), a free port when Listen's is 0 (AdminAddress).
 	AdminListen string
 	// AllowedHosts is a comma-separated list of extra host names (or host:port) the
 	// client listener answers in a request's Host header, besides the loopback names
 	// and the listen address; other Host values get 403 (a DNS-rebound page). YAML
 	// allowed_hosts. Default "" (none).
 	AllowedHosts string
+
+	// Client TLS and the listener policy (listen.go has their rules and flags).
+	//
+	// TLSCert and TLSKey are the PEM files of the certificate (chain) and private key the
+	// client and admin listeners serve TLS with; set both or neither. The node re-reads
+	// them when either changes on disk (checked at most every few seconds), so a renewed
+	// certificate needs no restart; a pair that fails to load is logged and the previous
+	// one kept. YAML tls_cert, tls_key. Default "" (plain HTTP).
+	TLSCert string
+	TLSKey  string
+	// TLSClientCA is a PEM CA bundle; when set, both listeners accept only clients
+	// presenting a certificate it signs (mutual TLS). Needs TLSCert and TLSKey. Read at
+	// start. YAML tls_client_ca. Default "" (no client certificate asked for).
+	TLSClientCA string
+	// InsecurePlaintext lets Listen and AdminListen bind beyond loopback without TLS:
+	// API keys and data then cross the network in clear text, and the node logs a
+	// warning at start. It must not be set together with TLSCert. YAML
+	// insecure_plaintext. Default false.
+	InsecurePlaintext bool
 }
 
 // EtcdEndpoints returns the Etcd endpoints, split at commas, trimmed, empty ones dropped.
@@ -431,10 +450,6 @@ func (c Config) validate() []*ConfigError {
 		bad("DataDir", "must not contain NUL", c.DataDir)
 	}
 
-	if rule := checkHostPort(c.Listen); rule != "" {
-		bad("Listen", rule, c.Listen)
-	}
-
 	if c.InlineMaxBytes < 0 || c.InlineMaxBytes > MaxInlineMaxBytes {
 		bad("InlineMaxBytes", fmt.Sprintf("must be between 0 and %d bytes", MaxInlineMaxBytes),
 			strconv.FormatInt(c.InlineMaxBytes, 10))
@@ -501,6 +516,7 @@ func (c Config) validate() []*ConfigError {
 	errs = append(errs, c.validateBlob()...)
 	errs = append(errs, c.validateCluster()...)
 	errs = append(errs, c.validateServing()...)
+	errs = append(errs, c.validateListeners()...)
 	return errs
 }
 
@@ -600,7 +616,7 @@ func checkPeerHostPort(addr string, tls bool) string {
 	if err != nil || n < 0 || n > 65535 || port != strconv.Itoa(n) {
 		return "must be host:port with a numeric port 0..65535"
 	}
-	if ip := net.ParseIP(host); !tls && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if !tls && !loopbackHost(host) {
 		return "must be a loopback address unless peer TLS is configured (PeerTLSCert, PeerTLSKey, PeerTLSCA)"
 	}
 	return ""
@@ -619,7 +635,8 @@ func checkAdvertised(addr string) string {
 	return ""
 }
 
-// checkHostPort returns the broken rule for a listen address, or "".
+// checkHostPort returns the broken rule for the form of a listen address, or "" (which
+// hosts it may bind is the listener policy's, listen.go).
 func checkHostPort(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -631,10 +648,6 @@ func checkHostPort(addr string) string {
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 0 || n > 65535 || port != strconv.Itoa(n) {
 		return "must be host:port with a numeric port 0..65535"
-	}
-	// Until authentication exists the server listens on loopback only (DESIGN.md §4).
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return "must be a loopback address (127.0.0.0/8, ::1 or localhost) until authentication exists (DESIGN.md §4)"
 	}
 	return ""
 }
@@ -698,7 +711,7 @@ func (s setting) env() string  { return "CAIRN_" + strings.ToUpper(s.key) }
 var settings = append([]setting{
 	stringSetting("DataDir", "data_dir", "data directory (Raft logs, snapshots, local blobs)",
 		func(c *Config) *string { return &c.DataDir }),
-	stringSetting("Listen", "listen", "HTTP listen address, host:port",
+	stringSetting("Listen", "listen", "client listen address, host:port (beyond loopback: needs --tls-cert/--tls-key or --insecure-plaintext)",
 		func(c *Config) *string { return &c.Listen }),
 	int64Setting("InlineMaxBytes", "inline_max_bytes", "largest body or segment stored inline in metadata, bytes (0..65536; 0 = never inline)",
 		func(c *Config) *int64 { return &c.InlineMaxBytes }),
@@ -752,7 +765,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.NodeID }),
 	stringSetting("PeerListen", "peer_listen", "peer (Raft and forwarding) listen address, host:port; non-loopback only with peer TLS",
 		func(c *Config) *string { return &c.PeerListen }),
-	stringSetting("AdvertiseClient", "advertise_client", "client URL advertised to other nodes (default: http://<listen address>)",
+	stringSetting("AdvertiseClient", "advertise_client", "client URL advertised to other nodes (default: http(s)://<listen address>)",
 		func(c *Config) *string { return &c.AdvertiseClient }),
 	stringSetting("AdvertisePeer", "advertise_peer", "peer address advertised to other nodes, host:port (default: the peer listen address)",
 		func(c *Config) *string { return &c.AdvertisePeer }),
@@ -770,7 +783,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.PeerTLSKey }),
 	stringSetting("PeerTLSCA", "peer_tls_ca", "PEM CA bundle that signs every node's peer certificate",
 		func(c *Config) *string { return &c.PeerTLSCA }),
-}, servingSettings...)
+}, append(servingSettings, listenerSettings...)...)
 
 func stringSetting(field, key, usage string, p func(*Config) *string) setting {
 	return setting{field: field, key: key, usage: usage,

@@ -119,7 +119,7 @@ var servingSettings = []setting{
 		func(c *Config) *int { return &c.MaxConnectionsPerClient }),
 	durationSetting("BlobTimeout", "blob_timeout", "deadline of each object-store call (each part of a streamed one); past it: 503 ObjectUnavailable",
 		func(c *Config) *time.Duration { return &c.BlobTimeout }),
-	stringSetting("AdminListen", "admin_listen", "listen address of the admin routes (/v1/admin/..., /metrics), host:port, loopback",
+	stringSetting("AdminListen", "admin_listen", "listen address of the admin routes (/v1/admin/...), host:port (default: the client port + 1; beyond loopback as --listen)",
 		func(c *Config) *string { return &c.AdminListen }),
 	stringSetting("AllowedHosts", "allowed_hosts", "extra comma-separated Host names the client listener answers (besides loopback and the listen address)",
 		func(c *Config) *string { return &c.AllowedHosts }),

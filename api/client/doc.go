@@ -35,6 +35,11 @@
 //     component by component, and all writes go through an os.Root opened on the
 //     destination, so neither a hostile path nor a symlink already in the destination can
 //     redirect a write. Files appear whole (temporary file, then rename) or not at all.
+//   - NewHTTPClient (TransportOptions) is how a client reaches a server beyond loopback:
+//     a CA file in place of the system's, a client certificate for mutual TLS, and an API
+//     key sent as "Authorization: Bearer …" only to the server's own scheme and host (a
+//     redirect elsewhere goes without it). The key never appears in an error, in
+//     TransportOptions' String, GoString or LogValue, or anywhere this package logs.
 //
 // Concurrency: a *Client is safe for concurrent use; Import and Export each own their
 // worker goroutines and have stopped all of them by the time they return.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"reflect"
@@ -52,8 +53,10 @@ func ServeStdio(ctx context.Context, svc *workbench.Service, agent string, in io
 // streamable HTTP and returns the answers unchanged, tool errors included (`cairn mcp
 // --agent A --server URL`). Transport failures reach the client as JSON-RPC errors. It fails
 // before serving when the agent id is invalid, serverURL is not an http(s) URL, or the
-// server cannot be reached. Return values and the ownership of in/out are as for ServeStdio.
-func ServeStdioProxy(ctx context.Context, serverURL, agent string, in io.Reader, out io.Writer) error {
+// server cannot be reached. httpClient carries every request to the server (its TLS
+// settings and API key: api/client.NewHTTPClient); nil means http.DefaultClient. Return
+// values and the ownership of in/out are as for ServeStdio.
+func ServeStdioProxy(ctx context.Context, serverURL, agent string, httpClient *http.Client, in io.Reader, out io.Writer) error {
 	if e := meta.ValidateName("agent", agent); e != nil {
 		return fmt.Errorf("mcp proxy: %w", e)
 	}
@@ -65,7 +68,7 @@ func ServeStdioProxy(ctx context.Context, serverURL, agent string, in io.Reader,
 	log := stderrLogger()
 	impl := &sdk.Implementation{Name: "cairn-mcp-proxy", Title: "Cairn Workbench (proxy)", Version: "dev"}
 	client := sdk.NewClient(impl, &sdk.ClientOptions{Logger: sdkLogger(log)})
-	upstream, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, DisableStandaloneSSE: true}, nil)
+	upstream, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: httpClient, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		return fmt.Errorf("mcp proxy: connecting to %s: %w", endpoint, err)
 	}

@@ -92,7 +92,7 @@ func TestServeStdioProxyForwardsToTheServerUnchanged(t *testing.T) {
 	ts := newHTTPServer(t, svc)
 	var wire lockedBuffer
 	cs, done := stdioPipesRecording(t, func(in io.Reader, out io.Writer) error {
-		return ServeStdioProxy(t.Context(), ts.URL+"/", "proxied", in, out)
+		return ServeStdioProxy(t.Context(), ts.URL+"/", "proxied", nil, in, out)
 	}, &wire)
 	list, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
@@ -147,7 +147,7 @@ func TestServeStdioProxyFailsFastOnBadArguments(t *testing.T) {
 		{"http://127.0.0.1:1", "a"}, // nothing listens on port 1
 	}
 	for _, c := range cases {
-		if err := ServeStdioProxy(t.Context(), c.url, c.agent, strings.NewReader(""), io.Discard); err == nil {
+		if err := ServeStdioProxy(t.Context(), c.url, c.agent, nil, strings.NewReader(""), io.Discard); err == nil {
 			t.Errorf("ServeStdioProxy(%q, %q) = nil", c.url, c.agent)
 		}
 	}

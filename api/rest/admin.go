@@ -18,10 +18,10 @@ type Collector interface {
 	CollectGarbage(ctx context.Context, opts worker.GCOptions) (worker.GCReport, error)
 }
 
-// Admin returns the handler of the admin listener (a separate, loopback address: admin
-// routes list every agent's names and digests and act on the whole node): POST
-// /v1/admin/gc, Options.AdminRoutes, and /healthz, /readyz and /metrics as on the tenant
-// listener. Anything else is 404 NotFound. It shares the tenant handler's metrics.
+// Admin returns the handler of the admin listener (a separate address, loopback unless
+// configured otherwise: admin routes list every agent's names and digests and act on the
+// whole node): POST /v1/admin/gc, Options.AdminRoutes, and /healthz, /readyz and
+// /metrics as on the tenant listener. Anything else is 404 NotFound. It shares the tenant handler's metrics.
 func (h *Handler) Admin() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()

@@ -73,7 +73,7 @@ func (n *Node) openClusterParts(ctx context.Context, instance string) (*host.Clu
 	}
 	n.clientURL = cfg.AdvertiseClient
 	if n.clientURL == "" {
-		n.clientURL = "http://" + n.clientLn.Addr().String()
+		n.clientURL = cfg.ClientScheme() + "://" + n.clientLn.Addr().String()
 	}
 	mcfg := mux.Config{Advertise: cfg.AdvertisePeer, Logger: n.log}
 	if cfg.PeerSource != "" {

@@ -46,7 +46,7 @@ func serveNodeWith(t *testing.T, cfg ops.Config, creds ops.Credentials) (*Node, 
 		<-done
 		n.Close()
 	})
-	return n, "http://" + addr.String()
+	return n, cfg.ClientScheme() + "://" + addr.String()
 }
 
 // slowRequest sends a request whose body starts with prefix and then trickles one byte

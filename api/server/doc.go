@@ -28,7 +28,11 @@
 // Listeners: the client listener (Config.Listen) serves tenant routes, the admin listener
 // (Config.AdminAddress) the admin routes; both sit behind the guard (guard.go: Host must
 // name this node, no cross-origin state changes), connection caps and read-header/idle
-// timeouts (listen.go). /readyz also reflects the readiness probe (health.go).
+// timeouts (listen.go), and with Config.TLS() both serve TLS (tls.go): the certificate
+// and key files are looked at again at most every certCheckInterval and re-read when
+// they changed, a pair that fails to load is logged and the previous one kept, and with
+// Config.TLSClientCA a client without a certificate that bundle signs is refused at the
+// handshake. /readyz also reflects the readiness probe (health.go).
 //
 // Invariants callers rely on:
 //
@@ -40,6 +44,9 @@
 //     mode 0600) and read back at every later start, so a node keeps its Raft server id
 //     and the cursors it signed stay valid across restarts.
 //   - Admin routes (/v1/admin/...) are served on the admin listener only.
+//   - A listener beyond loopback serves TLS, or plain HTTP only with
+//     Config.InsecurePlaintext, which Serve logs as a warning (ops.Config.Validate refuses
+//     anything else). A node whose TLS files do not load at Open does not start.
 //   - The background workers (restore resumption, compaction, garbage collection) are the
 //     same in both modes and act only while a local replica is a ready leader. Close stops every background goroutine and
 //     waits for it before it closes the replicas and the blob store and releases the lock.

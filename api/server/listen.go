@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -18,9 +19,23 @@ import (
 // deadline of responses are the handler's (rest.Options), since http.Server's
 // ReadTimeout and WriteTimeout would bound a whole upload or download instead of its
 // progress.
-func newHTTPServer(cfg ops.Config, h http.Handler, log *slog.Logger) *http.Server {
+//
+// tc, when non-nil, is the listener's TLS (serverTLS), copied: net/http adds its HTTP/2
+// protocol to the server's configuration in place. The TLS handshake is bounded by the
+// read-header timeout (net/http).
+func newHTTPServer(cfg ops.Config, tc *tls.Config, h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		TLSConfig: tc.Clone(), ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
+// serveOn serves srv on ln behind the connection caps, over TLS when srv has a TLS
+// configuration (HTTP/2 offered, as net/http does for TLS), else plain HTTP.
+func serveOn(srv *http.Server, ln net.Listener, cfg ops.Config) error {
+	ln = limitListener(ln, cfg)
+	if srv.TLSConfig != nil {
+		return srv.ServeTLS(ln, "", "") // the certificate comes from TLSConfig.GetCertificate
+	}
+	return srv.Serve(ln)
 }
 
 // limitListener caps the connections of ln: at most cfg.MaxConnections open at once
@@ -97,16 +112,16 @@ type adminServer struct {
 	d   drainer
 }
 
-// listenAdmin binds cfg's admin address.
-func listenAdmin(cfg ops.Config, advertise string, h http.Handler, log *slog.Logger) (*adminServer, error) {
+// listenAdmin binds cfg's admin address; tc is the node's TLS (nil: plain HTTP).
+func listenAdmin(cfg ops.Config, tc *tls.Config, advertise string, h http.Handler, log *slog.Logger) (*adminServer, error) {
 	addr := cfg.AdminAddress()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin listen %s: %w", addr, err)
 	}
 	a := &adminServer{ln: ln}
-	a.srv = newHTTPServer(cfg, a.d.wrap(newGuard(cfg, advertise, h)), log)
-	go func() { _ = a.srv.Serve(limitListener(ln, cfg)) }()
+	a.srv = newHTTPServer(cfg, tc, a.d.wrap(newGuard(cfg, advertise, h)), log)
+	go func() { _ = serveOn(a.srv, ln, cfg) }()
 	return a, nil
 }
 

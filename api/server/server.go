@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,6 +53,7 @@ type Node struct {
 	rest     *rest.Handler
 	handler  http.Handler // the client port: routing in front of REST/MCP
 	health   *health
+	tls      *tls.Config // the client and admin listeners' (nil: plain HTTP)
 
 	// Cluster mode only: the client port is bound at open (the registry publishes its
 	// address), the peer port and the etcd client are the node's.
@@ -116,6 +118,9 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	n.nodeID = strings.TrimSpace(string(instance))
+	if n.tls, err = serverTLS(cfg, n.log); err != nil {
+		return err
+	}
 	n.registry = prometheus.NewRegistry()
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := n.openBlobs(ctx); err != nil {
@@ -293,10 +298,12 @@ func (n *Node) AdminAddr() net.Addr {
 }
 
 // Serve listens on cfg.Listen (tenant routes; a cluster node bound it at Open) and
-// cfg.AdminAddress() (admin routes) and serves HTTP until ctx ends. Then a cluster node
-// hands the leadership of every shard it leads to another voter (within half of
-// cfg.ShutdownTimeout), and the node drains its connections, all within
-// cfg.ShutdownTimeout. ready, when non-nil, receives the bound client address once both
+// cfg.AdminAddress() (admin routes) and serves HTTP until ctx ends, over TLS on both
+// with cfg.TLS() (the certificate re-read when its files change; mutual TLS with
+// cfg.TLSClientCA). A plain-HTTP listener beyond loopback (cfg.InsecurePlaintext) is
+// logged as a warning first. When ctx ends, a cluster node hands the leadership of
+// every shard it leads to another voter (within half of cfg.ShutdownTimeout), and the
+// node drains its connections, all within cfg.ShutdownTimeout. ready, when non-nil, receives the bound client address once both
 // listen (AdminAddr has the admin one).
 func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	ln := n.clientLn
@@ -306,7 +313,8 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 			return fmt.Errorf("listen %s: %w", n.cfg.Listen, err)
 		}
 	}
-	admin, err := listenAdmin(n.cfg, n.clientURL, n.rest.Admin(), n.log)
+	warnPlaintext(n.cfg, n.log)
+	admin, err := listenAdmin(n.cfg, n.tls, n.clientURL, n.rest.Admin(), n.log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -314,12 +322,12 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	n.admin.Store(admin)
 	defer n.admin.Store(nil)
 	var d drainer
-	srv := newHTTPServer(n.cfg, d.wrap(newGuard(n.cfg, n.clientURL, n.handler)), n.log)
+	srv := newHTTPServer(n.cfg, n.tls, d.wrap(newGuard(n.cfg, n.clientURL, n.handler)), n.log)
 	if ready != nil {
 		ready(ln.Addr())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(limitListener(ln, n.cfg)) }()
+	go func() { errc <- serveOn(srv, ln, n.cfg) }()
 	select {
 	case err := <-errc:
 		sctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)

@@ -36,10 +36,11 @@ func adminServer(cmd *cobra.Command) string {
 	return defaultAdminServer
 }
 
-// newAdminClient returns a client for the --admin-server of cmd, retrying as every
-// client command does.
+// newAdminClient returns a client for the --admin-server of cmd, with the same CA,
+// client certificate and API key and retrying as every client command does.
 func newAdminClient(cmd *cobra.Command) *client.Client {
-	return client.New(adminServer(cmd), nil).WithRetry(client.DefaultRetryPolicy())
+	server := adminServer(cmd)
+	return client.New(server, httpClient(cmd, server)).WithRetry(client.DefaultRetryPolicy())
 }
 
 func newAdminGCCommand() *cobra.Command {

@@ -21,6 +21,11 @@
 //     http://127.0.0.1:7070, and the agent root with --agent, else CAIRN_AGENT, else
 //     "default". `cairn admin …` talks to the admin listener instead: --admin-server, else
 //     CAIRN_ADMIN_SERVER, else http://127.0.0.1:7071.
+//   - Every client command, `cairn admin …` and `cairn mcp --server` reach the server
+//     with the global --ca-file, --client-cert/--client-key and --api-key, else
+//     CAIRN_CA_FILE, CAIRN_CLIENT_CERT/CAIRN_CLIENT_KEY and CAIRN_API_KEY
+//     (api/client.NewHTTPClient). The key is sent only as "Authorization: Bearer …" to
+//     the server named; no flag default, help text, error or log line shows it.
 //   - Client commands retry what is safe to retry (a refused connection, a retryable 503
 //     or 429 of a replayable request) within client.DefaultRetryPolicy, then report the
 //     last answer.

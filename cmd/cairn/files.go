@@ -54,14 +54,15 @@ func (t *target) check() error {
 	return nil
 }
 
-// newClient returns a client for the --server of cmd. It retries retryable answers
-// within client.DefaultRetryPolicy (a restarting node, a leader election).
+// newClient returns a client for the --server of cmd, with its CA, client certificate
+// and API key (httpClient). It retries retryable answers within
+// client.DefaultRetryPolicy (a restarting node, a leader election).
 func newClient(cmd *cobra.Command) *client.Client {
 	server := defaultServer
 	if f := cmd.Flag("server"); f != nil {
 		server = f.Value.String()
 	}
-	return client.New(server, nil).WithRetry(client.DefaultRetryPolicy())
+	return client.New(server, httpClient(cmd, server)).WithRetry(client.DefaultRetryPolicy())
 }
 
 func newPutCommand() *cobra.Command {

@@ -74,6 +74,7 @@ func newRootCommand() *cobra.Command {
 	root.SetVersionTemplate("cairn {{.Version}}\n")
 	root.PersistentFlags().String("server", envOr("CAIRN_SERVER", defaultServer),
 		"Cairn server URL (env CAIRN_SERVER)")
+	addTransportFlags(root.PersistentFlags())
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(flagError)
 	return root

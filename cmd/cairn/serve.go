@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/mcp"
 	"github.com/cairnstore/cairn/api/server"
 	"github.com/cairnstore/cairn/ops"
@@ -67,7 +68,7 @@ leadership of the shards it leads to another replica before it exits.`,
 				return err
 			}
 			return node.Serve(cmd.Context(), func(addr net.Addr) {
-				log.Info("cairn is serving", "url", "http://"+addr.String(), "admin_url", "http://"+node.AdminAddr().String(),
+				log.Info("cairn is serving", "url", cfg.ClientScheme()+"://"+addr.String(), "admin_url", cfg.ClientScheme()+"://"+node.AdminAddr().String(),
 					"data_dir", cfg.DataDir, "blob", cfg.Blob)
 			})
 		},
@@ -89,7 +90,7 @@ func serveCluster(ctx context.Context, cfg ops.Config, creds ops.Credentials, lo
 	}
 	defer node.Close()
 	return node.Serve(ctx, func(addr net.Addr) {
-		log.Info("cairn is serving", "url", "http://"+addr.String(), "admin_url", "http://"+node.AdminAddr().String(),
+		log.Info("cairn is serving", "url", cfg.ClientScheme()+"://"+addr.String(), "admin_url", cfg.ClientScheme()+"://"+node.AdminAddr().String(),
 			"data_dir", cfg.DataDir, "blob", cfg.Blob, "cluster", true, "node", node.NodeID())
 	})
 }
@@ -101,7 +102,9 @@ func newMCPCommand() *cobra.Command {
 		Short: "Serve the Workbench MCP tools over stdio for one agent",
 		Long: `Serve the Workbench MCP tools over stdio (stdout carries only protocol messages;
 logs go to stderr). With --server (or CAIRN_SERVER) it proxies to a running Cairn over
-streamable HTTP; otherwise it runs an embedded node on --data-dir.`,
+streamable HTTP, with --ca-file, --client-cert/--client-key and --api-key (or
+CAIRN_API_KEY) as every client command; otherwise it runs an embedded node on
+--data-dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if agent == "" {
@@ -110,7 +113,11 @@ streamable HTTP; otherwise it runs an embedded node on --data-dir.`,
 			ctx := cmd.Context()
 			if cmd.Flags().Changed("server") || os.Getenv("CAIRN_SERVER") != "" {
 				url, _ := cmd.Flags().GetString("server")
-				return mcp.ServeStdioProxy(ctx, url, agent, os.Stdin, os.Stdout)
+				hc, err := client.NewHTTPClient(url, transportOptions(cmd))
+				if err != nil {
+					return usageError{err}
+				}
+				return mcp.ServeStdioProxy(ctx, url, agent, hc, cmd.InOrStdin(), cmd.OutOrStdout())
 			}
 			cfg, err := ops.LoadConfig(cmd.Flags(), os.Getenv)
 			if err != nil {
@@ -132,7 +139,7 @@ streamable HTTP; otherwise it runs an embedded node on --data-dir.`,
 			if err := node.WaitReady(ctx); err != nil {
 				return err
 			}
-			return mcp.ServeStdio(ctx, node.Service(), agent, os.Stdin, os.Stdout)
+			return mcp.ServeStdio(ctx, node.Service(), agent, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "agent id whose root the session works in (env CAIRN_AGENT, default \"default\")")

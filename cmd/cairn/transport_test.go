@@ -1,0 +1,203 @@
+package main
+
+import (
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cairnstore/cairn/api/mcp"
+	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/internal/certtest"
+)
+
+// authRecorder serves h and records the path and Authorization header of every request.
+type authRecorder struct {
+	h    http.Handler
+	mu   sync.Mutex
+	seen []string // "path Authorization"
+}
+
+func (a *authRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	a.seen = append(a.seen, r.URL.Path+" "+r.Header.Get("Authorization"))
+	a.mu.Unlock()
+	a.h.ServeHTTP(w, r)
+}
+
+// requests returns what was recorded and forgets it.
+func (a *authRecorder) requests() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.seen
+	a.seen = nil
+	return s
+}
+
+// recordingNode serves an in-process node's REST and MCP (or, with admin, its admin
+// routes) behind an authRecorder.
+func recordingNode(t *testing.T, admin bool) (*authRecorder, *httptest.Server) {
+	t.Helper()
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
+	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready, MCP: mcp.Handler(n.Service, mcp.Options{})})
+	rec := &authRecorder{h: h}
+	if admin {
+		rec.h = h.Admin()
+	}
+	return rec, httptest.NewUnstartedServer(rec)
+}
+
+// wantKeyOnEvery fails unless there were requests and each carried "Bearer "+key.
+func wantKeyOnEvery(t *testing.T, what string, seen []string, key string) {
+	t.Helper()
+	if len(seen) == 0 {
+		t.Fatalf("%s: no request reached the server", what)
+	}
+	for _, s := range seen {
+		if !strings.HasSuffix(s, " Bearer "+key) {
+			t.Fatalf("%s: request %q does not carry the key", what, s)
+		}
+	}
+}
+
+func TestClientCommandsSendTheAPIKey(t *testing.T) {
+	rec, srv := recordingNode(t, false)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	const key = "ck_cli.flagsecret"
+	w := []string{"--agent", "a", "--workbench", "w"}
+
+	root := newCLI()
+	root.SetIn(strings.NewReader("hello\n"))
+	var out, errOut strings.Builder
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(append([]string{"--server", srv.URL, "--api-key", key, "put", "input/x", "-"}, w...))
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatalf("put with --api-key: %v (%s)", err, errOut.String())
+	}
+	wantKeyOnEvery(t, "--api-key", rec.requests(), key)
+
+	const envKey = "ck_cli.envsecret"
+	t.Setenv("CAIRN_API_KEY", envKey)
+	runCairn(t, srv.URL, append([]string{"ls", "-r"}, w...)...)
+	wantKeyOnEvery(t, "CAIRN_API_KEY", rec.requests(), envKey)
+	// The flag wins over the variable.
+	runCairn(t, srv.URL, append([]string{"--api-key", key, "stat", "input/x"}, w...)...)
+	wantKeyOnEvery(t, "--api-key over CAIRN_API_KEY", rec.requests(), key)
+
+	// Neither help nor an error shows the key.
+	help, _, err := execCairn(t, "--help")
+	if err != nil || strings.Contains(help, envKey) || !strings.Contains(help, "--api-key") {
+		t.Fatalf("--help: %v, shows the key or lacks --api-key:\n%s", err, help)
+	}
+	_, stderr, err := execCairn(t, append([]string{"--server", srv.URL, "--api-key", key, "cat", "input/missing"}, w...)...)
+	if err == nil {
+		t.Fatal("cat of a missing file succeeded")
+	}
+	if _, msg := describeError(err); strings.Contains(msg, key) || strings.Contains(stderr, key) {
+		t.Fatalf("the error shows the key: %s %s", msg, stderr)
+	}
+}
+
+func TestAdminCommandsSendTheAPIKey(t *testing.T) {
+	rec, srv := recordingNode(t, true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	const key = "ck_admin.secret"
+	// The node has no collector (404 NotFound): what counts is what the request carried.
+	if _, _, err := execCairn(t, "--api-key", key, "admin", "gc", "--dry-run", "--admin-server", srv.URL); err != nil {
+		if code, _ := describeError(err); code != "NotFound" {
+			t.Fatal(err)
+		}
+	}
+	wantKeyOnEvery(t, "admin gc", rec.requests(), key)
+}
+
+func TestMCPProxySendsTheAPIKey(t *testing.T) {
+	rec, srv := recordingNode(t, false)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	const key = "ck_mcp.secret"
+	// The proxy connects (initialize) before it reads stdin; an empty stdin then ends
+	// the session.
+	root := newCLI()
+	root.SetIn(strings.NewReader(""))
+	var out, errOut strings.Builder
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"mcp", "--agent", "a", "--server", srv.URL, "--api-key", key})
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatalf("cairn mcp --server: %v (%s)", err, errOut.String())
+	}
+	seen := rec.requests()
+	wantKeyOnEvery(t, "cairn mcp --server", seen, key)
+	if !strings.HasPrefix(seen[0], "/v1/agents/a/mcp ") {
+		t.Fatalf("first request %q, want the agent's MCP endpoint", seen[0])
+	}
+	if strings.Contains(out.String()+errOut.String(), key) {
+		t.Fatal("cairn mcp printed the key")
+	}
+}
+
+func TestClientCommandsTrustTheCAFileAndPresentTheClientCertificate(t *testing.T) {
+	dir := t.TempDir()
+	serverCA, clientCA := certtest.NewCA(t, "cli server CA"), certtest.NewCA(t, "cli client CA")
+	leaf := serverCA.Issue(t, "server")
+	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, srv := recordingNode(t, false)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: clientCA.Pool(), ClientAuth: tls.RequireAndVerifyClientCert}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	caFile := serverCA.WriteCA(t, dir)
+	clientCert, clientKey := clientCA.Issue(t, "cli").Write(t, dir, "cli")
+	ls := []string{"ls", "--agent", "a", "--workbench", "w"}
+
+	tests := []struct {
+		name  string
+		flags []string
+		code  string // "" for success
+	}{
+		{"the CA and a client certificate", []string{"--ca-file", caFile, "--client-cert", clientCert, "--client-key", clientKey}, ""},
+		{"the CA without a client certificate", []string{"--ca-file", caFile}, "Unavailable"},
+		{"a client certificate without the CA", []string{"--client-cert", clientCert, "--client-key", clientKey}, "Unavailable"},
+		{"an unreadable CA file", []string{"--ca-file", filepath.Join(dir, "none.pem")}, "InvalidArguments"},
+		{"a certificate without its key", []string{"--ca-file", caFile, "--client-cert", clientCert}, "InvalidArguments"},
+	}
+	for _, tt := range tests {
+		rec.requests()
+		_, _, err := execCairn(t, append(append([]string{"--server", srv.URL}, tt.flags...), ls...)...)
+		code := ""
+		if err != nil {
+			code, _ = describeError(err)
+		}
+		// ls of a missing workbench is NotFound: the request was served.
+		if tt.code == "" && code != "NotFound" {
+			t.Errorf("%s: %v (code %q), want the request served (NotFound)", tt.name, err, code)
+		}
+		if tt.code != "" && code != tt.code {
+			t.Errorf("%s: %v (code %q), want %s", tt.name, err, code, tt.code)
+		}
+		if served := len(rec.requests()) > 0; served != (tt.code == "") {
+			t.Errorf("%s: the server handled a request: %v", tt.name, served)
+		}
+	}
+
+	// The variables work as the flags do.
+	t.Setenv("CAIRN_CA_FILE", caFile)
+	t.Setenv("CAIRN_CLIENT_CERT", clientCert)
+	t.Setenv("CAIRN_CLIENT_KEY", clientKey)
+	if _, _, err := execCairn(t, append([]string{"--server", srv.URL}, ls...)...); err == nil {
+		t.Fatal("ls of a missing workbench succeeded")
+	} else if code, _ := describeError(err); code != "NotFound" {
+		t.Fatalf("with the variables: %v (code %s), want the request served (NotFound)", err, code)
+	}
+}
