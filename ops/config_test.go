@@ -185,6 +185,8 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		BlobTimeout:             7 * time.Second,
 		AdminListen:             "127.0.0.2:9001",
 		AllowedHosts:            "cairn.internal,cairn.internal:9000",
+		Auth:                    "required",
+		MetricsRequireKey:       true,
 	}
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
@@ -207,6 +209,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"body_min_bytes_per_second": "1000", "body_rate_window": "5s", "max_connections": "100",
 		"max_connections_per_client": "10", "blob_timeout": "7s", "admin_listen": "127.0.0.2:9001",
 		"allowed_hosts": "cairn.internal,cairn.internal:9000",
+		"auth":          "required", "metrics_require_key": "true",
 	}
 	if len(text) != len(settings) {
 		t.Fatalf("test covers %d settings, package has %d", len(text), len(settings))
