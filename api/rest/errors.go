@@ -45,6 +45,10 @@ func statusOf(code string, pre precondition) int {
 	case workbench.CodeNotDirectory, workbench.CodeNotArtifact, workbench.CodeReadFenceChanged,
 		workbench.CodeInvalidState, workbench.CodeWorkbenchCommitConflict, workbench.CodeForkRetentionActive:
 		return http.StatusConflict
+	case workbench.CodeUnauthenticated:
+		return http.StatusUnauthorized
+	case workbench.CodePermissionDenied:
+		return http.StatusForbidden
 	case workbench.CodeSnapshotExpired:
 		return http.StatusGone
 	case workbench.CodePayloadTooLarge:

@@ -45,6 +45,11 @@ const (
 	// retryable on the replica that found it.
 	CodeDataCorrupted = "DataCorrupted"
 	CodeInternal      = "Internal"
+	// CodeUnauthenticated: the request carries no valid API key (REST 401 with
+	// WWW-Authenticate: Bearer).
+	CodeUnauthenticated = "Unauthenticated"
+	// CodePermissionDenied: the principal may see the resource but not do this (403).
+	CodePermissionDenied = "PermissionDenied"
 )
 
 // Error is the contract's error envelope: a stable code, a message for people, whether
