@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -20,7 +21,8 @@ func addAdminCommands(root *cobra.Command) {
 	}
 	admin.PersistentFlags().String("admin-server", envOr("CAIRN_ADMIN_SERVER", defaultAdminServer),
 		"URL of the server's admin listener, --admin-listen: admin routes are not served on --server (env CAIRN_ADMIN_SERVER)")
-	admin.AddCommand(newAdminGCCommand(), newAdminClusterCommand())
+	admin.PersistentFlags().String("api-key", "", "API key sent to the admin listener, with the admin scope (env CAIRN_API_KEY)")
+	admin.AddCommand(newAdminGCCommand(), newAdminClusterCommand(), newAdminKeyCommand())
 	root.AddCommand(admin)
 }
 
@@ -39,7 +41,15 @@ func adminServer(cmd *cobra.Command) string {
 // newAdminClient returns a client for the --admin-server of cmd, retrying as every
 // client command does.
 func newAdminClient(cmd *cobra.Command) *client.Client {
-	return client.New(adminServer(cmd), nil).WithRetry(client.DefaultRetryPolicy())
+	c := client.New(adminServer(cmd), nil).WithRetry(client.DefaultRetryPolicy())
+	key := os.Getenv("CAIRN_API_KEY")
+	if f := cmd.Flag("api-key"); f != nil && f.Changed {
+		key = f.Value.String()
+	}
+	if key != "" {
+		c = c.WithAPIKey(key)
+	}
+	return c
 }
 
 func newAdminGCCommand() *cobra.Command {
