@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,10 +139,8 @@ func (s KeySpec) Validate(now time.Time) error {
 		if !knownScope(sc) {
 			return bad("scopes", fmt.Sprintf("must be among %s (got %q)", scopeList(), sc))
 		}
-		for _, prev := range s.Scopes[:i] {
-			if prev == sc {
-				return bad("scopes", fmt.Sprintf("must not hold %q twice", sc))
-			}
+		if slices.Contains(s.Scopes[:i], sc) {
+			return bad("scopes", fmt.Sprintf("must not hold %q twice", sc))
 		}
 	}
 	if (s.Tenant == "") != (s.Workspace == "") {
@@ -160,14 +159,7 @@ func (s KeySpec) Validate(now time.Time) error {
 	return nil
 }
 
-func knownScope(s Scope) bool {
-	for _, k := range Scopes {
-		if k == s {
-			return true
-		}
-	}
-	return false
-}
+func knownScope(s Scope) bool { return slices.Contains(Scopes, s) }
 
 func scopeList() string {
 	names := make([]string, len(Scopes))
