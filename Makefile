@@ -37,7 +37,9 @@ FUZZ_TARGETS := \
 	./meta:FuzzDecodeCommand \
 	./blob:FuzzParseDigest \
 	./api/workbench:FuzzCanonicalManifest \
-	./api/rest:FuzzRequest
+	./api/rest:FuzzRequest \
+	./api/auth:FuzzParseAuthorization \
+	./api/auth:FuzzKeyLookup
 
 fuzz-smoke:
 	@for t in $(FUZZ_TARGETS); do \

@@ -17,6 +17,7 @@ var testSupport = []string{
 	"github.com/cairnstore/cairn/internal/freeport",
 	"github.com/cairnstore/cairn/internal/certtest",
 	"github.com/cairnstore/cairn/blob/blobtest",
+	"github.com/cairnstore/cairn/api/auth/authtest",
 	"github.com/cairnstore/cairn/blob/s3/s3test",
 	"github.com/cairnstore/cairn/integration/framework",
 }

@@ -312,6 +312,16 @@ type Config struct {
 	// warning at start. It must not be set together with TLSCert. YAML
 	// insecure_plaintext. Default false.
 	InsecurePlaintext bool
+
+	// Auth is when requests need an API key (DESIGN.md §4, auth.go): "auto" when the
+	// client listener is not on loopback, "required" always, "off" never (only on a
+	// loopback listener). /healthz and /readyz never need one. YAML auth. Default "auto"
+	// (the embedded default on loopback needs no key).
+	Auth string
+	// MetricsRequireKey makes /metrics need an API key on loopback connections too; by
+	// default a loopback connection reads it without one while authentication is
+	// required. YAML metrics_require_key. Default false.
+	MetricsRequireKey bool
 }
 
 // EtcdEndpoints returns the Etcd endpoints, split at commas, trimmed, empty ones dropped.
@@ -370,6 +380,7 @@ func DefaultConfig() Config {
 		MaxConnectionsPerClient: DefaultMaxConnectionsPerClient,
 		BlobTimeout:             DefaultBlobTimeout,
 		AdminListen:             DefaultAdminListen,
+		Auth:                    DefaultAuth,
 	}
 }
 
@@ -517,6 +528,7 @@ func (c Config) validate() []*ConfigError {
 	errs = append(errs, c.validateCluster()...)
 	errs = append(errs, c.validateServing()...)
 	errs = append(errs, c.validateListeners()...)
+	errs = append(errs, c.validateAuth()...)
 	return errs
 }
 
@@ -783,7 +795,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.PeerTLSKey }),
 	stringSetting("PeerTLSCA", "peer_tls_ca", "PEM CA bundle that signs every node's peer certificate",
 		func(c *Config) *string { return &c.PeerTLSCA }),
-}, append(servingSettings, listenerSettings...)...)
+}, append(append(servingSettings, listenerSettings...), authSettings...)...)
 
 func stringSetting(field, key, usage string, p func(*Config) *string) setting {
 	return setting{field: field, key: key, usage: usage,

@@ -1,5 +1,12 @@
 // Package auth is who is calling (DESIGN.md §4, §10): principals, their scopes and agent
-// roots, and the request context that carries them.
+// roots, the request context that carries them, and the API keys that authenticate them:
+// the key format (key.go), the Store interface with its two implementations (FileStore,
+// one file in an embedded node's data directory; EtcdStore, a cluster's keys under its
+// control-plane prefix with a watch-fed cache) and Authenticate.
+//
+// A key is "cairn_<id>_<secret>": a public 16-hex-digit id (the principal's ID) and 256
+// random bits, shown once at creation. Stores keep the key's SHA-256 digest only, and
+// Authenticate compares digests in constant time (crypto/subtle).
 //
 // Invariants:
 //
@@ -7,4 +14,9 @@
 //     created it, and is never logged, stored or returned again.
 //   - A root a principal may not use answers exactly like a root that does not exist.
 //   - Work the node does on its own behalf (workers) carries no principal.
+//   - No error of this package contains a secret; at most a key id.
+//   - Store.Lookup answers from memory: a request never waits on a disk or on etcd to be
+//     authenticated. An EtcdStore's cache follows etcd's watch, so a revocation through
+//     any node is seen by every node as soon as etcd delivers it (well within 5 s).
+//   - A revoked key stays listed (with its revocation time) and never authenticates again.
 package auth

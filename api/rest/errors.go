@@ -45,6 +45,8 @@ func statusOf(code string, pre precondition) int {
 	case workbench.CodeNotDirectory, workbench.CodeNotArtifact, workbench.CodeReadFenceChanged,
 		workbench.CodeInvalidState, workbench.CodeWorkbenchCommitConflict, workbench.CodeForkRetentionActive:
 		return http.StatusConflict
+	case workbench.CodeUnauthenticated:
+		return http.StatusUnauthorized
 	case workbench.CodePermissionDenied:
 		// Only where the principal may use the root; a root it may not use is 404.
 		return http.StatusForbidden

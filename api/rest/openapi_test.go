@@ -87,7 +87,7 @@ var wireCodes = []string{"InvalidArguments", "UnknownTool", "PayloadTooLarge", "
 	"StructuredDecodeFailed", "ReadFenceChanged", "SnapshotNotFound", "SnapshotExpired",
 	"ForkRetentionActive", "WorkbenchCommitConflict", "WorkbenchCommitProtocolMismatch", "RestoreProtocolMismatch",
 	"InvalidState", "ObjectUnavailable",
-	"ResourceExhausted", "RoutingUnavailable", "DataCorrupted", "PermissionDenied", "Internal"}
+	"ResourceExhausted", "RoutingUnavailable", "DataCorrupted", "PermissionDenied", "Internal", "Unauthenticated"}
 
 // notEnvelope lists the error responses whose body is deliberately not the envelope.
 var notEnvelope = map[string]string{
@@ -317,7 +317,7 @@ func TestOpenAPIErrorEnvelopeSchema(t *testing.T) {
 		workbench.CodeStructuredDecodeFailed, workbench.CodeReadFenceChanged, workbench.CodeSnapshotNotFound,
 		workbench.CodeSnapshotExpired, workbench.CodeInvalidState, workbench.CodeObjectUnavailable,
 		workbench.CodeResourceExhausted, workbench.CodeRoutingUnavailable, workbench.CodeDataCorrupted, workbench.CodeInternal,
-		workbench.CodeWorkbenchCommitProtocolMismatch, workbench.CodeRestoreProtocolMismatch} {
+		workbench.CodeWorkbenchCommitProtocolMismatch, workbench.CodeRestoreProtocolMismatch, workbench.CodeUnauthenticated} {
 		if !slices.Contains(enum, c) {
 			t.Errorf("code %s of package workbench is not in the enum", c)
 		}

@@ -16,6 +16,8 @@
 //	LOCK              flock'd while a process uses the directory
 //	node-id           the node's UUID (Raft server id), written once
 //	cursor.key        32 random bytes signing cursors, written once (mode 0600)
+//	keys.json         the API keys (api/auth.FileStore: digests only, mode 0600); a
+//	                  cluster's keys live in etcd under <prefix>/keys/ instead
 //	shards/0/         the shard's Raft log (raft.db) and snapshots (snapshots/)
 //	blobs/            the local-directory blob store (Config.Blob "dir", the default)
 //	s3-uploads/       the S3 multipart uploads in flight (Config.Blob "s3://…"), aborted
@@ -33,6 +35,11 @@
 // they changed, a pair that fails to load is logged and the previous one kept, and with
 // Config.TLSClientCA a client without a certificate that bundle signs is refused at the
 // handshake. /readyz also reflects the readiness probe (health.go).
+// Behind the guard, the authentication middleware (authn.go) runs before any routing:
+// with ops.Config.AuthRequired every request needs a live API key (401 Unauthenticated
+// otherwise) and admin routes need the admin scope; keys are managed through the admin
+// routes of keys.go, or offline on a stopped node's data directory (OpenDataDirKeys) or a
+// cluster's etcd (OpenEtcdKeys).
 //
 // Invariants callers rely on:
 //
@@ -47,6 +54,9 @@
 //   - A listener beyond loopback serves TLS, or plain HTTP only with
 //     Config.InsecurePlaintext, which Serve logs as a warning (ops.Config.Validate refuses
 //     anything else). A node whose TLS files do not load at Open does not start.
+//   - A request is routed only after it was authenticated; a forwarded request carries
+//     its principal's id (PrincipalHeader, never accepted from a client) and no secret,
+//     and the serving node resolves the id in its own key store.
 //   - The background workers (restore resumption, compaction, garbage collection) are the
 //     same in both modes and act only while a local replica is a ready leader. Close stops every background goroutine and
 //     waits for it before it closes the replicas and the blob store and releases the lock.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -82,11 +81,7 @@ func (g *guard) hostAllowed(host string) bool {
 }
 
 func forbid(w http.ResponseWriter, field, msg string) {
-	e := &workbench.Error{Code: workbench.CodeInvalidArguments, Message: msg, Details: map[string]any{"field": field}}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusForbidden)
-	_ = json.NewEncoder(w).Encode(e.Envelope())
+	writeEnvelope(w, http.StatusForbidden, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: msg, Details: map[string]any{"field": field}})
 }
 
 func truncate(s string, n int) string {

@@ -78,6 +78,7 @@ func newRouter(h *host.Host, local http.Handler) http.Handler {
 			writeNotOwner(w, rt.Unavailable, rt.Leader)
 		default:
 			// The executing node names itself; this node only when it answers itself.
+			forwardPrincipal(r)
 			fwd.Forward(&servedByFallback{ResponseWriter: w, node: h.NodeID()}, r, rt)
 		}
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/mcp"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
@@ -51,7 +52,9 @@ type Node struct {
 	svc      *workbench.Service
 	registry *prometheus.Registry
 	rest     *rest.Handler
-	handler  http.Handler // the client port: routing in front of REST/MCP
+	keys     auth.Store   // the API keys: the data directory's file, or the cluster's etcd
+	handler  http.Handler // the client port: authentication, then routing in front of REST/MCP
+	adminH   http.Handler // the admin port: authentication in front of the admin routes
 	health   *health
 	tls      *tls.Config // the client and admin listeners' (nil: plain HTTP)
 
@@ -184,9 +187,12 @@ func (n *Node) open(ctx context.Context) error {
 	// Replicas that became leaders before the workers existed are led now.
 	n.host.Reannounce()
 	n.registry.MustRegister(n.host.Collector())
-	var adminRoutes map[string]http.Handler
+	if n.keys, err = n.openNodeKeys(ctx); err != nil {
+		return err
+	}
+	adminRoutes := keyRoutes(n.keys)
 	if cfg.Cluster {
-		adminRoutes = map[string]http.Handler{ClusterStatusPath: http.HandlerFunc(n.serveStatus)}
+		adminRoutes[ClusterStatusPath] = http.HandlerFunc(n.serveStatus)
 	}
 	n.rest = rest.NewHandler(n.svc, rest.Options{
 		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
@@ -202,13 +208,17 @@ func (n *Node) open(ctx context.Context) error {
 
 		AdminRoutes: adminRoutes,
 	})
-	n.handler = n.rest
+	var tenant http.Handler = n.rest
 	if cfg.Cluster {
-		n.handler = newRouter(n.host, n.rest)
-		if err := n.host.ServePeer(servedHere(n.nodeID, n.rest)); err != nil {
+		tenant = newRouter(n.host, n.rest)
+		peer := &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, n.rest)}
+		if err := n.host.ServePeer(peer); err != nil {
 			return err
 		}
 	}
+	n.handler = &authn{keys: n.keys, required: cfg.AuthRequired(), metricsKey: cfg.MetricsRequireKey, log: n.log, next: tenant}
+	n.adminH = &authn{keys: n.keys, required: cfg.AuthRequired(), metricsKey: cfg.MetricsRequireKey, admin: true, log: n.log,
+		next: n.rest.Admin()}
 	hctx, cancel := context.WithCancel(context.Background())
 	n.stopHealth = cancel
 	n.healthDone.Add(1)
@@ -286,7 +296,7 @@ func (n *Node) Service() *workbench.Service { return n.svc }
 func (n *Node) Handler() http.Handler { return n.handler }
 
 // AdminHandler returns the node's admin handler (the admin listener's routes).
-func (n *Node) AdminHandler() http.Handler { return n.rest.Admin() }
+func (n *Node) AdminHandler() http.Handler { return n.adminH }
 
 // AdminAddr returns the bound admin address while Serve runs (from before it calls
 // ready), else nil.
@@ -314,7 +324,7 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		}
 	}
 	warnPlaintext(n.cfg, n.log)
-	admin, err := listenAdmin(n.cfg, n.tls, n.clientURL, n.rest.Admin(), n.log)
+	admin, err := listenAdmin(n.cfg, n.tls, n.clientURL, n.adminH, n.log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -369,6 +379,9 @@ func (n *Node) Close() error {
 	}
 	if n.host != nil {
 		errs = append(errs, n.host.Close())
+	}
+	if n.keys != nil {
+		errs = append(errs, n.keys.Close())
 	}
 	if n.peer != nil {
 		_ = n.peer.Close()

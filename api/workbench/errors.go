@@ -45,10 +45,14 @@ const (
 	// retryable on the replica that found it.
 	CodeDataCorrupted = "DataCorrupted"
 	// CodePermissionDenied: the principal may use the agent root but lacks the scope the
-	// call needs (details.scope). A root it may not use answers NotFound instead, exactly
-	// as a root that does not exist (DESIGN.md §4).
+	// call needs (details.scope), or is not an admin on an admin route (403). A root it
+	// may not use answers NotFound instead, exactly as a root that does not exist
+	// (DESIGN.md §4).
 	CodePermissionDenied = "PermissionDenied"
-	CodeInternal         = "Internal"
+	// CodeUnauthenticated: the request carries no valid API key (REST 401 with
+	// WWW-Authenticate: Bearer).
+	CodeUnauthenticated = "Unauthenticated"
+	CodeInternal        = "Internal"
 )
 
 // Error is the contract's error envelope: a stable code, a message for people, whether

@@ -1,0 +1,280 @@
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// An API key is one string, shown once at creation:
+//
+//	cairn_<id>_<secret>
+//
+// <id> is KeyIDLen lowercase hex characters (64 random bits): public, the principal's ID,
+// what `cairn admin key list` shows and `revoke` takes. <secret> is the unpadded
+// base64url encoding of SecretBytes random bytes (256 bits). The store keeps only the
+// SHA-256 digest of the whole string: a key is a random token, not a password, so one
+// hash is enough and a stolen store names no usable key.
+const (
+	// TokenPrefix starts every key (secret scanners can match it).
+	TokenPrefix = "cairn_"
+	// KeyIDLen is the length of a key id, in hex characters.
+	KeyIDLen = 16
+	// SecretBytes is the entropy of a key's secret, in bytes.
+	SecretBytes = 32
+	// secretLen is the length of the encoded secret (base64url, no padding).
+	secretLen = (SecretBytes*8 + 5) / 6
+	// TokenLen is the length of a whole key string.
+	TokenLen = len(TokenPrefix) + KeyIDLen + 1 + secretLen
+)
+
+// The errors of keys and their stores. A request's credential errors all match
+// ErrUnauthenticated; none of them ever carries a secret.
+var (
+	// ErrUnauthenticated: the request carries no valid key (missing, malformed, unknown,
+	// wrong secret, revoked or expired).
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrNoCredentials: the request carries no Authorization header.
+	ErrNoCredentials = fmt.Errorf("%w: no API key (Authorization: Bearer %s…)", ErrUnauthenticated, TokenPrefix)
+	// ErrMalformed: the Authorization header or the key in it does not parse.
+	ErrMalformed = fmt.Errorf("%w: malformed API key", ErrUnauthenticated)
+	// ErrKeyRevoked and ErrKeyExpired: the key was valid once.
+	ErrKeyRevoked = fmt.Errorf("%w: API key revoked", ErrUnauthenticated)
+	ErrKeyExpired = fmt.Errorf("%w: API key expired", ErrUnauthenticated)
+
+	// ErrKeyNotFound: no key has this id.
+	ErrKeyNotFound = errors.New("no such API key")
+	// ErrKeyExists: a key with this id exists already (Create).
+	ErrKeyExists = errors.New("API key id already exists")
+	// ErrInvalidSpec: a KeySpec breaks a rule (InvalidSpecError names it).
+	ErrInvalidSpec = errors.New("invalid key spec")
+	// ErrStoreUnavailable: the store cannot answer now (etcd unreachable); retryable.
+	ErrStoreUnavailable = errors.New("key store unavailable")
+)
+
+// InvalidSpecError names the field of a KeySpec that breaks a rule.
+type InvalidSpecError struct {
+	Field, Rule string
+}
+
+func (e *InvalidSpecError) Error() string { return "key " + e.Field + " " + e.Rule }
+func (e *InvalidSpecError) Unwrap() error { return ErrInvalidSpec }
+
+// Key is what a store keeps of an API key: the principal it authenticates as, the
+// SHA-256 digest of the key string (hex), and its lifetime. Never the secret.
+type Key struct {
+	Principal
+	// Digest is the hex SHA-256 of the whole key string.
+	Digest    string    `json:"digest"`
+	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt is when the key stops working; zero: never.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// RevokedAt is when it was revoked; zero: it was not.
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+}
+
+// Live reports whether k authenticates at now: not revoked, not expired.
+func (k Key) Live(now time.Time) error {
+	switch {
+	case !k.RevokedAt.IsZero():
+		return fmt.Errorf("key %s: %w", k.ID, ErrKeyRevoked)
+	case !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt):
+		return fmt.Errorf("key %s: %w", k.ID, ErrKeyExpired)
+	}
+	return nil
+}
+
+// KeySpec is what a new key is made for.
+type KeySpec struct {
+	Name      string
+	Agents    []string
+	AllAgents bool
+	Scopes    []Scope
+	Tenant    string
+	Workspace string
+	// ExpiresAt is when the key stops working; zero: never.
+	ExpiresAt time.Time
+}
+
+// MaxNameBytes bounds a key's name.
+const MaxNameBytes = 128
+
+// Validate checks s: a name of 1..MaxNameBytes printable characters; agent roots named as
+// agent ids, or AllAgents, not both, not neither; at least one known scope, none twice;
+// tenant and workspace both or neither; an expiry after now.
+func (s KeySpec) Validate(now time.Time) error {
+	bad := func(field, rule string) error { return &InvalidSpecError{Field: field, Rule: rule} }
+	if s.Name == "" || len(s.Name) > MaxNameBytes || strings.IndexFunc(s.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		return bad("name", fmt.Sprintf("must be 1 to %d bytes without control characters", MaxNameBytes))
+	}
+	switch {
+	case s.AllAgents && len(s.Agents) > 0:
+		return bad("agents", "must be empty when the key is for all agents")
+	case !s.AllAgents && len(s.Agents) == 0:
+		return bad("agents", "must name at least one agent root, or the key must be for all agents")
+	}
+	seen := map[string]bool{}
+	for _, a := range s.Agents {
+		if err := meta.ValidateName("agent", a); err != nil {
+			return bad("agents", fmt.Sprintf("must be agent ids (%q: %s)", a, err.Message))
+		}
+		if seen[a] {
+			return bad("agents", fmt.Sprintf("must not name %q twice", a))
+		}
+		seen[a] = true
+	}
+	if len(s.Scopes) == 0 {
+		return bad("scopes", "must hold at least one scope")
+	}
+	for i, sc := range s.Scopes {
+		if !knownScope(sc) {
+			return bad("scopes", fmt.Sprintf("must be among %s (got %q)", scopeList(), sc))
+		}
+		if slices.Contains(s.Scopes[:i], sc) {
+			return bad("scopes", fmt.Sprintf("must not hold %q twice", sc))
+		}
+	}
+	if (s.Tenant == "") != (s.Workspace == "") {
+		return bad("tenant", "and workspace must be given together")
+	}
+	for field, v := range map[string]string{"tenant": s.Tenant, "workspace": s.Workspace} {
+		if v != "" {
+			if err := meta.ValidateName(field, v); err != nil {
+				return bad(field, "must be an id like an agent id ("+err.Message+")")
+			}
+		}
+	}
+	if !s.ExpiresAt.IsZero() && !s.ExpiresAt.After(now) {
+		return bad("expires_at", "must be in the future")
+	}
+	return nil
+}
+
+func knownScope(s Scope) bool { return slices.Contains(Scopes, s) }
+
+func scopeList() string {
+	names := make([]string, len(Scopes))
+	for i, s := range Scopes {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ParseScopes parses a comma-separated scope list ("workspace:read,workspace:write").
+func ParseScopes(s string) ([]Scope, error) {
+	var out []Scope
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, Scope(f))
+		}
+	}
+	if len(out) == 0 {
+		return nil, &InvalidSpecError{Field: "scopes", Rule: "must hold at least one scope (" + scopeList() + ")"}
+	}
+	for _, sc := range out {
+		if !knownScope(sc) {
+			return nil, &InvalidSpecError{Field: "scopes", Rule: fmt.Sprintf("must be among %s (got %q)", scopeList(), sc)}
+		}
+	}
+	return out, nil
+}
+
+// NewKey makes a key for spec: a fresh random id and secret. It returns the record to
+// store and the key string to show once. Errors: *InvalidSpecError; a failing random
+// source.
+func NewKey(spec KeySpec, now time.Time) (Key, string, error) {
+	if err := spec.Validate(now); err != nil {
+		return Key{}, "", err
+	}
+	raw := make([]byte, KeyIDLen/2+SecretBytes)
+	if _, err := rand.Read(raw); err != nil {
+		return Key{}, "", fmt.Errorf("auth: random source: %w", err)
+	}
+	id := hex.EncodeToString(raw[:KeyIDLen/2])
+	token := TokenPrefix + id + "_" + base64.RawURLEncoding.EncodeToString(raw[KeyIDLen/2:])
+	k := Key{
+		Principal: Principal{ID: id, Name: spec.Name, Agents: append([]string(nil), spec.Agents...), AllAgents: spec.AllAgents,
+			Scopes: append([]Scope(nil), spec.Scopes...), Tenant: spec.Tenant, Workspace: spec.Workspace},
+		Digest:    Digest(token),
+		CreatedAt: now.UTC(),
+	}
+	if !spec.ExpiresAt.IsZero() {
+		k.ExpiresAt = spec.ExpiresAt.UTC()
+	}
+	return k, token, nil
+}
+
+// Digest returns the hex SHA-256 of a key string, as stores keep it.
+func Digest(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// ParseToken returns the key id of a key string. It checks the whole shape (prefix, id,
+// separator, secret length and alphabet) and never returns any part of the secret.
+// Errors: ErrMalformed.
+func ParseToken(token string) (string, error) {
+	if len(token) != TokenLen || !strings.HasPrefix(token, TokenPrefix) {
+		return "", ErrMalformed
+	}
+	id := token[len(TokenPrefix) : len(TokenPrefix)+KeyIDLen]
+	if !ValidKeyID(id) || token[len(TokenPrefix)+KeyIDLen] != '_' {
+		return "", ErrMalformed
+	}
+	for _, c := range []byte(token[len(TokenPrefix)+KeyIDLen+1:]) {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return "", ErrMalformed
+		}
+	}
+	return id, nil
+}
+
+// ValidKeyID reports whether id has the shape of a key id: KeyIDLen lowercase hex digits.
+func ValidKeyID(id string) bool {
+	if len(id) != KeyIDLen {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseAuthorization returns the key of an Authorization header value: "Bearer <key>"
+// (RFC 6750 §2.1; the scheme is case-insensitive, RFC 9110 §11.1), one or more spaces
+// between, nothing after. Errors: ErrNoCredentials for an empty header, ErrMalformed for
+// anything else that is not a bearer key.
+func ParseAuthorization(header string) (string, error) {
+	if header == "" {
+		return "", ErrNoCredentials
+	}
+	scheme, rest, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", ErrMalformed
+	}
+	token := strings.TrimLeft(rest, " ")
+	if _, err := ParseToken(token); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// dummyDigest is compared against when a key id is unknown, so that an unknown id and a
+// wrong secret cost the same work.
+var dummyDigest = Digest(TokenPrefix + strings.Repeat("0", KeyIDLen) + "_" + strings.Repeat("A", secretLen))
+
+// CheckSecret compares the digest of token with k's in constant time (crypto/subtle).
+func CheckSecret(k Key, token string) bool {
+	return subtle.ConstantTimeCompare([]byte(Digest(token)), []byte(k.Digest)) == 1
+}

@@ -1,0 +1,151 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/api/workbench"
+)
+
+// Authentication (DESIGN.md §4, §10): one middleware in front of routing on the client
+// listener and on the admin listener, and its counterpart on the peer port for requests
+// another node forwarded.
+//
+//   - When the node requires keys (ops.Config.AuthRequired), every request but /healthz
+//     and /readyz (and /metrics from a loopback connection, unless MetricsRequireKey)
+//     carries "Authorization: Bearer <key>" naming a live key of the node's store, or is
+//     answered 401 with the error envelope (code Unauthenticated) and WWW-Authenticate:
+//     Bearer, before any routing. The request then carries the key's principal
+//     (auth.WithPrincipal). A node that requires no key serves every request as
+//     auth.Local.
+//   - On the admin listener, /v1/admin/... needs a principal with auth.ScopeAdmin
+//     (403 PermissionDenied otherwise).
+//   - A node that forwards a request to another (route.go) names the principal's id in
+//     PrincipalHeader and drops the Authorization header: the secret never leaves the node
+//     that received it. The receiving node resolves the id in its own store (a key revoked
+//     since is refused there too). PrincipalHeader is deleted from every client request,
+//     so no client can claim a principal.
+
+// PrincipalHeader is the internal header that carries the principal id of a forwarded
+// request between nodes; never accepted from a client.
+const PrincipalHeader = "Cairn-Internal-Principal"
+
+// authn is the authentication middleware of a client or admin listener.
+type authn struct {
+	keys     auth.Store
+	required bool
+	// metricsKey: /metrics needs a key on loopback connections too.
+	metricsKey bool
+	// admin: the admin listener (its /v1/admin/... routes need ScopeAdmin).
+	admin bool
+	log   *slog.Logger
+	next  http.Handler
+}
+
+func (a *authn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Header.Del(PrincipalHeader)
+	p, ok := a.principal(w, r)
+	if !ok {
+		return
+	}
+	if a.admin && strings.HasPrefix(r.URL.EscapedPath(), "/v1/admin/") && !p.Has(auth.ScopeAdmin) {
+		writeEnvelope(w, http.StatusForbidden, &workbench.Error{Code: workbench.CodePermissionDenied,
+			Message: "admin routes need a key with the admin scope", Details: map[string]any{"scope": string(auth.ScopeAdmin)}})
+		return
+	}
+	a.next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+}
+
+// principal authenticates r; false when it answered 401. Open routes get auth.Local (they
+// read nothing a principal could be refused).
+func (a *authn) principal(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
+	if !a.required {
+		return auth.Local, true
+	}
+	switch path := r.URL.EscapedPath(); {
+	case path == "/healthz" || path == "/readyz":
+		return auth.Local, true
+	case path == "/metrics" && !a.metricsKey && loopbackRemote(r):
+		return auth.Local, true
+	}
+	token, err := auth.ParseAuthorization(r.Header.Get("Authorization"))
+	var p auth.Principal
+	if err == nil {
+		p, err = auth.Authenticate(a.keys, token, time.Now())
+	}
+	if err != nil {
+		if a.log != nil {
+			a.log.Debug("request refused: not authenticated", "method", r.Method, "path", r.URL.EscapedPath(), "reason", err)
+		}
+		unauthenticated(w, err)
+		return auth.Principal{}, false
+	}
+	return p, true
+}
+
+// unauthenticated answers 401 (RFC 6750 §3: WWW-Authenticate: Bearer, with
+// error="invalid_token" when a key was sent). The message never says which check failed.
+func unauthenticated(w http.ResponseWriter, err error) {
+	challenge, msg := `Bearer realm="cairn"`, "this server requires an API key: send Authorization: Bearer "+auth.TokenPrefix+"…"
+	if !errors.Is(err, auth.ErrNoCredentials) {
+		challenge += `, error="invalid_token"`
+		msg = "the API key is not valid (malformed, unknown, revoked or expired)"
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	writeEnvelope(w, http.StatusUnauthorized, &workbench.Error{Code: workbench.CodeUnauthenticated, Message: msg})
+}
+
+// loopbackRemote reports whether r came over a loopback connection.
+func loopbackRemote(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// peerAuthn resolves the principal of a request another node forwarded (PrincipalHeader)
+// in this node's store; a node that requires no key serves it as auth.Local.
+type peerAuthn struct {
+	keys     auth.Store
+	required bool
+	next     http.Handler
+}
+
+func (a *peerAuthn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get(PrincipalHeader)
+	r.Header.Del(PrincipalHeader)
+	p := auth.Local
+	if a.required {
+		var err error
+		if p, err = auth.Resolve(a.keys, id, time.Now()); err != nil {
+			unauthenticated(w, auth.ErrMalformed)
+			return
+		}
+	}
+	a.next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+}
+
+// forwardPrincipal prepares r, which this node forwards, for the node that serves it: its
+// principal's id in PrincipalHeader, no Authorization header.
+func forwardPrincipal(r *http.Request) {
+	r.Header.Del("Authorization")
+	if p, ok := auth.FromContext(r.Context()); ok {
+		r.Header.Set(PrincipalHeader, p.ID)
+	}
+}
+
+// writeEnvelope answers status with e's envelope.
+func writeEnvelope(w http.ResponseWriter, status int, e *workbench.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(e.Envelope())
+}

@@ -1,0 +1,291 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gofrs/flock"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/shard/control"
+)
+
+// Key management (cairn admin key): admin-listener routes over the node's key store, and
+// the same routes over a store opened without a running node (KeyAdminHandler): a
+// stopped embedded node's data directory (OpenDataDirKeys), or a cluster's etcd
+// (OpenEtcdKeys, how a cluster's first admin key is made).
+//
+//	POST /v1/admin/keys          body KeyRequest; 201 {"status","id","secret",…}: the secret, once
+//	GET  /v1/admin/keys          200 {"status","keys":[…]}: every key, never a secret or digest
+//	POST /v1/admin/keys/revoke   body {"id"}; 200 {"status",…the key, revoked}
+const (
+	KeysPath       = "/v1/admin/keys"
+	KeysRevokePath = "/v1/admin/keys/revoke"
+)
+
+// KeyRequest is the body of POST KeysPath.
+type KeyRequest struct {
+	Name      string       `json:"name"`
+	Agents    []string     `json:"agents,omitempty"`
+	AllAgents bool         `json:"all_agents,omitempty"`
+	Scopes    []auth.Scope `json:"scopes"`
+	Tenant    string       `json:"tenant,omitempty"`
+	Workspace string       `json:"workspace,omitempty"`
+	// ExpiresAt, when set, is when the key stops working.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+}
+
+// maxKeyRequestBytes bounds a key route's request body.
+const maxKeyRequestBytes = 64 << 10
+
+// keyRoutes returns the admin routes of key management over keys.
+func keyRoutes(keys auth.Store) map[string]http.Handler {
+	return map[string]http.Handler{
+		KeysPath: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.Method {
+			case http.MethodPost:
+				createKey(w, r, keys)
+			case http.MethodGet:
+				listKeys(w, r, keys)
+			default:
+				methodNotAllowed(w, "GET, POST")
+			}
+		}),
+		KeysRevokePath: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				methodNotAllowed(w, "POST")
+				return
+			}
+			revokeKey(w, r, keys)
+		}),
+	}
+}
+
+// KeyAdminHandler serves the key routes (KeysPath, KeysRevokePath) over keys, for a store
+// opened without a running node; anything else is 404.
+func KeyAdminHandler(keys auth.Store) http.Handler {
+	routes := keyRoutes(keys)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := routes[r.URL.EscapedPath()]; h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound, Message: "no such route: " + r.URL.EscapedPath()})
+	})
+}
+
+func createKey(w http.ResponseWriter, r *http.Request, keys auth.Store) {
+	var in KeyRequest
+	if err := decodeJSON(r, &in); err != nil {
+		keyError(w, err)
+		return
+	}
+	k, token, err := auth.NewKey(auth.KeySpec{Name: in.Name, Agents: in.Agents, AllAgents: in.AllAgents, Scopes: in.Scopes,
+		Tenant: in.Tenant, Workspace: in.Workspace, ExpiresAt: in.ExpiresAt}, time.Now())
+	if err == nil {
+		err = keys.Create(r.Context(), k)
+	}
+	if err != nil {
+		keyError(w, err)
+		return
+	}
+	out := keyJSON(k, time.Now())
+	out["secret"] = token
+	writeSuccess(w, http.StatusCreated, out)
+}
+
+func listKeys(w http.ResponseWriter, r *http.Request, keys auth.Store) {
+	all, err := keys.List(r.Context())
+	if err != nil {
+		keyError(w, err)
+		return
+	}
+	now := time.Now()
+	out := make([]map[string]any, 0, len(all))
+	for _, k := range all {
+		out = append(out, keyJSON(k, now))
+	}
+	writeSuccess(w, http.StatusOK, map[string]any{"keys": out})
+}
+
+func revokeKey(w http.ResponseWriter, r *http.Request, keys auth.Store) {
+	var in struct {
+		ID string `json:"id"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		keyError(w, err)
+		return
+	}
+	if !auth.ValidKeyID(in.ID) {
+		keyError(w, &auth.InvalidSpecError{Field: "id", Rule: fmt.Sprintf("must be a key id (%d lowercase hex digits)", auth.KeyIDLen)})
+		return
+	}
+	k, err := keys.Revoke(r.Context(), in.ID, time.Now())
+	if err != nil {
+		keyError(w, err)
+		return
+	}
+	writeSuccess(w, http.StatusOK, keyJSON(k, time.Now()))
+}
+
+// keyJSON renders a key as the routes answer it: never its digest.
+func keyJSON(k auth.Key, now time.Time) map[string]any {
+	state := "live"
+	switch err := k.Live(now); {
+	case errors.Is(err, auth.ErrKeyRevoked):
+		state = "revoked"
+	case errors.Is(err, auth.ErrKeyExpired):
+		state = "expired"
+	}
+	agents := k.Agents
+	if agents == nil {
+		agents = []string{}
+	}
+	m := map[string]any{"id": k.ID, "name": k.Name, "agents": agents, "all_agents": k.AllAgents, "scopes": k.Scopes,
+		"created_at": k.CreatedAt, "state": state}
+	for name, v := range map[string]string{"tenant": k.Tenant, "workspace": k.Workspace} {
+		if v != "" {
+			m[name] = v
+		}
+	}
+	for name, t := range map[string]time.Time{"expires_at": k.ExpiresAt, "revoked_at": k.RevokedAt} {
+		if !t.IsZero() {
+			m[name] = t
+		}
+	}
+	return m
+}
+
+// decodeJSON reads r's body into v: one JSON object, known fields only.
+func decodeJSON(r *http.Request, v any) error {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxKeyRequestBytes+1))
+	if err != nil || len(data) > maxKeyRequestBytes {
+		return &auth.InvalidSpecError{Field: "body", Rule: fmt.Sprintf("must be a JSON object of at most %d bytes", maxKeyRequestBytes)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil || dec.More() {
+		return &auth.InvalidSpecError{Field: "body", Rule: "must be one JSON object of the documented fields"}
+	}
+	return nil
+}
+
+// keyError answers a key route's failure.
+func keyError(w http.ResponseWriter, err error) {
+	var ie *auth.InvalidSpecError
+	switch {
+	case errors.As(err, &ie):
+		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: ie.Error(),
+			Details: map[string]any{"field": ie.Field}})
+	case errors.Is(err, auth.ErrKeyNotFound):
+		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound, Message: err.Error()})
+	case errors.Is(err, auth.ErrKeyExists):
+		writeEnvelope(w, http.StatusConflict, &workbench.Error{Code: workbench.CodeAlreadyExists, Message: err.Error()})
+	case errors.Is(err, auth.ErrStoreUnavailable):
+		w.Header().Set("Retry-After", "1")
+		writeEnvelope(w, http.StatusServiceUnavailable, workbench.RoutingUnavailable("the key store cannot answer right now; retry"))
+	default:
+		writeEnvelope(w, http.StatusInternalServerError, &workbench.Error{Code: workbench.CodeInternal, Message: "key store: " + err.Error()})
+	}
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	writeEnvelope(w, http.StatusMethodNotAllowed, &workbench.Error{Code: workbench.CodeInvalidArguments,
+		Message: "method not allowed here (allowed: " + allow + ")", Details: map[string]any{"field": "method"}})
+}
+
+func writeSuccess(w http.ResponseWriter, status int, body map[string]any) {
+	body["status"] = "success"
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// openNodeKeys opens the key store of a node: the cluster's in etcd, or the embedded
+// node's file in its data directory.
+func (n *Node) openNodeKeys(ctx context.Context) (auth.Store, error) {
+	if n.cfg.Cluster {
+		sctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
+		defer cancel()
+		s, err := auth.OpenEtcdStore(sctx, n.etcd, n.controlPlane.Config().Prefix)
+		if err != nil {
+			return nil, fmt.Errorf("etcd %s: %w", n.cfg.Etcd, err)
+		}
+		return s, nil
+	}
+	return auth.OpenFileStore(filepath.Join(n.cfg.DataDir, auth.KeysFile))
+}
+
+// DataDirKeys is the key store of a stopped embedded node, with its data directory
+// locked until Close.
+type DataDirKeys struct {
+	*auth.FileStore
+	lock *flock.Flock
+}
+
+// OpenDataDirKeys opens the key store in dataDir and takes its LOCK. Errors:
+// ErrDataDirLocked while a node (or another command) uses the directory; a directory
+// that does not exist.
+func OpenDataDirKeys(dataDir string) (*DataDirKeys, error) {
+	if st, err := os.Stat(dataDir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("data directory %s: not a directory (%v)", dataDir, err)
+	}
+	lock := flock.New(filepath.Join(dataDir, "LOCK"))
+	ok, err := lock.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("data directory %s: lock: %w", dataDir, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s: %w (stop the node, or manage keys through its admin listener)", dataDir, ErrDataDirLocked)
+	}
+	s, err := auth.OpenFileStore(filepath.Join(dataDir, auth.KeysFile))
+	if err != nil {
+		_ = lock.Unlock()
+		return nil, err
+	}
+	return &DataDirKeys{FileStore: s, lock: lock}, nil
+}
+
+// Close releases the data directory.
+func (d *DataDirKeys) Close() error {
+	return errors.Join(d.FileStore.Close(), d.lock.Unlock())
+}
+
+// EtcdKeys is a cluster's key store opened straight on its etcd (no node running).
+type EtcdKeys struct {
+	*auth.EtcdStore
+	cli *clientv3.Client
+}
+
+// OpenEtcdKeys opens the key store of the cluster whose control plane is at the etcd
+// endpoints (the default prefix, as every node uses). ctx bounds reaching etcd.
+func OpenEtcdKeys(ctx context.Context, endpoints []string) (*EtcdKeys, error) {
+	ecfg := control.ClientConfig(endpoints)
+	ecfg.Logger = nil
+	cli, err := clientv3.New(ecfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	s, err := auth.OpenEtcdStore(ctx, cli, control.DefaultConfig().Prefix)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	return &EtcdKeys{EtcdStore: s, cli: cli}, nil
+}
+
+// Close stops the store and closes its etcd client.
+func (e *EtcdKeys) Close() error {
+	return errors.Join(e.EtcdStore.Close(), e.cli.Close())
+}

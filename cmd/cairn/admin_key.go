@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnstore/cairn/api/client"
+	"github.com/cairnstore/cairn/api/server"
+)
+
+// newAdminKeyCommand is `cairn admin key` and its subcommands.
+func newAdminKeyCommand() *cobra.Command {
+	key := &cobra.Command{
+		Use:   "key",
+		Short: "Create, list and revoke API keys",
+		Long: `Manage API keys. A key is shown once, at creation; the node keeps only its SHA-256
+digest. By default the commands talk to a running node's admin listener
+(--admin-server) with an admin key (--api-key or CAIRN_API_KEY) when the node requires
+keys. Without a running node:
+
+  --data-dir DIR   the data directory of a stopped embedded node (its LOCK is taken):
+                   how the first admin key of an embedded node is made;
+  --etcd ENDPOINTS the etcd of a cluster (comma-separated endpoints, the control
+                   plane's default prefix): how a cluster's first admin key is made,
+                   whether or not its nodes run. Every node sees the change at once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	key.PersistentFlags().String("data-dir", "", "manage the keys of a stopped embedded node's data directory")
+	key.PersistentFlags().String("etcd", "", "manage a cluster's keys straight in its etcd (comma-separated endpoints)")
+	key.AddCommand(newKeyCreateCommand(), newKeyListCommand(), newKeyRevokeCommand())
+	return key
+}
+
+// withKeyClient runs f with a client of the key routes: in-process over a data directory
+// or etcd, else the --admin-server.
+func withKeyClient(cmd *cobra.Command, f func(c *client.Client) error) error {
+	dir, _ := cmd.Flags().GetString("data-dir")
+	etcd, _ := cmd.Flags().GetString("etcd")
+	switch {
+	case dir != "" && etcd != "":
+		return usageErrorf("--data-dir and --etcd name two different key stores: give one")
+	case dir != "":
+		keys, err := server.OpenDataDirKeys(dir)
+		if err != nil {
+			return err
+		}
+		defer keys.Close()
+		return f(client.NewInProcess(server.KeyAdminHandler(keys)))
+	case etcd != "":
+		var endpoints []string
+		for _, e := range strings.Split(etcd, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				endpoints = append(endpoints, e)
+			}
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+		defer cancel()
+		keys, err := server.OpenEtcdKeys(ctx, endpoints)
+		if err != nil {
+			return err
+		}
+		defer keys.Close()
+		return f(client.NewInProcess(server.KeyAdminHandler(keys)))
+	}
+	return f(newAdminClient(cmd))
+}
+
+func newKeyCreateCommand() *cobra.Command {
+	var (
+		req     client.KeyRequest
+		scopes  string
+		expires string
+		asJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create --name N (--agent A ... | --all-agents) --scope S[,S...]",
+		Short: "Create an API key and print it (once)",
+		Long: `Create an API key for the agent roots named with --agent (repeatable) or every root
+(--all-agents), holding the scopes of --scope (comma-separated: workspace:read,
+workspace:write, review, admin). --tenant and --workspace bind it to one OpenWOP
+tenant and workspace. --expires D makes it stop working after D (a Go duration such
+as 720h, or days such as 90d). The key is printed once, as the last line (with
+--json: the "secret" field); it cannot be shown again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, s := range strings.Split(scopes, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					req.Scopes = append(req.Scopes, s)
+				}
+			}
+			if expires != "" {
+				d, err := parseExpiry(expires)
+				if err != nil {
+					return usageError{err}
+				}
+				req.ExpiresAt = time.Now().Add(d).UTC().Truncate(time.Second)
+			}
+			return withKeyClient(cmd, func(c *client.Client) error {
+				k, err := c.CreateKey(cmd.Context(), req)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printRaw(cmd.OutOrStdout(), k.Raw)
+				}
+				printKey(cmd.OutOrStdout(), *k)
+				fmt.Fprintln(cmd.OutOrStdout(), k.Secret)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&req.Name, "name", "", "a label for the key (who or what holds it)")
+	cmd.Flags().StringArrayVar(&req.Agents, "agent", nil, "an agent root the key may use (repeatable)")
+	cmd.Flags().BoolVar(&req.AllAgents, "all-agents", false, "the key may use every agent root")
+	cmd.Flags().StringVar(&scopes, "scope", "", "comma-separated scopes: workspace:read, workspace:write, review, admin")
+	cmd.Flags().StringVar(&req.Tenant, "tenant", "", "OpenWOP tenant the key is bound to (with --workspace)")
+	cmd.Flags().StringVar(&req.Workspace, "workspace", "", "OpenWOP workspace the key is bound to (with --tenant)")
+	cmd.Flags().StringVar(&expires, "expires", "", "the key stops working after this long (720h, 90d; default: never)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print the server's JSON answer ({"id":…,"secret":…,…})`)
+	_ = cmd.MarkFlagRequired("name")
+	_ = cmd.MarkFlagRequired("scope")
+	return cmd
+}
+
+// parseExpiry reads a Go duration or a number of days ("90d"); it must be positive.
+func parseExpiry(s string) (time.Duration, error) {
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return 0, fmt.Errorf("--expires %q: must be a duration such as 720h or a number of days such as 90d", s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("--expires %q: must be a duration such as 720h or a number of days such as 90d", s)
+		}
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("--expires %q: must be positive", s)
+	}
+	return d, nil
+}
+
+func newKeyListCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the API keys (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withKeyClient(cmd, func(c *client.Client) error {
+				list, err := c.ListKeys(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printRaw(cmd.OutOrStdout(), list.Raw)
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tNAME\tAGENTS\tSCOPES\tSTATE\tCREATED\tEXPIRES")
+				for _, k := range list.Keys {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, agentsText(k), strings.Join(k.Scopes, ","),
+						k.State, k.CreatedAt.Format(time.RFC3339), timeOrNever(k.ExpiresAt))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the keys as JSON")
+	return cmd
+}
+
+func newKeyRevokeCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke an API key (every node refuses it within seconds)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withKeyClient(cmd, func(c *client.Client) error {
+				k, err := c.RevokeKey(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printRaw(cmd.OutOrStdout(), k.Raw)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s (%s) at %s\n", k.ID, k.Name, k.RevokedAt.Format(time.RFC3339))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the server's JSON answer")
+	return cmd
+}
+
+// printKey prints a created key's description (the caller prints the secret after it).
+func printKey(w io.Writer, k client.APIKey) {
+	fmt.Fprintf(w, "id:      %s\nname:    %s\nagents:  %s\nscopes:  %s\n", k.ID, k.Name, agentsText(k), strings.Join(k.Scopes, ","))
+	if k.Tenant != "" {
+		fmt.Fprintf(w, "tenant:  %s/%s\n", k.Tenant, k.Workspace)
+	}
+	fmt.Fprintf(w, "expires: %s\nThe key below is shown once; store it now:\n", timeOrNever(k.ExpiresAt))
+}
+
+func agentsText(k client.APIKey) string {
+	if k.AllAgents {
+		return "*"
+	}
+	return strings.Join(k.Agents, ",")
+}
+
+func timeOrNever(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.Format(time.RFC3339)
+}

@@ -1,0 +1,100 @@
+package integration
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// createdKey is the --json answer of cairn admin key create.
+type createdKey struct {
+	ID     string `json:"id"`
+	Secret string `json:"secret"`
+}
+
+func parseCreated(t *testing.T, r cliResult) createdKey {
+	t.Helper()
+	var k createdKey
+	if err := json.Unmarshal([]byte(r.stdout), &k); err != nil || k.ID == "" || !strings.HasPrefix(k.Secret, "cairn_"+k.ID+"_") {
+		t.Fatalf("key create --json: %+v, %v\n%s", k, err, r)
+	}
+	return k
+}
+
+// TestAPIKeysOnAnEmbeddedNode drives key management with the real binary: the first admin
+// key made offline on the data directory, a node that requires keys, keys made and revoked
+// through its admin listener, and keys that survive kill -9.
+func TestAPIKeysOnAnEmbeddedNode(t *testing.T) {
+	dir := t.TempDir()
+	admin := parseCreated(t, mustCLI(t, cliOptions{}, "admin", "key", "create", "--data-dir", dir, "--name", "operator",
+		"--all-agents", "--scope", "admin,workspace:read,workspace:write", "--json"))
+	plain := mustCLI(t, cliOptions{}, "admin", "key", "create", "--data-dir", dir, "--name", "reader", "--agent", "a", "--scope", "workspace:read")
+	lines := strings.Split(strings.TrimSpace(plain.stdout), "\n")
+	reader := lines[len(lines)-1]
+	if !strings.HasPrefix(reader, "cairn_") {
+		t.Fatalf("the last line is not the key:\n%s", plain)
+	}
+
+	s := startServer(t, dir, serveArgs("--auth", "required"))
+	wb := s.URL + "/v1/agents/a/workbenches/w"
+	bearer := func(key string) []string { return []string{"Authorization", "Bearer " + key} }
+
+	if r := runCLI(t, cliOptions{}, "admin", "key", "list", "--data-dir", dir); r.code == 0 || !strings.Contains(r.stderr, "in use") {
+		t.Fatalf("offline key management on a running node's data directory must fail:\n%s", r)
+	}
+	if r := doHTTP(t, http.MethodGet, wb, nil); r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") ||
+		!strings.Contains(string(r.body), `"code":"Unauthenticated"`) {
+		t.Fatalf("no key: %d %v %s", r.status, r.header, r.body)
+	}
+	if r := doHTTP(t, http.MethodPut, wb, nil, bearer(admin.Secret)...); r.status != http.StatusCreated {
+		t.Fatalf("create a workbench with the admin key: %d %s", r.status, r.body)
+	}
+	if r := doHTTP(t, http.MethodGet, wb, nil, bearer(reader)...); r.status != http.StatusOK {
+		t.Fatalf("read with the reader key: %d %s", r.status, r.body)
+	}
+
+	online := func(key string, args ...string) cliResult {
+		return runCLI(t, cliOptions{env: []string{"CAIRN_API_KEY=" + key}},
+			append([]string{"admin", "key", "--admin-server", s.AdminURL}, args...)...)
+	}
+	if r := online("", "list"); r.code == 0 || !strings.Contains(r.stderr, "Unauthenticated") {
+		t.Fatalf("list without a key:\n%s", r)
+	}
+	if r := online(reader, "list"); r.code == 0 || !strings.Contains(r.stderr, "PermissionDenied") {
+		t.Fatalf("list with a key without the admin scope:\n%s", r)
+	}
+	r := online(admin.Secret, "create", "--name", "ci", "--agent", "a", "--scope", "workspace:read", "--expires", "30d", "--json")
+	if r.code != 0 {
+		t.Fatalf("online create:\n%s", r)
+	}
+	ci := parseCreated(t, r)
+	if r := doHTTP(t, http.MethodGet, wb, nil, bearer(ci.Secret)...); r.status != http.StatusOK {
+		t.Fatalf("the key made online: %d %s", r.status, r.body)
+	}
+	list := online(admin.Secret, "list")
+	if list.code != 0 || !strings.Contains(list.stdout, ci.ID) || strings.Contains(list.stdout, "cairn_") {
+		t.Fatalf("list must show the new key's id and no secret:\n%s", list)
+	}
+	if r := online(admin.Secret, "revoke", ci.ID); r.code != 0 || !strings.Contains(r.stdout, "revoked "+ci.ID) {
+		t.Fatalf("revoke:\n%s", r)
+	}
+	if r := doHTTP(t, http.MethodGet, wb, nil, bearer(ci.Secret)...); r.status != http.StatusUnauthorized {
+		t.Fatalf("the revoked key: %d %s", r.status, r.body)
+	}
+
+	s.kill9()
+	s.restart()
+	wb = s.URL + "/v1/agents/a/workbenches/w"
+	if r := doHTTP(t, http.MethodGet, wb, nil, bearer(reader)...); r.status != http.StatusOK {
+		t.Fatalf("the reader key after kill -9: %d %s", r.status, r.body)
+	}
+	if r := doHTTP(t, http.MethodGet, wb, nil, bearer(ci.Secret)...); r.status != http.StatusUnauthorized {
+		t.Fatalf("the revoked key after kill -9: %d %s", r.status, r.body)
+	}
+	for _, secret := range []string{admin.Secret, reader, ci.Secret} {
+		if strings.Contains(s.log.String(), secret[len("cairn_")+16:]) {
+			t.Fatal("the server log holds a key's secret")
+		}
+	}
+}
