@@ -186,11 +186,11 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		AdminListen:             "127.0.0.2:9001",
 		AllowedHosts:            "cairn.internal,cairn.internal:9000",
 
-		TLSCert:     "/etc/cairn/client.pem",
-		TLSKey:      "/etc/cairn/client.key",
-		TLSClientCA: "/etc/cairn/clients-ca.pem",
-		Auth:                    "required",
-		MetricsRequireKey:       true,
+		TLSCert:           "/etc/cairn/client.pem",
+		TLSKey:            "/etc/cairn/client.key",
+		TLSClientCA:       "/etc/cairn/clients-ca.pem",
+		Auth:              "required",
+		MetricsRequireKey: true,
 	}
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
@@ -215,7 +215,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"allowed_hosts": "cairn.internal,cairn.internal:9000",
 		"tls_cert":      "/etc/cairn/client.pem", "tls_key": "/etc/cairn/client.key", "tls_client_ca": "/etc/cairn/clients-ca.pem",
 		"insecure_plaintext": "false", // true contradicts tls_cert; TestInsecurePlaintextIsSettable sets it
-		"auth":          "required", "metrics_require_key": "true",
+		"auth":               "required", "metrics_require_key": "true",
 	}
 	if len(text) != len(settings) {
 		t.Fatalf("test covers %d settings, package has %d", len(text), len(settings))
