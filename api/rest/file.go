@@ -126,7 +126,8 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 		return
 	}
 	body := &countingReader{r: r.Body}
-	res, err := h.svc.Write(r.Context(), workbench.WriteRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
+	ctx := mutation(r, "put", agent, id, path, key)
+	res, err := h.svc.Write(ctx, workbench.WriteRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, Cond: cond, IfGeneration: gen, CreateWorkbench: true, RequestID: key,
 		Fields: fields})
 	h.bytesIn.Add(float64(body.n))
@@ -134,6 +135,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 		h.writeError(w, r, err, pre)
 		return
 	}
+	produced(ctx, res.Generation)
 	h.writeFileResult(w, res, h.fileJSON(agent, id, res))
 }
 
@@ -185,13 +187,15 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 		return
 	}
 	body := &countingReader{r: r.Body}
-	res, err := h.svc.Append(r.Context(), workbench.AppendRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
+	ctx := mutation(r, "append", agent, id, path, key)
+	res, err := h.svc.Append(ctx, workbench.AppendRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, IfGeneration: gen, CreateWorkbench: true, RequestID: key})
 	h.bytesIn.Add(float64(body.n))
 	if err != nil {
 		h.writeError(w, r, err, pre)
 		return
 	}
+	produced(ctx, res.Generation)
 	out := h.fileJSON(agent, id, res.FileResult)
 	out["appended_bytes"] = res.AppendedBytes
 	out["digest"] = workbench.DigestURI(res.AppendDigest)
@@ -225,11 +229,13 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	v, err := h.svc.Delete(r.Context(), agent, id, path, gen, key)
+	ctx := mutation(r, "delete", agent, id, path, key)
+	v, err := h.svc.Delete(ctx, agent, id, path, gen, key)
 	if err != nil {
 		h.writeError(w, r, err, pre)
 		return
 	}
+	produced(ctx, v)
 	sec, rel := splitSection(path)
 	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "section": sec, "relative_path": rel,
 		"path": h.svc.WorkbenchPath(agent, id) + "/" + path, "generation": v})
@@ -264,6 +270,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	hd.Set("Cairn-Generation", strconv.FormatUint(info.Generation, 10))
 	hd.Set("Cairn-Digest", workbench.DigestURI(info.Digest))
 	hd.Set("Cairn-Executable", strconv.FormatBool(info.Executable))
+	hd.Set(ProducerHeader, info.Producer.String())
 	hd.Set("Last-Modified", time.UnixMilli(info.ModifiedAtMs).UTC().Format(http.TimeFormat))
 	hd.Set("Accept-Ranges", "bytes")
 	hd.Set("Content-Type", info.ContentType)
@@ -355,7 +362,7 @@ func readFirst(body io.Reader, length int64) ([]byte, error) {
 }
 
 // bodyHeaders describe the file's body; an error answer in place of the body drops them.
-var bodyHeaders = []string{"ETag", "Cairn-Generation", "Cairn-Digest", "Cairn-Executable", "Last-Modified",
+var bodyHeaders = []string{"ETag", "Cairn-Generation", "Cairn-Digest", "Cairn-Executable", ProducerHeader, "Last-Modified",
 	"Accept-Ranges", "Content-Length", "Content-Range"}
 
 func dropBodyHeaders(hd http.Header) {

@@ -61,6 +61,22 @@ type Audit struct {
 	Outcome string
 }
 
+// Generation is the generation a tool result reports (generation; a restore's
+// destination_generation), 0 when none.
+func (r Result) Generation() uint64 {
+	for _, k := range []string{"generation", "destination_generation"} {
+		switch g := r[k].(type) {
+		case uint64:
+			return g
+		case int64:
+			if g > 0 {
+				return uint64(g)
+			}
+		}
+	}
+	return 0
+}
+
 // AuditMessage is the message of every audit log line.
 const AuditMessage = "audit"
 
