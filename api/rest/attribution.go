@@ -49,15 +49,25 @@ func activityOf(ctx context.Context) *activity {
 	return a
 }
 
-// mutation declares r a mutating request of operation op on (agent, id, path) with
-// idempotency key key, and returns the context its Service calls run in: it names the
-// surface "rest/<op>", which the Service records as part of the producer of what it
-// writes.
-func mutation(r *http.Request, op, agent, id, path, key string) context.Context {
+// mutation declares r a mutating request of operation op on (agent, id, path), before
+// anything about it is checked, and returns r with the context its Service calls run in:
+// it names the surface "rest/<op>", which the Service records as part of the producer of
+// what it writes.
+func mutation(r *http.Request, op, agent, id, path string) *http.Request {
 	if a := activityOf(r.Context()); a != nil {
-		a.op, a.agent, a.id, a.path, a.key = op, agent, id, path, key
+		a.op, a.agent, a.id, a.path = op, agent, id, path
 	}
-	return workbench.WithSurface(r.Context(), "rest/"+op)
+	return r.WithContext(workbench.WithSurface(r.Context(), "rest/"+op))
+}
+
+// idempotencyKeyOf reads the request's Idempotency-Key (idempotencyKey) and records it
+// for the audit line once it is valid.
+func idempotencyKeyOf(r *http.Request) (string, error) {
+	k, err := idempotencyKey(r)
+	if a := activityOf(r.Context()); a != nil && err == nil {
+		a.key = k
+	}
+	return k, err
 }
 
 // produced records the generation a mutating request produced.

@@ -197,6 +197,7 @@ func TestEveryMutatingRequestWritesOneAuditLine(t *testing.T) {
 	expect(t, put, 201, "")
 	expect(t, do(t, "GET", s.URL+wb+"/files/input/f", nil, asHeader, "alice"), 200, "")
 	expect(t, do(t, "DELETE", s.URL+wb+"/files/input/missing", nil, asHeader, "bob"), 404, "NotFound")
+	expect(t, do(t, "PUT", s.URL+wb+"/files/input/f", strings.NewReader("x"), asHeader, "bob", "If-Match", "bogus", "Idempotency-Key", "k-2"), 400, "InvalidArguments")
 	expect(t, do(t, "POST", s.URL+wb+"/snapshots", strings.NewReader(`{}`), asHeader, "bob"), 201, "")
 	lines := s.logs.audits(t)
 	want := []map[string]any{
@@ -204,6 +205,8 @@ func TestEveryMutatingRequestWritesOneAuditLine(t *testing.T) {
 			"idempotency_key": "k-1", "surface": "rest/put", "outcome": "ok", "method": "PUT", "status": float64(201)},
 		{"principal": "bob", "agent": "a", "workbench": "w", "path": "input/missing", "generation": float64(0),
 			"idempotency_key": "", "surface": "rest/delete", "outcome": "NotFound", "method": "DELETE", "status": float64(404)},
+		{"principal": "bob", "agent": "a", "workbench": "w", "path": "input/f", "generation": float64(0),
+			"surface": "rest/put", "outcome": "InvalidArguments", "method": "PUT", "status": float64(400)},
 		{"principal": "bob", "agent": "a", "workbench": "w", "path": "", "generation": float64(0),
 			"idempotency_key": "", "surface": "rest/snapshot", "outcome": "ok", "method": "POST", "status": float64(201)},
 	}

@@ -105,6 +105,7 @@ func (h *Handler) fileJSON(agent, id string, res workbench.FileResult) map[strin
 }
 
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path string) {
+	r = mutation(r, "put", agent, id, path)
 	cond, gen, pre, err := conditions(r)
 	if err == nil && r.URL.RawQuery != "" {
 		err = invalidArg("query", "PUT takes no query parameters")
@@ -115,7 +116,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 	}
 	var key string
 	if err == nil {
-		key, err = idempotencyKey(r)
+		key, err = idempotencyKeyOf(r)
 	}
 	var fields map[string]meta.FieldValue
 	if err == nil {
@@ -126,7 +127,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 		return
 	}
 	body := &countingReader{r: r.Body}
-	ctx := mutation(r, "put", agent, id, path, key)
+	ctx := r.Context()
 	res, err := h.svc.Write(ctx, workbench.WriteRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, Cond: cond, IfGeneration: gen, CreateWorkbench: true, RequestID: key,
 		Fields: fields})
@@ -154,6 +155,7 @@ func (h *Handler) writeFileResult(w http.ResponseWriter, res workbench.FileResul
 }
 
 func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path string) {
+	r = mutation(r, "append", agent, id, path)
 	if r.URL.RawQuery != "append" && r.URL.RawQuery != "append=" {
 		h.writeError(w, r, invalidArg("query", "POST on a file must be ?append"), noPrecondition)
 		return
@@ -180,14 +182,14 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 	}
 	var key string
 	if err == nil {
-		key, err = idempotencyKey(r)
+		key, err = idempotencyKeyOf(r)
 	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
 	body := &countingReader{r: r.Body}
-	ctx := mutation(r, "append", agent, id, path, key)
+	ctx := r.Context()
 	res, err := h.svc.Append(ctx, workbench.AppendRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, IfGeneration: gen, CreateWorkbench: true, RequestID: key})
 	h.bytesIn.Add(float64(body.n))
@@ -203,6 +205,7 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path string) {
+	r = mutation(r, "delete", agent, id, path)
 	var gen uint64
 	var err error
 	if r.URL.RawQuery != "" {
@@ -223,13 +226,13 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 	}
 	var key string
 	if err == nil {
-		key, err = idempotencyKey(r)
+		key, err = idempotencyKeyOf(r)
 	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	ctx := mutation(r, "delete", agent, id, path, key)
+	ctx := r.Context()
 	v, err := h.svc.Delete(ctx, agent, id, path, gen, key)
 	if err != nil {
 		h.writeError(w, r, err, pre)

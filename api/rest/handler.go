@@ -336,6 +336,9 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 	if !allow(w, r, http.MethodPut, http.MethodGet, http.MethodHead) {
 		return
 	}
+	if r.Method == http.MethodPut {
+		r = mutation(r, "create", agent, id, "")
+	}
 	q, err := parseQuery(r)
 	if err == nil && r.Method == http.MethodPut && len(q) > 0 {
 		err = invalidArg("query", "creating a workbench takes no query parameters")
@@ -352,12 +355,12 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 		return
 	}
 	if r.Method == http.MethodPut {
-		key, err := idempotencyKey(r)
+		key, err := idempotencyKeyOf(r)
 		if err != nil {
 			h.writeError(w, r, err, noPrecondition)
 			return
 		}
-		res, err := h.svc.CreateWorkbench(mutation(r, "create", agent, id, "", key), agent, id, key)
+		res, err := h.svc.CreateWorkbench(r.Context(), agent, id, key)
 		if err != nil {
 			h.writeError(w, r, err, noPrecondition)
 			return

@@ -278,7 +278,7 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 	// The mutating tools run with their surface named and get an audit line.
 	mutating := func(op string) {
 		if r.Method == http.MethodPost {
-			r = r.WithContext(mutation(r, op, agent, id, "", ""))
+			r = mutation(r, op, agent, id, "")
 		}
 	}
 	switch {
