@@ -127,8 +127,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 		return
 	}
 	body := &countingReader{r: r.Body}
-	ctx := r.Context()
-	res, err := h.svc.Write(ctx, workbench.WriteRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
+	res, err := h.svc.Write(r.Context(), workbench.WriteRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, Cond: cond, IfGeneration: gen, CreateWorkbench: true, RequestID: key,
 		Fields: fields})
 	h.bytesIn.Add(float64(body.n))
@@ -136,7 +135,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 		h.writeError(w, r, err, pre)
 		return
 	}
-	produced(ctx, res.Generation)
+	produced(r.Context(), res.Generation)
 	h.writeFileResult(w, res, h.fileJSON(agent, id, res))
 }
 
@@ -189,15 +188,14 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 		return
 	}
 	body := &countingReader{r: r.Body}
-	ctx := r.Context()
-	res, err := h.svc.Append(ctx, workbench.AppendRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
+	res, err := h.svc.Append(r.Context(), workbench.AppendRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, IfGeneration: gen, CreateWorkbench: true, RequestID: key})
 	h.bytesIn.Add(float64(body.n))
 	if err != nil {
 		h.writeError(w, r, err, pre)
 		return
 	}
-	produced(ctx, res.Generation)
+	produced(r.Context(), res.Generation)
 	out := h.fileJSON(agent, id, res.FileResult)
 	out["appended_bytes"] = res.AppendedBytes
 	out["digest"] = workbench.DigestURI(res.AppendDigest)
@@ -232,13 +230,12 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	ctx := r.Context()
-	v, err := h.svc.Delete(ctx, agent, id, path, gen, key)
+	v, err := h.svc.Delete(r.Context(), agent, id, path, gen, key)
 	if err != nil {
 		h.writeError(w, r, err, pre)
 		return
 	}
-	produced(ctx, v)
+	produced(r.Context(), v)
 	sec, rel := splitSection(path)
 	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "section": sec, "relative_path": rel,
 		"path": h.svc.WorkbenchPath(agent, id) + "/" + path, "generation": v})
