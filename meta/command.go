@@ -54,7 +54,11 @@ type Header struct {
 	// once a command with it succeeded, a replay with the same RequestHash returns the
 	// stored result and a different hash is an InvalidArguments error naming field
 	// "idempotency_key". Failed commands change nothing and are not remembered.
-	RequestID   string `cbor:"2,keyasint,omitempty"`
+	RequestID string `cbor:"2,keyasint,omitempty"`
+	// Principal is the id of the principal the command acts for (api/auth); "" for the
+	// node's own work (workers) and for every command written before principals existed.
+	// It scopes idempotency (above) and is recorded as the producer of what the command
+	// writes (Producer).
 	Principal   string `cbor:"3,keyasint,omitempty"`
 	RequestHash Digest `cbor:"4,keyasint,omitempty"`
 	// UploadFence, when non-zero, is the shard version of a view the proposer read before
@@ -62,7 +66,15 @@ type Header struct {
 	// record fails with BlobDeleting when the root recorded a blob deletion after it
 	// (gc.go). 0: no fence, only the delete-intent check applies.
 	UploadFence uint64 `cbor:"5,keyasint,omitempty"`
+	// Surface names the surface and tool the command came through ("rest/put",
+	// "mcp/workbench_put_file"; "" for the node's own work and older logs). With Principal
+	// it is the producer of what the command writes. An addition of format 1: a log
+	// written before it decodes with "".
+	Surface string `cbor:"6,keyasint,omitempty"`
 }
+
+// Producer returns who the command acts for: its principal and surface.
+func (h Header) Producer() Producer { return Producer{Principal: h.Principal, Surface: h.Surface} }
 
 // Body is one of the command bodies below.
 type Body interface{ Op() Op }

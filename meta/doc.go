@@ -17,6 +17,11 @@
 //   - Records reachable from a View are never mutated; writers replace them. A View is an
 //     O(1) copy-on-write snapshot that stays consistent while applies go on.
 //   - Restore replaces all state; Snapshot streams it without one giant allocation.
+//   - Attribution comes from the command: every revision (Entry), workbench revision,
+//     snapshot, commit and restore record names the Producer (principal id and surface) of
+//     the command that made it (Header.Principal, Header.Surface), except the revisions a
+//     restore writes, which name the producer that began it, whoever proposes its later
+//     steps. Data written before producers existed decodes with the zero Producer.
 //
 // meta imports nothing else of Cairn's; the shard package feeds it Raft log entries and the
 // api package reads it through Views.

@@ -112,11 +112,15 @@ type applier struct {
 	opts Options
 	st   *state
 	hdr  Header // of the command being applied
+	// prod is the producer of what the command writes: the command's own (hdr), or, for
+	// the bounded commands of a restore, the producer recorded when it began.
+	prod Producer
 }
 
 func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Result {
 	s := a.st
 	a.hdr = h
+	a.prod = h.Producer()
 	if index > s.version {
 		s.version = index
 	}
@@ -311,7 +315,7 @@ func (a *applier) workspace(agent, name string, create bool) (*Workspace, bool, 
 	a.ensureRoot(agent)
 	s.nextIncarnation++
 	ws := &Workspace{Agent: agent, Name: name, Incarnation: s.nextIncarnation, Revision: s.version,
-		CreatedVersion: s.version, CreatedAtMs: s.nowMs}
+		CreatedVersion: s.version, CreatedAtMs: s.nowMs, Producer: a.prod}
 	s.workspaces.Set(workspaceKey(agent, name), ws)
 	return ws, true, nil
 }
@@ -447,7 +451,7 @@ func (a *applier) put(c Put) Result {
 	key := pathKey(ws.Incarnation, c.Path)
 	e := &Entry{Generation: a.st.version, Size: c.Size, Digest: c.Digest, ContentType: c.ContentType,
 		Executable: c.Executable, Segments: c.Segments, HashState: c.HashState, ModifiedAtMs: a.st.nowMs,
-		Fields: c.Fields, ListID: a.st.newListID()}
+		Fields: c.Fields, ListID: a.st.newListID(), Producer: a.prod}
 	a.publish(root, ws, key, c.Path, rec, e)
 	return Result{Generation: e.Generation, Created: cur == nil, Size: e.Size, Digest: e.Digest,
 		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID}
@@ -477,7 +481,7 @@ func (a *applier) append(c Append) Result {
 		}
 		e = &Entry{Generation: a.st.version, Size: c.NewSize, Digest: c.NewDigest, ContentType: c.ContentType,
 			Executable: c.Executable, Segments: c.Segments, HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs,
-			ListID: a.st.newListID()}
+			ListID: a.st.newListID(), Producer: a.prod}
 	} else {
 		if cur.Generation != c.ExpectGeneration {
 			return Result{Err: &Error{Code: CodeConflict, CurrentGeneration: cur.Generation, Message: "the file changed: generation " + strconv.FormatUint(cur.Generation, 10) + ", expected " + strconv.FormatUint(c.ExpectGeneration, 10)}}
@@ -492,7 +496,7 @@ func (a *applier) append(c Append) Result {
 		}
 		e = &Entry{Generation: a.st.version, Size: c.NewSize, Digest: c.NewDigest, ContentType: cur.ContentType,
 			Executable: cur.Executable, Segments: segs, HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs,
-			Fields: cur.Fields, ListID: list}
+			Fields: cur.Fields, ListID: list, Producer: a.prod}
 	}
 	if err := a.checkPublishable(c.Agent, c.Segments); err != nil {
 		return Result{Err: err}
@@ -560,6 +564,7 @@ func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *path
 	chain = append(chain, chainOf(rec)...)
 	nws := *ws
 	nws.Revision = s.version
+	nws.Producer = a.prod
 	switch {
 	case old == nil && e != nil:
 		a.liveDelta(ws.Incarnation, path, +1, e.Size, true)

@@ -161,7 +161,7 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 	snap := &WorkbenchSnapshot{ID: nr.LastSnapshotID, Agent: c.Agent, Workspace: c.Workspace,
 		Incarnation: ws.Incarnation, ReadVersion: s.version, Name: c.Name, Reason: c.Reason,
 		Metadata: c.Metadata, TTLDays: c.TTLDays, CreatedAtMs: s.nowMs,
-		LeaseExpiresMs: s.nowMs + int64(c.TTLDays)*dayMs}
+		LeaseExpiresMs: s.nowMs + int64(c.TTLDays)*dayMs, Producer: a.prod}
 	key := snapshotKey(c.Agent, snap.ID)
 	s.snapshots.Set(key, snap)
 	s.heldSnaps.Set(heldSnapKey(snap.Incarnation, snap.ID), struct{}{})
@@ -296,6 +296,7 @@ func (a *applier) snapshotRetire(c SnapshotRetire) Result {
 	ns := *snap
 	ns.RetiredAtMs = s.nowMs
 	ns.RetireReason = c.Reason
+	ns.RetiredBy = a.prod
 	s.snapshots.Set(key, &ns)
 	s.heldSnaps.Delete(heldSnapKey(snap.Incarnation, snap.ID))
 	root, _ := s.roots.Get(c.Agent)
@@ -355,7 +356,7 @@ func (a *applier) publishBody(root *Root, ws *Workspace, path string, b FileBody
 	key := pathKey(ws.Incarnation, path)
 	rec, _ := s.paths.Get(key)
 	e := &Entry{Generation: s.version, Size: b.Size, Digest: b.Digest, ContentType: b.ContentType,
-		Segments: b.Segments, HashState: b.HashState, ModifiedAtMs: s.nowMs, ListID: s.newListID()}
+		Segments: b.Segments, HashState: b.HashState, ModifiedAtMs: s.nowMs, ListID: s.newListID(), Producer: a.prod}
 	a.publish(root, ws, key, path, rec, e)
 	return e
 }
@@ -413,7 +414,7 @@ func (a *applier) commit(c Commit) Result {
 	rec := &CommitRecord{Identity: c.Identity, Workspace: c.Workspace, Incarnation: ws.Incarnation,
 		Version: s.version, EnvelopeSize: c.Envelope.Size, EnvelopeDigest: c.Envelope.Digest,
 		ContentDigestURI: c.ContentDigestURI, ManifestDigestURI: c.ManifestDigestURI,
-		TreeDigestURI: c.TreeDigestURI, Replace: c.Replace, CommittedAtMs: s.nowMs}
+		TreeDigestURI: c.TreeDigestURI, Replace: c.Replace, CommittedAtMs: s.nowMs, Producer: a.prod}
 	a.seal(ws, rec)
 	return Result{Commit: rec, Generation: rec.Version, Size: rec.EnvelopeSize, Digest: rec.EnvelopeDigest, RootUID: root.UID}
 }
@@ -479,12 +480,13 @@ func (a *applier) restoreBegin(c RestoreBegin) Result {
 	_ = snapKey
 	s.nextIncarnation++
 	dst := &Workspace{Agent: c.Agent, Name: c.Destination, Incarnation: s.nextIncarnation, State: WorkspaceStaging,
-		Revision: s.version, CreatedVersion: s.version, CreatedAtMs: s.nowMs, RestoreOp: c.OpID}
+		Revision: s.version, CreatedVersion: s.version, CreatedAtMs: s.nowMs, RestoreOp: c.OpID, Producer: a.prod}
 	s.workspaces.Set(workspaceKey(c.Agent, c.Destination), dst)
 	a.addHold(src.Incarnation, readVersion)
 	op := &RestoreOp{ID: c.OpID, Agent: c.Agent, Source: c.Source, SourceIncarnation: src.Incarnation,
 		ReadVersion: readVersion, SnapshotID: c.SnapshotID, CommitIdentity: c.CommitIdentity,
-		Destination: c.Destination, DestIncarnation: dst.Incarnation, State: RestoreCopying, StartedAtMs: s.nowMs}
+		Destination: c.Destination, DestIncarnation: dst.Incarnation, State: RestoreCopying, StartedAtMs: s.nowMs,
+		Producer: a.prod}
 	s.restores.Set(rkey, op)
 	root, _ := s.roots.Get(c.Agent)
 	return Result{Restore: op, RootUID: root.UID}
@@ -514,6 +516,7 @@ func (a *applier) restoreCopy(c RestoreCopy) Result {
 	if op.CopyDone || op.After != c.After {
 		return Result{Err: &Error{Code: CodeConflict, OperationID: op.ID, Message: "the restore operation moved on; re-read it"}}
 	}
+	a.prod = op.Producer // the restore writes, whoever proposes its steps
 	root, _ := s.roots.Get(c.Agent)
 	prefix := u64(op.SourceIncarnation)
 	pivot := prefix
@@ -551,6 +554,7 @@ func (a *applier) restoreCopy(c RestoreCopy) Result {
 		ne.ModifiedAtMs = s.nowMs
 		ne.Segments = slices.Clip(b.e.Segments) // a copy never extends the source's list in place
 		ne.ListID = s.newListID()
+		ne.Producer = a.prod
 		k := pathKey(dst.Incarnation, b.path)
 		rec, _ := s.paths.Get(k)
 		a.publish(root, dst, k, b.path, rec, &ne)
@@ -578,6 +582,7 @@ func (a *applier) restoreFinish(c RestoreFinish) Result {
 	if !op.CopyDone {
 		return Result{Err: &Error{Code: CodeConflict, OperationID: op.ID, Message: "the restore has not staged every file yet"}}
 	}
+	a.prod = op.Producer
 	if err := a.checkPublishable(c.Agent, append(slices.Clip(c.Manifest.Segments), c.Envelope.Segments...)); err != nil {
 		return Result{Err: err}
 	}
@@ -591,7 +596,7 @@ func (a *applier) restoreFinish(c RestoreFinish) Result {
 	rec := &CommitRecord{Identity: c.Identity, Workspace: op.Destination, Incarnation: dst.Incarnation,
 		Version: s.version, EnvelopeSize: c.Envelope.Size, EnvelopeDigest: c.Envelope.Digest,
 		ContentDigestURI: c.ContentDigestURI, ManifestDigestURI: c.ManifestDigestURI,
-		TreeDigestURI: c.TreeDigestURI, CommittedAtMs: s.nowMs}
+		TreeDigestURI: c.TreeDigestURI, CommittedAtMs: s.nowMs, Producer: a.prod}
 	a.seal(dst, rec)
 	dst, _ = s.workspaces.Get(dkey)
 	vis := *dst

@@ -4,6 +4,33 @@ package meta
 // uncompressed bytes (Segment.Digest).
 type Digest [32]byte
 
+// Producer is who wrote a revision or made a record: the id of the principal the command
+// acted for and the surface and tool it came through (Header.Principal, Header.Surface).
+// The zero Producer is "unknown": data written before Cairn recorded producers, or the
+// node's own work. The FSM copies it from the command, never from anything else, so every
+// replica records the same producer.
+type Producer struct {
+	Principal string `cbor:"1,keyasint,omitempty"`
+	Surface   string `cbor:"2,keyasint,omitempty"`
+}
+
+// IsZero reports whether p is unknown.
+func (p Producer) IsZero() bool { return p == Producer{} }
+
+// String is the producer as one line, as workbench_stat's card.producer and REST's
+// Cairn-Producer header show it: "" when unknown, the principal id alone when the surface
+// is unknown, "via <surface>" for the node's own work through a surface, else
+// "<principal> via <surface>" ("alice via rest/put").
+func (p Producer) String() string {
+	switch {
+	case p.Surface == "":
+		return p.Principal
+	case p.Principal == "":
+		return "via " + p.Surface
+	}
+	return p.Principal + " via " + p.Surface
+}
+
 // Root is an agent root: the tenant boundary. It is created by its first write.
 type Root struct {
 	Agent string `cbor:"1,keyasint"`
@@ -48,6 +75,8 @@ type Workspace struct {
 	HeadVersion  uint64 `cbor:"11,keyasint,omitempty"`
 	// RestoreOp names the restore operation filling a staging workbench.
 	RestoreOp string `cbor:"12,keyasint,omitempty"`
+	// Producer wrote the workbench's current Revision (zero: unknown, older logs).
+	Producer Producer `cbor:"13,keyasint,omitempty"`
 }
 
 // Segment is one contiguous byte range of a body: either a blob in the object store (named
@@ -81,6 +110,9 @@ type Entry struct {
 	// versions of one file share one append-only list; a put, a restore copy or a
 	// compaction starts a new list. 0 (older logs): a list of its own.
 	ListID uint64 `cbor:"10,keyasint,omitempty"`
+	// Producer wrote this revision (zero: unknown, older logs). A compaction keeps it (same
+	// revision); a restore copy is a new revision, written by the restore's producer.
+	Producer Producer `cbor:"11,keyasint,omitempty"`
 }
 
 // version is one element of a path's MVCC chain: the entry the path had from shard
@@ -182,6 +214,9 @@ type WorkbenchSnapshot struct {
 	ReapedAtMs     int64  `cbor:"15,keyasint,omitempty"` // 0 = not reaped
 	// Consumers counts restores in progress that read from this snapshot.
 	Consumers int64 `cbor:"16,keyasint,omitempty"`
+	// Producer minted the snapshot; RetiredBy retired it (zero: unknown, or not retired).
+	Producer  Producer `cbor:"17,keyasint,omitempty"`
+	RetiredBy Producer `cbor:"18,keyasint,omitempty"`
 }
 
 // StateAt returns the snapshot's lifecycle state at command time nowMs.
@@ -218,6 +253,8 @@ type CommitRecord struct {
 	TreeDigestURI     string `cbor:"9,keyasint"`
 	Replace           bool   `cbor:"10,keyasint,omitempty"`
 	CommittedAtMs     int64  `cbor:"11,keyasint"`
+	// Producer sealed the commit (a restore's commit: the restore's producer).
+	Producer Producer `cbor:"12,keyasint,omitempty"`
 }
 
 // RestoreState is the state of a restore operation.
@@ -251,4 +288,7 @@ type RestoreOp struct {
 	FinishedAtMs int64  `cbor:"15,keyasint,omitempty"`
 	// DestinationGeneration is the shard version of the final publish.
 	DestinationGeneration uint64 `cbor:"16,keyasint,omitempty"`
+	// Producer began the restore; every revision it writes, whoever proposes its bounded
+	// commands later (a worker resuming it), is attributed to it.
+	Producer Producer `cbor:"17,keyasint,omitempty"`
 }

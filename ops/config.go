@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -154,6 +155,19 @@ type Config struct {
 	// before it is answered ResourceExhausted (retryable; REST 429). Must be positive.
 	// YAML query_queue_timeout. Default 5s.
 	QueryQueueTimeout time.Duration
+	// PrincipalRequestsPerSecond is the sustained rate of requests one principal may make
+	// to this node (a token bucket); a request over it is answered ResourceExhausted (REST
+	// 429 with Retry-After). At least 0, finite; 0: no limit. YAML
+	// principal_requests_per_second. Default 0.
+	PrincipalRequestsPerSecond float64
+	// PrincipalRequestBurst is the token bucket's size: the requests one principal may make
+	// at once after a quiet period. At least 0; 0 means ceil(PrincipalRequestsPerSecond).
+	// YAML principal_request_burst. Default 0.
+	PrincipalRequestBurst int
+	// PrincipalMaxUploads is how many file body writes (PUT, append) one principal may
+	// have in flight on this node; one more is answered ResourceExhausted at once. At
+	// least 0; 0: no limit. YAML principal_max_uploads. Default 0.
+	PrincipalMaxUploads int
 	// PresentationRoot is the path prefix shown to agents, with "{agent}" replaced by the
 	// agent id. Presentation only, never a storage key. Must be an absolute, clean path
 	// containing "{agent}" and must not be "/". YAML presentation_root. Default
@@ -497,6 +511,15 @@ func (c Config) validate() []*ConfigError {
 	if c.QueryBudgetBytes < MinQueryBudgetBytes {
 		bad("QueryBudgetBytes", fmt.Sprintf("must be at least %d bytes", MinQueryBudgetBytes), strconv.FormatInt(c.QueryBudgetBytes, 10))
 	}
+	if r := c.PrincipalRequestsPerSecond; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		bad("PrincipalRequestsPerSecond", "must be a finite number ≥ 0 (0: no limit)", strconv.FormatFloat(r, 'g', -1, 64))
+	}
+	if c.PrincipalRequestBurst < 0 {
+		bad("PrincipalRequestBurst", "must be ≥ 0 (0: ceil of --principal-requests-per-second)", strconv.Itoa(c.PrincipalRequestBurst))
+	}
+	if c.PrincipalMaxUploads < 0 {
+		bad("PrincipalMaxUploads", "must be ≥ 0 (0: no limit)", strconv.Itoa(c.PrincipalMaxUploads))
+	}
 	if c.QueryQueueTimeout <= 0 {
 		bad("QueryQueueTimeout", "must be positive", c.QueryQueueTimeout.String())
 	}
@@ -751,6 +774,12 @@ var settings = append([]setting{
 		func(c *Config) *int64 { return &c.QueryBudgetBytes }),
 	durationSetting("QueryQueueTimeout", "query_queue_timeout", "how long a query waits for its share of the query budget before ResourceExhausted",
 		func(c *Config) *time.Duration { return &c.QueryQueueTimeout }),
+	float64Setting("PrincipalRequestsPerSecond", "principal_requests_per_second", "requests per second one principal may make to this node, sustained (0 = no limit)",
+		func(c *Config) *float64 { return &c.PrincipalRequestsPerSecond }),
+	intSetting("PrincipalRequestBurst", "principal_request_burst", "requests one principal may make at once (0 = ceil of --principal-requests-per-second)",
+		func(c *Config) *int { return &c.PrincipalRequestBurst }),
+	intSetting("PrincipalMaxUploads", "principal_max_uploads", "file body writes (PUT, append) one principal may have in flight on this node (0 = no limit)",
+		func(c *Config) *int { return &c.PrincipalMaxUploads }),
 	stringSetting("PresentationRoot", "presentation_root", `path prefix shown to agents; must contain "{agent}"`,
 		func(c *Config) *string { return &c.PresentationRoot }),
 	durationSetting("RaftSnapshotInterval", "raft_snapshot_interval", "how often shards check whether to snapshot",
@@ -827,6 +856,20 @@ func intSetting(field, key, usage string, p func(*Config) *int) setting {
 				return errors.New("must be an integer")
 			}
 			*p(c) = n
+			return nil
+		},
+	}
+}
+
+func float64Setting(field, key, usage string, p func(*Config) *float64) setting {
+	return setting{field: field, key: key, usage: usage,
+		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.Float64(flag, *p(&d), usage) },
+		parse: func(c *Config, raw string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+			if err != nil {
+				return errors.New("must be a number")
+			}
+			*p(c) = f
 			return nil
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,6 +176,10 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		MaxUploadDuration:        10 * time.Minute,
 		QueryQueueTimeout:        2 * time.Second,
 
+		PrincipalRequestsPerSecond: 2.5,
+		PrincipalRequestBurst:      5,
+		PrincipalMaxUploads:        3,
+
 		ReadHeaderTimeout:       3 * time.Second,
 		IdleTimeout:             40 * time.Second,
 		WriteTimeout:            20 * time.Second,
@@ -197,6 +202,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"mcp_max_payload_bytes": "1048576", "retention_window": "48h", "dedupe_max_per_root": "7",
 		"snapshot_grace": "10m", "restore_batch": "64", "gc_grace": "30m", "gc_interval": "5m", "gc_max_batch": "500",
 		"query_budget_bytes": "67108864", "query_queue_timeout": "2s",
+		"principal_requests_per_second": "2.5", "principal_request_burst": "5", "principal_max_uploads": "3",
 		"max_snapshots_per_workbench": "32", "max_upload_duration": "10m",
 		"presentation_root": "/ws/{agent}", "raft_snapshot_interval": "1m",
 		"raft_snapshot_threshold": "100", "log_level": "debug", "log_format": "json",
@@ -267,6 +273,10 @@ func TestValidateRules(t *testing.T) {
 		{"a zero connection cap is rejected", func(c *Config) { c.MaxConnections = 0 }, "MaxConnections"},
 		{"a per-client cap above the node cap is rejected", func(c *Config) { c.MaxConnectionsPerClient = c.MaxConnections + 1 }, "MaxConnectionsPerClient"},
 		{"a zero blob timeout is rejected", func(c *Config) { c.BlobTimeout = 0 }, "BlobTimeout"},
+		{"a negative principal request rate is rejected", func(c *Config) { c.PrincipalRequestsPerSecond = -1 }, "PrincipalRequestsPerSecond"},
+		{"an infinite principal request rate is rejected", func(c *Config) { c.PrincipalRequestsPerSecond = math.Inf(1) }, "PrincipalRequestsPerSecond"},
+		{"a negative principal burst is rejected", func(c *Config) { c.PrincipalRequestBurst = -1 }, "PrincipalRequestBurst"},
+		{"a negative principal upload cap is rejected", func(c *Config) { c.PrincipalMaxUploads = -1 }, "PrincipalMaxUploads"},
 		{"an admin listener on the client address is rejected", func(c *Config) { c.AdminListen = c.Listen }, "AdminListen"},
 		{"an allowed host with a path is rejected", func(c *Config) { c.AllowedHosts = "a.example/x" }, "AllowedHosts"},
 		{"a listen address without a port is rejected", func(c *Config) { c.Listen = "localhost" }, "Listen"},

@@ -28,6 +28,11 @@
 //   - Request params of the wrong JSON kind are answered with -32602 naming the member
 //     ("params.name must be a string"), before the SDK decodes them into Go structs whose
 //     names its own errors would show (params.go).
+//   - A tool that changes something (not readOnly) runs with the surface "mcp/<tool>",
+//     which the Service records with the request's principal as the producer of what it
+//     writes, and writes one audit line (workbench.Audit) once answered, in the tool
+//     handler: the one place MCP writes them. A stdio session without a principal acts as
+//     auth.Local (the user who runs the process).
 //   - Host and Origin are checked by the listener in front (api/server's guard, the same
 //     check as REST's); the SDK's loopback-only Host check is off.
 //

@@ -164,7 +164,7 @@ var tools = []toolDef{
 			"workbench_id, workbench_path, path, section, relative_path, at_snapshot when given, and card: name, path, section, " +
 			"relative_path, kind (workbench|directory|file), size_bytes, entry_count (null for a file), generation, content_type and " +
 			"digest_uri (files; null otherwise), manifest_id (the identity of the head commit that seals the workbench or the file's " +
-			"current revision, else null), producer (who wrote the revision: \"\" until Cairn records principals), record_count " +
+			"current revision, else null), producer (who wrote the revision: \"<principal> via <surface>\", \"\" when unknown; Cairn adds producer_principal and producer_surface), record_count " +
 			"(always null: stat does not read the body); Cairn adds executable and modified_at_unix_ms (files), file_count, sections.",
 		run: bind((*workbench.Service).ToolStat),
 	},
@@ -324,20 +324,31 @@ func NewServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {
 }
 
 // handler is the raw tool handler of one tool. It never returns a protocol error and never
-// panics: every outcome is a tool result.
+// panics: every outcome is a tool result. A tool that changes something runs with its
+// surface named ("mcp/<tool>", recorded with the principal as the producer of what it
+// writes) and gets one audit line once it is answered: the one place MCP writes them.
 func handler(svc *workbench.Service, agent string, d toolDef, ts *toolSchema, log *slog.Logger) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
+		audit := workbench.Audit{Surface: "mcp/" + d.name, Agent: agent, Outcome: workbench.CodeInternal}
 		defer func() {
 			if p := recover(); p != nil {
 				log.Error("mcp: tool handler panicked", "tool", d.name, "agent", agent, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				res, err = errorResult(internalError()), nil
 			}
+			if !d.readOnly {
+				audit.Log(ctx, log)
+			}
 		}()
+		if !d.readOnly {
+			ctx = workbench.WithSurface(ctx, audit.Surface)
+		}
 		args := req.Params.Arguments
 		if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 			args = json.RawMessage("{}")
 		}
+		audit.Workbench, audit.Path = auditTarget(args)
 		if werr := ts.validateArgs(args); werr != nil {
+			audit.Outcome = werr.Code
 			return errorResult(werr), nil
 		}
 		r, err := d.run(ctx, svc, agent, args)
@@ -346,8 +357,10 @@ func handler(svc *workbench.Service, agent string, d toolDef, ts *toolSchema, lo
 			if we.Code == workbench.CodeInternal {
 				log.Error("mcp: tool failed", "tool", d.name, "agent", agent, "error", err)
 			}
+			audit.Outcome = we.Code
 			return errorResult(we), nil
 		}
+		audit.Outcome, audit.Generation = workbench.OutcomeOK, r.Generation()
 		body, err := encodeObject(r, "status")
 		if err != nil {
 			log.Error("mcp: encoding a tool result failed", "tool", d.name, "agent", agent, "error", err)
@@ -436,4 +449,23 @@ func encodeObject(m map[string]any, first ...string) ([]byte, error) {
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
+}
+
+// auditTarget reads the workbench id and the full path inside it (section/path) from a
+// tool's arguments for its audit line; what does not decode as strings is left out.
+func auditTarget(args json.RawMessage) (id, path string) {
+	var t struct {
+		ID      any `json:"id"`
+		Section any `json:"section"`
+		Path    any `json:"path"`
+	}
+	if json.Unmarshal(args, &t) != nil {
+		return "", ""
+	}
+	id, _ = t.ID.(string)
+	path, _ = t.Path.(string)
+	if sec, ok := t.Section.(string); ok && sec != "" {
+		path = strings.TrimSuffix(sec+"/"+path, "/")
+	}
+	return id, path
 }

@@ -15,6 +15,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cairnstore/cairn/api/auth"
+
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
 )
@@ -40,6 +42,11 @@ func stderrLogger() *slog.Logger {
 func ServeStdio(ctx context.Context, svc *workbench.Service, agent string, in io.Reader, out io.Writer) error {
 	if e := meta.ValidateName("agent", agent); e != nil {
 		return fmt.Errorf("mcp: %w", e)
+	}
+	if _, ok := auth.FromContext(ctx); !ok {
+		// The process's own user, like a request to an unauthenticated loopback node: its
+		// writes are attributed to auth.Local.
+		ctx = auth.WithPrincipal(ctx, auth.Local)
 	}
 	opts := Options{Logger: stderrLogger()}.withDefaults(svc)
 	srv := NewServer(svc, agent, opts)

@@ -18,4 +18,15 @@
 // ever. Admin routes (/v1/admin/...) are served only by Handler.Admin, for the node's
 // separate admin listener; the tenant handler answers them 404. Stored bodies are served
 // inert: Content-Security-Policy: sandbox, nosniff, attachment for active types.
+//
+// Attribution (attribution.go): a mutating handler names its operation once (mutation),
+// which names the surface "rest/<op>" for the producer the Service records, and
+// ServeHTTP writes its one audit line (workbench.Audit: principal, agent, workbench, path,
+// generation, idempotency key, surface, outcome, method, status; never a body) after the
+// answer. File and workbench reads answer the revision's producer in Cairn-Producer. Every
+// request to a tenant route (/v1/agents/..., /mcp) is counted in
+// cairn_principal_requests_total{principal,surface} (at most Options.MaxPrincipalLabels
+// principal ids; later ones are "other", requests without a principal "none") and checked
+// against its principal's request rate before routing (429 ResourceExhausted with
+// Retry-After = details.retry_after_ms rounded up to seconds).
 package rest

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/cairnstore/cairn/api/workbench"
 )
@@ -70,12 +71,15 @@ func statusOf(code string, pre precondition) int {
 // writeError answers with the contract's envelope.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error, pre precondition) {
 	e := workbench.AsError(err)
+	if a := activityOf(r.Context()); a != nil {
+		a.code = e.Code
+	}
 	status := statusOf(e.Code, pre)
 	if e.Code == workbench.CodeResourceExhausted && e.Details["reason"] == workbench.ReasonDiskFull {
 		status = http.StatusInsufficientStorage // RFC 4918 §11.5: the server cannot store the representation
 	}
 	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests || status == http.StatusInsufficientStorage {
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", retryAfter(e))
 	}
 	if status == http.StatusInternalServerError && h.log != nil && r.Context().Err() == nil {
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
@@ -111,4 +115,11 @@ func writeJSON(w http.ResponseWriter, status int, v map[string]any) {
 	}
 	_ = enc.Encode(v)
 	w.Write(buf.Bytes())
+}
+
+// retryAfter is the Retry-After of a retryable answer, in whole seconds (RFC 9110
+// §10.2.3): details.retry_after_ms rounded up, at least 1.
+func retryAfter(e *workbench.Error) string {
+	ms, _ := e.Details["retry_after_ms"].(int64)
+	return strconv.FormatInt(max(1, (ms+999)/1000), 10)
 }

@@ -105,6 +105,7 @@ func (h *Handler) fileJSON(agent, id string, res workbench.FileResult) map[strin
 }
 
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path string) {
+	r = mutation(r, "put", agent, id, path)
 	cond, gen, pre, err := conditions(r)
 	if err == nil && r.URL.RawQuery != "" {
 		err = invalidArg("query", "PUT takes no query parameters")
@@ -115,7 +116,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 	}
 	var key string
 	if err == nil {
-		key, err = idempotencyKey(r)
+		key, err = idempotencyKeyOf(r)
 	}
 	var fields map[string]meta.FieldValue
 	if err == nil {
@@ -134,6 +135,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 		h.writeError(w, r, err, pre)
 		return
 	}
+	produced(r.Context(), res.Generation)
 	h.writeFileResult(w, res, h.fileJSON(agent, id, res))
 }
 
@@ -152,6 +154,7 @@ func (h *Handler) writeFileResult(w http.ResponseWriter, res workbench.FileResul
 }
 
 func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path string) {
+	r = mutation(r, "append", agent, id, path)
 	if r.URL.RawQuery != "append" && r.URL.RawQuery != "append=" {
 		h.writeError(w, r, invalidArg("query", "POST on a file must be ?append"), noPrecondition)
 		return
@@ -178,7 +181,7 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 	}
 	var key string
 	if err == nil {
-		key, err = idempotencyKey(r)
+		key, err = idempotencyKeyOf(r)
 	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
@@ -192,6 +195,7 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 		h.writeError(w, r, err, pre)
 		return
 	}
+	produced(r.Context(), res.Generation)
 	out := h.fileJSON(agent, id, res.FileResult)
 	out["appended_bytes"] = res.AppendedBytes
 	out["digest"] = workbench.DigestURI(res.AppendDigest)
@@ -199,6 +203,7 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path string) {
+	r = mutation(r, "delete", agent, id, path)
 	var gen uint64
 	var err error
 	if r.URL.RawQuery != "" {
@@ -219,7 +224,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 	}
 	var key string
 	if err == nil {
-		key, err = idempotencyKey(r)
+		key, err = idempotencyKeyOf(r)
 	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
@@ -230,6 +235,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 		h.writeError(w, r, err, pre)
 		return
 	}
+	produced(r.Context(), v)
 	sec, rel := splitSection(path)
 	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "section": sec, "relative_path": rel,
 		"path": h.svc.WorkbenchPath(agent, id) + "/" + path, "generation": v})
@@ -264,6 +270,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	hd.Set("Cairn-Generation", strconv.FormatUint(info.Generation, 10))
 	hd.Set("Cairn-Digest", workbench.DigestURI(info.Digest))
 	hd.Set("Cairn-Executable", strconv.FormatBool(info.Executable))
+	hd.Set(ProducerHeader, info.Producer.String())
 	hd.Set("Last-Modified", time.UnixMilli(info.ModifiedAtMs).UTC().Format(http.TimeFormat))
 	hd.Set("Accept-Ranges", "bytes")
 	hd.Set("Content-Type", info.ContentType)
@@ -355,7 +362,7 @@ func readFirst(body io.Reader, length int64) ([]byte, error) {
 }
 
 // bodyHeaders describe the file's body; an error answer in place of the body drops them.
-var bodyHeaders = []string{"ETag", "Cairn-Generation", "Cairn-Digest", "Cairn-Executable", "Last-Modified",
+var bodyHeaders = []string{"ETag", "Cairn-Generation", "Cairn-Digest", "Cairn-Executable", ProducerHeader, "Last-Modified",
 	"Accept-Ranges", "Content-Length", "Content-Range"}
 
 func dropBodyHeaders(hd http.Header) {

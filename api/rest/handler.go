@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	_ "embed"
 	"fmt"
 	"io"
@@ -49,6 +50,9 @@ type Options struct {
 	// WriteTimeout bounds each write of a response: a client that stops reading for this
 	// long is cut off. Default 1m.
 	WriteTimeout time.Duration
+	// MaxPrincipalLabels bounds the distinct principal ids cairn_principal_requests_total
+	// labels; later principals count as "other". Default DefaultMaxPrincipalLabels.
+	MaxPrincipalLabels int
 }
 
 // Handler is the HTTP entry point of a node.
@@ -61,7 +65,9 @@ type Handler struct {
 	inflight prometheus.Gauge
 	bytesIn  prometheus.Counter
 	bytesOut prometheus.Counter
-	metrics  http.Handler
+	// principals counts tenant requests per principal (attribution.go).
+	principals *principalCounter
+	metrics    http.Handler
 }
 
 // NewHandler returns the node's HTTP handler.
@@ -75,7 +81,10 @@ func NewHandler(svc *workbench.Service, opts Options) *Handler {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
-	h := &Handler{svc: svc, opts: opts, log: opts.Logger}
+	if opts.MaxPrincipalLabels <= 0 {
+		opts.MaxPrincipalLabels = DefaultMaxPrincipalLabels
+	}
+	h := &Handler{svc: svc, opts: opts, log: opts.Logger, principals: newPrincipalCounter(opts.MaxPrincipalLabels)}
 	h.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "requests_total",
 		Help: "HTTP requests by route, method and status code."}, []string{"route", "method", "code"})
 	h.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "cairn", Subsystem: "http", Name: "request_duration_seconds",
@@ -85,7 +94,7 @@ func NewHandler(svc *workbench.Service, opts Options) *Handler {
 	h.bytesIn = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "file_bytes_received_total", Help: "File body bytes received by writes."})
 	h.bytesOut = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "file_bytes_sent_total", Help: "File body bytes sent by reads."})
 	if opts.Registry != nil {
-		opts.Registry.MustRegister(h.requests, h.latency, h.inflight, h.bytesIn, h.bytesOut)
+		opts.Registry.MustRegister(h.requests, h.latency, h.inflight, h.bytesIn, h.bytesOut, h.principals.vec)
 		h.metrics = promhttpHandler(opts.Registry)
 	}
 	return h
@@ -121,9 +130,14 @@ func (s *statusRecorder) Flush() {
 	}
 }
 
-// ServeHTTP routes on the escaped path (no cleaning, no redirects).
+// ServeHTTP routes on the escaped path (no cleaning, no redirects). A request to a tenant
+// route is counted for its principal and checked against the principal's request rate
+// first (workbench.Service.AllowRequest); a mutating one gets its audit line once it is
+// answered (attribution.go).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	act := &activity{}
+	r = r.WithContext(context.WithValue(r.Context(), activityKey{}, act))
 	rec := &statusRecorder{ResponseWriter: w, ctl: http.NewResponseController(w), writeTimeout: h.opts.WriteTimeout}
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = newRateBody(r.Body, w, h.opts.BodyMinBytesPerSecond, h.opts.BodyRateWindow)
@@ -139,7 +153,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
 		h.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+		if act.op != "" {
+			h.audit(r, act, rec.status)
+		}
 	}()
+	if surface := tenantSurface(r); surface != "" {
+		h.principals.inc(workbench.PrincipalID(r.Context()), surface)
+		if err := h.allowRequest(r); err != nil {
+			route = "limited"
+			h.writeError(rec, r, err, noPrecondition)
+			return
+		}
+	}
 	route = h.route(rec, r)
 }
 
@@ -311,6 +336,9 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 	if !allow(w, r, http.MethodPut, http.MethodGet, http.MethodHead) {
 		return
 	}
+	if r.Method == http.MethodPut {
+		r = mutation(r, "create", agent, id, "")
+	}
 	q, err := parseQuery(r)
 	if err == nil && r.Method == http.MethodPut && len(q) > 0 {
 		err = invalidArg("query", "creating a workbench takes no query parameters")
@@ -327,7 +355,7 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 		return
 	}
 	if r.Method == http.MethodPut {
-		key, err := idempotencyKey(r)
+		key, err := idempotencyKeyOf(r)
 		if err != nil {
 			h.writeError(w, r, err, noPrecondition)
 			return
@@ -350,6 +378,7 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
+	w.Header().Set(ProducerHeader, st.Producer.String())
 	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "path": h.svc.WorkbenchPath(agent, id),
 		"kind": "workbench", "sections": workbench.Sections, "size_bytes": st.Dir.Bytes, "file_count": st.Dir.Files, "entry_count": st.Dir.Children})
 }

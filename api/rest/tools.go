@@ -239,6 +239,7 @@ func (h *Handler) tool(w http.ResponseWriter, r *http.Request, method string, st
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
+	produced(r.Context(), res.Generation())
 	writeJSON(w, status, map[string]any(res))
 }
 
@@ -274,11 +275,19 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 		*p = id
 		return nil
 	}
+	// The mutating tools run with their surface named and get an audit line.
+	mutating := func(op string) {
+		if r.Method == http.MethodPost {
+			r = mutation(r, op, agent, id, "")
+		}
+	}
 	switch {
 	case len(segs) == 1 && segs[0] == "commit":
+		mutating("commit")
 		bodyTool(h, w, r, http.StatusOK, func(in *workbench.CommitInput) error { return setID(&in.ID) }, (*workbench.Service).ToolCommit, agent)
 		return "commit", true
 	case len(segs) == 1 && segs[0] == "restore":
+		mutating("restore")
 		bodyTool(h, w, r, http.StatusOK, func(in *workbench.RestoreInput) error { return setID(&in.ID) }, (*workbench.Service).ToolRestore, agent)
 		return "restore", true
 	case len(segs) == 1 && segs[0] == "grep":
@@ -313,12 +322,15 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 			allow(w, r, http.MethodGet, http.MethodHead, http.MethodPost)
 			return "snapshots", true
 		}
+		mutating("snapshot")
 		bodyTool(h, w, r, http.StatusCreated, func(in *workbench.SnapshotInput) error { return setID(&in.ID) }, (*workbench.Service).ToolSnapshot, agent)
 		return "snapshots", true
 	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "renew":
+		mutating("snapshot-renew")
 		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRenewInput) error { return setID(&in.ID) }, (*workbench.Service).ToolSnapshotRenew, agent)
 		return "snapshot-renew", true
 	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "retire":
+		mutating("snapshot-retire")
 		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRetireInput) error { return setID(&in.ID) }, (*workbench.Service).ToolSnapshotRetire, agent)
 		return "snapshot-retire", true
 	}

@@ -169,6 +169,8 @@ func (n *Node) open(ctx context.Context) error {
 		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace,
 		QueryBudgetBytes: cfg.QueryBudgetBytes, QueryQueueTimeout: cfg.QueryQueueTimeout,
 		MaxSnapshotsPerWorkbench: cfg.MaxSnapshotsPerWorkbench, MaxUploadDuration: cfg.MaxUploadDuration,
+		Limits: workbench.PrincipalLimits{RequestsPerSecond: cfg.PrincipalRequestsPerSecond, RequestBurst: cfg.PrincipalRequestBurst,
+			MaxConcurrentUploads: cfg.PrincipalMaxUploads},
 		Logger: n.log})
 	if err != nil {
 		return err

@@ -74,6 +74,7 @@ func (s *Service) commitFields(r Result, agent, id string, c *meta.CommitRecord,
 	r["envelope_digest_uri"] = DigestURI(c.EnvelopeDigest)
 	r["tree_digest_uri"] = c.TreeDigestURI
 	r["committed_at_unix_seconds"] = c.CommittedAtMs / 1000
+	r["producer"] = c.Producer.String() // who sealed it ("" when unknown)
 	r["replace"] = replace
 	r["idempotent_replay"] = replay
 	return r

@@ -46,6 +46,22 @@
 //     budget while it runs (admission.go); beyond the budget it waits a bounded time, then
 //     is answered ResourceExhausted. Structured reads stream records and keep one page;
 //     edit computes its result's size before building it.
+//   - Attribution (attribution.go): every command the Service proposes carries the id of
+//     the principal the request acts for (auth.FromContext; none: the node's own work)
+//     and the surface and tool it came through (WithSurface: "rest/put",
+//     "mcp/workbench_edit"), stamped in one place (proposeRaw); the FSM records them as
+//     the producer of every revision, snapshot, commit and restore (meta.Producer). Reads
+//     show it: workbench_stat's card.producer is "<principal> via <surface>" ("" when
+//     unknown: data written before producers, directories, a workbench at a snapshot),
+//     with producer_principal and producer_surface beside it; snapshot, commit and restore
+//     results carry producer (and retired_by). The principal also scopes idempotency keys
+//     (DESIGN.md §5).
+//   - Per-principal limits (limits.go, Config.Limits, off by default): AllowRequest
+//     spends one token of the principal's bucket per request (the surfaces call it first),
+//     Write and Append hold one of its MaxConcurrentUploads slots while they run; past
+//     either the answer is a retryable ResourceExhausted with details.limit and
+//     details.retry_after_ms, never a wait. A request without a principal is never
+//     limited. State is bounded by the principals active at once.
 //   - An ingest takes at most Config.MaxUploadDuration, which is less than GCGrace (the
 //     collector's grace, shard/worker's Config.GCGrace), so the collector never takes the
 //     blobs of an upload that can still publish; a slower one fails before publishing and

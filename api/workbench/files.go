@@ -93,6 +93,11 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 	if err := mayCreate(ctx, req.Agent, req.Workbench); err != nil {
 		return AppendResult{}, err
 	}
+	done, werr := s.admitUpload(ctx)
+	if werr != nil {
+		return AppendResult{}, werr
+	}
+	defer done()
 	// Appends to one path through this node take turns: they would only lose generation
 	// races to each other. Others (other writers, other nodes) can still move the file on;
 	// then the append rebases below.
@@ -271,12 +276,16 @@ type FileInfo struct {
 	ContentType  string
 	Executable   bool
 	ModifiedAtMs int64
+	// Producer wrote this revision (zero: unknown, data written before producers were
+	// recorded).
+	Producer meta.Producer
 }
 
 func (s *Service) fileInfo(agent, id, path string, e *meta.Entry) FileInfo {
 	sec, rel := splitSection(path)
 	return FileInfo{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel, Presentation: s.WorkbenchPath(agent, id) + "/" + path,
-		Size: e.Size, Generation: e.Generation, Digest: e.Digest, ContentType: e.ContentType, Executable: e.Executable, ModifiedAtMs: e.ModifiedAtMs}
+		Size: e.Size, Generation: e.Generation, Digest: e.Digest, ContentType: e.ContentType, Executable: e.Executable, ModifiedAtMs: e.ModifiedAtMs,
+		Producer: e.Producer}
 }
 
 // File is an opened file revision: its description and a way to stream its bytes. The
@@ -631,6 +640,10 @@ type StatResult struct {
 	// described: the workbench itself once committed, or a file whose revision is the one
 	// the head commit holds. "" otherwise.
 	SealedBy string
+	// Producer wrote what was described: the file's revision (File.Producer), or the
+	// workbench's current revision at live state. Zero for directories, for a workbench
+	// read at a snapshot, and for data written before producers were recorded.
+	Producer meta.Producer
 }
 
 // Stat describes path ("" = the workbench itself). Sections always exist.
@@ -660,11 +673,11 @@ func (s *Service) StatAt(ctx context.Context, agent, id, path string, at At) (St
 	if path == "" {
 		info := st.Dir
 		info.Children = int64(len(s.topNames(view, ws)))
-		return StatResult{Kind: "workbench", Dir: info, SealedBy: ws.HeadIdentity}, nil
+		return StatResult{Kind: "workbench", Dir: info, SealedBy: ws.HeadIdentity, Producer: ws.Producer}, nil
 	}
 	if st.Kind == meta.KindFile {
 		return StatResult{Kind: "file", File: s.fileInfo(agent, id, path, st.Entry), Path: path,
-			SealedBy: sealedBy(view, ws, path, st.Entry)}, nil
+			SealedBy: sealedBy(view, ws, path, st.Entry), Producer: st.Entry.Producer}, nil
 	}
 	return StatResult{Kind: "directory", Dir: st.Dir, Path: path}, nil
 }

@@ -291,6 +291,7 @@ func (s *Service) restoreResult(op *meta.RestoreOp, replay bool) Result {
 	r["read_version"] = op.ReadVersion
 	r["destination_generation"] = op.DestinationGeneration
 	r["restored_files"] = op.Copied
+	r["producer"] = op.Producer.String() // who began it ("" when unknown)
 	r["idempotent_replay"] = replay
 	r["cleanup_pending"] = false
 	r["restore_manifest"] = s.WorkbenchPath(op.Agent, op.Destination) + "/" + meta.RestoreManifestPath
@@ -342,6 +343,7 @@ func (s *Service) RestoreStatus(ctx context.Context, agent, opID string) (Result
 	r["destination_workbench_id"] = op.Destination
 	r["copied_files"] = op.Copied
 	r["copy_done"] = op.CopyDone
+	r["producer"] = op.Producer.String()
 	r["destination_generation"] = op.DestinationGeneration
 	return r, nil
 }

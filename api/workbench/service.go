@@ -137,6 +137,9 @@ type Config struct {
 	// (alive, or expired and still renewable); minting one more is ResourceExhausted.
 	// Default DefaultMaxSnapshotsPerWorkbench (256).
 	MaxSnapshotsPerWorkbench int
+	// Limits caps each principal's request rate and concurrent uploads on this node
+	// (limits.go). Default: no caps.
+	Limits PrincipalLimits
 }
 
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
@@ -169,6 +172,8 @@ type Service struct {
 	// InstrumentIntegrity.
 	corrupt atomic.Pointer[prometheus.CounterVec]
 	log     *slog.Logger
+	// limits holds the per-principal caps (Config.Limits).
+	limits *principalLimits
 }
 
 // admit takes a slot of sem, waiting while all are taken; release gives it back.
@@ -246,10 +251,15 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	if len(cfg.CursorKey) < 16 {
 		return nil, errors.New("workbench: CursorKey must be at least 16 bytes")
 	}
-	return &Service{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
+	if err := cfg.Limits.validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
 		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
 		prefetches: make(slots, cfg.MaxConcurrentPrefetches), readBudget: semaphore.NewWeighted(cfg.MaxReadBufferBytes),
-		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now}, nil
+		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now}
+	s.limits = newPrincipalLimits(cfg.Limits, func() time.Time { return s.now() })
+	return s, nil
 }
 
 // Config returns the adapter's effective configuration.
@@ -442,6 +452,11 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 	if err := mayCreate(ctx, req.Agent, req.Workbench); err != nil {
 		return FileResult{}, err
 	}
+	done, werr := s.admitUpload(ctx)
+	if werr != nil {
+		return FileResult{}, werr
+	}
+	defer done()
 	body, err := s.ingest(ctx, req.Agent, req.Body, req.SizeHint, nil)
 	if err != nil {
 		return FileResult{}, err
@@ -823,9 +838,11 @@ func (s *Service) readView(ctx context.Context, agent string) (*meta.View, error
 	return visibleView(ctx, agent, v), nil
 }
 
-// proposeRaw replicates a command on the shard of its agent root. A command for a root
-// the caller may not change is refused before it reaches the core (mayWrite), and one for
-// a missing or hidden root is decided on the empty state first (absentRoot).
+// proposeRaw replicates a command on the shard of its agent root, stamped with the
+// principal and surface of ctx (attribution.go): every command of this package goes
+// through here. A command for a root the caller may not change is refused before it
+// reaches the core (mayWrite), and one for a missing or hidden root is decided on the
+// empty state first (absentRoot).
 func (s *Service) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error) {
 	agent := meta.AgentOf(b)
 	if err := mayWrite(ctx, agent); err != nil {
@@ -838,5 +855,7 @@ func (s *Service) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (m
 	if err != nil {
 		return meta.Result{}, err
 	}
+	p := producerOf(ctx)
+	h.Principal, h.Surface = p.Principal, p.Surface
 	return c.Propose(ctx, h, b)
 }

@@ -73,6 +73,8 @@ func (s *Service) snapshotFields(r Result, snap *meta.WorkbenchSnapshot, nowMs i
 	r["path"] = s.WorkbenchPath(snap.Agent, snap.Workspace)
 	r["ttl_days"] = snap.TTLDays
 	r["created_at"] = time.UnixMilli(snap.CreatedAtMs).UTC().Format(time.RFC3339)
+	// Cairn's attribution: who minted it (meta.Producer.String; "" when unknown).
+	r["producer"] = snap.Producer.String()
 	// retire_annotation is the annotation of the retirement (its reason; a retirement has
 	// no metadata), null while the snapshot was never retired.
 	r["retire_annotation"] = nil
@@ -80,6 +82,7 @@ func (s *Service) snapshotFields(r Result, snap *meta.WorkbenchSnapshot, nowMs i
 		r["retired_at"] = time.UnixMilli(snap.RetiredAtMs).UTC().Format(time.RFC3339)
 		r["retire_reason"] = nilIfEmpty(snap.RetireReason)
 		r["retire_annotation"] = map[string]any{"reason": nilIfEmpty(snap.RetireReason), "metadata": nil}
+		r["retired_by"] = snap.RetiredBy.String()
 	}
 	return r
 }

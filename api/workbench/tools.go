@@ -489,13 +489,17 @@ func (s *Service) ToolStat(ctx context.Context, agent string, in StatInput) (Res
 }
 
 // statCard is workbench_stat's metadata card (the published shape). record_count is
-// always null: counting records needs the body, which stat does not read. producer is
-// "" until principals exist: Cairn does not yet record who wrote a revision. manifest_id
-// is the identity of the head commit that seals what is described (StatResult.SealedBy),
-// else null. Cairn adds executable and modified_at_unix_ms for files, file_count for
-// directories and the workbench, and sections for the workbench.
+// always null: counting records needs the body, which stat does not read. producer is who
+// wrote the revision described (StatResult.Producer as meta.Producer.String: "alice via
+// rest/put"; "" when unknown: directories, a workbench at a snapshot, data written before
+// producers were recorded); Cairn adds its parts as producer_principal and
+// producer_surface. manifest_id is the identity of the head commit that seals what is
+// described (StatResult.SealedBy), else null. Cairn adds executable and
+// modified_at_unix_ms for files, file_count for directories and the workbench, and
+// sections for the workbench.
 func (s *Service) statCard(agent, id, full string, st StatResult) map[string]any {
-	c := map[string]any{"kind": st.Kind, "producer": "", "record_count": nil, "manifest_id": nilIfEmpty(st.SealedBy),
+	c := map[string]any{"kind": st.Kind, "producer": st.Producer.String(), "producer_principal": st.Producer.Principal,
+		"producer_surface": st.Producer.Surface, "record_count": nil, "manifest_id": nilIfEmpty(st.SealedBy),
 		"content_type": nil, "digest_uri": nil, "generation": nil}
 	sec, rel := splitSection(full)
 	c["section"], c["relative_path"] = nilIfEmpty(sec), nilIfEmpty(rel)

@@ -1,0 +1,136 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/api/workbench"
+)
+
+// principalHeader carries a test client's principal id to withPrincipal, which sets it
+// the way the authentication middleware does.
+const principalHeader = "X-Test-Principal"
+
+func withPrincipal(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get(principalHeader); id != "" {
+			r = r.WithContext(auth.WithPrincipal(r.Context(), auth.Principal{ID: id, AllAgents: true, Scopes: auth.Scopes}))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// asPrincipal is an http.RoundTripper that names a principal on every request.
+type asPrincipal string
+
+func (p asPrincipal) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(principalHeader, string(p))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// TestToolsRecordTheirPrincipalAndToolAndAuditEachChange: over streamable HTTP, each
+// revision names the principal and tool that wrote it (workbench_stat's card.producer),
+// every changing tool call writes one audit line, and reads write none.
+func TestToolsRecordTheirPrincipalAndToolAndAuditEachChange(t *testing.T) {
+	svc := newService(t, 0)
+	logs := &syncBuffer{}
+	h := Handler(svc, Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	mux := http.NewServeMux()
+	mux.Handle("/v1/agents/{agent}/mcp", h)
+	ts := httptest.NewServer(withPrincipal(mux))
+	t.Cleanup(ts.Close)
+	connect := func(id string) *sdk.ClientSession {
+		cs, err := sdk.NewClient(testClient, nil).Connect(t.Context(), &sdk.StreamableClientTransport{
+			Endpoint: ts.URL + "/v1/agents/a/mcp", HTTPClient: &http.Client{Transport: asPrincipal(id)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	alice, bob := connect("alice"), connect("bob")
+	put := ok(t, alice, "workbench_put_file", args{"id": "w", "section": "outputs", "path": "r.txt", "text": "one"})
+	stat := func(cs *sdk.ClientSession) obj {
+		return ok(t, cs, "workbench_stat", args{"id": "w", "section": "outputs", "path": "r.txt"}).card()
+	}
+	if c := stat(bob); c["producer"] != "alice via mcp/workbench_put_file" || c["producer_principal"] != "alice" || c["producer_surface"] != "mcp/workbench_put_file" {
+		t.Fatalf("after alice's put: %v", c)
+	}
+	app := ok(t, bob, "workbench_append", args{"id": "w", "section": "outputs", "path": "r.txt", "text": "+two"})
+	if c := stat(alice); c["producer"] != "bob via mcp/workbench_append" {
+		t.Fatalf("after bob's append: %v", c)
+	}
+	ok(t, alice, "workbench_edit", args{"id": "w", "section": "outputs", "path": "r.txt", "old_string": "two", "new_string": "2"})
+	if c := stat(bob); c["producer"] != "alice via mcp/workbench_edit" {
+		t.Fatalf("after alice's edit: %v", c)
+	}
+	if c := ok(t, bob, "workbench_stat", args{"id": "w"}).card(); c["producer"] != "alice via mcp/workbench_edit" {
+		t.Fatalf("the workbench's last change: %v", c)
+	}
+	if c := ok(t, bob, "workbench_stat", args{"id": "w", "section": "outputs"}).card(); c["producer"] != "" {
+		t.Fatalf("a section has no producer: %v", c)
+	}
+	// Data written without a principal or surface (as before producers) shows "".
+	if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/old", Body: bytes.NewReader([]byte("x"))}); err != nil {
+		t.Fatal(err)
+	}
+	if c := ok(t, alice, "workbench_stat", args{"id": "w", "section": "input", "path": "old"}).card(); c["producer"] != "" || c["producer_principal"] != "" {
+		t.Fatalf("old data: %v", c)
+	}
+	fails(t, bob, "workbench_put_file", args{"id": "w", "section": "outputs", "path": "r.txt", "text": "again"}, workbench.CodeAlreadyExists)
+
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	var lines []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(logs.b.Bytes()))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line %q: %v", sc.Text(), err)
+		}
+		if m["msg"] == workbench.AuditMessage {
+			lines = append(lines, m)
+		}
+	}
+	num := func(o obj, k string) float64 { return float64(o.int(t, k)) }
+	want := []map[string]any{
+		{"principal": "alice", "surface": "mcp/workbench_put_file", "workbench": "w", "path": "outputs/r.txt", "outcome": "ok", "generation": num(put, "generation")},
+		{"principal": "bob", "surface": "mcp/workbench_append", "workbench": "w", "path": "outputs/r.txt", "outcome": "ok", "generation": num(app, "generation")},
+		{"principal": "alice", "surface": "mcp/workbench_edit", "workbench": "w", "path": "outputs/r.txt", "outcome": "ok"},
+		{"principal": "bob", "surface": "mcp/workbench_put_file", "workbench": "w", "path": "outputs/r.txt", "outcome": workbench.CodeAlreadyExists, "generation": float64(0)},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d audit lines, want %d: %v", len(lines), len(want), lines)
+	}
+	for i, w := range want {
+		if lines[i]["agent"] != "a" || lines[i]["idempotency_key"] != "" {
+			t.Errorf("line %d: %v", i, lines[i])
+		}
+		for k, v := range w {
+			if lines[i][k] != v {
+				t.Errorf("line %d: %s = %v, want %v (%v)", i, k, lines[i][k], v, lines[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package workbench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// PrincipalLimits caps what one principal may do on this node (issue 14, deliverable 6).
+// Every cap is off at its zero value, which is the default. A request without a principal
+// (the node's own work) is never limited. Limits are per node: a cluster of n nodes lets
+// a principal do up to n times as much.
+type PrincipalLimits struct {
+	// RequestsPerSecond is the sustained rate of requests one principal may make (a token
+	// bucket refilled at this rate; golang.org/x/time/rate). 0: no limit.
+	RequestsPerSecond float64
+	// RequestBurst is the bucket's size: how many requests may come at once after a quiet
+	// period. Default (0) ceil(RequestsPerSecond), at least 1.
+	RequestBurst int
+	// MaxConcurrentUploads is how many body writes (Write, Append: REST PUT and POST
+	// ?append, MCP workbench_put_file and workbench_append) one principal may have in
+	// flight at once; one more is refused at once, not queued. 0: no limit.
+	MaxConcurrentUploads int
+}
+
+// validate checks the limits; the error names the field.
+func (l PrincipalLimits) validate() error {
+	switch {
+	case l.RequestsPerSecond < 0 || math.IsNaN(l.RequestsPerSecond) || math.IsInf(l.RequestsPerSecond, 0):
+		return fmt.Errorf("workbench: Limits.RequestsPerSecond %v must be a finite number ≥ 0", l.RequestsPerSecond)
+	case l.RequestBurst < 0:
+		return fmt.Errorf("workbench: Limits.RequestBurst %d must be ≥ 0", l.RequestBurst)
+	case l.MaxConcurrentUploads < 0:
+		return fmt.Errorf("workbench: Limits.MaxConcurrentUploads %d must be ≥ 0", l.MaxConcurrentUploads)
+	}
+	return nil
+}
+
+// Limit names, as details.limit of the ResourceExhausted answers.
+const (
+	LimitRequestRate       = "principal_request_rate"
+	LimitConcurrentUploads = "principal_concurrent_uploads"
+)
+
+// uploadRetryAfter is the wait a refused upload is told to take: an upload in flight
+// usually ends within it.
+const uploadRetryAfter = time.Second
+
+// maxIdleLimiters bounds the rate limiters kept for principals: past it, the limiters of
+// principals whose bucket has refilled (which behave exactly like new ones) are dropped.
+const maxIdleLimiters = 4096
+
+// principalLimits holds the per-principal state of PrincipalLimits: memory is bounded by
+// the principals active at once.
+type principalLimits struct {
+	cfg   PrincipalLimits
+	burst int
+	now   func() time.Time
+
+	mu       sync.Mutex
+	limiters map[string]*rate.Limiter
+	uploads  map[string]int
+}
+
+func newPrincipalLimits(cfg PrincipalLimits, now func() time.Time) *principalLimits {
+	burst := cfg.RequestBurst
+	if burst == 0 {
+		burst = max(1, int(math.Ceil(cfg.RequestsPerSecond)))
+	}
+	return &principalLimits{cfg: cfg, burst: burst, now: now, limiters: map[string]*rate.Limiter{}, uploads: map[string]int{}}
+}
+
+// AllowRequest counts one request of ctx's principal against its request rate. Beyond
+// it, the answer is a retryable ResourceExhausted naming the limit, with
+// details.retry_after_ms (REST: 429 with Retry-After); a refused request takes no token.
+// The surfaces call it once per request, before they do anything else.
+func (s *Service) AllowRequest(ctx context.Context) error {
+	l := s.limits
+	id := PrincipalID(ctx)
+	if l.cfg.RequestsPerSecond == 0 || id == "" {
+		return nil
+	}
+	now := l.now()
+	l.mu.Lock()
+	lim, ok := l.limiters[id]
+	if !ok {
+		if len(l.limiters) >= maxIdleLimiters {
+			l.dropRefilled(now)
+		}
+		lim = rate.NewLimiter(rate.Limit(l.cfg.RequestsPerSecond), l.burst)
+		l.limiters[id] = lim
+	}
+	l.mu.Unlock()
+	r := lim.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	if wait == 0 {
+		return nil
+	}
+	r.CancelAt(now)
+	e := exhausted(LimitRequestRate, wait, "principal %q is over its request rate of %g per second (burst %d), the per-principal request rate limit; retry in %s",
+		id, l.cfg.RequestsPerSecond, l.burst, wait.Round(time.Millisecond))
+	e.Details["requests_per_second"] = l.cfg.RequestsPerSecond
+	e.Details["burst"] = l.burst
+	return e
+}
+
+// dropRefilled forgets the limiters whose bucket is full again. l.mu is held.
+func (l *principalLimits) dropRefilled(now time.Time) {
+	for id, lim := range l.limiters {
+		if lim.TokensAt(now) >= float64(l.burst) {
+			delete(l.limiters, id)
+		}
+	}
+}
+
+// admitUpload takes one of ctx's principal's upload slots; release gives it back. Past
+// MaxConcurrentUploads the answer is a retryable ResourceExhausted naming the limit.
+func (s *Service) admitUpload(ctx context.Context) (release func(), err *Error) {
+	l := s.limits
+	id := PrincipalID(ctx)
+	if l.cfg.MaxConcurrentUploads == 0 || id == "" {
+		return func() {}, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := l.uploads[id]; n >= l.cfg.MaxConcurrentUploads {
+		e := exhausted(LimitConcurrentUploads, uploadRetryAfter, "principal %q has %d uploads in flight, the per-principal limit of concurrent uploads; retry once one has finished",
+			id, n)
+		e.Details["max_concurrent_uploads"] = l.cfg.MaxConcurrentUploads
+		return nil, e
+	}
+	l.uploads[id]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if l.uploads[id]--; l.uploads[id] <= 0 {
+				delete(l.uploads, id)
+			}
+		})
+	}, nil
+}
+
+// exhausted is a retryable ResourceExhausted of a per-principal limit: details.limit
+// names it, details.retry_after_ms says when to retry.
+func exhausted(limit string, after time.Duration, format string, args ...any) *Error {
+	e := newError(CodeResourceExhausted, format, args...)
+	e.Retryable = true
+	e.Details["limit"] = limit
+	e.Details["retry_after_ms"] = max(1, int64(math.Ceil(float64(after)/float64(time.Millisecond))))
+	return e
+}
