@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/control"
 )
 
 // ShardIDs returns the shards of the node's cluster, in id order: the embedded default's
@@ -41,4 +42,13 @@ func (h *Host) SnapshotAt(ctx context.Context, id int, version uint64) (*meta.Sn
 		return nil, err
 	}
 	return r.FSM().Snapshot(), nil
+}
+
+// ControlPlane returns the etcd control plane of a cluster node (nil on the embedded
+// default).
+func (h *Host) ControlPlane() *control.Plane {
+	if h.cluster == nil {
+		return nil
+	}
+	return h.cfg.Cluster.Plane
 }
