@@ -33,7 +33,7 @@ func InstallSnapshot(dir, nodeID string, open func() (io.ReadCloser, error)) err
 			return fmt.Errorf("%w: %s", ErrNotEmpty, filepath.Join(dir, p))
 		}
 	}
-	version, err := checkSnapshotStream(open)
+	version, err := CheckSnapshot(open)
 	if err != nil {
 		return err
 	}
@@ -69,9 +69,10 @@ func InstallSnapshot(dir, nodeID string, open func() (io.ReadCloser, error)) err
 	return nil
 }
 
-// checkSnapshotStream decodes the whole zstd-compressed meta snapshot stream open returns
-// and reports its shard version.
-func checkSnapshotStream(open func() (io.ReadCloser, error)) (uint64, error) {
+// CheckSnapshot decodes the whole zstd-compressed meta snapshot stream open returns (into
+// a scratch FSM) and reports its shard version. Errors: the decoding error, or one for a
+// snapshot of an empty shard.
+func CheckSnapshot(open func() (io.ReadCloser, error)) (uint64, error) {
 	rc, err := open()
 	if err != nil {
 		return 0, err

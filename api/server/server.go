@@ -188,6 +188,8 @@ func (n *Node) open(ctx context.Context) error {
 		Ready:    n.ready,
 		Failing:  n.health.Failing,
 		GC:       workers,
+		Scrub:    workers,
+		Backups:  n,
 		Registry: n.registry,
 		Logger:   n.log,
 
