@@ -443,6 +443,8 @@ func DecodeCommand(data []byte) (Header, Body, error) {
 		var c GCDeleted
 		err = decMode.Unmarshal(env.Body, &c)
 		b = c
+	case OpBackupHold, OpBackupRelease:
+		b, err = decodeBackupCommand(env.Op, env.Body)
 	default:
 		return Header{}, nil, invalidArg("command", "unknown op %d", env.Op)
 	}
@@ -488,6 +490,10 @@ func opName(op Op) string {
 		return "gc-intent"
 	case OpGCDeleted:
 		return "gc-deleted"
+	case OpBackupHold:
+		return "backup-hold"
+	case OpBackupRelease:
+		return "backup-release"
 	}
 	return fmt.Sprintf("op-%d", op)
 }

@@ -186,6 +186,10 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		res = a.gcDeleted(b)
 	case AssignRoot:
 		res = a.assignRoot(b)
+	case BackupHold:
+		res = a.backupHold(b)
+	case BackupRelease:
+		res = a.backupRelease(b)
 	default:
 		res = Result{Err: invalidArg("command", "unsupported body %T", body)}
 	}

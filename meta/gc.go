@@ -11,7 +11,7 @@ import "strings"
 //  1. GCIntent marks a batch of digests of one root "under delete intent". The FSM
 //     re-checks every candidate and accepts only
 //     - a zero-count digest: its record exists, Count is 0, it is not under intent and
-//     ZeroSinceMs + GraceMs ≤ command time;
+//     ZeroSinceMs + GraceMs ≤ command time, and no backup hold keeps it (backup.go);
 //     - an orphan (an object found in the store with no record at all): there is still no
 //     record; the FSM then creates one {Count 0, Intent};
 //     - a take-over of a leftover intent (a sweep that crashed or was deposed between
@@ -208,7 +208,7 @@ func (a *applier) gcIntent(c GCIntent) Result {
 		case cand.Orphan:
 			accept = !ok
 		default:
-			accept = ok && !br.Intent && br.Count == 0 && br.ZeroSinceMs+c.GraceMs <= now
+			accept = ok && !br.Intent && br.Count == 0 && br.ZeroSinceMs+c.GraceMs <= now && !s.backupHeld(br.ZeroSinceMs)
 		}
 		if !accept {
 			continue

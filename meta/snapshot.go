@@ -71,6 +71,7 @@ type snapRecord struct {
 	Snap      *WorkbenchSnapshot `cbor:"11,keyasint,omitempty"`
 	Commit    *CommitRecord      `cbor:"12,keyasint,omitempty"`
 	Restore   *RestoreOp         `cbor:"13,keyasint,omitempty"`
+	Backup    *BackupHoldRecord  `cbor:"32,keyasint,omitempty"`
 }
 
 // WriteTo streams the snapshot to w as a sequence of CBOR records (header, records in key
@@ -127,6 +128,9 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	})
 	st.restores.Scan(func(k string, v *RestoreOp) bool {
 		return err == nil && emit(snapRecord{T: recRestore, K: []byte(k), Restore: v})
+	})
+	st.backups.Scan(func(k string, v BackupHoldRecord) bool {
+		return err == nil && emit(snapRecord{T: recBackupHold, K: []byte(k), Backup: &v})
 	})
 	if err != nil {
 		return cw.n, err
@@ -222,6 +226,11 @@ func readSnapshot(r io.Reader) (*state, error) {
 		case recRestore:
 			missing = rec.Restore == nil
 			st.restores.Set(string(rec.K), rec.Restore)
+		case recBackupHold:
+			missing = rec.Backup == nil
+			if !missing {
+				st.backups.Set(string(rec.K), *rec.Backup)
+			}
 		default:
 			return nil, fmt.Errorf("snapshot record %d: unknown tag %d", n, rec.T)
 		}

@@ -53,6 +53,8 @@ type state struct {
 	// index is the secondary index of file fields (index.go). It is derived from paths:
 	// never part of a Raft snapshot, rebuilt on restore.
 	index *btree.Map[string, struct{}]
+	// backups holds the backup holds by backup id (backup.go).
+	backups *btree.Map[string, BackupHoldRecord]
 }
 
 func newState() *state {
@@ -75,6 +77,7 @@ func newState() *state {
 		restores:    new(btree.Map[string, *RestoreOp]),
 		history:     new(btree.Map[string, struct{}]),
 		compactable: new(btree.Map[string, struct{}]),
+		backups:     newBackupHolds(),
 	}
 }
 
@@ -99,6 +102,7 @@ func (s *state) copy() *state {
 	c.restores = s.restores.Copy()
 	c.history = s.history.Copy()
 	c.compactable = s.compactable.Copy()
+	c.backups = s.backups.Copy()
 	return &c
 }
 

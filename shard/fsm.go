@@ -43,14 +43,7 @@ func (f *raftFSM) Restore(rc io.ReadCloser) error {
 type fsmSnapshot struct{ snap *meta.Snapshot }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	zw, err := zstd.NewWriter(sink, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-	if err == nil {
-		_, err = s.snap.WriteTo(zw)
-		if cerr := zw.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
+	if err := WriteSnapshot(sink, s.snap); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("shard: persist snapshot: %w", err)
 	}

@@ -34,6 +34,15 @@ func (h *Handler) Admin() http.Handler {
 		case raw == "/v1/admin/gc":
 			route = "admin-gc"
 			h.adminGC(rec, r)
+		case raw == adminScrubPath && h.opts.Scrub != nil:
+			route = "admin-scrub"
+			h.adminScrub(rec, r)
+		case raw == adminBackupPath && h.opts.Backups != nil:
+			route = "admin-backup"
+			h.adminBackup(rec, r)
+		case raw == adminBackupReleasePath && h.opts.Backups != nil:
+			route = "admin-backup-release"
+			h.adminBackupRelease(rec, r)
 		case h.opts.AdminRoutes[raw] != nil:
 			route = "admin"
 			h.opts.AdminRoutes[raw].ServeHTTP(rec, r)

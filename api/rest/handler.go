@@ -42,6 +42,10 @@ type Options struct {
 	// GC runs the sweeps of POST /v1/admin/gc (the node's leader workers, *worker.Set).
 	// Nil: the route answers 404 NotFound.
 	GC Collector
+	// Scrub runs POST /v1/admin/scrub and Backups POST /v1/admin/backup and
+	// /v1/admin/backup/release (admin_backup.go). Nil: the routes answer 404 NotFound.
+	Scrub   Scrubber
+	Backups Backups
 	// BodyMinBytesPerSecond and BodyRateWindow bound every request body (REST and MCP):
 	// it must average at least BodyMinBytesPerSecond over waiting time, and never stall a
 	// whole BodyRateWindow (rateBody). Defaults 64 KiB/s and 30s.

@@ -201,6 +201,8 @@ func (n *Node) open(ctx context.Context) error {
 		Ready:    n.ready,
 		Failing:  n.health.Failing,
 		GC:       workers,
+		Scrub:    workers,
+		Backups:  n,
 		Registry: n.registry,
 		Logger:   n.log,
 

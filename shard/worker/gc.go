@@ -17,7 +17,8 @@ import (
 // meta/gc.go; the writer's half, a publish that meets an intent and uploads again, is in
 // api/workbench). One sweep of a shard, per agent root:
 //
-//  1. Plan, reading only: the root's zero-count digests past the grace period and its
+//  1. Plan, reading only: the root's zero-count digests past the grace period that no
+//     backup hold keeps (meta/backup.go), and its
 //     leftover intents old enough to take over (from a linearizable view), their stored
 //     sizes (Stat), and the orphans: objects the store lists (List) that have no
 //     reference record and were stored longer ago than the grace period. Any read error
@@ -273,7 +274,7 @@ func (s *Set) planRoot(ctx context.Context, view *meta.View, root *meta.Root, op
 		switch {
 		case b.Intent && b.IntentAtMs+takeOverMs <= now:
 			return add(meta.GCCandidate{Digest: b.Digest, TakeOverVersion: b.IntentVersion}, GCBlob{Digest: b.Digest, TakenOver: true})
-		case !b.Intent && b.Count == 0 && b.ZeroSinceMs+graceMs <= now:
+		case !b.Intent && b.Count == 0 && b.ZeroSinceMs+graceMs <= now && !view.BackupHeld(b.ZeroSinceMs):
 			return add(meta.GCCandidate{Digest: b.Digest}, GCBlob{Digest: b.Digest})
 		}
 		return true

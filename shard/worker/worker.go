@@ -135,6 +135,9 @@ func (c Config) Validate() error {
 type Set struct {
 	cfg     Config
 	metrics *metrics // nil without Config.Registerer
+	// scrubbing serializes Scrub calls; scrubMetrics is nil without Config.Registerer.
+	scrubbing    sync.Mutex
+	scrubMetrics *scrubMetrics
 	// compacting bounds the compaction runs of the node held in memory at once (each up to
 	// compactionRunBytes).
 	compacting chan struct{}
@@ -180,6 +183,9 @@ func New(cfg Config) (*Set, error) {
 			return nil, err
 		}
 		s.metrics = m
+		if s.scrubMetrics, err = newScrubMetrics(cfg.Registerer); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

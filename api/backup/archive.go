@@ -1,0 +1,288 @@
+package backup
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairnstore/cairn/shard"
+)
+
+// Format is the archive format this binary writes and reads.
+const Format = 1
+
+// Part names (doc.go).
+const (
+	IdentityPart = "identity.json"
+	CursorKey    = "cursor.key"
+	EtcdPart     = "etcd.json"
+	ManifestPart = "manifest.json"
+)
+
+// ShardPart is the part name of shard id's snapshot.
+func ShardPart(id int) string { return "shards/" + strconv.Itoa(id) + ".snap.zst" }
+
+// Kinds of Identity.
+const (
+	KindEmbedded = "embedded"
+	KindCluster  = "cluster"
+)
+
+// Identity says what was backed up. The node's admin route writes it as the stream's
+// last part.
+type Identity struct {
+	Format    int       `json:"format"`
+	Backup    string    `json:"backup"`
+	CreatedAt time.Time `json:"created_at"`
+	// Kind is KindEmbedded or KindCluster.
+	Kind string `json:"kind"`
+	// NodeID is the embedded node's id (its Raft server id); for a cluster the node that
+	// answered.
+	NodeID string `json:"node_id"`
+	// ClusterID, Shards and Replication are the cluster record's (cluster only).
+	ClusterID   string `json:"cluster_id,omitempty"`
+	Replication int    `json:"replication,omitempty"`
+	// EtcdRevision is the etcd revision the records were read at (cluster only).
+	EtcdRevision int64 `json:"etcd_revision,omitempty"`
+	// Shards are the shard snapshots, by shard id.
+	Shards []ShardInfo `json:"shards"`
+}
+
+// ShardInfo is one shard's snapshot: Version is the shard version it captures, at or after
+// HoldVersion, the version of the backup hold it placed.
+type ShardInfo struct {
+	Shard       int    `json:"shard"`
+	Version     uint64 `json:"version"`
+	HoldVersion uint64 `json:"hold_version"`
+}
+
+// Part is one stored part: its name, size in bytes and SHA-256 (hex).
+type Part struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// Manifest describes a whole archive.
+type Manifest struct {
+	Format   int      `json:"format"`
+	Identity Identity `json:"identity"`
+	Parts    []Part   `json:"parts"`
+}
+
+// Bytes totals the parts' sizes.
+func (m *Manifest) Bytes() int64 {
+	var n int64
+	for _, p := range m.Parts {
+		n += p.Bytes
+	}
+	return n
+}
+
+// ErrIncomplete: a backup stream or archive lacks a part (the stream ended early, the
+// archive has no manifest).
+var ErrIncomplete = errors.New("backup incomplete")
+
+// ErrDamaged: a part does not match the manifest (size or digest), or a shard snapshot
+// does not decode.
+var ErrDamaged = errors.New("backup damaged")
+
+// maxMetaPartBytes bounds the JSON parts read into memory (identity, manifest, etcd).
+const maxMetaPartBytes = 256 << 20
+
+// Write stores the parts of a node's backup stream (a tar stream, identity.json last)
+// into t, then the manifest. Errors: ErrIncomplete when the stream ends before
+// identity.json, a part name outside the layout, or t's error. Nothing is a valid archive
+// until Write returns nil (no manifest).
+func Write(ctx context.Context, t Target, stream io.Reader) (*Manifest, error) {
+	tr := tar.NewReader(stream)
+	m := &Manifest{Format: Format}
+	var identity []byte
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: the backup stream broke off: %v", ErrIncomplete, err)
+		}
+		if !validPart(h.Name) {
+			return nil, fmt.Errorf("backup stream: unexpected part %q", h.Name)
+		}
+		p, err := storePart(ctx, t, h.Name, tr)
+		if err != nil {
+			return nil, err
+		}
+		if p.Bytes != h.Size {
+			return nil, fmt.Errorf("%w: part %s: %d of %d bytes", ErrIncomplete, h.Name, p.Bytes, h.Size)
+		}
+		m.Parts = append(m.Parts, p)
+		if h.Name == IdentityPart {
+			if identity, err = readPart(ctx, t, IdentityPart); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if identity == nil {
+		return nil, fmt.Errorf("%w: the stream ended before %s", ErrIncomplete, IdentityPart)
+	}
+	if err := json.Unmarshal(identity, &m.Identity); err != nil {
+		return nil, fmt.Errorf("backup stream: %s: %w", IdentityPart, err)
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := putBytes(ctx, t, ManifestPart, b); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func validPart(name string) bool {
+	switch name {
+	case IdentityPart, CursorKey, EtcdPart:
+		return true
+	}
+	id, ok := strings.CutPrefix(name, "shards/")
+	if !ok {
+		return false
+	}
+	id, ok = strings.CutSuffix(id, ".snap.zst")
+	n, err := strconv.Atoi(id)
+	return ok && err == nil && n >= 0 && strconv.Itoa(n) == id
+}
+
+func storePart(ctx context.Context, t Target, name string, r io.Reader) (Part, error) {
+	w, err := t.Create(ctx, name)
+	if err != nil {
+		return Part{}, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), r)
+	if err != nil {
+		w.Abort()
+		return Part{}, fmt.Errorf("%w: part %s: %v", ErrIncomplete, name, err)
+	}
+	if err := w.Close(); err != nil {
+		return Part{}, fmt.Errorf("backup %s: store %s: %w", t, name, err)
+	}
+	return Part{Name: name, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+func putBytes(ctx context.Context, t Target, name string, b []byte) error {
+	w, err := t.Create(ctx, name)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(b); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Close()
+}
+
+func readPart(ctx context.Context, t Target, name string) ([]byte, error) {
+	rc, err := t.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxMetaPartBytes+1))
+	if err == nil && len(b) > maxMetaPartBytes {
+		err = fmt.Errorf("part %s is larger than %d bytes", name, maxMetaPartBytes)
+	}
+	return b, err
+}
+
+// ReadManifest reads t's manifest. Errors: ErrIncomplete when there is none.
+func ReadManifest(ctx context.Context, t Target) (*Manifest, error) {
+	b, err := readPart(ctx, t, ManifestPart)
+	if errors.Is(err, ErrNoPart) {
+		return nil, fmt.Errorf("%w: %s has no %s (the backup did not finish)", ErrIncomplete, t, ManifestPart)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, ManifestPart, err)
+	}
+	if m.Format != Format {
+		return nil, fmt.Errorf("backup format %d is not supported (this binary reads %d)", m.Format, Format)
+	}
+	return &m, nil
+}
+
+// Verify reads t's manifest and rereads every part against it (size and SHA-256), and
+// checks that every shard the identity names has its snapshot part, and decodes every
+// shard snapshot, which must be at the version the identity names. Errors: ErrIncomplete,
+// ErrDamaged (naming the part), or t's error.
+func Verify(ctx context.Context, t Target) (*Manifest, error) {
+	m, err := ReadManifest(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, p := range m.Parts {
+		if err := verifyPart(ctx, t, p); err != nil {
+			return m, err
+		}
+		have[p.Name] = true
+	}
+	for _, need := range requiredParts(m.Identity) {
+		if !have[need] {
+			return m, fmt.Errorf("%w: the manifest lists no %s", ErrIncomplete, need)
+		}
+	}
+	for _, s := range m.Identity.Shards {
+		name := ShardPart(s.Shard)
+		v, err := shard.CheckSnapshot(func() (io.ReadCloser, error) { return t.Open(ctx, name) })
+		if err == nil && v != s.Version {
+			err = fmt.Errorf("it captures shard version %d, the identity says %d", v, s.Version)
+		}
+		if err != nil {
+			return m, fmt.Errorf("%w: %s: %v", ErrDamaged, name, err)
+		}
+	}
+	return m, nil
+}
+
+func requiredParts(id Identity) []string {
+	need := []string{IdentityPart, CursorKey}
+	if id.Kind == KindCluster {
+		need = append(need, EtcdPart)
+	}
+	for _, s := range id.Shards {
+		need = append(need, ShardPart(s.Shard))
+	}
+	return need
+}
+
+func verifyPart(ctx context.Context, t Target, p Part) error {
+	rc, err := t.Open(ctx, p.Name)
+	if errors.Is(err, ErrNoPart) {
+		return fmt.Errorf("%w: part %s is missing", ErrDamaged, p.Name)
+	}
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, rc)
+	if err != nil {
+		return fmt.Errorf("backup %s: read %s: %w", t, p.Name, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); n != p.Bytes || got != p.SHA256 {
+		return fmt.Errorf("%w: part %s holds %d bytes with SHA-256 %s; the manifest says %d bytes, %s", ErrDamaged, p.Name, n, got, p.Bytes, p.SHA256)
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+// Package backup is the backup archive of a Cairn node or cluster (`cairn admin backup`,
+// `backup verify`, `backup delete`, `cairn admin restore`): the parts a node's admin route
+// streams (every shard's metadata at one shard version each, the cluster identity, the
+// etcd records Cairn owns), the manifest that names each part with its size and SHA-256,
+// the destinations that hold an archive (a local directory or an s3:// prefix), and the
+// offline restore of an embedded node into an empty data directory.
+//
+// Layout of an archive (Part names):
+//
+//	identity.json          Identity: backup id, node or cluster identity, shard versions
+//	cursor.key             the key that signs cursors (a secret: parts are mode 0600)
+//	etcd.json              cluster only: the durable etcd records ([]control.Record)
+//	shards/<id>.snap.zst   shard <id>'s state: the zstd-compressed meta snapshot stream
+//	manifest.json          Manifest, written last: an archive without it is incomplete
+//
+// Blobs are not in the archive: they stay in the object store, kept from garbage
+// collection by the backup hold every shard records (meta/backup.go) until the backup is
+// deleted.
+//
+// Invariants:
+//
+//   - Write stores manifest.json only after every part is stored whole with the digest
+//     it names; Verify rereads every part against the manifest and decodes every shard
+//     snapshot, so a verified archive restores.
+//   - Restore writes only into an empty data directory and never over an existing
+//     replica; it refuses an archive that does not verify.
+//   - Every call on a destination honours ctx; the s3 destination's requests have
+//     minio-go's timeouts under ctx's deadline.
+package backup

@@ -1,0 +1,63 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/cairnstore/cairn/shard"
+)
+
+// ErrNotEmpty: the data directory of a restore already holds a node.
+var ErrNotEmpty = errors.New("data directory is not empty")
+
+// RestoreEmbedded restores the archive at t, after verifying it, into dataDir, which
+// must hold no node yet (no node-id, no shards): the node id, the cursor key and shard 0
+// as a single-voter replica at the backed-up version. `cairn serve --data-dir dataDir`
+// with the backed-up node's blob store then serves every file, snapshot and commit the
+// backup holds. Errors: those of Verify, ErrNotEmpty, an archive of a cluster (restore a
+// cluster node by node is not supported), or an I/O error.
+func RestoreEmbedded(ctx context.Context, t Target, dataDir string) (*Manifest, error) {
+	m, err := Verify(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	id := m.Identity
+	if id.Kind != KindEmbedded || len(id.Shards) != 1 || id.Shards[0].Shard != 0 {
+		return m, fmt.Errorf("backup %s is of a %s with %d shards: only an embedded node's backup restores into a data directory", t, id.Kind, len(id.Shards))
+	}
+	for _, p := range []string{"node-id", "shards"} {
+		if _, err := os.Stat(filepath.Join(dataDir, p)); err == nil {
+			return m, fmt.Errorf("%w: %s holds %s", ErrNotEmpty, dataDir, p)
+		}
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return m, err
+	}
+	key, err := readPart(ctx, t, CursorKey)
+	if err != nil {
+		return m, err
+	}
+	if err := writeFile(filepath.Join(dataDir, "cursor.key"), key); err != nil {
+		return m, err
+	}
+	name := ShardPart(0)
+	dir := filepath.Join(dataDir, "shards", strconv.Itoa(0))
+	if err := shard.InstallSnapshot(dir, id.NodeID, func() (io.ReadCloser, error) { return t.Open(ctx, name) }); err != nil {
+		return m, err
+	}
+	// node-id last: a restore cut short leaves no node a start would take as whole.
+	return m, writeFile(filepath.Join(dataDir, "node-id"), []byte(id.NodeID))
+}
+
+func writeFile(p string, b []byte) error {
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}

@@ -1,0 +1,106 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// Admin routes of backups and scrubs (issue 17).
+const (
+	// AdminBackupPath streams a backup (POST, application/x-tar).
+	AdminBackupPath = "/v1/admin/backup"
+	// AdminBackupReleasePath releases a backup's hold (POST).
+	AdminBackupReleasePath = "/v1/admin/backup/release"
+	// AdminScrubPath runs one bounded scrub call (POST).
+	AdminScrubPath = "/v1/admin/scrub"
+)
+
+// Backup places backup id's hold on every shard and returns the backup stream (a tar
+// stream of api/backup's parts); the caller reads it to its end and closes it (backup.Write
+// does). c must be built on the admin listener's URL. Errors: *Error (InvalidArguments,
+// RoutingUnavailable, …) when the server refused before streaming.
+func (c *Client) Backup(ctx context.Context, id string) (io.ReadCloser, error) {
+	body, err := json.Marshal(map[string]string{"backup": id})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+AdminBackupPath, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	// Replayable: placing a hold that exists changes nothing.
+	resp, err := c.send(req, replayable)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer closeBody(resp)
+		return nil, responseError(resp)
+	}
+	return resp.Body, nil
+}
+
+// ReleaseBackup releases backup id's hold on every shard; the answer says per shard
+// (decimal id) whether a hold was released. Releasing twice is not an error.
+func (c *Client) ReleaseBackup(ctx context.Context, id string) (map[string]bool, error) {
+	var out struct {
+		Released map[string]bool `json:"released"`
+	}
+	if err := c.postTool(ctx, c.base+AdminBackupReleasePath, map[string]string{"backup": id}, &out, replayable); err != nil {
+		return nil, err
+	}
+	return out.Released, nil
+}
+
+// ScrubRequest is one bounded scrub call (POST /v1/admin/scrub).
+type ScrubRequest struct {
+	// Agent limits the scrub to one agent root; "" scrubs every root.
+	Agent string `json:"agent,omitempty"`
+	// After is the Next of the previous call ("" starts at the top).
+	After string `json:"after,omitempty"`
+	// BytesPerSecond bounds the bytes read per second (0: unbounded).
+	BytesPerSecond int64 `json:"bytes_per_second,omitempty"`
+	// MaxBlobs and MaxDurationMs bound the call (0: the server's defaults).
+	MaxBlobs      int   `json:"max_blobs,omitempty"`
+	MaxDurationMs int64 `json:"max_duration_ms,omitempty"`
+}
+
+// ScrubDamage is one referenced blob that is missing or does not verify.
+type ScrubDamage struct {
+	Shard      int    `json:"shard"`
+	Agent      string `json:"agent"`
+	Digest     string `json:"digest"`
+	Kind       string `json:"kind"` // missing or corrupt
+	References int64  `json:"references"`
+	Detail     string `json:"detail"`
+}
+
+// ScrubReport is the answer of one scrub call: Done, or Next to resume after.
+type ScrubReport struct {
+	Blobs   int           `json:"blobs"`
+	Bytes   int64         `json:"bytes"`
+	Missing int           `json:"missing"`
+	Corrupt int           `json:"corrupt"`
+	Damage  []ScrubDamage `json:"damage"`
+	Done    bool          `json:"done"`
+	Next    string        `json:"next"`
+}
+
+// Scrub runs one bounded scrub call on the shards the server leads. Errors: *Error
+// InvalidArguments (a bad field or position), RoutingUnavailable (the node leads no
+// shard), ObjectUnavailable (the object store failed; resume from the last Next).
+func (c *Client) Scrub(ctx context.Context, req ScrubRequest) (*ScrubReport, error) {
+	if req.BytesPerSecond < 0 || req.MaxBlobs < 0 || req.MaxDurationMs < 0 {
+		return nil, fmt.Errorf("client: ScrubRequest bounds must not be negative")
+	}
+	var out ScrubReport
+	if err := c.postTool(ctx, c.base+AdminScrubPath, req, &out, replayable); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

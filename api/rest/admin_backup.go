@@ -1,0 +1,144 @@
+package rest
+
+import (
+	"context"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cairnstore/cairn/shard/worker"
+)
+
+// Admin routes of backups and scrubs (issue 17), served on the admin listener.
+const (
+	adminBackupPath        = "/v1/admin/backup"
+	adminBackupReleasePath = "/v1/admin/backup/release"
+	adminScrubPath         = "/v1/admin/scrub"
+)
+
+// Scrubber runs scrub calls over the shards this node leads: the node's leader workers
+// (*worker.Set) implement it.
+type Scrubber interface {
+	Scrub(ctx context.Context, opts worker.ScrubOptions) (worker.ScrubReport, error)
+}
+
+// Backups writes and releases backups of the node (or cluster): api/server's Node
+// implements it.
+type Backups interface {
+	// WriteBackup places backup id's hold on every shard, then writes the backup's parts
+	// (api/backup's layout) to w as a tar stream, identity.json last. start is called
+	// once before the first byte (the answer is committed from then on).
+	WriteBackup(ctx context.Context, id string, start func() io.Writer) error
+	// ReleaseBackup releases backup id's hold on every shard and reports per shard
+	// whether one was held.
+	ReleaseBackup(ctx context.Context, id string) (map[int]bool, error)
+}
+
+type backupRequest struct {
+	// Backup is the backup's id (an agent-id-like name).
+	Backup string `json:"backup"`
+}
+
+// adminBackup serves POST /v1/admin/backup: 200 with an application/x-tar stream. An
+// error before the stream started is the error envelope; one after it ends the stream
+// before identity.json, its last part, which the caller reads as an incomplete backup.
+func (h *Handler) adminBackup(w http.ResponseWriter, r *http.Request) {
+	var in backupRequest
+	if !h.adminBody(w, r, &in) {
+		return
+	}
+	started := false
+	err := h.opts.Backups.WriteBackup(r.Context(), in.Backup, func() io.Writer {
+		started = true
+		w.Header().Set("Content-Type", "application/x-tar")
+		w.WriteHeader(http.StatusOK)
+		return w
+	})
+	switch {
+	case err == nil:
+	case !started:
+		h.writeError(w, r, err, noPrecondition)
+	case h.log != nil:
+		h.log.Error("backup stream failed", "backup", in.Backup, "err", err)
+	}
+}
+
+// adminBackupRelease serves POST /v1/admin/backup/release: 200 {"released": {shard: bool}}.
+func (h *Handler) adminBackupRelease(w http.ResponseWriter, r *http.Request) {
+	var in backupRequest
+	if !h.adminBody(w, r, &in) {
+		return
+	}
+	rel, err := h.opts.Backups.ReleaseBackup(r.Context(), in.Backup)
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	shards := map[string]any{}
+	for id, ok := range rel {
+		shards[strconv.Itoa(id)] = ok
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "backup": in.Backup, "released": shards})
+}
+
+type scrubRequest struct {
+	Agent          string `json:"agent"`
+	After          string `json:"after"`
+	BytesPerSecond int64  `json:"bytes_per_second"`
+	MaxBlobs       int    `json:"max_blobs"`
+	MaxDurationMs  int64  `json:"max_duration_ms"`
+}
+
+// adminScrub serves POST /v1/admin/scrub: one bounded scrub call (shard/worker's Scrub)
+// over the shards this node leads; 200 with the report, whose "next" resumes it.
+func (h *Handler) adminScrub(w http.ResponseWriter, r *http.Request) {
+	var in scrubRequest
+	if !h.adminBody(w, r, &in) {
+		return
+	}
+	for _, c := range []struct {
+		field string
+		v     int64
+	}{{"bytes_per_second", in.BytesPerSecond}, {"max_blobs", int64(in.MaxBlobs)}, {"max_duration_ms", in.MaxDurationMs}} {
+		if c.v < 0 {
+			h.writeError(w, r, invalidArg(c.field, "must not be negative"), noPrecondition)
+			return
+		}
+	}
+	after, err := worker.ParseScrubPosition(in.After)
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	rep, err := h.opts.Scrub.Scrub(r.Context(), worker.ScrubOptions{Agent: in.Agent, After: after, BytesPerSecond: in.BytesPerSecond,
+		MaxBlobs: in.MaxBlobs, MaxDuration: time.Duration(in.MaxDurationMs) * time.Millisecond})
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	damage := make([]map[string]any, 0, len(rep.Damage))
+	for _, d := range rep.Damage {
+		damage = append(damage, map[string]any{"shard": d.Shard, "agent": d.Agent, "digest": "sha256:" + hex.EncodeToString(d.Digest[:]),
+			"kind": d.Kind, "references": d.References, "detail": d.Detail})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "blobs": rep.Blobs, "bytes": rep.Bytes,
+		"missing": rep.Missing, "corrupt": rep.Corrupt, "damage": damage, "done": rep.Done, "next": rep.Next.String()})
+}
+
+// adminBody checks an admin POST with a JSON body and decodes it; false when it answered.
+func (h *Handler) adminBody(w http.ResponseWriter, r *http.Request, in any) bool {
+	if !allow(w, r, http.MethodPost) {
+		return false
+	}
+	if r.URL.RawQuery != "" {
+		h.writeError(w, r, invalidArg("query", "this request takes its arguments in a JSON body"), noPrecondition)
+		return false
+	}
+	if err := decodeBody(r, in); err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return false
+	}
+	return true
+}

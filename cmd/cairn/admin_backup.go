@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnstore/cairn/api/backup"
+	"github.com/cairnstore/cairn/api/client"
+	"github.com/cairnstore/cairn/ops"
+)
+
+// backupTargetFlags are the flags that name a backup destination.
+type backupTargetFlags struct {
+	at, endpoint, region string
+}
+
+func (f *backupTargetFlags) add(cmd *cobra.Command, name, usage string) {
+	cmd.Flags().StringVar(&f.at, name, "", usage+": a directory or s3://BUCKET[/PREFIX] (credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+	cmd.Flags().StringVar(&f.endpoint, "s3-endpoint", os.Getenv("CAIRN_S3_ENDPOINT"), "object store URL of an s3:// destination: http://host:port or https://host[:port] (env CAIRN_S3_ENDPOINT)")
+	cmd.Flags().StringVar(&f.region, "s3-region", ops.DefaultS3Region, "region S3 requests are signed for")
+	_ = cmd.MarkFlagRequired(name)
+}
+
+func (f *backupTargetFlags) open() (backup.Target, error) {
+	creds, err := ops.LoadCredentials(nil)
+	if err != nil {
+		return nil, err
+	}
+	return backup.OpenTarget(f.at, backup.S3{Endpoint: f.endpoint, Region: f.region, AccessKey: creds.S3AccessKey, SecretKey: creds.S3SecretKey})
+}
+
+func newAdminBackupCommand() *cobra.Command {
+	var (
+		to     backupTargetFlags
+		id     string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "backup --to DEST [--id ID]",
+		Short: "Back up the server's metadata (every shard at one version) to a directory or s3:// prefix",
+		Long: "Back up a running node or cluster: every shard's metadata at one shard version each,\n" +
+			"the cluster identity and cursor key, and on a cluster the etcd records Cairn owns.\n" +
+			"Blobs stay in the object store; the backup holds them from garbage collection\n" +
+			"until `cairn admin backup delete`. The manifest (manifest.json, written last)\n" +
+			"names every part with its size and SHA-256.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if id == "" {
+				id = "backup-" + time.Now().UTC().Format("20060102t150405z")
+			}
+			t, err := to.open()
+			if err != nil {
+				return usageErrorf("--to: %v", err)
+			}
+			start := time.Now()
+			stream, err := newAdminClient(cmd).Backup(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			defer stream.Close()
+			m, err := backup.Write(cmd.Context(), t, stream)
+			if err != nil {
+				return fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup delete --from %s` releases it)", id, t, err, to.at)
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(m)
+			}
+			printManifest(cmd.OutOrStdout(), t, m)
+			fmt.Fprintf(cmd.OutOrStdout(), "took %s\n", time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	to.add(cmd, "to", "where to write the backup")
+	cmd.Flags().StringVar(&id, "id", "", "backup id (letters, digits, '-', '_'; default backup-<UTC time>)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the manifest as JSON")
+	cmd.AddCommand(newAdminBackupVerifyCommand(), newAdminBackupDeleteCommand())
+	return cmd
+}
+
+func printManifest(w io.Writer, t backup.Target, m *backup.Manifest) {
+	id := m.Identity
+	fmt.Fprintf(w, "backup %s of %s %s at %s: %d parts, %d bytes\n", id.Backup, id.Kind, nonEmpty(id.ClusterID, id.NodeID), t, len(m.Parts), m.Bytes())
+	for _, s := range id.Shards {
+		fmt.Fprintf(w, "  shard %d at version %d (hold at %d)\n", s.Shard, s.Version, s.HoldVersion)
+	}
+}
+
+func nonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func newAdminBackupVerifyCommand() *cobra.Command {
+	var from backupTargetFlags
+	cmd := &cobra.Command{
+		Use:   "verify --from DEST",
+		Short: "Check a backup: every part against the manifest, every shard snapshot decodes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := from.open()
+			if err != nil {
+				return usageErrorf("--from: %v", err)
+			}
+			m, err := backup.Verify(cmd.Context(), t)
+			if err != nil {
+				return err
+			}
+			printManifest(cmd.OutOrStdout(), t, m)
+			fmt.Fprintln(cmd.OutOrStdout(), "verified: every part matches the manifest; every shard snapshot decodes")
+			return nil
+		},
+	}
+	from.add(cmd, "from", "the backup to check")
+	return cmd
+}
+
+func newAdminBackupDeleteCommand() *cobra.Command {
+	var from backupTargetFlags
+	cmd := &cobra.Command{
+		Use:   "delete --from DEST",
+		Short: "Release a backup's hold on the server's shards, then delete the backup",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := from.open()
+			if err != nil {
+				return usageErrorf("--from: %v", err)
+			}
+			m, err := backup.ReadManifest(cmd.Context(), t)
+			if err != nil {
+				return err
+			}
+			if _, err := newAdminClient(cmd).ReleaseBackup(cmd.Context(), m.Identity.Backup); err != nil {
+				return fmt.Errorf("release the hold of backup %s: %w", m.Identity.Backup, err)
+			}
+			names := []string{backup.ManifestPart} // first: what is left is no backup
+			for _, p := range m.Parts {
+				names = append(names, p.Name)
+			}
+			if err := t.Remove(cmd.Context(), names); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "backup %s: hold released, %d parts deleted from %s\n", m.Identity.Backup, len(names), t)
+			return nil
+		},
+	}
+	from.add(cmd, "from", "the backup to delete")
+	return cmd
+}
+
+func newAdminRestoreCommand() *cobra.Command {
+	var (
+		from    backupTargetFlags
+		dataDir string
+	)
+	cmd := &cobra.Command{
+		Use:   "restore --from DEST --data-dir DIR",
+		Short: "Restore an embedded node's backup into an empty data directory (offline)",
+		Long: "Verify the backup, then write the node id, the cursor key and the shard's state\n" +
+			"into DIR, which must hold no node. Start the node with `cairn serve --data-dir DIR`\n" +
+			"and the blob store it had (--blob): every file, snapshot and commit of the backup\n" +
+			"reads back. The server is not involved: run it while no node uses DIR.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dataDir == "" {
+				return usageErrorf("--data-dir is required")
+			}
+			t, err := from.open()
+			if err != nil {
+				return usageErrorf("--from: %v", err)
+			}
+			m, err := backup.RestoreEmbedded(cmd.Context(), t, dataDir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "restored backup %s (node %s, shard 0 at version %d) into %s\n",
+				m.Identity.Backup, m.Identity.NodeID, m.Identity.Shards[0].Version, dataDir)
+			return nil
+		},
+	}
+	from.add(cmd, "from", "the backup to restore")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "the empty data directory to restore into")
+	return cmd
+}
+
+func newAdminScrubCommand() *cobra.Command {
+	var (
+		req   client.ScrubRequest
+		state string
+	)
+	cmd := &cobra.Command{
+		Use:   "scrub [--agent A] [--bytes-per-second N] [--state FILE]",
+		Short: "Verify that every referenced blob exists and matches its digest",
+		Long: "Read every referenced blob of the shards the server leads back from the object\n" +
+			"store and verify it, in bounded calls. Missing and corrupt blobs are listed (and\n" +
+			"counted in cairn_scrub_* metrics); the command exits 1 when it found any. With\n" +
+			"--state, the position is saved after every call and a rerun resumes from it.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if req.BytesPerSecond < 0 {
+				return usageErrorf("--bytes-per-second must not be negative")
+			}
+			if state != "" {
+				if b, err := os.ReadFile(state); err == nil {
+					req.After = strings.TrimSpace(string(b))
+				} else if !os.IsNotExist(err) {
+					return usageErrorf("--state: %v", err)
+				}
+			}
+			return runScrub(cmd.Context(), cmd, newAdminClient(cmd), req, state)
+		},
+	}
+	cmd.Flags().StringVar(&req.Agent, "agent", "", "scrub only this agent root (default: every root)")
+	cmd.Flags().Int64Var(&req.BytesPerSecond, "bytes-per-second", 0, "most bytes read per second (0: unbounded)")
+	cmd.Flags().StringVar(&state, "state", "", "file that keeps the position between calls and runs")
+	return cmd
+}
+
+func runScrub(ctx context.Context, cmd *cobra.Command, c *client.Client, req client.ScrubRequest, state string) error {
+	out := cmd.OutOrStdout()
+	var total client.ScrubReport
+	for {
+		rep, err := c.Scrub(ctx, req)
+		if err != nil {
+			return fmt.Errorf("scrub after %q: %w", req.After, err)
+		}
+		total.Blobs += rep.Blobs
+		total.Bytes += rep.Bytes
+		total.Missing += rep.Missing
+		total.Corrupt += rep.Corrupt
+		for _, d := range rep.Damage {
+			fmt.Fprintf(out, "%s: agent %s blob %s (%d references): %s\n", d.Kind, d.Agent, d.Digest, d.References, d.Detail)
+		}
+		if rep.Done {
+			break
+		}
+		req.After = rep.Next
+		if state != "" {
+			if err := os.WriteFile(state, []byte(rep.Next+"\n"), 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	if state != "" {
+		_ = os.Remove(state)
+	}
+	fmt.Fprintf(out, "scrubbed %d blobs (%d bytes): %d missing, %d corrupt\n", total.Blobs, total.Bytes, total.Missing, total.Corrupt)
+	if total.Missing+total.Corrupt > 0 {
+		// Exit 1 without another message: the damage is listed above.
+		return fmt.Errorf("%d damaged blobs: %w", total.Missing+total.Corrupt, errNoMatch)
+	}
+	return nil
+}
