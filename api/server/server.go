@@ -183,6 +183,10 @@ func (n *Node) open(ctx context.Context) error {
 	if cfg.Cluster {
 		adminRoutes = map[string]http.Handler{ClusterStatusPath: http.HandlerFunc(n.serveStatus)}
 	}
+	var accessLog *slog.Logger
+	if cfg.AccessLog {
+		accessLog = n.log.With("log", "access")
+	}
 	n.rest = rest.NewHandler(n.svc, rest.Options{
 		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
 		Ready:    n.ready,
@@ -191,6 +195,7 @@ func (n *Node) open(ctx context.Context) error {
 		Registry: n.registry,
 		Logger:   n.log,
 
+		AccessLog:             accessLog,
 		BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond,
 		BodyRateWindow:        cfg.BodyRateWindow,
 		WriteTimeout:          cfg.WriteTimeout,
