@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -102,7 +103,7 @@ func (a *accessLines) snapshot() ([]map[string]string, string) {
 }
 
 // A node started in-process exports, after some traffic, the request series per route
-// name and code on both listeners and for MCP, the blob store's latency per backend, and
+// name and code on both listeners, MCP's tool calls by tool and outcome, the blob store's latency per backend, and
 // its shard's Raft figures; none carries a raw path.
 func TestMetricsMoveWithTrafficOnEveryLayer(t *testing.T) {
 	n, base := serveNode(t, testConfig(t))
@@ -118,6 +119,24 @@ func TestMetricsMoveWithTrafficOnEveryLayer(t *testing.T) {
 		t.Fatalf("get of a missing file: %d", code)
 	}
 	mcpCode, _, _ := send(t, http.MethodPost, base+"/mcp", map[string]string{"Content-Type": "application/json"}, `{}`)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "metrics-test", Version: "1"}, nil).Connect(t.Context(),
+		&sdk.StreamableClientTransport{Endpoint: base + "/v1/agents/a/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, c := range []struct {
+		args    map[string]any
+		isError bool
+	}{
+		{map[string]any{"id": "w", "section": "input", "path": "m", "text": "hello"}, false},
+		{map[string]any{"id": "w", "section": "input"}, true}, // no path: InvalidArguments
+	} {
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "workbench_put_file", Arguments: c.args})
+		if err != nil || res.IsError != c.isError {
+			t.Fatalf("workbench_put_file %v: %v %+v", c.args, err, res)
+		}
+	}
 	if code, b := httpDo(t.Context(), http.MethodPost, admin+"/v1/admin/gc", []byte(`{"dry_run":true}`)); code != http.StatusOK {
 		t.Fatalf("admin gc: %d %s", code, b)
 	}
@@ -135,6 +154,9 @@ func TestMetricsMoveWithTrafficOnEveryLayer(t *testing.T) {
 		{"cairn_http_requests_total", []string{"route=file", "method=GET", "code=404"}},
 		{"cairn_http_requests_total", []string{"route=mcp", "method=POST", "code=" + strconv.Itoa(mcpCode)}},
 		{"cairn_http_requests_total", []string{"route=admin-gc", "method=POST", "code=200"}},
+		{"cairn_mcp_tool_calls_total", []string{"tool=workbench_put_file", "code=ok"}},
+		{"cairn_mcp_tool_calls_total", []string{"tool=workbench_put_file", "code=InvalidArguments"}},
+		{"cairn_mcp_tool_duration_seconds", []string{"tool=workbench_put_file"}},
 		{"cairn_http_requests_total", []string{"route=healthz", "method=GET", "code=200"}},
 		{"cairn_http_request_duration_seconds", []string{"route=file", "method=PUT", "code=201"}},
 		{"cairn_http_request_duration_seconds", []string{"route=file", "method=GET", "code=404"}},
