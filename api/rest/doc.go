@@ -12,4 +12,11 @@
 // ever. Admin routes (/v1/admin/...) are served only by Handler.Admin, for the node's
 // separate admin listener; the tenant handler answers them 404. Stored bodies are served
 // inert: Content-Security-Policy: sandbox, nosniff, attachment for active types.
+//
+// Both listeners count every request, aborted ones included, in
+// cairn_http_requests_total{route, method, code} and
+// cairn_http_request_duration_seconds{route, method, code}, where route is the route's
+// name ("file", "workbench", "mcp", "admin-gc", …; a fixed set), never the raw path. With
+// Options.AccessLog each request also writes one "http request" line (access.go) that holds
+// no path, query, body or header but X-Request-Id.
 package rest
