@@ -61,12 +61,12 @@ type Shard struct {
 	// elections and leaderChanges count raft observations (observeRaft).
 	elections, leaderChanges atomic.Uint64
 	observer                 *raft.Observer
-	stop      chan struct{}
-	wg        sync.WaitGroup
-	closeOnce sync.Once
-	closeErr  error
-	closeMu   sync.RWMutex
-	closed    bool
+	stop                     chan struct{}
+	wg                       sync.WaitGroup
+	closeOnce                sync.Once
+	closeErr                 error
+	closeMu                  sync.RWMutex
+	closed                   bool
 }
 
 // Open opens the shard replica in cfg.Dir, creating it if missing. Embedded (no Peer), a
