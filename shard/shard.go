@@ -58,15 +58,16 @@ type Shard struct {
 	lastApply atomic.Int64 // unix ms of the last proposal, for idle ticks
 	opened    atomic.Bool  // NewRaft returned: later FSM restores are snapshot installs
 	installs  atomic.Uint64
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+	closeMu   sync.RWMutex
+	closed    bool
+
 	// elections and leaderChanges count raft observations (observeRaft).
 	elections, leaderChanges atomic.Uint64
 	observer                 *raft.Observer
-	stop                     chan struct{}
-	wg                       sync.WaitGroup
-	closeOnce                sync.Once
-	closeErr                 error
-	closeMu                  sync.RWMutex
-	closed                   bool
 }
 
 // Open opens the shard replica in cfg.Dir, creating it if missing. Embedded (no Peer), a

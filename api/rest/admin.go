@@ -42,7 +42,7 @@ func (h *Handler) Admin() http.Handler {
 }
 
 // adminRouteName is the metrics and access-log route of an Options.AdminRoutes path
-// (a fixed set): "/v1/admin/cluster/status" is "admin-cluster-status".
+// (a fixed set): "/v1/admin/cluster" is "admin-cluster".
 func adminRouteName(path string) string {
 	return strings.ReplaceAll(strings.Trim(strings.TrimPrefix(path, "/v1/"), "/"), "/", "-")
 }
