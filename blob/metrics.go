@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -34,6 +35,7 @@ type metrics struct {
 	deletedObjects prometheus.Counter
 	deletedBytes   prometheus.Counter
 	errors         *prometheus.CounterVec
+	latency        *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -53,6 +55,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "blob", Name: "errors_total",
 			Help: "Failed blob store calls by operation (put, get, read, stat, delete, list) and kind (not_found, unavailable, corrupt, digest_mismatch, invalid_key, range, canceled, other)."},
 			[]string{"op", "kind"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "cairn", Subsystem: "blob", Name: "operation_duration_seconds",
+			Help:    "Blob store calls by operation (put, get until the reader is open, stat, delete, list) and backend (dir, s3, mem), failed ones included.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20)}, []string{"op", "backend"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -78,6 +83,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, fmt.Errorf("blob: metrics: a different collector is registered as %T", existing)
 	}
 	m.errors = ev
+	if existing, err = register(reg, m.latency); err != nil {
+		return nil, err
+	}
+	hv, ok := existing.(*prometheus.HistogramVec)
+	if !ok {
+		return nil, fmt.Errorf("blob: metrics: a different collector is registered as %T", existing)
+	}
+	m.latency = hv
 	return m, nil
 }
 
@@ -137,7 +150,11 @@ func ErrorKind(err error) string {
 //   - cairn_blob_errors_total{op, kind}: failed calls by operation ("put", "get", "stat",
 //     "delete", "list", and "read" for a reader of Get whose Read failed) and ErrorKind.
 //     An error that List's fn returned is the caller's, not the store's, and is not
-//     counted.
+//     counted;
+//   - cairn_blob_operation_duration_seconds{op, backend}: the time of every call, failed
+//     ones included, by operation ("put", "get" until the reader is open, "stat", "delete"
+//     without its Stat, "list" with the caller's fn) and backend (the name given, such as
+//     "dir", "s3" or "mem").
 //
 // The wrapper returns every result and error of s unchanged, so it passes blob/blobtest
 // whenever s does. To count the bytes a Delete removes it Stats the blob first: one extra
@@ -145,27 +162,35 @@ func ErrorKind(err error) string {
 // Stat that fails does not stop the Delete.
 //
 // Several stores may be instrumented on one registry; they share the counters. A nil reg
-// counts without registering. Instrument fails only when reg holds a different collector
-// under one of these names.
-func Instrument(s Store, reg prometheus.Registerer) (Store, error) {
+// counts without registering. backend labels the latencies: a short, fixed name of the
+// kind of store (a bounded set). Instrument fails only when reg holds a different
+// collector under one of these names.
+func Instrument(s Store, reg prometheus.Registerer, backend string) (Store, error) {
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
-	return &instrumented{s: s, m: m}, nil
+	op := func(name string) prometheus.Observer { return m.latency.WithLabelValues(name, backend) }
+	return &instrumented{s: s, m: m, put: op("put"), get: op("get"), stat: op("stat"), del: op("delete"), list: op("list")}, nil
 }
 
 // instrumented is the Store that Instrument returns.
 type instrumented struct {
-	s Store
-	m *metrics
+	s                         Store
+	m                         *metrics
+	put, get, stat, del, list prometheus.Observer // latency of each operation on this backend
 }
+
+// since observes the seconds since start on o.
+func since(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }
 
 // Unwrap returns the instrumented Store.
 func (i *instrumented) Unwrap() Store { return i.s }
 
 func (i *instrumented) Put(ctx context.Context, key Key, data Hashed) (PutResult, error) {
+	start := time.Now()
 	res, err := i.s.Put(ctx, key, data)
+	since(i.put, start)
 	switch {
 	case err != nil:
 		i.m.fail("put", err)
@@ -181,7 +206,9 @@ func (i *instrumented) Put(ctx context.Context, key Key, data Hashed) (PutResult
 }
 
 func (i *instrumented) Get(ctx context.Context, key Key, offset, length int64) (io.ReadCloser, error) {
+	start := time.Now()
 	rc, err := i.s.Get(ctx, key, offset, length)
+	since(i.get, start)
 	if err != nil {
 		i.m.fail("get", err)
 		return nil, err
@@ -191,7 +218,9 @@ func (i *instrumented) Get(ctx context.Context, key Key, offset, length int64) (
 }
 
 func (i *instrumented) Stat(ctx context.Context, key Key) (Info, error) {
+	start := time.Now()
 	info, err := i.s.Stat(ctx, key)
+	since(i.stat, start)
 	if err != nil {
 		i.m.fail("stat", err)
 	}
@@ -200,7 +229,9 @@ func (i *instrumented) Stat(ctx context.Context, key Key) (Info, error) {
 
 func (i *instrumented) Delete(ctx context.Context, key Key) error {
 	info, serr := i.s.Stat(ctx, key)
+	start := time.Now()
 	err := i.s.Delete(ctx, key)
+	since(i.del, start)
 	switch {
 	case err != nil:
 		i.m.fail("delete", err)
@@ -216,6 +247,8 @@ func (i *instrumented) Delete(ctx context.Context, key Key) error {
 
 func (i *instrumented) List(ctx context.Context, root string, fn func(Key, Info) error) error {
 	var fnErr error
+	start := time.Now()
+	defer since(i.list, start)
 	err := i.s.List(ctx, root, func(k Key, info Info) error {
 		fnErr = fn(k, info)
 		return fnErr

@@ -19,7 +19,7 @@ import (
 // The wrapper changes nothing a caller sees.
 func TestInstrumentedStoreConformance(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store {
-		s, err := blob.Instrument(mem.New(), prometheus.NewRegistry())
+		s, err := blob.Instrument(mem.New(), prometheus.NewRegistry(), "mem")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,8 +28,8 @@ func TestInstrumentedStoreConformance(t *testing.T) {
 	})
 }
 
-// counter returns the value of the counter name (with labels "k=v" pairs, if any) in reg;
-// 0 when it has not been written yet.
+// counter returns the value of the counter name (with labels "k=v" pairs, if any) in reg,
+// or the sample count of the histogram name; 0 when it has not been written yet.
 func counter(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
 	families, err := reg.Gather()
@@ -52,6 +52,9 @@ func counter(t *testing.T, reg prometheus.Gatherer, name string, labels ...strin
 					continue next
 				}
 			}
+			if h := m.GetHistogram(); h != nil {
+				return float64(h.GetSampleCount())
+			}
 			return m.GetCounter().GetValue()
 		}
 	}
@@ -70,7 +73,7 @@ func compressible(n int) []byte {
 func TestInstrumentCountsWhatTheStoreDid(t *testing.T) {
 	ctx := t.Context()
 	reg := prometheus.NewRegistry()
-	s, err := blob.Instrument(mem.New(), reg)
+	s, err := blob.Instrument(mem.New(), reg, "mem")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +154,13 @@ func TestInstrumentCountsWhatTheStoreDid(t *testing.T) {
 		{"cairn_blob_errors_total", []string{"op=put", "kind=canceled"}, 1},
 		{"cairn_blob_errors_total", []string{"op=list"}, 0},
 		{"cairn_blob_errors_total", []string{"op=delete"}, 0},
+		// Every call is timed, failed ones too.
+		{"cairn_blob_operation_duration_seconds", []string{"op=put", "backend=mem"}, 5},
+		{"cairn_blob_operation_duration_seconds", []string{"op=get", "backend=mem"}, 3},
+		{"cairn_blob_operation_duration_seconds", []string{"op=stat", "backend=mem"}, 1},
+		{"cairn_blob_operation_duration_seconds", []string{"op=delete", "backend=mem"}, 2},
+		{"cairn_blob_operation_duration_seconds", []string{"op=list", "backend=mem"}, 1},
+		{"cairn_blob_operation_duration_seconds", []string{"backend=dir"}, 0},
 	}
 	for _, w := range want {
 		if got := counter(t, reg, w.name, w.labels...); got != w.value {
@@ -180,7 +190,7 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 func TestInstrumentCountsAFailedReadOnce(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s, err := blob.Instrument(corruptReads{mem.New()}, reg)
+	s, err := blob.Instrument(corruptReads{mem.New()}, reg, "mem")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +218,7 @@ func TestInstrumentedStoresOnOneRegistryShareCounters(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ctx := t.Context()
 	for i := range 2 {
-		s, err := blob.Instrument(mem.New(), reg)
+		s, err := blob.Instrument(mem.New(), reg, "mem")
 		if err != nil {
 			t.Fatalf("store %d: %v", i, err)
 		}
@@ -225,13 +235,13 @@ func TestInstrumentedStoresOnOneRegistryShareCounters(t *testing.T) {
 func TestInstrumentFailsOnAConflictingCollector(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_blob_put_objects_total", Help: "not ours"}))
-	if _, err := blob.Instrument(mem.New(), reg); err == nil {
+	if _, err := blob.Instrument(mem.New(), reg, "mem"); err == nil {
 		t.Fatal("Instrument accepted a registry with a different collector under its name")
 	}
 }
 
 func TestInstrumentWithoutARegistryStillWorks(t *testing.T) {
-	s, err := blob.Instrument(mem.New(), nil)
+	s, err := blob.Instrument(mem.New(), nil, "mem")
 	if err != nil {
 		t.Fatal(err)
 	}

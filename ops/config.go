@@ -185,6 +185,11 @@ type Config struct {
 	// LogFormat is the log line format: text (logfmt-style key=value) or json. YAML
 	// log_format. Default text.
 	LogFormat string
+	// AccessLog logs one line per HTTP request, on both listeners, at info: method, route
+	// (the pattern, never the raw path or query), status, response bytes, duration, remote
+	// address and request id (X-Request-Id, echoed or generated). Never bodies, query
+	// values or credentials. YAML access_log. Default false.
+	AccessLog bool
 	// ShutdownTimeout bounds a graceful shutdown (draining requests, stopping Raft) before
 	// the process gives up and exits. Must be positive. YAML shutdown_timeout. Default 10s.
 	ShutdownTimeout time.Duration
@@ -790,6 +795,8 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.LogLevel }),
 	stringSetting("LogFormat", "log_format", "log format: text or json",
 		func(c *Config) *string { return &c.LogFormat }),
+	boolSetting("AccessLog", "access_log", "log one line per HTTP request (method, route, status, bytes, duration, remote, request id; never bodies, query values or credentials)",
+		func(c *Config) *bool { return &c.AccessLog }),
 	durationSetting("ShutdownTimeout", "shutdown_timeout", "graceful shutdown deadline",
 		func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
 	stringSetting("Blob", "blob", "blob store: dir (DATA_DIR/blobs), dir://PATH, or s3://BUCKET[/PREFIX] (credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)",

@@ -294,8 +294,9 @@ func TestTransferLeadershipHandsOverQuickly(t *testing.T) {
 // A member that was down while thousands of writes happened (and the leader compacted
 // its log past them) catches up through one snapshot install, while writes continue.
 func TestLaggingMemberCatchesUpThroughOneSnapshotInstall(t *testing.T) {
+	nm := &nodeMetrics{}
 	c := newCluster(t, 3, []string{"0"}, func(cfg *Config) {
-		loopbackTimeouts(cfg)
+		nm.tweak(cfg)
 		// Snapshot often and free the log in small segments, but keep enough of it behind
 		// a snapshot (about a second of these writes) for an install to finish before the
 		// entries after it are gone: DESIGN.md §9's sizing rule, which prevents install loops.
@@ -325,7 +326,7 @@ func TestLaggingMemberCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 		return nil
 	})
 	t.Logf("%d writes with one member down in %v", w.count(), time.Since(start))
-	_, ls := c.leader("0")
+	compacted, ls := c.leader("0")
 	retry.SucceedsSoon(t, "the leader compacted its log past the missed writes", func() error {
 		first, err := ls.log.FirstIndex()
 		if err != nil {
@@ -357,6 +358,12 @@ func TestLaggingMemberCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 	}
 	if installs > 2 {
 		t.Fatalf("%d snapshot installs for one catch-up", installs)
+	}
+	if got := nm.count(t, down, "cairn_shard_snapshot_install_duration_seconds", "0"); got != installs {
+		t.Fatalf("%d snapshot installs, %d install durations observed", installs, got)
+	}
+	if got := nm.count(t, compacted, "cairn_shard_snapshot_persist_duration_seconds", "0"); got < 1 {
+		t.Fatal("the leader compacted its log, and observed no snapshot persisted")
 	}
 	// No install loop: more writes travel as log entries.
 	for i := 0; i < 100; i++ {

@@ -43,6 +43,8 @@ type Config struct {
 	OnReady func(ready bool)
 	// Clock returns the leader's wall time for stamping commands. Default time.Now.
 	Clock func() time.Time
+	// Metrics receives the replica's latency observations (Metrics.Replica). Nil: none.
+	Metrics *ReplicaMetrics
 
 	// Cluster mode (DESIGN.md §9). With Peer nil the replica is the embedded default: a
 	// single voter on an in-memory transport, bootstrapped on first open.

@@ -44,6 +44,11 @@
 //   - Membership changes (AddNonvoter, PromoteToVoter, RemoveServer) and TransferLeadership
 //     run on the leader only and return once committed (or handed over).
 //
+// Observability: Stats carries a replica's Raft figures (role, term, indexes, log size,
+// elections and leaders it saw, snapshot installs), counted from raft's observer and the
+// log store; Config.Metrics (Metrics.Replica) receives its latencies (proposal, FSM apply,
+// snapshot install and persist), labelled by shard id only. shard/host exports both.
+//
 // The etcd control plane (placement, replica sets, leader hints, the controller) is
 // shard/control; the replicas of a node, routing a root to its shard's leader and
 // forwarding commands and requests there are shard/host's; the leader-only workers are

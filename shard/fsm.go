@@ -3,6 +3,7 @@ package shard
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/klauspost/compress/zstd"
@@ -14,17 +15,20 @@ import (
 type raftFSM struct{ s *Shard }
 
 func (f *raftFSM) Apply(l *raft.Log) any {
+	start := time.Now()
 	res := f.s.fsm.Apply(l.Index, l.Data)
+	f.s.cfg.Metrics.since(timingApply, start)
 	f.s.applied.notify(l.Index)
 	return res
 }
 
 func (f *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
-	return &fsmSnapshot{snap: f.s.fsm.Snapshot()}, nil
+	return &fsmSnapshot{snap: f.s.fsm.Snapshot(), metrics: f.s.cfg.Metrics}, nil
 }
 
 func (f *raftFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	start := time.Now()
 	zr, err := zstd.NewReader(rc, zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		return fmt.Errorf("shard: snapshot decoder: %w", err)
@@ -35,19 +39,28 @@ func (f *raftFSM) Restore(rc io.ReadCloser) error {
 	}
 	if f.s.opened.Load() { // not the restore of our own snapshot at start
 		f.s.installs.Add(1)
+		f.s.cfg.Metrics.since(timingInstall, start)
 	}
 	f.s.applied.notify(f.s.fsm.AppliedVersion())
 	return nil
 }
 
-type fsmSnapshot struct{ snap *meta.Snapshot }
+type fsmSnapshot struct {
+	snap    *meta.Snapshot
+	metrics *ReplicaMetrics
+}
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	start := time.Now()
 	if err := WriteSnapshot(sink, s.snap); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("shard: persist snapshot: %w", err)
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	s.metrics.since(timingPersist, start)
+	return nil
 }
 
 func (s *fsmSnapshot) Release() {}

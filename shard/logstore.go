@@ -73,6 +73,20 @@ func (l *logStore) StoreLogs(logs []*raft.Log) error {
 	return nil
 }
 
+// size returns how many entries the log holds and the size of its file in bytes; 0 for
+// what it cannot read (a closed store).
+func (l *logStore) size() (entries uint64, fileBytes int64) {
+	first, ferr := l.BoltStore.FirstIndex()
+	last, lerr := l.BoltStore.LastIndex()
+	if ferr == nil && lerr == nil && first > 0 && last >= first {
+		entries = last - first + 1
+	}
+	if fi, err := os.Stat(l.path); err == nil {
+		fileBytes = fi.Size()
+	}
+	return entries, fileBytes
+}
+
 // GetLog reads entry idx and verifies its checksum: a damaged entry is a *DamagedError
 // (wrapping ErrDamaged), never returned as if it were good.
 func (l *logStore) GetLog(idx uint64, out *raft.Log) error {

@@ -38,6 +38,7 @@ func (s *Shard) Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.R
 		s.closeMu.RUnlock()
 		return meta.Result{}, ErrClosed
 	}
+	start := time.Now()
 	f := s.raft.Apply(data, timeout)
 	s.closeMu.RUnlock()
 	// hashicorp/raft's timeout covers only the enqueue: an entry a leader enqueued just
@@ -53,6 +54,7 @@ func (s *Shard) Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.R
 		if err != nil {
 			return meta.Result{}, mapRaftError(err)
 		}
+		s.cfg.Metrics.since(timingPropose, start)
 	case <-ctx.Done():
 		return meta.Result{}, ErrTimeout
 	case <-wait.C:

@@ -64,6 +64,10 @@ type Shard struct {
 	closeErr  error
 	closeMu   sync.RWMutex
 	closed    bool
+
+	// elections and leaderChanges count raft observations (observeRaft).
+	elections, leaderChanges atomic.Uint64
+	observer                 *raft.Observer
 }
 
 // Open opens the shard replica in cfg.Dir, creating it if missing. Embedded (no Peer), a
@@ -84,9 +88,12 @@ func Open(cfg Config) (*Shard, error) {
 	}
 	s.opened.Store(true)
 	s.verify.r = s.raft
-	s.wg.Add(2)
+	var observations <-chan raft.Observation
+	s.observer, observations = s.raftObserver()
+	s.wg.Add(3)
 	go s.watchLeadership()
 	go s.tickLoop()
+	go s.observeRaft(observations)
 	return s, nil
 }
 
@@ -240,6 +247,16 @@ type Stats struct {
 	// the entries they held: their ratio is the group-commit batch size.
 	LogAppends        uint64
 	LogEntriesWritten uint64
+	// LogEntries is how many entries the log holds now (snapshots compact it down to
+	// Config.TrailingLogs); LogFileBytes is the size of its file, Dir/raft.db (bbolt reuses
+	// freed pages, so the file does not shrink when the log does).
+	LogEntries   uint64
+	LogFileBytes int64
+	// Elections counts the times this replica stood for election (became a candidate)
+	// since it opened; LeaderChanges the times it learned of a leader (a new one, or the
+	// same after a time without one).
+	Elections     uint64
+	LeaderChanges uint64
 }
 
 // Stats returns the replica's current Raft figures.
@@ -249,10 +266,12 @@ func (s *Shard) Stats() Stats {
 	st := Stats{State: s.raft.State().String(), Ready: s.ready.Load(), AppliedVersion: s.fsm.AppliedVersion(),
 		AppliedIndex: applied, CommitIndex: s.raft.CommitIndex(), LastIndex: last, Term: s.raft.CurrentTerm(),
 		LeaderID: string(leader), SnapshotInstalls: s.installs.Load(),
-		LogAppends: s.log.appends.Load(), LogEntriesWritten: s.log.entries.Load()}
+		LogAppends: s.log.appends.Load(), LogEntriesWritten: s.log.entries.Load(),
+		Elections: s.elections.Load(), LeaderChanges: s.leaderChanges.Load()}
 	if last > applied {
 		st.Lag = last - applied
 	}
+	st.LogEntries, st.LogFileBytes = s.log.size()
 	return st
 }
 
@@ -273,6 +292,7 @@ func (s *Shard) Close() error {
 		close(s.stop)
 		s.ready.Store(false)
 		err := s.raft.Shutdown().Error()
+		s.raft.DeregisterObserver(s.observer)
 		// Shutdown closes the transport (and with it every connection of the stream)
 		// only the first time; a replica removed from its group already shut down.
 		if c, ok := s.transport.(raft.WithClose); ok {

@@ -47,6 +47,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the server version reported in the MCP handshake. Default "dev".
 	Version string
+	// Metrics counts the tool calls (NewMetrics). Nil: not counted.
+	Metrics *Metrics
 }
 
 // withDefaults fills the zero fields from the Service's configuration.
@@ -316,7 +318,7 @@ func NewServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {
 				DestructiveHint: &destructive,
 				OpenWorldHint:   new(false),
 			},
-		}, handler(svc, agent, d, ts, opts.Logger))
+		}, opts.Metrics.instrument(d.name, handler(svc, agent, d, ts, opts.Logger)))
 		known[d.name] = true
 	}
 	srv.AddReceivingMiddleware(unknownToolMiddleware(known))

@@ -3,8 +3,7 @@ package rest
 import (
 	"context"
 	"net/http"
-	"strconv"
-	"time"
+	"strings"
 
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/shard/worker"
@@ -24,12 +23,9 @@ type Collector interface {
 // /metrics as on the tenant listener. Anything else is 404 NotFound. It shares the tenant handler's metrics.
 func (h *Handler) Admin() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, ctl: http.NewResponseController(w), writeTimeout: h.opts.WriteTimeout}
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = newRateBody(r.Body, w, h.opts.BodyMinBytesPerSecond, h.opts.BodyRateWindow)
-		}
+		rec, done := h.begin(w, r)
 		route := "admin-unknown"
+		defer func() { done(route) }()
 		switch raw := r.URL.EscapedPath(); {
 		case raw == "/v1/admin/gc":
 			route = "admin-gc"
@@ -44,19 +40,20 @@ func (h *Handler) Admin() http.Handler {
 			route = "admin-backup-release"
 			h.adminBackupRelease(rec, r)
 		case h.opts.AdminRoutes[raw] != nil:
-			route = "admin"
+			route = adminRouteName(raw)
 			h.opts.AdminRoutes[raw].ServeHTTP(rec, r)
 		case raw == "/healthz" || raw == "/readyz" || raw == "/metrics":
 			route = h.route(rec, r)
 		default:
 			h.notFound(rec, r)
 		}
-		if rec.status == 0 {
-			rec.status = http.StatusOK
-		}
-		h.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
-		h.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
 	})
+}
+
+// adminRouteName is the metrics and access-log route of an Options.AdminRoutes path
+// (a fixed set): "/v1/admin/cluster" is "admin-cluster".
+func adminRouteName(path string) string {
+	return strings.ReplaceAll(strings.Trim(strings.TrimPrefix(path, "/v1/"), "/"), "/", "-")
 }
 
 // gcRequest is the body of POST /v1/admin/gc.

@@ -29,4 +29,11 @@
 // principal ids; later ones are "other", requests without a principal "none") and checked
 // against its principal's request rate before routing (429 ResourceExhausted with
 // Retry-After = details.retry_after_ms rounded up to seconds).
+//
+// Both listeners count every request, aborted ones included, in
+// cairn_http_requests_total{route, method, code} and
+// cairn_http_request_duration_seconds{route, method, code}, where route is the route's
+// name ("file", "workbench", "mcp", "admin-gc", …; a fixed set), never the raw path. With
+// Options.AccessLog each request also writes one "http request" line (access.go) that holds
+// no path, query, body or header but X-Request-Id.
 package rest

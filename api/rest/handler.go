@@ -37,6 +37,9 @@ type Options struct {
 	// own request metrics. Nil disables /metrics.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
+	// AccessLog, when set, receives one info line per request of both listeners (access.go).
+	// Nil: no access log.
+	AccessLog *slog.Logger
 	// AdminRoutes are further routes of the admin listener (Admin), by escaped path.
 	AdminRoutes map[string]http.Handler
 	// GC runs the sweeps of POST /v1/admin/gc (the node's leader workers, *worker.Set).
@@ -90,10 +93,10 @@ func NewHandler(svc *workbench.Service, opts Options) *Handler {
 	}
 	h := &Handler{svc: svc, opts: opts, log: opts.Logger, principals: newPrincipalCounter(opts.MaxPrincipalLabels)}
 	h.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "requests_total",
-		Help: "HTTP requests by route, method and status code."}, []string{"route", "method", "code"})
+		Help: "HTTP requests by route (the route's name, never the raw path), method and status code."}, []string{"route", "method", "code"})
 	h.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "cairn", Subsystem: "http", Name: "request_duration_seconds",
-		Help: "HTTP request latency by route and method, until the response is written.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)},
-		[]string{"route", "method"})
+		Help: "HTTP request latency by route, method and status code, until the response is written.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)},
+		[]string{"route", "method", "code"})
 	h.inflight = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "http", Name: "requests_in_flight", Help: "HTTP requests being served."})
 	h.bytesIn = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "file_bytes_received_total", Help: "File body bytes received by writes."})
 	h.bytesOut = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "file_bytes_sent_total", Help: "File body bytes sent by reads."})
@@ -107,6 +110,7 @@ func NewHandler(svc *workbench.Service, opts Options) *Handler {
 type statusRecorder struct {
 	http.ResponseWriter
 	status       int
+	bytes        int64 // response body bytes written
 	ctl          *http.ResponseController
 	writeTimeout time.Duration
 }
@@ -123,7 +127,9 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 		s.status = http.StatusOK
 	}
 	writeDeadline(s.ctl, s.writeTimeout)
-	return s.ResponseWriter.Write(p)
+	n, err := s.ResponseWriter.Write(p)
+	s.bytes += int64(n)
+	return n, err
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
@@ -139,24 +145,16 @@ func (s *statusRecorder) Flush() {
 // first (workbench.Service.AllowRequest); a mutating one gets its audit line once it is
 // answered (attribution.go).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
 	act := &activity{}
 	r = r.WithContext(context.WithValue(r.Context(), activityKey{}, act))
-	rec := &statusRecorder{ResponseWriter: w, ctl: http.NewResponseController(w), writeTimeout: h.opts.WriteTimeout}
-	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = newRateBody(r.Body, w, h.opts.BodyMinBytesPerSecond, h.opts.BodyRateWindow)
-	}
+	rec, done := h.begin(w, r)
 	h.inflight.Inc()
 	// Counted in a defer: a read whose body fails after its headers aborts the handler
 	// (http.ErrAbortHandler, file.go), which passes through here.
 	route := "file" // the only route that aborts
 	defer func() {
 		h.inflight.Dec()
-		if rec.status == 0 {
-			rec.status = http.StatusOK
-		}
-		h.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
-		h.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+		done(route)
 		if act.op != "" {
 			h.audit(r, act, rec.status)
 		}

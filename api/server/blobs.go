@@ -72,7 +72,7 @@ func (n *Node) openBlobs(ctx context.Context) error {
 	// readiness probe (health.go) reports it.
 	store = blob.WithDeadline(store, n.cfg.BlobTimeout)
 	n.health = &health{blobs: store, dirs: dirs, log: n.log}
-	n.blobs, err = blob.Instrument(store, n.registry)
+	n.blobs, err = blob.Instrument(store, n.registry, string(target.Kind))
 	if err != nil {
 		store.Close()
 		return err

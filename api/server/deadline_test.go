@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -28,7 +29,13 @@ func serveNode(t *testing.T, cfg ops.Config) (*Node, string) {
 // serveNodeWith is serveNode with creds for an s3:// blob store.
 func serveNodeWith(t *testing.T, cfg ops.Config, creds ops.Credentials) (*Node, string) {
 	t.Helper()
-	n, err := Open(t.Context(), cfg, creds, nil)
+	return serveNodeLogged(t, cfg, creds, nil)
+}
+
+// serveNodeLogged is serveNodeWith with the node's logger (nil: slog.Default()).
+func serveNodeLogged(t *testing.T, cfg ops.Config, creds ops.Credentials, log *slog.Logger) (*Node, string) {
+	t.Helper()
+	n, err := Open(t.Context(), cfg, creds, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -196,8 +196,16 @@ func (n *Node) open(ctx context.Context) error {
 	if cfg.Cluster {
 		adminRoutes[ClusterStatusPath] = http.HandlerFunc(n.serveStatus)
 	}
+	mcpMetrics, err := mcp.NewMetrics(n.registry)
+	if err != nil {
+		return err
+	}
+	var accessLog *slog.Logger
+	if cfg.AccessLog {
+		accessLog = n.log.With("log", "access")
+	}
 	n.rest = rest.NewHandler(n.svc, rest.Options{
-		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes}),
+		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes, Metrics: mcpMetrics}),
 		Ready:    n.ready,
 		Failing:  n.health.Failing,
 		GC:       workers,
@@ -206,6 +214,7 @@ func (n *Node) open(ctx context.Context) error {
 		Registry: n.registry,
 		Logger:   n.log,
 
+		AccessLog:             accessLog,
 		BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond,
 		BodyRateWindow:        cfg.BodyRateWindow,
 		WriteTimeout:          cfg.WriteTimeout,

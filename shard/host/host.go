@@ -93,6 +93,8 @@ type Host struct {
 	cluster *clusterState
 	// followerReads counts reads at a snapshot id served from a replica that did not lead.
 	followerReads *followerReadCounter
+	// raftTimings are the replicas' latency histograms (cairn_shard_*_duration_seconds).
+	raftTimings *shard.Metrics
 }
 
 // Open starts a host: for the embedded default it opens the replica of shard 0 (created
@@ -107,7 +109,8 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, errors.New("host: Config.NodeID and Config.DataDir are required")
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger, replicas: map[int]*shard.Shard{}, damaged: map[int]error{},
-		kick: make(chan struct{}, 1), reannounce: make(chan struct{}, 1), followerReads: newFollowerReadCounter()}
+		kick: make(chan struct{}, 1), reannounce: make(chan struct{}, 1), followerReads: newFollowerReadCounter(),
+		raftTimings: shard.NewMetrics()}
 	wctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	if cfg.Cluster == nil {
@@ -200,6 +203,7 @@ func (h *Host) ensureReplica(id int) (*shard.Shard, error) {
 		SnapshotInterval:  h.cfg.SnapshotInterval,
 		SnapshotThreshold: h.cfg.SnapshotThreshold,
 		Logger:            h.log,
+		Metrics:           h.raftTimings.Replica(strconv.Itoa(id)),
 		OnReady: func(bool) {
 			select {
 			case h.kick <- struct{}{}:

@@ -11,7 +11,15 @@ var (
 	descApplied = prometheus.NewDesc("cairn_shard_applied_version", "Last shard version applied by the FSM.", []string{"shard"}, nil)
 	descCommit  = prometheus.NewDesc("cairn_shard_commit_index", "Raft commit index.", []string{"shard"}, nil)
 	descReady   = prometheus.NewDesc("cairn_shard_ready", "1 when the replica serves writes and linearizable reads.", []string{"shard"}, nil)
-	descInstall = prometheus.NewDesc("cairn_shard_snapshot_installs_total",
+	descLeader  = prometheus.NewDesc("cairn_shard_leader", "1 when the replica is its shard's Raft leader (ready or not yet).", []string{"shard"}, nil)
+	descTerm    = prometheus.NewDesc("cairn_shard_term", "The replica's current Raft term.", []string{"shard"}, nil)
+	descElect   = prometheus.NewDesc("cairn_shard_elections_total",
+		"Elections this replica stood in (it became a candidate) since it opened.", []string{"shard"}, nil)
+	descLeaderChanges = prometheus.NewDesc("cairn_shard_leader_changes_total",
+		"Leaders this replica learned of since it opened (a new leader, or the same one after a time without any).", []string{"shard"}, nil)
+	descLogEntries = prometheus.NewDesc("cairn_shard_log_entries", "Entries in the replica's Raft log (snapshots compact it).", []string{"shard"}, nil)
+	descLogBytes   = prometheus.NewDesc("cairn_shard_log_bytes", "Size of the replica's Raft log file (raft.db) in bytes.", []string{"shard"}, nil)
+	descInstall    = prometheus.NewDesc("cairn_shard_snapshot_installs_total",
 		"Raft snapshots this replica received from a leader and restored since the process started (a follower too far behind for the leader's log).", []string{"shard"}, nil)
 	descVoters = prometheus.NewDesc("cairn_shard_voters", "Voters in the shard's Raft configuration, as its leader (this node) sees it.", []string{"shard"}, nil)
 	descPeer   = prometheus.NewDesc("cairn_peer_bytes_total",
@@ -20,16 +28,20 @@ var (
 		"Reads at a snapshot id that this node's replica of the shard answered from its applied state while it did not lead.", []string{"shard"}, nil)
 )
 
-// Collector returns the collector of every local replica's Raft figures (cairn_shard_*)
-// and of the follower reads (cairn_follower_reads_total).
+// Collector returns the collector of every local replica's Raft figures (cairn_shard_*:
+// the gauges and counts of shard.Stats, and the latency histograms of shard.Metrics) and of
+// the follower reads (cairn_follower_reads_total). Every series carries shard, the shard
+// id; none is per peer or per root.
 func (h *Host) Collector() prometheus.Collector { return hostCollector{h} }
 
 type hostCollector struct{ h *Host }
 
 func (c hostCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descApplied, descCommit, descReady, descInstall, descVoters, descFollow, descPeer} {
+	for _, d := range []*prometheus.Desc{descApplied, descCommit, descReady, descLeader, descTerm, descElect, descLeaderChanges,
+		descLogEntries, descLogBytes, descInstall, descVoters, descFollow, descPeer} {
 		ch <- d
 	}
+	c.h.raftTimings.Describe(ch)
 }
 
 func (c hostCollector) Collect(ch chan<- prometheus.Metric) {
@@ -39,11 +51,29 @@ func (c hostCollector) Collect(ch chan<- prometheus.Metric) {
 		if st.Ready {
 			ready = 1
 		}
+		leader := 0.0
+		if st.State == "Leader" {
+			leader = 1
+		}
 		label := strconv.Itoa(id)
-		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(st.AppliedVersion), label)
-		ch <- prometheus.MustNewConstMetric(descCommit, prometheus.GaugeValue, float64(st.CommitIndex), label)
-		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready, label)
-		ch <- prometheus.MustNewConstMetric(descInstall, prometheus.CounterValue, float64(st.SnapshotInstalls), label)
+		for _, m := range []struct {
+			d *prometheus.Desc
+			t prometheus.ValueType
+			v float64
+		}{
+			{descApplied, prometheus.GaugeValue, float64(st.AppliedVersion)},
+			{descCommit, prometheus.GaugeValue, float64(st.CommitIndex)},
+			{descReady, prometheus.GaugeValue, ready},
+			{descLeader, prometheus.GaugeValue, leader},
+			{descTerm, prometheus.GaugeValue, float64(st.Term)},
+			{descElect, prometheus.CounterValue, float64(st.Elections)},
+			{descLeaderChanges, prometheus.CounterValue, float64(st.LeaderChanges)},
+			{descLogEntries, prometheus.GaugeValue, float64(st.LogEntries)},
+			{descLogBytes, prometheus.GaugeValue, float64(st.LogFileBytes)},
+			{descInstall, prometheus.CounterValue, float64(st.SnapshotInstalls)},
+		} {
+			ch <- prometheus.MustNewConstMetric(m.d, m.t, m.v, label)
+		}
 		if st.State != "Leader" {
 			continue
 		}
@@ -66,6 +96,7 @@ func (c hostCollector) Collect(ch chan<- prometheus.Metric) {
 	for id, n := range c.h.followerReads.snapshot() {
 		ch <- prometheus.MustNewConstMetric(descFollow, prometheus.CounterValue, float64(n), strconv.Itoa(id))
 	}
+	c.h.raftTimings.Collect(ch)
 }
 
 // followerReadCounter counts follower reads per shard.

@@ -21,6 +21,8 @@
 //   - Close of the Mux stops accepting, closes connections that are still in the header
 //     phase and the listeners of every stream, and returns after its goroutines ended.
 //     Connections already handed to a stream belong to that stream's owner; a StreamLayer
-//     (the raft.StreamLayer flavour) closes those it accepted or dialled when it is closed.
+//     (the raft.StreamLayer flavour) closes those it accepted or dialled when it is closed,
+//     and a read on an accepted one that this close interrupted ends with io.EOF (the end
+//     of the stream, which raft does not log), never net.ErrClosed.
 //   - mux never interprets stream payloads.
 package mux

@@ -624,3 +624,46 @@ func TestAFullBacklogRefusesFurtherConnections(t *testing.T) {
 		t.Fatalf("queued connection after the listener closed: %v", err)
 	}
 }
+
+// raft's inbound handler logs every read error but io.EOF at error level: a read blocked
+// on an accepted connection when its layer closes must end with EOF.
+func TestAReadBlockedWhenTheLayerClosesEndsWithEOF(t *testing.T) {
+	server := listen(t, Config{})
+	client := listen(t, Config{})
+	layer, err := server.StreamLayer("raft/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientLayer, err := client.StreamLayer("raft/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clientLayer.Close()
+	dialed, err := clientLayer.Dial(serverAddr(server), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted, err := layer.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := accepted.Read(make([]byte, 1))
+		read <- err
+	}()
+	if err := layer.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-read; !errors.Is(err, io.EOF) {
+		t.Fatalf("read blocked on an accepted connection when its layer closed: %v", err)
+	}
+	// A connection closed by its own user still reports that it is closed.
+	if _, err := dialed.Read(make([]byte, 1)); err == nil {
+		t.Fatal("read on the dialled end after the peer closed succeeded")
+	}
+	dialed.Close()
+	if _, err := dialed.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read on a dialled connection its user closed: %v", err)
+	}
+}

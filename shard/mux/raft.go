@@ -2,8 +2,11 @@ package mux
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -15,13 +18,18 @@ import (
 // Unlike a plain Listener, Close also closes every connection the layer accepted or
 // dialled: raft's NetworkTransport does not close its pooled outbound connections or its
 // inbound handlers on shutdown, and a replica that stops must leave neither goroutines nor
-// half-open peers behind.
+// half-open peers behind. A Read blocked on an accepted connection when Close closes it
+// ends with io.EOF, not net.ErrClosed: the stream ended because its owner stopped, and
+// raft's inbound handler takes EOF as the end of a stream where it logs any other read
+// error at error level (one "failed to decode incoming command … use of closed network
+// connection" per accepted connection per replica at every shutdown otherwise).
 type StreamLayer struct {
 	*Listener
 
-	mu     sync.Mutex
-	closed bool
-	conns  map[*trackedConn]struct{}
+	mu      sync.Mutex
+	closed  bool
+	closing atomic.Bool // set before Close closes the connections; read without mu
+	conns   map[*trackedConn]struct{}
 }
 
 var _ raft.StreamLayer = (*StreamLayer)(nil)
@@ -41,7 +49,7 @@ func (s *StreamLayer) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.track(c)
+	return s.track(c, true)
 }
 
 // Dial opens a connection to the same stream on the Mux at address.
@@ -52,7 +60,7 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	if err != nil {
 		return nil, err
 	}
-	return s.track(c)
+	return s.track(c, false)
 }
 
 // Close unregisters the stream and closes every connection the layer accepted or dialled.
@@ -60,6 +68,7 @@ func (s *StreamLayer) Close() error {
 	err := s.Listener.Close()
 	s.mu.Lock()
 	s.closed = true
+	s.closing.Store(true)
 	conns := s.conns
 	s.conns = nil
 	s.mu.Unlock()
@@ -69,14 +78,14 @@ func (s *StreamLayer) Close() error {
 	return err
 }
 
-func (s *StreamLayer) track(c net.Conn) (net.Conn, error) {
+func (s *StreamLayer) track(c net.Conn, accepted bool) (net.Conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		c.Close()
 		return nil, ErrClosed
 	}
-	tc := &trackedConn{Conn: c, s: s}
+	tc := &trackedConn{Conn: c, s: s, accepted: accepted}
 	s.conns[tc] = struct{}{}
 	return tc, nil
 }
@@ -84,8 +93,18 @@ func (s *StreamLayer) track(c net.Conn) (net.Conn, error) {
 // trackedConn forgets itself in its layer when closed.
 type trackedConn struct {
 	net.Conn
-	s    *StreamLayer
-	once sync.Once
+	s        *StreamLayer
+	accepted bool
+	once     sync.Once
+}
+
+// Read reports the end of an accepted connection that the layer's Close closed as io.EOF.
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && c.accepted && c.s.closing.Load() && errors.Is(err, net.ErrClosed) {
+		err = io.EOF
+	}
+	return n, err
 }
 
 func (c *trackedConn) Close() error {
