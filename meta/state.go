@@ -53,6 +53,11 @@ type state struct {
 	// index is the secondary index of file fields (index.go). It is derived from paths:
 	// never part of a Raft snapshot, rebuilt on restore.
 	index *btree.Map[string, struct{}]
+	// usage is what each agent root holds (quota.go): agent → Usage, maintained by every
+	// command that changes it, equal to a recomputation from workspaces and heldSnaps.
+	usage *btree.Map[string, Usage]
+	// quotas are the admin-set limits of agent roots: agent → Quota (quota.go).
+	quotas *btree.Map[string, Quota]
 }
 
 func newState() *state {
@@ -75,6 +80,8 @@ func newState() *state {
 		restores:    new(btree.Map[string, *RestoreOp]),
 		history:     new(btree.Map[string, struct{}]),
 		compactable: new(btree.Map[string, struct{}]),
+		usage:       new(btree.Map[string, Usage]),
+		quotas:      new(btree.Map[string, Quota]),
 	}
 }
 
@@ -99,6 +106,8 @@ func (s *state) copy() *state {
 	c.restores = s.restores.Copy()
 	c.history = s.history.Copy()
 	c.compactable = s.compactable.Copy()
+	c.usage = s.usage.Copy()
+	c.quotas = s.quotas.Copy()
 	return &c
 }
 
@@ -140,6 +149,7 @@ const (
 	retainLease   = 'l' // value: 'l' snapshot key — reap the snapshot if its grace passed
 	retainReprune = 'h' // value: 'h' root uid \x00 resume key — re-prune an incarnation's history
 	retainRestore = 'r' // value: 'r' restore key — drop a finished restore record
+	retainPurge   = 'x' // value: 'x' purgeItem — the next step of a deleted workbench's purge
 )
 
 func splitRetentionItem(v string) (kind byte, a, b string) {
