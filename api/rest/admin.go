@@ -34,6 +34,12 @@ func (h *Handler) Admin() http.Handler {
 		case raw == "/v1/admin/gc":
 			route = "admin-gc"
 			h.adminGC(rec, r)
+		case raw == adminQuotaPath:
+			route = "admin-quota"
+			h.adminQuota(rec, r)
+		case raw == adminPurgePath:
+			route = "admin-purge"
+			h.adminPurge(rec, r)
 		case h.opts.AdminRoutes[raw] != nil:
 			route = "admin"
 			h.opts.AdminRoutes[raw].ServeHTTP(rec, r)

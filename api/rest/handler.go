@@ -214,6 +214,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 	if route, ok := h.rootTool(w, r, agent, segs[1:]); ok {
 		return route
 	}
+	if route, ok := h.lifecycle(w, r, agent, segs[1:]); ok {
+		return route
+	}
 	if len(segs) < 3 || segs[1] != "workbenches" {
 		h.notFound(w, r)
 		return "unknown"
@@ -308,7 +311,7 @@ func invalidArg(field, format string, args ...any) error {
 
 // workbench serves PUT (create, idempotent) and GET/HEAD (stat) of a workbench.
 func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id string) {
-	if !allow(w, r, http.MethodPut, http.MethodGet, http.MethodHead) {
+	if !allow(w, r, http.MethodPut, http.MethodGet, http.MethodHead, http.MethodDelete) { // DELETE: lifecycle.go
 		return
 	}
 	q, err := parseQuery(r)
