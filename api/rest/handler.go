@@ -211,6 +211,13 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		h.opts.MCP.ServeHTTP(w, r)
 		return "mcp"
 	}
+	if len(segs) == 3 && segs[1] == "mcp" && segs[2] == "cairn" && h.opts.MCP != nil {
+		// The MCP profile "cairn" (api/mcp cairn.go).
+		r.SetPathValue("agent", agent)
+		r.SetPathValue("profile", "cairn")
+		h.opts.MCP.ServeHTTP(w, r)
+		return "mcp"
+	}
 	if route, ok := h.rootTool(w, r, agent, segs[1:]); ok {
 		return route
 	}
