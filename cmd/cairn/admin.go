@@ -20,7 +20,7 @@ func addAdminCommands(root *cobra.Command) {
 	}
 	admin.PersistentFlags().String("admin-server", envOr("CAIRN_ADMIN_SERVER", defaultAdminServer),
 		"URL of the server's admin listener, --admin-listen: admin routes are not served on --server (env CAIRN_ADMIN_SERVER)")
-	admin.AddCommand(newAdminGCCommand(), newAdminClusterCommand())
+	admin.AddCommand(newAdminGCCommand(), newAdminClusterCommand(), newAdminQuotaCommand(), newAdminPurgeCommand())
 	root.AddCommand(admin)
 }
 
