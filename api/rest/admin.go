@@ -20,7 +20,8 @@ type Collector interface {
 
 // Admin returns the handler of the admin listener (a separate, loopback address: admin
 // routes list every agent's names and digests and act on the whole node): POST
-// /v1/admin/gc, Options.AdminRoutes, and /healthz, /readyz and /metrics as on the tenant
+// /v1/admin/gc, GET/PUT /v1/admin/quota and POST /v1/admin/purge (lifecycle.go),
+// Options.AdminRoutes, and /healthz, /readyz and /metrics as on the tenant
 // listener. Anything else is 404 NotFound. It shares the tenant handler's metrics.
 func (h *Handler) Admin() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
