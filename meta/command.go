@@ -43,6 +43,9 @@ const (
 	OpGCIntent        Op = 15 // gc.go
 	OpGCDeleted       Op = 16 // gc.go
 	OpAssignRoot      Op = 17 // placement.go
+	OpSetQuota        Op = 18 // quota.go
+	OpDeleteWorkspace Op = 19 // purge.go
+	OpPurgeRoot       Op = 20 // purge.go
 )
 
 // Header is what every command carries besides its body.
@@ -310,6 +313,13 @@ type Result struct {
 	Restore *RestoreOp `cbor:"14,keyasint,omitempty"`
 	// GC answers GCIntent and GCDeleted (gc.go).
 	GC *GCResult `cbor:"15,keyasint,omitempty"`
+	// Quota and Usage answer SetQuota (quota.go).
+	Quota *Quota `cbor:"17,keyasint,omitempty"`
+	Usage *Usage `cbor:"18,keyasint,omitempty"`
+	// Deleted counts the workbenches a DeleteWorkspace or PurgeRoot deleted; More says a
+	// PurgeRoot left workbenches for the next one (purge.go).
+	Deleted int64 `cbor:"19,keyasint,omitempty"`
+	More    bool  `cbor:"20,keyasint,omitempty"`
 }
 
 type envelope struct {
@@ -445,6 +455,18 @@ func DecodeCommand(data []byte) (Header, Body, error) {
 		b = c
 	case OpBackupHold, OpBackupRelease:
 		b, err = decodeBackupCommand(env.Op, env.Body)
+	case OpSetQuota:
+		var c SetQuota
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpDeleteWorkspace:
+		var c DeleteWorkspace
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
+	case OpPurgeRoot:
+		var c PurgeRoot
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
 	default:
 		return Header{}, nil, invalidArg("command", "unknown op %d", env.Op)
 	}
@@ -494,6 +516,12 @@ func opName(op Op) string {
 		return "backup-hold"
 	case OpBackupRelease:
 		return "backup-release"
+	case OpSetQuota:
+		return "set-quota"
+	case OpDeleteWorkspace:
+		return "delete-workspace"
+	case OpPurgeRoot:
+		return "purge-root"
 	}
 	return fmt.Sprintf("op-%d", op)
 }

@@ -22,6 +22,14 @@
 //     the command that made it (Header.Principal, Header.Surface), except the revisions a
 //     restore writes, which name the producer that began it, whoever proposes its later
 //     steps. Data written before producers existed decodes with the zero Producer.
+//   - Every agent root's Usage (workbenches, live files and their bytes, held snapshots)
+//     equals at every version a recomputation from the workbench records and held
+//     snapshots, and a command that would grow a dimension past the root's Quota is
+//     rejected whole with ResourceExhausted naming the quota, its limit and the usage
+//     (quota.go). Quotas and usage are part of the Raft snapshot.
+//   - Deleting a workbench frees its name at once; its incarnation's records go in bounded
+//     retention steps that release their blob references (purge.go). No record of a
+//     deleted incarnation ever resolves under a new workbench of the same name.
 //
 // meta imports nothing else of Cairn's; the shard package feeds it Raft log entries and the
 // api package reads it through Views.

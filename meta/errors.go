@@ -52,6 +52,13 @@ type Error struct {
 	Workspace string `cbor:"9,keyasint,omitempty"`
 	// SnapshotID is the snapshot a SnapshotExpired is about.
 	SnapshotID uint64 `cbor:"10,keyasint,omitempty"`
+	// Quota names the quota a ResourceExhausted from a quota check is about (QuotaFiles,
+	// ...); Limit is its limit, Used the root's usage and Requested what the command
+	// needed on top (quota.go).
+	Quota     string `cbor:"11,keyasint,omitempty"`
+	Limit     int64  `cbor:"12,keyasint,omitempty"`
+	Used      int64  `cbor:"13,keyasint,omitempty"`
+	Requested int64  `cbor:"14,keyasint,omitempty"`
 }
 
 func (e *Error) Error() string {

@@ -190,6 +190,12 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		res = a.backupHold(b)
 	case BackupRelease:
 		res = a.backupRelease(b)
+	case SetQuota:
+		res = a.setQuota(b)
+	case DeleteWorkspace:
+		res = a.deleteWorkspace(b)
+	case PurgeRoot:
+		res = a.purgeRoot(b)
 	default:
 		res = Result{Err: invalidArg("command", "unsupported body %T", body)}
 	}
@@ -238,6 +244,12 @@ func bodyAgent(b Body) string {
 	case GCDeleted:
 		return b.Agent
 	case AssignRoot:
+		return b.Agent
+	case SetQuota:
+		return b.Agent
+	case DeleteWorkspace:
+		return b.Agent
+	case PurgeRoot:
 		return b.Agent
 	}
 	return ""
@@ -295,6 +307,11 @@ func (a *applier) createWorkspace(c CreateWorkspace) Result {
 	if err := ValidateName("id", c.Name); err != nil {
 		return Result{Err: err}
 	}
+	if _, ok := a.st.workspaces.Get(workspaceKey(c.Agent, c.Name)); !ok {
+		if err := a.checkQuota(c.Agent, Usage{Workbenches: 1}); err != nil {
+			return Result{Err: err}
+		}
+	}
 	r := a.ensureRoot(c.Agent)
 	_, created, err := a.workspace(c.Agent, c.Name, true)
 	if err != nil {
@@ -321,6 +338,7 @@ func (a *applier) workspace(agent, name string, create bool) (*Workspace, bool, 
 	ws := &Workspace{Agent: agent, Name: name, Incarnation: s.nextIncarnation, Revision: s.version,
 		CreatedVersion: s.version, CreatedAtMs: s.nowMs, Producer: a.prod}
 	s.workspaces.Set(workspaceKey(agent, name), ws)
+	a.addUsage(agent, Usage{Workbenches: 1})
 	return ws, true, nil
 }
 
@@ -451,6 +469,9 @@ func (a *applier) put(c Put) Result {
 	if err := a.checkPublishable(c.Agent, c.Segments); err != nil {
 		return Result{Err: err}
 	}
+	if err := a.checkQuota(c.Agent, fileGrowth(ws == nil, cur, &Entry{Size: c.Size})); err != nil {
+		return Result{Err: err}
+	}
 	root, ws := a.materialize(c.Agent, c.Workspace, ws)
 	key := pathKey(ws.Incarnation, c.Path)
 	e := &Entry{Generation: a.st.version, Size: c.Size, Digest: c.Digest, ContentType: c.ContentType,
@@ -503,6 +524,9 @@ func (a *applier) append(c Append) Result {
 			Fields: cur.Fields, ListID: list, Producer: a.prod}
 	}
 	if err := a.checkPublishable(c.Agent, c.Segments); err != nil {
+		return Result{Err: err}
+	}
+	if err := a.checkQuota(c.Agent, fileGrowth(ws == nil, cur, e)); err != nil {
 		return Result{Err: err}
 	}
 	root, ws := a.materialize(c.Agent, c.Workspace, ws)
@@ -582,6 +606,7 @@ func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *path
 		a.liveDelta(ws.Incarnation, path, 0, e.Size-old.Size, false)
 		nws.Bytes += e.Size - old.Size
 	}
+	a.addUsage(ws.Agent, Usage{Files: nws.Files - ws.Files, Bytes: nws.Bytes - ws.Bytes})
 	s.workspaces.Set(workspaceKey(ws.Agent, ws.Name), &nws)
 	s.indexFile(ws.Incarnation, path, old, e)
 	a.storeChain(root.UID, key, chain)
@@ -788,6 +813,8 @@ func (a *applier) runRetention() {
 			a.reapIfDue(x)
 		case retainReprune:
 			a.reprune(x, y)
+		case retainPurge:
+			a.purgeStep(x)
 		case retainRestore:
 			if op, ok := s.restores.Get(x); ok && op.State == RestoreComplete {
 				s.restores.Delete(x)

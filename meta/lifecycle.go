@@ -154,6 +154,9 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 			return Result{Err: errorf(CodeResourceExhausted, "workbench %q holds %d snapshots, the most allowed; retire one (or let one expire) first", c.Workspace, n)}
 		}
 	}
+	if err := a.checkQuota(c.Agent, Usage{Snapshots: 1}); err != nil {
+		return Result{Err: err}
+	}
 	root, _ := s.roots.Get(c.Agent)
 	nr := *root
 	nr.LastSnapshotID++
@@ -165,6 +168,7 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 	key := snapshotKey(c.Agent, snap.ID)
 	s.snapshots.Set(key, snap)
 	s.heldSnaps.Set(heldSnapKey(snap.Incarnation, snap.ID), struct{}{})
+	a.addUsage(c.Agent, Usage{Snapshots: 1})
 	if c.Name != "" {
 		s.snapNames.Set(snapNameKey(c.Agent, c.Workspace, c.Name), snap.ID)
 	}
@@ -205,6 +209,7 @@ func (a *applier) reapIfDue(key string) {
 	ns.ReapedAtMs = s.nowMs
 	s.snapshots.Set(key, &ns)
 	s.heldSnaps.Delete(heldSnapKey(snap.Incarnation, snap.ID))
+	a.addUsage(snap.Agent, Usage{Snapshots: -1})
 	root, _ := s.roots.Get(snap.Agent)
 	a.releaseHold(root.UID, snap.Incarnation, snap.ReadVersion)
 }
@@ -220,7 +225,7 @@ func findSnapshot(s *state, agent, ws string, id uint64, name string) (string, *
 	}
 	key := snapshotKey(agent, id)
 	snap, ok := s.snapshots.Get(key)
-	if !ok || snap.Workspace != ws {
+	if !ok || snap.Workspace != ws || !liveIncarnation(s, agent, ws, snap.Incarnation) {
 		return "", nil, errorf(CodeSnapshotNotFound, "workbench %q has no snapshot %d", ws, id)
 	}
 	return key, snap, nil
@@ -299,6 +304,7 @@ func (a *applier) snapshotRetire(c SnapshotRetire) Result {
 	ns.RetiredBy = a.prod
 	s.snapshots.Set(key, &ns)
 	s.heldSnaps.Delete(heldSnapKey(snap.Incarnation, snap.ID))
+	a.addUsage(c.Agent, Usage{Snapshots: -1})
 	root, _ := s.roots.Get(c.Agent)
 	a.releaseHold(root.UID, snap.Incarnation, snap.ReadVersion)
 	return Result{Snapshot: &ns, Retired: true}
@@ -409,6 +415,10 @@ func (a *applier) commit(c Commit) Result {
 	if err := a.checkPublishable(c.Agent, c.Envelope.Segments); err != nil {
 		return Result{Err: err}
 	}
+	_, curManifest := a.current(ws, RunManifestPath)
+	if err := a.checkQuota(c.Agent, fileGrowth(ws == nil, curManifest, &Entry{Size: c.Envelope.Size})); err != nil {
+		return Result{Err: err}
+	}
 	root, ws := a.materialize(c.Agent, c.Workspace, ws)
 	a.publishBody(root, ws, RunManifestPath, c.Envelope)
 	rec := &CommitRecord{Identity: c.Identity, Workspace: c.Workspace, Incarnation: ws.Incarnation,
@@ -464,9 +474,6 @@ func (a *applier) restoreBegin(c RestoreBegin) Result {
 			return Result{Err: expiredError(snap, st)}
 		}
 		readVersion, snapKey = snap.ReadVersion, key
-		ns := *snap
-		ns.Consumers++
-		s.snapshots.Set(key, &ns)
 	} else {
 		if err := validIdentity("at_commit", c.CommitIdentity); err != nil {
 			return Result{Err: err}
@@ -477,11 +484,20 @@ func (a *applier) restoreBegin(c RestoreBegin) Result {
 		}
 		readVersion = cm.Version
 	}
-	_ = snapKey
+	if err := a.checkQuota(c.Agent, Usage{Workbenches: 1}); err != nil {
+		return Result{Err: err}
+	}
+	if snapKey != "" {
+		snap, _ := s.snapshots.Get(snapKey)
+		ns := *snap
+		ns.Consumers++
+		s.snapshots.Set(snapKey, &ns)
+	}
 	s.nextIncarnation++
 	dst := &Workspace{Agent: c.Agent, Name: c.Destination, Incarnation: s.nextIncarnation, State: WorkspaceStaging,
 		Revision: s.version, CreatedVersion: s.version, CreatedAtMs: s.nowMs, RestoreOp: c.OpID, Producer: a.prod}
 	s.workspaces.Set(workspaceKey(c.Agent, c.Destination), dst)
+	a.addUsage(c.Agent, Usage{Workbenches: 1})
 	a.addHold(src.Incarnation, readVersion)
 	op := &RestoreOp{ID: c.OpID, Agent: c.Agent, Source: c.Source, SourceIncarnation: src.Incarnation,
 		ReadVersion: readVersion, SnapshotID: c.SnapshotID, CommitIdentity: c.CommitIdentity,
@@ -547,6 +563,13 @@ func (a *applier) restoreCopy(c RestoreCopy) Result {
 		return true
 	})
 	dkey := workspaceKey(op.Agent, op.Destination)
+	var grow Usage
+	for _, b := range batch {
+		grow = grow.add(fileGrowth(false, nil, b.e))
+	}
+	if err := a.checkQuota(c.Agent, grow); err != nil {
+		return Result{Err: err}
+	}
 	for _, b := range batch {
 		dst, _ := s.workspaces.Get(dkey) // publish replaces the record each time
 		ne := *b.e
@@ -589,6 +612,12 @@ func (a *applier) restoreFinish(c RestoreFinish) Result {
 	root, _ := s.roots.Get(c.Agent)
 	dkey := workspaceKey(op.Agent, op.Destination)
 	dst, _ := s.workspaces.Get(dkey)
+	_, curRestore := a.current(dst, RestoreManifestPath)
+	_, curRun := a.current(dst, RunManifestPath)
+	grow := fileGrowth(false, curRestore, &Entry{Size: c.Manifest.Size}).add(fileGrowth(false, curRun, &Entry{Size: c.Envelope.Size}))
+	if err := a.checkQuota(c.Agent, grow); err != nil {
+		return Result{Err: err}
+	}
 	a.publishBody(root, dst, RestoreManifestPath, c.Manifest)
 	dst, _ = s.workspaces.Get(dkey)
 	a.publishBody(root, dst, RunManifestPath, c.Envelope)

@@ -10,8 +10,9 @@ import (
 	"github.com/fxamacker/cbor/v2"
 )
 
-// SnapshotFormat is the version of the snapshot stream this binary writes.
-const SnapshotFormat = 1
+// SnapshotFormat is the version of the snapshot stream this binary writes. Format 2 added
+// the usage and quota records; a format-1 stream restores with its usage recomputed.
+const SnapshotFormat = 2
 
 // Snapshot is a point-in-time copy of an FSM's state, taken in O(1); writing it streams
 // record by record.
@@ -55,6 +56,8 @@ const (
 	recHold
 	recCommit
 	recRestore
+	recUsage
+	recQuota
 )
 
 type snapRecord struct {
@@ -72,6 +75,8 @@ type snapRecord struct {
 	Commit    *CommitRecord      `cbor:"12,keyasint,omitempty"`
 	Restore   *RestoreOp         `cbor:"13,keyasint,omitempty"`
 	Backup    *BackupHoldRecord  `cbor:"32,keyasint,omitempty"`
+	Usage     *Usage             `cbor:"14,keyasint,omitempty"`
+	Quota     *Quota             `cbor:"15,keyasint,omitempty"`
 }
 
 // WriteTo streams the snapshot to w as a sequence of CBOR records (header, records in key
@@ -132,6 +137,12 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	st.backups.Scan(func(k string, v BackupHoldRecord) bool {
 		return err == nil && emit(snapRecord{T: recBackupHold, K: []byte(k), Backup: &v})
 	})
+	st.usage.Scan(func(k string, v Usage) bool {
+		return err == nil && emit(snapRecord{T: recUsage, K: []byte(k), Usage: &v})
+	})
+	st.quotas.Scan(func(k string, v Quota) bool {
+		return err == nil && emit(snapRecord{T: recQuota, K: []byte(k), Quota: &v})
+	})
 	if err != nil {
 		return cw.n, err
 	}
@@ -182,6 +193,10 @@ func readSnapshot(r io.Reader) (*state, error) {
 		switch rec.T {
 		case recEnd:
 			st.rebuildHistory()
+			if h.Format < 2 {
+				st.rebuildHeldSnapshots()
+				st.usage = st.recomputeUsage()
+			}
 			return st, nil
 		case recRoot:
 			missing = rec.Root == nil
@@ -230,6 +245,16 @@ func readSnapshot(r io.Reader) (*state, error) {
 			missing = rec.Backup == nil
 			if !missing {
 				st.backups.Set(string(rec.K), *rec.Backup)
+			}
+		case recUsage:
+			missing = rec.Usage == nil || !quotaKeyOK(rec.K)
+			if !missing {
+				st.usage.Set(string(rec.K), *rec.Usage)
+			}
+		case recQuota:
+			missing = rec.Quota == nil || !quotaKeyOK(rec.K)
+			if !missing {
+				st.quotas.Set(string(rec.K), *rec.Quota)
 			}
 		default:
 			return nil, fmt.Errorf("snapshot record %d: unknown tag %d", n, rec.T)

@@ -55,6 +55,11 @@ type state struct {
 	index *btree.Map[string, struct{}]
 	// backups holds the backup holds by backup id (backup.go).
 	backups *btree.Map[string, BackupHoldRecord]
+	// usage is what each agent root holds (quota.go): agent → Usage, maintained by every
+	// command that changes it, equal to a recomputation from workspaces and heldSnaps.
+	usage *btree.Map[string, Usage]
+	// quotas are the admin-set limits of agent roots: agent → Quota (quota.go).
+	quotas *btree.Map[string, Quota]
 }
 
 func newState() *state {
@@ -78,6 +83,8 @@ func newState() *state {
 		history:     new(btree.Map[string, struct{}]),
 		compactable: new(btree.Map[string, struct{}]),
 		backups:     newBackupHolds(),
+		usage:       new(btree.Map[string, Usage]),
+		quotas:      new(btree.Map[string, Quota]),
 	}
 }
 
@@ -103,6 +110,8 @@ func (s *state) copy() *state {
 	c.history = s.history.Copy()
 	c.compactable = s.compactable.Copy()
 	c.backups = s.backups.Copy()
+	c.usage = s.usage.Copy()
+	c.quotas = s.quotas.Copy()
 	return &c
 }
 
@@ -144,6 +153,7 @@ const (
 	retainLease   = 'l' // value: 'l' snapshot key — reap the snapshot if its grace passed
 	retainReprune = 'h' // value: 'h' root uid \x00 resume key — re-prune an incarnation's history
 	retainRestore = 'r' // value: 'r' restore key — drop a finished restore record
+	retainPurge   = 'x' // value: 'x' purgeItem — the next step of a deleted workbench's purge
 )
 
 func splitRetentionItem(v string) (kind byte, a, b string) {

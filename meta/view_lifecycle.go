@@ -49,7 +49,7 @@ func (v *View) Snapshots(agent, ws string) []*WorkbenchSnapshot {
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
-		if s.Workspace == ws {
+		if s.Workspace == ws && liveIncarnation(v.st, agent, ws, s.Incarnation) {
 			out = append(out, s)
 		}
 		return true

@@ -37,5 +37,8 @@
 //     check as REST's); the SDK's loopback-only Host check is off.
 //
 // All 18 Workbench tools are registered with the hand-written schemas of
-// schemas/workbench.json; the profile offers nothing else.
+// schemas/workbench.json; the profile offers nothing else. Cairn's further tools live in
+// the profile "cairn" (cairn.go, schemas/cairn.json: cairn_workbench_list,
+// cairn_workbench_delete), a separate server on its own endpoint
+// (/v1/agents/{agent}/mcp/cairn), with the same conventions.
 package mcp

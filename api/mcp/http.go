@@ -133,7 +133,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
-	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, h.server(agent))))
+	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, h.server(r.PathValue("profile"), agent))))
 }
 
 // writeRPCError answers a request with a JSON-RPC error (HTTP 200, as the SDK answers
@@ -162,11 +162,13 @@ func writeInvalidRequest(w http.ResponseWriter, msg string) {
 	w.Write(b)
 }
 
-// server returns the cached server of an agent root, building it on first use.
-func (h *httpHandler) server(agent string) *sdk.Server {
+// server returns the cached server of a profile ("" = workbench, ProfileCairn) and agent
+// root, building it on first use.
+func (h *httpHandler) server(profile, agent string) *sdk.Server {
+	key := profile + "\x00" + agent
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if srv, ok := h.servers[agent]; ok {
+	if srv, ok := h.servers[key]; ok {
 		return srv
 	}
 	if len(h.servers) >= maxCachedServers {
@@ -175,8 +177,13 @@ func (h *httpHandler) server(agent string) *sdk.Server {
 			break
 		}
 	}
-	srv := NewServer(h.svc, agent, h.opts)
-	h.servers[agent] = srv
+	var srv *sdk.Server
+	if profile == ProfileCairn {
+		srv = NewCairnServer(h.svc, agent, h.opts)
+	} else {
+		srv = NewServer(h.svc, agent, h.opts)
+	}
+	h.servers[key] = srv
 	return srv
 }
 

@@ -35,9 +35,14 @@ type toolSchema struct {
 
 // loadSchemas parses and resolves schemaFile once per process.
 var loadSchemas = sync.OnceValues(func() (map[string]*toolSchema, error) {
+	return parseSchemas("schemas/workbench.json", schemaFile)
+})
+
+// parseSchemas parses and resolves a file of input schemas keyed by tool name.
+func parseSchemas(file string, data []byte) (map[string]*toolSchema, error) {
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(schemaFile, &raw); err != nil {
-		return nil, fmt.Errorf("mcp: schemas/workbench.json: %w", err)
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("mcp: %s: %w", file, err)
 	}
 	out := make(map[string]*toolSchema, len(raw))
 	for name, r := range raw {
@@ -59,7 +64,7 @@ var loadSchemas = sync.OnceValues(func() (map[string]*toolSchema, error) {
 		out[name] = &toolSchema{raw: buf.Bytes(), schema: s, resolved: res}
 	}
 	return out, nil
-})
+}
 
 // mustSchema returns the input schema of a tool. The schemas are embedded and checked by the
 // package's tests, so a failure here is a build defect, not bad input.

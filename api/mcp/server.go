@@ -302,9 +302,16 @@ func NewServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {
 			agent, strings.TrimSuffix(svc.WorkbenchPath(agent, ""), "/")),
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
-	known := make(map[string]bool, len(tools))
-	for _, d := range tools {
-		ts := mustSchema(d.name)
+	register(srv, svc, agent, tools, mustSchema, opts)
+	return srv
+}
+
+// register adds the tools defs to srv, each with its schema (schemaOf) and a raw handler
+// counted in opts.Metrics, and answers calls of any other tool with UnknownTool.
+func register(srv *sdk.Server, svc *workbench.Service, agent string, defs []toolDef, schemaOf func(string) *toolSchema, opts Options) {
+	known := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		ts := schemaOf(d.name)
 		destructive := d.destructive
 		srv.AddTool(&sdk.Tool{
 			Name:        d.name,
@@ -322,7 +329,6 @@ func NewServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {
 		known[d.name] = true
 	}
 	srv.AddReceivingMiddleware(unknownToolMiddleware(known))
-	return srv
 }
 
 // handler is the raw tool handler of one tool. It never returns a protocol error and never

@@ -17,10 +17,11 @@ type Collector interface {
 	CollectGarbage(ctx context.Context, opts worker.GCOptions) (worker.GCReport, error)
 }
 
-// Admin returns the handler of the admin listener (a separate address, loopback unless
-// configured otherwise: admin routes list every agent's names and digests and act on the
-// whole node): POST /v1/admin/gc, Options.AdminRoutes, and /healthz, /readyz and
-// /metrics as on the tenant listener. Anything else is 404 NotFound. It shares the tenant handler's metrics.
+// Admin returns the handler of the admin listener (a separate, loopback address: admin
+// routes list every agent's names and digests and act on the whole node): POST
+// /v1/admin/gc, GET/PUT /v1/admin/quota and POST /v1/admin/purge (lifecycle.go),
+// Options.AdminRoutes, and /healthz, /readyz and /metrics as on the tenant
+// listener. Anything else is 404 NotFound. It shares the tenant handler's metrics.
 func (h *Handler) Admin() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec, done := h.begin(w, r)
@@ -39,6 +40,12 @@ func (h *Handler) Admin() http.Handler {
 		case raw == adminBackupReleasePath && h.opts.Backups != nil:
 			route = "admin-backup-release"
 			h.adminBackupRelease(rec, r)
+		case raw == adminQuotaPath:
+			route = "admin-quota"
+			h.adminQuota(rec, r)
+		case raw == adminPurgePath:
+			route = "admin-purge"
+			h.adminPurge(rec, r)
 		case h.opts.AdminRoutes[raw] != nil:
 			route = adminRouteName(raw)
 			h.opts.AdminRoutes[raw].ServeHTTP(rec, r)

@@ -238,7 +238,17 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		h.opts.MCP.ServeHTTP(w, r)
 		return "mcp"
 	}
+	if len(segs) == 3 && segs[1] == "mcp" && segs[2] == "cairn" && h.opts.MCP != nil {
+		// The MCP profile "cairn" (api/mcp cairn.go).
+		r.SetPathValue("agent", agent)
+		r.SetPathValue("profile", "cairn")
+		h.opts.MCP.ServeHTTP(w, r)
+		return "mcp"
+	}
 	if route, ok := h.rootTool(w, r, agent, segs[1:]); ok {
+		return route
+	}
+	if route, ok := h.lifecycle(w, r, agent, segs[1:]); ok {
 		return route
 	}
 	if len(segs) < 3 || segs[1] != "workbenches" {
@@ -335,7 +345,7 @@ func invalidArg(field, format string, args ...any) error {
 
 // workbench serves PUT (create, idempotent) and GET/HEAD (stat) of a workbench.
 func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id string) {
-	if !allow(w, r, http.MethodPut, http.MethodGet, http.MethodHead) {
+	if !allow(w, r, http.MethodPut, http.MethodGet, http.MethodHead, http.MethodDelete) { // DELETE: lifecycle.go
 		return
 	}
 	if r.Method == http.MethodPut {

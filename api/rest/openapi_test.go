@@ -62,6 +62,14 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/agents/{agent}/catalog", "POST"},
 	{"/v1/agents/{agent}/find", "POST"},
 	{"/v1/agents/{agent}/restores/{operation_id}", "GET"},
+	{"/v1/agents/{agent}/workbenches", "GET"},
+	{"/v1/agents/{agent}/workbenches", "HEAD"},
+	{"/v1/agents/{agent}/usage", "GET"},
+	{"/v1/agents/{agent}/usage", "HEAD"},
+	{"/v1/admin/quota", "GET"},
+	{"/v1/admin/quota", "PUT"},
+	{"/v1/admin/purge", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}", "DELETE"}, // after the file DELETE: it removes the workbench
 }
 
 // toolBodies are valid request bodies for the JSON-body routes of servedRoutes, in the
@@ -79,6 +87,8 @@ var toolBodies = map[string]string{
 	"/v1/agents/{agent}/catalog":                           `{}`,
 	"/v1/agents/{agent}/find":                              `{"committed":true}`,
 	"/v1/admin/gc":                                         `{"dry_run":true}`,
+	"/v1/admin/quota":                                      `{"agent":"a","max_files":1000}`,
+	"/v1/admin/purge":                                      `{"agent":"other"}`,
 }
 
 // wireCodes are the stable error codes of WORKBENCH.md §Errors.
@@ -375,8 +385,11 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 			u += "?append"
 		}
 		body := "y"
-		if b, ok := toolBodies[r.path]; ok && r.method == "POST" {
+		if b, ok := toolBodies[r.path]; ok && (r.method == "POST" || r.method == "PUT" && strings.HasPrefix(r.path, "/v1/admin/")) {
 			body = b
+		}
+		if r.method != "PUT" && r.path == "/v1/admin/quota" {
+			u += "?agent=a"
 		}
 		resp := send(t, r.method, u, strings.NewReader(body))
 		want := 200

@@ -154,10 +154,18 @@ func AsError(err error) *Error {
 			e.Details["source"] = me.Workspace
 			e.Details["snapshot_id"] = me.SnapshotID
 		}
+		if me.Quota != "" {
+			// A quota check (meta/quota.go): which quota, its limit, the root's usage and
+			// what the request needed on top. Not retryable: it takes an admin or a delete.
+			e.Details["quota"] = me.Quota
+			e.Details["limit"] = me.Limit
+			e.Details["usage"] = me.Used
+			e.Details["requested"] = me.Requested
+		}
 		// Retryable: the same call may succeed later — after a concurrent change (Conflict),
 		// when load drops, or once a restore completes (its destination's InvalidState,
 		// its snapshot's ForkRetentionActive).
-		e.Retryable = me.Code == meta.CodeConflict || me.Code == meta.CodeResourceExhausted ||
+		e.Retryable = me.Code == meta.CodeConflict || me.Code == meta.CodeResourceExhausted && me.Quota == "" ||
 			me.Code == meta.CodeForkRetentionActive || me.Code == meta.CodeInvalidState
 		return e
 	}

@@ -21,7 +21,8 @@ func addAdminCommands(root *cobra.Command) {
 	admin.PersistentFlags().String("admin-server", envOr("CAIRN_ADMIN_SERVER", defaultAdminServer),
 		"URL of the server's admin listener, --admin-listen: admin routes are not served on --server (env CAIRN_ADMIN_SERVER)")
 	admin.AddCommand(newAdminGCCommand(), newAdminClusterCommand(), newAdminKeyCommand(),
-		newAdminBackupCommand(), newAdminRestoreCommand(), newAdminScrubCommand())
+		newAdminBackupCommand(), newAdminRestoreCommand(), newAdminScrubCommand(),
+		newAdminQuotaCommand(), newAdminPurgeCommand())
 	root.AddCommand(admin)
 }
 

@@ -1,0 +1,75 @@
+package mcp
+
+import (
+	_ "embed"
+	"fmt"
+	"strings"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cairnstore/cairn/api/workbench"
+)
+
+// The MCP profile "cairn": Cairn's tools beyond the Workbench contract (WORKBENCH.md
+// §Beyond the contract), served on their own endpoint so that the "workbench" profile
+// stays exactly the 18 published tools: /v1/agents/{agent}/mcp/cairn and /mcp/cairn
+// (the REST router passes path value "profile" = "cairn").
+
+// ProfileCairn names the cairn profile (the path value "profile" of its endpoint).
+const ProfileCairn = "cairn"
+
+// cairnSchemaFile holds the hand-written input schemas of the cairn profile's tools.
+//
+//go:embed schemas/cairn.json
+var cairnSchemaFile []byte
+
+var loadCairnSchemas = sync.OnceValues(func() (map[string]*toolSchema, error) {
+	return parseSchemas("schemas/cairn.json", cairnSchemaFile)
+})
+
+func mustCairnSchema(tool string) *toolSchema {
+	all, err := loadCairnSchemas()
+	if err != nil {
+		panic(err)
+	}
+	s, ok := all[tool]
+	if !ok {
+		panic(fmt.Sprintf("mcp: no input schema for %s in schemas/cairn.json", tool))
+	}
+	return s
+}
+
+// cairnTools are the cairn profile's tools.
+var cairnTools = []toolDef{
+	{
+		name: "cairn_workbench_list", title: "List workbenches", readOnly: true, idempotent: true,
+		description: "List the workbenches of this agent root in name order, at most limit (1..1000, default 100) per page; " +
+			"pass next_cursor back as cursor for the next page. Result: agent, workbenches [{workbench_id, path, revision, " +
+			"file_count, size_bytes, created_at, head_commit}], next_cursor (null on the last page), truncated.",
+		run: bind((*workbench.Service).ToolWorkbenchList),
+	},
+	{
+		name: "cairn_workbench_delete", title: "Delete workbench", destructive: true,
+		description: "Delete a workbench with its files, snapshots and commits; the name is free at once and the data it " +
+			"alone referenced is garbage-collected after the grace period. if_revision makes it conditional (Conflict when " +
+			"the workbench changed). Refused (retryable) while a restore reads from it (ForkRetentionActive) or while it is " +
+			"a restore's destination (InvalidState). Result: workbench_id, deleted.",
+		run: bind((*workbench.Service).ToolWorkbenchDelete),
+	},
+}
+
+// NewCairnServer returns an MCP server of the cairn profile bound to one agent root, with
+// the same conventions as NewServer (schema validation, envelopes, UnknownTool).
+func NewCairnServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {
+	opts = opts.withDefaults(svc)
+	srv := sdk.NewServer(&sdk.Implementation{Name: "cairn", Title: "Cairn lifecycle tools", Version: opts.Version}, &sdk.ServerOptions{
+		Logger: sdkLogger(opts.Logger),
+		Instructions: fmt.Sprintf("Cairn's tools beyond the Workbench contract over the agent root %q, presented at %s. "+
+			"Every result is a JSON object with \"status\": \"success\"; every error is {\"status\":\"error\",\"code\",\"message\",\"retryable\",\"details\"}.",
+			agent, strings.TrimSuffix(svc.WorkbenchPath(agent, ""), "/")),
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+	register(srv, svc, agent, cairnTools, mustCairnSchema, opts)
+	return srv
+}

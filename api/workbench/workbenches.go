@@ -1,0 +1,250 @@
+package workbench
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// Lifecycle of workbenches and agent roots beyond the 18 tools (issue 17): list and delete
+// workbenches, purge a root, and the root's quotas and usage (meta/quota.go,
+// meta/purge.go). The surfaces: REST /v1/agents/{agent}/workbenches[/{id}], the MCP
+// profile "cairn", the admin listener for purge and quotas.
+
+// DefaultWorkbenchListLimit and MaxWorkbenchListLimit bound a page of ListWorkbenches.
+const (
+	DefaultWorkbenchListLimit = 100
+	MaxWorkbenchListLimit     = 1000
+)
+
+// maxPurgeCommands bounds the bounded PurgeRoot commands one PurgeRoot call proposes
+// (each deletes up to meta.MaxPurgeBatch workbenches).
+const maxPurgeCommands = 1 << 16
+
+// WorkbenchInfo describes one workbench of a root.
+type WorkbenchInfo struct {
+	ID   string
+	Path string // presentation path
+	// Revision is the shard version of the workbench's last change: the precondition
+	// DeleteWorkbench takes (REST ETag/If-Match).
+	Revision    uint64
+	Files       int64
+	Bytes       int64
+	CreatedAtMs int64
+	// HeadCommit is the identity of the head commit ("" = none).
+	HeadCommit string
+}
+
+// WorkbenchPage is one page of ListWorkbenches.
+type WorkbenchPage struct {
+	Workbenches []WorkbenchInfo
+	NextCursor  string // "" on the last page
+}
+
+// ListWorkbenches lists the visible workbenches of agent's root in name order, at most
+// limit (1..MaxWorkbenchListLimit; 0 = DefaultWorkbenchListLimit) per page. The cursor of a
+// further page is signed, expires after MaxCursorAge and is bound to the agent root (its
+// uid) and the limit; anything else is InvalidArguments naming "cursor". A root that does
+// not exist lists nothing. Staging restore destinations are not listed (they are
+// invisible until complete).
+func (s *Service) ListWorkbenches(ctx context.Context, agent, cursorText string, limit int) (WorkbenchPage, error) {
+	if err := meta.ValidateName("agent", agent); err != nil {
+		return WorkbenchPage{}, AsError(err)
+	}
+	if limit == 0 {
+		limit = DefaultWorkbenchListLimit
+	}
+	if limit < 1 || limit > MaxWorkbenchListLimit {
+		return WorkbenchPage{}, invalidArgument("limit", "must be between 1 and %d", MaxWorkbenchListLimit)
+	}
+	if err := mayRead(ctx, agent); err != nil {
+		return WorkbenchPage{}, err
+	}
+	view, err := s.readView(ctx, agent)
+	if err != nil {
+		return WorkbenchPage{}, AsError(err)
+	}
+	uid := ""
+	if r, ok := view.Root(agent); ok {
+		uid = r.UID
+	}
+	args := "root " + uid + " limit " + strconv.Itoa(limit)
+	after := ""
+	if cursorText != "" {
+		cur, cerr := s.cursors.decode(ctx, cursorText, "workbenches", agent, "", "")
+		if cerr != nil {
+			return WorkbenchPage{}, cerr
+		}
+		if cur.Args != args {
+			return WorkbenchPage{}, invalidArgument("cursor", "was issued for other arguments")
+		}
+		after = cur.After
+	}
+	list, more := view.Workspaces(agent, after, limit)
+	out := WorkbenchPage{Workbenches: make([]WorkbenchInfo, 0, len(list))}
+	for _, ws := range list {
+		out.Workbenches = append(out.Workbenches, WorkbenchInfo{ID: ws.Name, Path: s.WorkbenchPath(agent, ws.Name),
+			Revision: ws.Revision, Files: ws.Files, Bytes: ws.Bytes, CreatedAtMs: ws.CreatedAtMs, HeadCommit: ws.HeadIdentity})
+	}
+	if more && len(list) > 0 {
+		out.NextCursor = s.cursors.encode(ctx, cursor{Kind: "workbenches", Agent: agent, Args: args, After: list[len(list)-1].Name})
+	}
+	return out, nil
+}
+
+// DeleteWorkbench deletes workbench id of agent: its files, snapshots and commits; the
+// blobs only it referenced become garbage-collection candidates (collected after the
+// grace period). ifRevision, when non-zero, must be the workbench's current revision
+// (Conflict with details.current_generation otherwise). NotFound when it does not exist;
+// ForkRetentionActive (retryable) while a restore reads from it; InvalidState (retryable)
+// while it is a restore's staging destination.
+func (s *Service) DeleteWorkbench(ctx context.Context, agent, id string, ifRevision uint64, requestID string) error {
+	if err := validateTarget(agent, id, ""); err != nil {
+		return err
+	}
+	h := meta.Header{RequestID: requestID, RequestHash: requestHash("delete-workbench", agent, id, strconv.FormatUint(ifRevision, 10))}
+	_, werr := s.propose(ctx, h, meta.DeleteWorkspace{Agent: agent, Name: id, IfRevision: ifRevision})
+	if werr != nil {
+		return werr
+	}
+	return nil
+}
+
+// PurgeRoot deletes every workbench of agent's root, in bounded commands, and returns how
+// many it deleted. The root keeps its quotas. ForkRetentionActive (retryable) while a
+// restore of the root is in progress.
+func (s *Service) PurgeRoot(ctx context.Context, agent string) (int64, error) {
+	if err := meta.ValidateName("agent", agent); err != nil {
+		return 0, AsError(err)
+	}
+	var total int64
+	for range maxPurgeCommands {
+		res, werr := s.propose(ctx, meta.Header{}, meta.PurgeRoot{Agent: agent, Limit: meta.MaxPurgeBatch})
+		if werr != nil {
+			return total, werr
+		}
+		total += res.Deleted
+		if !res.More {
+			return total, nil
+		}
+	}
+	return total, &Error{Code: CodeResourceExhausted, Retryable: true, Details: map[string]any{"deleted": total},
+		Message: "the root gains workbenches as fast as they are purged; stop its writers and purge again"}
+}
+
+// RootUsage is an agent root's usage and quotas.
+type RootUsage struct {
+	Agent string
+	Usage meta.Usage
+	Quota meta.Quota // zero fields: no limit
+}
+
+// Usage returns what agent's root holds and its quotas (zeros for a root that does not
+// exist).
+func (s *Service) Usage(ctx context.Context, agent string) (RootUsage, error) {
+	if err := meta.ValidateName("agent", agent); err != nil {
+		return RootUsage{}, AsError(err)
+	}
+	if err := mayRead(ctx, agent); err != nil {
+		return RootUsage{}, err
+	}
+	view, err := s.readView(ctx, agent)
+	if err != nil {
+		return RootUsage{}, AsError(err)
+	}
+	q, _ := view.Quota(agent)
+	return RootUsage{Agent: agent, Usage: view.Usage(agent), Quota: q}, nil
+}
+
+// SetQuota replaces the quotas of agent's root (creating the root when it does not exist);
+// a zero field lifts that limit. InvalidArguments naming the field for a negative one.
+// An admin's operation: the surfaces offer it only on the admin listener.
+func (s *Service) SetQuota(ctx context.Context, agent string, q meta.Quota) (RootUsage, error) {
+	if err := meta.ValidateName("agent", agent); err != nil {
+		return RootUsage{}, AsError(err)
+	}
+	res, werr := s.propose(ctx, meta.Header{}, meta.SetQuota{Agent: agent, Quota: q})
+	if werr != nil {
+		return RootUsage{}, werr
+	}
+	return RootUsage{Agent: agent, Usage: *res.Usage, Quota: *res.Quota}, nil
+}
+
+// UsageResult renders a root's usage and quotas for the surfaces: usage and quota objects
+// with bytes, files, workbenches and snapshots (a quota of null: no limit).
+func UsageResult(u RootUsage) Result {
+	limit := func(v int64) any {
+		if v == 0 {
+			return nil
+		}
+		return v
+	}
+	return Result{"status": "success", "agent": u.Agent,
+		"usage": map[string]any{meta.QuotaBytes: u.Usage.Bytes, meta.QuotaFiles: u.Usage.Files,
+			meta.QuotaWorkbenches: u.Usage.Workbenches, meta.QuotaSnapshots: u.Usage.Snapshots},
+		"quota": map[string]any{meta.QuotaBytes: limit(u.Quota.MaxBytes), meta.QuotaFiles: limit(u.Quota.MaxFiles),
+			meta.QuotaWorkbenches: limit(u.Quota.MaxWorkbenches), meta.QuotaSnapshots: limit(u.Quota.MaxSnapshots)}}
+}
+
+// WorkbenchPageResult renders a page of ListWorkbenches for the surfaces.
+func WorkbenchPageResult(agent string, p WorkbenchPage) Result {
+	items := make([]map[string]any, 0, len(p.Workbenches))
+	for _, w := range p.Workbenches {
+		var head any
+		if w.HeadCommit != "" {
+			head = w.HeadCommit
+		}
+		items = append(items, map[string]any{"workbench_id": w.ID, "path": w.Path, "revision": w.Revision,
+			"file_count": w.Files, "size_bytes": w.Bytes, "created_at": time.UnixMilli(w.CreatedAtMs).UTC().Format(time.RFC3339), "head_commit": head})
+	}
+	var next any
+	if p.NextCursor != "" {
+		next = p.NextCursor
+	}
+	return Result{"status": "success", "agent": agent, "workbenches": items, "next_cursor": next, "truncated": p.NextCursor != ""}
+}
+
+// WorkbenchListInput is the cairn profile's cairn_workbench_list input.
+type WorkbenchListInput struct {
+	Cursor *string `json:"cursor"`
+	Limit  *int    `json:"limit"`
+}
+
+// WorkbenchDeleteInput is the cairn profile's cairn_workbench_delete input.
+type WorkbenchDeleteInput struct {
+	ID         string  `json:"id"`
+	IfRevision *uint64 `json:"if_revision"`
+}
+
+// ToolWorkbenchList is cairn_workbench_list: ListWorkbenches of the session's root.
+func (s *Service) ToolWorkbenchList(ctx context.Context, agent string, in WorkbenchListInput) (Result, error) {
+	cur, limit := "", 0
+	if in.Cursor != nil {
+		cur = *in.Cursor
+	}
+	if in.Limit != nil {
+		limit = *in.Limit
+	}
+	p, err := s.ListWorkbenches(ctx, agent, cur, limit)
+	if err != nil {
+		return nil, err
+	}
+	return WorkbenchPageResult(agent, p), nil
+}
+
+// ToolWorkbenchDelete is cairn_workbench_delete: DeleteWorkbench in the session's root.
+func (s *Service) ToolWorkbenchDelete(ctx context.Context, agent string, in WorkbenchDeleteInput) (Result, error) {
+	var rev uint64
+	if in.IfRevision != nil {
+		rev = *in.IfRevision
+	}
+	if err := s.DeleteWorkbench(ctx, agent, in.ID, rev, ""); err != nil {
+		return nil, err
+	}
+	r := success()
+	r["workbench_id"] = in.ID
+	r["deleted"] = true
+	return r, nil
+}
