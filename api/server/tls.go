@@ -1,9 +1,11 @@
 package server
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -57,8 +59,10 @@ func warnPlaintext(cfg ops.Config, log *slog.Logger) {
 
 // certReloader serves a certificate and key pair read from two files and reads them
 // again when they change, so that a renewed certificate is served without a restart:
-// at most once per interval, at a handshake, it stats both files, and when the
-// modification time or size of either differs from the pair it serves, it loads them.
+// at most once per interval, at a handshake, it reads both files, and when the content of
+// either differs from the pair it serves (a SHA-256 of each: a modification time can be
+// equal for two writes within the file system's clock tick, and a renewed certificate
+// often has the old one's size), it loads them.
 // A pair that fails to load (a half-finished renewal, a key that does not match) is
 // logged and the previous pair kept; it is tried again when the files change again.
 type certReloader struct {
@@ -75,10 +79,9 @@ type certReloader struct {
 	checked    time.Time // the last look at the files
 }
 
-// fileStamp is what tells that the certificate's files changed.
+// fileStamp is what tells that the certificate's files changed: their contents' digests.
 type fileStamp struct {
-	certMod, keyMod   time.Time
-	certSize, keySize int64
+	cert, key [sha256.Size]byte
 }
 
 // newCertReloader loads the pair once; it fails when the files do not hold a matching
@@ -139,14 +142,31 @@ func (r *certReloader) refresh() {
 	r.log.Info("TLS certificate reloaded", attrs...)
 }
 
+// maxCertFileBytes bounds what stamp reads of each file (a PEM chain is a few KiB).
+const maxCertFileBytes = 1 << 20
+
 func (r *certReloader) stamp() (fileStamp, error) {
-	c, err := os.Stat(r.certFile)
+	c, err := readBounded(r.certFile)
 	if err != nil {
 		return fileStamp{}, fmt.Errorf("certificate: %w", err)
 	}
-	k, err := os.Stat(r.keyFile)
+	k, err := readBounded(r.keyFile)
 	if err != nil {
 		return fileStamp{}, fmt.Errorf("key: %w", err)
 	}
-	return fileStamp{certMod: c.ModTime(), keyMod: k.ModTime(), certSize: c.Size(), keySize: k.Size()}, nil
+	return fileStamp{cert: sha256.Sum256(c), key: sha256.Sum256(k)}, nil
+}
+
+// readBounded reads path, refusing a file over maxCertFileBytes.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCertFileBytes+1))
+	if err == nil && len(b) > maxCertFileBytes {
+		err = fmt.Errorf("%s: larger than %d bytes", path, maxCertFileBytes)
+	}
+	return b, err
 }
