@@ -1,4 +1,5 @@
-// Command cairn is the single Cairn binary: the server (`cairn serve`, `cairn mcp`) and
+// Command cairn is the single Cairn binary: the server (`cairn serve`, `cairn mcp`, and
+// `cairn health`, the probe a container without curl runs against its node) and
 // the client commands people and CI jobs use (`put`, `cat`, `ls`, `stat`, `rm`, `append`,
 // `edit`, `import`, `export`; `snapshot`, `commit`, `restore`, `search`, `grep`,
 // `aggregate`, `catalog`, `find`; `admin`), which talk to a server over its REST API

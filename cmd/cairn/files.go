@@ -503,7 +503,7 @@ func describeError(err error) (code, msg string) {
 	case errors.Is(err, server.ErrObjectStoreUnavailable):
 		// The object store could not be reached or refused the credentials at start.
 		return "ObjectUnavailable", msg
-	case errors.As(err, &urlErr), errors.As(err, &netErr):
+	case errors.As(err, &urlErr), errors.As(err, &netErr), errors.Is(err, client.ErrNotReady):
 		return "Unavailable", msg
 	default:
 		return "Internal", msg

@@ -20,6 +20,7 @@ import (
 func addServerCommands(root *cobra.Command) {
 	root.AddCommand(newServeCommand(), newMCPCommand())
 	root.AddCommand(newBenchCommand())
+	addHealthCommand(root)
 }
 
 func newServeCommand() *cobra.Command {
