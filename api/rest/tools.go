@@ -239,7 +239,7 @@ func (h *Handler) tool(w http.ResponseWriter, r *http.Request, method string, st
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	writeJSON(w, status, map[string]any(res))
+	WriteJSON(w, status, map[string]any(res))
 }
 
 // bodyTool decodes the JSON body into a fresh In, lets set fill path-derived fields, and

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/shard/control"
 )
@@ -207,9 +208,7 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 
 func writeSuccess(w http.ResponseWriter, status int, body map[string]any) {
 	body["status"] = "success"
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	rest.WriteJSON(w, status, body)
 }
 
 // openNodeKeys opens the key store of a node: the cluster's in etcd, or the embedded
