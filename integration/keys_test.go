@@ -98,3 +98,47 @@ func TestAPIKeysOnAnEmbeddedNode(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPStdioProxyWithAnAPIKey: `cairn mcp --server URL --api-key K` in front of a node
+// that requires keys acts for K's principal: a read-only key reads and is refused
+// PermissionDenied on a write, another root's key sees the root as missing, and without a
+// live key the proxy does not start (the node's 401), never showing the key.
+func TestMCPStdioProxyWithAnAPIKey(t *testing.T) {
+	dir := t.TempDir()
+	keyFor := func(name string, args ...string) string {
+		k := parseCreated(t, mustCLI(t, cliOptions{}, append([]string{"admin", "key", "create", "--data-dir", dir, "--name", name, "--json"}, args...)...))
+		return k.Secret
+	}
+	writer := keyFor("writer", "--agent", "a", "--scope", "workspace:read,workspace:write")
+	reader := keyFor("reader", "--agent", "a", "--scope", "workspace:read")
+	other := keyFor("other", "--agent", "b", "--scope", "workspace:read,workspace:write")
+	s := startServer(t, dir, serveArgs("--auth", "required"))
+
+	proxy := func(key string) mcpCaller {
+		cs, closeSession := connectStdio(t, "mcp", "--agent", "a", "--server", s.URL, "--api-key", key)
+		t.Cleanup(closeSession)
+		return mcpCaller{t: t, cs: cs}
+	}
+	put := map[string]any{"id": "w", "section": "input", "path": "x.txt", "text": "hello"}
+	read := map[string]any{"id": "w", "section": "input", "path": "x.txt"}
+	proxy(writer).ok("workbench_put_file", put)
+	ro := proxy(reader)
+	if r := ro.ok("workbench_read", read); r.list(t, "items")[0].(map[string]any)["value"] != "hello" {
+		t.Errorf("the reader key through the proxy: %v", r)
+	}
+	if r, isErr := ro.call("workbench_put_file", put); !isErr || r.str("code") != "PermissionDenied" {
+		t.Errorf("a write with the reader key through the proxy: %v", r)
+	}
+	if r, isErr := proxy(other).call("workbench_read", read); !isErr || r.str("code") != "NotFound" {
+		t.Errorf("another root's key through the proxy: %v", r)
+	}
+	for name, key := range map[string]string{"no key": "", "a wrong secret": reader[:len(reader)-4] + "AAAA"} {
+		r := runCLI(t, cliOptions{stdin: strings.NewReader("")}, "mcp", "--agent", "a", "--server", s.URL, "--api-key", key)
+		if r.code == 0 || !strings.Contains(r.stderr, "401") && !strings.Contains(r.stderr, "Unauthorized") {
+			t.Errorf("the proxy with %s:\n%s", name, r)
+		}
+		if key != "" && strings.Contains(r.stderr, key[len("cairn_")+16:]) {
+			t.Errorf("the proxy with %s shows the key:\n%s", name, r)
+		}
+	}
+}

@@ -30,7 +30,8 @@ const maxCachedServers = 1024
 // request, and GET (a standalone event stream) is 405. So a session binds nothing: every
 // request acts for the principal of its own request context (auth.FromContext, set by the
 // node's key middleware) and the Service decides what it may see and do; a session id sent
-// by another principal is what an unknown one is, ignored (access_test.go checks both). Responses are application/json.
+// by another principal is what an unknown one is, ignored (api/server's authmatrix tests
+// check both through the assembled node). Responses are application/json.
 // Request bodies up to opts.MaxMessageBytes are read, so an oversized payload reaches the
 // Service and is answered with PayloadTooLarge; only bodies above that get HTTP 413.
 func Handler(svc *workbench.Service, opts Options) http.Handler {

@@ -103,7 +103,7 @@ func (h *Handler) adminGC(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	writeJSON(w, http.StatusOK, gcReportJSON(rep))
+	WriteJSON(w, http.StatusOK, gcReportJSON(rep))
 }
 
 // gcReportJSON renders a sweep report: totals, and per agent root the candidate blobs

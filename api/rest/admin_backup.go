@@ -80,7 +80,7 @@ func (h *Handler) adminBackupRelease(w http.ResponseWriter, r *http.Request) {
 	for id, ok := range rel {
 		shards[strconv.Itoa(id)] = ok
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "backup": in.Backup, "released": shards})
+	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "backup": in.Backup, "released": shards})
 }
 
 type scrubRequest struct {
@@ -123,7 +123,7 @@ func (h *Handler) adminScrub(w http.ResponseWriter, r *http.Request) {
 		damage = append(damage, map[string]any{"shard": d.Shard, "agent": d.Agent, "digest": "sha256:" + hex.EncodeToString(d.Digest[:]),
 			"kind": d.Kind, "references": d.References, "detail": d.Detail})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "blobs": rep.Blobs, "bytes": rep.Bytes,
+	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "blobs": rep.Blobs, "bytes": rep.Bytes,
 		"missing": rep.Missing, "corrupt": rep.Corrupt, "damage": damage, "done": rep.Done, "next": rep.Next.String()})
 }
 

@@ -10,8 +10,8 @@
 // Who may do what is the Service's decision, made from the principal of the request
 // context (api/auth): this package adds no rule of its own, so every route answers a root
 // the principal may not use exactly as a root that does not exist, and a missing scope
-// with 403 PermissionDenied only where the root is visible (access_test.go drives every
-// route with each kind of principal).
+// with 403 PermissionDenied only where the root is visible (api/server's authmatrix tests
+// drive every route with each kind of API key through the assembled node).
 //
 // Every request body must keep a minimum average rate (rateBody) and every response write
 // has a deadline, so a slow or stalled client never holds a connection or a slot for

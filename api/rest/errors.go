@@ -84,12 +84,12 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error, 
 	if status == http.StatusInternalServerError && h.log != nil && r.Context().Err() == nil {
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
 	}
-	writeJSON(w, status, e.Envelope())
+	WriteJSON(w, status, e.Envelope())
 }
 
-// writeJSON writes v as JSON. A map with a "status" key is written with that key first, as
+// WriteJSON writes v as JSON. A map with a "status" key is written with that key first, as
 // the contract shows every result and error ("status" then the rest, sorted).
-func writeJSON(w http.ResponseWriter, status int, v map[string]any) {
+func WriteJSON(w http.ResponseWriter, status int, v map[string]any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

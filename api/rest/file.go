@@ -150,7 +150,7 @@ func (h *Handler) writeFileResult(w http.ResponseWriter, res workbench.FileResul
 	if res.Created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, body)
+	WriteJSON(w, status, body)
 }
 
 func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path string) {
@@ -237,7 +237,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 	}
 	produced(r.Context(), v)
 	sec, rel := splitSection(path)
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "section": sec, "relative_path": rel,
+	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "section": sec, "relative_path": rel,
 		"path": h.svc.WorkbenchPath(agent, id) + "/" + path, "generation": v})
 }
 
@@ -278,7 +278,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	if im := r.Header.Get("If-Match"); im != "" && !etagMatches(im, info.Generation) {
 		e := &workbench.Error{Code: workbench.CodeConflict, Message: "the file's generation is " + strconv.FormatUint(info.Generation, 10),
 			Retryable: true, Details: map[string]any{"current_generation": info.Generation}}
-		writeJSON(w, http.StatusPreconditionFailed, e.Envelope())
+		WriteJSON(w, http.StatusPreconditionFailed, e.Envelope())
 		return
 	}
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, info.Generation) {
@@ -294,7 +294,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 			hd.Del("ETag")
 			e := &workbench.Error{Code: workbench.CodeInvalidArguments, Message: "Range: not satisfiable for a body of " + strconv.FormatInt(info.Size, 10) + " bytes",
 				Details: map[string]any{"field": "Range", "size_bytes": info.Size}}
-			writeJSON(w, http.StatusRequestedRangeNotSatisfiable, e.Envelope())
+			WriteJSON(w, http.StatusRequestedRangeNotSatisfiable, e.Envelope())
 			return
 		}
 		if n >= 0 {

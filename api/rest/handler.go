@@ -174,7 +174,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 	raw := r.URL.EscapedPath()
 	switch raw {
 	case "/healthz":
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+		WriteJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 		return "healthz"
 	case "/readyz":
 		var failing []string
@@ -186,9 +186,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		}
 		if len(failing) > 0 {
 			w.Header().Set("Retry-After", "1")
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "failing": failing})
+			WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "failing": failing})
 		} else {
-			writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+			WriteJSON(w, http.StatusOK, map[string]any{"status": "ready"})
 		}
 		return "readyz"
 	case "/metrics":
@@ -301,7 +301,7 @@ func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 	w.Header().Set("Allow", strings.Join(methods, ", "))
 	e := &workbench.Error{Code: workbench.CodeInvalidArguments, Message: fmt.Sprintf("method %s is not allowed here (allowed: %s)", r.Method, strings.Join(methods, ", ")),
 		Details: map[string]any{"field": "method"}}
-	writeJSON(w, http.StatusMethodNotAllowed, e.Envelope())
+	WriteJSON(w, http.StatusMethodNotAllowed, e.Envelope())
 	return false
 }
 
@@ -381,7 +381,7 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 		if res.Created {
 			status = http.StatusCreated
 		}
-		writeJSON(w, status, map[string]any{"status": "success", "workbench_id": id, "path": res.Path,
+		WriteJSON(w, status, map[string]any{"status": "success", "workbench_id": id, "path": res.Path,
 			"sections": workbench.Sections, "created": res.Created})
 		return
 	}
@@ -391,7 +391,7 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 		return
 	}
 	w.Header().Set(ProducerHeader, st.Producer.String())
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "path": h.svc.WorkbenchPath(agent, id),
+	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "path": h.svc.WorkbenchPath(agent, id),
 		"kind": "workbench", "sections": workbench.Sections, "size_bytes": st.Dir.Bytes, "file_count": st.Dir.Files, "entry_count": st.Dir.Children})
 }
 
@@ -462,7 +462,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 			out["at_snapshot"] = at.SnapshotID
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // splitSection mirrors the contract's presentation: section null (nil) outside the five.

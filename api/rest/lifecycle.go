@@ -44,7 +44,7 @@ func (h *Handler) lifecycle(w http.ResponseWriter, r *http.Request, agent string
 			h.writeError(w, r, err, noPrecondition)
 			return "usage", true
 		}
-		writeJSON(w, http.StatusOK, workbench.UsageResult(u))
+		WriteJSON(w, http.StatusOK, workbench.UsageResult(u))
 		return "usage", true
 	case len(segs) == 2 && segs[0] == "workbenches" && r.Method == http.MethodDelete:
 		id, err := component("id", segs[1])
@@ -86,7 +86,7 @@ func (h *Handler) listWorkbenches(w http.ResponseWriter, r *http.Request, agent 
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	writeJSON(w, http.StatusOK, workbench.WorkbenchPageResult(agent, page))
+	WriteJSON(w, http.StatusOK, workbench.WorkbenchPageResult(agent, page))
 }
 
 // deleteWorkbench serves DELETE of a workbench: 200 {"deleted": true}; If-Match "<revision>"
@@ -113,7 +113,7 @@ func (h *Handler) deleteWorkbench(w http.ResponseWriter, r *http.Request, agent,
 		h.writeError(w, r, err, pre)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "deleted": true})
+	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "deleted": true})
 }
 
 // quotaRequest is the body of PUT /v1/admin/quota: every limit replaces the stored one;
@@ -161,7 +161,7 @@ func (h *Handler) adminQuota(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	writeJSON(w, http.StatusOK, workbench.UsageResult(u))
+	WriteJSON(w, http.StatusOK, workbench.UsageResult(u))
 }
 
 // adminPurge serves POST /v1/admin/purge {agent}: every workbench of the root deleted (its
@@ -186,5 +186,5 @@ func (h *Handler) adminPurge(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "agent": in.Agent, "deleted_workbenches": n})
+	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "agent": in.Agent, "deleted_workbenches": n})
 }

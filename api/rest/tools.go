@@ -240,7 +240,7 @@ func (h *Handler) tool(w http.ResponseWriter, r *http.Request, method string, st
 		return
 	}
 	produced(r.Context(), res.Generation())
-	writeJSON(w, status, map[string]any(res))
+	WriteJSON(w, status, map[string]any(res))
 }
 
 // bodyTool decodes the JSON body into a fresh In, lets set fill path-derived fields, and

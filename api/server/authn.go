@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 )
 
@@ -142,10 +142,8 @@ func forwardPrincipal(r *http.Request) {
 	}
 }
 
-// writeEnvelope answers status with e's envelope.
+// writeEnvelope answers status with e's envelope, in the bytes REST answers it
+// (rest.WriteJSON: "status" first), so a node's own refusals read like any other error.
 func writeEnvelope(w http.ResponseWriter, status int, e *workbench.Error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(e.Envelope())
+	rest.WriteJSON(w, status, e.Envelope())
 }

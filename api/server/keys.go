@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/shard/control"
 )
@@ -207,9 +208,7 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 
 func writeSuccess(w http.ResponseWriter, status int, body map[string]any) {
 	body["status"] = "success"
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	rest.WriteJSON(w, status, body)
 }
 
 // openNodeKeys opens the key store of a node: the cluster's in etcd, or the embedded
@@ -234,12 +233,14 @@ type DataDirKeys struct {
 	lock *flock.Flock
 }
 
-// OpenDataDirKeys opens the key store in dataDir and takes its LOCK. Errors:
-// ErrDataDirLocked while a node (or another command) uses the directory; a directory
-// that does not exist.
+// OpenDataDirKeys opens the key store in dataDir and takes its LOCK. A dataDir that does
+// not exist yet is created, as Open creates it, so a node's first key can be made before
+// its first start (README: running a node reachable from other hosts). Errors:
+// ErrDataDirLocked while a node (or another command) uses the directory; a path that is
+// not a directory or cannot be created.
 func OpenDataDirKeys(dataDir string) (*DataDirKeys, error) {
-	if st, err := os.Stat(dataDir); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("data directory %s: not a directory (%v)", dataDir, err)
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dataDir, err)
 	}
 	lock := flock.New(filepath.Join(dataDir, "LOCK"))
 	ok, err := lock.TryLock()

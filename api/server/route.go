@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -50,10 +49,8 @@ func writeNotOwner(w http.ResponseWriter, msg, leader string) {
 	if leader != "" {
 		e.Details["leader"] = leader
 	}
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "1")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_ = json.NewEncoder(w).Encode(e.Envelope())
+	writeEnvelope(w, http.StatusServiceUnavailable, e)
 }
 
 // newRouter returns the client-port handler of a cluster node: local serves what this

@@ -1,0 +1,223 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/ops"
+)
+
+// The authorization matrix of issue 14 (acceptance: every REST route and every MCP tool
+// with {no key, bad key, revoked key, expired key, read-only key, key of another root,
+// admin key}), through the assembled node: two embedded nodes (Open) that require keys
+// (--auth required) and hold the same API keys in their key files. full holds roots b and
+// a; twin holds the same root b and no root a, and signs cursors with its own key. Root a
+// on twin is the baseline "a root that does not exist".
+//
+// The columns (matrixKeys): the five credentials that authenticate nobody are answered
+// 401 before routing; the others are the principals of a key:
+//
+//	read-only key       root a, workspace:read
+//	write-only key      root a, workspace:write
+//	another root's key  root b, workspace:read and workspace:write
+//	admin key           every root, every scope (the operator)
+
+// The matrix's columns.
+const (
+	keyNone      = "no key"
+	keyMalformed = "malformed key"
+	keyBad       = "wrong secret"
+	keyRevoked   = "revoked key"
+	keyExpired   = "expired key"
+	keyRO        = "read-only key"
+	keyWO        = "write-only key"
+	keyOther     = "another root's key"
+	keyAdmin     = "admin key"
+)
+
+// unauthenticatedKeys are the columns answered 401: none names a live key.
+var unauthenticatedKeys = []string{keyNone, keyMalformed, keyBad, keyRevoked, keyExpired}
+
+// keySpecs are the keys the matrix stores (the revoked one is revoked through the admin
+// route once the nodes run; the expired one is stored already expired).
+var keySpecs = map[string]auth.KeySpec{
+	keyRO:      {Name: "read-only on a", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead}},
+	keyWO:      {Name: "write-only on a", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeWrite}},
+	keyOther:   {Name: "read-write on b", Agents: []string{"b"}, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
+	keyAdmin:   {Name: "operator", AllAgents: true, Scopes: auth.Scopes},
+	keyRevoked: {Name: "revoked", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
+	keyExpired: {Name: "expired", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
+}
+
+// matrixNode is one served node of the matrix.
+type matrixNode struct {
+	name, url, adminURL string
+}
+
+// matrix is the two nodes and the Authorization header of every column ("" for none).
+type matrix struct {
+	full, twin *matrixNode
+	authz      map[string]string
+	ids        map[string]string // key id by column, for the columns that have a key
+}
+
+// newMatrix makes the keys, stores them in two data directories and serves a node that
+// requires keys on each, then revokes the revoked key through each node's admin route.
+func newMatrix(t *testing.T) *matrix {
+	t.Helper()
+	now := time.Now()
+	m := &matrix{authz: map[string]string{keyNone: "", keyMalformed: "Bearer cairn_not-a-key"}, ids: map[string]string{}}
+	var keys []auth.Key
+	for name, spec := range keySpecs {
+		k, token, err := auth.NewKey(spec, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == keyExpired {
+			k.ExpiresAt = now.Add(-time.Minute)
+		}
+		keys = append(keys, k)
+		m.authz[name], m.ids[name] = "Bearer "+token, k.ID
+	}
+	// The read-only key's id with another secret of the same form.
+	ro := m.authz[keyRO]
+	last := "A"
+	if strings.HasSuffix(ro, "A") {
+		last = "B"
+	}
+	m.authz[keyBad] = ro[:len(ro)-1] + last
+
+	serve := func(name string) *matrixNode {
+		cfg := testConfig(t)
+		cfg.Auth = ops.AuthRequired
+		s, err := OpenDataDirKeys(cfg.DataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if err := s.Create(t.Context(), k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		n, url := serveNode(t, cfg)
+		return &matrixNode{name: name, url: url, adminURL: "http://" + n.AdminAddr().String()}
+	}
+	m.full, m.twin = serve("full"), serve("twin")
+	for _, n := range []*matrixNode{m.full, m.twin} {
+		r := m.send(t, n.adminURL, keyAdmin, "POST", KeysRevokePath, `{"id":"`+m.ids[keyRevoked]+`"}`)
+		if r.status != http.StatusOK || r.json["state"] != "revoked" {
+			t.Fatalf("%s: revoke through the admin route: %d %s", n.name, r.status, r.body)
+		}
+	}
+	return m
+}
+
+// reply is a fully read answer; json holds a JSON body's object.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+	json   map[string]any
+}
+
+// send sends one request to base+target with column key's credentials.
+func (m *matrix) send(t *testing.T, base, key, method, target, body string, headers ...string) reply {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, base+target, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authz, ok := m.authz[key]
+	if !ok {
+		t.Fatalf("no column %q", key)
+	}
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reply{status: resp.StatusCode, header: resp.Header, body: b}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && method != http.MethodHead {
+		if err := json.Unmarshal(b, &r.json); err != nil {
+			t.Fatalf("%s %s: not JSON: %q", method, target, b)
+		}
+	}
+	return r
+}
+
+// on sends to node n's client listener.
+func (m *matrix) on(t *testing.T, n *matrixNode, key, method, target, body string, headers ...string) reply {
+	t.Helper()
+	return m.send(t, n.url, key, method, target, body, headers...)
+}
+
+// sameReply fails unless got and want have the same status, headers (but Date) and body
+// bytes.
+func sameReply(t *testing.T, what string, got, want reply) {
+	t.Helper()
+	g, w := got.header.Clone(), want.header.Clone()
+	g.Del("Date")
+	w.Del("Date")
+	if got.status != want.status || string(got.body) != string(want.body) || fmt.Sprint(g) != fmt.Sprint(w) {
+		t.Errorf("%s:\n got %d %v %s\nwant %d %v %s", what, got.status, g, got.body, want.status, w, want.body)
+	}
+}
+
+func mustReply(t *testing.T, what string, r reply, status int) reply {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("%s: status %d, want %d: %s", what, r.status, status, r.body)
+	}
+	return r
+}
+
+// The exact 401 answers (RFC 6750 §3): no key, and a key that names no live key.
+const (
+	noKeyBody      = `{"status":"error","code":"Unauthenticated","details":{},"message":"this server requires an API key: send Authorization: Bearer cairn_…","retryable":false}` + "\n"
+	invalidKeyBody = `{"status":"error","code":"Unauthenticated","details":{},"message":"the API key is not valid (malformed, unknown, revoked or expired)","retryable":false}` + "\n"
+)
+
+// wantUnauthenticated fails unless r is the exact 401 of column key (a HEAD answer has
+// no body).
+func wantUnauthenticated(t *testing.T, what, key, method string, r reply) {
+	t.Helper()
+	challenge, body := `Bearer realm="cairn", error="invalid_token"`, invalidKeyBody
+	if key == keyNone {
+		challenge, body = `Bearer realm="cairn"`, noKeyBody
+	}
+	if method == http.MethodHead {
+		body = ""
+	}
+	if r.status != http.StatusUnauthorized || string(r.body) != body || r.header.Get("WWW-Authenticate") != challenge ||
+		r.header.Get("Content-Type") != "application/json" {
+		t.Errorf("%s: %s: got %d %v %s, want 401 %q %s", what, key, r.status, r.header, r.body, challenge, body)
+	}
+}
+
+// permissionDenied is the exact 403 of principal id lacking scope on root a.
+func permissionDenied(id, verb string, scope auth.Scope) string {
+	return fmt.Sprintf(`{"status":"error","code":"PermissionDenied","details":{"scope":"%s"},"message":"principal \"%s\" may not %s agent root \"a\": it lacks the %s scope","retryable":false}`+"\n", scope, id, verb, scope)
+}

@@ -1,0 +1,46 @@
+package server
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/ops"
+)
+
+// The first key of an embedded node is made before the node ever started: the data
+// directory does not exist yet (README: running a node reachable from other hosts).
+func TestDataDirKeysBeforeTheFirstStart(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.DataDir = filepath.Join(cfg.DataDir, "fresh", "cairn-data")
+	cfg.Auth = ops.AuthRequired
+	keys, err := OpenDataDirKeys(cfg.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, token, err := auth.NewKey(auth.KeySpec{Name: "admin", AllAgents: true, Scopes: auth.Scopes}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.Create(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, base := serveNode(t, cfg)
+	if code, _, b := send(t, http.MethodPut, base+"/v1/agents/a/workbenches/w", map[string]string{"Authorization": "Bearer " + token}, ""); code != http.StatusCreated {
+		t.Fatalf("the first key on the node's first start: %d %s", code, b)
+	}
+
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenDataDirKeys(file); err == nil {
+		t.Fatal("a file opened as a data directory")
+	}
+}
