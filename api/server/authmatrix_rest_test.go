@@ -186,6 +186,10 @@ func (f *restFixture) requests() []restRequest {
 		{route: "/v1/agents/{agent}/catalog", method: "POST", target: "/v1/agents/a/catalog", body: `{"include_facets":true}`},
 		{route: "/v1/agents/{agent}/find", method: "POST", target: "/v1/agents/a/find", body: `{"include_manifest":true}`},
 		{route: "/v1/agents/{agent}/restores/{operation_id}", method: "GET", target: "/v1/agents/a/restores/" + f.opID},
+		{route: "/v1/agents/{agent}/workbenches", method: "GET", target: "/v1/agents/a/workbenches"},
+		{route: "/v1/agents/{agent}/workbenches", method: "HEAD", target: "/v1/agents/a/workbenches"},
+		{route: "/v1/agents/{agent}/usage", method: "GET", target: "/v1/agents/a/usage"},
+		{route: "/v1/agents/{agent}/usage", method: "HEAD", target: "/v1/agents/a/usage"},
 	}
 	route := map[string]string{"list": wb + "/list", "snapshots": wb + "/snapshots", "search": "/v1/agents/{agent}/search",
 		"find": "/v1/agents/{agent}/find", "grep": wb + "/grep"}
@@ -203,6 +207,7 @@ func (f *restFixture) requests() []restRequest {
 		restRequest{route: wb + "/restore", method: "POST", target: a + "/restore", body: `{"destination_id":"w3","at_snapshot":"s1"}`},
 		restRequest{route: wb + "/restore", method: "POST", target: a + "/restore", body: `{"destination_id":"w4","at_commit":"` + f.commitID + `"}`},
 		restRequest{route: wb + "/files/{path}", method: "DELETE", target: file},
+		restRequest{route: wb, method: "DELETE", target: "/v1/agents/a/workbenches/w"},
 		restRequest{route: wb + "/commit", method: "POST", target: a + "/commit", body: commitBody, creates: true},
 	)
 }
@@ -363,13 +368,17 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 		{"GET", KeysPath, ""},
 		{"POST", KeysPath, `{"name":"made by the matrix","agents":["a"],"scopes":["workspace:read"]}`},
 		{"POST", KeysRevokePath, ""}, // body: a fresh key's id, per request
+		{"GET", "/v1/admin/quota?agent=zz", ""},
+		{"PUT", "/v1/admin/quota", `{"agent":"zz","max_files":100}`},
+		{"POST", "/v1/admin/purge", `{"agent":"zz"}`},
 	}
-	covered := map[string]bool{}
+	covered := map[string]bool{} // "METHOD path" and path
 	for _, r := range reqs {
-		covered[r.path] = true
+		path, _, _ := strings.Cut(r.path, "?")
+		covered[r.method+" "+path], covered[path] = true, true
 	}
 	for _, op := range documentedRoutes(t) {
-		if _, path, _ := strings.Cut(op, " "); strings.HasPrefix(path, "/v1/admin/") && !covered[path] {
+		if _, path, _ := strings.Cut(op, " "); strings.HasPrefix(path, "/v1/admin/") && !covered[op] {
 			t.Errorf("%s: not in the matrix", op)
 		}
 	}
