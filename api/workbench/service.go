@@ -168,6 +168,9 @@ type Service struct {
 	// InstrumentIntegrity.
 	corrupt atomic.Pointer[prometheus.CounterVec]
 	log     *slog.Logger
+	// chunkFormat is how ingest cuts bodies of several segments: blob.CurrentChunkFormat
+	// (tests of older data set another).
+	chunkFormat blob.ChunkFormat
 }
 
 // admit takes a slot of sem, waiting while all are taken; release gives it back.
@@ -248,7 +251,7 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	return &Service{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
 		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
 		prefetches: make(slots, cfg.MaxConcurrentPrefetches), readBudget: semaphore.NewWeighted(cfg.MaxReadBufferBytes),
-		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now}, nil
+		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now, chunkFormat: blob.CurrentChunkFormat}, nil
 }
 
 // Config returns the adapter's effective configuration.
@@ -538,7 +541,7 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHin
 		return nil, AsError(err)
 	}
 	out.rootUID, out.fence = uid, view.AppliedVersion()
-	sp := blob.NewSplitter(r, sizeHint, segAlloc)
+	sp := blob.NewSplitter(r, sizeHint, s.chunkFormat, segAlloc)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.UploadConcurrency)
 	// For a body of several segments: whole hashes the body (resumed), own the appended
@@ -585,7 +588,7 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHin
 		if own != nil {
 			own.Write(seg)
 		}
-		out.segments = append(out.segments, meta.Segment{Size: int64(len(seg))})
+		out.segments = append(out.segments, meta.Segment{Size: int64(len(seg)), Chunking: uint8(sp.Format())})
 		d := new(meta.Digest)
 		digests = append(digests, d)
 		g.Go(func() error {
