@@ -24,8 +24,8 @@ const (
 	ChunkRabin ChunkFormat = 0
 	// ChunkGear (format 1): a gear rolling hash with normalized chunking (FastCDC's
 	// scheme, gear.go), chunks of GearMinBytes to ChunkMaxBytes, ~9.5 MiB mean, cut in
-	// place in the segment buffer the bytes were read into. About 4× the throughput of
-	// ChunkRabin (BenchmarkSplit).
+	// place in the segment buffer the bytes were read into. About 4.5× the throughput of
+	// ChunkRabin (BenchmarkSplit, 64 MiB: 1.75 GB/s against 0.39 GB/s on 2 cores).
 	ChunkGear ChunkFormat = 1
 )
 
