@@ -9,7 +9,7 @@ import (
 
 type metrics struct {
 	hits, misses, served, filled, evictions, corrupt, fillErrors prometheus.Counter
-	bytes, entries                                              prometheus.Gauge
+	bytes, entries                                               prometheus.Gauge
 }
 
 func newMetrics() *metrics {
