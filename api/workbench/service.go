@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/cache"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -132,6 +133,11 @@ type Config struct {
 	// be less than GCGrace: the orphan sweeper deletes uploaded blobs that stayed
 	// unpublished longer than the grace (DESIGN.md §6, §8). Default GCGrace / 2.
 	MaxUploadDuration time.Duration
+	// SegmentCache is the node's local cache of verified segments (blob/cache, DESIGN.md
+	// §6): reads are served from it when it holds a segment (REST GET by sendfile) and
+	// fill it with whole segments they fetched and verified; writes fill it with the
+	// segments they upload. nil (the default): no cache.
+	SegmentCache *cache.Cache
 	// MaxSnapshotsPerWorkbench caps the snapshots of one workbench that hold history
 	// (alive, or expired and still renewable); minting one more is ResourceExhausted.
 	// Default DefaultMaxSnapshotsPerWorkbench (256).
@@ -572,8 +578,12 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHin
 			out.segments = []meta.Segment{{Digest: meta.Digest(hd.Digest()), Size: int64(len(seg))}}
 			out.retain(hd)
 			g.Go(func() error {
-				_, err := s.blobs.Put(gctx, blob.Key{Root: uid, Digest: hd.Digest()}, hd)
-				return err
+				key := blob.Key{Root: uid, Digest: hd.Digest()}
+				if _, err := s.blobs.Put(gctx, key, hd); err != nil {
+					return err
+				}
+				s.cfg.SegmentCache.Put(key, hd.Bytes())
+				return nil
 			})
 			continue
 		}
@@ -595,8 +605,12 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHin
 			defer freeSeg(seg)
 			hd := blob.Hash(seg)
 			*d = meta.Digest(hd.Digest())
-			_, err := s.blobs.Put(gctx, blob.Key{Root: uid, Digest: hd.Digest()}, hd)
-			return err
+			key := blob.Key{Root: uid, Digest: hd.Digest()}
+			if _, err := s.blobs.Put(gctx, key, hd); err != nil {
+				return err
+			}
+			s.cfg.SegmentCache.Put(key, seg)
+			return nil
 		})
 		if gctx.Err() != nil {
 			break

@@ -23,7 +23,8 @@ import (
 // tempPrefix names files being filled; Open removes those a crash left.
 const tempPrefix = ".fill-"
 
-// Cache is a bounded on-disk LRU of verified blobs. It is safe for concurrent use.
+// Cache is a bounded on-disk LRU of verified blobs. It is safe for concurrent use. A nil
+// *Cache caches nothing: Get misses, Put and Remove do nothing.
 type Cache struct {
 	dir      string
 	maxBytes int64
@@ -137,6 +138,9 @@ func (c *Cache) keyOf(path string) (blob.Key, bool) {
 
 // Contains reports whether key is cached (without checking the file or touching the LRU).
 func (c *Cache) Contains(key blob.Key) bool {
+	if c == nil {
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.entries[key]
@@ -147,6 +151,9 @@ func (c *Cache) Contains(key blob.Key) bool {
 // recently used. On a miss (not cached, being filled, or failing its check, which removes
 // it) it returns nil, false. The caller closes the File.
 func (c *Cache) Get(key blob.Key, size int64) (*File, bool) {
+	if c == nil {
+		return nil, false
+	}
 	c.mu.Lock()
 	el, ok := c.entries[key]
 	var e *entry
@@ -236,6 +243,9 @@ func (c *Cache) drop(key blob.Key, e *entry, op string, cause error) {
 // the least recently used entries first so that the cached bytes never exceed MaxBytes.
 // A failure is logged and counted, never returned: the cache is an optimization.
 func (c *Cache) Put(key blob.Key, data []byte) {
+	if c == nil {
+		return
+	}
 	size := int64(len(data))
 	if size > c.maxBytes || key.Validate() != nil {
 		return
@@ -304,6 +314,9 @@ func (c *Cache) write(key blob.Key, data []byte) (os.FileInfo, error) {
 
 // Remove drops key from the cache (its file too). A reader that has it open finishes.
 func (c *Cache) Remove(key blob.Key) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.entries[key]; ok {
