@@ -142,26 +142,34 @@ func (s *Service) loadHeld(ctx context.Context, agent string, sg meta.Segment, f
 }
 
 // cachedFile opens sg's verified file in the segment cache (Config.SegmentCache); nil
-// when there is no cache, sg is inline, or the cache misses.
+// when there is no cache, sg is inline, or the cache does not hold it (a miss is left to
+// loadSegment, which counts it).
 func (s *Service) cachedFile(ctx context.Context, agent string, sg meta.Segment) *cache.File {
-	if s.cfg.SegmentCache == nil || sg.IsInline() {
+	key, ok := s.cacheKey(ctx, agent, sg)
+	if !ok {
 		return nil
 	}
-	uid, err := s.rootUID(ctx, agent)
-	if err != nil {
-		return nil
-	}
-	f, _ := s.cfg.SegmentCache.Get(blob.Key{Root: uid, Digest: blob.Digest(sg.Digest)}, sg.Size)
+	f, _ := s.cfg.SegmentCache.Get(key, sg.Size)
 	return f
 }
 
 // isCached reports whether sg is in the segment cache (without opening it).
 func (s *Service) isCached(ctx context.Context, agent string, sg meta.Segment) bool {
+	_, ok := s.cacheKey(ctx, agent, sg)
+	return ok
+}
+
+// cacheKey is sg's blob key when the segment cache holds it.
+func (s *Service) cacheKey(ctx context.Context, agent string, sg meta.Segment) (blob.Key, bool) {
 	if s.cfg.SegmentCache == nil || sg.IsInline() {
-		return false
+		return blob.Key{}, false
 	}
 	uid, err := s.rootUID(ctx, agent)
-	return err == nil && s.cfg.SegmentCache.Contains(blob.Key{Root: uid, Digest: blob.Digest(sg.Digest)})
+	if err != nil {
+		return blob.Key{}, false
+	}
+	key := blob.Key{Root: uid, Digest: blob.Digest(sg.Digest)}
+	return key, s.cfg.SegmentCache.Contains(key)
 }
 
 // verifyInline checks an inline segment's bytes against its size and digest.
