@@ -17,28 +17,32 @@ import (
 // The bodies come from reader_test.go: randomBytes(seed, n) is incompressible,
 // textBytes(n) compressible log-like text.
 
-// BenchmarkSplit measures content-defined chunking alone: Splitter over a body held in
-// memory (one segment up to 8 MiB, Rabin chunks of 1..16 MiB above).
+// BenchmarkSplit measures content-defined chunking alone, in each format side by side:
+// Splitter over a body held in memory (one segment up to 8 MiB; above, Rabin chunks of
+// 1..16 MiB copied out of restic/chunker's buffer, or gear chunks of 4..16 MiB cut in the
+// segment buffer they were read into).
 func BenchmarkSplit(b *testing.B) {
 	for _, size := range []int{1 << 20, 64 << 20} {
 		body := randomBytes(1, size)
 		// The segments are dropped at once, so one buffer serves them all (ingest pools).
 		buf := make([]byte, blob.ChunkMaxBytes)
 		reuse := func(n int) []byte { return buf[:n] }
-		b.Run(fmt.Sprintf("body=%dMiB", size>>20), func(b *testing.B) {
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			for b.Loop() {
-				s := blob.NewSplitter(bytes.NewReader(body), int64(size), reuse)
-				for {
-					if _, err := s.Next(); err == io.EOF {
-						break
-					} else if err != nil {
-						b.Fatal(err)
+		for _, format := range []blob.ChunkFormat{blob.ChunkRabin, blob.ChunkGear} {
+			b.Run(fmt.Sprintf("format=%s/body=%dMiB", format, size>>20), func(b *testing.B) {
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					s := blob.NewSplitter(bytes.NewReader(body), int64(size), format, reuse)
+					for {
+						if _, err := s.Next(); err == io.EOF {
+							break
+						} else if err != nil {
+							b.Fatal(err)
+						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -64,7 +68,7 @@ func BenchmarkSplitAndHash(b *testing.B) {
 	b.SetBytes(size)
 	for b.Loop() {
 		whole := sha256.New()
-		s := blob.NewSplitter(io.TeeReader(bytes.NewReader(body), whole), size, nil)
+		s := blob.NewSplitter(io.TeeReader(bytes.NewReader(body), whole), size, blob.CurrentChunkFormat, nil)
 		for {
 			seg, err := s.Next()
 			if err == io.EOF {

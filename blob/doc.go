@@ -41,6 +41,11 @@
 //     zstd-compressed when that saves at least 1/8 (Encode; from 256 KiB on, a compressed
 //     sample decides first whether zstd runs on the whole); Get always yields the
 //     original bytes.
+//   - Chunking is versioned (ChunkFormat): a format cuts the same bytes at the same places
+//     forever, new writes use CurrentChunkFormat, and the write path records each cut
+//     segment's format in its metadata, so data cut by an older format keeps reading and
+//     deduping against itself. Dedupe across a format change costs one full copy of each
+//     large body re-uploaded after it (chunkformat.go).
 //
 // WithDeadline bounds every call of a Store (a stalled backend fails a call with a
 // *TimeoutError, wrapping ErrUnavailable, never hangs it); the node wraps its store in it.

@@ -1,67 +1,62 @@
 package blob
 
 import (
-	"bytes"
 	"errors"
+	"fmt"
 	"io"
-
-	"github.com/restic/chunker"
 )
 
 // Segment sizes of the write path (DESIGN.md §5), in bytes.
 const (
-	// SingleSegmentMaxBytes: a body up to this length is one segment.
+	// SingleSegmentMaxBytes: a body up to this length is one segment, in every format.
 	SingleSegmentMaxBytes = 8 << 20
-	// ChunkMinBytes: every content-defined chunk but a body's last is at least this long.
-	ChunkMinBytes = 1 << 20
-	// ChunkAvgBytes: the nominal average chunk length, 2^chunkAverageBits: past a chunk's
-	// first ChunkMinBytes, a cut comes every ChunkAvgBytes on average. The mean chunk is thus
-	// ChunkMinBytes + ChunkAvgBytes·(1 − e^−(ChunkMaxBytes−ChunkMinBytes)/ChunkAvgBytes) ≈ 4.9 MiB
-	// (4.7 MiB measured over 2 GiB of random bytes).
-	ChunkAvgBytes = 4 << 20
-	// ChunkMaxBytes: no chunk is longer; a chunk that reaches it is cut there.
+	// ChunkMaxBytes: no chunk is longer, in any format; a chunk that reaches it is cut
+	// there.
 	ChunkMaxBytes = 16 << 20
 )
 
-// ChunkPolynomial is the Rabin polynomial (irreducible, degree 53) of content-defined
-// chunking. It is fixed forever: a different one cuts the same bytes elsewhere and silently
-// defeats dedupe against every blob already stored (DESIGN.md §5). It was drawn once with
-// chunker.RandomPolynomial.
-const ChunkPolynomial chunker.Pol = 0x2d566fc01bd237
-
-// chunkAverageBits: a cut is made where the low bits of the rolling hash are all zero,
-// which happens every 2^bits bytes on average.
-const chunkAverageBits = 22
+// ErrChunkFormat: a Splitter was asked for a ChunkFormat this build does not know.
+var ErrChunkFormat = errors.New("unknown chunk format")
 
 // Splitter cuts a body into segments, reading it once (DESIGN.md §5). A body of up to
-// SingleSegmentMaxBytes is one segment. A longer one is cut by content-defined chunking
-// (Rabin fingerprints over a 64-byte window, ChunkPolynomial, chunks of ChunkMinBytes to
-// ChunkMaxBytes, ChunkAvgBytes nominal), so the same bytes are always cut at the same
-// places and an edit only changes the segments around it. A Splitter holds at most
+// SingleSegmentMaxBytes is one segment. A longer one is cut by content-defined chunking in
+// the Splitter's ChunkFormat, so the same bytes are always cut at the same places and an
+// edit only changes the segments around it. A Splitter holds at most
 // SingleSegmentMaxBytes+1 bytes of lookahead besides the segments it hands out.
 //
 // A Splitter is not safe for concurrent use.
 type Splitter struct {
 	r       io.Reader
 	hint    int64
+	format  ChunkFormat
 	alloc   func(n int) []byte
 	started bool
 	single  bool
-	ch      *chunker.Chunker
 	err     error
+	// ChunkGear: the bytes read past the last cut; whether r reported io.EOF.
+	chunking bool
+	carry    []byte
+	eof      bool
+	// ChunkRabin.
+	rabin *rabinSplitter
 }
 
-// NewSplitter returns a Splitter that reads the body from r. sizeHint > 0 is the body's
-// length in bytes when the caller knows it (an HTTP Content-Length): it sizes the first
-// read buffer exactly, and nothing else depends on it (a body of another length is split
-// all the same). alloc, when not nil, provides the memory of the segments Next returns (a
-// slice of length n, e.g. from a pool of buffers); nil means make.
-func NewSplitter(r io.Reader, sizeHint int64, alloc func(n int) []byte) *Splitter {
+// NewSplitter returns a Splitter that reads the body from r and cuts it in format.
+// sizeHint > 0 is the body's length in bytes when the caller knows it (an HTTP
+// Content-Length): it sizes the first read buffer exactly, and nothing else depends on it
+// (a body of another length is split all the same). alloc, when not nil, provides the
+// memory of the segments Next returns (a slice of length n, e.g. from a pool of buffers);
+// nil means make. A format this build does not know fails the first Next with
+// ErrChunkFormat.
+func NewSplitter(r io.Reader, sizeHint int64, format ChunkFormat, alloc func(n int) []byte) *Splitter {
 	if alloc == nil {
 		alloc = func(n int) []byte { return make([]byte, n) }
 	}
-	return &Splitter{r: r, hint: sizeHint, alloc: alloc}
+	return &Splitter{r: r, hint: sizeHint, format: format, alloc: alloc}
 }
+
+// Format returns the format the Splitter cuts in.
+func (s *Splitter) Format() ChunkFormat { return s.format }
 
 // Single reports whether the segment Next returned first is the whole body (a body of at
 // most SingleSegmentMaxBytes). It is meaningful once Next has returned a segment.
@@ -77,49 +72,60 @@ func (s *Splitter) Next() ([]byte, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	if s.ch == nil {
-		if s.started {
-			// The single segment was returned by the previous call.
-			s.err = io.EOF
-			return nil, s.err
-		}
-		s.started = true
-		head, err := s.readHead()
-		if err != nil {
-			s.err = err
-			return nil, err
-		}
-		if len(head) == 0 {
-			s.err = io.EOF
-			return nil, s.err
-		}
-		if len(head) <= SingleSegmentMaxBytes {
-			s.single = true
-			return head, nil
-		}
-		// io.MultiReader drops head once it is consumed, which bounds memory.
-		s.ch = chunker.NewWithBoundaries(io.MultiReader(bytes.NewReader(head), strictReader{s.r}),
-			ChunkPolynomial, ChunkMinBytes, ChunkMaxBytes)
-		s.ch.SetAverageBits(chunkAverageBits)
-	}
-	// restic/chunker appends the chunk to the buffer it is given, which holds the longest.
-	c, err := s.ch.Next(s.alloc(ChunkMaxBytes)[:0])
+	seg, err := s.next()
 	if err != nil {
-		var re *readError
-		if errors.As(err, &re) {
-			err = re.err
-		}
 		s.err = err
-		s.ch = nil
+		s.rabin, s.carry = nil, nil
 		return nil, err
 	}
-	return c.Data, nil
+	return seg, nil
+}
+
+func (s *Splitter) next() ([]byte, error) {
+	switch {
+	case s.rabin != nil:
+		return s.rabin.next(s.alloc)
+	case s.chunking:
+		return s.nextGear(nil, 0)
+	case s.started:
+		// The single segment was returned by the previous call.
+		return nil, io.EOF
+	}
+	s.started = true
+	if !s.format.Known() {
+		return nil, fmt.Errorf("blob: splitter: chunk format %d: %w", s.format, ErrChunkFormat)
+	}
+	head, err := s.readHead()
+	if err != nil {
+		return nil, err
+	}
+	if len(head) == 0 {
+		return nil, io.EOF
+	}
+	if len(head) <= SingleSegmentMaxBytes {
+		s.single = true
+		return head, nil
+	}
+	s.chunking = true
+	if s.format == ChunkRabin {
+		s.rabin = newRabinSplitter(head, s.r)
+		return s.rabin.next(s.alloc)
+	}
+	buf := head[:cap(head)]
+	if len(buf) < ChunkMaxBytes {
+		// Read without a size hint: move the head into a segment buffer once.
+		buf = s.alloc(ChunkMaxBytes)[:ChunkMaxBytes]
+		copy(buf, head)
+	}
+	return s.nextGear(buf, len(head))
 }
 
 // readHead reads the body's first SingleSegmentMaxBytes+1 bytes (all of a shorter body)
 // into a buffer sized by the hint: exactly, for a body of the hinted length up to
-// SingleSegmentMaxBytes. Without a hint it grows the buffer as io.ReadAll does. Any error
-// of the reader but io.EOF, io.ErrUnexpectedEOF included (an HTTP body cut off), fails.
+// SingleSegmentMaxBytes; for a longer one, in ChunkGear, a segment buffer of
+// ChunkMaxBytes that the first chunk is then cut in. Without a hint it grows the buffer as
+// io.ReadAll does. Any error of the reader but io.EOF, io.ErrUnexpectedEOF included (an
+// HTTP body cut off), fails.
 func (s *Splitter) readHead() ([]byte, error) {
 	const limit = SingleSegmentMaxBytes + 1
 	var buf []byte
@@ -128,14 +134,17 @@ func (s *Splitter) readHead() ([]byte, error) {
 		return io.ReadAll(io.LimitReader(s.r, limit))
 	case s.hint < limit:
 		buf = s.alloc(int(s.hint) + 1) // one byte more, to see the end without a second buffer
+	case s.format == ChunkGear:
+		buf = s.alloc(ChunkMaxBytes)[:limit]
 	default:
-		buf = make([]byte, limit) // a longer body: cut into chunks, head is read through
+		buf = make([]byte, limit) // ChunkRabin reads the head through into its chunks
 	}
 	n := 0
 	for n < len(buf) {
 		m, err := s.r.Read(buf[n:])
 		n += m
 		if err == io.EOF {
+			s.eof = true
 			return buf[:n], nil
 		}
 		if err != nil {
@@ -152,22 +161,3 @@ func (s *Splitter) readHead() ([]byte, error) {
 	}
 	return append(buf, rest...), nil
 }
-
-// strictReader keeps every failure of the body's reader distinct, by identity, from
-// io.ErrUnexpectedEOF: restic/chunker treats that value as "no more bytes for now" and
-// would accept a truncated body as complete, or spin forever on a reader that keeps
-// returning it (an HTTP request body cut off mid-stream does exactly that).
-type strictReader struct{ r io.Reader }
-
-func (s strictReader) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	if err != nil && err != io.EOF {
-		err = &readError{err: err}
-	}
-	return n, err
-}
-
-type readError struct{ err error }
-
-func (e *readError) Error() string { return e.err.Error() }
-func (e *readError) Unwrap() error { return e.err }

@@ -86,6 +86,16 @@ type Segment struct {
 	Digest Digest `cbor:"1,keyasint"`
 	Size   int64  `cbor:"2,keyasint"`
 	Inline []byte `cbor:"3,keyasint,omitempty"`
+	// Chunking is the chunk format (blob.ChunkFormat) of the content-defined chunking that
+	// cut this segment out of a body longer than one segment: 0 is Rabin, the format of
+	// every segment recorded before the field existed (it is absent from their
+	// encoding). A whole-body, inline or compacted segment was cut by no chunker and
+	// carries 0. Readers ignore it (a segment is a byte range whatever cut it); it says
+	// which cuts a re-upload of the same bytes dedupes against, so one file's list may mix
+	// formats (a file appended to after a format change). The FSM stores it as it comes
+	// and never judges it: which formats exist is the writer's knowledge, and replicas of
+	// different releases must apply the same log alike.
+	Chunking uint8 `cbor:"4,keyasint,omitempty"`
 }
 
 // IsInline reports whether the segment's bytes live in the metadata record.

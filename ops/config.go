@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -145,6 +146,17 @@ type Config struct {
 	// GCGrace; otherwise it must be positive and less than GCGrace. YAML
 	// max_upload_duration. Default 0 (30m with the default GCGrace).
 	MaxUploadDuration time.Duration
+	// CacheMaxBytes bounds the node's local segment cache (blob/cache, DESIGN.md §6), in
+	// bytes of cached segments: verified segments kept on local disk and served from
+	// there (sendfile) instead of the object store. 0 turns the cache off, the default:
+	// over the dir blob store (the embedded default) the blobs are on the same disk
+	// already and a cache would only store them twice, and how much disk an s3 node can
+	// spare is the operator's call. Must not be negative. YAML cache_max_bytes.
+	CacheMaxBytes int64
+	// CacheDir is the segment cache's directory; it survives restarts (the cache reopens
+	// with its entries) and is not durable state (deleting it loses nothing). Empty means
+	// DataDir/segment-cache. Set only with CacheMaxBytes. YAML cache_dir. Default "".
+	CacheDir string
 	// QueryBudgetBytes is the memory, in bytes, the metadata queries (search, aggregate,
 	// catalog) and greps running at once on this node may hold together, by estimates
 	// computed before each runs from the files in its scope; a query larger than all of it
@@ -354,6 +366,14 @@ func (c Config) EtcdEndpoints() []string {
 	return out
 }
 
+// SegmentCacheDir is the segment cache's directory: CacheDir, or DataDir/segment-cache.
+func (c Config) SegmentCacheDir() string {
+	if c.CacheDir != "" {
+		return c.CacheDir
+	}
+	return filepath.Join(c.DataDir, "segment-cache")
+}
+
 // PeerTLS reports whether peer mutual TLS is configured (all three files set).
 func (c Config) PeerTLS() bool {
 	return c.PeerTLSCert != "" && c.PeerTLSKey != "" && c.PeerTLSCA != ""
@@ -478,6 +498,15 @@ func (c Config) validate() []*ConfigError {
 		bad("DataDir", "must not be empty", "")
 	case strings.ContainsRune(c.DataDir, 0):
 		bad("DataDir", "must not contain NUL", c.DataDir)
+	}
+
+	switch {
+	case c.CacheMaxBytes < 0:
+		bad("CacheMaxBytes", "must not be negative (0 turns the segment cache off)", strconv.FormatInt(c.CacheMaxBytes, 10))
+	case c.CacheDir != "" && c.CacheMaxBytes == 0:
+		bad("CacheDir", "is set but --cache-max-bytes is 0, which turns the segment cache off", c.CacheDir)
+	case strings.ContainsRune(c.CacheDir, 0):
+		bad("CacheDir", "must not contain NUL", c.CacheDir)
 	}
 
 	if c.InlineMaxBytes < 0 || c.InlineMaxBytes > MaxInlineMaxBytes {
@@ -773,6 +802,10 @@ var settings = append([]setting{
 		func(c *Config) *int { return &c.GCMaxBatch }),
 	intSetting("MaxSnapshotsPerWorkbench", "max_snapshots_per_workbench", "most snapshots of one workbench that hold history (alive or renewable)",
 		func(c *Config) *int { return &c.MaxSnapshotsPerWorkbench }),
+	int64Setting("CacheMaxBytes", "cache_max_bytes", "bound of the local segment cache, bytes (0 = no cache)",
+		func(c *Config) *int64 { return &c.CacheMaxBytes }),
+	stringSetting("CacheDir", "cache_dir", "directory of the local segment cache (default: <data-dir>/segment-cache)",
+		func(c *Config) *string { return &c.CacheDir }),
 	durationSetting("MaxUploadDuration", "max_upload_duration", "longest one body may take to upload; must be less than --gc-grace (0 = half of it)",
 		func(c *Config) *time.Duration { return &c.MaxUploadDuration }),
 	int64Setting("QueryBudgetBytes", "query_budget_bytes", "memory the queries (search, aggregate, catalog, grep) running at once may hold, bytes (at least 16 MiB)",

@@ -132,6 +132,20 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// ReadFrom extends the write deadline, as Write does, and hands src to the response's own
+// ReadFrom: from an *os.File (the segment cache's, in ranges of 1 MiB) net/http sends by
+// sendfile when the connection is a TCP one. io.Copy to the recorder takes this path.
+func (s *statusRecorder) ReadFrom(src io.Reader) (int64, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	writeDeadline(s.ctl, s.writeTimeout)
+	if rf, ok := s.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(src)
+	}
+	return io.Copy(struct{ io.Writer }{s.ResponseWriter}, src)
+}
+
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func (s *statusRecorder) Flush() {

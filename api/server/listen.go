@@ -4,12 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
-
-	"golang.org/x/net/netutil"
 
 	"github.com/cairnstore/cairn/ops"
 )
@@ -41,23 +40,37 @@ func serveOn(srv *http.Server, ln net.Listener, cfg ops.Config) error {
 // limitListener caps the connections of ln: at most cfg.MaxConnections open at once
 // (further ones wait in the kernel's accept queue, holding no descriptor of ours), and at
 // most cfg.MaxConnectionsPerClient from one IP address (further ones are closed at once).
+// It does what x/net/netutil.LimitListener does for the first cap in the same wrapper as
+// the second, so that one wrapper (clientConn) sits between net/http and the TCP
+// connection and passes its ReadFrom on: a response body copied from a file (the
+// segment cache) goes out by sendfile.
 func limitListener(ln net.Listener, cfg ops.Config) net.Listener {
-	return netutil.LimitListener(&perClientListener{Listener: ln, max: cfg.MaxConnectionsPerClient, open: map[string]int{}}, cfg.MaxConnections)
+	return &perClientListener{Listener: ln, max: cfg.MaxConnectionsPerClient, open: map[string]int{},
+		slots: make(chan struct{}, cfg.MaxConnections), done: make(chan struct{})}
 }
 
-// perClientListener closes a newly accepted connection when its client address already
-// holds max open connections.
+// perClientListener holds one of slots per open connection, and closes a newly accepted
+// connection when its client address already holds max open connections.
 type perClientListener struct {
 	net.Listener
-	max  int
-	mu   sync.Mutex
-	open map[string]int // client IP → open connections
+	max   int
+	slots chan struct{}
+	done  chan struct{} // closed by Close: Accept stops waiting for a slot
+	once  sync.Once
+	mu    sync.Mutex
+	open  map[string]int // client IP → open connections
 }
 
 func (l *perClientListener) Accept() (net.Conn, error) {
 	for {
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
 		c, err := l.Listener.Accept()
 		if err != nil {
+			<-l.slots
 			return nil, err
 		}
 		ip := clientIP(c.RemoteAddr())
@@ -65,12 +78,19 @@ func (l *perClientListener) Accept() (net.Conn, error) {
 		if l.open[ip] >= l.max {
 			l.mu.Unlock()
 			c.Close()
+			<-l.slots
 			continue
 		}
 		l.open[ip]++
 		l.mu.Unlock()
 		return &clientConn{Conn: c, l: l, ip: ip}, nil
 	}
+}
+
+// Close stops Accept, waiting or not, and closes the listener.
+func (l *perClientListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.Listener.Close()
 }
 
 func clientIP(a net.Addr) string {
@@ -84,7 +104,8 @@ func clientIP(a net.Addr) string {
 	return host
 }
 
-// clientConn gives its address's slot back once, on the first Close.
+// clientConn gives its address's count and its listener slot back once, on the first
+// Close.
 type clientConn struct {
 	net.Conn
 	l    *perClientListener
@@ -100,8 +121,18 @@ func (c *clientConn) Close() error {
 			delete(c.l.open, c.ip)
 		}
 		c.l.mu.Unlock()
+		<-c.l.slots
 	})
 	return err
+}
+
+// ReadFrom passes net/http's copy of a response body on to the TCP connection, which
+// sends a file (or an io.LimitedReader of one) with sendfile.
+func (c *clientConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
 // adminServer serves the admin listener: the admin routes (rest.Handler.Admin) behind the

@@ -26,6 +26,7 @@ import (
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/cache"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard"
@@ -164,6 +165,15 @@ func (n *Node) open(ctx context.Context) error {
 			return fmt.Errorf("etcd %s: cursor key: %w", cfg.Etcd, err)
 		}
 	}
+	var segCache *cache.Cache
+	if cfg.CacheMaxBytes > 0 {
+		if segCache, err = cache.Open(cfg.SegmentCacheDir(), cfg.CacheMaxBytes, n.log); err != nil {
+			return fmt.Errorf("segment cache (--cache-dir %s): %w", cfg.SegmentCacheDir(), err)
+		}
+		if err := segCache.Register(n.registry); err != nil {
+			return err
+		}
+	}
 	n.svc, err = workbench.NewWithCores(hostCores{n.host}, n.blobs, workbench.Config{InlineMaxBytes: cfg.InlineMaxBytes,
 		MCPMaxPayloadBytes: cfg.MCPMaxPayloadBytes, PresentationRoot: cfg.PresentationRoot, CursorKey: cursorKey,
 		RestoreBatch: cfg.RestoreBatch, GCGrace: cfg.GCGrace,
@@ -171,7 +181,7 @@ func (n *Node) open(ctx context.Context) error {
 		MaxSnapshotsPerWorkbench: cfg.MaxSnapshotsPerWorkbench, MaxUploadDuration: cfg.MaxUploadDuration,
 		Limits: workbench.PrincipalLimits{RequestsPerSecond: cfg.PrincipalRequestsPerSecond, RequestBurst: cfg.PrincipalRequestBurst,
 			MaxConcurrentUploads: cfg.PrincipalMaxUploads},
-		Logger: n.log})
+		SegmentCache: segCache, Logger: n.log})
 	if err != nil {
 		return err
 	}

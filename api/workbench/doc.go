@@ -27,7 +27,9 @@
 //     segment is hashed; a body of one segment must carry that segment's digest. Damage is
 //     a DataCorrupted error (not retryable) naming the segment digest, logged and counted
 //     in cairn_blob_corrupt_total; put-if-absent backends verify before they dedupe, so the
-//     next upload of the same content repairs it.
+//     next upload of the same content repairs it. A segment in the node's segment cache
+//     (Config.SegmentCache, blob/cache) was verified so when the cache was filled, and is
+//     served from its file without a second hash and without a buffer.
 //   - Every error that leaves this package is an *Error with a stable wire code; internal
 //     names (incarnations, root uids, blob keys, file system paths) never appear in it.
 //   - Reads go through Core.ReadView, so they are linearizable.

@@ -3,6 +3,8 @@ package workbench
 import (
 	"context"
 	"time"
+
+	"github.com/cairnstore/cairn/blob"
 )
 
 // HoldQueryBudget takes n bytes of the node's query budget, as queries in flight would,
@@ -16,3 +18,19 @@ func (s *Service) HoldQueryBudget(n int64) (release func()) {
 
 // SetClock replaces the clock uploads are timed by (Config.MaxUploadDuration).
 func (s *Service) SetClock(now func() time.Time) { s.now = now }
+
+// SetChunkFormat makes ingest cut bodies in f (tests of data written by older releases).
+func (s *Service) SetChunkFormat(f blob.ChunkFormat) { s.chunkFormat = f }
+
+// SegmentFormats returns the chunk format of each segment of the file at path.
+func (s *Service) SegmentFormats(ctx context.Context, agent, id, path string) ([]blob.ChunkFormat, error) {
+	f, err := s.Open(ctx, agent, id, path)
+	if err != nil {
+		return nil, err
+	}
+	var out []blob.ChunkFormat
+	for _, sg := range f.entry.Segments {
+		out = append(out, blob.ChunkFormat(sg.Chunking))
+	}
+	return out, nil
+}

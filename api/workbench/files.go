@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/cache"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -414,6 +415,12 @@ type entryReader struct {
 	off, end int64  // next body byte to return, end of range
 	cur      []byte // verified bytes at off not yet returned
 	free     func() // gives cur's buffer and read budget back; nil when none is held
+	// file, when not nil, holds the current segment instead of cur: a verified cached
+	// file (Config.SegmentCache) whose bytes [fileOff, fileOff+fileLeft) are the rest of
+	// the segment's part of the range, served from the file (sendfile by WriteTo).
+	file     *cache.File
+	fileOff  int64
+	fileLeft int64
 	err      error
 	// ahead fetches the next segment while the current one streams (DESIGN.md §6);
 	// nil when nothing is being fetched.
@@ -437,7 +444,7 @@ func (r *entryReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if len(r.cur) == 0 {
+	if len(r.cur) == 0 && r.file == nil {
 		if r.off >= r.end {
 			return 0, io.EOF
 		}
@@ -446,6 +453,14 @@ func (r *entryReader) Read(p []byte) (int, error) {
 			r.Close()
 			return 0, err
 		}
+	}
+	if r.file != nil {
+		n, err := r.file.ReadAt(p[:min(int64(len(p)), r.fileLeft)], r.fileOff)
+		if err != nil {
+			return n, r.fileFailed(err)
+		}
+		r.advanceFile(int64(n))
+		return n, nil
 	}
 	n := copy(p, r.cur)
 	r.cur = r.cur[n:]
@@ -470,7 +485,7 @@ func (r *entryReader) WriteTo(w io.Writer) (int64, error) {
 		if r.err != nil {
 			return total, r.err
 		}
-		if len(r.cur) == 0 {
+		if len(r.cur) == 0 && r.file == nil {
 			if r.off >= r.end {
 				return total, nil
 			}
@@ -479,6 +494,17 @@ func (r *entryReader) WriteTo(w io.Writer) (int64, error) {
 				r.Close()
 				return total, err
 			}
+		}
+		if r.file != nil {
+			// Straight from the cached file to w: sendfile when w reaches a TCP
+			// connection (io.ReaderFrom all the way down).
+			n, err := r.file.WriteRange(w, r.fileOff, min(r.fileLeft, writeChunkBytes))
+			r.advanceFile(n)
+			total += n
+			if err != nil {
+				return total, r.fileFailed(err)
+			}
+			continue
 		}
 		chunk := r.cur[:min(len(r.cur), writeChunkBytes)]
 		n, err := w.Write(chunk)
@@ -530,6 +556,11 @@ func (r *entryReader) next() *Error {
 		r.cur, r.free = a.data, a.free
 	} else {
 		r.dropAhead()
+		if f := r.s.cachedFile(r.ctx, r.agent, sg); f != nil {
+			r.file, r.fileOff, r.fileLeft = f, from, n
+			r.readAhead()
+			return nil
+		}
 		data, free, err := r.s.loadSegment(r.ctx, r.agent, sg, from, n)
 		if err != nil {
 			return err
@@ -540,16 +571,40 @@ func (r *entryReader) next() *Error {
 	return nil
 }
 
-// release gives the current segment's buffer and read budget back.
+// advanceFile records n bytes of the cached file served.
+func (r *entryReader) advanceFile(n int64) {
+	r.fileOff += n
+	r.fileLeft -= n
+	r.off += n
+	if r.fileLeft == 0 {
+		r.release()
+	}
+}
+
+// fileFailed makes a failure to serve the cached file (a read error of the local disk,
+// or a failed write to the caller) sticky, as every failure of the reader is.
+func (r *entryReader) fileFailed(err error) error {
+	r.err = err
+	r.Close()
+	return err
+}
+
+// release gives the current segment's buffer and read budget back, or closes its cached
+// file.
 func (r *entryReader) release() {
 	if r.free != nil {
 		r.free()
 	}
 	r.free, r.cur = nil, nil
+	if r.file != nil {
+		r.file.Close()
+		r.file, r.fileLeft = nil, 0
+	}
 }
 
 // readAhead starts fetching the segment after the current one when it lies wholly inside
-// the range, lives in the object store, and a node-wide prefetch slot and the read budget
+// the range, lives in the object store and not in the segment cache (whose file next
+// serves without memory), and a node-wide prefetch slot and the read budget
 // for it are free without waiting (memory stays bounded: Config.MaxConcurrentPrefetches
 // segments of at most blob.ChunkMaxBytes, within Config.MaxReadBufferBytes).
 func (r *entryReader) readAhead() {
@@ -557,7 +612,8 @@ func (r *entryReader) readAhead() {
 		return
 	}
 	next := r.segs[1]
-	if next.IsInline() || r.pos+r.segs[0].Size+next.Size > r.end || !r.s.prefetches.tryAcquire() {
+	if next.IsInline() || r.pos+r.segs[0].Size+next.Size > r.end || r.s.isCached(r.ctx, r.agent, next) ||
+		!r.s.prefetches.tryAcquire() {
 		return
 	}
 	w := r.s.readWeight(next.Size)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/s3/s3test"
 )
 
@@ -70,6 +71,31 @@ func BenchmarkIngest(b *testing.B) {
 						}
 					}
 				})
+			}
+		})
+	}
+}
+
+// BenchmarkIngestChunkFormat is BenchmarkIngest of a 64 MiB body (cut into chunks) in
+// each chunk format side by side, into a local blob directory.
+func BenchmarkIngestChunkFormat(b *testing.B) {
+	n := workbenchtest.New(b, workbench.Config{})
+	const size = 64 << 20
+	body := make([]byte, size)
+	rand.NewChaCha8([32]byte{9}).Read(body)
+	iter := uint64(0)
+	for _, format := range []blob.ChunkFormat{blob.ChunkRabin, blob.ChunkGear} {
+		b.Run(fmt.Sprintf("format=%s/body=64MiB", format), func(b *testing.B) {
+			n.Service.SetChunkFormat(format)
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				iter++
+				stamp(body, iter)
+				if _, err := n.Service.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
+					Path: "outputs/in.bin", Body: bytes.NewReader(body), SizeHint: size, CreateWorkbench: true}); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

@@ -43,7 +43,7 @@ func (p *putRecorder) take() []blob.Digest {
 // segmentDigests cuts body as the write path does and returns each segment's digest.
 func segmentDigests(t *testing.T, body []byte) []blob.Digest {
 	t.Helper()
-	sp := blob.NewSplitter(bytes.NewReader(body), 0, nil)
+	sp := blob.NewSplitter(bytes.NewReader(body), 0, blob.CurrentChunkFormat, nil)
 	var out []blob.Digest
 	for {
 		seg, err := sp.Next()

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/cache"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -19,7 +20,9 @@ import (
 // the one door segment bytes come through: it reads the requested range of an
 // object-store segment through the blob reader to the blob's end (where the reader checks
 // the SHA-256 of the whole decompressed blob, whatever the range) into a bounded buffer,
-// and hashes an inline segment, before it hands out a byte.
+// and hashes an inline segment, before it hands out a byte. The node's segment cache
+// (Config.SegmentCache) holds only bytes verified so when they were filled (blob/cache),
+// so a segment served from it is not hashed again.
 
 // Where damaged bytes were found: the "source" label of cairn_blob_corrupt_total and of
 // the log line.
@@ -110,17 +113,63 @@ func (s *Service) loadHeld(ctx context.Context, agent string, sg meta.Segment, f
 	if err != nil {
 		return fail(AsError(err))
 	}
-	rc, err := s.blobs.Get(ctx, blob.Key{Root: uid, Digest: blob.Digest(sg.Digest)}, from, n)
+	key := blob.Key{Root: uid, Digest: blob.Digest(sg.Digest)}
+	buf := getSegBuf(n)
+	done = func() { putSegBuf(buf); s.readBudget.Release(w) }
+	if f, ok := s.cfg.SegmentCache.Get(key, sg.Size); ok {
+		_, err := f.ReadAt(*buf, from)
+		f.Close()
+		if err == nil {
+			return *buf, done, nil
+		}
+		// The local disk failed us: drop the entry and read from the object store.
+		s.cfg.SegmentCache.Remove(key)
+	}
+	rc, err := s.blobs.Get(ctx, key, from, n)
 	if err != nil {
+		putSegBuf(buf)
 		return fail(s.segmentError(agent, sg, err))
 	}
 	defer rc.Close()
-	buf := getSegBuf(n)
 	if err := blob.ReadVerified(rc, *buf); err != nil {
 		putSegBuf(buf)
 		return fail(s.segmentError(agent, sg, err))
 	}
-	return *buf, func() { putSegBuf(buf); s.readBudget.Release(w) }, nil
+	if from == 0 && n == sg.Size {
+		s.cfg.SegmentCache.Put(key, *buf) // verified whole: fill the cache
+	}
+	return *buf, done, nil
+}
+
+// cachedFile opens sg's verified file in the segment cache (Config.SegmentCache); nil
+// when there is no cache, sg is inline, or the cache does not hold it (a miss is left to
+// loadSegment, which counts it).
+func (s *Service) cachedFile(ctx context.Context, agent string, sg meta.Segment) *cache.File {
+	key, ok := s.cacheKey(ctx, agent, sg)
+	if !ok {
+		return nil
+	}
+	f, _ := s.cfg.SegmentCache.Get(key, sg.Size)
+	return f
+}
+
+// isCached reports whether sg is in the segment cache (without opening it).
+func (s *Service) isCached(ctx context.Context, agent string, sg meta.Segment) bool {
+	_, ok := s.cacheKey(ctx, agent, sg)
+	return ok
+}
+
+// cacheKey is sg's blob key when the segment cache holds it.
+func (s *Service) cacheKey(ctx context.Context, agent string, sg meta.Segment) (blob.Key, bool) {
+	if s.cfg.SegmentCache == nil || sg.IsInline() {
+		return blob.Key{}, false
+	}
+	uid, err := s.rootUID(ctx, agent)
+	if err != nil {
+		return blob.Key{}, false
+	}
+	key := blob.Key{Root: uid, Digest: blob.Digest(sg.Digest)}
+	return key, s.cfg.SegmentCache.Contains(key)
 }
 
 // verifyInline checks an inline segment's bytes against its size and digest.

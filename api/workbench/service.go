@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/cache"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -133,6 +134,11 @@ type Config struct {
 	// be less than GCGrace: the orphan sweeper deletes uploaded blobs that stayed
 	// unpublished longer than the grace (DESIGN.md §6, §8). Default GCGrace / 2.
 	MaxUploadDuration time.Duration
+	// SegmentCache is the node's local cache of verified segments (blob/cache, DESIGN.md
+	// §6): reads are served from it when it holds a segment (REST GET by sendfile) and
+	// fill it with whole segments they fetched and verified; writes fill it with the
+	// segments they upload. nil (the default): no cache.
+	SegmentCache *cache.Cache
 	// MaxSnapshotsPerWorkbench caps the snapshots of one workbench that hold history
 	// (alive, or expired and still renewable); minting one more is ResourceExhausted.
 	// Default DefaultMaxSnapshotsPerWorkbench (256).
@@ -174,6 +180,9 @@ type Service struct {
 	log     *slog.Logger
 	// limits holds the per-principal caps (Config.Limits).
 	limits *principalLimits
+	// chunkFormat is how ingest cuts bodies of several segments: blob.CurrentChunkFormat
+	// (tests of older data set another).
+	chunkFormat blob.ChunkFormat
 }
 
 // admit takes a slot of sem, waiting while all are taken; release gives it back.
@@ -257,7 +266,7 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	s := &Service{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
 		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
 		prefetches: make(slots, cfg.MaxConcurrentPrefetches), readBudget: semaphore.NewWeighted(cfg.MaxReadBufferBytes),
-		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now}
+		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now, chunkFormat: blob.CurrentChunkFormat}
 	s.limits = newPrincipalLimits(cfg.Limits, func() time.Time { return s.now() })
 	return s, nil
 }
@@ -563,7 +572,7 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHin
 		return nil, AsError(err)
 	}
 	out.rootUID, out.fence = uid, view.AppliedVersion()
-	sp := blob.NewSplitter(r, sizeHint, segAlloc)
+	sp := blob.NewSplitter(r, sizeHint, s.chunkFormat, segAlloc)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.UploadConcurrency)
 	// For a body of several segments: whole hashes the body (resumed), own the appended
@@ -594,8 +603,12 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHin
 			out.segments = []meta.Segment{{Digest: meta.Digest(hd.Digest()), Size: int64(len(seg))}}
 			out.retain(hd)
 			g.Go(func() error {
-				_, err := s.blobs.Put(gctx, blob.Key{Root: uid, Digest: hd.Digest()}, hd)
-				return err
+				key := blob.Key{Root: uid, Digest: hd.Digest()}
+				if _, err := s.blobs.Put(gctx, key, hd); err != nil {
+					return err
+				}
+				s.cfg.SegmentCache.Put(key, hd.Bytes())
+				return nil
 			})
 			continue
 		}
@@ -610,15 +623,19 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHin
 		if own != nil {
 			own.Write(seg)
 		}
-		out.segments = append(out.segments, meta.Segment{Size: int64(len(seg))})
+		out.segments = append(out.segments, meta.Segment{Size: int64(len(seg)), Chunking: uint8(sp.Format())})
 		d := new(meta.Digest)
 		digests = append(digests, d)
 		g.Go(func() error {
 			defer freeSeg(seg)
 			hd := blob.Hash(seg)
 			*d = meta.Digest(hd.Digest())
-			_, err := s.blobs.Put(gctx, blob.Key{Root: uid, Digest: hd.Digest()}, hd)
-			return err
+			key := blob.Key{Root: uid, Digest: hd.Digest()}
+			if _, err := s.blobs.Put(gctx, key, hd); err != nil {
+				return err
+			}
+			s.cfg.SegmentCache.Put(key, seg)
+			return nil
 		})
 		if gctx.Err() != nil {
 			break

@@ -1,0 +1,5 @@
+//go:build !race
+
+package blob_test
+
+const raceDetector = false
