@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
@@ -277,7 +278,7 @@ func (n *node) record(t *testing.T, body string) (meta.BlobRef, bool) {
 func (n *node) sweepUntil(t *testing.T, opts worker.GCOptions, done func(worker.GCReport) bool) worker.GCReport {
 	t.Helper()
 	var rep worker.GCReport
-	succeedsSoon(t, "a sweep reaching the expected state", func() error {
+	retry.Within(t, 10*time.Second, "a sweep reaching the expected state", func() error {
 		var err error
 		if rep, err = n.set.CollectGarbage(t.Context(), opts); err != nil {
 			t.Fatalf("sweep: %v", err)
@@ -288,24 +289,6 @@ func (n *node) sweepUntil(t *testing.T, opts worker.GCOptions, done func(worker.
 		return nil
 	})
 	return rep
-}
-
-// succeedsSoon retries f, backing off, until it returns nil, for at most 10 s.
-func succeedsSoon(t *testing.T, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	wait := 10 * time.Millisecond
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s: %v", what, err)
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, 200*time.Millisecond)
-	}
 }
 
 // metric returns the value of the counter name (with label value label, or unlabelled) in

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
@@ -54,9 +55,11 @@ func TestAGCTickSweepsAgainWhileMoreUpToItsBound(t *testing.T) {
 	tick(1, 10) // the bound: 10 sweeps of one blob each, each reporting More
 	tick(2, 2)  // one blob and More, then the last one without More
 	tick(3, 1)  // nothing left
+	// The fourth tick was sent: let its one sweep list (a sweep that already read the gate
+	// would wait on it for ever if the gate were only removed), then remove the gate.
+	gate <- struct{}{}
 	n.store.set(func(h *hookedStore) { h.listGate = nil })
-	// The fourth tick was sent: the collector lists without the gate now; let it finish.
-	succeedsSoon(t, "the fourth tick's sweep", func() error {
+	retry.Within(t, 10*time.Second, "the fourth tick's sweep", func() error {
 		if got := metric(t, n.reg, "cairn_gc_runs_total", "ok"); got != 14 {
 			return fmt.Errorf("%v sweeps, want 14 (10 + 2 + 1 + 1)", got)
 		}
@@ -87,7 +90,7 @@ func TestLeadStartsTheWorkersAndUnleadStopsThem(t *testing.T) {
 	if got := n.set.Led(); !slices.Equal(got, []int{0}) {
 		t.Fatalf("Led() = %v after Lead", got)
 	}
-	succeedsSoon(t, "the compactor rolling up the log", func() error {
+	retry.Within(t, 10*time.Second, "the compactor rolling up the log", func() error {
 		if _, e := readBody(t, n.shard, n.store, "a", "logs/run.log"); len(e.Segments) != 1 {
 			return fmt.Errorf("%d segments", len(e.Segments))
 		}
@@ -111,7 +114,7 @@ func TestLeadStartsTheWorkersAndUnleadStopsThem(t *testing.T) {
 		t.Fatalf("compaction ran after Unlead: %v runs, then %v", runs, again)
 	}
 	n.set.Lead(0, n.shard)
-	succeedsSoon(t, "the compactor running after Lead again", func() error {
+	retry.Within(t, 10*time.Second, "the compactor running after Lead again", func() error {
 		if again := metric(t, n.reg, "cairn_compaction_runs_total", ""); again == runs {
 			return errors.New("no run")
 		}
@@ -147,7 +150,7 @@ func TestEachLedShardResumesItsOwnRestores(t *testing.T) {
 	n := newNode(t, worker.Config{Restorer: rr}, false)
 	n.set.Lead(1, a)
 	n.set.Lead(2, b)
-	succeedsSoon(t, "both led shards resuming restores", func() error {
+	retry.Within(t, 10*time.Second, "both led shards resuming restores", func() error {
 		if rr.count(a) == 0 || rr.count(b) == 0 {
 			return fmt.Errorf("calls: a %d, b %d", rr.count(a), rr.count(b))
 		}
