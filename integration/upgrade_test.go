@@ -456,11 +456,11 @@ func TestRollingUpgradeWorkbenchDeletedWhileVersionsAreMixedStaysDeleted(t *test
 			}
 		}
 	}
-	code, b := clusterDo(http.MethodDelete, nodes[0].URL+"/v1/agents/"+agent+"/workbenches/doomed", nil, upgradeWriteBound)
-	t.Logf("DELETE of workbench doomed through the upgraded leader while the followers run the previous release: %d %s", code, b)
-	deleted := code/100 == 2
-	if !deleted && (code == 0 || code >= 500) {
-		t.Fatalf("the delete met %d %s: neither done nor refused as the cluster's state", code, b)
+	delCode, b := clusterDo(http.MethodDelete, nodes[0].URL+"/v1/agents/"+agent+"/workbenches/doomed", nil, upgradeWriteBound)
+	t.Logf("DELETE of workbench doomed through the upgraded leader while the followers run the previous release: %d %s", delCode, b)
+	deleted := delCode/100 == 2
+	if !deleted && (delCode == 0 || delCode >= 500) {
+		t.Fatalf("the delete met %d %s: neither done nor refused as the cluster's state", delCode, b)
 	}
 	// The leadership moves to a node of the previous release.
 	bounce(t, nodes, 0, shards)
@@ -474,7 +474,7 @@ func TestRollingUpgradeWorkbenchDeletedWhileVersionsAreMixedStaysDeleted(t *test
 			t.Skipf("KNOWN-ISSUE (issue 17, deliverable 7): workbench doomed, deleted (%d) through a leader of the new release, "+
 				"reads back through node %d (%s) once a node of the previous release leads: %q. The previous release's FSM "+
 				"answers op 19 (DeleteWorkspace) with InvalidArguments and applies nothing, so replicas diverge; the new "+
-				"release must not propose commands the previous one lacks until every replica runs it", code, i, s.URL, got)
+				"release must not propose commands the previous one lacks until every replica runs it", delCode, i, s.URL, got)
 		case deleted && code != http.StatusNotFound:
 			t.Fatalf("read of deleted workbench doomed through node %d: %d %s", i, code, got)
 		case !deleted && (code != http.StatusOK || string(got) != "doomed"):
