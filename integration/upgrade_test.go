@@ -154,7 +154,6 @@ func runBinary(bin string) serverOption { return func(s *server) { s.bin = bin }
 // its own Idempotency-Key and retried (through the next node) on retryable answers, and
 // that remember what was acknowledged and every answer that was not retryable.
 type upgradeLoad struct {
-	nodes  []*server
 	agents []string
 
 	mu      sync.Mutex
@@ -170,7 +169,7 @@ type upgradeLoad struct {
 }
 
 func startUpgradeLoad(nodes []*server, agents []string, writers int) *upgradeLoad {
-	l := &upgradeLoad{nodes: nodes, agents: agents, acked: map[string]string{}, stop: make(chan struct{}),
+	l := &upgradeLoad{agents: agents, acked: map[string]string{}, stop: make(chan struct{}),
 		client: &http.Client{Timeout: 10 * time.Second}}
 	for _, s := range nodes {
 		l.urls = append(l.urls, s.URL)
