@@ -157,7 +157,7 @@ type upgradeLoad struct {
 	agents []string
 
 	mu      sync.Mutex
-	urls    []string          // the nodes' client URLs, refreshed by the test goroutine
+	urls    []string          // the nodes' client URLs (fixed ports: valid across restarts)
 	acked   map[string]string // agent/path → body
 	errs    []string          // non-retryable answers and writes never acknowledged
 	ackN    atomic.Int64
