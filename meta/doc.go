@@ -16,7 +16,10 @@
 //   - A command either applies whole or not at all: every check runs before any mutation.
 //   - Records reachable from a View are never mutated; writers replace them. A View is an
 //     O(1) copy-on-write snapshot that stays consistent while applies go on.
-//   - Restore replaces all state; Snapshot streams it without one giant allocation.
+//   - Restore replaces all state; Snapshot streams it without one giant allocation, in the
+//     oldest snapshot format that holds the state, so that a replica of the previous
+//     release can install it during a rolling upgrade until a command only the newer
+//     format holds (a quota, a backup hold, a workbench deletion) was applied.
 //   - Attribution comes from the command: every revision (Entry), workbench revision,
 //     snapshot, commit and restore record names the Producer (principal id and surface) of
 //     the command that made it (Header.Principal, Header.Surface), except the revisions a

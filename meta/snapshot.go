@@ -10,8 +10,10 @@ import (
 	"github.com/fxamacker/cbor/v2"
 )
 
-// SnapshotFormat is the version of the snapshot stream this binary writes. Format 2 added
-// the usage and quota records; a format-1 stream restores with its usage recomputed.
+// SnapshotFormat is the newest version of the snapshot stream this binary writes (WriteTo
+// writes the oldest one that holds the state). Format 2 added the usage, quota and backup
+// hold records and the purge steps of deleted workbenches; a format-1 stream restores with
+// its usage recomputed.
 const SnapshotFormat = 2
 
 // Snapshot is a point-in-time copy of an FSM's state, taken in O(1); writing it streams
@@ -80,12 +82,39 @@ type snapRecord struct {
 }
 
 // WriteTo streams the snapshot to w as a sequence of CBOR records (header, records in key
-// order per map, end marker). Equal states write equal bytes.
+// order per map, end marker), in the oldest format that holds the state (formatFor): a
+// replica of the previous release installs what this binary wrote while no command of
+// the newer format was applied, as during a rolling upgrade. Equal states write equal
+// bytes.
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	return s.writeFormat(w, formatFor(s.st))
+}
+
+// formatFor returns 1 while st holds nothing format 2 added (backup holds, quotas, the
+// purge steps of a deleted workbench: a format-1 reader would fail on the first two and
+// drop the last), else SnapshotFormat. The usage records are left out of format 1: a
+// format-1 stream restores with its usage recomputed, equal by the usage invariant.
+func formatFor(st *state) uint16 {
+	if st.backups.Len() > 0 || st.quotas.Len() > 0 {
+		return SnapshotFormat
+	}
+	purging := false
+	st.retention.Scan(func(_, v string) bool {
+		purging = v != "" && v[0] == retainPurge
+		return !purging
+	})
+	if purging {
+		return SnapshotFormat
+	}
+	return 1
+}
+
+// writeFormat is WriteTo in the given format (1 or SnapshotFormat).
+func (s *Snapshot) writeFormat(w io.Writer, format uint16) (int64, error) {
 	cw := &countingWriter{w: bufio.NewWriterSize(w, 64<<10)}
 	enc := encMode.NewEncoder(cw)
 	st := s.st
-	if err := enc.Encode(snapHeader{Format: SnapshotFormat, Version: st.version, NowMs: st.nowMs,
+	if err := enc.Encode(snapHeader{Format: format, Version: st.version, NowMs: st.nowMs,
 		NextRootUID: st.nextRootUID, NextIncarnation: st.nextIncarnation, Seq: st.seq, NextListID: st.nextListID}); err != nil {
 		return cw.n, err
 	}
@@ -138,7 +167,7 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		return err == nil && emit(snapRecord{T: recBackupHold, K: []byte(k), Backup: &v})
 	})
 	st.usage.Scan(func(k string, v Usage) bool {
-		return err == nil && emit(snapRecord{T: recUsage, K: []byte(k), Usage: &v})
+		return err == nil && format >= 2 && emit(snapRecord{T: recUsage, K: []byte(k), Usage: &v})
 	})
 	st.quotas.Scan(func(k string, v Quota) bool {
 		return err == nil && emit(snapRecord{T: recQuota, K: []byte(k), Quota: &v})
@@ -269,7 +298,8 @@ func readSnapshot(r io.Reader) (*state, error) {
 // hold identical state exactly when their digests are equal.
 func (f *FSM) StateDigest() Digest {
 	h := sha256.New()
-	if _, err := f.Snapshot().WriteTo(h); err != nil {
+	// The current format always: it covers the maintained usage too.
+	if _, err := f.Snapshot().writeFormat(h, SnapshotFormat); err != nil {
 		panic(err) // writing to a hash cannot fail
 	}
 	var d Digest
