@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/ready"
 )
 
 // Timeouts of the fixture processes.
@@ -81,32 +84,17 @@ func (p *proc) stop() {
 	}
 }
 
-// waitHTTP polls url until it answers 200 (and, for MinIO, is not "offline"), the process
-// exits, or readyTimeout passes.
+// waitHTTP waits until url answers 200 (and, for MinIO, is not "offline";
+// internal/ready), the process exits, or readyTimeout passes.
 func (p *proc) waitHTTP(ctx context.Context, url string) error {
-	tr := &http.Transport{DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr, Timeout: 2 * time.Second}
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		resp, err := hc.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && resp.Header.Get("X-Minio-Server-Status") != "offline" {
-				return nil
-			}
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready: %v (log: %s)", p.name, p.err, p.log)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready at %s within %v (log: %s)", p.name, url, readyTimeout, p.log)
-		}
+	err := ready.Wait(ctx, url, p.done, readyTimeout, 50*time.Millisecond)
+	switch {
+	case errors.Is(err, ready.ErrExited):
+		return fmt.Errorf("%s exited before it was ready: %v (log: %s)", p.name, p.err, p.log)
+	case err != nil:
+		return fmt.Errorf("%s %v (log: %s)", p.name, err, p.log)
 	}
+	return nil
 }
 
 // freeAddr returns a loopback address whose port was free a moment ago.

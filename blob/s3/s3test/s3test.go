@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/cairnstore/cairn/blob/s3"
 	"github.com/cairnstore/cairn/internal/freeport"
+	"github.com/cairnstore/cairn/internal/ready"
 )
 
 const (
@@ -223,33 +223,18 @@ func (s *Server) start() error {
 	return nil
 }
 
-// waitLive polls the liveness endpoint until it answers 200 without the
-// "X-Minio-Server-Status: offline" header (sent while the object layer is still starting,
-// when S3 calls fail with 503 XMinioServerNotInitialized), the process exits, or
-// readyTimeout passes.
+// waitLive waits until MinIO is live (internal/ready: 200 without
+// "X-Minio-Server-Status: offline", sent while the object layer still starts), the process
+// exits, or readyTimeout passes.
 func (s *Server) waitLive(p *process) error {
-	tr := &http.Transport{DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: time.Second}
-	url := "http://" + s.Endpoint + "/minio/health/live"
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		resp, err := client.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && resp.Header.Get("X-Minio-Server-Status") != "offline" {
-				return nil
-			}
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("MinIO exited before it was live: %v (log: %s)", p.err, s.logPath)
-		case <-time.After(25 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("MinIO not live within %v (log: %s)", readyTimeout, s.logPath)
-		}
+	err := ready.Wait(context.Background(), "http://"+s.Endpoint+"/minio/health/live", p.done, readyTimeout, 25*time.Millisecond)
+	switch {
+	case errors.Is(err, ready.ErrExited):
+		return fmt.Errorf("MinIO exited before it was live: %v (log: %s)", p.err, s.logPath)
+	case err != nil:
+		return fmt.Errorf("MinIO %v (log: %s)", err, s.logPath)
 	}
+	return nil
 }
 
 var binary struct {
