@@ -37,11 +37,19 @@ const clusterFailoverBound = 20 * time.Second
 // clusterDo sends one request, retrying retryable answers (503) and transport errors
 // until bound has passed; it returns the last status and body (status 0: no answer).
 func clusterDo(method, u string, body []byte, bound time.Duration) (int, []byte) {
+	return clusterDoKey(method, u, body, bound, "")
+}
+
+// clusterDoKey is clusterDo with an Idempotency-Key (none when key is "").
+func clusterDoKey(method, u string, body []byte, bound time.Duration, key string) (int, []byte) {
 	hc := &http.Client{Timeout: 10 * time.Second}
 	deadline := time.Now().Add(bound)
 	for {
 		req, _ := http.NewRequest(method, u, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/octet-stream")
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
 		code, b := 0, []byte(nil)
 		resp, err := hc.Do(req)
 		if err == nil {
@@ -96,10 +104,13 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 		t.Fatalf("create workbench: %d %s", code, b)
 	}
 	acked := map[string]string{}
+	// Each put carries an Idempotency-Key, as a client that retries must: across the leader's
+	// kill a forwarded write may have an unknown outcome, which the node retries for it only
+	// when the request id makes a repeat safe.
 	put := func(s *server, i int, bound time.Duration) bool {
 		name := fmt.Sprintf("input/f%03d", i)
 		body := fmt.Sprintf("body %d written through %s", i, s.URL)
-		code, b := clusterDo(http.MethodPut, fileURL(s.URL, agent, wb, name), []byte(body), bound)
+		code, b := clusterDoKey(http.MethodPut, fileURL(s.URL, agent, wb, name), []byte(body), bound, "failover-"+name)
 		if code/100 != 2 {
 			t.Logf("put %s through %s: %d %s", name, s.URL, code, b)
 			return false

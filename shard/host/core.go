@@ -164,17 +164,37 @@ func (c *unplacedCore) ReadViewAt(context.Context, uint64) (*meta.View, error) {
 	return meta.New(c.h.cfg.FSM).View(), nil
 }
 
-// propose proposes on shard id's leader, waiting up to leaderWait for one.
+// proposeRetryWindow bounds how long propose keeps retrying a command with a request id
+// whose forwarded attempt had an unknown outcome (a leader lost mid-call).
+const proposeRetryWindow = 10 * time.Second
+
+// propose proposes on shard id's leader, waiting up to leaderWait for one. A forwarded
+// attempt whose outcome is unknown (the leader was reached, then lost) is tried again when
+// the command carries a request id: the FSM answers a repeat of an applied command with
+// its stored result (the dedupe record), so the retry cannot apply it twice, and the
+// caller gets an answer instead of "it may still apply" across a failover.
 func (h *Host) propose(ctx context.Context, id int, hd meta.Header, b meta.Body) (meta.Result, error) {
-	var res meta.Result
-	err := h.onLeader(ctx, id, func(r *shard.Shard) (err error) {
-		res, err = r.Propose(ctx, hd, b)
-		return err
-	}, func(addr string) (err error) {
-		res, err = h.peers.propose(ctx, addr, id, hd, b)
-		return err
-	})
-	return res, err
+	deadline := time.Now().Add(proposeRetryWindow)
+	for {
+		var res meta.Result
+		forwarded := false
+		err := h.onLeader(ctx, id, func(r *shard.Shard) (err error) {
+			res, err = r.Propose(ctx, hd, b)
+			return err
+		}, func(addr string) (err error) {
+			forwarded = true
+			res, err = h.peers.propose(ctx, addr, id, hd, b)
+			return err
+		})
+		if !forwarded || hd.RequestID == "" || !errors.Is(err, shard.ErrTimeout) || time.Now().After(deadline) || ctx.Err() != nil {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(leaderPoll):
+		}
+	}
 }
 
 // readView returns a linearizable view of shard id from the local replica: directly when
