@@ -2,10 +2,12 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/host"
@@ -71,10 +73,12 @@ func TestTheEmbeddedHostServesEveryRootFromItsOneShardAndReportsLeadership(t *te
 		t.Fatalf("an embedded host reports a cluster status: %+v", st)
 	}
 	// Leadership was reported once; Close withdraws it before the replica closes.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(lead.seen()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	retry.Within(t, 5*time.Second, "the replica's leadership reported", func() error {
+		if len(lead.seen()) == 0 {
+			return errors.New("no report yet")
+		}
+		return nil
+	})
 	if got := lead.seen(); len(got) != 1 || !got[0] {
 		t.Fatalf("leadership calls before Close: %v, want [true]", got)
 	}
