@@ -320,6 +320,9 @@ type Result struct {
 	// PurgeRoot left workbenches for the next one (purge.go).
 	Deleted int64 `cbor:"19,keyasint,omitempty"`
 	More    bool  `cbor:"20,keyasint,omitempty"`
+	// Ordinal is the path's version number after a Put, Append or Delete (the new
+	// element's Ordinal, records.go): what OpenWOP host.workspace calls its version.
+	Ordinal uint64 `cbor:"21,keyasint,omitempty"`
 }
 
 type envelope struct {

@@ -477,9 +477,9 @@ func (a *applier) put(c Put) Result {
 	e := &Entry{Generation: a.st.version, Size: c.Size, Digest: c.Digest, ContentType: c.ContentType,
 		Executable: c.Executable, Segments: c.Segments, HashState: c.HashState, ModifiedAtMs: a.st.nowMs,
 		Fields: c.Fields, ListID: a.st.newListID(), Producer: a.prod}
-	a.publish(root, ws, key, c.Path, rec, e)
+	ord := a.publish(root, ws, key, c.Path, rec, e)
 	return Result{Generation: e.Generation, Created: cur == nil, Size: e.Size, Digest: e.Digest,
-		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID}
+		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID, Ordinal: ord}
 }
 
 func (a *applier) append(c Append) Result {
@@ -530,9 +530,9 @@ func (a *applier) append(c Append) Result {
 		return Result{Err: err}
 	}
 	root, ws := a.materialize(c.Agent, c.Workspace, ws)
-	a.publish(root, ws, pathKey(ws.Incarnation, c.Path), c.Path, rec, e)
+	ord := a.publish(root, ws, pathKey(ws.Incarnation, c.Path), c.Path, rec, e)
 	return Result{Generation: e.Generation, Created: cur == nil, Size: e.Size, Digest: e.Digest,
-		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID}
+		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID, Ordinal: ord}
 }
 
 // appendSegments returns the segment list after an append and whether it extends old's
@@ -577,18 +577,21 @@ func (a *applier) delete(c Delete) Result {
 		return Result{Err: &Error{Code: CodeConflict, CurrentGeneration: cur.Generation, Message: "the file changed: generation " + strconv.FormatUint(cur.Generation, 10) + ", expected " + strconv.FormatUint(c.IfGeneration, 10)}}
 	}
 	root, _ := a.st.roots.Get(c.Agent)
-	a.publish(root, ws, key, c.Path, rec, nil)
-	return Result{Generation: a.st.version, RootUID: root.UID}
+	ord := a.publish(root, ws, key, c.Path, rec, nil)
+	return Result{Generation: a.st.version, RootUID: root.UID, Ordinal: ord}
 }
 
 // publish makes e (nil: a tombstone) the newest element of the path's chain and updates
 // everything derived from the live tree: directory counts, workbench counters, blob
 // references, and retention of what the new element superseded.
-func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *pathRecord, e *Entry) {
+//
+// It returns the new element's Ordinal.
+func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *pathRecord, e *Entry) uint64 {
 	s := a.st
 	old := rec.live()
 	chain := make([]version, 0, 1+len(chainOf(rec)))
-	chain = append(chain, version{Version: s.version, Entry: e, AtMs: s.nowMs})
+	ord := nextOrdinal(chainOf(rec), e == nil)
+	chain = append(chain, version{Version: s.version, Entry: e, AtMs: s.nowMs, Ordinal: ord})
 	chain = append(chain, chainOf(rec)...)
 	nws := *ws
 	nws.Revision = s.version
@@ -610,6 +613,7 @@ func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *path
 	s.workspaces.Set(workspaceKey(ws.Agent, ws.Name), &nws)
 	s.indexFile(ws.Incarnation, path, old, e)
 	a.storeChain(root.UID, key, chain)
+	return ord
 }
 
 func chainOf(r *pathRecord) []version {

@@ -132,6 +132,26 @@ type version struct {
 	Entry   *Entry `cbor:"2,keyasint,omitempty"` // nil = tombstone
 	// AtMs is the command time of the command that made this element.
 	AtMs int64 `cbor:"3,keyasint"`
+	// Ordinal numbers the element within the path's current life (OpenWOP host.workspace's
+	// per-path "version"): 1 for the first body after the path was created or deleted,
+	// the previous element's Ordinal + 1 for every later body and for the tombstone that
+	// ends the life. 0: written before the field existed (then the next element counts on
+	// from 0). Unlike the generation it restarts, so it never serves as a conditional-write
+	// token; the generation does.
+	Ordinal uint64 `cbor:"4,keyasint,omitempty"`
+}
+
+// nextOrdinal is the Ordinal of an element that follows chain's head: a body or
+// tombstone after a body counts on, a body after a tombstone (or on a path with no chain)
+// starts a new life at 1.
+func nextOrdinal(chain []version, tombstone bool) uint64 {
+	if len(chain) == 0 || chain[0].Entry == nil {
+		if tombstone {
+			return 0 // unreachable: a delete needs a live body
+		}
+		return 1
+	}
+	return chain[0].Ordinal + 1
 }
 
 // pathRecord is PathCurrent plus history: the version chain of one path, newest first.

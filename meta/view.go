@@ -96,6 +96,40 @@ func (v *View) File(ws *Workspace, path string) (*Entry, error) {
 	return nil, errorf(CodeNotFound, "the file does not exist")
 }
 
+// FileVersion is one element of a path's history as a reader sees it.
+type FileVersion struct {
+	// Entry is the body; nil for a tombstone (a delete).
+	Entry *Entry
+	// Version is the shard version of the command that made the element; for a body it
+	// equals Entry.Generation.
+	Version uint64
+	// AtMs is that command's time, Unix milliseconds.
+	AtMs int64
+	// Ordinal is the element's number within the path's current life (records.go).
+	Ordinal uint64
+}
+
+// FileVersion returns the element of path visible at the view, with its Ordinal. Errors
+// as File.
+func (v *View) FileVersion(ws *Workspace, path string) (FileVersion, error) {
+	if err := ValidatePath("path", path); err != nil {
+		return FileVersion{}, err
+	}
+	if rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, path)); ok {
+		for _, el := range rec.Chain {
+			if el.Version > v.at {
+				continue
+			}
+			if el.Entry != nil {
+				return FileVersion{Entry: el.Entry, Version: el.Version, AtMs: el.AtMs, Ordinal: el.Ordinal}, nil
+			}
+			break
+		}
+	}
+	_, err := v.File(ws, path)
+	return FileVersion{}, err
+}
+
 // Stat describes path ("" = the workbench's top directory). NotFound when nothing is there.
 func (v *View) Stat(ws *Workspace, path string) (Stat, error) {
 	if path == "" {
