@@ -6,7 +6,7 @@ import (
 )
 
 func TestBackupHoldKeepsBlobsThatReachedZeroAfterIt(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.putBlob("f", 1, 0)
 	h.putBlob("g", 2, 0)
 	h.putBlob("g", 3, 0) // blob 2 unreferenced before the hold: not kept
@@ -23,7 +23,7 @@ func TestBackupHoldKeepsBlobsThatReachedZeroAfterIt(t *testing.T) {
 	if !h.f.View().BackupHeld(mustRef(h, 1).ZeroSinceMs) {
 		t.Fatal("View.BackupHeld does not report the kept blob")
 	}
-	g := New(Options{})
+	g := New(Options{History: pruneAtOnce})
 	if err := g.Restore(snapshotBytes(t, h.f)); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestBackupHoldKeepsBlobsThatReachedZeroAfterIt(t *testing.T) {
 }
 
 func TestBackupHoldValidatesAndBoundsIDs(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	for _, tc := range []struct {
 		name string
 		body Body

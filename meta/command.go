@@ -46,6 +46,7 @@ const (
 	OpSetQuota        Op = 18 // quota.go
 	OpDeleteWorkspace Op = 19 // purge.go
 	OpPurgeRoot       Op = 20 // purge.go
+	OpSetRetention    Op = 21 // retention.go
 )
 
 // Header is what every command carries besides its body.
@@ -323,6 +324,10 @@ type Result struct {
 	// Ordinal is the path's version number after a Put, Append or Delete (the new
 	// element's Ordinal, records.go): what OpenWOP host.workspace calls its version.
 	Ordinal uint64 `cbor:"21,keyasint,omitempty"`
+	// Retention answers SetRetention: the history retention that applies to the root
+	// afterwards; RetentionDefault says it is the node default (retention.go).
+	Retention        *Retention `cbor:"22,keyasint,omitempty"`
+	RetentionDefault bool       `cbor:"23,keyasint,omitempty"`
 }
 
 type envelope struct {
@@ -470,6 +475,10 @@ func DecodeCommand(data []byte) (Header, Body, error) {
 		var c PurgeRoot
 		err = decMode.Unmarshal(env.Body, &c)
 		b = c
+	case OpSetRetention:
+		var c SetRetention
+		err = decMode.Unmarshal(env.Body, &c)
+		b = c
 	default:
 		return Header{}, nil, invalidArg("command", "unknown op %d", env.Op)
 	}
@@ -525,6 +534,8 @@ func opName(op Op) string {
 		return "delete-workspace"
 	case OpPurgeRoot:
 		return "purge-root"
+	case OpSetRetention:
+		return "set-retention"
 	}
 	return fmt.Sprintf("op-%d", op)
 }

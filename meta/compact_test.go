@@ -9,7 +9,7 @@ import (
 // generation, never loses to an append that landed after it was prepared, fails when the
 // range changed, and keeps reference counts exact.
 func TestCompactReplacesARangeWithoutChangingTheFile(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	var gen uint64
 	var size int64
 	blobSeg := func(i int) Segment {

@@ -17,10 +17,13 @@ type Options struct {
 	// RetentionWindow is how long (command time) dedupe records and tombstones are kept.
 	// Default 24h.
 	RetentionWindow time.Duration
-	// VersionRetention is how long (command time) a superseded file version stays readable
-	// at its shard version. Default 0: superseded versions are pruned at once unless a
-	// hold needs them.
-	VersionRetention time.Duration
+	// History is the node-default history retention of every agent root without a policy
+	// of its own (SetRetention; retention.go): how many superseded versions of a path stay
+	// readable, and for how long. Default (the zero Retention): DefaultRetention, the
+	// newest 100 versions or 30 days, whichever keeps more, at most 1,000 per path.
+	// Retention{Versions: 1} prunes superseded versions at once unless a hold needs them. A
+	// zero MaxVersions takes the default cap (at least Versions).
+	History Retention
 	// DedupeMaxPerRoot bounds the dedupe records kept per agent root; the oldest go first.
 	// Default 100,000.
 	DedupeMaxPerRoot int
@@ -42,7 +45,8 @@ type Options struct {
 
 // DefaultOptions returns the defaults documented on Options.
 func DefaultOptions() Options {
-	return Options{RetentionWindow: 24 * time.Hour, DedupeMaxPerRoot: 100_000, RetentionBatch: 64, SnapshotGrace: time.Hour}
+	return Options{RetentionWindow: 24 * time.Hour, DedupeMaxPerRoot: 100_000, RetentionBatch: 64, SnapshotGrace: time.Hour,
+		History: DefaultRetention()}
 }
 
 func (o Options) withDefaults() Options {
@@ -62,6 +66,11 @@ func (o Options) withDefaults() Options {
 	if o.RootUIDPrefix == "" {
 		o.RootUIDPrefix = "r"
 	}
+	if o.History == (Retention{}) {
+		o.History = DefaultRetention()
+	}
+	o.History = o.History.normalized()
+	o.History.Versions = max(1, min(o.History.Versions, o.History.MaxVersions))
 	return o
 }
 
@@ -196,6 +205,8 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		res = a.deleteWorkspace(b)
 	case PurgeRoot:
 		res = a.purgeRoot(b)
+	case SetRetention:
+		res = a.setRetention(b)
 	default:
 		res = Result{Err: invalidArg("command", "unsupported body %T", body)}
 	}
@@ -250,6 +261,8 @@ func bodyAgent(b Body) string {
 	case DeleteWorkspace:
 		return b.Agent
 	case PurgeRoot:
+		return b.Agent
+	case SetRetention:
 		return b.Agent
 	}
 	return ""
@@ -591,7 +604,11 @@ func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *path
 	old := rec.live()
 	chain := make([]version, 0, 1+len(chainOf(rec)))
 	ord := nextOrdinal(chainOf(rec), e == nil)
-	chain = append(chain, version{Version: s.version, Entry: e, AtMs: s.nowMs, Ordinal: ord})
+	el := version{Version: s.version, Entry: e, AtMs: s.nowMs, Ordinal: ord}
+	if e == nil {
+		el.DeletedBy = a.prod
+	}
+	chain = append(chain, el)
 	chain = append(chain, chainOf(rec)...)
 	nws := *ws
 	nws.Revision = s.version
@@ -627,7 +644,7 @@ func chainOf(r *pathRecord) []version {
 // schedules the next pruning.
 func (a *applier) storeChain(rootUID, key string, chain []version) {
 	s := a.st
-	kept, _, nextDue := a.prune(binaryU64(key[:incarnationKeySize]), chain)
+	kept, _, nextDue := a.prune(a.retentionOf(rootUID), binaryU64(key[:incarnationKeySize]), chain)
 	prev, _ := s.paths.Get(key)
 	a.account(rootUID, chainOf(prev), kept)
 	if len(kept) == 0 {
@@ -651,35 +668,55 @@ func (a *applier) storeChain(rootUID, key string, chain []version) {
 	}
 }
 
-// prune splits a chain (newest first) into what must be kept and what may go, and returns
-// the command time at which something kept becomes droppable (0: never by time alone).
-// The newest element stays unless it is a tombstone older than the retention window; a
-// superseded element stays while it was superseded less than VersionRetention ago.
-func (a *applier) prune(inc uint64, chain []version) (kept, dropped []version, nextDue int64) {
+// prune splits a chain (newest first) into what must be kept and what may go under
+// policy pol (retention.go), and returns the command time at which something kept becomes
+// droppable (0: never by time alone). The newest element stays unless it is a tombstone
+// older than the retention window; a superseded element stays while pol retains it (its
+// position in the current life, its age since it was superseded, the cap) or a hold pins
+// it. The rules are applied to the retained prefix only: from the first element they let
+// go on, only holds keep anything.
+func (a *applier) prune(pol Retention, inc uint64, chain []version) (kept, dropped []version, nextDue int64) {
 	now := a.st.nowMs
+	ageMs := pol.Age.Milliseconds()
 	due := func(t int64) {
 		if nextDue == 0 || t < nextDue {
 			nextDue = t
 		}
 	}
+	retaining := true // still inside the retained prefix
+	// life: inside the live body's current life, told by the Ordinals counting down by one
+	// from the head (records.go): an element a delete or a gap (a tombstone pruned since)
+	// separates from the head is not, so the count rule never reaches across one.
+	life := len(chain) > 0 && chain[0].Entry != nil
 	for i, el := range chain {
-		var until int64
 		if i == 0 {
 			if el.Entry != nil {
 				kept = append(kept, el)
 				continue
 			}
-			until = el.AtMs + a.opts.RetentionWindow.Milliseconds()
-		} else {
-			if a.held(inc, el.Version, chain[i-1].Version) {
+			if until := el.AtMs + a.opts.RetentionWindow.Milliseconds(); until > now {
 				kept = append(kept, el)
+				due(until)
+			} else {
+				dropped = append(dropped, el)
+			}
+			continue
+		}
+		life = life && el.Entry != nil && el.Ordinal+uint64(i) == chain[0].Ordinal
+		if retaining {
+			byCount := life && i < pol.Versions
+			until := chain[i-1].AtMs + ageMs
+			if i < pol.MaxVersions && (byCount || until > now) {
+				kept = append(kept, el)
+				if !byCount {
+					due(until)
+				}
 				continue
 			}
-			until = chain[i-1].AtMs + a.opts.VersionRetention.Milliseconds()
+			retaining = false
 		}
-		if until > now {
+		if a.held(inc, el.Version, chain[i-1].Version) {
 			kept = append(kept, el)
-			due(until)
 		} else {
 			dropped = append(dropped, el)
 		}
@@ -819,6 +856,8 @@ func (a *applier) runRetention() {
 			a.reprune(x, y)
 		case retainPurge:
 			a.purgeStep(x)
+		case retainRootReprune:
+			a.rootRepruneStep(x)
 		case retainRestore:
 			if op, ok := s.restores.Get(x); ok && op.State == RestoreComplete {
 				s.restores.Delete(x)

@@ -184,7 +184,7 @@ func TestAppendMergesTinyInlineSegments(t *testing.T) {
 }
 
 func TestRetentionDropsTombstonesAfterTheWindow(t *testing.T) {
-	f := New(Options{RetentionWindow: time.Second})
+	f := New(Options{RetentionWindow: time.Second, History: pruneAtOnce})
 	f.ApplyBody(1, Header{TimeMs: 1}, Put{Agent: "a", Workspace: "w", Path: "f", CreateWorkspace: true})
 	f.ApplyBody(2, Header{TimeMs: 2}, Delete{Agent: "a", Workspace: "w", Path: "f"})
 	if f.Snapshot().st.paths.Len() != 1 {

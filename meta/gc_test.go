@@ -51,7 +51,7 @@ func zero(n byte) GCCandidate   { return GCCandidate{Digest: blobDigest(n)} }
 func orphan(n byte) GCCandidate { return GCCandidate{Digest: blobDigest(n), Orphan: true} }
 
 func TestGCIntentIsAcceptedOnlyAtZeroCountAndPastGrace(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.putBlob("f", 1, 0)
 	if r := h.intent(0, zero(1)); accepted(r) != 0 {
 		t.Fatal("intent accepted on a referenced blob")
@@ -82,7 +82,7 @@ func TestGCIntentIsAcceptedOnlyAtZeroCountAndPastGrace(t *testing.T) {
 }
 
 func TestPublishReferencingABlobUnderIntentIsRejected(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.putBlob("f", 1, 0)
 	gen := h.putBlob("f", 2, 0).Generation
 	iv := h.intent(0, zero(1)).GC.IntentVersion
@@ -92,7 +92,7 @@ func TestPublishReferencingABlobUnderIntentIsRejected(t *testing.T) {
 		t.Fatalf("put of a blob under intent: %+v", r)
 	}
 	// The rejected put changed nothing but time and version.
-	g := New(Options{})
+	g := New(Options{History: pruneAtOnce})
 	if err := g.Restore(before); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestPublishReferencingABlobUnderIntentIsRejected(t *testing.T) {
 }
 
 func TestReferencingAgainBeforeIntentCancelsCandidacy(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.putBlob("f", 1, 0)
 	h.putBlob("f", 2, 0)
 	h.putBlob("g", 1, 0) // blob 1 is referenced again
@@ -149,7 +149,7 @@ func TestReferencingAgainBeforeIntentCancelsCandidacy(t *testing.T) {
 }
 
 func TestDeletionIsRecordedOnlyForRecordsUnderTheNamedIntent(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.putBlob("f", 1, 0)
 	h.putBlob("f", 2, 0)
 	h.putBlob("g", 3, 0)
@@ -186,7 +186,7 @@ func TestDeletionIsRecordedOnlyForRecordsUnderTheNamedIntent(t *testing.T) {
 }
 
 func TestOrphanIntentOnlyForDigestsWithoutARecord(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.putBlob("f", 1, 0)
 	h.putBlob("f", 2, 0) // 1: record at zero; 2: referenced
 	r := h.intent(0, orphan(1), orphan(2), orphan(5))
@@ -209,7 +209,7 @@ func TestOrphanIntentOnlyForDigestsWithoutARecord(t *testing.T) {
 }
 
 func TestALeftoverIntentIsTakenOverOnlyWhenOld(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.putBlob("f", 1, 0)
 	h.putBlob("f", 2, 0)
 	first := h.intent(0, zero(1)).GC.IntentVersion
@@ -240,7 +240,7 @@ func TestALeftoverIntentIsTakenOverOnlyWhenOld(t *testing.T) {
 }
 
 func TestUploadFenceRejectsBlobsWithoutRecordsDeletedAfterIt(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.putBlob("f", 1, 0)
 	h.putBlob("f", 2, 0)
 	h.putBlob("keep", 3, 0)
@@ -262,7 +262,7 @@ func TestUploadFenceRejectsBlobsWithoutRecordsDeletedAfterIt(t *testing.T) {
 }
 
 func TestGCCommandsValidateTheirArguments(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	if r := h.do(GCIntent{Agent: "nobody", TakeOverAfterMs: 1, Candidates: []GCCandidate{zero(1)}}); r.Err == nil || r.Err.Code != CodeNotFound {
 		t.Fatalf("intent in a missing root: %+v", r.Err)
 	}
@@ -291,7 +291,7 @@ func snapshotBytes(t *testing.T, f *FSM) *bytes.Buffer {
 }
 
 func TestGCStateSurvivesSnapshotAndRestore(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.putBlob("f", 1, 0)
 	h.putBlob("f", 2, 0)
 	h.putBlob("g", 3, 0)
@@ -299,7 +299,7 @@ func TestGCStateSurvivesSnapshotAndRestore(t *testing.T) {
 	iv := h.intent(0, zero(1), orphan(8)).GC.IntentVersion
 	h.intent(0, zero(3))
 	h.do(GCDeleted{Agent: "a", Blobs: []GCBlob{{Digest: blobDigest(3), IntentVersion: iv + 1}}})
-	g := New(Options{})
+	g := New(Options{History: pruneAtOnce})
 	if err := g.Restore(snapshotBytes(t, h.f)); err != nil {
 		t.Fatal(err)
 	}

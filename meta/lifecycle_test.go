@@ -35,7 +35,7 @@ func bodyAt(t *testing.T, v *View, ws *Workspace, p string) string {
 // TestSnapshotReadsStayFrozenAndHistoryIsReleased: a snapshot sees the workbench as it was
 // while the live tree changes; retiring it lets pruning drop the history it pinned.
 func TestSnapshotReadsStayFrozenAndHistoryIsReleased(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.put("input/a.txt", "one")
 	h.put("input/b.txt", "bee")
 	res := h.do(SnapshotMint{Agent: "a", Workspace: "w", Name: "before", TTLDays: 7, Reason: "baseline"})
@@ -175,7 +175,7 @@ func envBody(s string) FileBody {
 
 // TestCommitReplayConflictAndReplace follows WORKBENCH.md §commit in the FSM.
 func TestCommitReplayConflictAndReplace(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.put("outputs/r.txt", "v1")
 	ws, _ := h.f.View().Workspace("a", "w")
 	commit := func(id int, rev uint64, head string, replace bool) Result {
@@ -242,7 +242,7 @@ func TestCommitReplayConflictAndReplace(t *testing.T) {
 // read-only until the finish command; bodies are shared (reference counts, no new
 // segments); retries converge; stale steps are rejected.
 func TestRestoreStagesInBoundedStepsAndPublishesAtOnce(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	blobSeg := func(s string) []Segment { return []Segment{{Digest: digestOf([]byte(s)), Size: int64(len(s))}} }
 	for i := 0; i < 10; i++ {
 		body := fmt.Sprintf("file %d", i)
@@ -338,7 +338,7 @@ func TestSnapshotsStayFrozenUnderPruning(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := newModel()
 		m.retentionMs = time.Minute.Milliseconds()
-		f := New(Options{RetentionWindow: time.Minute, RetentionBatch: 1 << 20})
+		f := New(Options{RetentionWindow: time.Minute, RetentionBatch: 1 << 20, History: pruneAtOnce})
 		type snapRef struct {
 			agent, ws string
 			id, at    uint64

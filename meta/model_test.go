@@ -357,7 +357,7 @@ func sameAnswer(got, want Result) error {
 }
 
 func keepEverything() Options {
-	return Options{RetentionWindow: 1000 * time.Hour, VersionRetention: 1000 * time.Hour}
+	return Options{RetentionWindow: 1000 * time.Hour, History: Retention{Versions: 1, Age: 1000 * time.Hour, MaxVersions: MaxRetentionVersions}}
 }
 
 // TestFSMMatchesModel: the same random command sequence applied to two FSMs and the model

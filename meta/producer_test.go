@@ -28,7 +28,7 @@ func putBody(ws, path, data string) Put {
 // and restore records name the principal and surface of the command that made them; a
 // restore's revisions name the restore's producer whoever proposes its later steps.
 func TestProducersAreRecordedFromTheCommand(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{VersionRetention: time.Hour})}
+	h := &applyHelper{t: t, f: New(Options{History: Retention{Versions: 1, Age: time.Hour}})}
 	alice := Producer{Principal: "alice", Surface: "rest/put"}
 	bob := Producer{Principal: "bob", Surface: "mcp/workbench_append"}
 	if r := h.doAs("alice", "rest/put", putBody("w", "f", "one")); r.Err != nil {
@@ -97,7 +97,7 @@ func TestProducersAreRecordedFromTheCommand(t *testing.T) {
 		t.Fatalf("retire: %+v", ret)
 	}
 	// A snapshot of the state and a restore from it keep every producer.
-	g := New(Options{VersionRetention: time.Hour})
+	g := New(Options{History: Retention{Versions: 1, Age: time.Hour}})
 	if err := g.Restore(snapshotBytes(t, h.f)); err != nil {
 		t.Fatal(err)
 	}

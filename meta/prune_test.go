@@ -67,14 +67,17 @@ func checkRefcounts(f *FSM) error {
 	return err
 }
 
-// TestPruningKeepsLiveStateAndRefcounts: with default retention (superseded versions go
-// at once) live reads still match the model, reference counts match the retained chains,
+// pruneAtOnce is the history retention of the tests written before history was kept:
+// superseded versions go at once unless a hold needs them.
+var pruneAtOnce = Retention{Versions: 1}
+
+// TestPruningKeepsLiveStateAndRefcounts: with superseded versions pruned at once live reads still match the model, reference counts match the retained chains,
 // and once the retention window passes every tombstone and dedupe record is gone.
 func TestPruningKeepsLiveStateAndRefcounts(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := newModel()
 		m.retentionMs = time.Minute.Milliseconds()
-		opts := Options{RetentionWindow: time.Minute, RetentionBatch: 1 << 20}
+		opts := Options{RetentionWindow: time.Minute, RetentionBatch: 1 << 20, History: pruneAtOnce}
 		f := New(opts)
 		n := rapid.IntRange(1, 150).Draw(t, "n")
 		var index uint64

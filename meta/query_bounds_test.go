@@ -53,7 +53,7 @@ func TestSnapshotMintHonoursMaxHeldAcrossARestore(t *testing.T) {
 	if r := mint(x.f, "other", 2); r.Err != nil {
 		t.Fatalf("another workbench: %v", r.Err)
 	}
-	g := New(Options{RetentionWindow: 1000 * time.Hour, VersionRetention: 1000 * time.Hour})
+	g := New(Options{RetentionWindow: 1000 * time.Hour, History: Retention{Versions: 1, Age: 1000 * time.Hour, MaxVersions: MaxRetentionVersions}})
 	if err := g.Restore(snapshotBytes(t, x.f)); err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type qfix struct {
 
 func newQFix(t tb) *qfix {
 	// Keep every version so that views at older versions stay readable.
-	opts := Options{RetentionWindow: 1000 * time.Hour, VersionRetention: 1000 * time.Hour}
+	opts := Options{RetentionWindow: 1000 * time.Hour, History: Retention{Versions: 1, Age: 1000 * time.Hour, MaxVersions: MaxRetentionVersions}}
 	return &qfix{t: t, f: New(opts), nowMs: time.Date(2026, 11, 29, 23, 17, 56, 123e6, time.UTC).UnixMilli()}
 }
 

@@ -13,8 +13,9 @@ import (
 // SnapshotFormat is the newest version of the snapshot stream this binary writes (WriteTo
 // writes the oldest one that holds the state). Format 2 added the usage, quota and backup
 // hold records and the purge steps of deleted workbenches; a format-1 stream restores with
-// its usage recomputed.
-const SnapshotFormat = 2
+// its usage recomputed. Format 3 added the roots' history retention policies and the
+// root re-prune steps a policy change queues (retention.go).
+const SnapshotFormat = 3
 
 // Snapshot is a point-in-time copy of an FSM's state, taken in O(1); writing it streams
 // record by record.
@@ -79,7 +80,12 @@ type snapRecord struct {
 	Backup    *BackupHoldRecord  `cbor:"32,keyasint,omitempty"`
 	Usage     *Usage             `cbor:"14,keyasint,omitempty"`
 	Quota     *Quota             `cbor:"15,keyasint,omitempty"`
+	Retention *Retention         `cbor:"33,keyasint,omitempty"`
 }
+
+// recRetentionPolicy is the snapshot record tag of a root's history retention policy
+// (never renumber).
+const recRetentionPolicy uint8 = 33
 
 // WriteTo streams the snapshot to w as a sequence of CBOR records (header, records in key
 // order per map, end marker), in the oldest format that holds the state (formatFor): a
@@ -92,19 +98,24 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 
 // formatFor returns 1 while st holds nothing format 2 added (backup holds, quotas, the
 // purge steps of a deleted workbench: a format-1 reader would fail on the first two and
-// drop the last), else SnapshotFormat. The usage records are left out of format 1: a
-// format-1 stream restores with its usage recomputed, equal by the usage invariant.
+// drop the last), 3 once it holds what format 3 added (a root's retention policy, a root
+// re-prune step), else 2. The usage records are left out of format 1: a format-1 stream
+// restores with its usage recomputed, equal by the usage invariant.
 func formatFor(st *state) uint16 {
-	if st.backups.Len() > 0 || st.quotas.Len() > 0 {
-		return SnapshotFormat
+	if st.retentions.Len() > 0 {
+		return 3
 	}
-	purging := false
+	purging, repruning := false, false
 	st.retention.Scan(func(_, v string) bool {
-		purging = v != "" && v[0] == retainPurge
-		return !purging
+		purging = purging || v != "" && v[0] == retainPurge
+		repruning = repruning || v != "" && v[0] == retainRootReprune
+		return !repruning
 	})
-	if purging {
-		return SnapshotFormat
+	switch {
+	case repruning:
+		return 3
+	case purging || st.backups.Len() > 0 || st.quotas.Len() > 0:
+		return 2
 	}
 	return 1
 }
@@ -171,6 +182,9 @@ func (s *Snapshot) writeFormat(w io.Writer, format uint16) (int64, error) {
 	})
 	st.quotas.Scan(func(k string, v Quota) bool {
 		return err == nil && emit(snapRecord{T: recQuota, K: []byte(k), Quota: &v})
+	})
+	st.retentions.Scan(func(k string, v Retention) bool {
+		return err == nil && emit(snapRecord{T: recRetentionPolicy, K: []byte(k), Retention: &v})
 	})
 	if err != nil {
 		return cw.n, err
@@ -284,6 +298,11 @@ func readSnapshot(r io.Reader) (*state, error) {
 			missing = rec.Quota == nil || !quotaKeyOK(rec.K)
 			if !missing {
 				st.quotas.Set(string(rec.K), *rec.Quota)
+			}
+		case recRetentionPolicy:
+			missing = rec.Retention == nil || !quotaKeyOK(rec.K) || rec.Retention.Validate() != nil
+			if !missing {
+				st.retentions.Set(string(rec.K), *rec.Retention)
 			}
 		default:
 			return nil, fmt.Errorf("snapshot record %d: unknown tag %d", n, rec.T)

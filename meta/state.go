@@ -60,6 +60,9 @@ type state struct {
 	usage *btree.Map[string, Usage]
 	// quotas are the admin-set limits of agent roots: agent → Quota (quota.go).
 	quotas *btree.Map[string, Quota]
+	// retentions are the admin-set history retention policies: root uid → Retention
+	// (retention.go); a root without one follows Options.History.
+	retentions *btree.Map[string, Retention]
 }
 
 func newState() *state {
@@ -85,6 +88,7 @@ func newState() *state {
 		backups:     newBackupHolds(),
 		usage:       new(btree.Map[string, Usage]),
 		quotas:      new(btree.Map[string, Quota]),
+		retentions:  new(btree.Map[string, Retention]),
 	}
 }
 
@@ -112,6 +116,7 @@ func (s *state) copy() *state {
 	c.backups = s.backups.Copy()
 	c.usage = s.usage.Copy()
 	c.quotas = s.quotas.Copy()
+	c.retentions = s.retentions.Copy()
 	return &c
 }
 
@@ -154,6 +159,9 @@ const (
 	retainReprune = 'h' // value: 'h' root uid \x00 resume key — re-prune an incarnation's history
 	retainRestore = 'r' // value: 'r' restore key — drop a finished restore record
 	retainPurge   = 'x' // value: 'x' purgeItem — the next step of a deleted workbench's purge
+	// retainRootReprune: 'q' root uid \x00 agent \x00 workbench name — schedule the
+	// re-prune of a root's workbenches after that name (a retention policy changed).
+	retainRootReprune = 'q'
 )
 
 func splitRetentionItem(v string) (kind byte, a, b string) {

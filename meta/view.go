@@ -10,6 +10,8 @@ import (
 type View struct {
 	st *state
 	at uint64 // the shard version reads resolve at
+	// history is the node-default history retention (Options.History).
+	history Retention
 }
 
 // View returns a view of the live state (at the last applied shard version).
@@ -17,7 +19,7 @@ func (f *FSM) View() *View {
 	f.mu.Lock() // copy() re-tags the trees it shares, so it needs the write lock
 	c := f.st.copy()
 	f.mu.Unlock()
-	return &View{st: c, at: c.version}
+	return &View{st: c, at: c.version, history: f.opts.History}
 }
 
 // Version returns the shard version this view reads at.
@@ -37,7 +39,7 @@ func (v *View) At(at uint64) (*View, error) {
 	if at > v.st.version {
 		return nil, invalidArg("version", "%d is beyond the applied shard version %d", at, v.st.version)
 	}
-	return &View{st: v.st, at: at}, nil
+	return &View{st: v.st, at: at, history: v.history}, nil
 }
 
 func (v *View) live() bool { return v.at == v.st.version }
@@ -107,6 +109,20 @@ type FileVersion struct {
 	AtMs int64
 	// Ordinal is the element's number within the path's current life (records.go).
 	Ordinal uint64
+	// Producer made the element: Entry.Producer for a body, the delete's producer for a
+	// tombstone (zero: unknown).
+	Producer Producer
+	// The proposal or decision that made a version rides on its Entry (a later field of
+	// Entry); History rows carry it through Entry unchanged.
+}
+
+// fileVersion is the reader's form of a chain element.
+func fileVersion(el version) FileVersion {
+	fv := FileVersion{Entry: el.Entry, Version: el.Version, AtMs: el.AtMs, Ordinal: el.Ordinal, Producer: el.DeletedBy}
+	if el.Entry != nil {
+		fv.Producer = el.Entry.Producer
+	}
+	return fv
 }
 
 // FileVersion returns the element of path visible at the view, with its Ordinal. Errors
@@ -121,7 +137,7 @@ func (v *View) FileVersion(ws *Workspace, path string) (FileVersion, error) {
 				continue
 			}
 			if el.Entry != nil {
-				return FileVersion{Entry: el.Entry, Version: el.Version, AtMs: el.AtMs, Ordinal: el.Ordinal}, nil
+				return fileVersion(el), nil
 			}
 			break
 		}

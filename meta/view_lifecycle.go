@@ -17,7 +17,7 @@ func (v *View) SnapshotView(agent, ws string, id uint64, name string) (*View, *W
 	}
 	w := &Workspace{Agent: agent, Name: ws, Incarnation: snap.Incarnation, Revision: snap.ReadVersion,
 		CreatedVersion: snap.ReadVersion}
-	return &View{st: v.st, at: snap.ReadVersion}, w, snap, nil
+	return &View{st: v.st, at: snap.ReadVersion, history: v.history}, w, snap, nil
 }
 
 // VersionView returns a view of incarnation ws frozen at version at, for reading a pinned
@@ -29,7 +29,7 @@ func (v *View) VersionView(ws *Workspace, at uint64) (*View, *Workspace, error) 
 	}
 	w := *ws
 	w.Revision = at
-	return &View{st: v.st, at: at}, &w, nil
+	return &View{st: v.st, at: at, history: v.history}, &w, nil
 }
 
 // Snapshot returns a snapshot record of workbench ws by id or name, whatever its state.
