@@ -111,6 +111,19 @@ type Config struct {
 	// operations and change-feed entries are kept (DESIGN.md §7). Must be positive. YAML
 	// retention_window (a Go duration such as "24h"). Default 24h.
 	RetentionWindow time.Duration
+	// HistoryVersions, HistoryAge and HistoryMaxVersions are the node-default history
+	// retention of every agent root without a policy of its own (meta.Retention; a root's
+	// own is set with `cairn admin retention set`): each path keeps its newest
+	// HistoryVersions versions and every version superseded less than HistoryAge ago
+	// (command time), whichever keeps more, at most HistoryMaxVersions; snapshots, commits
+	// and backups hold what they need beyond that. Part of the replicated behaviour: every
+	// node of a cluster must run with equal values. HistoryVersions range 1..10000 (1:
+	// superseded versions go at once), HistoryMaxVersions HistoryVersions..10000,
+	// HistoryAge 0..87600h. YAML history_versions, history_age, history_max_versions.
+	// Defaults 100, 720h (30 days), 1000.
+	HistoryVersions    int
+	HistoryAge         time.Duration
+	HistoryMaxVersions int
 	// DedupeMaxPerRoot bounds the number of remembered request ids per agent root; the
 	// oldest are forgotten first. Must be at least 1. YAML dedupe_max_per_root. Default
 	// 100000.
@@ -374,6 +387,12 @@ func (c Config) SegmentCacheDir() string {
 	return filepath.Join(c.DataDir, "segment-cache")
 }
 
+// History is the node-default history retention the settings HistoryVersions, HistoryAge
+// and HistoryMaxVersions describe.
+func (c Config) History() meta.Retention {
+	return meta.Retention{Versions: c.HistoryVersions, Age: c.HistoryAge, MaxVersions: c.HistoryMaxVersions}
+}
+
 // PeerTLS reports whether peer mutual TLS is configured (all three files set).
 func (c Config) PeerTLS() bool {
 	return c.PeerTLSCert != "" && c.PeerTLSKey != "" && c.PeerTLSCA != ""
@@ -388,6 +407,9 @@ func DefaultConfig() Config {
 		InlineMaxBytes:        DefaultInlineMaxBytes,
 		MCPMaxPayloadBytes:    DefaultMCPMaxPayloadBytes,
 		RetentionWindow:       DefaultRetentionWindow,
+		HistoryVersions:       meta.DefaultHistoryVersions,
+		HistoryAge:            meta.DefaultHistoryAge,
+		HistoryMaxVersions:    meta.DefaultHistoryMaxVersions,
 		DedupeMaxPerRoot:      DefaultDedupeMaxPerRoot,
 		SnapshotGrace:         DefaultSnapshotGrace,
 		RestoreBatch:          DefaultRestoreBatch,
@@ -519,6 +541,10 @@ func (c Config) validate() []*ConfigError {
 	}
 	if c.RetentionWindow <= 0 {
 		bad("RetentionWindow", "must be positive", c.RetentionWindow.String())
+	}
+	if err := c.History().Validate(); err != nil {
+		field := map[string]string{"versions": "HistoryVersions", "age": "HistoryAge", "max_versions": "HistoryMaxVersions"}[err.Field]
+		bad(field, err.Message, "")
 	}
 	if c.SnapshotGrace <= 0 {
 		bad("SnapshotGrace", "must be positive", c.SnapshotGrace.String())
@@ -788,6 +814,12 @@ var settings = append([]setting{
 		func(c *Config) *int64 { return &c.MCPMaxPayloadBytes }),
 	durationSetting("RetentionWindow", "retention_window", "how long dedupe records and tombstones are kept, command time",
 		func(c *Config) *time.Duration { return &c.RetentionWindow }),
+	intSetting("HistoryVersions", "history_versions", "newest versions of each path kept readable by default (1..10000; 1 = none superseded)",
+		func(c *Config) *int { return &c.HistoryVersions }),
+	durationSetting("HistoryAge", "history_age", "keep every version superseded less than this long ago by default, command time (0 = none by age)",
+		func(c *Config) *time.Duration { return &c.HistoryAge }),
+	intSetting("HistoryMaxVersions", "history_max_versions", "most versions history retention keeps per path by default (history_versions..10000)",
+		func(c *Config) *int { return &c.HistoryMaxVersions }),
 	intSetting("DedupeMaxPerRoot", "dedupe_max_per_root", "most remembered request ids per agent root",
 		func(c *Config) *int { return &c.DedupeMaxPerRoot }),
 	durationSetting("SnapshotGrace", "snapshot_grace", "how long an expired snapshot can be renewed before it is reaped",

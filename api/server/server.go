@@ -131,9 +131,10 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	hcfg := host.Config{
-		DataDir:           cfg.DataDir,
-		NodeID:            n.nodeID,
-		FSM:               meta.Options{RetentionWindow: cfg.RetentionWindow, DedupeMaxPerRoot: cfg.DedupeMaxPerRoot, SnapshotGrace: cfg.SnapshotGrace},
+		DataDir: cfg.DataDir,
+		NodeID:  n.nodeID,
+		FSM: meta.Options{RetentionWindow: cfg.RetentionWindow, DedupeMaxPerRoot: cfg.DedupeMaxPerRoot, SnapshotGrace: cfg.SnapshotGrace,
+			History: cfg.History()},
 		SnapshotInterval:  cfg.RaftSnapshotInterval,
 		SnapshotThreshold: cfg.RaftSnapshotThreshold,
 		Logger:            n.log,

@@ -27,7 +27,7 @@ func (t twoShards) For(_ context.Context, agent string) (workbench.Core, error) 
 
 func openShard(t *testing.T, uidPrefix string) *shard.Shard {
 	t.Helper()
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir(), FSM: meta.Options{RootUIDPrefix: uidPrefix}})
+	sh, err := shard.Open(shard.Config{Dir: t.TempDir(), FSM: meta.Options{RootUIDPrefix: uidPrefix, History: pruneAtOnce}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,10 @@ import (
 // gcGrace is the grace period of these tests: short, so they wait about a second.
 const gcGrace = time.Second
 
+// pruneAtOnce is the history retention of the tests that predate it and rely on an
+// overwritten body losing its references at once (meta.Retention).
+var pruneAtOnce = meta.Retention{Versions: 1}
+
 // hookedStore is a real blob store whose calls tests can fail or interleave with.
 type hookedStore struct {
 	blob.Store
@@ -89,7 +93,7 @@ type gcNode struct {
 // racing it.
 func newGCNode(t *testing.T) *gcNode {
 	t.Helper()
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir()})
+	sh, err := shard.Open(shard.Config{Dir: t.TempDir(), FSM: meta.Options{History: pruneAtOnce}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,10 @@ const gcSafetyDuration = 6 * time.Second
 func TestGCIsSafeUnderConcurrency(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 0, RestoreBatch: 8})
 	svc := n.Service
+	// Replaced bodies must become garbage at once (the sweeps are to delete some).
+	if _, err := svc.SetRetention(t.Context(), "a", pruneAtOnce); err != nil {
+		t.Fatal(err)
+	}
 	// stop ends the concurrent phase; the operations themselves run to completion.
 	stop, cancel := context.WithTimeout(context.Background(), gcSafetyDuration)
 	defer cancel()

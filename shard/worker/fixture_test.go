@@ -88,6 +88,10 @@ type node struct {
 	reg   *prometheus.Registry
 }
 
+// pruneAtOnce is the history retention of these tests: they predate it and rely on an
+// overwritten body losing its references at once (meta.Retention).
+var pruneAtOnce = meta.Retention{Versions: 1}
+
 // openReplica opens a ready single-voter replica, closed when the test ends.
 func openReplica(t *testing.T, opts meta.Options) *shard.Shard {
 	t.Helper()
@@ -109,7 +113,7 @@ func openReplica(t *testing.T, opts meta.Options) *shard.Shard {
 // Set does not lead the shard yet unless lead.
 func newNode(t *testing.T, cfg worker.Config, lead bool) *node {
 	t.Helper()
-	sh := openReplica(t, meta.Options{})
+	sh := openReplica(t, meta.Options{History: pruneAtOnce})
 	ds, err := dir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -146,8 +146,9 @@ func (r *recordingRestorer) count(c worker.Core) int {
 // TestEachLedShardResumesItsOwnRestores: the restorer is called at once for the core of
 // every shard led, and for no other.
 func TestEachLedShardResumesItsOwnRestores(t *testing.T) {
-	a, b, c := openReplica(t, meta.Options{RootUIDPrefix: "s1r"}), openReplica(t, meta.Options{RootUIDPrefix: "s2r"}),
-		openReplica(t, meta.Options{RootUIDPrefix: "s3r"})
+	a, b, c := openReplica(t, meta.Options{RootUIDPrefix: "s1r", History: pruneAtOnce}),
+		openReplica(t, meta.Options{RootUIDPrefix: "s2r", History: pruneAtOnce}),
+		openReplica(t, meta.Options{RootUIDPrefix: "s3r", History: pruneAtOnce})
 	rr := &recordingRestorer{calls: map[worker.Core]int{}}
 	n := newNode(t, worker.Config{Restorer: rr}, false)
 	n.set.Lead(1, a)
