@@ -228,6 +228,9 @@ type GetOptions struct {
 	IfNoneMatch uint64
 	// AtSnapshot reads the file as it was at a snapshot; the zero value reads live state.
 	AtSnapshot SnapshotRef
+	// Generation, when non-zero, reads the retained version with that generation
+	// (?generation=, History lists them); it does not combine with AtSnapshot.
+	Generation uint64
 }
 
 // DeleteOptions make a delete conditional.
@@ -361,7 +364,11 @@ func (c *Client) GetFile(ctx context.Context, agent, wb, path string, opts GetOp
 	if opts.Offset < 0 || opts.Length < 0 {
 		return nil, nil, fmt.Errorf("client: negative range offset %d or length %d", opts.Offset, opts.Length)
 	}
-	u, err := withSnapshot(c.fileURL(agent, wb, path), nil, opts.AtSnapshot)
+	var q url.Values
+	if opts.Generation != 0 {
+		q = url.Values{"generation": {strconv.FormatUint(opts.Generation, 10)}}
+	}
+	u, err := withSnapshot(c.fileURL(agent, wb, path), q, opts.AtSnapshot)
 	if err != nil {
 		return nil, nil, err
 	}

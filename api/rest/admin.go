@@ -19,7 +19,8 @@ type Collector interface {
 
 // Admin returns the handler of the admin listener (a separate, loopback address: admin
 // routes list every agent's names and digests and act on the whole node): POST
-// /v1/admin/gc, GET/PUT /v1/admin/quota and POST /v1/admin/purge (lifecycle.go),
+// /v1/admin/gc, GET/PUT /v1/admin/quota and POST /v1/admin/purge (lifecycle.go), GET/PUT
+// /v1/admin/retention (history.go),
 // Options.AdminRoutes, and /healthz, /readyz and /metrics as on the tenant
 // listener. Anything else is 404 NotFound. It shares the tenant handler's metrics.
 func (h *Handler) Admin() http.Handler {
@@ -46,6 +47,9 @@ func (h *Handler) Admin() http.Handler {
 		case raw == adminPurgePath:
 			route = "admin-purge"
 			h.adminPurge(rec, r)
+		case raw == adminRetentionPath:
+			route = "admin-retention"
+			h.adminRetention(rec, r) // history.go
 		case h.opts.AdminRoutes[raw] != nil:
 			route = adminRouteName(raw)
 			h.opts.AdminRoutes[raw].ServeHTTP(rec, r)

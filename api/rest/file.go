@@ -241,11 +241,12 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 		"path": h.svc.WorkbenchPath(agent, id) + "/" + path, "generation": v})
 }
 
-// read serves GET and HEAD: ETag, If-None-Match (304), single Range (206/416), streaming.
+// read serves GET and HEAD: ETag, If-None-Match (304), single Range (206/416), streaming;
+// ?generation=N reads a retained version (history.go), its ETag that generation.
 func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path string) {
 	q, err := parseQuery(r)
 	if err == nil {
-		err = onlyParams(q, "at_snapshot", "disposition")
+		err = onlyParams(q, "at_snapshot", "disposition", "generation")
 	}
 	var at workbench.At
 	if err == nil {
@@ -255,11 +256,20 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	if err == nil {
 		inline, err = dispositionQuery(q)
 	}
+	var gen uint64
+	if err == nil {
+		gen, err = generationQuery(q) // history.go
+	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	f, err := h.svc.OpenAt(r.Context(), agent, id, path, at)
+	var f *workbench.File
+	if gen != 0 {
+		f, err = h.svc.OpenGeneration(r.Context(), agent, id, path, gen)
+	} else {
+		f, err = h.svc.OpenAt(r.Context(), agent, id, path, at)
+	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return

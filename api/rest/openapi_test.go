@@ -69,6 +69,9 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/admin/quota", "GET"},
 	{"/v1/admin/quota", "PUT"},
 	{"/v1/admin/purge", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/history", "GET"},
+	{"/v1/admin/retention", "GET"},
+	{"/v1/admin/retention", "PUT"},
 	{"/v1/agents/{agent}/workbenches/{id}", "DELETE"}, // after the file DELETE: it removes the workbench
 }
 
@@ -89,6 +92,7 @@ var toolBodies = map[string]string{
 	"/v1/admin/gc":                                         `{"dry_run":true}`,
 	"/v1/admin/quota":                                      `{"agent":"a","max_files":1000}`,
 	"/v1/admin/purge":                                      `{"agent":"other"}`,
+	"/v1/admin/retention":                                  `{"agent":"a","versions":100}`,
 }
 
 // wireCodes are the stable error codes of WORKBENCH.md §Errors.
@@ -388,8 +392,11 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 		if b, ok := toolBodies[r.path]; ok && (r.method == "POST" || r.method == "PUT" && strings.HasPrefix(r.path, "/v1/admin/")) {
 			body = b
 		}
-		if r.method != "PUT" && r.path == "/v1/admin/quota" {
+		if r.method != "PUT" && (r.path == "/v1/admin/quota" || r.path == "/v1/admin/retention") {
 			u += "?agent=a"
+		}
+		if r.path == "/v1/agents/{agent}/workbenches/{id}/history" {
+			u += "?path=" + concrete("{path}")
 		}
 		resp := send(t, r.method, u, strings.NewReader(body))
 		want := 200
@@ -414,7 +421,7 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 	doc := loadDoc(t)
 	fixed := []string{"/v1/openapi.json", "/v1/agents/{agent}/workbenches/{id}",
 		"/v1/agents/{agent}/workbenches/{id}/list", "/v1/agents/{agent}/workbenches/{id}/files/{path}",
-		"/v1/agents/{agent}/restores/{operation_id}"}
+		"/v1/agents/{agent}/restores/{operation_id}", "/v1/agents/{agent}/workbenches/{id}/history"}
 	for p := range toolBodies {
 		fixed = append(fixed, p)
 	}
@@ -647,6 +654,11 @@ func TestOpenAPIDescribesLiveResponses(t *testing.T) {
 	expect(t, c.call(true, "PUT", wb+"/files/metadata/run_manifest.json", "x"), 400, "InvalidArguments")
 	rep := c.call(true, "PUT", f, "hello again", "If-Match", etag)
 	expect(t, rep, 200, "")
+	expect(t, c.call(true, "GET", wb+"/history?path=input/notes.txt&limit=1", ""), 200, "")
+	expect(t, c.call(true, "GET", wb+"/history?path=input/none", ""), 404, "NotFound")
+	expect(t, c.call(true, "GET", f+"?generation="+strings.Trim(etag, `"`), ""), 200, "")
+	expect(t, c.call(true, "HEAD", f+"?generation="+strings.Trim(etag, `"`), ""), 200, "")
+	expect(t, c.call(true, "GET", f+"?generation=99999", ""), 404, "NotFound")
 	expect(t, c.call(true, "PUT", wb+"/files/extra/sp%20ace%3F.txt", "x"), 201, "") // outside the sections
 	for _, bad := range []string{"input/../x", "input//x", "input/%2e%2e/x", "input/a%2Fb", "input/x/"} {
 		expect(t, c.call(false, "PUT", wb+"/files/"+bad, "x"), 400, "InvalidArguments")

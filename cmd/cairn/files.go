@@ -147,16 +147,22 @@ func newPutCommand() *cobra.Command {
 }
 
 func newCatCommand() *cobra.Command {
-	var atSnapshot string
+	var (
+		atSnapshot string
+		generation uint64
+	)
 	cmd := &cobra.Command{
-		Use:   "cat --agent A --workbench W PATH [--at-snapshot ID|NAME]",
-		Short: "Write a file of a workbench to stdout",
-		Long: "Write the content of PATH to stdout: as it is now, or with --at-snapshot as it was\n" +
-			"at a snapshot (an id, digits, or a name; see cairn snapshot).",
+		Use:     "cat --agent A --workbench W PATH [--at-snapshot ID|NAME | --generation N]",
+		Aliases: []string{"get"},
+		Short:   "Write a file of a workbench to stdout",
+		Long: "Write the content of PATH to stdout: as it is now, with --at-snapshot as it was\n" +
+			"at a snapshot (an id, digits, or a name; see cairn snapshot), or with\n" +
+			"--generation the retained version with that generation (see cairn history).",
 		Args: argsBetween(1, 1),
 	}
 	t := addTargetFlags(cmd)
 	cmd.Flags().StringVar(&atSnapshot, "at-snapshot", "", "read at this snapshot (id or name)")
+	cmd.Flags().Uint64Var(&generation, "generation", 0, "read the retained version with this generation")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := t.check(); err != nil {
 			return err
@@ -165,7 +171,10 @@ func newCatCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		body, _, err := newClient(cmd).GetFile(cmd.Context(), t.agent, t.workbench, args[0], client.GetOptions{AtSnapshot: at})
+		if cmd.Flags().Changed("generation") && (generation == 0 || atSnapshot != "") {
+			return usageErrorf("--generation must be a generation (≥ 1) and does not combine with --at-snapshot")
+		}
+		body, _, err := newClient(cmd).GetFile(cmd.Context(), t.agent, t.workbench, args[0], client.GetOptions{AtSnapshot: at, Generation: generation})
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,157 @@
+package rest
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/meta"
+)
+
+// History routes (issue 16, deliverable 1):
+//
+//	GET /v1/agents/{a}/workbenches/{w}/history?path=P&limit=N&cursor=C   (tenant listener)
+//	GET|HEAD …/files/{path}?generation=N   a retained version (file.go)
+//	GET /v1/admin/retention?agent=A        (admin listener)
+//	PUT /v1/admin/retention {agent, versions, age, max_versions, reset}
+const adminRetentionPath = "/v1/admin/retention"
+
+// history serves GET of …/history: one page of a file's retained versions,
+// newest first (workbench.Service.History).
+func (h *Handler) history(w http.ResponseWriter, r *http.Request, agent, id string) {
+	h.tool(w, r, http.MethodGet, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
+		q, err := parseQuery(r)
+		if err == nil {
+			err = onlyParams(q, "path", "limit", "cursor")
+		}
+		if err != nil {
+			return nil, err
+		}
+		path := q.Get("path")
+		if path == "" {
+			return nil, invalidArg("path", "is required: the file whose history to list")
+		}
+		if err := workbench.ValidatePath("path", path); err != nil {
+			return nil, err
+		}
+		limit := 0
+		if s := q.Get("limit"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 || n > workbench.MaxHistoryLimit {
+				return nil, invalidArg("limit", "must be an integer between 1 and %d", workbench.MaxHistoryLimit)
+			}
+			limit = n
+		}
+		res, err := h.svc.History(ctx, workbench.HistoryRequest{Agent: agent, Workbench: id, Path: path, Limit: limit, Cursor: q.Get("cursor")})
+		if err != nil {
+			return nil, err
+		}
+		return h.svc.HistoryResultJSON(agent, id, res), nil
+	})
+}
+
+// generationQuery reads ?generation=N of a file read (0: absent). It does not combine
+// with at_snapshot: a generation names one version whatever the snapshot.
+func generationQuery(q map[string][]string) (uint64, error) {
+	vs, ok := q["generation"]
+	if !ok {
+		return 0, nil
+	}
+	if _, snap := q["at_snapshot"]; snap {
+		return 0, invalidArg("generation", "does not combine with at_snapshot")
+	}
+	if len(vs) != 1 {
+		return 0, invalidArg("generation", "give one generation")
+	}
+	n, err := strconv.ParseUint(vs[0], 10, 64)
+	if err != nil || n == 0 {
+		return 0, invalidArg("generation", "must be a generation (an integer ≥ 1)")
+	}
+	return n, nil
+}
+
+// retentionRequest is the body of PUT /v1/admin/retention. An absent field keeps the
+// root's current value (its own, or the node default); max_versions absent and below the
+// new versions takes the default cap (at least versions). reset returns the root to the
+// node default and takes no other field.
+type retentionRequest struct {
+	Agent       string  `json:"agent"`
+	Versions    *int    `json:"versions"`
+	Age         *string `json:"age"`
+	MaxVersions *int    `json:"max_versions"`
+	Reset       bool    `json:"reset"`
+}
+
+// adminRetention serves GET (?agent=A) and PUT of /v1/admin/retention: a root's history
+// retention.
+func (h *Handler) adminRetention(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodGet, http.MethodPut) {
+		return
+	}
+	var out workbench.RootRetention
+	var err error
+	if r.Method == http.MethodGet {
+		q, perr := parseQuery(r)
+		if perr == nil {
+			perr = onlyParams(q, "agent")
+		}
+		if perr != nil {
+			h.writeError(w, r, perr, noPrecondition)
+			return
+		}
+		out, err = h.svc.Retention(r.Context(), q.Get("agent"))
+	} else {
+		out, err = h.putRetention(r)
+	}
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	WriteJSON(w, http.StatusOK, workbench.RetentionResult(out))
+}
+
+func (h *Handler) putRetention(r *http.Request) (workbench.RootRetention, error) {
+	if r.URL.RawQuery != "" {
+		return workbench.RootRetention{}, invalidArg("query", "this request takes its arguments in a JSON body")
+	}
+	var in retentionRequest
+	if err := decodeBody(r, &in); err != nil {
+		return workbench.RootRetention{}, err
+	}
+	if in.Reset {
+		if in.Versions != nil || in.Age != nil || in.MaxVersions != nil {
+			return workbench.RootRetention{}, invalidArg("reset", "takes no versions, age or max_versions")
+		}
+		return h.svc.SetRetention(r.Context(), in.Agent, meta.Retention{})
+	}
+	if in.Versions == nil && in.Age == nil && in.MaxVersions == nil {
+		return workbench.RootRetention{}, invalidArg("versions", "give versions, age or max_versions (or reset)")
+	}
+	cur, err := h.svc.Retention(r.Context(), in.Agent)
+	if err != nil {
+		return workbench.RootRetention{}, err
+	}
+	pol := cur.Retention
+	if in.Versions != nil {
+		pol.Versions = *in.Versions
+		if in.MaxVersions == nil && pol.MaxVersions < pol.Versions {
+			pol.MaxVersions = 0 // the default cap, at least versions
+		}
+	}
+	if in.Age != nil {
+		d, err := time.ParseDuration(*in.Age)
+		if err != nil {
+			return workbench.RootRetention{}, invalidArg("age", "must be a duration such as \"720h\"")
+		}
+		pol.Age = d
+	}
+	if in.MaxVersions != nil {
+		pol.MaxVersions = *in.MaxVersions
+	}
+	if pol.Versions == 0 {
+		return workbench.RootRetention{}, invalidArg("versions", "must be at least 1 (reset returns the root to the node default)")
+	}
+	return h.svc.SetRetention(r.Context(), in.Agent, pol)
+}
