@@ -3,6 +3,7 @@ package mcp
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -11,10 +12,10 @@ import (
 	"github.com/cairnstore/cairn/api/workbench"
 )
 
-// The MCP profile "cairn": Cairn's tools beyond the Workbench contract (WORKBENCH.md
-// §Beyond the contract), served on their own endpoint so that the "workbench" profile
-// stays exactly the 18 published tools: /v1/agents/{agent}/mcp/cairn and /mcp/cairn
-// (the REST router passes path value "profile" = "cairn").
+// The MCP profile "cairn": the 18 Workbench tools plus Cairn's tools beyond the contract
+// (WORKBENCH.md §Beyond the contract), served on their own endpoint so that the
+// "workbench" profile stays exactly the 18 published tools: /v1/agents/{agent}/mcp/cairn
+// and /mcp/cairn (the REST router passes path value "profile" = "cairn").
 
 // ProfileCairn names the cairn profile (the path value "profile" of its endpoint).
 const ProfileCairn = "cairn"
@@ -40,8 +41,28 @@ func mustCairnSchema(tool string) *toolSchema {
 	return s
 }
 
-// cairnTools are the cairn profile's tools.
+// cairnTools are the cairn profile's own tools; the profile serves them after the 18
+// Workbench tools (NewCairnServer).
 var cairnTools = []toolDef{
+	{
+		name: "cairn_history", title: "File history", readOnly: true, idempotent: true,
+		description: "List the retained versions of a file, newest first: the versions history retention keeps (per agent " +
+			"root: the newest versions of the file's current life or every version superseded less than a retention age " +
+			"ago, whichever keeps more, capped; by default 100 versions or 30 days) and those snapshots and commits hold, " +
+			"with the deletes as tombstones. At most limit (1..1000, default 100) per page; pass next_cursor back as cursor. " +
+			"Read one with cairn_read_at. Result: workbench_id, section, relative_path, path, versions [{generation, " +
+			"ordinal, tombstone, size_bytes, digest_uri, content_type, at, at_unix_ms, producer {principal, surface} or " +
+			"null}], next_cursor (null on the last page), truncated. NotFound when the file has no retained version.",
+		run: bind((*workbench.Service).ToolHistory),
+	},
+	{
+		name: "cairn_read_at", title: "Read a file version", readOnly: true, idempotent: true,
+		description: "Read the retained version of a file with the given generation (cairn_history lists them) exactly as " +
+			"workbench_read reads the live file: structured records or a base64 byte range, paginated; cursors stay on " +
+			"that version. NotFound with details.field \"generation\" when no retained version has that generation (pruned " +
+			"by retention, never one, or a delete's). Result: as workbench_read's.",
+		run: bind((*workbench.Service).ToolReadAt),
+	},
 	{
 		name: "cairn_workbench_list", title: "List workbenches", readOnly: true, idempotent: true,
 		description: "List the workbenches of this agent root in name order, at most limit (1..1000, default 100) per page; " +
@@ -70,6 +91,14 @@ func NewCairnServer(svc *workbench.Service, agent string, opts Options) *sdk.Ser
 			agent, strings.TrimSuffix(svc.WorkbenchPath(agent, ""), "/")),
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
-	register(srv, svc, agent, cairnTools, mustCairnSchema, opts)
+	// The 18 Workbench tools with their contract schemas, then the profile's own
+	// (issue 16: "the 18 Workbench tools plus cairn_propose, …").
+	defs := append(slices.Clip(tools), cairnTools...)
+	register(srv, svc, agent, defs, func(name string) *toolSchema {
+		if strings.HasPrefix(name, "cairn_") {
+			return mustCairnSchema(name)
+		}
+		return mustSchema(name)
+	}, opts)
 	return srv
 }

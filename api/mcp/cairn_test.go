@@ -8,8 +8,8 @@ import (
 )
 
 // TestTheCairnProfileOffersLifecycleToolsBesideTheWorkbenchProfile: the cairn profile's
-// endpoint lists exactly its own tools, lists and deletes workbenches of its root, and the
-// workbench profile still offers none of them.
+// endpoint lists exactly the 18 Workbench tools and its own, lists and deletes workbenches
+// of its root, and the workbench profile still offers none of its own.
 func TestTheCairnProfileOffersLifecycleToolsBesideTheWorkbenchProfile(t *testing.T) {
 	svc := newService(t, 0)
 	h := Handler(svc, Options{})
@@ -29,11 +29,17 @@ func TestTheCairnProfileOffersLifecycleToolsBesideTheWorkbenchProfile(t *testing
 	for _, tool := range list.Tools {
 		names = append(names, tool.Name)
 	}
-	if !slices.Equal(names, []string{"cairn_workbench_delete", "cairn_workbench_list"}) {
-		t.Fatalf("cairn profile tools: %v", names)
+	want := []string{"cairn_history", "cairn_read_at", "cairn_workbench_delete", "cairn_workbench_list"}
+	for _, d := range tools {
+		want = append(want, d.name)
+	}
+	slices.Sort(want)
+	if !slices.Equal(names, want) || len(want) != 18+4 {
+		t.Fatalf("cairn profile tools: %v, want %v", names, want)
 	}
 	fails(t, wb, "cairn_workbench_list", map[string]any{}, "UnknownTool")
-	fails(t, cs, "workbench_create", map[string]any{"id": "w"}, "UnknownTool")
+	fails(t, wb, "cairn_history", map[string]any{"id": "w", "section": "input", "path": "x"}, "UnknownTool")
+	fails(t, cs, "cairn_nothing", map[string]any{}, "UnknownTool")
 
 	for _, id := range []string{"w2", "w1", "w3"} {
 		ok(t, wb, "workbench_create", map[string]any{"id": id})

@@ -200,6 +200,57 @@ func (s *Service) atGeneration(ctx context.Context, agent, id, path string, gen 
 	return view, ws, fv, nil
 }
 
+// HistoryInput is the cairn profile's cairn_history input.
+type HistoryInput struct {
+	ID      string  `json:"id"`
+	Section string  `json:"section"`
+	Path    string  `json:"path"`
+	Cursor  *string `json:"cursor"`
+	Limit   *int    `json:"limit"`
+}
+
+// ToolHistory implements cairn_history: one page of a file's retained versions, newest
+// first (History, rendered by HistoryResultJSON).
+func (s *Service) ToolHistory(ctx context.Context, agent string, in HistoryInput) (Result, error) {
+	if in.Section == "" {
+		return nil, invalidArgument("section", "is required")
+	}
+	full, werr := toolTarget(in.Section, in.Path)
+	if werr != nil {
+		return nil, werr
+	}
+	res, err := s.History(ctx, HistoryRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: deref(in.Limit)})
+	if err != nil {
+		return nil, err
+	}
+	return s.HistoryResultJSON(agent, in.ID, res), nil
+}
+
+// ReadAtInput is the cairn profile's cairn_read_at input: workbench_read's arguments with
+// a generation instead of at_snapshot and if_none_match.
+type ReadAtInput struct {
+	ID         string  `json:"id"`
+	Section    string  `json:"section"`
+	Path       string  `json:"path"`
+	Generation uint64  `json:"generation"`
+	Format     *string `json:"format"`
+	Offset     *int64  `json:"offset"`
+	Cursor     *string `json:"cursor"`
+	Limit      *int    `json:"limit"`
+}
+
+// ToolReadAt implements cairn_read_at: workbench_read of the retained version of a file
+// with the given generation (cairn_history lists them), with workbench_read's result;
+// its cursors stay on that version. NotFound naming generation when no retained body has
+// it.
+func (s *Service) ToolReadAt(ctx context.Context, agent string, in ReadAtInput) (Result, error) {
+	if in.Generation == 0 {
+		return nil, invalidArgument("generation", "must be a generation (an integer ≥ 1)")
+	}
+	return s.toolRead(ctx, agent, ReadInput{ID: in.ID, Section: in.Section, Path: in.Path, Format: in.Format,
+		Offset: in.Offset, Cursor: in.Cursor, Limit: in.Limit}, in.Generation)
+}
+
 // RootRetention is the history retention that applies to an agent root.
 type RootRetention struct {
 	Agent     string

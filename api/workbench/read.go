@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -25,6 +26,12 @@ const (
 // ToolRead implements workbench_read: structured records (JSON, YAML, text lines) or a
 // byte range as base64, paginated with a cursor bound to the file's generation.
 func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Result, error) {
+	return s.toolRead(ctx, agent, in, 0)
+}
+
+// toolRead is workbench_read of the live file or a snapshot's (gen 0), or of the retained
+// version with generation gen (cairn_read_at, history.go), whose cursors are bound to it.
+func (s *Service) toolRead(ctx context.Context, agent string, in ReadInput, gen uint64) (Result, error) {
 	at, aerr := ParseAtSnapshot(in.AtSnapshot)
 	if aerr != nil {
 		return nil, aerr
@@ -79,11 +86,20 @@ func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Res
 			at = AtSnapshotID(cur.Snapshot) // a snapshot cursor stays on the snapshot it started on
 		}
 	}
-	f, err := s.OpenAt(ctx, agent, in.ID, full, at)
+	var f *File
+	var err error
+	if gen != 0 {
+		f, err = s.OpenGeneration(ctx, agent, in.ID, full, gen)
+	} else {
+		f, err = s.OpenAt(ctx, agent, in.ID, full, at)
+	}
 	if err != nil {
 		return nil, err
 	}
 	args := format + snapshotArgs(given, f.SnapshotID)
+	if gen != 0 {
+		args += "#generation=" + strconv.FormatUint(gen, 10)
+	}
 	r := s.fileFields(success(), agent, in.ID, full)
 	r["workbench_path"] = s.WorkbenchPath(agent, in.ID)
 	if !given.Live() {
