@@ -30,6 +30,11 @@
 //     snapshots, and a command that would grow a dimension past the root's Quota is
 //     rejected whole with ResourceExhausted naming the quota, its limit and the usage
 //     (quota.go). Quotas and usage are part of the Raft snapshot.
+//   - Every path keeps the elements its root's history retention retains (retention.go:
+//     the newest Versions of its current life or everything superseded less than Age ago,
+//     at most MaxVersions, a prefix of its history that only shrinks) plus what holds pin;
+//     everything else is pruned in bounded retention steps that release its blob
+//     references. View.History and View.FileAt read exactly what is retained.
 //   - Deleting a workbench frees its name at once; its incarnation's records go in bounded
 //     retention steps that release their blob references (purge.go). No record of a
 //     deleted incarnation ever resolves under a new workbench of the same name.

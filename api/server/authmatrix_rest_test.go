@@ -176,6 +176,7 @@ func (f *restFixture) requests() []restRequest {
 		{route: wb + "/files/{path}", method: "GET", target: file, headers: []string{"Range", "bytes=0-3"}, status: 206},
 		{route: wb + "/files/{path}", method: "GET", target: file + "?at_snapshot=s1"},
 		{route: wb + "/files/{path}", method: "GET", target: a + "/files/input/dir/missing.txt", status: 404},
+		{route: wb + "/history", method: "GET", target: a + "/history?path=input/dir/x.txt"},
 		{route: wb + "/grep", method: "POST", target: a + "/grep", body: `{"pattern":"hello","recursive":true}`},
 		{route: wb + "/snapshots", method: "GET", target: a + "/snapshots"},
 		{route: wb + "/snapshots", method: "HEAD", target: a + "/snapshots"},
@@ -370,6 +371,8 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 		{"POST", KeysRevokePath, ""}, // body: a fresh key's id, per request
 		{"GET", "/v1/admin/quota?agent=zz", ""},
 		{"PUT", "/v1/admin/quota", `{"agent":"zz","max_files":100}`},
+		{"GET", "/v1/admin/retention?agent=zz", ""},
+		{"PUT", "/v1/admin/retention", `{"agent":"zz","versions":5}`},
 		{"POST", "/v1/admin/purge", `{"agent":"zz"}`},
 	}
 	covered := map[string]bool{} // "METHOD path" and path

@@ -22,6 +22,8 @@ func TestClusterLeaderRunsTheSameWorkersAsTheEmbeddedNode(t *testing.T) {
 		cfg.GCInterval = time.Second
 		cfg.GCGrace = 2 * time.Second
 		cfg.GCMaxBatch = 2
+		// The overwritten bodies are garbage at once (no history kept beyond the live one).
+		cfg.HistoryVersions, cfg.HistoryAge = 1, 0
 	})
 	ws := "/v1/agents/alice/workbenches/w1"
 	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
