@@ -368,13 +368,16 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 }
 
 // upgradeNode stops node i (SIGTERM), starts it again on its data directory and ports
-// with the binary under test, waits until its replicas caught up, and logs which release
+// with the binary under test (and the previous release's history retention), waits until its replicas caught up, and logs which release
 // leads each shard.
 func upgradeNode(t *testing.T, nodes []*server, i, shards int) {
 	t.Helper()
 	s := nodes[i]
 	s.stop()
 	s.bin = cairnBin
+	// The previous release prunes superseded versions at once; the new one must prune
+	// alike while they share shards (runbook, "Rolling upgrade").
+	s.args = append(s.args, "--history-versions", "1", "--history-age", "0s")
 	s.restart()
 	caughtUp(t, nodes, s, shards)
 	var leads []string
