@@ -429,3 +429,36 @@ func TestHistoryListsVersionsNewestFirstAndFileAtReadsThem(t *testing.T) {
 		t.Fatalf("FileAt the deleted life's body: %+v %v", old, err)
 	}
 }
+
+// BenchmarkAppendUnderHistoryRetention measures one append to a hot log whose history is
+// pruned at once, and one whose chain sits at the default cap of 1,000 kept versions: the
+// cost of keeping history is a copy of the chain per write (retention.go), not of its
+// segment list.
+func BenchmarkAppendUnderHistoryRetention(b *testing.B) {
+	for _, tt := range []struct {
+		name string
+		pol  Retention
+	}{{"prune-at-once", pruneAtOnce}, {"default-1000-kept", DefaultRetention()}} {
+		b.Run(tt.name, func(b *testing.B) {
+			f := New(Options{History: tt.pol})
+			index, gen, size := uint64(0), uint64(0), int64(0)
+			appendOne := func() {
+				index++
+				r := f.ApplyBody(index, Header{TimeMs: 1}, Append{Agent: "a", Workspace: "w", Path: "logs/run.log", CreateWorkspace: true,
+					ExpectGeneration: gen, Segments: []Segment{{Digest: Digest{byte(index), byte(index >> 8), byte(index >> 16)}, Size: 10}},
+					AppendedBytes: 10, NewSize: size + 10})
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+				gen, size = r.Generation, size+10
+			}
+			for range DefaultHistoryMaxVersions {
+				appendOne()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				appendOne()
+			}
+		})
+	}
+}

@@ -268,7 +268,13 @@ func (s *Service) Retention(ctx context.Context, agent string) (RootRetention, e
 	if err := mayRead(ctx, agent); err != nil {
 		return RootRetention{}, err
 	}
-	view, err := s.readView(ctx, agent)
+	// The shard's own view, not readView's: for a root that does not exist yet that would
+	// be the empty state, which knows the built-in default, not this node's settings.
+	c, err := s.cores.For(ctx, agent)
+	if err != nil {
+		return RootRetention{}, AsError(err)
+	}
+	view, err := c.ReadView(ctx)
 	if err != nil {
 		return RootRetention{}, AsError(err)
 	}

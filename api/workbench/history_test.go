@@ -117,6 +117,10 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 // stays and reads back at its generation.
 func TestAVersionRetentionReleasesIsCollectedAndARetainedOneIsNot(t *testing.T) {
 	n := newGCNode(t)
+	// The node's default (this node prunes at once) applies to a root that does not exist.
+	if r, err := n.svc.Retention(t.Context(), "a"); err != nil || !r.Default || r.Retention.Versions != 1 {
+		t.Fatalf("retention of a root that does not exist: %+v %v", r, err)
+	}
 	if _, err := n.svc.SetRetention(t.Context(), "a", meta.Retention{Versions: 2}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,13 +13,15 @@ import (
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
 
-func TestHistoryGenerationReadsAndRetentionThroughTheCLI(t *testing.T) {
+// cliNode starts a node behind its tenant and admin listeners and returns them with run,
+// which runs a cairn command that must succeed and returns its stdout.
+func cliNode(t *testing.T) (srv, admin *httptest.Server, run func(args ...string) string) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
 	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
-	srv, admin := httptest.NewServer(h), httptest.NewServer(h.Admin())
+	srv, admin = httptest.NewServer(h), httptest.NewServer(h.Admin())
 	t.Cleanup(srv.Close)
 	t.Cleanup(admin.Close)
-	run := func(args ...string) string {
+	return srv, admin, func(args ...string) string {
 		t.Helper()
 		out, _, err := execCairn(t, args...)
 		if err != nil {
@@ -27,6 +29,10 @@ func TestHistoryGenerationReadsAndRetentionThroughTheCLI(t *testing.T) {
 		}
 		return out
 	}
+}
+
+func TestHistoryGenerationReadsAndRetentionThroughTheCLI(t *testing.T) {
+	srv, admin, run := cliNode(t)
 	dir := t.TempDir()
 	for i, body := range []string{"first", "second", "third"} {
 		p := filepath.Join(dir, "v"+string(rune('1'+i)))

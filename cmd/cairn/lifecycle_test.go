@@ -1,31 +1,14 @@
 package main
 
 import (
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
 
 func TestWorkbenchListDeleteAndQuotasThroughTheCLI(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
-	srv, admin := httptest.NewServer(h), httptest.NewServer(h.Admin())
-	t.Cleanup(srv.Close)
-	t.Cleanup(admin.Close)
-	run := func(args ...string) string {
-		t.Helper()
-		out, _, err := execCairn(t, args...)
-		if err != nil {
-			t.Fatalf("cairn %s: %v", strings.Join(args, " "), err)
-		}
-		return out
-	}
+	srv, admin, run := cliNode(t)
 	body := filepath.Join(t.TempDir(), "f.txt")
 	if err := os.WriteFile(body, []byte("hello"), 0o600); err != nil {
 		t.Fatal(err)
