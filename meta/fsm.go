@@ -605,8 +605,9 @@ func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *path
 	chain := make([]version, 0, 1+len(chainOf(rec)))
 	ord := nextOrdinal(chainOf(rec), e == nil)
 	el := version{Version: s.version, Entry: e, AtMs: s.nowMs, Ordinal: ord}
-	if e == nil {
-		el.DeletedBy = a.prod
+	if e == nil && !a.prod.IsZero() {
+		p := a.prod
+		el.DeletedBy = &p
 	}
 	chain = append(chain, el)
 	chain = append(chain, chainOf(rec)...)
@@ -677,6 +678,22 @@ func (a *applier) storeChain(rootUID, key string, chain []version) {
 // go on, only holds keep anything.
 func (a *applier) prune(pol Retention, inc uint64, chain []version) (kept, dropped []version, nextDue int64) {
 	now := a.st.nowMs
+	// kept aliases a prefix of chain (never written to: chains are immutable) while what
+	// is kept is one, so a write that drops only the oldest elements (a log at its cap)
+	// does not copy its chain a second time.
+	kept = chain[:0]
+	copied := false
+	keep := func(i int) {
+		switch {
+		case copied:
+			kept = append(kept, chain[i])
+		case i == len(kept):
+			kept = chain[:i+1]
+		default: // an element kept after one dropped: the rest is a copy
+			kept, copied = append(append(make([]version, 0, len(chain)-1), kept...), chain[i]), true
+		}
+	}
+	drop := func(i int) { dropped = append(dropped, chain[i]) }
 	ageMs := pol.Age.Milliseconds()
 	due := func(t int64) {
 		if nextDue == 0 || t < nextDue {
@@ -691,14 +708,14 @@ func (a *applier) prune(pol Retention, inc uint64, chain []version) (kept, dropp
 	for i, el := range chain {
 		if i == 0 {
 			if el.Entry != nil {
-				kept = append(kept, el)
+				keep(i)
 				continue
 			}
 			if until := el.AtMs + a.opts.RetentionWindow.Milliseconds(); until > now {
-				kept = append(kept, el)
+				keep(i)
 				due(until)
 			} else {
-				dropped = append(dropped, el)
+				drop(i)
 			}
 			continue
 		}
@@ -707,7 +724,7 @@ func (a *applier) prune(pol Retention, inc uint64, chain []version) (kept, dropp
 			byCount := life && i < pol.Versions
 			until := chain[i-1].AtMs + ageMs
 			if i < pol.MaxVersions && (byCount || until > now) {
-				kept = append(kept, el)
+				keep(i)
 				if !byCount {
 					due(until)
 				}
@@ -716,9 +733,9 @@ func (a *applier) prune(pol Retention, inc uint64, chain []version) (kept, dropp
 			retaining = false
 		}
 		if a.held(inc, el.Version, chain[i-1].Version) {
-			kept = append(kept, el)
+			keep(i)
 		} else {
-			dropped = append(dropped, el)
+			drop(i)
 		}
 	}
 	// A head tombstone stays while anything older is kept: dropping it would resurrect the
@@ -746,7 +763,7 @@ func (a *applier) held(inc, lo, hi uint64) bool {
 // segments the chain references through that list. Entries without a list id (older
 // logs) are each a list of their own.
 func listHeads(chain []version) map[uint64]*Entry {
-	heads := make(map[uint64]*Entry, len(chain))
+	heads := make(map[uint64]*Entry) // a chain holds few lists: appends share theirs
 	for i, el := range chain {
 		if el.Entry == nil {
 			continue

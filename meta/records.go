@@ -139,9 +139,10 @@ type version struct {
 	// from 0). Unlike the generation it restarts, so it never serves as a conditional-write
 	// token; the generation does.
 	Ordinal uint64 `cbor:"4,keyasint,omitempty"`
-	// DeletedBy is the producer of a tombstone (a body's producer is Entry.Producer); zero
-	// for a body, for the node's own work and for tombstones written before it existed.
-	DeletedBy Producer `cbor:"5,keyasint,omitempty"`
+	// DeletedBy is the producer of a tombstone (a body's producer is Entry.Producer); nil
+	// for a body, for the node's own work and for tombstones written before it existed. A
+	// pointer, so that a body's element stays small (chains are copied per write).
+	DeletedBy *Producer `cbor:"5,keyasint,omitempty"`
 }
 
 // nextOrdinal is the Ordinal of an element that follows chain's head: a body or

@@ -27,14 +27,16 @@ import (
 // root's policy re-prunes the root's paths in bounded retention steps (SetRetention);
 // raising it keeps what is still there, nothing that was already dropped returns.
 //
-// Memory: every kept element costs one chain element (32 bytes) and one Entry (its
+// Memory: every kept element costs one chain element (40 bytes) and one Entry (its
 // attributes, hash state and fields; a few hundred bytes), and keeps its segments'
 // blobs referenced. The versions an append makes share one segment list (records.go), so
 // a hot append log of MaxVersions versions costs MaxVersions Entries, not MaxVersions
 // copies of its list; whole-body overwrites each hold their own segments. With the
 // defaults a path costs at most about 1,000 × ~300 bytes = ~300 KB of metadata, and a
-// write copies its path's chain (O(kept) per write, ~32 KB at the cap): the cap is what
-// keeps both bounded for a log appended to thousands of times a day.
+// write copies its path's chain once (O(kept) per write, 40 KB at the cap: an append to a
+// log at the cap applies in ~45 µs against ~8 µs without history,
+// BenchmarkAppendUnderHistoryRetention): the cap is what keeps both bounded for a log
+// appended to thousands of times a day.
 type Retention struct {
 	// Versions is how many of the newest elements of a path's current life stay
 	// readable, the live one included (1: only the live element). At least 1.

@@ -118,9 +118,12 @@ type FileVersion struct {
 
 // fileVersion is the reader's form of a chain element.
 func fileVersion(el version) FileVersion {
-	fv := FileVersion{Entry: el.Entry, Version: el.Version, AtMs: el.AtMs, Ordinal: el.Ordinal, Producer: el.DeletedBy}
-	if el.Entry != nil {
+	fv := FileVersion{Entry: el.Entry, Version: el.Version, AtMs: el.AtMs, Ordinal: el.Ordinal}
+	switch {
+	case el.Entry != nil:
 		fv.Producer = el.Entry.Producer
+	case el.DeletedBy != nil:
+		fv.Producer = *el.DeletedBy
 	}
 	return fv
 }
