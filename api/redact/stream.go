@@ -1,0 +1,131 @@
+package redact
+
+import (
+	"io"
+	"slices"
+)
+
+// Streaming bounds, in bytes.
+const (
+	// StreamWindowBytes is the input a stream holds back undecided: the longest candidate
+	// (a PEM block, MaxPEMBytes) and what deciding it looks at past its end (a marker and
+	// two bytes). A candidate starting this far before the end of what was read is known
+	// whole, with all that decides it.
+	StreamWindowBytes = MaxPEMBytes + maxMarkerBytes + 2
+	// StreamChunkBytes is how much a stream decides at a time beyond the window.
+	StreamChunkBytes = 64 << 10
+	// contextBytes of input already given out are kept before the undecided ones: what
+	// a candidate's boundary check looks at before its start (a marker).
+	contextBytes = maxMarkerBytes + 1
+)
+
+// NewReader returns a reader of src redacted for the tenant: the bytes Redact would give
+// for all of src (package doc: except for runs of overlapping candidates longer than
+// StreamWindowBytes), read with at most StreamWindowBytes + StreamChunkBytes of src held
+// at once. An error of src is returned as it is, and nothing undecided is given out
+// before it.
+func (r *Redactor) NewReader(tenant string, src io.Reader) io.Reader {
+	return &reader{t: r.tenant(tenant), src: src}
+}
+
+type reader struct {
+	t   *tenant
+	src io.Reader
+	// buf[:keep] is context already given out, buf[keep:] input not yet decided.
+	buf  []byte
+	keep int
+	// out is redacted output not yet read; outBuf its storage.
+	out, outBuf []byte
+	cands       []candidate
+	eof         bool  // src is exhausted
+	err         error // returned once out is drained: io.EOF or src's error
+}
+
+func (z *reader) Read(p []byte) (int, error) {
+	for len(z.out) == 0 {
+		if z.err != nil {
+			return 0, z.err
+		}
+		z.step()
+	}
+	n := copy(p, z.out)
+	z.out = z.out[n:]
+	return n, nil
+}
+
+// step reads until a chunk beyond the window is held (or src ends) and decides what it
+// can: up to a point that no candidate crosses.
+func (z *reader) step() {
+	target := z.keep + StreamWindowBytes + StreamChunkBytes
+	if cap(z.buf) < target {
+		z.buf = slices.Grow(z.buf, target-len(z.buf))
+	}
+	for !z.eof && len(z.buf) < target {
+		n, err := z.src.Read(z.buf[len(z.buf):target])
+		z.buf = z.buf[:len(z.buf)+n]
+		switch {
+		case err == io.EOF:
+			z.eof = true
+		case err != nil:
+			z.err = err
+			return
+		}
+	}
+	end := len(z.buf)
+	if z.eof {
+		z.cands = z.t.candidates(z.cands[:0], z.buf, z.keep, end)
+		z.emit(end, choose(z.cands))
+		z.err = io.EOF
+		return
+	}
+	trusted := end - StreamWindowBytes
+	z.cands = z.t.candidates(z.cands[:0], z.buf, z.keep, trusted)
+	cut := cutBefore(z.cands, trusted)
+	var chosen []candidate
+	if cut > z.keep {
+		kept := z.cands[:0]
+		for _, c := range z.cands {
+			if c.start < cut {
+				kept = append(kept, c)
+			}
+		}
+		chosen = choose(kept)
+	} else {
+		// One run of overlapping candidates from keep past the window: decide what is
+		// known of it, and cut after the chosen candidate that crosses the window's start.
+		chosen = choose(z.cands)
+		cut = trusted
+		if n := len(chosen); n > 0 && chosen[n-1].end > cut {
+			cut = chosen[n-1].end
+		}
+	}
+	z.emit(cut, chosen)
+}
+
+// cutBefore returns trusted, or the start of the run of overlapping candidates that
+// spans it (cands start before trusted).
+func cutBefore(cands []candidate, trusted int) int {
+	slices.SortFunc(cands, func(a, b candidate) int { return a.start - b.start })
+	runStart, runEnd := 0, -1
+	for _, c := range cands {
+		if c.start >= runEnd {
+			runStart, runEnd = c.start, c.end
+		} else {
+			runEnd = max(runEnd, c.end)
+		}
+	}
+	if runStart < trusted && runEnd > trusted {
+		return runStart
+	}
+	return trusted
+}
+
+// emit gives out buf[keep:cut] with chosen replaced, and keeps contextBytes before cut.
+func (z *reader) emit(cut int, chosen []candidate) {
+	z.outBuf = z.t.render(z.outBuf[:0], z.buf, z.keep, cut, chosen)
+	z.out = z.outBuf
+	drop := max(0, cut-contextBytes)
+	n := copy(z.buf, z.buf[drop:])
+	z.buf = z.buf[:n]
+	z.keep = cut - drop
+}
