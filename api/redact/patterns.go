@@ -35,18 +35,15 @@ const (
 // byteSet is a set of bytes, for the alphabets of tokens and of their surroundings.
 type byteSet [256]bool
 
-func newByteSet(ranges ...string) *byteSet {
+// newByteSet returns the set of extra's bytes, and of the ASCII letters and digits when
+// letters is set.
+func newByteSet(letters bool, extra string) *byteSet {
 	var s byteSet
-	for _, r := range ranges {
-		if len(r) == 3 && r[1] == '-' {
-			for c := int(r[0]); c <= int(r[2]); c++ {
-				s[c] = true
-			}
-			continue
-		}
-		for i := 0; i < len(r); i++ {
-			s[r[i]] = true
-		}
+	for c := 0; letters && c < 256; c++ {
+		s[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	for i := 0; i < len(extra); i++ {
+		s[extra[i]] = true
 	}
 	return &s
 }
@@ -61,19 +58,19 @@ func (s *byteSet) all(b []byte) bool {
 }
 
 var (
-	alnum      = newByteSet("a-z", "A-Z", "0-9")
-	upperDigit = newByteSet("A-Z", "0-9")
+	alnum      = newByteSet(true, "")
+	upperDigit = newByteSet(false, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 	// keyWord is the alphabet of sk-, Slack and GitHub tokens with its separators: a token
 	// next to one of these bytes is part of a longer word (task-…, a_ghp_…), not a token.
-	keyWord = newByteSet("a-z", "A-Z", "0-9", "_-")
+	keyWord = newByteSet(true, "_-")
 	// jwtWord adds '.', which joins a JWT's parts.
-	jwtWord = newByteSet("a-z", "A-Z", "0-9", "_-.")
+	jwtWord = newByteSet(true, "_-.")
 	// jwtPart is a JWT part's alphabet (base64url without padding).
-	jwtPart = newByteSet("a-z", "A-Z", "0-9", "_-")
+	jwtPart = newByteSet(true, "_-")
 	// pemBody is what lies between a PEM block's BEGIN and END lines: base64, white space
 	// and RFC 1421 headers (Proc-Type: 4,ENCRYPTED; DEK-Info: AES-128-CBC,…). It has no
 	// '[' or ']', so no marker is ever inside a block.
-	pemBody = newByteSet("a-z", "A-Z", "0-9", "+/=:,.-", " \t\r\n")
+	pemBody = newByteSet(true, "+/=:,.- \t\r\n")
 )
 
 // A pattern finds one family of tokens: re finds a run (every pattern's run starts with a
