@@ -20,10 +20,12 @@
 //     OpenWOP's WCT1-BLACKBOX-SECRET-<uuid> stay as they are.
 //
 // How: every occurrence of a registered value (Aho–Corasick, all overlaps) and every
-// token is a candidate; candidates are taken longest first (a registered value before a
-// token of the same length, then the leftmost), each one that overlaps none taken
-// before; the taken ones are replaced in one left-to-right pass. A body is never
-// redacted in part by one rule and again by another.
+// token is a candidate. Overlapping candidates compete: the longest wins (a registered
+// value before a token of the same length, then the leftmost) and names the marker, and
+// the marker replaces the whole run of candidates that overlap one another, so no part
+// of a secret that lost to a longer one stays readable (replacing the winner alone would
+// leave the loser's other end in the body). Markers never overlap; the body is written
+// in one left-to-right pass.
 //
 // Invariants:
 //
@@ -37,8 +39,9 @@
 //     registered value of its tenant (the load rules above make both hold: a marker
 //     neither contains a value or a token, nor joins its neighbours into one).
 //   - Tenants are isolated: tenant A's values are never looked for in B's bodies.
-//   - Streaming (NewReader) holds at most StreamWindowBytes + StreamChunkBytes of input
-//     and gives the same bytes as Redact for any split of the input into reads, except
-//     when a run of overlapping candidates is longer than the window (then the run is
-//     decided in window-sized pieces, each still redacted longest first).
+//   - Streaming (NewReader) holds at most StreamWindowBytes + StreamChunkBytes +
+//     StreamMaxRunBytes of input (about 130 KiB) and gives the same bytes as Redact for
+//     any split of the input into reads, except where a run of overlapping candidates is
+//     longer than StreamMaxRunBytes (then the run is decided in pieces, each replaced by
+//     its own marker).
 package redact

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/coregx/ahocorasick"
-	"github.com/tidwall/btree"
 )
 
 // markerPrefix opens every marker: "[REDACTED:<name>]".
@@ -186,27 +185,30 @@ func (t *tenant) candidates(dst []candidate, buf []byte, from, to int) []candida
 	return dst
 }
 
-// choose takes candidates in the order of before, each one that overlaps none taken
-// already, and returns the taken ones by position. cands is reordered.
+// choose returns the spans to replace, by position: each run of overlapping candidates
+// as one span, from its first start to its last end, named by its best candidate (the
+// first in the order of before). A run is replaced whole so that no part of a secret
+// that lost to a longer overlapping one stays readable. cands is reordered.
 func choose(cands []candidate) []candidate {
-	if len(cands) == 1 {
+	if len(cands) < 2 {
 		return cands
 	}
-	slices.SortFunc(cands, before)
-	// taken holds the chosen spans by start; they do not overlap, so the one with the
-	// greatest start below c.end is the only one that can overlap c.
-	taken := btree.NewBTreeGOptions(func(a, b candidate) bool { return a.start < b.start }, btree.Options{NoLocks: true})
-	for _, c := range cands {
-		free := true
-		taken.Descend(candidate{start: c.end - 1}, func(p candidate) bool {
-			free = p.end <= c.start
-			return false
-		})
-		if free {
-			taken.Set(c)
+	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.start, b.start) })
+	out := cands[:0]
+	run := cands[0]
+	best := cands[0]
+	for _, c := range cands[1:] {
+		if c.start < run.end {
+			run.end = max(run.end, c.end)
+			if before(c, best) < 0 {
+				best = c
+			}
+			continue
 		}
+		out = append(out, candidate{start: run.start, end: run.end, registered: best.registered, name: best.name})
+		run, best = c, c
 	}
-	return taken.Items()
+	return append(out, candidate{start: run.start, end: run.end, registered: best.registered, name: best.name})
 }
 
 // render appends buf[from:to] to dst with each chosen span replaced by its marker;

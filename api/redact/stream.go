@@ -14,31 +14,40 @@ const (
 	StreamWindowBytes = MaxPEMBytes + maxMarkerBytes + 2
 	// StreamChunkBytes is how much a stream decides at a time beyond the window.
 	StreamChunkBytes = 64 << 10
+	// StreamMaxRunBytes bounds the run of overlapping candidates a stream decides whole:
+	// a longer one (only a pathological body has one) is decided in pieces, each replaced
+	// by its own marker. A stream holds at most StreamWindowBytes + StreamChunkBytes +
+	// StreamMaxRunBytes of input.
+	StreamMaxRunBytes = 3 * StreamWindowBytes
 	// contextBytes of input already given out are kept before the undecided ones: what
 	// a candidate's boundary check looks at before its start (a marker).
 	contextBytes = maxMarkerBytes + 1
 )
 
 // NewReader returns a reader of src redacted for the tenant: the bytes Redact would give
-// for all of src (package doc: except for runs of overlapping candidates longer than
-// StreamWindowBytes), read with at most StreamWindowBytes + StreamChunkBytes of src held
-// at once. An error of src is returned as it is, and nothing undecided is given out
+// for all of src, but where a run of overlapping candidates is longer than
+// StreamMaxRunBytes, read with at most StreamWindowBytes + StreamChunkBytes +
+// StreamMaxRunBytes of src held at once. An error of src is returned as it is, and nothing undecided is given out
 // before it.
 func (r *Redactor) NewReader(tenant string, src io.Reader) io.Reader {
-	return &reader{t: r.tenant(tenant), src: src}
+	return &reader{t: r.tenant(tenant), src: src, chunk: StreamChunkBytes}
 }
 
 type reader struct {
-	t   *tenant
-	src io.Reader
+	t     *tenant
+	src   io.Reader
+	chunk int // StreamChunkBytes (tests decide less at a time)
 	// buf[:keep] is context already given out, buf[keep:] input not yet decided.
 	buf  []byte
 	keep int
 	// out is redacted output not yet read; outBuf its storage.
 	out, outBuf []byte
 	cands       []candidate
-	eof         bool  // src is exhausted
-	err         error // returned once out is drained: io.EOF or src's error
+	// extra is how much more than a chunk step reads, while a run of candidates spans
+	// the window's start (at most StreamMaxRunBytes).
+	extra int
+	eof   bool  // src is exhausted
+	err   error // returned once out is drained: io.EOF or src's error
 }
 
 func (z *reader) Read(p []byte) (int, error) {
@@ -56,7 +65,7 @@ func (z *reader) Read(p []byte) (int, error) {
 // step reads until a chunk beyond the window is held (or src ends) and decides what it
 // can: up to a point that no candidate crosses.
 func (z *reader) step() {
-	target := z.keep + StreamWindowBytes + StreamChunkBytes
+	target := z.keep + StreamWindowBytes + z.chunk + z.extra
 	if cap(z.buf) < target {
 		z.buf = slices.Grow(z.buf, target-len(z.buf))
 	}
@@ -82,7 +91,8 @@ func (z *reader) step() {
 	z.cands = z.t.candidates(z.cands[:0], z.buf, z.keep, trusted)
 	cut := cutBefore(z.cands, trusted)
 	var chosen []candidate
-	if cut > z.keep {
+	switch {
+	case cut > z.keep:
 		kept := z.cands[:0]
 		for _, c := range z.cands {
 			if c.start < cut {
@@ -90,15 +100,18 @@ func (z *reader) step() {
 			}
 		}
 		chosen = choose(kept)
-	} else {
-		// One run of overlapping candidates from keep past the window: decide what is
-		// known of it, and cut after the chosen candidate that crosses the window's start.
+	case z.extra < StreamMaxRunBytes:
+		// A run of overlapping candidates from keep past the window: read on, it likely
+		// ends soon.
+		z.extra += StreamWindowBytes
+		return
+	default:
+		// The run is longer than StreamMaxRunBytes: replace what is known of it, up to
+		// the end of its last candidate starting before the window.
 		chosen = choose(z.cands)
-		cut = trusted
-		if n := len(chosen); n > 0 && chosen[n-1].end > cut {
-			cut = chosen[n-1].end
-		}
+		cut = max(trusted, chosen[len(chosen)-1].end)
 	}
+	z.extra = 0
 	z.emit(cut, chosen)
 }
 
