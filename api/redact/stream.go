@@ -25,10 +25,10 @@ const (
 )
 
 // NewReader returns a reader of src redacted for the tenant: the bytes Redact would give
-// for all of src, but where a run of overlapping candidates is longer than
-// StreamMaxRunBytes, read with at most StreamWindowBytes + StreamChunkBytes +
-// StreamMaxRunBytes of src held at once. An error of src is returned as it is, and nothing undecided is given out
-// before it.
+// for all of src (but where a run of overlapping candidates is longer than
+// StreamMaxRunBytes), holding at most StreamWindowBytes + StreamChunkBytes +
+// StreamMaxRunBytes of src at once. An error of src is returned as it is; no undecided
+// byte is given out before it.
 func (r *Redactor) NewReader(tenant string, src io.Reader) io.Reader {
 	return &reader{t: r.tenant(tenant), src: src, chunk: StreamChunkBytes}
 }
