@@ -359,6 +359,17 @@ type Config struct {
 	// default a loopback connection reads it without one while authentication is
 	// required. YAML metrics_require_key. Default false.
 	MetricsRequireKey bool
+
+	// RedactSecretsFile is the WSR-1 secrets file (api/redact: JSON or YAML
+	// {tenants: {<agent>: [{id, value}]}, allSurfaces: [<agent>]}), read once at start;
+	// its values live in memory only. Empty: no registered values (secret-shaped tokens
+	// are still redacted where redaction applies). YAML redact_secrets_file. Default "".
+	RedactSecretsFile string
+	// RedactAllSurfacesTenants lists, comma-separated, the agents whose writes through
+	// every surface (REST, MCP, CLI) are redacted, besides the secrets file's allSurfaces;
+	// other agents' writes are redacted on the OpenWOP surface only. YAML
+	// redact_all_surfaces_tenants. Default "".
+	RedactAllSurfacesTenants string
 }
 
 // EtcdEndpoints returns the Etcd endpoints, split at commas, trimmed, empty ones dropped.
@@ -592,6 +603,7 @@ func (c Config) validate() []*ConfigError {
 	errs = append(errs, c.validateServing()...)
 	errs = append(errs, c.validateListeners()...)
 	errs = append(errs, c.validateAuth()...)
+	errs = append(errs, c.validateRedact()...)
 	return errs
 }
 
@@ -872,7 +884,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.PeerTLSKey }),
 	stringSetting("PeerTLSCA", "peer_tls_ca", "PEM CA bundle that signs every node's peer certificate",
 		func(c *Config) *string { return &c.PeerTLSCA }),
-}, append(append(servingSettings, listenerSettings...), authSettings...)...)
+}, append(append(append(servingSettings, listenerSettings...), authSettings...), redactSettings...)...)
 
 func stringSetting(field, key, usage string, p func(*Config) *string) setting {
 	return setting{field: field, key: key, usage: usage,

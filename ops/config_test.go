@@ -200,6 +200,9 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		TLSClientCA:       "/etc/cairn/clients-ca.pem",
 		Auth:              "required",
 		MetricsRequireKey: true,
+
+		RedactSecretsFile:        "/etc/cairn/secrets.yaml",
+		RedactAllSurfacesTenants: "agent-a,b",
 	}
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
@@ -227,6 +230,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"tls_cert":      "/etc/cairn/client.pem", "tls_key": "/etc/cairn/client.key", "tls_client_ca": "/etc/cairn/clients-ca.pem",
 		"insecure_plaintext": "false", // true contradicts tls_cert; TestInsecurePlaintextIsSettable sets it
 		"auth":               "required", "metrics_require_key": "true",
+		"redact_secrets_file": "/etc/cairn/secrets.yaml", "redact_all_surfaces_tenants": "agent-a,b",
 	}
 	if len(text) != len(settings) {
 		t.Fatalf("test covers %d settings, package has %d", len(text), len(settings))

@@ -153,6 +153,10 @@ type Config struct {
 	// Limits caps each principal's request rate and concurrent uploads on this node
 	// (limits.go). Default: no caps.
 	Limits PrincipalLimits
+	// Redactor rewrites the bodies of writes and appends before they are stored
+	// (redact.go: secret redaction for the tenants that opted in). nil (the default):
+	// bodies are stored as sent.
+	Redactor BodyRedactor
 }
 
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
@@ -473,7 +477,7 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 		return FileResult{}, werr
 	}
 	defer done()
-	body, err := s.ingest(ctx, req.Agent, req.Body, req.SizeHint, nil)
+	body, err := s.ingestBody(ctx, req.Agent, req.Body, req.SizeHint, nil)
 	if err != nil {
 		return FileResult{}, err
 	}
