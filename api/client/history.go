@@ -105,18 +105,23 @@ func (c *Client) Retention(ctx context.Context, agent string) (*Retention, error
 // SetRetention sets the history retention of an agent root (admin listener) and returns
 // the policy that now applies.
 func (c *Client) SetRetention(ctx context.Context, r RetentionRequest) (*Retention, error) {
-	body, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("client: encoding the request: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.base+AdminRetentionPath, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
 	var out Retention
-	if err := c.doJSON(req, &out); err != nil {
+	if err := c.putJSON(ctx, c.base+AdminRetentionPath, r, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// putJSON sends in as the JSON body of a PUT to u and decodes the answer into out.
+func (c *Client) putJSON(ctx context.Context, u string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("client: encoding the request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return c.doJSON(req, out)
 }

@@ -1,9 +1,7 @@
 package client
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -163,17 +161,8 @@ func (c *Client) SetQuota(ctx context.Context, q QuotaRequest) (*RootUsage, erro
 	if q.MaxBytes < 0 || q.MaxFiles < 0 || q.MaxWorkbenches < 0 || q.MaxSnapshots < 0 {
 		return nil, fmt.Errorf("client: QuotaRequest limits must not be negative (0 lifts a limit)")
 	}
-	body, err := json.Marshal(q)
-	if err != nil {
-		return nil, fmt.Errorf("client: encoding the request: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.base+AdminQuotaPath, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
 	var out RootUsage
-	if err := c.doJSON(req, &out); err != nil {
+	if err := c.putJSON(ctx, c.base+AdminQuotaPath, q, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

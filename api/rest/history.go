@@ -87,49 +87,28 @@ type retentionRequest struct {
 // adminRetention serves GET (?agent=A) and PUT of /v1/admin/retention: a root's history
 // retention.
 func (h *Handler) adminRetention(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet, http.MethodPut) {
-		return
-	}
-	var out workbench.RootRetention
-	var err error
-	if r.Method == http.MethodGet {
-		q, perr := parseQuery(r)
-		if perr == nil {
-			perr = onlyParams(q, "agent")
-		}
-		if perr != nil {
-			h.writeError(w, r, perr, noPrecondition)
-			return
-		}
-		out, err = h.svc.Retention(r.Context(), q.Get("agent"))
-	} else {
-		out, err = h.putRetention(r)
-	}
-	if err != nil {
-		h.writeError(w, r, err, noPrecondition)
-		return
-	}
-	WriteJSON(w, http.StatusOK, workbench.RetentionResult(out))
+	adminRootSetting(h, w, r, func(ctx context.Context, agent string) (workbench.Result, error) {
+		out, err := h.svc.Retention(ctx, agent)
+		return workbench.RetentionResult(out), err
+	}, func(ctx context.Context, in retentionRequest) (workbench.Result, error) {
+		out, err := h.putRetention(ctx, in)
+		return workbench.RetentionResult(out), err
+	})
 }
 
-func (h *Handler) putRetention(r *http.Request) (workbench.RootRetention, error) {
-	if r.URL.RawQuery != "" {
-		return workbench.RootRetention{}, invalidArg("query", "this request takes its arguments in a JSON body")
-	}
-	var in retentionRequest
-	if err := decodeBody(r, &in); err != nil {
-		return workbench.RootRetention{}, err
-	}
+// putRetention sets a root's retention from in, filling absent fields from the root's
+// current policy.
+func (h *Handler) putRetention(ctx context.Context, in retentionRequest) (workbench.RootRetention, error) {
 	if in.Reset {
 		if in.Versions != nil || in.Age != nil || in.MaxVersions != nil {
 			return workbench.RootRetention{}, invalidArg("reset", "takes no versions, age or max_versions")
 		}
-		return h.svc.SetRetention(r.Context(), in.Agent, meta.Retention{})
+		return h.svc.SetRetention(ctx, in.Agent, meta.Retention{})
 	}
 	if in.Versions == nil && in.Age == nil && in.MaxVersions == nil {
 		return workbench.RootRetention{}, invalidArg("versions", "give versions, age or max_versions (or reset)")
 	}
-	cur, err := h.svc.Retention(r.Context(), in.Agent)
+	cur, err := h.svc.Retention(ctx, in.Agent)
 	if err != nil {
 		return workbench.RootRetention{}, err
 	}
@@ -153,5 +132,5 @@ func (h *Handler) putRetention(r *http.Request) (workbench.RootRetention, error)
 	if pol.Versions == 0 {
 		return workbench.RootRetention{}, invalidArg("versions", "must be at least 1 (reset returns the root to the node default)")
 	}
-	return h.svc.SetRetention(r.Context(), in.Agent, pol)
+	return h.svc.SetRetention(ctx, in.Agent, pol)
 }

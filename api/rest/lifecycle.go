@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -129,39 +130,48 @@ type quotaRequest struct {
 // adminQuota serves GET (?agent=A: usage and quotas) and PUT (set quotas) of
 // /v1/admin/quota.
 func (h *Handler) adminQuota(w http.ResponseWriter, r *http.Request) {
+	adminRootSetting(h, w, r, func(ctx context.Context, agent string) (workbench.Result, error) {
+		u, err := h.svc.Usage(ctx, agent)
+		return workbench.UsageResult(u), err
+	}, func(ctx context.Context, in quotaRequest) (workbench.Result, error) {
+		u, err := h.svc.SetQuota(ctx, in.Agent, meta.Quota{MaxBytes: in.MaxBytes, MaxFiles: in.MaxFiles,
+			MaxWorkbenches: in.MaxWorkbenches, MaxSnapshots: in.MaxSnapshots})
+		return workbench.UsageResult(u), err
+	})
+}
+
+// adminRootSetting serves an admin route that reads (GET ?agent=A) and sets (PUT, a JSON
+// body In) one setting of an agent root: quotas, history retention.
+func adminRootSetting[In any](h *Handler, w http.ResponseWriter, r *http.Request,
+	get func(ctx context.Context, agent string) (workbench.Result, error), set func(ctx context.Context, in In) (workbench.Result, error)) {
 	if !allow(w, r, http.MethodGet, http.MethodPut) {
 		return
 	}
-	var u workbench.RootUsage
-	var err error
-	if r.Method == http.MethodGet {
-		q, perr := parseQuery(r)
-		if perr == nil {
-			perr = onlyParams(q, "agent")
+	res, err := func() (workbench.Result, error) {
+		if r.Method == http.MethodGet {
+			q, err := parseQuery(r)
+			if err == nil {
+				err = onlyParams(q, "agent")
+			}
+			if err != nil {
+				return nil, err
+			}
+			return get(r.Context(), q.Get("agent"))
 		}
-		if perr != nil {
-			h.writeError(w, r, perr, noPrecondition)
-			return
-		}
-		u, err = h.svc.Usage(r.Context(), q.Get("agent"))
-	} else {
 		if r.URL.RawQuery != "" {
-			h.writeError(w, r, invalidArg("query", "this request takes its arguments in a JSON body"), noPrecondition)
-			return
+			return nil, invalidArg("query", "this request takes its arguments in a JSON body")
 		}
-		var in quotaRequest
+		var in In
 		if err := decodeBody(r, &in); err != nil {
-			h.writeError(w, r, err, noPrecondition)
-			return
+			return nil, err
 		}
-		u, err = h.svc.SetQuota(r.Context(), in.Agent, meta.Quota{MaxBytes: in.MaxBytes, MaxFiles: in.MaxFiles,
-			MaxWorkbenches: in.MaxWorkbenches, MaxSnapshots: in.MaxSnapshots})
-	}
+		return set(r.Context(), in)
+	}()
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	WriteJSON(w, http.StatusOK, workbench.UsageResult(u))
+	WriteJSON(w, http.StatusOK, res)
 }
 
 // adminPurge serves POST /v1/admin/purge {agent}: every workbench of the root deleted (its
