@@ -353,6 +353,9 @@ type Config struct {
 	// default a loopback connection reads it without one while authentication is
 	// required. YAML metrics_require_key. Default false.
 	MetricsRequireKey bool
+
+	// OpenWOP configures the OpenWOP host.workspace facade (openwop.go).
+	OpenWOP OpenWOPConfig
 }
 
 // EtcdEndpoints returns the Etcd endpoints, split at commas, trimmed, empty ones dropped.
@@ -420,6 +423,7 @@ func DefaultConfig() Config {
 		BlobTimeout:             DefaultBlobTimeout,
 		AdminListen:             DefaultAdminListen,
 		Auth:                    DefaultAuth,
+		OpenWOP:                 DefaultOpenWOPConfig(),
 	}
 }
 
@@ -586,6 +590,7 @@ func (c Config) validate() []*ConfigError {
 	errs = append(errs, c.validateServing()...)
 	errs = append(errs, c.validateListeners()...)
 	errs = append(errs, c.validateAuth()...)
+	errs = append(errs, c.validateOpenWOP()...)
 	return errs
 }
 
@@ -864,7 +869,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.PeerTLSKey }),
 	stringSetting("PeerTLSCA", "peer_tls_ca", "PEM CA bundle that signs every node's peer certificate",
 		func(c *Config) *string { return &c.PeerTLSCA }),
-}, append(append(servingSettings, listenerSettings...), authSettings...)...)
+}, append(append(append(servingSettings, listenerSettings...), authSettings...), openwopSettings...)...)
 
 func stringSetting(field, key, usage string, p func(*Config) *string) setting {
 	return setting{field: field, key: key, usage: usage,
