@@ -23,6 +23,7 @@ import (
 
 	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/mcp"
+	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/blob"
@@ -239,6 +240,7 @@ func (n *Node) open(ctx context.Context) error {
 			return err
 		}
 	}
+	tenant = openwop.New(n.svc, openwopOptions(cfg, n.log), tenant) // in front of routing: its owner is the principal's
 	n.handler = &authn{keys: n.keys, required: cfg.AuthRequired(), metricsKey: cfg.MetricsRequireKey, log: n.log, next: tenant}
 	n.adminH = &authn{keys: n.keys, required: cfg.AuthRequired(), metricsKey: cfg.MetricsRequireKey, admin: true, log: n.log,
 		next: n.rest.Admin()}
