@@ -46,7 +46,9 @@ type envelope struct {
 	Details map[string]any `json:"details,omitempty"`
 }
 
-func fail(status int, code, msg string) *Error { return &Error{Status: status, Code: code, Message: msg} }
+func fail(status int, code, msg string) *Error {
+	return &Error{Status: status, Code: code, Message: msg}
+}
 
 func invalid(msg string) *Error { return fail(http.StatusBadRequest, CodeValidation, msg) }
 

@@ -393,7 +393,9 @@ func TestTheSeamNamesOwnersOnlyWhenEnabled(t *testing.T) {
 	opt := testOptions()
 	opt.TestSeams = true
 	base := newFacade(t, opt)
-	seam := func(body map[string]any) answer { return call(t, http.MethodPost, base+"/v1/host/sample/workspace/op", body) }
+	seam := func(body map[string]any) answer {
+		return call(t, http.MethodPost, base+"/v1/host/sample/workspace/op", body)
+	}
 	if r := seam(map[string]any{"tenant": "wct1-tenant-a", "workspace": "ws-a", "op": "put", "path": "WCT1-SECRET.md", "content": "A-only secret body"}); r.status != 200 {
 		t.Fatalf("seam put: %d %s", r.status, r.body)
 	}

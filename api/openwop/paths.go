@@ -39,7 +39,9 @@ func Owns(escapedPath string) bool {
 
 // Public reports whether escapedPath needs no credential (discovery and the OpenAPI
 // document; OpenAPI `security: []`).
-func Public(escapedPath string) bool { return escapedPath == DiscoveryPath || escapedPath == OpenAPIPath }
+func Public(escapedPath string) bool {
+	return escapedPath == DiscoveryPath || escapedPath == OpenAPIPath
+}
 
 // MaxPathBytes is the longest workspace path (the pattern's 1 + 255 characters).
 const MaxPathBytes = 256
