@@ -439,3 +439,28 @@ func TestPutStoresWhatTheRedactorReturns(t *testing.T) {
 type redactFunc func(tenant, s string) string
 
 func (f redactFunc) Redact(tenant, s string) string { return f(tenant, s) }
+
+// The OpenAPI document is served, and names every route the facade answers.
+func TestTheOpenAPIDocumentCoversTheRoutes(t *testing.T) {
+	r := call(t, http.MethodGet, newFacade(t, testOptions())+openwop.OpenAPIPath, nil)
+	paths, _ := r.json["paths"].(map[string]any)
+	if r.status != 200 || r.json["openapi"] == nil {
+		t.Fatalf("openapi: %d %.200s", r.status, r.body)
+	}
+	for _, p := range []string{"/.well-known/openwop", "/v1/host/workspace/files", "/v1/host/workspace/files/{path}", "/v1/runs",
+		"/v1/runs/{runId}", "/v1/runs/{runId}/workspace/files", "/v1/runs/{runId}/workspace/files/{path}",
+		"/v1/host/sample/workspace/op", "/conformance/seams/workspace/files", "/conformance/seams/workspace/files/{path}",
+		"/conformance/seams/sample/workspace/op"} {
+		if paths[p] == nil {
+			t.Errorf("openapi.json lacks %s", p)
+		}
+		if concrete := strings.NewReplacer("{path}", "a.md", "{runId}", "run-x").Replace(p); !openwop.Owns(concrete) {
+			t.Errorf("the facade does not own %s", concrete)
+		}
+	}
+	for p := range paths {
+		if !openwop.Owns(strings.NewReplacer("{path}", "a.md", "{runId}", "run-x").Replace(p)) {
+			t.Errorf("openapi.json names %s, which the facade does not serve", p)
+		}
+	}
+}
