@@ -24,7 +24,8 @@ import (
 // restated in Go, plus the RFC's own examples and Cairn's acceptance points (version
 // numbering across delete, run snapshots, the 413 trap). The suite runs twice in a row
 // against one persistent server (its files were deleted by the first run, as the
-// published suite leaves them), and across a kill -9 of a 3-node cluster's leader.
+// published suite leaves them), and on a cluster (4 nodes, 3 replicas) once before and
+// once after a kill -9 of the shard leader.
 
 // owMaxFileBytes is the maxFileBytes the servers here are started with (smaller than
 // the default so the 413 trap sends little).
@@ -381,7 +382,9 @@ func TestOpenWOPSuiteAcrossAClusterLeaderKill(t *testing.T) {
 	pc := startProcCluster(t, 0, 1, "--auth", "required", "--openwop-test-seams",
 		"--openwop-max-file-bytes", fmt.Sprint(owMaxFileBytes))
 	keyA, keyB := owKeys(t, "--etcd", pc.etcd)
-	for range 3 {
+	// Four nodes, one shard of three replicas: one node holds no replica of the tenants'
+	// roots and forwards their requests (the root is the key's tenant, not in the URL).
+	for range 4 {
 		pc.add(t)
 	}
 	nodes := func() []string {
@@ -396,6 +399,12 @@ func TestOpenWOPSuiteAcrossAClusterLeaderKill(t *testing.T) {
 	a, b := owClient{t: t, nodes: nodes, key: keyA}, owClient{t: t, nodes: nodes, key: keyB}
 	owAuthChecks(t, pc.servers[1].URL, keyA)
 	owSuite(t, a, b)
+	for i, s := range pc.servers {
+		one := owClient{t: t, nodes: func() []string { return []string{s.URL} }, key: keyA}
+		if r := one.do(http.MethodGet, "/v1/host/workspace/files", nil); r.status != 200 {
+			t.Fatalf("node %d: %d %s", i, r.status, r.body)
+		}
+	}
 	kept := a.do(http.MethodPut, "/v1/host/workspace/files/kept.md", map[string]any{"content": "before the kill"})
 	leader := shardLeader(t, pc.servers, 0, 3)
 	t.Logf("killing the shard leader %s", leader.URL)

@@ -205,3 +205,18 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request, o Owner, at w
 	}
 	writeJSON(w, http.StatusOK, f)
 }
+
+// Root returns the agent root a request of this facade acts on (its owner's tenant), for
+// a cluster node's router to send it to a node holding that root's shard; false for the
+// public routes, the seams (their owner is in the body) and requests it will refuse.
+func (h *Handler) Root(r *http.Request) (string, bool) {
+	path := r.URL.EscapedPath()
+	if !Owns(path) || Public(path) || path == seamPath || path == v2SeamPath {
+		return "", false
+	}
+	o, err := h.owner(r)
+	if err != nil {
+		return "", false
+	}
+	return o.Tenant, true
+}

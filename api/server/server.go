@@ -232,15 +232,15 @@ func (n *Node) open(ctx context.Context) error {
 
 		AdminRoutes: adminRoutes,
 	})
-	var tenant http.Handler = n.rest
+	facade := openwop.New(n.svc, openwopOptions(cfg, n.log), n.rest) // OpenWOP's routes, then REST's and MCP's
+	var tenant http.Handler = facade
 	if cfg.Cluster {
-		tenant = newRouter(n.host, n.rest)
-		peer := &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, n.rest)}
+		tenant = newRouter(n.host, facade, facade.Root)
+		peer := &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, facade)}
 		if err := n.host.ServePeer(peer); err != nil {
 			return err
 		}
 	}
-	tenant = openwop.New(n.svc, openwopOptions(cfg, n.log), tenant) // in front of routing: its owner is the principal's
 	n.handler = &authn{keys: n.keys, required: cfg.AuthRequired(), metricsKey: cfg.MetricsRequireKey, log: n.log, next: tenant}
 	n.adminH = &authn{keys: n.keys, required: cfg.AuthRequired(), metricsKey: cfg.MetricsRequireKey, admin: true, log: n.log,
 		next: n.rest.Admin()}
