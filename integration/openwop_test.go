@@ -337,6 +337,9 @@ func owAuthChecks(t *testing.T, base, key string) {
 			t.Fatalf("GET %s without a key: %d %s, want 401 {error: unauthenticated, message}", p, r.status, r.body)
 		}
 	}
+	if r := doHTTP(t, http.MethodPut, base+"/v1/host/workspace/files/x.md", strings.NewReader(`{"content":"x"}`), "Authorization", "Bearer cairn_bogus"); r.status != 401 || !strings.Contains(string(r.body), `"error":"unauthenticated"`) {
+		t.Fatalf("PUT with an invalid key: %d %s", r.status, r.body)
+	}
 	for _, h := range [][]string{nil, {"Authorization", "Bearer " + key}} {
 		if r := doHTTP(t, http.MethodGet, base+"/.well-known/openwop", nil, h...); r.status != 200 {
 			t.Fatalf("discovery with %v: %d %s", h, r.status, r.body)
@@ -413,4 +416,43 @@ func TestOpenWOPSuiteAcrossAClusterLeaderKill(t *testing.T) {
 		t.Fatalf("after the leader's kill: %s (before: %s)", r.body, kept.body)
 	}
 	owSuite(t, a, b)
+}
+
+// A node with the defaults (no key on loopback): the configured default owner, whose
+// workspace is the workbench default of root default; the 413 trap at the default 1 MiB
+// limit; no seams. And a node started with --openwop=false answers 501 on every workspace
+// endpoint.
+func TestOpenWOPDefaultsOnTheWire(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	c := owClient{t: t, nodes: func() []string { return []string{s.URL} }}
+	const max = 1 << 20
+	if disc := c.do(http.MethodGet, "/.well-known/openwop", nil); disc.json["workspace"].(map[string]any)["maxFileBytes"] != float64(max) {
+		t.Fatalf("discovery: %s", disc.body)
+	}
+	if r := c.do(http.MethodPut, "/v1/host/workspace/files/behavior%2FEXACT.md", map[string]any{"content": strings.Repeat("x", max)}); r.status != 200 {
+		t.Fatalf("exactly maxFileBytes: %d %.200s", r.status, r.body)
+	}
+	if r := c.do(http.MethodPut, "/v1/host/workspace/files/behavior%2FTOOBIG.md", map[string]any{"content": strings.Repeat("x", max+1)}); r.status != 413 || r.json["error"] != "workspace_too_large" {
+		t.Fatalf("maxFileBytes+1: %d %.200s", r.status, r.body)
+	}
+	if r := doHTTP(t, http.MethodGet, s.URL+"/v1/agents/default/workbenches/default/files/behavior/EXACT.md", nil); r.status != 200 || len(r.body) != max {
+		t.Fatalf("REST read of the default owner's file: %d, %d bytes", r.status, len(r.body))
+	}
+	if r := c.do(http.MethodPost, "/v1/host/sample/workspace/op", map[string]any{"op": "list"}); r.status != 404 {
+		t.Fatalf("the seam without --openwop-test-seams: %d %s", r.status, r.body)
+	}
+
+	off := startServer(t, t.TempDir(), serveArgs("--openwop=false"))
+	oc := owClient{t: t, nodes: func() []string { return []string{off.URL} }}
+	if d := oc.do(http.MethodGet, "/.well-known/openwop", nil); d.json["workspace"].(map[string]any)["supported"] != false {
+		t.Fatalf("discovery with the facade off: %s", d.body)
+	}
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodDelete} {
+		if r := oc.do(m, "/v1/host/workspace/files/a.md", map[string]any{"content": "x"}); r.status != 501 || r.json["error"] != "capability_not_provided" {
+			t.Fatalf("%s with the facade off: %d %s", m, r.status, r.body)
+		}
+	}
+	if r := runCLI(t, cliOptions{}, "serve", "--data-dir", t.TempDir(), "--listen", "0.0.0.0:0", "--insecure-plaintext", "--openwop-test-seams"); r.code == 0 || !strings.Contains(r.stderr, "--openwop-test-seams") {
+		t.Fatalf("seams beyond loopback must be refused at start:\n%s", r)
+	}
 }

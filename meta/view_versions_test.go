@@ -5,22 +5,7 @@ import "testing"
 // FileVersions lists the current life of a path newest first, never an element of the
 // life a delete ended, and honours its limit.
 func TestFileVersionsListsTheCurrentLifeNewestFirst(t *testing.T) {
-	f := New(Options{})
-	idx := uint64(0)
-	apply := func(b Body) Result {
-		t.Helper()
-		idx++
-		res := f.ApplyBody(idx, Header{TimeMs: int64(idx)}, b)
-		if res.Err != nil {
-			t.Fatalf("command %d: %v", idx, res.Err)
-		}
-		return res
-	}
-	put := func(body string) Result {
-		return apply(Put{Agent: "a", Workspace: "w", Path: "p.md", CreateWorkspace: true,
-			Size: int64(len(body)), Digest: digestOf([]byte(body)),
-			Segments: []Segment{{Digest: digestOf([]byte(body)), Size: int64(len(body)), Inline: []byte(body)}}})
-	}
+	f, apply, put := pathWriter(t)
 	put("old one")
 	put("old two")
 	del := apply(Delete{Agent: "a", Workspace: "w", Path: "p.md"})
@@ -53,4 +38,26 @@ func TestFileVersionsListsTheCurrentLifeNewestFirst(t *testing.T) {
 	if _, err := v.FileVersions(ws, "../x", 0); CodeOf(err) != CodeInvalidArguments {
 		t.Fatalf("a bad path: %v, want InvalidArguments", err)
 	}
+}
+
+// pathWriter returns an FSM and helpers that apply a command (failing the test on an
+// error) and put body at a/w/p.md, each at the next index with that index as its time.
+func pathWriter(t *testing.T) (*FSM, func(Body) Result, func(string) Result) {
+	f := New(Options{})
+	idx := uint64(0)
+	apply := func(b Body) Result {
+		t.Helper()
+		idx++
+		res := f.ApplyBody(idx, Header{TimeMs: int64(idx)}, b)
+		if res.Err != nil {
+			t.Fatalf("command %d: %v", idx, res.Err)
+		}
+		return res
+	}
+	put := func(body string) Result {
+		return apply(Put{Agent: "a", Workspace: "w", Path: "p.md", CreateWorkspace: true,
+			Size: int64(len(body)), Digest: digestOf([]byte(body)),
+			Segments: []Segment{{Digest: digestOf([]byte(body)), Size: int64(len(body)), Inline: []byte(body)}}})
+	}
+	return f, apply, put
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -159,16 +158,9 @@ func runMissing(e *Error, id string) *Error {
 }
 
 func (h *Handler) createRun(w http.ResponseWriter, r *http.Request, o Owner) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 2*meta.MaxSnapshotMetadataBytes+4096))
-	if err != nil {
-		WriteError(w, invalid("the request body could not be read (at most a few KiB)"))
-		return
-	}
 	var in runRequest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		WriteError(w, invalid("the body must be a JSON object {workflowId, inputs?, tags?, metadata?, configurable?}: "+err.Error()))
+	if _, err := readClosed(w, r, 2*meta.MaxSnapshotMetadataBytes+4096, &in); err != nil {
+		WriteError(w, invalid("the body must be a JSON object {workflowId, inputs?, tags?, metadata?, configurable?} of a few KiB at most: "+err.Error()))
 		return
 	}
 	if in.WorkflowID == nil || *in.WorkflowID == "" || len(*in.WorkflowID) > maxWorkflowIDBytes {

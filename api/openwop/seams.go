@@ -1,9 +1,6 @@
 package openwop
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/cairnstore/cairn/api/auth"
@@ -34,15 +31,11 @@ func (h *Handler) serveSeam(w http.ResponseWriter, r *http.Request, o Owner) {
 		WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "the seam answers POST"))
 		return
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.bodyLimit()))
-	if err != nil {
+	var in seamRequest
+	if tooBig, err := readClosed(w, r, h.bodyLimit(), &in); tooBig {
 		WriteError(w, h.tooLarge())
 		return
-	}
-	var in seamRequest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
+	} else if err != nil {
 		WriteError(w, invalid("the seam body must be {tenant, workspace, op, path?, content?, contentType?, ifMatch?, prefix?, version?}: "+err.Error()))
 		return
 	}
