@@ -226,7 +226,9 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, ifM
 	req.Body, req.SizeHint = strings.NewReader(content), int64(len(content))
 	res, werr := h.svc.Write(ctx, req)
 	if werr != nil {
-		if ifMatch != nil && workbench.AsError(werr).Code == workbench.CodeConflict {
+		// A conditional write that lost a race: the file changed (Conflict) or was deleted
+		// (NotFound for the generation it expected) since the check above.
+		if code := workbench.AsError(werr).Code; ifMatch != nil && (code == workbench.CodeConflict || code == workbench.CodeNotFound) {
 			return File{}, conflict(h.currentVersion(ctx, o, path))
 		}
 		return File{}, fromStore(werr)

@@ -464,3 +464,32 @@ func TestTheOpenAPIDocumentCoversTheRoutes(t *testing.T) {
 		}
 	}
 }
+
+// ?version=N serves an older version of the current life while the store retains it (a
+// run's snapshot holds it here), and never one beyond the newest maxVersions.
+func TestAnOlderVersionIsServedWhileRetainedAndWithinMaxVersions(t *testing.T) {
+	sc := loadSchemas(t)
+	for _, maxVersions := range []int{20, 1} {
+		opt := testOptions()
+		opt.MaxVersions = maxVersions
+		base := newFacade(t, opt)
+		f := base + "/v1/host/workspace/files/h.md"
+		call(t, http.MethodPut, f, map[string]any{"content": "one"})
+		if r := call(t, http.MethodPost, base+"/v1/runs", map[string]any{"workflowId": "hold"}); r.status != 201 {
+			t.Fatalf("run: %d %s", r.status, r.body)
+		}
+		call(t, http.MethodPut, f, map[string]any{"content": "two"})
+		old := call(t, http.MethodGet, f+"?version=1", nil)
+		if maxVersions == 1 {
+			wantError(t, sc, "a version beyond maxVersions", old, 404, openwop.CodeNotFound)
+			continue
+		}
+		validate(t, sc.file, "version 1", old.body)
+		if old.json["content"] != "one" || old.json["version"] != float64(1) {
+			t.Fatalf("?version=1: %s", old.body)
+		}
+		if cur := call(t, http.MethodGet, f+"?version=2", nil); cur.json["content"] != "two" {
+			t.Fatalf("?version=2: %s", cur.body)
+		}
+	}
+}
