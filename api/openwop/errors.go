@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/cairnstore/cairn/api/workbench"
 )
@@ -62,7 +63,11 @@ func conflict(current uint64) *Error {
 // WriteError answers e as the envelope.
 func WriteError(w http.ResponseWriter, e *Error) {
 	if e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", "1")
+		after := int64(1)
+		if s, ok := e.Details["retryAfter"].(int64); ok && s > 0 {
+			after = s
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(after, 10))
 	}
 	writeJSON(w, e.Status, envelope{Error: e.Code, Message: e.Message, Details: e.Details})
 }
@@ -106,7 +111,11 @@ func fromStore(err error) *Error {
 	case workbench.CodeUnauthenticated:
 		return fail(http.StatusUnauthorized, CodeUnauthenticated, we.Message)
 	case workbench.CodeResourceExhausted:
-		return fail(http.StatusTooManyRequests, CodeRateLimited, we.Message)
+		e := fail(http.StatusTooManyRequests, CodeRateLimited, we.Message)
+		if ms, ok := we.Details["retry_after_ms"].(int64); ok {
+			e.Details = map[string]any{"retryAfter": (ms + 999) / 1000} // seconds (rest-endpoints.md's example)
+		}
+		return e
 	}
 	if we.Retryable {
 		return fail(http.StatusServiceUnavailable, CodeUnavailable, we.Message)

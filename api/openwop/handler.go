@@ -99,6 +99,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, oerr)
 		return
 	}
+	if err := h.svc.AllowRequest(ctx); err != nil { // the principal's request rate, as on every surface
+		WriteError(w, fromStore(err))
+		return
+	}
 	switch {
 	case path == seamPath || path == v2SeamPath:
 		h.serveSeam(w, r, owner)

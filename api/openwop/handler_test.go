@@ -32,7 +32,13 @@ func testOptions() openwop.Options {
 // Workbench service), with a stand-in for the node's authentication middleware.
 func newFacade(t *testing.T, opt openwop.Options) string {
 	t.Helper()
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
+	return newFacadeOn(t, opt, workbench.Config{InlineMaxBytes: 4096})
+}
+
+// newFacadeOn is newFacade over a service configured with cfg.
+func newFacadeOn(t *testing.T, opt openwop.Options, cfg workbench.Config) string {
+	t.Helper()
+	n := workbenchtest.New(t, cfg)
 	h := openwop.New(n.Service, opt, http.NotFoundHandler())
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := auth.Local
@@ -491,5 +497,28 @@ func TestAnOlderVersionIsServedWhileRetainedAndWithinMaxVersions(t *testing.T) {
 		if cur := call(t, http.MethodGet, f+"?version=2", nil); cur.json["content"] != "two" {
 			t.Fatalf("?version=2: %s", cur.body)
 		}
+	}
+}
+
+// The principal's request rate holds on this surface too: beyond it, 429 rate_limited with
+// details.retryAfter and Retry-After; discovery is not counted.
+func TestThePrincipalRequestRateHolds(t *testing.T) {
+	sc := loadSchemas(t)
+	base := newFacadeOn(t, testOptions(), workbench.Config{InlineMaxBytes: 4096,
+		Limits: workbench.PrincipalLimits{RequestsPerSecond: 0.001, RequestBurst: 2}})
+	for range 3 {
+		if d := call(t, http.MethodGet, base+"/.well-known/openwop", nil); d.status != 200 {
+			t.Fatalf("discovery: %d %s", d.status, d.body)
+		}
+	}
+	for i := range 2 {
+		if r := call(t, http.MethodGet, base+"/v1/host/workspace/files", nil); r.status != 200 {
+			t.Fatalf("request %d within the burst: %d %s", i+1, r.status, r.body)
+		}
+	}
+	r := call(t, http.MethodGet, base+"/v1/host/workspace/files", nil)
+	wantError(t, sc, "beyond the rate", r, 429, openwop.CodeRateLimited)
+	if d, _ := r.json["details"].(map[string]any); d["retryAfter"] == nil {
+		t.Fatalf("no retryAfter: %s", r.body)
 	}
 }
