@@ -83,5 +83,3 @@ func parseVersion(raw string) (int64, *Error) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-func urlUnescape(s string) (string, error) { return url.PathUnescape(s) }

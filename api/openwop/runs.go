@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -138,7 +139,7 @@ func (h *Handler) serveRuns(w http.ResponseWriter, r *http.Request, o Owner, res
 
 // decodeRunID decodes a run id once; anything that is not a run id is an unknown run.
 func decodeRunID(raw string) (string, *Error) {
-	id, err := urlUnescape(raw)
+	id, err := url.PathUnescape(raw)
 	if err != nil || !strings.HasPrefix(id, runPrefix) || len(id) > meta.MaxSnapshotNameBytes {
 		return "", runNotFound(raw)
 	}
