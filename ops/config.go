@@ -231,6 +231,12 @@ type Config struct {
 	// does not exist; when false, a missing bucket fails the start. YAML s3_create_bucket.
 	// Default true.
 	S3CreateBucket bool
+	// S3DirectReads lets clients read a one-segment, uncompressed file straight from the
+	// object store: REST `GET …/files/P?redirect` answers 307 to a presigned URL of its
+	// object (valid 5 minutes) instead of relaying the bytes. Only for an s3:// Blob that
+	// clients can reach at S3Endpoint; the URL names the bucket and object key. YAML
+	// s3_direct_reads. Default false.
+	S3DirectReads bool
 
 	// Cluster runs the node as a member of a replicated cluster (DESIGN.md §9): shards are
 	// Raft groups spread over the nodes, membership and placement live in etcd. It needs
@@ -845,6 +851,8 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.S3Region }),
 	boolSetting("S3CreateBucket", "s3_create_bucket", "create the s3:// bucket at start when missing (false: a missing bucket fails the start)",
 		func(c *Config) *bool { return &c.S3CreateBucket }),
+	boolSetting("S3DirectReads", "s3_direct_reads", "answer GET …?redirect of a one-segment uncompressed file with a 307 to a presigned object-store URL (clients must reach --s3-endpoint)",
+		func(c *Config) *bool { return &c.S3DirectReads }),
 	boolSetting("Cluster", "cluster", "run as a node of a replicated cluster (needs --blob s3://…, --etcd, --peer-listen)",
 		func(c *Config) *bool { return &c.Cluster }),
 	stringSetting("NodeID", "node_id", "cluster node id (default: the data directory's UUID)",

@@ -139,6 +139,13 @@ type Config struct {
 	// fill it with whole segments they fetched and verified; writes fill it with the
 	// segments they upload. nil (the default): no cache.
 	SegmentCache *cache.Cache
+	// DirectReads, when set, lets a reader fetch a one-segment body straight from the
+	// object store through a presigned URL (File.DirectURL, REST `?redirect`), for
+	// clients that can reach the store. nil (the default): every read goes through the
+	// node.
+	DirectReads blob.Presigner
+	// DirectReadExpiry is how long a direct-read URL stays valid. Default 5m.
+	DirectReadExpiry time.Duration
 	// MaxSnapshotsPerWorkbench caps the snapshots of one workbench that hold history
 	// (alive, or expired and still renewable); minting one more is ResourceExhausted.
 	// Default DefaultMaxSnapshotsPerWorkbench (256).
