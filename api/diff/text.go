@@ -111,9 +111,11 @@ type Side struct {
 
 // SideOf describes a body.
 func SideOf(body []byte) Side {
-	sum := sha256.Sum256(body)
-	return Side{Size: int64(len(body)), Digest: "sha256:" + hex.EncodeToString(sum[:])}
+	return Side{Size: int64(len(body)), Digest: digestURI(sha256.Sum256(body))}
 }
+
+// digestURI renders a SHA-256 as "sha256:<hex>".
+func digestURI(d [32]byte) string { return "sha256:" + hex.EncodeToString(d[:]) }
 
 // Op says what a line of a hunk is.
 type Op string

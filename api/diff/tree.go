@@ -20,10 +20,17 @@ type Version struct {
 	Size   int64  `json:"size_bytes"`
 }
 
-// Member is a path of a tree with its version.
+// Member is a path of a tree with its body's SHA-256 and size (raw, so that walking a
+// large tree allocates nothing per member; rows render the digest).
 type Member struct {
-	Path string
-	Version
+	Path   string
+	Digest [32]byte
+	Size   int64
+}
+
+// version renders a member's side of a row.
+func (m Member) version() *Version {
+	return &Version{Digest: digestURI(m.Digest), Size: m.Size}
 }
 
 // Change says how a path differs between two trees.
@@ -112,21 +119,18 @@ func Tree(old, new iter.Seq[Member], o TreeOptions) (TreePage, error) {
 		}
 		switch {
 		case c < 0:
-			v := a.Version
-			page.Rows = append(page.Rows, Row{Path: a.Path, Change: Removed, Old: &v})
+			page.Rows = append(page.Rows, Row{Path: a.Path, Change: Removed, Old: a.version()})
 			page.Last = a.Path
 			a, okA = nextOld()
 			scanned++
 		case c > 0:
-			v := b.Version
-			page.Rows = append(page.Rows, Row{Path: b.Path, Change: Added, New: &v})
+			page.Rows = append(page.Rows, Row{Path: b.Path, Change: Added, New: b.version()})
 			page.Last = b.Path
 			b, okB = nextNew()
 			scanned++
 		default:
 			if a.Digest != b.Digest {
-				va, vb := a.Version, b.Version
-				page.Rows = append(page.Rows, Row{Path: a.Path, Change: Changed, Old: &va, New: &vb})
+				page.Rows = append(page.Rows, Row{Path: a.Path, Change: Changed, Old: a.version(), New: b.version()})
 			}
 			page.Last = a.Path
 			a, okA = nextOld()

@@ -1,16 +1,21 @@
 package diff
 
 import (
+	"encoding/hex"
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"testing"
 )
 
 func seq(ms ...Member) iter.Seq[Member] { return slices.Values(ms) }
 
-func m(path, digest string, size int64) Member {
-	return Member{Path: path, Version: Version{Digest: digest, Size: size}}
+// m is a member whose digest is d repeated (rows show its digest's first hex byte).
+func m(path, d string, size int64) Member {
+	var dg [32]byte
+	copy(dg[:], []byte(strings.Repeat(d, 32)))
+	return Member{Path: path, Digest: dg, Size: size}
 }
 
 func TestTree(t *testing.T) {
@@ -27,15 +32,21 @@ func TestTree(t *testing.T) {
 	}
 }
 
+// shortDigest turns "sha256:<hex>" back into the letter m repeated.
+func shortDigest(uri string) string {
+	b, _ := hex.DecodeString(strings.TrimPrefix(uri, "sha256:")[:2])
+	return string(b)
+}
+
 func rowsText(rows []Row) []string {
 	var out []string
 	for _, r := range rows {
 		var o, n string
 		if r.Old != nil {
-			o = r.Old.Digest
+			o = shortDigest(r.Old.Digest)
 		}
 		if r.New != nil {
-			n = r.New.Digest
+			n = shortDigest(r.New.Digest)
 		}
 		out = append(out, fmt.Sprintf("%s %s %s->%s", r.Path, r.Change, o, n))
 	}

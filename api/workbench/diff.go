@@ -276,7 +276,7 @@ func (s *Service) diffStates(ctx context.Context, req DiffRequest) (Result, erro
 func members(view *meta.View, ws *meta.Workspace, after string) iter.Seq[diff.Member] {
 	return func(yield func(diff.Member) bool) {
 		view.Files(ws, after, func(p string, e *meta.Entry) bool {
-			return yield(diff.Member{Path: p, Version: diff.Version{Digest: DigestURI(e.Digest), Size: e.Size}})
+			return yield(diff.Member{Path: p, Digest: e.Digest, Size: e.Size})
 		})
 	}
 }
