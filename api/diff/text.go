@@ -354,7 +354,7 @@ func render(r *Result, a, b []string, blocks []block, o Options) {
 	}
 	hs := spans(blocks, o.Context, len(a), len(b))
 	r.HunkCount = len(hs)
-	w := &writer{budget: o.MaxBytes - markerReserve}
+	w := &writer{budget: o.MaxBytes - markerReserve, hunks: []Hunk{}}
 	w.header(o.OldLabel, "a", "---")
 	w.header(o.NewLabel, "b", "+++")
 	shown := 0
@@ -405,8 +405,8 @@ func (w *writer) hunk(h hunkSpan, a, b []string) bool {
 	w.body.Reset()
 	hk := Hunk{Lines: []Line{}}
 	oi, ni := h.o0, h.n0
-	add := func(op Op, raw string, last bool) bool {
-		if !w.line(&hk, op, raw, last) {
+	add := func(op Op, raw string) bool {
+		if !w.line(&hk, op, raw) {
 			return false
 		}
 		switch op {
@@ -423,23 +423,23 @@ func (w *writer) hunk(h hunkSpan, a, b []string) bool {
 	full := func() bool {
 		for _, bl := range h.blocks {
 			for ; oi < bl.o0; oi, ni = oi+1, ni+1 {
-				if !add(OpContext, a[oi], oi == len(a)-1 && ni == len(b)-1) {
+				if !add(OpContext, a[oi]) {
 					return false
 				}
 			}
 			for ; oi < bl.o1; oi++ {
-				if !add(OpDelete, a[oi], oi == len(a)-1) {
+				if !add(OpDelete, a[oi]) {
 					return false
 				}
 			}
 			for ; ni < bl.n1; ni++ {
-				if !add(OpInsert, b[ni], ni == len(b)-1) {
+				if !add(OpInsert, b[ni]) {
 					return false
 				}
 			}
 		}
 		for ; oi < h.o1; oi, ni = oi+1, ni+1 {
-			if !add(OpContext, a[oi], oi == len(a)-1 && ni == len(b)-1) {
+			if !add(OpContext, a[oi]) {
 				return false
 			}
 		}
@@ -466,9 +466,9 @@ func (w *writer) hunk(h hunkSpan, a, b []string) bool {
 
 // line writes one line of a hunk if it fits, cutting its text to the budget when it is
 // the first that does not (w.cut); false when nothing was written.
-func (w *writer) line(hk *Hunk, op Op, raw string, last bool) bool {
-	text := strings.TrimSuffix(raw, "\n")
-	l := Line{Op: op, NoNewline: !strings.HasSuffix(raw, "\n") && last}
+func (w *writer) line(hk *Hunk, op Op, raw string) bool {
+	text, ended := strings.CutSuffix(raw, "\n")
+	l := Line{Op: op, NoNewline: !ended} // only a side's last line can lack the newline
 	room := w.budget - 2
 	if l.NoNewline {
 		room -= len(noNewlineMarker) + 1
