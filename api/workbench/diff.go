@@ -16,6 +16,8 @@ const (
 	// DiffMaxOutputBytes bounds a file diff's unified text (the structured hunks hold the
 	// same lines).
 	DiffMaxOutputBytes = diff.DefaultMaxBytes
+	// MaxDiffContext bounds DiffRequest.Context (lines).
+	MaxDiffContext = diff.MaxContext
 	// DefaultDiffLimit and MaxDiffLimit bound a page of a state diff.
 	DefaultDiffLimit = diff.DefaultTreeLimit
 	MaxDiffLimit     = diff.MaxTreeLimit
@@ -99,8 +101,8 @@ func (s *Service) diffFile(ctx context.Context, req DiffRequest) (Result, error)
 	if req.Context != nil {
 		opts.Context = *req.Context
 	}
-	if opts.Context < 0 || opts.Context > diff.MaxContext {
-		return nil, invalidArgument("context", "must be between 0 and %d", diff.MaxContext)
+	if opts.Context < 0 || opts.Context > MaxDiffContext {
+		return nil, invalidArgument("context", "must be between 0 and %d", MaxDiffContext)
 	}
 	opts.OldLabel, opts.NewLabel = req.Path+"@"+req.From.String(), req.Path+"@"+req.To.String()
 	var entries [2]*meta.Entry
