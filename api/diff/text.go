@@ -213,8 +213,9 @@ func Text(old, new []byte, o Options) (*Result, error) {
 		r.Identical = true
 		return r, nil
 	}
-	a, b := splitLines(string(old)), splitLines(string(new))
-	blocks, approx, ok := changedBlocks(a, b, o)
+	ta, tb := string(old), string(new)
+	a, b := splitLines(ta), splitLines(tb)
+	blocks, approx, ok := changedBlocks(ta, tb, a, b, o)
 	if !ok {
 		return Summary(r.Old, r.New, ReasonTooManyLines), nil
 	}
@@ -267,7 +268,7 @@ type block struct{ o0, o1, n0, n1 int }
 // trailing lines are set aside first; the rest goes through go-diff's line mode (each
 // distinct line becomes one rune, Myers bisection over the runes with a deadline). ok is
 // false when the rest has more than o.MaxLines lines.
-func changedBlocks(a, b []string, o Options) (blocks []block, approx, ok bool) {
+func changedBlocks(textA, textB string, a, b []string, o Options) (blocks []block, approx, ok bool) {
 	pre := 0
 	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
 		pre++
@@ -288,7 +289,7 @@ func changedBlocks(a, b []string, o Options) (blocks []block, approx, ok bool) {
 	}
 	dmp := diffmatchpatch.New()
 	dmp.DiffTimeout = o.Timeout
-	charsA, charsB, _ := dmp.DiffLinesToChars(strings.Join(midA, ""), strings.Join(midB, ""))
+	charsA, charsB, _ := dmp.DiffLinesToChars(middle(textA, a, pre, suf), middle(textB, b, pre, suf))
 	started := time.Now()
 	diffs := dmp.DiffMain(charsA, charsB, false)
 	approx = time.Since(started) >= o.Timeout
@@ -320,6 +321,19 @@ func changedBlocks(a, b []string, o Options) (blocks []block, approx, ok bool) {
 	}
 	flush()
 	return blocks, approx, true
+}
+
+// middle returns the part of text (split into lines) between its first pre and last suf
+// lines, as a substring (no copy).
+func middle(text string, lines []string, pre, suf int) string {
+	from, to := 0, len(text)
+	for _, l := range lines[:pre] {
+		from += len(l)
+	}
+	for _, l := range lines[len(lines)-suf:] {
+		to -= len(l)
+	}
+	return text[from:to]
 }
 
 // hunkSpan is a run of blocks shown as one hunk: old lines [o0, o1), new [n0, n1),
