@@ -3,6 +3,7 @@ package workbench
 import (
 	"context"
 	"iter"
+	"strconv"
 
 	"github.com/cairnstore/cairn/api/diff"
 	"github.com/cairnstore/cairn/meta"
@@ -227,18 +228,25 @@ func (s *Service) diffStates(ctx context.Context, req DiffRequest) (Result, erro
 	if err != nil {
 		return nil, err
 	}
-	// The fence is the live workbench's revision when a side is live (0: both sides are
-	// frozen), so a later page never mixes two live states.
+	// The cursor binds both sides as given and, for a frozen side, the version it resolved
+	// to (a snapshot name minted again between pages names another version). Its fence is
+	// the live workbench's revision when a side is live (0: both sides are frozen), so a
+	// later page never mixes two live states.
 	var fence uint64
+	args := ""
 	for _, p := range []struct {
-		d  DiffSide
-		ws *meta.Workspace
-	}{{req.From, oldWS}, {req.To, newWS}} {
+		d    DiffSide
+		view *meta.View
+		ws   *meta.Workspace
+	}{{req.From, oldView, oldWS}, {req.To, newView, newWS}} {
+		args += p.d.String() + "\x00"
 		if p.d.Kind == SideLive {
 			fence = p.ws.Revision
+		} else {
+			args += strconv.FormatUint(p.view.Version(), 10)
 		}
+		args += "\x00"
 	}
-	args := req.From.String() + " " + req.To.String()
 	after := ""
 	if req.Cursor != "" {
 		cur, cerr := s.cursors.decode(ctx, req.Cursor, "diff", req.Agent, req.Workbench, "")
