@@ -228,6 +228,25 @@ func TestDiffStatesPaged(t *testing.T) {
 			t.Fatalf("err = %v, want InvalidArguments", err)
 		}
 	})
+	t.Run("a cursor of a snapshot name minted again is refused", func(t *testing.T) {
+		snap := func() {
+			if _, err := svc.ToolSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("again")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		snap()
+		req := workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "commit:"+c1), To: side(t, "snapshot:again"), Limit: 1}
+		r, err := svc.Diff(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, svc, "input/later2", "x")
+		snap()
+		req.Cursor = r["next_cursor"].(string)
+		if _, err := svc.Diff(ctx, req); codeOf(err) != workbench.CodeInvalidArguments {
+			t.Fatalf("err = %v, want InvalidArguments", err)
+		}
+	})
 	t.Run("a generation side needs a path", func(t *testing.T) {
 		_, err := svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "generation:3")})
 		if codeOf(err) != workbench.CodeInvalidArguments {
