@@ -26,10 +26,11 @@ const (
 	// page of a large, mostly unchanged workbench costs bounded time; such a page may hold
 	// fewer rows than the limit, with a next_cursor.
 	diffScanPerPage = diff.DefaultMaxScan
-	// diffBytesPerInputByte estimates a text diff's memory per byte of its two sides (the
-	// strings, line tables and go-diff's rune sequences; BenchmarkText10MiB allocates
-	// about 6 bytes per input byte).
-	diffBytesPerInputByte = 6
+	// diffBytesPerInputByte estimates a text diff's memory per byte of its two sides: the
+	// bodies, their strings, line tables and go-diff's rune sequences (BenchmarkDiffFile10MiB
+	// allocates about 8 bytes per input byte in all, read buffers included; fewer are live
+	// at once).
+	diffBytesPerInputByte = 8
 )
 
 // DiffRequest asks for a diff between two sides of one workbench (DiffSide). With a Path
@@ -205,9 +206,9 @@ func (s *Service) loadBody(ctx context.Context, agent string, e *meta.Entry) ([]
 
 // diffStates pages the paths that differ between two workbench states.
 func (s *Service) diffStates(ctx context.Context, req DiffRequest) (Result, error) {
-	for field, side := range map[string]DiffSide{"from": req.From, "to": req.To} {
+	for i, side := range []DiffSide{req.From, req.To} {
 		if side.Kind == SideGeneration {
-			return nil, invalidArgument(field, "generation:<N> names a version of one file; give path, or compare live, snapshot or commit states")
+			return nil, invalidArgument([]string{"from", "to"}[i], "generation:<N> names a version of one file; give path, or compare live, snapshot or commit states")
 		}
 	}
 	if req.Context != nil {
