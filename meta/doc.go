@@ -19,7 +19,7 @@
 //   - Restore replaces all state; Snapshot streams it without one giant allocation, in the
 //     oldest snapshot format that holds the state, so that a replica of the previous
 //     release can install it during a rolling upgrade until a command only the newer
-//     format holds (a quota, a backup hold, a workbench deletion) was applied.
+//     format holds (a quota, a backup hold, a workbench deletion, a proposal) was applied.
 //   - Attribution comes from the command: every revision (Entry), workbench revision,
 //     snapshot, commit and restore record names the Producer (principal id and surface) of
 //     the command that made it (Header.Principal, Header.Surface), except the revisions a
