@@ -285,6 +285,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		h.list(w, r, agent, id)
 		return "list"
 	case len(segs) >= 4 && segs[3] != "files":
+		if route, ok := h.proposals(w, r, agent, id, segs[3:]); ok { // proposals.go
+			return route
+		}
 		if route, ok := h.workbenchTool(w, r, agent, id, segs[3:]); ok {
 			return route
 		}
