@@ -59,6 +59,8 @@ var cairnTools = []toolDef{
 	},
 }
 
+func init() { cairnTools = append(cairnTools, proposalTools...) } // proposals.go
+
 // NewCairnServer returns an MCP server of the cairn profile bound to one agent root, with
 // the same conventions as NewServer (schema validation, envelopes, UnknownTool).
 func NewCairnServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {
