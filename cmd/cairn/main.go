@@ -56,6 +56,7 @@ func newCLI() *cobra.Command {
 	addFileCommands(root)
 	addWorkbenchCommands(root)
 	addLifecycleCommands(root)
+	addProposalCommands(root) // proposals.go
 	addServerCommands(root)
 	addAdminCommands(root)
 	return root
