@@ -323,6 +323,9 @@ func (s *Service) Decide(ctx context.Context, agent string, in DecideInput) (Res
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
+	if err := mayWrite(ctx, agent); err != nil { // an accept writes the file
+		return nil, err
+	}
 	if err := mayDo(ctx, agent, auth.ScopeReview, "review proposals of"); err != nil {
 		return nil, err
 	}
