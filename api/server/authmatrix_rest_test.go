@@ -51,7 +51,7 @@ func fillRoute(route, agent string) string {
 type restFixture struct {
 	*matrix
 	snapID, opID, commitID string
-	proposalID             string // a pending proposal of root a's w
+	proposalID             string            // a pending proposal of root a's w
 	cursors                map[string]string // route kind → a first page's next_cursor, minted in root a by the admin key
 	cursorTargets          map[string]func(agent, cursor string) (method, target, body string)
 }
