@@ -205,6 +205,7 @@ func (n *Node) open(ctx context.Context) error {
 	adminRoutes := keyRoutes(n.keys)
 	if cfg.Cluster {
 		adminRoutes[ClusterStatusPath] = http.HandlerFunc(n.serveStatus)
+		adminRoutes[LeavingPath] = http.HandlerFunc(n.serveLeaving)
 	}
 	mcpMetrics, err := mcp.NewMetrics(n.registry)
 	if err != nil {
