@@ -74,6 +74,12 @@ func TestProposalAcceptPublishesTheProposedBytesAtTheBase(t *testing.T) {
 		j.Disposition != DispositionAccept || j.SubmissionID != "s1" || j.ContextDigest != p.ContextDigest || r.Proposal.State != ProposalAccepted {
 		t.Fatalf("judgment %+v", j)
 	}
+	if byID, err := h.f.View().ProposalByID("a", p.ID); err != nil || byID.State != ProposalAccepted {
+		t.Fatalf("by id: %v %v", byID, err)
+	}
+	if _, err := h.f.View().ProposalByID("a", "0123"); CodeOf(err) != CodeNotFound {
+		t.Fatalf("unknown id: %v", err)
+	}
 	js, _, err := h.f.View().Judgments("a", "w", "doc.md", 0, 10)
 	if err != nil || len(js) != 1 || js[0].ProposalID != p.ID {
 		t.Fatalf("judgments %v %v", js, err)

@@ -1,6 +1,9 @@
 package meta
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Views of proposals and judgments (proposal.go has the rules).
 
@@ -18,6 +21,16 @@ func (v *View) Proposal(agent, ws, id string) (*Proposal, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// ProposalByID returns proposal id of agent's root whatever its workbench (ids are unique
+// per root), while that workbench's incarnation lives. NotFound as Proposal.
+func (v *View) ProposalByID(agent, id string) (*Proposal, error) {
+	p, ok := v.st.props.byID.Get(proposalKey(agent, id))
+	if !ok {
+		return nil, &Error{Code: CodeNotFound, Field: "proposal_id", Message: "no proposal " + strconv.Quote(id) + " exists"}
+	}
+	return v.Proposal(agent, p.Workspace, id)
 }
 
 // Proposals lists the kept proposals of workbench ws in creation order, strictly after
