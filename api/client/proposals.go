@@ -106,12 +106,8 @@ func (c *Client) GetProposal(ctx context.Context, agent, wb, id string, body boo
 	if body {
 		u += "?include_body=true"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	raw, err := c.getRaw(ctx, u)
 	if err != nil {
-		return nil, err
-	}
-	var raw json.RawMessage
-	if err := c.doJSON(req, &raw); err != nil {
 		return nil, err
 	}
 	return decodeProposal(raw)
@@ -135,12 +131,8 @@ func (c *Client) ListProposals(ctx context.Context, agent, wb string, q Proposal
 	if len(v) > 0 {
 		u += "?" + v.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	raw, err := c.getRaw(ctx, u)
 	if err != nil {
-		return nil, err
-	}
-	var raw json.RawMessage
-	if err := c.doJSON(req, &raw); err != nil {
 		return nil, err
 	}
 	out := &ProposalList{Raw: raw}
@@ -158,6 +150,19 @@ func (c *Client) Decide(ctx context.Context, agent, wb, id string, req DecideReq
 		return nil, err
 	}
 	return decodeProposal(raw)
+}
+
+// getRaw GETs u and returns its JSON result object.
+func (c *Client) getRaw(ctx context.Context, u string) (json.RawMessage, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	var raw json.RawMessage
+	if err := c.doJSON(req, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }
 
 func decodeProposal(raw json.RawMessage) (*Proposal, error) {
