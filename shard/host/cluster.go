@@ -258,8 +258,9 @@ func (h *Host) publishHints(ctx context.Context, list map[int]*shard.Shard) {
 }
 
 // fixAddresses updates, in shard id's Raft configuration, the address of every member
-// that registered a different peer address (a node restarted on another port): without
-// it the leader would keep dialling the old one.
+// that registered a different peer address (a node restarted on another port, or this
+// node's own entry in a shard restored from a backup): without it a leader would keep
+// dialling the old one.
 func (h *Host) fixAddresses(ctx context.Context, id int, r *shard.Shard) {
 	members, err := r.Configuration()
 	if err != nil {
@@ -268,7 +269,7 @@ func (h *Host) fixAddresses(ctx context.Context, id int, r *shard.Shard) {
 	nodes := *h.cluster.nodes.Load()
 	for _, m := range members {
 		info, ok := nodes[m.ID]
-		if !ok || info.PeerAddr == "" || info.PeerAddr == m.Address || m.ID == h.cfg.NodeID {
+		if !ok || info.PeerAddr == "" || info.PeerAddr == m.Address {
 			continue
 		}
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
