@@ -160,7 +160,8 @@ func (s *Service) Propose(ctx context.Context, agent string, in ProposeInput) (R
 		return nil, werr
 	}
 	defer done()
-	body, err := s.ingest(ctx, agent, bytes.NewReader(data), int64(len(data)), nil)
+	// Redacted as every write is (redact.go): the stored proposal is what an accept publishes.
+	body, err := s.ingestBody(ctx, agent, bytes.NewReader(data), int64(len(data)), nil)
 	if err != nil {
 		return nil, err
 	}
