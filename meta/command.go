@@ -323,6 +323,11 @@ type Result struct {
 	// Ordinal is the path's version number after a Put, Append or Delete (the new
 	// element's Ordinal, records.go): what OpenWOP host.workspace calls its version.
 	Ordinal uint64 `cbor:"21,keyasint,omitempty"`
+	// Proposal and Judgment answer ProposalCreate and ProposalDecide; Superseded names the
+	// proposal a create superseded (proposal.go).
+	Proposal   *Proposal `cbor:"24,keyasint,omitempty"`
+	Judgment   *Judgment `cbor:"25,keyasint,omitempty"`
+	Superseded string    `cbor:"26,keyasint,omitempty"`
 }
 
 type envelope struct {
@@ -470,6 +475,8 @@ func DecodeCommand(data []byte) (Header, Body, error) {
 		var c PurgeRoot
 		err = decMode.Unmarshal(env.Body, &c)
 		b = c
+	case OpProposalCreate, OpProposalDecide:
+		b, err = decodeProposalCommand(env.Op, env.Body)
 	default:
 		return Header{}, nil, invalidArg("command", "unknown op %d", env.Op)
 	}
@@ -525,6 +532,10 @@ func opName(op Op) string {
 		return "delete-workspace"
 	case OpPurgeRoot:
 		return "purge-root"
+	case OpProposalCreate:
+		return "proposal-create"
+	case OpProposalDecide:
+		return "proposal-decide"
 	}
 	return fmt.Sprintf("op-%d", op)
 }

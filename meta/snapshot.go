@@ -13,8 +13,8 @@ import (
 // SnapshotFormat is the newest version of the snapshot stream this binary writes (WriteTo
 // writes the oldest one that holds the state). Format 2 added the usage, quota and backup
 // hold records and the purge steps of deleted workbenches; a format-1 stream restores with
-// its usage recomputed.
-const SnapshotFormat = 2
+// its usage recomputed. Format 3 added the proposal records (proposal.go).
+const SnapshotFormat = 3
 
 // Snapshot is a point-in-time copy of an FSM's state, taken in O(1); writing it streams
 // record by record.
@@ -79,6 +79,7 @@ type snapRecord struct {
 	Backup    *BackupHoldRecord  `cbor:"32,keyasint,omitempty"`
 	Usage     *Usage             `cbor:"14,keyasint,omitempty"`
 	Quota     *Quota             `cbor:"15,keyasint,omitempty"`
+	Proposal  *Proposal          `cbor:"35,keyasint,omitempty"`
 }
 
 // WriteTo streams the snapshot to w as a sequence of CBOR records (header, records in key
@@ -90,13 +91,17 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	return s.writeFormat(w, formatFor(s.st))
 }
 
-// formatFor returns 1 while st holds nothing format 2 added (backup holds, quotas, the
-// purge steps of a deleted workbench: a format-1 reader would fail on the first two and
-// drop the last), else SnapshotFormat. The usage records are left out of format 1: a
+// formatFor returns 3 while st holds a proposal (a format-2 reader would fail on it),
+// else 1 while st holds nothing format 2 added (backup holds, quotas, the purge steps of
+// a deleted workbench: a format-1 reader would fail on the first two and drop the last),
+// else 2. The usage records are left out of format 1: a
 // format-1 stream restores with its usage recomputed, equal by the usage invariant.
 func formatFor(st *state) uint16 {
+	if st.props.byID.Len() > 0 {
+		return 3
+	}
 	if st.backups.Len() > 0 || st.quotas.Len() > 0 {
-		return SnapshotFormat
+		return 2
 	}
 	purging := false
 	st.retention.Scan(func(_, v string) bool {
@@ -104,12 +109,12 @@ func formatFor(st *state) uint16 {
 		return !purging
 	})
 	if purging {
-		return SnapshotFormat
+		return 2
 	}
 	return 1
 }
 
-// writeFormat is WriteTo in the given format (1 or SnapshotFormat).
+// writeFormat is WriteTo in the given format (1..SnapshotFormat).
 func (s *Snapshot) writeFormat(w io.Writer, format uint16) (int64, error) {
 	cw := &countingWriter{w: bufio.NewWriterSize(w, 64<<10)}
 	enc := encMode.NewEncoder(cw)
@@ -172,6 +177,9 @@ func (s *Snapshot) writeFormat(w io.Writer, format uint16) (int64, error) {
 	st.quotas.Scan(func(k string, v Quota) bool {
 		return err == nil && emit(snapRecord{T: recQuota, K: []byte(k), Quota: &v})
 	})
+	st.props.byID.Scan(func(k string, v *Proposal) bool {
+		return err == nil && format >= 3 && emit(snapRecord{T: recProposal, K: []byte(k), Proposal: v})
+	})
 	if err != nil {
 		return cw.n, err
 	}
@@ -222,6 +230,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		switch rec.T {
 		case recEnd:
 			st.rebuildHistory()
+			st.props.rebuild()
 			if h.Format < 2 {
 				st.rebuildHeldSnapshots()
 				st.usage = st.recomputeUsage()
@@ -285,6 +294,9 @@ func readSnapshot(r io.Reader) (*state, error) {
 			if !missing {
 				st.quotas.Set(string(rec.K), *rec.Quota)
 			}
+		case recProposal:
+			missing = rec.Proposal == nil
+			st.props.byID.Set(string(rec.K), rec.Proposal)
 		default:
 			return nil, fmt.Errorf("snapshot record %d: unknown tag %d", n, rec.T)
 		}

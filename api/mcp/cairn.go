@@ -60,6 +60,8 @@ var cairnTools = []toolDef{
 	diffTool,
 }
 
+func init() { cairnTools = append(cairnTools, proposalTools...) } // proposals.go
+
 // NewCairnServer returns an MCP server of the cairn profile bound to one agent root, with
 // the same conventions as NewServer (schema validation, envelopes, UnknownTool).
 func NewCairnServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {

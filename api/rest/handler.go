@@ -288,6 +288,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		h.diff(w, r, agent, id)
 		return "diff"
 	case len(segs) >= 4 && segs[3] != "files":
+		if route, ok := h.proposals(w, r, agent, id, segs[3:]); ok { // proposals.go
+			return route
+		}
 		if route, ok := h.workbenchTool(w, r, agent, id, segs[3:]); ok {
 			return route
 		}

@@ -71,6 +71,14 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/admin/quota", "GET"},
 	{"/v1/admin/quota", "PUT"},
 	{"/v1/admin/purge", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/proposals", "POST"}, // proposals.go: created before it is read and decided
+	{"/v1/agents/{agent}/workbenches/{id}/proposals", "GET"},
+	{"/v1/agents/{agent}/workbenches/{id}/proposals", "HEAD"},
+	{"/v1/agents/{agent}/workbenches/{id}/proposals/{proposal_id}", "GET"},
+	{"/v1/agents/{agent}/workbenches/{id}/proposals/{proposal_id}", "HEAD"},
+	{"/v1/agents/{agent}/workbenches/{id}/proposals/{proposal_id}/decision", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/judgments", "GET"},
+	{"/v1/agents/{agent}/workbenches/{id}/judgments", "HEAD"},
 	{"/v1/agents/{agent}/workbenches/{id}", "DELETE"}, // after the file DELETE: it removes the workbench
 }
 
@@ -78,19 +86,21 @@ var servedRoutes = []struct{ path, method string }{
 // order the route table test sends them (the snapshot exists before it is renewed,
 // restored from and retired).
 var toolBodies = map[string]string{
-	"/v1/agents/{agent}/workbenches/{id}/commit":           `{"manifest":{"run":1},"content_digest_uri":"sha256:` + strings.Repeat("a", 64) + `"}`,
-	"/v1/agents/{agent}/workbenches/{id}/grep":             `{"pattern":"x","recursive":true}`,
-	"/v1/agents/{agent}/workbenches/{id}/snapshots":        `{"name":"s1"}`,
-	"/v1/agents/{agent}/workbenches/{id}/snapshots/renew":  `{"name":"s1","ttl_days":9}`,
-	"/v1/agents/{agent}/workbenches/{id}/restore":          `{"destination_id":"w2","at_snapshot":"s1"}`,
-	"/v1/agents/{agent}/workbenches/{id}/snapshots/retire": `{"name":"s1"}`,
-	"/v1/agents/{agent}/search":                            `{"predicates":[{"field":"artifact.ext","op":"eq","value":"txt"}]}`,
-	"/v1/agents/{agent}/aggregate":                         `{"measures":[{"name":"n","op":"count"}]}`,
-	"/v1/agents/{agent}/catalog":                           `{}`,
-	"/v1/agents/{agent}/find":                              `{"committed":true}`,
-	"/v1/admin/gc":                                         `{"dry_run":true}`,
-	"/v1/admin/quota":                                      `{"agent":"a","max_files":1000}`,
-	"/v1/admin/purge":                                      `{"agent":"other"}`,
+	"/v1/agents/{agent}/workbenches/{id}/commit":                           `{"manifest":{"run":1},"content_digest_uri":"sha256:` + strings.Repeat("a", 64) + `"}`,
+	"/v1/agents/{agent}/workbenches/{id}/grep":                             `{"pattern":"x","recursive":true}`,
+	"/v1/agents/{agent}/workbenches/{id}/snapshots":                        `{"name":"s1"}`,
+	"/v1/agents/{agent}/workbenches/{id}/snapshots/renew":                  `{"name":"s1","ttl_days":9}`,
+	"/v1/agents/{agent}/workbenches/{id}/restore":                          `{"destination_id":"w2","at_snapshot":"s1"}`,
+	"/v1/agents/{agent}/workbenches/{id}/snapshots/retire":                 `{"name":"s1"}`,
+	"/v1/agents/{agent}/search":                                            `{"predicates":[{"field":"artifact.ext","op":"eq","value":"txt"}]}`,
+	"/v1/agents/{agent}/aggregate":                                         `{"measures":[{"name":"n","op":"count"}]}`,
+	"/v1/agents/{agent}/catalog":                                           `{}`,
+	"/v1/agents/{agent}/find":                                              `{"committed":true}`,
+	"/v1/admin/gc":                                                         `{"dry_run":true}`,
+	"/v1/admin/quota":                                                      `{"agent":"a","max_files":1000}`,
+	"/v1/admin/purge":                                                      `{"agent":"other"}`,
+	"/v1/agents/{agent}/workbenches/{id}/proposals":                        `{"path":"input/proposed.txt","text":"p","request_id":"route-1"}`,
+	"/v1/agents/{agent}/workbenches/{id}/proposals/{proposal_id}/decision": `{"disposition":"reject","submission_id":"route-s1"}`,
 }
 
 // wireCodes are the stable error codes of WORKBENCH.md §Errors.
@@ -338,7 +348,8 @@ func TestOpenAPIErrorEnvelopeSchema(t *testing.T) {
 
 // concrete turns a documented path into a request path.
 func concrete(p string) string {
-	r := strings.NewReplacer("{agent}", "a", "{id}", "w", "{path}", "input/dir/x.txt", "{operation_id}", strings.Repeat("0", 64))
+	r := strings.NewReplacer("{agent}", "a", "{id}", "w", "{path}", "input/dir/x.txt", "{operation_id}", strings.Repeat("0", 64),
+		"{proposal_id}", meta.ProposalID("a", "w", "input/proposed.txt", "route-1")) // toolBodies' proposal
 	return r.Replace(p)
 }
 
@@ -371,6 +382,7 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 		"GET /v1/agents/{agent}/restores/{operation_id}":     404, // no such operation: the route answers with the envelope
 		"GET /v1/agents/{agent}/workbenches/{id}/diff":       400, // no from: the route answers with the envelope
 		"HEAD /v1/agents/{agent}/workbenches/{id}/diff":      400,
+		"POST /v1/agents/{agent}/workbenches/{id}/proposals": 201,
 	}
 	ordered := slices.Clone(servedRoutes)
 	slices.SortStableFunc(ordered, func(a, b struct{ path, method string }) int { // DELETE last

@@ -57,6 +57,7 @@ func newCLI() *cobra.Command {
 	addWorkbenchCommands(root)
 	root.AddCommand(newDiffCommand())
 	addLifecycleCommands(root)
+	addProposalCommands(root) // proposals.go
 	addServerCommands(root)
 	addAdminCommands(root)
 	return root
