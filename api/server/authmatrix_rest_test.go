@@ -198,6 +198,8 @@ func (f *restFixture) requests() []restRequest {
 		{route: wb + "/proposals/{proposal_id}", method: "HEAD", target: a + "/proposals/" + f.proposalID},
 		{route: wb + "/judgments", method: "GET", target: a + "/judgments"},
 		{route: wb + "/judgments", method: "HEAD", target: a + "/judgments"},
+		{route: wb + "/diff", method: "GET", target: a + "/diff?path=input/dir/x.txt&from=live"},
+		{route: wb + "/diff", method: "HEAD", target: a + "/diff?from=live"},
 	}
 	route := map[string]string{"list": wb + "/list", "snapshots": wb + "/snapshots", "search": "/v1/agents/{agent}/search",
 		"find": "/v1/agents/{agent}/find", "grep": wb + "/grep"}
