@@ -19,7 +19,8 @@ const CodeUpgradeInProgress Code = "UpgradeInProgress"
 //   - 1: the ops of the first released log (Op 1 to 17, OpAssignRoot): files,
 //     snapshots, commits, restores, compaction, GC, placement.
 //   - 2: everything after: quotas (OpSetQuota), workbench delete and root purge
-//     (OpDeleteWorkspace, OpPurgeRoot), backup holds (OpBackupHold, OpBackupRelease), and
+//     (OpDeleteWorkspace, OpPurgeRoot), backup holds (OpBackupHold, OpBackupRelease),
+//     proposals (OpProposalCreate, OpProposalDecide), and
 //     the ops added since in the same release (listed in OpVersion).
 //
 // Every new op must be listed in OpVersion (a test fails otherwise); a release that adds
@@ -34,7 +35,7 @@ func OpVersion(op Op) int {
 	case op >= OpCreateRoot && op <= OpAssignRoot:
 		return 1
 	case op == OpSetQuota, op == OpDeleteWorkspace, op == OpPurgeRoot, op == OpBackupHold, op == OpBackupRelease,
-		op == OpSetRetention:
+		op == OpSetRetention, op == OpProposalCreate, op == OpProposalDecide:
 		return 2
 	}
 	return ClusterVersion + 1

@@ -328,6 +328,11 @@ type Result struct {
 	// afterwards; RetentionDefault says it is the node default (retention.go).
 	Retention        *Retention `cbor:"22,keyasint,omitempty"`
 	RetentionDefault bool       `cbor:"23,keyasint,omitempty"`
+	// Proposal and Judgment answer ProposalCreate and ProposalDecide; Superseded names the
+	// proposal a create superseded (proposal.go).
+	Proposal   *Proposal `cbor:"24,keyasint,omitempty"`
+	Judgment   *Judgment `cbor:"25,keyasint,omitempty"`
+	Superseded string    `cbor:"26,keyasint,omitempty"`
 }
 
 type envelope struct {
@@ -479,6 +484,8 @@ func DecodeCommand(data []byte) (Header, Body, error) {
 		var c SetRetention
 		err = decMode.Unmarshal(env.Body, &c)
 		b = c
+	case OpProposalCreate, OpProposalDecide:
+		b, err = decodeProposalCommand(env.Op, env.Body)
 	default:
 		return Header{}, nil, invalidArg("command", "unknown op %d", env.Op)
 	}
@@ -536,6 +543,10 @@ func opName(op Op) string {
 		return "purge-root"
 	case OpSetRetention:
 		return "set-retention"
+	case OpProposalCreate:
+		return "proposal-create"
+	case OpProposalDecide:
+		return "proposal-decide"
 	}
 	return fmt.Sprintf("op-%d", op)
 }

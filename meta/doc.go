@@ -19,7 +19,7 @@
 //   - Restore replaces all state; Snapshot streams it without one giant allocation, in the
 //     oldest snapshot format that holds the state, so that a replica of the previous
 //     release can install it during a rolling upgrade until a command only the newer
-//     format holds (a quota, a backup hold, a workbench deletion) was applied.
+//     format holds (a quota, a backup hold, a workbench deletion, a proposal) was applied.
 //   - Attribution comes from the command: every revision (Entry), workbench revision,
 //     snapshot, commit and restore record names the Producer (principal id and surface) of
 //     the command that made it (Header.Principal, Header.Surface), except the revisions a
@@ -38,6 +38,11 @@
 //   - Deleting a workbench frees its name at once; its incarnation's records go in bounded
 //     retention steps that release their blob references (purge.go). No record of a
 //     deleted incarnation ever resolves under a new workbench of the same name.
+//   - Proposals are records of their own (proposal.go): nothing of one reaches the path
+//     chains, directory counters or secondary index until a decision accepts it, as one
+//     compare-and-swap publish at its base generation in the same command. While kept, its
+//     body's blobs hold references and its evidence holds pin history, so neither is
+//     collected or pruned; exactly one decision is ever recorded per proposal.
 //
 // meta imports nothing else of Cairn's; the shard package feeds it Raft log entries and the
 // api package reads it through Views.

@@ -59,6 +59,9 @@ type Error struct {
 	Limit     int64  `cbor:"12,keyasint,omitempty"`
 	Used      int64  `cbor:"13,keyasint,omitempty"`
 	Requested int64  `cbor:"14,keyasint,omitempty"`
+	// Reason tells Conflicts of proposals and decisions apart (proposal.go: "stale",
+	// "already_decided", "submission_reused", "request_reused").
+	Reason string `cbor:"24,keyasint,omitempty"`
 }
 
 func (e *Error) Error() string {

@@ -41,12 +41,22 @@ type Options struct {
 	// digits; root uids name blob namespaces, DESIGN.md §8). Shards that share one object
 	// store must use distinct prefixes, so two roots never share a namespace. Default "r".
 	RootUIDPrefix string
+	// ProposalPendingTTL is how long (command time) an undecided proposal is kept before it
+	// expires (proposal.go). Default 30 days.
+	ProposalPendingTTL time.Duration
+	// ProposalRetention is how long (command time) a decided or superseded proposal and
+	// its judgment are kept after the decision. Default 30 days.
+	ProposalRetention time.Duration
+	// ProposalsMaxPerRoot bounds the proposals (pending and decided) one agent root keeps.
+	// Default 10,000.
+	ProposalsMaxPerRoot int
 }
 
 // DefaultOptions returns the defaults documented on Options.
 func DefaultOptions() Options {
 	return Options{RetentionWindow: 24 * time.Hour, DedupeMaxPerRoot: 100_000, RetentionBatch: 64, SnapshotGrace: time.Hour,
-		History: DefaultRetention()}
+		History:            DefaultRetention(),
+		ProposalPendingTTL: 30 * 24 * time.Hour, ProposalRetention: 30 * 24 * time.Hour, ProposalsMaxPerRoot: 10_000}
 }
 
 func (o Options) withDefaults() Options {
@@ -62,6 +72,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SnapshotGrace <= 0 {
 		o.SnapshotGrace = d.SnapshotGrace
+	}
+	if o.ProposalPendingTTL <= 0 {
+		o.ProposalPendingTTL = d.ProposalPendingTTL
+	}
+	if o.ProposalRetention <= 0 {
+		o.ProposalRetention = d.ProposalRetention
+	}
+	if o.ProposalsMaxPerRoot <= 0 {
+		o.ProposalsMaxPerRoot = d.ProposalsMaxPerRoot
 	}
 	if o.RootUIDPrefix == "" {
 		o.RootUIDPrefix = "r"
@@ -207,6 +226,10 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		res = a.purgeRoot(b)
 	case SetRetention:
 		res = a.setRetention(b)
+	case ProposalCreate:
+		res = a.proposalCreate(b)
+	case ProposalDecide:
+		res = a.proposalDecide(b)
 	default:
 		res = Result{Err: invalidArg("command", "unsupported body %T", body)}
 	}
@@ -263,6 +286,10 @@ func bodyAgent(b Body) string {
 	case PurgeRoot:
 		return b.Agent
 	case SetRetention:
+		return b.Agent
+	case ProposalCreate:
+		return b.Agent
+	case ProposalDecide:
 		return b.Agent
 	}
 	return ""
@@ -875,6 +902,8 @@ func (a *applier) runRetention() {
 			a.purgeStep(x)
 		case retainRootReprune:
 			a.rootRepruneStep(x)
+		case retainProposal:
+			a.retireProposal(x)
 		case retainRestore:
 			if op, ok := s.restores.Get(x); ok && op.State == RestoreComplete {
 				s.restores.Delete(x)

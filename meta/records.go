@@ -123,6 +123,9 @@ type Entry struct {
 	// Producer wrote this revision (zero: unknown, older logs). A compaction keeps it (same
 	// revision); a restore copy is a new revision, written by the restore's producer.
 	Producer Producer `cbor:"11,keyasint,omitempty"`
+	// Proposal is the id of the proposal whose acceptance published this revision ("" =
+	// a plain write; proposal.go). A compaction keeps it (same revision).
+	Proposal string `cbor:"12,keyasint,omitempty"`
 }
 
 // version is one element of a path's MVCC chain: the entry the path had from shard

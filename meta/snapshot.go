@@ -13,8 +13,9 @@ import (
 // SnapshotFormat is the newest version of the snapshot stream this binary writes (WriteTo
 // writes the oldest one that holds the state). Format 2 added the usage, quota and backup
 // hold records and the purge steps of deleted workbenches; a format-1 stream restores with
-// its usage recomputed. Format 3 added the roots' history retention policies and the
-// root re-prune steps a policy change queues (retention.go).
+// its usage recomputed. Format 3 added the proposal records (proposal.go), the roots'
+// history retention policies and the root re-prune steps a policy change queues
+// (retention.go).
 const SnapshotFormat = 3
 
 // Snapshot is a point-in-time copy of an FSM's state, taken in O(1); writing it streams
@@ -81,6 +82,7 @@ type snapRecord struct {
 	Usage     *Usage             `cbor:"14,keyasint,omitempty"`
 	Quota     *Quota             `cbor:"15,keyasint,omitempty"`
 	Retention *Retention         `cbor:"33,keyasint,omitempty"`
+	Proposal  *Proposal          `cbor:"35,keyasint,omitempty"`
 }
 
 // recRetentionPolicy is the snapshot record tag of a root's history retention policy
@@ -96,13 +98,14 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	return s.writeFormat(w, formatFor(s.st))
 }
 
-// formatFor returns 1 while st holds nothing format 2 added (backup holds, quotas, the
-// purge steps of a deleted workbench: a format-1 reader would fail on the first two and
-// drop the last), 3 once it holds what format 3 added (a root's retention policy, a root
-// re-prune step), else 2. The usage records are left out of format 1: a format-1 stream
-// restores with its usage recomputed, equal by the usage invariant.
+// formatFor returns 3 while st holds what format 3 added (a proposal, a root's history
+// retention policy, a root re-prune step: a format-2 reader would fail on the first two
+// and drop the last), else 1 while st holds nothing format 2 added (backup holds, quotas,
+// the purge steps of a deleted workbench: a format-1 reader would fail on the first two
+// and drop the last), else 2. The usage records are left out of format 1: a format-1
+// stream restores with its usage recomputed, equal by the usage invariant.
 func formatFor(st *state) uint16 {
-	if st.retentions.Len() > 0 {
+	if st.props.byID.Len() > 0 || st.retentions.Len() > 0 {
 		return 3
 	}
 	purging, repruning := false, false
@@ -120,7 +123,7 @@ func formatFor(st *state) uint16 {
 	return 1
 }
 
-// writeFormat is WriteTo in the given format (1 or SnapshotFormat).
+// writeFormat is WriteTo in the given format (1..SnapshotFormat).
 func (s *Snapshot) writeFormat(w io.Writer, format uint16) (int64, error) {
 	cw := &countingWriter{w: bufio.NewWriterSize(w, 64<<10)}
 	enc := encMode.NewEncoder(cw)
@@ -186,6 +189,9 @@ func (s *Snapshot) writeFormat(w io.Writer, format uint16) (int64, error) {
 	st.retentions.Scan(func(k string, v Retention) bool {
 		return err == nil && emit(snapRecord{T: recRetentionPolicy, K: []byte(k), Retention: &v})
 	})
+	st.props.byID.Scan(func(k string, v *Proposal) bool {
+		return err == nil && format >= 3 && emit(snapRecord{T: recProposal, K: []byte(k), Proposal: v})
+	})
 	if err != nil {
 		return cw.n, err
 	}
@@ -236,6 +242,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		switch rec.T {
 		case recEnd:
 			st.rebuildHistory()
+			st.props.rebuild()
 			if h.Format < 2 {
 				st.rebuildHeldSnapshots()
 				st.usage = st.recomputeUsage()
@@ -304,6 +311,9 @@ func readSnapshot(r io.Reader) (*state, error) {
 			if !missing {
 				st.retentions.Set(string(rec.K), *rec.Retention)
 			}
+		case recProposal:
+			missing = rec.Proposal == nil
+			st.props.byID.Set(string(rec.K), rec.Proposal)
 		default:
 			return nil, fmt.Errorf("snapshot record %d: unknown tag %d", n, rec.T)
 		}

@@ -63,6 +63,8 @@ type state struct {
 	// retentions are the admin-set history retention policies: root uid → Retention
 	// (retention.go); a root without one follows Options.History.
 	retentions *btree.Map[string, Retention]
+	// props are the proposals and what is derived from them (proposal.go).
+	props proposalTrees
 }
 
 func newState() *state {
@@ -89,6 +91,7 @@ func newState() *state {
 		usage:       new(btree.Map[string, Usage]),
 		quotas:      new(btree.Map[string, Quota]),
 		retentions:  new(btree.Map[string, Retention]),
+		props:       newProposalTrees(),
 	}
 }
 
@@ -117,6 +120,7 @@ func (s *state) copy() *state {
 	c.usage = s.usage.Copy()
 	c.quotas = s.quotas.Copy()
 	c.retentions = s.retentions.Copy()
+	c.props = s.props.copy()
 	return &c
 }
 
@@ -159,9 +163,9 @@ const (
 	retainReprune = 'h' // value: 'h' root uid \x00 resume key — re-prune an incarnation's history
 	retainRestore = 'r' // value: 'r' restore key — drop a finished restore record
 	retainPurge   = 'x' // value: 'x' purgeItem — the next step of a deleted workbench's purge
-	// retainRootReprune: 'q' root uid \x00 agent \x00 workbench name — schedule the
+	// retainRootReprune: 'o' root uid \x00 agent \x00 workbench name — schedule the
 	// re-prune of a root's workbenches after that name (a retention policy changed).
-	retainRootReprune = 'q'
+	retainRootReprune = 'o'
 )
 
 func splitRetentionItem(v string) (kind byte, a, b string) {

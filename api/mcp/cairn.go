@@ -78,7 +78,10 @@ var cairnTools = []toolDef{
 			"a restore's destination (InvalidState). Result: workbench_id, deleted.",
 		run: bind((*workbench.Service).ToolWorkbenchDelete),
 	},
+	diffTool,
 }
+
+func init() { cairnTools = append(cairnTools, proposalTools...) } // proposals.go
 
 // NewCairnServer returns an MCP server of the cairn profile bound to one agent root, with
 // the same conventions as NewServer (schema validation, envelopes, UnknownTool).

@@ -287,7 +287,13 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 	case len(segs) == 4 && segs[3] == "history":
 		h.history(w, r, agent, id) // history.go
 		return "history"
+	case len(segs) == 4 && segs[3] == "diff":
+		h.diff(w, r, agent, id)
+		return "diff"
 	case len(segs) >= 4 && segs[3] != "files":
+		if route, ok := h.proposals(w, r, agent, id, segs[3:]); ok { // proposals.go
+			return route
+		}
 		if route, ok := h.workbenchTool(w, r, agent, id, segs[3:]); ok {
 			return route
 		}

@@ -43,6 +43,8 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/agents/{agent}/workbenches/{id}", "HEAD"},
 	{"/v1/agents/{agent}/workbenches/{id}/list", "GET"},
 	{"/v1/agents/{agent}/workbenches/{id}/list", "HEAD"},
+	{"/v1/agents/{agent}/workbenches/{id}/diff", "GET"},
+	{"/v1/agents/{agent}/workbenches/{id}/diff", "HEAD"},
 	{"/v1/agents/{agent}/workbenches/{id}/files/{path}", "GET"},
 	{"/v1/agents/{agent}/workbenches/{id}/files/{path}", "HEAD"},
 	{"/v1/agents/{agent}/workbenches/{id}/files/{path}", "PUT"},
@@ -72,6 +74,14 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/agents/{agent}/workbenches/{id}/history", "GET"},
 	{"/v1/admin/retention", "GET"},
 	{"/v1/admin/retention", "PUT"},
+	{"/v1/agents/{agent}/workbenches/{id}/proposals", "POST"}, // proposals.go: created before it is read and decided
+	{"/v1/agents/{agent}/workbenches/{id}/proposals", "GET"},
+	{"/v1/agents/{agent}/workbenches/{id}/proposals", "HEAD"},
+	{"/v1/agents/{agent}/workbenches/{id}/proposals/{proposal_id}", "GET"},
+	{"/v1/agents/{agent}/workbenches/{id}/proposals/{proposal_id}", "HEAD"},
+	{"/v1/agents/{agent}/workbenches/{id}/proposals/{proposal_id}/decision", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/judgments", "GET"},
+	{"/v1/agents/{agent}/workbenches/{id}/judgments", "HEAD"},
 	{"/v1/agents/{agent}/workbenches/{id}", "DELETE"}, // after the file DELETE: it removes the workbench
 }
 
@@ -79,20 +89,22 @@ var servedRoutes = []struct{ path, method string }{
 // order the route table test sends them (the snapshot exists before it is renewed,
 // restored from and retired).
 var toolBodies = map[string]string{
-	"/v1/agents/{agent}/workbenches/{id}/commit":           `{"manifest":{"run":1},"content_digest_uri":"sha256:` + strings.Repeat("a", 64) + `"}`,
-	"/v1/agents/{agent}/workbenches/{id}/grep":             `{"pattern":"x","recursive":true}`,
-	"/v1/agents/{agent}/workbenches/{id}/snapshots":        `{"name":"s1"}`,
-	"/v1/agents/{agent}/workbenches/{id}/snapshots/renew":  `{"name":"s1","ttl_days":9}`,
-	"/v1/agents/{agent}/workbenches/{id}/restore":          `{"destination_id":"w2","at_snapshot":"s1"}`,
-	"/v1/agents/{agent}/workbenches/{id}/snapshots/retire": `{"name":"s1"}`,
-	"/v1/agents/{agent}/search":                            `{"predicates":[{"field":"artifact.ext","op":"eq","value":"txt"}]}`,
-	"/v1/agents/{agent}/aggregate":                         `{"measures":[{"name":"n","op":"count"}]}`,
-	"/v1/agents/{agent}/catalog":                           `{}`,
-	"/v1/agents/{agent}/find":                              `{"committed":true}`,
-	"/v1/admin/gc":                                         `{"dry_run":true}`,
-	"/v1/admin/quota":                                      `{"agent":"a","max_files":1000}`,
-	"/v1/admin/purge":                                      `{"agent":"other"}`,
-	"/v1/admin/retention":                                  `{"agent":"a","versions":100}`,
+	"/v1/agents/{agent}/workbenches/{id}/commit":                           `{"manifest":{"run":1},"content_digest_uri":"sha256:` + strings.Repeat("a", 64) + `"}`,
+	"/v1/agents/{agent}/workbenches/{id}/grep":                             `{"pattern":"x","recursive":true}`,
+	"/v1/agents/{agent}/workbenches/{id}/snapshots":                        `{"name":"s1"}`,
+	"/v1/agents/{agent}/workbenches/{id}/snapshots/renew":                  `{"name":"s1","ttl_days":9}`,
+	"/v1/agents/{agent}/workbenches/{id}/restore":                          `{"destination_id":"w2","at_snapshot":"s1"}`,
+	"/v1/agents/{agent}/workbenches/{id}/snapshots/retire":                 `{"name":"s1"}`,
+	"/v1/agents/{agent}/search":                                            `{"predicates":[{"field":"artifact.ext","op":"eq","value":"txt"}]}`,
+	"/v1/agents/{agent}/aggregate":                                         `{"measures":[{"name":"n","op":"count"}]}`,
+	"/v1/agents/{agent}/catalog":                                           `{}`,
+	"/v1/agents/{agent}/find":                                              `{"committed":true}`,
+	"/v1/admin/gc":                                                         `{"dry_run":true}`,
+	"/v1/admin/quota":                                                      `{"agent":"a","max_files":1000}`,
+	"/v1/admin/purge":                                                      `{"agent":"other"}`,
+	"/v1/agents/{agent}/workbenches/{id}/proposals":                        `{"path":"input/proposed.txt","text":"p","request_id":"route-1"}`,
+	"/v1/agents/{agent}/workbenches/{id}/proposals/{proposal_id}/decision": `{"disposition":"reject","submission_id":"route-s1"}`,
+	"/v1/admin/retention":                                                  `{"agent":"a","versions":100}`,
 }
 
 // wireCodes are the stable error codes of WORKBENCH.md §Errors.
@@ -340,7 +352,8 @@ func TestOpenAPIErrorEnvelopeSchema(t *testing.T) {
 
 // concrete turns a documented path into a request path.
 func concrete(p string) string {
-	r := strings.NewReplacer("{agent}", "a", "{id}", "w", "{path}", "input/dir/x.txt", "{operation_id}", strings.Repeat("0", 64))
+	r := strings.NewReplacer("{agent}", "a", "{id}", "w", "{path}", "input/dir/x.txt", "{operation_id}", strings.Repeat("0", 64),
+		"{proposal_id}", meta.ProposalID("a", "w", "input/proposed.txt", "route-1")) // toolBodies' proposal
 	return r.Replace(p)
 }
 
@@ -371,6 +384,9 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 		"POST /v1/agents/{agent}/mcp": 204, "GET /v1/agents/{agent}/mcp": 204, "DELETE /v1/agents/{agent}/mcp": 204,
 		"POST /v1/agents/{agent}/workbenches/{id}/snapshots": 201,
 		"GET /v1/agents/{agent}/restores/{operation_id}":     404, // no such operation: the route answers with the envelope
+		"GET /v1/agents/{agent}/workbenches/{id}/diff":       400, // no from: the route answers with the envelope
+		"HEAD /v1/agents/{agent}/workbenches/{id}/diff":      400,
+		"POST /v1/agents/{agent}/workbenches/{id}/proposals": 201,
 	}
 	ordered := slices.Clone(servedRoutes)
 	slices.SortStableFunc(ordered, func(a, b struct{ path, method string }) int { // DELETE last

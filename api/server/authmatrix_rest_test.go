@@ -51,6 +51,7 @@ func fillRoute(route, agent string) string {
 type restFixture struct {
 	*matrix
 	snapID, opID, commitID string
+	proposalID             string            // a pending proposal of root a's w
 	cursors                map[string]string // route kind → a first page's next_cursor, minted in root a by the admin key
 	cursorTargets          map[string]func(agent, cursor string) (method, target, body string)
 }
@@ -75,6 +76,7 @@ func newRESTFixture(t *testing.T) *restFixture {
 	admin("snapshot", "POST", "/v1/agents/a/workbenches/w/snapshots", `{"name":"s2"}`, 201)
 	f.commitID, _ = admin("commit", "POST", "/v1/agents/a/workbenches/w/commit", commitBody, 200).json["commit_identity"].(string)
 	f.opID, _ = admin("restore", "POST", "/v1/agents/a/workbenches/w/restore", `{"destination_id":"w2","at_snapshot":"s1"}`, 200).json["operation_id"].(string)
+	f.proposalID, _ = admin("propose", "POST", "/v1/agents/a/workbenches/w/proposals", `{"path":"input/dir/x.txt","text":"proposed","request_id":"fixture"}`, 201).json["proposal_id"].(string)
 
 	f.cursorTargets = map[string]func(agent, cursor string) (string, string, string){
 		"list": func(agent, c string) (string, string, string) {
@@ -191,6 +193,14 @@ func (f *restFixture) requests() []restRequest {
 		{route: "/v1/agents/{agent}/workbenches", method: "HEAD", target: "/v1/agents/a/workbenches"},
 		{route: "/v1/agents/{agent}/usage", method: "GET", target: "/v1/agents/a/usage"},
 		{route: "/v1/agents/{agent}/usage", method: "HEAD", target: "/v1/agents/a/usage"},
+		{route: wb + "/proposals", method: "GET", target: a + "/proposals?state=pending"},
+		{route: wb + "/proposals", method: "HEAD", target: a + "/proposals"},
+		{route: wb + "/proposals/{proposal_id}", method: "GET", target: a + "/proposals/" + f.proposalID + "?include_body=true"},
+		{route: wb + "/proposals/{proposal_id}", method: "HEAD", target: a + "/proposals/" + f.proposalID},
+		{route: wb + "/judgments", method: "GET", target: a + "/judgments"},
+		{route: wb + "/judgments", method: "HEAD", target: a + "/judgments"},
+		{route: wb + "/diff", method: "GET", target: a + "/diff?path=input/dir/x.txt&from=live"},
+		{route: wb + "/diff", method: "HEAD", target: a + "/diff?from=live"},
 	}
 	route := map[string]string{"list": wb + "/list", "snapshots": wb + "/snapshots", "search": "/v1/agents/{agent}/search",
 		"find": "/v1/agents/{agent}/find", "grep": wb + "/grep"}
@@ -207,6 +217,8 @@ func (f *restFixture) requests() []restRequest {
 		restRequest{route: wb + "/snapshots/retire", method: "POST", target: a + "/snapshots/retire", body: `{"name":"s2"}`},
 		restRequest{route: wb + "/restore", method: "POST", target: a + "/restore", body: `{"destination_id":"w3","at_snapshot":"s1"}`},
 		restRequest{route: wb + "/restore", method: "POST", target: a + "/restore", body: `{"destination_id":"w4","at_commit":"` + f.commitID + `"}`},
+		restRequest{route: wb + "/proposals", method: "POST", target: a + "/proposals", body: `{"path":"input/dir/p.txt","text":"p","request_id":"matrix"}`, status: 201},
+		restRequest{route: wb + "/proposals/{proposal_id}/decision", method: "POST", target: a + "/proposals/" + f.proposalID + "/decision", body: `{"disposition":"reject","submission_id":"matrix"}`},
 		restRequest{route: wb + "/files/{path}", method: "DELETE", target: file},
 		restRequest{route: wb, method: "DELETE", target: "/v1/agents/a/workbenches/w"},
 		restRequest{route: wb + "/commit", method: "POST", target: a + "/commit", body: commitBody, creates: true},

@@ -74,4 +74,8 @@
 //     collector's grace, shard/worker's Config.GCGrace), so the collector never takes the
 //     blobs of an upload that can still publish; a slower one fails before publishing and
 //     says why.
+//   - Proposals (proposals.go) are inert until accepted: no read, listing, grep, search,
+//     find or export path reads them (they are not files); deciding needs the review
+//     scope; an accept's readback compares the file's bytes with the stored proposal's
+//     (and RFC 8785 equality for JSON, jcs.go).
 package workbench

@@ -152,6 +152,9 @@ func AsError(err error) *Error {
 		if me.State != "" {
 			e.Details["state"] = me.State
 		}
+		if me.Reason != "" {
+			e.Details["reason"] = me.Reason // a conflict of proposals (meta/proposal.go)
+		}
 		if me.Code == meta.CodeSnapshotExpired {
 			// The contract's details.source: what the expired read point was of.
 			e.Details["source"] = me.Workspace

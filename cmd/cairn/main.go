@@ -55,7 +55,9 @@ func newCLI() *cobra.Command {
 	root := newRootCommand()
 	addFileCommands(root)
 	addWorkbenchCommands(root)
+	root.AddCommand(newDiffCommand())
 	addLifecycleCommands(root)
+	addProposalCommands(root) // proposals.go
 	addServerCommands(root)
 	addAdminCommands(root)
 	addHistoryCommands(root) // history.go

@@ -1,0 +1,174 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// Proposals and decisions (review-gated changes): REST …/proposals, …/judgments.
+
+// EvidenceRef is one piece of evidence a proposal names: Kind "file" (Path, Generation),
+// "snapshot" (SnapshotID), "commit" (Commit) or "feed" (Position); Workbench "" is the
+// proposal's.
+type EvidenceRef struct {
+	Kind       string `json:"kind"`
+	Workbench  string `json:"workbench,omitempty"`
+	Path       string `json:"path,omitempty"`
+	Generation uint64 `json:"generation,omitempty"`
+	SnapshotID uint64 `json:"snapshot_id,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+	Position   string `json:"position,omitempty"`
+}
+
+// ProposalEdit is an edit the server resolves against the file's head.
+type ProposalEdit struct {
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll bool   `json:"replace_all,omitempty"`
+}
+
+// ProposeRequest is the body of Propose: exactly one of Text, Base64 and Edit.
+type ProposeRequest struct {
+	Path string `json:"path"`
+	// BaseGeneration nil: the file's head now; 0: the file must not exist.
+	BaseGeneration *uint64       `json:"base_generation,omitempty"`
+	Text           *string       `json:"text,omitempty"`
+	Base64         *string       `json:"base64,omitempty"`
+	Edit           *ProposalEdit `json:"edit,omitempty"`
+	ContentType    string        `json:"content_type,omitempty"`
+	Reason         string        `json:"reason,omitempty"`
+	Evidence       []EvidenceRef `json:"evidence,omitempty"`
+	RequestID      string        `json:"request_id"`
+	Supersedes     string        `json:"supersedes,omitempty"`
+}
+
+// Proposal is the summary of a proposal answer; Raw is the whole result object.
+type Proposal struct {
+	ID             string  `json:"proposal_id"`
+	Path           string  `json:"path"`
+	State          string  `json:"state"`
+	BaseGeneration uint64  `json:"base_generation"`
+	HeadGeneration *uint64 `json:"head_generation"`
+	Stale          bool    `json:"stale"`
+	SizeBytes      int64   `json:"size_bytes"`
+	DigestURI      string  `json:"digest_uri"`
+	Reason         string  `json:"reason"`
+	Proposer       string  `json:"proposer"`
+	Replayed       bool    `json:"replayed"`
+	// ResultGeneration is what an accept published (Decide).
+	ResultGeneration *uint64         `json:"result_generation"`
+	Raw              json.RawMessage `json:"-"`
+}
+
+// ProposalList is a page of Proposals or Judgments; Raw is the whole result object.
+type ProposalList struct {
+	Proposals  []Proposal        `json:"proposals"`
+	Judgments  []json.RawMessage `json:"judgments"`
+	NextCursor *string           `json:"next_cursor"`
+	Raw        json.RawMessage   `json:"-"`
+}
+
+// ProposalQuery filters a listing; Judgments lists the decisions instead.
+type ProposalQuery struct {
+	Path, State, Cursor string
+	Limit               int
+	Judgments           bool
+}
+
+// DecideRequest is the body of Decide.
+type DecideRequest struct {
+	Disposition  string `json:"disposition"` // "accept" or "reject"
+	Reason       string `json:"reason,omitempty"`
+	SubmissionID string `json:"submission_id"`
+}
+
+func (c *Client) proposalsURL(agent, wb string) string {
+	return c.workbenchURL(agent, wb) + "/proposals"
+}
+
+// Propose makes a proposal; a retry with the same RequestID and content answers the
+// first one (Replayed). The request is replayable: its id makes it idempotent.
+func (c *Client) Propose(ctx context.Context, agent, wb string, req ProposeRequest) (*Proposal, error) {
+	var raw json.RawMessage
+	if err := c.postTool(ctx, c.proposalsURL(agent, wb), req, &raw, replayable); err != nil {
+		return nil, err
+	}
+	return decodeProposal(raw)
+}
+
+// GetProposal returns one proposal; with body its bytes and diff are in Raw.
+func (c *Client) GetProposal(ctx context.Context, agent, wb, id string, body bool) (*Proposal, error) {
+	u := c.proposalsURL(agent, wb) + "/" + url.PathEscape(id)
+	if body {
+		u += "?include_body=true"
+	}
+	raw, err := c.getRaw(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	return decodeProposal(raw)
+}
+
+// ListProposals returns one page of a workbench's proposals (or judgments).
+func (c *Client) ListProposals(ctx context.Context, agent, wb string, q ProposalQuery) (*ProposalList, error) {
+	v := url.Values{}
+	for k, s := range map[string]string{"path": q.Path, "state": q.State, "cursor": q.Cursor} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	u := c.proposalsURL(agent, wb)
+	if q.Judgments {
+		u = c.workbenchURL(agent, wb) + "/judgments"
+	}
+	if len(v) > 0 {
+		u += "?" + v.Encode()
+	}
+	raw, err := c.getRaw(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	out := &ProposalList{Raw: raw}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, fmt.Errorf("client: decoding the proposals: %w", err)
+	}
+	return out, nil
+}
+
+// Decide accepts or rejects a proposal; a retry with the same SubmissionID and content
+// answers the first decision (Replayed).
+func (c *Client) Decide(ctx context.Context, agent, wb, id string, req DecideRequest) (*Proposal, error) {
+	var raw json.RawMessage
+	if err := c.postTool(ctx, c.proposalsURL(agent, wb)+"/"+url.PathEscape(id)+"/decision", req, &raw, replayable); err != nil {
+		return nil, err
+	}
+	return decodeProposal(raw)
+}
+
+// getRaw GETs u and returns its JSON result object.
+func (c *Client) getRaw(ctx context.Context, u string) (json.RawMessage, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	var raw json.RawMessage
+	if err := c.doJSON(req, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+func decodeProposal(raw json.RawMessage) (*Proposal, error) {
+	p := &Proposal{Raw: raw}
+	if err := json.Unmarshal(raw, p); err != nil {
+		return nil, fmt.Errorf("client: decoding the proposal: %w", err)
+	}
+	return p, nil
+}
