@@ -194,7 +194,7 @@ func TestProposalEvidenceMustExist(t *testing.T) {
 // TestProposalEvidenceHoldsHistoryUntilReleased: a file version named as evidence stays
 // readable at its version after it is superseded, until the proposal's retention ends.
 func TestProposalEvidenceHoldsHistoryUntilReleased(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{ProposalRetention: time.Minute})}
+	h := &applyHelper{t: t, f: New(Options{ProposalRetention: time.Minute, History: pruneAtOnce})}
 	g1 := mustOK(t, "put", h.put("ctx.txt", "context")).Generation
 	mustOK(t, "doc", h.put("doc.md", "v1"))
 	base := liveBody(t, h.f, "doc.md").Generation

@@ -112,8 +112,8 @@ type FileVersion struct {
 	// Producer made the element: Entry.Producer for a body, the delete's producer for a
 	// tombstone (zero: unknown).
 	Producer Producer
-	// The proposal or decision that made a version rides on its Entry (a later field of
-	// Entry); History rows carry it through Entry unchanged.
+	// The proposal whose acceptance made a version is its Entry.Proposal; History rows
+	// carry it through Entry.
 }
 
 // fileVersion is the reader's form of a chain element.

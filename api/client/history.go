@@ -24,6 +24,7 @@ type HistoryVersion struct {
 	At          string    `json:"at"`           // RFC 3339 UTC, milliseconds
 	AtUnixMs    int64     `json:"at_unix_ms"`
 	Producer    *Producer `json:"producer"` // nil when unknown
+	Proposal    *string   `json:"proposal"` // the accepted proposal that published it, or nil
 }
 
 // Producer is who made a version: a principal id and the surface it came through.

@@ -52,7 +52,7 @@ var cairnTools = []toolDef{
 			"with the deletes as tombstones. At most limit (1..1000, default 100) per page; pass next_cursor back as cursor. " +
 			"Read one with cairn_read_at. Result: workbench_id, section, relative_path, path, versions [{generation, " +
 			"ordinal, tombstone, size_bytes, digest_uri, content_type, at, at_unix_ms, producer {principal, surface} or " +
-			"null}], next_cursor (null on the last page), truncated. NotFound when the file has no retained version.",
+			"null, proposal (the accepted proposal that published it) or null}], next_cursor (null on the last page), truncated. NotFound when the file has no retained version.",
 		run: bind((*workbench.Service).ToolHistory),
 	},
 	{

@@ -38,8 +38,9 @@ type HistoryVersion struct {
 	AtMs int64
 	// Producer made the version (zero: unknown).
 	Producer meta.Producer
-	// The proposal or decision that made a version (issue 16, proposals) belongs here,
-	// taken from the version's Entry like the fields above.
+	// Proposal is the id of the proposal whose acceptance published the version (""
+	// for a direct write and a tombstone; meta.Entry.Proposal).
+	Proposal string
 }
 
 // HistoryResult is one page of a path's history.
@@ -112,23 +113,27 @@ func (s *Service) History(ctx context.Context, req HistoryRequest) (HistoryResul
 func historyVersion(r meta.FileVersion) HistoryVersion {
 	v := HistoryVersion{Generation: r.Version, Ordinal: r.Ordinal, Tombstone: r.Entry == nil, AtMs: r.AtMs, Producer: r.Producer}
 	if e := r.Entry; e != nil {
-		v.Size, v.Digest, v.ContentType = e.Size, e.Digest, e.ContentType
+		v.Size, v.Digest, v.ContentType, v.Proposal = e.Size, e.Digest, e.ContentType, e.Proposal
 	}
 	return v
 }
 
 // HistoryResultJSON renders a page of History for the surfaces (REST, MCP cairn_history):
 // versions newest first, each {generation, ordinal, tombstone, size_bytes, digest_uri,
-// content_type, at (RFC 3339 UTC, milliseconds), at_unix_ms, producer} (digest_uri,
-// content_type and size_bytes null for a tombstone; producer null when unknown).
+// content_type, at (RFC 3339 UTC, milliseconds), at_unix_ms, producer, proposal}
+// (digest_uri, content_type and size_bytes null for a tombstone; producer null when
+// unknown; proposal the id of the accepted proposal that published it, else null).
 func (s *Service) HistoryResultJSON(agent, id string, r HistoryResult) Result {
 	items := make([]map[string]any, 0, len(r.Versions))
 	for _, v := range r.Versions {
 		item := map[string]any{"generation": v.Generation, "ordinal": v.Ordinal, "tombstone": v.Tombstone,
 			"size_bytes": nil, "digest_uri": nil, "content_type": nil,
-			"at": time.UnixMilli(v.AtMs).UTC().Format("2006-01-02T15:04:05.000Z"), "at_unix_ms": v.AtMs, "producer": nil}
+			"at": time.UnixMilli(v.AtMs).UTC().Format("2006-01-02T15:04:05.000Z"), "at_unix_ms": v.AtMs, "producer": nil, "proposal": nil}
 		if !v.Tombstone {
 			item["size_bytes"], item["digest_uri"], item["content_type"] = v.Size, DigestURI(v.Digest), v.ContentType
+		}
+		if v.Proposal != "" {
+			item["proposal"] = v.Proposal
 		}
 		if !v.Producer.IsZero() {
 			item["producer"] = map[string]any{"principal": v.Producer.Principal, "surface": v.Producer.Surface}

@@ -144,3 +144,31 @@ func TestAVersionRetentionReleasesIsCollectedAndARetainedOneIsNot(t *testing.T) 
 		t.Fatalf("the retained generation reads %q %v", b, err)
 	}
 }
+
+// TestHistoryNamesTheProposalThatPublishedAVersion: a version an accepted proposal
+// published carries the proposal's id in its history row; a direct write carries none.
+func TestHistoryNamesTheProposalThatPublishedAVersion(t *testing.T) {
+	svc, _ := newService(t, 0)
+	ctx := t.Context()
+	if _, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/doc.md",
+		Body: strings.NewReader("v1"), CreateWorkbench: true}); err != nil {
+		t.Fatal(err)
+	}
+	text := "v2"
+	p, err := svc.Propose(ctx, "a", workbench.ProposeInput{ID: "w", Path: "outputs/doc.md", Text: &text, RequestID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := p["proposal_id"].(string)
+	if _, err := svc.Decide(ctx, "a", workbench.DecideInput{ID: "w", ProposalID: id, Disposition: "accept", SubmissionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/doc.md"})
+	if err != nil || len(res.Versions) != 2 || res.Versions[0].Proposal != id || res.Versions[1].Proposal != "" {
+		t.Fatalf("history %+v %v, want the newest version made by proposal %s", res.Versions, err, id)
+	}
+	rows := svc.HistoryResultJSON("a", "w", res)["versions"].([]map[string]any)
+	if rows[0]["proposal"] != id || rows[1]["proposal"] != nil {
+		t.Fatalf("rendered rows %v", rows)
+	}
+}
