@@ -13,8 +13,8 @@ import (
 // SnapshotFormat is the newest version of the snapshot stream this binary writes (WriteTo
 // writes the oldest one that holds the state). Format 2 added the usage, quota and backup
 // hold records and the purge steps of deleted workbenches; a format-1 stream restores with
-// its usage recomputed.
-const SnapshotFormat = 2
+// its usage recomputed. Format 3 added the change feed (feed.go).
+const SnapshotFormat = 3
 
 // Snapshot is a point-in-time copy of an FSM's state, taken in O(1); writing it streams
 // record by record.
@@ -79,6 +79,7 @@ type snapRecord struct {
 	Backup    *BackupHoldRecord  `cbor:"32,keyasint,omitempty"`
 	Usage     *Usage             `cbor:"14,keyasint,omitempty"`
 	Quota     *Quota             `cbor:"15,keyasint,omitempty"`
+	Feed      *feedRecord        `cbor:"34,keyasint,omitempty"`
 }
 
 // WriteTo streams the snapshot to w as a sequence of CBOR records (header, records in key
@@ -95,8 +96,11 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 // drop the last), else SnapshotFormat. The usage records are left out of format 1: a
 // format-1 stream restores with its usage recomputed, equal by the usage invariant.
 func formatFor(st *state) uint16 {
+	if st.feed.roots.Len() > 0 {
+		return 3 // the change feed
+	}
 	if st.backups.Len() > 0 || st.quotas.Len() > 0 {
-		return SnapshotFormat
+		return 2
 	}
 	purging := false
 	st.retention.Scan(func(_, v string) bool {
@@ -104,12 +108,12 @@ func formatFor(st *state) uint16 {
 		return !purging
 	})
 	if purging {
-		return SnapshotFormat
+		return 2
 	}
 	return 1
 }
 
-// writeFormat is WriteTo in the given format (1 or SnapshotFormat).
+// writeFormat is WriteTo in the given format (1..SnapshotFormat).
 func (s *Snapshot) writeFormat(w io.Writer, format uint16) (int64, error) {
 	cw := &countingWriter{w: bufio.NewWriterSize(w, 64<<10)}
 	enc := encMode.NewEncoder(cw)
@@ -172,6 +176,9 @@ func (s *Snapshot) writeFormat(w io.Writer, format uint16) (int64, error) {
 	st.quotas.Scan(func(k string, v Quota) bool {
 		return err == nil && emit(snapRecord{T: recQuota, K: []byte(k), Quota: &v})
 	})
+	if err == nil && format >= 3 {
+		st.feed.writeFeed(emit)
+	}
 	if err != nil {
 		return cw.n, err
 	}
@@ -285,6 +292,8 @@ func readSnapshot(r io.Reader) (*state, error) {
 			if !missing {
 				st.quotas.Set(string(rec.K), *rec.Quota)
 			}
+		case recFeed:
+			missing = !st.feed.readFeed(rec.K, rec.Feed)
 		default:
 			return nil, fmt.Errorf("snapshot record %d: unknown tag %d", n, rec.T)
 		}

@@ -60,6 +60,8 @@ type state struct {
 	usage *btree.Map[string, Usage]
 	// quotas are the admin-set limits of agent roots: agent → Quota (quota.go).
 	quotas *btree.Map[string, Quota]
+	// feed is the change feed of every agent root (feed.go).
+	feed *feedState
 }
 
 func newState() *state {
@@ -85,6 +87,7 @@ func newState() *state {
 		backups:     newBackupHolds(),
 		usage:       new(btree.Map[string, Usage]),
 		quotas:      new(btree.Map[string, Quota]),
+		feed:        newFeedState(),
 	}
 }
 
@@ -112,6 +115,7 @@ func (s *state) copy() *state {
 	c.backups = s.backups.Copy()
 	c.usage = s.usage.Copy()
 	c.quotas = s.quotas.Copy()
+	c.feed = s.feed.copy()
 	return &c
 }
 
