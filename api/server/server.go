@@ -356,6 +356,7 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	defer n.admin.Store(nil)
 	var d drainer
 	srv := newHTTPServer(n.cfg, n.tls, d.wrap(newGuard(n.cfg, n.clientURL, n.handler)), n.log)
+	srv.RegisterOnShutdown(n.rest.EndStreams) // change-feed streams would hold the shutdown
 	if ready != nil {
 		ready(ln.Addr())
 	}
