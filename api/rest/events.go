@@ -125,7 +125,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 	feed, err := h.svc.Events(r.Context(), agent, resume.from, filter)
 	if err != nil {
-		h.writeError(w, r, err, noPrecondition)
+		h.writeError(w, r, frameIDs(err), noPrecondition)
 		return
 	}
 	hd := w.Header()
@@ -172,6 +172,19 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
 			return
 		}
 	}
+}
+
+// frameIDs states a FeedExpired's positions as frame ids: details.resume_after is the id
+// to resume after (the whole of the newest dropped event), details.after the id asked for.
+func frameIDs(err error) error {
+	e := workbench.AsError(err)
+	if e.Code != workbench.CodeFeedExpired {
+		return err
+	}
+	if p, ok := e.Details["resume_after"].(string); ok {
+		e.Details["resume_after"] = p + openwopFrame
+	}
+	return e
 }
 
 func (h *Handler) heartbeat() time.Duration {
