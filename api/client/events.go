@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // maxEventFrameBytes bounds one server-sent event (its lines together): the server's
@@ -28,6 +29,9 @@ type EventsOptions struct {
 	// with the oldest event the feed holds. An id older than the feed's retention fails
 	// with a FeedExpired *Error (410) whose Details name resume_after and oldest_position.
 	After string
+	// NoFollow ends the stream once it sent the events the feed held when it was opened
+	// (?follow=false); Next then returns io.EOF.
+	NoFollow bool
 }
 
 // FeedEvent is one frame of a change-feed stream.
@@ -59,6 +63,9 @@ func (c *Client) Events(ctx context.Context, agent string, opts EventsOptions) (
 	}
 	if opts.Prefix != "" {
 		q.Set("prefix", opts.Prefix)
+	}
+	if opts.NoFollow {
+		q.Set("follow", "false")
 	}
 	u := c.base + "/v1/agents/" + url.PathEscape(agent) + "/events"
 	if len(q) > 0 {
@@ -163,4 +170,58 @@ func frameError(data []byte) error {
 		return fmt.Errorf("client: the event stream ended with an undecodable error frame %q", snippet(data))
 	}
 	return &Error{Code: env.Code, Message: env.Message, Retryable: env.Retryable, Details: env.Details}
+}
+
+// Reconnection delays of FollowEvents: the first retry waits followMinBackoff, each
+// further one twice as long, at most followMaxBackoff.
+const (
+	followMinBackoff = 200 * time.Millisecond
+	followMaxBackoff = 5 * time.Second
+)
+
+// FollowEvents reads agent's change feed and calls fn with every event, oldest first.
+// When the stream ends or breaks (the node shut down or restarted, the connection
+// dropped, a retryable answer) it opens it again after the last event fn received
+// (EventsOptions.After), so fn sees every event exactly once. It returns when ctx ends
+// (ctx's error), when fn returns an error (that error), on a non-retryable answer (the
+// server's *Error: NotFound, FeedExpired, InvalidArguments), and with opts.NoFollow once
+// the stream sent what the feed held (nil).
+func (c *Client) FollowEvents(ctx context.Context, agent string, opts EventsOptions, fn func(FeedEvent) error) error {
+	backoff := followMinBackoff
+	for {
+		s, err := c.Events(ctx, agent, opts)
+		if err == nil {
+			for {
+				var ev FeedEvent
+				if ev, err = s.Next(); err != nil {
+					break
+				}
+				backoff = followMinBackoff
+				if ferr := fn(ev); ferr != nil {
+					s.Close()
+					return ferr
+				}
+				opts.After = ev.ID
+			}
+			s.Close()
+			if errors.Is(err, io.EOF) && opts.NoFollow {
+				return nil
+			}
+		}
+		var ce *Error
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.As(err, &ce) && !ce.Retryable:
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, followMaxBackoff)
+	}
 }

@@ -14,7 +14,7 @@ import (
 
 // The change feed as server-sent events (issue 15 item 5; meta's feed.go):
 //
-//	GET /v1/agents/{agent}/events[?workbench=W][&prefix=P][&after=POS]   (Last-Event-ID: POS)
+//	GET /v1/agents/{agent}/events[?workbench=W][&prefix=P][&after=POS][&follow=false]   (Last-Event-ID: POS)
 //
 // Every event of the root's feed is a frame
 //
@@ -35,7 +35,8 @@ import (
 // event, after a bare shard version "V" with the first event of a later command. So a
 // resume never skips a frame nor repeats one, on any node (positions are shard
 // versions, the same on every replica). Without a position the stream starts at the
-// oldest event the feed holds. A position older than the feed's retention is 410
+// oldest event the feed holds. With follow=false the stream ends once it sent the events
+// the feed held when it was opened. A position older than the feed's retention is 410
 // FeedExpired with details.resume_after and details.oldest_position.
 //
 // An idle stream carries a comment every Options.FeedHeartbeat (so proxies and the
@@ -98,7 +99,17 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 	q, err := parseQuery(r)
 	if err == nil {
-		err = onlyParams(q, "workbench", "prefix", "after")
+		err = onlyParams(q, "workbench", "prefix", "after", "follow")
+	}
+	follow := true
+	if err == nil && q.Has("follow") {
+		switch q.Get("follow") {
+		case "true":
+		case "false":
+			follow = false
+		default:
+			err = invalidArg("follow", "must be true or false")
+		}
 	}
 	var filter meta.EventFilter
 	if err == nil && q.Has("workbench") {
@@ -143,6 +154,9 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
 		case <-h.closing:
 			return
 		default:
+		}
+		if !follow && !feed.Pending() {
+			return
 		}
 		evs, err := feed.Next(r.Context(), h.heartbeat())
 		if err != nil {

@@ -230,6 +230,24 @@ func TestEventsTooOldIsGone(t *testing.T) {
 	if evs := frames(t, srv.URL, client.EventsOptions{After: ids("{0}.1.1", v...)}, 2); frameLine(evs) != ids("{1}.0 file.put, {1}.0.1 workspace.updated", v...) {
 		t.Fatalf("resume at resume_after: %s", frameLine(evs))
 	}
+	// Without following, the stream ends after what the feed held.
+	s, err := client.New(srv.URL, nil).Events(t.Context(), "a", client.EventsOptions{NoFollow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	for ; ; n++ {
+		if _, err := s.Next(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != 6 { // three events, each with its workspace.updated
+		t.Fatalf("%d frames without following, want 6", n)
+	}
+	expect(t, do(t, "GET", srv.URL+"/v1/agents/a/events?follow=maybe", nil), 400, workbench.CodeInvalidArguments)
 	// Without a position the stream starts at the oldest held event.
 	if evs := frames(t, srv.URL, client.EventsOptions{}, 1); evs[0].ID != ids("{1}.0", v...) {
 		t.Fatalf("from the start: %s", frameLine(evs))

@@ -107,6 +107,10 @@ func feedExpired(te *meta.FeedTruncatedError) *Error {
 	return e
 }
 
+// Pending reports whether events already in the feed when it was last read wait to be
+// handed out (a reader that does not follow stops once it is false).
+func (f *Feed) Pending() bool { return len(f.buf) > 0 || f.more }
+
 // Next returns the next events, oldest first, waiting up to wait for one: none (and no
 // error) when wait passed first, the moment for a reader's heartbeat. Errors: ctx's when
 // it ends, FeedExpired when the reader fell so far behind that retention dropped events it

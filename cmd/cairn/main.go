@@ -58,6 +58,7 @@ func newCLI() *cobra.Command {
 	addLifecycleCommands(root)
 	addServerCommands(root)
 	addAdminCommands(root)
+	root.AddCommand(newEventsCommand()) // events.go
 	return root
 }
 
