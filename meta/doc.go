@@ -33,6 +33,12 @@
 //   - Deleting a workbench frees its name at once; its incarnation's records go in bounded
 //     retention steps that release their blob references (purge.go). No record of a
 //     deleted incarnation ever resolves under a new workbench of the same name.
+//   - Every committed change of an agent root is one or more change-feed events
+//     (feed.go) at positions (shard version, index within the command), the same on every
+//     replica; the feed keeps Options.FeedRetention of command time and at most
+//     Options.FeedMaxPerRoot events per root, pruned in bounded retention steps, and
+//     remembers the newest position it dropped, so a read after an older one is a
+//     FeedTruncatedError, never a silent gap.
 //
 // meta imports nothing else of Cairn's; the shard package feeds it Raft log entries and the
 // api package reads it through Views.

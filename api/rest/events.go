@@ -2,6 +2,7 @@ package rest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -41,7 +42,8 @@ import (
 //
 // An idle stream carries a comment every Options.FeedHeartbeat (so proxies and the
 // per-write deadline keep it open); every frame is flushed as it is written; the stream
-// ends, cleanly, when the node shuts down (EndStreams) or the client goes away, and with
+// ends, cleanly, when the node shuts down (EndStreams; one asked for after that is a
+// retryable 503 RoutingUnavailable) or the client goes away, and with
 // an `event: error` frame carrying the error envelope when the feed cannot go on (the
 // reader fell behind retention: reconnecting gets the 410).
 
@@ -134,7 +136,26 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	feed, err := h.svc.Events(r.Context(), agent, resume.from, filter)
+	// The stream's context also ends when the node begins to shut down (EndStreams); a
+	// stream asked for after that is a retryable 503, to be opened on another node.
+	ctx, cancel := context.WithCancel(r.Context())
+	select {
+	case <-h.closing:
+		cancel()
+	default:
+	}
+	defer cancel()
+	go func() {
+		select {
+		case <-h.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	feed, err := h.svc.Events(ctx, agent, resume.from, filter)
+	if err != nil && ctx.Err() != nil && r.Context().Err() == nil {
+		err = workbench.RoutingUnavailable("this node is shutting down; open the feed on another node")
+	}
 	if err != nil {
 		h.writeError(w, r, frameIDs(err), noPrecondition)
 		return
@@ -150,17 +171,12 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
 		return
 	}
 	for {
-		select {
-		case <-h.closing:
-			return
-		default:
-		}
-		if !follow && !feed.Pending() {
+		if ctx.Err() != nil || !follow && !feed.Pending() {
 			return
 		}
-		evs, err := feed.Next(r.Context(), h.heartbeat())
+		evs, err := feed.Next(ctx, h.heartbeat())
 		if err != nil {
-			if r.Context().Err() == nil {
+			if ctx.Err() == nil {
 				s.frame("", "error", workbench.AsError(err).Envelope())
 				s.flush()
 			}

@@ -190,6 +190,8 @@ func (f *restFixture) requests() []restRequest {
 		{route: "/v1/agents/{agent}/workbenches", method: "HEAD", target: "/v1/agents/a/workbenches"},
 		{route: "/v1/agents/{agent}/usage", method: "GET", target: "/v1/agents/a/usage"},
 		{route: "/v1/agents/{agent}/usage", method: "HEAD", target: "/v1/agents/a/usage"},
+		// The change feed, up to what it holds (a followed stream would never end).
+		{route: "/v1/agents/{agent}/events", method: "GET", target: "/v1/agents/a/events?follow=false"},
 	}
 	route := map[string]string{"list": wb + "/list", "snapshots": wb + "/snapshots", "search": "/v1/agents/{agent}/search",
 		"find": "/v1/agents/{agent}/find", "grep": wb + "/grep"}
