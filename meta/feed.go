@@ -256,16 +256,8 @@ func (a *applier) scheduleFeedPrune(agent string, oldestAtMs int64) {
 
 // dropOldestEvent removes agent's oldest event, moving r's floor to it.
 func (a *applier) dropOldestEvent(agent string, r *feedRoot) {
-	prefix := agent + "\x00"
-	var key string
-	var old *Event
-	a.st.feed.events.Ascend(prefix, func(k string, e *Event) bool {
-		if strings.HasPrefix(k, prefix) {
-			key, old = k, e
-		}
-		return false
-	})
-	if old == nil {
+	key, old, ok := firstEvent(a.st.feed.events, agent+"\x00")
+	if !ok {
 		r.Count = 0
 		return
 	}
@@ -297,6 +289,7 @@ func (a *applier) pruneFeed(agent string) {
 	}
 }
 
+// firstEvent returns the first event of m whose key starts with prefix (a root's oldest).
 func firstEvent(m *btree.Map[string, *Event], prefix string) (k string, e *Event, ok bool) {
 	m.Ascend(prefix, func(key string, ev *Event) bool {
 		if strings.HasPrefix(key, prefix) {

@@ -91,10 +91,14 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	return s.writeFormat(w, formatFor(s.st))
 }
 
-// formatFor returns 1 while st holds nothing format 2 added (backup holds, quotas, the
+// formatFor returns 3 when st holds a change feed (a format-2 reader would fail on its
+// records), else 1 while st holds nothing format 2 added (backup holds, quotas, the
 // purge steps of a deleted workbench: a format-1 reader would fail on the first two and
-// drop the last), else SnapshotFormat. The usage records are left out of format 1: a
-// format-1 stream restores with its usage recomputed, equal by the usage invariant.
+// drop the last), else 2. The usage records are left out of format 1: a format-1 stream
+// restores with its usage recomputed, equal by the usage invariant. A shard with a feed
+// (Options.FeedMaxPerRoot ≥ 0) writes format 3 from its first change on, so a rolling
+// upgrade from a release without the feed runs with FeedMaxPerRoot < 0 until every
+// replica runs this one.
 func formatFor(st *state) uint16 {
 	if st.feed.roots.Len() > 0 {
 		return 3 // the change feed

@@ -72,12 +72,11 @@ func (s *Shard) ReadIndex(ctx context.Context) (uint64, error) {
 func (s *Shard) waitApplied(ctx context.Context, version uint64) error {
 	wctx, cancel := context.WithTimeout(ctx, maxReadAtWait)
 	defer cancel()
-	if err := s.WaitApplied(wctx, version); err != nil && wctx.Err() != nil {
+	err := s.WaitApplied(wctx, version)
+	if err != nil && wctx.Err() != nil {
 		return fmt.Errorf("%w: version %d, applied %d", ErrBehind, version, s.fsm.AppliedVersion())
-	} else if err != nil {
-		return err
 	}
-	return nil
+	return err
 }
 
 // WaitApplied returns once this replica has applied shard version `version`, leader or
