@@ -7,6 +7,7 @@ require (
 	github.com/VictoriaMetrics/metricsql v0.87.3
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/compose-spec/compose-go/v2 v2.16.2
+	github.com/coregx/ahocorasick v0.3.1
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/raft v1.8.0

@@ -25,10 +25,15 @@ const (
 	// BaselineEtcd is clientv3 Put of the same body to a new key per operation on an etcd
 	// cluster: a replicated-metadata peer (a three-member cluster in `make bench-report`).
 	BaselineEtcd = "etcd"
+	// BaselineRelay is BaselineMinIO sent through a relay (ServeRelay, `cairn bench relay`):
+	// a process that passes the same requests to the same object store and does nothing
+	// else. Where Cairn's node is a second process moving every byte, the relay is the
+	// floor of that design on the same machine (about 0.75× raw on a GET here).
+	BaselineRelay = "relay"
 )
 
 // Baselines lists the baseline names --baseline takes.
-var Baselines = []string{BaselineFsync, BaselineMinIO, BaselineEtcd}
+var Baselines = []string{BaselineFsync, BaselineMinIO, BaselineEtcd, BaselineRelay}
 
 // BaselineScenarios lists, per baseline, the scenarios it has a like-for-like operation
 // for. A read scenario has no fsync or etcd counterpart; a workbench operation
@@ -37,6 +42,7 @@ var BaselineScenarios = map[string][]string{
 	BaselineFsync: {ScenarioSmallPut, ScenarioAppendLog, ScenarioObjectPut},
 	BaselineMinIO: {ScenarioSmallPut, ScenarioSmallGet, ScenarioObjectPut, ScenarioObjectGet},
 	BaselineEtcd:  {ScenarioSmallPut, ScenarioAppendLog},
+	BaselineRelay: {ScenarioSmallPut, ScenarioSmallGet, ScenarioObjectPut, ScenarioObjectGet},
 }
 
 // baseline is one baseline bound to a run: its connections and any objects it prepared.
@@ -57,6 +63,10 @@ func openBaseline(ctx context.Context, name string, cfg Config, nonce uint64) (b
 		return openMinIOBaseline(ctx, cfg, nonce)
 	case BaselineEtcd:
 		return openEtcdBaseline(ctx, cfg, nonce)
+	case BaselineRelay:
+		relayed := cfg
+		relayed.MinIO.Endpoint = cfg.RelayEndpoint
+		return openMinIOBaseline(ctx, relayed, nonce)
 	}
 	return nil, fmt.Errorf("baseline %q: %w", name, ErrInvalidConfig)
 }

@@ -3,9 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,4 +154,70 @@ func TestEtcdBaselineFailsSetupWhenTheClusterDoesNotAnswer(t *testing.T) {
 	if _, err := Run(ctx, cfg, RunOptions{}); err == nil || !strings.Contains(err.Error(), "etcd baseline") {
 		t.Fatalf("Run against a silent etcd endpoint = %v, want the baseline's setup error", err)
 	}
+}
+
+// The relay baseline runs the minio baseline's operations through ServeRelay to the same
+// MinIO: every request passes (the signature holds through the relay) and the bytes come
+// back whole.
+func TestRelayBaselineGoesThroughTheRelayToTheSameStore(t *testing.T) {
+	mcfg, mc := minioConfig(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var relayed atomic.Int64
+	counted := &countingListener{Listener: ln, n: &relayed}
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { done <- ServeRelay(ctx, counted, mcfg.Endpoint) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeRelay: %v", err)
+		}
+	})
+	for _, scenario := range []string{ScenarioObjectPut, ScenarioObjectGet} {
+		t.Run(scenario, func(t *testing.T) {
+			before := relayed.Load()
+			rep, _ := runScenario(t, scenario, func(c *Config) {
+				c.SizeBytes = 256 << 10
+				c.Files = 3
+				c.Baselines = []string{BaselineRelay}
+				c.MinIO = mcfg
+				c.RelayEndpoint = "http://" + ln.Addr().String()
+			})
+			if len(rep.Baselines) != 1 {
+				t.Fatalf("%d baseline phases, want 1", len(rep.Baselines))
+			}
+			b := rep.Baselines[0]
+			if b.Baseline != BaselineRelay || b.OK == 0 || b.Errors != 0 {
+				t.Errorf("relay phase %+v (classes %v): want successful operations", b, b.ErrorClasses)
+			}
+			if relayed.Load() == before {
+				t.Error("no connection reached the relay")
+			}
+			if n := countObjects(t, mc, mcfg.Bucket); n != 0 {
+				t.Errorf("the relay baseline left %d objects under %s", n, minioPrefix)
+			}
+		})
+	}
+	c := DefaultConfig()
+	c.Server, c.Scenario, c.Baselines, c.MinIO = "http://127.0.0.1:1", ScenarioObjectGet, []string{BaselineRelay}, mcfg
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--baseline-relay-endpoint") {
+		t.Errorf("relay baseline without an endpoint: %v, want an error naming --baseline-relay-endpoint", err)
+	}
+}
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
 }

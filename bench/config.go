@@ -58,8 +58,12 @@ type Config struct {
 	// BaselineDir is where the fsync baseline's temporary directory is made; it should be
 	// on the disk the server keeps its data on. Default "" = os.TempDir().
 	BaselineDir string
-	// MinIO is the object store the minio baseline talks to (required with it).
+	// MinIO is the object store the minio baseline talks to (required with it, and with
+	// the relay baseline for the bucket and credentials).
 	MinIO MinIOConfig
+	// RelayEndpoint is the URL of a relay to MinIO.Endpoint's store (`cairn bench relay`)
+	// the relay baseline sends its requests to (required with it).
+	RelayEndpoint string
 	// EtcdEndpoints are the client addresses ("host:port") of the etcd cluster the etcd
 	// baseline writes to (required with it).
 	EtcdEndpoints []string
@@ -153,6 +157,12 @@ func (c Config) Validate() error {
 		case BaselineMinIO:
 			if err := c.MinIO.validate(); err != nil {
 				return bad("minio baseline: %v", err)
+			}
+		case BaselineRelay:
+			relayed := c.MinIO
+			relayed.Endpoint = c.RelayEndpoint
+			if err := relayed.validate(); err != nil {
+				return bad("relay baseline: %v (the relay's URL is --baseline-relay-endpoint; start one with cairn bench relay)", err)
 			}
 		case BaselineEtcd:
 			if len(c.EtcdEndpoints) == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"time"
 )
 
@@ -98,4 +99,15 @@ type Store interface {
 	// Close releases the store's resources. It is idempotent and does not wait for calls in
 	// progress, which may fail.
 	Close() error
+}
+
+// Presigner is implemented by a store whose objects clients may fetch directly (blob/s3:
+// an S3 presigned GET), for direct reads (REST `?redirect`). The URL carries a signature
+// valid for expiry and names the object's bucket and key.
+type Presigner interface {
+	// PresignGet returns a URL that reads key's stored payload without credentials until
+	// expiry, and the blob's Info (from one metadata request: the caller serves a direct
+	// read only of an EncodingIdentity payload, whose bytes are the blob's). ErrNotFound
+	// when the blob is absent.
+	PresignGet(ctx context.Context, key Key, expiry time.Duration) (*url.URL, Info, error)
 }

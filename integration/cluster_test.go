@@ -329,6 +329,8 @@ type procCluster struct {
 	servers []*server
 	etcd    string       // etcd client endpoint
 	args    serverOption // every node's arguments
+	// blobArgs are the object-store arguments among them (--blob, --s3-endpoint).
+	blobArgs []string
 }
 
 // startProcCluster starts etcd, MinIO and nodes nodes of a cluster with shards shards;
@@ -339,10 +341,9 @@ func startProcCluster(t *testing.T, nodes, shards int, extra ...string) *procClu
 	bucket := s3test.Bucket()
 	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
 	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
-	pc := &procCluster{etcd: etcdtest.Start(t).Endpoint()}
-	pc.args = serveArgs(append([]string{"--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", pc.etcd,
-		"--shards", strconv.Itoa(shards), "--replication", "3", "--blob", "s3://" + bucket,
-		"--s3-endpoint", "http://" + m.Endpoint, "--shutdown-timeout", "5s"}, extra...)...)
+	pc := &procCluster{etcd: etcdtest.Start(t).Endpoint(), blobArgs: []string{"--blob", "s3://" + bucket, "--s3-endpoint", "http://" + m.Endpoint}}
+	pc.args = serveArgs(append(append([]string{"--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", pc.etcd,
+		"--shards", strconv.Itoa(shards), "--replication", "3", "--shutdown-timeout", "5s"}, pc.blobArgs...), extra...)...)
 	for range nodes {
 		pc.add(t)
 	}

@@ -123,6 +123,9 @@ func (c Config) blobTarget() (BlobTarget, []*ConfigError) {
 	} else if c.S3Endpoint != "" {
 		bad("S3Endpoint", "must be empty unless --blob is an s3:// URL (did you mean --blob s3://BUCKET?)", "")
 	}
+	if c.S3DirectReads && t.Kind != BlobS3 {
+		bad("S3DirectReads", "needs an s3:// --blob: direct reads are presigned object-store URLs", "true")
+	}
 	if rule := checkS3Region(c.S3Region); rule != "" {
 		bad("S3Region", rule, c.S3Region)
 	}

@@ -280,3 +280,18 @@ func TestCredentialsNeverPrintTheirValues(t *testing.T) {
 		t.Fatal("HasS3 is wrong")
 	}
 }
+
+// Direct reads are presigned object-store URLs: they need an s3:// blob store.
+func TestDirectReadsNeedAnS3BlobStore(t *testing.T) {
+	c := DefaultConfig()
+	c.S3DirectReads = true
+	err := c.Validate()
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "S3DirectReads" || !strings.Contains(err.Error(), "--s3-direct-reads") {
+		t.Fatalf("direct reads on the default dir:// store: %v, want a ConfigError naming --s3-direct-reads", err)
+	}
+	c.Blob, c.S3Endpoint = "s3://bucket", "http://127.0.0.1:9000"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("direct reads on an s3:// store: %v", err)
+	}
+}

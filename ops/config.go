@@ -231,6 +231,12 @@ type Config struct {
 	// does not exist; when false, a missing bucket fails the start. YAML s3_create_bucket.
 	// Default true.
 	S3CreateBucket bool
+	// S3DirectReads lets clients read a one-segment, uncompressed file straight from the
+	// object store: REST `GET …/files/P?redirect` answers 307 to a presigned URL of its
+	// object (valid 5 minutes) instead of relaying the bytes. Only for an s3:// Blob that
+	// clients can reach at S3Endpoint; the URL names the bucket and object key. YAML
+	// s3_direct_reads. Default false.
+	S3DirectReads bool
 
 	// Cluster runs the node as a member of a replicated cluster (DESIGN.md §9): shards are
 	// Raft groups spread over the nodes, membership and placement live in etcd. It needs
@@ -353,6 +359,17 @@ type Config struct {
 	// default a loopback connection reads it without one while authentication is
 	// required. YAML metrics_require_key. Default false.
 	MetricsRequireKey bool
+
+	// RedactSecretsFile is the WSR-1 secrets file (api/redact: JSON or YAML
+	// {tenants: {<agent>: [{id, value}]}, allSurfaces: [<agent>]}), read once at start;
+	// its values live in memory only. Empty: no registered values (secret-shaped tokens
+	// are still redacted where redaction applies). YAML redact_secrets_file. Default "".
+	RedactSecretsFile string
+	// RedactAllSurfacesTenants lists, comma-separated, the agents whose writes through
+	// every surface (REST, MCP, CLI) are redacted, besides the secrets file's allSurfaces;
+	// other agents' writes are redacted on the OpenWOP surface only. YAML
+	// redact_all_surfaces_tenants. Default "".
+	RedactAllSurfacesTenants string
 }
 
 // EtcdEndpoints returns the Etcd endpoints, split at commas, trimmed, empty ones dropped.
@@ -586,6 +603,7 @@ func (c Config) validate() []*ConfigError {
 	errs = append(errs, c.validateServing()...)
 	errs = append(errs, c.validateListeners()...)
 	errs = append(errs, c.validateAuth()...)
+	errs = append(errs, c.validateRedact()...)
 	return errs
 }
 
@@ -840,6 +858,8 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.S3Region }),
 	boolSetting("S3CreateBucket", "s3_create_bucket", "create the s3:// bucket at start when missing (false: a missing bucket fails the start)",
 		func(c *Config) *bool { return &c.S3CreateBucket }),
+	boolSetting("S3DirectReads", "s3_direct_reads", "answer GET …?redirect of a one-segment uncompressed file with a 307 to a presigned object-store URL (clients must reach --s3-endpoint)",
+		func(c *Config) *bool { return &c.S3DirectReads }),
 	boolSetting("Cluster", "cluster", "run as a node of a replicated cluster (needs --blob s3://…, --etcd, --peer-listen)",
 		func(c *Config) *bool { return &c.Cluster }),
 	stringSetting("NodeID", "node_id", "cluster node id (default: the data directory's UUID)",
@@ -864,7 +884,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.PeerTLSKey }),
 	stringSetting("PeerTLSCA", "peer_tls_ca", "PEM CA bundle that signs every node's peer certificate",
 		func(c *Config) *string { return &c.PeerTLSCA }),
-}, append(append(servingSettings, listenerSettings...), authSettings...)...)
+}, append(append(append(servingSettings, listenerSettings...), authSettings...), redactSettings...)...)
 
 func stringSetting(field, key, usage string, p func(*Config) *string) setting {
 	return setting{field: field, key: key, usage: usage,

@@ -159,6 +159,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		S3Endpoint:            "https://minio.internal:9000",
 		S3Region:              "eu-west-1",
 		S3CreateBucket:        false,
+		S3DirectReads:         true,
 		Cluster:               true,
 		NodeID:                "node-a",
 		PeerListen:            "10.0.0.5:7071",
@@ -199,6 +200,9 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		TLSClientCA:       "/etc/cairn/clients-ca.pem",
 		Auth:              "required",
 		MetricsRequireKey: true,
+
+		RedactSecretsFile:        "/etc/cairn/secrets.yaml",
+		RedactAllSurfacesTenants: "agent-a,b",
 	}
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
@@ -212,8 +216,8 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"raft_snapshot_threshold": "100", "log_level": "debug", "log_format": "json", "access_log": "true",
 		"shutdown_timeout": "3s", "blob": "s3://cairn-blobs/prod/eu",
 		"s3_endpoint": "https://minio.internal:9000", "s3_region": "eu-west-1",
-		"s3_create_bucket": "false",
-		"cluster":          "true", "node_id": "node-a", "peer_listen": "10.0.0.5:7071",
+		"s3_create_bucket": "false", "s3_direct_reads": "true",
+		"cluster": "true", "node_id": "node-a", "peer_listen": "10.0.0.5:7071",
 		"advertise_client": "http://10.0.0.5:7070", "advertise_peer": "10.0.0.5:7071",
 		"peer_source": "10.0.0.5",
 		"etcd":        "10.0.0.1:2379,10.0.0.2:2379", "shards": "16", "replication": "5",
@@ -226,6 +230,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"tls_cert":      "/etc/cairn/client.pem", "tls_key": "/etc/cairn/client.key", "tls_client_ca": "/etc/cairn/clients-ca.pem",
 		"insecure_plaintext": "false", // true contradicts tls_cert; TestInsecurePlaintextIsSettable sets it
 		"auth":               "required", "metrics_require_key": "true",
+		"redact_secrets_file": "/etc/cairn/secrets.yaml", "redact_all_surfaces_tenants": "agent-a,b",
 	}
 	if len(text) != len(settings) {
 		t.Fatalf("test covers %d settings, package has %d", len(text), len(settings))

@@ -17,17 +17,19 @@ import (
 // ErrNotEmpty: InstallSnapshot was given a directory that already holds a replica.
 var ErrNotEmpty = errors.New("shard: directory already holds a replica")
 
-// InstallSnapshot prepares dir, which must not hold a replica yet, so that Open (embedded,
-// NodeID nodeID) starts a single-voter replica whose state is the snapshot open returns:
+// InstallSnapshot prepares dir, which must not hold a replica yet, so that Open (NodeID
+// nodeID) starts a single-voter replica whose state is the snapshot open returns:
 // the zstd-compressed meta snapshot stream a backup holds (the same bytes a Raft snapshot
 // of this package holds). The snapshot becomes the replica's only Raft snapshot, at its
-// shard version, term 1, with nodeID the group's one voter; the log starts empty after it.
+// shard version, term 1, with nodeID the group's one voter at Raft address addr (the
+// embedded default's in-memory address is its node id; a cluster node's is its peer
+// address, which its first leadership corrects if it differs); the log starts empty after it.
 // The stream is read twice: once restored into a scratch FSM to check that it decodes
 // whole, once copied into the snapshot store (whose CRC-64 Open checks).
 //
 // Errors: ErrNotEmpty when dir holds a Raft log or snapshot, the snapshot's decoding
 // error (nothing is written then), or an I/O error.
-func InstallSnapshot(dir, nodeID string, open func() (io.ReadCloser, error)) error {
+func InstallSnapshot(dir, nodeID, addr string, open func() (io.ReadCloser, error)) error {
 	for _, p := range []string{logFile, "snapshots"} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
 			return fmt.Errorf("%w: %s", ErrNotEmpty, filepath.Join(dir, p))
@@ -47,9 +49,9 @@ func InstallSnapshot(dir, nodeID string, open func() (io.ReadCloser, error)) err
 	if err != nil {
 		return fmt.Errorf("shard: open snapshots: %w", err)
 	}
-	addr, trans := raft.NewInmemTransport(raft.ServerAddress(nodeID))
+	_, trans := raft.NewInmemTransport(raft.ServerAddress(nodeID))
 	defer trans.Close()
-	conf := raft.Configuration{Servers: []raft.Server{{ID: raft.ServerID(nodeID), Address: addr, Suffrage: raft.Voter}}}
+	conf := raft.Configuration{Servers: []raft.Server{{ID: raft.ServerID(nodeID), Address: raft.ServerAddress(addr), Suffrage: raft.Voter}}}
 	sink, err := snaps.Create(raft.SnapshotVersionMax, version, 1, conf, version, trans)
 	if err != nil {
 		return fmt.Errorf("shard: create snapshot: %w", err)

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/control"
 )
 
 // ErrNotEmpty: the data directory of a restore already holds a node.
@@ -47,11 +49,65 @@ func RestoreEmbedded(ctx context.Context, t Target, dataDir string) (*Manifest, 
 	}
 	name := ShardPart(0)
 	dir := filepath.Join(dataDir, "shards", strconv.Itoa(0))
-	if err := shard.InstallSnapshot(dir, id.NodeID, func() (io.ReadCloser, error) { return t.Open(ctx, name) }); err != nil {
+	if err := shard.InstallSnapshot(dir, id.NodeID, id.NodeID, func() (io.ReadCloser, error) { return t.Open(ctx, name) }); err != nil {
 		return m, err
 	}
 	// node-id last: a restore cut short leaves no node a start would take as whole.
 	return m, writeFile(filepath.Join(dataDir, "node-id"), []byte(id.NodeID))
+}
+
+// RestoreCluster restores the cluster archive at t, after verifying it, as a cluster of
+// one seed node: every shard's state is installed in dataDir (which must hold no node
+// yet) with nodeID as the shard's only voter, at Raft address peerAddr (the address the
+// node will advertise; its first leadership corrects a wrong one), and the etcd records
+// the backup holds are written through plane, whose etcd must hold no cluster under its
+// prefix (control.Plane.RestoreRecords: replica sets name the seed alone; the backed-up
+// nodes' identities are left out). Then `cairn serve --cluster --data-dir dataDir` with
+// the backed-up cluster's --shards, --replication and --blob serves every file, snapshot,
+// commit and API key of the backup, and nodes started with empty data directories join
+// and receive replicas until the cluster has its replication again.
+//
+// The shards are installed before etcd is written, and etcd's cluster record last, so a
+// restore cut short leaves nothing a node would start as a cluster; after a failure,
+// empty dataDir and run it again. Errors: those of Verify, ErrNotEmpty, an archive of an
+// embedded node, control.ErrClusterExists, or an I/O or etcd error.
+func RestoreCluster(ctx context.Context, t Target, dataDir, nodeID, peerAddr string, plane *control.Plane) (*Manifest, error) {
+	m, err := Verify(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	id := m.Identity
+	if id.Kind != KindCluster {
+		return m, fmt.Errorf("backup %s is of an embedded node: restore it with --data-dir alone", t)
+	}
+	for _, p := range []string{"node-id", "shards", "cluster-node-id"} {
+		if _, err := os.Stat(filepath.Join(dataDir, p)); err == nil {
+			return m, fmt.Errorf("%w: %s holds %s", ErrNotEmpty, dataDir, p)
+		}
+	}
+	raw, err := readPart(ctx, t, EtcdPart)
+	if err != nil {
+		return m, err
+	}
+	var recs []control.Record
+	if err := json.Unmarshal(raw, &recs); err != nil {
+		return m, fmt.Errorf("backup %s: %s: %w", t, EtcdPart, err)
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return m, err
+	}
+	for _, sh := range id.Shards {
+		name := ShardPart(sh.Shard)
+		dir := filepath.Join(dataDir, "shards", strconv.Itoa(sh.Shard))
+		if err := shard.InstallSnapshot(dir, nodeID, peerAddr, func() (io.ReadCloser, error) { return t.Open(ctx, name) }); err != nil {
+			return m, fmt.Errorf("shard %d: %w", sh.Shard, err)
+		}
+	}
+	if err := plane.RestoreRecords(ctx, recs, nodeID); err != nil {
+		return m, err
+	}
+	// node-id last: a restore cut short leaves no node a start would take as whole.
+	return m, writeFile(filepath.Join(dataDir, "node-id"), []byte(nodeID))
 }
 
 func writeFile(p string, b []byte) error {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"time"
 )
 
@@ -17,6 +19,8 @@ const (
 	// AdminClusterPath answers the cluster status of a cluster node (GET); an embedded
 	// node answers 404.
 	AdminClusterPath = "/v1/admin/cluster"
+	// AdminLeavingPath marks a node leaving (POST) or clears the mark (DELETE ?node=).
+	AdminLeavingPath = "/v1/admin/cluster/leaving"
 )
 
 // ErrNotCluster is wrapped by ClusterStatus's error when the node is an embedded one
@@ -130,6 +134,8 @@ type ClusterStatus struct {
 	// Nodes are the registered nodes, by id.
 	Nodes       []ClusterNode  `json:"nodes"`
 	ShardStatus []ClusterShard `json:"shard_status"`
+	// Leaving are the nodes marked leaving (Decommission), by id.
+	Leaving []string `json:"leaving,omitempty"`
 	// Raw is the status exactly as the server sent it.
 	Raw json.RawMessage `json:"-"`
 }
@@ -165,4 +171,55 @@ func (c *Client) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// IsLeaving reports whether node id is marked leaving.
+func (s *ClusterStatus) IsLeaving(id string) bool { return slices.Contains(s.Leaving, id) }
+
+// Replicas returns the shards whose members include node id, in shard order, and
+// whether every shard's leader answered (when not, a shard that did not may hold one too).
+func (s *ClusterStatus) Replicas(id string) (shards []int, complete bool) {
+	var out []int
+	complete = true
+	for _, sh := range s.ShardStatus {
+		if sh.Error != "" {
+			complete = false
+		}
+		for _, m := range sh.Members {
+			if m.ID == id {
+				out = append(out, sh.Shard)
+				break
+			}
+		}
+	}
+	return out, complete
+}
+
+// Decommission marks node leaving: the cluster's controller moves each of its replicas
+// to another node and removes it from every shard, after which the node can be stopped
+// for good. Idempotent. Errors: ErrNotCluster-wrapped NotFound on an embedded node;
+// InvalidArguments for a bad id; RoutingUnavailable (retryable) when etcd does not answer.
+func (c *Client) Decommission(ctx context.Context, node string) error {
+	var out struct{}
+	err := c.postTool(ctx, c.base+AdminLeavingPath, map[string]string{"node": node}, &out, replayable)
+	return notCluster(c, err)
+}
+
+// Recommission clears node's leaving mark, so the controller may give it replicas again.
+func (c *Client) Recommission(ctx context.Context, node string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.base+AdminLeavingPath+"?node="+url.QueryEscape(node), nil)
+	if err != nil {
+		return err
+	}
+	var out struct{}
+	return notCluster(c, c.doJSON(req, &out))
+}
+
+// notCluster wraps a 404 of an admin cluster route with ErrNotCluster.
+func notCluster(c *Client, err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.HTTPStatus == http.StatusNotFound {
+		return fmt.Errorf("%s answers 404 (an embedded node, cairn serve without --cluster): %w: %w", c.base, ErrNotCluster, err)
+	}
+	return err
 }

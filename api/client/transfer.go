@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -69,13 +70,20 @@ type ImportOptions struct {
 	// Warn, if set, receives one message per skipped entry (symlinks, sockets, devices),
 	// naming it by its local path.
 	Warn func(msg string)
+	// Delete mirrors deletions: after every upload succeeded, each file of the section
+	// that has no local counterpart is deleted, conditionally on the generation the
+	// listing showed (a file someone rewrote meanwhile is kept and reported through Warn).
+	// Nothing is deleted when any upload failed.
+	Delete bool
 }
 
 // ImportStats summarize an Import: files and bytes uploaded completely, and the wall time
 // including the local scan.
 type ImportStats struct {
 	Files, Bytes int64
-	Duration     time.Duration
+	// Deleted counts the remote files a Delete import removed.
+	Deleted  int64
+	Duration time.Duration
 }
 
 // ExportOptions configure Export.
@@ -200,7 +208,50 @@ func Import(ctx context.Context, c *Client, opts ImportOptions) (ImportStats, er
 		return nil
 	})
 	files, bytes := prog.completed()
-	return ImportStats{Files: files, Bytes: bytes, Duration: time.Since(start)}, err
+	stats := ImportStats{Files: files, Bytes: bytes}
+	if err == nil && opts.Delete {
+		keep := make(map[string]bool, len(items))
+		for _, it := range items {
+			keep[it.remote] = true
+		}
+		stats.Deleted, err = mirrorDeletions(ctx, c, opts, section, keep, warn)
+	}
+	stats.Duration = time.Since(start)
+	return stats, err
+}
+
+// mirrorDeletions deletes the files of the workbench section that keep does not name, each
+// at the generation the walk listed, and returns how many it deleted. A file that changed
+// since the walk (Conflict) or went away (NotFound) is left to whoever changed it.
+func mirrorDeletions(ctx context.Context, c *Client, opts ImportOptions, section string, keep map[string]bool, warn func(string, ...any)) (int64, error) {
+	type stale struct {
+		path       string
+		generation uint64
+	}
+	var gone []stale
+	err := c.Walk(ctx, opts.Agent, opts.Workbench, section, func(e Entry) error {
+		if !e.IsDir() && !keep[e.FullPath()] {
+			gone = append(gone, stale{e.FullPath(), e.Generation})
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("import: list %s for --delete: %w", section, err)
+	}
+	var deleted atomic.Int64
+	err = forEach(ctx, opts.Concurrency, gone, func(ctx context.Context, g stale) error {
+		_, err := c.Delete(ctx, opts.Agent, opts.Workbench, g.path, DeleteOptions{IfMatch: g.generation})
+		switch ErrorCode(err) {
+		case "":
+			deleted.Add(1)
+		case "Conflict", "NotFound":
+			warn("kept %s: it changed on the server during the import", g.path)
+		default:
+			return fmt.Errorf("import: delete %s: %w", g.path, err)
+		}
+		return nil
+	})
+	return deleted.Load(), err
 }
 
 // uploadFile PUTs one local file and returns the number of bytes sent.

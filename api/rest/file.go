@@ -245,15 +245,18 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path string) {
 	q, err := parseQuery(r)
 	if err == nil {
-		err = onlyParams(q, "at_snapshot", "disposition")
+		err = onlyParams(q, "at_snapshot", "disposition", "redirect")
 	}
 	var at workbench.At
 	if err == nil {
 		at, err = atSnapshotQuery(q)
 	}
-	inline := false
+	inline, redirect := false, false
 	if err == nil {
 		inline, err = dispositionQuery(q)
+	}
+	if err == nil {
+		redirect, err = redirectQuery(q)
 	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
@@ -284,6 +287,26 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, info.Generation) {
 		w.WriteHeader(http.StatusNotModified)
 		return
+	}
+	if redirect && r.Method == http.MethodGet {
+		u, err := f.DirectURL(r.Context())
+		if err != nil {
+			dropBodyHeaders(hd)
+			h.writeError(w, r, err, noPrecondition)
+			return
+		}
+		if u != nil {
+			// A direct read (content.go redirectQuery): the client fetches the object itself
+			// and checks it against Cairn-Digest, which stays with the file's other Cairn-*
+			// headers and ETag. The URL expires: never cache the answer.
+			for _, k := range []string{"Content-Type", "Content-Disposition", "X-Content-Type-Options", "Accept-Ranges"} {
+				hd.Del(k)
+			}
+			hd.Set("Location", u.String())
+			hd.Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+			return
+		}
 	}
 	offset, length := int64(0), info.Size
 	status := http.StatusOK

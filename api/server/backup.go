@@ -10,9 +10,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/cairnstore/cairn/api/backup"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/control"
 )
 
 // backupShardTimeout bounds placing one shard's hold and reaching its version here.
@@ -166,4 +170,29 @@ func tarFile(tw *tar.Writer, name string, f *os.File) error {
 	}
 	_, err = io.CopyN(tw, f, size)
 	return err
+}
+
+// RestoreCluster restores the cluster backup at t (offline: no node runs on dataDir) as a
+// cluster of one seed node with a new node id, whose shards are installed in dataDir and
+// whose etcd records are written to the etcd at endpoints (which must hold no cluster):
+// backup.RestoreCluster. peerAddr is the peer address the seed node will advertise. It
+// returns the manifest and the seed's node id.
+func RestoreCluster(ctx context.Context, t backup.Target, dataDir, peerAddr string, endpoints []string) (*backup.Manifest, string, error) {
+	ecfg := control.ClientConfig(endpoints)
+	ecfg.Logger = nil
+	cli, err := clientv3.New(ecfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("etcd: %w", err)
+	}
+	defer cli.Close()
+	plane, err := control.New(cli, control.Config{})
+	if err != nil {
+		return nil, "", err
+	}
+	id := uuid.NewString()
+	if peerAddr == "" {
+		peerAddr = id // corrected by the node's first leadership (fixAddresses)
+	}
+	m, err := backup.RestoreCluster(ctx, t, dataDir, id, peerAddr, plane)
+	return m, id, err
 }

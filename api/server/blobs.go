@@ -65,6 +65,9 @@ func (n *Node) openBlobs(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		store = ss
+		if n.cfg.S3DirectReads {
+			n.directReads = ss
+		}
 	default:
 		return fmt.Errorf("blob store %s: unknown kind %q", n.cfg.Blob, target.Kind)
 	}

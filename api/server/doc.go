@@ -11,6 +11,12 @@
 // forwards over the peer port (DESIGN.md §9). This package only assembles: routing and
 // forwarding decisions are the host's (route.go wraps them for HTTP).
 //
+// Secret redaction (redact.go): Open builds the node's api/redact Redactor from
+// Config.RedactSecretsFile and Config.RedactAllSurfacesTenants before the blob store and
+// the shard host open (a bad file fails the start, naming the entry and never its value);
+// the Workbench service redacts the writes of the opted-in agents with it, and
+// Node.Redactor hands it to the OpenWOP facade. The secret values stay in memory.
+//
 // Data directory layout (all under Config.DataDir):
 //
 //	LOCK              flock'd while a process uses the directory

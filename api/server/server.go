@@ -23,6 +23,7 @@ import (
 
 	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/mcp"
+	"github.com/cairnstore/cairn/api/redact"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/blob"
@@ -43,21 +44,24 @@ var ErrDataDirLocked = errors.New("data directory is in use by another process")
 // node of a replicated cluster (Config.Cluster). Both are a shard host with the same
 // surfaces and workers on top.
 type Node struct {
-	cfg      ops.Config
-	creds    ops.Credentials
-	log      *slog.Logger
-	lock     *flock.Flock
-	nodeID   string
-	blobs    blob.Store
-	host     *host.Host
-	svc      *workbench.Service
-	registry *prometheus.Registry
-	rest     *rest.Handler
-	keys     auth.Store   // the API keys: the data directory's file, or the cluster's etcd
-	handler  http.Handler // the client port: authentication, then routing in front of REST/MCP
-	adminH   http.Handler // the admin port: authentication in front of the admin routes
-	health   *health
-	tls      *tls.Config // the client and admin listeners' (nil: plain HTTP)
+	cfg    ops.Config
+	creds  ops.Credentials
+	log    *slog.Logger
+	lock   *flock.Flock
+	nodeID string
+	blobs  blob.Store
+	// directReads presigns direct reads (--s3-direct-reads); nil when off.
+	directReads blob.Presigner
+	host        *host.Host
+	svc         *workbench.Service
+	registry    *prometheus.Registry
+	rest        *rest.Handler
+	keys        auth.Store   // the API keys: the data directory's file, or the cluster's etcd
+	handler     http.Handler // the client port: authentication, then routing in front of REST/MCP
+	adminH      http.Handler // the admin port: authentication in front of the admin routes
+	health      *health
+	tls         *tls.Config // the client and admin listeners' (nil: plain HTTP)
+	redactor    *redact.Redactor
 
 	// Cluster mode only: the client port is bound at open (the registry publishes its
 	// address), the peer port and the etcd client are the node's.
@@ -125,6 +129,9 @@ func (n *Node) open(ctx context.Context) error {
 	if n.tls, err = serverTLS(cfg, n.log); err != nil {
 		return err
 	}
+	if n.redactor, err = openRedactor(cfg); err != nil {
+		return err
+	}
 	n.registry = prometheus.NewRegistry()
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := n.openBlobs(ctx); err != nil {
@@ -181,7 +188,7 @@ func (n *Node) open(ctx context.Context) error {
 		MaxSnapshotsPerWorkbench: cfg.MaxSnapshotsPerWorkbench, MaxUploadDuration: cfg.MaxUploadDuration,
 		Limits: workbench.PrincipalLimits{RequestsPerSecond: cfg.PrincipalRequestsPerSecond, RequestBurst: cfg.PrincipalRequestBurst,
 			MaxConcurrentUploads: cfg.PrincipalMaxUploads},
-		SegmentCache: segCache, Logger: n.log})
+		SegmentCache: segCache, DirectReads: n.directReads, Logger: n.log, Redactor: n.redactor})
 	if err != nil {
 		return err
 	}
@@ -205,6 +212,7 @@ func (n *Node) open(ctx context.Context) error {
 	adminRoutes := keyRoutes(n.keys)
 	if cfg.Cluster {
 		adminRoutes[ClusterStatusPath] = http.HandlerFunc(n.serveStatus)
+		adminRoutes[LeavingPath] = http.HandlerFunc(n.serveLeaving)
 	}
 	mcpMetrics, err := mcp.NewMetrics(n.registry)
 	if err != nil {

@@ -67,6 +67,12 @@
 //     either the answer is a retryable ResourceExhausted with details.limit and
 //     details.retry_after_ms, never a wait. A request without a principal is never
 //     limited. State is bounded by the principals active at once.
+//   - Secret redaction (redact.go, Config.Redactor, off by default): the body of every
+//     write and append, whatever the surface, passes through the redactor before it is
+//     cut, hashed and uploaded, so the stored bytes, the digest, the size and the
+//     idempotency record are all of the redacted body and the original never reaches
+//     the object store or the metadata. An append is redacted on its own bytes: a secret
+//     split across two appends is not found.
 //   - An ingest takes at most Config.MaxUploadDuration, which is less than GCGrace (the
 //     collector's grace, shard/worker's Config.GCGrace), so the collector never takes the
 //     blobs of an upload that can still publish; a slower one fails before publishing and

@@ -129,6 +129,9 @@ func AsError(err error) *Error {
 		if me.Code == meta.CodeNotOwner {
 			return RoutingUnavailable("this shard does not own the agent root here; retry")
 		}
+		if me.Code == meta.CodeUpgradeInProgress {
+			return RoutingUnavailable(me.Message)
+		}
 		e := &Error{Code: string(me.Code), Message: me.Message, Details: map[string]any{}}
 		if me.Field != "" {
 			e.Details["field"] = me.Field

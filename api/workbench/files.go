@@ -112,7 +112,7 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 	if err != nil {
 		return AppendResult{}, err
 	}
-	body, err := s.ingest(ctx, req.Agent, req.Body, req.SizeHint, resume)
+	body, err := s.ingestBody(ctx, req.Agent, req.Body, req.SizeHint, resume)
 	if err != nil {
 		return AppendResult{}, err
 	}

@@ -144,6 +144,13 @@ type Config struct {
 	// fill it with whole segments they fetched and verified; writes fill it with the
 	// segments they upload. nil (the default): no cache.
 	SegmentCache *cache.Cache
+	// DirectReads, when set, lets a reader fetch a one-segment body straight from the
+	// object store through a presigned URL (File.DirectURL, REST `?redirect`), for
+	// clients that can reach the store. nil (the default): every read goes through the
+	// node.
+	DirectReads blob.Presigner
+	// DirectReadExpiry is how long a direct-read URL stays valid. Default 5m.
+	DirectReadExpiry time.Duration
 	// MaxSnapshotsPerWorkbench caps the snapshots of one workbench that hold history
 	// (alive, or expired and still renewable); minting one more is ResourceExhausted.
 	// Default DefaultMaxSnapshotsPerWorkbench (256).
@@ -151,6 +158,10 @@ type Config struct {
 	// Limits caps each principal's request rate and concurrent uploads on this node
 	// (limits.go). Default: no caps.
 	Limits PrincipalLimits
+	// Redactor rewrites the bodies of writes and appends before they are stored
+	// (redact.go: secret redaction for the tenants that opted in). nil (the default):
+	// bodies are stored as sent.
+	Redactor BodyRedactor
 }
 
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
@@ -471,7 +482,7 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 		return FileResult{}, werr
 	}
 	defer done()
-	body, err := s.ingest(ctx, req.Agent, req.Body, req.SizeHint, nil)
+	body, err := s.ingestBody(ctx, req.Agent, req.Body, req.SizeHint, nil)
 	if err != nil {
 		return FileResult{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -475,6 +476,21 @@ func (s *Store) Stat(ctx context.Context, key blob.Key) (blob.Info, error) {
 		return blob.Info{}, fmt.Errorf("blob/s3: stat %s: %w", key, blob.ErrNotFound)
 	}
 	return info, nil
+}
+
+// PresignGet implements blob.Presigner: one HEAD for the blob's Info (absent: ErrNotFound),
+// then a SigV4 presigned GET of its object, computed locally (no request), valid for
+// expiry (at most 7 days, S3's limit).
+func (s *Store) PresignGet(ctx context.Context, key blob.Key, expiry time.Duration) (*url.URL, blob.Info, error) {
+	info, err := s.Stat(ctx, key)
+	if err != nil {
+		return nil, blob.Info{}, err
+	}
+	u, err := s.core.PresignedGetObject(ctx, s.cfg.Bucket, s.ObjectName(key), expiry, nil)
+	if err != nil {
+		return nil, blob.Info{}, fmt.Errorf("blob/s3: presign %s: %w", key, err)
+	}
+	return u, info, nil
 }
 
 // Delete implements blob.Store with one DELETE, which S3 answers with success whether or

@@ -22,7 +22,7 @@ func addAdminCommands(root *cobra.Command) {
 		"URL of the server's admin listener, --admin-listen: admin routes are not served on --server (env CAIRN_ADMIN_SERVER)")
 	admin.AddCommand(newAdminGCCommand(), newAdminClusterCommand(), newAdminKeyCommand(),
 		newAdminBackupCommand(), newAdminRestoreCommand(), newAdminScrubCommand(),
-		newAdminQuotaCommand(), newAdminPurgeCommand())
+		newAdminQuotaCommand(), newAdminPurgeCommand(), newAdminNodeCommand())
 	root.AddCommand(admin)
 }
 

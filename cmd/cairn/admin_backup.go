@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnstore/cairn/api/backup"
 	"github.com/cairnstore/cairn/api/client"
+	"github.com/cairnstore/cairn/api/server"
 	"github.com/cairnstore/cairn/ops"
 )
 
@@ -158,16 +159,25 @@ func newAdminBackupDeleteCommand() *cobra.Command {
 
 func newAdminRestoreCommand() *cobra.Command {
 	var (
-		from    backupTargetFlags
-		dataDir string
+		from          backupTargetFlags
+		dataDir, etcd string
+		advertisePeer string
 	)
 	cmd := &cobra.Command{
-		Use:   "restore --from DEST --data-dir DIR",
-		Short: "Restore an embedded node's backup into an empty data directory (offline)",
-		Long: "Verify the backup, then write the node id, the cursor key and the shard's state\n" +
-			"into DIR, which must hold no node. Start the node with `cairn serve --data-dir DIR`\n" +
-			"and the blob store it had (--blob): every file, snapshot and commit of the backup\n" +
-			"reads back. The server is not involved: run it while no node uses DIR.",
+		Use:   "restore --from DEST --data-dir DIR [--etcd ENDPOINTS --advertise-peer HOST:PORT]",
+		Short: "Restore a backup into an empty data directory (offline): an embedded node, or a cluster's seed node",
+		Long: "Verify the backup, then write it into DIR, which must hold no node. The server is\n" +
+			"not involved: run it while no node uses DIR.\n\n" +
+			"An embedded node's backup: the node id, the cursor key and the shard's state. Start\n" +
+			"the node with `cairn serve --data-dir DIR` and the blob store it had (--blob): every\n" +
+			"file, snapshot and commit of the backup reads back.\n\n" +
+			"A cluster's backup (--etcd, an etcd with no cluster in it): every shard's state in\n" +
+			"DIR under a new node id, as each shard's only voter, and the cluster's etcd records\n" +
+			"(cluster identity, placements, API keys, cursor key; replica sets naming the new\n" +
+			"node). Start it with `cairn serve --cluster --data-dir DIR --etcd ENDPOINTS` and the\n" +
+			"backed-up cluster's --shards, --replication and --blob (and --advertise-peer as\n" +
+			"given here); start the other nodes with empty data directories: they join and get\n" +
+			"replicas until the cluster has its replication again.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dataDir == "" {
@@ -177,17 +187,29 @@ func newAdminRestoreCommand() *cobra.Command {
 			if err != nil {
 				return usageErrorf("--from: %v", err)
 			}
-			m, err := backup.RestoreEmbedded(cmd.Context(), t, dataDir)
+			if etcd == "" {
+				m, err := backup.RestoreEmbedded(cmd.Context(), t, dataDir)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "restored backup %s (node %s, shard 0 at version %d) into %s\n",
+					m.Identity.Backup, m.Identity.NodeID, m.Identity.Shards[0].Version, dataDir)
+				return nil
+			}
+			m, node, err := server.RestoreCluster(cmd.Context(), t, dataDir, advertisePeer, splitEndpoints(etcd))
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored backup %s (node %s, shard 0 at version %d) into %s\n",
-				m.Identity.Backup, m.Identity.NodeID, m.Identity.Shards[0].Version, dataDir)
+			fmt.Fprintf(cmd.OutOrStdout(), "restored backup %s of cluster %s (%d shards, replication %d) into %s as seed node %s; "+
+				"start it with cairn serve --cluster --data-dir %s --etcd %s\n",
+				m.Identity.Backup, m.Identity.ClusterID, len(m.Identity.Shards), m.Identity.Replication, dataDir, node, dataDir, etcd)
 			return nil
 		},
 	}
 	from.add(cmd, "from", "the backup to restore")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "the empty data directory to restore into")
+	cmd.Flags().StringVar(&etcd, "etcd", "", "restore a cluster's backup: the etcd (comma-separated endpoints, holding no cluster) to write its records to")
+	cmd.Flags().StringVar(&advertisePeer, "advertise-peer", "", "with --etcd: the peer address the seed node will advertise")
 	return cmd
 }
 

@@ -67,11 +67,17 @@ func printClusterStatus(w io.Writer, st *client.ClusterStatus) error {
 	fmt.Fprintf(w, "cluster %s: %d shards, replication %d (answered by node %s)\n\n", st.ClusterID, st.Shards, st.Replication, st.Node)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSTATE\tCLIENT URL\tPEER ADDRESS\tSTARTED")
+	state := func(id, s string) string {
+		if st.IsLeaving(id) {
+			return s + ", leaving"
+		}
+		return s
+	}
 	for _, n := range st.Nodes {
-		fmt.Fprintf(tw, "%s\tup\t%s\t%s\t%s\n", n.ID, n.ClientURL, n.PeerAddr, n.StartedAt.Format("2006-01-02T15:04:05Z07:00"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.ID, state(n.ID, "up"), n.ClientURL, n.PeerAddr, n.StartedAt.Format("2006-01-02T15:04:05Z07:00"))
 	}
 	for _, id := range downNodes(st) {
-		fmt.Fprintf(tw, "%s\tdown\t-\t-\t-\n", id)
+		fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\n", id, state(id, "down"))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "SHARD\tNODE\tROLE\tLAG")

@@ -55,15 +55,9 @@ func withKeyClient(cmd *cobra.Command, f func(c *client.Client) error) error {
 		defer keys.Close()
 		return f(client.NewInProcess(server.KeyAdminHandler(keys)))
 	case etcd != "":
-		var endpoints []string
-		for _, e := range strings.Split(etcd, ",") {
-			if e = strings.TrimSpace(e); e != "" {
-				endpoints = append(endpoints, e)
-			}
-		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 		defer cancel()
-		keys, err := server.OpenEtcdKeys(ctx, endpoints)
+		keys, err := server.OpenEtcdKeys(ctx, splitEndpoints(etcd))
 		if err != nil {
 			return err
 		}
@@ -225,4 +219,15 @@ func timeOrNever(t time.Time) string {
 		return "never"
 	}
 	return t.Format(time.RFC3339)
+}
+
+// splitEndpoints splits a comma-separated --etcd value, dropping blanks.
+func splitEndpoints(etcd string) []string {
+	var endpoints []string
+	for _, e := range strings.Split(etcd, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			endpoints = append(endpoints, e)
+		}
+	}
+	return endpoints
 }

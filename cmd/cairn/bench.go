@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 
@@ -114,6 +115,7 @@ write the full report as JSON, Markdown and a PNG plot.`,
 	f.StringVar(&cfg.MinIO.Endpoint, "baseline-minio-endpoint", "", "minio baseline: the object store, http://host:port or https://host[:port] (credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
 	f.StringVar(&cfg.MinIO.Bucket, "baseline-minio-bucket", "", "minio baseline: bucket to write to, under the prefix cairn-bench-baseline/ (created when missing)")
 	f.StringVar(&cfg.MinIO.Region, "baseline-minio-region", "", "minio baseline: region requests are signed for (default us-east-1)")
+	f.StringVar(&cfg.RelayEndpoint, "baseline-relay-endpoint", "", "relay baseline: URL of a `cairn bench relay` to the --baseline-minio-endpoint store (bucket and credentials as the minio baseline's)")
 	f.StringSliceVar(&cfg.EtcdEndpoints, "baseline-etcd-endpoints", nil, "etcd baseline: the cluster's client endpoints, host:port,...")
 	f.StringVar(&cfg.Backend, "backend", "", "the measured server's blob backend (dir, s3, ...), recorded in the report")
 	f.IntVar(&cfg.Nodes, "nodes", 0, "the measured server's node count, recorded in the report")
@@ -122,6 +124,36 @@ write the full report as JSON, Markdown and a PNG plot.`,
 	f.StringVar(&out, "out", "", "write the JSON report to this file")
 	f.StringVar(&markdown, "markdown", "", "write the Markdown report to this file")
 	f.StringVar(&plotPath, "plot", "", "write a PNG plot of latency percentiles and throughput over time (a sweep: against the offered rate) to this file")
+	cmd.AddCommand(newBenchRelayCommand())
+	return cmd
+}
+
+// newBenchRelayCommand is `cairn bench relay`: the relay baseline's server.
+func newBenchRelayCommand() *cobra.Command {
+	var listen, target string
+	cmd := &cobra.Command{
+		Use:   "relay --target OBJECT-STORE-URL [--listen ADDR]",
+		Short: "Relay every request to an object store and do nothing else (the relay baseline's server)",
+		Long: "Serve on --listen a relay that passes every request to --target (an S3 endpoint such as\n" +
+			"http://127.0.0.1:9000) and streams its answer back, with no hashing, chunking or\n" +
+			"metadata: the floor of a server process that moves every byte between its clients\n" +
+			"and that store. Prints the address it listens on, then serves until SIGINT or SIGTERM.\n" +
+			"`cairn bench --baseline relay --baseline-relay-endpoint http://ADDR` measures through it.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if target == "" {
+				return usageErrorf("--target is required")
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "relay listening on http://%s to %s\n", ln.Addr(), target)
+			return bench.ServeRelay(cmd.Context(), ln, target)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on (port 0: any free port)")
+	cmd.Flags().StringVar(&target, "target", "", "the object store's URL, http://host:port or https://host[:port]")
 	return cmd
 }
 

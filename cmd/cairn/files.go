@@ -258,17 +258,21 @@ func newImportCommand() *cobra.Command {
 	var (
 		section     string
 		concurrency int
+		mirror      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "import DIR --agent A --workbench W [--section input]",
+		Use:   "import DIR --agent A --workbench W [--section input] [--delete]",
 		Short: "Upload a local directory into a workbench section",
 		Long: "Upload every regular file under DIR to SECTION/<path relative to DIR>, creating the\n" +
 			"workbench if needed. Symlinks are skipped with a warning. Files keep their\n" +
-			"owner-execute bit as the executable flag.",
+			"owner-execute bit as the executable flag. With --delete, files of SECTION that DIR\n" +
+			"does not have are deleted after every upload succeeded (each only if unchanged\n" +
+			"since it was listed), so the section mirrors DIR.",
 		Args: argsBetween(1, 1),
 	}
 	t := addTargetFlags(cmd)
 	cmd.Flags().StringVar(&section, "section", client.DefaultImportSection, "section to import into")
+	cmd.Flags().BoolVar(&mirror, "delete", false, "delete files of the section that DIR does not have")
 	cmd.Flags().IntVar(&concurrency, "concurrency", client.DefaultConcurrency, "uploads in flight")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := t.check(); err != nil {
@@ -282,12 +286,17 @@ func newImportCommand() *cobra.Command {
 			Start:       bar.start,
 			Progress:    bar.progress,
 			Warn:        bar.warn,
+			Delete:      mirror,
 		})
 		bar.finish()
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintln(cmd.OutOrStdout(), transferSummary("imported", stats.Files, stats.Bytes, stats.Duration))
+		summary := transferSummary("imported", stats.Files, stats.Bytes, stats.Duration)
+		if mirror {
+			summary += fmt.Sprintf(", deleted %d", stats.Deleted)
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), summary)
 		return err
 	}
 	return cmd

@@ -254,6 +254,10 @@ func (c *Controller) reconcile(ctx context.Context, t *term) error {
 	if err != nil {
 		return err
 	}
+	leaving, err := c.p.Leaving(ctx)
+	if err != nil {
+		return err
+	}
 	status := c.statuses(ctx, cl.Shards)
 	var members []string
 	for _, r := range records {
@@ -270,7 +274,7 @@ func (c *Controller) reconcile(ctx context.Context, t *term) error {
 	c.mu.Unlock()
 
 	actions := Plan(State{Shards: cl.Shards, Replication: cl.Replication, Nodes: nodes, Gone: gone,
-		Records: records, Status: status, MaxPromoteLag: c.cfg.MaxPromoteLag})
+		Leaving: leaving, Records: records, Status: status, MaxPromoteLag: c.cfg.MaxPromoteLag})
 	skip := map[int]bool{} // shards whose record write failed this round
 	var firstErr error
 	for _, a := range actions {

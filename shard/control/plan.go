@@ -103,6 +103,10 @@ type State struct {
 	// Gone are the nodes unregistered for longer than the grace period; a node neither
 	// live nor gone is away but may come back, and nothing is done about it yet.
 	Gone map[string]bool
+	// Leaving are the nodes an admin decommissioned (leaving.go): live or not, they get
+	// no new replica and count toward no shard's replication, and each of their replicas
+	// goes once the shard has Replication voters without them.
+	Leaving map[string]bool
 	// Records are the replica-set records, keyed by shard (absent: no record).
 	Records map[int]ReplicaSet
 	// Status are the shards whose leader answered, keyed by shard (absent: unknown).
@@ -132,7 +136,12 @@ type State struct {
 //   - A non-voter of a shard that has Replication live voters is surplus and removed;
 //     otherwise a non-voter whose lag is known and at most MaxPromoteLag is promoted.
 //   - A gone node is removed from Raft unless it is the leader or the last voter.
+//   - A leaving node is treated as gone for placement (never picked, not counted as a
+//     live member, so the shard gets a replacement), but stays in Raft until the shard
+//     has Replication live voters that are not leaving; then it is removed, even as the
+//     leader (Raft then elects another: the shard's voters are all caught up).
 func Plan(st State) []Action {
+	away := func(id string) bool { return st.Gone[id] || st.Leaving[id] }
 	load := map[string]int{}
 	for _, r := range st.Records {
 		for _, m := range r.Members() {
@@ -147,7 +156,7 @@ func Plan(st State) []Action {
 	pick := func(exclude ReplicaSet) (string, bool) {
 		best, found := "", false
 		for _, id := range live {
-			if st.Gone[id] || exclude.Has(id) {
+			if away(id) || exclude.Has(id) {
 				continue
 			}
 			if !found || load[id] < load[best] {
@@ -182,7 +191,7 @@ func Plan(st State) []Action {
 			}
 			inRaft := 0
 			for _, m := range status.Servers {
-				if !st.Gone[m.ID] {
+				if !away(m.ID) {
 					inRaft++
 				}
 			}
@@ -190,7 +199,7 @@ func Plan(st State) []Action {
 				_, has := status.server(m)
 				switch {
 				case has:
-				case st.Gone[m] || inRaft >= st.Replication:
+				case away(m) || inRaft >= st.Replication:
 					want = without(want, m)
 				default:
 					// Raft dropped it (removed while gone) and it came back before the
@@ -200,7 +209,7 @@ func Plan(st State) []Action {
 				}
 			}
 			for _, m := range want.Members() {
-				if !st.Gone[m] {
+				if !away(m) {
 					alive[s]++
 				}
 			}
@@ -238,7 +247,7 @@ func Plan(st State) []Action {
 			}
 			voters, liveVoters := status.voters(), 0
 			for _, m := range status.Servers {
-				if m.Voter && !st.Gone[m.ID] {
+				if m.Voter && !away(m.ID) {
 					liveVoters++
 				}
 			}
@@ -246,6 +255,11 @@ func Plan(st State) []Action {
 				_, isLive := st.Nodes[m.ID]
 				switch {
 				case st.Gone[m.ID] && m.ID != status.Leader && (!m.Voter || voters > 1):
+					raft[s] = append(raft[s], Action{Kind: ActionRemove, Shard: s, Node: m.ID})
+					if m.Voter {
+						voters--
+					}
+				case st.Leaving[m.ID] && (!m.Voter || liveVoters >= st.Replication && voters > 1):
 					raft[s] = append(raft[s], Action{Kind: ActionRemove, Shard: s, Node: m.ID})
 					if m.Voter {
 						voters--

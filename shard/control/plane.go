@@ -132,6 +132,8 @@ func (k keys) root(r string) string          { return k.roots() + r }
 func (k keys) loads() string                 { return k.prefix + "/load/" }
 func (k keys) load(s int) string             { return k.loads() + strconv.Itoa(s) }
 func (k keys) controller() string            { return k.prefix + "/controller" } // Election appends "/"
+func (k keys) leaving() string               { return k.prefix + "/leaving/" }
+func (k keys) leavingNode(id string) string  { return k.leaving() + id }
 func shardOf(prefix, key string) (int, bool) { return parseShard(strings.TrimPrefix(key, prefix)) }
 
 func parseShard(s string) (int, bool) {

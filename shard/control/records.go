@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -48,4 +50,83 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 		}
 	}
 	return false
+}
+
+// ErrClusterExists: a restore found a cluster record already in etcd.
+var ErrClusterExists = errors.New("control: a cluster exists under this prefix")
+
+// restoreBatch bounds the puts of one etcd transaction of RestoreRecords (etcd refuses a
+// transaction of more than --max-txn-ops, 128 by default).
+const restoreBatch = 100
+
+// RestoreRecords writes the durable records of a backup (Records) into an etcd that has
+// no cluster under the plane's prefix, for a cluster restored on one seed node: every
+// shard's replica-set record becomes that node as its only voter (the controller then
+// adds replicas as other nodes join), and the node identities and leaving marks of the
+// backed-up nodes are left out (their data directories are gone). The cluster record is
+// written last, in a transaction that succeeds only if it is still absent, so a restore
+// cut short leaves no cluster a node would join, and can be run again.
+//
+// Errors: ErrClusterExists, ErrInvalidArgument (a bad seed id, or records without a
+// cluster record), ErrControlPlaneUnavailable.
+func (p *Plane) RestoreRecords(ctx context.Context, recs []Record, seed string) error {
+	if err := validNodeID(seed); err != nil {
+		return err
+	}
+	seedSet, err := json.Marshal(ReplicaSet{Voters: []string{seed}, Nonvoters: []string{}})
+	if err != nil {
+		return err
+	}
+	var cluster []byte
+	var puts []clientv3.Op
+	for _, r := range recs {
+		full := p.cfg.Prefix + r.Key
+		switch {
+		case full == p.k.cluster():
+			cluster = r.Value
+			continue
+		case strings.HasPrefix(full, p.k.identity("")), strings.HasPrefix(full, p.k.leaving()), hasAnyPrefix(r.Key, ephemeral):
+			continue
+		case strings.HasPrefix(full, p.k.shards()):
+			puts = append(puts, clientv3.OpPut(full, string(seedSet)))
+			continue
+		}
+		puts = append(puts, clientv3.OpPut(full, string(r.Value)))
+	}
+	if cluster == nil {
+		return fmt.Errorf("%w: the records hold no cluster record", ErrInvalidArgument)
+	}
+	var existing *clientv3.GetResponse
+	if err := p.withTimeout(ctx, "check for a cluster", func(ctx context.Context) (err error) {
+		existing, err = p.cli.Get(ctx, p.k.cluster())
+		return err
+	}); err != nil {
+		return err
+	}
+	if len(existing.Kvs) > 0 {
+		return ErrClusterExists
+	}
+	for len(puts) > 0 {
+		n := min(len(puts), restoreBatch)
+		batch := puts[:n]
+		puts = puts[n:]
+		if err := p.withTimeout(ctx, "restore records", func(ctx context.Context) error {
+			_, err := p.cli.Txn(ctx).Then(batch...).Commit()
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	var resp *clientv3.TxnResponse
+	if err := p.withTimeout(ctx, "restore the cluster record", func(ctx context.Context) (err error) {
+		resp, err = p.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(p.k.cluster()), "=", 0)).
+			Then(clientv3.OpPut(p.k.cluster(), string(cluster))).Commit()
+		return err
+	}); err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return ErrClusterExists
+	}
+	return nil
 }

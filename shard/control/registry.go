@@ -25,6 +25,10 @@ type NodeInfo struct {
 	// of the same node id from another data directory is refused while this one is
 	// live: two processes must never act as one Raft server. "" skips the check.
 	Instance string `json:"instance,omitempty"`
+	// ClusterVersion is the newest cluster version the node's binary applies
+	// (meta.ClusterVersion); 0, from a release before the field existed, means 1. A
+	// command needing a newer version is not proposed to a shard with such a member.
+	ClusterVersion int `json:"cluster_version,omitempty"`
 }
 
 // NodeSet is the registry at one moment: node id → what it published.

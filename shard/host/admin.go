@@ -49,7 +49,7 @@ func checkFence(fence int64, seen *atomic.Int64) error {
 // the shard's leader (ErrNotLeader elsewhere).
 func (h *Host) adminLocal(ctx context.Context, call adminCall) (control.ShardStatus, error) {
 	if h.cluster == nil {
-		return control.ShardStatus{}, errors.New("host: not a cluster node")
+		return control.ShardStatus{}, ErrNotCluster
 	}
 	if call.Op != "status" {
 		if err := checkFence(call.Fence, &h.cluster.fence); err != nil {
@@ -164,6 +164,9 @@ type ClusterStatus struct {
 	Node        string               `json:"node"` // the node that answered
 	Nodes       []ClusterNodeStatus  `json:"nodes"`
 	ShardStatus []ClusterShardStatus `json:"shard_status"`
+	// Leaving are the nodes marked leaving (cairn admin node remove), registered or not,
+	// by id.
+	Leaving []string `json:"leaving,omitempty"`
 }
 
 // ClusterNodeStatus is one registered node.
@@ -197,6 +200,14 @@ func (h *Host) Status(ctx context.Context) (st ClusterStatus, ok bool) {
 		st.Nodes = append(st.Nodes, ClusterNodeStatus{ID: id, ClientURL: info.ClientURL, PeerAddr: info.PeerAddr, StartedAt: info.StartedAt})
 	}
 	slices.SortFunc(st.Nodes, func(a, b ClusterNodeStatus) int { return strings.Compare(a.ID, b.ID) })
+	lctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	if leaving, err := cs.cfg.Plane.Leaving(lctx); err == nil {
+		for id := range leaving {
+			st.Leaving = append(st.Leaving, id)
+		}
+		slices.Sort(st.Leaving)
+	}
+	cancel()
 	st.ShardStatus = make([]ClusterShardStatus, cs.cluster.Shards)
 	var wg sync.WaitGroup
 	for id := range cs.cluster.Shards {
@@ -215,4 +226,21 @@ func (h *Host) Status(ctx context.Context) (st ClusterStatus, ok bool) {
 	}
 	wg.Wait()
 	return st, true
+}
+
+// ErrNotCluster: a cluster operation asked of the embedded default.
+var ErrNotCluster = errors.New("host: not a cluster node")
+
+// SetLeaving marks node as leaving (decommission: the controller moves its replicas to
+// other nodes and removes it from every shard, control.Plan) or clears the mark. The node
+// need not be registered. Errors: ErrNotCluster; control.ErrInvalidArgument for a bad id;
+// control.ErrControlPlaneUnavailable (retryable).
+func (h *Host) SetLeaving(ctx context.Context, node string, leaving bool) error {
+	if h.cluster == nil {
+		return ErrNotCluster
+	}
+	if leaving {
+		return h.cfg.Cluster.Plane.Decommission(ctx, node, time.Now())
+	}
+	return h.cfg.Cluster.Plane.Recommission(ctx, node)
 }

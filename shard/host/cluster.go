@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/control"
 	"github.com/cairnstore/cairn/shard/mux"
@@ -35,6 +37,9 @@ type clusterState struct {
 	published        map[int]uint64
 	lastAddressCheck time.Time
 	fence            atomic.Int64 // highest controller fence seen by adminLocal
+	// versions is the cluster version each node last registered with (node id → int),
+	// kept after the node's registration lapses (versions.go).
+	versions sync.Map
 }
 
 // openCluster creates or joins the cluster in etcd, starts hosting the replicas the
@@ -65,7 +70,7 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cs.nodes.Store(&nodes)
+	cs.storeNodes(nodes)
 	hints := map[int]control.LeaderHint{}
 	cs.hints.Store(&hints)
 	h.placement = plane.NewPlacement(cs.cluster)
@@ -75,7 +80,7 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	h.goRun(func() { h.hostReplicas(wctx) })
 	h.goRun(func() {
 		for ns := range plane.WatchNodes(wctx) {
-			cs.nodes.Store(&ns)
+			cs.storeNodes(ns)
 		}
 	})
 	h.goRun(func() {
@@ -84,7 +89,8 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 		}
 	})
 	if cs.reg, err = plane.Register(sctx, h.cfg.NodeID, control.NodeInfo{ClientURL: cc.ClientURL,
-		PeerAddr: cc.Peer.Addr().String(), StartedAt: time.Now().UTC(), Instance: cc.Instance}); err != nil {
+		PeerAddr: cc.Peer.Addr().String(), StartedAt: time.Now().UTC(), Instance: cc.Instance,
+		ClusterVersion: meta.ClusterVersion}); err != nil {
 		return fmt.Errorf("register node %s: %w", h.cfg.NodeID, err)
 	}
 	h.goRun(func() { h.watchLeadership(wctx) })
@@ -252,8 +258,9 @@ func (h *Host) publishHints(ctx context.Context, list map[int]*shard.Shard) {
 }
 
 // fixAddresses updates, in shard id's Raft configuration, the address of every member
-// that registered a different peer address (a node restarted on another port): without
-// it the leader would keep dialling the old one.
+// that registered a different peer address (a node restarted on another port, or this
+// node's own entry in a shard restored from a backup): without it a leader would keep
+// dialling the old one.
 func (h *Host) fixAddresses(ctx context.Context, id int, r *shard.Shard) {
 	members, err := r.Configuration()
 	if err != nil {
@@ -262,7 +269,7 @@ func (h *Host) fixAddresses(ctx context.Context, id int, r *shard.Shard) {
 	nodes := *h.cluster.nodes.Load()
 	for _, m := range members {
 		info, ok := nodes[m.ID]
-		if !ok || info.PeerAddr == "" || info.PeerAddr == m.Address || m.ID == h.cfg.NodeID {
+		if !ok || info.PeerAddr == "" || info.PeerAddr == m.Address {
 			continue
 		}
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -201,6 +201,9 @@ const proposeRetryWindow = 10 * time.Second
 // its stored result (the dedupe record), so the retry cannot apply it twice, and the
 // caller gets an answer instead of "it may still apply" across a failover.
 func (h *Host) propose(ctx context.Context, id int, hd meta.Header, b meta.Body) (meta.Result, error) {
+	if err := h.gate(id, b); err != nil {
+		return meta.Result{}, err
+	}
 	deadline := time.Now().Add(proposeRetryWindow)
 	for {
 		var res meta.Result

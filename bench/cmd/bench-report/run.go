@@ -30,19 +30,29 @@ type options struct {
 const (
 	nodeDir = "dir" // the embedded default: `cairn serve` with blobs in its data directory
 	nodeS3  = "s3"  // `cairn serve --blob s3://...` on the report's MinIO
-	// nodeCluster is the first of three `cairn serve --cluster` on the report's etcd and MinIO.
-	nodeCluster = "cluster"
+	// nodeS3Cache is nodeS3 with a segment cache big enough for every file a job reads
+	// (--cache-max-bytes): its reads are cache hits (hot).
+	nodeS3Cache = "s3-cache"
+	// nodeCluster is the leader of the shard of the benchmarks' root among three `cairn
+	// serve --cluster` on the report's etcd and MinIO; nodeClusterFollower is another
+	// of them (it serves reads from its replica, uploads bodies itself and forwards only
+	// the commands).
+	nodeCluster         = "cluster"
+	nodeClusterFollower = "cluster-follower"
 )
 
 // Placeholders of the job arguments, replaced when the job runs and shown as they are in
 // BENCHMARKS.md.
 const (
-	phCairn   = "$CAIRN"         // the embedded-default node's URL
-	phCairnS3 = "$CAIRN_S3"      // the MinIO-backed node's URL
-	phCluster = "$CAIRN_CLUSTER" // the first cluster node's URL
-	phMinIO   = "$MINIO"         // the MinIO endpoint
-	phEtcd    = "$ETCD"          // the etcd cluster's client endpoints
-	phTmp     = "$TMPDIR"        // the report's temporary directory (the fsync baseline's parent)
+	phCairn           = "$CAIRN"                  // the embedded-default node's URL
+	phCairnS3         = "$CAIRN_S3"               // the MinIO-backed node's URL
+	phCairnS3Cache    = "$CAIRN_S3_CACHE"         // the MinIO-backed node with a segment cache
+	phCluster         = "$CAIRN_CLUSTER"          // the cluster node that leads the shard of the benchmarks' root
+	phClusterFollower = "$CAIRN_CLUSTER_FOLLOWER" // a cluster node that does not
+	phRelay           = "$RELAY"                  // the relay to the MinIO (cairn bench relay)
+	phMinIO           = "$MINIO"                  // the MinIO endpoint
+	phEtcd            = "$ETCD"                   // the etcd cluster's client endpoints
+	phTmp             = "$TMPDIR"                 // the report's temporary directory (the fsync baseline's parent)
 )
 
 // job is one `cairn bench` run.
@@ -69,7 +79,11 @@ type env struct {
 	o                  options
 	tmp                string
 	cairnURL, s3URL    string
+	s3CacheURL         string
+	relayURL           string
 	clusterURLs        []string
+	clusterLeader      int // index in clusterURLs of the node leading the root's shard
+	clusterFollower    int // index of another node
 	minioURL           string
 	etcd               []string
 	serverPID          int    // the embedded-default node
@@ -132,13 +146,35 @@ func run(ctx context.Context, o options) error {
 	defer s3Node.stop()
 	e.s3URL = s3URL
 
+	say("starting cairn serve (blobs on MinIO, with a segment cache)")
+	cacheNode, cacheURL, _, err := startCairn(ctx, "cairn-s3-cache", o.cairn, tmp, minioCreds(),
+		"--blob", "s3://cairn-blobs-cached", "--s3-endpoint", minioURL, "--s3-create-bucket", "--cache-max-bytes", strconv.FormatInt(hotCacheBytes, 10))
+	if err != nil {
+		return err
+	}
+	defer cacheNode.stop()
+	e.s3CacheURL = cacheURL
+
+	say("starting the relay to MinIO (cairn bench relay)")
+	relay, relayURL, err := startRelay(ctx, o.cairn, tmp, minioURL)
+	if err != nil {
+		return err
+	}
+	defer relay.stop()
+	e.relayURL = relayURL
+
 	d := o.duration.String()
 	single := func(id, what string, args ...string) *job {
 		return &job{id: id, group: groupSingle, what: what, node: nodeDir, args: append(args, "--duration", d)}
 	}
 	object := func(id, what string, dur time.Duration, args ...string) *job {
 		return &job{id: id, group: groupObject, what: what, node: nodeS3, args: append(args, "--duration", dur.String(),
-			"--baseline", bench.BaselineMinIO, "--baseline-minio-endpoint", phMinIO, "--baseline-minio-bucket", "bench-baseline")}
+			"--baseline", bench.BaselineMinIO+","+bench.BaselineRelay, "--baseline-minio-endpoint", phMinIO, "--baseline-minio-bucket", "bench-baseline",
+			"--baseline-relay-endpoint", phRelay)}
+	}
+	hot := func(j *job) *job {
+		j.id, j.what, j.node = j.id+"-hot", j.what+", cache hits", nodeS3Cache
+		return j
 	}
 	writeBaselines := []string{"--baseline", bench.BaselineFsync + "," + bench.BaselineEtcd, "--baseline-dir", phTmp, "--baseline-etcd-endpoints", phEtcd}
 	smallPut64 := single("small-put-c64", "small-put 1 KiB, 64 clients", append([]string{"--scenario", "small-put", "--concurrency", "64"}, writeBaselines...)...)
@@ -159,6 +195,8 @@ func run(ctx context.Context, o options) error {
 		object("object-get-1m", "object-get 1 MiB, 4 clients", o.duration, "--scenario", "object-get", "--size", "1MiB", "--concurrency", "4"),
 		object("object-put-64m", "object-put 64 MiB, 2 clients", 2*o.duration, "--scenario", "object-put", "--size", "64MiB", "--concurrency", "2"),
 		object("object-get-64m", "object-get 64 MiB, 2 clients", 2*o.duration, "--scenario", "object-get", "--size", "64MiB", "--concurrency", "2"),
+		hot(object("object-get-1m", "object-get 1 MiB, 4 clients", o.duration, "--scenario", "object-get", "--size", "1MiB", "--concurrency", "4")),
+		hot(object("object-get-64m", "object-get 64 MiB, 2 clients", 2*o.duration, "--scenario", "object-get", "--size", "64MiB", "--concurrency", "2")),
 	}
 	for _, j := range e.jobs {
 		if err := e.runJob(ctx, j); err != nil {
@@ -195,8 +233,17 @@ func run(ctx context.Context, o options) error {
 		}
 	}()
 	e.clusterURLs = urls
+	if e.clusterLeader, err = shardLeader(ctx, urls); err != nil {
+		return err
+	}
+	e.clusterFollower = (e.clusterLeader + 1) % len(urls)
 	cluster := func(j *job) *job {
 		j.id, j.group, j.node = "cluster-"+j.id, groupCluster, nodeCluster
+		return j
+	}
+	follower := func(j *job) *job {
+		j = cluster(j)
+		j.id, j.what, j.node = j.id+"-follower", j.what+", through a follower", nodeClusterFollower
 		return j
 	}
 	for _, j := range []*job{
@@ -205,6 +252,9 @@ func run(ctx context.Context, o options) error {
 		cluster(single("stat", "stat (HEAD), 16 clients", "--scenario", "stat", "--concurrency", "16")),
 		cluster(object("object-put-1m", "object-put 1 MiB, 4 clients", o.duration, "--scenario", "object-put", "--size", "1MiB", "--concurrency", "4")),
 		cluster(object("object-get-1m", "object-get 1 MiB, 4 clients", o.duration, "--scenario", "object-get", "--size", "1MiB", "--concurrency", "4")),
+		follower(single("small-get", "small-get 1 KiB, 16 clients", "--scenario", "small-get", "--concurrency", "16")),
+		follower(object("object-put-1m", "object-put 1 MiB, 4 clients", o.duration, "--scenario", "object-put", "--size", "1MiB", "--concurrency", "4")),
+		follower(object("object-get-1m", "object-get 1 MiB, 4 clients", o.duration, "--scenario", "object-get", "--size", "1MiB", "--concurrency", "4")),
 	} {
 		e.jobs = append(e.jobs, j)
 		if err := e.runJob(ctx, j); err != nil {
@@ -235,12 +285,17 @@ func (e *env) command(j *job) []string {
 	switch j.node {
 	case nodeS3:
 		server, backend = e.s3URL, "s3"
+	case nodeS3Cache:
+		server, backend = e.s3CacheURL, "s3"
 	case nodeCluster:
-		server, backend, nodes = e.clusterURLs[0], "s3", strconv.Itoa(clusterNodes)
+		server, backend, nodes = e.clusterURLs[e.clusterLeader], "s3", strconv.Itoa(clusterNodes)
+	case nodeClusterFollower:
+		server, backend, nodes = e.clusterURLs[e.clusterFollower], "s3", strconv.Itoa(clusterNodes)
 	}
 	args := []string{"bench", "--server", server}
 	for _, a := range j.args {
 		a = strings.ReplaceAll(a, phMinIO, e.minioURL)
+		a = strings.ReplaceAll(a, phRelay, e.relayURL)
 		a = strings.ReplaceAll(a, phEtcd, strings.Join(e.etcd, ","))
 		a = strings.ReplaceAll(a, phTmp, e.tmp)
 		args = append(args, a)
@@ -255,8 +310,12 @@ func (e *env) shownCommand(j *job) string {
 	switch j.node {
 	case nodeS3:
 		server, backend = phCairnS3, "s3"
+	case nodeS3Cache:
+		server, backend = phCairnS3Cache, "s3"
 	case nodeCluster:
 		server, backend, nodes = phCluster, "s3", clusterNodes
+	case nodeClusterFollower:
+		server, backend, nodes = phClusterFollower, "s3", clusterNodes
 	}
 	base := filepath.Join(e.o.out, j.id)
 	return fmt.Sprintf("cairn bench --server %s %s --backend %s --nodes %d --out %s.json --markdown %s.md --plot %s.png",

@@ -1,0 +1,48 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/shard/control"
+)
+
+// LeavingPath is the admin-listener path that marks a node leaving (POST {"node": id}:
+// cairn admin node remove) or clears the mark (DELETE ?node=id: cairn admin node
+// recommission). A cluster node serves it; the embedded default answers 404.
+const LeavingPath = "/v1/admin/cluster/leaving"
+
+// serveLeaving marks or clears a node's leaving mark (LeavingPath).
+func (n *Node) serveLeaving(w http.ResponseWriter, r *http.Request) {
+	var node string
+	switch r.Method {
+	case http.MethodPost:
+		var in struct {
+			Node string `json:"node"`
+		}
+		if err := decodeJSON(r, &in); err != nil {
+			keyError(w, err)
+			return
+		}
+		node = in.Node
+	case http.MethodDelete:
+		node = r.URL.Query().Get("node")
+	default:
+		methodNotAllowed(w, "POST, DELETE")
+		return
+	}
+	err := n.host.SetLeaving(r.Context(), node, r.Method == http.MethodPost)
+	switch {
+	case err == nil:
+		writeSuccess(w, http.StatusOK, map[string]any{"node": node, "leaving": r.Method == http.MethodPost})
+	case errors.Is(err, control.ErrInvalidArgument):
+		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: err.Error(),
+			Details: map[string]any{"field": "node"}})
+	case control.IsRetryable(err):
+		w.Header().Set("Retry-After", "1")
+		writeEnvelope(w, http.StatusServiceUnavailable, workbench.RoutingUnavailable("the control plane cannot answer right now; retry"))
+	default:
+		writeEnvelope(w, http.StatusInternalServerError, &workbench.Error{Code: workbench.CodeInternal, Message: "mark node leaving: " + err.Error()})
+	}
+}

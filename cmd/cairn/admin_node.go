@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnstore/cairn/api/client"
+)
+
+// nodeRemovePoll is how often `cairn admin node remove` looks at the cluster status while
+// it waits for the node's replicas to move.
+const nodeRemovePoll = 2 * time.Second
+
+// newAdminNodeCommand is `cairn admin node` and its subcommands.
+func newAdminNodeCommand() *cobra.Command {
+	node := &cobra.Command{
+		Use:   "node",
+		Short: "Node lifecycle in a cluster: decommission a node, or take it back",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	var (
+		wait    bool
+		timeout time.Duration
+	)
+	remove := &cobra.Command{
+		Use:   "remove NODE-ID",
+		Short: "Decommission a node: move its replicas to other nodes, then drop it from every shard",
+		Long: "Mark NODE-ID as leaving. The cluster's controller gives it no new replica, adds a\n" +
+			"replacement for each replica it holds, and removes it from each shard once the\n" +
+			"shard has its replication of voters without it (the node may be the leader: Raft\n" +
+			"elects another). With --wait (the default) the command follows the cluster status\n" +
+			"until the node holds no replica, then says it can be stopped. The mark is durable:\n" +
+			"a leaving node that restarts gets no replica (cairn admin node recommission NODE-ID\n" +
+			"clears it). A cluster needs replication + 1 nodes for a node to leave without\n" +
+			"losing a replica; with fewer, the node keeps its replicas until another joins.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := newAdminClient(cmd)
+			id := args[0]
+			if err := c.Decommission(cmd.Context(), id); err != nil {
+				return clusterOnly(cmd, err)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "node %s is leaving\n", id)
+			if !wait {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			last := ""
+			for {
+				st, err := c.ClusterStatus(ctx)
+				if err == nil {
+					shards, complete := st.Replicas(id)
+					if len(shards) == 0 && complete {
+						fmt.Fprintf(out, "node %s holds no replica: it can be stopped now\n", id)
+						return nil
+					}
+					line := fmt.Sprintf("waiting: node %s still holds shards %v", id, shards)
+					if !complete {
+						line = fmt.Sprintf("waiting: node %s holds shards %v; a shard is electing a leader", id, shards)
+					}
+					if line != last {
+						fmt.Fprintln(out, line)
+						last = line
+					}
+				} else if e := (*client.Error)(nil); errors.As(err, &e) && !e.Retryable {
+					return err
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("node %s still holds replicas after %s (it stays marked leaving; check `cairn admin cluster status`): %w", id, timeout, ctx.Err())
+				case <-time.After(nodeRemovePoll):
+				}
+			}
+		},
+	}
+	remove.Flags().BoolVar(&wait, "wait", true, "wait until the node holds no replica")
+	remove.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "how long --wait waits")
+	recommission := &cobra.Command{
+		Use:   "recommission NODE-ID",
+		Short: "Clear a node's leaving mark, so it may hold replicas again",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := newAdminClient(cmd).Recommission(cmd.Context(), args[0]); err != nil {
+				return clusterOnly(cmd, err)
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "node %s may hold replicas again\n", args[0])
+			return err
+		},
+	}
+	node.AddCommand(remove, recommission)
+	return node
+}
+
+// clusterOnly words an embedded node's 404 to a cluster command as notClusterError.
+func clusterOnly(cmd *cobra.Command, err error) error {
+	if errors.Is(err, client.ErrNotCluster) {
+		return notClusterError{server: adminServer(cmd), err: err}
+	}
+	return err
+}

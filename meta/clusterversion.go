@@ -1,0 +1,40 @@
+package meta
+
+// Cluster versions gate commands during a rolling upgrade (DESIGN.md §7). A replica of an
+// older release answers a command whose op it does not know with an error and applies
+// nothing, while a replica of the newer release applies it: their states would diverge.
+// So a command whose op is newer than the oldest release among a shard's replicas must
+// not be proposed at all. OpVersion says which cluster version an op needs; every node
+// publishes the ClusterVersion of its binary (shard/control NodeInfo), and the node that
+// proposes a command checks the shard's members first (shard/host). The FSM itself does
+// not gate: it applies every op it knows, so replicas of one release agree whatever their
+// history, and a log replayed from its start applies as it did.
+
+// CodeUpgradeInProgress: a command was refused before it was proposed because a replica
+// of its shard runs a release that cannot apply it (retryable; never an FSM answer).
+const CodeUpgradeInProgress Code = "UpgradeInProgress"
+
+// ClusterVersion is the newest cluster version this binary applies: 2.
+//
+//   - 1: the ops of the first released log (Op 1 to 17, OpAssignRoot): files,
+//     snapshots, commits, restores, compaction, GC, placement.
+//   - 2: everything after: quotas (OpSetQuota), workbench delete and root purge
+//     (OpDeleteWorkspace, OpPurgeRoot), backup holds (OpBackupHold, OpBackupRelease), and
+//     the ops added since in the same release (listed in OpVersion).
+//
+// Every new op must be listed in OpVersion (a test fails otherwise); a release that adds
+// ops raises ClusterVersion for them.
+const ClusterVersion = 2
+
+// OpVersion returns the cluster version a command of op needs: every replica of the shard
+// must run a binary of at least that ClusterVersion before the command is proposed. An op
+// this binary does not know needs a version above ClusterVersion.
+func OpVersion(op Op) int {
+	switch {
+	case op >= OpCreateRoot && op <= OpAssignRoot:
+		return 1
+	case op == OpSetQuota, op == OpDeleteWorkspace, op == OpPurgeRoot, op == OpBackupHold, op == OpBackupRelease:
+		return 2
+	}
+	return ClusterVersion + 1
+}
