@@ -95,43 +95,53 @@ func parseResume(field, id string) (feedResume, error) {
 	return feedResume{from: &prev, openwopOf: &p}, nil
 }
 
-func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
-	if !allow(w, r, http.MethodGet) {
-		return
-	}
+// eventsRequest is a parsed GET of the change feed.
+type eventsRequest struct {
+	filter meta.EventFilter
+	resume feedResume
+	follow bool
+}
+
+func parseEventsRequest(r *http.Request) (eventsRequest, error) {
+	req := eventsRequest{follow: true}
 	q, err := parseQuery(r)
 	if err == nil {
 		err = onlyParams(q, "workbench", "prefix", "after", "follow")
 	}
-	follow := true
 	if err == nil && q.Has("follow") {
 		switch q.Get("follow") {
 		case "true":
 		case "false":
-			follow = false
+			req.follow = false
 		default:
 			err = invalidArg("follow", "must be true or false")
 		}
 	}
-	var filter meta.EventFilter
 	if err == nil && q.Has("workbench") {
-		filter.Workbench = q.Get("workbench")
-		err = validName("workbench", filter.Workbench)
+		req.filter.Workbench = q.Get("workbench")
+		err = validName("workbench", req.filter.Workbench)
 	}
 	if err == nil && q.Has("prefix") {
-		filter.Prefix = q.Get("prefix")
-		if werr := workbench.ValidatePath("prefix", filter.Prefix); werr != nil {
+		req.filter.Prefix = q.Get("prefix")
+		if werr := workbench.ValidatePath("prefix", req.filter.Prefix); werr != nil {
 			err = werr
 		}
 	}
-	var resume feedResume
 	switch id := r.Header.Get("Last-Event-ID"); {
 	case err != nil:
 	case id != "":
-		resume, err = parseResume("Last-Event-ID", id)
+		req.resume, err = parseResume("Last-Event-ID", id)
 	case q.Has("after"):
-		resume, err = parseResume("after", q.Get("after"))
+		req.resume, err = parseResume("after", q.Get("after"))
 	}
+	return req, err
+}
+
+func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
+	if !allow(w, r, http.MethodGet) {
+		return
+	}
+	req, err := parseEventsRequest(r)
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
@@ -152,7 +162,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
 		case <-ctx.Done():
 		}
 	}()
-	feed, err := h.svc.Events(ctx, agent, resume.from, filter)
+	feed, err := h.svc.Events(ctx, agent, req.resume.from, req.filter)
 	if err != nil && ctx.Err() != nil && r.Context().Err() == nil {
 		err = workbench.RoutingUnavailable("this node is shutting down; open the feed on another node")
 	}
@@ -165,19 +175,25 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Accel-Buffering", "no") // reverse proxies: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, ctl: http.NewResponseController(w)}
+	h.stream(ctx, &sseWriter{w: w, ctl: http.NewResponseController(w)}, feed, req)
+}
+
+// stream writes feed's events to s until ctx ends, the client goes away, the feed fails
+// (an error frame) or, without req.follow, the feed has nothing more to hand out.
+func (h *Handler) stream(ctx context.Context, s *sseWriter, feed *workbench.Feed, req eventsRequest) {
 	s.buf.WriteString("retry: " + strconv.Itoa(feedRetryMs) + "\n\n") // EventSource's reconnection delay
 	if !s.flush() {
 		return
 	}
+	openwopOf := req.resume.openwopOf
 	for {
-		if ctx.Err() != nil || !follow && !feed.Pending() {
+		if ctx.Err() != nil || !req.follow && !feed.Pending() {
 			return
 		}
 		evs, err := feed.Next(ctx, h.heartbeat())
 		if err != nil {
 			if ctx.Err() == nil {
-				s.frame("", "error", workbench.AsError(err).Envelope())
+				s.frame("", "error", workbench.AsError(frameIDs(err)).Envelope())
 				s.flush()
 			}
 			return
@@ -186,11 +202,10 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
 			s.comment("keep-alive")
 		}
 		for _, e := range evs {
-			own := resume.openwopOf == nil || e.Position != *resume.openwopOf
-			resume.openwopOf = nil
-			if own {
+			if openwopOf == nil || e.Position != *openwopOf {
 				s.frame(e.Position.String(), e.Kind.String(), eventJSON(e))
 			}
+			openwopOf = nil
 			if e.Kind.IsFile() {
 				s.frame(e.Position.String()+openwopFrame, "workspace.updated", workspaceUpdated{Path: e.Path, Version: e.Ordinal})
 			}
@@ -204,8 +219,8 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 }
 
-// frameIDs states a FeedExpired's positions as frame ids: details.resume_after is the id
-// to resume after (the whole of the newest dropped event), details.after the id asked for.
+// frameIDs states a FeedExpired's resume position as a frame id: details.resume_after is
+// the id to resume after (the whole of the newest dropped event).
 func frameIDs(err error) error {
 	e := workbench.AsError(err)
 	if e.Code != workbench.CodeFeedExpired {
