@@ -146,6 +146,7 @@ func (n *Node) open(ctx context.Context) error {
 		Logger:            n.log,
 		OnLeadership:      n.lead,
 	}
+	hcfg.FSM.FeedRetention, hcfg.FSM.FeedMaxPerRoot = cfg.FeedRetention, cfg.FeedMaxPerRoot // meta/feed.go
 	var cursorKey []byte
 	if cfg.Cluster {
 		if hcfg.Cluster, err = n.openClusterParts(ctx, strings.TrimSpace(string(instance))); err != nil {
