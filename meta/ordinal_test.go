@@ -5,22 +5,7 @@ import "testing"
 // The Ordinal of a path counts its bodies within one life and restarts at 1 after a
 // delete, while generations keep increasing (OpenWOP host.workspace version numbering).
 func TestOrdinalCountsBodiesAndRestartsAfterADelete(t *testing.T) {
-	f := New(Options{})
-	idx := uint64(0)
-	apply := func(b Body) Result {
-		t.Helper()
-		idx++
-		res := f.ApplyBody(idx, Header{TimeMs: int64(idx)}, b)
-		if res.Err != nil {
-			t.Fatalf("command %d: %v", idx, res.Err)
-		}
-		return res
-	}
-	put := func(body string) Result {
-		return apply(Put{Agent: "a", Workspace: "w", Path: "p.md", CreateWorkspace: true,
-			Size: int64(len(body)), Digest: digestOf([]byte(body)),
-			Segments: []Segment{{Digest: digestOf([]byte(body)), Size: int64(len(body)), Inline: []byte(body)}}})
-	}
+	f, apply, put := pathWriter(t)
 	var gens []uint64
 	want := []uint64{1, 2}
 	for i, body := range []string{"one", "two"} {

@@ -83,6 +83,10 @@ func ValidatePath(field, p string) *Error {
 	return nil
 }
 
+// ComparePaths orders paths component-wise ('/' below every other byte): the order in
+// which View.Files walks a workbench.
+func ComparePaths(a, b string) int { return comparePaths(a, b) }
+
 // pathKey encodes (incarnation, path) so that byte order of keys is component-wise order of
 // paths: '/' becomes 0x00, which sorts below every byte a component may hold, so "a/b"
 // and its children sort together and "a-b" never interleaves with "a/...".

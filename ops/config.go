@@ -381,6 +381,8 @@ type Config struct {
 	// other agents' writes are redacted on the OpenWOP surface only. YAML
 	// redact_all_surfaces_tenants. Default "".
 	RedactAllSurfacesTenants string
+	// OpenWOP configures the OpenWOP host.workspace facade (openwop.go).
+	OpenWOP OpenWOPConfig
 }
 
 // EtcdEndpoints returns the Etcd endpoints, split at commas, trimmed, empty ones dropped.
@@ -450,6 +452,7 @@ func DefaultConfig() Config {
 		BlobTimeout:             DefaultBlobTimeout,
 		AdminListen:             DefaultAdminListen,
 		Auth:                    DefaultAuth,
+		OpenWOP:                 DefaultOpenWOPConfig(),
 	}
 }
 
@@ -623,6 +626,7 @@ func (c Config) validate() []*ConfigError {
 	errs = append(errs, c.validateListeners()...)
 	errs = append(errs, c.validateAuth()...)
 	errs = append(errs, c.validateRedact()...)
+	errs = append(errs, c.validateOpenWOP()...)
 	return errs
 }
 
@@ -907,7 +911,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.PeerTLSKey }),
 	stringSetting("PeerTLSCA", "peer_tls_ca", "PEM CA bundle that signs every node's peer certificate",
 		func(c *Config) *string { return &c.PeerTLSCA }),
-}, append(append(append(servingSettings, listenerSettings...), authSettings...), redactSettings...)...)
+}, append(append(append(append(servingSettings, listenerSettings...), authSettings...), redactSettings...), openwopSettings...)...)
 
 func stringSetting(field, key, usage string, p func(*Config) *string) setting {
 	return setting{field: field, key: key, usage: usage,

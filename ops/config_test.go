@@ -205,6 +205,8 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 
 		RedactSecretsFile:        "/etc/cairn/secrets.yaml",
 		RedactAllSurfacesTenants: "agent-a,b",
+		OpenWOP: OpenWOPConfig{Enabled: false, MaxFileBytes: 2048, MaxFiles: 9, MaxVersions: 3, RunTTL: 48 * time.Hour,
+			Tenant: "t1", Workspace: "w1", TestSeams: true},
 	}
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
@@ -234,6 +236,8 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"insecure_plaintext": "false", // true contradicts tls_cert; TestInsecurePlaintextIsSettable sets it
 		"auth":               "required", "metrics_require_key": "true",
 		"redact_secrets_file": "/etc/cairn/secrets.yaml", "redact_all_surfaces_tenants": "agent-a,b",
+		"openwop": "false", "openwop_max_file_bytes": "2048", "openwop_max_files": "9", "openwop_max_versions": "3",
+		"openwop_run_ttl": "48h", "openwop_tenant": "t1", "openwop_workspace": "w1", "openwop_test_seams": "true",
 	}
 	if len(text) != len(settings) {
 		t.Fatalf("test covers %d settings, package has %d", len(text), len(settings))
@@ -666,5 +670,41 @@ func TestConfigErrorsNameTheSettingByItsFlag(t *testing.T) {
 		if strings.Contains(err.Error(), goName) {
 			t.Errorf("the errors name the Go field %q:\n%v", goName, err)
 		}
+	}
+}
+
+func TestOpenWOPSettingsAreValidated(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*Config)
+		field string
+	}{
+		{"the defaults pass", func(*Config) {}, ""},
+		{"a zero maxFileBytes is refused", func(c *Config) { c.OpenWOP.MaxFileBytes = 0 }, "OpenWOPMaxFileBytes"},
+		{"a huge maxFileBytes is refused", func(c *Config) { c.OpenWOP.MaxFileBytes = MaxOpenWOPMaxFileBytes + 1 }, "OpenWOPMaxFileBytes"},
+		{"zero maxFiles is refused", func(c *Config) { c.OpenWOP.MaxFiles = 0 }, "OpenWOPMaxFiles"},
+		{"zero maxVersions is refused", func(c *Config) { c.OpenWOP.MaxVersions = 0 }, "OpenWOPMaxVersions"},
+		{"a run TTL of part of a day is refused", func(c *Config) { c.OpenWOP.RunTTL = 36 * time.Hour }, "OpenWOPRunTTL"},
+		{"a run TTL under a day is refused", func(c *Config) { c.OpenWOP.RunTTL = time.Hour }, "OpenWOPRunTTL"},
+		{"a bad tenant is refused", func(c *Config) { c.OpenWOP.Tenant = "../x" }, "OpenWOPTenant"},
+		{"an empty workspace is refused", func(c *Config) { c.OpenWOP.Workspace = "" }, "OpenWOPWorkspace"},
+		{"test seams on loopback pass", func(c *Config) { c.OpenWOP.TestSeams = true }, ""},
+		{"test seams beyond loopback are refused", func(c *Config) {
+			c.OpenWOP.TestSeams, c.Listen, c.InsecurePlaintext = true, "0.0.0.0:7070", true
+		}, "OpenWOPTestSeams"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.edit(&c)
+			err := c.Validate()
+			var ce *ConfigError
+			switch {
+			case tt.field == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tt.field != "" && (!errors.As(err, &ce) || ce.Field != tt.field):
+				t.Fatalf("Validate = %v, want an error about %s", err, tt.field)
+			}
+		})
 	}
 }

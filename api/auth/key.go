@@ -109,7 +109,8 @@ type KeySpec struct {
 const MaxNameBytes = 128
 
 // Validate checks s: a name of 1..MaxNameBytes printable characters; agent roots named as
-// agent ids, or AllAgents, not both, not neither; at least one known scope, none twice;
+// agent ids, or AllAgents, not both, not neither (unless the key is bound to a tenant,
+// whose root it may use); at least one known scope, none twice;
 // tenant and workspace both or neither; an expiry after now.
 func (s KeySpec) Validate(now time.Time) error {
 	bad := func(field, rule string) error { return &InvalidSpecError{Field: field, Rule: rule} }
@@ -119,8 +120,8 @@ func (s KeySpec) Validate(now time.Time) error {
 	switch {
 	case s.AllAgents && len(s.Agents) > 0:
 		return bad("agents", "must be empty when the key is for all agents")
-	case !s.AllAgents && len(s.Agents) == 0:
-		return bad("agents", "must name at least one agent root, or the key must be for all agents")
+	case !s.AllAgents && len(s.Agents) == 0 && s.Tenant == "":
+		return bad("agents", "must name at least one agent root, or the key must be for all agents or bound to an OpenWOP tenant")
 	}
 	seen := map[string]bool{}
 	for _, a := range s.Agents {

@@ -50,6 +50,7 @@ func TestKeySpecValidate(t *testing.T) {
 		{"an unknown scope is refused", func(s *auth.KeySpec) { s.Scopes = []auth.Scope{"root"} }, "scopes"},
 		{"a scope twice is refused", func(s *auth.KeySpec) { s.Scopes = []auth.Scope{auth.ScopeRead, auth.ScopeRead} }, "scopes"},
 		{"a tenant without a workspace is refused", func(s *auth.KeySpec) { s.Tenant = "t" }, "tenant"},
+		{"a tenant-bound key needs no agent list", func(s *auth.KeySpec) { s.Agents, s.Tenant, s.Workspace = nil, "t", "w" }, ""},
 		{"a past expiry is refused", func(s *auth.KeySpec) { s.ExpiresAt = now.Add(-time.Second) }, "expires_at"},
 	}
 	for _, tt := range tests {
@@ -99,5 +100,17 @@ func TestParseAuthorization(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), token[len(auth.TokenPrefix)+auth.KeyIDLen+1:]) {
 			t.Errorf("error %q shows the secret", err)
 		}
+	}
+}
+
+func TestPrincipalBoundToATenantMayUseItsRoot(t *testing.T) {
+	p := auth.Principal{ID: "k", Agents: []string{"a"}, Tenant: "t", Workspace: "w"}
+	for agent, want := range map[string]bool{"a": true, "t": true, "w": false, "other": false} {
+		if got := p.MayUse(agent); got != want {
+			t.Errorf("MayUse(%q) = %v, want %v", agent, got, want)
+		}
+	}
+	if (auth.Principal{ID: "k"}).MayUse("") {
+		t.Error("an unbound principal may use the empty root")
 	}
 }

@@ -50,9 +50,10 @@ const LocalID = "local"
 var Local = Principal{ID: LocalID, Name: "local operator", AllAgents: true, Scopes: Scopes}
 
 // MayUse reports whether p may see agent's root at all. A root it may not use answers
-// exactly as a root that does not exist (DESIGN.md §4).
+// exactly as a root that does not exist (DESIGN.md §4). A principal bound to an OpenWOP
+// tenant may use that tenant's agent root (the OpenWOP facade maps a tenant to a root).
 func (p Principal) MayUse(agent string) bool {
-	return p.AllAgents || slices.Contains(p.Agents, agent)
+	return p.AllAgents || slices.Contains(p.Agents, agent) || (p.Tenant != "" && p.Tenant == agent)
 }
 
 // Has reports whether p holds scope s.

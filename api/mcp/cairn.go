@@ -57,6 +57,7 @@ var cairnTools = []toolDef{
 			"a restore's destination (InvalidState). Result: workbench_id, deleted.",
 		run: bind((*workbench.Service).ToolWorkbenchDelete),
 	},
+	diffTool,
 }
 
 // NewCairnServer returns an MCP server of the cairn profile bound to one agent root, with

@@ -29,7 +29,7 @@ func TestTheCairnProfileOffersLifecycleToolsBesideTheWorkbenchProfile(t *testing
 	for _, tool := range list.Tools {
 		names = append(names, tool.Name)
 	}
-	if !slices.Equal(names, []string{"cairn_workbench_delete", "cairn_workbench_list"}) {
+	if !slices.Equal(names, []string{"cairn_diff", "cairn_workbench_delete", "cairn_workbench_list"}) {
 		t.Fatalf("cairn profile tools: %v", names)
 	}
 	fails(t, wb, "cairn_workbench_list", map[string]any{}, "UnknownTool")

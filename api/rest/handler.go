@@ -298,6 +298,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 	case len(segs) == 4 && segs[3] == "list":
 		h.list(w, r, agent, id)
 		return "list"
+	case len(segs) == 4 && segs[3] == "diff":
+		h.diff(w, r, agent, id)
+		return "diff"
 	case len(segs) >= 4 && segs[3] != "files":
 		if route, ok := h.workbenchTool(w, r, agent, id, segs[3:]); ok {
 			return route

@@ -43,6 +43,8 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/agents/{agent}/workbenches/{id}", "HEAD"},
 	{"/v1/agents/{agent}/workbenches/{id}/list", "GET"},
 	{"/v1/agents/{agent}/workbenches/{id}/list", "HEAD"},
+	{"/v1/agents/{agent}/workbenches/{id}/diff", "GET"},
+	{"/v1/agents/{agent}/workbenches/{id}/diff", "HEAD"},
 	{"/v1/agents/{agent}/workbenches/{id}/files/{path}", "GET"},
 	{"/v1/agents/{agent}/workbenches/{id}/files/{path}", "HEAD"},
 	{"/v1/agents/{agent}/workbenches/{id}/files/{path}", "PUT"},
@@ -373,6 +375,8 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 		"POST /v1/agents/{agent}/mcp": 204, "GET /v1/agents/{agent}/mcp": 204, "DELETE /v1/agents/{agent}/mcp": 204,
 		"POST /v1/agents/{agent}/workbenches/{id}/snapshots": 201,
 		"GET /v1/agents/{agent}/restores/{operation_id}":     404, // no such operation: the route answers with the envelope
+		"GET /v1/agents/{agent}/workbenches/{id}/diff":       400, // no from: the route answers with the envelope
+		"HEAD /v1/agents/{agent}/workbenches/{id}/diff":      400,
 	}
 	ordered := slices.Clone(servedRoutes)
 	slices.SortStableFunc(ordered, func(a, b struct{ path, method string }) int { // DELETE last

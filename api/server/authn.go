@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 )
@@ -73,6 +74,8 @@ func (a *authn) principal(w http.ResponseWriter, r *http.Request) (auth.Principa
 		return auth.Local, true
 	case path == "/metrics" && !a.metricsKey && loopbackRemote(r):
 		return auth.Local, true
+	case !a.admin && openwop.Public(path):
+		return auth.Local, true // OpenWOP discovery is public; a key sent along is not checked
 	}
 	token, err := auth.ParseAuthorization(r.Header.Get("Authorization"))
 	var p auth.Principal
@@ -83,6 +86,10 @@ func (a *authn) principal(w http.ResponseWriter, r *http.Request) (auth.Principa
 		if a.log != nil {
 			a.log.Debug("request refused: not authenticated", "method", r.Method, "path", r.URL.EscapedPath(), "reason", err)
 		}
+		if !a.admin && openwop.Owns(r.URL.EscapedPath()) {
+			openwop.WriteUnauthenticated(w, unauthenticatedMessage(err)) // the facade's envelope
+			return auth.Principal{}, false
+		}
 		unauthenticated(w, err)
 		return auth.Principal{}, false
 	}
@@ -92,13 +99,21 @@ func (a *authn) principal(w http.ResponseWriter, r *http.Request) (auth.Principa
 // unauthenticated answers 401 (RFC 6750 §3: WWW-Authenticate: Bearer, with
 // error="invalid_token" when a key was sent). The message never says which check failed.
 func unauthenticated(w http.ResponseWriter, err error) {
-	challenge, msg := `Bearer realm="cairn"`, "this server requires an API key: send Authorization: Bearer "+auth.TokenPrefix+"…"
+	challenge := `Bearer realm="cairn"`
 	if !errors.Is(err, auth.ErrNoCredentials) {
 		challenge += `, error="invalid_token"`
-		msg = "the API key is not valid (malformed, unknown, revoked or expired)"
 	}
+	msg := unauthenticatedMessage(err)
 	w.Header().Set("WWW-Authenticate", challenge)
 	writeEnvelope(w, http.StatusUnauthorized, &workbench.Error{Code: workbench.CodeUnauthenticated, Message: msg})
+}
+
+// unauthenticatedMessage says why a request was refused 401, never which check failed.
+func unauthenticatedMessage(err error) string {
+	if errors.Is(err, auth.ErrNoCredentials) {
+		return "this server requires an API key: send Authorization: Bearer " + auth.TokenPrefix + "…"
+	}
+	return "the API key is not valid (malformed, unknown, revoked or expired)"
 }
 
 // loopbackRemote reports whether r came over a loopback connection.

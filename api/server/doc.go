@@ -1,6 +1,7 @@
 // Package server assembles one Cairn node from its configuration: the locked data
 // directory, the blob store (Config.Blob: a local directory or an S3 bucket), the shard
-// host and its replicas, the Workbench service, and the HTTP handler (REST, MCP, metrics, health).
+// host and its replicas, the Workbench service, and the HTTP handler (REST, MCP, the
+// OpenWOP host.workspace facade, metrics, health).
 // cmd/cairn only parses flags and calls it.
 //
 // Open builds one kind of node for both modes (DESIGN.md §3): a shard host (shard/host)
@@ -45,7 +46,9 @@
 // with ops.Config.AuthRequired every request needs a live API key (401 Unauthenticated
 // otherwise) and admin routes need the admin scope; keys are managed through the admin
 // routes of keys.go, or offline on a stopped node's data directory (OpenDataDirKeys) or a
-// cluster's etcd (OpenEtcdKeys).
+// cluster's etcd (OpenEtcdKeys). The OpenWOP facade's routes (api/openwop) are the
+// exception to the envelope: their 401 is OpenWOP's {error, message}, and discovery
+// needs no key (openwop.go).
 //
 // Invariants callers rely on:
 //

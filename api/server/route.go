@@ -54,12 +54,17 @@ func writeNotOwner(w http.ResponseWriter, msg, leader string) {
 }
 
 // newRouter returns the client-port handler of a cluster node: local serves what this
-// node can serve, the rest goes to the shard's leader.
-func newRouter(h *host.Host, local http.Handler) http.Handler {
+// node can serve, the rest goes to the shard's leader. rootOf, when not nil, names the
+// agent root of a request whose URL names none (the OpenWOP facade's: its root is the
+// principal's tenant).
+func newRouter(h *host.Host, local http.Handler, rootOf func(*http.Request) (string, bool)) http.Handler {
 	fwd := h.NewForwarder(writeNotOwner)
 	here := servedHere(h.NodeID(), local)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		agent, ok := agentOf(r)
+		if !ok && rootOf != nil {
+			agent, ok = rootOf(r)
+		}
 		if !ok {
 			local.ServeHTTP(w, r)
 			return

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/mcp"
+	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/redact"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
@@ -240,10 +241,11 @@ func (n *Node) open(ctx context.Context) error {
 
 		AdminRoutes: adminRoutes,
 	})
-	var tenant http.Handler = n.rest
+	facade := openwop.New(n.svc, openwopOptions(cfg, n.redactor, n.log), n.rest) // OpenWOP's routes, then REST's and MCP's
+	var tenant http.Handler = facade
 	if cfg.Cluster {
-		tenant = newRouter(n.host, n.rest)
-		peer := &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, n.rest)}
+		tenant = newRouter(n.host, facade, facade.Root)
+		peer := &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, facade)}
 		if err := n.host.ServePeer(peer); err != nil {
 			return err
 		}

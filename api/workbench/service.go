@@ -442,6 +442,9 @@ type FileResult struct {
 	Executable   bool
 	Created      bool
 	Replayed     bool
+	// Ordinal is the path's version number within its current life after the write
+	// (meta.Result.Ordinal; OpenWOP host.workspace's version).
+	Ordinal uint64
 }
 
 // DigestURI returns "sha256:<hex>" of the whole body.
@@ -454,7 +457,8 @@ func (s *Service) fileResult(agent, id, path string, res meta.Result) FileResult
 	sec, rel := splitSection(path)
 	return FileResult{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel,
 		Presentation: s.WorkbenchPath(agent, id) + "/" + path, Size: res.Size, Generation: res.Generation,
-		Digest: res.Digest, ContentType: res.ContentType, Executable: res.Executable, Created: res.Created, Replayed: res.Replayed}
+		Digest: res.Digest, ContentType: res.ContentType, Executable: res.Executable, Created: res.Created, Replayed: res.Replayed,
+		Ordinal: res.Ordinal}
 }
 
 // Write streams a body into the object store (segments above the inline threshold) and

@@ -55,6 +55,7 @@ func newCLI() *cobra.Command {
 	root := newRootCommand()
 	addFileCommands(root)
 	addWorkbenchCommands(root)
+	root.AddCommand(newDiffCommand())
 	addLifecycleCommands(root)
 	addServerCommands(root)
 	addAdminCommands(root)

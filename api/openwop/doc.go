@@ -1,0 +1,35 @@
+// Package openwop is Cairn's OpenWOP host.workspace facade (OpenWOP RFC 0059;
+// the wire facts the project gathered from the published spec, schemas, conformance suite
+// and reference host are its specification where the RFC is silent): discovery at
+// /.well-known/openwop, the four workspace endpoints under /v1/host/workspace/files, run
+// snapshots under /v1/runs, and, only when configured, the conformance seams.
+//
+// Mapping. An OpenWOP tenant is a Cairn agent root and an OpenWOP workspace is a
+// workbench in it. A workspace file at path P is the Cairn file at path P of that
+// workbench: the same bytes through REST, MCP and the CLI, and any write through any
+// surface is a new OpenWOP version. Its version is the path's Ordinal (meta: 1 on create,
+// +1 per body, 1 again after a delete), its etag a quoted string naming the generation
+// of its body (never reused, so an etag from before a delete never matches again), its
+// updatedAt the command time of the write.
+//
+// Invariants:
+//
+//   - The owner {tenant, workspace} comes only from the credential (auth.Principal.Tenant
+//     and Workspace; on a node without authentication, Options.Tenant and Workspace),
+//     never from a query, header or body. The seam, which names owners in its body, exists
+//     only with Options.TestSeams (refused at start beyond loopback) and answers 404
+//     otherwise.
+//   - Authentication is checked before anything else; discovery is public.
+//   - Routes match on the escaped path; the file path is decoded exactly once and then
+//     validated (the published pattern, and no "." or ".." segment): "%2F" and "/" name
+//     the same file.
+//   - Every non-2xx answer is the closed envelope {error, message, details?} with a code
+//     of the OpenWOP registry (errors.go), including 401 and the 413 of an oversized body
+//     (the body limit sits far above MaxFileBytes plus JSON escaping).
+//   - A PUT with If-Match is one conditional Cairn write on the generation the etag
+//     names (the check and the write are atomic); without If-Match it is unconditional.
+//   - A run is a leased Cairn snapshot of the caller's workbench, named "run-<id>", whose
+//     annotation holds the run record; nothing of a run lives outside the snapshot.
+//   - The package never reads the clock to decide a version, and holds at most one file
+//     body (≤ MaxFileBytes) per request in memory.
+package openwop

@@ -1,0 +1,272 @@
+package openwop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/meta"
+)
+
+// DefaultContentType is a file's content type when a PUT names none
+// (workspace-file-create.schema.json).
+const DefaultContentType = "text/markdown"
+
+// File is a WorkspaceFile (workspace-file.schema.json, closed). Content is nil in list
+// rows, where the key is absent altogether.
+type File struct {
+	Path        string  `json:"path"`
+	Content     *string `json:"content,omitempty"`
+	ContentType string  `json:"contentType"`
+	Version     uint64  `json:"version"`
+	Etag        string  `json:"etag"`
+	UpdatedAt   string  `json:"updatedAt"`
+}
+
+type fileList struct {
+	Files []File `json:"files"`
+}
+
+// putBody is a WorkspaceFileCreate (workspace-file-create.schema.json, closed).
+type putBody struct {
+	Content     *string `json:"content"`
+	ContentType *string `json:"contentType"`
+}
+
+// Etag returns the etag of a body of generation gen: opaque, quoted, never reused (a
+// generation is the shard version that made the body visible).
+func Etag(gen uint64) string { return `"g` + strconv.FormatUint(gen, 10) + `"` }
+
+// timestamp formats command time ms as ISO-8601 with milliseconds and Z.
+func timestamp(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func row(path string, fv meta.FileVersion) File {
+	return File{Path: path, ContentType: fv.Entry.ContentType, Version: fv.Ordinal, Etag: Etag(fv.Entry.Generation), UpdatedAt: timestamp(fv.AtMs)}
+}
+
+// bodyLimit bounds a PUT body: the content escaped as JSON at its worst (\u00XX, six bytes
+// per byte) plus room for the rest, so an oversized content always reaches the size check
+// and answers workspace_too_large, never the server's own 413.
+func (h *Handler) bodyLimit() int64 { return 6*h.opt.MaxFileBytes + 64<<10 }
+
+// readClosed reads one JSON object of at most limit bytes into v, refusing unknown fields
+// (the published request objects are closed). tooLarge: the body is over limit.
+func readClosed(w http.ResponseWriter, r *http.Request, limit int64, v any) (tooLarge bool, err error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var over *http.MaxBytesError
+	if errors.As(err, &over) {
+		return true, err
+	}
+	if err != nil {
+		return false, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return false, err
+	}
+	if dec.More() {
+		return false, errors.New("the body holds more than one JSON value")
+	}
+	return false, nil
+}
+
+// decodePut reads the closed request object: invalid JSON, unknown fields, a missing or
+// non-string content are validation_error; a body beyond bodyLimit workspace_too_large.
+func (h *Handler) decodePut(w http.ResponseWriter, r *http.Request) (putBody, *Error) {
+	var in putBody
+	if tooBig, err := readClosed(w, r, h.bodyLimit(), &in); tooBig {
+		return putBody{}, h.tooLarge()
+	} else if err != nil {
+		return putBody{}, invalid("the body must be a JSON object {content, contentType?} and nothing else: " + err.Error())
+	}
+	if in.Content == nil {
+		return putBody{}, invalid("content MUST be a string.")
+	}
+	return in, nil
+}
+
+func (h *Handler) tooLarge() *Error {
+	return fail(http.StatusRequestEntityTooLarge, CodeTooLarge, "content is larger than maxFileBytes ("+strconv.FormatInt(h.opt.MaxFileBytes, 10)+" bytes)")
+}
+
+// view returns the view of o's workbench at `at`; ws nil when the workbench does not
+// exist (an empty workspace).
+func (h *Handler) view(ctx context.Context, o Owner, at workbench.At) (*meta.View, *meta.Workspace, *meta.WorkbenchSnapshot, *Error) {
+	v, ws, snap, err := h.svc.ViewAt(ctx, o.Tenant, o.Workspace, at)
+	if err != nil {
+		if at.Live() && workbench.AsError(err).Code == workbench.CodeNotFound {
+			return nil, nil, nil, nil
+		}
+		return nil, nil, nil, fromStore(err)
+	}
+	return v, ws, snap, nil
+}
+
+// list returns o's live files at `at` whose path starts with prefix, sorted by path.
+func (h *Handler) list(ctx context.Context, o Owner, at workbench.At, prefix string) ([]File, *Error) {
+	v, ws, _, err := h.view(ctx, o, at)
+	if err != nil || ws == nil {
+		return []File{}, err
+	}
+	return files(v, ws, prefix, row), nil
+}
+
+// files maps every file of ws visible at v whose path starts with prefix, sorted by path
+// bytes (the reference host's order).
+func files[T any](v *meta.View, ws *meta.Workspace, prefix string, f func(string, meta.FileVersion) T) []T {
+	var paths []string
+	v.Files(ws, "", func(path string, _ *meta.Entry) bool {
+		if strings.HasPrefix(path, prefix) {
+			paths = append(paths, path)
+		}
+		return true
+	})
+	sort.Strings(paths)
+	out := make([]T, 0, len(paths))
+	for _, p := range paths {
+		if fv, err := v.FileVersion(ws, p); err == nil {
+			out = append(out, f(p, fv))
+		}
+	}
+	return out
+}
+
+// get returns o's file at path at `at`: the visible version, or version N of its current
+// life while the store retains it (the newest MaxVersions).
+func (h *Handler) get(ctx context.Context, o Owner, at workbench.At, path string, version *int64) (File, *Error) {
+	v, ws, _, err := h.view(ctx, o, at)
+	if err != nil {
+		return File{}, err
+	}
+	if ws == nil {
+		return File{}, notFound("No such workspace file.")
+	}
+	fv, ferr := v.FileVersion(ws, path)
+	if ferr != nil {
+		return File{}, fromStore(ferr)
+	}
+	if version != nil && uint64(*version) != fv.Ordinal {
+		fv, err = h.version(v, ws, path, *version)
+		if err != nil {
+			return File{}, err
+		}
+	}
+	body, rerr := h.svc.ReadEntry(ctx, o.Tenant, fv.Entry, h.opt.MaxFileBytes)
+	if rerr != nil {
+		return File{}, fromStore(rerr)
+	}
+	f := row(path, fv)
+	content := string(body)
+	f.Content = &content
+	return f, nil
+}
+
+// version finds version n among the newest MaxVersions of path's current life.
+func (h *Handler) version(v *meta.View, ws *meta.Workspace, path string, n int64) (meta.FileVersion, *Error) {
+	if n >= 1 {
+		hist, err := v.FileVersions(ws, path, h.opt.MaxVersions)
+		if err != nil {
+			return meta.FileVersion{}, fromStore(err)
+		}
+		for _, fv := range hist {
+			if fv.Ordinal == uint64(n) {
+				return fv, nil
+			}
+		}
+	}
+	return meta.FileVersion{}, notFound("No such workspace file version.")
+}
+
+// put writes content at path of o (the reference host's order of checks: size, If-Match,
+// maxFiles). With ifMatch the write is conditional on the generation the live etag names.
+func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, ifMatch *string, requestID string) (File, *Error) {
+	if int64(len(*in.Content)) > h.opt.MaxFileBytes {
+		return File{}, h.tooLarge()
+	}
+	v, ws, _, err := h.view(ctx, o, workbench.At{})
+	if err != nil {
+		return File{}, err
+	}
+	var live meta.FileVersion
+	if ws != nil {
+		if fv, ferr := v.FileVersion(ws, path); ferr == nil {
+			live = fv
+		}
+	}
+	req := workbench.WriteRequest{Agent: o.Tenant, Workbench: o.Workspace, Path: path, CreateWorkbench: true, RequestID: requestID}
+	if ifMatch != nil {
+		if live.Entry == nil || *ifMatch != Etag(live.Entry.Generation) {
+			return File{}, conflict(live.Ordinal)
+		}
+		req.Cond, req.IfGeneration = meta.CondIfGeneration, live.Entry.Generation
+	}
+	if live.Entry == nil && ws != nil {
+		if st, serr := v.Stat(ws, ""); serr == nil && st.Dir.Files >= int64(h.opt.MaxFiles) {
+			return File{}, fail(http.StatusRequestEntityTooLarge, CodeTooLarge,
+				"the workspace holds maxFiles ("+strconv.Itoa(h.opt.MaxFiles)+") files already")
+		}
+	}
+	content := *in.Content
+	if h.opt.Redactor != nil {
+		content = h.opt.Redactor.Redact(o.Tenant, content)
+	}
+	req.ContentType = DefaultContentType
+	if in.ContentType != nil {
+		req.ContentType = *in.ContentType
+	}
+	req.Body, req.SizeHint = strings.NewReader(content), int64(len(content))
+	res, werr := h.svc.Write(ctx, req)
+	if werr != nil {
+		// A conditional write that lost a race: the file changed (Conflict) or was deleted
+		// (NotFound for the generation it expected) since the check above.
+		if code := workbench.AsError(werr).Code; ifMatch != nil && (code == workbench.CodeConflict || code == workbench.CodeNotFound) {
+			return File{}, conflict(h.currentVersion(ctx, o, path))
+		}
+		return File{}, fromStore(werr)
+	}
+	f := File{Path: path, Content: &content, ContentType: res.ContentType, Version: res.Ordinal, Etag: Etag(res.Generation),
+		UpdatedAt: timestamp(h.writtenAt(ctx, o, path, res.Generation))}
+	return f, nil
+}
+
+// currentVersion returns path's live version (0 when it has none), for a conflict.
+func (h *Handler) currentVersion(ctx context.Context, o Owner, path string) uint64 {
+	v, ws, _, err := h.view(ctx, o, workbench.At{})
+	if err != nil || ws == nil {
+		return 0
+	}
+	fv, _ := v.FileVersion(ws, path)
+	return fv.Ordinal
+}
+
+// writtenAt returns the command time of the write that made generation gen of path: from
+// the path's chain while it holds that element, else now (a later write replaced it
+// before this read, and the store pruned it).
+func (h *Handler) writtenAt(ctx context.Context, o Owner, path string, gen uint64) int64 {
+	if v, ws, _, err := h.view(ctx, o, workbench.At{}); err == nil && ws != nil {
+		hist, _ := v.FileVersions(ws, path, 0)
+		for _, fv := range hist {
+			if fv.Version == gen {
+				return fv.AtMs
+			}
+		}
+	}
+	return time.Now().UnixMilli()
+}
+
+// remove deletes path of o: not_found when it has no live version.
+func (h *Handler) remove(ctx context.Context, o Owner, path, requestID string) *Error {
+	if _, err := h.svc.Delete(ctx, o.Tenant, o.Workspace, path, 0, requestID); err != nil {
+		return fromStore(err)
+	}
+	return nil
+}

@@ -1,0 +1,24 @@
+package server
+
+import (
+	"log/slog"
+
+	"github.com/cairnstore/cairn/api/openwop"
+	"github.com/cairnstore/cairn/api/redact"
+	"github.com/cairnstore/cairn/ops"
+)
+
+// openwopOptions configures the OpenWOP host.workspace facade from the node's settings.
+// The facade sits in front of REST and MCP, behind authentication (which answers its 401s
+// with the facade's envelope) and, on a cluster, behind the router: its routes name no
+// agent root, so the router asks the facade (Handler.Root: the principal's tenant) where
+// a request goes, and the peer port serves the facade for the requests it forwards.
+//
+// Every facade PUT is redacted (WSR-1) by red: secret-shaped tokens always, and the
+// tenant's registered secret values when the secrets file names them (a nil *Redactor
+// redacts tokens only).
+func openwopOptions(cfg ops.Config, red *redact.Redactor, log *slog.Logger) openwop.Options {
+	o := cfg.OpenWOP
+	return openwop.Options{Enabled: o.Enabled, MaxFileBytes: o.MaxFileBytes, MaxFiles: o.MaxFiles, MaxVersions: o.MaxVersions,
+		RunTTLDays: o.RunTTLDays(), Tenant: o.Tenant, Workspace: o.Workspace, TestSeams: o.TestSeams, Redactor: red, Logger: log}
+}
