@@ -69,12 +69,13 @@ func checkRefcounts(f *FSM) error {
 
 // TestPruningKeepsLiveStateAndRefcounts: with default retention (superseded versions go
 // at once) live reads still match the model, reference counts match the retained chains,
-// and once the retention window passes every tombstone and dedupe record is gone.
+// and once the retention window passes every tombstone, dedupe record and change-feed
+// event is gone.
 func TestPruningKeepsLiveStateAndRefcounts(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := newModel()
 		m.retentionMs = time.Minute.Milliseconds()
-		opts := Options{RetentionWindow: time.Minute, RetentionBatch: 1 << 20}
+		opts := Options{RetentionWindow: time.Minute, FeedRetention: time.Minute, RetentionBatch: 1 << 20}
 		f := New(opts)
 		n := rapid.IntRange(1, 150).Draw(t, "n")
 		var index uint64
@@ -115,8 +116,8 @@ func TestPruningKeepsLiveStateAndRefcounts(t *testing.T) {
 			}
 			return true
 		})
-		if st.dedupe.Len() != 0 || st.dedupeOrder.Len() != 0 || st.dedupeCount.Len() != 0 || st.retention.Len() != 0 {
-			t.Fatalf("retention left dedupe=%d order=%d count=%d queue=%d", st.dedupe.Len(), st.dedupeOrder.Len(), st.dedupeCount.Len(), st.retention.Len())
+		if st.dedupe.Len() != 0 || st.dedupeOrder.Len() != 0 || st.dedupeCount.Len() != 0 || st.retention.Len() != 0 || st.feed.events.Len() != 0 {
+			t.Fatalf("retention left dedupe=%d order=%d count=%d queue=%d feed=%d", st.dedupe.Len(), st.dedupeOrder.Len(), st.dedupeCount.Len(), st.retention.Len(), st.feed.events.Len())
 		}
 		if err := checkRefcounts(f); err != nil {
 			t.Fatal(err)

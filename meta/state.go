@@ -62,6 +62,8 @@ type state struct {
 	quotas *btree.Map[string, Quota]
 	// props are the proposals and what is derived from them (proposal.go).
 	props proposalTrees
+	// feed is the change feed of every agent root (feed.go).
+	feed *feedState
 }
 
 func newState() *state {
@@ -88,6 +90,7 @@ func newState() *state {
 		usage:       new(btree.Map[string, Usage]),
 		quotas:      new(btree.Map[string, Quota]),
 		props:       newProposalTrees(),
+		feed:        newFeedState(),
 	}
 }
 
@@ -116,6 +119,7 @@ func (s *state) copy() *state {
 	c.usage = s.usage.Copy()
 	c.quotas = s.quotas.Copy()
 	c.props = s.props.copy()
+	c.feed = s.feed.copy()
 	return &c
 }
 

@@ -60,6 +60,7 @@ func newCLI() *cobra.Command {
 	addProposalCommands(root) // proposals.go
 	addServerCommands(root)
 	addAdminCommands(root)
+	root.AddCommand(newEventsCommand()) // events.go
 	return root
 }
 
