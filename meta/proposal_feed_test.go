@@ -26,7 +26,7 @@ func TestProposalDecisionsAreFeedEventsAndFeedPositionsAreEvidence(t *testing.T)
 	prop := func(req, pos string) Result {
 		nb := []byte("v2 " + req)
 		return apply(ProposalCreate{Agent: "a", Workspace: "w", Path: "doc.md", RequestID: req, BaseGeneration: put.Generation,
-			Body: FileBody{Size: int64(len(nb)), Digest: digestOf(nb), Segments: []Segment{{Digest: digestOf(nb), Size: int64(len(nb)), Inline: nb}}},
+			Body:     FileBody{Size: int64(len(nb)), Digest: digestOf(nb), Segments: []Segment{{Digest: digestOf(nb), Size: int64(len(nb)), Inline: nb}}},
 			Evidence: []EvidenceRef{{Kind: EvidenceFeed, Position: pos}}})
 	}
 	if r := prop("bad", "999.0"); CodeOf(r.Err) != CodeInvalidArguments {
