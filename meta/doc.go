@@ -43,6 +43,12 @@
 //     compare-and-swap publish at its base generation in the same command. While kept, its
 //     body's blobs hold references and its evidence holds pin history, so neither is
 //     collected or pruned; exactly one decision is ever recorded per proposal.
+//   - Every committed change of an agent root is one or more change-feed events
+//     (feed.go) at positions (shard version, index within the command), the same on every
+//     replica; the feed keeps Options.FeedRetention of command time and at most
+//     Options.FeedMaxPerRoot events per root, pruned in bounded retention steps, and
+//     remembers the newest position it dropped, so a read after an older one is a
+//     FeedTruncatedError, never a silent gap.
 //
 // meta imports nothing else of Cairn's; the shard package feeds it Raft log entries and the
 // api package reads it through Views.

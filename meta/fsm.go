@@ -50,13 +50,21 @@ type Options struct {
 	// ProposalsMaxPerRoot bounds the proposals (pending and decided) one agent root keeps.
 	// Default 10,000.
 	ProposalsMaxPerRoot int
+	// FeedRetention is how long (command time) a change-feed event is kept (feed.go).
+	// Default 24h.
+	FeedRetention time.Duration
+	// FeedMaxPerRoot bounds the change-feed events kept per agent root; the oldest go
+	// first. Default 100,000; negative: no feed is kept (every snapshot stays in the
+	// format before the feed).
+	FeedMaxPerRoot int
 }
 
 // DefaultOptions returns the defaults documented on Options.
 func DefaultOptions() Options {
 	return Options{RetentionWindow: 24 * time.Hour, DedupeMaxPerRoot: 100_000, RetentionBatch: 64, SnapshotGrace: time.Hour,
 		History:            DefaultRetention(),
-		ProposalPendingTTL: 30 * 24 * time.Hour, ProposalRetention: 30 * 24 * time.Hour, ProposalsMaxPerRoot: 10_000}
+		ProposalPendingTTL: 30 * 24 * time.Hour, ProposalRetention: 30 * 24 * time.Hour, ProposalsMaxPerRoot: 10_000,
+		FeedRetention: 24 * time.Hour, FeedMaxPerRoot: 100_000}
 }
 
 func (o Options) withDefaults() Options {
@@ -81,6 +89,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ProposalsMaxPerRoot <= 0 {
 		o.ProposalsMaxPerRoot = d.ProposalsMaxPerRoot
+	}
+	if o.FeedRetention <= 0 {
+		o.FeedRetention = d.FeedRetention
+	}
+	if o.FeedMaxPerRoot == 0 {
+		o.FeedMaxPerRoot = d.FeedMaxPerRoot
 	}
 	if o.RootUIDPrefix == "" {
 		o.RootUIDPrefix = "r"
@@ -143,12 +157,19 @@ type applier struct {
 	// prod is the producer of what the command writes: the command's own (hdr), or, for
 	// the bounded commands of a restore, the producer recorded when it began.
 	prod Producer
+	// op is the operation of the command being applied; feedIndex the index its next
+	// change-feed event gets (feed.go).
+	op        Op
+	feedIndex uint32
 }
 
 func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Result {
 	s := a.st
 	a.hdr = h
 	a.prod = h.Producer()
+	if body != nil {
+		a.op = body.Op()
+	}
 	if index > s.version {
 		s.version = index
 	}
@@ -379,6 +400,7 @@ func (a *applier) workspace(agent, name string, create bool) (*Workspace, bool, 
 		CreatedVersion: s.version, CreatedAtMs: s.nowMs, Producer: a.prod}
 	s.workspaces.Set(workspaceKey(agent, name), ws)
 	a.addUsage(agent, Usage{Workbenches: 1})
+	a.emit(agent, Event{Kind: EventWorkbenchCreate, Workbench: name, Generation: s.version, Producer: a.prod})
 	return ws, true, nil
 }
 
@@ -658,6 +680,7 @@ func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *path
 	s.workspaces.Set(workspaceKey(ws.Agent, ws.Name), &nws)
 	s.indexFile(ws.Incarnation, path, old, e)
 	a.storeChain(root.UID, key, chain)
+	a.emitFile(ws, path, e, ord)
 	return ord
 }
 
@@ -896,6 +919,8 @@ func (a *applier) runRetention() {
 			}
 		case retainLease:
 			a.reapIfDue(x)
+		case retainFeed:
+			a.pruneFeed(x)
 		case retainReprune:
 			a.reprune(x, y)
 		case retainPurge:

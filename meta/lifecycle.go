@@ -174,6 +174,7 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 	}
 	a.addHold(ws.Incarnation, snap.ReadVersion)
 	a.scheduleReap(key, snap)
+	a.emitSnapshot(EventSnapshotMint, snap, a.prod)
 	return Result{Snapshot: snap, RootUID: root.UID}
 }
 
@@ -212,6 +213,7 @@ func (a *applier) reapIfDue(key string) {
 	a.addUsage(snap.Agent, Usage{Snapshots: -1})
 	root, _ := s.roots.Get(snap.Agent)
 	a.releaseHold(root.UID, snap.Incarnation, snap.ReadVersion)
+	a.emitSnapshot(EventSnapshotExpire, &ns, Producer{}) // the node's own work
 }
 
 // findSnapshot resolves a snapshot of workbench ws by id or by name (exactly one given).
@@ -274,6 +276,7 @@ func (a *applier) snapshotRenew(c SnapshotRenew) Result {
 	ns.RenewedAtMs = s.nowMs
 	s.snapshots.Set(key, &ns)
 	a.scheduleReap(key, &ns)
+	a.emitSnapshot(EventSnapshotRenew, &ns, a.prod)
 	return Result{Snapshot: &ns, Renewed: true}
 }
 
@@ -307,6 +310,7 @@ func (a *applier) snapshotRetire(c SnapshotRetire) Result {
 	a.addUsage(c.Agent, Usage{Snapshots: -1})
 	root, _ := s.roots.Get(c.Agent)
 	a.releaseHold(root.UID, snap.Incarnation, snap.ReadVersion)
+	a.emitSnapshot(EventSnapshotRetire, &ns, a.prod)
 	return Result{Snapshot: &ns, Retired: true}
 }
 
@@ -378,6 +382,7 @@ func (a *applier) seal(ws *Workspace, rec *CommitRecord) {
 	nws.HeadVersion = rec.Version
 	s.workspaces.Set(workspaceKey(ws.Agent, ws.Name), &nws)
 	a.addHold(ws.Incarnation, rec.Version) // a commit is permanent: its tree stays readable
+	a.emitCommit(ws, rec)
 }
 
 func (a *applier) commit(c Commit) Result {
@@ -505,6 +510,7 @@ func (a *applier) restoreBegin(c RestoreBegin) Result {
 		Producer: a.prod}
 	s.restores.Set(rkey, op)
 	root, _ := s.roots.Get(c.Agent)
+	a.emitRestore(EventRestoreBegin, op, "")
 	return Result{Restore: op, RootUID: root.UID}
 }
 
@@ -650,6 +656,7 @@ func (a *applier) restoreFinish(c RestoreFinish) Result {
 	s.restores.Set(rkey, &nop)
 	s.seq++
 	s.retention.Set(retentionKey(s.nowMs+a.opts.RetentionWindow.Milliseconds(), s.seq), string(rune(retainRestore))+rkey)
+	a.emitRestore(EventRestoreFinish, &nop, rec.Identity)
 	return Result{Restore: &nop, Commit: rec, Generation: s.version, RootUID: root.UID}
 }
 

@@ -25,8 +25,8 @@ import (
 // the record keeps its digest and size, and the ContextDigest hashes the frozen list. A
 // file or snapshot reference pins what it names with a history hold (lifecycle.go) while
 // the proposal is retained, so the referenced version stays readable; commits are
-// permanent. Change-feed positions are checked by feedPositionExists, the seam the change
-// feed fills in (until then a feed reference is InvalidArguments).
+// permanent. A change-feed position must name an event the root's feed still retains
+// (feed.go); it pins nothing. Every decision is a proposal.decide event of the feed.
 //
 // Decisions: exactly one per proposal (Judgment). Accept publishes the body at the path
 // with a compare-and-swap at the base generation in the same command: a path whose live

@@ -9,9 +9,16 @@ import (
 // Applying proposal commands: create (with frozen evidence and supersede), decide (accept
 // as a compare-and-swap publish, reject), and retention (proposal.go has the rules).
 
-// feedPositionExists reports whether pos is a retained change-feed position of agent's
-// root. The change feed fills this seam in; until it exists no position does.
-func (s *state) feedPositionExists(agent, pos string) bool { return false }
+// feedPositionExists reports whether pos ("<shard version>.<index>") names a change-feed
+// event agent's root still retains.
+func (s *state) feedPositionExists(agent, pos string) bool {
+	p, err := ParseFeedPosition("position", pos)
+	if err != nil {
+		return false
+	}
+	_, ok := s.feed.events.Get(feedKey(agent, p))
+	return ok
+}
 
 // contextDigest hashes the frozen evidence: the deterministic CBOR of the list, domain
 // separated.
@@ -242,7 +249,8 @@ func (a *applier) proposalDecide(c ProposalDecide) Result {
 	}
 	s.props.set(&np)
 	a.scheduleProposal(&np, s.nowMs+a.opts.ProposalRetention.Milliseconds())
-	// The change feed, when it exists, emits the decision here (one event per judgment).
+	a.emit(c.Agent, Event{Kind: EventProposalDecide, Workbench: np.Workspace, Path: np.Path, Generation: j.ResultGeneration,
+		Proposal: np.ID, Disposition: string(c.Disposition), Producer: a.prod})
 	res.Proposal, res.Judgment = &np, j
 	return res
 }

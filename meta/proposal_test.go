@@ -173,7 +173,7 @@ func TestProposalEvidenceMustExist(t *testing.T) {
 		{"a missing snapshot", EvidenceRef{Kind: EvidenceSnapshot, SnapshotID: 9}, CodeSnapshotNotFound, "evidence[0].snapshot_id"},
 		{"a missing commit", EvidenceRef{Kind: EvidenceCommit, Commit: "abc"}, CodeNotFound, "evidence[0].commit"},
 		{"a missing workbench", EvidenceRef{Kind: EvidenceFile, Workspace: "other", Path: "doc.md", Generation: base}, CodeNotFound, "evidence[0].workbench"},
-		{"a feed position (no feed yet)", EvidenceRef{Kind: EvidenceFeed, Position: "1.0"}, CodeInvalidArguments, "evidence[0].position"},
+		{"a feed position the feed never held", EvidenceRef{Kind: EvidenceFeed, Position: "99999.0"}, CodeInvalidArguments, "evidence[0].position"},
 		{"an unknown kind", EvidenceRef{Kind: "gossip"}, CodeInvalidArguments, "evidence[0].kind"},
 	} {
 		r := h.propose("doc.md", "r"+string(rune('a'+i)), base, "v2", tc.ev)

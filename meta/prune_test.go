@@ -71,13 +71,14 @@ func checkRefcounts(f *FSM) error {
 // superseded versions go at once unless a hold needs them.
 var pruneAtOnce = Retention{Versions: 1}
 
-// TestPruningKeepsLiveStateAndRefcounts: with superseded versions pruned at once live reads still match the model, reference counts match the retained chains,
-// and once the retention window passes every tombstone and dedupe record is gone.
+// TestPruningKeepsLiveStateAndRefcounts: with superseded versions pruned at once, live
+// reads still match the model, reference counts match the retained chains, and once the
+// retention window passes every tombstone, dedupe record and change-feed event is gone.
 func TestPruningKeepsLiveStateAndRefcounts(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := newModel()
 		m.retentionMs = time.Minute.Milliseconds()
-		opts := Options{RetentionWindow: time.Minute, RetentionBatch: 1 << 20, History: pruneAtOnce}
+		opts := Options{RetentionWindow: time.Minute, FeedRetention: time.Minute, RetentionBatch: 1 << 20, History: pruneAtOnce}
 		f := New(opts)
 		n := rapid.IntRange(1, 150).Draw(t, "n")
 		var index uint64
@@ -118,8 +119,8 @@ func TestPruningKeepsLiveStateAndRefcounts(t *testing.T) {
 			}
 			return true
 		})
-		if st.dedupe.Len() != 0 || st.dedupeOrder.Len() != 0 || st.dedupeCount.Len() != 0 || st.retention.Len() != 0 {
-			t.Fatalf("retention left dedupe=%d order=%d count=%d queue=%d", st.dedupe.Len(), st.dedupeOrder.Len(), st.dedupeCount.Len(), st.retention.Len())
+		if st.dedupe.Len() != 0 || st.dedupeOrder.Len() != 0 || st.dedupeCount.Len() != 0 || st.retention.Len() != 0 || st.feed.events.Len() != 0 {
+			t.Fatalf("retention left dedupe=%d order=%d count=%d queue=%d feed=%d", st.dedupe.Len(), st.dedupeOrder.Len(), st.dedupeCount.Len(), st.retention.Len(), st.feed.events.Len())
 		}
 		if err := checkRefcounts(f); err != nil {
 			t.Fatal(err)

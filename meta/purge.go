@@ -123,6 +123,7 @@ func (a *applier) removeWorkspace(root *Root, ws *Workspace) {
 	s.workspaces.Delete(workspaceKey(ws.Agent, ws.Name))
 	a.addUsage(ws.Agent, Usage{Workbenches: -1, Files: -ws.Files, Bytes: -ws.Bytes, Snapshots: -int64(len(held))})
 	a.schedulePurge(purgeItem{rootUID: root.UID, agent: ws.Agent, inc: ws.Incarnation, phase: purgePaths})
+	a.emit(ws.Agent, Event{Kind: EventWorkbenchDelete, Workbench: ws.Name, Generation: s.version, Producer: a.prod})
 }
 
 func (a *applier) purgeRoot(c PurgeRoot) Result {
@@ -169,6 +170,7 @@ func (a *applier) purgeRoot(c PurgeRoot) Result {
 	for _, ws := range batch {
 		a.removeWorkspace(root, ws)
 	}
+	a.emit(c.Agent, Event{Kind: EventRootPurge, Deleted: int64(len(batch)), Generation: s.version, Producer: a.prod})
 	return Result{Deleted: int64(len(batch)), More: more, RootUID: root.UID}
 }
 

@@ -317,7 +317,8 @@ func TestSetRetentionRejectsBadPolicies(t *testing.T) {
 // TestRetentionPolicySurvivesSnapshotAndRestore: a root's policy is written in snapshot
 // format 3 and restores to the identical state; without one the format stays older.
 func TestRetentionPolicySurvivesSnapshotAndRestore(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{})}
+	// Without the change feed (FeedMaxPerRoot < 0), which needs format 3 itself.
+	h := &applyHelper{t: t, f: New(Options{FeedMaxPerRoot: -1})}
 	h.put("a.txt", "one")
 	h.put("a.txt", "two")
 	var buf bytes.Buffer
@@ -338,7 +339,7 @@ func TestRetentionPolicySurvivesSnapshotAndRestore(t *testing.T) {
 	if f := formatOf(t, buf.Bytes()); f != 3 {
 		t.Fatalf("format %d with a policy, want 3", f)
 	}
-	g := New(Options{})
+	g := New(Options{FeedMaxPerRoot: -1})
 	if err := g.Restore(&buf); err != nil {
 		t.Fatal(err)
 	}

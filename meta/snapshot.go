@@ -13,9 +13,9 @@ import (
 // SnapshotFormat is the newest version of the snapshot stream this binary writes (WriteTo
 // writes the oldest one that holds the state). Format 2 added the usage, quota and backup
 // hold records and the purge steps of deleted workbenches; a format-1 stream restores with
-// its usage recomputed. Format 3 added the proposal records (proposal.go), the roots'
-// history retention policies and the root re-prune steps a policy change queues
-// (retention.go).
+// its usage recomputed. Format 3 added the proposal records (proposal.go), the change
+// feed (feed.go), the roots' history retention policies and the root re-prune steps a
+// policy change queues (retention.go).
 const SnapshotFormat = 3
 
 // Snapshot is a point-in-time copy of an FSM's state, taken in O(1); writing it streams
@@ -83,6 +83,7 @@ type snapRecord struct {
 	Quota     *Quota             `cbor:"15,keyasint,omitempty"`
 	Retention *Retention         `cbor:"33,keyasint,omitempty"`
 	Proposal  *Proposal          `cbor:"35,keyasint,omitempty"`
+	Feed      *feedRecord        `cbor:"34,keyasint,omitempty"`
 }
 
 // recRetentionPolicy is the snapshot record tag of a root's history retention policy
@@ -98,14 +99,17 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	return s.writeFormat(w, formatFor(s.st))
 }
 
-// formatFor returns 3 while st holds what format 3 added (a proposal, a root's history
-// retention policy, a root re-prune step: a format-2 reader would fail on the first two
-// and drop the last), else 1 while st holds nothing format 2 added (backup holds, quotas,
-// the purge steps of a deleted workbench: a format-1 reader would fail on the first two
-// and drop the last), else 2. The usage records are left out of format 1: a format-1
-// stream restores with its usage recomputed, equal by the usage invariant.
+// formatFor returns 3 when st holds what format 3 added (a proposal, a change feed, a
+// root's history retention policy: a format-2 reader would fail on their records; a root
+// re-prune step, which it would drop), else 1 while st holds nothing format 2 added
+// (backup holds, quotas, the purge steps of a deleted workbench: a format-1 reader would
+// fail on the first two and drop the last), else 2. The usage records are left out of
+// format 1: a format-1 stream restores with its usage recomputed, equal by the usage
+// invariant. A shard with a feed (Options.FeedMaxPerRoot ≥ 0) writes format 3 from its
+// first change on, so a rolling upgrade from a release without the feed runs with
+// FeedMaxPerRoot < 0 until every replica runs this one.
 func formatFor(st *state) uint16 {
-	if st.props.byID.Len() > 0 || st.retentions.Len() > 0 {
+	if st.props.byID.Len() > 0 || st.feed.roots.Len() > 0 || st.retentions.Len() > 0 {
 		return 3
 	}
 	purging, repruning := false, false
@@ -192,6 +196,9 @@ func (s *Snapshot) writeFormat(w io.Writer, format uint16) (int64, error) {
 	st.props.byID.Scan(func(k string, v *Proposal) bool {
 		return err == nil && format >= 3 && emit(snapRecord{T: recProposal, K: []byte(k), Proposal: v})
 	})
+	if err == nil && format >= 3 {
+		st.feed.writeFeed(emit)
+	}
 	if err != nil {
 		return cw.n, err
 	}
@@ -314,6 +321,8 @@ func readSnapshot(r io.Reader) (*state, error) {
 		case recProposal:
 			missing = rec.Proposal == nil
 			st.props.byID.Set(string(rec.K), rec.Proposal)
+		case recFeed:
+			missing = !st.feed.readFeed(rec.K, rec.Feed)
 		default:
 			return nil, fmt.Errorf("snapshot record %d: unknown tag %d", n, rec.T)
 		}

@@ -65,6 +65,8 @@ type state struct {
 	retentions *btree.Map[string, Retention]
 	// props are the proposals and what is derived from them (proposal.go).
 	props proposalTrees
+	// feed is the change feed of every agent root (feed.go).
+	feed *feedState
 }
 
 func newState() *state {
@@ -92,6 +94,7 @@ func newState() *state {
 		quotas:      new(btree.Map[string, Quota]),
 		retentions:  new(btree.Map[string, Retention]),
 		props:       newProposalTrees(),
+		feed:        newFeedState(),
 	}
 }
 
@@ -121,6 +124,7 @@ func (s *state) copy() *state {
 	c.quotas = s.quotas.Copy()
 	c.retentions = s.retentions.Copy()
 	c.props = s.props.copy()
+	c.feed = s.feed.copy()
 	return &c
 }
 

@@ -35,6 +35,8 @@ const (
 	DefaultMCPMaxPayloadBytes    = 16 << 20
 	DefaultRetentionWindow       = 24 * time.Hour
 	DefaultDedupeMaxPerRoot      = 100_000
+	DefaultFeedRetention         = 24 * time.Hour
+	DefaultFeedMaxPerRoot        = 100_000
 	DefaultPresentationRoot      = "/agents/{agent}/wb"
 	DefaultRaftSnapshotInterval  = 2 * time.Minute
 	DefaultRaftSnapshotThreshold = 8192
@@ -107,8 +109,8 @@ type Config struct {
 	// with PayloadTooLarge. REST streams and is not capped. Range 1..1 GiB. YAML
 	// mcp_max_payload_bytes. Default 16 MiB (WORKBENCH.md §common rules).
 	MCPMaxPayloadBytes int64
-	// RetentionWindow is how long, in command time, dedupe records, tombstones, finished
-	// operations and change-feed entries are kept (DESIGN.md §7). Must be positive. YAML
+	// RetentionWindow is how long, in command time, dedupe records, tombstones and finished
+	// operations are kept (DESIGN.md §7). Must be positive. YAML
 	// retention_window (a Go duration such as "24h"). Default 24h.
 	RetentionWindow time.Duration
 	// HistoryVersions, HistoryAge and HistoryMaxVersions are the node-default history
@@ -128,6 +130,15 @@ type Config struct {
 	// oldest are forgotten first. Must be at least 1. YAML dedupe_max_per_root. Default
 	// 100000.
 	DedupeMaxPerRoot int
+	// FeedRetention is how long, in command time, the change feed keeps an event
+	// (GET /v1/agents/{agent}/events; older positions answer 410). Must be positive. YAML
+	// feed_retention. Default 24h.
+	FeedRetention time.Duration
+	// FeedMaxPerRoot bounds the change-feed events kept per agent root; the oldest go
+	// first. At least 1, or -1: keep no feed (a rolling upgrade from a release without it
+	// sets -1 until every node runs this one: a feed makes Raft snapshots the previous
+	// release cannot install). YAML feed_max_per_root. Default 100000.
+	FeedMaxPerRoot int
 	// SnapshotGrace is how long, in command time, an expired workbench snapshot can still
 	// be renewed before it is reaped (WORKBENCH.md §snapshot). Must be positive. YAML
 	// snapshot_grace. Default 1h.
@@ -430,6 +441,8 @@ func DefaultConfig() Config {
 		HistoryAge:            meta.DefaultHistoryAge,
 		HistoryMaxVersions:    meta.DefaultHistoryMaxVersions,
 		DedupeMaxPerRoot:      DefaultDedupeMaxPerRoot,
+		FeedRetention:         DefaultFeedRetention,
+		FeedMaxPerRoot:        DefaultFeedMaxPerRoot,
 		SnapshotGrace:         DefaultSnapshotGrace,
 		RestoreBatch:          DefaultRestoreBatch,
 		GCGrace:               DefaultGCGrace,
@@ -608,6 +621,12 @@ func (c Config) validate() []*ConfigError {
 	}
 	if c.DedupeMaxPerRoot < 1 {
 		bad("DedupeMaxPerRoot", "must be at least 1", strconv.Itoa(c.DedupeMaxPerRoot))
+	}
+	if c.FeedRetention <= 0 {
+		bad("FeedRetention", "must be positive", c.FeedRetention.String())
+	}
+	if c.FeedMaxPerRoot < 1 && c.FeedMaxPerRoot != -1 {
+		bad("FeedMaxPerRoot", "must be at least 1, or -1 for no feed", strconv.Itoa(c.FeedMaxPerRoot))
 	}
 	if rule := checkPresentationRoot(c.PresentationRoot); rule != "" {
 		bad("PresentationRoot", rule, c.PresentationRoot)
@@ -844,6 +863,10 @@ var settings = append([]setting{
 		func(c *Config) *int { return &c.HistoryMaxVersions }),
 	intSetting("DedupeMaxPerRoot", "dedupe_max_per_root", "most remembered request ids per agent root",
 		func(c *Config) *int { return &c.DedupeMaxPerRoot }),
+	durationSetting("FeedRetention", "feed_retention", "how long the change feed keeps an event, command time",
+		func(c *Config) *time.Duration { return &c.FeedRetention }),
+	intSetting("FeedMaxPerRoot", "feed_max_per_root", "most change-feed events kept per agent root (-1: no feed)",
+		func(c *Config) *int { return &c.FeedMaxPerRoot }),
 	durationSetting("SnapshotGrace", "snapshot_grace", "how long an expired snapshot can be renewed before it is reaped",
 		func(c *Config) *time.Duration { return &c.SnapshotGrace }),
 	intSetting("RestoreBatch", "restore_batch", "files one bounded restore command stages (1..4096)",

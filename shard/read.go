@@ -70,6 +70,20 @@ func (s *Shard) ReadIndex(ctx context.Context) (uint64, error) {
 }
 
 func (s *Shard) waitApplied(ctx context.Context, version uint64) error {
+	wctx, cancel := context.WithTimeout(ctx, maxReadAtWait)
+	defer cancel()
+	err := s.WaitApplied(wctx, version)
+	if err != nil && wctx.Err() != nil {
+		return fmt.Errorf("%w: version %d, applied %d", ErrBehind, version, s.fsm.AppliedVersion())
+	}
+	return err
+}
+
+// WaitApplied returns once this replica has applied shard version `version`, leader or
+// not, however long that takes: the notification a reader that follows the state (the
+// change feed) waits on between reads. Errors: ctx's when it ends first, ErrClosed when
+// the replica stops.
+func (s *Shard) WaitApplied(ctx context.Context, version uint64) error {
 	select {
 	case <-s.stop:
 		return ErrClosed
@@ -78,8 +92,6 @@ func (s *Shard) waitApplied(ctx context.Context, version uint64) error {
 	if s.fsm.AppliedVersion() >= version {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, maxReadAtWait)
-	defer cancel()
 	ch := s.applied.add(version)
 	defer s.applied.remove(ch)
 	// Registered first, checked second: an apply between the two still wakes us.
@@ -92,7 +104,7 @@ func (s *Shard) waitApplied(ctx context.Context, version uint64) error {
 	case <-s.stop:
 		return ErrClosed
 	case <-ctx.Done():
-		return fmt.Errorf("%w: version %d, applied %d", ErrBehind, version, s.fsm.AppliedVersion())
+		return ctx.Err()
 	}
 }
 

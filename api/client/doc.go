@@ -40,6 +40,9 @@
 //     key sent as "Authorization: Bearer …" only to the server's own scheme and host (a
 //     redirect elsewhere goes without it). The key never appears in an error, in
 //     TransportOptions' String, GoString or LogValue, or anywhere this package logs.
+//   - Events reads the change feed's server-sent events one frame at a time (each under
+//     maxEventFrameBytes); FollowEvents reopens a stream that ended or broke after the
+//     last event it handed out (Last-Event-ID), so its callback sees each event once.
 //
 // Concurrency: a *Client is safe for concurrent use; Import and Export each own their
 // worker goroutines and have stopped all of them by the time they return.

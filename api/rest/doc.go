@@ -19,6 +19,10 @@
 // separate admin listener; the tenant handler answers them 404. Stored bodies are served
 // inert: Content-Security-Policy: sandbox, nosniff, attachment for active types.
 //
+// The change feed (events.go) is the one response that never ends on its own: a
+// server-sent event stream kept alive by heartbeats shorter than the write deadline,
+// flushed per event, and ended by EndStreams when the node shuts down.
+//
 // Attribution (attribution.go): a mutating handler names its operation once (mutation),
 // which names the surface "rest/<op>" for the producer the Service records, and
 // ServeHTTP writes its one audit line (workbench.Audit: principal, agent, workbench, path,

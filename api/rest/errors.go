@@ -51,7 +51,7 @@ func statusOf(code string, pre precondition) int {
 	case workbench.CodePermissionDenied:
 		// Only where the principal may use the root; a root it may not use is 404.
 		return http.StatusForbidden
-	case workbench.CodeSnapshotExpired:
+	case workbench.CodeSnapshotExpired, workbench.CodeFeedExpired:
 		return http.StatusGone
 	case workbench.CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,6 +61,9 @@ type Options struct {
 	// MaxPrincipalLabels bounds the distinct principal ids cairn_principal_requests_total
 	// labels; later principals count as "other". Default DefaultMaxPrincipalLabels.
 	MaxPrincipalLabels int
+	// FeedHeartbeat is how long a change-feed stream stays silent before it sends a
+	// comment (events.go); at most half of WriteTimeout. Default DefaultFeedHeartbeat.
+	FeedHeartbeat time.Duration
 }
 
 // Handler is the HTTP entry point of a node.
@@ -75,6 +79,9 @@ type Handler struct {
 	// principals counts tenant requests per principal (attribution.go).
 	principals *principalCounter
 	metrics    http.Handler
+	// closing ends the change-feed streams (EndStreams).
+	closing    chan struct{}
+	endStreams sync.Once
 }
 
 // NewHandler returns the node's HTTP handler.
@@ -91,7 +98,10 @@ func NewHandler(svc *workbench.Service, opts Options) *Handler {
 	if opts.MaxPrincipalLabels <= 0 {
 		opts.MaxPrincipalLabels = DefaultMaxPrincipalLabels
 	}
-	h := &Handler{svc: svc, opts: opts, log: opts.Logger, principals: newPrincipalCounter(opts.MaxPrincipalLabels)}
+	if opts.FeedHeartbeat <= 0 {
+		opts.FeedHeartbeat = DefaultFeedHeartbeat
+	}
+	h := &Handler{svc: svc, opts: opts, log: opts.Logger, principals: newPrincipalCounter(opts.MaxPrincipalLabels), closing: make(chan struct{})}
 	h.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "requests_total",
 		Help: "HTTP requests by route (the route's name, never the raw path), method and status code."}, []string{"route", "method", "code"})
 	h.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "cairn", Subsystem: "http", Name: "request_duration_seconds",
@@ -258,6 +268,10 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		r.SetPathValue("profile", "cairn")
 		h.opts.MCP.ServeHTTP(w, r)
 		return "mcp"
+	}
+	if len(segs) == 2 && segs[1] == "events" {
+		h.events(w, r, agent) // events.go
+		return "events"
 	}
 	if route, ok := h.rootTool(w, r, agent, segs[1:]); ok {
 		return route

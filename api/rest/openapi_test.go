@@ -82,8 +82,13 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/agents/{agent}/workbenches/{id}/proposals/{proposal_id}/decision", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/judgments", "GET"},
 	{"/v1/agents/{agent}/workbenches/{id}/judgments", "HEAD"},
+	{"/v1/agents/{agent}/events", "GET"},
 	{"/v1/agents/{agent}/workbenches/{id}", "DELETE"}, // after the file DELETE: it removes the workbench
 }
+
+// eventsPath is the change-feed stream: the route table test reads its status and
+// headers, not its endless body.
+const eventsPath = "/v1/agents/{agent}/events"
 
 // toolBodies are valid request bodies for the JSON-body routes of servedRoutes, in the
 // order the route table test sends them (the snapshot exists before it is renewed,
@@ -113,7 +118,7 @@ var wireCodes = []string{"InvalidArguments", "UnknownTool", "PayloadTooLarge", "
 	"StructuredDecodeFailed", "ReadFenceChanged", "SnapshotNotFound", "SnapshotExpired",
 	"ForkRetentionActive", "WorkbenchCommitConflict", "WorkbenchCommitProtocolMismatch", "RestoreProtocolMismatch",
 	"InvalidState", "ObjectUnavailable",
-	"ResourceExhausted", "RoutingUnavailable", "DataCorrupted", "PermissionDenied", "Internal", "Unauthenticated"}
+	"ResourceExhausted", "RoutingUnavailable", "DataCorrupted", "PermissionDenied", "Internal", "Unauthenticated", "FeedExpired"}
 
 // notEnvelope lists the error responses whose body is deliberately not the envelope.
 var notEnvelope = map[string]string{
@@ -343,7 +348,8 @@ func TestOpenAPIErrorEnvelopeSchema(t *testing.T) {
 		workbench.CodeStructuredDecodeFailed, workbench.CodeReadFenceChanged, workbench.CodeSnapshotNotFound,
 		workbench.CodeSnapshotExpired, workbench.CodeInvalidState, workbench.CodeObjectUnavailable,
 		workbench.CodeResourceExhausted, workbench.CodeRoutingUnavailable, workbench.CodeDataCorrupted, workbench.CodeInternal,
-		workbench.CodeWorkbenchCommitProtocolMismatch, workbench.CodeRestoreProtocolMismatch, workbench.CodeUnauthenticated} {
+		workbench.CodeWorkbenchCommitProtocolMismatch, workbench.CodeRestoreProtocolMismatch, workbench.CodeUnauthenticated,
+		workbench.CodeFeedExpired} {
 		if !slices.Contains(enum, c) {
 			t.Errorf("code %s of package workbench is not in the enum", c)
 		}
@@ -414,7 +420,12 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 		if r.path == "/v1/agents/{agent}/workbenches/{id}/history" {
 			u += "?path=" + concrete("{path}")
 		}
-		resp := send(t, r.method, u, strings.NewReader(body))
+		var resp response
+		if r.path == eventsPath {
+			resp = streamHead(t, u)
+		} else {
+			resp = send(t, r.method, u, strings.NewReader(body))
+		}
 		want := 200
 		if s, ok := wantStatus[r.method+" "+r.path]; ok {
 			want = s
@@ -437,7 +448,7 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 	doc := loadDoc(t)
 	fixed := []string{"/v1/openapi.json", "/v1/agents/{agent}/workbenches/{id}",
 		"/v1/agents/{agent}/workbenches/{id}/list", "/v1/agents/{agent}/workbenches/{id}/files/{path}",
-		"/v1/agents/{agent}/restores/{operation_id}", "/v1/agents/{agent}/workbenches/{id}/history"}
+		"/v1/agents/{agent}/restores/{operation_id}", "/v1/agents/{agent}/workbenches/{id}/history", eventsPath}
 	for p := range toolBodies {
 		fixed = append(fixed, p)
 	}
@@ -510,6 +521,21 @@ func send(t *testing.T, method, url string, body io.Reader, headers ...string) r
 		t.Fatalf("HEAD %s: %d body bytes", url, len(b))
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// streamHead opens a GET of an event stream and returns its status and headers, closing
+// the stream unread.
+func streamHead(t *testing.T, url string) response {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == 200 && resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET %s: Content-Type %q", url, resp.Header.Get("Content-Type"))
+	}
+	return response{status: resp.StatusCode, header: resp.Header}
 }
 
 func boolInt(b bool) int {
@@ -711,6 +737,9 @@ func TestOpenAPIDescribesLiveResponses(t *testing.T) {
 	expect(t, c.call(true, "DELETE", f, "", "If-Match", rep.header.Get("ETag"), "Idempotency-Key", "del-1"), 200, "")
 	expect(t, c.call(true, "DELETE", f, ""), 404, "NotFound")
 	expect(t, c.call(true, "DELETE", wb+"/files/extra/sp%20ace%3F.txt", ""), 200, "")
+
+	expect(t, c.call(true, "GET", "/v1/agents/nobody/events", ""), 404, "NotFound")
+	expect(t, c.call(false, "GET", "/v1/agents/a1/events?after=x", ""), 400, "InvalidArguments")
 }
 
 // TestOpenAPIOperationalResponses validates /metrics, /readyz (not ready) and the MCP

@@ -201,6 +201,8 @@ func (f *restFixture) requests() []restRequest {
 		{route: wb + "/judgments", method: "HEAD", target: a + "/judgments"},
 		{route: wb + "/diff", method: "GET", target: a + "/diff?path=input/dir/x.txt&from=live"},
 		{route: wb + "/diff", method: "HEAD", target: a + "/diff?from=live"},
+		// The change feed, up to what it holds (a followed stream would never end).
+		{route: "/v1/agents/{agent}/events", method: "GET", target: "/v1/agents/a/events?follow=false"},
 	}
 	route := map[string]string{"list": wb + "/list", "snapshots": wb + "/snapshots", "search": "/v1/agents/{agent}/search",
 		"find": "/v1/agents/{agent}/find", "grep": wb + "/grep"}

@@ -3,10 +3,15 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
 
 func startDrained(t *testing.T, h http.Handler) (*drainer, *http.Server, string, <-chan struct{}) {
@@ -58,5 +63,34 @@ func TestShutdownReportsACutRequest(t *testing.T) {
 	defer cancel()
 	if err := d.shutdown(ctx, srv); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("shutdown with a request in flight: %v, want the deadline", err)
+	}
+}
+
+// A change-feed stream ends when the shutdown begins (rest.Handler.EndStreams, registered
+// as Serve does), so the shutdown completes instead of waiting out its deadline for a
+// response that never ends.
+func TestShutdownEndsChangeFeedStreams(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{})
+	if _, err := n.Service.CreateWorkbench(t.Context(), "a", "w", ""); err != nil {
+		t.Fatal(err)
+	}
+	h := rest.NewHandler(n.Service, rest.Options{})
+	d, srv, addr, _ := startDrained(t, h)
+	srv.RegisterOnShutdown(h.EndStreams)
+	resp, err := http.Get("http://" + addr + "/v1/agents/a/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.shutdown(ctx, srv); err != nil {
+		t.Fatalf("shutdown with a change-feed stream open: %v", err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatalf("the stream did not end cleanly: %v", err)
 	}
 }

@@ -148,6 +148,7 @@ func (n *Node) open(ctx context.Context) error {
 		Logger:            n.log,
 		OnLeadership:      n.lead,
 	}
+	hcfg.FSM.FeedRetention, hcfg.FSM.FeedMaxPerRoot = cfg.FeedRetention, cfg.FeedMaxPerRoot // meta/feed.go
 	var cursorKey []byte
 	if cfg.Cluster {
 		if hcfg.Cluster, err = n.openClusterParts(ctx, strings.TrimSpace(string(instance))); err != nil {
@@ -367,6 +368,7 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	defer n.admin.Store(nil)
 	var d drainer
 	srv := newHTTPServer(n.cfg, n.tls, d.wrap(newGuard(n.cfg, n.clientURL, n.handler)), n.log)
+	srv.RegisterOnShutdown(n.rest.EndStreams) // change-feed streams would hold the shutdown
 	if ready != nil {
 		ready(ln.Addr())
 	}

@@ -34,6 +34,16 @@ func (c *fsmCore) Propose(_ context.Context, h meta.Header, b meta.Body) (meta.R
 func (c *fsmCore) ReadView(context.Context) (*meta.View, error)           { return c.fsm.View(), nil }
 func (c *fsmCore) ReadViewAt(context.Context, uint64) (*meta.View, error) { return c.fsm.View(), nil }
 
+// WaitApplied: nothing follows the change feed here; a version not applied yet waits for
+// ctx's end.
+func (c *fsmCore) WaitApplied(ctx context.Context, version uint64) error {
+	if c.fsm.AppliedVersion() >= version {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
 // BenchmarkDiffStates100k pages the state diff between two commits of a 100,000-file
 // workbench (inline bodies, FSM without Raft) in which every 100th file was removed,
 // every other 50th changed and 500 were added: 2,501 changes with the run manifest, 1000

@@ -32,7 +32,10 @@
 //     served from its file without a second hash and without a buffer.
 //   - Every error that leaves this package is an *Error with a stable wire code; internal
 //     names (incarnations, root uids, blob keys, file system paths) never appear in it.
-//   - Reads go through Core.ReadView, so they are linearizable.
+//   - Reads go through Core.ReadView, so they are linearizable. The change feed (feed.go)
+//     reads its first page so, then follows this node's replica (Core.WaitApplied,
+//     Core.ReadViewAt): positions are shard versions, so what it hands out after the first
+//     page is what any replica shows at those versions.
 //   - Authorization (access.go): a root the request's principal may not use answers as a
 //     root that does not exist, from the same path: its views are the empty state a
 //     missing root is read from, its commands are decided on the empty state after the

@@ -40,6 +40,11 @@ type Core interface {
 	// live snapshot's read version (DESIGN.md §6; at.go says when the adapter uses it).
 	// Its errors match ErrCoreUnavailable when the replica is behind or gone.
 	ReadViewAt(ctx context.Context, version uint64) (*meta.View, error)
+	// WaitApplied returns once the serving replica has applied shard version `version`,
+	// bounded only by ctx (whose error it then returns): what the change feed waits on
+	// between reads (feed.go). Its errors match ErrCoreUnavailable when the replica is
+	// gone.
+	WaitApplied(ctx context.Context, version uint64) error
 }
 
 // LeaderCore is the part of a Core the leader-only work needs: a replica that proposes

@@ -60,7 +60,8 @@ func newCLI() *cobra.Command {
 	addProposalCommands(root) // proposals.go
 	addServerCommands(root)
 	addAdminCommands(root)
-	addHistoryCommands(root) // history.go
+	addHistoryCommands(root)            // history.go
+	root.AddCommand(newEventsCommand()) // events.go
 	return root
 }
 

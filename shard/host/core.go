@@ -21,6 +21,9 @@ type Core interface {
 	ReadView(ctx context.Context) (*meta.View, error)
 	// ReadViewAt returns this node's replica's applied view once it holds `version`.
 	ReadViewAt(ctx context.Context, version uint64) (*meta.View, error)
+	// WaitApplied returns once this node's replica has applied `version` (no time
+	// bound but ctx's): what a follower of the change feed waits on.
+	WaitApplied(ctx context.Context, version uint64) error
 }
 
 // assignTimeout bounds placing a root and assigning it on its shard.
@@ -136,6 +139,14 @@ func (c *rootCore) ReadViewAt(ctx context.Context, version uint64) (*meta.View, 
 	return v, err
 }
 
+func (c *rootCore) WaitApplied(ctx context.Context, version uint64) error {
+	r := c.h.Replica(c.id)
+	if r == nil {
+		return fmt.Errorf("%w: no replica of shard %d on this node", shard.ErrNotLeader, c.id)
+	}
+	return r.WaitApplied(ctx, version)
+}
+
 // unplacedCore serves a root that was never placed: it reads as the empty state every
 // shard shows for a root it never saw, and its first command places it.
 type unplacedCore struct {
@@ -163,6 +174,22 @@ func (c *unplacedCore) ReadView(context.Context) (*meta.View, error) {
 func (c *unplacedCore) ReadViewAt(context.Context, uint64) (*meta.View, error) {
 	return meta.New(c.h.cfg.FSM).View(), nil
 }
+
+// WaitApplied of a root that was never placed has nothing to wait for but its placement:
+// it returns after unplacedPoll (or ctx's end), and the caller resolves the root again.
+func (c *unplacedCore) WaitApplied(ctx context.Context, _ uint64) error {
+	t := time.NewTimer(unplacedPoll)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// unplacedPoll is how often a waiter on a root that was never placed looks again.
+const unplacedPoll = time.Second
 
 // proposeRetryWindow bounds how long propose keeps retrying a command with a request id
 // whose forwarded attempt had an unknown outcome (a leader lost mid-call).
