@@ -124,26 +124,18 @@ func fileAt(view *meta.View, ws *meta.Workspace, path string, d DiffSide) (*meta
 	return e, nil
 }
 
-// fileAtGeneration reads path's body of generation gen: the view at version gen shows
-// the newest retained element at or before it, which is that body exactly when its
-// generation is gen. Otherwise (never that generation, or no longer retained) NotFound
+// fileAtGeneration reads path's body of generation gen from the path's retained history
+// (meta View.FileAt). Otherwise (never that generation, or no longer retained) NotFound
 // with details.generation.
 func fileAtGeneration(view *meta.View, ws *meta.Workspace, path string, gen uint64) (*meta.Entry, error) {
-	missing := func() error {
-		e := newError(CodeNotFound, "generation %d of %q is not a retained version of the file", gen, path)
-		e.Details["generation"] = gen
-		return e
+	fv, err := view.FileAt(ws, path, gen)
+	if err == nil {
+		return fv.Entry, nil
 	}
-	if gen > view.Version() {
-		return nil, missing()
-	}
-	at, err := view.At(gen)
-	if err != nil {
+	if meta.CodeOf(err) != meta.CodeNotFound {
 		return nil, AsError(err)
 	}
-	e, err := at.File(ws, path)
-	if err != nil || e.Generation != gen {
-		return nil, missing()
-	}
-	return e, nil
+	e := newError(CodeNotFound, "generation %d of %q is not a retained version of the file", gen, path)
+	e.Details["generation"] = gen
+	return nil, e
 }
