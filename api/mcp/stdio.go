@@ -40,6 +40,17 @@ func stderrLogger() *slog.Logger {
 // error (-32700) and the session goes on. It closes neither in nor out; a read
 // blocked on in when ctx ends returns when in does.
 func ServeStdio(ctx context.Context, svc *workbench.Service, agent string, in io.Reader, out io.Writer) error {
+	return ServeStdioProfile(ctx, svc, agent, "", in, out)
+}
+
+// ServeStdioProfile is ServeStdio for the tools of profile: "" or "workbench" the 18
+// Workbench tools, ProfileCairn the cairn profile's (`cairn mcp --profile cairn`). Another
+// profile is an error before anything is read.
+func ServeStdioProfile(ctx context.Context, svc *workbench.Service, agent, profile string, in io.Reader, out io.Writer) error {
+	newServer, err := profileServer(profile)
+	if err != nil {
+		return err
+	}
 	if e := meta.ValidateName("agent", agent); e != nil {
 		return fmt.Errorf("mcp: %w", e)
 	}
@@ -49,7 +60,7 @@ func ServeStdio(ctx context.Context, svc *workbench.Service, agent string, in io
 		ctx = auth.WithPrincipal(ctx, auth.Local)
 	}
 	opts := Options{Logger: stderrLogger()}.withDefaults(svc)
-	srv := NewServer(svc, agent, opts)
+	srv := newServer(svc, agent, opts)
 	lw := &lineWriter{w: out}
 	t := &sdk.IOTransport{Reader: io.NopCloser(newStdioGuard(in, lw, int(opts.MaxMessageBytes))), Writer: lw, MaxLineLength: int(opts.MaxMessageBytes) + 1}
 	return sessionEnd(srv.Run(ctx, t))
@@ -64,6 +75,15 @@ func ServeStdio(ctx context.Context, svc *workbench.Service, agent string, in io
 // settings and API key: api/client.NewHTTPClient); nil means http.DefaultClient. Return
 // values and the ownership of in/out are as for ServeStdio.
 func ServeStdioProxy(ctx context.Context, serverURL, agent string, httpClient *http.Client, in io.Reader, out io.Writer) error {
+	return ServeStdioProxyProfile(ctx, serverURL, agent, "", httpClient, in, out)
+}
+
+// ServeStdioProxyProfile is ServeStdioProxy for the tools of profile (as
+// ServeStdioProfile): ProfileCairn forwards to the server's /v1/agents/{agent}/mcp/cairn.
+func ServeStdioProxyProfile(ctx context.Context, serverURL, agent, profile string, httpClient *http.Client, in io.Reader, out io.Writer) error {
+	if _, err := profileServer(profile); err != nil {
+		return err
+	}
 	if e := meta.ValidateName("agent", agent); e != nil {
 		return fmt.Errorf("mcp proxy: %w", e)
 	}
@@ -72,6 +92,9 @@ func ServeStdioProxy(ctx context.Context, serverURL, agent string, httpClient *h
 		return fmt.Errorf("mcp proxy: server URL %q must be http(s)://host[:port]", serverURL)
 	}
 	endpoint := strings.TrimSuffix(serverURL, "/") + "/v1/agents/" + agent + "/mcp"
+	if profile == ProfileCairn {
+		endpoint += "/" + ProfileCairn
+	}
 	log := stderrLogger()
 	impl := &sdk.Implementation{Name: "cairn-mcp-proxy", Title: "Cairn Workbench (proxy)", Version: "dev"}
 	client := sdk.NewClient(impl, &sdk.ClientOptions{Logger: sdkLogger(log)})
@@ -155,4 +178,15 @@ func sessionEnd(err error) error {
 		return nil
 	}
 	return err
+}
+
+// profileServer returns the server constructor of an MCP profile ("" = "workbench").
+func profileServer(profile string) (func(*workbench.Service, string, Options) *sdk.Server, error) {
+	switch profile {
+	case "", "workbench":
+		return NewServer, nil
+	case ProfileCairn:
+		return NewCairnServer, nil
+	}
+	return nil, fmt.Errorf("mcp: unknown profile %q (workbench or %s)", profile, ProfileCairn)
 }

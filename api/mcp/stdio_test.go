@@ -152,3 +152,26 @@ func TestServeStdioProxyFailsFastOnBadArguments(t *testing.T) {
 		}
 	}
 }
+
+// `cairn mcp --profile cairn` over stdio: the cairn profile's tools (the 18 Workbench tools
+// plus Cairn's own) in one session; an unknown profile fails before reading.
+func TestServeStdioServesTheCairnProfile(t *testing.T) {
+	svc := newService(t, 0)
+	cs, done := stdioPipes(t, func(in io.Reader, out io.Writer) error {
+		return ServeStdioProfile(t.Context(), svc, "stdio-agent", ProfileCairn, in, out)
+	})
+	ok(t, cs, "workbench_create", args{"id": "w"})
+	ok(t, cs, "workbench_put_file", args{"id": "w", "section": "input", "path": "a.md", "text": "one"})
+	if r := ok(t, cs, "cairn_workbench_list", args{}); len(r["workbenches"].([]any)) != 1 {
+		t.Errorf("cairn_workbench_list over stdio: %v", r)
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("ServeStdioProfile after the client closed: %v", err)
+	}
+	if err := ServeStdioProfile(t.Context(), svc, "a", "nope", strings.NewReader(""), io.Discard); err == nil || !strings.Contains(err.Error(), `unknown profile "nope"`) {
+		t.Errorf("unknown profile: %v", err)
+	}
+}

@@ -97,7 +97,7 @@ func serveCluster(ctx context.Context, cfg ops.Config, creds ops.Credentials, lo
 }
 
 func newMCPCommand() *cobra.Command {
-	var agent string
+	var agent, profile string
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the Workbench MCP tools over stdio for one agent",
@@ -118,7 +118,7 @@ CAIRN_API_KEY) as every client command; otherwise it runs an embedded node on
 				if err != nil {
 					return usageError{err}
 				}
-				return mcp.ServeStdioProxy(ctx, url, agent, hc, cmd.InOrStdin(), cmd.OutOrStdout())
+				return mcp.ServeStdioProxyProfile(ctx, url, agent, profile, hc, cmd.InOrStdin(), cmd.OutOrStdout())
 			}
 			cfg, err := ops.LoadConfig(cmd.Flags(), os.Getenv)
 			if err != nil {
@@ -140,10 +140,11 @@ CAIRN_API_KEY) as every client command; otherwise it runs an embedded node on
 			if err := node.WaitReady(ctx); err != nil {
 				return err
 			}
-			return mcp.ServeStdio(ctx, node.Service(), agent, cmd.InOrStdin(), cmd.OutOrStdout())
+			return mcp.ServeStdioProfile(ctx, node.Service(), agent, profile, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "agent id whose root the session works in (env CAIRN_AGENT, default \"default\")")
+	cmd.Flags().StringVar(&profile, "profile", "workbench", "tools to serve: workbench (the 18 Workbench tools) or cairn (those plus Cairn's own: history, diff, proposals, lifecycle)")
 	ops.BindFlags(cmd.Flags())
 	return cmd
 }
