@@ -24,7 +24,7 @@ import (
 // restated in Go, plus the RFC's own examples and Cairn's acceptance points (version
 // numbering across delete, run snapshots, the 413 trap). The suite runs twice in a row
 // against one persistent server (its files were deleted by the first run, as the
-// published suite leaves them), and on a cluster (4 nodes, 3 replicas) once before and
+// published suite leaves them), and on a cluster (3 nodes, and 4 with 3 replicas) before and
 // once after a kill -9 of the shard leader.
 
 // owMaxFileBytes is the maxFileBytes the servers here are started with (smaller than
@@ -381,13 +381,21 @@ func TestOpenWOPSuiteTwiceOnAPersistentServer(t *testing.T) {
 	owSuite(t, a, b)
 }
 
+// TestOpenWOPSuiteAcrossAClusterLeaderKill runs the suite on a 3-node cluster (every node a
+// replica) and on a 4-node one, where one node holds no replica of the tenants' roots and
+// forwards their requests (the root is the key's tenant, not in the URL), before and after
+// a kill -9 of the shard leader.
 func TestOpenWOPSuiteAcrossAClusterLeaderKill(t *testing.T) {
+	for _, n := range []int{3, 4} {
+		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) { owClusterLeaderKill(t, n) })
+	}
+}
+
+func owClusterLeaderKill(t *testing.T, n int) {
 	pc := startProcCluster(t, 0, 1, "--auth", "required", "--openwop-test-seams",
 		"--openwop-max-file-bytes", fmt.Sprint(owMaxFileBytes))
 	keyA, keyB := owKeys(t, "--etcd", pc.etcd)
-	// Four nodes, one shard of three replicas: one node holds no replica of the tenants'
-	// roots and forwards their requests (the root is the key's tenant, not in the URL).
-	for range 4 {
+	for range n {
 		pc.add(t)
 	}
 	nodes := func() []string {
