@@ -44,8 +44,9 @@ type Options struct {
 	// ProposalPendingTTL is how long (command time) an undecided proposal is kept before it
 	// expires (proposal.go). Default 30 days.
 	ProposalPendingTTL time.Duration
-	// ProposalRetention is how long (command time) a decided or superseded proposal and
-	// its judgment are kept after the decision. Default 30 days.
+	// ProposalRetention is the least time (command time) a decided or superseded proposal
+	// and its judgment are kept after the decision; a root whose history retention keeps
+	// more by age keeps them that long (proposal.go). Default 30 days.
 	ProposalRetention time.Duration
 	// ProposalsMaxPerRoot bounds the proposals (pending and decided) one agent root keeps.
 	// Default 10,000.

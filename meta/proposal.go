@@ -46,8 +46,9 @@ import (
 //
 // Retention and memory: a pending proposal is kept until it is decided or superseded, or
 // for Options.ProposalPendingTTL of command time (then it expires and goes, as if it never
-// was: NotFound); a decided or superseded one is kept for Options.ProposalRetention of
-// command time after its decision, then goes with its judgment. While a proposal is kept
+// was: NotFound); a decided or superseded one counts against its root's history
+// retention: it is kept after its decision for the root's history Age, and at least
+// Options.ProposalRetention of command time, then goes with its judgment. While a proposal is kept
 // its non-inline body segments hold one blob reference each (so the collector never takes
 // them, gc.go) and its evidence holds pin history; its removal releases both. A root keeps
 // at most Options.ProposalsMaxPerRoot proposals (pending and decided); a create beyond it is

@@ -103,7 +103,7 @@ func (a *applier) proposalCreate(c ProposalCreate) Result {
 		ns := *sup
 		ns.State, ns.SupersededBy, ns.ClosedAtMs = ProposalSuperseded, id, s.nowMs
 		s.props.set(&ns)
-		a.scheduleProposal(&ns, s.nowMs+a.opts.ProposalRetention.Milliseconds())
+		a.scheduleProposal(&ns, s.nowMs+a.closedRetentionMs(ns.Agent))
 		res.Superseded = sup.ID
 	}
 	return res
@@ -248,7 +248,7 @@ func (a *applier) proposalDecide(c ProposalDecide) Result {
 		np.State = ProposalAccepted
 	}
 	s.props.set(&np)
-	a.scheduleProposal(&np, s.nowMs+a.opts.ProposalRetention.Milliseconds())
+	a.scheduleProposal(&np, s.nowMs+a.closedRetentionMs(np.Agent))
 	a.emit(c.Agent, Event{Kind: EventProposalDecide, Workbench: np.Workspace, Path: np.Path, Generation: j.ResultGeneration,
 		Proposal: np.ID, Disposition: string(c.Disposition), Producer: a.prod})
 	res.Proposal, res.Judgment = &np, j
@@ -302,6 +302,17 @@ func (a *applier) scheduleProposal(p *Proposal, dueMs int64) {
 	s.retention.Set(retentionKey(dueMs, s.seq), string(rune(retainProposal))+proposalKey(p.Agent, p.ID))
 }
 
+// closedRetentionMs is how long (command time) a decided or superseded proposal of agent
+// and its judgment are kept: they count against the root's history retention (its Age,
+// when the root's policy keeps history by age), and at least Options.ProposalRetention.
+func (a *applier) closedRetentionMs(agent string) int64 {
+	ms := a.opts.ProposalRetention.Milliseconds()
+	if root, ok := a.st.roots.Get(agent); ok {
+		ms = max(ms, a.retentionOf(root.UID).Age.Milliseconds())
+	}
+	return ms
+}
+
 // retireProposal runs a proposal's retention item: a pending proposal past its TTL, or a
 // closed one past retention, goes with its blob references and history holds. An item
 // that is not due for the record's current state (a pending one's TTL item after it was
@@ -314,7 +325,12 @@ func (a *applier) retireProposal(key string) {
 	}
 	due := p.CreatedAtMs + a.opts.ProposalPendingTTL.Milliseconds()
 	if p.State != ProposalPending {
-		due = p.ClosedAtMs + a.opts.ProposalRetention.Milliseconds()
+		due = p.ClosedAtMs + a.closedRetentionMs(p.Agent)
+		if due > s.nowMs {
+			// The root's retention grew since the decision: keep it that much longer.
+			a.scheduleProposal(p, due)
+			return
+		}
 	}
 	if due > s.nowMs {
 		return

@@ -259,7 +259,7 @@ func TestPendingProposalBlobsAreNotCollected(t *testing.T) {
 // TestAcceptedProposalBlobStaysWithTheFile: after accept the file references the blob;
 // when the proposal goes the blob stays referenced by the file.
 func TestAcceptedProposalBlobStaysWithTheFile(t *testing.T) {
-	h := &applyHelper{t: t, f: New(Options{ProposalRetention: time.Minute})}
+	h := &applyHelper{t: t, f: New(Options{ProposalRetention: time.Minute, History: pruneAtOnce})}
 	seg := Segment{Digest: blobDigest(3), Size: 100}
 	mustOK(t, "create workbench", h.do(CreateWorkspace{Agent: "a", Name: "w"}))
 	p := mustOK(t, "propose", h.do(ProposalCreate{Agent: "a", Workspace: "w", Path: "new.bin", RequestID: "r1",
@@ -273,6 +273,35 @@ func TestAcceptedProposalBlobStaysWithTheFile(t *testing.T) {
 	}
 	if br, _ := h.ref(3); br.Count != 1 {
 		t.Fatalf("refs after the proposal went %+v, want the file's", br)
+	}
+}
+
+// A decided proposal counts against its root's history retention: kept as long as the
+// root keeps history by age (here 3 minutes), not only Options.ProposalRetention (1), and
+// then it goes with its blob reference.
+func TestDecidedProposalsAreKeptForTheRootsRetention(t *testing.T) {
+	h := &applyHelper{t: t, f: New(Options{ProposalRetention: time.Minute, History: pruneAtOnce})}
+	mustOK(t, "create workbench", h.do(CreateWorkspace{Agent: "a", Name: "w"}))
+	mustOK(t, "root retention", h.do(SetRetention{Agent: "a", Retention: Retention{Versions: 1, Age: 3 * time.Minute}}))
+	seg := Segment{Digest: blobDigest(4), Size: 100}
+	p := mustOK(t, "propose", h.do(ProposalCreate{Agent: "a", Workspace: "w", Path: "r.bin", RequestID: "r1",
+		Body: FileBody{Size: 100, Digest: Digest{4}, Segments: []Segment{seg}}})).Proposal
+	mustOK(t, "reject", h.decide(p.ID, DispositionReject, "s"))
+	kept := func() bool { _, err := h.f.View().Proposal("a", "w", p.ID); return err == nil }
+	for range 120 { // 2 minutes of command time: past ProposalRetention, within the root's Age
+		h.do(Tick{})
+	}
+	if !kept() {
+		t.Fatal("a decided proposal went after Options.ProposalRetention although its root keeps 3 minutes of history")
+	}
+	for range 70 {
+		h.do(Tick{})
+	}
+	if kept() {
+		t.Fatal("a decided proposal outlived its root's retention")
+	}
+	if br, _ := h.ref(4); br.Count != 0 {
+		t.Fatalf("refs after the proposal went %+v, want none", br)
 	}
 }
 
