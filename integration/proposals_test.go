@@ -19,23 +19,24 @@ import (
 func postJSON(t *testing.T, u, body string, bound time.Duration) (int, map[string]any) {
 	t.Helper()
 	hc := &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(bound)
-	for {
-		code, b := 0, []byte(nil)
+	code, b := 0, []byte(nil)
+	_, _ = retry.Until(bound, func() error {
+		code, b = 0, nil
 		resp, err := hc.Post(u, "application/json", strings.NewReader(body))
-		if err == nil {
-			b, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			code = resp.StatusCode
+		if err != nil {
+			return err
 		}
-		retryable := code == 0 || bytes.Contains(b, []byte(`"retryable":true`))
-		if !retryable || time.Now().After(deadline) {
-			var m map[string]any
-			_ = json.Unmarshal(b, &m)
-			return code, m
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		code = resp.StatusCode
+		if bytes.Contains(b, []byte(`"retryable":true`)) {
+			return fmt.Errorf("%d %s", code, b)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return code, m
 }
 
 func getJSON(t *testing.T, u string) (int, map[string]any) {

@@ -52,3 +52,23 @@ func TestWithinFailsWithTheLastErrorOnceTheTimeoutPassed(t *testing.T) {
 		t.Fatalf("calls %d, failure %q; want several calls and a failure naming the wait, the attempts and the last error", calls, tb.failed)
 	}
 }
+
+func TestUntilRetriesUntilTheConditionHoldsOrStops(t *testing.T) {
+	n := 0
+	attempts, err := retry.Until(time.Second, func() error {
+		if n++; n < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err != nil || attempts != 3 {
+		t.Fatalf("Until = %d, %v; want 3 attempts and nil", attempts, err)
+	}
+	attempts, err = retry.Until(time.Second, func() error { return fmt.Errorf("hopeless: %w", retry.ErrStop) })
+	if !errors.Is(err, retry.ErrStop) || attempts != 1 {
+		t.Fatalf("Until with retry.ErrStop = %d, %v; want 1 attempt", attempts, err)
+	}
+	if _, err := retry.Until(20*time.Millisecond, func() error { return errors.New("never") }); err == nil || err.Error() != "never" {
+		t.Fatalf("Until past its timeout: %v, want the last error", err)
+	}
+}
