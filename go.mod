@@ -8,6 +8,7 @@ require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/compose-spec/compose-go/v2 v2.16.2
 	github.com/coregx/ahocorasick v0.3.1
+	github.com/dlclark/regexp2 v1.11.0
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/gowebpki/jcs v1.0.2
 	github.com/hashicorp/go-hclog v1.6.3
