@@ -209,7 +209,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		RedactSecretsFile:        "/etc/cairn/secrets.yaml",
 		RedactAllSurfacesTenants: "agent-a,b",
 		OpenWOP: OpenWOPConfig{Enabled: false, MaxFileBytes: 2048, MaxFiles: 9, MaxVersions: 3, RunTTL: 48 * time.Hour,
-			Tenant: "t1", Workspace: "w1", TestSeams: true},
+			Tenant: "t1", Workspace: "w1", TestSeams: true, Readback: false, PacksFile: "/etc/cairn/packs.json"},
 	}
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
@@ -242,6 +242,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"redact_secrets_file": "/etc/cairn/secrets.yaml", "redact_all_surfaces_tenants": "agent-a,b",
 		"openwop": "false", "openwop_max_file_bytes": "2048", "openwop_max_files": "9", "openwop_max_versions": "3",
 		"openwop_run_ttl": "48h", "openwop_tenant": "t1", "openwop_workspace": "w1", "openwop_test_seams": "true",
+		"openwop_readback": "false", "openwop_packs_file": "/etc/cairn/packs.json",
 	}
 	if len(text) != len(settings) {
 		t.Fatalf("test covers %d settings, package has %d", len(text), len(settings))

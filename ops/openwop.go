@@ -51,13 +51,21 @@ type OpenWOPConfig struct {
 	// /conformance/seams/... aliases of OpenWOP major 2); refused unless every listener is
 	// on loopback. YAML openwop_test_seams. Default false.
 	TestSeams bool
+	// Readback serves getInstalledPack (GET /installed-packs/{packName}) and advertises
+	// agents.proposals.readback; false answers that route 404 as an unadvertised
+	// operation. YAML openwop_readback. Default true.
+	Readback bool
+	// PacksFile names a JSON file of packs the host installs for every tenant, read-only
+	// to proposals: {"packs": [{"kind": "agent-pack"|"workflow-chain-pack", "manifest":
+	// {...}}]}. YAML openwop_packs_file. Default none.
+	PacksFile string
 }
 
 // DefaultOpenWOPConfig returns the facade's defaults.
 func DefaultOpenWOPConfig() OpenWOPConfig {
 	return OpenWOPConfig{Enabled: true, MaxFileBytes: DefaultOpenWOPMaxFileBytes, MaxFiles: DefaultOpenWOPMaxFiles,
 		MaxVersions: DefaultOpenWOPMaxVersions, RunTTL: DefaultOpenWOPRunTTL, Tenant: DefaultOpenWOPTenant,
-		Workspace: DefaultOpenWOPWorkspace}
+		Workspace: DefaultOpenWOPWorkspace, Readback: true}
 }
 
 // RunTTLDays returns RunTTL in days (Validate makes it whole).
@@ -109,6 +117,10 @@ var openwopSettings = []setting{
 		func(c *Config) *string { return &c.OpenWOP.Tenant }),
 	stringSetting("OpenWOPWorkspace", "openwop_workspace", "OpenWOP workspace (workbench) of requests to a node that requires no API key",
 		func(c *Config) *string { return &c.OpenWOP.Workspace }),
+	boolSetting("OpenWOPReadback", "openwop_readback", "serve OpenWOP getInstalledPack (GET /installed-packs/{packName}); false: 404 as an unadvertised operation",
+		func(c *Config) *bool { return &c.OpenWOP.Readback }),
+	stringSetting("OpenWOPPacksFile", "openwop_packs_file", `JSON file of packs installed for every OpenWOP tenant, read-only to proposals ({"packs": [{"kind", "manifest"}]})`,
+		func(c *Config) *string { return &c.OpenWOP.PacksFile }),
 	boolSetting("OpenWOPTestSeams", "openwop_test_seams", "serve the OpenWOP conformance seams (/v1/host/sample/workspace/op, /conformance/seams/...); loopback listeners only",
 		func(c *Config) *bool { return &c.OpenWOP.TestSeams }),
 }

@@ -7,8 +7,9 @@ package openwop
 // maxVersions) is at the document root, where the current conformance suite reads it
 // (conformance/src/lib/discovery-capabilities.ts), and mirrored under capabilities, where
 // older suites read it. Cairn runs no LLM, so it recognizes no envelope and its envelope
-// limits are 0; it advertises no other capability family (in particular no
-// multiAgent.executionModel: it executes no workflow).
+// limits are 0; besides workspace it advertises only the agents family of proposals and
+// installed packs (agentsBlock; in particular no multiAgent.executionModel: it executes no
+// workflow).
 
 type workspaceBlock struct {
 	Supported    bool  `json:"supported"`
@@ -24,13 +25,36 @@ type discoveryLimits struct {
 	EnvelopesPerTurn    int `json:"envelopesPerTurn"`
 }
 
+// agentsBlock is the agents family as far as this host serves it (issue 18 §6): proposals
+// of agent and chain packs, drafted by clients (clientDrafts: POST /proposals), activated
+// by the review scope alone (direct-rbac), read back by getInstalledPack when configured;
+// and the manifest agents those packs declare, per tenant (installScope tenant: GET
+// /agents lists only the caller's tenant's). Cairn runs no agent: manifestRuntime says
+// where the inventory comes from, nothing more.
+type agentsBlock struct {
+	Proposals       proposalsBlock       `json:"proposals"`
+	ManifestRuntime manifestRuntimeBlock `json:"manifestRuntime"`
+}
+
+type proposalsBlock struct {
+	ArtifactKinds []string `json:"artifactKinds"`
+	Activation    string   `json:"activation"`
+	ClientDrafts  bool     `json:"clientDrafts"`
+	Readback      bool     `json:"readback"`
+}
+
+type manifestRuntimeBlock struct {
+	InstallScope string `json:"installScope"`
+}
+
 type discoveryDoc struct {
-	ProtocolVersion    string                    `json:"protocolVersion"`
-	SupportedEnvelopes []string                  `json:"supportedEnvelopes"`
-	SchemaVersions     map[string]int            `json:"schemaVersions"`
-	Limits             discoveryLimits           `json:"limits"`
-	Workspace          workspaceBlock            `json:"workspace"`
-	Capabilities       map[string]workspaceBlock `json:"capabilities"`
+	ProtocolVersion    string          `json:"protocolVersion"`
+	SupportedEnvelopes []string        `json:"supportedEnvelopes"`
+	SchemaVersions     map[string]int  `json:"schemaVersions"`
+	Limits             discoveryLimits `json:"limits"`
+	Workspace          workspaceBlock  `json:"workspace"`
+	Agents             *agentsBlock    `json:"agents,omitempty"`
+	Capabilities       map[string]any  `json:"capabilities"`
 }
 
 // ProtocolVersion is the OpenWOP protocol version the facade speaks.
@@ -42,6 +66,14 @@ func (h *Handler) discovery() discoveryDoc {
 		ws = workspaceBlock{Supported: true, Versioned: true, MaxFileBytes: h.opt.MaxFileBytes, MaxFiles: h.opt.MaxFiles,
 			MaxVersions: h.opt.MaxVersions}
 	}
-	return discoveryDoc{ProtocolVersion: ProtocolVersion, SupportedEnvelopes: []string{}, SchemaVersions: map[string]int{},
-		Workspace: ws, Capabilities: map[string]workspaceBlock{"workspace": ws}}
+	d := discoveryDoc{ProtocolVersion: ProtocolVersion, SupportedEnvelopes: []string{}, SchemaVersions: map[string]int{},
+		Workspace: ws, Capabilities: map[string]any{"workspace": ws}}
+	if h.opt.Enabled {
+		d.Agents = &agentsBlock{
+			Proposals: proposalsBlock{ArtifactKinds: ArtifactKinds, Activation: "direct-rbac", ClientDrafts: true,
+				Readback: h.opt.Readback},
+			ManifestRuntime: manifestRuntimeBlock{InstallScope: "tenant"}}
+		d.Capabilities["agents"] = d.Agents
+	}
+	return d
 }

@@ -2,7 +2,11 @@
 // the wire facts the project gathered from the published spec, schemas, conformance suite
 // and reference host are its specification where the RFC is silent): discovery at
 // /.well-known/openwop, the four workspace endpoints under /v1/host/workspace/files, run
-// snapshots under /v1/runs, and, only when configured, the conformance seams.
+// snapshots under /v1/runs, and, only when configured, the conformance seams. It also
+// serves OpenWOP v2's proposals of agent and workflow-chain packs and their readback
+// (RFC 0096, issue 18; unversioned at the server root, negotiated by OpenWOP-Version):
+// /proposals, /installed-packs/{packName} (getInstalledPack) and the agent inventory
+// /agents (proposal_record.go says how they are stored, apply.go how they install).
 //
 // Mapping. An OpenWOP tenant is a Cairn agent root and an OpenWOP workspace is a
 // workbench in it. A workspace file at path P is the Cairn file at path P of that
@@ -31,5 +35,13 @@
 //   - A run is a leased Cairn snapshot of the caller's workbench, named "run-<id>", whose
 //     annotation holds the run record; nothing of a run lives outside the snapshot.
 //   - The package never reads the clock to decide a version, and holds at most one file
-//     body (≤ MaxFileBytes) per request in memory.
+//     body (≤ MaxFileBytes) per request in memory (an artifact, ≤ MaxArtifactBytes; the
+//     inventory holds the tenant's pack manifests while an apply or a listing judges them).
+//   - A proposal is inert until applied: its artifact is a Cairn proposal's body, never a
+//     file, so no readback, agent listing or file read sees it. Apply installs exactly the
+//     bytes last persisted (readback is byte-equal, hence RFC 8785-equal), in one Cairn
+//     accept guarded by the pack file's generation and the packs workbench's revision: a
+//     refused apply (403, 409, 422) changes nothing, and two applies that race cannot both
+//     install what only one of them may.
+//   - Another tenant's proposal, pack or agent answers exactly like a missing one.
 package openwop

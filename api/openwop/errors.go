@@ -1,6 +1,7 @@
 package openwop
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -80,7 +81,11 @@ func WriteUnauthenticated(w http.ResponseWriter, msg string) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // an artifact's "<" and ">" stay as the proposer wrote them
+	err := enc.Encode(v)
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":"internal_error","message":"the answer could not be encoded"}`)
 	}

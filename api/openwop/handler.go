@@ -33,8 +33,13 @@ type Options struct {
 	Tenant, Workspace string
 	// TestSeams serves the conformance seams; without it their routes answer 404.
 	TestSeams bool
-	Redactor  Redactor
-	Logger    *slog.Logger
+	// Readback serves getInstalledPack (GET /installed-packs/{packName}); without it that
+	// route answers 404 as an unadvertised operation and discovery says readback false.
+	Readback bool
+	// ShippedPacks are packs the host installs for every tenant (read-only).
+	ShippedPacks []ShippedPack
+	Redactor     Redactor
+	Logger       *slog.Logger
 }
 
 // Handler serves the facade's routes (Owns) and hands every other request to next. It
@@ -44,6 +49,9 @@ type Handler struct {
 	svc  *workbench.Service
 	opt  Options
 	next http.Handler
+	// shipped indexes Options.ShippedPacks by name; manifests caches pack files read.
+	shipped   map[string]installedPack
+	manifests manifestCache
 }
 
 // New returns the facade over svc in front of next.
@@ -51,7 +59,7 @@ func New(svc *workbench.Service, opt Options, next http.Handler) *Handler {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	return &Handler{svc: svc, opt: opt, next: next}
+	return &Handler{svc: svc, opt: opt, next: next, shipped: shippedPacks(opt.ShippedPacks)}
 }
 
 //go:embed openapi.json
@@ -101,6 +109,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := h.svc.AllowRequest(ctx); err != nil { // the principal's request rate, as on every surface
 		WriteError(w, fromStore(err))
+		return
+	}
+	if v2Route(path) {
+		h.serveV2(w, r, owner, path)
 		return
 	}
 	switch {

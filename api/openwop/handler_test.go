@@ -38,6 +38,16 @@ func newFacade(t *testing.T, opt openwop.Options) string {
 // newFacadeOn is newFacade over a service configured with cfg.
 func newFacadeOn(t *testing.T, opt openwop.Options, cfg workbench.Config) string {
 	t.Helper()
+	url, _ := newFacadeNode(t, opt, cfg)
+	return url
+}
+
+// reviewHeader, set to "yes", gives a bound test principal the review scope too.
+const reviewHeader = "Test-Review"
+
+// newFacadeNode is newFacadeOn that also answers the node under the facade.
+func newFacadeNode(t *testing.T, opt openwop.Options, cfg workbench.Config) (string, *workbenchtest.Node) {
+	t.Helper()
 	n := workbenchtest.New(t, cfg)
 	h := openwop.New(n.Service, opt, http.NotFoundHandler())
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -49,11 +59,14 @@ func newFacadeOn(t *testing.T, opt openwop.Options, cfg workbench.Config) string
 		default:
 			tenant, ws, _ := strings.Cut(o, "/")
 			p = auth.Principal{ID: "k-" + tenant + "-" + ws, Tenant: tenant, Workspace: ws, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}}
+			if r.Header.Get(reviewHeader) == "yes" {
+				p.Scopes = append(p.Scopes, auth.ScopeReview)
+			}
 		}
 		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, n
 }
 
 type answer struct {
@@ -456,16 +469,17 @@ func TestTheOpenAPIDocumentCoversTheRoutes(t *testing.T) {
 	for _, p := range []string{"/.well-known/openwop", "/v1/host/workspace/files", "/v1/host/workspace/files/{path}", "/v1/runs",
 		"/v1/runs/{runId}", "/v1/runs/{runId}/workspace/files", "/v1/runs/{runId}/workspace/files/{path}",
 		"/v1/host/sample/workspace/op", "/conformance/seams/workspace/files", "/conformance/seams/workspace/files/{path}",
-		"/conformance/seams/sample/workspace/op"} {
+		"/conformance/seams/sample/workspace/op", "/proposals", "/proposals/{proposalId}", "/proposals/{proposalId}:apply",
+		"/proposals/{proposalId}:reject", "/installed-packs/{packName}", "/agents", "/agents/{agentId}"} {
 		if paths[p] == nil {
 			t.Errorf("openapi.json lacks %s", p)
 		}
-		if concrete := strings.NewReplacer("{path}", "a.md", "{runId}", "run-x").Replace(p); !openwop.Owns(concrete) {
+		if concrete := strings.NewReplacer("{path}", "a.md", "{runId}", "run-x", "{proposalId}", "p1", "{packName}", "private.a.b", "{agentId}", "a1").Replace(p); !openwop.Owns(concrete) {
 			t.Errorf("the facade does not own %s", concrete)
 		}
 	}
 	for p := range paths {
-		if !openwop.Owns(strings.NewReplacer("{path}", "a.md", "{runId}", "run-x").Replace(p)) {
+		if !openwop.Owns(strings.NewReplacer("{path}", "a.md", "{runId}", "run-x", "{proposalId}", "p1", "{packName}", "private.a.b", "{agentId}", "a1").Replace(p)) {
 			t.Errorf("openapi.json names %s, which the facade does not serve", p)
 		}
 	}

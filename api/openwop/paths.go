@@ -29,7 +29,7 @@ func Owns(escapedPath string) bool {
 	case DiscoveryPath, OpenAPIPath, seamPath, v2SeamPath:
 		return true
 	}
-	for _, p := range []string{filesPrefix, runsPrefix, v2FilesPrefix} {
+	for _, p := range []string{filesPrefix, runsPrefix, v2FilesPrefix, proposalsPrefix, installedPrefix, agentsPath} {
 		if escapedPath == p || strings.HasPrefix(escapedPath, p+"/") {
 			return true
 		}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/redact"
@@ -17,8 +19,23 @@ import (
 // Every facade PUT is redacted (WSR-1) by red: secret-shaped tokens always, and the
 // tenant's registered secret values when the secrets file names them (a nil *Redactor
 // redacts tokens only).
-func openwopOptions(cfg ops.Config, red *redact.Redactor, log *slog.Logger) openwop.Options {
+//
+// The shipped packs of --openwop-packs-file are read once, at start: a file that cannot be
+// read or holds an invalid pack fails the start.
+func openwopOptions(cfg ops.Config, red *redact.Redactor, log *slog.Logger) (openwop.Options, error) {
 	o := cfg.OpenWOP
+	var shipped []openwop.ShippedPack
+	if o.PacksFile != "" {
+		f, err := os.Open(o.PacksFile)
+		if err != nil {
+			return openwop.Options{}, fmt.Errorf("--openwop-packs-file: %w", err)
+		}
+		defer f.Close()
+		if shipped, err = openwop.LoadShippedPacks(f); err != nil {
+			return openwop.Options{}, fmt.Errorf("--openwop-packs-file %s: %w", o.PacksFile, err)
+		}
+	}
 	return openwop.Options{Enabled: o.Enabled, MaxFileBytes: o.MaxFileBytes, MaxFiles: o.MaxFiles, MaxVersions: o.MaxVersions,
-		RunTTLDays: o.RunTTLDays(), Tenant: o.Tenant, Workspace: o.Workspace, TestSeams: o.TestSeams, Redactor: red, Logger: log}
+		RunTTLDays: o.RunTTLDays(), Tenant: o.Tenant, Workspace: o.Workspace, TestSeams: o.TestSeams, Readback: o.Readback,
+		ShippedPacks: shipped, Redactor: red, Logger: log}, nil
 }

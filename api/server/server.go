@@ -242,7 +242,11 @@ func (n *Node) open(ctx context.Context) error {
 
 		AdminRoutes: adminRoutes,
 	})
-	facade := openwop.New(n.svc, openwopOptions(cfg, n.redactor, n.log), n.rest) // OpenWOP's routes, then REST's and MCP's
+	wopOpts, err := openwopOptions(cfg, n.redactor, n.log)
+	if err != nil {
+		return err
+	}
+	facade := openwop.New(n.svc, wopOpts, n.rest) // OpenWOP's routes, then REST's and MCP's
 	var tenant http.Handler = facade
 	if cfg.Cluster {
 		tenant = newRouter(n.host, facade, facade.Root)

@@ -144,3 +144,15 @@ func (s *Service) ProposalBody(ctx context.Context, agent string, p *meta.Propos
 	}
 	return b, nil
 }
+
+// MayReview checks that the request's principal may decide proposals of agent's root
+// (review and workspace:write), so a surface can refuse before it judges anything.
+func (s *Service) MayReview(ctx context.Context, agent string) error {
+	if err := mayWrite(ctx, agent); err != nil {
+		return err
+	}
+	if err := mayDo(ctx, agent, auth.ScopeReview, "review proposals of"); err != nil {
+		return err
+	}
+	return nil
+}

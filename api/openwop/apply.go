@@ -1,0 +1,183 @@
+package openwop
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/meta"
+)
+
+// Apply and reject (issue 18 §2, §3). Apply judges the artifact as its kind requires
+// (validate.go: 422, nothing installed, the proposal unchanged), then the install
+// semantics on one view of every pack of the tenant:
+//
+//   - no pack of that name: install;
+//   - one an earlier proposal installed, at a lower version: replace;
+//   - at an equal or higher version: 409 proposal_install_conflict, reason
+//     "version-not-greater";
+//   - one the host installed otherwise (a shipped pack, or a pack file no proposal wrote):
+//     409, reason "read-only";
+//   - for an agent pack, an agent id another pack of the tenant (or a shipped one) already
+//     declares: 409, reason "read-only".
+//
+// The install is one Cairn accept whose compare-and-swap covers the pack file's generation
+// and the whole packs workbench's revision, so the judgment holds when the file is written;
+// when another install slipped in between, apply judges again (at most applyAttempts
+// times, then 503, retryable). When the pack file moved since the proposal's revision was
+// made, apply first records a revision of the same artifact against the file's head (the
+// proposal's state does not change). Applying an applied proposal answers the same again.
+
+// applyAttempts bounds apply's judge-and-install rounds against concurrent installs.
+const applyAttempts = 4
+
+// Reasons of proposal_install_conflict.
+const (
+	reasonVersionNotGreater = "version-not-greater"
+	reasonReadOnly          = "read-only"
+)
+
+func installConflict(reason, msg string) *Error {
+	return &Error{Status: http.StatusConflict, Code: CodeInstallConflict, Message: msg, Details: map[string]any{"reason": reason}}
+}
+
+func (h *Handler) decideProposal(w http.ResponseWriter, r *http.Request, o Owner, id, action string) {
+	ctx := r.Context()
+	for attempt := 0; ; attempt++ {
+		_, _, c, body, err := h.loadChain(ctx, o, id)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		switch {
+		case action == "apply" && c.tail.State == meta.ProposalAccepted, action == "reject" && c.tail.State == meta.ProposalRejected:
+			writeJSON(w, http.StatusOK, h.doc(c, body)) // the same answer again
+			return
+		case c.tail.State != meta.ProposalPending:
+			WriteError(w, stateConflict(c, map[string]string{"apply": "applied", "reject": "rejected"}[action]))
+			return
+		}
+		if action == "reject" {
+			res, derr := h.svc.DecideArtifact(ctx, o.Tenant, workbench.ArtifactDecision{Workbench: PacksWorkbench, ProposalID: c.tail.ID,
+				Disposition: meta.DispositionReject, SubmissionID: "reject-" + c.tail.ID})
+			if derr != nil {
+				WriteError(w, fromProposalStore(derr))
+				return
+			}
+			writeJSON(w, http.StatusOK, h.doc(chain{tail: res.Proposal, meta: c.meta}, body))
+			return
+		}
+		if err := h.mayActivate(ctx, o); err != nil {
+			WriteError(w, err)
+			return
+		}
+		if verr := validateArtifact(c.tail.Kind, body); verr != nil {
+			WriteError(w, verr)
+			return
+		}
+		res, done, aerr := h.install(ctx, o, c, body)
+		switch {
+		case aerr != nil:
+			WriteError(w, aerr)
+			return
+		case done:
+			writeJSON(w, http.StatusOK, h.doc(chain{tail: res.Proposal, meta: c.meta}, body))
+			return
+		case attempt+1 >= applyAttempts:
+			WriteError(w, fail(http.StatusServiceUnavailable, CodeUnavailable, "other installs kept changing this tenant's packs; try again"))
+			return
+		}
+	}
+}
+
+// mayActivate checks the activation scope before anything is judged (an apply without it
+// is 403 and installs nothing, RFC 0096 §Examples): the store checks it again on the
+// decision itself.
+func (h *Handler) mayActivate(ctx context.Context, o Owner) *Error {
+	if err := h.svc.MayReview(ctx, o.Tenant); err != nil {
+		return fromProposalStore(err)
+	}
+	return nil
+}
+
+// install judges the install semantics at one fresh view and, when they allow it,
+// accepts the proposal guarded by that view. done false: the view went stale before the
+// accept (judge again).
+func (h *Handler) install(ctx context.Context, o Owner, c chain, artifact []byte) (meta.Result, bool, *Error) {
+	v, ws, _, err := h.packsView(ctx, o.Tenant)
+	if err != nil {
+		return meta.Result{}, false, err
+	}
+	name, version := artifactIdentity(artifact)
+	path, _ := packPath(name) // validateArtifact accepted the name
+	inv, err := h.inventory(ctx, v, ws, o.Tenant)
+	if err != nil {
+		return meta.Result{}, false, err
+	}
+	head, err := inv.judge(c.tail.Kind, name, version, artifact)
+	if err != nil {
+		return meta.Result{}, false, err
+	}
+	tail := c.tail
+	if tail.Path != path || tail.BaseGeneration != head {
+		// Record the same artifact against the head (the proposal's state is unchanged).
+		reqID := "a" + tail.ID[:16] + "-" + strconv.FormatUint(head, 10)
+		p, _, perr := h.proposeRevision(ctx, o, tail.Kind, path, reqID, head, tail.ID, c.meta, artifact)
+		if perr != nil {
+			return meta.Result{}, false, perr
+		}
+		tail = p
+	}
+	res, derr := h.svc.DecideArtifact(ctx, o.Tenant, workbench.ArtifactDecision{Workbench: PacksWorkbench, ProposalID: tail.ID,
+		Disposition: meta.DispositionAccept, SubmissionID: "apply-" + tail.ID, ExpectRevision: ws.Revision})
+	if derr != nil {
+		if we := workbench.AsError(derr); we.Code == workbench.CodeConflict && we.Details["reason"] == meta.ReasonStale {
+			return meta.Result{}, false, nil
+		}
+		return meta.Result{}, false, fromProposalStore(derr)
+	}
+	return res, true, nil
+}
+
+// judge applies the install semantics to an artifact of kind named name at version: the
+// generation of the installed pack file it replaces (0: none), or the refusal.
+func (inv *inventory) judge(kind, name, version string, artifact []byte) (uint64, *Error) {
+	if _, ok := inv.shipped[name]; ok {
+		return 0, installConflict(reasonReadOnly, "pack "+name+" is installed by the host and cannot be replaced by a proposal")
+	}
+	var head uint64
+	if cur, ok := inv.packs[name]; ok {
+		if !cur.byProposal {
+			return 0, installConflict(reasonReadOnly, "pack "+name+" was not installed by a proposal and cannot be replaced by one")
+		}
+		if !versionGreater(version, cur.version) {
+			return 0, installConflict(reasonVersionNotGreater, "pack "+name+" is installed at version "+cur.version+"; "+version+" is not greater")
+		}
+		head = cur.generation
+	}
+	if kind == KindAgentPack {
+		for _, a := range agentsOf(artifact) {
+			if owner, ok := inv.agents[a.AgentID]; ok && owner.packName != name {
+				return 0, installConflict(reasonReadOnly, "agent "+a.AgentID+" is already provided by pack "+owner.packName)
+			}
+		}
+	}
+	return head, nil
+}
+
+// versionGreater reports whether SemVer a is greater than b (an unparsable b — a pack
+// installed otherwise — is never replaced by version).
+func versionGreater(a, b string) bool {
+	va, err := semver.StrictNewVersion(a)
+	if err != nil {
+		return false
+	}
+	vb, err := semver.StrictNewVersion(b)
+	if err != nil {
+		return false
+	}
+	return va.GreaterThan(vb)
+}

@@ -1,0 +1,441 @@
+package openwop
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/meta"
+)
+
+// The proposal routes (OpenWOP v2, unversioned at the server root; RFC 0096 §C, issue 18):
+//
+//	GET  /proposals[?state=&kind=]       the tenant's proposals: {"proposals": [...]}
+//	POST /proposals {kind, artifact, …}  a draft (201)
+//	GET  /proposals/{id}                 one proposal
+//	PATCH /proposals/{id} {artifact?, …} a revision (state revised, same id)
+//	POST /proposals/{id}:apply           install (also /proposals/{id}/apply)
+//	POST /proposals/{id}:reject          reject (also /proposals/{id}/reject)
+//
+// Scopes: reading needs workspace:read, proposing and revising workspace:write, apply and
+// reject the review scope as well (direct-rbac activation: the scope is the gate).
+// Another tenant's proposal answers exactly as a missing one.
+
+const proposalsPrefix = "/proposals"
+
+// Limits of proposals.
+const (
+	// MaxArtifactBytes bounds an artifact's JSON (it is held in memory while judged).
+	MaxArtifactBytes = 1 << 20
+	// maxTitleChars and maxRationaleChars bound the texts of a proposal.
+	maxTitleChars     = 512
+	maxRationaleChars = meta.MaxProposalReasonChars
+)
+
+// Codes of the proposal surface beyond the registry's: an install refused by the install
+// semantics (issue 18 §3; details.reason "version-not-greater" or "read-only"), an
+// artifact malformed for its kind (422, RFC 0096 §Examples), and a lifecycle step the
+// proposal's state does not admit (revise or apply after a decision).
+const (
+	CodeInstallConflict  = "proposal_install_conflict"
+	CodeMalformedForKind = "pack_validation_failed"
+	CodeStateConflict    = "proposal_state_conflict"
+)
+
+// proposalInput is POST /proposals' body and PATCH's (closed; PATCH takes no kind).
+type proposalInput struct {
+	Kind       *string         `json:"kind"`
+	Artifact   json.RawMessage `json:"artifact"`
+	Title      *string         `json:"title"`
+	Rationale  *string         `json:"rationale"`
+	Provenance json.RawMessage `json:"provenance"`
+	Note       *string         `json:"note"`
+}
+
+// provenance is a proposal's provenance (proposal.schema.json, closed).
+type provenance struct {
+	SourceRunIDs     []string `json:"sourceRunIds"`
+	SynthesizerModel *string  `json:"synthesizerModel,omitempty"`
+}
+
+// serveProposals routes rest of /proposals.
+func (h *Handler) serveProposals(w http.ResponseWriter, r *http.Request, o Owner, rest string) {
+	if rest == "" {
+		switch r.Method {
+		case http.MethodGet:
+			h.listProposals(w, r, o)
+		case http.MethodPost:
+			h.createProposal(w, r, o)
+		default:
+			WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "/proposals answers GET and POST"))
+		}
+		return
+	}
+	seg := strings.TrimPrefix(rest, "/")
+	action := ""
+	if i := strings.LastIndexAny(seg, ":/"); i > 0 && (seg[i+1:] == "apply" || seg[i+1:] == "reject") {
+		seg, action = seg[:i], seg[i+1:]
+	}
+	id, err := url.PathUnescape(seg)
+	if err != nil || id == "" || strings.Contains(id, "/") {
+		WriteError(w, notFound("No such proposal."))
+		return
+	}
+	switch {
+	case action != "" && r.Method == http.MethodPost:
+		h.decideProposal(w, r, o, id, action)
+	case action != "":
+		WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "a proposal's :"+action+" answers POST"))
+	case r.Method == http.MethodGet:
+		h.getProposal(w, r, o, id)
+	case r.Method == http.MethodPatch:
+		h.reviseProposal(w, r, o, id)
+	default:
+		WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "a proposal answers GET and PATCH"))
+	}
+}
+
+// decodeProposal reads a closed proposal body of at most MaxArtifactBytes plus room for
+// the texts.
+func decodeProposal(w http.ResponseWriter, r *http.Request) (proposalInput, *Error) {
+	var in proposalInput
+	tooLarge, err := readClosed(w, r, MaxArtifactBytes+64<<10, &in)
+	switch {
+	case tooLarge:
+		return in, fail(http.StatusRequestEntityTooLarge, "payload_too_large", "the request body is larger than the artifact limit")
+	case err != nil:
+		return in, invalid("Invalid proposal body: " + err.Error())
+	}
+	return in, nil
+}
+
+// checkTexts validates and redacts title and rationale (SR-1: redaction-safe) and the
+// provenance, in place.
+func (h *Handler) checkTexts(tenant string, in *proposalInput) *Error {
+	for _, t := range []struct {
+		name string
+		v    **string
+		max  int
+	}{{"title", &in.Title, maxTitleChars}, {"rationale", &in.Rationale, maxRationaleChars}} {
+		if *t.v == nil {
+			continue
+		}
+		if len([]rune(**t.v)) > t.max {
+			return invalid(t.name + " must be at most " + itoa(t.max) + " characters.")
+		}
+		if h.opt.Redactor != nil {
+			s := h.opt.Redactor.Redact(tenant, **t.v)
+			*t.v = &s
+		}
+	}
+	if in.Provenance != nil {
+		var p provenance
+		if err := decodeStrict(in.Provenance, &p); err != nil || p.SourceRunIDs == nil || slices.Contains(p.SourceRunIDs, "") {
+			return invalid("provenance must be {sourceRunIds: [non-empty strings], synthesizerModel?}.")
+		}
+		in.Provenance, _ = json.Marshal(p)
+	}
+	return nil
+}
+
+// checkArtifact requires an artifact to be a JSON object within MaxArtifactBytes.
+func checkArtifact(a json.RawMessage) *Error {
+	if len(a) > MaxArtifactBytes {
+		return fail(http.StatusRequestEntityTooLarge, "payload_too_large", "artifact is larger than "+itoa(MaxArtifactBytes)+" bytes")
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(a, &obj) != nil || obj == nil {
+		return invalid("artifact must be a JSON object.")
+	}
+	return nil
+}
+
+// requestID names a mutation for convergence: derived from the Idempotency-Key (so a
+// retry converges on the first answer) or fresh. Always meta.ValidateName syntax.
+func requestID(r *http.Request, what string) string {
+	if k := r.Header.Get("Idempotency-Key"); k != "" {
+		d := sha256.Sum256([]byte(what + "\x00" + k))
+		return "k" + hex.EncodeToString(d[:20])
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "r" + hex.EncodeToString(b[:])
+}
+
+func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request, o Owner) {
+	in, perr := decodeProposal(w, r)
+	if perr != nil {
+		WriteError(w, perr)
+		return
+	}
+	switch {
+	case in.Kind == nil || !knownKind(*in.Kind):
+		WriteError(w, invalid("kind must be one of "+strings.Join(ArtifactKinds, ", ")+"."))
+		return
+	case in.Artifact == nil:
+		WriteError(w, invalid("artifact is required."))
+		return
+	}
+	if err := checkArtifact(in.Artifact); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := h.checkTexts(o.Tenant, &in); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if in.Provenance == nil {
+		in.Provenance = json.RawMessage(`{"sourceRunIds":[]}`)
+	}
+	ctx := r.Context()
+	if _, err := h.svc.CreateWorkbench(ctx, o.Tenant, PacksWorkbench, ""); err != nil {
+		WriteError(w, fromProposalStore(err))
+		return
+	}
+	v, ws, _, err := h.packsView(ctx, o.Tenant)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	reqID := requestID(r, "create")
+	path, base := target(v, ws, in.Artifact, reqID)
+	id := meta.ProposalID(o.Tenant, PacksWorkbench, path, reqID)
+	m := proposalMeta{ID: id, State: stateDraft, Title: in.Title, Rationale: in.Rationale, Provenance: in.Provenance,
+		Owner: ownerOf(r, o)}
+	p, replayed, cerr := h.proposeRevision(ctx, o, *in.Kind, path, reqID, base, "", m, in.Artifact)
+	if cerr != nil {
+		WriteError(w, cerr)
+		return
+	}
+	m.CreatedAtMs = p.CreatedAtMs
+	if replayed {
+		w.Header().Set("OpenWOP-Idempotent-Replay", "true")
+	}
+	w.Header().Set("Location", proposalsPrefix+"/"+id)
+	writeJSON(w, http.StatusCreated, h.doc(chain{tail: p, meta: decodedOr(p, m)}, in.Artifact))
+}
+
+// decodedOr is p's stored meta (a replay answers what was stored), else m.
+func decodedOr(p *meta.Proposal, m proposalMeta) proposalMeta {
+	if sm, ok := decodeMeta(p); ok {
+		if sm.CreatedAtMs == 0 {
+			sm.CreatedAtMs = p.CreatedAtMs
+		}
+		return sm
+	}
+	return m
+}
+
+// ownerOf is the owner triple of a request: the credential's tenant and workspace and the
+// principal's public id.
+func ownerOf(r *http.Request, o Owner) proposalOwner {
+	po := proposalOwner{Tenant: o.Tenant, Workspace: o.Workspace}
+	if p, ok := auth.FromContext(r.Context()); ok {
+		po.Principal = p.ID
+	}
+	return po
+}
+
+// target is where an artifact is proposed and against which generation: packs/<name> at
+// its head (0: not installed), or proposals/<request id> when it has no usable name.
+func target(v *meta.View, ws *meta.Workspace, artifact []byte, reqID string) (string, uint64) {
+	name, _ := artifactIdentity(artifact)
+	path, ok := packPath(name)
+	if !ok {
+		return draftsDir + reqID, 0
+	}
+	if e, err := v.File(ws, path); err == nil {
+		return path, e.Generation
+	}
+	return path, 0
+}
+
+// proposeRevision stores one Cairn proposal of the chain.
+func (h *Handler) proposeRevision(ctx context.Context, o Owner, kind, path, reqID string, base uint64, supersedes string, m proposalMeta, artifact []byte) (*meta.Proposal, bool, *Error) {
+	raw, _ := json.Marshal(m)
+	p, replayed, err := h.svc.ProposeArtifact(ctx, o.Tenant, workbench.ArtifactProposal{Workbench: PacksWorkbench, Path: path,
+		RequestID: reqID, Kind: kind, Metadata: raw, Body: artifact, ContentType: mediaType(kind),
+		BaseGeneration: base, Supersedes: supersedes})
+	if err != nil {
+		return nil, false, fromProposalStore(err)
+	}
+	return p, replayed, nil
+}
+
+// loadChain returns proposal id of o's tenant with its artifact.
+func (h *Handler) loadChain(ctx context.Context, o Owner, id string) (*meta.View, *meta.Workspace, chain, []byte, *Error) {
+	v, ws, ok, err := h.packsView(ctx, o.Tenant)
+	if err != nil {
+		return nil, nil, chain{}, nil, err
+	}
+	if !ok {
+		return nil, nil, chain{}, nil, notFound("No such proposal.")
+	}
+	c, err := findChain(v, ws, o.Tenant, id)
+	if err != nil {
+		return nil, nil, chain{}, nil, err
+	}
+	body, berr := h.svc.ProposalBody(ctx, o.Tenant, c.tail)
+	if berr != nil {
+		return nil, nil, chain{}, nil, fromProposalStore(berr)
+	}
+	if c.meta.CreatedAtMs == 0 {
+		c.meta.CreatedAtMs = c.tail.CreatedAtMs
+	}
+	return v, ws, c, body, nil
+}
+
+func (h *Handler) getProposal(w http.ResponseWriter, r *http.Request, o Owner, id string) {
+	if err := mayRead(r); err != nil {
+		WriteError(w, err)
+		return
+	}
+	_, _, c, body, err := h.loadChain(r.Context(), o, id)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.doc(c, body))
+}
+
+func (h *Handler) listProposals(w http.ResponseWriter, r *http.Request, o Owner) {
+	if err := mayRead(r); err != nil {
+		WriteError(w, err)
+		return
+	}
+	q := r.URL.Query()
+	state, kind := q.Get("state"), q.Get("kind")
+	ctx := r.Context()
+	out := []proposalDoc{}
+	v, ws, ok, err := h.packsView(ctx, o.Tenant)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if ok {
+		var failed *Error
+		scanChains(v, ws, o.Tenant, func(c chain) bool {
+			if (state != "" && c.state() != state) || (kind != "" && c.tail.Kind != kind) {
+				return true
+			}
+			body, berr := h.svc.ProposalBody(ctx, o.Tenant, c.tail)
+			if berr != nil {
+				failed = fromProposalStore(berr)
+				return false
+			}
+			if c.meta.CreatedAtMs == 0 {
+				c.meta.CreatedAtMs = c.tail.CreatedAtMs
+			}
+			out = append(out, h.doc(c, body))
+			return len(out) < meta.MaxProposalListLimit
+		})
+		if failed != nil {
+			WriteError(w, failed)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"proposals": out})
+}
+
+func (h *Handler) reviseProposal(w http.ResponseWriter, r *http.Request, o Owner, id string) {
+	in, perr := decodeProposal(w, r)
+	if perr != nil {
+		WriteError(w, perr)
+		return
+	}
+	if in.Kind != nil {
+		WriteError(w, invalid("kind cannot be revised."))
+		return
+	}
+	if in.Artifact != nil {
+		if err := checkArtifact(in.Artifact); err != nil {
+			WriteError(w, err)
+			return
+		}
+	}
+	if err := h.checkTexts(o.Tenant, &in); err != nil {
+		WriteError(w, err)
+		return
+	}
+	ctx := r.Context()
+	v, ws, c, body, err := h.loadChain(ctx, o, id)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if c.tail.State != meta.ProposalPending {
+		WriteError(w, stateConflict(c, "revised"))
+		return
+	}
+	artifact := body
+	if in.Artifact != nil {
+		artifact = in.Artifact
+	}
+	m := c.meta
+	m.State = stateRevised
+	if in.Title != nil {
+		m.Title = in.Title
+	}
+	if in.Rationale != nil {
+		m.Rationale = in.Rationale
+	}
+	if in.Provenance != nil {
+		m.Provenance = in.Provenance
+	}
+	reqID := requestID(r, "revise\x00"+c.tail.ID)
+	path, base := target(v, ws, artifact, reqID)
+	p, _, cerr := h.proposeRevision(ctx, o, c.tail.Kind, path, reqID, base, c.tail.ID, m, artifact)
+	if cerr != nil {
+		WriteError(w, cerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.doc(chain{tail: p, meta: decodedOr(p, m)}, artifact))
+}
+
+// stateConflict answers a lifecycle step the proposal's state does not admit.
+func stateConflict(c chain, step string) *Error {
+	return &Error{Status: http.StatusConflict, Code: CodeStateConflict,
+		Message: "the proposal is " + c.state() + " and cannot be " + step, Details: map[string]any{"state": c.state()}}
+}
+
+// mayRead requires workspace:read of the request's principal.
+func mayRead(r *http.Request) *Error {
+	if p, ok := auth.FromContext(r.Context()); ok && !p.Has(auth.ScopeRead) {
+		return fail(http.StatusForbidden, CodeForbidden, "the API key lacks the workspace:read scope")
+	}
+	return nil
+}
+
+// fromProposalStore maps the store's answers on proposals: a missing one is the same
+// not_found as any (another tenant's), conflicts keep their reason.
+func fromProposalStore(err error) *Error {
+	we := workbench.AsError(err)
+	switch we.Code {
+	case workbench.CodeNotFound:
+		return notFound("No such proposal.")
+	case workbench.CodeConflict:
+		e := &Error{Status: http.StatusConflict, Code: CodeStateConflict, Message: we.Message}
+		if reason, ok := we.Details["reason"].(string); ok {
+			e.Details = map[string]any{"reason": reason}
+		}
+		return e
+	case workbench.CodePermissionDenied:
+		return fail(http.StatusForbidden, CodeForbidden, we.Message)
+	}
+	return fromStore(err)
+}
+
+// decodeStrict decodes raw into v refusing unknown fields.
+func decodeStrict(raw []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

@@ -1,0 +1,145 @@
+package integration
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/cairnstore/cairn/api/workbench"
+)
+
+// Issue 18's acceptance on real processes: the seed's positive example (draft P, inert;
+// revise to P'; apply; readback RFC 8785-equal to P' and not to P) through `cairn serve`
+// with keys, and the readback surviving kill -9 of the node and a leader failover on a
+// 3-node cluster.
+
+const (
+	owPackName  = "private.tenant-a.helper"
+	owAgentID   = "private.tenant-a.helper.main"
+	owPackScope = "workspace:read,workspace:write,review"
+)
+
+func owAgentPack(version, prompt string) map[string]any {
+	return map[string]any{"kind": "node", "name": owPackName, "version": version,
+		"engines": map[string]any{"openwop": ">=2.0.0 <3.0.0"},
+		"runtime": map[string]any{"language": "remote", "entry": "https://agents.example.com/helper"},
+		"agents":  []any{map[string]any{"agentId": owAgentID, "persona": "Helper", "modelClass": "general", "systemPrompt": prompt}}}
+}
+
+// owPackKeys makes tenant A's key with the review scope (it applies) and tenant B's.
+func owPackKeys(t *testing.T, store ...string) (a, b string) {
+	t.Helper()
+	mk := func(tenant, scopes string) string {
+		args := append(append([]string{"admin", "key", "create"}, store...), "--name", "packs-"+tenant,
+			"--tenant", tenant, "--workspace", "main", "--scope", scopes, "--json")
+		return parseCreated(t, mustCLI(t, cliOptions{}, args...)).Secret
+	}
+	return mk("tenant-a", owPackScope), mk("tenant-b", owPackScope)
+}
+
+// owPackSeed runs the seed's positive example and answers the installed artifact P'.
+func owPackSeed(t *testing.T, a, b owClient) []byte {
+	t.Helper()
+	p := owAgentPack("1.0.0", "You help.")
+	created := a.do(http.MethodPost, "/proposals", map[string]any{"kind": "agent-pack", "artifact": p, "title": "helper"})
+	if created.status != http.StatusCreated || created.json["state"] != "draft" {
+		t.Fatalf("create: %d %s", created.status, created.body)
+	}
+	id := created.json["id"].(string)
+	for _, path := range []string{"/installed-packs/" + owPackName, "/agents/" + owAgentID} {
+		if r := a.do(http.MethodGet, path, nil); r.status != http.StatusNotFound {
+			t.Fatalf("%s before apply: %d %s", path, r.status, r.body)
+		}
+	}
+	p2 := owAgentPack("1.0.1", "You help, carefully.")
+	if r := a.do(http.MethodPatch, "/proposals/"+id, map[string]any{"artifact": p2}); r.status != http.StatusOK || r.json["state"] != "revised" {
+		t.Fatalf("revise: %d %s", r.status, r.body)
+	}
+	ap := a.do(http.MethodPost, "/proposals/"+id+":apply", map[string]any{})
+	want := map[string]any{"kind": "agent-pack", "operationId": "getInstalledPack", "id": owPackName, "version": "1.0.1"}
+	if ap.status != http.StatusOK || !reflect.DeepEqual(ap.json["installedArtifact"], want) {
+		t.Fatalf("apply: %d %s", ap.status, ap.body)
+	}
+	installed, _ := json.Marshal(p2)
+	owReadback(t, a, installed)
+	old, _ := json.Marshal(p)
+	if eq, _ := workbench.JCSEqual(a.do(http.MethodGet, "/installed-packs/"+owPackName, nil).body, old); eq {
+		t.Fatal("the readback equals the superseded draft")
+	}
+	for _, path := range []string{"/installed-packs/" + owPackName, "/agents/" + owAgentID, "/proposals/" + id} {
+		if r := b.do(http.MethodGet, path, nil); r.status != http.StatusNotFound {
+			t.Fatalf("tenant B %s: %d %s", path, r.status, r.body)
+		}
+	}
+	return installed
+}
+
+// owReadback checks that the pack reads back RFC 8785-equal to installed and that its
+// agent resolves.
+func owReadback(t *testing.T, a owClient, installed []byte) {
+	t.Helper()
+	rb := a.do(http.MethodGet, "/installed-packs/"+owPackName, nil)
+	if eq, ok := workbench.JCSEqual(rb.body, installed); rb.status != http.StatusOK || !eq || !ok {
+		t.Fatalf("readback: %d %s, want RFC 8785-equal to %s", rb.status, rb.body, installed)
+	}
+	if r := a.do(http.MethodGet, "/agents/"+owAgentID, nil); r.status != http.StatusOK || r.json["packName"] != owPackName {
+		t.Fatalf("agent: %d %s", r.status, r.body)
+	}
+}
+
+func TestOpenWOPPackReadbackSurvivesKill9(t *testing.T) {
+	dir := t.TempDir()
+	keyA, keyB := owPackKeys(t, "--data-dir", dir)
+	s := startServer(t, filepath.Join(dir), serveArgs("--auth", "required"))
+	nodes := func() []string { return []string{s.URL} }
+	a, b := owClient{t: t, nodes: nodes, key: keyA}, owClient{t: t, nodes: nodes, key: keyB}
+	installed := owPackSeed(t, a, b)
+	s.kill9()
+	s.restart()
+	owReadback(t, a, installed)
+	// The install rules hold across the restart: the same version again is refused.
+	again := a.do(http.MethodPost, "/proposals", map[string]any{"kind": "agent-pack", "artifact": owAgentPack("1.0.1", "again")})
+	if r := a.do(http.MethodPost, "/proposals/"+again.json["id"].(string)+":apply", nil); r.status != http.StatusConflict ||
+		r.json["details"].(map[string]any)["reason"] != "version-not-greater" {
+		t.Fatalf("the same version after a restart: %d %s", r.status, r.body)
+	}
+}
+
+func TestOpenWOPPackReadbackAcrossALeaderFailover(t *testing.T) {
+	pc := startProcCluster(t, 0, 1, "--auth", "required")
+	keyA, keyB := owPackKeys(t, "--etcd", pc.etcd)
+	for range 3 {
+		pc.add(t)
+	}
+	nodes := func() []string {
+		var out []string
+		for _, s := range pc.servers {
+			if s.proc != nil {
+				out = append(out, s.URL)
+			}
+		}
+		return out
+	}
+	a, b := owClient{t: t, nodes: nodes, key: keyA}, owClient{t: t, nodes: nodes, key: keyB}
+	installed := owPackSeed(t, a, b)
+	leader := shardLeader(t, pc.servers, 0, 3)
+	t.Logf("killing the shard leader %s", leader.URL)
+	leader.kill9()
+	for _, s := range pc.servers {
+		if s.proc == nil {
+			continue
+		}
+		one := owClient{t: t, nodes: func() []string { return []string{s.URL} }, key: keyA}
+		owReadback(t, one, installed)
+	}
+	// A higher version installs on the new leader and replaces the readback.
+	next := owAgentPack("1.1.0", "You help, on the new leader.")
+	created := a.do(http.MethodPost, "/proposals", map[string]any{"kind": "agent-pack", "artifact": next})
+	if r := a.do(http.MethodPost, "/proposals/"+created.json["id"].(string)+":apply", nil); r.status != http.StatusOK {
+		t.Fatalf("apply after the failover: %d %s", r.status, r.body)
+	}
+	nb, _ := json.Marshal(next)
+	owReadback(t, a, nb)
+}
