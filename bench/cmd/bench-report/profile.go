@@ -30,10 +30,9 @@ const (
 	clockTicks = 100
 )
 
-// profileResult is what the knee phase measured besides latency: where the server's CPU
-// went, and how busy the machine was.
+// profileResult is what a profiled phase (profileJob) measured besides latency: where the
+// server's CPU went, and how busy the machine was.
 type profileResult struct {
-	rate   float64
 	window time.Duration
 	// machineBusy and machineIOWait are fractions of all cores' time in the profile's
 	// window: running anything, and idle while waiting for the disk.
@@ -119,30 +118,38 @@ func procCPU(pid int) (uint64, error) {
 	return u + st, nil
 }
 
-// profileKnee runs the knee phase, takes the server's CPU profile in its middle and
-// accounts the CPU of the machine, the server and the load generator.
-func (e *env) profileKnee(ctx context.Context) (*profileResult, error) {
-	res := &profileResult{rate: e.kneeRate, cores: runtime.NumCPU(), command: e.shownCommand(e.knee),
-		profilePath: filepath.Join(e.o.out, "small-put-knee.cpu.pprof")}
-	cmd, err := e.startJob(ctx, e.knee)
+// profileTarget is a server the report profiles: its process (for the CPU accounting)
+// and its loopback pprof endpoint (CAIRN_PPROF_LISTEN; the binary built with -tags pprof).
+type profileTarget struct {
+	pid       int
+	pprofAddr string
+}
+
+// profileJob runs j against srv, takes srv's CPU profile for profileSeconds from warmup
+// after j's start, saves it as <j.id>.cpu.pprof in -out, and accounts the CPU of the
+// machine, the server and the load generator over the profile's window.
+func (e *env) profileJob(ctx context.Context, j *job, srv profileTarget, warmup time.Duration) (*profileResult, error) {
+	res := &profileResult{cores: runtime.NumCPU(), command: e.shownCommand(j),
+		profilePath: filepath.Join(e.o.out, j.id+".cpu.pprof")}
+	cmd, err := e.startJob(ctx, j)
 	if err != nil {
 		return nil, err
 	}
 	select {
-	case <-time.After(profileWarmup):
+	case <-time.After(warmup):
 	case <-ctx.Done():
 	}
-	a := sampleCPU(e.serverPID, cmd.Process.Pid)
-	perr := fetchProfile(ctx, "http://"+e.pprofAddr+"/debug/pprof/profile?seconds="+strconv.Itoa(profileSeconds), res.profilePath)
-	b := sampleCPU(e.serverPID, cmd.Process.Pid)
-	if err := e.finishJob(e.knee, cmd); err != nil {
+	a := sampleCPU(srv.pid, cmd.Process.Pid)
+	perr := fetchProfile(ctx, "http://"+srv.pprofAddr+"/debug/pprof/profile?seconds="+strconv.Itoa(profileSeconds), res.profilePath)
+	b := sampleCPU(srv.pid, cmd.Process.Pid)
+	if err := e.finishJob(j, cmd); err != nil {
 		return nil, err
 	}
 	if perr != nil {
-		return nil, fmt.Errorf("server CPU profile (is the cairn binary built with -tags pprof?): %w", perr)
+		return nil, fmt.Errorf("%s: server CPU profile (is the cairn binary built with -tags pprof?): %w", j.id, perr)
 	}
 	if err := errors.Join(a.err, b.err); err != nil {
-		return nil, fmt.Errorf("CPU accounting: %w", err)
+		return nil, fmt.Errorf("%s: CPU accounting: %w", j.id, err)
 	}
 	res.window = b.at.Sub(a.at)
 	if dt := float64(b.total - a.total); dt > 0 {

@@ -115,7 +115,7 @@ func TestRenderNamesEveryScenarioBaselineRatioAndTheCluster(t *testing.T) {
 		BaselineSweep: []*bench.Phase{phase("", 200, 200, 2000, 3000), cfsync}}}
 	e.kneeRate = 200
 	e.knee = &job{id: "small-put-knee", report: &bench.Report{Cairn: phase("cairn small-put", 200, 199, 1000, 2000)}}
-	e.profile = &profileResult{rate: 200, window: 8 * time.Second, machineBusy: 0.97, serverCores: 1.2, generatorCores: 0.6, cores: 2,
+	e.profile = &profileResult{window: 8 * time.Second, machineBusy: 0.97, serverCores: 1.2, generatorCores: 0.6, cores: 2,
 		top: "Build ID: x\n      flat  flat%\n 1s 50% runtime.memmove",
 		topCum: "Time: now\n         0     0%     0%      1.54s 39.29%  github.com/hashicorp/raft.(*raftState).goFunc.func1\n" +
 			"         0     0% 28.83%      0.65s 16.58%  os.(*File).Sync"}

@@ -86,8 +86,8 @@ type env struct {
 	clusterFollower    int // index of another node
 	minioURL           string
 	etcd               []string
-	serverPID          int    // the embedded-default node
-	pprofAddr          string // its profiling endpoint
+	dirServer          profileTarget // the embedded-default node, for its profile
+	s3Server           profileTarget // the MinIO-backed node
 	started, finished  time.Time
 	gitCommit          string
 	jobs               []*job
@@ -135,16 +135,16 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer dirNode.stop()
-	e.cairnURL, e.pprofAddr, e.serverPID = cairnURL, pprofAddr, dirNode.pid()
+	e.cairnURL, e.dirServer = cairnURL, profileTarget{pid: dirNode.pid(), pprofAddr: pprofAddr}
 
 	say("starting cairn serve (blobs on MinIO)")
-	s3Node, s3URL, _, err := startCairn(ctx, "cairn-s3", o.cairn, tmp, minioCreds(),
+	s3Node, s3URL, s3Pprof, err := startCairn(ctx, "cairn-s3", o.cairn, tmp, minioCreds(),
 		"--blob", "s3://cairn-blobs", "--s3-endpoint", minioURL, "--s3-create-bucket")
 	if err != nil {
 		return err
 	}
 	defer s3Node.stop()
-	e.s3URL = s3URL
+	e.s3URL, e.s3Server = s3URL, profileTarget{pid: s3Node.pid(), pprofAddr: s3Pprof}
 
 	say("starting cairn serve (blobs on MinIO, with a segment cache)")
 	cacheNode, cacheURL, _, err := startCairn(ctx, "cairn-s3-cache", o.cairn, tmp, minioCreds(),
@@ -216,7 +216,7 @@ func run(ctx context.Context, o options) error {
 	e.knee = single("small-put-knee", "small-put 1 KiB, open loop at the knee", "--scenario", "small-put",
 		"--rate", strconv.FormatFloat(e.kneeRate, 'f', 0, 64), "--max-in-flight", "256", "--drain-timeout", "5s")
 	e.knee.args = slicesReplace(e.knee.args, "--duration", (profileWarmup + profileSeconds*time.Second + profileTail).String())
-	if e.profile, err = e.profileKnee(ctx); err != nil {
+	if e.profile, err = e.profileJob(ctx, e.knee, e.dirServer, profileWarmup); err != nil {
 		return err
 	}
 
