@@ -33,7 +33,9 @@ const (
 // profileResult is what a profiled phase (profileJob) measured besides latency: where the
 // server's CPU went, and how busy the machine was.
 type profileResult struct {
-	window time.Duration
+	// warmup is how long the job ran before the profile began; window how long the
+	// profile and the accounting lasted.
+	warmup, window time.Duration
 	// machineBusy and machineIOWait are fractions of all cores' time in the profile's
 	// window: running anything, and idle while waiting for the disk.
 	machineBusy, machineIOWait float64
@@ -127,9 +129,10 @@ type profileTarget struct {
 
 // profileJob runs j against srv, takes srv's CPU profile for profileSeconds from warmup
 // after j's start, saves it as <j.id>.cpu.pprof in -out, and accounts the CPU of the
-// machine, the server and the load generator over the profile's window.
-func (e *env) profileJob(ctx context.Context, j *job, srv profileTarget, warmup time.Duration) (*profileResult, error) {
-	res := &profileResult{cores: runtime.NumCPU(), command: e.shownCommand(j),
+// machine, the server and the load generator over the profile's window. Its top is the
+// pprofTopNodes functions by flat time, its topCum the cumNodes ones by cumulative time.
+func (e *env) profileJob(ctx context.Context, j *job, srv profileTarget, warmup time.Duration, cumNodes int) (*profileResult, error) {
+	res := &profileResult{warmup: warmup, cores: runtime.NumCPU(), command: e.shownCommand(j),
 		profilePath: filepath.Join(e.o.out, j.id+".cpu.pprof")}
 	cmd, err := e.startJob(ctx, j)
 	if err != nil {
@@ -161,10 +164,11 @@ func (e *env) profileJob(ctx context.Context, j *job, srv profileTarget, warmup 
 	res.generatorCores = float64(b.generator-a.generator) / clockTicks / secs
 	res.otherCores = math.Max(0, res.machineBusy*float64(res.cores)-res.serverCores-res.generatorCores)
 	for _, top := range []struct {
-		out  *string
-		args []string
-	}{{&res.top, nil}, {&res.topCum, []string{"-cum"}}} {
-		args := append([]string{"tool", "pprof", "-top", "-nodecount=" + strconv.Itoa(pprofTopNodes)}, top.args...)
+		out   *string
+		nodes int
+		args  []string
+	}{{&res.top, pprofTopNodes, nil}, {&res.topCum, cumNodes, []string{"-cum"}}} {
+		args := append([]string{"tool", "pprof", "-top", "-nodecount=" + strconv.Itoa(top.nodes)}, top.args...)
 		out, err := exec.CommandContext(ctx, e.o.goCmd, append(args, e.o.cairn, res.profilePath)...).CombinedOutput()
 		if err != nil {
 			return nil, fmt.Errorf("go tool pprof: %w\n%s", err, out)

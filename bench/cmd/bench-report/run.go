@@ -64,7 +64,8 @@ type job struct {
 	args    []string // after --server; with placeholders
 	report  *bench.Report
 	started time.Time
-	elapsed time.Duration // from start to exit of its cairn bench
+	elapsed time.Duration  // from start to exit of its cairn bench
+	profile *profileResult // the server's CPU profile during the job, if it was profiled
 }
 
 // Summary table groups, in order.
@@ -94,7 +95,9 @@ type env struct {
 	sweep, knee        *job
 	kneeRate           float64
 	profile            *profileResult
-	commands           []string // every command run, in order
+	objectProfiles     []*job     // the profiled 64 MiB runs (objectProfileJobs)
+	rss                *rssResult // the large-body phase (measureRSS)
+	commands           []string   // every command run, in order
 	minioVer, etcdNote string
 }
 
@@ -163,6 +166,12 @@ func run(ctx context.Context, o options) error {
 	defer relay.stop()
 	e.relayURL = relayURL
 
+	// The large body first, on a MinIO-backed node that has served nothing yet: its RSS
+	// is what one 2 GiB PUT+GET costs, not what earlier phases left in its heap.
+	if e.rss, err = e.measureRSS(ctx); err != nil {
+		return err
+	}
+
 	d := o.duration.String()
 	single := func(id, what string, args ...string) *job {
 		return &job{id: id, group: groupSingle, what: what, node: nodeDir, args: append(args, "--duration", d)}
@@ -216,7 +225,10 @@ func run(ctx context.Context, o options) error {
 	e.knee = single("small-put-knee", "small-put 1 KiB, open loop at the knee", "--scenario", "small-put",
 		"--rate", strconv.FormatFloat(e.kneeRate, 'f', 0, 64), "--max-in-flight", "256", "--drain-timeout", "5s")
 	e.knee.args = slicesReplace(e.knee.args, "--duration", (profileWarmup + profileSeconds*time.Second + profileTail).String())
-	if e.profile, err = e.profileJob(ctx, e.knee, e.dirServer, profileWarmup); err != nil {
+	if e.profile, err = e.profileJob(ctx, e.knee, e.dirServer, profileWarmup, pprofTopNodes); err != nil {
+		return err
+	}
+	if err := e.profileObjects(ctx); err != nil {
 		return err
 	}
 
