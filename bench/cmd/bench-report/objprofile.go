@@ -26,12 +26,12 @@ const (
 // one file, so that its setup ends well within the warmup.
 func objectProfileJobs() []*job {
 	d := (objectProfileWarmup + profileSeconds*time.Second + profileTail).String()
-	profiled := func(id, what string, args ...string) *job {
-		return &job{id: id, what: what, node: nodeS3, args: append(args, "--size", "64MiB", "--concurrency", "2", "--duration", d)}
+	profiled := func(id, what string, roots []profileRoot, args ...string) *job {
+		return &job{id: id, what: what, node: nodeS3, roots: roots, args: append(args, "--size", "64MiB", "--concurrency", "2", "--duration", d)}
 	}
 	return []*job{
-		profiled("object-put-64m-profile", "object-put 64 MiB, 2 clients", "--scenario", "object-put"),
-		profiled("object-get-64m-profile", "object-get 64 MiB, 2 clients, cold", "--scenario", "object-get", "--files", "1"),
+		profiled("object-put-64m-profile", "object-put 64 MiB, 2 clients", putRoots, "--scenario", "object-put"),
+		profiled("object-get-64m-profile", "object-get 64 MiB, 2 clients, cold", getRoots, "--scenario", "object-get", "--files", "1"),
 	}
 }
 
@@ -53,32 +53,54 @@ func (e *env) profileObjects(ctx context.Context) error {
 	return nil
 }
 
-// objectRoots are the groups of the large-object path whose cumulative shares the
-// breakdown reports, roughly in the order a body meets them. A group absent from a
-// profile is named as such: below pprof's cut, which says as much as a share.
-var objectRoots = []profileRoot{
-	exactRoot("net/http.(*conn).serve", "request handling (net/http.(*conn).serve, everything under a request)"),
-	exactRoot("syscall.read", "socket reads (syscall.read)"),
-	exactRoot("github.com/cairnstore/cairn/blob.(*Splitter).Next", "content-defined chunking (blob.(*Splitter).Next)"),
-	{regexp.MustCompile(`sha256\.(\(\*Digest\)\.Write|block)$`), "SHA-256 (sha256.block, every caller)"},
-	exactRoot("github.com/cairnstore/cairn/blob.DigestOf", "of which the chunks' content addresses (blob.DigestOf)"),
-	exactRoot("github.com/cairnstore/cairn/blob.ReadVerified", "reading and verifying segments (blob.ReadVerified)"),
-	exactRoot("github.com/cairnstore/cairn/blob.worthCompressing", "the compressibility probe (blob.worthCompressing)"),
-	{regexp.MustCompile(`^github\.com/klauspost/compress/`), "zstd (klauspost/compress)"},
-	exactRoot("github.com/cairnstore/cairn/blob/s3.(*Store).Put", "uploads to the MinIO (blob/s3.(*Store).Put)"),
-	{regexp.MustCompile(`^hash/crc32\.`), "CRC32C checksums (hash/crc32)"},
-	{regexp.MustCompile(`^github\.com/minio/minio-go/v7/pkg/signer\.`), "minio-go's request signing"},
-	{regexp.MustCompile(`^github\.com/minio/minio-go/v7\.`), "minio-go"},
-	exactRoot("syscall.write", "socket writes (syscall.write)"),
-	exactRoot("runtime.memmove", "memmove"),
-	exactRoot("runtime.memclrNoHeapPointers", "memclr"),
-	exactRoot("runtime.mallocgc", "allocation (runtime.mallocgc)"),
-	exactRoot("runtime.gcBgMarkWorker", "the garbage collector's marking (runtime.gcBgMarkWorker)"),
-}
+// Groups of the large-object path whose cumulative shares the breakdowns report (roots of
+// a profiled job), in the order a body meets them. A group absent from a profile is named
+// as such: below pprof's cut, which says as much as a share.
+var (
+	rootRequests = exactRoot("net/http.(*conn).serve", "request handling (net/http.(*conn).serve, everything in a request's goroutine)")
+	rootSHA256   = profileRoot{regexp.MustCompile(`sha256\.(\(\*Digest\)\.Write|block)$`), "SHA-256 (sha256.block, every caller)"}
+	rootMinIO    = profileRoot{regexp.MustCompile(`^github\.com/minio/minio-go/v7\.`), "minio-go"}
+	rootSigning  = profileRoot{regexp.MustCompile(`^github\.com/minio/minio-go/v7/pkg/signer\.`), "minio-go's request signing"}
+	rootZstd     = profileRoot{regexp.MustCompile(`^github\.com/klauspost/compress/`), "zstd (klauspost/compress)"}
+	rootRuntime  = []profileRoot{
+		exactRoot("runtime.memmove", "memmove"),
+		exactRoot("runtime.memclrNoHeapPointers", "memclr"),
+		exactRoot("runtime.mallocgc", "allocation (runtime.mallocgc)"),
+		exactRoot("runtime.gcBgMarkWorker", "the garbage collector's marking (runtime.gcBgMarkWorker)"),
+	}
 
-// objectBreakdown is the paragraph on where p's samples went by objectRoots.
-func objectBreakdown(p *profileResult) string {
-	shares, absent := cumulativeShares(p.topCum, objectRoots)
+	// putRoots follow a body from the client's socket through the chunker and the
+	// hashes to the MinIO.
+	putRoots = append([]profileRoot{
+		rootRequests,
+		exactRoot("syscall.read", "socket reads (syscall.read)"),
+		exactRoot("github.com/cairnstore/cairn/blob.(*Splitter).Next", "content-defined chunking (blob.(*Splitter).Next)"),
+		rootSHA256,
+		exactRoot("github.com/cairnstore/cairn/blob.DigestOf", "the chunks' content addresses (blob.DigestOf, part of SHA-256)"),
+		exactRoot("github.com/cairnstore/cairn/blob.worthCompressing", "the compressibility probe (blob.worthCompressing)"),
+		rootZstd,
+		exactRoot("github.com/cairnstore/cairn/blob/s3.(*Store).Put", "uploads to the MinIO (blob/s3.(*Store).Put)"),
+		{regexp.MustCompile(`^hash/crc32\.`), "CRC32C checksums of the uploads (hash/crc32)"},
+		rootMinIO,
+		rootSigning,
+		exactRoot("syscall.write", "socket writes (syscall.write)"),
+	}, rootRuntime...)
+	// getRoots follow a body from the MinIO through the segment checks to the client.
+	getRoots = append([]profileRoot{
+		rootRequests,
+		exactRoot("github.com/cairnstore/cairn/blob.ReadVerified", "reading and verifying segments (blob.ReadVerified)"),
+		rootSHA256,
+		rootZstd,
+		rootMinIO,
+		rootSigning,
+		exactRoot("syscall.read", "socket reads (syscall.read)"),
+		exactRoot("syscall.write", "socket writes (syscall.write)"),
+	}, rootRuntime...)
+)
+
+// objectBreakdown is the paragraph on where p's samples went by roots.
+func objectBreakdown(p *profileResult, roots []profileRoot) string {
+	shares, absent := cumulativeShares(p.topCum, roots)
 	var b strings.Builder
 	if len(shares) > 0 {
 		fmt.Fprintf(&b, "Cumulative shares of the server's CPU samples: %s. ", strings.Join(shares, ", "))
@@ -91,12 +113,12 @@ func objectBreakdown(p *profileResult) string {
 	return strings.TrimSpace(b.String())
 }
 
-// pprofCut is the threshold of pprof's "Dropped N nodes (cum <= 0.03s)" line, or "under
-// 0.5% of the samples" when there is none.
+// pprofCut is the threshold of pprof's "Dropped N nodes (cum <= 0.03s)" line, or pprof's
+// default node fraction (0.5% of the samples) when there is none.
 func pprofCut(top string) string {
 	for line := range strings.Lines(top) {
 		if _, rest, ok := strings.Cut(line, "nodes (cum <= "); ok {
-			return "each under " + strings.TrimSuffix(strings.TrimSpace(rest), ")")
+			return "each at most " + strings.TrimSuffix(strings.TrimSpace(rest), ")")
 		}
 	}
 	return "each under 0.5% of the samples"
@@ -111,6 +133,6 @@ func (e *env) renderObjectProfiles(w func(string, ...any)) {
 		w("Against `$CAIRN_S3`, without baselines: %s ops/s (%.0f MiB/s), p50 %s, p99 %s. %s\n\n", fmtRate(c.AchievedRate),
 			c.AchievedRate*float64(j.report.Params.SizeBytes)/(1<<20), fmtMicros(c.Latency.P50Micros), fmtMicros(c.Latency.P99Micros), accounting(p))
 		e.renderTop(w, p, "in the middle of the run")
-		w("%s\n\n", objectBreakdown(p))
+		w("%s\n\n", objectBreakdown(p, j.roots))
 	}
 }

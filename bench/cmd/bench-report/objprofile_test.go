@@ -31,12 +31,12 @@ func TestCumulativeSharesTakeEachGroupsOutermostFunction(t *testing.T) {
 		exactRoot("net/http.(*conn).serve", "requests"),
 		objectRoot(t, "SHA-256 (sha256.block, every caller)"),                   // a pattern: its first match, (*Digest).Write, holds the others
 		exactRoot("github.com/cairnstore/cairn/blob.DigestOf", "chunk digests"), // "(inline)" follows the name
-		objectRoot(t, "CRC32C checksums (hash/crc32)"),
+		objectRoot(t, "CRC32C checksums of the uploads (hash/crc32)"),
 		exactRoot("runtime.gcBgMarkWorker", "GC"),
 		exactRoot("syscall", "a prefix of a name"),
 	}
 	shares, absent := cumulativeShares(putTopCum, roots)
-	want := []string{"requests 57.44%", "SHA-256 (sha256.block, every caller) 52.48%", "chunk digests 24.43%", "CRC32C checksums (hash/crc32) 6.87%"}
+	want := []string{"requests 57.44%", "SHA-256 (sha256.block, every caller) 52.48%", "chunk digests 24.43%", "CRC32C checksums of the uploads (hash/crc32) 6.87%"}
 	if strings.Join(shares, "|") != strings.Join(want, "|") {
 		t.Errorf("shares = %q, want %q", shares, want)
 	}
@@ -46,25 +46,25 @@ func TestCumulativeSharesTakeEachGroupsOutermostFunction(t *testing.T) {
 }
 
 func TestObjectBreakdownNamesSharesAndWhatIsBelowTheCut(t *testing.T) {
-	got := objectBreakdown(&profileResult{topCum: putTopCum})
+	got := objectBreakdown(&profileResult{topCum: putTopCum}, putRoots)
 	for _, want := range []string{
-		"Cumulative shares of the server's CPU samples: request handling (net/http.(*conn).serve, everything under a request) 57.44%, socket reads (syscall.read) 8.02%, content-defined chunking (blob.(*Splitter).Next) 29.58%, SHA-256 (sha256.block, every caller) 52.48%, of which the chunks' content addresses (blob.DigestOf) 24.43%,",
-		"memmove 3.24%.",
-		"Below pprof's cut (each under 0.03s): reading and verifying segments (blob.ReadVerified), the compressibility probe",
+		"Cumulative shares of the server's CPU samples: request handling (net/http.(*conn).serve, everything in a request's goroutine) 57.44%, socket reads (syscall.read) 8.02%, content-defined chunking (blob.(*Splitter).Next) 29.58%, SHA-256 (sha256.block, every caller) 52.48%, the chunks' content addresses (blob.DigestOf, part of SHA-256) 24.43%,",
+		"CRC32C checksums of the uploads (hash/crc32) 6.87%, memmove 3.24%.",
+		"Below pprof's cut (each at most 0.03s): the compressibility probe (blob.worthCompressing), zstd (klauspost/compress), uploads to the MinIO",
 		"the garbage collector's marking (runtime.gcBgMarkWorker).",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("breakdown lacks %q:\n%s", want, got)
 		}
 	}
-	if got := objectBreakdown(&profileResult{}); !strings.HasPrefix(got, "Below pprof's cut (each under 0.5% of the samples): request handling") {
+	if got := objectBreakdown(&profileResult{}, getRoots); !strings.HasPrefix(got, "Below pprof's cut (each under 0.5% of the samples): request handling") {
 		t.Errorf("breakdown of an empty profile = %q, want every group below the cut", got)
 	}
 }
 
 func objectRoot(t *testing.T, what string) profileRoot {
 	t.Helper()
-	for _, r := range objectRoots {
+	for _, r := range append(putRoots, getRoots...) {
 		if r.what == what {
 			return r
 		}

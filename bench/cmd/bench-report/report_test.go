@@ -119,7 +119,7 @@ func TestRenderNamesEveryScenarioBaselineRatioAndTheCluster(t *testing.T) {
 		top: "Build ID: x\n      flat  flat%\n 1s 50% runtime.memmove",
 		topCum: "Time: now\n         0     0%     0%      1.54s 39.29%  github.com/hashicorp/raft.(*raftState).goFunc.func1\n" +
 			"         0     0% 28.83%      0.65s 16.58%  os.(*File).Sync"}
-	putProfile := &job{id: "object-put-64m-profile", what: "object-put 64 MiB, 2 clients", node: nodeS3,
+	putProfile := &job{id: "object-put-64m-profile", what: "object-put 64 MiB, 2 clients", node: nodeS3, roots: putRoots,
 		report:  &bench.Report{Cairn: phase("cairn object-put", 0, 3, 600000, 700000), Params: bench.Params{SizeBytes: 64 << 20}},
 		profile: &profileResult{warmup: 4 * time.Second, window: 8 * time.Second, machineBusy: 0.9, serverCores: 0.7, cores: 2, command: "cairn bench --server $CAIRN_S3 --scenario object-put", profilePath: "bench/results/object-put-64m-profile.cpu.pprof", top: " 2.73s 52.10% crypto/internal/fips140/sha256.blockSHANI", topCum: putTopCum}}
 	e.objectProfiles = []*job{putProfile}
@@ -158,7 +158,7 @@ func TestRenderNamesEveryScenarioBaselineRatioAndTheCluster(t *testing.T) {
 		"### Where the CPU goes: object-put 64 MiB, 2 clients\n\n```sh\ncairn bench --server $CAIRN_S3 --scenario object-put\n```",
 		"Against `$CAIRN_S3`, without baselines: 3.0 ops/s (192 MiB/s), p50 600.00 ms, p99 700.00 ms. During the 8 s profile window, from 4 s into the run,",
 		"`go tool pprof -top bin/cairn bench/results/object-put-64m-profile.cpu.pprof` (the server, 8 s in the middle of the run), by flat time:\n\n```\n 2.73s 52.10% crypto/internal/fips140/sha256.blockSHANI\n```",
-		"Cumulative shares of the server's CPU samples: request handling (net/http.(*conn).serve, everything under a request) 57.44%",
+		"Cumulative shares of the server's CPU samples: request handling (net/http.(*conn).serve, everything in a request's goroutine) 57.44%",
 		"## Large body: 2 GiB PUT and GET, server memory",
 		"| server RSS during a 2 GiB PUT+GET (MinIO-backed node): < 300 MiB | peak 320 MiB (VmHWM; PUT 128 MiB/s, GET 512 MiB/s) | **misses** |",
 	} {

@@ -259,9 +259,9 @@ func (e *env) renderRSS(w func(string, ...any)) {
 		return
 	}
 	w("## Large body: %d GiB PUT and GET, server memory\n\n", r.bodyBytes>>30)
-	w("One `PUT %s/v1/agents/%s/workbenches/%s/files/%s` of %d GiB of pseudo-random bytes with a known\n", phCairnS3,
+	w("One `PUT %s/v1/agents/%s/workbenches/%s/files/%s` of %d GiB of pseudo-random bytes\n", phCairnS3,
 		bench.DefaultConfig().Agent, rssWorkbench, rssPath, r.bodyBytes>>30)
-	w("Content-Length, generated as it streams, then a GET of it, hashed and dropped as it arrives (its length\n")
+	w("with a known Content-Length, generated as it streams, then a GET of it, hashed and dropped as it arrives (its length\n")
 	w("and SHA-256 checked against the PUT's), one after the other, by bench-report itself; the file is deleted\n")
 	w("after (its blobs stay in the MinIO until garbage collection's grace has passed).\n")
 	w("The server's resident set is read from `/proc/PID/status` every %v during both.\n\n", rssSampleInterval)
@@ -276,11 +276,11 @@ func (e *env) renderRSS(w func(string, ...any)) {
 		w("| server VmHWM after the GET (since the server started: the reset failed) | %s |\n", fmtMiB(r.hwm))
 	}
 	w("\n")
-	w("It runs first, on the node before it served anything else, so that its figures are what one large body\n")
-	w("costs rather than what earlier phases left in the heap.")
+	w("It runs first, on the node before it served anything else, so that its figures are what one large\n")
+	w("body costs rather than what earlier phases left in the heap.")
 	if r.afterJobs > 0 {
-		w(" For comparison, after the one-node object phases above (1 and 64 MiB bodies, up to 4 clients)\n")
-		w("the same node's VmRSS was %s.", fmtMiB(r.afterJobs))
+		w(" For comparison, after the one-node object phases above (1 and\n")
+		w("64 MiB bodies, up to 4 clients) the same node's VmRSS was %s.", fmtMiB(r.afterJobs))
 	}
 	w("\n\n")
 }

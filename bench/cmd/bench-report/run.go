@@ -66,6 +66,7 @@ type job struct {
 	started time.Time
 	elapsed time.Duration  // from start to exit of its cairn bench
 	profile *profileResult // the server's CPU profile during the job, if it was profiled
+	roots   []profileRoot  // the groups of its profile's cumulative breakdown
 }
 
 // Summary table groups, in order.
