@@ -31,16 +31,22 @@ import (
 // Decisions: exactly one per proposal (Judgment). Accept publishes the body at the path
 // with a compare-and-swap at the base generation in the same command: a path whose live
 // generation is not the base (or that exists when the base is 0) is Conflict with
-// CurrentGeneration, nothing is written and the proposal stays pending. Reject records
+// CurrentGeneration, nothing is written and the proposal stays pending. An accept may also
+// require the whole workbench to be unchanged (ProposalDecide.ExpectRevision: the
+// workbench's Revision, the version of the last command that changed it; proposals and
+// decisions that publish nothing do not change it), so a surface can judge an accept against
+// every file of the workbench and have the judgment hold: otherwise Conflict, Reason
+// "stale", nothing written. Reject records
 // only (a stale proposal may be rejected). A decision on a decided proposal with the same
 // SubmissionID and ContentHash answers the first decision again (Replayed); with another
 // submission id it is Conflict with Reason "already_decided" (and State, the proposal's
 // state); the same submission id with other content is Conflict with Reason
 // "submission_reused". The published revision names the proposal (Entry.Proposal).
 //
-// Supersede: a create may name a pending proposal of the same workbench and path it
-// replaces (ProposalCreate.Supersedes, a revision): that one becomes superseded in the same
-// command and can no longer be decided (already_decided). Accepting a proposal supersedes
+// Supersede: a create may name a pending proposal of the same workbench it replaces
+// (ProposalCreate.Supersedes, a revision), at the same path or another (a revision that
+// renames what it proposes): that one becomes superseded in the same command and can no
+// longer be decided (already_decided). Accepting a proposal supersedes
 // nothing: other pending proposals of its path become stale (their base is not the head)
 // and are reported so; they can still be rejected, and expire.
 //
@@ -239,6 +245,9 @@ type ProposalDecide struct {
 	// SubmissionID (ValidateName syntax) identifies the decision for replays.
 	SubmissionID string `cbor:"6,keyasint"`
 	ContentHash  Digest `cbor:"7,keyasint"`
+	// ExpectRevision, when non-zero, makes an accept require the workbench's Revision to
+	// be exactly this (a reject ignores it).
+	ExpectRevision uint64 `cbor:"8,keyasint,omitempty"`
 }
 
 func (ProposalCreate) Op() Op { return OpProposalCreate }

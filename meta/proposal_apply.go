@@ -66,8 +66,8 @@ func (a *applier) proposalCreate(c ProposalCreate) Result {
 	var sup *Proposal
 	if c.Supersedes != "" {
 		old, ok := s.props.byID.Get(proposalKey(c.Agent, c.Supersedes))
-		if !ok || old.Incarnation != ws.Incarnation || old.Path != c.Path {
-			return Result{Err: &Error{Code: CodeNotFound, Field: "supersedes", Message: "no proposal " + strconv.Quote(c.Supersedes) + " of this path exists"}}
+		if !ok || old.Incarnation != ws.Incarnation {
+			return Result{Err: &Error{Code: CodeNotFound, Field: "supersedes", Message: "no proposal " + strconv.Quote(c.Supersedes) + " of this workbench exists"}}
 		}
 		if old.State != ProposalPending {
 			return Result{Err: alreadyDecided(old)}
@@ -234,6 +234,10 @@ func (a *applier) proposalDecide(c ProposalDecide) Result {
 		SubmissionID: c.SubmissionID, ContentHash: c.ContentHash, ContextDigest: p.ContextDigest, Proposer: p.Proposer}
 	res := Result{}
 	if c.Disposition == DispositionAccept {
+		if c.ExpectRevision != 0 && ws.Revision != c.ExpectRevision {
+			return Result{Err: &Error{Code: CodeConflict, Reason: ReasonStale,
+				Message: "the workbench changed since revision " + strconv.FormatUint(c.ExpectRevision, 10) + " (now " + strconv.FormatUint(ws.Revision, 10) + ")"}}
+		}
 		r := a.acceptProposal(ws, p)
 		if r.Err != nil {
 			return r

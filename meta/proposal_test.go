@@ -397,3 +397,62 @@ func TestPendingProposalIsInvisibleToReads(t *testing.T) {
 		t.Fatal("a proposal touched the path records or the secondary index")
 	}
 }
+
+func TestProposalSupersedeMayMoveToAnotherPath(t *testing.T) {
+	h := &applyHelper{t: t, f: New(Options{})}
+	mustOK(t, "put", h.put("readme", "x"))
+	p1 := mustOK(t, "p1", h.propose("drafts/a", "r1", 0, "one")).Proposal
+	r := h.do(ProposalCreate{Agent: "a", Workspace: "w", Path: "packs/a", RequestID: "r2",
+		Body: FileBody{Size: 3, Digest: digestOf([]byte("two")), Segments: inlineSegs("two")}, Supersedes: p1.ID})
+	mustOK(t, "revision at another path", r)
+	if r.Superseded != p1.ID || r.Proposal.Path != "packs/a" {
+		t.Fatalf("superseded %q, path %q", r.Superseded, r.Proposal.Path)
+	}
+	mustOK(t, "accept the revision", h.decide(r.Proposal.ID, DispositionAccept, "s"))
+	if _, err := h.f.View().File(h.ws(), "drafts/a"); CodeOf(err) != CodeNotFound {
+		t.Fatalf("the superseded proposal's path was written: %v", err)
+	}
+	// Another workbench's proposal cannot be superseded.
+	mustOK(t, "other workbench", h.do(CreateWorkspace{Agent: "a", Name: "w2"}))
+	r = h.do(ProposalCreate{Agent: "a", Workspace: "w2", Path: "x", RequestID: "r3",
+		Body: FileBody{Size: 1, Digest: digestOf([]byte("x")), Segments: inlineSegs("x")}, Supersedes: r.Proposal.ID})
+	if r.Err == nil || r.Err.Code != CodeNotFound || r.Err.Field != "supersedes" {
+		t.Fatalf("cross-workbench supersede: %+v", r.Err)
+	}
+}
+
+func TestProposalAcceptWithExpectRevisionNeedsAnUnchangedWorkbench(t *testing.T) {
+	h := &applyHelper{t: t, f: New(Options{})}
+	mustOK(t, "put", h.put("packs/other", "v1"))
+	p := mustOK(t, "p", h.propose("packs/mine", "r1", 0, "mine")).Proposal
+	rev := h.ws().Revision
+	// Proposing and rejecting publish nothing: the revision stays.
+	q := mustOK(t, "q", h.propose("packs/third", "r2", 0, "third")).Proposal
+	mustOK(t, "reject q", h.decide(q.ID, DispositionReject, "sq"))
+	if h.ws().Revision != rev {
+		t.Fatalf("a proposal changed the workbench's revision: %d, was %d", h.ws().Revision, rev)
+	}
+	mustOK(t, "another file changes", h.put("packs/other", "v2"))
+	r := h.do(ProposalDecide{Agent: "a", Workspace: "w", ID: p.ID, Disposition: DispositionAccept, SubmissionID: "s1", ExpectRevision: rev})
+	if r.Err == nil || r.Err.Code != CodeConflict || r.Err.Reason != ReasonStale {
+		t.Fatalf("accept against an old revision: %+v", r.Err)
+	}
+	if _, err := h.f.View().File(h.ws(), "packs/mine"); CodeOf(err) != CodeNotFound {
+		t.Fatalf("a refused accept wrote the file: %v", err)
+	}
+	if got, _ := h.f.View().Proposal("a", "w", p.ID); got.State != ProposalPending {
+		t.Fatalf("a refused accept decided the proposal: %s", got.State)
+	}
+	r = h.do(ProposalDecide{Agent: "a", Workspace: "w", ID: p.ID, Disposition: DispositionAccept, SubmissionID: "s2", ExpectRevision: h.ws().Revision})
+	mustOK(t, "accept against the current revision", r)
+}
+
+// ws returns workbench "w" of root "a" as the FSM holds it now.
+func (h *applyHelper) ws() *Workspace {
+	h.t.Helper()
+	w, err := h.f.View().Workspace("a", "w")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return w
+}

@@ -71,7 +71,8 @@ type ProposeInput struct {
 	Reason      *string         `json:"reason"`
 	Evidence    []EvidenceInput `json:"evidence"`
 	RequestID   string          `json:"request_id"`
-	// Supersedes names a pending proposal of the same path this one replaces.
+	// Supersedes names a pending proposal of the same workbench this one replaces (at
+	// this path or another).
 	Supersedes *string `json:"supersedes"`
 	// Kind and Metadata annotate artifact proposals (issue 18); stored, not judged.
 	Kind     *string         `json:"kind"`
