@@ -30,11 +30,12 @@ const (
 	clockTicks = 100
 )
 
-// profileResult is what the knee phase measured besides latency: where the server's CPU
-// went, and how busy the machine was.
+// profileResult is what a profiled phase (profileJob) measured besides latency: where the
+// server's CPU went, and how busy the machine was.
 type profileResult struct {
-	rate   float64
-	window time.Duration
+	// warmup is how long the job ran before the profile began; window how long the
+	// profile and the accounting lasted.
+	warmup, window time.Duration
 	// machineBusy and machineIOWait are fractions of all cores' time in the profile's
 	// window: running anything, and idle while waiting for the disk.
 	machineBusy, machineIOWait float64
@@ -119,30 +120,39 @@ func procCPU(pid int) (uint64, error) {
 	return u + st, nil
 }
 
-// profileKnee runs the knee phase, takes the server's CPU profile in its middle and
-// accounts the CPU of the machine, the server and the load generator.
-func (e *env) profileKnee(ctx context.Context) (*profileResult, error) {
-	res := &profileResult{rate: e.kneeRate, cores: runtime.NumCPU(), command: e.shownCommand(e.knee),
-		profilePath: filepath.Join(e.o.out, "small-put-knee.cpu.pprof")}
-	cmd, err := e.startJob(ctx, e.knee)
+// profileTarget is a server the report profiles: its process (for the CPU accounting)
+// and its loopback pprof endpoint (CAIRN_PPROF_LISTEN; the binary built with -tags pprof).
+type profileTarget struct {
+	pid       int
+	pprofAddr string
+}
+
+// profileJob runs j against srv, takes srv's CPU profile for profileSeconds from warmup
+// after j's start, saves it as <j.id>.cpu.pprof in -out, and accounts the CPU of the
+// machine, the server and the load generator over the profile's window. Its top is the
+// pprofTopNodes functions by flat time, its topCum the cumNodes ones by cumulative time.
+func (e *env) profileJob(ctx context.Context, j *job, srv profileTarget, warmup time.Duration, cumNodes int) (*profileResult, error) {
+	res := &profileResult{warmup: warmup, cores: runtime.NumCPU(), command: e.shownCommand(j),
+		profilePath: filepath.Join(e.o.out, j.id+".cpu.pprof")}
+	cmd, err := e.startJob(ctx, j)
 	if err != nil {
 		return nil, err
 	}
 	select {
-	case <-time.After(profileWarmup):
+	case <-time.After(warmup):
 	case <-ctx.Done():
 	}
-	a := sampleCPU(e.serverPID, cmd.Process.Pid)
-	perr := fetchProfile(ctx, "http://"+e.pprofAddr+"/debug/pprof/profile?seconds="+strconv.Itoa(profileSeconds), res.profilePath)
-	b := sampleCPU(e.serverPID, cmd.Process.Pid)
-	if err := e.finishJob(e.knee, cmd); err != nil {
+	a := sampleCPU(srv.pid, cmd.Process.Pid)
+	perr := fetchProfile(ctx, "http://"+srv.pprofAddr+"/debug/pprof/profile?seconds="+strconv.Itoa(profileSeconds), res.profilePath)
+	b := sampleCPU(srv.pid, cmd.Process.Pid)
+	if err := e.finishJob(j, cmd); err != nil {
 		return nil, err
 	}
 	if perr != nil {
-		return nil, fmt.Errorf("server CPU profile (is the cairn binary built with -tags pprof?): %w", perr)
+		return nil, fmt.Errorf("%s: server CPU profile (is the cairn binary built with -tags pprof?): %w", j.id, perr)
 	}
 	if err := errors.Join(a.err, b.err); err != nil {
-		return nil, fmt.Errorf("CPU accounting: %w", err)
+		return nil, fmt.Errorf("%s: CPU accounting: %w", j.id, err)
 	}
 	res.window = b.at.Sub(a.at)
 	if dt := float64(b.total - a.total); dt > 0 {
@@ -154,10 +164,11 @@ func (e *env) profileKnee(ctx context.Context) (*profileResult, error) {
 	res.generatorCores = float64(b.generator-a.generator) / clockTicks / secs
 	res.otherCores = math.Max(0, res.machineBusy*float64(res.cores)-res.serverCores-res.generatorCores)
 	for _, top := range []struct {
-		out  *string
-		args []string
-	}{{&res.top, nil}, {&res.topCum, []string{"-cum"}}} {
-		args := append([]string{"tool", "pprof", "-top", "-nodecount=" + strconv.Itoa(pprofTopNodes)}, top.args...)
+		out   *string
+		nodes int
+		args  []string
+	}{{&res.top, pprofTopNodes, nil}, {&res.topCum, cumNodes, []string{"-cum"}}} {
+		args := append([]string{"tool", "pprof", "-top", "-nodecount=" + strconv.Itoa(top.nodes)}, top.args...)
 		out, err := exec.CommandContext(ctx, e.o.goCmd, append(args, e.o.cairn, res.profilePath)...).CombinedOutput()
 		if err != nil {
 			return nil, fmt.Errorf("go tool pprof: %w\n%s", err, out)

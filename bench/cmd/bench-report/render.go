@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,8 @@ func (e *env) render() (string, error) {
 	w("rows run against `$CAIRN_S3_CACHE`, the same node kind with `--cache-max-bytes %d` (the files it\n", hotCacheBytes)
 	w("reads were cached when the job wrote them).\n\n")
 	e.summaryTable(w, groupObject)
+	e.renderObjectProfiles(w)
+	e.renderRSS(w)
 
 	e.renderTargets(w)
 	e.renderSweep(w)
@@ -119,13 +122,20 @@ func (e *env) renderReproduce(w func(string, ...any)) {
 	w("   temporary data directory: `$CAIRN`, the embedded default, and `$CAIRN_S3`, keeping its blobs in\n")
 	w("   the MinIO; and, after the one-node phases, a three-node cluster, `$CAIRN_CLUSTER` (`cairn serve\n")
 	w("   --cluster`, replication 3, on the same etcd and MinIO);\n")
-	w("2. runs the `cairn bench` commands listed at the end, %s per phase (`$MINIO`, `$ETCD` and\n", e.o.duration)
+	w("2. PUTs one %d GiB body through `$CAIRN_S3` and GETs it back, sampling that server's RSS from `/proc`;\n", rssBodyBytes>>30)
+	w("3. runs the `cairn bench` commands listed at the end, %s per phase (`$MINIO`, `$ETCD` and\n", e.o.duration)
 	w("   `$TMPDIR` are the MinIO URL, the etcd client endpoints and the temporary directory); each leaves its\n")
 	w("   JSON, Markdown and PNG report in `%s/`;\n", e.o.out)
-	w("3. sweeps small-put in an open loop at 0.15 to 1.25 times the 64-client closed-loop throughput, picks the\n")
+	w("4. sweeps small-put in an open loop at 0.15 to 1.25 times the 64-client closed-loop throughput, picks the\n")
 	w("   knee, reruns the open loop at the knee while it takes a %d s CPU profile of `$CAIRN`\n", profileSeconds)
 	w("   (`%s`) and reads the machine's and the processes' CPU time from `/proc`;\n", filepath.Join(e.o.out, "small-put-knee.cpu.pprof"))
-	w("4. writes this file. Every command also works against your own server; leave out the baselines you\n")
+	w("5. reruns the 64 MiB object-put and cold object-get against `$CAIRN_S3`, without baselines, while it takes a\n")
+	var profiles []string
+	for _, j := range objectProfileJobs() {
+		profiles = append(profiles, "`"+filepath.Join(e.o.out, j.id+".cpu.pprof")+"`")
+	}
+	w("   %d s CPU profile of that server during each (%s);\n", profileSeconds, strings.Join(profiles, ", "))
+	w("6. writes this file. Every command also works against your own server; leave out the baselines you\n")
 	w("   have nothing to point at.\n\n")
 }
 
@@ -206,12 +216,6 @@ func (e *env) renderTargets(w func(string, ...any)) {
 	w("Reported, never asserted. \"meets\" compares the figure above with the target; one noisy run on a\n")
 	w("shared 2-core machine is evidence, not proof.\n\n")
 	w("| target | measured | verdict |\n|---|---|---|\n")
-	verdict := func(ok bool) string {
-		if ok {
-			return "meets"
-		}
-		return "**misses**"
-	}
 	if r := e.ratio("small-put-c64", bench.BaselineFsync); r > 0 {
 		w("| 1 KiB put, 64 clients: ≥ 0.5× the fsync baseline's throughput | %.2f× | %s |\n", r, verdict(r >= 0.5))
 	}
@@ -249,6 +253,7 @@ func (e *env) renderTargets(w func(string, ...any)) {
 			w("| %s: ≥ 1.0× raw minio-go | %.2f× | %s |\n", e.job(id+"-hot").what, r, verdict(r >= 1.0))
 		}
 	}
+	w("%s", e.rssTarget())
 	for _, id := range []string{"small-get", "object-put-1m", "object-get-1m"} {
 		one, through := e.job(id), e.job("cluster-"+id+"-follower")
 		if one == nil || through == nil {
@@ -320,12 +325,31 @@ func (e *env) renderSweep(w func(string, ...any)) {
 	} else {
 		w(".")
 	}
-	w(" During the %.0f s profile window in its middle, the machine's %d cores were **%.0f%% busy** and %.0f%% idle\n", p.window.Seconds(), p.cores, 100*p.machineBusy, 100*p.machineIOWait)
-	w("waiting for the disk (iowait); of the busy time, the server used %.2f cores, the load generator %.2f and\n", p.serverCores, p.generatorCores)
-	w("everything else on the machine (other tenants, the idle fixtures) %.2f.\n\n", p.otherCores)
+	w(" %s\n\n", accounting(p))
 	w("%s\n\n", e.limitVerdict())
-	w("`go tool pprof -top %s %s` (the server, %d s at the knee), by flat time:\n\n```\n%s\n```\n\n", e.o.cairn, p.profilePath, profileSeconds, trimPprofHeader(p.top))
+	e.renderTop(w, p, "at the knee")
 	w("and by cumulative time:\n\n```\n%s\n```\n\n", trimPprofHeader(p.topCum))
+}
+
+// accounting is the sentence on how busy the machine was during p's window.
+func accounting(p *profileResult) string {
+	return fmt.Sprintf("During the %.0f s profile window, from %.0f s into the run, the machine's %d cores were **%.0f%% busy** and %.0f%% idle "+
+		"waiting for the disk (iowait); of the busy time, the server used %.2f cores, the load generator %.2f and "+
+		"everything else on the machine (other tenants, the idle fixtures) %.2f.",
+		p.window.Seconds(), p.warmup.Seconds(), p.cores, 100*p.machineBusy, 100*p.machineIOWait, p.serverCores, p.generatorCores, p.otherCores)
+}
+
+// renderTop writes p's `go tool pprof -top` by flat time, what saying when it was taken.
+func (e *env) renderTop(w func(string, ...any), p *profileResult, what string) {
+	w("`go tool pprof -top %s %s` (the server, %d s %s), by flat time:\n\n```\n%s\n```\n\n", e.o.cairn, p.profilePath, profileSeconds, what, trimPprofHeader(p.top))
+}
+
+// verdict is the targets table's verdict on a measured figure.
+func verdict(ok bool) string {
+	if ok {
+		return "meets"
+	}
+	return "**misses**"
 }
 
 // trimPprofHeader drops the lines of pprof's header that change on every run for no
@@ -358,7 +382,7 @@ func (e *env) limitVerdict() string {
 	if fsyncKeepsUp {
 		fsyncNote = "The fsync baseline kept up at rates above Cairn's knee, so the disk's fsync rate is not what stops Cairn."
 	}
-	shares := profileShares(p.topCum)
+	shares := profileShares(p.topCum, kneeRoots)
 	switch {
 	case p.machineBusy >= 0.85:
 		return fmt.Sprintf("**Verdict: CPU.** The cores were saturated (%.0f%% busy): the server got %.2f of the %d cores, "+
@@ -374,32 +398,60 @@ func (e *env) limitVerdict() string {
 	}
 }
 
-// profileRoots are the functions whose cumulative share of the server's CPU profile the
-// verdict reports: every Raft goroutine, every fsync, every HTTP connection.
-var profileRoots = []struct{ fn, what string }{
-	{"github.com/hashicorp/raft.(*raftState).goFunc.func1", "Raft's goroutines (log append, fsync, apply)"},
-	{"os.(*File).Sync", "fsync calls"},
-	{"net/http.(*conn).serve", "HTTP request handling"},
+// profileRoot is a group of functions whose cumulative share of a server CPU profile
+// BENCHMARKS.md reports: pattern matches their names (as `go tool pprof -top` prints
+// them), what names the group for a reader.
+type profileRoot struct {
+	pattern *regexp.Regexp
+	what    string
 }
 
-// profileShares reads the cumulative shares of profileRoots from `go tool pprof -top -cum`
-// output: "In the profile, X take 39% of the server's CPU, Y 17%, …". Functions not in
-// the output are left out; "" when none is.
-func profileShares(topCum string) string {
-	var parts []string
-	for _, r := range profileRoots {
-		for _, line := range strings.Split(topCum, "\n") {
-			f := strings.Fields(line)
-			if len(f) >= 6 && f[5] == r.fn {
-				parts = append(parts, fmt.Sprintf("%s %s", r.what, f[4]))
-				break
-			}
-		}
-	}
+// exactRoot is the profileRoot of the one function fn.
+func exactRoot(fn, what string) profileRoot {
+	return profileRoot{regexp.MustCompile("^" + regexp.QuoteMeta(fn) + "$"), what}
+}
+
+// kneeRoots are the groups the knee's verdict reports: every Raft goroutine, every fsync,
+// every HTTP connection.
+var kneeRoots = []profileRoot{
+	exactRoot("github.com/hashicorp/raft.(*raftState).goFunc.func1", "Raft's goroutines (log append, fsync, apply)"),
+	exactRoot("os.(*File).Sync", "fsync calls"),
+	exactRoot("net/http.(*conn).serve", "HTTP request handling"),
+}
+
+// profileShares reads the cumulative shares of roots from `go tool pprof -top -cum`
+// output: "In the profile's cumulative view, X 39%, Y 17%, … of the server's CPU
+// samples." (see cumulativeShares); "" when no group is in the output.
+func profileShares(topCum string, roots []profileRoot) string {
+	parts, _ := cumulativeShares(topCum, roots)
 	if len(parts) == 0 {
 		return ""
 	}
 	return "In the profile's cumulative view, " + strings.Join(parts, ", ") + " of the server's CPU samples."
+}
+
+// cumulativeShares returns "what share" for every group of roots in `go tool pprof -top
+// -cum` output, in roots' order, and the whats of the groups not in it. A group's share
+// is that of its first line in the output, the matching function with the most
+// cumulative time: the group's whole share when its functions call one another, a lower
+// bound when they do not.
+func cumulativeShares(topCum string, roots []profileRoot) (shares, absent []string) {
+	lines := strings.Split(topCum, "\n")
+	for _, r := range roots {
+		found := false
+		for _, line := range lines {
+			f := strings.Fields(line)
+			if len(f) >= 6 && r.pattern.MatchString(f[5]) {
+				shares = append(shares, fmt.Sprintf("%s %s", r.what, f[4]))
+				found = true
+				break
+			}
+		}
+		if !found {
+			absent = append(absent, r.what)
+		}
+	}
+	return shares, absent
 }
 
 func (e *env) renderMCP(w func(string, ...any)) {

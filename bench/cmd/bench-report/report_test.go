@@ -96,7 +96,7 @@ func TestRenderNamesEveryScenarioBaselineRatioAndTheCluster(t *testing.T) {
 	minio.Baseline = bench.BaselineMinIO
 	mcp := phase("cairn mcp", 0, 500, 3000, 9000)
 	mcp.Breakdown = map[string]*bench.LabelStats{"workbench_read": {Ops: 60, OK: 60}, "workbench_stat": {Ops: 40, OK: 39, Errors: 1}}
-	e := &env{o: options{out: "bench/results", duration: 5 * time.Second, sweepDuration: 8 * time.Second}, started: time.Unix(0, 0), finished: time.Unix(300, 0)}
+	e := &env{o: options{cairn: "bin/cairn", out: "bench/results", duration: 5 * time.Second, sweepDuration: 8 * time.Second}, started: time.Unix(0, 0), finished: time.Unix(300, 0)}
 	e.jobs = []*job{
 		{id: "small-put-c64", group: groupSingle, what: "small-put 1 KiB, 64 clients", report: withBaselines(phase("cairn small-put", 0, 2000, 1000, 5000), fsync, etcd)},
 		{id: "stat", group: groupSingle, what: "stat (HEAD), 16 clients", report: withBaselines(phase("cairn stat", 0, 25000, 300, 900))},
@@ -115,10 +115,15 @@ func TestRenderNamesEveryScenarioBaselineRatioAndTheCluster(t *testing.T) {
 		BaselineSweep: []*bench.Phase{phase("", 200, 200, 2000, 3000), cfsync}}}
 	e.kneeRate = 200
 	e.knee = &job{id: "small-put-knee", report: &bench.Report{Cairn: phase("cairn small-put", 200, 199, 1000, 2000)}}
-	e.profile = &profileResult{rate: 200, window: 8 * time.Second, machineBusy: 0.97, serverCores: 1.2, generatorCores: 0.6, cores: 2,
+	e.profile = &profileResult{warmup: 2 * time.Second, window: 8 * time.Second, machineBusy: 0.97, serverCores: 1.2, generatorCores: 0.6, cores: 2,
 		top: "Build ID: x\n      flat  flat%\n 1s 50% runtime.memmove",
 		topCum: "Time: now\n         0     0%     0%      1.54s 39.29%  github.com/hashicorp/raft.(*raftState).goFunc.func1\n" +
 			"         0     0% 28.83%      0.65s 16.58%  os.(*File).Sync"}
+	putProfile := &job{id: "object-put-64m-profile", what: "object-put 64 MiB, 2 clients", node: nodeS3, roots: putRoots,
+		report:  &bench.Report{Cairn: phase("cairn object-put", 0, 3, 600000, 700000), Params: bench.Params{SizeBytes: 64 << 20}},
+		profile: &profileResult{warmup: 4 * time.Second, window: 8 * time.Second, machineBusy: 0.9, serverCores: 0.7, cores: 2, command: "cairn bench --server $CAIRN_S3 --scenario object-put", profilePath: "bench/results/object-put-64m-profile.cpu.pprof", top: " 2.73s 52.10% crypto/internal/fips140/sha256.blockSHANI", topCum: putTopCum}}
+	e.objectProfiles = []*job{putProfile}
+	e.rss = &rssResult{bodyBytes: 2 << 30, put: 16 * time.Second, get: 4 * time.Second, before: 30 << 20, sampledPeak: 310 << 20, samples: 200, hwm: 320 << 20, hwmReset: true}
 	e.commands = []string{"cairn bench --server $CAIRN --scenario small-put"}
 	e.o.measured = t.TempDir()
 	if err := os.WriteFile(filepath.Join(e.o.measured, "forward.md"), []byte("## Writes through a follower\n\nmeasured by a script\n"), 0o644); err != nil {
@@ -149,6 +154,13 @@ func TestRenderNamesEveryScenarioBaselineRatioAndTheCluster(t *testing.T) {
 		"| small-put 1 KiB, 64 clients | 1000 | 4.00 ms | 8.00 ms | etcd | 4000 | 2.00 ms | 4.00 ms | **0.25×** | 2.00× | [md](bench/results/cluster-small-put-c64.md)",
 		"cairn bench --server $CAIRN --scenario small-put\n",
 		" 1s 50% runtime.memmove",
+		"During the 8 s profile window, from 2 s into the run, the machine's 2 cores were **97% busy**",
+		"### Where the CPU goes: object-put 64 MiB, 2 clients\n\n```sh\ncairn bench --server $CAIRN_S3 --scenario object-put\n```",
+		"Against `$CAIRN_S3`, without baselines: 3.0 ops/s (192 MiB/s), p50 600.00 ms, p99 700.00 ms. During the 8 s profile window, from 4 s into the run,",
+		"`go tool pprof -top bin/cairn bench/results/object-put-64m-profile.cpu.pprof` (the server, 8 s in the middle of the run), by flat time:\n\n```\n 2.73s 52.10% crypto/internal/fips140/sha256.blockSHANI\n```",
+		"Cumulative shares of the server's CPU samples: request handling (net/http.(*conn).serve, everything in a request's goroutine) 57.44%",
+		"## Large body: 2 GiB PUT and GET, server memory",
+		"| server RSS during a 2 GiB PUT+GET (MinIO-backed node): < 300 MiB | peak 320 MiB (VmHWM; PUT 128 MiB/s, GET 512 MiB/s) | **misses** |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("BENCHMARKS.md lacks %q", want)

@@ -64,7 +64,9 @@ type job struct {
 	args    []string // after --server; with placeholders
 	report  *bench.Report
 	started time.Time
-	elapsed time.Duration // from start to exit of its cairn bench
+	elapsed time.Duration  // from start to exit of its cairn bench
+	profile *profileResult // the server's CPU profile during the job, if it was profiled
+	roots   []profileRoot  // the groups of its profile's cumulative breakdown
 }
 
 // Summary table groups, in order.
@@ -86,15 +88,17 @@ type env struct {
 	clusterFollower    int // index of another node
 	minioURL           string
 	etcd               []string
-	serverPID          int    // the embedded-default node
-	pprofAddr          string // its profiling endpoint
+	dirServer          profileTarget // the embedded-default node, for its profile
+	s3Server           profileTarget // the MinIO-backed node
 	started, finished  time.Time
 	gitCommit          string
 	jobs               []*job
 	sweep, knee        *job
 	kneeRate           float64
 	profile            *profileResult
-	commands           []string // every command run, in order
+	objectProfiles     []*job     // the profiled 64 MiB runs (objectProfileJobs)
+	rss                *rssResult // the large-body phase (measureRSS)
+	commands           []string   // every command run, in order
 	minioVer, etcdNote string
 }
 
@@ -135,16 +139,16 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer dirNode.stop()
-	e.cairnURL, e.pprofAddr, e.serverPID = cairnURL, pprofAddr, dirNode.pid()
+	e.cairnURL, e.dirServer = cairnURL, profileTarget{pid: dirNode.pid(), pprofAddr: pprofAddr}
 
 	say("starting cairn serve (blobs on MinIO)")
-	s3Node, s3URL, _, err := startCairn(ctx, "cairn-s3", o.cairn, tmp, minioCreds(),
+	s3Node, s3URL, s3Pprof, err := startCairn(ctx, "cairn-s3", o.cairn, tmp, minioCreds(),
 		"--blob", "s3://cairn-blobs", "--s3-endpoint", minioURL, "--s3-create-bucket")
 	if err != nil {
 		return err
 	}
 	defer s3Node.stop()
-	e.s3URL = s3URL
+	e.s3URL, e.s3Server = s3URL, profileTarget{pid: s3Node.pid(), pprofAddr: s3Pprof}
 
 	say("starting cairn serve (blobs on MinIO, with a segment cache)")
 	cacheNode, cacheURL, _, err := startCairn(ctx, "cairn-s3-cache", o.cairn, tmp, minioCreds(),
@@ -162,6 +166,12 @@ func run(ctx context.Context, o options) error {
 	}
 	defer relay.stop()
 	e.relayURL = relayURL
+
+	// The large body first, on a MinIO-backed node that has served nothing yet: its RSS
+	// is what one 2 GiB PUT+GET costs, not what earlier phases left in its heap.
+	if e.rss, err = e.measureRSS(ctx); err != nil {
+		return err
+	}
 
 	d := o.duration.String()
 	single := func(id, what string, args ...string) *job {
@@ -216,7 +226,10 @@ func run(ctx context.Context, o options) error {
 	e.knee = single("small-put-knee", "small-put 1 KiB, open loop at the knee", "--scenario", "small-put",
 		"--rate", strconv.FormatFloat(e.kneeRate, 'f', 0, 64), "--max-in-flight", "256", "--drain-timeout", "5s")
 	e.knee.args = slicesReplace(e.knee.args, "--duration", (profileWarmup + profileSeconds*time.Second + profileTail).String())
-	if e.profile, err = e.profileKnee(ctx); err != nil {
+	if e.profile, err = e.profileJob(ctx, e.knee, e.dirServer, profileWarmup, pprofTopNodes); err != nil {
+		return err
+	}
+	if err := e.profileObjects(ctx); err != nil {
 		return err
 	}
 
