@@ -1,6 +1,7 @@
 package openwop
 
 import (
+	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -83,3 +84,29 @@ func parseVersion(raw string) (int64, *Error) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Route names the facade's route family of a request for metrics and the access log
+// (never the raw path: it names tenants' files); false for a path the facade does not own.
+func Route(r *http.Request) (string, bool) {
+	p := r.URL.EscapedPath()
+	if !Owns(p) {
+		return "", false
+	}
+	switch {
+	case p == DiscoveryPath:
+		return "openwop_discovery", true
+	case p == OpenAPIPath:
+		return "openwop_openapi", true
+	case p == seamPath || p == v2SeamPath:
+		return "openwop_seam", true
+	case strings.HasPrefix(p, proposalsPrefix):
+		return "openwop_proposals", true
+	case strings.HasPrefix(p, installedPrefix):
+		return "openwop_installed_packs", true
+	case strings.HasPrefix(p, agentsPath):
+		return "openwop_agents", true
+	case strings.HasPrefix(p, runsPrefix):
+		return "openwop_runs", true
+	}
+	return "openwop_files", true
+}

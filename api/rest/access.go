@@ -70,3 +70,21 @@ func validRequestID(s string) bool {
 	}
 	return true
 }
+
+// Observe serves next's requests that route names (ok true) as this handler's own are
+// observed: the body's rate bound, the request id, cairn_http_requests_total and
+// _request_duration_seconds under the route name, and the access line; every other
+// request goes to next untouched (REST observes its own). The node puts it in front of the
+// OpenWOP facade, whose routes REST never sees.
+func (h *Handler) Observe(route func(*http.Request) (string, bool), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, ok := route(r)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec, done := h.begin(w, r)
+		defer done(name)
+		next.ServeHTTP(rec, r)
+	})
+}

@@ -261,3 +261,35 @@ func TestAccessLogIsOffByDefault(t *testing.T) {
 		t.Fatalf("access lines %v, X-Request-Id %q with the access log off", lines, header.Get("X-Request-Id"))
 	}
 }
+
+// The OpenWOP facade's requests are observed like REST's: an access line under the route
+// family (never the path, which names the tenant's files) and the request counters.
+func TestTheOpenWOPFacadeIsInTheAccessLogAndTheMetrics(t *testing.T) {
+	logged := &accessLines{}
+	cfg := testConfig(t)
+	cfg.AccessLog = true
+	_, base := serveNodeLogged(t, cfg, ops.Credentials{}, slog.New(logged))
+	code, _, b := send(t, http.MethodPut, base+"/v1/host/workspace/files/secretname.md", map[string]string{"X-Request-Id": "ow-1"}, `{"content":"x"}`)
+	if code != http.StatusOK {
+		t.Fatalf("facade put: %d %s", code, b)
+	}
+	if code, _, b = send(t, http.MethodGet, base+"/proposals", map[string]string{"X-Request-Id": "ow-2"}, ""); code != http.StatusOK {
+		t.Fatalf("proposals: %d %s", code, b)
+	}
+	lines, _ := logged.snapshot()
+	if len(lines) != 2 || lines[0]["route"] != "openwop_files" || lines[0]["request_id"] != "ow-1" ||
+		lines[1]["route"] != "openwop_proposals" || lines[1]["status"] != "200" {
+		t.Fatalf("access lines %v", lines)
+	}
+	for _, l := range lines {
+		for k, v := range l {
+			if strings.Contains(v, "secretname") {
+				t.Errorf("access line field %s names the file: %v", k, l)
+			}
+		}
+	}
+	_, _, metrics := send(t, http.MethodGet, base+"/metrics", nil, "")
+	if !strings.Contains(string(metrics), `route="openwop_files"`) {
+		t.Fatalf("no openwop_files request counter in /metrics")
+	}
+}

@@ -247,9 +247,10 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	facade := openwop.New(n.svc, wopOpts, n.rest) // OpenWOP's routes, then REST's and MCP's
-	var tenant http.Handler = facade
+	observed := n.rest.Observe(openwop.Route, facade) // the facade's requests in the metrics and the access log
+	var tenant http.Handler = observed
 	if cfg.Cluster {
-		tenant = newRouter(n.host, facade, facade.Root)
+		tenant = newRouter(n.host, observed, facade.Root)
 		peer := &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, facade)}
 		if err := n.host.ServePeer(peer); err != nil {
 			return err
