@@ -246,7 +246,7 @@ func (n *Node) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	facade := openwop.New(n.svc, wopOpts, n.rest) // OpenWOP's routes, then REST's and MCP's
+	facade := openwop.New(n.svc, wopOpts, n.rest)     // OpenWOP's routes, then REST's and MCP's
 	observed := n.rest.Observe(openwop.Route, facade) // the facade's requests in the metrics and the access log
 	var tenant http.Handler = observed
 	if cfg.Cluster {
