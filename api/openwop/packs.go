@@ -193,21 +193,32 @@ func (h *Handler) serveInstalled(w http.ResponseWriter, r *http.Request, o Owner
 		writeManifest(w, p.manifest)
 		return
 	}
-	if _, ok := packPath(name); !ok {
+	path, ok := packPath(name)
+	if !ok {
 		WriteError(w, missing)
 		return
 	}
-	inv, ierr := h.tenantInventory(r.Context(), o)
-	if ierr != nil {
-		WriteError(w, ierr)
+	ctx := r.Context()
+	v, ws, ok, verr := h.packsView(ctx, o.Tenant)
+	if verr != nil {
+		WriteError(w, verr)
 		return
 	}
-	p, ok := inv.packs[name]
-	if !ok || p.kind == "" {
+	if !ok {
 		WriteError(w, missing)
 		return
 	}
-	writeManifest(w, p.manifest)
+	e, ferr := v.File(ws, path)
+	if ferr != nil || kindOf(e.ContentType) == "" || e.Size > MaxArtifactBytes {
+		WriteError(w, missing) // not installed, or not a pack this host reads
+		return
+	}
+	body, rerr := h.svc.ReadEntry(ctx, o.Tenant, e, MaxArtifactBytes)
+	if rerr != nil {
+		WriteError(w, fromStore(rerr))
+		return
+	}
+	writeManifest(w, body)
 }
 
 func writeManifest(w http.ResponseWriter, b []byte) {

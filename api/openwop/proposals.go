@@ -215,7 +215,6 @@ func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request, o Owner
 		WriteError(w, cerr)
 		return
 	}
-	m.CreatedAtMs = p.CreatedAtMs
 	if replayed {
 		w.Header().Set("OpenWOP-Idempotent-Replay", "true")
 	}
