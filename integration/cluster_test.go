@@ -323,6 +323,17 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 	readAll(rest, "after the SIGTERM of the leader")
 }
 
+// liveURLs returns the client URLs of the cluster's nodes that run (not killed or stopped).
+func (pc *procCluster) liveURLs() []string {
+	var out []string
+	for _, s := range pc.servers {
+		if s.proc != nil {
+			out = append(out, s.URL)
+		}
+	}
+	return out
+}
+
 // procCluster is a real etcd, a real MinIO and `cairn serve --cluster` processes on
 // loopback (replication 3).
 type procCluster struct {

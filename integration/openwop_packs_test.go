@@ -113,15 +113,7 @@ func TestOpenWOPPackReadbackAcrossALeaderFailover(t *testing.T) {
 	for range 3 {
 		pc.add(t)
 	}
-	nodes := func() []string {
-		var out []string
-		for _, s := range pc.servers {
-			if s.proc != nil {
-				out = append(out, s.URL)
-			}
-		}
-		return out
-	}
+	nodes := pc.liveURLs
 	a, b := owClient{t: t, nodes: nodes, key: keyA}, owClient{t: t, nodes: nodes, key: keyB}
 	installed := owPackSeed(t, a, b)
 	leader := shardLeader(t, pc.servers, 0, 3)

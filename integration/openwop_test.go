@@ -398,15 +398,7 @@ func owClusterLeaderKill(t *testing.T, n int) {
 	for range n {
 		pc.add(t)
 	}
-	nodes := func() []string {
-		var out []string
-		for _, s := range pc.servers {
-			if s.proc != nil {
-				out = append(out, s.URL)
-			}
-		}
-		return out
-	}
+	nodes := pc.liveURLs
 	a, b := owClient{t: t, nodes: nodes, key: keyA}, owClient{t: t, nodes: nodes, key: keyB}
 	owAuthChecks(t, pc.servers[1].URL, keyA)
 	owSuite(t, a, b)
