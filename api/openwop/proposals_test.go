@@ -164,7 +164,8 @@ func TestTheSeedPositiveExampleInstallsTheRevisedArtifactOnly(t *testing.T) {
 	if again := a.do(http.MethodPost, "/proposals/"+id+"/apply", nil); again.status != http.StatusOK || !reflect.DeepEqual(again.json, ap.json) {
 		t.Fatalf("apply again: %d %s, first %s", again.status, again.body, ap.body)
 	}
-	// Tenant B sees none of it: the same 404 as an unknown name.
+	// Tenant B sees none of it: the same 404 as an unknown name; and changes none of it.
+	before := a.world(packP)
 	b := packsClient{t, base, tenantB}
 	unknown := b.do(http.MethodGet, "/installed-packs/private.nobody.none", nil)
 	for _, path := range []string{"/installed-packs/" + packP, "/proposals/" + id} {
@@ -178,6 +179,14 @@ func TestTheSeedPositiveExampleInstallsTheRevisedArtifactOnly(t *testing.T) {
 	}
 	if r := b.do(http.MethodGet, "/agents/"+agentP, nil); r.status != http.StatusNotFound {
 		t.Fatalf("tenant B resolves A's agent: %d %s", r.status, r.body)
+	}
+	for _, step := range []struct{ method, path string }{{http.MethodPatch, "/proposals/" + id}, {http.MethodPost, "/proposals/" + id + ":reject"}} {
+		if r := b.do(step.method, step.path, map[string]any{"title": "mine"}); r.status != http.StatusNotFound {
+			t.Fatalf("tenant B %s %s: %d %s", step.method, step.path, r.status, r.body)
+		}
+	}
+	if after := a.world(packP); !reflect.DeepEqual(before, after) {
+		t.Fatalf("tenant B changed tenant A's state:\nbefore %v\nafter  %v", before, after)
 	}
 }
 
