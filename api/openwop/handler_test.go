@@ -36,7 +36,7 @@ func newFacade(t *testing.T, opt openwop.Options) string {
 }
 
 // newFacadeOn is newFacade over a service configured with cfg.
-func newFacadeOn(t *testing.T, opt openwop.Options, cfg workbench.Config) string {
+func newFacadeOn(t testing.TB, opt openwop.Options, cfg workbench.Config) string {
 	t.Helper()
 	url, _ := newFacadeNode(t, opt, cfg)
 	return url
@@ -46,7 +46,7 @@ func newFacadeOn(t *testing.T, opt openwop.Options, cfg workbench.Config) string
 const reviewHeader = "Test-Review"
 
 // newFacadeNode is newFacadeOn that also answers the node under the facade.
-func newFacadeNode(t *testing.T, opt openwop.Options, cfg workbench.Config) (string, *workbenchtest.Node) {
+func newFacadeNode(t testing.TB, opt openwop.Options, cfg workbench.Config) (string, *workbenchtest.Node) {
 	t.Helper()
 	n := workbenchtest.New(t, cfg)
 	h := openwop.New(n.Service, opt, http.NotFoundHandler())
@@ -75,7 +75,7 @@ type answer struct {
 	json   map[string]any
 }
 
-func call(t *testing.T, method, url string, body any, headers ...string) answer {
+func call(t testing.TB, method, url string, body any, headers ...string) answer {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -363,7 +363,7 @@ func TestARunSeesTheWorkspaceAsItWasAtItsStart(t *testing.T) {
 	wantError(t, sc, "another tenant's run", call(t, http.MethodGet, base+"/v1/runs/"+first, nil, ownerHeader, "tb/wa"), 404, openwop.CodeRunNotFound)
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

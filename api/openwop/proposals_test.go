@@ -89,7 +89,7 @@ func compileSchema(t *testing.T, file string) *jsonschema.Schema {
 	return s
 }
 
-func newPacksFacade(t *testing.T, mutate func(*openwop.Options)) (string, workbench.Config) {
+func newPacksFacade(t testing.TB, mutate func(*openwop.Options)) (string, workbench.Config) {
 	t.Helper()
 	opt := testOptions()
 	opt.Readback = true
