@@ -42,6 +42,7 @@ type installedPack struct {
 	generation uint64
 	entry      *meta.Entry // nil for a shipped pack
 	manifest   []byte
+	agents     []agentDecl
 }
 
 type agentOwner struct {
@@ -81,29 +82,41 @@ func agentsOf(manifest []byte) []agentDecl {
 	return m.Agents
 }
 
+// parsedManifest is what the inventory reads of one pack file.
+type parsedManifest struct {
+	manifest []byte
+	version  string
+	agents   []agentDecl
+}
+
+func parseManifest(b []byte) parsedManifest {
+	_, version := artifactIdentity(b)
+	return parsedManifest{manifest: b, version: version, agents: agentsOf(b)}
+}
+
 // manifestCache keeps what the inventory parsed of pack files by digest (the bytes of a
 // digest never change), bounded by manifestCacheEntries.
 type manifestCache struct {
 	mu sync.Mutex
-	m  map[meta.Digest][]byte
+	m  map[meta.Digest]parsedManifest
 }
 
 const manifestCacheEntries = 4096
 
-func (c *manifestCache) get(d meta.Digest) ([]byte, bool) {
+func (c *manifestCache) get(d meta.Digest) (parsedManifest, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b, ok := c.m[d]
 	return b, ok
 }
 
-func (c *manifestCache) put(d meta.Digest, b []byte) {
+func (c *manifestCache) put(d meta.Digest, p parsedManifest) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= manifestCacheEntries {
-		c.m = make(map[meta.Digest][]byte)
+		c.m = make(map[meta.Digest]parsedManifest)
 	}
-	c.m[d] = b
+	c.m[d] = p
 }
 
 // inventory reads tenant's packs at view v (ws nil: the tenant has none).
@@ -129,17 +142,17 @@ func (h *Handler) inventory(ctx context.Context, v *meta.View, ws *meta.Workspac
 			inv.packs[name] = installedPack{generation: e.Generation, entry: e}
 			continue
 		}
-		body, ok := h.manifests.get(e.Digest)
+		pm, ok := h.manifests.get(e.Digest)
 		if !ok {
 			b, err := h.svc.ReadEntry(ctx, tenant, e, MaxArtifactBytes)
 			if err != nil {
 				return nil, fromStore(err)
 			}
-			body = b
-			h.manifests.put(e.Digest, b)
+			pm = parseManifest(b)
+			h.manifests.put(e.Digest, pm)
 		}
-		_, version := artifactIdentity(body)
-		p := installedPack{kind: kind, version: version, byProposal: e.Proposal != "", generation: e.Generation, entry: e, manifest: body}
+		p := installedPack{kind: kind, version: pm.version, byProposal: e.Proposal != "", generation: e.Generation, entry: e,
+			manifest: pm.manifest, agents: pm.agents}
 		inv.packs[name] = p
 		inv.addAgents(name, p)
 	}
@@ -150,7 +163,7 @@ func (inv *inventory) addAgents(name string, p installedPack) {
 	if p.kind != KindAgentPack {
 		return
 	}
-	for _, a := range agentsOf(p.manifest) {
+	for _, a := range p.agents {
 		if _, taken := inv.agents[a.AgentID]; !taken && a.AgentID != "" {
 			inv.agents[a.AgentID] = agentOwner{packName: name, packVersion: p.version, agent: a}
 		}
@@ -292,7 +305,7 @@ func shippedPacks(in []ShippedPack) map[string]installedPack {
 	out := make(map[string]installedPack, len(in))
 	for _, p := range in {
 		name, version := artifactIdentity(p.Manifest)
-		out[name] = installedPack{kind: p.Kind, version: version, manifest: p.Manifest}
+		out[name] = installedPack{kind: p.Kind, version: version, manifest: p.Manifest, agents: agentsOf(p.Manifest)}
 	}
 	return out
 }
