@@ -267,6 +267,32 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 // AgentOf returns the agent root a command body acts on ("" for a Tick).
 func AgentOf(b Body) string { return bodyAgent(b) }
 
+// FilesWorkspace returns the workbench whose files or existence command b changes: the
+// writes (put, append, delete, commit), proposals and decisions, a restore's destination
+// and a workbench delete; "" for every other command (snapshots, compaction, GC,
+// placement, quotas, retention, a root purge, creating a workbench), which writes no file.
+func FilesWorkspace(b Body) string {
+	switch b := b.(type) {
+	case Put:
+		return b.Workspace
+	case Append:
+		return b.Workspace
+	case Delete:
+		return b.Workspace
+	case Commit:
+		return b.Workspace
+	case RestoreBegin:
+		return b.Destination
+	case DeleteWorkspace:
+		return b.Name
+	case ProposalCreate:
+		return b.Workspace
+	case ProposalDecide:
+		return b.Workspace
+	}
+	return ""
+}
+
 func bodyAgent(b Body) string {
 	switch b := b.(type) {
 	case CreateRoot:

@@ -65,6 +65,10 @@ func New(svc *workbench.Service, opt Options, next http.Handler) *Handler {
 //go:embed openapi.json
 var openAPI []byte
 
+// Surface names this facade's requests to the Workbench service (attribution, and the
+// only surface that writes PacksWorkbench: workbench.Config.ReservedWorkbenches).
+const Surface = "openwop"
+
 // Owner is an OpenWOP owner: a tenant (agent root) and a workspace (a workbench in it).
 type Owner struct{ Tenant, Workspace string }
 
@@ -100,7 +104,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, fail(http.StatusNotImplemented, CodeCapabilityNotProvided, "this host does not provide host.workspace (--openwop=false)"))
 		return
 	}
-	ctx := workbench.WithSurface(r.Context(), "openwop")
+	ctx := workbench.WithSurface(r.Context(), Surface)
 	r = r.WithContext(ctx)
 	owner, oerr := h.owner(r)
 	if oerr != nil {

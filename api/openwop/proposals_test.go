@@ -10,9 +10,11 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/openwop"
 	published "github.com/cairnstore/cairn/api/openwop/schemas"
 	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/meta"
 )
 
 // The issue 18 seed ("Read back an installed workflow-chain or agent pack") through the
@@ -96,7 +98,7 @@ func newPacksFacade(t testing.TB, mutate func(*openwop.Options)) (string, workbe
 	if mutate != nil {
 		mutate(&opt)
 	}
-	cfg := workbench.Config{InlineMaxBytes: 4096}
+	cfg := workbench.Config{InlineMaxBytes: 4096, ReservedWorkbenches: map[string]string{openwop.PacksWorkbench: openwop.Surface}}
 	return newFacadeOn(t, opt, cfg), cfg
 }
 
@@ -447,5 +449,47 @@ func TestShippedPacksFilesAreCheckedAtStart(t *testing.T) {
 		if _, err := openwop.LoadShippedPacks(strings.NewReader(bad)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// The packs workbench is written only through the facade: a write, delete, commit, proposal
+// or decision through another surface is PermissionDenied, so nothing installs a pack or
+// removes one without apply's judgment; reading it is fine.
+func TestThePacksWorkbenchIsWrittenOnlyThroughTheFacade(t *testing.T) {
+	opt := testOptions()
+	opt.Readback = true
+	base, n := newFacadeNode(t, opt, workbench.Config{InlineMaxBytes: 4096,
+		ReservedWorkbenches: map[string]string{openwop.PacksWorkbench: openwop.Surface}})
+	a := packsClient{t, base, tenantA}
+	id := a.create(openwop.KindAgentPack, agentPack(packP, "1.0.0", agentP, "p"))
+	if r := a.do(http.MethodPost, "/proposals/"+id+":apply", nil); r.status != http.StatusOK {
+		t.Fatalf("apply: %d %s", r.status, r.body)
+	}
+	other := a.create(openwop.KindAgentPack, agentPack("private.acme.other", "1.0.0", "private.acme.other.main", "p"))
+	before := a.world(packP, "private.acme.sneaky", "private.acme.other")
+	rest := workbench.WithSurface(auth.WithPrincipal(t.Context(), auth.Local), "rest")
+	tenant, _, _ := strings.Cut(tenantA, "/")
+	_, werr := n.Service.Write(rest, workbench.WriteRequest{Agent: tenant, Workbench: openwop.PacksWorkbench,
+		Path: "packs/private.acme.sneaky", Body: strings.NewReader(`{"name":"private.acme.sneaky","version":"1.0.0"}`),
+		ContentType: "application/vnd.openwop.agent-pack+json"})
+	_, derr := n.Service.Delete(rest, tenant, openwop.PacksWorkbench, "packs/"+packP, 0, "")
+	v, _, _, _ := n.Service.ViewAt(rest, tenant, openwop.PacksWorkbench, workbench.At{})
+	var pending string
+	if list, _, err := v.Proposals(tenant, openwop.PacksWorkbench, meta.ProposalFilter{State: meta.ProposalPending}, 0, 10); err == nil && len(list) == 1 {
+		pending = list[0].ID
+	}
+	_, cerr := n.Service.Decide(rest, tenant, workbench.DecideInput{ID: openwop.PacksWorkbench, ProposalID: pending,
+		Disposition: meta.DispositionAccept, SubmissionID: "sneak"})
+	for what, err := range map[string]error{"write": werr, "delete": derr, "Cairn accept of " + other: cerr} {
+		if workbench.AsError(err).Code != workbench.CodePermissionDenied {
+			t.Fatalf("a %s of the packs workbench through REST: %v", what, err)
+		}
+	}
+	if after := a.world(packP, "private.acme.sneaky", "private.acme.other"); !reflect.DeepEqual(before, after) {
+		t.Fatalf("a refused write changed what the tenant reads:\nbefore %v\nafter  %v", before, after)
+	}
+	// Reading it through REST is fine.
+	if _, err := n.Service.Stat(rest, tenant, openwop.PacksWorkbench, "packs/"+packP); err != nil {
+		t.Fatalf("stat through REST: %v", err)
 	}
 }

@@ -191,7 +191,8 @@ func (n *Node) open(ctx context.Context) error {
 		MaxSnapshotsPerWorkbench: cfg.MaxSnapshotsPerWorkbench, MaxUploadDuration: cfg.MaxUploadDuration,
 		Limits: workbench.PrincipalLimits{RequestsPerSecond: cfg.PrincipalRequestsPerSecond, RequestBurst: cfg.PrincipalRequestBurst,
 			MaxConcurrentUploads: cfg.PrincipalMaxUploads},
-		SegmentCache: segCache, DirectReads: n.directReads, Logger: n.log, Redactor: n.redactor})
+		SegmentCache: segCache, DirectReads: n.directReads, Logger: n.log, Redactor: n.redactor,
+		ReservedWorkbenches: map[string]string{openwop.PacksWorkbench: openwop.Surface}})
 	if err != nil {
 		return err
 	}

@@ -158,6 +158,12 @@ type Config struct {
 	// Limits caps each principal's request rate and concurrent uploads on this node
 	// (limits.go). Default: no caps.
 	Limits PrincipalLimits
+	// ReservedWorkbenches maps a workbench name to the only surface (WithSurface) that may
+	// change its files or delete it, in every agent root: a surface that keeps its own
+	// records in a workbench and judges every write to it (the OpenWOP facade's installed
+	// packs). Through any other surface such a command is PermissionDenied; reads, snapshots
+	// and the node's own work are not affected. Default none.
+	ReservedWorkbenches map[string]string
 	// Redactor rewrites the bodies of writes and appends before they are stored
 	// (redact.go: secret redaction for the tenants that opted in). nil (the default):
 	// bodies are stored as sent.
@@ -884,6 +890,11 @@ func (s *Service) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (m
 	agent := meta.AgentOf(b)
 	if err := mayWrite(ctx, agent); err != nil {
 		return meta.Result{}, err
+	}
+	if ws := meta.FilesWorkspace(b); ws != "" {
+		if owner, ok := s.cfg.ReservedWorkbenches[ws]; ok && SurfaceOf(ctx) != owner {
+			return meta.Result{}, newError(CodePermissionDenied, "workbench %q is written only through the %s surface", ws, owner)
+		}
 	}
 	if res, done, err := s.absentRoot(ctx, agent, h, b); done {
 		return res, err
