@@ -4,8 +4,9 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 
-	"github.com/Masterminds/semver/v3"
+	"golang.org/x/mod/semver"
 
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
@@ -168,16 +169,17 @@ func (inv *inventory) judge(kind, name, version string, artifact []byte) (uint64
 	return head, nil
 }
 
-// versionGreater reports whether SemVer a is greater than b (an unparsable b — a pack
-// installed otherwise — is never replaced by version).
+// versionGreater reports whether SemVer 2.0 version a has higher precedence than b
+// (golang.org/x/mod/semver: numeric identifiers of any length, prerelease ordering, build
+// metadata ignored). An invalid b — a pack installed otherwise — is never replaced by
+// version.
 func versionGreater(a, b string) bool {
-	va, err := semver.StrictNewVersion(a)
-	if err != nil {
-		return false
-	}
-	vb, err := semver.StrictNewVersion(b)
-	if err != nil {
-		return false
-	}
-	return va.GreaterThan(vb)
+	va, vb := "v"+a, "v"+b
+	return semver.IsValid(va) && semver.IsValid(vb) && semver.Compare(va, vb) > 0
+}
+
+// validVersion reports whether v is a full SemVer 2.0 version (major.minor.patch, no
+// leading zeros).
+func validVersion(v string) bool {
+	return semver.IsValid("v"+v) && strings.Count(strings.SplitN(strings.SplitN(v, "+", 2)[0], "-", 2)[0], ".") == 2
 }

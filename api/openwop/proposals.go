@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/workbench"
@@ -146,7 +147,10 @@ func (h *Handler) checkTexts(tenant string, in *proposalInput) *Error {
 	return nil
 }
 
-// checkArtifact requires an artifact to be a JSON object within MaxArtifactBytes.
+// checkArtifact requires an artifact to be a JSON object within MaxArtifactBytes that is
+// I-JSON (RFC 7493: valid UTF-8, no duplicate member names, numbers within IEEE 754
+// doubles), so it has one RFC 8785 form: every reader of it sees the same value, which a
+// duplicate name would break (the judge would read one member, another reader the other).
 func checkArtifact(a json.RawMessage) *Error {
 	if len(a) > MaxArtifactBytes {
 		return fail(http.StatusRequestEntityTooLarge, "payload_too_large", "artifact is larger than "+itoa(MaxArtifactBytes)+" bytes")
@@ -154,6 +158,12 @@ func checkArtifact(a json.RawMessage) *Error {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(a, &obj) != nil || obj == nil {
 		return invalid("artifact must be a JSON object.")
+	}
+	if !utf8.Valid(a) {
+		return invalid("artifact must be valid UTF-8.")
+	}
+	if _, err := workbench.CanonicalJSON(a); err != nil {
+		return invalid("artifact must be I-JSON (RFC 7493: no duplicate member names, numbers within IEEE 754 doubles): " + err.Error())
 	}
 	return nil
 }

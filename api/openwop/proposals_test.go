@@ -236,6 +236,10 @@ func TestEveryRefusedApplyLeavesEverythingAsItWas(t *testing.T) {
 		{"a chain pack without chains", openwop.KindChainPack, with(chainPack("private.acme.digest", "1.0.0"), func(p map[string]any) {
 			delete(p, "chains")
 		}), 422, openwop.CodeMalformedForKind, ""},
+		{"a version with a leading zero", openwop.KindAgentPack, agentPack("private.acme.x", "01.0.0", "private.acme.x.a", "p"), 422, openwop.CodeMalformedForKind, ""},
+		{"one agent id twice", openwop.KindAgentPack, with(agentPack("private.acme.x", "1.0.0", "private.acme.x.a", "p"), func(p map[string]any) {
+			p["agents"] = append(p["agents"].([]any), map[string]any{"agentId": "private.acme.x.a", "persona": "Twin", "modelClass": "general", "systemPrompt": "q"})
+		}), 422, openwop.CodeMalformedForKind, ""},
 		{"the installed version again", openwop.KindAgentPack, agentPack(packP, "1.0.1", agentP, "Same version."), 409, openwop.CodeInstallConflict, "version-not-greater"},
 		{"a lower version", openwop.KindAgentPack, agentPack(packP, "1.0.0", agentP, "Older."), 409, openwop.CodeInstallConflict, "version-not-greater"},
 		{"a shipped pack's name", openwop.KindAgentPack, agentPack("private.host.shipped", "2.0.0", "private.host.shipped.other", "p"), 409, openwop.CodeInstallConflict, "read-only"},
@@ -269,13 +273,13 @@ func TestEveryRefusedApplyLeavesEverythingAsItWas(t *testing.T) {
 func TestAHigherVersionReplacesAndAChainPackInstalls(t *testing.T) {
 	base, _ := newPacksFacade(t, nil)
 	a := packsClient{t, base, tenantA}
-	for _, v := range []string{"1.0.0", "1.2.0"} {
+	for _, v := range []string{"1.0.0", "1.2.0", "18446744073709551616.0.0", "18446744073709551616.0.1"} {
 		id := a.create(openwop.KindAgentPack, agentPack(packP, v, agentP, "v"+v))
 		if r := a.do(http.MethodPost, "/proposals/"+id+":apply", nil); r.status != http.StatusOK {
 			t.Fatalf("apply %s: %d %s", v, r.status, r.body)
 		}
 	}
-	if rb := a.do(http.MethodGet, "/installed-packs/"+packP, nil); rb.json["version"] != "1.2.0" {
+	if rb := a.do(http.MethodGet, "/installed-packs/"+packP, nil); rb.json["version"] != "18446744073709551616.0.1" {
 		t.Fatalf("readback after a replace: %s", rb.body)
 	}
 	cid := a.create(openwop.KindChainPack, chainPack("private.acme.digest", "1.0.0"))
@@ -360,6 +364,9 @@ func TestBadProposalRequestsAreValidationErrors(t *testing.T) {
 		{"an unknown field", map[string]any{"kind": "agent-pack", "artifact": map[string]any{}, "extra": 1}},
 		{"bad provenance", map[string]any{"kind": "agent-pack", "artifact": map[string]any{}, "provenance": map[string]any{"runs": 1}}},
 		{"not JSON", "{"},
+		{"an artifact with a duplicate member name", `{"kind":"agent-pack","artifact":{"name":"private.a.b","name":"vendor.a.b"}}`},
+		{"an artifact that is not UTF-8", "{\"kind\":\"agent-pack\",\"artifact\":{\"name\":\"\xff\xfe\"}}"},
+		{"an artifact with a number beyond a double", `{"kind":"agent-pack","artifact":{"n":1e400}}`},
 	} {
 		r := a.do(http.MethodPost, "/proposals", tc.body)
 		wantError(t, sc, tc.name, r, http.StatusBadRequest, "validation_error")

@@ -31,8 +31,12 @@ import (
 
 // malformed is the 422 of an artifact that is not valid for its kind.
 func malformed(field, rule string) *Error {
+	at := "artifact"
+	if field != "" {
+		at += "." + field
+	}
 	return &Error{Status: http.StatusUnprocessableEntity, Code: CodeMalformedForKind,
-		Message: "artifact." + field + ": " + rule, Details: map[string]any{"field": "artifact." + field, "rule": rule}}
+		Message: at + ": " + rule, Details: map[string]any{"field": at, "rule": rule}}
 }
 
 // schemaOf is the published manifest schema of each kind.
@@ -53,6 +57,9 @@ func validateArtifact(kind string, artifact []byte) *Error {
 	}
 	if _, ok := packPath(name); !ok {
 		return malformed("name", "is not a pack name this host can install")
+	}
+	if v, _ := doc["version"].(string); !validVersion(v) {
+		return malformed("version", "must be a SemVer 2.0 version (major.minor.patch, no leading zeros)")
 	}
 	if _, ok := doc["signing"]; ok {
 		return malformed("signing", "must be absent: a proposal's artifact is unsigned and apply adds no signature")
@@ -77,11 +84,18 @@ func agentPackRules(doc map[string]any) *Error {
 	if lang, _ := rt["language"].(string); lang != "remote" {
 		return malformed("runtime.language", `must be "remote": agents are interpreted by the host`)
 	}
+	seen := map[string]bool{}
 	for i, a := range agents {
 		field := "agents[" + strconv.Itoa(i) + "]"
 		ag, ok := a.(map[string]any)
 		if !ok {
 			return malformed(field, "must be an object")
+		}
+		if id, _ := ag["agentId"].(string); id != "" {
+			if seen[id] {
+				return malformed(field+".agentId", "declares agent "+id+" a second time")
+			}
+			seen[id] = true
 		}
 		for _, ref := range []string{"systemPromptRef", "evalSuiteRef"} {
 			if _, ok := ag[ref]; ok {
@@ -127,6 +141,16 @@ func firstCause(ve *jsonschema.ValidationError) (string, string) {
 	for len(ve.Causes) > 0 {
 		ve = ve.Causes[0]
 	}
-	loc := strings.Join(ve.InstanceLocation, ".")
-	return loc, ve.ErrorKind.LocalizedString(message.NewPrinter(language.English))
+	var loc strings.Builder
+	for _, seg := range ve.InstanceLocation {
+		if _, err := strconv.Atoi(seg); err == nil {
+			loc.WriteString("[" + seg + "]")
+			continue
+		}
+		if loc.Len() > 0 {
+			loc.WriteByte('.')
+		}
+		loc.WriteString(seg)
+	}
+	return loc.String(), ve.ErrorKind.LocalizedString(message.NewPrinter(language.English))
 }
