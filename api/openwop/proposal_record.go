@@ -172,7 +172,7 @@ func findChain(v *meta.View, ws *meta.Workspace, tenant, id string) (chain, *Err
 		return chain{}, missing
 	}
 	var found chain
-	scanChains(v, ws, tenant, func(c chain) bool {
+	scanChains(v, ws, tenant, 0, func(c chain) bool {
 		if c.meta.ID == id {
 			found = c
 			return false
@@ -186,9 +186,9 @@ func findChain(v *meta.View, ws *meta.Workspace, tenant, id string) (chain, *Err
 }
 
 // scanChains calls f with every OpenWOP proposal of the workbench (each chain's tail) in
-// creation order of the tails until f answers false.
-func scanChains(v *meta.View, ws *meta.Workspace, tenant string, f func(chain) bool) {
-	after := uint64(0)
+// creation order of the tails, from the first created after shard version after, until f
+// answers false.
+func scanChains(v *meta.View, ws *meta.Workspace, tenant string, after uint64, f func(chain) bool) {
 	for {
 		page, more, err := v.Proposals(tenant, ws.Name, meta.ProposalFilter{}, after, meta.MaxProposalListLimit)
 		if err != nil {

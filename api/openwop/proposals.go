@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -39,6 +40,9 @@ const (
 	// maxTitleChars and maxRationaleChars bound the texts of a proposal.
 	maxTitleChars     = 512
 	maxRationaleChars = meta.MaxProposalReasonChars
+	// maxProvenanceBytes bounds provenance's JSON (with the texts it stays within the
+	// store's metadata bound, meta.MaxProposalMetadataBytes).
+	maxProvenanceBytes = 16 << 10
 )
 
 // Codes of the proposal surface beyond the registry's: an install refused by the install
@@ -138,6 +142,9 @@ func (h *Handler) checkTexts(tenant string, in *proposalInput) *Error {
 		}
 	}
 	if in.Provenance != nil {
+		if len(in.Provenance) > maxProvenanceBytes {
+			return invalid("provenance must be at most " + itoa(maxProvenanceBytes) + " bytes.")
+		}
 		var p provenance
 		if err := decodeStrict(in.Provenance, &p); err != nil || p.SourceRunIDs == nil || slices.Contains(p.SourceRunIDs, "") {
 			return invalid("provenance must be {sourceRunIds: [non-empty strings], synthesizerModel?}.")
@@ -315,6 +322,16 @@ func (h *Handler) getProposal(w http.ResponseWriter, r *http.Request, o Owner, i
 	writeJSON(w, http.StatusOK, h.doc(c, body))
 }
 
+// Pages of GET /proposals: limit proposals (default defaultProposalPage, at most
+// maxProposalPage), and no more artifact bytes than maxProposalPageBytes past the first
+// proposal; nextCursor continues after the last one (a revision made since moves its
+// proposal to a later page).
+const (
+	defaultProposalPage  = 50
+	maxProposalPage      = 100
+	maxProposalPageBytes = 8 << 20
+)
+
 func (h *Handler) listProposals(w http.ResponseWriter, r *http.Request, o Owner) {
 	if err := mayRead(r); err != nil {
 		WriteError(w, err)
@@ -322,8 +339,34 @@ func (h *Handler) listProposals(w http.ResponseWriter, r *http.Request, o Owner)
 	}
 	q := r.URL.Query()
 	state, kind := q.Get("state"), q.Get("kind")
+	if state != "" && !slices.Contains([]string{stateDraft, stateRevised, stateApplied, stateRejected}, state) {
+		WriteError(w, invalid("state must be draft, revised, applied or rejected."))
+		return
+	}
+	if kind != "" && !knownKind(kind) {
+		WriteError(w, invalid("kind must be one of "+strings.Join(ArtifactKinds, ", ")+"."))
+		return
+	}
+	limit := defaultProposalPage
+	if raw := q.Get("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 {
+			WriteError(w, invalid("limit must be a positive integer."))
+			return
+		}
+		limit = min(n, maxProposalPage)
+	}
+	var after uint64
+	if raw := q.Get("cursor"); raw != "" {
+		n, err := strconv.ParseUint(strings.TrimPrefix(raw, "c"), 10, 64)
+		if err != nil || !strings.HasPrefix(raw, "c") {
+			WriteError(w, invalid("cursor is not one this host returned."))
+			return
+		}
+		after = n
+	}
 	ctx := r.Context()
-	out := []proposalDoc{}
+	page := proposalPage{Proposals: []proposalDoc{}}
 	v, ws, ok, err := h.packsView(ctx, o.Tenant)
 	if err != nil {
 		WriteError(w, err)
@@ -331,7 +374,13 @@ func (h *Handler) listProposals(w http.ResponseWriter, r *http.Request, o Owner)
 	}
 	if ok {
 		var failed *Error
-		scanChains(v, ws, o.Tenant, func(c chain) bool {
+		bytes := 0
+		scanChains(v, ws, o.Tenant, after, func(c chain) bool {
+			if len(page.Proposals) == limit || (len(page.Proposals) > 0 && bytes >= maxProposalPageBytes) {
+				page.NextCursor = "c" + strconv.FormatUint(after, 10)
+				return false
+			}
+			after = c.tail.CreatedVersion
 			if (state != "" && c.state() != state) || (kind != "" && c.tail.Kind != kind) {
 				return true
 			}
@@ -343,15 +392,23 @@ func (h *Handler) listProposals(w http.ResponseWriter, r *http.Request, o Owner)
 			if c.meta.CreatedAtMs == 0 {
 				c.meta.CreatedAtMs = c.tail.CreatedAtMs
 			}
-			out = append(out, h.doc(c, body))
-			return len(out) < meta.MaxProposalListLimit
+			bytes += len(body)
+			page.Proposals = append(page.Proposals, h.doc(c, body))
+			return true
 		})
 		if failed != nil {
 			WriteError(w, failed)
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"proposals": out})
+	writeJSON(w, http.StatusOK, page)
+}
+
+// proposalPage is GET /proposals' body ({"proposals": [...]}, RFC 0096 §C) with the
+// cursor of the next page when there may be one.
+type proposalPage struct {
+	Proposals  []proposalDoc `json:"proposals"`
+	NextCursor string        `json:"nextCursor,omitempty"`
 }
 
 func (h *Handler) reviseProposal(w http.ResponseWriter, r *http.Request, o Owner, id string) {

@@ -500,3 +500,44 @@ func TestThePacksWorkbenchIsWrittenOnlyThroughTheFacade(t *testing.T) {
 		t.Fatalf("stat through REST: %v", err)
 	}
 }
+
+func TestTheProposalListIsPaged(t *testing.T) {
+	base, _ := newPacksFacade(t, nil)
+	a := packsClient{t, base, tenantA}
+	want := map[string]bool{}
+	for i := range 5 {
+		want[a.create(openwop.KindAgentPack, agentPack("private.acme.p"+strconv.Itoa(i), "1.0.0", "private.acme.p"+strconv.Itoa(i)+".a", "p"))] = true
+	}
+	got := map[string]bool{}
+	cursor, pages := "", 0
+	for {
+		q := "/proposals?limit=2"
+		if cursor != "" {
+			q += "&cursor=" + cursor
+		}
+		r := a.do(http.MethodGet, q, nil)
+		list, _ := r.json["proposals"].([]any)
+		if r.status != http.StatusOK || len(list) > 2 {
+			t.Fatalf("page: %d %.300s", r.status, r.body)
+		}
+		for _, p := range list {
+			got[p.(map[string]any)["id"].(string)] = true
+		}
+		pages++
+		next, _ := r.json["nextCursor"].(string)
+		if next == "" {
+			break
+		}
+		if pages > 5 {
+			t.Fatal("the pages do not end")
+		}
+		cursor = next
+	}
+	if !reflect.DeepEqual(got, want) || pages != 3 {
+		t.Fatalf("%d pages listed %v, want %v", pages, got, want)
+	}
+	sc := loadSchemas(t)
+	for _, q := range []string{"?state=bogus", "?kind=rule", "?limit=0", "?cursor=xyz"} {
+		wantError(t, sc, q, a.do(http.MethodGet, "/proposals"+q, nil), http.StatusBadRequest, "validation_error")
+	}
+}
