@@ -2,9 +2,12 @@ package openwop
 
 import (
 	"context"
+	"encoding/json"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/mod/semver"
 
@@ -32,8 +35,20 @@ import (
 // made, apply first records a revision of the same artifact against the file's head (the
 // proposal's state does not change). Applying an applied proposal answers the same again.
 
-// applyAttempts bounds apply's judge-and-install rounds against concurrent installs.
-const applyAttempts = 4
+// applyAttempts bounds apply's judge-and-install rounds against concurrent installs and
+// revisions; between rounds apply waits a short, growing, jittered pause (retryPause).
+const applyAttempts = 12
+
+// retryPause is the pause before round attempt+1: up to 2^attempt ms, at most 64 ms,
+// uniformly jittered so racing applies spread out.
+func retryPause(ctx context.Context, attempt int) {
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6))))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
 
 // Reasons of proposal_install_conflict.
 const (
@@ -64,7 +79,11 @@ func (h *Handler) decideProposal(w http.ResponseWriter, r *http.Request, o Owner
 		if action == "reject" {
 			res, derr := h.svc.DecideArtifact(ctx, o.Tenant, workbench.ArtifactDecision{Workbench: PacksWorkbench, ProposalID: c.tail.ID,
 				Disposition: meta.DispositionReject, SubmissionID: "reject-" + c.tail.ID})
-			if derr != nil {
+			switch {
+			case derr != nil && raced(derr) && attempt+1 < applyAttempts:
+				retryPause(ctx, attempt)
+				continue // a revision won the race: reject the newest one
+			case derr != nil:
 				WriteError(w, fromProposalStore(derr))
 				return
 			}
@@ -91,6 +110,7 @@ func (h *Handler) decideProposal(w http.ResponseWriter, r *http.Request, o Owner
 			WriteError(w, fail(http.StatusServiceUnavailable, CodeUnavailable, "other installs kept changing this tenant's packs; try again"))
 			return
 		}
+		retryPause(ctx, attempt)
 	}
 }
 
@@ -126,21 +146,41 @@ func (h *Handler) install(ctx context.Context, o Owner, c chain, artifact []byte
 	if tail.Path != path || tail.BaseGeneration != head {
 		// Record the same artifact against the head (the proposal's state is unchanged).
 		reqID := "a" + tail.ID[:16] + "-" + strconv.FormatUint(head, 10)
-		p, _, perr := h.proposeRevision(ctx, o, tail.Kind, path, reqID, head, tail.ID, c.meta, artifact)
+		raw, _ := json.Marshal(c.meta)
+		p, _, perr := h.svc.ProposeArtifact(ctx, o.Tenant, workbench.ArtifactProposal{Workbench: PacksWorkbench, Path: path,
+			RequestID: reqID, Kind: tail.Kind, Metadata: raw, Body: artifact, ContentType: mediaType(tail.Kind),
+			BaseGeneration: head, Supersedes: tail.ID})
 		if perr != nil {
-			return meta.Result{}, false, perr
+			if raced(perr) {
+				return meta.Result{}, false, nil
+			}
+			return meta.Result{}, false, fromProposalStore(perr)
 		}
 		tail = p
 	}
 	res, derr := h.svc.DecideArtifact(ctx, o.Tenant, workbench.ArtifactDecision{Workbench: PacksWorkbench, ProposalID: tail.ID,
 		Disposition: meta.DispositionAccept, SubmissionID: "apply-" + tail.ID, ExpectRevision: ws.Revision})
 	if derr != nil {
-		if we := workbench.AsError(derr); we.Code == workbench.CodeConflict && we.Details["reason"] == meta.ReasonStale {
+		if raced(derr) {
 			return meta.Result{}, false, nil
 		}
 		return meta.Result{}, false, fromProposalStore(derr)
 	}
 	return res, true, nil
+}
+
+// raced reports whether err is a conflict another request caused between apply's view and
+// its command (an install, a revision or a decision): apply judges again on a new view.
+func raced(err error) bool {
+	we := workbench.AsError(err)
+	if we.Code != workbench.CodeConflict {
+		return false
+	}
+	switch we.Details["reason"] {
+	case meta.ReasonStale, meta.ReasonAlreadyDecided:
+		return true
+	}
+	return false
 }
 
 // judge applies the install semantics to an artifact of kind named name at version: the

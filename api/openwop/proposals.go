@@ -53,6 +53,10 @@ const (
 	CodeInstallConflict  = "proposal_install_conflict"
 	CodeMalformedForKind = "pack_validation_failed"
 	CodeStateConflict    = "proposal_state_conflict"
+	// CodeIdempotencyMismatch: an Idempotency-Key reused for another request (registered).
+	CodeIdempotencyMismatch = "idempotency_key_mismatch"
+	// reasonConcurrent: another revision or decision of the proposal won a race.
+	reasonConcurrent = "concurrent-change"
 )
 
 // proposalInput is POST /proposals' body and PATCH's (closed; PATCH takes no kind).
@@ -217,17 +221,12 @@ func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request, o Owner
 		WriteError(w, fromProposalStore(err))
 		return
 	}
-	v, ws, _, err := h.packsView(ctx, o.Tenant)
-	if err != nil {
-		WriteError(w, err)
-		return
-	}
 	reqID := requestID(r, "create")
-	path, base := target(v, ws, in.Artifact, reqID)
+	path := draftsDir + reqID // not the artifact's: a reused Idempotency-Key names this proposal whatever the body
 	id := meta.ProposalID(o.Tenant, PacksWorkbench, path, reqID)
 	m := proposalMeta{ID: id, State: stateDraft, Title: in.Title, Rationale: in.Rationale, Provenance: in.Provenance,
 		Owner: ownerOf(r, o)}
-	p, replayed, cerr := h.proposeRevision(ctx, o, *in.Kind, path, reqID, base, "", m, in.Artifact)
+	p, replayed, cerr := h.proposeRevision(ctx, o, *in.Kind, path, reqID, 0, "", m, in.Artifact)
 	if cerr != nil {
 		WriteError(w, cerr)
 		return
@@ -258,20 +257,6 @@ func ownerOf(r *http.Request, o Owner) proposalOwner {
 		po.Principal = p.ID
 	}
 	return po
-}
-
-// target is where an artifact is proposed and against which generation: packs/<name> at
-// its head (0: not installed), or proposals/<request id> when it has no usable name.
-func target(v *meta.View, ws *meta.Workspace, artifact []byte, reqID string) (string, uint64) {
-	name, _ := artifactIdentity(artifact)
-	path, ok := packPath(name)
-	if !ok {
-		return draftsDir + reqID, 0
-	}
-	if e, err := v.File(ws, path); err == nil {
-		return path, e.Generation
-	}
-	return path, 0
 }
 
 // proposeRevision stores one Cairn proposal of the chain.
@@ -432,7 +417,7 @@ func (h *Handler) reviseProposal(w http.ResponseWriter, r *http.Request, o Owner
 		return
 	}
 	ctx := r.Context()
-	v, ws, c, body, err := h.loadChain(ctx, o, id)
+	_, _, c, body, err := h.loadChain(ctx, o, id)
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -457,8 +442,7 @@ func (h *Handler) reviseProposal(w http.ResponseWriter, r *http.Request, o Owner
 		m.Provenance = in.Provenance
 	}
 	reqID := requestID(r, "revise\x00"+c.tail.ID)
-	path, base := target(v, ws, artifact, reqID)
-	p, _, cerr := h.proposeRevision(ctx, o, c.tail.Kind, path, reqID, base, c.tail.ID, m, artifact)
+	p, _, cerr := h.proposeRevision(ctx, o, c.tail.Kind, draftsDir+reqID, reqID, 0, c.tail.ID, m, artifact)
 	if cerr != nil {
 		WriteError(w, cerr)
 		return
@@ -488,11 +472,13 @@ func fromProposalStore(err error) *Error {
 	case workbench.CodeNotFound:
 		return notFound("No such proposal.")
 	case workbench.CodeConflict:
-		e := &Error{Status: http.StatusConflict, Code: CodeStateConflict, Message: we.Message}
-		if reason, ok := we.Details["reason"].(string); ok {
-			e.Details = map[string]any{"reason": reason}
+		// The store's messages name its own ids (the Cairn proposal, the derived request
+		// id): the answer names none of them.
+		if we.Details["reason"] == meta.ReasonRequestReused {
+			return fail(http.StatusConflict, CodeIdempotencyMismatch, "the Idempotency-Key was used for another request")
 		}
-		return e
+		return &Error{Status: http.StatusConflict, Code: CodeStateConflict, Message: "the proposal changed while this request was served; read it again",
+			Details: map[string]any{"reason": reasonConcurrent}}
 	case workbench.CodePermissionDenied:
 		return fail(http.StatusForbidden, CodeForbidden, we.Message)
 	}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -539,5 +540,47 @@ func TestTheProposalListIsPaged(t *testing.T) {
 	sc := loadSchemas(t)
 	for _, q := range []string{"?state=bogus", "?kind=rule", "?limit=0", "?cursor=xyz"} {
 		wantError(t, sc, q, a.do(http.MethodGet, "/proposals"+q, nil), http.StatusBadRequest, "validation_error")
+	}
+}
+
+// Applies of unrelated packs in one tenant contend on the packs workbench's revision: each
+// judges again and installs; none gives up.
+func TestParallelAppliesOfUnrelatedPacksAllInstall(t *testing.T) {
+	base, _ := newPacksFacade(t, nil)
+	a := packsClient{t, base, tenantA}
+	const n = 16
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = a.create(openwop.KindAgentPack, agentPack("private.acme.u"+strconv.Itoa(i), "1.0.0", "private.acme.u"+strconv.Itoa(i)+".a", "p"))
+	}
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = call(t, http.MethodPost, base+"/proposals/"+id+":apply", nil, ownerHeader, tenantA, reviewHeader, "yes").status
+		}()
+	}
+	wg.Wait()
+	for i, s := range statuses {
+		if s != http.StatusOK {
+			t.Fatalf("apply %d: %d (all: %v)", i, s, statuses)
+		}
+	}
+	if r := a.do(http.MethodGet, "/agents", nil); r.json["total"] != float64(n) {
+		t.Fatalf("agents after %d applies: %.200s", n, r.body)
+	}
+}
+
+// A reused Idempotency-Key with another body is 409 idempotency_key_mismatch and names no
+// internal id.
+func TestAReusedIdempotencyKeyNamesNoInternalID(t *testing.T) {
+	base, _ := newPacksFacade(t, nil)
+	a := packsClient{t, base, tenantA}
+	first := a.do(http.MethodPost, "/proposals", map[string]any{"kind": "agent-pack", "artifact": agentPack(packP, "1.0.0", agentP, "p")}, "Idempotency-Key", "k")
+	other := a.do(http.MethodPost, "/proposals", map[string]any{"kind": "agent-pack", "artifact": agentPack("private.acme.zzz", "1.0.0", "private.acme.zzz.a", "p")}, "Idempotency-Key", "k")
+	if other.status != http.StatusConflict || other.json["error"] != openwop.CodeIdempotencyMismatch || strings.Contains(string(other.body), first.json["id"].(string)) {
+		t.Fatalf("a reused key: %d %s", other.status, other.body)
 	}
 }
