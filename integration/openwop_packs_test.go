@@ -3,8 +3,10 @@ package integration
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/cairnstore/cairn/api/workbench"
@@ -92,10 +94,36 @@ func owReadback(t *testing.T, a owClient, installed []byte) {
 func TestOpenWOPPackReadbackSurvivesKill9(t *testing.T) {
 	dir := t.TempDir()
 	keyA, keyB := owPackKeys(t, "--data-dir", dir)
-	s := startServer(t, filepath.Join(dir), serveArgs("--auth", "required"))
+	shipped := filepath.Join(t.TempDir(), "packs.json")
+	const shippedManifest = `{"kind":"node","name":"private.host.shipped","version":"1.0.0","engines":{"openwop":">=2.0.0 <3.0.0"},` +
+		`"runtime":{"language":"remote","entry":"https://agents.example.com/shipped"},` +
+		`"agents":[{"agentId":"private.host.shipped.main","persona":"Shipped","modelClass":"general","systemPrompt":"Shipped."}]}`
+	if err := os.WriteFile(shipped, []byte(`{"packs":[{"kind":"agent-pack","manifest":`+shippedManifest+`}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, filepath.Join(dir), serveArgs("--auth", "required", "--openwop-packs-file", shipped))
 	nodes := func() []string { return []string{s.URL} }
 	a, b := owClient{t: t, nodes: nodes, key: keyA}, owClient{t: t, nodes: nodes, key: keyB}
 	installed := owPackSeed(t, a, b)
+	// The shipped pack: every tenant reads it back byte for byte; no proposal replaces it.
+	for _, c := range []owClient{a, b} {
+		if r := c.do(http.MethodGet, "/installed-packs/private.host.shipped", nil); r.status != http.StatusOK || string(r.body) != shippedManifest {
+			t.Fatalf("shipped readback: %d %s", r.status, r.body)
+		}
+	}
+	over := a.do(http.MethodPost, "/proposals", map[string]any{"kind": "agent-pack", "artifact": map[string]any{"kind": "node",
+		"name": "private.host.shipped", "version": "2.0.0", "engines": map[string]any{"openwop": ">=2.0.0 <3.0.0"},
+		"runtime": map[string]any{"language": "remote", "entry": "https://x.example.com"},
+		"agents":  []any{map[string]any{"agentId": "private.host.shipped.two", "persona": "P", "modelClass": "general", "systemPrompt": "p"}}}})
+	if r := a.do(http.MethodPost, "/proposals/"+over.json["id"].(string)+":apply", nil); r.status != http.StatusConflict ||
+		r.json["details"].(map[string]any)["reason"] != "read-only" {
+		t.Fatalf("replacing a shipped pack: %d %s", r.status, r.body)
+	}
+	// The packs workbench is not writable through REST.
+	rest := s.URL + "/v1/agents/tenant-a/workbenches/openwop-packs/files/packs/private.tenant-a.sneaky"
+	if r := doHTTP(t, http.MethodPut, rest, strings.NewReader(`{"name":"private.tenant-a.sneaky"}`), "Authorization", "Bearer "+keyA); r.status != http.StatusForbidden {
+		t.Fatalf("a REST write into the packs workbench: %d %s", r.status, r.body)
+	}
 	s.kill9()
 	s.restart()
 	owReadback(t, a, installed)

@@ -122,9 +122,15 @@ func (c *manifestCache) put(d meta.Digest, p parsedManifest) {
 // inventory reads tenant's packs at view v (ws nil: the tenant has none).
 func (h *Handler) inventory(ctx context.Context, v *meta.View, ws *meta.Workspace, tenant string) (*inventory, *Error) {
 	inv := &inventory{shipped: h.shipped, packs: map[string]installedPack{}, agents: map[string]agentOwner{}}
-	for name, p := range h.shipped {
-		inv.addAgents(name, p)
-	}
+	// The tenant's own packs first: a shipped pack configured after a tenant installed one
+	// of its name (or agent ids) does not shadow what the tenant's applied proposal says.
+	defer func() {
+		for name, p := range h.shipped {
+			if _, own := inv.packs[name]; !own {
+				inv.addAgents(name, p)
+			}
+		}
+	}()
 	if ws == nil {
 		return inv, nil
 	}
@@ -197,41 +203,51 @@ func (h *Handler) serveInstalled(w http.ResponseWriter, r *http.Request, o Owner
 		WriteError(w, err)
 		return
 	}
-	name, err := url.PathUnescape(strings.TrimPrefix(rest, "/"))
-	if err != nil || name == "" {
+	raw, err := url.PathUnescape(strings.TrimPrefix(rest, "/"))
+	if err != nil || raw == "" {
 		WriteError(w, missing)
 		return
+	}
+	// name@version (an applied proposal's installedArtifactRef) reads the pack while that
+	// version is the one installed.
+	name, version, pinned := strings.Cut(raw, "@")
+	body, found, rerr := h.installedManifest(r.Context(), o, name)
+	switch {
+	case rerr != nil:
+		WriteError(w, rerr)
+	case !found:
+		WriteError(w, missing)
+	default:
+		if _, v := artifactIdentity(body); pinned && v != version {
+			WriteError(w, missing)
+			return
+		}
+		writeManifest(w, body)
+	}
+}
+
+// installedManifest returns the manifest of pack name as o's tenant resolves it: its own
+// installed pack, else the host's shipped one.
+func (h *Handler) installedManifest(ctx context.Context, o Owner, name string) ([]byte, bool, *Error) {
+	if path, ok := packPath(name); ok {
+		v, ws, ok, verr := h.packsView(ctx, o.Tenant)
+		if verr != nil {
+			return nil, false, verr
+		}
+		if ok {
+			if e, ferr := v.File(ws, path); ferr == nil && kindOf(e.ContentType) != "" && e.Size <= MaxArtifactBytes {
+				body, rerr := h.svc.ReadEntry(ctx, o.Tenant, e, MaxArtifactBytes)
+				if rerr != nil {
+					return nil, false, fromStore(rerr)
+				}
+				return body, true, nil
+			}
+		}
 	}
 	if p, ok := h.shipped[name]; ok {
-		writeManifest(w, p.manifest)
-		return
+		return p.manifest, true, nil
 	}
-	path, ok := packPath(name)
-	if !ok {
-		WriteError(w, missing)
-		return
-	}
-	ctx := r.Context()
-	v, ws, ok, verr := h.packsView(ctx, o.Tenant)
-	if verr != nil {
-		WriteError(w, verr)
-		return
-	}
-	if !ok {
-		WriteError(w, missing)
-		return
-	}
-	e, ferr := v.File(ws, path)
-	if ferr != nil || kindOf(e.ContentType) == "" || e.Size > MaxArtifactBytes {
-		WriteError(w, missing) // not installed, or not a pack this host reads
-		return
-	}
-	body, rerr := h.svc.ReadEntry(ctx, o.Tenant, e, MaxArtifactBytes)
-	if rerr != nil {
-		WriteError(w, fromStore(rerr))
-		return
-	}
-	writeManifest(w, body)
+	return nil, false, nil
 }
 
 func writeManifest(w http.ResponseWriter, b []byte) {
@@ -310,9 +326,13 @@ func shippedPacks(in []ShippedPack) map[string]installedPack {
 	return out
 }
 
+// manifestKind is the manifest's own kind discriminator of each artifact kind.
+var manifestKind = map[string]string{KindAgentPack: "node", KindChainPack: "workflow-chain"}
+
 // LoadShippedPacks reads a shipped-packs file: {"packs": [{"kind": K, "manifest": {...}}]},
-// each kind one of ArtifactKinds, each manifest an object with string name and version,
-// names unique. The manifests are kept byte for byte as the file holds them.
+// each kind one of ArtifactKinds and the manifest's own kind its discriminator ("node",
+// "workflow-chain"), each manifest an object with string name and version, names and
+// agent ids unique. The manifests are kept byte for byte as the file holds them.
 func LoadShippedPacks(r io.Reader) ([]ShippedPack, error) {
 	var f struct {
 		Packs []struct {
@@ -327,6 +347,7 @@ func LoadShippedPacks(r io.Reader) ([]ShippedPack, error) {
 	}
 	out := make([]ShippedPack, 0, len(f.Packs))
 	seen := map[string]bool{}
+	agents := map[string]string{} // agent id -> the shipped pack declaring it
 	for i, p := range f.Packs {
 		at := "packs[" + strconv.Itoa(i) + "]"
 		if !knownKind(p.Kind) {
@@ -343,6 +364,19 @@ func LoadShippedPacks(r io.Reader) ([]ShippedPack, error) {
 			return nil, fmt.Errorf("%s: pack %q is listed twice", at, name)
 		}
 		seen[name] = true
+		var disc struct {
+			Kind string `json:"kind"`
+		}
+		_ = json.Unmarshal(p.Manifest, &disc)
+		if want := manifestKind[p.Kind]; disc.Kind != want {
+			return nil, fmt.Errorf("%s.manifest.kind must be %q for a %s, got %q", at, want, p.Kind, disc.Kind)
+		}
+		for _, a := range agentsOf(p.Manifest) {
+			if owner, ok := agents[a.AgentID]; ok {
+				return nil, fmt.Errorf("%s: agent %q is declared by pack %q too", at, a.AgentID, owner)
+			}
+			agents[a.AgentID] = name
+		}
 		out = append(out, ShippedPack{Kind: p.Kind, Manifest: []byte(p.Manifest)})
 	}
 	return out, nil

@@ -233,14 +233,16 @@ func (h *Handler) doc(c chain, artifact []byte) proposalDoc {
 	if c.tail.State == meta.ProposalAccepted {
 		name, version := artifactIdentity(artifact)
 		d.Activation = &activationDoc{InstalledArtifactRef: installedRef(name, version)}
-		d.InstalledArtifact = &installedArtifact{Kind: c.tail.Kind, OperationID: "getInstalledPack", ID: name, Version: version}
+		if h.opt.Readback { // it names the operation that reads the pack back
+			d.InstalledArtifact = &installedArtifact{Kind: c.tail.Kind, OperationID: "getInstalledPack", ID: name, Version: version}
+		}
 	}
 	return d
 }
 
 // installedRef is the installedArtifactRef of an applied proposal: the readback route of
-// the pack at the version installed (a function of the artifact's bytes, so applying again
-// answers the same).
+// the pack at the version installed, which serves it while that version is installed (a
+// function of the artifact's bytes, so applying again answers the same).
 func installedRef(name, version string) string { return "/installed-packs/" + name + "@" + version }
 
 // artifactIdentity returns an artifact's name and version ("" when absent or not strings).

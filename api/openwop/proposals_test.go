@@ -163,6 +163,14 @@ func TestTheSeedPositiveExampleInstallsTheRevisedArtifactOnly(t *testing.T) {
 		strings.Contains(string(one.body), "carefully") {
 		t.Fatalf("agent after apply (must not carry the prompt): %d %s", one.status, one.body)
 	}
+	// The installedArtifactRef reads the pack back while that version is installed.
+	ref := ap.json["activation"].(map[string]any)["installedArtifactRef"].(string)
+	if r := a.do(http.MethodGet, ref, nil); r.status != http.StatusOK || string(r.body) != string(rb.body) {
+		t.Fatalf("installedArtifactRef %s: %d %s", ref, r.status, r.body)
+	}
+	if r := a.do(http.MethodGet, "/installed-packs/"+packP+"@1.0.0", nil); r.status != http.StatusNotFound {
+		t.Fatalf("a version not installed: %d %s", r.status, r.body)
+	}
 	// Applying again answers the same.
 	if again := a.do(http.MethodPost, "/proposals/"+id+"/apply", nil); again.status != http.StatusOK || !reflect.DeepEqual(again.json, ap.json) {
 		t.Fatalf("apply again: %d %s, first %s", again.status, again.body, ap.body)
@@ -442,17 +450,20 @@ func TestRacingAppliesOfTwoPacksDeclaringOneAgentInstallOnlyOne(t *testing.T) {
 }
 
 func TestShippedPacksFilesAreCheckedAtStart(t *testing.T) {
-	good := `{"packs":[{"kind":"agent-pack","manifest":{"name":"private.host.a","version":"1.0.0"}}]}`
-	if p, err := openwop.LoadShippedPacks(strings.NewReader(good)); err != nil || len(p) != 1 || string(p[0].Manifest) != `{"name":"private.host.a","version":"1.0.0"}` {
+	good := `{"packs":[{"kind":"agent-pack","manifest":{"kind":"node","name":"private.host.a","version":"1.0.0"}}]}`
+	if p, err := openwop.LoadShippedPacks(strings.NewReader(good)); err != nil || len(p) != 1 || string(p[0].Manifest) != `{"kind":"node","name":"private.host.a","version":"1.0.0"}` {
 		t.Fatalf("a good file: %v %v", p, err)
 	}
 	for name, bad := range map[string]string{
-		"not JSON":        `{`,
-		"an unknown key":  `{"packs":[],"x":1}`,
-		"an unknown kind": `{"packs":[{"kind":"rule","manifest":{"name":"a","version":"1"}}]}`,
-		"no name":         `{"packs":[{"kind":"agent-pack","manifest":{"version":"1"}}]}`,
-		"a name twice":    `{"packs":[{"kind":"agent-pack","manifest":{"name":"a","version":"1"}},{"kind":"agent-pack","manifest":{"name":"a","version":"2"}}]}`,
-		"not an object":   `{"packs":[{"kind":"agent-pack","manifest":[1]}]}`,
+		"not JSON":                   `{`,
+		"an unknown key":             `{"packs":[],"x":1}`,
+		"an unknown kind":            `{"packs":[{"kind":"rule","manifest":{"name":"a","version":"1"}}]}`,
+		"no name":                    `{"packs":[{"kind":"agent-pack","manifest":{"version":"1"}}]}`,
+		"a name twice":               `{"packs":[{"kind":"agent-pack","manifest":{"name":"a","version":"1"}},{"kind":"agent-pack","manifest":{"name":"a","version":"2"}}]}`,
+		"not an object":              `{"packs":[{"kind":"agent-pack","manifest":[1]}]}`,
+		"a manifest of another kind": `{"packs":[{"kind":"workflow-chain-pack","manifest":{"kind":"node","name":"a","version":"1"}}]}`,
+		"an agent id in two packs": `{"packs":[{"kind":"agent-pack","manifest":{"kind":"node","name":"a","version":"1","agents":[{"agentId":"x"}]}},` +
+			`{"kind":"agent-pack","manifest":{"kind":"node","name":"b","version":"1","agents":[{"agentId":"x"}]}}]}`,
 	} {
 		if _, err := openwop.LoadShippedPacks(strings.NewReader(bad)); err == nil {
 			t.Errorf("%s: accepted", name)
