@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,5 +186,24 @@ func TestLimitVerdictReadsTheAccounting(t *testing.T) {
 		if got := e.limitVerdict(); !strings.Contains(got, tc.want) {
 			t.Errorf("busy %.2f iowait %.2f: verdict %q, want %q", tc.p.machineBusy, tc.p.machineIOWait, got, tc.want)
 		}
+	}
+}
+
+func TestTheMissesAreExplainedWithTheProfilesShares(t *testing.T) {
+	e := &env{objectProfiles: []*job{{id: "object-get-64m-profile", profile: &profileResult{
+		topCum: "      flat  flat%   sum%        cum   cum%\n         0     0% 96.16%      5.15s 65.86%  crypto/internal/fips140/sha256.block\n"}}}}
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	e.renderMisses(w, true, true)
+	out := b.String()
+	for _, want := range []string{"**Cold reads.**", "SHA-256 (sha256.block, every caller) 65.86% of the server's CPU samples", "**Through a follower.**"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the misses paragraph lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	e.renderMisses(w, false, false)
+	if b.Len() != 0 {
+		t.Fatalf("no miss, yet: %s", b.String())
 	}
 }
