@@ -73,6 +73,13 @@ func WriteError(w http.ResponseWriter, e *Error) {
 	writeJSON(w, e.Status, envelope{Error: e.Code, Message: e.Message, Details: e.Details})
 }
 
+// methodNotAllowed answers 405 with the Allow header (RFC 9110 §15.5.6) naming the
+// methods the route answers.
+func methodNotAllowed(w http.ResponseWriter, allow, msg string) {
+	w.Header().Set("Allow", allow)
+	WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, msg))
+}
+
 // WriteUnauthenticated answers 401 with the envelope (and RFC 6750's challenge), for the
 // node's authentication middleware on this facade's routes.
 func WriteUnauthenticated(w http.ResponseWriter, msg string) {

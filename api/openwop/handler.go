@@ -81,7 +81,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch path {
 	case DiscoveryPath:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "discovery answers GET only"))
+			methodNotAllowed(w, "GET, HEAD", "discovery answers GET only")
 			return
 		}
 		writeJSON(w, http.StatusOK, h.discovery())
@@ -151,7 +151,7 @@ func (h *Handler) owner(r *http.Request) (Owner, *Error) {
 func (h *Handler) serveFiles(w http.ResponseWriter, r *http.Request, o Owner, rest string) {
 	if rest == "" {
 		if r.Method != http.MethodGet {
-			WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "the file list answers GET only"))
+			methodNotAllowed(w, "GET", "the file list answers GET only")
 			return
 		}
 		prefix := r.URL.Query().Get("prefix")
@@ -203,7 +203,7 @@ func (h *Handler) serveFiles(w http.ResponseWriter, r *http.Request, o Owner, re
 		}
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "a workspace file answers GET, PUT and DELETE"))
+		methodNotAllowed(w, "GET, PUT, DELETE", "a workspace file answers GET, PUT and DELETE")
 	}
 }
 

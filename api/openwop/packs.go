@@ -196,7 +196,7 @@ func (h *Handler) serveInstalled(w http.ResponseWriter, r *http.Request, o Owner
 		return
 	}
 	if r.Method != http.MethodGet {
-		WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "an installed pack answers GET"))
+		methodNotAllowed(w, "GET", "an installed pack answers GET")
 		return
 	}
 	if err := mayRead(r); err != nil {
@@ -286,7 +286,7 @@ func entryOf(a agentOwner) inventoryEntry {
 // serveAgents answers GET /agents and GET /agents/{agentId}.
 func (h *Handler) serveAgents(w http.ResponseWriter, r *http.Request, o Owner, rest string) {
 	if r.Method != http.MethodGet {
-		WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "the agent inventory answers GET"))
+		methodNotAllowed(w, "GET", "the agent inventory answers GET")
 		return
 	}
 	if err := mayRead(r); err != nil {

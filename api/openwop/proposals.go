@@ -84,7 +84,7 @@ func (h *Handler) serveProposals(w http.ResponseWriter, r *http.Request, o Owner
 		case http.MethodPost:
 			h.createProposal(w, r, o)
 		default:
-			WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "/proposals answers GET and POST"))
+			methodNotAllowed(w, "GET, POST", "/proposals answers GET and POST")
 		}
 		return
 	}
@@ -102,13 +102,13 @@ func (h *Handler) serveProposals(w http.ResponseWriter, r *http.Request, o Owner
 	case action != "" && r.Method == http.MethodPost:
 		h.decideProposal(w, r, o, id, action)
 	case action != "":
-		WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "a proposal's :"+action+" answers POST"))
+		methodNotAllowed(w, "POST", "a proposal's :"+action+" answers POST")
 	case r.Method == http.MethodGet:
 		h.getProposal(w, r, o, id)
 	case r.Method == http.MethodPatch:
 		h.reviseProposal(w, r, o, id)
 	default:
-		WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "a proposal answers GET and PATCH"))
+		methodNotAllowed(w, "GET, PATCH", "a proposal answers GET and PATCH")
 	}
 }
 

@@ -595,3 +595,25 @@ func TestAReusedIdempotencyKeyNamesNoInternalID(t *testing.T) {
 		t.Fatalf("a reused key: %d %s", other.status, other.body)
 	}
 }
+
+func TestAMethodARouteDoesNotAnswerIs405WithAllow(t *testing.T) {
+	base, _ := newPacksFacade(t, nil)
+	for _, tc := range []struct{ method, path, allow string }{
+		{http.MethodDelete, "/proposals", "GET, POST"},
+		{http.MethodPut, "/proposals/p1", "GET, PATCH"},
+		{http.MethodGet, "/proposals/p1:apply", "POST"},
+		{http.MethodPost, "/installed-packs/private.a.b", "GET"},
+		{http.MethodDelete, "/agents", "GET"},
+	} {
+		req, _ := http.NewRequest(tc.method, base+tc.path, nil)
+		req.Header.Set(ownerHeader, tenantA)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d Allow %q, want 405 Allow %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), tc.allow)
+		}
+	}
+}

@@ -90,7 +90,7 @@ func (h *Handler) serveRuns(w http.ResponseWriter, r *http.Request, o Owner, res
 		case http.MethodGet:
 			h.listRuns(w, r, o)
 		default:
-			WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "/v1/runs answers GET and POST"))
+			methodNotAllowed(w, "GET, POST", "/v1/runs answers GET and POST")
 		}
 		return
 	}
@@ -101,7 +101,7 @@ func (h *Handler) serveRuns(w http.ResponseWriter, r *http.Request, o Owner, res
 		return
 	}
 	if r.Method != http.MethodGet {
-		WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "a run answers GET"))
+		methodNotAllowed(w, "GET", "a run answers GET")
 		return
 	}
 	at := workbench.AtSnapshotName(id)

@@ -28,7 +28,7 @@ type seamRequest struct {
 
 func (h *Handler) serveSeam(w http.ResponseWriter, r *http.Request, o Owner) {
 	if r.Method != http.MethodPost {
-		WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, "the seam answers POST"))
+		methodNotAllowed(w, "POST", "the seam answers POST")
 		return
 	}
 	var in seamRequest
