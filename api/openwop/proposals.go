@@ -126,6 +126,36 @@ func decodeProposal(w http.ResponseWriter, r *http.Request) (proposalInput, *Err
 	return in, nil
 }
 
+// readProposal reads and checks a draft's body (create: kind and artifact required,
+// provenance defaulted) or a revision's (kind refused, artifact optional): the artifact
+// (checkArtifact), and the texts and provenance (checkTexts).
+func (h *Handler) readProposal(w http.ResponseWriter, r *http.Request, tenant string, create bool) (proposalInput, *Error) {
+	in, err := decodeProposal(w, r)
+	if err != nil {
+		return in, err
+	}
+	switch {
+	case create && (in.Kind == nil || !knownKind(*in.Kind)):
+		return in, invalid("kind must be one of " + strings.Join(ArtifactKinds, ", ") + ".")
+	case create && in.Artifact == nil:
+		return in, invalid("artifact is required.")
+	case !create && in.Kind != nil:
+		return in, invalid("kind cannot be revised.")
+	}
+	if in.Artifact != nil {
+		if err := checkArtifact(in.Artifact); err != nil {
+			return in, err
+		}
+	}
+	if err := h.checkTexts(tenant, &in); err != nil {
+		return in, err
+	}
+	if create && in.Provenance == nil {
+		in.Provenance = json.RawMessage(`{"sourceRunIds":[]}`)
+	}
+	return in, nil
+}
+
 // checkTexts validates and redacts title and rationale (SR-1: redaction-safe) and the
 // provenance, in place.
 func (h *Handler) checkTexts(tenant string, in *proposalInput) *Error {
@@ -192,29 +222,10 @@ func requestID(r *http.Request, what string) string {
 }
 
 func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request, o Owner) {
-	in, perr := decodeProposal(w, r)
+	in, perr := h.readProposal(w, r, o.Tenant, true)
 	if perr != nil {
 		WriteError(w, perr)
 		return
-	}
-	switch {
-	case in.Kind == nil || !knownKind(*in.Kind):
-		WriteError(w, invalid("kind must be one of "+strings.Join(ArtifactKinds, ", ")+"."))
-		return
-	case in.Artifact == nil:
-		WriteError(w, invalid("artifact is required."))
-		return
-	}
-	if err := checkArtifact(in.Artifact); err != nil {
-		WriteError(w, err)
-		return
-	}
-	if err := h.checkTexts(o.Tenant, &in); err != nil {
-		WriteError(w, err)
-		return
-	}
-	if in.Provenance == nil {
-		in.Provenance = json.RawMessage(`{"sourceRunIds":[]}`)
 	}
 	ctx := r.Context()
 	if _, err := h.svc.CreateWorkbench(ctx, o.Tenant, PacksWorkbench, ""); err != nil {
@@ -397,23 +408,9 @@ type proposalPage struct {
 }
 
 func (h *Handler) reviseProposal(w http.ResponseWriter, r *http.Request, o Owner, id string) {
-	in, perr := decodeProposal(w, r)
+	in, perr := h.readProposal(w, r, o.Tenant, false)
 	if perr != nil {
 		WriteError(w, perr)
-		return
-	}
-	if in.Kind != nil {
-		WriteError(w, invalid("kind cannot be revised."))
-		return
-	}
-	if in.Artifact != nil {
-		if err := checkArtifact(in.Artifact); err != nil {
-			WriteError(w, err)
-			return
-		}
-	}
-	if err := h.checkTexts(o.Tenant, &in); err != nil {
-		WriteError(w, err)
 		return
 	}
 	ctx := r.Context()
