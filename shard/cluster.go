@@ -167,6 +167,7 @@ func (s *Shard) TransferLeadership(ctx context.Context) error {
 	case <-ctx.Done(): // raft ends the transfer on its own (an election timeout at most)
 		return ctx.Err()
 	}
-	s.setReady(false)
+	s.caughtUp.Store(false)
+	s.publishReady()
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard/mux"
 )
@@ -81,6 +83,20 @@ type Config struct {
 	// TransportTimeout is the I/O deadline of one Raft RPC between nodes (raft scales it
 	// up for snapshot installs). Default 5s.
 	TransportTimeout time.Duration
+
+	// inmem, set by this package's tests only, runs the replica without Peer in an
+	// in-memory group of several replicas (hashicorp/raft's InmemTransport).
+	inmem *inmemMember
+	// sinceOpen, set by this package's tests only, replaces the monotonic clock readiness
+	// is measured with (a test advances it to model a pause of the process).
+	sinceOpen func() time.Duration
+}
+
+// inmemMember is one replica's place in an in-memory test group: its transport (an
+// *raft.InmemTransport, or a wrapper of one) and the group's initial voters.
+type inmemMember struct {
+	transport raft.Transport
+	voters    []raft.Server
 }
 
 // Member is one server of a shard's Raft group.

@@ -15,9 +15,18 @@
 //     write survives a crash of the process and, in a group, the loss of any minority of
 //     its voters (the log is fsync'd on a majority before the leader counts it committed).
 //   - ReadView is linearizable: it serves only from a leader that has applied everything
-//     committed in earlier terms (a barrier after every election) and that still holds
-//     leadership when the read starts (VerifyLeader, one round shared by concurrent reads).
-//     Anywhere else it answers ErrNotLeader; it never serves a stale view.
+//     committed in earlier terms (a barrier after every election, in the term it leads)
+//     and that a majority of voters confirmed in that term after the read began: a
+//     heartbeat round of its own, shared by concurrent reads, counting only answers to
+//     heartbeats sent after the round began (confirm.go states the argument; hashicorp/
+//     raft's VerifyLeader is not used: it counts answers to heartbeats sent before a pause
+//     as votes for a check begun after it). No clock is part of the argument. Anywhere
+//     else it answers ErrNotLeader; it never serves a stale view. ReadIndex is the same
+//     check answering the leader's applied version, for a follower's read (shard/host
+//     batches those calls: one per batch of concurrent follower reads).
+//   - Ready is true only on the caught-up leader whose newest leadership round began less
+//     than a leader lease ago (a background round runs four times per lease): false at
+//     once after a pause of the process, and on a voter's answer in a newer term.
 //   - ReadViewAt(v) serves shard version v on any replica that has applied it: a version's
 //     content never changes, so no leader is needed.
 //   - The leader stamps every command with its wall clock; the FSM never reads a clock.

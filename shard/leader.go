@@ -11,15 +11,27 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// Ready reports whether this replica is a leader that has caught up (serves writes and
-// linearizable reads).
-func (s *Shard) Ready() bool { return s.ready.Load() }
+// Ready reports whether this replica is the shard's ready leader: it applied its
+// post-election barrier, and its newest passed leadership round (confirm.go) began less
+// than a leader lease (Config.LeaderLeaseTimeout) ago: no sooner than raft itself would
+// step down without a quorum, and at once after a pause of the process, until a round
+// passes again. A deposed leader may look ready for at most that lease after its last
+// round, which no read relies on (each read runs its own round). The single voter of a group is ready as soon as it caught up.
+func (s *Shard) Ready() bool {
+	if !s.caughtUp.Load() {
+		return false
+	}
+	if s.soloVoter.Load() {
+		return true // no other voter can lead: nothing to confirm against a clock
+	}
+	return s.monotonic()-time.Duration(s.confirmedAt.Load()) < s.cfg.LeaderLeaseTimeout
+}
 
 // WaitReady blocks until Ready or ctx ends.
 func (s *Shard) WaitReady(ctx context.Context) error {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
-	for !s.ready.Load() {
+	for !s.Ready() {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("shard: not ready: %w", ctx.Err())
@@ -39,20 +51,52 @@ func (s *Shard) watchLeadership() {
 		case <-s.stop:
 			return
 		case leader := <-ch:
-			s.setReady(false)
+			s.caughtUp.Store(false)
+			s.publishReady()
 			if !leader {
 				continue
 			}
 			// Everything committed in earlier terms must be applied before this leader
 			// answers reads: the barrier commits an entry of the new term and waits for it.
+			// Its commit also confirms the leadership at the time it started.
+			term, start := s.raft.CurrentTerm(), s.monotonic()
 			if err := s.barrier(); err != nil {
 				s.cfg.Logger.Warn("shard: barrier after election failed", "err", err)
 				continue
 			}
-			if s.raft.State() == raft.Leader {
-				s.setReady(true)
+			if s.raft.State() == raft.Leader && s.raft.CurrentTerm() == term {
+				s.leaderTerm.Store(term)
+				s.caughtUp.Store(true)
+				s.confirmed(start)
+				// A first round now learns whether the group has other voters (soloVoter).
+				ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HeartbeatTimeout)
+				_ = s.confirm.confirm(ctx)
+				cancel()
 			}
 		}
+	}
+}
+
+// keepLeadership runs a leadership round (shared with the reads in flight) four times per
+// leader lease while this replica is the caught-up leader, so that Ready turns false
+// within a lease of the leadership ending — a pause, a partition — and true
+// again as soon as a round passes; it reports each change to Config.OnReady.
+func (s *Shard) keepLeadership() {
+	defer s.wg.Done()
+	t := time.NewTicker(max(s.cfg.LeaderLeaseTimeout/4, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		if s.caughtUp.Load() {
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HeartbeatTimeout)
+			_ = s.confirm.confirm(ctx)
+			cancel()
+		}
+		s.publishReady()
 	}
 }
 
@@ -71,9 +115,16 @@ func (s *Shard) barrier() error {
 	}
 }
 
-// setReady records the replica's readiness and reports a change to Config.OnReady.
-func (s *Shard) setReady(ready bool) {
-	if s.ready.Swap(ready) != ready && s.cfg.OnReady != nil {
+// publishReady reports a change of Ready to Config.OnReady.
+func (s *Shard) publishReady() {
+	s.publishMu.Lock()
+	defer s.publishMu.Unlock()
+	ready := s.Ready()
+	if ready == s.published {
+		return
+	}
+	s.published = ready
+	if s.cfg.OnReady != nil {
 		s.cfg.OnReady(ready)
 	}
 }
@@ -87,7 +138,7 @@ func (s *Shard) tickLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if !s.ready.Load() || time.Since(time.UnixMilli(s.lastApply.Load())) < s.cfg.TickInterval {
+			if !s.caughtUp.Load() || time.Since(time.UnixMilli(s.lastApply.Load())) < s.cfg.TickInterval {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)

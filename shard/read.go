@@ -8,26 +8,25 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/cairnstore/cairn/meta"
 )
 
 // ReadView returns a linearizable view: every write acknowledged before ReadView was
 // called is in it. ErrNotLeader when this replica cannot guarantee that.
+//
+// The walk: the replica must be a leader that has applied its post-election barrier
+// (caughtUp, for term leaderTerm); a confirmation round that began after this call proves
+// a majority of voters still in that term (confirm.go, shared with the reads in flight);
+// the FSM's view at that point holds every acknowledged write.
 func (s *Shard) ReadView(ctx context.Context) (*meta.View, error) {
-	if !s.ready.Load() {
+	if !s.caughtUp.Load() {
 		return nil, ErrNotLeader
 	}
-	if err := s.verify.verify(ctx); err != nil {
-		switch {
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return nil, ErrClosed
-		case ctx.Err() != nil:
+	if err := s.confirm.confirm(ctx); err != nil {
+		if ctx.Err() != nil && !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrClosed) {
 			return nil, fmt.Errorf("shard: read: %w", err)
 		}
-		// Deposed, partitioned, or no longer sure: a read has no outcome to be unsure of.
-		return nil, fmt.Errorf("%w (%v)", ErrNotLeader, err)
+		return nil, err
 	}
 	return s.fsm.View(), nil
 }
@@ -146,49 +145,4 @@ func (w *applyWaiters) notify(applied uint64) {
 		}
 	}
 	w.mu.Unlock()
-}
-
-// verifier coalesces leadership checks: reads that arrive while one VerifyLeader round runs
-// share the next round, which starts after they arrived (so it proves leadership at a
-// time after each of them began).
-type verifier struct {
-	r       *raft.Raft
-	mu      sync.Mutex
-	waiting []chan error
-	running bool
-}
-
-func (v *verifier) verify(ctx context.Context) error {
-	ch := make(chan error, 1)
-	v.mu.Lock()
-	v.waiting = append(v.waiting, ch)
-	if !v.running {
-		v.running = true
-		go v.loop()
-	}
-	v.mu.Unlock()
-	select {
-	case err := <-ch:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (v *verifier) loop() {
-	for {
-		v.mu.Lock()
-		batch := v.waiting
-		v.waiting = nil
-		if len(batch) == 0 {
-			v.running = false
-			v.mu.Unlock()
-			return
-		}
-		v.mu.Unlock()
-		err := v.r.VerifyLeader().Error()
-		for _, ch := range batch {
-			ch <- err
-		}
-	}
 }

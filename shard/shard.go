@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gofrs/flock"
 	"github.com/hashicorp/go-hclog"
@@ -50,11 +51,23 @@ type Shard struct {
 	lock      *flock.Flock
 	snaps     *raft.FileSnapshotStore
 	transport raft.Transport
-	verify    verifier
+	confirm   confirmer
 	applied   applyWaiters
 
-	disk      diskGauge    // free space under Dir; proposals stop while it is short
-	ready     atomic.Bool  // leader whose post-election barrier has applied
+	disk diskGauge // free space under Dir; proposals stop while it is short
+	// caughtUp: this replica led term leaderTerm and applied its post-election barrier
+	// there. confirmedAt is when (monotonic, since opened0) the newest passed leadership
+	// round began; Ready needs both (leader.go). published is the readiness last reported
+	// to Config.OnReady, under publishMu.
+	caughtUp    atomic.Bool
+	soloVoter   atomic.Bool  // the latest configuration has this replica as its only voter
+	probing     atomic.Int32 // confirmation heartbeats in flight (confirm.go)
+	leaderTerm  atomic.Uint64
+	confirmedAt atomic.Int64
+	opened0     time.Time
+	publishMu   sync.Mutex
+	published   bool
+
 	lastApply atomic.Int64 // unix ms of the last proposal, for idle ticks
 	opened    atomic.Bool  // NewRaft returned: later FSM restores are snapshot installs
 	installs  atomic.Uint64
@@ -81,17 +94,18 @@ func Open(cfg Config) (*Shard, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Shard{cfg: cfg, fsm: meta.New(cfg.FSM), stop: make(chan struct{}), disk: diskGauge{dir: cfg.Dir, min: cfg.MinFreeBytes}}
+	s := &Shard{cfg: cfg, fsm: meta.New(cfg.FSM), stop: make(chan struct{}), disk: diskGauge{dir: cfg.Dir, min: cfg.MinFreeBytes}, opened0: time.Now()}
+	s.confirm.s = s
 	s.applied.waiting = map[chan struct{}]uint64{}
 	if err := s.start(); err != nil {
 		return nil, err
 	}
 	s.opened.Store(true)
-	s.verify.r = s.raft
 	var observations <-chan raft.Observation
 	s.observer, observations = s.raftObserver()
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go s.watchLeadership()
+	go s.keepLeadership()
 	go s.tickLoop()
 	go s.observeRaft(observations)
 	return s, nil
@@ -143,11 +157,14 @@ func (s *Shard) start() (err error) {
 	}
 
 	var boot []raft.Server
-	if layer == nil {
+	switch {
+	case cfg.inmem != nil:
+		s.transport, boot = cfg.inmem.transport, cfg.inmem.voters
+	case layer == nil:
 		addr, inmem := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeID))
 		s.transport = inmem
 		boot = []raft.Server{{ID: raft.ServerID(cfg.NodeID), Address: addr, Suffrage: raft.Voter}}
-	} else {
+	default:
 		// MaxPool: connections kept per peer (pipelined appends, heartbeats, votes).
 		s.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream: layer, MaxPool: 3, Timeout: cfg.TransportTimeout, Logger: hlog.Named("net")})
@@ -263,7 +280,7 @@ type Stats struct {
 func (s *Shard) Stats() Stats {
 	applied, last := s.raft.AppliedIndex(), s.raft.LastIndex()
 	_, leader := s.raft.LeaderWithID()
-	st := Stats{State: s.raft.State().String(), Ready: s.ready.Load(), AppliedVersion: s.fsm.AppliedVersion(),
+	st := Stats{State: s.raft.State().String(), Ready: s.Ready(), AppliedVersion: s.fsm.AppliedVersion(),
 		AppliedIndex: applied, CommitIndex: s.raft.CommitIndex(), LastIndex: last, Term: s.raft.CurrentTerm(),
 		LeaderID: string(leader), SnapshotInstalls: s.installs.Load(),
 		LogAppends: s.log.appends.Load(), LogEntriesWritten: s.log.entries.Load(),
@@ -290,7 +307,8 @@ func (s *Shard) Close() error {
 		s.closed = true
 		s.closeMu.Unlock()
 		close(s.stop)
-		s.ready.Store(false)
+		s.caughtUp.Store(false)
+		s.drainProbes()
 		err := s.raft.Shutdown().Error()
 		s.raft.DeregisterObserver(s.observer)
 		// Shutdown closes the transport (and with it every connection of the stream)

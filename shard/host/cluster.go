@@ -56,6 +56,7 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	cs := &clusterState{cfg: cc, published: map[int]uint64{}, lastAddressCheck: time.Now()}
 	h.cluster = cs
 	h.peers = newPeerClient(cc.Peer)
+	h.readIndexes = newReadIndexBatcher(h.peers)
 	sctx, cancel := context.WithTimeout(ctx, cc.StartTimeout)
 	defer cancel()
 	plane := cc.Plane

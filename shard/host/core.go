@@ -228,7 +228,8 @@ func (h *Host) propose(ctx context.Context, id int, hd meta.Header, b meta.Body)
 }
 
 // readView returns a linearizable view of shard id from the local replica: directly when
-// it is the ready leader, else after the leader's read index is applied here.
+// it is the ready leader, else after the leader's read index (one call per batch of
+// concurrent reads, readindex.go) is applied here.
 func (h *Host) readView(ctx context.Context, id int) (*meta.View, error) {
 	var v *meta.View
 	err := h.onLeader(ctx, id, func(r *shard.Shard) (err error) {
@@ -239,7 +240,7 @@ func (h *Host) readView(ctx context.Context, id int) (*meta.View, error) {
 		if r == nil {
 			return fmt.Errorf("%w: no replica of shard %d on this node", shard.ErrNotLeader, id)
 		}
-		index, err := h.peers.readIndex(ctx, addr, id)
+		index, err := h.readIndexes.get(ctx, addr, id)
 		if err != nil {
 			return err
 		}

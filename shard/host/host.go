@@ -89,8 +89,10 @@ type Host struct {
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 
-	peers   *peerClient // nil in the embedded default
-	cluster *clusterState
+	peers *peerClient // nil in the embedded default
+	// readIndexes batches the read-index calls of follower reads (nil with peers).
+	readIndexes *readIndexBatcher
+	cluster     *clusterState
 	// followerReads counts reads at a snapshot id served from a replica that did not lead.
 	followerReads *followerReadCounter
 	// raftTimings are the replicas' latency histograms (cairn_shard_*_duration_seconds).
