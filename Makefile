@@ -53,12 +53,12 @@ fuzz-smoke:
 ## bounded, chunk reuse after edits of a 1 GiB body; build tag long, THROUGHPUT/CHUNKS lines),
 ## 28 concurrent aggregates and catalogs on a 200k-file root under the query budget (QUERYMEM),
 ## failover time over 20 kills (FAILOVER line), the cluster linearizability check over
-## eight rounds of faults, and a soak: $CAIRN_SOAK_DURATION (default 30m) of mixed REST and
+## ten rounds of ten faults (100: kill -9, SIGSTOP, splits, a bridge, etcd cuts; FAULT lines), and a soak: $CAIRN_SOAK_DURATION (default 30m) of mixed REST and
 ## MCP load with slow and abandoned clients, RSS and fd count sampled (SOAK lines).
 test-long: minio
 	$(GO) test -race -count=1 -timeout 120m ./meta -rapid.checks=20000
 	bin=$$(GO=$(GO) scripts/minio.sh) && CAIRN_MINIO_BIN=$$bin $(GO) test -tags long -count=1 -timeout 60m -v -run '^(TestS3Long|TestClusterFailoverTime|TestQueryBudgetLong|TestIdleConnectionsLong)' ./integration
-	bin=$$(GO=$(GO) scripts/minio.sh) && CAIRN_MINIO_BIN=$$bin CAIRN_LIN_ROUNDS=8 $(GO) test -count=1 -timeout 60m -v -run '^TestClusterLinearizableUnderKillsAndPartitions$$' ./integration
+	bin=$$(GO=$(GO) scripts/minio.sh) && CAIRN_MINIO_BIN=$$bin CAIRN_LIN_ROUNDS=10 $(GO) test -count=1 -timeout 60m -v -run '^TestClusterLinearizableUnderKillsAndPartitions$$' ./integration
 	bin=$$(GO=$(GO) scripts/minio.sh) && CAIRN_MINIO_BIN=$$bin CAIRN_SOAK_DURATION=$${CAIRN_SOAK_DURATION:-30m} $(GO) test -tags long -count=1 -timeout 60m -v -run '^TestSoak' ./integration
 	$(MAKE) fuzz-smoke FUZZTIME=20000000x
 

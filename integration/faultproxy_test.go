@@ -210,3 +210,96 @@ func (p *faultProxy) handle(in net.Conn) {
 	go func() { io.Copy(out, in); c.close() }()
 	go func() { io.Copy(in, out); c.close() }()
 }
+
+// gateProxy forwards TCP connections to one target (a node's etcd endpoint) until Block:
+// then open connections are closed and new ones are accepted and black-holed, as across a
+// partition, until Unblock.
+type gateProxy struct {
+	ln      net.Listener
+	target  string
+	mu      sync.Mutex
+	blocked bool
+	conns   map[net.Conn]struct{}
+}
+
+// newGateProxy starts a proxy on 127.0.0.1 forwarding to target.
+func newGateProxy(t testing.TB, target string) *gateProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gateProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	go g.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		g.closeAll()
+	})
+	return g
+}
+
+// addr is the address to dial instead of the target.
+func (g *gateProxy) addr() string { return g.ln.Addr().String() }
+
+// Block cuts every connection through the proxy until Unblock.
+func (g *gateProxy) Block() {
+	g.mu.Lock()
+	g.blocked = true
+	g.mu.Unlock()
+	g.closeAll()
+}
+
+// Unblock lets connections through again; black-holed ones are closed so dialers retry.
+func (g *gateProxy) Unblock() {
+	g.mu.Lock()
+	g.blocked = false
+	g.mu.Unlock()
+	g.closeAll()
+}
+
+func (g *gateProxy) closeAll() {
+	g.mu.Lock()
+	conns := g.conns
+	g.conns = map[net.Conn]struct{}{}
+	g.mu.Unlock()
+	for c := range conns {
+		c.Close()
+	}
+}
+
+func (g *gateProxy) track(cs ...net.Conn) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range cs {
+		g.conns[c] = struct{}{}
+	}
+	return !g.blocked
+}
+
+func (g *gateProxy) serve() {
+	for {
+		in, err := g.ln.Accept()
+		if err != nil {
+			return
+		}
+		go g.handle(in)
+	}
+}
+
+func (g *gateProxy) handle(in net.Conn) {
+	if !g.track(in) {
+		go func() { io.Copy(io.Discard, in); in.Close() }()
+		return
+	}
+	out, err := net.DialTimeout("tcp", g.target, 2*time.Second)
+	if err != nil {
+		in.Close()
+		return
+	}
+	if !g.track(out) { // blocked in between
+		in.Close()
+		out.Close()
+		return
+	}
+	go func() { io.Copy(out, in); in.Close(); out.Close() }()
+	go func() { io.Copy(in, out); in.Close(); out.Close() }()
+}

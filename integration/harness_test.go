@@ -329,6 +329,29 @@ func (s *server) kill9() {
 	}
 }
 
+// pause stops the running incarnation with SIGSTOP (a GC pause, a VM steal, a debugger):
+// it keeps its sockets, and the kernel queues what arrives until resume.
+func (s *server) pause() {
+	s.t.Helper()
+	if s.proc == nil {
+		s.t.Fatalf("pause: server on %s is not running", s.dataDir)
+	}
+	if err := s.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatalf("kill -STOP cairn serve: %v", err)
+	}
+}
+
+// resume continues an incarnation stopped by pause (SIGCONT).
+func (s *server) resume() {
+	s.t.Helper()
+	if s.proc == nil {
+		s.t.Fatalf("resume: server on %s is not running", s.dataDir)
+	}
+	if err := s.proc.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		s.t.Fatalf("kill -CONT cairn serve: %v", err)
+	}
+}
+
 // restart starts a new incarnation on the same data directory (after kill9 or stop).
 func (s *server) restart() { s.t.Helper(); s.start() }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -139,6 +140,36 @@ func (s *Shard) Configuration() ([]Member, error) {
 func (s *Shard) Leader() (id, addr string) {
 	a, i := s.raft.LeaderWithID()
 	return string(i), string(a)
+}
+
+// LeaderChanged returns a channel closed the next time this replica learns of another
+// leader, or loses the one it knew: a caller waiting on a call forwarded to the leader it
+// knew gives up on it then (a frozen or deposed node may hold the call for as long as it
+// stays stopped).
+func (s *Shard) LeaderChanged() <-chan struct{} { return s.leaderMoved.wait() }
+
+// notifier is a broadcast: wait returns a channel that the next broadcast closes.
+type notifier struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (n *notifier) wait() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
+	return n.ch
+}
+
+func (n *notifier) broadcast() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch != nil {
+		close(n.ch)
+		n.ch = nil
+	}
 }
 
 // TransferLeadership hands leadership to the most up-to-date voter and returns once that

@@ -116,6 +116,7 @@ func (s *Shard) observeRaft(ch <-chan raft.Observation) {
 				if d.LeaderID != "" {
 					s.leaderChanges.Add(1)
 				}
+				s.leaderMoved.broadcast()
 			}
 		}
 	}

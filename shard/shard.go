@@ -80,6 +80,7 @@ type Shard struct {
 
 	// elections and leaderChanges count raft observations (observeRaft).
 	elections, leaderChanges atomic.Uint64
+	leaderMoved              notifier // broadcast on every leader observation (LeaderChanged)
 	observer                 *raft.Observer
 }
 

@@ -56,7 +56,11 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	cs := &clusterState{cfg: cc, published: map[int]uint64{}, lastAddressCheck: time.Now()}
 	h.cluster = cs
 	h.peers = newPeerClient(cc.Peer)
-	h.readIndexes = newReadIndexBatcher(h.peers)
+	h.readIndexes = newReadIndexBatcher(func(ctx context.Context, addr string, id int) (uint64, error) {
+		ctx, cancel := h.forwardContext(ctx, id)
+		defer cancel()
+		return h.peers.readIndex(ctx, addr, id)
+	})
 	sctx, cancel := context.WithTimeout(ctx, cc.StartTimeout)
 	defer cancel()
 	plane := cc.Plane

@@ -213,7 +213,9 @@ func (h *Host) propose(ctx context.Context, id int, hd meta.Header, b meta.Body)
 			return err
 		}, func(addr string) (err error) {
 			forwarded = true
-			res, err = h.peers.propose(ctx, addr, id, hd, b)
+			fctx, cancel := h.forwardContext(ctx, id)
+			defer cancel()
+			res, err = h.peers.propose(fctx, addr, id, hd, b)
 			return err
 		})
 		if !forwarded || hd.RequestID == "" || !errors.Is(err, shard.ErrTimeout) || time.Now().After(deadline) || ctx.Err() != nil {
@@ -225,6 +227,28 @@ func (h *Host) propose(ctx context.Context, id int, hd meta.Header, b meta.Body)
 		case <-time.After(leaderPoll):
 		}
 	}
+}
+
+// forwardContext returns ctx, ended early when this node's replica of shard id learns of
+// a leader change: a call forwarded to the leader it knew stops waiting on a node that may
+// be frozen (SIGSTOP, a long GC pause: it still accepts connections) or deposed. A command
+// cut off so has an unknown outcome (propose retries it when it carries a request id); a
+// read index, none. The caller calls cancel.
+func (h *Host) forwardContext(ctx context.Context, id int) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	r := h.Replica(id)
+	if r == nil {
+		return ctx, cancel
+	}
+	moved := r.LeaderChanged()
+	go func() {
+		select {
+		case <-moved:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // readView returns a linearizable view of shard id from the local replica: directly when

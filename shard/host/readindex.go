@@ -17,7 +17,9 @@ const readIndexTimeout = 5 * time.Second
 // leader once per batch instead of once per read, and the leader folds those calls into
 // its own batched leadership rounds (shard/confirm.go).
 type readIndexBatcher struct {
-	peers   *peerClient
+	// call makes one read-index call to the leader at addr (peerClient.readIndex, ended
+	// early when the leader moves: Host.forwardContext).
+	call    func(ctx context.Context, addr string, id int) (uint64, error)
 	mu      sync.Mutex
 	batches map[readIndexKey]*readIndexBatch
 }
@@ -36,8 +38,8 @@ type readIndexResult struct {
 	err     error
 }
 
-func newReadIndexBatcher(p *peerClient) *readIndexBatcher {
-	return &readIndexBatcher{peers: p, batches: map[readIndexKey]*readIndexBatch{}}
+func newReadIndexBatcher(call func(ctx context.Context, addr string, id int) (uint64, error)) *readIndexBatcher {
+	return &readIndexBatcher{call: call, batches: map[readIndexKey]*readIndexBatch{}}
 }
 
 // get returns the read index of shard id from its leader at addr, from a call that
@@ -75,7 +77,7 @@ func (b *readIndexBatcher) loop(key readIndexKey, batch *readIndexBatch) {
 		}
 		b.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), readIndexTimeout)
-		v, err := b.peers.readIndex(ctx, key.addr, key.shard)
+		v, err := b.call(ctx, key.addr, key.shard)
 		cancel()
 		for _, ch := range waiting {
 			ch <- readIndexResult{version: v, err: err}

@@ -34,7 +34,7 @@ func TestFollowerReadsShareOneReadIndexCallPerBatch(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]uint64{"version": v})
 	}))
 	defer srv.Close()
-	b := newReadIndexBatcher(&peerClient{client: srv.Client()})
+	b := newReadIndexBatcher((&peerClient{client: srv.Client()}).readIndex)
 	addr := strings.TrimPrefix(srv.URL, "http://")
 
 	early := make(chan uint64, 1)
