@@ -83,14 +83,14 @@ func (h *Handler) serveSeam(w http.ResponseWriter, r *http.Request, o Owner) {
 			WriteError(w, invalid("content MUST be a string."))
 			return
 		}
-		f, err := h.put(ctx, o, path, putBody{Content: in.Content, ContentType: in.ContentType}, in.IfMatch, "")
+		f, err := h.put(ctx, o, path, putBody{Content: in.Content, ContentType: in.ContentType}, precondition{IfMatch: in.IfMatch}, "")
 		if err != nil {
 			WriteError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, f)
 	case "delete":
-		if err := h.remove(ctx, o, path, ""); err != nil {
+		if err := h.remove(ctx, o, path, precondition{IfMatch: in.IfMatch}, ""); err != nil {
 			WriteError(w, err)
 			return
 		}
