@@ -1,11 +1,7 @@
 package openwop
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -68,28 +64,6 @@ func row(path string, fv meta.FileVersion) File {
 // and answers workspace_too_large, never the server's own 413.
 func (h *Handler) bodyLimit() int64 { return 6*h.opt.MaxFileBytes + 64<<10 }
 
-// readClosed reads one JSON object of at most limit bytes into v, refusing unknown fields
-// (the published request objects are closed). tooLarge: the body is over limit.
-func readClosed(w http.ResponseWriter, r *http.Request, limit int64, v any) (tooLarge bool, err error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var over *http.MaxBytesError
-	if errors.As(err, &over) {
-		return true, err
-	}
-	if err != nil {
-		return false, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return false, err
-	}
-	if dec.More() {
-		return false, errors.New("the body holds more than one JSON value")
-	}
-	return false, nil
-}
-
 // decodePut reads the closed request object: invalid JSON, unknown fields, a missing or
 // non-string content are validation_error; a body beyond bodyLimit workspace_too_large.
 func (h *Handler) decodePut(w http.ResponseWriter, r *http.Request) (putBody, *Error) {
@@ -97,10 +71,10 @@ func (h *Handler) decodePut(w http.ResponseWriter, r *http.Request) (putBody, *E
 	if tooBig, err := readClosed(w, r, h.bodyLimit(), &in); tooBig {
 		return putBody{}, h.tooLarge()
 	} else if err != nil {
-		return putBody{}, invalid("the body must be a JSON object {content, contentType?} and nothing else: " + err.Error())
+		return putBody{}, invalid(err.Error())
 	}
 	if in.Content == nil {
-		return putBody{}, invalid("content MUST be a string.")
+		return putBody{}, invalid("content: must be a string")
 	}
 	return in, nil
 }
