@@ -33,8 +33,10 @@ type Options struct {
 	Tenant, Workspace string
 	// TestSeams serves the conformance seams; without it their routes answer 404.
 	TestSeams bool
-	// Readback serves getInstalledPack (GET /installed-packs/{packName}); without it that
-	// route answers 404 as an unadvertised operation and discovery says readback false.
+	// Readback serves getInstalledPack (GET /installed-packs/{packName}) for every kind of
+	// ArtifactKinds, which discovery lists as agents.proposals.readback; without it that
+	// route answers 404 as an unadvertised operation, discovery has no readback and an
+	// applied proposal names no installed artifact.
 	Readback bool
 	// ShippedPacks are packs the host installs for every tenant (read-only).
 	ShippedPacks []ShippedPack
