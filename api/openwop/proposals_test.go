@@ -493,9 +493,16 @@ func TestShippedPacksFilesAreCheckedAtStart(t *testing.T) {
 		"a manifest of another kind": `{"packs":[{"kind":"workflow-chain-pack","manifest":{"kind":"node","name":"a","version":"1"}}]}`,
 		"an agent id in two packs": `{"packs":[{"kind":"agent-pack","manifest":{"kind":"node","name":"a","version":"1","agents":[{"agentId":"x"}]}},` +
 			`{"kind":"agent-pack","manifest":{"kind":"node","name":"b","version":"1","agents":[{"agentId":"x"}]}}]}`,
+		"a kind that is not a string": `{"packs":[{"kind":1,"manifest":{"kind":"node","name":"a","version":"1"}}]}`,
+		"packs that is not an array":  `{"packs":{"kind":"agent-pack"}}`,
+		"an unknown key in a pack":    `{"packs":[{"kind":"agent-pack","manifest":{"kind":"node","name":"a","version":"1"},"x":1}]}`,
 	} {
-		if _, err := openwop.LoadShippedPacks(strings.NewReader(bad)); err == nil {
+		_, err := openwop.LoadShippedPacks(strings.NewReader(bad))
+		switch {
+		case err == nil:
 			t.Errorf("%s: accepted", name)
+		case goLeak.MatchString(err.Error()):
+			t.Errorf("%s: %q names Go", name, err)
 		}
 	}
 }
