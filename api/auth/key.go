@@ -110,8 +110,8 @@ const MaxNameBytes = 128
 
 // Validate checks s: a name of 1..MaxNameBytes printable characters; agent roots named as
 // agent ids, or AllAgents, not both, not neither (unless the key is bound to a tenant,
-// whose root it may use); at least one known scope, none twice;
-// tenant and workspace both or neither; an expiry after now.
+// whose root it may use); at least one known scope (or an alias, ScopeAliases), none
+// twice under Cairn's names; tenant and workspace both or neither; an expiry after now.
 func (s KeySpec) Validate(now time.Time) error {
 	bad := func(field, rule string) error { return &InvalidSpecError{Field: field, Rule: rule} }
 	if s.Name == "" || len(s.Name) > MaxNameBytes || strings.IndexFunc(s.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
@@ -140,8 +140,10 @@ func (s KeySpec) Validate(now time.Time) error {
 		if !knownScope(sc) {
 			return bad("scopes", fmt.Sprintf("must be among %s (got %q)", scopeList(), sc))
 		}
-		if slices.Contains(s.Scopes[:i], sc) {
-			return bad("scopes", fmt.Sprintf("must not hold %q twice", sc))
+		for _, before := range s.Scopes[:i] {
+			if before.Canonical() == sc.Canonical() {
+				return bad("scopes", fmt.Sprintf("must not hold %q twice", sc.Canonical()))
+			}
 		}
 	}
 	if (s.Tenant == "") != (s.Workspace == "") {
@@ -160,17 +162,33 @@ func (s KeySpec) Validate(now time.Time) error {
 	return nil
 }
 
-func knownScope(s Scope) bool { return slices.Contains(Scopes, s) }
+// knownScope reports whether s is a scope or an alias of one (ScopeAliases).
+func knownScope(s Scope) bool { return slices.Contains(Scopes, s.Canonical()) }
+
+// canonicalScopes returns scopes under Cairn's names.
+func canonicalScopes(scopes []Scope) []Scope {
+	out := make([]Scope, len(scopes))
+	for i, s := range scopes {
+		out[i] = s.Canonical()
+	}
+	return out
+}
 
 func scopeList() string {
 	names := make([]string, len(Scopes))
 	for i, s := range Scopes {
 		names[i] = string(s)
 	}
-	return strings.Join(names, ", ")
+	aliases := make([]string, 0, len(ScopeAliases))
+	for a := range ScopeAliases {
+		aliases = append(aliases, string(a))
+	}
+	slices.Sort(aliases)
+	return strings.Join(names, ", ") + " (or OpenWOP's " + strings.Join(aliases, ", ") + ")"
 }
 
-// ParseScopes parses a comma-separated scope list ("workspace:read,workspace:write").
+// ParseScopes parses a comma-separated scope list ("workspace:read,workspace:write"),
+// aliases answered under Cairn's names.
 func ParseScopes(s string) ([]Scope, error) {
 	var out []Scope
 	for _, f := range strings.Split(s, ",") {
@@ -186,12 +204,12 @@ func ParseScopes(s string) ([]Scope, error) {
 			return nil, &InvalidSpecError{Field: "scopes", Rule: fmt.Sprintf("must be among %s (got %q)", scopeList(), sc)}
 		}
 	}
-	return out, nil
+	return canonicalScopes(out), nil
 }
 
 // NewKey makes a key for spec: a fresh random id and secret. It returns the record to
-// store and the key string to show once. Errors: *InvalidSpecError; a failing random
-// source.
+// store (its scopes under Cairn's names) and the key string to show once. Errors:
+// *InvalidSpecError; a failing random source.
 func NewKey(spec KeySpec, now time.Time) (Key, string, error) {
 	if err := spec.Validate(now); err != nil {
 		return Key{}, "", err
@@ -204,7 +222,7 @@ func NewKey(spec KeySpec, now time.Time) (Key, string, error) {
 	token := TokenPrefix + id + "_" + base64.RawURLEncoding.EncodeToString(raw[KeyIDLen/2:])
 	k := Key{
 		Principal: Principal{ID: id, Name: spec.Name, Agents: append([]string(nil), spec.Agents...), AllAgents: spec.AllAgents,
-			Scopes: append([]Scope(nil), spec.Scopes...), Tenant: spec.Tenant, Workspace: spec.Workspace},
+			Scopes: canonicalScopes(spec.Scopes), Tenant: spec.Tenant, Workspace: spec.Workspace},
 		Digest:    Digest(token),
 		CreatedAt: now.UTC(),
 	}

@@ -23,6 +23,20 @@ const (
 // Scopes lists every scope, in a stable order.
 var Scopes = []Scope{ScopeRead, ScopeWrite, ScopeReview, ScopeAdmin}
 
+// ScopeAliases are OpenWOP's names of Cairn scopes, accepted wherever a key's scopes are
+// given and stored under Cairn's name (README, OpenWOP proposals): manifest:read, the scope
+// OpenWOP reads definitions and installed packs with (getInstalledPack), is ScopeRead;
+// proposals:apply, OpenWOP's scope to apply a proposal, is ScopeReview.
+var ScopeAliases = map[Scope]Scope{"manifest:read": ScopeRead, "proposals:apply": ScopeReview}
+
+// Canonical returns Cairn's name of s: the scope an alias names, else s.
+func (s Scope) Canonical() Scope {
+	if c, ok := ScopeAliases[s]; ok {
+		return c
+	}
+	return s
+}
+
 // Principal is who a request acts for: an API key's holder, or the local operator of an
 // embedded node without authentication (Local).
 type Principal struct {

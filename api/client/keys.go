@@ -22,7 +22,8 @@ type KeyRequest struct {
 	// Agents are the agent roots the key may use; AllAgents: every root.
 	Agents    []string `json:"agents,omitempty"`
 	AllAgents bool     `json:"all_agents,omitempty"`
-	// Scopes: "workspace:read", "workspace:write", "review", "admin".
+	// Scopes: "workspace:read", "workspace:write", "review", "admin" (or OpenWOP's
+	// "manifest:read" and "proposals:apply", answered as "workspace:read" and "review").
 	Scopes    []string `json:"scopes"`
 	Tenant    string   `json:"tenant,omitempty"`
 	Workspace string   `json:"workspace,omitempty"`

@@ -27,10 +27,12 @@ type discoveryLimits struct {
 
 // agentsBlock is the agents family as far as this host serves it (issue 18 §6): proposals
 // of agent and chain packs, drafted by clients (clientDrafts: POST /proposals), activated
-// by the review scope alone (direct-rbac), read back by getInstalledPack when configured;
-// and the manifest agents those packs declare, per tenant (installScope tenant: GET
-// /agents lists only the caller's tenant's). Cairn runs no agent: manifestRuntime says
-// where the inventory comes from, nothing more.
+// by the review scope alone (direct-rbac), read back by getInstalledPack when configured
+// (readback lists the kinds that are: a kind is readable when readback contains it,
+// OpenWOP's installed-pack readback RFC §A; absent when none is, which no schema can
+// refuse where an empty list might); and the manifest agents those packs declare, per
+// tenant (installScope tenant: GET /agents lists only the caller's tenant's). Cairn runs
+// no agent: manifestRuntime says where the inventory comes from, nothing more.
 type agentsBlock struct {
 	Proposals       proposalsBlock       `json:"proposals"`
 	ManifestRuntime manifestRuntimeBlock `json:"manifestRuntime"`
@@ -40,7 +42,7 @@ type proposalsBlock struct {
 	ArtifactKinds []string `json:"artifactKinds"`
 	Activation    string   `json:"activation"`
 	ClientDrafts  bool     `json:"clientDrafts"`
-	Readback      bool     `json:"readback"`
+	Readback      []string `json:"readback,omitempty"`
 }
 
 type manifestRuntimeBlock struct {
@@ -71,9 +73,18 @@ func (h *Handler) discovery() discoveryDoc {
 	if h.opt.Enabled {
 		d.Agents = &agentsBlock{
 			Proposals: proposalsBlock{ArtifactKinds: ArtifactKinds, Activation: "direct-rbac", ClientDrafts: true,
-				Readback: h.opt.Readback},
+				Readback: h.readbackKinds()},
 			ManifestRuntime: manifestRuntimeBlock{InstallScope: "tenant"}}
 		d.Capabilities["agents"] = d.Agents
 	}
 	return d
+}
+
+// readbackKinds lists the artifact kinds getInstalledPack reads back: every kind this host
+// proposes when Options.Readback, none otherwise.
+func (h *Handler) readbackKinds() []string {
+	if !h.opt.Readback {
+		return nil
+	}
+	return ArtifactKinds
 }

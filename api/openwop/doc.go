@@ -31,7 +31,12 @@
 //     of the OpenWOP registry (errors.go), including 401 and the 413 of an oversized body
 //     (the body limit sits far above MaxFileBytes plus JSON escaping).
 //   - A PUT with If-Match is one conditional Cairn write on the generation the etag
-//     names (the check and the write are atomic); without If-Match it is unconditional.
+//     names, a PUT with If-None-Match: * one create-only write, a DELETE with If-Match one
+//     delete at that generation (the check and the change are atomic); without them both
+//     are unconditional. A failed precondition is a final 409 workspace_conflict (no
+//     Retry-After) that changes nothing.
+//   - A request body is a closed object; a refusal names the wire member and its rule,
+//     never a Go type (decode.go).
 //   - A run is a leased Cairn snapshot of the caller's workbench, named "run-<id>", whose
 //     annotation holds the run record; nothing of a run lives outside the snapshot.
 //   - The package never reads the clock to decide a version, and holds at most one file

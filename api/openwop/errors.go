@@ -56,9 +56,18 @@ func invalid(msg string) *Error { return fail(http.StatusBadRequest, CodeValidat
 
 func notFound(msg string) *Error { return fail(http.StatusNotFound, CodeNotFound, msg) }
 
+// conflict is the 409 of a failed If-Match; current is the file's live version (0: none).
+// A failed precondition is final, never "try again": 409, no Retry-After (the envelope has
+// no retryable member; only 429 and 503 ask for a retry).
 func conflict(current uint64) *Error {
 	return &Error{Status: http.StatusConflict, Code: CodeConflict,
 		Message: "If-Match does not name the file's current version", Details: map[string]any{"currentVersion": current}}
+}
+
+// exists is the 409 of a failed If-None-Match: * (the path holds live version current).
+func exists(current uint64) *Error {
+	return &Error{Status: http.StatusConflict, Code: CodeConflict,
+		Message: "If-None-Match: * but the file exists", Details: map[string]any{"currentVersion": current}}
 }
 
 // WriteError answers e as the envelope.

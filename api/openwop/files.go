@@ -1,11 +1,7 @@
 package openwop
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -45,6 +41,17 @@ type putBody struct {
 // generation is the shard version that made the body visible).
 func Etag(gen uint64) string { return `"g` + strconv.FormatUint(gen, 10) + `"` }
 
+// parseEtag returns the generation etag names, false when etag is not exactly one Etag
+// returns (a generation is at least 1).
+func parseEtag(etag string) (uint64, bool) {
+	digits, ok := strings.CutPrefix(etag, `"g`)
+	if digits, ok = strings.CutSuffix(digits, `"`); !ok || digits == "" || digits[0] == '0' {
+		return 0, false
+	}
+	gen, err := strconv.ParseUint(digits, 10, 64)
+	return gen, err == nil && Etag(gen) == etag
+}
+
 // timestamp formats command time ms as ISO-8601 with milliseconds and Z.
 func timestamp(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
 
@@ -57,28 +64,6 @@ func row(path string, fv meta.FileVersion) File {
 // and answers workspace_too_large, never the server's own 413.
 func (h *Handler) bodyLimit() int64 { return 6*h.opt.MaxFileBytes + 64<<10 }
 
-// readClosed reads one JSON object of at most limit bytes into v, refusing unknown fields
-// (the published request objects are closed). tooLarge: the body is over limit.
-func readClosed(w http.ResponseWriter, r *http.Request, limit int64, v any) (tooLarge bool, err error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var over *http.MaxBytesError
-	if errors.As(err, &over) {
-		return true, err
-	}
-	if err != nil {
-		return false, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return false, err
-	}
-	if dec.More() {
-		return false, errors.New("the body holds more than one JSON value")
-	}
-	return false, nil
-}
-
 // decodePut reads the closed request object: invalid JSON, unknown fields, a missing or
 // non-string content are validation_error; a body beyond bodyLimit workspace_too_large.
 func (h *Handler) decodePut(w http.ResponseWriter, r *http.Request) (putBody, *Error) {
@@ -86,10 +71,10 @@ func (h *Handler) decodePut(w http.ResponseWriter, r *http.Request) (putBody, *E
 	if tooBig, err := readClosed(w, r, h.bodyLimit(), &in); tooBig {
 		return putBody{}, h.tooLarge()
 	} else if err != nil {
-		return putBody{}, invalid("the body must be a JSON object {content, contentType?} and nothing else: " + err.Error())
+		return putBody{}, invalid(err.Error())
 	}
 	if in.Content == nil {
-		return putBody{}, invalid("content MUST be a string.")
+		return putBody{}, invalid("content: must be a string")
 	}
 	return in, nil
 }
@@ -186,9 +171,24 @@ func (h *Handler) version(v *meta.View, ws *meta.Workspace, path string, n int64
 	return meta.FileVersion{}, notFound("No such workspace file version.")
 }
 
+// precondition is what a write or delete requires of the file's current state (RFC 9110
+// §13.1): IfMatch, the etag of the live version it applies to (compared byte for byte, no
+// lists, no "*": the reference host's rule); CreateOnly (If-None-Match: *), that the path
+// holds no live file. Either is checked by the store in the same command that writes, so a
+// precondition that fails between the check here and the write still fails.
+type precondition struct {
+	IfMatch    *string
+	CreateOnly bool
+}
+
+func (p precondition) any() bool { return p.IfMatch != nil || p.CreateOnly }
+
 // put writes content at path of o (the reference host's order of checks: size, If-Match,
-// maxFiles). With ifMatch the write is conditional on the generation the live etag names.
-func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, ifMatch *string, requestID string) (File, *Error) {
+// maxFiles). With If-Match the write is conditional on the generation the live etag names,
+// with If-None-Match: * on the path holding no file; a failed precondition is 409
+// workspace_conflict with details.currentVersion (0: no live file), whether it fails here or
+// in the store's compare-and-swap.
+func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre precondition, requestID string) (File, *Error) {
 	if int64(len(*in.Content)) > h.opt.MaxFileBytes {
 		return File{}, h.tooLarge()
 	}
@@ -203,11 +203,17 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, ifM
 		}
 	}
 	req := workbench.WriteRequest{Agent: o.Tenant, Workbench: o.Workspace, Path: path, CreateWorkbench: true, RequestID: requestID}
-	if ifMatch != nil {
-		if live.Entry == nil || *ifMatch != Etag(live.Entry.Generation) {
+	if pre.IfMatch != nil {
+		if live.Entry == nil || *pre.IfMatch != Etag(live.Entry.Generation) {
 			return File{}, conflict(live.Ordinal)
 		}
 		req.Cond, req.IfGeneration = meta.CondIfGeneration, live.Entry.Generation
+	}
+	if pre.CreateOnly {
+		if live.Entry != nil {
+			return File{}, exists(live.Ordinal)
+		}
+		req.Cond = meta.CondCreateOnly
 	}
 	if live.Entry == nil && ws != nil {
 		if st, serr := v.Stat(ws, ""); serr == nil && st.Dir.Files >= int64(h.opt.MaxFiles) {
@@ -226,10 +232,11 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, ifM
 	req.Body, req.SizeHint = strings.NewReader(content), int64(len(content))
 	res, werr := h.svc.Write(ctx, req)
 	if werr != nil {
-		// A conditional write that lost a race: the file changed (Conflict) or was deleted
-		// (NotFound for the generation it expected) since the check above.
-		if code := workbench.AsError(werr).Code; ifMatch != nil && (code == workbench.CodeConflict || code == workbench.CodeNotFound) {
-			return File{}, conflict(h.currentVersion(ctx, o, path))
+		// A conditional write that lost a race: the file changed (Conflict), was deleted
+		// (NotFound for the generation it expected) or was created (AlreadyExists) since the
+		// check above.
+		if lostRace(pre, werr) {
+			return File{}, preconditionFailed(pre, h.currentVersion(ctx, o, path))
 		}
 		return File{}, fromStore(werr)
 	}
@@ -263,9 +270,43 @@ func (h *Handler) writtenAt(ctx context.Context, o Owner, path string, gen uint6
 	return time.Now().UnixMilli()
 }
 
-// remove deletes path of o: not_found when it has no live version.
-func (h *Handler) remove(ctx context.Context, o Owner, path, requestID string) *Error {
-	if _, err := h.svc.Delete(ctx, o.Tenant, o.Workspace, path, 0, requestID); err != nil {
+// lostRace reports whether the store refused a conditional write or delete because the
+// file is no longer in the state its precondition named.
+func lostRace(pre precondition, err error) bool {
+	switch workbench.AsError(err).Code {
+	case workbench.CodeConflict, workbench.CodeNotFound:
+		return pre.IfMatch != nil
+	case workbench.CodeAlreadyExists:
+		return pre.CreateOnly
+	}
+	return false
+}
+
+// preconditionFailed is the 409 of pre failing at current (the live version, 0 for none).
+func preconditionFailed(pre precondition, current uint64) *Error {
+	if pre.IfMatch == nil {
+		return exists(current)
+	}
+	return conflict(current)
+}
+
+// remove deletes path of o: not_found when it has no live version. With If-Match the delete
+// applies only to the generation the etag names, in the store's compare-and-swap (meta
+// Delete.IfGeneration): an etag of another version, or one this host never issued, is 409
+// workspace_conflict and deletes nothing.
+func (h *Handler) remove(ctx context.Context, o Owner, path string, pre precondition, requestID string) *Error {
+	var gen uint64
+	if pre.IfMatch != nil {
+		g, ok := parseEtag(*pre.IfMatch)
+		if !ok {
+			return conflict(h.currentVersion(ctx, o, path))
+		}
+		gen = g
+	}
+	if _, err := h.svc.Delete(ctx, o.Tenant, o.Workspace, path, gen, requestID); err != nil {
+		if lostRace(pre, err) {
+			return preconditionFailed(pre, h.currentVersion(ctx, o, path))
+		}
 		return fromStore(err)
 	}
 	return nil

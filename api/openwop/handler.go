@@ -33,8 +33,10 @@ type Options struct {
 	Tenant, Workspace string
 	// TestSeams serves the conformance seams; without it their routes answer 404.
 	TestSeams bool
-	// Readback serves getInstalledPack (GET /installed-packs/{packName}); without it that
-	// route answers 404 as an unadvertised operation and discovery says readback false.
+	// Readback serves getInstalledPack (GET /installed-packs/{packName}) for every kind of
+	// ArtifactKinds, which discovery lists as agents.proposals.readback; without it that
+	// route answers 404 as an unadvertised operation, discovery has no readback and an
+	// applied proposal names no installed artifact.
 	Readback bool
 	// ShippedPacks are packs the host installs for every tenant (read-only).
 	ShippedPacks []ShippedPack
@@ -181,23 +183,29 @@ func (h *Handler) serveFiles(w http.ResponseWriter, r *http.Request, o Owner, re
 	case http.MethodGet:
 		h.serveGet(w, r, o, workbench.At{}, path)
 	case http.MethodPut:
+		pre, perr := preconditionOf(r, true)
+		if perr != nil {
+			WriteError(w, perr)
+			return
+		}
 		in, err := h.decodePut(w, r)
 		if err != nil {
 			WriteError(w, err)
 			return
 		}
-		var ifMatch *string
-		if v, ok := r.Header["If-Match"]; ok && len(v) > 0 {
-			ifMatch = &v[0]
-		}
-		f, err := h.put(r.Context(), o, path, in, ifMatch, r.Header.Get("Idempotency-Key"))
+		f, err := h.put(r.Context(), o, path, in, pre, r.Header.Get("Idempotency-Key"))
 		if err != nil {
 			WriteError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, f)
 	case http.MethodDelete:
-		if err := h.remove(r.Context(), o, path, r.Header.Get("Idempotency-Key")); err != nil {
+		pre, perr := preconditionOf(r, false)
+		if perr != nil {
+			WriteError(w, perr)
+			return
+		}
+		if err := h.remove(r.Context(), o, path, pre, r.Header.Get("Idempotency-Key")); err != nil {
 			WriteError(w, err)
 			return
 		}
@@ -205,6 +213,27 @@ func (h *Handler) serveFiles(w http.ResponseWriter, r *http.Request, o Owner, re
 	default:
 		methodNotAllowed(w, "GET, PUT, DELETE", "a workspace file answers GET, PUT and DELETE")
 	}
+}
+
+// preconditionOf reads a PUT's or DELETE's preconditions: If-Match (its first value, as
+// sent) and, on a PUT (create true), If-None-Match, which must be "*" (create only). A
+// precondition this host cannot hold atomically (If-None-Match with etags, or on a DELETE)
+// is validation_error, never ignored.
+func preconditionOf(r *http.Request, create bool) (precondition, *Error) {
+	var pre precondition
+	if v := r.Header.Values("If-Match"); len(v) > 0 {
+		pre.IfMatch = &v[0]
+	}
+	if v := r.Header.Values("If-None-Match"); len(v) > 0 {
+		if !create {
+			return pre, invalid("If-None-Match: a DELETE takes If-Match only.")
+		}
+		if len(v) > 1 || strings.TrimSpace(v[0]) != "*" {
+			return pre, invalid(`If-None-Match: must be "*" (create only).`)
+		}
+		pre.CreateOnly = true
+	}
+	return pre, nil
 }
 
 // serveGet answers a file of o at `at`, or one of its versions (?version=N).

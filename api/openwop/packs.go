@@ -329,27 +329,34 @@ func shippedPacks(in []ShippedPack) map[string]installedPack {
 // manifestKind is the manifest's own kind discriminator of each artifact kind.
 var manifestKind = map[string]string{KindAgentPack: "node", KindChainPack: "workflow-chain"}
 
-// LoadShippedPacks reads a shipped-packs file: {"packs": [{"kind": K, "manifest": {...}}]},
-// each kind one of ArtifactKinds and the manifest's own kind its discriminator ("node",
-// "workflow-chain"), each manifest an object with string name and version, names and
-// agent ids unique. The manifests are kept byte for byte as the file holds them.
+// LoadShippedPacks reads a shipped-packs file: {"packs": [{"kind": K, "manifest": {...}}]}
+// (closed objects: a refusal names the member and rule, never a Go type), each kind one of
+// ArtifactKinds and the manifest's own kind its discriminator ("node", "workflow-chain"),
+// each manifest an object with string name and version, names and agent ids unique. The
+// manifests are kept byte for byte as the file holds them.
 func LoadShippedPacks(r io.Reader) ([]ShippedPack, error) {
-	var f struct {
-		Packs []struct {
-			Kind     string          `json:"kind"`
-			Manifest json.RawMessage `json:"manifest"`
-		} `json:"packs"`
+	b, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("the packs file could not be read: %w", err)
 	}
-	dec := json.NewDecoder(io.LimitReader(r, 64<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	var f struct {
+		Packs []json.RawMessage `json:"packs"`
+	}
+	if err := decodeClosed(b, &f); err != nil {
 		return nil, fmt.Errorf("not a packs file ({\"packs\": [{\"kind\", \"manifest\"}]}): %w", err)
 	}
 	out := make([]ShippedPack, 0, len(f.Packs))
 	seen := map[string]bool{}
 	agents := map[string]string{} // agent id -> the shipped pack declaring it
-	for i, p := range f.Packs {
+	for i, raw := range f.Packs {
 		at := "packs[" + strconv.Itoa(i) + "]"
+		var p struct {
+			Kind     string          `json:"kind"`
+			Manifest json.RawMessage `json:"manifest"`
+		}
+		if err := decodeStrict(raw, &p); err != nil {
+			return nil, fmt.Errorf("%s: %w", at, err)
+		}
 		if !knownKind(p.Kind) {
 			return nil, fmt.Errorf("%s.kind must be one of %s, got %q", at, strings.Join(ArtifactKinds, ", "), p.Kind)
 		}

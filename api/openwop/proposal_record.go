@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"mime"
+	"slices"
 	"strings"
 
 	"github.com/cairnstore/cairn/api/workbench"
@@ -112,8 +113,10 @@ type proposalDoc struct {
 	InstalledArtifact *installedArtifact `json:"installedArtifact,omitempty"`
 }
 
+// activationDoc is an applied proposal's activation (proposal.schema.json): no approvalId
+// (direct-rbac), and the installed artifact's ref only while readback serves it.
 type activationDoc struct {
-	InstalledArtifactRef string `json:"installedArtifactRef"`
+	InstalledArtifactRef string `json:"installedArtifactRef,omitempty"`
 }
 
 // installedArtifact names what an apply installed and the operation that reads it back.
@@ -231,9 +234,11 @@ func (h *Handler) doc(c chain, artifact []byte) proposalDoc {
 		d.UpdatedAt = timestamp(c.tail.ClosedAtMs)
 	}
 	if c.tail.State == meta.ProposalAccepted {
-		name, version := artifactIdentity(artifact)
-		d.Activation = &activationDoc{InstalledArtifactRef: installedRef(name, version)}
-		if h.opt.Readback { // it names the operation that reads the pack back
+		d.Activation = &activationDoc{}
+		// Both name the readback operation, so only a host whose readback contains the kind
+		// emits them (OpenWOP's installed-pack readback RFC §B).
+		if name, version := artifactIdentity(artifact); slices.Contains(h.readbackKinds(), c.tail.Kind) {
+			d.Activation.InstalledArtifactRef = installedRef(name, version)
 			d.InstalledArtifact = &installedArtifact{Kind: c.tail.Kind, OperationID: "getInstalledPack", ID: name, Version: version}
 		}
 	}

@@ -121,7 +121,7 @@ func decodeProposal(w http.ResponseWriter, r *http.Request) (proposalInput, *Err
 	case tooLarge:
 		return in, fail(http.StatusRequestEntityTooLarge, "payload_too_large", "the request body is larger than the artifact limit")
 	case err != nil:
-		return in, invalid("Invalid proposal body: " + err.Error())
+		return in, invalid(err.Error())
 	}
 	return in, nil
 }
@@ -480,11 +480,4 @@ func fromProposalStore(err error) *Error {
 		return fail(http.StatusForbidden, CodeForbidden, we.Message)
 	}
 	return fromStore(err)
-}
-
-// decodeStrict decodes raw into v refusing unknown fields.
-func decodeStrict(raw []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }

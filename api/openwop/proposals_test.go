@@ -400,16 +400,45 @@ func TestVersionNegotiationAndReadbackConfiguration(t *testing.T) {
 		t.Fatalf("OpenWOP-Version answered %q", resp.Header.Get("OpenWOP-Version"))
 	}
 	id := a.create(openwop.KindAgentPack, agentPack(packP, "1.0.0", agentP, "p"))
-	if r := a.do(http.MethodPost, "/proposals/"+id+":apply", nil); r.status != http.StatusOK {
+	r := a.do(http.MethodPost, "/proposals/"+id+":apply", nil)
+	if r.status != http.StatusOK {
 		t.Fatalf("apply: %d %s", r.status, r.body)
+	}
+	// Without readback nothing names the readback operation: no installedArtifact, no
+	// activation.installedArtifactRef (issue 25 finding 20).
+	if _, ok := r.json["installedArtifact"]; ok {
+		t.Fatalf("installedArtifact without readback: %s", r.body)
+	}
+	if act, ok := r.json["activation"].(map[string]any); !ok || len(act) != 0 {
+		t.Fatalf("activation without readback: %s, want {}", r.body)
+	}
+	var doc any
+	_ = json.Unmarshal(r.body, &doc)
+	if err := compileSchema(t, "proposal.schema.json").Validate(doc); err != nil {
+		t.Fatalf("applied proposal without readback fails proposal.schema.json: %v", err)
 	}
 	if r := a.do(http.MethodGet, "/installed-packs/"+packP, nil); r.status != http.StatusNotFound {
 		t.Fatalf("readback without the capability: %d %s", r.status, r.body)
 	}
 	d := call(t, http.MethodGet, base+"/.well-known/openwop", nil)
 	pr := d.json["agents"].(map[string]any)["proposals"].(map[string]any)
-	if pr["readback"] != false || pr["activation"] != "direct-rbac" || pr["clientDrafts"] != true {
-		t.Fatalf("discovery agents.proposals: %v", pr)
+	if _, ok := pr["readback"]; ok || pr["activation"] != "direct-rbac" || pr["clientDrafts"] != true {
+		t.Fatalf("discovery agents.proposals: %v, want no readback", pr)
+	}
+}
+
+// readback is the list of readable kinds: a client gates getInstalledPack on readback
+// containing the kind (OpenWOP's installed-pack readback RFC §A), which a boolean never does.
+func TestDiscoveryListsTheKindsReadBack(t *testing.T) {
+	base, _ := newPacksFacade(t, nil)
+	d := call(t, http.MethodGet, base+"/.well-known/openwop", nil)
+	pr := d.json["agents"].(map[string]any)["proposals"].(map[string]any)
+	want := []any{openwop.KindAgentPack, openwop.KindChainPack}
+	if !reflect.DeepEqual(pr["readback"], want) || !reflect.DeepEqual(pr["artifactKinds"], want) {
+		t.Fatalf("agents.proposals %v: readback, want %v", pr, want)
+	}
+	if mirrored := d.json["capabilities"].(map[string]any)["agents"].(map[string]any)["proposals"].(map[string]any); !reflect.DeepEqual(mirrored["readback"], want) {
+		t.Fatalf("capabilities.agents.proposals: %v", mirrored)
 	}
 }
 
@@ -464,9 +493,16 @@ func TestShippedPacksFilesAreCheckedAtStart(t *testing.T) {
 		"a manifest of another kind": `{"packs":[{"kind":"workflow-chain-pack","manifest":{"kind":"node","name":"a","version":"1"}}]}`,
 		"an agent id in two packs": `{"packs":[{"kind":"agent-pack","manifest":{"kind":"node","name":"a","version":"1","agents":[{"agentId":"x"}]}},` +
 			`{"kind":"agent-pack","manifest":{"kind":"node","name":"b","version":"1","agents":[{"agentId":"x"}]}}]}`,
+		"a kind that is not a string": `{"packs":[{"kind":1,"manifest":{"kind":"node","name":"a","version":"1"}}]}`,
+		"packs that is not an array":  `{"packs":{"kind":"agent-pack"}}`,
+		"an unknown key in a pack":    `{"packs":[{"kind":"agent-pack","manifest":{"kind":"node","name":"a","version":"1"},"x":1}]}`,
 	} {
-		if _, err := openwop.LoadShippedPacks(strings.NewReader(bad)); err == nil {
+		_, err := openwop.LoadShippedPacks(strings.NewReader(bad))
+		switch {
+		case err == nil:
 			t.Errorf("%s: accepted", name)
+		case goLeak.MatchString(err.Error()):
+			t.Errorf("%s: %q names Go", name, err)
 		}
 	}
 }

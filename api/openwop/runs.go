@@ -160,8 +160,11 @@ func runMissing(e *Error, id string) *Error {
 
 func (h *Handler) createRun(w http.ResponseWriter, r *http.Request, o Owner) {
 	var in runRequest
-	if _, err := readClosed(w, r, 2*meta.MaxSnapshotMetadataBytes+4096, &in); err != nil {
-		WriteError(w, invalid("the body must be a JSON object {workflowId, inputs?, tags?, metadata?, configurable?} of a few KiB at most: "+err.Error()))
+	if tooLarge, err := readClosed(w, r, 2*meta.MaxSnapshotMetadataBytes+4096, &in); tooLarge {
+		WriteError(w, invalid("the body must be at most "+itoa(2*meta.MaxSnapshotMetadataBytes+4096)+" bytes"))
+		return
+	} else if err != nil {
+		WriteError(w, invalid(err.Error()))
 		return
 	}
 	if in.WorkflowID == nil || *in.WorkflowID == "" || len(*in.WorkflowID) > maxWorkflowIDBytes {

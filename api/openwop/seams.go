@@ -36,7 +36,7 @@ func (h *Handler) serveSeam(w http.ResponseWriter, r *http.Request, o Owner) {
 		WriteError(w, h.tooLarge())
 		return
 	} else if err != nil {
-		WriteError(w, invalid("the seam body must be {tenant, workspace, op, path?, content?, contentType?, ifMatch?, prefix?, version?}: "+err.Error()))
+		WriteError(w, invalid(err.Error()))
 		return
 	}
 	if in.Tenant != nil && *in.Tenant != "" {
@@ -80,17 +80,17 @@ func (h *Handler) serveSeam(w http.ResponseWriter, r *http.Request, o Owner) {
 		writeJSON(w, http.StatusOK, f)
 	case "put":
 		if in.Content == nil {
-			WriteError(w, invalid("content MUST be a string."))
+			WriteError(w, invalid("content: must be a string"))
 			return
 		}
-		f, err := h.put(ctx, o, path, putBody{Content: in.Content, ContentType: in.ContentType}, in.IfMatch, "")
+		f, err := h.put(ctx, o, path, putBody{Content: in.Content, ContentType: in.ContentType}, precondition{IfMatch: in.IfMatch}, "")
 		if err != nil {
 			WriteError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, f)
 	case "delete":
-		if err := h.remove(ctx, o, path, ""); err != nil {
+		if err := h.remove(ctx, o, path, precondition{IfMatch: in.IfMatch}, ""); err != nil {
 			WriteError(w, err)
 			return
 		}

@@ -4,8 +4,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/ops"
 )
 
 // The facade's PUT is redacted (WSR-1) on a node with no secrets file: a secret-shaped
@@ -36,5 +41,66 @@ func TestOpenWOPPutIsRedactedBeforeItIsStored(t *testing.T) {
 	code, b := do(t, h, http.MethodGet, "/v1/agents/default/workbenches/default/files/notes/keys.md", nil)
 	if code != http.StatusOK || string(b) != want || strings.Contains(string(b), key) {
 		t.Fatalf("REST read of the same file: %d %q", code, b)
+	}
+}
+
+// OpenWOP's scope names are accepted when a key is made (issue 25 finding 20):
+// manifest:read is workspace:read and proposals:apply is review, stored under Cairn's
+// names; a key made with them proposes, applies and reads the pack back. Cairn's names keep
+// working, and a scope held under both names is refused.
+func TestOpenWOPScopeNamesAreAliasesOfCairnScopes(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Auth = ops.AuthRequired
+	keys, err := OpenDataDirKeys(cfg.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, adminToken, err := auth.NewKey(auth.KeySpec{Name: "operator", AllAgents: true, Scopes: auth.Scopes}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.Create(t.Context(), admin); err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n, base := serveNode(t, cfg)
+	adminURL := "http://" + n.AdminAddr().String() + KeysPath
+	operator := map[string]string{"Authorization": "Bearer " + adminToken}
+	makeKey := func(scopes string) (int, map[string]any) {
+		t.Helper()
+		code, _, b := send(t, http.MethodPost, adminURL, operator,
+			`{"name":"openwop host","tenant":"acme","workspace":"main","scopes":`+scopes+`}`)
+		var out map[string]any
+		_ = json.Unmarshal(b, &out)
+		return code, out
+	}
+
+	code, k := makeKey(`["manifest:read","workspace:write","proposals:apply"]`)
+	if want := []any{"workspace:read", "workspace:write", "review"}; code != http.StatusCreated || !reflect.DeepEqual(k["scopes"], want) {
+		t.Fatalf("a key made with OpenWOP's scope names: %d %v, want 201 with scopes %v", code, k, want)
+	}
+	host := map[string]string{"Authorization": "Bearer " + k["secret"].(string)}
+	pack := `{"kind":"node","name":"private.acme.helper","version":"1.0.0","engines":{"openwop":">=2.0.0 <3.0.0"},` +
+		`"runtime":{"language":"remote","entry":"https://agents.example.com/helper"},` +
+		`"agents":[{"agentId":"private.acme.helper.main","persona":"Helper","modelClass":"general","systemPrompt":"be helpful"}]}`
+	code, _, b := send(t, http.MethodPost, base+"/proposals", host, `{"kind":"agent-pack","artifact":`+pack+`}`)
+	var p struct{ ID string }
+	if code != http.StatusCreated || json.Unmarshal(b, &p) != nil {
+		t.Fatalf("propose: %d %s", code, b)
+	}
+	if code, _, b := send(t, http.MethodPost, base+"/proposals/"+p.ID+":apply", host, ""); code != http.StatusOK {
+		t.Fatalf("apply with proposals:apply: %d %s", code, b)
+	}
+	if code, _, b := send(t, http.MethodGet, base+"/installed-packs/private.acme.helper", host, ""); code != http.StatusOK || string(b) != pack {
+		t.Fatalf("readback with manifest:read: %d %s", code, b)
+	}
+
+	if code, k := makeKey(`["workspace:read","review"]`); code != http.StatusCreated || !reflect.DeepEqual(k["scopes"], []any{"workspace:read", "review"}) {
+		t.Fatalf("a key made with Cairn's names: %d %v", code, k)
+	}
+	if code, k := makeKey(`["workspace:read","manifest:read"]`); code != http.StatusBadRequest || !strings.Contains(k["message"].(string), "twice") {
+		t.Fatalf("one scope under both names: %d %v, want 400", code, k)
 	}
 }

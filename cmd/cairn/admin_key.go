@@ -79,7 +79,8 @@ func newKeyCreateCommand() *cobra.Command {
 		Short: "Create an API key and print it (once)",
 		Long: `Create an API key for the agent roots named with --agent (repeatable) or every root
 (--all-agents), holding the scopes of --scope (comma-separated: workspace:read,
-workspace:write, review, admin). --tenant and --workspace bind it to one OpenWOP
+workspace:write, review, admin; OpenWOP's manifest:read and proposals:apply are stored
+as workspace:read and review). --tenant and --workspace bind it to one OpenWOP
 tenant and workspace (host.workspace: the tenant is an agent root, which the key may
 then use, and the workspace a workbench in it). --expires D makes it stop working after D (a Go duration such
 as 720h, or days such as 90d). The key is printed once, as the last line (with

@@ -1,0 +1,176 @@
+package openwop_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cairnstore/cairn/api/openwop"
+)
+
+// Preconditions of the workspace-file writes (issue 25 finding 6): If-Match on DELETE and
+// If-None-Match: * on PUT hold atomically, and a failed one is a final 409
+// workspace_conflict.
+
+// raceAnswer is one answer of a request sent from a goroutine (no t.Fatal there).
+type raceAnswer struct {
+	status     int
+	body       string
+	retryAfter string
+	err        error
+}
+
+// race sends n requests at once (each built by mk(i)) and answers them in order.
+func race(n int, mk func(i int) (*http.Request, error)) []raceAnswer {
+	out := make([]raceAnswer, n)
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for i := range n {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			req, err := mk(i)
+			if err != nil {
+				out[i].err = err
+				return
+			}
+			start.Wait()
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				out[i].err = err
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			out[i] = raceAnswer{status: resp.StatusCode, body: string(b), retryAfter: resp.Header.Get("Retry-After")}
+		}()
+	}
+	start.Done()
+	done.Wait()
+	return out
+}
+
+// wantConflict checks a failed precondition: 409 workspace_conflict with currentVersion,
+// in the published envelope, and nothing that asks for a retry.
+func wantConflict(t *testing.T, sc schemas, what string, a answer, current float64) {
+	t.Helper()
+	wantError(t, sc, what, a, http.StatusConflict, openwop.CodeConflict)
+	if d, _ := a.json["details"].(map[string]any); d["currentVersion"] != current {
+		t.Fatalf("%s: %s, want details.currentVersion %v", what, a.body, current)
+	}
+}
+
+func TestAStaleIfMatchDeletesNothingEvenWhenTenRace(t *testing.T) {
+	sc := loadSchemas(t)
+	file := newFacade(t, testOptions()) + "/v1/host/workspace/files/behavior%2FETAG.md"
+	v1 := call(t, http.MethodPut, file, map[string]any{"content": "one"})
+	v2 := call(t, http.MethodPut, file, map[string]any{"content": "two"})
+	if v1.status != 200 || v2.status != 200 || v2.json["version"] != float64(2) {
+		t.Fatalf("setup: %s %s", v1.body, v2.body)
+	}
+	stale := v1.json["etag"].(string)
+	answers := race(10, func(int) (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodDelete, file, nil)
+		if err == nil {
+			req.Header.Set("If-Match", stale)
+		}
+		return req, err
+	})
+	for i, a := range answers {
+		if a.err != nil {
+			t.Fatalf("delete %d: %v", i, a.err)
+		}
+		var got answer
+		got.status, got.body = a.status, []byte(a.body)
+		_ = json.Unmarshal(got.body, &got.json)
+		wantConflict(t, sc, "a stale If-Match on DELETE", got, 2)
+		if a.retryAfter != "" {
+			t.Fatalf("delete %d: a failed precondition carries Retry-After %q", i, a.retryAfter)
+		}
+	}
+	if g := call(t, http.MethodGet, file, nil); g.status != 200 || g.json["content"] != "two" || g.json["version"] != float64(2) {
+		t.Fatalf("the file after ten stale deletes: %d %s", g.status, g.body)
+	}
+	for _, etag := range []string{`"definitely-stale"`, `"g0"`, "*", `W/` + v2.json["etag"].(string)} {
+		wantConflict(t, sc, "DELETE If-Match "+etag, call(t, http.MethodDelete, file, nil, "If-Match", etag), 2)
+	}
+	if d := call(t, http.MethodDelete, file, nil, "If-Match", v2.json["etag"].(string)); d.status != http.StatusNoContent {
+		t.Fatalf("a delete at the current etag: %d %s", d.status, d.body)
+	}
+	wantConflict(t, sc, "If-Match on a deleted file", call(t, http.MethodDelete, file, nil, "If-Match", v2.json["etag"].(string)), 0)
+	wantError(t, sc, "If-None-Match on a DELETE", call(t, http.MethodDelete, file, nil, "If-None-Match", "*"), 400, openwop.CodeValidation)
+}
+
+func TestACreateOnlyPutRefusesAnExistingFileAndChangesNothing(t *testing.T) {
+	sc := loadSchemas(t)
+	file := newFacade(t, testOptions()) + "/v1/host/workspace/files/DIRECTIVES.md"
+	first := call(t, http.MethodPut, file, map[string]any{"content": "keep me"}, "If-None-Match", "*")
+	if first.status != 200 || first.json["version"] != float64(1) {
+		t.Fatalf("a create-only PUT of a new path: %d %s", first.status, first.body)
+	}
+	wantConflict(t, sc, "If-None-Match: * on an existing file", call(t, http.MethodPut, file, map[string]any{"content": "overwrite"}, "If-None-Match", "*"), 1)
+	if g := call(t, http.MethodGet, file, nil); g.json["content"] != "keep me" || g.json["etag"] != first.json["etag"] {
+		t.Fatalf("the file after a refused create-only PUT: %s", g.body)
+	}
+	wantError(t, sc, "If-None-Match naming an etag", call(t, http.MethodPut, file, map[string]any{"content": "x"}, "If-None-Match", first.json["etag"].(string)), 400, openwop.CodeValidation)
+	wantConflict(t, sc, "If-Match and If-None-Match: * together",
+		call(t, http.MethodPut, file, map[string]any{"content": "x"}, "If-Match", first.json["etag"].(string), "If-None-Match", "*"), 1)
+	if d := call(t, http.MethodDelete, file, nil); d.status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", d.status, d.body)
+	}
+	if again := call(t, http.MethodPut, file, map[string]any{"content": "new life"}, "If-None-Match", "*"); again.status != 200 || again.json["version"] != float64(1) {
+		t.Fatalf("a create-only PUT after a delete: %d %s", again.status, again.body)
+	}
+}
+
+func TestRacingCreateOnlyPutsHaveExactlyOneWinner(t *testing.T) {
+	file := newFacade(t, testOptions()) + "/v1/host/workspace/files/race.md"
+	const n = 10
+	answers := race(n, func(i int) (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodPut, file, strings.NewReader(`{"content":"writer `+string(rune('a'+i))+`"}`))
+		if err == nil {
+			req.Header.Set("If-None-Match", "*")
+		}
+		return req, err
+	})
+	winner := ""
+	for i, a := range answers {
+		switch {
+		case a.err != nil:
+			t.Fatalf("put %d: %v", i, a.err)
+		case a.status == http.StatusOK && winner != "":
+			t.Fatalf("two create-only PUTs both won: %s and %s", winner, a.body)
+		case a.status == http.StatusOK:
+			winner = "writer " + string(rune('a'+i))
+		case a.status != http.StatusConflict || !strings.Contains(a.body, `"workspace_conflict"`) || a.retryAfter != "":
+			t.Fatalf("put %d: %d %s (Retry-After %q), want 409 workspace_conflict", i, a.status, a.body, a.retryAfter)
+		}
+	}
+	if winner == "" {
+		t.Fatal("no create-only PUT won")
+	}
+	if g := call(t, http.MethodGet, file, nil); g.json["content"] != winner || g.json["version"] != float64(1) {
+		t.Fatalf("the file holds %s, want the winner's %q at version 1", g.body, winner)
+	}
+}
+
+func TestTheSeamHonoursIfMatchOnDelete(t *testing.T) {
+	sc := loadSchemas(t)
+	opt := testOptions()
+	opt.TestSeams = true
+	base := newFacade(t, opt)
+	seam := func(body map[string]any) answer {
+		return call(t, http.MethodPost, base+"/v1/host/sample/workspace/op", body)
+	}
+	v1 := seam(map[string]any{"op": "put", "path": "s.md", "content": "one"})
+	if v2 := seam(map[string]any{"op": "put", "path": "s.md", "content": "two"}); v1.status != 200 || v2.status != 200 {
+		t.Fatalf("setup: %s %s", v1.body, v2.body)
+	}
+	wantConflict(t, sc, "a stale ifMatch on the seam's delete", seam(map[string]any{"op": "delete", "path": "s.md", "ifMatch": v1.json["etag"]}), 2)
+	if g := seam(map[string]any{"op": "get", "path": "s.md"}); g.json["content"] != "two" {
+		t.Fatalf("the file after a refused seam delete: %s", g.body)
+	}
+}
