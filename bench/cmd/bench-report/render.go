@@ -256,6 +256,16 @@ func (e *env) renderTargets(w func(string, ...any)) {
 		}
 	}
 	w("%s", e.rssTarget())
+	for _, id := range []string{"small-get", "object-get-1m"} {
+		leader, through := e.job("cluster-"+id), e.job("cluster-"+id+"-follower")
+		if leader == nil || through == nil {
+			continue
+		}
+		r := through.report.Cairn.AchievedRate / max(leader.report.Cairn.AchievedRate, 1e-9)
+		w("| %s: ≥ 0.9× the same through the leader (run right after it) | %.2f× (%s/s vs %s/s) | %s |\n", through.what, r,
+			fmtRate(through.report.Cairn.AchievedRate), fmtRate(leader.report.Cairn.AchievedRate), verdict(r >= 0.9))
+		clusterMiss = clusterMiss || r < 0.9
+	}
 	for _, id := range []string{"small-get", "object-put-1m", "object-get-1m"} {
 		one, through := e.job(id), e.job("cluster-"+id+"-follower")
 		if one == nil || through == nil {
