@@ -358,7 +358,9 @@ func (a *applier) emitRestore(kind EventKind, op *RestoreOp, commit string) {
 
 // Events returns up to limit (1..MaxEventsPage) events of agent's feed after position
 // after that match f, oldest first, as of the view's version; more reports that further
-// matching events follow. A root without events (or unknown) has none. Errors:
+// matching events follow. A root without events (or unknown) has none; a view restricted
+// to some of agent's workbenches (Only) shows the events of those only (a restore's, when
+// it shows its source too; a root purge's never). Errors:
 // InvalidArguments (limit, filter), *FeedTruncatedError when retention dropped events
 // after after (errors.Is ErrFeedTruncated).
 func (v *View) Events(agent string, after FeedPosition, f EventFilter, limit int) ([]Event, bool, error) {
@@ -380,7 +382,7 @@ func (v *View) Events(agent string, after FeedPosition, f EventFilter, limit int
 		if !strings.HasPrefix(k, prefix) || e.Position.Version > v.at {
 			return false
 		}
-		if !after.Less(e.Position) || !f.match(e) {
+		if !after.Less(e.Position) || !f.match(e) || !v.showsEvent(agent, e) {
 			return true
 		}
 		if len(out) == limit {
@@ -391,6 +393,15 @@ func (v *View) Events(agent string, after FeedPosition, f EventFilter, limit int
 		return true
 	})
 	return out, more, nil
+}
+
+// showsEvent reports whether the view shows e (Only): every event, or for a restricted
+// root the events of the workbenches it shows.
+func (v *View) showsEvent(agent string, e *Event) bool {
+	if v.showsRoot(agent) {
+		return true
+	}
+	return e.Workbench != "" && v.shows(agent, e.Workbench) && (e.Source == "" || v.shows(agent, e.Source))
 }
 
 // FeedOldest returns the position of agent's oldest retained event as of the view (ok

@@ -16,7 +16,7 @@ type ProposalFilter struct {
 // Proposal returns proposal id of workbench ws (its live incarnation). NotFound naming
 // "proposal_id" when there is none (never made, expired, or of a deleted workbench).
 func (v *View) Proposal(agent, ws, id string) (*Proposal, error) {
-	p, err := liveProposal(v.st, agent, ws, id)
+	p, err := liveProposal(v.stateOf(agent, ws), agent, ws, id)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +27,7 @@ func (v *View) Proposal(agent, ws, id string) (*Proposal, error) {
 // per root), while that workbench's incarnation lives. NotFound as Proposal.
 func (v *View) ProposalByID(agent, id string) (*Proposal, error) {
 	p, ok := v.st.props.byID.Get(proposalKey(agent, id))
-	if !ok {
+	if !ok || !v.shows(agent, p.Workspace) {
 		return nil, &Error{Code: CodeNotFound, Field: "proposal_id", Message: "no proposal " + strconv.Quote(id) + " exists"}
 	}
 	return v.Proposal(agent, p.Workspace, id)

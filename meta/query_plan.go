@@ -44,7 +44,7 @@ func (v *View) scopeWorkspaces(sc Scope) ([]*Workspace, *Error) {
 		}
 		// The visibility rule of View.Workspace: staging workbenches and workbenches
 		// created after the view's version are invisible.
-		if ws.State == WorkspaceVisible && ws.CreatedVersion <= v.at {
+		if ws.State == WorkspaceVisible && ws.CreatedVersion <= v.at && v.shows(sc.Agent, ws.Name) {
 			out = append(out, ws)
 		}
 		return true

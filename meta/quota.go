@@ -139,12 +139,18 @@ func fileGrowth(newWorkbench bool, cur, e *Entry) Usage {
 // Usage returns what agent's root holds (the zero Usage for a root that holds nothing or
 // does not exist). Usage is live state: a View shows it as of its applied version.
 func (v *View) Usage(agent string) Usage {
+	if !v.showsRoot(agent) {
+		return Usage{}
+	}
 	u, _ := v.st.usage.Get(agent)
 	return u
 }
 
 // Quota returns agent's quotas and whether any is set.
 func (v *View) Quota(agent string) (Quota, bool) {
+	if !v.showsRoot(agent) {
+		return Quota{}, false
+	}
 	return v.st.quotas.Get(agent)
 }
 

@@ -177,9 +177,10 @@ func (a *applier) rootRepruneStep(v string) {
 }
 
 // Retention returns the history retention that applies to agent's root and whether it is
-// the root's own policy (false: the node default, also for a root that does not exist).
+// the root's own policy (false: the node default, also for a root that does not exist or
+// whose root-wide records the view does not show: Only).
 func (v *View) Retention(agent string) (Retention, bool) {
-	if root, ok := v.st.roots.Get(agent); ok {
+	if root, ok := v.st.roots.Get(agent); ok && v.showsRoot(agent) {
 		if r, ok := v.st.retentions.Get(root.UID); ok {
 			return r, true
 		}

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -12,6 +13,39 @@ type View struct {
 	at uint64 // the shard version reads resolve at
 	// history is the node-default history retention (Options.History).
 	history Retention
+	// only, when set, restricts what the view shows of one agent root (Only).
+	only *restriction
+}
+
+// restriction is the part of one agent root a restricted view shows: the workbenches
+// named, and none of the root's root-wide records.
+type restriction struct {
+	agent string
+	names []string
+}
+
+// Only returns a view of the same state in which agent's root holds only the workbenches
+// named: every other workbench of agent reads exactly as one that does not exist
+// (Workspace, Workspaces, queries, snapshots, proposals, restores, the change feed,
+// Staging), and agent's root-wide records read as unset (Usage, Quota, Retention). Other
+// roots are unaffected. Views derived from it (At, SnapshotView, VersionView) keep the
+// restriction. It is how a surface serves a principal that may use only part of a root
+// (api/workbench, access.go); Only on a restricted view restricts it anew.
+func (v *View) Only(agent string, names ...string) *View {
+	return &View{st: v.st, at: v.at, history: v.history, only: &restriction{agent: agent, names: slices.Clone(names)}}
+}
+
+// shows reports whether the view shows workbench name of agent (Only).
+func (v *View) shows(agent, name string) bool {
+	return v.only == nil || v.only.agent != agent || slices.Contains(v.only.names, name)
+}
+
+// showsRoot reports whether the view shows agent's root-wide records (Only).
+func (v *View) showsRoot(agent string) bool { return v.only == nil || v.only.agent != agent }
+
+// derive returns a view of the same state at version at, with v's restriction.
+func (v *View) derive(at uint64) *View {
+	return &View{st: v.st, at: at, history: v.history, only: v.only}
 }
 
 // View returns a view of the live state (at the last applied shard version).
@@ -39,7 +73,7 @@ func (v *View) At(at uint64) (*View, error) {
 	if at > v.st.version {
 		return nil, invalidArg("version", "%d is beyond the applied shard version %d", at, v.st.version)
 	}
-	return &View{st: v.st, at: at, history: v.history}, nil
+	return v.derive(at), nil
 }
 
 func (v *View) live() bool { return v.at == v.st.version }
@@ -51,7 +85,7 @@ func (v *View) Root(agent string) (*Root, bool) { return v.st.roots.Get(agent) }
 // or is still staging (staged workbenches are invisible to reads).
 func (v *View) Workspace(agent, name string) (*Workspace, error) {
 	ws, ok := v.st.workspaces.Get(workspaceKey(agent, name))
-	if !ok || ws.State != WorkspaceVisible || ws.CreatedVersion > v.at {
+	if !ok || ws.State != WorkspaceVisible || ws.CreatedVersion > v.at || !v.shows(agent, name) {
 		return nil, errorf(CodeNotFound, "workbench %q does not exist", name)
 	}
 	return ws, nil

@@ -8,7 +8,7 @@ import "strings"
 // SnapshotExpired (Error.State says expired, retired or reaped) when it is no longer
 // readable.
 func (v *View) SnapshotView(agent, ws string, id uint64, name string) (*View, *Workspace, *WorkbenchSnapshot, error) {
-	_, snap, err := findSnapshot(v.st, agent, ws, id, name)
+	_, snap, err := findSnapshot(v.stateOf(agent, ws), agent, ws, id, name)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -17,7 +17,7 @@ func (v *View) SnapshotView(agent, ws string, id uint64, name string) (*View, *W
 	}
 	w := &Workspace{Agent: agent, Name: ws, Incarnation: snap.Incarnation, Revision: snap.ReadVersion,
 		CreatedVersion: snap.ReadVersion}
-	return &View{st: v.st, at: snap.ReadVersion, history: v.history}, w, snap, nil
+	return v.derive(snap.ReadVersion), w, snap, nil
 }
 
 // VersionView returns a view of incarnation ws frozen at version at, for reading a pinned
@@ -29,12 +29,12 @@ func (v *View) VersionView(ws *Workspace, at uint64) (*View, *Workspace, error) 
 	}
 	w := *ws
 	w.Revision = at
-	return &View{st: v.st, at: at, history: v.history}, &w, nil
+	return v.derive(at), &w, nil
 }
 
 // Snapshot returns a snapshot record of workbench ws by id or name, whatever its state.
 func (v *View) Snapshot(agent, ws string, id uint64, name string) (*WorkbenchSnapshot, error) {
-	_, snap, err := findSnapshot(v.st, agent, ws, id, name)
+	_, snap, err := findSnapshot(v.stateOf(agent, ws), agent, ws, id, name)
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +43,9 @@ func (v *View) Snapshot(agent, ws string, id uint64, name string) (*WorkbenchSna
 
 // Snapshots returns every snapshot of workbench ws (any state), oldest first.
 func (v *View) Snapshots(agent, ws string) []*WorkbenchSnapshot {
+	if !v.shows(agent, ws) {
+		return nil
+	}
 	var out []*WorkbenchSnapshot
 	prefix := agent + "\x00"
 	v.st.snapshots.Ascend(prefix, func(k string, s *WorkbenchSnapshot) bool {
@@ -94,7 +97,7 @@ func (v *View) Workspaces(agent, after string, limit int) (out []*Workspace, mor
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
-		if ws.State != WorkspaceVisible || ws.CreatedVersion > v.at {
+		if ws.State != WorkspaceVisible || ws.CreatedVersion > v.at || !v.shows(agent, ws.Name) {
 			return true
 		}
 		if len(out) == limit {
@@ -109,7 +112,11 @@ func (v *View) Workspaces(agent, after string, limit int) (out []*Workspace, mor
 
 // Restore returns a restore operation record.
 func (v *View) Restore(agent, opID string) (*RestoreOp, bool) {
-	return v.st.restores.Get(restoreKey(agent, opID))
+	op, ok := v.st.restores.Get(restoreKey(agent, opID))
+	if !ok || !v.shows(agent, op.Source) || !v.shows(agent, op.Destination) {
+		return nil, false
+	}
+	return op, true
 }
 
 // RestoresInProgress returns every restore operation still copying (for the leader's
@@ -148,5 +155,18 @@ func (v *View) Files(ws *Workspace, after string, fn func(path string, e *Entry)
 // (invisible to reads, closed to writes).
 func (v *View) Staging(agent, name string) bool {
 	ws, ok := v.st.workspaces.Get(workspaceKey(agent, name))
-	return ok && ws.State == WorkspaceStaging
+	return ok && ws.State == WorkspaceStaging && v.shows(agent, name)
 }
+
+// stateOf returns the state that answers for workbench ws of agent: the view's, or the
+// empty state when the view does not show ws (Only), so that a hidden workbench answers
+// from the same code as one that never existed.
+func (v *View) stateOf(agent, ws string) *state {
+	if v.shows(agent, ws) {
+		return v.st
+	}
+	return emptyState
+}
+
+// emptyState holds nothing: what a workbench a restricted view hides is read from.
+var emptyState = newState()

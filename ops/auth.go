@@ -30,6 +30,22 @@ func (c Config) AuthRequired() bool {
 	return !loopbackListen(c.Listen)
 }
 
+// AdminAuthRequired reports whether requests to the admin listener need an API key: when
+// the client listener's do (AuthRequired), and whenever the admin listener binds beyond
+// loopback, whatever the client listener's address ("auto" with a loopback --listen and
+// a non-loopback --admin-listen would otherwise serve key creation to the network).
+func (c Config) AdminAuthRequired() bool {
+	return c.AuthRequired() || !loopbackListen(c.AdminAddress())
+}
+
+// ClientBeyondLoopback and AdminBeyondLoopback report whether the client or the admin
+// listener binds an address other hosts can reach (anything but 127.0.0.0/8, ::1 and
+// localhost).
+func (c Config) ClientBeyondLoopback() bool { return !loopbackListen(c.Listen) }
+
+// AdminBeyondLoopback: see ClientBeyondLoopback.
+func (c Config) AdminBeyondLoopback() bool { return !loopbackListen(c.AdminAddress()) }
+
 // loopbackListen reports whether a listen address binds loopback only.
 func loopbackListen(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
@@ -52,6 +68,10 @@ func (c Config) validateAuth() []*ConfigError {
 			return []*ConfigError{{Field: "Auth", Value: c.Auth,
 				Rule: "must not be off when --listen is not a loopback address (anyone who reaches it would act as the local operator)"}}
 		}
+		if !loopbackListen(c.AdminAddress()) {
+			return []*ConfigError{{Field: "Auth", Value: c.Auth,
+				Rule: "must not be off when --admin-listen is not a loopback address (anyone who reaches it would act as the operator)"}}
+		}
 	default:
 		return []*ConfigError{{Field: "Auth", Rule: "must be auto, required or off", Value: c.Auth}}
 	}
@@ -61,6 +81,6 @@ func (c Config) validateAuth() []*ConfigError {
 var authSettings = []setting{
 	stringSetting("Auth", "auth", "API keys: auto (required when --listen is not loopback), required, or off (loopback only)",
 		func(c *Config) *string { return &c.Auth }),
-	boolSetting("MetricsRequireKey", "metrics_require_key", "require an API key for /metrics on loopback connections too (by default they need none)",
+	boolSetting("MetricsRequireKey", "metrics_require_key", "require an API key (with the admin scope) for /metrics on a loopback listener's loopback connections too (by default they need none; beyond loopback it is always required)",
 		func(c *Config) *bool { return &c.MetricsRequireKey }),
 }

@@ -380,8 +380,10 @@ type Config struct {
 	// (the embedded default on loopback needs no key).
 	Auth string
 	// MetricsRequireKey makes /metrics need an API key on loopback connections too; by
-	// default a loopback connection reads it without one while authentication is
-	// required. YAML metrics_require_key. Default false.
+	// default a loopback connection to a listener bound to loopback reads it without one
+	// while authentication is required. A listener bound beyond loopback always needs a
+	// key for /metrics, and a key that reads /metrics needs the admin scope (it shows
+	// every principal's id and request counts). YAML metrics_require_key. Default false.
 	MetricsRequireKey bool
 
 	// RedactSecretsFile is the WSR-1 secrets file (api/redact: JSON or YAML

@@ -12,7 +12,9 @@
 //
 //   - A principal's ID is public and stable; a key's secret never leaves the call that
 //     created it, and is never logged, stored or returned again.
-//   - A root a principal may not use answers exactly like a root that does not exist.
+//   - A root a principal may not use answers exactly like a root that does not exist, and
+//     a workbench it may not reach (a key bound to one workbench: Principal.ReachIn, the
+//     one decision every surface follows) exactly like a workbench that does not exist.
 //   - Work the node does on its own behalf (workers) carries no principal.
 //   - No error of this package contains a secret; at most a key id.
 //   - Store.Lookup answers from memory: a request never waits on a disk or on etcd to be

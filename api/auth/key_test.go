@@ -114,3 +114,30 @@ func TestPrincipalBoundToATenantMayUseItsRoot(t *testing.T) {
 		t.Error("an unbound principal may use the empty root")
 	}
 }
+
+func TestReachOfABoundKeyIsOneWorkbenchOfItsTenant(t *testing.T) {
+	bound := auth.Principal{ID: "k", Tenant: "acme", Workspace: "other"}
+	both := auth.Principal{ID: "k", Agents: []string{"acme"}, Tenant: "acme", Workspace: "other"}
+	tests := []struct {
+		name  string
+		p     auth.Principal
+		agent string
+		want  auth.Reach
+	}{
+		{"a bound key reaches its workbench of its tenant", bound, "acme", auth.Reach{Workbench: "other"}},
+		{"a bound key reaches nothing of another root", bound, "beta", auth.Reach{}},
+		{"a root named among the key's roots is reached whole", both, "acme", auth.Reach{Whole: true}},
+		{"a key for every root reaches every root whole", auth.Local, "acme", auth.Reach{Whole: true}},
+		{"a tenant without a workspace reaches nothing", auth.Principal{ID: "k", Tenant: "acme"}, "acme", auth.Reach{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.p.ReachIn(tt.agent); got != tt.want {
+				t.Fatalf("ReachIn(%q) = %+v, want %+v", tt.agent, got, tt.want)
+			}
+			if tt.p.MayUse(tt.agent) != tt.want.Any() {
+				t.Fatalf("MayUse(%q) disagrees with ReachIn", tt.agent)
+			}
+		})
+	}
+}

@@ -63,12 +63,40 @@ const LocalID = "local"
 // (the embedded default on loopback): every root, every scope.
 var Local = Principal{ID: LocalID, Name: "local operator", AllAgents: true, Scopes: Scopes}
 
-// MayUse reports whether p may see agent's root at all. A root it may not use answers
-// exactly as a root that does not exist (DESIGN.md §4). A principal bound to an OpenWOP
-// tenant may use that tenant's agent root (the OpenWOP facade maps a tenant to a root).
-func (p Principal) MayUse(agent string) bool {
-	return p.AllAgents || slices.Contains(p.Agents, agent) || (p.Tenant != "" && p.Tenant == agent)
+// Reach is how much of one agent root a principal may use (ReachIn).
+type Reach struct {
+	// Whole: every workbench of the root, and its root-wide records (usage, quotas,
+	// retention, the whole change feed).
+	Whole bool
+	// Workbench, when Whole is false, is the only workbench of the root the principal
+	// may use (a key bound to an OpenWOP tenant·workspace); "": none, the root answers
+	// exactly as a root that does not exist.
+	Workbench string
 }
+
+// Any reports whether r reaches any part of its root.
+func (r Reach) Any() bool { return r.Whole || r.Workbench != "" }
+
+// ReachIn decides what p may use of agent's root, for every surface (DESIGN.md §4): the
+// whole root when p holds every root or names agent among its roots; only its bound
+// workbench when agent is the OpenWOP tenant it is bound to (--tenant, --workspace: the
+// tenant is an agent root, the workspace one workbench of it); nothing otherwise. What a
+// principal does not reach answers exactly as what does not exist (api/workbench,
+// access.go, enforces it).
+func (p Principal) ReachIn(agent string) Reach {
+	switch {
+	case p.AllAgents || slices.Contains(p.Agents, agent):
+		return Reach{Whole: true}
+	case p.Tenant != "" && p.Tenant == agent:
+		return Reach{Workbench: p.Workspace}
+	}
+	return Reach{}
+}
+
+// MayUse reports whether p may see agent's root at all (ReachIn: the whole root or one
+// workbench of it). A root it may not use answers exactly as a root that does not exist
+// (DESIGN.md §4).
+func (p Principal) MayUse(agent string) bool { return p.ReachIn(agent).Any() }
 
 // Has reports whether p holds scope s.
 func (p Principal) Has(s Scope) bool { return slices.Contains(p.Scopes, s) }

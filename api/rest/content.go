@@ -9,12 +9,14 @@ import (
 
 // storedContentHeaders makes a stored body inert on the API's origin (a file stored as
 // text/html must not run as a page of this server): Content-Security-Policy: sandbox
-// (no script, no same-origin rights even when rendered), nosniff, and for active types
-// (activeType) Content-Disposition: attachment unless the caller asked for
-// ?disposition=inline.
+// (no script, no same-origin rights even when rendered), nosniff,
+// Cross-Origin-Resource-Policy: same-origin (another origin's <script src> or <img> gets
+// nothing: Fetch, CORP), and for active types (activeType) Content-Disposition:
+// attachment unless the caller asked for ?disposition=inline.
 func storedContentHeaders(hd http.Header, contentType, path string, inline bool) {
 	hd.Set("Content-Security-Policy", "sandbox")
 	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
 	if inline || !activeType(contentType) {
 		return
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -214,6 +215,17 @@ func TestAuthMatrixOverEveryMCPTool(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s", what, got.raw, want.raw)
 		}
 	}
+	// sameBut: a root-wide query by a key bound to one workbench of root a reads root a,
+	// which exists: its shard version is all the answer tells of it.
+	sameBut := func(what string, got, want toolAnswer, ignore string) {
+		t.Helper()
+		g, w := maps.Clone(got.res), maps.Clone(want.res)
+		delete(g, ignore)
+		delete(w, ignore)
+		if got.isErr != want.isErr || g == nil || fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Errorf("%s (but %s):\n got %s\nwant %s", what, ignore, got.raw, want.raw)
+		}
+	}
 	cells := 0
 	unauthenticated := func(c mcpCall) {
 		t.Helper()
@@ -240,27 +252,31 @@ func TestAuthMatrixOverEveryMCPTool(t *testing.T) {
 		missing := call(m.twin, keyAdmin, c)
 		same(c.String()+": another root's key vs a root that does not exist", call(m.full, keyOther, c), missing)
 		same(c.String()+": another root's key, the same on the twin", call(m.twin, keyOther, c), missing)
+		sameBut(c.String()+": a key bound to another workbench vs a root that does not exist", call(m.full, keyBound, c), missing, "read_version")
 		denied(c.String(), keyWO, "read", auth.ScopeRead, call(m.full, keyWO, c))
 		unauthenticated(c)
-		cells += 4
+		cells += 5
 	}
 	for _, c := range calls {
 		if readOnly[c.tool] {
 			continue
 		}
 		denied(c.String(), keyRO, "change", auth.ScopeWrite, call(m.full, keyRO, c))
-		other := call(m.full, keyOther, c)
+		other, bound := call(m.full, keyOther, c), call(m.full, keyBound, c)
 		if c.creates {
 			want := missingWorkbench
 			if c.args["id"] == "w9" {
 				want = call(m.twin, keyAdmin, mcpCall{tool: "workbench_stat", args: map[string]any{"id": "w9"}})
 			}
 			same(c.String()+": another root's key", other, want)
+			same(c.String()+": a key bound to another workbench", bound, want)
 		} else {
-			same(c.String()+": another root's key vs a root that does not exist", other, call(m.twin, keyAdmin, c))
+			missing := call(m.twin, keyAdmin, c)
+			same(c.String()+": another root's key vs a root that does not exist", other, missing)
+			same(c.String()+": a key bound to another workbench vs a root that does not exist", bound, missing)
 		}
 		unauthenticated(c)
-		cells += 2
+		cells += 3
 	}
 	// Nothing of the refused calls happened.
 	r := mustOK("workbench_read", file)

@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"sort"
@@ -283,6 +285,19 @@ func TestAuthMatrixOverEveryRESTRoute(t *testing.T) {
 		}
 		missing := f.send(t, f.twin, keyAdmin, r)
 		sameReply(t, r.String()+": another root's key vs a root that does not exist", f.send(t, f.full, keyOther, r), missing)
+		switch bound := f.send(t, f.full, keyBound, r); {
+		case rootWide(r.route):
+			wantRootWideDenied(t, r.String(), f.ids[keyBound], r.method, bound)
+		case r.route == "/v1/agents/{agent}/events":
+			// The key's own root exists: its feed is open, and holds nothing the key reaches.
+			if bound.status != 200 || strings.Contains(string(bound.body), "data:") {
+				t.Errorf("%s: a key bound to another workbench follows root a's feed: %d %s", r, bound.status, bound.body)
+			}
+		default:
+			// Root-wide queries read the key's own root, which exists: its shard version
+			// is all they tell of it.
+			sameReplyBut(t, r.String()+": a key bound to another workbench vs a root that does not exist", bound, missing, "read_version")
+		}
 		sameReply(t, r.String()+": another root's key, the same on the twin", f.send(t, f.twin, keyOther, r), missing)
 		wo := f.send(t, f.full, keyWO, r)
 		if r.method == "HEAD" {
@@ -303,18 +318,21 @@ func TestAuthMatrixOverEveryRESTRoute(t *testing.T) {
 		if ro.status != 403 || string(ro.body) != permissionDenied(f.ids[keyRO], "change", auth.ScopeWrite) {
 			t.Errorf("%s: read-only key: %d %s", r, ro.status, ro.body)
 		}
-		other := f.send(t, f.full, keyOther, r)
+		other, bound := f.send(t, f.full, keyOther, r), f.send(t, f.full, keyBound, r)
 		if r.creates {
 			want := missingWorkbench
 			if strings.HasSuffix(r.target, "/w9") {
 				want = mustReply(t, "twin: w9", f.on(t, f.twin, keyAdmin, "GET", "/v1/agents/a/workbenches/w9", ""), 404)
 			}
 			sameReply(t, r.String()+": another root's key", other, want)
+			sameReply(t, r.String()+": a key bound to another workbench", bound, want)
 		} else {
-			sameReply(t, r.String()+": another root's key vs a root that does not exist", other, f.send(t, f.twin, keyAdmin, r))
+			missing := f.send(t, f.twin, keyAdmin, r)
+			sameReply(t, r.String()+": another root's key vs a root that does not exist", other, missing)
+			sameReply(t, r.String()+": a key bound to another workbench vs a root that does not exist", bound, missing)
 		}
 		unauthenticated(r)
-		cells += 2
+		cells += 3
 	}
 	// Nothing of the refused writes happened.
 	after := mustReply(t, "full: file", f.on(t, f.full, keyAdmin, "GET", "/v1/agents/a/workbenches/w/files/input/dir/x.txt", ""), 200)
@@ -335,6 +353,44 @@ func TestAuthMatrixOverEveryRESTRoute(t *testing.T) {
 	}
 	mustReply(t, "write-only key writes", f.on(t, f.full, keyWO, "PUT", "/v1/agents/a/workbenches/w/files/input/new.txt", "n"), 201)
 	t.Logf("REST matrix: %d requests, %d checked cells", len(reqs), cells)
+}
+
+// sameReplyBut is sameReply for JSON answers, but for the top-level field named ignore
+// (and the Content-Length it changes).
+func sameReplyBut(t *testing.T, what string, got, want reply, ignore string) {
+	t.Helper()
+	if got.json == nil || want.json == nil {
+		sameReply(t, what, got, want)
+		return
+	}
+	g, w := got.header.Clone(), want.header.Clone()
+	for _, h := range []http.Header{g, w} {
+		h.Del("Date")
+		h.Del("Content-Length")
+	}
+	gj, wj := maps.Clone(got.json), maps.Clone(want.json)
+	delete(gj, ignore)
+	delete(wj, ignore)
+	if got.status != want.status || fmt.Sprint(gj) != fmt.Sprint(wj) || fmt.Sprint(g) != fmt.Sprint(w) {
+		t.Errorf("%s (but %s):\n got %d %v %s\nwant %d %v %s", what, ignore, got.status, g, got.body, want.status, w, want.body)
+	}
+}
+
+// rootWide: the routes of a root's root-wide records, which a key that reaches one
+// workbench of the root may not read (PermissionDenied).
+func rootWide(route string) bool { return route == "/v1/agents/{agent}/usage" }
+
+// wantRootWideDenied fails unless r is the 403 of principal id, bound to workbench "other"
+// of root a, asking for a root-wide record (a HEAD answer has no body).
+func wantRootWideDenied(t *testing.T, what, id, method string, r reply) {
+	t.Helper()
+	want := fmt.Sprintf(`{"status":"error","code":"PermissionDenied","details":{"workbench":"other"},"message":"principal \"%s\" may use only workbench \"other\" of agent root \"a\": its usage needs a key for the whole root","retryable":false}`+"\n", id)
+	if method == "HEAD" {
+		want = ""
+	}
+	if r.status != 403 || string(r.body) != want {
+		t.Errorf("%s: a key bound to another workbench: %d %s, want 403 %s", what, r.status, r.body, want)
+	}
 }
 
 // TestAuthMatrixUnauthenticatedOnEveryRoute: every documented operation, on the client

@@ -26,6 +26,8 @@ import (
 //	read-only key       root a, workspace:read
 //	write-only key      root a, workspace:write
 //	another root's key  root b, workspace:read and workspace:write
+//	bound key           only workbench "other" of root a (--tenant a --workspace other),
+//	                    workspace:read, workspace:write and review
 //	admin key           every root, every scope (the operator)
 
 // The matrix's columns.
@@ -38,6 +40,7 @@ const (
 	keyRO        = "read-only key"
 	keyWO        = "write-only key"
 	keyOther     = "another root's key"
+	keyBound     = "a key bound to another workbench"
 	keyAdmin     = "admin key"
 )
 
@@ -47,9 +50,11 @@ var unauthenticatedKeys = []string{keyNone, keyMalformed, keyBad, keyRevoked, ke
 // keySpecs are the keys the matrix stores (the revoked one is revoked through the admin
 // route once the nodes run; the expired one is stored already expired).
 var keySpecs = map[string]auth.KeySpec{
-	keyRO:      {Name: "read-only on a", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead}},
-	keyWO:      {Name: "write-only on a", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeWrite}},
-	keyOther:   {Name: "read-write on b", Agents: []string{"b"}, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
+	keyRO:    {Name: "read-only on a", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead}},
+	keyWO:    {Name: "write-only on a", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeWrite}},
+	keyOther: {Name: "read-write on b", Agents: []string{"b"}, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
+	keyBound: {Name: "bound to a/other", Tenant: "a", Workspace: "other",
+		Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite, auth.ScopeReview}},
 	keyAdmin:   {Name: "operator", AllAgents: true, Scopes: auth.Scopes},
 	keyRevoked: {Name: "revoked", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
 	keyExpired: {Name: "expired", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},

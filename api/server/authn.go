@@ -18,8 +18,9 @@ import (
 // listener and on the admin listener, and its counterpart on the peer port for requests
 // another node forwarded.
 //
-//   - When the node requires keys (ops.Config.AuthRequired), every request but /healthz
-//     and /readyz (and /metrics from a loopback connection, unless MetricsRequireKey)
+//   - When the node requires keys (ops.Config.AuthRequired; on the admin listener also
+//     AdminAuthRequired), every request but /healthz and /readyz (and /metrics from a
+//     loopback connection to a listener bound to loopback, unless MetricsRequireKey)
 //     carries "Authorization: Bearer <key>" naming a live key of the node's store, or is
 //     answered 401 with the error envelope (code Unauthenticated) and WWW-Authenticate:
 //     Bearer, before any routing. The request then carries the key's principal
@@ -27,6 +28,10 @@ import (
 //     auth.Local.
 //   - On the admin listener, /v1/admin/... needs a principal with auth.ScopeAdmin
 //     (403 PermissionDenied otherwise).
+//   - /metrics names every principal's id and request counts: read with a key, it needs
+//     auth.ScopeAdmin (403 PermissionDenied otherwise), on both listeners. A listener
+//     bound beyond loopback never serves it without a key, whatever the connection's
+//     address (a reverse proxy on the node's host connects from loopback).
 //   - A node that forwards a request to another (route.go) names the principal's id in
 //     PrincipalHeader and drops the Authorization header: the secret never leaves the node
 //     that received it. The receiving node resolves the id in its own store (a key revoked
@@ -43,6 +48,9 @@ type authn struct {
 	required bool
 	// metricsKey: /metrics needs a key on loopback connections too.
 	metricsKey bool
+	// beyondLoopback: the listener binds an address other hosts can reach, so /metrics
+	// needs a key from every connection.
+	beyondLoopback bool
 	// admin: the admin listener (its /v1/admin/... routes need ScopeAdmin).
 	admin bool
 	log   *slog.Logger
@@ -60,6 +68,11 @@ func (a *authn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: "admin routes need a key with the admin scope", Details: map[string]any{"scope": string(auth.ScopeAdmin)}})
 		return
 	}
+	if r.URL.EscapedPath() == "/metrics" && !p.Has(auth.ScopeAdmin) {
+		writeEnvelope(w, http.StatusForbidden, &workbench.Error{Code: workbench.CodePermissionDenied,
+			Message: "/metrics needs a key with the admin scope", Details: map[string]any{"scope": string(auth.ScopeAdmin)}})
+		return
+	}
 	a.next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 }
 
@@ -72,7 +85,7 @@ func (a *authn) principal(w http.ResponseWriter, r *http.Request) (auth.Principa
 	switch path := r.URL.EscapedPath(); {
 	case path == "/healthz" || path == "/readyz":
 		return auth.Local, true
-	case path == "/metrics" && !a.metricsKey && loopbackRemote(r):
+	case path == "/metrics" && !a.metricsKey && !a.beyondLoopback && loopbackRemote(r):
 		return auth.Local, true
 	case !a.admin && openwop.Public(path):
 		return auth.Local, true // OpenWOP discovery is public; a key sent along is not checked

@@ -64,6 +64,7 @@ func TestAuthenticationMiddleware(t *testing.T) {
 		required   bool
 		admin      bool
 		metricsKey bool
+		beyond     bool // the listener binds beyond loopback
 		path       string
 		remote     string
 		header     map[string]string
@@ -86,6 +87,9 @@ func TestAuthenticationMiddleware(t *testing.T) {
 		{name: "required: metrics on loopback is open", required: true, path: "/metrics", status: 200, body: auth.Local.Name},
 		{name: "required: metrics from another host needs a key", required: true, path: "/metrics", remote: "10.1.2.3:5000", status: 401},
 		{name: "required: metrics with --metrics-require-key needs a key", required: true, metricsKey: true, path: "/metrics", status: 401},
+		{name: "beyond loopback: metrics from a loopback connection needs a key", required: true, beyond: true, path: "/metrics", status: 401},
+		{name: "metrics with a key without the admin scope is 403", required: true, beyond: true, path: "/metrics", header: bearer("read"), status: 403},
+		{name: "metrics with an admin key passes", required: true, beyond: true, path: "/metrics", header: bearer("admin"), status: 200, body: "admin"},
 		{name: "a client cannot claim a principal", required: true, path: "/v1/agents/a/catalog", header: map[string]string{PrincipalHeader: "x"}, status: 401},
 		{name: "a client's internal header is dropped", required: true, path: "/v1/agents/a/catalog",
 			header: map[string]string{"Authorization": "Bearer " + tok["read"], PrincipalHeader: "x"}, status: 200, body: "read"},
@@ -96,7 +100,7 @@ func TestAuthenticationMiddleware(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := &authn{keys: keys, required: tt.required, metricsKey: tt.metricsKey, admin: tt.admin, next: principalEcho}
+			h := &authn{keys: keys, required: tt.required, metricsKey: tt.metricsKey, beyondLoopback: tt.beyond, admin: tt.admin, next: principalEcho}
 			req := httptest.NewRequest(http.MethodGet, tt.path, nil)
 			if tt.remote != "" {
 				req.RemoteAddr = tt.remote

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/ops"
 )
@@ -20,8 +21,16 @@ import (
 //     same-origin (Sec-Fetch-Site, else Origin against Host; net/http's
 //     CrossOriginProtection). There is no CORS: a cross-site page's text/plain POST to
 //     append, restore, commit or snapshots is refused, and its reads stay unreadable to it.
+//   - A read (GET, HEAD) a browser marks Sec-Fetch-Site: cross-site is refused on every
+//     route but the probes and OpenWOP's public discovery: without CORS a cross-site page
+//     has no business reading anything here, and the reads it can make are embeds
+//     (<script src>, <img>, <link>) that would run or show stored bytes in its own origin
+//     (issue 25: a stored text/javascript body served to a cross-site <script>). Every
+//     answer also carries Cross-Origin-Resource-Policy: same-origin, so a browser that
+//     sends no Sec-Fetch-Site still refuses to hand a body to another origin's embed.
 //
-// Both answer 403 with the contract's envelope (InvalidArguments naming the header).
+// They answer 403 with the surface's envelope: the contract's (InvalidArguments naming
+// the header), or OpenWOP's (forbidden) on the facade's routes.
 type guard struct {
 	names map[string]bool // lower-case host names, and host:port forms
 	csrf  *http.CrossOriginProtection
@@ -55,7 +64,28 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		forbid(w, "Origin", "Origin: cross-origin requests may not change state (this server answers no CORS)")
 		return
 	}
+	w.Header().Set("Cross-Origin-Resource-Policy", "same-origin")
+	if crossSiteRead(r) {
+		const msg = "Sec-Fetch-Site: cross-site reads are refused (this server answers no CORS)"
+		if openwop.Owns(r.URL.EscapedPath()) {
+			openwop.WriteError(w, &openwop.Error{Status: http.StatusForbidden, Code: openwop.CodeForbidden, Message: msg})
+			return
+		}
+		forbid(w, "Sec-Fetch-Site", msg)
+		return
+	}
 	g.next.ServeHTTP(w, r)
+}
+
+// crossSiteRead reports whether r is a read a browser made for a page of another site
+// (Sec-Fetch-Site: cross-site, Fetch Metadata) of a route that is not open to anyone:
+// every route but /healthz, /readyz and OpenWOP's public discovery.
+func crossSiteRead(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead || r.Header.Get("Sec-Fetch-Site") != "cross-site" {
+		return false
+	}
+	path := r.URL.EscapedPath()
+	return path != "/healthz" && path != "/readyz" && !openwop.Public(path)
 }
 
 // hostAllowed reports whether a Host header names this server. An empty Host (HTTP/1.0,

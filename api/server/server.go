@@ -257,9 +257,10 @@ func (n *Node) open(ctx context.Context) error {
 			return err
 		}
 	}
-	n.handler = &authn{keys: n.keys, required: cfg.AuthRequired(), metricsKey: cfg.MetricsRequireKey, log: n.log, next: tenant}
-	n.adminH = &authn{keys: n.keys, required: cfg.AuthRequired(), metricsKey: cfg.MetricsRequireKey, admin: true, log: n.log,
-		next: n.rest.Admin()}
+	n.handler = &authn{keys: n.keys, required: cfg.AuthRequired(), metricsKey: cfg.MetricsRequireKey,
+		beyondLoopback: cfg.ClientBeyondLoopback(), log: n.log, next: tenant}
+	n.adminH = &authn{keys: n.keys, required: cfg.AdminAuthRequired(), metricsKey: cfg.MetricsRequireKey,
+		beyondLoopback: cfg.AdminBeyondLoopback(), admin: true, log: n.log, next: n.rest.Admin()}
 	hctx, cancel := context.WithCancel(context.Background())
 	n.stopHealth = cancel
 	n.healthDone.Add(1)

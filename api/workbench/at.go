@@ -133,7 +133,7 @@ func (s *Service) appliedSnapshotView(ctx context.Context, agent, id string, at 
 	if err != nil {
 		return nil
 	}
-	if view = visibleView(ctx, agent, view); !servableAt(view, agent, id, at.SnapshotID, s.cfg.GCGrace/2, time.Now()) {
+	if view = s.visibleView(ctx, agent, view); !servableAt(view, agent, id, at.SnapshotID, s.cfg.GCGrace/2, time.Now()) {
 		return nil
 	}
 	return view

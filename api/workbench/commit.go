@@ -98,7 +98,7 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 	if err != nil {
 		return nil, err
 	}
-	if err := mayCreate(ctx, agent, in.ID); err != nil {
+	if err := s.mayCreate(ctx, agent, in.ID); err != nil {
 		return nil, err
 	}
 	replace := deref(in.Replace)

@@ -128,7 +128,7 @@ func (f *Feed) Next(ctx context.Context, wait time.Duration) ([]meta.Event, erro
 		view, err := f.nextView(wctx)
 		if err == nil {
 			f.unavailableSince = time.Time{}
-			if err := f.read(visibleView(f.ctx, f.agent, view)); err != nil {
+			if err := f.read(f.s.visibleView(f.ctx, f.agent, view)); err != nil {
 				return nil, err
 			}
 			if len(f.buf) > 0 {

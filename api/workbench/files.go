@@ -91,7 +91,7 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 		return AppendResult{}, werr
 	}
 	req.ContentType = ct
-	if err := mayCreate(ctx, req.Agent, req.Workbench); err != nil {
+	if err := s.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
 		return AppendResult{}, err
 	}
 	done, werr := s.admitUpload(ctx)

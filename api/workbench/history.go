@@ -273,6 +273,9 @@ func (s *Service) Retention(ctx context.Context, agent string) (RootRetention, e
 	if err := mayRead(ctx, agent); err != nil {
 		return RootRetention{}, err
 	}
+	if err := s.mayRootWide(ctx, agent, "its retention"); err != nil {
+		return RootRetention{}, err
+	}
 	// The shard's own view, not readView's: for a root that does not exist yet that would
 	// be the empty state, which knows the built-in default, not this node's settings.
 	c, err := s.cores.For(ctx, agent)
@@ -282,6 +285,9 @@ func (s *Service) Retention(ctx context.Context, agent string) (RootRetention, e
 	view, err := c.ReadView(ctx)
 	if err != nil {
 		return RootRetention{}, AsError(err)
+	}
+	if hidden(ctx, agent) {
+		view = view.Only(agent) // a hidden root answers as a missing one: the node default
 	}
 	r, own := view.Retention(agent)
 	return RootRetention{Agent: agent, Retention: r, Default: !own}, nil
@@ -294,6 +300,9 @@ func (s *Service) Retention(ctx context.Context, agent string) (RootRetention, e
 func (s *Service) SetRetention(ctx context.Context, agent string, r meta.Retention) (RootRetention, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return RootRetention{}, AsError(err)
+	}
+	if err := s.mayRootWide(ctx, agent, "setting its retention"); err != nil {
+		return RootRetention{}, err
 	}
 	res, werr := s.propose(ctx, meta.Header{}, meta.SetRetention{Agent: agent, Retention: r})
 	if werr != nil {

@@ -348,7 +348,7 @@ func validateTarget(agent, id, path string) *Error {
 // rootUID returns the uid of agent's root, creating the root when it does not exist yet
 // (blob keys need it before the first publish).
 func (s *Service) rootUID(ctx context.Context, agent string) (string, error) {
-	if err := mayCreate(ctx, agent, ""); err != nil {
+	if err := s.mayCreate(ctx, agent, ""); err != nil {
 		return "", err // before the cache: a hidden root's blobs are never written
 	}
 	if v, ok := s.roots.Load(agent); ok {
@@ -398,7 +398,7 @@ func (s *Service) CreateWorkbench(ctx context.Context, agent, id string, request
 	if err := validateTarget(agent, id, ""); err != nil {
 		return CreateResult{}, err
 	}
-	if err := mayCreate(ctx, agent, id); err != nil {
+	if err := s.mayCreate(ctx, agent, id); err != nil {
 		return CreateResult{}, err
 	}
 	h := meta.Header{RequestID: requestID, RequestHash: requestHash("create", agent, id)}
@@ -484,7 +484,7 @@ func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, erro
 	if err := meta.ValidateFields("fields", req.Fields); err != nil {
 		return FileResult{}, AsError(err)
 	}
-	if err := mayCreate(ctx, req.Agent, req.Workbench); err != nil {
+	if err := s.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
 		return FileResult{}, err
 	}
 	done, werr := s.admitUpload(ctx)
@@ -878,7 +878,7 @@ func (s *Service) readView(ctx context.Context, agent string) (*meta.View, error
 	if err != nil {
 		return nil, err
 	}
-	return visibleView(ctx, agent, v), nil
+	return s.visibleView(ctx, agent, v), nil
 }
 
 // proposeRaw replicates a command on the shard of its agent root, stamped with the

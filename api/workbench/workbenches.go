@@ -119,6 +119,9 @@ func (s *Service) PurgeRoot(ctx context.Context, agent string) (int64, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return 0, AsError(err)
 	}
+	if err := s.mayRootWide(ctx, agent, "a purge"); err != nil {
+		return 0, err
+	}
 	var total int64
 	for range maxPurgeCommands {
 		res, werr := s.propose(ctx, meta.Header{}, meta.PurgeRoot{Agent: agent, Limit: meta.MaxPurgeBatch})
@@ -150,6 +153,9 @@ func (s *Service) Usage(ctx context.Context, agent string) (RootUsage, error) {
 	if err := mayRead(ctx, agent); err != nil {
 		return RootUsage{}, err
 	}
+	if err := s.mayRootWide(ctx, agent, "its usage"); err != nil {
+		return RootUsage{}, err
+	}
 	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return RootUsage{}, AsError(err)
@@ -164,6 +170,9 @@ func (s *Service) Usage(ctx context.Context, agent string) (RootUsage, error) {
 func (s *Service) SetQuota(ctx context.Context, agent string, q meta.Quota) (RootUsage, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return RootUsage{}, AsError(err)
+	}
+	if err := s.mayRootWide(ctx, agent, "setting its quotas"); err != nil {
+		return RootUsage{}, err
 	}
 	res, werr := s.propose(ctx, meta.Header{}, meta.SetQuota{Agent: agent, Quota: q})
 	if werr != nil {

@@ -81,8 +81,10 @@ func newKeyCreateCommand() *cobra.Command {
 (--all-agents), holding the scopes of --scope (comma-separated: workspace:read,
 workspace:write, review, admin; OpenWOP's manifest:read and proposals:apply are stored
 as workspace:read and review). --tenant and --workspace bind it to one OpenWOP
-tenant and workspace (host.workspace: the tenant is an agent root, which the key may
-then use, and the workspace a workbench in it). --expires D makes it stop working after D (a Go duration such
+tenant and workspace (host.workspace: the tenant is an agent root and the workspace a
+workbench in it): on every surface (REST, MCP, the CLI, the change feed, OpenWOP) the key
+then reaches that one workbench of the root, and no other, unless --agent names the root
+too. --expires D makes it stop working after D (a Go duration such
 as 720h, or days such as 90d). The key is printed once, as the last line (with
 --json: the "secret" field); it cannot be shown again.`,
 		Args: cobra.NoArgs,
@@ -163,10 +165,10 @@ func newKeyListCommand() *cobra.Command {
 					return printRaw(cmd.OutOrStdout(), list.Raw)
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tNAME\tAGENTS\tSCOPES\tSTATE\tCREATED\tEXPIRES")
+				fmt.Fprintln(tw, "ID\tNAME\tAGENTS\tWORKBENCH\tSCOPES\tSTATE\tCREATED\tEXPIRES")
 				for _, k := range list.Keys {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, agentsText(k), strings.Join(k.Scopes, ","),
-						k.State, k.CreatedAt.Format(time.RFC3339), timeOrNever(k.ExpiresAt))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, orDash(agentsText(k)), bindingText(k),
+						strings.Join(k.Scopes, ","), k.State, k.CreatedAt.Format(time.RFC3339), timeOrNever(k.ExpiresAt))
 				}
 				return tw.Flush()
 			})
@@ -204,7 +206,7 @@ func newKeyRevokeCommand() *cobra.Command {
 func printKey(w io.Writer, k client.APIKey) {
 	fmt.Fprintf(w, "id:      %s\nname:    %s\nagents:  %s\nscopes:  %s\n", k.ID, k.Name, agentsText(k), strings.Join(k.Scopes, ","))
 	if k.Tenant != "" {
-		fmt.Fprintf(w, "tenant:  %s/%s\n", k.Tenant, k.Workspace)
+		fmt.Fprintf(w, "tenant:  %s/%s (the only workbench the key reaches of root %s)\n", k.Tenant, k.Workspace, k.Tenant)
 	}
 	fmt.Fprintf(w, "expires: %s\nThe key below is shown once; store it now:\n", timeOrNever(k.ExpiresAt))
 }
@@ -214,6 +216,15 @@ func agentsText(k client.APIKey) string {
 		return "*"
 	}
 	return strings.Join(k.Agents, ",")
+}
+
+// bindingText is the one workbench a key bound to an OpenWOP tenant·workspace reaches of
+// its tenant's root ("tenant/workspace"), or "-".
+func bindingText(k client.APIKey) string {
+	if k.Tenant == "" {
+		return "-"
+	}
+	return k.Tenant + "/" + k.Workspace
 }
 
 func timeOrNever(t time.Time) string {

@@ -110,3 +110,34 @@ func TestServeConfigErrorsNameTheFlags(t *testing.T) {
 		t.Fatalf("serve --cluster without etcd: %s: %s; want InvalidArguments naming --etcd and --peer-listen", code, msg)
 	}
 }
+
+func TestAdminKeyListShowsTheWorkbenchAKeyIsBoundTo(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := execCairn(t, "admin", "key", "create", "--data-dir", dir, "--name", "bound",
+		"--tenant", "acme", "--workspace", "other", "--scope", "workspace:read"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := execCairn(t, "admin", "key", "create", "--data-dir", dir, "--name", "whole",
+		"--agent", "acme", "--scope", "workspace:read"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := execCairn(t, "admin", "key", "list", "--data-dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{} // name → the row's columns
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if got := strings.Fields(lines[0]); !slices.Equal(got, []string{"ID", "NAME", "AGENTS", "WORKBENCH", "SCOPES", "STATE", "CREATED", "EXPIRES"}) {
+		t.Fatalf("header %q", lines[0])
+	}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		rows[f[1]] = f
+	}
+	if got := rows["bound"]; len(got) < 4 || got[2] != "-" || got[3] != "acme/other" {
+		t.Errorf("the bound key's row %q: want agents - and workbench acme/other", got)
+	}
+	if got := rows["whole"]; len(got) < 4 || got[2] != "acme" || got[3] != "-" {
+		t.Errorf("the root key's row %q: want agents acme and workbench -", got)
+	}
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestAuthBoundKeyReachesItsWorkbenchOnly: a key made with --tenant a --workspace other
+// (issue 25) works in workbench other of root a through REST, MCP, the change feed and
+// OpenWOP alike, and sees nothing of root a's workbench w, whose files it can neither
+// read nor overwrite (the matrix checks every route and tool answers as for a missing
+// workbench; this checks what the key does see).
+func TestAuthBoundKeyReachesItsWorkbenchOnly(t *testing.T) {
+	m := newMatrix(t)
+	const w, other = "/v1/agents/a/workbenches/w", "/v1/agents/a/workbenches/other"
+	mustReply(t, "admin: put w", m.on(t, m.full, keyAdmin, "PUT", w+"/files/input/secret.txt", "secret"), 201)
+	mustReply(t, "bound: put other", m.on(t, m.full, keyBound, "PUT", other+"/files/input/mine.txt", "mine"), 201)
+
+	if got := mustReply(t, "bound: get other", m.on(t, m.full, keyBound, "GET", other+"/files/input/mine.txt", ""), 200); string(got.body) != "mine" {
+		t.Errorf("its own file: %q", got.body)
+	}
+	mustReply(t, "bound: get w", m.on(t, m.full, keyBound, "GET", w+"/files/input/secret.txt", ""), 404)
+	mustReply(t, "bound: overwrite w", m.on(t, m.full, keyBound, "PUT", w+"/files/input/secret.txt", "mine now"), 404)
+	if got := mustReply(t, "admin: get w", m.on(t, m.full, keyAdmin, "GET", w+"/files/input/secret.txt", ""), 200); string(got.body) != "secret" {
+		t.Errorf("w's file after the bound key's refused write: %q", got.body)
+	}
+
+	list := mustReply(t, "bound: workbenches", m.on(t, m.full, keyBound, "GET", "/v1/agents/a/workbenches", ""), 200)
+	if s := string(list.body); !strings.Contains(s, `"other"`) || strings.Contains(s, `"w"`) {
+		t.Errorf("its workbench list: %s", s)
+	}
+	search := mustReply(t, "bound: search", m.on(t, m.full, keyBound, "POST", "/v1/agents/a/search", `{"predicates":[{"field":"artifact.ext","op":"eq","value":"txt"}]}`), 200)
+	if s := string(search.body); !strings.Contains(s, "mine.txt") || strings.Contains(s, "secret.txt") {
+		t.Errorf("its root-wide search: %s", s)
+	}
+	feed := mustReply(t, "bound: feed", m.on(t, m.full, keyBound, "GET", "/v1/agents/a/events?follow=false", ""), 200)
+	if s := string(feed.body); !strings.Contains(s, "mine.txt") || strings.Contains(s, "secret.txt") {
+		t.Errorf("its change feed: %s", s)
+	}
+
+	// MCP: the session of root a reaches workbench other only.
+	cs, err := m.connect(t, m.full, keyBound, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := callTool(t, cs, "workbench_read", map[string]any{"id": "other", "section": "input", "path": "mine.txt"}); a.isErr {
+		t.Errorf("MCP read of its own file: %s", a.raw)
+	}
+	if a := callTool(t, cs, "workbench_read", map[string]any{"id": "w", "section": "input", "path": "secret.txt"}); !a.isErr || a.code != "NotFound" {
+		t.Errorf("MCP read of w: %s", a.raw)
+	}
+	if a := callTool(t, cs, "workbench_put_file", map[string]any{"id": "w", "section": "input", "path": "secret.txt", "text": "x", "replace": true}); !a.isErr || a.code != "NotFound" {
+		t.Errorf("MCP overwrite of w: %s", a.raw)
+	}
+
+	// OpenWOP: the owner is the key's tenant·workspace, the same files.
+	wop := mustReply(t, "bound: OpenWOP get", m.on(t, m.full, keyBound, "GET", "/v1/host/workspace/files/input/mine.txt", ""), 200)
+	if wop.json["content"] != "mine" {
+		t.Errorf("OpenWOP read of its own file: %s", wop.body)
+	}
+}
