@@ -24,6 +24,10 @@
 //   - A JSON-RPC batch is refused with one invalid-request error (-32600) on both
 //     transports (HTTP 400 before the SDK reads the body): each message is one request,
 //     so the node's admission limits see every tool call.
+//   - Protocol errors are JSON-RPC errors, never the SDK's plain text (message.go,
+//     checkInbound): not JSON or nested deeper than maxNestingDepth -32700, not one
+//     message -32600, an unknown method -32601 (the table serverMethods), missing or
+//     mistyped params -32602. Over stdio no line ends the session.
 //   - Over stdio, stdout carries only protocol messages; logs go to stderr.
 //   - Request params of the wrong JSON kind are answered with -32602 naming the member
 //     ("params.name must be a string"), before the SDK decodes them into Go structs whose

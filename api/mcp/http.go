@@ -100,7 +100,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(io.LimitReader(r.Body, h.opts.MaxMessageBytes+1))
 		var we *workbench.Error
 		switch {
@@ -127,23 +127,16 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeInvalidRequest(w, "batches are not supported: send one message per request")
 			return
 		}
-		if id, why := checkRequestParams(body); why != "" {
-			writeRPCError(w, id, -32602, "Invalid params: "+why)
+		if e := checkInbound(body); e != nil {
+			// The SDK would answer these in plain text (or not as JSON-RPC errors); the
+			// protocol's errors are JSON-RPC errors on every lane.
+			e.write(w, r)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
 	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, h.server(r.PathValue("profile"), agent))))
-}
-
-// writeRPCError answers a request with a JSON-RPC error (HTTP 200, as the SDK answers
-// its own).
-func writeRPCError(w http.ResponseWriter, id json.RawMessage, code int, msg string) {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	w.Write(b)
 }
 
 // isBatch reports whether a POST body is a JSON-RPC batch: its first byte after JSON
