@@ -37,6 +37,11 @@
 //     writes, and writes one audit line (workbench.Audit) once answered, in the tool
 //     handler: the one place MCP writes them. A stdio session without a principal acts as
 //     auth.Local (the user who runs the process).
+//   - Streamable HTTP serves the stateless lane (MCP 2026-07-28: no initialize, _meta on
+//     every request) and the session lane (the initialize handshake of 2025-11-25 and
+//     earlier) on the same endpoint, chosen per request by its protocol version; neither
+//     keeps server state or issues Mcp-Session-Id, so both authenticate, attribute and
+//     limit every request alike (http.go, Handler).
 //   - Host and Origin are checked by the listener in front (api/server's guard, the same
 //     check as REST's); the SDK's loopback-only Host check is off.
 //

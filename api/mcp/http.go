@@ -26,12 +26,25 @@ const maxCachedServers = 1024
 // with HTTP 404 and the contract's NotFound envelope, exactly like a root the caller may not
 // see (DESIGN.md §4).
 //
-// The endpoint is stateless: it issues no Mcp-Session-Id, every POST carries its own
-// request, and GET (a standalone event stream) is 405. So a session binds nothing: every
-// request acts for the principal of its own request context (auth.FromContext, set by the
-// node's key middleware) and the Service decides what it may see and do; a session id sent
-// by another principal is what an unknown one is, ignored (api/server's authmatrix tests
-// check both through the assembled node). Responses are application/json.
+// The endpoint serves both protocol lanes the go-sdk offers (StreamableHTTPOptions.Stateless),
+// chosen per request by its protocol version, as the SDK reads it:
+//
+//   - the stateless lane (MCP 2026-07-28 and later): no initialize and no session; every
+//     request names its protocol version, client info and capabilities in params._meta
+//     and the version again in the Mcp-Protocol-Version header (a client learns the
+//     server's with server/discover);
+//   - the session lane (2025-11-25 and earlier): the initialize handshake is answered and
+//     its protocol version negotiated; later requests may send Mcp-Protocol-Version.
+//
+// Neither lane keeps state on the server: no Mcp-Session-Id is issued (the session lane's
+// specification makes it optional), every POST carries its own request, and GET (a
+// standalone event stream) is 405. So a session binds nothing: every request of either
+// lane acts for the principal of its own request context (auth.FromContext, set by the
+// node's key middleware), the Service decides what it may see and do, and the same limits
+// hold; a session id sent by another principal is what an unknown one is, ignored
+// (api/server's authmatrix and lanes tests check this through the assembled node). A
+// stateful server (sessions held in memory, with the principal of the request that opened
+// them) would have to refuse the stateless lane. Responses are application/json.
 // Request bodies up to opts.MaxMessageBytes are read, so an oversized payload reaches the
 // Service and is answered with PayloadTooLarge; only bodies above that get HTTP 413.
 func Handler(svc *workbench.Service, opts Options) http.Handler {
