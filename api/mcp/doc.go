@@ -24,6 +24,10 @@
 //   - A JSON-RPC batch is refused with one invalid-request error (-32600) on both
 //     transports (HTTP 400 before the SDK reads the body): each message is one request,
 //     so the node's admission limits see every tool call.
+//   - Protocol errors are JSON-RPC errors, never the SDK's plain text (message.go,
+//     checkInbound): not JSON or nested deeper than maxNestingDepth -32700, not one
+//     message -32600, an unknown method -32601 (the table serverMethods), missing or
+//     mistyped params -32602. Over stdio no line ends the session.
 //   - Over stdio, stdout carries only protocol messages; logs go to stderr.
 //   - Request params of the wrong JSON kind are answered with -32602 naming the member
 //     ("params.name must be a string"), before the SDK decodes them into Go structs whose
@@ -33,6 +37,11 @@
 //     writes, and writes one audit line (workbench.Audit) once answered, in the tool
 //     handler: the one place MCP writes them. A stdio session without a principal acts as
 //     auth.Local (the user who runs the process).
+//   - Streamable HTTP serves the stateless lane (MCP 2026-07-28: no initialize, _meta on
+//     every request) and the session lane (the initialize handshake of 2025-11-25 and
+//     earlier) on the same endpoint, chosen per request by its protocol version; neither
+//     keeps server state or issues Mcp-Session-Id, so both authenticate, attribute and
+//     limit every request alike (http.go, Handler).
 //   - Host and Origin are checked by the listener in front (api/server's guard, the same
 //     check as REST's); the SDK's loopback-only Host check is off.
 //

@@ -5,13 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 )
 
 // stdioGuard sits between stdin and the SDK's stdio transport. A line that is not valid
-// JSON (or longer than max bytes) is answered here with a JSON-RPC parse error (-32700,
-// id null) and dropped; a line that is JSON but not a single JSON-RPC 2.0 message (a
+// JSON (or longer than max bytes, or nested deeper than maxNestingDepth) is answered here
+// with a JSON-RPC parse error (-32700, id null) and dropped; a line that is JSON but not a single JSON-RPC 2.0 message (a
 // batch, a scalar, a wrong "jsonrpc", an id that is not a string or an integer) is
 // answered with an invalid-request error (-32600) and dropped. So no line ends the
 // session; valid messages pass unchanged. Blank lines are skipped.
@@ -40,6 +41,9 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 		case len(bytes.TrimSpace(line)) == 0:
 		case !json.Valid(line):
 			g.out.parseError("the line is not valid JSON")
+		case nestedDeeperThan(line, maxNestingDepth):
+			// The SDK's decoder refuses it and would end the session.
+			g.out.parseError(fmt.Sprintf("the line nests objects and arrays deeper than %d levels", maxNestingDepth))
 		default:
 			if id, why := checkMessage(line); why != "" {
 				g.out.invalidRequest(id, why)

@@ -63,6 +63,16 @@ func TestStdioSessionSurvivesMalformedLines(t *testing.T) {
 			t.Fatalf("%s: answered %v, want -32600 with id %v", line, m, wantID)
 		}
 	}
+	// Nested deeper than the SDK decodes: a parse error, as over HTTP.
+	send(nested(maxNestingDepth + 1))
+	if m := next(); m["error"].(map[string]any)["code"] != float64(codeParseError) || m["id"] != nil {
+		t.Fatalf("too deep: %v", m)
+	}
+	// An unknown method: method not found, with the request's id.
+	send(`{"jsonrpc":"2.0","id":8,"method":"nope/nothing","params":{}}`)
+	if m := next(); m["error"].(map[string]any)["code"] != float64(codeMethodNotFound) || m["id"] != float64(8) {
+		t.Fatalf("unknown method: %v", m)
+	}
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	m := next()
 	tools, _ := m["result"].(map[string]any)["tools"].([]any)

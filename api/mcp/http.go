@@ -26,12 +26,25 @@ const maxCachedServers = 1024
 // with HTTP 404 and the contract's NotFound envelope, exactly like a root the caller may not
 // see (DESIGN.md §4).
 //
-// The endpoint is stateless: it issues no Mcp-Session-Id, every POST carries its own
-// request, and GET (a standalone event stream) is 405. So a session binds nothing: every
-// request acts for the principal of its own request context (auth.FromContext, set by the
-// node's key middleware) and the Service decides what it may see and do; a session id sent
-// by another principal is what an unknown one is, ignored (api/server's authmatrix tests
-// check both through the assembled node). Responses are application/json.
+// The endpoint serves both protocol lanes the go-sdk offers (StreamableHTTPOptions.Stateless),
+// chosen per request by its protocol version, as the SDK reads it:
+//
+//   - the stateless lane (MCP 2026-07-28 and later): no initialize and no session; every
+//     request names its protocol version, client info and capabilities in params._meta
+//     and the version again in the Mcp-Protocol-Version header (a client learns the
+//     server's with server/discover);
+//   - the session lane (2025-11-25 and earlier): the initialize handshake is answered and
+//     its protocol version negotiated; later requests may send Mcp-Protocol-Version.
+//
+// Neither lane keeps state on the server: no Mcp-Session-Id is issued (the session lane's
+// specification makes it optional), every POST carries its own request, and GET (a
+// standalone event stream) is 405. So a session binds nothing: every request of either
+// lane acts for the principal of its own request context (auth.FromContext, set by the
+// node's key middleware), the Service decides what it may see and do, and the same limits
+// hold; a session id sent by another principal is what an unknown one is, ignored
+// (api/server's authmatrix and lanes tests check this through the assembled node). A
+// stateful server (sessions held in memory, with the principal of the request that opened
+// them) would have to refuse the stateless lane. Responses are application/json.
 // Request bodies up to opts.MaxMessageBytes are read, so an oversized payload reaches the
 // Service and is answered with PayloadTooLarge; only bodies above that get HTTP 413.
 func Handler(svc *workbench.Service, opts Options) http.Handler {
@@ -100,7 +113,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(io.LimitReader(r.Body, h.opts.MaxMessageBytes+1))
 		var we *workbench.Error
 		switch {
@@ -127,23 +140,16 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeInvalidRequest(w, "batches are not supported: send one message per request")
 			return
 		}
-		if id, why := checkRequestParams(body); why != "" {
-			writeRPCError(w, id, -32602, "Invalid params: "+why)
+		if e := checkInbound(body); e != nil {
+			// The SDK would answer these in plain text (or not as JSON-RPC errors); the
+			// protocol's errors are JSON-RPC errors on every lane.
+			e.write(w, r)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
 	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, h.server(r.PathValue("profile"), agent))))
-}
-
-// writeRPCError answers a request with a JSON-RPC error (HTTP 200, as the SDK answers
-// its own).
-func writeRPCError(w http.ResponseWriter, id json.RawMessage, code int, msg string) {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	w.Write(b)
 }
 
 // isBatch reports whether a POST body is a JSON-RPC batch: its first byte after JSON

@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -121,5 +122,65 @@ func TestHTTPBodyAboveTheMessageLimitIsPayloadTooLarge(t *testing.T) {
 	}
 	if d := env["details"].(map[string]any); d["actual_bytes"] != float64(len(body)) || d["max_bytes"] != float64(DefaultMaxPayloadBytes) {
 		t.Fatalf("details: %v", d)
+	}
+}
+
+// The stateless lane (MCP 2026-07-28): a request that carries its protocol version in
+// _meta and the headers is served as the first and only message, without initialize, and
+// no answer opens a session.
+func TestHTTPStatelessLaneServesRequestsWithoutInitialize(t *testing.T) {
+	ts := newHTTPServer(t, newService(t, 0))
+	endpoint := ts.URL + "/v1/agents/a/mcp"
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	post := func(id int, tool, arguments string) map[string]any {
+		t.Helper()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,%s}}`, id, tool, arguments, meta)
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+			t.Errorf("%s: the answer opened session %s", tool, sid)
+		}
+		var a struct {
+			Result struct {
+				StructuredContent map[string]any `json:"structuredContent"`
+			} `json:"result"`
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &a) != nil || a.Result.StructuredContent["status"] != "success" {
+			t.Fatalf("%s: HTTP %d %.300s", tool, resp.StatusCode, raw)
+		}
+		return a.Result.StructuredContent
+	}
+	post(1, "workbench_put_file", `{"id":"w","section":"input","path":"x.txt","text":"stateless"}`)
+	r := post(2, "workbench_read", `{"id":"w","section":"input","path":"x.txt"}`)
+	if items, _ := r["items"].([]any); len(items) != 1 || items[0].(map[string]any)["value"] != "stateless" {
+		t.Errorf("read %v", r)
+	}
+}
+
+// The go-sdk client on each lane: the stateless one by default (server/discover, no
+// initialize), the session one when asked for an earlier protocol version.
+func TestHTTPServesTheGoSDKClientOnBothLanes(t *testing.T) {
+	ts := newHTTPServer(t, newService(t, 0))
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		cs, err := sdk.NewClient(testClient, nil).Connect(t.Context(),
+			&sdk.StreamableClientTransport{Endpoint: ts.URL + "/v1/agents/lanes/mcp"}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatalf("%s: %v", version, err)
+		}
+		if got := cs.InitializeResult().ProtocolVersion; got != version {
+			t.Errorf("negotiated %s, want %s", got, version)
+		}
+		ok(t, cs, "workbench_put_file", args{"id": "w", "section": "input", "path": version + ".txt", "text": version})
+		fails(t, cs, "workbench_put_file", args{"id": "w", "section": "input", "path": version + ".txt", "text": "again"}, "AlreadyExists")
+		cs.Close()
 	}
 }

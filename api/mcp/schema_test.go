@@ -18,7 +18,7 @@ import (
 var contractTools = map[string]map[string]string{
 	"workbench_create": {"id*": "string"},
 	"workbench_put_file": {"id*": "string", "section*": "section", "path*": "string", "text": "string",
-		"base64": "string", "content_type": "string", "replace": "boolean"},
+		"base64": "string", "content_type": "string", "replace": "boolean", "expected_generation": "integer[1,]"},
 	"workbench_append": {"id*": "string", "section*": "section", "path*": "string", "text": "string",
 		"base64": "string", "content_type": "string"},
 	"workbench_edit": {"id*": "string", "section*": "section", "path*": "string", "old_string*": "string",

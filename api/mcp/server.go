@@ -131,7 +131,8 @@ var tools = []toolDef{
 		name: "workbench_put_file", title: "Write file", destructive: true,
 		description: "Write a whole file from text or base64 (exactly one). replace=false (default) only creates: " +
 			"AlreadyExists (details.current_generation) if the file exists. replace=true only replaces: NotFound if it does not. " +
-			"Never an upsert. A missing workbench is created. Payloads above the cap fail with PayloadTooLarge. " +
+			"With replace=true, expected_generation (from an earlier result or stat) applies the write only at that generation: " +
+			"Conflict with details.current_generation if the file moved on (re-read, then decide). Never an upsert. A missing workbench is created. Payloads above the cap fail with PayloadTooLarge. " +
 			"Result: workbench_id, section, relative_path, path, size_bytes, generation, digest_uri, content_type, replace.",
 		run: bind((*workbench.Service).ToolPutFile),
 	},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/cairnstore/cairn/api/backup"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/control"
 )
@@ -179,7 +181,7 @@ func tarFile(tw *tar.Writer, name string, f *os.File) error {
 // returns the manifest and the seed's node id.
 func RestoreCluster(ctx context.Context, t backup.Target, dataDir, peerAddr string, endpoints []string) (*backup.Manifest, string, error) {
 	ecfg := control.ClientConfig(endpoints)
-	ecfg.Logger = nil
+	ecfg.Logger = ops.ZapLogger(slog.Default(), "etcd-client") // the process's format, not zap's JSON
 	cli, err := clientv3.New(ecfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("etcd: %w", err)

@@ -89,7 +89,7 @@ func (n *Node) openClusterParts(ctx context.Context, instance string) (*host.Clu
 		return nil, fmt.Errorf("peer listen %s: %w", cfg.PeerListen, err)
 	}
 	ecfg := control.ClientConfig(cfg.EtcdEndpoints())
-	ecfg.Logger = nil
+	ecfg.Logger = ops.ZapLogger(n.log, "etcd-client") // the node's format, not zap's JSON
 	if n.etcd, err = clientv3.New(ecfg); err != nil {
 		return nil, fmt.Errorf("etcd %s: %w", cfg.Etcd, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard/control"
 )
 
@@ -273,7 +275,7 @@ type EtcdKeys struct {
 // endpoints (the default prefix, as every node uses). ctx bounds reaching etcd.
 func OpenEtcdKeys(ctx context.Context, endpoints []string) (*EtcdKeys, error) {
 	ecfg := control.ClientConfig(endpoints)
-	ecfg.Logger = nil
+	ecfg.Logger = ops.ZapLogger(slog.Default(), "etcd-client") // the process's format, not zap's JSON
 	cli, err := clientv3.New(ecfg)
 	if err != nil {
 		return nil, fmt.Errorf("etcd: %w", err)

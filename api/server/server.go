@@ -227,7 +227,7 @@ func (n *Node) open(ctx context.Context) error {
 		accessLog = n.log.With("log", "access")
 	}
 	n.rest = rest.NewHandler(n.svc, rest.Options{
-		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes, Metrics: mcpMetrics}),
+		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes, Metrics: mcpMetrics, Logger: n.log}),
 		Ready:    n.ready,
 		Failing:  n.health.Failing,
 		GC:       workers,

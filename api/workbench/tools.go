@@ -29,6 +29,9 @@ type PutFileInput struct {
 	Base64      *string `json:"base64"`
 	ContentType *string `json:"content_type"`
 	Replace     *bool   `json:"replace"`
+	// ExpectedGeneration, with Replace, is the generation the file must be at for the
+	// write to apply (NoKV PR #491); nil writes over whatever is current.
+	ExpectedGeneration *uint64 `json:"expected_generation"`
 }
 
 // AppendInput is workbench_append's input.
@@ -260,12 +263,23 @@ func (s *Service) validateWrite(agent, id, section, path string) (string, *Error
 	return full, nil
 }
 
-// ToolPutFile implements workbench_put_file: create-only by default, replace-only (at the
-// observed generation) with replace=true; never an upsert.
+// ToolPutFile implements workbench_put_file: create-only by default, replace-only with
+// replace=true; never an upsert. A replace applies at the generation it observed, or with
+// expected_generation only at that one (NoKV PR #491, docs/workbench.md): a stale value is
+// Conflict with details.current_generation, so two writers that read the same generation
+// cannot both replace it. expected_generation 0, or without replace, is InvalidArguments.
 func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput) (Result, error) {
 	full, werr := s.validateWrite(agent, in.ID, in.Section, in.Path)
 	if werr != nil {
 		return nil, werr
+	}
+	if in.ExpectedGeneration != nil {
+		switch {
+		case *in.ExpectedGeneration == 0:
+			return nil, invalidArgument("expected_generation", "must be at least 1 (generations start at 1)")
+		case !deref(in.Replace):
+			return nil, invalidArgument("expected_generation", "is allowed only with replace: true")
+		}
 	}
 	data, ct, werr := s.writePayload(in.Text, in.Base64, in.ContentType)
 	if werr != nil {
@@ -279,10 +293,21 @@ func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput
 		if err != nil {
 			return nil, err
 		}
+		if cur == nil && in.ExpectedGeneration != nil {
+			return nil, missingForGeneration(*in.ExpectedGeneration)
+		}
 		if cur == nil {
 			return nil, newError(CodeNotFound, "the file does not exist; use replace=false to create it")
 		}
 		req.Cond, req.IfGeneration, req.Executable, req.CreateWorkbench = meta.CondIfGeneration, cur.Generation, cur.Executable, false
+		if in.ExpectedGeneration != nil {
+			if *in.ExpectedGeneration != cur.Generation {
+				// Stale before any byte is uploaded; the metadata core checks the same
+				// condition again when it applies the write.
+				return nil, conflict(cur.Generation, *in.ExpectedGeneration)
+			}
+			req.IfGeneration = *in.ExpectedGeneration
+		}
 	}
 	res, err := s.Write(ctx, req)
 	if err != nil {

@@ -52,6 +52,7 @@ leadership of the shards it leads to another replica before it exits.`,
 				return usageError{err}
 			}
 			log := ops.NewLogger(cfg, os.Stderr)
+			slog.SetDefault(log) // what still logs to the default does so in --log-format too
 			if cfg.Cluster {
 				return serveCluster(cmd.Context(), cfg, creds, log)
 			}
@@ -129,6 +130,7 @@ CAIRN_API_KEY) as every client command; otherwise it runs an embedded node on
 				return usageError{err}
 			}
 			log := ops.NewLogger(cfg, os.Stderr)
+			slog.SetDefault(log) // what still logs to the default does so in --log-format too
 			node, err := server.Open(ctx, cfg, creds, log)
 			if err != nil {
 				if errors.Is(err, server.ErrDataDirLocked) {
