@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -311,8 +312,19 @@ func (r *linRecorder) attempt(base, key string, in linInput) (out linOutput, def
 	case resp.StatusCode == http.StatusPreconditionFailed && in.Kind == linCAS:
 		out.Failed = true
 		return out, true, nil
-	case resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout,
-		resp.StatusCode == http.StatusInternalServerError && strings.Contains(string(b), `"retryable":true`):
+	case resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
+		// Every "try again" answer is typed: a code and retryable true (an unknown outcome
+		// included, which is OutcomeUnknown, never 500 Internal).
+		var e struct {
+			Code      string `json:"code"`
+			Retryable bool   `json:"retryable"`
+		}
+		if json.Unmarshal(b, &e) != nil || e.Code == "" || !e.Retryable {
+			return out, false, fmt.Errorf("%s %s through %s: %d without a typed retryable error: %s", method, in.Path, base, resp.StatusCode, b)
+		}
+		r.mu.Lock()
+		r.counts["retry "+e.Code]++
+		r.mu.Unlock()
 		return out, false, nil
 	}
 	return out, false, fmt.Errorf("%s %s through %s: unexpected %d %s", method, in.Path, base, resp.StatusCode, b)

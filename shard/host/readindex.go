@@ -11,11 +11,12 @@ import (
 const readIndexTimeout = 5 * time.Second
 
 // readIndexBatcher batches the read-index calls of this node's follower reads: reads of one
-// shard through one leader that arrive while a call is in flight share the next call,
-// which starts after they all arrived, so the index it returns covers every write
-// acknowledged before each of them began (Raft thesis §6.4). A follower then asks the
-// leader once per batch instead of once per read, and the leader folds those calls into
-// its own batched leadership rounds (shard/confirm.go).
+// shard through one leader share a call that starts after they all arrived, so the index it
+// returns covers every write acknowledged before each of them began (Raft thesis §6.4). At
+// most maxReadIndexCalls calls per shard and leader are in flight; reads that arrive while
+// they are go with the first call that starts after them. A follower then asks the leader
+// about once per round trip, not once per read, and the leader folds those calls into its
+// own batched leadership rounds (shard/confirm.go).
 type readIndexBatcher struct {
 	// call makes one read-index call to the leader at addr (peerClient.readIndex, ended
 	// early when the leader moves: Host.forwardContext).
@@ -24,13 +25,20 @@ type readIndexBatcher struct {
 	batches map[readIndexKey]*readIndexBatch
 }
 
+// maxReadIndexCalls bounds the read-index calls in flight per shard and leader. One: on a
+// node short of CPU, fewer and larger batches serve more reads (scripts/bench-follower.sh
+// on 2 cores: small-get through a follower 0.75× the leader with two in flight, 0.85–0.96×
+// with one).
+const maxReadIndexCalls = 1
+
 type readIndexKey struct {
 	shard int
 	addr  string
 }
 
 type readIndexBatch struct {
-	waiting []chan readIndexResult
+	waiting  []chan readIndexResult
+	inFlight int
 }
 
 type readIndexResult struct {
@@ -43,18 +51,21 @@ func newReadIndexBatcher(call func(ctx context.Context, addr string, id int) (ui
 }
 
 // get returns the read index of shard id from its leader at addr, from a call that
-// started after get was called. Errors: those of peerClient.readIndex, or ctx's.
+// started after get was called. Errors: those of the call, or ctx's.
 func (b *readIndexBatcher) get(ctx context.Context, addr string, id int) (uint64, error) {
 	key := readIndexKey{shard: id, addr: addr}
 	ch := make(chan readIndexResult, 1)
 	b.mu.Lock()
-	batch, running := b.batches[key]
-	if !running {
+	batch := b.batches[key]
+	if batch == nil {
 		batch = &readIndexBatch{}
 		b.batches[key] = batch
-		go b.loop(key, batch)
 	}
 	batch.waiting = append(batch.waiting, ch)
+	if batch.inFlight < maxReadIndexCalls {
+		batch.inFlight++
+		go b.calls(key, batch)
+	}
 	b.mu.Unlock()
 	select {
 	case r := <-ch:
@@ -64,14 +75,18 @@ func (b *readIndexBatcher) get(ctx context.Context, addr string, id int) (uint64
 	}
 }
 
-// loop makes one call per batch of waiting reads until none waits.
-func (b *readIndexBatcher) loop(key readIndexKey, batch *readIndexBatch) {
+// calls makes one call for the reads waiting when it starts, then another for those that
+// arrived meanwhile, until none waits.
+func (b *readIndexBatcher) calls(key readIndexKey, batch *readIndexBatch) {
 	for {
 		b.mu.Lock()
 		waiting := batch.waiting
 		batch.waiting = nil
 		if len(waiting) == 0 {
-			delete(b.batches, key)
+			batch.inFlight--
+			if batch.inFlight == 0 {
+				delete(b.batches, key)
+			}
 			b.mu.Unlock()
 			return
 		}

@@ -1,91 +1,78 @@
 package host
 
 import (
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"runtime"
-	"strings"
+	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
-// Follower reads share their read-index calls: reads that arrive while a call to the
-// leader is in flight are answered by one next call that started after all of them, and
-// never by the call in flight when they arrived.
-func TestFollowerReadsShareOneReadIndexCallPerBatch(t *testing.T) {
-	var calls atomic.Int64
-	var version atomic.Uint64
-	first := make(chan struct{})
+// Follower reads share their read-index calls, and every read's index comes from a call
+// that started after the read arrived: never from one already in flight.
+func TestFollowerReadsShareReadIndexCallsStartedAfterThem(t *testing.T) {
+	var started atomic.Uint64 // calls started so far; a call answers its own start number
+	var inFlight, most atomic.Int64
 	release := make(chan struct{})
-	var once sync.Once
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/readindex/3") {
-			http.NotFound(w, r)
-			return
+	b := newReadIndexBatcher(func(ctx context.Context, addr string, id int) (uint64, error) {
+		if id != 3 || addr != "leader" {
+			t.Errorf("call for shard %d at %s", id, addr)
 		}
-		n := calls.Add(1)
-		v := version.Add(1) // each call answers a newer index than any before it
-		if n == 1 {
-			once.Do(func() { close(first) })
-			<-release
+		n := started.Add(1)
+		cur := inFlight.Add(1)
+		for {
+			m := most.Load()
+			if cur <= m || most.CompareAndSwap(m, cur) {
+				break
+			}
 		}
-		_ = json.NewEncoder(w).Encode(map[string]uint64{"version": v})
-	}))
-	defer srv.Close()
-	b := newReadIndexBatcher((&peerClient{client: srv.Client()}).readIndex)
-	addr := strings.TrimPrefix(srv.URL, "http://")
+		<-release // every call is held until the readers have all arrived
+		inFlight.Add(-1)
+		return n, nil
+	})
 
-	early := make(chan uint64, 1)
-	go func() {
-		v, err := b.get(t.Context(), addr, 3)
-		if err != nil {
-			t.Errorf("first read: %v", err)
-		}
-		early <- v
-	}()
-	<-first // the first call is in flight at the leader
 	const readers = 50
 	var wg sync.WaitGroup
-	got := make([]uint64, readers)
-	for i := range readers {
+	arrived := make(chan struct{}, readers)
+	errs := make(chan string, readers)
+	for range readers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := b.get(t.Context(), addr, 3)
-			if err != nil {
-				t.Errorf("read %d: %v", i, err)
+			before := started.Load()
+			arrived <- struct{}{}
+			v, err := b.get(t.Context(), "leader", 3)
+			switch {
+			case err != nil:
+				errs <- err.Error()
+			case v <= before:
+				errs <- "a read got the index of a call that started before it arrived"
 			}
-			got[i] = v
 		}()
 	}
-	// The 50 reads queue behind the call in flight; none may take its answer.
-	for {
-		b.mu.Lock()
-		n := len(b.batches[readIndexKey{shard: 3, addr: addr}].waiting)
-		b.mu.Unlock()
-		if n == readers {
-			break
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal("reads did not queue")
-		default:
-			runtime.Gosched()
-		}
+	for range readers {
+		<-arrived
 	}
 	close(release)
 	wg.Wait()
-	if v := <-early; v != 1 {
-		t.Fatalf("first read got index %d, want 1", v)
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
 	}
-	for i, v := range got {
-		if v != 2 {
-			t.Fatalf("read %d got index %d from a call it did not wait for, want 2", i, v)
+	if n := started.Load(); n > readers/2 {
+		t.Fatalf("%d read-index calls for %d concurrent reads: they were not batched", n, readers)
+	}
+	if m := most.Load(); m > maxReadIndexCalls {
+		t.Fatalf("%d calls in flight at once, more than %d", m, maxReadIndexCalls)
+	}
+	retry.SucceedsSoon(t, "the batch ends once no read waits", func() error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if n := len(b.batches); n != 0 {
+			return fmt.Errorf("%d batches left after every read returned", n)
 		}
-	}
-	if n := calls.Load(); n != 2 {
-		t.Fatalf("%d read-index calls for 51 reads in two batches, want 2", n)
-	}
+		return nil
+	})
 }
