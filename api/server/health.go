@@ -37,11 +37,12 @@ const (
 )
 
 // blobSample is one draw: how many referenced blobs were stat'ed and how many of those
-// the store does not hold. ok is false when the draw could not decide (the node does not
-// serve yet, or the store failed a stat: the store probe reports that).
+// the store does not hold. ok is false when the draw could not decide: the node does not
+// serve yet, or retry (true) after blobResampleInterval: the store failed a stat (the
+// store probe reports that), or the replicas reference no blob yet.
 type blobSample struct {
 	sampled, missing int
-	ok               bool
+	ok, retry        bool
 }
 
 // probeKey names no blob: shards assign root uids starting with "r" or "s"
@@ -82,6 +83,9 @@ func (h *health) probeSample(ctx context.Context) string {
 		return h.sampleFail
 	}
 	s := h.sample(ctx)
+	if s.retry {
+		h.sampledAt = time.Now()
+	}
 	if !s.ok {
 		return h.sampleFail
 	}
@@ -166,8 +170,8 @@ func (h *health) Failing() []string {
 // sampleBlobs draws the readiness probe's blob sample (health.go): up to blobSampleSize
 // referenced blobs, uniformly at random (reservoir sampling) over the roots of every
 // local replica's applied state, each stat'ed in the blob store. Undecided (ok false)
-// until the node serves and while it holds no replica, or when a stat fails otherwise
-// than NotFound.
+// until the node serves and while it holds no replica; undecided for a while (retry)
+// while the replicas reference no blob, or when a stat fails otherwise than NotFound.
 func (n *Node) sampleBlobs(ctx context.Context) blobSample {
 	if !n.ready() {
 		return blobSample{}
@@ -197,6 +201,9 @@ func (n *Node) sampleBlobs(ctx context.Context) blobSample {
 			return true
 		})
 	}
+	if len(keys) == 0 {
+		return blobSample{retry: true}
+	}
 	s := blobSample{sampled: len(keys), ok: true}
 	for _, k := range keys {
 		sctx, cancel := context.WithTimeout(ctx, blobSampleStatTimeout)
@@ -207,7 +214,7 @@ func (n *Node) sampleBlobs(ctx context.Context) blobSample {
 		case errors.Is(err, blob.ErrNotFound):
 			s.missing++
 		default:
-			return blobSample{}
+			return blobSample{retry: true}
 		}
 	}
 	return s
