@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +27,15 @@ const (
 	CursorKey    = "cursor.key"
 	EtcdPart     = "etcd.json"
 	ManifestPart = "manifest.json"
+	// KeysPart is an embedded node's API keys file (api/auth.FileStore; digests only).
+	KeysPart = "keys.json"
+	// BlobPrefix starts the part name of every blob file an embedded node's archive
+	// copies from a blob directory inside its data directory (Identity.BlobDir).
+	BlobPrefix = "blobs/"
 )
+
+// IsBlobPart reports whether name is a copied blob file's part.
+func IsBlobPart(name string) bool { return strings.HasPrefix(name, BlobPrefix) }
 
 // ShardPart is the part name of shard id's snapshot.
 func ShardPart(id int) string { return "shards/" + strconv.Itoa(id) + ".snap.zst" }
@@ -54,6 +64,26 @@ type Identity struct {
 	EtcdRevision int64 `json:"etcd_revision,omitempty"`
 	// Shards are the shard snapshots, by shard id.
 	Shards []ShardInfo `json:"shards"`
+	// Keys says the archive holds the embedded node's API keys (KeysPart). A cluster's
+	// keys are among its etcd records.
+	Keys bool `json:"keys,omitempty"`
+	// BlobDir is set when the archive holds the node's blobs: the embedded node's blob
+	// directory, relative to its data directory ("blobs" for the default --blob dir),
+	// whose files are the parts under BlobPrefix. Empty: the blobs stay in the node's
+	// blob store (an s3:// store, a directory outside the data directory, a cluster's
+	// store), kept from garbage collection by the backup hold; a restore needs that store.
+	BlobDir string `json:"blob_dir,omitempty"`
+}
+
+// Blobs counts the archive's blob parts.
+func (m *Manifest) Blobs() int {
+	n := 0
+	for _, p := range m.Parts {
+		if IsBlobPart(p.Name) {
+			n++
+		}
+	}
+	return n
 }
 
 // ShardInfo is one shard's snapshot: Version is the shard version it captures, at or after
@@ -114,7 +144,7 @@ func Write(ctx context.Context, t Target, stream io.Reader) (*Manifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: the backup stream broke off: %v", ErrIncomplete, err)
 		}
-		if !validPart(h.Name) {
+		if h.Name == ManifestPart || !ValidPart(h.Name) {
 			return nil, fmt.Errorf("backup stream: unexpected part %q", h.Name)
 		}
 		p, err := storePart(ctx, t, h.Name, tr)
@@ -147,10 +177,14 @@ func Write(ctx context.Context, t Target, stream io.Reader) (*Manifest, error) {
 	return m, nil
 }
 
-func validPart(name string) bool {
+// ValidPart reports whether name is a part of the archive layout (doc.go).
+func ValidPart(name string) bool {
 	switch name {
-	case IdentityPart, CursorKey, EtcdPart:
+	case IdentityPart, CursorKey, EtcdPart, KeysPart, ManifestPart:
 		return true
+	}
+	if rel, ok := strings.CutPrefix(name, BlobPrefix); ok {
+		return validBlobPath(rel)
 	}
 	id, ok := strings.CutPrefix(name, "shards/")
 	if !ok {
@@ -159,6 +193,21 @@ func validPart(name string) bool {
 	id, ok = strings.CutSuffix(id, ".snap.zst")
 	n, err := strconv.Atoi(id)
 	return ok && err == nil && n >= 0 && strconv.Itoa(n) == id
+}
+
+// validBlobPath accepts a slash-separated relative path whose every element is a plain
+// name: no empty, ".", ".." or dot-file element (a blob directory's temporary files
+// start with a dot), no backslash, no NUL.
+func validBlobPath(rel string) bool {
+	if rel == "" || len(rel) > 1024 || strings.ContainsAny(rel, "\\\x00") {
+		return false
+	}
+	for _, e := range strings.Split(rel, "/") {
+		if e == "" || strings.HasPrefix(e, ".") {
+			return false
+		}
+	}
+	return true
 }
 
 func storePart(ctx context.Context, t Target, name string, r io.Reader) (Part, error) {
@@ -261,6 +310,9 @@ func requiredParts(id Identity) []string {
 	if id.Kind == KindCluster {
 		need = append(need, EtcdPart)
 	}
+	if id.Keys {
+		need = append(need, KeysPart)
+	}
 	for _, s := range id.Shards {
 		need = append(need, ShardPart(s.Shard))
 	}
@@ -285,4 +337,63 @@ func verifyPart(ctx context.Context, t Target, p Part) error {
 		return fmt.Errorf("%w: part %s holds %d bytes with SHA-256 %s; the manifest says %d bytes, %s", ErrDamaged, p.Name, n, got, p.Bytes, p.SHA256)
 	}
 	return nil
+}
+
+// tmpPrefix starts the name of a directory destination's temporary part files.
+const tmpPrefix = ".tmp-"
+
+// CheckBackupID fails when t's manifest or identity.json names a backup other than id
+// (a destination holding neither passes: a backup cut off before its identity).
+func CheckBackupID(ctx context.Context, t Target, id string) error {
+	for _, name := range []string{ManifestPart, IdentityPart} {
+		b, err := readPart(ctx, t, name)
+		if errors.Is(err, ErrNoPart) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		var v struct {
+			Backup   string `json:"backup"` // identity.json
+			Identity struct {
+				Backup string `json:"backup"`
+			} `json:"identity"` // manifest.json
+		}
+		if err := json.Unmarshal(b, &v); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrDamaged, name, err)
+		}
+		if got := v.Backup + v.Identity.Backup; got != id {
+			return fmt.Errorf("%s holds backup %q, not %q", t, got, id)
+		}
+	}
+	return nil
+}
+
+// DiscardPartial deletes what backup id left at t, complete or not: the manifest first,
+// then every part of the layout and every temporary part file, and returns how many
+// files it deleted. It deletes nothing when t holds another backup (CheckBackupID). It
+// does not touch the node's hold: release that first (a destination a crash cut off has
+// no manifest, so only its id, from `cairn admin backup holds`, names it). Errors: a
+// destination of another backup, or t's error.
+func DiscardPartial(ctx context.Context, t Target, id string) (int, error) {
+	if err := CheckBackupID(ctx, t, id); err != nil {
+		return 0, err
+	}
+	names, err := t.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	drop := []string{ManifestPart} // first: what is left is no backup
+	for _, n := range names {
+		if n != ManifestPart && (ValidPart(n) || strings.HasPrefix(path.Base(n), tmpPrefix)) {
+			drop = append(drop, n)
+		}
+	}
+	if err := t.Remove(ctx, drop); err != nil {
+		return 0, err
+	}
+	if !slices.Contains(names, ManifestPart) {
+		return len(drop) - 1, nil
+	}
+	return len(drop), nil
 }

@@ -1,5 +1,5 @@
 // Package backup is the backup archive of a Cairn node or cluster (`cairn admin backup`,
-// `backup verify`, `backup delete`, `cairn admin restore`): the parts a node's admin route
+// `backup verify`, `backup delete`, `backup release`, `cairn admin restore`): the parts a node's admin route
 // streams (every shard's metadata at one shard version each, the cluster identity, the
 // etcd records Cairn owns), the manifest that names each part with its size and SHA-256,
 // the destinations that hold an archive (a local directory or an s3:// prefix), and the
@@ -10,12 +10,17 @@
 //	identity.json          Identity: backup id, node or cluster identity, shard versions
 //	cursor.key             the key that signs cursors (a secret: parts are mode 0600)
 //	etcd.json              cluster only: the durable etcd records ([]control.Record)
+//	keys.json              embedded only, when the node has keys: its API keys (digests)
 //	shards/<id>.snap.zst   shard <id>'s state: the zstd-compressed meta snapshot stream
+//	blobs/<path>           embedded only, when its blob directory lies inside its data
+//	                       directory (Identity.BlobDir): every blob file, by its path in
+//	                       that directory
 //	manifest.json          Manifest, written last: an archive without it is incomplete
 //
-// Blobs are not in the archive: they stay in the object store, kept from garbage
-// collection by the backup hold every shard records (meta/backup.go) until the backup is
-// deleted.
+// Otherwise blobs are not in the archive: they stay in the object store, kept from
+// garbage collection by the backup hold every shard records (meta/backup.go) until the
+// backup is deleted or its hold released by id (a cut-off backup has no manifest to read
+// the id from: DiscardPartial removes what it wrote).
 //
 // Invariants:
 //

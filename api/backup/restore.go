@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/control"
@@ -18,11 +19,14 @@ import (
 var ErrNotEmpty = errors.New("data directory is not empty")
 
 // RestoreEmbedded restores the archive at t, after verifying it, into dataDir, which
-// must hold no node yet (no node-id, no shards): the node id, the cursor key and shard 0
+// must hold no node yet (no node-id, no shards): the node id, the cursor key, the API
+// keys (keys.json) when the archive holds them, the blobs when the archive holds them
+// (into dataDir/Identity.BlobDir, where the default --blob dir finds them), and shard 0
 // as a single-voter replica at the backed-up version. `cairn serve --data-dir dataDir`
-// with the backed-up node's blob store then serves every file, snapshot and commit the
-// backup holds. Errors: those of Verify, ErrNotEmpty, an archive of a cluster (restore a
-// cluster node by node is not supported), or an I/O error.
+// (with the backed-up node's blob store when the archive holds no blobs) then serves
+// every file, snapshot and commit the backup holds, to the keys the node had. Errors:
+// those of Verify, ErrNotEmpty, an archive of a cluster (restore a cluster node by node
+// is not supported), or an I/O error.
 func RestoreEmbedded(ctx context.Context, t Target, dataDir string) (*Manifest, error) {
 	m, err := Verify(ctx, t)
 	if err != nil {
@@ -45,6 +49,18 @@ func RestoreEmbedded(ctx context.Context, t Target, dataDir string) (*Manifest, 
 		return m, err
 	}
 	if err := writeFile(filepath.Join(dataDir, "cursor.key"), key); err != nil {
+		return m, err
+	}
+	if id.Keys {
+		keys, err := readPart(ctx, t, KeysPart)
+		if err != nil {
+			return m, err
+		}
+		if err := writeFile(filepath.Join(dataDir, KeysPart), keys); err != nil {
+			return m, err
+		}
+	}
+	if err := restoreBlobs(ctx, t, m, dataDir); err != nil {
 		return m, err
 	}
 	name := ShardPart(0)
@@ -108,6 +124,61 @@ func RestoreCluster(ctx context.Context, t Target, dataDir, nodeID, peerAddr str
 	}
 	// node-id last: a restore cut short leaves no node a start would take as whole.
 	return m, writeFile(filepath.Join(dataDir, "node-id"), []byte(nodeID))
+}
+
+// restoreBlobs writes the archive's blob parts under dataDir/Identity.BlobDir, each to
+// a temporary file that is synced and then renamed into place.
+func restoreBlobs(ctx context.Context, t Target, m *Manifest, dataDir string) error {
+	dir := m.Identity.BlobDir
+	if dir == "" {
+		return nil
+	}
+	if !filepath.IsLocal(dir) {
+		return fmt.Errorf("%w: the identity's blob_dir %q is not inside the data directory", ErrDamaged, dir)
+	}
+	root := filepath.Join(dataDir, dir)
+	for _, p := range m.Parts {
+		rel, ok := strings.CutPrefix(p.Name, BlobPrefix)
+		if !ok {
+			continue
+		}
+		if !validBlobPath(rel) {
+			return fmt.Errorf("%w: part %s is not a blob file's name", ErrDamaged, p.Name)
+		}
+		if err := restoreFile(ctx, t, p.Name, filepath.Join(root, filepath.FromSlash(rel))); err != nil {
+			return fmt.Errorf("restore %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+func restoreFile(ctx context.Context, t Target, name, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	rc, err := t.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	f, err := os.CreateTemp(filepath.Dir(dst), ".tmp-restore-*")
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, rc)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 func writeFile(p string, b []byte) error {

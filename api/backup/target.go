@@ -27,6 +27,9 @@ type Target interface {
 	Open(ctx context.Context, name string) (io.ReadCloser, error)
 	// Remove deletes the parts named (absent ones are not an error).
 	Remove(ctx context.Context, names []string) error
+	// List returns the name of every file under the destination, slash-separated and in
+	// no set order: parts, and the temporary files of parts a crash cut off.
+	List(ctx context.Context) ([]string, error)
 	String() string
 }
 
@@ -105,12 +108,39 @@ func (d dirTarget) Open(_ context.Context, name string) (io.ReadCloser, error) {
 
 func (d dirTarget) Remove(_ context.Context, names []string) error {
 	for _, n := range names {
-		if err := os.Remove(filepath.Join(string(d), filepath.FromSlash(n))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		p := filepath.Join(string(d), filepath.FromSlash(n))
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
+		// Directories the part left empty go too (os.Remove refuses a non-empty one).
+		for dir := filepath.Dir(p); dir != filepath.Clean(string(d)) && strings.HasPrefix(dir, string(d)); dir = filepath.Dir(dir) {
+			if os.Remove(dir) != nil {
+				break
+			}
+		}
 	}
-	_ = os.Remove(filepath.Join(string(d), "shards")) // only when empty
 	return nil
+}
+
+func (d dirTarget) List(_ context.Context) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(string(d), func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if e.Type().IsRegular() {
+			rel, err := filepath.Rel(string(d), p)
+			if err != nil {
+				return err
+			}
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return out, err
 }
 
 type filePart struct {
@@ -191,6 +221,21 @@ func (s *s3Target) Remove(ctx context.Context, names []string) error {
 		}
 	}
 	return nil
+}
+
+func (s *s3Target) List(ctx context.Context) ([]string, error) {
+	prefix := ""
+	if s.prefix != "" {
+		prefix = s.prefix + "/"
+	}
+	var out []string
+	for obj := range s.cli.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return nil, fmt.Errorf("backup %s: list: %w", s.url, obj.Err)
+		}
+		out = append(out, strings.TrimPrefix(obj.Key, prefix))
+	}
+	return out, nil
 }
 
 type s3Part struct {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 )
 
 // Admin routes of backups and scrubs (issue 17).
@@ -15,6 +16,8 @@ const (
 	AdminBackupPath = "/v1/admin/backup"
 	// AdminBackupReleasePath releases a backup's hold (POST).
 	AdminBackupReleasePath = "/v1/admin/backup/release"
+	// AdminBackupHoldsPath lists the backup holds (GET).
+	AdminBackupHoldsPath = "/v1/admin/backup/holds"
 	// AdminScrubPath runs one bounded scrub call (POST).
 	AdminScrubPath = "/v1/admin/scrub"
 )
@@ -55,6 +58,33 @@ func (c *Client) ReleaseBackup(ctx context.Context, id string) (map[string]bool,
 		return nil, err
 	}
 	return out.Released, nil
+}
+
+// BackupHold is one backup's hold on one shard (GET /v1/admin/backup/holds).
+type BackupHold struct {
+	Backup string `json:"backup"`
+	Shard  int    `json:"shard"`
+	// Version is the shard version the hold was placed at.
+	Version uint64 `json:"version"`
+	// PlacedAt is the command time it was placed at (RFC 3339).
+	PlacedAt time.Time `json:"placed_at"`
+}
+
+// BackupHolds lists the backup holds of every shard, by shard, then backup id: those of
+// finished backups and of backups a crash cut off alike. c must be built on the admin
+// listener's URL.
+func (c *Client) BackupHolds(ctx context.Context) ([]BackupHold, error) {
+	var out struct {
+		Holds []BackupHold `json:"holds"`
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+AdminBackupHoldsPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.doJSON(req, &out); err != nil {
+		return nil, err
+	}
+	return out.Holds, nil
 }
 
 // ScrubRequest is one bounded scrub call (POST /v1/admin/scrub).

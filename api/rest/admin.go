@@ -41,6 +41,9 @@ func (h *Handler) Admin() http.Handler {
 		case raw == adminBackupReleasePath && h.opts.Backups != nil:
 			route = "admin-backup-release"
 			h.adminBackupRelease(rec, r)
+		case raw == adminBackupHoldsPath && h.opts.Backups != nil:
+			route = "admin-backup-holds"
+			h.adminBackupHolds(rec, r)
 		case raw == adminQuotaPath:
 			route = "admin-quota"
 			h.adminQuota(rec, r)

@@ -15,6 +15,7 @@ import (
 const (
 	adminBackupPath        = "/v1/admin/backup"
 	adminBackupReleasePath = "/v1/admin/backup/release"
+	adminBackupHoldsPath   = "/v1/admin/backup/holds"
 	adminScrubPath         = "/v1/admin/scrub"
 )
 
@@ -34,6 +35,18 @@ type Backups interface {
 	// ReleaseBackup releases backup id's hold on every shard and reports per shard
 	// whether one was held.
 	ReleaseBackup(ctx context.Context, id string) (map[int]bool, error)
+	// BackupHolds lists the backup holds every shard keeps, by shard, then backup id:
+	// finished backups' and those of backups a crash cut off alike.
+	BackupHolds(ctx context.Context) ([]BackupHold, error)
+}
+
+// BackupHold is one backup's hold on one shard: the shard version and the command time
+// it was placed at.
+type BackupHold struct {
+	Backup   string
+	Shard    int
+	Version  uint64
+	PlacedAt time.Time
 }
 
 type backupRequest struct {
@@ -81,6 +94,29 @@ func (h *Handler) adminBackupRelease(w http.ResponseWriter, r *http.Request) {
 		shards[strconv.Itoa(id)] = ok
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "backup": in.Backup, "released": shards})
+}
+
+// adminBackupHolds serves GET /v1/admin/backup/holds: 200 {"holds": [{"backup", "shard",
+// "version", "placed_at"}]}, one entry per backup and shard.
+func (h *Handler) adminBackupHolds(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodGet) {
+		return
+	}
+	if r.URL.RawQuery != "" {
+		h.writeError(w, r, invalidArg("query", "this request takes no arguments"), noPrecondition)
+		return
+	}
+	holds, err := h.opts.Backups.BackupHolds(r.Context())
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	out := make([]map[string]any, 0, len(holds))
+	for _, hd := range holds {
+		out = append(out, map[string]any{"backup": hd.Backup, "shard": hd.Shard, "version": hd.Version,
+			"placed_at": hd.PlacedAt.UTC().Format(time.RFC3339Nano)})
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "holds": out})
 }
 
 type scrubRequest struct {

@@ -4,17 +4,22 @@ import (
 	"archive/tar"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/backup"
+	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard"
@@ -28,8 +33,11 @@ const backupShardTimeout = 30 * time.Second
 // shard's leader), takes the state of this node's replica at or after the hold's version
 // and spools it, zstd-compressed, to a temporary file in the data directory (a tar entry
 // needs its size first); then it streams the parts (api/backup's layout), identity.json
-// last. A cluster node needs a replica of every shard (replication = node count) or the
-// backup fails naming the shard.
+// last. An embedded node adds what lives only in its data directory: its API keys
+// (keys.json) and, when its blob directory lies inside the data directory (the default
+// --blob dir), every blob file, copied after the holds are placed, so every blob the
+// shard snapshot references is there to copy. A cluster node needs a replica of every
+// shard (replication = node count) or the backup fails naming the shard.
 func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Writer) error {
 	if err := meta.ValidateName("backup", id); err != nil {
 		return err
@@ -69,6 +77,19 @@ func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Write
 	if err != nil {
 		return fmt.Errorf("backup %s: cursor key: %w", id, err)
 	}
+	var keys []byte
+	if n.host.Embedded() {
+		keys, err = os.ReadFile(filepath.Join(n.cfg.DataDir, auth.KeysFile))
+		switch {
+		case err == nil:
+			ident.Keys = true
+		case !errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("backup %s: API keys: %w", id, err)
+		}
+		if ident.BlobDir, err = n.blobDirInDataDir(); err != nil {
+			return fmt.Errorf("backup %s: %w", id, err)
+		}
+	}
 	identity, err := json.MarshalIndent(ident, "", "  ")
 	if err != nil {
 		return err
@@ -86,6 +107,16 @@ func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Write
 	}
 	if err := tarBytes(tw, backup.CursorKey, key); err != nil {
 		return err
+	}
+	if ident.Keys {
+		if err := tarBytes(tw, backup.KeysPart, keys); err != nil {
+			return err
+		}
+	}
+	if ident.BlobDir != "" {
+		if err := tarBlobs(tw, filepath.Join(n.cfg.DataDir, ident.BlobDir)); err != nil {
+			return fmt.Errorf("backup %s: blobs: %w", id, err)
+		}
 	}
 	if err := tarBytes(tw, backup.IdentityPart, identity); err != nil {
 		return err
@@ -149,6 +180,92 @@ func (n *Node) ReleaseBackup(ctx context.Context, id string) (map[int]bool, erro
 		out[sid] = res.Retired
 	}
 	return out, nil
+}
+
+// blobDirInDataDir returns the node's blob directory relative to its data directory when
+// the blob store is a directory inside it (the default --blob dir), else "".
+func (n *Node) blobDirInDataDir() (string, error) {
+	target, err := n.cfg.BlobTarget()
+	if err != nil || target.Kind != ops.BlobDir {
+		return "", err
+	}
+	data, err := filepath.Abs(n.cfg.DataDir)
+	if err != nil {
+		return "", err
+	}
+	dir, err := filepath.Abs(target.Dir)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(data, dir)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", nil
+	}
+	return rel, nil
+}
+
+// tarBlobs streams every blob file of the blob directory dir (blob/dir keeps them under
+// roots/) as a part under backup.BlobPrefix, named by its path relative to dir. Blob
+// files never change once renamed into place; one the collector deletes during the walk
+// is skipped (the backup hold keeps every blob the backup's snapshots reference), and
+// temporary files (dot-files) are left out.
+func tarBlobs(tw *tar.Writer, dir string) error {
+	top := filepath.Join(dir, "roots")
+	return filepath.WalkDir(top, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if strings.HasPrefix(e.Name(), ".") && p != top {
+			if e.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		f, err := os.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: backup.BlobPrefix + filepath.ToSlash(rel), Mode: 0o600, Size: st.Size(), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		_, err = io.CopyN(tw, f, st.Size())
+		return err
+	})
+}
+
+// BackupHolds implements rest.Backups: the backup holds of every shard as this node's
+// replica of it applied them (on the embedded node, every committed hold). A cluster node
+// without a replica of some shard fails naming it, as WriteBackup does.
+func (n *Node) BackupHolds(ctx context.Context) ([]rest.BackupHold, error) {
+	var out []rest.BackupHold
+	for _, sid := range n.host.ShardIDs() {
+		r := n.host.Replica(sid)
+		if r == nil {
+			return nil, fmt.Errorf("backup holds: %w: no replica of shard %d on this node", shard.ErrNotLeader, sid)
+		}
+		for _, h := range r.AppliedView().BackupHolds() {
+			out = append(out, rest.BackupHold{Backup: h.ID, Shard: sid, Version: h.Version, PlacedAt: time.UnixMilli(h.AtMs).UTC()})
+		}
+	}
+	return out, ctx.Err()
 }
 
 func tarBytes(tw *tar.Writer, name string, b []byte) error {

@@ -261,6 +261,7 @@ func (n *Node) open(ctx context.Context) error {
 		beyondLoopback: cfg.ClientBeyondLoopback(), log: n.log, next: tenant}
 	n.adminH = &authn{keys: n.keys, required: cfg.AdminAuthRequired(), metricsKey: cfg.MetricsRequireKey,
 		beyondLoopback: cfg.AdminBeyondLoopback(), admin: true, log: n.log, next: n.rest.Admin()}
+	n.health.sample = n.sampleBlobs
 	hctx, cancel := context.WithCancel(context.Background())
 	n.stopHealth = cancel
 	n.healthDone.Add(1)

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,10 +26,15 @@ type backupTargetFlags struct {
 }
 
 func (f *backupTargetFlags) add(cmd *cobra.Command, name, usage string) {
+	f.addOptional(cmd, name, usage)
+	_ = cmd.MarkFlagRequired(name)
+}
+
+// addOptional adds the flags without requiring --name.
+func (f *backupTargetFlags) addOptional(cmd *cobra.Command, name, usage string) {
 	cmd.Flags().StringVar(&f.at, name, "", usage+": a directory or s3://BUCKET[/PREFIX] (credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
 	cmd.Flags().StringVar(&f.endpoint, "s3-endpoint", os.Getenv("CAIRN_S3_ENDPOINT"), "object store URL of an s3:// destination: http://host:port or https://host[:port] (env CAIRN_S3_ENDPOINT)")
 	cmd.Flags().StringVar(&f.region, "s3-region", ops.DefaultS3Region, "region S3 requests are signed for")
-	_ = cmd.MarkFlagRequired(name)
 }
 
 func (f *backupTargetFlags) open() (backup.Target, error) {
@@ -47,10 +55,15 @@ func newAdminBackupCommand() *cobra.Command {
 		Use:   "backup --to DEST [--id ID]",
 		Short: "Back up the server's metadata (every shard at one version) to a directory or s3:// prefix",
 		Long: "Back up a running node or cluster: every shard's metadata at one shard version each,\n" +
-			"the cluster identity and cursor key, and on a cluster the etcd records Cairn owns.\n" +
-			"Blobs stay in the object store; the backup holds them from garbage collection\n" +
-			"until `cairn admin backup delete`. The manifest (manifest.json, written last)\n" +
-			"names every part with its size and SHA-256.",
+			"the cluster identity and cursor key, on a cluster the etcd records Cairn owns (API\n" +
+			"keys among them), on an embedded node its API keys (keys.json).\n" +
+			"An embedded node whose blob directory lies inside its data directory (the default\n" +
+			"--blob dir) is backed up with its blobs. Otherwise the blobs stay in the blob store\n" +
+			"(the command says so): the backup holds them from garbage collection until\n" +
+			"`cairn admin backup delete`, and a restore needs that store. The manifest\n" +
+			"(manifest.json, written last) names every part with its size and SHA-256.\n\n" +
+			"A backup cut off (a crash, kill -9) leaves its hold: `cairn admin backup holds`\n" +
+			"lists the holds, `cairn admin backup release --id ID [--from DEST]` releases one.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if id == "" {
@@ -68,7 +81,7 @@ func newAdminBackupCommand() *cobra.Command {
 			defer stream.Close()
 			m, err := backup.Write(cmd.Context(), t, stream)
 			if err != nil {
-				return fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup delete --from %s` releases it)", id, t, err, to.at)
+				return fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup release --id %s --from %s` releases it and removes what was written)", id, t, err, id, to.at)
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(m)
@@ -81,7 +94,7 @@ func newAdminBackupCommand() *cobra.Command {
 	to.add(cmd, "to", "where to write the backup")
 	cmd.Flags().StringVar(&id, "id", "", "backup id (letters, digits, '-', '_'; default backup-<UTC time>)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the manifest as JSON")
-	cmd.AddCommand(newAdminBackupVerifyCommand(), newAdminBackupDeleteCommand())
+	cmd.AddCommand(newAdminBackupVerifyCommand(), newAdminBackupDeleteCommand(), newAdminBackupHoldsCommand(), newAdminBackupReleaseCommand())
 	return cmd
 }
 
@@ -90,6 +103,20 @@ func printManifest(w io.Writer, t backup.Target, m *backup.Manifest) {
 	fmt.Fprintf(w, "backup %s of %s %s at %s: %d parts, %d bytes\n", id.Backup, id.Kind, nonEmpty(id.ClusterID, id.NodeID), t, len(m.Parts), m.Bytes())
 	for _, s := range id.Shards {
 		fmt.Fprintf(w, "  shard %d at version %d (hold at %d)\n", s.Shard, s.Version, s.HoldVersion)
+	}
+	switch {
+	case id.Kind == backup.KindCluster:
+		fmt.Fprintln(w, "  API keys: in the etcd records")
+	case id.Keys:
+		fmt.Fprintln(w, "  API keys: included (keys.json)")
+	default:
+		fmt.Fprintln(w, "  API keys: none (the node had no keys.json)")
+	}
+	if id.BlobDir != "" {
+		fmt.Fprintf(w, "  blobs: %d included (the node's blob directory %s)\n", m.Blobs(), id.BlobDir)
+	} else {
+		fmt.Fprintln(w, "  blobs: NOT COPIED: they stay in the node's blob store (--blob), held from garbage\n"+
+			"  collection until `cairn admin backup delete`; a restore needs that store")
 	}
 }
 
@@ -136,6 +163,9 @@ func newAdminBackupDeleteCommand() *cobra.Command {
 				return usageErrorf("--from: %v", err)
 			}
 			m, err := backup.ReadManifest(cmd.Context(), t)
+			if errors.Is(err, backup.ErrIncomplete) {
+				return fmt.Errorf("%w: `cairn admin backup holds` lists the holds; `cairn admin backup release --id ID --from %s` releases one and removes what was written", err, from.at)
+			}
 			if err != nil {
 				return err
 			}
@@ -154,6 +184,121 @@ func newAdminBackupDeleteCommand() *cobra.Command {
 		},
 	}
 	from.add(cmd, "from", "the backup to delete")
+	return cmd
+}
+
+func newAdminBackupHoldsCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "holds",
+		Short: "List the backup holds of every shard (finished backups and those a crash cut off)",
+		Long: "List the backup holds every shard keeps: one line per backup with the shards it\n" +
+			"holds and when it was placed. A hold keeps blobs from garbage collection; one whose\n" +
+			"backup no longer exists (a backup cut off by a crash) is released with\n" +
+			"`cairn admin backup release --id ID`.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			holds, err := newAdminClient(cmd).BackupHolds(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				for _, h := range holds {
+					if err := enc.Encode(h); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			type row struct {
+				shards []string
+				placed time.Time
+			}
+			rows := map[string]*row{}
+			var ids []string
+			for _, h := range holds {
+				r := rows[h.Backup]
+				if r == nil {
+					r = &row{placed: h.PlacedAt}
+					rows[h.Backup] = r
+					ids = append(ids, h.Backup)
+				}
+				r.shards = append(r.shards, fmt.Sprintf("%d@%d", h.Shard, h.Version))
+				if h.PlacedAt.Before(r.placed) {
+					r.placed = h.PlacedAt
+				}
+			}
+			slices.Sort(ids)
+			fmt.Fprintf(out, "%-40s %-24s %s\n", "BACKUP", "PLACED", "SHARDS (shard@version)")
+			for _, id := range ids {
+				fmt.Fprintf(out, "%-40s %-24s %s\n", displayed(id), rows[id].placed.UTC().Format(time.RFC3339), strings.Join(rows[id].shards, ","))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per hold and shard")
+	return cmd
+}
+
+func newAdminBackupReleaseCommand() *cobra.Command {
+	var (
+		id   string
+		from backupTargetFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "release --id ID [--from DEST]",
+		Short: "Release a backup's hold on every shard; with --from, also remove what the backup wrote there",
+		Long: "Release backup ID's hold on every shard (the id `cairn admin backup holds` lists),\n" +
+			"whether or not the backup finished: a backup cut off by a crash leaves a destination\n" +
+			"without manifest.json, which `backup delete` cannot read. With --from, the parts and\n" +
+			"temporary files the backup wrote to DEST are removed too, after the hold is released;\n" +
+			"nothing is removed when DEST holds another backup.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if id == "" {
+				return usageErrorf("--id is required (`cairn admin backup holds` lists the backups that hold)")
+			}
+			var t backup.Target
+			if from.at != "" {
+				var err error
+				if t, err = from.open(); err != nil {
+					return usageErrorf("--from: %v", err)
+				}
+				if err := backup.CheckBackupID(cmd.Context(), t, id); err != nil {
+					return fmt.Errorf("%w: nothing released, nothing removed", err)
+				}
+			}
+			rel, err := newAdminClient(cmd).ReleaseBackup(cmd.Context(), id)
+			if err != nil {
+				return fmt.Errorf("release the hold of backup %s: %w", id, err)
+			}
+			held := 0
+			for _, ok := range rel {
+				if ok {
+					held++
+				}
+			}
+			out := cmd.OutOrStdout()
+			if held == 0 {
+				fmt.Fprintf(out, "backup %s: no shard held it\n", displayed(id))
+			} else {
+				fmt.Fprintf(out, "backup %s: hold released on %d of %d shards\n", displayed(id), held, len(rel))
+			}
+			if t == nil {
+				return nil
+			}
+			n, err := backup.DiscardPartial(cmd.Context(), t, id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "backup %s: %d files removed from %s\n", displayed(id), n, t)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "the backup whose hold to release")
+	from.addOptional(cmd, "from", "the backup's destination, whose parts to remove")
 	return cmd
 }
 
@@ -192,8 +337,18 @@ func newAdminRestoreCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "restored backup %s (node %s, shard 0 at version %d) into %s\n",
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "restored backup %s (node %s, shard 0 at version %d) into %s\n",
 					m.Identity.Backup, m.Identity.NodeID, m.Identity.Shards[0].Version, dataDir)
+				if m.Identity.Keys {
+					fmt.Fprintln(out, "API keys: restored (keys.json)")
+				}
+				if m.Identity.BlobDir != "" {
+					fmt.Fprintf(out, "blobs: %d restored into %s; start with the default --blob (or --blob dir://%s)\n",
+						m.Blobs(), filepath.Join(dataDir, m.Identity.BlobDir), filepath.Join(dataDir, m.Identity.BlobDir))
+				} else {
+					fmt.Fprintln(out, "blobs: not in the backup; start the node with the blob store it had (--blob)")
+				}
 				return nil
 			}
 			m, node, err := server.RestoreCluster(cmd.Context(), t, dataDir, advertisePeer, splitEndpoints(etcd))
