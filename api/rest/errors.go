@@ -82,6 +82,11 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error, 
 		a.code = e.Code
 	}
 	status := statusOf(e.Code, pre)
+	if status == http.StatusPreconditionFailed {
+		// A condition the client set failed: the same request fails the same way until
+		// the client re-reads and decides again, so it is never "retry as is".
+		e = workbench.PreconditionFailed(e)
+	}
 	if e.Code == workbench.CodeResourceExhausted && e.Details["reason"] == workbench.ReasonDiskFull {
 		status = http.StatusInsufficientStorage // RFC 4918 §11.5: the server cannot store the representation
 	}

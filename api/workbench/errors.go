@@ -109,6 +109,19 @@ func outcomeUnknown() *Error {
 		Details: map[string]any{"outcome": "unknown", "retry_after_ms": OutcomeRetryAfter.Milliseconds()}}
 }
 
+// PreconditionFailed is e as the answer to a condition the caller set (REST If-Match
+// and If-None-Match, a generation or revision the caller named): the same e, not
+// retryable, since the same call names the same stale condition and fails the same way
+// until the caller re-reads and decides again (RFC 9110 §13.1: a failed precondition is
+// the client's to resolve). A Conflict the service met on its own, in a compare-and-swap
+// the caller did not ask for (an edit that kept losing races, a restore still running),
+// stays retryable. e itself is not changed.
+func PreconditionFailed(e *Error) *Error {
+	cp := *e
+	cp.Retryable = false
+	return &cp
+}
+
 // storageFull is the answer to a write refused because the disk under resource ("raft
 // log" or "blob store") is full: ResourceExhausted, retryable once space is freed,
 // details.resource naming it and details.reason "disk_full" (REST: 507).
