@@ -149,8 +149,11 @@ func (c *Client) editOnce(ctx context.Context, agent, wb, path string, req EditR
 	if updated == text {
 		return &EditResult{Replacements: replacements, SizeBytes: int64(len(data)), Generation: info.Generation, NoChange: true}, nil
 	}
+	// The key makes a resend of this write (WithRetry, after OutcomeUnknown) replay its
+	// first answer instead of failing its own If-Match.
 	w, err := c.PutFile(ctx, agent, wb, path, strings.NewReader(updated), PutOptions{
-		ContentType: info.ContentType, Executable: info.Executable, IfMatch: info.Generation, Size: int64(len(updated))})
+		ContentType: info.ContentType, Executable: info.Executable, IfMatch: info.Generation, Size: int64(len(updated)),
+		IdempotencyKey: randomID()})
 	if err != nil {
 		return nil, err
 	}

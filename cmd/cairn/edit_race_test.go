@@ -130,3 +130,23 @@ func TestEditWithIfMatchNeverRetries(t *testing.T) {
 		}
 	}
 }
+
+// TestAnEditWhoseWriteWasUnconfirmedLandsOnce: the edit's write applies but its commit is
+// unconfirmed (503 OutcomeUnknown); the command's retry of that write replays its first
+// answer (the write carries an Idempotency-Key) instead of failing its own If-Match and
+// then finding its text gone (NoMatch).
+func TestAnEditWhoseWriteWasUnconfirmedLandsOnce(t *testing.T) {
+	n, fc := workbenchtest.NewFaulty(t, workbench.Config{InlineMaxBytes: 4096})
+	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
+	t.Cleanup(srv.Close)
+	tgt := []string{"--agent", "a", "--workbench", "w"}
+	rec := httptest.NewRecorder()
+	srv.Config.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPut, "/v1/agents/a/workbenches/w/files/logs/x", strings.NewReader("hello")))
+	fc.Once(workbenchtest.AppliedButUnconfirmed)
+	if _, err := runCLI(t.Context(), srv.URL, append([]string{"edit", "logs/x", "--old", "hello", "--new", "bye"}, tgt...)...); err != nil {
+		t.Fatalf("an edit whose write was applied but unconfirmed: %v", err)
+	}
+	if out, err := runCLI(t.Context(), srv.URL, append([]string{"cat", "logs/x"}, tgt...)...); err != nil || out != "bye" {
+		t.Fatalf("after the edit: %q %v", out, err)
+	}
+}
