@@ -23,8 +23,26 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+## unit: the race-enabled tests of every package, with a watchdog: go test's -timeout
+## applies to each package's test binary and, when it fires, panics with every goroutine's
+## stack, so a hung test names itself (and where it waits) in minutes rather than holding
+## CI to its 60-minute budget. UNIT_TIMEOUT bounds every package but ./integration: the
+## slowest of them (api/server, shard/host, api/rest under -race on 2 cores) take a few
+## minutes. INTEGRATION_TIMEOUT bounds ./integration, whose clock also runs while its
+## TestMain builds cairn twice (plain and -race; 8 minutes on a loaded 2-core machine with a
+## cold cache) and the upgrade tests build the previous release: its two longest tests
+## take about 1.5 minutes together. ./integration runs beside the other packages, which
+## run one at a time (-p 1), so two test binaries share the machine as `go test -p 2 ./...`
+## had them; its output follows theirs.
+UNIT_TIMEOUT        ?= 15m
+INTEGRATION_TIMEOUT ?= 30m
 unit: minio
-	bin=$$(GO=$(GO) scripts/minio.sh) && CAIRN_MINIO_BIN=$$bin $(GO) test -race -count=1 -timeout 40m $(PKGS)
+	@bin=$$(GO=$(GO) scripts/minio.sh) || exit 1; \
+	log=$$(mktemp); \
+	CAIRN_MINIO_BIN=$$bin $(GO) test -race -count=1 -timeout $(INTEGRATION_TIMEOUT) ./integration >$$log 2>&1 & ipid=$$!; \
+	CAIRN_MINIO_BIN=$$bin $(GO) test -race -count=1 -p 1 -timeout $(UNIT_TIMEOUT) $$($(GO) list $(PKGS) | grep -v '/integration$$'); urc=$$?; \
+	wait $$ipid; irc=$$?; cat $$log; rm -f $$log; \
+	test $$urc -eq 0 && test $$irc -eq 0
 
 ## minio: the MinIO server the blob/s3 tests run against, built once from a pinned source
 ## version into ${CAIRN_CACHE_DIR:-$HOME/.cache/cairn} (see scripts/minio.sh).

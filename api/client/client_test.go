@@ -632,17 +632,26 @@ func TestPutStreamsWithoutBuffering(t *testing.T) {
 	c := New(srv.URL, hc)
 
 	pr, pw := io.Pipe()
+	// Runs before the server's Close: a failure below never leaves the handler waiting on
+	// a body nobody will finish.
+	t.Cleanup(func() { pw.CloseWithError(errors.New("the test ended")) })
 	done := make(chan error, 1)
 	go func() {
 		res, err := c.PutFile(t.Context(), "a", "w", "input/stream", pr, PutOptions{Size: -1})
 		if err == nil && res.SizeBytes != 10 {
 			err = fmt.Errorf("size %d", res.SizeBytes)
 		}
+		pr.CloseWithError(errors.New("the upload ended")) // a write below fails instead of blocking
 		done <- err
 	}()
 	_, _ = pw.Write([]byte("first"))
-	if first := <-got; !bytes.Equal(first, []byte("first")) {
-		t.Fatalf("server read %q", first)
+	select {
+	case first := <-got:
+		if !bytes.Equal(first, []byte("first")) {
+			t.Fatalf("server read %q", first)
+		}
+	case err := <-done:
+		t.Fatalf("the upload ended before the server read its first bytes: %v", err)
 	}
 	_, _ = pw.Write([]byte("later"))
 	_ = pw.Close()

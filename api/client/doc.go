@@ -19,7 +19,12 @@
 //     RetryPolicy's bounds (attempts and total time, honouring Retry-After): a refused
 //     connection always, a retryable 503 or 429 only for requests that mean the same sent
 //     twice (idempotent methods, an Idempotency-Key, read-only tool calls), and only with
-//     a body it can send again (bytes or strings, never a stream).
+//     a body it can send again (bytes or strings, never a stream). Two operations retry
+//     within their own bounds besides: Import resends a request a broken connection cut
+//     off or the server answered retryable (each file re-opened, each upload under an
+//     Idempotency-Key, importRetry), and Edit without IfMatch redoes its read and
+//     conditional write after a concurrent write (editRetry); Edit with IfMatch never
+//     retries.
 //   - The tool endpoints (Commit, Snapshot, Restore, Search, Grep, Find, ...) take the
 //     Workbench tool's input as a JSON body and return its result: typed, with numbers in
 //     untyped values (search fields, facet values) as json.Number, exactly as the server

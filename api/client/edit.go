@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -15,9 +16,12 @@ import (
 // payload bound).
 const MaxEditBytes = 4 << 20
 
-// maxEditAttempts bounds how often Edit re-reads and revalidates after a concurrent
-// write (WORKBENCH.md §edit: up to 5 attempts, then Conflict).
-const maxEditAttempts = 5
+// editRetry bounds how often, and for how long, Edit without IfMatch re-reads and
+// revalidates after a concurrent write took its generation: up to 20 attempts within 30 s,
+// waiting 10 ms doubling to 1 s (with jitter) between them, so that tens of editors of
+// one file all land instead of racing in lockstep (issue 25: 8 of 30 concurrent edits
+// failed with 5 immediate attempts). A variable so that tests can shorten the waits.
+var editRetry = RetryPolicy{MaxAttempts: 20, MaxElapsed: 30 * time.Second, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second}
 
 // Codes of the errors Edit builds itself (WORKBENCH.md §edit); their HTTPStatus is the
 // one the server gives the code (400).
@@ -35,6 +39,11 @@ type EditRequest struct {
 	NewString string
 	// ReplaceAll replaces every occurrence; otherwise OldString must occur exactly once.
 	ReplaceAll bool
+	// IfMatch, when non-zero, edits only that generation of the file: another one (read,
+	// or reached by a concurrent write before the edit's own) fails with Conflict (HTTP
+	// 412, not retryable, Details["current_generation"] when known) and Edit never
+	// retries. Zero: Edit retries its own compare-and-swap (editRetry).
+	IfMatch uint64
 }
 
 // EditResult is the result of Edit.
@@ -51,14 +60,16 @@ type EditResult struct {
 
 // Edit replaces OldString with NewString in path's live body, as workbench_edit does,
 // over the file routes: it reads the body, replaces, and writes it back conditional on
-// the generation it read (If-Match), keeping the content type and executable flag. When
-// another writer got in between it reads again and revalidates, up to 5 attempts.
+// the generation it read (If-Match), keeping the content type and executable flag.
+// Without req.IfMatch, when another writer got in between it waits, reads again and
+// revalidates, within editRetry's bounds; with req.IfMatch it never retries: the caller
+// named the generation to edit.
 //
 // Errors: *Error NoMatch (OldString does not occur), AmbiguousEdit (it occurs more than
 // once without ReplaceAll; Details["matches"]), InvalidUtf8 (the body or a string is not
-// UTF-8), PayloadTooLarge (the file before or after is over MaxEditBytes), Conflict
-// (still racing after 5 attempts, retryable), NotFound, and what GetFile and PutFile
-// return.
+// UTF-8), PayloadTooLarge (the file before or after is over MaxEditBytes), Conflict (412:
+// not IfMatch's generation, not retryable; or, without IfMatch, still racing when
+// editRetry ran out, retryable), NotFound, and what GetFile and PutFile return.
 func (c *Client) Edit(ctx context.Context, agent, wb, path string, req EditRequest) (*EditResult, error) {
 	if req.OldString == "" {
 		return nil, &Error{HTTPStatus: http.StatusBadRequest, Code: "InvalidArguments", Message: "old_string must not be empty"}
@@ -66,13 +77,28 @@ func (c *Client) Edit(ctx context.Context, agent, wb, path string, req EditReque
 	if !utf8.ValidString(req.OldString) || !utf8.ValidString(req.NewString) {
 		return nil, editError(CodeInvalidUTF8, "old_string and new_string must be valid UTF-8")
 	}
+	p := editRetry
+	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		res, err := c.editOnce(ctx, agent, wb, path, req)
 		var e *Error
-		if errors.As(err, &e) && e.Code == "Conflict" && e.HTTPStatus == http.StatusPreconditionFailed && attempt < maxEditAttempts {
-			continue
+		if req.IfMatch != 0 || !errors.As(err, &e) || e.Code != "Conflict" || e.HTTPStatus != http.StatusPreconditionFailed {
+			return res, err
 		}
-		return res, err
+		// Lost a race the caller did not ask to lose: the same edit may land later.
+		wait := p.backoff(attempt)
+		if attempt >= p.MaxAttempts || time.Since(start)+wait > p.MaxElapsed {
+			lost := *e
+			lost.Retryable = true
+			return nil, &lost
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
 	}
 }
 
@@ -83,6 +109,11 @@ func (c *Client) editOnce(ctx context.Context, agent, wb, path string, req EditR
 		return nil, err
 	}
 	defer body.Close()
+	if req.IfMatch != 0 && info.Generation != req.IfMatch {
+		return nil, &Error{HTTPStatus: http.StatusPreconditionFailed, Code: "Conflict",
+			Message: fmt.Sprintf("the file's generation is %d, not %d", info.Generation, req.IfMatch),
+			Details: map[string]any{"current_generation": float64(info.Generation)}}
+	}
 	if info.Size > MaxEditBytes {
 		return nil, tooLargeForEdit(info.Size)
 	}
@@ -118,8 +149,11 @@ func (c *Client) editOnce(ctx context.Context, agent, wb, path string, req EditR
 	if updated == text {
 		return &EditResult{Replacements: replacements, SizeBytes: int64(len(data)), Generation: info.Generation, NoChange: true}, nil
 	}
+	// The key makes a resend of this write (WithRetry, after OutcomeUnknown) replay its
+	// first answer instead of failing its own If-Match.
 	w, err := c.PutFile(ctx, agent, wb, path, strings.NewReader(updated), PutOptions{
-		ContentType: info.ContentType, Executable: info.Executable, IfMatch: info.Generation, Size: int64(len(updated))})
+		ContentType: info.ContentType, Executable: info.Executable, IfMatch: info.Generation, Size: int64(len(updated)),
+		IdempotencyKey: randomID()})
 	if err != nil {
 		return nil, err
 	}

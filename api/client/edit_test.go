@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestEditReplacesExactlyAndKeepsTheFilesAttributes(t *testing.T) {
@@ -99,13 +100,48 @@ func TestEditRereadsAfterAConcurrentWrite(t *testing.T) {
 	}
 }
 
-func TestEditGivesUpWithConflictAfterFiveAttempts(t *testing.T) {
+// quickEditRetry makes Edit's own retries wait nothing, at most attempts times, for the
+// rest of the test.
+func quickEditRetry(t *testing.T, attempts int) {
+	saved := editRetry
+	editRetry = RetryPolicy{MaxAttempts: attempts, MaxElapsed: time.Minute}
+	t.Cleanup(func() { editRetry = saved })
+}
+
+func TestEditWithoutIfMatchGivesUpRetryableConflictAfterItsBound(t *testing.T) {
+	quickEditRetry(t, 7)
 	f, c := newFakeServer(t)
 	mustPut(t, c, "a", "w", "logs/x", "hello", PutOptions{})
 	gets := racingWrites(f, "a", "w", "logs/x", 100)
 	_, err := c.Edit(t.Context(), "a", "w", "logs/x", EditRequest{OldString: "hello", NewString: "bye"})
-	if e := asError(t, err); e.Code != "Conflict" || *gets != maxEditAttempts {
-		t.Fatalf("got %+v after %d reads, want Conflict after %d", e, *gets, maxEditAttempts)
+	if e := asError(t, err); e.Code != "Conflict" || !e.Retryable || *gets != 7 {
+		t.Fatalf("got %+v after %d reads, want a retryable Conflict after 7", e, *gets)
+	}
+}
+
+func TestEditWithIfMatchNeverRetries(t *testing.T) {
+	quickEditRetry(t, 7)
+	f, c := newFakeServer(t)
+	cur := mustPut(t, c, "a", "w", "logs/x", "hello", PutOptions{})
+	// A concurrent write lands between the edit's read and its write: the generation the
+	// caller named is gone, so the edit fails once and for all.
+	gets := racingWrites(f, "a", "w", "logs/x", 1)
+	_, err := c.Edit(t.Context(), "a", "w", "logs/x", EditRequest{OldString: "hello", NewString: "bye", IfMatch: cur.Generation})
+	if e := asError(t, err); e.Code != "Conflict" || e.HTTPStatus != http.StatusPreconditionFailed || e.Retryable || *gets != 1 {
+		t.Fatalf("got %+v after %d reads, want a 412 Conflict, not retryable, after one read", e, *gets)
+	}
+	// A generation that is not the current one fails without writing.
+	now := f.file("a", "w", "logs/x")
+	_, err = c.Edit(t.Context(), "a", "w", "logs/x", EditRequest{OldString: "hello", NewString: "bye", IfMatch: cur.Generation})
+	if e := asError(t, err); e.Code != "Conflict" || e.Retryable || e.Details["current_generation"] != float64(now.gen) {
+		t.Fatalf("a stale IfMatch: %+v", e)
+	}
+	if after := f.file("a", "w", "logs/x"); after.gen != now.gen || string(after.data) != string(now.data) {
+		t.Fatalf("a stale IfMatch wrote: %q generation %d", after.data, after.gen)
+	}
+	// The current generation edits.
+	if res, err := c.Edit(t.Context(), "a", "w", "logs/x", EditRequest{OldString: "hello", NewString: "bye", IfMatch: now.gen}); err != nil || res.Generation <= now.gen {
+		t.Fatalf("edit at the current generation: %+v %v", res, err)
 	}
 }
 

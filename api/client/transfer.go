@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -75,12 +77,19 @@ type ImportOptions struct {
 	// listing showed (a file someone rewrote meanwhile is kept and reported through Warn).
 	// Nothing is deleted when any upload failed.
 	Delete bool
+	// Force uploads every file. Without it a file whose remote counterpart already has
+	// the same SHA-256, size and executable flag is skipped (counted in
+	// ImportStats.Skipped), so a re-run writes no new versions of unchanged files.
+	Force bool
 }
 
 // ImportStats summarize an Import: files and bytes uploaded completely, and the wall time
 // including the local scan.
 type ImportStats struct {
 	Files, Bytes int64
+	// Skipped counts the files left alone because the workbench already held them
+	// unchanged (not with Force).
+	Skipped int64
 	// Deleted counts the remote files a Delete import removed.
 	Deleted  int64
 	Duration time.Duration
@@ -117,12 +126,22 @@ type ExportStats struct {
 // "<section>/<path relative to Dir, with forward slashes>" in the workbench, with
 // Cairn-Executable set from the file's owner-execute bit. Each upload is an unconditional
 // PUT (an upsert), so re-running an import converges. Order: scan Dir (skipping symlinks
-// and other non-regular entries, reported through Warn), create the workbench, upload.
+// and other non-regular entries, reported through Warn), create the workbench, list the
+// section (unless Force), then per file: skip it if the workbench already holds the same
+// bytes (same size and executable flag in the listing, then the same SHA-256 as the file's
+// Cairn-Digest), else upload it.
 //
-// Errors: the first local or remote failure stops the import (in-flight uploads are
-// cancelled) and is returned, wrapped with the file it concerns, together with the stats
-// of what completed. A name the server would reject (backslash, too long, too deep) wraps
-// ErrUnsafePath and fails before anything is uploaded.
+// Every request Import makes means the same sent twice: the create, the listing, the HEADs,
+// and each PUT, which carries an Idempotency-Key unique to this run and path, so a PUT
+// that applied but whose answer was lost is answered from the first time instead of
+// writing another version. A request cut off by the connection (refused, reset, closed
+// mid-body) or answered with a retryable error is sent again after a backoff, within
+// importRetry's bounds (the file is re-opened and sent from its start).
+//
+// Errors: the first local or remote failure that outlasts its retries stops the import
+// (in-flight uploads are cancelled) and is returned, wrapped with the file it concerns,
+// together with the stats of what completed. A name the server would reject (backslash,
+// too long, too deep) wraps ErrUnsafePath and fails before anything is uploaded.
 func Import(ctx context.Context, c *Client, opts ImportOptions) (ImportStats, error) {
 	start := time.Now()
 	section := opts.Section
@@ -191,24 +210,54 @@ func Import(ctx context.Context, c *Client, opts ImportOptions) (ImportStats, er
 		return ImportStats{Duration: time.Since(start)}, fmt.Errorf("import: %w", err)
 	}
 
-	if _, err := c.CreateWorkbench(ctx, opts.Agent, opts.Workbench); err != nil {
+	if err := retryIdempotent(ctx, func() error {
+		_, err := c.CreateWorkbench(ctx, opts.Agent, opts.Workbench)
+		return err
+	}); err != nil {
 		return ImportStats{Duration: time.Since(start)}, fmt.Errorf("import: create workbench %q: %w", opts.Workbench, err)
+	}
+	var remote map[string]Entry
+	if !opts.Force {
+		if remote, err = listFiles(ctx, c, opts.Agent, opts.Workbench, section); err != nil {
+			return ImportStats{Duration: time.Since(start)}, fmt.Errorf("import: list %s: %w", section, err)
+		}
 	}
 	if opts.Start != nil {
 		opts.Start(int64(len(items)), totalBytes)
 	}
 
+	run := randomID()
 	prog := &progress{fn: opts.Progress}
 	err = forEach(ctx, opts.Concurrency, items, func(ctx context.Context, it item) error {
-		n, err := uploadFile(ctx, c, opts.Agent, opts.Workbench, it.local, it.remote, prog)
+		if e, ok := remote[it.remote]; ok {
+			same, size, err := unchanged(ctx, c, opts.Agent, opts.Workbench, it.local, e)
+			if err != nil {
+				return fmt.Errorf("import %s: %w", it.display, err)
+			}
+			if same {
+				prog.skip(size)
+				return nil
+			}
+		}
+		key := run + "-" + it.remote
+		if len(key) > maxIdempotencyKeyBytes || !printableASCII(key) {
+			sum := sha256.Sum256([]byte(it.remote))
+			key = run + "-" + hex.EncodeToString(sum[:])
+		}
+		var n int64
+		err := retryIdempotent(ctx, func() error {
+			var err error
+			n, err = uploadFile(ctx, c, opts.Agent, opts.Workbench, it.local, it.remote, key, prog)
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("import %s: %w", it.display, err)
 		}
 		prog.done(n)
 		return nil
 	})
-	files, bytes := prog.completed()
-	stats := ImportStats{Files: files, Bytes: bytes}
+	files, bytes, skipped := prog.completed()
+	stats := ImportStats{Files: files, Bytes: bytes, Skipped: skipped}
 	if err == nil && opts.Delete {
 		keep := make(map[string]bool, len(items))
 		for _, it := range items {
@@ -254,8 +303,9 @@ func mirrorDeletions(ctx context.Context, c *Client, opts ImportOptions, section
 	return deleted.Load(), err
 }
 
-// uploadFile PUTs one local file and returns the number of bytes sent.
-func uploadFile(ctx context.Context, c *Client, agent, wb, local, remote string, prog *progress) (int64, error) {
+// uploadFile PUTs one local file under the Idempotency-Key key and returns the number of
+// bytes sent. A failed attempt takes back from prog the bytes it had reported.
+func uploadFile(ctx context.Context, c *Client, agent, wb, local, remote, key string, prog *progress) (int64, error) {
 	f, err := os.Open(local)
 	if err != nil {
 		return 0, err
@@ -272,14 +322,140 @@ func uploadFile(ctx context.Context, c *Client, agent, wb, local, remote string,
 	// Send exactly the size observed now: a file growing during the upload must not
 	// overrun the Content-Length; one shrinking fails the request.
 	var body io.Reader = http.NoBody
+	var sent atomic.Int64 // added to by the transport's goroutine that sends the body
 	if size > 0 {
-		body = &countingReader{r: io.LimitReader(f, size), add: prog.sent}
+		body = &countingReader{r: io.LimitReader(f, size), add: func(n int64) { sent.Add(n); prog.sent(n) }}
 	}
 	_, err = c.PutFile(ctx, agent, wb, remote, body, PutOptions{
-		Executable: fi.Mode()&0o100 != 0,
-		Size:       size,
+		Executable:     fi.Mode()&0o100 != 0,
+		Size:           size,
+		IdempotencyKey: key,
 	})
+	if n := sent.Load(); err != nil && n > 0 {
+		prog.sent(-n)
+	}
 	return size, err
+}
+
+// listFiles returns the files under section, by their path in the workbench.
+func listFiles(ctx context.Context, c *Client, agent, wb, section string) (map[string]Entry, error) {
+	var files map[string]Entry
+	err := retryIdempotent(ctx, func() error {
+		files = map[string]Entry{}
+		return c.Walk(ctx, agent, wb, section, func(e Entry) error {
+			if !e.IsDir() {
+				files[e.FullPath()] = e
+			}
+			return nil
+		})
+	})
+	return files, err
+}
+
+// unchanged reports whether the workbench's file e already holds local's bytes and
+// executable flag, and local's size: the listing's size and flag first, then the SHA-256
+// of local against the file's Cairn-Digest (one HEAD).
+func unchanged(ctx context.Context, c *Client, agent, wb, local string, e Entry) (bool, int64, error) {
+	fi, err := os.Stat(local)
+	if err != nil {
+		return false, 0, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != e.SizeBytes || (fi.Mode()&0o100 != 0) != e.Executable {
+		return false, fi.Size(), nil
+	}
+	var info *FileInfo
+	if err := retryIdempotent(ctx, func() error {
+		info, err = c.Stat(ctx, agent, wb, e.FullPath())
+		return err
+	}); err != nil {
+		if ErrorCode(err) == "NotFound" {
+			return false, fi.Size(), nil // deleted since the listing: upload it
+		}
+		return false, 0, err
+	}
+	if info.Size != fi.Size() || info.Executable != (fi.Mode()&0o100 != 0) {
+		return false, fi.Size(), nil
+	}
+	f, err := os.Open(local)
+	if err != nil {
+		return false, 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return false, 0, err
+	}
+	return info.Digest == "sha256:"+hex.EncodeToString(h.Sum(nil)), fi.Size(), nil
+}
+
+// importRetry bounds how Import sends one request again: up to 6 sends within 2 minutes,
+// waiting 200 ms doubling to 5 s (with jitter), or the server's Retry-After. A variable so
+// that tests can shorten the waits.
+var importRetry = RetryPolicy{MaxAttempts: 6, MaxElapsed: 2 * time.Minute, BaseDelay: 200 * time.Millisecond, MaxDelay: 5 * time.Second}
+
+// retryIdempotent runs send, a request that means the same sent twice, again while it
+// fails transiently (transient) and importRetry allows, and returns its last error.
+func retryIdempotent(ctx context.Context, send func() error) error {
+	p := importRetry
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		err := send()
+		if err == nil || attempt >= p.MaxAttempts || !transient(ctx, err) {
+			return err
+		}
+		wait := p.backoff(attempt)
+		var e *Error
+		if errors.As(err, &e) && e.RetryAfter > 0 {
+			wait = e.RetryAfter
+		}
+		if time.Since(start)+wait > p.MaxElapsed {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// transient reports whether a request that failed with err may succeed if sent again:
+// the server answered a retryable error, or the exchange itself failed (a refused, reset
+// or closed connection, an answer cut off: a *url.Error or an unexpected EOF), unless ctx
+// ended it.
+func transient(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Retryable
+	}
+	var ue *url.Error
+	return errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// randomID is 128 random bits in hex: the run part of Import's Idempotency-Keys.
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+// maxIdempotencyKeyBytes is the longest Idempotency-Key the server accepts (1..255
+// printable ASCII, DESIGN.md §5).
+const maxIdempotencyKeyBytes = 255
+
+// printableASCII reports whether s is only printable ASCII (0x20..0x7e).
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // checkRemoteName applies the jail rules of a workbench path that a local file name could
@@ -378,7 +554,7 @@ func Export(ctx context.Context, c *Client, opts ExportOptions) (ExportStats, er
 		prog.done(n)
 		return nil
 	})
-	files, bytes := prog.completed()
+	files, bytes, _ := prog.completed()
 	return ExportStats{Files: files, Bytes: bytes, Duration: time.Since(start)}, err
 }
 
@@ -495,17 +671,18 @@ type progress struct {
 	mu        sync.Mutex
 	fn        func(files, bytes int64)
 	files     int64 // files completed
-	sentBytes int64 // bytes moved so far, including files still in flight
+	skipped   int64 // files found unchanged (reported to fn as completed)
+	sentBytes int64 // bytes moved (or skipped) so far, including files still in flight
 	doneBytes int64 // bytes of completed files
 }
 
-// sent records n more bytes moved.
+// sent records n more bytes moved (negative: an attempt that failed takes its bytes back).
 func (p *progress) sent(n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sentBytes += n
 	if p.fn != nil {
-		p.fn(p.files, p.sentBytes)
+		p.fn(p.files+p.skipped, p.sentBytes)
 	}
 }
 
@@ -516,15 +693,26 @@ func (p *progress) done(size int64) {
 	p.files++
 	p.doneBytes += size
 	if p.fn != nil {
-		p.fn(p.files, p.sentBytes)
+		p.fn(p.files+p.skipped, p.sentBytes)
 	}
 }
 
-// completed returns the files completed and their bytes.
-func (p *progress) completed() (files, bytes int64) {
+// skip records one file of size bytes that needed no transfer.
+func (p *progress) skip(size int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.files, p.doneBytes
+	p.skipped++
+	p.sentBytes += size
+	if p.fn != nil {
+		p.fn(p.files+p.skipped, p.sentBytes)
+	}
+}
+
+// completed returns the files completed and their bytes, and the files skipped.
+func (p *progress) completed() (files, bytes, skipped int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.files, p.doneBytes, p.skipped
 }
 
 // countingReader reports every successful read to add.

@@ -65,7 +65,7 @@ var matrixCodes = map[string][]string{
 	// another profile (WORKBENCH.md §Beyond the contract).
 	"workbench_frobnicate": {"UnknownTool"},
 	"workbench_history":    {"UnknownTool"},
-	"*":                    {"ObjectUnavailable", "ResourceExhausted", "RoutingUnavailable", "DataCorrupted", "Internal"},
+	"*":                    {"ObjectUnavailable", "ResourceExhausted", "RoutingUnavailable", "OutcomeUnknown", "DataCorrupted", "Internal"},
 }
 
 // matrixExclusion is a pair of the grid no cell reaches, and why.
@@ -85,6 +85,7 @@ var matrixExclusions = []matrixExclusion{
 	{"*", "ObjectUnavailable", "needs a failing object store; the MCP surface offers no way to break one"},
 	{"*", "ResourceExhausted", "needs a replica out of capacity; not reachable with bounded test inputs"},
 	{"*", "RoutingUnavailable", "needs a shard that lost its leader; a single-voter test node always leads (TestContractOverStreamableHTTP produces it with a core that fails one proposal)"},
+	{"*", "OutcomeUnknown", "needs a commit the replica could not confirm; a single-voter test node always confirms (TestAToolWriteWhoseCommitIsUnconfirmedAnswersOutcomeUnknown produces it with a core that hides one commit)"},
 	{"*", "DataCorrupted", "needs stored bytes damaged behind Cairn's back; integration.TestCorruptBlobIsNeverServedAndReuploadRepairsIt " +
 		"flips a blob file under a real server and reads it with workbench_read"},
 	{"*", "Internal", "a defect by definition; TestArbitraryArgumentsGetAToolResultNeverAFailure checks no input produces one"},

@@ -131,10 +131,17 @@ func fromStore(err error) *Error {
 		return fail(http.StatusForbidden, CodeForbidden, we.Message)
 	case workbench.CodeUnauthenticated:
 		return fail(http.StatusUnauthorized, CodeUnauthenticated, we.Message)
+	case workbench.CodeOutcomeUnknown:
+		// OpenWOP registers no code for an ambiguous outcome, so the registered, retriable
+		// service_unavailable carries it, and details.outcome "unknown" tells it apart
+		// from a refusal that applied nothing: retry with the same Idempotency-Key.
+		e := fail(http.StatusServiceUnavailable, CodeUnavailable, we.Message)
+		e.Details = map[string]any{"outcome": "unknown", "retryAfter": retryAfterSeconds(we)}
+		return e
 	case workbench.CodeResourceExhausted:
 		e := fail(http.StatusTooManyRequests, CodeRateLimited, we.Message)
-		if ms, ok := we.Details["retry_after_ms"].(int64); ok {
-			e.Details = map[string]any{"retryAfter": (ms + 999) / 1000} // seconds (rest-endpoints.md's example)
+		if _, ok := we.Details["retry_after_ms"].(int64); ok {
+			e.Details = map[string]any{"retryAfter": retryAfterSeconds(we)} // seconds (rest-endpoints.md's example)
 		}
 		return e
 	}
@@ -142,4 +149,11 @@ func fromStore(err error) *Error {
 		return fail(http.StatusServiceUnavailable, CodeUnavailable, we.Message)
 	}
 	return fail(http.StatusInternalServerError, CodeInternal, "the store could not serve the request")
+}
+
+// retryAfterSeconds is details.retry_after_ms of a Cairn error in whole seconds, rounded
+// up, at least 1 (the unit of Retry-After and of details.retryAfter).
+func retryAfterSeconds(we *workbench.Error) int64 {
+	ms, _ := we.Details["retry_after_ms"].(int64)
+	return max(1, (ms+999)/1000)
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 	"github.com/cairnstore/cairn/blob/dir"
-	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/shard"
 )
 
@@ -81,13 +80,20 @@ type attribServer struct {
 
 func newAttribServer(t *testing.T, cfg workbench.Config, opts rest.Options) attribServer {
 	t.Helper()
+	return newAttribServerWith(t, cfg, opts, func(h http.Handler) http.Handler { return h })
+}
+
+// newAttribServerWith is newAttribServer with wrap around the REST handler (inside the
+// principal middleware), for a test that watches requests on the server's side.
+func newAttribServerWith(t *testing.T, cfg workbench.Config, opts rest.Options, wrap func(http.Handler) http.Handler) attribServer {
+	t.Helper()
 	cfg.InlineMaxBytes = 4096
 	n := workbenchtest.New(t, cfg)
 	logs := &logBuffer{}
 	opts.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	opts.Registry = prometheus.NewRegistry()
 	opts.Ready = n.Shard.Ready
-	srv := httptest.NewServer(withPrincipals(rest.NewHandler(n.Service, opts)))
+	srv := httptest.NewServer(withPrincipals(wrap(rest.NewHandler(n.Service, opts))))
 	t.Cleanup(srv.Close)
 	return attribServer{Server: srv, node: n, logs: logs, reg: opts.Registry}
 }
@@ -293,8 +299,24 @@ func TestPrincipalRequestRateIsLimited(t *testing.T) {
 // next one is answered 429 at once; another principal's is not; once the first ends the
 // next one goes through.
 func TestPrincipalConcurrentUploadsAreLimited(t *testing.T) {
-	s := newAttribServer(t, workbench.Config{Limits: workbench.PrincipalLimits{MaxConcurrentUploads: 1}}, rest.Options{})
+	// reading is closed when the server first reads the slow upload's body: the service
+	// takes the upload slot before it reads a byte (Service.Write), so from then on alice's
+	// only slot is held and the probes below are refused, whatever the scheduling.
+	reading := make(chan struct{})
+	var once sync.Once
+	watch := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/files/input/slow") {
+				r.Body = readSignal{ReadCloser: r.Body, first: func() { once.Do(func() { close(reading) }) }}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	s := newAttribServerWith(t, workbench.Config{Limits: workbench.PrincipalLimits{MaxConcurrentUploads: 1}}, rest.Options{}, watch)
 	pr, pw := io.Pipe()
+	// Registered after the server's cleanup, so it runs first: whatever fails below, the
+	// stalled upload ends and the server's Close does not wait for its body for ever.
+	t.Cleanup(func() { pw.CloseWithError(errors.New("the test ended")) })
 	first := make(chan response, 1)
 	go func() {
 		req, _ := http.NewRequest("PUT", s.URL+wb+"/files/input/slow", pr)
@@ -308,18 +330,16 @@ func TestPrincipalConcurrentUploadsAreLimited(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		first <- response{status: resp.StatusCode, body: b}
 	}()
-	if _, err := pw.Write([]byte("started")); err != nil {
-		t.Fatal(err)
+	go func() { _, _ = pw.Write([]byte("started")) }() // unblocks once the transport sends it
+	select {
+	case <-reading:
+	case r := <-first:
+		t.Fatalf("the first upload ended before its body was read: %d %s", r.status, r.body)
 	}
-	var refused response
-	retry.SucceedsSoon(t, "alice's second upload is refused", func() error {
-		// Until the first upload holds its slot this one may go through (an upsert).
-		refused = do(t, "PUT", s.URL+wb+"/files/input/try", strings.NewReader("x"), asHeader, "alice")
-		if refused.status != 429 {
-			return errors.New("not refused yet: " + string(refused.body))
-		}
-		return nil
-	})
+	refused := do(t, "PUT", s.URL+wb+"/files/input/try", strings.NewReader("x"), asHeader, "alice")
+	if refused.status != 429 {
+		t.Fatalf("alice's second upload while her first holds the slot: %d %s", refused.status, refused.body)
+	}
 	if d := refused.json["details"].(map[string]any); d["limit"] != workbench.LimitConcurrentUploads || refused.header.Get("Retry-After") != "1" {
 		t.Fatalf("refusal: %s %v", refused.body, refused.header)
 	}
@@ -329,4 +349,15 @@ func TestPrincipalConcurrentUploadsAreLimited(t *testing.T) {
 		t.Fatalf("the first upload: %d %s", r.status, r.body)
 	}
 	expect(t, do(t, "PUT", s.URL+wb+"/files/input/after", strings.NewReader("x"), asHeader, "alice"), 201, "")
+}
+
+// readSignal calls first before the first Read of its body.
+type readSignal struct {
+	io.ReadCloser
+	first func()
+}
+
+func (r readSignal) Read(p []byte) (int, error) {
+	r.first()
+	return r.ReadCloser.Read(p)
 }

@@ -59,6 +59,13 @@ func statusOf(code string, pre precondition) int {
 		return http.StatusTooManyRequests
 	case workbench.CodeObjectUnavailable, workbench.CodeRoutingUnavailable:
 		return http.StatusServiceUnavailable
+	case workbench.CodeOutcomeUnknown:
+		// A write whose commit could not be confirmed: 503 with Retry-After (RFC 9110
+		// §15.6.4, "temporarily unable"), the status retrying clients honour, Cairn's own
+		// included (api/client RetryPolicy: 503 and 429). Not 500, which says "a defect"
+		// and is not retried; not 504, which names a gateway whose upstream did not
+		// answer. The retry is safe under the same Idempotency-Key.
+		return http.StatusServiceUnavailable
 	case workbench.CodeDataCorrupted:
 		// The request was fine; this server's stored bytes are not. 500 rather than 502:
 		// no upstream answered badly that another attempt could reach, and proxies and
@@ -75,6 +82,11 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error, 
 		a.code = e.Code
 	}
 	status := statusOf(e.Code, pre)
+	if status == http.StatusPreconditionFailed {
+		// A condition the client set failed: the same request fails the same way until
+		// the client re-reads and decides again, so it is never "retry as is".
+		e = workbench.PreconditionFailed(e)
+	}
 	if e.Code == workbench.CodeResourceExhausted && e.Details["reason"] == workbench.ReasonDiskFull {
 		status = http.StatusInsufficientStorage // RFC 4918 §11.5: the server cannot store the representation
 	}

@@ -290,8 +290,8 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	storedContentHeaders(hd, info.ContentType, path, inline)
 	if im := r.Header.Get("If-Match"); im != "" && !etagMatches(im, info.Generation) {
 		e := &workbench.Error{Code: workbench.CodeConflict, Message: "the file's generation is " + strconv.FormatUint(info.Generation, 10),
-			Retryable: true, Details: map[string]any{"current_generation": info.Generation}}
-		WriteJSON(w, http.StatusPreconditionFailed, e.Envelope())
+			Details: map[string]any{"current_generation": info.Generation}}
+		h.writeError(w, r, e, ifMatch)
 		return
 	}
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, info.Generation) {

@@ -118,7 +118,7 @@ var wireCodes = []string{"InvalidArguments", "UnknownTool", "PayloadTooLarge", "
 	"StructuredDecodeFailed", "ReadFenceChanged", "SnapshotNotFound", "SnapshotExpired",
 	"ForkRetentionActive", "WorkbenchCommitConflict", "WorkbenchCommitProtocolMismatch", "RestoreProtocolMismatch",
 	"InvalidState", "ObjectUnavailable",
-	"ResourceExhausted", "RoutingUnavailable", "DataCorrupted", "PermissionDenied", "Internal", "Unauthenticated", "FeedExpired"}
+	"ResourceExhausted", "RoutingUnavailable", "OutcomeUnknown", "DataCorrupted", "PermissionDenied", "Internal", "Unauthenticated", "FeedExpired"}
 
 // notEnvelope lists the error responses whose body is deliberately not the envelope.
 var notEnvelope = map[string]string{
@@ -347,7 +347,7 @@ func TestOpenAPIErrorEnvelopeSchema(t *testing.T) {
 		workbench.CodeConflict, workbench.CodeInvalidUTF8, workbench.CodeNoMatch, workbench.CodeAmbiguousEdit,
 		workbench.CodeStructuredDecodeFailed, workbench.CodeReadFenceChanged, workbench.CodeSnapshotNotFound,
 		workbench.CodeSnapshotExpired, workbench.CodeInvalidState, workbench.CodeObjectUnavailable,
-		workbench.CodeResourceExhausted, workbench.CodeRoutingUnavailable, workbench.CodeDataCorrupted, workbench.CodeInternal,
+		workbench.CodeResourceExhausted, workbench.CodeRoutingUnavailable, workbench.CodeOutcomeUnknown, workbench.CodeDataCorrupted, workbench.CodeInternal,
 		workbench.CodeWorkbenchCommitProtocolMismatch, workbench.CodeRestoreProtocolMismatch, workbench.CodeUnauthenticated,
 		workbench.CodeFeedExpired} {
 		if !slices.Contains(enum, c) {

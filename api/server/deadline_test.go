@@ -337,6 +337,7 @@ func TestIdleAndSilentConnectionsAreClosed(t *testing.T) {
 func TestASlowUploadAboveTheMinimumRateCompletes(t *testing.T) {
 	_, base := serveNode(t, deadlineConfig(t)) // 64 KiB/s over 300 ms
 	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.CloseWithError(errors.New("the test ended")) }) // before the node stops
 	go func() {
 		// 8 KiB every 50 ms (160 KiB/s) for 2 s: longer than several windows.
 		tk := time.NewTicker(50 * time.Millisecond)

@@ -52,7 +52,13 @@ const (
 	// CodeUnauthenticated: the request carries no valid API key (REST 401 with
 	// WWW-Authenticate: Bearer).
 	CodeUnauthenticated = "Unauthenticated"
-	CodeInternal        = "Internal"
+	// CodeOutcomeUnknown: a write reached the replication layer but its commit could not
+	// be confirmed in time (a leader lost, a quorum unreachable); it may or may not apply.
+	// Retryable with the same request id (REST Idempotency-Key), which the shard
+	// deduplicates: the retry returns the first answer if the write applied and applies it
+	// otherwise. Cairn's addition to the contract's codes (docs/workbench.md §Errors).
+	CodeOutcomeUnknown = "OutcomeUnknown"
+	CodeInternal       = "Internal"
 )
 
 // Error is the contract's error envelope: a stable code, a message for people, whether
@@ -88,6 +94,34 @@ func RoutingUnavailable(msg string) *Error {
 		Details: map[string]any{"retry_after_ms": RoutingRetryAfter.Milliseconds()}}
 }
 
+// OutcomeRetryAfter is how long an OutcomeUnknown asks the caller to wait before the
+// retry (details.retry_after_ms): about one leader election with the cluster's 500 ms
+// timeouts (docs/architecture.md, Replication).
+const OutcomeRetryAfter = time.Second
+
+// outcomeUnknown is the answer to a write whose commit could not be confirmed
+// (shard/outcome.ErrUnknown): it may still apply, so the only safe retry is the same
+// request under the same request id. details.outcome is "unknown" for programs that
+// read details rather than codes.
+func outcomeUnknown() *Error {
+	return &Error{Code: CodeOutcomeUnknown, Retryable: true,
+		Message: "the write was not confirmed in time and may or may not have applied: retry it with the same Idempotency-Key, which applies it at most once, or read the current state before writing it again",
+		Details: map[string]any{"outcome": "unknown", "retry_after_ms": OutcomeRetryAfter.Milliseconds()}}
+}
+
+// PreconditionFailed is e as the answer to a condition the caller set (REST If-Match
+// and If-None-Match, a generation or revision the caller named): the same e, not
+// retryable, since the same call names the same stale condition and fails the same way
+// until the caller re-reads and decides again (RFC 9110 §13.1: a failed precondition is
+// the client's to resolve). A Conflict the service met on its own, in a compare-and-swap
+// the caller did not ask for (an edit that kept losing races, a restore still running),
+// stays retryable. e itself is not changed.
+func PreconditionFailed(e *Error) *Error {
+	cp := *e
+	cp.Retryable = false
+	return &cp
+}
+
 // storageFull is the answer to a write refused because the disk under resource ("raft
 // log" or "blob store") is full: ResourceExhausted, retryable once space is freed,
 // details.resource naming it and details.reason "disk_full" (REST: 507).
@@ -112,7 +146,8 @@ func invalidArgument(field, format string, args ...any) *Error {
 
 // AsError converts any error from the layers below into an *Error, in one place:
 // meta codes keep their code; replication and object-store failures become retryable
-// RoutingUnavailable / ObjectUnavailable / Internal without naming anything internal.
+// RoutingUnavailable / OutcomeUnknown / ObjectUnavailable / Internal without naming
+// anything internal.
 func AsError(err error) *Error {
 	if err == nil {
 		return nil
@@ -179,7 +214,7 @@ func AsError(err error) *Error {
 	case errors.Is(err, ErrCoreUnavailable):
 		return RoutingUnavailable("this node cannot serve the workbench right now; retry")
 	case errors.Is(err, ErrOutcomeUnknown):
-		return &Error{Code: CodeInternal, Message: "timed out waiting for the write to commit; it may still apply: retry with the same idempotency key", Retryable: true, Details: map[string]any{}}
+		return outcomeUnknown()
 	case errors.Is(err, ErrCoreStorageFull):
 		return storageFull("raft log")
 	case errors.Is(err, blob.ErrStorageFull), errors.Is(err, syscall.ENOSPC):

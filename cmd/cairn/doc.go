@@ -29,5 +29,6 @@
 //     the server named; no flag default, help text, error or log line shows it.
 //   - Client commands retry what is safe to retry (a refused connection, a retryable 503
 //     or 429 of a replayable request) within client.DefaultRetryPolicy, then report the
-//     last answer.
+//     last answer; import and edit (without --if-match) also retry within their own bounds
+//     (api/client), and a failed precondition the user set (--if-match) is never retried.
 package main

@@ -141,21 +141,25 @@ func newEditCommand() *cobra.Command {
 	var (
 		oldString, newString string
 		replaceAll           bool
+		ifMatch              uint64
 	)
 	cmd := &cobra.Command{
-		Use:   "edit --agent A --workbench W PATH --old TEXT --new TEXT [--all]",
+		Use:   "edit --agent A --workbench W PATH --old TEXT --new TEXT [--all] [--if-match G]",
 		Short: "Replace text in a file of a workbench",
 		Long: "Replace the exact text --old by --new in PATH (workbench_edit): --old must occur\n" +
 			"exactly once (NoMatch, AmbiguousEdit otherwise) unless --all replaces every\n" +
 			"occurrence. The file must be UTF-8 and at most 4 MiB. The write is conditional on\n" +
-			"the generation read; after a concurrent write the edit re-reads and tries again\n" +
-			"(up to 5 times). Content type and executable flag are kept.",
+			"the generation read; after a concurrent write the edit waits, re-reads and tries\n" +
+			"again (up to 20 times within 30 s, backing off). With --if-match it edits only\n" +
+			"generation G and never retries: another generation fails with Conflict.\n" +
+			"Content type and executable flag are kept.",
 		Args: argsBetween(1, 1),
 	}
 	t := addTargetFlags(cmd)
 	cmd.Flags().StringVar(&oldString, "old", "", "the text to replace (required)")
 	cmd.Flags().StringVar(&newString, "new", "", "the replacement (may be empty)")
 	cmd.Flags().BoolVar(&replaceAll, "all", false, "replace every occurrence")
+	cmd.Flags().Uint64Var(&ifMatch, "if-match", 0, "edit only if the current generation is this one (no retry)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := t.check(); err != nil {
 			return err
@@ -167,7 +171,7 @@ func newEditCommand() *cobra.Command {
 			return usageErrorf("--new is required (--new '' deletes the text)")
 		}
 		res, err := newClient(cmd).Edit(cmd.Context(), t.agent, t.workbench, args[0],
-			client.EditRequest{OldString: oldString, NewString: newString, ReplaceAll: replaceAll})
+			client.EditRequest{OldString: oldString, NewString: newString, ReplaceAll: replaceAll, IfMatch: ifMatch})
 		if err != nil {
 			return err
 		}

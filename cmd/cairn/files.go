@@ -268,20 +268,27 @@ func newImportCommand() *cobra.Command {
 		section     string
 		concurrency int
 		mirror      bool
+		force       bool
 	)
 	cmd := &cobra.Command{
-		Use:   "import DIR --agent A --workbench W [--section input] [--delete]",
+		Use:   "import DIR --agent A --workbench W [--section input] [--delete] [--force]",
 		Short: "Upload a local directory into a workbench section",
 		Long: "Upload every regular file under DIR to SECTION/<path relative to DIR>, creating the\n" +
 			"workbench if needed. Symlinks are skipped with a warning. Files keep their\n" +
-			"owner-execute bit as the executable flag. With --delete, files of SECTION that DIR\n" +
-			"does not have are deleted after every upload succeeded (each only if unchanged\n" +
-			"since it was listed), so the section mirrors DIR.",
+			"owner-execute bit as the executable flag. A file the workbench already holds with\n" +
+			"the same bytes (SHA-256) and executable flag is skipped, so a re-run writes no new\n" +
+			"versions; --force uploads every file. A request cut off by a broken connection or\n" +
+			"answered with a retryable error is retried with backoff (up to 6 sends within 2\n" +
+			"minutes); each upload carries an Idempotency-Key, so a retry never writes twice.\n" +
+			"With --delete, files of SECTION that DIR does not have are deleted after every\n" +
+			"upload succeeded (each only if unchanged since it was listed), so the section\n" +
+			"mirrors DIR. On a terminal, stderr shows a progress bar.",
 		Args: argsBetween(1, 1),
 	}
 	t := addTargetFlags(cmd)
 	cmd.Flags().StringVar(&section, "section", client.DefaultImportSection, "section to import into")
 	cmd.Flags().BoolVar(&mirror, "delete", false, "delete files of the section that DIR does not have")
+	cmd.Flags().BoolVar(&force, "force", false, "upload every file, even one the workbench already holds unchanged")
 	cmd.Flags().IntVar(&concurrency, "concurrency", client.DefaultConcurrency, "uploads in flight")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := t.check(); err != nil {
@@ -296,12 +303,16 @@ func newImportCommand() *cobra.Command {
 			Progress:    bar.progress,
 			Warn:        bar.warn,
 			Delete:      mirror,
+			Force:       force,
 		})
 		bar.finish()
 		if err != nil {
 			return err
 		}
 		summary := transferSummary("imported", stats.Files, stats.Bytes, stats.Duration)
+		if stats.Skipped > 0 {
+			summary += fmt.Sprintf(", %d unchanged", stats.Skipped)
+		}
 		if mirror {
 			summary += fmt.Sprintf(", deleted %d", stats.Deleted)
 		}
