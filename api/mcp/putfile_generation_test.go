@@ -57,7 +57,7 @@ func TestPutFileExpectedGenerationLetsOneOfTwoRacingWritersWin(t *testing.T) {
 		if gen <= n[win] {
 			t.Errorf("round %d: the winner's generation %d is not past %d", round, gen, n[win])
 		}
-		if e := results[lose]; e["code"] != "Conflict" || e.details().int(t, "current_generation") != gen {
+		if e := results[lose]; e["code"] != "Conflict" || e["retryable"] != false || e.details().int(t, "current_generation") != gen {
 			t.Errorf("round %d: the loser got %v, want Conflict with details.current_generation %d", round, e, gen)
 		}
 		r := ok(t, writers[lose], "workbench_read", file)
@@ -74,6 +74,9 @@ func TestPutFileExpectedGenerationRules(t *testing.T) {
 
 	t.Run("a stale generation is Conflict naming the current one, and nothing changes", func(t *testing.T) {
 		e := fails(t, cs, "workbench_put_file", with(file, "text", "two", "replace", true, "expected_generation", gen+1000), "Conflict")
+		if e["retryable"] != false {
+			t.Errorf("a stale expected_generation answered retryable %v: retrying cannot succeed", e["retryable"])
+		}
 		if e.details().int(t, "current_generation") != gen {
 			t.Errorf("details %v, want current_generation %d", e.details(), gen)
 		}

@@ -304,13 +304,17 @@ func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput
 			if *in.ExpectedGeneration != cur.Generation {
 				// Stale before any byte is uploaded; the metadata core checks the same
 				// condition again when it applies the write.
-				return nil, conflict(cur.Generation, *in.ExpectedGeneration)
+				// A precondition the caller set: retrying it cannot succeed.
+				return nil, PreconditionFailed(conflict(cur.Generation, *in.ExpectedGeneration))
 			}
 			req.IfGeneration = *in.ExpectedGeneration
 		}
 	}
 	res, err := s.Write(ctx, req)
 	if err != nil {
+		if e := AsError(err); in.ExpectedGeneration != nil && e.Code == CodeConflict {
+			return nil, PreconditionFailed(e)
+		}
 		return nil, err
 	}
 	r := s.fileFields(success(), agent, in.ID, full)
