@@ -103,7 +103,9 @@ type Config struct {
 	// MaxConcurrentIngests bounds the bodies above the inline threshold that are cut and
 	// uploaded at once, node-wide; further writers wait their turn. Each holds up to
 	// blob.SingleSegmentMaxBytes + blob.ChunkMaxBytes of buffers plus UploadConcurrency
-	// segments in flight. Default 4.
+	// segments in flight. A body read from the network holds its slot only while its
+	// bytes flow: one whose client stalls gives it back and queues again when its next
+	// bytes come (ingest_gate.go). Default 4.
 	MaxConcurrentIngests int
 	// MaxConcurrentLoads bounds the whole bodies loaded into memory at once for edit and
 	// structured reads (each up to MCPMaxPayloadBytes plus its decoded form). Default 4.
@@ -561,6 +563,7 @@ func freeSeg(p []byte) { putSegBuf(&p) }
 func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHint int64, resume hash.Hash) (*ingested, error) {
 	out := &ingested{agent: agent}
 	started := s.now()
+	_, inMemory := r.(interface{ Len() int }) // bytes.Reader, strings.Reader, bytes.Buffer
 	// Peek up to the inline threshold + 1 byte: a body that fits is stored inline.
 	if s.cfg.InlineMaxBytes > 0 {
 		head := make([]byte, s.cfg.InlineMaxBytes+1)
@@ -583,11 +586,22 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHin
 			return out, nil
 		}
 	}
-	release, err := admit(ctx, s.ingests)
-	if err != nil {
-		return nil, AsError(err)
+	if inMemory {
+		// Bytes already in memory (an MCP payload, an edit) never stall: one slot throughout.
+		release, err := admit(ctx, s.ingests)
+		if err != nil {
+			return nil, AsError(err)
+		}
+		defer release()
+	} else {
+		// A network body holds a slot only while its bytes flow (ingest_gate.go).
+		gb := newGatedBody(ctx, r, s.ingests)
+		defer gb.close()
+		if err := gb.wait(); err != nil {
+			return nil, AsError(err)
+		}
+		r = gb
 	}
-	defer release()
 	uid, err := s.rootUID(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
