@@ -157,6 +157,10 @@ type Config struct {
 	// (alive, or expired and still renewable); minting one more is ResourceExhausted.
 	// Default DefaultMaxSnapshotsPerWorkbench (256).
 	MaxSnapshotsPerWorkbench int
+	// MaxRunSnapshotsPerWorkbench caps the snapshots of OpenWOP runs (RunSnapshot) one
+	// workbench holds, apart from MaxSnapshotsPerWorkbench: runs never use up the
+	// workbench's own snapshots. Default DefaultMaxRunSnapshotsPerWorkbench (256).
+	MaxRunSnapshotsPerWorkbench int
 	// Limits caps each principal's request rate and concurrent uploads on this node
 	// (limits.go). Default: no caps.
 	Limits PrincipalLimits
@@ -268,6 +272,9 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	}
 	if cfg.MaxSnapshotsPerWorkbench <= 0 {
 		cfg.MaxSnapshotsPerWorkbench = DefaultMaxSnapshotsPerWorkbench
+	}
+	if cfg.MaxRunSnapshotsPerWorkbench <= 0 {
+		cfg.MaxRunSnapshotsPerWorkbench = DefaultMaxRunSnapshotsPerWorkbench
 	}
 	if cfg.QueryBudgetBytes <= 0 {
 		cfg.QueryBudgetBytes = DefaultQueryBudgetBytes
