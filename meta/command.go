@@ -191,6 +191,28 @@ type SnapshotMint struct {
 	// proposer's configured cap, carried in the command so that every replica decides
 	// alike. 0 (every command before the cap existed) means no cap.
 	MaxHeld int `cbor:"7,keyasint,omitempty"`
+	// Pool is the snapshot's pool: MaxHeld counts only the held snapshots of the same pool,
+	// so the runs of OpenWOP (SnapshotPoolRuns) never use up the workbench's own snapshots
+	// (issue 25, finding 13). 0 (every command before pools existed) is the workbench's.
+	Pool SnapshotPool `cbor:"8,keyasint,omitempty"`
+}
+
+// SnapshotPool names the cap a snapshot counts against (SnapshotMint.MaxHeld).
+type SnapshotPool uint8
+
+const (
+	// SnapshotPoolWorkbench: snapshots the workbench tools (REST, MCP, CLI) take.
+	SnapshotPoolWorkbench SnapshotPool = 0
+	// SnapshotPoolRuns: the snapshots of OpenWOP runs (api/openwop/runs.go).
+	SnapshotPoolRuns SnapshotPool = 1
+)
+
+// quota is the name of a pool's cap as a ResourceExhausted quota answer reports it.
+func (p SnapshotPool) quota() string {
+	if p == SnapshotPoolRuns {
+		return QuotaRunSnapshotsPerWorkbench
+	}
+	return QuotaSnapshotsPerWorkbench
 }
 
 // SnapshotRenew extends a snapshot's lease to command time + TTLDays (never shortens it).

@@ -149,9 +149,18 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
+	if c.Pool > SnapshotPoolRuns {
+		return Result{Err: invalidArg("pool", "unknown snapshot pool %d", c.Pool)}
+	}
 	if c.MaxHeld > 0 {
-		if n := heldSnapshots(s, ws.Incarnation, c.MaxHeld); n >= c.MaxHeld {
-			return Result{Err: errorf(CodeResourceExhausted, "workbench %q holds %d snapshots, the most allowed; retire one (or let one expire) first", c.Workspace, n)}
+		if n := heldSnapshots(s, c.Agent, ws.Incarnation, c.Pool); n >= c.MaxHeld {
+			what := "snapshots"
+			if c.Pool == SnapshotPoolRuns {
+				what = "run snapshots"
+			}
+			e := errorf(CodeResourceExhausted, "workbench %q holds %d %s, the most allowed; retire one (or let one expire) first", c.Workspace, n, what)
+			e.Quota, e.Limit, e.Used, e.Requested = c.Pool.quota(), int64(c.MaxHeld), int64(n), 1
+			return Result{Err: e}
 		}
 	}
 	if err := a.checkQuota(c.Agent, Usage{Snapshots: 1}); err != nil {
@@ -164,7 +173,7 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 	snap := &WorkbenchSnapshot{ID: nr.LastSnapshotID, Agent: c.Agent, Workspace: c.Workspace,
 		Incarnation: ws.Incarnation, ReadVersion: s.version, Name: c.Name, Reason: c.Reason,
 		Metadata: c.Metadata, TTLDays: c.TTLDays, CreatedAtMs: s.nowMs,
-		LeaseExpiresMs: s.nowMs + int64(c.TTLDays)*dayMs, Producer: a.prod}
+		LeaseExpiresMs: s.nowMs + int64(c.TTLDays)*dayMs, Producer: a.prod, Pool: c.Pool}
 	key := snapshotKey(c.Agent, snap.ID)
 	s.snapshots.Set(key, snap)
 	s.heldSnaps.Set(heldSnapKey(snap.Incarnation, snap.ID), struct{}{})
@@ -178,17 +187,19 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 	return Result{Snapshot: snap, RootUID: root.UID}
 }
 
-// heldSnapshots counts the snapshots of incarnation inc that hold history, stopping at
-// limit: O(limit) steps of heldSnaps.
-func heldSnapshots(s *state, inc uint64, limit int) int {
+// heldSnapshots counts the snapshots of agent's incarnation inc in pool that hold
+// history: O(held snapshots of the incarnation), which the caps of its pools bound.
+func heldSnapshots(s *state, agent string, inc uint64, pool SnapshotPool) int {
 	n := 0
 	prefix := u64(inc)
 	s.heldSnaps.Ascend(prefix, func(k string, _ struct{}) bool {
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
-		n++
-		return n < limit
+		if snap, ok := s.snapshots.Get(snapshotKey(agent, binaryU64(k[incarnationKeySize:]))); ok && snap.Pool == pool {
+			n++
+		}
+		return true
 	})
 	return n
 }

@@ -40,6 +40,11 @@ const (
 	QuotaFiles       = "files"
 	QuotaWorkbenches = "workbenches"
 	QuotaSnapshots   = "snapshots"
+	// QuotaSnapshotsPerWorkbench and QuotaRunSnapshotsPerWorkbench name the caps on one
+	// workbench's held snapshots (SnapshotMint.MaxHeld), per pool: the proposer's
+	// configuration, not an admin's quota of the root, answered the same way.
+	QuotaSnapshotsPerWorkbench    = "snapshots_per_workbench"
+	QuotaRunSnapshotsPerWorkbench = "run_snapshots_per_workbench"
 )
 
 // SetQuota replaces the quotas of an agent root (an admin's command), creating the root

@@ -254,6 +254,8 @@ type WorkbenchSnapshot struct {
 	// Producer minted the snapshot; RetiredBy retired it (zero: unknown, or not retired).
 	Producer  Producer `cbor:"17,keyasint,omitempty"`
 	RetiredBy Producer `cbor:"18,keyasint,omitempty"`
+	// Pool is the cap the snapshot counts against (SnapshotMint.Pool).
+	Pool SnapshotPool `cbor:"19,keyasint,omitempty"`
 }
 
 // StateAt returns the snapshot's lifecycle state at command time nowMs.

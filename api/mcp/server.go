@@ -189,7 +189,9 @@ var tools = []toolDef{
 			"with '|' and no patterns list is split), optional basename glob (* and ?), recursive or direct children only. " +
 			"Skips files containing NUL. limit counts matching lines; work per call is bounded, continue with next_cursor. " +
 			"Result: workbench_id, workbench_path, path, section and relative_path of the scope (null when not given), pattern, " +
-			"recursive, matches [{path, section, relative_path, line_number, snippet}], files_scanned, next_cursor, truncated.",
+			"recursive, matches [{path, section, relative_path, line_number, snippet}], files_scanned, next_cursor, truncated, " +
+			"scanned_bytes, scan_complete (false: the search has not reached the end of its scope, so a page without matches " +
+			"does not mean no match; continue with next_cursor).",
 		run: bind((*workbench.Service).ToolGrep),
 	},
 	{

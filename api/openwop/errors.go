@@ -14,7 +14,8 @@ import (
 // runs (spec/v1/agent-workspace.md, rest-endpoints.md; unauthenticated, validation_error,
 // forbidden, not_found, workspace_conflict, workspace_too_large, capability_not_provided,
 // run_not_found, workflow_not_found) and the generic ones of rest-endpoints.md for what
-// the store itself may answer (rate_limited, service_unavailable, internal_error).
+// the store itself may answer (rate_limited, storage_limit_exceeded for a quota,
+// service_unavailable, internal_error).
 const (
 	CodeUnauthenticated       = "unauthenticated"
 	CodeValidation            = "validation_error"
@@ -26,6 +27,7 @@ const (
 	CodeRunNotFound           = "run_not_found"
 	CodeWorkflowNotFound      = "workflow_not_found"
 	CodeRateLimited           = "rate_limited"
+	CodeStorageLimitExceeded  = "storage_limit_exceeded"
 	CodeUnavailable           = "service_unavailable"
 	CodeInternal              = "internal_error"
 )
@@ -139,6 +141,14 @@ func fromStore(err error) *Error {
 		e.Details = map[string]any{"outcome": "unknown", "retryAfter": retryAfterSeconds(we)}
 		return e
 	case workbench.CodeResourceExhausted:
+		if q, ok := we.Details["quota"].(string); ok {
+			// A quota or a cap (a root's snapshots, a workbench's run snapshots): final
+			// until something is deleted or retired, so not rate_limited, which asks for a
+			// retry. OpenWOP's quota answer (error-envelope.schema.json): details.service is
+			// the host-service family, details.limit "quota"; quota names which one.
+			return &Error{Status: http.StatusUnprocessableEntity, Code: CodeStorageLimitExceeded, Message: we.Message,
+				Details: map[string]any{"service": "workspace", "limit": "quota", "quota": q, "max": we.Details["limit"]}}
+		}
 		e := fail(http.StatusTooManyRequests, CodeRateLimited, we.Message)
 		if _, ok := we.Details["retry_after_ms"].(int64); ok {
 			e.Details = map[string]any{"retryAfter": retryAfterSeconds(we)} // seconds (rest-endpoints.md's example)

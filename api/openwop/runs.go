@@ -187,7 +187,7 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request, o Owner) {
 	}
 	md, _ := json.Marshal(rec)
 	days := h.opt.RunTTLDays
-	if _, err := h.svc.ToolSnapshot(ctx, o.Tenant, workbench.SnapshotInput{ID: o.Workspace, Name: &id, TTLDays: &days,
+	if _, err := h.svc.RunSnapshot(ctx, o.Tenant, workbench.SnapshotInput{ID: o.Workspace, Name: &id, TTLDays: &days,
 		Reason: ptr("openwop run"), Metadata: md}); err != nil {
 		WriteError(w, fromStore(err))
 		return

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/cairnstore/cairn/api/workbench"
 )
 
 // TestSnapshotCommitRestoreAndSearchOverREST drives the tool endpoints and ?at_snapshot=
@@ -118,4 +120,36 @@ func TestSnapshotCommitRestoreAndSearchOverREST(t *testing.T) {
 	expect(t, do(t, "POST", base+"snapshots", strings.NewReader(`{"name":"2024"}`)), 400, "InvalidArguments")
 	r = do(t, "GET", base+"list?path=outputs&at_snapshot=v1", nil)
 	expect(t, r, 410, "SnapshotExpired")
+}
+
+// TestAGrepPageThatFoundNothingYetSaysSoOverREST (issue 25, finding 16): the first page of
+// a grep that spends its scan bound inside a large file, before the file's only match,
+// answers no match but says the search is not finished (scan_complete false,
+// scanned_bytes, next_cursor); following the cursor finds the match.
+func TestAGrepPageThatFoundNothingYetSaysSoOverREST(t *testing.T) {
+	srv := newServer(t)
+	base := srv.URL + "/v1/agents/a/workbenches/w/"
+	line := strings.Repeat("a", 1023) + "\n"
+	body := strings.Repeat(line, (workbench.GrepMaxScanBytes+(1<<20))/len(line)) + "the needle\n"
+	expect(t, do(t, "PUT", base+"files/logs/big.log", strings.NewReader(body)), 201, "")
+	r := do(t, "POST", base+"grep", strings.NewReader(`{"pattern":"needle","recursive":true}`))
+	expect(t, r, 200, "")
+	if m := r.json["matches"].([]any); len(m) != 0 || r.json["truncated"] != true || r.json["scan_complete"] != false ||
+		r.json["next_cursor"] == nil || r.json["scanned_bytes"] != float64(workbench.GrepMaxScanBytes) {
+		t.Fatalf("the first page: matches %v truncated %v scan_complete %v scanned_bytes %v", m, r.json["truncated"],
+			r.json["scan_complete"], r.json["scanned_bytes"])
+	}
+	found := 0
+	for page := 2; r.json["next_cursor"] != nil; page++ {
+		if page > 10 {
+			t.Fatal("the search did not end in 10 pages")
+		}
+		next := fmt.Sprintf(`{"pattern":"needle","recursive":true,"cursor":%q}`, r.json["next_cursor"])
+		r = do(t, "POST", base+"grep", strings.NewReader(next))
+		expect(t, r, 200, "")
+		found += len(r.json["matches"].([]any))
+	}
+	if found != 1 || r.json["scan_complete"] != true {
+		t.Fatalf("%d matches; the last page: %s", found, r.body)
+	}
 }

@@ -80,10 +80,13 @@ type GrepMatch struct {
 	Snippet string
 }
 
-// GrepResult is one page of a search.
+// GrepResult is one page of a search. A page may hold no match and still not be the
+// last: each call does bounded work (Grep), so only NextCursor == "" says the search
+// reached the end of its scope.
 type GrepResult struct {
 	Matches      []GrepMatch
 	FilesScanned int    // files this call read (whole or in part), NUL files included
+	ScannedBytes int64  // file body bytes this call read
 	NextCursor   string // "" on the last page
 	Truncated    bool
 }
@@ -153,6 +156,13 @@ func (s *Service) ToolGrep(ctx context.Context, agent string, in GrepInput) (Res
 	r["files_scanned"] = res.FilesScanned
 	r["next_cursor"] = nilIfEmpty(res.NextCursor)
 	r["truncated"] = res.Truncated
+	// Cairn's additions (issue 25, finding 16: a first page that spent its bound inside a
+	// large file answered matches [] and truncated true, and an agent reading that one page
+	// concluded "no match"): how much this page read, and whether the search reached the
+	// end of its scope. scan_complete false with no matches means "nothing found yet":
+	// continue with next_cursor.
+	r["scanned_bytes"] = res.ScannedBytes
+	r["scan_complete"] = res.NextCursor == ""
 	return r, nil
 }
 
@@ -386,7 +396,7 @@ func (s *Service) Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
 	if err := g.run(req.Path, targetIsFile, start); err != nil {
 		return GrepResult{}, err
 	}
-	out := GrepResult{FilesScanned: g.files}
+	out := GrepResult{FilesScanned: g.files, ScannedBytes: g.bytes}
 	for _, h := range g.out {
 		sec, rel := splitSection(h.path)
 		out.Matches = append(out.Matches, GrepMatch{Path: h.path, Section: sec, RelativePath: rel,

@@ -103,7 +103,9 @@ type Config struct {
 	// MaxConcurrentIngests bounds the bodies above the inline threshold that are cut and
 	// uploaded at once, node-wide; further writers wait their turn. Each holds up to
 	// blob.SingleSegmentMaxBytes + blob.ChunkMaxBytes of buffers plus UploadConcurrency
-	// segments in flight. Default 4.
+	// segments in flight. A body read from the network holds its slot only while its
+	// bytes flow: one whose client stalls gives it back and queues again when its next
+	// bytes come (ingest_gate.go). Default 4.
 	MaxConcurrentIngests int
 	// MaxConcurrentLoads bounds the whole bodies loaded into memory at once for edit and
 	// structured reads (each up to MCPMaxPayloadBytes plus its decoded form). Default 4.
@@ -155,6 +157,10 @@ type Config struct {
 	// (alive, or expired and still renewable); minting one more is ResourceExhausted.
 	// Default DefaultMaxSnapshotsPerWorkbench (256).
 	MaxSnapshotsPerWorkbench int
+	// MaxRunSnapshotsPerWorkbench caps the snapshots of OpenWOP runs (RunSnapshot) one
+	// workbench holds, apart from MaxSnapshotsPerWorkbench: runs never use up the
+	// workbench's own snapshots. Default DefaultMaxRunSnapshotsPerWorkbench (256).
+	MaxRunSnapshotsPerWorkbench int
 	// Limits caps each principal's request rate and concurrent uploads on this node
 	// (limits.go). Default: no caps.
 	Limits PrincipalLimits
@@ -266,6 +272,9 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	}
 	if cfg.MaxSnapshotsPerWorkbench <= 0 {
 		cfg.MaxSnapshotsPerWorkbench = DefaultMaxSnapshotsPerWorkbench
+	}
+	if cfg.MaxRunSnapshotsPerWorkbench <= 0 {
+		cfg.MaxRunSnapshotsPerWorkbench = DefaultMaxRunSnapshotsPerWorkbench
 	}
 	if cfg.QueryBudgetBytes <= 0 {
 		cfg.QueryBudgetBytes = DefaultQueryBudgetBytes
@@ -561,6 +570,7 @@ func freeSeg(p []byte) { putSegBuf(&p) }
 func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHint int64, resume hash.Hash) (*ingested, error) {
 	out := &ingested{agent: agent}
 	started := s.now()
+	_, inMemory := r.(interface{ Len() int }) // bytes.Reader, strings.Reader, bytes.Buffer
 	// Peek up to the inline threshold + 1 byte: a body that fits is stored inline.
 	if s.cfg.InlineMaxBytes > 0 {
 		head := make([]byte, s.cfg.InlineMaxBytes+1)
@@ -583,11 +593,22 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHin
 			return out, nil
 		}
 	}
-	release, err := admit(ctx, s.ingests)
-	if err != nil {
-		return nil, AsError(err)
+	if inMemory {
+		// Bytes already in memory (an MCP payload, an edit) never stall: one slot throughout.
+		release, err := admit(ctx, s.ingests)
+		if err != nil {
+			return nil, AsError(err)
+		}
+		defer release()
+	} else {
+		// A network body holds a slot only while its bytes flow (ingest_gate.go).
+		gb := newGatedBody(ctx, r, s.ingests)
+		defer gb.close()
+		if err := gb.wait(); err != nil {
+			return nil, AsError(err)
+		}
+		r = gb
 	}
-	defer release()
 	uid, err := s.rootUID(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)

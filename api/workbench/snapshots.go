@@ -17,6 +17,9 @@ const (
 	// DefaultMaxSnapshotsPerWorkbench is the default cap on the snapshots of one
 	// workbench that hold history (alive, or expired and still renewable), Config.
 	DefaultMaxSnapshotsPerWorkbench = 256
+	// DefaultMaxRunSnapshotsPerWorkbench is the default cap on the held snapshots of
+	// OpenWOP runs of one workbench, Config.
+	DefaultMaxRunSnapshotsPerWorkbench = 256
 	// MaxListedEndedSnapshots bounds the retired and reaped snapshots snapshot_list
 	// reports, newest first: with the cap on held ones, an answer holds at most
 	// MaxSnapshotsPerWorkbench + MaxListedEndedSnapshots records of at most
@@ -134,7 +137,22 @@ func snapshotMetadata(raw json.RawMessage) ([]byte, *Error) {
 }
 
 // ToolSnapshot implements workbench_snapshot: a leased read point of the workbench now.
+// At most Config.MaxSnapshotsPerWorkbench snapshots of a workbench hold history at once;
+// one more is ResourceExhausted, not retryable, details {quota: "snapshots_per_workbench",
+// limit, usage, requested, max_snapshots}.
 func (s *Service) ToolSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
+	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolWorkbench, s.cfg.MaxSnapshotsPerWorkbench)
+}
+
+// RunSnapshot is ToolSnapshot for the OpenWOP facade's runs (api/openwop/runs.go): the
+// snapshot counts against Config.MaxRunSnapshotsPerWorkbench, not the workbench's own cap,
+// so runs never make the workbench tools' snapshots fail (issue 25, finding 13); past it,
+// the quota "run_snapshots_per_workbench".
+func (s *Service) RunSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
+	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolRuns, s.cfg.MaxRunSnapshotsPerWorkbench)
+}
+
+func (s *Service) mintSnapshot(ctx context.Context, agent string, in SnapshotInput, pool meta.SnapshotPool, maxHeld int) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -158,12 +176,12 @@ func (s *Service) ToolSnapshot(ctx context.Context, agent string, in SnapshotInp
 		return nil, werr
 	}
 	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
-		TTLDays: ttl, Reason: reason, Metadata: md, MaxHeld: s.cfg.MaxSnapshotsPerWorkbench})
-	if werr != nil && werr.Code == CodeResourceExhausted {
+		TTLDays: ttl, Reason: reason, Metadata: md, MaxHeld: maxHeld, Pool: pool})
+	if werr != nil && werr.Code == CodeResourceExhausted && werr.Details["quota"] != meta.QuotaSnapshots {
 		// The cap: it passes only once a snapshot is retired or reaped, not by retrying.
 		werr.Retryable = false
-		werr.Details["max_snapshots"] = s.cfg.MaxSnapshotsPerWorkbench
-		werr.Message += fmt.Sprintf(" (at most %d per workbench)", s.cfg.MaxSnapshotsPerWorkbench)
+		werr.Details["max_snapshots"] = maxHeld
+		werr.Message += fmt.Sprintf(" (at most %d per workbench)", maxHeld)
 	}
 	if werr != nil {
 		return nil, werr

@@ -33,7 +33,8 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// slowBody yields size bytes in 1 MiB reads, each taking step on the clock.
+// slowBody yields size bytes in reads of at most 1 MiB, each MiB taking step on the clock
+// (however the reader reads it: the ingest reads a network body in small pieces).
 type slowBody struct {
 	left  int
 	step  time.Duration
@@ -47,7 +48,7 @@ func (b *slowBody) Read(p []byte) (int, error) {
 	n := min(len(p), b.left, 1<<20)
 	copy(p[:n], bytes.Repeat([]byte{'a' + byte(b.left%26)}, n))
 	b.left -= n
-	b.clock.advance(b.step)
+	b.clock.advance(b.step * time.Duration(n) / (1 << 20))
 	return n, nil
 }
 
