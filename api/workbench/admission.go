@@ -170,6 +170,9 @@ func (s *Service) admit(ctx context.Context, n int64, what string, files int64) 
 // which is idempotent). A ctx that already holds admissions of s is returned as is, with a
 // release that does nothing.
 func (s *Service) HoldAdmissions(ctx context.Context) (context.Context, func()) {
+	if s == nil {
+		return ctx, func() {}
+	}
 	if h := heldBy(ctx); h != nil && h.owner == s {
 		return ctx, func() {}
 	}
