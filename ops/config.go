@@ -202,8 +202,18 @@ type Config struct {
 	PrincipalRequestBurst int
 	// PrincipalMaxUploads is how many file body writes (PUT, append) one principal may
 	// have in flight on this node; one more is answered ResourceExhausted at once. At
-	// least 0; 0: no limit. YAML principal_max_uploads. Default 0.
+	// least -1; 0: no limit; -1 (the default, AutoPrincipalLimit): no limit when the
+	// client listener binds loopback, DefaultPrincipalMaxUploads beyond it
+	// (EffectivePrincipalMaxUploads). YAML principal_max_uploads.
 	PrincipalMaxUploads int
+	// PrincipalMaxAdmissions is how many requests under the memory budget (queries,
+	// greps, diffs, proposal listings, large MCP messages) one principal may have in
+	// flight on this node; one more is answered ResourceExhausted (retryable) at once, so
+	// one key cannot hold the whole QueryBudgetBytes. At least -1; 0: no limit; -1 (the
+	// default, AutoPrincipalLimit): no limit when the client listener binds loopback,
+	// DefaultPrincipalMaxAdmissions beyond it (EffectivePrincipalMaxAdmissions). YAML
+	// principal_max_admissions.
+	PrincipalMaxAdmissions int
 	// PresentationRoot is the path prefix shown to agents, with "{agent}" replaced by the
 	// agent id. Presentation only, never a storage key. Must be an absolute, clean path
 	// containing "{agent}" and must not be "/". YAML presentation_root. Default
@@ -464,6 +474,8 @@ func DefaultConfig() Config {
 
 		QueryBudgetBytes:         DefaultQueryBudgetBytes,
 		QueryQueueTimeout:        DefaultQueryQueueTimeout,
+		PrincipalMaxUploads:      AutoPrincipalLimit,
+		PrincipalMaxAdmissions:   AutoPrincipalLimit,
 		MaxSnapshotsPerWorkbench: DefaultMaxSnapshots,
 
 		ReadHeaderTimeout:       DefaultReadHeaderTimeout,
@@ -612,8 +624,11 @@ func (c Config) validate() []*ConfigError {
 	if c.PrincipalRequestBurst < 0 {
 		bad("PrincipalRequestBurst", "must be ≥ 0 (0: ceil of --principal-requests-per-second)", strconv.Itoa(c.PrincipalRequestBurst))
 	}
-	if c.PrincipalMaxUploads < 0 {
-		bad("PrincipalMaxUploads", "must be ≥ 0 (0: no limit)", strconv.Itoa(c.PrincipalMaxUploads))
+	if c.PrincipalMaxUploads < AutoPrincipalLimit {
+		bad("PrincipalMaxUploads", "must be ≥ -1 (0: no limit, -1: a limit beyond loopback only)", strconv.Itoa(c.PrincipalMaxUploads))
+	}
+	if c.PrincipalMaxAdmissions < AutoPrincipalLimit {
+		bad("PrincipalMaxAdmissions", "must be ≥ -1 (0: no limit, -1: a limit beyond loopback only)", strconv.Itoa(c.PrincipalMaxAdmissions))
 	}
 	if c.QueryQueueTimeout <= 0 {
 		bad("QueryQueueTimeout", "must be positive", c.QueryQueueTimeout.String())
@@ -895,8 +910,10 @@ var settings = append([]setting{
 		func(c *Config) *float64 { return &c.PrincipalRequestsPerSecond }),
 	intSetting("PrincipalRequestBurst", "principal_request_burst", "requests one principal may make at once (0 = ceil of --principal-requests-per-second)",
 		func(c *Config) *int { return &c.PrincipalRequestBurst }),
-	intSetting("PrincipalMaxUploads", "principal_max_uploads", "file body writes (PUT, append) one principal may have in flight on this node (0 = no limit)",
+	intSetting("PrincipalMaxUploads", "principal_max_uploads", "file body writes (PUT, append) one principal may have in flight on this node (0 = no limit, -1 = 2 beyond loopback, none on loopback)",
 		func(c *Config) *int { return &c.PrincipalMaxUploads }),
+	intSetting("PrincipalMaxAdmissions", "principal_max_admissions", "requests under the memory budget (queries, diffs, listings, large MCP messages) one principal may have in flight on this node (0 = no limit, -1 = 8 beyond loopback, none on loopback)",
+		func(c *Config) *int { return &c.PrincipalMaxAdmissions }),
 	stringSetting("PresentationRoot", "presentation_root", `path prefix shown to agents; must contain "{agent}"`,
 		func(c *Config) *string { return &c.PresentationRoot }),
 	durationSetting("RaftSnapshotInterval", "raft_snapshot_interval", "how often shards check whether to snapshot",
