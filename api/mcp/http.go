@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -105,7 +106,11 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if r.Context().Err() != nil {
 				return
 			}
-			writeEnvelope(w, http.StatusTooManyRequests, workbench.AsError(err))
+			e := workbench.AsError(err)
+			if ms, ok := e.Details["retry_after_ms"].(int64); ok {
+				w.Header().Set("Retry-After", strconv.FormatInt(max(1, (ms+999)/1000), 10))
+			}
+			writeEnvelope(w, http.StatusTooManyRequests, e)
 			return
 		}
 		defer release()

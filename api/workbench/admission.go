@@ -24,7 +24,7 @@ import (
 // in scope, from directory counters; a diff's two body sizes; a listing page's stored
 // sizes), so it bounds what the request can allocate. A request waits for its share at
 // most Config.QueryQueueTimeout, then is answered ResourceExhausted (retryable, details
-// budget_bytes, estimated_bytes, queue_timeout_ms; REST 429); one whose estimate exceeds
+// budget_bytes, estimated_bytes, queue_timeout_ms, retry_after_ms; REST 429); one whose estimate exceeds
 // the whole budget is answered ResourceExhausted at once, not retryable, naming the bound.
 //
 // A surface that encodes the answer after the Service returns it wraps the request in
@@ -149,6 +149,7 @@ func (s *Service) admit(ctx context.Context, n int64, what string, files int64) 
 		e.Details["estimated_bytes"] = n
 		e.Details["budget_bytes"] = budget
 		e.Details["queue_timeout_ms"] = s.cfg.QueryQueueTimeout.Milliseconds()
+		e.Details["retry_after_ms"] = max(1, s.cfg.QueryQueueTimeout.Milliseconds()) // REST Retry-After, OpenWOP retryAfter
 		return nil, e
 	}
 	s.observeAdmission("admitted")
