@@ -24,24 +24,36 @@ const admissionBudget = 16 << 20
 // that each carry 60 KiB of metadata, and a 256 KiB file written twice.
 func admissionServer(t *testing.T) (svc *workbench.Service, wb, diff string) {
 	t.Helper()
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096, QueryBudgetBytes: admissionBudget, QueryQueueTimeout: 30 * time.Second})
-	svc = n.Service
-	srv := httptest.NewServer(rest.NewHandler(svc, rest.Options{Ready: n.Shard.Ready}))
-	t.Cleanup(srv.Close)
-	wb = srv.URL + "/v1/agents/a1/workbenches/w1"
+	svc, wb = proposalsServer(t, admissionBudget, 40)
 	first := do(t, "PUT", wb+"/files/outputs/big.txt", strings.NewReader(strings.Repeat("a\n", 128<<10)))
 	expect(t, first, 201, "")
 	expect(t, do(t, "PUT", wb+"/files/outputs/big.txt", strings.NewReader(strings.Repeat("b\n", 128<<10))), 200, "")
 	diff = fmt.Sprintf("%s/diff?path=outputs/big.txt&from=generation:%.0f", wb, first.json["generation"])
+	return svc, wb, diff
+}
+
+// proposalsServer serves a node with a memory budget of budget bytes over REST, holding
+// workbench w1 of agent a1 with n proposals that each carry 60 KiB of metadata; it
+// answers the workbench's URL.
+func proposalsServer(tb testing.TB, budget int64, n int) (*workbench.Service, string) {
+	tb.Helper()
+	node := workbenchtest.New(tb, workbench.Config{InlineMaxBytes: 4096, QueryBudgetBytes: budget, QueryQueueTimeout: 30 * time.Second})
+	svc := node.Service
+	srv := httptest.NewServer(rest.NewHandler(svc, rest.Options{Ready: node.Shard.Ready}))
+	tb.Cleanup(srv.Close)
+	if _, err := svc.Write(tb.Context(), workbench.WriteRequest{Agent: "a1", Workbench: "w1", Path: "outputs/readme.txt",
+		Body: strings.NewReader("proposals"), CreateWorkbench: true}); err != nil {
+		tb.Fatal(err)
+	}
 	meta := json.RawMessage(`{"notes":"` + strings.Repeat("m", 60<<10) + `"}`)
-	for i := range 40 {
+	for i := range n {
 		text := fmt.Sprintf("plan %d", i)
-		if _, err := svc.Propose(t.Context(), "a1", workbench.ProposeInput{ID: "w1", Path: fmt.Sprintf("outputs/p%02d.txt", i),
+		if _, err := svc.Propose(tb.Context(), "a1", workbench.ProposeInput{ID: "w1", Path: fmt.Sprintf("outputs/p%03d.txt", i),
 			Text: &text, RequestID: fmt.Sprintf("p-%d", i), Metadata: meta}); err != nil {
-			t.Fatalf("propose %d: %v", i, err)
+			tb.Fatalf("propose %d: %v", i, err)
 		}
 	}
-	return svc, wb, diff
+	return svc, srv.URL + "/v1/agents/a1/workbenches/w1"
 }
 
 // getJSON is a GET that reports instead of failing the test (it runs in goroutines).
