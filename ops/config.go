@@ -181,9 +181,11 @@ type Config struct {
 	// with its entries) and is not durable state (deleting it loses nothing). Empty means
 	// DataDir/segment-cache. Set only with CacheMaxBytes. YAML cache_dir. Default "".
 	CacheDir string
-	// QueryBudgetBytes is the memory, in bytes, the metadata queries (search, aggregate,
-	// catalog) and greps running at once on this node may hold together, by estimates
-	// computed before each runs from the files in its scope; a query larger than all of it
+	// QueryBudgetBytes is the node's memory budget, in bytes: what the requests whose
+	// answer or working set grows with their input (search, aggregate, catalog, grep, file
+	// diffs, proposal and judgment listings, OpenWOP proposal pages, MCP messages above 1
+	// MiB) running at once on this node may hold together, by estimates computed before
+	// each builds its answer (api/workbench admission.go); a request larger than all of it
 	// is refused with ResourceExhausted. At least 16 MiB. YAML query_budget_bytes. Default
 	// 512 MiB.
 	QueryBudgetBytes int64
@@ -902,7 +904,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.CacheDir }),
 	durationSetting("MaxUploadDuration", "max_upload_duration", "longest one body may take to upload; must be less than --gc-grace (0 = half of it)",
 		func(c *Config) *time.Duration { return &c.MaxUploadDuration }),
-	int64Setting("QueryBudgetBytes", "query_budget_bytes", "memory the queries (search, aggregate, catalog, grep) running at once may hold, bytes (at least 16 MiB)",
+	int64Setting("QueryBudgetBytes", "query_budget_bytes", "memory the requests whose answer grows with their input (queries, grep, diffs, proposal listings, large MCP messages) running at once may hold, bytes (at least 16 MiB)",
 		func(c *Config) *int64 { return &c.QueryBudgetBytes }),
 	durationSetting("QueryQueueTimeout", "query_queue_timeout", "how long a query waits for its share of the query budget before ResourceExhausted",
 		func(c *Config) *time.Duration { return &c.QueryQueueTimeout }),
