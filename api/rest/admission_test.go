@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
@@ -164,4 +165,26 @@ func TestLargeProposalListingIsCutToAPageShare(t *testing.T) {
 	if seen != 40 || pages < 2 {
 		t.Errorf("%d proposals in %d pages, want 40 in several (a page holds at most %d bytes of a %d-byte budget)", seen, pages, admissionBudget/8, admissionBudget)
 	}
+}
+
+// TestOnePrincipalHoldsAtMostItsShares: with PrincipalLimits.MaxConcurrentAdmissions 1, a
+// principal that holds a share of the memory budget is refused another at once, 429
+// ResourceExhausted naming the limit, retryable, while another principal's listing runs;
+// once its share is given back its listing runs too.
+func TestOnePrincipalHoldsAtMostItsShares(t *testing.T) {
+	s := newAttribServer(t, workbench.Config{Limits: workbench.PrincipalLimits{MaxConcurrentAdmissions: 1}}, rest.Options{})
+	expect(t, do(t, "PUT", s.URL+wb+"/files/outputs/a.txt", strings.NewReader("x"), asHeader, "bob"), 201, "")
+	alice := auth.WithPrincipal(t.Context(), auth.Principal{ID: "alice", AllAgents: true, Scopes: auth.Scopes})
+	release, err := s.node.Service.AdmitMemory(alice, 1<<20, "the test's hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := do(t, "GET", s.URL+wb+"/proposals", nil, asHeader, "alice")
+	expect(t, r, 429, "ResourceExhausted")
+	if d, _ := r.json["details"].(map[string]any); r.json["retryable"] != true || d["limit"] != workbench.LimitConcurrentAdmits || r.header.Get("Retry-After") == "" {
+		t.Errorf("alice's second share: %v %v, Retry-After %q", r.json["retryable"], r.json["details"], r.header.Get("Retry-After"))
+	}
+	expect(t, do(t, "GET", s.URL+wb+"/proposals", nil, asHeader, "bob"), 200, "")
+	release()
+	expect(t, do(t, "GET", s.URL+wb+"/proposals", nil, asHeader, "alice"), 200, "")
 }
