@@ -118,6 +118,8 @@ func (s *Service) admitBytes(ctx context.Context, n, files int64) (release func(
 	return s.admit(ctx, n, "the query", files)
 }
 
+// admit is AdmitMemory and admitBytes: the principal's slot, then n bytes of the budget,
+// kept by ctx's admissionHold when it has one.
 func (s *Service) admit(ctx context.Context, n int64, what string, files int64) (release func(), err *Error) {
 	budget := s.cfg.QueryBudgetBytes
 	if n > budget {
@@ -131,10 +133,20 @@ func (s *Service) admit(ctx context.Context, n int64, what string, files int64) 
 		}
 		return nil, e
 	}
-	principal, perr := s.admitPrincipal(ctx)
-	if perr != nil {
-		s.observeAdmission("principal_limit")
-		return nil, perr
+	h := heldBy(ctx)
+	if h != nil && h.owner != s {
+		h = nil
+	}
+	// A request counts once against its principal's cap, however many shares it takes
+	// (a large MCP message whose tool then diffs).
+	principal := func() {}
+	if h == nil || !h.counted() {
+		p, perr := s.admitPrincipal(ctx)
+		if perr != nil {
+			s.observeAdmission("principal_limit")
+			return nil, perr
+		}
+		principal = p
 	}
 	wait, cancel := context.WithTimeout(ctx, s.cfg.QueryQueueTimeout)
 	defer cancel()
@@ -158,8 +170,7 @@ func (s *Service) admit(ctx context.Context, n int64, what string, files int64) 
 	give := func() {
 		once.Do(func() { s.query.inUse.Add(-n); s.queries.Release(n); principal() })
 	}
-	if h := heldBy(ctx); h != nil && h.owner == s {
-		h.keep(give)
+	if h != nil && h.keep(give) {
 		return func() {}, nil
 	}
 	return give, nil
@@ -185,9 +196,11 @@ type admissionHoldKey struct{}
 
 // admissionHold is one request's kept shares (HoldAdmissions).
 type admissionHold struct {
-	owner *Service
-	mu    sync.Mutex
-	gives []func()
+	owner    *Service
+	mu       sync.Mutex
+	gives    []func()
+	kept     bool // a share was kept (the first holds the request's principal slot)
+	released bool
 }
 
 func heldBy(ctx context.Context) *admissionHold {
@@ -195,16 +208,30 @@ func heldBy(ctx context.Context) *admissionHold {
 	return h
 }
 
-func (h *admissionHold) keep(give func()) {
+// keep adds a share to give back at release; false once the request was released (work
+// that outlives its request gives its share back itself).
+func (h *admissionHold) keep(give func()) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.released {
+		return false
+	}
 	h.gives = append(h.gives, give)
+	h.kept = true
+	return true
+}
+
+// counted reports whether the request already holds a share, and so a principal slot.
+func (h *admissionHold) counted() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.kept
 }
 
 func (h *admissionHold) release() {
 	h.mu.Lock()
 	gives := h.gives
-	h.gives = nil
+	h.gives, h.released = nil, true
 	h.mu.Unlock()
 	for _, g := range gives {
 		g()
