@@ -43,6 +43,43 @@ func (c Config) AdminAuthRequired() bool {
 // localhost).
 func (c Config) ClientBeyondLoopback() bool { return !loopbackListen(c.Listen) }
 
+// Per-principal concurrency caps on by default beyond loopback (issue 25: one read key's
+// 80 parallel listings took a node to 2.3 GB). A node on loopback serves one host's
+// agents, which an operator trusts; beyond it every key is capped unless configured.
+const (
+	// AutoPrincipalLimit (-1) is the default of the per-principal caps: no limit on a
+	// loopback client listener, the Default* value beyond it.
+	AutoPrincipalLimit = -1
+	// DefaultPrincipalMaxUploads is half the node's default ingest slots, so two
+	// principals can always write at once.
+	DefaultPrincipalMaxUploads = 2
+	// DefaultPrincipalMaxAdmissions is how many shares of the memory budget one principal
+	// holds at once beyond loopback.
+	DefaultPrincipalMaxAdmissions = 8
+)
+
+// EffectivePrincipalMaxUploads is PrincipalMaxUploads with AutoPrincipalLimit resolved
+// against the client listener (0: no limit).
+func (c Config) EffectivePrincipalMaxUploads() int {
+	return c.autoLimit(c.PrincipalMaxUploads, DefaultPrincipalMaxUploads)
+}
+
+// EffectivePrincipalMaxAdmissions is PrincipalMaxAdmissions with AutoPrincipalLimit
+// resolved against the client listener (0: no limit).
+func (c Config) EffectivePrincipalMaxAdmissions() int {
+	return c.autoLimit(c.PrincipalMaxAdmissions, DefaultPrincipalMaxAdmissions)
+}
+
+func (c Config) autoLimit(v, beyond int) int {
+	switch {
+	case v != AutoPrincipalLimit:
+		return v
+	case c.ClientBeyondLoopback():
+		return beyond
+	}
+	return 0
+}
+
 // AdminBeyondLoopback: see ClientBeyondLoopback.
 func (c Config) AdminBeyondLoopback() bool { return !loopbackListen(c.AdminAddress()) }
 

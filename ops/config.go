@@ -181,9 +181,11 @@ type Config struct {
 	// with its entries) and is not durable state (deleting it loses nothing). Empty means
 	// DataDir/segment-cache. Set only with CacheMaxBytes. YAML cache_dir. Default "".
 	CacheDir string
-	// QueryBudgetBytes is the memory, in bytes, the metadata queries (search, aggregate,
-	// catalog) and greps running at once on this node may hold together, by estimates
-	// computed before each runs from the files in its scope; a query larger than all of it
+	// QueryBudgetBytes is the node's memory budget, in bytes: what the requests whose
+	// answer or working set grows with their input (search, aggregate, catalog, grep, file
+	// diffs, proposal and judgment listings, OpenWOP proposal pages, MCP messages above 1
+	// MiB) running at once on this node may hold together, by estimates computed before
+	// each builds its answer (api/workbench admission.go); a request larger than all of it
 	// is refused with ResourceExhausted. At least 16 MiB. YAML query_budget_bytes. Default
 	// 512 MiB.
 	QueryBudgetBytes int64
@@ -202,8 +204,18 @@ type Config struct {
 	PrincipalRequestBurst int
 	// PrincipalMaxUploads is how many file body writes (PUT, append) one principal may
 	// have in flight on this node; one more is answered ResourceExhausted at once. At
-	// least 0; 0: no limit. YAML principal_max_uploads. Default 0.
+	// least -1; 0: no limit; -1 (the default, AutoPrincipalLimit): no limit when the
+	// client listener binds loopback, DefaultPrincipalMaxUploads beyond it
+	// (EffectivePrincipalMaxUploads). YAML principal_max_uploads.
 	PrincipalMaxUploads int
+	// PrincipalMaxAdmissions is how many requests under the memory budget (queries,
+	// greps, diffs, proposal listings, large MCP messages) one principal may have in
+	// flight on this node; one more is answered ResourceExhausted (retryable) at once, so
+	// one key cannot hold the whole QueryBudgetBytes. At least -1; 0: no limit; -1 (the
+	// default, AutoPrincipalLimit): no limit when the client listener binds loopback,
+	// DefaultPrincipalMaxAdmissions beyond it (EffectivePrincipalMaxAdmissions). YAML
+	// principal_max_admissions.
+	PrincipalMaxAdmissions int
 	// PresentationRoot is the path prefix shown to agents, with "{agent}" replaced by the
 	// agent id. Presentation only, never a storage key. Must be an absolute, clean path
 	// containing "{agent}" and must not be "/". YAML presentation_root. Default
@@ -464,6 +476,8 @@ func DefaultConfig() Config {
 
 		QueryBudgetBytes:         DefaultQueryBudgetBytes,
 		QueryQueueTimeout:        DefaultQueryQueueTimeout,
+		PrincipalMaxUploads:      AutoPrincipalLimit,
+		PrincipalMaxAdmissions:   AutoPrincipalLimit,
 		MaxSnapshotsPerWorkbench: DefaultMaxSnapshots,
 
 		ReadHeaderTimeout:       DefaultReadHeaderTimeout,
@@ -612,8 +626,11 @@ func (c Config) validate() []*ConfigError {
 	if c.PrincipalRequestBurst < 0 {
 		bad("PrincipalRequestBurst", "must be ≥ 0 (0: ceil of --principal-requests-per-second)", strconv.Itoa(c.PrincipalRequestBurst))
 	}
-	if c.PrincipalMaxUploads < 0 {
-		bad("PrincipalMaxUploads", "must be ≥ 0 (0: no limit)", strconv.Itoa(c.PrincipalMaxUploads))
+	if c.PrincipalMaxUploads < AutoPrincipalLimit {
+		bad("PrincipalMaxUploads", "must be ≥ -1 (0: no limit, -1: a limit beyond loopback only)", strconv.Itoa(c.PrincipalMaxUploads))
+	}
+	if c.PrincipalMaxAdmissions < AutoPrincipalLimit {
+		bad("PrincipalMaxAdmissions", "must be ≥ -1 (0: no limit, -1: a limit beyond loopback only)", strconv.Itoa(c.PrincipalMaxAdmissions))
 	}
 	if c.QueryQueueTimeout <= 0 {
 		bad("QueryQueueTimeout", "must be positive", c.QueryQueueTimeout.String())
@@ -887,7 +904,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.CacheDir }),
 	durationSetting("MaxUploadDuration", "max_upload_duration", "longest one body may take to upload; must be less than --gc-grace (0 = half of it)",
 		func(c *Config) *time.Duration { return &c.MaxUploadDuration }),
-	int64Setting("QueryBudgetBytes", "query_budget_bytes", "memory the queries (search, aggregate, catalog, grep) running at once may hold, bytes (at least 16 MiB)",
+	int64Setting("QueryBudgetBytes", "query_budget_bytes", "memory the requests whose answer grows with their input (queries, grep, diffs, proposal listings, large MCP messages) running at once may hold, bytes (at least 16 MiB)",
 		func(c *Config) *int64 { return &c.QueryBudgetBytes }),
 	durationSetting("QueryQueueTimeout", "query_queue_timeout", "how long a query waits for its share of the query budget before ResourceExhausted",
 		func(c *Config) *time.Duration { return &c.QueryQueueTimeout }),
@@ -895,8 +912,10 @@ var settings = append([]setting{
 		func(c *Config) *float64 { return &c.PrincipalRequestsPerSecond }),
 	intSetting("PrincipalRequestBurst", "principal_request_burst", "requests one principal may make at once (0 = ceil of --principal-requests-per-second)",
 		func(c *Config) *int { return &c.PrincipalRequestBurst }),
-	intSetting("PrincipalMaxUploads", "principal_max_uploads", "file body writes (PUT, append) one principal may have in flight on this node (0 = no limit)",
+	intSetting("PrincipalMaxUploads", "principal_max_uploads", "file body writes (PUT, append) one principal may have in flight on this node (0 = no limit, -1 = 2 beyond loopback, none on loopback)",
 		func(c *Config) *int { return &c.PrincipalMaxUploads }),
+	intSetting("PrincipalMaxAdmissions", "principal_max_admissions", "requests under the memory budget (queries, diffs, listings, large MCP messages) one principal may have in flight on this node (0 = no limit, -1 = 8 beyond loopback, none on loopback)",
+		func(c *Config) *int { return &c.PrincipalMaxAdmissions }),
 	stringSetting("PresentationRoot", "presentation_root", `path prefix shown to agents; must contain "{agent}"`,
 		func(c *Config) *string { return &c.PresentationRoot }),
 	durationSetting("RaftSnapshotInterval", "raft_snapshot_interval", "how often shards check whether to snapshot",

@@ -188,6 +188,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		PrincipalRequestsPerSecond: 2.5,
 		PrincipalRequestBurst:      5,
 		PrincipalMaxUploads:        3,
+		PrincipalMaxAdmissions:     5,
 
 		ReadHeaderTimeout:       3 * time.Second,
 		IdleTimeout:             40 * time.Second,
@@ -218,7 +219,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"feed_retention": "12h", "feed_max_per_root": "9",
 		"snapshot_grace": "10m", "restore_batch": "64", "gc_grace": "30m", "gc_interval": "5m", "gc_max_batch": "500",
 		"query_budget_bytes": "67108864", "query_queue_timeout": "2s",
-		"principal_requests_per_second": "2.5", "principal_request_burst": "5", "principal_max_uploads": "3",
+		"principal_requests_per_second": "2.5", "principal_request_burst": "5", "principal_max_uploads": "3", "principal_max_admissions": "5",
 		"max_snapshots_per_workbench": "32", "max_upload_duration": "10m",
 		"cache_max_bytes": "1073741824", "cache_dir": "/var/cache/cairn",
 		"presentation_root": "/ws/{agent}", "raft_snapshot_interval": "1m",
@@ -297,7 +298,8 @@ func TestValidateRules(t *testing.T) {
 		{"a negative principal request rate is rejected", func(c *Config) { c.PrincipalRequestsPerSecond = -1 }, "PrincipalRequestsPerSecond"},
 		{"an infinite principal request rate is rejected", func(c *Config) { c.PrincipalRequestsPerSecond = math.Inf(1) }, "PrincipalRequestsPerSecond"},
 		{"a negative principal burst is rejected", func(c *Config) { c.PrincipalRequestBurst = -1 }, "PrincipalRequestBurst"},
-		{"a negative principal upload cap is rejected", func(c *Config) { c.PrincipalMaxUploads = -1 }, "PrincipalMaxUploads"},
+		{"a principal upload cap below -1 is rejected", func(c *Config) { c.PrincipalMaxUploads = -2 }, "PrincipalMaxUploads"},
+		{"a principal admission cap below -1 is rejected", func(c *Config) { c.PrincipalMaxAdmissions = -2 }, "PrincipalMaxAdmissions"},
 		{"an admin listener on the client address is rejected", func(c *Config) { c.AdminListen = c.Listen }, "AdminListen"},
 		{"an allowed host with a path is rejected", func(c *Config) { c.AllowedHosts = "a.example/x" }, "AllowedHosts"},
 		{"a listen address without a port is rejected", func(c *Config) { c.Listen = "localhost" }, "Listen"},
@@ -712,6 +714,38 @@ func TestOpenWOPSettingsAreValidated(t *testing.T) {
 				t.Fatalf("Validate: %v", err)
 			case tt.field != "" && (!errors.As(err, &ce) || ce.Field != tt.field):
 				t.Fatalf("Validate = %v, want an error about %s", err, tt.field)
+			}
+		})
+	}
+}
+
+// TestPrincipalCapsAreOnByDefaultBeyondLoopback (issue 25 finding 11: one read key's 80
+// parallel listings took a node to 2.3 GB): by default a node whose client listener binds
+// loopback caps no principal, and one that binds beyond it caps each principal's uploads
+// and shares of the memory budget; an explicit value, 0 included, is kept either way.
+func TestPrincipalCapsAreOnByDefaultBeyondLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		name, listen            string
+		uploads, admissions     int
+		wantUploads, wantAdmits int
+	}{
+		{"loopback, defaults", "127.0.0.1:7070", AutoPrincipalLimit, AutoPrincipalLimit, 0, 0},
+		{"every interface, defaults", "0.0.0.0:7070", AutoPrincipalLimit, AutoPrincipalLimit, DefaultPrincipalMaxUploads, DefaultPrincipalMaxAdmissions},
+		{"an interface, defaults", "10.0.0.5:7070", AutoPrincipalLimit, AutoPrincipalLimit, DefaultPrincipalMaxUploads, DefaultPrincipalMaxAdmissions},
+		{"every interface, explicitly unlimited", ":7070", 0, 0, 0, 0},
+		{"loopback, explicit caps", "127.0.0.1:7070", 3, 5, 3, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			if c.PrincipalMaxUploads != AutoPrincipalLimit || c.PrincipalMaxAdmissions != AutoPrincipalLimit {
+				t.Fatalf("defaults %d, %d, want AutoPrincipalLimit", c.PrincipalMaxUploads, c.PrincipalMaxAdmissions)
+			}
+			c.Listen, c.PrincipalMaxUploads, c.PrincipalMaxAdmissions = tc.listen, tc.uploads, tc.admissions
+			if got := c.EffectivePrincipalMaxUploads(); got != tc.wantUploads {
+				t.Errorf("uploads cap %d, want %d", got, tc.wantUploads)
+			}
+			if got := c.EffectivePrincipalMaxAdmissions(); got != tc.wantAdmits {
+				t.Errorf("admissions cap %d, want %d", got, tc.wantAdmits)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,7 +50,7 @@ const maxCachedServers = 1024
 // Service and is answered with PayloadTooLarge; only bodies above that get HTTP 413.
 func Handler(svc *workbench.Service, opts Options) http.Handler {
 	opts = opts.withDefaults(svc)
-	h := &httpHandler{svc: svc, opts: opts, servers: make(map[string]*sdk.Server), large: make(chan struct{}, maxLargeRequests)}
+	h := &httpHandler{svc: svc, opts: opts, servers: make(map[string]*sdk.Server)}
 	h.stream = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		srv, _ := r.Context().Value(serverKey{}).(*sdk.Server)
 		return srv
@@ -75,16 +76,19 @@ type httpHandler struct {
 
 	mu      sync.Mutex
 	servers map[string]*sdk.Server // agent → server
-	// large admits the requests whose bodies are above largeRequestBytes (or of unknown
-	// length) a few at a time: decoding one holds several copies of its payload in memory.
-	large chan struct{}
 }
 
-// Admission of large MCP requests: at most maxLargeRequests bodies above
-// largeRequestBytes are decoded at once; further ones wait their turn.
+// Admission of large MCP requests (issue 25: twelve 16 MiB workbench_put_file at once held
+// 465 MB). A body above largeRequestBytes, or of unknown length, takes messageCopies times
+// its size of the node's memory budget (workbench.Service.AdmitMemory) before it is read:
+// the body, the SDK's decoded copy of its params, the payload's string, its base64-decoded
+// bytes, the ingest's buffers and the answer; a body of unknown length counts as
+// MaxMessageBytes. A share above the whole budget is cut to the budget, so such a message
+// runs alone rather than never. When the budget stays taken for the queue timeout the
+// request is answered 429 with the contract's ResourceExhausted envelope (retryable).
 const (
 	largeRequestBytes = 1 << 20
-	maxLargeRequests  = 2
+	messageCopies     = 6
 )
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -106,15 +110,28 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodPost && (r.ContentLength < 0 || r.ContentLength > largeRequestBytes) {
-		select {
-		case h.large <- struct{}{}:
-			defer func() { <-h.large }()
-		case <-r.Context().Done():
+		size := r.ContentLength
+		if size < 0 {
+			size = h.opts.MaxMessageBytes
+		}
+		release, err := h.svc.AdmitMemory(r.Context(), min(messageCopies*size, h.svc.Config().QueryBudgetBytes), "the MCP message")
+		if err != nil {
+			if r.Context().Err() != nil {
+				return
+			}
+			e := workbench.AsError(err)
+			if ms, ok := e.Details["retry_after_ms"].(int64); ok {
+				w.Header().Set("Retry-After", strconv.FormatInt(max(1, (ms+999)/1000), 10))
+			}
+			writeEnvelope(w, http.StatusTooManyRequests, e)
 			return
 		}
+		defer release()
 	}
 	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(io.LimitReader(r.Body, h.opts.MaxMessageBytes+1))
+		buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, h.opts.MaxMessageBytes)+1)))
+		_, err := buf.ReadFrom(io.LimitReader(r.Body, h.opts.MaxMessageBytes+1))
+		body := buf.Bytes()
 		var we *workbench.Error
 		switch {
 		case errors.As(err, &we):

@@ -326,6 +326,11 @@ const (
 	defaultProposalPage  = 50
 	maxProposalPage      = 100
 	maxProposalPageBytes = 8 << 20
+	// proposalPageCopies is how many copies of a page's bodies its answer holds at once
+	// (the documents, the JSON encoder's growing buffer, its escaping): a listing takes
+	// proposalPageCopies × maxProposalPageBytes of the node's memory budget before it
+	// reads a body (workbench.Service.AdmitMemory).
+	proposalPageCopies = 4
 )
 
 func (h *Handler) listProposals(w http.ResponseWriter, r *http.Request, o Owner) {
@@ -362,6 +367,12 @@ func (h *Handler) listProposals(w http.ResponseWriter, r *http.Request, o Owner)
 		after = n
 	}
 	ctx := r.Context()
+	release, aerr := h.svc.AdmitMemory(ctx, min(proposalPageCopies*maxProposalPageBytes, h.svc.Config().QueryBudgetBytes), "the proposal page")
+	if aerr != nil {
+		WriteError(w, fromStore(aerr))
+		return
+	}
+	defer release()
 	page := proposalPage{Proposals: []proposalDoc{}}
 	v, ws, ok, err := h.packsView(ctx, o.Tenant)
 	if err != nil {

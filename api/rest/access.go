@@ -83,6 +83,9 @@ func (h *Handler) Observe(route func(*http.Request) (string, bool), next http.Ha
 			next.ServeHTTP(w, r)
 			return
 		}
+		ctx, releaseMemory := h.svc.HoldAdmissions(r.Context()) // as ServeHTTP
+		defer releaseMemory()
+		r = r.WithContext(ctx)
 		rec, done := h.begin(w, r)
 		defer done(name)
 		next.ServeHTTP(rec, r)

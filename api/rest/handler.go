@@ -170,7 +170,11 @@ func (s *statusRecorder) Flush() {
 // answered (attribution.go).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	act := &activity{}
-	r = r.WithContext(context.WithValue(r.Context(), activityKey{}, act))
+	// The memory shares the Service takes for this request (listings, diffs, queries,
+	// large MCP messages: workbench admission.go) are kept until the answer is written.
+	ctx, releaseMemory := h.svc.HoldAdmissions(r.Context())
+	defer releaseMemory()
+	r = r.WithContext(context.WithValue(ctx, activityKey{}, act))
 	rec, done := h.begin(w, r)
 	h.inflight.Inc()
 	// Counted in a defer: a read whose body fails after its headers aborts the handler

@@ -190,7 +190,7 @@ func (n *Node) open(ctx context.Context) error {
 		QueryBudgetBytes: cfg.QueryBudgetBytes, QueryQueueTimeout: cfg.QueryQueueTimeout,
 		MaxSnapshotsPerWorkbench: cfg.MaxSnapshotsPerWorkbench, MaxUploadDuration: cfg.MaxUploadDuration,
 		Limits: workbench.PrincipalLimits{RequestsPerSecond: cfg.PrincipalRequestsPerSecond, RequestBurst: cfg.PrincipalRequestBurst,
-			MaxConcurrentUploads: cfg.PrincipalMaxUploads},
+			MaxConcurrentUploads: cfg.EffectivePrincipalMaxUploads(), MaxConcurrentAdmissions: cfg.EffectivePrincipalMaxAdmissions()},
 		SegmentCache: segCache, DirectReads: n.directReads, Logger: n.log, Redactor: n.redactor,
 		ReservedWorkbenches: map[string]string{openwop.PacksWorkbench: openwop.Surface}})
 	if err != nil {

@@ -1,6 +1,7 @@
 package workbench_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
@@ -129,5 +131,45 @@ func TestAQueryLargerThanTheBudgetIsRefusedAtOnce(t *testing.T) {
 	}
 	if _, err := svc.ToolSearch(t.Context(), "a", workbench.SearchInput{}); err != nil {
 		t.Fatalf("a root-wide search without facets fits: %v", err)
+	}
+}
+
+// TestAHeldRequestKeepsItsSharesUntilReleased: the shares a request takes under
+// HoldAdmissions are given back by its release, not when each call returns (a surface
+// writes the answer after), and the request counts once against its principal's
+// MaxConcurrentAdmissions however many shares it takes; a request released gives back a
+// later share itself.
+func TestAHeldRequestKeepsItsSharesUntilReleased(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{QueryBudgetBytes: 4 << 20, QueryQueueTimeout: 50 * time.Millisecond,
+		Limits: workbench.PrincipalLimits{MaxConcurrentAdmissions: 1}}).Service
+	alice := auth.WithPrincipal(t.Context(), auth.Principal{ID: "alice", AllAgents: true, Scopes: auth.Scopes})
+	req, release := svc.HoldAdmissions(alice)
+	for i := range 2 {
+		give, err := svc.AdmitMemory(req, 2<<20, "a share")
+		if err != nil {
+			t.Fatalf("share %d of one request: %v", i, err)
+		}
+		give() // kept by the request all the same
+	}
+	var e *workbench.Error
+	if _, err := svc.AdmitMemory(t.Context(), 1, "another"); !errors.As(err, &e) || e.Code != workbench.CodeResourceExhausted || !e.Retryable {
+		t.Fatalf("with the budget kept by a request: %v", err)
+	}
+	if _, err := svc.AdmitMemory(alice, 1, "alice's other request"); !errors.As(err, &e) || e.Details["limit"] != workbench.LimitConcurrentAdmits {
+		t.Fatalf("alice's second request: %v", err)
+	}
+	release()
+	give, err := svc.AdmitMemory(alice, 4<<20, "alice's next request")
+	if err != nil {
+		t.Fatalf("after the release: %v", err)
+	}
+	give()
+	late, err := svc.AdmitMemory(req, 4<<20, "work outliving its request")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late()
+	if _, err := svc.AdmitMemory(alice, 4<<20, "after the late share"); err != nil {
+		t.Fatalf("a share taken after its request's release was not given back: %v", err)
 	}
 }

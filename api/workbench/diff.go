@@ -169,7 +169,7 @@ func (s *Service) diffBodies(ctx context.Context, agent string, old, new *meta.E
 	if same {
 		held = size(old)
 	}
-	release, aerr := s.admitBytes(ctx, queryBaseBytes+diffBytesPerInputByte*held+3*int64(opts.MaxBytes), -1)
+	release, aerr := s.admit(ctx, queryBaseBytes+diffBytesPerInputByte*held+3*int64(opts.MaxBytes), "the diff", -1)
 	if aerr != nil {
 		return nil, aerr
 	}

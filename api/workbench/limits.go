@@ -25,6 +25,12 @@ type PrincipalLimits struct {
 	// ?append, MCP workbench_put_file and workbench_append) one principal may have in
 	// flight at once; one more is refused at once, not queued. 0: no limit.
 	MaxConcurrentUploads int
+	// MaxConcurrentAdmissions is how many shares of the node's memory budget
+	// (admission.go: queries, greps, diffs, proposal listings, large MCP messages) one
+	// principal may hold at once; one more is refused at once with a retryable
+	// ResourceExhausted (details.limit principal_concurrent_admissions), not queued, so one
+	// key cannot fill the budget's queue for every tenant. 0: no limit.
+	MaxConcurrentAdmissions int
 }
 
 // validate checks the limits; the error names the field.
@@ -36,6 +42,8 @@ func (l PrincipalLimits) validate() error {
 		return fmt.Errorf("workbench: Limits.RequestBurst %d must be ≥ 0", l.RequestBurst)
 	case l.MaxConcurrentUploads < 0:
 		return fmt.Errorf("workbench: Limits.MaxConcurrentUploads %d must be ≥ 0", l.MaxConcurrentUploads)
+	case l.MaxConcurrentAdmissions < 0:
+		return fmt.Errorf("workbench: Limits.MaxConcurrentAdmissions %d must be ≥ 0", l.MaxConcurrentAdmissions)
 	}
 	return nil
 }
@@ -44,6 +52,7 @@ func (l PrincipalLimits) validate() error {
 const (
 	LimitRequestRate       = "principal_request_rate"
 	LimitConcurrentUploads = "principal_concurrent_uploads"
+	LimitConcurrentAdmits  = "principal_concurrent_admissions"
 )
 
 // uploadRetryAfter is the wait a refused upload is told to take: an upload in flight
@@ -64,6 +73,7 @@ type principalLimits struct {
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter
 	uploads  map[string]int
+	admits   map[string]int
 }
 
 func newPrincipalLimits(cfg PrincipalLimits, now func() time.Time) *principalLimits {
@@ -71,7 +81,7 @@ func newPrincipalLimits(cfg PrincipalLimits, now func() time.Time) *principalLim
 	if burst == 0 {
 		burst = max(1, int(math.Ceil(cfg.RequestsPerSecond)))
 	}
-	return &principalLimits{cfg: cfg, burst: burst, now: now, limiters: map[string]*rate.Limiter{}, uploads: map[string]int{}}
+	return &principalLimits{cfg: cfg, burst: burst, now: now, limiters: map[string]*rate.Limiter{}, uploads: map[string]int{}, admits: map[string]int{}}
 }
 
 // AllowRequest counts one request of ctx's principal against its request rate. Beyond
@@ -115,6 +125,33 @@ func (l *principalLimits) dropRefilled(now time.Time) {
 			delete(l.limiters, id)
 		}
 	}
+}
+
+// admitPrincipal takes one of ctx's principal's shares of the memory budget; release gives
+// it back. Past MaxConcurrentAdmissions the answer is a retryable ResourceExhausted
+// naming the limit.
+func (s *Service) admitPrincipal(ctx context.Context) (release func(), err *Error) {
+	l := s.limits
+	id := PrincipalID(ctx)
+	if l.cfg.MaxConcurrentAdmissions == 0 || id == "" {
+		return func() {}, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := l.admits[id]; n >= l.cfg.MaxConcurrentAdmissions {
+		e := exhausted(LimitConcurrentAdmits, uploadRetryAfter, "principal %q has %d large requests (listings, diffs, queries) in flight, the per-principal limit; retry once one has finished",
+			id, n)
+		e.Details["max_concurrent_admissions"] = l.cfg.MaxConcurrentAdmissions
+		return nil, e
+	}
+	l.admits[id]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.admits[id]--; l.admits[id] <= 0 {
+			delete(l.admits, id)
+		}
+	}, nil
 }
 
 // admitUpload takes one of ctx's principal's upload slots; release gives it back. Past

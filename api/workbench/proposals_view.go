@@ -133,6 +133,12 @@ func (s *Service) proposalPage(ctx context.Context, agent string, view *meta.Vie
 	if err != nil {
 		return nil, AsError(err)
 	}
+	list, more, cost := fitPage(list, more, s.listingPageMaxBytes(), proposalAnswerBytes)
+	release, werr := s.admit(ctx, cost, "the proposal listing", -1)
+	if werr != nil {
+		return nil, werr
+	}
+	defer release()
 	items := make([]Result, 0, len(list))
 	for _, p := range list {
 		items = append(items, s.proposalResult(view, ws, p))
@@ -154,6 +160,12 @@ func (s *Service) judgmentPage(ctx context.Context, agent string, view *meta.Vie
 	if err != nil {
 		return nil, AsError(err)
 	}
+	list, more, cost := fitPage(list, more, s.listingPageMaxBytes(), judgmentAnswerBytes)
+	release, werr := s.admit(ctx, cost, "the judgment listing", -1)
+	if werr != nil {
+		return nil, werr
+	}
+	defer release()
 	items := make([]map[string]any, 0, len(list))
 	for _, j := range list {
 		items = append(items, judgmentResult(j))
@@ -164,6 +176,64 @@ func (s *Service) judgmentPage(ctx context.Context, agent string, view *meta.Vie
 			Path: deref(in.Path), Offset: int64(list[len(list)-1].Version)})
 	}
 	return Result{"status": "success", "workbench_id": ws.Name, "judgments": items, "next_cursor": next, "truncated": more}, nil
+}
+
+// Memory of a listing page (admission.go). A page is cut, truncated with a next_cursor as
+// at its limit, where its estimate would pass listingPageMaxBytes, so a listing of 1000
+// proposals that each carry 64 KiB of metadata answers in several pages rather than
+// holding one answer of hundreds of megabytes.
+const (
+	// listingBaseBytes is a page's fixed part.
+	listingBaseBytes = 16 << 10
+	// proposalRenderBytes is one proposal's rendered fields besides its texts (about 30
+	// map entries and their strings), in the answer's map and its JSON.
+	proposalRenderBytes = 4 << 10
+	// evidenceRenderBytes is one evidence reference's map and JSON.
+	evidenceRenderBytes = 1 << 10
+	// textCopies is how many copies of a stored text (metadata, reason) an answer holds at
+	// once: the rendered value, the JSON encoder's buffer (which grows by doubling) and
+	// the surface's framing of it (api/rest WriteJSON).
+	textCopies = 4
+	// listingPageShare is the largest part of the budget one page may take, as a divisor.
+	listingPageShare = 8
+	// maxListingPageBytes bounds a page's estimate whatever the budget.
+	maxListingPageBytes = 64 << 20
+)
+
+// listingPageMaxBytes is the estimate a listing page may reach: an eighth of the budget,
+// at most maxListingPageBytes.
+func (s *Service) listingPageMaxBytes() int64 {
+	return min(maxListingPageBytes, s.cfg.QueryBudgetBytes/listingPageShare)
+}
+
+// proposalAnswerBytes estimates the memory of one proposal in a listing's answer.
+func proposalAnswerBytes(p *meta.Proposal) int64 {
+	n := int64(proposalRenderBytes) + int64(len(p.Evidence))*evidenceRenderBytes +
+		textCopies*int64(len(p.Metadata)+len(p.Reason)+len(p.Path))
+	if p.Decision != nil {
+		n += judgmentAnswerBytes(p.Decision)
+	}
+	return n
+}
+
+// judgmentAnswerBytes estimates the memory of one judgment in a listing's answer.
+func judgmentAnswerBytes(j *meta.Judgment) int64 {
+	return proposalRenderBytes + textCopies*int64(len(j.Reason)+len(j.Path))
+}
+
+// fitPage cuts list where its estimate (listingBaseBytes plus cost of each item) would
+// pass bound, keeping at least one item; more is set when it cut. It returns the kept items
+// and their estimate.
+func fitPage[T any](list []T, more bool, bound int64, cost func(T) int64) ([]T, bool, int64) {
+	total := int64(listingBaseBytes)
+	for i, it := range list {
+		c := cost(it)
+		if i > 0 && total+c > bound {
+			return list[:i], true, total
+		}
+		total += c
+	}
+	return list, more, total
 }
 
 // pageArgs checks a listing's limit and cursor (signed for the same kind, workbench

@@ -129,9 +129,10 @@ type Config struct {
 	// Logger receives the adapter's own reports (stored data failing verification,
 	// integrity.go). Default slog.Default().
 	Logger *slog.Logger
-	// QueryBudgetBytes is the memory, in bytes, the metadata queries and greps running at
-	// once on this node may hold together, by their estimates (admission.go). Default
-	// DefaultQueryBudgetBytes (512 MiB).
+	// QueryBudgetBytes is the node's memory budget, in bytes: what the requests whose
+	// answer grows with their input (queries, greps, diffs, proposal listings, and the
+	// surfaces' large bodies through AdmitMemory) running at once on this node may hold
+	// together, by their estimates (admission.go). Default DefaultQueryBudgetBytes (512 MiB).
 	QueryBudgetBytes int64
 	// QueryQueueTimeout is how long a query waits for its share of the budget before it
 	// is answered ResourceExhausted. Default DefaultQueryQueueTimeout (5s).

@@ -1,0 +1,62 @@
+package mcp
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+)
+
+// TestLargeMessagesTakeTheNodesMemoryBudget (issue 25 finding 11: twelve 16 MiB
+// workbench_put_file at once held 465 MB, outside the node's memory budget): a large MCP
+// message holds messageCopies times its size of the budget while it is decoded and
+// served, and while the budget stays taken it waits QueryQueueTimeout and is answered 429
+// with the ResourceExhausted envelope, retryable.
+func TestLargeMessagesTakeTheNodesMemoryBudget(t *testing.T) {
+	const budget = 64 << 20
+	svc := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096, QueryBudgetBytes: budget, QueryQueueTimeout: 50 * time.Millisecond}).Service
+	h := Handler(svc, Options{})
+	mux := http.NewServeMux()
+	mux.Handle("/v1/agents/{agent}/mcp", h)
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+
+	text := strings.Repeat("x", 2<<20)
+	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp")
+	ok(t, cs, "workbench_create", args{"id": "w"})
+	ok(t, cs, "workbench_put_file", args{"id": "w", "section": "outputs", "path": "big.txt", "text": text})
+	if peak := svc.AdmissionHighWater(); peak < messageCopies*int64(len(text)) || peak > budget {
+		t.Errorf("high-water mark %d bytes after a %d-byte message, want at least %d and at most the budget %d",
+			peak, len(text), messageCopies*len(text), budget)
+	}
+
+	release, err := svc.AdmitMemory(t.Context(), budget, "the test's hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": "workbench_put_file", "arguments": args{"id": "w", "section": "outputs", "path": "b2.txt", "text": text}}})
+	req, _ := http.NewRequest("POST", ts.URL+"/v1/agents/a/mcp", strings.NewReader(string(msg)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var env map[string]any
+	if err := json.Unmarshal(b, &env); err != nil {
+		t.Fatalf("status %d: %.200q is not JSON", resp.StatusCode, b)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || env["code"] != workbench.CodeResourceExhausted || env["retryable"] != true {
+		t.Errorf("with the budget taken: %d %v", resp.StatusCode, env)
+	}
+}
