@@ -2,6 +2,7 @@ package workbench
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 )
@@ -131,7 +132,7 @@ func (g *gatedBody) nextPiece() error {
 			case <-t.C:
 			case <-g.ctx.Done():
 				t.Stop()
-				return g.ctx.Err()
+				return g.ctxErr()
 			}
 			t.Stop()
 		}
@@ -140,7 +141,7 @@ func (g *gatedBody) nextPiece() error {
 			select {
 			case pc = <-g.pieces:
 			case <-g.ctx.Done():
-				return g.ctx.Err()
+				return g.ctxErr()
 			}
 		}
 	}
@@ -155,6 +156,30 @@ func (g *gatedBody) nextPiece() error {
 	case <-g.ctx.Done():
 		return g.ctx.Err()
 	}
+}
+
+// ctxGrace is how long a body whose request ended waits for the pump's last read: a body
+// cut below the minimum rate ends its request's context as its read fails, and the read's
+// typed error says more than the context's.
+const ctxGrace = 100 * time.Millisecond
+
+// ctxErr is the error of a body whose context ended: the pump's read error when it comes
+// within ctxGrace (a typed *Error: the minimum rate), else the context's.
+func (g *gatedBody) ctxErr() error {
+	t := time.NewTimer(ctxGrace)
+	defer t.Stop()
+	select {
+	case pc := <-g.pieces:
+		var e *Error
+		if errors.As(pc.err, &e) {
+			return pc.err
+		}
+		if pc.buf != nil {
+			g.free <- pc.buf
+		}
+	case <-t.C:
+	}
+	return g.ctx.Err()
 }
 
 func (g *gatedBody) release() {
