@@ -54,9 +54,9 @@ func ValidateNewName(field, s string) *Error {
 	if !utf8.ValidString(s) {
 		return invalidArg(field, "must be valid UTF-8")
 	}
-	for i, r := range s {
+	for _, r := range s {
 		if rule, what := nameRule(r); rule != "" {
-			e := invalidArg(field, "must not contain %s (U+%04X at byte %d)", what, r, i)
+			e := invalidArg(field, "must not contain %s (U+%04X)", what, r)
 			e.Rule = rule
 			return e
 		}
