@@ -164,6 +164,11 @@ type Config struct {
 	// packs). Through any other surface such a command is PermissionDenied; reads, snapshots
 	// and the node's own work are not affected. Default none.
 	ReservedWorkbenches map[string]string
+	// RequireDistinctReviewer refuses a decision on a proposal, accept or reject, by a
+	// principal that authored it (its proposer): PermissionDenied (403) with
+	// details.reason ReasonSelfReview, on every surface that decides (proposals.go).
+	// Default false: a principal with the review scope may decide its own proposals.
+	RequireDistinctReviewer bool
 	// Redactor rewrites the bodies of writes and appends before they are stored
 	// (redact.go: secret redaction for the tenants that opted in). nil (the default):
 	// bodies are stored as sent.
