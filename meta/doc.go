@@ -77,6 +77,13 @@
 //	artifact.updated_at    string  RFC 3339 UTC with milliseconds (2026-11-29T23:17:56.123Z),
 //	                               so byte order is time order
 //	artifact.digest        string  "sha256:" + 64 lower-case hex digits
+//	artifact.producer      string  who wrote the revision, as workbench_stat's card.producer
+//	                               shows it (Producer.String: "alice via rest/put");
+//	                               absent when unknown (revisions written before producers
+//	                               were recorded, or by the node's own work)
+//	artifact.producer_principal  string  its principal id; absent when none
+//	artifact.producer_surface    string  its surface and tool ("rest/put",
+//	                                     "mcp/workbench_append"); absent when none
 //
 // # Query scope
 //

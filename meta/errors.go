@@ -62,6 +62,8 @@ type Error struct {
 	// Reason tells Conflicts of proposals and decisions apart (proposal.go: "stale",
 	// "already_decided", "submission_reused", "request_reused").
 	Reason string `cbor:"24,keyasint,omitempty"`
+	// Rule names the rule of names an InvalidArguments broke (name.go: RuleNotNFC, ...).
+	Rule string `cbor:"25,keyasint,omitempty"`
 }
 
 func (e *Error) Error() string {

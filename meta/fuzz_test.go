@@ -5,13 +5,17 @@ import (
 	"testing"
 )
 
-// FuzzValidatePath: the validator never panics, and every path it accepts obeys the jail
-// rules and survives the key encoding unchanged.
+// FuzzValidatePath: the validators never panic; every path ValidatePath accepts obeys the
+// jail rules and survives the key encoding unchanged; ValidateNewPath accepts exactly the
+// paths ValidatePath accepts that hold no forbidden character and are in NFC, and names
+// the rule of every other one it refuses.
 func FuzzValidatePath(f *testing.F) {
-	for _, s := range []string{"a", "a/b", "../x", "a//b", "/abs", "a/", ".", "a/./b", "a\\b", "a\x00b", "é/ü", strings.Repeat("a/", 64) + "a", "\xff"} {
+	for _, s := range []string{"a", "a/b", "../x", "a//b", "/abs", "a/", ".", "a/./b", "a\\b", "a\x00b", "é/ü", strings.Repeat("a/", 64) + "a", "\xff",
+		"cafe\u0301", "caf\u00e9", "a\tb", "a\x7fb", "a\u0085b", "evil\u202etxt.exe", "a\u2066b", "a\u200bb", "\ufeffa", "a\u061cb", "\u212b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
+		checkNewPath(t, p)
 		if err := ValidatePath("path", p); err != nil {
 			if err.Code != CodeInvalidArguments || err.Field != "path" {
 				t.Fatalf("bad error %+v", err)

@@ -47,7 +47,8 @@ func ValidateName(field, s string) *Error {
 // bytes and MaxPathComponents components, valid UTF-8, not absolute, no empty component
 // (so no "//" and no trailing "/"), no "." or ".." component, no backslash, no NUL. No
 // Unicode normalization or case folding happens anywhere. field names the argument in the
-// returned InvalidArguments error.
+// returned InvalidArguments error. This is the syntax of every stored path, old or new;
+// a path about to be written must also keep the rules of names (ValidateNewPath, name.go).
 func ValidatePath(field, p string) *Error {
 	if p == "" {
 		return invalidArg(field, "must not be empty")

@@ -17,17 +17,24 @@ const (
 	ArtifactGeneration  = "artifact.generation"
 	ArtifactUpdatedAt   = "artifact.updated_at"
 	ArtifactDigest      = "artifact.digest"
+	ArtifactProducer    = "artifact.producer"
+	// ArtifactProducerPrincipal and ArtifactProducerSurface are Cairn's: the parts of
+	// artifact.producer, as workbench_stat's card.producer_principal and producer_surface.
+	ArtifactProducerPrincipal = "artifact.producer_principal"
+	ArtifactProducerSurface   = "artifact.producer_surface"
 )
 
 const artifactPrefix = "artifact."
 
 var builtinFields = []string{ArtifactSection, ArtifactName, ArtifactExt, ArtifactSizeBytes,
-	ArtifactContentType, ArtifactGeneration, ArtifactUpdatedAt, ArtifactDigest}
+	ArtifactContentType, ArtifactGeneration, ArtifactUpdatedAt, ArtifactDigest, ArtifactProducer,
+	ArtifactProducerPrincipal, ArtifactProducerSurface}
 
 var builtinKinds = map[string]FieldKind{
 	ArtifactSection: FieldString, ArtifactName: FieldString, ArtifactExt: FieldString,
 	ArtifactSizeBytes: FieldInt, ArtifactContentType: FieldString, ArtifactGeneration: FieldInt,
-	ArtifactUpdatedAt: FieldString, ArtifactDigest: FieldString,
+	ArtifactUpdatedAt: FieldString, ArtifactDigest: FieldString, ArtifactProducer: FieldString,
+	ArtifactProducerPrincipal: FieldString, ArtifactProducerSurface: FieldString,
 }
 
 // BuiltinFields returns the names of the built-in fields, in documentation order.
@@ -60,6 +67,18 @@ func fileField(path string, e *Entry, name string) (FieldValue, bool) {
 		return StringField(FormatUpdatedAt(e.ModifiedAtMs)), true
 	case ArtifactDigest:
 		return StringField(digestURI(e.Digest)), true
+	case ArtifactProducer:
+		if !e.Producer.IsZero() {
+			return StringField(e.Producer.String()), true
+		}
+	case ArtifactProducerPrincipal:
+		if e.Producer.Principal != "" {
+			return StringField(e.Producer.Principal), true
+		}
+	case ArtifactProducerSurface:
+		if e.Producer.Surface != "" {
+			return StringField(e.Producer.Surface), true
+		}
 	}
 	return FieldValue{}, false
 }

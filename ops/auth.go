@@ -98,6 +98,10 @@ func loopbackListen(addr string) bool {
 
 // validateAuth checks the authentication settings.
 func (c Config) validateAuth() []*ConfigError {
+	if c.RequireDistinctReviewer && !c.AuthRequired() {
+		return []*ConfigError{{Field: "RequireDistinctReviewer", Value: "true",
+			Rule: "needs API keys (--auth required, or a --listen beyond loopback): without them every request is the local operator, who could decide nothing it proposed"}}
+	}
 	switch c.Auth {
 	case AuthAuto, AuthRequired:
 	case AuthOff:
@@ -120,4 +124,6 @@ var authSettings = []setting{
 		func(c *Config) *string { return &c.Auth }),
 	boolSetting("MetricsRequireKey", "metrics_require_key", "require an API key (with the admin scope) for /metrics on a loopback listener's loopback connections too (by default they need none; beyond loopback it is always required)",
 		func(c *Config) *bool { return &c.MetricsRequireKey }),
+	boolSetting("RequireDistinctReviewer", "require_distinct_reviewer", "refuse a decision on a proposal by the principal that proposed it (403 PermissionDenied, details.reason self_review); needs API keys",
+		func(c *Config) *bool { return &c.RequireDistinctReviewer }),
 }

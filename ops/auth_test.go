@@ -53,3 +53,29 @@ func TestValidateAuth(t *testing.T) {
 		})
 	}
 }
+
+func TestRequireDistinctReviewerNeedsAPIKeys(t *testing.T) {
+	tests := []struct {
+		name, auth, listen string
+		bad                bool
+	}{
+		{"with keys required on loopback it is valid", "required", "127.0.0.1:7070", false},
+		{"beyond loopback under auto it is valid", "auto", "0.0.0.0:7070", false},
+		{"on a keyless loopback node it is refused", "auto", "127.0.0.1:7070", true},
+		{"with auth off it is refused", "off", "127.0.0.1:7070", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.Auth, c.Listen, c.RequireDistinctReviewer = tt.auth, tt.listen, true
+			errs := c.validateAuth()
+			if got := len(errs) > 0; got != tt.bad {
+				t.Fatalf("validateAuth() = %v, want bad %v", errs, tt.bad)
+			}
+			var ce *ConfigError
+			if tt.bad && (!errors.As(errs[0], &ce) || ce.Flag() != "--require-distinct-reviewer") {
+				t.Fatalf("error %v does not name --require-distinct-reviewer", errs[0])
+			}
+		})
+	}
+}

@@ -397,6 +397,13 @@ type Config struct {
 	// key for /metrics, and a key that reads /metrics needs the admin scope (it shows
 	// every principal's id and request counts). YAML metrics_require_key. Default false.
 	MetricsRequireKey bool
+	// RequireDistinctReviewer refuses a decision on a proposal (accept or reject, on
+	// REST, MCP, the CLI and OpenWOP apply/reject) by the principal that proposed it:
+	// 403 PermissionDenied, details.reason "self_review". It needs API keys (Auth not
+	// off, and required on loopback): without them every request is the local operator.
+	// Node-wide: set it on every node of a cluster. YAML require_distinct_reviewer.
+	// Default false.
+	RequireDistinctReviewer bool
 
 	// RedactSecretsFile is the WSR-1 secrets file (api/redact: JSON or YAML
 	// {tenants: {<agent>: [{id, value}]}, allSurfaces: [<agent>]}), read once at start;

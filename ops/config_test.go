@@ -207,6 +207,8 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		Auth:              "required",
 		MetricsRequireKey: true,
 
+		RequireDistinctReviewer: true,
+
 		RedactSecretsFile:        "/etc/cairn/secrets.yaml",
 		RedactAllSurfacesTenants: "agent-a,b",
 		OpenWOP: OpenWOPConfig{Enabled: false, MaxFileBytes: 2048, MaxFiles: 9, MaxVersions: 3, RunTTL: 48 * time.Hour,
@@ -239,7 +241,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"allowed_hosts": "cairn.internal,cairn.internal:9000",
 		"tls_cert":      "/etc/cairn/client.pem", "tls_key": "/etc/cairn/client.key", "tls_client_ca": "/etc/cairn/clients-ca.pem",
 		"insecure_plaintext": "false", // true contradicts tls_cert; TestInsecurePlaintextIsSettable sets it
-		"auth":               "required", "metrics_require_key": "true",
+		"auth":               "required", "metrics_require_key": "true", "require_distinct_reviewer": "true",
 		"redact_secrets_file": "/etc/cairn/secrets.yaml", "redact_all_surfaces_tenants": "agent-a,b",
 		"openwop": "false", "openwop_max_file_bytes": "2048", "openwop_max_files": "9", "openwop_max_versions": "3",
 		"openwop_run_ttl": "48h", "openwop_tenant": "t1", "openwop_workspace": "w1", "openwop_test_seams": "true",

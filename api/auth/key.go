@@ -108,14 +108,19 @@ type KeySpec struct {
 // MaxNameBytes bounds a key's name.
 const MaxNameBytes = 128
 
-// Validate checks s: a name of 1..MaxNameBytes printable characters; agent roots named as
-// agent ids, or AllAgents, not both, not neither (unless the key is bound to a tenant,
-// whose root it may use); at least one known scope (or an alias, ScopeAliases), none
-// twice under Cairn's names; tenant and workspace both or neither; an expiry after now.
+// Validate checks s: a name of 1..MaxNameBytes bytes that keeps the rules of names
+// (meta.ValidateNewName: no control, bidirectional formatting or zero-width character;
+// NFC); agent roots named as agent ids, or AllAgents, not both, not neither (unless the
+// key is bound to a tenant, whose root it may use); at least one known scope (or an alias,
+// ScopeAliases), none twice under Cairn's names; tenant and workspace both or neither; an
+// expiry after now.
 func (s KeySpec) Validate(now time.Time) error {
 	bad := func(field, rule string) error { return &InvalidSpecError{Field: field, Rule: rule} }
-	if s.Name == "" || len(s.Name) > MaxNameBytes || strings.IndexFunc(s.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
-		return bad("name", fmt.Sprintf("must be 1 to %d bytes without control characters", MaxNameBytes))
+	if s.Name == "" || len(s.Name) > MaxNameBytes {
+		return bad("name", fmt.Sprintf("must be 1 to %d bytes", MaxNameBytes))
+	}
+	if err := meta.ValidateNewName("name", s.Name); err != nil { // the rules of names: meta/name.go
+		return bad("name", err.Message)
 	}
 	switch {
 	case s.AllAgents && len(s.Agents) > 0:

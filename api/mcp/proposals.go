@@ -26,7 +26,8 @@ var proposalTools = []toolDef{
 	},
 	{
 		name: "cairn_decide", title: "Accept or reject a proposal", destructive: true, idempotent: true,
-		description: "Accept or reject a pending proposal (needs the review scope: PermissionDenied otherwise). accept publishes " +
+		description: "Accept or reject a pending proposal (needs the review scope: PermissionDenied otherwise; on a node with " +
+			"--require-distinct-reviewer, the proposer's own decision is PermissionDenied with details.reason self_review). accept publishes " +
 			"the proposed bytes only if the file is still at the proposal's base: else Conflict with details.reason stale and " +
 			"details.head_generation, nothing written. reject records only. One decision per proposal: the same submission_id and " +
 			"content answers the first decision (replayed true); another decision is Conflict (details.reason already_decided). " +

@@ -198,7 +198,8 @@ var tools = []toolDef{
 		name: "workbench_search", title: "Search file metadata", readOnly: true, idempotent: true,
 		description: "Query indexed file metadata in one workbench (id) or the whole agent root (id omitted): " +
 			"predicates over built-in fields (artifact.section, artifact.name, artifact.ext, artifact.size_bytes, " +
-			"artifact.content_type, artifact.generation, artifact.updated_at, artifact.digest) and fields writers attach; " +
+			"artifact.content_type, artifact.generation, artifact.updated_at, artifact.digest, artifact.producer " +
+			"[as workbench_stat's card.producer], artifact.producer_principal, artifact.producer_surface) and fields writers attach; " +
 			"ops eq ne in prefix suffix contains gt gte lt lte exists not_exists; sort, facets, cursor paging (limit 1..10). " +
 			"Result: path (the scope), workbench_id (null root-wide), match_count (all pages), matches [{workbench_id, path, " +
 			"section, relative_path, values (the requested fields, null where absent)}], facets [{field, values [{value, count}], " +

@@ -63,11 +63,12 @@ func installConflict(reason, msg string) *Error {
 func (h *Handler) decideProposal(w http.ResponseWriter, r *http.Request, o Owner, id, action string) {
 	ctx := r.Context()
 	for attempt := 0; ; attempt++ {
-		_, _, c, body, err := h.loadChain(ctx, o, id)
+		v, _, c, body, err := h.loadChain(ctx, o, id)
 		if err != nil {
 			WriteError(w, err)
 			return
 		}
+		c.authors = chainAuthors(v, o.Tenant, c) // review.go
 		switch {
 		case action == "apply" && c.tail.State == meta.ProposalAccepted, action == "reject" && c.tail.State == meta.ProposalRejected:
 			writeJSON(w, http.StatusOK, h.doc(c, body)) // the same answer again
@@ -76,9 +77,17 @@ func (h *Handler) decideProposal(w http.ResponseWriter, r *http.Request, o Owner
 			WriteError(w, stateConflict(c, map[string]string{"apply": "applied", "reject": "rejected"}[action]))
 			return
 		}
+		if err := h.mayActivate(ctx, o); err != nil {
+			WriteError(w, err)
+			return
+		}
+		if err := h.mayDecide(ctx, c.authors); err != nil { // review.go
+			WriteError(w, err)
+			return
+		}
 		if action == "reject" {
 			res, derr := h.svc.DecideArtifact(ctx, o.Tenant, workbench.ArtifactDecision{Workbench: PacksWorkbench, ProposalID: c.tail.ID,
-				Disposition: meta.DispositionReject, SubmissionID: "reject-" + c.tail.ID})
+				Disposition: meta.DispositionReject, SubmissionID: "reject-" + c.tail.ID, Authors: c.authors})
 			switch {
 			case derr != nil && raced(derr) && attempt+1 < applyAttempts:
 				retryPause(ctx, attempt)
@@ -88,10 +97,6 @@ func (h *Handler) decideProposal(w http.ResponseWriter, r *http.Request, o Owner
 				return
 			}
 			writeJSON(w, http.StatusOK, h.doc(chain{tail: res.Proposal, meta: c.meta}, body))
-			return
-		}
-		if err := h.mayActivate(ctx, o); err != nil {
-			WriteError(w, err)
 			return
 		}
 		if verr := validateArtifact(c.tail.Kind, body); verr != nil {
@@ -145,7 +150,7 @@ func (h *Handler) install(ctx context.Context, o Owner, c chain, artifact []byte
 	tail := c.tail
 	if tail.Path != path || tail.BaseGeneration != head {
 		// Record the same artifact against the head (the proposal's state is unchanged).
-		reqID := "a" + tail.ID[:16] + "-" + strconv.FormatUint(head, 10)
+		reqID := applyRevisionPrefix + tail.ID[:16] + "-" + strconv.FormatUint(head, 10)
 		raw, _ := json.Marshal(c.meta)
 		p, _, perr := h.svc.ProposeArtifact(ctx, o.Tenant, workbench.ArtifactProposal{Workbench: PacksWorkbench, Path: path,
 			RequestID: reqID, Kind: tail.Kind, Metadata: raw, Body: artifact, ContentType: mediaType(tail.Kind),
@@ -159,7 +164,7 @@ func (h *Handler) install(ctx context.Context, o Owner, c chain, artifact []byte
 		tail = p
 	}
 	res, derr := h.svc.DecideArtifact(ctx, o.Tenant, workbench.ArtifactDecision{Workbench: PacksWorkbench, ProposalID: tail.ID,
-		Disposition: meta.DispositionAccept, SubmissionID: "apply-" + tail.ID, ExpectRevision: ws.Revision})
+		Disposition: meta.DispositionAccept, SubmissionID: "apply-" + tail.ID, ExpectRevision: ws.Revision, Authors: c.authors})
 	if derr != nil {
 		if raced(derr) {
 			return meta.Result{}, false, nil

@@ -131,6 +131,9 @@ type installedArtifact struct {
 type chain struct {
 	tail *meta.Proposal
 	meta proposalMeta
+	// authors are the principals that authored it (chainAuthors), set where a decision
+	// needs them.
+	authors []string
 }
 
 // state is the OpenWOP state of the chain.

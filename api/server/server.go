@@ -192,7 +192,7 @@ func (n *Node) open(ctx context.Context) error {
 		Limits: workbench.PrincipalLimits{RequestsPerSecond: cfg.PrincipalRequestsPerSecond, RequestBurst: cfg.PrincipalRequestBurst,
 			MaxConcurrentUploads: cfg.EffectivePrincipalMaxUploads(), MaxConcurrentAdmissions: cfg.EffectivePrincipalMaxAdmissions()},
 		SegmentCache: segCache, DirectReads: n.directReads, Logger: n.log, Redactor: n.redactor,
-		ReservedWorkbenches: map[string]string{openwop.PacksWorkbench: openwop.Surface}})
+		RequireDistinctReviewer: cfg.RequireDistinctReviewer, ReservedWorkbenches: map[string]string{openwop.PacksWorkbench: openwop.Surface}})
 	if err != nil {
 		return err
 	}

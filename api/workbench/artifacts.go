@@ -109,10 +109,14 @@ type ArtifactDecision struct {
 	// ExpectRevision, when non-zero, makes an accept require the workbench's Revision to
 	// be exactly this: otherwise Conflict, details.reason "stale", nothing written.
 	ExpectRevision uint64
+	// Authors are the principal ids that authored the proposal, whom
+	// Config.RequireDistinctReviewer refuses as its decider, when the surface knows them
+	// better than the record (a chain of revisions); nil: the proposer the record names.
+	Authors []string
 }
 
 // DecideArtifact decides a pending proposal (the rules and scopes of Decide: review and
-// workspace:write). The answer is the FSM's: the proposal after the decision, its judgment,
+// workspace:write; with Config.RequireDistinctReviewer, not by one of its authors). The answer is the FSM's: the proposal after the decision, its judgment,
 // the published generation, and Replayed for a converged retry.
 func (s *Service) DecideArtifact(ctx context.Context, agent string, in ArtifactDecision) (meta.Result, error) {
 	if err := validateTarget(agent, in.Workbench, ""); err != nil {
@@ -126,6 +130,9 @@ func (s *Service) DecideArtifact(ctx context.Context, agent string, in ArtifactD
 	}
 	if err := meta.ValidateName("submission_id", in.SubmissionID); err != nil {
 		return meta.Result{}, AsError(err)
+	}
+	if err := s.mayDecideOwn(ctx, agent, in.Workbench, in.ProposalID, in.Authors); err != nil {
+		return meta.Result{}, err
 	}
 	h := requestHash("decide-artifact", agent, in.Workbench, in.ProposalID, in.Disposition, in.Reason)
 	res, werr := s.propose(ctx, meta.Header{}, meta.ProposalDecide{Agent: agent, Workspace: in.Workbench, ID: in.ProposalID,

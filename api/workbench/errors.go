@@ -190,6 +190,9 @@ func AsError(err error) *Error {
 		if me.Reason != "" {
 			e.Details["reason"] = me.Reason // a conflict of proposals (meta/proposal.go)
 		}
+		if me.Rule != "" {
+			e.Details["rule"] = me.Rule // a rule of names (meta/name.go)
+		}
 		if me.Code == meta.CodeSnapshotExpired {
 			// The contract's details.source: what the expired read point was of.
 			e.Details["source"] = me.Workspace

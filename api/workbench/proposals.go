@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -24,6 +25,12 @@ import (
 // too): an agent key with only workspace:read and workspace:write can propose, not decide
 // (PermissionDenied, details.scope "review"). A root the caller may not use answers as a
 // missing one (NotFound).
+//
+// Four eyes: with Config.RequireDistinctReviewer (cairn serve --require-distinct-reviewer)
+// a decision by the principal that made the proposal is PermissionDenied (403) with
+// details.reason "self_review" (ReasonSelfReview), whatever its scopes, and changes
+// nothing; the check compares the request's principal id with the proposer the record
+// names, which never changes, so no race can slip a self-review past it.
 //
 // Idempotency: a proposal's id derives from (root, workbench, path, request_id), so a
 // retried create converges on the first answer; the same request_id with other content is
@@ -334,6 +341,9 @@ func (s *Service) Decide(ctx context.Context, agent string, in DecideInput) (Res
 	if err := meta.ValidateName("submission_id", in.SubmissionID); err != nil {
 		return nil, AsError(err)
 	}
+	if err := s.mayDecideOwn(ctx, agent, in.ID, in.ProposalID, nil); err != nil {
+		return nil, err
+	}
 	h := requestHash("decide", agent, in.ID, in.ProposalID, in.Disposition, deref(in.Reason))
 	res, werr := s.propose(ctx, meta.Header{}, meta.ProposalDecide{Agent: agent, Workspace: in.ID, ID: in.ProposalID,
 		Disposition: in.Disposition, Reason: deref(in.Reason), SubmissionID: in.SubmissionID, ContentHash: h})
@@ -360,6 +370,56 @@ func (s *Service) Decide(ctx context.Context, agent string, in DecideInput) (Res
 		r["readback"] = rb
 	}
 	return r, nil
+}
+
+// ReasonSelfReview is details.reason of the PermissionDenied that refuses a decision by
+// the proposal's own proposer under Config.RequireDistinctReviewer.
+const ReasonSelfReview = "self_review"
+
+// MayDecide answers the PermissionDenied of Config.RequireDistinctReviewer when the
+// request's principal is one of authors (principal ids; "" is the principal-less work of
+// a node without one), so a surface that judges before it decides can refuse first. nil
+// when the setting is off or the caller is none of them.
+func (s *Service) MayDecide(ctx context.Context, authors []string) error {
+	if err := s.selfReview(ctx, authors); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *Service) selfReview(ctx context.Context, authors []string) *Error {
+	if !s.cfg.RequireDistinctReviewer {
+		return nil
+	}
+	me := PrincipalID(ctx)
+	if !slices.Contains(authors, me) {
+		return nil
+	}
+	e := newError(CodePermissionDenied, "principal %q proposed this change and may not decide it: this node requires a reviewer other than the proposer", me)
+	e.Details["reason"] = ReasonSelfReview
+	return e
+}
+
+// mayDecideOwn applies Config.RequireDistinctReviewer to a decision on proposal id of
+// workbench ws: authors, or when nil the proposer its record names. A proposal that
+// cannot be read passes: the decision itself answers for it (NotFound), the same way
+// for a missing and a hidden one.
+func (s *Service) mayDecideOwn(ctx context.Context, agent, ws, id string, authors []string) *Error {
+	if !s.cfg.RequireDistinctReviewer {
+		return nil
+	}
+	if authors == nil {
+		view, err := s.readView(ctx, agent)
+		if err != nil {
+			return AsError(err)
+		}
+		p, err := view.Proposal(agent, ws, id)
+		if err != nil {
+			return nil
+		}
+		authors = []string{p.Proposer.Principal}
+	}
+	return s.selfReview(ctx, authors)
 }
 
 // proposalConflict gives the conflicts of proposals and decisions (AsError copied their

@@ -171,6 +171,11 @@ type Config struct {
 	// packs). Through any other surface such a command is PermissionDenied; reads, snapshots
 	// and the node's own work are not affected. Default none.
 	ReservedWorkbenches map[string]string
+	// RequireDistinctReviewer refuses a decision on a proposal, accept or reject, by a
+	// principal that authored it (its proposer): PermissionDenied (403) with
+	// details.reason ReasonSelfReview, on every surface that decides (proposals.go).
+	// Default false: a principal with the review scope may decide its own proposals.
+	RequireDistinctReviewer bool
 	// Redactor rewrites the bodies of writes and appends before they are stored
 	// (redact.go: secret redaction for the tenants that opted in). nil (the default):
 	// bodies are stored as sent.
@@ -781,10 +786,17 @@ func resumeHash(e *meta.Entry) (hash.Hash, bool) {
 	return h, true
 }
 
-// checkWritable enforces the write-side path rules beyond the jail rules: the reserved
-// manifest paths, the five sections (always directories, never files), and a section
-// path that repeats its section's name (which the tool contract could never address).
+// checkWritable enforces the write-side path rules beyond the jail rules: the rules of
+// new names (meta.ValidateNewName: no control, bidirectional formatting or zero-width
+// character, NFC only; details.rule names the one broken), the reserved manifest paths,
+// the five sections (always directories, never files), and a section path that repeats
+// its section's name (which the tool contract could never address). Every write that
+// stores a file at a path it names (put, append, edit, a proposal) passes here; reads,
+// deletes and restores do not, so names stored before these rules stay usable.
 func checkWritable(full string) *Error {
+	if err := meta.ValidateNewName("path", full); err != nil {
+		return AsError(err)
+	}
 	if reservedPaths[full] {
 		return invalidArgument("path", "%q is reserved: only commit and restore write it", full)
 	}

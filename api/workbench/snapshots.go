@@ -172,6 +172,11 @@ func (s *Service) mintSnapshot(ctx context.Context, agent string, in SnapshotInp
 	if in.Name != nil && name == "" {
 		return nil, invalidArgument("name", "must not be empty (omit it or pass null for no name)")
 	}
+	if name != "" {
+		if err := meta.ValidateNewName("name", name); err != nil { // a name stored from now on
+			return nil, AsError(err)
+		}
+	}
 	if werr := mayWrite(ctx, agent); werr != nil {
 		return nil, werr
 	}

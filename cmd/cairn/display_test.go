@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/meta"
 )
 
 func TestDisplayedEscapesOnlyNamesWithControlCharacters(t *testing.T) {
@@ -66,9 +68,19 @@ func TestCommandsPrintServerNamesWithoutTerminalControls(t *testing.T) {
 		plain = "outputs/plain.txt"
 	)
 	c := client.New(srv.URL, nil)
-	for _, p := range []string{evil, dir + "/inner.txt", plain} {
-		if _, err := c.PutFile(t.Context(), "a", "w", p, strings.NewReader("needle\n"), client.PutOptions{Size: -1}); err != nil {
-			t.Fatalf("put %q: %v", p, err)
+	if _, err := c.PutFile(t.Context(), "a", "w", plain, strings.NewReader("needle\n"), client.PutOptions{Size: -1}); err != nil {
+		t.Fatalf("put %q: %v", plain, err)
+	}
+	// Names with controls are refused on write (docs/workbench.md "Names of new data"), but
+	// an older release stored them: written here below the surfaces, as its log holds them.
+	body := []byte("needle\n")
+	for _, p := range []string{evil, dir + "/inner.txt"} {
+		if _, err := c.PutFile(t.Context(), "a", "w", p, bytes.NewReader(body), client.PutOptions{Size: -1}); err == nil {
+			t.Fatalf("put %q: accepted a name with control characters", p)
+		}
+		if _, err := n.Shard.Propose(t.Context(), meta.Header{}, meta.Put{Agent: "a", Workspace: "w", Path: p, Size: int64(len(body)),
+			Digest: sha256.Sum256(body), Segments: []meta.Segment{{Size: int64(len(body)), Digest: sha256.Sum256(body), Inline: body}}}); err != nil {
+			t.Fatalf("store %q as an older release did: %v", p, err)
 		}
 	}
 	for _, tt := range []struct {

@@ -59,7 +59,7 @@ func TestMetadataCommands(t *testing.T) {
 		{"a real field with no match is 0 of 0", []string{"search", "--agent", "a", "w", "--where", "accuracy > 0.999"}, "", `^0 of 0 files\n$`, ""},
 		{"not_exists of an absent field is no typo", []string{"search", "--agent", "a", "w", "--where", "nosuch not_exists", "--limit", "0"}, "", `3 of 3 files\n$`, ""},
 		{"catalog lists attached and built-in fields", []string{"catalog", "--agent", "a", "w"}, "",
-			`(?s)^FIELD +KIND +TYPES +FILES +OPERATORS\naccuracy +attached +number +3 +eq .*owner +attached +string +3 .*\n10 fields over 3 files\n$`, ""},
+			`(?s)^FIELD +KIND +TYPES +FILES +OPERATORS\naccuracy +attached +number +3 +eq .*owner +attached +string +3 .*\n13 fields over 3 files\n$`, ""},
 		{"catalog --facets --prefix", []string{"catalog", "--agent", "a", "w", "--facets", "--prefix", "own"}, "",
 			`(?s)owner +attached.*\nfacet owner: alice 2, bob 1\n1 field over 3 files\n$`, ""},
 		{"find lists the workbench", []string{"find", "--agent", "a"}, "", `^w uncommitted 3 files 6 bytes\n$`, ""},

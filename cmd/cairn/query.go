@@ -127,7 +127,9 @@ func newSearchCommand() *cobra.Command {
 		Long: `Search the indexed metadata of files: in workbench ID, or across every workbench of
 the agent root when ID is absent. Every file has the built-in fields artifact.section,
 artifact.name, artifact.ext, artifact.size_bytes, artifact.content_type,
-artifact.generation, artifact.updated_at and artifact.digest; writers attach more
+artifact.generation, artifact.updated_at, artifact.digest and artifact.producer
+(who wrote it, "alice via rest/put"; its parts artifact.producer_principal and
+artifact.producer_surface); writers attach more
 (cairn put --field NAME=VALUE, or Cairn-Field-NAME headers over REST).
 
 --where FIELD OP VALUE   a condition; repeat for more (all must hold). Quote it as one
