@@ -25,14 +25,8 @@ sizes="${SIZES:-1MiB 64MiB}"
 duration="${DURATION:-10s}"
 conc="${CONCURRENCY:-4}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/cairn-bench-forward-XXXXXX")"
-cluster_pid=""
-stop_cluster() {
-	if [ -n "$cluster_pid" ]; then
-		kill -TERM "$cluster_pid" 2>/dev/null || true
-		wait "$cluster_pid" 2>/dev/null || true
-		cluster_pid=""
-	fi
-}
+# shellcheck source=scripts/bench-cluster.sh
+. "$root/scripts/bench-cluster.sh"
 trap 'stop_cluster; exit 130' INT TERM
 trap stop_cluster EXIT
 
@@ -57,30 +51,7 @@ for spec in "$@"; do
 	label="${spec%%=*}"
 	bin="${spec#*=}"
 	dir="$work/$label"
-	mkdir -p "$dir"
-	CAIRN_BIN="$bin" SHARDS=1 BASE_PORT=$base CAIRN_CLUSTER_DIR="$dir" "$root/scripts/cluster.sh" >"$dir/cluster.out" 2>&1 &
-	cluster_pid=$!
-	for _ in $(seq 1 600); do
-		grep -q "Cairn cluster is up" "$dir/cluster.out" 2>/dev/null && break
-		sleep 0.1
-	done
-	admin="http://127.0.0.1:$((base + 30))"
-	leader="" follower=""
-	for _ in $(seq 1 300); do
-		st="$(curl -fsS "$admin/v1/admin/cluster" 2>/dev/null || true)"
-		lid="$(echo "$st" | jq -r '.shard_status[0].leader // empty' 2>/dev/null || true)"
-		voters="$(echo "$st" | jq '[.shard_status[0].members[]? | select(.voter)] | length' 2>/dev/null || echo 0)"
-		if [ -n "$lid" ] && [ "$voters" = 3 ]; then
-			leader="$(echo "$st" | jq -r --arg id "$lid" '.nodes[] | select(.id == $id) | .client_url')"
-			follower="$(echo "$st" | jq -r --arg id "$lid" '[.nodes[] | select(.id != $id)][0].client_url')"
-			break
-		fi
-		sleep 0.2
-	done
-	if [ -z "$leader" ]; then
-		echo "bench-forward: no leader with three voters for $label (see $dir)" >&2
-		exit 1
-	fi
+	start_bench_cluster "$label" "$bin" "$base" "$dir"
 	for size in $sizes; do
 		put0="$(metric "$leader" cairn_blob_put_bytes_total)"
 		fwd0="$(metric "$leader" cairn_peer_bytes_total 'direction="received",stream="fwd"')"
