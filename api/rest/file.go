@@ -130,7 +130,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 	res, err := h.svc.Write(r.Context(), workbench.WriteRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, Cond: cond, IfGeneration: gen, CreateWorkbench: true, RequestID: key,
 		Fields: fields})
-	h.bytesIn.Add(float64(body.n))
+	h.bytesIn.Add(float64(body.n.Load()))
 	if err != nil {
 		h.writeError(w, r, err, pre)
 		return
@@ -190,7 +190,7 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 	body := &countingReader{r: r.Body}
 	res, err := h.svc.Append(r.Context(), workbench.AppendRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, IfGeneration: gen, CreateWorkbench: true, RequestID: key})
-	h.bytesIn.Add(float64(body.n))
+	h.bytesIn.Add(float64(body.n.Load()))
 	if err != nil {
 		h.writeError(w, r, err, pre)
 		return

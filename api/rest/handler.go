@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -531,15 +532,17 @@ func idempotencyKey(r *http.Request) (string, error) {
 	return k, nil
 }
 
-// countingReader counts body bytes as they stream.
+// countingReader counts body bytes as they stream. The count is atomic: the ingest reads
+// the body on a goroutine of its own (api/workbench, the ingest gate), which may still be
+// in a Read when the write has answered.
 type countingReader struct {
 	r io.Reader
-	n int64
+	n atomic.Int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }
 

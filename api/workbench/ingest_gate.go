@@ -146,22 +146,26 @@ func (g *gatedBody) nextPiece() error {
 		}
 	}
 	g.buf, g.cur, g.err = pc.buf, pc.buf[:pc.n], pc.err
-	if g.held {
-		return nil
+	if g.held || (pc.n == 0 && pc.err != nil) {
+		return nil // the body's end (or its error) needs no slot to be read
 	}
 	select {
 	case g.sem <- struct{}{}:
 		g.held = true
 		return nil
 	case <-g.ctx.Done():
-		return g.ctx.Err()
+		var e *Error
+		if errors.As(pc.err, &e) {
+			return pc.err
+		}
+		return g.ctxErr() // the pump's next read may hold the body's typed error
 	}
 }
 
 // ctxGrace is how long a body whose request ended waits for the pump's last read: a body
 // cut below the minimum rate ends its request's context as its read fails, and the read's
-// typed error says more than the context's.
-const ctxGrace = 100 * time.Millisecond
+// typed error says more than the context's. A client that went away ends the read at once.
+const ctxGrace = time.Second
 
 // ctxErr is the error of a body whose context ended: the pump's read error when it comes
 // within ctxGrace (a typed *Error: the minimum rate), else the context's.
