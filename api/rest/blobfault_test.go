@@ -179,8 +179,10 @@ func TestReadsAnswerBlobStoreFailuresWithTheErrorEnvelope(t *testing.T) {
 	})
 
 	t.Run("a failure after the body started cuts the stream short of Content-Length", func(t *testing.T) {
-		// Several segments: the first is verified and sent, the next one fails.
-		data := make([]byte, 3*blob.SingleSegmentMaxBytes/2)
+		// Several segments: the first is verified and sent, the next one fails. Longer than
+		// the longest chunk, so that it is never one segment (a 12 MiB body of random bytes
+		// sometimes was: content-defined chunking found no cut point, and the read passed).
+		data := make([]byte, blob.ChunkMaxBytes+blob.SingleSegmentMaxBytes/2)
 		rand.Read(data)
 		u := srv.URL + "/v1/agents/a/workbenches/w/files/outputs/big.bin"
 		expect(t, do(t, "PUT", u, bytes.NewReader(data)), 201, "")
