@@ -16,7 +16,8 @@ import (
 // than a leader lease (Config.LeaderLeaseTimeout) ago: no sooner than raft itself would
 // step down without a quorum, and at once after a pause of the process, until a round
 // passes again. A deposed leader may look ready for at most that lease after its last
-// round, which no read relies on (each read runs its own round). The single voter of a group is ready as soon as it caught up.
+// round, which no read relies on (each read runs its own round). The single voter of a
+// group is ready as soon as it caught up.
 func (s *Shard) Ready() bool {
 	if !s.caughtUp.Load() {
 		return false
