@@ -654,6 +654,7 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 			}
 		}
 		wantBuiltins := []string{"artifact.content_type", "artifact.digest", "artifact.ext", "artifact.generation", "artifact.name",
+			"artifact.producer", "artifact.producer_principal", "artifact.producer_surface",
 			"artifact.section", "artifact.size_bytes", "artifact.updated_at"}
 		if slices.Sort(builtins); !slices.Equal(builtins, wantBuiltins) || cat.num(t, "file_count") != int64(len(s.files)) {
 			t.Errorf("catalog built-ins %v, want %v: %v", builtins, wantBuiltins, cat)
