@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,9 +19,9 @@ import (
 // test log). A round injects ten faults, one after the other, while the clients run:
 //
 //	kill -9 of the leader, restarted;
-//	SIGSTOP of the leader for pauseFor, with reads sent to it while it is stopped and in
-//	the second after SIGCONT (the history that once caught a deposed leader serving its
-//	old state);
+//	SIGSTOP of the leader until the others elected a leader and acknowledged writes, with
+//	reads sent to it while it is stopped and right after SIGCONT (the history that once
+//	caught a deposed leader serving its old state);
 //	the leader isolated from both peers (a minority of one against a majority);
 //	a follower isolated;
 //	the link from the leader to a follower cut one way;
@@ -48,10 +49,8 @@ type faultTiming struct {
 	election time.Duration
 }
 
-// pauseFor is how long a paused leader stays stopped: longer than an election (500 ms
-// heartbeat timeout, elections in about 1–2 s) and shorter than the clients' 4 s timeout,
-// so that reads queued at the paused node are answered by it after SIGCONT.
-const pauseFor = 3 * time.Second
+// resumeReads is how many reads go to a paused leader after it resumes.
+const resumeReads = 30
 
 func (fs *faultSchedule) begin(kind string) time.Time {
 	fs.t.Logf("fault %d: %s", fs.faults+1, kind)
@@ -172,14 +171,17 @@ func (fs *faultSchedule) round() {
 	fs.progress("at the end of the round")
 }
 
-// pauseLeader stops the leader with SIGSTOP for pauseFor while readers send it gets, and
-// goes on reading through it for a second after SIGCONT.
+// pauseLeader stops the leader with SIGSTOP while readers send it gets, until the others
+// elected a leader and acknowledged writes without it (the moment the old leader's state
+// went stale), and goes on reading through it after SIGCONT until readers have sent it
+// resumeReads more reads.
 func (fs *faultSchedule) pauseLeader() {
 	lc, t := fs.lc, fs.t
 	l := lc.leader(t)
-	began := fs.begin(fmt.Sprintf("SIGSTOP of leader n%d for %v", l, pauseFor))
+	began := fs.begin(fmt.Sprintf("SIGSTOP of leader n%d", l))
 	lc.servers[l].pause()
 	stopReads := make(chan struct{})
+	var sent atomic.Int64 // reads sent to the paused node
 	var readers sync.WaitGroup
 	for k := range 3 {
 		readers.Add(1)
@@ -193,23 +195,27 @@ func (fs *faultSchedule) pauseLeader() {
 				}
 				// Each read goes to the paused node first: queued while it is stopped,
 				// answered by it once it runs again.
+				sent.Add(1)
 				fs.rec.do(t, 100+k, l, linInput{Kind: linGet, Path: fs.paths[(k+i)%len(fs.paths)]})
-				time.Sleep(20 * time.Millisecond)
 			}
 		}()
 	}
 	el := fs.newLeader(l, began)
 	fs.progress("with the leader paused")
-	if rest := pauseFor - time.Since(began); rest > 0 {
-		time.Sleep(rest)
-	}
 	lc.servers[l].resume()
 	resumed := time.Now()
-	time.Sleep(time.Second) // the readers go on through the resumed node
+	from := sent.Load()
+	retry.Within(t, 60*time.Second, "reads sent to the resumed node", func() error {
+		if n := sent.Load() - from; n < resumeReads {
+			return fmt.Errorf("%d sent since the resume", n)
+		}
+		return nil
+	})
 	close(stopReads)
 	readers.Wait()
 	fs.record("pause-leader", began, el)
-	t.Logf("n%d resumed after %v; reads through it went on for %v", l, resumed.Sub(began).Round(time.Millisecond), time.Since(resumed).Round(time.Millisecond))
+	t.Logf("n%d resumed after %v; %d reads went to it after the resume, for %v", l, resumed.Sub(began).Round(time.Millisecond),
+		sent.Load()-from, time.Since(resumed).Round(time.Millisecond))
 	fs.progress("after the resume")
 }
 

@@ -208,7 +208,7 @@ func (c *confirmer) send(sv raft.Server, term uint64, replies chan<- probeReply)
 // that were waiting when it was sent.
 func (c *confirmer) heartbeats(sv raft.Server, p *probe) {
 	defer c.s.wg.Done()
-	defer c.s.probing.Add(-1)
+	defer c.s.probing.Done()
 	for {
 		c.mu.Lock()
 		batch := p.waiting
@@ -289,10 +289,20 @@ func (s *Shard) deposed(term uint64) {
 const probeDrain = 200 * time.Millisecond
 
 // drainProbes waits, up to probeDrain, until no confirmation heartbeat is in flight (Close,
-// after no new one can start).
+// after no new one can start). Its waiter is one of the replica's goroutines: Close waits
+// for it with the others.
 func (s *Shard) drainProbes() {
-	deadline := time.Now().Add(probeDrain)
-	for s.probing.Load() > 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	done := make(chan struct{})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.probing.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(probeDrain)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
 	}
 }

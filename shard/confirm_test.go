@@ -203,9 +203,17 @@ func TestDeposedLeaderWithHeldHeartbeatAnswersDoesNotServeOldState(t *testing.T)
 		got, err := readFile(rctx, old, "f")
 		done <- result{got, err}
 	}()
-	// Let the read begin its leadership check before the old answers are released (the
-	// order that fooled VerifyLeader); the assertion below holds in either order.
-	time.Sleep(200 * time.Millisecond)
+	// The read must have begun its leadership check before the old answers are released
+	// (the order that fooled VerifyLeader): while the answers are held, the round in flight
+	// cannot end, so the read waits queued for the next one.
+	retry.SucceedsSoon(t, "the read waits for a leadership round", func() error {
+		old.confirm.mu.Lock()
+		defer old.confirm.mu.Unlock()
+		if len(old.confirm.waiting) == 0 {
+			return errors.New("no read queued for a round yet")
+		}
+		return nil
+	})
 	trans[0].release()
 	r := <-done
 	switch {

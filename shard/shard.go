@@ -60,8 +60,8 @@ type Shard struct {
 	// round began; Ready needs both (leader.go). published is the readiness last reported
 	// to Config.OnReady, under publishMu.
 	caughtUp    atomic.Bool
-	soloVoter   atomic.Bool  // the latest configuration has this replica as its only voter
-	probing     atomic.Int32 // confirmation heartbeats in flight (confirm.go)
+	soloVoter   atomic.Bool    // the latest configuration has this replica as its only voter
+	probing     sync.WaitGroup // confirmation heartbeats in flight (confirm.go)
 	leaderTerm  atomic.Uint64
 	confirmedAt atomic.Int64
 	opened0     time.Time

@@ -77,12 +77,12 @@ type Reach struct {
 // Any reports whether r reaches any part of its root.
 func (r Reach) Any() bool { return r.Whole || r.Workbench != "" }
 
-// ReachIn decides what p may use of agent's root, for every surface (DESIGN.md §4): the
-// whole root when p holds every root or names agent among its roots; only its bound
-// workbench when agent is the OpenWOP tenant it is bound to (--tenant, --workspace: the
-// tenant is an agent root, the workspace one workbench of it); nothing otherwise. What a
-// principal does not reach answers exactly as what does not exist (api/workbench,
-// access.go, enforces it).
+// ReachIn decides what p may use of agent's root, for every surface (docs/architecture.md,
+// api/auth): the whole root when p holds every root or names agent among its roots; only
+// its bound workbench when agent is the OpenWOP tenant it is bound to (--tenant,
+// --workspace: the tenant is an agent root, the workspace one workbench of it); nothing
+// otherwise. What a principal does not reach answers exactly as what does not exist
+// (api/workbench, access.go, enforces it).
 func (p Principal) ReachIn(agent string) Reach {
 	switch {
 	case p.AllAgents || slices.Contains(p.Agents, agent):
@@ -95,7 +95,7 @@ func (p Principal) ReachIn(agent string) Reach {
 
 // MayUse reports whether p may see agent's root at all (ReachIn: the whole root or one
 // workbench of it). A root it may not use answers exactly as a root that does not exist
-// (DESIGN.md §4).
+// (docs/architecture.md, api/auth).
 func (p Principal) MayUse(agent string) bool { return p.ReachIn(agent).Any() }
 
 // Has reports whether p holds scope s.

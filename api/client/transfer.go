@@ -445,7 +445,7 @@ func randomID() string {
 }
 
 // maxIdempotencyKeyBytes is the longest Idempotency-Key the server accepts (1..255
-// printable ASCII, DESIGN.md §5).
+// printable ASCII, docs/workbench.md).
 const maxIdempotencyKeyBytes = 255
 
 // printableASCII reports whether s is only printable ASCII (0x20..0x7e).
