@@ -70,3 +70,34 @@ func TestHealthVerifiesTheNodesCertificateWithTheCAFile(t *testing.T) {
 		t.Errorf("health with --ca-file: %v, output %q", err, out)
 	}
 }
+
+// TestHealthWaitProbesUntilTheNodeIsReady: --wait keeps probing a node that is not ready
+// yet and succeeds once it is; a node that stays unready fails the command when --wait
+// has passed, with the last probe's error.
+func TestHealthWaitProbesUntilTheNodeIsReady(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
+	var probes atomic.Int32
+	const readyAfter = 3
+	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: func() bool {
+		return probes.Add(1) > readyAfter && n.Shard.Ready()
+	}}))
+	t.Cleanup(srv.Close)
+
+	out, _, err := execCairn(t, "health", "--ready", "--wait", "30s", "--server", srv.URL)
+	if err != nil || out != srv.URL+"/readyz: ready\n" {
+		t.Fatalf("health --ready --wait: %v, output %q", err, out)
+	}
+	if got := probes.Load(); got != readyAfter+1 {
+		t.Errorf("the node was probed %d times, want %d (until its first ready answer)", got, readyAfter+1)
+	}
+
+	never := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: func() bool { return false }}))
+	t.Cleanup(never.Close)
+	_, _, err = execCairn(t, "health", "--ready", "--wait", "600ms", "--server", never.URL)
+	if code, _ := describeError(err); err == nil || code != "Unavailable" {
+		t.Errorf("health --wait of a node that never gets ready: %v (code %s), want Unavailable", err, code)
+	}
+	if _, _, err := execCairn(t, "health", "--wait", "-1s", "--server", srv.URL); err == nil {
+		t.Error("a negative --wait was accepted")
+	}
+}
