@@ -104,16 +104,3 @@ func (v *View) BackupHolds() []BackupHoldRecord {
 // BackupHeld reports whether a backup hold keeps a zero-count blob that reached zero at
 // command time zeroSinceMs (BlobRef.ZeroSinceMs): GCIntent refuses it.
 func (v *View) BackupHeld(zeroSinceMs int64) bool { return v.st.backupHeld(zeroSinceMs) }
-
-func decodeBackupCommand(op Op, raw []byte) (Body, error) {
-	switch op {
-	case OpBackupHold:
-		var c BackupHold
-		err := decMode.Unmarshal(raw, &c)
-		return c, err
-	default:
-		var c BackupRelease
-		err := decMode.Unmarshal(raw, &c)
-		return c, err
-	}
-}

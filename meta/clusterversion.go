@@ -31,12 +31,8 @@ const ClusterVersion = 2
 // must run a binary of at least that ClusterVersion before the command is proposed. An op
 // this binary does not know needs a version above ClusterVersion.
 func OpVersion(op Op) int {
-	switch {
-	case op >= OpCreateRoot && op <= OpAssignRoot:
-		return 1
-	case op == OpSetQuota, op == OpDeleteWorkspace, op == OpPurgeRoot, op == OpBackupHold, op == OpBackupRelease,
-		op == OpSetRetention, op == OpProposalCreate, op == OpProposalDecide:
-		return 2
+	if d := opTable[op]; d != nil {
+		return d.version
 	}
 	return ClusterVersion + 1
 }

@@ -185,7 +185,7 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		}
 		return Result{Err: e, Version: index}
 	}
-	agent := bodyAgent(body)
+	agent := ScopeOf(body).Agent
 	if err := a.checkOwner(agent, body); err != nil {
 		return Result{Err: err, Version: index}
 	}
@@ -202,57 +202,9 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		}
 	}
 	var res Result
-	switch b := body.(type) {
-	case CreateRoot:
-		res = a.createRoot(b.Agent)
-	case CreateWorkspace:
-		res = a.createWorkspace(b)
-	case Put:
-		res = a.put(b)
-	case Append:
-		res = a.append(b)
-	case Delete:
-		res = a.delete(b)
-	case Tick:
-	case SnapshotMint:
-		res = a.snapshotMint(b)
-	case SnapshotRenew:
-		res = a.snapshotRenew(b)
-	case SnapshotRetire:
-		res = a.snapshotRetire(b)
-	case Commit:
-		res = a.commit(b)
-	case RestoreBegin:
-		res = a.restoreBegin(b)
-	case RestoreCopy:
-		res = a.restoreCopy(b)
-	case RestoreFinish:
-		res = a.restoreFinish(b)
-	case Compact:
-		res = a.compact(b)
-	case GCIntent:
-		res = a.gcIntent(b)
-	case GCDeleted:
-		res = a.gcDeleted(b)
-	case AssignRoot:
-		res = a.assignRoot(b)
-	case BackupHold:
-		res = a.backupHold(b)
-	case BackupRelease:
-		res = a.backupRelease(b)
-	case SetQuota:
-		res = a.setQuota(b)
-	case DeleteWorkspace:
-		res = a.deleteWorkspace(b)
-	case PurgeRoot:
-		res = a.purgeRoot(b)
-	case SetRetention:
-		res = a.setRetention(b)
-	case ProposalCreate:
-		res = a.proposalCreate(b)
-	case ProposalDecide:
-		res = a.proposalDecide(b)
-	default:
+	if d := opTable[body.Op()]; d != nil {
+		res = d.apply(a, body)
+	} else {
 		res = Result{Err: invalidArg("command", "unsupported body %T", body)}
 	}
 	res.Version = index
@@ -262,85 +214,6 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		a.remember(agent, dkey, h.RequestHash, res)
 	}
 	return res
-}
-
-// AgentOf returns the agent root a command body acts on ("" for a Tick).
-func AgentOf(b Body) string { return bodyAgent(b) }
-
-// FilesWorkspace returns the workbench whose files or existence command b changes: the
-// writes (put, append, delete, commit), proposals and decisions, a restore's destination
-// and a workbench delete; "" for every other command (snapshots, compaction, GC,
-// placement, quotas, retention, a root purge, creating a workbench), which writes no file.
-func FilesWorkspace(b Body) string {
-	switch b := b.(type) {
-	case Put:
-		return b.Workspace
-	case Append:
-		return b.Workspace
-	case Delete:
-		return b.Workspace
-	case Commit:
-		return b.Workspace
-	case RestoreBegin:
-		return b.Destination
-	case DeleteWorkspace:
-		return b.Name
-	case ProposalCreate:
-		return b.Workspace
-	case ProposalDecide:
-		return b.Workspace
-	}
-	return ""
-}
-
-func bodyAgent(b Body) string {
-	switch b := b.(type) {
-	case CreateRoot:
-		return b.Agent
-	case CreateWorkspace:
-		return b.Agent
-	case Put:
-		return b.Agent
-	case Append:
-		return b.Agent
-	case Delete:
-		return b.Agent
-	case SnapshotMint:
-		return b.Agent
-	case SnapshotRenew:
-		return b.Agent
-	case SnapshotRetire:
-		return b.Agent
-	case Commit:
-		return b.Agent
-	case RestoreBegin:
-		return b.Agent
-	case RestoreCopy:
-		return b.Agent
-	case RestoreFinish:
-		return b.Agent
-	case Compact:
-		return b.Agent
-	case GCIntent:
-		return b.Agent
-	case GCDeleted:
-		return b.Agent
-	case AssignRoot:
-		return b.Agent
-	case SetQuota:
-		return b.Agent
-	case DeleteWorkspace:
-		return b.Agent
-	case PurgeRoot:
-		return b.Agent
-	case SetRetention:
-		return b.Agent
-	case ProposalCreate:
-		return b.Agent
-	case ProposalDecide:
-		return b.Agent
-	}
-	return ""
 }
 
 // remember stores the answer to a request id, evicting the root's oldest record past the

@@ -93,7 +93,7 @@ func (m *model) apply(index uint64, h Header, body Body) Result {
 			}
 		}
 	}()
-	agent := bodyAgent(body)
+	agent := AgentOf(body)
 	dk := ""
 	if h.RequestID != "" && agent != "" {
 		dk = agent + "\x00" + h.Principal + "\x00" + h.RequestID

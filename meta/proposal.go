@@ -253,17 +253,6 @@ type ProposalDecide struct {
 func (ProposalCreate) Op() Op { return OpProposalCreate }
 func (ProposalDecide) Op() Op { return OpProposalDecide }
 
-func decodeProposalCommand(op Op, raw []byte) (Body, error) {
-	if op == OpProposalCreate {
-		var c ProposalCreate
-		err := decMode.Unmarshal(raw, &c)
-		return c, err
-	}
-	var c ProposalDecide
-	err := decMode.Unmarshal(raw, &c)
-	return c, err
-}
-
 // ProposalID derives a proposal's id from (agent root, workbench, path, request id): 32
 // lower-case hex digits.
 func ProposalID(agent, workspace, path, requestID string) string {

@@ -173,37 +173,6 @@ func mayDo(ctx context.Context, agent string, scope auth.Scope, verb string) *Er
 	return e
 }
 
-// bodyWorkspace names the workbench a command changes ("" for a root-wide one).
-func bodyWorkspace(b meta.Body) string {
-	switch b := b.(type) {
-	case meta.CreateWorkspace:
-		return b.Name
-	case meta.Put:
-		return b.Workspace
-	case meta.Append:
-		return b.Workspace
-	case meta.Delete:
-		return b.Workspace
-	case meta.SnapshotMint:
-		return b.Workspace
-	case meta.SnapshotRenew:
-		return b.Workspace
-	case meta.SnapshotRetire:
-		return b.Workspace
-	case meta.Commit:
-		return b.Workspace
-	case meta.RestoreBegin:
-		return b.Source
-	case meta.DeleteWorkspace:
-		return b.Name
-	case meta.ProposalCreate:
-		return b.Workspace
-	case meta.ProposalDecide:
-		return b.Workspace
-	}
-	return ""
-}
-
 // reachesCommand reports whether the caller reaches every workbench command b of agent's
 // root touches. A caller that reaches part of the root reaches no root-wide command but
 // the root's creation, and a restore's steps only while it reaches the operation's source
@@ -232,7 +201,7 @@ func (s *Service) reachesCommand(ctx context.Context, agent string, b meta.Body)
 		_, ok := view.Restore(agent, op)
 		return ok, nil
 	}
-	return a.has(bodyWorkspace(b)), nil
+	return a.has(meta.ScopeOf(b).Workbench), nil
 }
 
 // absentRoot decides a command for agent's root when the root is not in its shard or is
@@ -267,9 +236,9 @@ func (s *Service) absentRoot(ctx context.Context, agent string, h meta.Header, b
 		return res, true, nil
 	}
 	if !reached && s.reach(ctx, agent).any() {
-		return meta.Result{}, true, absentAnswer(agent, bodyWorkspace(b)) // a workbench it does not reach
+		return meta.Result{}, true, absentAnswer(agent, meta.ScopeOf(b).Workbench) // a workbench it does not reach
 	}
-	if werr := s.mayCreate(ctx, agent, bodyWorkspace(b)); werr != nil {
+	if werr := s.mayCreate(ctx, agent, meta.ScopeOf(b).Workbench); werr != nil {
 		return meta.Result{}, true, werr // hidden: the NotFound of a command that would create
 	}
 	return meta.Result{}, false, nil
