@@ -141,66 +141,13 @@ func (s *Snapshot) writeFormat(w io.Writer, format uint16) (int64, error) {
 		err = enc.Encode(r)
 		return err == nil
 	}
-	st.roots.Scan(func(k string, v *Root) bool { return emit(snapRecord{T: recRoot, K: []byte(k), Root: v}) })
-	st.workspaces.Scan(func(k string, v *Workspace) bool {
-		return err == nil && emit(snapRecord{T: recWorkspace, K: []byte(k), Workspace: v})
-	})
-	st.paths.Scan(func(k string, v *pathRecord) bool {
-		return err == nil && emit(snapRecord{T: recPath, K: []byte(k), Path: v})
-	})
-	st.dirs.Scan(func(k string, v dirRecord) bool {
-		return err == nil && emit(snapRecord{T: recDir, K: []byte(k), Dir: &v})
-	})
-	st.blobs.Scan(func(k string, v blobRef) bool {
-		return err == nil && emit(snapRecord{T: recBlob, K: []byte(k), Blob: &v})
-	})
-	st.dedupe.Scan(func(k string, v *dedupeRecord) bool {
-		return err == nil && emit(snapRecord{T: recDedupe, K: []byte(k), Dedupe: v})
-	})
-	st.dedupeOrder.Scan(func(k, v string) bool {
-		return err == nil && emit(snapRecord{T: recDedupeOrder, K: []byte(k), S: []byte(v)})
-	})
-	st.dedupeCount.Scan(func(k string, v int64) bool {
-		return err == nil && emit(snapRecord{T: recDedupeCount, K: []byte(k), N: v})
-	})
-	st.retention.Scan(func(k, v string) bool {
-		return err == nil && emit(snapRecord{T: recRetention, K: []byte(k), S: []byte(v)})
-	})
-	st.snapshots.Scan(func(k string, v *WorkbenchSnapshot) bool {
-		return err == nil && emit(snapRecord{T: recSnapshot, K: []byte(k), Snap: v})
-	})
-	st.snapNames.Scan(func(k string, v uint64) bool {
-		return err == nil && emit(snapRecord{T: recSnapName, K: []byte(k), N: int64(v)})
-	})
-	st.holds.Scan(func(k string, v int64) bool {
-		return err == nil && emit(snapRecord{T: recHold, K: []byte(k), N: v})
-	})
-	st.commits.Scan(func(k string, v *CommitRecord) bool {
-		return err == nil && emit(snapRecord{T: recCommit, K: []byte(k), Commit: v})
-	})
-	st.restores.Scan(func(k string, v *RestoreOp) bool {
-		return err == nil && emit(snapRecord{T: recRestore, K: []byte(k), Restore: v})
-	})
-	st.backups.Scan(func(k string, v BackupHoldRecord) bool {
-		return err == nil && emit(snapRecord{T: recBackupHold, K: []byte(k), Backup: &v})
-	})
-	st.usage.Scan(func(k string, v Usage) bool {
-		return err == nil && format >= 2 && emit(snapRecord{T: recUsage, K: []byte(k), Usage: &v})
-	})
-	st.quotas.Scan(func(k string, v Quota) bool {
-		return err == nil && emit(snapRecord{T: recQuota, K: []byte(k), Quota: &v})
-	})
-	st.retentions.Scan(func(k string, v Retention) bool {
-		return err == nil && emit(snapRecord{T: recRetentionPolicy, K: []byte(k), Retention: &v})
-	})
-	st.props.byID.Scan(func(k string, v *Proposal) bool {
-		return err == nil && format >= 3 && emit(snapRecord{T: recProposal, K: []byte(k), Proposal: v})
-	})
-	if err == nil && format >= 3 {
-		st.feed.writeFeed(emit)
-	}
-	if err != nil {
-		return cw.n, err
+	for _, t := range snapTables {
+		if format < t.since {
+			continue
+		}
+		if t.write(st, emit); err != nil {
+			return cw.n, err
+		}
 	}
 	if err := enc.Encode(snapRecord{T: recEnd}); err != nil {
 		return cw.n, err
@@ -245,9 +192,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 			}
 			return nil, fmt.Errorf("snapshot record %d: %w", n, err)
 		}
-		missing := false
-		switch rec.T {
-		case recEnd:
+		if rec.T == recEnd {
 			st.rebuildHistory()
 			st.props.rebuild()
 			if h.Format < 2 {
@@ -255,79 +200,13 @@ func readSnapshot(r io.Reader) (*state, error) {
 				st.usage = st.recomputeUsage()
 			}
 			return st, nil
-		case recRoot:
-			missing = rec.Root == nil
-			st.roots.Set(string(rec.K), rec.Root)
-		case recWorkspace:
-			missing = rec.Workspace == nil
-			st.workspaces.Set(string(rec.K), rec.Workspace)
-		case recPath:
-			missing = rec.Path == nil
-			st.paths.Set(string(rec.K), rec.Path)
-		case recDir:
-			missing = rec.Dir == nil
-			if !missing {
-				st.dirs.Set(string(rec.K), *rec.Dir)
-			}
-		case recBlob:
-			missing = rec.Blob == nil
-			if !missing {
-				st.blobs.Set(string(rec.K), *rec.Blob)
-			}
-		case recDedupe:
-			missing = rec.Dedupe == nil
-			st.dedupe.Set(string(rec.K), rec.Dedupe)
-		case recDedupeOrder:
-			st.dedupeOrder.Set(string(rec.K), string(rec.S))
-		case recDedupeCount:
-			st.dedupeCount.Set(string(rec.K), rec.N)
-		case recRetention:
-			missing = len(rec.S) == 0
-			st.retention.Set(string(rec.K), string(rec.S))
-		case recSnapshot:
-			missing = rec.Snap == nil
-			st.snapshots.Set(string(rec.K), rec.Snap)
-		case recSnapName:
-			st.snapNames.Set(string(rec.K), uint64(rec.N))
-		case recHold:
-			missing = rec.N <= 0
-			st.holds.Set(string(rec.K), rec.N)
-		case recCommit:
-			missing = rec.Commit == nil
-			st.commits.Set(string(rec.K), rec.Commit)
-		case recRestore:
-			missing = rec.Restore == nil
-			st.restores.Set(string(rec.K), rec.Restore)
-		case recBackupHold:
-			missing = rec.Backup == nil
-			if !missing {
-				st.backups.Set(string(rec.K), *rec.Backup)
-			}
-		case recUsage:
-			missing = rec.Usage == nil || !quotaKeyOK(rec.K)
-			if !missing {
-				st.usage.Set(string(rec.K), *rec.Usage)
-			}
-		case recQuota:
-			missing = rec.Quota == nil || !quotaKeyOK(rec.K)
-			if !missing {
-				st.quotas.Set(string(rec.K), *rec.Quota)
-			}
-		case recRetentionPolicy:
-			missing = rec.Retention == nil || !quotaKeyOK(rec.K) || rec.Retention.Validate() != nil
-			if !missing {
-				st.retentions.Set(string(rec.K), *rec.Retention)
-			}
-		case recProposal:
-			missing = rec.Proposal == nil
-			st.props.byID.Set(string(rec.K), rec.Proposal)
-		case recFeed:
-			missing = !st.feed.readFeed(rec.K, rec.Feed)
-		default:
+		}
+		t := snapTableByTag[rec.T]
+		if t == nil {
 			return nil, fmt.Errorf("snapshot record %d: unknown tag %d", n, rec.T)
 		}
-		if missing {
-			return nil, fmt.Errorf("snapshot record %d (tag %d): value missing", n, rec.T)
+		if !t.read(st, rec) {
+			return nil, fmt.Errorf("snapshot record %d (tag %d, %s): value missing", n, rec.T, t.name)
 		}
 	}
 }

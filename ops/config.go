@@ -18,19 +18,23 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard/control"
+	"github.com/cairnstore/cairn/shard/worker"
 )
 
-// Defaults of every Config field; DefaultConfig returns them.
+// Defaults of every Config field; DefaultConfig returns them. A default of a setting a
+// package owns is that package's constant, declared there once (issue 26).
 const (
 	DefaultDataDir               = "./cairn-data"
 	DefaultListen                = "127.0.0.1:7070"
 	DefaultInlineMaxBytes        = 4096
 	DefaultSnapshotGrace         = time.Hour
-	DefaultGCGrace               = time.Hour
-	DefaultGCInterval            = 10 * time.Minute
-	DefaultGCMaxBatch            = 1000
-	DefaultRestoreBatch          = 1024
+	DefaultGCGrace               = worker.DefaultGCGrace
+	DefaultGCInterval            = worker.DefaultGCInterval
+	DefaultGCMaxBatch            = worker.DefaultGCMaxBatch
+	DefaultRestoreBatch          = workbench.DefaultRestoreBatch
 	MaxRestoreBatch              = 4096
 	DefaultMCPMaxPayloadBytes    = 16 << 20
 	DefaultRetentionWindow       = 24 * time.Hour
@@ -47,9 +51,9 @@ const (
 	DefaultS3Region              = "us-east-1"
 	DefaultS3CreateBucket        = true
 	DefaultShards                = 8
-	DefaultReplication           = 3
-	DefaultQueryBudgetBytes      = 512 << 20
-	DefaultQueryQueueTimeout     = 5 * time.Second
+	DefaultReplication           = control.DefaultReplication
+	DefaultQueryBudgetBytes      = workbench.DefaultQueryBudgetBytes
+	DefaultQueryQueueTimeout     = workbench.DefaultQueryQueueTimeout
 	DefaultMaxSnapshots          = 256
 )
 

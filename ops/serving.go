@@ -6,15 +6,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairnstore/cairn/api/rest"
 )
 
 // Defaults of the serving limits (Config).
 const (
 	DefaultReadHeaderTimeout       = 10 * time.Second
 	DefaultIdleTimeout             = 2 * time.Minute
-	DefaultWriteTimeout            = time.Minute
-	DefaultBodyMinBytesPerSecond   = 64 << 10
-	DefaultBodyRateWindow          = 30 * time.Second
+	DefaultWriteTimeout            = rest.DefaultWriteTimeout
+	DefaultBodyMinBytesPerSecond   = rest.DefaultBodyMinBytesPerSecond
+	DefaultBodyRateWindow          = rest.DefaultBodyRateWindow
 	DefaultMaxConnections          = 4096
 	DefaultMaxConnectionsPerClient = 1024
 	DefaultBlobTimeout             = 30 * time.Second

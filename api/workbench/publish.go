@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard/worker"
 )
 
 // The write path's half of garbage collection (DESIGN.md §8): a publish fenced against the
@@ -21,10 +22,9 @@ import (
 // deletion of a blob it references without a record: the writer then waits for the
 // collector, uploads what is gone again and retries (proposeBlobs).
 
-// DefaultGCGrace is Config.GCGrace's default, the collector's (shard/worker's
-// DefaultGCGrace): how long a blob stays unreferenced, or an orphan stored, before it is
-// collected.
-const DefaultGCGrace = time.Hour
+// DefaultGCGrace is Config.GCGrace's default: the collector's (shard/worker), declared
+// there once, since an upload must end before the collector may take its blobs.
+const DefaultGCGrace = worker.DefaultGCGrace
 
 // gcState is the Service's write-path collection state.
 type gcState struct {
