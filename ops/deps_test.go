@@ -11,7 +11,8 @@ import (
 
 // TestOnlyTheAssemblyImportsOps: ops takes its defaults from the packages that own them
 // (docs/architecture.md, "Packages"), so a package below the assembly importing ops would
-// be a cycle in the making; only api/server, cmd/cairn, the integration framework that assembles nodes in tests, and ops's own subpackages may.
+// be a cycle in the making; only api/server, cmd/cairn, the integration framework that
+// assembles nodes in tests, and ops's own subpackages may.
 func TestOnlyTheAssemblyImportsOps(t *testing.T) {
 	const mod = "github.com/cairnstore/cairn/"
 	allowed := []string{mod + "api/server", mod + "cmd/cairn", mod + "integration/framework"}
