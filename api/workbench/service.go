@@ -484,6 +484,41 @@ func (s *Service) fileResult(agent, id, path string, res meta.Result) FileResult
 
 // Write streams a body into the object store (segments above the inline threshold) and
 // publishes it at the path under the request's condition.
+//
+// The write path, stop by stop (docs/architecture.md#the-write-path tells it as a design;
+// this is where each step lives). A REST PUT enters at api/rest/file.go (the handler
+// decodes the precondition headers and hands the body over unread); MCP's
+// workbench_put_file and the CLI arrive here too.
+//
+//  1. Checks before any byte is read: validateTarget and checkWritable (the path and
+//     section rules), normalizeContentType, meta.ValidateFields, and mayCreate
+//     (access.go: a root or workbench the caller may not reach answers as missing).
+//  2. admitUpload (limits.go): the principal's upload cap; then ingestBody (redact.go, for
+//     tenants with secret redaction) and ingest (below): the body is read once, hashed
+//     while it is cut into segments (content-defined chunking past 8 MiB), each segment
+//     above the inline limit compressed when that pays and uploaded put-if-absent under
+//     its content address, holding one of the node's ingest slots only while bytes flow
+//     (ingest_gate.go). Nothing in the metadata has changed yet.
+//  3. proposeBlobs (publish.go): the meta.Put command, fenced against the garbage
+//     collector (meta.Header.UploadFence); a publish the FSM refuses with BlobDeleting
+//     uploads what the collector took and is proposed again.
+//  4. propose and proposeRaw (this file): the write scope and reserved workbenches,
+//     absentRoot (access.go: a missing root is created, a hidden one answers as missing),
+//     then Cores.For(agent).Propose with the producer stamped in the header.
+//  5. shard/host core.go (rootCore.Propose, Host.propose): the root's placement on its
+//     shard, the cluster-version gate (versions.go), then the shard's leader: the local
+//     replica, or the leader over the peer port (peer.go), a forwarded call ending when
+//     the leader changes (forwardContext) and an idempotent one retried after an unknown
+//     outcome.
+//  6. shard/propose.go (Shard.Propose): the leader's clock stamped, the command encoded
+//     (meta.EncodeCommand), the disk-space guard, raft Apply, waiting at most the
+//     caller's deadline (ErrTimeout: outcome unknown).
+//  7. shard/fsm.go (raftFSM.Apply) on every replica: meta.FSM.Apply decodes the command
+//     through the op table (meta/ops.go) and applies applier.put (meta/fsm.go): the
+//     condition, the generation, the version chain, reference counts, indexes, the
+//     dedupe record and the change feed, deterministically.
+//  8. Back here: fileResult shapes the answer; the surface writes it (REST: ETag is the
+//     generation).
 func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return FileResult{}, err
