@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/cairnstore/cairn/internal/durable"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard/mux"
 	"github.com/cairnstore/cairn/shard/outcome"
@@ -216,10 +217,7 @@ func bindServerID(dir, id string) error {
 	p := filepath.Join(dir, "server-id")
 	b, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := os.WriteFile(p+".tmp", []byte(id+"\n"), 0o644); err != nil {
-			return fmt.Errorf("shard: %w", err)
-		}
-		if err := os.Rename(p+".tmp", p); err != nil {
+		if err := durable.WriteFile(p, []byte(id+"\n"), 0o644); err != nil {
 			return fmt.Errorf("shard: %w", err)
 		}
 		return nil

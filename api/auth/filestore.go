@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/durable"
 )
 
 // KeysFile is the name of the embedded node's key file in its data directory.
@@ -138,32 +139,8 @@ func (s *FileStore) write() error {
 	if err != nil {
 		return err
 	}
-	tmp := s.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
+	if err := durable.WriteFile(s.path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("key file %s: %w", s.path, err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, s.path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("key file %s: %w", s.path, err)
-	}
-	d, err := os.Open(filepath.Dir(s.path))
-	if err != nil {
-		return fmt.Errorf("key file %s: %w", s.path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("key file %s: sync directory: %w", s.path, err)
 	}
 	return nil
 }

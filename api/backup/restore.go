@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairnstore/cairn/internal/durable"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/control"
 )
@@ -181,10 +182,4 @@ func restoreFile(ctx context.Context, t Target, name, dst string) error {
 	return err
 }
 
-func writeFile(p string, b []byte) error {
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
-}
+func writeFile(p string, b []byte) error { return durable.WriteFile(p, b, 0o600) }

@@ -28,6 +28,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnstore/cairn/internal/durable"
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard/control"
 	"github.com/cairnstore/cairn/shard/host"
@@ -154,10 +155,7 @@ func bindClusterNodeID(dataDir, id string, explicit bool) error {
 	p := filepath.Join(dataDir, clusterNodeIDFile)
 	b, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := os.WriteFile(p+".tmp", []byte(id+"\n"), 0o644); err != nil {
-			return err
-		}
-		return os.Rename(p+".tmp", p)
+		return durable.WriteFile(p, []byte(id+"\n"), 0o644)
 	}
 	if err != nil {
 		return err

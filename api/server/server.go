@@ -29,6 +29,7 @@ import (
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/cache"
+	"github.com/cairnstore/cairn/internal/durable"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard"
@@ -302,7 +303,7 @@ func (c hostCores) For(_ context.Context, agent string) (workbench.Core, error) 
 }
 
 // readOrCreate returns the contents of path, creating it (atomically, mode 0600) from
-// make when it does not exist.
+// make when it does not exist (durably: a power loss never leaves it empty).
 func readOrCreate(path string, make func() ([]byte, error)) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
@@ -314,11 +315,7 @@ func readOrCreate(path string, make func() ([]byte, error)) ([]byte, error) {
 	if b, err = make(); err != nil {
 		return nil, err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := durable.WriteFile(path, b, 0o600); err != nil {
 		return nil, err
 	}
 	return b, nil
