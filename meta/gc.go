@@ -5,7 +5,7 @@ import "strings"
 // Garbage collection of blobs (DESIGN.md §8), the FSM's half.
 //
 // A blob of a root is known to the FSM by its reference record (blobRef, keyed
-// blobKey(root uid, digest)). The sweeper (api/workbench) deletes objects only through
+// blobKey(root uid, digest)). The sweeper (shard/worker) deletes objects only through
 // this protocol:
 //
 //  1. GCIntent marks a batch of digests of one root "under delete intent". The FSM
