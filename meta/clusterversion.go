@@ -24,7 +24,10 @@ const CodeUpgradeInProgress Code = "UpgradeInProgress"
 //     the ops added since in the same release (listed in OpVersion).
 //
 // Every new op must be listed in OpVersion (a test fails otherwise); a release that adds
-// ops raises ClusterVersion for them.
+// ops raises ClusterVersion for them. A field added to the command of an older op is
+// gated the same way (CommandVersion): a replica of the older release decodes the command
+// without it and applies something else, silently. Version 2 has such a field:
+// SnapshotMint.Pool (the snapshots of OpenWOP runs count against their own cap).
 const ClusterVersion = 2
 
 // OpVersion returns the cluster version a command of op needs: every replica of the shard
@@ -35,4 +38,31 @@ func OpVersion(op Op) int {
 		return d.version
 	}
 	return ClusterVersion + 1
+}
+
+// CommandVersion returns the cluster version command b needs: its op's (OpVersion), or a
+// newer one when b sets a field that a release of the op's version does not decode (it
+// ignores the field and applies the command without it, so its state would diverge from
+// the replicas that apply the field). The gate (shard/host) checks this, not OpVersion.
+func CommandVersion(b Body) int {
+	v := OpVersion(b.Op())
+	if f, ok := b.(fieldVersioned); ok {
+		v = max(v, f.fieldVersion())
+	}
+	return v
+}
+
+// fieldVersioned is a command whose fields need a newer cluster version than its op.
+type fieldVersioned interface {
+	fieldVersion() int
+}
+
+// fieldVersion: a snapshot of a pool other than the workbench's needs version 2; the
+// first release (41411e4) has no pools and would count it against the workbench's cap and
+// record it as the workbench's.
+func (c SnapshotMint) fieldVersion() int {
+	if c.Pool != SnapshotPoolWorkbench {
+		return 2
+	}
+	return 1
 }

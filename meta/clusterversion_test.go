@@ -28,3 +28,24 @@ func TestOpVersionCoversEveryOpThisBinaryDecodes(t *testing.T) {
 		}
 	}
 }
+
+// A field added to an op of the first release is gated like a new op: a run's snapshot
+// (SnapshotMint.Pool, SnapshotPoolRuns) needs version 2, since the first release decodes
+// it without the pool; a workbench snapshot still needs 1. Every other command needs its
+// op's version.
+func TestCommandVersionGatesFieldsTheFirstReleaseIgnores(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    Body
+		want int
+	}{
+		{"a workbench snapshot", SnapshotMint{Agent: "a", Workspace: "w", TTLDays: 1}, 1},
+		{"a run snapshot", SnapshotMint{Agent: "a", Workspace: "w", TTLDays: 1, Pool: SnapshotPoolRuns}, 2},
+		{"a put", Put{Agent: "a", Workspace: "w", Path: "input/x"}, 1},
+		{"a workbench delete", DeleteWorkspace{Agent: "a", Name: "w"}, 2},
+	} {
+		if got := CommandVersion(tc.b); got != tc.want {
+			t.Errorf("%s needs cluster version %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

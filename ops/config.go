@@ -187,11 +187,11 @@ type Config struct {
 	CacheDir string
 	// QueryBudgetBytes is the node's memory budget, in bytes: what the requests whose
 	// answer or working set grows with their input (search, aggregate, catalog, grep, file
-	// diffs, proposal and judgment listings, OpenWOP proposal pages, MCP messages above 1
-	// MiB) running at once on this node may hold together, by estimates computed before
-	// each builds its answer (api/workbench admission.go); a request larger than all of it
-	// is refused with ResourceExhausted. At least 16 MiB. YAML query_budget_bytes. Default
-	// 512 MiB.
+	// diffs, file listings, histories, state-diff pages, proposal and judgment listings,
+	// OpenWOP proposal pages and file listings, MCP messages above 1 MiB, backups) running
+	// at once on this node may hold together, by estimates computed before each builds its
+	// answer (api/workbench admission.go); a request larger than all of it is refused with
+	// ResourceExhausted. At least 16 MiB. YAML query_budget_bytes. Default 512 MiB.
 	QueryBudgetBytes int64
 	// QueryQueueTimeout is how long a query waits for its share of QueryBudgetBytes
 	// before it is answered ResourceExhausted (retryable; REST 429). Must be positive.
@@ -213,7 +213,7 @@ type Config struct {
 	// (EffectivePrincipalMaxUploads). YAML principal_max_uploads.
 	PrincipalMaxUploads int
 	// PrincipalMaxAdmissions is how many requests under the memory budget (queries,
-	// greps, diffs, proposal listings, large MCP messages) one principal may have in
+	// greps, diffs, listings, histories, large MCP messages, backups) one principal may have in
 	// flight on this node; one more is answered ResourceExhausted (retryable) at once, so
 	// one key cannot hold the whole QueryBudgetBytes. At least -1; 0: no limit; -1 (the
 	// default, AutoPrincipalLimit): no limit when the client listener binds loopback,
@@ -915,7 +915,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.CacheDir }),
 	durationSetting("MaxUploadDuration", "max_upload_duration", "longest one body may take to upload; must be less than --gc-grace (0 = half of it)",
 		func(c *Config) *time.Duration { return &c.MaxUploadDuration }),
-	int64Setting("QueryBudgetBytes", "query_budget_bytes", "memory the requests whose answer grows with their input (queries, grep, diffs, proposal listings, large MCP messages) running at once may hold, bytes (at least 16 MiB)",
+	int64Setting("QueryBudgetBytes", "query_budget_bytes", "memory the requests whose answer grows with their input (queries, grep, diffs, file, history and proposal listings, large MCP messages, backups) running at once may hold, bytes (at least 16 MiB)",
 		func(c *Config) *int64 { return &c.QueryBudgetBytes }),
 	durationSetting("QueryQueueTimeout", "query_queue_timeout", "how long a query waits for its share of the query budget before ResourceExhausted",
 		func(c *Config) *time.Duration { return &c.QueryQueueTimeout }),

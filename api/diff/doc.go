@@ -14,7 +14,8 @@
 //     Myers bisection with a deadline) plus linear passes, and renders at most
 //     Options.MaxBytes of output and Options.MaxHunks hunks, ending a cut output with
 //     TruncationMarker and Result.Truncated set. Tree holds one page (TreeOptions.Limit
-//     rows) and examines at most TreeOptions.MaxScan members per call.
+//     rows, whose paths reach at most TreeOptions.MaxPathBytes plus one path) and
+//     examines at most TreeOptions.MaxScan members per call.
 //   - Correct before minimal: applying a Result's hunks (when not truncated) to the old
 //     side yields the new side byte for byte, whatever the search found.
 //   - Text is shown as text, never raw: invalid UTF-8, control characters (tab aside) and

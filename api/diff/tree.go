@@ -57,6 +57,11 @@ type TreeOptions struct {
 	Limit int
 	// MaxScan is the most members examined, both sides together (≥ 2).
 	MaxScan int
+	// MaxPathBytes, when positive, bounds the page's rows by the bytes of their paths: no
+	// row is added once the paths of the rows so far reach it (so they stay below
+	// MaxPathBytes plus one path), and the page ends with More as at Limit. A caller sizes
+	// the page's memory from Limit and MaxPathBytes before it runs.
+	MaxPathBytes int64
 	// Compare is the order both member sequences are sorted in (strings.Compare when
 	// nil); the caller's sequences must be strictly increasing in it.
 	Compare func(a, b string) int
@@ -69,6 +74,8 @@ func (o TreeOptions) Validate() error {
 		return &OptionError{"limit", "must be between 1 and 1000"}
 	case o.MaxScan < 2:
 		return &OptionError{"max_scan", "must be at least 2"}
+	case o.MaxPathBytes < 0:
+		return &OptionError{"max_path_bytes", "must not be negative"}
 	}
 	return nil
 }
@@ -85,8 +92,9 @@ type TreePage struct {
 
 // Tree merge-walks two path-sorted member sequences (typically each starting after the
 // previous page's Last) and returns the paths added, removed or changed (digest differs)
-// from old to new, in order. It holds one page: at most o.Limit rows, and it stops after
-// o.MaxScan members. The error is an *OptionError.
+// from old to new, in order. It holds one page: at most o.Limit rows whose paths reach at
+// most o.MaxPathBytes (plus one path), and it stops after o.MaxScan members. The error
+// is an *OptionError.
 func Tree(old, new iter.Seq[Member], o TreeOptions) (TreePage, error) {
 	if err := o.Validate(); err != nil {
 		return TreePage{}, err
@@ -103,11 +111,13 @@ func Tree(old, new iter.Seq[Member], o TreeOptions) (TreePage, error) {
 	b, okB := nextNew()
 	page := TreePage{Rows: []Row{}}
 	scanned := 0
+	var pathBytes int64
 	for okA || okB {
-		if len(page.Rows) == o.Limit || scanned >= o.MaxScan {
+		if len(page.Rows) == o.Limit || scanned >= o.MaxScan || o.MaxPathBytes > 0 && pathBytes >= o.MaxPathBytes {
 			page.More = true
 			break
 		}
+		rows := len(page.Rows)
 		c := 0
 		switch {
 		case !okB:
@@ -136,6 +146,9 @@ func Tree(old, new iter.Seq[Member], o TreeOptions) (TreePage, error) {
 			a, okA = nextOld()
 			b, okB = nextNew()
 			scanned += 2
+		}
+		if len(page.Rows) > rows {
+			pathBytes += int64(len(page.Rows[rows].Path))
 		}
 	}
 	return page, nil

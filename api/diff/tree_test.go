@@ -83,8 +83,9 @@ func TestTreePaging(t *testing.T) {
 		})
 		return seq(ms[i:]...)
 	}
-	for _, o := range []TreeOptions{{Limit: 1, MaxScan: 1000}, {Limit: 7, MaxScan: 1000}, {Limit: 1000, MaxScan: 2}, {Limit: 3, MaxScan: 5}} {
-		t.Run(fmt.Sprintf("limit %d scan %d", o.Limit, o.MaxScan), func(t *testing.T) {
+	for _, o := range []TreeOptions{{Limit: 1, MaxScan: 1000}, {Limit: 7, MaxScan: 1000}, {Limit: 1000, MaxScan: 2}, {Limit: 3, MaxScan: 5},
+		{Limit: 1000, MaxScan: 1000, MaxPathBytes: 1}, {Limit: 1000, MaxScan: 1000, MaxPathBytes: 10}} {
+		t.Run(fmt.Sprintf("limit %d scan %d path bytes %d", o.Limit, o.MaxScan, o.MaxPathBytes), func(t *testing.T) {
 			var got []string
 			last := ""
 			for pages := 0; ; pages++ {
@@ -97,6 +98,12 @@ func TestTreePaging(t *testing.T) {
 				}
 				if len(page.Rows) > o.Limit {
 					t.Fatalf("%d rows, limit %d", len(page.Rows), o.Limit)
+				}
+				if o.MaxPathBytes > 0 {
+					// Every path is 4 bytes: at most MaxPathBytes plus one path.
+					if n := int64(4 * len(page.Rows)); n > o.MaxPathBytes+4 {
+						t.Fatalf("%d rows hold %d path bytes, bound %d plus one path", len(page.Rows), n, o.MaxPathBytes)
+					}
 				}
 				got = append(got, rowsText(page.Rows)...)
 				if !page.More {
@@ -112,7 +119,7 @@ func TestTreePaging(t *testing.T) {
 }
 
 func TestTreeOptions(t *testing.T) {
-	for _, o := range []TreeOptions{{Limit: 0, MaxScan: 10}, {Limit: 1001, MaxScan: 10}, {Limit: 1, MaxScan: 1}} {
+	for _, o := range []TreeOptions{{Limit: 0, MaxScan: 10}, {Limit: 1001, MaxScan: 10}, {Limit: 1, MaxScan: 1}, {Limit: 1, MaxScan: 2, MaxPathBytes: -1}} {
 		if _, err := Tree(seq(), seq(), o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
@@ -58,5 +60,43 @@ func TestLargeMessagesTakeTheNodesMemoryBudget(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusTooManyRequests || env["code"] != workbench.CodeResourceExhausted || env["retryable"] != true {
 		t.Errorf("with the budget taken: %d %v", resp.StatusCode, env)
+	}
+}
+
+// TestListingsHistoriesAndDiffsOverMCPTakeTheNodesMemoryBudget (issue 25 finding 11):
+// workbench_list, cairn_history and a state diff (cairn_diff without path) hold their
+// estimate of the node's memory budget, so while the budget stays taken each waits the
+// queue timeout and is answered ResourceExhausted, retryable.
+func TestListingsHistoriesAndDiffsOverMCPTakeTheNodesMemoryBudget(t *testing.T) {
+	const budget = 64 << 20
+	svc := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096, QueryBudgetBytes: budget, QueryQueueTimeout: 50 * time.Millisecond}).Service
+	ts := newHTTPServer(t, svc)
+	wb := connectHTTP(t, ts.URL+"/v1/agents/a/mcp")
+	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp/cairn")
+	file := args{"id": "w", "section": "outputs", "path": "a.txt"}
+	ok(t, wb, "workbench_put_file", with(file, "text", "one"))
+	ok(t, wb, "workbench_snapshot", args{"id": "w", "name": "before"})
+	ok(t, wb, "workbench_put_file", with(file, "text", "two", "replace", true))
+	calls := []struct {
+		cs   *sdk.ClientSession
+		tool string
+		args args
+	}{
+		{wb, "workbench_list", args{"id": "w", "section": "outputs"}},
+		{cs, "cairn_history", file},
+		{cs, "cairn_diff", args{"id": "w", "from": "snapshot:before"}},
+	}
+	for _, c := range calls {
+		ok(t, c.cs, c.tool, c.args)
+	}
+	release, err := svc.AdmitMemory(t.Context(), budget, "the test's hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for _, c := range calls {
+		if e := fails(t, c.cs, c.tool, c.args, workbench.CodeResourceExhausted); e["retryable"] != true {
+			t.Errorf("%s with the budget taken: %v", c.tool, e)
+		}
 	}
 }

@@ -24,6 +24,9 @@
 //   - A JSON-RPC batch is refused with one invalid-request error (-32600) on both
 //     transports (HTTP 400 before the SDK reads the body): each message is one request,
 //     so the node's admission limits see every tool call.
+//   - An HTTP request keeps every share of the node's memory budget it takes (its
+//     message's above 1 MiB, its tool's listing, history, diff or proposal page) until
+//     the SDK has written its answer (workbench.Service.HoldAdmissions), as REST does.
 //   - Protocol errors are JSON-RPC errors, never the SDK's plain text (message.go,
 //     checkInbound): not JSON or nested deeper than maxNestingDepth -32700, not one
 //     message -32600, an unknown method -32601 (the table serverMethods), missing or

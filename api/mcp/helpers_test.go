@@ -47,6 +47,7 @@ func newHTTPServer(t *testing.T, svc *workbench.Service) *httptest.Server {
 	h := Handler(svc, Options{})
 	mux := http.NewServeMux()
 	mux.Handle("/v1/agents/{agent}/mcp", h)
+	mux.Handle("/v1/agents/{agent}/mcp/{profile}", h)
 	mux.Handle("/mcp", h)
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)

@@ -109,6 +109,13 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeEnvelope(w, http.StatusRequestEntityTooLarge, e)
 		return
 	}
+	// The memory shares of this request (the message's below, the tool's: a listing, a
+	// history, a diff, a proposal page) are kept until the SDK has written the answer, as
+	// REST keeps them (workbench.Service.HoldAdmissions): the answer's encoding is inside
+	// the budget too.
+	ctx, releaseMemory := h.svc.HoldAdmissions(r.Context())
+	defer releaseMemory()
+	r = r.WithContext(ctx)
 	if r.Method == http.MethodPost && (r.ContentLength < 0 || r.ContentLength > largeRequestBytes) {
 		size := r.ContentLength
 		if size < 0 {

@@ -42,6 +42,11 @@
 //   - The package never reads the clock to decide a version, and holds at most one file
 //     body (≤ MaxFileBytes) per request in memory (an artifact, ≤ MaxArtifactBytes; the
 //     inventory holds the tenant's pack manifests while an apply or a listing judges them).
+//   - What grows with the workspace takes its estimate of the node's memory budget before
+//     it is built (workbench.Service.AdmitMemory): a proposal page, a file listing (the
+//     workspace's, a run's: counted on the view it lists). Every request keeps its shares
+//     until its answer is written (HoldAdmissions); while the budget stays taken the
+//     answer is 429 rate_limited.
 //   - A proposal is inert until applied: its artifact is a Cairn proposal's body, never a
 //     file, so no readback, agent listing or file read sees it. Apply installs exactly the
 //     bytes last persisted (readback is byte-equal, hence RFC 8785-equal), in one Cairn

@@ -96,13 +96,59 @@ func (h *Handler) view(ctx context.Context, o Owner, at workbench.At) (*meta.Vie
 	return v, ws, snap, nil
 }
 
-// list returns o's live files at `at` whose path starts with prefix, sorted by path.
+// list returns o's live files at `at` whose path starts with prefix, sorted by path. The
+// listing holds its share of the node's memory budget (admitFiles), kept until the answer
+// is written (ServeHTTP holds the request's admissions).
 func (h *Handler) list(ctx context.Context, o Owner, at workbench.At, prefix string) ([]File, *Error) {
 	v, ws, _, err := h.view(ctx, o, at)
 	if err != nil || ws == nil {
 		return []File{}, err
 	}
+	release, err := h.admitFiles(ctx, v, ws, prefix, fileRowBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return files(v, ws, prefix, row), nil
+}
+
+// Memory of a file listing (issue 25 finding 11): an OpenWOP listing is the whole
+// workspace, or all of it under a prefix, in one answer (the contract has no pages), so
+// it takes its estimate of the node's memory budget (workbench.Service.AdmitMemory)
+// before it is built, counted on the view it lists: per file a fixed part and
+// fileTextCopies copies of its path and content type.
+const (
+	// fileListBaseBytes is a listing's fixed part.
+	fileListBaseBytes = 16 << 10
+	// fileRowBytes is one listed file's fixed part: its File (the etag and timestamp
+	// strings), its entry in the sorted path slice, its metadata lookup and its JSON
+	// besides the strings. runFileBytes is a run's file (a path and a version).
+	fileRowBytes = 512
+	runFileBytes = 256
+	// fileTextCopies is how many copies of a path an answer holds at once: the sorted
+	// slice's, the row's, and the JSON encoder's buffer, which grows by doubling, with the
+	// copy written out.
+	fileTextCopies = 5
+)
+
+// admitFiles takes the memory share of a listing of the files of ws at v whose path
+// starts with prefix, each of rowBytes besides its strings. Under ServeHTTP the share is
+// kept until the request's answer is written, whatever the caller does with release; an
+// in-process caller gives it back with release.
+func (h *Handler) admitFiles(ctx context.Context, v *meta.View, ws *meta.Workspace, prefix string, rowBytes int64) (func(), *Error) {
+	var n, text int64
+	v.Files(ws, "", func(path string, e *meta.Entry) bool {
+		if strings.HasPrefix(path, prefix) {
+			n++
+			text += int64(len(path) + len(e.ContentType))
+		}
+		return true
+	})
+	release, err := h.svc.AdmitMemory(ctx, fileListBaseBytes+n*rowBytes+fileTextCopies*text, "the file listing")
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	return release, nil
 }
 
 // files maps every file of ws visible at v whose path starts with prefix, sorted by path

@@ -106,7 +106,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, fail(http.StatusNotImplemented, CodeCapabilityNotProvided, "this host does not provide host.workspace (--openwop=false)"))
 		return
 	}
-	ctx := workbench.WithSurface(r.Context(), Surface)
+	// The memory shares the request takes (a file listing, a proposal page) are kept until
+	// its answer is written (workbench.Service.HoldAdmissions).
+	ctx, releaseMemory := h.svc.HoldAdmissions(workbench.WithSurface(r.Context(), Surface))
+	defer releaseMemory()
 	r = r.WithContext(ctx)
 	owner, oerr := h.owner(r)
 	if oerr != nil {

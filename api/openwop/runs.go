@@ -217,6 +217,12 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request, o Owner, id str
 		WriteError(w, err)
 		return
 	}
+	release, aerr := h.admitFiles(r.Context(), v, ws, "", runFileBytes)
+	if aerr != nil {
+		WriteError(w, aerr)
+		return
+	}
+	defer release()
 	rec := recordOf(snap)
 	out := runSnapshot{runSummary: summaryOf(snap, rec), Inputs: rec.Inputs,
 		Workspace: files(v, ws, "", func(path string, fv meta.FileVersion) runFile { return runFile{Path: path, Version: fv.Ordinal} })}

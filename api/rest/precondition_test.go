@@ -1,6 +1,7 @@
 package rest_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -42,5 +43,59 @@ func TestEveryFailedPreconditionIsNotRetryable(t *testing.T) {
 	}
 	if got := do(t, "GET", f, nil); string(got.body) != "two" {
 		t.Fatalf("failed preconditions changed the file: %q", got.body)
+	}
+}
+
+// TestEveryStaleDecisionIsNotRetryable: a proposal names the generation it was made on
+// (its base, the proposal's precondition). Its accept after the head moved fails the same
+// way however often it is sent, so every form of it is 409 Conflict, details.reason
+// "stale" with the head's generation, retryable false: the head moved after the proposal
+// was made, a file appeared where the proposal expected none, the base was deleted.
+func TestEveryStaleDecisionIsNotRetryable(t *testing.T) {
+	srv := newServer(t)
+	wb := srv.URL + "/v1/agents/a/workbenches/w"
+	put := func(path, body string) float64 {
+		t.Helper()
+		r := do(t, "PUT", wb+"/files/"+path, strings.NewReader(body))
+		if r.status/100 != 2 {
+			t.Fatalf("PUT %s: %d %s", path, r.status, r.body)
+		}
+		return r.json["generation"].(float64)
+	}
+	propose := func(path string, base float64, req string) string {
+		t.Helper()
+		r := do(t, "POST", wb+"/proposals", strings.NewReader(fmt.Sprintf(`{"path":%q,"base_generation":%d,"text":"proposed","request_id":%q}`, path, int64(base), req)),
+			"Content-Type", "application/json")
+		expect(t, r, 201, "")
+		return r.json["proposal_id"].(string)
+	}
+	moved := put("outputs/moved.md", "one")
+	movedID := propose("outputs/moved.md", moved, "p-moved")
+	movedHead := put("outputs/moved.md", "two")
+	appearedID := propose("outputs/appeared.md", 0, "p-appeared")
+	appearedHead := put("outputs/appeared.md", "here now")
+	deleted := put("outputs/deleted.md", "soon gone")
+	deletedID := propose("outputs/deleted.md", deleted, "p-deleted")
+	expect(t, do(t, "DELETE", wb+"/files/outputs/deleted.md", nil), 200, "")
+
+	for i, tc := range []struct {
+		name, id string
+		head     float64
+	}{
+		{"the head moved after the proposal", movedID, movedHead},
+		{"a file appeared where the proposal expected none", appearedID, appearedHead},
+		{"the base was deleted", deletedID, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for attempt := range 2 { // the same answer on a second send
+				r := do(t, "POST", wb+"/proposals/"+tc.id+"/decision", strings.NewReader(fmt.Sprintf(`{"disposition":"accept","submission_id":"d-%d"}`, i)),
+					"Content-Type", "application/json")
+				expect(t, r, 409, "Conflict")
+				det, _ := r.json["details"].(map[string]any)
+				if det["reason"] != "stale" || det["head_generation"] != tc.head || r.json["retryable"] != false {
+					t.Fatalf("attempt %d: %s", attempt, r.body)
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,10 +39,23 @@ const backupShardTimeout = 30 * time.Second
 // --blob dir), every blob file, copied after the holds are placed, so every blob the
 // shard snapshot references is there to copy. A cluster node needs a replica of every
 // shard (replication = node count) or the backup fails naming the shard.
+//
+// Memory: whatever the size of the node, a backup holds one constant working set
+// (backupWorkingSetBytes), which it takes of the node's memory budget before it starts
+// (workbench.Service.AdmitMemory: ResourceExhausted, REST 429, while the budget stays
+// taken; a budget smaller than the working set is taken whole, so the backup runs alone). Every part streams: a shard's state is written record by record through one
+// zstd encoder into its spool file, the etcd records are read a page at a time
+// (control.Plane.EachRecord) and spooled as they come, the API keys and the blobs are
+// copied from their files, and the tar stream copies each part through one buffer.
 func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Writer) error {
 	if err := meta.ValidateName("backup", id); err != nil {
 		return err
 	}
+	release, err := n.svc.AdmitMemory(ctx, min(backupWorkingSetBytes, n.svc.Config().QueryBudgetBytes), "the backup")
+	if err != nil {
+		return err
+	}
+	defer release()
 	ident := backup.Identity{Format: backup.Format, Backup: id, CreatedAt: time.Now().UTC(), Kind: backup.KindEmbedded, NodeID: n.nodeID}
 	var spools []*os.File
 	defer func() {
@@ -60,28 +74,32 @@ func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Write
 		}
 		ident.Shards = append(ident.Shards, info)
 	}
-	var etcd []byte
+	var etcd *os.File
 	if plane := n.host.ControlPlane(); plane != nil {
 		c := n.host.Cluster()
 		ident.Kind, ident.ClusterID, ident.Replication = backup.KindCluster, c.ID, c.Replication
-		recs, rev, err := plane.Records(ctx)
+		f, rev, err := n.spoolRecords(ctx, plane)
+		if f != nil {
+			defer func() {
+				f.Close()
+				os.Remove(f.Name())
+			}()
+		}
 		if err != nil {
 			return fmt.Errorf("backup %s: %w", id, err)
 		}
-		ident.EtcdRevision = rev
-		if etcd, err = json.Marshal(recs); err != nil {
-			return err
-		}
+		etcd, ident.EtcdRevision = f, rev
 	}
 	key, err := n.cursorKey(ctx)
 	if err != nil {
 		return fmt.Errorf("backup %s: cursor key: %w", id, err)
 	}
-	var keys []byte
+	var keys *os.File
 	if n.host.Embedded() {
-		keys, err = os.ReadFile(filepath.Join(n.cfg.DataDir, auth.KeysFile))
+		keys, err = os.Open(filepath.Join(n.cfg.DataDir, auth.KeysFile))
 		switch {
 		case err == nil:
+			defer keys.Close()
 			ident.Keys = true
 		case !errors.Is(err, os.ErrNotExist):
 			return fmt.Errorf("backup %s: API keys: %w", id, err)
@@ -101,7 +119,7 @@ func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Write
 		}
 	}
 	if etcd != nil {
-		if err := tarBytes(tw, backup.EtcdPart, etcd); err != nil {
+		if err := tarFile(tw, backup.EtcdPart, etcd); err != nil {
 			return err
 		}
 	}
@@ -109,8 +127,8 @@ func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Write
 		return err
 	}
 	if ident.Keys {
-		if err := tarBytes(tw, backup.KeysPart, keys); err != nil {
-			return err
+		if err := tarOpened(tw, backup.KeysPart, keys); err != nil {
+			return fmt.Errorf("backup %s: API keys: %w", id, err)
 		}
 	}
 	if ident.BlobDir != "" {
@@ -147,6 +165,50 @@ func (n *Node) spoolShard(ctx context.Context, id string, sid int) (backup.Shard
 		return backup.ShardInfo{}, f, err
 	}
 	return backup.ShardInfo{Shard: sid, Version: snap.Version(), HoldVersion: res.Version}, f, nil
+}
+
+// backupWorkingSetBytes is what one backup holds at once, whatever the node's size: the
+// zstd encoder of a shard's spool (about 9 MiB at SpeedFastest with one goroutine), the
+// snapshot writer's 64 KiB buffer and one record, one page of etcd records
+// (control.RecordPage keys of at most a few KiB each, and their JSON), the tar stream's
+// copy buffer, and room for the request.
+const backupWorkingSetBytes = 32 << 20
+
+// spoolRecords writes the durable etcd records of the cluster, read a page at a time at
+// one revision (control.Plane.EachRecord), as the JSON array of control.Record the
+// backup's etcd part is (api/backup restores it), to a temporary file in the data
+// directory; it returns the file, written to its end, and the revision.
+func (n *Node) spoolRecords(ctx context.Context, plane *control.Plane) (*os.File, int64, error) {
+	f, err := os.CreateTemp(n.cfg.DataDir, "backup-spool-*")
+	if err != nil {
+		return nil, 0, err
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	sep := byte('[')
+	rev, err := plane.EachRecord(ctx, control.RecordPage, func(r control.Record) error {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if err := w.WriteByte(sep); err != nil {
+			return err
+		}
+		sep = ','
+		_, err = w.Write(b)
+		return err
+	})
+	if err != nil {
+		return f, 0, err
+	}
+	if sep == '[' {
+		_, err = w.WriteString("[]")
+	} else {
+		err = w.WriteByte(']')
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	return f, rev, err
 }
 
 // cursorKey is the key cursors are signed with: the embedded node's file, or the
@@ -276,6 +338,21 @@ func tarBytes(tw *tar.Writer, name string, b []byte) error {
 	return err
 }
 
+// tarOpened streams the file f, open at its start, as the part name: its size when it was
+// opened (a file replaced by a rename since stays the one opened).
+func tarOpened(tw *tar.Writer, name string, f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: st.Size(), Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	_, err = io.CopyN(tw, f, st.Size())
+	return err
+}
+
+// tarFile streams the spool file f, written to its end, as the part name.
 func tarFile(tw *tar.Writer, name string, f *os.File) error {
 	size, err := f.Seek(0, io.SeekCurrent)
 	if err != nil {

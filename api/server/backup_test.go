@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -189,4 +190,59 @@ func TestBackupVerifyFindsADamagedPart(t *testing.T) {
 	if _, err := backup.Verify(t.Context(), target); err == nil {
 		t.Fatal("verify without a manifest succeeded")
 	}
+}
+
+// TestABackupTakesItsWorkingSetOfTheMemoryBudget (issue 25 finding 11): a backup holds its
+// working set, a constant whatever the node's size (every part streams), of the node's
+// memory budget while it runs; while the budget stays taken the admin call is answered
+// 429 ResourceExhausted, retryable, before anything is written or any hold placed.
+func TestABackupTakesItsWorkingSetOfTheMemoryBudget(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Blob = "dir://" + t.TempDir()
+	cfg.QueryBudgetBytes = 64 << 20
+	cfg.QueryQueueTimeout = 50 * time.Millisecond
+	f := openBackupNode(t, cfg)
+	if _, err := f.cli.PutFile(t.Context(), "demo", "wb", "input/a.txt", strings.NewReader("a"), client.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := f.admin.Backup(t.Context(), "b3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = backup.Write(t.Context(), mustTarget(t), stream)
+	stream.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak := f.node.svc.AdmissionHighWater(); peak < backupWorkingSetBytes || peak > cfg.QueryBudgetBytes {
+		t.Errorf("high-water mark %d bytes after a backup, want at least its working set %d and at most the budget %d", peak, backupWorkingSetBytes, cfg.QueryBudgetBytes)
+	}
+	release, err := f.node.svc.AdmitMemory(t.Context(), cfg.QueryBudgetBytes, "the test's hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	_, err = f.admin.Backup(t.Context(), "b4")
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.HTTPStatus != 429 || ce.Code != "ResourceExhausted" || !ce.Retryable {
+		t.Fatalf("a backup with the budget taken: %v", err)
+	}
+	holds, err := f.admin.BackupHolds(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range holds {
+		if h.Backup == "b4" {
+			t.Errorf("the refused backup placed a hold: %+v", h)
+		}
+	}
+}
+
+func mustTarget(t *testing.T) backup.Target {
+	t.Helper()
+	target, err := backup.OpenTarget(t.TempDir(), backup.S3{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return target
 }

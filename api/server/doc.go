@@ -18,6 +18,10 @@
 // the Workbench service redacts the writes of the opted-in agents with it, and
 // Node.Redactor hands it to the OpenWOP facade. The secret values stay in memory.
 //
+// Backups (backup.go): a backup streams every part (each shard's state through a spool
+// file, the etcd records a page at a time, the API keys and blobs from their files) and
+// holds one constant working set of the node's memory budget while it runs.
+//
 // Data directory layout (all under Config.DataDir):
 //
 //	LOCK              flock'd while a process uses the directory

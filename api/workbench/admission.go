@@ -18,11 +18,14 @@ import (
 // twelve 16 MiB MCP writes 465 MB, twenty 15 MB diffs 435 MB). Every request whose answer
 // or working set grows with its input holds its estimated memory, in bytes, of one
 // node-wide budget (Config.QueryBudgetBytes) while it runs: the metadata queries (search,
-// aggregate, catalog) and greps, file diffs, proposal and judgment listings, and through
-// AdmitMemory the surfaces' own large bodies (MCP messages, api/mcp). The estimate is
-// computed before the answer is built, from what the request will touch (a query's files
-// in scope, from directory counters; a diff's two body sizes; a listing page's stored
-// sizes), so it bounds what the request can allocate. A request waits for its share at
+// aggregate, catalog) and greps, file diffs, file listings, histories and state-diff pages
+// (pages.go), proposal and judgment listings, and through AdmitMemory the surfaces' own
+// large bodies and answers (MCP messages, api/mcp; OpenWOP proposal pages and file
+// listings, api/openwop) and backups (api/server). The estimate is computed before the
+// answer is built, from what the request will touch (a query's files in scope, from
+// directory counters; a diff's two body sizes; a listing page's stored sizes; a state-diff
+// page's limit and path bound; a backup's constant working set), so it bounds what the
+// request can allocate. A request waits for its share at
 // most Config.QueryQueueTimeout, then is answered ResourceExhausted (retryable, details
 // budget_bytes, estimated_bytes, queue_timeout_ms, retry_after_ms; REST 429); one whose estimate exceeds
 // the whole budget is answered ResourceExhausted at once, not retryable, naming the bound.
@@ -273,7 +276,7 @@ type queryMetrics struct {
 // cairn_query_budget_high_water_bytes. Call it once.
 func (s *Service) InstrumentQueries(reg prometheus.Registerer) error {
 	m := &queryMetrics{admissions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "query",
-		Name: "admissions_total", Help: "Requests under the memory budget (queries, greps, diffs, proposal listings, large MCP messages) by admission result: admitted, queue_timeout (waited QueryQueueTimeout, answered ResourceExhausted), too_large (estimate above the whole budget), principal_limit (the principal held MaxConcurrentAdmissions shares)."},
+		Name: "admissions_total", Help: "Requests under the memory budget (queries, greps, diffs, file, history and proposal listings, large MCP messages, backups) by admission result: admitted, queue_timeout (waited QueryQueueTimeout, answered ResourceExhausted), too_large (estimate above the whole budget), principal_limit (the principal held MaxConcurrentAdmissions shares)."},
 		[]string{"result"})}
 	budget := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "query", Name: "budget_bytes",
 		Help: "The node's query budget (QueryBudgetBytes)."}, func() float64 { return float64(s.cfg.QueryBudgetBytes) })

@@ -62,7 +62,9 @@ type DiffRequest struct {
 //
 // A state diff answers changes ([{path, change: added|removed|changed, old, new: {digest_uri,
 // size_bytes}}]) in path order, next_cursor and truncated. A cursor of a state diff with
-// a live side fails with ReadFenceChanged (retryable) once the workbench changed.
+// a live side fails with ReadFenceChanged (retryable) once the workbench changed. A page
+// holds its estimate of the query budget, from its limit and the bound on its paths'
+// bytes (diffPagePathBytes: a page of longer paths ends early, truncated).
 //
 // Bodies are read through the verified read path and held, both sides together, under
 // the node's query budget (admission.go), at most DiffMaxBodyBytes each.
@@ -264,8 +266,15 @@ func (s *Service) diffStates(ctx context.Context, req DiffRequest) (Result, erro
 		}
 		after = cur.After
 	}
+	// The page's memory (pages.go) is known from its limit and the bound on its paths'
+	// bytes before the walk builds it.
+	release, aerr := s.admit(ctx, diffPageBytes(limit), "the diff page", -1)
+	if aerr != nil {
+		return nil, aerr
+	}
+	defer release()
 	page, derr := diff.Tree(members(oldView, oldWS, after), members(newView, newWS, after),
-		diff.TreeOptions{Limit: limit, MaxScan: diffScanPerPage, Compare: meta.ComparePaths})
+		diff.TreeOptions{Limit: limit, MaxScan: diffScanPerPage, MaxPathBytes: diffPagePathBytes, Compare: meta.ComparePaths})
 	if derr != nil {
 		return nil, AsError(derr)
 	}

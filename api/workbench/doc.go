@@ -48,8 +48,11 @@
 //     dependencies hold no Raft library, log store or bbolt (deps_test.go checks).
 //   - Every metadata query (search, aggregate, catalog) and every grep holds its memory
 //     estimate, computed before it runs from the files in its scope, of the node's query
-//     budget while it runs (admission.go); beyond the budget it waits a bounded time, then
-//     is answered ResourceExhausted. Structured reads stream records and keep one page;
+//     budget while it runs (admission.go); so do file diffs, file listings, histories,
+//     state-diff pages and proposal and judgment listings, by estimates computed before
+//     their answers are built (pages.go, proposals_view.go), a page cut with a next_cursor
+//     where its estimate would pass an eighth of the budget. Beyond the budget a request
+//     waits a bounded time, then is answered ResourceExhausted. Structured reads stream records and keep one page;
 //     edit computes its result's size before building it.
 //   - Attribution (attribution.go): every command the Service proposes carries the id of
 //     the principal the request acts for (auth.FromContext; none: the node's own work)

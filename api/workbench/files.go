@@ -62,7 +62,7 @@ type AppendRequest struct {
 	ContentType string
 	Executable  bool
 	// IfGeneration, when non-zero, makes the append conditional (REST If-Match): a
-	// mismatch is Conflict and no retry happens.
+	// mismatch is Conflict, not retryable (PreconditionFailed), and no retry happens.
 	IfGeneration    uint64
 	CreateWorkbench bool
 	RequestID       string
@@ -136,7 +136,7 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 			return AppendResult{}, missingForGeneration(req.IfGeneration)
 		}
 		if req.IfGeneration != 0 && expect != req.IfGeneration {
-			return AppendResult{}, conflict(expect, req.IfGeneration)
+			return AppendResult{}, PreconditionFailed(conflict(expect, req.IfGeneration))
 		}
 		res, werr := s.proposeBlobs(ctx, h, meta.Append{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
 			CreateWorkspace: req.CreateWorkbench, ExpectGeneration: expect, Segments: body.segments,
@@ -149,7 +149,10 @@ func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, 
 		if req.IfGeneration != 0 && isMissingForGeneration(werr) {
 			return AppendResult{}, missingForGeneration(req.IfGeneration)
 		}
-		if werr.Code != CodeConflict || req.IfGeneration != 0 || attempt == maxAppendAttempts {
+		if werr.Code == CodeConflict && req.IfGeneration != 0 {
+			return AppendResult{}, PreconditionFailed(werr)
+		}
+		if werr.Code != CodeConflict || attempt == maxAppendAttempts {
 			return AppendResult{}, werr
 		}
 		// Lost a race: back off a little, then rebase the same new bytes on the file as it
@@ -666,7 +669,8 @@ func (s slots) tryAcquire() bool {
 func (s slots) release() { <-s }
 
 // Delete removes a file; ifGeneration 0 means unconditional. It returns the shard version
-// of the delete.
+// of the delete. A file no longer at ifGeneration is Conflict, not retryable (a failed
+// precondition, PreconditionFailed).
 func (s *Service) Delete(ctx context.Context, agent, id, path string, ifGeneration uint64, requestID string) (uint64, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return 0, err
@@ -680,6 +684,9 @@ func (s *Service) Delete(ctx context.Context, agent, id, path string, ifGenerati
 	h := meta.Header{RequestID: requestID, RequestHash: requestHash("delete", agent, id, path, strconv.FormatUint(ifGeneration, 10))}
 	res, werr := s.propose(ctx, h, meta.Delete{Agent: agent, Workspace: id, Path: path, IfGeneration: ifGeneration})
 	if werr != nil {
+		if ifGeneration != 0 && werr.Code == CodeConflict {
+			return 0, PreconditionFailed(werr)
+		}
 		return 0, werr
 	}
 	return res.Generation, nil

@@ -55,9 +55,12 @@ type HistoryResult struct {
 // keep (meta.View.History), newest first, at live state. A page continues strictly below
 // the previous page's last generation, so writes between pages never shift it (they only
 // add newer versions, which a new first page shows) and a version pruned between pages
-// is simply absent. Errors: NotFound when the workbench does not exist or the path has no
-// retained version, NotArtifact for a directory, InvalidArguments for a bad path, limit or
-// cursor.
+// is simply absent. The page holds its estimate of the node's memory budget while it is
+// built (pages.go), cut short of the limit, truncated with a next_cursor, where that
+// estimate would pass a page's share. Errors: NotFound when the workbench does not exist
+// or the path has no retained version, NotArtifact for a directory, InvalidArguments for
+// a bad path, limit or cursor, ResourceExhausted (retryable) when the budget stayed taken
+// for the queue timeout.
 func (s *Service) History(ctx context.Context, req HistoryRequest) (HistoryResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return HistoryResult{}, err
@@ -97,6 +100,13 @@ func (s *Service) History(ctx context.Context, req HistoryRequest) (HistoryResul
 	if err != nil {
 		return HistoryResult{}, AsError(err)
 	}
+	// The answer's memory (pages.go), before it is built.
+	rows, more, cost := fitPage(rows, more, s.listingPageMaxBytes(), historyRowAnswerBytes)
+	release, aerr := s.admit(ctx, cost+historyPageBytes(req.Path), "the history", -1)
+	if aerr != nil {
+		return HistoryResult{}, aerr
+	}
+	defer release()
 	out := HistoryResult{Path: req.Path, Versions: make([]HistoryVersion, 0, len(rows))}
 	for _, r := range rows {
 		out.Versions = append(out.Versions, historyVersion(r))

@@ -26,7 +26,7 @@ type PrincipalLimits struct {
 	// flight at once; one more is refused at once, not queued. 0: no limit.
 	MaxConcurrentUploads int
 	// MaxConcurrentAdmissions is how many shares of the node's memory budget
-	// (admission.go: queries, greps, diffs, proposal listings, large MCP messages) one
+	// (admission.go: queries, greps, diffs, listings, histories, large MCP messages) one
 	// principal may hold at once; one more is refused at once with a retryable
 	// ResourceExhausted (details.limit principal_concurrent_admissions), not queued, so one
 	// key cannot fill the budget's queue for every tenant. 0: no limit.

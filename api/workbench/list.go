@@ -50,9 +50,12 @@ type ListResult struct {
 }
 
 // List returns one page of the direct children of req.Path in byte order of their names.
-// Errors: NotDirectory for a file, NotFound for a missing directory (sections always
-// exist), InvalidArguments for a bad or foreign cursor, ReadFenceChanged (retryable) when
-// the workbench changed since the cursor's first page.
+// The page holds its estimate of the node's memory budget while it is built (pages.go),
+// and is cut short of req.Limit, truncated with a next_cursor, where that estimate would
+// pass a page's share. Errors: NotDirectory for a file, NotFound for a missing directory
+// (sections always exist), InvalidArguments for a bad or foreign cursor, ReadFenceChanged
+// (retryable) when the workbench changed since the cursor's first page,
+// ResourceExhausted (retryable) when the budget stayed taken for the queue timeout.
 func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return ListResult{}, err
@@ -119,6 +122,14 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 			out.EntryCount = st.Dir.Children
 		}
 	}
+	// The answer's memory (pages.go), before it is built: a page whose estimate would pass
+	// a page's share of the budget is cut, with a next_cursor.
+	ents, more, cost := fitPage(ents, more, s.listingPageMaxBytes(), func(e meta.DirEntry) int64 { return listEntryAnswerBytes(req.Path, e) })
+	release, aerr := s.admit(ctx, cost, "the listing", -1)
+	if aerr != nil {
+		return ListResult{}, aerr
+	}
+	defer release()
 	for _, e := range ents {
 		le := ListEntry{Name: e.Name, Path: joinPath(req.Path, e.Name), Kind: string(e.Kind)}
 		if e.Entry != nil {

@@ -130,8 +130,9 @@ type Config struct {
 	// integrity.go). Default slog.Default().
 	Logger *slog.Logger
 	// QueryBudgetBytes is the node's memory budget, in bytes: what the requests whose
-	// answer grows with their input (queries, greps, diffs, proposal listings, and the
-	// surfaces' large bodies through AdmitMemory) running at once on this node may hold
+	// answer grows with their input (queries, greps, diffs, file, history and proposal
+	// listings, state-diff pages, and through AdmitMemory the surfaces' large bodies and
+	// listings and backups) running at once on this node may hold
 	// together, by their estimates (admission.go). Default DefaultQueryBudgetBytes (512 MiB).
 	QueryBudgetBytes int64
 	// QueryQueueTimeout is how long a query waits for its share of the budget before it

@@ -97,7 +97,8 @@ func (s *Service) ListWorkbenches(ctx context.Context, agent, cursorText string,
 // DeleteWorkbench deletes workbench id of agent: its files, snapshots and commits; the
 // blobs only it referenced become garbage-collection candidates (collected after the
 // grace period). ifRevision, when non-zero, must be the workbench's current revision
-// (Conflict with details.current_generation otherwise). NotFound when it does not exist;
+// (Conflict with details.current_generation otherwise, not retryable: a failed
+// precondition, PreconditionFailed). NotFound when it does not exist;
 // ForkRetentionActive (retryable) while a restore reads from it; InvalidState (retryable)
 // while it is a restore's staging destination.
 func (s *Service) DeleteWorkbench(ctx context.Context, agent, id string, ifRevision uint64, requestID string) error {
@@ -107,6 +108,9 @@ func (s *Service) DeleteWorkbench(ctx context.Context, agent, id string, ifRevis
 	h := meta.Header{RequestID: requestID, RequestHash: requestHash("delete-workbench", agent, id, strconv.FormatUint(ifRevision, 10))}
 	_, werr := s.propose(ctx, h, meta.DeleteWorkspace{Agent: agent, Name: id, IfRevision: ifRevision})
 	if werr != nil {
+		if ifRevision != 0 && werr.Code == CodeConflict {
+			return PreconditionFailed(werr)
+		}
 		return werr
 	}
 	return nil

@@ -31,4 +31,7 @@
 //     or 429 of a replayable request) within client.DefaultRetryPolicy, then report the
 //     last answer; import and edit (without --if-match) also retry within their own bounds
 //     (api/client), and a failed precondition the user set (--if-match) is never retried.
+//     Every write that changes a file (put, append, import's uploads) carries an
+//     Idempotency-Key, so a retry whose first attempt applied replays that answer: no
+//     second version, and no --if-match failing on the generation the first attempt made.
 package main

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -148,5 +149,75 @@ func TestAnEditWhoseWriteWasUnconfirmedLandsOnce(t *testing.T) {
 	}
 	if out, err := runCLI(t.Context(), srv.URL, append([]string{"cat", "logs/x"}, tgt...)...); err != nil || out != "bye" {
 		t.Fatalf("after the edit: %q %v", out, err)
+	}
+}
+
+// TestConditionalPutRetriedAfterALostAnswerWritesOnce: the first `cairn put --if-match G`
+// is applied, but the node answers it 503 OutcomeUnknown (the commit was not confirmed in
+// time); the client retries it. The put carries an Idempotency-Key, so the retry replays
+// the applied write: the command succeeds with the generation the first attempt made, and
+// the file has exactly one new version. Without the key the retry would meet its own
+// write's generation and fail 412 although the write had applied.
+func TestConditionalPutRetriedAfterALostAnswerWritesOnce(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
+	inner := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
+	const file = "/v1/agents/a/workbenches/w/files/input/f.txt"
+	var (
+		mu      sync.Mutex
+		keys    []string
+		applied string // the ETag of the write whose answer was lost
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut || r.URL.Path != file || r.Header.Get("If-Match") == "" {
+			inner.ServeHTTP(w, r)
+			return
+		}
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		first := len(keys) == 1
+		mu.Unlock()
+		if !first {
+			inner.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		inner.ServeHTTP(rec, r) // applied ...
+		mu.Lock()
+		applied = rec.Header().Get("ETag")
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable) // ... but answered as unconfirmed
+		_, _ = io.WriteString(w, `{"status":"error","code":"OutcomeUnknown","message":"the write was not confirmed in time","retryable":true,"details":{"outcome":"unknown"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	put := func(stdin string, args ...string) (string, error) {
+		root := newCLI()
+		var out strings.Builder
+		root.SetOut(&out)
+		root.SetErr(io.Discard)
+		root.SetIn(strings.NewReader(stdin))
+		root.SetArgs(append([]string{"--server", srv.URL, "put", "input/f.txt", "-", "--agent", "a", "--workbench", "w"}, args...))
+		err := root.ExecuteContext(t.Context())
+		return out.String(), err
+	}
+	if _, err := put("first"); err != nil {
+		t.Fatal(err)
+	}
+	first := generations(t, srv.URL, "input/f.txt")["input/f.txt"]
+	out, err := put("second", "--if-match", strings.Trim(first, `"`))
+	if err != nil {
+		t.Fatalf("the retried conditional put failed: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		t.Fatalf("Idempotency-Keys of the attempts: %q; want two sends under one key", keys)
+	}
+	if got := generations(t, srv.URL, "input/f.txt")["input/f.txt"]; got != applied || applied == first {
+		t.Fatalf("the file is at %s, the first attempt made %s over %s: the retry wrote again", got, applied, first)
+	}
+	if want := "generation " + strings.Trim(applied, `"`) + ","; !strings.Contains(out, want) {
+		t.Fatalf("cairn put printed %q, want the applied write's %s", out, want)
 	}
 }

@@ -67,11 +67,12 @@ func newClient(cmd *cobra.Command) *client.Client {
 
 func newPutCommand() *cobra.Command {
 	var (
-		contentType string
-		executable  bool
-		ifMatch     uint64
-		ifNoneMatch bool
-		fields      []string
+		contentType    string
+		idempotencyKey string
+		executable     bool
+		ifMatch        uint64
+		ifNoneMatch    bool
+		fields         []string
 	)
 	cmd := &cobra.Command{
 		Use:   "put --agent A --workbench W PATH [FILE|-]",
@@ -80,7 +81,10 @@ func newPutCommand() *cobra.Command {
 			"FILE is - or absent. Without --if-match or --if-none-match the write is an upsert.\n" +
 			"--executable defaults to FILE's owner-execute bit (false for stdin).\n" +
 			"--field NAME=VALUE attaches a metadata field `cairn search` can query: NAME in\n" +
-			"lower case, VALUE JSON when it parses as JSON (0.93, 12, true), else the text.",
+			"lower case, VALUE JSON when it parses as JSON (0.93, 12, true), else the text.\n" +
+			"Every put carries an Idempotency-Key (a random one unless --idempotency-key is\n" +
+			"given), so a retry after a lost answer replays the first write: it never writes a\n" +
+			"second version, nor fails an --if-match the first attempt already moved past.",
 		Args: argsBetween(1, 2),
 	}
 	t := addTargetFlags(cmd)
@@ -89,6 +93,7 @@ func newPutCommand() *cobra.Command {
 	cmd.Flags().Uint64Var(&ifMatch, "if-match", 0, "write only if the current generation is this one")
 	cmd.Flags().BoolVar(&ifNoneMatch, "if-none-match", false, "write only if PATH does not exist (create-only)")
 	cmd.Flags().StringArrayVar(&fields, "field", nil, "attach a metadata field NAME=VALUE (repeatable)")
+	cmd.Flags().StringVar(&idempotencyKey, "idempotency-key", "", "key that makes a repeated put return the first answer (default: random)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := t.check(); err != nil {
 			return err
@@ -124,13 +129,17 @@ func newPutCommand() *cobra.Command {
 				return usageErrorf("%s is a directory (use cairn import)", src)
 			}
 		}
+		if idempotencyKey == "" {
+			idempotencyKey = randomKey()
+		}
 		res, err := newClient(cmd).PutFile(cmd.Context(), t.agent, t.workbench, path, body, client.PutOptions{
-			ContentType: contentType,
-			Executable:  executable,
-			IfMatch:     ifMatch,
-			IfNoneMatch: ifNoneMatch,
-			Size:        size,
-			Fields:      attached,
+			ContentType:    contentType,
+			Executable:     executable,
+			IfMatch:        ifMatch,
+			IfNoneMatch:    ifNoneMatch,
+			IdempotencyKey: idempotencyKey,
+			Size:           size,
+			Fields:         attached,
 		})
 		if err != nil {
 			return err

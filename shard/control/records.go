@@ -21,26 +21,52 @@ type Record struct {
 // the controller election), rebuilt by the nodes that run.
 var ephemeral = []string{"/nodes/", "/leaders/", "/controller/"}
 
-// Records returns every durable key of the cluster at one etcd revision (one range read):
-// the cluster record, the cursor key, node identities, replica sets, placements and load
-// counters; not the lease-bound ones. The revision is etcd's at the read. Errors wrap
-// ErrControlPlaneUnavailable.
-func (p *Plane) Records(ctx context.Context) ([]Record, int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
-	defer cancel()
-	resp, err := p.cli.Get(ctx, p.cfg.Prefix+"/", clientv3.WithPrefix())
-	if err != nil {
-		return nil, 0, fmt.Errorf("%w: read records: %v", ErrControlPlaneUnavailable, err)
+// RecordPage is how many keys one read of EachRecord asks etcd for: what it holds at once
+// is one page (the placements of many roots come a page at a time).
+const RecordPage = 1000
+
+// EachRecord calls fn for every durable key of the cluster (the cluster record, the cursor
+// key, node identities, replica sets, placements and load counters; not the lease-bound
+// ones), in key order, reading them page keys at a time, every page at the revision of the
+// first read: they are the records of one revision however many there are, and what is
+// held at once is one page. It returns that revision. fn's error stops it and is
+// returned. Errors of etcd wrap ErrControlPlaneUnavailable; each read is bounded by
+// Config.RequestTimeout.
+func (p *Plane) EachRecord(ctx context.Context, page int, fn func(Record) error) (int64, error) {
+	if page < 1 {
+		return 0, fmt.Errorf("%w: page %d must be at least 1", ErrInvalidArgument, page)
 	}
-	var out []Record
-	for _, kv := range resp.Kvs {
-		k := strings.TrimPrefix(string(kv.Key), p.cfg.Prefix)
-		if kv.Lease != 0 || hasAnyPrefix(k, ephemeral) {
-			continue
+	prefix := p.cfg.Prefix + "/"
+	from, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+	var rev int64
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(page))}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
 		}
-		out = append(out, Record{Key: k, Value: kv.Value})
+		rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+		resp, err := p.cli.Get(rctx, from, opts...)
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("%w: read records: %v", ErrControlPlaneUnavailable, err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			k := strings.TrimPrefix(string(kv.Key), p.cfg.Prefix)
+			if kv.Lease != 0 || hasAnyPrefix(k, ephemeral) {
+				continue
+			}
+			if err := fn(Record{Key: k, Value: kv.Value}); err != nil {
+				return rev, err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return rev, nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
-	return out, resp.Header.Revision, nil
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {

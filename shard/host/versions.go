@@ -37,14 +37,15 @@ func (cs *clusterState) nodeVersion(node string) int {
 }
 
 // gate refuses b with ErrUpgradeInProgress when a member of shard id runs a release older
-// than b's op needs. The embedded default has one member, this binary: always passes.
+// than b needs (meta.CommandVersion: its op, and the fields it sets). The embedded
+// default has one member, this binary: always passes.
 func (h *Host) gate(id int, b meta.Body) error {
-	need := meta.OpVersion(b.Op())
+	need := meta.CommandVersion(b)
 	if need <= 1 || h.cluster == nil {
 		return nil
 	}
 	if need > meta.ClusterVersion {
-		return fmt.Errorf("host: op %d needs cluster version %d, this binary applies %d", b.Op(), need, meta.ClusterVersion)
+		return fmt.Errorf("host: a command of op %d needs cluster version %d, this binary applies %d", b.Op(), need, meta.ClusterVersion)
 	}
 	r := h.Replica(id)
 	if r == nil {
