@@ -591,28 +591,34 @@ func TestTheProposalListIsPaged(t *testing.T) {
 }
 
 // Applies of unrelated packs in one tenant contend on the packs workbench's revision: each
-// judges again and installs; none gives up.
+// judges again and installs; none gives up. An apply loses a round only when another
+// apply's install committed in between (the only writes to the packs workbench here), so
+// of openwop.ApplyAttempts racing applies none runs out of rounds, whatever order the
+// scheduler gives them; more racers than rounds may leave one with the retryable 503
+// (apply.go).
 func TestParallelAppliesOfUnrelatedPacksAllInstall(t *testing.T) {
 	base, _ := newPacksFacade(t, nil)
 	a := packsClient{t, base, tenantA}
-	const n = 16
+	const n = openwop.ApplyAttempts
 	ids := make([]string, n)
 	for i := range n {
 		ids[i] = a.create(openwop.KindAgentPack, agentPack("private.acme.u"+strconv.Itoa(i), "1.0.0", "private.acme.u"+strconv.Itoa(i)+".a", "p"))
 	}
 	statuses := make([]int, n)
+	bodies := make([]string, n)
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses[i] = call(t, http.MethodPost, base+"/proposals/"+id+":apply", nil, ownerHeader, tenantA, reviewHeader, "yes").status
+			r := call(t, http.MethodPost, base+"/proposals/"+id+":apply", nil, ownerHeader, tenantA, reviewHeader, "yes")
+			statuses[i], bodies[i] = r.status, string(r.body)
 		}()
 	}
 	wg.Wait()
 	for i, s := range statuses {
 		if s != http.StatusOK {
-			t.Fatalf("apply %d: %d (all: %v)", i, s, statuses)
+			t.Fatalf("apply %d: %d %.300s (all: %v)", i, s, bodies[i], statuses)
 		}
 	}
 	if r := a.do(http.MethodGet, "/agents", nil); r.json["total"] != float64(n) {

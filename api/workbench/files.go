@@ -245,15 +245,27 @@ func (s *Service) hashAfter(ctx context.Context, agent string, e *meta.Entry) (h
 	return h, nil
 }
 
-// rehash recomputes an ingested append's whole-body digest and state on a new base.
+// rehash recomputes an ingested append's whole-body digest and state on a new base. It
+// hashes the bytes the body kept for another upload (retain) where it has them, and reads
+// the other segments back from the object store. The body is not published yet, so the
+// collector may have deleted its blobs as orphans meanwhile (an append that kept losing
+// races past the grace): a kept body goes on, and the bytes of a larger one are gone, as
+// proposeBlobs answers (gcDeletedBody).
 func (s *Service) rehash(ctx context.Context, agent string, b *ingested, resume hash.Hash) error {
 	for _, sg := range b.segments {
 		if sg.IsInline() {
 			resume.Write(sg.Inline)
 			continue
 		}
+		if kept, ok := b.retained[sg.Digest]; ok {
+			resume.Write(kept.Bytes())
+			continue
+		}
 		data, free, werr := s.loadSegment(ctx, agent, sg, 0, sg.Size)
 		if werr != nil {
+			if _, err := s.blobs.Stat(ctx, blob.Key{Root: b.rootUID, Digest: blob.Digest(sg.Digest)}); errors.Is(err, blob.ErrNotFound) {
+				return gcDeletedBody()
+			}
 			return werr
 		}
 		resume.Write(data)

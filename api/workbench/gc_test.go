@@ -13,6 +13,7 @@ import (
 	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
@@ -273,5 +274,59 @@ func TestWriterThatUploadedBeforeADeletionUploadsAgain(t *testing.T) {
 	}
 	if got := n.read(t, "g"); got != "shared body" || !n.stored(t, "shared body") {
 		t.Fatalf("g reads %q after the sweep", got)
+	}
+}
+
+// An append that lost a generation race rehashes its bytes on the file as it is now. Its
+// blob is not published yet, so a sweep may have deleted it as an orphan meanwhile (under
+// load an append that keeps losing races outlives a short grace,
+// TestGCIsSafeUnderConcurrency): the append rehashes the bytes it kept and publishes them
+// again, instead of failing on the missing object.
+func TestAnAppendRebasedAfterASweepTookItsBlobPublishes(t *testing.T) {
+	n := newGCNode(t)
+	n.write(t, "f", "base\n")
+	const tail = "appended\n"
+	appended := n.key(t, tail)
+	putDone, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	n.store.set(func(h *hookedStore) {
+		h.onPut = func(k blob.Key) {
+			if k == appended {
+				once.Do(func() {
+					close(putDone)
+					<-resume
+				})
+			}
+		}
+	})
+	release := sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(release) // a failed test lets the stalled append go before the node closes
+	appendDone := make(chan error, 1)
+	go func() {
+		_, err := n.svc.Append(context.Background(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "f",
+			Body: bytes.NewReader([]byte(tail))})
+		appendDone <- err
+	}()
+	select { // the append read generation 1 and uploaded its bytes; it stalls before publishing
+	case <-putDone:
+	case err := <-appendDone:
+		t.Fatalf("the append ended before it uploaded: %v", err)
+	}
+	n.write(t, "f", "moved\n")
+	retry.SucceedsSoon(t, "a sweep deletes the append's unpublished blob", func() error {
+		if _, err := n.workers.CollectGarbage(t.Context(), worker.GCOptions{Grace: time.Nanosecond}); err != nil {
+			return err
+		}
+		if n.stored(t, tail) {
+			return errors.New("still stored")
+		}
+		return nil
+	})
+	release()
+	if err := <-appendDone; err != nil {
+		t.Fatalf("the append failed: %v", err)
+	}
+	if got := n.read(t, "f"); got != "moved\n"+tail || !n.stored(t, tail) {
+		t.Fatalf("f reads %q after the append", got)
 	}
 }

@@ -23,6 +23,7 @@
 //     Connections already handed to a stream belong to that stream's owner; a StreamLayer
 //     (the raft.StreamLayer flavour) closes those it accepted or dialled when it is closed,
 //     and a read on an accepted one that this close interrupted ends with io.EOF (the end
-//     of the stream, which raft does not log), never net.ErrClosed.
+//     of the stream, which raft does not log), never net.ErrClosed; so does a read on an
+//     accepted one that its peer reset (a stopping peer closing with unread data).
 //   - mux never interprets stream payloads.
 package mux

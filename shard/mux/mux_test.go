@@ -667,3 +667,41 @@ func TestAReadBlockedWhenTheLayerClosesEndsWithEOF(t *testing.T) {
 		t.Fatalf("read on a dialled connection its user closed: %v", err)
 	}
 }
+
+// A stopping peer that closes a connection with unread data in it resets the connection
+// (the kernel's answer to such a close): a read on the accepted end ends with EOF, the end
+// of the stream, not an error raft logs (TestStoppingANodeLogsNoTransportDecodeWarning in
+// package shard met this under load).
+func TestAReadOnAnAcceptedConnectionThePeerResetEndsWithEOF(t *testing.T) {
+	server := listen(t, Config{})
+	client := listen(t, Config{})
+	layer, err := server.StreamLayer("raft/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer layer.Close()
+	clientLayer, err := client.StreamLayer("raft/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clientLayer.Close()
+	dialed, err := clientLayer.Dial(serverAddr(server), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted, err := layer.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, ok := dialed.(*trackedConn).Conn.(*countedConn).Conn.(*net.TCPConn)
+	if !ok {
+		t.Fatal("the dialled connection is not a TCP connection")
+	}
+	if err := tcp.SetLinger(0); err != nil { // close sends a reset, as with unread data
+		t.Fatal(err)
+	}
+	dialed.Close()
+	if _, err := accepted.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("read on an accepted connection its peer reset: %v", err)
+	}
+}

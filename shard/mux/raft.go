@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -98,10 +99,16 @@ type trackedConn struct {
 	once     sync.Once
 }
 
-// Read reports the end of an accepted connection that the layer's Close closed as io.EOF.
+// Read reports the end of an accepted connection as io.EOF when the layer's Close closed
+// it, and when the peer reset it. A peer that stops closes the connections it dialled; the
+// kernel answers a close with unread data in the socket (replies the stopping peer had not
+// read yet, frequent on a loaded machine) with a reset instead of an orderly end, and that
+// is the end of the stream all the same, not a command that failed to decode.
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if err != nil && c.accepted && c.s.closing.Load() && errors.Is(err, net.ErrClosed) {
+	switch {
+	case err == nil || !c.accepted:
+	case c.s.closing.Load() && errors.Is(err, net.ErrClosed), errors.Is(err, syscall.ECONNRESET):
 		err = io.EOF
 	}
 	return n, err

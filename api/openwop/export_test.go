@@ -1,0 +1,4 @@
+package openwop
+
+// ApplyAttempts exposes applyAttempts to the package's external tests.
+const ApplyAttempts = applyAttempts
