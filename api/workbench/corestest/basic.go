@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -148,7 +149,7 @@ func testUnknownRoot(t *testing.T, h Harness) {
 func testRequestID(t *testing.T, h Harness) {
 	const root = "request-id"
 	hd := meta.Header{RequestID: "corestest-request-id"}
-	first := propose(t, h, 0, hd, create(root, "once", "1"))
+	first := proposeOnce(t, h, 0, hd, create(root, "once", "1"))
 	if first.Replayed {
 		t.Fatal("the first proposal of a request id is marked replayed")
 	}
@@ -207,14 +208,21 @@ func testConcurrent(t *testing.T, h Harness) {
 }
 
 // writeAndRead writes path through node i under a request id and reads it back through a
-// linearizable view of the same node; it returns the write's generation.
+// linearizable view of the same node, retrying retryable errors (the write under the same
+// id) as propose and read do; it returns the write's generation.
 func writeAndRead(ctx context.Context, h Harness, i int, root, path string) (uint64, error) {
-	res, err := proposeOn(ctx, h, i, meta.Header{RequestID: path}, put(root, path, path))
-	if err != nil || res.Err != nil {
+	var res meta.Result
+	if _, err := retry.Until(opTimeout, func() (err error) {
+		res, err = proposeOn(ctx, h, i, meta.Header{RequestID: "corestest-" + path}, put(root, path, path))
+		return stopUnlessRetryable(err)
+	}); err != nil || res.Err != nil {
 		return 0, fmt.Errorf("node %d: write %s: %v %v", i, path, err, res.Err)
 	}
-	v, err := readOn(ctx, h, i, root)
-	if err != nil {
+	var v *meta.View
+	if _, err := retry.Until(opTimeout, func() (err error) {
+		v, err = readOn(ctx, h, i, root)
+		return stopUnlessRetryable(err)
+	}); err != nil {
 		return 0, fmt.Errorf("node %d: read after writing %s: %w", i, path, err)
 	}
 	if g := generation(v, root, path); g != res.Generation {

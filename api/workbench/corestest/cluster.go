@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
 )
+
+// leaderLossBound bounds how long a call meeting a lost leader may take to end: an
+// election and a few rounds, far below opTimeout, so that a call that only ends at its
+// caller's deadline fails.
+const leaderLossBound = 10 * time.Second
 
 // follower returns a node other than leader.
 func follower(h Harness, leader int) int { return (leader + 1) % h.Nodes() }
@@ -35,7 +41,7 @@ func testForwarded(t *testing.T, h Harness) {
 			continue
 		}
 		before := c.Forwarded(leader)
-		res := propose(t, h, f, meta.Header{}, put(root, fmt.Sprintf("via-%d", f), "x"))
+		res := proposeOnce(t, h, f, meta.Header{}, put(root, fmt.Sprintf("via-%d", f), "x"))
 		if after := c.Forwarded(leader); after <= before {
 			t.Fatalf("a write through follower %d succeeded, but leader %d's peer API served no command (%d before, %d after)", f, leader, before, after)
 		}
@@ -48,7 +54,7 @@ func testForwarded(t *testing.T, h Harness) {
 // read index, so its linearizable read cannot answer before it applied every acknowledged
 // write: it fails instead, and once the log flows again it answers with the write.
 func testLaggingFollower(t *testing.T, h Harness) {
-	c := h.(Cluster)
+	c := h.(Faults)
 	const root = "lagging"
 	warm(t, h, root)
 	leader := c.Leader(t, root)
@@ -78,16 +84,18 @@ func testLaggingFollower(t *testing.T, h Harness) {
 		wantFile(t, fmt.Sprintf("lagging follower %d's linearizable view", f), v, root, "while-lagging", res.Generation)
 	case !retryable(err) && !errors.Is(err, context.DeadlineExceeded):
 		t.Fatalf("follower %d: a linearizable read while lagging: %v, want a retryable error or the deadline's", f, err)
+	default:
+		t.Logf("a linearizable read on the lagging follower: %v", err)
 	}
 	resume()
-	wantFile(t, fmt.Sprintf("follower %d once the log flows again", f), readEventually(t, h, f, root), root, "while-lagging", res.Generation)
+	wantFile(t, fmt.Sprintf("follower %d once the log flows again", f), read(t, h, f, root), root, "while-lagging", res.Generation)
 }
 
 // testLeaderLostUnknown: the leader applies a command forwarded by a follower and freezes
 // before it answers; the follower's call ends, bounded, with an unknown outcome, and the
 // command did apply.
 func testLeaderLostUnknown(t *testing.T, h Harness) {
-	c := h.(Cluster)
+	c := h.(Faults)
 	const root = "lost-unknown"
 	warm(t, h, root)
 	leader := c.Leader(t, root)
@@ -99,9 +107,13 @@ func testLeaderLostUnknown(t *testing.T, h Harness) {
 	if !errors.Is(err, workbench.ErrOutcomeUnknown) {
 		t.Fatalf("follower %d: a call whose leader froze after applying it answered %+v, %v; want an error matching ErrOutcomeUnknown", f, res, err)
 	}
-	t.Logf("outcome unknown after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	elapsed := time.Since(start)
+	t.Logf("outcome unknown after %v: %v", elapsed.Round(time.Millisecond), err)
+	if elapsed > leaderLossBound {
+		t.Fatalf("the call ended %v after it started: a caller must learn of a lost leader within %v, not at its own deadline", elapsed, leaderLossBound)
+	}
 	recover()
-	if generation(readEventually(t, h, f, root), root, "lost") == 0 {
+	if generation(read(t, h, f, root), root, "lost") == 0 {
 		t.Fatal("the command whose outcome was unknown is not applied, though the leader applied it before it froze")
 	}
 	again, err := tryPropose(t, h, f, meta.Header{}, create(root, "lost", "x"), opTimeout)
@@ -114,14 +126,17 @@ func testLeaderLostUnknown(t *testing.T, h Harness) {
 // the next leader themselves, which answers the first result from the FSM's dedupe
 // record, so the caller gets a success and the command applied once.
 func testLeaderLostRetried(t *testing.T, h Harness) {
-	c := h.(Cluster)
+	c := h.(Faults)
 	const root = "lost-retried"
 	warm(t, h, root)
 	leader := c.Leader(t, root)
 	f := follower(h, leader)
 	recover := c.LoseLeaderMidCall(t, root)
 	defer recover()
-	res := propose(t, h, f, meta.Header{RequestID: "corestest-lost"}, create(root, "lost", "x"))
+	res, err := tryPropose(t, h, f, meta.Header{RequestID: "corestest-lost"}, create(root, "lost", "x"), opTimeout)
+	if err != nil || res.Err != nil {
+		t.Fatalf("follower %d: a call under a request id whose leader froze after applying it: %v %v; want the cores to retry it at the next leader", f, err, res.Err)
+	}
 	if !res.Replayed {
 		t.Fatalf("follower %d: %+v; want the first result replayed by the next leader", f, res)
 	}
@@ -129,38 +144,109 @@ func testLeaderLostRetried(t *testing.T, h Harness) {
 		t.Fatalf("node %d still leads after it froze", leader)
 	}
 	recover()
-	wantFile(t, "after the retried call", readEventually(t, h, f, root), root, "lost", res.Generation)
+	wantFile(t, "after the retried call", read(t, h, f, root), root, "lost", res.Generation)
 }
 
-// testLeaderChange: once the leadership moved, a write through every node, the former
-// leader included, succeeds without the caller retrying, and every node reads them all.
+// testLeaderChange: writes through every node while the leadership moves never answer
+// "unavailable" (the cores wait for the election themselves); once it moved, a write
+// through every node, the former leader included, succeeds at once; every node reads them
+// all.
 func testLeaderChange(t *testing.T, h Harness) {
-	c := h.(Cluster)
+	c := h.(Faults)
 	const root = "leader-change"
 	warm(t, h, root)
 	old := c.Leader(t, root)
-	moved := c.MoveLeader(t, root)
-	if moved == old {
-		t.Fatalf("MoveLeader left the leadership on node %d", old)
-	}
+	during := writeDuring(t, h, root, func() {
+		if moved := c.MoveLeader(t, root); moved == old {
+			t.Fatalf("MoveLeader left the leadership on node %d", old)
+		}
+	})
 	gens := map[string]uint64{}
+	for _, w := range during {
+		gens[w.path] = w.gen
+	}
 	for i := range h.Nodes() {
 		path := fmt.Sprintf("after-move-%d", i)
-		gens[path] = propose(t, h, i, meta.Header{}, put(root, path, "x")).Generation
+		gens[path] = proposeOnce(t, h, i, meta.Header{}, put(root, path, "x")).Generation
 	}
 	for j := range h.Nodes() {
 		v := read(t, h, j, root)
 		for path, gen := range gens {
-			wantFile(t, fmt.Sprintf("node %d after the leader moved from %d to %d", j, old, moved), v, root, path, gen)
+			wantFile(t, fmt.Sprintf("node %d after the leader moved from %d", j, old), v, root, path, gen)
 		}
 	}
+}
+
+// write is one write of writeDuring.
+type write struct {
+	node int
+	path string
+	hd   meta.Header
+	gen  uint64
+	err  error
+}
+
+// writeDuring writes root through every node, one write after another on each, while
+// change runs (and at least once per node after it began), and returns the writes once
+// each applied. None may answer an error matching ErrCoreUnavailable; one whose outcome
+// is unknown is retried under its request id (as a client does) until it applied.
+func writeDuring(t *testing.T, h Harness, root string, change func()) []write {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
+	defer cancel()
+	changed := make(chan struct{})
+	out := make([][]write, h.Nodes())
+	var wg sync.WaitGroup
+	for i := range h.Nodes() {
+		wg.Go(func() {
+			for k := 0; ; k++ {
+				w := write{node: i, path: fmt.Sprintf("during-%d-%d", i, k)}
+				w.hd = meta.Header{RequestID: "corestest-" + w.path}
+				var res meta.Result
+				res, w.err = proposeOn(ctx, h, i, w.hd, put(root, w.path, "x"))
+				if w.err == nil && res.Err != nil {
+					w.err = res.Err
+				}
+				w.gen = res.Generation
+				out[i] = append(out[i], w)
+				select {
+				case <-changed:
+					if k > 0 {
+						return
+					}
+				default:
+				}
+			}
+		})
+	}
+	func() {
+		defer close(changed)
+		change()
+	}()
+	bounded(t, "writes while the leadership moves", wg.Wait)
+	var all []write
+	unknown := 0
+	for _, ws := range out {
+		for _, w := range ws {
+			switch {
+			case errors.Is(w.err, workbench.ErrOutcomeUnknown):
+				unknown++
+				w.gen = propose(t, h, w.node, w.hd, put(root, w.path, "x")).Generation
+			case w.err != nil:
+				t.Fatalf("node %d: write %s while the leadership moved: %v; want the cores to wait for the new leader", w.node, w.path, w.err)
+			}
+			all = append(all, w)
+		}
+	}
+	t.Logf("%d writes while the leadership moved, %d of unknown outcome", len(all), unknown)
+	return all
 }
 
 // testCutOff: the leader stops receiving its shard's log: a write through it can neither
 // commit nor find another leader, and ends, bounded, in a retryable error; once the log
 // flows again the shard serves through every node.
 func testCutOff(t *testing.T, h Harness) {
-	c := h.(Cluster)
+	c := h.(Faults)
 	const root = "cut-off"
 	warm(t, h, root)
 	leader := c.Leader(t, root)
@@ -171,11 +257,15 @@ func testCutOff(t *testing.T, h Harness) {
 	if !retryable(err) {
 		t.Fatalf("node %d, cut off from the log: %+v, %v; want an error matching ErrCoreUnavailable or ErrOutcomeUnknown", leader, res, err)
 	}
-	t.Logf("cut-off node answered after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	elapsed := time.Since(start)
+	t.Logf("cut-off node answered after %v: %v", elapsed.Round(time.Millisecond), err)
+	if elapsed > leaderLossBound {
+		t.Fatalf("the cut-off node answered %v after the call started, later than %v", elapsed, leaderLossBound)
+	}
 	resume()
 	for i := range h.Nodes() {
 		path := fmt.Sprintf("after-%d", i)
-		gen := proposeEventually(t, h, i, put(root, path, "x")).Generation
-		wantFile(t, fmt.Sprintf("node %d once the log flows again", i), readEventually(t, h, i, root), root, path, gen)
+		gen := propose(t, h, i, meta.Header{}, put(root, path, "x")).Generation
+		wantFile(t, fmt.Sprintf("node %d once the log flows again", i), read(t, h, i, root), root, path, gen)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,20 +31,25 @@ type Placer interface {
 	Placed(root string) bool
 }
 
-// Cluster is a Harness whose nodes each hold a replica of every root's shard, with the
-// faults the suite injects. Each method waits (bounded) for what it promises and fails t
-// when it cannot deliver it.
+// Cluster is a Harness whose nodes each hold a replica of every root's shard. Each method
+// waits (bounded) for what it promises and fails t when it cannot deliver it.
 type Cluster interface {
 	Harness
 	// Leader returns the node whose replica is the ready leader of root's shard (root
 	// written).
 	Leader(t *testing.T, root string) int
-	// MoveLeader hands the leadership of root's shard to another node and returns that
-	// node once it is the ready leader.
-	MoveLeader(t *testing.T, root string) int
 	// Forwarded returns how many commands node i's peer API has received from other nodes
 	// to propose since the harness started.
 	Forwarded(i int) int
+}
+
+// Faults is a Cluster with the faults the suite injects. Each subtest that uses them gets a
+// harness of its own.
+type Faults interface {
+	Cluster
+	// MoveLeader hands the leadership of root's shard to another node and returns that
+	// node once it is the ready leader.
+	MoveLeader(t *testing.T, root string) int
 	// Lag holds the Raft traffic of node i's replicas — it neither receives nor answers the
 	// log — until resume is called; its calls to other nodes (forwarded commands, read
 	// indexes) still go through.
@@ -68,9 +74,10 @@ type subtest struct {
 	run  func(t *testing.T, h Harness)
 }
 
-// Run runs the suite. newHarness returns a new harness. Run calls it once for the subtests
-// that only read and write, which share it (each uses roots of its own), and once more for
-// each subtest that injects a fault or moves a leader (Cluster harnesses only).
+// Run runs the suite. newHarness returns a new harness. Run calls it first for the subtests
+// that only read and write, which share it (each uses roots of its own; a Cluster's
+// forwarding check among them), then once more for each subtest that injects a fault or
+// moves a leader (Faults harnesses only), which serves that subtest's one root.
 func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	shared := []subtest{
 		{"a write is read back through every node, on its own root only", testRightRoot},
@@ -100,6 +107,9 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	for _, tc := range clustered {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, h) })
 	}
+	if _, ok := h.(Faults); !ok {
+		return
+	}
 	for _, tc := range faults {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newHarness(t)) })
 	}
@@ -119,8 +129,31 @@ func create(root, path, data string) meta.Put {
 	return p
 }
 
-// propose proposes b through node i and fails t unless it applied.
+// propose proposes b through node i and fails t unless it applied. Without a request id
+// in hd it gets one of its own; a retryable error is retried under it, for at most
+// opTimeout, as a client does (a leader may change at any time on a loaded machine; the
+// subtests that check what happens then call proposeOnce).
 func propose(t *testing.T, h Harness, i int, hd meta.Header, b meta.Body) meta.Result {
+	t.Helper()
+	if hd.RequestID == "" {
+		hd.RequestID = fmt.Sprintf("corestest-%d", requestIDs.Add(1))
+	}
+	var res meta.Result
+	eventually(t, fmt.Sprintf("node %d: propose %T", i, b), func() (err error) {
+		res, err = tryPropose(t, h, i, hd, b, opTimeout)
+		return err
+	})
+	if res.Err != nil {
+		t.Fatalf("node %d: propose %T: refused: %v", i, b, res.Err)
+	}
+	return res
+}
+
+// requestIDs numbers the request ids propose gives commands.
+var requestIDs atomic.Uint64
+
+// proposeOnce proposes b through node i once and fails t unless it applied.
+func proposeOnce(t *testing.T, h Harness, i int, hd meta.Header, b meta.Body) meta.Result {
 	t.Helper()
 	res, err := tryPropose(t, h, i, hd, b, opTimeout)
 	if err != nil {
@@ -156,16 +189,6 @@ func agentOf(b meta.Body) string {
 		return p.Agent
 	}
 	panic(fmt.Sprintf("corestest: no root for %T", b))
-}
-
-// read returns a linearizable view of root through node i and fails t if there is none.
-func read(t *testing.T, h Harness, i int, root string) *meta.View {
-	t.Helper()
-	v, err := tryRead(t, h, i, root, opTimeout)
-	if err != nil {
-		t.Fatalf("node %d: ReadView of %q: %v", i, root, err)
-	}
-	return v
 }
 
 // tryRead returns what node i's ReadView of root answers within timeout.
@@ -226,9 +249,10 @@ func bounded(t *testing.T, what string, f func()) {
 	}
 }
 
-// readEventually returns a linearizable view of root through node i, retrying retryable
-// errors for at most opTimeout (a cluster healing from a fault may answer them a while).
-func readEventually(t *testing.T, h Harness, i int, root string) *meta.View {
+// read returns a linearizable view of root through node i, retrying retryable errors for
+// at most opTimeout (a cluster healing from a fault answers them a while), and fails t if
+// there is none.
+func read(t *testing.T, h Harness, i int, root string) *meta.View {
 	t.Helper()
 	var v *meta.View
 	eventually(t, fmt.Sprintf("node %d: ReadView of %q", i, root), func() (err error) {
@@ -238,33 +262,20 @@ func readEventually(t *testing.T, h Harness, i int, root string) *meta.View {
 	return v
 }
 
-// proposeEventually proposes b through node i under a request id, retrying retryable
-// errors (with the same id) for at most opTimeout, and fails t unless it applied.
-func proposeEventually(t *testing.T, h Harness, i int, b meta.Put) meta.Result {
-	t.Helper()
-	var res meta.Result
-	hd := meta.Header{RequestID: "corestest-" + b.Path}
-	eventually(t, fmt.Sprintf("node %d: propose %s", i, b.Path), func() (err error) {
-		res, err = tryPropose(t, h, i, hd, b, opTimeout)
-		return err
-	})
-	if res.Err != nil {
-		t.Fatalf("node %d: propose %s: refused: %v", i, b.Path, res.Err)
-	}
-	return res
-}
-
 // eventually calls f until it returns nil, for at most opTimeout, and fails t unless it
 // did; an error that is not retryable fails t at once.
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	retry.Within(t, opTimeout, what, func() error {
-		err := f()
-		if err != nil && !retryable(err) {
-			return fmt.Errorf("%w: not retryable: %v", retry.ErrStop, err)
-		}
-		return err
-	})
+	retry.Within(t, opTimeout, what, func() error { return stopUnlessRetryable(f()) })
+}
+
+// stopUnlessRetryable returns err, marked to end the retries (retry.ErrStop) unless it is
+// retryable.
+func stopUnlessRetryable(err error) error {
+	if err != nil && !retryable(err) {
+		return fmt.Errorf("%w: not retryable: %w", retry.ErrStop, err)
+	}
+	return err
 }
 
 // retryable reports whether err is one of the core errors a caller may retry the same

@@ -7,10 +7,10 @@
 //
 // The suite reaches the cores only through workbench.Cores and workbench.Core, and the
 // faults only through the Harness's methods, so it checks what the Workbench adapter can
-// observe. Every Harness runs the subtests that read and write; a Cluster harness also runs
-// those that need several replicas: forwarding to the leader, the read index of a lagging
-// follower, a leader lost mid-call, routing after a leader change, a node cut off from its
-// shard's log.
+// observe. Every Harness runs the subtests that read and write; a Cluster harness (several
+// replicas) also the check of forwarding to the leader; a Faults harness (a Cluster that
+// injects faults) also the subtests of the read index of a lagging follower, a leader lost
+// mid-call, routing after a leader change and a node cut off from its shard's log.
 //
 // Invariants checked:
 //
