@@ -27,12 +27,18 @@
 //   - A command through a follower is forwarded to the leader (the leader's peer API
 //     serves it) and succeeds without the caller retrying.
 //   - A leader lost after it applied a forwarded command and before it answered ends the
-//     call, bounded, with an error matching workbench.ErrOutcomeUnknown; under a request
-//     id the cores retry it themselves at the next leader and answer the first result.
-//   - After a leader change every node routes to the new leader at once (the cores wait
-//     for an election themselves, bounded), and a node cut off from its shard's log
-//     answers an error matching ErrCoreUnavailable or ErrOutcomeUnknown within bounds,
-//     never a success.
+//     call with an error matching workbench.ErrOutcomeUnknown once the caller's node
+//     learns of the loss (within 10 s, not at the call's deadline); under a request id the
+//     cores retry it themselves at the next leader and answer the first result.
+//   - While the leadership moves, no call through any node answers ErrCoreUnavailable (the
+//     cores wait for the election themselves, bounded); once it moved, every node routes
+//     to the new leader at once. A node cut off from its shard's log answers an error
+//     matching ErrCoreUnavailable or ErrOutcomeUnknown within bounds, never a success.
+//
+// The suite's plain writes and reads retry retryable errors (writes under their request
+// id) as a client does, since a loaded machine may move a leader at any time; the checks of
+// forwarding, of a leader move, of a lost leader and of a lagging or cut-off node make
+// single attempts and judge the one answer.
 //
 // Every wait of the suite is bounded (a context deadline, or a watchdog that fails the
 // test), so a core that hangs fails the suite instead of stalling it. Test support only:
