@@ -10,13 +10,14 @@ import (
 )
 
 // testSupport are the packages that exist for tests only: retry, etcd, free ports, test certificates, the
-// blob conformance suite and damage, MinIO, and the cluster fixture.
+// blob conformance suite and damage, the Cores conformance suite, MinIO, and the cluster fixture.
 var testSupport = []string{
 	"github.com/cairnstore/cairn/internal/retry",
 	"github.com/cairnstore/cairn/internal/etcdtest",
 	"github.com/cairnstore/cairn/internal/freeport",
 	"github.com/cairnstore/cairn/internal/certtest",
 	"github.com/cairnstore/cairn/blob/blobtest",
+	"github.com/cairnstore/cairn/api/workbench/corestest",
 	"github.com/cairnstore/cairn/api/auth/authtest",
 	"github.com/cairnstore/cairn/blob/s3/s3test",
 	"github.com/cairnstore/cairn/integration/framework",

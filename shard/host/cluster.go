@@ -53,14 +53,7 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	if cc.StartTimeout <= 0 {
 		cc.StartTimeout = 30 * time.Second
 	}
-	cs := &clusterState{cfg: cc, published: map[int]uint64{}, lastAddressCheck: time.Now()}
-	h.cluster = cs
-	h.peers = newPeerClient(cc.Peer)
-	h.readIndexes = newReadIndexBatcher(func(ctx context.Context, addr string, id int) (uint64, error) {
-		ctx, cancel := h.forwardContext(ctx, id)
-		defer cancel()
-		return h.peers.readIndex(ctx, addr, id)
-	})
+	cs := h.usePeerPort(cc)
 	sctx, cancel := context.WithTimeout(ctx, cc.StartTimeout)
 	defer cancel()
 	plane := cc.Plane
@@ -76,8 +69,6 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 		return err
 	}
 	cs.storeNodes(nodes)
-	hints := map[int]control.LeaderHint{}
-	cs.hints.Store(&hints)
 	h.placement = plane.NewPlacement(cs.cluster)
 
 	// Replicas first (WatchReplicaSets), then the registration that lets the controller
@@ -111,6 +102,23 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	h.log.Info("cluster node started", "node", h.cfg.NodeID, "cluster", cs.cluster.ID, "shards", cs.cluster.Shards,
 		"replication", cs.cluster.Replication, "peer", cc.Peer.Addr().String(), "client", cc.ClientURL)
 	return nil
+}
+
+// usePeerPort makes h a node of a cluster on cc's peer port: it keeps the cluster's
+// state (no node and no leader hint until the control plane reports them) and calls other
+// nodes' fwd streams, its follower reads' read-index calls ending when the leader moves.
+func (h *Host) usePeerPort(cc *ClusterConfig) *clusterState {
+	cs := &clusterState{cfg: cc, published: map[int]uint64{}, lastAddressCheck: time.Now()}
+	cs.storeNodes(control.NodeSet{})
+	cs.hints.Store(&map[int]control.LeaderHint{})
+	h.cluster = cs
+	h.peers = newPeerClient(cc.Peer)
+	h.readIndexes = newReadIndexBatcher(func(ctx context.Context, addr string, id int) (uint64, error) {
+		ctx, cancel := h.forwardContext(ctx, id)
+		defer cancel()
+		return h.peers.readIndex(ctx, addr, id)
+	})
+	return cs
 }
 
 // Cluster returns the cluster this node belongs to (zero for the embedded default).

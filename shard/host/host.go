@@ -110,11 +110,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.NodeID == "" || cfg.DataDir == "" {
 		return nil, errors.New("host: Config.NodeID and Config.DataDir are required")
 	}
-	h := &Host{cfg: cfg, log: cfg.Logger, replicas: map[int]*shard.Shard{}, damaged: map[int]error{},
-		kick: make(chan struct{}, 1), reannounce: make(chan struct{}, 1), followerReads: newFollowerReadCounter(),
-		raftTimings: shard.NewMetrics()}
-	wctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
+	h, wctx := newHost(cfg)
 	if cfg.Cluster == nil {
 		h.placement = Static{Shard: EmbeddedShard}
 		if _, err := h.ensureReplica(EmbeddedShard); err != nil {
@@ -129,6 +125,17 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// newHost returns a host with no replica, no placement and no peer port yet, and the
+// context its background work runs under (Close ends it).
+func newHost(cfg Config) (*Host, context.Context) {
+	h := &Host{cfg: cfg, log: cfg.Logger, replicas: map[int]*shard.Shard{}, damaged: map[int]error{},
+		kick: make(chan struct{}, 1), reannounce: make(chan struct{}, 1), followerReads: newFollowerReadCounter(),
+		raftTimings: shard.NewMetrics()}
+	wctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	return h, wctx
 }
 
 // NodeID returns this node's id.
