@@ -235,7 +235,8 @@ func (c *confirmer) heartbeat(sv raft.Server, term uint64) probeReply {
 	req := raft.AppendEntriesRequest{
 		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(s.cfg.NodeID), Addr: self},
 		Term:      term,
-		Leader:    self,
+		//lint:ignore SA1019 raft's own heartbeats still set Leader beside RPCHeader.Addr (replication.go), and this one must look like them to every follower
+		Leader: self,
 	}
 	var resp raft.AppendEntriesResponse
 	if err := s.transport.AppendEntries(sv.ID, sv.Address, &req, &resp); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Integrity of a replica's storage (issue 10): every log entry this build writes carries a
@@ -82,7 +83,7 @@ func checkLogFile(path string) (err error) {
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: boltOpenTimeout})
 	if err != nil {
 		var pe *fs.PathError
-		if errors.As(err, &pe) || errors.Is(err, bbolt.ErrTimeout) {
+		if errors.As(err, &pe) || errors.Is(err, berrors.ErrTimeout) {
 			return fmt.Errorf("shard: open log %s: %w", path, err)
 		}
 		return logDamaged(path, "%v", err)
@@ -116,7 +117,7 @@ func openBolt(path string) (bs *raftboltdb.BoltStore, err error) {
 	bs, err = raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout}})
 	if err != nil {
 		var pe *fs.PathError
-		if errors.As(err, &pe) || errors.Is(err, bbolt.ErrTimeout) {
+		if errors.As(err, &pe) || errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("shard: open log %s: %w", path, err)
 		}
 		return nil, logDamaged(path, "%v", err)

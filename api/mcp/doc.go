@@ -50,7 +50,8 @@
 //
 // All 18 Workbench tools are registered with the hand-written schemas of
 // schemas/workbench.json; the profile offers nothing else. Cairn's further tools live in
-// the profile "cairn" (cairn.go, schemas/cairn.json: cairn_workbench_list,
-// cairn_workbench_delete), a separate server on its own endpoint
+// the profile "cairn" (cairn.go, diff.go, proposals.go, schemas/cairn.json: cairn_history,
+// cairn_read_at, cairn_diff, cairn_workbench_list, cairn_workbench_delete, cairn_propose,
+// cairn_proposals, cairn_decide), a separate server on its own endpoint
 // (/v1/agents/{agent}/mcp/cairn), with the same conventions.
 package mcp

@@ -32,8 +32,7 @@ func TestArbitraryArgumentsGetAToolResultNeverAFailure(t *testing.T) {
 			"{", "[1,2]", "x: .nan", "k: v", "line\nline", "structured", "bytes", "YQ==", "!!", "sha256:00"}),
 		rapid.String(),
 	)
-	var value *rapid.Generator[any]
-	value = rapid.Deferred(func() *rapid.Generator[any] {
+	value := rapid.Deferred(func() *rapid.Generator[any] {
 		return rapid.OneOf(
 			rapid.Just[any](nil),
 			rapid.Map(rapid.Bool(), func(b bool) any { return b }),

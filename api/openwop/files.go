@@ -45,6 +45,9 @@ func Etag(gen uint64) string { return `"g` + strconv.FormatUint(gen, 10) + `"` }
 // returns (a generation is at least 1).
 func parseEtag(etag string) (uint64, bool) {
 	digits, ok := strings.CutPrefix(etag, `"g`)
+	if !ok {
+		return 0, false
+	}
 	if digits, ok = strings.CutSuffix(digits, `"`); !ok || digits == "" || digits[0] == '0' {
 		return 0, false
 	}
@@ -226,8 +229,6 @@ type precondition struct {
 	IfMatch    *string
 	CreateOnly bool
 }
-
-func (p precondition) any() bool { return p.IfMatch != nil || p.CreateOnly }
 
 // put writes content at path of o (the reference host's order of checks: size, If-Match,
 // maxFiles). With If-Match the write is conditional on the generation the live etag names,

@@ -59,6 +59,9 @@ func kindOf(contentType string) string {
 		return ""
 	}
 	k, ok := strings.CutPrefix(mt, "application/vnd.openwop.")
+	if !ok {
+		return ""
+	}
 	if k, ok = strings.CutSuffix(k, "+json"); ok && knownKind(k) {
 		return k
 	}

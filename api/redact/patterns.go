@@ -156,7 +156,7 @@ func checkGitHub(t *tenant, buf []byte, s, e int) (string, bool) {
 // checkGitHubPAT: github_pat_ then at least 22 of [A-Za-z0-9_] with a digit.
 func checkGitHubPAT(t *tenant, buf []byte, s, e int) (string, bool) {
 	body := buf[s+len("github_pat_") : e]
-	if len(body) < 22 || e-s > MaxTokenBytes || bytes.IndexAny(body, "0123456789") < 0 || !t.standsAlone(buf, s, e, keyWord) {
+	if len(body) < 22 || e-s > MaxTokenBytes || !bytes.ContainsAny(body, "0123456789") || !t.standsAlone(buf, s, e, keyWord) {
 		return "", false
 	}
 	return KindGitHubToken, true
@@ -166,7 +166,7 @@ func checkGitHubPAT(t *tenant, buf []byte, s, e int) (string, bool) {
 // a digit.
 func checkSlack(t *tenant, buf []byte, s, e int) (string, bool) {
 	body := buf[s+5 : e]
-	if len(body) < 10 || e-s > MaxTokenBytes || bytes.IndexAny(body, "0123456789") < 0 || !t.standsAlone(buf, s, e, keyWord) {
+	if len(body) < 10 || e-s > MaxTokenBytes || !bytes.ContainsAny(body, "0123456789") || !t.standsAlone(buf, s, e, keyWord) {
 		return "", false
 	}
 	return KindSlackToken, true

@@ -2,8 +2,6 @@ package workbench_test
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -35,7 +33,7 @@ func TestDependenciesHaveNoRaft(t *testing.T) {
 // path a line.
 func goList(t *testing.T, args ...string) []string {
 	t.Helper()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin := "go" // go test puts the go command of its own GOROOT first on PATH
 	out, err := exec.Command(gobin, append([]string{"list"}, args...)...).Output()
 	if err != nil {
 		var stderr []byte

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -20,7 +18,7 @@ import (
 // classifies the errors of a node's start through api/server's error values. (Its
 // dependency list still holds them: api/server assembles the node from them.)
 func TestImportsNoStorageOrReplicationPackage(t *testing.T) {
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin := "go" // go test puts the go command of its own GOROOT first on PATH
 	out, err := exec.Command(gobin, "list", "-f", `{{join .Imports "\n"}}`, "github.com/cairnstore/cairn/cmd/cairn").Output()
 	if err != nil {
 		var stderr []byte

@@ -2,8 +2,6 @@ package worker_test
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -14,7 +12,7 @@ import (
 // nothing of the surfaces above (api/...).
 func TestDependenciesStayBelowTheShard(t *testing.T) {
 	const module = "github.com/cairnstore/cairn/"
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin := "go" // go test puts the go command of its own GOROOT first on PATH
 	out, err := exec.Command(gobin, "list", "-deps", module+"shard/worker").Output()
 	if err != nil {
 		var stderr []byte

@@ -78,28 +78,27 @@ const (
 
 // env is what the jobs run against.
 type env struct {
-	o                  options
-	tmp                string
-	cairnURL, s3URL    string
-	s3CacheURL         string
-	relayURL           string
-	clusterURLs        []string
-	clusterLeader      int // index in clusterURLs of the node leading the root's shard
-	clusterFollower    int // index of another node
-	minioURL           string
-	etcd               []string
-	dirServer          profileTarget // the embedded-default node, for its profile
-	s3Server           profileTarget // the MinIO-backed node
-	started, finished  time.Time
-	gitCommit          string
-	jobs               []*job
-	sweep, knee        *job
-	kneeRate           float64
-	profile            *profileResult
-	objectProfiles     []*job     // the profiled 64 MiB runs (objectProfileJobs)
-	rss                *rssResult // the large-body phase (measureRSS)
-	commands           []string   // every command run, in order
-	minioVer, etcdNote string
+	o                 options
+	tmp               string
+	cairnURL, s3URL   string
+	s3CacheURL        string
+	relayURL          string
+	clusterURLs       []string
+	clusterLeader     int // index in clusterURLs of the node leading the root's shard
+	clusterFollower   int // index of another node
+	minioURL          string
+	etcd              []string
+	dirServer         profileTarget // the embedded-default node, for its profile
+	s3Server          profileTarget // the MinIO-backed node
+	started, finished time.Time
+	gitCommit         string
+	jobs              []*job
+	sweep, knee       *job
+	kneeRate          float64
+	profile           *profileResult
+	objectProfiles    []*job     // the profiled 64 MiB runs (objectProfileJobs)
+	rss               *rssResult // the large-body phase (measureRSS)
+	commands          []string   // every command run, in order
 }
 
 func run(ctx context.Context, o options) error {
