@@ -81,6 +81,26 @@ func Encode(dst, data []byte) (payload []byte, enc Encoding) {
 	return out, EncodingZstd
 }
 
+// EncodeBuffers pools the buffers a backend's Puts encode into (Encode's dst), so a Put
+// does not allocate one per blob. The zero value is ready to use.
+type EncodeBuffers struct{ pool sync.Pool } // of *[]byte
+
+// Encode is Encode into a pooled buffer. payload is valid until release, which hands the
+// buffer back (grown, when zstd needed more room).
+func (b *EncodeBuffers) Encode(data []byte) (payload []byte, enc Encoding, release func()) {
+	bp, _ := b.pool.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	payload, enc = Encode(*bp, data)
+	return payload, enc, func() {
+		if enc == EncodingZstd {
+			*bp = payload[:0]
+		}
+		b.pool.Put(bp)
+	}
+}
+
 // The entropy probe of Encode: data of probeMinBytes or more is compressed whole only if
 // probeSamples slices of probeSampleBytes, spread evenly over it, compress to at most
 // 7/8 together. Already-compressed data (images, archives, model weights) fails the probe

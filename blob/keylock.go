@@ -2,6 +2,7 @@ package blob
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -40,4 +41,23 @@ func (l *KeyLocks) Lock(ctx context.Context, key Key) (unlock func(), err error)
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// LockOp is Lock for a backend's call op on key; its error names the backend (the prefix
+// of its errors, "blob/dir"), op and key.
+func (l *KeyLocks) LockOp(ctx context.Context, backend, op string, key Key) (unlock func(), err error) {
+	unlock, err = l.Lock(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s %s: %w", backend, op, key, err)
+	}
+	return unlock, nil
+}
+
+// LockPut starts a backend's Put of hd under key: it checks that hd is key's content
+// (CheckKey: ErrInvalidKey, ErrDigestMismatch) before it waits for key (LockOp).
+func (l *KeyLocks) LockPut(ctx context.Context, backend string, key Key, hd Hashed) (unlock func(), err error) {
+	if err := CheckKey(key, hd); err != nil {
+		return nil, fmt.Errorf("%s: %w", backend, err)
+	}
+	return l.LockOp(ctx, backend, "put", key)
 }

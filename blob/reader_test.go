@@ -6,18 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"testing"
 	"testing/iotest"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/blobtest"
 )
 
-func randomBytes(seed uint64, n int) []byte {
-	b := make([]byte, n)
-	rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}).Read(b)
-	return b
-}
+// randomBytes(seed, n) is n incompressible bytes, the same for the same seed (blobtest's).
+var randomBytes = blobtest.RandomBytes
 
 func textBytes(n int) []byte {
 	var b bytes.Buffer

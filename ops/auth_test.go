@@ -27,54 +27,35 @@ func TestAuthRequired(t *testing.T) {
 	}
 }
 
+// TestValidateAuth: the modes and where they may run, and --require-distinct-reviewer,
+// which needs API keys; a refusal names the flag that broke its rule.
 func TestValidateAuth(t *testing.T) {
 	tests := []struct {
 		name, auth, listen string
-		bad                bool
+		reviewer           bool   // --require-distinct-reviewer
+		flag               string // the flag the error names; "" when valid
 	}{
-		{"auto is valid", "auto", "127.0.0.1:7070", false},
-		{"required is valid", "required", "127.0.0.1:7070", false},
-		{"off on loopback is valid", "off", "127.0.0.1:7070", false},
-		{"off on every interface is refused", "off", "0.0.0.0:7070", true},
-		{"an unknown mode is refused", "maybe", "127.0.0.1:7070", true},
+		{"auto is valid", "auto", "127.0.0.1:7070", false, ""},
+		{"required is valid", "required", "127.0.0.1:7070", false, ""},
+		{"off on loopback is valid", "off", "127.0.0.1:7070", false, ""},
+		{"off on every interface is refused", "off", "0.0.0.0:7070", false, "--auth"},
+		{"an unknown mode is refused", "maybe", "127.0.0.1:7070", false, "--auth"},
+		{"a distinct reviewer with keys required on loopback is valid", "required", "127.0.0.1:7070", true, ""},
+		{"a distinct reviewer beyond loopback under auto is valid", "auto", "0.0.0.0:7070", true, ""},
+		{"a distinct reviewer on a keyless loopback node is refused", "auto", "127.0.0.1:7070", true, "--require-distinct-reviewer"},
+		{"a distinct reviewer with auth off is refused", "off", "127.0.0.1:7070", true, "--require-distinct-reviewer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := DefaultConfig()
-			c.Auth, c.Listen = tt.auth, tt.listen
-			var ce *ConfigError
+			c.Auth, c.Listen, c.RequireDistinctReviewer = tt.auth, tt.listen, tt.reviewer
 			errs := c.validateAuth()
-			if got := len(errs) > 0; got != tt.bad {
-				t.Fatalf("validateAuth() = %v, want bad %v", errs, tt.bad)
-			}
-			if tt.bad && (!errors.As(errs[0], &ce) || ce.Flag() != "--auth") {
-				t.Fatalf("error %v does not name --auth", errs[0])
-			}
-		})
-	}
-}
-
-func TestRequireDistinctReviewerNeedsAPIKeys(t *testing.T) {
-	tests := []struct {
-		name, auth, listen string
-		bad                bool
-	}{
-		{"with keys required on loopback it is valid", "required", "127.0.0.1:7070", false},
-		{"beyond loopback under auto it is valid", "auto", "0.0.0.0:7070", false},
-		{"on a keyless loopback node it is refused", "auto", "127.0.0.1:7070", true},
-		{"with auth off it is refused", "off", "127.0.0.1:7070", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig()
-			c.Auth, c.Listen, c.RequireDistinctReviewer = tt.auth, tt.listen, true
-			errs := c.validateAuth()
-			if got := len(errs) > 0; got != tt.bad {
-				t.Fatalf("validateAuth() = %v, want bad %v", errs, tt.bad)
+			if bad := tt.flag != ""; (len(errs) > 0) != bad {
+				t.Fatalf("validateAuth() = %v, want bad %v", errs, bad)
 			}
 			var ce *ConfigError
-			if tt.bad && (!errors.As(errs[0], &ce) || ce.Flag() != "--require-distinct-reviewer") {
-				t.Fatalf("error %v does not name --require-distinct-reviewer", errs[0])
+			if tt.flag != "" && (!errors.As(errs[0], &ce) || ce.Flag() != tt.flag) {
+				t.Fatalf("error %v does not name %s", errs[0], tt.flag)
 			}
 		})
 	}

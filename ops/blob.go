@@ -64,10 +64,8 @@ func (c Config) validateBlob() []*ConfigError {
 }
 
 func (c Config) blobTarget() (BlobTarget, []*ConfigError) {
-	var errs []*ConfigError
-	bad := func(field, rule, value string) {
-		errs = append(errs, &ConfigError{Field: field, Rule: rule, Value: value})
-	}
+	var errs configErrors
+	bad := errs.add
 
 	var t BlobTarget
 	switch {

@@ -424,11 +424,15 @@ type Config struct {
 }
 
 // EtcdEndpoints returns the Etcd endpoints, split at commas, trimmed, empty ones dropped.
-func (c Config) EtcdEndpoints() []string {
+func (c Config) EtcdEndpoints() []string { return splitList(c.Etcd) }
+
+// splitList splits a comma-separated setting into its items, trimmed, empty ones dropped
+// (nil when there are none).
+func splitList(list string) []string {
 	var out []string
-	for _, e := range strings.Split(c.Etcd, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			out = append(out, e)
+	for _, item := range strings.Split(list, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
 		}
 	}
 	return out
@@ -569,11 +573,17 @@ func (c Config) Validate() error {
 	return joinConfigErrors(c.validate())
 }
 
+// configErrors collects the broken rules of one validation pass.
+type configErrors []*ConfigError
+
+// add records that field broke rule with value ("" when there is none to show).
+func (errs *configErrors) add(field, rule, value string) {
+	*errs = append(*errs, &ConfigError{Field: field, Rule: rule, Value: value})
+}
+
 func (c Config) validate() []*ConfigError {
-	var errs []*ConfigError
-	bad := func(field, rule, value string) {
-		errs = append(errs, &ConfigError{Field: field, Rule: rule, Value: value})
-	}
+	var errs configErrors
+	bad := errs.add
 
 	switch {
 	case c.DataDir == "":
@@ -689,10 +699,8 @@ func (c Config) validate() []*ConfigError {
 // validateCluster checks the cluster settings. They are checked whether or not Cluster
 // is set (a bad value is a mistake either way); the requirements apply only with Cluster.
 func (c Config) validateCluster() []*ConfigError {
-	var errs []*ConfigError
-	bad := func(field, rule, value string) {
-		errs = append(errs, &ConfigError{Field: field, Rule: rule, Value: value})
-	}
+	var errs configErrors
+	bad := errs.add
 	if c.NodeID != "" {
 		if len(c.NodeID) > MaxNodeIDBytes || strings.Trim(c.NodeID, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != "" {
 			bad("NodeID", fmt.Sprintf("must be 1 to %d characters of [A-Za-z0-9._-]", MaxNodeIDBytes), c.NodeID)
@@ -771,18 +779,10 @@ func (c Config) validateCluster() []*ConfigError {
 // checkPeerHostPort returns the broken rule for a peer listen address, or "": host:port,
 // loopback unless peer TLS is configured.
 func checkPeerHostPort(addr string, tls bool) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "must be host:port"
+	if rule := checkHostPort(addr); rule != "" {
+		return rule
 	}
-	if strings.ContainsAny(host, " /\x00") {
-		return "must be host:port with a valid host"
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 0 || n > 65535 || port != strconv.Itoa(n) {
-		return "must be host:port with a numeric port 0..65535"
-	}
-	if !tls && !loopbackHost(host) {
+	if host, _, _ := net.SplitHostPort(addr); !tls && !loopbackHost(host) {
 		return "must be a loopback address unless peer TLS is configured (PeerTLSCert, PeerTLSKey, PeerTLSCA)"
 	}
 	return ""
@@ -977,95 +977,75 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.PeerTLSCA }),
 }, append(append(append(append(servingSettings, listenerSettings...), authSettings...), redactSettings...), openwopSettings...)...)
 
-func stringSetting(field, key, usage string, p func(*Config) *string) setting {
-	return setting{field: field, key: key, usage: usage,
-		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.String(flag, *p(&d), usage) },
-		parse:    func(c *Config, raw string) error { *p(c) = raw; return nil },
-	}
+// settingType is how Config fields of one Go type are read from text and bound to a flag.
+type settingType[T any] struct {
+	// bind registers the flag: one of pflag's typed methods, such as (*pflag.FlagSet).Int.
+	bind func(fs *pflag.FlagSet, name string, value T, usage string) *T
+	// parse reads the text form; its error is replaced by rule.
+	parse func(raw string) (T, error)
+	// rule is the rule broken by text that does not parse.
+	rule string
 }
 
-func int64Setting(field, key, usage string, p func(*Config) *int64) setting {
+var (
+	stringType = settingType[string]{(*pflag.FlagSet).String,
+		func(raw string) (string, error) { return raw, nil }, ""}
+	intType = settingType[int]{(*pflag.FlagSet).Int,
+		func(raw string) (int, error) { return strconv.Atoi(strings.TrimSpace(raw)) }, "must be an integer"}
+	int64Type = settingType[int64]{(*pflag.FlagSet).Int64,
+		func(raw string) (int64, error) { return strconv.ParseInt(strings.TrimSpace(raw), 10, 64) }, "must be an integer"}
+	uint64Type = settingType[uint64]{(*pflag.FlagSet).Uint64,
+		func(raw string) (uint64, error) { return strconv.ParseUint(strings.TrimSpace(raw), 10, 64) }, "must be a non-negative integer"}
+	float64Type = settingType[float64]{(*pflag.FlagSet).Float64,
+		func(raw string) (float64, error) { return strconv.ParseFloat(strings.TrimSpace(raw), 64) }, "must be a number"}
+	boolType = settingType[bool]{(*pflag.FlagSet).Bool,
+		func(raw string) (bool, error) { return strconv.ParseBool(strings.TrimSpace(raw)) }, "must be true or false"}
+	durationType = settingType[time.Duration]{(*pflag.FlagSet).Duration,
+		func(raw string) (time.Duration, error) { return time.ParseDuration(strings.TrimSpace(raw)) },
+		`must be a duration such as "90s", "2m" or "24h"`}
+)
+
+// typedSetting is the setting of the Config field of type T that p points at.
+func typedSetting[T any](typ settingType[T], field, key, usage string, p func(*Config) *T) setting {
 	return setting{field: field, key: key, usage: usage,
-		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.Int64(flag, *p(&d), usage) },
+		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { typ.bind(fs, flag, *p(&d), usage) },
 		parse: func(c *Config, raw string) error {
-			n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+			v, err := typ.parse(raw)
 			if err != nil {
-				return errors.New("must be an integer")
+				return errors.New(typ.rule)
 			}
-			*p(c) = n
+			*p(c) = v
 			return nil
 		},
 	}
+}
+
+func stringSetting(field, key, usage string, p func(*Config) *string) setting {
+	return typedSetting(stringType, field, key, usage, p)
 }
 
 func intSetting(field, key, usage string, p func(*Config) *int) setting {
-	return setting{field: field, key: key, usage: usage,
-		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.Int(flag, *p(&d), usage) },
-		parse: func(c *Config, raw string) error {
-			n, err := strconv.Atoi(strings.TrimSpace(raw))
-			if err != nil {
-				return errors.New("must be an integer")
-			}
-			*p(c) = n
-			return nil
-		},
-	}
+	return typedSetting(intType, field, key, usage, p)
 }
 
-func float64Setting(field, key, usage string, p func(*Config) *float64) setting {
-	return setting{field: field, key: key, usage: usage,
-		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.Float64(flag, *p(&d), usage) },
-		parse: func(c *Config, raw string) error {
-			f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-			if err != nil {
-				return errors.New("must be a number")
-			}
-			*p(c) = f
-			return nil
-		},
-	}
+func int64Setting(field, key, usage string, p func(*Config) *int64) setting {
+	return typedSetting(int64Type, field, key, usage, p)
 }
 
 func uint64Setting(field, key, usage string, p func(*Config) *uint64) setting {
-	return setting{field: field, key: key, usage: usage,
-		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.Uint64(flag, *p(&d), usage) },
-		parse: func(c *Config, raw string) error {
-			n, err := strconv.ParseUint(strings.TrimSpace(raw), 10, 64)
-			if err != nil {
-				return errors.New("must be a non-negative integer")
-			}
-			*p(c) = n
-			return nil
-		},
-	}
+	return typedSetting(uint64Type, field, key, usage, p)
+}
+
+func float64Setting(field, key, usage string, p func(*Config) *float64) setting {
+	return typedSetting(float64Type, field, key, usage, p)
 }
 
 func boolSetting(field, key, usage string, p func(*Config) *bool) setting {
-	return setting{field: field, key: key, usage: usage,
-		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.Bool(flag, *p(&d), usage) },
-		parse: func(c *Config, raw string) error {
-			b, err := strconv.ParseBool(strings.TrimSpace(raw))
-			if err != nil {
-				return errors.New("must be true or false")
-			}
-			*p(c) = b
-			return nil
-		},
-	}
+	return typedSetting(boolType, field, key, usage, p)
 }
 
 func durationSetting(field, key, usage string, p func(*Config) *time.Duration) setting {
-	return setting{field: field, key: key, usage: usage,
-		register: func(fs *pflag.FlagSet, flag, usage string, d Config) { fs.Duration(flag, *p(&d), usage) },
-		parse: func(c *Config, raw string) error {
-			d, err := time.ParseDuration(strings.TrimSpace(raw))
-			if err != nil {
-				return errors.New(`must be a duration such as "90s", "2m" or "24h"`)
-			}
-			*p(c) = d
-			return nil
-		},
-	}
+	return typedSetting(durationType, field, key, usage, p)
 }
 
 // BindFlags registers on fs one flag per Config field (defaults from DefaultConfig, the

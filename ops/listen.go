@@ -9,10 +9,8 @@ import (
 // listeners may bind. Loopback is always allowed; beyond it a listener needs TLS
 // (TLSCert and TLSKey) or, knowingly, InsecurePlaintext.
 func (c Config) validateListeners() []*ConfigError {
-	var errs []*ConfigError
-	bad := func(field, rule, value string) {
-		errs = append(errs, &ConfigError{Field: field, Rule: rule, Value: value})
-	}
+	var errs configErrors
+	bad := errs.add
 	listenOK := true
 	if rule := checkHostPort(c.Listen); rule != "" {
 		bad("Listen", rule, c.Listen)

@@ -73,10 +73,8 @@ func (o OpenWOPConfig) RunTTLDays() int { return int(o.RunTTL / (24 * time.Hour)
 
 // validateOpenWOP checks the facade's settings.
 func (c Config) validateOpenWOP() []*ConfigError {
-	var errs []*ConfigError
-	bad := func(field, rule, value string) {
-		errs = append(errs, &ConfigError{Field: field, Rule: rule, Value: value})
-	}
+	var errs configErrors
+	bad := errs.add
 	o := c.OpenWOP
 	if o.MaxFileBytes < 1 || o.MaxFileBytes > MaxOpenWOPMaxFileBytes {
 		bad("OpenWOPMaxFileBytes", fmt.Sprintf("must be between 1 and %d bytes", MaxOpenWOPMaxFileBytes), strconv.FormatInt(o.MaxFileBytes, 10))

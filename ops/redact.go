@@ -24,13 +24,7 @@ func (c Config) validateRedact() []*ConfigError {
 // RedactAllSurfacesTenantList returns RedactAllSurfacesTenants split at commas, trimmed,
 // empty ones dropped.
 func (c Config) RedactAllSurfacesTenantList() []string {
-	var out []string
-	for _, t := range strings.Split(c.RedactAllSurfacesTenants, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
+	return splitList(c.RedactAllSurfacesTenants)
 }
 
 var redactSettings = []setting{

@@ -25,10 +25,8 @@ const (
 
 // validateServing checks the serving limits (each field documents its rule).
 func (c Config) validateServing() []*ConfigError {
-	var errs []*ConfigError
-	bad := func(field, rule, value string) {
-		errs = append(errs, &ConfigError{Field: field, Rule: rule, Value: value})
-	}
+	var errs configErrors
+	bad := errs.add
 	for _, d := range []struct {
 		field string
 		v     time.Duration
@@ -85,13 +83,7 @@ func (c Config) AdminAddress() string {
 // AllowedHostList returns AllowedHosts split at commas, trimmed, lower-cased, empty ones
 // dropped.
 func (c Config) AllowedHostList() []string {
-	var out []string
-	for _, h := range strings.Split(c.AllowedHosts, ",") {
-		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
-			out = append(out, h)
-		}
-	}
-	return out
+	return splitList(strings.ToLower(c.AllowedHosts))
 }
 
 // HostNames returns the names the client listener answers in a Host header: the

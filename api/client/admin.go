@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -73,11 +72,8 @@ type GCReport struct {
 	Orphans        int      `json:"orphans_deleted"`
 	More           bool     `json:"more"`
 	Roots          []GCRoot `json:"roots"`
-	// Raw is the report exactly as the server sent it.
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *GCReport) setRaw(b json.RawMessage) { r.Raw = b }
 
 // CollectGarbage runs one garbage-collection sweep with the server's grace period
 // (DESIGN.md §8). c must be built on the admin listener's URL.
@@ -88,11 +84,7 @@ func (c *Client) CollectGarbage(ctx context.Context, req GCRequest) (*GCReport, 
 	if req.MaxBatch < 0 {
 		return nil, fmt.Errorf("client: GCRequest.MaxBatch %d must not be negative", req.MaxBatch)
 	}
-	var out GCReport
-	if err := c.postTool(ctx, c.base+AdminGCPath, req, &out, notReplayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[GCReport](ctx, c, c.base+AdminGCPath, req, notReplayable)
 }
 
 // ClusterNode is one node registered in the cluster's control plane (etcd). A node is
@@ -136,11 +128,8 @@ type ClusterStatus struct {
 	ShardStatus []ClusterShard `json:"shard_status"`
 	// Leaving are the nodes marked leaving (Decommission), by id.
 	Leaving []string `json:"leaving,omitempty"`
-	// Raw is the status exactly as the server sent it.
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *ClusterStatus) setRaw(b json.RawMessage) { r.Raw = b }
 
 // Registered reports whether node id is registered (its lease is alive).
 func (s *ClusterStatus) Registered(id string) bool {

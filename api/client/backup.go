@@ -1,9 +1,7 @@
 package client
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,15 +25,10 @@ const (
 // does). c must be built on the admin listener's URL. Errors: *Error (InvalidArguments,
 // RoutingUnavailable, …) when the server refused before streaming.
 func (c *Client) Backup(ctx context.Context, id string) (io.ReadCloser, error) {
-	body, err := json.Marshal(map[string]string{"backup": id})
+	req, err := jsonRequest(ctx, http.MethodPost, c.base+AdminBackupPath, map[string]string{"backup": id})
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+AdminBackupPath, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
 	// Replayable: placing a hold that exists changes nothing.
 	resp, err := c.send(req, replayable)
 	if err != nil {
@@ -128,9 +121,5 @@ func (c *Client) Scrub(ctx context.Context, req ScrubRequest) (*ScrubReport, err
 	if req.BytesPerSecond < 0 || req.MaxBlobs < 0 || req.MaxDurationMs < 0 {
 		return nil, fmt.Errorf("client: ScrubRequest bounds must not be negative")
 	}
-	var out ScrubReport
-	if err := c.postTool(ctx, c.base+AdminScrubPath, req, &out, replayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[ScrubReport](ctx, c, c.base+AdminScrubPath, req, replayable)
 }

@@ -271,15 +271,7 @@ func (c *Client) DescribeWorkbench(ctx context.Context, agent, wb string, at Sna
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	var out WorkbenchInfo
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return getJSON[WorkbenchInfo](ctx, c, u)
 }
 
 // CreateWorkbench creates workbench wb under agent, or returns the existing one with
@@ -289,11 +281,7 @@ func (c *Client) CreateWorkbench(ctx context.Context, agent, wb string) (*Workbe
 	if err != nil {
 		return nil, err
 	}
-	var out Workbench
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return decodeAnswer[Workbench](c, req)
 }
 
 // PutFile writes body as the whole content of path ("input/a.txt") in workbench wb. Without
@@ -326,11 +314,7 @@ func (c *Client) PutFile(ctx context.Context, agent, wb, path string, body io.Re
 		}
 		req.Header.Set(FieldHeaderPrefix+name, string(b))
 	}
-	var out WriteResult
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return decodeAnswer[WriteResult](c, req)
 }
 
 // Append adds body to the end of path, creating the file when it is missing. The cost on
@@ -347,11 +331,7 @@ func (c *Client) Append(ctx context.Context, agent, wb, path string, body io.Rea
 	if opts.IdempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", opts.IdempotencyKey)
 	}
-	var out AppendResult
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return decodeAnswer[AppendResult](c, req)
 }
 
 // GetFile opens path for reading. The caller must close the returned body, which streams
@@ -448,11 +428,7 @@ func (c *Client) Delete(ctx context.Context, agent, wb, path string, opts Delete
 		return nil, err
 	}
 	setIfMatch(req, opts.IfMatch)
-	var out DeleteResult
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return decodeAnswer[DeleteResult](c, req)
 }
 
 // List returns one page of the direct children of dir ("" = the workbench top, where the
@@ -476,15 +452,7 @@ func (c *Client) List(ctx context.Context, agent, wb, dir string, opts ListOptio
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	var out ListPage
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return getJSON[ListPage](ctx, c, u)
 }
 
 // Walk calls fn for every entry below dir ("" = the whole workbench), recursively, paging
@@ -560,7 +528,7 @@ func checkChild(dir string, e Entry) error {
 
 // workbenchURL returns the URL of a workbench resource.
 func (c *Client) workbenchURL(agent, wb string) string {
-	return c.base + "/v1/agents/" + url.PathEscape(agent) + "/workbenches/" + url.PathEscape(wb)
+	return c.agentURL(agent) + "/workbenches/" + url.PathEscape(wb)
 }
 
 // fileURL returns the URL of a file inside a workbench: each path component escaped on
@@ -632,16 +600,69 @@ func (c *Client) doJSONAs(req *http.Request, out any, safety retrySafety) error 
 // postTool sends in as the JSON body of a POST to u and decodes the result into out;
 // safety says whether the call may be repeated after a retryable answer.
 func (c *Client) postTool(ctx context.Context, u string, in any, out any, safety retrySafety) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("client: encoding the request: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	req, err := jsonRequest(ctx, http.MethodPost, u, in)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
 	return c.doJSONAs(req, out, safety)
+}
+
+// jsonRequest is a request of method to u whose body is in, encoded as JSON.
+func jsonRequest(ctx context.Context, method, u string, in any) (*http.Request, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("client: encoding the request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
+}
+
+// postJSON is postTool returning the result as a new T.
+func postJSON[T any](ctx context.Context, c *Client, u string, in any, safety retrySafety) (*T, error) {
+	var out T
+	if err := c.postTool(ctx, u, in, &out, safety); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// putJSON sends in as the JSON body of a PUT to u and returns the result as a new T.
+func putJSON[T any](ctx context.Context, c *Client, u string, in any) (*T, error) {
+	req, err := jsonRequest(ctx, http.MethodPut, u, in)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAnswer[T](c, req)
+}
+
+// getJSON GETs u and returns the result as a new T.
+func getJSON[T any](ctx context.Context, c *Client, u string) (*T, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAnswer[T](c, req)
+}
+
+// decodeAnswer sends req (doJSON) and returns the result as a new T.
+func decodeAnswer[T any](c *Client, req *http.Request) (*T, error) {
+	var out T
+	if err := c.doJSON(req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// withQuery appends ?q to u when q holds anything.
+func withQuery(u string, q url.Values) string {
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	return u
 }
 
 // closeBody drains a little of what is left (so the connection can be reused) and closes.

@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"net/url"
 	"strconv"
 )
@@ -47,11 +45,8 @@ type DiffResult struct {
 	Truncated  bool         `json:"truncated"`
 	Changes    []DiffChange `json:"changes"`
 	NextCursor *string      `json:"next_cursor"`
-	// Raw is the whole result object (hunks, sides, counts) as the server sent it.
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *DiffResult) setRaw(b json.RawMessage) { r.Raw = b }
 
 // Diff compares two versions of workbench wb on the server.
 func (c *Client) Diff(ctx context.Context, agent, wb string, req DiffRequest) (*DiffResult, error) {
@@ -67,13 +62,5 @@ func (c *Client) Diff(ctx context.Context, agent, wb string, req DiffRequest) (*
 	if req.Limit > 0 {
 		q.Set("limit", strconv.Itoa(req.Limit))
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, c.workbenchURL(agent, wb)+"/diff?"+q.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	var out DiffResult
-	if err := c.doJSON(hr, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return getJSON[DiffResult](ctx, c, c.workbenchURL(agent, wb)+"/diff?"+q.Encode())
 }

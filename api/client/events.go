@@ -67,11 +67,7 @@ func (c *Client) Events(ctx context.Context, agent string, opts EventsOptions) (
 	if opts.NoFollow {
 		q.Set("follow", "false")
 	}
-	u := c.base + "/v1/agents/" + url.PathEscape(agent) + "/events"
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, withQuery(c.agentURL(agent)+"/events", q), nil)
 	if err != nil {
 		return nil, err
 	}

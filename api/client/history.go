@@ -1,11 +1,7 @@
 package client
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 )
@@ -57,15 +53,7 @@ func (c *Client) History(ctx context.Context, agent, wb, path string, opts Histo
 	if opts.Limit != 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.workbenchURL(agent, wb)+"/history?"+q.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	var out HistoryPage
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return getJSON[HistoryPage](ctx, c, c.workbenchURL(agent, wb)+"/history?"+q.Encode())
 }
 
 // Retention is an agent root's history retention (GET/PUT /v1/admin/retention).
@@ -92,37 +80,11 @@ type RetentionRequest struct {
 
 // Retention returns the history retention of agent's root (admin listener).
 func (c *Client) Retention(ctx context.Context, agent string) (*Retention, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+AdminRetentionPath+"?"+url.Values{"agent": {agent}}.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	var out Retention
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return getJSON[Retention](ctx, c, c.base+AdminRetentionPath+"?"+url.Values{"agent": {agent}}.Encode())
 }
 
 // SetRetention sets the history retention of an agent root (admin listener) and returns
 // the policy that now applies.
 func (c *Client) SetRetention(ctx context.Context, r RetentionRequest) (*Retention, error) {
-	var out Retention
-	if err := c.putJSON(ctx, c.base+AdminRetentionPath, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
-// putJSON sends in as the JSON body of a PUT to u and decodes the answer into out.
-func (c *Client) putJSON(ctx context.Context, u string, in, out any) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("client: encoding the request: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	return c.doJSON(req, out)
+	return putJSON[Retention](ctx, c, c.base+AdminRetentionPath, r)
 }

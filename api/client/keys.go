@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -47,53 +46,31 @@ type APIKey struct {
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	// State is "live", "revoked" or "expired".
 	State string `json:"state"`
-	// Raw is the key exactly as the server sent it.
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (k *APIKey) setRaw(b json.RawMessage) { k.Raw = b }
 
 // CreateKey makes an API key (c on the admin listener, with an admin key when the node
 // requires keys). The answer holds the secret, once. Not retried: a retry would make a
 // second key. Errors: *Error InvalidArguments naming the field.
 func (c *Client) CreateKey(ctx context.Context, req KeyRequest) (*APIKey, error) {
-	var out APIKey
-	if err := c.postTool(ctx, c.base+AdminKeysPath, req, &out, notReplayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[APIKey](ctx, c, c.base+AdminKeysPath, req, notReplayable)
 }
 
 // KeyList is the answer of ListKeys.
 type KeyList struct {
 	Keys []APIKey `json:"keys"`
-	// Raw is the list exactly as the server sent it.
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (l *KeyList) setRaw(b json.RawMessage) { l.Raw = b }
 
 // ListKeys returns every key, revoked and expired ones too, oldest first; never a secret.
 func (c *Client) ListKeys(ctx context.Context) (*KeyList, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+AdminKeysPath, nil)
-	if err != nil {
-		return nil, err
-	}
-	var out KeyList
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return getJSON[KeyList](ctx, c, c.base+AdminKeysPath)
 }
 
 // RevokeKey revokes the key with id (idempotent: a revoked key stays revoked at its first
 // time). Errors: *Error NotFound for an unknown id.
 func (c *Client) RevokeKey(ctx context.Context, id string) (*APIKey, error) {
-	var out APIKey
-	if err := c.postTool(ctx, c.base+AdminKeysRevokePath, map[string]string{"id": id}, &out, replayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[APIKey](ctx, c, c.base+AdminKeysRevokePath, map[string]string{"id": id}, replayable)
 }
 
 // WithAPIKey returns a copy of c that sends key (Authorization: Bearer) on every request

@@ -49,19 +49,7 @@ func (c *Client) ListWorkbenches(ctx context.Context, agent, cursor string, limi
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	u := c.base + "/v1/agents/" + url.PathEscape(agent) + "/workbenches"
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	var out WorkbenchPage
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return getJSON[WorkbenchPage](ctx, c, withQuery(c.agentURL(agent)+"/workbenches", q))
 }
 
 // WalkWorkbenches calls fn for every workbench of agent, page by page, until fn fails.
@@ -125,24 +113,12 @@ type RootUsage struct {
 
 // Usage returns what agent's root holds and its quotas (client listener).
 func (c *Client) Usage(ctx context.Context, agent string) (*RootUsage, error) {
-	return c.getUsage(ctx, c.base+"/v1/agents/"+url.PathEscape(agent)+"/usage")
+	return getJSON[RootUsage](ctx, c, c.agentURL(agent)+"/usage")
 }
 
 // Quota returns agent's usage and quotas from the admin listener.
 func (c *Client) Quota(ctx context.Context, agent string) (*RootUsage, error) {
-	return c.getUsage(ctx, c.base+AdminQuotaPath+"?"+url.Values{"agent": {agent}}.Encode())
-}
-
-func (c *Client) getUsage(ctx context.Context, u string) (*RootUsage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	var out RootUsage
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return getJSON[RootUsage](ctx, c, c.base+AdminQuotaPath+"?"+url.Values{"agent": {agent}}.Encode())
 }
 
 // QuotaRequest sets an agent root's quotas (PUT /v1/admin/quota): each limit replaces
@@ -161,11 +137,7 @@ func (c *Client) SetQuota(ctx context.Context, q QuotaRequest) (*RootUsage, erro
 	if q.MaxBytes < 0 || q.MaxFiles < 0 || q.MaxWorkbenches < 0 || q.MaxSnapshots < 0 {
 		return nil, fmt.Errorf("client: QuotaRequest limits must not be negative (0 lifts a limit)")
 	}
-	var out RootUsage
-	if err := c.putJSON(ctx, c.base+AdminQuotaPath, q, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return putJSON[RootUsage](ctx, c, c.base+AdminQuotaPath, q)
 }
 
 // PurgeRoot deletes every workbench of agent's root (admin listener) and returns how many.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 )
@@ -93,11 +92,7 @@ func (c *Client) proposalsURL(agent, wb string) string {
 // Propose makes a proposal; a retry with the same RequestID and content answers the
 // first one (Replayed). The request is replayable: its id makes it idempotent.
 func (c *Client) Propose(ctx context.Context, agent, wb string, req ProposeRequest) (*Proposal, error) {
-	var raw json.RawMessage
-	if err := c.postTool(ctx, c.proposalsURL(agent, wb), req, &raw, replayable); err != nil {
-		return nil, err
-	}
-	return decodeProposal(raw)
+	return decodeProposal(postJSON[json.RawMessage](ctx, c, c.proposalsURL(agent, wb), req, replayable))
 }
 
 // GetProposal returns one proposal; with body its bytes and diff are in Raw.
@@ -106,11 +101,7 @@ func (c *Client) GetProposal(ctx context.Context, agent, wb, id string, body boo
 	if body {
 		u += "?include_body=true"
 	}
-	raw, err := c.getRaw(ctx, u)
-	if err != nil {
-		return nil, err
-	}
-	return decodeProposal(raw)
+	return decodeProposal(getJSON[json.RawMessage](ctx, c, u))
 }
 
 // ListProposals returns one page of a workbench's proposals (or judgments).
@@ -128,15 +119,12 @@ func (c *Client) ListProposals(ctx context.Context, agent, wb string, q Proposal
 	if q.Judgments {
 		u = c.workbenchURL(agent, wb) + "/judgments"
 	}
-	if len(v) > 0 {
-		u += "?" + v.Encode()
-	}
-	raw, err := c.getRaw(ctx, u)
+	raw, err := getJSON[json.RawMessage](ctx, c, withQuery(u, v))
 	if err != nil {
 		return nil, err
 	}
-	out := &ProposalList{Raw: raw}
-	if err := json.Unmarshal(raw, out); err != nil {
+	out := &ProposalList{Raw: *raw}
+	if err := json.Unmarshal(*raw, out); err != nil {
 		return nil, fmt.Errorf("client: decoding the proposals: %w", err)
 	}
 	return out, nil
@@ -145,29 +133,16 @@ func (c *Client) ListProposals(ctx context.Context, agent, wb string, q Proposal
 // Decide accepts or rejects a proposal; a retry with the same SubmissionID and content
 // answers the first decision (Replayed).
 func (c *Client) Decide(ctx context.Context, agent, wb, id string, req DecideRequest) (*Proposal, error) {
-	var raw json.RawMessage
-	if err := c.postTool(ctx, c.proposalsURL(agent, wb)+"/"+url.PathEscape(id)+"/decision", req, &raw, replayable); err != nil {
-		return nil, err
-	}
-	return decodeProposal(raw)
+	return decodeProposal(postJSON[json.RawMessage](ctx, c, c.proposalsURL(agent, wb)+"/"+url.PathEscape(id)+"/decision", req, replayable))
 }
 
-// getRaw GETs u and returns its JSON result object.
-func (c *Client) getRaw(ctx context.Context, u string) (json.RawMessage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+// decodeProposal decodes the proposal answer raw, unless the request that read it failed.
+func decodeProposal(raw *json.RawMessage, err error) (*Proposal, error) {
 	if err != nil {
 		return nil, err
 	}
-	var raw json.RawMessage
-	if err := c.doJSON(req, &raw); err != nil {
-		return nil, err
-	}
-	return raw, nil
-}
-
-func decodeProposal(raw json.RawMessage) (*Proposal, error) {
-	p := &Proposal{Raw: raw}
-	if err := json.Unmarshal(raw, p); err != nil {
+	p := &Proposal{Raw: *raw}
+	if err := json.Unmarshal(*raw, p); err != nil {
 		return nil, fmt.Errorf("client: decoding the proposal: %w", err)
 	}
 	return p, nil

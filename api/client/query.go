@@ -110,11 +110,8 @@ type SearchResult struct {
 	Truncated   bool   `json:"truncated"`
 	// NextCursor continues the search; "" on the last page.
 	NextCursor string `json:"next_cursor"`
-	// Raw is the result object exactly as the server sent it ("status":"success" first).
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *SearchResult) setRaw(b json.RawMessage) { r.Raw = b }
 
 // Search queries the indexed metadata of files in one workbench or the whole agent root
 // (workbench_search), one page at a time.
@@ -123,11 +120,7 @@ func (r *SearchResult) setRaw(b json.RawMessage) { r.Raw = b }
 // workbench), ReadFenceChanged (409, retryable: files in scope changed since the
 // cursor's first page).
 func (c *Client) Search(ctx context.Context, agent string, req SearchRequest) (*SearchResult, error) {
-	var out SearchResult
-	if err := c.postTool(ctx, c.agentURL(agent)+"/search", req, &out, replayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[SearchResult](ctx, c, c.agentURL(agent)+"/search", req, replayable)
 }
 
 // Measure is one aggregate measure.
@@ -173,19 +166,12 @@ type AggregateResult struct {
 	InputMatchCount int64  `json:"input_match_count"`
 	ReadVersion     uint64 `json:"read_version"`
 	Truncated       bool   `json:"truncated"`
-	// Raw is the result object exactly as the server sent it ("status":"success" first).
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *AggregateResult) setRaw(b json.RawMessage) { r.Raw = b }
 
 // Aggregate computes measures over matching files, grouped (workbench_aggregate).
 func (c *Client) Aggregate(ctx context.Context, agent string, req AggregateRequest) (*AggregateResult, error) {
-	var out AggregateResult
-	if err := c.postTool(ctx, c.agentURL(agent)+"/aggregate", req, &out, replayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[AggregateResult](ctx, c, c.agentURL(agent)+"/aggregate", req, replayable)
 }
 
 // CatalogRequest is the input of Catalog (workbench_catalog).
@@ -235,20 +221,13 @@ type CatalogResult struct {
 	CatalogEmpty bool   `json:"catalog_empty"`
 	ReadVersion  uint64 `json:"read_version"`
 	Truncated    bool   `json:"truncated"`
-	// Raw is the result object exactly as the server sent it ("status":"success" first).
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *CatalogResult) setRaw(b json.RawMessage) { r.Raw = b }
 
 // Catalog lists the fields present in scope and the operators each accepts
 // (workbench_catalog).
 func (c *Client) Catalog(ctx context.Context, agent string, req CatalogRequest) (*CatalogResult, error) {
-	var out CatalogResult
-	if err := c.postTool(ctx, c.agentURL(agent)+"/catalog", req, &out, replayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[CatalogResult](ctx, c, c.agentURL(agent)+"/catalog", req, replayable)
 }
 
 // FindRequest is the input of Find (workbench_find).
@@ -295,21 +274,14 @@ type FindResult struct {
 	EntryCount int    `json:"entry_count"`
 	Truncated  bool   `json:"truncated"`
 	NextCursor string `json:"next_cursor"`
-	// Raw is the result object exactly as the server sent it ("status":"success" first).
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *FindResult) setRaw(b json.RawMessage) { r.Raw = b }
 
 // Find lists the workbenches of agent in name order, filtered by committed state and run
 // manifest contents (workbench_find). A page may hold fewer than Limit workbenches and
 // still have a NextCursor: each call examines a bounded number.
 func (c *Client) Find(ctx context.Context, agent string, req FindRequest) (*FindResult, error) {
-	var out FindResult
-	if err := c.postTool(ctx, c.agentURL(agent)+"/find", req, &out, replayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[FindResult](ctx, c, c.agentURL(agent)+"/find", req, replayable)
 }
 
 // GrepRequest is the input of Grep (workbench_grep without id).
@@ -357,22 +329,15 @@ type GrepResult struct {
 	// matches than Limit (even none) and still have one: each call does bounded work.
 	NextCursor string `json:"next_cursor"`
 	Truncated  bool   `json:"truncated"`
-	// Raw is the result object exactly as the server sent it ("status":"success" first).
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *GrepResult) setRaw(b json.RawMessage) { r.Raw = b }
 
 // Grep searches the contents of workbench wb's live files (workbench_grep).
 //
 // Errors: *Error InvalidArguments (empty pattern, bad glob or cursor), NotFound,
 // ReadFenceChanged (409, retryable: the workbench changed since the cursor's first page).
 func (c *Client) Grep(ctx context.Context, agent, wb string, req GrepRequest) (*GrepResult, error) {
-	var out GrepResult
-	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/grep", req, &out, replayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[GrepResult](ctx, c, c.workbenchURL(agent, wb)+"/grep", req, replayable)
 }
 
 // agentURL returns the URL of an agent root's endpoints.

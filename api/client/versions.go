@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -108,15 +107,20 @@ func withSnapshot(u string, q url.Values, at SnapshotRef) (string, error) {
 		}
 		q.Set("at_snapshot", v)
 	}
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	return u, nil
+	return withQuery(u, q), nil
 }
 
 // rawResult is implemented by results that keep the JSON object the server sent (their
-// Raw field), for callers that print or forward it.
+// Raw field), for callers that print or forward it: those that embed RawJSON.
 type rawResult interface{ setRaw(json.RawMessage) }
+
+// RawJSON is embedded in a result to keep its Raw field: the result object exactly as
+// the server sent it ("status":"success" first for a tool's result). doJSON fills it.
+type RawJSON struct {
+	Raw json.RawMessage `json:"-"`
+}
+
+func (r *RawJSON) setRaw(b json.RawMessage) { r.Raw = b }
 
 // CommitRequest is the input of Commit (workbench_commit without id).
 type CommitRequest struct {
@@ -152,11 +156,8 @@ type CommitResult struct {
 	// IdempotentReplay is true when a commit with this identity already existed: the
 	// result is its original one.
 	IdempotentReplay bool `json:"idempotent_replay"`
-	// Raw is the result object exactly as the server sent it ("status":"success" first).
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *CommitResult) setRaw(b json.RawMessage) { r.Raw = b }
 
 // Commit seals the workbench's current tree (WORKBENCH.md §commit), creating a missing
 // workbench. An exact retry returns the stored result with IdempotentReplay.
@@ -165,11 +166,7 @@ func (r *CommitResult) setRaw(b json.RawMessage) { r.Raw = b }
 // identity; set Replace), Conflict (409, retryable: writes kept landing, or a concurrent
 // head change beat a replace), InvalidArguments (400: not an object, a bad digest).
 func (c *Client) Commit(ctx context.Context, agent, wb string, req CommitRequest) (*CommitResult, error) {
-	var out CommitResult
-	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/commit", req, &out, replayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[CommitResult](ctx, c, c.workbenchURL(agent, wb)+"/commit", req, replayable)
 }
 
 // SnapshotRequest is the input of Snapshot (workbench_snapshot without id). Zero fields
@@ -230,11 +227,8 @@ type Snapshot struct {
 	// reading from it) are reported by ListSnapshots only.
 	Aliases   []string `json:"aliases,omitempty"`
 	Consumers int64    `json:"consumers,omitempty"`
-	// Raw is the result object exactly as the server sent it ("status":"success" first).
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *Snapshot) setRaw(b json.RawMessage) { r.Raw = b }
 
 // LeaseExpires is LeaseExpiresUnixMs as a time.
 func (r *Snapshot) LeaseExpires() time.Time { return time.UnixMilli(r.LeaseExpiresUnixMs) }
@@ -255,11 +249,8 @@ type SnapshotList struct {
 	SnapshotCount int    `json:"snapshot_count"`
 	// Snapshots are oldest first.
 	Snapshots []Snapshot `json:"snapshots"`
-	// Raw is the result object exactly as the server sent it ("status":"success" first).
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *SnapshotList) setRaw(b json.RawMessage) { r.Raw = b }
 
 // Snapshot mints a leased read point of workbench wb as it is now (HTTP 201). Read at it
 // with GetOptions.AtSnapshot, ListOptions.AtSnapshot, StatAt, WalkAt and
@@ -268,11 +259,7 @@ func (r *SnapshotList) setRaw(b json.RawMessage) { r.Raw = b }
 // Errors: *Error NotFound (no such workbench), InvalidArguments (a bad name, lease,
 // reason or metadata).
 func (c *Client) Snapshot(ctx context.Context, agent, wb string, req SnapshotRequest) (*Snapshot, error) {
-	var out Snapshot
-	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/snapshots", req, &out, notReplayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[Snapshot](ctx, c, c.workbenchURL(agent, wb)+"/snapshots", req, notReplayable)
 }
 
 // snapshotSelector is the {snapshot_id | name} part of renew and retire bodies.
@@ -302,11 +289,7 @@ func (c *Client) RenewSnapshot(ctx context.Context, agent, wb string, snap Snaps
 	if ttlDays != 0 {
 		body["ttl_days"] = ttlDays
 	}
-	var out Snapshot
-	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/snapshots/renew", body, &out, replayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[Snapshot](ctx, c, c.workbenchURL(agent, wb)+"/snapshots/renew", body, replayable)
 }
 
 // RetireSnapshot ends the snapshot at once; reads at it fail with SnapshotExpired from
@@ -322,26 +305,14 @@ func (c *Client) RetireSnapshot(ctx context.Context, agent, wb string, snap Snap
 	if reason != "" {
 		body["reason"] = reason
 	}
-	var out RetireResult
-	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/snapshots/retire", body, &out, notReplayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[RetireResult](ctx, c, c.workbenchURL(agent, wb)+"/snapshots/retire", body, notReplayable)
 }
 
 // ListSnapshots returns every snapshot of workbench wb, oldest first, whatever its state.
 //
 // Errors: *Error NotFound (no such workbench).
 func (c *Client) ListSnapshots(ctx context.Context, agent, wb string) (*SnapshotList, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.workbenchURL(agent, wb)+"/snapshots", nil)
-	if err != nil {
-		return nil, err
-	}
-	var out SnapshotList
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return getJSON[SnapshotList](ctx, c, c.workbenchURL(agent, wb)+"/snapshots")
 }
 
 // RestoreRequest is the input of Restore (workbench_restore without id): exactly one of
@@ -378,11 +349,8 @@ type RestoreResult struct {
 	RestoreManifest string `json:"restore_manifest"`
 	// CleanupPending is always false: a completed restore holds nothing.
 	CleanupPending bool `json:"cleanup_pending"`
-	// Raw is the result object exactly as the server sent it ("status":"success" first).
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *RestoreResult) setRaw(b json.RawMessage) { r.Raw = b }
 
 // Restore creates req.Destination from a snapshot or a commit of workbench wb and
 // returns when it is complete; file bodies are shared, not copied. An exact retry
@@ -401,11 +369,7 @@ func (c *Client) Restore(ctx context.Context, agent, wb string, req RestoreReque
 		AtSnapshot  any    `json:"at_snapshot,omitempty"`
 		AtCommit    string `json:"at_commit,omitempty"`
 	}{req.Destination, at, req.AtCommit}
-	var out RestoreResult
-	if err := c.postTool(ctx, c.workbenchURL(agent, wb)+"/restore", body, &out, notReplayable); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return postJSON[RestoreResult](ctx, c, c.workbenchURL(agent, wb)+"/restore", body, notReplayable)
 }
 
 // RestoreStatus is a restore operation's progress.
@@ -419,24 +383,12 @@ type RestoreStatus struct {
 	CopyDone               bool   `json:"copy_done"`
 	// DestinationGeneration is the version of the final publish; 0 while copying.
 	DestinationGeneration uint64 `json:"destination_generation"`
-	// Raw is the result object exactly as the server sent it ("status":"success" first).
-	Raw json.RawMessage `json:"-"`
+	RawJSON
 }
-
-func (r *RestoreStatus) setRaw(b json.RawMessage) { r.Raw = b }
 
 // RestoreStatus reports the restore operation opID of agent.
 //
 // Errors: *Error NotFound (no such operation).
 func (c *Client) RestoreStatus(ctx context.Context, agent, opID string) (*RestoreStatus, error) {
-	u := c.base + "/v1/agents/" + url.PathEscape(agent) + "/restores/" + url.PathEscape(opID)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	var out RestoreStatus
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return getJSON[RestoreStatus](ctx, c, c.agentURL(agent)+"/restores/"+url.PathEscape(opID))
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -45,7 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) blob.Store) {
 		{"an error from the list callback stops the listing and is returned", testListAbort},
 		{"the same bytes under two roots are two independent blobs", testRootIsolation},
 		{"invalid roots are rejected with ErrInvalidKey", testInvalidKeys},
-		{"concurrent puts of the same key all succeed and the blob is whole", testConcurrentSameKey},
+		{"concurrent puts of the same key all succeed, one creates it and the blob is whole", testConcurrentSameKey},
 		{"concurrent puts and gets of different keys all land", testConcurrentKeys},
 		{"a cancelled context is honoured", testCancel},
 		{"a reader can be closed before the end", testEarlyClose},
@@ -56,32 +55,6 @@ func Run(t *testing.T, open func(t *testing.T) blob.Store) {
 	}
 }
 
-// Test data. Every generator is deterministic, so a failure reproduces.
-
-func randomBytes(seed uint64, n int) []byte {
-	var s [32]byte
-	s[0], s[1] = byte(seed), byte(seed>>8)
-	b := make([]byte, n)
-	rand.NewChaCha8(s).Read(b)
-	return b
-}
-
-var words = strings.Fields(`cairn agent workbench revision segment digest root shard
-	raft commit snapshot restore blob zstd chunk generation incarnation the of and a to
-	input scripts outputs logs metadata manifest run step tool result error`)
-
-// textBytes returns n bytes of word salad: compressible about 3:1.
-func textBytes(seed uint64, n int) []byte {
-	r := rand.New(rand.NewPCG(seed, 1))
-	var b bytes.Buffer
-	b.Grow(n + 32)
-	for b.Len() < n {
-		b.WriteString(words[r.IntN(len(words))])
-		b.WriteByte(" \n"[r.IntN(2)])
-	}
-	return b.Bytes()[:n]
-}
-
 // mixedBytes alternates 64 KiB of text and 64 KiB of random bytes: zstd keeps it, at about
 // 2/3 of its size, in many blocks.
 func mixedBytes(seed uint64, n int) []byte {
@@ -90,43 +63,17 @@ func mixedBytes(seed uint64, n int) []byte {
 	for i := 0; len(b) < n; i++ {
 		m := min(run, n-len(b))
 		if i%2 == 0 {
-			b = append(b, textBytes(seed+uint64(i), m)...)
+			b = append(b, TextBytes(seed+uint64(i), m)...)
 		} else {
-			b = append(b, randomBytes(seed+uint64(i), m)...)
+			b = append(b, RandomBytes(seed+uint64(i), m)...)
 		}
 	}
 	return b
 }
 
-func keyOf(root string, data []byte) blob.Key {
-	return blob.Key{Root: root, Digest: blob.DigestOf(data)}
-}
-
-func put(t *testing.T, s blob.Store, key blob.Key, data []byte) blob.PutResult {
-	t.Helper()
-	res, err := s.Put(t.Context(), key, blob.Hash(data))
-	if err != nil {
-		t.Fatalf("Put %s (%d bytes): %v", key, len(data), err)
-	}
-	return res
-}
-
-// read returns the bytes of a ranged Get and the first error of Get, Read or Close.
-func read(ctx context.Context, s blob.Store, key blob.Key, offset, length int64) ([]byte, error) {
-	rc, err := s.Get(ctx, key, offset, length)
-	if err != nil {
-		return nil, err
-	}
-	got, err := io.ReadAll(rc)
-	if cerr := rc.Close(); err == nil {
-		err = cerr
-	}
-	return got, err
-}
-
 func mustRead(t *testing.T, s blob.Store, key blob.Key, offset, length int64) []byte {
 	t.Helper()
-	got, err := read(t.Context(), s, key, offset, length)
+	got, err := Read(t.Context(), s, key, offset, length)
 	if err != nil {
 		t.Fatalf("Get %s [%d, +%d): %v", key, offset, length, err)
 	}
@@ -154,14 +101,14 @@ func testRoundTrip(t *testing.T, s blob.Store) {
 		{"a tiny blob", []byte("hello, cairn"), blob.EncodingIdentity},
 		{"a compressible blob under 512 bytes is stored identity", bytes.Repeat([]byte{'a'}, blob.CompressMinBytes-1), blob.EncodingIdentity},
 		{"a compressible blob of exactly 512 bytes is compressed", bytes.Repeat([]byte{'a'}, blob.CompressMinBytes), blob.EncodingZstd},
-		{"a compressible blob", textBytes(1, 256<<10), blob.EncodingZstd},
-		{"an incompressible blob", randomBytes(2, 1<<20), blob.EncodingIdentity},
+		{"a compressible blob", TextBytes(1, 256<<10), blob.EncodingZstd},
+		{"an incompressible blob", RandomBytes(2, 1<<20), blob.EncodingIdentity},
 		{fmt.Sprintf("a %d MiB blob", big>>20), mixedBytes(3, big), blob.EncodingZstd},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			key := keyOf("r1", tc.data)
-			res := put(t, s, key, tc.data)
+			key := KeyOf("r1", tc.data)
+			res := Put(t, s, key, tc.data)
 			if !res.Created {
 				t.Errorf("Put of a new blob: Created = false")
 			}
@@ -198,10 +145,10 @@ func testRoundTrip(t *testing.T, s blob.Store) {
 }
 
 func testPutIfAbsent(t *testing.T, s blob.Store) {
-	for _, data := range [][]byte{textBytes(4, 10<<10), randomBytes(5, 10<<10), nil} {
-		key := keyOf("r1", data)
-		first := put(t, s, key, data)
-		second := put(t, s, key, data)
+	for _, data := range [][]byte{TextBytes(4, 10<<10), RandomBytes(5, 10<<10), nil} {
+		key := KeyOf("r1", data)
+		first := Put(t, s, key, data)
+		second := Put(t, s, key, data)
 		if !first.Created || second.Created {
 			t.Errorf("Created = %v then %v, want true then false", first.Created, second.Created)
 		}
@@ -216,16 +163,16 @@ func testPutIfAbsent(t *testing.T, s blob.Store) {
 }
 
 func testDigestMismatch(t *testing.T, s blob.Store) {
-	data := textBytes(6, 4<<10)
+	data := TextBytes(6, 4<<10)
 	cases := []struct {
 		name string
 		key  blob.Key
 		data []byte
 	}{
-		{"other bytes of the same length", keyOf("r1", data), randomBytes(7, len(data))},
-		{"a prefix of the bytes", keyOf("r1", data), data[:len(data)-1]},
-		{"no bytes", keyOf("r1", data), nil},
-		{"bytes under the digest of nothing", keyOf("r1", nil), data},
+		{"other bytes of the same length", KeyOf("r1", data), RandomBytes(7, len(data))},
+		{"a prefix of the bytes", KeyOf("r1", data), data[:len(data)-1]},
+		{"no bytes", KeyOf("r1", data), nil},
+		{"bytes under the digest of nothing", KeyOf("r1", nil), data},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -249,8 +196,8 @@ func testRanges(t *testing.T, s blob.Store) {
 		name string
 		data []byte
 	}{
-		{"of an identity blob", randomBytes(8, size)},
-		{"of a compressed blob", textBytes(9, size)},
+		{"of an identity blob", RandomBytes(8, size)},
+		{"of a compressed blob", TextBytes(9, size)},
 	}
 	cases := []struct {
 		name           string
@@ -269,8 +216,8 @@ func testRanges(t *testing.T, s blob.Store) {
 		{"a range past the end, cut at the end", size - 5, 100},
 	}
 	for _, b := range blobs {
-		key := keyOf("r1", b.data)
-		put(t, s, key, b.data)
+		key := KeyOf("r1", b.data)
+		Put(t, s, key, b.data)
 		for _, tc := range cases {
 			t.Run(tc.name+" "+b.name, func(t *testing.T) {
 				end := int64(len(b.data))
@@ -286,8 +233,8 @@ func testRanges(t *testing.T, s blob.Store) {
 		}
 	}
 	t.Run("nothing at offset 0 of an empty blob", func(t *testing.T) {
-		key := keyOf("r1", nil)
-		put(t, s, key, nil)
+		key := KeyOf("r1", nil)
+		Put(t, s, key, nil)
 		if got := mustRead(t, s, key, 0, 10); len(got) != 0 {
 			t.Errorf("Get of an empty blob returned %d bytes", len(got))
 		}
@@ -295,33 +242,33 @@ func testRanges(t *testing.T, s blob.Store) {
 }
 
 func testRangeErrors(t *testing.T, s blob.Store) {
-	for _, data := range [][]byte{textBytes(10, 64<<10), randomBytes(11, 1000), nil} {
-		key := keyOf("r1", data)
-		put(t, s, key, data)
+	for _, data := range [][]byte{TextBytes(10, 64<<10), RandomBytes(11, 1000), nil} {
+		key := KeyOf("r1", data)
+		Put(t, s, key, data)
 		for _, off := range []int64{int64(len(data)) + 1, int64(len(data)) + 1<<30, -1} {
-			_, err := read(t.Context(), s, key, off, -1)
+			_, err := Read(t.Context(), s, key, off, -1)
 			wantErr(t, fmt.Sprintf("Get at offset %d of a %d-byte blob", off, len(data)), err, blob.ErrRange)
 		}
 	}
 }
 
 func testNotFound(t *testing.T, s blob.Store) {
-	put(t, s, keyOf("r1", []byte("present")), []byte("present"))
-	key := keyOf("r1", []byte("absent"))
-	_, err := read(t.Context(), s, key, 0, -1)
+	Put(t, s, KeyOf("r1", []byte("present")), []byte("present"))
+	key := KeyOf("r1", []byte("absent"))
+	_, err := Read(t.Context(), s, key, 0, -1)
 	wantErr(t, "Get", err, blob.ErrNotFound)
-	_, err = read(t.Context(), s, key, 1<<20, -1)
+	_, err = Read(t.Context(), s, key, 1<<20, -1)
 	wantErr(t, "Get at an offset past any end", err, blob.ErrNotFound)
 	_, err = s.Stat(t.Context(), key)
 	wantErr(t, "Stat", err, blob.ErrNotFound)
 }
 
 func testDelete(t *testing.T, s blob.Store) {
-	data := textBytes(12, 8<<10)
-	key := keyOf("r1", data)
-	other := keyOf("r1", []byte("other"))
-	put(t, s, key, data)
-	put(t, s, other, []byte("other"))
+	data := TextBytes(12, 8<<10)
+	key := KeyOf("r1", data)
+	other := KeyOf("r1", []byte("other"))
+	Put(t, s, key, data)
+	Put(t, s, other, []byte("other"))
 	for i := range 2 {
 		if err := s.Delete(t.Context(), key); err != nil {
 			t.Fatalf("Delete #%d: %v", i+1, err)
@@ -329,15 +276,15 @@ func testDelete(t *testing.T, s blob.Store) {
 	}
 	_, err := s.Stat(t.Context(), key)
 	wantErr(t, "Stat after Delete", err, blob.ErrNotFound)
-	_, err = read(t.Context(), s, key, 0, -1)
+	_, err = Read(t.Context(), s, key, 0, -1)
 	wantErr(t, "Get after Delete", err, blob.ErrNotFound)
-	if err := s.Delete(t.Context(), keyOf("r9", data)); err != nil {
+	if err := s.Delete(t.Context(), KeyOf("r9", data)); err != nil {
 		t.Errorf("Delete of a blob that never existed: %v", err)
 	}
 	if got := mustRead(t, s, other, 0, -1); string(got) != "other" {
 		t.Errorf("Delete of one blob changed another")
 	}
-	if res := put(t, s, key, data); !res.Created {
+	if res := Put(t, s, key, data); !res.Created {
 		t.Errorf("Put after Delete: Created = false")
 	}
 	if got := mustRead(t, s, key, 0, -1); !bytes.Equal(got, data) {
@@ -351,19 +298,19 @@ func testList(t *testing.T, s blob.Store) {
 		var data []byte
 		switch i % 3 {
 		case 0:
-			data = textBytes(uint64(100+i), 2000+i)
+			data = TextBytes(uint64(100+i), 2000+i)
 		case 1:
-			data = randomBytes(uint64(100+i), 2000+i)
+			data = RandomBytes(uint64(100+i), 2000+i)
 		case 2:
 			data = []byte(fmt.Sprintf("small %d", i))
 		}
-		k := keyOf("r1", data)
-		want[k] = put(t, s, k, data)
+		k := KeyOf("r1", data)
+		want[k] = Put(t, s, k, data)
 		if i%2 == 0 {
-			put(t, s, keyOf("r2", data), data)
+			Put(t, s, KeyOf("r2", data), data)
 		}
 	}
-	put(t, s, keyOf("r10", []byte("a root whose name starts like r1's")), []byte("a root whose name starts like r1's"))
+	Put(t, s, KeyOf("r10", []byte("a root whose name starts like r1's")), []byte("a root whose name starts like r1's"))
 
 	var got []blob.Key
 	err := s.List(t.Context(), "r1", func(k blob.Key, info blob.Info) error {
@@ -424,7 +371,7 @@ func testList(t *testing.T, s blob.Store) {
 func testListAbort(t *testing.T, s blob.Store) {
 	for i := range 5 {
 		data := []byte(fmt.Sprintf("blob %d", i))
-		put(t, s, keyOf("r1", data), data)
+		Put(t, s, KeyOf("r1", data), data)
 	}
 	stop := errors.New("stop here")
 	calls := 0
@@ -444,9 +391,9 @@ func testListAbort(t *testing.T, s blob.Store) {
 }
 
 func testRootIsolation(t *testing.T, s blob.Store) {
-	data := textBytes(13, 20<<10)
-	a, b := keyOf("r1", data), keyOf("r2", data)
-	if !put(t, s, a, data).Created || !put(t, s, b, data).Created {
+	data := TextBytes(13, 20<<10)
+	a, b := KeyOf("r1", data), KeyOf("r2", data)
+	if !Put(t, s, a, data).Created || !Put(t, s, b, data).Created {
 		t.Fatalf("Put of the same bytes under a second root: Created = false; roots must not share blobs")
 	}
 	if err := s.Delete(t.Context(), a); err != nil {
@@ -497,42 +444,21 @@ func testInvalidKeys(t *testing.T, s blob.Store) {
 	}
 	t.Run("a root of 64 characters is valid", func(t *testing.T) {
 		key := blob.Key{Root: strings.Repeat("z9", 32), Digest: d}
-		put(t, s, key, data)
+		Put(t, s, key, data)
 		if got := mustRead(t, s, key, 0, -1); !bytes.Equal(got, data) {
 			t.Errorf("Get returned other bytes")
 		}
 	})
 }
 
+// testConcurrentSameKey: Puts of one new key at once through one store all succeed, exactly
+// one reports Created (a store serializes its Puts of a key), and the blob is whole.
 func testConcurrentSameKey(t *testing.T, s blob.Store) {
 	const writers = 8
-	for _, data := range [][]byte{textBytes(14, 512<<10), randomBytes(15, 256<<10)} {
-		key := keyOf("r1", data)
-		var (
-			wg      sync.WaitGroup
-			mu      sync.Mutex
-			created int
-			errs    []error
-		)
-		for range writers {
-			wg.Go(func() {
-				res, err := s.Put(t.Context(), key, blob.Hash(data))
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-				}
-				if res.Created {
-					created++
-				}
-			})
-		}
-		wg.Wait()
-		if len(errs) > 0 {
-			t.Fatalf("concurrent Puts of one key failed: %v", errs)
-		}
-		if created < 1 {
-			t.Errorf("no concurrent Put of a new key reported Created")
+	for _, data := range [][]byte{TextBytes(14, 512<<10), RandomBytes(15, 256<<10)} {
+		key := KeyOf("r1", data)
+		if created := ConcurrentPuts(t, slices.Repeat([]blob.Store{s}, writers), key, data); created != 1 {
+			t.Errorf("%d of %d concurrent Puts of a new key reported Created, want exactly 1", created, writers)
 		}
 		if got := mustRead(t, s, key, 0, -1); !bytes.Equal(got, data) {
 			t.Errorf("blob is not whole after concurrent Puts")
@@ -540,26 +466,52 @@ func testConcurrentSameKey(t *testing.T, s blob.Store) {
 	}
 }
 
+// ConcurrentPuts puts data under key through every store in stores at once (the same store
+// may stand there more than once) and returns how many Puts reported Created. A Put that
+// fails is an error of t.
+func ConcurrentPuts(t *testing.T, stores []blob.Store, key blob.Key, data []byte) (created int) {
+	t.Helper()
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+	for _, s := range stores {
+		wg.Go(func() {
+			res, err := s.Put(t.Context(), key, blob.Hash(data))
+			if err != nil {
+				t.Errorf("concurrent Put of %s: %v", key, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if res.Created {
+				created++
+			}
+		})
+	}
+	wg.Wait()
+	return created
+}
+
 func testConcurrentKeys(t *testing.T, s blob.Store) {
 	const n = 16
 	data := make([][]byte, n)
 	for i := range data {
 		if i%2 == 0 {
-			data[i] = textBytes(uint64(200+i), 64<<10+i)
+			data[i] = TextBytes(uint64(200+i), 64<<10+i)
 		} else {
-			data[i] = randomBytes(uint64(200+i), 64<<10+i)
+			data[i] = RandomBytes(uint64(200+i), 64<<10+i)
 		}
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 3*n)
 	for i := range data {
 		wg.Go(func() {
-			key := keyOf("r1", data[i])
+			key := KeyOf("r1", data[i])
 			if _, err := s.Put(t.Context(), key, blob.Hash(data[i])); err != nil {
 				errs <- err
 				return
 			}
-			got, err := read(t.Context(), s, key, 0, -1)
+			got, err := Read(t.Context(), s, key, 0, -1)
 			if err != nil {
 				errs <- err
 			} else if !bytes.Equal(got, data[i]) {
@@ -571,7 +523,7 @@ func testConcurrentKeys(t *testing.T, s blob.Store) {
 			continue
 		}
 		wg.Go(func() {
-			if _, err := s.Stat(t.Context(), keyOf("r1", data[0])); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			if _, err := s.Stat(t.Context(), KeyOf("r1", data[0])); err != nil && !errors.Is(err, blob.ErrNotFound) {
 				errs <- err
 			}
 		})
@@ -593,20 +545,20 @@ func testConcurrentKeys(t *testing.T, s blob.Store) {
 func testCancel(t *testing.T, s blob.Store) {
 	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
-	stored := textBytes(16, 4<<10)
-	storedKey := keyOf("r1", stored)
-	put(t, s, storedKey, stored)
+	stored := TextBytes(16, 4<<10)
+	storedKey := KeyOf("r1", stored)
+	Put(t, s, storedKey, stored)
 
 	t.Run("put stores nothing", func(t *testing.T) {
 		data := []byte("never stored")
-		key := keyOf("r1", data)
+		key := KeyOf("r1", data)
 		_, err := s.Put(cancelled, key, blob.Hash(data))
 		wantErr(t, "Put", err, context.Canceled)
 		_, err = s.Stat(t.Context(), key)
 		wantErr(t, "Stat after a cancelled Put", err, blob.ErrNotFound)
 	})
 	t.Run("get, stat and list fail", func(t *testing.T) {
-		_, err := read(cancelled, s, storedKey, 0, -1)
+		_, err := Read(cancelled, s, storedKey, 0, -1)
 		wantErr(t, "Get", err, context.Canceled)
 		_, err = s.Stat(cancelled, storedKey)
 		wantErr(t, "Stat", err, context.Canceled)
@@ -620,9 +572,9 @@ func testCancel(t *testing.T, s blob.Store) {
 		}
 	})
 	t.Run("a reader fails once its context is cancelled", func(t *testing.T) {
-		data := randomBytes(17, 1<<20)
-		key := keyOf("r1", data)
-		put(t, s, key, data)
+		data := RandomBytes(17, 1<<20)
+		key := KeyOf("r1", data)
+		Put(t, s, key, data)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		rc, err := s.Get(ctx, key, 0, -1)
@@ -640,7 +592,7 @@ func testCancel(t *testing.T, s blob.Store) {
 	t.Run("a listing stops once its context is cancelled", func(t *testing.T) {
 		for i := range 3 {
 			data := []byte(fmt.Sprintf("listed %d", i))
-			put(t, s, keyOf("r2", data), data)
+			Put(t, s, KeyOf("r2", data), data)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
@@ -658,9 +610,9 @@ func testCancel(t *testing.T, s blob.Store) {
 }
 
 func testEarlyClose(t *testing.T, s blob.Store) {
-	for _, data := range [][]byte{textBytes(18, 1<<20), randomBytes(19, 1<<20)} {
-		key := keyOf("r1", data)
-		put(t, s, key, data)
+	for _, data := range [][]byte{TextBytes(18, 1<<20), RandomBytes(19, 1<<20)} {
+		key := KeyOf("r1", data)
+		Put(t, s, key, data)
 		rc, err := s.Get(t.Context(), key, 100, -1)
 		if err != nil {
 			t.Fatal(err)
@@ -686,12 +638,12 @@ func testEarlyClose(t *testing.T, s blob.Store) {
 
 func testClosed(t *testing.T, s blob.Store) {
 	data := []byte("before close")
-	key := keyOf("r1", data)
-	put(t, s, key, data)
+	key := KeyOf("r1", data)
+	Put(t, s, key, data)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	_, err := s.Put(t.Context(), keyOf("r1", []byte("after")), blob.Hash([]byte("after")))
+	_, err := s.Put(t.Context(), KeyOf("r1", []byte("after")), blob.Hash([]byte("after")))
 	wantErr(t, "Put after Close", err, blob.ErrUnavailable)
 	_, err = s.Get(t.Context(), key, 0, -1)
 	wantErr(t, "Get after Close", err, blob.ErrUnavailable)
@@ -719,15 +671,15 @@ func RunDamage(t *testing.T, open func(t *testing.T) blob.Store, damage Damage) 
 		name string
 		data []byte
 	}{
-		{"an identity blob", randomBytes(40, 64<<10)},
-		{"a compressed blob", textBytes(41, 256<<10)},
+		{"an identity blob", RandomBytes(40, 64<<10)},
+		{"a compressed blob", TextBytes(41, 256<<10)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
 			t.Cleanup(func() { s.Close() })
-			key := keyOf("r1", tc.data)
-			put(t, s, key, tc.data)
+			key := KeyOf("r1", tc.data)
+			Put(t, s, key, tc.data)
 			damage(t, s, key)
 			size := int64(len(tc.data))
 			for _, r := range []struct {
@@ -740,7 +692,7 @@ func RunDamage(t *testing.T, open func(t *testing.T) blob.Store, damage Damage) 
 				{"its last byte", size - 1, 1},
 				{"nothing at its end", size, -1},
 			} {
-				got, err := read(t.Context(), s, key, r.offset, r.length)
+				got, err := Read(t.Context(), s, key, r.offset, r.length)
 				if !errors.Is(err, blob.ErrCorrupt) {
 					t.Errorf("Get %s of the damaged blob: %d bytes, error %v; want an error wrapping ErrCorrupt", r.what, len(got), err)
 				}
@@ -754,7 +706,7 @@ func RunDamage(t *testing.T, open func(t *testing.T) blob.Store, damage Damage) 
 			if got := mustRead(t, s, key, size/3, 100); !bytes.Equal(got, tc.data[size/3:size/3+100]) {
 				t.Fatalf("ranged Get after the repairing Put returned other bytes")
 			}
-			res := put(t, s, key, tc.data)
+			res := Put(t, s, key, tc.data)
 			if res.Created {
 				t.Errorf("Put of the repaired, intact blob: Created = true, want false (put-if-absent)")
 			}

@@ -35,7 +35,7 @@ type Store struct {
 
 	locks blob.KeyLocks // serializes Puts and Deletes of one key
 
-	bufs sync.Pool // *[]byte, compression buffers
+	bufs blob.EncodeBuffers // compression buffers of Puts
 }
 
 var _ blob.Store = (*Store)(nil)
@@ -212,15 +212,12 @@ func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.Put
 	if err := s.begin(ctx, "put", key.Root, key); err != nil {
 		return blob.PutResult{}, err
 	}
-	if err := blob.CheckKey(key, hd); err != nil {
-		return blob.PutResult{}, fmt.Errorf("blob/dir: %w", err)
-	}
-	data := hd.Bytes()
-	unlock, err := s.locks.Lock(ctx, key)
+	unlock, err := s.locks.LockPut(ctx, "blob/dir", key, hd)
 	if err != nil {
-		return blob.PutResult{}, fmt.Errorf("blob/dir: put %s: %w", key, err)
+		return blob.PutResult{}, err
 	}
 	defer unlock()
+	data := hd.Bytes()
 
 	final := s.BlobPath(key)
 	h, payloadBytes, err := s.verify(ctx, key, final)
@@ -235,17 +232,8 @@ func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.Put
 		return blob.PutResult{}, s.ioErr("put", key, err)
 	}
 
-	bp, _ := s.bufs.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	payload, enc := blob.Encode(*bp, data)
-	defer func() {
-		if enc == blob.EncodingZstd {
-			*bp = payload[:0]
-		}
-		s.bufs.Put(bp)
-	}()
+	payload, enc, release := s.bufs.Encode(data)
+	defer release()
 
 	hdr := header{enc: enc, size: int64(len(data))}.marshal()
 	if err := s.write(ctx, key, final, hdr[:], payload); err != nil {
@@ -390,9 +378,9 @@ func (s *Store) Delete(ctx context.Context, key blob.Key) error {
 	if err := s.begin(ctx, "delete", key.Root, key); err != nil {
 		return err
 	}
-	unlock, err := s.locks.Lock(ctx, key)
+	unlock, err := s.locks.LockOp(ctx, "blob/dir", "delete", key)
 	if err != nil {
-		return fmt.Errorf("blob/dir: delete %s: %w", key, err)
+		return err
 	}
 	defer unlock()
 	final := s.BlobPath(key)

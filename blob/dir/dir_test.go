@@ -1,16 +1,12 @@
 package dir_test
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,27 +45,9 @@ func open(t *testing.T, path string) *dir.Store {
 	return s
 }
 
-func randomBytes(seed uint64, n int) []byte {
-	b := make([]byte, n)
-	rand.NewChaCha8([32]byte{byte(seed)}).Read(b)
-	return b
-}
-
-func textBytes(n int) []byte {
-	var b bytes.Buffer
-	for i := 0; b.Len() < n; i++ {
-		fmt.Fprintf(&b, "line %d of a log that compresses well\n", i%97)
-	}
-	return b.Bytes()[:n]
-}
-
-func keyOf(root string, data []byte) blob.Key {
-	return blob.Key{Root: root, Digest: blob.DigestOf(data)}
-}
-
 func put(t *testing.T, s *dir.Store, data []byte) (blob.Key, blob.PutResult) {
 	t.Helper()
-	key := keyOf("r1", data)
+	key := blobtest.KeyOf("r1", data)
 	res, err := s.Put(t.Context(), key, blob.Hash(data))
 	if err != nil {
 		t.Fatalf("Put: %v", err)
@@ -80,21 +58,14 @@ func put(t *testing.T, s *dir.Store, data []byte) (blob.Key, blob.PutResult) {
 // readErr returns the first error of a ranged Get, its Reads or its Close.
 func readErr(t *testing.T, s blob.Store, key blob.Key, offset, length int64) error {
 	t.Helper()
-	rc, err := s.Get(t.Context(), key, offset, length)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(io.Discard, rc)
-	if cerr := rc.Close(); err == nil {
-		err = cerr
-	}
+	_, err := blobtest.Read(t.Context(), s, key, offset, length)
 	return err
 }
 
 func TestLayout(t *testing.T) {
 	path := t.TempDir()
 	s := open(t, path)
-	data := textBytes(10 << 10)
+	data := blobtest.TextBytes(1, 10<<10)
 	key, res := put(t, s, data)
 	hex := key.Digest.String()
 	file := filepath.Join(path, "roots", "r1", "blobs", hex[:2], hex)
@@ -119,7 +90,7 @@ func TestOpenRemovesTemporaryFiles(t *testing.T) {
 	s := open(t, path)
 	data := []byte("a blob that must survive reopening")
 	key, _ := put(t, s, data)
-	other := keyOf("r2", data)
+	other := blobtest.KeyOf("r2", data)
 	if _, err := s.Put(t.Context(), other, blob.Hash(data)); err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +128,8 @@ func TestDamagedPayloadFailsWithErrCorrupt(t *testing.T) {
 		data []byte
 		enc  blob.Encoding
 	}{
-		{"an identity", randomBytes(1, size), blob.EncodingIdentity},
-		{"a zstd", textBytes(size), blob.EncodingZstd},
+		{"an identity", blobtest.RandomBytes(1, size), blob.EncodingIdentity},
+		{"a zstd", blobtest.TextBytes(2, size), blob.EncodingZstd},
 	}
 	ranges := []struct {
 		name           string
@@ -192,8 +163,8 @@ func TestDamagedPayloadFailsWithErrCorrupt(t *testing.T) {
 }
 
 func TestDamagedFileFailsWithErrCorrupt(t *testing.T) {
-	identity := randomBytes(2, 4096)
-	zstd := textBytes(64 << 10)
+	identity := blobtest.RandomBytes(2, 4096)
+	zstd := blobtest.TextBytes(3, 64<<10)
 	rewrite := func(f func(raw []byte) []byte) func(t *testing.T, path string) {
 		return func(t *testing.T, path string) {
 			raw, err := os.ReadFile(path)
@@ -267,7 +238,7 @@ func TestDamagedFileFailsWithErrCorrupt(t *testing.T) {
 
 func TestPutReplacesADamagedFile(t *testing.T) {
 	s := open(t, t.TempDir())
-	data := textBytes(8 << 10)
+	data := blobtest.TextBytes(4, 8<<10)
 	key, _ := put(t, s, data)
 	if err := os.Truncate(s.BlobPath(key), 3); err != nil {
 		t.Fatal(err)
@@ -278,36 +249,6 @@ func TestPutReplacesADamagedFile(t *testing.T) {
 	}
 	if err := readErr(t, s, key, 0, -1); err != nil {
 		t.Errorf("Get after the repair: %v", err)
-	}
-}
-
-func TestConcurrentPutsCreateOnce(t *testing.T) {
-	s := open(t, t.TempDir())
-	for i := range 5 {
-		data := textBytes(100<<10 + i)
-		key := keyOf("r1", data)
-		var (
-			wg      sync.WaitGroup
-			mu      sync.Mutex
-			created int
-		)
-		for range 6 {
-			wg.Go(func() {
-				res, err := s.Put(t.Context(), key, blob.Hash(data))
-				if err != nil {
-					t.Errorf("Put: %v", err)
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				if res.Created {
-					created++
-				}
-			})
-		}
-		wg.Wait()
-		if created != 1 {
-			t.Errorf("%d of 6 concurrent Puts of a new key reported Created, want exactly 1", created)
-		}
 	}
 }
 
@@ -372,7 +313,7 @@ func TestPutRecreatesRemovedDirectories(t *testing.T) {
 	if _, res := put(t, s, data); !res.Created {
 		t.Errorf("Put after its root directory was removed: Created = false")
 	}
-	if err := readErr(t, s, keyOf("r1", data), 0, -1); err != nil {
+	if err := readErr(t, s, blobtest.KeyOf("r1", data), 0, -1); err != nil {
 		t.Errorf("Get: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/blob/s3"
 	"github.com/cairnstore/cairn/blob/s3/s3test"
 )
@@ -29,8 +30,8 @@ func TestObjectStoreRefusesABodyWithAWrongChecksum(t *testing.T) {
 			cfg := srv.Config(s3test.Bucket())
 			cfg.PartSizeBytes = s3.MinPartSizeBytes
 			st := s3test.Open(t, cfg)
-			data := randomBytes(uint64(tc.size), tc.size) // random: stored identity, as long as data
-			key := keyOf("r1", data)
+			data := blobtest.RandomBytes(uint64(tc.size), tc.size) // random: stored identity, as long as data
+			key := blobtest.KeyOf("r1", data)
 
 			s3.SetChecksum(st, func([]byte) string { return wrong })
 			_, err := st.Put(t.Context(), key, blob.Hash(data))
@@ -44,11 +45,11 @@ func TestObjectStoreRefusesABodyWithAWrongChecksum(t *testing.T) {
 			}
 
 			s3.SetChecksum(st, nil)
-			res := put(t, st, key, data)
+			res := blobtest.Put(t, st, key, data)
 			if !res.Created {
 				t.Fatalf("Put with the right checksum: %+v, want Created", res)
 			}
-			if got, err := readAll(t.Context(), st, key, 0, -1); err != nil || !bytes.Equal(got, data) {
+			if got, err := blobtest.Read(t.Context(), st, key, 0, -1); err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("Get: %d bytes, %v; want the %d bytes put", len(got), err, len(data))
 			}
 		})

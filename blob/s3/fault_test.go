@@ -22,6 +22,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/blob/s3"
 	"github.com/cairnstore/cairn/blob/s3/s3test"
 )
@@ -204,8 +205,8 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 	s := s3test.Open(t, cfg)
 
 	stored := []byte("a blob that is there")
-	storedKey := keyOf("tenantq7", stored)
-	put(t, s, storedKey, stored)
+	storedKey := blobtest.KeyOf("tenantq7", stored)
+	blobtest.Put(t, s, storedKey, stored)
 
 	ops := []struct {
 		name  string
@@ -214,11 +215,11 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 	}{
 		{"put", isObjectPut, func(ctx context.Context, i int) error {
 			data := []byte(fmt.Sprintf("new blob %d", i))
-			_, err := s.Put(ctx, keyOf("tenantq7", data), blob.Hash(data))
+			_, err := s.Put(ctx, blobtest.KeyOf("tenantq7", data), blob.Hash(data))
 			return err
 		}},
 		{"get", isObjectGet, func(ctx context.Context, _ int) error {
-			_, err := readAll(ctx, s, storedKey, 0, -1)
+			_, err := blobtest.Read(ctx, s, storedKey, 0, -1)
 			return err
 		}},
 		{"stat", isObjectHead, func(ctx context.Context, _ int) error {
@@ -226,7 +227,7 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 			return err
 		}},
 		{"delete", isObjectDelete, func(ctx context.Context, _ int) error {
-			return s.Delete(ctx, keyOf("tenantq7", []byte("never stored")))
+			return s.Delete(ctx, blobtest.KeyOf("tenantq7", []byte("never stored")))
 		}},
 		{"list", isListing, func(ctx context.Context, _ int) error {
 			return s.List(ctx, "tenantq7", func(blob.Key, blob.Info) error { return nil })
@@ -302,11 +303,11 @@ func TestRetriesEndWithTheContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	data := []byte("never stored")
-	_, err = s.Put(ctx, keyOf("r1", data), blob.Hash(data))
+	_, err = s.Put(ctx, blobtest.KeyOf("r1", data), blob.Hash(data))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Put while the store throttles past the deadline: %v, want an error wrapping DeadlineExceeded", err)
 	}
-	checkUnavailable(t, "Put past the deadline", err, secretsOf(s, cfg, keyOf("r1", data))...)
+	checkUnavailable(t, "Put past the deadline", err, secretsOf(s, cfg, blobtest.KeyOf("r1", data))...)
 }
 
 // The store going down: every call fails with a generic ObjectUnavailableError, and works
@@ -317,14 +318,14 @@ func TestAStoreThatIsDownIsUnavailable(t *testing.T) {
 	s := s3test.Open(t, cfg)
 
 	const root = "tenantq7"
-	stored := textBytes(64 << 10)
-	storedKey := keyOf(root, stored)
-	put(t, s, storedKey, stored)
-	big := randomBytes(7, 24<<20) // more than the socket buffers of a connection hold
-	bigKey := keyOf(root, big)
-	put(t, s, bigKey, big)
+	stored := blobtest.TextBytes(1, 64<<10)
+	storedKey := blobtest.KeyOf(root, stored)
+	blobtest.Put(t, s, storedKey, stored)
+	big := blobtest.RandomBytes(7, 24<<20) // more than the socket buffers of a connection hold
+	bigKey := blobtest.KeyOf(root, big)
+	blobtest.Put(t, s, bigKey, big)
 	fresh := []byte("put while the store is down")
-	freshKey := keyOf(root, fresh)
+	freshKey := blobtest.KeyOf(root, fresh)
 	secrets := secretsOf(s, cfg, storedKey, bigKey, freshKey)
 
 	reader, err := s.Get(t.Context(), bigKey, 0, -1)
@@ -344,8 +345,8 @@ func TestAStoreThatIsDownIsUnavailable(t *testing.T) {
 	}{
 		{"Put of a new blob", func() error { _, err := s.Put(t.Context(), freshKey, blob.Hash(fresh)); return err }},
 		{"Put of a stored blob", func() error { _, err := s.Put(t.Context(), storedKey, blob.Hash(stored)); return err }},
-		{"Get", func() error { _, err := readAll(t.Context(), s, storedKey, 0, -1); return err }},
-		{"ranged Get", func() error { _, err := readAll(t.Context(), s, storedKey, 10, 10); return err }},
+		{"Get", func() error { _, err := blobtest.Read(t.Context(), s, storedKey, 0, -1); return err }},
+		{"ranged Get", func() error { _, err := blobtest.Read(t.Context(), s, storedKey, 10, 10); return err }},
 		{"Stat", func() error { _, err := s.Stat(t.Context(), storedKey); return err }},
 		{"Delete", func() error { return s.Delete(t.Context(), storedKey) }},
 		{"List", func() error { return s.List(t.Context(), root, func(blob.Key, blob.Info) error { return nil }) }},
@@ -369,10 +370,10 @@ func TestAStoreThatIsDownIsUnavailable(t *testing.T) {
 	srv.Restart()
 
 	t.Run("every call works once the store is back", func(t *testing.T) {
-		if res := put(t, s, freshKey, fresh); !res.Created {
+		if res := blobtest.Put(t, s, freshKey, fresh); !res.Created {
 			t.Errorf("Put of a new blob after the restart: Created = false")
 		}
-		if got, err := readAll(t.Context(), s, storedKey, 0, -1); err != nil || string(got) != string(stored) {
+		if got, err := blobtest.Read(t.Context(), s, storedKey, 0, -1); err != nil || string(got) != string(stored) {
 			t.Errorf("Get after the restart: %d bytes, %v", len(got), err)
 		}
 		if _, err := s.Stat(t.Context(), bigKey); err != nil {
@@ -423,9 +424,9 @@ func TestLargeBlobsGoUpInParts(t *testing.T) {
 	cfg.PartSizeBytes = s3.MinPartSizeBytes
 	s := s3test.Open(t, cfg)
 
-	data := randomBytes(3, 12<<20+5)
-	key := keyOf("r1", data)
-	res := put(t, s, key, data)
+	data := blobtest.RandomBytes(3, 12<<20+5)
+	key := blobtest.KeyOf("r1", data)
+	res := blobtest.Put(t, s, key, data)
 	if !res.Created || res.Encoding != blob.EncodingIdentity || res.StoredBytes != int64(len(data)) {
 		t.Errorf("Put = %+v, want a created identity blob of %d bytes", res, len(data))
 	}
@@ -438,7 +439,7 @@ func TestLargeBlobsGoUpInParts(t *testing.T) {
 	if ids := incompleteUploads(t, raw, cfg.Bucket); len(ids) != 0 {
 		t.Errorf("incomplete uploads after a successful Put: %v", ids)
 	}
-	got, err := readAll(t.Context(), s, key, 5<<20, 10)
+	got, err := blobtest.Read(t.Context(), s, key, 5<<20, 10)
 	if err != nil || string(got) != string(data[5<<20:5<<20+10]) {
 		t.Errorf("ranged Get across a part boundary: %v", err)
 	}
@@ -448,7 +449,7 @@ func TestLargeBlobsGoUpInParts(t *testing.T) {
 	}
 
 	p.reset()
-	if res := put(t, s, key, data); res.Created {
+	if res := blobtest.Put(t, s, key, data); res.Created {
 		t.Errorf("second Put of a large blob: Created = true")
 	}
 	// Put-if-absent reads the blob back to verify it before it trusts it; it uploads nothing.
@@ -460,8 +461,8 @@ func TestLargeBlobsGoUpInParts(t *testing.T) {
 func TestAFailedMultipartUploadIsAborted(t *testing.T) {
 	srv := s3test.Start(t)
 	raw := rawClient(t, srv.Endpoint)
-	data := randomBytes(4, 64<<20)
-	key := keyOf("r1", data)
+	data := blobtest.RandomBytes(4, 64<<20)
+	key := blobtest.KeyOf("r1", data)
 
 	t.Run("when the caller cancels mid-upload", func(t *testing.T) {
 		p := newProxy(t, srv.Endpoint)
@@ -508,7 +509,7 @@ func TestAFailedMultipartUploadIsAborted(t *testing.T) {
 			t.Errorf("incomplete uploads after a failed Put: %v", ids)
 		}
 		p.setFault(nil)
-		if res := put(t, s, key, data); !res.Created {
+		if res := blobtest.Put(t, s, key, data); !res.Created {
 			t.Errorf("Put after the failure cleared: Created = false")
 		}
 	})
@@ -522,12 +523,12 @@ func TestListTakesMetadataFromTheListingOrFromHEAD(t *testing.T) {
 	s := s3test.Open(t, cfg)
 	want := map[blob.Key]blob.Info{}
 	for i := range 5 {
-		data := textBytes(1000 * (i + 1))
+		data := blobtest.TextBytes(uint64(i), 1000*(i+1))
 		if i%2 == 1 {
-			data = randomBytes(uint64(i), 1000*(i+1))
+			data = blobtest.RandomBytes(uint64(i), 1000*(i+1))
 		}
-		key := keyOf("r1", data)
-		put(t, s, key, data)
+		key := blobtest.KeyOf("r1", data)
+		blobtest.Put(t, s, key, data)
 		info, err := s.Stat(t.Context(), key)
 		if err != nil {
 			t.Fatal(err)
@@ -575,13 +576,13 @@ func TestAFullObjectStoreIsStorageFull(t *testing.T) {
 	p.setFault(faultN(1000, s3Error{http.StatusInsufficientStorage, "XMinioStorageFull"}, isObjectPut))
 	defer p.setFault(nil)
 	data := []byte("no room for this")
-	_, err := s.Put(t.Context(), keyOf("r1", data), blob.Hash(data))
-	checkUnavailable(t, "Put on a full store", err, secretsOf(s, cfg, keyOf("r1", data))...)
+	_, err := s.Put(t.Context(), blobtest.KeyOf("r1", data), blob.Hash(data))
+	checkUnavailable(t, "Put on a full store", err, secretsOf(s, cfg, blobtest.KeyOf("r1", data))...)
 	if !errors.Is(err, blob.ErrStorageFull) {
 		t.Fatalf("Put on a full store: %v, want an error wrapping blob.ErrStorageFull", err)
 	}
 	p.setFault(faultN(1000, s3Error{http.StatusServiceUnavailable, "SlowDown"}, isObjectPut))
-	if _, err := s.Put(t.Context(), keyOf("r1", data), blob.Hash(data)); errors.Is(err, blob.ErrStorageFull) {
+	if _, err := s.Put(t.Context(), blobtest.KeyOf("r1", data), blob.Hash(data)); errors.Is(err, blob.ErrStorageFull) {
 		t.Fatalf("a throttled Put: %v, must not be ErrStorageFull", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/blob/s3/s3test"
 )
 
@@ -40,8 +41,8 @@ func TestOpenAbortsUploadsACrashLeftInTheJournal(t *testing.T) {
 		t.Fatalf("the settled journal entry is still there: %v", err)
 	}
 	// A multipart put that completes leaves nothing in the journal.
-	data := randomBytes(9, 40<<20)
-	if res := put(t, restarted, keyOf("r1", data), data); !res.Created {
+	data := blobtest.RandomBytes(9, 40<<20)
+	if res := blobtest.Put(t, restarted, blobtest.KeyOf("r1", data), data); !res.Created {
 		t.Fatal("the put created nothing")
 	}
 	if ents, _ := os.ReadDir(cfg.UploadJournal); len(ents) != 0 {

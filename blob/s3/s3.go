@@ -12,7 +12,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -54,7 +53,7 @@ type Store struct {
 
 	journalSeq atomic.Int64 // names upload journal entries apart
 
-	bufs sync.Pool // *[]byte, compression buffers
+	bufs blob.EncodeBuffers // compression buffers of Puts
 
 	// checksum is the x-amz-checksum-crc32c value of a request body: crc32cBase64, but
 	// for tests that make the store refuse a body (export_test.go).
@@ -263,15 +262,12 @@ func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.Put
 	if err := s.begin(ctx, "put", key.Root, key); err != nil {
 		return blob.PutResult{}, err
 	}
-	if err := blob.CheckKey(key, hd); err != nil {
-		return blob.PutResult{}, fmt.Errorf("blob/s3: %w", err)
-	}
-	data := hd.Bytes()
-	unlock, err := s.locks.Lock(ctx, key)
+	unlock, err := s.locks.LockPut(ctx, "blob/s3", key, hd)
 	if err != nil {
-		return blob.PutResult{}, fmt.Errorf("blob/s3: put %s: %w", key, err)
+		return blob.PutResult{}, err
 	}
 	defer unlock()
+	data := hd.Bytes()
 
 	info, exists, err := s.stat(ctx, "put", key)
 	switch {
@@ -295,17 +291,8 @@ func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.Put
 	}
 	overwrite := exists
 
-	bp, _ := s.bufs.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	payload, enc := blob.Encode(*bp, data)
-	defer func() {
-		if enc == blob.EncodingZstd {
-			*bp = payload[:0]
-		}
-		s.bufs.Put(bp)
-	}()
+	payload, enc, release := s.bufs.Encode(data)
+	defer release()
 
 	created, err := s.upload(ctx, key, payload, meta{enc: enc, size: int64(len(data))}, overwrite)
 	if err != nil {
@@ -499,9 +486,9 @@ func (s *Store) Delete(ctx context.Context, key blob.Key) error {
 	if err := s.begin(ctx, "delete", key.Root, key); err != nil {
 		return err
 	}
-	unlock, err := s.locks.Lock(ctx, key)
+	unlock, err := s.locks.LockOp(ctx, "blob/s3", "delete", key)
 	if err != nil {
-		return fmt.Errorf("blob/s3: delete %s: %w", key, err)
+		return err
 	}
 	defer unlock()
 	t, err := s.retry(ctx, func() error {

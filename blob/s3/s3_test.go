@@ -2,11 +2,9 @@ package s3_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -78,46 +76,6 @@ func TestStoreDamageConformance(t *testing.T) {
 	})
 }
 
-func randomBytes(seed uint64, n int) []byte {
-	b := make([]byte, n)
-	rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}).Read(b)
-	return b
-}
-
-func textBytes(n int) []byte {
-	var b bytes.Buffer
-	for i := 0; b.Len() < n; i++ {
-		fmt.Fprintf(&b, "line %d of a log that compresses well\n", i%97)
-	}
-	return b.Bytes()[:n]
-}
-
-func keyOf(root string, data []byte) blob.Key {
-	return blob.Key{Root: root, Digest: blob.DigestOf(data)}
-}
-
-func put(t *testing.T, s *s3.Store, key blob.Key, data []byte) blob.PutResult {
-	t.Helper()
-	res, err := s.Put(t.Context(), key, blob.Hash(data))
-	if err != nil {
-		t.Fatalf("Put %s: %v", key, err)
-	}
-	return res
-}
-
-// readAll returns the bytes of a ranged Get and the first error of Get, Read or Close.
-func readAll(ctx context.Context, s blob.Store, key blob.Key, offset, length int64) ([]byte, error) {
-	rc, err := s.Get(ctx, key, offset, length)
-	if err != nil {
-		return nil, err
-	}
-	got, err := io.ReadAll(rc)
-	if cerr := rc.Close(); err == nil {
-		err = cerr
-	}
-	return got, err
-}
-
 // rawClient talks to the MinIO server directly, bypassing the Store.
 func rawClient(t *testing.T, endpoint string) *minio.Client {
 	t.Helper()
@@ -168,8 +126,8 @@ func TestObjectNamesFollowTheKeyLayout(t *testing.T) {
 			var want []string
 			for i, root := range []string{"r1", "r2", "r10"} {
 				data := []byte(fmt.Sprintf("blob %d", i))
-				key := keyOf(root, data)
-				put(t, s, key, data)
+				key := blobtest.KeyOf(root, data)
+				blobtest.Put(t, s, key, data)
 				h := key.Digest.String()
 				name := fmt.Sprintf(tc.want, root, h[:2], h)
 				if got := s.ObjectName(key); got != name {
@@ -195,14 +153,14 @@ func TestObjectMetadataRecordsEncodingAndSize(t *testing.T) {
 		data []byte
 		enc  blob.Encoding
 	}{
-		{"a compressed blob", textBytes(64 << 10), blob.EncodingZstd},
-		{"an incompressible blob", randomBytes(1, 64<<10), blob.EncodingIdentity},
+		{"a compressed blob", blobtest.TextBytes(1, 64<<10), blob.EncodingZstd},
+		{"an incompressible blob", blobtest.RandomBytes(1, 64<<10), blob.EncodingIdentity},
 		{"an empty blob", nil, blob.EncodingIdentity},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			key := keyOf("r1", tc.data)
-			res := put(t, s, key, tc.data)
+			key := blobtest.KeyOf("r1", tc.data)
+			res := blobtest.Put(t, s, key, tc.data)
 			oi, err := raw.StatObject(t.Context(), cfg.Bucket, s.ObjectName(key), minio.StatObjectOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -246,7 +204,7 @@ func rawPut(t *testing.T, c *minio.Client, bucket, name string, payload []byte, 
 func TestDamagedObjectsAreCorrupt(t *testing.T) {
 	srv := s3test.Start(t)
 	raw := rawClient(t, srv.Endpoint)
-	data := textBytes(8 << 10)
+	data := blobtest.TextBytes(2, 8<<10)
 	zstd, _ := blob.Encode(nil, data)
 	size := fmt.Sprint(len(data))
 	cases := []struct {
@@ -269,14 +227,14 @@ func TestDamagedObjectsAreCorrupt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := srv.Config(s3test.Bucket())
 			s := s3test.Open(t, cfg)
-			key := keyOf("r1", data)
+			key := blobtest.KeyOf("r1", data)
 			rawPut(t, raw, cfg.Bucket, s.ObjectName(key), tc.payload, tc.meta)
 
-			_, err := readAll(t.Context(), s, key, 0, -1)
+			_, err := blobtest.Read(t.Context(), s, key, 0, -1)
 			if !errors.Is(err, blob.ErrCorrupt) {
 				t.Errorf("Get: %v, want an error wrapping ErrCorrupt", err)
 			}
-			_, err = readAll(t.Context(), s, key, 100, 10)
+			_, err = blobtest.Read(t.Context(), s, key, 100, 10)
 			if !errors.Is(err, blob.ErrCorrupt) {
 				t.Errorf("ranged Get: %v, want an error wrapping ErrCorrupt", err)
 			}
@@ -298,7 +256,7 @@ func TestDamagedObjectsAreCorrupt(t *testing.T) {
 			if err != nil || !res.Created {
 				t.Fatalf("Put over an object with bad metadata: %+v, %v; want it rewritten", res, err)
 			}
-			if got, err := readAll(t.Context(), s, key, 0, -1); err != nil || !bytes.Equal(got, data) {
+			if got, err := blobtest.Read(t.Context(), s, key, 0, -1); err != nil || !bytes.Equal(got, data) {
 				t.Errorf("Get after the repair: %d bytes, %v", len(got), err)
 			}
 		})
@@ -312,8 +270,8 @@ func TestListSkipsForeignObjects(t *testing.T) {
 	cfg.Prefix = "p"
 	s := s3test.Open(t, cfg)
 	data := []byte("the only blob")
-	key := keyOf("r1", data)
-	put(t, s, key, data)
+	key := blobtest.KeyOf("r1", data)
+	blobtest.Put(t, s, key, data)
 	h := key.Digest.String()
 	misplaced := strings.Repeat("ab", 32)
 	if strings.HasPrefix(h, "ab") {
@@ -353,7 +311,7 @@ func TestListPagesThroughManyBlobs(t *testing.T) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			data := []byte(fmt.Sprintf("blob %d", i))
-			if _, err := s.Put(t.Context(), keyOf("r1", data), blob.Hash(data)); err != nil {
+			if _, err := s.Put(t.Context(), blobtest.KeyOf("r1", data), blob.Hash(data)); err != nil {
 				errs <- err
 			}
 		})
@@ -385,9 +343,9 @@ func TestOpenCreatesAMissingBucket(t *testing.T) {
 		t.Fatalf("bucket after Open with CreateBucket: exists %v, %v", ok, err)
 	}
 	data := []byte("kept across Opens")
-	put(t, s, keyOf("r1", data), data)
+	blobtest.Put(t, s, blobtest.KeyOf("r1", data), data)
 	again := s3test.Open(t, cfg)
-	if _, err := again.Stat(t.Context(), keyOf("r1", data)); err != nil {
+	if _, err := again.Stat(t.Context(), blobtest.KeyOf("r1", data)); err != nil {
 		t.Errorf("Stat through a second Open of the existing bucket: %v", err)
 	}
 }
@@ -503,36 +461,17 @@ func TestConcurrentPutsFromSeparateStoresCreateOnce(t *testing.T) {
 	srv := s3test.Start(t)
 	cfg := srv.Config(s3test.Bucket())
 	const stores = 6
-	ss := make([]*s3.Store, stores)
+	ss := make([]blob.Store, stores)
 	for i := range ss {
 		ss[i] = s3test.Open(t, cfg)
 	}
 	for round := range 5 {
-		data := randomBytes(uint64(100+round), 256<<10)
-		key := keyOf("r1", data)
-		var (
-			wg      sync.WaitGroup
-			mu      sync.Mutex
-			created int
-		)
-		for _, s := range ss {
-			wg.Go(func() {
-				res, err := s.Put(t.Context(), key, blob.Hash(data))
-				if err != nil {
-					t.Errorf("Put: %v", err)
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				if res.Created {
-					created++
-				}
-			})
-		}
-		wg.Wait()
-		if created != 1 {
+		data := blobtest.RandomBytes(uint64(100+round), 256<<10)
+		key := blobtest.KeyOf("r1", data)
+		if created := blobtest.ConcurrentPuts(t, ss, key, data); created != 1 {
 			t.Errorf("round %d: %d of %d concurrent Puts from separate stores reported Created, want exactly 1", round, created, stores)
 		}
-		if got, err := readAll(t.Context(), ss[0], key, 0, -1); err != nil || !bytes.Equal(got, data) {
+		if got, err := blobtest.Read(t.Context(), ss[0], key, 0, -1); err != nil || !bytes.Equal(got, data) {
 			t.Errorf("round %d: Get after concurrent Puts: %d bytes, %v", round, len(got), err)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,7 +101,7 @@ func newAdminBackupCommand() *cobra.Command {
 
 func printManifest(w io.Writer, t backup.Target, m *backup.Manifest) {
 	id := m.Identity
-	fmt.Fprintf(w, "backup %s of %s %s at %s: %d parts, %d bytes\n", id.Backup, id.Kind, nonEmpty(id.ClusterID, id.NodeID), t, len(m.Parts), m.Bytes())
+	fmt.Fprintf(w, "backup %s of %s %s at %s: %d parts, %d bytes\n", id.Backup, id.Kind, cmp.Or(id.ClusterID, id.NodeID), t, len(m.Parts), m.Bytes())
 	for _, s := range id.Shards {
 		fmt.Fprintf(w, "  shard %d at version %d (hold at %d)\n", s.Shard, s.Version, s.HoldVersion)
 	}
@@ -118,13 +119,6 @@ func printManifest(w io.Writer, t backup.Target, m *backup.Manifest) {
 		fmt.Fprintln(w, "  blobs: NOT COPIED: they stay in the node's blob store (--blob), held from garbage\n"+
 			"  collection until `cairn admin backup delete`; a restore needs that store")
 	}
-}
-
-func nonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func newAdminBackupVerifyCommand() *cobra.Command {

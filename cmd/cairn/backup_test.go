@@ -55,16 +55,6 @@ func startBackupNode(t *testing.T, dataDir, blob string) *backupNode {
 	return &backupNode{url: srv.URL, admin: adm.URL, stop: stop}
 }
 
-// cli runs a cairn command that must succeed and returns its stdout.
-func cli(t *testing.T, args ...string) string {
-	t.Helper()
-	out, errOut, err := execCairn(t, args...)
-	if err != nil {
-		t.Fatalf("cairn %s: %v (stderr %q)", strings.Join(args, " "), err, errOut)
-	}
-	return out
-}
-
 // bigBody is a body above the inline limit: it lives in the blob store.
 func bigBody(t *testing.T) string {
 	t.Helper()

@@ -58,27 +58,25 @@ func newDiffCommand() *cobra.Command {
 		if cmd.Flags().Changed("context") {
 			return usageErrorf("--context applies to a file diff; give PATH")
 		}
-		for {
+		return eachPage(func(cursor string) (string, error) {
+			req.Cursor = cursor
 			res, err := c.Diff(cmd.Context(), o.agent, args[0], req)
 			if err != nil {
-				return err
+				return "", err
 			}
 			if o.json {
 				if err := printRaw(out, res.Raw); err != nil {
-					return err
+					return "", err
 				}
 			} else {
 				for _, ch := range res.Changes {
 					if _, err := fmt.Fprintf(out, "%s %s\n", changeLetter(ch.Change), ch.Path); err != nil {
-						return err
+						return "", err
 					}
 				}
 			}
-			if res.NextCursor == nil {
-				return nil
-			}
-			req.Cursor = *res.NextCursor
-		}
+			return cursorOf(res.NextCursor), nil
+		})
 	}
 	return cmd
 }

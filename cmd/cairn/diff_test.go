@@ -2,19 +2,14 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
 
 func TestDiffCommand(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
-	t.Cleanup(srv.Close)
+	n, srv := testNode(t)
 	write := func(path, body string) {
 		t.Helper()
 		if _, err := n.Service.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,

@@ -3,14 +3,10 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/cairnstore/cairn/api/client"
-	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -35,33 +31,8 @@ func TestDisplayedEscapesOnlyNamesWithControlCharacters(t *testing.T) {
 	}
 }
 
-// runCairn runs the cairn command line against server and returns its stdout.
-func runCairn(t *testing.T, server string, args ...string) string {
-	t.Helper()
-	out, errOut, err := execCairn(t, append([]string{"--server", server}, args...)...)
-	if err != nil {
-		t.Fatalf("cairn %s: %v (stderr %q)", strings.Join(args, " "), err, errOut)
-	}
-	return out
-}
-
-// execCairn runs the cairn command line in-process and returns what it printed and the
-// error main would report.
-func execCairn(t *testing.T, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	root := newCLI()
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	err = root.ExecuteContext(t.Context())
-	return out.String(), errOut.String(), err
-}
-
 func TestCommandsPrintServerNamesWithoutTerminalControls(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
-	t.Cleanup(srv.Close)
+	n, srv := testNode(t)
 	const (
 		evil  = "outputs/x\x1b]0;owned\x07\r\x1b[2Kclean.txt"
 		dir   = "outputs/d\x1b[31m"

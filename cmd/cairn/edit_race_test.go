@@ -19,14 +19,8 @@ import (
 // runCLI runs one cairn command line against url and returns what it printed and its
 // error; safe to call from several goroutines.
 func runCLI(ctx context.Context, url string, args ...string) (string, error) {
-	root := newCLI()
-	var out, errOut strings.Builder
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetIn(strings.NewReader(""))
-	root.SetArgs(append([]string{"--server", url}, args...))
-	err := root.ExecuteContext(ctx)
-	return out.String(), err
+	out, _, err := execCairnIn(ctx, strings.NewReader(""), append([]string{"--server", url}, args...)...)
+	return out, err
 }
 
 // TestConcurrentEditsWithoutIfMatchAllLand: 30 concurrent `cairn edit` of one file, each

@@ -1,24 +1,10 @@
 package main
 
 import (
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
-
-// newTestServer serves the REST API of an in-process node and returns its URL.
-func newTestServer(t *testing.T) string {
-	t.Helper()
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
 
 // cliCase is one command line and what it must print or fail with.
 type cliCase struct {
@@ -32,13 +18,7 @@ type cliCase struct {
 func runCases(t *testing.T, url string, cases []cliCase) {
 	t.Helper()
 	for _, tt := range cases {
-		root := newCLI()
-		var out, errOut strings.Builder
-		root.SetOut(&out)
-		root.SetErr(&errOut)
-		root.SetIn(strings.NewReader(tt.stdin))
-		root.SetArgs(append([]string{"--server", url}, tt.args...))
-		err := root.ExecuteContext(t.Context())
+		out, _, err := execCairnIn(t.Context(), strings.NewReader(tt.stdin), append([]string{"--server", url}, tt.args...)...)
 		code := ""
 		if err != nil {
 			code, _ = describeError(err)
@@ -46,8 +26,8 @@ func runCases(t *testing.T, url string, cases []cliCase) {
 		if code != tt.failCode {
 			t.Fatalf("%s: cairn %s: error %v (code %q), want code %q", tt.name, strings.Join(tt.args, " "), err, code, tt.failCode)
 		}
-		if tt.out != "" && !regexp.MustCompile(tt.out).MatchString(out.String()) {
-			t.Fatalf("%s: cairn %s printed %q, want it to match %s", tt.name, strings.Join(tt.args, " "), out.String(), tt.out)
+		if tt.out != "" && !regexp.MustCompile(tt.out).MatchString(out) {
+			t.Fatalf("%s: cairn %s printed %q, want it to match %s", tt.name, strings.Join(tt.args, " "), out, tt.out)
 		}
 	}
 }

@@ -256,20 +256,16 @@ func newLsCommand() *cobra.Command {
 // listAll calls fn for every direct child of dir (at snapshot at, or live for the zero
 // SnapshotRef), following cursors.
 func listAll(ctx context.Context, c *client.Client, t *target, dir string, at client.SnapshotRef, fn func(client.Entry)) error {
-	cursor := ""
-	for {
+	return eachPage(func(cursor string) (string, error) {
 		page, err := c.List(ctx, t.agent, t.workbench, dir, client.ListOptions{Cursor: cursor, Limit: 1000, AtSnapshot: at})
 		if err != nil {
-			return err
+			return "", err
 		}
 		for _, e := range page.Entries {
 			fn(e)
 		}
-		if page.NextCursor == "" {
-			return nil
-		}
-		cursor = page.NextCursor
-	}
+		return page.NextCursor, nil
+	})
 }
 
 func newImportCommand() *cobra.Command {

@@ -23,11 +23,7 @@ func cliNode(t *testing.T) (srv, admin *httptest.Server, run func(args ...string
 	t.Cleanup(admin.Close)
 	return srv, admin, func(args ...string) string {
 		t.Helper()
-		out, _, err := execCairn(t, args...)
-		if err != nil {
-			t.Fatalf("cairn %s: %v", strings.Join(args, " "), err)
-		}
-		return out
+		return cli(t, args...)
 	}
 }
 

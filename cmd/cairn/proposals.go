@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/base64"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -81,7 +79,7 @@ func newProposeCommand() *cobra.Command {
 		case cmd.Flags().Changed("text"):
 			req.Text = &text
 		case cmd.Flags().Changed("file"):
-			data, err := readProposalBody(cmd, file)
+			data, err := readInput(cmd, "file", file, maxProposalBytes)
 			if err != nil {
 				return err
 			}
@@ -109,38 +107,10 @@ func newProposeCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if o.json {
-			return printRaw(cmd.OutOrStdout(), p.Raw)
-		}
-		verb := "proposed"
-		if p.Replayed {
-			verb = "already proposed"
-		}
-		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %s at base %d, %d bytes, %s%s\n", verb, p.ID, p.Path, p.BaseGeneration,
-			p.SizeBytes, p.State, staleNote(p))
-		return err
+		return printResult(cmd.OutOrStdout(), o.json, p.Raw, fmt.Sprintf("%s %s: %s at base %d, %d bytes, %s%s",
+			replayed("proposed", p.Replayed), p.ID, p.Path, p.BaseGeneration, p.SizeBytes, p.State, staleNote(p)))
 	}
 	return cmd
-}
-
-func readProposalBody(cmd *cobra.Command, file string) ([]byte, error) {
-	var src io.Reader = cmd.InOrStdin()
-	if file != "-" {
-		f, err := os.Open(file)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		src = f
-	}
-	data, err := io.ReadAll(io.LimitReader(src, maxProposalBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxProposalBytes {
-		return nil, usageErrorf("--file: more than %d bytes", maxProposalBytes)
-	}
-	return data, nil
 }
 
 // parseEvidence reads file:PATH@GEN, snapshot:ID or commit:IDENTITY; WORKBENCH// before
@@ -223,31 +193,29 @@ func newProposalsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if o.json || body {
-				return printRaw(out, p.Raw)
-			}
-			_, err = fmt.Fprintf(out, "%s %s %s base %d%s, %d bytes, by %s: %s\n", p.ID, p.State, p.Path, p.BaseGeneration, staleNote(p), p.SizeBytes, p.Proposer, p.Reason)
-			return err
+			return printResult(out, o.json || body, p.Raw, fmt.Sprintf("%s %s %s base %d%s, %d bytes, by %s: %s",
+				p.ID, p.State, p.Path, p.BaseGeneration, staleNote(p), p.SizeBytes, p.Proposer, p.Reason))
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		if !o.json && !judgments {
 			fmt.Fprintln(tw, "PROPOSAL\tSTATE\tPATH\tBASE\tHEAD\tSTALE")
 		}
 		q := client.ProposalQuery{Path: path, State: state, Limit: limit, Judgments: judgments}
-		for {
+		err := eachPage(func(cursor string) (string, error) {
+			q.Cursor = cursor
 			page, err := c.ListProposals(cmd.Context(), o.agent, args[0], q)
 			if err != nil {
-				return err
+				return "", err
 			}
 			for _, j := range page.Judgments {
 				if err := printRaw(out, j); err != nil {
-					return err
+					return "", err
 				}
 			}
 			for _, p := range page.Proposals {
 				if o.json {
 					if err := printRaw(out, p.Raw); err != nil {
-						return err
+						return "", err
 					}
 					continue
 				}
@@ -257,11 +225,12 @@ func newProposalsCommand() *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%v\n", p.ID, p.State, p.Path, p.BaseGeneration, head, p.Stale)
 			}
-			if page.NextCursor == nil {
-				return tw.Flush()
-			}
-			q.Cursor = *page.NextCursor
+			return cursorOf(page.NextCursor), nil
+		})
+		if err != nil {
+			return err
 		}
+		return tw.Flush()
 	}
 	return cmd
 }
@@ -294,15 +263,11 @@ func newDecideCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if o.json {
-			return printRaw(cmd.OutOrStdout(), p.Raw)
-		}
 		msg := fmt.Sprintf("%s %s: %s", p.State, p.ID, p.Path)
 		if p.ResultGeneration != nil {
 			msg += fmt.Sprintf(" at generation %d", *p.ResultGeneration)
 		}
-		_, err = fmt.Fprintln(cmd.OutOrStdout(), msg)
-		return err
+		return printResult(cmd.OutOrStdout(), o.json, p.Raw, msg)
 	}
 	return cmd
 }

@@ -2,28 +2,17 @@ package main
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 )
 
 func TestProposeListAndDecideThroughTheCLI(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
-	t.Cleanup(srv.Close)
+	_, srv := testNode(t)
 	run := func(args ...string) string {
 		t.Helper()
-		out, _, err := execCairn(t, append(args, "--agent", "a", "--server", srv.URL)...)
-		if err != nil {
-			t.Fatalf("cairn %s: %v", strings.Join(args, " "), err)
-		}
-		return out
+		return cli(t, append(args, "--agent", "a", "--server", srv.URL)...)
 	}
 	body := filepath.Join(t.TempDir(), "plan.md")
 	if err := os.WriteFile(body, []byte("plan v1\n"), 0o600); err != nil {

@@ -72,14 +72,9 @@ func TestClientCommandsSendTheAPIKey(t *testing.T) {
 	const key = "ck_cli.flagsecret"
 	w := []string{"--agent", "a", "--workbench", "w"}
 
-	root := newCLI()
-	root.SetIn(strings.NewReader("hello\n"))
-	var out, errOut strings.Builder
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(append([]string{"--server", srv.URL, "--api-key", key, "put", "input/x", "-"}, w...))
-	if err := root.ExecuteContext(t.Context()); err != nil {
-		t.Fatalf("put with --api-key: %v (%s)", err, errOut.String())
+	args := append([]string{"--server", srv.URL, "--api-key", key, "put", "input/x", "-"}, w...)
+	if _, errOut, err := execCairnIn(t.Context(), strings.NewReader("hello\n"), args...); err != nil {
+		t.Fatalf("put with --api-key: %v (%s)", err, errOut)
 	}
 	wantKeyOnEvery(t, "--api-key", rec.requests(), key)
 
@@ -126,21 +121,16 @@ func TestMCPProxySendsTheAPIKey(t *testing.T) {
 	const key = "ck_mcp.secret"
 	// The proxy connects (initialize) before it reads stdin; an empty stdin then ends
 	// the session.
-	root := newCLI()
-	root.SetIn(strings.NewReader(""))
-	var out, errOut strings.Builder
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs([]string{"mcp", "--agent", "a", "--server", srv.URL, "--api-key", key})
-	if err := root.ExecuteContext(t.Context()); err != nil {
-		t.Fatalf("cairn mcp --server: %v (%s)", err, errOut.String())
+	out, errOut, err := execCairnIn(t.Context(), strings.NewReader(""), "mcp", "--agent", "a", "--server", srv.URL, "--api-key", key)
+	if err != nil {
+		t.Fatalf("cairn mcp --server: %v (%s)", err, errOut)
 	}
 	seen := rec.requests()
 	wantKeyOnEvery(t, "cairn mcp --server", seen, key)
 	if !strings.HasPrefix(seen[0], "/v1/agents/a/mcp ") {
 		t.Fatalf("first request %q, want the agent's MCP endpoint", seen[0])
 	}
-	if strings.Contains(out.String()+errOut.String(), key) {
+	if strings.Contains(out+errOut, key) {
 		t.Fatal("cairn mcp printed the key")
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,6 +60,68 @@ func printRaw(w io.Writer, raw json.RawMessage) error {
 	return err
 }
 
+// printResult writes a command's answer: with --json (asJSON) the server's result
+// object raw, one line (printRaw); else the one-line summary.
+func printResult(w io.Writer, asJSON bool, raw json.RawMessage, summary string) error {
+	if asJSON {
+		return printRaw(w, raw)
+	}
+	_, err := fmt.Fprintln(w, summary)
+	return err
+}
+
+// replayed is verb ("committed"), or "already committed" for an answer that replays an
+// earlier one.
+func replayed(verb string, replay bool) string {
+	if replay {
+		return "already " + verb
+	}
+	return verb
+}
+
+// readInput reads what flag names: the file, or stdin for "-"; more than limit bytes is
+// a usage error.
+func readInput(cmd *cobra.Command, flag, file string, limit int) ([]byte, error) {
+	var src io.Reader = cmd.InOrStdin()
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		src = f
+	}
+	data, err := io.ReadAll(io.LimitReader(src, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > limit {
+		return nil, usageErrorf("--%s: more than %d bytes", flag, limit)
+	}
+	return data, nil
+}
+
+// eachPage walks a paged listing: it calls page with the cursor "" (the first page), then
+// with each cursor page returns, until page returns "" (the last page) or an error.
+func eachPage(page func(cursor string) (next string, err error)) error {
+	cursor := ""
+	for {
+		next, err := page(cursor)
+		if err != nil || next == "" {
+			return err
+		}
+		cursor = next
+	}
+}
+
+// cursorOf is a listing's next cursor that JSON null ends: "" for nil.
+func cursorOf(next *string) string {
+	if next == nil {
+		return ""
+	}
+	return *next
+}
+
 func newCommitCommand() *cobra.Command {
 	var (
 		manifest, digest string
@@ -86,21 +149,9 @@ func newCommitCommand() *cobra.Command {
 		if manifest == "" || digest == "" {
 			return usageErrorf("--manifest and --content-digest are required")
 		}
-		var src io.Reader = cmd.InOrStdin()
-		if manifest != "-" {
-			f, err := os.Open(manifest)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			src = f
-		}
-		data, err := io.ReadAll(io.LimitReader(src, maxManifestBytes+1))
+		data, err := readInput(cmd, "manifest", manifest, maxManifestBytes)
 		if err != nil {
 			return err
-		}
-		if len(data) > maxManifestBytes {
-			return usageErrorf("--manifest: more than %d bytes", maxManifestBytes)
 		}
 		if !json.Valid(data) {
 			return usageErrorf("--manifest: %s is not valid JSON", manifestName(manifest))
@@ -110,16 +161,8 @@ func newCommitCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if o.json {
-			return printRaw(cmd.OutOrStdout(), res.Raw)
-		}
-		verb := "committed"
-		if res.IdempotentReplay {
-			verb = "already committed"
-		}
-		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s: generation %d, identity %s, tree %s\n",
-			verb, res.WorkbenchID, res.Generation, res.CommitIdentity, res.TreeDigestURI)
-		return err
+		return printResult(cmd.OutOrStdout(), o.json, res.Raw, fmt.Sprintf("%s %s: generation %d, identity %s, tree %s",
+			replayed("committed", res.IdempotentReplay), res.WorkbenchID, res.Generation, res.CommitIdentity, res.TreeDigestURI))
 	}
 	return cmd
 }
@@ -178,11 +221,7 @@ func newSnapshotCreateCommand(use string) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if o.json {
-			return printRaw(cmd.OutOrStdout(), snap.Raw)
-		}
-		_, err = fmt.Fprintln(cmd.OutOrStdout(), "snapshot "+describeSnapshot(snap))
-		return err
+		return printResult(cmd.OutOrStdout(), o.json, snap.Raw, "snapshot "+describeSnapshot(snap))
 	}
 	return cmd
 }
@@ -243,11 +282,7 @@ func newSnapshotRenewCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if o.json {
-			return printRaw(cmd.OutOrStdout(), snap.Raw)
-		}
-		_, err = fmt.Fprintln(cmd.OutOrStdout(), "renewed snapshot "+describeSnapshot(snap))
-		return err
+		return printResult(cmd.OutOrStdout(), o.json, snap.Raw, "renewed snapshot "+describeSnapshot(snap))
 	}
 	return cmd
 }
@@ -277,9 +312,6 @@ func newSnapshotRetireCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if o.json {
-			return printRaw(cmd.OutOrStdout(), res.Raw)
-		}
 		line := fmt.Sprintf("retired snapshot %d of %s", res.SnapshotID, res.WorkbenchID)
 		if !res.Retired {
 			line = fmt.Sprintf("snapshot %d of %s was already retired", res.SnapshotID, res.WorkbenchID)
@@ -287,8 +319,7 @@ func newSnapshotRetireCommand() *cobra.Command {
 		if res.Reason != "" {
 			line += fmt.Sprintf(" (reason: %s)", displayed(res.Reason))
 		}
-		_, err = fmt.Fprintln(cmd.OutOrStdout(), line)
-		return err
+		return printResult(cmd.OutOrStdout(), o.json, res.Raw, line)
 	}
 	return cmd
 }
@@ -324,12 +355,8 @@ func newSnapshotListCommand() *cobra.Command {
 	return cmd
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+// orDash is s, or "-" for an empty s (a table's empty cell).
+func orDash(s string) string { return cmp.Or(s, "-") }
 
 func newRestoreCommand() *cobra.Command {
 	var snapshot, commit string
@@ -362,20 +389,13 @@ func newRestoreCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if o.json {
-			return printRaw(cmd.OutOrStdout(), res.Raw)
-		}
 		from := "commit " + res.CommitID
 		if res.CommitID == "" {
 			from = fmt.Sprintf("snapshot %d", res.SnapshotID)
 		}
-		verb := "restored"
-		if res.IdempotentReplay {
-			verb = "already restored"
-		}
-		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s at %s into %s: %d files, generation %d, operation %s\n",
-			verb, res.SourceWorkbenchID, from, res.DestinationWorkbenchID, res.RestoredFiles, res.DestinationGeneration, res.OperationID)
-		return err
+		return printResult(cmd.OutOrStdout(), o.json, res.Raw, fmt.Sprintf("%s %s at %s into %s: %d files, generation %d, operation %s",
+			replayed("restored", res.IdempotentReplay), res.SourceWorkbenchID, from, res.DestinationWorkbenchID, res.RestoredFiles,
+			res.DestinationGeneration, res.OperationID))
 	}
 	return cmd
 }

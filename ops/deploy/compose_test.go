@@ -41,6 +41,16 @@ func genSecrets(t *testing.T, dir string, env []string, args ...string) (string,
 // with gen-secrets.sh, and returns the directory.
 func composeWithSecrets(t *testing.T) string {
 	t.Helper()
+	dir := composeCopy(t)
+	if out, err := genSecrets(t, filepath.Join(dir, "secrets"), nil); err != nil {
+		t.Fatalf("gen-secrets.sh: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// composeCopy copies compose.yaml alone into a new directory and returns the directory.
+func composeCopy(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	data, err := os.ReadFile(filepath.Join("compose", "compose.yaml"))
 	if err != nil {
@@ -48,9 +58,6 @@ func composeWithSecrets(t *testing.T) string {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), data, 0o644); err != nil {
 		t.Fatal(err)
-	}
-	if out, err := genSecrets(t, filepath.Join(dir, "secrets"), nil); err != nil {
-		t.Fatalf("gen-secrets.sh: %v\n%s", err, out)
 	}
 	return dir
 }
@@ -169,14 +176,7 @@ func TestComposeFileLoadsAndEveryNodeWouldStart(t *testing.T) {
 
 func TestComposeFileFailsWithoutItsSecrets(t *testing.T) {
 	// The loader is not lenient: without gen-secrets.sh's files it refuses the project.
-	dir := t.TempDir()
-	data, err := os.ReadFile(filepath.Join("compose", "compose.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := composeCopy(t)
 	opts, err := cli.NewProjectOptions([]string{filepath.Join(dir, "compose.yaml")}, cli.WithWorkingDirectory(dir), cli.WithEnv([]string{}))
 	if err != nil {
 		t.Fatal(err)

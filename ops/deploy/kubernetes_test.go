@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -238,21 +239,9 @@ func podEnv(t *testing.T, m manifests, c corev1.Container, pod string) map[strin
 	for _, from := range c.EnvFrom {
 		switch {
 		case from.ConfigMapRef != nil:
-			cm, ok := m.configMaps[from.ConfigMapRef.Name]
-			if !ok {
-				t.Fatalf("envFrom names ConfigMap %q, which no manifest holds", from.ConfigMapRef.Name)
-			}
-			for k, v := range cm.Data {
-				env[k] = v
-			}
+			maps.Copy(env, envSource(t, m.configMaps, "ConfigMap", from.ConfigMapRef.Name).Data)
 		case from.SecretRef != nil:
-			s, ok := m.secrets[from.SecretRef.Name]
-			if !ok {
-				t.Fatalf("envFrom names Secret %q, which no manifest holds", from.SecretRef.Name)
-			}
-			for k, v := range s.StringData {
-				env[k] = v
-			}
+			maps.Copy(env, envSource(t, m.secrets, "Secret", from.SecretRef.Name).StringData)
 		}
 	}
 	for _, e := range c.Env {
@@ -263,6 +252,17 @@ func podEnv(t *testing.T, m manifests, c corev1.Container, pod string) map[strin
 		env[e.Name] = os.Expand(strings.NewReplacer("$(", "${", ")", "}").Replace(v), func(k string) string { return env[k] })
 	}
 	return env
+}
+
+// envSource returns the object (a ConfigMap or Secret) named by an envFrom, failing t when
+// no manifest holds it.
+func envSource[T any](t *testing.T, objects map[string]*T, kind, name string) *T {
+	t.Helper()
+	o, ok := objects[name]
+	if !ok {
+		t.Fatalf("envFrom names %s %q, which no manifest holds", kind, name)
+	}
+	return o
 }
 
 // mountsPath reports whether volume is mounted at dir.
