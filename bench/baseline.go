@@ -11,7 +11,7 @@ import (
 // Baseline names, as --baseline takes them. A baseline is the same load with the same
 // payloads sent to something simpler than Cairn, run by the same harness in the same
 // process right after the Cairn phase, so that every figure in a report can be read as a
-// ratio measured side by side on one machine (DESIGN.md §12).
+// ratio measured side by side on one machine (BENCHMARKS.md).
 const (
 	// BaselineFsync is, per operation, "write the same bytes a Cairn write would carry to
 	// a new file and fsync it, then append a log record to one shared log file and fsync

@@ -1,7 +1,7 @@
 // Package bench is `cairn bench`: a load generator that measures a running Cairn the way
 // its users meet it, over HTTP, and reports latency and throughput next to raw baselines
 // run by the same harness in the same process, with the same load and payloads
-// (DESIGN.md §12).
+// (BENCHMARKS.md).
 //
 // The package has three layers:
 //
@@ -38,7 +38,7 @@
 //     a free worker got round to sending it. An operation that could not be sent by the
 //     end of the drain period is still recorded, from its intended time to the moment the
 //     run gave up on it, and counted under the error class "not sent".
-//   - Assert performance. Targets live in reports (DESIGN.md §11.5), never in tests.
+//   - Assert performance. Targets live in reports (BENCHMARKS.md), never in tests.
 //
 // Invariants callers rely on: RunLoad reads time only through its Clock and blocks only
 // in the Clock or the Op, so a simulated clock and a modelled Op make a run deterministic;

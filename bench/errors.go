@@ -30,7 +30,7 @@ const (
 
 // ErrorClass buckets err for the report: "HTTP <status> <code>" for a REST answer of the
 // server and "MCP <code>" for an MCP tool error (the stable Workbench error code,
-// WORKBENCH.md §errors), "S3 <status> <code>" for an object store's answer and "etcd
+// docs/workbench.md#errors), "S3 <status> <code>" for an object store's answer and "etcd
 // <gRPC code>" for an etcd server's (the baselines), else one of the Class* constants.
 // Classes are coarse on purpose: a report lists them all.
 func ErrorClass(err error) string {

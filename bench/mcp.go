@@ -80,7 +80,7 @@ func textBody(nonce, seq uint64, size int64) []byte {
 }
 
 // MCPError is a tool call the server answered with the contract's error envelope
-// (WORKBENCH.md §errors). ErrorClass buckets it as "MCP <code>".
+// (docs/workbench.md#errors). ErrorClass buckets it as "MCP <code>".
 type MCPError struct {
 	Tool    string
 	Code    string

@@ -16,7 +16,7 @@ import (
 // else happens — no hashing, chunking, compression or metadata. Run as a process of its
 // own (`cairn bench relay`), it is the floor of any server that moves every byte between
 // its clients and the same object store on the same machine: what Cairn's object path is
-// compared with besides raw minio-go (DESIGN.md §12). The Host header passes unchanged,
+// compared with besides raw minio-go (BENCHMARKS.md). The Host header passes unchanged,
 // so the client's SigV4 signature, computed for the relay's address, still verifies.
 func ServeRelay(ctx context.Context, ln net.Listener, target string) error {
 	u, err := url.Parse(target)

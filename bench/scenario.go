@@ -35,7 +35,7 @@ const (
 	ScenarioList = "list"
 	// ScenarioSnapshot mints a snapshot (a leased read point, one day's lease) of a
 	// workbench holding Files (default 100) SizeBytes files per operation. Minting is
-	// O(1) in the workbench's size (DESIGN.md §12): compare runs at 10 and 10,000 files.
+	// O(1) in the workbench's size (BENCHMARKS.md): compare runs at 10 and 10,000 files.
 	// Past liveSnapshots snapshots an operation also retires the oldest one it minted, so
 	// a run stays below the server's cap of snapshots per workbench.
 	ScenarioSnapshot = "snapshot"

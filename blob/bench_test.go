@@ -60,7 +60,7 @@ func BenchmarkDigest(b *testing.B) {
 }
 
 // BenchmarkSplitAndHash is the write path's CPU work on a body before any upload
-// (DESIGN.md §5): one pass that hashes the whole body and cuts it into segments, each
+// (docs/architecture.md#the-write-path): one pass that hashes the whole body and cuts it into segments, each
 // hashed for its content address.
 func BenchmarkSplitAndHash(b *testing.B) {
 	const size = 64 << 20

@@ -7,7 +7,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Compression rule of Encode (DESIGN.md §5: "compressed with zstd when that pays").
+// Compression rule of Encode (docs/architecture.md#the-write-path: "compressed with zstd when that pays").
 const (
 	// CompressMinBytes: blobs shorter than this are always stored identity; a zstd frame's
 	// overhead and a decoder round trip cost more than they could save.
@@ -25,7 +25,7 @@ const maxDecoderWindowBytes = 64 << 20
 
 // encoder is shared by every Put in the process: EncodeAll is safe for concurrent use and
 // runs at most GOMAXPROCS encodes at once. SpeedFastest keeps compression off the critical
-// path of uploads (DESIGN.md §12 targets ≥ 90% of raw object-store throughput).
+// path of uploads (BENCHMARKS.md targets ≥ 90% of raw object-store throughput).
 var encoder = sync.OnceValue(func() *zstd.Encoder {
 	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	if err != nil {

@@ -27,7 +27,7 @@ func (e *TimeoutError) Error() string {
 // Unwrap returns ErrUnavailable.
 func (e *TimeoutError) Unwrap() error { return ErrUnavailable }
 
-// WithDeadline returns s with a deadline on every call (DESIGN.md §8; a stalled object
+// WithDeadline returns s with a deadline on every call (docs/architecture.md#blob-storage-and-garbage-collection; a stalled object
 // store must answer 503, never hang a request): Put, Stat and Delete must finish within
 // timeout; a reader from Get, and a List, must make progress (a Read returning bytes, an
 // entry reaching fn) at least every timeout. A call past its deadline fails with a

@@ -1,5 +1,5 @@
-// Package blob is Cairn's content-addressed, immutable blob storage (DESIGN.md §8) and the
-// segmenter of the write path (DESIGN.md §5).
+// Package blob is Cairn's content-addressed, immutable blob storage (docs/architecture.md#blob-storage-and-garbage-collection) and the
+// segmenter of the write path (docs/architecture.md#the-write-path).
 //
 // A blob is a byte string named by a Key: the agent root that owns it and the SHA-256 of its
 // uncompressed bytes. The package knows nothing of metadata: it never decides whether a blob
@@ -52,7 +52,7 @@
 //
 // Errors are the sentinels of errors.go wrapped with context (use errors.Is); bad keys are
 // *KeyError values that wrap ErrInvalidKey. Backends live in sub-packages: blob/dir (local
-// directory, the embedded default), blob/mem (tests) and, per DESIGN.md §8, blob/s3. They
+// directory, the embedded default), blob/mem (tests) and, per docs/architecture.md#blob-storage-and-garbage-collection, blob/s3. They
 // share Encode (the compression rule) and NewReader (decoding, ranges and verification).
 // blob/blobtest is the conformance suite every backend runs.
 package blob

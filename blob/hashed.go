@@ -8,7 +8,7 @@ import (
 
 // Hashed is a byte string together with its Digest, computed by Hash or HashState when the
 // value was made. Store.Put takes a Hashed, so a backend never hashes data again: the
-// write path hashes each byte once (DESIGN.md §5) and a Put compares 32 bytes instead of
+// write path hashes each byte once (docs/architecture.md#the-write-path) and a Put compares 32 bytes instead of
 // hashing the blob a second time. The zero Hashed is not valid (its digest is not
 // that of the empty string); make one with Hash.
 //
@@ -23,7 +23,7 @@ func Hash(data []byte) Hashed { return Hashed{data: data, digest: DigestOf(data)
 
 // HashState is Hash that also returns the serialized SHA-256 state after data (the
 // encoding.BinaryMarshaler form of crypto/sha256), from which a later hash of data followed
-// by more bytes resumes without reading data again (appends, DESIGN.md §5).
+// by more bytes resumes without reading data again (appends, docs/architecture.md#the-write-path).
 func HashState(data []byte) (Hashed, []byte, error) {
 	h := sha256.New()
 	h.Write(data)

@@ -45,7 +45,7 @@ func ParseDigest(s string) (Digest, error) {
 }
 
 // Key names a blob: the agent root that owns it and the digest of its uncompressed bytes.
-// The same bytes under two roots are two blobs (DESIGN.md §8: no dedupe across tenants).
+// The same bytes under two roots are two blobs (docs/architecture.md#blob-storage-and-garbage-collection: no dedupe across tenants).
 type Key struct {
 	// Root is the opaque uid of the agent root (not the agent id): 1 to 64 characters of
 	// [a-z0-9], e.g. "r1".

@@ -46,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		putObjects:     counter("put_objects_total", "Blobs created by Put (Puts that found the blob already stored are dedupe hits)."),
 		putBytes:       counter("put_bytes_total", "Uncompressed bytes of the blobs created by Put."),
 		putStoredBytes: counter("put_stored_bytes_total", "Bytes written to the backend by Put: the payload as stored, compressed when zstd pays."),
-		dedupeHits:     counter("put_dedupe_hits_total", "Puts that found the blob already stored and wrote nothing (put-if-absent, DESIGN.md §8)."),
+		dedupeHits:     counter("put_dedupe_hits_total", "Puts that found the blob already stored and wrote nothing (put-if-absent, docs/architecture.md#blob-storage-and-garbage-collection)."),
 		dedupeBytes:    counter("put_dedupe_bytes_total", "Uncompressed bytes of the Puts that were dedupe hits: bytes not uploaded."),
 		getObjects:     counter("get_objects_total", "Gets that opened a blob for reading."),
 		getBytes:       counter("get_bytes_total", "Uncompressed bytes delivered to callers by readers from Get."),

@@ -21,7 +21,7 @@ const (
 
 // ChunkPolynomial is the Rabin polynomial (irreducible, degree 53) of ChunkRabin. It is
 // fixed forever: a different one cuts the same bytes elsewhere and silently defeats dedupe
-// against every blob already stored (DESIGN.md §5). It was drawn once with
+// against every blob already stored (docs/architecture.md#the-write-path). It was drawn once with
 // chunker.RandomPolynomial.
 const ChunkPolynomial chunker.Pol = 0x2d566fc01bd237
 

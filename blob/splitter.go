@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-// Segment sizes of the write path (DESIGN.md §5), in bytes.
+// Segment sizes of the write path (docs/architecture.md#the-write-path), in bytes.
 const (
 	// SingleSegmentMaxBytes: a body up to this length is one segment, in every format.
 	SingleSegmentMaxBytes = 8 << 20
@@ -18,7 +18,7 @@ const (
 // ErrChunkFormat: a Splitter was asked for a ChunkFormat this build does not know.
 var ErrChunkFormat = errors.New("unknown chunk format")
 
-// Splitter cuts a body into segments, reading it once (DESIGN.md §5). A body of up to
+// Splitter cuts a body into segments, reading it once (docs/architecture.md#the-write-path). A body of up to
 // SingleSegmentMaxBytes is one segment. A longer one is cut by content-defined chunking in
 // the Splitter's ChunkFormat, so the same bytes are always cut at the same places and an
 // edit only changes the segments around it. A Splitter holds at most

@@ -172,7 +172,7 @@ func (s *shortReads) Read(p []byte) (int, error) {
 
 // TestCutsAreStable pins where one fixed body is cut in each format. If it fails, the
 // chunking of a format changed: every body stored in it before the change will no longer
-// dedupe (DESIGN.md §5). A new way of cutting is a new ChunkFormat.
+// dedupe (docs/architecture.md#the-write-path). A new way of cutting is a new ChunkFormat.
 func TestCutsAreStable(t *testing.T) {
 	body := randomBytes(42, 48<<20)
 	for _, f := range formats {
@@ -208,7 +208,7 @@ func TestAnInsertionChangesFewSegments(t *testing.T) {
 	}
 }
 
-// The property DESIGN.md §5 promises, in the current format, at full size: 1 MiB
+// The property docs/architecture.md#the-write-path promises, in the current format, at full size: 1 MiB
 // overwritten in the middle of a 1 GiB file stores at most 3 new objects. The bodies are
 // generated as they are read, never held. Under the race detector (make test), where
 // the full size takes minutes, and with -short, the body is 256 MiB (27 segments).

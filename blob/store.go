@@ -43,7 +43,7 @@ type Info struct {
 	// Encoding is how the payload is stored.
 	Encoding Encoding
 	// ModTime is when the blob was stored (the object's or file's modification time). The
-	// orphan sweeper compares it with the grace period (DESIGN.md §8).
+	// orphan sweeper compares it with the grace period (docs/architecture.md#blob-storage-and-garbage-collection).
 	ModTime time.Time
 }
 
@@ -86,7 +86,7 @@ type Store interface {
 	Stat(ctx context.Context, key Key) (Info, error)
 
 	// Delete removes the blob. Deleting an absent blob is not an error. Readers that
-	// already hold a reader from Get may or may not be able to finish (DESIGN.md §6: the
+	// already hold a reader from Get may or may not be able to finish (docs/architecture.md#the-read-path: the
 	// garbage collector waits out a grace period first).
 	Delete(ctx context.Context, key Key) error
 

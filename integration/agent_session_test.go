@@ -21,7 +21,7 @@ import (
 // sessionAgent is the agent root of the scripted agent session.
 const sessionAgent = "session-agent"
 
-// sessionTools are the 18 tools of WORKBENCH.md, all of which the session must use.
+// sessionTools are the 18 tools of docs/workbench.md, all of which the session must use.
 var sessionTools = []string{"workbench_create", "workbench_put_file", "workbench_append", "workbench_edit",
 	"workbench_list", "workbench_stat", "workbench_read", "workbench_grep", "workbench_search", "workbench_aggregate",
 	"workbench_catalog", "workbench_find", "workbench_commit", "workbench_snapshot", "workbench_snapshot_renew",
@@ -217,7 +217,7 @@ func (s *agentSession) walk(id string, at any) []string {
 	return files
 }
 
-// sessionTreeDigest is tree_digest_uri as WORKBENCH.md §commit defines it, computed by the
+// sessionTreeDigest is tree_digest_uri as docs/workbench.md, workbench_commit defines it, computed by the
 // client: SHA-256 over the members in byte order of their paths, each written as 8-byte
 // big-endian length + path + 8-byte length + digest_uri.
 func sessionTreeDigest(files map[string][]byte, exclude ...string) string {
@@ -237,7 +237,7 @@ func sessionTreeDigest(files map[string][]byte, exclude ...string) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// sessionCommitIdentity is commit_identity as WORKBENCH.md §commit defines it.
+// sessionCommitIdentity is commit_identity as docs/workbench.md, workbench_commit defines it.
 func sessionCommitIdentity(id, contentDigest, manifestDigest string) string {
 	h := sha256.New()
 	h.Write([]byte("nokv.workbench.commit_identity.v1\x00"))

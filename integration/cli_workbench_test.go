@@ -40,7 +40,7 @@ func wantCLIFailure(t *testing.T, what string, r cliResult, code string, exit in
 	}
 }
 
-// commitIdentity computes WORKBENCH.md §commit's identity of a manifest already in
+// commitIdentity computes docs/workbench.md, workbench_commit's identity of a manifest already in
 // canonical form (compact, keys sorted): what the server must report for it.
 func commitIdentity(wb, contentDigest string, canonicalManifest []byte) string {
 	manifestDigest := fmt.Sprintf("sha256:%x", sha256.Sum256(canonicalManifest))

@@ -17,7 +17,7 @@ import (
 // TestClusterFailoverTime kills the leader of a one-shard, three-node cluster with kill -9
 // (20 times, or $CAIRN_FAILOVER_KILLS) and measures the time from the kill to the first
 // write acknowledged through a survivor. The figure is reported (FAILOVER line: median and
-// max), never asserted: DESIGN.md targets a median of at most 2 s. Every acknowledged
+// max), never asserted: docs/architecture.md targets a median of at most 2 s. Every acknowledged
 // write must read back at the end.
 func TestClusterFailoverTime(t *testing.T) {
 	kills := 20

@@ -1,4 +1,4 @@
-// Package integration holds Cairn's end-to-end tests (DESIGN.md §11, layer 4): each test
+// Package integration holds Cairn's end-to-end tests (README.md#testing, layer 4): each test
 // runs the real `cairn` binary as child processes (servers on free loopback ports, CLI
 // commands, MCP over real stdio and HTTP) and checks what a user would observe, including
 // crashes (kill -9) and restarts on the same data directory.

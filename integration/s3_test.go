@@ -38,7 +38,7 @@ const (
 	maxServerHWMBytes = 300 << 20
 	// editBytes is the size of the overwrite and the insertion of the chunk-reuse tests.
 	editBytes = 1 << 20
-	// Upper bounds on the objects a re-upload may add (DESIGN.md §5: content-defined
+	// Upper bounds on the objects a re-upload may add (docs/architecture.md#the-write-path: content-defined
 	// chunks, so an edit changes only the chunks around it).
 	maxNewObjectsAfterOverwrite = 3
 	maxNewObjectsAfterInsert    = 4
@@ -103,7 +103,7 @@ func startS3Cairn(t *testing.T) *s3Cairn {
 }
 
 // objects lists the bucket: object name → size in bytes. Every object must lie under the
-// configured prefix in the DESIGN.md §8 layout.
+// configured prefix in the docs/architecture.md#blob-storage-and-garbage-collection layout.
 func (c *s3Cairn) objects(t *testing.T) map[string]int64 {
 	t.Helper()
 	all := map[string]int64{}

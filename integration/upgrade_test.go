@@ -181,7 +181,7 @@ func startUpgradeLoad(nodes []*server, agents []string, writers int) *upgradeLoa
 	return l
 }
 
-// retryable reports whether an answer says "try again" (DESIGN.md §9): no answer at all
+// retryable reports whether an answer says "try again" (docs/architecture.md#replication-and-placement): no answer at all
 // (the node is down), a 503, or an error envelope marked retryable.
 func retryable(code int, body []byte) bool {
 	return code == 0 || code == http.StatusServiceUnavailable || strings.Contains(string(body), `"retryable":true`)

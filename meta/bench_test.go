@@ -51,7 +51,7 @@ func BenchmarkValidatePath(b *testing.B) {
 
 // BenchmarkSnapshotMint measures minting (and retiring) a snapshot of a workbench of 10
 // and of 100,000 files: both are O(1) in the workbench's size (a hold and a record), so
-// the two should cost the same (DESIGN.md §12).
+// the two should cost the same (BENCHMARKS.md).
 func BenchmarkSnapshotMint(b *testing.B) {
 	for _, files := range []int{10, 100_000} {
 		b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {

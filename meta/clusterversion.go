@@ -1,6 +1,6 @@
 package meta
 
-// Cluster versions gate commands during a rolling upgrade (DESIGN.md §7). A replica of an
+// Cluster versions gate commands during a rolling upgrade (docs/architecture.md#the-metadata-core). A replica of an
 // older release answers a command whose op it does not know with an error and applies
 // nothing, while a replica of the newer release applies it: their states would diverge.
 // So a command whose op is newer than the oldest release among a shard's replicas must

@@ -11,7 +11,7 @@ import (
 const CommandFormat = 1
 
 // MaxCommandBytes bounds one encoded command. Large operations run as sequences of bounded
-// commands (DESIGN.md §7).
+// commands (docs/architecture.md#the-metadata-core).
 const MaxCommandBytes = 32 << 20
 
 // MaxInlineSegmentBytes bounds the bytes one inline segment may carry, whatever the
@@ -98,7 +98,7 @@ type CreateWorkspace struct {
 // Condition is the precondition of a Put.
 type Condition uint8
 
-// Put conditions (DESIGN.md §5).
+// Put conditions (docs/architecture.md#the-write-path).
 const (
 	// CondNone writes whatever is there (an upsert).
 	CondNone Condition = 0

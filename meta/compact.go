@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// Compaction thresholds (DESIGN.md §5): a live file whose segment list has grown to at
+// Compaction thresholds (docs/architecture.md#the-write-path): a live file whose segment list has grown to at
 // least CompactMinSegments segments and ends in a small segment is a compaction
 // candidate; runs of segments smaller than CompactSmallSegmentBytes are rolled up.
 const (

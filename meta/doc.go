@@ -12,7 +12,7 @@
 //
 //   - A generation is the shard version of the command that made a body visible, so it is
 //     strictly increasing per shard and never reused, even after delete and re-create.
-//   - A path is a file or an implicit directory, never both (DESIGN.md §7).
+//   - A path is a file or an implicit directory, never both (docs/architecture.md#the-metadata-core).
 //   - A command either applies whole or not at all: every check runs before any mutation.
 //   - Records reachable from a View are never mutated; writers replace them. A View is an
 //     O(1) copy-on-write snapshot that stays consistent while applies go on.
@@ -56,7 +56,7 @@
 // # Queries
 //
 // Version-consistent queries over file metadata: the engine behind workbench_search,
-// workbench_aggregate and workbench_catalog (WORKBENCH.md "search / aggregate / catalog").
+// workbench_aggregate and workbench_catalog (docs/workbench.md "search / aggregate / catalog").
 // Every query reads one View, so it sees exactly the files visible at one shard version.
 //
 // # Query fields

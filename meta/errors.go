@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Code is a stable error code, the same strings WORKBENCH.md §Errors uses on the wire.
+// Code is a stable error code, the same strings docs/workbench.md#errors uses on the wire.
 type Code string
 
 // Error codes the FSM answers with. The surfaces map them to wire codes and HTTP statuses in
@@ -20,7 +20,7 @@ const (
 	CodeInvalidState      Code = "InvalidState"
 	CodeResourceExhausted Code = "ResourceExhausted"
 	CodeInternal          Code = "Internal"
-	// Snapshots, commits and restores (WORKBENCH.md).
+	// Snapshots, commits and restores (docs/workbench.md).
 	CodeSnapshotNotFound        Code = "SnapshotNotFound"
 	CodeSnapshotExpired         Code = "SnapshotExpired"
 	CodeForkRetentionActive     Code = "ForkRetentionActive"

@@ -10,7 +10,7 @@ import (
 	"github.com/tidwall/btree"
 )
 
-// The change feed (DESIGN.md §7): every committed change of an agent root is one or more
+// The change feed (docs/architecture.md#the-metadata-core): every committed change of an agent root is one or more
 // Events, ordered by position, kept per root for Options.FeedRetention of command time and
 // at most Options.FeedMaxPerRoot events. The FSM maintains it like every other record:
 // events come from the commands (no command of their own), their time is command time,

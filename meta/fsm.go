@@ -33,12 +33,12 @@ type Options struct {
 	// before it is reaped. Default 1h.
 	SnapshotGrace time.Duration
 	// RequireRootAssignment makes the shard serve only the roots placed on it (cluster
-	// mode, DESIGN.md §9): a command for an agent whose root this shard does not hold fails
+	// mode, docs/architecture.md#replication-and-placement): a command for an agent whose root this shard does not hold fails
 	// with NotOwner (retryable: route it elsewhere) unless it is the AssignRoot that places
 	// the root here. Off (the embedded node), roots are created by their first write.
 	RequireRootAssignment bool
 	// RootUIDPrefix starts every root uid this shard assigns (lower-case ASCII letters and
-	// digits; root uids name blob namespaces, DESIGN.md §8). Shards that share one object
+	// digits; root uids name blob namespaces, docs/architecture.md#blob-storage-and-garbage-collection). Shards that share one object
 	// store must use distinct prefixes, so two roots never share a namespace. Default "r".
 	RootUIDPrefix string
 	// ProposalPendingTTL is how long (command time) an undecided proposal is kept before it
@@ -500,7 +500,7 @@ func (a *applier) append(c Append) Result {
 // appendSegments returns the segment list after an append and whether it extends old's
 // list (sameList) rather than starting a new one.
 //
-// The list is shared, append-only, between a file's versions (DESIGN.md §5): the new
+// The list is shared, append-only, between a file's versions (docs/architecture.md#the-write-path): the new
 // version's slice is old's slice extended in place when its backing array has room, so an
 // append costs O(len(add)), not O(len(old)). Older versions never see the new elements —
 // their slices end where they did — and only a file's live version is ever extended;

@@ -2,7 +2,7 @@ package meta
 
 import "strings"
 
-// Garbage collection of blobs (DESIGN.md §8), the FSM's half.
+// Garbage collection of blobs (docs/architecture.md#blob-storage-and-garbage-collection), the FSM's half.
 //
 // A blob of a root is known to the FSM by its reference record (blobRef, keyed
 // blobKey(root uid, digest)). The sweeper (shard/worker) deletes objects only through
@@ -95,7 +95,7 @@ type GCResult struct {
 	IntentVersion uint64 `cbor:"2,keyasint,omitempty"`
 }
 
-// BlobRef describes the reference record of one blob of a root (DESIGN.md §7: digest →
+// BlobRef describes the reference record of one blob of a root (docs/architecture.md#the-metadata-core: digest →
 // count, zero-since). Records are live state: a View shows them as of its applied
 // version, whatever version it resolves paths at.
 type BlobRef struct {
@@ -147,7 +147,7 @@ func (v *View) Roots(fn func(*Root) bool) {
 
 // checkPublishable fails a publish that references a blob of agent's root under delete
 // intent, or (when the command carries Header.UploadFence) a blob with no record after
-// the root recorded a deletion past the fence (DESIGN.md §8). Inline segments never touch
+// the root recorded a deletion past the fence (docs/architecture.md#blob-storage-and-garbage-collection). Inline segments never touch
 // the object store and always pass.
 func (a *applier) checkPublishable(agent string, segs []Segment) *Error {
 	root, ok := a.st.roots.Get(agent)

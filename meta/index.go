@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The secondary field index (DESIGN.md §7 "secondary indexes").
+// The secondary field index (docs/architecture.md#the-metadata-core "secondary indexes").
 //
 // state.index holds one key per (live file, field): every built-in field the file has and
 // every writer-attached field. A key is

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of snapshots, commits and restores (WORKBENCH.md).
+// Limits of snapshots, commits and restores (docs/workbench.md).
 const (
 	MaxSnapshotTTLDays       = 90
 	MaxSnapshotNameBytes     = 256
@@ -39,7 +39,7 @@ func (a *applier) addHold(inc, version uint64) {
 }
 
 // releaseHold unpins version of incarnation inc and schedules re-pruning of the history
-// it may have kept (bounded steps, DESIGN.md §7).
+// it may have kept (bounded steps, docs/architecture.md#the-metadata-core).
 func (a *applier) releaseHold(rootUID string, inc, version uint64) {
 	s := a.st
 	k := holdKey(inc, version)

@@ -173,7 +173,7 @@ func envBody(s string) FileBody {
 	return FileBody{Size: int64(len(s)), Digest: digestOf([]byte(s)), ContentType: "application/json", Segments: inlineSegs(s)}
 }
 
-// TestCommitReplayConflictAndReplace follows WORKBENCH.md §commit in the FSM.
+// TestCommitReplayConflictAndReplace follows docs/workbench.md, workbench_commit in the FSM.
 func TestCommitReplayConflictAndReplace(t *testing.T) {
 	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.put("outputs/r.txt", "v1")

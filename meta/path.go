@@ -6,11 +6,11 @@ import (
 	"unicode/utf8"
 )
 
-// Limits on names and paths (WORKBENCH.md §Common rules).
+// Limits on names and paths (docs/workbench.md#common-rules).
 const (
 	MaxNameBytes = 128 // agent ids and workbench ids
 	// MaxRelativePathBytes and MaxRelativePathComponents bound a path relative to its
-	// section (WORKBENCH.md §Common rules); a path inside a workbench also holds the
+	// section (docs/workbench.md#common-rules); a path inside a workbench also holds the
 	// section's name, so its bounds leave room for that one component.
 	MaxRelativePathBytes      = 4096
 	MaxRelativePathComponents = 64

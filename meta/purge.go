@@ -17,7 +17,7 @@ const purgeBatch = 64
 // the workbench's held snapshots and takes its usage off the root. The incarnation's
 // records (path chains, directory counters, index entries, commits, holds, snapshot
 // records) go in bounded retention steps afterwards, each releasing the blob references
-// it drops, so the blobs become garbage-collection candidates (DESIGN.md §8).
+// it drops, so the blobs become garbage-collection candidates (docs/architecture.md#blob-storage-and-garbage-collection).
 //
 // It is refused with ForkRetentionActive while a restore reads from the workbench, and
 // with InvalidState while the workbench is a restore's destination still staging.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Query bounds. The limits on results come from WORKBENCH.md (search 1..10, aggregate
+// Query bounds. The limits on results come from docs/workbench.md (search 1..10, aggregate
 // 1..100); the others bound the work and memory one request may ask for.
 const (
 	MaxSearchLimit          = 10

@@ -96,7 +96,7 @@ func forEachField(path string, e *Entry, fn func(name string, v FieldValue)) {
 	}
 }
 
-// Sections are the five virtual prefixes of a workbench (WORKBENCH.md §Common rules).
+// Sections are the five virtual prefixes of a workbench (docs/workbench.md#common-rules).
 var sections = []string{"input", "scripts", "outputs", "logs", "metadata"}
 
 func sectionOf(path string) (string, bool) {

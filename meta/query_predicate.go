@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// PredicateOp is a predicate operator (WORKBENCH.md: the op enum of predicates).
+// PredicateOp is a predicate operator (docs/workbench.md: the op enum of predicates).
 type PredicateOp string
 
 // Predicate operators.

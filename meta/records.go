@@ -115,7 +115,7 @@ type Entry struct {
 	ModifiedAtMs int64  `cbor:"8,keyasint"`
 	// Fields are the writer-attached, indexed metadata fields (names lower case).
 	Fields map[string]FieldValue `cbor:"9,keyasint,omitempty"`
-	// ListID names the segment list this revision covers a prefix of (DESIGN.md §5): an
+	// ListID names the segment list this revision covers a prefix of (docs/architecture.md#the-write-path): an
 	// append keeps the list of the revision it extends and adds only its new segments, so
 	// versions of one file share one append-only list; a put, a restore copy or a
 	// compaction starts a new list. 0 (older logs): a list of its own.
@@ -201,7 +201,7 @@ type blobRef struct {
 	Count int64 `cbor:"1,keyasint"`
 	// ZeroSinceMs is the command time when Count last reached zero (0 while referenced).
 	ZeroSinceMs int64 `cbor:"2,keyasint,omitempty"`
-	// Intent is set while the garbage collector deletes the blob (DESIGN.md §8): a publish
+	// Intent is set while the garbage collector deletes the blob (docs/architecture.md#blob-storage-and-garbage-collection): a publish
 	// that references it fails (retryably) until the deletion is recorded.
 	Intent bool `cbor:"3,keyasint,omitempty"`
 	// IntentVersion and IntentAtMs are the shard version and command time of the GCIntent
@@ -218,7 +218,7 @@ type dedupeRecord struct {
 	Seq         uint64 `cbor:"4,keyasint"`
 }
 
-// SnapshotState is the lifecycle state of a workbench snapshot (WORKBENCH.md §snapshot).
+// SnapshotState is the lifecycle state of a workbench snapshot (docs/workbench.md, workbench_snapshot).
 type SnapshotState string
 
 // Snapshot states.
@@ -274,7 +274,7 @@ func (s *WorkbenchSnapshot) StateAt(nowMs int64) SnapshotState {
 // holdsHistory reports whether the snapshot still pins its read version.
 func (s *WorkbenchSnapshot) holdsHistory() bool { return s.RetiredAtMs == 0 && s.ReapedAtMs == 0 }
 
-// CommitRecord is a sealed commit of a workbench (WORKBENCH.md §commit): permanent, it
+// CommitRecord is a sealed commit of a workbench (docs/workbench.md, workbench_commit): permanent, it
 // pins the workbench's tree as of Version.
 type CommitRecord struct {
 	Identity    string `cbor:"1,keyasint"` // hex commit identity

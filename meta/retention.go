@@ -9,7 +9,7 @@ import (
 // readable, per agent root.
 //
 // A path's chain (newest first, its live element at position 0) keeps, besides what holds
-// pin (snapshots, commits, restores, DESIGN.md §7):
+// pin (snapshots, commits, restores, docs/architecture.md#the-metadata-core):
 //
 //   - the newest Versions elements of the path's current life (while the head is a body:
 //     the elements above its newest tombstone), and

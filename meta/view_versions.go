@@ -3,7 +3,7 @@ package meta
 // FileVersions returns up to limit elements of path's current life visible at the view,
 // newest first: the bodies back to the one that started the life (the first after the
 // path was created or deleted), as far as the chain still holds them (pruning keeps the
-// newest element and those a hold pins, DESIGN.md §7). None when the path has no live
+// newest element and those a hold pins, docs/architecture.md#the-metadata-core). None when the path has no live
 // body at the view (never written, or deleted). limit ≤ 0 means no limit. InvalidArguments
 // for a bad path.
 func (v *View) FileVersions(ws *Workspace, path string, limit int) ([]FileVersion, error) {

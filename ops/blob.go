@@ -9,7 +9,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/s3utils"
 )
 
-// BlobKind names a blob backend (DESIGN.md §8).
+// BlobKind names a blob backend (docs/architecture.md#blob-storage-and-garbage-collection).
 type BlobKind string
 
 const (

@@ -60,13 +60,13 @@ const (
 // Bounds enforced by Validate.
 const (
 	// MaxInlineMaxBytes is the largest accepted InlineMaxBytes: inline bodies live in Raft
-	// log entries and snapshots, which must stay small (DESIGN.md §5).
+	// log entries and snapshots, which must stay small (docs/architecture.md#the-write-path).
 	MaxInlineMaxBytes = 64 << 10
 	// MaxMCPMaxPayloadBytes is the largest accepted MCPMaxPayloadBytes: MCP payloads are
 	// held in memory (base64 in JSON), so the cap must stay far below RAM.
 	MaxMCPMaxPayloadBytes = 1 << 30
 	// PresentationRootAgentPlaceholder must appear in PresentationRoot; it is replaced by
-	// the agent id (WORKBENCH.md §common rules).
+	// the agent id (docs/workbench.md#common-rules).
 	PresentationRootAgentPlaceholder = "{agent}"
 	// MaxS3PrefixBytes is the longest accepted prefix of an s3:// Blob URL: with the
 	// longest object name Cairn appends ("/roots/<64>/blobs/<aa>/<64 hex>", 145 bytes) a
@@ -75,7 +75,7 @@ const (
 	// MaxS3RegionBytes is the longest accepted S3Region.
 	MaxS3RegionBytes = 64
 	// MaxShards is the largest accepted Shards: a node hosts tens of shards, each its own
-	// Raft group heartbeating on its own (DESIGN.md §9).
+	// Raft group heartbeating on its own (docs/architecture.md#replication-and-placement).
 	MaxShards = 256
 	// MaxReplication is the largest accepted Replication.
 	MaxReplication = 9
@@ -107,14 +107,14 @@ type Config struct {
 	Listen string
 	// InlineMaxBytes is the largest body or segment, in bytes, stored inline in the
 	// metadata record instead of the object store; 0 puts every body in the object store.
-	// Range 0..65536. YAML inline_max_bytes. Default 4096 (DESIGN.md §5).
+	// Range 0..65536. YAML inline_max_bytes. Default 4096 (docs/architecture.md#the-write-path).
 	InlineMaxBytes int64
 	// MCPMaxPayloadBytes caps a decoded MCP write payload, in bytes; larger payloads fail
 	// with PayloadTooLarge. REST streams and is not capped. Range 1..1 GiB. YAML
-	// mcp_max_payload_bytes. Default 16 MiB (WORKBENCH.md §common rules).
+	// mcp_max_payload_bytes. Default 16 MiB (docs/workbench.md#common-rules).
 	MCPMaxPayloadBytes int64
 	// RetentionWindow is how long, in command time, dedupe records, tombstones and finished
-	// operations are kept (DESIGN.md §7). Must be positive. YAML
+	// operations are kept (docs/architecture.md#the-metadata-core). Must be positive. YAML
 	// retention_window (a Go duration such as "24h"). Default 24h.
 	RetentionWindow time.Duration
 	// HistoryVersions, HistoryAge and HistoryMaxVersions are the node-default history
@@ -144,15 +144,15 @@ type Config struct {
 	// release cannot install). YAML feed_max_per_root. Default 100000.
 	FeedMaxPerRoot int
 	// SnapshotGrace is how long, in command time, an expired workbench snapshot can still
-	// be renewed before it is reaped (WORKBENCH.md §snapshot). Must be positive. YAML
+	// be renewed before it is reaped (docs/workbench.md, workbench_snapshot). Must be positive. YAML
 	// snapshot_grace. Default 1h.
 	SnapshotGrace time.Duration
-	// RestoreBatch is how many files one bounded restore command stages (DESIGN.md §7).
+	// RestoreBatch is how many files one bounded restore command stages (docs/architecture.md#the-metadata-core).
 	// Range 1..4096. YAML restore_batch. Default 1024.
 	RestoreBatch int
 	// GCGrace is how long a blob must have had no reference (command time), or an
 	// uploaded but never published blob must have been stored (object modification
-	// time), before the garbage collector deletes it (DESIGN.md §8). It must exceed the
+	// time), before the garbage collector deletes it (docs/architecture.md#blob-storage-and-garbage-collection). It must exceed the
 	// longest read or upload stream. Must be positive. YAML gc_grace. Default 1h.
 	GCGrace time.Duration
 	// GCInterval is how often the shard leader runs a garbage-collection sweep. Must be
@@ -170,11 +170,11 @@ type Config struct {
 	// MaxUploadDuration bounds how long one body may take to upload, from its first
 	// byte to its publish; a slower one fails with ResourceExhausted saying so. It must be
 	// shorter than GCGrace, so that the collector never deletes the blobs of an upload
-	// still in progress (DESIGN.md §6: the grace outlasts every upload). 0 means half of
+	// still in progress (docs/architecture.md#the-read-path: the grace outlasts every upload). 0 means half of
 	// GCGrace; otherwise it must be positive and less than GCGrace. YAML
 	// max_upload_duration. Default 0 (30m with the default GCGrace).
 	MaxUploadDuration time.Duration
-	// CacheMaxBytes bounds the node's local segment cache (blob/cache, DESIGN.md §6), in
+	// CacheMaxBytes bounds the node's local segment cache (blob/cache, docs/architecture.md#the-read-path), in
 	// bytes of cached segments: verified segments kept on local disk and served from
 	// there (sendfile) instead of the object store. 0 turns the cache off, the default:
 	// over the dir blob store (the embedded default) the blobs are on the same disk
@@ -245,7 +245,7 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful shutdown (draining requests, stopping Raft) before
 	// the process gives up and exits. Must be positive. YAML shutdown_timeout. Default 10s.
 	ShutdownTimeout time.Duration
-	// Blob selects the blob store (DESIGN.md §8), one of:
+	// Blob selects the blob store (docs/architecture.md#blob-storage-and-garbage-collection), one of:
 	//   - "dir": a local directory, DataDir/blobs (the embedded default);
 	//   - "dir://PATH": a local directory at PATH, taken literally ("dir:///srv/blobs" is
 	//     absolute, "dir://blobs" relative to the working directory); one process per
@@ -278,7 +278,7 @@ type Config struct {
 	// s3_direct_reads. Default false.
 	S3DirectReads bool
 
-	// Cluster runs the node as a member of a replicated cluster (DESIGN.md §9): shards are
+	// Cluster runs the node as a member of a replicated cluster (docs/architecture.md#replication-and-placement): shards are
 	// Raft groups spread over the nodes, membership and placement live in etcd. It needs
 	// an s3:// Blob (every replica reads every blob), Etcd and PeerListen. YAML cluster.
 	// Default false (the embedded single node).
@@ -390,7 +390,7 @@ type Config struct {
 	// insecure_plaintext. Default false.
 	InsecurePlaintext bool
 
-	// Auth is when requests need an API key (DESIGN.md §4, auth.go): "auto" when the
+	// Auth is when requests need an API key (api/auth/doc.go, auth.go): "auto" when the
 	// client listener is not on loopback, "required" always, "off" never (only on a
 	// loopback listener). /healthz and /readyz never need one. YAML auth. Default "auto"
 	// (the embedded default on loopback needs no key).

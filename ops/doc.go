@@ -1,7 +1,7 @@
 // Package ops holds what an operator touches rather than what a user stores: the server
 // configuration (Config, filled from flags, CAIRN_* environment variables and an optional
 // YAML file), structured logging, and — as they land — the metrics registry, health checks
-// and deployment assets (DESIGN.md §3).
+// and deployment assets (docs/architecture.md#packages).
 //
 // Invariants callers rely on:
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures writes sent to a node that does not lead the shard of their root (DESIGN.md §5:
+# Measures writes sent to a node that does not lead the shard of their root (docs/architecture.md#the-write-path:
 # the receiving node uploads the body and forwards only the metadata command). For each
 # binary given, it starts a 3-node cluster with one shard (scripts/cluster.sh), picks a
 # follower, runs `cairn bench --scenario object-put` through it at each size, and reads

@@ -51,7 +51,7 @@ func (s *Shard) Bootstrap(ctx context.Context, members []Member) error {
 // Membership changes run on the leader (ErrNotLeader elsewhere) and return once the new
 // configuration is committed. Raft allows one uncommitted configuration at a time; a
 // change that arrives during another waits for it. The controller that issues them is
-// fenced by its etcd election key (DESIGN.md §9); Raft itself does not expose the index
+// fenced by its etcd election key (docs/architecture.md#replication-and-placement); Raft itself does not expose the index
 // of the latest configuration, so the changes are unconditional.
 
 // AddNonvoter adds server id at its advertised peer address as a non-voter: it receives

@@ -236,7 +236,7 @@ func TestLeaderKillLosesNoAcknowledgedWriteAndTheMemberCatchesUp(t *testing.T) {
 }
 
 // Failover time: from the moment the leader dies to the first write a survivor commits.
-// Reported, not asserted (DESIGN.md §12); the target is a median of 2s or less.
+// Reported, not asserted (BENCHMARKS.md); the target is a median of 2s or less.
 // Measured with the cluster defaults and with the loopback tuning the other tests use.
 func TestFailoverTime(t *testing.T) {
 	for _, tc := range []struct {
@@ -299,7 +299,7 @@ func TestLaggingMemberCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 		nm.tweak(cfg)
 		// Snapshot often and free the log in small segments, but keep enough of it behind
 		// a snapshot (about a second of these writes) for an install to finish before the
-		// entries after it are gone: DESIGN.md §9's sizing rule, which prevents install loops.
+		// entries after it are gone: docs/architecture.md#replication-and-placement's sizing rule, which prevents install loops.
 		cfg.SnapshotThreshold = 512
 		cfg.SnapshotInterval = 50 * time.Millisecond
 		cfg.TrailingLogs = 2048

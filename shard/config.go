@@ -48,7 +48,7 @@ type Config struct {
 	// Metrics receives the replica's latency observations (Metrics.Replica). Nil: none.
 	Metrics *ReplicaMetrics
 
-	// Cluster mode (DESIGN.md §9). With Peer nil the replica is the embedded default: a
+	// Cluster mode (docs/architecture.md#replication-and-placement). With Peer nil the replica is the embedded default: a
 	// single voter on an in-memory transport, bootstrapped on first open.
 
 	// Peer carries the replica's Raft traffic: the replica serves stream

@@ -5,7 +5,7 @@
 //
 // A replica runs embedded (the default: a single voter on an in-memory transport) or in
 // cluster mode (Config.Peer): its Raft traffic then travels over one stream of the node's
-// shard/mux port, shared by all the shards the node hosts (DESIGN.md §9). A cluster group
+// shard/mux port, shared by all the shards the node hosts (docs/architecture.md#replication-and-placement). A cluster group
 // is bootstrapped once with its initial voters; later replicas start empty, are added by
 // the leader as non-voters and promoted once they caught up.
 //

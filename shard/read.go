@@ -35,7 +35,7 @@ func (s *Shard) ReadView(ctx context.Context) (*meta.View, error) {
 // without a leader round trip. It is NOT linearizable: a follower may lag the leader by
 // any number of versions, and a deposed leader may not know it yet. Use it only for reads
 // whose answer cannot depend on that lag: data at a fixed shard version that the view
-// holds (a live snapshot's read version; DESIGN.md §6). Never fails; its Version is the
+// holds (a live snapshot's read version; docs/architecture.md#the-read-path). Never fails; its Version is the
 // replica's applied shard version.
 func (s *Shard) AppliedView() *meta.View { return s.fsm.View() }
 
@@ -44,7 +44,7 @@ const maxReadAtWait = 2 * time.Second
 
 // ReadViewAt returns a view of this replica's applied state once it has applied shard
 // version `version` (a version some earlier view or write reported), leader or not: what a
-// version shows never changes, so no leader is needed (DESIGN.md §6). The view may hold
+// version shows never changes, so no leader is needed (docs/architecture.md#the-read-path). The view may hold
 // later versions too; call its At(version) for exactly that version. version 0 takes
 // whatever is applied (AppliedView). It waits up to ctx's deadline, at most two seconds.
 // Errors: ErrBehind (retry later or on another replica), ErrClosed.
@@ -58,7 +58,7 @@ func (s *Shard) ReadViewAt(ctx context.Context, version uint64) (*meta.View, err
 // ReadIndex returns, on the ready leader, a shard version that every write acknowledged
 // before the call has reached: its applied version once a leadership check (shared with
 // the reads in flight) has passed. A follower that then applies that far serves a
-// linearizable read without the leader carrying the data (DESIGN.md §6: "a follower read
+// linearizable read without the leader carrying the data (docs/architecture.md#the-read-path: "a follower read
 // asks the leader for that index first"). Errors: those of ReadView.
 func (s *Shard) ReadIndex(ctx context.Context) (uint64, error) {
 	v, err := s.ReadView(ctx)

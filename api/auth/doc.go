@@ -1,4 +1,4 @@
-// Package auth is who is calling (DESIGN.md §4, §10): principals, their scopes and agent
+// Package auth is who is calling (docs/architecture.md#surfaces): principals, their scopes and agent
 // roots, the request context that carries them, and the API keys that authenticate them:
 // the key format (key.go), the Store interface with its two implementations (FileStore,
 // one file in an embedded node's data directory; EtcdStore, a cluster's keys under its

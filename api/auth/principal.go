@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Scope is a permission a principal holds (DESIGN.md §4).
+// Scope is a permission a principal holds (api/auth/doc.go).
 type Scope string
 
 // The scopes.

@@ -76,7 +76,7 @@ type GCReport struct {
 }
 
 // CollectGarbage runs one garbage-collection sweep with the server's grace period
-// (DESIGN.md §8). c must be built on the admin listener's URL.
+// (docs/architecture.md#blob-storage-and-garbage-collection). c must be built on the admin listener's URL.
 //
 // Errors: *Error RoutingUnavailable (503, the node is not the shard leader),
 // ObjectUnavailable (503, the blob store failed; the sweep stopped), InvalidArguments.

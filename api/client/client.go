@@ -89,7 +89,7 @@ type AppendResult struct {
 	Generation uint64 `json:"generation"`
 	// Created is true when the append created the file.
 	Created bool `json:"created"`
-	// Digest is "sha256:<hex>" of the appended bytes only (WORKBENCH.md §append).
+	// Digest is "sha256:<hex>" of the appended bytes only (docs/workbench.md, workbench_append).
 	Digest      string `json:"digest"`
 	DigestURI   string `json:"digest_uri,omitempty"`
 	ContentType string `json:"content_type,omitempty"`
@@ -191,7 +191,7 @@ type PutOptions struct {
 	IfMatch uint64
 	// IfNoneMatch makes the write create-only (412 AlreadyExists if present).
 	IfNoneMatch bool
-	// IdempotencyKey makes retries return the first answer (DESIGN.md §5); "" for none.
+	// IdempotencyKey makes retries return the first answer (docs/architecture.md#the-write-path); "" for none.
 	IdempotencyKey string
 	// Size is the body's length in bytes when known (sent as Content-Length, and the
 	// body must then hold exactly that many bytes); 0 or -1 mean unknown (streamed with

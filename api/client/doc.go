@@ -1,5 +1,5 @@
 // Package client is the Go client of Cairn's REST API (`/v1/agents/{agent}/workbenches/...`,
-// DESIGN.md §10) and the bulk transfers built on it (Import, Export): files, listings,
+// docs/architecture.md#surfaces) and the bulk transfers built on it (Import, Export): files, listings,
 // snapshots, commits, restores, metadata search and grep, and the admin routes of a node's
 // admin listener (garbage collection, cluster status). The CLI, the load generator and
 // the integration tests use it; it knows nothing of the server's internals.
@@ -12,7 +12,7 @@
 //     maxErrorBodyBytes).
 //   - Every non-2xx answer (304 excepted, which GetFile reports as FileInfo.NotModified)
 //     becomes a *Error carrying the server's stable code, message, retryable flag and
-//     details (WORKBENCH.md §errors). HEAD answers have no body, so Stat derives the code
+//     details (docs/workbench.md#errors). HEAD answers have no body, so Stat derives the code
 //     from the HTTP status. Error.Retryable and Error.RetryAfter tell the caller
 //     whether and when to try again.
 //   - A client from New never retries on its own. WithRetry makes it retry within a
@@ -34,7 +34,7 @@
 //     Name is all digits, or that sets both ID and Name, fails before any request.
 //   - Paths are workbench paths ("input/data/a.csv"): each component is escaped with
 //     url.PathEscape and the components are joined with "/". The client does not clean or
-//     validate them; the server's jail rules (WORKBENCH.md §common rules) decide, so a
+//     validate them; the server's jail rules (docs/workbench.md#common-rules) decide, so a
 //     request never means something other than what the caller wrote.
 //   - Export never writes outside its destination directory: each remote path is checked
 //     component by component, and all writes go through an os.Root opened on the

@@ -23,7 +23,7 @@ const MaxEditBytes = 4 << 20
 // failed with 5 immediate attempts). A variable so that tests can shorten the waits.
 var editRetry = RetryPolicy{MaxAttempts: 20, MaxElapsed: 30 * time.Second, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second}
 
-// Codes of the errors Edit builds itself (WORKBENCH.md §edit); their HTTPStatus is the
+// Codes of the errors Edit builds itself (docs/workbench.md, workbench_edit); their HTTPStatus is the
 // one the server gives the code (400).
 const (
 	CodeNoMatch       = "NoMatch"

@@ -15,7 +15,7 @@ import (
 // small, and a misbehaving proxy must not make the client buffer an arbitrary page.
 const maxErrorBodyBytes = 64 << 10
 
-// Error is a non-2xx answer of the server (WORKBENCH.md §errors, DESIGN.md §10).
+// Error is a non-2xx answer of the server (docs/workbench.md#errors, docs/architecture.md#surfaces).
 type Error struct {
 	// HTTPStatus is the HTTP status code of the response (404, 412, ...).
 	HTTPStatus int
@@ -54,7 +54,7 @@ func ErrorCode(err error) string {
 }
 
 // statusCodes maps an HTTP status to the code and retryability the server's one mapping
-// table gives it (DESIGN.md §10). Where two codes share a status (404: NotFound and
+// table gives it (docs/architecture.md#surfaces). Where two codes share a status (404: NotFound and
 // SnapshotNotFound; 503: ObjectUnavailable and RoutingUnavailable) the more general one is used.
 var statusCodes = map[int]struct {
 	code      string

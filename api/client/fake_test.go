@@ -128,7 +128,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Header: r.Header.Clone(), ContentLength: r.ContentLength, TransferEncoding: r.TransferEncoding,
 	})
 
-	// Route on the escaped path, validate the decoded components (DESIGN.md §10).
+	// Route on the escaped path, validate the decoded components (docs/architecture.md#surfaces).
 	raw := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
 	comps := make([]string, len(raw))
 	for i, c := range raw {

@@ -6,7 +6,7 @@ import (
 	"net/url"
 )
 
-// Predicate operators (WORKBENCH.md: search predicates).
+// Predicate operators (docs/workbench.md: search predicates).
 const (
 	OpEq        = "eq"
 	OpNe        = "ne"

@@ -33,14 +33,14 @@ const (
 	DefaultImportSection = "input"
 )
 
-// sectionNames are the five sections of every workbench (WORKBENCH.md §Common rules).
+// sectionNames are the five sections of every workbench (docs/workbench.md#common-rules).
 var sectionNames = []string{"input", "scripts", "outputs", "logs", "metadata"}
 
 // exportWalkAttempts bounds how often Export walks the remote tree again after a
 // ReadFenceChanged (the workbench changed while a directory was being paged).
 const exportWalkAttempts = 3
 
-// Path limits of the Workbench contract (WORKBENCH.md §common rules), checked locally by
+// Path limits of the Workbench contract (docs/workbench.md#common-rules), checked locally by
 // Import before anything is uploaded so a bad name fails the import up front.
 const (
 	maxPathBytes      = 4096
@@ -459,7 +459,7 @@ func printableASCII(s string) bool {
 }
 
 // checkRemoteName applies the jail rules of a workbench path that a local file name could
-// break (WORKBENCH.md §common rules); the server checks the rest.
+// break (docs/workbench.md#common-rules); the server checks the rest.
 func checkRemoteName(p string) error {
 	switch {
 	case len(p) > maxPathBytes:

@@ -12,7 +12,7 @@ import (
 
 // SnapshotRef selects a snapshot of a workbench: by ID (snapshot ids are numbered per
 // agent root from 1) or by Name, which resolves to the newest snapshot minted with that
-// name (WORKBENCH.md §snapshot). The zero value selects no snapshot: where a read takes a
+// name (docs/workbench.md, workbench_snapshot). The zero value selects no snapshot: where a read takes a
 // SnapshotRef, it means live state.
 type SnapshotRef struct {
 	ID   uint64
@@ -159,7 +159,7 @@ type CommitResult struct {
 	RawJSON
 }
 
-// Commit seals the workbench's current tree (WORKBENCH.md §commit), creating a missing
+// Commit seals the workbench's current tree (docs/workbench.md, workbench_commit), creating a missing
 // workbench. An exact retry returns the stored result with IdempotentReplay.
 //
 // Errors: *Error WorkbenchCommitConflict (409: the workbench has a commit with another
@@ -184,7 +184,7 @@ type SnapshotRequest struct {
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
-// Snapshot states (WORKBENCH.md §snapshot).
+// Snapshot states (docs/workbench.md, workbench_snapshot).
 const (
 	SnapshotAlive   = "alive"
 	SnapshotExpired = "expired"

@@ -15,7 +15,7 @@ import (
 )
 
 // requestAllocBound is the transient allocation one bounded tool call may cost here
-// (DESIGN.md §12: "every request has a computed bound (default ≤ 64 MiB transient)").
+// (BENCHMARKS.md: "every request has a computed bound (default ≤ 64 MiB transient)").
 const requestAllocBound = 64 << 20
 
 // readHeapBound bounds the heap growth of one structured read of a 16 MB file: one

@@ -13,7 +13,7 @@ import (
 )
 
 // The MCP profile "cairn": the 18 Workbench tools plus Cairn's tools beyond the contract
-// (WORKBENCH.md §Beyond the contract), served on their own endpoint so that the
+// (docs/workbench.md#beyond-the-contract), served on their own endpoint so that the
 // "workbench" profile stays exactly the 18 published tools: /v1/agents/{agent}/mcp/cairn
 // (the REST router passes path value "profile" = "cairn"; the agent-less /mcp has no
 // cairn profile).

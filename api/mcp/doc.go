@@ -1,4 +1,4 @@
-// Package mcp is Cairn's MCP surface: the Workbench tool profile (WORKBENCH.md) served with
+// Package mcp is Cairn's MCP surface: the Workbench tool profile (docs/workbench.md) served with
 // the official MCP go-sdk over streamable HTTP (Handler, mounted at
 // /v1/agents/{agent}/mcp and /mcp), over stdio (ServeStdio), and as a stdio proxy in front
 // of a running server (ServeStdioProxy). It is a thin transport: the tool semantics live in

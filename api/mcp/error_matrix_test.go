@@ -16,7 +16,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// The tool × error-code matrix: for every tool, every code WORKBENCH.md assigns to it or
+// The tool × error-code matrix: for every tool, every code docs/workbench.md assigns to it or
 // implies for it, driven through the MCP surface (in-memory transport) and checked for its
 // code, its retryable flag and the details the contract names. matrixCodes is the grid;
 // every pair in it has at least one cell in matrixCells or a documented entry in
@@ -38,7 +38,7 @@ const (
 	mxMissing   = "nowhere"      // never created
 )
 
-// matrixCodes is the grid: tool → the codes WORKBENCH.md assigns or implies for it.
+// matrixCodes is the grid: tool → the codes docs/workbench.md assigns or implies for it.
 // InvalidArguments covers both schema violations and the contract's rules (ids, sections,
 // the path jail, text/base64, limits, cursors). Codes only a failing infrastructure can
 // produce are listed under "*".
@@ -62,7 +62,7 @@ var matrixCodes = map[string][]string{
 	"workbench_snapshot_list":   {"InvalidArguments", "NotFound"},
 	"workbench_restore":         {"InvalidArguments", "NotFound", "AlreadyExists", "SnapshotNotFound", "SnapshotExpired", "Conflict"},
 	// Tools this profile does not offer: an unknown name, and a Cairn extra that lives in
-	// another profile (WORKBENCH.md §Beyond the contract).
+	// another profile (docs/workbench.md#beyond-the-contract).
 	"workbench_frobnicate": {"UnknownTool"},
 	"workbench_history":    {"UnknownTool"},
 	"*":                    {"ObjectUnavailable", "ResourceExhausted", "RoutingUnavailable", "OutcomeUnknown", "DataCorrupted", "Internal"},
@@ -73,7 +73,7 @@ type matrixExclusion struct{ tool, code, reason string }
 
 var matrixExclusions = []matrixExclusion{
 	{"workbench_append", "Conflict",
-		"the contract has append retry generation conflicts itself (WORKBENCH.md §append), so none reaches the caller"},
+		"the contract has append retry generation conflicts itself (docs/workbench.md, workbench_append), so none reaches the caller"},
 	{"workbench_edit", "Conflict",
 		"needs five consecutive lost races between edit's re-read and its conditional write; no public call forces that deterministically"},
 	{"workbench_commit", "Conflict",
@@ -114,7 +114,7 @@ type matrixCell struct {
 }
 
 // matrixRetryable is the retryable flag each code must carry ("retryable says whether the
-// same call may succeed later", WORKBENCH.md §Errors): the contract names ReadFenceChanged
+// same call may succeed later", docs/workbench.md#errors): the contract names ReadFenceChanged
 // and Conflict; ForkRetentionActive and a staging destination's InvalidState end when the
 // restore completes (TestStagingRestoreErrorsThroughAConcurrentRestore makes the same calls
 // succeed afterwards). Nothing else the cells reach succeeds on a plain retry.
@@ -910,7 +910,7 @@ func TestErrorMatrix(t *testing.T) {
 	}
 }
 
-// contractToolNames are the 18 tools of WORKBENCH.md, from the transcribed contract table.
+// contractToolNames are the 18 tools of docs/workbench.md, from the transcribed contract table.
 func contractToolNames() []string {
 	var names []string
 	for n := range contractTools {
@@ -1000,7 +1000,7 @@ func TestStagingRestoreErrorsThroughAConcurrentRestore(t *testing.T) {
 	t.Fatal("in 5 attempts no restore was observed while staging")
 }
 
-// TestPathLimitsApplyToThePathRelativeToItsSection: WORKBENCH.md §Common rules: "path:
+// TestPathLimitsApplyToThePathRelativeToItsSection: docs/workbench.md#common-rules: "path:
 // relative to the section. Rejected: … more than 4096 bytes or 64 components". Exactly 4096
 // bytes and exactly 64 components are accepted, one more of either is not (the matrix's
 // put_file cells), and the message reports the length the caller sent. Regression: the

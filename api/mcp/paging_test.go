@@ -12,7 +12,7 @@ import (
 )
 
 // Paging of workbench_list, workbench_read, workbench_grep, workbench_search and
-// workbench_find (WORKBENCH.md §Common rules, cursors): every item exactly once and in
+// workbench_find (docs/workbench.md#common-rules, cursors): every item exactly once and in
 // order across pages of exactly page-size, page-size ± 1 and many pages; live cursors
 // fenced on writes (ReadFenceChanged), snapshot cursors exact while the live workbench
 // changes; forged cursors, cursors reused with other arguments and cursors of another
@@ -427,7 +427,7 @@ func TestReadCursorsAtASnapshotStayExactWhileTheFileChanges(t *testing.T) {
 }
 
 // TestSnapshotCursorsByNameStayOnTheirSnapshotWhenTheNameIsMintedAgain: a snapshot name
-// resolves to the newest snapshot minted with it (WORKBENCH.md §snapshot), but a cursor
+// resolves to the newest snapshot minted with it (docs/workbench.md, workbench_snapshot), but a cursor
 // stays on the snapshot its first page resolved, for list and read alike: passed back with
 // identical arguments it goes on, on the first snapshot, after the name was minted again.
 // Regression: read re-resolved the name on every page and rejected its own cursor with

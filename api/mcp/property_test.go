@@ -10,7 +10,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-// stableCodes are WORKBENCH.md §Errors' codes.
+// stableCodes are docs/workbench.md#errors' codes.
 var stableCodes = []string{"InvalidArguments", "UnknownTool", "PayloadTooLarge", "NotFound", "NotArtifact",
 	"NotDirectory", "AlreadyExists", "Conflict", "InvalidUtf8", "NoMatch", "AmbiguousEdit", "StructuredDecodeFailed",
 	"ReadFenceChanged", "SnapshotNotFound", "SnapshotExpired", "ForkRetentionActive", "WorkbenchCommitConflict",

@@ -19,7 +19,7 @@ import (
 )
 
 // schemaFile holds the hand-written input schemas of the 18 Workbench tools, keyed by tool
-// name (WORKBENCH.md §The 18 tools). It is written by hand, not generated from the Go input
+// name (docs/workbench.md#the-18-tools-inputs). It is written by hand, not generated from the Go input
 // structs, because unions, oneOf and nullable types do not come out right otherwise.
 //
 //go:embed schemas/workbench.json
@@ -81,7 +81,7 @@ func mustSchema(tool string) *toolSchema {
 }
 
 // validateArgs checks raw tool arguments against the tool's schema. The verdict is
-// jsonschema-go's; the message is ours (WORKBENCH.md: "the SDK's own validation text is not
+// jsonschema-go's; the message is ours (docs/workbench.md: "the SDK's own validation text is not
 // the contract"): InvalidArguments naming the field and the rule it broke, with
 // details.field and details.rule (the JSON Schema keyword).
 func (ts *toolSchema) validateArgs(args json.RawMessage) *workbench.Error {

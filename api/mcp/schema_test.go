@@ -10,7 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// contractTools is WORKBENCH.md §"The 18 tools: inputs", transcribed: property → shape, a
+// contractTools is docs/workbench.md §"The 18 tools: inputs", transcribed: property → shape, a
 // trailing "*" on the name marks a required property. Shapes: types joined with "|";
 // "section" is the string enum of the five sections ("section|null" adds null to type and
 // enum); enum(a,b) a string enum; [min,max] numeric bounds; {min,max} string length;

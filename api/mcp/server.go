@@ -15,11 +15,11 @@ import (
 	"github.com/cairnstore/cairn/api/workbench"
 )
 
-// DefaultMaxPayloadBytes is the default cap on a decoded MCP payload (WORKBENCH.md §Common
+// DefaultMaxPayloadBytes is the default cap on a decoded MCP payload (docs/workbench.md#common-rules
 // rules: "Payload cap for MCP: configurable, default 16 MiB").
 const DefaultMaxPayloadBytes = 16 << 20
 
-// DefaultAgent is the agent root of the endpoint that names none (`/mcp`; DESIGN.md §4).
+// DefaultAgent is the agent root of the endpoint that names none (`/mcp`; api/auth/doc.go).
 const DefaultAgent = "default"
 
 // messageOverheadBytes is what the transports allow on top of the encoded payload for the
@@ -118,7 +118,7 @@ type toolDef struct {
 	run                      runner
 }
 
-// tools are the 18 Workbench tools, in contract order (WORKBENCH.md §The 18 tools).
+// tools are the 18 Workbench tools, in contract order (docs/workbench.md#the-18-tools-inputs).
 var tools = []toolDef{
 	{
 		name: "workbench_create", title: "Create workbench", idempotent: true,
@@ -288,7 +288,7 @@ var tools = []toolDef{
 	},
 }
 
-// NewServer returns an MCP server whose tools work inside one agent root (WORKBENCH.md
+// NewServer returns an MCP server whose tools work inside one agent root (docs/workbench.md
 // §Session binding). It registers the implemented Workbench tools with raw handlers: each
 // validates its arguments against the hand-written schema (InvalidArguments naming the field
 // and rule), decodes them, calls the Service, and answers with the result object both as a
@@ -428,7 +428,7 @@ func errorResult(e *workbench.Error) *sdk.CallToolResult {
 
 // encodeObject encodes m as a JSON object whose keys come in the order given by first (those
 // present), then the rest in byte order, so that every result starts with "status"
-// (WORKBENCH.md §Common rules). HTML characters are not escaped.
+// (docs/workbench.md#common-rules). HTML characters are not escaped.
 func encodeObject(m map[string]any, first ...string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

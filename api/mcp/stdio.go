@@ -27,7 +27,7 @@ import (
 const proxyMaxMessageBytes = 4*DefaultMaxPayloadBytes + messageOverheadBytes
 
 // stderrLogger is where the stdio servers log: stdout carries only protocol messages
-// (WORKBENCH.md §Building it on the MCP go-sdk).
+// (docs/workbench.md).
 func stderrLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

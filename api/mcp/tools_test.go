@@ -34,7 +34,7 @@ func digestURI(b []byte) string {
 	return "sha256:" + hex.EncodeToString(d[:])
 }
 
-// runToolSuite drives the seven tools through the success and error paths WORKBENCH.md names
+// runToolSuite drives the seven tools through the success and error paths docs/workbench.md names
 // for them. Each subtest uses its own workbench.
 func runToolSuite(t *testing.T, cs *sdk.ClientSession, agent string) {
 	root := "/agents/" + agent + "/wb"

@@ -1,4 +1,4 @@
-// Package redact is WSR-1 secret redaction on write (OpenWOP RFC 0059, WIRE.md §9): it
+// Package redact is WSR-1 secret redaction on write (OpenWOP RFC 0059, api/openwop/doc.go): it
 // replaces secret-shaped values and each tenant's registered secret values in a body
 // before the body is stored.
 //

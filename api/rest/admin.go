@@ -81,7 +81,7 @@ type gcRequest struct {
 }
 
 // adminGC serves POST /v1/admin/gc: one garbage-collection sweep with the node's grace
-// period (DESIGN.md §8) of every shard this node leads. 200 with the report; 503
+// period (docs/architecture.md#blob-storage-and-garbage-collection) of every shard this node leads. 200 with the report; 503
 // RoutingUnavailable on a node that leads no shard, 503 ObjectUnavailable when the blob
 // store failed (the sweep stopped, fail closed); 404 on a handler without Options.GC.
 func (h *Handler) adminGC(w http.ResponseWriter, r *http.Request) {

@@ -13,7 +13,7 @@ import (
 )
 
 // TestRESTPathLimitsAreMCPs: REST applies MCP's limits to the path relative to its
-// section, 4,096 bytes and 64 components (WORKBENCH.md §Common rules), so it never
+// section, 4,096 bytes and 64 components (docs/workbench.md#common-rules), so it never
 // accepts a file MCP lists but cannot read or write (issue 10 finding 15: REST accepted
 // 4,106 bytes, checking the full path against 4,112).
 func TestRESTPathLimitsAreMCPs(t *testing.T) {

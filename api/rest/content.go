@@ -57,7 +57,7 @@ func dispositionQuery(q url.Values) (bool, error) {
 	return false, invalidArg("disposition", `must be "inline" or "attachment"`)
 }
 
-// redirectQuery parses ?redirect: a direct read (DESIGN.md §6). Present without a value
+// redirectQuery parses ?redirect: a direct read (docs/architecture.md#the-read-path). Present without a value
 // or "true": a GET of a one-segment body stored uncompressed is answered 307 to a
 // presigned object-store URL when the node allows direct reads (--s3-direct-reads); any
 // other body, or a node that does not, is served as usual (200/206). "false": as absent.

@@ -10,7 +10,7 @@ import (
 )
 
 // precondition says which conditional header a write carried, so a failed condition
-// answers 412 instead of 409 (DESIGN.md §10).
+// answers 412 instead of 409 (docs/architecture.md#surfaces).
 type precondition int
 
 const (
@@ -19,7 +19,7 @@ const (
 	ifNoneMatchStar
 )
 
-// statusOf maps a wire code to its HTTP status (DESIGN.md §10's table).
+// statusOf maps a wire code to its HTTP status (docs/architecture.md#surfaces's table).
 func statusOf(code string, pre precondition) int {
 	switch code {
 	case workbench.CodeInvalidArguments, workbench.CodeInvalidUTF8, workbench.CodeNoMatch,

@@ -24,7 +24,7 @@ import (
 //	data: {…}                      snapshot.mint/renew/retire/expire, restore.begin/finish,
 //	                               workbench.create/delete, root.purge
 //
-// and every file event is followed by OpenWOP's frame (WIRE.md §8)
+// and every file event is followed by OpenWOP's frame (api/openwop/doc.go)
 //
 //	id: <shard version>.<index>.1
 //	event: workspace.updated
@@ -240,7 +240,7 @@ func (h *Handler) heartbeat() time.Duration {
 	return hb
 }
 
-// workspaceUpdated is OpenWOP's workspace.updated payload, a closed object (WIRE.md §8).
+// workspaceUpdated is OpenWOP's workspace.updated payload, a closed object (api/openwop/doc.go).
 type workspaceUpdated struct {
 	Path    string `json:"path"`
 	Version uint64 `json:"version"`

@@ -112,7 +112,7 @@ var toolBodies = map[string]string{
 	"/v1/admin/retention":                                                  `{"agent":"a","versions":100}`,
 }
 
-// wireCodes are the stable error codes of WORKBENCH.md §Errors.
+// wireCodes are the stable error codes of docs/workbench.md#errors.
 var wireCodes = []string{"InvalidArguments", "UnknownTool", "PayloadTooLarge", "NotFound", "NotArtifact",
 	"NotDirectory", "AlreadyExists", "Conflict", "InvalidUtf8", "NoMatch", "AmbiguousEdit",
 	"StructuredDecodeFailed", "ReadFenceChanged", "SnapshotNotFound", "SnapshotExpired",

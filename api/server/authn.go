@@ -14,7 +14,7 @@ import (
 	"github.com/cairnstore/cairn/api/workbench"
 )
 
-// Authentication (DESIGN.md §4, §10): one middleware in front of routing on the client
+// Authentication (api/auth/doc.go): one middleware in front of routing on the client
 // listener and on the admin listener, and its counterpart on the peer port for requests
 // another node forwarded.
 //

@@ -130,7 +130,7 @@ func TestS3BlobStoreHoldsBodiesUnderTheDesignKeyLayout(t *testing.T) {
 	if len(names) != 1 {
 		t.Fatalf("bucket holds %q, want one object", names)
 	}
-	// DESIGN.md §8: <prefix>/roots/<root-uid>/blobs/<aa>/<sha256-hex>.
+	// docs/architecture.md#blob-storage-and-garbage-collection: <prefix>/roots/<root-uid>/blobs/<aa>/<sha256-hex>.
 	sum := sha256.Sum256(body)
 	h := hex.EncodeToString(sum[:])
 	layout := regexp.MustCompile(`^tenant/a/roots/[a-z0-9]{1,64}/blobs/` + h[:2] + `/` + h + `$`)

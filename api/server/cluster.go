@@ -1,6 +1,6 @@
 package server
 
-// Cluster mode (DESIGN.md §9): what a cluster node adds to the assembly — its bound
+// Cluster mode (docs/architecture.md#replication-and-placement): what a cluster node adds to the assembly — its bound
 // client and peer ports, the etcd client, the node id bound to the data directory — and
 // the translation of the control plane's refusals into configuration errors. The
 // membership, placement, replicas, routing and forwarding are shard/host's.

@@ -4,12 +4,12 @@
 // OpenWOP host.workspace facade, metrics, health).
 // cmd/cairn only parses flags and calls it.
 //
-// Open builds one kind of node for both modes (DESIGN.md §3): a shard host (shard/host)
+// Open builds one kind of node for both modes (docs/architecture.md#packages): a shard host (shard/host)
 // with the blob store, the Workbench service, REST and MCP, the metrics and the
 // background workers on top. The embedded default's host has one fixed shard, a single
 // voter and a static placement; a cluster node's host (Config.Cluster) keeps membership
 // and placement in etcd, hosts the replicas the control plane assigns, and routes and
-// forwards over the peer port (DESIGN.md §9). This package only assembles: routing and
+// forwards over the peer port (docs/architecture.md#replication-and-placement). This package only assembles: routing and
 // forwarding decisions are the host's (route.go wraps them for HTTP).
 //
 // Secret redaction (redact.go): Open builds the node's api/redact Redactor from

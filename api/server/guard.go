@@ -12,7 +12,7 @@ import (
 )
 
 // guard is the one check of who may talk to a client listener, in front of REST and MCP
-// alike (DESIGN.md §10; the MCP SDK's own loopback Host check is off, api/mcp):
+// alike (docs/architecture.md#surfaces; the MCP SDK's own loopback Host check is off, api/mcp):
 //
 //   - Host must name this node: a loopback address or "localhost", the host of Listen or
 //     AdvertiseClient, or one of AllowedHosts. A DNS-rebound page reaches a loopback

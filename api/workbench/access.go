@@ -10,7 +10,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// Who may use a root (DESIGN.md §4). The principal comes from the request context
+// Who may use a root (api/auth/doc.go). The principal comes from the request context
 // (auth.FromContext); a context without one is the node's own work or a node without
 // authentication, and acts as auth.Local (every root, every scope). What a principal may
 // reach is decided in one place, auth.Principal.ReachIn (widened here by the reserved

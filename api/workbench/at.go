@@ -89,7 +89,7 @@ func (s *Service) resolve(ctx context.Context, agent, id string, at At) (*meta.V
 	return sv, ws, snap, nil
 }
 
-// Reads at a snapshot id from the serving replica's applied state (DESIGN.md §6: "reads at
+// Reads at a snapshot id from the serving replica's applied state (docs/architecture.md#the-read-path: "reads at
 // a fixed shard version may be served by any replica that has applied that version"). A
 // read at a snapshot id is answered from Core.ReadViewAt, without a leader round trip, when
 // that view holds the snapshot alive and is recent; otherwise (a name, a snapshot the

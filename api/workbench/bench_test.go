@@ -19,7 +19,7 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // BenchmarkAppend1KiB appends 1 KiB to a 1 KiB file and to a 1 GiB file through the real
-// write path (Raft, blob store): O(delta) append makes both cost the same (DESIGN.md §12;
+// write path (Raft, blob store): O(delta) append makes both cost the same (BENCHMARKS.md;
 // the ratio of the two ns/op is the figure to report).
 func BenchmarkAppend1KiB(b *testing.B) {
 	for _, tc := range []struct {

@@ -36,7 +36,7 @@ func treeMembers(view *meta.View, ws *meta.Workspace, exclude func(string) bool)
 }
 
 // uploadBody stores a small manifest body (inline or in the object store) and describes it
-// for a command, with the upload fence its publish must carry (DESIGN.md §8; 0 for an
+// for a command, with the upload fence its publish must carry (docs/architecture.md#blob-storage-and-garbage-collection; 0 for an
 // inline body).
 func (s *Service) uploadBody(ctx context.Context, agent string, data []byte) (meta.FileBody, uint64, error) {
 	b, err := s.ingest(ctx, agent, bytes.NewReader(data), int64(len(data)), nil)
@@ -80,7 +80,7 @@ func (s *Service) commitFields(r Result, agent, id string, c *meta.CommitRecord,
 	return r
 }
 
-// ToolCommit implements workbench_commit (WORKBENCH.md §commit): it seals the workbench's
+// ToolCommit implements workbench_commit (docs/workbench.md, workbench_commit): it seals the workbench's
 // current tree under a deterministic identity, writing metadata/run_manifest.json and the
 // head in one command. Exact retries replay; another identity is WorkbenchCommitConflict
 // unless replace is set, and a replace still loses to a concurrent head change.

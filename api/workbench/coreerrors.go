@@ -3,7 +3,7 @@ package workbench
 import "github.com/cairnstore/cairn/shard/outcome"
 
 // Errors of the core (Core, Cores) that the adapter acts on: all it needs to know of the
-// replication layer, so it does not depend on Raft (DESIGN.md §3). They are package
+// replication layer, so it does not depend on Raft (docs/architecture.md#packages). They are package
 // outcome's values; the shard package's errors match them with errors.Is (shard.ErrNotLeader
 // and shard.ErrClosed match ErrCoreUnavailable, shard.ErrTimeout ErrOutcomeUnknown,
 // shard.ErrStorageFull ErrCoreStorageFull), and so must the errors of any other Core or

@@ -13,7 +13,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// MaxCursorAge bounds how long a cursor stays usable (DESIGN.md §10).
+// MaxCursorAge bounds how long a cursor stays usable (docs/architecture.md#surfaces).
 const MaxCursorAge = 24 * time.Hour
 
 // cursor is the signed state of a paginated call. It binds everything that shaped the

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestDependenciesHaveNoRaft checks DESIGN.md §3: the adapter depends on a small interface
+// TestDependenciesHaveNoRaft checks docs/architecture.md#packages: the adapter depends on a small interface
 // of the core and its error values (ErrCoreUnavailable, ErrOutcomeUnknown,
 // ErrCoreStorageFull), not on the replication layer, so its dependency list (tests aside:
 // workbenchtest builds a real shard) holds no Raft library, no Raft log store and no bbolt;

@@ -12,7 +12,7 @@ import (
 const DefaultDirectReadExpiry = 5 * time.Minute
 
 // DirectURL returns a presigned object-store URL from which the client can read the
-// revision's bytes itself (DESIGN.md §6; issue "large artifacts", direct reads), or nil
+// revision's bytes itself (docs/architecture.md#the-read-path; issue "large artifacts", direct reads), or nil
 // when the revision cannot be read that way: direct reads are off (Config.DirectReads),
 // the body is empty, inline or of several segments, or its one blob is stored compressed
 // (the object's bytes would not be the file's). The URL names the object store's bucket

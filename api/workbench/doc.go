@@ -1,5 +1,5 @@
 // Package workbench is the transport-free Workbench adapter: the semantics of the tool
-// contract (WORKBENCH.md) and of the REST file operations, as plain Go methods over a small
+// contract (docs/workbench.md) and of the REST file operations, as plain Go methods over a small
 // interface of the metadata core (Core) and a blob store. The MCP and REST packages are
 // thin transports over it.
 //
@@ -13,7 +13,7 @@
 // Invariants:
 //
 //   - The write path uploads every non-inline segment before it proposes the command that
-//     references it (DESIGN.md §5): a failed upload leaves at most unreferenced blobs,
+//     references it (docs/architecture.md#the-write-path): a failed upload leaves at most unreferenced blobs,
 //     never a path pointing at missing data.
 //   - Bodies stream: a write holds at most a few segments in memory (bounded by
 //     blob.ChunkMaxBytes each); a read holds at most one segment's part of the range
@@ -63,7 +63,7 @@
 //     unknown: data written before producers, directories, a workbench at a snapshot),
 //     with producer_principal and producer_surface beside it; snapshot, commit and restore
 //     results carry producer (and retired_by). The principal also scopes idempotency keys
-//     (DESIGN.md §5).
+//     (docs/architecture.md#the-write-path).
 //   - Per-principal limits (limits.go, Config.Limits, off by default): AllowRequest
 //     spends one token of the principal's bucket per request (the surfaces call it first),
 //     Write and Append hold one of its MaxConcurrentUploads slots while they run; past

@@ -11,7 +11,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// Wire error codes (WORKBENCH.md §Errors). The surfaces map them to HTTP statuses.
+// Wire error codes (docs/workbench.md#errors). The surfaces map them to HTTP statuses.
 const (
 	CodeInvalidArguments        = "InvalidArguments"
 	CodeUnknownTool             = "UnknownTool"
@@ -47,7 +47,7 @@ const (
 	// CodePermissionDenied: the principal may use the agent root but lacks the scope the
 	// call needs (details.scope), or is not an admin on an admin route (403). A root it
 	// may not use answers NotFound instead, exactly as a root that does not exist
-	// (DESIGN.md §4).
+	// (api/auth/doc.go).
 	CodePermissionDenied = "PermissionDenied"
 	// CodeUnauthenticated: the request carries no valid API key (REST 401 with
 	// WWW-Authenticate: Bearer).

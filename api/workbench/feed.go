@@ -46,7 +46,7 @@ const feedUnavailableLimit = 30 * time.Second
 // Events opens agent's change feed after position from (nil: from the oldest event the
 // feed holds), narrowed by filter, after a linearizable read: every change acknowledged
 // before the call is in the feed it follows. Errors: InvalidArguments (agent, filter),
-// NotFound for a root that does not exist or that the caller may not use (DESIGN.md §4),
+// NotFound for a root that does not exist or that the caller may not use (api/auth/doc.go),
 // PermissionDenied without the read scope, FeedExpired when retention dropped events
 // after from, RoutingUnavailable.
 func (s *Service) Events(ctx context.Context, agent string, from *meta.FeedPosition, filter meta.EventFilter) (*Feed, error) {

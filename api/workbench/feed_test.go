@@ -77,8 +77,7 @@ func TestFeedFollowsChangesAsTheyApply(t *testing.T) {
 	}
 }
 
-// A root that does not exist and one the principal may not use answer alike (DESIGN.md
-// §4); without the read scope the answer is PermissionDenied.
+// A root that does not exist and one the principal may not use answer alike (api/auth/doc.go); without the read scope the answer is PermissionDenied.
 func TestFeedAccessAndExpiry(t *testing.T) {
 	svc, _ := newService(t, 4096)
 	writeFile(t, svc, "input/a", "1")

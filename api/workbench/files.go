@@ -20,7 +20,7 @@ import (
 )
 
 // maxAppendAttempts bounds how often an append without a caller condition retries after
-// losing a generation race (WORKBENCH.md: append "retries conflicts itself").
+// losing a generation race (docs/workbench.md: append "retries conflicts itself").
 const maxAppendAttempts = 32
 
 // backoff sleeps a jittered, growing delay before retry attempt+1 (at most ~50 ms).
@@ -437,7 +437,7 @@ type entryReader struct {
 	fileOff  int64
 	fileLeft int64
 	err      error
-	// ahead fetches the next segment while the current one streams (DESIGN.md §6);
+	// ahead fetches the next segment while the current one streams (docs/architecture.md#the-read-path);
 	// nil when nothing is being fetched.
 	ahead *prefetch
 }

@@ -24,7 +24,7 @@ const gcSafetyDuration = 6 * time.Second
 // TestGCIsSafeUnderConcurrency runs writes, overwrites, deletes, appends, compaction,
 // snapshots, restores, commits and GC sweeps (grace 1 s) at once; the sweeps must delete
 // unreferenced blobs, and afterwards every path visible live, in every alive snapshot and
-// in every commit must read back with its digest (DESIGN.md §8).
+// in every commit must read back with its digest (docs/architecture.md#blob-storage-and-garbage-collection).
 func TestGCIsSafeUnderConcurrency(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 0, RestoreBatch: 8})
 	svc := n.Service

@@ -299,7 +299,7 @@ func (s *Service) grepView(ctx context.Context, agent, id string) (*meta.View, *
 	return view, ws, nil
 }
 
-// Grep implements workbench_grep (WORKBENCH.md §grep): one page of the lines of the files
+// Grep implements workbench_grep (docs/workbench.md, workbench_grep): one page of the lines of the files
 // at or below req.Path that contain any of req.Patterns.
 //
 // Matching: a line matches when it contains a pattern as a literal substring under Unicode
@@ -624,7 +624,7 @@ func (g *grepRun) open(p string, e *meta.Entry, off int64) (io.ReadCloser, error
 }
 
 // readFailed explains a failed body read. Reads use the revision the listing saw, which
-// stays readable for the blob grace period (DESIGN.md §6); should its bytes be gone
+// stays readable for the blob grace period (docs/architecture.md#the-read-path); should its bytes be gone
 // anyway, the file was replaced under the scan, and that is ReadFenceChanged (retryable)
 // rather than an internal error. (A snapshot read would skip this: its revisions are held.)
 func (g *grepRun) readFailed(p string, e *meta.Entry, err error) error {

@@ -15,7 +15,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// Verified reads (issue 10, DESIGN.md §6): no byte of a body reaches a caller before the
+// Verified reads (issue 10, docs/architecture.md#the-read-path): no byte of a body reaches a caller before the
 // segment it belongs to is verified against the segment's content digest. loadSegment is
 // the one door segment bytes come through: it reads the requested range of an
 // object-store segment through the blob reader to the blob's end (where the reader checks

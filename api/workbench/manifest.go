@@ -16,12 +16,12 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// The pure computations of workbench_commit (WORKBENCH.md §commit): the canonical manifest
+// The pure computations of workbench_commit (docs/workbench.md, workbench_commit): the canonical manifest
 // form, its digest, the commit identity, the tree digest and the run-manifest envelope.
 // Nothing here does I/O or reads the clock: equal inputs give equal bytes on every node and
 // every release, because these bytes are hashed into identities that callers compare.
 
-// Commit schema names and limits (WORKBENCH.md §commit).
+// Commit schema names and limits (docs/workbench.md, workbench_commit).
 const (
 	// RunManifestSchema is the schema of the envelope stored at RunManifestPath.
 	RunManifestSchema = "nokv.workbench.run_manifest.v1"
@@ -34,7 +34,7 @@ const (
 	MaxManifestDepth = 64
 )
 
-// CanonicalManifest returns the canonical form of a JSON manifest (WORKBENCH.md §commit;
+// CanonicalManifest returns the canonical form of a JSON manifest (docs/workbench.md, workbench_commit;
 // this is not RFC 8785):
 //
 //   - compact: no whitespace outside strings;
@@ -279,14 +279,14 @@ func quoteForMessage(s string) string {
 }
 
 // ManifestDigestURI returns "sha256:" + the hex SHA-256 of canonical (the output of
-// CanonicalManifest): the manifest_digest_uri of WORKBENCH.md §commit.
+// CanonicalManifest): the manifest_digest_uri of docs/workbench.md, workbench_commit.
 func ManifestDigestURI(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // ValidateContentDigestURI checks a caller-supplied content_digest_uri against
-// ^sha256:[0-9a-f]{64}$ (WORKBENCH.md, workbench_commit's input). InvalidArguments naming
+// ^sha256:[0-9a-f]{64}$ (docs/workbench.md, workbench_commit's input). InvalidArguments naming
 // "content_digest_uri" otherwise.
 func ValidateContentDigestURI(s string) error {
 	if !isDigestURI(s) {
@@ -316,7 +316,7 @@ func lengthPrefixed(h io.Writer, s string) {
 	io.WriteString(h, s)
 }
 
-// CommitIdentity returns the commit_identity of WORKBENCH.md §commit: the lower-case hex
+// CommitIdentity returns the commit_identity of docs/workbench.md, workbench_commit: the lower-case hex
 // SHA-256 (no "sha256:" prefix) of CommitIdentityDomain, a NUL byte, then workbenchID,
 // contentDigestURI and manifestDigestURI, each as its length in bytes (8-byte big-endian)
 // followed by its UTF-8 bytes. Timestamps are not part of it: the identity covers what the
@@ -338,7 +338,7 @@ type TreeMember struct {
 	DigestURI string
 }
 
-// TreeDigestURI returns the tree_digest_uri of WORKBENCH.md §commit: "sha256:" + the hex
+// TreeDigestURI returns the tree_digest_uri of docs/workbench.md, workbench_commit: "sha256:" + the hex
 // SHA-256 over the members in byte order of their paths, each written as the 8-byte
 // big-endian length of the path, the path, the 8-byte big-endian length of the digest_uri
 // and the digest_uri. members is not modified. Members of one tree have distinct paths;
@@ -380,7 +380,7 @@ type RunManifest struct {
 //
 // canonicalManifest must be CanonicalManifest's output; it is embedded verbatim. The bytes
 // are compact JSON without a trailing newline, members in this fixed order (the order
-// WORKBENCH.md §commit lists them): schema, workbench_id, workbench_path,
+// docs/workbench.md, workbench_commit lists them): schema, workbench_id, workbench_path,
 // content_digest_uri, manifest_digest_uri, commit_identity, committed_at_unix_seconds,
 // manifest. Strings are escaped as in CanonicalManifest (no HTML escaping), so equal
 // inputs give equal bytes.

@@ -10,7 +10,7 @@ import (
 // when it is one of the five) as every surface must: meta.ValidatePath's syntax, and the
 // contract's bounds on the part relative to its section, at most
 // meta.MaxRelativePathBytes bytes and meta.MaxRelativePathComponents components
-// (WORKBENCH.md §Common rules); a path outside the sections is bounded as a whole. MCP
+// (docs/workbench.md#common-rules); a path outside the sections is bounded as a whole. MCP
 // (toolTarget) and REST both call it, so neither accepts a path the other refuses.
 // InvalidArguments naming field otherwise.
 func ValidatePath(field, full string) *Error {

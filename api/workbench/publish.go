@@ -14,7 +14,7 @@ import (
 	"github.com/cairnstore/cairn/shard/worker"
 )
 
-// The write path's half of garbage collection (DESIGN.md §8): a publish fenced against the
+// The write path's half of garbage collection (docs/architecture.md#blob-storage-and-garbage-collection): a publish fenced against the
 // collector. The sweeper itself, which puts unreferenced and orphaned blobs under delete
 // intent, deletes them and records the deletions, runs on the shard leader (shard/worker);
 // the FSM's rules are in meta/gc.go. A publish that references a blob under delete intent

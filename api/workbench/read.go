@@ -15,7 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Structured record types of workbench_read (WORKBENCH.md §read).
+// Structured record types of workbench_read (docs/workbench.md, workbench_read).
 const (
 	RecordJSONObject  = "json_object"
 	RecordJSONArray   = "json_array"

@@ -32,7 +32,7 @@ const (
 // DefaultRestoreBatch is how many files one bounded restore command stages.
 const DefaultRestoreBatch = 1024
 
-// RestoreOperationID derives the deterministic id of a restore (WORKBENCH.md §restore):
+// RestoreOperationID derives the deterministic id of a restore (docs/workbench.md, workbench_restore):
 // hex SHA-256 over a domain string, the agent root, the source incarnation, the source
 // point ("snapshot:<id>" or "commit:<identity>") and the destination name, each
 // length-prefixed. An exact retry derives the same id and so converges.

@@ -37,7 +37,7 @@ type Core interface {
 	// ReadViewAt returns a view of the serving replica's applied state once it holds shard
 	// version `version` (0: whatever it applied), without a leader round trip. It is not
 	// linearizable: use it only for answers that cannot depend on lag, such as data at a
-	// live snapshot's read version (DESIGN.md §6; at.go says when the adapter uses it).
+	// live snapshot's read version (docs/architecture.md#the-read-path; at.go says when the adapter uses it).
 	// Its errors match ErrCoreUnavailable when the replica is behind or gone.
 	ReadViewAt(ctx context.Context, version uint64) (*meta.View, error)
 	// WaitApplied returns once the serving replica has applied shard version `version`,
@@ -59,7 +59,7 @@ type LeaderCore = interface {
 }
 
 // Cores finds the core that serves an agent root (a root lives on exactly one shard,
-// DESIGN.md §2). The embedded node has one core for every root (SingleCore).
+// docs/architecture.md#vocabulary). The embedded node has one core for every root (SingleCore).
 type Cores interface {
 	// For returns the core of agent's root; ctx is the request's (it bounds any lookup).
 	// Its error, when no replica here can serve the root, matches ErrCoreUnavailable
@@ -77,7 +77,7 @@ func (c SingleCore) For(context.Context, string) (Core, error) { return c.Core, 
 // Sections are the five virtual sections of every workbench, in contract order.
 var Sections = []string{"input", "scripts", "outputs", "logs", "metadata"}
 
-// Reserved paths, written only by commit and restore (WORKBENCH.md §Common rules).
+// Reserved paths, written only by commit and restore (docs/workbench.md#common-rules).
 var reservedPaths = map[string]bool{"metadata/run_manifest.json": true, "metadata/restore_manifest.json": true}
 
 // DefaultMaxReadBufferBytes is Config.MaxReadBufferBytes's default: 16 reads each holding
@@ -141,10 +141,11 @@ type Config struct {
 	// MaxUploadDuration bounds how long one body's ingest (reading, cutting and uploading
 	// it) may take; a slower one fails with ResourceExhausted before it publishes. It must
 	// be less than GCGrace: the orphan sweeper deletes uploaded blobs that stayed
-	// unpublished longer than the grace (DESIGN.md §6, §8). Default GCGrace / 2.
+	// unpublished longer than the grace (docs/architecture.md#the-read-path and
+	// #blob-storage-and-garbage-collection). Default GCGrace / 2.
 	MaxUploadDuration time.Duration
-	// SegmentCache is the node's local cache of verified segments (blob/cache, DESIGN.md
-	// §6): reads are served from it when it holds a segment (REST GET by sendfile) and
+	// SegmentCache is the node's local cache of verified segments (blob/cache,
+	// docs/architecture.md#the-read-path): reads are served from it when it holds a segment (REST GET by sendfile) and
 	// fill it with whole segments they fetched and verified; writes fill it with the
 	// segments they upload. nil (the default): no cache.
 	SegmentCache *cache.Cache
@@ -606,7 +607,7 @@ func freeSeg(p []byte) { putSegBuf(&p) }
 // continues a body's hash (append); nil starts a new one.
 //
 // SHA-256 runs once per byte for a new body of one segment (its digest is the segment's
-// key, DESIGN.md §5), and twice for a body of several (the whole body, and each segment in
+// key, docs/architecture.md#the-write-path), and twice for a body of several (the whole body, and each segment in
 // its upload goroutine); an append hashes its bytes once more for the resumed whole-body
 // digest. The blob store hashes nothing again (blob.Hashed).
 func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHint int64, resume hash.Hash) (*ingested, error) {
@@ -806,7 +807,7 @@ func (b *ingested) finishOne(data []byte, resume hash.Hash) (blob.Hashed, error)
 	return hd, nil
 }
 
-// hashStateFormat prefixes a serialized SHA-256 state (DESIGN.md §5).
+// hashStateFormat prefixes a serialized SHA-256 state (docs/architecture.md#the-write-path).
 const hashStateFormat = 1
 
 // resumeHash restores the hash state stored with an entry; ok is false when the format is

@@ -10,7 +10,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// Snapshot defaults and limits (WORKBENCH.md §snapshot).
+// Snapshot defaults and limits (docs/workbench.md, workbench_snapshot).
 const (
 	DefaultSnapshotTTLDays   = 7
 	MaxSnapshotMetadataProps = 64

@@ -13,7 +13,7 @@ import (
 )
 
 // Tool inputs, decoded from the JSON arguments after they passed the contract's input
-// schema (WORKBENCH.md §The 18 tools). Optional and nullable fields are pointers.
+// schema (docs/workbench.md#the-18-tools-inputs). Optional and nullable fields are pointers.
 
 // CreateInput is workbench_create's input.
 type CreateInput struct {
@@ -90,10 +90,10 @@ type Result map[string]any
 
 func success() Result { return Result{"status": "success"} }
 
-// maxEditAttempts bounds edit's re-read-and-revalidate loop (WORKBENCH.md §edit).
+// maxEditAttempts bounds edit's re-read-and-revalidate loop (docs/workbench.md, workbench_edit).
 const maxEditAttempts = 5
 
-// Read limits (WORKBENCH.md: limit 1..300).
+// Read limits (docs/workbench.md: limit 1..300).
 const (
 	DefaultReadLimit = 100
 	MaxReadLimit     = 300
@@ -561,7 +561,7 @@ func (s *Service) statCard(agent, id, full string, st StatResult) map[string]any
 func baseName(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
 
 // stagingWriteError turns the NotFound a write's read step gets for a restore destination
-// that is still staging into the InvalidState a write to it gets (WORKBENCH.md §restore).
+// that is still staging into the InvalidState a write to it gets (docs/workbench.md, workbench_restore).
 func (s *Service) stagingWriteError(ctx context.Context, agent, id string, err error) error {
 	if AsError(err).Code != CodeNotFound {
 		return err

@@ -1,5 +1,5 @@
 // Package etcdcluster runs a three-member etcd cluster on loopback, in this process, for
-// the etcd baseline of `cairn bench` (DESIGN.md §12: a replicated-metadata peer measured
+// the etcd baseline of `cairn bench` (BENCHMARKS.md: a replicated-metadata peer measured
 // side by side with Cairn). It is a benchmark fixture, not a deployment: members share one
 // machine and one disk, as a local 3-node Cairn cluster would.
 //

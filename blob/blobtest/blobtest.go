@@ -662,7 +662,7 @@ func testClosed(t *testing.T, s blob.Store) {
 // reading the payload can tell. Each backend's test supplies its own.
 type Damage func(t *testing.T, s blob.Store, key blob.Key)
 
-// RunDamage runs the damage part of the conformance suite (DESIGN.md §8, issue 10): a
+// RunDamage runs the damage part of the conformance suite (docs/architecture.md#blob-storage-and-garbage-collection, issue 10): a
 // damaged blob fails every read, whatever the range, with ErrCorrupt and never a clean
 // io.EOF; put-if-absent verifies a blob it finds before trusting it, so the next Put of the
 // same content replaces a damaged blob. open is as for Run.

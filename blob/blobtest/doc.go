@@ -1,4 +1,4 @@
-// Package blobtest is the conformance suite every blob.Store backend runs (DESIGN.md §11,
+// Package blobtest is the conformance suite every blob.Store backend runs (README.md#testing,
 // layer 2): one behavioural contract, checked the same way against blob/dir, blob/mem and
 // blob/s3.
 //

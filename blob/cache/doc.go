@@ -1,4 +1,4 @@
-// Package cache is a node's local segment cache (DESIGN.md §6): a bounded on-disk LRU of
+// Package cache is a node's local segment cache (docs/architecture.md#the-read-path): a bounded on-disk LRU of
 // verified blobs, filled on read and on write, served from the file (so a read of a hot
 // segment is a sendfile from the page cache to the connection, no user-space copy and no
 // second SHA-256).

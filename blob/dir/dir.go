@@ -398,7 +398,7 @@ func (s *Store) Delete(ctx context.Context, key blob.Key) error {
 
 // List implements blob.Store. It reads the header of every file; a file with an invalid
 // header stops the listing with an error wrapping blob.ErrCorrupt (fail closed: garbage
-// collection must not proceed over a listing it cannot trust, DESIGN.md §8). Temporary files
+// collection must not proceed over a listing it cannot trust, docs/architecture.md#blob-storage-and-garbage-collection). Temporary files
 // and names that are not 64 lower-case hex digits in the right fan-out directory are skipped.
 func (s *Store) List(ctx context.Context, root string, fn func(blob.Key, blob.Info) error) error {
 	if err := s.begin(ctx, "list", root, root); err != nil {

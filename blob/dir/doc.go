@@ -1,4 +1,4 @@
-// Package dir is the local-directory blob.Store, the embedded default backend (DESIGN.md §8).
+// Package dir is the local-directory blob.Store, the embedded default backend (docs/architecture.md#blob-storage-and-garbage-collection).
 //
 // Layout under the directory given to Open:
 //

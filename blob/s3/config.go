@@ -49,7 +49,7 @@ type Config struct {
 	// Bucket is the bucket that holds the blobs. Required; S3 bucket naming rules apply.
 	Bucket string
 	// Prefix is prepended to every object name: objects are
-	// "<Prefix>/roots/<root uid>/blobs/<aa>/<sha256 hex>" (DESIGN.md §8), or
+	// "<Prefix>/roots/<root uid>/blobs/<aa>/<sha256 hex>" (docs/architecture.md#blob-storage-and-garbage-collection), or
 	// "roots/..." when Prefix is empty. Segments are separated by "/" and must be
 	// non-empty; no leading or trailing "/". Default "".
 	Prefix string
@@ -77,7 +77,7 @@ type Config struct {
 	// UploadJournal, when set, is a local directory where the Store notes every multipart
 	// upload before it starts and forgets it once completed or aborted. Open aborts the
 	// uploads a crashed process left noted there, so their parts are not kept (and
-	// billed) forever (DESIGN.md §8). Empty: no journal.
+	// billed) forever (docs/architecture.md#blob-storage-and-garbage-collection). Empty: no journal.
 	UploadJournal string
 }
 

@@ -1,4 +1,4 @@
-// Package s3 is the blob.Store over an S3-compatible object store (DESIGN.md §8): MinIO,
+// Package s3 is the blob.Store over an S3-compatible object store (docs/architecture.md#blob-storage-and-garbage-collection): MinIO,
 // AWS S3, Ceph RGW, SeaweedFS, through github.com/minio/minio-go/v7.
 //
 // Layout: one object per blob, named

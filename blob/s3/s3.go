@@ -21,7 +21,7 @@ import (
 	"github.com/cairnstore/cairn/blob"
 )
 
-// User metadata of every blob object (DESIGN.md §8), sent as x-amz-meta-cairn-encoding and
+// User metadata of every blob object (docs/architecture.md#blob-storage-and-garbage-collection), sent as x-amz-meta-cairn-encoding and
 // x-amz-meta-cairn-size. minio-go reports them under these canonical names.
 const (
 	// MetaEncoding holds blob.Encoding.String(): "identity" or "zstd".
@@ -154,7 +154,7 @@ func (s *Store) ensureBucket(ctx context.Context) error {
 }
 
 // ObjectName returns the name of key's object in the bucket:
-// "<Prefix>/roots/<root uid>/blobs/<aa>/<sha256 hex>" (DESIGN.md §8).
+// "<Prefix>/roots/<root uid>/blobs/<aa>/<sha256 hex>" (docs/architecture.md#blob-storage-and-garbage-collection).
 func (s *Store) ObjectName(key blob.Key) string {
 	h := key.Digest.String()
 	return s.rootPrefix(key.Root) + h[:2] + "/" + h
@@ -248,7 +248,7 @@ func (s *Store) stat(ctx context.Context, op string, key blob.Key) (blob.Info, b
 }
 
 // Put implements blob.Store. It HEADs the object first and uploads nothing when a valid
-// blob is there (DESIGN.md §8, put-if-absent): valid means its metadata parses and its
+// blob is there (docs/architecture.md#blob-storage-and-garbage-collection, put-if-absent): valid means its metadata parses and its
 // payload, read back whole, hashes to the key (a dedupe hit costs a GET of the object;
 // a damaged object is overwritten). The upload is conditional
 // (If-None-Match: *, S3 conditional writes), so of concurrent Puts of a new key in any
@@ -504,7 +504,7 @@ func (s *Store) Delete(ctx context.Context, key blob.Key) error {
 // lexicographic order is digest order. On MinIO the listing carries each object's user
 // metadata (a MinIO extension); elsewhere List HEADs each object for it. An object with
 // bad metadata stops the listing with an error wrapping blob.ErrCorrupt (fail closed: the
-// garbage collector must not proceed over a listing it cannot trust, DESIGN.md §8). Names
+// garbage collector must not proceed over a listing it cannot trust, docs/architecture.md#blob-storage-and-garbage-collection). Names
 // that are not "<aa>/<64 lower-case hex>" with aa the digest's first byte are skipped. A
 // page that fails transiently is fetched again after the last name seen.
 func (s *Store) List(ctx context.Context, root string, fn func(blob.Key, blob.Info) error) error {

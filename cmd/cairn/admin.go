@@ -56,7 +56,7 @@ func newAdminGCCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gc [--dry-run] [--agent A]",
 		Short: "Run one garbage-collection sweep on the server",
-		Long: "Run one garbage-collection sweep (DESIGN.md §8) with the server's grace period\n" +
+		Long: "Run one garbage-collection sweep (docs/architecture.md#blob-storage-and-garbage-collection) with the server's grace period\n" +
 			"(--gc-grace): blobs unreferenced for longer, and blobs uploaded but never\n" +
 			"published for longer, are deleted. --dry-run lists what would go and deletes\n" +
 			"nothing. The server must be the shard leader.",

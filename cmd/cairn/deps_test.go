@@ -13,7 +13,7 @@ import (
 	"github.com/cairnstore/cairn/shard"
 )
 
-// TestImportsNoStorageOrReplicationPackage checks DESIGN.md §3 ("cmd/cairn: wiring, no
+// TestImportsNoStorageOrReplicationPackage checks docs/architecture.md#packages ("cmd/cairn: wiring, no
 // logic"): the command's own files import no blob store and no replication package; it
 // classifies the errors of a node's start through api/server's error values. (Its
 // dependency list still holds them: api/server assembles the node from them.)

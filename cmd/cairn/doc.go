@@ -3,7 +3,7 @@
 // the client commands people and CI jobs use (`put`, `cat`, `ls`, `stat`, `rm`, `append`,
 // `edit`, `import`, `export`; `snapshot`, `commit`, `restore`, `search`, `grep`,
 // `aggregate`, `catalog`, `find`; `admin`), which talk to a server over its REST API
-// through package api/client (DESIGN.md §1) and build no HTTP request themselves.
+// through package api/client (README.md) and build no HTTP request themselves.
 //
 // This package only wires: it parses flags and arguments, builds the pieces from their
 // packages and reports results. Rules it keeps:

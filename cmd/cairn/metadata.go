@@ -13,7 +13,7 @@ import (
 	"github.com/cairnstore/cairn/api/client"
 )
 
-// maxAggregateGroups is the most groups one aggregate returns (WORKBENCH.md).
+// maxAggregateGroups is the most groups one aggregate returns (docs/workbench.md).
 const maxAggregateGroups = 100
 
 // addMetadataCommands registers the commands over indexed metadata besides search:

@@ -15,7 +15,7 @@ import (
 	"github.com/cairnstore/cairn/api/client"
 )
 
-// Page bounds of the query tools (WORKBENCH.md): the CLI follows cursors with pages of
+// Page bounds of the query tools (docs/workbench.md): the CLI follows cursors with pages of
 // at most this many results.
 const (
 	maxSearchPage = 10

@@ -1,5 +1,5 @@
 // Package deploy holds Cairn's deployment assets and the tests that check them without a
-// container runtime (DESIGN.md §3, ops):
+// container runtime (docs/architecture.md#packages, ops):
 //
 //	Dockerfile                 multi-stage build: a static binary (CGO off) on a
 //	                           distroless base, non-root, HEALTHCHECK by `cairn health`

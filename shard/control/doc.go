@@ -1,4 +1,4 @@
-// Package control is Cairn's control plane in etcd (DESIGN.md §9): the node registry,
+// Package control is Cairn's control plane in etcd (docs/architecture.md#replication-and-placement): the node registry,
 // the cluster's fixed settings, shard → replica set records, root → shard placement,
 // advisory leader hints, and the elected controller that assigns replicas to shards.
 //

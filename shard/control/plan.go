@@ -119,7 +119,7 @@ type State struct {
 // Per shard, in shard order, a record write (if the record must change) comes before the
 // Raft actions that rely on it.
 //
-// Rules (DESIGN.md §9):
+// Rules (docs/architecture.md#replication-and-placement):
 //   - A shard with no record gets one with the least-loaded live node as its only voter,
 //     and that node bootstraps the group; a one-voter record of a shard whose leader does
 //     not answer bootstraps again (bootstrapping an existing group is a no-op on the node).

@@ -174,7 +174,7 @@ type Cluster struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-// maxShards bounds the shard count: a node hosts tens of shards (DESIGN.md §9).
+// maxShards bounds the shard count: a node hosts tens of shards (docs/architecture.md#replication-and-placement).
 const maxShards = 4096
 
 // CreateCluster creates the cluster metadata if absent (a transaction that succeeds only if

@@ -1,4 +1,5 @@
-// Package host hosts a node's replicas (DESIGN.md §3, §9): it opens the replica of every
+// Package host hosts a node's replicas (docs/architecture.md#packages,
+// #replication-and-placement): it opens the replica of every
 // shard placed on this node, routes an agent root to its shard and that shard's leader,
 // forwards metadata commands and read-index requests to the leader over the peer port,
 // serves the node-to-node API (the controller's shard administration, replica figures,

@@ -41,7 +41,7 @@ type Config struct {
 	// and may be reported twice). Calls for one shard come in order; they must not block.
 	// The leader-only workers (shard/worker) start and stop here.
 	OnLeadership func(id int, r *shard.Shard, leads bool)
-	// Cluster, when set, makes the host a cluster node (DESIGN.md §9); nil is the embedded
+	// Cluster, when set, makes the host a cluster node (docs/architecture.md#replication-and-placement); nil is the embedded
 	// default (one shard, single voter, static placement).
 	Cluster *ClusterConfig
 }

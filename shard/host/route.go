@@ -27,7 +27,8 @@ type Route struct {
 
 // Route decides where a request for agent's root is served. A node that hosts a replica
 // of the root's shard serves it itself: writes upload their bodies here and forward only
-// their commands, reads are served from the local replica (DESIGN.md §5, §6). Only a node
+// their commands, reads are served from the local replica (docs/architecture.md#the-write-path,
+// #the-read-path). Only a node
 // without such a replica forwards the whole request, to the shard's leader — and so does
 // one whose shard leader runs an older release without command forwarding (a rolling
 // upgrade).

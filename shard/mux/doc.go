@@ -1,5 +1,5 @@
 // Package mux lets every stream of node-to-node traffic (the Raft groups of tens of shards,
-// request forwarding) share one TCP port (DESIGN.md §9).
+// request forwarding) share one TCP port (docs/architecture.md#replication-and-placement).
 //
 // A dialer opens a TCP connection (optionally mutual TLS), writes a small header naming the
 // stream, and waits for a one-byte answer; the acceptor reads the header under a deadline

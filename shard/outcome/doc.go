@@ -3,7 +3,7 @@
 // (ErrUnavailable), it may or may not apply (ErrUnknown), or the replica's disk is full and
 // nothing applied (ErrStorageFull).
 //
-// It is the error contract between the replication layer and its callers (DESIGN.md §3):
+// It is the error contract between the replication layer and its callers (docs/architecture.md#packages):
 // the shard package's errors match these values with errors.Is (shard.ErrNotLeader and
 // shard.ErrClosed match ErrUnavailable, shard.ErrTimeout ErrUnknown, shard.ErrStorageFull
 // ErrStorageFull), and the Workbench adapter declares them as its own core errors, so the

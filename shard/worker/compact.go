@@ -29,7 +29,7 @@ const compactionRunBytes = blob.SingleSegmentMaxBytes
 const compactionConcurrency = 1
 
 // Compact runs one compaction pass over up to maxFiles candidates of the shards this Set
-// leads now, in shard order (DESIGN.md §5): for each, it reads the first run of at least
+// leads now, in shard order (docs/architecture.md#the-write-path): for each, it reads the first run of at least
 // two small segments (each under meta.CompactSmallSegmentBytes, at most
 // compactionRunBytes together), verified against their digests, stores it as one segment
 // (inline within Config.InlineMaxBytes, else one blob uploaded under the upload fence of

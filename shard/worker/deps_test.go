@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestDependenciesStayBelowTheShard checks DESIGN.md §3: the workers know a shard only
+// TestDependenciesStayBelowTheShard checks docs/architecture.md#packages: the workers know a shard only
 // through Core and shard/outcome's errors, so their dependency list (tests aside: they
 // open real replicas) holds neither package shard nor Raft, its log store or bbolt, and
 // nothing of the surfaces above (api/...).

@@ -1,5 +1,5 @@
-// Package worker runs the leader-only background workers of a node's shards (DESIGN.md
-// §3, §8, §9): per led shard a garbage collector of blobs (the sweep of unreferenced
+// Package worker runs the leader-only background workers of a node's shards (docs/architecture.md
+// #packages, #blob-storage-and-garbage-collection, #replication-and-placement): per led shard a garbage collector of blobs (the sweep of unreferenced
 // digests and of orphans, gc.go), a compactor that rolls runs of small segments into one
 // (compact.go), and a restore resumer (through Restorer, which the Workbench adapter
 // implements). The embedded node and a cluster node run the same Set, with the same

@@ -13,7 +13,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// Garbage collection of blobs, the sweeper's half (DESIGN.md §8; the FSM's rules are in
+// Garbage collection of blobs, the sweeper's half (docs/architecture.md#blob-storage-and-garbage-collection; the FSM's rules are in
 // meta/gc.go; the writer's half, a publish that meets an intent and uploads again, is in
 // api/workbench). One sweep of a shard, per agent root:
 //
@@ -38,7 +38,7 @@ import (
 const (
 	// DefaultGCGrace is how long a blob must have been unreferenced (or, for an orphan,
 	// stored) before it is collected: longer than the longest read or upload stream
-	// (DESIGN.md §6).
+	// (docs/architecture.md#the-read-path).
 	DefaultGCGrace = time.Hour
 	// DefaultGCMaxBatch bounds the blobs one sweep collects per agent root.
 	DefaultGCMaxBatch = 1000

@@ -62,7 +62,7 @@ type Config struct {
 	GCInterval time.Duration
 	// GCGrace is how long a blob must have had no reference (or an orphan must have been
 	// stored) before a sweep takes it, unless GCOptions.Grace says otherwise. It must be
-	// longer than the longest read or upload stream (DESIGN.md §6; api/workbench bounds
+	// longer than the longest read or upload stream (docs/architecture.md#the-read-path; api/workbench bounds
 	// uploads below its own Config.GCGrace, which must be this one). Default
 	// DefaultGCGrace (1h).
 	GCGrace time.Duration

@@ -34,7 +34,7 @@ func (e *env) render() (string, error) {
 	w("The load generator, the servers and every baseline share this machine's %d cores, and other work may\n", env.Cores)
 	w("have run beside them: absolute numbers are this machine's and noisy. The ratios are the point: each\n")
 	w("Cairn phase is followed at once by its baselines, under the same load, with the same payloads, in the\n")
-	w("same process (DESIGN.md §12). A ratio is Cairn / baseline: a throughput ratio above 1 and a p99\n")
+	w("same process (BENCHMARKS.md). A ratio is Cairn / baseline: a throughput ratio above 1 and a p99\n")
 	w("ratio below 1 favour Cairn. Latency is from send to response (closed loop) or from the intended send\n")
 	w("time (open loop), in HdrHistogram percentiles over every operation, failed ones included.\n\n")
 
@@ -71,7 +71,7 @@ func (e *env) render() (string, error) {
 	w("`make bench-micro` runs the Go micro-benchmarks (not part of this report): FSM apply, in-process\n")
 	w("metadata lookups, the path codec, snapshot minting at 10 and 100,000 files (meta), content-defined\n")
 	w("chunking, SHA-256 hashing and the zstd codec (blob), and a 1 KiB append to a 1 KiB and a 1 GiB file\n")
-	w("through the real write path (api/workbench; DESIGN.md §12's O(delta) append).\n\n")
+	w("through the real write path (api/workbench; BENCHMARKS.md's O(delta) append).\n\n")
 
 	w("## Every command of this run\n\n")
 	w("In order; each also printed its results table and progress to the terminal.\n\n```sh\n")
@@ -212,7 +212,7 @@ func (e *env) ratio(id, name string) float64 {
 }
 
 func (e *env) renderTargets(w func(string, ...any)) {
-	w("## DESIGN.md §12 targets\n\n")
+	w("## BENCHMARKS.md targets\n\n")
 	w("Reported, never asserted. \"meets\" compares the figure above with the target; one noisy run on a\n")
 	w("shared 2-core machine is evidence, not proof.\n\n")
 	w("| target | measured | verdict |\n|---|---|---|\n")
@@ -309,7 +309,7 @@ func (e *env) renderMisses(w func(string, ...any), coldMiss, clusterMiss bool) {
 			}
 		}
 		w("**Cold reads.** Every segment read from the object store is verified against its SHA-256 content\n")
-		w("address before a byte of it is served (DESIGN.md §6: the store is not trusted, so a checksum would not\n")
+		w("address before a byte of it is served (docs/architecture.md#the-read-path: the store is not trusted, so a checksum would not\n")
 		w("do; `go test -run XXX -bench BenchmarkSegmentChecksum ./blob` measures SHA-256 beside CRC32C and\n")
 		w("XXH3-128). The relay verifies nothing, and on 2 cores the hash competes with the socket copies and\n")
 		w("MinIO itself.%s The cache-hit rows are the same path with each segment verified once, when it was\n", sha)
