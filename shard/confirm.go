@@ -307,3 +307,16 @@ func (s *Shard) drainProbes() {
 	case <-t.C:
 	}
 }
+
+// onlyVoter reports whether id is the one voter of configuration c.
+func onlyVoter(c raft.Configuration, id raft.ServerID) bool {
+	var voters int
+	var self bool
+	for _, sv := range c.Servers {
+		if sv.Suffrage == raft.Voter {
+			voters++
+			self = self || sv.ID == id
+		}
+	}
+	return voters == 1 && self
+}

@@ -67,6 +67,11 @@ func (s *Shard) watchLeadership() {
 			}
 			if s.raft.State() == raft.Leader && s.raft.CurrentTerm() == term {
 				s.leaderTerm.Store(term)
+				// Whether this replica is the group's only voter is known before it reports
+				// itself caught up, so a single voter never looks ready only for a lease.
+				if f := s.raft.GetConfiguration(); f.Error() == nil {
+					s.soloVoter.Store(onlyVoter(f.Configuration(), raft.ServerID(s.cfg.NodeID)))
+				}
 				s.caughtUp.Store(true)
 				s.confirmed(start)
 				// A first round now learns whether the group has other voters (soloVoter).
