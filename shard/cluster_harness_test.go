@@ -185,6 +185,21 @@ func (c *testCluster) leader(shardID string) (*testNode, *Shard) {
 	return ln, ls
 }
 
+// onLeader runs op on the ready leader of shardID, again on whichever replica leads while
+// op answers ErrNotLeader or ErrTimeout (leadership moved under a loaded machine); op must
+// be idempotent. Any other error fails the test.
+func (c *testCluster) onLeader(shardID string, op func(*testNode, *Shard) error) {
+	c.t.Helper()
+	retry.SucceedsSoon(c.t, "an operation on the leader of "+shardID, func() error {
+		n, s := c.leader(shardID)
+		err := op(n, s)
+		if err != nil && !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrTimeout) {
+			c.t.Fatalf("on the leader %s of %s: %v", n.name, shardID, err)
+		}
+		return err
+	})
+}
+
 // propose sends b to whichever replica of shardID leads, retrying while none can take it.
 // An ErrTimeout (outcome unknown) is returned as is.
 func (c *testCluster) propose(ctx context.Context, shardID string, b meta.Body) (meta.Result, error) {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard/mux"
@@ -386,7 +388,6 @@ func TestMembershipAddNonvoterPromoteAndRemove(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		c.mustPropose("0", put(fmt.Sprintf("f%d", i), "x"))
 	}
-	ln, ls := c.leader("0")
 	ctx := t.Context()
 
 	// A fourth node starts the shard empty and waits to be added.
@@ -395,17 +396,27 @@ func TestMembershipAddNonvoterPromoteAndRemove(t *testing.T) {
 	if st := ds.Stats(); st.AppliedVersion != 0 || st.LeaderID != "" {
 		t.Fatalf("a replica nobody added has state: %+v", st)
 	}
-	for n, s := range c.replicas("0") {
-		if n != ln && n != d {
-			if err := s.AddNonvoter(ctx, d.id, d.addr); !errors.Is(err, ErrNotLeader) {
+	// A follower refuses a membership change. Under load the leadership can move to the
+	// replica asked; only a replica that is not the leader must refuse.
+	retry.SucceedsSoon(t, "a follower refuses AddNonvoter", func() error {
+		for n, s := range c.replicas("0") {
+			if n == d || s.raft.State() == raft.Leader {
+				continue
+			}
+			err := s.AddNonvoter(ctx, d.id, d.addr)
+			if errors.Is(err, ErrNotLeader) {
+				return nil
+			}
+			if s.raft.State() != raft.Leader {
 				t.Fatalf("AddNonvoter on a follower: %v", err)
 			}
-			break
 		}
-	}
-	if err := ls.AddNonvoter(ctx, d.id, d.addr); err != nil {
-		t.Fatal(err)
-	}
+		return errors.New("no follower was asked")
+	})
+	// Membership changes are idempotent, so each runs on whichever replica leads, again
+	// after the leadership moved.
+	c.onLeader("0", func(_ *testNode, s *Shard) error { return s.AddNonvoter(ctx, d.id, d.addr) })
+	_, ls := c.leader("0")
 	members, err := ls.Configuration()
 	if err != nil {
 		t.Fatal(err)
@@ -421,24 +432,50 @@ func TestMembershipAddNonvoterPromoteAndRemove(t *testing.T) {
 		t.Fatalf("ReadViewAt on a caught-up non-voter: %v", err)
 	}
 
-	if err := ls.PromoteToVoter(ctx, "no-such-node"); !errors.Is(err, ErrUnknownServer) {
-		t.Fatalf("promote an unknown server: %v", err)
-	}
-	if err := ls.PromoteToVoter(ctx, d.id); err != nil {
-		t.Fatal(err)
-	}
-	if err := ls.PromoteToVoter(ctx, d.id); err != nil {
-		t.Fatalf("promoting a voter again: %v", err)
-	}
+	c.onLeader("0", func(_ *testNode, s *Shard) error {
+		if err := s.PromoteToVoter(ctx, "no-such-node"); !errors.Is(err, ErrUnknownServer) {
+			if errors.Is(err, ErrNotLeader) {
+				return err
+			}
+			t.Fatalf("promote an unknown server: %v", err)
+		}
+		return nil
+	})
+	c.onLeader("0", func(_ *testNode, s *Shard) error { return s.PromoteToVoter(ctx, d.id) })
+	c.onLeader("0", func(_ *testNode, s *Shard) error {
+		if err := s.PromoteToVoter(ctx, d.id); err != nil && !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("promoting a voter again: %v", err)
+		}
+		return nil
+	})
+	_, ls = c.leader("0")
 	members, _ = ls.Configuration()
 	if !slices.Contains(members, Member{ID: d.id, Address: d.addr, Voter: true}) {
 		t.Fatalf("configuration after PromoteToVoter: %+v", members)
 	}
 
-	// Remove the old leader itself: it steps down and the other three carry on.
-	if err := ls.RemoveServer(ctx, ln.id); err != nil {
-		t.Fatal(err)
-	}
+	// Remove a leader itself: it steps down and the other three carry on. If the leadership
+	// moves before the removal answers, the removal may still have committed: the new
+	// leader's configuration tells, and only a removal that did not commit is tried again
+	// (on the new leader, removing itself).
+	var ln *testNode
+	retry.SucceedsSoon(t, "a leader removes itself", func() error {
+		n, s := c.leader("0")
+		err := s.RemoveServer(ctx, n.id)
+		if err == nil {
+			ln, ls = n, s
+			return nil
+		}
+		if !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrTimeout) {
+			t.Fatalf("RemoveServer of the leader itself: %v", err)
+		}
+		_, cur := c.leader("0")
+		if members, cerr := cur.Configuration(); cerr == nil && !slices.ContainsFunc(members, func(m Member) bool { return m.ID == n.id }) {
+			ln, ls = n, s
+			return nil
+		}
+		return fmt.Errorf("removal of %s: %w", n.name, err)
+	})
 	retry.SucceedsSoon(t, "the removed replica stops", func() error {
 		if st := ls.Stats().State; st != "Shutdown" {
 			return fmt.Errorf("state %s", st)
