@@ -94,6 +94,17 @@ type ShardInfo struct {
 	HoldVersion uint64 `json:"hold_version"`
 }
 
+// check refuses an identity this binary cannot restore: another format or an unknown kind.
+func (id Identity) check() error {
+	if id.Format != Format {
+		return fmt.Errorf("%s: format %d is not supported (this binary reads %d)", IdentityPart, id.Format, Format)
+	}
+	if id.Kind != KindEmbedded && id.Kind != KindCluster {
+		return fmt.Errorf("%w: %s: kind %q is neither %q nor %q", ErrDamaged, IdentityPart, id.Kind, KindEmbedded, KindCluster)
+	}
+	return nil
+}
+
 // Part is one stored part: its name, size in bytes and SHA-256 (hex).
 type Part struct {
 	Name   string `json:"name"`
@@ -166,6 +177,9 @@ func Write(ctx context.Context, t Target, stream io.Reader) (*Manifest, error) {
 	}
 	if err := json.Unmarshal(identity, &m.Identity); err != nil {
 		return nil, fmt.Errorf("backup stream: %s: %w", IdentityPart, err)
+	}
+	if err := m.Identity.check(); err != nil {
+		return nil, fmt.Errorf("backup stream: %w", err)
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -267,6 +281,9 @@ func ReadManifest(ctx context.Context, t Target) (*Manifest, error) {
 	}
 	if m.Format != Format {
 		return nil, fmt.Errorf("backup format %d is not supported (this binary reads %d)", m.Format, Format)
+	}
+	if err := m.Identity.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", ManifestPart, err)
 	}
 	return &m, nil
 }

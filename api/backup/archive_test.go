@@ -1,9 +1,13 @@
 package backup
 
 import (
+	"archive/tar"
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -56,5 +60,50 @@ func TestDiscardPartialRemovesTheBackupsFilesAndNothingElse(t *testing.T) {
 	}
 	if _, err := DiscardPartial(t.Context(), target, "cut"); err == nil {
 		t.Fatal("DiscardPartial removed another backup's destination")
+	}
+}
+
+// An identity this binary cannot restore is refused when the stream is stored and when an
+// archive's manifest is read, before any part is restored from it.
+func TestAnIdentityOfAnotherFormatOrKindIsRefused(t *testing.T) {
+	for name, ident := range map[string]string{
+		"format": `{"format":2,"backup":"b","kind":"embedded","node_id":"n"}`,
+		"kind":   `{"format":1,"backup":"b","kind":"laptop","node_id":"n"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stream bytes.Buffer
+			tw := tar.NewWriter(&stream)
+			for _, p := range []struct{ name, body string }{{CursorKey, "k"}, {IdentityPart, ident}} {
+				if err := tw.WriteHeader(&tar.Header{Name: p.name, Mode: 0o600, Size: int64(len(p.body))}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tw.Write([]byte(p.body)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			target, err := OpenTarget(dir, S3{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Write(t.Context(), target, &stream); err == nil || !strings.Contains(err.Error(), name) {
+				t.Fatalf("Write stored an archive whose identity has another %s: %v", name, err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, ManifestPart)); !os.IsNotExist(err) {
+				t.Fatalf("a manifest was written: %v", err)
+			}
+
+			// A manifest that names such an identity (written by another binary) is refused too.
+			m := fmt.Sprintf(`{"format":1,"identity":%s,"parts":[]}`, ident)
+			if err := os.WriteFile(filepath.Join(dir, ManifestPart), []byte(m), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ReadManifest(t.Context(), target); err == nil || !strings.Contains(err.Error(), name) {
+				t.Fatalf("ReadManifest accepted an identity with another %s: %v", name, err)
+			}
+		})
 	}
 }
