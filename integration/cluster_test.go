@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,10 +19,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/cairnstore/cairn/blob/s3/s3test"
-	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
-	"github.com/cairnstore/cairn/ops"
 )
 
 // Tests of `cairn serve --cluster`: a real etcd (embedded in the test process), a real
@@ -340,21 +337,18 @@ type procCluster struct {
 	servers []*server
 	etcd    string       // etcd client endpoint
 	args    serverOption // every node's arguments
-	// blobArgs are the object-store arguments among them (--blob, --s3-endpoint).
-	blobArgs []string
+	// stores are the etcd and the object store every node shares.
+	stores framework.Stores
 }
 
 // startProcCluster starts etcd, MinIO and nodes nodes of a cluster with shards shards;
 // extra is added to every node's arguments.
 func startProcCluster(t *testing.T, nodes, shards int, extra ...string) *procCluster {
 	t.Helper()
-	m := s3test.Start(t)
-	bucket := s3test.Bucket()
-	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
-	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
-	pc := &procCluster{etcd: etcdtest.Start(t).Endpoint(), blobArgs: []string{"--blob", "s3://" + bucket, "--s3-endpoint", "http://" + m.Endpoint}}
-	pc.args = serveArgs(append(append([]string{"--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", pc.etcd,
-		"--shards", strconv.Itoa(shards), "--replication", "3", "--shutdown-timeout", "5s"}, pc.blobArgs...), extra...)...)
+	st := framework.StartStores(t)
+	st.ExportCredentials(t)
+	pc := &procCluster{etcd: st.Etcd, stores: st}
+	pc.args = serveArgs(append(append(st.ClusterArgs(shards), "--peer-listen", "127.0.0.1:0"), extra...)...)
 	for range nodes {
 		pc.add(t)
 	}
