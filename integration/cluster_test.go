@@ -39,6 +39,15 @@ func clusterDo(method, u string, body []byte, bound time.Duration) (int, []byte)
 
 // clusterDoKey is clusterDo with an Idempotency-Key (none when key is "").
 func clusterDoKey(method, u string, body []byte, bound time.Duration, key string) (int, []byte) {
+	return clusterSend(method, u, body, bound, key, func(code int, _ []byte) bool {
+		return code == 0 || code == http.StatusServiceUnavailable
+	})
+}
+
+// clusterSend sends one request (with an Idempotency-Key unless key is ""), again every
+// 100 ms while again(status, body) holds (status 0: no answer, the body then the transport
+// error) and until bound has passed; it returns the last status and body.
+func clusterSend(method, u string, body []byte, bound time.Duration, key string, again func(int, []byte) bool) (int, []byte) {
 	hc := &http.Client{Timeout: 10 * time.Second}
 	deadline := time.Now().Add(bound)
 	for {
@@ -56,7 +65,7 @@ func clusterDoKey(method, u string, body []byte, bound time.Duration, key string
 		} else {
 			b = []byte(err.Error())
 		}
-		if (code != 0 && code != http.StatusServiceUnavailable) || time.Now().After(deadline) {
+		if !again(code, b) || time.Now().After(deadline) {
 			return code, b
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -494,25 +503,7 @@ func TestClusterLeaderThatStalledPastItsLeaseDoesNotHideTheNewLeader(t *testing.
 // transport errors and on answers marked retryable (a 503 RoutingUnavailable, a commit of unknown
 // outcome) until bound has passed; it returns the last status and body.
 func putIdempotent(u, body, key string, bound time.Duration) (int, []byte) {
-	hc := &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(bound)
-	for {
-		req, _ := http.NewRequest(http.MethodPut, u, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/octet-stream")
-		req.Header.Set("Idempotency-Key", key)
-		code, b := 0, []byte(nil)
-		resp, err := hc.Do(req)
-		if err == nil {
-			b, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			code = resp.StatusCode
-		} else {
-			b = []byte(err.Error())
-		}
-		retry := code == 0 || bytes.Contains(b, []byte(`"retryable":true`))
-		if code/100 == 2 || !retry || time.Now().After(deadline) {
-			return code, b
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return clusterSend(http.MethodPut, u, []byte(body), bound, key, func(code int, b []byte) bool {
+		return code/100 != 2 && (code == 0 || bytes.Contains(b, []byte(`"retryable":true`)))
+	})
 }
