@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -44,31 +43,11 @@ type agentSession struct {
 func (s *agentSession) call(tool string, a map[string]any) (toolResult, bool) {
 	s.t.Helper()
 	s.used[tool]++
-	ctx, cancel := context.WithTimeout(s.t.Context(), time.Minute)
-	defer cancel()
-	res, err := s.cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: a})
-	if err != nil {
-		s.t.Fatalf("%s %v: protocol error (tool errors must be results): %v", tool, a, err)
-	}
-	if len(res.Content) != 1 {
-		s.t.Fatalf("%s: %d content items, want one text item", tool, len(res.Content))
-	}
-	text, isText := res.Content[0].(*sdk.TextContent)
-	if !isText {
-		s.t.Fatalf("%s: content is %T, want text", tool, res.Content[0])
-	}
-	r, err := decodeJSON([]byte(text.Text))
-	if err != nil {
-		s.t.Fatalf("%s: text content is not one JSON object (%v): %q", tool, err, text.Text)
-	}
+	res, text, r := callTool(s.t, s.cs, tool, a)
 	var fromText, fromStructured any
 	raw, _ := json.Marshal(res.StructuredContent)
-	if json.Unmarshal([]byte(text.Text), &fromText) != nil || json.Unmarshal(raw, &fromStructured) != nil || !reflect.DeepEqual(fromText, fromStructured) {
-		s.t.Errorf("%s: structuredContent is not the text content's JSON value:\ntext:       %s\nstructured: %s", tool, text.Text, raw)
-	}
-	want := map[bool]string{false: "success", true: "error"}[res.IsError]
-	if !strings.HasPrefix(text.Text, `{"status":"`+want+`"`) {
-		s.t.Errorf("%s: isError %v but the result does not start with {\"status\":%q: %.200s", tool, res.IsError, want, text.Text)
+	if json.Unmarshal([]byte(text), &fromText) != nil || json.Unmarshal(raw, &fromStructured) != nil || !reflect.DeepEqual(fromText, fromStructured) {
+		s.t.Errorf("%s: structuredContent is not the text content's JSON value:\ntext:       %s\nstructured: %s", tool, text, raw)
 	}
 	return r, res.IsError
 }

@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/etcdtest"
 	"github.com/cairnstore/cairn/internal/retry"
 )
@@ -82,8 +82,8 @@ func TestClusterBackupRestoresAfterEveryDataDirectoryAndEtcdAreLost(t *testing.T
 	if !strings.Contains(r.stdout, "restored backup dr of cluster") {
 		t.Fatalf("restore printed:\n%s", r)
 	}
-	args := serveArgs(append([]string{"--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", etcd,
-		"--shards", strconv.Itoa(shards), "--replication", "3", "--shutdown-timeout", "5s"}, pc.blobArgs...)...)
+	again := framework.Stores{ObjectStore: pc.stores.ObjectStore, Etcd: etcd} // the blobs outlived the disaster
+	args := serveArgs(append(again.ClusterArgs(shards), "--peer-listen", "127.0.0.1:0")...)
 	restored := []*server{startServer(t, seedDir, args)}
 	for i := range 2 {
 		restored = append(restored, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("new%d", i)), args))

@@ -3,13 +3,13 @@ package integration
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/freeport"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -21,18 +21,6 @@ const revocationBound = 5 * time.Second
 // with SIGKILL to its first read (the shard elects a leader again). Generous, for a loaded
 // machine; not a speed bound.
 const clusterRestartBound = 60 * time.Second
-
-// fixedPeerAddr returns a loopback address with a port free now, for a node that must
-// keep its peer address across restarts.
-func fixedPeerAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // TestClusterAPIKeysAcrossNodesSurviveKill9 runs three `cairn serve --cluster --auth
 // required` processes: the first admin key is made straight in etcd (cairn admin key
@@ -46,7 +34,7 @@ func TestClusterAPIKeysAcrossNodesSurviveKill9(t *testing.T) {
 	pc := startProcCluster(t, 0, 1, "--auth", "required")
 	for i := range 3 {
 		pc.servers = append(pc.servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), pc.args,
-			serveArgs("--peer-listen", fixedPeerAddr(t))))
+			serveArgs("--peer-listen", freeport.Addr(t))))
 	}
 	nodes := pc.servers
 	operator := parseCreated(t, mustCLI(t, cliOptions{}, "admin", "key", "create", "--etcd", pc.etcd, "--name", "operator",

@@ -18,10 +18,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/cairnstore/cairn/blob/s3/s3test"
-	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
-	"github.com/cairnstore/cairn/ops"
 )
 
 // Linearizability of the cluster under faults: concurrent clients run put, conditional
@@ -53,20 +51,17 @@ func (lc *linCluster) restart(i int) {
 // links pass through a faultNet. extra is added to every node's arguments.
 func startLinCluster(t *testing.T, extra ...string) *linCluster {
 	t.Helper()
-	m := s3test.Start(t)
-	bucket := s3test.Bucket()
-	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
-	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
-	etcd := etcdtest.Start(t).Endpoint()
+	st := framework.StartStores(t)
+	st.ExportCredentials(t)
 	fn := newFaultNet(t, 3)
 	lc := &linCluster{net: fn}
 	for i := range 3 {
-		lc.etcd = append(lc.etcd, newGateProxy(t, etcd))
-		args := append([]string{
-			"--cluster", "--peer-listen", fn.freePeerAddr(i), "--advertise-peer", fn.addr(i),
-			"--peer-source", peerIP(i), "--etcd", lc.etcd[i].addr(), "--shards", "1", "--replication", "3",
-			"--blob", "s3://" + bucket, "--s3-endpoint", "http://" + m.Endpoint, "--shutdown-timeout", "5s",
-		}, extra...)
+		lc.etcd = append(lc.etcd, newGateProxy(t, st.Etcd))
+		through := st // node i reaches etcd through its own gate
+		through.Etcd = lc.etcd[i].addr()
+		args := append(append(through.ClusterArgs(1),
+			"--peer-listen", fn.freePeerAddr(i), "--advertise-peer", fn.addr(i), "--peer-source", peerIP(i),
+		), extra...)
 		lc.servers = append(lc.servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), serveArgs(args...)))
 	}
 	lc.urls = make([]atomic.Pointer[string], len(lc.servers))

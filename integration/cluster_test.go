@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,10 +19,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/cairnstore/cairn/blob/s3/s3test"
-	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
-	"github.com/cairnstore/cairn/ops"
 )
 
 // Tests of `cairn serve --cluster`: a real etcd (embedded in the test process), a real
@@ -42,6 +39,15 @@ func clusterDo(method, u string, body []byte, bound time.Duration) (int, []byte)
 
 // clusterDoKey is clusterDo with an Idempotency-Key (none when key is "").
 func clusterDoKey(method, u string, body []byte, bound time.Duration, key string) (int, []byte) {
+	return clusterSend(method, u, body, bound, key, func(code int, _ []byte) bool {
+		return code == 0 || code == http.StatusServiceUnavailable
+	})
+}
+
+// clusterSend sends one request (with an Idempotency-Key unless key is ""), again every
+// 100 ms while again(status, body) holds (status 0: no answer, the body then the transport
+// error) and until bound has passed; it returns the last status and body.
+func clusterSend(method, u string, body []byte, bound time.Duration, key string, again func(int, []byte) bool) (int, []byte) {
 	hc := &http.Client{Timeout: 10 * time.Second}
 	deadline := time.Now().Add(bound)
 	for {
@@ -59,7 +65,7 @@ func clusterDoKey(method, u string, body []byte, bound time.Duration, key string
 		} else {
 			b = []byte(err.Error())
 		}
-		if (code != 0 && code != http.StatusServiceUnavailable) || time.Now().After(deadline) {
+		if !again(code, b) || time.Now().After(deadline) {
 			return code, b
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -340,21 +346,18 @@ type procCluster struct {
 	servers []*server
 	etcd    string       // etcd client endpoint
 	args    serverOption // every node's arguments
-	// blobArgs are the object-store arguments among them (--blob, --s3-endpoint).
-	blobArgs []string
+	// stores are the etcd and the object store every node shares.
+	stores framework.Stores
 }
 
 // startProcCluster starts etcd, MinIO and nodes nodes of a cluster with shards shards;
 // extra is added to every node's arguments.
 func startProcCluster(t *testing.T, nodes, shards int, extra ...string) *procCluster {
 	t.Helper()
-	m := s3test.Start(t)
-	bucket := s3test.Bucket()
-	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
-	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
-	pc := &procCluster{etcd: etcdtest.Start(t).Endpoint(), blobArgs: []string{"--blob", "s3://" + bucket, "--s3-endpoint", "http://" + m.Endpoint}}
-	pc.args = serveArgs(append(append([]string{"--cluster", "--peer-listen", "127.0.0.1:0", "--etcd", pc.etcd,
-		"--shards", strconv.Itoa(shards), "--replication", "3", "--shutdown-timeout", "5s"}, pc.blobArgs...), extra...)...)
+	st := framework.StartStores(t)
+	st.ExportCredentials(t)
+	pc := &procCluster{etcd: st.Etcd, stores: st}
+	pc.args = serveArgs(append(append(st.ClusterArgs(shards), "--peer-listen", "127.0.0.1:0"), extra...)...)
 	for range nodes {
 		pc.add(t)
 	}
@@ -500,25 +503,7 @@ func TestClusterLeaderThatStalledPastItsLeaseDoesNotHideTheNewLeader(t *testing.
 // transport errors and on answers marked retryable (a 503 RoutingUnavailable, a commit of unknown
 // outcome) until bound has passed; it returns the last status and body.
 func putIdempotent(u, body, key string, bound time.Duration) (int, []byte) {
-	hc := &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(bound)
-	for {
-		req, _ := http.NewRequest(http.MethodPut, u, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/octet-stream")
-		req.Header.Set("Idempotency-Key", key)
-		code, b := 0, []byte(nil)
-		resp, err := hc.Do(req)
-		if err == nil {
-			b, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			code = resp.StatusCode
-		} else {
-			b = []byte(err.Error())
-		}
-		retry := code == 0 || bytes.Contains(b, []byte(`"retryable":true`))
-		if code/100 == 2 || !retry || time.Now().After(deadline) {
-			return code, b
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return clusterSend(http.MethodPut, u, []byte(body), bound, key, func(code int, b []byte) bool {
+		return code/100 != 2 && (code == 0 || bytes.Contains(b, []byte(`"retryable":true`)))
+	})
 }

@@ -98,11 +98,8 @@ func randomBody(seed uint64, n int) []byte {
 func TestCorruptBlobIsNeverServedAndReuploadRepairsIt(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
-	srv := startServer(t, dataDir)
 	const agent, wb = "integrity", "w"
-	if r := doHTTP(t, "PUT", srv.URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil); r.status != 201 {
-		t.Fatalf("create workbench: %d %s", r.status, r.body)
-	}
+	srv := startWithWorkbench(t, dataDir, agent, wb)
 	body := randomBody(1, 64<<10) // one identity-encoded segment
 	u := fileURL(srv.URL, agent, wb, "outputs/data.bin")
 	if r := doHTTP(t, "PUT", u, bytes.NewReader(body)); r.status != 201 {
@@ -157,11 +154,8 @@ func TestCorruptBlobIsNeverServedAndReuploadRepairsIt(t *testing.T) {
 func TestCorruptLaterSegmentAbortsTheStream(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
-	srv := startServer(t, dataDir)
 	const agent, wb = "integrity", "w"
-	if r := doHTTP(t, "PUT", srv.URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil); r.status != 201 {
-		t.Fatalf("create workbench: %d %s", r.status, r.body)
-	}
+	srv := startWithWorkbench(t, dataDir, agent, wb)
 	body := randomBody(2, 20<<20) // above the single-segment limit: content-defined chunks
 	u := fileURL(srv.URL, agent, wb, "outputs/big.bin")
 	if r := doHTTP(t, "PUT", u, bytes.NewReader(body)); r.status != 201 {
@@ -335,4 +329,14 @@ func TestDamagedRaftSnapshotFailsStartClearly(t *testing.T) {
 	}
 	blobtest.FlipByte(t, newest, fi.Size()/2)
 	wantDamagedStart(t, dataDir, filepath.Dir(newest))
+}
+
+// startWithWorkbench starts a node on dataDir and creates workbench wb of agent on it.
+func startWithWorkbench(t *testing.T, dataDir, agent, wb string) *server {
+	t.Helper()
+	srv := startServer(t, dataDir)
+	if r := doHTTP(t, "PUT", srv.URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil); r.status != 201 {
+		t.Fatalf("create workbench: %d %s", r.status, r.body)
+	}
+	return srv
 }

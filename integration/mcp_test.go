@@ -174,28 +174,45 @@ type mcpCaller struct {
 	cs *sdk.ClientSession
 }
 
-// call returns the decoded result and whether it is an error. Every answer must be one
-// text content holding the JSON object, equal to structuredContent, with "status" first
-// ("success" exactly when isError is false).
-func (c mcpCaller) call(tool string, args map[string]any) (toolResult, bool) {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(c.t.Context(), time.Minute)
+// callTool calls tool on cs and checks the shape every answer has: one text content
+// holding one JSON object whose first key is "status" ("success" exactly when isError is
+// false). It returns the answer, its text and the text decoded (numbers as json.Number,
+// written exactly as the server wrote them).
+func callTool(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) (*sdk.CallToolResult, string, toolResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	res, err := c.cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
-		c.t.Fatalf("%s %v: protocol error (tool errors must be results): %v", tool, args, err)
+		t.Fatalf("%s %v: protocol error (tool errors must be results): %v", tool, args, err)
 	}
 	if len(res.Content) != 1 {
-		c.t.Fatalf("%s: %d content items, want one text item", tool, len(res.Content))
+		t.Fatalf("%s: %d content items, want one text item", tool, len(res.Content))
 	}
 	text, ok := res.Content[0].(*sdk.TextContent)
 	if !ok {
-		c.t.Fatalf("%s: content is %T, want text", tool, res.Content[0])
+		t.Fatalf("%s: content is %T, want text", tool, res.Content[0])
 	}
 	fromText, err := decodeJSON([]byte(text.Text))
 	if err != nil {
-		c.t.Fatalf("%s: text content is not one JSON object (%v): %q", tool, err, text.Text)
+		t.Fatalf("%s: text content is not one JSON object (%v): %q", tool, err, text.Text)
 	}
+	wantStatus := "success"
+	if res.IsError {
+		wantStatus = "error"
+	}
+	if !strings.HasPrefix(text.Text, `{"status":"`+wantStatus+`"`) {
+		t.Errorf("%s: isError %v but the result does not start with {\"status\":%q: %.200s", tool, res.IsError, wantStatus, text.Text)
+	}
+	return res, text.Text, fromText
+}
+
+// call returns the decoded result and whether it is an error. Every answer has callTool's
+// shape, and structuredContent must be the text's JSON object exactly (numbers compared
+// as written).
+func (c mcpCaller) call(tool string, args map[string]any) (toolResult, bool) {
+	c.t.Helper()
+	res, text, fromText := callTool(c.t, c.cs, tool, args)
 	raw, err := json.Marshal(res.StructuredContent)
 	if err != nil {
 		c.t.Fatal(err)
@@ -205,14 +222,7 @@ func (c mcpCaller) call(tool string, args map[string]any) (toolResult, bool) {
 		c.t.Fatalf("%s: structuredContent is not a JSON object (%v): %s", tool, err, raw)
 	}
 	if !reflect.DeepEqual(fromText, structured) {
-		c.t.Errorf("%s: text content and structuredContent differ:\ntext:       %s\nstructured: %s", tool, text.Text, raw)
-	}
-	wantStatus := "success"
-	if res.IsError {
-		wantStatus = "error"
-	}
-	if !strings.HasPrefix(text.Text, `{"status":"`+wantStatus+`"`) {
-		c.t.Errorf("%s: isError %v but the result does not start with {\"status\":%q: %s", tool, res.IsError, wantStatus, text.Text)
+		c.t.Errorf("%s: text content and structuredContent differ:\ntext:       %s\nstructured: %s", tool, text, raw)
 	}
 	return structured, res.IsError
 }

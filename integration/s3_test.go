@@ -23,7 +23,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/cairnstore/cairn/blob/s3/s3test"
-	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/integration/framework"
 )
 
 // Tests of `cairn serve --blob s3://…` against a real MinIO (blob/s3/s3test: the pinned
@@ -62,10 +62,10 @@ func TestS3ReuploadAfterAnEditStoresOnlyTheChangedChunks(t *testing.T) {
 // s3Cairn is a `cairn serve` whose blobs live in a bucket of its own MinIO.
 type s3Cairn struct {
 	*server
-	minio  *s3test.Server
-	bucket string
-	prefix string
-	raw    *minio.Client
+	endpoint string // MinIO's, host:port
+	bucket   string
+	prefix   string
+	raw      *minio.Client
 }
 
 // startS3Cairn starts MinIO and a plain (not race-instrumented: memory is measured)
@@ -73,14 +73,10 @@ type s3Cairn struct {
 // through AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
 func startS3Cairn(t *testing.T) *s3Cairn {
 	t.Helper()
-	m := s3test.Start(t)
-	c := &s3Cairn{minio: m, bucket: s3test.Bucket(), prefix: "cairn/it"}
-	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
-	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
-	c.server = startServer(t, filepath.Join(t.TempDir(), "data"), serveArgs(
-		"--blob", "s3://"+c.bucket+"/"+c.prefix,
-		"--s3-endpoint", "http://"+m.Endpoint,
-	))
+	o := framework.StartObjectStore(t)
+	c := &s3Cairn{endpoint: o.Endpoint, bucket: o.Bucket, prefix: "cairn/it"}
+	o.ExportCredentials(t)
+	c.server = startServer(t, filepath.Join(t.TempDir(), "data"), serveArgs(o.BlobArgs("/"+c.prefix)...))
 	if strings.Contains(c.log.String(), s3test.SecretKey) {
 		t.Fatalf("cairn serve logged the S3 secret key:\n%s", c.log.String())
 	}
@@ -89,7 +85,7 @@ func startS3Cairn(t *testing.T) *s3Cairn {
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.CloseIdleConnections)
-	c.raw, err = minio.New(m.Endpoint, &minio.Options{
+	c.raw, err = minio.New(o.Endpoint, &minio.Options{
 		Creds:     credentials.NewStaticV4(s3test.AccessKey, s3test.SecretKey, ""),
 		Transport: tr,
 	})

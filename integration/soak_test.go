@@ -27,8 +27,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cairnstore/cairn/blob/s3/s3test"
-	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/integration/framework"
 )
 
 // The soak (issue 10 acceptance: "a make test-long soak: 30 minutes of mixed load with slow
@@ -109,12 +108,9 @@ func TestSoakMixedLoadKeepsServerResourcesFlat(t *testing.T) {
 	}
 	// Blobs in MinIO: the object-store client's connections, deadlines and the
 	// collector's deletes are part of the soaked process too.
-	m := s3test.Start(t)
-	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
-	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
-	srv := startServer(t, filepath.Join(t.TempDir(), "data"), serveArgs(
-		"--blob", "s3://"+s3test.Bucket()+"/cairn/soak",
-		"--s3-endpoint", "http://"+m.Endpoint,
+	o := framework.StartObjectStore(t)
+	o.ExportCredentials(t)
+	srv := startServer(t, filepath.Join(t.TempDir(), "data"), serveArgs(append(o.BlobArgs("/cairn/soak"),
 		"--body-min-bytes-per-second", strconv.Itoa(soakMinBodyRate),
 		"--body-rate-window", soakBodyRateWindow.String(),
 		"--read-header-timeout", soakReadHeaderTimeout.String(),
@@ -134,7 +130,7 @@ func TestSoakMixedLoadKeepsServerResourcesFlat(t *testing.T) {
 		// metadata grows for a day by design; a short window lets it reach its steady size
 		// within the run, and growth past that is a leak.
 		"--retention-window", "2m",
-	))
+	)...))
 	base := srv.URL
 	addr := strings.TrimPrefix(base, "http://")
 	pid := srv.proc.cmd.Process.Pid
@@ -394,11 +390,11 @@ func checkFlat(t *testing.T, samples []soakSample) {
 	rss := func(s soakSample) float64 { return float64(s.rssKB) }
 	anon := func(s soakSample) float64 { return float64(s.anonKB) }
 	fds := func(s soakSample) float64 { return float64(s.fds) }
-	midAnon, lastAnon := median(mid, anon), median(last, anon)
-	midFDs, lastFDs := median(mid, fds), median(last, fds)
+	midAnon, lastAnon := sampleMedian(mid, anon), sampleMedian(last, anon)
+	midFDs, lastFDs := sampleMedian(mid, fds), sampleMedian(last, fds)
 	t.Logf("SOAK flatness over %d samples: anonymous rss median %.1f MiB (second third) → %.1f MiB (last third), ratio %.2f; "+
 		"rss median %.1f → %.1f MiB; fds median %.0f → %.0f, ratio %.2f; first sample rss %.1f MiB fds %d, last rss %.1f MiB fds %d",
-		n, midAnon/1024, lastAnon/1024, lastAnon/midAnon, median(mid, rss)/1024, median(last, rss)/1024,
+		n, midAnon/1024, lastAnon/1024, lastAnon/midAnon, sampleMedian(mid, rss)/1024, sampleMedian(last, rss)/1024,
 		midFDs, lastFDs, lastFDs/midFDs, samples[0].rssMiB(), samples[0].fds, samples[n-1].rssMiB(), samples[n-1].fds)
 	if lastFDs > midFDs+soakFDSlack {
 		t.Errorf("open fds grew from a median of %.0f to %.0f between the second and the last third of the soak (more than +%d): a descriptor leak", midFDs, lastFDs, soakFDSlack)
@@ -408,7 +404,7 @@ func checkFlat(t *testing.T, samples []soakSample) {
 	}
 }
 
-func median(s []soakSample, f func(soakSample) float64) float64 {
+func sampleMedian(s []soakSample, f func(soakSample) float64) float64 {
 	v := make([]float64, len(s))
 	for i, x := range s {
 		v[i] = f(x)
@@ -641,8 +637,8 @@ func (c soakHTTP) do(method, url string, body []byte, headers []string) (httpRes
 	return httpResult{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
-// retryable reports whether r is the contract's error envelope with retryable:true.
-func retryable(r httpResult) bool {
+// envelopeRetryable reports whether r is the contract's error envelope with retryable:true.
+func envelopeRetryable(r httpResult) bool {
 	if r.status < 400 {
 		return false
 	}
@@ -659,7 +655,7 @@ func (c soakHTTP) attempt(kind string, send func() (httpResult, error)) (httpRes
 	var err error
 	for a := 1; a <= soakAttempts; a++ {
 		r, err = send()
-		if err == nil && !retryable(r) {
+		if err == nil && !envelopeRetryable(r) {
 			return r, nil
 		}
 		if a < soakAttempts {

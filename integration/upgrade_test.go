@@ -5,22 +5,19 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/blob/s3/s3test"
-	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/integration/framework"
+	"github.com/cairnstore/cairn/internal/freeport"
 	"github.com/cairnstore/cairn/internal/retry"
-	"github.com/cairnstore/cairn/ops"
 )
 
 // previousRelease is the commit the rolling-upgrade test starts its cluster from. Cairn has
@@ -134,17 +131,6 @@ func writeFileFrom(name string, r io.Reader, mode os.FileMode) error {
 		return err
 	}
 	return f.Close()
-}
-
-// freeLoopbackAddr returns a loopback host:port that was free a moment ago.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // runBinary runs bin instead of the default build.
@@ -396,17 +382,14 @@ func upgradeNode(t *testing.T, nodes []*server, i, shards int) {
 // replication 3) on bin, each on ports of its own that it keeps across restarts.
 func startReleaseCluster(t *testing.T, bin string, shards int) []*server {
 	t.Helper()
-	m := s3test.Start(t)
-	t.Setenv(ops.EnvS3AccessKey, s3test.AccessKey)
-	t.Setenv(ops.EnvS3SecretKey, s3test.SecretKey)
-	etcd := etcdtest.Start(t).Endpoint()
-	common := []string{"--cluster", "--etcd", etcd, "--shards", strconv.Itoa(shards), "--replication", "3",
-		"--blob", "s3://" + s3test.Bucket(), "--s3-endpoint", "http://" + m.Endpoint, "--shutdown-timeout", "5s"}
+	st := framework.StartStores(t)
+	st.ExportCredentials(t)
+	common := st.ClusterArgs(shards)
 	var nodes []*server
 	for i := range 3 {
 		// Fixed ports: the upgraded node comes back where it was, as an operator's would.
-		ports := []string{"--listen", freeLoopbackAddr(t), "--admin-listen", freeLoopbackAddr(t),
-			"--peer-listen", freeLoopbackAddr(t)}
+		ports := []string{"--listen", freeport.Addr(t), "--admin-listen", freeport.Addr(t),
+			"--peer-listen", freeport.Addr(t)}
 		dir := filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i))
 		nodes = append(nodes, startServer(t, dir, runBinary(bin), serveArgs(append(common, ports...)...)))
 	}

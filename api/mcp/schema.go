@@ -151,25 +151,8 @@ func explain(s *jsonschema.Schema, v any, at string) *violation {
 			return fail("maximum", "must be at most %s", num(*s.Maximum))
 		}
 	case string:
-		n := len([]rune(x))
-		switch {
-		case s.MinLength != nil && s.MaxLength != nil && *s.MinLength == *s.MaxLength && n != *s.MinLength:
-			kw := "minLength"
-			if n > *s.MaxLength {
-				kw = "maxLength"
-			}
-			return fail(kw, "must be exactly %d characters long, not %d", *s.MinLength, n)
-		case s.MinLength != nil && n < *s.MinLength:
-			return fail("minLength", "must be at least %d %s long", *s.MinLength, plural(*s.MinLength, "character"))
-		case s.MaxLength != nil && n > *s.MaxLength:
-			return fail("maxLength", "must be at most %d %s long, not %d", *s.MaxLength, plural(*s.MaxLength, "character"), n)
-		}
-		if s.Pattern != "" {
-			// The pattern compiled when the schema resolved; the verdict below only
-			// decides whether this keyword is the one to report.
-			if ok, err := patternMatches(s.Pattern, x); err == nil && !ok {
-				return fail("pattern", "must match the pattern %s", s.Pattern)
-			}
+		if vio := explainString(s, x, fail); vio != nil {
+			return vio
 		}
 	case map[string]any:
 		if vio := explainObject(s, x, at, fail); vio != nil {
@@ -221,6 +204,32 @@ func explain(s *jsonschema.Schema, v any, at string) *violation {
 				return &violation{field: name, keyword: "oneOf", rule: "give exactly one of " + joinOr(keys)}
 			}
 			return fail("oneOf", "must match exactly one of %d alternatives, matches %d", len(s.OneOf), matched)
+		}
+	}
+	return nil
+}
+
+// explainString names the first string keyword of s that x breaks (length, then pattern),
+// or returns nil.
+func explainString(s *jsonschema.Schema, x string, fail func(keyword, format string, args ...any) *violation) *violation {
+	n := len([]rune(x))
+	switch {
+	case s.MinLength != nil && s.MaxLength != nil && *s.MinLength == *s.MaxLength && n != *s.MinLength:
+		kw := "minLength"
+		if n > *s.MaxLength {
+			kw = "maxLength"
+		}
+		return fail(kw, "must be exactly %d characters long, not %d", *s.MinLength, n)
+	case s.MinLength != nil && n < *s.MinLength:
+		return fail("minLength", "must be at least %d %s long", *s.MinLength, plural(*s.MinLength, "character"))
+	case s.MaxLength != nil && n > *s.MaxLength:
+		return fail("maxLength", "must be at most %d %s long, not %d", *s.MaxLength, plural(*s.MaxLength, "character"), n)
+	}
+	if s.Pattern != "" {
+		// The pattern compiled when the schema resolved; the verdict below only
+		// decides whether this keyword is the one to report.
+		if ok, err := patternMatches(s.Pattern, x); err == nil && !ok {
+			return fail("pattern", "must match the pattern %s", s.Pattern)
 		}
 	}
 	return nil

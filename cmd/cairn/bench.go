@@ -14,13 +14,8 @@ import (
 	"github.com/cairnstore/cairn/bench"
 )
 
-func newBenchCommand() *cobra.Command {
-	cfg := bench.DefaultConfig()
-	var size, out, markdown, plotPath string
-	cmd := &cobra.Command{
-		Use:   "bench --scenario S [--concurrency N | --rate R | --sweep R1,R2,...]",
-		Short: "Measure a running Cairn over HTTP (closed or open loop) next to fsync, MinIO and etcd baselines",
-		Long: `Measure a running Cairn over HTTP (REST; MCP for the mcp scenario), as a user would,
+// benchLong is the help text of cairn bench: its scenarios, loops and baselines.
+var benchLong = `Measure a running Cairn over HTTP (REST; MCP for the mcp scenario), as a user would,
 and report throughput,
 latency percentiles (HdrHistogram, 1 µs..60 s), errors by class and a per-second series.
 
@@ -57,7 +52,15 @@ and payloads, and reports the Cairn/baseline ratios:
          --baseline-etcd-endpoints (small-put, append-log)
 
 Progress goes to stderr; the results table to stdout; --out, --markdown and --plot
-write the full report as JSON, Markdown and a PNG plot.`,
+write the full report as JSON, Markdown and a PNG plot.`
+
+func newBenchCommand() *cobra.Command {
+	cfg := bench.DefaultConfig()
+	var size, out, markdown, plotPath string
+	cmd := &cobra.Command{
+		Use:   "bench --scenario S [--concurrency N | --rate R | --sweep R1,R2,...]",
+		Short: "Measure a running Cairn over HTTP (closed or open loop) next to fsync, MinIO and etcd baselines",
+		Long:  benchLong,
 		Example: `  cairn bench --scenario small-put --concurrency 64 --duration 10s --baseline fsync
   cairn bench --scenario small-put --concurrency 64 --baseline fsync,etcd --baseline-etcd-endpoints 127.0.0.1:2379
   AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... cairn bench --scenario object-get --size 64MiB \

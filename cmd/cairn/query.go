@@ -115,16 +115,8 @@ func parseSort(s string) (client.SortKey, error) {
 	return client.SortKey{Field: field, Direction: dir}, nil
 }
 
-func newSearchCommand() *cobra.Command {
-	var (
-		wheres, sorts, facets, fields []string
-		cursor                        string
-		limit                         int
-	)
-	cmd := &cobra.Command{
-		Use:   "search [ID] [--where 'FIELD OP VALUE']... [--sort FIELD[:desc]]... [--facet FIELD]... [--limit N]",
-		Short: "Find files by their metadata fields, in one workbench or all of an agent's",
-		Long: `Search the indexed metadata of files: in workbench ID, or across every workbench of
+// searchLong is the help text of cairn search: fields, conditions and output.
+const searchLong = `Search the indexed metadata of files: in workbench ID, or across every workbench of
 the agent root when ID is absent. Every file has the built-in fields artifact.section,
 artifact.name, artifact.ext, artifact.size_bytes, artifact.content_type,
 artifact.generation, artifact.updated_at, artifact.digest and artifact.producer
@@ -149,8 +141,19 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 10) is printed as the server's result object.
 
   cairn search run-42 --where 'accuracy > 0.9' --sort accuracy:desc --facet owner
-  cairn search --where 'artifact.ext eq csv' --where 'owner in alice,bob' --limit 50`,
-		Args: argsBetween(0, 1),
+  cairn search --where 'artifact.ext eq csv' --where 'owner in alice,bob' --limit 50`
+
+func newSearchCommand() *cobra.Command {
+	var (
+		wheres, sorts, facets, fields []string
+		cursor                        string
+		limit                         int
+	)
+	cmd := &cobra.Command{
+		Use:   "search [ID] [--where 'FIELD OP VALUE']... [--sort FIELD[:desc]]... [--facet FIELD]... [--limit N]",
+		Short: "Find files by their metadata fields, in one workbench or all of an agent's",
+		Long:  searchLong,
+		Args:  argsBetween(0, 1),
 	}
 	o := addOutputFlags(cmd)
 	cmd.Flags().StringArrayVar(&wheres, "where", nil, "condition 'FIELD OP VALUE' (repeatable)")
@@ -196,56 +199,64 @@ last line gives the --cursor that continues. With --json, one page (--limit at m
 			}
 			return printRaw(cmd.OutOrStdout(), res.Raw)
 		}
-		out := bufio.NewWriter(cmd.OutOrStdout())
-		var (
-			first   *client.SearchResult
-			printed int64
-			next    string
-		)
-		for {
-			req.Limit = maxSearchPage
-			if limit > 0 {
-				req.Limit = min(maxSearchPage, limit-int(printed))
-			}
-			res, err := c.Search(cmd.Context(), o.agent, req)
-			if err != nil {
-				return err
-			}
-			if first == nil {
-				first = res
-				if err := checkWhereFields(cmd.Context(), c, o.agent, *scope, wheres, req.Predicates, res.MatchCount); err != nil {
-					return err
-				}
-			}
-			for _, h := range res.Matches {
-				name := h.FullPath()
-				if req.Workbench == "" {
-					name = h.WorkbenchID + "/" + name
-				}
-				fmt.Fprintf(out, "%s%s\n", displayed(name), formatFields(h.Values, req.Fields))
-				printed++
-			}
-			next = res.NextCursor
-			if next == "" || limit > 0 && printed >= int64(limit) {
-				break
-			}
-			req.Cursor = next
-		}
-		for _, f := range first.Facets {
-			fmt.Fprintf(out, "facet %s:%s\n", f.Field, formatFacet(f))
-		}
-		noun := "files"
-		if first.MatchCount == 1 {
-			noun = "file"
-		}
-		fmt.Fprintf(out, "%d of %d %s", printed, first.MatchCount, noun)
-		if next != "" {
-			fmt.Fprintf(out, "; more with --cursor %s", next)
-		}
-		fmt.Fprintln(out)
-		return out.Flush()
+		return printSearch(cmd, c, o.agent, *scope, wheres, req, limit)
 	}
 	return cmd
+}
+
+// printSearch prints the pages of a search, up to limit files (0 = all): one line per file
+// with its fields, the facets of the first page, and "N of TOTAL files" with the cursor
+// that continues when more remain.
+func printSearch(cmd *cobra.Command, c *client.Client, agent string, scope queryScope, wheres []string, req client.SearchRequest, limit int) error {
+	ctx := cmd.Context()
+	out := bufio.NewWriter(cmd.OutOrStdout())
+	var (
+		first   *client.SearchResult
+		printed int64
+		next    string
+	)
+	for {
+		req.Limit = maxSearchPage
+		if limit > 0 {
+			req.Limit = min(maxSearchPage, limit-int(printed))
+		}
+		res, err := c.Search(ctx, agent, req)
+		if err != nil {
+			return err
+		}
+		if first == nil {
+			first = res
+			if err := checkWhereFields(ctx, c, agent, scope, wheres, req.Predicates, res.MatchCount); err != nil {
+				return err
+			}
+		}
+		for _, h := range res.Matches {
+			name := h.FullPath()
+			if req.Workbench == "" {
+				name = h.WorkbenchID + "/" + name
+			}
+			fmt.Fprintf(out, "%s%s\n", displayed(name), formatFields(h.Values, req.Fields))
+			printed++
+		}
+		next = res.NextCursor
+		if next == "" || limit > 0 && printed >= int64(limit) {
+			break
+		}
+		req.Cursor = next
+	}
+	for _, f := range first.Facets {
+		fmt.Fprintf(out, "facet %s:%s\n", f.Field, formatFacet(f))
+	}
+	noun := "files"
+	if first.MatchCount == 1 {
+		noun = "file"
+	}
+	fmt.Fprintf(out, "%d of %d %s", printed, first.MatchCount, noun)
+	if next != "" {
+		fmt.Fprintf(out, "; more with --cursor %s", next)
+	}
+	fmt.Fprintln(out)
+	return out.Flush()
 }
 
 // searchFields are the fields printed when --field is not given: the ones the

@@ -8,6 +8,9 @@
 // It is test support: only _test.go files import it (internal/testsupport_test.go checks
 // this). The process implementation lives with the process harness in package
 // integration's test files; InProcess lives here and uses only api/server's exported API.
+// Both take what their nodes share from Stores (StartStores: the etcd, the MinIO bucket,
+// the nodes' `cairn serve` arguments or ops.Config), as do the integration tests that
+// build a cluster or an s3-backed node of their own.
 //
 // Invariants scenarios rely on:
 //

@@ -7,11 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/cairnstore/cairn/api/server"
-	"github.com/cairnstore/cairn/blob/s3/s3test"
-	"github.com/cairnstore/cairn/internal/etcdtest"
 	"github.com/cairnstore/cairn/ops"
 )
 
@@ -20,7 +17,7 @@ import (
 // the test fails.
 func InProcess(t *testing.T, o Options) Cluster {
 	t.Helper()
-	m := s3test.Start(t)
+	st := StartStores(t)
 	logPath := filepath.Join(t.TempDir(), "nodes.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -28,9 +25,7 @@ func InProcess(t *testing.T, o Options) Cluster {
 	}
 	c := &inProcess{
 		t:      t,
-		bucket: s3test.Bucket(),
-		minio:  m.Endpoint,
-		etcd:   etcdtest.Start(t).Endpoint(),
+		stores: st,
 		shards: o.Shards,
 		log:    slog.New(slog.NewTextHandler(logf, nil)),
 	}
@@ -52,9 +47,7 @@ func InProcess(t *testing.T, o Options) Cluster {
 // inProcess is a Cluster of server.Nodes (cluster mode) in the test process.
 type inProcess struct {
 	t      *testing.T
-	bucket string
-	minio  string // MinIO endpoint, host:port
-	etcd   string // etcd client endpoint
+	stores Stores
 	shards int
 	log    *slog.Logger // every node's, with a node attribute
 	nodes  []*inProcessNode
@@ -77,18 +70,7 @@ func (c *inProcess) Running(i int) bool     { return c.nodes[i].node != nil }
 
 func (c *inProcess) Add() int {
 	c.t.Helper()
-	cfg := ops.DefaultConfig()
-	cfg.DataDir = c.t.TempDir()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Blob = "s3://" + c.bucket
-	cfg.S3Endpoint = "http://" + c.minio
-	cfg.Cluster = true
-	cfg.PeerListen = "127.0.0.1:0"
-	cfg.Etcd = c.etcd
-	cfg.Shards = c.shards
-	cfg.Replication = 3
-	cfg.ShutdownTimeout = 5 * time.Second
-	n := &inProcessNode{cfg: cfg}
+	n := &inProcessNode{cfg: c.stores.ClusterConfig(c.t.TempDir(), c.shards)}
 	c.nodes = append(c.nodes, n)
 	c.start(n, len(c.nodes)-1)
 	return len(c.nodes) - 1
@@ -113,8 +95,7 @@ func (c *inProcess) Restart(i int) {
 // start opens and serves n, and returns once it listens.
 func (c *inProcess) start(n *inProcessNode, i int) {
 	c.t.Helper()
-	creds := ops.Credentials{S3AccessKey: s3test.AccessKey, S3SecretKey: s3test.SecretKey}
-	node, err := server.Open(c.t.Context(), n.cfg, creds, c.log.With("node", i))
+	node, err := server.Open(c.t.Context(), n.cfg, c.stores.Credentials(), c.log.With("node", i))
 	if err != nil {
 		c.t.Fatalf("framework: open node %d: %v", i, err)
 	}
