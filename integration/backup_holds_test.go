@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/integration/framework"
 )
 
 // stallingListener accepts connections and never answers them: an object store that
@@ -56,7 +58,7 @@ func newStallingListener(t *testing.T) *stallingListener {
 // Issue 25, finding 10: `cairn admin backup` killed with SIGKILL mid-backup leaves its
 // hold on the node; `backup holds` lists it and `backup release --id` releases it.
 func TestAHoldABackupKilledMidStreamLeavesIsListedAndReleased(t *testing.T) {
-	srv := startServer(t, t.TempDir())
+	srv := framework.StartProcess(t, cairnBin, t.TempDir())
 	if r := doHTTP(t, "PUT", fileURL(srv.URL, "demo", "wb", "outputs/big.bin"), strings.NewReader(strings.Repeat("a body above the inline bound. ", 400))); r.status != 201 {
 		t.Fatalf("put: %d %s", r.status, r.body)
 	}
@@ -66,15 +68,15 @@ func TestAHoldABackupKilledMidStreamLeavesIsListedAndReleased(t *testing.T) {
 	dest := newStallingListener(t)
 	cmd := exec.Command(cairnRaceBin, "admin", "backup", "--admin-server", srv.AdminURL, "--id", "killed-1",
 		"--to", "s3://backups/cairn", "--s3-endpoint", "http://"+dest.ln.Addr().String())
-	cmd.Env = childEnv()
-	proc, err := startChild(cmd)
+	cmd.Env = framework.ChildEnv()
+	proc, err := framework.StartChild(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-dest.accepted:
-	case <-proc.done:
-		t.Fatalf("cairn admin backup ended (%v) before it reached its destination", proc.err)
+	case <-proc.Done():
+		t.Fatalf("cairn admin backup ended (%v) before it reached its destination", proc.Err())
 	case <-time.After(cliTimeout):
 		t.Fatal("cairn admin backup never reached its destination")
 	}
@@ -82,8 +84,8 @@ func TestAHoldABackupKilledMidStreamLeavesIsListedAndReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-proc.done:
-	case <-time.After(killTimeout):
+	case <-proc.Done():
+	case <-time.After(framework.KillTimeout):
 		t.Fatal("cairn admin backup did not die after SIGKILL")
 	}
 

@@ -5,13 +5,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/cairnstore/cairn/integration/framework"
 )
 
 // TestCLIChangeAndMetadataCommands drives rm, stat, append, edit, aggregate, catalog and
 // find against a real node, with the exit status of each outcome.
 func TestCLIChangeAndMetadataCommands(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, t.TempDir(), instrumented())
+	srv := framework.StartProcess(t, cairnRaceBin, t.TempDir())
 	srvFlag := "--server=" + srv.URL
 	tgt := func(args ...string) []string { return append(args, "--agent", "more", "--workbench", "wb", srvFlag) }
 	root := func(args ...string) []string { return append(args, "--agent", "more", srvFlag) }
@@ -70,7 +72,7 @@ func TestCLIChangeAndMetadataCommands(t *testing.T) {
 // cluster.
 func TestCLIOnAnEmbeddedNode(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, t.TempDir())
+	srv := framework.StartProcess(t, cairnBin, t.TempDir())
 	r := mustCLI(t, cliOptions{bin: cairnBin}, "--version")
 	if !regexp.MustCompile(`^cairn \S.*go1\.\d+.*\n$`).MatchString(r.stdout) {
 		t.Errorf("--version:%s", r)
@@ -92,17 +94,17 @@ func TestCLIRetriesAcrossARestart(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	srv := startServer(t, t.TempDir(), serveArgs("--listen", addr, "--admin-listen", "127.0.0.1:0"))
+	srv := framework.StartProcess(t, cairnBin, t.TempDir(), "--listen", addr, "--admin-listen", "127.0.0.1:0")
 	srvFlag := "--server=" + srv.URL
 	mustCLI(t, cliOptions{bin: cairnBin, stdin: strings.NewReader("kept\n")}, "put", "input/a.txt", "--agent", "r", "--workbench", "w", srvFlag)
-	srv.stop()
+	srv.Stop()
 	done := make(chan cliResult, 1)
 	go func() {
 		done <- runCLI(t, cliOptions{bin: cairnBin}, "cat", "input/a.txt", "--agent", "r", "--workbench", "w", srvFlag)
 	}()
 	// The node's restart (a new process, Raft replay, /readyz) takes far longer than the
 	// command's first dial, which is refused: without retries it would exit 1.
-	srv.restart()
+	srv.Restart()
 	r := <-done
 	if r.code != 0 || r.stdout != "kept\n" {
 		t.Fatalf("cat across a restart: want the file once the node is back:\n%s", r)

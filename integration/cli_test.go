@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cairnstore/cairn/integration/framework"
 )
 
 // putLine is the stdout of a successful `cairn put`.
@@ -37,7 +39,7 @@ func parseLs(t *testing.T, r cliResult) []lsEntry {
 // CAIRN_SERVER / CAIRN_AGENT environment variables.
 func TestCLIPutCatLs(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, t.TempDir(), instrumented())
+	srv := framework.StartProcess(t, cairnRaceBin, t.TempDir())
 	srvFlag := "--server=" + srv.URL
 	target := []string{"--agent", "cli", "--workbench", "wb"}
 	cmd := func(args ...string) []string { return append(append(args, target...), srvFlag) }

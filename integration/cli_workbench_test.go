@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cairnstore/cairn/integration/framework"
 )
 
 // Lines the Workbench tool commands print on stdout.
@@ -60,7 +62,7 @@ func commitIdentity(wb, contentDigest string, canonicalManifest []byte) string {
 // what each prints, --json, replays, and the error line of each failure.
 func TestCLISnapshotCommitRestore(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, t.TempDir(), instrumented())
+	srv := framework.StartProcess(t, cairnRaceBin, t.TempDir())
 	srvFlag := "--server=" + srv.URL
 	agent := []string{"--agent", "cli"}
 	cmd := func(args ...string) []string { return append(append(args, agent...), srvFlag) }
@@ -239,7 +241,7 @@ func TestCLISnapshotCommitRestore(t *testing.T) {
 // lines with `cairn grep` (recursion, sections, globs, pages).
 func TestCLISearchAndGrep(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, t.TempDir(), instrumented())
+	srv := framework.StartProcess(t, cairnRaceBin, t.TempDir())
 	srvFlag := "--server=" + srv.URL
 	cmd := func(args ...string) []string { return append(args, "--agent", "cli", srvFlag) }
 	none := cliOptions{}

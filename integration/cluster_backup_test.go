@@ -24,8 +24,8 @@ import (
 // for byte, and grows back to three voters per shard.
 func TestClusterBackupRestoresAfterEveryDataDirectoryAndEtcdAreLost(t *testing.T) {
 	const shards = 2
-	pc := startProcCluster(t, 3, shards)
-	node := pc.servers[0]
+	pc := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: shards})
+	node := pc.Nodes[0]
 	agents := []string{"b1", "b2", "b3", "b4", "b5", "b6"}
 	want := map[string][]byte{} // file URL path → bytes
 	put := func(a, path string, body []byte) {
@@ -65,16 +65,16 @@ func TestClusterBackupRestoresAfterEveryDataDirectoryAndEtcdAreLost(t *testing.T
 
 	// Every shard replicated on the answering node (a cluster backup needs a replica of
 	// each), then the backup.
-	for _, s := range pc.servers {
-		caughtUp(t, pc.servers, s, shards)
+	for _, s := range pc.Nodes {
+		caughtUp(t, pc.Nodes, s, shards)
 	}
 	dest := t.TempDir()
 	bk := mustCLI(t, cliOptions{timeout: 2 * time.Minute}, "admin", "backup", "--to", dest, "--id", "dr", "--admin-server", node.AdminURL)
 	t.Logf("BACKUP %s", strings.TrimSpace(bk.stdout))
 
 	// Disaster: every node and data directory and the etcd are gone.
-	for _, s := range pc.servers {
-		s.stop()
+	for _, s := range pc.Nodes {
+		s.Stop()
 	}
 	etcd := etcdtest.Start(t).Endpoint()
 	seedDir := filepath.Join(t.TempDir(), "seed")
@@ -82,14 +82,14 @@ func TestClusterBackupRestoresAfterEveryDataDirectoryAndEtcdAreLost(t *testing.T
 	if !strings.Contains(r.stdout, "restored backup dr of cluster") {
 		t.Fatalf("restore printed:\n%s", r)
 	}
-	again := framework.Stores{ObjectStore: pc.stores.ObjectStore, Etcd: etcd} // the blobs outlived the disaster
-	args := serveArgs(append(again.ClusterArgs(shards), "--peer-listen", "127.0.0.1:0")...)
-	restored := []*server{startServer(t, seedDir, args)}
+	again := framework.Stores{ObjectStore: pc.Stores.ObjectStore, Etcd: etcd} // the blobs outlived the disaster
+	args := append(again.ClusterArgs(shards), "--peer-listen", "127.0.0.1:0")
+	restored := []*framework.Process{framework.StartProcess(t, cairnBin, seedDir, args...)}
 	for i := range 2 {
-		restored = append(restored, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("new%d", i)), args))
+		restored = append(restored, framework.StartProcess(t, cairnBin, filepath.Join(t.TempDir(), fmt.Sprintf("new%d", i)), args...))
 	}
 
-	get := func(s *server, path string) (int, []byte) {
+	get := func(s *framework.Process, path string) (int, []byte) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
 		var code int
@@ -110,7 +110,7 @@ func TestClusterBackupRestoresAfterEveryDataDirectoryAndEtcdAreLost(t *testing.T
 		})
 		return code, body
 	}
-	check := func(s *server) {
+	check := func(s *framework.Process) {
 		t.Helper()
 		for path, body := range want {
 			if code, got := get(s, path); code != http.StatusOK || !bytes.Equal(got, body) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -28,14 +29,14 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("CAIRN_CATCHUP_WRITES")); err == nil && v > 0 {
 		total = v
 	}
-	servers := startProcCluster(t, 3, 1, "--raft-snapshot-threshold", "4096", "--raft-snapshot-interval", "1s").servers
+	servers := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: 1}, "--raft-snapshot-threshold", "4096", "--raft-snapshot-interval", "1s").Nodes
 	const agent, wb = "catchup", "w"
 	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
 		t.Fatalf("create workbench: %d %s", code, b)
 	}
 	leader := shardLeader(t, servers, 0, 3)
-	var follower *server
-	var live []*server
+	var follower *framework.Process
+	var live []*framework.Process
 	for _, s := range servers {
 		if s != leader && follower == nil {
 			follower = s
@@ -43,7 +44,7 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 			live = append(live, s)
 		}
 	}
-	follower.kill9()
+	follower.Kill()
 
 	// Writers: each owns its paths and writes them in turn, so the last acknowledged
 	// body of every path is known. Every write carries an Idempotency-Key and is retried
@@ -115,7 +116,7 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 	// The follower restarts while the writers go on, and catches up.
 	const applied = `cairn_shard_applied_version{shard="0"}`
 	const installs = `cairn_shard_snapshot_installs_total{shard="0"}`
-	follower.restart()
+	follower.Restart()
 	restarted := time.Now()
 	before := acked.Load()
 	target := metricValue(t, leader, applied)

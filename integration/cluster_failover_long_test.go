@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -24,14 +25,14 @@ func TestClusterFailoverTime(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("CAIRN_FAILOVER_KILLS")); err == nil && v > 0 {
 		kills = v
 	}
-	servers := startProcCluster(t, 3, 1).servers
+	servers := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: 1}).Nodes
 	const agent, wb = "failover", "w1"
 	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
 		t.Fatalf("create workbench: %d %s", code, b)
 	}
 	acked := map[string]string{}
 	seq := 0
-	put := func(s *server, bound time.Duration) bool {
+	put := func(s *framework.Process, bound time.Duration) bool {
 		seq++
 		name := fmt.Sprintf("input/f%05d", seq)
 		body := fmt.Sprintf("write %d", seq)
@@ -49,19 +50,19 @@ func TestClusterFailoverTime(t *testing.T) {
 	var times []time.Duration
 	for k := range kills {
 		leader := shardLeader(t, servers, 0, 3)
-		var survivors []*server
+		var survivors []*framework.Process
 		for _, s := range servers {
 			if s != leader {
 				survivors = append(survivors, s)
 			}
 		}
-		leader.kill9()
+		leader.Kill()
 		start := time.Now()
 		if !put(survivors[k%2], clusterFailoverBound) {
 			t.Fatalf("kill %d: no write acknowledged within %v", k, clusterFailoverBound)
 		}
 		times = append(times, time.Since(start))
-		leader.restart()
+		leader.Restart()
 		newLeader := shardLeader(t, survivors, 0, 3)
 		want := metricValue(t, newLeader, metric)
 		retry.Within(t, 60*time.Second, "the restarted node catches up", func() error {

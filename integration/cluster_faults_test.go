@@ -74,7 +74,7 @@ func (fs *faultSchedule) newLeader(old int, began time.Time) time.Duration {
 	hc := &http.Client{Timeout: 500 * time.Millisecond}
 	retry.Within(fs.t, 60*time.Second, fmt.Sprintf("a ready leader other than n%d", old), func() error {
 		for i := range fs.lc.servers {
-			if i == old || fs.lc.servers[i].proc == nil {
+			if i == old || !fs.lc.servers[i].Running() {
 				continue
 			}
 			resp, err := hc.Get(fs.lc.url(i) + "/metrics")
@@ -97,7 +97,7 @@ func (fs *faultSchedule) round() {
 
 	l := lc.leader(t)
 	began := fs.begin(fmt.Sprintf("kill -9 of leader n%d", l))
-	lc.servers[l].kill9()
+	lc.servers[l].Kill()
 	el := fs.newLeader(l, began)
 	fs.progress("with the leader killed")
 	fs.record("kill-leader", began, el)
@@ -157,13 +157,13 @@ func (fs *faultSchedule) round() {
 	l = lc.leader(t)
 	f = (l + 1) % 3
 	began = fs.begin(fmt.Sprintf("kill -9 of follower n%d", f))
-	lc.servers[f].kill9()
+	lc.servers[f].Kill()
 	fs.progress("with a follower killed")
 	fs.record("kill-follower", began, 0)
 	lc.restart(f)
 	l = lc.leader(t)
 	began = fs.begin(fmt.Sprintf("kill -9 of leader n%d", l))
-	lc.servers[l].kill9()
+	lc.servers[l].Kill()
 	el = fs.newLeader(l, began)
 	fs.progress("with the leader killed again")
 	fs.record("kill-leader", began, el)
@@ -179,7 +179,7 @@ func (fs *faultSchedule) pauseLeader() {
 	lc, t := fs.lc, fs.t
 	l := lc.leader(t)
 	began := fs.begin(fmt.Sprintf("SIGSTOP of leader n%d", l))
-	lc.servers[l].pause()
+	lc.servers[l].Pause()
 	stopReads := make(chan struct{})
 	var sent atomic.Int64 // reads sent to the paused node
 	var readers sync.WaitGroup
@@ -202,7 +202,7 @@ func (fs *faultSchedule) pauseLeader() {
 	}
 	el := fs.newLeader(l, began)
 	fs.progress("with the leader paused")
-	lc.servers[l].resume()
+	lc.servers[l].Resume()
 	resumed := time.Now()
 	from := sent.Load()
 	retry.Within(t, 60*time.Second, "reads sent to the resumed node", func() error {

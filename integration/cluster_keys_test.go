@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/freeport"
 	"github.com/cairnstore/cairn/internal/retry"
 )
@@ -31,18 +31,17 @@ const clusterRestartBound = 60 * time.Second
 // node does (--peer-listen with a fixed port): a Raft member's address is updated only by
 // a leader, so a cluster whose every node came back on another peer port could elect none.
 func TestClusterAPIKeysAcrossNodesSurviveKill9(t *testing.T) {
-	pc := startProcCluster(t, 0, 1, "--auth", "required")
-	for i := range 3 {
-		pc.servers = append(pc.servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), pc.args,
-			serveArgs("--peer-listen", freeport.Addr(t))))
+	pc := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 0, Shards: 1}, "--auth", "required")
+	for range 3 {
+		pc.AddNode("--peer-listen", freeport.Addr(t))
 	}
-	nodes := pc.servers
-	operator := parseCreated(t, mustCLI(t, cliOptions{}, "admin", "key", "create", "--etcd", pc.etcd, "--name", "operator",
+	nodes := pc.Nodes
+	operator := parseCreated(t, mustCLI(t, cliOptions{}, "admin", "key", "create", "--etcd", pc.Stores.Etcd, "--name", "operator",
 		"--all-agents", "--scope", "admin,workspace:read,workspace:write", "--json"))
 	bearer := func(key string) []string { return []string{"Authorization", "Bearer " + key} }
-	wb := func(s *server) string { return s.URL + "/v1/agents/keyed/workbenches/w" }
+	wb := func(s *framework.Process) string { return s.URL + "/v1/agents/keyed/workbenches/w" }
 	// want polls method on s's workbench with key until it answers code, for at most bound.
-	want := func(what string, bound time.Duration, s *server, method, key string, code int) {
+	want := func(what string, bound time.Duration, s *framework.Process, method, key string, code int) {
 		t.Helper()
 		hc := &http.Client{Timeout: 10 * time.Second}
 		retry.Within(t, bound, what, func() error {
@@ -67,7 +66,7 @@ func TestClusterAPIKeysAcrossNodesSurviveKill9(t *testing.T) {
 	}
 	want("the bootstrap key creates a workbench through node 1", 60*time.Second, nodes[0], http.MethodPut, operator.Secret, http.StatusCreated)
 
-	online := func(s *server, args ...string) cliResult {
+	online := func(s *framework.Process, args ...string) cliResult {
 		return mustCLI(t, cliOptions{env: []string{"CAIRN_API_KEY=" + operator.Secret}}, append([]string{"admin", "key", "--admin-server", s.AdminURL}, args...)...)
 	}
 	ci := parseCreated(t, online(nodes[0], "create", "--name", "ci", "--agent", "keyed", "--scope", "workspace:read", "--json"))
@@ -84,10 +83,10 @@ func TestClusterAPIKeysAcrossNodesSurviveKill9(t *testing.T) {
 	}
 
 	for _, s := range nodes {
-		s.kill9()
+		s.Kill()
 	}
 	for _, s := range nodes {
-		s.restart()
+		s.Restart()
 	}
 	for i, s := range nodes {
 		want(fmt.Sprintf("the operator key on node %d after kill -9", i+1), clusterRestartBound, s, http.MethodGet, operator.Secret, http.StatusOK)
@@ -105,7 +104,7 @@ func TestClusterAPIKeysAcrossNodesSurviveKill9(t *testing.T) {
 	}
 	for i, s := range nodes {
 		for _, k := range []createdKey{operator, ci, reader} {
-			if strings.Contains(s.log.String(), k.Secret[len("cairn_")+16:]) {
+			if strings.Contains(s.Output(), k.Secret[len("cairn_")+16:]) {
 				t.Errorf("node %d's log holds a key's secret", i+1)
 			}
 		}

@@ -31,7 +31,7 @@ import (
 // linCluster is a three-node, one-shard cluster whose peer traffic runs through a
 // faultNet.
 type linCluster struct {
-	servers []*server
+	servers []*framework.Process
 	net     *faultNet
 	etcd    []*gateProxy             // node i's way to etcd, which can be cut
 	urls    []atomic.Pointer[string] // each node's current URL, read by client goroutines
@@ -42,7 +42,7 @@ func (lc *linCluster) url(i int) string { return *lc.urls[i].Load() }
 
 // restart starts node i again and publishes its new URL.
 func (lc *linCluster) restart(i int) {
-	lc.servers[i].restart()
+	lc.servers[i].Restart()
 	u := lc.servers[i].URL
 	lc.urls[i].Store(&u)
 }
@@ -62,7 +62,7 @@ func startLinCluster(t *testing.T, extra ...string) *linCluster {
 		args := append(append(through.ClusterArgs(1),
 			"--peer-listen", fn.freePeerAddr(i), "--advertise-peer", fn.addr(i), "--peer-source", peerIP(i),
 		), extra...)
-		lc.servers = append(lc.servers, startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), serveArgs(args...)))
+		lc.servers = append(lc.servers, framework.StartProcess(t, cairnBin, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), args...))
 	}
 	lc.urls = make([]atomic.Pointer[string], len(lc.servers))
 	for i, s := range lc.servers {

@@ -20,27 +20,8 @@ import (
 // clusterImplementations are the two ways a scenario's cluster is built.
 var clusterImplementations = []framework.Implementation{
 	{Name: "in-process", Start: framework.InProcess},
-	{Name: "processes", Start: startProcesses},
+	framework.OnProcesses(&cairnBin),
 }
-
-// processes is a framework.Cluster of `cairn serve --cluster` processes (procCluster).
-type processes struct {
-	t  *testing.T
-	pc *procCluster
-}
-
-func startProcesses(t *testing.T, o framework.Options) framework.Cluster {
-	t.Helper()
-	return &processes{t: t, pc: startProcCluster(t, o.Nodes, o.Shards)}
-}
-
-func (p *processes) Len() int               { return len(p.pc.servers) }
-func (p *processes) ClientURL(i int) string { return p.pc.servers[i].URL }
-func (p *processes) AdminURL(i int) string  { return p.pc.servers[i].AdminURL }
-func (p *processes) Running(i int) bool     { return p.pc.servers[i].proc != nil }
-func (p *processes) Add() int               { p.t.Helper(); p.pc.add(p.t); return len(p.pc.servers) - 1 }
-func (p *processes) Stop(i int)             { p.t.Helper(); p.pc.servers[i].stop() }
-func (p *processes) Restart(i int)          { p.t.Helper(); p.pc.servers[i].restart() }
 
 // clusterStatus is the part of GET /v1/admin/cluster the scenarios read.
 type clusterStatus struct {

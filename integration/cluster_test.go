@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -73,15 +72,15 @@ func clusterSend(method, u string, body []byte, bound time.Duration, key string,
 }
 
 // shardLeader finds, through /metrics, the server that leads shard with want voters.
-func shardLeader(t *testing.T, servers []*server, shard int, want int) *server {
+func shardLeader(t *testing.T, servers []*framework.Process, shard int, want int) *framework.Process {
 	t.Helper()
 	ready := fmt.Sprintf("cairn_shard_ready{shard=\"%d\"} 1", shard)
 	voters := fmt.Sprintf("cairn_shard_voters{shard=\"%d\"} %d", shard, want)
 	hc := &http.Client{Timeout: 5 * time.Second}
-	var leader *server
+	var leader *framework.Process
 	retry.Within(t, 60*time.Second, fmt.Sprintf("shard %d has a ready leader with %d voters", shard, want), func() error {
 		for _, s := range servers {
-			if s.proc == nil {
+			if !s.Running() {
 				continue
 			}
 			resp, err := hc.Get(s.URL + "/metrics")
@@ -101,8 +100,8 @@ func shardLeader(t *testing.T, servers []*server, shard int, want int) *server {
 }
 
 func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
-	pc := startProcCluster(t, 3, 2)
-	servers, etcd := pc.servers, pc.etcd
+	pc := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: 2})
+	servers, etcd := pc.Nodes, pc.Stores.Etcd
 
 	// Write through node 0; read back through the others (forwarded to the leader).
 	const agent, wb = "alice", "w1"
@@ -113,7 +112,7 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 	// Each put carries an Idempotency-Key, as a client that retries must: across the leader's
 	// kill a forwarded write may have an unknown outcome, which the node retries for it only
 	// when the request id makes a repeat safe.
-	put := func(s *server, i int, bound time.Duration) bool {
+	put := func(s *framework.Process, i int, bound time.Duration) bool {
 		name := fmt.Sprintf("input/f%03d", i)
 		body := fmt.Sprintf("body %d written through %s", i, s.URL)
 		code, b := clusterDoKey(http.MethodPut, fileURL(s.URL, agent, wb, name), []byte(body), bound, "failover-"+name)
@@ -160,7 +159,7 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 		!strings.Contains(status.stdout, "2 shards, replication 3") {
 		t.Fatalf("cairn admin cluster status: want both shards with a leader:\n%s", status)
 	}
-	var survivors []*server
+	var survivors []*framework.Process
 	for _, s := range servers {
 		if s != leader {
 			survivors = append(survivors, s)
@@ -241,7 +240,7 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 	})
 	beforeKill := ackCount.Load()
 
-	leader.kill9()
+	leader.Kill()
 	killed := time.Now()
 	if !put(survivors[0], 100, clusterFailoverBound) {
 		t.Fatalf("no write was acknowledged through a survivor within %v of the leader's kill -9", clusterFailoverBound)
@@ -275,7 +274,7 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 
 	// Every acknowledged write reads back through both survivors.
 	// (each file through one of them in turn, so that every node serves reads)
-	readAll := func(through []*server, when string) {
+	readAll := func(through []*framework.Process, when string) {
 		t.Helper()
 		i := 0
 		for name, want := range acked {
@@ -295,7 +294,7 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 
 	// The killed node restarts (on new ports: the leader learns its new peer address from
 	// the registry) and its replica catches up with the leader's.
-	leader.restart()
+	leader.Restart()
 	newLeader := shardLeader(t, survivors, rec.Shard, 3)
 	metric := fmt.Sprintf("cairn_shard_applied_version{shard=\"%d\"}", rec.Shard)
 	want := metricValue(t, newLeader, metric)
@@ -306,18 +305,18 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 		return nil
 	})
 
-	if !strings.Contains(newLeader.log.String(), "member peer address updated") {
-		t.Errorf("the leader did not update the restarted node's peer address:\n%s", newLeader.log.tail(8<<10))
+	if !strings.Contains(newLeader.Output(), "member peer address updated") {
+		t.Errorf("the leader did not update the restarted node's peer address:\n%s", newLeader.OutputTail(8<<10))
 	}
 
 	// SIGTERM on the leader: it hands its leadership over before it exits, and writes go on.
-	newLeader.stop()
-	if !strings.Contains(newLeader.log.String(), "leadership transferred") {
-		t.Errorf("the leader stopped by SIGTERM did not log a leadership transfer:\n%s", newLeader.log.tail(8<<10))
+	newLeader.Stop()
+	if !strings.Contains(newLeader.Output(), "leadership transferred") {
+		t.Errorf("the leader stopped by SIGTERM did not log a leadership transfer:\n%s", newLeader.OutputTail(8<<10))
 	}
-	var rest []*server
+	var rest []*framework.Process
 	for _, s := range servers {
-		if s.proc != nil {
+		if s.Running() {
 			rest = append(rest, s)
 		}
 	}
@@ -329,51 +328,8 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 	readAll(rest, "after the SIGTERM of the leader")
 }
 
-// liveURLs returns the client URLs of the cluster's nodes that run (not killed or stopped).
-func (pc *procCluster) liveURLs() []string {
-	var out []string
-	for _, s := range pc.servers {
-		if s.proc != nil {
-			out = append(out, s.URL)
-		}
-	}
-	return out
-}
-
-// procCluster is a real etcd, a real MinIO and `cairn serve --cluster` processes on
-// loopback (replication 3).
-type procCluster struct {
-	servers []*server
-	etcd    string       // etcd client endpoint
-	args    serverOption // every node's arguments
-	// stores are the etcd and the object store every node shares.
-	stores framework.Stores
-}
-
-// startProcCluster starts etcd, MinIO and nodes nodes of a cluster with shards shards;
-// extra is added to every node's arguments.
-func startProcCluster(t *testing.T, nodes, shards int, extra ...string) *procCluster {
-	t.Helper()
-	st := framework.StartStores(t)
-	st.ExportCredentials(t)
-	pc := &procCluster{etcd: st.Etcd, stores: st}
-	pc.args = serveArgs(append(append(st.ClusterArgs(shards), "--peer-listen", "127.0.0.1:0"), extra...)...)
-	for range nodes {
-		pc.add(t)
-	}
-	return pc
-}
-
-// add starts one more node on a new data directory.
-func (pc *procCluster) add(t *testing.T) *server {
-	t.Helper()
-	s := startServer(t, filepath.Join(t.TempDir(), fmt.Sprintf("n%d", len(pc.servers))), pc.args)
-	pc.servers = append(pc.servers, s)
-	return s
-}
-
 // metricValue reads one sample of s's /metrics (0 when absent).
-func metricValue(t *testing.T, s *server, sample string) float64 {
+func metricValue(t *testing.T, s *framework.Process, sample string) float64 {
 	t.Helper()
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(s.URL + "/metrics")
 	if err != nil {
@@ -397,13 +353,13 @@ func metricValue(t *testing.T, s *server, sample string) float64 {
 // The node that woke up must not bring back its stale leader hint: within seconds every
 // node, the woken one (which no longer hosts a replica) included, serves writes and reads.
 func TestClusterLeaderThatStalledPastItsLeaseDoesNotHideTheNewLeader(t *testing.T) {
-	servers := startProcCluster(t, 4, 1).servers
+	servers := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 4, Shards: 1}).Nodes
 	const agent, wb = "stall", "w"
 	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
 		t.Fatalf("create workbench: %d %s", code, b)
 	}
 	leader := shardLeader(t, servers, 0, 3)
-	pid := leader.proc.cmd.Process.Pid
+	pid := leader.Pid()
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +369,7 @@ func TestClusterLeaderThatStalledPastItsLeaseDoesNotHideTheNewLeader(t *testing.
 			syscall.Kill(pid, syscall.SIGCONT)
 		}
 	}()
-	var others []*server
+	var others []*framework.Process
 	for _, s := range servers {
 		if s != leader {
 			others = append(others, s)

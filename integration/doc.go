@@ -10,9 +10,11 @@
 // starting with THROUGHPUT (go test -v); they are reported, never asserted. -short cuts
 // the crash loop from 20 kills to 3.
 //
-// A cluster scenario written against framework.Cluster (integration/framework) runs
+// Every server these tests start comes from integration/framework: a framework.Process
+// (one `cairn serve`, embedded or cluster), framework.Processes (a cluster of them), and
+// the Stores they share. A cluster scenario written against framework.Cluster runs
 // twice, as subtests: on nodes inside the test process and on real processes
-// (cluster_scenario_test.go holds those scenarios and the process implementation).
+// (cluster_scenario_test.go holds those scenarios).
 //
 // regressions_test.go keeps the reproductions of bugs these tests found, now fixed.
 package integration

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -135,7 +136,7 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 	// Frequent Raft snapshots, so that restarts recover from a snapshot plus a log tail
 	// and some kills land while a snapshot is being written.
 	dataDir := t.TempDir()
-	srv := startServer(t, dataDir, serveArgs("--raft-snapshot-threshold", "64", "--raft-snapshot-interval", "200ms"))
+	srv := framework.StartProcess(t, cairnBin, dataDir, "--raft-snapshot-threshold", "64", "--raft-snapshot-interval", "200ms")
 	if r := doHTTP(t, "PUT", srv.URL+"/v1/agents/"+crashAgent+"/workbenches/"+crashWorkbench, nil); r.status != 201 {
 		t.Fatalf("create workbench: %d %s", r.status, r.body)
 	}
@@ -149,7 +150,7 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 		r := crashIteration(t, srv, rng, seed, runID, it)
 		all = append(all, r.current...)
 
-		srv.restart()
+		srv.Restart()
 		last := it == iterations
 		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}}
 		applied := verifyAfterCrash(t, hc, srv.URL, all, it, last)
@@ -198,7 +199,7 @@ type iterationResult struct {
 }
 
 // crashIteration runs the writers against srv and kills it with SIGKILL mid-stream.
-func crashIteration(t *testing.T, srv *server, rng *rand.Rand, seed uint64, runID string, it int) iterationResult {
+func crashIteration(t *testing.T, srv *framework.Process, rng *rand.Rand, seed uint64, runID string, it int) iterationResult {
 	t.Helper()
 	run := &crashRun{base: srv.URL, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * crashWriters, DisableCompression: true}}}
 	defer run.hc.CloseIdleConnections()
@@ -254,7 +255,7 @@ func crashIteration(t *testing.T, srv *server, rng *rand.Rand, seed uint64, runI
 	time.Sleep(r.delay) // the crash point: a random moment in the write stream, not a wait for a condition
 	r.inflightAtKill = run.inflight.Load()
 	run.killed.Store(true)
-	srv.kill9()
+	srv.Kill()
 	releaseTrickle()
 	// The writers see their connections fail and stop; nothing is cancelled from this side
 	// first, so every outstanding request meets the crash.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/api/client"
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -54,8 +55,8 @@ func (a feedID) less(b feedID) bool {
 // away), and it resumes on the next live node after the last frame it received
 // (Last-Event-ID). It records every frame in order.
 type feedReader struct {
-	servers   []*server
-	alive     func(*server) bool
+	servers   []*framework.Process
+	alive     func(*framework.Process) bool
 	agent     string
 	dropEvery int
 
@@ -175,8 +176,8 @@ func (r *feedReader) putPaths() map[string]bool {
 // SIGKILL) sees every event exactly once, in order: every acknowledged write is in what it
 // saw, and what it saw is exactly the feed as a fresh reader reads it afterwards.
 func TestChangeFeedExactlyOnceAcrossLeaderKill9(t *testing.T) {
-	pc := startProcCluster(t, 3, 1)
-	servers := pc.servers
+	pc := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: 1})
+	servers := pc.Nodes
 	const agent, wb = "feed", "w"
 	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 {
 		t.Fatalf("create workbench: %d %s", code, b)
@@ -189,8 +190,8 @@ func TestChangeFeedExactlyOnceAcrossLeaderKill9(t *testing.T) {
 		}
 	}
 
-	var killed atomic.Pointer[server] // read by the goroutines; s.proc is the test's
-	alive := func(s *server) bool { return killed.Load() != s }
+	var killed atomic.Pointer[framework.Process] // read by the goroutines; Running is the test's
+	alive := func(s *framework.Process) bool { return killed.Load() != s }
 	ctx, stopReader := context.WithCancel(context.Background())
 	reader := &feedReader{servers: servers, alive: alive, agent: agent, dropEvery: 25}
 	readerDone := make(chan struct{})
@@ -255,7 +256,7 @@ func TestChangeFeedExactlyOnceAcrossLeaderKill9(t *testing.T) {
 		return nil
 	})
 	killed.Store(leader)
-	leader.kill9()
+	leader.Kill()
 	beforeKill := ackCount.Load()
 	retry.Within(t, 60*time.Second, "writes acknowledged after the kill", func() error {
 		if n := ackCount.Load(); n < beforeKill+60 {
@@ -291,7 +292,7 @@ func TestChangeFeedExactlyOnceAcrossLeaderKill9(t *testing.T) {
 
 	// A fresh reader on a survivor reads the same frames, exactly: nothing skipped,
 	// nothing repeated across the resumes and the kill.
-	var survivor *server
+	var survivor *framework.Process
 	for _, s := range servers {
 		if alive(s) {
 			survivor = s
@@ -323,7 +324,7 @@ func TestChangeFeedExactlyOnceAcrossLeaderKill9(t *testing.T) {
 // the id of a printed line.
 func TestCLIEventsPrintsAndResumes(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, t.TempDir())
+	srv := framework.StartProcess(t, cairnBin, t.TempDir())
 	for _, p := range []string{"input/a", "input/b", "outputs/c"} {
 		if code, b := clusterDo(http.MethodPut, fileURL(srv.URL, "cli", "wb", p), []byte(p), 30*time.Second); code/100 != 2 {
 			t.Fatalf("put %s: %d %s", p, code, b)

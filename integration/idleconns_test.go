@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -55,9 +56,9 @@ func testIdleConnections(t *testing.T, conns, maxConns int) {
 			conns = room
 		}
 	}
-	srv := startServer(t, t.TempDir(), serveArgs("--max-connections", strconv.Itoa(maxConns),
-		"--max-connections-per-client", strconv.Itoa(maxConns), "--read-header-timeout", "500ms"))
-	pid := srv.proc.cmd.Process.Pid
+	srv := framework.StartProcess(t, cairnBin, t.TempDir(), "--max-connections", strconv.Itoa(maxConns),
+		"--max-connections-per-client", strconv.Itoa(maxConns), "--read-header-timeout", "500ms")
+	pid := srv.Pid()
 	baseFDs, baseRSS := procFDs(t, pid), procRSS(t, pid)
 	addr := strings.TrimPrefix(srv.URL, "http://")
 

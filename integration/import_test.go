@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/api/client"
+	"github.com/cairnstore/cairn/integration/framework"
 )
 
 // fileFact is what a round trip must preserve of one regular file.
@@ -63,7 +64,7 @@ func TestImportExportGoSourceTreeRoundTrips(t *testing.T) {
 	t.Logf("source: %s mirrored (%d hard links) with extras: %d regular files (%d empty, %d executable), %.1f MB, %d symlinks",
 		src, linked, len(want.files), want.empty, want.execs, float64(want.bytes)/1e6, len(want.symlinks))
 
-	srv := startServer(t, t.TempDir())
+	srv := framework.StartProcess(t, cairnBin, t.TempDir())
 	opts := cliOptions{bin: cairnBin, timeout: 8 * time.Minute}
 
 	loadImport := loadAverage()

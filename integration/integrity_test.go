@@ -22,6 +22,7 @@ import (
 
 	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -135,7 +136,7 @@ func TestCorruptBlobIsNeverServedAndReuploadRepairsIt(t *testing.T) {
 		t.Errorf("cairn_blob_corrupt_total went from %v to %v, want it to count the corrupt reads", before, got)
 	}
 	digest := hex.EncodeToString(func() []byte { s := sha256.Sum256(body); return s[:] }())
-	if !strings.Contains(srv.log.String(), digest) {
+	if !strings.Contains(srv.Output(), digest) {
 		t.Errorf("no log line names the corrupt blob's digest %s", digest)
 	}
 
@@ -221,7 +222,7 @@ func TestCorruptLaterSegmentAbortsTheStream(t *testing.T) {
 func TestCorruptInlineBodyIsNeverServed(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
-	srv := startServer(t, dataDir)
+	srv := framework.StartProcess(t, cairnBin, dataDir)
 	u := fileURL(srv.URL, "integrity", "w", "input/hello.txt")
 	if r := doHTTP(t, "PUT", srv.URL+"/v1/agents/integrity/workbenches/w", nil); r.status != 201 {
 		t.Fatalf("create workbench: %d %s", r.status, r.body)
@@ -229,7 +230,7 @@ func TestCorruptInlineBodyIsNeverServed(t *testing.T) {
 	if r := doHTTP(t, "PUT", u, strings.NewReader("hello world")); r.status != 201 {
 		t.Fatalf("PUT: %d %s", r.status, r.body)
 	}
-	srv.stop()
+	srv.Stop()
 	db := filepath.Join(dataDir, "shards", "0", "raft.db")
 	raw, err := os.ReadFile(db)
 	if err != nil {
@@ -273,7 +274,7 @@ func wantDamagedStart(t *testing.T, dataDir, db string) {
 func TestTruncatedRaftLogFailsStartClearly(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
-	srv := startServer(t, dataDir)
+	srv := framework.StartProcess(t, cairnBin, dataDir)
 	// Enough entries that the log's pages run well past the first few.
 	inline := bytes.Repeat([]byte("x"), 4000)
 	for i := range 100 {
@@ -281,7 +282,7 @@ func TestTruncatedRaftLogFailsStartClearly(t *testing.T) {
 			t.Fatalf("PUT: %d %s", r.status, r.body)
 		}
 	}
-	srv.stop()
+	srv.Stop()
 	db := filepath.Join(dataDir, "shards", "0", "raft.db")
 	fi, err := os.Stat(db)
 	if err != nil {
@@ -303,7 +304,7 @@ func TestTruncatedRaftLogFailsStartClearly(t *testing.T) {
 func TestDamagedRaftSnapshotFailsStartClearly(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
-	srv := startServer(t, dataDir, serveArgs("--raft-snapshot-threshold", "16", "--raft-snapshot-interval", "200ms"))
+	srv := framework.StartProcess(t, cairnBin, dataDir, "--raft-snapshot-threshold", "16", "--raft-snapshot-interval", "200ms")
 	snapDir := filepath.Join(dataDir, "shards", "0", "snapshots")
 	i := 0
 	retry.Within(t, time.Minute, "a Raft snapshot is taken", func() error {
@@ -317,7 +318,7 @@ func TestDamagedRaftSnapshotFailsStartClearly(t *testing.T) {
 		}
 		return nil
 	})
-	srv.stop()
+	srv.Stop()
 	m, err := filepath.Glob(filepath.Join(snapDir, "*", "state.bin"))
 	if err != nil || len(m) == 0 {
 		t.Fatalf("no snapshot state in %s (%v)", snapDir, err)
@@ -332,9 +333,9 @@ func TestDamagedRaftSnapshotFailsStartClearly(t *testing.T) {
 }
 
 // startWithWorkbench starts a node on dataDir and creates workbench wb of agent on it.
-func startWithWorkbench(t *testing.T, dataDir, agent, wb string) *server {
+func startWithWorkbench(t *testing.T, dataDir, agent, wb string) *framework.Process {
 	t.Helper()
-	srv := startServer(t, dataDir)
+	srv := framework.StartProcess(t, cairnBin, dataDir)
 	if r := doHTTP(t, "PUT", srv.URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil); r.status != 201 {
 		t.Fatalf("create workbench: %d %s", r.status, r.body)
 	}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/cairnstore/cairn/integration/framework"
 )
 
 // createdKey is the --json answer of cairn admin key create.
@@ -36,7 +38,7 @@ func TestAPIKeysOnAnEmbeddedNode(t *testing.T) {
 		t.Fatalf("the last line is not the key:\n%s", plain)
 	}
 
-	s := startServer(t, dir, serveArgs("--auth", "required"))
+	s := framework.StartProcess(t, cairnBin, dir, "--auth", "required")
 	wb := s.URL + "/v1/agents/a/workbenches/w"
 	bearer := func(key string) []string { return []string{"Authorization", "Bearer " + key} }
 
@@ -83,8 +85,8 @@ func TestAPIKeysOnAnEmbeddedNode(t *testing.T) {
 		t.Fatalf("the revoked key: %d %s", r.status, r.body)
 	}
 
-	s.kill9()
-	s.restart()
+	s.Kill()
+	s.Restart()
 	wb = s.URL + "/v1/agents/a/workbenches/w"
 	if r := doHTTP(t, http.MethodGet, wb, nil, bearer(reader)...); r.status != http.StatusOK {
 		t.Fatalf("the reader key after kill -9: %d %s", r.status, r.body)
@@ -93,7 +95,7 @@ func TestAPIKeysOnAnEmbeddedNode(t *testing.T) {
 		t.Fatalf("the revoked key after kill -9: %d %s", r.status, r.body)
 	}
 	for _, secret := range []string{admin.Secret, reader, ci.Secret} {
-		if strings.Contains(s.log.String(), secret[len("cairn_")+16:]) {
+		if strings.Contains(s.Output(), secret[len("cairn_")+16:]) {
 			t.Fatal("the server log holds a key's secret")
 		}
 	}
@@ -112,7 +114,7 @@ func TestMCPStdioProxyWithAnAPIKey(t *testing.T) {
 	writer := keyFor("writer", "--agent", "a", "--scope", "workspace:read,workspace:write")
 	reader := keyFor("reader", "--agent", "a", "--scope", "workspace:read")
 	other := keyFor("other", "--agent", "b", "--scope", "workspace:read,workspace:write")
-	s := startServer(t, dir, serveArgs("--auth", "required"))
+	s := framework.StartProcess(t, cairnBin, dir, "--auth", "required")
 
 	proxy := func(key string) mcpCaller {
 		cs, closeSession := connectStdio(t, "mcp", "--agent", "a", "--server", s.URL, "--api-key", key)

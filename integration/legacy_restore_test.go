@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -78,7 +79,7 @@ func TestDataDirectoryWithV1RestoreManifestsKeepsWorking(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	extractTarGz(t, filepath.Join("testdata", "legacy-v1-restore.tar.gz"), dir)
-	srv := startServer(t, filepath.Join(dir, "data"))
+	srv := framework.StartProcess(t, cairnBin, filepath.Join(dir, "data"))
 
 	// REST serves the stored v1 envelope byte for byte.
 	r := doHTTP(t, "GET", fileURL(srv.URL, legacyAgent, "from-commit", "metadata/restore_manifest.json"), nil)

@@ -3,6 +3,8 @@ package integration
 import (
 	"strings"
 	"testing"
+
+	"github.com/cairnstore/cairn/integration/framework"
 )
 
 // TestSecondProcessOnTheSameDataDirFails starts a second `cairn serve` (and a `cairn mcp`
@@ -12,7 +14,7 @@ import (
 func TestSecondProcessOnTheSameDataDirFails(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
-	srv := startServer(t, dataDir, instrumented())
+	srv := framework.StartProcess(t, cairnRaceBin, dataDir)
 	u := fileURL(srv.URL, "a", "w", "input/before.txt")
 	if r := doHTTP(t, "PUT", u, strings.NewReader("written before")); r.status != 201 {
 		t.Fatalf("PUT: %d %s", r.status, r.body)
@@ -60,8 +62,8 @@ func TestSecondProcessOnTheSameDataDirFails(t *testing.T) {
 	}
 
 	// A graceful stop releases the lock: a new process opens the directory with its data.
-	srv.stop()
-	srv.restart()
+	srv.Stop()
+	srv.Restart()
 	if r := doHTTP(t, "GET", fileURL(srv.URL, "a", "w", "input/after.txt"), nil); r.status != 200 || string(r.body) != "written after" {
 		t.Errorf("after a restart on the released directory: GET %d %q", r.status, r.body)
 	}

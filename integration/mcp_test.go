@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -39,11 +40,11 @@ func TestMCPSessionOverStdioAndHTTP(t *testing.T) {
 		files := runWorkbenchSession(t, cs, "viastdio")
 		closeSession()
 		// The node is gone with the session; a server on its data directory serves the files.
-		srv := startServer(t, dataDir, instrumented())
+		srv := framework.StartProcess(t, cairnRaceBin, dataDir)
 		checkOverREST(t, srv.URL, "viastdio", files)
 	})
 
-	srv := startServer(t, t.TempDir(), instrumented())
+	srv := framework.StartProcess(t, cairnRaceBin, t.TempDir())
 	t.Run("streamable HTTP", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
@@ -75,11 +76,11 @@ func TestMCPSessionOverStdioAndHTTP(t *testing.T) {
 // status 0; the child's stderr is shown when the test fails.
 func connectStdio(t *testing.T, args ...string) (cs *sdk.ClientSession, closeSession func()) {
 	t.Helper()
-	var log outputLog
+	var log framework.Log
 	cmd := exec.Command(cairnRaceBin, args...)
-	cmd.Env = childEnv()
-	cmd.Stderr = &lineWriter{log: &log, prefix: "[cairn mcp] "}
-	cmd.SysProcAttr = childSysProcAttr()
+	cmd.Env = framework.ChildEnv()
+	cmd.Stderr = &framework.LineWriter{Log: &log, Prefix: "[cairn mcp] "}
+	cmd.SysProcAttr = framework.ChildSysProcAttr()
 	const terminate = 20 * time.Second
 	transport := &sdk.CommandTransport{Command: cmd, TerminateDuration: terminate}
 	closed := false
@@ -103,10 +104,10 @@ func connectStdio(t *testing.T, args ...string) (cs *sdk.ClientSession, closeSes
 			closeSession()
 		}
 		out := log.String()
-		if strings.Contains(out, dataRaceMarker) {
+		if strings.Contains(out, framework.DataRaceMarker) {
 			t.Errorf("the race detector reported a data race in cairn %s:\n%s", strings.Join(args, " "), out)
 		} else if t.Failed() && out != "" {
-			t.Logf("stderr of cairn %s:\n%s", strings.Join(args, " "), log.tail(16<<10))
+			t.Logf("stderr of cairn %s:\n%s", strings.Join(args, " "), log.Tail(16<<10))
 		}
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)

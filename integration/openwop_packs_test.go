@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/integration/framework"
 )
 
 // Issue 18's acceptance on real processes: the seed's positive example (draft P, inert;
@@ -101,7 +102,7 @@ func TestOpenWOPPackReadbackSurvivesKill9(t *testing.T) {
 	if err := os.WriteFile(shipped, []byte(`{"packs":[{"kind":"agent-pack","manifest":`+shippedManifest+`}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, filepath.Join(dir), serveArgs("--auth", "required", "--openwop-packs-file", shipped))
+	s := framework.StartProcess(t, cairnBin, filepath.Join(dir), "--auth", "required", "--openwop-packs-file", shipped)
 	nodes := func() []string { return []string{s.URL} }
 	a, b := owClient{t: t, nodes: nodes, key: keyA}, owClient{t: t, nodes: nodes, key: keyB}
 	installed := owPackSeed(t, a, b)
@@ -125,8 +126,8 @@ func TestOpenWOPPackReadbackSurvivesKill9(t *testing.T) {
 	if r := doHTTP(t, http.MethodPut, rest, strings.NewReader(`{"name":"private.tenant-a.sneaky"}`), "Authorization", "Bearer "+keyA); r.status != http.StatusNotFound {
 		t.Fatalf("a REST write into the packs workbench: %d %s", r.status, r.body)
 	}
-	s.kill9()
-	s.restart()
+	s.Kill()
+	s.Restart()
 	owReadback(t, a, installed)
 	// The install rules hold across the restart: the same version again is refused.
 	again := a.do(http.MethodPost, "/proposals", map[string]any{"kind": "agent-pack", "artifact": owAgentPack("1.0.1", "again")})
@@ -137,19 +138,19 @@ func TestOpenWOPPackReadbackSurvivesKill9(t *testing.T) {
 }
 
 func TestOpenWOPPackReadbackAcrossALeaderFailover(t *testing.T) {
-	pc := startProcCluster(t, 0, 1, "--auth", "required")
-	keyA, keyB := owPackKeys(t, "--etcd", pc.etcd)
+	pc := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 0, Shards: 1}, "--auth", "required")
+	keyA, keyB := owPackKeys(t, "--etcd", pc.Stores.Etcd)
 	for range 3 {
-		pc.add(t)
+		pc.AddNode()
 	}
-	nodes := pc.liveURLs
+	nodes := pc.LiveURLs
 	a, b := owClient{t: t, nodes: nodes, key: keyA}, owClient{t: t, nodes: nodes, key: keyB}
 	installed := owPackSeed(t, a, b)
-	leader := shardLeader(t, pc.servers, 0, 3)
+	leader := shardLeader(t, pc.Nodes, 0, 3)
 	t.Logf("killing the shard leader %s", leader.URL)
-	leader.kill9()
-	for _, s := range pc.servers {
-		if s.proc == nil {
+	leader.Kill()
+	for _, s := range pc.Nodes {
+		if !s.Running() {
 			continue
 		}
 		one := owClient{t: t, nodes: func() []string { return []string{s.URL} }, key: keyA}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -350,8 +351,8 @@ func owAuthChecks(t *testing.T, base, key string) {
 func TestOpenWOPSuiteTwiceOnAPersistentServer(t *testing.T) {
 	dir := t.TempDir()
 	keyA, keyB := owKeys(t, "--data-dir", dir)
-	s := startServer(t, filepath.Join(dir), serveArgs("--auth", "required", "--openwop-test-seams",
-		"--openwop-max-file-bytes", fmt.Sprint(owMaxFileBytes)))
+	s := framework.StartProcess(t, cairnBin, filepath.Join(dir), "--auth", "required", "--openwop-test-seams",
+		"--openwop-max-file-bytes", fmt.Sprint(owMaxFileBytes))
 	nodes := func() []string { return []string{s.URL} }
 	a, b := owClient{t: t, nodes: nodes, key: keyA}, owClient{t: t, nodes: nodes, key: keyB}
 	owAuthChecks(t, s.URL, keyA)
@@ -373,8 +374,8 @@ func TestOpenWOPSuiteTwiceOnAPersistentServer(t *testing.T) {
 		t.Fatalf("after a REST write: %s", r.body)
 	}
 	// kill -9: what was acknowledged survives, and the suite passes again.
-	s.kill9()
-	s.restart()
+	s.Kill()
+	s.Restart()
 	if r := a.do(http.MethodGet, "/v1/host/workspace/files/shared.md", nil); r.json["content"] != "from rest" || r.json["version"] != float64(2) {
 		t.Fatalf("after kill -9: %s", r.body)
 	}
@@ -392,26 +393,26 @@ func TestOpenWOPSuiteAcrossAClusterLeaderKill(t *testing.T) {
 }
 
 func owClusterLeaderKill(t *testing.T, n int) {
-	pc := startProcCluster(t, 0, 1, "--auth", "required", "--openwop-test-seams",
+	pc := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 0, Shards: 1}, "--auth", "required", "--openwop-test-seams",
 		"--openwop-max-file-bytes", fmt.Sprint(owMaxFileBytes))
-	keyA, keyB := owKeys(t, "--etcd", pc.etcd)
+	keyA, keyB := owKeys(t, "--etcd", pc.Stores.Etcd)
 	for range n {
-		pc.add(t)
+		pc.AddNode()
 	}
-	nodes := pc.liveURLs
+	nodes := pc.LiveURLs
 	a, b := owClient{t: t, nodes: nodes, key: keyA}, owClient{t: t, nodes: nodes, key: keyB}
-	owAuthChecks(t, pc.servers[1].URL, keyA)
+	owAuthChecks(t, pc.Nodes[1].URL, keyA)
 	owSuite(t, a, b)
-	for i, s := range pc.servers {
+	for i, s := range pc.Nodes {
 		one := owClient{t: t, nodes: func() []string { return []string{s.URL} }, key: keyA}
 		if r := one.do(http.MethodGet, "/v1/host/workspace/files", nil); r.status != 200 {
 			t.Fatalf("node %d: %d %s", i, r.status, r.body)
 		}
 	}
 	kept := a.do(http.MethodPut, "/v1/host/workspace/files/kept.md", map[string]any{"content": "before the kill"})
-	leader := shardLeader(t, pc.servers, 0, 3)
+	leader := shardLeader(t, pc.Nodes, 0, 3)
 	t.Logf("killing the shard leader %s", leader.URL)
-	leader.kill9()
+	leader.Kill()
 	if r := a.do(http.MethodGet, "/v1/host/workspace/files/kept.md", nil); r.json["content"] != "before the kill" || r.json["etag"] != kept.json["etag"] {
 		t.Fatalf("after the leader's kill: %s (before: %s)", r.body, kept.body)
 	}
@@ -423,7 +424,7 @@ func owClusterLeaderKill(t *testing.T, n int) {
 // limit; no seams. And a node started with --openwop=false answers 501 on every workspace
 // endpoint.
 func TestOpenWOPDefaultsOnTheWire(t *testing.T) {
-	s := startServer(t, t.TempDir())
+	s := framework.StartProcess(t, cairnBin, t.TempDir())
 	c := owClient{t: t, nodes: func() []string { return []string{s.URL} }}
 	const max = 1 << 20
 	if disc := c.do(http.MethodGet, "/.well-known/openwop", nil); disc.json["workspace"].(map[string]any)["maxFileBytes"] != float64(max) {
@@ -442,7 +443,7 @@ func TestOpenWOPDefaultsOnTheWire(t *testing.T) {
 		t.Fatalf("the seam without --openwop-test-seams: %d %s", r.status, r.body)
 	}
 
-	off := startServer(t, t.TempDir(), serveArgs("--openwop=false"))
+	off := framework.StartProcess(t, cairnBin, t.TempDir(), "--openwop=false")
 	oc := owClient{t: t, nodes: func() []string { return []string{off.URL} }}
 	if d := oc.do(http.MethodGet, "/.well-known/openwop", nil); d.json["workspace"].(map[string]any)["supported"] != false {
 		t.Fatalf("discovery with the facade off: %s", d.body)

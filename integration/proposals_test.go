@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -54,10 +55,10 @@ func getJSON(t *testing.T, u string) (int, map[string]any) {
 // replays answer the first time, the pending one is refused as stale with the head, and a
 // new proposal is accepted; the killed node restarts and serves the same answers.
 func TestProposalsSurviveKill9AndFailover(t *testing.T) {
-	pc := startProcCluster(t, 3, 1)
-	servers := pc.servers
+	pc := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: 1})
+	servers := pc.Nodes
 	const agent, wb = "reviewed", "docs"
-	base := func(s *server) string { return s.URL + "/v1/agents/" + agent + "/workbenches/" + wb }
+	base := func(s *framework.Process) string { return s.URL + "/v1/agents/" + agent + "/workbenches/" + wb }
 	if code, b := clusterDo(http.MethodPut, base(servers[0]), nil, 60*time.Second); code/100 != 2 {
 		t.Fatalf("create workbench: %d %s", code, b)
 	}
@@ -68,7 +69,7 @@ func TestProposalsSurviveKill9AndFailover(t *testing.T) {
 	_, st := getJSON(t, base(servers[2])+"/list?path=outputs")
 	gen := st["entries"].([]any)[0].(map[string]any)["generation"].(float64)
 
-	propose := func(s *server, reqID, text string) (int, map[string]any) {
+	propose := func(s *framework.Process, reqID, text string) (int, map[string]any) {
 		return postJSON(t, base(s)+"/proposals", fmt.Sprintf(`{"path":"outputs/plan.json","base_generation":%d,"text":%q,"request_id":%q,"reason":"review me"}`,
 			int64(gen), text, reqID), 30*time.Second)
 	}
@@ -81,7 +82,7 @@ func TestProposalsSurviveKill9AndFailover(t *testing.T) {
 		t.Fatalf("propose p2: %d %v", code, p2)
 	}
 	id1, id2 := p1["proposal_id"].(string), p2["proposal_id"].(string)
-	accept := func(s *server, id, sub string) (int, map[string]any) {
+	accept := func(s *framework.Process, id, sub string) (int, map[string]any) {
 		return postJSON(t, base(s)+"/proposals/"+id+"/decision", fmt.Sprintf(`{"disposition":"accept","submission_id":%q}`, sub), 30*time.Second)
 	}
 	code, d1 := accept(servers[2], id1, "s1")
@@ -91,15 +92,15 @@ func TestProposalsSurviveKill9AndFailover(t *testing.T) {
 	head := d1["result_generation"].(float64)
 
 	leader := shardLeader(t, servers, 0, 3)
-	var survivors []*server
+	var survivors []*framework.Process
 	for _, s := range servers {
 		if s != leader {
 			survivors = append(survivors, s)
 		}
 	}
-	leader.kill9()
+	leader.Kill()
 
-	check := func(s *server, when string) {
+	check := func(s *framework.Process, when string) {
 		t.Helper()
 		retry.Within(t, clusterFailoverBound, "proposals read back through "+s.URL+" "+when, func() error {
 			code, got := getJSON(t, base(s)+"/proposals/"+id1)
@@ -148,7 +149,7 @@ func TestProposalsSurviveKill9AndFailover(t *testing.T) {
 	}
 
 	// The killed node comes back on its data directory and serves the same state.
-	leader.restart()
+	leader.Restart()
 	retry.Within(t, 60*time.Second, "the restarted node serves the accepted p3", func() error {
 		code, got := getJSON(t, base(leader)+"/proposals/"+p3["proposal_id"].(string))
 		if code != http.StatusOK || got["state"] != "accepted" {

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/integration/framework"
 )
 
 // TestQueryBudgetLongHoldsServerMemoryOnA200kFileRoot (issue 10 finding 9): on a root of
@@ -33,7 +35,7 @@ func TestQueryBudgetLongHoldsServerMemoryOnA200kFileRoot(t *testing.T) {
 		files = n
 	}
 	const budget = 256 << 20
-	s := startServer(t, t.TempDir(), serveArgs("--query-budget-bytes", strconv.Itoa(budget), "--query-queue-timeout", "2s"))
+	s := framework.StartProcess(t, cairnBin, t.TempDir(), "--query-budget-bytes", strconv.Itoa(budget), "--query-queue-timeout", "2s")
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: time.Minute}
 	t.Cleanup(hc.CloseIdleConnections)
 
@@ -73,7 +75,7 @@ func TestQueryBudgetLongHoldsServerMemoryOnA200kFileRoot(t *testing.T) {
 	}
 	t.Logf("wrote %d files in %.1f s", files, time.Since(start).Seconds())
 
-	pid := s.proc.cmd.Process.Pid
+	pid := s.Pid()
 	before, err := statusKB(pid, "VmRSS")
 	if err != nil {
 		t.Skipf("the server's memory cannot be read: %v", err)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -143,7 +144,7 @@ func TestReadmeExamplesRunAsWritten(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "examples.sh")
 	cmd.Dir = work
-	cmd.Env = childEnv("PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"))
+	cmd.Env = framework.ChildEnv("PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"))
 	// Its own process group: the nodes the examples start in the background are stopped
 	// with the session when the test ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -198,34 +199,34 @@ func curlWrapper(t *testing.T) string {
 // until it is ready; a cleanup stops it.
 func startQuickstartNode(t *testing.T, work string) {
 	t.Helper()
-	var log outputLog
+	var log framework.Log
 	cmd := exec.Command("./cairn", "serve")
 	cmd.Dir = work
-	cmd.Env = childEnv()
-	cmd.Stdout = &lineWriter{log: &log, prefix: "[serve stdout] "}
-	cmd.Stderr = &lineWriter{log: &log, prefix: "[serve] "}
-	c, err := startChild(cmd)
+	cmd.Env = framework.ChildEnv()
+	cmd.Stdout = &framework.LineWriter{Log: &log, Prefix: "[serve stdout] "}
+	cmd.Stderr = &framework.LineWriter{Log: &log, Prefix: "[serve] "}
+	c, err := framework.StartChild(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-c.done:
-		case <-time.After(stopTimeout):
+		case <-c.Done():
+		case <-time.After(framework.StopTimeout):
 			_ = cmd.Process.Kill()
-			<-c.done
-			t.Errorf("the Quickstart node did not stop within %v of SIGTERM", stopTimeout)
+			<-c.Done()
+			t.Errorf("the Quickstart node did not stop within %v of SIGTERM", framework.StopTimeout)
 		}
 		if t.Failed() {
-			t.Logf("output of the Quickstart node:\n%s", log.tail(16<<10))
+			t.Logf("output of the Quickstart node:\n%s", log.Tail(16<<10))
 		}
 	})
 	hc := &http.Client{Timeout: 5 * time.Second}
-	retry.Within(t, readyTimeout, "the Quickstart node answers /readyz", func() error {
+	retry.Within(t, framework.ReadyTimeout, "the Quickstart node answers /readyz", func() error {
 		select {
-		case <-c.done:
-			return fmt.Errorf("%w: it exited: %v\n%s", retry.ErrStop, c.err, log.tail(4<<10))
+		case <-c.Done():
+			return fmt.Errorf("%w: it exited: %v\n%s", retry.ErrStop, c.Err(), log.Tail(4<<10))
 		default:
 		}
 		resp, err := hc.Get(quickstartURL + "/readyz")
@@ -241,7 +242,7 @@ func startQuickstartNode(t *testing.T, work string) {
 }
 
 // stopProcessGroup ends what is left of the examples' session (nodes started with &):
-// SIGTERM, then SIGKILL if the group is still there after stopTimeout.
+// SIGTERM, then SIGKILL if the group is still there after framework.StopTimeout.
 func stopProcessGroup(t *testing.T, pgid int) {
 	gone := func() error {
 		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
@@ -253,8 +254,8 @@ func stopProcessGroup(t *testing.T, pgid int) {
 		return
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	if _, err := retry.Until(stopTimeout, gone); err != nil {
+	if _, err := retry.Until(framework.StopTimeout, gone); err != nil {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		retry.Within(t, killTimeout, "the examples' session ends", gone)
+		retry.Within(t, framework.KillTimeout, "the examples' session ends", gone)
 	}
 }

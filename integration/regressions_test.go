@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -65,7 +66,7 @@ func abortUpload(t *testing.T, base, head string, body []byte) {
 // io.ErrUnexpectedEOF as "the body is short", but net/http also returns
 // io.ErrUnexpectedEOF for a body cut off before its Content-Length or its last chunk.
 func TestAbortedUploadIsNeverVisible(t *testing.T) {
-	srv := startServer(t, t.TempDir())
+	srv := framework.StartProcess(t, cairnBin, t.TempDir())
 	if r := doHTTP(t, "PUT", fileURL(srv.URL, "a", "w", "logs/existing.log"), strings.NewReader("kept\n")); r.status != 201 {
 		t.Fatalf("setup PUT: %d %s", r.status, r.body)
 	}
@@ -109,7 +110,7 @@ func TestAbortedUploadIsNeverVisible(t *testing.T) {
 // then times out and `cairn serve` exits 1 ("cairn: Unavailable: context deadline
 // exceeded"), which the server cleanup of this test reports too.
 func TestTruncatedChunkedUploadFailsPromptly(t *testing.T) {
-	srv := startServer(t, t.TempDir())
+	srv := framework.StartProcess(t, cairnBin, t.TempDir())
 	const sent = 20 << 20
 	body := make([]byte, sent)
 	for i := range body {
@@ -134,7 +135,7 @@ func TestTruncatedChunkedUploadFailsPromptly(t *testing.T) {
 // import uploads files, then fails with "InvalidArguments: ... path: must be valid UTF-8"
 // (not wrapping ErrUnsafePath), leaving a partial workbench behind.
 func TestImportRejectsANonUTF8NameBeforeUploading(t *testing.T) {
-	srv := startServer(t, t.TempDir())
+	srv := framework.StartProcess(t, cairnBin, t.TempDir())
 	dir := t.TempDir()
 	for i := range 200 {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d.txt", i)), []byte("x"), 0o644); err != nil {

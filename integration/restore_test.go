@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -64,7 +65,7 @@ func TestRestoreOfALargeWorkbenchCopiesNoBodiesAndSurvivesKill9(t *testing.T) {
 		files = restoreFilesShort
 	}
 	dataDir := t.TempDir()
-	srv := startServer(t, dataDir, serveArgs("--inline-max-bytes", "0", "--restore-batch", fmt.Sprint(restoreBatch)))
+	srv := framework.StartProcess(t, cairnBin, dataDir, "--inline-max-bytes", "0", "--restore-batch", fmt.Sprint(restoreBatch))
 	base := srv.URL + "/v1/agents/" + restoreAgent + "/workbenches/"
 
 	// Populate: many files, few distinct bodies.
@@ -146,13 +147,13 @@ func TestRestoreOfALargeWorkbenchCopiesNoBodiesAndSurvivesKill9(t *testing.T) {
 		}
 		return nil
 	})
-	srv.kill9()
+	srv.Kill()
 	t.Logf("killed the server with the restore at %.0f of %d files", copied, files)
 	if copied >= float64(files) {
 		t.Fatalf("the operation had copied everything (%v) before the kill", copied)
 	}
 
-	srv.restart()
+	srv.Restart()
 	base = srv.URL + "/v1/agents/" + restoreAgent + "/workbenches/"
 	// Staging stays invisible until the restore completes.
 	if r := doHTTP(t, "GET", base+"dst", nil); r.status != http.StatusNotFound && r.status != http.StatusOK {

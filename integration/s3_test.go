@@ -61,7 +61,7 @@ func TestS3ReuploadAfterAnEditStoresOnlyTheChangedChunks(t *testing.T) {
 
 // s3Cairn is a `cairn serve` whose blobs live in a bucket of its own MinIO.
 type s3Cairn struct {
-	*server
+	*framework.Process
 	endpoint string // MinIO's, host:port
 	bucket   string
 	prefix   string
@@ -76,9 +76,9 @@ func startS3Cairn(t *testing.T) *s3Cairn {
 	o := framework.StartObjectStore(t)
 	c := &s3Cairn{endpoint: o.Endpoint, bucket: o.Bucket, prefix: "cairn/it"}
 	o.ExportCredentials(t)
-	c.server = startServer(t, filepath.Join(t.TempDir(), "data"), serveArgs(o.BlobArgs("/"+c.prefix)...))
-	if strings.Contains(c.log.String(), s3test.SecretKey) {
-		t.Fatalf("cairn serve logged the S3 secret key:\n%s", c.log.String())
+	c.Process = framework.StartProcess(t, cairnBin, filepath.Join(t.TempDir(), "data"), o.BlobArgs("/"+c.prefix)...)
+	if strings.Contains(c.Output(), s3test.SecretKey) {
+		t.Fatalf("cairn serve logged the S3 secret key:\n%s", c.Output())
 	}
 	tr, err := minio.DefaultTransport(false)
 	if err != nil {
@@ -185,7 +185,7 @@ func testS3LargeBodyRoundTrip(t *testing.T, size int64, timeout time.Duration) {
 	if n != size || got != want {
 		t.Fatalf("GET returned %d bytes with SHA-256 %x, want %d bytes with %x", n, got, size, want)
 	}
-	hwm := serverHWM(t, c.server)
+	hwm := serverHWM(t, c.Process)
 	t.Logf("THROUGHPUT s3 round trip of %d MiB: PUT %.1f s (%.1f MB/s), GET %.1f s (%.1f MB/s); %d objects, %d bytes stored; server VmHWM %d MiB",
 		size>>20, up.Seconds(), float64(size)/1e6/up.Seconds(), down.Seconds(), float64(size)/1e6/down.Seconds(),
 		len(objs), stored, hwm>>20)
@@ -267,12 +267,12 @@ func sumSizes(m map[string]int64) int64 {
 
 // serverHWM returns the peak resident set size (VmHWM) of the server's process, in
 // bytes, or 0 (after logging why) where /proc/<pid>/status does not exist.
-func serverHWM(t *testing.T, s *server) int64 {
+func serverHWM(t *testing.T, s *framework.Process) int64 {
 	t.Helper()
-	if s.proc == nil {
+	if !s.Running() {
 		t.Fatal("serverHWM: the server is not running")
 	}
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.proc.cmd.Process.Pid))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.Pid()))
 	if errors.Is(err, os.ErrNotExist) {
 		t.Logf("no /proc on this system: the server's peak memory is not checked")
 		return 0
@@ -298,7 +298,7 @@ func serverHWM(t *testing.T, s *server) int64 {
 		}
 		return kb << 10
 	}
-	t.Fatalf("no VmHWM line in /proc/%d/status (%v)", s.proc.cmd.Process.Pid, sc.Err())
+	t.Fatalf("no VmHWM line in /proc/%d/status (%v)", s.Pid(), sc.Err())
 	return 0
 }
 

@@ -110,7 +110,7 @@ func TestSoakMixedLoadKeepsServerResourcesFlat(t *testing.T) {
 	// collector's deletes are part of the soaked process too.
 	o := framework.StartObjectStore(t)
 	o.ExportCredentials(t)
-	srv := startServer(t, filepath.Join(t.TempDir(), "data"), serveArgs(append(o.BlobArgs("/cairn/soak"),
+	srv := framework.StartProcess(t, cairnBin, filepath.Join(t.TempDir(), "data"), append(o.BlobArgs("/cairn/soak"),
 		"--body-min-bytes-per-second", strconv.Itoa(soakMinBodyRate),
 		"--body-rate-window", soakBodyRateWindow.String(),
 		"--read-header-timeout", soakReadHeaderTimeout.String(),
@@ -130,10 +130,10 @@ func TestSoakMixedLoadKeepsServerResourcesFlat(t *testing.T) {
 		// metadata grows for a day by design; a short window lets it reach its steady size
 		// within the run, and growth past that is a leak.
 		"--retention-window", "2m",
-	)...))
+	)...)
 	base := srv.URL
 	addr := strings.TrimPrefix(base, "http://")
-	pid := srv.proc.cmd.Process.Pid
+	pid := srv.Pid()
 
 	// The file the slow and never-reading clients download; nobody writes it again.
 	fixture := soakBytes(rand.New(rand.NewPCG(1, 2)), soakFixtureBytes)
@@ -187,9 +187,9 @@ func TestSoakMixedLoadKeepsServerResourcesFlat(t *testing.T) {
 	if r := doHTTP(t, http.MethodGet, base+"/readyz", nil); r.status != http.StatusOK {
 		t.Errorf("GET /readyz after the soak: %d %s", r.status, r.body)
 	}
-	srv.stop() // fails the test unless the server exits 0 within stopTimeout
-	if out := srv.log.String(); strings.Contains(out, "panic:") {
-		t.Errorf("cairn serve logged a panic during the soak:\n%s", srv.log.tail(32<<10))
+	srv.Stop() // fails the test unless the server exits 0 within framework.StopTimeout
+	if out := srv.Output(); strings.Contains(out, "panic:") {
+		t.Errorf("cairn serve logged a panic during the soak:\n%s", srv.OutputTail(32<<10))
 	}
 }
 

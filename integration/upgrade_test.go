@@ -133,9 +133,6 @@ func writeFileFrom(name string, r io.Reader, mode os.FileMode) error {
 	return f.Close()
 }
 
-// runBinary runs bin instead of the default build.
-func runBinary(bin string) serverOption { return func(s *server) { s.bin = bin } }
-
 // upgradeLoad is writers that PUT files through every node of a cluster, each write under
 // its own Idempotency-Key and retried (through the next node) on retryable answers, and
 // that remember what was acknowledged and every answer that was not retryable.
@@ -154,7 +151,7 @@ type upgradeLoad struct {
 	client  *http.Client
 }
 
-func startUpgradeLoad(nodes []*server, agents []string, writers int) *upgradeLoad {
+func startUpgradeLoad(nodes []*framework.Process, agents []string, writers int) *upgradeLoad {
 	l := &upgradeLoad{agents: agents, acked: map[string]string{}, stop: make(chan struct{}),
 		client: &http.Client{Timeout: 10 * time.Second}}
 	for _, s := range nodes {
@@ -263,10 +260,10 @@ func (l *upgradeLoad) snapshot() (map[string]string, []string) {
 func (l *upgradeLoad) halt() { close(l.stop); l.wg.Wait() }
 
 // readBack reads every acknowledged write through every running node.
-func readBack(t *testing.T, nodes []*server, acked map[string]string, when string) {
+func readBack(t *testing.T, nodes []*framework.Process, acked map[string]string, when string) {
 	t.Helper()
 	for _, s := range nodes {
-		if s.proc == nil {
+		if !s.Running() {
 			continue
 		}
 		for k, want := range acked {
@@ -281,7 +278,7 @@ func readBack(t *testing.T, nodes []*server, acked map[string]string, when strin
 
 // caughtUp waits until every shard has a leader with three voters and node s applied, on
 // every shard, at least what that leader had applied when the wait began.
-func caughtUp(t *testing.T, nodes []*server, s *server, shards int) {
+func caughtUp(t *testing.T, nodes []*framework.Process, s *framework.Process, shards int) {
 	t.Helper()
 	for id := range shards {
 		leader := shardLeader(t, nodes, id, 3)
@@ -356,21 +353,21 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 // upgradeNode stops node i (SIGTERM), starts it again on its data directory and ports
 // with the binary under test (and the previous release's history retention), waits until its replicas caught up, and logs which release
 // leads each shard.
-func upgradeNode(t *testing.T, nodes []*server, i, shards int) {
+func upgradeNode(t *testing.T, nodes []*framework.Process, i, shards int) {
 	t.Helper()
 	s := nodes[i]
-	s.stop()
-	s.bin = cairnBin
+	s.Stop()
+	s.Bin = cairnBin
 	// The previous release prunes superseded versions at once; the new one must prune
 	// alike while they share shards (runbook, "Rolling upgrade").
-	s.args = append(s.args, "--history-versions", "1", "--history-age", "0s")
-	s.restart()
+	s.Args = append(s.Args, "--history-versions", "1", "--history-age", "0s")
+	s.Restart()
 	caughtUp(t, nodes, s, shards)
 	var leads []string
 	for id := range shards {
 		l := shardLeader(t, nodes, id, 3)
 		release := "new"
-		if l.bin != cairnBin {
+		if l.Bin != cairnBin {
 			release = "previous"
 		}
 		leads = append(leads, fmt.Sprintf("shard %d: %s release (%s)", id, release, l.URL))
@@ -380,27 +377,27 @@ func upgradeNode(t *testing.T, nodes []*server, i, shards int) {
 
 // startReleaseCluster starts etcd, MinIO and 3 nodes of a cluster (shards shards,
 // replication 3) on bin, each on ports of its own that it keeps across restarts.
-func startReleaseCluster(t *testing.T, bin string, shards int) []*server {
+func startReleaseCluster(t *testing.T, bin string, shards int) []*framework.Process {
 	t.Helper()
 	st := framework.StartStores(t)
 	st.ExportCredentials(t)
 	common := st.ClusterArgs(shards)
-	var nodes []*server
+	var nodes []*framework.Process
 	for i := range 3 {
 		// Fixed ports: the upgraded node comes back where it was, as an operator's would.
 		ports := []string{"--listen", freeport.Addr(t), "--admin-listen", freeport.Addr(t),
 			"--peer-listen", freeport.Addr(t)}
 		dir := filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i))
-		nodes = append(nodes, startServer(t, dir, runBinary(bin), serveArgs(append(common, ports...)...)))
+		nodes = append(nodes, framework.StartProcess(t, bin, dir, append(common, ports...)...))
 	}
 	return nodes
 }
 
 // bounce stops node i (SIGTERM: it hands its leaderships over) and starts it again on the
 // same binary, data directory and ports, then waits until its replicas caught up.
-func bounce(t *testing.T, nodes []*server, i, shards int) {
+func bounce(t *testing.T, nodes []*framework.Process, i, shards int) {
 	t.Helper()
-	nodes[i].stop()
-	nodes[i].restart()
+	nodes[i].Stop()
+	nodes[i].Restart()
 	caughtUp(t, nodes, nodes[i], shards)
 }
