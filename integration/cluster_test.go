@@ -10,8 +10,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -187,58 +185,26 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 	}
 
 	// Concurrent writers (each write with an Idempotency-Key, through every node) run
-	// across the kill; every write they saw acknowledged must read back.
-	type ack struct{ name, body string }
-	acks := make(chan ack, 10000)
-	var ackCount atomic.Int64
-	stopWriters := make(chan struct{})
-	var writers sync.WaitGroup
-	for w := range 4 {
-		writers.Add(1)
-		go func() {
-			defer writers.Done()
-			hc := &http.Client{Timeout: 10 * time.Second}
-			for i := 0; ; i++ {
-				select {
-				case <-stopWriters:
-					return
-				case <-time.After(50 * time.Millisecond):
-				}
-				name := fmt.Sprintf("input/c%d-%04d", w, i)
-				body := fmt.Sprintf("concurrent %d/%d", w, i)
-				key := fmt.Sprintf("cw-%d-%d", w, i)
-				// Retry the same request (same key) on retryable answers, up to 15 s.
-				deadline := time.Now().Add(15 * time.Second)
-				for attempt := 0; time.Now().Before(deadline); attempt++ {
-					target := servers[(w+i+attempt)%3] // another node on every attempt
-					req, _ := http.NewRequest(http.MethodPut, fileURL(target.URL, agent, wb, name), strings.NewReader(body))
-					req.Header.Set("Content-Type", "application/octet-stream")
-					req.Header.Set("Idempotency-Key", key)
-					resp, err := hc.Do(req)
-					if err != nil {
-						time.Sleep(50 * time.Millisecond)
-						continue
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode/100 == 2 {
-						acks <- ack{name, body}
-						ackCount.Add(1)
-						break
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
-		}()
-	}
+	// across the kill; every write they saw acknowledged must read back. A write is
+	// retried under its key, through another node on every try, for up to 15 s.
+	load := framework.StartLoad(t, framework.LoadOptions{
+		Writers: 4,
+		Pause:   50 * time.Millisecond,
+		Next: func(w, i int) framework.Write {
+			return framework.Write{Agent: agent, Workbench: wb, Path: fmt.Sprintf("input/c%d-%04d", w, i),
+				Body: fmt.Sprintf("concurrent %d/%d", w, i), Key: fmt.Sprintf("cw-%d-%d", w, i)}
+		},
+		Target:   func(w, i, attempt int) (string, bool) { return servers[(w+i+attempt)%3].URL, true },
+		Patience: 15 * time.Second,
+	})
 	// The kill comes once the writers are going.
 	retry.Within(t, 30*time.Second, "concurrent writes acknowledged before the kill", func() error {
-		if n := ackCount.Load(); n < 8 {
+		if n := load.Acked(); n < 8 {
 			return fmt.Errorf("%d acknowledged", n)
 		}
 		return nil
 	})
-	beforeKill := ackCount.Load()
+	beforeKill := load.Acked()
 
 	leader.Kill()
 	killed := time.Now()
@@ -254,17 +220,14 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 
 	// The writers go on until some of them were acknowledged after the failover too.
 	retry.Within(t, 30*time.Second, "concurrent writes acknowledged after the failover", func() error {
-		if n := ackCount.Load() - beforeKill; n < 8 {
+		if n := load.Acked() - beforeKill; n < 8 {
 			return fmt.Errorf("%d acknowledged since the kill", n)
 		}
 		return nil
 	})
-	close(stopWriters)
-	writers.Wait()
-	close(acks)
 	concurrent := 0
-	for a := range acks {
-		acked[a.name] = a.body
+	for _, a := range load.Stop() {
+		acked[a.Path] = a.Body
 		concurrent++
 	}
 	t.Logf("%d concurrent writes acknowledged across the kill", concurrent)
