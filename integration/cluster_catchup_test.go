@@ -8,8 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,77 +46,47 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 
 	// Writers: each owns its paths and writes them in turn, so the last acknowledged
 	// body of every path is known. Every write carries an Idempotency-Key and is retried
-	// until acknowledged.
+	// until acknowledged (a write not acknowledged within 30 s fails the test).
 	const writers, pathsPerWriter = 32, 50
-	var acked atomic.Int64
-	var last sync.Map // path → last acknowledged body
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			hc := &http.Client{Timeout: 10 * time.Second}
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				name := fmt.Sprintf("input/w%02d-%02d", w, i%pathsPerWriter)
-				body := fmt.Sprintf("writer %d write %d %s", w, i, strings.Repeat(".", 128))
-				deadline := time.Now().Add(30 * time.Second)
-				for attempt := 0; ; attempt++ {
-					s := live[(w+attempt)%len(live)]
-					req, _ := http.NewRequest(http.MethodPut, fileURL(s.URL, agent, wb, name), strings.NewReader(body))
-					req.Header.Set("Content-Type", "application/octet-stream")
-					req.Header.Set("Idempotency-Key", fmt.Sprintf("cu-%d-%d", w, i))
-					resp, err := hc.Do(req)
-					if err == nil {
-						io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode/100 == 2 {
-							break
-						}
-					}
-					if time.Now().After(deadline) {
-						failed.Store(fmt.Sprintf("write %s was not acknowledged within 30 s (%v)", name, err))
-						return
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-				last.Store(name, body)
-				acked.Add(1)
-			}
-		}()
-	}
-	stopWriters := func() {
-		close(stop)
-		wg.Wait()
-		if f := failed.Load(); f != nil {
-			t.Fatal(f)
+	load := framework.StartLoad(t, framework.LoadOptions{
+		Writers: writers,
+		Next: func(w, i int) framework.Write {
+			return framework.Write{Agent: agent, Workbench: wb, Path: fmt.Sprintf("input/w%02d-%02d", w, i%pathsPerWriter),
+				Body: fmt.Sprintf("writer %d write %d %s", w, i, strings.Repeat(".", 128)), Key: fmt.Sprintf("cu-%d-%d", w, i)}
+		},
+		Target:   func(w, _, attempt int) (string, bool) { return live[(w+attempt)%len(live)].URL, true },
+		Patience: 30 * time.Second,
+		Required: true,
+	})
+	stopWriters := func() map[string]string {
+		last := map[string]string{} // path → last acknowledged body
+		for _, a := range load.Stop() {
+			last[a.Path] = a.Body
 		}
+		if err := load.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return last
 	}
 	start := time.Now()
 	retry.Within(t, 10*time.Minute, fmt.Sprintf("%d writes acknowledged with a follower down", total), func() error {
-		if f := failed.Load(); f != nil {
-			return fmt.Errorf("%v", f)
+		if err := load.Err(); err != nil {
+			return fmt.Errorf("%w: %v", retry.ErrStop, err)
 		}
-		if n := acked.Load(); n < int64(total) {
+		if n := load.Acked(); n < int64(total) {
 			return fmt.Errorf("%d acknowledged", n)
 		}
 		return nil
 	})
 	elapsed := time.Since(start)
-	t.Logf("%d writes acknowledged with the follower down in %v (%.0f/s)", acked.Load(), elapsed.Round(time.Millisecond), float64(acked.Load())/elapsed.Seconds())
+	t.Logf("%d writes acknowledged with the follower down in %v (%.0f/s)", load.Acked(), elapsed.Round(time.Millisecond), float64(load.Acked())/elapsed.Seconds())
 
 	// The follower restarts while the writers go on, and catches up.
 	const applied = `cairn_shard_applied_version{shard="0"}`
 	const installs = `cairn_shard_snapshot_installs_total{shard="0"}`
 	follower.Restart()
 	restarted := time.Now()
-	before := acked.Load()
+	before := load.Acked()
 	target := metricValue(t, leader, applied)
 	retry.Within(t, 3*time.Minute, "the restarted follower applies what the leader had applied at its restart", func() error {
 		if got := metricValue(t, follower, applied); got < target {
@@ -126,14 +94,14 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("caught up to version %.0f in %v while %d more writes were acknowledged", target, time.Since(restarted).Round(time.Millisecond), acked.Load()-before)
+	t.Logf("caught up to version %.0f in %v while %d more writes were acknowledged", target, time.Since(restarted).Round(time.Millisecond), load.Acked()-before)
 	retry.Within(t, 30*time.Second, "writes acknowledged after the catch-up", func() error {
-		if n := acked.Load() - before; n < 100 {
+		if n := load.Acked() - before; n < 100 {
 			return fmt.Errorf("%d acknowledged since the restart", n)
 		}
 		return nil
 	})
-	stopWriters()
+	last := stopWriters()
 	if n := metricValue(t, follower, installs); n != 1 {
 		t.Fatalf("the restarted follower installed %v snapshots, want exactly 1 (0: it caught up from the log, which the leader should have truncated; more: an install loop)", n)
 	}
@@ -154,11 +122,11 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 	}
 	followerID := st.Node
 	checked, byFollower := 0, 0
-	last.Range(func(k, v any) bool {
-		u := fileURL(follower.URL, agent, wb, k.(string)) + "?at_snapshot=" + strconv.FormatUint(snap.SnapshotID, 10)
+	for k, v := range last {
+		u := fileURL(follower.URL, agent, wb, k) + "?at_snapshot=" + strconv.FormatUint(snap.SnapshotID, 10)
 		var resp *http.Response
 		var body []byte
-		retry.Within(t, 30*time.Second, "read "+k.(string)+" at the snapshot through the follower", func() error {
+		retry.Within(t, 30*time.Second, "read "+k+" at the snapshot through the follower", func() error {
 			r, err := http.Get(u)
 			if err != nil {
 				return err
@@ -171,15 +139,17 @@ func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
 			resp = r
 			return nil
 		})
-		if string(body) != v.(string) {
+		if string(body) != v {
 			t.Fatalf("%s at snapshot %d through the follower: %q, want %q", k, snap.SnapshotID, body, v)
 		}
 		if resp.Header.Get("Cairn-Served-By") == followerID {
 			byFollower++
 		}
 		checked++
-		return checked < 200
-	})
+		if checked == 200 {
+			break
+		}
+	}
 	t.Logf("%d paths read at snapshot %d through the restarted follower, %d served by the follower itself", checked, snap.SnapshotID, byFollower)
 	if byFollower == 0 {
 		t.Fatal("no read at the snapshot was served by the restarted follower itself")
