@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -199,82 +198,45 @@ func TestChangeFeedExactlyOnceAcrossLeaderKill9(t *testing.T) {
 	defer func() { stopReader(); <-readerDone }()
 
 	// Writers through every node, each write with an Idempotency-Key retried on another
-	// node until acknowledged (as a client that retries must).
-	var (
-		ackMu sync.Mutex
-		acked = map[string]bool{}
-	)
-	var ackCount atomic.Int64
-	stopWriters := make(chan struct{})
-	var writers sync.WaitGroup
-	for w := range 3 {
-		writers.Add(1)
-		go func() {
-			defer writers.Done()
-			hc := &http.Client{Timeout: 10 * time.Second}
-			for i := 0; ; i++ {
-				select {
-				case <-stopWriters:
-					return
-				case <-time.After(30 * time.Millisecond):
-				}
-				name := fmt.Sprintf("input/w%d-%04d", w, i)
-				attempt := 0
-				// A write that stays unacknowledged for 20 s is left out of acked: the test
-				// checks acknowledged writes only.
-				_, _ = retry.Until(20*time.Second, func() error {
-					target := servers[(w+i+attempt)%3]
-					attempt++
-					if !alive(target) {
-						return fmt.Errorf("%s is down", target.URL)
-					}
-					req, _ := http.NewRequest(http.MethodPut, fileURL(target.URL, agent, wb, name), strings.NewReader(name))
-					req.Header.Set("Content-Type", "text/plain")
-					req.Header.Set("Idempotency-Key", "feed-"+name)
-					resp, err := hc.Do(req)
-					if err != nil {
-						return err
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode/100 != 2 {
-						return fmt.Errorf("%s: %d", name, resp.StatusCode)
-					}
-					ackMu.Lock()
-					acked[name] = true
-					ackMu.Unlock()
-					ackCount.Add(1)
-					return nil
-				})
-			}
-		}()
-	}
+	// node until acknowledged (as a client that retries must). A write that stays
+	// unacknowledged for 20 s is left out: the test checks acknowledged writes only.
+	load := framework.StartLoad(t, framework.LoadOptions{
+		Writers: 3,
+		Pause:   30 * time.Millisecond,
+		Next: func(w, i int) framework.Write {
+			name := fmt.Sprintf("input/w%d-%04d", w, i)
+			return framework.Write{Agent: agent, Workbench: wb, Path: name, Body: name, Key: "feed-" + name}
+		},
+		Target: func(w, i, attempt int) (string, bool) {
+			target := servers[(w+i+attempt)%3]
+			return target.URL, alive(target)
+		},
+		ContentType: "text/plain",
+		Patience:    20 * time.Second,
+	})
 	retry.Within(t, 60*time.Second, "writes acknowledged and followed before the kill", func() error {
-		if n := ackCount.Load(); n < 60 || len(reader.putPaths()) < 30 {
+		if n := load.Acked(); n < 60 || len(reader.putPaths()) < 30 {
 			return fmt.Errorf("%d acknowledged, %d followed", n, len(reader.putPaths()))
 		}
 		return nil
 	})
 	killed.Store(leader)
 	leader.Kill()
-	beforeKill := ackCount.Load()
+	beforeKill := load.Acked()
 	retry.Within(t, 60*time.Second, "writes acknowledged after the kill", func() error {
-		if n := ackCount.Load(); n < beforeKill+60 {
+		if n := load.Acked(); n < beforeKill+60 {
 			return fmt.Errorf("%d acknowledged since the kill", n-beforeKill)
 		}
 		return nil
 	})
-	close(stopWriters)
-	writers.Wait()
+	acked := load.Stop()
 
 	// Every acknowledged write reaches the reader.
 	retry.Within(t, 60*time.Second, "the reader saw every acknowledged write", func() error {
 		got := reader.putPaths()
-		ackMu.Lock()
-		defer ackMu.Unlock()
-		for name := range acked {
-			if !got[name] {
-				return fmt.Errorf("%s (of %d acknowledged) not followed yet", name, len(acked))
+		for _, a := range acked {
+			if !got[a.Path] {
+				return fmt.Errorf("%s (of %d acknowledged) not followed yet", a.Path, len(acked))
 			}
 		}
 		return nil
