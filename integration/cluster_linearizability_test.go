@@ -550,9 +550,8 @@ func TestClusterIsolatedLeaderServesNoStaleRead(t *testing.T) {
 
 	stop := make(chan struct{})
 	var reads []readResult
-	var minorityAcks []string
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(1)
 	lc.net.Isolate(l)
 	cut := time.Now()
 	go func() { // reads through the old leader, back to back
@@ -577,28 +576,16 @@ func TestClusterIsolatedLeaderServesNoStaleRead(t *testing.T) {
 			}
 		}
 	}()
-	go func() { // writes through the old leader
-		defer wg.Done()
-		hc := &http.Client{Timeout: 3 * time.Second}
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
+	minority := framework.StartLoad(t, framework.LoadOptions{ // writes through the old leader, one try each
+		Writers: 1,
+		Pause:   100 * time.Millisecond,
+		Next: func(_, i int) framework.Write {
 			v := fmt.Sprintf("minority-%d", i)
-			req, _ := http.NewRequest(http.MethodPut, fileURL(old.URL, agent, wb, path), strings.NewReader(v))
-			req.Header.Set("Content-Type", "application/octet-stream")
-			req.Header.Set("Idempotency-Key", "minority-"+strconv.Itoa(i))
-			if resp, err := hc.Do(req); err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode/100 == 2 {
-					minorityAcks = append(minorityAcks, v)
-				}
-			}
-		}
-	}()
+			return framework.Write{Agent: agent, Workbench: wb, Path: path, Body: v, Key: "minority-" + strconv.Itoa(i)}
+		},
+		Target:  func(int, int, int) (string, bool) { return old.URL, true },
+		Timeout: 3 * time.Second,
+	})
 
 	// The majority elects a leader and acknowledges v2.
 	code, b := clusterDo(http.MethodPut, fileURL(majority.URL, agent, wb, path), []byte("v2"), 30*time.Second)
@@ -612,6 +599,7 @@ func TestClusterIsolatedLeaderServesNoStaleRead(t *testing.T) {
 	time.Sleep(3 * time.Second) // reads through the old leader go on after the acknowledgement
 	close(stop)
 	wg.Wait()
+	minorityAcks := minority.Stop()
 	lc.net.Heal()
 
 	var answered, after, answeredAfter int
