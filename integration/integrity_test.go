@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,8 +16,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/blob/dir"
@@ -117,15 +114,7 @@ func TestCorruptBlobIsNeverServedAndReuploadRepairsIt(t *testing.T) {
 	wantDataCorrupted(t, "GET of a range before the flipped byte", doHTTP(t, "GET", u, nil, "Range", "bytes=10-20"))
 	wantDataCorrupted(t, "GET of the last bytes", doHTTP(t, "GET", u, nil, "Range", "bytes=-100"))
 
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	client := sdk.NewClient(&sdk.Implementation{Name: "cairn-integration", Version: "v0"}, nil)
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: srv.URL + "/v1/agents/" + agent + "/mcp"}, nil)
-	if err != nil {
-		t.Fatalf("connect over streamable HTTP: %v", err)
-	}
-	defer cs.Close()
-	c := mcpCaller{t: t, cs: cs}
+	c := mcpCaller{t: t, cs: framework.MCP(t, srv.URL, agent, "")}
 	r := c.fails("workbench_read", map[string]any{"id": wb, "section": "outputs", "path": "data.bin", "format": "bytes"}, "DataCorrupted")
 	if r["retryable"] != false {
 		t.Errorf("MCP DataCorrupted is retryable: %v", r)

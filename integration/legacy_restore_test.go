@@ -3,17 +3,14 @@ package integration
 import (
 	"archive/tar"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cairnstore/cairn/integration/framework"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // testdata/legacy-v1-restore.tar.gz is the data directory of an embedded node written by
@@ -88,15 +85,7 @@ func TestDataDirectoryWithV1RestoreManifestsKeepsWorking(t *testing.T) {
 		t.Fatalf("GET the v1 restore manifest: %d %s (%v)", r.status, r.body, err)
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "cairn-integration", Version: "v0"}, nil).Connect(ctx,
-		&sdk.StreamableClientTransport{Endpoint: srv.URL + "/v1/agents/" + legacyAgent + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	c := mcpCaller{t: t, cs: cs}
+	c := mcpCaller{t: t, cs: framework.MCP(t, srv.URL, legacyAgent, "")}
 
 	// find matches the old manifests by their schema and summarizes them.
 	found := c.ok("workbench_find", map[string]any{"manifest_pattern": "restore_manifest.v1", "include_manifest": true})

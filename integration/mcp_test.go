@@ -46,13 +46,7 @@ func TestMCPSessionOverStdioAndHTTP(t *testing.T) {
 
 	srv := framework.StartProcess(t, cairnRaceBin, t.TempDir())
 	t.Run("streamable HTTP", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-		defer cancel()
-		client := sdk.NewClient(&sdk.Implementation{Name: "cairn-integration", Version: "v0"}, nil)
-		cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: srv.URL + "/v1/agents/" + mcpAgent + "/mcp"}, nil)
-		if err != nil {
-			t.Fatalf("connect over streamable HTTP: %v", err)
-		}
+		cs := framework.MCP(t, srv.URL, mcpAgent, "")
 		files := runWorkbenchSession(t, cs, "viahttp")
 		if err := cs.Close(); err != nil {
 			t.Errorf("closing the HTTP session: %v", err)
