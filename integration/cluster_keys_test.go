@@ -36,9 +36,8 @@ func TestClusterAPIKeysAcrossNodesSurviveKill9(t *testing.T) {
 		pc.AddNode("--peer-listen", freeport.Addr(t))
 	}
 	nodes := pc.Nodes
-	operator := parseCreated(t, mustCLI(t, cliOptions{}, "admin", "key", "create", "--etcd", pc.Stores.Etcd, "--name", "operator",
-		"--all-agents", "--scope", "admin,workspace:read,workspace:write", "--json"))
-	bearer := func(key string) []string { return []string{"Authorization", "Bearer " + key} }
+	operator := framework.CreateKey(t, cairnRaceBin, nil, "operator", "--etcd", pc.Stores.Etcd,
+		"--all-agents", "--scope", "admin,workspace:read,workspace:write")
 	wb := func(s *framework.Process) string { return s.URL + "/v1/agents/keyed/workbenches/w" }
 	// want polls method on s's workbench with key until it answers code, for at most bound.
 	want := func(what string, bound time.Duration, s *framework.Process, method, key string, code int) {
@@ -69,8 +68,11 @@ func TestClusterAPIKeysAcrossNodesSurviveKill9(t *testing.T) {
 	online := func(s *framework.Process, args ...string) cliResult {
 		return mustCLI(t, cliOptions{env: []string{"CAIRN_API_KEY=" + operator.Secret}}, append([]string{"admin", "key", "--admin-server", s.AdminURL}, args...)...)
 	}
-	ci := parseCreated(t, online(nodes[0], "create", "--name", "ci", "--agent", "keyed", "--scope", "workspace:read", "--json"))
-	reader := parseCreated(t, online(nodes[0], "create", "--name", "reader", "--agent", "keyed", "--scope", "workspace:read", "--json"))
+	create := func(s *framework.Process, name string) framework.Key {
+		return framework.CreateKey(t, cairnRaceBin, []string{"CAIRN_API_KEY=" + operator.Secret}, name, "--admin-server", s.AdminURL,
+			"--agent", "keyed", "--scope", "workspace:read")
+	}
+	ci, reader := create(nodes[0], "ci"), create(nodes[0], "reader")
 	want("the key made through node 1 works on node 3", revocationBound, nodes[2], http.MethodGet, ci.Secret, http.StatusOK)
 	if r := online(nodes[1], "revoke", ci.ID); !strings.Contains(r.stdout, "revoked "+ci.ID) {
 		t.Fatalf("revoke through node 2:\n%s", r)
@@ -92,18 +94,18 @@ func TestClusterAPIKeysAcrossNodesSurviveKill9(t *testing.T) {
 		want(fmt.Sprintf("the operator key on node %d after kill -9", i+1), clusterRestartBound, s, http.MethodGet, operator.Secret, http.StatusOK)
 		want(fmt.Sprintf("the reader key on node %d after kill -9", i+1), revocationBound, s, http.MethodGet, reader.Secret, http.StatusOK)
 		want(fmt.Sprintf("the revoked key on node %d after kill -9", i+1), revocationBound, s, http.MethodGet, ci.Secret, http.StatusUnauthorized)
-		if r := doHTTP(t, http.MethodGet, wb(s), nil, bearer(reader.Secret)...); r.status != http.StatusOK {
+		if r := doHTTP(t, http.MethodGet, wb(s), nil, framework.Bearer(reader.Secret)...); r.status != http.StatusOK {
 			t.Errorf("node %d: %d %s", i+1, r.status, r.body)
 		}
 	}
 	list := online(nodes[2], "list")
-	for _, k := range []createdKey{operator, ci, reader} {
+	for _, k := range []framework.Key{operator, ci, reader} {
 		if !strings.Contains(list.stdout, k.ID) || strings.Contains(list.stdout, k.Secret[len("cairn_")+16:]) {
 			t.Errorf("key list through node 3 after kill -9: want %s and no secret:\n%s", k.ID, list)
 		}
 	}
 	for i, s := range nodes {
-		for _, k := range []createdKey{operator, ci, reader} {
+		for _, k := range []framework.Key{operator, ci, reader} {
 			if strings.Contains(s.Output(), k.Secret[len("cairn_")+16:]) {
 				t.Errorf("node %d's log holds a key's secret", i+1)
 			}

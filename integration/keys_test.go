@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,28 +8,13 @@ import (
 	"github.com/cairnstore/cairn/integration/framework"
 )
 
-// createdKey is the --json answer of cairn admin key create.
-type createdKey struct {
-	ID     string `json:"id"`
-	Secret string `json:"secret"`
-}
-
-func parseCreated(t *testing.T, r cliResult) createdKey {
-	t.Helper()
-	var k createdKey
-	if err := json.Unmarshal([]byte(r.stdout), &k); err != nil || k.ID == "" || !strings.HasPrefix(k.Secret, "cairn_"+k.ID+"_") {
-		t.Fatalf("key create --json: %+v, %v\n%s", k, err, r)
-	}
-	return k
-}
-
 // TestAPIKeysOnAnEmbeddedNode drives key management with the real binary: the first admin
 // key made offline on the data directory, a node that requires keys, keys made and revoked
 // through its admin listener, and keys that survive kill -9.
 func TestAPIKeysOnAnEmbeddedNode(t *testing.T) {
 	dir := t.TempDir()
-	admin := parseCreated(t, mustCLI(t, cliOptions{}, "admin", "key", "create", "--data-dir", dir, "--name", "operator",
-		"--all-agents", "--scope", "admin,workspace:read,workspace:write", "--json"))
+	admin := framework.CreateKey(t, cairnRaceBin, nil, "operator", "--data-dir", dir,
+		"--all-agents", "--scope", "admin,workspace:read,workspace:write")
 	plain := mustCLI(t, cliOptions{}, "admin", "key", "create", "--data-dir", dir, "--name", "reader", "--agent", "a", "--scope", "workspace:read")
 	lines := strings.Split(strings.TrimSpace(plain.stdout), "\n")
 	reader := lines[len(lines)-1]
@@ -40,7 +24,6 @@ func TestAPIKeysOnAnEmbeddedNode(t *testing.T) {
 
 	s := framework.StartProcess(t, cairnBin, dir, "--auth", "required")
 	wb := s.URL + "/v1/agents/a/workbenches/w"
-	bearer := func(key string) []string { return []string{"Authorization", "Bearer " + key} }
 
 	if r := runCLI(t, cliOptions{}, "admin", "key", "list", "--data-dir", dir); r.code == 0 || !strings.Contains(r.stderr, "in use") {
 		t.Fatalf("offline key management on a running node's data directory must fail:\n%s", r)
@@ -49,10 +32,10 @@ func TestAPIKeysOnAnEmbeddedNode(t *testing.T) {
 		!strings.Contains(string(r.body), `"code":"Unauthenticated"`) {
 		t.Fatalf("no key: %d %v %s", r.status, r.header, r.body)
 	}
-	if r := doHTTP(t, http.MethodPut, wb, nil, bearer(admin.Secret)...); r.status != http.StatusCreated {
+	if r := doHTTP(t, http.MethodPut, wb, nil, framework.Bearer(admin.Secret)...); r.status != http.StatusCreated {
 		t.Fatalf("create a workbench with the admin key: %d %s", r.status, r.body)
 	}
-	if r := doHTTP(t, http.MethodGet, wb, nil, bearer(reader)...); r.status != http.StatusOK {
+	if r := doHTTP(t, http.MethodGet, wb, nil, framework.Bearer(reader)...); r.status != http.StatusOK {
 		t.Fatalf("read with the reader key: %d %s", r.status, r.body)
 	}
 
@@ -66,12 +49,9 @@ func TestAPIKeysOnAnEmbeddedNode(t *testing.T) {
 	if r := online(reader, "list"); r.code == 0 || !strings.Contains(r.stderr, "PermissionDenied") {
 		t.Fatalf("list with a key without the admin scope:\n%s", r)
 	}
-	r := online(admin.Secret, "create", "--name", "ci", "--agent", "a", "--scope", "workspace:read", "--expires", "30d", "--json")
-	if r.code != 0 {
-		t.Fatalf("online create:\n%s", r)
-	}
-	ci := parseCreated(t, r)
-	if r := doHTTP(t, http.MethodGet, wb, nil, bearer(ci.Secret)...); r.status != http.StatusOK {
+	ci := framework.CreateKey(t, cairnRaceBin, []string{"CAIRN_API_KEY=" + admin.Secret}, "ci", "--admin-server", s.AdminURL,
+		"--agent", "a", "--scope", "workspace:read", "--expires", "30d")
+	if r := doHTTP(t, http.MethodGet, wb, nil, framework.Bearer(ci.Secret)...); r.status != http.StatusOK {
 		t.Fatalf("the key made online: %d %s", r.status, r.body)
 	}
 	list := online(admin.Secret, "list")
@@ -81,17 +61,17 @@ func TestAPIKeysOnAnEmbeddedNode(t *testing.T) {
 	if r := online(admin.Secret, "revoke", ci.ID); r.code != 0 || !strings.Contains(r.stdout, "revoked "+ci.ID) {
 		t.Fatalf("revoke:\n%s", r)
 	}
-	if r := doHTTP(t, http.MethodGet, wb, nil, bearer(ci.Secret)...); r.status != http.StatusUnauthorized {
+	if r := doHTTP(t, http.MethodGet, wb, nil, framework.Bearer(ci.Secret)...); r.status != http.StatusUnauthorized {
 		t.Fatalf("the revoked key: %d %s", r.status, r.body)
 	}
 
 	s.Kill()
 	s.Restart()
 	wb = s.URL + "/v1/agents/a/workbenches/w"
-	if r := doHTTP(t, http.MethodGet, wb, nil, bearer(reader)...); r.status != http.StatusOK {
+	if r := doHTTP(t, http.MethodGet, wb, nil, framework.Bearer(reader)...); r.status != http.StatusOK {
 		t.Fatalf("the reader key after kill -9: %d %s", r.status, r.body)
 	}
-	if r := doHTTP(t, http.MethodGet, wb, nil, bearer(ci.Secret)...); r.status != http.StatusUnauthorized {
+	if r := doHTTP(t, http.MethodGet, wb, nil, framework.Bearer(ci.Secret)...); r.status != http.StatusUnauthorized {
 		t.Fatalf("the revoked key after kill -9: %d %s", r.status, r.body)
 	}
 	for _, secret := range []string{admin.Secret, reader, ci.Secret} {
@@ -108,8 +88,7 @@ func TestAPIKeysOnAnEmbeddedNode(t *testing.T) {
 func TestMCPStdioProxyWithAnAPIKey(t *testing.T) {
 	dir := t.TempDir()
 	keyFor := func(name string, args ...string) string {
-		k := parseCreated(t, mustCLI(t, cliOptions{}, append([]string{"admin", "key", "create", "--data-dir", dir, "--name", name, "--json"}, args...)...))
-		return k.Secret
+		return framework.CreateKey(t, cairnRaceBin, nil, name, append([]string{"--data-dir", dir}, args...)...).Secret
 	}
 	writer := keyFor("writer", "--agent", "a", "--scope", "workspace:read,workspace:write")
 	reader := keyFor("reader", "--agent", "a", "--scope", "workspace:read")

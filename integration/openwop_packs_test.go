@@ -35,9 +35,8 @@ func owAgentPack(version, prompt string) map[string]any {
 func owPackKeys(t *testing.T, store ...string) (a, b string) {
 	t.Helper()
 	mk := func(tenant, scopes string) string {
-		args := append(append([]string{"admin", "key", "create"}, store...), "--name", "packs-"+tenant,
-			"--tenant", tenant, "--workspace", "main", "--scope", scopes, "--json")
-		return parseCreated(t, mustCLI(t, cliOptions{}, args...)).Secret
+		return framework.CreateKey(t, cairnRaceBin, nil, "packs-"+tenant,
+			append(store, "--tenant", tenant, "--workspace", "main", "--scope", scopes)...).Secret
 	}
 	return mk("tenant-a", owPackScope), mk("tenant-b", owPackScope)
 }
@@ -123,7 +122,7 @@ func TestOpenWOPPackReadbackSurvivesKill9(t *testing.T) {
 	// The packs workbench is not writable through REST. keyA is bound to tenant-a·main, so
 	// on REST the packs workbench is outside its reach and answers as a missing one.
 	rest := s.URL + "/v1/agents/tenant-a/workbenches/openwop-packs/files/packs/private.tenant-a.sneaky"
-	if r := doHTTP(t, http.MethodPut, rest, strings.NewReader(`{"name":"private.tenant-a.sneaky"}`), "Authorization", "Bearer "+keyA); r.status != http.StatusNotFound {
+	if r := doHTTP(t, http.MethodPut, rest, strings.NewReader(`{"name":"private.tenant-a.sneaky"}`), framework.Bearer(keyA)...); r.status != http.StatusNotFound {
 		t.Fatalf("a REST write into the packs workbench: %d %s", r.status, r.body)
 	}
 	s.Kill()

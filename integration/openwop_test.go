@@ -319,9 +319,8 @@ func randomHex(n int) string {
 func owKeys(t *testing.T, store ...string) (a, b string) {
 	t.Helper()
 	mk := func(tenant string) string {
-		args := append(append([]string{"admin", "key", "create"}, store...), "--name", "openwop-"+tenant,
-			"--tenant", tenant, "--workspace", "main", "--scope", "workspace:read,workspace:write", "--json")
-		return parseCreated(t, mustCLI(t, cliOptions{}, args...)).Secret
+		return framework.CreateKey(t, cairnRaceBin, nil, "openwop-"+tenant,
+			append(store, "--tenant", tenant, "--workspace", "main", "--scope", "workspace:read,workspace:write")...).Secret
 	}
 	return mk("tenant-a"), mk("tenant-b")
 }
@@ -341,7 +340,7 @@ func owAuthChecks(t *testing.T, base, key string) {
 	if r := doHTTP(t, http.MethodPut, base+"/v1/host/workspace/files/x.md", strings.NewReader(`{"content":"x"}`), "Authorization", "Bearer cairn_bogus"); r.status != 401 || !strings.Contains(string(r.body), `"error":"unauthenticated"`) {
 		t.Fatalf("PUT with an invalid key: %d %s", r.status, r.body)
 	}
-	for _, h := range [][]string{nil, {"Authorization", "Bearer " + key}} {
+	for _, h := range [][]string{nil, framework.Bearer(key)} {
 		if r := doHTTP(t, http.MethodGet, base+"/.well-known/openwop", nil, h...); r.status != 200 {
 			t.Fatalf("discovery with %v: %d %s", h, r.status, r.body)
 		}
@@ -364,10 +363,10 @@ func TestOpenWOPSuiteTwiceOnAPersistentServer(t *testing.T) {
 	// tenant-a, and a REST write is a new OpenWOP version.
 	a.do(http.MethodPut, "/v1/host/workspace/files/shared.md", map[string]any{"content": "from openwop"})
 	rest := s.URL + "/v1/agents/tenant-a/workbenches/main/files/shared.md"
-	if r := doHTTP(t, http.MethodGet, rest, nil, "Authorization", "Bearer "+keyA); r.status != 200 || string(r.body) != "from openwop" {
+	if r := doHTTP(t, http.MethodGet, rest, nil, framework.Bearer(keyA)...); r.status != 200 || string(r.body) != "from openwop" {
 		t.Fatalf("REST reads %d %s", r.status, r.body)
 	}
-	if r := doHTTP(t, http.MethodPut, rest, strings.NewReader("from rest"), "Authorization", "Bearer "+keyA); r.status/100 != 2 {
+	if r := doHTTP(t, http.MethodPut, rest, strings.NewReader("from rest"), framework.Bearer(keyA)...); r.status/100 != 2 {
 		t.Fatalf("REST write: %d %s", r.status, r.body)
 	}
 	if r := a.do(http.MethodGet, "/v1/host/workspace/files/shared.md", nil); r.json["content"] != "from rest" || r.json["version"] != float64(2) {
