@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,35 +132,26 @@ func writeFileFrom(name string, r io.Reader, mode os.FileMode) error {
 	return f.Close()
 }
 
-// upgradeLoad is writers that PUT files through every node of a cluster, each write under
-// its own Idempotency-Key and retried (through the next node) on retryable answers, and
-// that remember what was acknowledged and every answer that was not retryable.
-type upgradeLoad struct {
-	agents []string
-
-	mu      sync.Mutex
-	urls    []string          // the nodes' client URLs (fixed ports: valid across restarts)
-	acked   map[string]string // agent/path → body
-	errs    []string          // non-retryable answers and writes never acknowledged
-	ackN    atomic.Int64
-	retried atomic.Int64 // retryable answers met
-	longest atomic.Int64 // the longest time from a write's first attempt to its acknowledgement, ns
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	client  *http.Client
-}
-
-func startUpgradeLoad(nodes []*framework.Process, agents []string, writers int) *upgradeLoad {
-	l := &upgradeLoad{agents: agents, acked: map[string]string{}, stop: make(chan struct{}),
-		client: &http.Client{Timeout: 10 * time.Second}}
-	for _, s := range nodes {
-		l.urls = append(l.urls, s.URL)
-	}
-	for w := range writers {
-		l.wg.Add(1)
-		go l.writer(w)
-	}
-	return l
+// startUpgradeLoad starts writers that PUT files through every node of a cluster (at
+// urls: fixed ports, valid across restarts), each write under its own Idempotency-Key and
+// retried (through the next node) on retryable answers for up to upgradeWriteBound; the
+// Load remembers what was acknowledged and every answer that was not retryable.
+func startUpgradeLoad(t *testing.T, urls, agents []string, writers int) *framework.Load {
+	return framework.StartLoad(t, framework.LoadOptions{
+		Writers: writers,
+		Pause:   20 * time.Millisecond,
+		Next: func(w, i int) framework.Write {
+			body := fmt.Sprintf("writer %d write %d\n", w, i)
+			if i%4 == 0 { // every fourth body is large enough to go to the object store
+				body += strings.Repeat(fmt.Sprintf("%d-%d ", w, i), 4096)
+			}
+			return framework.Write{Agent: agents[(w+i)%len(agents)], Workbench: "w", Path: fmt.Sprintf("input/w%d/f%05d", w, i),
+				Body: body, Key: fmt.Sprintf("upgrade-%d-%d", w, i)}
+		},
+		Target:   func(w, i, attempt int) (string, bool) { return urls[(w+i+attempt)%len(urls)], true },
+		Patience: upgradeWriteBound,
+		Retry:    retryable,
+	})
 }
 
 // retryable reports whether an answer says "try again" (docs/architecture.md#replication-and-placement): no answer at all
@@ -170,94 +160,28 @@ func retryable(code int, body []byte) bool {
 	return code == 0 || code == http.StatusServiceUnavailable || strings.Contains(string(body), `"retryable":true`)
 }
 
-func (l *upgradeLoad) writer(w int) {
-	defer l.wg.Done()
-	for i := 0; ; i++ {
-		select {
-		case <-l.stop:
-			return
-		case <-time.After(20 * time.Millisecond):
-		}
-		agent := l.agents[(w+i)%len(l.agents)]
-		name := fmt.Sprintf("input/w%d/f%05d", w, i)
-		body := fmt.Sprintf("writer %d write %d\n", w, i)
-		if i%4 == 0 { // every fourth body is large enough to go to the object store
-			body += strings.Repeat(fmt.Sprintf("%d-%d ", w, i), 4096)
-		}
-		key := fmt.Sprintf("upgrade-%d-%d", w, i)
-		began := time.Now()
-		deadline := began.Add(upgradeWriteBound)
-		var last string
-		for attempt := 0; ; attempt++ {
-			l.mu.Lock()
-			base := l.urls[(w+i+attempt)%len(l.urls)]
-			l.mu.Unlock()
-			code, b := l.put(fileURL(base, agent, "w", name), body, key)
-			if code/100 == 2 {
-				l.mu.Lock()
-				l.acked[agent+"/"+name] = body
-				l.mu.Unlock()
-				l.ackN.Add(1)
-				for took := int64(time.Since(began)); ; {
-					if cur := l.longest.Load(); took <= cur || l.longest.CompareAndSwap(cur, took) {
-						break
-					}
-				}
-				break
-			}
-			last = fmt.Sprintf("PUT %s/%s through %s (attempt %d): %d %s", agent, name, base, attempt+1, code, b)
-			if !retryable(code, b) || time.Now().After(deadline) {
-				if retryable(code, b) {
-					last = fmt.Sprintf("not acknowledged within %v of retries; last: %s", upgradeWriteBound, last)
-				}
-				l.mu.Lock()
-				l.errs = append(l.errs, last)
-				l.mu.Unlock()
-				break
-			}
-			l.retried.Add(1)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-}
-
-func (l *upgradeLoad) put(u, body, key string) (int, []byte) {
-	req, _ := http.NewRequest(http.MethodPut, u, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/octet-stream")
-	req.Header.Set("Idempotency-Key", key)
-	resp, err := l.client.Do(req)
-	if err != nil {
-		return 0, []byte(err.Error())
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, b
-}
-
-// waitAcks waits until n more writes were acknowledged than when it was called.
-func (l *upgradeLoad) waitAcks(t *testing.T, n int64, what string) {
+// waitAcks waits until n more writes of load were acknowledged than when it was called.
+func waitAcks(t *testing.T, load *framework.Load, n int64, what string) {
 	t.Helper()
-	from := l.ackN.Load()
+	from := load.Acked()
 	retry.Within(t, 2*upgradeWriteBound, fmt.Sprintf("%d writes acknowledged %s", n, what), func() error {
-		if got := l.ackN.Load() - from; got < n {
+		if got := load.Acked() - from; got < n {
 			return fmt.Errorf("%d acknowledged", got)
 		}
 		return nil
 	})
 }
 
-// snapshot returns a copy of the acknowledged writes and the errors so far.
-func (l *upgradeLoad) snapshot() (map[string]string, []string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	acked := make(map[string]string, len(l.acked))
-	for k, v := range l.acked {
-		acked[k] = v
+// ackedBodies returns load's acknowledged writes so far, agent/path → body, and the
+// longest time one took from its first try.
+func ackedBodies(load *framework.Load) (map[string]string, time.Duration) {
+	acked, longest := map[string]string{}, time.Duration(0)
+	for _, a := range load.Acks() {
+		acked[a.Agent+"/"+a.Path] = a.Body
+		longest = max(longest, a.Took)
 	}
-	return acked, append([]string(nil), l.errs...)
+	return acked, longest
 }
-
-func (l *upgradeLoad) halt() { close(l.stop); l.wg.Wait() }
 
 // readBack reads every acknowledged write through every running node.
 func readBack(t *testing.T, nodes []*framework.Process, acked map[string]string, when string) {
@@ -312,23 +236,21 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 		caughtUp(t, nodes, nodes[i], shards)
 	}
 
-	load := startUpgradeLoad(nodes, agents, 4)
-	defer func() {
-		select {
-		case <-load.stop:
-		default:
-			load.halt()
-		}
-	}()
-	load.waitAcks(t, upgradeWritesPerUp, "on the previous release")
+	var urls []string
+	for _, s := range nodes {
+		urls = append(urls, s.URL)
+	}
+	load := startUpgradeLoad(t, urls, agents, 4)
+	waitAcks(t, load, upgradeWritesPerUp, "on the previous release")
 
 	for i, s := range nodes {
 		upgradeNode(t, nodes, i, shards)
-		if got := s.URL; got != load.urls[i] {
-			t.Fatalf("node %d came back at %s, not at %s", i, got, load.urls[i])
+		if got := s.URL; got != urls[i] {
+			t.Fatalf("node %d came back at %s, not at %s", i, got, urls[i])
 		}
-		load.waitAcks(t, upgradeWritesPerUp, fmt.Sprintf("after node %d runs the new release", i))
-		acked, errs := load.snapshot()
+		waitAcks(t, load, upgradeWritesPerUp, fmt.Sprintf("after node %d runs the new release", i))
+		acked, _ := ackedBodies(load)
+		errs := load.Failures()
 		if len(errs) > 0 {
 			t.Fatalf("after node %d was upgraded: %d writes failed with an answer that is not retryable; first: %s", i, len(errs), errs[0])
 		}
@@ -336,10 +258,10 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 			readBack(t, nodes, acked, fmt.Sprintf("with %d of 3 nodes upgraded", i+1))
 		}
 	}
-	load.waitAcks(t, upgradeWritesPerUp, "after the upgrade")
-	load.halt()
-	acked, errs := load.snapshot()
-	for _, e := range errs {
+	waitAcks(t, load, upgradeWritesPerUp, "after the upgrade")
+	load.Stop()
+	acked, longest := ackedBodies(load)
+	for _, e := range load.Failures() {
 		t.Errorf("write failed: %s", e)
 	}
 	readBack(t, nodes, acked, "after the upgrade")
@@ -347,7 +269,7 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 		t.Fatal("no write was acknowledged")
 	}
 	t.Logf("UPGRADE %d writes acknowledged across the rolling upgrade, each read back through all 3 nodes; %d retryable answers met, the longest write took %v",
-		len(acked), load.retried.Load(), time.Duration(load.longest.Load()).Round(time.Millisecond))
+		len(acked), load.Retried(), longest.Round(time.Millisecond))
 }
 
 // upgradeNode stops node i (SIGTERM), starts it again on its data directory and ports
