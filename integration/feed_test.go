@@ -88,7 +88,7 @@ func (r *feedReader) run(ctx context.Context, first int) {
 			var sctx context.Context
 			sctx, cancel = context.WithCancel(ctx)
 			var err error
-			if st, err = client.New(s.URL, &http.Client{}).Events(sctx, r.agent, client.EventsOptions{After: last}); err != nil {
+			if st, err = framework.REST(s.URL, "").Events(sctx, r.agent, client.EventsOptions{After: last}); err != nil {
 				cancel()
 				var ce *client.Error
 				if errors.As(err, &ce) && !ce.Retryable {
@@ -263,7 +263,7 @@ func TestChangeFeedExactlyOnceAcrossLeaderKill9(t *testing.T) {
 	var fresh []client.FeedEvent
 	fctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	err := client.New(survivor.URL, nil).FollowEvents(fctx, agent, client.EventsOptions{NoFollow: true}, func(ev client.FeedEvent) error {
+	err := framework.REST(survivor.URL, "").FollowEvents(fctx, agent, client.EventsOptions{NoFollow: true}, func(ev client.FeedEvent) error {
 		fresh = append(fresh, ev)
 		return nil
 	})
