@@ -417,7 +417,7 @@ func isComplete(req string) bool {
 
 func TestLargeBlobsGoUpInParts(t *testing.T) {
 	srv := s3test.Start(t)
-	raw := rawClient(t, srv.Endpoint)
+	raw := srv.Client(t)
 	p := newProxy(t, srv.Endpoint)
 	cfg := srv.Config(s3test.Bucket())
 	cfg.Endpoint = p.addr
@@ -460,7 +460,7 @@ func TestLargeBlobsGoUpInParts(t *testing.T) {
 
 func TestAFailedMultipartUploadIsAborted(t *testing.T) {
 	srv := s3test.Start(t)
-	raw := rawClient(t, srv.Endpoint)
+	raw := srv.Client(t)
 	data := blobtest.RandomBytes(4, 64<<20)
 	key := blobtest.KeyOf("r1", data)
 
