@@ -17,6 +17,7 @@ import (
 	"github.com/cairnstore/cairn/blob/s3"
 	"github.com/cairnstore/cairn/blob/s3/s3test"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
 )
 
@@ -78,7 +79,7 @@ func TestScrubFindsMissingAndCorruptBlobs(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			store := be.open(t)
-			sh := openReplica(t, meta.Options{})
+			sh := openReplica(t, shard.Config{})
 			reg := prometheus.NewRegistry()
 			set := newSet(t, store, reg, worker.Config{})
 			set.Lead(0, sh)

@@ -146,9 +146,9 @@ func (r *recordingRestorer) count(c worker.Core) int {
 // TestEachLedShardResumesItsOwnRestores: the restorer is called at once for the core of
 // every shard led, and for no other.
 func TestEachLedShardResumesItsOwnRestores(t *testing.T) {
-	a, b, c := openReplica(t, meta.Options{RootUIDPrefix: "s1r", History: pruneAtOnce}),
-		openReplica(t, meta.Options{RootUIDPrefix: "s2r", History: pruneAtOnce}),
-		openReplica(t, meta.Options{RootUIDPrefix: "s3r", History: pruneAtOnce})
+	a, b, c := openReplica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: "s1r", History: pruneAtOnce}}),
+		openReplica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: "s2r", History: pruneAtOnce}}),
+		openReplica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: "s3r", History: pruneAtOnce}})
 	rr := &recordingRestorer{calls: map[worker.Core]int{}}
 	n := newNode(t, worker.Config{Restorer: rr}, false)
 	n.set.Lead(1, a)
@@ -189,16 +189,7 @@ func TestEachLedShardResumesItsOwnRestores(t *testing.T) {
 func TestLeadershipFollowsTheReplicasReports(t *testing.T) {
 	n := newNode(t, worker.Config{}, false)
 	var l worker.Leadership
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir(), OnReady: l.OnReady})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sh := openReplica(t, shard.Config{OnReady: l.OnReady})
 	if got := n.set.Led(); len(got) != 0 {
 		t.Fatalf("led before Bind: %v", got)
 	}
