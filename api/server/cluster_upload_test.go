@@ -8,42 +8,9 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/internal/retry"
 )
-
-// metricValue is the sum of n's exported samples of the counter or gauge name whose
-// labels include every pair of labels.
-func metricValue(t *testing.T, n *testClusterNode, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := n.registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	samples:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue samples
-				}
-			}
-			if c := m.GetCounter(); c != nil {
-				sum += c.GetValue()
-			} else if g := m.GetGauge(); g != nil {
-				sum += g.GetValue()
-			}
-		}
-	}
-	return sum
-}
 
 func TestClusterFollowerUploadsTheBodyItReceivesAndForwardsOnlyTheCommand(t *testing.T) {
 	nodes := startCluster(t, 3, oneShard)
@@ -77,9 +44,11 @@ func TestClusterFollowerUploadsTheBodyItReceivesAndForwardsOnlyTheCommand(t *tes
 	const size = 64 << 20
 	body := make([]byte, size)
 	rand.Read(body)
-	putBytes := func(n *testClusterNode) float64 { return metricValue(t, n, "cairn_blob_put_bytes_total", nil) }
+	putBytes := func(n *testClusterNode) float64 {
+		return metricstest.Value(t, n.registry, "cairn_blob_put_bytes_total")
+	}
 	fwdIn := func(n *testClusterNode) float64 {
-		return metricValue(t, n, "cairn_peer_bytes_total", map[string]string{"stream": "fwd", "direction": "received"})
+		return metricstest.Value(t, n.registry, "cairn_peer_bytes_total", "stream=fwd", "direction=received")
 	}
 	leaderPut, followerPut, leaderFwd := putBytes(leader), putBytes(follower), fwdIn(leader)
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/ops"
@@ -56,7 +57,7 @@ func TestClusterLeaderRunsTheSameWorkersAsTheEmbeddedNode(t *testing.T) {
 	sum := func(name string) float64 {
 		total := 0.0
 		for _, n := range nodes {
-			total += metricValue(t, n, name, nil)
+			total += metricstest.Value(t, n.registry, name)
 		}
 		return total
 	}

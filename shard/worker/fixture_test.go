@@ -296,24 +296,3 @@ func (n *node) sweepUntil(t *testing.T, opts worker.GCOptions, done func(worker.
 	})
 	return rep
 }
-
-// metric returns the value of the counter name (with label value label, or unlabelled) in
-// reg, 0 when absent.
-func metric(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if label == "" || (len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == label) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/blob/s3"
 	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
@@ -142,10 +143,10 @@ func TestScrubFindsMissingAndCorruptBlobs(t *testing.T) {
 			if err != nil || !rep.Done || rep.Blobs != 7 || rep.Missing != 2 || rep.Corrupt != 1 {
 				t.Fatalf("whole scrub: %+v %v", rep, err)
 			}
-			if got := metric(t, reg, "cairn_scrub_blobs_total", "missing"); got != 3 {
+			if got := metricstest.Value(t, reg, "cairn_scrub_blobs_total", "result=missing"); got != 3 {
 				t.Errorf("cairn_scrub_blobs_total{result=missing} = %v, want 3", got)
 			}
-			if got := metric(t, reg, "cairn_scrub_runs_total", "partial"); got != 2 {
+			if got := metricstest.Value(t, reg, "cairn_scrub_runs_total", "result=partial"); got != 2 {
 				t.Errorf("cairn_scrub_runs_total{result=partial} = %v, want 2 (6 blobs, 2 a call)", got)
 			}
 		})
