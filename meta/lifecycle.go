@@ -62,19 +62,7 @@ func (a *applier) reprune(rootUID, resume string) {
 	if len(resume) > incarnationKeySize {
 		pivot = resume + "\x00" // strictly after the last re-pruned key
 	}
-	var keys []string
-	more := false
-	s.history.Ascend(pivot, func(k string, _ struct{}) bool {
-		if !strings.HasPrefix(k, prefix) {
-			return false
-		}
-		if len(keys) == repruneBatch {
-			more = true
-			return false
-		}
-		keys = append(keys, k)
-		return true
-	})
+	keys, more := keyBatch(s.history, pivot, prefix, repruneBatch)
 	for _, k := range keys {
 		if rec, ok := s.paths.Get(k); ok {
 			a.storeChain(rootUID, k, rec.Chain)

@@ -235,7 +235,7 @@ func (a *applier) purgeStep(v string) {
 	next := byte(0)
 	switch p.phase {
 	case purgePaths:
-		keys, more = purgeKeys(s.paths, pivot, prefix)
+		keys, more = keyBatch(s.paths, pivot, prefix, purgeBatch)
 		for _, k := range keys {
 			rec, _ := s.paths.Get(k)
 			a.account(p.rootUID, rec.Chain, nil)
@@ -268,26 +268,10 @@ func (a *applier) purgeStep(v string) {
 	a.schedulePurge(p)
 }
 
-// purgeKeys returns the keys of m that start with prefix, from pivot on, up to purgeBatch
-// of them, and whether more follow.
-func purgeKeys[V any](m *btree.Map[string, V], pivot, prefix string) (keys []string, more bool) {
-	m.Ascend(pivot, func(k string, _ V) bool {
-		if !strings.HasPrefix(k, prefix) {
-			return false
-		}
-		if len(keys) == purgeBatch {
-			more = true
-			return false
-		}
-		keys = append(keys, k)
-		return true
-	})
-	return keys, more
-}
-
-// purgeTable deletes the keys purgeKeys returns from m, and returns them.
+// purgeTable deletes the next purgeBatch keys of m with prefix from pivot on (keyBatch),
+// and returns them.
 func purgeTable[V any](m *btree.Map[string, V], pivot, prefix string) (keys []string, more bool) {
-	keys, more = purgeKeys(m, pivot, prefix)
+	keys, more = keyBatch(m, pivot, prefix, purgeBatch)
 	for _, k := range keys {
 		m.Delete(k)
 	}
