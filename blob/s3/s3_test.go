@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -139,15 +138,7 @@ func TestObjectMetadataRecordsEncodingAndSize(t *testing.T) {
 				t.Errorf("object is %d bytes, Put reported %d stored", oi.Size, res.StoredBytes)
 			}
 			// The object holds the payload as is: no header, no framing.
-			obj, err := raw.GetObject(t.Context(), cfg.Bucket, s.ObjectName(key), minio.GetObjectOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			payload, err := io.ReadAll(obj)
-			obj.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			payload := s3test.ObjectPayload(t, raw, cfg.Bucket, s.ObjectName(key))
 			if want, _ := blob.Encode(nil, tc.data); !bytes.Equal(payload, want) {
 				t.Errorf("object payload (%d bytes) is not blob.Encode's (%d bytes)", len(payload), len(want))
 			}

@@ -206,15 +206,7 @@ func (s *Server) Client(tb testing.TB) *minio.Client {
 // tampering would leave it: only reading the payload can tell.
 func FlipPayloadByte(tb testing.TB, c *minio.Client, bucket, name string) {
 	tb.Helper()
-	obj, err := c.GetObject(tb.Context(), bucket, name, minio.GetObjectOptions{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	payload, err := io.ReadAll(obj)
-	obj.Close()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	payload := ObjectPayload(tb, c, bucket, name)
 	oi, err := c.StatObject(tb.Context(), bucket, name, minio.StatObjectOptions{})
 	if err != nil {
 		tb.Fatal(err)
@@ -225,6 +217,21 @@ func FlipPayloadByte(tb testing.TB, c *minio.Client, bucket, name string) {
 		minio.PutObjectOptions{UserMetadata: meta}); err != nil {
 		tb.Fatalf("s3test: rewrite %s: %v", name, err)
 	}
+}
+
+// ObjectPayload returns the bytes of object name in bucket as the object store holds them.
+func ObjectPayload(tb testing.TB, c *minio.Client, bucket, name string) []byte {
+	tb.Helper()
+	obj, err := c.GetObject(tb.Context(), bucket, name, minio.GetObjectOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	payload, err := io.ReadAll(obj)
+	obj.Close()
+	if err != nil {
+		tb.Fatalf("s3test: read %s: %v", name, err)
+	}
+	return payload
 }
 
 var bucketSeq atomic.Uint64
