@@ -69,16 +69,10 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 	nodes := startCluster(t, 3, oneShard)
 	const shardID = 0
 	ws := "/v1/agents/alice/workbenches/w1"
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws+"/files/input/a", []byte("before")); code/100 != 2 {
-		t.Fatalf("put: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, nodes[0].url+ws, nil)
+	mustSend(t, "put", http.MethodPut, nodes[0].url+ws+"/files/input/a", []byte("before"))
 	snap := mint(t, nodes[1], ws, "s1")
-	if code, b := request(t, http.MethodPut, nodes[2].url+ws+"/files/input/a", []byte("after")); code/100 != 2 {
-		t.Fatalf("overwrite: %d %s", code, b)
-	}
+	mustSend(t, "overwrite", http.MethodPut, nodes[2].url+ws+"/files/input/a", []byte("after"))
 
 	// The leader, and two followers that have applied everything it has.
 	var leader *testClusterNode

@@ -135,6 +135,15 @@ func request(t *testing.T, method, u string, body []byte) (int, []byte) {
 	}
 }
 
+// mustSend sends a request as request does and fails the test, naming what, unless it
+// succeeds (2xx).
+func mustSend(t *testing.T, what, method, u string, body []byte) {
+	t.Helper()
+	if code, b := request(t, method, u, body); code/100 != 2 {
+		t.Fatalf("%s: %d %s", what, code, b)
+	}
+}
+
 func TestClusterConfigRequiresS3(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Cluster = true
@@ -169,9 +178,7 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 
 	// Write through node 0, read through every node (forwarded to the leader).
 	ws := "/v1/agents/alice/workbenches/w1"
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, nodes[0].url+ws, nil)
 	for i := range 5 {
 		body := []byte(fmt.Sprintf("body %d", i))
 		if code, b := request(t, http.MethodPut, nodes[i%3].url+ws+fmt.Sprintf("/files/input/f%d", i), body); code/100 != 2 {
@@ -305,17 +312,11 @@ func TestClusterKeepsServingPlacedRootsWhileEtcdIsDown(t *testing.T) {
 	cfg.Replication = 1
 	n := startClusterNode(t, cfg)
 	ws := n.url + "/v1/agents/alice/workbenches/w1"
-	if code, b := request(t, http.MethodPut, ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
-	if code, b := request(t, http.MethodPut, ws+"/files/input/a", []byte("before")); code/100 != 2 {
-		t.Fatalf("put: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, ws, nil)
+	mustSend(t, "put", http.MethodPut, ws+"/files/input/a", []byte("before"))
 
 	etcd.Stop(0)
-	if code, b := request(t, http.MethodPut, ws+"/files/input/b", []byte("during")); code/100 != 2 {
-		t.Fatalf("put to a placed root while etcd is down: %d %s", code, b)
-	}
+	mustSend(t, "put to a placed root while etcd is down", http.MethodPut, ws+"/files/input/b", []byte("during"))
 	if code, b := request(t, http.MethodGet, ws+"/files/input/a", nil); code != http.StatusOK || string(b) != "before" {
 		t.Fatalf("read of a placed root while etcd is down: %d %q", code, b)
 	}
@@ -386,12 +387,8 @@ func TestClusterNodeWithoutAReplicaForwardsThroughTheLeaderHint(t *testing.T) {
 	cfg.Shards, cfg.Replication = 1, 1
 	b := startClusterNode(t, cfg)
 	ws := b.url + "/v1/agents/hinted/workbenches/w1"
-	if code, body := request(t, http.MethodPut, ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench through b: %d %s", code, body)
-	}
-	if code, body := request(t, http.MethodPut, ws+"/files/input/f", []byte("via b")); code/100 != 2 {
-		t.Fatalf("put through b: %d %s", code, body)
-	}
+	mustSend(t, "create workbench through b", http.MethodPut, ws, nil)
+	mustSend(t, "put through b", http.MethodPut, ws+"/files/input/f", []byte("via b"))
 	if code, body := request(t, http.MethodGet, a.url+"/v1/agents/hinted/workbenches/w1/files/input/f", nil); code != http.StatusOK || string(body) != "via b" {
 		t.Fatalf("read through a: %d %q", code, body)
 	}
@@ -417,9 +414,7 @@ func TestClusterNodeRemovedWhileAwayJoinsAgainWhenBack(t *testing.T) {
 		nodes = append(nodes, startClusterNode(t, cfg))
 	}
 	ws := "/v1/agents/back/workbenches/w1"
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, nodes[0].url+ws, nil)
 	waitShards(t, nodes[0], "three voters per shard", func(vs []string) bool {
 		return len(vs) == 3 && !strings.Contains(fmt.Sprint(vs), "nonvoter")
 	})
@@ -497,9 +492,7 @@ func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
 	} else if ce := (*ops.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "NodeID" {
 		t.Fatalf("a second node with a running node's id: %v; want a configuration error on NodeID", err)
 	}
-	if code, b := request(t, http.MethodPut, n.url+"/v1/agents/still/workbenches/w", nil); code/100 != 2 {
-		t.Fatalf("the running node after the refused impostor: %d %s", code, b)
-	}
+	mustSend(t, "the running node after the refused impostor", http.MethodPut, n.url+"/v1/agents/still/workbenches/w", nil)
 	if nodes, _, err := n.plane().Nodes(t.Context()); err != nil || nodes[firstID].ClientURL != n.clientURL {
 		t.Fatalf("registry entry of %s after the refused impostor: %+v, %v", firstID, nodes[firstID], err)
 	}

@@ -25,9 +25,7 @@ func TestClusterPeersTalkOverMutualTLS(t *testing.T) {
 	cert, key, ca := writePeerTLS(t)
 	nodes := startCluster(t, 3, func(cfg *ops.Config) { cfg.PeerTLSCert, cfg.PeerTLSKey, cfg.PeerTLSCA = cert, key, ca })
 	ws := "/v1/agents/tls/workbenches/w1"
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, nodes[0].url+ws, nil)
 	for i, n := range nodes {
 		if code, b := request(t, http.MethodPut, n.url+ws+"/files/input/f", []byte{byte('a' + i)}); code/100 != 2 {
 			t.Fatalf("put through node %d: %d %s", i, code, b)

@@ -16,9 +16,7 @@ func TestClusterFollowerUploadsTheBodyItReceivesAndForwardsOnlyTheCommand(t *tes
 	nodes := startCluster(t, 3, oneShard)
 	const shardID = 0
 	ws := "/v1/agents/alice/workbenches/w1"
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, nodes[0].url+ws, nil)
 	var leader, follower *testClusterNode
 	retry.SucceedsSoon(t, "a ready leader and a follower that knows it", func() error {
 		leader, follower = nil, nil

@@ -27,9 +27,7 @@ func TestClusterLeaderRunsTheSameWorkersAsTheEmbeddedNode(t *testing.T) {
 		cfg.HistoryVersions, cfg.HistoryAge = 1, 0
 	})
 	ws := "/v1/agents/alice/workbenches/w1"
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, nodes[0].url+ws, nil)
 	// Garbage: five bodies above the inline threshold written over one path, through every
 	// node in turn; four are unreferenced once the fifth lands.
 	for i := range 5 {
