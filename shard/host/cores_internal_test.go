@@ -72,7 +72,7 @@ func (c testCores) For(_ context.Context, agent string) (workbench.Core, error) 
 type embeddedHarness struct{ h *Host }
 
 func (e embeddedHarness) Nodes() int                { return 1 }
-func (e embeddedHarness) Cores(int) workbench.Cores { return testCores{e.h} }
+func (e embeddedHarness) Cores(int) workbench.Cores { return testCores(e) }
 
 // clusterNodes is the number of nodes of a testCluster; each has a replica of every shard.
 const clusterNodes = 3
