@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnstore/cairn/bench/etcdcluster"
@@ -25,11 +24,7 @@ func minioConfig(t *testing.T) (MinIOConfig, *minio.Client) {
 	t.Helper()
 	srv := s3test.Start(t)
 	cfg := MinIOConfig{Endpoint: "http://" + srv.Endpoint, Bucket: "bench-baseline", AccessKey: s3test.AccessKey, SecretKey: s3test.SecretKey}
-	mc, err := minio.New(srv.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s3test.AccessKey, s3test.SecretKey, "")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg, mc
+	return cfg, srv.Client(t)
 }
 
 func countObjects(t *testing.T, mc *minio.Client, bucket string) int {

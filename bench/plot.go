@@ -67,7 +67,7 @@ func (r *Report) title() string {
 	case len(p.SweepRates) > 0:
 		return fmt.Sprintf("cairn bench %s: open-loop sweep", what)
 	case p.Mode == ModeOpen:
-		return fmt.Sprintf("cairn bench %s: open loop at %s ops/s", what, fmtRate(p.Rate))
+		return fmt.Sprintf("cairn bench %s: open loop at %s ops/s", what, FormatRate(p.Rate))
 	default:
 		return fmt.Sprintf("cairn bench %s: closed loop, %d clients", what, p.Concurrency)
 	}

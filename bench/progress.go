@@ -75,7 +75,7 @@ func (p *progress) print(elapsed time.Duration, rate float64, final bool) {
 		what = "avg"
 	}
 	line := fmt.Sprintf("%s  %5.1fs/%gs  ok %d  %s/s %s  errors %d  in flight %d",
-		p.label, elapsed.Seconds(), p.duration.Seconds(), p.live.OK(), fmtRate(rate), what, p.live.Failed(), p.live.InFlight())
+		p.label, elapsed.Seconds(), p.duration.Seconds(), p.live.OK(), FormatRate(rate), what, p.live.Failed(), p.live.InFlight())
 	switch {
 	case p.tty && final:
 		fmt.Fprintf(p.w, "\r\x1b[K%s\n", line)

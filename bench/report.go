@@ -196,7 +196,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	case len(p.SweepRates) > 0:
 		row(&b, "sweep", joinRates(p.SweepRates)+" ops/s, max in flight "+strconv.Itoa(p.MaxInFlight))
 	case p.Mode == ModeOpen:
-		row(&b, "rate", fmt.Sprintf("%s ops/s, max in flight %d", fmtRate(p.Rate), p.MaxInFlight))
+		row(&b, "rate", fmt.Sprintf("%s ops/s, max in flight %d", FormatRate(p.Rate), p.MaxInFlight))
 	default:
 		row(&b, "concurrency", strconv.Itoa(p.Concurrency))
 	}
@@ -221,7 +221,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			if float64(s.Second+1) > ph.ElapsedSeconds {
 				sec += " (partial)"
 			}
-			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s |\n", sec, s.OK, s.Errors, fmtMicros(s.P50Micros), fmtMicros(s.P99Micros))
+			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s |\n", sec, s.OK, s.Errors, FormatMicros(s.P50Micros), FormatMicros(s.P99Micros))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -259,12 +259,12 @@ func (r *Report) summary() string {
 		for _, ph := range r.phases() {
 			offered := "— (closed, " + strconv.Itoa(ph.Concurrency) + " clients)"
 			if ph.Mode == ModeOpen {
-				offered = fmtRate(ph.OfferedRate)
+				offered = FormatRate(ph.OfferedRate)
 			}
 			l := ph.Latency
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d |\n", ph.Name, ph.Mode, offered,
-				r.fmtAchieved(ph), fmtMicros(l.P50Micros), fmtMicros(l.P90Micros), fmtMicros(l.P99Micros),
-				fmtMicros(l.P999Micros), fmtMicros(l.MaxMicros), ph.Ops, ph.Errors)
+				r.fmtAchieved(ph), FormatMicros(l.P50Micros), FormatMicros(l.P90Micros), FormatMicros(l.P99Micros),
+				FormatMicros(l.P999Micros), FormatMicros(l.MaxMicros), ph.Ops, ph.Errors)
 		}
 		for _, ph := range r.Baselines {
 			if c := ph.Comparison; c != nil {
@@ -295,7 +295,7 @@ func (r *Report) summary() string {
 				share = 100 * float64(st.Ops) / float64(ph.Ops)
 			}
 			fmt.Fprintf(&b, "| %s | %d | %.0f%% | %d | %s | %s | %s | %s |\n", l, st.Ops, share, st.Errors,
-				fmtMicros(st.Latency.P50Micros), fmtMicros(st.Latency.P90Micros), fmtMicros(st.Latency.P99Micros), fmtMicros(st.Latency.MaxMicros))
+				FormatMicros(st.Latency.P50Micros), FormatMicros(st.Latency.P90Micros), FormatMicros(st.Latency.P99Micros), FormatMicros(st.Latency.MaxMicros))
 		}
 	}
 	var notes []string
@@ -309,7 +309,7 @@ func (r *Report) summary() string {
 		}
 		if ph.Mode == ModeOpen && ph.LateSends > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d operations sent ≥ 1 ms late (max lag %s); their latency counts from the due time.",
-				ph.Name, ph.LateSends, fmtMicros(ph.MaxSendLagMicros)))
+				ph.Name, ph.LateSends, FormatMicros(ph.MaxSendLagMicros)))
 		}
 		if ph.Aborted {
 			notes = append(notes, fmt.Sprintf("%s: interrupted before the end; the numbers cover the part that ran.", ph.Name))
@@ -337,8 +337,8 @@ func (r *Report) sweepTable(b *strings.Builder, phases []*Phase) {
 	b.WriteString("\n")
 	for _, ph := range phases {
 		l := ph.Latency
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d |", fmtRate(ph.OfferedRate), r.fmtAchieved(ph),
-			fmtMicros(l.P50Micros), fmtMicros(l.P99Micros), fmtMicros(l.P999Micros), fmtMicros(l.MaxMicros), ph.Errors)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d |", FormatRate(ph.OfferedRate), r.fmtAchieved(ph),
+			FormatMicros(l.P50Micros), FormatMicros(l.P99Micros), FormatMicros(l.P999Micros), FormatMicros(l.MaxMicros), ph.Errors)
 		if c := ph.Comparison; ratios && c != nil {
 			fmt.Fprintf(b, " %.2f× | %.2f× |", c.ThroughputRatio, c.P99Ratio)
 		}
@@ -349,7 +349,7 @@ func (r *Report) sweepTable(b *strings.Builder, phases []*Phase) {
 // fmtAchieved formats a phase's achieved rate, with its bandwidth when bodies are large
 // enough for bandwidth to be the point (object-* scenarios).
 func (r *Report) fmtAchieved(ph *Phase) string {
-	s := fmtRate(ph.AchievedRate)
+	s := FormatRate(ph.AchievedRate)
 	if r.Params.SizeBytes >= smallBodyBytes {
 		s += fmt.Sprintf(" (%.1f MiB/s)", ph.AchievedRate*float64(r.Params.SizeBytes)/(1<<20))
 	}
@@ -376,8 +376,9 @@ func orUnknown(s string) string {
 	return s
 }
 
-// fmtMicros formats a latency in microseconds with a unit a reader takes in at a glance.
-func fmtMicros(us int64) string {
+// FormatMicros formats a latency in microseconds with a unit a reader takes in at a
+// glance: "850 µs", "12.40 ms", "1.25 s".
+func FormatMicros(us int64) string {
 	switch {
 	case us < 1000:
 		return fmt.Sprintf("%d µs", us)
@@ -388,7 +389,9 @@ func fmtMicros(us int64) string {
 	}
 }
 
-func fmtRate(r float64) string {
+// FormatRate formats a rate (operations or bytes per second) with one decimal below 100
+// and none from 100 on.
+func FormatRate(r float64) string {
 	if r >= 100 {
 		return strconv.FormatFloat(r, 'f', 0, 64)
 	}

@@ -228,13 +228,13 @@ func rateSuffix(cfg Config, l Load) string {
 	if len(cfg.SweepRates) == 0 {
 		return ""
 	}
-	return " @ " + fmtRate(l.Rate) + "/s"
+	return " @ " + FormatRate(l.Rate) + "/s"
 }
 
 // loadLabel is the progress display's short form of l.
 func loadLabel(l Load) string {
 	if l.Rate > 0 {
-		return fmt.Sprintf("(open %s/s, ≤%d in flight)", fmtRate(l.Rate), l.MaxInFlight)
+		return fmt.Sprintf("(open %s/s, ≤%d in flight)", FormatRate(l.Rate), l.MaxInFlight)
 	}
 	return fmt.Sprintf("(closed, %d clients)", l.Concurrency)
 }

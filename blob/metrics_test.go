@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/blob/mem"
+	"github.com/cairnstore/cairn/internal/metricstest"
 )
 
 // The wrapper changes nothing a caller sees.
@@ -26,39 +27,6 @@ func TestInstrumentedStoreConformance(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	})
-}
-
-// counter returns the value of the counter name (with labels "k=v" pairs, if any) in reg,
-// or the sample count of the histogram name; 0 when it has not been written yet.
-func counter(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for _, l := range labels {
-				k, v, _ := strings.Cut(l, "=")
-				if have[k] != v {
-					continue next
-				}
-			}
-			if h := m.GetHistogram(); h != nil {
-				return float64(h.GetSampleCount())
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
 }
 
 // compressible returns n bytes of text that zstd shrinks well.
@@ -163,7 +131,7 @@ func TestInstrumentCountsWhatTheStoreDid(t *testing.T) {
 		{"cairn_blob_operation_duration_seconds", []string{"backend=dir"}, 0},
 	}
 	for _, w := range want {
-		if got := counter(t, reg, w.name, w.labels...); got != w.value {
+		if got := metricstest.Value(t, reg, w.name, w.labels...); got != w.value {
 			t.Errorf("%s%v = %v, want %v", w.name, w.labels, got, w.value)
 		}
 	}
@@ -172,7 +140,7 @@ func TestInstrumentCountsWhatTheStoreDid(t *testing.T) {
 	if err := s.List(ctx, "r1", func(blob.Key, blob.Info) error { return nil }); !errors.Is(err, blob.ErrUnavailable) {
 		t.Fatalf("List after Close: %v", err)
 	}
-	if got := counter(t, reg, "cairn_blob_errors_total", "op=list", "kind=unavailable"); got != 1 {
+	if got := metricstest.Value(t, reg, "cairn_blob_errors_total", "op=list", "kind=unavailable"); got != 1 {
 		t.Fatalf("list errors after Close = %v, want 1", got)
 	}
 }
@@ -206,10 +174,10 @@ func TestInstrumentCountsAFailedReadOnce(t *testing.T) {
 		t.Fatalf("Read = %v, want the store's error unchanged", err)
 	}
 	rc.Close()
-	if got := counter(t, reg, "cairn_blob_errors_total", "op=read", "kind=corrupt"); got != 1 {
+	if got := metricstest.Value(t, reg, "cairn_blob_errors_total", "op=read", "kind=corrupt"); got != 1 {
 		t.Fatalf("read errors = %v, want 1 for one failing reader", got)
 	}
-	if got := counter(t, reg, "cairn_blob_get_bytes_total"); got != 1 {
+	if got := metricstest.Value(t, reg, "cairn_blob_get_bytes_total"); got != 1 {
 		t.Fatalf("get bytes = %v, want the 1 byte delivered", got)
 	}
 }
@@ -227,7 +195,7 @@ func TestInstrumentedStoresOnOneRegistryShareCounters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := counter(t, reg, "cairn_blob_put_objects_total"); got != 2 {
+	if got := metricstest.Value(t, reg, "cairn_blob_put_objects_total"); got != 2 {
 		t.Fatalf("put objects = %v, want 2 (one per store)", got)
 	}
 }

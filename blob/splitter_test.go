@@ -23,7 +23,14 @@ var formats = []struct {
 // split returns copies of every segment of r, cut in format.
 func split(t *testing.T, format blob.ChunkFormat, r io.Reader) [][]byte {
 	t.Helper()
-	s := blob.NewSplitter(r, 0, format, nil)
+	return drain(t, blob.NewSplitter(r, 0, format, nil), bytes.Clone)
+}
+
+// drain calls s.Next until io.EOF and returns every segment as keep returns it (a copy,
+// when s reuses its buffer). It fails the test on an error, on an empty segment, and when
+// a Next after io.EOF does not return io.EOF again.
+func drain(t *testing.T, s *blob.Splitter, keep func([]byte) []byte) [][]byte {
+	t.Helper()
 	var segs [][]byte
 	for {
 		seg, err := s.Next()
@@ -36,7 +43,7 @@ func split(t *testing.T, format blob.ChunkFormat, r io.Reader) [][]byte {
 		if len(seg) == 0 {
 			t.Fatalf("Next returned an empty segment")
 		}
-		segs = append(segs, bytes.Clone(seg))
+		segs = append(segs, keep(seg))
 	}
 	if _, err := s.Next(); err != io.EOF {
 		t.Fatalf("Next after io.EOF: %v, want io.EOF again", err)
@@ -404,17 +411,8 @@ func TestSplitterCutsTheSameWhateverTheSizeHint(t *testing.T) {
 			for _, hint := range []int64{int64(n), int64(n) / 2, 2 * int64(n), 1, -1} {
 				var allocs int
 				s := blob.NewSplitter(bytes.NewReader(body), hint, f.format, func(n int) []byte { allocs++; return make([]byte, n) })
-				var segs [][]byte
-				for {
-					seg, err := s.Next()
-					if err == io.EOF {
-						break
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					segs = append(segs, seg) // the caller's: later calls must not touch it
-				}
+				// Each segment is the caller's, from alloc: later calls must not touch it.
+				segs := drain(t, s, func(seg []byte) []byte { return seg })
 				checkConcat(t, segs, body)
 				if got := lengths(segs); !equalInts(got, want) {
 					t.Errorf("%s: %d-byte body, size hint %d: segments %v, want %v as without a hint", f.format, n, hint, got, want)

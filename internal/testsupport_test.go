@@ -7,13 +7,14 @@ import (
 	"testing"
 )
 
-// testSupport are the packages that exist for tests only: retry, etcd, free ports, test certificates, the
+// testSupport are the packages that exist for tests only: retry, etcd, free ports, test certificates, metrics, the
 // blob conformance suite and damage, the Cores conformance suite, MinIO, and the cluster fixture.
 var testSupport = []string{
 	"github.com/cairnstore/cairn/internal/retry",
 	"github.com/cairnstore/cairn/internal/etcdtest",
 	"github.com/cairnstore/cairn/internal/freeport",
 	"github.com/cairnstore/cairn/internal/certtest",
+	"github.com/cairnstore/cairn/internal/metricstest",
 	"github.com/cairnstore/cairn/blob/blobtest",
 	"github.com/cairnstore/cairn/api/workbench/corestest",
 	"github.com/cairnstore/cairn/api/auth/authtest",

@@ -68,32 +68,24 @@ func DefaultOptions() Options {
 		FeedRetention: 24 * time.Hour, FeedMaxPerRoot: 100_000}
 }
 
+// positiveOr sets *v to d when *v is not positive: a setting left zero (or negative, which
+// means nothing) takes its default.
+func positiveOr[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.RetentionWindow <= 0 {
-		o.RetentionWindow = d.RetentionWindow
-	}
-	if o.DedupeMaxPerRoot <= 0 {
-		o.DedupeMaxPerRoot = d.DedupeMaxPerRoot
-	}
-	if o.RetentionBatch <= 0 {
-		o.RetentionBatch = d.RetentionBatch
-	}
-	if o.SnapshotGrace <= 0 {
-		o.SnapshotGrace = d.SnapshotGrace
-	}
-	if o.ProposalPendingTTL <= 0 {
-		o.ProposalPendingTTL = d.ProposalPendingTTL
-	}
-	if o.ProposalRetention <= 0 {
-		o.ProposalRetention = d.ProposalRetention
-	}
-	if o.ProposalsMaxPerRoot <= 0 {
-		o.ProposalsMaxPerRoot = d.ProposalsMaxPerRoot
-	}
-	if o.FeedRetention <= 0 {
-		o.FeedRetention = d.FeedRetention
-	}
+	positiveOr(&o.RetentionWindow, d.RetentionWindow)
+	positiveOr(&o.DedupeMaxPerRoot, d.DedupeMaxPerRoot)
+	positiveOr(&o.RetentionBatch, d.RetentionBatch)
+	positiveOr(&o.SnapshotGrace, d.SnapshotGrace)
+	positiveOr(&o.ProposalPendingTTL, d.ProposalPendingTTL)
+	positiveOr(&o.ProposalRetention, d.ProposalRetention)
+	positiveOr(&o.ProposalsMaxPerRoot, d.ProposalsMaxPerRoot)
+	positiveOr(&o.FeedRetention, d.FeedRetention)
 	if o.FeedMaxPerRoot == 0 {
 		o.FeedMaxPerRoot = d.FeedMaxPerRoot
 	}

@@ -62,19 +62,7 @@ func (a *applier) reprune(rootUID, resume string) {
 	if len(resume) > incarnationKeySize {
 		pivot = resume + "\x00" // strictly after the last re-pruned key
 	}
-	var keys []string
-	more := false
-	s.history.Ascend(pivot, func(k string, _ struct{}) bool {
-		if !strings.HasPrefix(k, prefix) {
-			return false
-		}
-		if len(keys) == repruneBatch {
-			more = true
-			return false
-		}
-		keys = append(keys, k)
-		return true
-	})
+	keys, more := keyBatch(s.history, pivot, prefix, repruneBatch)
 	for _, k := range keys {
 		if rec, ok := s.paths.Get(k); ok {
 			a.storeChain(rootUID, k, rec.Chain)
@@ -219,12 +207,20 @@ func (a *applier) reapIfDue(key string) {
 	}
 	ns := *snap
 	ns.ReapedAtMs = s.nowMs
-	s.snapshots.Set(key, &ns)
-	s.heldSnaps.Delete(heldSnapKey(snap.Incarnation, snap.ID))
-	a.addUsage(snap.Agent, Usage{Snapshots: -1})
-	root, _ := s.roots.Get(snap.Agent)
-	a.releaseHold(root.UID, snap.Incarnation, snap.ReadVersion)
+	a.endSnapshot(key, &ns)
 	a.emitSnapshot(EventSnapshotExpire, &ns, Producer{}) // the node's own work
+}
+
+// endSnapshot stores ns at key, the record of a snapshot that no longer holds history
+// (retired or reaped): it leaves its root's held snapshots and usage, and its hold on its
+// read version is released.
+func (a *applier) endSnapshot(key string, ns *WorkbenchSnapshot) {
+	s := a.st
+	s.snapshots.Set(key, ns)
+	s.heldSnaps.Delete(heldSnapKey(ns.Incarnation, ns.ID))
+	a.addUsage(ns.Agent, Usage{Snapshots: -1})
+	root, _ := s.roots.Get(ns.Agent)
+	a.releaseHold(root.UID, ns.Incarnation, ns.ReadVersion)
 }
 
 // findSnapshot resolves a snapshot of workbench ws by id or by name (exactly one given).
@@ -316,11 +312,7 @@ func (a *applier) snapshotRetire(c SnapshotRetire) Result {
 	ns.RetiredAtMs = s.nowMs
 	ns.RetireReason = c.Reason
 	ns.RetiredBy = a.prod
-	s.snapshots.Set(key, &ns)
-	s.heldSnaps.Delete(heldSnapKey(snap.Incarnation, snap.ID))
-	a.addUsage(c.Agent, Usage{Snapshots: -1})
-	root, _ := s.roots.Get(c.Agent)
-	a.releaseHold(root.UID, snap.Incarnation, snap.ReadVersion)
+	a.endSnapshot(key, &ns) // ns.Agent is c.Agent: findSnapshot looked it up under c.Agent
 	a.emitSnapshot(EventSnapshotRetire, &ns, a.prod)
 	return Result{Snapshot: &ns, Retired: true}
 }

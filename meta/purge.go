@@ -3,6 +3,8 @@ package meta
 import (
 	"strconv"
 	"strings"
+
+	"github.com/tidwall/btree"
 )
 
 // MaxPurgeBatch bounds the workbenches one PurgeRoot deletes.
@@ -224,27 +226,16 @@ func (a *applier) purgeStep(v string) {
 	}
 	s := a.st
 	prefix := u64(p.inc)
-	var keys []string
-	more := false
-	collect := func(k string) bool {
-		if !strings.HasPrefix(k, prefix) {
-			return false
-		}
-		if len(keys) == purgeBatch {
-			more = true
-			return false
-		}
-		keys = append(keys, k)
-		return true
-	}
 	pivot := prefix
 	if p.resume != "" {
 		pivot = p.resume + "\x00"
 	}
+	var keys []string
+	more := false
 	next := byte(0)
 	switch p.phase {
 	case purgePaths:
-		s.paths.Ascend(pivot, func(k string, _ *pathRecord) bool { return collect(k) })
+		keys, more = keyBatch(s.paths, pivot, prefix, purgeBatch)
 		for _, k := range keys {
 			rec, _ := s.paths.Get(k)
 			a.account(p.rootUID, rec.Chain, nil)
@@ -255,22 +246,13 @@ func (a *applier) purgeStep(v string) {
 		}
 		next = purgeDirs
 	case purgeDirs:
-		s.dirs.Ascend(pivot, func(k string, _ dirRecord) bool { return collect(k) })
-		for _, k := range keys {
-			s.dirs.Delete(k)
-		}
+		keys, more = purgeTable(s.dirs, pivot, prefix)
 		next = purgeCommits
 	case purgeCommits:
-		s.commits.Ascend(pivot, func(k string, _ *CommitRecord) bool { return collect(k) })
-		for _, k := range keys {
-			s.commits.Delete(k)
-		}
+		keys, more = purgeTable(s.commits, pivot, prefix)
 		next = purgeHolds
 	case purgeHolds:
-		s.holds.Ascend(pivot, func(k string, _ int64) bool { return collect(k) })
-		for _, k := range keys {
-			s.holds.Delete(k)
-		}
+		keys, more = purgeTable(s.holds, pivot, prefix)
 		next = purgeSnapshots
 	case purgeSnapshots:
 		a.purgeSnapshotRecords(p)
@@ -284,6 +266,16 @@ func (a *applier) purgeStep(v string) {
 		p.phase, p.resume = next, ""
 	}
 	a.schedulePurge(p)
+}
+
+// purgeTable deletes the next purgeBatch keys of m with prefix from pivot on (keyBatch),
+// and returns them.
+func purgeTable[V any](m *btree.Map[string, V], pivot, prefix string) (keys []string, more bool) {
+	keys, more = keyBatch(m, pivot, prefix, purgeBatch)
+	for _, k := range keys {
+		m.Delete(k)
+	}
+	return keys, more
 }
 
 // purgeSnapshotRecords deletes, visiting up to purgeBatch snapshot records of the agent

@@ -142,17 +142,13 @@ func checkFieldName(arg, name string) *Error {
 	return ValidateFieldName(arg, name)
 }
 
-// kindFamily groups kinds the way predicates compare them: numbers together.
+// kindFamily groups kinds the way predicates compare them: numbers together, so an
+// integer is a "number" as a float is.
 func kindFamily(k FieldKind) string {
-	switch k {
-	case FieldInt, FieldFloat:
-		return "number"
-	case FieldString:
-		return "string"
-	case FieldBool:
-		return "boolean"
+	if k == FieldInt {
+		return kindName(FieldFloat)
 	}
-	return "null"
+	return kindName(k)
 }
 
 // kindName is the JSON type name of a kind.

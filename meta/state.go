@@ -181,6 +181,24 @@ func splitRetentionItem(v string) (kind byte, a, b string) {
 	return kind, rest, ""
 }
 
+// keyBatch returns the keys of m that start with prefix, from pivot on in key order, up to
+// limit of them, and whether more follow: one bounded step of a walk that resumes after
+// its last key.
+func keyBatch[V any](m *btree.Map[string, V], pivot, prefix string, limit int) (keys []string, more bool) {
+	m.Ascend(pivot, func(k string, _ V) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		if len(keys) == limit {
+			more = true
+			return false
+		}
+		keys = append(keys, k)
+		return true
+	})
+	return keys, more
+}
+
 func snapshotKey(agent string, id uint64) string { return agent + "\x00" + u64(id) }
 
 func snapNameKey(agent, ws, name string) string { return agent + "\x00" + ws + "\x00" + name }

@@ -88,21 +88,28 @@ func (s *Shard) watchLeadership() {
 // within a lease of the leadership ending — a pause, a partition — and true
 // again as soon as a round passes; it reports each change to Config.OnReady.
 func (s *Shard) keepLeadership() {
-	defer s.wg.Done()
-	t := time.NewTicker(max(s.cfg.LeaderLeaseTimeout/4, time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
+	s.every(max(s.cfg.LeaderLeaseTimeout/4, time.Millisecond), func() {
 		if s.caughtUp.Load() {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HeartbeatTimeout)
 			_ = s.confirm.confirm(ctx)
 			cancel()
 		}
 		s.publishReady()
+	})
+}
+
+// every calls fn every d until the replica closes. It runs as a goroutine counted in s.wg.
+func (s *Shard) every(d time.Duration, fn func()) {
+	defer s.wg.Done()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			fn()
+		}
 	}
 }
 
@@ -136,22 +143,14 @@ func (s *Shard) publishReady() {
 }
 
 func (s *Shard) tickLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.cfg.TickInterval / 2)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
+	s.every(s.cfg.TickInterval/2, func() {
+		if !s.caughtUp.Load() || time.Since(time.UnixMilli(s.lastApply.Load())) < s.cfg.TickInterval {
 			return
-		case <-t.C:
-			if !s.caughtUp.Load() || time.Since(time.UnixMilli(s.lastApply.Load())) < s.cfg.TickInterval {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
-			if _, err := s.Propose(ctx, meta.Header{}, meta.Tick{}); err != nil && !errors.Is(err, ErrClosed) {
-				s.cfg.Logger.Debug("shard: idle tick failed", "err", err)
-			}
-			cancel()
 		}
-	}
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
+		if _, err := s.Propose(ctx, meta.Header{}, meta.Tick{}); err != nil && !errors.Is(err, ErrClosed) {
+			s.cfg.Logger.Debug("shard: idle tick failed", "err", err)
+		}
+		cancel()
+	})
 }

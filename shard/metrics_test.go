@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -38,23 +39,7 @@ func (nm *nodeMetrics) count(t *testing.T, node *testNode, name, shard string) u
 	nm.mu.Unlock()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(m)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, s := range mf.GetMetric() {
-			for _, l := range s.GetLabel() {
-				if l.GetName() == "shard" && l.GetValue() == shard {
-					return s.GetHistogram().GetSampleCount()
-				}
-			}
-		}
-	}
-	return 0
+	return uint64(metricstest.Value(t, reg, name, "shard="+shard))
 }
 
 func TestStatsAndMetricsFollowElectionsProposalsAndTheLog(t *testing.T) {

@@ -17,7 +17,6 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/s3"
@@ -89,26 +88,11 @@ func randomBody(n int) []byte {
 	return b
 }
 
-// rawClient talks to srv directly, bypassing Cairn.
-func rawClient(t *testing.T, srv *s3test.Server) *minio.Client {
-	t.Helper()
-	tr, err := minio.DefaultTransport(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tr.CloseIdleConnections)
-	c, err := minio.New(srv.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s3test.AccessKey, s3test.SecretKey, ""), Transport: tr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // bucketObjects lists every object name in bucket.
 func bucketObjects(t *testing.T, srv *s3test.Server, bucket string) []string {
 	t.Helper()
 	var names []string
-	for oi := range rawClient(t, srv).ListObjectsIter(t.Context(), bucket, minio.ListObjectsOptions{Recursive: true}) {
+	for oi := range srv.Client(t).ListObjectsIter(t.Context(), bucket, minio.ListObjectsOptions{Recursive: true}) {
 		if oi.Err != nil {
 			t.Fatalf("list %s: %v", bucket, oi.Err)
 		}
@@ -174,7 +158,7 @@ func TestS3MissingBucketFailsTheStartWhenCreationIsOff(t *testing.T) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
 	}
-	if exists, err := rawClient(t, srv).BucketExists(t.Context(), bucket); err != nil || exists {
+	if exists, err := srv.Client(t).BucketExists(t.Context(), bucket); err != nil || exists {
 		t.Fatalf("BucketExists = %v, %v; the start must not create the bucket", exists, err)
 	}
 }
@@ -183,7 +167,7 @@ func TestS3BucketIsCreatedByDefault(t *testing.T) {
 	srv := s3test.Start(t)
 	bucket := s3test.Bucket()
 	openReady(t, s3Config(t, srv, bucket, ""), testCreds)
-	if exists, err := rawClient(t, srv).BucketExists(t.Context(), bucket); err != nil || !exists {
+	if exists, err := srv.Client(t).BucketExists(t.Context(), bucket); err != nil || !exists {
 		t.Fatalf("BucketExists = %v, %v; the start should have created the bucket", exists, err)
 	}
 }

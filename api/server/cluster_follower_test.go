@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
@@ -68,16 +69,10 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 	nodes := startCluster(t, 3, oneShard)
 	const shardID = 0
 	ws := "/v1/agents/alice/workbenches/w1"
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws+"/files/input/a", []byte("before")); code/100 != 2 {
-		t.Fatalf("put: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, nodes[0].url+ws, nil)
+	mustSend(t, "put", http.MethodPut, nodes[0].url+ws+"/files/input/a", []byte("before"))
 	snap := mint(t, nodes[1], ws, "s1")
-	if code, b := request(t, http.MethodPut, nodes[2].url+ws+"/files/input/a", []byte("after")); code/100 != 2 {
-		t.Fatalf("overwrite: %d %s", code, b)
-	}
+	mustSend(t, "overwrite", http.MethodPut, nodes[2].url+ws+"/files/input/a", []byte("after"))
 
 	// The leader, and two followers that have applied everything it has.
 	var leader *testClusterNode
@@ -122,7 +117,7 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 
 	at := "?at_snapshot=" + strconv.FormatUint(snap, 10)
 	for _, f := range followers {
-		before := metricValue(t, f, "cairn_follower_reads_total", map[string]string{"shard": "0"})
+		before := metricstest.Value(t, f.registry, "cairn_follower_reads_total", "shard=0")
 		a := getOnce(t, f.url+ws+"/files/input/a"+at)
 		if a.code != http.StatusOK || string(a.body) != "before" || a.servedBy() != f.nodeID {
 			t.Fatalf("read at snapshot %d through follower %s: %d %q served by %q", snap, f.nodeID, a.code, a.body, a.servedBy())
@@ -135,7 +130,7 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 		if a.code != http.StatusOK || a.servedBy() != f.nodeID {
 			t.Fatalf("stat at snapshot %d through follower %s: %d %s served by %q", snap, f.nodeID, a.code, a.body, a.servedBy())
 		}
-		if got := metricValue(t, f, "cairn_follower_reads_total", map[string]string{"shard": "0"}); got != before+3 {
+		if got := metricstest.Value(t, f.registry, "cairn_follower_reads_total", "shard=0"); got != before+3 {
 			t.Fatalf("follower %s: cairn_follower_reads_total went from %v to %v after three follower reads", f.nodeID, before, got)
 		}
 
@@ -156,7 +151,7 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 					tt.what, f.nodeID, a.code, a.body, a.servedBy(), tt.code, tt.body)
 			}
 		}
-		if got := metricValue(t, f, "cairn_follower_reads_total", map[string]string{"shard": "0"}); got != before+3 {
+		if got := metricstest.Value(t, f.registry, "cairn_follower_reads_total", "shard=0"); got != before+3 {
 			t.Fatalf("follower %s: cairn_follower_reads_total %v after linearizable reads, want %v", f.nodeID, got, before+3)
 		}
 		// An id this replica does not hold falls back to a linearizable read.
@@ -167,7 +162,7 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 	}
 	// The leader serves a read at a snapshot id itself, as before: not a follower read.
 	if a := getOnce(t, leader.url+ws+"/files/input/a"+at); a.code != http.StatusOK || string(a.body) != "before" ||
-		a.servedBy() != leader.nodeID || metricValue(t, leader, "cairn_follower_reads_total", map[string]string{"shard": "0"}) != 0 {
+		a.servedBy() != leader.nodeID || metricstest.Value(t, leader.registry, "cairn_follower_reads_total", "shard=0") != 0 {
 		t.Fatalf("read at snapshot %d through the leader: %d %q served by %q", snap, a.code, a.body, a.servedBy())
 	}
 
@@ -200,11 +195,11 @@ func TestClusterFollowerServesEveryReadAndReadsAtASnapshotIDEvenWithoutALeader(t
 		}
 		return nil
 	})
-	before := metricValue(t, survivor, "cairn_follower_reads_total", map[string]string{"shard": "0"})
+	before := metricstest.Value(t, survivor.registry, "cairn_follower_reads_total", "shard=0")
 	if a := getOnce(t, survivor.url+ws+"/files/input/a"+at); a.code != http.StatusOK || string(a.body) != "before" || a.servedBy() != survivor.nodeID {
 		t.Fatalf("read at snapshot %d without a leader: %d %q served by %q", snap, a.code, a.body, a.servedBy())
 	}
-	if got := metricValue(t, survivor, "cairn_follower_reads_total", map[string]string{"shard": "0"}); got != before+1 {
+	if got := metricstest.Value(t, survivor.registry, "cairn_follower_reads_total", "shard=0"); got != before+1 {
 		t.Fatalf("cairn_follower_reads_total went from %v to %v", before, got)
 	}
 	// A live read has no one to answer it: a retryable RoutingUnavailable from the survivor.

@@ -9,8 +9,6 @@ import (
 
 	"github.com/cairnstore/cairn/api/auth/authtest"
 	"github.com/cairnstore/cairn/api/client"
-	"github.com/cairnstore/cairn/blob/s3/s3test"
-	"github.com/cairnstore/cairn/internal/etcdtest"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/ops"
 )
@@ -35,14 +33,9 @@ func getWith(t *testing.T, u, key string) int {
 // of every node. One shard with one replica, so two of the nodes forward every request:
 // the principal crosses the peer port.
 func TestClusterKeysAcrossNodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd, MinIO and three nodes")
-	}
-	srv := s3test.Start(t)
-	bucket := s3test.Bucket()
-	etcd := etcdtest.Start(t).Endpoint()
+	cb := startClusterBackends(t)
 
-	boot, err := OpenEtcdKeys(t.Context(), []string{etcd})
+	boot, err := OpenEtcdKeys(t.Context(), []string{cb.etcd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +49,7 @@ func TestClusterKeysAcrossNodes(t *testing.T) {
 	cfgs := make([]ops.Config, 3)
 	nodes := make([]*testClusterNode, 3)
 	for i := range cfgs {
-		cfgs[i] = clusterConfig(t, srv, bucket, etcd)
+		cfgs[i] = cb.config(t)
 		cfgs[i].Shards, cfgs[i].Replication = 1, 1
 		cfgs[i].Auth = ops.AuthRequired
 		nodes[i] = startClusterNode(t, cfgs[i])

@@ -22,6 +22,29 @@ import (
 	"github.com/cairnstore/cairn/shard/control"
 )
 
+// clusterBackends are the MinIO bucket and the etcd that the nodes of one test cluster
+// share.
+type clusterBackends struct {
+	srv    *s3test.Server
+	bucket string
+	etcd   string // client endpoint
+}
+
+// startClusterBackends starts MinIO and etcd for a test of cluster nodes; in -short mode it
+// skips the test instead.
+func startClusterBackends(t *testing.T) clusterBackends {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts etcd, MinIO and cluster nodes")
+	}
+	return clusterBackends{srv: s3test.Start(t), bucket: s3test.Bucket(), etcd: etcdtest.Start(t).Endpoint()}
+}
+
+// config is clusterConfig on cb.
+func (cb clusterBackends) config(t *testing.T) ops.Config {
+	return clusterConfig(t, cb.srv, cb.bucket, cb.etcd)
+}
+
 // clusterConfig is a loopback cluster node configuration.
 func clusterConfig(t *testing.T, srv *s3test.Server, bucket, etcd string) ops.Config {
 	cfg := s3Config(t, srv, bucket, "")
@@ -72,15 +95,10 @@ func (tn *testClusterNode) shutdown() {
 // clusterConfig and then tweak (nil: none), and returns the nodes.
 func startCluster(t *testing.T, n int, tweak func(*ops.Config)) []*testClusterNode {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts etcd, MinIO and cluster nodes")
-	}
-	srv := s3test.Start(t)
-	bucket := s3test.Bucket()
-	etcd := etcdtest.Start(t).Endpoint()
+	cb := startClusterBackends(t)
 	nodes := make([]*testClusterNode, 0, n)
 	for range n {
-		cfg := clusterConfig(t, srv, bucket, etcd)
+		cfg := cb.config(t)
 		if tweak != nil {
 			tweak(&cfg)
 		}
@@ -117,6 +135,15 @@ func request(t *testing.T, method, u string, body []byte) (int, []byte) {
 	}
 }
 
+// mustSend sends a request as request does and fails the test, naming what, unless it
+// succeeds (2xx).
+func mustSend(t *testing.T, what, method, u string, body []byte) {
+	t.Helper()
+	if code, b := request(t, method, u, body); code/100 != 2 {
+		t.Fatalf("%s: %d %s", what, code, b)
+	}
+}
+
 func TestClusterConfigRequiresS3(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Cluster = true
@@ -130,16 +157,7 @@ func TestClusterConfigRequiresS3(t *testing.T) {
 }
 
 func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd, MinIO and three nodes")
-	}
-	srv := s3test.Start(t)
-	bucket := s3test.Bucket()
-	etcd := etcdtest.Start(t).Endpoint()
-	var nodes []*testClusterNode
-	for range 3 {
-		nodes = append(nodes, startClusterNode(t, clusterConfig(t, srv, bucket, etcd)))
-	}
+	nodes := startCluster(t, 3, nil)
 
 	// Reads of a root never written answer as for an empty root and place nothing.
 	if code, b := request(t, http.MethodGet, nodes[1].url+"/v1/agents/ghost/workbenches/w/files/input/x", nil); code != http.StatusNotFound {
@@ -160,9 +178,7 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 
 	// Write through node 0, read through every node (forwarded to the leader).
 	ws := "/v1/agents/alice/workbenches/w1"
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, nodes[0].url+ws, nil)
 	for i := range 5 {
 		body := []byte(fmt.Sprintf("body %d", i))
 		if code, b := request(t, http.MethodPut, nodes[i%3].url+ws+fmt.Sprintf("/files/input/f%d", i), body); code/100 != 2 {
@@ -296,17 +312,11 @@ func TestClusterKeepsServingPlacedRootsWhileEtcdIsDown(t *testing.T) {
 	cfg.Replication = 1
 	n := startClusterNode(t, cfg)
 	ws := n.url + "/v1/agents/alice/workbenches/w1"
-	if code, b := request(t, http.MethodPut, ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
-	if code, b := request(t, http.MethodPut, ws+"/files/input/a", []byte("before")); code/100 != 2 {
-		t.Fatalf("put: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, ws, nil)
+	mustSend(t, "put", http.MethodPut, ws+"/files/input/a", []byte("before"))
 
 	etcd.Stop(0)
-	if code, b := request(t, http.MethodPut, ws+"/files/input/b", []byte("during")); code/100 != 2 {
-		t.Fatalf("put to a placed root while etcd is down: %d %s", code, b)
-	}
+	mustSend(t, "put to a placed root while etcd is down", http.MethodPut, ws+"/files/input/b", []byte("during"))
 	if code, b := request(t, http.MethodGet, ws+"/files/input/a", nil); code != http.StatusOK || string(b) != "before" {
 		t.Fatalf("read of a placed root while etcd is down: %d %q", code, b)
 	}
@@ -361,13 +371,8 @@ func waitShards(t *testing.T, n *testClusterNode, what string, want func(members
 }
 
 func TestClusterNodeWithoutAReplicaForwardsThroughTheLeaderHint(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd, MinIO and two nodes")
-	}
-	srv := s3test.Start(t)
-	bucket := s3test.Bucket()
-	etcd := etcdtest.Start(t).Endpoint()
-	cfg := clusterConfig(t, srv, bucket, etcd)
+	cb := startClusterBackends(t)
+	cfg := cb.config(t)
 	cfg.Shards, cfg.Replication = 1, 1
 	a := startClusterNode(t, cfg)
 	// Wait until a hosts the only shard, then start b: it hosts nothing.
@@ -378,16 +383,12 @@ func TestClusterNodeWithoutAReplicaForwardsThroughTheLeaderHint(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	cfg = clusterConfig(t, srv, bucket, etcd)
+	cfg = cb.config(t)
 	cfg.Shards, cfg.Replication = 1, 1
 	b := startClusterNode(t, cfg)
 	ws := b.url + "/v1/agents/hinted/workbenches/w1"
-	if code, body := request(t, http.MethodPut, ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench through b: %d %s", code, body)
-	}
-	if code, body := request(t, http.MethodPut, ws+"/files/input/f", []byte("via b")); code/100 != 2 {
-		t.Fatalf("put through b: %d %s", code, body)
-	}
+	mustSend(t, "create workbench through b", http.MethodPut, ws, nil)
+	mustSend(t, "put through b", http.MethodPut, ws+"/files/input/f", []byte("via b"))
 	if code, body := request(t, http.MethodGet, a.url+"/v1/agents/hinted/workbenches/w1/files/input/f", nil); code != http.StatusOK || string(body) != "via b" {
 		t.Fatalf("read through a: %d %q", code, body)
 	}
@@ -400,27 +401,20 @@ func TestClusterNodeWithoutAReplicaForwardsThroughTheLeaderHint(t *testing.T) {
 // data directory, a new peer port) it joins every shard again, as a non-voter first, and
 // is promoted once it caught up.
 func TestClusterNodeRemovedWhileAwayJoinsAgainWhenBack(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd, MinIO and three nodes")
-	}
+	cb := startClusterBackends(t)
 	interval, grace := controllerInterval, controllerGrace
 	controllerInterval, controllerGrace = 500*time.Millisecond, 2*time.Second
 	t.Cleanup(func() { controllerInterval, controllerGrace = interval, grace })
 
-	srv := s3test.Start(t)
-	bucket := s3test.Bucket()
-	etcd := etcdtest.Start(t).Endpoint()
 	var cfgs []ops.Config
 	var nodes []*testClusterNode
 	for range 3 {
-		cfg := clusterConfig(t, srv, bucket, etcd)
+		cfg := cb.config(t)
 		cfgs = append(cfgs, cfg)
 		nodes = append(nodes, startClusterNode(t, cfg))
 	}
 	ws := "/v1/agents/back/workbenches/w1"
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, nodes[0].url+ws, nil)
 	waitShards(t, nodes[0], "three voters per shard", func(vs []string) bool {
 		return len(vs) == 3 && !strings.Contains(fmt.Sprint(vs), "nonvoter")
 	})
@@ -450,13 +444,8 @@ func TestClusterNodeRemovedWhileAwayJoinsAgainWhenBack(t *testing.T) {
 // A node whose settings contradict the cluster or its own data directory refuses to
 // start with a configuration error that names the setting, and changes nothing.
 func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd, MinIO and a node")
-	}
-	srv := s3test.Start(t)
-	bucket := s3test.Bucket()
-	etcd := etcdtest.Start(t).Endpoint()
-	first := clusterConfig(t, srv, bucket, etcd)
+	cb := startClusterBackends(t)
+	first := cb.config(t)
 	n := startClusterNode(t, first)
 	firstID := n.nodeID
 	n.shutdown()
@@ -468,7 +457,7 @@ func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
 	}{
 		{"another shard count", func(c *ops.Config) { c.Shards = 5 }, "Shards"},
 		{"another replication factor", func(c *ops.Config) { c.Replication = 5 }, "Replication"},
-		{"another object store", func(c *ops.Config) { c.Blob = "s3://" + bucket + "/elsewhere" }, "Blob"},
+		{"another object store", func(c *ops.Config) { c.Blob = "s3://" + cb.bucket + "/elsewhere" }, "Blob"},
 		{"a peer source address this host does not have", func(c *ops.Config) { c.PeerSource = "192.0.2.77" }, "PeerSource"},
 		{"another node id on a data directory that joined as " + firstID, func(c *ops.Config) {
 			c.DataDir = first.DataDir
@@ -476,7 +465,7 @@ func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
 		}, "NodeID"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := clusterConfig(t, srv, bucket, etcd)
+			cfg := cb.config(t)
 			tc.edit(&cfg)
 			node, err := Open(t.Context(), cfg, testCreds, nil)
 			if err == nil {
@@ -495,7 +484,7 @@ func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
 		t.Fatalf("restarted as %s, want %s", n.nodeID, firstID)
 	}
 	// While it runs, a node on another data directory cannot take its id.
-	impostor := clusterConfig(t, srv, bucket, etcd)
+	impostor := cb.config(t)
 	impostor.NodeID = firstID
 	if node, err := Open(t.Context(), impostor, testCreds, nil); err == nil {
 		node.Close()
@@ -503,9 +492,7 @@ func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
 	} else if ce := (*ops.ConfigError)(nil); !errors.As(err, &ce) || ce.Field != "NodeID" {
 		t.Fatalf("a second node with a running node's id: %v; want a configuration error on NodeID", err)
 	}
-	if code, b := request(t, http.MethodPut, n.url+"/v1/agents/still/workbenches/w", nil); code/100 != 2 {
-		t.Fatalf("the running node after the refused impostor: %d %s", code, b)
-	}
+	mustSend(t, "the running node after the refused impostor", http.MethodPut, n.url+"/v1/agents/still/workbenches/w", nil)
 	if nodes, _, err := n.plane().Nodes(t.Context()); err != nil || nodes[firstID].ClientURL != n.clientURL {
 		t.Fatalf("registry entry of %s after the refused impostor: %+v, %v", firstID, nodes[firstID], err)
 	}

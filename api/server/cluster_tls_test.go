@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/blob/s3/s3test"
 	"github.com/cairnstore/cairn/internal/certtest"
-	"github.com/cairnstore/cairn/internal/etcdtest"
+	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard/mux"
 )
 
@@ -23,23 +22,10 @@ func writePeerTLS(t *testing.T) (cert, key, ca string) {
 }
 
 func TestClusterPeersTalkOverMutualTLS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd, MinIO and three nodes")
-	}
-	srv := s3test.Start(t)
-	bucket := s3test.Bucket()
-	etcd := etcdtest.Start(t).Endpoint()
 	cert, key, ca := writePeerTLS(t)
-	var nodes []*testClusterNode
-	for range 3 {
-		cfg := clusterConfig(t, srv, bucket, etcd)
-		cfg.PeerTLSCert, cfg.PeerTLSKey, cfg.PeerTLSCA = cert, key, ca
-		nodes = append(nodes, startClusterNode(t, cfg))
-	}
+	nodes := startCluster(t, 3, func(cfg *ops.Config) { cfg.PeerTLSCert, cfg.PeerTLSKey, cfg.PeerTLSCA = cert, key, ca })
 	ws := "/v1/agents/tls/workbenches/w1"
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, nodes[0].url+ws, nil)
 	for i, n := range nodes {
 		if code, b := request(t, http.MethodPut, n.url+ws+"/files/input/f", []byte{byte('a' + i)}); code/100 != 2 {
 			t.Fatalf("put through node %d: %d %s", i, code, b)

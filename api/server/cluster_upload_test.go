@@ -8,50 +8,15 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/internal/retry"
 )
-
-// metricValue is the sum of n's exported samples of the counter or gauge name whose
-// labels include every pair of labels.
-func metricValue(t *testing.T, n *testClusterNode, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := n.registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	samples:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue samples
-				}
-			}
-			if c := m.GetCounter(); c != nil {
-				sum += c.GetValue()
-			} else if g := m.GetGauge(); g != nil {
-				sum += g.GetValue()
-			}
-		}
-	}
-	return sum
-}
 
 func TestClusterFollowerUploadsTheBodyItReceivesAndForwardsOnlyTheCommand(t *testing.T) {
 	nodes := startCluster(t, 3, oneShard)
 	const shardID = 0
 	ws := "/v1/agents/alice/workbenches/w1"
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, nodes[0].url+ws, nil)
 	var leader, follower *testClusterNode
 	retry.SucceedsSoon(t, "a ready leader and a follower that knows it", func() error {
 		leader, follower = nil, nil
@@ -77,9 +42,11 @@ func TestClusterFollowerUploadsTheBodyItReceivesAndForwardsOnlyTheCommand(t *tes
 	const size = 64 << 20
 	body := make([]byte, size)
 	rand.Read(body)
-	putBytes := func(n *testClusterNode) float64 { return metricValue(t, n, "cairn_blob_put_bytes_total", nil) }
+	putBytes := func(n *testClusterNode) float64 {
+		return metricstest.Value(t, n.registry, "cairn_blob_put_bytes_total")
+	}
 	fwdIn := func(n *testClusterNode) float64 {
-		return metricValue(t, n, "cairn_peer_bytes_total", map[string]string{"stream": "fwd", "direction": "received"})
+		return metricstest.Value(t, n.registry, "cairn_peer_bytes_total", "stream=fwd", "direction=received")
 	}
 	leaderPut, followerPut, leaderFwd := putBytes(leader), putBytes(follower), fwdIn(leader)
 

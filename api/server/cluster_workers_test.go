@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/ops"
@@ -26,9 +27,7 @@ func TestClusterLeaderRunsTheSameWorkersAsTheEmbeddedNode(t *testing.T) {
 		cfg.HistoryVersions, cfg.HistoryAge = 1, 0
 	})
 	ws := "/v1/agents/alice/workbenches/w1"
-	if code, b := request(t, http.MethodPut, nodes[0].url+ws, nil); code/100 != 2 {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	mustSend(t, "create workbench", http.MethodPut, nodes[0].url+ws, nil)
 	// Garbage: five bodies above the inline threshold written over one path, through every
 	// node in turn; four are unreferenced once the fifth lands.
 	for i := range 5 {
@@ -56,7 +55,7 @@ func TestClusterLeaderRunsTheSameWorkersAsTheEmbeddedNode(t *testing.T) {
 	sum := func(name string) float64 {
 		total := 0.0
 		for _, n := range nodes {
-			total += metricValue(t, n, name, nil)
+			total += metricstest.Value(t, n.registry, name)
 		}
 		return total
 	}

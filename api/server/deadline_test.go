@@ -76,30 +76,7 @@ func slowRequest(t *testing.T, base, method, path string, header map[string]stri
 	if _, err := conn.Write(head.Bytes()); err != nil {
 		return 0, nil, err
 	}
-	answered := make(chan struct{})
-	go func() {
-		tk := time.NewTicker(tick)
-		defer tk.Stop()
-		for {
-			select {
-			case <-answered:
-				return
-			case <-tk.C:
-				if _, err := conn.Write([]byte{'x'}); err != nil {
-					return
-				}
-			}
-		}
-	}()
-	defer close(answered)
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	return trickle(conn, []byte{'x'}, tick)
 }
 
 // wantSlowBody checks an answer is the typed minimum-rate error.
@@ -210,6 +187,12 @@ func slowChunked(t *testing.T, base, path string, prefix []byte, tick time.Durat
 	t.Cleanup(func() { conn.Close() })
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n",
 		path, strings.TrimPrefix(base, "http://"), len(prefix), prefix)
+	return trickle(conn, []byte("1\r\n \r\n"), tick)
+}
+
+// trickle writes piece on conn every tick until the answer arrives (up to 30 s), and
+// returns its status and body.
+func trickle(conn net.Conn, piece []byte, tick time.Duration) (int, []byte, error) {
 	answered := make(chan struct{})
 	go func() {
 		tk := time.NewTicker(tick)
@@ -219,7 +202,7 @@ func slowChunked(t *testing.T, base, path string, prefix []byte, tick time.Durat
 			case <-answered:
 				return
 			case <-tk.C:
-				if _, err := conn.Write([]byte("1\r\n \r\n")); err != nil {
+				if _, err := conn.Write(piece); err != nil {
 					return
 				}
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/ops"
 )
 
@@ -33,37 +34,9 @@ func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	return mfs
 }
 
-// sample returns the value of the series of name whose labels include every "k=v" of
-// labels (summed over the others): a counter's or gauge's value, a histogram's sample
-// count. found is false when no series matches.
+// sample is metricstest.Find over the families of a scrape.
 func sample(mfs map[string]*dto.MetricFamily, name string, labels ...string) (v float64, found bool) {
-	mf := mfs[name]
-	if mf == nil {
-		return 0, false
-	}
-next:
-	for _, m := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, lp := range m.GetLabel() {
-			have[lp.GetName()] = lp.GetValue()
-		}
-		for _, l := range labels {
-			k, want, _ := strings.Cut(l, "=")
-			if have[k] != want {
-				continue next
-			}
-		}
-		found = true
-		switch {
-		case m.GetHistogram() != nil:
-			v += float64(m.GetHistogram().GetSampleCount())
-		case m.GetCounter() != nil:
-			v += m.GetCounter().GetValue()
-		default:
-			v += m.GetGauge().GetValue()
-		}
-	}
-	return v, found
+	return metricstest.Find([]*dto.MetricFamily{mfs[name]}, name, labels...)
 }
 
 // accessLines is a slog.Handler that keeps the attributes of every "http request" record.

@@ -1,10 +1,8 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,19 +24,7 @@ func TestNodeRedactsOptedInAgentsFromFlagsAndFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.RedactAllSurfacesTenants = "c"
-	n, err := Open(t.Context(), cfg, ops.Credentials{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	if err := n.WaitReady(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	addrc, done := make(chan net.Addr, 1), make(chan error, 1)
-	go func() { done <- n.Serve(ctx, func(a net.Addr) { addrc <- a }) }()
-	defer func() { cancel(); <-done }()
-	base := "http://" + (<-addrc).String()
+	n, base := serveNode(t, cfg)
 
 	body := "pw=hunter2-correct-horse key=AKIAIOSFODNN7EXAMPLE"
 	for agent, want := range map[string]string{

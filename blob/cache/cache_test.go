@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/cache"
+	"github.com/cairnstore/cairn/internal/metricstest"
 )
 
 func randomBytes(seed uint64, n int) []byte {
@@ -135,7 +136,7 @@ func TestTheCacheStaysWithinItsBoundAndEvictsTheLeastRecentlyUsed(t *testing.T) 
 	if n := cachedBytes(t, dir); n > max || n != c.Bytes() {
 		t.Errorf("the cache directory holds %d bytes (index: %d), bound %d", n, c.Bytes(), max)
 	}
-	if ev := metric(t, reg, "cairn_cache_evictions_total"); ev < 20 {
+	if ev := metricstest.Value(t, reg, "cairn_cache_evictions_total"); ev < 20 {
 		t.Errorf("cairn_cache_evictions_total = %v after filling 40 blobs of ~110 KiB into 1 MiB", ev)
 	}
 	big := randomBytes(99, max+1)
@@ -143,26 +144,6 @@ func TestTheCacheStaysWithinItsBoundAndEvictsTheLeastRecentlyUsed(t *testing.T) 
 	if c.Contains(keyOf(big)) {
 		t.Error("a blob larger than the whole cache was cached")
 	}
-}
-
-// metric returns the value of the counter or gauge name gathered from reg.
-func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			m := mf.GetMetric()[0]
-			if m.Counter != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
 }
 
 // A cache reopened on its directory (a restart) keeps its entries, drops what a crash
@@ -239,7 +220,7 @@ func TestACorruptCachedFileIsDetectedAndDropped(t *testing.T) {
 			if c.Contains(key) {
 				t.Error("the damaged entry is still indexed")
 			}
-			if n := metric(t, reg, "cairn_cache_corrupt_total"); n != 1 {
+			if n := metricstest.Value(t, reg, "cairn_cache_corrupt_total"); n != 1 {
 				t.Errorf("cairn_cache_corrupt_total = %v, want 1", n)
 			}
 			// The caller refetches and fills again: served.

@@ -45,6 +45,16 @@ type s3Error struct {
 	code   string
 }
 
+// proxied returns a proxy in front of srv and the configuration of a store in a fresh
+// bucket of srv that goes through it.
+func proxied(t *testing.T, srv *s3test.Server) (*proxy, s3.Config) {
+	t.Helper()
+	p := newProxy(t, srv.Endpoint)
+	cfg := srv.Config(s3test.Bucket())
+	cfg.Endpoint = p.addr
+	return p, cfg
+}
+
 func newProxy(t *testing.T, target string) *proxy {
 	t.Helper()
 	p := &proxy{}
@@ -199,9 +209,7 @@ func secretsOf(s *s3.Store, cfg s3.Config, keys ...blob.Key) []string {
 
 func TestTransientFailuresAreRetried(t *testing.T) {
 	srv := s3test.Start(t)
-	p := newProxy(t, srv.Endpoint)
-	cfg := srv.Config(s3test.Bucket())
-	cfg.Endpoint = p.addr
+	p, cfg := proxied(t, srv)
 	s := s3test.Open(t, cfg)
 
 	stored := []byte("a blob that is there")
@@ -284,9 +292,7 @@ func TestTransientFailuresAreRetried(t *testing.T) {
 
 func TestRetriesEndWithTheContext(t *testing.T) {
 	srv := s3test.Start(t)
-	p := newProxy(t, srv.Endpoint)
-	cfg := srv.Config(s3test.Bucket())
-	cfg.Endpoint = p.addr
+	p, cfg := proxied(t, srv)
 	cfg.Retry = s3.RetryConfig{MaxAttempts: 1000, BaseDelay: time.Hour, MaxDelay: time.Hour}
 	// With these retries an Open that meets a transient failure would wait for hours.
 	openCtx, cancelOpen := context.WithTimeout(t.Context(), 30*time.Second)
@@ -417,10 +423,8 @@ func isComplete(req string) bool {
 
 func TestLargeBlobsGoUpInParts(t *testing.T) {
 	srv := s3test.Start(t)
-	raw := rawClient(t, srv.Endpoint)
-	p := newProxy(t, srv.Endpoint)
-	cfg := srv.Config(s3test.Bucket())
-	cfg.Endpoint = p.addr
+	raw := srv.Client(t)
+	p, cfg := proxied(t, srv)
 	cfg.PartSizeBytes = s3.MinPartSizeBytes
 	s := s3test.Open(t, cfg)
 
@@ -460,14 +464,12 @@ func TestLargeBlobsGoUpInParts(t *testing.T) {
 
 func TestAFailedMultipartUploadIsAborted(t *testing.T) {
 	srv := s3test.Start(t)
-	raw := rawClient(t, srv.Endpoint)
+	raw := srv.Client(t)
 	data := blobtest.RandomBytes(4, 64<<20)
 	key := blobtest.KeyOf("r1", data)
 
 	t.Run("when the caller cancels mid-upload", func(t *testing.T) {
-		p := newProxy(t, srv.Endpoint)
-		cfg := srv.Config(s3test.Bucket())
-		cfg.Endpoint = p.addr
+		p, cfg := proxied(t, srv)
 		s := s3test.Open(t, cfg)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
@@ -493,9 +495,7 @@ func TestAFailedMultipartUploadIsAborted(t *testing.T) {
 	})
 
 	t.Run("when a part keeps failing", func(t *testing.T) {
-		p := newProxy(t, srv.Endpoint)
-		cfg := srv.Config(s3test.Bucket())
-		cfg.Endpoint = p.addr
+		p, cfg := proxied(t, srv)
 		s := s3test.Open(t, cfg)
 		p.setFault(faultN(1000, s3Error{http.StatusInternalServerError, "InternalError"}, func(r *http.Request) bool {
 			return r.URL.Query().Get("partNumber") == "3"
@@ -517,9 +517,7 @@ func TestAFailedMultipartUploadIsAborted(t *testing.T) {
 
 func TestListTakesMetadataFromTheListingOrFromHEAD(t *testing.T) {
 	srv := s3test.Start(t)
-	p := newProxy(t, srv.Endpoint)
-	cfg := srv.Config(s3test.Bucket())
-	cfg.Endpoint = p.addr
+	p, cfg := proxied(t, srv)
 	s := s3test.Open(t, cfg)
 	want := map[blob.Key]blob.Info{}
 	for i := range 5 {
@@ -569,9 +567,7 @@ func TestListTakesMetadataFromTheListingOrFromHEAD(t *testing.T) {
 // as well as unavailable, so the surfaces say "disk full" and name the blob store.
 func TestAFullObjectStoreIsStorageFull(t *testing.T) {
 	srv := s3test.Start(t)
-	p := newProxy(t, srv.Endpoint)
-	cfg := srv.Config(s3test.Bucket())
-	cfg.Endpoint = p.addr
+	p, cfg := proxied(t, srv)
 	s := s3test.Open(t, cfg)
 	p.setFault(faultN(1000, s3Error{http.StatusInsufficientStorage, "XMinioStorageFull"}, isObjectPut))
 	defer p.setFault(nil)

@@ -19,7 +19,7 @@ func TestOpenAbortsUploadsACrashLeftInTheJournal(t *testing.T) {
 	cfg := srv.Config(s3test.Bucket())
 	cfg.UploadJournal = t.TempDir()
 	s3test.Open(t, cfg) // creates the bucket
-	raw := rawClient(t, srv.Endpoint)
+	raw := srv.Client(t)
 	core := minio.Core{Client: raw}
 	crashed := "roots/r1/blobs/ab/" + "ab00000000000000000000000000000000000000000000000000000000000000"
 	other := "roots/r1/blobs/cd/" + "cd00000000000000000000000000000000000000000000000000000000000000"

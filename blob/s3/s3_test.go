@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	"go.uber.org/goleak"
 
 	"github.com/cairnstore/cairn/blob"
@@ -47,7 +45,7 @@ func TestStoreConformanceWithSmallParts(t *testing.T) {
 // or a tampered object would leave it: only reading the payload can tell.
 func TestStoreDamageConformance(t *testing.T) {
 	srv := s3test.Start(t)
-	raw := rawClient(t, srv.Endpoint)
+	raw := srv.Client(t)
 	buckets := map[blob.Store]string{} // subtests run one at a time
 	blobtest.RunDamage(t, func(t *testing.T) blob.Store {
 		cfg := srv.Config(s3test.Bucket())
@@ -56,43 +54,8 @@ func TestStoreDamageConformance(t *testing.T) {
 		return s
 	}, func(t *testing.T, s blob.Store, key blob.Key) {
 		t.Helper()
-		bucket := buckets[s]
-		name := s.(*s3.Store).ObjectName(key)
-		obj, err := raw.GetObject(t.Context(), bucket, name, minio.GetObjectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		payload, err := io.ReadAll(obj)
-		obj.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		oi, err := raw.StatObject(t.Context(), bucket, name, minio.StatObjectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		payload[len(payload)/2] ^= 0xff
-		rawPut(t, raw, bucket, name, payload, map[string]string{s3.MetaEncoding: oi.UserMetadata[s3.MetaEncoding], s3.MetaSize: oi.UserMetadata[s3.MetaSize]})
+		s3test.FlipPayloadByte(t, raw, buckets[s], s.(*s3.Store).ObjectName(key))
 	})
-}
-
-// rawClient talks to the MinIO server directly, bypassing the Store.
-func rawClient(t *testing.T, endpoint string) *minio.Client {
-	t.Helper()
-	tr, err := minio.DefaultTransport(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := minio.New(endpoint, &minio.Options{
-		Creds:     credentials.NewStaticV4(s3test.AccessKey, s3test.SecretKey, ""),
-		Transport: tr,
-		Region:    s3.DefaultRegion,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tr.CloseIdleConnections)
-	return c
 }
 
 // objectNames lists every object name in bucket.
@@ -110,7 +73,7 @@ func objectNames(t *testing.T, c *minio.Client, bucket string) []string {
 
 func TestObjectNamesFollowTheKeyLayout(t *testing.T) {
 	srv := s3test.Start(t)
-	raw := rawClient(t, srv.Endpoint)
+	raw := srv.Client(t)
 	cases := []struct {
 		name, prefix, want string
 	}{
@@ -145,7 +108,7 @@ func TestObjectNamesFollowTheKeyLayout(t *testing.T) {
 
 func TestObjectMetadataRecordsEncodingAndSize(t *testing.T) {
 	srv := s3test.Start(t)
-	raw := rawClient(t, srv.Endpoint)
+	raw := srv.Client(t)
 	cfg := srv.Config(s3test.Bucket())
 	s := s3test.Open(t, cfg)
 	cases := []struct {
@@ -175,15 +138,7 @@ func TestObjectMetadataRecordsEncodingAndSize(t *testing.T) {
 				t.Errorf("object is %d bytes, Put reported %d stored", oi.Size, res.StoredBytes)
 			}
 			// The object holds the payload as is: no header, no framing.
-			obj, err := raw.GetObject(t.Context(), cfg.Bucket, s.ObjectName(key), minio.GetObjectOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			payload, err := io.ReadAll(obj)
-			obj.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			payload := s3test.ObjectPayload(t, raw, cfg.Bucket, s.ObjectName(key))
 			if want, _ := blob.Encode(nil, tc.data); !bytes.Equal(payload, want) {
 				t.Errorf("object payload (%d bytes) is not blob.Encode's (%d bytes)", len(payload), len(want))
 			}
@@ -203,7 +158,7 @@ func rawPut(t *testing.T, c *minio.Client, bucket, name string, payload []byte, 
 
 func TestDamagedObjectsAreCorrupt(t *testing.T) {
 	srv := s3test.Start(t)
-	raw := rawClient(t, srv.Endpoint)
+	raw := srv.Client(t)
 	data := blobtest.TextBytes(2, 8<<10)
 	zstd, _ := blob.Encode(nil, data)
 	size := fmt.Sprint(len(data))
@@ -265,7 +220,7 @@ func TestDamagedObjectsAreCorrupt(t *testing.T) {
 
 func TestListSkipsForeignObjects(t *testing.T) {
 	srv := s3test.Start(t)
-	raw := rawClient(t, srv.Endpoint)
+	raw := srv.Client(t)
 	cfg := srv.Config(s3test.Bucket())
 	cfg.Prefix = "p"
 	s := s3test.Open(t, cfg)
@@ -335,7 +290,7 @@ func TestListPagesThroughManyBlobs(t *testing.T) {
 
 func TestOpenCreatesAMissingBucket(t *testing.T) {
 	srv := s3test.Start(t)
-	raw := rawClient(t, srv.Endpoint)
+	raw := srv.Client(t)
 	cfg := srv.Config(s3test.Bucket())
 	s := s3test.Open(t, cfg)
 	ok, err := raw.BucketExists(t.Context(), cfg.Bucket)
@@ -352,7 +307,7 @@ func TestOpenCreatesAMissingBucket(t *testing.T) {
 
 func TestOpenWithoutCreateBucketFailsOnAMissingBucket(t *testing.T) {
 	srv := s3test.Start(t)
-	raw := rawClient(t, srv.Endpoint)
+	raw := srv.Client(t)
 	cfg := srv.Config(s3test.Bucket())
 	cfg.CreateBucket = false
 	s, err := s3.Open(t.Context(), cfg)
@@ -440,7 +395,7 @@ func TestOpenRejectsABadConfig(t *testing.T) {
 // processes.
 func TestMinIORefusesAConditionalPutOverAnObject(t *testing.T) {
 	srv := s3test.Start(t)
-	raw := rawClient(t, srv.Endpoint)
+	raw := srv.Client(t)
 	bucket := s3test.Bucket()
 	if err := raw.MakeBucket(t.Context(), bucket, minio.MakeBucketOptions{}); err != nil {
 		t.Fatal(err)

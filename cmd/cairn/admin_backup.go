@@ -23,6 +23,7 @@ import (
 
 // backupTargetFlags are the flags that name a backup destination.
 type backupTargetFlags struct {
+	name                 string // the flag that names the destination: "to" or "from"
 	at, endpoint, region string
 }
 
@@ -33,17 +34,24 @@ func (f *backupTargetFlags) add(cmd *cobra.Command, name, usage string) {
 
 // addOptional adds the flags without requiring --name.
 func (f *backupTargetFlags) addOptional(cmd *cobra.Command, name, usage string) {
+	f.name = name
 	cmd.Flags().StringVar(&f.at, name, "", usage+": a directory or s3://BUCKET[/PREFIX] (credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
 	cmd.Flags().StringVar(&f.endpoint, "s3-endpoint", os.Getenv("CAIRN_S3_ENDPOINT"), "object store URL of an s3:// destination: http://host:port or https://host[:port] (env CAIRN_S3_ENDPOINT)")
 	cmd.Flags().StringVar(&f.region, "s3-region", ops.DefaultS3Region, "region S3 requests are signed for")
 }
 
+// open opens the destination the flags name; a failure is a usage error that names the
+// flag.
 func (f *backupTargetFlags) open() (backup.Target, error) {
 	creds, err := ops.LoadCredentials(nil)
 	if err != nil {
-		return nil, err
+		return nil, usageErrorf("--%s: %v", f.name, err)
 	}
-	return backup.OpenTarget(f.at, backup.S3{Endpoint: f.endpoint, Region: f.region, AccessKey: creds.S3AccessKey, SecretKey: creds.S3SecretKey})
+	t, err := backup.OpenTarget(f.at, backup.S3{Endpoint: f.endpoint, Region: f.region, AccessKey: creds.S3AccessKey, SecretKey: creds.S3SecretKey})
+	if err != nil {
+		return nil, usageErrorf("--%s: %v", f.name, err)
+	}
+	return t, nil
 }
 
 func newAdminBackupCommand() *cobra.Command {
@@ -72,7 +80,7 @@ func newAdminBackupCommand() *cobra.Command {
 			}
 			t, err := to.open()
 			if err != nil {
-				return usageErrorf("--to: %v", err)
+				return err
 			}
 			start := time.Now()
 			stream, err := newAdminClient(cmd).Backup(cmd.Context(), id)
@@ -130,7 +138,7 @@ func newAdminBackupVerifyCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := from.open()
 			if err != nil {
-				return usageErrorf("--from: %v", err)
+				return err
 			}
 			m, err := backup.Verify(cmd.Context(), t)
 			if err != nil {
@@ -154,7 +162,7 @@ func newAdminBackupDeleteCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := from.open()
 			if err != nil {
-				return usageErrorf("--from: %v", err)
+				return err
 			}
 			m, err := backup.ReadManifest(cmd.Context(), t)
 			if errors.Is(err, backup.ErrIncomplete) {
@@ -258,7 +266,7 @@ func newAdminBackupReleaseCommand() *cobra.Command {
 			if from.at != "" {
 				var err error
 				if t, err = from.open(); err != nil {
-					return usageErrorf("--from: %v", err)
+					return err
 				}
 				if err := backup.CheckBackupID(cmd.Context(), t, id); err != nil {
 					return fmt.Errorf("%w: nothing released, nothing removed", err)
@@ -324,7 +332,7 @@ func newAdminRestoreCommand() *cobra.Command {
 			}
 			t, err := from.open()
 			if err != nil {
-				return usageErrorf("--from: %v", err)
+				return err
 			}
 			if etcd == "" {
 				m, err := backup.RestoreEmbedded(cmd.Context(), t, dataDir)

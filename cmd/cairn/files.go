@@ -39,9 +39,13 @@ type target struct {
 // addTargetFlags registers --agent and --workbench on cmd.
 func addTargetFlags(cmd *cobra.Command) *target {
 	t := &target{}
+	t.addFlags(cmd)
+	return t
+}
+
+func (t *target) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&t.agent, "agent", envOr("CAIRN_AGENT", "default"), "agent root (env CAIRN_AGENT)")
 	cmd.Flags().StringVar(&t.workbench, "workbench", "", "workbench id (required)")
-	return t
 }
 
 func (t *target) check() error {
@@ -52,6 +56,31 @@ func (t *target) check() error {
 		return usageErrorf("--agent must not be empty")
 	}
 	return nil
+}
+
+// snapshotTarget is a target a command reads live or, with --at-snapshot, as it was at a
+// snapshot.
+type snapshotTarget struct {
+	target
+	atSnapshot string
+}
+
+// addSnapshotTargetFlags registers --agent, --workbench and --at-snapshot on cmd; usage
+// is the help line of --at-snapshot.
+func addSnapshotTargetFlags(cmd *cobra.Command, usage string) *snapshotTarget {
+	t := &snapshotTarget{}
+	t.addFlags(cmd)
+	cmd.Flags().StringVar(&t.atSnapshot, "at-snapshot", "", usage)
+	return t
+}
+
+// checkAt checks the target and returns the snapshot --at-snapshot selects, the zero
+// SnapshotRef for live state (snapshotFlag).
+func (t *snapshotTarget) checkAt(cmd *cobra.Command) (client.SnapshotRef, error) {
+	if err := t.check(); err != nil {
+		return client.SnapshotRef{}, err
+	}
+	return snapshotFlag(cmd, t.atSnapshot)
 }
 
 // newClient returns a client for the --server of cmd, with its CA, client certificate
@@ -156,10 +185,7 @@ func newPutCommand() *cobra.Command {
 }
 
 func newCatCommand() *cobra.Command {
-	var (
-		atSnapshot string
-		generation uint64
-	)
+	var generation uint64
 	cmd := &cobra.Command{
 		Use:     "cat --agent A --workbench W PATH [--at-snapshot ID|NAME | --generation N]",
 		Aliases: []string{"get"},
@@ -169,18 +195,14 @@ func newCatCommand() *cobra.Command {
 			"--generation the retained version with that generation (see cairn history).",
 		Args: argsBetween(1, 1),
 	}
-	t := addTargetFlags(cmd)
-	cmd.Flags().StringVar(&atSnapshot, "at-snapshot", "", "read at this snapshot (id or name)")
+	t := addSnapshotTargetFlags(cmd, "read at this snapshot (id or name)")
 	cmd.Flags().Uint64Var(&generation, "generation", 0, "read the retained version with this generation")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := t.check(); err != nil {
-			return err
-		}
-		at, err := snapshotFlag(cmd, atSnapshot)
+		at, err := t.checkAt(cmd)
 		if err != nil {
 			return err
 		}
-		if cmd.Flags().Changed("generation") && (generation == 0 || atSnapshot != "") {
+		if cmd.Flags().Changed("generation") && (generation == 0 || t.atSnapshot != "") {
 			return usageErrorf("--generation must be a generation (≥ 1) and does not combine with --at-snapshot")
 		}
 		body, _, err := newClient(cmd).GetFile(cmd.Context(), t.agent, t.workbench, args[0], client.GetOptions{AtSnapshot: at, Generation: generation})
@@ -195,10 +217,7 @@ func newCatCommand() *cobra.Command {
 }
 
 func newLsCommand() *cobra.Command {
-	var (
-		recursive  bool
-		atSnapshot string
-	)
+	var recursive bool
 	cmd := &cobra.Command{
 		Use:   "ls --agent A --workbench W [DIR] [--at-snapshot ID|NAME]",
 		Short: "List a directory of a workbench",
@@ -208,14 +227,10 @@ func newLsCommand() *cobra.Command {
 			"the workbench as it was at a snapshot (an id, digits, or a name).",
 		Args: argsBetween(0, 1),
 	}
-	t := addTargetFlags(cmd)
+	t := addSnapshotTargetFlags(cmd, "list at this snapshot (id or name)")
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "list recursively")
-	cmd.Flags().StringVar(&atSnapshot, "at-snapshot", "", "list at this snapshot (id or name)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := t.check(); err != nil {
-			return err
-		}
-		at, err := snapshotFlag(cmd, atSnapshot)
+		at, err := t.checkAt(cmd)
 		if err != nil {
 			return err
 		}
@@ -243,7 +258,7 @@ func newLsCommand() *cobra.Command {
 				return nil
 			})
 		} else {
-			err = listAll(cmd.Context(), c, t, dir, at, func(e client.Entry) { print(e, e.Name) })
+			err = listAll(cmd.Context(), c, &t.target, dir, at, func(e client.Entry) { print(e, e.Name) })
 		}
 		if ferr := out.Flush(); err == nil {
 			err = ferr

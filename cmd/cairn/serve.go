@@ -43,16 +43,10 @@ request and forwards it to the leader of its root's shard. On SIGTERM a node han
 leadership of the shards it leads to another replica before it exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := ops.LoadConfig(cmd.Flags(), os.Getenv)
+			cfg, creds, log, err := loadNode(cmd)
 			if err != nil {
-				return usageError{err}
+				return err
 			}
-			creds, err := ops.LoadCredentials(os.Getenv)
-			if err != nil {
-				return usageError{err}
-			}
-			log := ops.NewLogger(cfg, os.Stderr)
-			slog.SetDefault(log) // what still logs to the default does so in --log-format too
 			if cfg.Cluster {
 				return serveCluster(cmd.Context(), cfg, creds, log)
 			}
@@ -77,6 +71,23 @@ leadership of the shards it leads to another replica before it exits.`,
 	}
 	ops.BindFlags(cmd.Flags())
 	return cmd
+}
+
+// loadNode reads a node's settings from cmd's flags, the environment and --config, and its
+// credentials from the environment (a bad one is a usage error), and makes the node's
+// logger the default, so that what still logs to the default does so in --log-format too.
+func loadNode(cmd *cobra.Command) (ops.Config, ops.Credentials, *slog.Logger, error) {
+	cfg, err := ops.LoadConfig(cmd.Flags(), os.Getenv)
+	if err != nil {
+		return ops.Config{}, ops.Credentials{}, nil, usageError{err}
+	}
+	creds, err := ops.LoadCredentials(os.Getenv)
+	if err != nil {
+		return ops.Config{}, ops.Credentials{}, nil, usageError{err}
+	}
+	log := ops.NewLogger(cfg, os.Stderr)
+	slog.SetDefault(log)
+	return cfg, creds, log, nil
 }
 
 // serveCluster runs a cluster node until ctx ends (SIGTERM), then transfers the leadership
@@ -121,16 +132,10 @@ CAIRN_API_KEY) as every client command; otherwise it runs an embedded node on
 				}
 				return mcp.ServeStdioProxyProfile(ctx, url, agent, profile, hc, cmd.InOrStdin(), cmd.OutOrStdout())
 			}
-			cfg, err := ops.LoadConfig(cmd.Flags(), os.Getenv)
+			cfg, creds, log, err := loadNode(cmd)
 			if err != nil {
-				return usageError{err}
+				return err
 			}
-			creds, err := ops.LoadCredentials(os.Getenv)
-			if err != nil {
-				return usageError{err}
-			}
-			log := ops.NewLogger(cfg, os.Stderr)
-			slog.SetDefault(log) // what still logs to the default does so in --log-format too
 			node, err := server.Open(ctx, cfg, creds, log)
 			if err != nil {
 				if errors.Is(err, server.ErrDataDirLocked) {

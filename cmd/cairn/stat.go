@@ -30,10 +30,7 @@ type statCard struct {
 }
 
 func newStatCommand() *cobra.Command {
-	var (
-		atSnapshot string
-		asJSON     bool
-	)
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "stat --agent A --workbench W [PATH] [--at-snapshot ID|NAME] [--json]",
 		Short: "Show the metadata of a file, a directory or a workbench, without its body",
@@ -43,14 +40,10 @@ func newStatCommand() *cobra.Command {
 			"--at-snapshot, as it was at a snapshot. --json prints one JSON object.",
 		Args: argsBetween(0, 1),
 	}
-	t := addTargetFlags(cmd)
-	cmd.Flags().StringVar(&atSnapshot, "at-snapshot", "", "stat at this snapshot (id or name)")
+	t := addSnapshotTargetFlags(cmd, "stat at this snapshot (id or name)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := t.check(); err != nil {
-			return err
-		}
-		at, err := snapshotFlag(cmd, atSnapshot)
+		at, err := t.checkAt(cmd)
 		if err != nil {
 			return err
 		}
@@ -58,7 +51,7 @@ func newStatCommand() *cobra.Command {
 		if len(args) == 1 {
 			path = strings.Trim(args[0], "/")
 		}
-		card, err := stat(cmd, t, path, at)
+		card, err := stat(cmd, &t.target, path, at)
 		if err != nil {
 			return err
 		}

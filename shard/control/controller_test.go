@@ -105,50 +105,55 @@ func (f *fakeAdmin) Bootstrap(_ context.Context, fence int64, shard int, node, a
 }
 
 func (f *fakeAdmin) AddNonvoter(_ context.Context, fence int64, shard int, node, addr string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.checkFence(fence)
-	sh := f.leaderOf(shard)
-	if sh == nil {
-		return errors.New("fake: no leader")
-	}
-	if !strings.HasSuffix(addr, ":7000") {
-		f.violate("add %s to %d with address %q", node, shard, addr)
-	}
-	if f.down[node] {
-		f.violate("added crashed node %s to shard %d", node, shard)
-	}
-	for _, s := range sh.servers {
-		if s.ID == node {
-			return nil
+	return f.onLeader(fence, shard, func(sh *fakeShard) error {
+		if !strings.HasSuffix(addr, ":7000") {
+			f.violate("add %s to %d with address %q", node, shard, addr)
 		}
-	}
-	sh.servers = append(sh.servers, Server{ID: node, Lag: 5000})
-	return nil
+		if f.down[node] {
+			f.violate("added crashed node %s to shard %d", node, shard)
+		}
+		for _, s := range sh.servers {
+			if s.ID == node {
+				return nil
+			}
+		}
+		sh.servers = append(sh.servers, Server{ID: node, Lag: 5000})
+		return nil
+	})
 }
 
 func (f *fakeAdmin) Promote(_ context.Context, fence int64, shard int, node string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.checkFence(fence)
-	sh := f.leaderOf(shard)
-	if sh == nil {
-		return errors.New("fake: no leader")
-	}
-	for i, s := range sh.servers {
-		if s.ID == node {
-			if !s.Voter && (s.Lag < 0 || s.Lag > f.maxLag) {
-				f.violate("promoted %s on shard %d with lag %d", node, shard, s.Lag)
+	return f.onLeader(fence, shard, func(sh *fakeShard) error {
+		for i, s := range sh.servers {
+			if s.ID == node {
+				if !s.Voter && (s.Lag < 0 || s.Lag > f.maxLag) {
+					f.violate("promoted %s on shard %d with lag %d", node, shard, s.Lag)
+				}
+				sh.servers[i].Voter = true
+				return nil
 			}
-			sh.servers[i].Voter = true
-			return nil
 		}
-	}
-	f.violate("promoted %s on shard %d, which it is not a member of", node, shard)
-	return errors.New("fake: not a member")
+		f.violate("promoted %s on shard %d, which it is not a member of", node, shard)
+		return errors.New("fake: not a member")
+	})
 }
 
 func (f *fakeAdmin) Remove(_ context.Context, fence int64, shard int, node string) error {
+	return f.onLeader(fence, shard, func(sh *fakeShard) error {
+		if node == sh.leader {
+			f.violate("removed leader %s of shard %d", node, shard)
+		}
+		if !f.down[node] {
+			f.violate("removed live node %s from shard %d", node, shard)
+		}
+		sh.servers = slices.DeleteFunc(sh.servers, func(s Server) bool { return s.ID == node })
+		return nil
+	})
+}
+
+// onLeader runs a membership change on shard's group as its leader would: under f's lock,
+// after checking the fence, and failing when the shard has no live leader.
+func (f *fakeAdmin) onLeader(fence int64, shard int, change func(*fakeShard) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.checkFence(fence)
@@ -156,14 +161,7 @@ func (f *fakeAdmin) Remove(_ context.Context, fence int64, shard int, node strin
 	if sh == nil {
 		return errors.New("fake: no leader")
 	}
-	if node == sh.leader {
-		f.violate("removed leader %s of shard %d", node, shard)
-	}
-	if !f.down[node] {
-		f.violate("removed live node %s from shard %d", node, shard)
-	}
-	sh.servers = slices.DeleteFunc(sh.servers, func(s Server) bool { return s.ID == node })
-	return nil
+	return change(sh)
 }
 
 // checkFence records a call from an older controller term than one already seen.

@@ -301,14 +301,6 @@ func TestCloseSemantics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layer, err := server.StreamLayer("raft/1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientLayer, err := client.StreamLayer("raft/1")
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// A connection stuck in its header phase.
 	stuck, err := net.Dial("tcp", addr)
@@ -329,14 +321,7 @@ func TestCloseSemantics(t *testing.T) {
 	defer acceptedPlain.Close()
 
 	// The client's layer dials the server's layer on the same stream.
-	dialed, err := clientLayer.Dial(serverAddr(server), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted, err := layer.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layer, clientLayer, dialed, accepted := layerConn(t, server, client, "raft/1")
 	if layer.Addr().String() != addr {
 		t.Fatalf("layer address %s, want %s", layer.Addr(), addr)
 	}
@@ -401,6 +386,32 @@ func TestCloseSemantics(t *testing.T) {
 }
 
 func serverAddr(m *Mux) raft.ServerAddress { return raft.ServerAddress(m.Addr().String()) }
+
+// layerConn opens a stream layer for stream on server and on client, and one connection
+// between them: the end the client's layer dials and the end the server's layer accepts.
+// Both layers close at the end of the test (a second Close is harmless).
+func layerConn(t *testing.T, server, client *Mux, stream string) (layer, clientLayer *StreamLayer, dialed, accepted net.Conn) {
+	t.Helper()
+	layer, err := server.StreamLayer(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { layer.Close() })
+	clientLayer, err = client.StreamLayer(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { clientLayer.Close() })
+	dialed, err = clientLayer.Dial(serverAddr(server), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted, err = layer.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return layer, clientLayer, dialed, accepted
+}
 
 // roundTripPair writes msg on a and reads it on b.
 func roundTripPair(a, b net.Conn, msg string) (string, error) {
@@ -628,25 +639,7 @@ func TestAFullBacklogRefusesFurtherConnections(t *testing.T) {
 // raft's inbound handler logs every read error but io.EOF at error level: a read blocked
 // on an accepted connection when its layer closes must end with EOF.
 func TestAReadBlockedWhenTheLayerClosesEndsWithEOF(t *testing.T) {
-	server := listen(t, Config{})
-	client := listen(t, Config{})
-	layer, err := server.StreamLayer("raft/1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientLayer, err := client.StreamLayer("raft/1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer clientLayer.Close()
-	dialed, err := clientLayer.Dial(serverAddr(server), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted, err := layer.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layer, _, dialed, accepted := layerConn(t, listen(t, Config{}), listen(t, Config{}), "raft/1")
 	read := make(chan error, 1)
 	go func() {
 		_, err := accepted.Read(make([]byte, 1))
@@ -673,26 +666,7 @@ func TestAReadBlockedWhenTheLayerClosesEndsWithEOF(t *testing.T) {
 // of the stream, not an error raft logs (TestStoppingANodeLogsNoTransportDecodeWarning in
 // package shard met this under load).
 func TestAReadOnAnAcceptedConnectionThePeerResetEndsWithEOF(t *testing.T) {
-	server := listen(t, Config{})
-	client := listen(t, Config{})
-	layer, err := server.StreamLayer("raft/1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer layer.Close()
-	clientLayer, err := client.StreamLayer("raft/1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer clientLayer.Close()
-	dialed, err := clientLayer.Dial(serverAddr(server), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted, err := layer.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, dialed, accepted := layerConn(t, listen(t, Config{}), listen(t, Config{}), "raft/1")
 	tcp, ok := dialed.(*trackedConn).Conn.(*countedConn).Conn.(*net.TCPConn)
 	if !ok {
 		t.Fatal("the dialled connection is not a TCP connection")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/shard/worker"
 )
 
@@ -46,8 +47,8 @@ func TestCompactionRollsUpSmallAppends(t *testing.T) {
 			if rep, err := n.set.Compact(t.Context(), 10); err != nil || rep.Candidates != 0 {
 				t.Fatalf("second pass: %+v %v", rep, err)
 			}
-			if runs, files, removed := metric(t, n.reg, "cairn_compaction_runs_total", ""), metric(t, n.reg, "cairn_compaction_files_total", ""),
-				metric(t, n.reg, "cairn_compaction_segments_removed_total", ""); runs != 2 || files != 1 || removed != 39 {
+			if runs, files, removed := metricstest.Value(t, n.reg, "cairn_compaction_runs_total"), metricstest.Value(t, n.reg, "cairn_compaction_files_total"),
+				metricstest.Value(t, n.reg, "cairn_compaction_segments_removed_total"); runs != 2 || files != 1 || removed != 39 {
 				t.Errorf("compaction metrics: runs %v files %v removed %v, want 2, 1, 39", runs, files, removed)
 			}
 		})

@@ -92,10 +92,12 @@ type node struct {
 // overwritten body losing its references at once (meta.Retention).
 var pruneAtOnce = meta.Retention{Versions: 1}
 
-// openReplica opens a ready single-voter replica, closed when the test ends.
-func openReplica(t *testing.T, opts meta.Options) *shard.Shard {
+// openReplica opens a ready single-voter replica of cfg in a directory of its own (cfg.Dir
+// is set), closed when the test ends.
+func openReplica(t *testing.T, cfg shard.Config) *shard.Shard {
 	t.Helper()
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir(), FSM: opts})
+	cfg.Dir = t.TempDir()
+	sh, err := shard.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +115,7 @@ func openReplica(t *testing.T, opts meta.Options) *shard.Shard {
 // Set does not lead the shard yet unless lead.
 func newNode(t *testing.T, cfg worker.Config, lead bool) *node {
 	t.Helper()
-	sh := openReplica(t, meta.Options{History: pruneAtOnce})
+	sh := openReplica(t, shard.Config{FSM: meta.Options{History: pruneAtOnce}})
 	ds, err := dir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -293,25 +295,4 @@ func (n *node) sweepUntil(t *testing.T, opts worker.GCOptions, done func(worker.
 		return nil
 	})
 	return rep
-}
-
-// metric returns the value of the counter name (with label value label, or unlabelled) in
-// reg, 0 when absent.
-func metric(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if label == "" || (len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == label) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard/outcome"
 	"github.com/cairnstore/cairn/shard/worker"
@@ -46,10 +47,10 @@ func TestGCDeletesAnOverwrittenBlobAndKeepsTheNewOne(t *testing.T) {
 	if rep, err := n.set.CollectGarbage(t.Context(), worker.GCOptions{}); err != nil || rep.Candidates != 0 {
 		t.Fatalf("a second sweep: %+v %v", rep, err)
 	}
-	if got := metric(t, n.reg, "cairn_gc_blobs_deleted_total", ""); got != 1 {
+	if got := metricstest.Value(t, n.reg, "cairn_gc_blobs_deleted_total"); got != 1 {
 		t.Errorf("cairn_gc_blobs_deleted_total = %v, want 1", got)
 	}
-	if got := metric(t, n.reg, "cairn_gc_runs_total", "dry_run"); got < 2 {
+	if got := metricstest.Value(t, n.reg, "cairn_gc_runs_total", "result=dry_run"); got < 2 {
 		t.Errorf("cairn_gc_runs_total{result=dry_run} = %v, want at least the two dry runs", got)
 	}
 }
@@ -76,7 +77,7 @@ func TestGCDeletesAnOrphanAfterGrace(t *testing.T) {
 	if got, _ := readBody(t, n.shard, n.store, "a", "f"); string(got) != "published body" {
 		t.Fatal("the published file lost its body")
 	}
-	if got := metric(t, n.reg, "cairn_gc_orphans_deleted_total", ""); got != 1 {
+	if got := metricstest.Value(t, n.reg, "cairn_gc_orphans_deleted_total"); got != 1 {
 		t.Errorf("cairn_gc_orphans_deleted_total = %v, want 1", got)
 	}
 }
@@ -97,7 +98,7 @@ func TestGCWithAFailingListDeletesNothing(t *testing.T) {
 	if r, ok := n.record(t, "old body"); !ok || r.Intent {
 		t.Fatalf("a failed listing touched the record: %+v %v", r, ok)
 	}
-	if got := metric(t, n.reg, "cairn_gc_runs_total", "error"); got != 1 {
+	if got := metricstest.Value(t, n.reg, "cairn_gc_runs_total", "result=error"); got != 1 {
 		t.Errorf("cairn_gc_runs_total{result=error} = %v, want 1", got)
 	}
 	n.store.set(func(h *hookedStore) { h.failList = false })

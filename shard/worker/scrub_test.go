@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairnstore/cairn/blob"
@@ -18,7 +16,9 @@ import (
 	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/blob/s3"
 	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
 )
 
@@ -54,36 +54,13 @@ func dirBackend() scrubBackend {
 
 func minioBackend(t *testing.T) scrubBackend {
 	srv := s3test.Start(t)
-	raw, err := minio.New(srv.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s3test.AccessKey, s3test.SecretKey, "")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := srv.Client(t)
 	bucket := s3test.Bucket()
 	return scrubBackend{
 		name: "minio",
 		open: func(t *testing.T) blob.Store { return s3test.Open(t, srv.Config(bucket)) },
 		flip: func(t *testing.T, s blob.Store, k blob.Key) {
-			// Rewrite the object with one payload byte inverted and its metadata kept, as
-			// bit rot or tampering would: only reading the payload can tell.
-			name := s.(*s3.Store).ObjectName(k)
-			obj, err := raw.GetObject(t.Context(), bucket, name, minio.GetObjectOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			payload, err := io.ReadAll(obj)
-			obj.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			oi, err := raw.StatObject(t.Context(), bucket, name, minio.StatObjectOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			payload[len(payload)/2] ^= 0xff
-			if _, err := raw.PutObject(t.Context(), bucket, name, bytes.NewReader(payload), int64(len(payload)),
-				minio.PutObjectOptions{UserMetadata: map[string]string{s3.MetaEncoding: oi.UserMetadata[s3.MetaEncoding], s3.MetaSize: oi.UserMetadata[s3.MetaSize]}}); err != nil {
-				t.Fatal(err)
-			}
+			s3test.FlipPayloadByte(t, raw, bucket, s.(*s3.Store).ObjectName(k))
 		},
 		remove: func(t *testing.T, s blob.Store, k blob.Key) {
 			if err := raw.RemoveObject(t.Context(), bucket, s.(*s3.Store).ObjectName(k), minio.RemoveObjectOptions{}); err != nil {
@@ -103,7 +80,7 @@ func TestScrubFindsMissingAndCorruptBlobs(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			store := be.open(t)
-			sh := openReplica(t, meta.Options{})
+			sh := openReplica(t, shard.Config{})
 			reg := prometheus.NewRegistry()
 			set := newSet(t, store, reg, worker.Config{})
 			set.Lead(0, sh)
@@ -166,10 +143,10 @@ func TestScrubFindsMissingAndCorruptBlobs(t *testing.T) {
 			if err != nil || !rep.Done || rep.Blobs != 7 || rep.Missing != 2 || rep.Corrupt != 1 {
 				t.Fatalf("whole scrub: %+v %v", rep, err)
 			}
-			if got := metric(t, reg, "cairn_scrub_blobs_total", "missing"); got != 3 {
+			if got := metricstest.Value(t, reg, "cairn_scrub_blobs_total", "result=missing"); got != 3 {
 				t.Errorf("cairn_scrub_blobs_total{result=missing} = %v, want 3", got)
 			}
-			if got := metric(t, reg, "cairn_scrub_runs_total", "partial"); got != 2 {
+			if got := metricstest.Value(t, reg, "cairn_scrub_runs_total", "result=partial"); got != 2 {
 				t.Errorf("cairn_scrub_runs_total{result=partial} = %v, want 2 (6 blobs, 2 a call)", got)
 			}
 		})

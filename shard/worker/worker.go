@@ -91,26 +91,22 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// positiveOr sets *v to d when *v is not positive: a setting left zero (or negative, which
+// means nothing) takes its default.
+func positiveOr[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
+}
+
 // setDefaults fills the zero fields.
 func (c *Config) setDefaults() {
-	if c.GCInterval <= 0 {
-		c.GCInterval = DefaultGCInterval
-	}
-	if c.GCGrace <= 0 {
-		c.GCGrace = DefaultGCGrace
-	}
-	if c.GCMaxBatch <= 0 {
-		c.GCMaxBatch = DefaultGCMaxBatch
-	}
-	if c.CompactionInterval <= 0 {
-		c.CompactionInterval = DefaultCompactionInterval
-	}
-	if c.CompactionBatch <= 0 {
-		c.CompactionBatch = DefaultCompactionBatch
-	}
-	if c.RestoreInterval <= 0 {
-		c.RestoreInterval = DefaultRestoreInterval
-	}
+	positiveOr(&c.GCInterval, DefaultGCInterval)
+	positiveOr(&c.GCGrace, DefaultGCGrace)
+	positiveOr(&c.GCMaxBatch, DefaultGCMaxBatch)
+	positiveOr(&c.CompactionInterval, DefaultCompactionInterval)
+	positiveOr(&c.CompactionBatch, DefaultCompactionBatch)
+	positiveOr(&c.RestoreInterval, DefaultRestoreInterval)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
@@ -60,12 +61,12 @@ func TestAGCTickSweepsAgainWhileMoreUpToItsBound(t *testing.T) {
 	gate <- struct{}{}
 	n.store.set(func(h *hookedStore) { h.listGate = nil })
 	retry.Within(t, 10*time.Second, "the fourth tick's sweep", func() error {
-		if got := metric(t, n.reg, "cairn_gc_runs_total", "ok"); got != 14 {
+		if got := metricstest.Value(t, n.reg, "cairn_gc_runs_total", "result=ok"); got != 14 {
 			return fmt.Errorf("%v sweeps, want 14 (10 + 2 + 1 + 1)", got)
 		}
 		return nil
 	})
-	if got := metric(t, n.reg, "cairn_gc_blobs_deleted_total", ""); got != garbage {
+	if got := metricstest.Value(t, n.reg, "cairn_gc_blobs_deleted_total"); got != garbage {
 		t.Fatalf("cairn_gc_blobs_deleted_total = %v, want %d", got, garbage)
 	}
 	if rep, err := n.set.CollectGarbage(t.Context(), worker.GCOptions{DryRun: true}); err != nil || rep.Candidates != 0 {
@@ -82,7 +83,7 @@ func TestLeadStartsTheWorkersAndUnleadStopsThem(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		body = appendTo(t, n.shard, n.store, "a", "logs/run.log", body, fmt.Sprintf("line %03d %s\n", i, strings.Repeat("x", 100)))
 	}
-	if runs := metric(t, n.reg, "cairn_compaction_runs_total", ""); runs != 0 {
+	if runs := metricstest.Value(t, n.reg, "cairn_compaction_runs_total"); runs != 0 {
 		t.Fatalf("compaction ran before Lead: %v runs", runs)
 	}
 	n.set.Lead(0, n.shard)
@@ -96,7 +97,7 @@ func TestLeadStartsTheWorkersAndUnleadStopsThem(t *testing.T) {
 		}
 		return nil
 	})
-	if files := metric(t, n.reg, "cairn_compaction_files_total", ""); files != 1 {
+	if files := metricstest.Value(t, n.reg, "cairn_compaction_files_total"); files != 1 {
 		t.Fatalf("cairn_compaction_files_total = %v, want 1", files)
 	}
 	select {
@@ -107,17 +108,17 @@ func TestLeadStartsTheWorkersAndUnleadStopsThem(t *testing.T) {
 	if got := n.set.Led(); len(got) != 0 {
 		t.Fatalf("Led() = %v after Unlead", got)
 	}
-	runs := metric(t, n.reg, "cairn_compaction_runs_total", "")
+	runs := metricstest.Value(t, n.reg, "cairn_compaction_runs_total")
 	// Unlead's channel closed, so no compactor runs any more; what is checked is an absence,
 	// which no condition can signal: twenty compaction intervals pass, and a compactor still
 	// running would have run again.
 	time.Sleep(200 * time.Millisecond)
-	if again := metric(t, n.reg, "cairn_compaction_runs_total", ""); again != runs {
+	if again := metricstest.Value(t, n.reg, "cairn_compaction_runs_total"); again != runs {
 		t.Fatalf("compaction ran after Unlead: %v runs, then %v", runs, again)
 	}
 	n.set.Lead(0, n.shard)
 	retry.Within(t, 10*time.Second, "the compactor running after Lead again", func() error {
-		if again := metric(t, n.reg, "cairn_compaction_runs_total", ""); again == runs {
+		if again := metricstest.Value(t, n.reg, "cairn_compaction_runs_total"); again == runs {
 			return errors.New("no run")
 		}
 		return nil
@@ -146,9 +147,9 @@ func (r *recordingRestorer) count(c worker.Core) int {
 // TestEachLedShardResumesItsOwnRestores: the restorer is called at once for the core of
 // every shard led, and for no other.
 func TestEachLedShardResumesItsOwnRestores(t *testing.T) {
-	a, b, c := openReplica(t, meta.Options{RootUIDPrefix: "s1r", History: pruneAtOnce}),
-		openReplica(t, meta.Options{RootUIDPrefix: "s2r", History: pruneAtOnce}),
-		openReplica(t, meta.Options{RootUIDPrefix: "s3r", History: pruneAtOnce})
+	a, b, c := openReplica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: "s1r", History: pruneAtOnce}}),
+		openReplica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: "s2r", History: pruneAtOnce}}),
+		openReplica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: "s3r", History: pruneAtOnce}})
 	rr := &recordingRestorer{calls: map[worker.Core]int{}}
 	n := newNode(t, worker.Config{Restorer: rr}, false)
 	n.set.Lead(1, a)
@@ -189,16 +190,7 @@ func TestEachLedShardResumesItsOwnRestores(t *testing.T) {
 func TestLeadershipFollowsTheReplicasReports(t *testing.T) {
 	n := newNode(t, worker.Config{}, false)
 	var l worker.Leadership
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir(), OnReady: l.OnReady})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sh := openReplica(t, shard.Config{OnReady: l.OnReady})
 	if got := n.set.Led(); len(got) != 0 {
 		t.Fatalf("led before Bind: %v", got)
 	}

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/cairnstore/cairn/bench"
 )
 
 // The large-object profiles: where the MinIO-backed node's CPU goes on the 64 MiB object
@@ -130,8 +132,8 @@ func (e *env) renderObjectProfiles(w func(string, ...any)) {
 		p, c := j.profile, j.report.Cairn
 		w("### Where the CPU goes: %s\n\n", j.what)
 		w("```sh\n%s\n```\n\n", p.command)
-		w("Against `$CAIRN_S3`, without baselines: %s ops/s (%.0f MiB/s), p50 %s, p99 %s. %s\n\n", fmtRate(c.AchievedRate),
-			c.AchievedRate*float64(j.report.Params.SizeBytes)/(1<<20), fmtMicros(c.Latency.P50Micros), fmtMicros(c.Latency.P99Micros), accounting(p))
+		w("Against `$CAIRN_S3`, without baselines: %s ops/s (%.0f MiB/s), p50 %s, p99 %s. %s\n\n", bench.FormatRate(c.AchievedRate),
+			c.AchievedRate*float64(j.report.Params.SizeBytes)/(1<<20), bench.FormatMicros(c.Latency.P50Micros), bench.FormatMicros(c.Latency.P99Micros), accounting(p))
 		e.renderTop(w, p, "in the middle of the run")
 		w("%s\n\n", objectBreakdown(p, j.roots))
 	}

@@ -117,13 +117,20 @@ func startMinIO(ctx context.Context, bin, dir string) (p *proc, endpoint string,
 	if err != nil {
 		return nil, "", err
 	}
-	p, err = start("minio", filepath.Join(dir, "minio.log"), []string{
+	return startLive(ctx, addr, "/minio/health/live", "minio", filepath.Join(dir, "minio.log"), []string{
 		"MINIO_ROOT_USER=" + minioUser, "MINIO_ROOT_PASSWORD=" + minioPassword, "MINIO_BROWSER=off", "MINIO_UPDATE=off",
 	}, bin, "server", filepath.Join(dir, "minio-data"), "--address", addr, "--console-address", console)
+}
+
+// startLive starts bin with args as start does, serving on addr, and waits until
+// http://addr+health answers; it returns the process and http://addr, and stops the
+// process when it does not become live.
+func startLive(ctx context.Context, addr, health, name, logPath string, env []string, bin string, args ...string) (*proc, string, error) {
+	p, err := start(name, logPath, env, bin, args...)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := p.waitHTTP(ctx, "http://"+addr+"/minio/health/live"); err != nil {
+	if err := p.waitHTTP(ctx, "http://"+addr+health); err != nil {
 		p.stop()
 		return nil, "", err
 	}
@@ -174,15 +181,7 @@ func startRelay(ctx context.Context, bin, dir, minioURL string) (*proc, string, 
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := start("relay", filepath.Join(dir, "relay.log"), nil, bin, "bench", "relay", "--listen", addr, "--target", minioURL)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := p.waitHTTP(ctx, "http://"+addr+"/minio/health/live"); err != nil {
-		p.stop()
-		return nil, "", err
-	}
-	return p, "http://" + addr, nil
+	return startLive(ctx, addr, "/minio/health/live", "relay", filepath.Join(dir, "relay.log"), nil, bin, "bench", "relay", "--listen", addr, "--target", minioURL)
 }
 
 // shardLeader returns the index of the cluster node that leads shard 0 (its /metrics

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -152,7 +151,7 @@ func (e *env) summaryTable(w func(string, ...any), group string) {
 		r := j.report
 		c := r.Cairn
 		link := fmt.Sprintf("[md](%s) · [png](%s)", filepath.Join(e.o.out, j.id+".md"), filepath.Join(e.o.out, j.id+".png"))
-		cairnCells := fmt.Sprintf("%s | %s | %s", rateCell(c, r.Params.SizeBytes), fmtMicros(c.Latency.P50Micros), fmtMicros(c.Latency.P99Micros))
+		cairnCells := fmt.Sprintf("%s | %s | %s", rateCell(c, r.Params.SizeBytes), bench.FormatMicros(c.Latency.P50Micros), bench.FormatMicros(c.Latency.P99Micros))
 		if len(r.Baselines) == 0 {
 			w("| %s | %s | — | | | | | | %s |\n", j.what, cairnCells, link)
 		}
@@ -164,7 +163,7 @@ func (e *env) summaryTable(w func(string, ...any), group string) {
 			}
 			cmp := bph.Comparison
 			w("| %s | %s | %s | %s | %s | %s | **%.2f×** | %.2f× | %s |\n", first, cells, bph.Baseline, rateCell(bph, r.Params.SizeBytes),
-				fmtMicros(bph.Latency.P50Micros), fmtMicros(bph.Latency.P99Micros), cmp.ThroughputRatio, cmp.P99Ratio, link)
+				bench.FormatMicros(bph.Latency.P50Micros), bench.FormatMicros(bph.Latency.P99Micros), cmp.ThroughputRatio, cmp.P99Ratio, link)
 		}
 		for _, ph := range append([]*bench.Phase{c}, r.Baselines...) {
 			if ph.Errors > 0 {
@@ -183,7 +182,7 @@ func (e *env) summaryTable(w func(string, ...any), group string) {
 
 // rateCell is a phase's achieved rate, with its bandwidth for large bodies.
 func rateCell(ph *bench.Phase, size int64) string {
-	s := fmtRate(ph.AchievedRate)
+	s := bench.FormatRate(ph.AchievedRate)
 	if size >= 64<<10 {
 		s += fmt.Sprintf(" (%.0f MiB/s)", ph.AchievedRate*float64(size)/(1<<20))
 	}
@@ -228,7 +227,7 @@ func (e *env) renderTargets(w func(string, ...any)) {
 			if c.Concurrency == 1 {
 				clients = "client"
 			}
-			growth = append(growth, fmt.Sprintf("%d %s %s/s", c.Concurrency, clients, fmtRate(c.AchievedRate)))
+			growth = append(growth, fmt.Sprintf("%d %s %s/s", c.Concurrency, clients, bench.FormatRate(c.AchievedRate)))
 			rates = append(rates, c.AchievedRate)
 		}
 	}
@@ -238,7 +237,7 @@ func (e *env) renderTargets(w func(string, ...any)) {
 			oneFsync = j.report.Baselines[0].AchievedRate
 		}
 		w("| throughput grows with concurrency, not capped at 1/fsync (the 1-client fsync baseline: %s/s) | %s | %s |\n",
-			fmtRate(oneFsync), strings.Join(growth, ", "), verdict(rates[2] > rates[0] && rates[2] > oneFsync))
+			bench.FormatRate(oneFsync), strings.Join(growth, ", "), verdict(rates[2] > rates[0] && rates[2] > oneFsync))
 	}
 	for _, id := range []string{"object-put-1m", "object-put-64m"} {
 		if r := e.ratio(id, bench.BaselineMinIO); r > 0 {
@@ -256,40 +255,40 @@ func (e *env) renderTargets(w func(string, ...any)) {
 		}
 	}
 	w("%s", e.rssTarget())
-	for _, id := range []string{"small-get", "object-get-1m"} {
-		leader, through := e.job("cluster-"+id), e.job("cluster-"+id+"-follower")
-		if leader == nil || through == nil {
-			continue
+	// A follower serves reads (and takes writes) at the rate of the node it stands in for.
+	for _, c := range []struct {
+		ids   []string
+		base  func(id string) string // the job the follower's rate is held against
+		claim string
+	}{
+		{[]string{"small-get", "object-get-1m"}, func(id string) string { return "cluster-" + id }, "≥ 0.9× the same through the leader (run right after it)"},
+		{[]string{"small-get", "object-put-1m", "object-get-1m"}, func(id string) string { return id }, "within 0.9× of one node"},
+	} {
+		for _, id := range c.ids {
+			base, through := e.job(c.base(id)), e.job("cluster-"+id+"-follower")
+			if base == nil || through == nil {
+				continue
+			}
+			r := through.report.Cairn.AchievedRate / max(base.report.Cairn.AchievedRate, 1e-9)
+			w("| %s: %s | %.2f× (%s/s vs %s/s) | %s |\n", through.what, c.claim, r,
+				bench.FormatRate(through.report.Cairn.AchievedRate), bench.FormatRate(base.report.Cairn.AchievedRate), verdict(r >= 0.9))
+			clusterMiss = clusterMiss || r < 0.9
 		}
-		r := through.report.Cairn.AchievedRate / max(leader.report.Cairn.AchievedRate, 1e-9)
-		w("| %s: ≥ 0.9× the same through the leader (run right after it) | %.2f× (%s/s vs %s/s) | %s |\n", through.what, r,
-			fmtRate(through.report.Cairn.AchievedRate), fmtRate(leader.report.Cairn.AchievedRate), verdict(r >= 0.9))
-		clusterMiss = clusterMiss || r < 0.9
-	}
-	for _, id := range []string{"small-get", "object-put-1m", "object-get-1m"} {
-		one, through := e.job(id), e.job("cluster-"+id+"-follower")
-		if one == nil || through == nil {
-			continue
-		}
-		r := through.report.Cairn.AchievedRate / max(one.report.Cairn.AchievedRate, 1e-9)
-		w("| %s: within 0.9× of one node | %.2f× (%s/s vs %s/s) | %s |\n", through.what, r,
-			fmtRate(through.report.Cairn.AchievedRate), fmtRate(one.report.Cairn.AchievedRate), verdict(r >= 0.9))
-		clusterMiss = clusterMiss || r < 0.9
 	}
 	if a, b := e.job("snapshot-10"), e.job("snapshot-10000"); a != nil && b != nil {
 		pa, pb := a.report.Cairn.Latency.P50Micros, b.report.Cairn.Latency.P50Micros
 		r := float64(pb) / float64(max(pa, 1))
 		w("| snapshot is O(1): same latency at 10 and at 10,000 files | p50 %s vs %s (%.2f×) | %s |\n",
-			fmtMicros(pa), fmtMicros(pb), r, verdict(r < 2))
+			bench.FormatMicros(pa), bench.FormatMicros(pb), r, verdict(r < 2))
 	}
 	if j := e.job("restore-100"); j != nil {
 		c := j.report.Cairn
 		w("| restore is O(paths) metadata, no body copied | %s restores/s of 100 files, p50 %s | not a ratio: see the api/workbench tests for \"no byte copied\" |\n",
-			fmtRate(c.AchievedRate), fmtMicros(c.Latency.P50Micros))
+			bench.FormatRate(c.AchievedRate), bench.FormatMicros(c.Latency.P50Micros))
 	}
 	if j := e.job("stat"); j != nil {
 		r := j.report.Cairn.AchievedRate
-		w("| stat (HEAD), one node, generator on the same 2-core machine: ≥ 20k/s | %s/s | %s |\n", fmtRate(r), verdict(r >= 20000))
+		w("| stat (HEAD), one node, generator on the same 2-core machine: ≥ 20k/s | %s/s | %s |\n", bench.FormatRate(r), verdict(r >= 20000))
 	}
 	w("| append of 1 KiB to a 1 GiB file costs as much as to a 1 KiB file | not in this run: `make bench-micro`, BenchmarkAppend1KiB | — |\n")
 	w("| failover: median time to first write ≤ 2 s over 20 leader kills | not in this run: `make test-long` measures it | — |\n")
@@ -343,25 +342,25 @@ func (e *env) renderSweep(w func(string, ...any)) {
 		if ph.OfferedRate == e.kneeRate {
 			marker = " **← knee**"
 		}
-		w("| %s%s | %s | %s | %s | %s | %d | ", fmtRate(ph.OfferedRate), marker, fmtRate(ph.AchievedRate), fmtMicros(ph.Latency.P50Micros),
-			fmtMicros(ph.Latency.P99Micros), fmtMicros(ph.Latency.P999Micros), ph.Errors)
+		w("| %s%s | %s | %s | %s | %s | %d | ", bench.FormatRate(ph.OfferedRate), marker, bench.FormatRate(ph.AchievedRate), bench.FormatMicros(ph.Latency.P50Micros),
+			bench.FormatMicros(ph.Latency.P99Micros), bench.FormatMicros(ph.Latency.P999Micros), ph.Errors)
 		if bph != nil {
-			w("%s | %s | %s |\n", fmtRate(bph.AchievedRate), fmtMicros(bph.Latency.P50Micros), fmtMicros(bph.Latency.P99Micros))
+			w("%s | %s | %s |\n", bench.FormatRate(bph.AchievedRate), bench.FormatMicros(bph.Latency.P50Micros), bench.FormatMicros(bph.Latency.P99Micros))
 		} else {
 			w("— | — | — |\n")
 		}
 	}
-	w("\n**Knee: %s ops/s**, the highest offered rate up to which Cairn completed ≥ %.0f%% of the offered rate,\n", fmtRate(e.kneeRate), kneeAchieved*100)
+	w("\n**Knee: %s ops/s**, the highest offered rate up to which Cairn completed ≥ %.0f%% of the offered rate,\n", bench.FormatRate(e.kneeRate), kneeAchieved*100)
 	w("sent every operation and kept its median latency within %d× the lowest rate's (the median, because a\n", kneeP50)
 	w("single stall on a shared machine moves a short phase's p99 but not its median).\n\n")
 
 	p := e.profile
 	k := e.knee.report.Cairn
 	w("### What limits it\n\n")
-	w("A longer open-loop run at the knee (%s ops/s for %.0f s) achieved %s ops/s with p50 %s and p99 %s", fmtRate(e.kneeRate),
-		k.DurationSeconds, fmtRate(k.AchievedRate), fmtMicros(k.Latency.P50Micros), fmtMicros(k.Latency.P99Micros))
+	w("A longer open-loop run at the knee (%s ops/s for %.0f s) achieved %s ops/s with p50 %s and p99 %s", bench.FormatRate(e.kneeRate),
+		k.DurationSeconds, bench.FormatRate(k.AchievedRate), bench.FormatMicros(k.Latency.P50Micros), bench.FormatMicros(k.Latency.P99Micros))
 	if k.AchievedRate < kneeAchieved*k.OfferedRate || k.ErrorClasses[bench.ClassNotSent] > 0 {
-		w(": it fell behind, so on this run the knee is at or a little below %s ops/s and the profile is of a server\n", fmtRate(e.kneeRate))
+		w(": it fell behind, so on this run the knee is at or a little below %s ops/s and the profile is of a server\n", bench.FormatRate(e.kneeRate))
 		w("just past it.")
 	} else {
 		w(".")
@@ -503,7 +502,7 @@ func (e *env) renderMCP(w func(string, ...any)) {
 	ph := j.report.Cairn
 	w("## MCP tool mix, by tool\n\n")
 	w("`workbench_*` calls over streamable HTTP with the official go-sdk client, one session per client, on a\n")
-	w("workbench of 64 text files of 1 KiB (%s/s in all, p50 %s, p99 %s):\n\n", fmtRate(ph.AchievedRate), fmtMicros(ph.Latency.P50Micros), fmtMicros(ph.Latency.P99Micros))
+	w("workbench of 64 text files of 1 KiB (%s/s in all, p50 %s, p99 %s):\n\n", bench.FormatRate(ph.AchievedRate), bench.FormatMicros(ph.Latency.P50Micros), bench.FormatMicros(ph.Latency.P99Micros))
 	w("| tool | share | calls | errors | p50 | p99 |\n|---|---:|---:|---:|---:|---:|\n")
 	tools := make([]string, 0, len(ph.Breakdown))
 	for t := range ph.Breakdown {
@@ -513,7 +512,7 @@ func (e *env) renderMCP(w func(string, ...any)) {
 	for _, t := range tools {
 		s := ph.Breakdown[t]
 		w("| `%s` | %.0f%% | %d | %d | %s | %s |\n", t, 100*float64(s.Ops)/float64(max(ph.Ops, 1)), s.Ops, s.Errors,
-			fmtMicros(s.Latency.P50Micros), fmtMicros(s.Latency.P99Micros))
+			bench.FormatMicros(s.Latency.P50Micros), bench.FormatMicros(s.Latency.P99Micros))
 	}
 	w("\n")
 }
@@ -536,24 +535,6 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
-}
-
-func fmtMicros(us int64) string {
-	switch {
-	case us < 1000:
-		return fmt.Sprintf("%d µs", us)
-	case us < 1000*1000:
-		return fmt.Sprintf("%.2f ms", float64(us)/1e3)
-	default:
-		return fmt.Sprintf("%.2f s", float64(us)/1e6)
-	}
-}
-
-func fmtRate(r float64) string {
-	if r >= 100 {
-		return strconv.FormatFloat(r, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(r, 'f', 1, 64)
 }
 
 // renderMeasured includes, in name order, every Markdown file of o.measured: sections

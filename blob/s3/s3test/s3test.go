@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/cairnstore/cairn/blob/s3"
 	"github.com/cairnstore/cairn/internal/freeport"
@@ -174,6 +178,60 @@ func Open(tb testing.TB, cfg s3.Config) *s3.Store {
 	}
 	tb.Cleanup(func() { st.Close() })
 	return st
+}
+
+// Client returns a MinIO client of this server with the root credentials, for a test that
+// looks at or changes objects behind a Store's back. Its idle connections close when tb
+// ends.
+func (s *Server) Client(tb testing.TB) *minio.Client {
+	tb.Helper()
+	tr, err := minio.DefaultTransport(false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(tr.CloseIdleConnections)
+	c, err := minio.New(s.Endpoint, &minio.Options{
+		Creds:     credentials.NewStaticV4(AccessKey, SecretKey, ""),
+		Transport: tr,
+		Region:    s3.DefaultRegion,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// FlipPayloadByte rewrites object name in bucket with the middle byte of its payload
+// inverted and its Cairn metadata (s3.MetaEncoding, s3.MetaSize) kept, as bit rot or
+// tampering would leave it: only reading the payload can tell.
+func FlipPayloadByte(tb testing.TB, c *minio.Client, bucket, name string) {
+	tb.Helper()
+	payload := ObjectPayload(tb, c, bucket, name)
+	oi, err := c.StatObject(tb.Context(), bucket, name, minio.StatObjectOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	payload[len(payload)/2] ^= 0xff
+	meta := map[string]string{s3.MetaEncoding: oi.UserMetadata[s3.MetaEncoding], s3.MetaSize: oi.UserMetadata[s3.MetaSize]}
+	if _, err := c.PutObject(tb.Context(), bucket, name, bytes.NewReader(payload), int64(len(payload)),
+		minio.PutObjectOptions{UserMetadata: meta}); err != nil {
+		tb.Fatalf("s3test: rewrite %s: %v", name, err)
+	}
+}
+
+// ObjectPayload returns the bytes of object name in bucket as the object store holds them.
+func ObjectPayload(tb testing.TB, c *minio.Client, bucket, name string) []byte {
+	tb.Helper()
+	obj, err := c.GetObject(tb.Context(), bucket, name, minio.GetObjectOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	payload, err := io.ReadAll(obj)
+	obj.Close()
+	if err != nil {
+		tb.Fatalf("s3test: read %s: %v", name, err)
+	}
+	return payload
 }
 
 var bucketSeq atomic.Uint64
