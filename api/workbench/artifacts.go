@@ -42,7 +42,7 @@ type ArtifactProposal struct {
 // converged retry (replayed). A retry with other content is Conflict (details.reason
 // "request_reused"); a superseded proposal that is no longer pending is Conflict
 // ("already_decided").
-func (s *Service) ProposeArtifact(ctx context.Context, agent string, in ArtifactProposal) (*meta.Proposal, bool, error) {
+func (s *base) ProposeArtifact(ctx context.Context, agent string, in ArtifactProposal) (*meta.Proposal, bool, error) {
 	if err := validateTarget(agent, in.Workbench, in.Path); err != nil {
 		return nil, false, err
 	}
@@ -118,7 +118,7 @@ type ArtifactDecision struct {
 // DecideArtifact decides a pending proposal (the rules and scopes of Decide: review and
 // workspace:write; with Config.RequireDistinctReviewer, not by one of its authors). The answer is the FSM's: the proposal after the decision, its judgment,
 // the published generation, and Replayed for a converged retry.
-func (s *Service) DecideArtifact(ctx context.Context, agent string, in ArtifactDecision) (meta.Result, error) {
+func (s *base) DecideArtifact(ctx context.Context, agent string, in ArtifactDecision) (meta.Result, error) {
 	if err := validateTarget(agent, in.Workbench, ""); err != nil {
 		return meta.Result{}, err
 	}
@@ -144,7 +144,7 @@ func (s *Service) DecideArtifact(ctx context.Context, agent string, in ArtifactD
 }
 
 // ProposalBody returns proposal p's body (at most MCPMaxPayloadBytes), verified.
-func (s *Service) ProposalBody(ctx context.Context, agent string, p *meta.Proposal) ([]byte, error) {
+func (s *base) ProposalBody(ctx context.Context, agent string, p *meta.Proposal) ([]byte, error) {
 	b, werr := s.proposalBytes(ctx, agent, p)
 	if werr != nil {
 		return nil, werr
@@ -154,7 +154,7 @@ func (s *Service) ProposalBody(ctx context.Context, agent string, p *meta.Propos
 
 // MayReview checks that the request's principal may decide proposals of agent's root
 // (review and workspace:write), so a surface can refuse before it judges anything.
-func (s *Service) MayReview(ctx context.Context, agent string) error {
+func (s *base) MayReview(ctx context.Context, agent string) error {
 	if err := mayWrite(ctx, agent); err != nil {
 		return err
 	}

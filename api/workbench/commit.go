@@ -38,7 +38,7 @@ func treeMembers(view *meta.View, ws *meta.Workspace, exclude func(string) bool)
 // uploadBody stores a small manifest body (inline or in the object store) and describes it
 // for a command, with the upload fence its publish must carry (docs/architecture.md#blob-storage-and-garbage-collection; 0 for an
 // inline body).
-func (s *Service) uploadBody(ctx context.Context, agent string, data []byte) (meta.FileBody, uint64, error) {
+func (s *base) uploadBody(ctx context.Context, agent string, data []byte) (meta.FileBody, uint64, error) {
 	b, err := s.ingest(ctx, agent, bytes.NewReader(data), int64(len(data)), nil)
 	if err != nil {
 		return meta.FileBody{}, 0, err
@@ -63,7 +63,7 @@ func minFence(fences ...uint64) uint64 {
 const blobDeletingBackoff = 100 * time.Millisecond
 
 // commitFields renders a sealed commit the way workbench_commit reports it.
-func (s *Service) commitFields(r Result, agent, id string, c *meta.CommitRecord, replace, replay bool) Result {
+func (s *base) commitFields(r Result, agent, id string, c *meta.CommitRecord, replace, replay bool) Result {
 	s.fileFields(r, agent, id, meta.RunManifestPath)
 	r["workbench_path"] = s.WorkbenchPath(agent, id)
 	r["size_bytes"] = c.EnvelopeSize
@@ -84,7 +84,7 @@ func (s *Service) commitFields(r Result, agent, id string, c *meta.CommitRecord,
 // current tree under a deterministic identity, writing metadata/run_manifest.json and the
 // head in one command. Exact retries replay; another identity is WorkbenchCommitConflict
 // unless replace is set, and a replace still loses to a concurrent head change.
-func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) (Result, error) {
+func (s *base) ToolCommit(ctx context.Context, agent string, in CommitInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}

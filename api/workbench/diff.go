@@ -68,7 +68,7 @@ type DiffRequest struct {
 //
 // Bodies are read through the verified read path and held, both sides together, under
 // the node's query budget (admission.go), at most DiffMaxBodyBytes each.
-func (s *Service) Diff(ctx context.Context, req DiffRequest) (Result, error) {
+func (s *base) Diff(ctx context.Context, req DiffRequest) (Result, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func diffSideInfo(d DiffSide, e *meta.Entry) map[string]any {
 	return m
 }
 
-func (s *Service) diffFile(ctx context.Context, req DiffRequest) (Result, error) {
+func (s *base) diffFile(ctx context.Context, req DiffRequest) (Result, error) {
 	if req.Cursor != "" || req.Limit != 0 {
 		return nil, invalidArgument("cursor", "cursor and limit page a state diff; a file diff has one page")
 	}
@@ -150,7 +150,7 @@ func (s *Service) diffFile(ctx context.Context, req DiffRequest) (Result, error)
 
 // diffBodies loads two bodies (nil entry: empty) under the query budget and diffs them;
 // a side above DiffMaxBodyBytes is not read (sizes and digests only).
-func (s *Service) diffBodies(ctx context.Context, agent string, old, new *meta.Entry, opts diff.Options) (*diff.Result, error) {
+func (s *base) diffBodies(ctx context.Context, agent string, old, new *meta.Entry, opts diff.Options) (*diff.Result, error) {
 	side := func(e *meta.Entry) diff.Side {
 		if e == nil {
 			return diff.SideOf(nil)
@@ -194,7 +194,7 @@ func (s *Service) diffBodies(ctx context.Context, agent string, old, new *meta.E
 }
 
 // loadBody reads a whole body (nil entry: empty) through the verified read path.
-func (s *Service) loadBody(ctx context.Context, agent string, e *meta.Entry) ([]byte, error) {
+func (s *base) loadBody(ctx context.Context, agent string, e *meta.Entry) ([]byte, error) {
 	if e == nil || e.Size == 0 {
 		return nil, nil
 	}
@@ -207,7 +207,7 @@ func (s *Service) loadBody(ctx context.Context, agent string, e *meta.Entry) ([]
 }
 
 // diffStates pages the paths that differ between two workbench states.
-func (s *Service) diffStates(ctx context.Context, req DiffRequest) (Result, error) {
+func (s *base) diffStates(ctx context.Context, req DiffRequest) (Result, error) {
 	for i, side := range []DiffSide{req.From, req.To} {
 		if side.Kind == SideGeneration {
 			return nil, invalidArgument([]string{"from", "to"}[i], "generation:<N> names a version of one file; give path, or compare live, snapshot or commit states")
@@ -313,7 +313,7 @@ type DiffInput struct {
 }
 
 // ToolDiff is cairn_diff: Diff in the session's root, the sides in ParseDiffSide's syntax.
-func (s *Service) ToolDiff(ctx context.Context, agent string, in DiffInput) (Result, error) {
+func (s *base) ToolDiff(ctx context.Context, agent string, in DiffInput) (Result, error) {
 	req := DiffRequest{Agent: agent, Workbench: in.ID, Path: deref(in.Path), Context: in.Context, Cursor: deref(in.Cursor), Limit: deref(in.Limit)}
 	var err *Error
 	if req.From, err = ParseDiffSide("from", in.From); err != nil {

@@ -81,7 +81,7 @@ func ParseDiffSide(field, s string) (DiffSide, *Error) {
 // a snapshot's frozen view (resolve), or a view at a commit's version (the commit holds
 // that history). A generation side reads the live view; fileAt picks its version.
 // Errors: NotFound (workbench, commit), SnapshotNotFound, SnapshotExpired.
-func (s *Service) resolveSide(ctx context.Context, agent, id string, d DiffSide) (*meta.View, *meta.Workspace, error) {
+func (s *base) resolveSide(ctx context.Context, agent, id string, d DiffSide) (*meta.View, *meta.Workspace, error) {
 	switch d.Kind {
 	case SideSnapshot:
 		view, ws, _, err := s.resolve(ctx, agent, id, d.Snapshot)

@@ -79,7 +79,7 @@ type AppendResult struct {
 // Append adds the body at the end of the file in O(delta): it resumes the stored hash
 // state over the new bytes, uploads only the new segments and proposes a command that
 // carries only them. Without IfGeneration it retries generation races itself.
-func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
+func (s *base) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return AppendResult{}, err
 	}
@@ -202,7 +202,7 @@ func isMissingForGeneration(e *Error) bool {
 
 // currentEntry returns the live entry at path, nil when there is none (or when the
 // workbench is missing and may be created).
-func (s *Service) currentEntry(ctx context.Context, agent, id, path string, create bool) (*meta.Entry, error) {
+func (s *base) currentEntry(ctx context.Context, agent, id, path string, create bool) (*meta.Entry, error) {
 	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
@@ -226,7 +226,7 @@ func (s *Service) currentEntry(ctx context.Context, agent, id, path string, crea
 
 // hashAfter returns a SHA-256 state positioned after e's body (a fresh one for nil),
 // rehashing the body once when its stored state cannot be restored.
-func (s *Service) hashAfter(ctx context.Context, agent string, e *meta.Entry) (hash.Hash, error) {
+func (s *base) hashAfter(ctx context.Context, agent string, e *meta.Entry) (hash.Hash, error) {
 	if e == nil {
 		return sha256.New(), nil
 	}
@@ -251,7 +251,7 @@ func (s *Service) hashAfter(ctx context.Context, agent string, e *meta.Entry) (h
 // collector may have deleted its blobs as orphans meanwhile (an append that kept losing
 // races past the grace): a kept body goes on, and the bytes of a larger one are gone, as
 // proposeBlobs answers (gcDeletedBody).
-func (s *Service) rehash(ctx context.Context, agent string, b *ingested, resume hash.Hash) error {
+func (s *base) rehash(ctx context.Context, agent string, b *ingested, resume hash.Hash) error {
 	for _, sg := range b.segments {
 		if sg.IsInline() {
 			resume.Write(sg.Inline)
@@ -297,7 +297,7 @@ type FileInfo struct {
 	Producer meta.Producer
 }
 
-func (s *Service) fileInfo(agent, id, path string, e *meta.Entry) FileInfo {
+func (s *base) fileInfo(agent, id, path string, e *meta.Entry) FileInfo {
 	sec, rel := splitSection(path)
 	return FileInfo{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel, Presentation: s.WorkbenchPath(agent, id) + "/" + path,
 		Size: e.Size, Generation: e.Generation, Digest: e.Digest, ContentType: e.ContentType, Executable: e.Executable, ModifiedAtMs: e.ModifiedAtMs,
@@ -310,20 +310,20 @@ type File struct {
 	Info FileInfo
 	// SnapshotID is the snapshot the file was read at (0: live state).
 	SnapshotID uint64
-	s          *Service
+	s          *base
 	agent      string
 	entry      *meta.Entry
 }
 
 // Open resolves the file at path (linearizable) for reading. NotFound when absent,
 // NotArtifact when the path is a directory.
-func (s *Service) Open(ctx context.Context, agent, id, path string) (*File, error) {
+func (s *base) Open(ctx context.Context, agent, id, path string) (*File, error) {
 	return s.OpenAt(ctx, agent, id, path, At{})
 }
 
 // OpenAt is Open at a snapshot (or live state for the zero At). SnapshotNotFound and
 // SnapshotExpired as the selector requires.
-func (s *Service) OpenAt(ctx context.Context, agent, id, path string, at At) (*File, error) {
+func (s *base) OpenAt(ctx context.Context, agent, id, path string, at At) (*File, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return nil, err
 	}
@@ -403,7 +403,7 @@ func payloadTooLarge(actual, max int64) *Error {
 
 // openEntry streams a range of an entry's body, segment by segment, each verified before
 // any of its bytes is returned (integrity.go).
-func (s *Service) openEntry(ctx context.Context, agent string, e *meta.Entry, offset, length int64) (io.ReadCloser, error) {
+func (s *base) openEntry(ctx context.Context, agent string, e *meta.Entry, offset, length int64) (io.ReadCloser, error) {
 	if offset < 0 || offset > e.Size {
 		return nil, invalidArgument("offset", "%d is outside the body (size %d)", offset, e.Size)
 	}
@@ -420,7 +420,7 @@ func (s *Service) openEntry(ctx context.Context, agent string, e *meta.Entry, of
 // segment; a failure is sticky.
 type entryReader struct {
 	ctx   context.Context
-	s     *Service
+	s     *base
 	agent string
 	// digest is the whole body's; a body of a single segment must have the same.
 	digest   meta.Digest
@@ -683,7 +683,7 @@ func (s slots) release() { <-s }
 // Delete removes a file; ifGeneration 0 means unconditional. It returns the shard version
 // of the delete. A file no longer at ifGeneration is Conflict, not retryable (a failed
 // precondition, PreconditionFailed).
-func (s *Service) Delete(ctx context.Context, agent, id, path string, ifGeneration uint64, requestID string) (uint64, error) {
+func (s *base) Delete(ctx context.Context, agent, id, path string, ifGeneration uint64, requestID string) (uint64, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return 0, err
 	}
@@ -722,12 +722,12 @@ type StatResult struct {
 }
 
 // Stat describes path ("" = the workbench itself). Sections always exist.
-func (s *Service) Stat(ctx context.Context, agent, id, path string) (StatResult, error) {
+func (s *base) Stat(ctx context.Context, agent, id, path string) (StatResult, error) {
 	return s.StatAt(ctx, agent, id, path, At{})
 }
 
 // StatAt is Stat at a snapshot (or live state for the zero At).
-func (s *Service) StatAt(ctx context.Context, agent, id, path string, at At) (StatResult, error) {
+func (s *base) StatAt(ctx context.Context, agent, id, path string, at At) (StatResult, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return StatResult{}, err
 	}
@@ -785,7 +785,7 @@ func isSection(p string) bool {
 
 // topNames returns every name at the workbench top: the five sections and whatever else
 // was written there, sorted.
-func (s *Service) topNames(view *meta.View, ws *meta.Workspace) []string {
+func (s *base) topNames(view *meta.View, ws *meta.Workspace) []string {
 	names := map[string]bool{}
 	for _, sec := range Sections {
 		names[sec] = true

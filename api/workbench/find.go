@@ -34,7 +34,7 @@ const (
 // ToolFind implements workbench_find: the workbenches of the agent root, in name order,
 // filtered by committed state and by a case-insensitive literal match over the stored run
 // manifest (metadata/run_manifest.json of the head commit). Each page reads one version.
-func (s *Service) ToolFind(ctx context.Context, agent string, in FindInput) (Result, error) {
+func (s *base) ToolFind(ctx context.Context, agent string, in FindInput) (Result, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return nil, AsError(err)
 	}
@@ -135,7 +135,7 @@ func boolArg(p *bool) string {
 }
 
 // headEnvelope reads the stored run manifest of ws's head commit as of view.
-func (s *Service) headEnvelope(ctx context.Context, view *meta.View, ws *meta.Workspace) ([]byte, error) {
+func (s *base) headEnvelope(ctx context.Context, view *meta.View, ws *meta.Workspace) ([]byte, error) {
 	e, err := view.File(ws, meta.RunManifestPath)
 	if err != nil {
 		return nil, AsError(err)
@@ -158,7 +158,7 @@ func (s *Service) headEnvelope(ctx context.Context, view *meta.View, ws *meta.Wo
 // summary of it, and commit_identity_verified says whether the stored bytes are the ones
 // the commit sealed and name its identity (recomputed from their own fields). For an
 // uncommitted workbench every commit field is null and commit_identity_verified false.
-func (s *Service) findMatch(agent string, view *meta.View, ws *meta.Workspace, envelope []byte) Result {
+func (s *base) findMatch(agent string, view *meta.View, ws *meta.Workspace, envelope []byte) Result {
 	r := Result{"workbench_id": ws.Name, "path": s.WorkbenchPath(agent, ws.Name), "committed": false,
 		"file_count": ws.Files, "size_bytes": ws.Bytes, "commit_identity": nil, "commit_identity_verified": false,
 		"content_digest_uri": nil, "manifest_digest_uri": nil, "envelope_digest_uri": nil, "manifest": nil,

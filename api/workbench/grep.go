@@ -113,7 +113,7 @@ type GrepInput struct {
 // pattern must never be empty, nor may any alternative or item be; at most
 // MaxGrepPatterns distinct terms (after case folding) in all. Errors name the field they
 // came from ("pattern" or "patterns").
-func (s *Service) ToolGrep(ctx context.Context, agent string, in GrepInput) (Result, error) {
+func (s *base) ToolGrep(ctx context.Context, agent string, in GrepInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -287,7 +287,7 @@ func globMatch(glob, name string) bool {
 
 // grepView resolves the state a search reads: today the live state (linearizable). It is
 // the one place to change for reads at a snapshot.
-func (s *Service) grepView(ctx context.Context, agent, id string) (*meta.View, *meta.Workspace, error) {
+func (s *base) grepView(ctx context.Context, agent, id string) (*meta.View, *meta.Workspace, error) {
 	view, err := s.readView(ctx, agent)
 	if err != nil {
 		return nil, nil, AsError(err)
@@ -330,7 +330,7 @@ func (s *Service) grepView(ctx context.Context, agent, id string) (*meta.View, *
 // for other arguments), NotFound (no such workbench, directory or file; an empty section
 // is simply empty), ReadFenceChanged (retryable: the workbench changed since the cursor's
 // first page, or a file was replaced while this call read it).
-func (s *Service) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
+func (s *base) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return GrepResult{}, err
 	}
@@ -489,7 +489,7 @@ type grepHit struct {
 
 // grepRun is the state of one call.
 type grepRun struct {
-	s         *Service
+	s         *base
 	ctx       context.Context
 	agent, id string
 	view      *meta.View

@@ -61,7 +61,7 @@ type HistoryResult struct {
 // or the path has no retained version, NotArtifact for a directory, InvalidArguments for
 // a bad path, limit or cursor, ResourceExhausted (retryable) when the budget stayed taken
 // for the queue timeout.
-func (s *Service) History(ctx context.Context, req HistoryRequest) (HistoryResult, error) {
+func (s *base) History(ctx context.Context, req HistoryRequest) (HistoryResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return HistoryResult{}, err
 	}
@@ -133,7 +133,7 @@ func historyVersion(r meta.FileVersion) HistoryVersion {
 // content_type, at (RFC 3339 UTC, milliseconds), at_unix_ms, producer, proposal}
 // (digest_uri, content_type and size_bytes null for a tombstone; producer null when
 // unknown; proposal the id of the accepted proposal that published it, else null).
-func (s *Service) HistoryResultJSON(agent, id string, r HistoryResult) Result {
+func (s *base) HistoryResultJSON(agent, id string, r HistoryResult) Result {
 	items := make([]map[string]any, 0, len(r.Versions))
 	for _, v := range r.Versions {
 		item := map[string]any{"generation": v.Generation, "ordinal": v.Ordinal, "tombstone": v.Tombstone,
@@ -168,7 +168,7 @@ func (s *Service) HistoryResultJSON(agent, id string, r HistoryResult) Result {
 // live one. NotFound naming field "generation" when no retained body has that generation
 // (pruned, never one, or a delete's); NotFound for a missing workbench; InvalidArguments
 // for a bad path or generation 0.
-func (s *Service) OpenGeneration(ctx context.Context, agent, id, path string, gen uint64) (*File, error) {
+func (s *base) OpenGeneration(ctx context.Context, agent, id, path string, gen uint64) (*File, error) {
 	_, _, fv, err := s.atGeneration(ctx, agent, id, path, gen)
 	if err != nil {
 		return nil, err
@@ -178,7 +178,7 @@ func (s *Service) OpenGeneration(ctx context.Context, agent, id, path string, ge
 
 // StatGeneration is Stat of the retained version of path whose generation is gen (errors
 // as OpenGeneration).
-func (s *Service) StatGeneration(ctx context.Context, agent, id, path string, gen uint64) (StatResult, error) {
+func (s *base) StatGeneration(ctx context.Context, agent, id, path string, gen uint64) (StatResult, error) {
 	view, ws, fv, err := s.atGeneration(ctx, agent, id, path, gen)
 	if err != nil {
 		return StatResult{}, err
@@ -187,7 +187,7 @@ func (s *Service) StatGeneration(ctx context.Context, agent, id, path string, ge
 		SealedBy: sealedBy(view, ws, path, fv.Entry), Producer: fv.Entry.Producer}, nil
 }
 
-func (s *Service) atGeneration(ctx context.Context, agent, id, path string, gen uint64) (*meta.View, *meta.Workspace, meta.FileVersion, error) {
+func (s *base) atGeneration(ctx context.Context, agent, id, path string, gen uint64) (*meta.View, *meta.Workspace, meta.FileVersion, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return nil, nil, meta.FileVersion{}, err
 	}
@@ -226,7 +226,7 @@ type HistoryInput struct {
 
 // ToolHistory implements cairn_history: one page of a file's retained versions, newest
 // first (History, rendered by HistoryResultJSON).
-func (s *Service) ToolHistory(ctx context.Context, agent string, in HistoryInput) (Result, error) {
+func (s *base) ToolHistory(ctx context.Context, agent string, in HistoryInput) (Result, error) {
 	if in.Section == "" {
 		return nil, invalidArgument("section", "is required")
 	}
@@ -258,7 +258,7 @@ type ReadAtInput struct {
 // with the given generation (cairn_history lists them), with workbench_read's result;
 // its cursors stay on that version. NotFound naming generation when no retained body has
 // it.
-func (s *Service) ToolReadAt(ctx context.Context, agent string, in ReadAtInput) (Result, error) {
+func (s *base) ToolReadAt(ctx context.Context, agent string, in ReadAtInput) (Result, error) {
 	if in.Generation == 0 {
 		return nil, invalidArgument("generation", "must be a generation (an integer ≥ 1)")
 	}
@@ -276,7 +276,7 @@ type RootRetention struct {
 
 // Retention returns the history retention of agent's root (the node default for a root
 // without its own policy, or one that does not exist).
-func (s *Service) Retention(ctx context.Context, agent string) (RootRetention, error) {
+func (s *base) Retention(ctx context.Context, agent string) (RootRetention, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return RootRetention{}, AsError(err)
 	}
@@ -307,7 +307,7 @@ func (s *Service) Retention(ctx context.Context, agent string) (RootRetention, e
 // not exist); the zero Retention returns the root to the node default (meta.SetRetention).
 // InvalidArguments naming versions, age or max_versions for a policy out of bounds. An
 // admin's operation: the surfaces offer it only on the admin listener.
-func (s *Service) SetRetention(ctx context.Context, agent string, r meta.Retention) (RootRetention, error) {
+func (s *base) SetRetention(ctx context.Context, agent string, r meta.Retention) (RootRetention, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return RootRetention{}, AsError(err)
 	}

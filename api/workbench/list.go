@@ -56,7 +56,7 @@ type ListResult struct {
 // (sections always exist), InvalidArguments for a bad or foreign cursor, ReadFenceChanged
 // (retryable) when the workbench changed since the cursor's first page,
 // ResourceExhausted (retryable) when the budget stayed taken for the queue timeout.
-func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error) {
+func (s *base) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return ListResult{}, err
 	}
@@ -148,7 +148,7 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 }
 
 // listTop merges the five always-present sections into the real top-level children.
-func (s *Service) listTop(view *meta.View, ws *meta.Workspace, after string, limit int) ([]meta.DirEntry, bool) {
+func (s *base) listTop(view *meta.View, ws *meta.Workspace, after string, limit int) ([]meta.DirEntry, bool) {
 	real, more, _ := view.List(ws, "", after, limit)
 	byName := map[string]meta.DirEntry{}
 	for _, e := range real {

@@ -113,7 +113,7 @@ const DefaultProposalListLimit = 100
 
 // Propose makes a proposal (the rules at the top of this file). Its result is the
 // proposal as ProposalResult renders it, with "replayed" for a converged retry.
-func (s *Service) Propose(ctx context.Context, agent string, in ProposeInput) (Result, error) {
+func (s *base) Propose(ctx context.Context, agent string, in ProposeInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, in.Path); err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func (s *Service) Propose(ctx context.Context, agent string, in ProposeInput) (R
 
 // proposeHash identifies a create's content for convergence: every input but the request
 // id, with the body as its digest (an edit as its strings).
-func (s *Service) proposeHash(agent string, in ProposeInput, refs []meta.EvidenceRef) (meta.Digest, *Error) {
+func (s *base) proposeHash(agent string, in ProposeInput, refs []meta.EvidenceRef) (meta.Digest, *Error) {
 	n := 0
 	for _, set := range []bool{in.Text != nil, in.Base64 != nil, in.Edit != nil} {
 		if set {
@@ -229,7 +229,7 @@ func (s *Service) proposeHash(agent string, in ProposeInput, refs []meta.Evidenc
 
 // proposedBytes resolves a create's body (text, base64, or an edit of the file at the
 // base) and its base generation.
-func (s *Service) proposedBytes(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, in ProposeInput) ([]byte, string, uint64, *Error) {
+func (s *base) proposedBytes(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, in ProposeInput) ([]byte, string, uint64, *Error) {
 	var head *meta.Entry
 	if e, err := view.File(ws, in.Path); err == nil {
 		head = e
@@ -328,7 +328,7 @@ func evidenceRefs(in []EvidenceInput) ([]meta.EvidenceRef, *Error) {
 // Decide accepts or rejects a pending proposal (the rules at the top of this file). The
 // result: the proposal after the decision, its judgment, for an accept the published
 // generation and the readback check (Readback), and "replayed".
-func (s *Service) Decide(ctx context.Context, agent string, in DecideInput) (Result, error) {
+func (s *base) Decide(ctx context.Context, agent string, in DecideInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -380,14 +380,14 @@ const ReasonSelfReview = "self_review"
 // request's principal is one of authors (principal ids; "" is the principal-less work of
 // a node without one), so a surface that judges before it decides can refuse first. nil
 // when the setting is off or the caller is none of them.
-func (s *Service) MayDecide(ctx context.Context, authors []string) error {
+func (s *base) MayDecide(ctx context.Context, authors []string) error {
 	if err := s.selfReview(ctx, authors); err != nil {
 		return err
 	}
 	return nil
 }
 
-func (s *Service) selfReview(ctx context.Context, authors []string) *Error {
+func (s *base) selfReview(ctx context.Context, authors []string) *Error {
 	if !s.cfg.RequireDistinctReviewer {
 		return nil
 	}
@@ -404,7 +404,7 @@ func (s *Service) selfReview(ctx context.Context, authors []string) *Error {
 // workbench ws: authors, or when nil the proposer its record names. A proposal that
 // cannot be read passes: the decision itself answers for it (NotFound), the same way
 // for a missing and a hidden one.
-func (s *Service) mayDecideOwn(ctx context.Context, agent, ws, id string, authors []string) *Error {
+func (s *base) mayDecideOwn(ctx context.Context, agent, ws, id string, authors []string) *Error {
 	if !s.cfg.RequireDistinctReviewer {
 		return nil
 	}

@@ -21,7 +21,7 @@ import (
 // bytes and its diff against the base), the judgments of the workbench (judgments true),
 // or a page of its proposals filtered by path and state, in creation order. Every
 // proposal carries stale (its base is not the path's head) and head_generation.
-func (s *Service) ToolProposals(ctx context.Context, agent string, in ProposalsInput) (Result, error) {
+func (s *base) ToolProposals(ctx context.Context, agent string, in ProposalsInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, deref(in.Path)); err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func (s *Service) ToolProposals(ctx context.Context, agent string, in ProposalsI
 	return s.proposalPage(ctx, agent, view, ws, in)
 }
 
-func (s *Service) proposalGet(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, id string, body bool) (Result, error) {
+func (s *base) proposalGet(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, id string, body bool) (Result, error) {
 	p, err := view.Proposal(agent, ws.Name, id)
 	if err != nil {
 		return nil, AsError(err)
@@ -70,7 +70,7 @@ func (s *Service) proposalGet(ctx context.Context, agent string, view *meta.View
 // proposalDiff is the diff of a proposal's body against its base (api/diff, as
 // cairn_diff shows a file's): base generation 0 diffs against an empty file. nil when the
 // base is no longer retained or cannot be read (the caller still shows the bytes).
-func (s *Service) proposalDiff(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, p *meta.Proposal, _ []byte) any {
+func (s *base) proposalDiff(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, p *meta.Proposal, _ []byte) any {
 	var base *meta.Entry
 	if p.BaseGeneration != 0 {
 		e, err := fileAtGeneration(view, ws, p.Path, p.BaseGeneration)
@@ -91,7 +91,7 @@ func (s *Service) proposalDiff(ctx context.Context, agent string, view *meta.Vie
 
 // proposalBytes loads a proposal's stored body (bounded by the MCP payload cap), verified
 // like every read.
-func (s *Service) proposalBytes(ctx context.Context, agent string, p *meta.Proposal) ([]byte, *Error) {
+func (s *base) proposalBytes(ctx context.Context, agent string, p *meta.Proposal) ([]byte, *Error) {
 	b := p.Body
 	if b.Size > s.cfg.MCPMaxPayloadBytes {
 		return nil, tooLargeToLoad(b.Size, s.cfg.MCPMaxPayloadBytes)
@@ -100,7 +100,7 @@ func (s *Service) proposalBytes(ctx context.Context, agent string, p *meta.Propo
 }
 
 // loadEntry reads a whole body under a load slot.
-func (s *Service) loadEntry(ctx context.Context, agent string, e *meta.Entry) ([]byte, *Error) {
+func (s *base) loadEntry(ctx context.Context, agent string, e *meta.Entry) ([]byte, *Error) {
 	release, err := admit(ctx, s.loads)
 	if err != nil {
 		return nil, AsError(err)
@@ -118,7 +118,7 @@ func (s *Service) loadEntry(ctx context.Context, agent string, e *meta.Entry) ([
 	return data, nil
 }
 
-func (s *Service) proposalPage(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, in ProposalsInput) (Result, error) {
+func (s *base) proposalPage(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, in ProposalsInput) (Result, error) {
 	state := meta.ProposalState(deref(in.State))
 	switch state {
 	case "", meta.ProposalPending, meta.ProposalAccepted, meta.ProposalRejected, meta.ProposalSuperseded:
@@ -151,7 +151,7 @@ func (s *Service) proposalPage(ctx context.Context, agent string, view *meta.Vie
 	return Result{"status": "success", "workbench_id": ws.Name, "proposals": items, "next_cursor": next, "truncated": more}, nil
 }
 
-func (s *Service) judgmentPage(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, in ProposalsInput) (Result, error) {
+func (s *base) judgmentPage(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, in ProposalsInput) (Result, error) {
 	after, limit, werr := s.pageArgs(ctx, "judgments", agent, ws, in, "")
 	if werr != nil {
 		return nil, werr
@@ -202,7 +202,7 @@ const (
 
 // listingPageMaxBytes is the estimate a listing page may reach: an eighth of the budget,
 // at most maxListingPageBytes.
-func (s *Service) listingPageMaxBytes() int64 {
+func (s *base) listingPageMaxBytes() int64 {
 	return min(maxListingPageBytes, s.cfg.QueryBudgetBytes/listingPageShare)
 }
 
@@ -238,7 +238,7 @@ func fitPage[T any](list []T, more bool, bound int64, cost func(T) int64) ([]T, 
 
 // pageArgs checks a listing's limit and cursor (signed for the same kind, workbench
 // incarnation, path and filter) and returns the version to continue after.
-func (s *Service) pageArgs(ctx context.Context, kind, agent string, ws *meta.Workspace, in ProposalsInput, args string) (uint64, int, *Error) {
+func (s *base) pageArgs(ctx context.Context, kind, agent string, ws *meta.Workspace, in ProposalsInput, args string) (uint64, int, *Error) {
 	limit := DefaultProposalListLimit
 	if in.Limit != nil {
 		limit = *in.Limit
@@ -260,7 +260,7 @@ func (s *Service) pageArgs(ctx context.Context, kind, agent string, ws *meta.Wor
 }
 
 // proposalResult renders a proposal with its computed staleness against view's head.
-func (s *Service) proposalResult(view *meta.View, ws *meta.Workspace, p *meta.Proposal) Result {
+func (s *base) proposalResult(view *meta.View, ws *meta.Workspace, p *meta.Proposal) Result {
 	var head any
 	stale := p.BaseGeneration != 0
 	if e, err := view.File(ws, p.Path); err == nil {
@@ -321,7 +321,7 @@ func judgmentResult(j *meta.Judgment) map[string]any {
 // above the MCP payload cap are checked by digest only ("loaded": false). The check runs
 // on view (after the decision); a file already changed again is read at its version
 // while retained, else reported "checked": false.
-func (s *Service) Readback(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, p *meta.Proposal, generation uint64) (map[string]any, *Error) {
+func (s *base) Readback(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, p *meta.Proposal, generation uint64) (map[string]any, *Error) {
 	out := map[string]any{"generation": generation, "checked": false, "loaded": false, "bytes_equal": nil, "jcs_equal": nil}
 	at, err := view.At(generation)
 	if err != nil {

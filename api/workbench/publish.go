@@ -35,7 +35,7 @@ type gcState struct {
 // InstrumentGC registers cairn_gc_publish_retries_total on reg: the writes whose publish
 // met a blob under delete intent (or deleted after their upload) and uploaded again. The
 // sweeps' own cairn_gc_* metrics are shard/worker's. Call it once, before the first write.
-func (s *Service) InstrumentGC(reg prometheus.Registerer) error {
+func (s *base) InstrumentGC(reg prometheus.Registerer) error {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "gc", Name: "publish_retries_total",
 		Help: "Writes whose publish met a blob under delete intent (or deleted after upload) and uploaded again."})
 	if err := reg.Register(c); err != nil {
@@ -89,7 +89,7 @@ func (b *ingested) retain(data blob.Hashed) {
 // When the FSM rejects it with BlobDeleting, it waits until none of body's blobs is under
 // delete intent, makes sure each is stored (uploading it again from the retained bytes),
 // and retries with a new fence. It gives up with a retryable ObjectUnavailable.
-func (s *Service) proposeBlobs(ctx context.Context, h meta.Header, b meta.Body, body *ingested) (meta.Result, *Error) {
+func (s *base) proposeBlobs(ctx context.Context, h meta.Header, b meta.Body, body *ingested) (meta.Result, *Error) {
 	for attempt := 1; ; attempt++ {
 		h.UploadFence = body.fence
 		res, err := s.proposeRaw(ctx, h, b)
@@ -116,7 +116,7 @@ func (s *Service) proposeBlobs(ctx context.Context, h meta.Header, b meta.Body, 
 
 // reupload waits until no blob of body is under delete intent, then makes sure every blob
 // without a reference record is stored, and moves body's fence to the view it checked.
-func (s *Service) reupload(ctx context.Context, body *ingested) *Error {
+func (s *base) reupload(ctx context.Context, body *ingested) *Error {
 	deadline := time.Now().Add(gcIntentWait)
 	for attempt := 1; ; attempt++ {
 		view, err := s.readView(ctx, body.agent)

@@ -25,13 +25,13 @@ const (
 
 // ToolRead implements workbench_read: structured records (JSON, YAML, text lines) or a
 // byte range as base64, paginated with a cursor bound to the file's generation.
-func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Result, error) {
+func (s *base) ToolRead(ctx context.Context, agent string, in ReadInput) (Result, error) {
 	return s.toolRead(ctx, agent, in, 0)
 }
 
 // toolRead is workbench_read of the live file or a snapshot's (gen 0), or of the retained
 // version with generation gen (cairn_read_at, history.go), whose cursors are bound to it.
-func (s *Service) toolRead(ctx context.Context, agent string, in ReadInput, gen uint64) (Result, error) {
+func (s *base) toolRead(ctx context.Context, agent string, in ReadInput, gen uint64) (Result, error) {
 	at, aerr := ParseAtSnapshot(in.AtSnapshot)
 	if aerr != nil {
 		return nil, aerr

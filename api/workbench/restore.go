@@ -50,7 +50,7 @@ func RestoreOperationID(agent string, sourceIncarnation uint64, source, destinat
 // snapshot or a commit, without copying a byte of file data. The destination stays
 // invisible until one final command publishes it; a retry after success replays, a retry
 // while it runs is a retryable Conflict naming the operation.
-func (s *Service) ToolRestore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
+func (s *base) ToolRestore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (s *Service) ToolRestore(ctx context.Context, agent string, in RestoreInput
 // from several places at once: every step is conditional on the operation's recorded
 // position, and a lost race re-reads the operation. Concurrent drives of one operation in
 // this process share one driver.
-func (s *Service) driveRestore(ctx context.Context, op *meta.RestoreOp) (*meta.RestoreOp, error) {
+func (s *base) driveRestore(ctx context.Context, op *meta.RestoreOp) (*meta.RestoreOp, error) {
 	ch := make(chan struct{})
 	if prev, loaded := s.restoring.LoadOrStore(op.ID, ch); loaded {
 		select {
@@ -173,7 +173,7 @@ func (s *Service) driveRestore(ctx context.Context, op *meta.RestoreOp) (*meta.R
 	return op, nil
 }
 
-func (s *Service) reloadRestore(ctx context.Context, op *meta.RestoreOp) (*meta.RestoreOp, error) {
+func (s *base) reloadRestore(ctx context.Context, op *meta.RestoreOp) (*meta.RestoreOp, error) {
 	view, err := s.readView(ctx, op.Agent)
 	if err != nil {
 		return nil, AsError(err)
@@ -221,7 +221,7 @@ func nilIfZero(n uint64) any {
 // RestoreManifestSchema: the operation, the source and destination workbenches with their
 // presentation paths, and under restored_from the source again with the frozen state read,
 // {"kind":"snapshot","snapshot_id":N} or {"kind":"commit","commit_id":"<64 hex>"}.
-func (s *Service) restoreManifest(op *meta.RestoreOp) map[string]any {
+func (s *base) restoreManifest(op *meta.RestoreOp) map[string]any {
 	source := map[string]any{"kind": "snapshot", "snapshot_id": op.SnapshotID}
 	if op.SnapshotID == 0 {
 		source = map[string]any{"kind": "commit", "commit_id": op.CommitIdentity}
@@ -240,7 +240,7 @@ func (s *Service) restoreManifest(op *meta.RestoreOp) map[string]any {
 
 // restoreFinish builds the finishing command: the restore manifest, and the destination's
 // commit whose content digest is the tree digest of the restored members.
-func (s *Service) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta.RestoreFinish, uint64, error) {
+func (s *base) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta.RestoreFinish, uint64, error) {
 	view, err := s.readView(ctx, op.Agent)
 	if err != nil {
 		return meta.RestoreFinish{}, 0, AsError(err)
@@ -279,7 +279,7 @@ func (s *Service) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta.R
 // restored either way. restore_manifest is the presentation path of the destination's
 // metadata/restore_manifest.json. cleanup_pending is always false: a restore holds nothing
 // once it completes (the destination's files hold their own blob references).
-func (s *Service) restoreResult(op *meta.RestoreOp, replay bool) Result {
+func (s *base) restoreResult(op *meta.RestoreOp, replay bool) Result {
 	r := success()
 	r["state"] = "complete"
 	r["operation_id"] = op.ID
@@ -303,7 +303,7 @@ func (s *Service) restoreResult(op *meta.RestoreOp, replay bool) Result {
 // Restorer). Restores already driven by this process are left to their driver. It returns
 // the first error (ErrCoreUnavailable when c does not lead); callers retry on their next
 // tick.
-func (s *Service) ResumeRestores(ctx context.Context, c LeaderCore) error {
+func (s *base) ResumeRestores(ctx context.Context, c LeaderCore) error {
 	view, err := c.ReadView(ctx)
 	if err != nil {
 		return err
@@ -321,7 +321,7 @@ func (s *Service) ResumeRestores(ctx context.Context, c LeaderCore) error {
 
 // RestoreStatus reports a restore operation: its state ("copying" or "complete"), files
 // staged so far, and whether staging finished. NotFound for an unknown operation.
-func (s *Service) RestoreStatus(ctx context.Context, agent, opID string) (Result, error) {
+func (s *base) RestoreStatus(ctx context.Context, agent, opID string) (Result, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return nil, AsError(err)
 	}

@@ -68,7 +68,7 @@ type CatalogInput struct {
 // queryScope resolves (id, section, path) to a query scope on a linearizable live view,
 // and the fence a cursor binds: the workbench revision, or for a root-wide query the
 // highest revision of the root's visible workbenches (any change in scope raises it).
-func (s *Service) queryScope(ctx context.Context, agent string, id, section, path *string) (*meta.View, meta.Scope, uint64, error) {
+func (s *base) queryScope(ctx context.Context, agent string, id, section, path *string) (*meta.View, meta.Scope, uint64, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return nil, meta.Scope{}, 0, AsError(err)
 	}
@@ -167,7 +167,7 @@ func facetsJSON(fs []meta.Facet) []map[string]any {
 
 // queryScopeFields adds the scope keys every query result carries: the presentation path
 // of the scope, and the workbench id (null for a root-wide query).
-func (s *Service) queryScopeFields(r Result, agent string, id, section, path *string) Result {
+func (s *base) queryScopeFields(r Result, agent string, id, section, path *string) Result {
 	full, _ := toolTarget(deref(section), deref(path)) // validated by queryScope
 	r["path"] = s.scopePath(agent, deref(id), full)
 	r["workbench_id"] = nilIfEmpty(deref(id))
@@ -184,7 +184,7 @@ func searchArgsKey(in SearchInput) string {
 // ToolSearch implements workbench_search: version-consistent queries over the indexed
 // metadata of one workbench or the whole agent root. A cursor is bound to the arguments
 // and to the scope's revision: a change in scope since the first page is ReadFenceChanged.
-func (s *Service) ToolSearch(ctx context.Context, agent string, in SearchInput) (Result, error) {
+func (s *base) ToolSearch(ctx context.Context, agent string, in SearchInput) (Result, error) {
 	limit := meta.MaxSearchLimit
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > meta.MaxSearchLimit {
@@ -251,7 +251,7 @@ func (s *Service) ToolSearch(ctx context.Context, agent string, in SearchInput) 
 }
 
 // ToolAggregate implements workbench_aggregate: measures over matching files, grouped.
-func (s *Service) ToolAggregate(ctx context.Context, agent string, in AggregateInput) (Result, error) {
+func (s *base) ToolAggregate(ctx context.Context, agent string, in AggregateInput) (Result, error) {
 	limit := meta.MaxAggregateLimit
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > meta.MaxAggregateLimit {
@@ -315,7 +315,7 @@ func (s *Service) ToolAggregate(ctx context.Context, agent string, in AggregateI
 
 // ToolCatalog implements workbench_catalog: the fields present in scope, their types,
 // how many files carry them, the operators each accepts, and optionally top values.
-func (s *Service) ToolCatalog(ctx context.Context, agent string, in CatalogInput) (Result, error) {
+func (s *base) ToolCatalog(ctx context.Context, agent string, in CatalogInput) (Result, error) {
 	view, scope, _, err := s.queryScope(ctx, agent, in.ID, in.Section, in.Path)
 	if err != nil {
 		return nil, err

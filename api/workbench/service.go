@@ -187,6 +187,12 @@ type Config struct {
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
 // concurrent use.
 type Service struct {
+	*base
+}
+
+// base is the state every part of the Service shares: the cores, the blob store, the
+// configuration, the node's budgets and caches.
+type base struct {
 	cores   Cores
 	blobs   blob.Store
 	cfg     Config
@@ -302,30 +308,30 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	if err := cfg.Limits.validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
+	s := &base{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
 		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
 		prefetches: make(slots, cfg.MaxConcurrentPrefetches), readBudget: semaphore.NewWeighted(cfg.MaxReadBufferBytes),
 		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now, chunkFormat: blob.CurrentChunkFormat}
 	s.limits = newPrincipalLimits(cfg.Limits, func() time.Time { return s.now() })
-	return s, nil
+	return &Service{base: s}, nil
 }
 
 // Config returns the adapter's effective configuration.
-func (s *Service) Config() Config { return s.cfg }
+func (s *base) Config() Config { return s.cfg }
 
 // WorkbenchPath is the presentation path of a workbench: "{root}/{id}".
-func (s *Service) WorkbenchPath(agent, id string) string {
+func (s *base) WorkbenchPath(agent, id string) string {
 	return s.RootPath(agent) + "/" + id
 }
 
 // RootPath is the presentation path of an agent root ("/agents/{agent}/wb" by default).
-func (s *Service) RootPath(agent string) string {
+func (s *base) RootPath(agent string) string {
 	return strings.ReplaceAll(s.cfg.PresentationRoot, "{agent}", agent)
 }
 
 // scopePath is the presentation path of a tool's scope: the agent root without a
 // workbench, else the workbench, or the path full inside it.
-func (s *Service) scopePath(agent, id, full string) string {
+func (s *base) scopePath(agent, id, full string) string {
 	switch {
 	case id == "":
 		return s.RootPath(agent)
@@ -364,7 +370,7 @@ func validateTarget(agent, id, path string) *Error {
 
 // rootUID returns the uid of agent's root, creating the root when it does not exist yet
 // (blob keys need it before the first publish).
-func (s *Service) rootUID(ctx context.Context, agent string) (string, error) {
+func (s *base) rootUID(ctx context.Context, agent string) (string, error) {
 	if err := s.mayCreate(ctx, agent, ""); err != nil {
 		return "", err // before the cache: a hidden root's blobs are never written
 	}
@@ -391,7 +397,7 @@ func (s *Service) rootUID(ctx context.Context, agent string) (string, error) {
 }
 
 // propose runs a command and folds a command-level failure into the error.
-func (s *Service) propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, *Error) {
+func (s *base) propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, *Error) {
 	res, err := s.proposeRaw(ctx, h, b)
 	if err != nil {
 		return res, AsError(err)
@@ -411,7 +417,7 @@ type CreateResult struct {
 
 // CreateWorkbench creates workbench id under agent; creating an existing one succeeds with
 // Created false.
-func (s *Service) CreateWorkbench(ctx context.Context, agent, id string, requestID string) (CreateResult, error) {
+func (s *base) CreateWorkbench(ctx context.Context, agent, id string, requestID string) (CreateResult, error) {
 	if err := validateTarget(agent, id, ""); err != nil {
 		return CreateResult{}, err
 	}
@@ -476,7 +482,7 @@ func (r FileResult) DigestURI() string { return DigestURI(r.Digest) }
 // DigestURI formats a digest as "sha256:<hex>".
 func DigestURI(d meta.Digest) string { return "sha256:" + hex.EncodeToString(d[:]) }
 
-func (s *Service) fileResult(agent, id, path string, res meta.Result) FileResult {
+func (s *base) fileResult(agent, id, path string, res meta.Result) FileResult {
 	sec, rel := splitSection(path)
 	return FileResult{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel,
 		Presentation: s.WorkbenchPath(agent, id) + "/" + path, Size: res.Size, Generation: res.Generation,
@@ -521,7 +527,7 @@ func (s *Service) fileResult(agent, id, path string, res meta.Result) FileResult
 //     dedupe record and the change feed, deterministically.
 //  8. Back here: fileResult shapes the answer; the surface writes it (REST: ETag is the
 //     generation).
-func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, error) {
+func (s *base) Write(ctx context.Context, req WriteRequest) (FileResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return FileResult{}, err
 	}
@@ -610,7 +616,7 @@ func freeSeg(p []byte) { putSegBuf(&p) }
 // key, docs/architecture.md#the-write-path), and twice for a body of several (the whole body, and each segment in
 // its upload goroutine); an append hashes its bytes once more for the resumed whole-body
 // digest. The blob store hashes nothing again (blob.Hashed).
-func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHint int64, resume hash.Hash) (*ingested, error) {
+func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint int64, resume hash.Hash) (*ingested, error) {
 	out := &ingested{agent: agent}
 	started := s.now()
 	_, inMemory := r.(interface{ Len() int }) // bytes.Reader, strings.Reader, bytes.Buffer
@@ -756,7 +762,7 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHin
 // the garbage collector may delete what it uploaded before it publishes (orphans older
 // than the grace go), and a retry at the same speed would meet the same end, so it is
 // answered at once and says why. Nothing is published; the blobs it stored are orphans.
-func (s *Service) checkUploadTime(started time.Time) *Error {
+func (s *base) checkUploadTime(started time.Time) *Error {
 	took := s.now().Sub(started)
 	if took <= s.cfg.MaxUploadDuration {
 		return nil
@@ -936,11 +942,11 @@ func fieldsKey(fs map[string]meta.FieldValue) string {
 }
 
 // BlobStore returns the object store the service writes bodies to.
-func (s *Service) BlobStore() blob.Store { return s.blobs }
+func (s *base) BlobStore() blob.Store { return s.blobs }
 
 // readView returns a linearizable view of the shard that serves agent's root, or the
 // empty state when the root is not in it or hidden from the caller (access.go).
-func (s *Service) readView(ctx context.Context, agent string) (*meta.View, error) {
+func (s *base) readView(ctx context.Context, agent string) (*meta.View, error) {
 	c, err := s.cores.For(ctx, agent)
 	if err != nil {
 		return nil, err
@@ -957,7 +963,7 @@ func (s *Service) readView(ctx context.Context, agent string) (*meta.View, error
 // through here. A command for a root the caller may not change is refused before it
 // reaches the core (mayWrite), and one for a missing or hidden root is decided on the
 // empty state first (absentRoot).
-func (s *Service) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error) {
+func (s *base) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error) {
 	agent := meta.AgentOf(b)
 	if err := mayWrite(ctx, agent); err != nil {
 		return meta.Result{}, err

@@ -59,7 +59,7 @@ type SnapshotListInput struct {
 }
 
 // snapshotFields renders a snapshot record the way every snapshot tool reports it.
-func (s *Service) snapshotFields(r Result, snap *meta.WorkbenchSnapshot, nowMs int64) Result {
+func (s *base) snapshotFields(r Result, snap *meta.WorkbenchSnapshot, nowMs int64) Result {
 	r["snapshot_id"] = snap.ID
 	r["name"] = nilIfEmpty(snap.Name)
 	r["read_version"] = snap.ReadVersion
@@ -140,7 +140,7 @@ func snapshotMetadata(raw json.RawMessage) ([]byte, *Error) {
 // At most Config.MaxSnapshotsPerWorkbench snapshots of a workbench hold history at once;
 // one more is ResourceExhausted, not retryable, details {quota: "snapshots_per_workbench",
 // limit, usage, requested, max_snapshots}.
-func (s *Service) ToolSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
+func (s *base) ToolSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
 	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolWorkbench, s.cfg.MaxSnapshotsPerWorkbench)
 }
 
@@ -148,11 +148,11 @@ func (s *Service) ToolSnapshot(ctx context.Context, agent string, in SnapshotInp
 // snapshot counts against Config.MaxRunSnapshotsPerWorkbench, not the workbench's own cap,
 // so runs never make the workbench tools' snapshots fail (issue 25, finding 13); past it,
 // the quota "run_snapshots_per_workbench".
-func (s *Service) RunSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
+func (s *base) RunSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
 	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolRuns, s.cfg.MaxRunSnapshotsPerWorkbench)
 }
 
-func (s *Service) mintSnapshot(ctx context.Context, agent string, in SnapshotInput, pool meta.SnapshotPool, maxHeld int) (Result, error) {
+func (s *base) mintSnapshot(ctx context.Context, agent string, in SnapshotInput, pool meta.SnapshotPool, maxHeld int) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func snapshotSelectorArgs(id *uint64, name *string) (uint64, string, *Error) {
 }
 
 // ToolSnapshotRenew implements workbench_snapshot_renew.
-func (s *Service) ToolSnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput) (Result, error) {
+func (s *base) ToolSnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (s *Service) ToolSnapshotRenew(ctx context.Context, agent string, in Snapsh
 }
 
 // ToolSnapshotRetire implements workbench_snapshot_retire.
-func (s *Service) ToolSnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
+func (s *base) ToolSnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -273,7 +273,7 @@ func nowMsOf(res meta.Result) int64 {
 // their state, aliases, annotation and lease evidence, oldest first: every snapshot that
 // holds history (at most Config.MaxSnapshotsPerWorkbench, which minting enforces) and the
 // newest MaxListedEndedSnapshots retired or reaped ones, so the answer is bounded.
-func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in SnapshotListInput) (Result, error) {
+func (s *base) ToolSnapshotList(ctx context.Context, agent string, in SnapshotListInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -309,7 +309,7 @@ const MaxSnapshotPageLimit = 100
 // starts at the first). The result is the tool's, plus next_cursor (null after the last
 // page) and truncated. InvalidArguments for a bad limit or a cursor issued for another
 // workbench.
-func (s *Service) SnapshotListPage(ctx context.Context, agent, id, cursorText string, limit int) (Result, error) {
+func (s *base) SnapshotListPage(ctx context.Context, agent, id, cursorText string, limit int) (Result, error) {
 	if err := validateTarget(agent, id, ""); err != nil {
 		return nil, err
 	}
@@ -358,7 +358,7 @@ func (s *Service) SnapshotListPage(ctx context.Context, agent, id, cursorText st
 }
 
 // snapshotEntry is one snapshot as snapshot_list reports it.
-func (s *Service) snapshotEntry(view *meta.View, sn *meta.WorkbenchSnapshot) Result {
+func (s *base) snapshotEntry(view *meta.View, sn *meta.WorkbenchSnapshot) Result {
 	r := s.snapshotFields(Result{}, sn, view.NowMs())
 	aliases := view.SnapshotAliases(sn)
 	if aliases == nil {

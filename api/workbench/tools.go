@@ -139,7 +139,7 @@ func deref[T any](p *T) T {
 }
 
 // payload decodes exactly one of text or base64, enforcing the MCP payload cap.
-func (s *Service) payload(text, b64 *string) ([]byte, bool, *Error) {
+func (s *base) payload(text, b64 *string) ([]byte, bool, *Error) {
 	switch {
 	case text != nil && b64 != nil:
 		return nil, false, invalidArgument("text", "give exactly one of text or base64, not both")
@@ -181,7 +181,7 @@ func base64DecodedLen(s string) int64 {
 // writePayload decodes a write tool's payload (exactly one of text or base64) and picks its
 // content type: the caller's, else text/plain; charset=utf-8 for text and
 // application/octet-stream for base64.
-func (s *Service) writePayload(text, b64, contentType *string) ([]byte, string, *Error) {
+func (s *base) writePayload(text, b64, contentType *string) ([]byte, string, *Error) {
 	data, isText, err := s.payload(text, b64)
 	if err != nil {
 		return nil, "", err
@@ -204,7 +204,7 @@ func atSnapshotValue(at At) any {
 	return at.SnapshotID
 }
 
-func (s *Service) fileFields(r Result, agent, id, full string) Result {
+func (s *base) fileFields(r Result, agent, id, full string) Result {
 	sec, rel := splitSection(full)
 	r["workbench_id"] = id
 	if sec == "" {
@@ -220,7 +220,7 @@ func (s *Service) fileFields(r Result, agent, id, full string) Result {
 // scopeFields adds the keys that say what a listing or a grep covered: the workbench, the
 // section (null for the workbench top), the path relative to it (null for the section
 // itself), and the presentation path of the scope.
-func (s *Service) scopeFields(r Result, agent, id, full string) Result {
+func (s *base) scopeFields(r Result, agent, id, full string) Result {
 	sec, rel := splitSection(full)
 	r["workbench_id"] = id
 	r["workbench_path"] = s.WorkbenchPath(agent, id)
@@ -231,7 +231,7 @@ func (s *Service) scopeFields(r Result, agent, id, full string) Result {
 }
 
 // ToolCreate implements workbench_create: an exact retry returns the same result.
-func (s *Service) ToolCreate(ctx context.Context, agent string, in CreateInput) (Result, error) {
+func (s *base) ToolCreate(ctx context.Context, agent string, in CreateInput) (Result, error) {
 	res, err := s.CreateWorkbench(ctx, agent, in.ID, "")
 	if err != nil {
 		return nil, err
@@ -243,7 +243,7 @@ func (s *Service) ToolCreate(ctx context.Context, agent string, in CreateInput) 
 	return r, nil
 }
 
-func (s *Service) validateWrite(agent, id, section, path string) (string, *Error) {
+func (s *base) validateWrite(agent, id, section, path string) (string, *Error) {
 	if err := validateTarget(agent, id, ""); err != nil {
 		return "", err
 	}
@@ -268,7 +268,7 @@ func (s *Service) validateWrite(agent, id, section, path string) (string, *Error
 // expected_generation only at that one (NoKV PR #491, docs/workbench.md): a stale value is
 // Conflict with details.current_generation, so two writers that read the same generation
 // cannot both replace it. expected_generation 0, or without replace, is InvalidArguments.
-func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput) (Result, error) {
+func (s *base) ToolPutFile(ctx context.Context, agent string, in PutFileInput) (Result, error) {
 	full, werr := s.validateWrite(agent, in.ID, in.Section, in.Path)
 	if werr != nil {
 		return nil, werr
@@ -329,7 +329,7 @@ func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput
 // ToolAppend implements workbench_append: creates the file when missing, otherwise appends
 // after a generation compare-and-swap, retrying conflicts itself. Without a request id it
 // is at-least-once: a transport retry of a call that did apply appends twice.
-func (s *Service) ToolAppend(ctx context.Context, agent string, in AppendInput) (Result, error) {
+func (s *base) ToolAppend(ctx context.Context, agent string, in AppendInput) (Result, error) {
 	full, werr := s.validateWrite(agent, in.ID, in.Section, in.Path)
 	if werr != nil {
 		return nil, werr
@@ -354,7 +354,7 @@ func (s *Service) ToolAppend(ctx context.Context, agent string, in AppendInput) 
 
 // ToolEdit implements workbench_edit: exact UTF-8 replacement on the live body, with
 // re-read and revalidation on a conflict (up to 5 attempts).
-func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Result, error) {
+func (s *base) ToolEdit(ctx context.Context, agent string, in EditInput) (Result, error) {
 	full, werr := s.validateWrite(agent, in.ID, in.Section, in.Path)
 	if werr != nil {
 		return nil, werr
@@ -439,7 +439,7 @@ func editedSize(size, replacements, oldLen, newLen int) int64 {
 }
 
 // ToolList implements workbench_list.
-func (s *Service) ToolList(ctx context.Context, agent string, in ListInput) (Result, error) {
+func (s *base) ToolList(ctx context.Context, agent string, in ListInput) (Result, error) {
 	at, aerr := ParseAtSnapshot(in.AtSnapshot)
 	if aerr != nil {
 		return nil, aerr
@@ -493,7 +493,7 @@ func nilIfEmpty(s string) any {
 }
 
 // ToolStat implements workbench_stat: the workbench, a section, a directory or a file.
-func (s *Service) ToolStat(ctx context.Context, agent string, in StatInput) (Result, error) {
+func (s *base) ToolStat(ctx context.Context, agent string, in StatInput) (Result, error) {
 	at, aerr := ParseAtSnapshot(in.AtSnapshot)
 	if aerr != nil {
 		return nil, aerr
@@ -526,7 +526,7 @@ func (s *Service) ToolStat(ctx context.Context, agent string, in StatInput) (Res
 // described (StatResult.SealedBy), else null. Cairn adds executable and
 // modified_at_unix_ms for files, file_count for directories and the workbench, and
 // sections for the workbench.
-func (s *Service) statCard(agent, id, full string, st StatResult) map[string]any {
+func (s *base) statCard(agent, id, full string, st StatResult) map[string]any {
 	c := map[string]any{"kind": st.Kind, "producer": st.Producer.String(), "producer_principal": st.Producer.Principal,
 		"producer_surface": st.Producer.Surface, "record_count": nil, "manifest_id": nilIfEmpty(st.SealedBy),
 		"content_type": nil, "digest_uri": nil, "generation": nil}
@@ -562,7 +562,7 @@ func baseName(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
 
 // stagingWriteError turns the NotFound a write's read step gets for a restore destination
 // that is still staging into the InvalidState a write to it gets (docs/workbench.md, workbench_restore).
-func (s *Service) stagingWriteError(ctx context.Context, agent, id string, err error) error {
+func (s *base) stagingWriteError(ctx context.Context, agent, id string, err error) error {
 	if AsError(err).Code != CodeNotFound {
 		return err
 	}

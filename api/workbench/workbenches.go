@@ -49,7 +49,7 @@ type WorkbenchPage struct {
 // uid) and the limit; anything else is InvalidArguments naming "cursor". A root that does
 // not exist lists nothing. Staging restore destinations are not listed (they are
 // invisible until complete).
-func (s *Service) ListWorkbenches(ctx context.Context, agent, cursorText string, limit int) (WorkbenchPage, error) {
+func (s *base) ListWorkbenches(ctx context.Context, agent, cursorText string, limit int) (WorkbenchPage, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return WorkbenchPage{}, AsError(err)
 	}
@@ -101,7 +101,7 @@ func (s *Service) ListWorkbenches(ctx context.Context, agent, cursorText string,
 // precondition, PreconditionFailed). NotFound when it does not exist;
 // ForkRetentionActive (retryable) while a restore reads from it; InvalidState (retryable)
 // while it is a restore's staging destination.
-func (s *Service) DeleteWorkbench(ctx context.Context, agent, id string, ifRevision uint64, requestID string) error {
+func (s *base) DeleteWorkbench(ctx context.Context, agent, id string, ifRevision uint64, requestID string) error {
 	if err := validateTarget(agent, id, ""); err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (s *Service) DeleteWorkbench(ctx context.Context, agent, id string, ifRevis
 // PurgeRoot deletes every workbench of agent's root, in bounded commands, and returns how
 // many it deleted. The root keeps its quotas. ForkRetentionActive (retryable) while a
 // restore of the root is in progress.
-func (s *Service) PurgeRoot(ctx context.Context, agent string) (int64, error) {
+func (s *base) PurgeRoot(ctx context.Context, agent string) (int64, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return 0, AsError(err)
 	}
@@ -150,7 +150,7 @@ type RootUsage struct {
 
 // Usage returns what agent's root holds and its quotas (zeros for a root that does not
 // exist).
-func (s *Service) Usage(ctx context.Context, agent string) (RootUsage, error) {
+func (s *base) Usage(ctx context.Context, agent string) (RootUsage, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return RootUsage{}, AsError(err)
 	}
@@ -171,7 +171,7 @@ func (s *Service) Usage(ctx context.Context, agent string) (RootUsage, error) {
 // SetQuota replaces the quotas of agent's root (creating the root when it does not exist);
 // a zero field lifts that limit. InvalidArguments naming the field for a negative one.
 // An admin's operation: the surfaces offer it only on the admin listener.
-func (s *Service) SetQuota(ctx context.Context, agent string, q meta.Quota) (RootUsage, error) {
+func (s *base) SetQuota(ctx context.Context, agent string, q meta.Quota) (RootUsage, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return RootUsage{}, AsError(err)
 	}
@@ -232,7 +232,7 @@ type WorkbenchDeleteInput struct {
 }
 
 // ToolWorkbenchList is cairn_workbench_list: ListWorkbenches of the session's root.
-func (s *Service) ToolWorkbenchList(ctx context.Context, agent string, in WorkbenchListInput) (Result, error) {
+func (s *base) ToolWorkbenchList(ctx context.Context, agent string, in WorkbenchListInput) (Result, error) {
 	cur, limit := "", 0
 	if in.Cursor != nil {
 		cur = *in.Cursor
@@ -248,7 +248,7 @@ func (s *Service) ToolWorkbenchList(ctx context.Context, agent string, in Workbe
 }
 
 // ToolWorkbenchDelete is cairn_workbench_delete: DeleteWorkbench in the session's root.
-func (s *Service) ToolWorkbenchDelete(ctx context.Context, agent string, in WorkbenchDeleteInput) (Result, error) {
+func (s *base) ToolWorkbenchDelete(ctx context.Context, agent string, in WorkbenchDeleteInput) (Result, error) {
 	var rev uint64
 	if in.IfRevision != nil {
 		rev = *in.IfRevision
