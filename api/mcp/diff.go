@@ -17,5 +17,5 @@ var diffTool = toolDef{
 		"lines_inserted, truncated, approximate. Without path: the paths added, removed or changed between two states (live, " +
 		"snapshot, commit), in path order, at most limit (1..1000, default 100) per page: changes [{path, change, old, new " +
 		"{digest_uri, size_bytes}}], next_cursor (pass back as cursor), truncated.",
-	run: bind((*workbench.Service).ToolDiff),
+	run: bind((*workbench.Tools).Diff),
 }

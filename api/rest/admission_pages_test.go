@@ -127,7 +127,7 @@ func TestAPagesEstimateBoundsWhatItAllocates(t *testing.T) {
 			}
 			write("input/log.txt", "first")
 			name := "before"
-			if _, err := svc.ToolSnapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &name}); err != nil {
+			if _, err := svc.Tools.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &name}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range tc.files {

@@ -48,7 +48,7 @@ func (h *Handler) history(w http.ResponseWriter, r *http.Request, agent, id stri
 		if err != nil {
 			return nil, err
 		}
-		return h.svc.HistoryResultJSON(agent, id, res), nil
+		return h.svc.Tools.HistoryResultJSON(agent, id, res), nil
 	})
 }
 

@@ -84,10 +84,10 @@ func TestClusterRefusesRunSnapshotsWhileAReplicaRunsTheFirstRelease(t *testing.T
 	if err := run(); !errors.As(err, &e) || e.Code != workbench.CodeRoutingUnavailable || !e.Retryable || !strings.Contains(e.Message, "being upgraded") {
 		t.Fatalf("a run's snapshot while a replica runs version 1: %v; want a retryable RoutingUnavailable saying the cluster is being upgraded", err)
 	}
-	if _, err := svc.ToolSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w"}); err != nil {
+	if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w"}); err != nil {
 		t.Fatalf("a workbench snapshot while a replica runs version 1: %v", err)
 	}
-	list, err := svc.ToolSnapshotList(ctx, "a", workbench.SnapshotListInput{ID: "w"})
+	list, err := svc.Tools.SnapshotList(ctx, "a", workbench.SnapshotListInput{ID: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}

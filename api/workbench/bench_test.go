@@ -60,12 +60,12 @@ func BenchmarkRestore(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if _, err := svc.ToolSnapshot(ctx, "a", workbench.SnapshotInput{ID: "src", Name: ptr("s")}); err != nil {
+	if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "src", Name: ptr("s")}); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		if _, err := svc.ToolRestore(ctx, "a", workbench.RestoreInput{ID: "src", DestinationID: fmt.Sprint("dst", i), AtSnapshot: []byte(`"s"`)}); err != nil {
+		if _, err := svc.Tools.Restore(ctx, "a", workbench.RestoreInput{ID: "src", DestinationID: fmt.Sprint("dst", i), AtSnapshot: []byte(`"s"`)}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -84,7 +84,7 @@ func (s *base) commitFields(r Result, agent, id string, c *meta.CommitRecord, re
 // current tree under a deterministic identity, writing metadata/run_manifest.json and the
 // head in one command. Exact retries replay; another identity is WorkbenchCommitConflict
 // unless replace is set, and a replace still loses to a concurrent head change.
-func (s *base) ToolCommit(ctx context.Context, agent string, in CommitInput) (Result, error) {
+func (s *base) Commit(ctx context.Context, agent string, in CommitInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}

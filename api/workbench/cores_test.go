@@ -63,10 +63,10 @@ func TestRootsLiveOnTheirOwnShard(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := svc.ToolSnapshot(ctx, agent, workbench.SnapshotInput{ID: "w", Name: ptr("s")}); err != nil {
+		if _, err := svc.Tools.Snapshot(ctx, agent, workbench.SnapshotInput{ID: "w", Name: ptr("s")}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := svc.ToolRestore(ctx, agent, workbench.RestoreInput{ID: "w", DestinationID: "copy", AtSnapshot: json.RawMessage(`"s"`)}); err != nil {
+		if _, err := svc.Tools.Restore(ctx, agent, workbench.RestoreInput{ID: "w", DestinationID: "copy", AtSnapshot: json.RawMessage(`"s"`)}); err != nil {
 			t.Fatal(err)
 		}
 	}

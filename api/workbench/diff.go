@@ -313,7 +313,7 @@ type DiffInput struct {
 }
 
 // ToolDiff is cairn_diff: Diff in the session's root, the sides in ParseDiffSide's syntax.
-func (s *base) ToolDiff(ctx context.Context, agent string, in DiffInput) (Result, error) {
+func (s *Tools) Diff(ctx context.Context, agent string, in DiffInput) (Result, error) {
 	req := DiffRequest{Agent: agent, Workbench: in.ID, Path: deref(in.Path), Context: in.Context, Cursor: deref(in.Cursor), Limit: deref(in.Limit)}
 	var err *Error
 	if req.From, err = ParseDiffSide("from", in.From); err != nil {
@@ -324,5 +324,5 @@ func (s *base) ToolDiff(ctx context.Context, agent string, in DiffInput) (Result
 			return nil, err
 		}
 	}
-	return s.Diff(ctx, req)
+	return s.base.Diff(ctx, req)
 }

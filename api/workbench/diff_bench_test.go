@@ -116,7 +116,7 @@ func BenchmarkDiffFile10MiB(b *testing.B) {
 		}
 	}
 	g := write(b, svc, "outputs/big.txt", old.String()).Generation
-	if _, err := svc.ToolSnapshot(context.Background(), "a", workbench.SnapshotInput{ID: "w"}); err != nil {
+	if _, err := svc.Tools.Snapshot(context.Background(), "a", workbench.SnapshotInput{ID: "w"}); err != nil {
 		b.Fatal(err)
 	}
 	write(b, svc, "outputs/big.txt", new.String())

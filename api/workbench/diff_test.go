@@ -34,7 +34,7 @@ func side(t testing.TB, s string) workbench.DiffSide {
 
 func commitNow(t testing.TB, svc *workbench.Service, n int) string {
 	t.Helper()
-	c, err := svc.ToolCommit(context.Background(), "a", workbench.CommitInput{ID: "w", Manifest: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)),
+	c, err := svc.Tools.Commit(context.Background(), "a", workbench.CommitInput{ID: "w", Manifest: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)),
 		ContentDigestURI: "sha256:" + strings.Repeat("ab", 32), Replace: ptr(true)})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestDiffFileSides(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{})
 	svc, ctx := n.Service, t.Context()
 	g1 := write(t, svc, "outputs/r.txt", "one\ntwo\nthree\n").Generation
-	if _, err := svc.ToolSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("s1")}); err != nil {
+	if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("s1")}); err != nil {
 		t.Fatal(err)
 	}
 	c1 := commitNow(t, svc, 1)
@@ -143,7 +143,7 @@ func TestDiffFileReadsObjectStoreBodies(t *testing.T) {
 	big := strings.Repeat("line\n", 100_000)
 	g := write(t, svc, "outputs/big.txt", big).Generation
 	// A snapshot holds the old generation (until version retention keeps it by itself).
-	if _, err := svc.ToolSnapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w"}); err != nil {
+	if _, err := svc.Tools.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	write(t, svc, "outputs/big.txt", big+"tail\n")
@@ -230,7 +230,7 @@ func TestDiffStatesPaged(t *testing.T) {
 	})
 	t.Run("a cursor of a snapshot name minted again is refused", func(t *testing.T) {
 		snap := func() {
-			if _, err := svc.ToolSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("again")}); err != nil {
+			if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("again")}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -34,7 +34,7 @@ const (
 // ToolFind implements workbench_find: the workbenches of the agent root, in name order,
 // filtered by committed state and by a case-insensitive literal match over the stored run
 // manifest (metadata/run_manifest.json of the head commit). Each page reads one version.
-func (s *base) ToolFind(ctx context.Context, agent string, in FindInput) (Result, error) {
+func (s *base) Find(ctx context.Context, agent string, in FindInput) (Result, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return nil, AsError(err)
 	}

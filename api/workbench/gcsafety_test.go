@@ -98,7 +98,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 		fail("compact", err)
 	})
 	loop(150*time.Millisecond, func(r *rand.Rand) {
-		res, err := svc.ToolSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w"})
+		res, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w"})
 		fail("snapshot", err)
 		mu.Lock()
 		defer mu.Unlock()
@@ -108,7 +108,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 		if len(snapshots) > 2 { // retire an older one: its history becomes garbage
 			k := r.IntN(len(snapshots) - 1)
 			id := snapshots[k]
-			if _, err := svc.ToolSnapshotRetire(ctx, "a", workbench.SnapshotRetireInput{ID: "w", SnapshotID: &id}); err == nil {
+			if _, err := svc.Tools.SnapshotRetire(ctx, "a", workbench.SnapshotRetireInput{ID: "w", SnapshotID: &id}); err == nil {
 				snapshots = append(snapshots[:k], snapshots[k+1:]...)
 			} else {
 				fail("retire", err)
@@ -125,12 +125,12 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 		id := snapshots[len(snapshots)-1]
 		mu.Unlock()
 		dst := fmt.Sprintf("r%d", restores.Add(1))
-		_, err := svc.ToolRestore(ctx, "a", workbench.RestoreInput{ID: "w", DestinationID: dst, AtSnapshot: json.RawMessage(fmt.Sprint(id))})
+		_, err := svc.Tools.Restore(ctx, "a", workbench.RestoreInput{ID: "w", DestinationID: dst, AtSnapshot: json.RawMessage(fmt.Sprint(id))})
 		fail("restore", err)
 	})
 	var commitN atomic.Int64
 	loop(2*time.Second, func(*rand.Rand) { // commits pin their tree for good: a few only
-		res, err := svc.ToolCommit(ctx, "a", workbench.CommitInput{ID: "w", Manifest: json.RawMessage(fmt.Sprintf(`{"n":%d}`, commitN.Add(1))),
+		res, err := svc.Tools.Commit(ctx, "a", workbench.CommitInput{ID: "w", Manifest: json.RawMessage(fmt.Sprintf(`{"n":%d}`, commitN.Add(1))),
 			ContentDigestURI: "sha256:" + strings.Repeat("0", 64), Replace: ptr(true)})
 		fail("commit", err)
 		if err == nil {
@@ -201,7 +201,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 	}
 	for i, c := range commits {
 		dst := fmt.Sprintf("commit%d", i)
-		if _, err := svc.ToolRestore(bg, "a", workbench.RestoreInput{ID: "w", DestinationID: dst, AtCommit: &c}); err != nil {
+		if _, err := svc.Tools.Restore(bg, "a", workbench.RestoreInput{ID: "w", DestinationID: dst, AtCommit: &c}); err != nil {
 			t.Fatalf("restore of commit %s: %v", c, err)
 		}
 		v, _ := n.Shard.ReadView(bg)

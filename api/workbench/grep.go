@@ -113,7 +113,7 @@ type GrepInput struct {
 // pattern must never be empty, nor may any alternative or item be; at most
 // MaxGrepPatterns distinct terms (after case folding) in all. Errors name the field they
 // came from ("pattern" or "patterns").
-func (s *base) ToolGrep(ctx context.Context, agent string, in GrepInput) (Result, error) {
+func (s *Tools) Grep(ctx context.Context, agent string, in GrepInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (s *base) ToolGrep(ctx context.Context, agent string, in GrepInput) (Result
 		}
 		limit = *in.Limit
 	}
-	res, err := s.Grep(ctx, GrepRequest{Agent: agent, Workbench: in.ID, Path: full, Patterns: terms,
+	res, err := s.base.Grep(ctx, GrepRequest{Agent: agent, Workbench: in.ID, Path: full, Patterns: terms,
 		Recursive: in.Recursive, Glob: deref(in.Glob), Cursor: deref(in.Cursor), Limit: limit})
 	if err != nil {
 		return nil, err

@@ -52,7 +52,7 @@ func grepCall(t *testing.T, svc *workbench.Service, in workbench.GrepInput) (gre
 	if in.ID == "" {
 		in.ID = "w"
 	}
-	r, err := svc.ToolGrep(t.Context(), "a", in)
+	r, err := svc.Tools.Grep(t.Context(), "a", in)
 	if err != nil {
 		return grepPage{}, err
 	}

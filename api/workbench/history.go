@@ -133,7 +133,7 @@ func historyVersion(r meta.FileVersion) HistoryVersion {
 // content_type, at (RFC 3339 UTC, milliseconds), at_unix_ms, producer, proposal}
 // (digest_uri, content_type and size_bytes null for a tombstone; producer null when
 // unknown; proposal the id of the accepted proposal that published it, else null).
-func (s *base) HistoryResultJSON(agent, id string, r HistoryResult) Result {
+func (s *Tools) HistoryResultJSON(agent, id string, r HistoryResult) Result {
 	items := make([]map[string]any, 0, len(r.Versions))
 	for _, v := range r.Versions {
 		item := map[string]any{"generation": v.Generation, "ordinal": v.Ordinal, "tombstone": v.Tombstone,
@@ -226,7 +226,7 @@ type HistoryInput struct {
 
 // ToolHistory implements cairn_history: one page of a file's retained versions, newest
 // first (History, rendered by HistoryResultJSON).
-func (s *base) ToolHistory(ctx context.Context, agent string, in HistoryInput) (Result, error) {
+func (s *Tools) History(ctx context.Context, agent string, in HistoryInput) (Result, error) {
 	if in.Section == "" {
 		return nil, invalidArgument("section", "is required")
 	}
@@ -234,7 +234,7 @@ func (s *base) ToolHistory(ctx context.Context, agent string, in HistoryInput) (
 	if werr != nil {
 		return nil, werr
 	}
-	res, err := s.History(ctx, HistoryRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: deref(in.Limit)})
+	res, err := s.base.History(ctx, HistoryRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: deref(in.Limit)})
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +258,7 @@ type ReadAtInput struct {
 // with the given generation (cairn_history lists them), with workbench_read's result;
 // its cursors stay on that version. NotFound naming generation when no retained body has
 // it.
-func (s *base) ToolReadAt(ctx context.Context, agent string, in ReadAtInput) (Result, error) {
+func (s *Tools) ReadAt(ctx context.Context, agent string, in ReadAtInput) (Result, error) {
 	if in.Generation == 0 {
 		return nil, invalidArgument("generation", "must be a generation (an integer ≥ 1)")
 	}

@@ -167,7 +167,7 @@ func TestHistoryNamesTheProposalThatPublishedAVersion(t *testing.T) {
 	if err != nil || len(res.Versions) != 2 || res.Versions[0].Proposal != id || res.Versions[1].Proposal != "" {
 		t.Fatalf("history %+v %v, want the newest version made by proposal %s", res.Versions, err, id)
 	}
-	rows := svc.HistoryResultJSON("a", "w", res)["versions"].([]map[string]any)
+	rows := svc.Tools.HistoryResultJSON("a", "w", res)["versions"].([]map[string]any)
 	if rows[0]["proposal"] != id || rows[1]["proposal"] != nil {
 		t.Fatalf("rendered rows %v", rows)
 	}

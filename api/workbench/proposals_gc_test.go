@@ -32,7 +32,7 @@ func TestPendingProposalBlobsSurviveGCSweeps(t *testing.T) {
 	if r, ok := n.record(t, "proposed body"); !ok || r.Count != 1 || r.Intent {
 		t.Fatalf("the proposal's blob record: %+v %v", r, ok)
 	}
-	got, err := n.svc.ToolProposals(ctx, "a", workbench.ProposalsInput{ID: "w", ProposalID: &id, IncludeBody: ptr(true)})
+	got, err := n.svc.Tools.Proposals(ctx, "a", workbench.ProposalsInput{ID: "w", ProposalID: &id, IncludeBody: ptr(true)})
 	if err != nil || got["text"] != "proposed body" {
 		t.Fatalf("proposal after the sweep: %v %v", got["text"], err)
 	}

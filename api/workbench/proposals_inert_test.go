@@ -108,20 +108,20 @@ func everythingVisible(rt *rapid.T, svc *workbench.Service, wb string) string {
 				continue
 			}
 			section, rel, _ := strings.Cut(e.Path, "/")
-			add(svc.ToolRead(ctx, "a", workbench.ReadInput{ID: wb, Section: section, Path: rel}))
+			add(svc.Tools.Read(ctx, "a", workbench.ReadInput{ID: wb, Section: section, Path: rel}))
 			f, err := svc.Open(ctx, "a", wb, e.Path) // export: open and stream every file
 			if err != nil {
 				rt.Fatal(err)
 			}
 			body, err := f.ReadAll(ctx, 1<<20)
 			add(string(body), err)
-			add(svc.ToolStat(ctx, "a", workbench.StatInput{ID: wb, Path: &e.Path}))
+			add(svc.Tools.Stat(ctx, "a", workbench.StatInput{ID: wb, Path: &e.Path}))
 		}
 	}
 	walk("")
-	add(svc.ToolGrep(ctx, "a", workbench.GrepInput{ID: wb, Pattern: "PENDING", Recursive: true}))
-	add(svc.ToolSearch(ctx, "a", workbench.SearchInput{ID: &wb, Fields: []string{"artifact.digest", "artifact.size_bytes"}}))
-	add(svc.ToolFind(ctx, "a", workbench.FindInput{IncludeManifest: ptr(true)}))
+	add(svc.Tools.Grep(ctx, "a", workbench.GrepInput{ID: wb, Pattern: "PENDING", Recursive: true}))
+	add(svc.Tools.Search(ctx, "a", workbench.SearchInput{ID: &wb, Fields: []string{"artifact.digest", "artifact.size_bytes"}}))
+	add(svc.Tools.Find(ctx, "a", workbench.FindInput{IncludeManifest: ptr(true)}))
 	return out.String()
 }
 

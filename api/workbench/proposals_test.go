@@ -55,7 +55,7 @@ func TestProposeAndDecideThroughTheService(t *testing.T) {
 		if e.Details["reason"] != "request_reused" || e.Retryable {
 			t.Fatalf("details %v retryable %v", e.Details, e.Retryable)
 		}
-		got, err := svc.ToolProposals(ctx, "a", workbench.ProposalsInput{ID: "w", ProposalID: &id, IncludeBody: ptr(true)})
+		got, err := svc.Tools.Proposals(ctx, "a", workbench.ProposalsInput{ID: "w", ProposalID: &id, IncludeBody: ptr(true)})
 		if err != nil || got["text"] != `{"a":[1,2],"b":2}` {
 			t.Fatalf("get %v %v", got, err)
 		}
@@ -113,7 +113,7 @@ func TestProposeAndDecideThroughTheService(t *testing.T) {
 		if e.Details["reason"] != "already_decided" || e.Details["state"] != "accepted" {
 			t.Fatalf("already decided details %v", e.Details)
 		}
-		js, err := svc.ToolProposals(ctx, "a", workbench.ProposalsInput{ID: "w", Judgments: ptr(true), Path: ptr("outputs/doc.json")})
+		js, err := svc.Tools.Proposals(ctx, "a", workbench.ProposalsInput{ID: "w", Judgments: ptr(true), Path: ptr("outputs/doc.json")})
 		if err != nil || len(js["judgments"].([]map[string]any)) != 2 {
 			t.Fatalf("judgments %v %v", js, err)
 		}
@@ -130,7 +130,7 @@ func TestProposeAnEditResolvesAgainstTheHead(t *testing.T) {
 		t.Fatalf("edit proposal %v %v", p, err)
 	}
 	id := p["proposal_id"].(string)
-	got, _ := svc.ToolProposals(ctx, "a", workbench.ProposalsInput{ID: "w", ProposalID: &id, IncludeBody: ptr(true)})
+	got, _ := svc.Tools.Proposals(ctx, "a", workbench.ProposalsInput{ID: "w", ProposalID: &id, IncludeBody: ptr(true)})
 	if got["text"] != "alpha BETA gamma" {
 		t.Fatalf("resolved edit %v", got["text"])
 	}
@@ -159,16 +159,16 @@ func TestProposalListPagesWithSignedCursors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	page, err := svc.ToolProposals(ctx, "a", workbench.ProposalsInput{ID: "w", Limit: ptr(2)})
+	page, err := svc.Tools.Proposals(ctx, "a", workbench.ProposalsInput{ID: "w", Limit: ptr(2)})
 	if err != nil || len(page["proposals"].([]workbench.Result)) != 2 || page["next_cursor"] == nil {
 		t.Fatalf("first page %v %v", page, err)
 	}
-	next, err := svc.ToolProposals(ctx, "a", workbench.ProposalsInput{ID: "w", Limit: ptr(2), Cursor: ptr(page["next_cursor"].(string))})
+	next, err := svc.Tools.Proposals(ctx, "a", workbench.ProposalsInput{ID: "w", Limit: ptr(2), Cursor: ptr(page["next_cursor"].(string))})
 	if err != nil || len(next["proposals"].([]workbench.Result)) != 1 || next["next_cursor"] != nil {
 		t.Fatalf("second page %v %v", next, err)
 	}
 	wantCode(t, "cursor with another filter", func() error {
-		_, err := svc.ToolProposals(ctx, "a", workbench.ProposalsInput{ID: "w", State: ptr("pending"), Cursor: ptr(page["next_cursor"].(string))})
+		_, err := svc.Tools.Proposals(ctx, "a", workbench.ProposalsInput{ID: "w", State: ptr("pending"), Cursor: ptr(page["next_cursor"].(string))})
 		return err
 	}(), workbench.CodeInvalidArguments)
 }

@@ -21,7 +21,7 @@ import (
 // bytes and its diff against the base), the judgments of the workbench (judgments true),
 // or a page of its proposals filtered by path and state, in creation order. Every
 // proposal carries stale (its base is not the path's head) and head_generation.
-func (s *base) ToolProposals(ctx context.Context, agent string, in ProposalsInput) (Result, error) {
+func (s *base) Proposals(ctx context.Context, agent string, in ProposalsInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, deref(in.Path)); err != nil {
 		return nil, err
 	}

@@ -25,13 +25,13 @@ const (
 
 // ToolRead implements workbench_read: structured records (JSON, YAML, text lines) or a
 // byte range as base64, paginated with a cursor bound to the file's generation.
-func (s *base) ToolRead(ctx context.Context, agent string, in ReadInput) (Result, error) {
+func (s *Tools) Read(ctx context.Context, agent string, in ReadInput) (Result, error) {
 	return s.toolRead(ctx, agent, in, 0)
 }
 
 // toolRead is workbench_read of the live file or a snapshot's (gen 0), or of the retained
 // version with generation gen (cairn_read_at, history.go), whose cursors are bound to it.
-func (s *base) toolRead(ctx context.Context, agent string, in ReadInput, gen uint64) (Result, error) {
+func (s *Tools) toolRead(ctx context.Context, agent string, in ReadInput, gen uint64) (Result, error) {
 	at, aerr := ParseAtSnapshot(in.AtSnapshot)
 	if aerr != nil {
 		return nil, aerr
@@ -79,7 +79,7 @@ func (s *base) toolRead(ctx context.Context, agent string, in ReadInput, gen uin
 	given := at // the selector as the caller gave it
 	if in.Cursor != nil {
 		var cerr *Error
-		if cur, cerr = s.cursors.decode(ctx, *in.Cursor, "read", agent, in.ID, full); cerr != nil {
+		if cur, cerr = s.base.cursors.decode(ctx, *in.Cursor, "read", agent, in.ID, full); cerr != nil {
 			return nil, cerr
 		}
 		if !at.Live() && cur.Snapshot != 0 && cur.Args == format+snapshotArgs(at, cur.Snapshot) {
@@ -89,9 +89,9 @@ func (s *base) toolRead(ctx context.Context, agent string, in ReadInput, gen uin
 	var f *File
 	var err error
 	if gen != 0 {
-		f, err = s.OpenGeneration(ctx, agent, in.ID, full, gen)
+		f, err = s.base.OpenGeneration(ctx, agent, in.ID, full, gen)
 	} else {
-		f, err = s.OpenAt(ctx, agent, in.ID, full, at)
+		f, err = s.base.OpenAt(ctx, agent, in.ID, full, at)
 	}
 	if err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func (s *base) toolRead(ctx context.Context, agent string, in ReadInput, gen uin
 	if gen != 0 {
 		args += "#generation=" + strconv.FormatUint(gen, 10)
 	}
-	r := s.fileFields(success(), agent, in.ID, full)
+	r := s.base.fileFields(success(), agent, in.ID, full)
 	r["workbench_path"] = s.WorkbenchPath(agent, in.ID)
 	if !given.Live() {
 		r["at_snapshot"] = atSnapshotValue(given)
@@ -132,7 +132,7 @@ func (s *base) toolRead(ctx context.Context, agent string, in ReadInput, gen uin
 	r["total_size_bytes"] = f.Info.Size
 	r["format"] = format
 	next := func(off int64) any {
-		return s.cursors.encode(ctx, cursor{Kind: "read", Agent: agent, Workbench: in.ID, Path: full, Args: args, Snapshot: f.SnapshotID, Fence: f.Info.Generation, Offset: off})
+		return s.base.cursors.encode(ctx, cursor{Kind: "read", Agent: agent, Workbench: in.ID, Path: full, Args: args, Snapshot: f.SnapshotID, Fence: f.Info.Generation, Offset: off})
 	}
 	if format == "bytes" {
 		if offset > f.Info.Size {
@@ -159,13 +159,13 @@ func (s *base) toolRead(ctx context.Context, agent string, in ReadInput, gen uin
 		}
 		return r, nil
 	}
-	release, err := admit(ctx, s.loads)
+	release, err := admit(ctx, s.base.loads)
 	if err != nil {
 		return nil, AsError(err)
 	}
 	defer release()
-	if f.Info.Size > s.cfg.MCPMaxPayloadBytes {
-		return nil, tooLargeToLoad(f.Info.Size, s.cfg.MCPMaxPayloadBytes)
+	if f.Info.Size > s.base.cfg.MCPMaxPayloadBytes {
+		return nil, tooLargeToLoad(f.Info.Size, s.base.cfg.MCPMaxPayloadBytes)
 	}
 	rd, err := f.Reader(ctx, 0, -1)
 	if err != nil {

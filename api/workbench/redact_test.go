@@ -75,13 +75,13 @@ func TestRedactionOnEverySurfaceOfAnOptedInTenant(t *testing.T) {
 			}
 
 			text := "token " + redactAWS
-			if _, err := svc.ToolPutFile(ctx, "a", workbench.PutFileInput{ID: "w", Section: "outputs", Path: "mcp.txt", Text: &text}); err != nil {
+			if _, err := svc.Tools.PutFile(ctx, "a", workbench.PutFileInput{ID: "w", Section: "outputs", Path: "mcp.txt", Text: &text}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := svc.ToolAppend(ctx, "a", workbench.AppendInput{ID: "w", Section: "outputs", Path: "mcp.txt", Text: ptr(" " + redactValue)}); err != nil {
+			if _, err := svc.Tools.Append(ctx, "a", workbench.AppendInput{ID: "w", Section: "outputs", Path: "mcp.txt", Text: ptr(" " + redactValue)}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := svc.ToolEdit(ctx, "a", workbench.EditInput{ID: "w", Section: "outputs", Path: "mcp.txt",
+			if _, err := svc.Tools.Edit(ctx, "a", workbench.EditInput{ID: "w", Section: "outputs", Path: "mcp.txt",
 				OldString: "token", NewString: "sk-proj-Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8"}); err != nil {
 				t.Fatal(err)
 			}

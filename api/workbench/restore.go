@@ -50,7 +50,7 @@ func RestoreOperationID(agent string, sourceIncarnation uint64, source, destinat
 // snapshot or a commit, without copying a byte of file data. The destination stays
 // invisible until one final command publishes it; a retry after success replays, a retry
 // while it runs is a retryable Conflict naming the operation.
-func (s *base) ToolRestore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
+func (s *base) Restore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}

@@ -184,7 +184,7 @@ func searchArgsKey(in SearchInput) string {
 // ToolSearch implements workbench_search: version-consistent queries over the indexed
 // metadata of one workbench or the whole agent root. A cursor is bound to the arguments
 // and to the scope's revision: a change in scope since the first page is ReadFenceChanged.
-func (s *base) ToolSearch(ctx context.Context, agent string, in SearchInput) (Result, error) {
+func (s *base) Search(ctx context.Context, agent string, in SearchInput) (Result, error) {
 	limit := meta.MaxSearchLimit
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > meta.MaxSearchLimit {
@@ -251,7 +251,7 @@ func (s *base) ToolSearch(ctx context.Context, agent string, in SearchInput) (Re
 }
 
 // ToolAggregate implements workbench_aggregate: measures over matching files, grouped.
-func (s *base) ToolAggregate(ctx context.Context, agent string, in AggregateInput) (Result, error) {
+func (s *base) Aggregate(ctx context.Context, agent string, in AggregateInput) (Result, error) {
 	limit := meta.MaxAggregateLimit
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > meta.MaxAggregateLimit {
@@ -315,7 +315,7 @@ func (s *base) ToolAggregate(ctx context.Context, agent string, in AggregateInpu
 
 // ToolCatalog implements workbench_catalog: the fields present in scope, their types,
 // how many files carry them, the operators each accepts, and optionally top values.
-func (s *base) ToolCatalog(ctx context.Context, agent string, in CatalogInput) (Result, error) {
+func (s *base) Catalog(ctx context.Context, agent string, in CatalogInput) (Result, error) {
 	view, scope, _, err := s.queryScope(ctx, agent, in.ID, in.Section, in.Path)
 	if err != nil {
 		return nil, err

@@ -188,6 +188,8 @@ type Config struct {
 // concurrent use.
 type Service struct {
 	*base
+	// Tools is the Workbench tool contract over the parts (tools_contract.go).
+	Tools *Tools
 }
 
 // base is the state every part of the Service shares: the cores, the blob store, the
@@ -313,7 +315,7 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 		prefetches: make(slots, cfg.MaxConcurrentPrefetches), readBudget: semaphore.NewWeighted(cfg.MaxReadBufferBytes),
 		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now, chunkFormat: blob.CurrentChunkFormat}
 	s.limits = newPrincipalLimits(cfg.Limits, func() time.Time { return s.now() })
-	return &Service{base: s}, nil
+	return &Service{base: s, Tools: &Tools{base: s}}, nil
 }
 
 // Config returns the adapter's effective configuration.

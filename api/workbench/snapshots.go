@@ -140,7 +140,7 @@ func snapshotMetadata(raw json.RawMessage) ([]byte, *Error) {
 // At most Config.MaxSnapshotsPerWorkbench snapshots of a workbench hold history at once;
 // one more is ResourceExhausted, not retryable, details {quota: "snapshots_per_workbench",
 // limit, usage, requested, max_snapshots}.
-func (s *base) ToolSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
+func (s *base) Snapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
 	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolWorkbench, s.cfg.MaxSnapshotsPerWorkbench)
 }
 
@@ -210,7 +210,7 @@ func snapshotSelectorArgs(id *uint64, name *string) (uint64, string, *Error) {
 }
 
 // ToolSnapshotRenew implements workbench_snapshot_renew.
-func (s *base) ToolSnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput) (Result, error) {
+func (s *base) SnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (s *base) ToolSnapshotRenew(ctx context.Context, agent string, in SnapshotR
 }
 
 // ToolSnapshotRetire implements workbench_snapshot_retire.
-func (s *base) ToolSnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
+func (s *base) SnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -273,7 +273,7 @@ func nowMsOf(res meta.Result) int64 {
 // their state, aliases, annotation and lease evidence, oldest first: every snapshot that
 // holds history (at most Config.MaxSnapshotsPerWorkbench, which minting enforces) and the
 // newest MaxListedEndedSnapshots retired or reaped ones, so the answer is bounded.
-func (s *base) ToolSnapshotList(ctx context.Context, agent string, in SnapshotListInput) (Result, error) {
+func (s *base) SnapshotList(ctx context.Context, agent string, in SnapshotListInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}

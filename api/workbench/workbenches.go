@@ -232,7 +232,7 @@ type WorkbenchDeleteInput struct {
 }
 
 // ToolWorkbenchList is cairn_workbench_list: ListWorkbenches of the session's root.
-func (s *base) ToolWorkbenchList(ctx context.Context, agent string, in WorkbenchListInput) (Result, error) {
+func (s *Tools) WorkbenchList(ctx context.Context, agent string, in WorkbenchListInput) (Result, error) {
 	cur, limit := "", 0
 	if in.Cursor != nil {
 		cur = *in.Cursor
@@ -240,7 +240,7 @@ func (s *base) ToolWorkbenchList(ctx context.Context, agent string, in Workbench
 	if in.Limit != nil {
 		limit = *in.Limit
 	}
-	p, err := s.ListWorkbenches(ctx, agent, cur, limit)
+	p, err := s.base.ListWorkbenches(ctx, agent, cur, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -248,12 +248,12 @@ func (s *base) ToolWorkbenchList(ctx context.Context, agent string, in Workbench
 }
 
 // ToolWorkbenchDelete is cairn_workbench_delete: DeleteWorkbench in the session's root.
-func (s *base) ToolWorkbenchDelete(ctx context.Context, agent string, in WorkbenchDeleteInput) (Result, error) {
+func (s *Tools) WorkbenchDelete(ctx context.Context, agent string, in WorkbenchDeleteInput) (Result, error) {
 	var rev uint64
 	if in.IfRevision != nil {
 		rev = *in.IfRevision
 	}
-	if err := s.DeleteWorkbench(ctx, agent, in.ID, rev, ""); err != nil {
+	if err := s.base.DeleteWorkbench(ctx, agent, in.ID, rev, ""); err != nil {
 		return nil, err
 	}
 	r := success()

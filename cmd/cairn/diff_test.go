@@ -21,7 +21,7 @@ func TestDiffCommand(t *testing.T) {
 	write("outputs/r.txt", "a\nb\nc")
 	write("outputs/blob.bin", "\x00\x01")
 	write("input/gone", "x")
-	if _, err := n.Service.ToolSnapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &snapName}); err != nil {
+	if _, err := n.Service.Tools.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &snapName}); err != nil {
 		t.Fatal(err)
 	}
 	write("outputs/r.txt", "a\nB\nc")

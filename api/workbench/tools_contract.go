@@ -1,0 +1,92 @@
+package workbench
+
+import "context"
+
+// Tools is the Workbench tool contract (docs/workbench.md) over the Service's parts: one
+// method per tool, taking the tool's input struct and answering its Result (the
+// contract's JSON object), and the presentation paths the contract shows. It shapes;
+// the parts decide.
+//
+// Invariants:
+//
+//   - Every answer is the contract's shape: a Result whose fields and names are the
+//     tool's, presentation paths ("/agents/{agent}/wb/{id}/...", Config.PresentationRoot)
+//     and never an internal name (incarnation, root uid, blob key).
+//   - Cursors it hands out are opaque, signed (Config.CursorKey) and bound to the
+//     arguments, root and workbench incarnation that produced them (cursor.go).
+//   - It holds no state of its own: every call is the parts' calls, so a tool and the
+//     REST operation beneath it agree.
+type Tools struct {
+	base *base
+}
+
+// WorkbenchPath is the presentation path of a workbench: "{root}/{id}".
+func (s *Tools) WorkbenchPath(agent, id string) string { return s.base.WorkbenchPath(agent, id) }
+
+// RootPath is the presentation path of an agent root ("/agents/{agent}/wb" by default).
+func (s *Tools) RootPath(agent string) string { return s.base.RootPath(agent) }
+
+// Search is workbench_search.
+func (s *Tools) Search(ctx context.Context, agent string, in SearchInput) (Result, error) {
+	return s.base.Search(ctx, agent, in)
+}
+
+// Aggregate is workbench_aggregate.
+func (s *Tools) Aggregate(ctx context.Context, agent string, in AggregateInput) (Result, error) {
+	return s.base.Aggregate(ctx, agent, in)
+}
+
+// Catalog is workbench_catalog.
+func (s *Tools) Catalog(ctx context.Context, agent string, in CatalogInput) (Result, error) {
+	return s.base.Catalog(ctx, agent, in)
+}
+
+// Find is workbench_find.
+func (s *Tools) Find(ctx context.Context, agent string, in FindInput) (Result, error) {
+	return s.base.Find(ctx, agent, in)
+}
+
+// Commit is workbench_commit.
+func (s *Tools) Commit(ctx context.Context, agent string, in CommitInput) (Result, error) {
+	return s.base.Commit(ctx, agent, in)
+}
+
+// Snapshot is workbench_snapshot.
+func (s *Tools) Snapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
+	return s.base.Snapshot(ctx, agent, in)
+}
+
+// SnapshotRenew is workbench_snapshot_renew.
+func (s *Tools) SnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput) (Result, error) {
+	return s.base.SnapshotRenew(ctx, agent, in)
+}
+
+// SnapshotRetire is workbench_snapshot_retire.
+func (s *Tools) SnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
+	return s.base.SnapshotRetire(ctx, agent, in)
+}
+
+// SnapshotList is workbench_snapshot_list.
+func (s *Tools) SnapshotList(ctx context.Context, agent string, in SnapshotListInput) (Result, error) {
+	return s.base.SnapshotList(ctx, agent, in)
+}
+
+// Restore is workbench_restore.
+func (s *Tools) Restore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
+	return s.base.Restore(ctx, agent, in)
+}
+
+// Proposals is cairn_proposals.
+func (s *Tools) Proposals(ctx context.Context, agent string, in ProposalsInput) (Result, error) {
+	return s.base.Proposals(ctx, agent, in)
+}
+
+// Propose is cairn_propose.
+func (s *Tools) Propose(ctx context.Context, agent string, in ProposeInput) (Result, error) {
+	return s.base.Propose(ctx, agent, in)
+}
+
+// Decide is cairn_decide.
+func (s *Tools) Decide(ctx context.Context, agent string, in DecideInput) (Result, error) {
+	return s.base.Decide(ctx, agent, in)
+}
