@@ -277,7 +277,7 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 		req.ContentType = *in.ContentType
 	}
 	req.Body, req.SizeHint = strings.NewReader(content), int64(len(content))
-	res, werr := h.svc.Write(ctx, req)
+	res, werr := h.svc.Writes.Write(ctx, req)
 	if werr != nil {
 		// A conditional write that lost a race: the file changed (Conflict), was deleted
 		// (NotFound for the generation it expected) or was created (AlreadyExists) since the
@@ -350,7 +350,7 @@ func (h *Handler) remove(ctx context.Context, o Owner, path string, pre precondi
 		}
 		gen = g
 	}
-	if _, err := h.svc.Delete(ctx, o.Tenant, o.Workspace, path, gen, requestID); err != nil {
+	if _, err := h.svc.Writes.Delete(ctx, o.Tenant, o.Workspace, path, gen, requestID); err != nil {
 		if lostRace(pre, err) {
 			return preconditionFailed(pre, h.currentVersion(ctx, o, path))
 		}

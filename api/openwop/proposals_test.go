@@ -524,10 +524,10 @@ func TestThePacksWorkbenchIsWrittenOnlyThroughTheFacade(t *testing.T) {
 	before := a.world(packP, "private.acme.sneaky", "private.acme.other")
 	rest := workbench.WithSurface(auth.WithPrincipal(t.Context(), auth.Local), "rest")
 	tenant, _, _ := strings.Cut(tenantA, "/")
-	_, werr := n.Service.Write(rest, workbench.WriteRequest{Agent: tenant, Workbench: openwop.PacksWorkbench,
+	_, werr := n.Service.Writes.Write(rest, workbench.WriteRequest{Agent: tenant, Workbench: openwop.PacksWorkbench,
 		Path: "packs/private.acme.sneaky", Body: strings.NewReader(`{"name":"private.acme.sneaky","version":"1.0.0"}`),
 		ContentType: "application/vnd.openwop.agent-pack+json"})
-	_, derr := n.Service.Delete(rest, tenant, openwop.PacksWorkbench, "packs/"+packP, 0, "")
+	_, derr := n.Service.Writes.Delete(rest, tenant, openwop.PacksWorkbench, "packs/"+packP, 0, "")
 	v, _, _, _ := n.Service.ViewAt(rest, tenant, openwop.PacksWorkbench, workbench.At{})
 	var pending string
 	if list, _, err := v.Proposals(tenant, openwop.PacksWorkbench, meta.ProposalFilter{State: meta.ProposalPending}, 0, 10); err == nil && len(list) == 1 {

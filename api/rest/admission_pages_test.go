@@ -121,7 +121,7 @@ func TestAPagesEstimateBoundsWhatItAllocates(t *testing.T) {
 			svc := node.Service
 			write := func(path, body string) {
 				t.Helper()
-				if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path, Body: strings.NewReader(body), CreateWorkbench: true}); err != nil {
+				if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path, Body: strings.NewReader(body), CreateWorkbench: true}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -42,7 +42,7 @@ func proposalsServer(tb testing.TB, budget int64, n int) (*workbench.Service, st
 	svc := node.Service
 	srv := httptest.NewServer(rest.NewHandler(svc, rest.Options{Ready: node.Shard.Ready}))
 	tb.Cleanup(srv.Close)
-	if _, err := svc.Write(tb.Context(), workbench.WriteRequest{Agent: "a1", Workbench: "w1", Path: "outputs/readme.txt",
+	if _, err := svc.Writes.Write(tb.Context(), workbench.WriteRequest{Agent: "a1", Workbench: "w1", Path: "outputs/readme.txt",
 		Body: strings.NewReader("proposals"), CreateWorkbench: true}); err != nil {
 		tb.Fatal(err)
 	}

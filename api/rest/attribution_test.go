@@ -121,7 +121,7 @@ func TestProducerIsRecordedPerPrincipalAndShownOnReads(t *testing.T) {
 		t.Fatalf("the workbench's last change: %q", got)
 	}
 	// A write without a principal or surface is what every write was before producers.
-	if _, err := s.node.Service.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/old",
+	if _, err := s.node.Service.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/old",
 		Body: strings.NewReader("x")}); err != nil {
 		t.Fatal(err)
 	}

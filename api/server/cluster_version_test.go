@@ -40,7 +40,7 @@ func TestClusterRefusesRunSnapshotsWhileAReplicaRunsTheFirstRelease(t *testing.T
 	ctx := t.Context()
 	svc := nodes[0].svc
 	retry.Within(t, 60*time.Second, "the workbench created", func() error {
-		_, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/x", Body: strings.NewReader("x"), CreateWorkbench: true})
+		_, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/x", Body: strings.NewReader("x"), CreateWorkbench: true})
 		return err
 	})
 	// gated reports whether nodes[0] refuses a command of version 2 (a workbench delete of

@@ -27,7 +27,7 @@ func admissionService(t *testing.T, budget int64, queue time.Duration) *workbenc
 
 func grepPutIn(t *testing.T, svc *workbench.Service, wb, path, body string) {
 	t.Helper()
-	if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: wb, Path: path,
+	if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: wb, Path: path,
 		Body: strings.NewReader(body), CreateWorkbench: true}); err != nil {
 		t.Fatalf("write %s: %v", path, err)
 	}

@@ -64,7 +64,7 @@ func BenchmarkDiffStates100k(b *testing.B) {
 		p := fmt.Sprintf("input/d%03d/f%06d", i%1000, i)
 		switch {
 		case i%100 == 0:
-			if _, err := svc.Delete(ctx, "a", "w", p, 0, ""); err != nil {
+			if _, err := svc.Writes.Delete(ctx, "a", "w", p, 0, ""); err != nil {
 				b.Fatal(err)
 			}
 		case i%50 == 0:

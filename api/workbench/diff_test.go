@@ -15,7 +15,7 @@ import (
 
 func write(t testing.TB, svc *workbench.Service, path, body string) workbench.FileResult {
 	t.Helper()
-	r, err := svc.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+	r, err := svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
 		Body: strings.NewReader(body), CreateWorkbench: true})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestDiffStatesPaged(t *testing.T) {
 			write(t, svc, p, "v2")
 			want = append(want, p+" changed")
 		case 1:
-			if _, err := svc.Delete(ctx, "a", "w", p, 0, ""); err != nil {
+			if _, err := svc.Writes.Delete(ctx, "a", "w", p, 0, ""); err != nil {
 				t.Fatal(err)
 			}
 			want = append(want, p+" removed")

@@ -14,7 +14,7 @@ import (
 
 func writeFile(t *testing.T, svc *workbench.Service, path, body string) workbench.FileResult {
 	t.Helper()
-	res, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+	res, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
 		Body: strings.NewReader(body), CreateWorkbench: true})
 	if err != nil {
 		t.Fatal(err)

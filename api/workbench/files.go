@@ -79,7 +79,7 @@ type AppendResult struct {
 // Append adds the body at the end of the file in O(delta): it resumes the stored hash
 // state over the new bytes, uploads only the new segments and proposes a command that
 // carries only them. Without IfGeneration it retries generation races itself.
-func (s *base) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
+func (s *Writes) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return AppendResult{}, err
 	}
@@ -91,10 +91,10 @@ func (s *base) Append(ctx context.Context, req AppendRequest) (AppendResult, err
 		return AppendResult{}, werr
 	}
 	req.ContentType = ct
-	if err := s.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
+	if err := s.base.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
 		return AppendResult{}, err
 	}
-	done, werr := s.admitUpload(ctx)
+	done, werr := s.base.admitUpload(ctx)
 	if werr != nil {
 		return AppendResult{}, werr
 	}
@@ -112,14 +112,14 @@ func (s *base) Append(ctx context.Context, req AppendRequest) (AppendResult, err
 	if err != nil {
 		return AppendResult{}, err
 	}
-	body, err := s.ingestBody(ctx, req.Agent, req.Body, req.SizeHint, resume)
+	body, err := s.base.ingestBody(ctx, req.Agent, req.Body, req.SizeHint, resume)
 	if err != nil {
 		return AppendResult{}, err
 	}
 	defer body.release()
 	if body.size == 0 && cur != nil && (req.IfGeneration == 0 || req.IfGeneration == cur.Generation) {
 		// Appending nothing changes nothing: no new generation (like edit's no_change).
-		info := s.fileInfo(req.Agent, req.Workbench, req.Path, cur)
+		info := s.base.fileInfo(req.Agent, req.Workbench, req.Path, cur)
 		return AppendResult{FileResult: FileResult{WorkbenchID: info.WorkbenchID, Path: info.Path, Section: info.Section,
 			RelativePath: info.RelativePath, Presentation: info.Presentation, Size: cur.Size, Generation: cur.Generation,
 			Digest: cur.Digest, ContentType: cur.ContentType, Executable: cur.Executable}, AppendDigest: body.appendDigest}, nil
@@ -138,10 +138,10 @@ func (s *base) Append(ctx context.Context, req AppendRequest) (AppendResult, err
 		if req.IfGeneration != 0 && expect != req.IfGeneration {
 			return AppendResult{}, PreconditionFailed(conflict(expect, req.IfGeneration))
 		}
-		res, werr := s.proposeBlobs(ctx, h, meta.Append{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
+		res, werr := s.base.proposeBlobs(ctx, h, meta.Append{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
 			CreateWorkspace: req.CreateWorkbench, ExpectGeneration: expect, Segments: body.segments,
 			AppendedBytes: body.size, NewSize: curSize + body.size, NewDigest: body.digest, NewHashState: body.hashState,
-			ContentType: req.ContentType, Executable: req.Executable, InlineMaxBytes: s.cfg.InlineMaxBytes}, body)
+			ContentType: req.ContentType, Executable: req.Executable, InlineMaxBytes: s.base.cfg.InlineMaxBytes}, body)
 		if werr == nil {
 			return AppendResult{FileResult: s.fileResult(req.Agent, req.Workbench, req.Path, res),
 				AppendedBytes: body.size, AppendDigest: body.appendDigest}, nil
@@ -202,8 +202,8 @@ func isMissingForGeneration(e *Error) bool {
 
 // currentEntry returns the live entry at path, nil when there is none (or when the
 // workbench is missing and may be created).
-func (s *base) currentEntry(ctx context.Context, agent, id, path string, create bool) (*meta.Entry, error) {
-	view, err := s.readView(ctx, agent)
+func (s *Writes) currentEntry(ctx context.Context, agent, id, path string, create bool) (*meta.Entry, error) {
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -226,7 +226,7 @@ func (s *base) currentEntry(ctx context.Context, agent, id, path string, create 
 
 // hashAfter returns a SHA-256 state positioned after e's body (a fresh one for nil),
 // rehashing the body once when its stored state cannot be restored.
-func (s *base) hashAfter(ctx context.Context, agent string, e *meta.Entry) (hash.Hash, error) {
+func (s *Writes) hashAfter(ctx context.Context, agent string, e *meta.Entry) (hash.Hash, error) {
 	if e == nil {
 		return sha256.New(), nil
 	}
@@ -234,7 +234,7 @@ func (s *base) hashAfter(ctx context.Context, agent string, e *meta.Entry) (hash
 		return h, nil
 	}
 	h := sha256.New()
-	r, err := s.openEntry(ctx, agent, e, 0, -1)
+	r, err := s.base.openEntry(ctx, agent, e, 0, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +251,7 @@ func (s *base) hashAfter(ctx context.Context, agent string, e *meta.Entry) (hash
 // collector may have deleted its blobs as orphans meanwhile (an append that kept losing
 // races past the grace): a kept body goes on, and the bytes of a larger one are gone, as
 // proposeBlobs answers (gcDeletedBody).
-func (s *base) rehash(ctx context.Context, agent string, b *ingested, resume hash.Hash) error {
+func (s *Writes) rehash(ctx context.Context, agent string, b *ingested, resume hash.Hash) error {
 	for _, sg := range b.segments {
 		if sg.IsInline() {
 			resume.Write(sg.Inline)
@@ -261,9 +261,9 @@ func (s *base) rehash(ctx context.Context, agent string, b *ingested, resume has
 			resume.Write(kept.Bytes())
 			continue
 		}
-		data, free, werr := s.loadSegment(ctx, agent, sg, 0, sg.Size)
+		data, free, werr := s.base.loadSegment(ctx, agent, sg, 0, sg.Size)
 		if werr != nil {
-			if _, err := s.blobs.Stat(ctx, blob.Key{Root: b.rootUID, Digest: blob.Digest(sg.Digest)}); errors.Is(err, blob.ErrNotFound) {
+			if _, err := s.base.blobs.Stat(ctx, blob.Key{Root: b.rootUID, Digest: blob.Digest(sg.Digest)}); errors.Is(err, blob.ErrNotFound) {
 				return gcDeletedBody()
 			}
 			return werr
@@ -683,7 +683,7 @@ func (s slots) release() { <-s }
 // Delete removes a file; ifGeneration 0 means unconditional. It returns the shard version
 // of the delete. A file no longer at ifGeneration is Conflict, not retryable (a failed
 // precondition, PreconditionFailed).
-func (s *base) Delete(ctx context.Context, agent, id, path string, ifGeneration uint64, requestID string) (uint64, error) {
+func (s *Writes) Delete(ctx context.Context, agent, id, path string, ifGeneration uint64, requestID string) (uint64, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return 0, err
 	}
@@ -694,7 +694,7 @@ func (s *base) Delete(ctx context.Context, agent, id, path string, ifGeneration 
 		return 0, err
 	}
 	h := meta.Header{RequestID: requestID, RequestHash: requestHash("delete", agent, id, path, strconv.FormatUint(ifGeneration, 10))}
-	res, werr := s.propose(ctx, h, meta.Delete{Agent: agent, Workspace: id, Path: path, IfGeneration: ifGeneration})
+	res, werr := s.base.propose(ctx, h, meta.Delete{Agent: agent, Workspace: id, Path: path, IfGeneration: ifGeneration})
 	if werr != nil {
 		if ifGeneration != 0 && werr.Code == CodeConflict {
 			return 0, PreconditionFailed(werr)

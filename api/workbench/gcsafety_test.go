@@ -77,15 +77,15 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 			p := paths[r.IntN(len(paths))]
 			switch r.IntN(4) {
 			case 0, 1:
-				_, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: p,
+				_, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: p,
 					Body: strings.NewReader(body(r)), CreateWorkbench: true})
 				fail("put", err)
 			case 2:
-				_, err := svc.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: p,
+				_, err := svc.Writes.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: p,
 					Body: strings.NewReader(body(r)), CreateWorkbench: true})
 				fail("append", err)
 			case 3:
-				_, err := svc.Delete(ctx, "a", "w", p, 0, "")
+				_, err := svc.Writes.Delete(ctx, "a", "w", p, 0, "")
 				fail("delete", err)
 			}
 		})

@@ -23,7 +23,7 @@ func grepService(t *testing.T) *workbench.Service {
 // grepPut writes a whole file (an upsert) in workbench "w" of agent "a".
 func grepPut(t testing.TB, svc *workbench.Service, path, body string) {
 	t.Helper()
-	if _, err := svc.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+	if _, err := svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
 		Body: strings.NewReader(body), CreateWorkbench: true}); err != nil {
 		t.Fatalf("write %s: %v", path, err)
 	}
@@ -498,7 +498,7 @@ func TestGrepCursors(t *testing.T) {
 	t.Run("deleting files between pages is ReadFenceChanged", func(t *testing.T) {
 		p := mustGrep(t, svc, base)
 		for i := range 6 {
-			if _, err := svc.Delete(t.Context(), "a", "w", fmt.Sprintf("input/f%d.txt", i), 0, ""); err != nil {
+			if _, err := svc.Writes.Delete(t.Context(), "a", "w", fmt.Sprintf("input/f%d.txt", i), 0, ""); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -29,7 +29,7 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 	bodies := map[uint64]string{}
 	var gens []uint64
 	write := func(body string) {
-		res, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt",
+		res, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt",
 			Body: strings.NewReader(body), CreateWorkbench: true})
 		if err != nil {
 			t.Fatal(err)
@@ -39,7 +39,7 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 	}
 	write("one")
 	write("two")
-	del, err := svc.Delete(ctx, "a", "w", "outputs/r.txt", 0, "")
+	del, err := svc.Writes.Delete(ctx, "a", "w", "outputs/r.txt", 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestAVersionRetentionReleasesIsCollectedAndARetainedOneIsNot(t *testing.T) 
 func TestHistoryNamesTheProposalThatPublishedAVersion(t *testing.T) {
 	svc, _ := newService(t, 0)
 	ctx := t.Context()
-	if _, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/doc.md",
+	if _, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/doc.md",
 		Body: strings.NewReader("v1"), CreateWorkbench: true}); err != nil {
 		t.Fatal(err)
 	}

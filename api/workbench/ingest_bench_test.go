@@ -65,7 +65,7 @@ func BenchmarkIngest(b *testing.B) {
 					for b.Loop() {
 						iter++
 						stamp(body, iter)
-						if _, err := n.Service.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
+						if _, err := n.Service.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
 							Path: "outputs/in.bin", Body: bytes.NewReader(body), SizeHint: int64(size), CreateWorkbench: true}); err != nil {
 							b.Fatal(err)
 						}
@@ -92,7 +92,7 @@ func BenchmarkIngestChunkFormat(b *testing.B) {
 			for b.Loop() {
 				iter++
 				stamp(body, iter)
-				if _, err := n.Service.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
+				if _, err := n.Service.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
 					Path: "outputs/in.bin", Body: bytes.NewReader(body), SizeHint: size, CreateWorkbench: true}); err != nil {
 					b.Fatal(err)
 				}
@@ -111,7 +111,7 @@ func BenchmarkGet(b *testing.B) {
 				body := make([]byte, size)
 				rand.NewChaCha8([32]byte{9}).Read(body)
 				path := fmt.Sprintf("outputs/get-%d.bin", size)
-				if _, err := n.Service.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
+				if _, err := n.Service.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
 					Path: path, Body: bytes.NewReader(body), CreateWorkbench: true}); err != nil {
 					b.Fatal(err)
 				}

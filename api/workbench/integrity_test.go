@@ -56,7 +56,7 @@ func TestRangesOfADamagedSegmentAreDataCorrupted(t *testing.T) {
 	ctx := t.Context()
 	second := strings.Repeat("efghijklmnop", 100)
 	for _, part := range []string{"abcd", second} {
-		if _, err := svc.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/two", Body: strings.NewReader(part), CreateWorkbench: true}); err != nil {
+		if _, err := svc.Writes.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/two", Body: strings.NewReader(part), CreateWorkbench: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

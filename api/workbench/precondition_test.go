@@ -18,7 +18,7 @@ func TestTheServiceAnswersEveryFailedPreconditionNotRetryable(t *testing.T) {
 	ctx := t.Context()
 	write := func(path, body string) uint64 {
 		t.Helper()
-		res, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path, Body: strings.NewReader(body), CreateWorkbench: true})
+		res, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path, Body: strings.NewReader(body), CreateWorkbench: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,11 +37,11 @@ func TestTheServiceAnswersEveryFailedPreconditionNotRetryable(t *testing.T) {
 		call func() error
 	}{
 		{"a delete at a past generation", func() error {
-			_, err := svc.Delete(ctx, "a", "w", "input/f.txt", past, "")
+			_, err := svc.Writes.Delete(ctx, "a", "w", "input/f.txt", past, "")
 			return err
 		}},
 		{"an append at a past generation", func() error {
-			_, err := svc.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "input/f.txt", Body: strings.NewReader("x"), IfGeneration: past})
+			_, err := svc.Writes.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "input/f.txt", Body: strings.NewReader("x"), IfGeneration: past})
 			return err
 		}},
 		{"a workbench delete at a past revision", func() error {

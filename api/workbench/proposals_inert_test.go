@@ -39,7 +39,7 @@ func TestPendingProposalsAreInert(t *testing.T) {
 			path := rapid.SampledFrom(paths).Draw(rt, "path")
 			switch op := rapid.IntRange(0, 3).Draw(rt, "op"); {
 			case op == 0: // a plain write
-				if _, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: wb, Path: path,
+				if _, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: wb, Path: path,
 					Body: strings.NewReader(fmt.Sprintf("plain %d %d", run, i))}); err != nil {
 					rt.Fatal(err)
 				}

@@ -21,7 +21,7 @@ func wantCode(t *testing.T, what string, err error, code string) *workbench.Erro
 
 func putText(t *testing.T, svc *workbench.Service, path, text string) uint64 {
 	t.Helper()
-	r, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path, Body: strings.NewReader(text),
+	r, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path, Body: strings.NewReader(text),
 		ContentType: "application/json", CreateWorkbench: true})
 	if err != nil {
 		t.Fatal(err)

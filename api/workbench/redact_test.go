@@ -56,7 +56,7 @@ func TestRedactionOnEverySurfaceOfAnOptedInTenant(t *testing.T) {
 			body := "db password " + redactValue + " and key " + redactAWS + "\n"
 			redacted := "db password [REDACTED:db] and key [REDACTED:aws_access_key_id]\n"
 			for agent, want := range map[string]string{"a": redacted, "b": body} {
-				res, err := svc.Write(ctx, workbench.WriteRequest{Agent: agent, Workbench: "w", Path: "input/put.txt",
+				res, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: agent, Workbench: "w", Path: "input/put.txt",
 					Body: strings.NewReader(body), SizeHint: int64(len(body)), CreateWorkbench: true})
 				if err != nil {
 					t.Fatal(err)
@@ -65,7 +65,7 @@ func TestRedactionOnEverySurfaceOfAnOptedInTenant(t *testing.T) {
 				if string(got) != want || res.Size != int64(len(want)) || res.Digest != meta.Digest(sha256.Sum256([]byte(want))) || digest != res.Digest {
 					t.Fatalf("agent %s: stored %q (size %d), want %q", agent, got, res.Size, want)
 				}
-				if _, err := svc.Append(ctx, workbench.AppendRequest{Agent: agent, Workbench: "w", Path: "input/put.txt",
+				if _, err := svc.Writes.Append(ctx, workbench.AppendRequest{Agent: agent, Workbench: "w", Path: "input/put.txt",
 					Body: strings.NewReader(body)}); err != nil {
 					t.Fatal(err)
 				}
@@ -100,7 +100,7 @@ func TestRedactionOfALargeBodyStreams(t *testing.T) {
 	for b.Len() < 3*(redact.StreamWindowBytes+redact.StreamChunkBytes) {
 		b.WriteString(strings.Repeat("x", redact.StreamChunkBytes-len(redactValue)/2) + " " + redactValue + " ")
 	}
-	if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/big.txt",
+	if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/big.txt",
 		Body: bytes.NewReader(b.Bytes()), SizeHint: int64(b.Len()), CreateWorkbench: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -188,6 +188,8 @@ type Config struct {
 // concurrent use.
 type Service struct {
 	*base
+	// Writes: writes.go
+	Writes *Writes
 	// Tools is the Workbench tool contract over the parts (tools_contract.go).
 	Tools *Tools
 }
@@ -200,8 +202,6 @@ type base struct {
 	cfg     Config
 	cursors cursorCodec
 	roots   sync.Map // agent → root uid (immutable once created)
-	// appendLocks serializes appends to one path through this node.
-	appendLocks pathLocks
 	// ingests and loads are admission semaphores bounding the node's memory (Config).
 	ingests chan struct{}
 	loads   chan struct{}
@@ -315,7 +315,8 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 		prefetches: make(slots, cfg.MaxConcurrentPrefetches), readBudget: semaphore.NewWeighted(cfg.MaxReadBufferBytes),
 		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now, chunkFormat: blob.CurrentChunkFormat}
 	s.limits = newPrincipalLimits(cfg.Limits, func() time.Time { return s.now() })
-	return &Service{base: s, Tools: &Tools{base: s}}, nil
+	writes := &Writes{base: s}
+	return &Service{base: s, Writes: writes, Tools: &Tools{base: s, writes: writes}}, nil
 }
 
 // Config returns the adapter's effective configuration.
@@ -484,10 +485,10 @@ func (r FileResult) DigestURI() string { return DigestURI(r.Digest) }
 // DigestURI formats a digest as "sha256:<hex>".
 func DigestURI(d meta.Digest) string { return "sha256:" + hex.EncodeToString(d[:]) }
 
-func (s *base) fileResult(agent, id, path string, res meta.Result) FileResult {
+func (s *Writes) fileResult(agent, id, path string, res meta.Result) FileResult {
 	sec, rel := splitSection(path)
 	return FileResult{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel,
-		Presentation: s.WorkbenchPath(agent, id) + "/" + path, Size: res.Size, Generation: res.Generation,
+		Presentation: s.base.WorkbenchPath(agent, id) + "/" + path, Size: res.Size, Generation: res.Generation,
 		Digest: res.Digest, ContentType: res.ContentType, Executable: res.Executable, Created: res.Created, Replayed: res.Replayed,
 		Ordinal: res.Ordinal}
 }
@@ -529,7 +530,7 @@ func (s *base) fileResult(agent, id, path string, res meta.Result) FileResult {
 //     dedupe record and the change feed, deterministically.
 //  8. Back here: fileResult shapes the answer; the surface writes it (REST: ETag is the
 //     generation).
-func (s *base) Write(ctx context.Context, req WriteRequest) (FileResult, error) {
+func (s *Writes) Write(ctx context.Context, req WriteRequest) (FileResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return FileResult{}, err
 	}
@@ -544,15 +545,15 @@ func (s *base) Write(ctx context.Context, req WriteRequest) (FileResult, error) 
 	if err := meta.ValidateFields("fields", req.Fields); err != nil {
 		return FileResult{}, AsError(err)
 	}
-	if err := s.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
+	if err := s.base.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
 		return FileResult{}, err
 	}
-	done, werr := s.admitUpload(ctx)
+	done, werr := s.base.admitUpload(ctx)
 	if werr != nil {
 		return FileResult{}, werr
 	}
 	defer done()
-	body, err := s.ingestBody(ctx, req.Agent, req.Body, req.SizeHint, nil)
+	body, err := s.base.ingestBody(ctx, req.Agent, req.Body, req.SizeHint, nil)
 	if err != nil {
 		return FileResult{}, err
 	}
@@ -560,7 +561,7 @@ func (s *base) Write(ctx context.Context, req WriteRequest) (FileResult, error) 
 	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("put", req.Agent, req.Workbench, req.Path,
 		fmt.Sprint(req.Cond, req.IfGeneration, req.Executable, req.CreateWorkbench), req.ContentType, string(body.digest[:]),
 		fieldsKey(req.Fields))}
-	res, werr := s.proposeBlobs(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
+	res, werr := s.base.proposeBlobs(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
 		CreateWorkspace: req.CreateWorkbench, Cond: req.Cond, IfGeneration: req.IfGeneration, Size: body.size,
 		Digest: body.digest, ContentType: req.ContentType, Executable: req.Executable, Segments: body.segments, HashState: body.hashState,
 		Fields: req.Fields}, body)

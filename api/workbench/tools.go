@@ -289,7 +289,7 @@ func (s *Tools) PutFile(ctx context.Context, agent string, in PutFileInput) (Res
 	req := WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data), SizeHint: int64(len(data)), ContentType: ct,
 		Cond: meta.CondCreateOnly, CreateWorkbench: true}
 	if replace {
-		cur, err := s.base.currentEntry(ctx, agent, in.ID, full, false)
+		cur, err := s.writes.currentEntry(ctx, agent, in.ID, full, false)
 		if err != nil {
 			return nil, err
 		}
@@ -310,7 +310,7 @@ func (s *Tools) PutFile(ctx context.Context, agent string, in PutFileInput) (Res
 			req.IfGeneration = *in.ExpectedGeneration
 		}
 	}
-	res, err := s.base.Write(ctx, req)
+	res, err := s.writes.Write(ctx, req)
 	if err != nil {
 		if e := AsError(err); in.ExpectedGeneration != nil && e.Code == CodeConflict {
 			return nil, PreconditionFailed(e)
@@ -338,7 +338,7 @@ func (s *Tools) Append(ctx context.Context, agent string, in AppendInput) (Resul
 	if werr != nil {
 		return nil, werr
 	}
-	res, err := s.base.Append(ctx, AppendRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data), SizeHint: int64(len(data)),
+	res, err := s.writes.Append(ctx, AppendRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data), SizeHint: int64(len(data)),
 		ContentType: ct, CreateWorkbench: true})
 	if err != nil {
 		return nil, err
@@ -417,7 +417,7 @@ func (s *Tools) Edit(ctx context.Context, agent string, in EditInput) (Result, e
 			r["no_change"] = true
 			return r, nil
 		}
-		res, err := s.base.Write(ctx, WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: strings.NewReader(updated), SizeHint: int64(len(updated)),
+		res, err := s.writes.Write(ctx, WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: strings.NewReader(updated), SizeHint: int64(len(updated)),
 			ContentType: f.Info.ContentType, Executable: f.Info.Executable, Cond: meta.CondIfGeneration, IfGeneration: f.Info.Generation})
 		if err != nil {
 			if we := AsError(err); we.Code == CodeConflict && attempt < maxEditAttempts {

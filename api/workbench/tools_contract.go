@@ -17,7 +17,8 @@ import "context"
 //   - It holds no state of its own: every call is the parts' calls, so a tool and the
 //     REST operation beneath it agree.
 type Tools struct {
-	base *base
+	base   *base
+	writes *Writes
 }
 
 // WorkbenchPath is the presentation path of a workbench: "{root}/{id}".
