@@ -89,7 +89,7 @@ func (h *Handler) tooLarge() *Error {
 // view returns the view of o's workbench at `at`; ws nil when the workbench does not
 // exist (an empty workspace).
 func (h *Handler) view(ctx context.Context, o Owner, at workbench.At) (*meta.View, *meta.Workspace, *meta.WorkbenchSnapshot, *Error) {
-	v, ws, snap, err := h.svc.ViewAt(ctx, o.Tenant, o.Workspace, at)
+	v, ws, snap, err := h.svc.Reads.ViewAt(ctx, o.Tenant, o.Workspace, at)
 	if err != nil {
 		if at.Live() && workbench.AsError(err).Code == workbench.CodeNotFound {
 			return nil, nil, nil, nil
@@ -194,7 +194,7 @@ func (h *Handler) get(ctx context.Context, o Owner, at workbench.At, path string
 			return File{}, err
 		}
 	}
-	body, rerr := h.svc.ReadEntry(ctx, o.Tenant, fv.Entry, h.opt.MaxFileBytes)
+	body, rerr := h.svc.Reads.ReadEntry(ctx, o.Tenant, fv.Entry, h.opt.MaxFileBytes)
 	if rerr != nil {
 		return File{}, fromStore(rerr)
 	}

@@ -528,7 +528,7 @@ func TestThePacksWorkbenchIsWrittenOnlyThroughTheFacade(t *testing.T) {
 		Path: "packs/private.acme.sneaky", Body: strings.NewReader(`{"name":"private.acme.sneaky","version":"1.0.0"}`),
 		ContentType: "application/vnd.openwop.agent-pack+json"})
 	_, derr := n.Service.Writes.Delete(rest, tenant, openwop.PacksWorkbench, "packs/"+packP, 0, "")
-	v, _, _, _ := n.Service.ViewAt(rest, tenant, openwop.PacksWorkbench, workbench.At{})
+	v, _, _, _ := n.Service.Reads.ViewAt(rest, tenant, openwop.PacksWorkbench, workbench.At{})
 	var pending string
 	if list, _, err := v.Proposals(tenant, openwop.PacksWorkbench, meta.ProposalFilter{State: meta.ProposalPending}, 0, 10); err == nil && len(list) == 1 {
 		pending = list[0].ID
@@ -544,7 +544,7 @@ func TestThePacksWorkbenchIsWrittenOnlyThroughTheFacade(t *testing.T) {
 		t.Fatalf("a refused write changed what the tenant reads:\nbefore %v\nafter  %v", before, after)
 	}
 	// Reading it through REST is fine.
-	if _, err := n.Service.Stat(rest, tenant, openwop.PacksWorkbench, "packs/"+packP); err != nil {
+	if _, err := n.Service.Reads.Stat(rest, tenant, openwop.PacksWorkbench, "packs/"+packP); err != nil {
 		t.Fatalf("stat through REST: %v", err)
 	}
 }

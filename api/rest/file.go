@@ -269,9 +269,9 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	}
 	var f *workbench.File
 	if gen != 0 {
-		f, err = h.svc.OpenGeneration(r.Context(), agent, id, path, gen)
+		f, err = h.svc.Reads.OpenGeneration(r.Context(), agent, id, path, gen)
 	} else {
-		f, err = h.svc.OpenAt(r.Context(), agent, id, path, at)
+		f, err = h.svc.Reads.OpenAt(r.Context(), agent, id, path, at)
 	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)

@@ -427,7 +427,7 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 			"sections": workbench.Sections, "created": res.Created})
 		return
 	}
-	st, err := h.svc.StatAt(r.Context(), agent, id, "", at)
+	st, err := h.svc.Reads.StatAt(r.Context(), agent, id, "", at)
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
@@ -474,7 +474,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 		}
 		limit = n
 	}
-	res, err := h.svc.List(r.Context(), workbench.ListRequest{Agent: agent, Workbench: id, Path: dir, Cursor: q.Get("cursor"), Limit: limit, At: at})
+	res, err := h.svc.Reads.List(r.Context(), workbench.ListRequest{Agent: agent, Workbench: id, Path: dir, Cursor: q.Get("cursor"), Limit: limit, At: at})
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return

@@ -99,7 +99,7 @@ func BenchmarkReadVerified(b *testing.B) {
 			b.ReportAllocs()
 			buf := make([]byte, 256<<10)
 			for b.Loop() {
-				f, err := svc.Open(ctx, "a", "w", "outputs/big.bin")
+				f, err := svc.Reads.Open(ctx, "a", "w", "outputs/big.bin")
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -24,7 +24,7 @@ func (s *Service) SetChunkFormat(f blob.ChunkFormat) { s.chunkFormat = f }
 
 // SegmentFormats returns the chunk format of each segment of the file at path.
 func (s *Service) SegmentFormats(ctx context.Context, agent, id, path string) ([]blob.ChunkFormat, error) {
-	f, err := s.Open(ctx, agent, id, path)
+	f, err := s.Reads.Open(ctx, agent, id, path)
 	if err != nil {
 		return nil, err
 	}

@@ -317,13 +317,13 @@ type File struct {
 
 // Open resolves the file at path (linearizable) for reading. NotFound when absent,
 // NotArtifact when the path is a directory.
-func (s *base) Open(ctx context.Context, agent, id, path string) (*File, error) {
+func (s *Reads) Open(ctx context.Context, agent, id, path string) (*File, error) {
 	return s.OpenAt(ctx, agent, id, path, At{})
 }
 
 // OpenAt is Open at a snapshot (or live state for the zero At). SnapshotNotFound and
 // SnapshotExpired as the selector requires.
-func (s *base) OpenAt(ctx context.Context, agent, id, path string, at At) (*File, error) {
+func (s *Reads) OpenAt(ctx context.Context, agent, id, path string, at At) (*File, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return nil, err
 	}
@@ -333,7 +333,7 @@ func (s *base) OpenAt(ctx context.Context, agent, id, path string, at At) (*File
 	if path == "" {
 		return nil, invalidArgument("path", "must not be empty")
 	}
-	view, ws, snap, err := s.resolve(ctx, agent, id, at)
+	view, ws, snap, err := s.base.resolve(ctx, agent, id, at)
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +345,7 @@ func (s *base) OpenAt(ctx context.Context, agent, id, path string, at At) (*File
 	if err != nil {
 		return nil, AsError(err)
 	}
-	return &File{Info: s.fileInfo(agent, id, path, e), SnapshotID: snapID, s: s, agent: agent, entry: e}, nil
+	return &File{Info: s.base.fileInfo(agent, id, path, e), SnapshotID: snapID, s: s.base, agent: agent, entry: e}, nil
 }
 
 // Reader streams bytes [offset, offset+length) of the revision (length < 0: to the end).
@@ -722,19 +722,19 @@ type StatResult struct {
 }
 
 // Stat describes path ("" = the workbench itself). Sections always exist.
-func (s *base) Stat(ctx context.Context, agent, id, path string) (StatResult, error) {
+func (s *Reads) Stat(ctx context.Context, agent, id, path string) (StatResult, error) {
 	return s.StatAt(ctx, agent, id, path, At{})
 }
 
 // StatAt is Stat at a snapshot (or live state for the zero At).
-func (s *base) StatAt(ctx context.Context, agent, id, path string, at At) (StatResult, error) {
+func (s *Reads) StatAt(ctx context.Context, agent, id, path string, at At) (StatResult, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return StatResult{}, err
 	}
 	if err := mayRead(ctx, agent); err != nil {
 		return StatResult{}, err
 	}
-	view, ws, _, err := s.resolve(ctx, agent, id, at)
+	view, ws, _, err := s.base.resolve(ctx, agent, id, at)
 	if err != nil {
 		return StatResult{}, err
 	}
@@ -751,7 +751,7 @@ func (s *base) StatAt(ctx context.Context, agent, id, path string, at At) (StatR
 		return StatResult{Kind: "workbench", Dir: info, SealedBy: ws.HeadIdentity, Producer: ws.Producer}, nil
 	}
 	if st.Kind == meta.KindFile {
-		return StatResult{Kind: "file", File: s.fileInfo(agent, id, path, st.Entry), Path: path,
+		return StatResult{Kind: "file", File: s.base.fileInfo(agent, id, path, st.Entry), Path: path,
 			SealedBy: sealedBy(view, ws, path, st.Entry), Producer: st.Entry.Producer}, nil
 	}
 	return StatResult{Kind: "directory", Dir: st.Dir, Path: path}, nil
@@ -785,7 +785,7 @@ func isSection(p string) bool {
 
 // topNames returns every name at the workbench top: the five sections and whatever else
 // was written there, sorted.
-func (s *base) topNames(view *meta.View, ws *meta.Workspace) []string {
+func (s *Reads) topNames(view *meta.View, ws *meta.Workspace) []string {
 	names := map[string]bool{}
 	for _, sec := range Sections {
 		names[sec] = true

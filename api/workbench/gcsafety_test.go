@@ -188,7 +188,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 	}
 	workbenches, _ := view.Workspaces("a", "", 1000)
 	for _, ws := range workbenches {
-		checkTree("live "+ws.Name, view, ws, func(p string) (*workbench.File, error) { return svc.Open(bg, "a", ws.Name, p) })
+		checkTree("live "+ws.Name, view, ws, func(p string) (*workbench.File, error) { return svc.Reads.Open(bg, "a", ws.Name, p) })
 	}
 	for _, id := range snapshots {
 		sv, sws, _, err := view.SnapshotView("a", "w", id, "")
@@ -196,7 +196,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 			t.Fatalf("snapshot %d: %v", id, err)
 		}
 		checkTree(fmt.Sprint("snapshot ", id), sv, sws, func(p string) (*workbench.File, error) {
-			return svc.OpenAt(bg, "a", "w", p, workbench.AtSnapshotID(id))
+			return svc.Reads.OpenAt(bg, "a", "w", p, workbench.AtSnapshotID(id))
 		})
 	}
 	for i, c := range commits {
@@ -206,6 +206,6 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 		}
 		v, _ := n.Shard.ReadView(bg)
 		ws, _ := v.Workspace("a", dst)
-		checkTree("commit "+c[:8], v, ws, func(p string) (*workbench.File, error) { return svc.Open(bg, "a", dst, p) })
+		checkTree("commit "+c[:8], v, ws, func(p string) (*workbench.File, error) { return svc.Reads.Open(bg, "a", dst, p) })
 	}
 }

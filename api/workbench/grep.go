@@ -135,7 +135,7 @@ func (s *Tools) Grep(ctx context.Context, agent string, in GrepInput) (Result, e
 		}
 		limit = *in.Limit
 	}
-	res, err := s.base.Grep(ctx, GrepRequest{Agent: agent, Workbench: in.ID, Path: full, Patterns: terms,
+	res, err := s.reads.Grep(ctx, GrepRequest{Agent: agent, Workbench: in.ID, Path: full, Patterns: terms,
 		Recursive: in.Recursive, Glob: deref(in.Glob), Cursor: deref(in.Cursor), Limit: limit})
 	if err != nil {
 		return nil, err
@@ -287,8 +287,8 @@ func globMatch(glob, name string) bool {
 
 // grepView resolves the state a search reads: today the live state (linearizable). It is
 // the one place to change for reads at a snapshot.
-func (s *base) grepView(ctx context.Context, agent, id string) (*meta.View, *meta.Workspace, error) {
-	view, err := s.readView(ctx, agent)
+func (s *Reads) grepView(ctx context.Context, agent, id string) (*meta.View, *meta.Workspace, error) {
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, nil, AsError(err)
 	}
@@ -330,7 +330,7 @@ func (s *base) grepView(ctx context.Context, agent, id string) (*meta.View, *met
 // for other arguments), NotFound (no such workbench, directory or file; an empty section
 // is simply empty), ReadFenceChanged (retryable: the workbench changed since the cursor's
 // first page, or a file was replaced while this call read it).
-func (s *base) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
+func (s *Reads) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return GrepResult{}, err
 	}
@@ -351,7 +351,7 @@ func (s *base) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 		return GrepResult{}, werr
 	}
 	args := grepArgs(m, req.Recursive, req.Glob)
-	release, aerr := s.admitBytes(ctx, grepQueryBytes, -1) // its own limits bound a call
+	release, aerr := s.base.admitBytes(ctx, grepQueryBytes, -1) // its own limits bound a call
 	if aerr != nil {
 		return GrepResult{}, aerr
 	}
@@ -362,7 +362,7 @@ func (s *base) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 	}
 	var start *grepPos
 	if req.Cursor != "" {
-		cur, cerr := s.cursors.decode(ctx, req.Cursor, "grep", req.Agent, req.Workbench, req.Path)
+		cur, cerr := s.base.cursors.decode(ctx, req.Cursor, "grep", req.Agent, req.Workbench, req.Path)
 		if cerr != nil {
 			return GrepResult{}, cerr
 		}
@@ -390,7 +390,7 @@ func (s *base) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 		}
 		targetIsFile = st.Kind == meta.KindFile
 	}
-	g := &grepRun{s: s, ctx: ctx, agent: req.Agent, id: req.Workbench, view: view, ws: ws, m: m,
+	g := &grepRun{s: s.base, ctx: ctx, agent: req.Agent, id: req.Workbench, view: view, ws: ws, m: m,
 		glob: req.Glob, recursive: req.Recursive, limit: req.Limit,
 		br: bufio.NewReaderSize(nil, grepReadBufferBytes)}
 	if err := g.run(req.Path, targetIsFile, start); err != nil {
@@ -400,11 +400,11 @@ func (s *base) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 	for _, h := range g.out {
 		sec, rel := splitSection(h.path)
 		out.Matches = append(out.Matches, GrepMatch{Path: h.path, Section: sec, RelativePath: rel,
-			Presentation: s.WorkbenchPath(req.Agent, req.Workbench) + "/" + h.path, LineNumber: h.line, Snippet: h.snippet})
+			Presentation: s.base.WorkbenchPath(req.Agent, req.Workbench) + "/" + h.path, LineNumber: h.line, Snippet: h.snippet})
 	}
 	if g.stop != nil {
 		out.Truncated = true
-		out.NextCursor = s.cursors.encode(ctx, cursor{Kind: "grep", Agent: req.Agent, Workbench: req.Workbench,
+		out.NextCursor = s.base.cursors.encode(ctx, cursor{Kind: "grep", Agent: req.Agent, Workbench: req.Workbench,
 			Incarnation: ws.Incarnation, Path: req.Path, Args: args, Fence: ws.Revision,
 			After: g.stop.encodeAfter(), Offset: g.stop.Off})
 	}

@@ -469,7 +469,7 @@ func TestGrepCursors(t *testing.T) {
 		})
 	}
 	t.Run("a list cursor is not a grep cursor", func(t *testing.T) {
-		lr, err := svc.List(t.Context(), workbench.ListRequest{Agent: "a", Workbench: "w", Path: "input", Limit: 1})
+		lr, err := svc.Reads.List(t.Context(), workbench.ListRequest{Agent: "a", Workbench: "w", Path: "input", Limit: 1})
 		if err != nil || lr.NextCursor == "" {
 			t.Fatalf("list: %+v %v", lr, err)
 		}

@@ -168,26 +168,26 @@ func (s *Tools) HistoryResultJSON(agent, id string, r HistoryResult) Result {
 // live one. NotFound naming field "generation" when no retained body has that generation
 // (pruned, never one, or a delete's); NotFound for a missing workbench; InvalidArguments
 // for a bad path or generation 0.
-func (s *base) OpenGeneration(ctx context.Context, agent, id, path string, gen uint64) (*File, error) {
+func (s *Reads) OpenGeneration(ctx context.Context, agent, id, path string, gen uint64) (*File, error) {
 	_, _, fv, err := s.atGeneration(ctx, agent, id, path, gen)
 	if err != nil {
 		return nil, err
 	}
-	return &File{Info: s.fileInfo(agent, id, path, fv.Entry), s: s, agent: agent, entry: fv.Entry}, nil
+	return &File{Info: s.base.fileInfo(agent, id, path, fv.Entry), s: s.base, agent: agent, entry: fv.Entry}, nil
 }
 
 // StatGeneration is Stat of the retained version of path whose generation is gen (errors
 // as OpenGeneration).
-func (s *base) StatGeneration(ctx context.Context, agent, id, path string, gen uint64) (StatResult, error) {
+func (s *Reads) StatGeneration(ctx context.Context, agent, id, path string, gen uint64) (StatResult, error) {
 	view, ws, fv, err := s.atGeneration(ctx, agent, id, path, gen)
 	if err != nil {
 		return StatResult{}, err
 	}
-	return StatResult{Kind: "file", File: s.fileInfo(agent, id, path, fv.Entry), Path: path,
+	return StatResult{Kind: "file", File: s.base.fileInfo(agent, id, path, fv.Entry), Path: path,
 		SealedBy: sealedBy(view, ws, path, fv.Entry), Producer: fv.Entry.Producer}, nil
 }
 
-func (s *base) atGeneration(ctx context.Context, agent, id, path string, gen uint64) (*meta.View, *meta.Workspace, meta.FileVersion, error) {
+func (s *Reads) atGeneration(ctx context.Context, agent, id, path string, gen uint64) (*meta.View, *meta.Workspace, meta.FileVersion, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return nil, nil, meta.FileVersion{}, err
 	}
@@ -200,7 +200,7 @@ func (s *base) atGeneration(ctx context.Context, agent, id, path string, gen uin
 	if gen == 0 {
 		return nil, nil, meta.FileVersion{}, invalidArgument("generation", "must be a generation (an integer ≥ 1)")
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, nil, meta.FileVersion{}, AsError(err)
 	}

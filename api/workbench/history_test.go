@@ -73,7 +73,7 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 		if v.Tombstone {
 			continue
 		}
-		f, err := svc.OpenGeneration(ctx, "a", "w", "outputs/r.txt", v.Generation)
+		f, err := svc.Reads.OpenGeneration(ctx, "a", "w", "outputs/r.txt", v.Generation)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,14 +81,14 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 		if err != nil || string(b) != bodies[v.Generation] || f.Info.Generation != v.Generation || f.Info.Digest != v.Digest {
 			t.Fatalf("generation %d reads %q %v, want %q", v.Generation, b, err, bodies[v.Generation])
 		}
-		st, err := svc.StatGeneration(ctx, "a", "w", "outputs/r.txt", v.Generation)
+		st, err := svc.Reads.StatGeneration(ctx, "a", "w", "outputs/r.txt", v.Generation)
 		if err != nil || st.File.Generation != v.Generation || st.File.Size != int64(len(bodies[v.Generation])) {
 			t.Fatalf("stat at %d: %+v %v", v.Generation, st, err)
 		}
 	}
-	_, err = svc.OpenGeneration(ctx, "a", "w", "outputs/r.txt", del)
+	_, err = svc.Reads.OpenGeneration(ctx, "a", "w", "outputs/r.txt", del)
 	wantGenerationNotFound(t, "a delete's generation", err)
-	_, err = svc.OpenGeneration(ctx, "a", "w", "outputs/r.txt", gens[len(gens)-1]+100)
+	_, err = svc.Reads.OpenGeneration(ctx, "a", "w", "outputs/r.txt", gens[len(gens)-1]+100)
 	wantGenerationNotFound(t, "an unknown generation", err)
 
 	first, err := svc.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Limit: 1})
@@ -134,9 +134,9 @@ func TestAVersionRetentionReleasesIsCollectedAndARetainedOneIsNot(t *testing.T) 
 	if !n.stored(t, "second body") {
 		t.Fatal("the retained body was collected")
 	}
-	_, err := n.svc.OpenGeneration(t.Context(), "a", "w", "f", g1)
+	_, err := n.svc.Reads.OpenGeneration(t.Context(), "a", "w", "f", g1)
 	wantGenerationNotFound(t, "the released generation", err)
-	f, err := n.svc.OpenGeneration(t.Context(), "a", "w", "f", g2)
+	f, err := n.svc.Reads.OpenGeneration(t.Context(), "a", "w", "f", g2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,7 @@ func BenchmarkGet(b *testing.B) {
 					b.SetBytes(int64(size))
 					b.ReportAllocs()
 					for b.Loop() {
-						f, err := n.Service.Open(context.Background(), "a", "w", path)
+						f, err := n.Service.Reads.Open(context.Background(), "a", "w", path)
 						if err != nil {
 							b.Fatal(err)
 						}

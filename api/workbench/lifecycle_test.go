@@ -49,7 +49,7 @@ func readText(t *testing.T, svc *workbench.Service, id, section, path string, at
 	if perr != nil {
 		return "", perr
 	}
-	f, err := svc.OpenAt(context.Background(), "a", id, section+"/"+path, sel)
+	f, err := svc.Reads.OpenAt(context.Background(), "a", id, section+"/"+path, sel)
 	if err != nil {
 		return "", err
 	}

@@ -100,7 +100,7 @@ func everythingVisible(rt *rapid.T, svc *workbench.Service, wb string) string {
 	}
 	var walk func(dir string)
 	walk = func(dir string) {
-		l, err := svc.List(ctx, workbench.ListRequest{Agent: "a", Workbench: wb, Path: dir, Limit: 1000})
+		l, err := svc.Reads.List(ctx, workbench.ListRequest{Agent: "a", Workbench: wb, Path: dir, Limit: 1000})
 		add(l, err)
 		for _, e := range l.Entries {
 			if e.Kind == "directory" {
@@ -109,7 +109,7 @@ func everythingVisible(rt *rapid.T, svc *workbench.Service, wb string) string {
 			}
 			section, rel, _ := strings.Cut(e.Path, "/")
 			add(svc.Tools.Read(ctx, "a", workbench.ReadInput{ID: wb, Section: section, Path: rel}))
-			f, err := svc.Open(ctx, "a", wb, e.Path) // export: open and stream every file
+			f, err := svc.Reads.Open(ctx, "a", wb, e.Path) // export: open and stream every file
 			if err != nil {
 				rt.Fatal(err)
 			}

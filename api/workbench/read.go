@@ -89,9 +89,9 @@ func (s *Tools) toolRead(ctx context.Context, agent string, in ReadInput, gen ui
 	var f *File
 	var err error
 	if gen != 0 {
-		f, err = s.base.OpenGeneration(ctx, agent, in.ID, full, gen)
+		f, err = s.reads.OpenGeneration(ctx, agent, in.ID, full, gen)
 	} else {
-		f, err = s.base.OpenAt(ctx, agent, in.ID, full, at)
+		f, err = s.reads.OpenAt(ctx, agent, in.ID, full, at)
 	}
 	if err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ func redactedNode(t *testing.T, inline int64) *workbench.Service {
 
 func readOf(t *testing.T, svc *workbench.Service, agent, path string) ([]byte, meta.Digest) {
 	t.Helper()
-	f, err := svc.Open(t.Context(), agent, "w", path)
+	f, err := svc.Reads.Open(t.Context(), agent, "w", path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func readBoth(t *testing.T, svc *workbench.Service, path string, want []byte) {
 	if got := readAll(t, svc, path); !bytes.Equal(got, want) {
 		t.Fatal("Read: other bytes than written")
 	}
-	f, err := svc.Open(t.Context(), "a", "w", path)
+	f, err := svc.Reads.Open(t.Context(), "a", "w", path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,6 +190,8 @@ type Service struct {
 	*base
 	// Writes: writes.go
 	Writes *Writes
+	// Reads: reads.go
+	Reads *Reads
 	// Tools is the Workbench tool contract over the parts (tools_contract.go).
 	Tools *Tools
 }
@@ -316,7 +318,8 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now, chunkFormat: blob.CurrentChunkFormat}
 	s.limits = newPrincipalLimits(cfg.Limits, func() time.Time { return s.now() })
 	writes := &Writes{base: s}
-	return &Service{base: s, Writes: writes, Tools: &Tools{base: s, writes: writes}}, nil
+	reads := &Reads{base: s}
+	return &Service{base: s, Reads: reads, Writes: writes, Tools: &Tools{base: s, reads: reads, writes: writes}}, nil
 }
 
 // Config returns the adapter's effective configuration.

@@ -375,7 +375,7 @@ func (s *Tools) Edit(ctx context.Context, agent string, in EditInput) (Result, e
 	}
 	defer release()
 	for attempt := 1; ; attempt++ {
-		f, err := s.base.Open(ctx, agent, in.ID, full)
+		f, err := s.reads.Open(ctx, agent, in.ID, full)
 		if err != nil {
 			return nil, s.stagingWriteError(ctx, agent, in.ID, err)
 		}
@@ -458,7 +458,7 @@ func (s *Tools) List(ctx context.Context, agent string, in ListInput) (Result, e
 		}
 		limit = *in.Limit
 	}
-	res, err := s.base.List(ctx, ListRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: limit, At: at})
+	res, err := s.reads.List(ctx, ListRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: limit, At: at})
 	if err != nil {
 		return nil, err
 	}
@@ -505,7 +505,7 @@ func (s *Tools) Stat(ctx context.Context, agent string, in StatInput) (Result, e
 	if werr != nil {
 		return nil, werr
 	}
-	st, err := s.base.StatAt(ctx, agent, in.ID, full, at)
+	st, err := s.reads.StatAt(ctx, agent, in.ID, full, at)
 	if err != nil {
 		return nil, err
 	}

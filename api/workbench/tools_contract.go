@@ -18,6 +18,7 @@ import "context"
 //     REST operation beneath it agree.
 type Tools struct {
 	base   *base
+	reads  *Reads
 	writes *Writes
 }
 
@@ -29,22 +30,22 @@ func (s *Tools) RootPath(agent string) string { return s.base.RootPath(agent) }
 
 // Search is workbench_search.
 func (s *Tools) Search(ctx context.Context, agent string, in SearchInput) (Result, error) {
-	return s.base.Search(ctx, agent, in)
+	return s.reads.Search(ctx, agent, in)
 }
 
 // Aggregate is workbench_aggregate.
 func (s *Tools) Aggregate(ctx context.Context, agent string, in AggregateInput) (Result, error) {
-	return s.base.Aggregate(ctx, agent, in)
+	return s.reads.Aggregate(ctx, agent, in)
 }
 
 // Catalog is workbench_catalog.
 func (s *Tools) Catalog(ctx context.Context, agent string, in CatalogInput) (Result, error) {
-	return s.base.Catalog(ctx, agent, in)
+	return s.reads.Catalog(ctx, agent, in)
 }
 
 // Find is workbench_find.
 func (s *Tools) Find(ctx context.Context, agent string, in FindInput) (Result, error) {
-	return s.base.Find(ctx, agent, in)
+	return s.reads.Find(ctx, agent, in)
 }
 
 // Commit is workbench_commit.

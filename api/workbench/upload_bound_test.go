@@ -79,7 +79,7 @@ func TestAnUploadSlowerThanItsBoundFailsSayingSo(t *testing.T) {
 		!strings.Contains(e.Message, "nothing was written") {
 		t.Errorf("the answer does not say what happened: %v %v", e.Message, e.Details)
 	}
-	if _, err := svc.Stat(t.Context(), "a", "w", "outputs/slow.bin"); workbench.AsError(err).Code != workbench.CodeNotFound {
+	if _, err := svc.Reads.Stat(t.Context(), "a", "w", "outputs/slow.bin"); workbench.AsError(err).Code != workbench.CodeNotFound {
 		t.Errorf("stat after the failed upload: %v", err)
 	}
 	if err := write("outputs/fast.bin", time.Second); err != nil { // 12 seconds

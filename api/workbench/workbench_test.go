@@ -24,7 +24,7 @@ func newService(t *testing.T, inline int64) (*workbench.Service, *shard.Shard) {
 
 func readAll(t *testing.T, svc *workbench.Service, path string) []byte {
 	t.Helper()
-	f, err := svc.Open(t.Context(), "a", "w", path)
+	f, err := svc.Reads.Open(t.Context(), "a", "w", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestReadRangesAcrossInlineAndStoredSegments(t *testing.T) {
 	// First append is inline (≤ 8 bytes), the second goes to the object store.
 	svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/mixed", Body: strings.NewReader("abcd"), CreateWorkbench: true})
 	svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/mixed", Body: strings.NewReader("efghijklmnop")})
-	f, err := svc.Open(t.Context(), "a", "w", "logs/mixed")
+	f, err := svc.Reads.Open(t.Context(), "a", "w", "logs/mixed")
 	if err != nil {
 		t.Fatal(err)
 	}

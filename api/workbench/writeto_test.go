@@ -39,7 +39,7 @@ func TestReaderWritesSegmentsInLargeWrites(t *testing.T) {
 		Body: bytes.NewReader(body), CreateWorkbench: true}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := svc.Open(t.Context(), "a", "w", "outputs/big")
+	f, err := svc.Reads.Open(t.Context(), "a", "w", "outputs/big")
 	if err != nil {
 		t.Fatal(err)
 	}
