@@ -228,7 +228,7 @@ func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request, o Owner
 		return
 	}
 	ctx := r.Context()
-	if _, err := h.svc.CreateWorkbench(ctx, o.Tenant, PacksWorkbench, ""); err != nil {
+	if _, err := h.svc.Lifecycle.CreateWorkbench(ctx, o.Tenant, PacksWorkbench, ""); err != nil {
 		WriteError(w, fromProposalStore(err))
 		return
 	}

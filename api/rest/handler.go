@@ -414,7 +414,7 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 			h.writeError(w, r, err, noPrecondition)
 			return
 		}
-		res, err := h.svc.CreateWorkbench(r.Context(), agent, id, key)
+		res, err := h.svc.Lifecycle.CreateWorkbench(r.Context(), agent, id, key)
 		if err != nil {
 			h.writeError(w, r, err, noPrecondition)
 			return

@@ -88,7 +88,7 @@ type retentionRequest struct {
 // retention.
 func (h *Handler) adminRetention(w http.ResponseWriter, r *http.Request) {
 	adminRootSetting(h, w, r, func(ctx context.Context, agent string) (workbench.Result, error) {
-		out, err := h.svc.Retention(ctx, agent)
+		out, err := h.svc.Lifecycle.Retention(ctx, agent)
 		return workbench.RetentionResult(out), err
 	}, func(ctx context.Context, in retentionRequest) (workbench.Result, error) {
 		out, err := h.putRetention(ctx, in)
@@ -103,12 +103,12 @@ func (h *Handler) putRetention(ctx context.Context, in retentionRequest) (workbe
 		if in.Versions != nil || in.Age != nil || in.MaxVersions != nil {
 			return workbench.RootRetention{}, invalidArg("reset", "takes no versions, age or max_versions")
 		}
-		return h.svc.SetRetention(ctx, in.Agent, meta.Retention{})
+		return h.svc.Lifecycle.SetRetention(ctx, in.Agent, meta.Retention{})
 	}
 	if in.Versions == nil && in.Age == nil && in.MaxVersions == nil {
 		return workbench.RootRetention{}, invalidArg("versions", "give versions, age or max_versions (or reset)")
 	}
-	cur, err := h.svc.Retention(ctx, in.Agent)
+	cur, err := h.svc.Lifecycle.Retention(ctx, in.Agent)
 	if err != nil {
 		return workbench.RootRetention{}, err
 	}
@@ -132,5 +132,5 @@ func (h *Handler) putRetention(ctx context.Context, in retentionRequest) (workbe
 	if pol.Versions == 0 {
 		return workbench.RootRetention{}, invalidArg("versions", "must be at least 1 (reset returns the root to the node default)")
 	}
-	return h.svc.SetRetention(ctx, in.Agent, pol)
+	return h.svc.Lifecycle.SetRetention(ctx, in.Agent, pol)
 }

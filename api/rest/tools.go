@@ -314,7 +314,7 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 					}
 					limit = n
 				}
-				return h.svc.SnapshotListPage(ctx, agent, id, q.Get("cursor"), limit)
+				return h.svc.Lifecycle.SnapshotListPage(ctx, agent, id, q.Get("cursor"), limit)
 			})
 			return "snapshots", true
 		}
@@ -359,7 +359,7 @@ func (h *Handler) rootTool(w http.ResponseWriter, r *http.Request, agent string,
 			return "restore-status", true
 		}
 		h.tool(w, r, http.MethodGet, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
-			return h.svc.RestoreStatus(ctx, agent, opID)
+			return h.svc.Lifecycle.RestoreStatus(ctx, agent, opID)
 		})
 		return "restore-status", true
 	}

@@ -47,7 +47,7 @@ func TestClusterRefusesRunSnapshotsWhileAReplicaRunsTheFirstRelease(t *testing.T
 	// a workbench that does not exist: NotFound when it passes the gate).
 	gated := func() error {
 		var e *workbench.Error
-		err := svc.DeleteWorkbench(ctx, "a", "none", 0, "")
+		err := svc.Lifecycle.DeleteWorkbench(ctx, "a", "none", 0, "")
 		switch {
 		case errors.As(err, &e) && e.Code == workbench.CodeRoutingUnavailable && strings.Contains(e.Message, "being upgraded"):
 			return nil
@@ -74,7 +74,7 @@ func TestClusterRefusesRunSnapshotsWhileAReplicaRunsTheFirstRelease(t *testing.T
 		}
 	}
 	run := func() error {
-		_, err := svc.RunSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w"})
+		_, err := svc.Lifecycle.RunSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w"})
 		return err
 	}
 

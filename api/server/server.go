@@ -203,7 +203,7 @@ func (n *Node) open(ctx context.Context) error {
 		}
 	}
 	workers, err := worker.New(worker.Config{Blobs: n.blobs, GCInterval: cfg.GCInterval, GCGrace: cfg.GCGrace,
-		GCMaxBatch: cfg.GCMaxBatch, InlineMaxBytes: cfg.InlineMaxBytes, Restorer: n.svc, Registerer: n.registry, Logger: n.log})
+		GCMaxBatch: cfg.GCMaxBatch, InlineMaxBytes: cfg.InlineMaxBytes, Restorer: n.svc.Lifecycle, Registerer: n.registry, Logger: n.log})
 	if err != nil {
 		return err
 	}

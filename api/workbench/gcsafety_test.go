@@ -29,7 +29,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 0, RestoreBatch: 8})
 	svc := n.Service
 	// Replaced bodies must become garbage at once (the sweeps are to delete some).
-	if _, err := svc.SetRetention(t.Context(), "a", pruneAtOnce); err != nil {
+	if _, err := svc.Lifecycle.SetRetention(t.Context(), "a", pruneAtOnce); err != nil {
 		t.Fatal(err)
 	}
 	// stop ends the concurrent phase; the operations themselves run to completion.

@@ -432,7 +432,7 @@ func TestGrepCursors(t *testing.T) {
 	for i := range 6 {
 		grepPut(t, svc, fmt.Sprintf("input/f%d.txt", i), "match\nmatch\n")
 	}
-	if _, err := svc.CreateWorkbench(t.Context(), "a", "w2", ""); err != nil {
+	if _, err := svc.Lifecycle.CreateWorkbench(t.Context(), "a", "w2", ""); err != nil {
 		t.Fatal(err)
 	}
 	base := workbench.GrepInput{Pattern: "match", Recursive: true, Section: grepRef("input"), Limit: grepRef(3)}

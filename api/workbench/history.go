@@ -276,19 +276,19 @@ type RootRetention struct {
 
 // Retention returns the history retention of agent's root (the node default for a root
 // without its own policy, or one that does not exist).
-func (s *base) Retention(ctx context.Context, agent string) (RootRetention, error) {
+func (s *Lifecycle) Retention(ctx context.Context, agent string) (RootRetention, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return RootRetention{}, AsError(err)
 	}
 	if err := mayRead(ctx, agent); err != nil {
 		return RootRetention{}, err
 	}
-	if err := s.mayRootWide(ctx, agent, "its retention"); err != nil {
+	if err := s.base.mayRootWide(ctx, agent, "its retention"); err != nil {
 		return RootRetention{}, err
 	}
 	// The shard's own view, not readView's: for a root that does not exist yet that would
 	// be the empty state, which knows the built-in default, not this node's settings.
-	c, err := s.cores.For(ctx, agent)
+	c, err := s.base.cores.For(ctx, agent)
 	if err != nil {
 		return RootRetention{}, AsError(err)
 	}
@@ -307,14 +307,14 @@ func (s *base) Retention(ctx context.Context, agent string) (RootRetention, erro
 // not exist); the zero Retention returns the root to the node default (meta.SetRetention).
 // InvalidArguments naming versions, age or max_versions for a policy out of bounds. An
 // admin's operation: the surfaces offer it only on the admin listener.
-func (s *base) SetRetention(ctx context.Context, agent string, r meta.Retention) (RootRetention, error) {
+func (s *Lifecycle) SetRetention(ctx context.Context, agent string, r meta.Retention) (RootRetention, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return RootRetention{}, AsError(err)
 	}
-	if err := s.mayRootWide(ctx, agent, "setting its retention"); err != nil {
+	if err := s.base.mayRootWide(ctx, agent, "setting its retention"); err != nil {
 		return RootRetention{}, err
 	}
-	res, werr := s.propose(ctx, meta.Header{}, meta.SetRetention{Agent: agent, Retention: r})
+	res, werr := s.base.propose(ctx, meta.Header{}, meta.SetRetention{Agent: agent, Retention: r})
 	if werr != nil {
 		return RootRetention{}, werr
 	}

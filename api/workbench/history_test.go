@@ -118,10 +118,10 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 func TestAVersionRetentionReleasesIsCollectedAndARetainedOneIsNot(t *testing.T) {
 	n := newGCNode(t)
 	// The node's default (this node prunes at once) applies to a root that does not exist.
-	if r, err := n.svc.Retention(t.Context(), "a"); err != nil || !r.Default || r.Retention.Versions != 1 {
+	if r, err := n.svc.Lifecycle.Retention(t.Context(), "a"); err != nil || !r.Default || r.Retention.Versions != 1 {
 		t.Fatalf("retention of a root that does not exist: %+v %v", r, err)
 	}
-	if _, err := n.svc.SetRetention(t.Context(), "a", meta.Retention{Versions: 2}); err != nil {
+	if _, err := n.svc.Lifecycle.SetRetention(t.Context(), "a", meta.Retention{Versions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	g1 := n.write(t, "f", "first body").Generation

@@ -26,7 +26,7 @@ func TestTheServiceAnswersEveryFailedPreconditionNotRetryable(t *testing.T) {
 	}
 	past := write("input/f.txt", "one")
 	write("input/f.txt", "two")
-	wbs, err := svc.ListWorkbenches(ctx, "a", "", 10)
+	wbs, err := svc.Lifecycle.ListWorkbenches(ctx, "a", "", 10)
 	if err != nil || len(wbs.Workbenches) != 1 {
 		t.Fatalf("workbenches %+v, %v", wbs, err)
 	}
@@ -45,7 +45,7 @@ func TestTheServiceAnswersEveryFailedPreconditionNotRetryable(t *testing.T) {
 			return err
 		}},
 		{"a workbench delete at a past revision", func() error {
-			return svc.DeleteWorkbench(ctx, "a", "w", rev-1, "")
+			return svc.Lifecycle.DeleteWorkbench(ctx, "a", "w", rev-1, "")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

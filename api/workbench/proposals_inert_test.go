@@ -27,7 +27,7 @@ func TestPendingProposalsAreInert(t *testing.T) {
 		run++
 		ctx := t.Context()
 		wb := fmt.Sprintf("w%d", run)
-		if _, err := svc.CreateWorkbench(ctx, "a", wb, ""); err != nil {
+		if _, err := svc.Lifecycle.CreateWorkbench(ctx, "a", wb, ""); err != nil {
 			rt.Fatal(err)
 		}
 		type prop struct{ id, marker, digest string }

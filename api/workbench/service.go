@@ -192,6 +192,8 @@ type Service struct {
 	Writes *Writes
 	// Reads: reads.go
 	Reads *Reads
+	// Lifecycle: lifecycle.go
+	Lifecycle *Lifecycle
 	// Tools is the Workbench tool contract over the parts (tools_contract.go).
 	Tools *Tools
 }
@@ -216,10 +218,7 @@ type base struct {
 	query   queryState
 	// now is the clock uploads are timed by (Config.MaxUploadDuration); tests replace it.
 	now func() time.Time
-	// restoring maps a restore operation id → a channel closed when this process's driver
-	// of it stops.
-	restoring sync.Map
-	gc        gcState
+	gc  gcState
 	// corrupt counts reads of damaged stored bytes (integrity.go); nil until
 	// InstrumentIntegrity.
 	corrupt atomic.Pointer[prometheus.CounterVec]
@@ -319,7 +318,8 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	s.limits = newPrincipalLimits(cfg.Limits, func() time.Time { return s.now() })
 	writes := &Writes{base: s}
 	reads := &Reads{base: s}
-	return &Service{base: s, Reads: reads, Writes: writes, Tools: &Tools{base: s, reads: reads, writes: writes}}, nil
+	life := &Lifecycle{base: s}
+	return &Service{base: s, Lifecycle: life, Reads: reads, Writes: writes, Tools: &Tools{base: s, life: life, reads: reads, writes: writes}}, nil
 }
 
 // Config returns the adapter's effective configuration.
@@ -423,19 +423,19 @@ type CreateResult struct {
 
 // CreateWorkbench creates workbench id under agent; creating an existing one succeeds with
 // Created false.
-func (s *base) CreateWorkbench(ctx context.Context, agent, id string, requestID string) (CreateResult, error) {
+func (s *Lifecycle) CreateWorkbench(ctx context.Context, agent, id string, requestID string) (CreateResult, error) {
 	if err := validateTarget(agent, id, ""); err != nil {
 		return CreateResult{}, err
 	}
-	if err := s.mayCreate(ctx, agent, id); err != nil {
+	if err := s.base.mayCreate(ctx, agent, id); err != nil {
 		return CreateResult{}, err
 	}
 	h := meta.Header{RequestID: requestID, RequestHash: requestHash("create", agent, id)}
-	res, werr := s.propose(ctx, h, meta.CreateWorkspace{Agent: agent, Name: id})
+	res, werr := s.base.propose(ctx, h, meta.CreateWorkspace{Agent: agent, Name: id})
 	if werr != nil {
 		return CreateResult{}, werr
 	}
-	return CreateResult{WorkbenchID: id, Path: s.WorkbenchPath(agent, id), Created: res.Created}, nil
+	return CreateResult{WorkbenchID: id, Path: s.base.WorkbenchPath(agent, id), Created: res.Created}, nil
 }
 
 // WriteRequest is a whole-body write.

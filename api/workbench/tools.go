@@ -232,7 +232,7 @@ func (s *Tools) scopeFields(r Result, agent, id, full string) Result {
 
 // ToolCreate implements workbench_create: an exact retry returns the same result.
 func (s *Tools) Create(ctx context.Context, agent string, in CreateInput) (Result, error) {
-	res, err := s.base.CreateWorkbench(ctx, agent, in.ID, "")
+	res, err := s.life.CreateWorkbench(ctx, agent, in.ID, "")
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import "context"
 //     REST operation beneath it agree.
 type Tools struct {
 	base   *base
+	life   *Lifecycle
 	reads  *Reads
 	writes *Writes
 }
@@ -50,32 +51,32 @@ func (s *Tools) Find(ctx context.Context, agent string, in FindInput) (Result, e
 
 // Commit is workbench_commit.
 func (s *Tools) Commit(ctx context.Context, agent string, in CommitInput) (Result, error) {
-	return s.base.Commit(ctx, agent, in)
+	return s.life.Commit(ctx, agent, in)
 }
 
 // Snapshot is workbench_snapshot.
 func (s *Tools) Snapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
-	return s.base.Snapshot(ctx, agent, in)
+	return s.life.Snapshot(ctx, agent, in)
 }
 
 // SnapshotRenew is workbench_snapshot_renew.
 func (s *Tools) SnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput) (Result, error) {
-	return s.base.SnapshotRenew(ctx, agent, in)
+	return s.life.SnapshotRenew(ctx, agent, in)
 }
 
 // SnapshotRetire is workbench_snapshot_retire.
 func (s *Tools) SnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
-	return s.base.SnapshotRetire(ctx, agent, in)
+	return s.life.SnapshotRetire(ctx, agent, in)
 }
 
 // SnapshotList is workbench_snapshot_list.
 func (s *Tools) SnapshotList(ctx context.Context, agent string, in SnapshotListInput) (Result, error) {
-	return s.base.SnapshotList(ctx, agent, in)
+	return s.life.SnapshotList(ctx, agent, in)
 }
 
 // Restore is workbench_restore.
 func (s *Tools) Restore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
-	return s.base.Restore(ctx, agent, in)
+	return s.life.Restore(ctx, agent, in)
 }
 
 // Proposals is cairn_proposals.

@@ -49,7 +49,7 @@ type WorkbenchPage struct {
 // uid) and the limit; anything else is InvalidArguments naming "cursor". A root that does
 // not exist lists nothing. Staging restore destinations are not listed (they are
 // invisible until complete).
-func (s *base) ListWorkbenches(ctx context.Context, agent, cursorText string, limit int) (WorkbenchPage, error) {
+func (s *Lifecycle) ListWorkbenches(ctx context.Context, agent, cursorText string, limit int) (WorkbenchPage, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return WorkbenchPage{}, AsError(err)
 	}
@@ -62,7 +62,7 @@ func (s *base) ListWorkbenches(ctx context.Context, agent, cursorText string, li
 	if err := mayRead(ctx, agent); err != nil {
 		return WorkbenchPage{}, err
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return WorkbenchPage{}, AsError(err)
 	}
@@ -73,7 +73,7 @@ func (s *base) ListWorkbenches(ctx context.Context, agent, cursorText string, li
 	args := "root " + uid + " limit " + strconv.Itoa(limit)
 	after := ""
 	if cursorText != "" {
-		cur, cerr := s.cursors.decode(ctx, cursorText, "workbenches", agent, "", "")
+		cur, cerr := s.base.cursors.decode(ctx, cursorText, "workbenches", agent, "", "")
 		if cerr != nil {
 			return WorkbenchPage{}, cerr
 		}
@@ -85,11 +85,11 @@ func (s *base) ListWorkbenches(ctx context.Context, agent, cursorText string, li
 	list, more := view.Workspaces(agent, after, limit)
 	out := WorkbenchPage{Workbenches: make([]WorkbenchInfo, 0, len(list))}
 	for _, ws := range list {
-		out.Workbenches = append(out.Workbenches, WorkbenchInfo{ID: ws.Name, Path: s.WorkbenchPath(agent, ws.Name),
+		out.Workbenches = append(out.Workbenches, WorkbenchInfo{ID: ws.Name, Path: s.base.WorkbenchPath(agent, ws.Name),
 			Revision: ws.Revision, Files: ws.Files, Bytes: ws.Bytes, CreatedAtMs: ws.CreatedAtMs, HeadCommit: ws.HeadIdentity})
 	}
 	if more && len(list) > 0 {
-		out.NextCursor = s.cursors.encode(ctx, cursor{Kind: "workbenches", Agent: agent, Args: args, After: list[len(list)-1].Name})
+		out.NextCursor = s.base.cursors.encode(ctx, cursor{Kind: "workbenches", Agent: agent, Args: args, After: list[len(list)-1].Name})
 	}
 	return out, nil
 }
@@ -101,12 +101,12 @@ func (s *base) ListWorkbenches(ctx context.Context, agent, cursorText string, li
 // precondition, PreconditionFailed). NotFound when it does not exist;
 // ForkRetentionActive (retryable) while a restore reads from it; InvalidState (retryable)
 // while it is a restore's staging destination.
-func (s *base) DeleteWorkbench(ctx context.Context, agent, id string, ifRevision uint64, requestID string) error {
+func (s *Lifecycle) DeleteWorkbench(ctx context.Context, agent, id string, ifRevision uint64, requestID string) error {
 	if err := validateTarget(agent, id, ""); err != nil {
 		return err
 	}
 	h := meta.Header{RequestID: requestID, RequestHash: requestHash("delete-workbench", agent, id, strconv.FormatUint(ifRevision, 10))}
-	_, werr := s.propose(ctx, h, meta.DeleteWorkspace{Agent: agent, Name: id, IfRevision: ifRevision})
+	_, werr := s.base.propose(ctx, h, meta.DeleteWorkspace{Agent: agent, Name: id, IfRevision: ifRevision})
 	if werr != nil {
 		if ifRevision != 0 && werr.Code == CodeConflict {
 			return PreconditionFailed(werr)
@@ -119,16 +119,16 @@ func (s *base) DeleteWorkbench(ctx context.Context, agent, id string, ifRevision
 // PurgeRoot deletes every workbench of agent's root, in bounded commands, and returns how
 // many it deleted. The root keeps its quotas. ForkRetentionActive (retryable) while a
 // restore of the root is in progress.
-func (s *base) PurgeRoot(ctx context.Context, agent string) (int64, error) {
+func (s *Lifecycle) PurgeRoot(ctx context.Context, agent string) (int64, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return 0, AsError(err)
 	}
-	if err := s.mayRootWide(ctx, agent, "a purge"); err != nil {
+	if err := s.base.mayRootWide(ctx, agent, "a purge"); err != nil {
 		return 0, err
 	}
 	var total int64
 	for range maxPurgeCommands {
-		res, werr := s.propose(ctx, meta.Header{}, meta.PurgeRoot{Agent: agent, Limit: meta.MaxPurgeBatch})
+		res, werr := s.base.propose(ctx, meta.Header{}, meta.PurgeRoot{Agent: agent, Limit: meta.MaxPurgeBatch})
 		if werr != nil {
 			return total, werr
 		}
@@ -150,17 +150,17 @@ type RootUsage struct {
 
 // Usage returns what agent's root holds and its quotas (zeros for a root that does not
 // exist).
-func (s *base) Usage(ctx context.Context, agent string) (RootUsage, error) {
+func (s *Lifecycle) Usage(ctx context.Context, agent string) (RootUsage, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return RootUsage{}, AsError(err)
 	}
 	if err := mayRead(ctx, agent); err != nil {
 		return RootUsage{}, err
 	}
-	if err := s.mayRootWide(ctx, agent, "its usage"); err != nil {
+	if err := s.base.mayRootWide(ctx, agent, "its usage"); err != nil {
 		return RootUsage{}, err
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return RootUsage{}, AsError(err)
 	}
@@ -171,14 +171,14 @@ func (s *base) Usage(ctx context.Context, agent string) (RootUsage, error) {
 // SetQuota replaces the quotas of agent's root (creating the root when it does not exist);
 // a zero field lifts that limit. InvalidArguments naming the field for a negative one.
 // An admin's operation: the surfaces offer it only on the admin listener.
-func (s *base) SetQuota(ctx context.Context, agent string, q meta.Quota) (RootUsage, error) {
+func (s *Lifecycle) SetQuota(ctx context.Context, agent string, q meta.Quota) (RootUsage, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return RootUsage{}, AsError(err)
 	}
-	if err := s.mayRootWide(ctx, agent, "setting its quotas"); err != nil {
+	if err := s.base.mayRootWide(ctx, agent, "setting its quotas"); err != nil {
 		return RootUsage{}, err
 	}
-	res, werr := s.propose(ctx, meta.Header{}, meta.SetQuota{Agent: agent, Quota: q})
+	res, werr := s.base.propose(ctx, meta.Header{}, meta.SetQuota{Agent: agent, Quota: q})
 	if werr != nil {
 		return RootUsage{}, werr
 	}
@@ -240,7 +240,7 @@ func (s *Tools) WorkbenchList(ctx context.Context, agent string, in WorkbenchLis
 	if in.Limit != nil {
 		limit = *in.Limit
 	}
-	p, err := s.base.ListWorkbenches(ctx, agent, cur, limit)
+	p, err := s.life.ListWorkbenches(ctx, agent, cur, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func (s *Tools) WorkbenchDelete(ctx context.Context, agent string, in WorkbenchD
 	if in.IfRevision != nil {
 		rev = *in.IfRevision
 	}
-	if err := s.base.DeleteWorkbench(ctx, agent, in.ID, rev, ""); err != nil {
+	if err := s.life.DeleteWorkbench(ctx, agent, in.ID, rev, ""); err != nil {
 		return nil, err
 	}
 	r := success()
