@@ -533,7 +533,7 @@ func TestThePacksWorkbenchIsWrittenOnlyThroughTheFacade(t *testing.T) {
 	if list, _, err := v.Proposals(tenant, openwop.PacksWorkbench, meta.ProposalFilter{State: meta.ProposalPending}, 0, 10); err == nil && len(list) == 1 {
 		pending = list[0].ID
 	}
-	_, cerr := n.Service.Decide(rest, tenant, workbench.DecideInput{ID: openwop.PacksWorkbench, ProposalID: pending,
+	_, cerr := n.Service.Review.Decide(rest, tenant, workbench.DecideInput{ID: openwop.PacksWorkbench, ProposalID: pending,
 		Disposition: meta.DispositionAccept, SubmissionID: "sneak"})
 	for what, err := range map[string]error{"write": werr, "delete": derr, "Cairn accept of " + other: cerr} {
 		if workbench.AsError(err).Code != workbench.CodePermissionDenied {

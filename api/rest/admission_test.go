@@ -49,7 +49,7 @@ func proposalsServer(tb testing.TB, budget int64, n int) (*workbench.Service, st
 	meta := json.RawMessage(`{"notes":"` + strings.Repeat("m", 60<<10) + `"}`)
 	for i := range n {
 		text := fmt.Sprintf("plan %d", i)
-		if _, err := svc.Propose(tb.Context(), "a1", workbench.ProposeInput{ID: "w1", Path: fmt.Sprintf("outputs/p%03d.txt", i),
+		if _, err := svc.Review.Propose(tb.Context(), "a1", workbench.ProposeInput{ID: "w1", Path: fmt.Sprintf("outputs/p%03d.txt", i),
 			Text: &text, RequestID: fmt.Sprintf("p-%d", i), Metadata: meta}); err != nil {
 			tb.Fatalf("propose %d: %v", i, err)
 		}

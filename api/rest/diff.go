@@ -30,7 +30,7 @@ func (h *Handler) diff(w http.ResponseWriter, r *http.Request, agent, id string)
 		if err != nil {
 			return nil, err
 		}
-		return h.svc.Diff(ctx, req)
+		return h.svc.Review.Diff(ctx, req)
 	})
 }
 

@@ -44,7 +44,7 @@ func (h *Handler) history(w http.ResponseWriter, r *http.Request, agent, id stri
 			}
 			limit = n
 		}
-		res, err := h.svc.History(ctx, workbench.HistoryRequest{Agent: agent, Workbench: id, Path: path, Limit: limit, Cursor: q.Get("cursor")})
+		res, err := h.svc.Review.History(ctx, workbench.HistoryRequest{Agent: agent, Workbench: id, Path: path, Limit: limit, Cursor: q.Get("cursor")})
 		if err != nil {
 			return nil, err
 		}

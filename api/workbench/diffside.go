@@ -81,13 +81,13 @@ func ParseDiffSide(field, s string) (DiffSide, *Error) {
 // a snapshot's frozen view (resolve), or a view at a commit's version (the commit holds
 // that history). A generation side reads the live view; fileAt picks its version.
 // Errors: NotFound (workbench, commit), SnapshotNotFound, SnapshotExpired.
-func (s *base) resolveSide(ctx context.Context, agent, id string, d DiffSide) (*meta.View, *meta.Workspace, error) {
+func (s *Review) resolveSide(ctx context.Context, agent, id string, d DiffSide) (*meta.View, *meta.Workspace, error) {
 	switch d.Kind {
 	case SideSnapshot:
-		view, ws, _, err := s.resolve(ctx, agent, id, d.Snapshot)
+		view, ws, _, err := s.base.resolve(ctx, agent, id, d.Snapshot)
 		return view, ws, err
 	case SideCommit:
-		view, ws, _, err := s.resolve(ctx, agent, id, At{})
+		view, ws, _, err := s.base.resolve(ctx, agent, id, At{})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -103,7 +103,7 @@ func (s *base) resolveSide(ctx context.Context, agent, id string, d DiffSide) (*
 		}
 		return cv, cws, nil
 	}
-	view, ws, _, err := s.resolve(ctx, agent, id, At{})
+	view, ws, _, err := s.base.resolve(ctx, agent, id, At{})
 	return view, ws, err
 }
 

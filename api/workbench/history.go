@@ -61,7 +61,7 @@ type HistoryResult struct {
 // or the path has no retained version, NotArtifact for a directory, InvalidArguments for
 // a bad path, limit or cursor, ResourceExhausted (retryable) when the budget stayed taken
 // for the queue timeout.
-func (s *base) History(ctx context.Context, req HistoryRequest) (HistoryResult, error) {
+func (s *Review) History(ctx context.Context, req HistoryRequest) (HistoryResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return HistoryResult{}, err
 	}
@@ -80,11 +80,11 @@ func (s *base) History(ctx context.Context, req HistoryRequest) (HistoryResult, 
 	var cur cursor
 	if req.Cursor != "" {
 		var cerr *Error
-		if cur, cerr = s.cursors.decode(ctx, req.Cursor, "history", req.Agent, req.Workbench, req.Path); cerr != nil {
+		if cur, cerr = s.base.cursors.decode(ctx, req.Cursor, "history", req.Agent, req.Workbench, req.Path); cerr != nil {
 			return HistoryResult{}, cerr
 		}
 	}
-	view, err := s.readView(ctx, req.Agent)
+	view, err := s.base.readView(ctx, req.Agent)
 	if err != nil {
 		return HistoryResult{}, AsError(err)
 	}
@@ -101,8 +101,8 @@ func (s *base) History(ctx context.Context, req HistoryRequest) (HistoryResult, 
 		return HistoryResult{}, AsError(err)
 	}
 	// The answer's memory (pages.go), before it is built.
-	rows, more, cost := fitPage(rows, more, s.listingPageMaxBytes(), historyRowAnswerBytes)
-	release, aerr := s.admit(ctx, cost+historyPageBytes(req.Path), "the history", -1)
+	rows, more, cost := fitPage(rows, more, s.base.listingPageMaxBytes(), historyRowAnswerBytes)
+	release, aerr := s.base.admit(ctx, cost+historyPageBytes(req.Path), "the history", -1)
 	if aerr != nil {
 		return HistoryResult{}, aerr
 	}
@@ -113,7 +113,7 @@ func (s *base) History(ctx context.Context, req HistoryRequest) (HistoryResult, 
 	}
 	if more {
 		last := rows[len(rows)-1].Version
-		out.NextCursor = s.cursors.encode(ctx, cursor{Kind: "history", Agent: req.Agent, Workbench: req.Workbench,
+		out.NextCursor = s.base.cursors.encode(ctx, cursor{Kind: "history", Agent: req.Agent, Workbench: req.Workbench,
 			Incarnation: ws.Incarnation, Path: req.Path, Offset: int64(last)})
 		out.Truncated = true
 	}
@@ -234,7 +234,7 @@ func (s *Tools) History(ctx context.Context, agent string, in HistoryInput) (Res
 	if werr != nil {
 		return nil, werr
 	}
-	res, err := s.base.History(ctx, HistoryRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: deref(in.Limit)})
+	res, err := s.review.History(ctx, HistoryRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: deref(in.Limit)})
 	if err != nil {
 		return nil, err
 	}

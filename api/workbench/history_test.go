@@ -49,7 +49,7 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 	var got []workbench.HistoryVersion
 	cursor := ""
 	for pages := 0; ; pages++ {
-		page, err := svc.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Limit: 1, Cursor: cursor})
+		page, err := svc.Review.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Limit: 1, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 	_, err = svc.Reads.OpenGeneration(ctx, "a", "w", "outputs/r.txt", gens[len(gens)-1]+100)
 	wantGenerationNotFound(t, "an unknown generation", err)
 
-	first, err := svc.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Limit: 1})
+	first, err := svc.Review.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 		{"a forged cursor", workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Cursor: first.NextCursor + "x"}},
 		{"a limit beyond the bound", workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Limit: workbench.MaxHistoryLimit + 1}},
 	} {
-		_, err := svc.History(ctx, tt.req)
+		_, err := svc.Review.History(ctx, tt.req)
 		var e *workbench.Error
 		if !errors.As(err, &e) || e.Code != workbench.CodeInvalidArguments {
 			t.Fatalf("%s: %v, want InvalidArguments", tt.name, err)
@@ -155,15 +155,15 @@ func TestHistoryNamesTheProposalThatPublishedAVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := "v2"
-	p, err := svc.Propose(ctx, "a", workbench.ProposeInput{ID: "w", Path: "outputs/doc.md", Text: &text, RequestID: "r1"})
+	p, err := svc.Review.Propose(ctx, "a", workbench.ProposeInput{ID: "w", Path: "outputs/doc.md", Text: &text, RequestID: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := p["proposal_id"].(string)
-	if _, err := svc.Decide(ctx, "a", workbench.DecideInput{ID: "w", ProposalID: id, Disposition: "accept", SubmissionID: "s1"}); err != nil {
+	if _, err := svc.Review.Decide(ctx, "a", workbench.DecideInput{ID: "w", ProposalID: id, Disposition: "accept", SubmissionID: "s1"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := svc.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/doc.md"})
+	res, err := svc.Review.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/doc.md"})
 	if err != nil || len(res.Versions) != 2 || res.Versions[0].Proposal != id || res.Versions[1].Proposal != "" {
 		t.Fatalf("history %+v %v, want the newest version made by proposal %s", res.Versions, err, id)
 	}

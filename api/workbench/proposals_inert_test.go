@@ -49,7 +49,7 @@ func TestPendingProposalsAreInert(t *testing.T) {
 				if rapid.Bool().Draw(rt, "must-not-exist") {
 					in.BaseGeneration = ptr(uint64(0))
 				}
-				r, err := svc.Propose(ctx, "a", in)
+				r, err := svc.Review.Propose(ctx, "a", in)
 				if err != nil {
 					rt.Fatal(err)
 				}
@@ -64,7 +64,7 @@ func TestPendingProposalsAreInert(t *testing.T) {
 					disp = "accept"
 				}
 				p := open[k]
-				_, err := svc.Decide(ctx, "a", workbench.DecideInput{ID: wb, ProposalID: p.id, Disposition: disp, SubmissionID: fmt.Sprintf("s%d", i)})
+				_, err := svc.Review.Decide(ctx, "a", workbench.DecideInput{ID: wb, ProposalID: p.id, Disposition: disp, SubmissionID: fmt.Sprintf("s%d", i)})
 				switch {
 				case err == nil:
 					open = append(open[:k], open[k+1:]...)

@@ -194,6 +194,8 @@ type Service struct {
 	Reads *Reads
 	// Lifecycle: lifecycle.go
 	Lifecycle *Lifecycle
+	// Review: review.go
+	Review *Review
 	// Tools is the Workbench tool contract over the parts (tools_contract.go).
 	Tools *Tools
 }
@@ -319,7 +321,8 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	writes := &Writes{base: s}
 	reads := &Reads{base: s}
 	life := &Lifecycle{base: s}
-	return &Service{base: s, Lifecycle: life, Reads: reads, Writes: writes, Tools: &Tools{base: s, life: life, reads: reads, writes: writes}}, nil
+	review := &Review{base: s}
+	return &Service{base: s, Review: review, Lifecycle: life, Reads: reads, Writes: writes, Tools: &Tools{base: s, review: review, life: life, reads: reads, writes: writes}}, nil
 }
 
 // Config returns the adapter's effective configuration.

@@ -18,6 +18,7 @@ import "context"
 //     REST operation beneath it agree.
 type Tools struct {
 	base   *base
+	review *Review
 	life   *Lifecycle
 	reads  *Reads
 	writes *Writes
@@ -81,15 +82,15 @@ func (s *Tools) Restore(ctx context.Context, agent string, in RestoreInput) (Res
 
 // Proposals is cairn_proposals.
 func (s *Tools) Proposals(ctx context.Context, agent string, in ProposalsInput) (Result, error) {
-	return s.base.Proposals(ctx, agent, in)
+	return s.review.Proposals(ctx, agent, in)
 }
 
 // Propose is cairn_propose.
 func (s *Tools) Propose(ctx context.Context, agent string, in ProposeInput) (Result, error) {
-	return s.base.Propose(ctx, agent, in)
+	return s.review.Propose(ctx, agent, in)
 }
 
 // Decide is cairn_decide.
 func (s *Tools) Decide(ctx context.Context, agent string, in DecideInput) (Result, error) {
-	return s.base.Decide(ctx, agent, in)
+	return s.review.Decide(ctx, agent, in)
 }
