@@ -92,7 +92,7 @@ func NewCairnServer(svc *workbench.Service, agent string, opts Options) *sdk.Ser
 		Logger: sdkLogger(opts.Logger),
 		Instructions: fmt.Sprintf("Cairn's tools beyond the Workbench contract over the agent root %q, presented at %s. "+
 			"Every result is a JSON object with \"status\": \"success\"; every error is {\"status\":\"error\",\"code\",\"message\",\"retryable\",\"details\"}.",
-			agent, strings.TrimSuffix(svc.WorkbenchPath(agent, ""), "/")),
+			agent, strings.TrimSuffix(svc.Tools.WorkbenchPath(agent, ""), "/")),
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
 	// The 18 Workbench tools with their contract schemas, then the profile's own

@@ -303,7 +303,7 @@ func NewServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {
 		Instructions: fmt.Sprintf("Workbench tools over the agent root %q, presented at %s. Each workbench has the sections "+
 			"input, scripts, outputs, logs and metadata; paths are relative to the section. Every result is a JSON object "+
 			"with \"status\": \"success\"; every error is {\"status\":\"error\",\"code\",\"message\",\"retryable\",\"details\"}.",
-			agent, strings.TrimSuffix(svc.WorkbenchPath(agent, ""), "/")),
+			agent, strings.TrimSuffix(svc.Tools.WorkbenchPath(agent, ""), "/")),
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
 	register(srv, svc, agent, tools, mustSchema, opts)

@@ -238,7 +238,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 	produced(r.Context(), v)
 	sec, rel := splitSection(path)
 	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "section": sec, "relative_path": rel,
-		"path": h.svc.WorkbenchPath(agent, id) + "/" + path, "generation": v})
+		"path": h.svc.Tools.WorkbenchPath(agent, id) + "/" + path, "generation": v})
 }
 
 // read serves GET and HEAD: ETag, If-None-Match (304), single Range (206/416), streaming;

@@ -107,8 +107,8 @@ func (s *base) admitQuery(ctx context.Context, view *meta.View, scope meta.Scope
 // are AdmitMemory's *Error: ResourceExhausted, retryable when the budget stayed taken or
 // the principal holds MaxConcurrentAdmissions shares, not retryable when n exceeds the
 // whole budget.
-func (s *base) AdmitMemory(ctx context.Context, n int64, what string) (release func(), err error) {
-	release, werr := s.admit(ctx, n, what, -1)
+func (s *Service) AdmitMemory(ctx context.Context, n int64, what string) (release func(), err error) {
+	release, werr := s.base.admit(ctx, n, what, -1)
 	if werr != nil {
 		return nil, werr
 	}
@@ -264,32 +264,32 @@ func (q *queryState) hold(n int64) {
 // AdmissionHighWater is the most bytes of the memory budget held at once, by the
 // admitted requests' estimates, since the Service started (at most
 // Config.QueryBudgetBytes; cairn_query_budget_high_water_bytes).
-func (s *base) AdmissionHighWater() int64 { return s.query.peak.Load() }
+func (s *Service) AdmissionHighWater() int64 { return s.base.query.peak.Load() }
 
 type queryMetrics struct {
 	admissions *prometheus.CounterVec
 }
 
-// InstrumentQueries registers the cairn_query_* metrics of the memory budget on reg:
+// instrument registers the cairn_query_* metrics of the memory budget on reg:
 // cairn_query_admissions_total{result="admitted"|"queue_timeout"|"too_large"|"principal_limit"}
 // and the gauges cairn_query_budget_bytes, cairn_query_budget_in_use_bytes and
 // cairn_query_budget_high_water_bytes. Call it once.
-func (s *base) InstrumentQueries(reg prometheus.Registerer) error {
+func (q *queryState) instrument(reg prometheus.Registerer, budgetBytes int64) error {
 	m := &queryMetrics{admissions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "query",
 		Name: "admissions_total", Help: "Requests under the memory budget (queries, greps, diffs, file, history and proposal listings, large MCP messages, backups) by admission result: admitted, queue_timeout (waited QueryQueueTimeout, answered ResourceExhausted), too_large (estimate above the whole budget), principal_limit (the principal held MaxConcurrentAdmissions shares)."},
 		[]string{"result"})}
 	budget := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "query", Name: "budget_bytes",
-		Help: "The node's query budget (QueryBudgetBytes)."}, func() float64 { return float64(s.cfg.QueryBudgetBytes) })
+		Help: "The node's query budget (QueryBudgetBytes)."}, func() float64 { return float64(budgetBytes) })
 	inUse := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "query", Name: "budget_in_use_bytes",
-		Help: "Bytes of the memory budget held by running requests, by their estimates."}, func() float64 { return float64(s.query.inUse.Load()) })
+		Help: "Bytes of the memory budget held by running requests, by their estimates."}, func() float64 { return float64(q.inUse.Load()) })
 	peak := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "query", Name: "budget_high_water_bytes",
-		Help: "The most bytes of the memory budget held at once since the node started."}, func() float64 { return float64(s.query.peak.Load()) })
+		Help: "The most bytes of the memory budget held at once since the node started."}, func() float64 { return float64(q.peak.Load()) })
 	for _, c := range []prometheus.Collector{m.admissions, budget, inUse, peak} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("workbench: query metrics: %w", err)
 		}
 	}
-	s.query.metrics.Store(m)
+	q.metrics.Store(m)
 	return nil
 }
 

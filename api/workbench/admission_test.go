@@ -47,7 +47,7 @@ func TestQueriesWaitForTheBudgetThenAreRefused(t *testing.T) {
 	const budget = 1 << 20
 	svc := admissionService(t, budget, 50*time.Millisecond)
 	reg := prometheus.NewRegistry()
-	if err := svc.InstrumentQueries(reg); err != nil {
+	if err := svc.Instrument(reg); err != nil {
 		t.Fatal(err)
 	}
 	release := svc.HoldQueryBudget(budget)

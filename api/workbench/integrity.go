@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -202,11 +203,11 @@ func (s *base) corrupted(agent string, digest meta.Digest, source string, cause 
 	return dataCorrupted(&digest)
 }
 
-// InstrumentIntegrity registers cairn_blob_corrupt_total{source="object_store"|"inline"}
+// instrumentCorrupt registers cairn_blob_corrupt_total{source="object_store"|"inline"}
 // on reg: the reads that found stored bytes failing verification against their digest
 // (each was answered DataCorrupted and logged with the digest). Services registering on
 // one registry share the counter.
-func (s *base) InstrumentIntegrity(reg prometheus.Registerer) error {
+func instrumentCorrupt(reg prometheus.Registerer, corrupt *atomic.Pointer[prometheus.CounterVec]) error {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "blob", Name: "corrupt_total",
 		Help: "Segment reads whose stored bytes failed verification against their digest (answered DataCorrupted), by where the bytes were stored (object_store, inline)."},
 		[]string{"source"})
@@ -222,6 +223,6 @@ func (s *base) InstrumentIntegrity(reg prometheus.Registerer) error {
 		}
 		c = existing
 	}
-	s.corrupt.Store(c)
+	corrupt.Store(c)
 	return nil
 }

@@ -50,7 +50,7 @@ func TestRangesOfADamagedSegmentAreDataCorrupted(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 0})
 	svc := n.Service
 	reg := prometheus.NewRegistry()
-	if err := svc.InstrumentIntegrity(reg); err != nil {
+	if err := svc.Instrument(reg); err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()

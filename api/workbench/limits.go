@@ -88,8 +88,8 @@ func newPrincipalLimits(cfg PrincipalLimits, now func() time.Time) *principalLim
 // it, the answer is a retryable ResourceExhausted naming the limit, with
 // details.retry_after_ms (REST: 429 with Retry-After); a refused request takes no token.
 // The surfaces call it once per request, before they do anything else.
-func (s *base) AllowRequest(ctx context.Context) error {
-	l := s.limits
+func (s *Service) AllowRequest(ctx context.Context) error {
+	l := s.base.limits
 	id := PrincipalID(ctx)
 	if l.cfg.RequestsPerSecond == 0 || id == "" {
 		return nil

@@ -211,7 +211,7 @@ func (s *Review) proposeHash(agent string, in ProposeInput, refs []meta.Evidence
 	case in.Edit != nil:
 		body = fmt.Sprintf("edit\x00%s\x00%s\x00%v", in.Edit.OldString, in.Edit.NewString, deref(in.Edit.ReplaceAll))
 	default:
-		data, _, err := s.base.payload(in.Text, in.Base64)
+		data, _, err := payload(s.base.cfg.MCPMaxPayloadBytes, in.Text, in.Base64)
 		if err != nil {
 			return meta.Digest{}, err
 		}
@@ -243,7 +243,7 @@ func (s *Review) proposedBytes(ctx context.Context, agent string, view *meta.Vie
 		base = head.Generation
 	}
 	if in.Edit == nil {
-		data, ct, err := s.base.writePayload(in.Text, in.Base64, in.ContentType)
+		data, ct, err := writePayload(s.base.cfg.MCPMaxPayloadBytes, in.Text, in.Base64, in.ContentType)
 		if err != nil {
 			return nil, "", 0, err
 		}

@@ -28,20 +28,20 @@ const DefaultGCGrace = worker.DefaultGCGrace
 
 // gcState is the Service's write-path collection state.
 type gcState struct {
-	// publishRetries counts publishes that met the collector; nil until InstrumentGC.
+	// publishRetries counts publishes that met the collector; nil until Instrument.
 	publishRetries atomic.Pointer[prometheus.Counter]
 }
 
-// InstrumentGC registers cairn_gc_publish_retries_total on reg: the writes whose publish
+// instrument registers cairn_gc_publish_retries_total on reg: the writes whose publish
 // met a blob under delete intent (or deleted after their upload) and uploaded again. The
 // sweeps' own cairn_gc_* metrics are shard/worker's. Call it once, before the first write.
-func (s *base) InstrumentGC(reg prometheus.Registerer) error {
+func (g *gcState) instrument(reg prometheus.Registerer) error {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "gc", Name: "publish_retries_total",
 		Help: "Writes whose publish met a blob under delete intent (or deleted after upload) and uploaded again."})
 	if err := reg.Register(c); err != nil {
 		return fmt.Errorf("workbench: gc metrics: %w", err)
 	}
-	s.gc.publishRetries.Store(&c)
+	g.publishRetries.Store(&c)
 	return nil
 }
 

@@ -187,7 +187,7 @@ type Config struct {
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
 // concurrent use.
 type Service struct {
-	*base
+	base *base
 	// Writes: writes.go
 	Writes *Writes
 	// Reads: reads.go
@@ -222,7 +222,7 @@ type base struct {
 	now func() time.Time
 	gc  gcState
 	// corrupt counts reads of damaged stored bytes (integrity.go); nil until
-	// InstrumentIntegrity.
+	// Instrument.
 	corrupt atomic.Pointer[prometheus.CounterVec]
 	log     *slog.Logger
 	// limits holds the per-principal caps (Config.Limits).
@@ -325,8 +325,22 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	return &Service{base: s, Review: review, Lifecycle: life, Reads: reads, Writes: writes, Tools: &Tools{base: s, review: review, life: life, reads: reads, writes: writes}}, nil
 }
 
+// Instrument registers the Service's metrics on reg: the publishes that met the garbage
+// collector (publish.go), the reads that found damaged stored bytes (integrity.go) and
+// the memory budget (admission.go). Call it once, before
+// the first request.
+func (s *Service) Instrument(reg prometheus.Registerer) error {
+	if err := s.base.gc.instrument(reg); err != nil {
+		return err
+	}
+	if err := instrumentCorrupt(reg, &s.base.corrupt); err != nil {
+		return err
+	}
+	return s.base.query.instrument(reg, s.base.cfg.QueryBudgetBytes)
+}
+
 // Config returns the adapter's effective configuration.
-func (s *base) Config() Config { return s.cfg }
+func (s *Service) Config() Config { return s.base.cfg }
 
 // WorkbenchPath is the presentation path of a workbench: "{root}/{id}".
 func (s *base) WorkbenchPath(agent, id string) string {
@@ -951,7 +965,7 @@ func fieldsKey(fs map[string]meta.FieldValue) string {
 }
 
 // BlobStore returns the object store the service writes bodies to.
-func (s *base) BlobStore() blob.Store { return s.blobs }
+func (s *Service) BlobStore() blob.Store { return s.base.blobs }
 
 // readView returns a linearizable view of the shard that serves agent's root, or the
 // empty state when the root is not in it or hidden from the caller (access.go).

@@ -138,28 +138,29 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-// payload decodes exactly one of text or base64, enforcing the MCP payload cap.
-func (s *base) payload(text, b64 *string) ([]byte, bool, *Error) {
+// payload decodes exactly one of text or base64, enforcing the MCP payload cap maxBytes
+// (Config.MCPMaxPayloadBytes).
+func payload(maxBytes int64, text, b64 *string) ([]byte, bool, *Error) {
 	switch {
 	case text != nil && b64 != nil:
 		return nil, false, invalidArgument("text", "give exactly one of text or base64, not both")
 	case text == nil && b64 == nil:
 		return nil, false, invalidArgument("text", "give exactly one of text or base64")
 	case text != nil:
-		if int64(len(*text)) > s.cfg.MCPMaxPayloadBytes {
-			return nil, true, payloadTooLarge(int64(len(*text)), s.cfg.MCPMaxPayloadBytes)
+		if int64(len(*text)) > maxBytes {
+			return nil, true, payloadTooLarge(int64(len(*text)), maxBytes)
 		}
 		return []byte(*text), true, nil
 	}
-	if n := base64DecodedLen(*b64); n > s.cfg.MCPMaxPayloadBytes {
-		return nil, false, payloadTooLarge(n, s.cfg.MCPMaxPayloadBytes)
+	if n := base64DecodedLen(*b64); n > maxBytes {
+		return nil, false, payloadTooLarge(n, maxBytes)
 	}
 	data, err := base64.StdEncoding.DecodeString(*b64)
 	if err != nil {
 		return nil, false, invalidArgument("base64", "is not valid standard base64: %v", err)
 	}
-	if int64(len(data)) > s.cfg.MCPMaxPayloadBytes {
-		return nil, false, payloadTooLarge(int64(len(data)), s.cfg.MCPMaxPayloadBytes)
+	if int64(len(data)) > maxBytes {
+		return nil, false, payloadTooLarge(int64(len(data)), maxBytes)
 	}
 	return data, false, nil
 }
@@ -181,8 +182,8 @@ func base64DecodedLen(s string) int64 {
 // writePayload decodes a write tool's payload (exactly one of text or base64) and picks its
 // content type: the caller's, else text/plain; charset=utf-8 for text and
 // application/octet-stream for base64.
-func (s *base) writePayload(text, b64, contentType *string) ([]byte, string, *Error) {
-	data, isText, err := s.payload(text, b64)
+func writePayload(maxBytes int64, text, b64, contentType *string) ([]byte, string, *Error) {
+	data, isText, err := payload(maxBytes, text, b64)
 	if err != nil {
 		return nil, "", err
 	}
@@ -281,7 +282,7 @@ func (s *Tools) PutFile(ctx context.Context, agent string, in PutFileInput) (Res
 			return nil, invalidArgument("expected_generation", "is allowed only with replace: true")
 		}
 	}
-	data, ct, werr := s.base.writePayload(in.Text, in.Base64, in.ContentType)
+	data, ct, werr := writePayload(s.base.cfg.MCPMaxPayloadBytes, in.Text, in.Base64, in.ContentType)
 	if werr != nil {
 		return nil, werr
 	}
@@ -334,7 +335,7 @@ func (s *Tools) Append(ctx context.Context, agent string, in AppendInput) (Resul
 	if werr != nil {
 		return nil, werr
 	}
-	data, ct, werr := s.base.writePayload(in.Text, in.Base64, in.ContentType)
+	data, ct, werr := writePayload(s.base.cfg.MCPMaxPayloadBytes, in.Text, in.Base64, in.ContentType)
 	if werr != nil {
 		return nil, werr
 	}
