@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
@@ -60,12 +59,6 @@ const (
 	// grepQueryBytes: a grep call, bounded by its own limits (GrepMaxScanBytes is read
 	// through one buffer; at most MaxGrepLimit snippets are kept).
 	grepQueryBytes = 1 << 20
-)
-
-// Defaults of the query budget (Config).
-const (
-	DefaultQueryBudgetBytes  = 512 << 20
-	DefaultQueryQueueTimeout = 5 * time.Second
 )
 
 // searchCost, aggregateCost and catalogCost estimate a query's memory from the files in

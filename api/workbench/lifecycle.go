@@ -23,6 +23,8 @@ import "sync"
 //     the whole root (access.go).
 type Lifecycle struct {
 	base *base
+	// cfg is its configuration, defaulted and valid (config.go).
+	cfg LifecycleConfig
 	// restoring maps a restore operation id → a channel closed when this process's driver
 	// of it stops.
 	restoring sync.Map

@@ -388,7 +388,7 @@ func (s *Review) MayDecide(ctx context.Context, authors []string) error {
 }
 
 func (s *Review) selfReview(ctx context.Context, authors []string) *Error {
-	if !s.base.cfg.RequireDistinctReviewer {
+	if !s.cfg.RequireDistinctReviewer {
 		return nil
 	}
 	me := PrincipalID(ctx)
@@ -405,7 +405,7 @@ func (s *Review) selfReview(ctx context.Context, authors []string) *Error {
 // cannot be read passes: the decision itself answers for it (NotFound), the same way
 // for a missing and a hidden one.
 func (s *Review) mayDecideOwn(ctx context.Context, agent, ws, id string, authors []string) *Error {
-	if !s.base.cfg.RequireDistinctReviewer {
+	if !s.cfg.RequireDistinctReviewer {
 		return nil
 	}
 	if authors == nil {

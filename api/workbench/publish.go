@@ -11,7 +11,6 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
-	"github.com/cairnstore/cairn/shard/worker"
 )
 
 // The write path's half of garbage collection (docs/architecture.md#blob-storage-and-garbage-collection): a publish fenced against the
@@ -21,10 +20,6 @@ import (
 // is rejected by the FSM (BlobDeleting), as is one whose upload fence predates a recorded
 // deletion of a blob it references without a record: the writer then waits for the
 // collector, uploads what is gone again and retries (proposeBlobs).
-
-// DefaultGCGrace is Config.GCGrace's default: the collector's (shard/worker), declared
-// there once, since an upload must end before the collector may take its blobs.
-const DefaultGCGrace = worker.DefaultGCGrace
 
 // gcState is the Service's write-path collection state.
 type gcState struct {

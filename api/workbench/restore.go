@@ -29,9 +29,6 @@ const (
 	RestoreManifestSchemaV1 = "nokv.workbench.restore_manifest.v1"
 )
 
-// DefaultRestoreBatch is how many files one bounded restore command stages.
-const DefaultRestoreBatch = 1024
-
 // RestoreOperationID derives the deterministic id of a restore (docs/workbench.md, workbench_restore):
 // hex SHA-256 over a domain string, the agent root, the source incarnation, the source
 // point ("snapshot:<id>" or "commit:<identity>") and the destination name, each
@@ -138,7 +135,7 @@ func (s *Lifecycle) driveRestore(ctx context.Context, op *meta.RestoreOp) (*meta
 		var body meta.Body
 		var h meta.Header
 		if !op.CopyDone {
-			body = meta.RestoreCopy{Agent: op.Agent, OpID: op.ID, After: op.After, Limit: s.base.cfg.RestoreBatch}
+			body = meta.RestoreCopy{Agent: op.Agent, OpID: op.ID, After: op.After, Limit: s.cfg.RestoreBatch}
 		} else {
 			fin, fence, err := s.restoreFinish(ctx, op)
 			if err != nil {

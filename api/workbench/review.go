@@ -19,4 +19,6 @@ package workbench
 //     it hands out after the first page is what any replica shows at those versions.
 type Review struct {
 	base *base
+	// cfg is its configuration, defaulted and valid (config.go).
+	cfg ReviewConfig
 }

@@ -24,7 +24,6 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/cairnstore/cairn/blob"
-	"github.com/cairnstore/cairn/blob/cache"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -79,110 +78,6 @@ var Sections = []string{"input", "scripts", "outputs", "logs", "metadata"}
 
 // Reserved paths, written only by commit and restore (docs/workbench.md#common-rules).
 var reservedPaths = map[string]bool{"metadata/run_manifest.json": true, "metadata/restore_manifest.json": true}
-
-// DefaultMaxReadBufferBytes is Config.MaxReadBufferBytes's default: 16 reads each holding
-// a segment of the longest size at once.
-const DefaultMaxReadBufferBytes = 256 << 20
-
-// Config tunes the adapter.
-type Config struct {
-	// InlineMaxBytes: bodies (and appended segments) up to this many bytes are stored in
-	// the metadata record, not the object store. Default 4096; 0 stores every body in the
-	// object store.
-	InlineMaxBytes int64
-	// MCPMaxPayloadBytes caps decoded MCP payloads and the bodies edit and structured reads
-	// load into memory. Default 16 MiB.
-	MCPMaxPayloadBytes int64
-	// PresentationRoot is the path prefix shown to agents; "{agent}" is replaced by the
-	// agent id. Default "/agents/{agent}/wb".
-	PresentationRoot string
-	// CursorKey signs cursors (HMAC-SHA256). Required: at least 16 bytes.
-	CursorKey []byte
-	// UploadConcurrency is how many segments of one body upload at once. Default 2.
-	UploadConcurrency int
-	// MaxConcurrentIngests bounds the bodies above the inline threshold that are cut and
-	// uploaded at once, node-wide; further writers wait their turn. Each holds up to
-	// blob.SingleSegmentMaxBytes + blob.ChunkMaxBytes of buffers plus UploadConcurrency
-	// segments in flight. A body read from the network holds its slot only while its
-	// bytes flow: one whose client stalls gives it back and queues again when its next
-	// bytes come (ingest_gate.go). Default 4.
-	MaxConcurrentIngests int
-	// MaxConcurrentLoads bounds the whole bodies loaded into memory at once for edit and
-	// structured reads (each up to MCPMaxPayloadBytes plus its decoded form). Default 4.
-	MaxConcurrentLoads int
-	// MaxConcurrentPrefetches bounds the segments read ahead at once, node-wide, while
-	// large bodies stream (each up to blob.ChunkMaxBytes in memory). Default 4.
-	MaxConcurrentPrefetches int
-	// MaxReadBufferBytes bounds the bytes of verified object-store segments all reads of
-	// the node hold at once (integrity.go: a read holds the part of one segment it serves,
-	// at most blob.ChunkMaxBytes, until every byte of it is out, plus its read-ahead). A
-	// read waits while the budget is spent; read-ahead is skipped. Default
-	// DefaultMaxReadBufferBytes (256 MiB); at least blob.ChunkMaxBytes.
-	MaxReadBufferBytes int64
-	// RestoreBatch is how many files one bounded restore command stages (1..4096).
-	// Default DefaultRestoreBatch.
-	RestoreBatch int
-	// GCGrace is the garbage collector's grace period (shard/worker's Config.GCGrace must
-	// be the same): ingests are bounded below it (MaxUploadDuration). Default
-	// DefaultGCGrace (1h).
-	GCGrace time.Duration
-	// Logger receives the adapter's own reports (stored data failing verification,
-	// integrity.go). Default slog.Default().
-	Logger *slog.Logger
-	// QueryBudgetBytes is the node's memory budget, in bytes: what the requests whose
-	// answer grows with their input (queries, greps, diffs, file, history and proposal
-	// listings, state-diff pages, and through AdmitMemory the surfaces' large bodies and
-	// listings and backups) running at once on this node may hold
-	// together, by their estimates (admission.go). Default DefaultQueryBudgetBytes (512 MiB).
-	QueryBudgetBytes int64
-	// QueryQueueTimeout is how long a query waits for its share of the budget before it
-	// is answered ResourceExhausted. Default DefaultQueryQueueTimeout (5s).
-	QueryQueueTimeout time.Duration
-	// MaxUploadDuration bounds how long one body's ingest (reading, cutting and uploading
-	// it) may take; a slower one fails with ResourceExhausted before it publishes. It must
-	// be less than GCGrace: the orphan sweeper deletes uploaded blobs that stayed
-	// unpublished longer than the grace (docs/architecture.md#the-read-path and
-	// #blob-storage-and-garbage-collection). Default GCGrace / 2.
-	MaxUploadDuration time.Duration
-	// SegmentCache is the node's local cache of verified segments (blob/cache,
-	// docs/architecture.md#the-read-path): reads are served from it when it holds a segment (REST GET by sendfile) and
-	// fill it with whole segments they fetched and verified; writes fill it with the
-	// segments they upload. nil (the default): no cache.
-	SegmentCache *cache.Cache
-	// DirectReads, when set, lets a reader fetch a one-segment body straight from the
-	// object store through a presigned URL (File.DirectURL, REST `?redirect`), for
-	// clients that can reach the store. nil (the default): every read goes through the
-	// node.
-	DirectReads blob.Presigner
-	// DirectReadExpiry is how long a direct-read URL stays valid. Default 5m.
-	DirectReadExpiry time.Duration
-	// MaxSnapshotsPerWorkbench caps the snapshots of one workbench that hold history
-	// (alive, or expired and still renewable); minting one more is ResourceExhausted.
-	// Default DefaultMaxSnapshotsPerWorkbench (256).
-	MaxSnapshotsPerWorkbench int
-	// MaxRunSnapshotsPerWorkbench caps the snapshots of OpenWOP runs (RunSnapshot) one
-	// workbench holds, apart from MaxSnapshotsPerWorkbench: runs never use up the
-	// workbench's own snapshots. Default DefaultMaxRunSnapshotsPerWorkbench (256).
-	MaxRunSnapshotsPerWorkbench int
-	// Limits caps each principal's request rate and concurrent uploads on this node
-	// (limits.go). Default: no caps.
-	Limits PrincipalLimits
-	// ReservedWorkbenches maps a workbench name to the only surface (WithSurface) that may
-	// change its files or delete it, in every agent root: a surface that keeps its own
-	// records in a workbench and judges every write to it (the OpenWOP facade's installed
-	// packs). Through any other surface such a command is PermissionDenied; reads, snapshots
-	// and the node's own work are not affected. Default none.
-	ReservedWorkbenches map[string]string
-	// RequireDistinctReviewer refuses a decision on a proposal, accept or reject, by a
-	// principal that authored it (its proposer): PermissionDenied (403) with
-	// details.reason ReasonSelfReview, on every surface that decides (proposals.go).
-	// Default false: a principal with the review scope may decide its own proposals.
-	RequireDistinctReviewer bool
-	// Redactor rewrites the bodies of writes and appends before they are stored
-	// (redact.go: secret redaction for the tenants that opted in). nil (the default):
-	// bodies are stored as sent.
-	Redactor BodyRedactor
-}
 
 // Service implements the Workbench operations over a Core and a blob store. It is safe for
 // concurrent use.
@@ -250,67 +145,8 @@ func New(core Core, blobs blob.Store, cfg Config) (*Service, error) {
 // NewWithCores returns a Service whose roots live on several cores (a node hosting many
 // shards). cfg.CursorKey must be set.
 func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
-	if cfg.MCPMaxPayloadBytes <= 0 {
-		cfg.MCPMaxPayloadBytes = 16 << 20
-	}
-	if cfg.PresentationRoot == "" {
-		cfg.PresentationRoot = "/agents/{agent}/wb"
-	}
-	if cfg.UploadConcurrency <= 0 {
-		cfg.UploadConcurrency = 2
-	}
-	if cfg.MaxConcurrentIngests <= 0 {
-		cfg.MaxConcurrentIngests = 4
-	}
-	if cfg.MaxConcurrentLoads <= 0 {
-		cfg.MaxConcurrentLoads = 4
-	}
-	if cfg.MaxConcurrentPrefetches <= 0 {
-		cfg.MaxConcurrentPrefetches = 4
-	}
-	if cfg.MaxReadBufferBytes <= 0 {
-		cfg.MaxReadBufferBytes = DefaultMaxReadBufferBytes
-	}
-	if cfg.MaxReadBufferBytes < blob.ChunkMaxBytes {
-		return nil, fmt.Errorf("workbench: MaxReadBufferBytes %d is below one segment (blob.ChunkMaxBytes, %d)", cfg.MaxReadBufferBytes, blob.ChunkMaxBytes)
-	}
-	if cfg.RestoreBatch <= 0 {
-		cfg.RestoreBatch = DefaultRestoreBatch
-	}
-	if cfg.GCGrace <= 0 {
-		cfg.GCGrace = DefaultGCGrace
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.MaxUploadDuration <= 0 {
-		cfg.MaxUploadDuration = cfg.GCGrace / 2
-	}
-	if cfg.MaxUploadDuration >= cfg.GCGrace {
-		return nil, fmt.Errorf("workbench: MaxUploadDuration %s must be less than GCGrace %s", cfg.MaxUploadDuration, cfg.GCGrace)
-	}
-	if cfg.MaxSnapshotsPerWorkbench <= 0 {
-		cfg.MaxSnapshotsPerWorkbench = DefaultMaxSnapshotsPerWorkbench
-	}
-	if cfg.MaxRunSnapshotsPerWorkbench <= 0 {
-		cfg.MaxRunSnapshotsPerWorkbench = DefaultMaxRunSnapshotsPerWorkbench
-	}
-	if cfg.QueryBudgetBytes <= 0 {
-		cfg.QueryBudgetBytes = DefaultQueryBudgetBytes
-	}
-	if cfg.QueryQueueTimeout <= 0 {
-		cfg.QueryQueueTimeout = DefaultQueryQueueTimeout
-	}
-	if cfg.RestoreBatch > meta.MaxRestoreBatch {
-		return nil, fmt.Errorf("workbench: RestoreBatch %d out of range 1..%d", cfg.RestoreBatch, meta.MaxRestoreBatch)
-	}
-	if cfg.InlineMaxBytes < 0 || cfg.InlineMaxBytes > meta.MaxInlineSegmentBytes {
-		return nil, fmt.Errorf("workbench: InlineMaxBytes %d out of range 0..%d", cfg.InlineMaxBytes, meta.MaxInlineSegmentBytes)
-	}
-	if len(cfg.CursorKey) < 16 {
-		return nil, errors.New("workbench: CursorKey must be at least 16 bytes")
-	}
-	if err := cfg.Limits.validate(); err != nil {
+	cfg.Default()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	s := &base{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
@@ -320,8 +156,8 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	s.limits = newPrincipalLimits(cfg.Limits, func() time.Time { return s.now() })
 	writes := &Writes{base: s}
 	reads := &Reads{base: s}
-	life := &Lifecycle{base: s}
-	review := &Review{base: s}
+	life := &Lifecycle{base: s, cfg: cfg.lifecycle()}
+	review := &Review{base: s, cfg: cfg.review()}
 	return &Service{base: s, Review: review, Lifecycle: life, Reads: reads, Writes: writes, Tools: &Tools{base: s, review: review, life: life, reads: reads, writes: writes}}, nil
 }
 

@@ -14,12 +14,6 @@ import (
 const (
 	DefaultSnapshotTTLDays   = 7
 	MaxSnapshotMetadataProps = 64
-	// DefaultMaxSnapshotsPerWorkbench is the default cap on the snapshots of one
-	// workbench that hold history (alive, or expired and still renewable), Config.
-	DefaultMaxSnapshotsPerWorkbench = 256
-	// DefaultMaxRunSnapshotsPerWorkbench is the default cap on the held snapshots of
-	// OpenWOP runs of one workbench, Config.
-	DefaultMaxRunSnapshotsPerWorkbench = 256
 	// MaxListedEndedSnapshots bounds the retired and reaped snapshots snapshot_list
 	// reports, newest first: with the cap on held ones, an answer holds at most
 	// MaxSnapshotsPerWorkbench + MaxListedEndedSnapshots records of at most
@@ -141,7 +135,7 @@ func snapshotMetadata(raw json.RawMessage) ([]byte, *Error) {
 // one more is ResourceExhausted, not retryable, details {quota: "snapshots_per_workbench",
 // limit, usage, requested, max_snapshots}.
 func (s *Lifecycle) Snapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
-	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolWorkbench, s.base.cfg.MaxSnapshotsPerWorkbench)
+	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolWorkbench, s.cfg.MaxSnapshotsPerWorkbench)
 }
 
 // RunSnapshot is ToolSnapshot for the OpenWOP facade's runs (api/openwop/runs.go): the
@@ -149,7 +143,7 @@ func (s *Lifecycle) Snapshot(ctx context.Context, agent string, in SnapshotInput
 // so runs never make the workbench tools' snapshots fail (issue 25, finding 13); past it,
 // the quota "run_snapshots_per_workbench".
 func (s *Lifecycle) RunSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
-	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolRuns, s.base.cfg.MaxRunSnapshotsPerWorkbench)
+	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolRuns, s.cfg.MaxRunSnapshotsPerWorkbench)
 }
 
 func (s *Lifecycle) mintSnapshot(ctx context.Context, agent string, in SnapshotInput, pool meta.SnapshotPool, maxHeld int) (Result, error) {
