@@ -311,18 +311,3 @@ type DiffInput struct {
 	Cursor  *string `json:"cursor"`
 	Limit   *int    `json:"limit"`
 }
-
-// ToolDiff is cairn_diff: Diff in the session's root, the sides in ParseDiffSide's syntax.
-func (s *Tools) Diff(ctx context.Context, agent string, in DiffInput) (Result, error) {
-	req := DiffRequest{Agent: agent, Workbench: in.ID, Path: deref(in.Path), Context: in.Context, Cursor: deref(in.Cursor), Limit: deref(in.Limit)}
-	var err *Error
-	if req.From, err = ParseDiffSide("from", in.From); err != nil {
-		return nil, err
-	}
-	if in.To != nil {
-		if req.To, err = ParseDiffSide("to", *in.To); err != nil {
-			return nil, err
-		}
-	}
-	return s.review.Diff(ctx, req)
-}

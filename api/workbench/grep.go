@@ -104,68 +104,6 @@ type GrepInput struct {
 	Limit     *int     `json:"limit"`
 }
 
-// ToolGrep implements workbench_grep. The search terms are pattern plus patterns:
-//
-//   - without patterns (absent or empty), pattern is split on '|' into alternatives;
-//   - with patterns, pattern and every item of patterns are each one literal term, and
-//     '|' is an ordinary character (so patterns is the way to search for a '|');
-//
-// pattern must never be empty, nor may any alternative or item be; at most
-// MaxGrepPatterns distinct terms (after case folding) in all. Errors name the field they
-// came from ("pattern" or "patterns").
-func (s *Tools) Grep(ctx context.Context, agent string, in GrepInput) (Result, error) {
-	if err := validateTarget(agent, in.ID, ""); err != nil {
-		return nil, err
-	}
-	if err := mayRead(ctx, agent); err != nil {
-		return nil, err
-	}
-	full, werr := toolTarget(deref(in.Section), deref(in.Path))
-	if werr != nil {
-		return nil, werr
-	}
-	terms, werr := grepTerms(in.Pattern, in.Patterns)
-	if werr != nil {
-		return nil, werr
-	}
-	limit := DefaultGrepLimit
-	if in.Limit != nil {
-		if *in.Limit < 1 || *in.Limit > MaxGrepLimit {
-			return nil, invalidArgument("limit", "must be between 1 and %d", MaxGrepLimit)
-		}
-		limit = *in.Limit
-	}
-	res, err := s.reads.Grep(ctx, GrepRequest{Agent: agent, Workbench: in.ID, Path: full, Patterns: terms,
-		Recursive: in.Recursive, Glob: deref(in.Glob), Cursor: deref(in.Cursor), Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	r := s.scopeFields(success(), agent, in.ID, full)
-	r["pattern"] = in.Pattern
-	r["recursive"] = in.Recursive
-	matches := make([]map[string]any, 0, len(res.Matches))
-	for _, m := range res.Matches {
-		var sec any
-		if m.Section != "" {
-			sec = m.Section
-		}
-		matches = append(matches, map[string]any{"path": m.Presentation, "section": sec,
-			"relative_path": m.RelativePath, "line_number": m.LineNumber, "snippet": m.Snippet})
-	}
-	r["matches"] = matches
-	r["files_scanned"] = res.FilesScanned
-	r["next_cursor"] = nilIfEmpty(res.NextCursor)
-	r["truncated"] = res.Truncated
-	// Cairn's additions (issue 25, finding 16: a first page that spent its bound inside a
-	// large file answered matches [] and truncated true, and an agent reading that one page
-	// concluded "no match"): how much this page read, and whether the search reached the
-	// end of its scope. scan_complete false with no matches means "nothing found yet":
-	// continue with next_cursor.
-	r["scanned_bytes"] = res.ScannedBytes
-	r["scan_complete"] = res.NextCursor == ""
-	return r, nil
-}
-
 // grepTerms turns the tool's pattern and patterns into the list of literal terms.
 func grepTerms(pattern string, patterns []string) ([]string, *Error) {
 	if pattern == "" {

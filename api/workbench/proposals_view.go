@@ -200,12 +200,6 @@ const (
 	maxListingPageBytes = 64 << 20
 )
 
-// listingPageMaxBytes is the estimate a listing page may reach: an eighth of the budget,
-// at most maxListingPageBytes.
-func (s *base) listingPageMaxBytes() int64 {
-	return min(maxListingPageBytes, s.cfg.QueryBudgetBytes/listingPageShare)
-}
-
 // proposalAnswerBytes estimates the memory of one proposal in a listing's answer.
 func proposalAnswerBytes(p *meta.Proposal) int64 {
 	n := int64(proposalRenderBytes) + int64(len(p.Evidence))*evidenceRenderBytes +

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"hash"
 	"io"
 	"log/slog"
@@ -267,30 +266,6 @@ func (s *base) propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Re
 	return res, nil
 }
 
-// CreateResult answers CreateWorkbench.
-type CreateResult struct {
-	WorkbenchID string
-	Path        string
-	Created     bool
-}
-
-// CreateWorkbench creates workbench id under agent; creating an existing one succeeds with
-// Created false.
-func (s *Lifecycle) CreateWorkbench(ctx context.Context, agent, id string, requestID string) (CreateResult, error) {
-	if err := validateTarget(agent, id, ""); err != nil {
-		return CreateResult{}, err
-	}
-	if err := s.base.mayCreate(ctx, agent, id); err != nil {
-		return CreateResult{}, err
-	}
-	h := meta.Header{RequestID: requestID, RequestHash: requestHash("create", agent, id)}
-	res, werr := s.base.propose(ctx, h, meta.CreateWorkspace{Agent: agent, Name: id})
-	if werr != nil {
-		return CreateResult{}, werr
-	}
-	return CreateResult{WorkbenchID: id, Path: s.base.WorkbenchPath(agent, id), Created: res.Created}, nil
-}
-
 // WriteRequest is a whole-body write.
 type WriteRequest struct {
 	Agent, Workbench string
@@ -340,95 +315,6 @@ func (r FileResult) DigestURI() string { return DigestURI(r.Digest) }
 
 // DigestURI formats a digest as "sha256:<hex>".
 func DigestURI(d meta.Digest) string { return "sha256:" + hex.EncodeToString(d[:]) }
-
-func (s *Writes) fileResult(agent, id, path string, res meta.Result) FileResult {
-	sec, rel := splitSection(path)
-	return FileResult{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel,
-		Presentation: s.base.WorkbenchPath(agent, id) + "/" + path, Size: res.Size, Generation: res.Generation,
-		Digest: res.Digest, ContentType: res.ContentType, Executable: res.Executable, Created: res.Created, Replayed: res.Replayed,
-		Ordinal: res.Ordinal}
-}
-
-// Write streams a body into the object store (segments above the inline threshold) and
-// publishes it at the path under the request's condition.
-//
-// The write path, stop by stop (docs/architecture.md#the-write-path tells it as a design;
-// this is where each step lives). A REST PUT enters at api/rest/file.go (the handler
-// decodes the precondition headers and hands the body over unread); MCP's
-// workbench_put_file and the CLI arrive here too.
-//
-//  1. Checks before any byte is read: validateTarget and checkWritable (the path and
-//     section rules), normalizeContentType, meta.ValidateFields, and mayCreate
-//     (access.go: a root or workbench the caller may not reach answers as missing).
-//  2. admitUpload (limits.go): the principal's upload cap; then ingestBody (redact.go, for
-//     tenants with secret redaction) and ingest (below): the body is read once, hashed
-//     while it is cut into segments (content-defined chunking past 8 MiB), each segment
-//     above the inline limit compressed when that pays and uploaded put-if-absent under
-//     its content address, holding one of the node's ingest slots only while bytes flow
-//     (ingest_gate.go). Nothing in the metadata has changed yet.
-//  3. proposeBlobs (publish.go): the meta.Put command, fenced against the garbage
-//     collector (meta.Header.UploadFence); a publish the FSM refuses with BlobDeleting
-//     uploads what the collector took and is proposed again.
-//  4. propose and proposeRaw (this file): the write scope and reserved workbenches,
-//     absentRoot (access.go: a missing root is created, a hidden one answers as missing),
-//     then Cores.For(agent).Propose with the producer stamped in the header.
-//  5. shard/host core.go (rootCore.Propose, Host.propose): the root's placement on its
-//     shard, the cluster-version gate (versions.go), then the shard's leader: the local
-//     replica, or the leader over the peer port (peer.go), a forwarded call ending when
-//     the leader changes (forwardContext) and an idempotent one retried after an unknown
-//     outcome.
-//  6. shard/propose.go (Shard.Propose): the leader's clock stamped, the command encoded
-//     (meta.EncodeCommand), the disk-space guard, raft Apply, waiting at most the
-//     caller's deadline (ErrTimeout: outcome unknown).
-//  7. shard/fsm.go (raftFSM.Apply) on every replica: meta.FSM.Apply decodes the command
-//     through the op table (meta/ops.go) and applies applier.put (meta/fsm.go): the
-//     condition, the generation, the version chain, reference counts, indexes, the
-//     dedupe record and the change feed, deterministically.
-//  8. Back here: fileResult shapes the answer; the surface writes it (REST: ETag is the
-//     generation).
-func (s *Writes) Write(ctx context.Context, req WriteRequest) (FileResult, error) {
-	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
-		return FileResult{}, err
-	}
-	if err := checkWritable(req.Path); err != nil {
-		return FileResult{}, err
-	}
-	ct, werr := normalizeContentType(req.ContentType)
-	if werr != nil {
-		return FileResult{}, werr
-	}
-	req.ContentType = ct
-	if err := meta.ValidateFields("fields", req.Fields); err != nil {
-		return FileResult{}, AsError(err)
-	}
-	if err := s.base.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
-		return FileResult{}, err
-	}
-	done, werr := s.base.admitUpload(ctx)
-	if werr != nil {
-		return FileResult{}, werr
-	}
-	defer done()
-	body, err := s.base.ingestBody(ctx, req.Agent, req.Body, req.SizeHint, nil)
-	if err != nil {
-		return FileResult{}, err
-	}
-	defer body.release()
-	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("put", req.Agent, req.Workbench, req.Path,
-		fmt.Sprint(req.Cond, req.IfGeneration, req.Executable, req.CreateWorkbench), req.ContentType, string(body.digest[:]),
-		fieldsKey(req.Fields))}
-	res, werr := s.base.proposeBlobs(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
-		CreateWorkspace: req.CreateWorkbench, Cond: req.Cond, IfGeneration: req.IfGeneration, Size: body.size,
-		Digest: body.digest, ContentType: req.ContentType, Executable: req.Executable, Segments: body.segments, HashState: body.hashState,
-		Fields: req.Fields}, body)
-	if werr != nil && req.Cond == meta.CondIfGeneration && isMissingForGeneration(werr) {
-		return FileResult{}, missingForGeneration(req.IfGeneration)
-	}
-	if werr != nil {
-		return FileResult{}, werr
-	}
-	return s.fileResult(req.Agent, req.Workbench, req.Path, res), nil
-}
 
 // ingested is a body cut into segments, uploaded where needed, and hashed.
 type ingested struct {
@@ -842,4 +728,23 @@ func (s *base) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta
 	p := producerOf(ctx)
 	h.Principal, h.Surface = p.Principal, p.Surface
 	return c.Propose(ctx, h, b)
+}
+
+// listingPageMaxBytes is the estimate a listing page may reach: an eighth of the budget,
+// at most maxListingPageBytes.
+func (s *base) listingPageMaxBytes() int64 {
+	return min(maxListingPageBytes, s.cfg.QueryBudgetBytes/listingPageShare)
+}
+
+func (s *base) fileFields(r Result, agent, id, full string) Result {
+	sec, rel := splitSection(full)
+	r["workbench_id"] = id
+	if sec == "" {
+		r["section"] = nil
+	} else {
+		r["section"] = sec
+	}
+	r["relative_path"] = rel
+	r["path"] = s.WorkbenchPath(agent, id) + "/" + full
+	return r
 }

@@ -205,19 +205,6 @@ func atSnapshotValue(at At) any {
 	return at.SnapshotID
 }
 
-func (s *base) fileFields(r Result, agent, id, full string) Result {
-	sec, rel := splitSection(full)
-	r["workbench_id"] = id
-	if sec == "" {
-		r["section"] = nil
-	} else {
-		r["section"] = sec
-	}
-	r["relative_path"] = rel
-	r["path"] = s.WorkbenchPath(agent, id) + "/" + full
-	return r
-}
-
 // scopeFields adds the keys that say what a listing or a grep covered: the workbench, the
 // section (null for the workbench top), the path relative to it (null for the section
 // itself), and the presentation path of the scope.

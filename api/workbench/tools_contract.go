@@ -94,3 +94,34 @@ func (s *Tools) Propose(ctx context.Context, agent string, in ProposeInput) (Res
 func (s *Tools) Decide(ctx context.Context, agent string, in DecideInput) (Result, error) {
 	return s.review.Decide(ctx, agent, in)
 }
+
+// ToolWorkbenchList is cairn_workbench_list: ListWorkbenches of the session's root.
+func (s *Tools) WorkbenchList(ctx context.Context, agent string, in WorkbenchListInput) (Result, error) {
+	cur, limit := "", 0
+	if in.Cursor != nil {
+		cur = *in.Cursor
+	}
+	if in.Limit != nil {
+		limit = *in.Limit
+	}
+	p, err := s.life.ListWorkbenches(ctx, agent, cur, limit)
+	if err != nil {
+		return nil, err
+	}
+	return WorkbenchPageResult(agent, p), nil
+}
+
+// ToolWorkbenchDelete is cairn_workbench_delete: DeleteWorkbench in the session's root.
+func (s *Tools) WorkbenchDelete(ctx context.Context, agent string, in WorkbenchDeleteInput) (Result, error) {
+	var rev uint64
+	if in.IfRevision != nil {
+		rev = *in.IfRevision
+	}
+	if err := s.life.DeleteWorkbench(ctx, agent, in.ID, rev, ""); err != nil {
+		return nil, err
+	}
+	r := success()
+	r["workbench_id"] = in.ID
+	r["deleted"] = true
+	return r, nil
+}

@@ -231,33 +231,73 @@ type WorkbenchDeleteInput struct {
 	IfRevision *uint64 `json:"if_revision"`
 }
 
-// ToolWorkbenchList is cairn_workbench_list: ListWorkbenches of the session's root.
-func (s *Tools) WorkbenchList(ctx context.Context, agent string, in WorkbenchListInput) (Result, error) {
-	cur, limit := "", 0
-	if in.Cursor != nil {
-		cur = *in.Cursor
-	}
-	if in.Limit != nil {
-		limit = *in.Limit
-	}
-	p, err := s.life.ListWorkbenches(ctx, agent, cur, limit)
-	if err != nil {
-		return nil, err
-	}
-	return WorkbenchPageResult(agent, p), nil
+// CreateResult answers CreateWorkbench.
+type CreateResult struct {
+	WorkbenchID string
+	Path        string
+	Created     bool
 }
 
-// ToolWorkbenchDelete is cairn_workbench_delete: DeleteWorkbench in the session's root.
-func (s *Tools) WorkbenchDelete(ctx context.Context, agent string, in WorkbenchDeleteInput) (Result, error) {
-	var rev uint64
-	if in.IfRevision != nil {
-		rev = *in.IfRevision
+// CreateWorkbench creates workbench id under agent; creating an existing one succeeds with
+// Created false.
+func (s *Lifecycle) CreateWorkbench(ctx context.Context, agent, id string, requestID string) (CreateResult, error) {
+	if err := validateTarget(agent, id, ""); err != nil {
+		return CreateResult{}, err
 	}
-	if err := s.life.DeleteWorkbench(ctx, agent, in.ID, rev, ""); err != nil {
-		return nil, err
+	if err := s.base.mayCreate(ctx, agent, id); err != nil {
+		return CreateResult{}, err
 	}
-	r := success()
-	r["workbench_id"] = in.ID
-	r["deleted"] = true
-	return r, nil
+	h := meta.Header{RequestID: requestID, RequestHash: requestHash("create", agent, id)}
+	res, werr := s.base.propose(ctx, h, meta.CreateWorkspace{Agent: agent, Name: id})
+	if werr != nil {
+		return CreateResult{}, werr
+	}
+	return CreateResult{WorkbenchID: id, Path: s.base.WorkbenchPath(agent, id), Created: res.Created}, nil
+}
+
+// Retention returns the history retention of agent's root (the node default for a root
+// without its own policy, or one that does not exist).
+func (s *Lifecycle) Retention(ctx context.Context, agent string) (RootRetention, error) {
+	if err := meta.ValidateName("agent", agent); err != nil {
+		return RootRetention{}, AsError(err)
+	}
+	if err := mayRead(ctx, agent); err != nil {
+		return RootRetention{}, err
+	}
+	if err := s.base.mayRootWide(ctx, agent, "its retention"); err != nil {
+		return RootRetention{}, err
+	}
+	// The shard's own view, not readView's: for a root that does not exist yet that would
+	// be the empty state, which knows the built-in default, not this node's settings.
+	c, err := s.base.cores.For(ctx, agent)
+	if err != nil {
+		return RootRetention{}, AsError(err)
+	}
+	view, err := c.ReadView(ctx)
+	if err != nil {
+		return RootRetention{}, AsError(err)
+	}
+	if hidden(ctx, agent) {
+		view = view.Only(agent) // a hidden root answers as a missing one: the node default
+	}
+	r, own := view.Retention(agent)
+	return RootRetention{Agent: agent, Retention: r, Default: !own}, nil
+}
+
+// SetRetention sets the history retention of agent's root (creating the root when it does
+// not exist); the zero Retention returns the root to the node default (meta.SetRetention).
+// InvalidArguments naming versions, age or max_versions for a policy out of bounds. An
+// admin's operation: the surfaces offer it only on the admin listener.
+func (s *Lifecycle) SetRetention(ctx context.Context, agent string, r meta.Retention) (RootRetention, error) {
+	if err := meta.ValidateName("agent", agent); err != nil {
+		return RootRetention{}, AsError(err)
+	}
+	if err := s.base.mayRootWide(ctx, agent, "setting its retention"); err != nil {
+		return RootRetention{}, err
+	}
+	res, werr := s.base.propose(ctx, meta.Header{}, meta.SetRetention{Agent: agent, Retention: r})
+	if werr != nil {
+		return RootRetention{}, werr
+	}
+	return RootRetention{Agent: agent, Retention: *res.Retention, Default: res.RetentionDefault}, nil
 }
