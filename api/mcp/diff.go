@@ -2,7 +2,7 @@ package mcp
 
 import "github.com/cairnstore/cairn/api/workbench"
 
-// diffTool is cairn_diff (issue 16): Service.Diff over MCP, the sides in
+// diffTool is cairn_diff (issue 16): Review.Diff over MCP, the sides in
 // workbench.ParseDiffSide's syntax.
 var diffTool = toolDef{
 	name: "cairn_diff", title: "Diff two versions", readOnly: true, idempotent: true,

@@ -19,7 +19,7 @@ import (
 const adminRetentionPath = "/v1/admin/retention"
 
 // history serves GET of …/history: one page of a file's retained versions,
-// newest first (workbench.Service.History).
+// newest first (workbench.Review.History).
 func (h *Handler) history(w http.ResponseWriter, r *http.Request, agent, id string) {
 	h.tool(w, r, http.MethodGet, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
 		q, err := parseQuery(r)

@@ -16,7 +16,7 @@ import (
 )
 
 // TestClusterRefusesRunSnapshotsWhileAReplicaRunsTheFirstRelease: a run's snapshot
-// (OpenWOP POST /v1/runs, workbench.Service.RunSnapshot) is a SnapshotMint with the runs'
+// (OpenWOP POST /v1/runs, workbench.Lifecycle.RunSnapshot) is a SnapshotMint with the runs'
 // pool, a field the first release (cluster version 1) does not decode: such a replica
 // would apply it as a workbench snapshot, under the workbench's cap. So while a replica of
 // the shard registers version 1 the command is refused before it is proposed (retryable

@@ -80,7 +80,7 @@ func (s *Lifecycle) commitFields(r Result, agent, id string, c *meta.CommitRecor
 	return r
 }
 
-// ToolCommit implements workbench_commit (docs/workbench.md, workbench_commit): it seals the workbench's
+// Commit implements workbench_commit (docs/workbench.md, workbench_commit): it seals the workbench's
 // current tree under a deterministic identity, writing metadata/run_manifest.json and the
 // head in one command. Exact retries replay; another identity is WorkbenchCommitConflict
 // unless replace is set, and a replace still loses to a concurrent head change.

@@ -8,7 +8,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// DiffSide names one side of a diff (Service.Diff): the live workbench, a retained
+// DiffSide names one side of a diff (Review.Diff): the live workbench, a retained
 // generation of the diffed path, a snapshot (by id or name) or a sealed commit.
 //
 // Syntax (ParseDiffSide; the same on REST, MCP and the CLI):

@@ -31,7 +31,7 @@ const (
 	maxManifestPattern = 1024
 )
 
-// ToolFind implements workbench_find: the workbenches of the agent root, in name order,
+// Find implements workbench_find: the workbenches of the agent root, in name order,
 // filtered by committed state and by a case-insensitive literal match over the stored run
 // manifest (metadata/run_manifest.json of the head commit). Each page reads one version.
 func (s *Reads) Find(ctx context.Context, agent string, in FindInput) (Result, error) {

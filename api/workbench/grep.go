@@ -55,7 +55,7 @@ type GrepRequest struct {
 	// whole workbench) or of a single file.
 	Path string
 	// Patterns are literal alternatives, matched with OR (no '|' splitting here: see
-	// ToolGrep). 1..MaxGrepPatterns distinct after case folding, each non-empty, valid UTF-8,
+	// Tools.Grep). 1..MaxGrepPatterns distinct after case folding, each non-empty, valid UTF-8,
 	// at most MaxGrepPatternBytes, without '\n'.
 	Patterns []string
 	// Recursive searches the whole subtree; otherwise only the files directly in Path.

@@ -48,7 +48,7 @@ func stamp(body []byte, iter uint64) {
 }
 
 // BenchmarkIngest measures a PUT of a new, incompressible body through the write path
-// (Service.Write: split, hash, encode, upload, publish) into each blob store, its size
+// (Writes.Write: split, hash, encode, upload, publish) into each blob store, its size
 // known as REST knows it from Content-Length. Compare
 // ns/op and allocs across commits in one run; MB/s is of the body.
 func BenchmarkIngest(b *testing.B) {

@@ -17,7 +17,7 @@ import (
 // Reading proposals and judgments: one proposal, paged listings, and the readback check
 // of an accept (proposals.go has the rules).
 
-// ToolProposals is cairn_proposals: one proposal (proposal_id given; with include_body its
+// Proposals is cairn_proposals: one proposal (proposal_id given; with include_body its
 // bytes and its diff against the base), the judgments of the workbench (judgments true),
 // or a page of its proposals filtered by path and state, in creation order. Every
 // proposal carries stale (its base is not the path's head) and head_generation.

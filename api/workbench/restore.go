@@ -43,7 +43,7 @@ func RestoreOperationID(agent string, sourceIncarnation uint64, source, destinat
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// ToolRestore implements workbench_restore: a new workbench of the same root from a
+// Restore implements workbench_restore: a new workbench of the same root from a
 // snapshot or a commit, without copying a byte of file data. The destination stays
 // invisible until one final command publishes it; a retry after success replays, a retry
 // while it runs is a retryable Conflict naming the operation.

@@ -181,7 +181,7 @@ func searchArgsKey(in SearchInput) string {
 	return string(b)
 }
 
-// ToolSearch implements workbench_search: version-consistent queries over the indexed
+// Search implements workbench_search: version-consistent queries over the indexed
 // metadata of one workbench or the whole agent root. A cursor is bound to the arguments
 // and to the scope's revision: a change in scope since the first page is ReadFenceChanged.
 func (s *Reads) Search(ctx context.Context, agent string, in SearchInput) (Result, error) {
@@ -250,7 +250,7 @@ func (s *Reads) Search(ctx context.Context, agent string, in SearchInput) (Resul
 	return r, nil
 }
 
-// ToolAggregate implements workbench_aggregate: measures over matching files, grouped.
+// Aggregate implements workbench_aggregate: measures over matching files, grouped.
 func (s *Reads) Aggregate(ctx context.Context, agent string, in AggregateInput) (Result, error) {
 	limit := meta.MaxAggregateLimit
 	if in.Limit != nil {
@@ -313,7 +313,7 @@ func (s *Reads) Aggregate(ctx context.Context, agent string, in AggregateInput) 
 	return r, nil
 }
 
-// ToolCatalog implements workbench_catalog: the fields present in scope, their types,
+// Catalog implements workbench_catalog: the fields present in scope, their types,
 // how many files carry them, the operators each accepts, and optionally top values.
 func (s *Reads) Catalog(ctx context.Context, agent string, in CatalogInput) (Result, error) {
 	view, scope, _, err := s.queryScope(ctx, agent, in.ID, in.Section, in.Path)

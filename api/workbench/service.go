@@ -78,24 +78,33 @@ var Sections = []string{"input", "scripts", "outputs", "logs", "metadata"}
 // Reserved paths, written only by commit and restore (docs/workbench.md#common-rules).
 var reservedPaths = map[string]bool{"metadata/run_manifest.json": true, "metadata/restore_manifest.json": true}
 
-// Service implements the Workbench operations over a Core and a blob store. It is safe for
-// concurrent use.
+// Service is the Workbench domain assembled from its parts over one Cores and one
+// blob store (doc.go lists what each part owns): callers use the parts
+// (svc.Writes.Write, svc.Reads.Open, svc.Lifecycle.Commit, svc.Review.Propose) or the
+// tool contract over them (svc.Tools.Read). Its own methods are the node-wide ones: the
+// configuration, the memory budget, per-principal request limits and metrics. It is
+// safe for concurrent use.
 type Service struct {
+	// base is the state the parts share; each part holds the same one.
 	base *base
-	// Writes: writes.go
+	// Writes stores files: put, append, delete (writes.go).
 	Writes *Writes
-	// Reads: reads.go
+	// Reads answers what is stored: files, listings, grep, queries, find (reads.go).
 	Reads *Reads
-	// Lifecycle: lifecycle.go
+	// Lifecycle makes, keeps and ends workbenches, snapshots, commits and restores
+	// (lifecycle.go).
 	Lifecycle *Lifecycle
-	// Review: review.go
+	// Review holds proposals and decisions, history, diffs and the change feed
+	// (review.go).
 	Review *Review
 	// Tools is the Workbench tool contract over the parts (tools_contract.go).
 	Tools *Tools
 }
 
 // base is the state every part of the Service shares: the cores, the blob store, the
-// configuration, the node's budgets and caches.
+// configuration, the node's budgets and caches; its methods are the helpers more than one
+// part needs (reading a view, proposing a command, ingesting and verifying bodies,
+// admission, access). Parts hold it as a named field, so its methods are never a part's.
 type base struct {
 	cores   Cores
 	blobs   blob.Store

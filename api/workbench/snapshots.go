@@ -130,7 +130,7 @@ func snapshotMetadata(raw json.RawMessage) ([]byte, *Error) {
 	return canon, nil
 }
 
-// ToolSnapshot implements workbench_snapshot: a leased read point of the workbench now.
+// Snapshot implements workbench_snapshot: a leased read point of the workbench now.
 // At most Config.MaxSnapshotsPerWorkbench snapshots of a workbench hold history at once;
 // one more is ResourceExhausted, not retryable, details {quota: "snapshots_per_workbench",
 // limit, usage, requested, max_snapshots}.
@@ -138,7 +138,7 @@ func (s *Lifecycle) Snapshot(ctx context.Context, agent string, in SnapshotInput
 	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolWorkbench, s.cfg.MaxSnapshotsPerWorkbench)
 }
 
-// RunSnapshot is ToolSnapshot for the OpenWOP facade's runs (api/openwop/runs.go): the
+// RunSnapshot is Snapshot for the OpenWOP facade's runs (api/openwop/runs.go): the
 // snapshot counts against Config.MaxRunSnapshotsPerWorkbench, not the workbench's own cap,
 // so runs never make the workbench tools' snapshots fail (issue 25, finding 13); past it,
 // the quota "run_snapshots_per_workbench".
@@ -203,7 +203,7 @@ func snapshotSelectorArgs(id *uint64, name *string) (uint64, string, *Error) {
 	return 0, "", invalidArgument("snapshot_id", "give snapshot_id or name")
 }
 
-// ToolSnapshotRenew implements workbench_snapshot_renew.
+// SnapshotRenew implements workbench_snapshot_renew.
 func (s *Lifecycle) SnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
@@ -229,7 +229,7 @@ func (s *Lifecycle) SnapshotRenew(ctx context.Context, agent string, in Snapshot
 	return r, nil
 }
 
-// ToolSnapshotRetire implements workbench_snapshot_retire.
+// SnapshotRetire implements workbench_snapshot_retire.
 func (s *Lifecycle) SnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
@@ -263,7 +263,7 @@ func nowMsOf(res meta.Result) int64 {
 	return max(res.Snapshot.RenewedAtMs, res.Snapshot.CreatedAtMs)
 }
 
-// ToolSnapshotList implements workbench_snapshot_list: the snapshots of the workbench with
+// SnapshotList implements workbench_snapshot_list: the snapshots of the workbench with
 // their state, aliases, annotation and lease evidence, oldest first: every snapshot that
 // holds history (at most Config.MaxSnapshotsPerWorkbench, which minting enforces) and the
 // newest MaxListedEndedSnapshots retired or reaped ones, so the answer is bounded.

@@ -218,7 +218,7 @@ func (s *Tools) scopeFields(r Result, agent, id, full string) Result {
 	return r
 }
 
-// ToolCreate implements workbench_create: an exact retry returns the same result.
+// Create implements workbench_create: an exact retry returns the same result.
 func (s *Tools) Create(ctx context.Context, agent string, in CreateInput) (Result, error) {
 	res, err := s.life.CreateWorkbench(ctx, agent, in.ID, "")
 	if err != nil {
@@ -251,7 +251,7 @@ func (s *Tools) validateWrite(agent, id, section, path string) (string, *Error) 
 	return full, nil
 }
 
-// ToolPutFile implements workbench_put_file: create-only by default, replace-only with
+// PutFile implements workbench_put_file: create-only by default, replace-only with
 // replace=true; never an upsert. A replace applies at the generation it observed, or with
 // expected_generation only at that one (NoKV PR #491, docs/workbench.md): a stale value is
 // Conflict with details.current_generation, so two writers that read the same generation
@@ -314,7 +314,7 @@ func (s *Tools) PutFile(ctx context.Context, agent string, in PutFileInput) (Res
 	return r, nil
 }
 
-// ToolAppend implements workbench_append: creates the file when missing, otherwise appends
+// Append implements workbench_append: creates the file when missing, otherwise appends
 // after a generation compare-and-swap, retrying conflicts itself. Without a request id it
 // is at-least-once: a transport retry of a call that did apply appends twice.
 func (s *Tools) Append(ctx context.Context, agent string, in AppendInput) (Result, error) {
@@ -340,7 +340,7 @@ func (s *Tools) Append(ctx context.Context, agent string, in AppendInput) (Resul
 	return r, nil
 }
 
-// ToolEdit implements workbench_edit: exact UTF-8 replacement on the live body, with
+// Edit implements workbench_edit: exact UTF-8 replacement on the live body, with
 // re-read and revalidation on a conflict (up to 5 attempts).
 func (s *Tools) Edit(ctx context.Context, agent string, in EditInput) (Result, error) {
 	full, werr := s.validateWrite(agent, in.ID, in.Section, in.Path)
@@ -426,7 +426,7 @@ func editedSize(size, replacements, oldLen, newLen int) int64 {
 	return int64(size) + int64(replacements)*(int64(newLen)-int64(oldLen))
 }
 
-// ToolList implements workbench_list.
+// List implements workbench_list.
 func (s *Tools) List(ctx context.Context, agent string, in ListInput) (Result, error) {
 	at, aerr := ParseAtSnapshot(in.AtSnapshot)
 	if aerr != nil {
@@ -480,7 +480,7 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
-// ToolStat implements workbench_stat: the workbench, a section, a directory or a file.
+// Stat implements workbench_stat: the workbench, a section, a directory or a file.
 func (s *Tools) Stat(ctx context.Context, agent string, in StatInput) (Result, error) {
 	at, aerr := ParseAtSnapshot(in.AtSnapshot)
 	if aerr != nil {

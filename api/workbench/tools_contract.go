@@ -95,7 +95,7 @@ func (s *Tools) Decide(ctx context.Context, agent string, in DecideInput) (Resul
 	return s.review.Decide(ctx, agent, in)
 }
 
-// ToolWorkbenchList is cairn_workbench_list: ListWorkbenches of the session's root.
+// WorkbenchList is cairn_workbench_list: ListWorkbenches of the session's root.
 func (s *Tools) WorkbenchList(ctx context.Context, agent string, in WorkbenchListInput) (Result, error) {
 	cur, limit := "", 0
 	if in.Cursor != nil {
@@ -111,7 +111,7 @@ func (s *Tools) WorkbenchList(ctx context.Context, agent string, in WorkbenchLis
 	return WorkbenchPageResult(agent, p), nil
 }
 
-// ToolWorkbenchDelete is cairn_workbench_delete: DeleteWorkbench in the session's root.
+// WorkbenchDelete is cairn_workbench_delete: DeleteWorkbench in the session's root.
 func (s *Tools) WorkbenchDelete(ctx context.Context, agent string, in WorkbenchDeleteInput) (Result, error) {
 	var rev uint64
 	if in.IfRevision != nil {

@@ -23,7 +23,7 @@ const (
 	RecordTextLines   = "text_lines"
 )
 
-// ToolRead implements workbench_read: structured records (JSON, YAML, text lines) or a
+// Read implements workbench_read: structured records (JSON, YAML, text lines) or a
 // byte range as base64, paginated with a cursor bound to the file's generation.
 func (s *Tools) Read(ctx context.Context, agent string, in ReadInput) (Result, error) {
 	return s.toolRead(ctx, agent, in, 0)
@@ -299,7 +299,7 @@ func jsonable(v any) any {
 	return v
 }
 
-// ToolReadAt implements cairn_read_at: workbench_read of the retained version of a file
+// ReadAt implements cairn_read_at: workbench_read of the retained version of a file
 // with the given generation (cairn_history lists them), with workbench_read's result;
 // its cursors stay on that version. NotFound naming generation when no retained body has
 // it.
@@ -311,7 +311,7 @@ func (s *Tools) ReadAt(ctx context.Context, agent string, in ReadAtInput) (Resul
 		Offset: in.Offset, Cursor: in.Cursor, Limit: in.Limit}, in.Generation)
 }
 
-// ToolGrep implements workbench_grep. The search terms are pattern plus patterns:
+// Grep implements workbench_grep. The search terms are pattern plus patterns:
 //
 //   - without patterns (absent or empty), pattern is split on '|' into alternatives;
 //   - with patterns, pattern and every item of patterns are each one literal term, and

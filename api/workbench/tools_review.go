@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// ToolHistory implements cairn_history: one page of a file's retained versions, newest
+// History implements cairn_history: one page of a file's retained versions, newest
 // first (History, rendered by HistoryResultJSON).
 func (s *Tools) History(ctx context.Context, agent string, in HistoryInput) (Result, error) {
 	if in.Section == "" {
@@ -57,7 +57,7 @@ func (s *Tools) HistoryResultJSON(agent, id string, r HistoryResult) Result {
 		"path": s.WorkbenchPath(agent, id) + "/" + r.Path, "versions": items, "next_cursor": next, "truncated": r.Truncated}
 }
 
-// ToolDiff is cairn_diff: Diff in the session's root, the sides in ParseDiffSide's syntax.
+// Diff is cairn_diff: Diff in the session's root, the sides in ParseDiffSide's syntax.
 func (s *Tools) Diff(ctx context.Context, agent string, in DiffInput) (Result, error) {
 	req := DiffRequest{Agent: agent, Workbench: in.ID, Path: deref(in.Path), Context: in.Context, Cursor: deref(in.Cursor), Limit: deref(in.Limit)}
 	var err *Error

@@ -44,8 +44,8 @@ type Writes struct {
 //  1. Checks before any byte is read: validateTarget and checkWritable (the path and
 //     section rules), normalizeContentType, meta.ValidateFields, and mayCreate
 //     (access.go: a root or workbench the caller may not reach answers as missing).
-//  2. admitUpload (limits.go): the principal's upload cap; then ingestBody (redact.go, for
-//     tenants with secret redaction) and ingest (below): the body is read once, hashed
+//  2. base.admitUpload (limits.go): the principal's upload cap; then ingestBody (redact.go, for
+//     tenants with secret redaction) and ingest (service.go): the body is read once, hashed
 //     while it is cut into segments (content-defined chunking past 8 MiB), each segment
 //     above the inline limit compressed when that pays and uploaded put-if-absent under
 //     its content address, holding one of the node's ingest slots only while bytes flow
@@ -53,7 +53,7 @@ type Writes struct {
 //  3. proposeBlobs (publish.go): the meta.Put command, fenced against the garbage
 //     collector (meta.Header.UploadFence); a publish the FSM refuses with BlobDeleting
 //     uploads what the collector took and is proposed again.
-//  4. propose and proposeRaw (this file): the write scope and reserved workbenches,
+//  4. propose and proposeRaw (service.go): the write scope and reserved workbenches,
 //     absentRoot (access.go: a missing root is created, a hidden one answers as missing),
 //     then Cores.For(agent).Propose with the producer stamped in the header.
 //  5. shard/host core.go (rootCore.Propose, Host.propose): the root's placement on its
@@ -68,7 +68,7 @@ type Writes struct {
 //     through the op table (meta/ops.go) and applies applier.put (meta/fsm.go): the
 //     condition, the generation, the version chain, reference counts, indexes, the
 //     dedupe record and the change feed, deterministically.
-//  8. Back here: fileResult shapes the answer; the surface writes it (REST: ETag is the
+//  8. Back here: fileResult (this file) shapes the answer; the surface writes it (REST: ETag is the
 //     generation).
 func (s *Writes) Write(ctx context.Context, req WriteRequest) (FileResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
