@@ -35,13 +35,13 @@ const (
 	DefaultGCInterval            = worker.DefaultGCInterval
 	DefaultGCMaxBatch            = worker.DefaultGCMaxBatch
 	DefaultRestoreBatch          = workbench.DefaultRestoreBatch
-	MaxRestoreBatch              = 4096
-	DefaultMCPMaxPayloadBytes    = 16 << 20
+	MaxRestoreBatch              = meta.MaxRestoreBatch
+	DefaultMCPMaxPayloadBytes    = workbench.DefaultMCPMaxPayloadBytes
 	DefaultRetentionWindow       = 24 * time.Hour
 	DefaultDedupeMaxPerRoot      = 100_000
 	DefaultFeedRetention         = 24 * time.Hour
 	DefaultFeedMaxPerRoot        = 100_000
-	DefaultPresentationRoot      = "/agents/{agent}/wb"
+	DefaultPresentationRoot      = workbench.DefaultPresentationRoot
 	DefaultRaftSnapshotInterval  = 2 * time.Minute
 	DefaultRaftSnapshotThreshold = 8192
 	DefaultLogLevel              = "info"
@@ -54,7 +54,7 @@ const (
 	DefaultReplication           = control.DefaultReplication
 	DefaultQueryBudgetBytes      = workbench.DefaultQueryBudgetBytes
 	DefaultQueryQueueTimeout     = workbench.DefaultQueryQueueTimeout
-	DefaultMaxSnapshots          = 256
+	DefaultMaxSnapshots          = workbench.DefaultMaxSnapshotsPerWorkbench
 )
 
 // Bounds enforced by Validate.

@@ -92,7 +92,7 @@ func TestToolsRecordTheirPrincipalAndToolAndAuditEachChange(t *testing.T) {
 		t.Fatalf("a section has no producer: %v", c)
 	}
 	// Data written without a principal or surface (as before producers) shows "".
-	if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/old", Body: bytes.NewReader([]byte("x"))}); err != nil {
+	if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/old", Body: bytes.NewReader([]byte("x"))}); err != nil {
 		t.Fatal(err)
 	}
 	if c := ok(t, alice, "workbench_stat", args{"id": "w", "section": "input", "path": "old"}).card(); c["producer"] != "" || c["producer_principal"] != "" {

@@ -127,7 +127,7 @@ func TestStructuredReadStreamsRecords(t *testing.T) {
 		{"a JSON array", "zeros.json", "[" + strings.Repeat("0,", size/2-2) + "0]", size/2 - 1, "0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "agent-read", Workbench: "wb", Path: "outputs/" + tc.path,
+			if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "agent-read", Workbench: "wb", Path: "outputs/" + tc.path,
 				Body: strings.NewReader(tc.body), ContentType: "application/octet-stream", CreateWorkbench: true}); err != nil {
 				t.Fatal(err)
 			}

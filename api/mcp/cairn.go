@@ -54,7 +54,7 @@ var cairnTools = []toolDef{
 			"Read one with cairn_read_at. Result: workbench_id, section, relative_path, path, versions [{generation, " +
 			"ordinal, tombstone, size_bytes, digest_uri, content_type, at, at_unix_ms, producer {principal, surface} or " +
 			"null, proposal (the accepted proposal that published it) or null}], next_cursor (null on the last page), truncated. NotFound when the file has no retained version.",
-		run: bind((*workbench.Service).ToolHistory),
+		run: bind((*workbench.Tools).History),
 	},
 	{
 		name: "cairn_read_at", title: "Read a file version", readOnly: true, idempotent: true,
@@ -62,14 +62,14 @@ var cairnTools = []toolDef{
 			"workbench_read reads the live file: structured records or a base64 byte range, paginated; cursors stay on " +
 			"that version. NotFound with details.field \"generation\" when no retained version has that generation (pruned " +
 			"by retention, never one, or a delete's). Result: as workbench_read's.",
-		run: bind((*workbench.Service).ToolReadAt),
+		run: bind((*workbench.Tools).ReadAt),
 	},
 	{
 		name: "cairn_workbench_list", title: "List workbenches", readOnly: true, idempotent: true,
 		description: "List the workbenches of this agent root in name order, at most limit (1..1000, default 100) per page; " +
 			"pass next_cursor back as cursor for the next page. Result: agent, workbenches [{workbench_id, path, revision, " +
 			"file_count, size_bytes, created_at, head_commit}], next_cursor (null on the last page), truncated.",
-		run: bind((*workbench.Service).ToolWorkbenchList),
+		run: bind((*workbench.Tools).WorkbenchList),
 	},
 	{
 		name: "cairn_workbench_delete", title: "Delete workbench", destructive: true,
@@ -77,7 +77,7 @@ var cairnTools = []toolDef{
 			"alone referenced is garbage-collected after the grace period. if_revision makes it conditional (Conflict when " +
 			"the workbench changed). Refused (retryable) while a restore reads from it (ForkRetentionActive) or while it is " +
 			"a restore's destination (InvalidState). Result: workbench_id, deleted.",
-		run: bind((*workbench.Service).ToolWorkbenchDelete),
+		run: bind((*workbench.Tools).WorkbenchDelete),
 	},
 	diffTool,
 }
@@ -92,7 +92,7 @@ func NewCairnServer(svc *workbench.Service, agent string, opts Options) *sdk.Ser
 		Logger: sdkLogger(opts.Logger),
 		Instructions: fmt.Sprintf("Cairn's tools beyond the Workbench contract over the agent root %q, presented at %s. "+
 			"Every result is a JSON object with \"status\": \"success\"; every error is {\"status\":\"error\",\"code\",\"message\",\"retryable\",\"details\"}.",
-			agent, strings.TrimSuffix(svc.WorkbenchPath(agent, ""), "/")),
+			agent, strings.TrimSuffix(svc.Tools.WorkbenchPath(agent, ""), "/")),
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
 	// The 18 Workbench tools with their contract schemas, then the profile's own

@@ -77,7 +77,7 @@ func TestCairnHistoryAndReadAtServeRetainedVersions(t *testing.T) {
 	ok(t, cs, "workbench_put_file", with("path", "gone.txt", "text", "x"))
 	hist := ok(t, cs, "cairn_history", with("path", "gone.txt"))
 	gone := hist.list(t, "versions")[0].int(t, "generation")
-	if _, err := svc.Delete(t.Context(), "a", "w", "outputs/gone.txt", 0, ""); err != nil {
+	if _, err := svc.Writes.Delete(t.Context(), "a", "w", "outputs/gone.txt", 0, ""); err != nil {
 		t.Fatal(err)
 	}
 	hist = ok(t, cs, "cairn_history", with("path", "gone.txt"))

@@ -2,7 +2,7 @@ package mcp
 
 import "github.com/cairnstore/cairn/api/workbench"
 
-// diffTool is cairn_diff (issue 16): Service.Diff over MCP, the sides in
+// diffTool is cairn_diff (issue 16): Review.Diff over MCP, the sides in
 // workbench.ParseDiffSide's syntax.
 var diffTool = toolDef{
 	name: "cairn_diff", title: "Diff two versions", readOnly: true, idempotent: true,
@@ -17,5 +17,5 @@ var diffTool = toolDef{
 		"lines_inserted, truncated, approximate. Without path: the paths added, removed or changed between two states (live, " +
 		"snapshot, commit), in path order, at most limit (1..1000, default 100) per page: changes [{path, change, old, new " +
 		"{digest_uri, size_bytes}}], next_cursor (pass back as cursor), truncated.",
-	run: bind((*workbench.Service).ToolDiff),
+	run: bind((*workbench.Tools).Diff),
 }

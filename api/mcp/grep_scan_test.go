@@ -15,7 +15,7 @@ func TestAGrepPageThatFoundNothingYetSaysSo(t *testing.T) {
 	svc := newService(t, 0)
 	line := append(bytes.Repeat([]byte("a"), 1023), '\n')
 	body := append(bytes.Repeat(line, (workbench.GrepMaxScanBytes+(1<<20))/len(line)), "the needle\n"...)
-	if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "logs/big.log",
+	if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "logs/big.log",
 		Body: bytes.NewReader(body), CreateWorkbench: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestQueriesGroupFilterAndProjectByArtifactProducer(t *testing.T) {
 	ok(t, bob, "workbench_put_file", args{"id": "w", "section": "outputs", "path": "b.txt", "text": "two"})
 	ok(t, agent, "workbench_append", args{"id": "w", "section": "logs", "path": "run.log", "text": "x"})
 	// Data written without a principal or surface, as before producers were recorded.
-	if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a1", Workbench: "w", Path: "outputs/old.txt", Body: bytes.NewReader([]byte("old"))}); err != nil {
+	if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a1", Workbench: "w", Path: "outputs/old.txt", Body: bytes.NewReader([]byte("old"))}); err != nil {
 		t.Fatal(err)
 	}
 	const agentPut = "agent via mcp/workbench_put_file"

@@ -14,7 +14,7 @@ var proposalTools = []toolDef{
 			"The same request_id with the same content answers the first proposal (replayed true); with other content Conflict " +
 			"(details.reason request_reused). Result: proposal_id, state, base_generation, head_generation, stale, size_bytes, " +
 			"digest_uri, evidence, context_digest, proposer, created_at, judgment (null), replayed.",
-		run: bind((*workbench.Service).Propose),
+		run: bind((*workbench.Tools).Propose),
 	},
 	{
 		name: "cairn_proposals", title: "List or read proposals", readOnly: true, idempotent: true,
@@ -22,7 +22,7 @@ var proposalTools = []toolDef{
 			"cursor), or with proposal_id one proposal (include_body: its bytes as text or base64 and its diff against the base), " +
 			"or with judgments true the decisions. Every proposal reports stale (its base is not the file's head) and " +
 			"head_generation. Result: proposals [...] or judgments [...], next_cursor, truncated; or one proposal's fields.",
-		run: bind((*workbench.Service).ToolProposals),
+		run: bind((*workbench.Tools).Proposals),
 	},
 	{
 		name: "cairn_decide", title: "Accept or reject a proposal", destructive: true, idempotent: true,
@@ -34,6 +34,6 @@ var proposalTools = []toolDef{
 			"Result: the proposal (state accepted or rejected), judgment {proposal_id, disposition, principal, decided_at, " +
 			"base_generation, result_generation, context_digest, proposer, submission_id}, result_generation and readback " +
 			"{bytes_equal, jcs_equal} for an accept.",
-		run: bind((*workbench.Service).Decide),
+		run: bind((*workbench.Tools).Decide),
 	},
 }

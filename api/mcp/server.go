@@ -99,14 +99,14 @@ func (h minLevel) WithGroup(name string) slog.Handler {
 type runner func(ctx context.Context, svc *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error)
 
 // bind adapts a Service tool method (a method expression such as
-// (*workbench.Service).ToolRead) to a runner.
-func bind[In any](method func(*workbench.Service, context.Context, string, In) (workbench.Result, error)) runner {
+// (*workbench.Tools).Read) to a runner.
+func bind[In any](method func(*workbench.Tools, context.Context, string, In) (workbench.Result, error)) runner {
 	return func(ctx context.Context, svc *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
 		in, werr := decodeArgs[In](args)
 		if werr != nil {
 			return nil, werr
 		}
-		return method(svc, ctx, agent, in)
+		return method(svc.Tools, ctx, agent, in)
 	}
 }
 
@@ -125,7 +125,7 @@ var tools = []toolDef{
 		description: "Create a workbench (a working directory with the sections input, scripts, outputs, logs and metadata) " +
 			"in this agent root. Creating one that exists succeeds with the same result. " +
 			"Result: workbench_id, path, sections.",
-		run: bind((*workbench.Service).ToolCreate),
+		run: bind((*workbench.Tools).Create),
 	},
 	{
 		name: "workbench_put_file", title: "Write file", destructive: true,
@@ -134,14 +134,14 @@ var tools = []toolDef{
 			"With replace=true, expected_generation (from an earlier result or stat) applies the write only at that generation: " +
 			"Conflict with details.current_generation if the file moved on (re-read, then decide). Never an upsert. A missing workbench is created. Payloads above the cap fail with PayloadTooLarge. " +
 			"Result: workbench_id, section, relative_path, path, size_bytes, generation, digest_uri, content_type, replace.",
-		run: bind((*workbench.Service).ToolPutFile),
+		run: bind((*workbench.Tools).PutFile),
 	},
 	{
 		name: "workbench_append", title: "Append to file",
 		description: "Append text or base64 (exactly one) to a file, creating the file (and workbench) when missing; " +
 			"concurrent appends are serialized, none is lost. Not idempotent: a retried call appends again. " +
 			"Result: appended_bytes, size_bytes (total), generation, created, digest (SHA-256 of the appended bytes only).",
-		run: bind((*workbench.Service).ToolAppend),
+		run: bind((*workbench.Tools).Append),
 	},
 	{
 		name: "workbench_edit", title: "Edit file", destructive: true,
@@ -149,7 +149,7 @@ var tools = []toolDef{
 			"details.matches otherwise) unless replace_all is true; NoMatch when absent; InvalidUtf8 for a binary file. " +
 			"An edit that changes nothing returns no_change: true and makes no new generation. " +
 			"Result: replacements, size_bytes, generation, no_change.",
-		run: bind((*workbench.Service).ToolEdit),
+		run: bind((*workbench.Tools).Edit),
 	},
 	{
 		name: "workbench_list", title: "List directory", readOnly: true, idempotent: true,
@@ -159,7 +159,7 @@ var tools = []toolDef{
 			"Entries: name, path, section, relative_path, kind (file|directory), size_bytes, entry_count (null for a file), generation (files). " +
 			"Pass next_cursor with otherwise identical arguments for the next page; ReadFenceChanged (retryable) means the " +
 			"workbench changed since the first page: list again. Listing a file fails with NotDirectory.",
-		run: bind((*workbench.Service).ToolList),
+		run: bind((*workbench.Tools).List),
 	},
 	{
 		name: "workbench_stat", title: "Describe path", readOnly: true, idempotent: true,
@@ -169,7 +169,7 @@ var tools = []toolDef{
 			"digest_uri (files; null otherwise), manifest_id (the identity of the head commit that seals the workbench or the file's " +
 			"current revision, else null), producer (who wrote the revision: \"<principal> via <surface>\", \"\" when unknown; Cairn adds producer_principal and producer_surface), record_count " +
 			"(always null: stat does not read the body); Cairn adds executable and modified_at_unix_ms (files), file_count, sections.",
-		run: bind((*workbench.Service).ToolStat),
+		run: bind((*workbench.Tools).Stat),
 	},
 	{
 		name: "workbench_read", title: "Read file", readOnly: true, idempotent: true,
@@ -181,7 +181,7 @@ var tools = []toolDef{
 			"at_snapshot when given, cursor (the one given, else null), generation, content_type, digest_uri, total_size_bytes, format; " +
 			"structured: record_type, record_count, items [{index, value}], bytes and bytes_encoding null; bytes: bytes (base64), " +
 			"bytes_encoding \"base64\", offset, returned_bytes; next_cursor, truncated.",
-		run: bind((*workbench.Service).ToolRead),
+		run: bind((*workbench.Tools).Read),
 	},
 	{
 		name: "workbench_grep", title: "Search file contents", readOnly: true, idempotent: true,
@@ -192,7 +192,7 @@ var tools = []toolDef{
 			"recursive, matches [{path, section, relative_path, line_number, snippet}], files_scanned, next_cursor, truncated, " +
 			"scanned_bytes, scan_complete (false: the search has not reached the end of its scope, so a page without matches " +
 			"does not mean no match; continue with next_cursor).",
-		run: bind((*workbench.Service).ToolGrep),
+		run: bind((*workbench.Tools).Grep),
 	},
 	{
 		name: "workbench_search", title: "Search file metadata", readOnly: true, idempotent: true,
@@ -204,7 +204,7 @@ var tools = []toolDef{
 			"Result: path (the scope), workbench_id (null root-wide), match_count (all pages), matches [{workbench_id, path, " +
 			"section, relative_path, values (the requested fields, null where absent)}], facets [{field, values [{value, count}], " +
 			"distinct_count, truncated, missing, other}], read_version, next_cursor, truncated.",
-		run: bind((*workbench.Service).ToolSearch),
+		run: bind((*workbench.Tools).Search),
 	},
 	{
 		name: "workbench_aggregate", title: "Aggregate file metadata", readOnly: true, idempotent: true,
@@ -212,7 +212,7 @@ var tools = []toolDef{
 			"by fields, in one workbench or the whole agent root. Result: path (the scope), workbench_id, groups [{key (group_by " +
 			"values by field), values (measures by name), count}], group_count (all groups), row_count (groups returned), " +
 			"input_match_count (files matching the predicates), read_version, truncated.",
-		run: bind((*workbench.Service).ToolAggregate),
+		run: bind((*workbench.Tools).Aggregate),
 	},
 	{
 		name: "workbench_catalog", title: "List searchable fields", readOnly: true, idempotent: true,
@@ -222,7 +222,7 @@ var tools = []toolDef{
 			"grouped by the operators they accept), facets, fields [{field, builtin, types, file_count, operators}]}, " +
 			"catalog_empty (no file in scope), child_catalogs (always []: one catalog covers the whole scope), file_count, " +
 			"read_version, truncated.",
-		run: bind((*workbench.Service).ToolCatalog),
+		run: bind((*workbench.Tools).Catalog),
 	},
 	{
 		name: "workbench_find", title: "Find workbenches", readOnly: true, idempotent: true,
@@ -234,7 +234,7 @@ var tools = []toolDef{
 			"manifest_size_bytes, manifest_summary {schema, workbench_id, commit_identity, committed_at_unix_seconds, " +
 			"content_digest_uri, manifest_digest_uri, manifest_keys, manifest_task}, manifest}] (commit fields null when " +
 			"uncommitted), next_cursor, truncated.",
-		run: bind((*workbench.Service).ToolFind),
+		run: bind((*workbench.Tools).Find),
 	},
 	{
 		name: "workbench_commit", title: "Commit workbench", idempotent: true,
@@ -244,7 +244,7 @@ var tools = []toolDef{
 			"A conflict's details name requested_replace and stored_generation (the head's run manifest generation). " +
 			"Result: workbench_id, workbench_path, path, size_bytes, generation, content_digest_uri, manifest_digest_uri, commit_identity, " +
 			"envelope_digest_uri, tree_digest_uri, replace, idempotent_replay.",
-		run: bind((*workbench.Service).ToolCommit),
+		run: bind((*workbench.Tools).Commit),
 	},
 	{
 		name: "workbench_snapshot", title: "Snapshot workbench",
@@ -252,28 +252,28 @@ var tools = []toolDef{
 			"annotated (reason, metadata). Read it with at_snapshot in list, stat and read. Result: snapshot_id, name, " +
 			"read_version, lease_expires_at and lease_expires_unix_ms (both milliseconds since the epoch), annotation, state, " +
 			"retire_annotation (null until retired), workbench_id, path, ttl_days.",
-		run: bind((*workbench.Service).ToolSnapshot),
+		run: bind((*workbench.Tools).Snapshot),
 	},
 	{
 		name: "workbench_snapshot_renew", title: "Renew snapshot lease", idempotent: true,
 		description: "Extend a snapshot's lease to now + ttl_days, by snapshot_id or name; never shortens it. Revives an " +
 			"expired snapshot; fails with SnapshotExpired once it was reaped. Result: the snapshot's fields and renewed (the " +
 			"lease moved later; false for a renew that would have shortened it).",
-		run: bind((*workbench.Service).ToolSnapshotRenew),
+		run: bind((*workbench.Tools).SnapshotRenew),
 	},
 	{
 		name: "workbench_snapshot_retire", title: "Retire snapshot", idempotent: true, destructive: true,
 		description: "End a snapshot at once, by snapshot_id or name. The first success reports retired: true, an exact retry " +
 			"retired: false with the original reason. ForkRetentionActive while a restore still reads from it. " +
 			"Result: the snapshot's fields, retired, retire_annotation {reason, metadata: null}.",
-		run: bind((*workbench.Service).ToolSnapshotRetire),
+		run: bind((*workbench.Tools).SnapshotRetire),
 	},
 	{
 		name: "workbench_snapshot_list", title: "List snapshots", readOnly: true, idempotent: true,
 		description: "Every snapshot of the workbench with its state (alive, expired, retired, reaped), aliases, annotation " +
 			"and lease evidence. Result: workbench_id, path, snapshot_count, snapshots [{snapshot_id, name, state, read_version, " +
 			"lease_expires_at, annotation, retire_annotation, aliases, consumers, …}].",
-		run: bind((*workbench.Service).ToolSnapshotList),
+		run: bind((*workbench.Tools).SnapshotList),
 	},
 	{
 		name: "workbench_restore", title: "Restore into a new workbench", idempotent: true,
@@ -284,7 +284,7 @@ var tools = []toolDef{
 			"snapshot or commit). Result: state, operation_id, source_workbench_id, destination_workbench_id, snapshot_id " +
 			"(null from a commit), commit_id (null from a snapshot), read_version, destination_generation, idempotent_replay, " +
 			"cleanup_pending (always false: a completed restore holds nothing), restore_manifest (its presentation path).",
-		run: bind((*workbench.Service).ToolRestore),
+		run: bind((*workbench.Tools).Restore),
 	},
 }
 
@@ -303,7 +303,7 @@ func NewServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {
 		Instructions: fmt.Sprintf("Workbench tools over the agent root %q, presented at %s. Each workbench has the sections "+
 			"input, scripts, outputs, logs and metadata; paths are relative to the section. Every result is a JSON object "+
 			"with \"status\": \"success\"; every error is {\"status\":\"error\",\"code\",\"message\",\"retryable\",\"details\"}.",
-			agent, strings.TrimSuffix(svc.WorkbenchPath(agent, ""), "/")),
+			agent, strings.TrimSuffix(svc.Tools.WorkbenchPath(agent, ""), "/")),
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
 	register(srv, svc, agent, tools, mustSchema, opts)

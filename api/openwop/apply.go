@@ -86,7 +86,7 @@ func (h *Handler) decideProposal(w http.ResponseWriter, r *http.Request, o Owner
 			return
 		}
 		if action == "reject" {
-			res, derr := h.svc.DecideArtifact(ctx, o.Tenant, workbench.ArtifactDecision{Workbench: PacksWorkbench, ProposalID: c.tail.ID,
+			res, derr := h.svc.Review.DecideArtifact(ctx, o.Tenant, workbench.ArtifactDecision{Workbench: PacksWorkbench, ProposalID: c.tail.ID,
 				Disposition: meta.DispositionReject, SubmissionID: "reject-" + c.tail.ID, Authors: c.authors})
 			switch {
 			case derr != nil && raced(derr) && attempt+1 < applyAttempts:
@@ -123,7 +123,7 @@ func (h *Handler) decideProposal(w http.ResponseWriter, r *http.Request, o Owner
 // is 403 and installs nothing, RFC 0096 §Examples): the store checks it again on the
 // decision itself.
 func (h *Handler) mayActivate(ctx context.Context, o Owner) *Error {
-	if err := h.svc.MayReview(ctx, o.Tenant); err != nil {
+	if err := h.svc.Review.MayReview(ctx, o.Tenant); err != nil {
 		return fromProposalStore(err)
 	}
 	return nil
@@ -152,7 +152,7 @@ func (h *Handler) install(ctx context.Context, o Owner, c chain, artifact []byte
 		// Record the same artifact against the head (the proposal's state is unchanged).
 		reqID := applyRevisionPrefix + tail.ID[:16] + "-" + strconv.FormatUint(head, 10)
 		raw, _ := json.Marshal(c.meta)
-		p, _, perr := h.svc.ProposeArtifact(ctx, o.Tenant, workbench.ArtifactProposal{Workbench: PacksWorkbench, Path: path,
+		p, _, perr := h.svc.Review.ProposeArtifact(ctx, o.Tenant, workbench.ArtifactProposal{Workbench: PacksWorkbench, Path: path,
 			RequestID: reqID, Kind: tail.Kind, Metadata: raw, Body: artifact, ContentType: mediaType(tail.Kind),
 			BaseGeneration: head, Supersedes: tail.ID})
 		if perr != nil {
@@ -163,7 +163,7 @@ func (h *Handler) install(ctx context.Context, o Owner, c chain, artifact []byte
 		}
 		tail = p
 	}
-	res, derr := h.svc.DecideArtifact(ctx, o.Tenant, workbench.ArtifactDecision{Workbench: PacksWorkbench, ProposalID: tail.ID,
+	res, derr := h.svc.Review.DecideArtifact(ctx, o.Tenant, workbench.ArtifactDecision{Workbench: PacksWorkbench, ProposalID: tail.ID,
 		Disposition: meta.DispositionAccept, SubmissionID: "apply-" + tail.ID, ExpectRevision: ws.Revision, Authors: c.authors})
 	if derr != nil {
 		if raced(derr) {

@@ -89,7 +89,7 @@ func (h *Handler) tooLarge() *Error {
 // view returns the view of o's workbench at `at`; ws nil when the workbench does not
 // exist (an empty workspace).
 func (h *Handler) view(ctx context.Context, o Owner, at workbench.At) (*meta.View, *meta.Workspace, *meta.WorkbenchSnapshot, *Error) {
-	v, ws, snap, err := h.svc.ViewAt(ctx, o.Tenant, o.Workspace, at)
+	v, ws, snap, err := h.svc.Reads.ViewAt(ctx, o.Tenant, o.Workspace, at)
 	if err != nil {
 		if at.Live() && workbench.AsError(err).Code == workbench.CodeNotFound {
 			return nil, nil, nil, nil
@@ -194,7 +194,7 @@ func (h *Handler) get(ctx context.Context, o Owner, at workbench.At, path string
 			return File{}, err
 		}
 	}
-	body, rerr := h.svc.ReadEntry(ctx, o.Tenant, fv.Entry, h.opt.MaxFileBytes)
+	body, rerr := h.svc.Reads.ReadEntry(ctx, o.Tenant, fv.Entry, h.opt.MaxFileBytes)
 	if rerr != nil {
 		return File{}, fromStore(rerr)
 	}
@@ -277,7 +277,7 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 		req.ContentType = *in.ContentType
 	}
 	req.Body, req.SizeHint = strings.NewReader(content), int64(len(content))
-	res, werr := h.svc.Write(ctx, req)
+	res, werr := h.svc.Writes.Write(ctx, req)
 	if werr != nil {
 		// A conditional write that lost a race: the file changed (Conflict), was deleted
 		// (NotFound for the generation it expected) or was created (AlreadyExists) since the
@@ -350,7 +350,7 @@ func (h *Handler) remove(ctx context.Context, o Owner, path string, pre precondi
 		}
 		gen = g
 	}
-	if _, err := h.svc.Delete(ctx, o.Tenant, o.Workspace, path, gen, requestID); err != nil {
+	if _, err := h.svc.Writes.Delete(ctx, o.Tenant, o.Workspace, path, gen, requestID); err != nil {
 		if lostRace(pre, err) {
 			return preconditionFailed(pre, h.currentVersion(ctx, o, path))
 		}

@@ -150,7 +150,7 @@ func (h *Handler) inventory(ctx context.Context, v *meta.View, ws *meta.Workspac
 		}
 		pm, ok := h.manifests.get(e.Digest)
 		if !ok {
-			b, err := h.svc.ReadEntry(ctx, tenant, e, MaxArtifactBytes)
+			b, err := h.svc.Reads.ReadEntry(ctx, tenant, e, MaxArtifactBytes)
 			if err != nil {
 				return nil, fromStore(err)
 			}
@@ -236,7 +236,7 @@ func (h *Handler) installedManifest(ctx context.Context, o Owner, name string) (
 		}
 		if ok {
 			if e, ferr := v.File(ws, path); ferr == nil && kindOf(e.ContentType) != "" && e.Size <= MaxArtifactBytes {
-				body, rerr := h.svc.ReadEntry(ctx, o.Tenant, e, MaxArtifactBytes)
+				body, rerr := h.svc.Reads.ReadEntry(ctx, o.Tenant, e, MaxArtifactBytes)
 				if rerr != nil {
 					return nil, false, fromStore(rerr)
 				}

@@ -221,7 +221,7 @@ func scanChains(v *meta.View, ws *meta.Workspace, tenant string, after uint64, f
 // packsView is the tenant's packs workbench at a fresh view; ok false when it does not
 // exist yet (no proposal was ever made and nothing installed).
 func (h *Handler) packsView(ctx context.Context, tenant string) (*meta.View, *meta.Workspace, bool, *Error) {
-	v, ws, _, err := h.svc.ViewAt(ctx, tenant, PacksWorkbench, workbench.At{})
+	v, ws, _, err := h.svc.Reads.ViewAt(ctx, tenant, PacksWorkbench, workbench.At{})
 	if err != nil {
 		if workbench.AsError(err).Code == workbench.CodeNotFound {
 			return nil, nil, false, nil

@@ -228,7 +228,7 @@ func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request, o Owner
 		return
 	}
 	ctx := r.Context()
-	if _, err := h.svc.CreateWorkbench(ctx, o.Tenant, PacksWorkbench, ""); err != nil {
+	if _, err := h.svc.Lifecycle.CreateWorkbench(ctx, o.Tenant, PacksWorkbench, ""); err != nil {
 		WriteError(w, fromProposalStore(err))
 		return
 	}
@@ -273,7 +273,7 @@ func ownerOf(r *http.Request, o Owner) proposalOwner {
 // proposeRevision stores one Cairn proposal of the chain.
 func (h *Handler) proposeRevision(ctx context.Context, o Owner, kind, path, reqID string, base uint64, supersedes string, m proposalMeta, artifact []byte) (*meta.Proposal, bool, *Error) {
 	raw, _ := json.Marshal(m)
-	p, replayed, err := h.svc.ProposeArtifact(ctx, o.Tenant, workbench.ArtifactProposal{Workbench: PacksWorkbench, Path: path,
+	p, replayed, err := h.svc.Review.ProposeArtifact(ctx, o.Tenant, workbench.ArtifactProposal{Workbench: PacksWorkbench, Path: path,
 		RequestID: reqID, Kind: kind, Metadata: raw, Body: artifact, ContentType: mediaType(kind),
 		BaseGeneration: base, Supersedes: supersedes})
 	if err != nil {
@@ -295,7 +295,7 @@ func (h *Handler) loadChain(ctx context.Context, o Owner, id string) (*meta.View
 	if err != nil {
 		return nil, nil, chain{}, nil, err
 	}
-	body, berr := h.svc.ProposalBody(ctx, o.Tenant, c.tail)
+	body, berr := h.svc.Review.ProposalBody(ctx, o.Tenant, c.tail)
 	if berr != nil {
 		return nil, nil, chain{}, nil, fromProposalStore(berr)
 	}
@@ -391,7 +391,7 @@ func (h *Handler) listProposals(w http.ResponseWriter, r *http.Request, o Owner)
 			if (state != "" && c.state() != state) || (kind != "" && c.tail.Kind != kind) {
 				return true
 			}
-			body, berr := h.svc.ProposalBody(ctx, o.Tenant, c.tail)
+			body, berr := h.svc.Review.ProposalBody(ctx, o.Tenant, c.tail)
 			if berr != nil {
 				failed = fromProposalStore(berr)
 				return false

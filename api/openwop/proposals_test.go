@@ -524,16 +524,16 @@ func TestThePacksWorkbenchIsWrittenOnlyThroughTheFacade(t *testing.T) {
 	before := a.world(packP, "private.acme.sneaky", "private.acme.other")
 	rest := workbench.WithSurface(auth.WithPrincipal(t.Context(), auth.Local), "rest")
 	tenant, _, _ := strings.Cut(tenantA, "/")
-	_, werr := n.Service.Write(rest, workbench.WriteRequest{Agent: tenant, Workbench: openwop.PacksWorkbench,
+	_, werr := n.Service.Writes.Write(rest, workbench.WriteRequest{Agent: tenant, Workbench: openwop.PacksWorkbench,
 		Path: "packs/private.acme.sneaky", Body: strings.NewReader(`{"name":"private.acme.sneaky","version":"1.0.0"}`),
 		ContentType: "application/vnd.openwop.agent-pack+json"})
-	_, derr := n.Service.Delete(rest, tenant, openwop.PacksWorkbench, "packs/"+packP, 0, "")
-	v, _, _, _ := n.Service.ViewAt(rest, tenant, openwop.PacksWorkbench, workbench.At{})
+	_, derr := n.Service.Writes.Delete(rest, tenant, openwop.PacksWorkbench, "packs/"+packP, 0, "")
+	v, _, _, _ := n.Service.Reads.ViewAt(rest, tenant, openwop.PacksWorkbench, workbench.At{})
 	var pending string
 	if list, _, err := v.Proposals(tenant, openwop.PacksWorkbench, meta.ProposalFilter{State: meta.ProposalPending}, 0, 10); err == nil && len(list) == 1 {
 		pending = list[0].ID
 	}
-	_, cerr := n.Service.Decide(rest, tenant, workbench.DecideInput{ID: openwop.PacksWorkbench, ProposalID: pending,
+	_, cerr := n.Service.Review.Decide(rest, tenant, workbench.DecideInput{ID: openwop.PacksWorkbench, ProposalID: pending,
 		Disposition: meta.DispositionAccept, SubmissionID: "sneak"})
 	for what, err := range map[string]error{"write": werr, "delete": derr, "Cairn accept of " + other: cerr} {
 		if workbench.AsError(err).Code != workbench.CodePermissionDenied {
@@ -544,7 +544,7 @@ func TestThePacksWorkbenchIsWrittenOnlyThroughTheFacade(t *testing.T) {
 		t.Fatalf("a refused write changed what the tenant reads:\nbefore %v\nafter  %v", before, after)
 	}
 	// Reading it through REST is fine.
-	if _, err := n.Service.Stat(rest, tenant, openwop.PacksWorkbench, "packs/"+packP); err != nil {
+	if _, err := n.Service.Reads.Stat(rest, tenant, openwop.PacksWorkbench, "packs/"+packP); err != nil {
 		t.Fatalf("stat through REST: %v", err)
 	}
 }

@@ -176,7 +176,7 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request, o Owner) {
 		return
 	}
 	ctx := r.Context()
-	if _, err := h.svc.CreateWorkbench(ctx, o.Tenant, o.Workspace, ""); err != nil {
+	if _, err := h.svc.Lifecycle.CreateWorkbench(ctx, o.Tenant, o.Workspace, ""); err != nil {
 		WriteError(w, fromStore(err))
 		return
 	}
@@ -187,7 +187,7 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request, o Owner) {
 	}
 	md, _ := json.Marshal(rec)
 	days := h.opt.RunTTLDays
-	if _, err := h.svc.RunSnapshot(ctx, o.Tenant, workbench.SnapshotInput{ID: o.Workspace, Name: &id, TTLDays: &days,
+	if _, err := h.svc.Lifecycle.RunSnapshot(ctx, o.Tenant, workbench.SnapshotInput{ID: o.Workspace, Name: &id, TTLDays: &days,
 		Reason: ptr("openwop run"), Metadata: md}); err != nil {
 		WriteError(w, fromStore(err))
 		return

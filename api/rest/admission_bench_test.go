@@ -87,7 +87,7 @@ func BenchmarkParallelLargeFileListings(b *testing.B) {
 	b.Cleanup(srv.Close)
 	for i := range 1000 {
 		name := fmt.Sprintf("outputs/%04d-%s.txt", i, strings.Repeat("n", 1991))
-		if _, err := svc.Write(b.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: name, Body: strings.NewReader("x"), CreateWorkbench: true}); err != nil {
+		if _, err := svc.Writes.Write(b.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: name, Body: strings.NewReader("x"), CreateWorkbench: true}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -121,13 +121,13 @@ func TestAPagesEstimateBoundsWhatItAllocates(t *testing.T) {
 			svc := node.Service
 			write := func(path, body string) {
 				t.Helper()
-				if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path, Body: strings.NewReader(body), CreateWorkbench: true}); err != nil {
+				if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path, Body: strings.NewReader(body), CreateWorkbench: true}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			write("input/log.txt", "first")
 			name := "before"
-			if _, err := svc.ToolSnapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &name}); err != nil {
+			if _, err := svc.Tools.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &name}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range tc.files {

@@ -42,14 +42,14 @@ func proposalsServer(tb testing.TB, budget int64, n int) (*workbench.Service, st
 	svc := node.Service
 	srv := httptest.NewServer(rest.NewHandler(svc, rest.Options{Ready: node.Shard.Ready}))
 	tb.Cleanup(srv.Close)
-	if _, err := svc.Write(tb.Context(), workbench.WriteRequest{Agent: "a1", Workbench: "w1", Path: "outputs/readme.txt",
+	if _, err := svc.Writes.Write(tb.Context(), workbench.WriteRequest{Agent: "a1", Workbench: "w1", Path: "outputs/readme.txt",
 		Body: strings.NewReader("proposals"), CreateWorkbench: true}); err != nil {
 		tb.Fatal(err)
 	}
 	meta := json.RawMessage(`{"notes":"` + strings.Repeat("m", 60<<10) + `"}`)
 	for i := range n {
 		text := fmt.Sprintf("plan %d", i)
-		if _, err := svc.Propose(tb.Context(), "a1", workbench.ProposeInput{ID: "w1", Path: fmt.Sprintf("outputs/p%03d.txt", i),
+		if _, err := svc.Review.Propose(tb.Context(), "a1", workbench.ProposeInput{ID: "w1", Path: fmt.Sprintf("outputs/p%03d.txt", i),
 			Text: &text, RequestID: fmt.Sprintf("p-%d", i), Metadata: meta}); err != nil {
 			tb.Fatalf("propose %d: %v", i, err)
 		}

@@ -121,7 +121,7 @@ func TestProducerIsRecordedPerPrincipalAndShownOnReads(t *testing.T) {
 		t.Fatalf("the workbench's last change: %q", got)
 	}
 	// A write without a principal or surface is what every write was before producers.
-	if _, err := s.node.Service.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/old",
+	if _, err := s.node.Service.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/old",
 		Body: strings.NewReader("x")}); err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestPrincipalRequestRateIsLimited(t *testing.T) {
 // next one goes through.
 func TestPrincipalConcurrentUploadsAreLimited(t *testing.T) {
 	// reading is closed when the server first reads the slow upload's body: the service
-	// takes the upload slot before it reads a byte (Service.Write), so from then on alice's
+	// takes the upload slot before it reads a byte (Writes.Write), so from then on alice's
 	// only slot is held and the probes below are refused, whatever the scheduling.
 	reading := make(chan struct{})
 	var once sync.Once

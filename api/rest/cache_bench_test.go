@@ -52,7 +52,7 @@ func BenchmarkGetCached(b *testing.B) {
 				body := make([]byte, size)
 				rand.NewChaCha8([32]byte{9}).Read(body)
 				path := fmt.Sprintf("outputs/get-%d.bin", size)
-				if _, err := n.Service.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
+				if _, err := n.Service.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
 					Path: path, Body: bytes.NewReader(body), SizeHint: int64(size), CreateWorkbench: true}); err != nil {
 					b.Fatal(err)
 				}

@@ -10,7 +10,7 @@ import (
 )
 
 // diff serves GET /v1/agents/{agent}/workbenches/{id}/diff?path=&from=&to=&context=&cursor=&limit=
-// (workbench.Service.Diff): from and to in workbench.ParseDiffSide's syntax (live,
+// (workbench.Review.Diff): from and to in workbench.ParseDiffSide's syntax (live,
 // generation:<N>, snapshot:<id or name>, commit:<commit_identity>; to defaults to live).
 // With path, the file's text diff; without, one page of the paths that differ.
 func (h *Handler) diff(w http.ResponseWriter, r *http.Request, agent, id string) {
@@ -30,7 +30,7 @@ func (h *Handler) diff(w http.ResponseWriter, r *http.Request, agent, id string)
 		if err != nil {
 			return nil, err
 		}
-		return h.svc.Diff(ctx, req)
+		return h.svc.Review.Diff(ctx, req)
 	})
 }
 

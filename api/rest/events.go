@@ -162,7 +162,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
 		case <-ctx.Done():
 		}
 	}()
-	feed, err := h.svc.Events(ctx, agent, req.resume.from, req.filter)
+	feed, err := h.svc.Review.Events(ctx, agent, req.resume.from, req.filter)
 	if err != nil && ctx.Err() != nil && r.Context().Err() == nil {
 		err = workbench.RoutingUnavailable("this node is shutting down; open the feed on another node")
 	}

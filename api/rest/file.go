@@ -127,7 +127,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 		return
 	}
 	body := &countingReader{r: r.Body}
-	res, err := h.svc.Write(r.Context(), workbench.WriteRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
+	res, err := h.svc.Writes.Write(r.Context(), workbench.WriteRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, Cond: cond, IfGeneration: gen, CreateWorkbench: true, RequestID: key,
 		Fields: fields})
 	h.bytesIn.Add(float64(body.n.Load()))
@@ -188,7 +188,7 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 		return
 	}
 	body := &countingReader{r: r.Body}
-	res, err := h.svc.Append(r.Context(), workbench.AppendRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
+	res, err := h.svc.Writes.Append(r.Context(), workbench.AppendRequest{Agent: agent, Workbench: id, Path: path, Body: body, SizeHint: r.ContentLength,
 		ContentType: r.Header.Get("Content-Type"), Executable: exec, IfGeneration: gen, CreateWorkbench: true, RequestID: key})
 	h.bytesIn.Add(float64(body.n.Load()))
 	if err != nil {
@@ -230,7 +230,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	v, err := h.svc.Delete(r.Context(), agent, id, path, gen, key)
+	v, err := h.svc.Writes.Delete(r.Context(), agent, id, path, gen, key)
 	if err != nil {
 		h.writeError(w, r, err, pre)
 		return
@@ -238,7 +238,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 	produced(r.Context(), v)
 	sec, rel := splitSection(path)
 	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "section": sec, "relative_path": rel,
-		"path": h.svc.WorkbenchPath(agent, id) + "/" + path, "generation": v})
+		"path": h.svc.Tools.WorkbenchPath(agent, id) + "/" + path, "generation": v})
 }
 
 // read serves GET and HEAD: ETag, If-None-Match (304), single Range (206/416), streaming;
@@ -269,9 +269,9 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	}
 	var f *workbench.File
 	if gen != 0 {
-		f, err = h.svc.OpenGeneration(r.Context(), agent, id, path, gen)
+		f, err = h.svc.Reads.OpenGeneration(r.Context(), agent, id, path, gen)
 	} else {
-		f, err = h.svc.OpenAt(r.Context(), agent, id, path, at)
+		f, err = h.svc.Reads.OpenAt(r.Context(), agent, id, path, at)
 	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)

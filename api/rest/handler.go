@@ -414,7 +414,7 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 			h.writeError(w, r, err, noPrecondition)
 			return
 		}
-		res, err := h.svc.CreateWorkbench(r.Context(), agent, id, key)
+		res, err := h.svc.Lifecycle.CreateWorkbench(r.Context(), agent, id, key)
 		if err != nil {
 			h.writeError(w, r, err, noPrecondition)
 			return
@@ -427,13 +427,13 @@ func (h *Handler) workbench(w http.ResponseWriter, r *http.Request, agent, id st
 			"sections": workbench.Sections, "created": res.Created})
 		return
 	}
-	st, err := h.svc.StatAt(r.Context(), agent, id, "", at)
+	st, err := h.svc.Reads.StatAt(r.Context(), agent, id, "", at)
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
 	w.Header().Set(ProducerHeader, st.Producer.String())
-	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "path": h.svc.WorkbenchPath(agent, id),
+	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "workbench_id": id, "path": h.svc.Tools.WorkbenchPath(agent, id),
 		"kind": "workbench", "sections": workbench.Sections, "size_bytes": st.Dir.Bytes, "file_count": st.Dir.Files, "entry_count": st.Dir.Children})
 }
 
@@ -474,7 +474,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 		}
 		limit = n
 	}
-	res, err := h.svc.List(r.Context(), workbench.ListRequest{Agent: agent, Workbench: id, Path: dir, Cursor: q.Get("cursor"), Limit: limit, At: at})
+	res, err := h.svc.Reads.List(r.Context(), workbench.ListRequest{Agent: agent, Workbench: id, Path: dir, Cursor: q.Get("cursor"), Limit: limit, At: at})
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
@@ -482,7 +482,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 	entries := make([]map[string]any, 0, len(res.Entries))
 	for _, e := range res.Entries {
 		sec, rel := splitSection(e.Path)
-		m := map[string]any{"name": e.Name, "path": h.svc.WorkbenchPath(agent, id) + "/" + e.Path, "section": sec, "relative_path": rel,
+		m := map[string]any{"name": e.Name, "path": h.svc.Tools.WorkbenchPath(agent, id) + "/" + e.Path, "section": sec, "relative_path": rel,
 			"kind": e.Kind, "size_bytes": e.Size, "entry_count": e.EntryCount}
 		if e.Kind == "file" {
 			m["generation"] = e.Generation
@@ -495,7 +495,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 	if res.NextCursor != "" {
 		next = res.NextCursor
 	}
-	out := map[string]any{"status": "success", "workbench_id": id, "workbench_path": h.svc.WorkbenchPath(agent, id),
+	out := map[string]any{"status": "success", "workbench_id": id, "workbench_path": h.svc.Tools.WorkbenchPath(agent, id),
 		"path": dir, "entry_count": res.EntryCount, "entries": entries, "next_cursor": next, "truncated": res.Truncated}
 	if !at.Live() {
 		if at.SnapshotName != "" {

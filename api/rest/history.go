@@ -19,7 +19,7 @@ import (
 const adminRetentionPath = "/v1/admin/retention"
 
 // history serves GET of …/history: one page of a file's retained versions,
-// newest first (workbench.Service.History).
+// newest first (workbench.Review.History).
 func (h *Handler) history(w http.ResponseWriter, r *http.Request, agent, id string) {
 	h.tool(w, r, http.MethodGet, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
 		q, err := parseQuery(r)
@@ -44,11 +44,11 @@ func (h *Handler) history(w http.ResponseWriter, r *http.Request, agent, id stri
 			}
 			limit = n
 		}
-		res, err := h.svc.History(ctx, workbench.HistoryRequest{Agent: agent, Workbench: id, Path: path, Limit: limit, Cursor: q.Get("cursor")})
+		res, err := h.svc.Review.History(ctx, workbench.HistoryRequest{Agent: agent, Workbench: id, Path: path, Limit: limit, Cursor: q.Get("cursor")})
 		if err != nil {
 			return nil, err
 		}
-		return h.svc.HistoryResultJSON(agent, id, res), nil
+		return h.svc.Tools.HistoryResultJSON(agent, id, res), nil
 	})
 }
 
@@ -88,7 +88,7 @@ type retentionRequest struct {
 // retention.
 func (h *Handler) adminRetention(w http.ResponseWriter, r *http.Request) {
 	adminRootSetting(h, w, r, func(ctx context.Context, agent string) (workbench.Result, error) {
-		out, err := h.svc.Retention(ctx, agent)
+		out, err := h.svc.Lifecycle.Retention(ctx, agent)
 		return workbench.RetentionResult(out), err
 	}, func(ctx context.Context, in retentionRequest) (workbench.Result, error) {
 		out, err := h.putRetention(ctx, in)
@@ -103,12 +103,12 @@ func (h *Handler) putRetention(ctx context.Context, in retentionRequest) (workbe
 		if in.Versions != nil || in.Age != nil || in.MaxVersions != nil {
 			return workbench.RootRetention{}, invalidArg("reset", "takes no versions, age or max_versions")
 		}
-		return h.svc.SetRetention(ctx, in.Agent, meta.Retention{})
+		return h.svc.Lifecycle.SetRetention(ctx, in.Agent, meta.Retention{})
 	}
 	if in.Versions == nil && in.Age == nil && in.MaxVersions == nil {
 		return workbench.RootRetention{}, invalidArg("versions", "give versions, age or max_versions (or reset)")
 	}
-	cur, err := h.svc.Retention(ctx, in.Agent)
+	cur, err := h.svc.Lifecycle.Retention(ctx, in.Agent)
 	if err != nil {
 		return workbench.RootRetention{}, err
 	}
@@ -132,5 +132,5 @@ func (h *Handler) putRetention(ctx context.Context, in retentionRequest) (workbe
 	if pol.Versions == 0 {
 		return workbench.RootRetention{}, invalidArg("versions", "must be at least 1 (reset returns the root to the node default)")
 	}
-	return h.svc.SetRetention(ctx, in.Agent, pol)
+	return h.svc.Lifecycle.SetRetention(ctx, in.Agent, pol)
 }

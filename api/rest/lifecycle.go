@@ -40,7 +40,7 @@ func (h *Handler) lifecycle(w http.ResponseWriter, r *http.Request, agent string
 			h.writeError(w, r, invalidArg("query", "usage takes no query parameters"), noPrecondition)
 			return "usage", true
 		}
-		u, err := h.svc.Usage(r.Context(), agent)
+		u, err := h.svc.Lifecycle.Usage(r.Context(), agent)
 		if err != nil {
 			h.writeError(w, r, err, noPrecondition)
 			return "usage", true
@@ -82,7 +82,7 @@ func (h *Handler) listWorkbenches(w http.ResponseWriter, r *http.Request, agent 
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	page, err := h.svc.ListWorkbenches(r.Context(), agent, q.Get("cursor"), limit)
+	page, err := h.svc.Lifecycle.ListWorkbenches(r.Context(), agent, q.Get("cursor"), limit)
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
@@ -108,7 +108,7 @@ func (h *Handler) deleteWorkbench(w http.ResponseWriter, r *http.Request, agent,
 	}
 	key, err := idempotencyKey(r)
 	if err == nil {
-		err = h.svc.DeleteWorkbench(r.Context(), agent, id, rev, key)
+		err = h.svc.Lifecycle.DeleteWorkbench(r.Context(), agent, id, rev, key)
 	}
 	if err != nil {
 		h.writeError(w, r, err, pre)
@@ -131,10 +131,10 @@ type quotaRequest struct {
 // /v1/admin/quota.
 func (h *Handler) adminQuota(w http.ResponseWriter, r *http.Request) {
 	adminRootSetting(h, w, r, func(ctx context.Context, agent string) (workbench.Result, error) {
-		u, err := h.svc.Usage(ctx, agent)
+		u, err := h.svc.Lifecycle.Usage(ctx, agent)
 		return workbench.UsageResult(u), err
 	}, func(ctx context.Context, in quotaRequest) (workbench.Result, error) {
-		u, err := h.svc.SetQuota(ctx, in.Agent, meta.Quota{MaxBytes: in.MaxBytes, MaxFiles: in.MaxFiles,
+		u, err := h.svc.Lifecycle.SetQuota(ctx, in.Agent, meta.Quota{MaxBytes: in.MaxBytes, MaxFiles: in.MaxFiles,
 			MaxWorkbenches: in.MaxWorkbenches, MaxSnapshots: in.MaxSnapshots})
 		return workbench.UsageResult(u), err
 	})
@@ -191,7 +191,7 @@ func (h *Handler) adminPurge(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	n, err := h.svc.PurgeRoot(r.Context(), in.Agent)
+	n, err := h.svc.Lifecycle.PurgeRoot(r.Context(), in.Agent)
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return

@@ -27,7 +27,7 @@ func (h *Handler) proposals(w http.ResponseWriter, r *http.Request, agent, id st
 		err := h.proposalBody(r, &in, &in.ID, id)
 		var res workbench.Result
 		if err == nil {
-			res, err = h.svc.Propose(r.Context(), agent, in)
+			res, err = h.svc.Review.Propose(r.Context(), agent, in)
 		}
 		status := http.StatusCreated
 		if res["replayed"] == true {
@@ -53,7 +53,7 @@ func (h *Handler) proposals(w http.ResponseWriter, r *http.Request, agent, id st
 		in.ID = id
 		var res workbench.Result
 		if err == nil {
-			res, err = h.svc.ToolProposals(r.Context(), agent, in)
+			res, err = h.svc.Tools.Proposals(r.Context(), agent, in)
 		}
 		h.answer(w, r, http.StatusOK, res, err)
 		return segs[0], true
@@ -69,7 +69,7 @@ func (h *Handler) proposals(w http.ResponseWriter, r *http.Request, agent, id st
 		in.ID, in.ProposalID = id, &pid
 		var res workbench.Result
 		if err == nil {
-			res, err = h.svc.ToolProposals(r.Context(), agent, in)
+			res, err = h.svc.Tools.Proposals(r.Context(), agent, in)
 		}
 		h.answer(w, r, http.StatusOK, res, err)
 		return "proposal", true
@@ -89,7 +89,7 @@ func (h *Handler) proposals(w http.ResponseWriter, r *http.Request, agent, id st
 		in.ProposalID = pid
 		var res workbench.Result
 		if err == nil {
-			res, err = h.svc.Decide(r.Context(), agent, in)
+			res, err = h.svc.Review.Decide(r.Context(), agent, in)
 		}
 		h.answer(w, r, http.StatusOK, res, err)
 		return "decision", true

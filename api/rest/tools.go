@@ -246,7 +246,7 @@ func (h *Handler) tool(w http.ResponseWriter, r *http.Request, method string, st
 // bodyTool decodes the JSON body into a fresh In, lets set fill path-derived fields, and
 // runs the tool method.
 func bodyTool[In any](h *Handler, w http.ResponseWriter, r *http.Request, status int, set func(*In) error,
-	method func(*workbench.Service, context.Context, string, In) (workbench.Result, error), agent string) {
+	method func(*workbench.Tools, context.Context, string, In) (workbench.Result, error), agent string) {
 	h.tool(w, r, http.MethodPost, status, func(ctx context.Context) (workbench.Result, error) {
 		if r.URL.RawQuery != "" {
 			return nil, invalidArg("query", "this request takes its arguments in a JSON body")
@@ -260,7 +260,7 @@ func bodyTool[In any](h *Handler, w http.ResponseWriter, r *http.Request, status
 				return nil, err
 			}
 		}
-		return method(h.svc, ctx, agent, in)
+		return method(h.svc.Tools, ctx, agent, in)
 	})
 }
 
@@ -284,20 +284,20 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 	switch {
 	case len(segs) == 1 && segs[0] == "commit":
 		mutating("commit")
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.CommitInput) error { return setID(&in.ID) }, (*workbench.Service).ToolCommit, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.CommitInput) error { return setID(&in.ID) }, (*workbench.Tools).Commit, agent)
 		return "commit", true
 	case len(segs) == 1 && segs[0] == "restore":
 		mutating("restore")
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.RestoreInput) error { return setID(&in.ID) }, (*workbench.Service).ToolRestore, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.RestoreInput) error { return setID(&in.ID) }, (*workbench.Tools).Restore, agent)
 		return "restore", true
 	case len(segs) == 1 && segs[0] == "grep":
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.GrepInput) error { return setID(&in.ID) }, (*workbench.Service).ToolGrep, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.GrepInput) error { return setID(&in.ID) }, (*workbench.Tools).Grep, agent)
 		return "grep", true
 	case len(segs) == 1 && segs[0] == "snapshots":
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			h.tool(w, r, r.Method, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
 				if r.URL.RawQuery == "" {
-					return h.svc.ToolSnapshotList(ctx, agent, workbench.SnapshotListInput{ID: id})
+					return h.svc.Tools.SnapshotList(ctx, agent, workbench.SnapshotListInput{ID: id})
 				}
 				q, err := parseQuery(r)
 				if err == nil {
@@ -314,7 +314,7 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 					}
 					limit = n
 				}
-				return h.svc.SnapshotListPage(ctx, agent, id, q.Get("cursor"), limit)
+				return h.svc.Lifecycle.SnapshotListPage(ctx, agent, id, q.Get("cursor"), limit)
 			})
 			return "snapshots", true
 		}
@@ -323,15 +323,15 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 			return "snapshots", true
 		}
 		mutating("snapshot")
-		bodyTool(h, w, r, http.StatusCreated, func(in *workbench.SnapshotInput) error { return setID(&in.ID) }, (*workbench.Service).ToolSnapshot, agent)
+		bodyTool(h, w, r, http.StatusCreated, func(in *workbench.SnapshotInput) error { return setID(&in.ID) }, (*workbench.Tools).Snapshot, agent)
 		return "snapshots", true
 	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "renew":
 		mutating("snapshot-renew")
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRenewInput) error { return setID(&in.ID) }, (*workbench.Service).ToolSnapshotRenew, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRenewInput) error { return setID(&in.ID) }, (*workbench.Tools).SnapshotRenew, agent)
 		return "snapshot-renew", true
 	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "retire":
 		mutating("snapshot-retire")
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRetireInput) error { return setID(&in.ID) }, (*workbench.Service).ToolSnapshotRetire, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRetireInput) error { return setID(&in.ID) }, (*workbench.Tools).SnapshotRetire, agent)
 		return "snapshot-retire", true
 	}
 	return "", false
@@ -341,16 +341,16 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 func (h *Handler) rootTool(w http.ResponseWriter, r *http.Request, agent string, segs []string) (string, bool) {
 	switch {
 	case len(segs) == 1 && segs[0] == "search":
-		bodyTool(h, w, r, http.StatusOK, nil, (*workbench.Service).ToolSearch, agent)
+		bodyTool(h, w, r, http.StatusOK, nil, (*workbench.Tools).Search, agent)
 		return "search", true
 	case len(segs) == 1 && segs[0] == "aggregate":
-		bodyTool(h, w, r, http.StatusOK, nil, (*workbench.Service).ToolAggregate, agent)
+		bodyTool(h, w, r, http.StatusOK, nil, (*workbench.Tools).Aggregate, agent)
 		return "aggregate", true
 	case len(segs) == 1 && segs[0] == "catalog":
-		bodyTool(h, w, r, http.StatusOK, nil, (*workbench.Service).ToolCatalog, agent)
+		bodyTool(h, w, r, http.StatusOK, nil, (*workbench.Tools).Catalog, agent)
 		return "catalog", true
 	case len(segs) == 1 && segs[0] == "find":
-		bodyTool(h, w, r, http.StatusOK, nil, (*workbench.Service).ToolFind, agent)
+		bodyTool(h, w, r, http.StatusOK, nil, (*workbench.Tools).Find, agent)
 		return "find", true
 	case len(segs) == 2 && segs[0] == "restores":
 		opID, err := component("operation_id", segs[1])
@@ -359,7 +359,7 @@ func (h *Handler) rootTool(w http.ResponseWriter, r *http.Request, agent string,
 			return "restore-status", true
 		}
 		h.tool(w, r, http.MethodGet, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
-			return h.svc.RestoreStatus(ctx, agent, opID)
+			return h.svc.Lifecycle.RestoreStatus(ctx, agent, opID)
 		})
 		return "restore-status", true
 	}

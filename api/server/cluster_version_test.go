@@ -16,7 +16,7 @@ import (
 )
 
 // TestClusterRefusesRunSnapshotsWhileAReplicaRunsTheFirstRelease: a run's snapshot
-// (OpenWOP POST /v1/runs, workbench.Service.RunSnapshot) is a SnapshotMint with the runs'
+// (OpenWOP POST /v1/runs, workbench.Lifecycle.RunSnapshot) is a SnapshotMint with the runs'
 // pool, a field the first release (cluster version 1) does not decode: such a replica
 // would apply it as a workbench snapshot, under the workbench's cap. So while a replica of
 // the shard registers version 1 the command is refused before it is proposed (retryable
@@ -40,14 +40,14 @@ func TestClusterRefusesRunSnapshotsWhileAReplicaRunsTheFirstRelease(t *testing.T
 	ctx := t.Context()
 	svc := nodes[0].svc
 	retry.Within(t, 60*time.Second, "the workbench created", func() error {
-		_, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/x", Body: strings.NewReader("x"), CreateWorkbench: true})
+		_, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/x", Body: strings.NewReader("x"), CreateWorkbench: true})
 		return err
 	})
 	// gated reports whether nodes[0] refuses a command of version 2 (a workbench delete of
 	// a workbench that does not exist: NotFound when it passes the gate).
 	gated := func() error {
 		var e *workbench.Error
-		err := svc.DeleteWorkbench(ctx, "a", "none", 0, "")
+		err := svc.Lifecycle.DeleteWorkbench(ctx, "a", "none", 0, "")
 		switch {
 		case errors.As(err, &e) && e.Code == workbench.CodeRoutingUnavailable && strings.Contains(e.Message, "being upgraded"):
 			return nil
@@ -74,7 +74,7 @@ func TestClusterRefusesRunSnapshotsWhileAReplicaRunsTheFirstRelease(t *testing.T
 		}
 	}
 	run := func() error {
-		_, err := svc.RunSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w"})
+		_, err := svc.Lifecycle.RunSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w"})
 		return err
 	}
 
@@ -84,10 +84,10 @@ func TestClusterRefusesRunSnapshotsWhileAReplicaRunsTheFirstRelease(t *testing.T
 	if err := run(); !errors.As(err, &e) || e.Code != workbench.CodeRoutingUnavailable || !e.Retryable || !strings.Contains(e.Message, "being upgraded") {
 		t.Fatalf("a run's snapshot while a replica runs version 1: %v; want a retryable RoutingUnavailable saying the cluster is being upgraded", err)
 	}
-	if _, err := svc.ToolSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w"}); err != nil {
+	if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w"}); err != nil {
 		t.Fatalf("a workbench snapshot while a replica runs version 1: %v", err)
 	}
-	list, err := svc.ToolSnapshotList(ctx, "a", workbench.SnapshotListInput{ID: "w"})
+	list, err := svc.Tools.SnapshotList(ctx, "a", workbench.SnapshotListInput{ID: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}

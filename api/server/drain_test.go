@@ -71,7 +71,7 @@ func TestShutdownReportsACutRequest(t *testing.T) {
 // response that never ends.
 func TestShutdownEndsChangeFeedStreams(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{})
-	if _, err := n.Service.CreateWorkbench(t.Context(), "a", "w", ""); err != nil {
+	if _, err := n.Service.Lifecycle.CreateWorkbench(t.Context(), "a", "w", ""); err != nil {
 		t.Fatal(err)
 	}
 	h := rest.NewHandler(n.Service, rest.Options{})

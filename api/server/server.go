@@ -197,13 +197,11 @@ func (n *Node) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, instrument := range []func(prometheus.Registerer) error{n.svc.InstrumentGC, n.svc.InstrumentIntegrity, n.svc.InstrumentQueries} {
-		if err := instrument(n.registry); err != nil {
-			return err
-		}
+	if err := n.svc.Instrument(n.registry); err != nil {
+		return err
 	}
 	workers, err := worker.New(worker.Config{Blobs: n.blobs, GCInterval: cfg.GCInterval, GCGrace: cfg.GCGrace,
-		GCMaxBatch: cfg.GCMaxBatch, InlineMaxBytes: cfg.InlineMaxBytes, Restorer: n.svc, Registerer: n.registry, Logger: n.log})
+		GCMaxBatch: cfg.GCMaxBatch, InlineMaxBytes: cfg.InlineMaxBytes, Restorer: n.svc.Lifecycle, Registerer: n.registry, Logger: n.log})
 	if err != nil {
 		return err
 	}

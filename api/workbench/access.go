@@ -71,7 +71,7 @@ func (a access) has(id string) bool { return a.whole || id != "" && slices.Conta
 // a caller bound to one workbench, also the workbench the request's surface reserves
 // (Config.ReservedWorkbenches: the OpenWOP facade keeps its tenant's packs in
 // "openwop-packs" of the tenant's root), through that surface only.
-func (s *Service) reach(ctx context.Context, agent string) access {
+func (s *base) reach(ctx context.Context, agent string) access {
 	r := caller(ctx).ReachIn(agent)
 	switch {
 	case r.Whole:
@@ -97,7 +97,7 @@ var emptyView = meta.New(meta.Options{}).View()
 // visibleView returns v, the empty state when agent's root is not in it or hidden from
 // the caller (the one path by which both answer), or v restricted to the workbenches the
 // caller reaches (meta.View.Only).
-func (s *Service) visibleView(ctx context.Context, agent string, v *meta.View) *meta.View {
+func (s *base) visibleView(ctx context.Context, agent string, v *meta.View) *meta.View {
 	if _, ok := v.Root(agent); !ok {
 		return emptyView
 	}
@@ -127,7 +127,7 @@ func mayWrite(ctx context.Context, agent string) *Error {
 // commit), before they upload anything: for a hidden root, or a workbench id the caller
 // does not reach, the NotFound the empty state answers for workbench id (id "": the root
 // itself, which a caller that reaches any workbench of it may create).
-func (s *Service) mayCreate(ctx context.Context, agent, id string) *Error {
+func (s *base) mayCreate(ctx context.Context, agent, id string) *Error {
 	if err := mayWrite(ctx, agent); err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func absentAnswer(agent, id string) *Error {
 // mayRootWide answers PermissionDenied when the caller reaches only part of agent's root
 // and asks for a root-wide record (usage, quotas, retention, a purge): those describe or
 // change every workbench. A hidden root passes: it answers as a missing one.
-func (s *Service) mayRootWide(ctx context.Context, agent, what string) *Error {
+func (s *base) mayRootWide(ctx context.Context, agent, what string) *Error {
 	a := s.reach(ctx, agent)
 	if !a.any() || a.whole {
 		return nil
@@ -177,7 +177,7 @@ func mayDo(ctx context.Context, agent string, scope auth.Scope, verb string) *Er
 // root touches. A caller that reaches part of the root reaches no root-wide command but
 // the root's creation, and a restore's steps only while it reaches the operation's source
 // and destination (read through its restricted view).
-func (s *Service) reachesCommand(ctx context.Context, agent string, b meta.Body) (bool, error) {
+func (s *base) reachesCommand(ctx context.Context, agent string, b meta.Body) (bool, error) {
 	a := s.reach(ctx, agent)
 	if a.whole || !a.any() {
 		return a.whole, nil
@@ -211,7 +211,7 @@ func (s *Service) reachesCommand(ctx context.Context, agent string, b meta.Body)
 // missing root, which it creates, and is refused for a hidden one. A command in a
 // workbench the caller does not reach is decided as for a hidden root (reachesCommand).
 // A root seen to exist is remembered (s.roots), so a known root's commands skip the read.
-func (s *Service) absentRoot(ctx context.Context, agent string, h meta.Header, b meta.Body) (res meta.Result, done bool, err error) {
+func (s *base) absentRoot(ctx context.Context, agent string, h meta.Header, b meta.Body) (res meta.Result, done bool, err error) {
 	reached, err := s.reachesCommand(ctx, agent, b)
 	if err != nil {
 		return meta.Result{}, true, err

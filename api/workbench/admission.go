@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
@@ -62,12 +61,6 @@ const (
 	grepQueryBytes = 1 << 20
 )
 
-// Defaults of the query budget (Config).
-const (
-	DefaultQueryBudgetBytes  = 512 << 20
-	DefaultQueryQueueTimeout = 5 * time.Second
-)
-
 // searchCost, aggregateCost and catalogCost estimate a query's memory from the files in
 // its scope.
 func searchCost(files int64, facets int) int64 {
@@ -93,7 +86,7 @@ func catalogCost(files int64, facets bool) int64 {
 // admitQuery sizes a query over scope with cost (files in scope → bytes) and takes its
 // share of the node's query budget, waiting at most Config.QueryQueueTimeout. The caller
 // runs the query, then calls release.
-func (s *Service) admitQuery(ctx context.Context, view *meta.View, scope meta.Scope, cost func(files int64) int64) (release func(), err *Error) {
+func (s *base) admitQuery(ctx context.Context, view *meta.View, scope meta.Scope, cost func(files int64) int64) (release func(), err *Error) {
 	files, merr := view.ScopeFiles(scope)
 	if merr != nil {
 		return nil, AsError(merr)
@@ -108,7 +101,7 @@ func (s *Service) admitQuery(ctx context.Context, view *meta.View, scope meta.Sc
 // the principal holds MaxConcurrentAdmissions shares, not retryable when n exceeds the
 // whole budget.
 func (s *Service) AdmitMemory(ctx context.Context, n int64, what string) (release func(), err error) {
-	release, werr := s.admit(ctx, n, what, -1)
+	release, werr := s.base.admit(ctx, n, what, -1)
 	if werr != nil {
 		return nil, werr
 	}
@@ -117,13 +110,13 @@ func (s *Service) AdmitMemory(ctx context.Context, n int64, what string) (releas
 
 // admitBytes takes n bytes of the budget for a query; files (-1: not a metadata query) is
 // reported in the refusal.
-func (s *Service) admitBytes(ctx context.Context, n, files int64) (release func(), err *Error) {
+func (s *base) admitBytes(ctx context.Context, n, files int64) (release func(), err *Error) {
 	return s.admit(ctx, n, "the query", files)
 }
 
 // admit is AdmitMemory and admitBytes: the principal's slot, then n bytes of the budget,
 // kept by ctx's admissionHold when it has one.
-func (s *Service) admit(ctx context.Context, n int64, what string, files int64) (release func(), err *Error) {
+func (s *base) admit(ctx context.Context, n int64, what string, files int64) (release func(), err *Error) {
 	budget := s.cfg.QueryBudgetBytes
 	if n > budget {
 		e := newError(CodeResourceExhausted, "%s would hold about %d bytes, more than the node's memory budget of %d bytes; narrow it to one workbench or a path", what, n, budget)
@@ -188,10 +181,10 @@ func (s *Service) HoldAdmissions(ctx context.Context) (context.Context, func()) 
 	if s == nil {
 		return ctx, func() {}
 	}
-	if h := heldBy(ctx); h != nil && h.owner == s {
+	if h := heldBy(ctx); h != nil && h.owner == s.base {
 		return ctx, func() {}
 	}
-	h := &admissionHold{owner: s}
+	h := &admissionHold{owner: s.base}
 	return context.WithValue(ctx, admissionHoldKey{}, h), h.release
 }
 
@@ -199,7 +192,7 @@ type admissionHoldKey struct{}
 
 // admissionHold is one request's kept shares (HoldAdmissions).
 type admissionHold struct {
-	owner    *Service
+	owner    *base
 	mu       sync.Mutex
 	gives    []func()
 	kept     bool // a share was kept (the first holds the request's principal slot)
@@ -264,36 +257,36 @@ func (q *queryState) hold(n int64) {
 // AdmissionHighWater is the most bytes of the memory budget held at once, by the
 // admitted requests' estimates, since the Service started (at most
 // Config.QueryBudgetBytes; cairn_query_budget_high_water_bytes).
-func (s *Service) AdmissionHighWater() int64 { return s.query.peak.Load() }
+func (s *Service) AdmissionHighWater() int64 { return s.base.query.peak.Load() }
 
 type queryMetrics struct {
 	admissions *prometheus.CounterVec
 }
 
-// InstrumentQueries registers the cairn_query_* metrics of the memory budget on reg:
+// instrument registers the cairn_query_* metrics of the memory budget on reg:
 // cairn_query_admissions_total{result="admitted"|"queue_timeout"|"too_large"|"principal_limit"}
 // and the gauges cairn_query_budget_bytes, cairn_query_budget_in_use_bytes and
 // cairn_query_budget_high_water_bytes. Call it once.
-func (s *Service) InstrumentQueries(reg prometheus.Registerer) error {
+func (q *queryState) instrument(reg prometheus.Registerer, budgetBytes int64) error {
 	m := &queryMetrics{admissions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "query",
 		Name: "admissions_total", Help: "Requests under the memory budget (queries, greps, diffs, file, history and proposal listings, large MCP messages, backups) by admission result: admitted, queue_timeout (waited QueryQueueTimeout, answered ResourceExhausted), too_large (estimate above the whole budget), principal_limit (the principal held MaxConcurrentAdmissions shares)."},
 		[]string{"result"})}
 	budget := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "query", Name: "budget_bytes",
-		Help: "The node's query budget (QueryBudgetBytes)."}, func() float64 { return float64(s.cfg.QueryBudgetBytes) })
+		Help: "The node's query budget (QueryBudgetBytes)."}, func() float64 { return float64(budgetBytes) })
 	inUse := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "query", Name: "budget_in_use_bytes",
-		Help: "Bytes of the memory budget held by running requests, by their estimates."}, func() float64 { return float64(s.query.inUse.Load()) })
+		Help: "Bytes of the memory budget held by running requests, by their estimates."}, func() float64 { return float64(q.inUse.Load()) })
 	peak := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "query", Name: "budget_high_water_bytes",
-		Help: "The most bytes of the memory budget held at once since the node started."}, func() float64 { return float64(s.query.peak.Load()) })
+		Help: "The most bytes of the memory budget held at once since the node started."}, func() float64 { return float64(q.peak.Load()) })
 	for _, c := range []prometheus.Collector{m.admissions, budget, inUse, peak} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("workbench: query metrics: %w", err)
 		}
 	}
-	s.query.metrics.Store(m)
+	q.metrics.Store(m)
 	return nil
 }
 
-func (s *Service) observeAdmission(result string) {
+func (s *base) observeAdmission(result string) {
 	if m := s.query.metrics.Load(); m != nil {
 		m.admissions.WithLabelValues(result).Inc()
 	}

@@ -27,7 +27,7 @@ func admissionService(t *testing.T, budget int64, queue time.Duration) *workbenc
 
 func grepPutIn(t *testing.T, svc *workbench.Service, wb, path, body string) {
 	t.Helper()
-	if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: wb, Path: path,
+	if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: wb, Path: path,
 		Body: strings.NewReader(body), CreateWorkbench: true}); err != nil {
 		t.Fatalf("write %s: %v", path, err)
 	}
@@ -47,7 +47,7 @@ func TestQueriesWaitForTheBudgetThenAreRefused(t *testing.T) {
 	const budget = 1 << 20
 	svc := admissionService(t, budget, 50*time.Millisecond)
 	reg := prometheus.NewRegistry()
-	if err := svc.InstrumentQueries(reg); err != nil {
+	if err := svc.Instrument(reg); err != nil {
 		t.Fatal(err)
 	}
 	release := svc.HoldQueryBudget(budget)
@@ -55,11 +55,11 @@ func TestQueriesWaitForTheBudgetThenAreRefused(t *testing.T) {
 		tool string
 		call func() error
 	}{
-		{"aggregate", func() error { _, err := svc.ToolAggregate(t.Context(), "a", groupedAggregate()); return err }},
-		{"search", func() error { _, err := svc.ToolSearch(t.Context(), "a", workbench.SearchInput{}); return err }},
-		{"catalog", func() error { _, err := svc.ToolCatalog(t.Context(), "a", workbench.CatalogInput{}); return err }},
+		{"aggregate", func() error { _, err := svc.Tools.Aggregate(t.Context(), "a", groupedAggregate()); return err }},
+		{"search", func() error { _, err := svc.Tools.Search(t.Context(), "a", workbench.SearchInput{}); return err }},
+		{"catalog", func() error { _, err := svc.Tools.Catalog(t.Context(), "a", workbench.CatalogInput{}); return err }},
 		{"grep", func() error {
-			_, err := svc.ToolGrep(t.Context(), "a", workbench.GrepInput{ID: "w0", Pattern: "x", Recursive: true})
+			_, err := svc.Tools.Grep(t.Context(), "a", workbench.GrepInput{ID: "w0", Pattern: "x", Recursive: true})
 			return err
 		}},
 	} {
@@ -74,13 +74,13 @@ func TestQueriesWaitForTheBudgetThenAreRefused(t *testing.T) {
 	done := make(chan error, 1)
 	wait := admissionService(t, budget, time.Minute)
 	releaseWait := wait.HoldQueryBudget(budget)
-	go func() { _, err := wait.ToolAggregate(t.Context(), "a", groupedAggregate()); done <- err }()
+	go func() { _, err := wait.Tools.Aggregate(t.Context(), "a", groupedAggregate()); done <- err }()
 	releaseWait()
 	if err := <-done; err != nil {
 		t.Errorf("an aggregate queued while the budget frees: %v", err)
 	}
 	release()
-	r, err := svc.ToolAggregate(t.Context(), "a", groupedAggregate())
+	r, err := svc.Tools.Aggregate(t.Context(), "a", groupedAggregate())
 	if err != nil || r["group_count"] != int64(40) {
 		t.Fatalf("with the budget free: %v %v", r, err)
 	}
@@ -115,7 +115,7 @@ func TestAQueryLargerThanTheBudgetIsRefusedAtOnce(t *testing.T) {
 	// 40 files × (64 + 1024 + 2×320) + 64 KiB ≈ 134 KiB for the root, 99 KiB for one workbench.
 	const budget = 120 << 10
 	svc := admissionService(t, budget, time.Hour)
-	_, err := svc.ToolAggregate(t.Context(), "a", groupedAggregate())
+	_, err := svc.Tools.Aggregate(t.Context(), "a", groupedAggregate())
 	e := workbench.AsError(err)
 	if e == nil || e.Code != workbench.CodeResourceExhausted || e.Retryable {
 		t.Fatalf("a root-wide aggregate over the budget: %v, want ResourceExhausted, not retryable", e)
@@ -126,10 +126,10 @@ func TestAQueryLargerThanTheBudgetIsRefusedAtOnce(t *testing.T) {
 	in := groupedAggregate()
 	id := "w0"
 	in.ID = &id
-	if r, err := svc.ToolAggregate(t.Context(), "a", in); err != nil || r["group_count"] != int64(20) {
+	if r, err := svc.Tools.Aggregate(t.Context(), "a", in); err != nil || r["group_count"] != int64(20) {
 		t.Fatalf("narrowed to one workbench: %v %v", r, err)
 	}
-	if _, err := svc.ToolSearch(t.Context(), "a", workbench.SearchInput{}); err != nil {
+	if _, err := svc.Tools.Search(t.Context(), "a", workbench.SearchInput{}); err != nil {
 		t.Fatalf("a root-wide search without facets fits: %v", err)
 	}
 }

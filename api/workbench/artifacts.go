@@ -42,7 +42,7 @@ type ArtifactProposal struct {
 // converged retry (replayed). A retry with other content is Conflict (details.reason
 // "request_reused"); a superseded proposal that is no longer pending is Conflict
 // ("already_decided").
-func (s *Service) ProposeArtifact(ctx context.Context, agent string, in ArtifactProposal) (*meta.Proposal, bool, error) {
+func (s *Review) ProposeArtifact(ctx context.Context, agent string, in ArtifactProposal) (*meta.Proposal, bool, error) {
 	if err := validateTarget(agent, in.Workbench, in.Path); err != nil {
 		return nil, false, err
 	}
@@ -62,13 +62,13 @@ func (s *Service) ProposeArtifact(ctx context.Context, agent string, in Artifact
 	if werr != nil {
 		return nil, false, werr
 	}
-	if int64(len(in.Body)) > s.cfg.MCPMaxPayloadBytes {
-		return nil, false, payloadTooLarge(int64(len(in.Body)), s.cfg.MCPMaxPayloadBytes)
+	if int64(len(in.Body)) > s.base.cfg.MCPMaxPayloadBytes {
+		return nil, false, payloadTooLarge(int64(len(in.Body)), s.base.cfg.MCPMaxPayloadBytes)
 	}
 	d := sha256.Sum256(in.Body)
 	hash := requestHash("propose-artifact", agent, in.Workbench, in.Path, strconv.FormatUint(in.BaseGeneration, 10),
 		string(d[:]), ct, in.Kind, string(in.Metadata), in.Supersedes)
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, false, AsError(err)
 	}
@@ -79,12 +79,12 @@ func (s *Service) ProposeArtifact(ctx context.Context, agent string, in Artifact
 		}
 		return old, true, nil
 	}
-	done, werr := s.admitUpload(ctx)
+	done, werr := s.base.admitUpload(ctx)
 	if werr != nil {
 		return nil, false, werr
 	}
 	defer done()
-	body, err := s.ingestBody(ctx, agent, bytes.NewReader(in.Body), int64(len(in.Body)), nil)
+	body, err := s.base.ingestBody(ctx, agent, bytes.NewReader(in.Body), int64(len(in.Body)), nil)
 	if err != nil {
 		return nil, false, err
 	}
@@ -92,7 +92,7 @@ func (s *Service) ProposeArtifact(ctx context.Context, agent string, in Artifact
 	cmd := meta.ProposalCreate{Agent: agent, Workspace: in.Workbench, Path: in.Path, RequestID: in.RequestID, ContentHash: hash,
 		Kind: in.Kind, Metadata: in.Metadata, BaseGeneration: in.BaseGeneration, Supersedes: in.Supersedes,
 		Body: meta.FileBody{Size: body.size, Digest: body.digest, ContentType: ct, Segments: body.segments, HashState: body.hashState}}
-	res, werr := s.proposeBlobs(ctx, meta.Header{}, cmd, body)
+	res, werr := s.base.proposeBlobs(ctx, meta.Header{}, cmd, body)
 	if werr != nil {
 		return nil, false, proposalConflict(werr)
 	}
@@ -118,7 +118,7 @@ type ArtifactDecision struct {
 // DecideArtifact decides a pending proposal (the rules and scopes of Decide: review and
 // workspace:write; with Config.RequireDistinctReviewer, not by one of its authors). The answer is the FSM's: the proposal after the decision, its judgment,
 // the published generation, and Replayed for a converged retry.
-func (s *Service) DecideArtifact(ctx context.Context, agent string, in ArtifactDecision) (meta.Result, error) {
+func (s *Review) DecideArtifact(ctx context.Context, agent string, in ArtifactDecision) (meta.Result, error) {
 	if err := validateTarget(agent, in.Workbench, ""); err != nil {
 		return meta.Result{}, err
 	}
@@ -135,7 +135,7 @@ func (s *Service) DecideArtifact(ctx context.Context, agent string, in ArtifactD
 		return meta.Result{}, err
 	}
 	h := requestHash("decide-artifact", agent, in.Workbench, in.ProposalID, in.Disposition, in.Reason)
-	res, werr := s.propose(ctx, meta.Header{}, meta.ProposalDecide{Agent: agent, Workspace: in.Workbench, ID: in.ProposalID,
+	res, werr := s.base.propose(ctx, meta.Header{}, meta.ProposalDecide{Agent: agent, Workspace: in.Workbench, ID: in.ProposalID,
 		Disposition: in.Disposition, Reason: in.Reason, SubmissionID: in.SubmissionID, ContentHash: h, ExpectRevision: in.ExpectRevision})
 	if werr != nil {
 		return meta.Result{}, proposalConflict(werr)
@@ -144,7 +144,7 @@ func (s *Service) DecideArtifact(ctx context.Context, agent string, in ArtifactD
 }
 
 // ProposalBody returns proposal p's body (at most MCPMaxPayloadBytes), verified.
-func (s *Service) ProposalBody(ctx context.Context, agent string, p *meta.Proposal) ([]byte, error) {
+func (s *Review) ProposalBody(ctx context.Context, agent string, p *meta.Proposal) ([]byte, error) {
 	b, werr := s.proposalBytes(ctx, agent, p)
 	if werr != nil {
 		return nil, werr
@@ -154,7 +154,7 @@ func (s *Service) ProposalBody(ctx context.Context, agent string, p *meta.Propos
 
 // MayReview checks that the request's principal may decide proposals of agent's root
 // (review and workspace:write), so a surface can refuse before it judges anything.
-func (s *Service) MayReview(ctx context.Context, agent string) error {
+func (s *Review) MayReview(ctx context.Context, agent string) error {
 	if err := mayWrite(ctx, agent); err != nil {
 		return err
 	}

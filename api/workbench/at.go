@@ -61,7 +61,7 @@ func ParseAtSnapshot(raw json.RawMessage) (At, *Error) {
 // resolve returns the view and workbench a read at `at` sees: a linearizable live view,
 // or a view frozen at the snapshot's read version. Errors: NotFound (workbench),
 // SnapshotNotFound, SnapshotExpired (with details.state).
-func (s *Service) resolve(ctx context.Context, agent, id string, at At) (*meta.View, *meta.Workspace, *meta.WorkbenchSnapshot, error) {
+func (s *base) resolve(ctx context.Context, agent, id string, at At) (*meta.View, *meta.Workspace, *meta.WorkbenchSnapshot, error) {
 	view := s.appliedSnapshotView(ctx, agent, id, at)
 	if view == nil {
 		var err error
@@ -121,7 +121,7 @@ func (s *Service) resolve(ctx context.Context, agent, id string, at At) (*meta.V
 
 // appliedSnapshotView returns the applied view a read of workbench id at `at` may use
 // (see above), or nil when the read needs a linearizable view.
-func (s *Service) appliedSnapshotView(ctx context.Context, agent, id string, at At) *meta.View {
+func (s *base) appliedSnapshotView(ctx context.Context, agent, id string, at At) *meta.View {
 	if at.Live() || at.SnapshotName != "" || at.SnapshotID == 0 {
 		return nil
 	}

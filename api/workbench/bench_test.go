@@ -29,7 +29,7 @@ func BenchmarkAppend1KiB(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			svc := workbenchtest.New(b, workbench.Config{}).Service
 			ctx := context.Background()
-			if _, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "logs/big.log",
+			if _, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "logs/big.log",
 				Body: io.LimitReader(zeros{}, tc.size), CreateWorkbench: true}); err != nil {
 				b.Fatal(err)
 			}
@@ -37,7 +37,7 @@ func BenchmarkAppend1KiB(b *testing.B) {
 			b.SetBytes(int64(len(chunk)))
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := svc.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/big.log",
+				if _, err := svc.Writes.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/big.log",
 					Body: bytes.NewReader(chunk)}); err != nil {
 					b.Fatal(err)
 				}
@@ -55,17 +55,17 @@ func BenchmarkRestore(b *testing.B) {
 	svc := n.Service
 	ctx := context.Background()
 	for i := 0; i < files; i++ {
-		if _, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "src", Path: fmt.Sprintf("input/d%02d/f%05d", i%100, i),
+		if _, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "src", Path: fmt.Sprintf("input/d%02d/f%05d", i%100, i),
 			Body: strings.NewReader(fmt.Sprint("body ", i%50)), CreateWorkbench: true}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := svc.ToolSnapshot(ctx, "a", workbench.SnapshotInput{ID: "src", Name: ptr("s")}); err != nil {
+	if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "src", Name: ptr("s")}); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		if _, err := svc.ToolRestore(ctx, "a", workbench.RestoreInput{ID: "src", DestinationID: fmt.Sprint("dst", i), AtSnapshot: []byte(`"s"`)}); err != nil {
+		if _, err := svc.Tools.Restore(ctx, "a", workbench.RestoreInput{ID: "src", DestinationID: fmt.Sprint("dst", i), AtSnapshot: []byte(`"s"`)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func BenchmarkReadVerified(b *testing.B) {
 	const size = 40 << 20
 	body := make([]byte, size)
 	rand.NewChaCha8([32]byte{7}).Read(body)
-	if _, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/big.bin",
+	if _, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/big.bin",
 		Body: bytes.NewReader(body), CreateWorkbench: true}); err != nil {
 		b.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func BenchmarkReadVerified(b *testing.B) {
 			b.ReportAllocs()
 			buf := make([]byte, 256<<10)
 			for b.Loop() {
-				f, err := svc.Open(ctx, "a", "w", "outputs/big.bin")
+				f, err := svc.Reads.Open(ctx, "a", "w", "outputs/big.bin")
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -52,7 +52,7 @@ func TestChunkFormatsMixAndDedupeWithinTheirFormat(t *testing.T) {
 	rand.NewChaCha8([32]byte{14}).Read(added)
 	write := func(path string, b []byte) {
 		t.Helper()
-		if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+		if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
 			Body: bytes.NewReader(b), SizeHint: int64(len(b)), CreateWorkbench: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestChunkFormatsMixAndDedupeWithinTheirFormat(t *testing.T) {
 	if got := readAll(t, svc, "outputs/old"); !bytes.Equal(got, body) {
 		t.Fatal("a file written in format 0 reads back other bytes under the new format")
 	}
-	if _, err := svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "outputs/old",
+	if _, err := svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "outputs/old",
 		Body: bytes.NewReader(added), SizeHint: int64(len(added))}); err != nil {
 		t.Fatal(err)
 	}

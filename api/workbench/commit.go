@@ -38,8 +38,8 @@ func treeMembers(view *meta.View, ws *meta.Workspace, exclude func(string) bool)
 // uploadBody stores a small manifest body (inline or in the object store) and describes it
 // for a command, with the upload fence its publish must carry (docs/architecture.md#blob-storage-and-garbage-collection; 0 for an
 // inline body).
-func (s *Service) uploadBody(ctx context.Context, agent string, data []byte) (meta.FileBody, uint64, error) {
-	b, err := s.ingest(ctx, agent, bytes.NewReader(data), int64(len(data)), nil)
+func (s *Lifecycle) uploadBody(ctx context.Context, agent string, data []byte) (meta.FileBody, uint64, error) {
+	b, err := s.base.ingest(ctx, agent, bytes.NewReader(data), int64(len(data)), nil)
 	if err != nil {
 		return meta.FileBody{}, 0, err
 	}
@@ -63,9 +63,9 @@ func minFence(fences ...uint64) uint64 {
 const blobDeletingBackoff = 100 * time.Millisecond
 
 // commitFields renders a sealed commit the way workbench_commit reports it.
-func (s *Service) commitFields(r Result, agent, id string, c *meta.CommitRecord, replace, replay bool) Result {
-	s.fileFields(r, agent, id, meta.RunManifestPath)
-	r["workbench_path"] = s.WorkbenchPath(agent, id)
+func (s *Lifecycle) commitFields(r Result, agent, id string, c *meta.CommitRecord, replace, replay bool) Result {
+	s.base.fileFields(r, agent, id, meta.RunManifestPath)
+	r["workbench_path"] = s.base.WorkbenchPath(agent, id)
 	r["size_bytes"] = c.EnvelopeSize
 	r["generation"] = c.Version
 	r["content_digest_uri"] = c.ContentDigestURI
@@ -80,11 +80,11 @@ func (s *Service) commitFields(r Result, agent, id string, c *meta.CommitRecord,
 	return r
 }
 
-// ToolCommit implements workbench_commit (docs/workbench.md, workbench_commit): it seals the workbench's
+// Commit implements workbench_commit (docs/workbench.md, workbench_commit): it seals the workbench's
 // current tree under a deterministic identity, writing metadata/run_manifest.json and the
 // head in one command. Exact retries replay; another identity is WorkbenchCommitConflict
 // unless replace is set, and a replace still loses to a concurrent head change.
-func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) (Result, error) {
+func (s *Lifecycle) Commit(ctx context.Context, agent string, in CommitInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -98,13 +98,13 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.mayCreate(ctx, agent, in.ID); err != nil {
+	if err := s.base.mayCreate(ctx, agent, in.ID); err != nil {
 		return nil, err
 	}
 	replace := deref(in.Replace)
 	identity := CommitIdentity(in.ID, in.ContentDigestURI, ManifestDigestURI(canon))
 	for attempt := 1; ; attempt++ {
-		view, err := s.readView(ctx, agent)
+		view, err := s.base.readView(ctx, agent)
 		if err != nil {
 			return nil, AsError(err)
 		}
@@ -123,7 +123,7 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 			return nil, AsError(werr)
 		}
 		tree := TreeDigestURI(members)
-		_, env, err := RunManifestEnvelope(in.ID, s.WorkbenchPath(agent, in.ID), in.ContentDigestURI, canon, time.Now().Unix())
+		_, env, err := RunManifestEnvelope(in.ID, s.base.WorkbenchPath(agent, in.ID), in.ContentDigestURI, canon, time.Now().Unix())
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +131,7 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 		if err != nil {
 			return nil, err
 		}
-		res, perr := s.propose(ctx, meta.Header{UploadFence: fence}, meta.Commit{Agent: agent, Workspace: in.ID, CreateWorkspace: true,
+		res, perr := s.base.propose(ctx, meta.Header{UploadFence: fence}, meta.Commit{Agent: agent, Workspace: in.ID, CreateWorkspace: true,
 			ExpectRevision: rev, ExpectHead: head, Replace: replace, Identity: identity,
 			ContentDigestURI: in.ContentDigestURI, ManifestDigestURI: ManifestDigestURI(canon), TreeDigestURI: tree, Envelope: body})
 		if perr != nil {
@@ -156,7 +156,7 @@ func (s *Service) ToolCommit(ctx context.Context, agent string, in CommitInput) 
 					perr.Details["stored_generation"] = g
 					delete(perr.Details, "current_generation")
 				}
-				if v, err := s.readView(ctx, agent); err == nil {
+				if v, err := s.base.readView(ctx, agent); err == nil {
 					if ws, err := v.Workspace(agent, in.ID); err == nil && ws.HeadIdentity != "" {
 						perr.Details["current_commit_identity"] = ws.HeadIdentity
 					}

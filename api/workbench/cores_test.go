@@ -58,15 +58,15 @@ func TestRootsLiveOnTheirOwnShard(t *testing.T) {
 	ctx := context.Background()
 	for _, agent := range []string{"alice", "bob"} {
 		for i := 0; i < 40; i++ { // enough small segments to make a compaction candidate
-			if _, err := svc.Append(ctx, workbench.AppendRequest{Agent: agent, Workbench: "w", Path: "logs/run.log",
+			if _, err := svc.Writes.Append(ctx, workbench.AppendRequest{Agent: agent, Workbench: "w", Path: "logs/run.log",
 				Body: strings.NewReader(strings.Repeat("x", 100) + "\n"), CreateWorkbench: true}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := svc.ToolSnapshot(ctx, agent, workbench.SnapshotInput{ID: "w", Name: ptr("s")}); err != nil {
+		if _, err := svc.Tools.Snapshot(ctx, agent, workbench.SnapshotInput{ID: "w", Name: ptr("s")}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := svc.ToolRestore(ctx, agent, workbench.RestoreInput{ID: "w", DestinationID: "copy", AtSnapshot: json.RawMessage(`"s"`)}); err != nil {
+		if _, err := svc.Tools.Restore(ctx, agent, workbench.RestoreInput{ID: "w", DestinationID: "copy", AtSnapshot: json.RawMessage(`"s"`)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -68,7 +68,7 @@ type DiffRequest struct {
 //
 // Bodies are read through the verified read path and held, both sides together, under
 // the node's query budget (admission.go), at most DiffMaxBodyBytes each.
-func (s *Service) Diff(ctx context.Context, req DiffRequest) (Result, error) {
+func (s *Review) Diff(ctx context.Context, req DiffRequest) (Result, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func diffSideInfo(d DiffSide, e *meta.Entry) map[string]any {
 	return m
 }
 
-func (s *Service) diffFile(ctx context.Context, req DiffRequest) (Result, error) {
+func (s *Review) diffFile(ctx context.Context, req DiffRequest) (Result, error) {
 	if req.Cursor != "" || req.Limit != 0 {
 		return nil, invalidArgument("cursor", "cursor and limit page a state diff; a file diff has one page")
 	}
@@ -150,7 +150,7 @@ func (s *Service) diffFile(ctx context.Context, req DiffRequest) (Result, error)
 
 // diffBodies loads two bodies (nil entry: empty) under the query budget and diffs them;
 // a side above DiffMaxBodyBytes is not read (sizes and digests only).
-func (s *Service) diffBodies(ctx context.Context, agent string, old, new *meta.Entry, opts diff.Options) (*diff.Result, error) {
+func (s *Review) diffBodies(ctx context.Context, agent string, old, new *meta.Entry, opts diff.Options) (*diff.Result, error) {
 	side := func(e *meta.Entry) diff.Side {
 		if e == nil {
 			return diff.SideOf(nil)
@@ -171,7 +171,7 @@ func (s *Service) diffBodies(ctx context.Context, agent string, old, new *meta.E
 	if same {
 		held = size(old)
 	}
-	release, aerr := s.admit(ctx, queryBaseBytes+diffBytesPerInputByte*held+3*int64(opts.MaxBytes), "the diff", -1)
+	release, aerr := s.base.admit(ctx, queryBaseBytes+diffBytesPerInputByte*held+3*int64(opts.MaxBytes), "the diff", -1)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -194,11 +194,11 @@ func (s *Service) diffBodies(ctx context.Context, agent string, old, new *meta.E
 }
 
 // loadBody reads a whole body (nil entry: empty) through the verified read path.
-func (s *Service) loadBody(ctx context.Context, agent string, e *meta.Entry) ([]byte, error) {
+func (s *Review) loadBody(ctx context.Context, agent string, e *meta.Entry) ([]byte, error) {
 	if e == nil || e.Size == 0 {
 		return nil, nil
 	}
-	rd, err := s.openEntry(ctx, agent, e, 0, -1)
+	rd, err := s.base.openEntry(ctx, agent, e, 0, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (s *Service) loadBody(ctx context.Context, agent string, e *meta.Entry) ([]
 }
 
 // diffStates pages the paths that differ between two workbench states.
-func (s *Service) diffStates(ctx context.Context, req DiffRequest) (Result, error) {
+func (s *Review) diffStates(ctx context.Context, req DiffRequest) (Result, error) {
 	for i, side := range []DiffSide{req.From, req.To} {
 		if side.Kind == SideGeneration {
 			return nil, invalidArgument([]string{"from", "to"}[i], "generation:<N> names a version of one file; give path, or compare live, snapshot or commit states")
@@ -252,7 +252,7 @@ func (s *Service) diffStates(ctx context.Context, req DiffRequest) (Result, erro
 	}
 	after := ""
 	if req.Cursor != "" {
-		cur, cerr := s.cursors.decode(ctx, req.Cursor, "diff", req.Agent, req.Workbench, "")
+		cur, cerr := s.base.cursors.decode(ctx, req.Cursor, "diff", req.Agent, req.Workbench, "")
 		if cerr != nil {
 			return nil, cerr
 		}
@@ -268,7 +268,7 @@ func (s *Service) diffStates(ctx context.Context, req DiffRequest) (Result, erro
 	}
 	// The page's memory (pages.go) is known from its limit and the bound on its paths'
 	// bytes before the walk builds it.
-	release, aerr := s.admit(ctx, diffPageBytes(limit), "the diff page", -1)
+	release, aerr := s.base.admit(ctx, diffPageBytes(limit), "the diff page", -1)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -286,7 +286,7 @@ func (s *Service) diffStates(ctx context.Context, req DiffRequest) (Result, erro
 	r["truncated"] = page.More
 	r["next_cursor"] = nil
 	if page.More {
-		r["next_cursor"] = s.cursors.encode(ctx, cursor{Kind: "diff", Agent: req.Agent, Workbench: req.Workbench,
+		r["next_cursor"] = s.base.cursors.encode(ctx, cursor{Kind: "diff", Agent: req.Agent, Workbench: req.Workbench,
 			Incarnation: newWS.Incarnation, Args: args, Fence: fence, After: page.Last})
 	}
 	return r, nil
@@ -310,19 +310,4 @@ type DiffInput struct {
 	Context *int    `json:"context"`
 	Cursor  *string `json:"cursor"`
 	Limit   *int    `json:"limit"`
-}
-
-// ToolDiff is cairn_diff: Diff in the session's root, the sides in ParseDiffSide's syntax.
-func (s *Service) ToolDiff(ctx context.Context, agent string, in DiffInput) (Result, error) {
-	req := DiffRequest{Agent: agent, Workbench: in.ID, Path: deref(in.Path), Context: in.Context, Cursor: deref(in.Cursor), Limit: deref(in.Limit)}
-	var err *Error
-	if req.From, err = ParseDiffSide("from", in.From); err != nil {
-		return nil, err
-	}
-	if in.To != nil {
-		if req.To, err = ParseDiffSide("to", *in.To); err != nil {
-			return nil, err
-		}
-	}
-	return s.Diff(ctx, req)
 }

@@ -64,7 +64,7 @@ func BenchmarkDiffStates100k(b *testing.B) {
 		p := fmt.Sprintf("input/d%03d/f%06d", i%1000, i)
 		switch {
 		case i%100 == 0:
-			if _, err := svc.Delete(ctx, "a", "w", p, 0, ""); err != nil {
+			if _, err := svc.Writes.Delete(ctx, "a", "w", p, 0, ""); err != nil {
 				b.Fatal(err)
 			}
 		case i%50 == 0:
@@ -77,7 +77,7 @@ func BenchmarkDiffStates100k(b *testing.B) {
 	req := workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(b, "commit:"+c1), To: side(b, "commit:"+c2), Limit: workbench.MaxDiffLimit}
 	pages, changes := 0, 0
 	for r := req; ; pages++ {
-		res, err := svc.Diff(ctx, r)
+		res, err := svc.Review.Diff(ctx, r)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func BenchmarkDiffStates100k(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := svc.Diff(ctx, req); err != nil {
+		if _, err := svc.Review.Diff(ctx, req); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -116,7 +116,7 @@ func BenchmarkDiffFile10MiB(b *testing.B) {
 		}
 	}
 	g := write(b, svc, "outputs/big.txt", old.String()).Generation
-	if _, err := svc.ToolSnapshot(context.Background(), "a", workbench.SnapshotInput{ID: "w"}); err != nil {
+	if _, err := svc.Tools.Snapshot(context.Background(), "a", workbench.SnapshotInput{ID: "w"}); err != nil {
 		b.Fatal(err)
 	}
 	write(b, svc, "outputs/big.txt", new.String())
@@ -124,7 +124,7 @@ func BenchmarkDiffFile10MiB(b *testing.B) {
 	b.SetBytes(int64(old.Len() + new.Len()))
 	b.ResetTimer()
 	for b.Loop() {
-		r, err := svc.Diff(context.Background(), req)
+		r, err := svc.Review.Diff(context.Background(), req)
 		if err != nil || r["text"] != true || r["hunk_count"].(int) == 0 {
 			b.Fatalf("%v %v", r["hunk_count"], err)
 		}

@@ -15,7 +15,7 @@ import (
 
 func write(t testing.TB, svc *workbench.Service, path, body string) workbench.FileResult {
 	t.Helper()
-	r, err := svc.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+	r, err := svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
 		Body: strings.NewReader(body), CreateWorkbench: true})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func side(t testing.TB, s string) workbench.DiffSide {
 
 func commitNow(t testing.TB, svc *workbench.Service, n int) string {
 	t.Helper()
-	c, err := svc.ToolCommit(context.Background(), "a", workbench.CommitInput{ID: "w", Manifest: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)),
+	c, err := svc.Tools.Commit(context.Background(), "a", workbench.CommitInput{ID: "w", Manifest: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)),
 		ContentDigestURI: "sha256:" + strings.Repeat("ab", 32), Replace: ptr(true)})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestDiffFileSides(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{})
 	svc, ctx := n.Service, t.Context()
 	g1 := write(t, svc, "outputs/r.txt", "one\ntwo\nthree\n").Generation
-	if _, err := svc.ToolSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("s1")}); err != nil {
+	if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("s1")}); err != nil {
 		t.Fatal(err)
 	}
 	c1 := commitNow(t, svc, 1)
@@ -78,7 +78,7 @@ func TestDiffFileSides(t *testing.T) {
 	const want = "@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n"
 	for _, from := range []string{fmt.Sprintf("generation:%d", g1), "snapshot:s1", "snapshot:1", "commit:" + c1} {
 		t.Run(from, func(t *testing.T) {
-			r, err := svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", From: side(t, from)})
+			r, err := svc.Review.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", From: side(t, from)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +94,7 @@ func TestDiffFileSides(t *testing.T) {
 		})
 	}
 	t.Run("a generation that is not the file's is NotFound naming it", func(t *testing.T) {
-		_, err := svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt",
+		_, err := svc.Review.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt",
 			From: workbench.DiffSide{Kind: workbench.SideGeneration, Generation: g1 + 1}})
 		var e *workbench.Error
 		if !errors.As(err, &e) || e.Code != workbench.CodeNotFound || e.Details["generation"] != g1+1 {
@@ -103,7 +103,7 @@ func TestDiffFileSides(t *testing.T) {
 	})
 	t.Run("a file absent on one side diffs against empty", func(t *testing.T) {
 		write(t, svc, "outputs/new.txt", "fresh\n")
-		r, err := svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/new.txt", From: side(t, "commit:"+c1)})
+		r, err := svc.Review.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/new.txt", From: side(t, "commit:"+c1)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,13 +112,13 @@ func TestDiffFileSides(t *testing.T) {
 		}
 	})
 	t.Run("absent on both sides is NotFound", func(t *testing.T) {
-		_, err := svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/none", From: side(t, "snapshot:s1")})
+		_, err := svc.Review.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/none", From: side(t, "snapshot:s1")})
 		if codeOf(err) != workbench.CodeNotFound {
 			t.Fatalf("err = %v, want NotFound", err)
 		}
 	})
 	t.Run("an unknown commit is NotFound", func(t *testing.T) {
-		_, err := svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", From: side(t, "commit:"+strings.Repeat("00", 32))})
+		_, err := svc.Review.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", From: side(t, "commit:"+strings.Repeat("00", 32))})
 		if codeOf(err) != workbench.CodeNotFound {
 			t.Fatalf("err = %v, want NotFound", err)
 		}
@@ -126,7 +126,7 @@ func TestDiffFileSides(t *testing.T) {
 	t.Run("binary bodies get sizes and digests only", func(t *testing.T) {
 		write(t, svc, "outputs/b.bin", "\x00\x01\x02")
 		write(t, svc, "outputs/b.bin", "\x00\x01\x03")
-		r, err := svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/b.bin", From: side(t, "snapshot:s1")})
+		r, err := svc.Review.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/b.bin", From: side(t, "snapshot:s1")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,11 +143,11 @@ func TestDiffFileReadsObjectStoreBodies(t *testing.T) {
 	big := strings.Repeat("line\n", 100_000)
 	g := write(t, svc, "outputs/big.txt", big).Generation
 	// A snapshot holds the old generation (until version retention keeps it by itself).
-	if _, err := svc.ToolSnapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w"}); err != nil {
+	if _, err := svc.Tools.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	write(t, svc, "outputs/big.txt", big+"tail\n")
-	r, err := svc.Diff(t.Context(), workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/big.txt",
+	r, err := svc.Review.Diff(t.Context(), workbench.DiffRequest{Agent: "a", Workbench: "w", Path: "outputs/big.txt",
 		From: workbench.DiffSide{Kind: workbench.SideGeneration, Generation: g}, Context: ptr(1)})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestDiffStatesPaged(t *testing.T) {
 			write(t, svc, p, "v2")
 			want = append(want, p+" changed")
 		case 1:
-			if _, err := svc.Delete(ctx, "a", "w", p, 0, ""); err != nil {
+			if _, err := svc.Writes.Delete(ctx, "a", "w", p, 0, ""); err != nil {
 				t.Fatal(err)
 			}
 			want = append(want, p+" removed")
@@ -187,7 +187,7 @@ func TestDiffStatesPaged(t *testing.T) {
 	var got []string
 	cur := ""
 	for pages := 0; ; pages++ {
-		r, err := svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "commit:"+c1), To: side(t, "commit:"+c2), Limit: 4, Cursor: cur})
+		r, err := svc.Review.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "commit:"+c1), To: side(t, "commit:"+c2), Limit: 4, Cursor: cur})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,47 +208,47 @@ func TestDiffStatesPaged(t *testing.T) {
 	}
 
 	t.Run("a live side's cursor fails once the workbench changed", func(t *testing.T) {
-		r, err := svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "commit:"+c1), Limit: 1})
+		r, err := svc.Review.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "commit:"+c1), Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		write(t, svc, "input/later", "x")
-		_, err = svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "commit:"+c1), Limit: 1, Cursor: r["next_cursor"].(string)})
+		_, err = svc.Review.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "commit:"+c1), Limit: 1, Cursor: r["next_cursor"].(string)})
 		if codeOf(err) != workbench.CodeReadFenceChanged {
 			t.Fatalf("err = %v, want ReadFenceChanged", err)
 		}
 	})
 	t.Run("a cursor of other sides is refused", func(t *testing.T) {
-		r, err := svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "commit:"+c1), To: side(t, "commit:"+c2), Limit: 1})
+		r, err := svc.Review.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "commit:"+c1), To: side(t, "commit:"+c2), Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "commit:"+c2), To: side(t, "commit:"+c1), Limit: 1, Cursor: r["next_cursor"].(string)})
+		_, err = svc.Review.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "commit:"+c2), To: side(t, "commit:"+c1), Limit: 1, Cursor: r["next_cursor"].(string)})
 		if codeOf(err) != workbench.CodeInvalidArguments {
 			t.Fatalf("err = %v, want InvalidArguments", err)
 		}
 	})
 	t.Run("a cursor of a snapshot name minted again is refused", func(t *testing.T) {
 		snap := func() {
-			if _, err := svc.ToolSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("again")}); err != nil {
+			if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("again")}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		snap()
 		req := workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "commit:"+c1), To: side(t, "snapshot:again"), Limit: 1}
-		r, err := svc.Diff(ctx, req)
+		r, err := svc.Review.Diff(ctx, req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		write(t, svc, "input/later2", "x")
 		snap()
 		req.Cursor = r["next_cursor"].(string)
-		if _, err := svc.Diff(ctx, req); codeOf(err) != workbench.CodeInvalidArguments {
+		if _, err := svc.Review.Diff(ctx, req); codeOf(err) != workbench.CodeInvalidArguments {
 			t.Fatalf("err = %v, want InvalidArguments", err)
 		}
 	})
 	t.Run("a generation side needs a path", func(t *testing.T) {
-		_, err := svc.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "generation:3")})
+		_, err := svc.Review.Diff(ctx, workbench.DiffRequest{Agent: "a", Workbench: "w", From: side(t, "generation:3")})
 		if codeOf(err) != workbench.CodeInvalidArguments {
 			t.Fatalf("err = %v, want InvalidArguments", err)
 		}

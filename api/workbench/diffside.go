@@ -8,7 +8,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// DiffSide names one side of a diff (Service.Diff): the live workbench, a retained
+// DiffSide names one side of a diff (Review.Diff): the live workbench, a retained
 // generation of the diffed path, a snapshot (by id or name) or a sealed commit.
 //
 // Syntax (ParseDiffSide; the same on REST, MCP and the CLI):
@@ -81,13 +81,13 @@ func ParseDiffSide(field, s string) (DiffSide, *Error) {
 // a snapshot's frozen view (resolve), or a view at a commit's version (the commit holds
 // that history). A generation side reads the live view; fileAt picks its version.
 // Errors: NotFound (workbench, commit), SnapshotNotFound, SnapshotExpired.
-func (s *Service) resolveSide(ctx context.Context, agent, id string, d DiffSide) (*meta.View, *meta.Workspace, error) {
+func (s *Review) resolveSide(ctx context.Context, agent, id string, d DiffSide) (*meta.View, *meta.Workspace, error) {
 	switch d.Kind {
 	case SideSnapshot:
-		view, ws, _, err := s.resolve(ctx, agent, id, d.Snapshot)
+		view, ws, _, err := s.base.resolve(ctx, agent, id, d.Snapshot)
 		return view, ws, err
 	case SideCommit:
-		view, ws, _, err := s.resolve(ctx, agent, id, At{})
+		view, ws, _, err := s.base.resolve(ctx, agent, id, At{})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -103,7 +103,7 @@ func (s *Service) resolveSide(ctx context.Context, agent, id string, d DiffSide)
 		}
 		return cv, cws, nil
 	}
-	view, ws, _, err := s.resolve(ctx, agent, id, At{})
+	view, ws, _, err := s.base.resolve(ctx, agent, id, At{})
 	return view, ws, err
 }
 

@@ -3,13 +3,9 @@ package workbench
 import (
 	"context"
 	"net/url"
-	"time"
 
 	"github.com/cairnstore/cairn/blob"
 )
-
-// DefaultDirectReadExpiry is how long a direct-read URL stays valid by default.
-const DefaultDirectReadExpiry = 5 * time.Minute
 
 // DirectURL returns a presigned object-store URL from which the client can read the
 // revision's bytes itself (docs/architecture.md#the-read-path; issue "large artifacts", direct reads), or nil
@@ -29,9 +25,6 @@ func (f *File) DirectURL(ctx context.Context) (*url.URL, error) {
 		return nil, err
 	}
 	expiry := s.cfg.DirectReadExpiry
-	if expiry <= 0 {
-		expiry = DefaultDirectReadExpiry
-	}
 	sg := e.Segments[0]
 	u, info, err := s.cfg.DirectReads.PresignGet(ctx, blob.Key{Root: uid, Digest: blob.Digest(sg.Digest)}, expiry)
 	switch {

@@ -1,14 +1,43 @@
-// Package workbench is the transport-free Workbench adapter: the semantics of the tool
+// Package workbench is the transport-free Workbench domain: the semantics of the tool
 // contract (docs/workbench.md) and of the REST file operations, as plain Go methods over a small
-// interface of the metadata core (Core) and a blob store. The MCP and REST packages are
-// thin transports over it.
+// interface of the metadata core (Core, Cores) and a blob store. The MCP, REST and OpenWOP
+// packages are thin transports over it.
+//
+// # Parts
+//
+// A Service is assembled (New, NewWithCores) from narrow parts over one shared state
+// (base: the cores, the blob store, the configuration, the node's budgets, the segment
+// cache, metrics, limits), each a type with its own files and its own invariants in its
+// doc comment; no type has more than 40 methods (parts_test.go):
+//
+//   - Writes (writes.go): Write, Append, Delete — a body in, one command out.
+//   - Reads (reads.go, files.go, list.go, grep.go, search.go, find.go, openwop.go): a
+//     file's body and card at the head or at a snapshot, commit or generation, listings,
+//     grep, the metadata queries (search, aggregate, catalog) and find.
+//   - Lifecycle (lifecycle.go, workbenches.go, snapshots.go, commit.go, restore.go):
+//     workbenches and a root's usage, quota, retention and purge; snapshots, commits and
+//     restores, whose leftover drivers ResumeRestores finishes (shard/worker's Restorer).
+//     Its settings are LifecycleConfig.
+//   - Review (review.go, proposals.go, proposals_view.go, artifacts.go, history.go,
+//     diff.go, diffside.go, feed.go): proposals and decisions, a file's history, diffs
+//     and the change feed. Its settings are ReviewConfig.
+//   - Tools (tools_contract.go, tools.go, tools_read.go, tools_review.go): the tool
+//     contract over the parts — one method per tool (svc.Tools.Read for workbench_read),
+//     its inputs, Result shapes, cursors and presentation paths.
+//
+// The Service keeps the node-wide methods: Config, the memory budget (AdmitMemory,
+// HoldAdmissions, AdmissionHighWater), AllowRequest and Instrument. Every default of a
+// setting is declared once, in config.go (Config.Default, Config.Validate).
 //
 // The leader-only background workers (the garbage collector, the compactor, the scheduler
 // that resumes restores) are shard/worker's. What stays here is what needs the contract:
-// the restore driver, which ToolRestore runs inline and which builds the restore manifest
-// (ResumeRestores drives one core's leftovers and is shard/worker's Restorer), and the
-// write path's half of collection, a publish that meets a delete intent and uploads again
-// (publish.go).
+// the restore driver, which Tools.Restore runs inline and which builds the restore
+// manifest (Lifecycle.ResumeRestores drives one core's leftovers and is shard/worker's
+// Restorer), and the write path's half of collection, a publish that meets a delete
+// intent and uploads again (publish.go).
+//
+// The invariants below hold for the whole package; each part's doc comment repeats the
+// ones it carries.
 //
 // Invariants:
 //
@@ -54,7 +83,7 @@
 //     where its estimate would pass an eighth of the budget. Beyond the budget a request
 //     waits a bounded time, then is answered ResourceExhausted. Structured reads stream records and keep one page;
 //     edit computes its result's size before building it.
-//   - Attribution (attribution.go): every command the Service proposes carries the id of
+//   - Attribution (attribution.go): every command a part proposes carries the id of
 //     the principal the request acts for (auth.FromContext; none: the node's own work)
 //     and the surface and tool it came through (WithSurface: "rest/put",
 //     "mcp/workbench_edit"), stamped in one place (proposeRaw); the FSM records them as

@@ -10,21 +10,21 @@ import (
 // HoldQueryBudget takes n bytes of the node's query budget, as queries in flight would,
 // until the returned release is called (tests of admission).
 func (s *Service) HoldQueryBudget(n int64) (release func()) {
-	if err := s.queries.Acquire(context.Background(), n); err != nil {
+	if err := s.base.queries.Acquire(context.Background(), n); err != nil {
 		panic(err) // a background context never ends
 	}
-	return func() { s.queries.Release(n) }
+	return func() { s.base.queries.Release(n) }
 }
 
 // SetClock replaces the clock uploads are timed by (Config.MaxUploadDuration).
-func (s *Service) SetClock(now func() time.Time) { s.now = now }
+func (s *Service) SetClock(now func() time.Time) { s.base.now = now }
 
 // SetChunkFormat makes ingest cut bodies in f (tests of data written by older releases).
-func (s *Service) SetChunkFormat(f blob.ChunkFormat) { s.chunkFormat = f }
+func (s *Service) SetChunkFormat(f blob.ChunkFormat) { s.base.chunkFormat = f }
 
 // SegmentFormats returns the chunk format of each segment of the file at path.
 func (s *Service) SegmentFormats(ctx context.Context, agent, id, path string) ([]blob.ChunkFormat, error) {
-	f, err := s.Open(ctx, agent, id, path)
+	f, err := s.Reads.Open(ctx, agent, id, path)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ const CodeFeedExpired = "FeedExpired"
 //
 // A Feed is used by one goroutine.
 type Feed struct {
-	s      *Service
+	s      *base
 	ctx    context.Context // the opening request's: access checks read it
 	agent  string
 	filter meta.EventFilter
@@ -49,21 +49,21 @@ const feedUnavailableLimit = 30 * time.Second
 // NotFound for a root that does not exist or that the caller may not use (api/auth/doc.go),
 // PermissionDenied without the read scope, FeedExpired when retention dropped events
 // after from, RoutingUnavailable.
-func (s *Service) Events(ctx context.Context, agent string, from *meta.FeedPosition, filter meta.EventFilter) (*Feed, error) {
+func (s *Review) Events(ctx context.Context, agent string, from *meta.FeedPosition, filter meta.EventFilter) (*Feed, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return nil, AsError(err)
 	}
 	if err := mayRead(ctx, agent); err != nil {
 		return nil, err
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
 	if _, ok := view.Root(agent); !ok {
 		return nil, newError(CodeNotFound, "agent root %q does not exist", agent)
 	}
-	f := &Feed{s: s, ctx: ctx, agent: agent, filter: filter, after: view.FeedFloor(agent)}
+	f := &Feed{s: s.base, ctx: ctx, agent: agent, filter: filter, after: view.FeedFloor(agent)}
 	if from != nil {
 		f.after = *from
 	}

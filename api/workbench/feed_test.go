@@ -14,7 +14,7 @@ import (
 
 func writeFile(t *testing.T, svc *workbench.Service, path, body string) workbench.FileResult {
 	t.Helper()
-	res, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+	res, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
 		Body: strings.NewReader(body), CreateWorkbench: true})
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func nextEvents(t *testing.T, f *workbench.Feed, n int) []meta.Event {
 func TestFeedFollowsChangesAsTheyApply(t *testing.T) {
 	svc, _ := newService(t, 4096)
 	writeFile(t, svc, "input/a", "1")
-	f, err := svc.Events(t.Context(), "a", nil, meta.EventFilter{Prefix: "input"})
+	f, err := svc.Review.Events(t.Context(), "a", nil, meta.EventFilter{Prefix: "input"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestFeedFollowsChangesAsTheyApply(t *testing.T) {
 	}
 	// Resuming after a received position gives what followed it, exactly.
 	from := evs[0].Position
-	g, err := svc.Events(t.Context(), "a", &from, meta.EventFilter{})
+	g, err := svc.Review.Events(t.Context(), "a", &from, meta.EventFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,17 +94,17 @@ func TestFeedAccessAndExpiry(t *testing.T) {
 		{"no read scope", noRead, "a", workbench.CodePermissionDenied},
 		{"a bad agent", t.Context(), "-x", workbench.CodeInvalidArguments},
 	} {
-		_, err := svc.Events(tc.ctx, tc.agent, nil, meta.EventFilter{})
+		_, err := svc.Review.Events(tc.ctx, tc.agent, nil, meta.EventFilter{})
 		if e := workbench.AsError(err); e == nil || e.Code != tc.code {
 			t.Fatalf("%s: %v, want %s", tc.name, err, tc.code)
 		}
 	}
-	_, err := svc.Events(other, "nobody", nil, meta.EventFilter{})
-	_, err2 := svc.Events(other, "a", nil, meta.EventFilter{})
+	_, err := svc.Review.Events(other, "nobody", nil, meta.EventFilter{})
+	_, err2 := svc.Review.Events(other, "a", nil, meta.EventFilter{})
 	if err.Error() != strings.Replace(err2.Error(), `"a"`, `"nobody"`, 1) {
 		t.Fatalf("hidden and missing roots differ: %v / %v", err, err2)
 	}
-	if _, err := svc.Events(t.Context(), "a", nil, meta.EventFilter{Prefix: "../x"}); workbench.AsError(err).Code != workbench.CodeInvalidArguments {
+	if _, err := svc.Review.Events(t.Context(), "a", nil, meta.EventFilter{Prefix: "../x"}); workbench.AsError(err).Code != workbench.CodeInvalidArguments {
 		t.Fatalf("bad prefix: %v", err)
 	}
 }

@@ -2,15 +2,12 @@ package workbench
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -76,102 +73,6 @@ type AppendResult struct {
 	AppendDigest meta.Digest
 }
 
-// Append adds the body at the end of the file in O(delta): it resumes the stored hash
-// state over the new bytes, uploads only the new segments and proposes a command that
-// carries only them. Without IfGeneration it retries generation races itself.
-func (s *Service) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
-	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
-		return AppendResult{}, err
-	}
-	if err := checkWritable(req.Path); err != nil {
-		return AppendResult{}, err
-	}
-	ct, werr := normalizeContentType(req.ContentType)
-	if werr != nil {
-		return AppendResult{}, werr
-	}
-	req.ContentType = ct
-	if err := s.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
-		return AppendResult{}, err
-	}
-	done, werr := s.admitUpload(ctx)
-	if werr != nil {
-		return AppendResult{}, werr
-	}
-	defer done()
-	// Appends to one path through this node take turns: they would only lose generation
-	// races to each other. Others (other writers, other nodes) can still move the file on;
-	// then the append rebases below.
-	unlock := s.appendLocks.lock(req.Agent, req.Workbench, req.Path)
-	defer unlock()
-	cur, err := s.currentEntry(ctx, req.Agent, req.Workbench, req.Path, req.CreateWorkbench)
-	if err != nil {
-		return AppendResult{}, err
-	}
-	resume, err := s.hashAfter(ctx, req.Agent, cur)
-	if err != nil {
-		return AppendResult{}, err
-	}
-	body, err := s.ingestBody(ctx, req.Agent, req.Body, req.SizeHint, resume)
-	if err != nil {
-		return AppendResult{}, err
-	}
-	defer body.release()
-	if body.size == 0 && cur != nil && (req.IfGeneration == 0 || req.IfGeneration == cur.Generation) {
-		// Appending nothing changes nothing: no new generation (like edit's no_change).
-		info := s.fileInfo(req.Agent, req.Workbench, req.Path, cur)
-		return AppendResult{FileResult: FileResult{WorkbenchID: info.WorkbenchID, Path: info.Path, Section: info.Section,
-			RelativePath: info.RelativePath, Presentation: info.Presentation, Size: cur.Size, Generation: cur.Generation,
-			Digest: cur.Digest, ContentType: cur.ContentType, Executable: cur.Executable}, AppendDigest: body.appendDigest}, nil
-	}
-	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("append", req.Agent, req.Workbench, req.Path,
-		strconv.FormatUint(req.IfGeneration, 10), string(body.appendDigest[:]), strconv.FormatInt(body.size, 10))}
-	for attempt := 1; ; attempt++ {
-		expect := uint64(0)
-		var curSize int64
-		if cur != nil {
-			expect, curSize = cur.Generation, cur.Size
-		}
-		if req.IfGeneration != 0 && cur == nil {
-			return AppendResult{}, missingForGeneration(req.IfGeneration)
-		}
-		if req.IfGeneration != 0 && expect != req.IfGeneration {
-			return AppendResult{}, PreconditionFailed(conflict(expect, req.IfGeneration))
-		}
-		res, werr := s.proposeBlobs(ctx, h, meta.Append{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
-			CreateWorkspace: req.CreateWorkbench, ExpectGeneration: expect, Segments: body.segments,
-			AppendedBytes: body.size, NewSize: curSize + body.size, NewDigest: body.digest, NewHashState: body.hashState,
-			ContentType: req.ContentType, Executable: req.Executable, InlineMaxBytes: s.cfg.InlineMaxBytes}, body)
-		if werr == nil {
-			return AppendResult{FileResult: s.fileResult(req.Agent, req.Workbench, req.Path, res),
-				AppendedBytes: body.size, AppendDigest: body.appendDigest}, nil
-		}
-		if req.IfGeneration != 0 && isMissingForGeneration(werr) {
-			return AppendResult{}, missingForGeneration(req.IfGeneration)
-		}
-		if werr.Code == CodeConflict && req.IfGeneration != 0 {
-			return AppendResult{}, PreconditionFailed(werr)
-		}
-		if werr.Code != CodeConflict || attempt == maxAppendAttempts {
-			return AppendResult{}, werr
-		}
-		// Lost a race: back off a little, then rebase the same new bytes on the file as it
-		// is now.
-		if err := backoff(ctx, attempt); err != nil {
-			return AppendResult{}, AsError(err)
-		}
-		if cur, err = s.currentEntry(ctx, req.Agent, req.Workbench, req.Path, req.CreateWorkbench); err != nil {
-			return AppendResult{}, err
-		}
-		if resume, err = s.hashAfter(ctx, req.Agent, cur); err != nil {
-			return AppendResult{}, err
-		}
-		if err := s.rehash(ctx, req.Agent, body, resume); err != nil {
-			return AppendResult{}, err
-		}
-	}
-}
-
 func conflict(current, expected uint64) *Error {
 	e := newError(CodeConflict, "the file changed: generation %d, expected %d", current, expected)
 	e.Retryable = true
@@ -200,85 +101,6 @@ func isMissingForGeneration(e *Error) bool {
 	return e.Code == CodeConflict && !has
 }
 
-// currentEntry returns the live entry at path, nil when there is none (or when the
-// workbench is missing and may be created).
-func (s *Service) currentEntry(ctx context.Context, agent, id, path string, create bool) (*meta.Entry, error) {
-	view, err := s.readView(ctx, agent)
-	if err != nil {
-		return nil, AsError(err)
-	}
-	ws, err := view.Workspace(agent, id)
-	if err != nil {
-		if create && meta.CodeOf(err) == meta.CodeNotFound {
-			return nil, nil
-		}
-		return nil, AsError(err)
-	}
-	e, err := view.File(ws, path)
-	if meta.CodeOf(err) == meta.CodeNotFound {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, AsError(err)
-	}
-	return e, nil
-}
-
-// hashAfter returns a SHA-256 state positioned after e's body (a fresh one for nil),
-// rehashing the body once when its stored state cannot be restored.
-func (s *Service) hashAfter(ctx context.Context, agent string, e *meta.Entry) (hash.Hash, error) {
-	if e == nil {
-		return sha256.New(), nil
-	}
-	if h, ok := resumeHash(e); ok {
-		return h, nil
-	}
-	h := sha256.New()
-	r, err := s.openEntry(ctx, agent, e, 0, -1)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	if _, err := io.Copy(h, r); err != nil {
-		return nil, AsError(err)
-	}
-	return h, nil
-}
-
-// rehash recomputes an ingested append's whole-body digest and state on a new base. It
-// hashes the bytes the body kept for another upload (retain) where it has them, and reads
-// the other segments back from the object store. The body is not published yet, so the
-// collector may have deleted its blobs as orphans meanwhile (an append that kept losing
-// races past the grace): a kept body goes on, and the bytes of a larger one are gone, as
-// proposeBlobs answers (gcDeletedBody).
-func (s *Service) rehash(ctx context.Context, agent string, b *ingested, resume hash.Hash) error {
-	for _, sg := range b.segments {
-		if sg.IsInline() {
-			resume.Write(sg.Inline)
-			continue
-		}
-		if kept, ok := b.retained[sg.Digest]; ok {
-			resume.Write(kept.Bytes())
-			continue
-		}
-		data, free, werr := s.loadSegment(ctx, agent, sg, 0, sg.Size)
-		if werr != nil {
-			if _, err := s.blobs.Stat(ctx, blob.Key{Root: b.rootUID, Digest: blob.Digest(sg.Digest)}); errors.Is(err, blob.ErrNotFound) {
-				return gcDeletedBody()
-			}
-			return werr
-		}
-		resume.Write(data)
-		free()
-	}
-	own := b.appendDigest
-	if _, err := b.finish(resume, nil); err != nil {
-		return err
-	}
-	b.appendDigest = own
-	return nil
-}
-
 // FileInfo describes a file without its body.
 type FileInfo struct {
 	WorkbenchID  string
@@ -297,7 +119,7 @@ type FileInfo struct {
 	Producer meta.Producer
 }
 
-func (s *Service) fileInfo(agent, id, path string, e *meta.Entry) FileInfo {
+func (s *base) fileInfo(agent, id, path string, e *meta.Entry) FileInfo {
 	sec, rel := splitSection(path)
 	return FileInfo{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel, Presentation: s.WorkbenchPath(agent, id) + "/" + path,
 		Size: e.Size, Generation: e.Generation, Digest: e.Digest, ContentType: e.ContentType, Executable: e.Executable, ModifiedAtMs: e.ModifiedAtMs,
@@ -310,20 +132,20 @@ type File struct {
 	Info FileInfo
 	// SnapshotID is the snapshot the file was read at (0: live state).
 	SnapshotID uint64
-	s          *Service
+	s          *base
 	agent      string
 	entry      *meta.Entry
 }
 
 // Open resolves the file at path (linearizable) for reading. NotFound when absent,
 // NotArtifact when the path is a directory.
-func (s *Service) Open(ctx context.Context, agent, id, path string) (*File, error) {
+func (s *Reads) Open(ctx context.Context, agent, id, path string) (*File, error) {
 	return s.OpenAt(ctx, agent, id, path, At{})
 }
 
 // OpenAt is Open at a snapshot (or live state for the zero At). SnapshotNotFound and
 // SnapshotExpired as the selector requires.
-func (s *Service) OpenAt(ctx context.Context, agent, id, path string, at At) (*File, error) {
+func (s *Reads) OpenAt(ctx context.Context, agent, id, path string, at At) (*File, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return nil, err
 	}
@@ -333,7 +155,7 @@ func (s *Service) OpenAt(ctx context.Context, agent, id, path string, at At) (*F
 	if path == "" {
 		return nil, invalidArgument("path", "must not be empty")
 	}
-	view, ws, snap, err := s.resolve(ctx, agent, id, at)
+	view, ws, snap, err := s.base.resolve(ctx, agent, id, at)
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +167,7 @@ func (s *Service) OpenAt(ctx context.Context, agent, id, path string, at At) (*F
 	if err != nil {
 		return nil, AsError(err)
 	}
-	return &File{Info: s.fileInfo(agent, id, path, e), SnapshotID: snapID, s: s, agent: agent, entry: e}, nil
+	return &File{Info: s.base.fileInfo(agent, id, path, e), SnapshotID: snapID, s: s.base, agent: agent, entry: e}, nil
 }
 
 // Reader streams bytes [offset, offset+length) of the revision (length < 0: to the end).
@@ -403,7 +225,7 @@ func payloadTooLarge(actual, max int64) *Error {
 
 // openEntry streams a range of an entry's body, segment by segment, each verified before
 // any of its bytes is returned (integrity.go).
-func (s *Service) openEntry(ctx context.Context, agent string, e *meta.Entry, offset, length int64) (io.ReadCloser, error) {
+func (s *base) openEntry(ctx context.Context, agent string, e *meta.Entry, offset, length int64) (io.ReadCloser, error) {
 	if offset < 0 || offset > e.Size {
 		return nil, invalidArgument("offset", "%d is outside the body (size %d)", offset, e.Size)
 	}
@@ -420,7 +242,7 @@ func (s *Service) openEntry(ctx context.Context, agent string, e *meta.Entry, of
 // segment; a failure is sticky.
 type entryReader struct {
 	ctx   context.Context
-	s     *Service
+	s     *base
 	agent string
 	// digest is the whole body's; a body of a single segment must have the same.
 	digest   meta.Digest
@@ -680,30 +502,6 @@ func (s slots) tryAcquire() bool {
 
 func (s slots) release() { <-s }
 
-// Delete removes a file; ifGeneration 0 means unconditional. It returns the shard version
-// of the delete. A file no longer at ifGeneration is Conflict, not retryable (a failed
-// precondition, PreconditionFailed).
-func (s *Service) Delete(ctx context.Context, agent, id, path string, ifGeneration uint64, requestID string) (uint64, error) {
-	if err := validateTarget(agent, id, path); err != nil {
-		return 0, err
-	}
-	if path == "" {
-		return 0, invalidArgument("path", "must not be empty")
-	}
-	if err := mayWrite(ctx, agent); err != nil {
-		return 0, err
-	}
-	h := meta.Header{RequestID: requestID, RequestHash: requestHash("delete", agent, id, path, strconv.FormatUint(ifGeneration, 10))}
-	res, werr := s.propose(ctx, h, meta.Delete{Agent: agent, Workspace: id, Path: path, IfGeneration: ifGeneration})
-	if werr != nil {
-		if ifGeneration != 0 && werr.Code == CodeConflict {
-			return 0, PreconditionFailed(werr)
-		}
-		return 0, werr
-	}
-	return res.Generation, nil
-}
-
 // StatResult describes a path: a file, a directory (sections included) or the workbench.
 type StatResult struct {
 	Kind string // "file", "directory" or "workbench"
@@ -722,19 +520,19 @@ type StatResult struct {
 }
 
 // Stat describes path ("" = the workbench itself). Sections always exist.
-func (s *Service) Stat(ctx context.Context, agent, id, path string) (StatResult, error) {
+func (s *Reads) Stat(ctx context.Context, agent, id, path string) (StatResult, error) {
 	return s.StatAt(ctx, agent, id, path, At{})
 }
 
 // StatAt is Stat at a snapshot (or live state for the zero At).
-func (s *Service) StatAt(ctx context.Context, agent, id, path string, at At) (StatResult, error) {
+func (s *Reads) StatAt(ctx context.Context, agent, id, path string, at At) (StatResult, error) {
 	if err := validateTarget(agent, id, path); err != nil {
 		return StatResult{}, err
 	}
 	if err := mayRead(ctx, agent); err != nil {
 		return StatResult{}, err
 	}
-	view, ws, _, err := s.resolve(ctx, agent, id, at)
+	view, ws, _, err := s.base.resolve(ctx, agent, id, at)
 	if err != nil {
 		return StatResult{}, err
 	}
@@ -751,7 +549,7 @@ func (s *Service) StatAt(ctx context.Context, agent, id, path string, at At) (St
 		return StatResult{Kind: "workbench", Dir: info, SealedBy: ws.HeadIdentity, Producer: ws.Producer}, nil
 	}
 	if st.Kind == meta.KindFile {
-		return StatResult{Kind: "file", File: s.fileInfo(agent, id, path, st.Entry), Path: path,
+		return StatResult{Kind: "file", File: s.base.fileInfo(agent, id, path, st.Entry), Path: path,
 			SealedBy: sealedBy(view, ws, path, st.Entry), Producer: st.Entry.Producer}, nil
 	}
 	return StatResult{Kind: "directory", Dir: st.Dir, Path: path}, nil
@@ -785,7 +583,7 @@ func isSection(p string) bool {
 
 // topNames returns every name at the workbench top: the five sections and whatever else
 // was written there, sorted.
-func (s *Service) topNames(view *meta.View, ws *meta.Workspace) []string {
+func (s *Reads) topNames(view *meta.View, ws *meta.Workspace) []string {
 	names := map[string]bool{}
 	for _, sec := range Sections {
 		names[sec] = true
@@ -810,4 +608,56 @@ func (s *Service) topNames(view *meta.View, ws *meta.Workspace) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// OpenGeneration opens the retained version of path whose generation is gen, at live
+// state (linearizable): a superseded body that history retention or a hold keeps, or the
+// live one. NotFound naming field "generation" when no retained body has that generation
+// (pruned, never one, or a delete's); NotFound for a missing workbench; InvalidArguments
+// for a bad path or generation 0.
+func (s *Reads) OpenGeneration(ctx context.Context, agent, id, path string, gen uint64) (*File, error) {
+	_, _, fv, err := s.atGeneration(ctx, agent, id, path, gen)
+	if err != nil {
+		return nil, err
+	}
+	return &File{Info: s.base.fileInfo(agent, id, path, fv.Entry), s: s.base, agent: agent, entry: fv.Entry}, nil
+}
+
+// StatGeneration is Stat of the retained version of path whose generation is gen (errors
+// as OpenGeneration).
+func (s *Reads) StatGeneration(ctx context.Context, agent, id, path string, gen uint64) (StatResult, error) {
+	view, ws, fv, err := s.atGeneration(ctx, agent, id, path, gen)
+	if err != nil {
+		return StatResult{}, err
+	}
+	return StatResult{Kind: "file", File: s.base.fileInfo(agent, id, path, fv.Entry), Path: path,
+		SealedBy: sealedBy(view, ws, path, fv.Entry), Producer: fv.Entry.Producer}, nil
+}
+
+func (s *Reads) atGeneration(ctx context.Context, agent, id, path string, gen uint64) (*meta.View, *meta.Workspace, meta.FileVersion, error) {
+	if err := validateTarget(agent, id, path); err != nil {
+		return nil, nil, meta.FileVersion{}, err
+	}
+	if err := mayRead(ctx, agent); err != nil {
+		return nil, nil, meta.FileVersion{}, err
+	}
+	if path == "" {
+		return nil, nil, meta.FileVersion{}, invalidArgument("path", "must not be empty")
+	}
+	if gen == 0 {
+		return nil, nil, meta.FileVersion{}, invalidArgument("generation", "must be a generation (an integer ≥ 1)")
+	}
+	view, err := s.base.readView(ctx, agent)
+	if err != nil {
+		return nil, nil, meta.FileVersion{}, AsError(err)
+	}
+	ws, err := view.Workspace(agent, id)
+	if err != nil {
+		return nil, nil, meta.FileVersion{}, AsError(err)
+	}
+	fv, err := view.FileAt(ws, path, gen)
+	if err != nil {
+		return nil, nil, meta.FileVersion{}, AsError(err)
+	}
+	return view, ws, fv, nil
 }

@@ -31,10 +31,10 @@ const (
 	maxManifestPattern = 1024
 )
 
-// ToolFind implements workbench_find: the workbenches of the agent root, in name order,
+// Find implements workbench_find: the workbenches of the agent root, in name order,
 // filtered by committed state and by a case-insensitive literal match over the stored run
 // manifest (metadata/run_manifest.json of the head commit). Each page reads one version.
-func (s *Service) ToolFind(ctx context.Context, agent string, in FindInput) (Result, error) {
+func (s *Reads) Find(ctx context.Context, agent string, in FindInput) (Result, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return nil, AsError(err)
 	}
@@ -55,7 +55,7 @@ func (s *Service) ToolFind(ctx context.Context, agent string, in FindInput) (Res
 	args := "committed=" + boolArg(in.Committed) + "\x00pattern=" + pattern + "\x00manifest=" + strconv.FormatBool(deref(in.IncludeManifest))
 	after := ""
 	if in.Cursor != nil {
-		cur, cerr := s.cursors.decode(ctx, *in.Cursor, "find", agent, "", "")
+		cur, cerr := s.base.cursors.decode(ctx, *in.Cursor, "find", agent, "", "")
 		if cerr != nil {
 			return nil, cerr
 		}
@@ -64,7 +64,7 @@ func (s *Service) ToolFind(ctx context.Context, agent string, in FindInput) (Res
 		}
 		after = cur.After
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -115,14 +115,14 @@ scan:
 	if found == nil {
 		found = []Result{}
 	}
-	r["path"] = s.RootPath(agent)
+	r["path"] = s.base.RootPath(agent)
 	r["matches"] = found
 	r["match_count"] = len(found)
 	r["entry_count"] = scanned
 	r["truncated"] = more
 	r["next_cursor"] = nil
 	if more {
-		r["next_cursor"] = s.cursors.encode(ctx, cursor{Kind: "find", Agent: agent, Args: args, After: resume})
+		r["next_cursor"] = s.base.cursors.encode(ctx, cursor{Kind: "find", Agent: agent, Args: args, After: resume})
 	}
 	return r, nil
 }
@@ -135,12 +135,12 @@ func boolArg(p *bool) string {
 }
 
 // headEnvelope reads the stored run manifest of ws's head commit as of view.
-func (s *Service) headEnvelope(ctx context.Context, view *meta.View, ws *meta.Workspace) ([]byte, error) {
+func (s *Reads) headEnvelope(ctx context.Context, view *meta.View, ws *meta.Workspace) ([]byte, error) {
 	e, err := view.File(ws, meta.RunManifestPath)
 	if err != nil {
 		return nil, AsError(err)
 	}
-	r, err := s.openEntry(ctx, ws.Agent, e, 0, -1)
+	r, err := s.base.openEntry(ctx, ws.Agent, e, 0, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -158,8 +158,8 @@ func (s *Service) headEnvelope(ctx context.Context, view *meta.View, ws *meta.Wo
 // summary of it, and commit_identity_verified says whether the stored bytes are the ones
 // the commit sealed and name its identity (recomputed from their own fields). For an
 // uncommitted workbench every commit field is null and commit_identity_verified false.
-func (s *Service) findMatch(agent string, view *meta.View, ws *meta.Workspace, envelope []byte) Result {
-	r := Result{"workbench_id": ws.Name, "path": s.WorkbenchPath(agent, ws.Name), "committed": false,
+func (s *Reads) findMatch(agent string, view *meta.View, ws *meta.Workspace, envelope []byte) Result {
+	r := Result{"workbench_id": ws.Name, "path": s.base.WorkbenchPath(agent, ws.Name), "committed": false,
 		"file_count": ws.Files, "size_bytes": ws.Bytes, "commit_identity": nil, "commit_identity_verified": false,
 		"content_digest_uri": nil, "manifest_digest_uri": nil, "envelope_digest_uri": nil, "manifest": nil,
 		"manifest_path": nil, "manifest_generation": nil, "manifest_size_bytes": nil, "manifest_summary": nil}
@@ -173,7 +173,7 @@ func (s *Service) findMatch(agent string, view *meta.View, ws *meta.Workspace, e
 	r["content_digest_uri"] = c.ContentDigestURI
 	r["manifest_digest_uri"] = c.ManifestDigestURI
 	r["envelope_digest_uri"] = DigestURI(c.EnvelopeDigest)
-	r["manifest_path"] = s.WorkbenchPath(agent, ws.Name) + "/" + meta.RunManifestPath
+	r["manifest_path"] = s.base.WorkbenchPath(agent, ws.Name) + "/" + meta.RunManifestPath
 	r["manifest_generation"] = c.Version
 	r["manifest_size_bytes"] = c.EnvelopeSize
 	var env RunManifest

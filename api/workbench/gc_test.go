@@ -124,7 +124,7 @@ func newGCNode(t *testing.T) *gcNode {
 
 func (n *gcNode) write(t *testing.T, path, body string) workbench.FileResult {
 	t.Helper()
-	res, err := n.svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+	res, err := n.svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
 		Body: bytes.NewReader([]byte(body)), CreateWorkbench: true})
 	if err != nil {
 		t.Fatalf("write %s: %v", path, err)
@@ -206,7 +206,7 @@ func TestWriterDedupingAgainstABlobUnderIntentUploadsItAgain(t *testing.T) {
 				return
 			}
 			go func() {
-				_, err := n.svc.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "g",
+				_, err := n.svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "g",
 					Body: bytes.NewReader([]byte("shared body"))})
 				writeDone <- err
 			}()
@@ -259,7 +259,7 @@ func TestWriterThatUploadedBeforeADeletionUploadsAgain(t *testing.T) {
 		}
 	})
 	go func() {
-		_, err := n.svc.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "g",
+		_, err := n.svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "g",
 			Body: bytes.NewReader([]byte("shared body"))})
 		writeDone <- err
 	}()
@@ -303,7 +303,7 @@ func TestAnAppendRebasedAfterASweepTookItsBlobPublishes(t *testing.T) {
 	t.Cleanup(release) // a failed test lets the stalled append go before the node closes
 	appendDone := make(chan error, 1)
 	go func() {
-		_, err := n.svc.Append(context.Background(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "f",
+		_, err := n.svc.Writes.Append(context.Background(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "f",
 			Body: bytes.NewReader([]byte(tail))})
 		appendDone <- err
 	}()

@@ -29,7 +29,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 0, RestoreBatch: 8})
 	svc := n.Service
 	// Replaced bodies must become garbage at once (the sweeps are to delete some).
-	if _, err := svc.SetRetention(t.Context(), "a", pruneAtOnce); err != nil {
+	if _, err := svc.Lifecycle.SetRetention(t.Context(), "a", pruneAtOnce); err != nil {
 		t.Fatal(err)
 	}
 	// stop ends the concurrent phase; the operations themselves run to completion.
@@ -77,15 +77,15 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 			p := paths[r.IntN(len(paths))]
 			switch r.IntN(4) {
 			case 0, 1:
-				_, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: p,
+				_, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: p,
 					Body: strings.NewReader(body(r)), CreateWorkbench: true})
 				fail("put", err)
 			case 2:
-				_, err := svc.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: p,
+				_, err := svc.Writes.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: p,
 					Body: strings.NewReader(body(r)), CreateWorkbench: true})
 				fail("append", err)
 			case 3:
-				_, err := svc.Delete(ctx, "a", "w", p, 0, "")
+				_, err := svc.Writes.Delete(ctx, "a", "w", p, 0, "")
 				fail("delete", err)
 			}
 		})
@@ -98,7 +98,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 		fail("compact", err)
 	})
 	loop(150*time.Millisecond, func(r *rand.Rand) {
-		res, err := svc.ToolSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w"})
+		res, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w"})
 		fail("snapshot", err)
 		mu.Lock()
 		defer mu.Unlock()
@@ -108,7 +108,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 		if len(snapshots) > 2 { // retire an older one: its history becomes garbage
 			k := r.IntN(len(snapshots) - 1)
 			id := snapshots[k]
-			if _, err := svc.ToolSnapshotRetire(ctx, "a", workbench.SnapshotRetireInput{ID: "w", SnapshotID: &id}); err == nil {
+			if _, err := svc.Tools.SnapshotRetire(ctx, "a", workbench.SnapshotRetireInput{ID: "w", SnapshotID: &id}); err == nil {
 				snapshots = append(snapshots[:k], snapshots[k+1:]...)
 			} else {
 				fail("retire", err)
@@ -125,12 +125,12 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 		id := snapshots[len(snapshots)-1]
 		mu.Unlock()
 		dst := fmt.Sprintf("r%d", restores.Add(1))
-		_, err := svc.ToolRestore(ctx, "a", workbench.RestoreInput{ID: "w", DestinationID: dst, AtSnapshot: json.RawMessage(fmt.Sprint(id))})
+		_, err := svc.Tools.Restore(ctx, "a", workbench.RestoreInput{ID: "w", DestinationID: dst, AtSnapshot: json.RawMessage(fmt.Sprint(id))})
 		fail("restore", err)
 	})
 	var commitN atomic.Int64
 	loop(2*time.Second, func(*rand.Rand) { // commits pin their tree for good: a few only
-		res, err := svc.ToolCommit(ctx, "a", workbench.CommitInput{ID: "w", Manifest: json.RawMessage(fmt.Sprintf(`{"n":%d}`, commitN.Add(1))),
+		res, err := svc.Tools.Commit(ctx, "a", workbench.CommitInput{ID: "w", Manifest: json.RawMessage(fmt.Sprintf(`{"n":%d}`, commitN.Add(1))),
 			ContentDigestURI: "sha256:" + strings.Repeat("0", 64), Replace: ptr(true)})
 		fail("commit", err)
 		if err == nil {
@@ -188,7 +188,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 	}
 	workbenches, _ := view.Workspaces("a", "", 1000)
 	for _, ws := range workbenches {
-		checkTree("live "+ws.Name, view, ws, func(p string) (*workbench.File, error) { return svc.Open(bg, "a", ws.Name, p) })
+		checkTree("live "+ws.Name, view, ws, func(p string) (*workbench.File, error) { return svc.Reads.Open(bg, "a", ws.Name, p) })
 	}
 	for _, id := range snapshots {
 		sv, sws, _, err := view.SnapshotView("a", "w", id, "")
@@ -196,16 +196,16 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 			t.Fatalf("snapshot %d: %v", id, err)
 		}
 		checkTree(fmt.Sprint("snapshot ", id), sv, sws, func(p string) (*workbench.File, error) {
-			return svc.OpenAt(bg, "a", "w", p, workbench.AtSnapshotID(id))
+			return svc.Reads.OpenAt(bg, "a", "w", p, workbench.AtSnapshotID(id))
 		})
 	}
 	for i, c := range commits {
 		dst := fmt.Sprintf("commit%d", i)
-		if _, err := svc.ToolRestore(bg, "a", workbench.RestoreInput{ID: "w", DestinationID: dst, AtCommit: &c}); err != nil {
+		if _, err := svc.Tools.Restore(bg, "a", workbench.RestoreInput{ID: "w", DestinationID: dst, AtCommit: &c}); err != nil {
 			t.Fatalf("restore of commit %s: %v", c, err)
 		}
 		v, _ := n.Shard.ReadView(bg)
 		ws, _ := v.Workspace("a", dst)
-		checkTree("commit "+c[:8], v, ws, func(p string) (*workbench.File, error) { return svc.Open(bg, "a", dst, p) })
+		checkTree("commit "+c[:8], v, ws, func(p string) (*workbench.File, error) { return svc.Reads.Open(bg, "a", dst, p) })
 	}
 }

@@ -55,7 +55,7 @@ type GrepRequest struct {
 	// whole workbench) or of a single file.
 	Path string
 	// Patterns are literal alternatives, matched with OR (no '|' splitting here: see
-	// ToolGrep). 1..MaxGrepPatterns distinct after case folding, each non-empty, valid UTF-8,
+	// Tools.Grep). 1..MaxGrepPatterns distinct after case folding, each non-empty, valid UTF-8,
 	// at most MaxGrepPatternBytes, without '\n'.
 	Patterns []string
 	// Recursive searches the whole subtree; otherwise only the files directly in Path.
@@ -102,68 +102,6 @@ type GrepInput struct {
 	Glob      *string  `json:"glob"`
 	Cursor    *string  `json:"cursor"`
 	Limit     *int     `json:"limit"`
-}
-
-// ToolGrep implements workbench_grep. The search terms are pattern plus patterns:
-//
-//   - without patterns (absent or empty), pattern is split on '|' into alternatives;
-//   - with patterns, pattern and every item of patterns are each one literal term, and
-//     '|' is an ordinary character (so patterns is the way to search for a '|');
-//
-// pattern must never be empty, nor may any alternative or item be; at most
-// MaxGrepPatterns distinct terms (after case folding) in all. Errors name the field they
-// came from ("pattern" or "patterns").
-func (s *Service) ToolGrep(ctx context.Context, agent string, in GrepInput) (Result, error) {
-	if err := validateTarget(agent, in.ID, ""); err != nil {
-		return nil, err
-	}
-	if err := mayRead(ctx, agent); err != nil {
-		return nil, err
-	}
-	full, werr := toolTarget(deref(in.Section), deref(in.Path))
-	if werr != nil {
-		return nil, werr
-	}
-	terms, werr := grepTerms(in.Pattern, in.Patterns)
-	if werr != nil {
-		return nil, werr
-	}
-	limit := DefaultGrepLimit
-	if in.Limit != nil {
-		if *in.Limit < 1 || *in.Limit > MaxGrepLimit {
-			return nil, invalidArgument("limit", "must be between 1 and %d", MaxGrepLimit)
-		}
-		limit = *in.Limit
-	}
-	res, err := s.Grep(ctx, GrepRequest{Agent: agent, Workbench: in.ID, Path: full, Patterns: terms,
-		Recursive: in.Recursive, Glob: deref(in.Glob), Cursor: deref(in.Cursor), Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	r := s.scopeFields(success(), agent, in.ID, full)
-	r["pattern"] = in.Pattern
-	r["recursive"] = in.Recursive
-	matches := make([]map[string]any, 0, len(res.Matches))
-	for _, m := range res.Matches {
-		var sec any
-		if m.Section != "" {
-			sec = m.Section
-		}
-		matches = append(matches, map[string]any{"path": m.Presentation, "section": sec,
-			"relative_path": m.RelativePath, "line_number": m.LineNumber, "snippet": m.Snippet})
-	}
-	r["matches"] = matches
-	r["files_scanned"] = res.FilesScanned
-	r["next_cursor"] = nilIfEmpty(res.NextCursor)
-	r["truncated"] = res.Truncated
-	// Cairn's additions (issue 25, finding 16: a first page that spent its bound inside a
-	// large file answered matches [] and truncated true, and an agent reading that one page
-	// concluded "no match"): how much this page read, and whether the search reached the
-	// end of its scope. scan_complete false with no matches means "nothing found yet":
-	// continue with next_cursor.
-	r["scanned_bytes"] = res.ScannedBytes
-	r["scan_complete"] = res.NextCursor == ""
-	return r, nil
 }
 
 // grepTerms turns the tool's pattern and patterns into the list of literal terms.
@@ -287,8 +225,8 @@ func globMatch(glob, name string) bool {
 
 // grepView resolves the state a search reads: today the live state (linearizable). It is
 // the one place to change for reads at a snapshot.
-func (s *Service) grepView(ctx context.Context, agent, id string) (*meta.View, *meta.Workspace, error) {
-	view, err := s.readView(ctx, agent)
+func (s *Reads) grepView(ctx context.Context, agent, id string) (*meta.View, *meta.Workspace, error) {
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, nil, AsError(err)
 	}
@@ -330,7 +268,7 @@ func (s *Service) grepView(ctx context.Context, agent, id string) (*meta.View, *
 // for other arguments), NotFound (no such workbench, directory or file; an empty section
 // is simply empty), ReadFenceChanged (retryable: the workbench changed since the cursor's
 // first page, or a file was replaced while this call read it).
-func (s *Service) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
+func (s *Reads) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return GrepResult{}, err
 	}
@@ -351,7 +289,7 @@ func (s *Service) Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
 		return GrepResult{}, werr
 	}
 	args := grepArgs(m, req.Recursive, req.Glob)
-	release, aerr := s.admitBytes(ctx, grepQueryBytes, -1) // its own limits bound a call
+	release, aerr := s.base.admitBytes(ctx, grepQueryBytes, -1) // its own limits bound a call
 	if aerr != nil {
 		return GrepResult{}, aerr
 	}
@@ -362,7 +300,7 @@ func (s *Service) Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
 	}
 	var start *grepPos
 	if req.Cursor != "" {
-		cur, cerr := s.cursors.decode(ctx, req.Cursor, "grep", req.Agent, req.Workbench, req.Path)
+		cur, cerr := s.base.cursors.decode(ctx, req.Cursor, "grep", req.Agent, req.Workbench, req.Path)
 		if cerr != nil {
 			return GrepResult{}, cerr
 		}
@@ -390,7 +328,7 @@ func (s *Service) Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
 		}
 		targetIsFile = st.Kind == meta.KindFile
 	}
-	g := &grepRun{s: s, ctx: ctx, agent: req.Agent, id: req.Workbench, view: view, ws: ws, m: m,
+	g := &grepRun{s: s.base, ctx: ctx, agent: req.Agent, id: req.Workbench, view: view, ws: ws, m: m,
 		glob: req.Glob, recursive: req.Recursive, limit: req.Limit,
 		br: bufio.NewReaderSize(nil, grepReadBufferBytes)}
 	if err := g.run(req.Path, targetIsFile, start); err != nil {
@@ -400,11 +338,11 @@ func (s *Service) Grep(ctx context.Context, req GrepRequest) (GrepResult, error)
 	for _, h := range g.out {
 		sec, rel := splitSection(h.path)
 		out.Matches = append(out.Matches, GrepMatch{Path: h.path, Section: sec, RelativePath: rel,
-			Presentation: s.WorkbenchPath(req.Agent, req.Workbench) + "/" + h.path, LineNumber: h.line, Snippet: h.snippet})
+			Presentation: s.base.WorkbenchPath(req.Agent, req.Workbench) + "/" + h.path, LineNumber: h.line, Snippet: h.snippet})
 	}
 	if g.stop != nil {
 		out.Truncated = true
-		out.NextCursor = s.cursors.encode(ctx, cursor{Kind: "grep", Agent: req.Agent, Workbench: req.Workbench,
+		out.NextCursor = s.base.cursors.encode(ctx, cursor{Kind: "grep", Agent: req.Agent, Workbench: req.Workbench,
 			Incarnation: ws.Incarnation, Path: req.Path, Args: args, Fence: ws.Revision,
 			After: g.stop.encodeAfter(), Offset: g.stop.Off})
 	}
@@ -489,7 +427,7 @@ type grepHit struct {
 
 // grepRun is the state of one call.
 type grepRun struct {
-	s         *Service
+	s         *base
 	ctx       context.Context
 	agent, id string
 	view      *meta.View

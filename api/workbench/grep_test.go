@@ -23,7 +23,7 @@ func grepService(t *testing.T) *workbench.Service {
 // grepPut writes a whole file (an upsert) in workbench "w" of agent "a".
 func grepPut(t testing.TB, svc *workbench.Service, path, body string) {
 	t.Helper()
-	if _, err := svc.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+	if _, err := svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
 		Body: strings.NewReader(body), CreateWorkbench: true}); err != nil {
 		t.Fatalf("write %s: %v", path, err)
 	}
@@ -52,7 +52,7 @@ func grepCall(t *testing.T, svc *workbench.Service, in workbench.GrepInput) (gre
 	if in.ID == "" {
 		in.ID = "w"
 	}
-	r, err := svc.ToolGrep(t.Context(), "a", in)
+	r, err := svc.Tools.Grep(t.Context(), "a", in)
 	if err != nil {
 		return grepPage{}, err
 	}
@@ -432,7 +432,7 @@ func TestGrepCursors(t *testing.T) {
 	for i := range 6 {
 		grepPut(t, svc, fmt.Sprintf("input/f%d.txt", i), "match\nmatch\n")
 	}
-	if _, err := svc.CreateWorkbench(t.Context(), "a", "w2", ""); err != nil {
+	if _, err := svc.Lifecycle.CreateWorkbench(t.Context(), "a", "w2", ""); err != nil {
 		t.Fatal(err)
 	}
 	base := workbench.GrepInput{Pattern: "match", Recursive: true, Section: grepRef("input"), Limit: grepRef(3)}
@@ -469,7 +469,7 @@ func TestGrepCursors(t *testing.T) {
 		})
 	}
 	t.Run("a list cursor is not a grep cursor", func(t *testing.T) {
-		lr, err := svc.List(t.Context(), workbench.ListRequest{Agent: "a", Workbench: "w", Path: "input", Limit: 1})
+		lr, err := svc.Reads.List(t.Context(), workbench.ListRequest{Agent: "a", Workbench: "w", Path: "input", Limit: 1})
 		if err != nil || lr.NextCursor == "" {
 			t.Fatalf("list: %+v %v", lr, err)
 		}
@@ -498,7 +498,7 @@ func TestGrepCursors(t *testing.T) {
 	t.Run("deleting files between pages is ReadFenceChanged", func(t *testing.T) {
 		p := mustGrep(t, svc, base)
 		for i := range 6 {
-			if _, err := svc.Delete(t.Context(), "a", "w", fmt.Sprintf("input/f%d.txt", i), 0, ""); err != nil {
+			if _, err := svc.Writes.Delete(t.Context(), "a", "w", fmt.Sprintf("input/f%d.txt", i), 0, ""); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -61,7 +61,7 @@ type HistoryResult struct {
 // or the path has no retained version, NotArtifact for a directory, InvalidArguments for
 // a bad path, limit or cursor, ResourceExhausted (retryable) when the budget stayed taken
 // for the queue timeout.
-func (s *Service) History(ctx context.Context, req HistoryRequest) (HistoryResult, error) {
+func (s *Review) History(ctx context.Context, req HistoryRequest) (HistoryResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return HistoryResult{}, err
 	}
@@ -80,11 +80,11 @@ func (s *Service) History(ctx context.Context, req HistoryRequest) (HistoryResul
 	var cur cursor
 	if req.Cursor != "" {
 		var cerr *Error
-		if cur, cerr = s.cursors.decode(ctx, req.Cursor, "history", req.Agent, req.Workbench, req.Path); cerr != nil {
+		if cur, cerr = s.base.cursors.decode(ctx, req.Cursor, "history", req.Agent, req.Workbench, req.Path); cerr != nil {
 			return HistoryResult{}, cerr
 		}
 	}
-	view, err := s.readView(ctx, req.Agent)
+	view, err := s.base.readView(ctx, req.Agent)
 	if err != nil {
 		return HistoryResult{}, AsError(err)
 	}
@@ -101,8 +101,8 @@ func (s *Service) History(ctx context.Context, req HistoryRequest) (HistoryResul
 		return HistoryResult{}, AsError(err)
 	}
 	// The answer's memory (pages.go), before it is built.
-	rows, more, cost := fitPage(rows, more, s.listingPageMaxBytes(), historyRowAnswerBytes)
-	release, aerr := s.admit(ctx, cost+historyPageBytes(req.Path), "the history", -1)
+	rows, more, cost := fitPage(rows, more, s.base.listingPageMaxBytes(), historyRowAnswerBytes)
+	release, aerr := s.base.admit(ctx, cost+historyPageBytes(req.Path), "the history", -1)
 	if aerr != nil {
 		return HistoryResult{}, aerr
 	}
@@ -113,7 +113,7 @@ func (s *Service) History(ctx context.Context, req HistoryRequest) (HistoryResul
 	}
 	if more {
 		last := rows[len(rows)-1].Version
-		out.NextCursor = s.cursors.encode(ctx, cursor{Kind: "history", Agent: req.Agent, Workbench: req.Workbench,
+		out.NextCursor = s.base.cursors.encode(ctx, cursor{Kind: "history", Agent: req.Agent, Workbench: req.Workbench,
 			Incarnation: ws.Incarnation, Path: req.Path, Offset: int64(last)})
 		out.Truncated = true
 	}
@@ -128,93 +128,6 @@ func historyVersion(r meta.FileVersion) HistoryVersion {
 	return v
 }
 
-// HistoryResultJSON renders a page of History for the surfaces (REST, MCP cairn_history):
-// versions newest first, each {generation, ordinal, tombstone, size_bytes, digest_uri,
-// content_type, at (RFC 3339 UTC, milliseconds), at_unix_ms, producer, proposal}
-// (digest_uri, content_type and size_bytes null for a tombstone; producer null when
-// unknown; proposal the id of the accepted proposal that published it, else null).
-func (s *Service) HistoryResultJSON(agent, id string, r HistoryResult) Result {
-	items := make([]map[string]any, 0, len(r.Versions))
-	for _, v := range r.Versions {
-		item := map[string]any{"generation": v.Generation, "ordinal": v.Ordinal, "tombstone": v.Tombstone,
-			"size_bytes": nil, "digest_uri": nil, "content_type": nil,
-			"at": time.UnixMilli(v.AtMs).UTC().Format("2006-01-02T15:04:05.000Z"), "at_unix_ms": v.AtMs, "producer": nil, "proposal": nil}
-		if !v.Tombstone {
-			item["size_bytes"], item["digest_uri"], item["content_type"] = v.Size, DigestURI(v.Digest), v.ContentType
-		}
-		if v.Proposal != "" {
-			item["proposal"] = v.Proposal
-		}
-		if !v.Producer.IsZero() {
-			item["producer"] = map[string]any{"principal": v.Producer.Principal, "surface": v.Producer.Surface}
-		}
-		items = append(items, item)
-	}
-	sec, rel := splitSection(r.Path)
-	var next any
-	if r.NextCursor != "" {
-		next = r.NextCursor
-	}
-	var section any
-	if sec != "" {
-		section = sec
-	}
-	return Result{"status": "success", "workbench_id": id, "section": section, "relative_path": rel,
-		"path": s.WorkbenchPath(agent, id) + "/" + r.Path, "versions": items, "next_cursor": next, "truncated": r.Truncated}
-}
-
-// OpenGeneration opens the retained version of path whose generation is gen, at live
-// state (linearizable): a superseded body that history retention or a hold keeps, or the
-// live one. NotFound naming field "generation" when no retained body has that generation
-// (pruned, never one, or a delete's); NotFound for a missing workbench; InvalidArguments
-// for a bad path or generation 0.
-func (s *Service) OpenGeneration(ctx context.Context, agent, id, path string, gen uint64) (*File, error) {
-	_, _, fv, err := s.atGeneration(ctx, agent, id, path, gen)
-	if err != nil {
-		return nil, err
-	}
-	return &File{Info: s.fileInfo(agent, id, path, fv.Entry), s: s, agent: agent, entry: fv.Entry}, nil
-}
-
-// StatGeneration is Stat of the retained version of path whose generation is gen (errors
-// as OpenGeneration).
-func (s *Service) StatGeneration(ctx context.Context, agent, id, path string, gen uint64) (StatResult, error) {
-	view, ws, fv, err := s.atGeneration(ctx, agent, id, path, gen)
-	if err != nil {
-		return StatResult{}, err
-	}
-	return StatResult{Kind: "file", File: s.fileInfo(agent, id, path, fv.Entry), Path: path,
-		SealedBy: sealedBy(view, ws, path, fv.Entry), Producer: fv.Entry.Producer}, nil
-}
-
-func (s *Service) atGeneration(ctx context.Context, agent, id, path string, gen uint64) (*meta.View, *meta.Workspace, meta.FileVersion, error) {
-	if err := validateTarget(agent, id, path); err != nil {
-		return nil, nil, meta.FileVersion{}, err
-	}
-	if err := mayRead(ctx, agent); err != nil {
-		return nil, nil, meta.FileVersion{}, err
-	}
-	if path == "" {
-		return nil, nil, meta.FileVersion{}, invalidArgument("path", "must not be empty")
-	}
-	if gen == 0 {
-		return nil, nil, meta.FileVersion{}, invalidArgument("generation", "must be a generation (an integer ≥ 1)")
-	}
-	view, err := s.readView(ctx, agent)
-	if err != nil {
-		return nil, nil, meta.FileVersion{}, AsError(err)
-	}
-	ws, err := view.Workspace(agent, id)
-	if err != nil {
-		return nil, nil, meta.FileVersion{}, AsError(err)
-	}
-	fv, err := view.FileAt(ws, path, gen)
-	if err != nil {
-		return nil, nil, meta.FileVersion{}, AsError(err)
-	}
-	return view, ws, fv, nil
-}
-
 // HistoryInput is the cairn profile's cairn_history input.
 type HistoryInput struct {
 	ID      string  `json:"id"`
@@ -222,23 +135,6 @@ type HistoryInput struct {
 	Path    string  `json:"path"`
 	Cursor  *string `json:"cursor"`
 	Limit   *int    `json:"limit"`
-}
-
-// ToolHistory implements cairn_history: one page of a file's retained versions, newest
-// first (History, rendered by HistoryResultJSON).
-func (s *Service) ToolHistory(ctx context.Context, agent string, in HistoryInput) (Result, error) {
-	if in.Section == "" {
-		return nil, invalidArgument("section", "is required")
-	}
-	full, werr := toolTarget(in.Section, in.Path)
-	if werr != nil {
-		return nil, werr
-	}
-	res, err := s.History(ctx, HistoryRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: deref(in.Limit)})
-	if err != nil {
-		return nil, err
-	}
-	return s.HistoryResultJSON(agent, in.ID, res), nil
 }
 
 // ReadAtInput is the cairn profile's cairn_read_at input: workbench_read's arguments with
@@ -254,71 +150,12 @@ type ReadAtInput struct {
 	Limit      *int    `json:"limit"`
 }
 
-// ToolReadAt implements cairn_read_at: workbench_read of the retained version of a file
-// with the given generation (cairn_history lists them), with workbench_read's result;
-// its cursors stay on that version. NotFound naming generation when no retained body has
-// it.
-func (s *Service) ToolReadAt(ctx context.Context, agent string, in ReadAtInput) (Result, error) {
-	if in.Generation == 0 {
-		return nil, invalidArgument("generation", "must be a generation (an integer ≥ 1)")
-	}
-	return s.toolRead(ctx, agent, ReadInput{ID: in.ID, Section: in.Section, Path: in.Path, Format: in.Format,
-		Offset: in.Offset, Cursor: in.Cursor, Limit: in.Limit}, in.Generation)
-}
-
 // RootRetention is the history retention that applies to an agent root.
 type RootRetention struct {
 	Agent     string
 	Retention meta.Retention
 	// Default says the root follows the node default (it has no policy of its own).
 	Default bool
-}
-
-// Retention returns the history retention of agent's root (the node default for a root
-// without its own policy, or one that does not exist).
-func (s *Service) Retention(ctx context.Context, agent string) (RootRetention, error) {
-	if err := meta.ValidateName("agent", agent); err != nil {
-		return RootRetention{}, AsError(err)
-	}
-	if err := mayRead(ctx, agent); err != nil {
-		return RootRetention{}, err
-	}
-	if err := s.mayRootWide(ctx, agent, "its retention"); err != nil {
-		return RootRetention{}, err
-	}
-	// The shard's own view, not readView's: for a root that does not exist yet that would
-	// be the empty state, which knows the built-in default, not this node's settings.
-	c, err := s.cores.For(ctx, agent)
-	if err != nil {
-		return RootRetention{}, AsError(err)
-	}
-	view, err := c.ReadView(ctx)
-	if err != nil {
-		return RootRetention{}, AsError(err)
-	}
-	if hidden(ctx, agent) {
-		view = view.Only(agent) // a hidden root answers as a missing one: the node default
-	}
-	r, own := view.Retention(agent)
-	return RootRetention{Agent: agent, Retention: r, Default: !own}, nil
-}
-
-// SetRetention sets the history retention of agent's root (creating the root when it does
-// not exist); the zero Retention returns the root to the node default (meta.SetRetention).
-// InvalidArguments naming versions, age or max_versions for a policy out of bounds. An
-// admin's operation: the surfaces offer it only on the admin listener.
-func (s *Service) SetRetention(ctx context.Context, agent string, r meta.Retention) (RootRetention, error) {
-	if err := meta.ValidateName("agent", agent); err != nil {
-		return RootRetention{}, AsError(err)
-	}
-	if err := s.mayRootWide(ctx, agent, "setting its retention"); err != nil {
-		return RootRetention{}, err
-	}
-	res, werr := s.propose(ctx, meta.Header{}, meta.SetRetention{Agent: agent, Retention: r})
-	if werr != nil {
-		return RootRetention{}, werr
-	}
-	return RootRetention{Agent: agent, Retention: *res.Retention, Default: res.RetentionDefault}, nil
 }
 
 // RetentionResult renders a root's history retention for the surfaces: versions, age (a

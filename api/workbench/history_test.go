@@ -29,7 +29,7 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 	bodies := map[uint64]string{}
 	var gens []uint64
 	write := func(body string) {
-		res, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt",
+		res, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt",
 			Body: strings.NewReader(body), CreateWorkbench: true})
 		if err != nil {
 			t.Fatal(err)
@@ -39,7 +39,7 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 	}
 	write("one")
 	write("two")
-	del, err := svc.Delete(ctx, "a", "w", "outputs/r.txt", 0, "")
+	del, err := svc.Writes.Delete(ctx, "a", "w", "outputs/r.txt", 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 	var got []workbench.HistoryVersion
 	cursor := ""
 	for pages := 0; ; pages++ {
-		page, err := svc.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Limit: 1, Cursor: cursor})
+		page, err := svc.Review.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Limit: 1, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 		if v.Tombstone {
 			continue
 		}
-		f, err := svc.OpenGeneration(ctx, "a", "w", "outputs/r.txt", v.Generation)
+		f, err := svc.Reads.OpenGeneration(ctx, "a", "w", "outputs/r.txt", v.Generation)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,17 +81,17 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 		if err != nil || string(b) != bodies[v.Generation] || f.Info.Generation != v.Generation || f.Info.Digest != v.Digest {
 			t.Fatalf("generation %d reads %q %v, want %q", v.Generation, b, err, bodies[v.Generation])
 		}
-		st, err := svc.StatGeneration(ctx, "a", "w", "outputs/r.txt", v.Generation)
+		st, err := svc.Reads.StatGeneration(ctx, "a", "w", "outputs/r.txt", v.Generation)
 		if err != nil || st.File.Generation != v.Generation || st.File.Size != int64(len(bodies[v.Generation])) {
 			t.Fatalf("stat at %d: %+v %v", v.Generation, st, err)
 		}
 	}
-	_, err = svc.OpenGeneration(ctx, "a", "w", "outputs/r.txt", del)
+	_, err = svc.Reads.OpenGeneration(ctx, "a", "w", "outputs/r.txt", del)
 	wantGenerationNotFound(t, "a delete's generation", err)
-	_, err = svc.OpenGeneration(ctx, "a", "w", "outputs/r.txt", gens[len(gens)-1]+100)
+	_, err = svc.Reads.OpenGeneration(ctx, "a", "w", "outputs/r.txt", gens[len(gens)-1]+100)
 	wantGenerationNotFound(t, "an unknown generation", err)
 
-	first, err := svc.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Limit: 1})
+	first, err := svc.Review.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 		{"a forged cursor", workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Cursor: first.NextCursor + "x"}},
 		{"a limit beyond the bound", workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt", Limit: workbench.MaxHistoryLimit + 1}},
 	} {
-		_, err := svc.History(ctx, tt.req)
+		_, err := svc.Review.History(ctx, tt.req)
 		var e *workbench.Error
 		if !errors.As(err, &e) || e.Code != workbench.CodeInvalidArguments {
 			t.Fatalf("%s: %v, want InvalidArguments", tt.name, err)
@@ -118,10 +118,10 @@ func TestHistoryPagesNewestFirstAndReadsEveryRetainedGeneration(t *testing.T) {
 func TestAVersionRetentionReleasesIsCollectedAndARetainedOneIsNot(t *testing.T) {
 	n := newGCNode(t)
 	// The node's default (this node prunes at once) applies to a root that does not exist.
-	if r, err := n.svc.Retention(t.Context(), "a"); err != nil || !r.Default || r.Retention.Versions != 1 {
+	if r, err := n.svc.Lifecycle.Retention(t.Context(), "a"); err != nil || !r.Default || r.Retention.Versions != 1 {
 		t.Fatalf("retention of a root that does not exist: %+v %v", r, err)
 	}
-	if _, err := n.svc.SetRetention(t.Context(), "a", meta.Retention{Versions: 2}); err != nil {
+	if _, err := n.svc.Lifecycle.SetRetention(t.Context(), "a", meta.Retention{Versions: 2}); err != nil {
 		t.Fatal(err)
 	}
 	g1 := n.write(t, "f", "first body").Generation
@@ -134,9 +134,9 @@ func TestAVersionRetentionReleasesIsCollectedAndARetainedOneIsNot(t *testing.T) 
 	if !n.stored(t, "second body") {
 		t.Fatal("the retained body was collected")
 	}
-	_, err := n.svc.OpenGeneration(t.Context(), "a", "w", "f", g1)
+	_, err := n.svc.Reads.OpenGeneration(t.Context(), "a", "w", "f", g1)
 	wantGenerationNotFound(t, "the released generation", err)
-	f, err := n.svc.OpenGeneration(t.Context(), "a", "w", "f", g2)
+	f, err := n.svc.Reads.OpenGeneration(t.Context(), "a", "w", "f", g2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,24 +150,24 @@ func TestAVersionRetentionReleasesIsCollectedAndARetainedOneIsNot(t *testing.T) 
 func TestHistoryNamesTheProposalThatPublishedAVersion(t *testing.T) {
 	svc, _ := newService(t, 0)
 	ctx := t.Context()
-	if _, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/doc.md",
+	if _, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/doc.md",
 		Body: strings.NewReader("v1"), CreateWorkbench: true}); err != nil {
 		t.Fatal(err)
 	}
 	text := "v2"
-	p, err := svc.Propose(ctx, "a", workbench.ProposeInput{ID: "w", Path: "outputs/doc.md", Text: &text, RequestID: "r1"})
+	p, err := svc.Review.Propose(ctx, "a", workbench.ProposeInput{ID: "w", Path: "outputs/doc.md", Text: &text, RequestID: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := p["proposal_id"].(string)
-	if _, err := svc.Decide(ctx, "a", workbench.DecideInput{ID: "w", ProposalID: id, Disposition: "accept", SubmissionID: "s1"}); err != nil {
+	if _, err := svc.Review.Decide(ctx, "a", workbench.DecideInput{ID: "w", ProposalID: id, Disposition: "accept", SubmissionID: "s1"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := svc.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/doc.md"})
+	res, err := svc.Review.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/doc.md"})
 	if err != nil || len(res.Versions) != 2 || res.Versions[0].Proposal != id || res.Versions[1].Proposal != "" {
 		t.Fatalf("history %+v %v, want the newest version made by proposal %s", res.Versions, err, id)
 	}
-	rows := svc.HistoryResultJSON("a", "w", res)["versions"].([]map[string]any)
+	rows := svc.Tools.HistoryResultJSON("a", "w", res)["versions"].([]map[string]any)
 	if rows[0]["proposal"] != id || rows[1]["proposal"] != nil {
 		t.Fatalf("rendered rows %v", rows)
 	}

@@ -48,7 +48,7 @@ func stamp(body []byte, iter uint64) {
 }
 
 // BenchmarkIngest measures a PUT of a new, incompressible body through the write path
-// (Service.Write: split, hash, encode, upload, publish) into each blob store, its size
+// (Writes.Write: split, hash, encode, upload, publish) into each blob store, its size
 // known as REST knows it from Content-Length. Compare
 // ns/op and allocs across commits in one run; MB/s is of the body.
 func BenchmarkIngest(b *testing.B) {
@@ -65,7 +65,7 @@ func BenchmarkIngest(b *testing.B) {
 					for b.Loop() {
 						iter++
 						stamp(body, iter)
-						if _, err := n.Service.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
+						if _, err := n.Service.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
 							Path: "outputs/in.bin", Body: bytes.NewReader(body), SizeHint: int64(size), CreateWorkbench: true}); err != nil {
 							b.Fatal(err)
 						}
@@ -92,7 +92,7 @@ func BenchmarkIngestChunkFormat(b *testing.B) {
 			for b.Loop() {
 				iter++
 				stamp(body, iter)
-				if _, err := n.Service.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
+				if _, err := n.Service.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
 					Path: "outputs/in.bin", Body: bytes.NewReader(body), SizeHint: size, CreateWorkbench: true}); err != nil {
 					b.Fatal(err)
 				}
@@ -111,7 +111,7 @@ func BenchmarkGet(b *testing.B) {
 				body := make([]byte, size)
 				rand.NewChaCha8([32]byte{9}).Read(body)
 				path := fmt.Sprintf("outputs/get-%d.bin", size)
-				if _, err := n.Service.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
+				if _, err := n.Service.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w",
 					Path: path, Body: bytes.NewReader(body), CreateWorkbench: true}); err != nil {
 					b.Fatal(err)
 				}
@@ -119,7 +119,7 @@ func BenchmarkGet(b *testing.B) {
 					b.SetBytes(int64(size))
 					b.ReportAllocs()
 					for b.Loop() {
-						f, err := n.Service.Open(context.Background(), "a", "w", path)
+						f, err := n.Service.Reads.Open(context.Background(), "a", "w", path)
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -96,7 +96,7 @@ func TestIngestKeysSegmentsByTheirDigest(t *testing.T) {
 			t.Run(tc.name+", "+hint.name, func(t *testing.T) {
 				files++
 				path := fmt.Sprintf("outputs/f%d", files)
-				res, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+				res, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
 					Body: bytes.NewReader(tc.first), SizeHint: hint.of(tc.first), CreateWorkbench: true})
 				if err != nil {
 					t.Fatal(err)
@@ -114,7 +114,7 @@ func TestIngestKeysSegmentsByTheirDigest(t *testing.T) {
 				if tc.added == nil {
 					return
 				}
-				ar, err := svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: path,
+				ar, err := svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: path,
 					Body: bytes.NewReader(tc.added), SizeHint: hint.of(tc.added)})
 				if err != nil {
 					t.Fatal(err)

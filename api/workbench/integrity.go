@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -77,7 +78,7 @@ func noop() {}
 
 // readWeight is what holding n bytes of an object-store segment takes from the node's read
 // budget (Config.MaxReadBufferBytes): n, at most the whole budget.
-func (s *Service) readWeight(n int64) int64 { return max(1, min(n, s.cfg.MaxReadBufferBytes)) }
+func (s *base) readWeight(n int64) int64 { return max(1, min(n, s.cfg.MaxReadBufferBytes)) }
 
 // loadSegment returns bytes [from, from+n) of sg, verified. For an object-store segment
 // they live in a pooled buffer counted against the node's read budget, waiting (until ctx
@@ -85,7 +86,7 @@ func (s *Service) readWeight(n int64) int64 { return max(1, min(n, s.cfg.MaxRead
 // (read-only). The caller calls done once it no longer uses data (done is never nil). A
 // segment that fails verification is answered with DataCorrupted (counted and logged,
 // corrupted); other failures with the *Error of AsError.
-func (s *Service) loadSegment(ctx context.Context, agent string, sg meta.Segment, from, n int64) (data []byte, done func(), werr *Error) {
+func (s *base) loadSegment(ctx context.Context, agent string, sg meta.Segment, from, n int64) (data []byte, done func(), werr *Error) {
 	if from < 0 || n < 0 || from+n > sg.Size {
 		return nil, nil, AsError(fmt.Errorf("range [%d, +%d) outside a segment of %d bytes: %w", from, n, sg.Size, blob.ErrRange))
 	}
@@ -104,7 +105,7 @@ func (s *Service) loadSegment(ctx context.Context, agent string, sg meta.Segment
 
 // loadHeld is loadSegment for an object-store segment whose w bytes of read budget the
 // caller took already: done (or a failure) gives them back.
-func (s *Service) loadHeld(ctx context.Context, agent string, sg meta.Segment, from, n, w int64) (data []byte, done func(), werr *Error) {
+func (s *base) loadHeld(ctx context.Context, agent string, sg meta.Segment, from, n, w int64) (data []byte, done func(), werr *Error) {
 	fail := func(e *Error) ([]byte, func(), *Error) {
 		s.readBudget.Release(w)
 		return nil, nil, e
@@ -144,7 +145,7 @@ func (s *Service) loadHeld(ctx context.Context, agent string, sg meta.Segment, f
 // cachedFile opens sg's verified file in the segment cache (Config.SegmentCache); nil
 // when there is no cache, sg is inline, or the cache does not hold it (a miss is left to
 // loadSegment, which counts it).
-func (s *Service) cachedFile(ctx context.Context, agent string, sg meta.Segment) *cache.File {
+func (s *base) cachedFile(ctx context.Context, agent string, sg meta.Segment) *cache.File {
 	key, ok := s.cacheKey(ctx, agent, sg)
 	if !ok {
 		return nil
@@ -154,13 +155,13 @@ func (s *Service) cachedFile(ctx context.Context, agent string, sg meta.Segment)
 }
 
 // isCached reports whether sg is in the segment cache (without opening it).
-func (s *Service) isCached(ctx context.Context, agent string, sg meta.Segment) bool {
+func (s *base) isCached(ctx context.Context, agent string, sg meta.Segment) bool {
 	_, ok := s.cacheKey(ctx, agent, sg)
 	return ok
 }
 
 // cacheKey is sg's blob key when the segment cache holds it.
-func (s *Service) cacheKey(ctx context.Context, agent string, sg meta.Segment) (blob.Key, bool) {
+func (s *base) cacheKey(ctx context.Context, agent string, sg meta.Segment) (blob.Key, bool) {
 	if s.cfg.SegmentCache == nil || sg.IsInline() {
 		return blob.Key{}, false
 	}
@@ -184,7 +185,7 @@ func verifyInline(sg meta.Segment) error {
 }
 
 // segmentError maps a failure to read an object-store segment.
-func (s *Service) segmentError(agent string, sg meta.Segment, err error) *Error {
+func (s *base) segmentError(agent string, sg meta.Segment, err error) *Error {
 	if errors.Is(err, blob.ErrCorrupt) {
 		return s.corrupted(agent, sg.Digest, corruptObjectStore, err)
 	}
@@ -193,7 +194,7 @@ func (s *Service) segmentError(agent string, sg meta.Segment, err error) *Error 
 
 // corrupted counts (cairn_blob_corrupt_total{source}), logs, and answers damaged stored
 // bytes: a DataCorrupted error naming the segment's digest.
-func (s *Service) corrupted(agent string, digest meta.Digest, source string, cause error) *Error {
+func (s *base) corrupted(agent string, digest meta.Digest, source string, cause error) *Error {
 	if c := s.corrupt.Load(); c != nil {
 		c.WithLabelValues(source).Inc()
 	}
@@ -202,11 +203,11 @@ func (s *Service) corrupted(agent string, digest meta.Digest, source string, cau
 	return dataCorrupted(&digest)
 }
 
-// InstrumentIntegrity registers cairn_blob_corrupt_total{source="object_store"|"inline"}
+// instrumentCorrupt registers cairn_blob_corrupt_total{source="object_store"|"inline"}
 // on reg: the reads that found stored bytes failing verification against their digest
 // (each was answered DataCorrupted and logged with the digest). Services registering on
 // one registry share the counter.
-func (s *Service) InstrumentIntegrity(reg prometheus.Registerer) error {
+func instrumentCorrupt(reg prometheus.Registerer, corrupt *atomic.Pointer[prometheus.CounterVec]) error {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "blob", Name: "corrupt_total",
 		Help: "Segment reads whose stored bytes failed verification against their digest (answered DataCorrupted), by where the bytes were stored (object_store, inline)."},
 		[]string{"source"})
@@ -222,6 +223,6 @@ func (s *Service) InstrumentIntegrity(reg prometheus.Registerer) error {
 		}
 		c = existing
 	}
-	s.corrupt.Store(c)
+	corrupt.Store(c)
 	return nil
 }

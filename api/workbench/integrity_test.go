@@ -20,7 +20,7 @@ import (
 // readRange reads [off, off+n) of path and returns the bytes and the first error.
 func readRange(t *testing.T, svc *workbench.Service, path string, off, n int64) ([]byte, error) {
 	t.Helper()
-	f, err := svc.Open(t.Context(), "a", "w", path)
+	f, err := svc.Reads.Open(t.Context(), "a", "w", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +50,13 @@ func TestRangesOfADamagedSegmentAreDataCorrupted(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 0})
 	svc := n.Service
 	reg := prometheus.NewRegistry()
-	if err := svc.InstrumentIntegrity(reg); err != nil {
+	if err := svc.Instrument(reg); err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
 	second := strings.Repeat("efghijklmnop", 100)
 	for _, part := range []string{"abcd", second} {
-		if _, err := svc.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/two", Body: strings.NewReader(part), CreateWorkbench: true}); err != nil {
+		if _, err := svc.Writes.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/two", Body: strings.NewReader(part), CreateWorkbench: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,7 +136,7 @@ func TestDamagedInlineSegmentIsDataCorrupted(t *testing.T) {
 		got, err := readRange(t, n.Service, "input/hello.txt", c.off, c.n)
 		wantCorrupted(t, c.what, got, err, d)
 	}
-	f, err := n.Service.Open(t.Context(), "a", "w", "input/hello.txt")
+	f, err := n.Service.Reads.Open(t.Context(), "a", "w", "input/hello.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

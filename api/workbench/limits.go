@@ -89,7 +89,7 @@ func newPrincipalLimits(cfg PrincipalLimits, now func() time.Time) *principalLim
 // details.retry_after_ms (REST: 429 with Retry-After); a refused request takes no token.
 // The surfaces call it once per request, before they do anything else.
 func (s *Service) AllowRequest(ctx context.Context) error {
-	l := s.limits
+	l := s.base.limits
 	id := PrincipalID(ctx)
 	if l.cfg.RequestsPerSecond == 0 || id == "" {
 		return nil
@@ -130,7 +130,7 @@ func (l *principalLimits) dropRefilled(now time.Time) {
 // admitPrincipal takes one of ctx's principal's shares of the memory budget; release gives
 // it back. Past MaxConcurrentAdmissions the answer is a retryable ResourceExhausted
 // naming the limit.
-func (s *Service) admitPrincipal(ctx context.Context) (release func(), err *Error) {
+func (s *base) admitPrincipal(ctx context.Context) (release func(), err *Error) {
 	l := s.limits
 	id := PrincipalID(ctx)
 	if l.cfg.MaxConcurrentAdmissions == 0 || id == "" {
@@ -156,7 +156,7 @@ func (s *Service) admitPrincipal(ctx context.Context) (release func(), err *Erro
 
 // admitUpload takes one of ctx's principal's upload slots; release gives it back. Past
 // MaxConcurrentUploads the answer is a retryable ResourceExhausted naming the limit.
-func (s *Service) admitUpload(ctx context.Context) (release func(), err *Error) {
+func (s *base) admitUpload(ctx context.Context) (release func(), err *Error) {
 	l := s.limits
 	id := PrincipalID(ctx)
 	if l.cfg.MaxConcurrentUploads == 0 || id == "" {

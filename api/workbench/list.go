@@ -56,7 +56,7 @@ type ListResult struct {
 // (sections always exist), InvalidArguments for a bad or foreign cursor, ReadFenceChanged
 // (retryable) when the workbench changed since the cursor's first page,
 // ResourceExhausted (retryable) when the budget stayed taken for the queue timeout.
-func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error) {
+func (s *Reads) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return ListResult{}, err
 	}
@@ -73,7 +73,7 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 	at := req.At
 	if req.Cursor != "" {
 		var cerr *Error
-		if cur, cerr = s.cursors.decode(ctx, req.Cursor, "list", req.Agent, req.Workbench, req.Path); cerr != nil {
+		if cur, cerr = s.base.cursors.decode(ctx, req.Cursor, "list", req.Agent, req.Workbench, req.Path); cerr != nil {
 			return ListResult{}, cerr
 		}
 		if cur.Args != snapshotArgs(req.At, cur.Snapshot) {
@@ -83,7 +83,7 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 			at = AtSnapshotID(cur.Snapshot) // a snapshot cursor stays on the snapshot it started on
 		}
 	}
-	view, ws, snap, err := s.resolve(ctx, req.Agent, req.Workbench, at)
+	view, ws, snap, err := s.base.resolve(ctx, req.Agent, req.Workbench, at)
 	if err != nil {
 		return ListResult{}, err
 	}
@@ -124,8 +124,8 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 	}
 	// The answer's memory (pages.go), before it is built: a page whose estimate would pass
 	// a page's share of the budget is cut, with a next_cursor.
-	ents, more, cost := fitPage(ents, more, s.listingPageMaxBytes(), func(e meta.DirEntry) int64 { return listEntryAnswerBytes(req.Path, e) })
-	release, aerr := s.admit(ctx, cost, "the listing", -1)
+	ents, more, cost := fitPage(ents, more, s.base.listingPageMaxBytes(), func(e meta.DirEntry) int64 { return listEntryAnswerBytes(req.Path, e) })
+	release, aerr := s.base.admit(ctx, cost, "the listing", -1)
 	if aerr != nil {
 		return ListResult{}, aerr
 	}
@@ -141,14 +141,14 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 	}
 	if more && len(ents) > 0 {
 		out.Truncated = true
-		out.NextCursor = s.cursors.encode(ctx, cursor{Kind: "list", Agent: req.Agent, Workbench: req.Workbench,
+		out.NextCursor = s.base.cursors.encode(ctx, cursor{Kind: "list", Agent: req.Agent, Workbench: req.Workbench,
 			Incarnation: ws.Incarnation, Path: req.Path, Args: snapshotArgs(req.At, snapID), Snapshot: snapID, Fence: fence, After: ents[len(ents)-1].Name})
 	}
 	return out, nil
 }
 
 // listTop merges the five always-present sections into the real top-level children.
-func (s *Service) listTop(view *meta.View, ws *meta.Workspace, after string, limit int) ([]meta.DirEntry, bool) {
+func (s *Reads) listTop(view *meta.View, ws *meta.Workspace, after string, limit int) ([]meta.DirEntry, bool) {
 	real, more, _ := view.List(ws, "", after, limit)
 	byName := map[string]meta.DirEntry{}
 	for _, e := range real {

@@ -16,24 +16,24 @@ import (
 // snapshot (nil for live state). The caller may then read paths, versions and snapshots
 // from the view. Errors: NotFound (a missing workbench, or a root the caller may not
 // use), SnapshotNotFound, SnapshotExpired, InvalidArguments for bad ids.
-func (s *Service) ViewAt(ctx context.Context, agent, id string, at At) (*meta.View, *meta.Workspace, *meta.WorkbenchSnapshot, error) {
+func (s *Reads) ViewAt(ctx context.Context, agent, id string, at At) (*meta.View, *meta.Workspace, *meta.WorkbenchSnapshot, error) {
 	if err := validateTarget(agent, id, ""); err != nil {
 		return nil, nil, nil, err
 	}
 	if err := mayRead(ctx, agent); err != nil {
 		return nil, nil, nil, err
 	}
-	return s.resolve(ctx, agent, id, at)
+	return s.base.resolve(ctx, agent, id, at)
 }
 
 // ReadEntry returns the whole body of e, a revision of agent's root read from a view of
 // ViewAt, verified against its segment digests. PayloadTooLarge when the body is larger
 // than maxBytes: the caller bounds what it holds in memory.
-func (s *Service) ReadEntry(ctx context.Context, agent string, e *meta.Entry, maxBytes int64) ([]byte, error) {
+func (s *Reads) ReadEntry(ctx context.Context, agent string, e *meta.Entry, maxBytes int64) ([]byte, error) {
 	if e.Size > maxBytes {
 		return nil, newError(CodePayloadTooLarge, "the file is %d bytes, more than %d", e.Size, maxBytes)
 	}
-	rc, err := s.openEntry(ctx, agent, e, 0, e.Size)
+	rc, err := s.base.openEntry(ctx, agent, e, 0, e.Size)
 	if err != nil {
 		return nil, err
 	}

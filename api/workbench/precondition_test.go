@@ -18,7 +18,7 @@ func TestTheServiceAnswersEveryFailedPreconditionNotRetryable(t *testing.T) {
 	ctx := t.Context()
 	write := func(path, body string) uint64 {
 		t.Helper()
-		res, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path, Body: strings.NewReader(body), CreateWorkbench: true})
+		res, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path, Body: strings.NewReader(body), CreateWorkbench: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +26,7 @@ func TestTheServiceAnswersEveryFailedPreconditionNotRetryable(t *testing.T) {
 	}
 	past := write("input/f.txt", "one")
 	write("input/f.txt", "two")
-	wbs, err := svc.ListWorkbenches(ctx, "a", "", 10)
+	wbs, err := svc.Lifecycle.ListWorkbenches(ctx, "a", "", 10)
 	if err != nil || len(wbs.Workbenches) != 1 {
 		t.Fatalf("workbenches %+v, %v", wbs, err)
 	}
@@ -37,15 +37,15 @@ func TestTheServiceAnswersEveryFailedPreconditionNotRetryable(t *testing.T) {
 		call func() error
 	}{
 		{"a delete at a past generation", func() error {
-			_, err := svc.Delete(ctx, "a", "w", "input/f.txt", past, "")
+			_, err := svc.Writes.Delete(ctx, "a", "w", "input/f.txt", past, "")
 			return err
 		}},
 		{"an append at a past generation", func() error {
-			_, err := svc.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "input/f.txt", Body: strings.NewReader("x"), IfGeneration: past})
+			_, err := svc.Writes.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "input/f.txt", Body: strings.NewReader("x"), IfGeneration: past})
 			return err
 		}},
 		{"a workbench delete at a past revision", func() error {
-			return svc.DeleteWorkbench(ctx, "a", "w", rev-1, "")
+			return svc.Lifecycle.DeleteWorkbench(ctx, "a", "w", rev-1, "")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

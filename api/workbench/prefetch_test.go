@@ -22,10 +22,10 @@ func TestMultiSegmentReadsWithReadAhead(t *testing.T) {
 	for i := range body {
 		body[i] = byte(r.Uint32())
 	}
-	if _, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/big.bin", Body: bytes.NewReader(body), CreateWorkbench: true}); err != nil {
+	if _, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/big.bin", Body: bytes.NewReader(body), CreateWorkbench: true}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := svc.Open(ctx, "a", "w", "input/big.bin")
+	f, err := svc.Reads.Open(ctx, "a", "w", "input/big.bin")
 	if err != nil {
 		t.Fatal(err)
 	}

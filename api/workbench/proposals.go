@@ -113,7 +113,7 @@ const DefaultProposalListLimit = 100
 
 // Propose makes a proposal (the rules at the top of this file). Its result is the
 // proposal as ProposalResult renders it, with "replayed" for a converged retry.
-func (s *Service) Propose(ctx context.Context, agent string, in ProposeInput) (Result, error) {
+func (s *Review) Propose(ctx context.Context, agent string, in ProposeInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, in.Path); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (s *Service) Propose(ctx context.Context, agent string, in ProposeInput) (R
 		return nil, werr
 	}
 	id := meta.ProposalID(agent, in.ID, in.Path, in.RequestID)
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -163,13 +163,13 @@ func (s *Service) Propose(ctx context.Context, agent string, in ProposeInput) (R
 	if werr != nil {
 		return nil, werr
 	}
-	done, werr := s.admitUpload(ctx)
+	done, werr := s.base.admitUpload(ctx)
 	if werr != nil {
 		return nil, werr
 	}
 	defer done()
 	// Redacted as every write is (redact.go): the stored proposal is what an accept publishes.
-	body, err := s.ingestBody(ctx, agent, bytes.NewReader(data), int64(len(data)), nil)
+	body, err := s.base.ingestBody(ctx, agent, bytes.NewReader(data), int64(len(data)), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -178,11 +178,11 @@ func (s *Service) Propose(ctx context.Context, agent string, in ProposeInput) (R
 		Kind: deref(in.Kind), Metadata: in.Metadata, BaseGeneration: base, Reason: deref(in.Reason), Evidence: refs,
 		Supersedes: deref(in.Supersedes),
 		Body:       meta.FileBody{Size: body.size, Digest: body.digest, ContentType: ct, Segments: body.segments, HashState: body.hashState}}
-	res, werr := s.proposeBlobs(ctx, meta.Header{}, cmd, body)
+	res, werr := s.base.proposeBlobs(ctx, meta.Header{}, cmd, body)
 	if werr != nil {
 		return nil, proposalConflict(werr)
 	}
-	after, err := s.readView(ctx, agent)
+	after, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -196,7 +196,7 @@ func (s *Service) Propose(ctx context.Context, agent string, in ProposeInput) (R
 
 // proposeHash identifies a create's content for convergence: every input but the request
 // id, with the body as its digest (an edit as its strings).
-func (s *Service) proposeHash(agent string, in ProposeInput, refs []meta.EvidenceRef) (meta.Digest, *Error) {
+func (s *Review) proposeHash(agent string, in ProposeInput, refs []meta.EvidenceRef) (meta.Digest, *Error) {
 	n := 0
 	for _, set := range []bool{in.Text != nil, in.Base64 != nil, in.Edit != nil} {
 		if set {
@@ -211,7 +211,7 @@ func (s *Service) proposeHash(agent string, in ProposeInput, refs []meta.Evidenc
 	case in.Edit != nil:
 		body = fmt.Sprintf("edit\x00%s\x00%s\x00%v", in.Edit.OldString, in.Edit.NewString, deref(in.Edit.ReplaceAll))
 	default:
-		data, _, err := s.payload(in.Text, in.Base64)
+		data, _, err := payload(s.base.cfg.MCPMaxPayloadBytes, in.Text, in.Base64)
 		if err != nil {
 			return meta.Digest{}, err
 		}
@@ -229,7 +229,7 @@ func (s *Service) proposeHash(agent string, in ProposeInput, refs []meta.Evidenc
 
 // proposedBytes resolves a create's body (text, base64, or an edit of the file at the
 // base) and its base generation.
-func (s *Service) proposedBytes(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, in ProposeInput) ([]byte, string, uint64, *Error) {
+func (s *Review) proposedBytes(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, in ProposeInput) ([]byte, string, uint64, *Error) {
 	var head *meta.Entry
 	if e, err := view.File(ws, in.Path); err == nil {
 		head = e
@@ -243,7 +243,7 @@ func (s *Service) proposedBytes(ctx context.Context, agent string, view *meta.Vi
 		base = head.Generation
 	}
 	if in.Edit == nil {
-		data, ct, err := s.writePayload(in.Text, in.Base64, in.ContentType)
+		data, ct, err := writePayload(s.base.cfg.MCPMaxPayloadBytes, in.Text, in.Base64, in.ContentType)
 		if err != nil {
 			return nil, "", 0, err
 		}
@@ -268,15 +268,15 @@ func (s *Service) proposedBytes(ctx context.Context, agent string, view *meta.Vi
 		e.Details["reason"], e.Details["head_generation"] = meta.ReasonStale, hg
 		return nil, "", 0, e
 	}
-	if head.Size > s.cfg.MCPMaxPayloadBytes {
-		return nil, "", 0, tooLargeToLoad(head.Size, s.cfg.MCPMaxPayloadBytes)
+	if head.Size > s.base.cfg.MCPMaxPayloadBytes {
+		return nil, "", 0, tooLargeToLoad(head.Size, s.base.cfg.MCPMaxPayloadBytes)
 	}
-	release, err := admit(ctx, s.loads)
+	release, err := admit(ctx, s.base.loads)
 	if err != nil {
 		return nil, "", 0, AsError(err)
 	}
 	defer release()
-	rd, err := s.openEntry(ctx, agent, head, 0, -1)
+	rd, err := s.base.openEntry(ctx, agent, head, 0, -1)
 	if err != nil {
 		return nil, "", 0, AsError(err)
 	}
@@ -300,8 +300,8 @@ func (s *Service) proposedBytes(ctx context.Context, agent string, view *meta.Vi
 	if !deref(ed.ReplaceAll) {
 		n = 1
 	}
-	if size := editedSize(len(old), n, len(ed.OldString), len(ed.NewString)); size > s.cfg.MCPMaxPayloadBytes {
-		return nil, "", 0, payloadTooLarge(size, s.cfg.MCPMaxPayloadBytes)
+	if size := editedSize(len(old), n, len(ed.OldString), len(ed.NewString)); size > s.base.cfg.MCPMaxPayloadBytes {
+		return nil, "", 0, payloadTooLarge(size, s.base.cfg.MCPMaxPayloadBytes)
 	}
 	ct := head.ContentType
 	if in.ContentType != nil {
@@ -328,7 +328,7 @@ func evidenceRefs(in []EvidenceInput) ([]meta.EvidenceRef, *Error) {
 // Decide accepts or rejects a pending proposal (the rules at the top of this file). The
 // result: the proposal after the decision, its judgment, for an accept the published
 // generation and the readback check (Readback), and "replayed".
-func (s *Service) Decide(ctx context.Context, agent string, in DecideInput) (Result, error) {
+func (s *Review) Decide(ctx context.Context, agent string, in DecideInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -345,12 +345,12 @@ func (s *Service) Decide(ctx context.Context, agent string, in DecideInput) (Res
 		return nil, err
 	}
 	h := requestHash("decide", agent, in.ID, in.ProposalID, in.Disposition, deref(in.Reason))
-	res, werr := s.propose(ctx, meta.Header{}, meta.ProposalDecide{Agent: agent, Workspace: in.ID, ID: in.ProposalID,
+	res, werr := s.base.propose(ctx, meta.Header{}, meta.ProposalDecide{Agent: agent, Workspace: in.ID, ID: in.ProposalID,
 		Disposition: in.Disposition, Reason: deref(in.Reason), SubmissionID: in.SubmissionID, ContentHash: h})
 	if werr != nil {
 		return nil, proposalConflict(werr)
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -380,14 +380,14 @@ const ReasonSelfReview = "self_review"
 // request's principal is one of authors (principal ids; "" is the principal-less work of
 // a node without one), so a surface that judges before it decides can refuse first. nil
 // when the setting is off or the caller is none of them.
-func (s *Service) MayDecide(ctx context.Context, authors []string) error {
+func (s *Review) MayDecide(ctx context.Context, authors []string) error {
 	if err := s.selfReview(ctx, authors); err != nil {
 		return err
 	}
 	return nil
 }
 
-func (s *Service) selfReview(ctx context.Context, authors []string) *Error {
+func (s *Review) selfReview(ctx context.Context, authors []string) *Error {
 	if !s.cfg.RequireDistinctReviewer {
 		return nil
 	}
@@ -404,12 +404,12 @@ func (s *Service) selfReview(ctx context.Context, authors []string) *Error {
 // workbench ws: authors, or when nil the proposer its record names. A proposal that
 // cannot be read passes: the decision itself answers for it (NotFound), the same way
 // for a missing and a hidden one.
-func (s *Service) mayDecideOwn(ctx context.Context, agent, ws, id string, authors []string) *Error {
+func (s *Review) mayDecideOwn(ctx context.Context, agent, ws, id string, authors []string) *Error {
 	if !s.cfg.RequireDistinctReviewer {
 		return nil
 	}
 	if authors == nil {
-		view, err := s.readView(ctx, agent)
+		view, err := s.base.readView(ctx, agent)
 		if err != nil {
 			return AsError(err)
 		}

@@ -14,7 +14,7 @@ func TestPendingProposalBlobsSurviveGCSweeps(t *testing.T) {
 	n := newGCNode(t)
 	ctx := t.Context()
 	n.write(t, "outputs/f", "base body")
-	p, err := n.svc.Propose(ctx, "a", workbench.ProposeInput{ID: "w", Path: "outputs/f", Text: ptr("proposed body"), RequestID: "r1"})
+	p, err := n.svc.Review.Propose(ctx, "a", workbench.ProposeInput{ID: "w", Path: "outputs/f", Text: ptr("proposed body"), RequestID: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +32,11 @@ func TestPendingProposalBlobsSurviveGCSweeps(t *testing.T) {
 	if r, ok := n.record(t, "proposed body"); !ok || r.Count != 1 || r.Intent {
 		t.Fatalf("the proposal's blob record: %+v %v", r, ok)
 	}
-	got, err := n.svc.ToolProposals(ctx, "a", workbench.ProposalsInput{ID: "w", ProposalID: &id, IncludeBody: ptr(true)})
+	got, err := n.svc.Tools.Proposals(ctx, "a", workbench.ProposalsInput{ID: "w", ProposalID: &id, IncludeBody: ptr(true)})
 	if err != nil || got["text"] != "proposed body" {
 		t.Fatalf("proposal after the sweep: %v %v", got["text"], err)
 	}
-	if _, err := n.svc.Decide(ctx, "a", workbench.DecideInput{ID: "w", ProposalID: id, Disposition: "accept", SubmissionID: "s1"}); err != nil {
+	if _, err := n.svc.Review.Decide(ctx, "a", workbench.DecideInput{ID: "w", ProposalID: id, Disposition: "accept", SubmissionID: "s1"}); err != nil {
 		t.Fatal(err)
 	}
 	if body := n.read(t, "outputs/f"); body != "proposed body" {

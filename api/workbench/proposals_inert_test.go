@@ -27,7 +27,7 @@ func TestPendingProposalsAreInert(t *testing.T) {
 		run++
 		ctx := t.Context()
 		wb := fmt.Sprintf("w%d", run)
-		if _, err := svc.CreateWorkbench(ctx, "a", wb, ""); err != nil {
+		if _, err := svc.Lifecycle.CreateWorkbench(ctx, "a", wb, ""); err != nil {
 			rt.Fatal(err)
 		}
 		type prop struct{ id, marker, digest string }
@@ -39,7 +39,7 @@ func TestPendingProposalsAreInert(t *testing.T) {
 			path := rapid.SampledFrom(paths).Draw(rt, "path")
 			switch op := rapid.IntRange(0, 3).Draw(rt, "op"); {
 			case op == 0: // a plain write
-				if _, err := svc.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: wb, Path: path,
+				if _, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: wb, Path: path,
 					Body: strings.NewReader(fmt.Sprintf("plain %d %d", run, i))}); err != nil {
 					rt.Fatal(err)
 				}
@@ -49,7 +49,7 @@ func TestPendingProposalsAreInert(t *testing.T) {
 				if rapid.Bool().Draw(rt, "must-not-exist") {
 					in.BaseGeneration = ptr(uint64(0))
 				}
-				r, err := svc.Propose(ctx, "a", in)
+				r, err := svc.Review.Propose(ctx, "a", in)
 				if err != nil {
 					rt.Fatal(err)
 				}
@@ -64,7 +64,7 @@ func TestPendingProposalsAreInert(t *testing.T) {
 					disp = "accept"
 				}
 				p := open[k]
-				_, err := svc.Decide(ctx, "a", workbench.DecideInput{ID: wb, ProposalID: p.id, Disposition: disp, SubmissionID: fmt.Sprintf("s%d", i)})
+				_, err := svc.Review.Decide(ctx, "a", workbench.DecideInput{ID: wb, ProposalID: p.id, Disposition: disp, SubmissionID: fmt.Sprintf("s%d", i)})
 				switch {
 				case err == nil:
 					open = append(open[:k], open[k+1:]...)
@@ -100,7 +100,7 @@ func everythingVisible(rt *rapid.T, svc *workbench.Service, wb string) string {
 	}
 	var walk func(dir string)
 	walk = func(dir string) {
-		l, err := svc.List(ctx, workbench.ListRequest{Agent: "a", Workbench: wb, Path: dir, Limit: 1000})
+		l, err := svc.Reads.List(ctx, workbench.ListRequest{Agent: "a", Workbench: wb, Path: dir, Limit: 1000})
 		add(l, err)
 		for _, e := range l.Entries {
 			if e.Kind == "directory" {
@@ -108,20 +108,20 @@ func everythingVisible(rt *rapid.T, svc *workbench.Service, wb string) string {
 				continue
 			}
 			section, rel, _ := strings.Cut(e.Path, "/")
-			add(svc.ToolRead(ctx, "a", workbench.ReadInput{ID: wb, Section: section, Path: rel}))
-			f, err := svc.Open(ctx, "a", wb, e.Path) // export: open and stream every file
+			add(svc.Tools.Read(ctx, "a", workbench.ReadInput{ID: wb, Section: section, Path: rel}))
+			f, err := svc.Reads.Open(ctx, "a", wb, e.Path) // export: open and stream every file
 			if err != nil {
 				rt.Fatal(err)
 			}
 			body, err := f.ReadAll(ctx, 1<<20)
 			add(string(body), err)
-			add(svc.ToolStat(ctx, "a", workbench.StatInput{ID: wb, Path: &e.Path}))
+			add(svc.Tools.Stat(ctx, "a", workbench.StatInput{ID: wb, Path: &e.Path}))
 		}
 	}
 	walk("")
-	add(svc.ToolGrep(ctx, "a", workbench.GrepInput{ID: wb, Pattern: "PENDING", Recursive: true}))
-	add(svc.ToolSearch(ctx, "a", workbench.SearchInput{ID: &wb, Fields: []string{"artifact.digest", "artifact.size_bytes"}}))
-	add(svc.ToolFind(ctx, "a", workbench.FindInput{IncludeManifest: ptr(true)}))
+	add(svc.Tools.Grep(ctx, "a", workbench.GrepInput{ID: wb, Pattern: "PENDING", Recursive: true}))
+	add(svc.Tools.Search(ctx, "a", workbench.SearchInput{ID: &wb, Fields: []string{"artifact.digest", "artifact.size_bytes"}}))
+	add(svc.Tools.Find(ctx, "a", workbench.FindInput{IncludeManifest: ptr(true)}))
 	return out.String()
 }
 

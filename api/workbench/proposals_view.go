@@ -17,18 +17,18 @@ import (
 // Reading proposals and judgments: one proposal, paged listings, and the readback check
 // of an accept (proposals.go has the rules).
 
-// ToolProposals is cairn_proposals: one proposal (proposal_id given; with include_body its
+// Proposals is cairn_proposals: one proposal (proposal_id given; with include_body its
 // bytes and its diff against the base), the judgments of the workbench (judgments true),
 // or a page of its proposals filtered by path and state, in creation order. Every
 // proposal carries stale (its base is not the path's head) and head_generation.
-func (s *Service) ToolProposals(ctx context.Context, agent string, in ProposalsInput) (Result, error) {
+func (s *Review) Proposals(ctx context.Context, agent string, in ProposalsInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, deref(in.Path)); err != nil {
 		return nil, err
 	}
 	if err := mayRead(ctx, agent); err != nil {
 		return nil, err
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -45,7 +45,7 @@ func (s *Service) ToolProposals(ctx context.Context, agent string, in ProposalsI
 	return s.proposalPage(ctx, agent, view, ws, in)
 }
 
-func (s *Service) proposalGet(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, id string, body bool) (Result, error) {
+func (s *Review) proposalGet(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, id string, body bool) (Result, error) {
 	p, err := view.Proposal(agent, ws.Name, id)
 	if err != nil {
 		return nil, AsError(err)
@@ -70,7 +70,7 @@ func (s *Service) proposalGet(ctx context.Context, agent string, view *meta.View
 // proposalDiff is the diff of a proposal's body against its base (api/diff, as
 // cairn_diff shows a file's): base generation 0 diffs against an empty file. nil when the
 // base is no longer retained or cannot be read (the caller still shows the bytes).
-func (s *Service) proposalDiff(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, p *meta.Proposal, _ []byte) any {
+func (s *Review) proposalDiff(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, p *meta.Proposal, _ []byte) any {
 	var base *meta.Entry
 	if p.BaseGeneration != 0 {
 		e, err := fileAtGeneration(view, ws, p.Path, p.BaseGeneration)
@@ -91,22 +91,22 @@ func (s *Service) proposalDiff(ctx context.Context, agent string, view *meta.Vie
 
 // proposalBytes loads a proposal's stored body (bounded by the MCP payload cap), verified
 // like every read.
-func (s *Service) proposalBytes(ctx context.Context, agent string, p *meta.Proposal) ([]byte, *Error) {
+func (s *Review) proposalBytes(ctx context.Context, agent string, p *meta.Proposal) ([]byte, *Error) {
 	b := p.Body
-	if b.Size > s.cfg.MCPMaxPayloadBytes {
-		return nil, tooLargeToLoad(b.Size, s.cfg.MCPMaxPayloadBytes)
+	if b.Size > s.base.cfg.MCPMaxPayloadBytes {
+		return nil, tooLargeToLoad(b.Size, s.base.cfg.MCPMaxPayloadBytes)
 	}
 	return s.loadEntry(ctx, agent, &meta.Entry{Size: b.Size, Digest: b.Digest, Segments: b.Segments})
 }
 
 // loadEntry reads a whole body under a load slot.
-func (s *Service) loadEntry(ctx context.Context, agent string, e *meta.Entry) ([]byte, *Error) {
-	release, err := admit(ctx, s.loads)
+func (s *Review) loadEntry(ctx context.Context, agent string, e *meta.Entry) ([]byte, *Error) {
+	release, err := admit(ctx, s.base.loads)
 	if err != nil {
 		return nil, AsError(err)
 	}
 	defer release()
-	rd, err := s.openEntry(ctx, agent, e, 0, -1)
+	rd, err := s.base.openEntry(ctx, agent, e, 0, -1)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -118,7 +118,7 @@ func (s *Service) loadEntry(ctx context.Context, agent string, e *meta.Entry) ([
 	return data, nil
 }
 
-func (s *Service) proposalPage(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, in ProposalsInput) (Result, error) {
+func (s *Review) proposalPage(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, in ProposalsInput) (Result, error) {
 	state := meta.ProposalState(deref(in.State))
 	switch state {
 	case "", meta.ProposalPending, meta.ProposalAccepted, meta.ProposalRejected, meta.ProposalSuperseded:
@@ -133,8 +133,8 @@ func (s *Service) proposalPage(ctx context.Context, agent string, view *meta.Vie
 	if err != nil {
 		return nil, AsError(err)
 	}
-	list, more, cost := fitPage(list, more, s.listingPageMaxBytes(), proposalAnswerBytes)
-	release, werr := s.admit(ctx, cost, "the proposal listing", -1)
+	list, more, cost := fitPage(list, more, s.base.listingPageMaxBytes(), proposalAnswerBytes)
+	release, werr := s.base.admit(ctx, cost, "the proposal listing", -1)
 	if werr != nil {
 		return nil, werr
 	}
@@ -145,13 +145,13 @@ func (s *Service) proposalPage(ctx context.Context, agent string, view *meta.Vie
 	}
 	var next any
 	if more {
-		next = s.cursors.encode(ctx, cursor{Kind: "proposals", Agent: agent, Workbench: ws.Name, Incarnation: ws.Incarnation,
+		next = s.base.cursors.encode(ctx, cursor{Kind: "proposals", Agent: agent, Workbench: ws.Name, Incarnation: ws.Incarnation,
 			Path: deref(in.Path), Args: string(state), Offset: int64(list[len(list)-1].CreatedVersion)})
 	}
 	return Result{"status": "success", "workbench_id": ws.Name, "proposals": items, "next_cursor": next, "truncated": more}, nil
 }
 
-func (s *Service) judgmentPage(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, in ProposalsInput) (Result, error) {
+func (s *Review) judgmentPage(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, in ProposalsInput) (Result, error) {
 	after, limit, werr := s.pageArgs(ctx, "judgments", agent, ws, in, "")
 	if werr != nil {
 		return nil, werr
@@ -160,8 +160,8 @@ func (s *Service) judgmentPage(ctx context.Context, agent string, view *meta.Vie
 	if err != nil {
 		return nil, AsError(err)
 	}
-	list, more, cost := fitPage(list, more, s.listingPageMaxBytes(), judgmentAnswerBytes)
-	release, werr := s.admit(ctx, cost, "the judgment listing", -1)
+	list, more, cost := fitPage(list, more, s.base.listingPageMaxBytes(), judgmentAnswerBytes)
+	release, werr := s.base.admit(ctx, cost, "the judgment listing", -1)
 	if werr != nil {
 		return nil, werr
 	}
@@ -172,7 +172,7 @@ func (s *Service) judgmentPage(ctx context.Context, agent string, view *meta.Vie
 	}
 	var next any
 	if more {
-		next = s.cursors.encode(ctx, cursor{Kind: "judgments", Agent: agent, Workbench: ws.Name, Incarnation: ws.Incarnation,
+		next = s.base.cursors.encode(ctx, cursor{Kind: "judgments", Agent: agent, Workbench: ws.Name, Incarnation: ws.Incarnation,
 			Path: deref(in.Path), Offset: int64(list[len(list)-1].Version)})
 	}
 	return Result{"status": "success", "workbench_id": ws.Name, "judgments": items, "next_cursor": next, "truncated": more}, nil
@@ -199,12 +199,6 @@ const (
 	// maxListingPageBytes bounds a page's estimate whatever the budget.
 	maxListingPageBytes = 64 << 20
 )
-
-// listingPageMaxBytes is the estimate a listing page may reach: an eighth of the budget,
-// at most maxListingPageBytes.
-func (s *Service) listingPageMaxBytes() int64 {
-	return min(maxListingPageBytes, s.cfg.QueryBudgetBytes/listingPageShare)
-}
 
 // proposalAnswerBytes estimates the memory of one proposal in a listing's answer.
 func proposalAnswerBytes(p *meta.Proposal) int64 {
@@ -238,7 +232,7 @@ func fitPage[T any](list []T, more bool, bound int64, cost func(T) int64) ([]T, 
 
 // pageArgs checks a listing's limit and cursor (signed for the same kind, workbench
 // incarnation, path and filter) and returns the version to continue after.
-func (s *Service) pageArgs(ctx context.Context, kind, agent string, ws *meta.Workspace, in ProposalsInput, args string) (uint64, int, *Error) {
+func (s *Review) pageArgs(ctx context.Context, kind, agent string, ws *meta.Workspace, in ProposalsInput, args string) (uint64, int, *Error) {
 	limit := DefaultProposalListLimit
 	if in.Limit != nil {
 		limit = *in.Limit
@@ -249,7 +243,7 @@ func (s *Service) pageArgs(ctx context.Context, kind, agent string, ws *meta.Wor
 	if in.Cursor == nil || *in.Cursor == "" {
 		return 0, limit, nil
 	}
-	cur, werr := s.cursors.decode(ctx, *in.Cursor, kind, agent, ws.Name, deref(in.Path))
+	cur, werr := s.base.cursors.decode(ctx, *in.Cursor, kind, agent, ws.Name, deref(in.Path))
 	if werr != nil {
 		return 0, 0, werr
 	}
@@ -260,7 +254,7 @@ func (s *Service) pageArgs(ctx context.Context, kind, agent string, ws *meta.Wor
 }
 
 // proposalResult renders a proposal with its computed staleness against view's head.
-func (s *Service) proposalResult(view *meta.View, ws *meta.Workspace, p *meta.Proposal) Result {
+func (s *Review) proposalResult(view *meta.View, ws *meta.Workspace, p *meta.Proposal) Result {
 	var head any
 	stale := p.BaseGeneration != 0
 	if e, err := view.File(ws, p.Path); err == nil {
@@ -284,7 +278,7 @@ func (s *Service) proposalResult(view *meta.View, ws *meta.Workspace, p *meta.Pr
 		ev = append(ev, m)
 	}
 	r := Result{"status": "success", "proposal_id": p.ID, "workbench_id": p.Workspace, "path": p.Path,
-		"presentation": s.WorkbenchPath(p.Agent, p.Workspace) + "/" + p.Path, "kind": nilIfEmpty(p.Kind),
+		"presentation": s.base.WorkbenchPath(p.Agent, p.Workspace) + "/" + p.Path, "kind": nilIfEmpty(p.Kind),
 		"state": string(p.State), "base_generation": p.BaseGeneration, "head_generation": head, "stale": stale,
 		"size_bytes": p.Body.Size, "digest_uri": DigestURI(p.Body.Digest), "content_type": p.Body.ContentType,
 		"reason": p.Reason, "evidence": ev, "context_digest": DigestURI(p.ContextDigest),
@@ -321,7 +315,7 @@ func judgmentResult(j *meta.Judgment) map[string]any {
 // above the MCP payload cap are checked by digest only ("loaded": false). The check runs
 // on view (after the decision); a file already changed again is read at its version
 // while retained, else reported "checked": false.
-func (s *Service) Readback(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, p *meta.Proposal, generation uint64) (map[string]any, *Error) {
+func (s *Review) Readback(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, p *meta.Proposal, generation uint64) (map[string]any, *Error) {
 	out := map[string]any{"generation": generation, "checked": false, "loaded": false, "bytes_equal": nil, "jcs_equal": nil}
 	at, err := view.At(generation)
 	if err != nil {
@@ -333,7 +327,7 @@ func (s *Service) Readback(ctx context.Context, agent string, view *meta.View, w
 	}
 	out["checked"] = true
 	out["bytes_equal"] = e.Digest == p.Body.Digest && e.Size == p.Body.Size
-	if e.Size > s.cfg.MCPMaxPayloadBytes {
+	if e.Size > s.base.cfg.MCPMaxPayloadBytes {
 		return out, nil
 	}
 	file, werr := s.loadEntry(ctx, agent, e)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
-	"github.com/cairnstore/cairn/shard/worker"
 )
 
 // The write path's half of garbage collection (docs/architecture.md#blob-storage-and-garbage-collection): a publish fenced against the
@@ -22,26 +21,22 @@ import (
 // deletion of a blob it references without a record: the writer then waits for the
 // collector, uploads what is gone again and retries (proposeBlobs).
 
-// DefaultGCGrace is Config.GCGrace's default: the collector's (shard/worker), declared
-// there once, since an upload must end before the collector may take its blobs.
-const DefaultGCGrace = worker.DefaultGCGrace
-
 // gcState is the Service's write-path collection state.
 type gcState struct {
-	// publishRetries counts publishes that met the collector; nil until InstrumentGC.
+	// publishRetries counts publishes that met the collector; nil until Instrument.
 	publishRetries atomic.Pointer[prometheus.Counter]
 }
 
-// InstrumentGC registers cairn_gc_publish_retries_total on reg: the writes whose publish
+// instrument registers cairn_gc_publish_retries_total on reg: the writes whose publish
 // met a blob under delete intent (or deleted after their upload) and uploaded again. The
 // sweeps' own cairn_gc_* metrics are shard/worker's. Call it once, before the first write.
-func (s *Service) InstrumentGC(reg prometheus.Registerer) error {
+func (g *gcState) instrument(reg prometheus.Registerer) error {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "gc", Name: "publish_retries_total",
 		Help: "Writes whose publish met a blob under delete intent (or deleted after upload) and uploaded again."})
 	if err := reg.Register(c); err != nil {
 		return fmt.Errorf("workbench: gc metrics: %w", err)
 	}
-	s.gc.publishRetries.Store(&c)
+	g.publishRetries.Store(&c)
 	return nil
 }
 
@@ -89,7 +84,7 @@ func (b *ingested) retain(data blob.Hashed) {
 // When the FSM rejects it with BlobDeleting, it waits until none of body's blobs is under
 // delete intent, makes sure each is stored (uploading it again from the retained bytes),
 // and retries with a new fence. It gives up with a retryable ObjectUnavailable.
-func (s *Service) proposeBlobs(ctx context.Context, h meta.Header, b meta.Body, body *ingested) (meta.Result, *Error) {
+func (s *base) proposeBlobs(ctx context.Context, h meta.Header, b meta.Body, body *ingested) (meta.Result, *Error) {
 	for attempt := 1; ; attempt++ {
 		h.UploadFence = body.fence
 		res, err := s.proposeRaw(ctx, h, b)
@@ -116,7 +111,7 @@ func (s *Service) proposeBlobs(ctx context.Context, h meta.Header, b meta.Body, 
 
 // reupload waits until no blob of body is under delete intent, then makes sure every blob
 // without a reference record is stored, and moves body's fence to the view it checked.
-func (s *Service) reupload(ctx context.Context, body *ingested) *Error {
+func (s *base) reupload(ctx context.Context, body *ingested) *Error {
 	deadline := time.Now().Add(gcIntentWait)
 	for attempt := 1; ; attempt++ {
 		view, err := s.readView(ctx, body.agent)

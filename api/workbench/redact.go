@@ -19,7 +19,7 @@ type BodyRedactor interface {
 // MCP put_file, append and edit, the CLI through REST), redacted first when
 // Config.Redactor says so; what is hashed, stored and answered (size, digest) is the
 // redacted bytes. Manifests the Service writes itself go to ingest directly.
-func (s *Service) ingestBody(ctx context.Context, agent string, r io.Reader, sizeHint int64, resume hash.Hash) (*ingested, error) {
+func (s *base) ingestBody(ctx context.Context, agent string, r io.Reader, sizeHint int64, resume hash.Hash) (*ingested, error) {
 	if s.cfg.Redactor != nil {
 		r = s.cfg.Redactor.RedactBody(agent, r)
 	}

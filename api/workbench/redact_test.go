@@ -34,7 +34,7 @@ func redactedNode(t *testing.T, inline int64) *workbench.Service {
 
 func readOf(t *testing.T, svc *workbench.Service, agent, path string) ([]byte, meta.Digest) {
 	t.Helper()
-	f, err := svc.Open(t.Context(), agent, "w", path)
+	f, err := svc.Reads.Open(t.Context(), agent, "w", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestRedactionOnEverySurfaceOfAnOptedInTenant(t *testing.T) {
 			body := "db password " + redactValue + " and key " + redactAWS + "\n"
 			redacted := "db password [REDACTED:db] and key [REDACTED:aws_access_key_id]\n"
 			for agent, want := range map[string]string{"a": redacted, "b": body} {
-				res, err := svc.Write(ctx, workbench.WriteRequest{Agent: agent, Workbench: "w", Path: "input/put.txt",
+				res, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: agent, Workbench: "w", Path: "input/put.txt",
 					Body: strings.NewReader(body), SizeHint: int64(len(body)), CreateWorkbench: true})
 				if err != nil {
 					t.Fatal(err)
@@ -65,7 +65,7 @@ func TestRedactionOnEverySurfaceOfAnOptedInTenant(t *testing.T) {
 				if string(got) != want || res.Size != int64(len(want)) || res.Digest != meta.Digest(sha256.Sum256([]byte(want))) || digest != res.Digest {
 					t.Fatalf("agent %s: stored %q (size %d), want %q", agent, got, res.Size, want)
 				}
-				if _, err := svc.Append(ctx, workbench.AppendRequest{Agent: agent, Workbench: "w", Path: "input/put.txt",
+				if _, err := svc.Writes.Append(ctx, workbench.AppendRequest{Agent: agent, Workbench: "w", Path: "input/put.txt",
 					Body: strings.NewReader(body)}); err != nil {
 					t.Fatal(err)
 				}
@@ -75,13 +75,13 @@ func TestRedactionOnEverySurfaceOfAnOptedInTenant(t *testing.T) {
 			}
 
 			text := "token " + redactAWS
-			if _, err := svc.ToolPutFile(ctx, "a", workbench.PutFileInput{ID: "w", Section: "outputs", Path: "mcp.txt", Text: &text}); err != nil {
+			if _, err := svc.Tools.PutFile(ctx, "a", workbench.PutFileInput{ID: "w", Section: "outputs", Path: "mcp.txt", Text: &text}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := svc.ToolAppend(ctx, "a", workbench.AppendInput{ID: "w", Section: "outputs", Path: "mcp.txt", Text: ptr(" " + redactValue)}); err != nil {
+			if _, err := svc.Tools.Append(ctx, "a", workbench.AppendInput{ID: "w", Section: "outputs", Path: "mcp.txt", Text: ptr(" " + redactValue)}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := svc.ToolEdit(ctx, "a", workbench.EditInput{ID: "w", Section: "outputs", Path: "mcp.txt",
+			if _, err := svc.Tools.Edit(ctx, "a", workbench.EditInput{ID: "w", Section: "outputs", Path: "mcp.txt",
 				OldString: "token", NewString: "sk-proj-Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8"}); err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestRedactionOfALargeBodyStreams(t *testing.T) {
 	for b.Len() < 3*(redact.StreamWindowBytes+redact.StreamChunkBytes) {
 		b.WriteString(strings.Repeat("x", redact.StreamChunkBytes-len(redactValue)/2) + " " + redactValue + " ")
 	}
-	if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/big.txt",
+	if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/big.txt",
 		Body: bytes.NewReader(b.Bytes()), SizeHint: int64(b.Len()), CreateWorkbench: true}); err != nil {
 		t.Fatal(err)
 	}

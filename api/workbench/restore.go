@@ -29,9 +29,6 @@ const (
 	RestoreManifestSchemaV1 = "nokv.workbench.restore_manifest.v1"
 )
 
-// DefaultRestoreBatch is how many files one bounded restore command stages.
-const DefaultRestoreBatch = 1024
-
 // RestoreOperationID derives the deterministic id of a restore (docs/workbench.md, workbench_restore):
 // hex SHA-256 over a domain string, the agent root, the source incarnation, the source
 // point ("snapshot:<id>" or "commit:<identity>") and the destination name, each
@@ -46,11 +43,11 @@ func RestoreOperationID(agent string, sourceIncarnation uint64, source, destinat
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// ToolRestore implements workbench_restore: a new workbench of the same root from a
+// Restore implements workbench_restore: a new workbench of the same root from a
 // snapshot or a commit, without copying a byte of file data. The destination stays
 // invisible until one final command publishes it; a retry after success replays, a retry
 // while it runs is a retryable Conflict naming the operation.
-func (s *Service) ToolRestore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
+func (s *Lifecycle) Restore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -73,7 +70,7 @@ func (s *Service) ToolRestore(ctx context.Context, agent string, in RestoreInput
 	if err := mayWrite(ctx, agent); err != nil {
 		return nil, err
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -98,7 +95,7 @@ func (s *Service) ToolRestore(ctx context.Context, agent string, in RestoreInput
 		point = "commit:" + commitID
 	}
 	begin.OpID = RestoreOperationID(agent, src.Incarnation, point, in.DestinationID)
-	res, werr := s.propose(ctx, meta.Header{}, begin)
+	res, werr := s.base.propose(ctx, meta.Header{}, begin)
 	if werr != nil {
 		return nil, werr
 	}
@@ -120,7 +117,7 @@ func (s *Service) ToolRestore(ctx context.Context, agent string, in RestoreInput
 // from several places at once: every step is conditional on the operation's recorded
 // position, and a lost race re-reads the operation. Concurrent drives of one operation in
 // this process share one driver.
-func (s *Service) driveRestore(ctx context.Context, op *meta.RestoreOp) (*meta.RestoreOp, error) {
+func (s *Lifecycle) driveRestore(ctx context.Context, op *meta.RestoreOp) (*meta.RestoreOp, error) {
 	ch := make(chan struct{})
 	if prev, loaded := s.restoring.LoadOrStore(op.ID, ch); loaded {
 		select {
@@ -146,7 +143,7 @@ func (s *Service) driveRestore(ctx context.Context, op *meta.RestoreOp) (*meta.R
 			}
 			body, h.UploadFence = fin, fence
 		}
-		res, werr := s.propose(ctx, h, body)
+		res, werr := s.base.propose(ctx, h, body)
 		if werr != nil {
 			if res.Err != nil && res.Err.Code == meta.CodeBlobDeleting {
 				// A manifest's blob is being collected: wait, then build and upload it again.
@@ -173,8 +170,8 @@ func (s *Service) driveRestore(ctx context.Context, op *meta.RestoreOp) (*meta.R
 	return op, nil
 }
 
-func (s *Service) reloadRestore(ctx context.Context, op *meta.RestoreOp) (*meta.RestoreOp, error) {
-	view, err := s.readView(ctx, op.Agent)
+func (s *Lifecycle) reloadRestore(ctx context.Context, op *meta.RestoreOp) (*meta.RestoreOp, error) {
+	view, err := s.base.readView(ctx, op.Agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -221,12 +218,12 @@ func nilIfZero(n uint64) any {
 // RestoreManifestSchema: the operation, the source and destination workbenches with their
 // presentation paths, and under restored_from the source again with the frozen state read,
 // {"kind":"snapshot","snapshot_id":N} or {"kind":"commit","commit_id":"<64 hex>"}.
-func (s *Service) restoreManifest(op *meta.RestoreOp) map[string]any {
+func (s *Lifecycle) restoreManifest(op *meta.RestoreOp) map[string]any {
 	source := map[string]any{"kind": "snapshot", "snapshot_id": op.SnapshotID}
 	if op.SnapshotID == 0 {
 		source = map[string]any{"kind": "commit", "commit_id": op.CommitIdentity}
 	}
-	srcPath := s.WorkbenchPath(op.Agent, op.Source)
+	srcPath := s.base.WorkbenchPath(op.Agent, op.Source)
 	return map[string]any{
 		"schema":                   RestoreManifestSchema,
 		"operation_id":             op.ID,
@@ -234,14 +231,14 @@ func (s *Service) restoreManifest(op *meta.RestoreOp) map[string]any {
 		"source_workbench_id":      op.Source,
 		"source_path":              srcPath,
 		"destination_workbench_id": op.Destination,
-		"destination_path":         s.WorkbenchPath(op.Agent, op.Destination),
+		"destination_path":         s.base.WorkbenchPath(op.Agent, op.Destination),
 	}
 }
 
 // restoreFinish builds the finishing command: the restore manifest, and the destination's
 // commit whose content digest is the tree digest of the restored members.
-func (s *Service) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta.RestoreFinish, uint64, error) {
-	view, err := s.readView(ctx, op.Agent)
+func (s *Lifecycle) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta.RestoreFinish, uint64, error) {
+	view, err := s.base.readView(ctx, op.Agent)
 	if err != nil {
 		return meta.RestoreFinish{}, 0, AsError(err)
 	}
@@ -260,7 +257,7 @@ func (s *Service) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta.R
 	if err != nil {
 		return meta.RestoreFinish{}, 0, err
 	}
-	env, envBytes, err := RunManifestEnvelope(op.Destination, s.WorkbenchPath(op.Agent, op.Destination), content, canon, time.Now().Unix())
+	env, envBytes, err := RunManifestEnvelope(op.Destination, s.base.WorkbenchPath(op.Agent, op.Destination), content, canon, time.Now().Unix())
 	if err != nil {
 		return meta.RestoreFinish{}, 0, err
 	}
@@ -279,13 +276,13 @@ func (s *Service) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta.R
 // restored either way. restore_manifest is the presentation path of the destination's
 // metadata/restore_manifest.json. cleanup_pending is always false: a restore holds nothing
 // once it completes (the destination's files hold their own blob references).
-func (s *Service) restoreResult(op *meta.RestoreOp, replay bool) Result {
+func (s *Lifecycle) restoreResult(op *meta.RestoreOp, replay bool) Result {
 	r := success()
 	r["state"] = "complete"
 	r["operation_id"] = op.ID
 	r["source_workbench_id"] = op.Source
 	r["destination_workbench_id"] = op.Destination
-	r["destination_path"] = s.WorkbenchPath(op.Agent, op.Destination)
+	r["destination_path"] = s.base.WorkbenchPath(op.Agent, op.Destination)
 	r["snapshot_id"] = nilIfZero(op.SnapshotID)
 	r["commit_id"] = nilIfEmpty(op.CommitIdentity)
 	r["read_version"] = op.ReadVersion
@@ -294,7 +291,7 @@ func (s *Service) restoreResult(op *meta.RestoreOp, replay bool) Result {
 	r["producer"] = op.Producer.String() // who began it ("" when unknown)
 	r["idempotent_replay"] = replay
 	r["cleanup_pending"] = false
-	r["restore_manifest"] = s.WorkbenchPath(op.Agent, op.Destination) + "/" + meta.RestoreManifestPath
+	r["restore_manifest"] = s.base.WorkbenchPath(op.Agent, op.Destination) + "/" + meta.RestoreManifestPath
 	return r
 }
 
@@ -303,7 +300,7 @@ func (s *Service) restoreResult(op *meta.RestoreOp, replay bool) Result {
 // Restorer). Restores already driven by this process are left to their driver. It returns
 // the first error (ErrCoreUnavailable when c does not lead); callers retry on their next
 // tick.
-func (s *Service) ResumeRestores(ctx context.Context, c LeaderCore) error {
+func (s *Lifecycle) ResumeRestores(ctx context.Context, c LeaderCore) error {
 	view, err := c.ReadView(ctx)
 	if err != nil {
 		return err
@@ -321,14 +318,14 @@ func (s *Service) ResumeRestores(ctx context.Context, c LeaderCore) error {
 
 // RestoreStatus reports a restore operation: its state ("copying" or "complete"), files
 // staged so far, and whether staging finished. NotFound for an unknown operation.
-func (s *Service) RestoreStatus(ctx context.Context, agent, opID string) (Result, error) {
+func (s *Lifecycle) RestoreStatus(ctx context.Context, agent, opID string) (Result, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return nil, AsError(err)
 	}
 	if err := mayRead(ctx, agent); err != nil {
 		return nil, err
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}

@@ -68,7 +68,7 @@ type CatalogInput struct {
 // queryScope resolves (id, section, path) to a query scope on a linearizable live view,
 // and the fence a cursor binds: the workbench revision, or for a root-wide query the
 // highest revision of the root's visible workbenches (any change in scope raises it).
-func (s *Service) queryScope(ctx context.Context, agent string, id, section, path *string) (*meta.View, meta.Scope, uint64, error) {
+func (s *Reads) queryScope(ctx context.Context, agent string, id, section, path *string) (*meta.View, meta.Scope, uint64, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return nil, meta.Scope{}, 0, AsError(err)
 	}
@@ -79,7 +79,7 @@ func (s *Service) queryScope(ctx context.Context, agent string, id, section, pat
 	if werr != nil {
 		return nil, meta.Scope{}, 0, werr
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, meta.Scope{}, 0, AsError(err)
 	}
@@ -167,9 +167,9 @@ func facetsJSON(fs []meta.Facet) []map[string]any {
 
 // queryScopeFields adds the scope keys every query result carries: the presentation path
 // of the scope, and the workbench id (null for a root-wide query).
-func (s *Service) queryScopeFields(r Result, agent string, id, section, path *string) Result {
+func (s *Reads) queryScopeFields(r Result, agent string, id, section, path *string) Result {
 	full, _ := toolTarget(deref(section), deref(path)) // validated by queryScope
-	r["path"] = s.scopePath(agent, deref(id), full)
+	r["path"] = s.base.scopePath(agent, deref(id), full)
 	r["workbench_id"] = nilIfEmpty(deref(id))
 	return r
 }
@@ -181,10 +181,10 @@ func searchArgsKey(in SearchInput) string {
 	return string(b)
 }
 
-// ToolSearch implements workbench_search: version-consistent queries over the indexed
+// Search implements workbench_search: version-consistent queries over the indexed
 // metadata of one workbench or the whole agent root. A cursor is bound to the arguments
 // and to the scope's revision: a change in scope since the first page is ReadFenceChanged.
-func (s *Service) ToolSearch(ctx context.Context, agent string, in SearchInput) (Result, error) {
+func (s *Reads) Search(ctx context.Context, agent string, in SearchInput) (Result, error) {
 	limit := meta.MaxSearchLimit
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > meta.MaxSearchLimit {
@@ -200,7 +200,7 @@ func (s *Service) ToolSearch(ctx context.Context, agent string, in SearchInput) 
 	if werr != nil {
 		return nil, werr
 	}
-	release, aerr := s.admitQuery(ctx, view, scope, func(files int64) int64 { return searchCost(files, len(in.Facets)) })
+	release, aerr := s.base.admitQuery(ctx, view, scope, func(files int64) int64 { return searchCost(files, len(in.Facets)) })
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -208,7 +208,7 @@ func (s *Service) ToolSearch(ctx context.Context, agent string, in SearchInput) 
 	q := meta.Query{Scope: scope, Predicates: preds, Fields: in.Fields, Sort: sortKeys(in.Sort), Facets: in.Facets, Limit: limit}
 	args := searchArgsKey(in)
 	if in.Cursor != nil {
-		cur, cerr := s.cursors.decode(ctx, *in.Cursor, "search", agent, deref(in.ID), scope.Path)
+		cur, cerr := s.base.cursors.decode(ctx, *in.Cursor, "search", agent, deref(in.ID), scope.Path)
 		if cerr != nil {
 			return nil, cerr
 		}
@@ -232,7 +232,7 @@ func (s *Service) ToolSearch(ctx context.Context, agent string, in SearchInput) 
 	}
 	matches := make([]map[string]any, 0, len(res.Hits))
 	for _, h := range res.Hits {
-		m := s.fileFields(Result{}, agent, h.Workbench, h.Path)
+		m := s.base.fileFields(Result{}, agent, h.Workbench, h.Path)
 		m["values"] = fieldMap(h.Fields, names)
 		matches = append(matches, m)
 	}
@@ -244,14 +244,14 @@ func (s *Service) ToolSearch(ctx context.Context, agent string, in SearchInput) 
 	r["truncated"] = res.Next != nil
 	r["next_cursor"] = nil
 	if res.Next != nil {
-		r["next_cursor"] = s.cursors.encode(ctx, cursor{Kind: "search", Agent: agent, Workbench: deref(in.ID), Path: scope.Path,
+		r["next_cursor"] = s.base.cursors.encode(ctx, cursor{Kind: "search", Agent: agent, Workbench: deref(in.ID), Path: scope.Path,
 			Args: args, Fence: fence, Position: res.Next})
 	}
 	return r, nil
 }
 
-// ToolAggregate implements workbench_aggregate: measures over matching files, grouped.
-func (s *Service) ToolAggregate(ctx context.Context, agent string, in AggregateInput) (Result, error) {
+// Aggregate implements workbench_aggregate: measures over matching files, grouped.
+func (s *Reads) Aggregate(ctx context.Context, agent string, in AggregateInput) (Result, error) {
 	limit := meta.MaxAggregateLimit
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > meta.MaxAggregateLimit {
@@ -274,7 +274,7 @@ func (s *Service) ToolAggregate(ctx context.Context, agent string, in AggregateI
 	for _, m := range in.Measures {
 		ms = append(ms, meta.Measure{Name: m.Name, Op: meta.MeasureOp(m.Op), Field: deref(m.Field)})
 	}
-	release, aerr := s.admitQuery(ctx, view, scope, func(files int64) int64 {
+	release, aerr := s.base.admitQuery(ctx, view, scope, func(files int64) int64 {
 		return aggregateCost(files, len(in.GroupBy), len(in.Measures))
 	})
 	if aerr != nil {
@@ -313,14 +313,14 @@ func (s *Service) ToolAggregate(ctx context.Context, agent string, in AggregateI
 	return r, nil
 }
 
-// ToolCatalog implements workbench_catalog: the fields present in scope, their types,
+// Catalog implements workbench_catalog: the fields present in scope, their types,
 // how many files carry them, the operators each accepts, and optionally top values.
-func (s *Service) ToolCatalog(ctx context.Context, agent string, in CatalogInput) (Result, error) {
+func (s *Reads) Catalog(ctx context.Context, agent string, in CatalogInput) (Result, error) {
 	view, scope, _, err := s.queryScope(ctx, agent, in.ID, in.Section, in.Path)
 	if err != nil {
 		return nil, err
 	}
-	release, aerr := s.admitQuery(ctx, view, scope, func(files int64) int64 { return catalogCost(files, deref(in.IncludeFacets)) })
+	release, aerr := s.base.admitQuery(ctx, view, scope, func(files int64) int64 { return catalogCost(files, deref(in.IncludeFacets)) })
 	if aerr != nil {
 		return nil, aerr
 	}

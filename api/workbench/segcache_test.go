@@ -35,7 +35,7 @@ func readBoth(t *testing.T, svc *workbench.Service, path string, want []byte) {
 	if got := readAll(t, svc, path); !bytes.Equal(got, want) {
 		t.Fatal("Read: other bytes than written")
 	}
-	f, err := svc.Open(t.Context(), "a", "w", path)
+	f, err := svc.Reads.Open(t.Context(), "a", "w", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestSegmentCacheServesWritesAndSurvivesDamageAndRestart(t *testing.T) {
 	svc := env.Service
 	body := make([]byte, 30<<20)
 	rand.NewChaCha8([32]byte{21}).Read(body)
-	if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/big",
+	if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/big",
 		Body: bytes.NewReader(body), SizeHint: int64(len(body)), CreateWorkbench: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestSegmentCacheIsFilledByReads(t *testing.T) {
 	env := workbenchtest.NewOn(t, workbench.Config{}, store) // writes without a cache
 	body := make([]byte, 20<<20)
 	rand.NewChaCha8([32]byte{22}).Read(body)
-	if _, err := env.Service.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/big",
+	if _, err := env.Service.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/big",
 		Body: bytes.NewReader(body), SizeHint: int64(len(body)), CreateWorkbench: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"hash"
 	"io"
 	"log/slog"
@@ -24,7 +23,6 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/cairnstore/cairn/blob"
-	"github.com/cairnstore/cairn/blob/cache"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -80,120 +78,39 @@ var Sections = []string{"input", "scripts", "outputs", "logs", "metadata"}
 // Reserved paths, written only by commit and restore (docs/workbench.md#common-rules).
 var reservedPaths = map[string]bool{"metadata/run_manifest.json": true, "metadata/restore_manifest.json": true}
 
-// DefaultMaxReadBufferBytes is Config.MaxReadBufferBytes's default: 16 reads each holding
-// a segment of the longest size at once.
-const DefaultMaxReadBufferBytes = 256 << 20
-
-// Config tunes the adapter.
-type Config struct {
-	// InlineMaxBytes: bodies (and appended segments) up to this many bytes are stored in
-	// the metadata record, not the object store. Default 4096; 0 stores every body in the
-	// object store.
-	InlineMaxBytes int64
-	// MCPMaxPayloadBytes caps decoded MCP payloads and the bodies edit and structured reads
-	// load into memory. Default 16 MiB.
-	MCPMaxPayloadBytes int64
-	// PresentationRoot is the path prefix shown to agents; "{agent}" is replaced by the
-	// agent id. Default "/agents/{agent}/wb".
-	PresentationRoot string
-	// CursorKey signs cursors (HMAC-SHA256). Required: at least 16 bytes.
-	CursorKey []byte
-	// UploadConcurrency is how many segments of one body upload at once. Default 2.
-	UploadConcurrency int
-	// MaxConcurrentIngests bounds the bodies above the inline threshold that are cut and
-	// uploaded at once, node-wide; further writers wait their turn. Each holds up to
-	// blob.SingleSegmentMaxBytes + blob.ChunkMaxBytes of buffers plus UploadConcurrency
-	// segments in flight. A body read from the network holds its slot only while its
-	// bytes flow: one whose client stalls gives it back and queues again when its next
-	// bytes come (ingest_gate.go). Default 4.
-	MaxConcurrentIngests int
-	// MaxConcurrentLoads bounds the whole bodies loaded into memory at once for edit and
-	// structured reads (each up to MCPMaxPayloadBytes plus its decoded form). Default 4.
-	MaxConcurrentLoads int
-	// MaxConcurrentPrefetches bounds the segments read ahead at once, node-wide, while
-	// large bodies stream (each up to blob.ChunkMaxBytes in memory). Default 4.
-	MaxConcurrentPrefetches int
-	// MaxReadBufferBytes bounds the bytes of verified object-store segments all reads of
-	// the node hold at once (integrity.go: a read holds the part of one segment it serves,
-	// at most blob.ChunkMaxBytes, until every byte of it is out, plus its read-ahead). A
-	// read waits while the budget is spent; read-ahead is skipped. Default
-	// DefaultMaxReadBufferBytes (256 MiB); at least blob.ChunkMaxBytes.
-	MaxReadBufferBytes int64
-	// RestoreBatch is how many files one bounded restore command stages (1..4096).
-	// Default DefaultRestoreBatch.
-	RestoreBatch int
-	// GCGrace is the garbage collector's grace period (shard/worker's Config.GCGrace must
-	// be the same): ingests are bounded below it (MaxUploadDuration). Default
-	// DefaultGCGrace (1h).
-	GCGrace time.Duration
-	// Logger receives the adapter's own reports (stored data failing verification,
-	// integrity.go). Default slog.Default().
-	Logger *slog.Logger
-	// QueryBudgetBytes is the node's memory budget, in bytes: what the requests whose
-	// answer grows with their input (queries, greps, diffs, file, history and proposal
-	// listings, state-diff pages, and through AdmitMemory the surfaces' large bodies and
-	// listings and backups) running at once on this node may hold
-	// together, by their estimates (admission.go). Default DefaultQueryBudgetBytes (512 MiB).
-	QueryBudgetBytes int64
-	// QueryQueueTimeout is how long a query waits for its share of the budget before it
-	// is answered ResourceExhausted. Default DefaultQueryQueueTimeout (5s).
-	QueryQueueTimeout time.Duration
-	// MaxUploadDuration bounds how long one body's ingest (reading, cutting and uploading
-	// it) may take; a slower one fails with ResourceExhausted before it publishes. It must
-	// be less than GCGrace: the orphan sweeper deletes uploaded blobs that stayed
-	// unpublished longer than the grace (docs/architecture.md#the-read-path and
-	// #blob-storage-and-garbage-collection). Default GCGrace / 2.
-	MaxUploadDuration time.Duration
-	// SegmentCache is the node's local cache of verified segments (blob/cache,
-	// docs/architecture.md#the-read-path): reads are served from it when it holds a segment (REST GET by sendfile) and
-	// fill it with whole segments they fetched and verified; writes fill it with the
-	// segments they upload. nil (the default): no cache.
-	SegmentCache *cache.Cache
-	// DirectReads, when set, lets a reader fetch a one-segment body straight from the
-	// object store through a presigned URL (File.DirectURL, REST `?redirect`), for
-	// clients that can reach the store. nil (the default): every read goes through the
-	// node.
-	DirectReads blob.Presigner
-	// DirectReadExpiry is how long a direct-read URL stays valid. Default 5m.
-	DirectReadExpiry time.Duration
-	// MaxSnapshotsPerWorkbench caps the snapshots of one workbench that hold history
-	// (alive, or expired and still renewable); minting one more is ResourceExhausted.
-	// Default DefaultMaxSnapshotsPerWorkbench (256).
-	MaxSnapshotsPerWorkbench int
-	// MaxRunSnapshotsPerWorkbench caps the snapshots of OpenWOP runs (RunSnapshot) one
-	// workbench holds, apart from MaxSnapshotsPerWorkbench: runs never use up the
-	// workbench's own snapshots. Default DefaultMaxRunSnapshotsPerWorkbench (256).
-	MaxRunSnapshotsPerWorkbench int
-	// Limits caps each principal's request rate and concurrent uploads on this node
-	// (limits.go). Default: no caps.
-	Limits PrincipalLimits
-	// ReservedWorkbenches maps a workbench name to the only surface (WithSurface) that may
-	// change its files or delete it, in every agent root: a surface that keeps its own
-	// records in a workbench and judges every write to it (the OpenWOP facade's installed
-	// packs). Through any other surface such a command is PermissionDenied; reads, snapshots
-	// and the node's own work are not affected. Default none.
-	ReservedWorkbenches map[string]string
-	// RequireDistinctReviewer refuses a decision on a proposal, accept or reject, by a
-	// principal that authored it (its proposer): PermissionDenied (403) with
-	// details.reason ReasonSelfReview, on every surface that decides (proposals.go).
-	// Default false: a principal with the review scope may decide its own proposals.
-	RequireDistinctReviewer bool
-	// Redactor rewrites the bodies of writes and appends before they are stored
-	// (redact.go: secret redaction for the tenants that opted in). nil (the default):
-	// bodies are stored as sent.
-	Redactor BodyRedactor
+// Service is the Workbench domain assembled from its parts over one Cores and one
+// blob store (doc.go lists what each part owns): callers use the parts
+// (svc.Writes.Write, svc.Reads.Open, svc.Lifecycle.Commit, svc.Review.Propose) or the
+// tool contract over them (svc.Tools.Read). Its own methods are the node-wide ones: the
+// configuration, the memory budget, per-principal request limits and metrics. It is
+// safe for concurrent use.
+type Service struct {
+	// base is the state the parts share; each part holds the same one.
+	base *base
+	// Writes stores files: put, append, delete (writes.go).
+	Writes *Writes
+	// Reads answers what is stored: files, listings, grep, queries, find (reads.go).
+	Reads *Reads
+	// Lifecycle makes, keeps and ends workbenches, snapshots, commits and restores
+	// (lifecycle.go).
+	Lifecycle *Lifecycle
+	// Review holds proposals and decisions, history, diffs and the change feed
+	// (review.go).
+	Review *Review
+	// Tools is the Workbench tool contract over the parts (tools_contract.go).
+	Tools *Tools
 }
 
-// Service implements the Workbench operations over a Core and a blob store. It is safe for
-// concurrent use.
-type Service struct {
+// base is the state every part of the Service shares: the cores, the blob store, the
+// configuration, the node's budgets and caches; its methods are the helpers more than one
+// part needs (reading a view, proposing a command, ingesting and verifying bodies,
+// admission, access). Parts hold it as a named field, so its methods are never a part's.
+type base struct {
 	cores   Cores
 	blobs   blob.Store
 	cfg     Config
 	cursors cursorCodec
 	roots   sync.Map // agent → root uid (immutable once created)
-	// appendLocks serializes appends to one path through this node.
-	appendLocks pathLocks
 	// ingests and loads are admission semaphores bounding the node's memory (Config).
 	ingests chan struct{}
 	loads   chan struct{}
@@ -206,12 +123,9 @@ type Service struct {
 	query   queryState
 	// now is the clock uploads are timed by (Config.MaxUploadDuration); tests replace it.
 	now func() time.Time
-	// restoring maps a restore operation id → a channel closed when this process's driver
-	// of it stops.
-	restoring sync.Map
-	gc        gcState
+	gc  gcState
 	// corrupt counts reads of damaged stored bytes (integrity.go); nil until
-	// InstrumentIntegrity.
+	// Instrument.
 	corrupt atomic.Pointer[prometheus.CounterVec]
 	log     *slog.Logger
 	// limits holds the per-principal caps (Config.Limits).
@@ -239,93 +153,52 @@ func New(core Core, blobs blob.Store, cfg Config) (*Service, error) {
 // NewWithCores returns a Service whose roots live on several cores (a node hosting many
 // shards). cfg.CursorKey must be set.
 func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
-	if cfg.MCPMaxPayloadBytes <= 0 {
-		cfg.MCPMaxPayloadBytes = 16 << 20
-	}
-	if cfg.PresentationRoot == "" {
-		cfg.PresentationRoot = "/agents/{agent}/wb"
-	}
-	if cfg.UploadConcurrency <= 0 {
-		cfg.UploadConcurrency = 2
-	}
-	if cfg.MaxConcurrentIngests <= 0 {
-		cfg.MaxConcurrentIngests = 4
-	}
-	if cfg.MaxConcurrentLoads <= 0 {
-		cfg.MaxConcurrentLoads = 4
-	}
-	if cfg.MaxConcurrentPrefetches <= 0 {
-		cfg.MaxConcurrentPrefetches = 4
-	}
-	if cfg.MaxReadBufferBytes <= 0 {
-		cfg.MaxReadBufferBytes = DefaultMaxReadBufferBytes
-	}
-	if cfg.MaxReadBufferBytes < blob.ChunkMaxBytes {
-		return nil, fmt.Errorf("workbench: MaxReadBufferBytes %d is below one segment (blob.ChunkMaxBytes, %d)", cfg.MaxReadBufferBytes, blob.ChunkMaxBytes)
-	}
-	if cfg.RestoreBatch <= 0 {
-		cfg.RestoreBatch = DefaultRestoreBatch
-	}
-	if cfg.GCGrace <= 0 {
-		cfg.GCGrace = DefaultGCGrace
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.MaxUploadDuration <= 0 {
-		cfg.MaxUploadDuration = cfg.GCGrace / 2
-	}
-	if cfg.MaxUploadDuration >= cfg.GCGrace {
-		return nil, fmt.Errorf("workbench: MaxUploadDuration %s must be less than GCGrace %s", cfg.MaxUploadDuration, cfg.GCGrace)
-	}
-	if cfg.MaxSnapshotsPerWorkbench <= 0 {
-		cfg.MaxSnapshotsPerWorkbench = DefaultMaxSnapshotsPerWorkbench
-	}
-	if cfg.MaxRunSnapshotsPerWorkbench <= 0 {
-		cfg.MaxRunSnapshotsPerWorkbench = DefaultMaxRunSnapshotsPerWorkbench
-	}
-	if cfg.QueryBudgetBytes <= 0 {
-		cfg.QueryBudgetBytes = DefaultQueryBudgetBytes
-	}
-	if cfg.QueryQueueTimeout <= 0 {
-		cfg.QueryQueueTimeout = DefaultQueryQueueTimeout
-	}
-	if cfg.RestoreBatch > meta.MaxRestoreBatch {
-		return nil, fmt.Errorf("workbench: RestoreBatch %d out of range 1..%d", cfg.RestoreBatch, meta.MaxRestoreBatch)
-	}
-	if cfg.InlineMaxBytes < 0 || cfg.InlineMaxBytes > meta.MaxInlineSegmentBytes {
-		return nil, fmt.Errorf("workbench: InlineMaxBytes %d out of range 0..%d", cfg.InlineMaxBytes, meta.MaxInlineSegmentBytes)
-	}
-	if len(cfg.CursorKey) < 16 {
-		return nil, errors.New("workbench: CursorKey must be at least 16 bytes")
-	}
-	if err := cfg.Limits.validate(); err != nil {
+	cfg.Default()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
+	s := &base{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
 		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
 		prefetches: make(slots, cfg.MaxConcurrentPrefetches), readBudget: semaphore.NewWeighted(cfg.MaxReadBufferBytes),
 		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now, chunkFormat: blob.CurrentChunkFormat}
 	s.limits = newPrincipalLimits(cfg.Limits, func() time.Time { return s.now() })
-	return s, nil
+	writes := &Writes{base: s}
+	reads := &Reads{base: s}
+	life := &Lifecycle{base: s, cfg: cfg.lifecycle()}
+	review := &Review{base: s, cfg: cfg.review()}
+	return &Service{base: s, Review: review, Lifecycle: life, Reads: reads, Writes: writes, Tools: &Tools{base: s, review: review, life: life, reads: reads, writes: writes}}, nil
+}
+
+// Instrument registers the Service's metrics on reg: the publishes that met the garbage
+// collector (publish.go), the reads that found damaged stored bytes (integrity.go) and
+// the memory budget (admission.go). Call it once, before
+// the first request.
+func (s *Service) Instrument(reg prometheus.Registerer) error {
+	if err := s.base.gc.instrument(reg); err != nil {
+		return err
+	}
+	if err := instrumentCorrupt(reg, &s.base.corrupt); err != nil {
+		return err
+	}
+	return s.base.query.instrument(reg, s.base.cfg.QueryBudgetBytes)
 }
 
 // Config returns the adapter's effective configuration.
-func (s *Service) Config() Config { return s.cfg }
+func (s *Service) Config() Config { return s.base.cfg }
 
 // WorkbenchPath is the presentation path of a workbench: "{root}/{id}".
-func (s *Service) WorkbenchPath(agent, id string) string {
+func (s *base) WorkbenchPath(agent, id string) string {
 	return s.RootPath(agent) + "/" + id
 }
 
 // RootPath is the presentation path of an agent root ("/agents/{agent}/wb" by default).
-func (s *Service) RootPath(agent string) string {
+func (s *base) RootPath(agent string) string {
 	return strings.ReplaceAll(s.cfg.PresentationRoot, "{agent}", agent)
 }
 
 // scopePath is the presentation path of a tool's scope: the agent root without a
 // workbench, else the workbench, or the path full inside it.
-func (s *Service) scopePath(agent, id, full string) string {
+func (s *base) scopePath(agent, id, full string) string {
 	switch {
 	case id == "":
 		return s.RootPath(agent)
@@ -364,7 +237,7 @@ func validateTarget(agent, id, path string) *Error {
 
 // rootUID returns the uid of agent's root, creating the root when it does not exist yet
 // (blob keys need it before the first publish).
-func (s *Service) rootUID(ctx context.Context, agent string) (string, error) {
+func (s *base) rootUID(ctx context.Context, agent string) (string, error) {
 	if err := s.mayCreate(ctx, agent, ""); err != nil {
 		return "", err // before the cache: a hidden root's blobs are never written
 	}
@@ -391,7 +264,7 @@ func (s *Service) rootUID(ctx context.Context, agent string) (string, error) {
 }
 
 // propose runs a command and folds a command-level failure into the error.
-func (s *Service) propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, *Error) {
+func (s *base) propose(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, *Error) {
 	res, err := s.proposeRaw(ctx, h, b)
 	if err != nil {
 		return res, AsError(err)
@@ -400,30 +273,6 @@ func (s *Service) propose(ctx context.Context, h meta.Header, b meta.Body) (meta
 		return res, AsError(res.Err)
 	}
 	return res, nil
-}
-
-// CreateResult answers CreateWorkbench.
-type CreateResult struct {
-	WorkbenchID string
-	Path        string
-	Created     bool
-}
-
-// CreateWorkbench creates workbench id under agent; creating an existing one succeeds with
-// Created false.
-func (s *Service) CreateWorkbench(ctx context.Context, agent, id string, requestID string) (CreateResult, error) {
-	if err := validateTarget(agent, id, ""); err != nil {
-		return CreateResult{}, err
-	}
-	if err := s.mayCreate(ctx, agent, id); err != nil {
-		return CreateResult{}, err
-	}
-	h := meta.Header{RequestID: requestID, RequestHash: requestHash("create", agent, id)}
-	res, werr := s.propose(ctx, h, meta.CreateWorkspace{Agent: agent, Name: id})
-	if werr != nil {
-		return CreateResult{}, werr
-	}
-	return CreateResult{WorkbenchID: id, Path: s.WorkbenchPath(agent, id), Created: res.Created}, nil
 }
 
 // WriteRequest is a whole-body write.
@@ -476,95 +325,6 @@ func (r FileResult) DigestURI() string { return DigestURI(r.Digest) }
 // DigestURI formats a digest as "sha256:<hex>".
 func DigestURI(d meta.Digest) string { return "sha256:" + hex.EncodeToString(d[:]) }
 
-func (s *Service) fileResult(agent, id, path string, res meta.Result) FileResult {
-	sec, rel := splitSection(path)
-	return FileResult{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel,
-		Presentation: s.WorkbenchPath(agent, id) + "/" + path, Size: res.Size, Generation: res.Generation,
-		Digest: res.Digest, ContentType: res.ContentType, Executable: res.Executable, Created: res.Created, Replayed: res.Replayed,
-		Ordinal: res.Ordinal}
-}
-
-// Write streams a body into the object store (segments above the inline threshold) and
-// publishes it at the path under the request's condition.
-//
-// The write path, stop by stop (docs/architecture.md#the-write-path tells it as a design;
-// this is where each step lives). A REST PUT enters at api/rest/file.go (the handler
-// decodes the precondition headers and hands the body over unread); MCP's
-// workbench_put_file and the CLI arrive here too.
-//
-//  1. Checks before any byte is read: validateTarget and checkWritable (the path and
-//     section rules), normalizeContentType, meta.ValidateFields, and mayCreate
-//     (access.go: a root or workbench the caller may not reach answers as missing).
-//  2. admitUpload (limits.go): the principal's upload cap; then ingestBody (redact.go, for
-//     tenants with secret redaction) and ingest (below): the body is read once, hashed
-//     while it is cut into segments (content-defined chunking past 8 MiB), each segment
-//     above the inline limit compressed when that pays and uploaded put-if-absent under
-//     its content address, holding one of the node's ingest slots only while bytes flow
-//     (ingest_gate.go). Nothing in the metadata has changed yet.
-//  3. proposeBlobs (publish.go): the meta.Put command, fenced against the garbage
-//     collector (meta.Header.UploadFence); a publish the FSM refuses with BlobDeleting
-//     uploads what the collector took and is proposed again.
-//  4. propose and proposeRaw (this file): the write scope and reserved workbenches,
-//     absentRoot (access.go: a missing root is created, a hidden one answers as missing),
-//     then Cores.For(agent).Propose with the producer stamped in the header.
-//  5. shard/host core.go (rootCore.Propose, Host.propose): the root's placement on its
-//     shard, the cluster-version gate (versions.go), then the shard's leader: the local
-//     replica, or the leader over the peer port (peer.go), a forwarded call ending when
-//     the leader changes (forwardContext) and an idempotent one retried after an unknown
-//     outcome.
-//  6. shard/propose.go (Shard.Propose): the leader's clock stamped, the command encoded
-//     (meta.EncodeCommand), the disk-space guard, raft Apply, waiting at most the
-//     caller's deadline (ErrTimeout: outcome unknown).
-//  7. shard/fsm.go (raftFSM.Apply) on every replica: meta.FSM.Apply decodes the command
-//     through the op table (meta/ops.go) and applies applier.put (meta/fsm.go): the
-//     condition, the generation, the version chain, reference counts, indexes, the
-//     dedupe record and the change feed, deterministically.
-//  8. Back here: fileResult shapes the answer; the surface writes it (REST: ETag is the
-//     generation).
-func (s *Service) Write(ctx context.Context, req WriteRequest) (FileResult, error) {
-	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
-		return FileResult{}, err
-	}
-	if err := checkWritable(req.Path); err != nil {
-		return FileResult{}, err
-	}
-	ct, werr := normalizeContentType(req.ContentType)
-	if werr != nil {
-		return FileResult{}, werr
-	}
-	req.ContentType = ct
-	if err := meta.ValidateFields("fields", req.Fields); err != nil {
-		return FileResult{}, AsError(err)
-	}
-	if err := s.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
-		return FileResult{}, err
-	}
-	done, werr := s.admitUpload(ctx)
-	if werr != nil {
-		return FileResult{}, werr
-	}
-	defer done()
-	body, err := s.ingestBody(ctx, req.Agent, req.Body, req.SizeHint, nil)
-	if err != nil {
-		return FileResult{}, err
-	}
-	defer body.release()
-	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("put", req.Agent, req.Workbench, req.Path,
-		fmt.Sprint(req.Cond, req.IfGeneration, req.Executable, req.CreateWorkbench), req.ContentType, string(body.digest[:]),
-		fieldsKey(req.Fields))}
-	res, werr := s.proposeBlobs(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
-		CreateWorkspace: req.CreateWorkbench, Cond: req.Cond, IfGeneration: req.IfGeneration, Size: body.size,
-		Digest: body.digest, ContentType: req.ContentType, Executable: req.Executable, Segments: body.segments, HashState: body.hashState,
-		Fields: req.Fields}, body)
-	if werr != nil && req.Cond == meta.CondIfGeneration && isMissingForGeneration(werr) {
-		return FileResult{}, missingForGeneration(req.IfGeneration)
-	}
-	if werr != nil {
-		return FileResult{}, werr
-	}
-	return s.fileResult(req.Agent, req.Workbench, req.Path, res), nil
-}
-
 // ingested is a body cut into segments, uploaded where needed, and hashed.
 type ingested struct {
 	agent     string // the agent root the body belongs to
@@ -610,7 +370,7 @@ func freeSeg(p []byte) { putSegBuf(&p) }
 // key, docs/architecture.md#the-write-path), and twice for a body of several (the whole body, and each segment in
 // its upload goroutine); an append hashes its bytes once more for the resumed whole-body
 // digest. The blob store hashes nothing again (blob.Hashed).
-func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHint int64, resume hash.Hash) (*ingested, error) {
+func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint int64, resume hash.Hash) (*ingested, error) {
 	out := &ingested{agent: agent}
 	started := s.now()
 	_, inMemory := r.(interface{ Len() int }) // bytes.Reader, strings.Reader, bytes.Buffer
@@ -756,7 +516,7 @@ func (s *Service) ingest(ctx context.Context, agent string, r io.Reader, sizeHin
 // the garbage collector may delete what it uploaded before it publishes (orphans older
 // than the grace go), and a retry at the same speed would meet the same end, so it is
 // answered at once and says why. Nothing is published; the blobs it stored are orphans.
-func (s *Service) checkUploadTime(started time.Time) *Error {
+func (s *base) checkUploadTime(started time.Time) *Error {
 	took := s.now().Sub(started)
 	if took <= s.cfg.MaxUploadDuration {
 		return nil
@@ -936,11 +696,11 @@ func fieldsKey(fs map[string]meta.FieldValue) string {
 }
 
 // BlobStore returns the object store the service writes bodies to.
-func (s *Service) BlobStore() blob.Store { return s.blobs }
+func (s *Service) BlobStore() blob.Store { return s.base.blobs }
 
 // readView returns a linearizable view of the shard that serves agent's root, or the
 // empty state when the root is not in it or hidden from the caller (access.go).
-func (s *Service) readView(ctx context.Context, agent string) (*meta.View, error) {
+func (s *base) readView(ctx context.Context, agent string) (*meta.View, error) {
 	c, err := s.cores.For(ctx, agent)
 	if err != nil {
 		return nil, err
@@ -957,7 +717,7 @@ func (s *Service) readView(ctx context.Context, agent string) (*meta.View, error
 // through here. A command for a root the caller may not change is refused before it
 // reaches the core (mayWrite), and one for a missing or hidden root is decided on the
 // empty state first (absentRoot).
-func (s *Service) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error) {
+func (s *base) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta.Result, error) {
 	agent := meta.AgentOf(b)
 	if err := mayWrite(ctx, agent); err != nil {
 		return meta.Result{}, err
@@ -977,4 +737,23 @@ func (s *Service) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (m
 	p := producerOf(ctx)
 	h.Principal, h.Surface = p.Principal, p.Surface
 	return c.Propose(ctx, h, b)
+}
+
+// listingPageMaxBytes is the estimate a listing page may reach: an eighth of the budget,
+// at most maxListingPageBytes.
+func (s *base) listingPageMaxBytes() int64 {
+	return min(maxListingPageBytes, s.cfg.QueryBudgetBytes/listingPageShare)
+}
+
+func (s *base) fileFields(r Result, agent, id, full string) Result {
+	sec, rel := splitSection(full)
+	r["workbench_id"] = id
+	if sec == "" {
+		r["section"] = nil
+	} else {
+		r["section"] = sec
+	}
+	r["relative_path"] = rel
+	r["path"] = s.WorkbenchPath(agent, id) + "/" + full
+	return r
 }

@@ -14,12 +14,6 @@ import (
 const (
 	DefaultSnapshotTTLDays   = 7
 	MaxSnapshotMetadataProps = 64
-	// DefaultMaxSnapshotsPerWorkbench is the default cap on the snapshots of one
-	// workbench that hold history (alive, or expired and still renewable), Config.
-	DefaultMaxSnapshotsPerWorkbench = 256
-	// DefaultMaxRunSnapshotsPerWorkbench is the default cap on the held snapshots of
-	// OpenWOP runs of one workbench, Config.
-	DefaultMaxRunSnapshotsPerWorkbench = 256
 	// MaxListedEndedSnapshots bounds the retired and reaped snapshots snapshot_list
 	// reports, newest first: with the cap on held ones, an answer holds at most
 	// MaxSnapshotsPerWorkbench + MaxListedEndedSnapshots records of at most
@@ -59,7 +53,7 @@ type SnapshotListInput struct {
 }
 
 // snapshotFields renders a snapshot record the way every snapshot tool reports it.
-func (s *Service) snapshotFields(r Result, snap *meta.WorkbenchSnapshot, nowMs int64) Result {
+func (s *Lifecycle) snapshotFields(r Result, snap *meta.WorkbenchSnapshot, nowMs int64) Result {
 	r["snapshot_id"] = snap.ID
 	r["name"] = nilIfEmpty(snap.Name)
 	r["read_version"] = snap.ReadVersion
@@ -73,7 +67,7 @@ func (s *Service) snapshotFields(r Result, snap *meta.WorkbenchSnapshot, nowMs i
 	r["annotation"] = annotation
 	r["state"] = string(snap.StateAt(nowMs))
 	r["workbench_id"] = snap.Workspace
-	r["path"] = s.WorkbenchPath(snap.Agent, snap.Workspace)
+	r["path"] = s.base.WorkbenchPath(snap.Agent, snap.Workspace)
 	r["ttl_days"] = snap.TTLDays
 	r["created_at"] = time.UnixMilli(snap.CreatedAtMs).UTC().Format(time.RFC3339)
 	// Cairn's attribution: who minted it (meta.Producer.String; "" when unknown).
@@ -136,23 +130,23 @@ func snapshotMetadata(raw json.RawMessage) ([]byte, *Error) {
 	return canon, nil
 }
 
-// ToolSnapshot implements workbench_snapshot: a leased read point of the workbench now.
+// Snapshot implements workbench_snapshot: a leased read point of the workbench now.
 // At most Config.MaxSnapshotsPerWorkbench snapshots of a workbench hold history at once;
 // one more is ResourceExhausted, not retryable, details {quota: "snapshots_per_workbench",
 // limit, usage, requested, max_snapshots}.
-func (s *Service) ToolSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
+func (s *Lifecycle) Snapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
 	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolWorkbench, s.cfg.MaxSnapshotsPerWorkbench)
 }
 
-// RunSnapshot is ToolSnapshot for the OpenWOP facade's runs (api/openwop/runs.go): the
+// RunSnapshot is Snapshot for the OpenWOP facade's runs (api/openwop/runs.go): the
 // snapshot counts against Config.MaxRunSnapshotsPerWorkbench, not the workbench's own cap,
 // so runs never make the workbench tools' snapshots fail (issue 25, finding 13); past it,
 // the quota "run_snapshots_per_workbench".
-func (s *Service) RunSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
+func (s *Lifecycle) RunSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
 	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolRuns, s.cfg.MaxRunSnapshotsPerWorkbench)
 }
 
-func (s *Service) mintSnapshot(ctx context.Context, agent string, in SnapshotInput, pool meta.SnapshotPool, maxHeld int) (Result, error) {
+func (s *Lifecycle) mintSnapshot(ctx context.Context, agent string, in SnapshotInput, pool meta.SnapshotPool, maxHeld int) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -180,7 +174,7 @@ func (s *Service) mintSnapshot(ctx context.Context, agent string, in SnapshotInp
 	if werr := mayWrite(ctx, agent); werr != nil {
 		return nil, werr
 	}
-	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
+	res, werr := s.base.propose(ctx, meta.Header{}, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
 		TTLDays: ttl, Reason: reason, Metadata: md, MaxHeld: maxHeld, Pool: pool})
 	if werr != nil && werr.Code == CodeResourceExhausted && werr.Details["quota"] != meta.QuotaSnapshots {
 		// The cap: it passes only once a snapshot is retired or reaped, not by retrying.
@@ -209,8 +203,8 @@ func snapshotSelectorArgs(id *uint64, name *string) (uint64, string, *Error) {
 	return 0, "", invalidArgument("snapshot_id", "give snapshot_id or name")
 }
 
-// ToolSnapshotRenew implements workbench_snapshot_renew.
-func (s *Service) ToolSnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput) (Result, error) {
+// SnapshotRenew implements workbench_snapshot_renew.
+func (s *Lifecycle) SnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -225,7 +219,7 @@ func (s *Service) ToolSnapshotRenew(ctx context.Context, agent string, in Snapsh
 	if werr := mayWrite(ctx, agent); werr != nil {
 		return nil, werr
 	}
-	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotRenew{Agent: agent, Workspace: in.ID, ID: id, Name: name, TTLDays: ttl})
+	res, werr := s.base.propose(ctx, meta.Header{}, meta.SnapshotRenew{Agent: agent, Workspace: in.ID, ID: id, Name: name, TTLDays: ttl})
 	if werr != nil {
 		return nil, werr
 	}
@@ -235,8 +229,8 @@ func (s *Service) ToolSnapshotRenew(ctx context.Context, agent string, in Snapsh
 	return r, nil
 }
 
-// ToolSnapshotRetire implements workbench_snapshot_retire.
-func (s *Service) ToolSnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
+// SnapshotRetire implements workbench_snapshot_retire.
+func (s *Lifecycle) SnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -251,7 +245,7 @@ func (s *Service) ToolSnapshotRetire(ctx context.Context, agent string, in Snaps
 	if werr := mayWrite(ctx, agent); werr != nil {
 		return nil, werr
 	}
-	res, werr := s.propose(ctx, meta.Header{}, meta.SnapshotRetire{Agent: agent, Workspace: in.ID, ID: id, Name: name, Reason: reason})
+	res, werr := s.base.propose(ctx, meta.Header{}, meta.SnapshotRetire{Agent: agent, Workspace: in.ID, ID: id, Name: name, Reason: reason})
 	if werr != nil {
 		return nil, werr
 	}
@@ -269,18 +263,18 @@ func nowMsOf(res meta.Result) int64 {
 	return max(res.Snapshot.RenewedAtMs, res.Snapshot.CreatedAtMs)
 }
 
-// ToolSnapshotList implements workbench_snapshot_list: the snapshots of the workbench with
+// SnapshotList implements workbench_snapshot_list: the snapshots of the workbench with
 // their state, aliases, annotation and lease evidence, oldest first: every snapshot that
 // holds history (at most Config.MaxSnapshotsPerWorkbench, which minting enforces) and the
 // newest MaxListedEndedSnapshots retired or reaped ones, so the answer is bounded.
-func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in SnapshotListInput) (Result, error) {
+func (s *Lifecycle) SnapshotList(ctx context.Context, agent string, in SnapshotListInput) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
 	if err := mayRead(ctx, agent); err != nil {
 		return nil, err
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -294,7 +288,7 @@ func (s *Service) ToolSnapshotList(ctx context.Context, agent string, in Snapsho
 	}
 	r := success()
 	r["workbench_id"] = in.ID
-	r["path"] = s.WorkbenchPath(agent, in.ID)
+	r["path"] = s.base.WorkbenchPath(agent, in.ID)
 	r["snapshot_count"] = len(list)
 	r["snapshots"] = list
 	return r, nil
@@ -309,7 +303,7 @@ const MaxSnapshotPageLimit = 100
 // starts at the first). The result is the tool's, plus next_cursor (null after the last
 // page) and truncated. InvalidArguments for a bad limit or a cursor issued for another
 // workbench.
-func (s *Service) SnapshotListPage(ctx context.Context, agent, id, cursorText string, limit int) (Result, error) {
+func (s *Lifecycle) SnapshotListPage(ctx context.Context, agent, id, cursorText string, limit int) (Result, error) {
 	if err := validateTarget(agent, id, ""); err != nil {
 		return nil, err
 	}
@@ -321,13 +315,13 @@ func (s *Service) SnapshotListPage(ctx context.Context, agent, id, cursorText st
 	}
 	var after uint64
 	if cursorText != "" {
-		cur, cerr := s.cursors.decode(ctx, cursorText, "snapshots", agent, id, "")
+		cur, cerr := s.base.cursors.decode(ctx, cursorText, "snapshots", agent, id, "")
 		if cerr != nil {
 			return nil, cerr
 		}
 		after = uint64(cur.Offset)
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -346,19 +340,19 @@ func (s *Service) SnapshotListPage(ctx context.Context, agent, id, cursorText st
 	}
 	r := success()
 	r["workbench_id"] = id
-	r["path"] = s.WorkbenchPath(agent, id)
+	r["path"] = s.base.WorkbenchPath(agent, id)
 	r["snapshot_count"] = len(list)
 	r["snapshots"] = list
 	r["truncated"] = start+len(page) < len(all)
 	r["next_cursor"] = nil
 	if start+len(page) < len(all) {
-		r["next_cursor"] = s.cursors.encode(ctx, cursor{Kind: "snapshots", Agent: agent, Workbench: id, Offset: int64(page[len(page)-1].ID)})
+		r["next_cursor"] = s.base.cursors.encode(ctx, cursor{Kind: "snapshots", Agent: agent, Workbench: id, Offset: int64(page[len(page)-1].ID)})
 	}
 	return r, nil
 }
 
 // snapshotEntry is one snapshot as snapshot_list reports it.
-func (s *Service) snapshotEntry(view *meta.View, sn *meta.WorkbenchSnapshot) Result {
+func (s *Lifecycle) snapshotEntry(view *meta.View, sn *meta.WorkbenchSnapshot) Result {
 	r := s.snapshotFields(Result{}, sn, view.NowMs())
 	aliases := view.SnapshotAliases(sn)
 	if aliases == nil {

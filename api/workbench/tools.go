@@ -138,28 +138,29 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-// payload decodes exactly one of text or base64, enforcing the MCP payload cap.
-func (s *Service) payload(text, b64 *string) ([]byte, bool, *Error) {
+// payload decodes exactly one of text or base64, enforcing the MCP payload cap maxBytes
+// (Config.MCPMaxPayloadBytes).
+func payload(maxBytes int64, text, b64 *string) ([]byte, bool, *Error) {
 	switch {
 	case text != nil && b64 != nil:
 		return nil, false, invalidArgument("text", "give exactly one of text or base64, not both")
 	case text == nil && b64 == nil:
 		return nil, false, invalidArgument("text", "give exactly one of text or base64")
 	case text != nil:
-		if int64(len(*text)) > s.cfg.MCPMaxPayloadBytes {
-			return nil, true, payloadTooLarge(int64(len(*text)), s.cfg.MCPMaxPayloadBytes)
+		if int64(len(*text)) > maxBytes {
+			return nil, true, payloadTooLarge(int64(len(*text)), maxBytes)
 		}
 		return []byte(*text), true, nil
 	}
-	if n := base64DecodedLen(*b64); n > s.cfg.MCPMaxPayloadBytes {
-		return nil, false, payloadTooLarge(n, s.cfg.MCPMaxPayloadBytes)
+	if n := base64DecodedLen(*b64); n > maxBytes {
+		return nil, false, payloadTooLarge(n, maxBytes)
 	}
 	data, err := base64.StdEncoding.DecodeString(*b64)
 	if err != nil {
 		return nil, false, invalidArgument("base64", "is not valid standard base64: %v", err)
 	}
-	if int64(len(data)) > s.cfg.MCPMaxPayloadBytes {
-		return nil, false, payloadTooLarge(int64(len(data)), s.cfg.MCPMaxPayloadBytes)
+	if int64(len(data)) > maxBytes {
+		return nil, false, payloadTooLarge(int64(len(data)), maxBytes)
 	}
 	return data, false, nil
 }
@@ -181,8 +182,8 @@ func base64DecodedLen(s string) int64 {
 // writePayload decodes a write tool's payload (exactly one of text or base64) and picks its
 // content type: the caller's, else text/plain; charset=utf-8 for text and
 // application/octet-stream for base64.
-func (s *Service) writePayload(text, b64, contentType *string) ([]byte, string, *Error) {
-	data, isText, err := s.payload(text, b64)
+func writePayload(maxBytes int64, text, b64, contentType *string) ([]byte, string, *Error) {
+	data, isText, err := payload(maxBytes, text, b64)
 	if err != nil {
 		return nil, "", err
 	}
@@ -204,35 +205,22 @@ func atSnapshotValue(at At) any {
 	return at.SnapshotID
 }
 
-func (s *Service) fileFields(r Result, agent, id, full string) Result {
-	sec, rel := splitSection(full)
-	r["workbench_id"] = id
-	if sec == "" {
-		r["section"] = nil
-	} else {
-		r["section"] = sec
-	}
-	r["relative_path"] = rel
-	r["path"] = s.WorkbenchPath(agent, id) + "/" + full
-	return r
-}
-
 // scopeFields adds the keys that say what a listing or a grep covered: the workbench, the
 // section (null for the workbench top), the path relative to it (null for the section
 // itself), and the presentation path of the scope.
-func (s *Service) scopeFields(r Result, agent, id, full string) Result {
+func (s *Tools) scopeFields(r Result, agent, id, full string) Result {
 	sec, rel := splitSection(full)
 	r["workbench_id"] = id
 	r["workbench_path"] = s.WorkbenchPath(agent, id)
 	r["section"] = nilIfEmpty(sec)
 	r["relative_path"] = nilIfEmpty(rel)
-	r["path"] = s.scopePath(agent, id, full)
+	r["path"] = s.base.scopePath(agent, id, full)
 	return r
 }
 
-// ToolCreate implements workbench_create: an exact retry returns the same result.
-func (s *Service) ToolCreate(ctx context.Context, agent string, in CreateInput) (Result, error) {
-	res, err := s.CreateWorkbench(ctx, agent, in.ID, "")
+// Create implements workbench_create: an exact retry returns the same result.
+func (s *Tools) Create(ctx context.Context, agent string, in CreateInput) (Result, error) {
+	res, err := s.life.CreateWorkbench(ctx, agent, in.ID, "")
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +231,7 @@ func (s *Service) ToolCreate(ctx context.Context, agent string, in CreateInput) 
 	return r, nil
 }
 
-func (s *Service) validateWrite(agent, id, section, path string) (string, *Error) {
+func (s *Tools) validateWrite(agent, id, section, path string) (string, *Error) {
 	if err := validateTarget(agent, id, ""); err != nil {
 		return "", err
 	}
@@ -263,12 +251,12 @@ func (s *Service) validateWrite(agent, id, section, path string) (string, *Error
 	return full, nil
 }
 
-// ToolPutFile implements workbench_put_file: create-only by default, replace-only with
+// PutFile implements workbench_put_file: create-only by default, replace-only with
 // replace=true; never an upsert. A replace applies at the generation it observed, or with
 // expected_generation only at that one (NoKV PR #491, docs/workbench.md): a stale value is
 // Conflict with details.current_generation, so two writers that read the same generation
 // cannot both replace it. expected_generation 0, or without replace, is InvalidArguments.
-func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput) (Result, error) {
+func (s *Tools) PutFile(ctx context.Context, agent string, in PutFileInput) (Result, error) {
 	full, werr := s.validateWrite(agent, in.ID, in.Section, in.Path)
 	if werr != nil {
 		return nil, werr
@@ -281,7 +269,7 @@ func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput
 			return nil, invalidArgument("expected_generation", "is allowed only with replace: true")
 		}
 	}
-	data, ct, werr := s.writePayload(in.Text, in.Base64, in.ContentType)
+	data, ct, werr := writePayload(s.base.cfg.MCPMaxPayloadBytes, in.Text, in.Base64, in.ContentType)
 	if werr != nil {
 		return nil, werr
 	}
@@ -289,7 +277,7 @@ func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput
 	req := WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data), SizeHint: int64(len(data)), ContentType: ct,
 		Cond: meta.CondCreateOnly, CreateWorkbench: true}
 	if replace {
-		cur, err := s.currentEntry(ctx, agent, in.ID, full, false)
+		cur, err := s.writes.currentEntry(ctx, agent, in.ID, full, false)
 		if err != nil {
 			return nil, err
 		}
@@ -310,14 +298,14 @@ func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput
 			req.IfGeneration = *in.ExpectedGeneration
 		}
 	}
-	res, err := s.Write(ctx, req)
+	res, err := s.writes.Write(ctx, req)
 	if err != nil {
 		if e := AsError(err); in.ExpectedGeneration != nil && e.Code == CodeConflict {
 			return nil, PreconditionFailed(e)
 		}
 		return nil, err
 	}
-	r := s.fileFields(success(), agent, in.ID, full)
+	r := s.base.fileFields(success(), agent, in.ID, full)
 	r["size_bytes"] = res.Size
 	r["generation"] = res.Generation
 	r["digest_uri"] = res.DigestURI()
@@ -326,24 +314,24 @@ func (s *Service) ToolPutFile(ctx context.Context, agent string, in PutFileInput
 	return r, nil
 }
 
-// ToolAppend implements workbench_append: creates the file when missing, otherwise appends
+// Append implements workbench_append: creates the file when missing, otherwise appends
 // after a generation compare-and-swap, retrying conflicts itself. Without a request id it
 // is at-least-once: a transport retry of a call that did apply appends twice.
-func (s *Service) ToolAppend(ctx context.Context, agent string, in AppendInput) (Result, error) {
+func (s *Tools) Append(ctx context.Context, agent string, in AppendInput) (Result, error) {
 	full, werr := s.validateWrite(agent, in.ID, in.Section, in.Path)
 	if werr != nil {
 		return nil, werr
 	}
-	data, ct, werr := s.writePayload(in.Text, in.Base64, in.ContentType)
+	data, ct, werr := writePayload(s.base.cfg.MCPMaxPayloadBytes, in.Text, in.Base64, in.ContentType)
 	if werr != nil {
 		return nil, werr
 	}
-	res, err := s.Append(ctx, AppendRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data), SizeHint: int64(len(data)),
+	res, err := s.writes.Append(ctx, AppendRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data), SizeHint: int64(len(data)),
 		ContentType: ct, CreateWorkbench: true})
 	if err != nil {
 		return nil, err
 	}
-	r := s.fileFields(success(), agent, in.ID, full)
+	r := s.base.fileFields(success(), agent, in.ID, full)
 	r["appended_bytes"] = res.AppendedBytes
 	r["size_bytes"] = res.Size
 	r["generation"] = res.Generation
@@ -352,9 +340,9 @@ func (s *Service) ToolAppend(ctx context.Context, agent string, in AppendInput) 
 	return r, nil
 }
 
-// ToolEdit implements workbench_edit: exact UTF-8 replacement on the live body, with
+// Edit implements workbench_edit: exact UTF-8 replacement on the live body, with
 // re-read and revalidation on a conflict (up to 5 attempts).
-func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Result, error) {
+func (s *Tools) Edit(ctx context.Context, agent string, in EditInput) (Result, error) {
 	full, werr := s.validateWrite(agent, in.ID, in.Section, in.Path)
 	if werr != nil {
 		return nil, werr
@@ -369,17 +357,17 @@ func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Res
 	if werr := mayWrite(ctx, agent); werr != nil {
 		return nil, werr
 	}
-	release, err := admit(ctx, s.loads)
+	release, err := admit(ctx, s.base.loads)
 	if err != nil {
 		return nil, AsError(err)
 	}
 	defer release()
 	for attempt := 1; ; attempt++ {
-		f, err := s.Open(ctx, agent, in.ID, full)
+		f, err := s.reads.Open(ctx, agent, in.ID, full)
 		if err != nil {
 			return nil, s.stagingWriteError(ctx, agent, in.ID, err)
 		}
-		body, err := f.ReadAll(ctx, s.cfg.MCPMaxPayloadBytes)
+		body, err := f.ReadAll(ctx, s.base.cfg.MCPMaxPayloadBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -403,13 +391,13 @@ func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Res
 		// (a 4 MiB file × a 1 MiB replace_all would ask for 4 TiB). edit loads whole bodies
 		// up to the cap: it must not make one it cannot edit again. No overflow: the body
 		// and both strings are bounded by the MCP message size, far below 2^31 each.
-		if size := editedSize(len(body), replacements, len(in.OldString), len(in.NewString)); size > s.cfg.MCPMaxPayloadBytes {
-			e := payloadTooLarge(size, s.cfg.MCPMaxPayloadBytes)
-			e.Message = fmt.Sprintf("the edited file would be %d bytes, more than the %d bytes edit handles", size, s.cfg.MCPMaxPayloadBytes)
+		if size := editedSize(len(body), replacements, len(in.OldString), len(in.NewString)); size > s.base.cfg.MCPMaxPayloadBytes {
+			e := payloadTooLarge(size, s.base.cfg.MCPMaxPayloadBytes)
+			e.Message = fmt.Sprintf("the edited file would be %d bytes, more than the %d bytes edit handles", size, s.base.cfg.MCPMaxPayloadBytes)
 			return nil, e
 		}
 		updated := strings.Replace(string(body), in.OldString, in.NewString, replacements)
-		r := s.fileFields(success(), agent, in.ID, full)
+		r := s.base.fileFields(success(), agent, in.ID, full)
 		r["replacements"] = replacements
 		if updated == string(body) {
 			r["size_bytes"] = f.Info.Size
@@ -417,7 +405,7 @@ func (s *Service) ToolEdit(ctx context.Context, agent string, in EditInput) (Res
 			r["no_change"] = true
 			return r, nil
 		}
-		res, err := s.Write(ctx, WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: strings.NewReader(updated), SizeHint: int64(len(updated)),
+		res, err := s.writes.Write(ctx, WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: strings.NewReader(updated), SizeHint: int64(len(updated)),
 			ContentType: f.Info.ContentType, Executable: f.Info.Executable, Cond: meta.CondIfGeneration, IfGeneration: f.Info.Generation})
 		if err != nil {
 			if we := AsError(err); we.Code == CodeConflict && attempt < maxEditAttempts {
@@ -438,8 +426,8 @@ func editedSize(size, replacements, oldLen, newLen int) int64 {
 	return int64(size) + int64(replacements)*(int64(newLen)-int64(oldLen))
 }
 
-// ToolList implements workbench_list.
-func (s *Service) ToolList(ctx context.Context, agent string, in ListInput) (Result, error) {
+// List implements workbench_list.
+func (s *Tools) List(ctx context.Context, agent string, in ListInput) (Result, error) {
 	at, aerr := ParseAtSnapshot(in.AtSnapshot)
 	if aerr != nil {
 		return nil, aerr
@@ -458,7 +446,7 @@ func (s *Service) ToolList(ctx context.Context, agent string, in ListInput) (Res
 		}
 		limit = *in.Limit
 	}
-	res, err := s.List(ctx, ListRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: limit, At: at})
+	res, err := s.reads.List(ctx, ListRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: limit, At: at})
 	if err != nil {
 		return nil, err
 	}
@@ -469,7 +457,7 @@ func (s *Service) ToolList(ctx context.Context, agent string, in ListInput) (Res
 	r["entry_count"] = res.EntryCount
 	entries := make([]map[string]any, 0, len(res.Entries))
 	for _, e := range res.Entries {
-		m := s.fileFields(map[string]any{"name": e.Name, "kind": e.Kind, "size_bytes": e.Size}, agent, in.ID, e.Path)
+		m := s.base.fileFields(map[string]any{"name": e.Name, "kind": e.Kind, "size_bytes": e.Size}, agent, in.ID, e.Path)
 		delete(m, "workbench_id")
 		if e.Kind == "file" {
 			m["generation"] = e.Generation
@@ -492,8 +480,8 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
-// ToolStat implements workbench_stat: the workbench, a section, a directory or a file.
-func (s *Service) ToolStat(ctx context.Context, agent string, in StatInput) (Result, error) {
+// Stat implements workbench_stat: the workbench, a section, a directory or a file.
+func (s *Tools) Stat(ctx context.Context, agent string, in StatInput) (Result, error) {
 	at, aerr := ParseAtSnapshot(in.AtSnapshot)
 	if aerr != nil {
 		return nil, aerr
@@ -505,7 +493,7 @@ func (s *Service) ToolStat(ctx context.Context, agent string, in StatInput) (Res
 	if werr != nil {
 		return nil, werr
 	}
-	st, err := s.StatAt(ctx, agent, in.ID, full, at)
+	st, err := s.reads.StatAt(ctx, agent, in.ID, full, at)
 	if err != nil {
 		return nil, err
 	}
@@ -526,13 +514,13 @@ func (s *Service) ToolStat(ctx context.Context, agent string, in StatInput) (Res
 // described (StatResult.SealedBy), else null. Cairn adds executable and
 // modified_at_unix_ms for files, file_count for directories and the workbench, and
 // sections for the workbench.
-func (s *Service) statCard(agent, id, full string, st StatResult) map[string]any {
+func (s *Tools) statCard(agent, id, full string, st StatResult) map[string]any {
 	c := map[string]any{"kind": st.Kind, "producer": st.Producer.String(), "producer_principal": st.Producer.Principal,
 		"producer_surface": st.Producer.Surface, "record_count": nil, "manifest_id": nilIfEmpty(st.SealedBy),
 		"content_type": nil, "digest_uri": nil, "generation": nil}
 	sec, rel := splitSection(full)
 	c["section"], c["relative_path"] = nilIfEmpty(sec), nilIfEmpty(rel)
-	c["path"] = s.scopePath(agent, id, full)
+	c["path"] = s.base.scopePath(agent, id, full)
 	switch st.Kind {
 	case "workbench":
 		c["name"] = id
@@ -562,11 +550,11 @@ func baseName(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
 
 // stagingWriteError turns the NotFound a write's read step gets for a restore destination
 // that is still staging into the InvalidState a write to it gets (docs/workbench.md, workbench_restore).
-func (s *Service) stagingWriteError(ctx context.Context, agent, id string, err error) error {
+func (s *Tools) stagingWriteError(ctx context.Context, agent, id string, err error) error {
 	if AsError(err).Code != CodeNotFound {
 		return err
 	}
-	view, verr := s.readView(ctx, agent)
+	view, verr := s.base.readView(ctx, agent)
 	if verr != nil || !view.Staging(agent, id) {
 		return err
 	}

@@ -67,7 +67,7 @@ func TestAnUploadSlowerThanItsBoundFailsSayingSo(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1e9, 0)}
 	svc.SetClock(clock.Now)
 	write := func(path string, step time.Duration) error {
-		_, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+		_, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
 			Body: &slowBody{left: 12 << 20, step: step, clock: clock}, CreateWorkbench: true})
 		return err
 	}
@@ -79,7 +79,7 @@ func TestAnUploadSlowerThanItsBoundFailsSayingSo(t *testing.T) {
 		!strings.Contains(e.Message, "nothing was written") {
 		t.Errorf("the answer does not say what happened: %v %v", e.Message, e.Details)
 	}
-	if _, err := svc.Stat(t.Context(), "a", "w", "outputs/slow.bin"); workbench.AsError(err).Code != workbench.CodeNotFound {
+	if _, err := svc.Reads.Stat(t.Context(), "a", "w", "outputs/slow.bin"); workbench.AsError(err).Code != workbench.CodeNotFound {
 		t.Errorf("stat after the failed upload: %v", err)
 	}
 	if err := write("outputs/fast.bin", time.Second); err != nil { // 12 seconds
@@ -104,7 +104,7 @@ func TestALargeBodyWhoseBlobsWereCollectedBeforeItsPublishSaysSo(t *testing.T) {
 		big[i] = byte(i*7919 + i/4096)
 	}
 	put := func(path string, body []byte) error {
-		_, err := n.svc.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+		_, err := n.svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
 			Body: bytes.NewReader(body), CreateWorkbench: true})
 		return err
 	}

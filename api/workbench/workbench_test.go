@@ -24,7 +24,7 @@ func newService(t *testing.T, inline int64) (*workbench.Service, *shard.Shard) {
 
 func readAll(t *testing.T, svc *workbench.Service, path string) []byte {
 	t.Helper()
-	f, err := svc.Open(t.Context(), "a", "w", path)
+	f, err := svc.Reads.Open(t.Context(), "a", "w", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestConcurrentAppendsLoseNothing(t *testing.T) {
 					defer wg.Done()
 					for i := 0; i < 15; i++ {
 						line := fmt.Sprintf("w%d-%02d\n", w, i)
-						if _, err := svc.Append(context.Background(), workbench.AppendRequest{Agent: "a", Workbench: "w",
+						if _, err := svc.Writes.Append(context.Background(), workbench.AppendRequest{Agent: "a", Workbench: "w",
 							Path: "logs/run.log", Body: strings.NewReader(line), CreateWorkbench: true}); err != nil {
 							t.Errorf("append %q: %v", line, err)
 							return
@@ -86,11 +86,11 @@ func TestConcurrentAppendsLoseNothing(t *testing.T) {
 func TestAppendToLargeObjectStoreFileKeepsDigest(t *testing.T) {
 	svc, _ := newService(t, 4096)
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB: several chunks
-	if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/big",
+	if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/big",
 		Body: bytes.NewReader(big), CreateWorkbench: true}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "outputs/big", Body: strings.NewReader("tail")})
+	res, err := svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "outputs/big", Body: strings.NewReader("tail")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,14 +104,14 @@ func TestAppendToLargeObjectStoreFileKeepsDigest(t *testing.T) {
 
 func TestAppendWithIfGenerationDoesNotRetry(t *testing.T) {
 	svc, _ := newService(t, 4096)
-	first, err := svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/l", Body: strings.NewReader("1"), CreateWorkbench: true})
+	first, err := svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/l", Body: strings.NewReader("1"), CreateWorkbench: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/l", Body: strings.NewReader("2")}); err != nil {
+	if _, err := svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/l", Body: strings.NewReader("2")}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/l", Body: strings.NewReader("3"), IfGeneration: first.Generation})
+	_, err = svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/l", Body: strings.NewReader("3"), IfGeneration: first.Generation})
 	if we := workbench.AsError(err); we == nil || we.Code != workbench.CodeConflict {
 		t.Fatalf("stale If-Match append: %v", err)
 	}
@@ -123,9 +123,9 @@ func TestAppendWithIfGenerationDoesNotRetry(t *testing.T) {
 func TestReadRangesAcrossInlineAndStoredSegments(t *testing.T) {
 	svc, _ := newService(t, 8)
 	// First append is inline (≤ 8 bytes), the second goes to the object store.
-	svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/mixed", Body: strings.NewReader("abcd"), CreateWorkbench: true})
-	svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/mixed", Body: strings.NewReader("efghijklmnop")})
-	f, err := svc.Open(t.Context(), "a", "w", "logs/mixed")
+	svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/mixed", Body: strings.NewReader("abcd"), CreateWorkbench: true})
+	svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/mixed", Body: strings.NewReader("efghijklmnop")})
+	f, err := svc.Reads.Open(t.Context(), "a", "w", "logs/mixed")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,15 +147,15 @@ func TestReadRangesAcrossInlineAndStoredSegments(t *testing.T) {
 
 func TestEmptyAppendToAnExistingFileChangesNothing(t *testing.T) {
 	svc, _ := newService(t, 4096)
-	first, err := svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/l", Body: strings.NewReader("x"), CreateWorkbench: true})
+	first, err := svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/l", Body: strings.NewReader("x"), CreateWorkbench: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/l", Body: strings.NewReader("")})
+	again, err := svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/l", Body: strings.NewReader("")})
 	if err != nil || again.Generation != first.Generation || again.Size != 1 || again.AppendedBytes != 0 || again.Created {
 		t.Fatalf("empty append: %+v %v (first %+v)", again, err, first)
 	}
-	empty, err := svc.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/new", Body: strings.NewReader("")})
+	empty, err := svc.Writes.Append(t.Context(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "logs/new", Body: strings.NewReader("")})
 	if err != nil || !empty.Created || empty.Size != 0 {
 		t.Fatalf("empty append creating a file: %+v %v", empty, err)
 	}

@@ -49,7 +49,7 @@ type WorkbenchPage struct {
 // uid) and the limit; anything else is InvalidArguments naming "cursor". A root that does
 // not exist lists nothing. Staging restore destinations are not listed (they are
 // invisible until complete).
-func (s *Service) ListWorkbenches(ctx context.Context, agent, cursorText string, limit int) (WorkbenchPage, error) {
+func (s *Lifecycle) ListWorkbenches(ctx context.Context, agent, cursorText string, limit int) (WorkbenchPage, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return WorkbenchPage{}, AsError(err)
 	}
@@ -62,7 +62,7 @@ func (s *Service) ListWorkbenches(ctx context.Context, agent, cursorText string,
 	if err := mayRead(ctx, agent); err != nil {
 		return WorkbenchPage{}, err
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return WorkbenchPage{}, AsError(err)
 	}
@@ -73,7 +73,7 @@ func (s *Service) ListWorkbenches(ctx context.Context, agent, cursorText string,
 	args := "root " + uid + " limit " + strconv.Itoa(limit)
 	after := ""
 	if cursorText != "" {
-		cur, cerr := s.cursors.decode(ctx, cursorText, "workbenches", agent, "", "")
+		cur, cerr := s.base.cursors.decode(ctx, cursorText, "workbenches", agent, "", "")
 		if cerr != nil {
 			return WorkbenchPage{}, cerr
 		}
@@ -85,11 +85,11 @@ func (s *Service) ListWorkbenches(ctx context.Context, agent, cursorText string,
 	list, more := view.Workspaces(agent, after, limit)
 	out := WorkbenchPage{Workbenches: make([]WorkbenchInfo, 0, len(list))}
 	for _, ws := range list {
-		out.Workbenches = append(out.Workbenches, WorkbenchInfo{ID: ws.Name, Path: s.WorkbenchPath(agent, ws.Name),
+		out.Workbenches = append(out.Workbenches, WorkbenchInfo{ID: ws.Name, Path: s.base.WorkbenchPath(agent, ws.Name),
 			Revision: ws.Revision, Files: ws.Files, Bytes: ws.Bytes, CreatedAtMs: ws.CreatedAtMs, HeadCommit: ws.HeadIdentity})
 	}
 	if more && len(list) > 0 {
-		out.NextCursor = s.cursors.encode(ctx, cursor{Kind: "workbenches", Agent: agent, Args: args, After: list[len(list)-1].Name})
+		out.NextCursor = s.base.cursors.encode(ctx, cursor{Kind: "workbenches", Agent: agent, Args: args, After: list[len(list)-1].Name})
 	}
 	return out, nil
 }
@@ -101,12 +101,12 @@ func (s *Service) ListWorkbenches(ctx context.Context, agent, cursorText string,
 // precondition, PreconditionFailed). NotFound when it does not exist;
 // ForkRetentionActive (retryable) while a restore reads from it; InvalidState (retryable)
 // while it is a restore's staging destination.
-func (s *Service) DeleteWorkbench(ctx context.Context, agent, id string, ifRevision uint64, requestID string) error {
+func (s *Lifecycle) DeleteWorkbench(ctx context.Context, agent, id string, ifRevision uint64, requestID string) error {
 	if err := validateTarget(agent, id, ""); err != nil {
 		return err
 	}
 	h := meta.Header{RequestID: requestID, RequestHash: requestHash("delete-workbench", agent, id, strconv.FormatUint(ifRevision, 10))}
-	_, werr := s.propose(ctx, h, meta.DeleteWorkspace{Agent: agent, Name: id, IfRevision: ifRevision})
+	_, werr := s.base.propose(ctx, h, meta.DeleteWorkspace{Agent: agent, Name: id, IfRevision: ifRevision})
 	if werr != nil {
 		if ifRevision != 0 && werr.Code == CodeConflict {
 			return PreconditionFailed(werr)
@@ -119,16 +119,16 @@ func (s *Service) DeleteWorkbench(ctx context.Context, agent, id string, ifRevis
 // PurgeRoot deletes every workbench of agent's root, in bounded commands, and returns how
 // many it deleted. The root keeps its quotas. ForkRetentionActive (retryable) while a
 // restore of the root is in progress.
-func (s *Service) PurgeRoot(ctx context.Context, agent string) (int64, error) {
+func (s *Lifecycle) PurgeRoot(ctx context.Context, agent string) (int64, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return 0, AsError(err)
 	}
-	if err := s.mayRootWide(ctx, agent, "a purge"); err != nil {
+	if err := s.base.mayRootWide(ctx, agent, "a purge"); err != nil {
 		return 0, err
 	}
 	var total int64
 	for range maxPurgeCommands {
-		res, werr := s.propose(ctx, meta.Header{}, meta.PurgeRoot{Agent: agent, Limit: meta.MaxPurgeBatch})
+		res, werr := s.base.propose(ctx, meta.Header{}, meta.PurgeRoot{Agent: agent, Limit: meta.MaxPurgeBatch})
 		if werr != nil {
 			return total, werr
 		}
@@ -150,17 +150,17 @@ type RootUsage struct {
 
 // Usage returns what agent's root holds and its quotas (zeros for a root that does not
 // exist).
-func (s *Service) Usage(ctx context.Context, agent string) (RootUsage, error) {
+func (s *Lifecycle) Usage(ctx context.Context, agent string) (RootUsage, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return RootUsage{}, AsError(err)
 	}
 	if err := mayRead(ctx, agent); err != nil {
 		return RootUsage{}, err
 	}
-	if err := s.mayRootWide(ctx, agent, "its usage"); err != nil {
+	if err := s.base.mayRootWide(ctx, agent, "its usage"); err != nil {
 		return RootUsage{}, err
 	}
-	view, err := s.readView(ctx, agent)
+	view, err := s.base.readView(ctx, agent)
 	if err != nil {
 		return RootUsage{}, AsError(err)
 	}
@@ -171,14 +171,14 @@ func (s *Service) Usage(ctx context.Context, agent string) (RootUsage, error) {
 // SetQuota replaces the quotas of agent's root (creating the root when it does not exist);
 // a zero field lifts that limit. InvalidArguments naming the field for a negative one.
 // An admin's operation: the surfaces offer it only on the admin listener.
-func (s *Service) SetQuota(ctx context.Context, agent string, q meta.Quota) (RootUsage, error) {
+func (s *Lifecycle) SetQuota(ctx context.Context, agent string, q meta.Quota) (RootUsage, error) {
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return RootUsage{}, AsError(err)
 	}
-	if err := s.mayRootWide(ctx, agent, "setting its quotas"); err != nil {
+	if err := s.base.mayRootWide(ctx, agent, "setting its quotas"); err != nil {
 		return RootUsage{}, err
 	}
-	res, werr := s.propose(ctx, meta.Header{}, meta.SetQuota{Agent: agent, Quota: q})
+	res, werr := s.base.propose(ctx, meta.Header{}, meta.SetQuota{Agent: agent, Quota: q})
 	if werr != nil {
 		return RootUsage{}, werr
 	}
@@ -231,33 +231,73 @@ type WorkbenchDeleteInput struct {
 	IfRevision *uint64 `json:"if_revision"`
 }
 
-// ToolWorkbenchList is cairn_workbench_list: ListWorkbenches of the session's root.
-func (s *Service) ToolWorkbenchList(ctx context.Context, agent string, in WorkbenchListInput) (Result, error) {
-	cur, limit := "", 0
-	if in.Cursor != nil {
-		cur = *in.Cursor
-	}
-	if in.Limit != nil {
-		limit = *in.Limit
-	}
-	p, err := s.ListWorkbenches(ctx, agent, cur, limit)
-	if err != nil {
-		return nil, err
-	}
-	return WorkbenchPageResult(agent, p), nil
+// CreateResult answers CreateWorkbench.
+type CreateResult struct {
+	WorkbenchID string
+	Path        string
+	Created     bool
 }
 
-// ToolWorkbenchDelete is cairn_workbench_delete: DeleteWorkbench in the session's root.
-func (s *Service) ToolWorkbenchDelete(ctx context.Context, agent string, in WorkbenchDeleteInput) (Result, error) {
-	var rev uint64
-	if in.IfRevision != nil {
-		rev = *in.IfRevision
+// CreateWorkbench creates workbench id under agent; creating an existing one succeeds with
+// Created false.
+func (s *Lifecycle) CreateWorkbench(ctx context.Context, agent, id string, requestID string) (CreateResult, error) {
+	if err := validateTarget(agent, id, ""); err != nil {
+		return CreateResult{}, err
 	}
-	if err := s.DeleteWorkbench(ctx, agent, in.ID, rev, ""); err != nil {
-		return nil, err
+	if err := s.base.mayCreate(ctx, agent, id); err != nil {
+		return CreateResult{}, err
 	}
-	r := success()
-	r["workbench_id"] = in.ID
-	r["deleted"] = true
-	return r, nil
+	h := meta.Header{RequestID: requestID, RequestHash: requestHash("create", agent, id)}
+	res, werr := s.base.propose(ctx, h, meta.CreateWorkspace{Agent: agent, Name: id})
+	if werr != nil {
+		return CreateResult{}, werr
+	}
+	return CreateResult{WorkbenchID: id, Path: s.base.WorkbenchPath(agent, id), Created: res.Created}, nil
+}
+
+// Retention returns the history retention of agent's root (the node default for a root
+// without its own policy, or one that does not exist).
+func (s *Lifecycle) Retention(ctx context.Context, agent string) (RootRetention, error) {
+	if err := meta.ValidateName("agent", agent); err != nil {
+		return RootRetention{}, AsError(err)
+	}
+	if err := mayRead(ctx, agent); err != nil {
+		return RootRetention{}, err
+	}
+	if err := s.base.mayRootWide(ctx, agent, "its retention"); err != nil {
+		return RootRetention{}, err
+	}
+	// The shard's own view, not readView's: for a root that does not exist yet that would
+	// be the empty state, which knows the built-in default, not this node's settings.
+	c, err := s.base.cores.For(ctx, agent)
+	if err != nil {
+		return RootRetention{}, AsError(err)
+	}
+	view, err := c.ReadView(ctx)
+	if err != nil {
+		return RootRetention{}, AsError(err)
+	}
+	if hidden(ctx, agent) {
+		view = view.Only(agent) // a hidden root answers as a missing one: the node default
+	}
+	r, own := view.Retention(agent)
+	return RootRetention{Agent: agent, Retention: r, Default: !own}, nil
+}
+
+// SetRetention sets the history retention of agent's root (creating the root when it does
+// not exist); the zero Retention returns the root to the node default (meta.SetRetention).
+// InvalidArguments naming versions, age or max_versions for a policy out of bounds. An
+// admin's operation: the surfaces offer it only on the admin listener.
+func (s *Lifecycle) SetRetention(ctx context.Context, agent string, r meta.Retention) (RootRetention, error) {
+	if err := meta.ValidateName("agent", agent); err != nil {
+		return RootRetention{}, AsError(err)
+	}
+	if err := s.base.mayRootWide(ctx, agent, "setting its retention"); err != nil {
+		return RootRetention{}, err
+	}
+	res, werr := s.base.propose(ctx, meta.Header{}, meta.SetRetention{Agent: agent, Retention: r})
+	if werr != nil {
+		return RootRetention{}, werr
+	}
+	return RootRetention{Agent: agent, Retention: *res.Retention, Default: res.RetentionDefault}, nil
 }

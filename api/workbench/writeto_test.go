@@ -35,11 +35,11 @@ func TestReaderWritesSegmentsInLargeWrites(t *testing.T) {
 	svc, _ := newService(t, 0)
 	body := make([]byte, 20<<20) // several segments
 	rand.NewChaCha8([32]byte{3}).Read(body)
-	if _, err := svc.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/big",
+	if _, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/big",
 		Body: bytes.NewReader(body), CreateWorkbench: true}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := svc.Open(t.Context(), "a", "w", "outputs/big")
+	f, err := svc.Reads.Open(t.Context(), "a", "w", "outputs/big")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ func TestDiffCommand(t *testing.T) {
 	n, srv := testNode(t)
 	write := func(path, body string) {
 		t.Helper()
-		if _, err := n.Service.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+		if _, err := n.Service.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
 			Body: strings.NewReader(body), CreateWorkbench: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -21,13 +21,13 @@ func TestDiffCommand(t *testing.T) {
 	write("outputs/r.txt", "a\nb\nc")
 	write("outputs/blob.bin", "\x00\x01")
 	write("input/gone", "x")
-	if _, err := n.Service.ToolSnapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &snapName}); err != nil {
+	if _, err := n.Service.Tools.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &snapName}); err != nil {
 		t.Fatal(err)
 	}
 	write("outputs/r.txt", "a\nB\nc")
 	write("outputs/blob.bin", "\x00\x02")
 	write("input/new", "y")
-	if _, err := n.Service.Delete(t.Context(), "a", "w", "input/gone", 0, ""); err != nil {
+	if _, err := n.Service.Writes.Delete(t.Context(), "a", "w", "input/gone", 0, ""); err != nil {
 		t.Fatal(err)
 	}
 	runCases(t, srv.URL, []cliCase{

@@ -67,7 +67,7 @@ func NewOn(tb testing.TB, cfg workbench.Config, bs blob.Store) *Node {
 func Workers(tb testing.TB, svc *workbench.Service, blobs blob.Store, cores ...workbench.Core) *worker.Set {
 	tb.Helper()
 	cfg := svc.Config()
-	set, err := worker.New(worker.Config{Blobs: blobs, GCGrace: cfg.GCGrace, InlineMaxBytes: cfg.InlineMaxBytes, Restorer: svc,
+	set, err := worker.New(worker.Config{Blobs: blobs, GCGrace: cfg.GCGrace, InlineMaxBytes: cfg.InlineMaxBytes, Restorer: svc.Lifecycle,
 		GCInterval: 24 * time.Hour, CompactionInterval: 24 * time.Hour, RestoreInterval: 24 * time.Hour})
 	if err != nil {
 		tb.Fatal(err)

@@ -23,15 +23,15 @@ const (
 	RecordTextLines   = "text_lines"
 )
 
-// ToolRead implements workbench_read: structured records (JSON, YAML, text lines) or a
+// Read implements workbench_read: structured records (JSON, YAML, text lines) or a
 // byte range as base64, paginated with a cursor bound to the file's generation.
-func (s *Service) ToolRead(ctx context.Context, agent string, in ReadInput) (Result, error) {
+func (s *Tools) Read(ctx context.Context, agent string, in ReadInput) (Result, error) {
 	return s.toolRead(ctx, agent, in, 0)
 }
 
 // toolRead is workbench_read of the live file or a snapshot's (gen 0), or of the retained
 // version with generation gen (cairn_read_at, history.go), whose cursors are bound to it.
-func (s *Service) toolRead(ctx context.Context, agent string, in ReadInput, gen uint64) (Result, error) {
+func (s *Tools) toolRead(ctx context.Context, agent string, in ReadInput, gen uint64) (Result, error) {
 	at, aerr := ParseAtSnapshot(in.AtSnapshot)
 	if aerr != nil {
 		return nil, aerr
@@ -79,7 +79,7 @@ func (s *Service) toolRead(ctx context.Context, agent string, in ReadInput, gen 
 	given := at // the selector as the caller gave it
 	if in.Cursor != nil {
 		var cerr *Error
-		if cur, cerr = s.cursors.decode(ctx, *in.Cursor, "read", agent, in.ID, full); cerr != nil {
+		if cur, cerr = s.base.cursors.decode(ctx, *in.Cursor, "read", agent, in.ID, full); cerr != nil {
 			return nil, cerr
 		}
 		if !at.Live() && cur.Snapshot != 0 && cur.Args == format+snapshotArgs(at, cur.Snapshot) {
@@ -89,9 +89,9 @@ func (s *Service) toolRead(ctx context.Context, agent string, in ReadInput, gen 
 	var f *File
 	var err error
 	if gen != 0 {
-		f, err = s.OpenGeneration(ctx, agent, in.ID, full, gen)
+		f, err = s.reads.OpenGeneration(ctx, agent, in.ID, full, gen)
 	} else {
-		f, err = s.OpenAt(ctx, agent, in.ID, full, at)
+		f, err = s.reads.OpenAt(ctx, agent, in.ID, full, at)
 	}
 	if err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func (s *Service) toolRead(ctx context.Context, agent string, in ReadInput, gen 
 	if gen != 0 {
 		args += "#generation=" + strconv.FormatUint(gen, 10)
 	}
-	r := s.fileFields(success(), agent, in.ID, full)
+	r := s.base.fileFields(success(), agent, in.ID, full)
 	r["workbench_path"] = s.WorkbenchPath(agent, in.ID)
 	if !given.Live() {
 		r["at_snapshot"] = atSnapshotValue(given)
@@ -132,7 +132,7 @@ func (s *Service) toolRead(ctx context.Context, agent string, in ReadInput, gen 
 	r["total_size_bytes"] = f.Info.Size
 	r["format"] = format
 	next := func(off int64) any {
-		return s.cursors.encode(ctx, cursor{Kind: "read", Agent: agent, Workbench: in.ID, Path: full, Args: args, Snapshot: f.SnapshotID, Fence: f.Info.Generation, Offset: off})
+		return s.base.cursors.encode(ctx, cursor{Kind: "read", Agent: agent, Workbench: in.ID, Path: full, Args: args, Snapshot: f.SnapshotID, Fence: f.Info.Generation, Offset: off})
 	}
 	if format == "bytes" {
 		if offset > f.Info.Size {
@@ -159,13 +159,13 @@ func (s *Service) toolRead(ctx context.Context, agent string, in ReadInput, gen 
 		}
 		return r, nil
 	}
-	release, err := admit(ctx, s.loads)
+	release, err := admit(ctx, s.base.loads)
 	if err != nil {
 		return nil, AsError(err)
 	}
 	defer release()
-	if f.Info.Size > s.cfg.MCPMaxPayloadBytes {
-		return nil, tooLargeToLoad(f.Info.Size, s.cfg.MCPMaxPayloadBytes)
+	if f.Info.Size > s.base.cfg.MCPMaxPayloadBytes {
+		return nil, tooLargeToLoad(f.Info.Size, s.base.cfg.MCPMaxPayloadBytes)
 	}
 	rd, err := f.Reader(ctx, 0, -1)
 	if err != nil {
@@ -297,4 +297,78 @@ func jsonable(v any) any {
 		return t
 	}
 	return v
+}
+
+// ReadAt implements cairn_read_at: workbench_read of the retained version of a file
+// with the given generation (cairn_history lists them), with workbench_read's result;
+// its cursors stay on that version. NotFound naming generation when no retained body has
+// it.
+func (s *Tools) ReadAt(ctx context.Context, agent string, in ReadAtInput) (Result, error) {
+	if in.Generation == 0 {
+		return nil, invalidArgument("generation", "must be a generation (an integer ≥ 1)")
+	}
+	return s.toolRead(ctx, agent, ReadInput{ID: in.ID, Section: in.Section, Path: in.Path, Format: in.Format,
+		Offset: in.Offset, Cursor: in.Cursor, Limit: in.Limit}, in.Generation)
+}
+
+// Grep implements workbench_grep. The search terms are pattern plus patterns:
+//
+//   - without patterns (absent or empty), pattern is split on '|' into alternatives;
+//   - with patterns, pattern and every item of patterns are each one literal term, and
+//     '|' is an ordinary character (so patterns is the way to search for a '|');
+//
+// pattern must never be empty, nor may any alternative or item be; at most
+// MaxGrepPatterns distinct terms (after case folding) in all. Errors name the field they
+// came from ("pattern" or "patterns").
+func (s *Tools) Grep(ctx context.Context, agent string, in GrepInput) (Result, error) {
+	if err := validateTarget(agent, in.ID, ""); err != nil {
+		return nil, err
+	}
+	if err := mayRead(ctx, agent); err != nil {
+		return nil, err
+	}
+	full, werr := toolTarget(deref(in.Section), deref(in.Path))
+	if werr != nil {
+		return nil, werr
+	}
+	terms, werr := grepTerms(in.Pattern, in.Patterns)
+	if werr != nil {
+		return nil, werr
+	}
+	limit := DefaultGrepLimit
+	if in.Limit != nil {
+		if *in.Limit < 1 || *in.Limit > MaxGrepLimit {
+			return nil, invalidArgument("limit", "must be between 1 and %d", MaxGrepLimit)
+		}
+		limit = *in.Limit
+	}
+	res, err := s.reads.Grep(ctx, GrepRequest{Agent: agent, Workbench: in.ID, Path: full, Patterns: terms,
+		Recursive: in.Recursive, Glob: deref(in.Glob), Cursor: deref(in.Cursor), Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	r := s.scopeFields(success(), agent, in.ID, full)
+	r["pattern"] = in.Pattern
+	r["recursive"] = in.Recursive
+	matches := make([]map[string]any, 0, len(res.Matches))
+	for _, m := range res.Matches {
+		var sec any
+		if m.Section != "" {
+			sec = m.Section
+		}
+		matches = append(matches, map[string]any{"path": m.Presentation, "section": sec,
+			"relative_path": m.RelativePath, "line_number": m.LineNumber, "snippet": m.Snippet})
+	}
+	r["matches"] = matches
+	r["files_scanned"] = res.FilesScanned
+	r["next_cursor"] = nilIfEmpty(res.NextCursor)
+	r["truncated"] = res.Truncated
+	// Cairn's additions (issue 25, finding 16: a first page that spent its bound inside a
+	// large file answered matches [] and truncated true, and an agent reading that one page
+	// concluded "no match"): how much this page read, and whether the search reached the
+	// end of its scope. scan_complete false with no matches means "nothing found yet":
+	// continue with next_cursor.
+	r["scanned_bytes"] = res.ScannedBytes
+	r["scan_complete"] = res.NextCursor == ""
+	return r, nil
 }
