@@ -5,12 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/cairnstore/cairn/api/documents"
+	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/ops"
 )
 
 // DocumentStore adapts the Workbench service to documents.Store: the working-documents
@@ -174,4 +178,25 @@ func (d DocumentStore) Event(ctx context.Context, agent string, pos meta.FeedPos
 		return meta.Event{}, documents.ErrNotFound
 	}
 	return evs[0], nil
+}
+
+// documentsOptions configures the working-documents surface from the node's settings:
+// the owner of the Local principal, and the HTTP runner when a URL is set.
+func documentsOptions(cfg ops.Config, log *slog.Logger) documents.Options {
+	tenant, workspace := cfg.Documents.OwnerParts()
+	opt := documents.Options{Tenant: tenant, Workspace: workspace, Logger: log}
+	if cfg.Documents.RunnerURL != "" {
+		opt.Runners = []documents.Runner{documents.HTTPRunner{RunnerID: ops.DocumentsHTTPRunnerID, URL: cfg.Documents.RunnerURL,
+			Timeout: cfg.Documents.RunnerTimeout}}
+	}
+	return opt
+}
+
+// surfaceRoute names the requests of the surfaces in front of REST for its metrics:
+// working documents ("documents"), then OpenWOP's.
+func surfaceRoute(r *http.Request) (string, bool) {
+	if p := r.URL.EscapedPath(); documents.Owns(p) {
+		return "documents", true
+	}
+	return openwop.Route(r)
 }
