@@ -688,11 +688,7 @@ func TestConfigErrorsNameTheSettingByItsFlag(t *testing.T) {
 }
 
 func TestOpenWOPSettingsAreValidated(t *testing.T) {
-	tests := []struct {
-		name  string
-		edit  func(*Config)
-		field string
-	}{
+	tests := []validationCase{
 		{"the defaults pass", func(*Config) {}, ""},
 		{"a zero maxFileBytes is refused", func(c *Config) { c.OpenWOP.MaxFileBytes = 0 }, "OpenWOPMaxFileBytes"},
 		{"a huge maxFileBytes is refused", func(c *Config) { c.OpenWOP.MaxFileBytes = MaxOpenWOPMaxFileBytes + 1 }, "OpenWOPMaxFileBytes"},
@@ -707,6 +703,18 @@ func TestOpenWOPSettingsAreValidated(t *testing.T) {
 			c.OpenWOP.TestSeams, c.Listen, c.InsecurePlaintext = true, "0.0.0.0:7070", true
 		}, "OpenWOPTestSeams"},
 	}
+	checkValidation(t, tests)
+}
+
+// validationCase edits the defaults and names the field Validate must refuse ("": none).
+type validationCase struct {
+	name  string
+	edit  func(*Config)
+	field string
+}
+
+func checkValidation(t *testing.T, tests []validationCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := DefaultConfig()
@@ -724,31 +732,14 @@ func TestOpenWOPSettingsAreValidated(t *testing.T) {
 }
 
 func TestDocumentsSettingsAreValidated(t *testing.T) {
-	for _, tt := range []struct {
-		name  string
-		edit  func(*Config)
-		field string
-	}{
+	checkValidation(t, []validationCase{
 		{"the defaults pass", func(*Config) {}, ""},
 		{"an owner without a workspace is refused", func(c *Config) { c.Documents.Owner = "tenant" }, "DocumentsOwner"},
 		{"an owner with a bad tenant is refused", func(c *Config) { c.Documents.Owner = "../x/w" }, "DocumentsOwner"},
 		{"a runner URL that is not http is refused", func(c *Config) { c.Documents.RunnerURL = "file:///etc/passwd" }, "DocumentsRunnerURL"},
 		{"an http runner URL passes", func(c *Config) { c.Documents.RunnerURL = "https://runner.internal/propose" }, ""},
 		{"a zero runner timeout is refused", func(c *Config) { c.Documents.RunnerTimeout = 0 }, "DocumentsRunnerTimeout"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig()
-			tt.edit(&c)
-			err := c.Validate()
-			var ce *ConfigError
-			switch {
-			case tt.field == "" && err != nil:
-				t.Fatalf("Validate: %v", err)
-			case tt.field != "" && (!errors.As(err, &ce) || ce.Field != tt.field):
-				t.Fatalf("Validate = %v, want an error about %s", err, tt.field)
-			}
-		})
-	}
+	})
 }
 
 // TestPrincipalCapsAreOnByDefaultBeyondLoopback (issue 25 finding 11: one read key's 80

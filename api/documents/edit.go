@@ -24,12 +24,9 @@ func (h *Handler) edit(ctx context.Context, o owner, docID string, b body) (any,
 	if e := b.only("baseVersionId", "title", "body", "requestId"); e != nil {
 		return nil, e
 	}
-	base, e := b.str("baseVersionId", true, 64)
+	base, e := b.recordID("baseVersionId", "version")
 	if e != nil {
 		return nil, e
-	}
-	if !isRecordID(base) {
-		return nil, invalid("baseVersionId", RuleFormat, "must be a version id (64 hex digits)")
 	}
 	title, e := b.str("title", true, MaxTitleChars)
 	if e != nil {

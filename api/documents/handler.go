@@ -358,3 +358,12 @@ func (b body) ids(name string, max int, pattern func(string) bool) ([]string, *E
 }
 
 func isRecordID(s string) bool { return idPattern.MatchString(s) }
+
+// recordID returns required member name, the id (64 hex digits) of a what.
+func (b body) recordID(name, what string) (string, *Error) {
+	s, e := b.str(name, true, 64)
+	if e == nil && !isRecordID(s) {
+		e = invalid(name, RuleFormat, "must be a %s id (64 hex digits)", what)
+	}
+	return s, e
+}

@@ -33,23 +33,17 @@ func (h *Handler) requestProposal(ctx context.Context, o owner, docID string, b 
 	if e := b.only("selectionId", "runnerId", "baseVersionId", "requestId"); e != nil {
 		return nil, e
 	}
-	selectionID, e := b.str("selectionId", true, 64)
+	selectionID, e := b.recordID("selectionId", "selection")
 	if e != nil {
 		return nil, e
-	}
-	if !isRecordID(selectionID) {
-		return nil, invalid("selectionId", RuleFormat, "must be a selection id (64 hex digits)")
 	}
 	runnerID, e := b.str("runnerId", true, 200)
 	if e != nil {
 		return nil, e
 	}
-	base, e := b.str("baseVersionId", true, 64)
+	base, e := b.recordID("baseVersionId", "version")
 	if e != nil {
 		return nil, e
-	}
-	if !isRecordID(base) {
-		return nil, invalid("baseVersionId", RuleFormat, "must be a version id (64 hex digits)")
 	}
 	requestID, e := b.id("requestId")
 	if e != nil {

@@ -16,29 +16,17 @@ import (
 // MaxDocumentsListed bounds GET /documents (the newest updated first).
 const MaxDocumentsListed = 1000
 
-// documentRow is a document as the reads show it: its head and the design's Kind.
+// documentRow is a document as the reads show it: its settled head and the design's
+// Kind.
 type documentRow struct {
-	ID            string      `json:"id"`
-	DocumentID    string      `json:"documentId"`
-	Source        string      `json:"source"`
-	ContentType   string      `json:"contentType"`
-	Path          string      `json:"path"`
-	Title         string      `json:"title"`
-	OriginEventID string      `json:"originEventId"`
-	Origin        Observation `json:"origin"`
-	VersionID     string      `json:"versionId"`
-	Sha256        string      `json:"sha256"`
-	SizeBytes     int         `json:"sizeBytes"`
-	Versions      int         `json:"versions"`
-	CreatedAt     string      `json:"createdAt"`
-	UpdatedAt     string      `json:"updatedAt"`
+	head
+	Source      string `json:"source"`
+	ContentType string `json:"contentType"`
+	Path        string `json:"path"`
 }
 
 func rowOf(hd head) documentRow {
-	return documentRow{ID: hd.ID, DocumentID: hd.DocumentID, Source: Source, ContentType: "text/markdown",
-		Path: labelPath(hd.DocumentID), Title: hd.Title, OriginEventID: hd.OriginEventID, Origin: hd.Origin,
-		VersionID: hd.VersionID, Sha256: hd.Sha256, SizeBytes: hd.SizeBytes, Versions: hd.Versions,
-		CreatedAt: hd.CreatedAt, UpdatedAt: hd.UpdatedAt}
+	return documentRow{head: settled(hd), Source: Source, ContentType: "text/markdown", Path: labelPath(hd.DocumentID)}
 }
 
 // labelPath is the design's path label of a document (not a filesystem path).
@@ -55,7 +43,7 @@ func (h *Handler) listDocuments(r *http.Request, o owner) (any, *Error) {
 		if json.Unmarshal(f.Body, &hd) != nil {
 			continue
 		}
-		rows = append(rows, rowOf(settled(hd)))
+		rows = append(rows, rowOf(hd))
 	}
 	slices.SortFunc(rows, func(a, b documentRow) int {
 		return cmp.Or(cmp.Compare(b.UpdatedAt, a.UpdatedAt), cmp.Compare(a.DocumentID, b.DocumentID))
@@ -88,17 +76,12 @@ func (h *Handler) loadHead(ctx context.Context, o owner, id string) (head, *Erro
 	return hd, nil
 }
 
-// versionRow is one version as the reads show it (from its version event).
+// versionRow is one version as the reads show it: its version event's payload, the
+// event's id and time.
 type versionRow struct {
-	VersionID       string  `json:"versionId"`
-	BaseVersionID   *string `json:"baseVersionId"`
-	Sha256          string  `json:"sha256"`
-	SizeBytes       int     `json:"sizeBytes"`
-	Reason          string  `json:"reason"`
-	ProposalEventID string  `json:"proposalEventId,omitempty"`
-	DecisionEventID string  `json:"decisionEventId,omitempty"`
-	EventID         string  `json:"eventId"`
-	OccurredAt      string  `json:"occurredAt"`
+	versionPayload
+	EventID    string `json:"eventId"`
+	OccurredAt string `json:"occurredAt"`
 }
 
 var typeRank = map[string]int{TypeCreated: 0, TypeVersion: 1, TypeSelected: 2, TypeRequested: 3, TypeProposed: 4, TypeDecision: 5}
@@ -124,8 +107,7 @@ func versionsOf(evs []Event) []versionRow {
 		}
 		var p versionPayload
 		_ = json.Unmarshal(e.Payload, &p)
-		out = append(out, versionRow{VersionID: p.VersionID, BaseVersionID: p.BaseVersionID, Sha256: p.Sha256, SizeBytes: p.SizeBytes,
-			Reason: p.Reason, ProposalEventID: p.ProposalEventID, DecisionEventID: p.DecisionEventID, EventID: e.ID, OccurredAt: e.OccurredAt})
+		out = append(out, versionRow{versionPayload: p, EventID: e.ID, OccurredAt: e.OccurredAt})
 	}
 	return out
 }
