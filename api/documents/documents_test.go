@@ -38,13 +38,23 @@ type env struct {
 
 func newEnv(t *testing.T, mutate func(*documents.Options)) *env {
 	t.Helper()
+	return newEnvOn(t, mutate, nil)
+}
+
+// newEnvOn is newEnv whose store is wrap's (nil: the node's).
+func newEnvOn(t *testing.T, mutate func(*documents.Options), wrap func(documents.Store) documents.Store) *env {
+	t.Helper()
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096,
 		ReservedWorkbenches: map[string]string{documents.Workbench: documents.Surface}})
 	opt := documents.Options{}
 	if mutate != nil {
 		mutate(&opt)
 	}
-	h, err := documents.New(server.DocumentStore{Svc: n.Service}, opt, http.NotFoundHandler())
+	var store documents.Store = server.DocumentStore{Svc: n.Service}
+	if wrap != nil {
+		store = wrap(store)
+	}
+	h, err := documents.New(store, opt, http.NotFoundHandler())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,17 @@
 package documents_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/documents"
+	"github.com/cairnstore/cairn/meta"
 )
 
 // TestTheDesignsWorkflowOverHTTP walks the design's workflow: open an event, create a
@@ -212,6 +216,28 @@ func TestTheDesignsWorkflowOverHTTP(t *testing.T) {
 	}
 	if !slices.Contains(documentIDs(e, "local"), d.docID) {
 		t.Fatal("the document is not listed")
+	}
+	// Each event is also on the root's change feed, as the file write it is.
+	feed, err := e.svc.Events(auth.WithPrincipal(context.Background(), auth.Local), "default", nil, meta.EventFilter{Workbench: documents.Workbench})
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := map[string]bool{}
+	for feed.Pending() {
+		evs, err := feed.Next(context.Background(), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.Kind == meta.EventFilePut {
+				written[ev.Path] = true
+			}
+		}
+	}
+	for id := range ids {
+		if !written["default/docs/"+d.docID+"/events/"+id+".json"] {
+			t.Fatalf("event %s is not on the change feed", id)
+		}
 	}
 }
 
