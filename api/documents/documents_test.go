@@ -44,13 +44,20 @@ func newEnv(t *testing.T, mutate func(*documents.Options)) *env {
 // newEnvOn is newEnv whose store is wrap's (nil: the node's).
 func newEnvOn(t *testing.T, mutate func(*documents.Options), wrap func(documents.Store) documents.Store) *env {
 	t.Helper()
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096,
-		ReservedWorkbenches: map[string]string{documents.Workbench: documents.Surface}})
+	return newEnvOver(t, workbenchtest.New(t, nodeConfig).Service, mutate, wrap)
+}
+
+var nodeConfig = workbench.Config{InlineMaxBytes: 4096, CursorKey: workbenchtest.CursorKey,
+	ReservedWorkbenches: map[string]string{documents.Workbench: documents.Surface}}
+
+// newEnvOver is the surface over the Workbench service svc.
+func newEnvOver(t *testing.T, svc *workbench.Service, mutate func(*documents.Options), wrap func(documents.Store) documents.Store) *env {
+	t.Helper()
 	opt := documents.Options{}
 	if mutate != nil {
 		mutate(&opt)
 	}
-	var store documents.Store = server.DocumentStore{Svc: n.Service}
+	var store documents.Store = server.DocumentStore{Svc: svc}
 	if wrap != nil {
 		store = wrap(store)
 	}
@@ -65,7 +72,7 @@ func newEnvOn(t *testing.T, mutate func(*documents.Options), wrap func(documents
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return &env{t: t, url: srv.URL, svc: n.Service}
+	return &env{t: t, url: srv.URL, svc: svc}
 }
 
 type answer struct {
