@@ -21,6 +21,7 @@ const (
 	CodeForbidden        = "Forbidden"
 	CodeMethodNotAllowed = "MethodNotAllowed"
 	CodeUnavailable      = "Unavailable"
+	CodeRateLimited      = "RateLimited"
 	CodeInternal         = "Internal"
 )
 
@@ -85,15 +86,17 @@ func fromStore(err error) *Error {
 		return e
 	case errors.Is(err, ErrForbidden):
 		return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "the credential may not do this"}
+	case errors.Is(err, ErrRateLimited):
+		return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many requests for now; retry with the same id"}
 	case errors.Is(err, ErrUnavailable):
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the store is unavailable; retry with the same requestId"}
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "the store failed"}
 }
 
-// writeError writes e's answer (503 with Retry-After).
+// writeError writes e's answer (503 and 429 with Retry-After).
 func writeError(w http.ResponseWriter, e *Error) {
-	if e.Status == http.StatusServiceUnavailable {
+	if e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, e.Status, e)

@@ -1,6 +1,7 @@
 package documents
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -51,6 +52,11 @@ type Options struct {
 	// ReadOnly answers every write 405: the node has no way to check the design's Review
 	// capability (docs/documents.md#access).
 	ReadOnly bool
+	// Admit, when set, admits a request before anything else is done for it: it counts
+	// the principal's request rate and returns the context the request runs in, and
+	// release, called once its answer is written (the node's memory shares it took).
+	// An error wrapping ErrRateLimited answers 429. Default: every request is admitted.
+	Admit func(ctx context.Context) (admitted context.Context, release func(), err error)
 	// Now is the clock of occurredAt and run times. Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -138,6 +144,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if oerr != nil {
 		writeError(w, oerr)
 		return
+	}
+	if h.opt.Admit != nil {
+		ctx, release, err := h.opt.Admit(r.Context())
+		if err != nil {
+			writeError(w, fromStore(err))
+			return
+		}
+		defer release()
+		r = r.WithContext(ctx)
 	}
 	parts := strings.Split(strings.TrimPrefix(path, Prefix), "/")
 	route, id := "", ""

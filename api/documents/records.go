@@ -240,8 +240,9 @@ type submission struct {
 
 // Bounds of what one read holds.
 const (
-	// MaxEventsPerDocument bounds a document's events (each edit, selection, request,
-	// proposal and decision is one): a write past it is a ConflictError.
+	// MaxEventsPerDocument bounds the events one read of a document holds (each edit,
+	// selection, request, proposal and decision is one); a read of a document with more
+	// shows the first ones by id and says it is truncated.
 	MaxEventsPerDocument = 2000
 	// maxRecordBytes bounds one record file (a proposed event holds up to MaxBodyChars
 	// characters, at most 3 UTF-8 bytes per UTF-16 unit, JSON-escaped up to 6).
@@ -329,24 +330,22 @@ func (r records) appendEvent(ctx context.Context, doc string, e Event) (stored E
 	return stored, string(canonical(stored.Payload)) == string(canonical(e.Payload)), nil
 }
 
-// events reads every event of document doc.
-func (r records) events(ctx context.Context, doc string) ([]Event, error) {
+// events reads the events of document doc, the first MaxEventsPerDocument by id (more:
+// the document holds further ones).
+func (r records) events(ctx context.Context, doc string) (evs []Event, more bool, err error) {
 	files, more, err := r.store.ReadDir(ctx, r.o.Tenant, Workbench, r.o.docDir(doc)+"/events", MaxEventsPerDocument, maxDirBytes)
 	if err != nil {
-		return nil, err
-	}
-	if more {
-		return nil, fmt.Errorf("document %s holds more than %d events: %w", doc, MaxEventsPerDocument, ErrTooLarge)
+		return nil, false, err
 	}
 	out := make([]Event, 0, len(files))
 	for _, f := range files {
 		var e Event
 		if err := json.Unmarshal(f.Body, &e); err != nil {
-			return nil, fmt.Errorf("event %s: %w", f.Name, err)
+			return nil, false, fmt.Errorf("event %s: %w", f.Name, err)
 		}
 		out = append(out, e)
 	}
-	return out, nil
+	return out, more, nil
 }
 
 func mustJSON(v any) []byte {

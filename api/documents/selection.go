@@ -91,7 +91,7 @@ func (h *Handler) selectContext(ctx context.Context, o owner, docID string, b bo
 		snap.SelectedEvents = append(snap.SelectedEvents, obs)
 	}
 	if len(versionIDs) > 0 {
-		evs, e := h.history(ctx, o, docID)
+		evs, _, e := h.history(ctx, o, docID)
 		if e != nil {
 			return nil, e
 		}

@@ -48,6 +48,9 @@ var (
 	ErrTooLarge    = errors.New("documents: too large")
 	ErrForbidden   = errors.New("documents: permission denied")
 	ErrUnavailable = errors.New("documents: store unavailable")
+	// ErrRateLimited: the principal's request rate or the node's memory budget is used
+	// up for now (429 with Retry-After).
+	ErrRateLimited = errors.New("documents: rate limited")
 )
 
 // StoredFile is a file ReadDir returns: its name in its directory, body and generation.

@@ -88,15 +88,15 @@ var typeRank = map[string]int{TypeCreated: 0, TypeVersion: 1, TypeSelected: 2, T
 
 // history is a document's events in order: occurredAt, then the design's order of types
 // within one request.
-func (h *Handler) history(ctx context.Context, o owner, id string) ([]Event, *Error) {
-	evs, err := records{h.store, o}.events(ctx, id)
+func (h *Handler) history(ctx context.Context, o owner, id string) ([]Event, bool, *Error) {
+	evs, truncated, err := records{h.store, o}.events(ctx, id)
 	if err != nil {
-		return nil, fromStore(err)
+		return nil, false, fromStore(err)
 	}
 	slices.SortFunc(evs, func(a, b Event) int {
 		return cmp.Or(cmp.Compare(a.OccurredAt, b.OccurredAt), cmp.Compare(typeRank[a.Type], typeRank[b.Type]), cmp.Compare(a.ID, b.ID))
 	})
-	return evs, nil
+	return evs, truncated, nil
 }
 
 func versionsOf(evs []Event) []versionRow {
@@ -116,11 +116,11 @@ func (h *Handler) listVersions(r *http.Request, o owner, id string) (any, *Error
 	if _, e := h.loadHead(r.Context(), o, id); e != nil {
 		return nil, e
 	}
-	evs, e := h.history(r.Context(), o, id)
+	evs, truncated, e := h.history(r.Context(), o, id)
 	if e != nil {
 		return nil, e
 	}
-	return map[string]any{"documentId": id, "versions": versionsOf(evs)}, nil
+	return map[string]any{"documentId": id, "versions": versionsOf(evs), "truncated": truncated}, nil
 }
 
 // proposalRow is a proposal with its state (the design's Proposal state).
@@ -144,7 +144,7 @@ func (h *Handler) getDocument(r *http.Request, o owner, id string) (any, *Error)
 		return nil, e
 	}
 	hd = settled(hd)
-	evs, e := h.history(ctx, o, id)
+	evs, truncated, e := h.history(ctx, o, id)
 	if e != nil {
 		return nil, e
 	}
@@ -212,7 +212,7 @@ func (h *Handler) getDocument(r *http.Request, o owner, id string) (any, *Error)
 		}
 	}
 	return map[string]any{"document": rowOf(hd), "body": text, "versions": versionsOf(evs), "selections": selections,
-		"proposals": proposals, "runs": runs, "judgments": judgments, "events": evs}, nil
+		"proposals": proposals, "runs": runs, "judgments": judgments, "events": evs, "truncated": truncated}, nil
 }
 
 // versionBody returns the body (frontmatter excluded) of version v of document id.
@@ -272,7 +272,7 @@ func (h *Handler) candidates(r *http.Request, o owner) (any, *Error) {
 		origin := hd.Origin
 		out = append(out, candidate{Kind: "observation", Observation: &origin})
 	}
-	evs, e := h.history(r.Context(), o, id)
+	evs, _, e := h.history(r.Context(), o, id)
 	if e != nil {
 		return nil, e
 	}

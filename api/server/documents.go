@@ -45,7 +45,9 @@ func docErr(err error) error {
 		sentinel = documents.ErrTooLarge
 	case workbench.CodePermissionDenied:
 		sentinel = documents.ErrForbidden
-	case workbench.CodeRoutingUnavailable, workbench.CodeObjectUnavailable, workbench.CodeOutcomeUnknown, workbench.CodeResourceExhausted:
+	case workbench.CodeResourceExhausted:
+		sentinel = documents.ErrRateLimited
+	case workbench.CodeRoutingUnavailable, workbench.CodeObjectUnavailable, workbench.CodeOutcomeUnknown:
 		sentinel = documents.ErrUnavailable
 	default:
 		return err
@@ -181,10 +183,19 @@ func (d DocumentStore) Event(ctx context.Context, agent string, pos meta.FeedPos
 }
 
 // documentsOptions configures the working-documents surface from the node's settings:
-// the owner of the Local principal, and the HTTP runner when a URL is set.
-func documentsOptions(cfg ops.Config, log *slog.Logger) documents.Options {
+// the owner of the Local principal, the HTTP runner when a URL is set, and admission as
+// on every surface (the principal's request rate; memory shares kept until the answer is
+// written).
+func documentsOptions(cfg ops.Config, svc *workbench.Service, log *slog.Logger) documents.Options {
 	tenant, workspace := cfg.Documents.OwnerParts()
-	opt := documents.Options{Tenant: tenant, Workspace: workspace, Logger: log}
+	opt := documents.Options{Tenant: tenant, Workspace: workspace, Logger: log, Admit: func(ctx context.Context) (context.Context, func(), error) {
+		ctx, release := svc.HoldAdmissions(docCtx(ctx))
+		if err := svc.AllowRequest(ctx); err != nil {
+			release()
+			return nil, nil, docErr(err)
+		}
+		return ctx, release, nil
+	}}
 	if cfg.Documents.RunnerURL != "" {
 		opt.Runners = []documents.Runner{documents.HTTPRunner{RunnerID: ops.DocumentsHTTPRunnerID, URL: cfg.Documents.RunnerURL,
 			Timeout: cfg.Documents.RunnerTimeout}}

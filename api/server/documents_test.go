@@ -49,3 +49,20 @@ func TestANodeServesWorkingDocumentsInAReservedWorkbench(t *testing.T) {
 		t.Fatalf("REST write of the reserved workbench: %d %s", code, b)
 	}
 }
+
+// Working-document requests count against the principal's request rate like every
+// other surface's: past it, 429 RateLimited with Retry-After.
+func TestWorkingDocumentRequestsCountAgainstThePrincipalsRate(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.PrincipalRequestsPerSecond, cfg.PrincipalRequestBurst = 0.001, 1
+	h := openReady(t, cfg, testCreds).Handler()
+	if code, b := do(t, h, http.MethodGet, "/api/workbench/documents", nil); code != http.StatusOK {
+		t.Fatalf("first: %d %s", code, b)
+	}
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/workbench/documents", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), `"RateLimited"`) {
+		t.Fatalf("second: %d %s", rec.Code, rec.Body)
+	}
+}
