@@ -107,6 +107,7 @@ func (e *env) do(who, method, path string, body any) answer {
 	raw, _ := io.ReadAll(resp.Body)
 	a := answer{status: resp.StatusCode, body: raw}
 	_ = json.Unmarshal(raw, &a.json)
+	checkAnswer(e.t, method, path, a.status, resp.Header, raw)
 	return a
 }
 

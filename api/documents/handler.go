@@ -2,6 +2,7 @@ package documents
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"io"
@@ -107,7 +108,7 @@ func Owns(path string) bool { return strings.HasPrefix(path, Prefix) }
 // Root returns the agent root a request of this surface acts on (its owner's tenant), for
 // a cluster node's router; false for requests of other surfaces and ones it will refuse.
 func (h *Handler) Root(r *http.Request) (string, bool) {
-	if !Owns(r.URL.EscapedPath()) {
+	if p := r.URL.EscapedPath(); !Owns(p) || p == OpenAPIPath {
 		return "", false
 	}
 	o, err := h.owner(r)
@@ -134,10 +135,21 @@ func (h *Handler) owner(r *http.Request) (owner, *Error) {
 
 var idPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
+// OpenAPIPath serves this surface's OpenAPI 3.1 document (openapi.json), to anyone.
+const OpenAPIPath = Prefix + "openapi.json"
+
+//go:embed openapi.json
+var openAPI []byte
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.EscapedPath()
 	if !Owns(path) {
 		h.next.ServeHTTP(w, r)
+		return
+	}
+	if path == OpenAPIPath && r.Method == http.MethodGet {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(openAPI)
 		return
 	}
 	o, oerr := h.owner(r)
