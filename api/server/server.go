@@ -249,7 +249,7 @@ func (n *Node) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	facade := openwop.New(n.svc, wopOpts, n.rest)                                               // OpenWOP's routes, then REST's and MCP's
+	facade := openwop.New(n.svc, wopOpts, n.rest)                                                      // OpenWOP's routes, then REST's and MCP's
 	docs, err := documents.New(DocumentStore{Svc: n.svc}, documentsOptions(cfg, n.svc, n.log), facade) // working documents first
 	if err != nil {
 		return err
