@@ -361,3 +361,24 @@ func TestAFailingRunnerRecordsAFailedRunAndNoProposal(t *testing.T) {
 		t.Fatalf("the HTTP runner's proposal: %v", p)
 	}
 }
+
+// A context snapshot is a function of its base and the set of ids: the same ids in another
+// order are the same snapshot, with its entries in id order.
+func TestASnapshotIsTheSetOfItsIds(t *testing.T) {
+	e := newEnv(t, nil)
+	a := e.observe("local", "default", "notes", "input/a.md", "a")
+	b := e.observe("local", "default", "notes", "input/b.md", "b")
+	d := e.create("local", a, "T", "x\n", "c")
+	first := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{b, a}, "requestId": "s1"})
+	second := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{a, b}, "requestId": "s2"})
+	if first.status != 200 || second.status != 200 || first.str("snapshotVersionId") != second.str("snapshotVersionId") || first.str("selectionId") == second.str("selectionId") {
+		t.Fatalf("%s\n%s", first.body, second.body)
+	}
+	pr := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/proposals", map[string]any{"selectionId": first.str("selectionId"),
+		"runnerId": documents.FixtureRunnerID, "baseVersionId": d.versionID, "requestId": "p"})
+	text := e.document("local", d.docID)["proposals"].([]any)[0].(map[string]any)["proposal"].(map[string]any)["proposedText"].(string)
+	lo, hi := min(a, b), max(a, b)
+	if pr.status != 200 || strings.Index(text, lo) > strings.Index(text, hi) {
+		t.Fatalf("the sources are not in id order: %s", text)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Snapshot is a context snapshot: the design's canonical JSON of the exact evidence the
@@ -104,6 +105,10 @@ func (h *Handler) selectContext(ctx context.Context, o owner, docID string, b bo
 			snap.SelectedVersions = append(snap.SelectedVersions, SelectedVersion{DocumentID: docID, VersionID: id, Sha256: versions[k].Sha256, Path: labelPath(docID)})
 		}
 	}
+	// The snapshot is a function of what its id hashes (the base and the set of ids): its
+	// entries are in id order, whatever order the request named them in.
+	slices.SortFunc(snap.SelectedEvents, func(a, b Observation) int { return strings.Compare(a.EventID, b.EventID) })
+	slices.SortFunc(snap.SelectedVersions, func(a, b SelectedVersion) int { return strings.Compare(a.VersionID, b.VersionID) })
 	snapshotID := SnapshotVersionID(docID, hd.VersionID, eventIDs, versionIDs)
 	if _, err := rec.createRaw(ctx, o.snapshotPath(docID, snapshotID), canonical(snap), "application/json"); err != nil {
 		return nil, fromStore(err)
