@@ -142,11 +142,16 @@ const OpenAPIPath = Prefix + "openapi.json"
 var openAPI []byte
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	path := r.URL.EscapedPath()
-	if !Owns(path) {
+	if !Owns(r.URL.EscapedPath()) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
+	h.serve(w, r, true)
+}
+
+// serve answers a request of this surface; admit: take Options.Admit first.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, admit bool) {
+	path := r.URL.EscapedPath()
 	if path == OpenAPIPath && r.Method == http.MethodGet {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openAPI)
@@ -157,7 +162,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, oerr)
 		return
 	}
-	if h.opt.Admit != nil {
+	if admit && h.opt.Admit != nil {
 		ctx, release, err := h.opt.Admit(r.Context())
 		if err != nil {
 			writeError(w, fromStore(err))

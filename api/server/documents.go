@@ -211,3 +211,12 @@ func surfaceRoute(r *http.Request) (string, bool) {
 	}
 	return openwop.Route(r)
 }
+
+// lateDocuments is the cairn MCP profile's way to the working-documents surface: the MCP
+// handler is built inside REST, before the surface that wraps REST exists, so the node
+// sets h once it does, before it serves anything.
+type lateDocuments struct{ h *documents.Handler }
+
+func (l *lateDocuments) Call(ctx context.Context, method, route string, body []byte) (int, []byte) {
+	return l.h.Call(ctx, method, route, body)
+}

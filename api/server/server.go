@@ -228,8 +228,10 @@ func (n *Node) open(ctx context.Context) error {
 	if cfg.AccessLog {
 		accessLog = n.log.With("log", "access")
 	}
+	docsCaller := &lateDocuments{} // the cairn MCP profile's working-documents tools, once the surface exists (below)
 	n.rest = rest.NewHandler(n.svc, rest.Options{
-		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes, Metrics: mcpMetrics, Logger: n.log}),
+		MCP: mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes, Metrics: mcpMetrics, Logger: n.log,
+			Documents: docsCaller}),
 		Ready:    n.ready,
 		Failing:  n.health.Failing,
 		GC:       workers,
@@ -254,6 +256,7 @@ func (n *Node) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	docsCaller.h = docs
 	observed := n.rest.Observe(surfaceRoute, docs) // both surfaces' requests in the metrics and the access log
 	var tenant http.Handler = observed
 	if cfg.Cluster {
