@@ -359,8 +359,8 @@ func (b body) id(name string) (string, *Error) {
 	return s, nil
 }
 
-// ids returns array member name of distinct record ids (64 hex digits or, with feed true,
-// also feed event ids), at most max.
+// ids returns array member name: at most max distinct ids, each of the form pattern
+// accepts (an absent member: none).
 func (b body) ids(name string, max int, pattern func(string) bool) ([]string, *Error) {
 	raw, ok := b[name]
 	if !ok {
