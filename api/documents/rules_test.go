@@ -169,6 +169,12 @@ func TestTheOwnerComesFromTheKey(t *testing.T) {
 	if ids := documentIDs(e, "local"); len(ids) != 0 {
 		t.Fatalf("the configured owner lists %v", ids)
 	}
+	// Once the root holds documents, candidates come from the feed's end: still the key's
+	// observations, never the documents' own records.
+	if c := e.do("alpha", "GET", "/api/workbench/candidates", nil); c.status != 200 || !strings.Contains(string(c.body), origin) ||
+		strings.Contains(string(c.body), "cairn:workbench:documents") {
+		t.Fatalf("alpha's candidates: %d %s", c.status, c.body)
+	}
 	// The beta tenant's candidates never show alpha's observations.
 	c := e.do("beta", "GET", "/api/workbench/candidates", nil)
 	if c.status != 200 || strings.Contains(string(c.body), origin) {

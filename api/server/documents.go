@@ -125,10 +125,22 @@ func (d DocumentStore) ReadDir(ctx context.Context, agent, ws, dir string, maxFi
 // feedPageWait bounds how long a feed read waits for a page already in the feed.
 const feedPageWait = time.Second
 
-// RecentEvents implements documents.Store: it reads the root's feed from its oldest held
-// event and keeps the newest limit (the feed holds at most meta's FeedMaxPerRoot events).
+// RecentEvents implements documents.Store: from a linearizable view of the root (read
+// through the documents workbench, so a key bound to one workbench sees what it may), the
+// feed's newest events (meta.View.RecentEvents). Before the root has that workbench, it
+// follows the feed from its oldest held event and keeps the newest limit (the feed holds
+// at most meta's FeedMaxPerRoot events).
 func (d DocumentStore) RecentEvents(ctx context.Context, agent, skip string, limit int) ([]meta.Event, error) {
-	f, err := d.Svc.Events(docCtx(ctx), agent, nil, meta.EventFilter{})
+	ctx = docCtx(ctx)
+	keep := func(e *meta.Event) bool { return e.Workbench != skip }
+	v, _, _, err := d.Svc.ViewAt(ctx, agent, documents.Workbench, workbench.At{})
+	if err == nil {
+		return v.RecentEvents(agent, limit, keep)
+	}
+	if !errors.Is(docErr(err), documents.ErrNotFound) {
+		return nil, docErr(err)
+	}
+	f, err := d.Svc.Events(ctx, agent, nil, meta.EventFilter{})
 	if err != nil {
 		return nil, docErr(err)
 	}
@@ -139,7 +151,7 @@ func (d DocumentStore) RecentEvents(ctx context.Context, agent, skip string, lim
 			return nil, docErr(err)
 		}
 		for _, e := range evs {
-			if e.Workbench == skip {
+			if !keep(&e) {
 				continue
 			}
 			if ring = append(ring, e); len(ring) > 2*limit {
