@@ -77,27 +77,7 @@ func TestClusterServesWorkingDocumentsAcrossNodesAndALeaderChange(t *testing.T) 
 		t.Fatalf("propose: %d %v", code, prop)
 	}
 
-	var leader *testClusterNode
-	retry.SucceedsSoon(t, "the shard has three voters and a leader", func() error {
-		for _, n := range nodes {
-			r := n.replica(0)
-			if r == nil || r.Stats().State != "Leader" {
-				continue
-			}
-			members, err := r.Configuration()
-			voters := 0
-			for _, m := range members {
-				if m.Voter {
-					voters++
-				}
-			}
-			if err == nil && voters == 3 {
-				leader = n
-				return nil
-			}
-		}
-		return errors.New("no leader with three voters")
-	})
+	leader := leaderOfVoters(t, nodes, 0, 3)
 	leader.shutdown()
 	var survivor *testClusterNode
 	for _, n := range nodes {
