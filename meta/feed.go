@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -393,6 +394,29 @@ func (v *View) Events(agent string, after FeedPosition, f EventFilter, limit int
 		return true
 	})
 	return out, more, nil
+}
+
+// RecentEvents returns agent's newest events as of the view that the view shows and keep
+// accepts (nil: all), at most limit (1..MaxEventsPage), oldest first: a bounded read of
+// the feed's end that never walks its start.
+func (v *View) RecentEvents(agent string, limit int, keep func(*Event) bool) ([]Event, error) {
+	if limit < 1 || limit > MaxEventsPage {
+		return nil, invalidArg("limit", "must be between 1 and %d", MaxEventsPage)
+	}
+	prefix := agent + "\x00"
+	var out []Event
+	v.st.feed.events.Descend(feedKey(agent, FeedPosition{Version: ^uint64(0), Index: ^uint32(0)}), func(k string, e *Event) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		if e.Position.Version > v.at || !v.showsEvent(agent, e) || keep != nil && !keep(e) {
+			return true
+		}
+		out = append(out, *e)
+		return len(out) < limit
+	})
+	slices.Reverse(out)
+	return out, nil
 }
 
 // showsEvent reports whether the view shows e (Only): every event, or for a restricted

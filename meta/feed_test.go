@@ -124,8 +124,9 @@ func sameEvents(got, want []Event) error {
 }
 
 // TestFeedMatchesModel: over random command sequences, every root's feed (read in random
-// page sizes, with random filters) equals the events the naive model derives from the
-// answers, and a snapshot → restore reproduces the feed exactly.
+// page sizes, with random filters; and its newest events, RecentEvents) equals the events
+// the naive model derives from the answers, and a snapshot → restore reproduces the feed
+// exactly.
 func TestFeedMatchesModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m, fm := newModel(), newFeedModel()
@@ -165,6 +166,15 @@ func TestFeedMatchesModel(t *testing.T) {
 				}
 				if err := sameEvents(untimed(readAll(t, fsm.View(), agent, filter, limit)), fm.filtered(agent, filter)); err != nil {
 					t.Fatalf("agent %s filter %+v: %v", agent, filter, err)
+				}
+				// The feed's end: the newest limit events that keep accepts, oldest first.
+				recent, err := fsm.View().RecentEvents(agent, limit, filter.match)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := fm.filtered(agent, filter)
+				if err := sameEvents(untimed(recent), want[max(0, len(want)-limit):]); err != nil {
+					t.Fatalf("agent %s: the newest %d with filter %+v: %v", agent, limit, filter, err)
 				}
 			}
 		}

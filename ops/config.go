@@ -421,6 +421,8 @@ type Config struct {
 	RedactAllSurfacesTenants string
 	// OpenWOP configures the OpenWOP host.workspace facade (openwop.go).
 	OpenWOP OpenWOPConfig
+	// Documents configures the working-documents surface (documents.go).
+	Documents DocumentsConfig
 }
 
 // EtcdEndpoints returns the Etcd endpoints, split at commas, trimmed, empty ones dropped.
@@ -506,6 +508,7 @@ func DefaultConfig() Config {
 		AdminListen:             DefaultAdminListen,
 		Auth:                    DefaultAuth,
 		OpenWOP:                 DefaultOpenWOPConfig(),
+		Documents:               DefaultDocumentsConfig(),
 	}
 }
 
@@ -693,6 +696,7 @@ func (c Config) validate() []*ConfigError {
 	errs = append(errs, c.validateAuth()...)
 	errs = append(errs, c.validateRedact()...)
 	errs = append(errs, c.validateOpenWOP()...)
+	errs = append(errs, c.validateDocuments()...)
 	return errs
 }
 
@@ -975,7 +979,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.PeerTLSKey }),
 	stringSetting("PeerTLSCA", "peer_tls_ca", "PEM CA bundle that signs every node's peer certificate",
 		func(c *Config) *string { return &c.PeerTLSCA }),
-}, append(append(append(append(servingSettings, listenerSettings...), authSettings...), redactSettings...), openwopSettings...)...)
+}, append(append(append(append(servingSettings, listenerSettings...), authSettings...), redactSettings...), append(openwopSettings, documentsSettings...)...)...)
 
 // settingType is how Config fields of one Go type are read from text and bound to a flag.
 type settingType[T any] struct {

@@ -213,6 +213,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		RedactAllSurfacesTenants: "agent-a,b",
 		OpenWOP: OpenWOPConfig{Enabled: false, MaxFileBytes: 2048, MaxFiles: 9, MaxVersions: 3, RunTTL: 48 * time.Hour,
 			Tenant: "t1", Workspace: "w1", TestSeams: true, Readback: false, PacksFile: "/etc/cairn/packs.json"},
+		Documents: DocumentsConfig{Owner: "t2/w2", RunnerURL: "http://127.0.0.1:8088/propose", RunnerTimeout: 5 * time.Second},
 	}
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
@@ -246,6 +247,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"openwop": "false", "openwop_max_file_bytes": "2048", "openwop_max_files": "9", "openwop_max_versions": "3",
 		"openwop_run_ttl": "48h", "openwop_tenant": "t1", "openwop_workspace": "w1", "openwop_test_seams": "true",
 		"openwop_readback": "false", "openwop_packs_file": "/etc/cairn/packs.json",
+		"documents_owner": "t2/w2", "documents_runner_url": "http://127.0.0.1:8088/propose", "documents_runner_timeout": "5s",
 	}
 	if len(text) != len(settings) {
 		t.Fatalf("test covers %d settings, package has %d", len(text), len(settings))
@@ -686,11 +688,7 @@ func TestConfigErrorsNameTheSettingByItsFlag(t *testing.T) {
 }
 
 func TestOpenWOPSettingsAreValidated(t *testing.T) {
-	tests := []struct {
-		name  string
-		edit  func(*Config)
-		field string
-	}{
+	tests := []validationCase{
 		{"the defaults pass", func(*Config) {}, ""},
 		{"a zero maxFileBytes is refused", func(c *Config) { c.OpenWOP.MaxFileBytes = 0 }, "OpenWOPMaxFileBytes"},
 		{"a huge maxFileBytes is refused", func(c *Config) { c.OpenWOP.MaxFileBytes = MaxOpenWOPMaxFileBytes + 1 }, "OpenWOPMaxFileBytes"},
@@ -705,6 +703,18 @@ func TestOpenWOPSettingsAreValidated(t *testing.T) {
 			c.OpenWOP.TestSeams, c.Listen, c.InsecurePlaintext = true, "0.0.0.0:7070", true
 		}, "OpenWOPTestSeams"},
 	}
+	checkValidation(t, tests)
+}
+
+// validationCase edits the defaults and names the field Validate must refuse ("": none).
+type validationCase struct {
+	name  string
+	edit  func(*Config)
+	field string
+}
+
+func checkValidation(t *testing.T, tests []validationCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := DefaultConfig()
@@ -719,6 +729,17 @@ func TestOpenWOPSettingsAreValidated(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestDocumentsSettingsAreValidated(t *testing.T) {
+	checkValidation(t, []validationCase{
+		{"the defaults pass", func(*Config) {}, ""},
+		{"an owner without a workspace is refused", func(c *Config) { c.Documents.Owner = "tenant" }, "DocumentsOwner"},
+		{"an owner with a bad tenant is refused", func(c *Config) { c.Documents.Owner = "../x/w" }, "DocumentsOwner"},
+		{"a runner URL that is not http is refused", func(c *Config) { c.Documents.RunnerURL = "file:///etc/passwd" }, "DocumentsRunnerURL"},
+		{"an http runner URL passes", func(c *Config) { c.Documents.RunnerURL = "https://runner.internal/propose" }, ""},
+		{"a zero runner timeout is refused", func(c *Config) { c.Documents.RunnerTimeout = 0 }, "DocumentsRunnerTimeout"},
+	})
 }
 
 // TestPrincipalCapsAreOnByDefaultBeyondLoopback (issue 25 finding 11: one read key's 80

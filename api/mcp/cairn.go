@@ -98,6 +98,9 @@ func NewCairnServer(svc *workbench.Service, agent string, opts Options) *sdk.Ser
 	// The 18 Workbench tools with their contract schemas, then the profile's own
 	// (issue 16: "the 18 Workbench tools plus cairn_propose, …").
 	defs := append(slices.Clip(tools), cairnTools...)
+	if opts.Documents != nil {
+		defs = append(defs, documentTools(opts.Documents)...) // documents.go
+	}
 	register(srv, svc, agent, defs, func(name string) *toolSchema {
 		if strings.HasPrefix(name, "cairn_") {
 			return mustCairnSchema(name)

@@ -52,6 +52,8 @@
 // schemas/workbench.json; the profile offers nothing else. Cairn's further tools live in
 // the profile "cairn" (cairn.go, diff.go, proposals.go, schemas/cairn.json: cairn_history,
 // cairn_read_at, cairn_diff, cairn_workbench_list, cairn_workbench_delete, cairn_propose,
-// cairn_proposals, cairn_decide), a separate server on its own endpoint
+// cairn_proposals, cairn_decide; and, on a node that serves working documents
+// (Options.Documents, documents.go), cairn_documents and cairn_document_write, whose owner
+// is the key's, as on their HTTP routes), a separate server on its own endpoint
 // (/v1/agents/{agent}/mcp/cairn), with the same conventions.
 package mcp

@@ -49,6 +49,9 @@ type Options struct {
 	Version string
 	// Metrics counts the tool calls (NewMetrics). Nil: not counted.
 	Metrics *Metrics
+	// Documents, when set, serves the cairn profile's working-documents tools
+	// (documents.go: cairn_documents, cairn_document_write). Nil: the profile has none.
+	Documents DocumentsCaller
 }
 
 // withDefaults fills the zero fields from the Service's configuration.

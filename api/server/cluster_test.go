@@ -107,6 +107,34 @@ func startCluster(t *testing.T, n int, tweak func(*ops.Config)) []*testClusterNo
 	return nodes
 }
 
+// leaderOfVoters waits (40 s at most) until one of nodes leads shard id with the given
+// number of voters, and returns it.
+func leaderOfVoters(t *testing.T, nodes []*testClusterNode, id, voters int) *testClusterNode {
+	t.Helper()
+	var leader *testClusterNode
+	retry.Within(t, 40*time.Second, fmt.Sprintf("shard %d has %d voters and a leader", id, voters), func() error {
+		for _, n := range nodes {
+			r := n.replica(id)
+			if r == nil || r.Stats().State != "Leader" {
+				continue
+			}
+			members, err := r.Configuration()
+			count := 0
+			for _, m := range members {
+				if m.Voter {
+					count++
+				}
+			}
+			if err == nil && count == voters {
+				leader = n
+				return nil
+			}
+		}
+		return errors.New("not yet")
+	})
+	return leader
+}
+
 // oneShard makes every node host the one shard.
 func oneShard(cfg *ops.Config) { cfg.Shards = 1 }
 
@@ -197,30 +225,7 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 	if !ok {
 		t.Fatal("alice is not placed")
 	}
-	var leader *testClusterNode
-	deadline := time.Now().Add(40 * time.Second)
-	for leader == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the shard never had three voters and a leader")
-		}
-		for _, n := range nodes {
-			r := n.replica(id)
-			if r == nil || r.Stats().State != "Leader" {
-				continue
-			}
-			members, err := r.Configuration()
-			voters := 0
-			for _, m := range members {
-				if m.Voter {
-					voters++
-				}
-			}
-			if err == nil && voters == 3 {
-				leader = n
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	leader := leaderOfVoters(t, nodes, id, 3)
 	// The cluster status, asked of any node, names the nodes, the leader and the lags.
 	for _, n := range nodes {
 		if code, b := request(t, http.MethodGet, n.url+ClusterStatusPath, nil); code != http.StatusNotFound {

@@ -22,6 +22,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/mcp"
 	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/redact"
@@ -193,7 +194,7 @@ func (n *Node) open(ctx context.Context) error {
 		Limits: workbench.PrincipalLimits{RequestsPerSecond: cfg.PrincipalRequestsPerSecond, RequestBurst: cfg.PrincipalRequestBurst,
 			MaxConcurrentUploads: cfg.EffectivePrincipalMaxUploads(), MaxConcurrentAdmissions: cfg.EffectivePrincipalMaxAdmissions()},
 		SegmentCache: segCache, DirectReads: n.directReads, Logger: n.log, Redactor: n.redactor,
-		RequireDistinctReviewer: cfg.RequireDistinctReviewer, ReservedWorkbenches: map[string]string{openwop.PacksWorkbench: openwop.Surface}})
+		RequireDistinctReviewer: cfg.RequireDistinctReviewer, ReservedWorkbenches: map[string]string{openwop.PacksWorkbench: openwop.Surface, documents.Workbench: documents.Surface}})
 	if err != nil {
 		return err
 	}
@@ -225,8 +226,10 @@ func (n *Node) open(ctx context.Context) error {
 	if cfg.AccessLog {
 		accessLog = n.log.With("log", "access")
 	}
+	docsCaller := &lateDocuments{} // the cairn MCP profile's working-documents tools, once the surface exists (below)
 	n.rest = rest.NewHandler(n.svc, rest.Options{
-		MCP:      mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes, Metrics: mcpMetrics, Logger: n.log}),
+		MCP: mcp.Handler(n.svc, mcp.Options{MaxPayloadBytes: cfg.MCPMaxPayloadBytes, Metrics: mcpMetrics, Logger: n.log,
+			Documents: docsCaller}),
 		Ready:    n.ready,
 		Failing:  n.health.Failing,
 		GC:       workers,
@@ -246,12 +249,22 @@ func (n *Node) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	facade := openwop.New(n.svc, wopOpts, n.rest)     // OpenWOP's routes, then REST's and MCP's
-	observed := n.rest.Observe(openwop.Route, facade) // the facade's requests in the metrics and the access log
+	facade := openwop.New(n.svc, wopOpts, n.rest)                                                      // OpenWOP's routes, then REST's and MCP's
+	docs, err := documents.New(DocumentStore{Svc: n.svc}, documentsOptions(cfg, n.svc, n.log), facade) // working documents first
+	if err != nil {
+		return err
+	}
+	docsCaller.h = docs
+	observed := n.rest.Observe(surfaceRoute, docs) // both surfaces' requests in the metrics and the access log
 	var tenant http.Handler = observed
 	if cfg.Cluster {
-		tenant = newRouter(n.host, observed, facade.Root)
-		peer := &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, facade)}
+		tenant = newRouter(n.host, observed, func(r *http.Request) (string, bool) {
+			if documents.Owns(r.URL.EscapedPath()) {
+				return docs.Root(r)
+			}
+			return facade.Root(r)
+		})
+		peer := &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, docs)}
 		if err := n.host.ServePeer(peer); err != nil {
 			return err
 		}

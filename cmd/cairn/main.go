@@ -58,6 +58,7 @@ func newCLI() *cobra.Command {
 	root.AddCommand(newDiffCommand())
 	addLifecycleCommands(root)
 	addProposalCommands(root) // proposals.go
+	addDocumentCommands(root) // documents.go
 	addServerCommands(root)
 	addAdminCommands(root)
 	addHistoryCommands(root)            // history.go

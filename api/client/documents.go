@@ -1,0 +1,52 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+)
+
+// Working documents (docs/documents.md): the routes under /api/workbench/. The owner is
+// the key's (or the node's configured one), never named here. Answers are returned as
+// the server's JSON; a refusal is an *Error whose Message carries the surface's body
+// ({error, message, field?, …}).
+
+// documentsURL returns the URL of a working-documents route (rest: below
+// /api/workbench/, its segments already escaped).
+func (c *Client) documentsURL(rest string) string { return c.base + "/api/workbench/" + rest }
+
+// Documents lists the owner's working documents.
+func (c *Client) Documents(ctx context.Context) (json.RawMessage, error) {
+	return deref(getJSON[json.RawMessage](ctx, c, c.documentsURL("documents")))
+}
+
+// Document returns one document with its versions, selections, proposals, runs,
+// judgments and events.
+func (c *Client) Document(ctx context.Context, id string) (json.RawMessage, error) {
+	return deref(getJSON[json.RawMessage](ctx, c, c.documentsURL("documents/"+url.PathEscape(id))))
+}
+
+// DocumentCandidates lists what a document can be created from (documentID ""), or what
+// can be selected for one.
+func (c *Client) DocumentCandidates(ctx context.Context, documentID string) (json.RawMessage, error) {
+	v := url.Values{}
+	if documentID != "" {
+		v.Set("documentId", documentID)
+	}
+	return deref(getJSON[json.RawMessage](ctx, c, withQuery(c.documentsURL("candidates"), v)))
+}
+
+// DocumentWrite sends one working-document write: route is "documents",
+// "documents/<id>/versions", "documents/<id>/selections", "documents/<id>/proposals" or
+// "proposals/<id>/decisions", body the design's payload with its requestId or
+// submissionId, which makes a retry answer the first answer.
+func (c *Client) DocumentWrite(ctx context.Context, route string, body map[string]any) (json.RawMessage, error) {
+	return deref(postJSON[json.RawMessage](ctx, c, c.documentsURL(route), body, replayable))
+}
+
+func deref(raw *json.RawMessage, err error) (json.RawMessage, error) {
+	if err != nil {
+		return nil, err
+	}
+	return *raw, nil
+}

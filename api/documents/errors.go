@@ -1,0 +1,113 @@
+package documents
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// Error codes of this surface (docs/documents.md#errors). The design names
+// StaleBaseError; the others are Cairn's names for the failures the design describes.
+const (
+	CodeValidation       = "ValidationError"
+	CodeTooLarge         = "PayloadTooLarge"
+	CodeNotFound         = "NotFound"
+	CodeStaleBase        = "StaleBaseError"
+	CodeConflict         = "ConflictError"
+	CodeRunner           = "RunnerError"
+	CodeUnauthenticated  = "Unauthenticated"
+	CodeForbidden        = "Forbidden"
+	CodeMethodNotAllowed = "MethodNotAllowed"
+	CodeUnavailable      = "Unavailable"
+	CodeRateLimited      = "RateLimited"
+	CodeInternal         = "Internal"
+)
+
+// Error is every non-2xx answer of this surface: its status and the closed body
+// {error, message, field?, rule?, headVersionId?, runId?, errorText?}.
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"error"`
+	Message string `json:"message"`
+	// Field and Rule name the request member a ValidationError refuses and the rule.
+	Field string `json:"field,omitempty"`
+	Rule  string `json:"rule,omitempty"`
+	// HeadVersionID is the document's head on a StaleBaseError.
+	HeadVersionID string `json:"headVersionId,omitempty"`
+	// RunID and ErrorText describe a failed runner run (RunnerError).
+	RunID     string `json:"runId,omitempty"`
+	ErrorText string `json:"errorText,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Rules a ValidationError names.
+const (
+	RuleRequired  = "required"
+	RuleMaxLength = "max-length"
+	RuleFormat    = "format"
+	RuleType      = "type"
+	RuleUnknown   = "unknown-member"
+	RuleMaxItems  = "max-items"
+	RuleExists    = "must-exist"
+	RuleEnum      = "enum"
+)
+
+func invalid(field, rule, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeValidation, Field: field, Rule: rule,
+		Message: field + ": " + fmt.Sprintf(format, args...)}
+}
+
+func notFound(what string) *Error {
+	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such " + what}
+}
+
+func conflict(format string, args ...any) *Error {
+	return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: fmt.Sprintf(format, args...)}
+}
+
+func staleBase(head string) *Error {
+	return &Error{Status: http.StatusConflict, Code: CodeStaleBase, HeadVersionID: head,
+		Message: "the base version is not the document's head (head " + head + ")"}
+}
+
+func tooLarge(limit int64) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+		Message: "the request body is larger than " + strconv.FormatInt(limit, 10) + " bytes"}
+}
+
+// fromStore maps a Store error to the answer: the one place store failures meet the wire.
+func fromStore(err error) *Error {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, ErrForbidden):
+		return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "the credential may not do this"}
+	case errors.Is(err, ErrRateLimited):
+		return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many requests for now; retry with the same id"}
+	case errors.Is(err, ErrUnavailable):
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the store is unavailable; retry with the same requestId"}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "the store failed"}
+}
+
+// writeError writes e's answer (503 and 429 with Retry-After).
+func writeError(w http.ResponseWriter, e *Error) {
+	if e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, e.Status, e)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"Internal","message":"the answer could not be encoded"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,401 @@
+package documents
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairnstore/cairn/api/auth"
+)
+
+// Prefix is the path prefix of every route of this surface.
+const Prefix = "/api/workbench/"
+
+// MaxRequestBytes bounds a request body: the design's 98 KB (98 × 1024 bytes).
+const MaxRequestBytes = 98 << 10
+
+// Limits of the design (docs/documents.md#limits), in characters (Chars: UTF-16 units).
+const (
+	MaxBodyChars    = 64_000
+	MaxTitleChars   = 200
+	MaxExcerptChars = 2_000
+	MaxEvidenceIDs  = 16
+	// MaxSelectedIDs bounds the event ids, and the version ids, of one selection
+	// (Cairn's bound; the design leaves it open).
+	MaxSelectedIDs = 64
+	// MaxRequestIDChars bounds a requestId or submissionId.
+	MaxRequestIDChars = 128
+	// CandidateWindow is how many of the root's newest observations candidates lists.
+	CandidateWindow = 200
+)
+
+// DefaultActor is the actor of every event unless Options.Actor names another.
+const DefaultActor = "operator:local"
+
+// Options configures the surface.
+type Options struct {
+	// Tenant and Workspace own the requests of the Local principal (a node that requires
+	// no API key): an agent root and a workbench name of it. Default "default".
+	Tenant, Workspace string
+	// Actor is the events' actor. Default DefaultActor.
+	Actor string
+	// Runners are registered besides FixtureRunner (ids must be unique).
+	Runners []Runner
+	// ReadOnly answers every write 405: the node has no way to check the design's Review
+	// capability (docs/documents.md#access).
+	ReadOnly bool
+	// Admit, when set, admits a request before anything else is done for it: it counts
+	// the principal's request rate and returns the context the request runs in, and
+	// release, called once its answer is written (the node's memory shares it took).
+	// An error wrapping ErrRateLimited answers 429. Default: every request is admitted.
+	Admit func(ctx context.Context) (admitted context.Context, release func(), err error)
+	// Now is the clock of occurredAt and run times. Default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Handler serves the routes under Prefix and hands every other request to next. It runs
+// behind the node's authentication: the request's principal decides the owner.
+type Handler struct {
+	store   Store
+	opt     Options
+	next    http.Handler
+	runners map[string]Runner
+	locks   [64]sync.Mutex // per-document serialization within this node (mutate.go)
+}
+
+// New returns the surface over store in front of next. An error names a runner id that
+// is empty or registered twice.
+func New(store Store, opt Options, next http.Handler) (*Handler, error) {
+	if opt.Tenant == "" {
+		opt.Tenant = "default"
+	}
+	if opt.Workspace == "" {
+		opt.Workspace = "default"
+	}
+	if opt.Actor == "" {
+		opt.Actor = DefaultActor
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	h := &Handler{store: store, opt: opt, next: next, runners: map[string]Runner{}}
+	for _, r := range append([]Runner{FixtureRunner{}}, opt.Runners...) {
+		id := r.ID()
+		if id == "" || h.runners[id] != nil {
+			return nil, errors.New("documents: runner id " + id + " is empty or registered twice")
+		}
+		h.runners[id] = r
+	}
+	return h, nil
+}
+
+// Owns reports whether this surface serves path (an escaped URL path).
+func Owns(path string) bool { return strings.HasPrefix(path, Prefix) }
+
+// Root returns the agent root a request of this surface acts on (its owner's tenant), for
+// a cluster node's router; false for requests of other surfaces and ones it will refuse.
+func (h *Handler) Root(r *http.Request) (string, bool) {
+	if p := r.URL.EscapedPath(); !Owns(p) || p == OpenAPIPath {
+		return "", false
+	}
+	o, err := h.owner(r)
+	if err != nil {
+		return "", false
+	}
+	return o.Tenant, true
+}
+
+// owner derives the owner from the principal only, as the OpenWOP facade does.
+func (h *Handler) owner(r *http.Request) (owner, *Error) {
+	p, ok := auth.FromContext(r.Context())
+	switch {
+	case !ok:
+		return owner{}, &Error{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: "the request carries no credential"}
+	case p.Tenant != "":
+		return owner{Tenant: p.Tenant, Workspace: p.Workspace}, nil
+	case p.ID == auth.LocalID:
+		return owner{Tenant: h.opt.Tenant, Workspace: h.opt.Workspace}, nil
+	}
+	return owner{}, &Error{Status: http.StatusForbidden, Code: CodeForbidden,
+		Message: "the API key is not bound to a tenant and workspace (cairn admin key create --tenant T --workspace W)"}
+}
+
+var idPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// OpenAPIPath serves this surface's OpenAPI 3.1 document (openapi.json), to anyone.
+const OpenAPIPath = Prefix + "openapi.json"
+
+//go:embed openapi.json
+var openAPI []byte
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !Owns(r.URL.EscapedPath()) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	h.serve(w, r, true)
+}
+
+// serve answers a request of this surface; admit: take Options.Admit first.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, admit bool) {
+	path := r.URL.EscapedPath()
+	if path == OpenAPIPath && r.Method == http.MethodGet {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(openAPI)
+		return
+	}
+	o, oerr := h.owner(r)
+	if oerr != nil {
+		writeError(w, oerr)
+		return
+	}
+	if admit && h.opt.Admit != nil {
+		ctx, release, err := h.opt.Admit(r.Context())
+		if err != nil {
+			writeError(w, fromStore(err))
+			return
+		}
+		defer release()
+		r = r.WithContext(ctx)
+	}
+	parts := strings.Split(strings.TrimPrefix(path, Prefix), "/")
+	route, id := "", ""
+	switch {
+	case len(parts) == 1 && parts[0] == "documents":
+		route = "documents"
+	case len(parts) == 1 && parts[0] == "candidates":
+		route = "candidates"
+	case len(parts) == 2 && parts[0] == "documents":
+		route, id = "document", parts[1]
+	case len(parts) == 3 && parts[0] == "documents" && slices.Contains([]string{"versions", "selections", "proposals"}, parts[2]):
+		route, id = parts[2], parts[1]
+	case len(parts) == 3 && parts[0] == "proposals" && parts[2] == "decisions":
+		route, id = "decisions", parts[1]
+	default:
+		writeError(w, notFound("route"))
+		return
+	}
+	if id != "" && !idPattern.MatchString(id) {
+		writeError(w, notFound(strings.TrimSuffix(route, "s")))
+		return
+	}
+	get := map[string]bool{"documents": true, "candidates": true, "document": true, "versions": true}
+	post := map[string]bool{"documents": true, "versions": true, "selections": true, "proposals": true, "decisions": true}
+	switch {
+	case r.Method == http.MethodGet && get[route]:
+		if p, _ := auth.FromContext(r.Context()); !p.Has(auth.ScopeRead) {
+			writeError(w, &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "reading documents needs the workspace:read scope"})
+			return
+		}
+		h.serveRead(w, r, o, route, id)
+	case r.Method == http.MethodPost && post[route]:
+		if e := h.mayWrite(r); e != nil {
+			writeError(w, e)
+			return
+		}
+		b, e := readBody(w, r)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		h.serveWrite(w, r, o, route, id, b)
+	default:
+		allow := []string{}
+		if get[route] {
+			allow = append(allow, http.MethodGet)
+		}
+		if post[route] {
+			allow = append(allow, http.MethodPost)
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: "this route answers " + strings.Join(allow, ", ")})
+	}
+}
+
+// mayWrite is the design's Review capability: 405 when this node cannot check it
+// (Options.ReadOnly), 403 without the review scope.
+func (h *Handler) mayWrite(r *http.Request) *Error {
+	if h.opt.ReadOnly {
+		return &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: "this node does not accept working-document writes (no Review capability verifier)"}
+	}
+	if p, _ := auth.FromContext(r.Context()); !p.Has(auth.ScopeReview) {
+		return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "working-document writes need the review scope"}
+	}
+	return nil
+}
+
+func (h *Handler) serveRead(w http.ResponseWriter, r *http.Request, o owner, route, id string) {
+	var out any
+	var e *Error
+	switch route {
+	case "documents":
+		out, e = h.listDocuments(r, o)
+	case "candidates":
+		out, e = h.candidates(r, o)
+	case "document":
+		out, e = h.getDocument(r, o, id)
+	case "versions":
+		out, e = h.listVersions(r, o, id)
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request, o owner, route, id string, b body) {
+	var out any
+	var e *Error
+	status := http.StatusOK
+	switch route {
+	case "documents":
+		out, e = h.create(r.Context(), o, b)
+		status = http.StatusCreated
+	case "versions":
+		out, e = h.edit(r.Context(), o, id, b)
+	case "selections":
+		out, e = h.selectContext(r.Context(), o, id, b)
+	case "proposals":
+		out, e = h.requestProposal(r.Context(), o, id, b)
+	case "decisions":
+		out, e = h.decide(r.Context(), o, id, b)
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, status, out)
+}
+
+// body is a request's closed JSON object, decoded once.
+type body map[string]json.RawMessage
+
+// readBody reads at most MaxRequestBytes of one JSON object.
+func readBody(w http.ResponseWriter, r *http.Request) (body, *Error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	var over *http.MaxBytesError
+	if errors.As(err, &over) {
+		return nil, tooLarge(MaxRequestBytes)
+	}
+	if err != nil {
+		return nil, invalid("body", RuleFormat, "could not be read")
+	}
+	var m body
+	if json.Unmarshal(b, &m) != nil || m == nil {
+		return nil, invalid("body", RuleFormat, "must be a JSON object")
+	}
+	return m, nil
+}
+
+// only refuses a member not in names.
+func (b body) only(names ...string) *Error {
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range b {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		if !slices.Contains(names, k) {
+			name := k
+			if len(name) > 64 {
+				name = name[:64] + "…"
+			}
+			return invalid(name, RuleUnknown, "is not a member of this request; it holds only %s", strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// str returns string member name (required: present and non-empty) of at most max
+// characters.
+func (b body) str(name string, required bool, max int) (string, *Error) {
+	raw, ok := b[name]
+	if !ok {
+		if required {
+			return "", invalid(name, RuleRequired, "is required")
+		}
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", invalid(name, RuleType, "must be a string")
+	}
+	if required && s == "" {
+		return "", invalid(name, RuleRequired, "must not be empty")
+	}
+	if Chars(s) > max {
+		return "", invalid(name, RuleMaxLength, "must be at most %d characters, got %d", max, Chars(s))
+	}
+	return s, nil
+}
+
+// id returns member name as a client-generated id: 1..MaxRequestIDChars printable ASCII
+// characters without spaces.
+func (b body) id(name string) (string, *Error) {
+	s, e := b.str(name, true, MaxRequestIDChars)
+	if e != nil {
+		return "", e
+	}
+	for _, c := range s {
+		if c <= ' ' || c > '~' {
+			return "", invalid(name, RuleFormat, "must be printable ASCII without spaces")
+		}
+	}
+	return s, nil
+}
+
+// ids returns array member name: at most max distinct ids, each of the form pattern
+// accepts (an absent member: none).
+func (b body) ids(name string, max int, pattern func(string) bool) ([]string, *Error) {
+	raw, ok := b[name]
+	if !ok {
+		return []string{}, nil
+	}
+	var out []string
+	if json.Unmarshal(raw, &out) != nil {
+		return nil, invalid(name, RuleType, "must be an array of strings")
+	}
+	if len(out) > max {
+		return nil, invalid(name, RuleMaxItems, "must hold at most %d ids, got %d", max, len(out))
+	}
+	seen := map[string]bool{}
+	for i, s := range out {
+		if !pattern(s) {
+			return nil, invalid(name, RuleFormat, "[%d] is not an id of this kind", i)
+		}
+		if seen[s] {
+			return nil, invalid(name, RuleFormat, "[%d] repeats %s", i, s)
+		}
+		seen[s] = true
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out, nil
+}
+
+func isRecordID(s string) bool { return idPattern.MatchString(s) }
+
+// recordID returns required member name, the id (64 hex digits) of a what.
+func (b body) recordID(name, what string) (string, *Error) {
+	s, e := b.str(name, true, 64)
+	if e == nil && !isRecordID(s) {
+		e = invalid(name, RuleFormat, "must be a %s id (64 hex digits)", what)
+	}
+	return s, e
+}

@@ -1,0 +1,283 @@
+package documents
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/cairnstore/cairn/api/diff"
+)
+
+// The read routes (docs/documents.md#reads).
+
+// MaxDocumentsListed bounds GET /documents (the newest updated first).
+const MaxDocumentsListed = 1000
+
+// documentRow is a document as the reads show it: its settled head and the design's
+// Kind.
+type documentRow struct {
+	head
+	Source      string `json:"source"`
+	ContentType string `json:"contentType"`
+	Path        string `json:"path"`
+}
+
+func rowOf(hd head) documentRow {
+	return documentRow{head: settled(hd), Source: Source, ContentType: "text/markdown", Path: labelPath(hd.DocumentID)}
+}
+
+// labelPath is the design's path label of a document (not a filesystem path).
+func labelPath(docID string) string { return "documents/" + docID + ".md" }
+
+func (h *Handler) listDocuments(r *http.Request, o owner) (any, *Error) {
+	files, more, err := h.store.ReadDir(r.Context(), o.Tenant, Workbench, o.headsDir(), MaxDocumentsListed, maxDirBytes)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	rows := make([]documentRow, 0, len(files))
+	for _, f := range files {
+		var hd head
+		if json.Unmarshal(f.Body, &hd) != nil {
+			continue
+		}
+		rows = append(rows, rowOf(hd))
+	}
+	slices.SortFunc(rows, func(a, b documentRow) int {
+		return cmp.Or(cmp.Compare(b.UpdatedAt, a.UpdatedAt), cmp.Compare(a.DocumentID, b.DocumentID))
+	})
+	return map[string]any{"documents": rows, "truncated": more}, nil
+}
+
+// settled is hd as it reads once its pending mutation is finished: a read never shows a
+// half-applied head (the mutation's records exist or will, since whoever reads the head
+// for a write finishes it first).
+func settled(hd head) head {
+	if p := hd.Pending; p != nil {
+		hd.Title, hd.VersionID, hd.Sha256, hd.SizeBytes, hd.Versions, hd.UpdatedAt = p.Title, p.VersionID, p.Sha256, p.SizeBytes, p.Versions, p.UpdatedAt
+		hd.Pending = nil
+	}
+	return hd
+}
+
+// loadHead reads document id's head; NotFound when it does not exist (or is another
+// owner's: it is not in this owner's directory).
+func (h *Handler) loadHead(ctx context.Context, o owner, id string) (head, *Error) {
+	var hd head
+	_, err := records{h.store, o}.get(ctx, o.headPath(id), &hd)
+	if errors.Is(err, ErrNotFound) {
+		return head{}, notFound("document")
+	}
+	if err != nil {
+		return head{}, fromStore(err)
+	}
+	return hd, nil
+}
+
+// versionRow is one version as the reads show it: its version event's payload, the
+// event's id and time.
+type versionRow struct {
+	versionPayload
+	EventID    string `json:"eventId"`
+	OccurredAt string `json:"occurredAt"`
+}
+
+var typeRank = map[string]int{TypeCreated: 0, TypeVersion: 1, TypeSelected: 2, TypeRequested: 3, TypeProposed: 4, TypeDecision: 5}
+
+// history is a document's events in order: occurredAt, then the design's order of types
+// within one request.
+func (h *Handler) history(ctx context.Context, o owner, id string) ([]Event, bool, *Error) {
+	evs, truncated, err := records{h.store, o}.events(ctx, id)
+	if err != nil {
+		return nil, false, fromStore(err)
+	}
+	slices.SortFunc(evs, func(a, b Event) int {
+		return cmp.Or(cmp.Compare(a.OccurredAt, b.OccurredAt), cmp.Compare(typeRank[a.Type], typeRank[b.Type]), cmp.Compare(a.ID, b.ID))
+	})
+	return evs, truncated, nil
+}
+
+func versionsOf(evs []Event) []versionRow {
+	out := []versionRow{}
+	for _, e := range evs {
+		if e.Type != TypeVersion {
+			continue
+		}
+		var p versionPayload
+		_ = json.Unmarshal(e.Payload, &p)
+		out = append(out, versionRow{versionPayload: p, EventID: e.ID, OccurredAt: e.OccurredAt})
+	}
+	return out
+}
+
+func (h *Handler) listVersions(r *http.Request, o owner, id string) (any, *Error) {
+	if _, e := h.loadHead(r.Context(), o, id); e != nil {
+		return nil, e
+	}
+	evs, truncated, e := h.history(r.Context(), o, id)
+	if e != nil {
+		return nil, e
+	}
+	return map[string]any{"documentId": id, "versions": versionsOf(evs), "truncated": truncated}, nil
+}
+
+// proposalRow is a proposal with its state (the design's Proposal state).
+type proposalRow struct {
+	ProposalEventID string          `json:"proposalEventId"`
+	State           string          `json:"state"` // pending, stale, accepted, rejected
+	Stale           bool            `json:"stale"`
+	HeadVersionID   string          `json:"headVersionId"`
+	Proposal        proposedPayload `json:"proposal"`
+	DecisionEventID string          `json:"decisionEventId,omitempty"`
+	ResultVersionID string          `json:"resultVersionId,omitempty"`
+	// Diff is between the base version's body and proposedText (frontmatter excluded),
+	// for an undecided proposal.
+	Diff *diff.Result `json:"diff,omitempty"`
+}
+
+func (h *Handler) getDocument(r *http.Request, o owner, id string) (any, *Error) {
+	ctx := r.Context()
+	hd, e := h.loadHead(ctx, o, id)
+	if e != nil {
+		return nil, e
+	}
+	hd = settled(hd)
+	evs, truncated, e := h.history(ctx, o, id)
+	if e != nil {
+		return nil, e
+	}
+	text, e := h.versionBody(ctx, o, id, hd.VersionID)
+	if e != nil {
+		return nil, e
+	}
+	decisions := map[string]decisionPayload{}
+	decisionIDs := map[string]string{}
+	selections, runs := []selectedPayload{}, []run{}
+	for _, ev := range evs {
+		switch ev.Type {
+		case TypeDecision:
+			var p decisionPayload
+			_ = json.Unmarshal(ev.Payload, &p)
+			decisions[p.ProposalEventID], decisionIDs[p.ProposalEventID] = p, ev.ID
+		case TypeSelected:
+			var p selectedPayload
+			_ = json.Unmarshal(ev.Payload, &p)
+			selections = append(selections, p)
+		case TypeRequested:
+			var p requestedPayload
+			_ = json.Unmarshal(ev.Payload, &p)
+			var rn run
+			if _, err := (records{h.store, o}).get(ctx, o.runPath(id, RunID(id, p.RequestID)), &rn); err == nil {
+				runs = append(runs, rn)
+			}
+		}
+	}
+	proposals := []proposalRow{}
+	for _, ev := range evs {
+		if ev.Type != TypeProposed {
+			continue
+		}
+		var p proposedPayload
+		_ = json.Unmarshal(ev.Payload, &p)
+		row := proposalRow{ProposalEventID: ev.ID, HeadVersionID: hd.VersionID, Proposal: p, Stale: hd.VersionID != p.Target.BaseVersionID}
+		if d, ok := decisions[ev.ID]; ok {
+			row.State, row.DecisionEventID, row.ResultVersionID = map[string]string{"accept": "accepted", "reject": "rejected"}[d.Disposition], decisionIDs[ev.ID], d.ResultVersionID
+		} else {
+			row.State = "pending"
+			if row.Stale {
+				row.State = "stale"
+			}
+			base, e := h.versionBody(ctx, o, id, p.Target.BaseVersionID)
+			if e != nil {
+				return nil, e
+			}
+			d, err := diff.Text([]byte(base), []byte(p.ProposedText), diff.DefaultOptions())
+			if err == nil {
+				row.Diff = d
+			}
+		}
+		proposals = append(proposals, row)
+	}
+	files, _, err := h.store.ReadDir(ctx, o.Tenant, Workbench, o.docDir(id)+"/judgments", MaxEventsPerDocument, maxDirBytes)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	judgments := []judgment{}
+	for _, f := range files {
+		var j judgment
+		if json.Unmarshal(f.Body, &j) == nil {
+			judgments = append(judgments, j)
+		}
+	}
+	return map[string]any{"document": rowOf(hd), "body": text, "versions": versionsOf(evs), "selections": selections,
+		"proposals": proposals, "runs": runs, "judgments": judgments, "events": evs, "truncated": truncated}, nil
+}
+
+// versionBody returns the body (frontmatter excluded) of version v of document id.
+func (h *Handler) versionBody(ctx context.Context, o owner, id, v string) (string, *Error) {
+	b, _, err := h.store.ReadFile(ctx, o.Tenant, Workbench, o.versionPath(id, v), maxRecordBytes)
+	if errors.Is(err, ErrNotFound) {
+		return "", notFound("version")
+	}
+	if err != nil {
+		return "", fromStore(err)
+	}
+	_, text, ok := splitContent(string(b))
+	if !ok {
+		return "", &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "a stored version is not of the design's form"}
+	}
+	return text, nil
+}
+
+// candidate is one entry of GET /candidates: an observation or a version of the document.
+type candidate struct {
+	Kind string `json:"kind"` // observation, version
+	*Observation
+	VersionID  string `json:"versionId,omitempty"`
+	DocumentID string `json:"documentId,omitempty"`
+	Sha256     string `json:"sha256,omitempty"`
+	Path       string `json:"path,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+func (h *Handler) candidates(r *http.Request, o owner) (any, *Error) {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "documentId" {
+			return nil, invalid(k, RuleUnknown, "is not a parameter of candidates; it takes only documentId")
+		}
+	}
+	obs, e := h.recentObservations(r.Context(), o)
+	if e != nil {
+		return nil, e
+	}
+	out := []candidate{}
+	for i := range obs {
+		out = append(out, candidate{Kind: "observation", Observation: &obs[i]})
+	}
+	id := q.Get("documentId")
+	if id == "" {
+		return map[string]any{"candidates": out}, nil
+	}
+	if !isRecordID(id) {
+		return nil, notFound("document")
+	}
+	hd, e := h.loadHead(r.Context(), o, id)
+	if e != nil {
+		return nil, e
+	}
+	if !slices.ContainsFunc(obs, func(x Observation) bool { return x.EventID == hd.OriginEventID }) {
+		origin := hd.Origin
+		out = append(out, candidate{Kind: "observation", Observation: &origin})
+	}
+	evs, _, e := h.history(r.Context(), o, id)
+	if e != nil {
+		return nil, e
+	}
+	for _, v := range versionsOf(evs) {
+		out = append(out, candidate{Kind: "version", VersionID: v.VersionID, DocumentID: id, Sha256: v.Sha256, Path: labelPath(id), Reason: v.Reason})
+	}
+	return map[string]any{"documentId": id, "candidates": out}, nil
+}

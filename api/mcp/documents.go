@@ -1,0 +1,142 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+
+	"github.com/cairnstore/cairn/api/workbench"
+)
+
+// DocumentsCaller serves the working-documents routes in process (api/documents
+// Handler.Call, docs/documents.md): method, route below /api/workbench/ and body as on
+// the wire, as ctx's principal; the answer is the surface's status and JSON body.
+type DocumentsCaller interface {
+	Call(ctx context.Context, method, route string, body []byte) (status int, answer []byte)
+}
+
+// documentTools are the cairn profile's working-documents tools, served when the node has
+// the surface (Options.Documents). They pass the design's payloads through unchanged, so
+// ids, replays, limits and failures are exactly the HTTP routes'. The owner comes from the
+// key, as on those routes, never from the session's agent root.
+func documentTools(c DocumentsCaller) []toolDef {
+	return []toolDef{
+		{
+			name: "cairn_documents", title: "Read working documents", readOnly: true, idempotent: true,
+			description: "Read the key's working documents (docs/documents.md): action list (every document), show (document_id: " +
+				"its body, versions, selections, proposals with their state and diff, runs, judgments and events), versions " +
+				"(document_id), or candidates (the root's recent observations to create a document from; with document_id also " +
+				"its versions to select). The owner is the key's tenant and workspace, not this session's agent root. " +
+				"Result: the route's answer.",
+			run: func(ctx context.Context, _ *workbench.Service, _ string, args json.RawMessage) (workbench.Result, error) {
+				var in struct {
+					Action     string `json:"action"`
+					DocumentID string `json:"document_id"`
+				}
+				if err := json.Unmarshal(args, &in); err != nil {
+					return nil, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: "arguments: " + err.Error()}
+				}
+				route := "documents"
+				switch in.Action {
+				case "show", "versions":
+					if in.DocumentID == "" {
+						return nil, missingArgument("document_id", in.Action)
+					}
+					route += "/" + in.DocumentID
+					if in.Action == "versions" {
+						route += "/versions"
+					}
+				case "candidates":
+					route = "candidates"
+					if in.DocumentID != "" {
+						route += "?documentId=" + url.QueryEscape(in.DocumentID)
+					}
+				}
+				return documentAnswer(c.Call(ctx, http.MethodGet, route, nil))
+			},
+		},
+		{
+			name: "cairn_document_write", title: "Change a working document", destructive: true, idempotent: true,
+			description: "Change the key's working documents (needs the review scope; docs/documents.md): action create " +
+				"(payload {originEventId, title, body, requestId}), edit (document_id; payload {baseVersionId, title, body, " +
+				"requestId}: Conflict with details.documents_error StaleBaseError and details.head_version_id when the base is " +
+				"not the head), select (document_id; payload {selectedEventIds, selectedVersionIds, requestId}), propose " +
+				"(document_id; payload {selectionId, runnerId, baseVersionId, requestId}: a runner failure is InvalidState " +
+				"with details.documents_error RunnerError, details.run_id and details.error_text, and no proposal), decide " +
+				"(proposal_id; payload {disposition: accept|reject, submissionId}). The same requestId or submissionId with " +
+				"the same payload answers the first answer. Result: the route's answer.",
+			run: func(ctx context.Context, _ *workbench.Service, _ string, args json.RawMessage) (workbench.Result, error) {
+				var in struct {
+					Action     string          `json:"action"`
+					DocumentID string          `json:"document_id"`
+					ProposalID string          `json:"proposal_id"`
+					Payload    json.RawMessage `json:"payload"`
+				}
+				if err := json.Unmarshal(args, &in); err != nil {
+					return nil, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: "arguments: " + err.Error()}
+				}
+				var route string
+				switch in.Action {
+				case "create":
+					route = "documents"
+				case "decide":
+					if in.ProposalID == "" {
+						return nil, missingArgument("proposal_id", in.Action)
+					}
+					route = "proposals/" + in.ProposalID + "/decisions"
+				default:
+					if in.DocumentID == "" {
+						return nil, missingArgument("document_id", in.Action)
+					}
+					route = "documents/" + in.DocumentID + "/" + map[string]string{"edit": "versions", "select": "selections", "propose": "proposals"}[in.Action]
+				}
+				return documentAnswer(c.Call(ctx, http.MethodPost, route, in.Payload))
+			},
+		},
+	}
+}
+
+func missingArgument(field, action string) *workbench.Error {
+	return &workbench.Error{Code: workbench.CodeInvalidArguments, Message: field + ": action " + action + " needs it",
+		Details: map[string]any{"field": field}}
+}
+
+// documentCodes maps the surface's statuses to the contract's codes.
+var documentCodes = map[int]string{
+	http.StatusBadRequest: workbench.CodeInvalidArguments, http.StatusUnauthorized: workbench.CodeUnauthenticated,
+	http.StatusForbidden: workbench.CodePermissionDenied, http.StatusNotFound: workbench.CodeNotFound,
+	http.StatusMethodNotAllowed: workbench.CodePermissionDenied, http.StatusConflict: workbench.CodeConflict,
+	http.StatusRequestEntityTooLarge: workbench.CodePayloadTooLarge, http.StatusTooManyRequests: workbench.CodeResourceExhausted,
+	http.StatusBadGateway: workbench.CodeInvalidState, http.StatusServiceUnavailable: workbench.CodeRoutingUnavailable,
+}
+
+// documentAnswer is a route's answer as a tool result: its object with "status":
+// "success", or the contract's error whose details carry the surface's error
+// (documents_error, field, rule, head_version_id, run_id, error_text).
+func documentAnswer(status int, body []byte) (workbench.Result, error) {
+	if status/100 == 2 {
+		out := workbench.Result{}
+		if err := json.Unmarshal(body, &out); err != nil {
+			return nil, &workbench.Error{Code: workbench.CodeInternal, Message: "the working-documents answer is not a JSON object"}
+		}
+		out["status"] = "success"
+		return out, nil
+	}
+	var e struct {
+		Error, Message, Field, Rule, HeadVersionID, RunID, ErrorText string
+	}
+	_ = json.Unmarshal(body, &e)
+	code, ok := documentCodes[status]
+	if !ok {
+		code = workbench.CodeInternal
+	}
+	details := map[string]any{"documents_error": e.Error}
+	for k, v := range map[string]string{"field": e.Field, "rule": e.Rule, "head_version_id": e.HeadVersionID, "run_id": e.RunID, "error_text": e.ErrorText} {
+		if v != "" {
+			details[k] = v
+		}
+	}
+	retryable := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+	return nil, &workbench.Error{Code: code, Message: e.Message, Retryable: retryable, Details: details}
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/api/documents"
+	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/api/server"
+	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+)
+
+// The working-documents workflow through `cairn documents`, against a node's REST API and
+// documents surface (the Local principal, as on a node without keys).
+func TestTheDocumentsCommandsWalkTheWorkflow(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096, ReservedWorkbenches: map[string]string{documents.Workbench: documents.Surface}})
+	h, err := documents.New(server.DocumentStore{Svc: n.Service}, documents.Options{}, rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), auth.Local)))
+	}))
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPut, srv.URL+"/v1/agents/default/workbenches/notes/files/input/a.md", strings.NewReader("notes"))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("put: %v %v", resp, err)
+	}
+	run := func(args ...string) map[string]any {
+		t.Helper()
+		var out map[string]any
+		if err := json.Unmarshal([]byte(runCairn(t, srv.URL, append([]string{"documents"}, args...)...)), &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	origin := run("candidates")["candidates"].([]any)[0].(map[string]any)["eventId"].(string)
+	created := run("create", "--origin", origin, "--title", "T", "--text", "hello\n", "--request-id", "r1")
+	if again := run("create", "--origin", origin, "--title", "T", "--text", "hello\n", "--request-id", "r1"); again["documentId"] != created["documentId"] {
+		t.Fatalf("a retried create: %v, first %v", again, created)
+	}
+	doc := created["documentId"].(string)
+	edited := run("edit", doc, "--base", created["versionId"].(string), "--title", "T", "--text", "hello, world\n")
+	sel := run("select", doc, "--event", origin)
+	prop := run("propose", doc, "--selection", sel["selectionId"].(string), "--base", edited["versionId"].(string))
+	dec := run("decide", prop["proposalEventId"].(string), "accept")
+	shown := run("show", doc)
+	if shown["document"].(map[string]any)["versionId"] != dec["resultVersionId"] || !strings.HasPrefix(shown["body"].(string), "hello, world\n\n## Sources") {
+		t.Fatalf("the document after the workflow: %v", shown["document"])
+	}
+	if list := run("list")["documents"].([]any); len(list) != 1 {
+		t.Fatalf("list: %v", list)
+	}
+	if _, _, err := execCairn(t, "--server", srv.URL, "documents", "edit", doc, "--base", created["versionId"].(string), "--title", "T", "--text", "stale"); err == nil ||
+		!strings.Contains(err.Error(), "StaleBaseError") {
+		t.Fatalf("a stale edit: %v", err)
+	}
+}
