@@ -30,25 +30,11 @@ const MaxReasonChars = 2_000
 // replayed requestId answers the existing proposal or failure (a run left running by a
 // crash is run again: the proposed event is create-only).
 func (h *Handler) requestProposal(ctx context.Context, o owner, docID string, b body) (any, *Error) {
-	if e := b.only("selectionId", "runnerId", "baseVersionId", "requestId"); e != nil {
-		return nil, e
-	}
-	selectionID, e := b.recordID("selectionId", "selection")
+	args, e := proposalArgsOf(b)
 	if e != nil {
 		return nil, e
 	}
-	runnerID, e := b.str("runnerId", true, 200)
-	if e != nil {
-		return nil, e
-	}
-	base, e := b.recordID("baseVersionId", "version")
-	if e != nil {
-		return nil, e
-	}
-	requestID, e := b.id("requestId")
-	if e != nil {
-		return nil, e
-	}
+	selectionID, runnerID, base, requestID := args.selectionID, args.runnerID, args.base, args.requestID
 	runner, ok := h.runners[runnerID]
 	if !ok {
 		return nil, invalid("runnerId", RuleExists, "no runner %q is registered", runnerID)
@@ -72,29 +58,11 @@ func (h *Handler) requestProposal(ctx context.Context, o owner, docID string, b 
 	runID := RunID(docID, requestID)
 	answer := proposalAnswer{DocumentID: docID, ProposalEventID: EventID(TypeProposed, docID, requestID), RequestedEventID: requestedID, RunID: runID}
 
-	prior, err := rec.event(ctx, docID, requestedID)
-	switch {
-	case err == nil:
-		var p requestedPayload
-		_ = json.Unmarshal(prior.Payload, &p)
-		if p.SelectionID != selectionID || p.RunnerID != runnerID || p.BaseVersionID != base {
-			return nil, conflict("requestId %q was used for another proposal request of this document", requestID)
+	if done, e := replayedProposal(ctx, rec, o, docID, requestedID, runID, args, hd); done || e != nil {
+		if e != nil {
+			return nil, e
 		}
-		var rn run
-		if _, err := rec.get(ctx, o.runPath(docID, runID), &rn); err == nil {
-			switch rn.Status {
-			case RunCompleted:
-				return answer, nil
-			case RunFailed:
-				return nil, runnerError(rn)
-			}
-		}
-	case !errors.Is(err, ErrNotFound):
-		return nil, fromStore(err)
-	default:
-		if base != hd.VersionID {
-			return nil, staleBase(hd.VersionID)
-		}
+		return answer, nil
 	}
 	now := h.opt.Now()
 	baseContent, _, err := h.store.ReadFile(ctx, o.Tenant, Workbench, o.versionPath(docID, base), maxRecordBytes)
@@ -130,15 +98,7 @@ func (h *Handler) requestProposal(ctx context.Context, o owner, docID string, b 
 		rerr = validResult(result, sel)
 	}
 	if rerr != nil {
-		class, text := errorText(rerr)
-		failed, e := h.finishRun(ctx, rec, docID, runID, func(r *run) { r.Status, r.ErrorClass, r.ErrorText = RunFailed, class, text })
-		if e != nil {
-			return nil, e
-		}
-		if failed.Status == RunCompleted {
-			return answer, nil
-		}
-		return nil, runnerError(failed)
+		return h.failRun(ctx, rec, docID, runID, rerr, answer)
 	}
 	evidence := result.EvidenceEventIDs
 	if evidence == nil {
@@ -164,6 +124,75 @@ func (h *Handler) requestProposal(ctx context.Context, o owner, docID string, b 
 		return nil, runnerError(done)
 	}
 	return answer, nil
+}
+
+// failRun completes a run whose runner failed, with its classified, bounded errorText,
+// and answers its RunnerError; a run another attempt completed meanwhile answers answer.
+func (h *Handler) failRun(ctx context.Context, rec records, docID, runID string, rerr error, answer proposalAnswer) (any, *Error) {
+	class, text := errorText(rerr)
+	failed, e := h.finishRun(ctx, rec, docID, runID, func(r *run) { r.Status, r.ErrorClass, r.ErrorText = RunFailed, class, text })
+	if e != nil {
+		return nil, e
+	}
+	if failed.Status == RunCompleted {
+		return answer, nil
+	}
+	return nil, runnerError(failed)
+}
+
+// proposalArgs are a proposal request's fields.
+type proposalArgs struct{ selectionID, runnerID, base, requestID string }
+
+// proposalArgsOf reads a proposal request's body: only its four fields, each valid.
+func proposalArgsOf(b body) (proposalArgs, *Error) {
+	var a proposalArgs
+	if e := b.only("selectionId", "runnerId", "baseVersionId", "requestId"); e != nil {
+		return a, e
+	}
+	var e *Error
+	if a.selectionID, e = b.recordID("selectionId", "selection"); e != nil {
+		return a, e
+	}
+	if a.runnerID, e = b.str("runnerId", true, 200); e != nil {
+		return a, e
+	}
+	if a.base, e = b.recordID("baseVersionId", "version"); e != nil {
+		return a, e
+	}
+	a.requestID, e = b.id("requestId")
+	return a, e
+}
+
+// replayedProposal settles a proposal request whose requestId was seen before: done when
+// its run completed (the answer stands), the run's failure when it failed, a conflict when
+// the requestId was used for another request; a request left running goes on (false). A
+// new request must be based on the head.
+func replayedProposal(ctx context.Context, rec records, o owner, docID, requestedID, runID string, a proposalArgs, hd head) (bool, *Error) {
+	prior, err := rec.event(ctx, docID, requestedID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		if a.base != hd.VersionID {
+			return false, staleBase(hd.VersionID)
+		}
+		return false, nil
+	case err != nil:
+		return false, fromStore(err)
+	}
+	var p requestedPayload
+	_ = json.Unmarshal(prior.Payload, &p)
+	if p.SelectionID != a.selectionID || p.RunnerID != a.runnerID || p.BaseVersionID != a.base {
+		return false, conflict("requestId %q was used for another proposal request of this document", a.requestID)
+	}
+	var rn run
+	if _, err := rec.get(ctx, o.runPath(docID, runID), &rn); err == nil {
+		switch rn.Status {
+		case RunCompleted:
+			return true, nil
+		case RunFailed:
+			return false, runnerError(rn)
+		}
+	}
+	return false, nil
 }
 
 // validResult checks a runner's result before it becomes an event.
