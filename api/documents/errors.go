@@ -111,3 +111,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
+
+// WriteError answers e in this surface's shape. The node uses it for the refusals it makes
+// before a request reaches the surface (authentication, the Host and Origin guards), so
+// every non-2xx answer of these routes has the one body.
+func WriteError(w http.ResponseWriter, e *Error) { writeError(w, e) }

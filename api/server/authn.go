@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/workbench"
@@ -101,6 +102,11 @@ func (a *authn) principal(w http.ResponseWriter, r *http.Request) (auth.Principa
 		}
 		if !a.admin && openwop.Owns(r.URL.EscapedPath()) {
 			openwop.WriteUnauthenticated(w, unauthenticatedMessage(err)) // the facade's envelope
+			return auth.Principal{}, false
+		}
+		if !a.admin && documents.Owns(r.URL.EscapedPath()) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
+			documents.WriteError(w, &documents.Error{Status: http.StatusUnauthorized, Code: documents.CodeUnauthenticated, Message: unauthenticatedMessage(err)})
 			return auth.Principal{}, false
 		}
 		unauthenticated(w, err)

@@ -3,12 +3,18 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/ops"
 )
 
 // A node serves working documents for its configured owner (a node without keys):
@@ -114,5 +120,159 @@ func TestTheCairnMCPProfileServesWorkingDocuments(t *testing.T) {
 	shown := callTool(t, cs, "cairn_documents", map[string]any{"action": "show", "document_id": doc})
 	if shown.isErr || shown.res["body"] != "b2 e1" {
 		t.Fatalf("show: %s", shown.text)
+	}
+}
+
+// The reserved documents workbench holds the working documents of every workspace of a
+// root, so no key reaches it by name: a key bound to a workspace called "documents" (made
+// before such bindings were refused) reaches nothing of it on REST or OpenWOP, the key
+// route refuses to make one, and no surface but documents creates or snapshots it.
+func TestNoKeyReachesTheReservedDocumentsWorkbenchByName(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Auth = ops.AuthRequired
+	keys, err := OpenDataDirKeys(cfg.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(spec auth.KeySpec) string {
+		k, tok, err := auth.NewKey(spec, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := keys.Create(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+		return "Bearer " + tok
+	}
+	all := []auth.Scope{auth.ScopeRead, auth.ScopeWrite, auth.ScopeReview}
+	admin := token(auth.KeySpec{Name: "admin", AllAgents: true, Scopes: auth.Scopes})
+	owner := token(auth.KeySpec{Name: "owner", Tenant: "a", Workspace: "ws2", Scopes: all})
+	named := token(auth.KeySpec{Name: "named", Tenant: "a", Workspace: "documents", Scopes: all})
+	if err := keys.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, base := serveNode(t, cfg)
+	call := func(who, method, path, body string) (int, string) {
+		t.Helper()
+		code, _, b := send(t, method, base+path, map[string]string{"Authorization": who, "Content-Type": "application/json"}, body)
+		return code, string(b)
+	}
+
+	if code, b := call(owner, http.MethodPut, "/v1/agents/a/workbenches/ws2/files/input/a.md", "secret notes"); code != http.StatusCreated {
+		t.Fatalf("owner's put: %d %s", code, b)
+	}
+	code, b := call(owner, http.MethodGet, "/api/workbench/candidates", "")
+	var c struct {
+		Candidates []struct {
+			EventID string `json:"eventId"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal([]byte(b), &c); code != http.StatusOK || err != nil || len(c.Candidates) == 0 {
+		t.Fatalf("candidates: %d %s", code, b)
+	}
+	if code, b := call(owner, http.MethodPost, "/api/workbench/documents", fmt.Sprintf(`{"originEventId":%q,"title":"T","body":"TOP SECRET","requestId":"r1"}`, c.Candidates[0].EventID)); code != http.StatusCreated {
+		t.Fatalf("owner's create: %d %s", code, b)
+	}
+	if code, b := call(admin, http.MethodGet, "/v1/agents/a/workbenches/documents/list?path=ws2/heads", ""); code != http.StatusOK || !strings.Contains(b, ".json") {
+		t.Fatalf("the admin reads the documents workbench: %d %s", code, b)
+	}
+	for _, path := range []string{"/v1/agents/a/workbenches/documents/list?path=ws2/heads", "/v1/agents/a/workbenches/documents", "/v1/host/workspace/files/ws2%2Fheads"} {
+		if code, b := call(named, http.MethodGet, path, ""); code != http.StatusNotFound || strings.Contains(b, "TOP SECRET") {
+			t.Errorf("a key bound to \"documents\": GET %s: %d %s", path, code, b)
+		}
+	}
+	if code, b := call(named, http.MethodGet, "/v1/agents/a/events?follow=false", ""); strings.Contains(b, "heads/") {
+		t.Errorf("a key bound to \"documents\" follows the documents' records on the feed: %d %s", code, b)
+	}
+
+	// Creating, snapshotting: only the documents surface.
+	if code, b := call(admin, http.MethodPut, "/v1/agents/b/workbenches/documents", ""); code != http.StatusForbidden {
+		t.Errorf("REST creates the documents workbench: %d %s", code, b)
+	}
+	if code, b := call(admin, http.MethodPost, "/v1/agents/a/workbenches/documents/snapshots", `{}`); code != http.StatusForbidden {
+		t.Errorf("REST snapshots the documents workbench: %d %s", code, b)
+	}
+
+	// The key route refuses the binding, naming the field.
+	store, err := auth.OpenFileStore(filepath.Join(t.TempDir(), "keys.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	KeyAdminHandler(store).ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/v1/admin/keys",
+		strings.NewReader(`{"name":"k","tenant":"a","workspace":"documents","scopes":["workspace:read"]}`)))
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"field":"workspace"`) {
+		t.Errorf("a key bound to the documents workbench: %d %s", rec.Code, rec.Body)
+	}
+	if left, _ := store.List(t.Context()); len(left) != 0 {
+		t.Errorf("the refused key was stored: %v", left)
+	}
+}
+
+// The refusals a node makes before a request reaches a surface — no credential, a Host
+// that is not the node's, a cross-origin write, a cross-site read — answer in the shape of
+// the surface the route belongs to: working documents' and OpenWOP's own closed bodies.
+func TestRefusalsBeforeTheSurfaceUseTheSurfacesShape(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Auth = ops.AuthRequired
+	keys, err := OpenDataDirKeys(cfg.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, tok, err := auth.NewKey(auth.KeySpec{Name: "owner", Tenant: "a", Workspace: "w", Scopes: auth.Scopes}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.Create(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, base := serveNode(t, cfg)
+	bearer := map[string]string{"Authorization": "Bearer " + tok}
+	with := func(h map[string]string, kv ...string) map[string]string {
+		out := map[string]string{}
+		for k, v := range h {
+			out[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name, method, path string
+		header             map[string]string
+		status             int
+		code               string
+	}{
+		{"documents, no key", http.MethodGet, "/api/workbench/documents", nil, http.StatusUnauthorized, "Unauthenticated"},
+		{"documents, cross-origin write", http.MethodPost, "/api/workbench/documents", with(bearer, "Origin", "http://evil.example"), http.StatusForbidden, "Forbidden"},
+		{"documents, foreign Host", http.MethodGet, "/api/workbench/documents", with(bearer, "Host", "evil.example"), http.StatusForbidden, "Forbidden"},
+		{"documents, cross-site read", http.MethodGet, "/api/workbench/documents", with(bearer, "Sec-Fetch-Site", "cross-site"), http.StatusForbidden, "Forbidden"},
+		{"OpenWOP, foreign Host", http.MethodGet, "/v1/host/workspace/files/a.md", with(bearer, "Host", "evil.example"), http.StatusForbidden, "forbidden"},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), c.method, base+c.path, strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range c.header {
+			if k == "Host" {
+				req.Host = v
+				continue
+			}
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != c.status || body["error"] != c.code || body["status"] != nil || body["message"] == nil {
+			t.Errorf("%s: %d %v (%v), want %d with the surface's body {error: %s, message}", c.name, resp.StatusCode, body, err, c.status, c.code)
+		}
 	}
 }

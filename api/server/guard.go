@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/ops"
@@ -57,21 +58,16 @@ func newGuard(cfg ops.Config, advertise string, next http.Handler) *guard {
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.hostAllowed(r.Host) {
-		forbid(w, "Host", fmt.Sprintf("Host: %q is not a name of this server (add it with --allowed-hosts)", truncate(r.Host, 128)))
+		forbid(w, r, "Host", fmt.Sprintf("Host: %q is not a name of this server (add it with --allowed-hosts)", truncate(r.Host, 128)))
 		return
 	}
 	if err := g.csrf.Check(r); err != nil {
-		forbid(w, "Origin", "Origin: cross-origin requests may not change state (this server answers no CORS)")
+		forbid(w, r, "Origin", "Origin: cross-origin requests may not change state (this server answers no CORS)")
 		return
 	}
 	w.Header().Set("Cross-Origin-Resource-Policy", "same-origin")
 	if crossSiteRead(r) {
-		const msg = "Sec-Fetch-Site: cross-site reads are refused (this server answers no CORS)"
-		if openwop.Owns(r.URL.EscapedPath()) {
-			openwop.WriteError(w, &openwop.Error{Status: http.StatusForbidden, Code: openwop.CodeForbidden, Message: msg})
-			return
-		}
-		forbid(w, "Sec-Fetch-Site", msg)
+		forbid(w, r, "Sec-Fetch-Site", "Sec-Fetch-Site: cross-site reads are refused (this server answers no CORS)")
 		return
 	}
 	g.next.ServeHTTP(w, r)
@@ -110,8 +106,17 @@ func (g *guard) hostAllowed(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func forbid(w http.ResponseWriter, field, msg string) {
-	writeEnvelope(w, http.StatusForbidden, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: msg, Details: map[string]any{"field": field}})
+// forbid answers 403 naming the header that was refused, in the shape of the surface the
+// path belongs to (OpenWOP's and working documents' own envelopes, else REST's).
+func forbid(w http.ResponseWriter, r *http.Request, field, msg string) {
+	switch path := r.URL.EscapedPath(); {
+	case openwop.Owns(path):
+		openwop.WriteError(w, &openwop.Error{Status: http.StatusForbidden, Code: openwop.CodeForbidden, Message: msg})
+	case documents.Owns(path):
+		documents.WriteError(w, &documents.Error{Status: http.StatusForbidden, Code: documents.CodeForbidden, Field: field, Message: msg})
+	default:
+		writeEnvelope(w, http.StatusForbidden, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: msg, Details: map[string]any{"field": field}})
+	}
 }
 
 func truncate(s string, n int) string {

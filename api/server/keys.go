@@ -93,6 +93,10 @@ func createKey(w http.ResponseWriter, r *http.Request, keys auth.Store) {
 		keyError(w, err)
 		return
 	}
+	if _, ok := reservedWorkbenches[in.Workspace]; ok {
+		keyError(w, &auth.InvalidSpecError{Field: "workspace", Rule: fmt.Sprintf("%q is a workbench only the %s surface writes; bind the key to a workspace of its own", in.Workspace, reservedWorkbenches[in.Workspace])})
+		return
+	}
 	k, token, err := auth.NewKey(auth.KeySpec{Name: in.Name, Agents: in.Agents, AllAgents: in.AllAgents, Scopes: in.Scopes,
 		Tenant: in.Tenant, Workspace: in.Workspace, ExpiresAt: in.ExpiresAt}, time.Now())
 	if err == nil {

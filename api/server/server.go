@@ -40,6 +40,12 @@ import (
 	"github.com/cairnstore/cairn/shard/worker"
 )
 
+// reservedWorkbenches are the workbenches only one surface writes (workbench.Config.ReservedWorkbenches):
+// the OpenWOP facade's packs of a tenant and the working documents of every workspace of a
+// root. No key is bound to one of them: such a binding would reach the records of every
+// workspace the surface keeps there.
+var reservedWorkbenches = map[string]string{openwop.PacksWorkbench: openwop.Surface, documents.Workbench: documents.Surface}
+
 // ErrDataDirLocked: another process uses the data directory.
 var ErrDataDirLocked = errors.New("data directory is in use by another process")
 
@@ -194,7 +200,7 @@ func (n *Node) open(ctx context.Context) error {
 		Limits: workbench.PrincipalLimits{RequestsPerSecond: cfg.PrincipalRequestsPerSecond, RequestBurst: cfg.PrincipalRequestBurst,
 			MaxConcurrentUploads: cfg.EffectivePrincipalMaxUploads(), MaxConcurrentAdmissions: cfg.EffectivePrincipalMaxAdmissions()},
 		SegmentCache: segCache, DirectReads: n.directReads, Logger: n.log, Redactor: n.redactor,
-		RequireDistinctReviewer: cfg.RequireDistinctReviewer, ReservedWorkbenches: map[string]string{openwop.PacksWorkbench: openwop.Surface, documents.Workbench: documents.Surface}})
+		RequireDistinctReviewer: cfg.RequireDistinctReviewer, ReservedWorkbenches: reservedWorkbenches})
 	if err != nil {
 		return err
 	}

@@ -79,6 +79,11 @@ func (s *base) reach(ctx context.Context, agent string) access {
 	case r.Workbench == "":
 		return access{}
 	}
+	if _, reserved := s.cfg.ReservedWorkbenches[r.Workbench]; reserved {
+		// A reserved workbench holds a surface's records of every workspace (the working
+		// documents of each): a key bound to its name reaches nothing, on every surface.
+		return access{}
+	}
 	a := access{workbenches: []string{r.Workbench}}
 	surface := SurfaceOf(ctx)
 	for _, ws := range slices.Sorted(maps.Keys(s.cfg.ReservedWorkbenches)) {

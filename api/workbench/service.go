@@ -722,8 +722,10 @@ func (s *base) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta
 	if err := mayWrite(ctx, agent); err != nil {
 		return meta.Result{}, err
 	}
-	if ws := meta.FilesWorkspace(b); ws != "" {
-		if owner, ok := s.cfg.ReservedWorkbenches[ws]; ok && SurfaceOf(ctx) != owner {
+	// A reserved workbench is created, written, snapshotted and ended only through its
+	// surface: every command in it (its scope's workbench, or the files it changes).
+	for _, ws := range []string{meta.ScopeOf(b).Workbench, meta.FilesWorkspace(b)} {
+		if owner, ok := s.cfg.ReservedWorkbenches[ws]; ok && ws != "" && SurfaceOf(ctx) != owner {
 			return meta.Result{}, newError(CodePermissionDenied, "workbench %q is written only through the %s surface", ws, owner)
 		}
 	}
