@@ -289,12 +289,35 @@ func (w *docWorld) check(what string, a docAnswer, status int, code string) {
 	}
 }
 
+// docSent is a request and its first answer.
+type docSent struct {
+	what, method, route string
+	body                any
+	first               docAnswer
+}
+
 // replay sends a request again through another node and wants its first answer, byte for
-// byte.
-func (w *docWorld) replay(what string, first docAnswer, via int, method, route string, body any) {
+// byte; the walk keeps it to replay again at its end (replayAll).
+func (k *docWalk) replay(what string, first docAnswer, via int, method, route string, body any) {
+	k.t.Helper()
+	r := docSent{what, method, route, body, first}
+	k.sent = append(k.sent, r)
+	k.docWorld.replayOne(r, via+1)
+}
+
+func (w *docWorld) replayOne(r docSent, via int) {
 	w.t.Helper()
-	if again := w.do(via+1, method, route, body); again.status != first.status || !bytes.Equal(again.body, first.body) {
-		w.t.Fatalf("%s replayed: %s, first answer %s", what, again, first)
+	if again := w.do(via, r.method, r.route, r.body); again.status != r.first.status || !bytes.Equal(again.body, r.first.body) {
+		w.t.Fatalf("%s replayed: %s, first answer %s", r.what, again, r.first)
+	}
+}
+
+// replayAll replays through w every request the walk replayed: each still answers its
+// first answer, whatever happened since (later edits and decisions, a node's kill).
+func (k *docWalk) replayAll(w *docWorld) {
+	k.t.Helper()
+	for i, r := range k.sent {
+		w.replayOne(r, i)
 	}
 }
 
@@ -324,7 +347,7 @@ func (w *docWorld) observations(paths ...string) map[string]map[string]any {
 				return fmt.Errorf("%w: %v", retry.ErrStop, err)
 			}
 			for _, p := range paths {
-				if strings.Contains(c["excerpt"].(string), "\npath: "+p+"\n") && out[p] == nil {
+				if docExcerptNames(c["excerpt"].(string), p) && out[p] == nil {
 					out[p] = c
 				}
 			}
@@ -335,6 +358,17 @@ func (w *docWorld) observations(paths ...string) map[string]map[string]any {
 		return nil
 	})
 	return out
+}
+
+// docExcerptNames reports whether an excerpt is of a write of path: its "path: " line is
+// path, or a prefix of it the excerpt's bound cut.
+func docExcerptNames(excerpt, path string) bool {
+	_, rest, ok := strings.Cut(excerpt, "\npath: ")
+	if !ok {
+		return false
+	}
+	line, _, more := strings.Cut(rest, "\n")
+	return line == path || !more && len(line) >= 100 && strings.HasPrefix(path, line)
 }
 
 var (
@@ -380,6 +414,7 @@ type docWalk struct {
 	snapshot       string
 	proposals      map[string]string   // requestId → proposalEventId (fixture and http)
 	expect         map[string]docEvent // the events the walk appended, by id
+	sent           []docSent           // the requests replayed
 	// between runs after the proposals are requested, before their decisions (the
 	// cluster kills its shard leader there).
 	between func()
@@ -406,6 +441,7 @@ func (w *docWorld) walk(between func()) *docWalk {
 	k.staleAcceptAndReject()
 	k.checkEvents()
 	k.checkRunsAndJudgments()
+	k.replayAll(w)
 	k.limits()
 	return k
 }
@@ -458,9 +494,15 @@ func (k *docWalk) create() {
 		row["contentType"] != "text/markdown" || row["title"] != title || row["versionId"] != v1 || row["originEventId"] != k.originID() {
 		t.Fatalf("the document row: %v", row)
 	}
+	k.sameObservation("the frozen origin", origin, k.origin)
+}
+
+// sameObservation fails the test unless got holds observation o's fields as o does.
+func (k *docWalk) sameObservation(what string, got, o map[string]any) {
+	k.t.Helper()
 	for _, f := range []string{"eventId", "type", "source", "occurredAt", "payloadHash", "excerpt"} {
-		if origin[f] != k.origin[f] {
-			t.Fatalf("the frozen origin's %s is %v, the observation's %v", f, origin[f], k.origin[f])
+		if got[f] != o[f] {
+			k.t.Fatalf("%s: %s is %v, the observation's %v", what, f, got[f], o[f])
 		}
 	}
 }
@@ -657,11 +699,7 @@ func (k *docWalk) httpProposal() {
 		if e["eventId"] == k.agendaID() {
 			o = k.agenda
 		}
-		for _, f := range []string{"eventId", "type", "source", "occurredAt", "payloadHash", "excerpt"} {
-			if e[f] != o[f] {
-				k.t.Fatalf("the snapshot froze %s %v, the observation has %v", f, e[f], o[f])
-			}
-		}
+		k.sameObservation("the snapshot's event", e, o)
 	}
 	k.proposed(docHTTPRunner, "http-1", "propose-http", req.BaseText+"\nDecided: ship on Friday.\n", "stub: records the decision", []string{req.Snapshot.SelectedEvents[0]["eventId"].(string)})
 }
@@ -876,6 +914,19 @@ func (k *docWalk) limits() {
 			k.t.Fatalf("%s: %s, want field %q", tc.name, a, tc.field)
 		}
 	}
+	// An observation whose payload renders to more than 2,000 characters (a path of about
+	// 2,200): its excerpt is cut to 2,000, in the candidates and frozen in a document.
+	longPath := "input/" + strings.Repeat(strings.Repeat("p", 199)+"/", 11) + "end.md"
+	k.put(longPath, "x\n")
+	observed := k.observations(longPath)[longPath]
+	if n := docChars(observed["excerpt"].(string)); n != 2000 {
+		k.t.Fatalf("the excerpt of an observation of a %d-character path has %d characters, want 2000", len(longPath), n)
+	}
+	fromLong := k.do(2, http.MethodPost, "documents", map[string]any{"originEventId": observed["eventId"], "title": "t", "body": "b", "requestId": "limit-excerpt"})
+	k.check("a document from it", fromLong, http.StatusCreated, "")
+	origin := k.do(0, http.MethodGet, "documents/"+fromLong.str("documentId"), nil).json["document"].(map[string]any)["origin"]
+	k.sameObservation("the frozen origin", origin.(map[string]any), observed)
+
 	// The largest document: taken; the fixture's proposal on it is longer than the body
 	// limit, so the run fails and nothing is proposed.
 	big := k.do(1, http.MethodPost, "documents", create(strings.Repeat("t", 200), long, "limit-max"))
@@ -978,6 +1029,7 @@ func TestWorkingDocumentsOnAClusterAcrossALeaderKill9(t *testing.T) {
 		}
 		return nil
 	})
+	k.replayAll(one)
 	route := "documents/" + k.doc + "/versions"
 	edit := one.do(0, http.MethodPost, route, map[string]any{"baseVersionId": k.versions[2], "title": k.title, "body": "after the restart\n", "requestId": "edit-after"})
 	v4 := docVersionID(k.doc, docContent(k.title, "after the restart\n"))
