@@ -45,6 +45,8 @@ const (
 	docRequestBound = 2 * time.Minute
 	// docSource is every event's source (the design's Kind).
 	docSource = "workbench:documents"
+	// docEditedBody is the body of the walk's document after the operator's edit.
+	docEditedBody = "# Meeting\n\nShip on Friday, after the review.\n"
 )
 
 // The design's event types.
@@ -415,14 +417,14 @@ type docWalk struct {
 	proposals      map[string]string   // requestId → proposalEventId (fixture and http)
 	expect         map[string]docEvent // the events the walk appended, by id
 	sent           []docSent           // the requests replayed
-	// between runs after the proposals are requested, before their decisions (the
-	// cluster kills its shard leader there).
-	between func()
 }
 
+// walk walks the design's workflow in w on a new document and returns its state; between,
+// when not nil, runs after the proposals are requested and before their decisions (the
+// cluster kills its shard leader there).
 func (w *docWorld) walk(between func()) *docWalk {
 	w.t.Helper()
-	k := &docWalk{docWorld: w, contents: map[string]string{}, proposals: map[string]string{}, expect: map[string]docEvent{}, between: between}
+	k := &docWalk{docWorld: w, contents: map[string]string{}, proposals: map[string]string{}, expect: map[string]docEvent{}}
 	w.put("input/meeting.md", "Notes of the meeting: ship on Friday.\n")
 	w.put("input/agenda.md", "1. the release\n")
 	obs := w.observations("input/meeting.md", "input/agenda.md")
@@ -534,7 +536,7 @@ func (k *docWalk) edit() {
 	t := k.t
 	v1 := k.versions[0]
 	k.title = "Meeting notes"
-	body := "# Meeting\n\nShip on Friday, after the review.\n"
+	body := docEditedBody
 	route := "documents/" + k.doc + "/versions"
 	req := map[string]any{"baseVersionId": v1, "title": k.title, "body": body, "requestId": "edit-1"}
 	a := k.do(1, http.MethodPost, route, req)
@@ -689,7 +691,7 @@ func (k *docWalk) httpProposal() {
 	wantEvents := []string{k.originID(), k.agendaID()}
 	slices.Sort(wantEvents)
 	if req.DocumentID != k.doc || req.BaseVersionID != base || req.BaseSha256 != docSHA(k.contents[base]) || req.Title != k.title ||
-		req.BaseText != "# Meeting\n\nShip on Friday, after the review.\n" || req.MaxProposedChars != 64000 ||
+		req.BaseText != docEditedBody || req.MaxProposedChars != 64000 ||
 		req.Snapshot.DocumentID != k.doc || req.Snapshot.BaseVersionID != base || !slices.Equal(events, wantEvents) ||
 		len(req.Snapshot.SelectedVersions) != 1 || req.Snapshot.SelectedVersions[0]["versionId"] != k.versions[0] {
 		k.t.Fatalf("the runner's request: %+v", req)
@@ -709,7 +711,7 @@ func (k *docWalk) httpProposal() {
 // events and versions in id order, and the Summary line.
 func (k *docWalk) fixtureText() string {
 	var b strings.Builder
-	b.WriteString("# Meeting\n\nShip on Friday, after the review.\n\n## Sources\n\n")
+	b.WriteString(docEditedBody + "\n## Sources\n\n")
 	obs := []map[string]any{k.origin, k.agenda}
 	slices.SortFunc(obs, func(x, y map[string]any) int { return strings.Compare(x["eventId"].(string), y["eventId"].(string)) })
 	for _, o := range obs {
@@ -778,10 +780,17 @@ func (k *docWalk) staleAcceptAndReject() {
 			k.t.Fatalf("the proposal on the old base: %v", r)
 		}
 	}
-	k.appendsNothing("a stale accept", func() {
+	k.appendsNothing("a stale accept, and the replay of a no-op edit", func() {
 		a := k.do(0, http.MethodPost, route, map[string]any{"disposition": "accept", "submissionId": "decide-3"})
 		if k.check("a stale accept", a, http.StatusConflict, "StaleBaseError"); a.str("headVersionId") != head {
 			k.t.Fatalf("a stale accept names the head %q, want %s", a.str("headVersionId"), head)
+		}
+		// The edit identical to the head recorded nothing, so its replay now is judged
+		// afresh (docs/documents.md#routes).
+		a = k.do(1, http.MethodPost, "documents/"+k.doc+"/versions", map[string]any{"baseVersionId": k.versions[1], "title": k.title,
+			"body": docEditedBody, "requestId": "edit-3"})
+		if k.check("the no-op edit replayed after the head moved", a, http.StatusConflict, "StaleBaseError"); a.str("headVersionId") != head {
+			k.t.Fatalf("the no-op edit replayed names the head %q, want %s", a.str("headVersionId"), head)
 		}
 	})
 	req := map[string]any{"disposition": "reject", "submissionId": "decide-4"}
