@@ -1051,3 +1051,34 @@ func TestWorkingDocumentsOnAClusterAcrossALeaderKill9(t *testing.T) {
 		}
 	}
 }
+
+// `cairn mcp --profile cairn` on a data directory serves the working-documents tools in
+// process, as a node's cairn profile does over HTTP: a document created from an
+// observation of the session's root, shown back.
+func TestWorkingDocumentsOverMCPStdio(t *testing.T) {
+	cs, closeSession := connectStdio(t, "mcp", "--agent", "default", "--profile", "cairn", "--data-dir", t.TempDir())
+	defer closeSession()
+	if res, text, _ := callTool(t, cs, "workbench_create", map[string]any{"id": "default"}); res.IsError {
+		t.Fatalf("workbench_create: %s", text)
+	}
+	if res, text, _ := callTool(t, cs, "workbench_put_file", map[string]any{"id": "default", "section": "input", "path": "notes.md", "text": "notes"}); res.IsError {
+		t.Fatalf("workbench_put_file: %s", text)
+	}
+	res, text, cands := callTool(t, cs, "cairn_documents", map[string]any{"action": "candidates"})
+	list, _ := cands["candidates"].([]any)
+	if res.IsError || len(list) == 0 {
+		t.Fatalf("candidates: %s", text)
+	}
+	origin, _ := list[0].(map[string]any)["eventId"].(string)
+	res, text, created := callTool(t, cs, "cairn_document_write", map[string]any{"action": "create",
+		"payload": map[string]any{"originEventId": origin, "title": "From stdio", "body": "a body", "requestId": "stdio-1"}})
+	if res.IsError {
+		t.Fatalf("create: %s", text)
+	}
+	doc, _ := created["documentId"].(string)
+	res, text, shown := callTool(t, cs, "cairn_documents", map[string]any{"action": "show", "document_id": doc})
+	row, _ := shown["document"].(map[string]any)
+	if res.IsError || shown["body"] != "a body" || row["title"] != "From stdio" || row["documentId"] != doc {
+		t.Fatalf("show: %s", text)
+	}
+}

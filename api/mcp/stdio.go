@@ -40,13 +40,14 @@ func stderrLogger() *slog.Logger {
 // error (-32700) and the session goes on. It closes neither in nor out; a read
 // blocked on in when ctx ends returns when in does.
 func ServeStdio(ctx context.Context, svc *workbench.Service, agent string, in io.Reader, out io.Writer) error {
-	return ServeStdioProfile(ctx, svc, agent, "", in, out)
+	return ServeStdioProfile(ctx, svc, agent, "", nil, in, out)
 }
 
 // ServeStdioProfile is ServeStdio for the tools of profile: "" or "workbench" the 18
 // Workbench tools, ProfileCairn the cairn profile's (`cairn mcp --profile cairn`). Another
-// profile is an error before anything is read.
-func ServeStdioProfile(ctx context.Context, svc *workbench.Service, agent, profile string, in io.Reader, out io.Writer) error {
+// profile is an error before anything is read. docs, when not nil, serves the cairn
+// profile's working-documents tools (the node's surface, in process).
+func ServeStdioProfile(ctx context.Context, svc *workbench.Service, agent, profile string, docs DocumentsCaller, in io.Reader, out io.Writer) error {
 	newServer, err := profileServer(profile)
 	if err != nil {
 		return err
@@ -59,7 +60,7 @@ func ServeStdioProfile(ctx context.Context, svc *workbench.Service, agent, profi
 		// writes are attributed to auth.Local.
 		ctx = auth.WithPrincipal(ctx, auth.Local)
 	}
-	opts := Options{Logger: stderrLogger()}.withDefaults(svc)
+	opts := Options{Logger: stderrLogger(), Documents: docs}.withDefaults(svc)
 	srv := newServer(svc, agent, opts)
 	lw := &lineWriter{w: out}
 	t := &sdk.IOTransport{Reader: io.NopCloser(newStdioGuard(in, lw, int(opts.MaxMessageBytes))), Writer: lw, MaxLineLength: int(opts.MaxMessageBytes) + 1}

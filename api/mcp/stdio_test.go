@@ -158,7 +158,7 @@ func TestServeStdioProxyFailsFastOnBadArguments(t *testing.T) {
 func TestServeStdioServesTheCairnProfile(t *testing.T) {
 	svc := newService(t, 0)
 	cs, done := stdioPipes(t, func(in io.Reader, out io.Writer) error {
-		return ServeStdioProfile(t.Context(), svc, "stdio-agent", ProfileCairn, in, out)
+		return ServeStdioProfile(t.Context(), svc, "stdio-agent", ProfileCairn, nil, in, out)
 	})
 	ok(t, cs, "workbench_create", args{"id": "w"})
 	ok(t, cs, "workbench_put_file", args{"id": "w", "section": "input", "path": "a.md", "text": "one"})
@@ -171,7 +171,7 @@ func TestServeStdioServesTheCairnProfile(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("ServeStdioProfile after the client closed: %v", err)
 	}
-	if err := ServeStdioProfile(t.Context(), svc, "a", "nope", strings.NewReader(""), io.Discard); err == nil || !strings.Contains(err.Error(), `unknown profile "nope"`) {
+	if err := ServeStdioProfile(t.Context(), svc, "a", "nope", nil, strings.NewReader(""), io.Discard); err == nil || !strings.Contains(err.Error(), `unknown profile "nope"`) {
 		t.Errorf("unknown profile: %v", err)
 	}
 }

@@ -58,6 +58,7 @@ type Node struct {
 	log    *slog.Logger
 	lock   *flock.Flock
 	nodeID string
+	docs   *documents.Handler // the working-documents surface (Documents)
 	blobs  blob.Store
 	// directReads presigns direct reads (--s3-direct-reads); nil when off.
 	directReads blob.Presigner
@@ -260,7 +261,7 @@ func (n *Node) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	docsCaller.h = docs
+	docsCaller.h, n.docs = docs, docs
 	observed := n.rest.Observe(surfaceRoute, docs) // both surfaces' requests in the metrics and the access log
 	var tenant http.Handler = observed
 	if cfg.Cluster {
@@ -348,6 +349,10 @@ func (n *Node) WaitReady(ctx context.Context) error { return n.host.WaitReady(ct
 
 // Service returns the node's Workbench service.
 func (n *Node) Service() *workbench.Service { return n.svc }
+
+// Documents returns the node's working-documents surface, which serves the cairn MCP
+// profile's documents tools in process (`cairn mcp --profile cairn` on a data directory).
+func (n *Node) Documents() *documents.Handler { return n.docs }
 
 // Handler returns the node's client-port HTTP handler.
 func (n *Node) Handler() http.Handler { return n.handler }

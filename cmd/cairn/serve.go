@@ -147,7 +147,7 @@ CAIRN_API_KEY) as every client command; otherwise it runs an embedded node on
 			if err := node.WaitReady(ctx); err != nil {
 				return err
 			}
-			return mcp.ServeStdioProfile(ctx, node.Service(), agent, profile, cmd.InOrStdin(), cmd.OutOrStdout())
+			return mcp.ServeStdioProfile(ctx, node.Service(), agent, profile, node.Documents(), cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "agent id whose root the session works in (env CAIRN_AGENT, default \"default\")")
