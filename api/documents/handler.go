@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -375,11 +376,12 @@ func (b body) ids(name string, max int, pattern func(string) bool) ([]string, *E
 	}
 	seen := map[string]bool{}
 	for i, s := range out {
+		field := name + "[" + strconv.Itoa(i) + "]"
 		if !pattern(s) {
-			return nil, invalid(name, RuleFormat, "[%d] is not an id of this kind", i)
+			return nil, invalid(field, RuleFormat, "is not an id of this kind")
 		}
 		if seen[s] {
-			return nil, invalid(name, RuleFormat, "[%d] repeats %s", i, s)
+			return nil, invalid(field, RuleFormat, "repeats %s", s)
 		}
 		seen[s] = true
 	}
