@@ -190,7 +190,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, admit bool) {
 		return
 	}
 	if id != "" && !idPattern.MatchString(id) {
-		writeError(w, notFound(strings.TrimSuffix(route, "s")))
+		// A malformed id names nothing: the answer of a well-formed missing one.
+		what := "document"
+		if route == "decisions" {
+			what = "proposal"
+		}
+		writeError(w, notFound(what))
 		return
 	}
 	get := map[string]bool{"documents": true, "candidates": true, "document": true, "versions": true}

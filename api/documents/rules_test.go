@@ -390,3 +390,32 @@ func TestASnapshotIsTheSetOfItsIds(t *testing.T) {
 		t.Fatalf("the sources are not in id order: %s", text)
 	}
 }
+
+// An id that is not of the form ids take names nothing: every route answers it exactly
+// as a well-formed id of nothing.
+func TestAMalformedIdAnswersAsAMissingOne(t *testing.T) {
+	e := newEnv(t, nil)
+	d, _ := aDocument(t, e)
+	missing := strings.Repeat("0", 64)
+	edit := map[string]any{"baseVersionId": d.versionID, "title": "t", "body": "b", "requestId": "r"}
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+	}{
+		{"a document", "GET", "/api/workbench/documents/%s", nil},
+		{"a document's versions", "GET", "/api/workbench/documents/%s/versions", nil},
+		{"an edit", "POST", "/api/workbench/documents/%s/versions", edit},
+		{"a selection", "POST", "/api/workbench/documents/%s/selections", map[string]any{"selectedEventIds": []string{}, "selectedVersionIds": []string{}, "requestId": "r"}},
+		{"a proposal request", "POST", "/api/workbench/documents/%s/proposals", map[string]any{"selectionId": missing, "runnerId": documents.FixtureRunnerID,
+			"baseVersionId": d.versionID, "requestId": "r"}},
+		{"a decision", "POST", "/api/workbench/proposals/%s/decisions", map[string]any{"disposition": "accept", "submissionId": "s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := e.do("local", tc.method, strings.Replace(tc.path, "%s", "abc", 1), tc.body)
+			none := e.do("local", tc.method, strings.Replace(tc.path, "%s", missing, 1), tc.body)
+			if bad.status != 404 || bad.status != none.status || bad.str("error") != none.str("error") || bad.str("message") != none.str("message") {
+				t.Fatalf("malformed: %d %s; missing: %d %s", bad.status, bad.body, none.status, none.body)
+			}
+		})
+	}
+}
