@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -199,6 +201,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, admit bool) {
 		return
 	}
 	get := map[string]bool{"documents": true, "candidates": true, "document": true, "versions": true}
+	// Parameters are checked once the request is admitted, scope and all: before them on
+	// a write, so a refused one reads no body.
+	checkQuery := func() bool {
+		if e := queryOnly(r, route); e != nil {
+			writeError(w, e)
+			return false
+		}
+		return true
+	}
 	post := map[string]bool{"documents": true, "versions": true, "selections": true, "proposals": true, "decisions": true}
 	switch {
 	case r.Method == http.MethodGet && get[route]:
@@ -206,10 +217,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, admit bool) {
 			writeError(w, &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "reading documents needs the workspace:read scope"})
 			return
 		}
-		h.serveRead(w, r, o, route, id)
+		if checkQuery() {
+			h.serveRead(w, r, o, route, id)
+		}
 	case r.Method == http.MethodPost && post[route]:
 		if e := h.mayWrite(r); e != nil {
 			writeError(w, e)
+			return
+		}
+		if !checkQuery() {
 			return
 		}
 		b, e := readBody(w, r)
@@ -229,6 +245,35 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, admit bool) {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: "this route answers " + strings.Join(allow, ", ")})
 	}
+}
+
+// queryParameters are the query parameters each route takes (every other route: none).
+var queryParameters = map[string][]string{"candidates": {"documentId"}}
+
+// queryOnly refuses a query parameter route does not take, one given twice, and a query
+// that does not parse, as a body's unknown member is refused (ValidationError).
+func queryOnly(r *http.Request, route string) *Error {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return invalid("query", RuleFormat, "is not a URL query")
+	}
+	takes := queryParameters[route]
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		switch {
+		case !slices.Contains(takes, k):
+			name := k
+			if len(name) > 64 {
+				name = name[:64] + "…"
+			}
+			if len(takes) == 0 {
+				return invalid(name, RuleUnknown, "is not a parameter of this route; it takes none")
+			}
+			return invalid(name, RuleUnknown, "is not a parameter of this route; it takes only %s", strings.Join(takes, ", "))
+		case len(q[k]) > 1:
+			return invalid(k, RuleFormat, "is given %d times; give it once", len(q[k]))
+		}
+	}
+	return nil
 }
 
 // mayWrite is the design's Review capability: 405 when this node cannot check it

@@ -419,3 +419,43 @@ func TestAMalformedIdAnswersAsAMissingOne(t *testing.T) {
 		})
 	}
 }
+
+// Every route refuses a query parameter it does not take, as a body's unknown member.
+func TestEveryRouteRefusesAnUnknownQueryParameter(t *testing.T) {
+	e := newEnv(t, nil)
+	d, selection := aDocument(t, e)
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+		field, rule        string
+	}{
+		{"the documents", "GET", "/api/workbench/documents?limit=1&bogus=2", nil, "bogus", "unknown-member"},
+		{"a document", "GET", "/api/workbench/documents/" + d.docID + "?bogus=1", nil, "bogus", "unknown-member"},
+		{"a document's versions", "GET", "/api/workbench/documents/" + d.docID + "/versions?bogus", nil, "bogus", "unknown-member"},
+		{"the candidates", "GET", "/api/workbench/candidates?foo=1", nil, "foo", "unknown-member"},
+		{"the candidates with documentId twice", "GET", "/api/workbench/candidates?documentId=" + d.docID + "&documentId=" + d.docID, nil, "documentId", "format"},
+		{"a query that does not parse", "GET", "/api/workbench/documents?a=%zz", nil, "query", "format"},
+		{"a create", "POST", "/api/workbench/documents?dryRun=1", map[string]any{"originEventId": d.origin, "title": "t", "body": "b", "requestId": "q1"}, "dryRun", "unknown-member"},
+		{"an edit", "POST", "/api/workbench/documents/" + d.docID + "/versions?force=1", map[string]any{"baseVersionId": d.versionID, "title": "t",
+			"body": "b", "requestId": "q2"}, "force", "unknown-member"},
+		{"a selection", "POST", "/api/workbench/documents/" + d.docID + "/selections?x=1", map[string]any{"selectedEventIds": []string{d.origin},
+			"selectedVersionIds": []string{}, "requestId": "q3"}, "x", "unknown-member"},
+		{"a proposal request", "POST", "/api/workbench/documents/" + d.docID + "/proposals?x=1", map[string]any{"selectionId": selection,
+			"runnerId": documents.FixtureRunnerID, "baseVersionId": d.versionID, "requestId": "q4"}, "x", "unknown-member"},
+		{"a decision", "POST", "/api/workbench/proposals/" + strings.Repeat("0", 64) + "/decisions?x=1", map[string]any{"disposition": "accept",
+			"submissionId": "q5"}, "x", "unknown-member"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := e.do("local", tc.method, tc.path, tc.body)
+			if a.status != http.StatusBadRequest || a.str("error") != "ValidationError" || a.str("field") != tc.field || a.str("rule") != tc.rule {
+				t.Fatalf("%d %s, want 400 ValidationError on %s (%s)", a.status, a.body, tc.field, tc.rule)
+			}
+		})
+	}
+	if n := len(documentIDs(e, "local")); n != 1 {
+		t.Fatalf("%d documents: a refused create wrote one", n)
+	}
+	if c := e.do("local", "GET", "/api/workbench/candidates?documentId="+d.docID, nil); c.status != 200 {
+		t.Fatalf("the parameter candidates takes: %d %s", c.status, c.body)
+	}
+}

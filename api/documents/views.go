@@ -243,12 +243,7 @@ type candidate struct {
 }
 
 func (h *Handler) candidates(r *http.Request, o owner) (any, *Error) {
-	q := r.URL.Query()
-	for k := range q {
-		if k != "documentId" {
-			return nil, invalid(k, RuleUnknown, "is not a parameter of candidates; it takes only documentId")
-		}
-	}
+	q := r.URL.Query() // handler.go checked its parameters (queryOnly)
 	obs, e := h.recentObservations(r.Context(), o)
 	if e != nil {
 		return nil, e
