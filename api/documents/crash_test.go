@@ -70,7 +70,7 @@ func TestAReplaySettlesWhatACrashLeftHalfWritten(t *testing.T) {
 		t.Fatalf("the edit's replay: %d %s", ed.status, ed.body)
 	}
 
-	sel := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{origin}, "requestId": "s"})
+	sel := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{origin}, "selectedVersionIds": []string{}, "requestId": "s"})
 	prop := map[string]any{"selectionId": sel.str("selectionId"), "runnerId": documents.FixtureRunnerID, "baseVersionId": ed.str("versionId"), "requestId": "p"}
 	cs.crashAt(under("/events/" + documents.EventID(documents.TypeProposed, d.docID, "p")))
 	if a := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/proposals", prop); a.status != http.StatusServiceUnavailable {

@@ -1,6 +1,7 @@
 package documents
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -383,7 +384,7 @@ func (b body) str(name string, required bool, max int) (string, *Error) {
 		return "", nil
 	}
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if isNull(raw) || json.Unmarshal(raw, &s) != nil {
 		return "", invalid(name, RuleType, "must be a string")
 	}
 	if required && s == "" {
@@ -410,15 +411,19 @@ func (b body) id(name string) (string, *Error) {
 	return s, nil
 }
 
-// ids returns array member name: at most max distinct ids, each of the form pattern
-// accepts (an absent member: none).
+// isNull reports whether raw is JSON's null, which no member of a request may be: a
+// member is given with its type, or not at all.
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// ids returns required array member name: at most max distinct ids, each of the form
+// pattern accepts ([] is an array of none).
 func (b body) ids(name string, max int, pattern func(string) bool) ([]string, *Error) {
 	raw, ok := b[name]
 	if !ok {
-		return []string{}, nil
+		return nil, invalid(name, RuleRequired, "is required (an array; [] selects none)")
 	}
 	var out []string
-	if json.Unmarshal(raw, &out) != nil {
+	if isNull(raw) || json.Unmarshal(raw, &out) != nil {
 		return nil, invalid(name, RuleType, "must be an array of strings")
 	}
 	if len(out) > max {

@@ -61,7 +61,7 @@ func TestADocumentOutlivesTheFeedsRetention(t *testing.T) {
 	if c.status != 200 || !strings.Contains(string(c.body), origin) {
 		t.Fatalf("candidates: %d %s", c.status, c.body)
 	}
-	sel := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{origin}, "requestId": "s"})
+	sel := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{origin}, "selectedVersionIds": []string{}, "requestId": "s"})
 	if sel.status != 200 {
 		t.Fatalf("selecting the frozen origin: %d %s", sel.status, sel.body)
 	}

@@ -19,7 +19,7 @@ func aDocument(t *testing.T, e *env) (created, string) {
 	origin := e.observe("local", "default", "notes", "input/a.md", "a")
 	d := e.create("local", origin, "T", "body\n", "req-c")
 	sel := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections",
-		map[string]any{"selectedEventIds": []string{origin}, "requestId": "req-s"})
+		map[string]any{"selectedEventIds": []string{origin}, "selectedVersionIds": []string{}, "requestId": "req-s"})
 	if sel.status != 200 {
 		t.Fatalf("select: %d %s", sel.status, sel.body)
 	}
@@ -61,18 +61,30 @@ func TestBadInputIsATypedErrorNamingTheField(t *testing.T) {
 		{"a create with a body of 64,001 characters", docs, with(ok, "body", long), "body", "max-length"},
 		{"a create whose body counts UTF-16 units (an emoji is two)", docs, with(ok, "body", "😀"+long[2:]), "body", "max-length"},
 		{"a create with a number for a title", docs, with(ok, "title", 7), "title", "type"},
+		{"a create with a null body", docs, []byte(`{"originEventId":"` + d.origin + `","title":"t","body":null,"requestId":"r"}`), "body", "type"},
+		{"a create with a null title", docs, []byte(`{"originEventId":"` + d.origin + `","title":null,"body":"b","requestId":"r"}`), "title", "type"},
+		{"a create with a null request id", docs, []byte(`{"originEventId":"` + d.origin + `","title":"t","body":"b","requestId":null}`), "requestId", "type"},
+		{"a create without a body", docs, with(ok, "body", nil), "body", "required"},
+		{"an edit with a null body", one + "/versions", []byte(`{"baseVersionId":"` + d.versionID + `","title":"t","body":null,"requestId":"r"}`), "body", "type"},
+		{"a proposal with a null runner", one + "/proposals", []byte(`{"selectionId":"` + selection + `","runnerId":null,"baseVersionId":"` + d.versionID + `","requestId":"r"}`), "runnerId", "type"},
+		{"a decision with a null disposition", "/api/workbench/proposals/" + strings.Repeat("c", 64) + "/decisions", []byte(`{"disposition":null,"submissionId":"s"}`), "disposition", "type"},
 		{"a create with an unknown member", docs, with(ok, "owner", "x"), "owner", "unknown-member"},
 		{"a create without a request id", docs, with(ok, "requestId", nil), "requestId", "required"},
 		{"a create with a request id holding a space", docs, with(ok, "requestId", "a b"), "requestId", "format"},
 		{"a body that is not an object", docs, []byte(`[1]`), "body", "format"},
 		{"an edit with a malformed base", one + "/versions", with(edit, "baseVersionId", "v1"), "baseVersionId", "format"},
 		{"an edit without a body", one + "/versions", with(edit, "body", nil), "body", "required"},
-		{"a selection of an unknown event", one + "/selections", map[string]any{"selectedEventIds": []string{"cairn:feed:999999.0"}, "requestId": "r"}, "selectedEventIds[0]", "must-exist"},
-		{"a selection of a version of nothing", one + "/selections", map[string]any{"selectedVersionIds": []string{strings.Repeat("a", 64)}, "requestId": "r"}, "selectedVersionIds[0]", "must-exist"},
-		{"a selection repeating an id", one + "/selections", map[string]any{"selectedEventIds": []string{d.origin, d.origin}, "requestId": "r"}, "selectedEventIds[1]", "format"},
-		{"a selection naming a malformed event id", one + "/selections", map[string]any{"selectedEventIds": []string{d.origin, "evt-1"}, "requestId": "r"}, "selectedEventIds[1]", "format"},
-		{"a selection naming a malformed version id", one + "/selections", map[string]any{"selectedVersionIds": []string{"v1"}, "requestId": "r"}, "selectedVersionIds[0]", "format"},
-		{"a selection of 65 events", one + "/selections", map[string]any{"selectedEventIds": make([]string, 65), "requestId": "r"}, "selectedEventIds", "max-items"},
+		{"a selection of an unknown event", one + "/selections", map[string]any{"selectedEventIds": []string{"cairn:feed:999999.0"}, "selectedVersionIds": []string{}, "requestId": "r"}, "selectedEventIds[0]", "must-exist"},
+		{"a selection of a version of nothing", one + "/selections", map[string]any{"selectedEventIds": []string{}, "selectedVersionIds": []string{strings.Repeat("a", 64)}, "requestId": "r"}, "selectedVersionIds[0]", "must-exist"},
+		{"a selection repeating an id", one + "/selections", map[string]any{"selectedEventIds": []string{d.origin, d.origin}, "selectedVersionIds": []string{}, "requestId": "r"}, "selectedEventIds[1]", "format"},
+		{"a selection naming a malformed event id", one + "/selections", map[string]any{"selectedEventIds": []string{d.origin, "evt-1"}, "selectedVersionIds": []string{}, "requestId": "r"}, "selectedEventIds[1]", "format"},
+		{"a selection naming a malformed version id", one + "/selections", map[string]any{"selectedEventIds": []string{}, "selectedVersionIds": []string{"v1"}, "requestId": "r"}, "selectedVersionIds[0]", "format"},
+		{"a selection without selectedEventIds", one + "/selections", map[string]any{"selectedVersionIds": []string{}, "requestId": "r"}, "selectedEventIds", "required"},
+		{"a selection without selectedVersionIds", one + "/selections", map[string]any{"selectedEventIds": []string{d.origin}, "requestId": "r"}, "selectedVersionIds", "required"},
+		{"a selection without either", one + "/selections", map[string]any{"requestId": "r"}, "selectedEventIds", "required"},
+		{"a selection of null events", one + "/selections", []byte(`{"selectedEventIds":null,"selectedVersionIds":null,"requestId":"r"}`), "selectedEventIds", "type"},
+		{"a selection of null versions", one + "/selections", []byte(`{"selectedEventIds":[],"selectedVersionIds":null,"requestId":"r"}`), "selectedVersionIds", "type"},
+		{"a selection of 65 events", one + "/selections", map[string]any{"selectedEventIds": make([]string, 65), "selectedVersionIds": []string{}, "requestId": "r"}, "selectedEventIds", "max-items"},
 		{"a proposal from an unknown runner", one + "/proposals", with(prop, "runnerId", "gpt@1"), "runnerId", "must-exist"},
 		{"a proposal on an unknown selection", one + "/proposals", with(prop, "selectionId", strings.Repeat("b", 64)), "selectionId", "must-exist"},
 		{"a decision that is neither accept nor reject", "/api/workbench/proposals/" + strings.Repeat("c", 64) + "/decisions", map[string]any{"disposition": "maybe", "submissionId": "s"}, "disposition", "enum"},
@@ -138,7 +150,7 @@ func TestTheOwnerComesFromTheKey(t *testing.T) {
 	e := newEnv(t, nil)
 	origin := e.observe("alpha", "alpha", "main", "input/x.md", "x")
 	d := e.create("alpha", origin, "Alpha's", "secret\n", "req-a")
-	sel := e.do("alpha", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{origin}, "requestId": "s"})
+	sel := e.do("alpha", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{origin}, "selectedVersionIds": []string{}, "requestId": "s"})
 	pr := e.do("alpha", "POST", "/api/workbench/documents/"+d.docID+"/proposals", map[string]any{"selectionId": sel.str("selectionId"),
 		"runnerId": documents.FixtureRunnerID, "baseVersionId": d.versionID, "requestId": "p"})
 	if pr.status != 200 {
@@ -377,8 +389,8 @@ func TestASnapshotIsTheSetOfItsIds(t *testing.T) {
 	a := e.observe("local", "default", "notes", "input/a.md", "a")
 	b := e.observe("local", "default", "notes", "input/b.md", "b")
 	d := e.create("local", a, "T", "x\n", "c")
-	first := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{b, a}, "requestId": "s1"})
-	second := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{a, b}, "requestId": "s2"})
+	first := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{b, a}, "selectedVersionIds": []string{}, "requestId": "s1"})
+	second := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{a, b}, "selectedVersionIds": []string{}, "requestId": "s2"})
 	if first.status != 200 || second.status != 200 || first.str("snapshotVersionId") != second.str("snapshotVersionId") || first.str("selectionId") == second.str("selectionId") {
 		t.Fatalf("%s\n%s", first.body, second.body)
 	}
@@ -457,5 +469,25 @@ func TestEveryRouteRefusesAnUnknownQueryParameter(t *testing.T) {
 	}
 	if c := e.do("local", "GET", "/api/workbench/candidates?documentId="+d.docID, nil); c.status != 200 {
 		t.Fatalf("the parameter candidates takes: %d %s", c.status, c.body)
+	}
+}
+
+// A selection names both its arrays; [] in both is a selection of nothing (the design asks
+// only that every selected id exist): its snapshot holds the base alone, and a runner
+// proposes from the head.
+func TestAnEmptySelectionIsTheHeadAlone(t *testing.T) {
+	e := newEnv(t, nil)
+	origin := e.observe("local", "default", "notes", "input/a.md", "a")
+	d := e.create("local", origin, "T", "body\n", "c")
+	sel := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections",
+		map[string]any{"selectedEventIds": []string{}, "selectedVersionIds": []string{}, "requestId": "s"})
+	if sel.status != 200 || sel.str("snapshotVersionId") != documents.SnapshotVersionID(d.docID, d.versionID, nil, nil) {
+		t.Fatalf("an empty selection: %d %s", sel.status, sel.body)
+	}
+	pr := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/proposals", map[string]any{"selectionId": sel.str("selectionId"),
+		"runnerId": documents.FixtureRunnerID, "baseVersionId": d.versionID, "requestId": "p"})
+	text, _ := e.document("local", d.docID)["proposals"].([]any)[0].(map[string]any)["proposal"].(map[string]any)["proposedText"].(string)
+	if pr.status != 200 || !strings.HasSuffix(text, "Summary: 0 events, 0 versions selected.\n") {
+		t.Fatalf("a proposal from an empty selection: %d %s\n%s", pr.status, pr.body, text)
 	}
 }

@@ -67,7 +67,7 @@ func TestClusterServesWorkingDocumentsAcrossNodesAndALeaderChange(t *testing.T) 
 	if n := len(shown["versions"].([]any)); n != 2 {
 		t.Fatalf("%d versions after the race, want 2", n)
 	}
-	code, sel := call(nodes[0], http.MethodPost, "documents/"+doc+"/selections", map[string]any{"selectedEventIds": []string{origin}, "requestId": "s"})
+	code, sel := call(nodes[0], http.MethodPost, "documents/"+doc+"/selections", map[string]any{"selectedEventIds": []string{origin}, "selectedVersionIds": []string{}, "requestId": "s"})
 	if code != 200 {
 		t.Fatalf("select: %d %v", code, sel)
 	}
