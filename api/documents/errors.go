@@ -53,6 +53,8 @@ const (
 	RuleMaxItems  = "max-items"
 	RuleExists    = "must-exist"
 	RuleEnum      = "enum"
+	// RuleUTF8: text that is not valid UTF-8, or escapes a lone UTF-16 surrogate.
+	RuleUTF8 = "utf-8"
 )
 
 func invalid(field, rule, format string, args ...any) *Error {

@@ -17,6 +17,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/api/auth"
 )
@@ -350,7 +353,56 @@ func readBody(w http.ResponseWriter, r *http.Request) (body, *Error) {
 	if json.Unmarshal(b, &m) != nil || m == nil {
 		return nil, invalid("body", RuleFormat, "must be a JSON object")
 	}
+	// encoding/json turns text that is not Unicode into U+FFFD; a request's text is taken
+	// as sent or refused.
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !isUnicodeJSON(m[k]) {
+			return nil, invalid(k, RuleUTF8, notUnicode)
+		}
+	}
+	if !isUnicodeJSON(b) {
+		return nil, invalid("body", RuleUTF8, notUnicode)
+	}
 	return m, nil
+}
+
+const notUnicode = "must be Unicode text: valid UTF-8 and no unpaired surrogate escape (\\ud800-\\udfff)"
+
+// isUnicodeJSON reports whether raw, valid JSON, is valid UTF-8 whose \u escapes are
+// Unicode text: every surrogate escape is a high one (\ud800-\udbff) followed at once by
+// a low one (\udc00-\udfff), the UTF-16 pair of one character (RFC 8259 §7). A backslash
+// occurs only in strings, where it starts an escape, so escapes are read in order ("\\u"
+// is an escaped backslash, then "u").
+func isUnicodeJSON(raw []byte) bool {
+	if !utf8.Valid(raw) {
+		return false
+	}
+	unit := func(i int) (rune, bool) { // the \uXXXX escape at raw[i:], if one
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r, ok := unit(i)
+		switch {
+		case !ok:
+			i++ // a two-character escape
+		case utf16.IsSurrogate(r):
+			low, ok := unit(i + 6)
+			if r >= 0xdc00 || !ok || utf16.DecodeRune(r, low) == unicode.ReplacementChar {
+				return false
+			}
+			i += 11
+		default:
+			i += 5
+		}
+	}
+	return true
 }
 
 // only refuses a member not in names.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -489,5 +490,58 @@ func TestAnEmptySelectionIsTheHeadAlone(t *testing.T) {
 	text, _ := e.document("local", d.docID)["proposals"].([]any)[0].(map[string]any)["proposal"].(map[string]any)["proposedText"].(string)
 	if pr.status != 200 || !strings.HasSuffix(text, "Summary: 0 events, 0 versions selected.\n") {
 		t.Fatalf("a proposal from an empty selection: %d %s\n%s", pr.status, pr.body, text)
+	}
+}
+
+// Text that is not Unicode is refused naming its member, never stored as U+FFFD: raw
+// bytes that are not UTF-8, and \u escapes of a lone UTF-16 surrogate.
+func TestTextThatIsNotUnicodeIsRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	d, _ := aDocument(t, e)
+	docs := "/api/workbench/documents"
+	create := func(title, body, requestID string) []byte {
+		return []byte(`{"originEventId":"` + d.origin + `","title":"` + title + `","body":"` + body + `","requestId":"` + requestID + `"}`)
+	}
+	for _, tc := range []struct {
+		name, path string
+		body       []byte
+		field      string
+	}{
+		{"a title escaping a lone high surrogate", docs, create(`a\ud800b`, "b", "u1"), "title"},
+		{"a title escaping a lone low surrogate", docs, create(`a\udc00b`, "b", "u2"), "title"},
+		{"a title escaping a high surrogate then a letter", docs, create(`\ud800\u0041`, "b", "u3"), "title"},
+		{"a title ending in a high surrogate", docs, create(`x\ud83d`, "b", "u4"), "title"},
+		{"a body of bytes that are not UTF-8", docs, create("t", "a\xffb", "u5"), "body"},
+		{"a body holding a truncated UTF-8 sequence", docs, create("t", "a\xe2\x82", "u6"), "body"},
+		{"a member name that is not UTF-8", docs, []byte(`{"originEventId":"` + d.origin + `","title":"t","body":"b","requestId":"u7","` + "\xff" + `":1}`), "body"},
+		{"a selection whose id is not UTF-8", "/api/workbench/documents/" + d.docID + "/selections",
+			[]byte(`{"selectedEventIds":["` + "\xff" + `"],"selectedVersionIds":[],"requestId":"u8"}`), "selectedEventIds"},
+		{"an edit's title escaping a lone surrogate", "/api/workbench/documents/" + d.docID + "/versions",
+			[]byte(`{"baseVersionId":"` + d.versionID + `","title":"\udfff","body":"b","requestId":"u9"}`), "title"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := e.do("local", "POST", tc.path, tc.body)
+			if a.status != http.StatusBadRequest || a.str("error") != "ValidationError" || a.str("field") != tc.field || a.str("rule") != "utf-8" {
+				t.Fatalf("%d %s, want 400 ValidationError on %s (utf-8)", a.status, a.body, tc.field)
+			}
+		})
+	}
+	for i, tc := range []struct{ name, title, body, want string }{
+		{"an escaped backslash before u is not an escape", `a\\ud800b`, `\\\\udc00`, `\\udc00`},
+		{"a surrogate pair is one character", `\ud83d\ude00`, `x\uD83D\uDE00y`, "x😀y"},
+		{"raw UTF-8 is taken as sent", "é", "ü€😀", "ü€😀"},
+	} {
+		t.Run(tc.name+" is taken", func(t *testing.T) {
+			a := e.do("local", "POST", docs, create(tc.title, tc.body, "ok-"+strconv.Itoa(i)))
+			if a.status != http.StatusCreated {
+				t.Fatalf("%d %s", a.status, a.body)
+			}
+			if got := e.document("local", a.str("documentId"))["body"]; got != tc.want {
+				t.Fatalf("body %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if n := len(documentIDs(e, "local")); n != 4 {
+		t.Fatalf("%d documents, want the first and the three taken", n)
 	}
 }
