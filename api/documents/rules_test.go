@@ -321,6 +321,20 @@ func TestAFailingRunnerRecordsAFailedRunAndNoProposal(t *testing.T) {
 			}
 		case "/garbage":
 			_, _ = w.Write([]byte(`{"proposedText": 5}`))
+		case "/nulls":
+			_, _ = w.Write([]byte(`{"proposedText":null,"reason":"r","evidenceEventIds":null}`))
+		case "/null-evidence":
+			_, _ = w.Write([]byte(`{"proposedText":"x","reason":"r","evidenceEventIds":null}`))
+		case "/null-id":
+			_, _ = w.Write([]byte(`{"proposedText":"x","reason":"r","evidenceEventIds":[null]}`))
+		case "/missing":
+			_, _ = w.Write([]byte(`{"proposedText":"x","reason":"r"}`))
+		case "/extra":
+			_, _ = w.Write([]byte(`{"proposedText":"x","reason":"r","evidenceEventIds":[],"score":1}`))
+		case "/surrogate":
+			_, _ = w.Write([]byte(`{"proposedText":"x\ud800","reason":"r","evidenceEventIds":[]}`))
+		case "/two":
+			_, _ = w.Write([]byte(`{"proposedText":"x","reason":"r","evidenceEventIds":[]} {}`))
 		case "/evidence":
 			ids := make([]string, 17)
 			for i := range ids {
@@ -330,7 +344,7 @@ func TestAFailingRunnerRecordsAFailedRunAndNoProposal(t *testing.T) {
 		case "/foreign":
 			_ = json.NewEncoder(w).Encode(documents.RunResult{ProposedText: "x", Reason: "r", EvidenceEventIDs: []string{"cairn:feed:1.0"}})
 		case "/long":
-			_ = json.NewEncoder(w).Encode(documents.RunResult{ProposedText: strings.Repeat("x", documents.MaxBodyChars+1), Reason: "r"})
+			_ = json.NewEncoder(w).Encode(documents.RunResult{ProposedText: strings.Repeat("x", documents.MaxBodyChars+1), Reason: "r", EvidenceEventIDs: []string{}})
 		case "/ok":
 			_ = json.NewEncoder(w).Encode(documents.RunResult{ProposedText: req.BaseText + "more\n", Reason: "model: more",
 				EvidenceEventIDs: []string{req.Snapshot.SelectedEvents[0].EventID}})
@@ -338,7 +352,7 @@ func TestAFailingRunnerRecordsAFailedRunAndNoProposal(t *testing.T) {
 	}))
 	t.Cleanup(runner.Close)
 	var runners []documents.Runner
-	for _, p := range []string{"error", "stall", "garbage", "evidence", "foreign", "long", "ok"} {
+	for _, p := range []string{"error", "stall", "garbage", "nulls", "null-evidence", "null-id", "missing", "extra", "surrogate", "two", "evidence", "foreign", "long", "ok"} {
 		runners = append(runners, documents.HTTPRunner{RunnerID: "http-" + p, URL: runner.URL + "/" + p, Timeout: 300 * time.Millisecond})
 	}
 	e := newEnv(t, func(o *documents.Options) { o.Runners = runners })
@@ -347,6 +361,13 @@ func TestAFailingRunnerRecordsAFailedRunAndNoProposal(t *testing.T) {
 		{"http-error", "http-status"},
 		{"http-stall", "timeout"},
 		{"http-garbage", "invalid-response"},
+		{"http-nulls", "invalid-response"},
+		{"http-null-evidence", "invalid-response"},
+		{"http-null-id", "invalid-response"},
+		{"http-missing", "invalid-response"},
+		{"http-extra", "invalid-response"},
+		{"http-surrogate", "invalid-response"},
+		{"http-two", "invalid-response"},
 		{"http-evidence", "invalid-result"},
 		{"http-foreign", "invalid-result"},
 		{"http-long", "invalid-result"},

@@ -110,8 +110,9 @@ func withoutSources(text string) string {
 }
 
 // HTTPRunner calls out: it POSTs the RunRequest as JSON to URL and takes a 200 answer
-// whose body is a RunResult (at most MaxRunnerResponseBytes), within Timeout. Any other
-// outcome is a *RunnerFailure (classified, bounded text).
+// whose body is a RunResult (at most MaxRunnerResponseBytes), within Timeout: one closed
+// object with every member, none null (decodeResult). Any other outcome is a
+// *RunnerFailure (classified, bounded text).
 type HTTPRunner struct {
 	RunnerID string
 	URL      string
@@ -193,13 +194,60 @@ func (r HTTPRunner) Propose(ctx context.Context, req RunRequest) (RunResult, err
 	if len(b) > MaxRunnerResponseBytes {
 		return RunResult{}, &RunnerFailure{FailResponse, "the runner's answer is larger than " + strconv.Itoa(MaxRunnerResponseBytes) + " bytes"}
 	}
-	var out RunResult
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&out); err != nil {
-		return RunResult{}, &RunnerFailure{FailResponse, "the runner's answer is not a result {proposedText, reason, evidenceEventIds}"}
+	out, why := decodeResult(b)
+	if why != "" {
+		return RunResult{}, &RunnerFailure{FailResponse, "the runner's answer is not a result {proposedText, reason, evidenceEventIds}: " + why}
 	}
 	return out, nil
+}
+
+// decodeResult reads an HTTP runner's answer: one closed JSON object of Unicode text
+// whose members are all present, proposedText and reason strings, evidenceEventIds an
+// array of strings (null is none of these). why says what is wrong ("": nothing).
+func decodeResult(b []byte) (out RunResult, why string) {
+	var m map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return out, "not a JSON object"
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return out, "more than one JSON value"
+	}
+	if !isUnicodeJSON(b) {
+		return out, notUnicode
+	}
+	for k := range m {
+		if k != "proposedText" && k != "reason" && k != "evidenceEventIds" {
+			return out, "unknown member " + strconv.Quote(truncateChars(k, 64))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		into any
+	}{{"proposedText", &out.ProposedText}, {"reason", &out.Reason}} {
+		raw, ok := m[f.name]
+		if !ok {
+			return out, f.name + " is missing"
+		}
+		if isNull(raw) || json.Unmarshal(raw, f.into) != nil {
+			return out, f.name + " must be a string"
+		}
+	}
+	raw, ok := m["evidenceEventIds"]
+	if !ok {
+		return out, "evidenceEventIds is missing"
+	}
+	var ids []json.RawMessage
+	if isNull(raw) || json.Unmarshal(raw, &ids) != nil {
+		return out, "evidenceEventIds must be an array of strings"
+	}
+	out.EvidenceEventIDs = make([]string, len(ids))
+	for i, id := range ids {
+		if isNull(id) || json.Unmarshal(id, &out.EvidenceEventIDs[i]) != nil {
+			return out, "evidenceEventIds must be an array of strings"
+		}
+	}
+	return out, ""
 }
 
 func classify(ctx context.Context, err error) error {
