@@ -416,6 +416,34 @@ func TestASnapshotIsTheSetOfItsIds(t *testing.T) {
 	if first.status != 200 || second.status != 200 || first.str("snapshotVersionId") != second.str("snapshotVersionId") || first.str("selectionId") == second.str("selectionId") {
 		t.Fatalf("%s\n%s", first.body, second.body)
 	}
+	// A replay naming the same ids in another order is the same selection: the first answer.
+	if again := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{a, b},
+		"selectedVersionIds": []string{}, "requestId": "s1"}); again.status != 200 || string(again.body) != string(first.body) {
+		t.Fatalf("a replay in another order: %d %s, first %s", again.status, again.body, first.body)
+	}
+	// Racing first requests of one requestId, in both orders: one selection, one answer.
+	var wg sync.WaitGroup
+	racing := make([]answer, 6)
+	for i := range racing {
+		ids := []string{a, b}
+		if i%2 == 1 {
+			ids = []string{b, a}
+		}
+		wg.Go(func() {
+			racing[i] = e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": ids,
+				"selectedVersionIds": []string{}, "requestId": "s3"})
+		})
+	}
+	wg.Wait()
+	for _, r := range racing {
+		if r.status != 200 || string(r.body) != string(racing[0].body) {
+			t.Fatalf("racing replays: %d %s, first %s", r.status, r.body, racing[0].body)
+		}
+	}
+	if other := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections", map[string]any{"selectedEventIds": []string{a},
+		"selectedVersionIds": []string{}, "requestId": "s1"}); other.status != 409 || other.str("error") != "ConflictError" {
+		t.Fatalf("the requestId with other ids: %d %s", other.status, other.body)
+	}
 	pr := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/proposals", map[string]any{"selectionId": first.str("selectionId"),
 		"runnerId": documents.FixtureRunnerID, "baseVersionId": d.versionID, "requestId": "p"})
 	text := e.document("local", d.docID)["proposals"].([]any)[0].(map[string]any)["proposal"].(map[string]any)["proposedText"].(string)

@@ -42,8 +42,8 @@ type selectAnswer struct {
 // document's (frozen) origin, a version id a version of the document. The snapshot (at
 // the head's version) is written first, then the selected event (parent = the created
 // event). Both are create-only and the selection never changes the head, so it takes no
-// lock; a replay answers the first answer, a requestId reused with other ids is a
-// ConflictError.
+// lock; a replay (the same ids, in any order) answers the first answer, a requestId
+// reused with other ids is a ConflictError.
 func (h *Handler) selectContext(ctx context.Context, o owner, docID string, b body) (any, *Error) {
 	if e := b.only("selectedEventIds", "selectedVersionIds", "requestId"); e != nil {
 		return nil, e
@@ -71,7 +71,7 @@ func (h *Handler) selectContext(ctx context.Context, o owner, docID string, b bo
 	if prior, err := rec.event(ctx, docID, selectedID); err == nil {
 		var p selectedPayload
 		_ = json.Unmarshal(prior.Payload, &p)
-		if !slices.Equal(p.SelectedEventIDs, eventIDs) || !slices.Equal(p.SelectedVersionIDs, versionIDs) {
+		if !sameIDs(p.SelectedEventIDs, eventIDs) || !sameIDs(p.SelectedVersionIDs, versionIDs) {
 			return nil, conflict("requestId %q was used for another selection of this document", requestID)
 		}
 		return selectAnswer{DocumentID: docID, SelectionID: selectionID, SnapshotVersionID: p.SnapshotVersionID, SelectedEventID: prior.ID,
@@ -121,9 +121,23 @@ func (h *Handler) selectContext(ctx context.Context, o owner, docID string, b bo
 		return nil, fromStore(err)
 	}
 	if !same {
-		return nil, conflict("requestId %q was used for another selection of this document", requestID)
+		// A racing request with this requestId wrote first: the same selection (its ids
+		// in another order, or at another base) answers its answer.
+		var p selectedPayload
+		_ = json.Unmarshal(stored.Payload, &p)
+		if !sameIDs(p.SelectedEventIDs, eventIDs) || !sameIDs(p.SelectedVersionIDs, versionIDs) {
+			return nil, conflict("requestId %q was used for another selection of this document", requestID)
+		}
+		return selectAnswer{DocumentID: docID, SelectionID: selectionID, SnapshotVersionID: p.SnapshotVersionID, SelectedEventID: stored.ID,
+			BaseVersionID: snapshotBase(ctx, rec, docID, p.SnapshotVersionID)}, nil
 	}
 	return selectAnswer{DocumentID: docID, SelectionID: selectionID, SnapshotVersionID: snapshotID, SelectedEventID: stored.ID, BaseVersionID: hd.VersionID}, nil
+}
+
+// sameIDs reports whether a and b hold the same ids: a selection is a set (its snapshot
+// id hashes the sorted ids), so a replay naming them in another order is the same one.
+func sameIDs(a, b []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }
 
 // snapshot reads context snapshot id of document doc.
