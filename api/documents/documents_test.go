@@ -34,6 +34,7 @@ type env struct {
 	t   *testing.T
 	url string
 	svc *workbench.Service
+	h   *documents.Handler
 }
 
 func newEnv(t *testing.T, mutate func(*documents.Options)) *env {
@@ -72,7 +73,7 @@ func newEnvOver(t *testing.T, svc *workbench.Service, mutate func(*documents.Opt
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return &env{t: t, url: srv.URL, svc: svc}
+	return &env{t: t, url: srv.URL, svc: svc, h: h}
 }
 
 type answer struct {

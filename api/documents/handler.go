@@ -16,10 +16,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/cairnstore/cairn/api/auth"
 )
@@ -78,6 +81,10 @@ type Handler struct {
 	next    http.Handler
 	runners map[string]Runner
 	locks   [64]sync.Mutex // per-document serialization within this node (mutate.go)
+	// proposals shares one walk among this node's concurrent requests of one run
+	// (propose.go); proposing counts the requests in it (tests wait on it).
+	proposals singleflight.Group
+	proposing atomic.Int64
 }
 
 // New returns the surface over store in front of next. An error names a runner id that

@@ -29,16 +29,39 @@ const MaxReasonChars = 2_000
 // classified, bounded errorText, appends no proposal and answers RunnerError (502). A
 // replayed requestId answers the existing proposal or failure (a run left running by a
 // crash is run again: the proposed event is create-only).
+//
+// On one node, requests of one run (the same owner, document, requestId and arguments)
+// share one walk (Handler.proposals), so concurrent replays call the runner once and
+// answer alike; the walk goes on when the request that started it leaves, as the others
+// wait for it. Across nodes a replay racing a run may call the runner again: the proposed
+// event is create-only, so one proposal is stored (docs/documents.md#runners).
 func (h *Handler) requestProposal(ctx context.Context, o owner, docID string, b body) (any, *Error) {
 	args, e := proposalArgsOf(b)
 	if e != nil {
 		return nil, e
 	}
-	selectionID, runnerID, base, requestID := args.selectionID, args.runnerID, args.base, args.requestID
-	runner, ok := h.runners[runnerID]
+	runner, ok := h.runners[args.runnerID]
 	if !ok {
-		return nil, invalid("runnerId", RuleExists, "no runner %q is registered", runnerID)
+		return nil, invalid("runnerId", RuleExists, "no runner %q is registered", args.runnerID)
 	}
+	type outcome struct {
+		answer any
+		e      *Error
+	}
+	key := StableKey(o.Tenant, o.Workspace, RunID(docID, args.requestID), args.selectionID, args.runnerID, args.base)
+	h.proposing.Add(1)
+	defer h.proposing.Add(-1)
+	v, _, _ := h.proposals.Do(key, func() (any, error) {
+		answer, e := h.propose(context.WithoutCancel(ctx), o, docID, args, runner)
+		return outcome{answer, e}, nil
+	})
+	out := v.(outcome)
+	return out.answer, out.e
+}
+
+// propose is requestProposal's walk, once its arguments are read.
+func (h *Handler) propose(ctx context.Context, o owner, docID string, args proposalArgs, runner Runner) (any, *Error) {
+	selectionID, runnerID, base, requestID := args.selectionID, args.runnerID, args.base, args.requestID
 	hd, e := h.loadHead(ctx, o, docID)
 	if e != nil {
 		return nil, e

@@ -2,15 +2,18 @@ package documents_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cairnstore/cairn/api/documents"
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // aDocument makes a document of the Local owner with a selection; it returns the
@@ -592,5 +595,57 @@ func TestTextThatIsNotUnicodeIsRefused(t *testing.T) {
 	}
 	if n := len(documentIDs(e, "local")); n != 4 {
 		t.Fatalf("%d documents, want the first and the three taken", n)
+	}
+}
+
+// Concurrent replays of one proposal request on one node call the runner once and all
+// answer the one proposal.
+func TestConcurrentReplaysOfAProposalRequestCallTheRunnerOnce(t *testing.T) {
+	var calls atomic.Int64
+	release := make(chan struct{})
+	runner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req documents.RunRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		calls.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		_ = json.NewEncoder(w).Encode(documents.RunResult{ProposedText: req.BaseText + "more\n", Reason: "r", EvidenceEventIDs: []string{}})
+	}))
+	t.Cleanup(runner.Close)
+	e := newEnv(t, func(o *documents.Options) {
+		o.Runners = []documents.Runner{documents.HTTPRunner{RunnerID: "http-slow", URL: runner.URL, Timeout: time.Minute}}
+	})
+	d, selection := aDocument(t, e)
+	const n = 5
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			answers[i] = e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/proposals", map[string]any{"selectionId": selection,
+				"runnerId": "http-slow", "baseVersionId": d.versionID, "requestId": "p"})
+		})
+	}
+	// Hold the runner until every request waits on the one run, or each has called it.
+	retry.SucceedsSoon(t, "the requests reach the runner", func() error {
+		if c := calls.Load(); c == 0 || c < n && documents.ProposalRequests(e.h) < n {
+			return fmt.Errorf("%d runner calls, %d requests in the run", c, documents.ProposalRequests(e.h))
+		}
+		return nil
+	})
+	close(release)
+	wg.Wait()
+	if c := calls.Load(); c != 1 {
+		t.Fatalf("%d concurrent replays called the runner %d times, want once", n, c)
+	}
+	for _, a := range answers {
+		if a.status != 200 || string(a.body) != string(answers[0].body) {
+			t.Fatalf("%d %s, first %s", a.status, a.body, answers[0].body)
+		}
+	}
+	if p := e.document("local", d.docID)["proposals"].([]any); len(p) != 1 {
+		t.Fatalf("%d proposals", len(p))
 	}
 }
