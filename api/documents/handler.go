@@ -80,11 +80,14 @@ type Handler struct {
 	opt     Options
 	next    http.Handler
 	runners map[string]Runner
-	locks   [64]sync.Mutex // per-document serialization within this node (mutate.go)
+	locks   *[64]sync.Mutex // per-document serialization within this node (mutate.go)
 	// proposals shares one walk among this node's concurrent requests of one run
 	// (propose.go); proposing counts the requests in it (tests wait on it).
-	proposals singleflight.Group
-	proposing atomic.Int64
+	proposals *singleflight.Group
+	proposing *atomic.Int64
+	// elsewhere is this surface over a root that holds nothing (absentRoot), for a
+	// request that acts in another agent root than its owner's (Call).
+	elsewhere *Handler
 }
 
 // New returns the surface over store in front of next. An error names a runner id that
@@ -105,7 +108,8 @@ func New(store Store, opt Options, next http.Handler) (*Handler, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	h := &Handler{store: store, opt: opt, next: next, runners: map[string]Runner{}}
+	h := &Handler{store: store, opt: opt, next: next, runners: map[string]Runner{}, locks: new([64]sync.Mutex),
+		proposals: new(singleflight.Group), proposing: new(atomic.Int64)}
 	for _, r := range append([]Runner{FixtureRunner{}}, opt.Runners...) {
 		id := r.ID()
 		if id == "" || h.runners[id] != nil {
@@ -113,6 +117,9 @@ func New(store Store, opt Options, next http.Handler) (*Handler, error) {
 		}
 		h.runners[id] = r
 	}
+	elsewhere := *h
+	elsewhere.store = absentRoot{}
+	h.elsewhere = &elsewhere
 	return h, nil
 }
 
@@ -160,11 +167,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	h.serve(w, r, true)
+	h.serve(w, r, true, "")
 }
 
-// serve answers a request of this surface; admit: take Options.Admit first.
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request, admit bool) {
+// serve answers a request of this surface; admit: take Options.Admit first. root, when
+// not "", is the agent root the request acts in (Call): another root than the owner's
+// tenant holds none of the owner's records, so the request is served over absentRoot
+// and answers exactly as a root without documents would.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, admit bool, root string) {
 	path := r.URL.EscapedPath()
 	if path == OpenAPIPath && r.Method == http.MethodGet {
 		w.Header().Set("Content-Type", "application/json")
@@ -184,6 +194,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, admit bool) {
 		}
 		defer release()
 		r = r.WithContext(ctx)
+	}
+	if root != "" && root != o.Tenant {
+		h = h.elsewhere
 	}
 	parts := strings.Split(strings.TrimPrefix(path, Prefix), "/")
 	route, id := "", ""

@@ -59,3 +59,29 @@ type StoredFile struct {
 	Body       []byte
 	Generation uint64
 }
+
+// absentRoot is the Store of an agent root that holds nothing: what a request acting in
+// another root than its owner's reads (Handler.serve). Every read finds nothing; every
+// write path reads first what it needs (a head, an observation, a proposal) and stops
+// there, so WriteFile is never reached and answers as a missing workbench would.
+type absentRoot struct{}
+
+func (absentRoot) ReadFile(context.Context, string, string, string, int64) ([]byte, uint64, error) {
+	return nil, 0, ErrNotFound
+}
+
+func (absentRoot) WriteFile(context.Context, string, string, string, []byte, string, uint64) (uint64, error) {
+	return 0, ErrNotFound
+}
+
+func (absentRoot) ReadDir(context.Context, string, string, string, int, int64) ([]StoredFile, bool, error) {
+	return nil, false, nil
+}
+
+func (absentRoot) RecentEvents(context.Context, string, string, int) ([]meta.Event, error) {
+	return nil, nil
+}
+
+func (absentRoot) Event(context.Context, string, meta.FeedPosition) (meta.Event, error) {
+	return meta.Event{}, ErrNotFound
+}

@@ -54,6 +54,7 @@
 // cairn_read_at, cairn_diff, cairn_workbench_list, cairn_workbench_delete, cairn_propose,
 // cairn_proposals, cairn_decide; and, on a node that serves working documents
 // (Options.Documents, documents.go), cairn_documents and cairn_document_write, whose owner
-// is the key's, as on their HTTP routes), a separate server on its own endpoint
+// is the key's, as on their HTTP routes, and which in another agent root than the
+// owner's tenant answer as a root without documents), a separate server on its own endpoint
 // (/v1/agents/{agent}/mcp/cairn), with the same conventions.
 package mcp

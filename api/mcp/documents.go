@@ -11,15 +11,19 @@ import (
 
 // DocumentsCaller serves the working-documents routes in process (api/documents
 // Handler.Call, docs/documents.md): method, route below /api/workbench/ and body as on
-// the wire, as ctx's principal; the answer is the surface's status and JSON body.
+// the wire, as ctx's principal acting in agent root root; the answer is the surface's
+// status and JSON body.
 type DocumentsCaller interface {
-	Call(ctx context.Context, method, route string, body []byte) (status int, answer []byte)
+	Call(ctx context.Context, root, method, route string, body []byte) (status int, answer []byte)
 }
 
 // documentTools are the cairn profile's working-documents tools, served when the node has
 // the surface (Options.Documents). They pass the design's payloads through unchanged, so
 // ids, replays, limits and failures are exactly the HTTP routes'. The owner comes from the
-// key, as on those routes, never from the session's agent root.
+// key, as on those routes; the session's agent root is where the call acts, so a session
+// at another root than the owner's tenant sees none of the owner's documents: it answers
+// as a root without documents (another root answers exactly like a missing one, as
+// every cairn tool does).
 func documentTools(c DocumentsCaller) []toolDef {
 	return []toolDef{
 		{
@@ -27,9 +31,10 @@ func documentTools(c DocumentsCaller) []toolDef {
 			description: "Read the key's working documents (docs/documents.md): action list (every document), show (document_id: " +
 				"its body, versions, selections, proposals with their state and diff, runs, judgments and events), versions " +
 				"(document_id), or candidates (the root's recent observations to create a document from; with document_id also " +
-				"its versions to select). The owner is the key's tenant and workspace, not this session's agent root. " +
+				"its versions to select). The owner is the key's tenant and workspace; a session at another agent root than " +
+				"that tenant sees none of its documents (an empty list, NotFound). " +
 				"Result: the route's answer.",
-			run: func(ctx context.Context, _ *workbench.Service, _ string, args json.RawMessage) (workbench.Result, error) {
+			run: func(ctx context.Context, _ *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
 				var in struct {
 					Action     string `json:"action"`
 					DocumentID string `json:"document_id"`
@@ -53,7 +58,7 @@ func documentTools(c DocumentsCaller) []toolDef {
 						route += "?documentId=" + url.QueryEscape(in.DocumentID)
 					}
 				}
-				return documentAnswer(c.Call(ctx, http.MethodGet, route, nil))
+				return documentAnswer(c.Call(ctx, agent, http.MethodGet, route, nil))
 			},
 		},
 		{
@@ -66,7 +71,7 @@ func documentTools(c DocumentsCaller) []toolDef {
 				"with details.documents_error RunnerError, details.run_id and details.error_text, and no proposal), decide " +
 				"(proposal_id; payload {disposition: accept|reject, submissionId}). The same requestId or submissionId with " +
 				"the same payload answers the first answer. Result: the route's answer.",
-			run: func(ctx context.Context, _ *workbench.Service, _ string, args json.RawMessage) (workbench.Result, error) {
+			run: func(ctx context.Context, _ *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
 				var in struct {
 					Action     string          `json:"action"`
 					DocumentID string          `json:"document_id"`
@@ -91,7 +96,7 @@ func documentTools(c DocumentsCaller) []toolDef {
 					}
 					route = "documents/" + in.DocumentID + "/" + map[string]string{"edit": "versions", "select": "selections", "propose": "proposals"}[in.Action]
 				}
-				return documentAnswer(c.Call(ctx, http.MethodPost, route, in.Payload))
+				return documentAnswer(c.Call(ctx, agent, http.MethodPost, route, in.Payload))
 			},
 		},
 	}

@@ -229,6 +229,6 @@ func surfaceRoute(r *http.Request) (string, bool) {
 // sets h once it does, before it serves anything.
 type lateDocuments struct{ h *documents.Handler }
 
-func (l *lateDocuments) Call(ctx context.Context, method, route string, body []byte) (int, []byte) {
-	return l.h.Call(ctx, method, route, body)
+func (l *lateDocuments) Call(ctx context.Context, root, method, route string, body []byte) (int, []byte) {
+	return l.h.Call(ctx, root, method, route, body)
 }

@@ -121,6 +121,75 @@ func TestTheCairnMCPProfileServesWorkingDocuments(t *testing.T) {
 	if shown.isErr || shown.res["body"] != "b2 e1" {
 		t.Fatalf("show: %s", shown.text)
 	}
+
+	// A session at another agent root than the owner's tenant (default) holds none of
+	// its documents: it answers exactly as for documents that do not exist.
+	other, err := sdk.NewClient(matrixClient, nil).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: srv.URL + "/v1/agents/other/mcp/cairn",
+		DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	if list := callTool(t, other, "cairn_documents", map[string]any{"action": "list"}); list.isErr || len(list.res["documents"].([]any)) != 0 {
+		t.Fatalf("another root's list: %s", list.text)
+	}
+	if c := callTool(t, other, "cairn_documents", map[string]any{"action": "candidates"}); c.isErr || strings.Contains(c.text, origin) {
+		t.Fatalf("another root's candidates: %s", c.text)
+	}
+	missing := strings.Repeat("0", 64)
+	sel := callTool(t, cs, "cairn_document_write", map[string]any{"action": "select", "document_id": doc,
+		"payload": map[string]any{"selectedEventIds": []string{origin}, "selectedVersionIds": []string{}, "requestId": "s"}})
+	head := shown.res["document"].(map[string]any)["versionId"]
+	proposal := callTool(t, cs, "cairn_document_write", map[string]any{"action": "propose", "document_id": doc,
+		"payload": map[string]any{"selectionId": sel.res["selectionId"], "runnerId": "fixture-deterministic@1", "baseVersionId": head, "requestId": "p"}})
+	if sel.isErr || proposal.isErr {
+		t.Fatalf("select: %s\npropose: %s", sel.text, proposal.text)
+	}
+	pid := proposal.res["proposalEventId"].(string)
+	absentOrigin := "cairn:feed:999999.0"
+	for _, tc := range []struct {
+		name, tool string
+		args       func(id string) map[string]any
+	}{
+		{"show", "cairn_documents", func(id string) map[string]any { return map[string]any{"action": "show", "document_id": id} }},
+		{"versions", "cairn_documents", func(id string) map[string]any { return map[string]any{"action": "versions", "document_id": id} }},
+		{"candidates of a document", "cairn_documents", func(id string) map[string]any { return map[string]any{"action": "candidates", "document_id": id} }},
+		{"edit", "cairn_document_write", func(id string) map[string]any {
+			return map[string]any{"action": "edit", "document_id": id, "payload": map[string]any{"baseVersionId": v1, "title": "T", "body": "x", "requestId": "o1"}}
+		}},
+		{"select", "cairn_document_write", func(id string) map[string]any {
+			return map[string]any{"action": "select", "document_id": id, "payload": map[string]any{"selectedEventIds": []string{origin},
+				"selectedVersionIds": []string{}, "requestId": "o2"}}
+		}},
+		{"propose", "cairn_document_write", func(id string) map[string]any {
+			return map[string]any{"action": "propose", "document_id": id, "payload": map[string]any{"selectionId": sel.res["selectionId"],
+				"runnerId": "fixture-deterministic@1", "baseVersionId": head, "requestId": "o3"}}
+		}},
+		{"decide", "cairn_document_write", func(id string) map[string]any {
+			if id == doc {
+				id = pid
+			}
+			return map[string]any{"action": "decide", "proposal_id": id, "payload": map[string]any{"disposition": "accept", "submissionId": "o4"}}
+		}},
+		{"create from the owner's origin", "cairn_document_write", func(id string) map[string]any {
+			o := origin
+			if id == missing {
+				o = absentOrigin
+			}
+			return map[string]any{"action": "create", "payload": map[string]any{"originEventId": o, "title": "T", "body": "x", "requestId": "o5"}}
+		}},
+	} {
+		t.Run("another root's "+tc.name+" answers as a missing one", func(t *testing.T) {
+			theirs, none := callTool(t, other, tc.tool, tc.args(doc)), callTool(t, cs, tc.tool, tc.args(missing))
+			if !theirs.isErr || theirs.text != strings.ReplaceAll(none.text, absentOrigin, origin) {
+				t.Fatalf("another root: %s\nmissing: %s", theirs.text, none.text)
+			}
+		})
+	}
+	if after := callTool(t, cs, "cairn_documents", map[string]any{"action": "show", "document_id": doc}); after.isErr ||
+		len(after.res["versions"].([]any)) != 2 || after.res["proposals"].([]any)[0].(map[string]any)["state"] != "pending" {
+		t.Fatalf("another root's calls changed the document: %s", after.text)
+	}
 }
 
 // The reserved documents workbench holds the working documents of every workspace of a
