@@ -8,8 +8,9 @@ import (
 
 // Working documents (docs/documents.md): the routes under /api/workbench/. The owner is
 // the key's (or the node's configured one), never named here. Answers are returned as
-// the server's JSON; a refusal is an *Error whose Message carries the surface's body
-// ({error, message, field?, …}).
+// the server's JSON; a refusal is an *Error read from the surface's body ({error,
+// message, field?, …}): Code its error (StaleBaseError, …), Message its message,
+// Details its other members (headVersionId, field, rule, runId, errorText).
 
 // documentsURL returns the URL of a working-documents route (rest: below
 // /api/workbench/, its segments already escaped).

@@ -109,11 +109,38 @@ func responseError(resp *http.Response) *Error {
 	} else if err := json.Unmarshal(body, &env); err == nil && env.Code != "" {
 		e = &Error{HTTPStatus: resp.StatusCode, Code: env.Code, Message: env.Message,
 			Retryable: env.Retryable, Details: env.Details}
+	} else if de, ok := documentsError(resp.StatusCode, body); ok {
+		e = de
 	} else {
 		e = statusError(resp.StatusCode, snippet(body))
 	}
 	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	return e
+}
+
+// documentsError reads the working-documents surface's error body (docs/documents.md#errors:
+// {error, message, field?, rule?, headVersionId?, runId?, errorText?}) whole: Code is its
+// error (StaleBaseError, ValidationError, …), Message its message, Details its other
+// members under their names; retryable as the status is. ok false: not such a body.
+func documentsError(status int, body []byte) (*Error, bool) {
+	var b struct {
+		Error, Message                               string
+		Field, Rule, HeadVersionID, RunID, ErrorText string
+	}
+	if json.Unmarshal(body, &b) != nil || b.Error == "" || b.Message == "" {
+		return nil, false
+	}
+	e := statusError(status, b.Message)
+	e.Code = b.Error
+	for k, v := range map[string]string{"field": b.Field, "rule": b.Rule, "headVersionId": b.HeadVersionID, "runId": b.RunID, "errorText": b.ErrorText} {
+		if v != "" {
+			if e.Details == nil {
+				e.Details = map[string]any{}
+			}
+			e.Details[k] = v
+		}
+	}
+	return e, true
 }
 
 // snippet returns the start of a non-envelope error body as one line, or "".

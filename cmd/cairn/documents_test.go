@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/server"
@@ -56,8 +58,16 @@ func TestTheDocumentsCommandsWalkTheWorkflow(t *testing.T) {
 	if list := run("list")["documents"].([]any); len(list) != 1 {
 		t.Fatalf("list: %v", list)
 	}
-	if _, _, err := execCairn(t, "--server", srv.URL, "documents", "edit", doc, "--base", created["versionId"].(string), "--title", "T", "--text", "stale"); err == nil ||
-		!strings.Contains(err.Error(), "StaleBaseError") {
-		t.Fatalf("a stale edit: %v", err)
+	_, _, err = execCairn(t, "--server", srv.URL, "documents", "edit", doc, "--base", created["versionId"].(string), "--title", "T", "--text", "stale")
+	var printed bytes.Buffer
+	if err != nil {
+		reportError(&printed, err)
+	}
+	head := dec["resultVersionId"].(string)
+	if want := "cairn: StaleBaseError: the base version is not the document's head (head " + head + ")\n"; printed.String() != want {
+		t.Fatalf("a stale edit prints %q, want %q", printed.String(), want)
+	}
+	if code := client.ErrorCode(err); code != "StaleBaseError" {
+		t.Fatalf("a stale edit's code: %q", code)
 	}
 }
