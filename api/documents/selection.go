@@ -69,13 +69,7 @@ func (h *Handler) selectContext(ctx context.Context, o owner, docID string, b bo
 	selectionID := SelectionID(docID, requestID)
 	selectedID := EventID(TypeSelected, selectionID)
 	if prior, err := rec.event(ctx, docID, selectedID); err == nil {
-		var p selectedPayload
-		_ = json.Unmarshal(prior.Payload, &p)
-		if !sameIDs(p.SelectedEventIDs, eventIDs) || !sameIDs(p.SelectedVersionIDs, versionIDs) {
-			return nil, conflict("requestId %q was used for another selection of this document", requestID)
-		}
-		return selectAnswer{DocumentID: docID, SelectionID: selectionID, SnapshotVersionID: p.SnapshotVersionID, SelectedEventID: prior.ID,
-			BaseVersionID: snapshotBase(ctx, rec, docID, p.SnapshotVersionID)}, nil
+		return replayedSelection(ctx, rec, docID, requestID, prior, eventIDs, versionIDs)
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, fromStore(err)
 	}
@@ -120,18 +114,23 @@ func (h *Handler) selectContext(ctx context.Context, o owner, docID string, b bo
 	if err != nil {
 		return nil, fromStore(err)
 	}
-	if !same {
-		// A racing request with this requestId wrote first: the same selection (its ids
-		// in another order, or at another base) answers its answer.
-		var p selectedPayload
-		_ = json.Unmarshal(stored.Payload, &p)
-		if !sameIDs(p.SelectedEventIDs, eventIDs) || !sameIDs(p.SelectedVersionIDs, versionIDs) {
-			return nil, conflict("requestId %q was used for another selection of this document", requestID)
-		}
-		return selectAnswer{DocumentID: docID, SelectionID: selectionID, SnapshotVersionID: p.SnapshotVersionID, SelectedEventID: stored.ID,
-			BaseVersionID: snapshotBase(ctx, rec, docID, p.SnapshotVersionID)}, nil
+	if !same { // a racing request with this requestId wrote first
+		return replayedSelection(ctx, rec, docID, requestID, stored, eventIDs, versionIDs)
 	}
 	return selectAnswer{DocumentID: docID, SelectionID: selectionID, SnapshotVersionID: snapshotID, SelectedEventID: stored.ID, BaseVersionID: hd.VersionID}, nil
+}
+
+// replayedSelection answers a selection whose requestId already selected (event prior):
+// the first answer when it selected the same ids (in any order, at any base), else a
+// ConflictError.
+func replayedSelection(ctx context.Context, rec records, docID, requestID string, prior Event, eventIDs, versionIDs []string) (any, *Error) {
+	var p selectedPayload
+	_ = json.Unmarshal(prior.Payload, &p)
+	if !sameIDs(p.SelectedEventIDs, eventIDs) || !sameIDs(p.SelectedVersionIDs, versionIDs) {
+		return nil, conflict("requestId %q was used for another selection of this document", requestID)
+	}
+	return selectAnswer{DocumentID: docID, SelectionID: p.SelectionID, SnapshotVersionID: p.SnapshotVersionID, SelectedEventID: prior.ID,
+		BaseVersionID: snapshotBase(ctx, rec, docID, p.SnapshotVersionID)}, nil
 }
 
 // sameIDs reports whether a and b hold the same ids: a selection is a set (its snapshot
