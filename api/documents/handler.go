@@ -487,12 +487,15 @@ func (b body) id(name string) (string, *Error) {
 // member is given with its type, or not at all.
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
-// ids returns required array member name: at most max distinct ids, each of the form
-// pattern accepts ([] is an array of none).
-func (b body) ids(name string, max int, pattern func(string) bool) ([]string, *Error) {
+// ids returns array member name: at most max distinct ids, each of the form pattern
+// accepts. An absent member is refused when required, else none ([] is always none).
+func (b body) ids(name string, required bool, max int, pattern func(string) bool) ([]string, *Error) {
 	raw, ok := b[name]
-	if !ok {
+	switch {
+	case !ok && required:
 		return nil, invalid(name, RuleRequired, "is required (an array; [] selects none)")
+	case !ok:
+		return []string{}, nil
 	}
 	var out []string
 	if isNull(raw) || json.Unmarshal(raw, &out) != nil {

@@ -84,7 +84,6 @@ func TestBadInputIsATypedErrorNamingTheField(t *testing.T) {
 		{"a selection naming a malformed event id", one + "/selections", map[string]any{"selectedEventIds": []string{d.origin, "evt-1"}, "selectedVersionIds": []string{}, "requestId": "r"}, "selectedEventIds[1]", "format"},
 		{"a selection naming a malformed version id", one + "/selections", map[string]any{"selectedEventIds": []string{}, "selectedVersionIds": []string{"v1"}, "requestId": "r"}, "selectedVersionIds[0]", "format"},
 		{"a selection without selectedEventIds", one + "/selections", map[string]any{"selectedVersionIds": []string{}, "requestId": "r"}, "selectedEventIds", "required"},
-		{"a selection without selectedVersionIds", one + "/selections", map[string]any{"selectedEventIds": []string{d.origin}, "requestId": "r"}, "selectedVersionIds", "required"},
 		{"a selection without either", one + "/selections", map[string]any{"requestId": "r"}, "selectedEventIds", "required"},
 		{"a selection of null events", one + "/selections", []byte(`{"selectedEventIds":null,"selectedVersionIds":null,"requestId":"r"}`), "selectedEventIds", "type"},
 		{"a selection of null versions", one + "/selections", []byte(`{"selectedEventIds":[],"selectedVersionIds":null,"requestId":"r"}`), "selectedVersionIds", "type"},
@@ -525,9 +524,9 @@ func TestEveryRouteRefusesAnUnknownQueryParameter(t *testing.T) {
 	}
 }
 
-// A selection names both its arrays; [] in both is a selection of nothing (the design asks
-// only that every selected id exist): its snapshot holds the base alone, and a runner
-// proposes from the head.
+// A selection names its events ([] is none; selectedVersionIds may be left out: none); a
+// selection of nothing is allowed (the design asks only that every selected id exist): its
+// snapshot holds the base alone, and a runner proposes from the head.
 func TestAnEmptySelectionIsTheHeadAlone(t *testing.T) {
 	e := newEnv(t, nil)
 	origin := e.observe("local", "default", "notes", "input/a.md", "a")
@@ -536,6 +535,10 @@ func TestAnEmptySelectionIsTheHeadAlone(t *testing.T) {
 		map[string]any{"selectedEventIds": []string{}, "selectedVersionIds": []string{}, "requestId": "s"})
 	if sel.status != 200 || sel.str("snapshotVersionId") != documents.SnapshotVersionID(d.docID, d.versionID, nil, nil) {
 		t.Fatalf("an empty selection: %d %s", sel.status, sel.body)
+	}
+	if again := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections",
+		map[string]any{"selectedEventIds": []string{}, "requestId": "s"}); again.status != 200 || string(again.body) != string(sel.body) {
+		t.Fatalf("the same selection without selectedVersionIds: %d %s", again.status, again.body)
 	}
 	pr := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/proposals", map[string]any{"selectionId": sel.str("selectionId"),
 		"runnerId": documents.FixtureRunnerID, "baseVersionId": d.versionID, "requestId": "p"})

@@ -37,7 +37,8 @@ type selectAnswer struct {
 	BaseVersionID     string `json:"baseVersionId"`
 }
 
-// selectContext is selectContext: {selectedEventIds, selectedVersionIds, requestId}.
+// selectContext is selectContext: {selectedEventIds, selectedVersionIds?, requestId}
+// (selectedVersionIds absent: none).
 // Every id must exist now: an event id is an observation the root's feed holds or the
 // document's (frozen) origin, a version id a version of the document. The snapshot (at
 // the head's version) is written first, then the selected event (parent = the created
@@ -48,11 +49,11 @@ func (h *Handler) selectContext(ctx context.Context, o owner, docID string, b bo
 	if e := b.only("selectedEventIds", "selectedVersionIds", "requestId"); e != nil {
 		return nil, e
 	}
-	eventIDs, e := b.ids("selectedEventIds", MaxSelectedIDs, isObservationID)
+	eventIDs, e := b.ids("selectedEventIds", true, MaxSelectedIDs, isObservationID)
 	if e != nil {
 		return nil, e
 	}
-	versionIDs, e := b.ids("selectedVersionIds", MaxSelectedIDs, isRecordID)
+	versionIDs, e := b.ids("selectedVersionIds", false, MaxSelectedIDs, isRecordID)
 	if e != nil {
 		return nil, e
 	}
