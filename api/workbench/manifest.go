@@ -25,8 +25,9 @@ import (
 const (
 	// RunManifestSchema is the schema of the envelope stored at RunManifestPath.
 	RunManifestSchema = "nokv.workbench.run_manifest.v1"
-	// RunManifestPath is where commit publishes the envelope (full path in the workbench).
-	RunManifestPath = "metadata/run_manifest.json"
+	// RunManifestPath is where commit publishes the envelope (full path in the workbench):
+	// the path the metadata core reserves for it (meta.RunManifestPath), declared once.
+	RunManifestPath = meta.RunManifestPath
 	// CommitIdentityDomain prefixes the commit identity preimage (followed by a NUL byte).
 	CommitIdentityDomain = "nokv.workbench.commit_identity.v1"
 	// MaxManifestDepth is the deepest nesting of objects and arrays a manifest may have;
