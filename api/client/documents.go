@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strconv"
 )
 
 // Working documents (docs/documents.md): the routes under /api/workbench/. The owner is
@@ -16,9 +17,17 @@ import (
 // /api/workbench/, its segments already escaped).
 func (c *Client) documentsURL(rest string) string { return c.base + "/api/workbench/" + rest }
 
-// Documents lists the owner's working documents.
-func (c *Client) Documents(ctx context.Context) (json.RawMessage, error) {
-	return deref(getJSON[json.RawMessage](ctx, c, c.documentsURL("documents")))
+// Documents lists a page of the owner's working documents in documentId order: at most
+// limit (0: the server's page) after cursor (a page's nextCursor; "": from the first).
+func (c *Client) Documents(ctx context.Context, limit int, cursor string) (json.RawMessage, error) {
+	v := url.Values{}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		v.Set("cursor", cursor)
+	}
+	return deref(getJSON[json.RawMessage](ctx, c, withQuery(c.documentsURL("documents"), v)))
 }
 
 // Document returns one document with its versions, selections, proposals, runs,

@@ -272,7 +272,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, admit bool, root
 }
 
 // queryParameters are the query parameters each route takes (every other route: none).
-var queryParameters = map[string][]string{"candidates": {"documentId"}}
+var queryParameters = map[string][]string{"candidates": {"documentId"}, "documents": {"limit", "cursor"}}
 
 // queryOnly refuses a query parameter route does not take, one given twice, and a query
 // that does not parse, as a body's unknown member is refused (ValidationError).

@@ -333,7 +333,7 @@ func (r records) appendEvent(ctx context.Context, doc string, e Event) (stored E
 // events reads the events of document doc, the first MaxEventsPerDocument by id (more:
 // the document holds further ones).
 func (r records) events(ctx context.Context, doc string) (evs []Event, more bool, err error) {
-	files, more, err := r.store.ReadDir(ctx, r.o.Tenant, Workbench, r.o.docDir(doc)+"/events", MaxEventsPerDocument, maxDirBytes)
+	files, more, err := r.store.ReadDir(ctx, r.o.Tenant, Workbench, r.o.docDir(doc)+"/events", "", MaxEventsPerDocument, maxDirBytes)
 	if err != nil {
 		return nil, false, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -650,5 +651,59 @@ func TestConcurrentReplaysOfAProposalRequestCallTheRunnerOnce(t *testing.T) {
 	}
 	if p := e.document("local", d.docID)["proposals"].([]any); len(p) != 1 {
 		t.Fatalf("%d proposals", len(p))
+	}
+}
+
+// GET /documents pages through every document in documentId order: limit per page, each
+// page's nextCursor where the next starts, no document twice or missed; a bad limit or
+// cursor is a ValidationError naming it.
+func TestDocumentsArePagedByCursor(t *testing.T) {
+	e := newEnv(t, nil)
+	origin := e.observe("local", "default", "notes", "input/a.md", "a")
+	var want []string
+	for i := 0; i < 5; i++ {
+		want = append(want, e.create("local", origin, "T", "body\n", fmt.Sprintf("req-%d", i)).docID)
+	}
+	slices.Sort(want)
+	var got []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > len(want) {
+			t.Fatalf("more pages than documents: %v", got)
+		}
+		path := "/api/workbench/documents?limit=2"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		a := e.do("local", "GET", path, nil)
+		list, _ := a.json["documents"].([]any)
+		if a.status != 200 || len(list) > 2 {
+			t.Fatalf("page %d: %d %s", pages, a.status, a.body)
+		}
+		for _, d := range list {
+			got = append(got, d.(map[string]any)["documentId"].(string))
+		}
+		more, _ := a.json["truncated"].(bool)
+		if !more {
+			if a.json["nextCursor"] != nil {
+				t.Fatalf("the last page has a nextCursor: %s", a.body)
+			}
+			break
+		}
+		if cursor = a.str("nextCursor"); cursor != got[len(got)-1] {
+			t.Fatalf("nextCursor %q is not the page's last document %q", cursor, got[len(got)-1])
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("paged %v, want every document once in id order %v", got, want)
+	}
+	if all := e.do("local", "GET", "/api/workbench/documents", nil); len(all.json["documents"].([]any)) != len(want) || all.json["truncated"] != false {
+		t.Fatalf("one page without a limit: %s", all.body)
+	}
+	for _, q := range []struct{ query, field string }{{"limit=0", "limit"}, {"limit=1001", "limit"}, {"limit=x", "limit"}, {"cursor=abc", "cursor"}} {
+		a := e.do("local", "GET", "/api/workbench/documents?"+q.query, nil)
+		if a.status != 400 || a.json["error"] != "ValidationError" || a.json["field"] != q.field {
+			t.Errorf("?%s: %d %s", q.query, a.status, a.body)
+		}
 	}
 }

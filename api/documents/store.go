@@ -26,11 +26,11 @@ type Store interface {
 	// that generation: ErrConflict when the path holds another one (or none). The check
 	// and the write are one atomic Cairn command. Returns the new generation.
 	WriteFile(ctx context.Context, agent, ws, path string, body []byte, contentType string, ifGeneration uint64) (generation uint64, err error)
-	// ReadDir returns the first maxFiles files directly in directory dir of workbench ws,
-	// in byte order of their names, read from one view (more: further files follow); none
-	// (and no error) when dir or ws does not exist. ErrTooLarge when their bodies together
-	// are more than maxBytes.
-	ReadDir(ctx context.Context, agent, ws, dir string, maxFiles int, maxBytes int64) (files []StoredFile, more bool, err error)
+	// ReadDir returns the first maxFiles files directly in directory dir of workbench ws
+	// whose names sort after after ("": from the first), in byte order of their names,
+	// read from one view (more: further files follow); none (and no error) when dir or ws
+	// does not exist. ErrTooLarge when their bodies together are more than maxBytes.
+	ReadDir(ctx context.Context, agent, ws, dir, after string, maxFiles int, maxBytes int64) (files []StoredFile, more bool, err error)
 	// RecentEvents returns the newest change-feed events of agent's root (at most limit,
 	// oldest first) as the caller may see them, skipping those of workbench skip. None
 	// when the root does not exist.
@@ -74,7 +74,7 @@ func (absentRoot) WriteFile(context.Context, string, string, string, []byte, str
 	return 0, ErrNotFound
 }
 
-func (absentRoot) ReadDir(context.Context, string, string, string, int, int64) ([]StoredFile, bool, error) {
+func (absentRoot) ReadDir(context.Context, string, string, string, string, int, int64) ([]StoredFile, bool, error) {
 	return nil, false, nil
 }
 

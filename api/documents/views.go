@@ -7,13 +7,16 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/cairnstore/cairn/api/diff"
 )
 
 // The read routes (docs/documents.md#reads).
 
-// MaxDocumentsListed bounds GET /documents (the newest updated first).
+// MaxDocumentsListed bounds a page of GET /documents (its limit parameter, and the page
+// without one).
 const MaxDocumentsListed = 1000
 
 // documentRow is a document as the reads show it: its settled head and the design's
@@ -32,8 +35,28 @@ func rowOf(hd head) documentRow {
 // labelPath is the design's path label of a document (not a filesystem path).
 func labelPath(docID string) string { return "documents/" + docID + ".md" }
 
+// listDocuments answers one page of the owner's documents in documentId order: limit
+// (1..MaxDocumentsListed, default MaxDocumentsListed) of them after cursor (the
+// nextCursor of the page before: the last documentId it showed). truncated says a page
+// follows, and nextCursor is where it starts.
 func (h *Handler) listDocuments(r *http.Request, o owner) (any, *Error) {
-	files, more, err := h.store.ReadDir(r.Context(), o.Tenant, Workbench, o.headsDir(), MaxDocumentsListed, maxDirBytes)
+	q := r.URL.Query() // handler.go checked its parameters (queryOnly)
+	limit := MaxDocumentsListed
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxDocumentsListed {
+			return nil, invalid("limit", RuleFormat, "must be an integer from 1 to %d", MaxDocumentsListed)
+		}
+		limit = n
+	}
+	after := ""
+	if c := q.Get("cursor"); c != "" {
+		if !isRecordID(c) {
+			return nil, invalid("cursor", RuleFormat, "must be the nextCursor of a page (a document id, 64 hex digits)")
+		}
+		after = c + ".json"
+	}
+	files, more, err := h.store.ReadDir(r.Context(), o.Tenant, Workbench, o.headsDir(), after, limit, maxDirBytes)
 	if err != nil {
 		return nil, fromStore(err)
 	}
@@ -45,10 +68,11 @@ func (h *Handler) listDocuments(r *http.Request, o owner) (any, *Error) {
 		}
 		rows = append(rows, rowOf(hd))
 	}
-	slices.SortFunc(rows, func(a, b documentRow) int {
-		return cmp.Or(cmp.Compare(b.UpdatedAt, a.UpdatedAt), cmp.Compare(a.DocumentID, b.DocumentID))
-	})
-	return map[string]any{"documents": rows, "truncated": more}, nil
+	page := map[string]any{"documents": rows, "truncated": more}
+	if more && len(files) > 0 {
+		page["nextCursor"] = strings.TrimSuffix(files[len(files)-1].Name, ".json")
+	}
+	return page, nil
 }
 
 // settled is hd as it reads once its pending mutation is finished: a read never shows a
@@ -200,7 +224,7 @@ func (h *Handler) getDocument(r *http.Request, o owner, id string) (any, *Error)
 		}
 		proposals = append(proposals, row)
 	}
-	files, _, err := h.store.ReadDir(ctx, o.Tenant, Workbench, o.docDir(id)+"/judgments", MaxEventsPerDocument, maxDirBytes)
+	files, _, err := h.store.ReadDir(ctx, o.Tenant, Workbench, o.docDir(id)+"/judgments", "", MaxEventsPerDocument, maxDirBytes)
 	if err != nil {
 		return nil, fromStore(err)
 	}

@@ -80,7 +80,7 @@ func (d DocumentStore) WriteFile(ctx context.Context, agent, ws, path string, bo
 }
 
 // ReadDir implements documents.Store.
-func (d DocumentStore) ReadDir(ctx context.Context, agent, ws, dir string, maxFiles int, maxBytes int64) ([]documents.StoredFile, bool, error) {
+func (d DocumentStore) ReadDir(ctx context.Context, agent, ws, dir, after string, maxFiles int, maxBytes int64) ([]documents.StoredFile, bool, error) {
 	ctx = docCtx(ctx)
 	v, w, _, err := d.Svc.Reads.ViewAt(ctx, agent, ws, workbench.At{})
 	if errors.Is(docErr(err), documents.ErrNotFound) {
@@ -91,7 +91,7 @@ func (d DocumentStore) ReadDir(ctx context.Context, agent, ws, dir string, maxFi
 	}
 	var out []documents.StoredFile
 	var total int64
-	for after := ""; ; {
+	for {
 		page, more, err := v.List(w, dir, after, 1000)
 		if errors.Is(docErr(err), documents.ErrNotFound) {
 			return nil, false, nil

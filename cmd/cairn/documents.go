@@ -32,11 +32,16 @@ func printJSON(cmd *cobra.Command, raw json.RawMessage, err error) error {
 }
 
 func newDocumentsListCommand() *cobra.Command {
-	return &cobra.Command{Use: "list", Short: "List the owner's working documents", Args: cobra.NoArgs,
+	var limit int
+	var cursor string
+	cmd := &cobra.Command{Use: "list", Short: "List a page of the owner's working documents, in document id order", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			raw, err := newClient(cmd).Documents(cmd.Context())
+			raw, err := newClient(cmd).Documents(cmd.Context(), limit, cursor)
 			return printJSON(cmd, raw, err)
 		}}
+	cmd.Flags().IntVar(&limit, "limit", 0, "documents per page, 1 to 1000 (default: the server's, 1000)")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "start after this page's nextCursor")
+	return cmd
 }
 
 func newDocumentShowCommand() *cobra.Command {

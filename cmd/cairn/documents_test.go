@@ -58,6 +58,9 @@ func TestTheDocumentsCommandsWalkTheWorkflow(t *testing.T) {
 	if list := run("list")["documents"].([]any); len(list) != 1 {
 		t.Fatalf("list: %v", list)
 	}
+	if page := run("list", "--limit", "1", "--cursor", doc); len(page["documents"].([]any)) != 0 || page["truncated"] != false {
+		t.Fatalf("the page after the only document: %v", page)
+	}
 	_, _, err = execCairn(t, "--server", srv.URL, "documents", "edit", doc, "--base", created["versionId"].(string), "--title", "T", "--text", "stale")
 	var printed bytes.Buffer
 	if err != nil {
