@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // A Write is one file a Load's writer PUTs: PUT {base}/v1/agents/{Agent}/workbenches/
@@ -45,8 +48,8 @@ type LoadOptions struct {
 	ContentType string
 	// Timeout bounds one request; 10 s when zero.
 	Timeout time.Duration
-	// Patience is how long a write is tried again (every 50 ms, through Target's next
-	// base) before the writer gives it up; 0: one try. Stop ends the tries of a write
+	// Patience is how long a write is tried again (paced by retry.Until, through Target's
+	// next base) before the writer gives it up; 0: one try. Stop ends the tries of a write
 	// that is not Required, which then counts neither as acknowledged nor as failed.
 	Patience time.Duration
 	// Retry says which answers are tried again (status 0: no answer, the body then
@@ -156,46 +159,60 @@ func (l *Load) writer(w int) {
 }
 
 // write tries wr until it is acknowledged, refused or given up; it reports whether the
-// writer may go on.
+// writer may go on. The tries are paced and bounded by retry.Until (Patience).
 func (l *Load) write(wr Write) bool {
 	began := time.Now()
-	for attempt := 0; ; attempt++ {
+	attempt, last := 0, ""
+	stopped := errors.New("stopped")
+	_, err := retry.Until(l.o.Patience, func() error {
+		if attempt > 0 {
+			if !l.o.Required && l.isStopped() {
+				return fmt.Errorf("%w: %w", retry.ErrStop, stopped) // given up by Stop
+			}
+			l.tries.Add(1)
+		}
 		base, ok := l.o.Target(wr.Writer, wr.Seq, attempt)
 		status, body := 0, []byte("node down")
 		if ok {
 			status, body = l.put(base, wr)
 		}
+		attempt++
 		if status/100 == 2 {
-			l.mu.Lock()
-			l.acks = append(l.acks, Ack{Write: wr, Took: time.Since(began)})
-			l.mu.Unlock()
-			l.acked.Add(1)
-			return true
+			return nil
 		}
-		last := fmt.Sprintf("PUT %s/%s/%s through %s (try %d): %d %.300s", wr.Agent, wr.Workbench, wr.Path, base, attempt+1, status, body)
-		retry := l.o.Retry(status, body)
-		if retry && time.Since(began) < l.o.Patience {
-			l.tries.Add(1)
-			if l.o.Required { // a required write is tried to the end, Stop or not
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			select {
-			case <-l.stop:
-				return true // given up by Stop: neither acknowledged nor failed
-			case <-time.After(50 * time.Millisecond):
-				continue
-			}
+		last = fmt.Sprintf("PUT %s/%s/%s through %s (try %d): %d %.300s", wr.Agent, wr.Workbench, wr.Path, base, attempt, status, body)
+		if !l.o.Retry(status, body) {
+			return fmt.Errorf("%w: %s", retry.ErrStop, last)
 		}
-		if retry {
-			last = fmt.Sprintf("not acknowledged within %v; last: %s", l.o.Patience, last)
-		}
+		return errors.New(last)
+	})
+	switch {
+	case err == nil:
 		l.mu.Lock()
-		l.failed = append(l.failed, last)
-		if l.o.Required && l.err == nil {
-			l.err = fmt.Errorf("write %s: %s", wr.Path, last)
-		}
+		l.acks = append(l.acks, Ack{Write: wr, Took: time.Since(began)})
 		l.mu.Unlock()
+		l.acked.Add(1)
+		return true
+	case errors.Is(err, stopped):
+		return true // neither acknowledged nor failed
+	case !errors.Is(err, retry.ErrStop):
+		last = fmt.Sprintf("not acknowledged within %v; last: %s", l.o.Patience, last)
+	}
+	l.mu.Lock()
+	l.failed = append(l.failed, last)
+	if l.o.Required && l.err == nil {
+		l.err = fmt.Errorf("write %s: %s", wr.Path, last)
+	}
+	l.mu.Unlock()
+	return false
+}
+
+// isStopped reports whether Stop was called.
+func (l *Load) isStopped() bool {
+	select {
+	case <-l.stop:
+		return true
+	default:
 		return false
 	}
 }
