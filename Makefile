@@ -64,10 +64,10 @@ FUZZ_TARGETS := \
 	./meta:FuzzValidatePath \
 	./meta:FuzzDecodeCommand \
 	./blob:FuzzParseDigest \
-	./api/workbench:FuzzCanonicalManifest \
+	./workbench:FuzzCanonicalManifest \
 	./api/rest:FuzzRequest \
-	./api/auth:FuzzParseAuthorization \
-	./api/auth:FuzzKeyLookup
+	./workbench/auth:FuzzParseAuthorization \
+	./workbench/auth:FuzzKeyLookup
 
 fuzz-smoke:
 	@for t in $(FUZZ_TARGETS); do \
@@ -91,9 +91,9 @@ test-long: minio
 	$(MAKE) fuzz-smoke FUZZTIME=20000000x
 
 ## bench-micro: Go micro-benchmarks: FSM apply, metadata lookups, path codec and snapshot
-## minting (meta), chunking, hashing and compression (blob), O(delta) append (api/workbench).
+## minting (meta), chunking, hashing and compression (blob), O(delta) append (workbench).
 bench-micro:
-	$(GO) test -run '^$$' -bench . -benchmem ./meta ./blob/... ./api/workbench
+	$(GO) test -run '^$$' -bench . -benchmem ./meta ./blob/... ./workbench
 
 ## bench-report: regenerate BENCHMARKS.md and bench/results/ from one run on this machine
 ## (about 8 minutes on 2 cores): MinIO, a 3-member etcd cluster and `cairn serve` nodes on

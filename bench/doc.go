@@ -26,7 +26,7 @@
 //
 // What bench must never do:
 //
-//   - Import Cairn's storage or server packages (meta, blob, shard, api/workbench,
+//   - Import Cairn's storage or server packages (meta, blob, shard, workbench,
 //     api/rest, api/mcp, api/server, ops) outside tests. It talks to Cairn only over
 //     HTTP, like any user, through api/client and the MCP go-sdk client; a number it
 //     reports is a number a user can reproduce. (TestHarnessTalksToCairnOnlyOverHTTP

@@ -14,8 +14,8 @@ import (
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/mcp"
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // newNode starts a real single-node Cairn (Raft replica, blob directory, REST and MCP

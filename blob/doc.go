@@ -6,7 +6,7 @@
 // is referenced, never reads paths, workbenches or revisions, and never deletes anything on
 // its own. Reference counting and delete intents are the FSM's (meta/gc.go); the sweeper
 // that deletes unreferenced and orphaned blobs is shard/worker's (gc.go), which runs on
-// each shard's leader; the write path's retry of a publish that met it is api/workbench's
+// each shard's leader; the write path's retry of a publish that met it is workbench's
 // (publish.go).
 //
 // Invariants callers rely on, for every Store implementation (blob/blobtest checks them):

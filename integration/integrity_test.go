@@ -206,7 +206,7 @@ func TestCorruptLaterSegmentAbortsTheStream(t *testing.T) {
 // A byte of an inline body (stored in the Raft log) changed in raft.db is not served as
 // "hellX world" with the digest of "hello world": the entry's checksum fails when the node
 // restarts, which refuses to start, naming raft.db. (Inline bodies are also hashed on every
-// read, for entries written before logs carried checksums: api/workbench's
+// read, for entries written before logs carried checksums: workbench's
 // TestDamagedInlineSegmentIsDataCorrupted.)
 func TestCorruptInlineBodyIsNeverServed(t *testing.T) {
 	t.Parallel()

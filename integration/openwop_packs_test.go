@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/integration/framework"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // Issue 18's acceptance on real processes: the seed's positive example (draft P, inert;

@@ -16,8 +16,8 @@ var testSupport = []string{
 	"github.com/cairnstore/cairn/internal/certtest",
 	"github.com/cairnstore/cairn/internal/metricstest",
 	"github.com/cairnstore/cairn/blob/blobtest",
-	"github.com/cairnstore/cairn/api/workbench/corestest",
-	"github.com/cairnstore/cairn/api/auth/authtest",
+	"github.com/cairnstore/cairn/workbench/corestest",
+	"github.com/cairnstore/cairn/workbench/auth/authtest",
 	"github.com/cairnstore/cairn/blob/s3/s3test",
 	"github.com/cairnstore/cairn/integration/framework",
 }

@@ -59,7 +59,7 @@ type Header struct {
 	// stored result and a different hash is an InvalidArguments error naming field
 	// "idempotency_key". Failed commands change nothing and are not remembered.
 	RequestID string `cbor:"2,keyasint,omitempty"`
-	// Principal is the id of the principal the command acts for (api/auth); "" for the
+	// Principal is the id of the principal the command acts for (workbench/auth); "" for the
 	// node's own work (workers) and for every command written before principals existed.
 	// It scopes idempotency (above) and is recorded as the producer of what the command
 	// writes (Producer).

@@ -9,7 +9,7 @@ import (
 type Code string
 
 // Error codes the FSM answers with. The surfaces map them to wire codes and HTTP statuses in
-// one table (api/workbench).
+// one table (workbench).
 const (
 	CodeInvalidArguments  Code = "InvalidArguments"
 	CodeNotFound          Code = "NotFound"

@@ -11,7 +11,7 @@ import "fmt"
 //   - its decoder (the CBOR body of its type, DecodeCommand);
 //   - its scope: the agent root it acts on, which decides shard ownership (checkOwner) and
 //     scopes idempotency (Header.RequestID), the workbench it acts in or on, which decides
-//     what a key bound to one workbench may propose (api/workbench access.go), and the
+//     what a key bound to one workbench may propose (workbench access.go), and the
 //     workbench whose files it changes (ScopeOf);
 //   - its apply function, the FSM's deterministic transition (applier.apply).
 //
@@ -110,7 +110,7 @@ var opDefs = []opDef{
 		func(c Commit) CommandScope { return writesFiles(c.Agent, c.Workspace) },
 		(*applier).commit),
 	// A restore reads its source and creates its destination; its later steps name only
-	// the operation (api/workbench checks a bound key against the operation's record).
+	// the operation (workbench checks a bound key against the operation's record).
 	defineOp(OpRestoreBegin, "restore-begin", 1,
 		func(c RestoreBegin) CommandScope {
 			return CommandScope{Agent: c.Agent, Workbench: c.Source, Files: c.Destination}

@@ -30,7 +30,7 @@ type restriction struct {
 // Staging), and agent's root-wide records read as unset (Usage, Quota, Retention). Other
 // roots are unaffected. Views derived from it (At, SnapshotView, VersionView) keep the
 // restriction. It is how a surface serves a principal that may use only part of a root
-// (api/workbench, access.go); Only on a restricted view restricts it anew.
+// (workbench, access.go); Only on a restricted view restricts it anew.
 func (v *View) Only(agent string, names ...string) *View {
 	return &View{st: v.st, at: v.at, history: v.history, only: &restriction{agent: agent, names: slices.Clone(names)}}
 }

@@ -19,7 +19,7 @@ const (
 const DefaultAuth = AuthAuto
 
 // AuthRequired reports whether every request needs an API key: Auth is "required", or
-// "auto" with a client listener that is not on loopback (api/auth/doc.go).
+// "auto" with a client listener that is not on loopback (workbench/auth/doc.go).
 func (c Config) AuthRequired() bool {
 	switch c.Auth {
 	case AuthRequired:

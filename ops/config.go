@@ -18,10 +18,10 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard/control"
 	"github.com/cairnstore/cairn/shard/worker"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // Defaults of every Config field; DefaultConfig returns them. A default of a setting a
@@ -190,7 +190,7 @@ type Config struct {
 	// diffs, file listings, histories, state-diff pages, proposal and judgment listings,
 	// OpenWOP proposal pages and file listings, MCP messages above 1 MiB, backups) running
 	// at once on this node may hold together, by estimates computed before each builds its
-	// answer (api/workbench admission.go); a request larger than all of it is refused with
+	// answer (workbench admission.go); a request larger than all of it is refused with
 	// ResourceExhausted. At least 16 MiB. YAML query_budget_bytes. Default 512 MiB.
 	QueryBudgetBytes int64
 	// QueryQueueTimeout is how long a query waits for its share of QueryBudgetBytes
@@ -390,7 +390,7 @@ type Config struct {
 	// insecure_plaintext. Default false.
 	InsecurePlaintext bool
 
-	// Auth is when requests need an API key (api/auth/doc.go, auth.go): "auto" when the
+	// Auth is when requests need an API key (workbench/auth/doc.go, auth.go): "auto" when the
 	// client listener is not on loopback, "required" always, "off" never (only on a
 	// loopback listener). /healthz and /readyz never need one. YAML auth. Default "auto"
 	// (the embedded default on loopback needs no key).
@@ -409,7 +409,7 @@ type Config struct {
 	// Default false.
 	RequireDistinctReviewer bool
 
-	// RedactSecretsFile is the WSR-1 secrets file (api/redact: JSON or YAML
+	// RedactSecretsFile is the WSR-1 secrets file (workbench/redact: JSON or YAML
 	// {tenants: {<agent>: [{id, value}]}, allSurfaces: [<agent>]}), read once at start;
 	// its values live in memory only. Empty: no registered values (secret-shaped tokens
 	// are still redacted where redaction applies). YAML redact_secrets_file. Default "".

@@ -22,6 +22,10 @@
 //     from a flag or the YAML file, and format and log as "set"/"unset", never as values.
 //     No ConfigError shows a value that may carry a secret (a URL with user info).
 //
-// This package must never import the storage layers (meta, blob, shard) or the surfaces
-// (api): they import ops, not the other way round.
+// Ops sits above the parts it configures and below the node's assembly (the import order
+// in docs/architecture.md, "Packages"): it takes each owned default from the package that
+// owns it (meta, shard, workbench, the surfaces), so every default is declared once, and
+// only api/server, cmd/cairn and the integration framework import it (deps_test.go).
+// Its subpackage ops/backup is the backup archive the admin route and `cairn admin
+// backup` share.
 package ops

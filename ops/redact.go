@@ -7,7 +7,7 @@ import (
 )
 
 // validateRedact checks the secret redaction settings (the secrets file itself is read
-// and checked when the server starts: api/redact).
+// and checked when the server starts: workbench/redact).
 func (c Config) validateRedact() []*ConfigError {
 	var errs []*ConfigError
 	if strings.ContainsRune(c.RedactSecretsFile, 0) {

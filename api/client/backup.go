@@ -21,7 +21,7 @@ const (
 )
 
 // Backup places backup id's hold on every shard and returns the backup stream (a tar
-// stream of api/backup's parts); the caller reads it to its end and closes it (backup.Write
+// stream of ops/backup's parts); the caller reads it to its end and closes it (backup.Write
 // does). c must be built on the admin listener's URL. Errors: *Error (InvalidArguments,
 // RoutingUnavailable, …) when the server refused before streaming.
 func (c *Client) Backup(ctx context.Context, id string) (io.ReadCloser, error) {

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/server"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // The tests drive the surface through HTTP against a real single-voter Cairn core

@@ -24,7 +24,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // Prefix is the path prefix of every route of this surface.

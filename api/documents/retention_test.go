@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/documents"
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // A document outlives the feed's retention: its origin is frozen in it. On a core whose

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cairnstore/cairn/api/diff"
+	"github.com/cairnstore/cairn/workbench/diff"
 )
 
 // The read routes (docs/documents.md#reads).

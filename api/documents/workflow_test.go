@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // TestTheDesignsWorkflowOverHTTP walks the design's workflow: open an event, create a

@@ -12,8 +12,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cairnstore/cairn/api/auth"
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // principalHeader carries a test client's principal id to withPrincipal, which sets it

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // requestAllocBound is the transient allocation one bounded tool call may cost here
@@ -19,7 +19,7 @@ import (
 const requestAllocBound = 64 << 20
 
 // readHeapBound bounds the heap growth of one structured read of a 16 MB file: one
-// verified segment buffer (up to 16 MiB, api/workbench integrity.go), the decoder's
+// verified segment buffer (up to 16 MiB, workbench integrity.go), the decoder's
 // buffers, and the garbage a sampled heap still counts (more under -race). It is well
 // below what the unbounded read cost (issue 10 finding 11: +500 MB), so holding every
 // record still fails it.

@@ -1,6 +1,6 @@
 package mcp
 
-import "github.com/cairnstore/cairn/api/workbench"
+import "github.com/cairnstore/cairn/workbench"
 
 // diffTool is cairn_diff (issue 16): Review.Diff over MCP, the sides in
 // workbench.ParseDiffSide's syntax.

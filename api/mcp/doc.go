@@ -2,7 +2,7 @@
 // the official MCP go-sdk over streamable HTTP (Handler, mounted at
 // /v1/agents/{agent}/mcp and /mcp), over stdio (ServeStdio), and as a stdio proxy in front
 // of a running server (ServeStdioProxy). It is a thin transport: the tool semantics live in
-// api/workbench, which this package calls and never bypasses.
+// workbench, which this package calls and never bypasses.
 //
 // Invariants:
 //

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // TestAGrepPageThatFoundNothingYetSaysSo (issue 25, finding 16): a file larger than one

@@ -13,19 +13,19 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // maxCachedServers bounds the per-agent server cache of Handler. Servers hold no session
 // state (the handler is stateless), so evicting one only costs rebuilding it.
 const maxCachedServers = 1024
 
-// Handler returns the streamable HTTP MCP endpoint (api/auth/doc.go). The caller mounts it at
+// Handler returns the streamable HTTP MCP endpoint (workbench/auth/doc.go). The caller mounts it at
 // `/v1/agents/{agent}/mcp` and at `/mcp`: the agent root is r.PathValue("agent"), or
 // DefaultAgent when the route has none. An agent id that fails meta.ValidateName is answered
 // with HTTP 404 and the contract's NotFound envelope, exactly like a root the caller may not
-// see (api/auth/doc.go).
+// see (workbench/auth/doc.go).
 //
 // The endpoint serves both protocol lanes the go-sdk offers (StreamableHTTPOptions.Stateless),
 // chosen per request by its protocol version, as the SDK reads it:

@@ -3,8 +3,8 @@ package mcp
 import (
 	"testing"
 
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // TestAToolWriteWhoseCommitIsUnconfirmedAnswersOutcomeUnknown: over streamable HTTP, a

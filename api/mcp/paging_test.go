@@ -840,7 +840,7 @@ func TestFindWithAFilterEndsOnTheLastMatch(t *testing.T) {
 }
 
 // TestFindCursorsContinueByNameAcrossWrites documents find's paging under writes: its cursor
-// carries the last workbench name and no fence (api/workbench Reads.Find), so a later page
+// carries the last workbench name and no fence (workbench Reads.Find), so a later page
 // never fails with ReadFenceChanged; it goes on after that name in the current state.
 // Workbenches created behind the cursor are missed, those created ahead of it are found,
 // and none is returned twice.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // TestQueriesGroupFilterAndProjectByArtifactProducer: the published transcript's queries

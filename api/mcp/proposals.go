@@ -1,8 +1,8 @@
 package mcp
 
-import "github.com/cairnstore/cairn/api/workbench"
+import "github.com/cairnstore/cairn/workbench"
 
-// proposalTools are the cairn profile's review-gated change tools (api/workbench
+// proposalTools are the cairn profile's review-gated change tools (workbench
 // proposals.go has the rules; REST serves the same under …/proposals).
 var proposalTools = []toolDef{
 	{

@@ -12,14 +12,14 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // DefaultMaxPayloadBytes is the default cap on a decoded MCP payload (docs/workbench.md#common-rules
 // rules: "Payload cap for MCP: configurable, default 16 MiB").
 const DefaultMaxPayloadBytes = 16 << 20
 
-// DefaultAgent is the agent root of the endpoint that names none (`/mcp`; api/auth/doc.go).
+// DefaultAgent is the agent root of the endpoint that names none (`/mcp`; workbench/auth/doc.go).
 const DefaultAgent = "default"
 
 // messageOverheadBytes is what the transports allow on top of the encoded payload for the

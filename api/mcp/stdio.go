@@ -15,10 +15,10 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/workbench/auth"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // proxyMaxMessageBytes bounds one JSON-RPC message the stdio proxy accepts from its client

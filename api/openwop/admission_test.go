@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/api/openwop"
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // TestProposalPagesTakeTheNodesMemoryBudget (issue 25 finding 11: only the queries were

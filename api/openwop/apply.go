@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/mod/semver"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // Apply and reject (issue 18 §2, §3). Apply judges the artifact as its kind requires

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // DefaultContentType is a file's content type when a PUT names none

@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/cairnstore/cairn/api/auth"
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // Redactor replaces secret-shaped values and a tenant's registered secrets in content
-// before it is persisted (OpenWOP WSR-1; api/redact implements it). nil: no redaction.
+// before it is persisted (OpenWOP WSR-1; workbench/redact implements it). nil: no redaction.
 type Redactor interface {
 	Redact(tenant, content string) string
 }

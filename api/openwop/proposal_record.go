@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // How OpenWOP proposals and installed packs are stored (issue 18). Everything of a tenant

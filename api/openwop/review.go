@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // Four eyes (issue 25): with the node's RequireDistinctReviewer setting, an apply or a

@@ -6,10 +6,10 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/openwop"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // principalHeader names the test principal of a request; every principal here is bound

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // TestRunsTakeTheirSnapshotsUnderTheirOwnCap (issue 25, finding 13): runs filled the

@@ -3,8 +3,8 @@ package openwop
 import (
 	"net/http"
 
-	"github.com/cairnstore/cairn/api/auth"
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // The cross-owner conformance seam POST /v1/host/sample/workspace/op (OpenWOP

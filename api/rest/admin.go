@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/shard/worker"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // Collector runs garbage-collection sweeps over the shards this node leads: the node's

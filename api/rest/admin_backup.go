@@ -29,7 +29,7 @@ type Scrubber interface {
 // implements it.
 type Backups interface {
 	// WriteBackup places backup id's hold on every shard, then writes the backup's parts
-	// (api/backup's layout) to w as a tar stream, identity.json last. start is called
+	// (ops/backup's layout) to w as a tar stream, identity.json last. start is called
 	// once before the first byte (the answer is committed from then on).
 	WriteBackup(ctx context.Context, id string, start func() io.Writer) error
 	// ReleaseBackup releases backup id's hold on every shard and reports per shard

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // BenchmarkParallelLargeProposalListings is issue 25 finding 11's load (30 parallel GET

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // ProducerHeader names the response header of file and workbench reads that says who

@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/mem"
 	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // faultMode says how faultyBlobs answers Get.

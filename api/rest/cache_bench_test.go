@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 	"github.com/cairnstore/cairn/blob/cache"
 	"github.com/cairnstore/cairn/blob/s3/s3test"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // BenchmarkGetCached measures a whole-body REST GET over loopback TCP, side by side

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // Defaults of the progress-based deadlines (Options).

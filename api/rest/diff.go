@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // diff serves GET /v1/agents/{agent}/workbenches/{id}/diff?path=&from=&to=&context=&cursor=&limit=

@@ -8,7 +8,7 @@
 // map to HTTP statuses in one table (statusOf).
 //
 // Who may do what is the Service's decision, made from the principal of the request
-// context (api/auth): this package adds no rule of its own, so every route answers a root
+// context (workbench/auth): this package adds no rule of its own, so every route answers a root
 // the principal may not use exactly as a root that does not exist, and a missing scope
 // with 403 PermissionDenied only where the root is visible (api/server's authmatrix tests
 // drive every route with each kind of API key through the assembled node).

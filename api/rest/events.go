@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // The change feed as server-sent events (issue 15 item 5; meta's feed.go):

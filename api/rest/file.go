@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // file serves PUT, GET, HEAD, POST ?append and DELETE of one file.

@@ -16,8 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // OpenAPI is the OpenAPI 3.1 document of this API, served at /v1/openapi.json.
@@ -533,7 +533,7 @@ func idempotencyKey(r *http.Request) (string, error) {
 }
 
 // countingReader counts body bytes as they stream. The count is atomic: the ingest reads
-// the body on a goroutine of its own (api/workbench, the ingest gate), which may still be
+// the body on a goroutine of its own (workbench, the ingest gate), which may still be
 // in a Read when the write has answered.
 type countingReader struct {
 	r io.Reader

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // History routes (issue 16, deliverable 1):

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // TestTricklingUploadsLeaveOtherPrincipalsWritesFree (issue 25, finding 12): uploads that

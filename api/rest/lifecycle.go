@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // Lifecycle routes (issue 17): list and delete workbenches and read a root's usage on the

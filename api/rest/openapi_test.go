@@ -20,8 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // servedRoutes is every route and method the handler serves (handler.go route, file.go

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // TestRESTQueriesUseArtifactProducer: the root-wide search and aggregate endpoints group,

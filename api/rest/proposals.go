@@ -4,10 +4,10 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
 )
 
-// Proposals and decisions (review-gated changes; api/workbench proposals.go has the rules):
+// Proposals and decisions (review-gated changes; workbench proposals.go has the rules):
 //
 //	POST /v1/agents/{a}/workbenches/{w}/proposals                 create (201; 200 for a converged retry)
 //	GET  /v1/agents/{a}/workbenches/{w}/proposals?path=&state=&cursor=&limit=

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/redact"
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/redact"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // An opted-in tenant's REST PUT stores (and answers the digest of) the redacted bytes;

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // newServer starts a real node stack (Raft replica, local blob store, Workbench service)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // TestRequireDistinctReviewerRefusesTheProposersDecision: on a node that requires a

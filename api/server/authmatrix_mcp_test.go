@@ -10,7 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // The MCP columns of the authorization matrix (authmatrix_test.go): every tool the node

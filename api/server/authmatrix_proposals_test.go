@@ -3,7 +3,7 @@ package server
 import (
 	"testing"
 
-	"github.com/cairnstore/cairn/api/auth"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // TestAuthProposalsNeedTheReviewScopeToDecide: a key that may write root a proposes, but

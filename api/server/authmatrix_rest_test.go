@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // The REST columns of the authorization matrix (authmatrix_test.go), over every route

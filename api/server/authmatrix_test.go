@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // The authorization matrix of issue 14 (acceptance: every REST route and every MCP tool

@@ -8,14 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
-// Authentication (api/auth/doc.go): one middleware in front of routing on the client
+// Authentication (workbench/auth/doc.go): one middleware in front of routing on the client
 // listener and on the admin listener, and its counterpart on the peer port for requests
 // another node forwarded.
 //

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/api/auth"
-	"github.com/cairnstore/cairn/api/workbench"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // testKeys is a file store holding a live read key, a live admin key, a revoked key and

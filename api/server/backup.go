@@ -18,13 +18,13 @@ import (
 	"github.com/google/uuid"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/cairnstore/cairn/api/auth"
-	"github.com/cairnstore/cairn/api/backup"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/ops/backup"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/control"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // backupShardTimeout bounds placing one shard's hold and reaching its version here.
@@ -33,7 +33,7 @@ const backupShardTimeout = 30 * time.Second
 // WriteBackup implements rest.Backups: for every shard it places backup id's hold (on the
 // shard's leader), takes the state of this node's replica at or after the hold's version
 // and spools it, zstd-compressed, to a temporary file in the data directory (a tar entry
-// needs its size first); then it streams the parts (api/backup's layout), identity.json
+// needs its size first); then it streams the parts (ops/backup's layout), identity.json
 // last. An embedded node adds what lives only in its data directory: its API keys
 // (keys.json) and, when its blob directory lies inside the data directory (the default
 // --blob dir), every blob file, copied after the holds are placed, so every blob the
@@ -176,7 +176,7 @@ const backupWorkingSetBytes = 32 << 20
 
 // spoolRecords writes the durable etcd records of the cluster, read a page at a time at
 // one revision (control.Plane.EachRecord), as the JSON array of control.Record the
-// backup's etcd part is (api/backup restores it), to a temporary file in the data
+// backup's etcd part is (ops/backup restores it), to a temporary file in the data
 // directory; it returns the file, written to its end, and the revision.
 func (n *Node) spoolRecords(ctx context.Context, plane *control.Plane) (*os.File, int64, error) {
 	f, err := os.CreateTemp(n.cfg.DataDir, "backup-spool-*")

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/api/backup"
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/ops/backup"
 )
 
 // backupFixture is an embedded node whose blob store lives outside its data directory

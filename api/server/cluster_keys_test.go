@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/auth/authtest"
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench/auth/authtest"
 )
 
 // getWith sends GET u with key and returns the status.

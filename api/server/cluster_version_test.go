@@ -10,9 +10,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/shard/control"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // TestClusterRefusesRunSnapshotsWhileAReplicaRunsTheFirstRelease: a run's snapshot

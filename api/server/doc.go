@@ -12,7 +12,7 @@
 // forwards over the peer port (docs/architecture.md#replication-and-placement). This package only assembles: routing and
 // forwarding decisions are the host's (route.go wraps them for HTTP).
 //
-// Secret redaction (redact.go): Open builds the node's api/redact Redactor from
+// Secret redaction (redact.go): Open builds the node's workbench/redact Redactor from
 // Config.RedactSecretsFile and Config.RedactAllSurfacesTenants before the blob store and
 // the shard host open (a bad file fails the start, naming the entry and never its value);
 // the Workbench service redacts the writes of the opted-in agents with it, and
@@ -27,7 +27,7 @@
 //	LOCK              flock'd while a process uses the directory
 //	node-id           the node's UUID (Raft server id), written once
 //	cursor.key        32 random bytes signing cursors, written once (mode 0600)
-//	keys.json         the API keys (api/auth.FileStore: digests only, mode 0600); a
+//	keys.json         the API keys (workbench/auth.FileStore: digests only, mode 0600); a
 //	                  cluster's keys live in etcd under <prefix>/keys/ instead
 //	shards/0/         the shard's Raft log (raft.db) and snapshots (snapshots/)
 //	blobs/            the local-directory blob store (Config.Blob "dir", the default)

@@ -12,9 +12,9 @@ import (
 
 	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/openwop"
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // DocumentStore adapts the Workbench service to documents.Store: the working-documents

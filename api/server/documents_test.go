@@ -13,8 +13,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // A node serves working documents for its configured owner (a node without keys):

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 func startDrained(t *testing.T, h http.Handler) (*drainer, *http.Server, string, <-chan struct{}) {

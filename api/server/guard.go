@@ -8,8 +8,8 @@ import (
 
 	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/openwop"
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // guard is the one check of who may talk to a client listener, in front of REST and MCP

@@ -16,11 +16,11 @@ import (
 	"github.com/gofrs/flock"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard/control"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // Key management (cairn admin key): admin-listener routes over the node's key store, and

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // The first key of an embedded node is made before the node ever started: the data

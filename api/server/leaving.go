@@ -4,8 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/shard/control"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // LeavingPath is the admin-listener path that marks a node leaving (POST {"node": id}:

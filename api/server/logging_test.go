@@ -11,8 +11,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnstore/cairn/api/client"
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // lockedBuffer is a log destination many goroutines write to.

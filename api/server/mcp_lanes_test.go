@@ -12,8 +12,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // laneRecorder sends every request with one key and records what the client sent (the

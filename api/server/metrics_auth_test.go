@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // serveWithKeys serves a node of cfg whose key file holds a read key and an admin key of

@@ -6,8 +6,8 @@ import (
 	"os"
 
 	"github.com/cairnstore/cairn/api/openwop"
-	"github.com/cairnstore/cairn/api/redact"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench/redact"
 )
 
 // openwopOptions configures the OpenWOP host.workspace facade from the node's settings.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // The facade's PUT is redacted (WSR-1) on a node with no secrets file: a secret-shaped

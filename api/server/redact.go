@@ -3,8 +3,8 @@ package server
 import (
 	"fmt"
 
-	"github.com/cairnstore/cairn/api/redact"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench/redact"
 )
 
 // openRedactor builds the node's secret redactor (WSR-1) from cfg: the secrets file's

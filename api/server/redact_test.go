@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/redact"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/workbench/redact"
 )
 
 // The node redacts the writes of the agents the secrets file and the flag opt in, with

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/shard/host"
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // Request routing on a cluster node's client port. A node that hosts a replica of a

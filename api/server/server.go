@@ -21,13 +21,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/mcp"
 	"github.com/cairnstore/cairn/api/openwop"
-	"github.com/cairnstore/cairn/api/redact"
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/cache"
 	"github.com/cairnstore/cairn/internal/durable"
@@ -38,6 +35,9 @@ import (
 	"github.com/cairnstore/cairn/shard/host"
 	"github.com/cairnstore/cairn/shard/mux"
 	"github.com/cairnstore/cairn/shard/worker"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/redact"
 )
 
 // reservedWorkbenches are the workbenches only one surface writes (workbench.Config.ReservedWorkbenches):

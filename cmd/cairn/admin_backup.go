@@ -15,10 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairnstore/cairn/api/backup"
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/server"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/ops/backup"
 )
 
 // backupTargetFlags are the flags that name a backup destination.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 func TestAdminClusterStatusOnAnEmbeddedNodeSaysItIsNotACluster(t *testing.T) {

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/backup"
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/server"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/ops/backup"
 )
 
 // backupNode is an embedded node on dataDir (blob store blob, "" for the default

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/server"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // The working-documents workflow through `cairn documents`, against a node's REST API and

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 	"github.com/cairnstore/cairn/internal/certtest"
 	"github.com/cairnstore/cairn/internal/freeport"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 func TestHealthProbesTheNodeAndFailsWhenItIsNotWell(t *testing.T) {

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/auth"
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // bearerIsPrincipal stands in for the node's key check in these tests: the bearer token

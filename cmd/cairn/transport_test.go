@@ -11,9 +11,9 @@ import (
 
 	"github.com/cairnstore/cairn/api/mcp"
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/workbenchtest"
 	"github.com/cairnstore/cairn/internal/certtest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // authRecorder serves h and records the path and Authorization header of every request.

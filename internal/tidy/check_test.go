@@ -103,7 +103,7 @@ func longFiles(files []goFile, limit int, allow map[string]string) []string {
 }
 
 // funcKey names a function for the allow-list: its directory, then Recv.Name for a method
-// or Name for a function ("api/workbench.Service.Write").
+// or Name for a function ("workbench.Service.Write").
 func funcKey(rel string, fd *ast.FuncDecl) string {
 	name := fd.Name.Name
 	if fd.Recv != nil && len(fd.Recv.List) == 1 {

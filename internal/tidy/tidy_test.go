@@ -28,19 +28,19 @@ var allowedLongFiles = map[string]string{
 // allowedLongFuncs are the functions allowed past maxFuncLines (funcKey: directory, then
 // Recv.Name or Name), each with its reason. The list only shrinks.
 var allowedLongFuncs = map[string]string{
-	"api/auth/authtest.Suite.Run":  "a conformance suite: one short t.Run per clause of the key-store contract over shared fixture closures",
-	"api/client.Import":            "one pipeline (walk, bounded upload workers, stats) whose goroutines share one cancellation and first error",
-	"api/rest.Handler.read":        "GET/HEAD of a file: query, preconditions, Range and streaming in the order RFC 9110 §13.2.2 evaluates them",
-	"api/rest.Handler.route":       "the tenant listener's route table: one case per route, read as the list of REST endpoints",
-	"api/server.Node.open":         "the node's assembly, in dependency order (identity, TLS, blob store, host, service, handlers); issue 26 item 1 names and splits it",
-	"api/workbench.base.ingest":    "the write path's cut-hash-upload loop with its slot, inline and resume cases, one loop whose cases share the segment in hand",
-	"api/workbench.Tools.toolRead": "workbench_read's argument checks, cursor and line/byte windows, in the contract's order",
-	"bench.Run":                    "the benchmark's phases in order (setup, each rate, each baseline, teardown) sharing one report",
-	"bench.scenario.op":            "one closure per scenario over shared put/get helpers: the scenario table",
-	"bench/cmd/bench-report.run":   "the report's script: each step one command whose output the next reads, in the order BENCHMARKS.md shows",
-	"meta.View.aggregate":          "one query plan (compile, choose index or scan, group, order, page) whose steps share the compiled predicates",
-	"ops.Config.validate":          "one rule per setting in flag order, so a reader finds a flag's rule by its name; issue 26 item 1 moves them into each part's Validate",
-	"shard/control.Plan":           "the controller's decision as one pure function in priority order (bootstrap, replace, promote, remove), documented step by step",
+	"workbench/auth/authtest.Suite.Run": "a conformance suite: one short t.Run per clause of the key-store contract over shared fixture closures",
+	"api/client.Import":                 "one pipeline (walk, bounded upload workers, stats) whose goroutines share one cancellation and first error",
+	"api/rest.Handler.read":             "GET/HEAD of a file: query, preconditions, Range and streaming in the order RFC 9110 §13.2.2 evaluates them",
+	"api/rest.Handler.route":            "the tenant listener's route table: one case per route, read as the list of REST endpoints",
+	"api/server.Node.open":              "the node's assembly, in dependency order (identity, TLS, blob store, host, service, handlers); issue 26 item 1 names and splits it",
+	"workbench.base.ingest":             "the write path's cut-hash-upload loop with its slot, inline and resume cases, one loop whose cases share the segment in hand",
+	"workbench.Tools.toolRead":          "workbench_read's argument checks, cursor and line/byte windows, in the contract's order",
+	"bench.Run":                         "the benchmark's phases in order (setup, each rate, each baseline, teardown) sharing one report",
+	"bench.scenario.op":                 "one closure per scenario over shared put/get helpers: the scenario table",
+	"bench/cmd/bench-report.run":        "the report's script: each step one command whose output the next reads, in the order BENCHMARKS.md shows",
+	"meta.View.aggregate":               "one query plan (compile, choose index or scan, group, order, page) whose steps share the compiled predicates",
+	"ops.Config.validate":               "one rule per setting in flag order, so a reader finds a flag's rule by its name; issue 26 item 1 moves them into each part's Validate",
+	"shard/control.Plan":                "the controller's decision as one pure function in priority order (bootstrap, replace, promote, remove), documented step by step",
 }
 
 // moduleRoot walks up from the test's working directory to the go.mod of this module.

@@ -12,7 +12,7 @@ import (
 )
 
 // Core is what the host serves an agent root through: the adapter's core interface
-// (api/workbench.Core has the same methods).
+// (workbench.Core has the same methods).
 type Core interface {
 	// Propose replicates a command on the root's shard leader and returns its applied
 	// result.

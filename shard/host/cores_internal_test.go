@@ -11,16 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/api/workbench"
-	"github.com/cairnstore/cairn/api/workbench/corestest"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/control"
 	"github.com/cairnstore/cairn/shard/mux"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/corestest"
 )
 
-// The Cores conformance suite (api/workbench/corestest) against the host's cores: the
+// The Cores conformance suite (workbench/corestest) against the host's cores: the
 // embedded default, and a cluster of three nodes in this process whose roots are either
 // placed before their first write (every call meets a rootCore) or not (the first calls
 // meet an unplacedCore, whose first write places the root).

@@ -14,7 +14,7 @@
 // Invariants:
 //
 //   - The host never carries a body: a write's segments are uploaded by the node that
-//     received it (api/workbench) before the command that references them is proposed;
+//     received it (workbench) before the command that references them is proposed;
 //     only the command (with its inline bytes) crosses the peer port. Reads are served
 //     from this node's replica: a linearizable read asks the leader for a read index
 //     (shard.ReadIndex) and waits until the local replica applied that far; a read at a

@@ -10,7 +10,7 @@
 // The package knows a shard only through Core (Propose and ReadView) and the error values
 // of shard/outcome: it imports neither package shard nor Raft, nor anything under api
 // (deps_test.go checks). The write path's half of collection (a publish that meets a
-// delete intent uploads again) stays with ingest in api/workbench.
+// delete intent uploads again) stays with ingest in workbench.
 //
 // Invariants:
 //

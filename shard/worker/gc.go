@@ -15,7 +15,7 @@ import (
 
 // Garbage collection of blobs, the sweeper's half (docs/architecture.md#blob-storage-and-garbage-collection; the FSM's rules are in
 // meta/gc.go; the writer's half, a publish that meets an intent and uploads again, is in
-// api/workbench). One sweep of a shard, per agent root:
+// workbench). One sweep of a shard, per agent root:
 //
 //  1. Plan, reading only: the root's zero-count digests past the grace period that no
 //     backup hold keeps (meta/backup.go), and its

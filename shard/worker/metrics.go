@@ -7,7 +7,7 @@ import (
 )
 
 // metrics are the workers' counters, the same whichever shard (and node type) ran them.
-// The write path's cairn_gc_publish_retries_total is api/workbench's.
+// The write path's cairn_gc_publish_retries_total is workbench's.
 type metrics struct {
 	gcRuns         *prometheus.CounterVec
 	gcIntents      prometheus.Counter

@@ -21,7 +21,7 @@ import (
 // errors.Is.
 //
 // It is an alias of an interface literal, not a defined type, so that any package that
-// declares the same alias (api/workbench does) has the identical type: a method of
+// declares the same alias (workbench does) has the identical type: a method of
 // *workbench.Service that takes a workbench.Core satisfies Restorer.
 type Core = interface {
 	// Propose replicates a command and returns its applied result.
@@ -62,7 +62,7 @@ type Config struct {
 	GCInterval time.Duration
 	// GCGrace is how long a blob must have had no reference (or an orphan must have been
 	// stored) before a sweep takes it, unless GCOptions.Grace says otherwise. It must be
-	// longer than the longest read or upload stream (docs/architecture.md#the-read-path; api/workbench bounds
+	// longer than the longest read or upload stream (docs/architecture.md#the-read-path; workbench bounds
 	// uploads below its own Config.GCGrace, which must be this one). Default
 	// DefaultGCGrace (1h).
 	GCGrace time.Duration

@@ -70,7 +70,7 @@ func (e *env) render() (string, error) {
 	w("`make bench-micro` runs the Go micro-benchmarks (not part of this report): FSM apply, in-process\n")
 	w("metadata lookups, the path codec, snapshot minting at 10 and 100,000 files (meta), content-defined\n")
 	w("chunking, SHA-256 hashing and the zstd codec (blob), and a 1 KiB append to a 1 KiB and a 1 GiB file\n")
-	w("through the real write path (api/workbench; BENCHMARKS.md's O(delta) append).\n\n")
+	w("through the real write path (workbench; BENCHMARKS.md's O(delta) append).\n\n")
 
 	w("## Every command of this run\n\n")
 	w("In order; each also printed its results table and progress to the terminal.\n\n```sh\n")
@@ -283,7 +283,7 @@ func (e *env) renderTargets(w func(string, ...any)) {
 	}
 	if j := e.job("restore-100"); j != nil {
 		c := j.report.Cairn
-		w("| restore is O(paths) metadata, no body copied | %s restores/s of 100 files, p50 %s | not a ratio: see the api/workbench tests for \"no byte copied\" |\n",
+		w("| restore is O(paths) metadata, no body copied | %s restores/s of 100 files, p50 %s | not a ratio: see the workbench tests for \"no byte copied\" |\n",
 			bench.FormatRate(c.AchievedRate), bench.FormatMicros(c.Latency.P50Micros))
 	}
 	if j := e.job("stat"); j != nil {

@@ -1,0 +1,250 @@
+package workbench
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench/auth"
+)
+
+// Who may use a root (workbench/auth/doc.go). The principal comes from the request context
+// (auth.FromContext); a context without one is the node's own work or a node without
+// authentication, and acts as auth.Local (every root, every scope). What a principal may
+// reach is decided in one place, auth.Principal.ReachIn (widened here by the reserved
+// workbench of the surface a request came through: reach), for every surface: the whole
+// root, one workbench of it (a key bound to an OpenWOP tenant·workspace), or nothing.
+//
+// A root the caller may not use answers exactly as a root that does not exist, and a
+// workbench it may not reach exactly as a workbench that does not exist, by construction
+// rather than by copied texts:
+//
+//   - Reads: every view the adapter reads of such a root is the empty state (readView,
+//     viewAt), the same view a root that does not exist is read from, after the same core
+//     call. What a read then answers (NotFound, an empty search, read_version 0) is what
+//     it answers for a missing root, and takes the same path. A caller that reaches only
+//     some workbenches reads a view restricted to them (meta.View.Only): every other
+//     workbench is missing from it, in lookups, listings, queries, snapshots, proposals,
+//     restores and the change feed alike.
+//   - Writes: the operation reads the same empty views, and its command is decided on the
+//     empty state, after the same view read, for a root that is missing and for a hidden
+//     one (absentRoot): a command the empty state refuses (a renew of a missing snapshot,
+//     a delete in a missing workbench) gets that answer, from the same path, without a
+//     proposal. A command that would create the root is refused for a hidden root with
+//     the NotFound the empty state gives its workbench (mayCreate), before any upload.
+//     A command in a workbench the caller does not reach is decided the same way, as if
+//     the whole root were hidden (reachesCommand); a root-wide one (usage, quotas,
+//     retention, purge) is PermissionDenied for a caller that reaches part of the root
+//     (mayRootWide).
+//   - Cursors are signed for the root and the principal (cursor.go): another root's, or
+//     another principal's, fails as a forged one does.
+//
+// Scopes are checked only where the root is visible: without auth.ScopeRead a read, and
+// without auth.ScopeWrite a write, is PermissionDenied (403).
+
+// caller returns the principal ctx acts for: auth.Local when it carries none.
+func caller(ctx context.Context) auth.Principal {
+	if p, ok := auth.FromContext(ctx); ok {
+		return p
+	}
+	return auth.Local
+}
+
+// hidden reports whether the caller may not use agent's root: it must look absent.
+func hidden(ctx context.Context, agent string) bool { return !caller(ctx).MayUse(agent) }
+
+// access is what a caller reaches of one agent root: the whole root, or the workbenches
+// listed (none: the root is hidden).
+type access struct {
+	whole       bool
+	workbenches []string
+}
+
+func (a access) any() bool { return a.whole || len(a.workbenches) > 0 }
+
+// has reports whether a reaches workbench id ("": the root-wide records, whole only).
+func (a access) has(id string) bool { return a.whole || id != "" && slices.Contains(a.workbenches, id) }
+
+// reach returns what the caller reaches of agent's root: auth.Principal.ReachIn, and for
+// a caller bound to one workbench, also the workbench the request's surface reserves
+// (Config.ReservedWorkbenches: the OpenWOP facade keeps its tenant's packs in
+// "openwop-packs" of the tenant's root), through that surface only.
+func (s *base) reach(ctx context.Context, agent string) access {
+	r := caller(ctx).ReachIn(agent)
+	switch {
+	case r.Whole:
+		return access{whole: true}
+	case r.Workbench == "":
+		return access{}
+	}
+	if _, reserved := s.cfg.ReservedWorkbenches[r.Workbench]; reserved {
+		// A reserved workbench holds a surface's records of every workspace (the working
+		// documents of each): a key bound to its name reaches nothing, on every surface.
+		return access{}
+	}
+	a := access{workbenches: []string{r.Workbench}}
+	surface := SurfaceOf(ctx)
+	for _, ws := range slices.Sorted(maps.Keys(s.cfg.ReservedWorkbenches)) {
+		if owner := s.cfg.ReservedWorkbenches[ws]; owner != "" && owner == surface && ws != r.Workbench {
+			a.workbenches = append(a.workbenches, ws)
+		}
+	}
+	return a
+}
+
+// emptyView is the state of a shard that holds no root: what every read of a root that
+// does not exist, or that the caller may not use, sees. Views are immutable and safe for
+// concurrent use.
+var emptyView = meta.New(meta.Options{}).View()
+
+// visibleView returns v, the empty state when agent's root is not in it or hidden from
+// the caller (the one path by which both answer), or v restricted to the workbenches the
+// caller reaches (meta.View.Only).
+func (s *base) visibleView(ctx context.Context, agent string, v *meta.View) *meta.View {
+	if _, ok := v.Root(agent); !ok {
+		return emptyView
+	}
+	switch a := s.reach(ctx, agent); {
+	case a.whole:
+		return v
+	case a.any():
+		return v.Only(agent, a.workbenches...)
+	}
+	return emptyView
+}
+
+// mayRead answers PermissionDenied when the caller sees agent's root but lacks
+// auth.ScopeRead. A hidden root passes: its reads see the empty state.
+func mayRead(ctx context.Context, agent string) *Error {
+	return mayDo(ctx, agent, auth.ScopeRead, "read")
+}
+
+// mayWrite answers PermissionDenied when the caller sees agent's root but lacks
+// auth.ScopeWrite. A hidden root passes: its writes read the empty state and are refused
+// where they would change it (mayCreate, absentRoot).
+func mayWrite(ctx context.Context, agent string) *Error {
+	return mayDo(ctx, agent, auth.ScopeWrite, "change")
+}
+
+// mayCreate is mayWrite for the writes that create a missing root (create, put, append,
+// commit), before they upload anything: for a hidden root, or a workbench id the caller
+// does not reach, the NotFound the empty state answers for workbench id (id "": the root
+// itself, which a caller that reaches any workbench of it may create).
+func (s *base) mayCreate(ctx context.Context, agent, id string) *Error {
+	if err := mayWrite(ctx, agent); err != nil {
+		return err
+	}
+	a := s.reach(ctx, agent)
+	if id == "" && a.any() || a.has(id) {
+		return nil
+	}
+	return absentAnswer(agent, id)
+}
+
+// absentAnswer is the NotFound the empty state answers for workbench id of agent (id "":
+// the root itself).
+func absentAnswer(agent, id string) *Error {
+	if id == "" {
+		return newError(CodeNotFound, "agent root %q does not exist", agent)
+	}
+	_, err := emptyView.Workspace(agent, id)
+	return AsError(err)
+}
+
+// mayRootWide answers PermissionDenied when the caller reaches only part of agent's root
+// and asks for a root-wide record (usage, quotas, retention, a purge): those describe or
+// change every workbench. A hidden root passes: it answers as a missing one.
+func (s *base) mayRootWide(ctx context.Context, agent, what string) *Error {
+	a := s.reach(ctx, agent)
+	if !a.any() || a.whole {
+		return nil
+	}
+	p := caller(ctx)
+	e := newError(CodePermissionDenied, "principal %q may use only workbench %q of agent root %q: %s needs a key for the whole root",
+		p.ID, p.Workspace, agent, what)
+	e.Details["workbench"] = p.Workspace
+	return e
+}
+
+func mayDo(ctx context.Context, agent string, scope auth.Scope, verb string) *Error {
+	p := caller(ctx)
+	if !p.MayUse(agent) || p.Has(scope) {
+		return nil
+	}
+	e := newError(CodePermissionDenied, "principal %q may not %s agent root %q: it lacks the %s scope", p.ID, verb, agent, scope)
+	e.Details["scope"] = string(scope)
+	return e
+}
+
+// reachesCommand reports whether the caller reaches every workbench command b of agent's
+// root touches. A caller that reaches part of the root reaches no root-wide command but
+// the root's creation, and a restore's steps only while it reaches the operation's source
+// and destination (read through its restricted view).
+func (s *base) reachesCommand(ctx context.Context, agent string, b meta.Body) (bool, error) {
+	a := s.reach(ctx, agent)
+	if a.whole || !a.any() {
+		return a.whole, nil
+	}
+	switch b := b.(type) {
+	case meta.CreateRoot:
+		return true, nil
+	case meta.RestoreBegin:
+		return a.has(b.Source) && a.has(b.Destination), nil
+	case meta.RestoreCopy, meta.RestoreFinish:
+		view, err := s.readView(ctx, agent)
+		if err != nil {
+			return false, err
+		}
+		var op string
+		if c, ok := b.(meta.RestoreCopy); ok {
+			op = c.OpID
+		} else {
+			op = b.(meta.RestoreFinish).OpID
+		}
+		_, ok := view.Restore(agent, op)
+		return ok, nil
+	}
+	return a.has(meta.ScopeOf(b).Workbench), nil
+}
+
+// absentRoot decides a command for agent's root when the root is not in its shard or is
+// hidden from the caller, the same way for both: after the same view read (readView), the
+// command is applied to the empty state; if that refuses it, its answer is the command's
+// (done, nothing proposed). A command the empty state takes proceeds (done false) for a
+// missing root, which it creates, and is refused for a hidden one. A command in a
+// workbench the caller does not reach is decided as for a hidden root (reachesCommand).
+// A root seen to exist is remembered (s.roots), so a known root's commands skip the read.
+func (s *base) absentRoot(ctx context.Context, agent string, h meta.Header, b meta.Body) (res meta.Result, done bool, err error) {
+	reached, err := s.reachesCommand(ctx, agent, b)
+	if err != nil {
+		return meta.Result{}, true, err
+	}
+	if _, known := s.roots.Load(agent); known && reached {
+		return meta.Result{}, false, nil
+	}
+	view, err := s.readView(ctx, agent)
+	if err != nil {
+		return meta.Result{}, true, err
+	}
+	if r, ok := view.Root(agent); ok && reached {
+		s.roots.Store(agent, r.UID)
+		return meta.Result{}, false, nil
+	}
+	h.TimeMs = time.Now().UnixMilli()
+	data, err := meta.EncodeCommand(h, b)
+	if err != nil {
+		return meta.Result{}, true, err
+	}
+	if res := meta.New(meta.Options{}).Apply(1, data); res.Err != nil {
+		return res, true, nil
+	}
+	if !reached && s.reach(ctx, agent).any() {
+		return meta.Result{}, true, absentAnswer(agent, meta.ScopeOf(b).Workbench) // a workbench it does not reach
+	}
+	if werr := s.mayCreate(ctx, agent, meta.ScopeOf(b).Workbench); werr != nil {
+		return meta.Result{}, true, werr // hidden: the NotFound of a command that would create
+	}
+	return meta.Result{}, false, nil
+}

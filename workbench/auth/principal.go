@@ -1,0 +1,116 @@
+package auth
+
+import (
+	"context"
+	"slices"
+)
+
+// Scope is a permission a principal holds (workbench/auth/doc.go).
+type Scope string
+
+// The scopes.
+const (
+	// ScopeRead reads files, workbenches, snapshots, commits and queries.
+	ScopeRead Scope = "workspace:read"
+	// ScopeWrite changes them (implies nothing about ScopeRead; keys usually hold both).
+	ScopeWrite Scope = "workspace:write"
+	// ScopeReview decides proposals (review-gated changes).
+	ScopeReview Scope = "review"
+	// ScopeAdmin manages keys and runs the admin routes.
+	ScopeAdmin Scope = "admin"
+)
+
+// Scopes lists every scope, in a stable order.
+var Scopes = []Scope{ScopeRead, ScopeWrite, ScopeReview, ScopeAdmin}
+
+// ScopeAliases are OpenWOP's names of Cairn scopes, accepted wherever a key's scopes are
+// given and stored under Cairn's name (README, OpenWOP proposals): manifest:read, the scope
+// OpenWOP reads definitions and installed packs with (getInstalledPack), is ScopeRead;
+// proposals:apply, OpenWOP's scope to apply a proposal, is ScopeReview.
+var ScopeAliases = map[Scope]Scope{"manifest:read": ScopeRead, "proposals:apply": ScopeReview}
+
+// Canonical returns Cairn's name of s: the scope an alias names, else s.
+func (s Scope) Canonical() Scope {
+	if c, ok := ScopeAliases[s]; ok {
+		return c
+	}
+	return s
+}
+
+// Principal is who a request acts for: an API key's holder, or the local operator of an
+// embedded node without authentication (Local).
+type Principal struct {
+	// ID is the principal's stable public id (an API key's id); it names the principal
+	// in revisions, audit lines and metrics. Never a secret.
+	ID string `json:"id"`
+	// Name is a human label given at creation.
+	Name string `json:"name"`
+	// Agents are the agent roots the principal may use; AllAgents: every root.
+	Agents    []string `json:"agents,omitempty"`
+	AllAgents bool     `json:"all_agents,omitempty"`
+	// Scopes are what it may do there.
+	Scopes []Scope `json:"scopes"`
+	// Tenant and Workspace, when set, bind the principal to one OpenWOP tenant·workspace
+	// (host.workspace); empty: none.
+	Tenant    string `json:"tenant,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// LocalID is the ID of the Local principal.
+const LocalID = "local"
+
+// Local is the principal of requests to a node that does not require authentication
+// (the embedded default on loopback): every root, every scope.
+var Local = Principal{ID: LocalID, Name: "local operator", AllAgents: true, Scopes: Scopes}
+
+// Reach is how much of one agent root a principal may use (ReachIn).
+type Reach struct {
+	// Whole: every workbench of the root, and its root-wide records (usage, quotas,
+	// retention, the whole change feed).
+	Whole bool
+	// Workbench, when Whole is false, is the only workbench of the root the principal
+	// may use (a key bound to an OpenWOP tenant·workspace); "": none, the root answers
+	// exactly as a root that does not exist.
+	Workbench string
+}
+
+// Any reports whether r reaches any part of its root.
+func (r Reach) Any() bool { return r.Whole || r.Workbench != "" }
+
+// ReachIn decides what p may use of agent's root, for every surface (docs/architecture.md,
+// workbench/auth): the whole root when p holds every root or names agent among its roots; only
+// its bound workbench when agent is the OpenWOP tenant it is bound to (--tenant,
+// --workspace: the tenant is an agent root, the workspace one workbench of it); nothing
+// otherwise. What a principal does not reach answers exactly as what does not exist
+// (workbench, access.go, enforces it).
+func (p Principal) ReachIn(agent string) Reach {
+	switch {
+	case p.AllAgents || slices.Contains(p.Agents, agent):
+		return Reach{Whole: true}
+	case p.Tenant != "" && p.Tenant == agent:
+		return Reach{Workbench: p.Workspace}
+	}
+	return Reach{}
+}
+
+// MayUse reports whether p may see agent's root at all (ReachIn: the whole root or one
+// workbench of it). A root it may not use answers exactly as a root that does not exist
+// (docs/architecture.md, workbench/auth).
+func (p Principal) MayUse(agent string) bool { return p.ReachIn(agent).Any() }
+
+// Has reports whether p holds scope s.
+func (p Principal) Has(s Scope) bool { return slices.Contains(p.Scopes, s) }
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// FromContext returns the principal ctx carries; false when none (a request that did not
+// pass the authentication middleware, or work of the node's own, such as its workers).
+func FromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}

@@ -1,0 +1,332 @@
+package workbench_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/internal/retry"
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/worker"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
+)
+
+// gcGrace is the grace period of these tests: short, so they wait about a second.
+const gcGrace = time.Second
+
+// pruneAtOnce is the history retention of the tests that predate it and rely on an
+// overwritten body losing its references at once (meta.Retention).
+var pruneAtOnce = meta.Retention{Versions: 1}
+
+// hookedStore is a real blob store whose calls tests can fail or interleave with.
+type hookedStore struct {
+	blob.Store
+	mu       sync.Mutex
+	failList bool
+	failDel  bool
+	onPut    func(blob.Key) // called after a Put returns successfully
+	onDelete func(blob.Key) // called before a Delete
+	deleted  []blob.Key
+}
+
+func (h *hookedStore) hooks() (failList, failDel bool, onPut, onDelete func(blob.Key)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failList, h.failDel, h.onPut, h.onDelete
+}
+
+func (h *hookedStore) set(f func(h *hookedStore)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f(h)
+}
+
+func (h *hookedStore) Put(ctx context.Context, key blob.Key, data blob.Hashed) (blob.PutResult, error) {
+	res, err := h.Store.Put(ctx, key, data)
+	if _, _, onPut, _ := h.hooks(); err == nil && onPut != nil {
+		onPut(key)
+	}
+	return res, err
+}
+
+func (h *hookedStore) List(ctx context.Context, root string, fn func(blob.Key, blob.Info) error) error {
+	if failList, _, _, _ := h.hooks(); failList {
+		return fmt.Errorf("hooked list %s: %w", root, blob.ErrUnavailable)
+	}
+	return h.Store.List(ctx, root, fn)
+}
+
+func (h *hookedStore) Delete(ctx context.Context, key blob.Key) error {
+	_, failDel, _, onDelete := h.hooks()
+	if failDel {
+		return fmt.Errorf("hooked delete %s: %w", key, blob.ErrUnavailable)
+	}
+	if onDelete != nil {
+		onDelete(key)
+	}
+	if err := h.Store.Delete(ctx, key); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.deleted = append(h.deleted, key)
+	h.mu.Unlock()
+	return nil
+}
+
+type gcNode struct {
+	svc     *workbench.Service
+	shard   *shard.Shard
+	store   *hookedStore
+	workers *worker.Set
+}
+
+// newGCNode starts a real node (single-voter shard, blob directory, the shard's leader
+// workers, whose sweeps the tests run) that stores every body in the object store. The
+// sweeper's own behaviour is tested in shard/worker; these tests are of the write path
+// racing it.
+func newGCNode(t *testing.T) *gcNode {
+	t.Helper()
+	sh, err := shard.Open(shard.Config{Dir: t.TempDir(), FSM: meta.Options{History: pruneAtOnce}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := sh.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dir.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ds.Close() })
+	hs := &hookedStore{Store: ds}
+	svc, err := workbench.New(sh, hs, workbench.Config{InlineMaxBytes: 0, CursorKey: workbenchtest.CursorKey, GCGrace: gcGrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The grace is short so that sweeps find candidates soon, and the upload bound is half
+	// of it: uploads here (stalled on purpose, or slow under -race) are not timed, so the
+	// collector's fences are what these tests see (upload_bound_test.go tests the bound).
+	frozen := time.Now()
+	svc.SetClock(func() time.Time { return frozen })
+	return &gcNode{svc: svc, shard: sh, store: hs, workers: workbenchtest.Workers(t, svc, hs, sh)}
+}
+
+func (n *gcNode) write(t *testing.T, path, body string) workbench.FileResult {
+	t.Helper()
+	res, err := n.svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+		Body: bytes.NewReader([]byte(body)), CreateWorkbench: true})
+	if err != nil {
+		t.Fatalf("write %s: %v", path, err)
+	}
+	return res
+}
+
+func (n *gcNode) read(t *testing.T, path string) string {
+	t.Helper()
+	return string(readAll(t, n.svc, path))
+}
+
+func (n *gcNode) rootUID(t *testing.T) string {
+	t.Helper()
+	root, ok := n.shard.FSM().View().Root("a")
+	if !ok {
+		t.Fatal("no root")
+	}
+	return root.UID
+}
+
+func (n *gcNode) key(t *testing.T, body string) blob.Key {
+	return blob.Key{Root: n.rootUID(t), Digest: blob.DigestOf([]byte(body))}
+}
+
+func (n *gcNode) stored(t *testing.T, body string) bool {
+	t.Helper()
+	_, err := n.store.Stat(t.Context(), n.key(t, body))
+	if err != nil && !errors.Is(err, blob.ErrNotFound) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func (n *gcNode) record(t *testing.T, body string) (meta.BlobRef, bool) {
+	return n.shard.FSM().View().Blob(n.rootUID(t), meta.Digest(blob.DigestOf([]byte(body))))
+}
+
+// sweepUntil runs sweeps (dry or not) until done accepts a report, for at most 10 s.
+func (n *gcNode) sweepUntil(t *testing.T, opts worker.GCOptions, done func(worker.GCReport) bool) worker.GCReport {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rep, err := n.workers.CollectGarbage(t.Context(), opts)
+		if err != nil {
+			t.Fatalf("sweep: %v", err)
+		}
+		if done(rep) {
+			return rep
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no sweep reached the expected state; last report %+v", rep)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestWriterDedupingAgainstABlobUnderIntentUploadsItAgain(t *testing.T) {
+	n := newGCNode(t)
+	n.write(t, "f", "shared body")
+	n.write(t, "f", "other body") // "shared body" is now unreferenced
+	n.sweepUntil(t, worker.GCOptions{DryRun: true}, func(r worker.GCReport) bool { return r.Candidates > 0 })
+
+	// When the sweeper is about to delete the blob (it is under intent), a writer uploads
+	// the same bytes: put-if-absent finds the object and writes nothing. Its publish then
+	// meets the intent.
+	shared := n.key(t, "shared body")
+	putDone := make(chan struct{})
+	writeDone := make(chan error, 1)
+	var once sync.Once
+	n.store.set(func(h *hookedStore) {
+		h.onPut = func(k blob.Key) {
+			if k == shared {
+				once.Do(func() { close(putDone) })
+			}
+		}
+		h.onDelete = func(k blob.Key) {
+			if k != shared {
+				return
+			}
+			go func() {
+				_, err := n.svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "g",
+					Body: bytes.NewReader([]byte("shared body"))})
+				writeDone <- err
+			}()
+			<-putDone
+		}
+	})
+	rep, err := n.workers.CollectGarbage(t.Context(), worker.GCOptions{})
+	if err != nil || rep.Deleted != 1 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	select {
+	case err := <-writeDone:
+		if err != nil {
+			t.Fatalf("the writer failed: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer did not finish")
+	}
+	if got := n.read(t, "g"); got != "shared body" {
+		t.Fatalf("g reads %q", got)
+	}
+	if !n.stored(t, "shared body") {
+		t.Fatal("the writer published a blob that is not stored")
+	}
+	if r, ok := n.record(t, "shared body"); !ok || r.Count != 1 || r.Intent {
+		t.Fatalf("record after the write: %+v %v", r, ok)
+	}
+}
+
+func TestWriterThatUploadedBeforeADeletionUploadsAgain(t *testing.T) {
+	n := newGCNode(t)
+	n.write(t, "f", "shared body")
+	n.write(t, "f", "other body")
+	n.sweepUntil(t, worker.GCOptions{DryRun: true}, func(r worker.GCReport) bool { return r.Candidates > 0 })
+
+	// The writer finds the blob stored, then stalls; meanwhile a whole sweep runs (intent,
+	// delete, recorded deletion). Its publish must not point at the deleted object.
+	shared := n.key(t, "shared body")
+	putDone, resume := make(chan struct{}), make(chan struct{})
+	writeDone := make(chan error, 1)
+	var once sync.Once
+	n.store.set(func(h *hookedStore) {
+		h.onPut = func(k blob.Key) {
+			if k == shared {
+				once.Do(func() {
+					close(putDone)
+					<-resume
+				})
+			}
+		}
+	})
+	go func() {
+		_, err := n.svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "g",
+			Body: bytes.NewReader([]byte("shared body"))})
+		writeDone <- err
+	}()
+	<-putDone
+	rep, err := n.workers.CollectGarbage(t.Context(), worker.GCOptions{})
+	close(resume)
+	if err != nil || rep.Deleted != 1 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	if err := <-writeDone; err != nil {
+		t.Fatalf("the writer failed: %v", err)
+	}
+	if got := n.read(t, "g"); got != "shared body" || !n.stored(t, "shared body") {
+		t.Fatalf("g reads %q after the sweep", got)
+	}
+}
+
+// An append that lost a generation race rehashes its bytes on the file as it is now. Its
+// blob is not published yet, so a sweep may have deleted it as an orphan meanwhile (under
+// load an append that keeps losing races outlives a short grace,
+// TestGCIsSafeUnderConcurrency): the append rehashes the bytes it kept and publishes them
+// again, instead of failing on the missing object.
+func TestAnAppendRebasedAfterASweepTookItsBlobPublishes(t *testing.T) {
+	n := newGCNode(t)
+	n.write(t, "f", "base\n")
+	const tail = "appended\n"
+	appended := n.key(t, tail)
+	putDone, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	n.store.set(func(h *hookedStore) {
+		h.onPut = func(k blob.Key) {
+			if k == appended {
+				once.Do(func() {
+					close(putDone)
+					<-resume
+				})
+			}
+		}
+	})
+	release := sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(release) // a failed test lets the stalled append go before the node closes
+	appendDone := make(chan error, 1)
+	go func() {
+		_, err := n.svc.Writes.Append(context.Background(), workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "f",
+			Body: bytes.NewReader([]byte(tail))})
+		appendDone <- err
+	}()
+	select { // the append read generation 1 and uploaded its bytes; it stalls before publishing
+	case <-putDone:
+	case err := <-appendDone:
+		t.Fatalf("the append ended before it uploaded: %v", err)
+	}
+	n.write(t, "f", "moved\n")
+	retry.SucceedsSoon(t, "a sweep deletes the append's unpublished blob", func() error {
+		if _, err := n.workers.CollectGarbage(t.Context(), worker.GCOptions{Grace: time.Nanosecond}); err != nil {
+			return err
+		}
+		if n.stored(t, tail) {
+			return errors.New("still stored")
+		}
+		return nil
+	})
+	release()
+	if err := <-appendDone; err != nil {
+		t.Fatalf("the append failed: %v", err)
+	}
+	if got := n.read(t, "f"); got != "moved\n"+tail || !n.stored(t, tail) {
+		t.Fatalf("f reads %q after the append", got)
+	}
+}
