@@ -2,9 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -23,11 +21,7 @@ import (
 func TestLargeMessagesTakeTheNodesMemoryBudget(t *testing.T) {
 	const budget = 64 << 20
 	svc := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096, QueryBudgetBytes: budget, QueryQueueTimeout: 50 * time.Millisecond}).Service
-	h := Handler(svc, Options{})
-	mux := http.NewServeMux()
-	mux.Handle("/v1/agents/{agent}/mcp", h)
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close)
+	ts := newHTTPServer(t, svc)
 
 	text := strings.Repeat("x", 2<<20)
 	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp")
@@ -45,21 +39,13 @@ func TestLargeMessagesTakeTheNodesMemoryBudget(t *testing.T) {
 	defer release()
 	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 		"params": map[string]any{"name": "workbench_put_file", "arguments": args{"id": "w", "section": "outputs", "path": "b2.txt", "text": text}}})
-	req, _ := http.NewRequest("POST", ts.URL+"/v1/agents/a/mcp", strings.NewReader(string(msg)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	status, _, b := postRaw(t, ts.URL+"/v1/agents/a/mcp", string(msg))
 	var env map[string]any
 	if err := json.Unmarshal(b, &env); err != nil {
-		t.Fatalf("status %d: %.200q is not JSON", resp.StatusCode, b)
+		t.Fatalf("status %d: %.200q is not JSON", status, b)
 	}
-	if resp.StatusCode != http.StatusTooManyRequests || env["code"] != workbench.CodeResourceExhausted || env["retryable"] != true {
-		t.Errorf("with the budget taken: %d %v", resp.StatusCode, env)
+	if status != http.StatusTooManyRequests || env["code"] != workbench.CodeResourceExhausted || env["retryable"] != true {
+		t.Errorf("with the budget taken: %d %v", status, env)
 	}
 }
 

@@ -3,7 +3,6 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"runtime"
 	"runtime/metrics"
@@ -176,19 +175,12 @@ func TestPathLimitsHoldWhenThePathNamesItsSection(t *testing.T) {
 func TestHTTPBatchesAreRefused(t *testing.T) {
 	ts := newHTTPServer(t, newService(t, 0))
 	post := func(body, version string) (int, []byte) {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/v1/agents/a/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
+		var headers []string
 		if version != "" {
-			req.Header.Set("Mcp-Protocol-Version", version)
+			headers = []string{"Mcp-Protocol-Version", version}
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, raw
+		status, _, raw := postRaw(t, ts.URL+"/v1/agents/a/mcp", body, headers...)
+		return status, raw
 	}
 	call := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"workbench_aggregate","arguments":{"measures":[{"name":"n","op":"count"}]}}}`
 	batch := " \n[" + fmt.Sprintf(call, 1) + "," + fmt.Sprintf(call, 2) + "]"

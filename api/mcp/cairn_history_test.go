@@ -2,8 +2,6 @@ package mcp
 
 import (
 	"encoding/base64"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 )
 
@@ -14,19 +12,12 @@ import (
 // generation.
 func TestCairnHistoryAndReadAtServeRetainedVersions(t *testing.T) {
 	svc := newService(t, 0)
-	h := Handler(svc, Options{})
-	mux := http.NewServeMux()
-	mux.Handle("/v1/agents/{agent}/mcp/{profile}", h)
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close)
+	ts := newHTTPServer(t, svc)
 	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp/cairn")
 
 	file := map[string]any{"id": "w", "section": "outputs", "path": "notes.txt"}
 	with := func(kv ...any) map[string]any {
-		m := map[string]any{}
-		for k, v := range file {
-			m[k] = v
-		}
+		m := overlay(file, nil)
 		for i := 0; i+1 < len(kv); i += 2 {
 			m[kv[i].(string)] = kv[i+1]
 		}

@@ -1,8 +1,6 @@
 package mcp
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 )
@@ -12,12 +10,7 @@ import (
 // of its root, and the workbench profile still offers none of its own.
 func TestTheCairnProfileOffersLifecycleToolsBesideTheWorkbenchProfile(t *testing.T) {
 	svc := newService(t, 0)
-	h := Handler(svc, Options{})
-	mux := http.NewServeMux()
-	mux.Handle("/v1/agents/{agent}/mcp", h)
-	mux.Handle("/v1/agents/{agent}/mcp/{profile}", h)
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close)
+	ts := newHTTPServer(t, svc)
 	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp/cairn")
 	wb := connectHTTP(t, ts.URL+"/v1/agents/a/mcp")
 

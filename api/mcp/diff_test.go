@@ -1,8 +1,6 @@
 package mcp
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -11,12 +9,7 @@ import (
 // state diff, over the cairn profile's endpoint.
 func TestCairnDiff(t *testing.T) {
 	svc := newService(t, 0)
-	h := Handler(svc, Options{})
-	mux := http.NewServeMux()
-	mux.Handle("/v1/agents/{agent}/mcp", h)
-	mux.Handle("/v1/agents/{agent}/mcp/{profile}", h)
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close)
+	ts := newHTTPServer(t, svc)
 	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp/cairn")
 	wb := connectHTTP(t, ts.URL+"/v1/agents/a/mcp")
 

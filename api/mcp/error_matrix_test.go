@@ -207,6 +207,11 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 }
 
 // mxCursor returns the next_cursor of a call that must have one.
+// withBase returns a function that builds a tool's arguments as overlay(base, over).
+func withBase(base args) func(over args) args {
+	return func(over args) args { return overlay(base, over) }
+}
+
 func mxCursor(t *testing.T, r obj) string {
 	t.Helper()
 	c := r.str("next_cursor")
@@ -337,17 +342,7 @@ func matrixCells() []matrixCell {
 	)
 
 	// workbench_edit
-	notes := func(a args) args {
-		out := args{"id": mxWB, "section": "input", "path": "notes.txt", "old_string": "alpha", "new_string": "omega"}
-		for k, v := range a {
-			if v == nil {
-				delete(out, k)
-			} else {
-				out[k] = v
-			}
-		}
-		return out
-	}
+	notes := withBase(args{"id": mxWB, "section": "input", "path": "notes.txt", "old_string": "alpha", "new_string": "omega"})
 	add(
 		ia("workbench_edit", "old_string", "an empty old_string", notes(args{"old_string": ""})),
 		ia("workbench_edit", "old_string", "old_string is missing", notes(args{"old_string": nil})),
@@ -438,17 +433,7 @@ func matrixCells() []matrixCell {
 	)
 
 	// workbench_read
-	read := func(a args) args {
-		out := args{"id": mxWB, "section": "input", "path": "notes.txt"}
-		for k, v := range a {
-			if v == nil {
-				delete(out, k)
-			} else {
-				out[k] = v
-			}
-		}
-		return out
-	}
+	read := withBase(args{"id": mxWB, "section": "input", "path": "notes.txt"})
 	add(
 		ia("workbench_read", "section", "section is missing", read(args{"section": nil})),
 		ia("workbench_read", "path", "path is missing", read(args{"path": nil})),
@@ -500,17 +485,7 @@ func matrixCells() []matrixCell {
 	)
 
 	// workbench_grep
-	grep := func(a args) args {
-		out := args{"id": mxWB, "pattern": "alpha", "recursive": true}
-		for k, v := range a {
-			if v == nil {
-				delete(out, k)
-			} else {
-				out[k] = v
-			}
-		}
-		return out
-	}
+	grep := withBase(args{"id": mxWB, "pattern": "alpha", "recursive": true})
 	add(
 		ia("workbench_grep", "pattern", "an empty pattern", grep(args{"pattern": ""})),
 		ia("workbench_grep", "pattern", "an empty alternative around |", grep(args{"pattern": "a||b"})),
@@ -619,17 +594,7 @@ func matrixCells() []matrixCell {
 	)
 
 	// workbench_commit
-	commit := func(a args) args {
-		out := args{"id": mxWB, "manifest": map[string]any{"k": "v"}, "content_digest_uri": mxZeroDigest}
-		for k, v := range a {
-			if v == nil {
-				delete(out, k)
-			} else {
-				out[k] = v
-			}
-		}
-		return out
-	}
+	commit := withBase(args{"id": mxWB, "manifest": map[string]any{"k": "v"}, "content_digest_uri": mxZeroDigest})
 	add(
 		ia("workbench_commit", "content_digest_uri", "a short digest", commit(args{"content_digest_uri": "sha256:XX"})),
 		ia("workbench_commit", "content_digest_uri", "upper-case hex", commit(args{"content_digest_uri": "sha256:" + strings.Repeat("A", 64)})),
@@ -712,17 +677,7 @@ func matrixCells() []matrixCell {
 	)
 
 	// workbench_restore
-	restore := func(a args) args {
-		out := args{"id": mxWB, "destination_id": "restored-x", "at_snapshot": "keep"}
-		for k, v := range a {
-			if v == nil {
-				delete(out, k)
-			} else {
-				out[k] = v
-			}
-		}
-		return out
-	}
+	restore := withBase(args{"id": mxWB, "destination_id": "restored-x", "at_snapshot": "keep"})
 	add(
 		ia("workbench_restore", "at_snapshot", "neither at_snapshot nor at_commit", restore(args{"at_snapshot": nil})),
 		ia("workbench_restore", "at_snapshot", "both at_snapshot and at_commit", restore(args{"at_commit": digest64})),

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -52,6 +53,31 @@ func newHTTPServer(t *testing.T, svc *workbench.Service) *httptest.Server {
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return ts
+}
+
+// postRaw posts body to endpoint as an MCP client would, with extra headers (name, value
+// pairs), and returns the answer's status, content type and body.
+func postRaw(t *testing.T, endpoint, body string, headers ...string) (int, string, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), raw
 }
 
 // connectHTTP connects an SDK client over streamable HTTP to endpoint.
@@ -198,3 +224,20 @@ func (o obj) list(t *testing.T, key string) []obj {
 
 // args is a shorthand for tool arguments.
 type args = map[string]any
+
+// overlay returns a new copy of base in which each key of over is set to its value, or
+// removed where that value is nil. Neither argument is changed.
+func overlay(base, over args) args {
+	out := make(args, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		if v == nil {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -36,18 +36,9 @@ func TestHTTPPayloadOneByteAboveTheDefaultCapIsPayloadTooLarge(t *testing.T) {
 func TestHTTPInvalidAgentIsNotFound(t *testing.T) {
 	ts := newHTTPServer(t, newService(t, 0))
 	for _, agent := range []string{"-dash", "has.dot", strings.Repeat("a", 129)} {
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/v1/agents/"+agent+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != "application/json" {
-			t.Errorf("%s: HTTP %d %s", agent, resp.StatusCode, resp.Header.Get("Content-Type"))
+		status, ct, raw := postRaw(t, ts.URL+"/v1/agents/"+agent+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		if status != http.StatusNotFound || ct != "application/json" {
+			t.Errorf("%s: HTTP %d %s", agent, status, ct)
 		}
 		var env map[string]any
 		if err := json.Unmarshal(raw, &env); err != nil || env["status"] != "error" || env["code"] != "NotFound" || env["retryable"] != false {
@@ -107,18 +98,10 @@ func TestHTTPBodyAboveTheMessageLimitIsPayloadTooLarge(t *testing.T) {
 	ts := newHTTPServer(t, newService(t, 0))
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"workbench_put_file","arguments":{"id":"w","section":"input","path":"x","text":"` +
 		strings.Repeat("a", 3*DefaultMaxPayloadBytes+2<<20) + `"}}}`
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/v1/agents/a/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	status, _, raw := postRaw(t, ts.URL+"/v1/agents/a/mcp", body)
 	var env map[string]any
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || json.Unmarshal(raw, &env) != nil || env["code"] != "PayloadTooLarge" {
-		t.Fatalf("HTTP %d: %.200s", resp.StatusCode, raw)
+	if status != http.StatusRequestEntityTooLarge || json.Unmarshal(raw, &env) != nil || env["code"] != "PayloadTooLarge" {
+		t.Fatalf("HTTP %d: %.200s", status, raw)
 	}
 	if d := env["details"].(map[string]any); d["actual_bytes"] != float64(len(body)) || d["max_bytes"] != float64(DefaultMaxPayloadBytes) {
 		t.Fatalf("details: %v", d)

@@ -38,10 +38,7 @@ func pgPages(t *testing.T, cs *sdk.ClientSession, tool string, a args, items str
 	var pages [][]string
 	cur := ""
 	for range 1000 {
-		call := args{}
-		for k, v := range a {
-			call[k] = v
-		}
+		call := overlay(a, nil)
 		if cur != "" {
 			call["cursor"] = cur
 		}
@@ -209,10 +206,7 @@ func TestListLiveCursorFailsAfterAWriteWhileASnapshotCursorStaysExact(t *testing
 			var got []string
 			cur := ""
 			for page := 0; ; page++ {
-				call := args{}
-				for k, v := range a {
-					call[k] = v
-				}
+				call := overlay(a, nil)
 				if cur != "" {
 					call["cursor"] = cur
 				}
@@ -260,18 +254,7 @@ func TestListCursorsUsedWithOtherArgumentsAreInvalid(t *testing.T) {
 	c := mxCursor(t, ok(t, cs, "workbench_list", base))
 	snapCursor := mxCursor(t, ok(t, cs, "workbench_list", args{"id": "one", "section": "input", "path": "d", "limit": 2, "at_snapshot": "s"}))
 	readCursor := mxCursor(t, ok(t, cs, "workbench_read", args{"id": "one", "section": "input", "path": "d/f000", "format": "bytes", "limit": 1}))
-	with := func(k string, v any) args {
-		a := args{"cursor": c}
-		for kk, vv := range base {
-			a[kk] = vv
-		}
-		if v == nil {
-			delete(a, k)
-		} else {
-			a[k] = v
-		}
-		return a
-	}
+	with := func(k string, v any) args { return overlay(overlay(args{"cursor": c}, base), args{k: v}) }
 	for _, tc := range []struct {
 		name string
 		a    args
@@ -316,10 +299,7 @@ func pgReadAll(t *testing.T, cs *sdk.ClientSession, a args, between func(page in
 	t.Helper()
 	cur := ""
 	for pages = 1; pages < 1000; pages++ {
-		call := args{}
-		for k, v := range a {
-			call[k] = v
-		}
+		call := overlay(a, nil)
 		if cur != "" {
 			call["cursor"] = cur
 		}
@@ -517,18 +497,7 @@ func TestGrepCursorsAreFencedAndBoundToTheirArguments(t *testing.T) {
 	ok(t, other, "workbench_put_file", args{"id": "g1", "section": "logs", "path": "a.log", "text": "alpha\nalpha\nalpha\n"})
 	base := args{"id": "g1", "section": "logs", "pattern": "alpha|beta", "recursive": true, "limit": 1}
 	c := mxCursor(t, ok(t, cs, "workbench_grep", base))
-	with := func(k string, v any) args {
-		a := args{"cursor": c}
-		for kk, vv := range base {
-			a[kk] = vv
-		}
-		if v == nil {
-			delete(a, k)
-		} else {
-			a[k] = v
-		}
-		return a
-	}
+	with := func(k string, v any) args { return overlay(overlay(args{"cursor": c}, base), args{k: v}) }
 	for _, tc := range []struct {
 		name string
 		a    args
@@ -668,18 +637,7 @@ func TestSearchCursorsAreFencedAndBoundToTheirArguments(t *testing.T) {
 	ok(t, other, "workbench_put_file", args{"id": "s1", "section": "outputs", "path": "f001", "text": "x"})
 	base := args{"id": "s1", "section": "outputs", "limit": 1}
 	c := mxCursor(t, ok(t, cs, "workbench_search", base))
-	with := func(k string, v any) args {
-		a := args{"cursor": c}
-		for kk, vv := range base {
-			a[kk] = vv
-		}
-		if v == nil {
-			delete(a, k)
-		} else {
-			a[k] = v
-		}
-		return a
-	}
+	with := func(k string, v any) args { return overlay(overlay(args{"cursor": c}, base), args{k: v}) }
 	for _, tc := range []struct {
 		name string
 		a    args

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -47,15 +46,7 @@ func TestHTTPParamsOfTheWrongKindNameTheWireMember(t *testing.T) {
 	ts := newHTTPServer(t, newService(t, 0))
 	for _, tc := range badParams {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/mcp", strings.NewReader(tc.msg))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_, _, raw := postRaw(t, ts.URL+"/mcp", tc.msg)
 			checkRPCError(t, raw, tc.says)
 		})
 	}

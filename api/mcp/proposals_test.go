@@ -1,8 +1,6 @@
 package mcp
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"testing"
 )
 
@@ -13,12 +11,7 @@ import (
 // its rejection, and replays of create, propose and decide answer the first time.
 func TestTheReviewFlowOverMCP(t *testing.T) {
 	svc := newService(t, 0)
-	h := Handler(svc, Options{})
-	mux := http.NewServeMux()
-	mux.Handle("/v1/agents/{agent}/mcp", h)
-	mux.Handle("/v1/agents/{agent}/mcp/{profile}", h)
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close)
+	ts := newHTTPServer(t, svc)
 	wb := connectHTTP(t, ts.URL+"/v1/agents/a/mcp")
 	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp/cairn")
 
