@@ -88,13 +88,7 @@ func init() { cairnTools = append(cairnTools, proposalTools...) } // proposals.g
 // the same conventions as NewServer (schema validation, envelopes, UnknownTool).
 func NewCairnServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {
 	opts = opts.withDefaults(svc)
-	srv := sdk.NewServer(&sdk.Implementation{Name: "cairn", Title: "Cairn lifecycle tools", Version: opts.Version}, &sdk.ServerOptions{
-		Logger: sdkLogger(opts.Logger),
-		Instructions: fmt.Sprintf("Cairn's tools beyond the Workbench contract over the agent root %q, presented at %s. "+
-			"Every result is a JSON object with \"status\": \"success\"; every error is {\"status\":\"error\",\"code\",\"message\",\"retryable\",\"details\"}.",
-			agent, strings.TrimSuffix(svc.Tools.WorkbenchPath(agent, ""), "/")),
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
-	})
+	srv := newSDKServer(svc, agent, "Cairn lifecycle tools", "Cairn's tools beyond the Workbench contract over the agent root %q, presented at %s. ", opts)
 	// The 18 Workbench tools with their contract schemas, then the profile's own
 	// (issue 16: "the 18 Workbench tools plus cairn_propose, …").
 	defs := append(slices.Clip(tools), cairnTools...)

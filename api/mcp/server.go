@@ -301,16 +301,23 @@ var tools = []toolDef{
 // with InvalidArguments naming "agent".
 func NewServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {
 	opts = opts.withDefaults(svc)
-	srv := sdk.NewServer(&sdk.Implementation{Name: "cairn", Title: "Cairn Workbench", Version: opts.Version}, &sdk.ServerOptions{
-		Logger: sdkLogger(opts.Logger),
-		Instructions: fmt.Sprintf("Workbench tools over the agent root %q, presented at %s. Each workbench has the sections "+
-			"input, scripts, outputs, logs and metadata; paths are relative to the section. Every result is a JSON object "+
-			"with \"status\": \"success\"; every error is {\"status\":\"error\",\"code\",\"message\",\"retryable\",\"details\"}.",
-			agent, strings.TrimSuffix(svc.Tools.WorkbenchPath(agent, ""), "/")),
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
-	})
+	srv := newSDKServer(svc, agent, "Cairn Workbench", "Workbench tools over the agent root %q, presented at %s. Each workbench "+
+		"has the sections input, scripts, outputs, logs and metadata; paths are relative to the section. ", opts)
 	register(srv, svc, agent, tools, mustSchema, opts)
 	return srv
+}
+
+// newSDKServer returns the SDK server of one profile, titled title, whose instructions are
+// intro (a format of the agent root and its presented path) followed by the conventions
+// of results and errors every profile shares.
+func newSDKServer(svc *workbench.Service, agent, title, intro string, opts Options) *sdk.Server {
+	return sdk.NewServer(&sdk.Implementation{Name: "cairn", Title: title, Version: opts.Version}, &sdk.ServerOptions{
+		Logger: sdkLogger(opts.Logger),
+		Instructions: fmt.Sprintf(intro, agent, strings.TrimSuffix(svc.Tools.WorkbenchPath(agent, ""), "/")) +
+			"Every result is a JSON object with \"status\": \"success\"; every error is " +
+			"{\"status\":\"error\",\"code\",\"message\",\"retryable\",\"details\"}.",
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
 }
 
 // register adds the tools defs to srv, each with its schema (schemaOf) and a raw handler
