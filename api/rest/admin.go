@@ -28,31 +28,15 @@ func (h *Handler) Admin() http.Handler {
 		rec, done := h.begin(w, r)
 		route := "admin-unknown"
 		defer func() { done(route) }()
-		switch raw := r.URL.EscapedPath(); {
-		case raw == "/v1/admin/gc":
-			route = "admin-gc"
-			h.adminGC(rec, r)
-		case raw == adminScrubPath && h.opts.Scrub != nil:
-			route = "admin-scrub"
-			h.adminScrub(rec, r)
-		case raw == adminBackupPath && h.opts.Backups != nil:
-			route = "admin-backup"
-			h.adminBackup(rec, r)
-		case raw == adminBackupReleasePath && h.opts.Backups != nil:
-			route = "admin-backup-release"
-			h.adminBackupRelease(rec, r)
-		case raw == adminBackupHoldsPath && h.opts.Backups != nil:
-			route = "admin-backup-holds"
-			h.adminBackupHolds(rec, r)
-		case raw == adminQuotaPath:
-			route = "admin-quota"
-			h.adminQuota(rec, r)
-		case raw == adminPurgePath:
-			route = "admin-purge"
-			h.adminPurge(rec, r)
-		case raw == adminRetentionPath:
-			route = "admin-retention"
-			h.adminRetention(rec, r) // history.go
+		raw := r.URL.EscapedPath()
+		for _, a := range adminRoutes {
+			if raw == a.path && (a.enabled == nil || a.enabled(h.opts)) {
+				route = adminRouteName(raw)
+				a.serve(h, rec, r)
+				return
+			}
+		}
+		switch {
 		case h.opts.AdminRoutes[raw] != nil:
 			route = adminRouteName(raw)
 			h.opts.AdminRoutes[raw].ServeHTTP(rec, r)
@@ -63,6 +47,29 @@ func (h *Handler) Admin() http.Handler {
 		}
 	})
 }
+
+// adminRoute is one of the handler's own admin routes: its path (whose metrics and
+// access-log route is adminRouteName(path)), the method that serves it, and, for a route
+// that needs an optional part of the node, whether the options have it (nil: always).
+type adminRoute struct {
+	path    string
+	serve   func(*Handler, http.ResponseWriter, *http.Request)
+	enabled func(Options) bool
+}
+
+// adminRoutes are the routes Admin serves itself, before Options.AdminRoutes.
+var adminRoutes = []adminRoute{
+	{path: "/v1/admin/gc", serve: (*Handler).adminGC},
+	{path: adminScrubPath, serve: (*Handler).adminScrub, enabled: func(o Options) bool { return o.Scrub != nil }},
+	{path: adminBackupPath, serve: (*Handler).adminBackup, enabled: hasBackups},
+	{path: adminBackupReleasePath, serve: (*Handler).adminBackupRelease, enabled: hasBackups},
+	{path: adminBackupHoldsPath, serve: (*Handler).adminBackupHolds, enabled: hasBackups},
+	{path: adminQuotaPath, serve: (*Handler).adminQuota},         // lifecycle.go
+	{path: adminPurgePath, serve: (*Handler).adminPurge},         // lifecycle.go
+	{path: adminRetentionPath, serve: (*Handler).adminRetention}, // history.go
+}
+
+func hasBackups(o Options) bool { return o.Backups != nil }
 
 // adminRouteName is the metrics and access-log route of an Options.AdminRoutes path
 // (a fixed set): "/v1/admin/cluster" is "admin-cluster".

@@ -97,6 +97,16 @@ func executableHeader(r *http.Request) (bool, error) {
 	return false, invalidArg("Cairn-Executable", "must be true or false")
 }
 
+// writeHeaders reads the headers a write and an append share: Cairn-Executable
+// (executableHeader), then Idempotency-Key (idempotencyKeyOf).
+func writeHeaders(r *http.Request) (exec bool, key string, err error) {
+	if exec, err = executableHeader(r); err != nil {
+		return false, "", err
+	}
+	key, err = idempotencyKeyOf(r)
+	return exec, key, err
+}
+
 func (h *Handler) fileJSON(agent, id string, res workbench.FileResult) map[string]any {
 	sec, rel := splitSection(res.Path)
 	return map[string]any{"status": "success", "workbench_id": id, "section": sec, "relative_path": rel,
@@ -111,12 +121,9 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 		err = invalidArg("query", "PUT takes no query parameters")
 	}
 	var exec bool
-	if err == nil {
-		exec, err = executableHeader(r)
-	}
 	var key string
 	if err == nil {
-		key, err = idempotencyKeyOf(r)
+		exec, key, err = writeHeaders(r)
 	}
 	var fields map[string]meta.FieldValue
 	if err == nil {
@@ -176,12 +183,9 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 		err = rejectUnsupported(r)
 	}
 	var exec bool
-	if err == nil {
-		exec, err = executableHeader(r)
-	}
 	var key string
 	if err == nil {
-		key, err = idempotencyKeyOf(r)
+		exec, key, err = writeHeaders(r)
 	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
