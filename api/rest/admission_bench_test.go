@@ -29,45 +29,7 @@ import (
 //	go test -run XXX -bench ParallelLargeProposalListings -benchtime 3x ./api/rest/
 func BenchmarkParallelLargeProposalListings(b *testing.B) {
 	svc, wb := proposalsServer(b, workbench.DefaultQueryBudgetBytes, 200)
-	var busy atomic.Int64
-	b.ResetTimer()
-	for range b.N {
-		var wg sync.WaitGroup
-		for range 80 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				resp, err := http.Get(wb + "/proposals?limit=1000")
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				defer resp.Body.Close()
-				switch resp.StatusCode {
-				case 200: // the answer is read and dropped: the RSS is the node's, not the clients'
-					_, err = io.Copy(io.Discard, resp.Body)
-				case 429:
-					busy.Add(1)
-				default:
-					b.Errorf("status %d", resp.StatusCode)
-				}
-				if err != nil {
-					b.Error(err)
-				}
-			}()
-		}
-		wg.Wait()
-	}
-	b.StopTimer()
-	peak := svc.AdmissionHighWater()
-	if peak > workbench.DefaultQueryBudgetBytes {
-		b.Errorf("admission high-water mark %d bytes above the budget %d", peak, workbench.DefaultQueryBudgetBytes)
-	}
-	b.ReportMetric(float64(peak)/(1<<20), "admitted-peak-MB")
-	b.ReportMetric(float64(busy.Load())/float64(b.N), "busy/op")
-	if rss := peakRSS(); rss > 0 {
-		b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MB")
-	}
+	benchParallelListings(b, svc, wb+"/proposals?limit=1000")
 }
 
 // BenchmarkParallelLargeFileListings is the same load on file listings (issue 25: a
@@ -91,7 +53,14 @@ func BenchmarkParallelLargeFileListings(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	list := srv.URL + "/v1/agents/a/workbenches/w/list?path=outputs&limit=1000"
+	benchParallelListings(b, svc, srv.URL+"/v1/agents/a/workbenches/w/list?path=outputs&limit=1000")
+}
+
+// benchParallelListings runs b.N rounds of 80 parallel GETs of url against svc's
+// surface at the default memory budget, drops the answers as it reads them, checks that
+// the admission stayed within the budget and reports admitted-peak-MB, busy/op (429
+// answers) and peak-rss-MB.
+func benchParallelListings(b *testing.B, svc *workbench.Service, url string) {
 	var busy atomic.Int64
 	b.ResetTimer()
 	for range b.N {
@@ -100,14 +69,14 @@ func BenchmarkParallelLargeFileListings(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				resp, err := http.Get(list)
+				resp, err := http.Get(url)
 				if err != nil {
 					b.Error(err)
 					return
 				}
 				defer resp.Body.Close()
 				switch resp.StatusCode {
-				case 200:
+				case 200: // the answer is read and dropped: the RSS is the node's, not the clients'
 					_, err = io.Copy(io.Discard, resp.Body)
 				case 429:
 					busy.Add(1)

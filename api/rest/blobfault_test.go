@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -106,16 +105,7 @@ func (r *failingReader) Read([]byte) (int, error) { return 0, r.err }
 // live in the blob store.
 func newFaultyServer(t *testing.T) (*httptest.Server, *faultyBlobs) {
 	t.Helper()
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sh := openShard(t, shard.Config{Dir: t.TempDir()})
 	bs := &faultyBlobs{Store: mem.New()}
 	t.Cleanup(func() { bs.Close() })
 	svc, err := workbench.New(sh, bs, workbench.Config{InlineMaxBytes: 16, CursorKey: workbenchtest.CursorKey})

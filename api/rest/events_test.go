@@ -22,10 +22,11 @@ import (
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
-// newFeedServer is newServer over a shard with FSM options fsm and a change-feed heartbeat.
-func newFeedServer(t *testing.T, fsm meta.Options, heartbeat time.Duration) (*httptest.Server, *rest.Handler) {
+// openShard opens a shard with cfg, closed when the test ends, and waits (10 s at most)
+// until it is ready.
+func openShard(t *testing.T, cfg shard.Config) *shard.Shard {
 	t.Helper()
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir(), FSM: fsm})
+	sh, err := shard.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +36,13 @@ func newFeedServer(t *testing.T, fsm meta.Options, heartbeat time.Duration) (*ht
 	if err := sh.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return sh
+}
+
+// newFeedServer is newServer over a shard with FSM options fsm and a change-feed heartbeat.
+func newFeedServer(t *testing.T, fsm meta.Options, heartbeat time.Duration) (*httptest.Server, *rest.Handler) {
+	t.Helper()
+	sh := openShard(t, shard.Config{Dir: t.TempDir(), FSM: fsm})
 	bs, err := dir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -501,26 +501,11 @@ func send(t *testing.T, method, url string, body io.Reader, headers ...string) r
 	if method != http.MethodHead {
 		return do(t, method, url, body, headers...)
 	}
-	req, err := http.NewRequest(method, url, body)
-	if err != nil {
-		t.Fatal(err)
+	r := roundTrip(t, method, url, body, headers...)
+	if len(r.body) != 0 {
+		t.Fatalf("HEAD %s: %d body bytes", url, len(r.body))
 	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(b) != 0 {
-		t.Fatalf("HEAD %s: %d body bytes", url, len(b))
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return r
 }
 
 // streamHead opens a GET of an event stream and returns its status and headers, closing
@@ -609,6 +594,12 @@ func matchTemplate(tmpl string, segs []string) (map[string]string, bool) {
 
 // call sends a request, checks (when validReq) that the document accepts it, and checks
 // that the document describes the response: status, required headers, body schema.
+// post is call for a POST of a JSON body.
+func (c *checker) post(validReq bool, target, body string) response {
+	c.t.Helper()
+	return c.call(validReq, "POST", target, body, "Content-Type", "application/json")
+}
+
 func (c *checker) call(validReq bool, method, target, body string, headers ...string) response {
 	c.t.Helper()
 	u, err := url.Parse(c.url + target)
@@ -793,10 +784,7 @@ func TestOpenAPIDescribesLiveToolResponses(t *testing.T) {
 	c := &checker{t: t, doc: loadDoc(t), url: srv.URL}
 	root := "/v1/agents/a1"
 	wb := root + "/workbenches/w1"
-	post := func(validReq bool, target, body string) response {
-		t.Helper()
-		return c.call(validReq, "POST", target, body, "Content-Type", "application/json")
-	}
+	post := c.post
 	nextCursor := func(r response) string {
 		t.Helper()
 		cur, _ := r.json["next_cursor"].(string)

@@ -17,10 +17,7 @@ func TestProposalFlowOverREST(t *testing.T) {
 	c := &checker{t: t, doc: loadDoc(t), url: srv.URL}
 	wb := "/v1/agents/a1/workbenches/w1"
 	doc := wb + "/files/outputs/plan.json"
-	post := func(valid bool, target, body string) response {
-		t.Helper()
-		return c.call(valid, "POST", target, body, "Content-Type", "application/json")
-	}
+	post := c.post
 
 	expect(t, c.call(true, "PUT", wb, "", "Idempotency-Key", "create-1"), 201, "")
 	expect(t, c.call(true, "PUT", wb, "", "Idempotency-Key", "create-1"), 201, "") // a replay answers the first time

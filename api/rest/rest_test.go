@@ -44,7 +44,22 @@ type response struct {
 	json   map[string]any
 }
 
+// do sends one request with headers (name, value pairs) and returns the answer, with its
+// body decoded when it is JSON.
 func do(t *testing.T, method, url string, body io.Reader, headers ...string) response {
+	t.Helper()
+	r := roundTrip(t, method, url, body, headers...)
+	if strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(r.body, &r.json); err != nil {
+			t.Fatalf("%s %s: bad JSON %q", method, url, r.body)
+		}
+	}
+	return r
+}
+
+// roundTrip sends one request with headers (name, value pairs) and returns the answer as
+// it came.
+func roundTrip(t *testing.T, method, url string, body io.Reader, headers ...string) response {
 	t.Helper()
 	req, err := http.NewRequest(method, url, body)
 	if err != nil {
@@ -62,13 +77,7 @@ func do(t *testing.T, method, url string, body io.Reader, headers ...string) res
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := response{status: resp.StatusCode, header: resp.Header, body: b}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		if err := json.Unmarshal(b, &r.json); err != nil {
-			t.Fatalf("%s %s: bad JSON %q", method, url, b)
-		}
-	}
-	return r
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
 func expect(t *testing.T, r response, status int, code string) {
