@@ -30,6 +30,12 @@ var (
 	}
 )
 
+// cursorVariant returns a function that builds base with cursor c and then key k set to
+// v (removed when v is nil): the arguments of a call that reuses c with one thing changed.
+func cursorVariant(base args, c string) func(k string, v any) args {
+	return func(k string, v any) args { return overlay(overlay(args{"cursor": c}, base), args{k: v}) }
+}
+
 // pgPages pages through tool from a (which has no cursor) until a page has no next_cursor,
 // checking on every page that truncated is true exactly when next_cursor is set. It returns
 // the keys of every page's items.
@@ -254,7 +260,7 @@ func TestListCursorsUsedWithOtherArgumentsAreInvalid(t *testing.T) {
 	c := mxCursor(t, ok(t, cs, "workbench_list", base))
 	snapCursor := mxCursor(t, ok(t, cs, "workbench_list", args{"id": "one", "section": "input", "path": "d", "limit": 2, "at_snapshot": "s"}))
 	readCursor := mxCursor(t, ok(t, cs, "workbench_read", args{"id": "one", "section": "input", "path": "d/f000", "format": "bytes", "limit": 1}))
-	with := func(k string, v any) args { return overlay(overlay(args{"cursor": c}, base), args{k: v}) }
+	with := cursorVariant(base, c)
 	for _, tc := range []struct {
 		name string
 		a    args
@@ -497,7 +503,7 @@ func TestGrepCursorsAreFencedAndBoundToTheirArguments(t *testing.T) {
 	ok(t, other, "workbench_put_file", args{"id": "g1", "section": "logs", "path": "a.log", "text": "alpha\nalpha\nalpha\n"})
 	base := args{"id": "g1", "section": "logs", "pattern": "alpha|beta", "recursive": true, "limit": 1}
 	c := mxCursor(t, ok(t, cs, "workbench_grep", base))
-	with := func(k string, v any) args { return overlay(overlay(args{"cursor": c}, base), args{k: v}) }
+	with := cursorVariant(base, c)
 	for _, tc := range []struct {
 		name string
 		a    args
@@ -637,7 +643,7 @@ func TestSearchCursorsAreFencedAndBoundToTheirArguments(t *testing.T) {
 	ok(t, other, "workbench_put_file", args{"id": "s1", "section": "outputs", "path": "f001", "text": "x"})
 	base := args{"id": "s1", "section": "outputs", "limit": 1}
 	c := mxCursor(t, ok(t, cs, "workbench_search", base))
-	with := func(k string, v any) args { return overlay(overlay(args{"cursor": c}, base), args{k: v}) }
+	with := cursorVariant(base, c)
 	for _, tc := range []struct {
 		name string
 		a    args
