@@ -284,20 +284,7 @@ func TestNoKeyReachesTheReservedDocumentsWorkbenchByName(t *testing.T) {
 func TestRefusalsBeforeTheSurfaceUseTheSurfacesShape(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Auth = ops.AuthRequired
-	keys, err := OpenDataDirKeys(cfg.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, tok, err := auth.NewKey(auth.KeySpec{Name: "owner", Tenant: "a", Workspace: "w", Scopes: auth.Scopes}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := keys.Create(t.Context(), k); err != nil {
-		t.Fatal(err)
-	}
-	if err := keys.Close(); err != nil {
-		t.Fatal(err)
-	}
+	tok := createKeys(t, cfg.DataDir, auth.KeySpec{Name: "owner", Tenant: "a", Workspace: "w", Scopes: auth.Scopes})[0]
 	_, base := serveNode(t, cfg)
 	bearer := map[string]string{"Authorization": "Bearer " + tok}
 	with := func(h map[string]string, kv ...string) map[string]string {
@@ -322,26 +309,11 @@ func TestRefusalsBeforeTheSurfaceUseTheSurfacesShape(t *testing.T) {
 		{"documents, cross-site read", http.MethodGet, "/api/workbench/documents", with(bearer, "Sec-Fetch-Site", "cross-site"), http.StatusForbidden, "Forbidden"},
 		{"OpenWOP, foreign Host", http.MethodGet, "/v1/host/workspace/files/a.md", with(bearer, "Host", "evil.example"), http.StatusForbidden, "forbidden"},
 	} {
-		req, err := http.NewRequestWithContext(t.Context(), c.method, base+c.path, strings.NewReader("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range c.header {
-			if k == "Host" {
-				req.Host = v
-				continue
-			}
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		status, _, raw := send(t, c.method, base+c.path, c.header, "{}")
 		var body map[string]any
-		err = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != c.status || body["error"] != c.code || body["status"] != nil || body["message"] == nil {
-			t.Errorf("%s: %d %v (%v), want %d with the surface's body {error: %s, message}", c.name, resp.StatusCode, body, err, c.status, c.code)
+		err := json.Unmarshal(raw, &body)
+		if err != nil || status != c.status || body["error"] != c.code || body["status"] != nil || body["message"] == nil {
+			t.Errorf("%s: %d %v (%v), want %d with the surface's body {error: %s, message}", c.name, status, body, err, c.status, c.code)
 		}
 	}
 }

@@ -17,20 +17,7 @@ func TestDataDirKeysBeforeTheFirstStart(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.DataDir = filepath.Join(cfg.DataDir, "fresh", "cairn-data")
 	cfg.Auth = ops.AuthRequired
-	keys, err := OpenDataDirKeys(cfg.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, token, err := auth.NewKey(auth.KeySpec{Name: "admin", AllAgents: true, Scopes: auth.Scopes}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := keys.Create(t.Context(), k); err != nil {
-		t.Fatal(err)
-	}
-	if err := keys.Close(); err != nil {
-		t.Fatal(err)
-	}
+	token := createKeys(t, cfg.DataDir, auth.KeySpec{Name: "admin", AllAgents: true, Scopes: auth.Scopes})[0]
 	_, base := serveNode(t, cfg)
 	if code, _, b := send(t, http.MethodPut, base+"/v1/agents/a/workbenches/w", map[string]string{"Authorization": "Bearer " + token}, ""); code != http.StatusCreated {
 		t.Fatalf("the first key on the node's first start: %d %s", code, b)
@@ -43,4 +30,30 @@ func TestDataDirKeysBeforeTheFirstStart(t *testing.T) {
 	if _, err := OpenDataDirKeys(file); err == nil {
 		t.Fatal("a file opened as a data directory")
 	}
+}
+
+// createKeys creates a key of each spec in the key file of dataDir (OpenDataDirKeys),
+// closes the file again so that a node can start on it, and returns the keys' tokens in
+// spec order.
+func createKeys(t *testing.T, dataDir string, specs ...auth.KeySpec) []string {
+	t.Helper()
+	keys, err := OpenDataDirKeys(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := make([]string, len(specs))
+	for i, spec := range specs {
+		k, token, err := auth.NewKey(spec, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := keys.Create(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+		tokens[i] = token
+	}
+	if err := keys.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return tokens
 }

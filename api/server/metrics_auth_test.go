@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/workbench/auth"
@@ -17,24 +16,10 @@ import (
 // Authorization header of each key by name.
 func serveWithKeys(t *testing.T, cfg ops.Config) (client, admin string, authz map[string]string) {
 	t.Helper()
-	s, err := OpenDataDirKeys(cfg.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	authz = map[string]string{}
-	for name, scopes := range map[string][]auth.Scope{"read": {auth.ScopeRead}, "admin": {auth.ScopeAdmin}} {
-		k, token, err := auth.NewKey(auth.KeySpec{Name: name, Agents: []string{"a"}, Scopes: scopes}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Create(t.Context(), k); err != nil {
-			t.Fatal(err)
-		}
-		authz[name] = "Bearer " + token
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	tokens := createKeys(t, cfg.DataDir,
+		auth.KeySpec{Name: "read", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead}},
+		auth.KeySpec{Name: "admin", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeAdmin}})
+	authz = map[string]string{"read": "Bearer " + tokens[0], "admin": "Bearer " + tokens[1]}
 	n, url := serveNode(t, cfg)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(url, "http://"))
 	_, adminPort, _ := net.SplitHostPort(n.AdminAddr().String())

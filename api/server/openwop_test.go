@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/workbench/auth"
@@ -51,20 +50,7 @@ func TestOpenWOPPutIsRedactedBeforeItIsStored(t *testing.T) {
 func TestOpenWOPScopeNamesAreAliasesOfCairnScopes(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Auth = ops.AuthRequired
-	keys, err := OpenDataDirKeys(cfg.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, adminToken, err := auth.NewKey(auth.KeySpec{Name: "operator", AllAgents: true, Scopes: auth.Scopes}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := keys.Create(t.Context(), admin); err != nil {
-		t.Fatal(err)
-	}
-	if err := keys.Close(); err != nil {
-		t.Fatal(err)
-	}
+	adminToken := createKeys(t, cfg.DataDir, auth.KeySpec{Name: "operator", AllAgents: true, Scopes: auth.Scopes})[0]
 	n, base := serveNode(t, cfg)
 	adminURL := "http://" + n.AdminAddr().String() + KeysPath
 	operator := map[string]string{"Authorization": "Bearer " + adminToken}
