@@ -110,12 +110,7 @@ func printVersion(w io.Writer, v client.HistoryVersion, asJSON bool) error {
 
 // newAdminRetentionCommand is `cairn admin retention show|set`.
 func newAdminRetentionCommand() *cobra.Command {
-	ret := &cobra.Command{
-		Use:   "retention",
-		Short: "Show or set the history retention of an agent root",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	ret := newGroupCommand("retention", "Show or set the history retention of an agent root")
 	var (
 		agent  string
 		asJSON bool

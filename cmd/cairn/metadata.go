@@ -166,9 +166,6 @@ files". --limit caps the groups (1..100). --json prints the server's result obje
 	cmd.Flags().StringArrayVar(&sorts, "sort", nil, "sort key FIELD[:asc|:desc] (repeatable)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "most groups, 1..100 (0: the server's default, 100)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if limit < 0 || limit > maxAggregateGroups {
 			return usageErrorf("--limit must be between 0 and %d", maxAggregateGroups)
 		}
@@ -258,9 +255,6 @@ func newCatalogCommand() *cobra.Command {
 	cmd.Flags().StringVar(&prefix, "prefix", "", "only fields whose name starts with this")
 	cmd.Flags().BoolVar(&facets, "facets", false, "show each field's most frequent values")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if len(args) == 1 {
 			scope.workbench = args[0]
 		}
@@ -321,9 +315,6 @@ func newFindCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous find's cursor (same arguments)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "workbenches to print, 0 for all (with --json: the page size, 1..100)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if committed && uncommitted {
 			return usageErrorf("--committed and --uncommitted exclude each other")
 		}

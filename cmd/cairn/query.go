@@ -164,9 +164,6 @@ func newSearchCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous search's cursor (same arguments)")
 	cmd.Flags().IntVar(&limit, "limit", maxSearchPage, "files to print, 0 for all (with --json: the page size, 1..10)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if limit < 0 {
 			return usageErrorf("--limit must not be negative")
 		}
@@ -366,9 +363,6 @@ With --json, one page (--limit at most 300) is printed as the server's result ob
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous grep's cursor (same arguments)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "matches to print, 0 for all (with --json: the page size, 1..300)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if limit < 0 {
 			return usageErrorf("--limit must not be negative")
 		}
