@@ -37,12 +37,7 @@ func newWorkbenchListCommand() *cobra.Command {
 		}
 		err := newClient(cmd).WalkWorkbenches(cmd.Context(), o.agent, func(w client.WorkbenchSummary) error {
 			if o.json {
-				b, err := json.Marshal(w)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintf(out, "%s\n", b)
-				return err
+				return printJSONLine(out, w)
 			}
 			head := "-"
 			if w.HeadCommit != nil {
@@ -105,12 +100,7 @@ func newUsageCommand() *cobra.Command {
 // printUsage prints a root's usage against its quotas, one dimension a line.
 func printUsage(w io.Writer, u *client.RootUsage, asJSON bool) error {
 	if asJSON {
-		b, err := json.Marshal(u)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return printJSONLine(w, u)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "agent root %s\n", u.Agent)

@@ -63,6 +63,9 @@ func printRaw(w io.Writer, raw json.RawMessage) error {
 	return err
 }
 
+// printJSONLine writes v encoded as JSON (encoding/json), one line.
+func printJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
 // printResult writes a command's answer: with --json (asJSON) the server's result
 // object raw, one line (printRaw); else the one-line summary.
 func printResult(w io.Writer, asJSON bool, raw json.RawMessage, summary string) error {
