@@ -172,10 +172,7 @@ func newSearchCommand() *cobra.Command {
 		}
 		req := client.SearchRequest{Workbench: scope.workbench, Section: scope.section, Path: scope.path, Facets: facets, Cursor: cursor}
 		var err error
-		if req.Predicates, err = parseWheres(wheres); err != nil {
-			return err
-		}
-		if req.Sort, err = parseSorts(sorts); err != nil {
+		if req.Predicates, req.Sort, err = parseQuery(wheres, sorts); err != nil {
 			return err
 		}
 		req.Fields = fields
