@@ -147,19 +147,11 @@ func (s *ClusterStatus) Registered(id string) bool {
 // Errors: an *Error NotFound wrapped with ErrNotCluster when the node is an embedded one;
 // other *Errors as the server answers.
 func (c *Client) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+AdminClusterPath, nil)
+	out, err := getJSON[ClusterStatus](ctx, c, c.base+AdminClusterPath)
 	if err != nil {
-		return nil, err
+		return nil, notCluster(c, AdminClusterPath, err)
 	}
-	var out ClusterStatus
-	if err := c.doJSON(req, &out); err != nil {
-		var e *Error
-		if errors.As(err, &e) && e.HTTPStatus == http.StatusNotFound {
-			return nil, fmt.Errorf("%s answers 404 on %s (an embedded node, cairn serve without --cluster): %w: %w", c.base, AdminClusterPath, ErrNotCluster, err)
-		}
-		return nil, err
-	}
-	return &out, nil
+	return out, nil
 }
 
 // IsLeaving reports whether node id is marked leaving.
@@ -191,7 +183,7 @@ func (s *ClusterStatus) Replicas(id string) (shards []int, complete bool) {
 func (c *Client) Decommission(ctx context.Context, node string) error {
 	var out struct{}
 	err := c.postTool(ctx, c.base+AdminLeavingPath, map[string]string{"node": node}, &out, replayable)
-	return notCluster(c, err)
+	return notCluster(c, AdminLeavingPath, err)
 }
 
 // Recommission clears node's leaving mark, so the controller may give it replicas again.
@@ -201,14 +193,14 @@ func (c *Client) Recommission(ctx context.Context, node string) error {
 		return err
 	}
 	var out struct{}
-	return notCluster(c, c.doJSON(req, &out))
+	return notCluster(c, AdminLeavingPath, c.doJSON(req, &out))
 }
 
-// notCluster wraps a 404 of an admin cluster route with ErrNotCluster.
-func notCluster(c *Client, err error) error {
+// notCluster wraps a 404 of the admin cluster route at path with ErrNotCluster.
+func notCluster(c *Client, path string, err error) error {
 	var e *Error
 	if errors.As(err, &e) && e.HTTPStatus == http.StatusNotFound {
-		return fmt.Errorf("%s answers 404 (an embedded node, cairn serve without --cluster): %w: %w", c.base, ErrNotCluster, err)
+		return fmt.Errorf("%s answers 404 on %s (an embedded node, cairn serve without --cluster): %w: %w", c.base, path, ErrNotCluster, err)
 	}
 	return err
 }

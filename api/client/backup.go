@@ -30,13 +30,9 @@ func (c *Client) Backup(ctx context.Context, id string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	// Replayable: placing a hold that exists changes nothing.
-	resp, err := c.send(req, replayable)
+	resp, err := c.openStream(req, replayable)
 	if err != nil {
 		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer closeBody(resp)
-		return nil, responseError(resp)
 	}
 	return resp.Body, nil
 }
@@ -67,14 +63,10 @@ type BackupHold struct {
 // finished backups and of backups a crash cut off alike. c must be built on the admin
 // listener's URL.
 func (c *Client) BackupHolds(ctx context.Context) ([]BackupHold, error) {
-	var out struct {
+	out, err := getJSON[struct {
 		Holds []BackupHold `json:"holds"`
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+AdminBackupHoldsPath, nil)
+	}](ctx, c, c.base+AdminBackupHoldsPath)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.doJSON(req, &out); err != nil {
 		return nil, err
 	}
 	return out.Holds, nil

@@ -597,6 +597,20 @@ func (c *Client) doJSONAs(req *http.Request, out any, safety retrySafety) error 
 	return nil
 }
 
+// openStream sends req and hands back a 200 answer with its body unread, for the caller
+// to stream and close; any other status is a *Error.
+func (c *Client) openStream(req *http.Request, safety retrySafety) (*http.Response, error) {
+	resp, err := c.send(req, safety)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer closeBody(resp)
+		return nil, responseError(resp)
+	}
+	return resp, nil
+}
+
 // postTool sends in as the JSON body of a POST to u and decodes the result into out;
 // safety says whether the call may be repeated after a retryable answer.
 func (c *Client) postTool(ctx context.Context, u string, in any, out any, safety retrySafety) error {

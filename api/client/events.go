@@ -75,13 +75,9 @@ func (c *Client) Events(ctx context.Context, agent string, opts EventsOptions) (
 	if opts.After != "" {
 		req.Header.Set("Last-Event-ID", opts.After)
 	}
-	resp, err := c.send(req, replayable)
+	resp, err := c.openStream(req, replayable)
 	if err != nil {
 		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer closeBody(resp)
-		return nil, responseError(resp)
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		closeBody(resp)

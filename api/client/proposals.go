@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"strconv"
 )
@@ -59,8 +58,8 @@ type Proposal struct {
 	Proposer       string  `json:"proposer"`
 	Replayed       bool    `json:"replayed"`
 	// ResultGeneration is what an accept published (Decide).
-	ResultGeneration *uint64         `json:"result_generation"`
-	Raw              json.RawMessage `json:"-"`
+	ResultGeneration *uint64 `json:"result_generation"`
+	RawJSON
 }
 
 // ProposalList is a page of Proposals or Judgments; Raw is the whole result object.
@@ -68,7 +67,7 @@ type ProposalList struct {
 	Proposals  []Proposal        `json:"proposals"`
 	Judgments  []json.RawMessage `json:"judgments"`
 	NextCursor *string           `json:"next_cursor"`
-	Raw        json.RawMessage   `json:"-"`
+	RawJSON
 }
 
 // ProposalQuery filters a listing; Judgments lists the decisions instead.
@@ -92,7 +91,7 @@ func (c *Client) proposalsURL(agent, wb string) string {
 // Propose makes a proposal; a retry with the same RequestID and content answers the
 // first one (Replayed). The request is replayable: its id makes it idempotent.
 func (c *Client) Propose(ctx context.Context, agent, wb string, req ProposeRequest) (*Proposal, error) {
-	return decodeProposal(postJSON[json.RawMessage](ctx, c, c.proposalsURL(agent, wb), req, replayable))
+	return postJSON[Proposal](ctx, c, c.proposalsURL(agent, wb), req, replayable)
 }
 
 // GetProposal returns one proposal; with body its bytes and diff are in Raw.
@@ -101,7 +100,7 @@ func (c *Client) GetProposal(ctx context.Context, agent, wb, id string, body boo
 	if body {
 		u += "?include_body=true"
 	}
-	return decodeProposal(getJSON[json.RawMessage](ctx, c, u))
+	return getJSON[Proposal](ctx, c, u)
 }
 
 // ListProposals returns one page of a workbench's proposals (or judgments).
@@ -119,31 +118,11 @@ func (c *Client) ListProposals(ctx context.Context, agent, wb string, q Proposal
 	if q.Judgments {
 		u = c.workbenchURL(agent, wb) + "/judgments"
 	}
-	raw, err := getJSON[json.RawMessage](ctx, c, withQuery(u, v))
-	if err != nil {
-		return nil, err
-	}
-	out := &ProposalList{Raw: *raw}
-	if err := json.Unmarshal(*raw, out); err != nil {
-		return nil, fmt.Errorf("client: decoding the proposals: %w", err)
-	}
-	return out, nil
+	return getJSON[ProposalList](ctx, c, withQuery(u, v))
 }
 
 // Decide accepts or rejects a proposal; a retry with the same SubmissionID and content
 // answers the first decision (Replayed).
 func (c *Client) Decide(ctx context.Context, agent, wb, id string, req DecideRequest) (*Proposal, error) {
-	return decodeProposal(postJSON[json.RawMessage](ctx, c, c.proposalsURL(agent, wb)+"/"+url.PathEscape(id)+"/decision", req, replayable))
-}
-
-// decodeProposal decodes the proposal answer raw, unless the request that read it failed.
-func decodeProposal(raw *json.RawMessage, err error) (*Proposal, error) {
-	if err != nil {
-		return nil, err
-	}
-	p := &Proposal{Raw: *raw}
-	if err := json.Unmarshal(*raw, p); err != nil {
-		return nil, fmt.Errorf("client: decoding the proposal: %w", err)
-	}
-	return p, nil
+	return postJSON[Proposal](ctx, c, c.proposalsURL(agent, wb)+"/"+url.PathEscape(id)+"/decision", req, replayable)
 }

@@ -2,7 +2,6 @@ package documents
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 )
 
@@ -28,18 +27,7 @@ func (h *Handler) create(ctx context.Context, o owner, b body) (any, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	title, e := b.str("title", true, MaxTitleChars)
-	if e != nil {
-		return nil, e
-	}
-	text, e := b.str("body", false, MaxBodyChars)
-	if e != nil {
-		return nil, e
-	}
-	if _, ok := b["body"]; !ok {
-		return nil, invalid("body", RuleRequired, "is required")
-	}
-	requestID, e := b.id("requestId")
+	title, text, requestID, e := b.versionMembers()
 	if e != nil {
 		return nil, e
 	}
@@ -57,8 +45,7 @@ func (h *Handler) create(ctx context.Context, o owner, b body) (any, *Error) {
 		if err != nil {
 			return nil, fromStore(err)
 		}
-		var p createdPayload
-		_ = json.Unmarshal(created.Payload, &p)
+		p := decodePayload[createdPayload](created)
 		if p.VersionID != versionID {
 			return nil, conflict("requestId %q was used to create this document with other content", requestID)
 		}

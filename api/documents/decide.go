@@ -2,7 +2,6 @@ package documents
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 )
 
@@ -52,8 +51,7 @@ func (h *Handler) decide(ctx context.Context, o owner, proposalID string, b body
 	if err != nil {
 		return nil, fromStore(err)
 	}
-	var p proposedPayload
-	_ = json.Unmarshal(proposedEv.Payload, &p)
+	p := decodePayload[proposedPayload](proposedEv)
 	var sub submission
 	if _, err := rec.get(ctx, o.submissionPath(submissionID), &sub); err == nil {
 		if sub.ProposalEventID != proposalID || sub.Disposition != disposition {
@@ -69,8 +67,7 @@ func (h *Handler) decide(ctx context.Context, o owner, proposalID string, b body
 		prior, err := rec.event(ctx, docID, decisionID)
 		switch {
 		case err == nil:
-			var d decisionPayload
-			_ = json.Unmarshal(prior.Payload, &d)
+			d := decodePayload[decisionPayload](prior)
 			switch {
 			case d.SubmissionID == submissionID && d.Disposition == disposition:
 			case d.SubmissionID == submissionID:

@@ -2,7 +2,6 @@ package documents
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 )
 
@@ -28,18 +27,7 @@ func (h *Handler) edit(ctx context.Context, o owner, docID string, b body) (any,
 	if e != nil {
 		return nil, e
 	}
-	title, e := b.str("title", true, MaxTitleChars)
-	if e != nil {
-		return nil, e
-	}
-	if _, ok := b["body"]; !ok {
-		return nil, invalid("body", RuleRequired, "is required")
-	}
-	text, e := b.str("body", false, MaxBodyChars)
-	if e != nil {
-		return nil, e
-	}
-	requestID, e := b.id("requestId")
+	title, text, requestID, e := b.versionMembers()
 	if e != nil {
 		return nil, e
 	}
@@ -51,8 +39,7 @@ func (h *Handler) edit(ctx context.Context, o owner, docID string, b body) (any,
 		prior, err := rec.event(ctx, docID, eventID)
 		switch {
 		case err == nil:
-			var p versionPayload
-			_ = json.Unmarshal(prior.Payload, &p)
+			p := decodePayload[versionPayload](prior)
 			if p.VersionID != versionID || p.BaseVersionID == nil || *p.BaseVersionID != base {
 				return nil, nil, conflict("requestId %q was used for another edit of this document", requestID)
 			}

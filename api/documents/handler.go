@@ -468,6 +468,25 @@ func (b body) str(name string, required bool, max int) (string, *Error) {
 	return s, nil
 }
 
+// versionMembers returns the members of a create or an edit that make a version: title
+// (1..MaxTitleChars characters), body (a string of at most MaxBodyChars characters,
+// required but possibly empty) and requestId (id), checked in that order.
+func (b body) versionMembers() (title, text, requestID string, e *Error) {
+	if title, e = b.str("title", true, MaxTitleChars); e != nil {
+		return "", "", "", e
+	}
+	if _, ok := b["body"]; !ok {
+		return "", "", "", invalid("body", RuleRequired, "is required")
+	}
+	if text, e = b.str("body", false, MaxBodyChars); e != nil {
+		return "", "", "", e
+	}
+	if requestID, e = b.id("requestId"); e != nil {
+		return "", "", "", e
+	}
+	return title, text, requestID, nil
+}
+
 // id returns member name as a client-generated id: 1..MaxRequestIDChars printable ASCII
 // characters without spaces.
 func (b body) id(name string) (string, *Error) {

@@ -2,7 +2,6 @@ package documents
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -75,8 +74,7 @@ func (h *Handler) propose(ctx context.Context, o owner, docID string, args propo
 	if err != nil {
 		return nil, fromStore(err)
 	}
-	var sel selectedPayload
-	_ = json.Unmarshal(selected.Payload, &sel)
+	sel := decodePayload[selectedPayload](selected)
 	requestedID := EventID(TypeRequested, docID, requestID)
 	runID := RunID(docID, requestID)
 	answer := proposalAnswer{DocumentID: docID, ProposalEventID: EventID(TypeProposed, docID, requestID), RequestedEventID: requestedID, RunID: runID}
@@ -201,8 +199,7 @@ func replayedProposal(ctx context.Context, rec records, o owner, docID, requeste
 	case err != nil:
 		return false, fromStore(err)
 	}
-	var p requestedPayload
-	_ = json.Unmarshal(prior.Payload, &p)
+	p := decodePayload[requestedPayload](prior)
 	if p.SelectionID != a.selectionID || p.RunnerID != a.runnerID || p.BaseVersionID != a.base {
 		return false, conflict("requestId %q was used for another proposal request of this document", a.requestID)
 	}

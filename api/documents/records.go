@@ -66,6 +66,15 @@ type Event struct {
 	Payload        json.RawMessage `json:"payload"`
 }
 
+// decodePayload decodes e's payload as a T (the payload type of e.Type). Events are
+// written by this package from a T and never changed, so a decoding error is ignored: the
+// payload reads as the zero T.
+func decodePayload[T any](e Event) T {
+	var p T
+	_ = json.Unmarshal(e.Payload, &p)
+	return p
+}
+
 // Payloads, by type.
 
 type createdPayload struct {

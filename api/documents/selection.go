@@ -2,7 +2,6 @@ package documents
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -125,8 +124,7 @@ func (h *Handler) selectContext(ctx context.Context, o owner, docID string, b bo
 // the first answer when it selected the same ids (in any order, at any base), else a
 // ConflictError.
 func replayedSelection(ctx context.Context, rec records, docID, requestID string, prior Event, eventIDs, versionIDs []string) (any, *Error) {
-	var p selectedPayload
-	_ = json.Unmarshal(prior.Payload, &p)
+	p := decodePayload[selectedPayload](prior)
 	if !sameIDs(p.SelectedEventIDs, eventIDs) || !sameIDs(p.SelectedVersionIDs, versionIDs) {
 		return nil, conflict("requestId %q was used for another selection of this document", requestID)
 	}

@@ -129,9 +129,7 @@ func versionsOf(evs []Event) []versionRow {
 		if e.Type != TypeVersion {
 			continue
 		}
-		var p versionPayload
-		_ = json.Unmarshal(e.Payload, &p)
-		out = append(out, versionRow{versionPayload: p, EventID: e.ID, OccurredAt: e.OccurredAt})
+		out = append(out, versionRow{versionPayload: decodePayload[versionPayload](e), EventID: e.ID, OccurredAt: e.OccurredAt})
 	}
 	return out
 }
@@ -182,16 +180,12 @@ func (h *Handler) getDocument(r *http.Request, o owner, id string) (any, *Error)
 	for _, ev := range evs {
 		switch ev.Type {
 		case TypeDecision:
-			var p decisionPayload
-			_ = json.Unmarshal(ev.Payload, &p)
+			p := decodePayload[decisionPayload](ev)
 			decisions[p.ProposalEventID], decisionIDs[p.ProposalEventID] = p, ev.ID
 		case TypeSelected:
-			var p selectedPayload
-			_ = json.Unmarshal(ev.Payload, &p)
-			selections = append(selections, p)
+			selections = append(selections, decodePayload[selectedPayload](ev))
 		case TypeRequested:
-			var p requestedPayload
-			_ = json.Unmarshal(ev.Payload, &p)
+			p := decodePayload[requestedPayload](ev)
 			var rn run
 			if _, err := (records{h.store, o}).get(ctx, o.runPath(id, RunID(id, p.RequestID)), &rn); err == nil {
 				runs = append(runs, rn)
@@ -203,8 +197,7 @@ func (h *Handler) getDocument(r *http.Request, o owner, id string) (any, *Error)
 		if ev.Type != TypeProposed {
 			continue
 		}
-		var p proposedPayload
-		_ = json.Unmarshal(ev.Payload, &p)
+		p := decodePayload[proposedPayload](ev)
 		row := proposalRow{ProposalEventID: ev.ID, HeadVersionID: hd.VersionID, Proposal: p, Stale: hd.VersionID != p.Target.BaseVersionID}
 		if d, ok := decisions[ev.ID]; ok {
 			row.State, row.DecisionEventID, row.ResultVersionID = map[string]string{"accept": "accepted", "reject": "rejected"}[d.Disposition], decisionIDs[ev.ID], d.ResultVersionID

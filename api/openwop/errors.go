@@ -91,6 +91,19 @@ func methodNotAllowed(w http.ResponseWriter, allow, msg string) {
 	WriteError(w, fail(http.StatusMethodNotAllowed, CodeValidation, msg))
 }
 
+// serveCollection answers a collection route (route names it in the 405 message): GET
+// lists, POST creates, any other method is 405 with Allow: GET, POST.
+func serveCollection(w http.ResponseWriter, r *http.Request, route string, list, create func()) {
+	switch r.Method {
+	case http.MethodGet:
+		list()
+	case http.MethodPost:
+		create()
+	default:
+		methodNotAllowed(w, "GET, POST", route+" answers GET and POST")
+	}
+}
+
 // WriteUnauthenticated answers 401 with the envelope (and RFC 6750's challenge), for the
 // node's authentication middleware on this facade's routes.
 func WriteUnauthenticated(w http.ResponseWriter, msg string) {

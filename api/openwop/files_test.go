@@ -159,12 +159,7 @@ func TestRacingCreateOnlyPutsHaveExactlyOneWinner(t *testing.T) {
 
 func TestTheSeamHonoursIfMatchOnDelete(t *testing.T) {
 	sc := loadSchemas(t)
-	opt := testOptions()
-	opt.TestSeams = true
-	base := newFacade(t, opt)
-	seam := func(body map[string]any) answer {
-		return call(t, http.MethodPost, base+"/v1/host/sample/workspace/op", body)
-	}
+	_, seam := newSeamFacade(t)
 	v1 := seam(map[string]any{"op": "put", "path": "s.md", "content": "one"})
 	if v2 := seam(map[string]any{"op": "put", "path": "s.md", "content": "two"}); v1.status != 200 || v2.status != 200 {
 		t.Fatalf("setup: %s %s", v1.body, v2.body)

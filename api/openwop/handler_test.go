@@ -42,6 +42,18 @@ func newFacadeOn(t testing.TB, opt openwop.Options, cfg workbench.Config) string
 	return url
 }
 
+// newSeamFacade is newFacade with the test seams on (Options.TestSeams); seam posts one
+// operation to the seam and answers its answer.
+func newSeamFacade(t *testing.T) (base string, seam func(op map[string]any) answer) {
+	t.Helper()
+	opt := testOptions()
+	opt.TestSeams = true
+	base = newFacade(t, opt)
+	return base, func(op map[string]any) answer {
+		return call(t, http.MethodPost, base+"/v1/host/sample/workspace/op", op)
+	}
+}
+
 // reviewHeader, set to "yes", gives a bound test principal the review scope too.
 const reviewHeader = "Test-Review"
 
@@ -71,6 +83,7 @@ func newFacadeNode(t testing.TB, opt openwop.Options, cfg workbench.Config) (str
 
 type answer struct {
 	status int
+	header http.Header
 	body   []byte
 	json   map[string]any
 }
@@ -98,7 +111,7 @@ func call(t testing.TB, method, url string, body any, headers ...string) answer 
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	a := answer{status: resp.StatusCode}
+	a := answer{status: resp.StatusCode, header: resp.Header}
 	a.body, _ = io.ReadAll(resp.Body)
 	if len(a.body) > 0 {
 		_ = json.Unmarshal(a.body, &a.json)
@@ -409,12 +422,7 @@ func TestDiscoveryAdvertisesTheConfiguredWorkspaceAtTheRootAndUnderCapabilities(
 
 func TestTheSeamNamesOwnersOnlyWhenEnabled(t *testing.T) {
 	sc := loadSchemas(t)
-	opt := testOptions()
-	opt.TestSeams = true
-	base := newFacade(t, opt)
-	seam := func(body map[string]any) answer {
-		return call(t, http.MethodPost, base+"/v1/host/sample/workspace/op", body)
-	}
+	base, seam := newSeamFacade(t)
 	if r := seam(map[string]any{"tenant": "wct1-tenant-a", "workspace": "ws-a", "op": "put", "path": "WCT1-SECRET.md", "content": "A-only secret body"}); r.status != 200 {
 		t.Fatalf("seam put: %d %s", r.status, r.body)
 	}

@@ -1,9 +1,6 @@
 package openwop_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -27,26 +24,16 @@ func TestAPutWhoseCommitIsUnconfirmedIsARetriableServiceUnavailable(t *testing.T
 		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), auth.Local)))
 	}))
 	t.Cleanup(srv.Close)
-	put := func() (*http.Response, answer) {
-		req, _ := http.NewRequest(http.MethodPut, srv.URL+"/v1/host/workspace/files/notes.md", bytes.NewReader([]byte(`{"content":"v"}`)))
-		req.Header.Set("Idempotency-Key", "put-notes-1")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		a := answer{status: resp.StatusCode}
-		a.body, _ = io.ReadAll(resp.Body)
-		_ = json.Unmarshal(a.body, &a.json)
-		return resp, a
+	put := func() answer {
+		return call(t, http.MethodPut, srv.URL+"/v1/host/workspace/files/notes.md", `{"content":"v"}`, "Idempotency-Key", "put-notes-1")
 	}
 	fc.Once(workbenchtest.AppliedButUnconfirmed)
-	resp, a := put()
+	a := put()
 	wantError(t, sc, "an unconfirmed put", a, http.StatusServiceUnavailable, openwop.CodeUnavailable)
-	if d, _ := a.json["details"].(map[string]any); d["outcome"] != "unknown" || resp.Header.Get("Retry-After") != "1" {
-		t.Fatalf("an unconfirmed put: %s %v", a.body, resp.Header)
+	if d, _ := a.json["details"].(map[string]any); d["outcome"] != "unknown" || a.header.Get("Retry-After") != "1" {
+		t.Fatalf("an unconfirmed put: %s %v", a.body, a.header)
 	}
-	if _, again := put(); again.status != http.StatusOK || again.json["version"] != float64(1) {
+	if again := put(); again.status != http.StatusOK || again.json["version"] != float64(1) {
 		t.Fatalf("the retry with the same Idempotency-Key: %d %s, want version 1", again.status, again.body)
 	}
 }

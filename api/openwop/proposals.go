@@ -78,14 +78,7 @@ type provenance struct {
 // serveProposals routes rest of /proposals.
 func (h *Handler) serveProposals(w http.ResponseWriter, r *http.Request, o Owner, rest string) {
 	if rest == "" {
-		switch r.Method {
-		case http.MethodGet:
-			h.listProposals(w, r, o)
-		case http.MethodPost:
-			h.createProposal(w, r, o)
-		default:
-			methodNotAllowed(w, "GET, POST", "/proposals answers GET and POST")
-		}
+		serveCollection(w, r, "/proposals", func() { h.listProposals(w, r, o) }, func() { h.createProposal(w, r, o) })
 		return
 	}
 	seg := strings.TrimPrefix(rest, "/")

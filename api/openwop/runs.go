@@ -84,14 +84,7 @@ const runPending = "pending"
 // "/{runId}/workspace/files[/{path}]", "/{runId}/events".
 func (h *Handler) serveRuns(w http.ResponseWriter, r *http.Request, o Owner, rest string) {
 	if rest == "" {
-		switch r.Method {
-		case http.MethodPost:
-			h.createRun(w, r, o)
-		case http.MethodGet:
-			h.listRuns(w, r, o)
-		default:
-			methodNotAllowed(w, "GET, POST", "/v1/runs answers GET and POST")
-		}
+		serveCollection(w, r, "/v1/runs", func() { h.listRuns(w, r, o) }, func() { h.createRun(w, r, o) })
 		return
 	}
 	rawID, sub, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/")

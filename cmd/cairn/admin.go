@@ -12,17 +12,12 @@ import (
 
 // addAdminCommands registers `cairn admin` and its subcommands.
 func addAdminCommands(root *cobra.Command) {
-	admin := &cobra.Command{
-		Use:   "admin",
-		Short: "Operator commands against a running server",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	admin.PersistentFlags().String("admin-server", envOr("CAIRN_ADMIN_SERVER", defaultAdminServer),
-		"URL of the server's admin listener, --admin-listen: admin routes are not served on --server (env CAIRN_ADMIN_SERVER)")
-	admin.AddCommand(newAdminGCCommand(), newAdminClusterCommand(), newAdminKeyCommand(),
+	admin := newGroupCommand("admin", "Operator commands against a running server",
+		newAdminGCCommand(), newAdminClusterCommand(), newAdminKeyCommand(),
 		newAdminBackupCommand(), newAdminRestoreCommand(), newAdminScrubCommand(),
 		newAdminQuotaCommand(), newAdminPurgeCommand(), newAdminNodeCommand(), newAdminRetentionCommand())
+	admin.PersistentFlags().String("admin-server", envOr("CAIRN_ADMIN_SERVER", defaultAdminServer),
+		"URL of the server's admin listener, --admin-listen: admin routes are not served on --server (env CAIRN_ADMIN_SERVER)")
 	root.AddCommand(admin)
 }
 

@@ -93,7 +93,7 @@ func newAdminBackupCommand() *cobra.Command {
 				return fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup release --id %s --from %s` releases it and removes what was written)", id, t, err, id, to.at)
 			}
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(m)
+				return printJSONLine(cmd.OutOrStdout(), m)
 			}
 			printManifest(cmd.OutOrStdout(), t, m)
 			fmt.Fprintf(cmd.OutOrStdout(), "took %s\n", time.Since(start).Round(time.Millisecond))

@@ -13,12 +13,7 @@ import (
 
 // newAdminClusterCommand is `cairn admin cluster` and its subcommands.
 func newAdminClusterCommand() *cobra.Command {
-	cluster := &cobra.Command{
-		Use:   "cluster",
-		Short: "Cluster operations (cairn serve --cluster)",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	cluster := newGroupCommand("cluster", "Cluster operations (cairn serve --cluster)")
 	var asJSON bool
 	status := &cobra.Command{
 		Use:   "status",

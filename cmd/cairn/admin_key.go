@@ -17,10 +17,9 @@ import (
 
 // newAdminKeyCommand is `cairn admin key` and its subcommands.
 func newAdminKeyCommand() *cobra.Command {
-	key := &cobra.Command{
-		Use:   "key",
-		Short: "Create, list and revoke API keys",
-		Long: `Manage API keys. A key is shown once, at creation; the node keeps only its SHA-256
+	key := newGroupCommand("key", "Create, list and revoke API keys",
+		newKeyCreateCommand(), newKeyListCommand(), newKeyRevokeCommand())
+	key.Long = `Manage API keys. A key is shown once, at creation; the node keeps only its SHA-256
 digest. By default the commands talk to a running node's admin listener
 (--admin-server) with an admin key (--api-key or CAIRN_API_KEY) when the node requires
 keys. Without a running node:
@@ -29,13 +28,9 @@ keys. Without a running node:
                    how the first admin key of an embedded node is made;
   --etcd ENDPOINTS the etcd of a cluster (comma-separated endpoints, the control
                    plane's default prefix): how a cluster's first admin key is made,
-                   whether or not its nodes run. Every node sees the change at once.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+                   whether or not its nodes run. Every node sees the change at once.`
 	key.PersistentFlags().String("data-dir", "", "manage the keys of a stopped embedded node's data directory")
 	key.PersistentFlags().String("etcd", "", "manage a cluster's keys straight in its etcd (comma-separated endpoints)")
-	key.AddCommand(newKeyCreateCommand(), newKeyListCommand(), newKeyRevokeCommand())
 	return key
 }
 

@@ -17,12 +17,7 @@ const nodeRemovePoll = 2 * time.Second
 
 // newAdminNodeCommand is `cairn admin node` and its subcommands.
 func newAdminNodeCommand() *cobra.Command {
-	node := &cobra.Command{
-		Use:   "node",
-		Short: "Node lifecycle in a cluster: decommission a node, or take it back",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	node := newGroupCommand("node", "Node lifecycle in a cluster: decommission a node, or take it back")
 	var (
 		wait    bool
 		timeout time.Duration

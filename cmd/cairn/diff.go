@@ -33,9 +33,6 @@ func newDiffCommand() *cobra.Command {
 	cmd.Flags().StringVar(&to, "to", "live", "the new side")
 	cmd.Flags().IntVar(&context, "context", 3, "file diffs: unchanged lines around each change")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if from == "" {
 			return usageErrorf("--from is required")
 		}

@@ -103,6 +103,18 @@ func (b *bodyFlags) payload(cmd *cobra.Command) (map[string]any, error) {
 	return map[string]any{"title": b.title, "body": text, "requestId": orRandom(b.requestID)}, nil
 }
 
+// write sends a version write to route (DocumentWrite): the payload's members and member
+// key with value, and prints the answer.
+func (b *bodyFlags) write(cmd *cobra.Command, route, key, value string) error {
+	p, err := b.payload(cmd)
+	if err != nil {
+		return err
+	}
+	p[key] = value
+	raw, err := newClient(cmd).DocumentWrite(cmd.Context(), route, p)
+	return printJSON(cmd, raw, err)
+}
+
 func orRandom(id string) string {
 	if id == "" {
 		return randomKey()
@@ -117,13 +129,7 @@ func newDocumentCreateCommand() *cobra.Command {
 	b := addBodyFlags(cmd)
 	cmd.Flags().StringVar(&origin, "origin", "", "the observation's eventId (cairn documents candidates)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		p, err := b.payload(cmd)
-		if err != nil {
-			return err
-		}
-		p["originEventId"] = origin
-		raw, err := newClient(cmd).DocumentWrite(cmd.Context(), "documents", p)
-		return printJSON(cmd, raw, err)
+		return b.write(cmd, "documents", "originEventId", origin)
 	}
 	return cmd
 }
@@ -135,13 +141,7 @@ func newDocumentEditCommand() *cobra.Command {
 	b := addBodyFlags(cmd)
 	cmd.Flags().StringVar(&base, "base", "", "the version the edit is based on: the head")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		p, err := b.payload(cmd)
-		if err != nil {
-			return err
-		}
-		p["baseVersionId"] = base
-		raw, err := newClient(cmd).DocumentWrite(cmd.Context(), "documents/"+url.PathEscape(args[0])+"/versions", p)
-		return printJSON(cmd, raw, err)
+		return b.write(cmd, "documents/"+url.PathEscape(args[0])+"/versions", "baseVersionId", base)
 	}
 	return cmd
 }

@@ -502,6 +502,19 @@ func argCount(min, max int) string {
 	return fmt.Sprintf("%d to %d", min, max)
 }
 
+// newGroupCommand is a command that only holds subcommands (`cairn admin`, `cairn
+// workbench`, …): it takes no arguments and prints its help when run on its own.
+func newGroupCommand(use, short string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
 // runRoot runs `cairn` itself: help without arguments, a usage error for an unknown
 // command (cobra would otherwise print help and succeed).
 func runRoot(cmd *cobra.Command, args []string) error {

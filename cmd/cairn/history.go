@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -86,12 +85,7 @@ func newHistoryCommand() *cobra.Command {
 
 func printVersion(w io.Writer, v client.HistoryVersion, asJSON bool) error {
 	if asJSON {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return printJSONLine(w, v)
 	}
 	size, digest, producer := "-", "deleted", "-"
 	if !v.Tombstone && v.SizeBytes != nil && v.DigestURI != nil {
@@ -110,12 +104,7 @@ func printVersion(w io.Writer, v client.HistoryVersion, asJSON bool) error {
 
 // newAdminRetentionCommand is `cairn admin retention show|set`.
 func newAdminRetentionCommand() *cobra.Command {
-	ret := &cobra.Command{
-		Use:   "retention",
-		Short: "Show or set the history retention of an agent root",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	ret := newGroupCommand("retention", "Show or set the history retention of an agent root")
 	var (
 		agent  string
 		asJSON bool
@@ -194,12 +183,7 @@ func newAdminRetentionCommand() *cobra.Command {
 
 func printRetention(w io.Writer, r *client.Retention, asJSON bool) error {
 	if asJSON {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return printJSONLine(w, r)
 	}
 	p := r.Retention
 	source := "its own"

@@ -14,13 +14,8 @@ import (
 
 // addLifecycleCommands registers `cairn workbench list|delete` and `cairn usage`.
 func addLifecycleCommands(root *cobra.Command) {
-	wb := &cobra.Command{
-		Use:   "workbench",
-		Short: "List and delete the workbenches of an agent root",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	wb.AddCommand(newWorkbenchListCommand(), newWorkbenchDeleteCommand())
+	wb := newGroupCommand("workbench", "List and delete the workbenches of an agent root",
+		newWorkbenchListCommand(), newWorkbenchDeleteCommand())
 	root.AddCommand(wb, newUsageCommand())
 }
 
@@ -35,9 +30,6 @@ func newWorkbenchListCommand() *cobra.Command {
 	}
 	o := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		out := cmd.OutOrStdout()
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		if !o.json {
@@ -45,12 +37,7 @@ func newWorkbenchListCommand() *cobra.Command {
 		}
 		err := newClient(cmd).WalkWorkbenches(cmd.Context(), o.agent, func(w client.WorkbenchSummary) error {
 			if o.json {
-				b, err := json.Marshal(w)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintf(out, "%s\n", b)
-				return err
+				return printJSONLine(out, w)
 			}
 			head := "-"
 			if w.HeadCommit != nil {
@@ -81,9 +68,6 @@ func newWorkbenchDeleteCommand() *cobra.Command {
 	o := addOutputFlags(cmd)
 	cmd.Flags().Uint64Var(&ifRevision, "if-revision", 0, "delete only at this revision (0: unconditional)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if err := newClient(cmd).DeleteWorkbench(cmd.Context(), o.agent, args[0], ifRevision); err != nil {
 			return err
 		}
@@ -104,9 +88,6 @@ func newUsageCommand() *cobra.Command {
 	}
 	o := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		u, err := newClient(cmd).Usage(cmd.Context(), o.agent)
 		if err != nil {
 			return err
@@ -119,12 +100,7 @@ func newUsageCommand() *cobra.Command {
 // printUsage prints a root's usage against its quotas, one dimension a line.
 func printUsage(w io.Writer, u *client.RootUsage, asJSON bool) error {
 	if asJSON {
-		b, err := json.Marshal(u)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return printJSONLine(w, u)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "agent root %s\n", u.Agent)
@@ -146,12 +122,7 @@ func printUsage(w io.Writer, u *client.RootUsage, asJSON bool) error {
 
 // newAdminQuotaCommand is `cairn admin quota set|get`.
 func newAdminQuotaCommand() *cobra.Command {
-	quota := &cobra.Command{
-		Use:   "quota",
-		Short: "Read or set the quotas of an agent root",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	quota := newGroupCommand("quota", "Read or set the quotas of an agent root")
 	var asJSON bool
 	get := &cobra.Command{
 		Use:   "get AGENT [--json]",

@@ -78,30 +78,31 @@ func checkWhereFields(ctx context.Context, c *client.Client, agent string, scope
 	return nil
 }
 
-// parseWheres parses every --where condition.
-func parseWheres(wheres []string) ([]client.Predicate, error) {
-	var preds []client.Predicate
-	for _, w := range wheres {
-		p, err := parseWhere(w)
+// parseEach parses every value of a repeated flag with parse, in order; the first error
+// stops it. No values: nil.
+func parseEach[T any](values []string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	for _, v := range values {
+		x, err := parse(v)
 		if err != nil {
 			return nil, err
 		}
-		preds = append(preds, p)
+		out = append(out, x)
 	}
-	return preds, nil
+	return out, nil
 }
 
-// parseSorts parses every --sort key.
-func parseSorts(sorts []string) ([]client.SortKey, error) {
-	var keys []client.SortKey
-	for _, s := range sorts {
-		k, err := parseSort(s)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
+// parseQuery parses every --where condition and every --sort key of search and aggregate.
+func parseQuery(wheres, sorts []string) ([]client.Predicate, []client.SortKey, error) {
+	preds, err := parseEach(wheres, parseWhere)
+	if err != nil {
+		return nil, nil, err
 	}
-	return keys, nil
+	keys, err := parseEach(sorts, parseSort)
+	if err != nil {
+		return nil, nil, err
+	}
+	return preds, keys, nil
 }
 
 // measureOps are the aggregate measure operators.
@@ -166,9 +167,6 @@ files". --limit caps the groups (1..100). --json prints the server's result obje
 	cmd.Flags().StringArrayVar(&sorts, "sort", nil, "sort key FIELD[:asc|:desc] (repeatable)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "most groups, 1..100 (0: the server's default, 100)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if limit < 0 || limit > maxAggregateGroups {
 			return usageErrorf("--limit must be between 0 and %d", maxAggregateGroups)
 		}
@@ -179,18 +177,11 @@ files". --limit caps the groups (1..100). --json prints the server's result obje
 			measures = []string{"count"}
 		}
 		req := client.AggregateRequest{Workbench: scope.workbench, Section: scope.section, Path: scope.path, GroupBy: groupBy, Limit: limit}
-		for _, m := range measures {
-			ms, err := parseMeasure(m)
-			if err != nil {
-				return err
-			}
-			req.Measures = append(req.Measures, ms)
-		}
 		var err error
-		if req.Predicates, err = parseWheres(wheres); err != nil {
+		if req.Measures, err = parseEach(measures, parseMeasure); err != nil {
 			return err
 		}
-		if req.Sort, err = parseSorts(sorts); err != nil {
+		if req.Predicates, req.Sort, err = parseQuery(wheres, sorts); err != nil {
 			return err
 		}
 		c := newClient(cmd)
@@ -258,9 +249,6 @@ func newCatalogCommand() *cobra.Command {
 	cmd.Flags().StringVar(&prefix, "prefix", "", "only fields whose name starts with this")
 	cmd.Flags().BoolVar(&facets, "facets", false, "show each field's most frequent values")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if len(args) == 1 {
 			scope.workbench = args[0]
 		}
@@ -321,9 +309,6 @@ func newFindCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous find's cursor (same arguments)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "workbenches to print, 0 for all (with --json: the page size, 1..100)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if committed && uncommitted {
 			return usageErrorf("--committed and --uncommitted exclude each other")
 		}

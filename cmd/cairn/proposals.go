@@ -55,9 +55,6 @@ func newProposeCommand() *cobra.Command {
 	cmd.Flags().StringVar(&contentType, "content-type", "", "content type of the proposed body")
 	cmd.Flags().StringVar(&supersedes, "supersedes", "", "a pending proposal of the same path this one replaces")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		req := client.ProposeRequest{Path: args[1], Reason: reason, RequestID: requestID, ContentType: contentType, Supersedes: supersedes}
 		if req.RequestID == "" {
 			req.RequestID = randomKey()
@@ -184,9 +181,6 @@ func newProposalsCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&body, "body", false, "with --id: include the proposed bytes and the diff")
 	cmd.Flags().IntVar(&limit, "limit", 0, "items per page (the listing walks every page)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		c, out := newClient(cmd), cmd.OutOrStdout()
 		if id != "" {
 			p, err := c.GetProposal(cmd.Context(), o.agent, args[0], id, body)
@@ -249,9 +243,6 @@ func newDecideCommand() *cobra.Command {
 	cmd.Flags().StringVar(&reason, "reason", "", "why")
 	cmd.Flags().StringVar(&submission, "submission-id", "", "names the decision for retries (default: random)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if args[2] != "accept" && args[2] != "reject" {
 			return usageErrorf("the decision is accept or reject, not %q", args[2])
 		}

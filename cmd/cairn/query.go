@@ -164,9 +164,6 @@ func newSearchCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous search's cursor (same arguments)")
 	cmd.Flags().IntVar(&limit, "limit", maxSearchPage, "files to print, 0 for all (with --json: the page size, 1..10)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if limit < 0 {
 			return usageErrorf("--limit must not be negative")
 		}
@@ -175,10 +172,7 @@ func newSearchCommand() *cobra.Command {
 		}
 		req := client.SearchRequest{Workbench: scope.workbench, Section: scope.section, Path: scope.path, Facets: facets, Cursor: cursor}
 		var err error
-		if req.Predicates, err = parseWheres(wheres); err != nil {
-			return err
-		}
-		if req.Sort, err = parseSorts(sorts); err != nil {
+		if req.Predicates, req.Sort, err = parseQuery(wheres, sorts); err != nil {
 			return err
 		}
 		req.Fields = fields
@@ -366,9 +360,6 @@ With --json, one page (--limit at most 300) is printed as the server's result ob
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from a previous grep's cursor (same arguments)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "matches to print, 0 for all (with --json: the page size, 1..300)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if limit < 0 {
 			return usageErrorf("--limit must not be negative")
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,12 +55,7 @@ func newStatCommand() *cobra.Command {
 			return err
 		}
 		if asJSON {
-			b, err := json.Marshal(card)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
-			return err
+			return printJSONLine(cmd.OutOrStdout(), card)
 		}
 		return printStat(cmd.OutOrStdout(), card)
 	}

@@ -40,7 +40,7 @@ func (a *authRecorder) requests() []string {
 }
 
 // recordingNode serves an in-process node's REST and MCP (or, with admin, its admin
-// routes) behind an authRecorder.
+// routes) behind an authRecorder, on a server the caller starts and the test closes.
 func recordingNode(t *testing.T, admin bool) (*authRecorder, *httptest.Server) {
 	t.Helper()
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
@@ -49,7 +49,9 @@ func recordingNode(t *testing.T, admin bool) (*authRecorder, *httptest.Server) {
 	if admin {
 		rec.h = h.Admin()
 	}
-	return rec, httptest.NewUnstartedServer(rec)
+	srv := httptest.NewUnstartedServer(rec)
+	t.Cleanup(srv.Close)
+	return rec, srv
 }
 
 // wantKeyOnEvery fails unless there were requests and each carried "Bearer "+key.
@@ -68,7 +70,6 @@ func wantKeyOnEvery(t *testing.T, what string, seen []string, key string) {
 func TestClientCommandsSendTheAPIKey(t *testing.T) {
 	rec, srv := recordingNode(t, false)
 	srv.Start()
-	t.Cleanup(srv.Close)
 	const key = "ck_cli.flagsecret"
 	w := []string{"--agent", "a", "--workbench", "w"}
 
@@ -103,7 +104,6 @@ func TestClientCommandsSendTheAPIKey(t *testing.T) {
 func TestAdminCommandsSendTheAPIKey(t *testing.T) {
 	rec, srv := recordingNode(t, true)
 	srv.Start()
-	t.Cleanup(srv.Close)
 	const key = "ck_admin.secret"
 	// The node has no collector (404 NotFound): what counts is what the request carried.
 	if _, _, err := execCairn(t, "--api-key", key, "admin", "gc", "--dry-run", "--admin-server", srv.URL); err != nil {
@@ -117,7 +117,6 @@ func TestAdminCommandsSendTheAPIKey(t *testing.T) {
 func TestMCPProxySendsTheAPIKey(t *testing.T) {
 	rec, srv := recordingNode(t, false)
 	srv.Start()
-	t.Cleanup(srv.Close)
 	const key = "ck_mcp.secret"
 	// The proxy connects (initialize) before it reads stdin; an empty stdin then ends
 	// the session.
@@ -146,7 +145,6 @@ func TestClientCommandsTrustTheCAFileAndPresentTheClientCertificate(t *testing.T
 	rec, srv := recordingNode(t, false)
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: clientCA.Pool(), ClientAuth: tls.RequireAndVerifyClientCert}
 	srv.StartTLS()
-	t.Cleanup(srv.Close)
 	caFile := serverCA.WriteCA(t, dir)
 	clientCert, clientKey := clientCA.Issue(t, "cli").Write(t, dir, "cli")
 	ls := []string{"ls", "--agent", "a", "--workbench", "w"}

@@ -34,10 +34,13 @@ type outputFlags struct {
 	json  bool
 }
 
+// addOutputFlags registers --agent and --json on cmd, and checks them (check) before
+// cmd's RunE runs, so a command's RunE sees a valid agent.
 func addOutputFlags(cmd *cobra.Command) *outputFlags {
 	o := &outputFlags{}
 	cmd.Flags().StringVar(&o.agent, "agent", envOr("CAIRN_AGENT", "default"), "agent root (env CAIRN_AGENT)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the server's result object (JSON) instead of a summary")
+	cmd.PreRunE = func(*cobra.Command, []string) error { return o.check() }
 	return o
 }
 
@@ -59,6 +62,9 @@ func printRaw(w io.Writer, raw json.RawMessage) error {
 	_, err := w.Write(buf.Bytes())
 	return err
 }
+
+// printJSONLine writes v encoded as JSON (encoding/json), one line.
+func printJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
 // printResult writes a command's answer: with --json (asJSON) the server's result
 // object raw, one line (printRaw); else the one-line summary.
@@ -143,9 +149,6 @@ func newCommitCommand() *cobra.Command {
 	cmd.Flags().StringVar(&digest, "content-digest", "", "the content digest you claim: sha256: and 64 lowercase hex (required)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "replace a commit with a different identity")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if manifest == "" || digest == "" {
 			return usageErrorf("--manifest and --content-digest are required")
 		}
@@ -204,9 +207,6 @@ func newSnapshotCreateCommand(use string) *cobra.Command {
 	cmd.Flags().StringVar(&reason, "reason", "", "why the snapshot exists (1..256 characters)")
 	cmd.Flags().StringVar(&metadata, "metadata", "", `annotation: a JSON object, e.g. '{"run":7}'`)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if cmd.Flags().Changed("ttl-days") && ttlDays == 0 {
 			return usageErrorf("--ttl-days must be between 1 and 90")
 		}
@@ -268,9 +268,6 @@ func newSnapshotRenewCommand() *cobra.Command {
 	cmd.Flags().StringVar(&name, "name", "", "select the snapshot by this name")
 	cmd.Flags().IntVar(&ttlDays, "ttl-days", 0, "new lease from now, in days, 1..90 (default: the server's, 7)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		ref, err := snapshotArg(args, name)
 		if err != nil {
 			return err
@@ -301,9 +298,6 @@ func newSnapshotRetireCommand() *cobra.Command {
 	cmd.Flags().StringVar(&name, "name", "", "select the snapshot by this name")
 	cmd.Flags().StringVar(&reason, "reason", "", "why it is retired (1..256 characters)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		ref, err := snapshotArg(args, name)
 		if err != nil {
 			return err
@@ -334,9 +328,6 @@ func newSnapshotListCommand() *cobra.Command {
 	}
 	o := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		list, err := newClient(cmd).ListSnapshots(cmd.Context(), o.agent, args[0])
 		if err != nil {
 			return err
@@ -375,9 +366,6 @@ func newRestoreCommand() *cobra.Command {
 	cmd.Flags().StringVar(&snapshot, "snapshot", "", "restore from this snapshot (id or name)")
 	cmd.Flags().StringVar(&commit, "commit", "", "restore from the commit with this identity")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.check(); err != nil {
-			return err
-		}
 		if (snapshot == "") == (commit == "") {
 			return usageErrorf("give exactly one of --snapshot and --commit")
 		}
