@@ -1,0 +1,143 @@
+package s3
+
+import (
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"hash"
+	"hash/crc32"
+	"net/http"
+	"strings"
+
+	"github.com/minio/crc64nvme"
+)
+
+// The flexible checksums of S3 ("Checking object integrity", Amazon S3 User Guide): each
+// is sent as x-amz-checksum-<name>, the base64 of the big-endian digest, in a header or
+// in an aws-chunked body's trailer.
+var checksumAlgorithms = map[string]func() hash.Hash{
+	"crc32":     func() hash.Hash { return crc32.NewIEEE() },
+	"crc32c":    func() hash.Hash { return crc32.New(crc32.MakeTable(crc32.Castagnoli)) },
+	"crc64nvme": func() hash.Hash { return crc64nvme.New() },
+	"sha1":      sha1.New,
+	"sha256":    sha256.New,
+}
+
+const checksumHeaderPrefix = "x-amz-checksum-"
+
+// checksumOf returns the algorithm named by a checksum header ("x-amz-checksum-crc32").
+func checksumOf(header string) (string, bool) {
+	name, ok := strings.CutPrefix(strings.ToLower(header), checksumHeaderPrefix)
+	if !ok {
+		return "", false
+	}
+	_, known := checksumAlgorithms[name]
+	return name, known
+}
+
+// verifier is one digest a body must match once read whole.
+type verifier struct {
+	h    hash.Hash
+	want string // nil-able: the trailer fills it in
+	// encode turns the digest into want's form.
+	encode func([]byte) string
+	code   Code
+	what   string
+}
+
+// expectations are the digests a request's headers promise for its body: Content-MD5,
+// a hex x-amz-content-sha256, and at most one x-amz-checksum-* (in a header, or named by
+// x-amz-trailer and found in the trailer). The checksum is computed even when only
+// x-amz-sdk-checksum-algorithm names it, so the answer can carry it.
+type expectations struct {
+	list []*verifier
+	// checksum is the flexible checksum's verifier, nil if none.
+	checksum     *verifier
+	checksumName string
+	// trailer is the header name x-amz-trailer announced, "" if none.
+	trailer string
+}
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+func newExpectations(h http.Header, payloadHash string) (*expectations, error) {
+	e := &expectations{}
+	if v := h.Get("Content-Md5"); v != "" {
+		raw, err := base64.StdEncoding.DecodeString(v)
+		if err != nil || len(raw) != md5.Size {
+			return nil, errorf(CodeInvalidDigest, "Content-MD5 must be the base64 of a 16-byte MD5 digest")
+		}
+		e.list = append(e.list, &verifier{h: md5.New(), want: v, encode: b64, code: CodeBadDigest, what: "Content-MD5"})
+	}
+	if validPayloadHash(payloadHash) && len(payloadHash) == sha256.Size*2 {
+		e.list = append(e.list, &verifier{h: sha256.New(), want: payloadHash, encode: hex.EncodeToString,
+			code: CodeXAmzContentSHA256Mismatch, what: "x-amz-content-sha256"})
+	}
+	var found []string
+	for name := range h {
+		if alg, ok := checksumOf(name); ok {
+			found = append(found, alg)
+		} else if strings.HasPrefix(strings.ToLower(name), checksumHeaderPrefix) && !strings.EqualFold(name, "x-amz-checksum-type") {
+			return nil, errorf(CodeInvalidRequest, "unknown checksum header %s: use one of crc32, crc32c, crc64nvme, sha1, sha256", strings.ToLower(name))
+		}
+	}
+	if t := h.Get("X-Amz-Trailer"); t != "" {
+		alg, ok := checksumOf(t)
+		if !ok {
+			return nil, errorf(CodeInvalidRequest, "x-amz-trailer %q names no checksum this gateway knows (x-amz-checksum-crc32, -crc32c, -crc64nvme, -sha1, -sha256)", t)
+		}
+		e.trailer = checksumHeaderPrefix + alg
+		found = append(found, alg)
+	}
+	if len(found) > 1 {
+		return nil, errorf(CodeInvalidRequest, "expecting a single x-amz-checksum- header; multiple checksum types are not allowed")
+	}
+	alg := ""
+	if len(found) == 1 {
+		alg = found[0]
+	} else if a := strings.ToLower(h.Get("X-Amz-Sdk-Checksum-Algorithm")); a != "" {
+		if _, ok := checksumAlgorithms[a]; !ok {
+			return nil, errorf(CodeInvalidRequest, "x-amz-sdk-checksum-algorithm %q is not one of crc32, crc32c, crc64nvme, sha1, sha256", a)
+		}
+		alg = a
+	}
+	if alg != "" {
+		want := ""
+		if e.trailer == "" {
+			want = h.Get(checksumHeaderPrefix + alg)
+		}
+		e.checksum = &verifier{h: checksumAlgorithms[alg](), want: want, encode: b64, code: CodeBadDigest, what: checksumHeaderPrefix + alg}
+		e.checksumName = alg
+		e.list = append(e.list, e.checksum)
+	}
+	return e, nil
+}
+
+func (e *expectations) write(p []byte) {
+	for _, v := range e.list {
+		v.h.Write(p)
+	}
+}
+
+// check compares every digest with what was promised; a promise left empty (a checksum
+// only named by x-amz-sdk-checksum-algorithm) is computed, not checked.
+func (e *expectations) check() error {
+	for _, v := range e.list {
+		got := v.encode(v.h.Sum(nil))
+		if v.want != "" && got != v.want {
+			return errorf(v.code, "the %s you specified did not match the calculated value", v.what)
+		}
+	}
+	return nil
+}
+
+// Checksum is the flexible checksum of the body read, name ("crc32", …) and base64
+// value; ok is false when the request named none.
+func (e *expectations) Checksum() (name, value string, ok bool) {
+	if e.checksum == nil {
+		return "", "", false
+	}
+	return e.checksumName, e.checksum.encode(e.checksum.h.Sum(nil)), true
+}
