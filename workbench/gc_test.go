@@ -49,6 +49,25 @@ func (h *hookedStore) set(f func(h *hookedStore)) {
 	f(h)
 }
 
+// stallFirstPut makes the first successful Put of a key that match accepts (every key
+// when match is nil) close putDone, then wait until the test closes resume before it
+// returns.
+func (h *hookedStore) stallFirstPut(match func(blob.Key) bool) (putDone, resume chan struct{}) {
+	putDone, resume = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.set(func(h *hookedStore) {
+		h.onPut = func(k blob.Key) {
+			if match == nil || match(k) {
+				once.Do(func() {
+					close(putDone)
+					<-resume
+				})
+			}
+		}
+	})
+	return putDone, resume
+}
+
 func (h *hookedStore) Put(ctx context.Context, key blob.Key, data blob.Hashed) (blob.PutResult, error) {
 	res, err := h.Store.Put(ctx, key, data)
 	if _, _, onPut, _ := h.hooks(); err == nil && onPut != nil {
@@ -166,20 +185,18 @@ func (n *gcNode) record(t *testing.T, body string) (meta.BlobRef, bool) {
 // sweepUntil runs sweeps (dry or not) until done accepts a report, for at most 10 s.
 func (n *gcNode) sweepUntil(t *testing.T, opts worker.GCOptions, done func(worker.GCReport) bool) worker.GCReport {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		rep, err := n.workers.CollectGarbage(t.Context(), opts)
-		if err != nil {
+	var rep worker.GCReport
+	retry.Within(t, 10*time.Second, "a sweep reaching the expected state", func() error {
+		var err error
+		if rep, err = n.workers.CollectGarbage(t.Context(), opts); err != nil {
 			t.Fatalf("sweep: %v", err)
 		}
-		if done(rep) {
-			return rep
+		if !done(rep) {
+			return fmt.Errorf("last report %+v", rep)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no sweep reached the expected state; last report %+v", rep)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return rep
 }
 
 func TestWriterDedupingAgainstABlobUnderIntentUploadsItAgain(t *testing.T) {
@@ -245,19 +262,8 @@ func TestWriterThatUploadedBeforeADeletionUploadsAgain(t *testing.T) {
 	// The writer finds the blob stored, then stalls; meanwhile a whole sweep runs (intent,
 	// delete, recorded deletion). Its publish must not point at the deleted object.
 	shared := n.key(t, "shared body")
-	putDone, resume := make(chan struct{}), make(chan struct{})
+	putDone, resume := n.store.stallFirstPut(func(k blob.Key) bool { return k == shared })
 	writeDone := make(chan error, 1)
-	var once sync.Once
-	n.store.set(func(h *hookedStore) {
-		h.onPut = func(k blob.Key) {
-			if k == shared {
-				once.Do(func() {
-					close(putDone)
-					<-resume
-				})
-			}
-		}
-	})
 	go func() {
 		_, err := n.svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "g",
 			Body: bytes.NewReader([]byte("shared body"))})
@@ -287,18 +293,7 @@ func TestAnAppendRebasedAfterASweepTookItsBlobPublishes(t *testing.T) {
 	n.write(t, "f", "base\n")
 	const tail = "appended\n"
 	appended := n.key(t, tail)
-	putDone, resume := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	n.store.set(func(h *hookedStore) {
-		h.onPut = func(k blob.Key) {
-			if k == appended {
-				once.Do(func() {
-					close(putDone)
-					<-resume
-				})
-			}
-		}
-	})
+	putDone, resume := n.store.stallFirstPut(func(k blob.Key) bool { return k == appended })
 	release := sync.OnceFunc(func() { close(resume) })
 	t.Cleanup(release) // a failed test lets the stalled append go before the node closes
 	appendDone := make(chan error, 1)

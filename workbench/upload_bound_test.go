@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/shard/worker"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
@@ -114,11 +113,7 @@ func TestALargeBodyWhoseBlobsWereCollectedBeforeItsPublishSaysSo(t *testing.T) {
 	n.write(t, "f", "small now") // big's chunks lose their reference
 	n.sweepUntil(t, worker.GCOptions{DryRun: true}, func(r worker.GCReport) bool { return r.Candidates > 0 })
 
-	putDone, resume := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	n.store.set(func(h *hookedStore) {
-		h.onPut = func(blob.Key) { once.Do(func() { close(putDone); <-resume }) }
-	})
+	putDone, resume := n.store.stallFirstPut(nil)
 	writeDone := make(chan error, 1)
 	go func() { writeDone <- put("g", big) }()
 	<-putDone
