@@ -319,15 +319,9 @@ func (s *Lifecycle) ResumeRestores(ctx context.Context, c LeaderCore) error {
 // RestoreStatus reports a restore operation: its state ("copying" or "complete"), files
 // staged so far, and whether staging finished. NotFound for an unknown operation.
 func (s *Lifecycle) RestoreStatus(ctx context.Context, agent, opID string) (Result, error) {
-	if err := meta.ValidateName("agent", agent); err != nil {
-		return nil, AsError(err)
-	}
-	if err := mayRead(ctx, agent); err != nil {
-		return nil, err
-	}
-	view, err := s.base.readView(ctx, agent)
+	view, err := s.base.agentView(ctx, agent)
 	if err != nil {
-		return nil, AsError(err)
+		return nil, err
 	}
 	op, ok := view.Restore(agent, opID)
 	if !ok {
