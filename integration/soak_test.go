@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -290,13 +289,8 @@ func (s *soakStats) failures() map[string][]string {
 func (s *soakStats) summary() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	kinds := make([]string, 0, len(s.ok))
-	for k := range s.ok {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
 	var b strings.Builder
-	for i, k := range kinds {
+	for i, k := range slices.Sorted(maps.Keys(s.ok)) {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
@@ -308,13 +302,8 @@ func (s *soakStats) summary() string {
 func (s *soakStats) logNotes(t *testing.T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	keys := make([]string, 0, len(s.notes))
-	for k := range s.notes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(s.notes)) {
 		fmt.Fprintf(&b, "\n  %s: %d", k, s.notes[k])
 	}
 	t.Logf("SOAK outcomes of the slow, abandoned and non-reading clients:%s", b.String())
