@@ -70,13 +70,9 @@ func (s *Lifecycle) Restore(ctx context.Context, agent string, in RestoreInput) 
 	if err := mayWrite(ctx, agent); err != nil {
 		return nil, err
 	}
-	view, err := s.base.readView(ctx, agent)
+	view, src, err := s.base.workspaceView(ctx, agent, in.ID)
 	if err != nil {
-		return nil, AsError(err)
-	}
-	src, err := view.Workspace(agent, in.ID)
-	if err != nil {
-		return nil, AsError(err)
+		return nil, err
 	}
 	begin := meta.RestoreBegin{Agent: agent, Source: in.ID, SourceIncarnation: src.Incarnation, Destination: in.DestinationID}
 	var point string
