@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/shard/worker"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
@@ -113,7 +114,7 @@ func TestALargeBodyWhoseBlobsWereCollectedBeforeItsPublishSaysSo(t *testing.T) {
 	n.write(t, "f", "small now") // big's chunks lose their reference
 	n.sweepUntil(t, worker.GCOptions{DryRun: true}, func(r worker.GCReport) bool { return r.Candidates > 0 })
 
-	putDone, resume := n.store.stallFirstPut(nil)
+	putDone, resume := stallFirstPut(n.store, nil)
 	writeDone := make(chan error, 1)
 	go func() { writeDone <- put("g", big) }()
 	<-putDone
@@ -127,7 +128,7 @@ func TestALargeBodyWhoseBlobsWereCollectedBeforeItsPublishSaysSo(t *testing.T) {
 		!strings.Contains(e.Message, "deleted data of this body") || !strings.Contains(e.Message, "send the body again") {
 		t.Fatalf("the write: %v, want a retryable ObjectUnavailable saying what happened", e)
 	}
-	n.store.set(func(h *hookedStore) { h.onPut = nil })
+	n.store.Set(func(h *blobtest.Hooks) { h.OnPut = nil })
 	if err := put("g", big); err != nil {
 		t.Fatalf("sending the body again: %v", err)
 	}
