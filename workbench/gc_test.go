@@ -59,16 +59,7 @@ type gcNode struct {
 // racing it.
 func newGCNode(t *testing.T) *gcNode {
 	t.Helper()
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir(), FSM: meta.Options{History: pruneAtOnce}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sh := workbenchtest.Replica(t, shard.Config{FSM: meta.Options{History: pruneAtOnce}})
 	ds, err := dir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
