@@ -88,6 +88,16 @@ func (n *gcNode) write(t *testing.T, path, body string) workbench.FileResult {
 	return res
 }
 
+// writeInBackground writes body at path of the existing workbench "w" in a goroutine of
+// its own, and sends the write's error (nil on success) to done.
+func (n *gcNode) writeInBackground(path, body string, done chan<- error) {
+	go func() {
+		_, err := n.svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+			Body: bytes.NewReader([]byte(body))})
+		done <- err
+	}()
+}
+
 func (n *gcNode) read(t *testing.T, path string) string {
 	t.Helper()
 	return string(readAll(t, n.svc, path))
@@ -155,11 +165,7 @@ func TestWriterDedupingAgainstABlobUnderIntentUploadsItAgain(t *testing.T) {
 			if k != shared {
 				return
 			}
-			go func() {
-				_, err := n.svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "g",
-					Body: bytes.NewReader([]byte("shared body"))})
-				writeDone <- err
-			}()
+			n.writeInBackground("g", "shared body", writeDone)
 			<-putDone
 		}
 	})
@@ -197,11 +203,7 @@ func TestWriterThatUploadedBeforeADeletionUploadsAgain(t *testing.T) {
 	shared := n.key(t, "shared body")
 	putDone, resume := stallFirstPut(n.store, func(k blob.Key) bool { return k == shared })
 	writeDone := make(chan error, 1)
-	go func() {
-		_, err := n.svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "g",
-			Body: bytes.NewReader([]byte("shared body"))})
-		writeDone <- err
-	}()
+	n.writeInBackground("g", "shared body", writeDone)
 	<-putDone
 	rep, err := n.workers.CollectGarbage(t.Context(), worker.GCOptions{})
 	close(resume)
