@@ -123,6 +123,20 @@ func withAt(a map[string]any, at any) map[string]any {
 	return a
 }
 
+// bodyArgs are the arguments of workbench_put_file or workbench_append that write body at
+// full ("section/relative path") of workbench id: as base64 when asBase64, as text
+// otherwise.
+func bodyArgs(id, full string, body []byte, asBase64 bool) (section, rel string, a map[string]any) {
+	section, rel, _ = strings.Cut(full, "/")
+	a = map[string]any{"id": id, "section": section, "path": rel}
+	if asBase64 {
+		a["base64"] = base64.StdEncoding.EncodeToString(body)
+	} else {
+		a["text"] = string(body)
+	}
+	return section, rel, a
+}
+
 // readBytes reads a whole file as format=bytes, page by page with next_cursor, and checks
 // each page's offset and size against the total.
 func (s *agentSession) readBytes(id, full string, at any) []byte {
@@ -286,13 +300,7 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 	put := func(full string, body []byte, binary bool, contentType string) toolResult {
 		t := s.t
 		t.Helper()
-		section, rel, _ := strings.Cut(full, "/")
-		a := map[string]any{"id": wb, "section": section, "path": rel}
-		if binary {
-			a["base64"] = base64.StdEncoding.EncodeToString(body)
-		} else {
-			a["text"] = string(body)
-		}
+		section, rel, a := bodyArgs(wb, full, body, binary)
 		if contentType != "" {
 			a["content_type"] = contentType
 		}
@@ -328,13 +336,7 @@ func TestAgentSessionOverStdioUsesAllEighteenTools(t *testing.T) {
 	appendLog := func(full string, chunk []byte, asBase64 bool) toolResult {
 		t := s.t
 		t.Helper()
-		section, rel, _ := strings.Cut(full, "/")
-		a := map[string]any{"id": wb, "section": section, "path": rel}
-		if asBase64 {
-			a["base64"] = base64.StdEncoding.EncodeToString(chunk)
-		} else {
-			a["text"] = string(chunk)
-		}
+		section, rel, a := bodyArgs(wb, full, chunk, asBase64)
 		_, existed := s.files[full]
 		r := s.ok("workbench_append", a)
 		s.files[full] = append(s.files[full], chunk...)

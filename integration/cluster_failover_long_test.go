@@ -50,12 +50,7 @@ func TestClusterFailoverTime(t *testing.T) {
 	var times []time.Duration
 	for k := range kills {
 		leader := shardLeader(t, servers, 0, 3)
-		var survivors []*framework.Process
-		for _, s := range servers {
-			if s != leader {
-				survivors = append(survivors, s)
-			}
-		}
+		survivors := others(servers, leader)
 		leader.Kill()
 		start := time.Now()
 		if !put(survivors[k%2], clusterFailoverBound) {

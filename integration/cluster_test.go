@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,6 +68,11 @@ func clusterSend(method, u string, body []byte, bound time.Duration, key string,
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// others returns servers without p, in their order.
+func others(servers []*framework.Process, p *framework.Process) []*framework.Process {
+	return slices.DeleteFunc(slices.Clone(servers), func(s *framework.Process) bool { return s == p })
 }
 
 // shardLeader finds, through /metrics, the server that leads shard with want voters.
@@ -157,12 +163,7 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 		!strings.Contains(status.stdout, "2 shards, replication 3") {
 		t.Fatalf("cairn admin cluster status: want both shards with a leader:\n%s", status)
 	}
-	var survivors []*framework.Process
-	for _, s := range servers {
-		if s != leader {
-			survivors = append(survivors, s)
-		}
-	}
+	survivors := others(servers, leader)
 
 	// A cursor minted by the leader must still verify on the next one (the cursor key is
 	// the cluster's, kept in etcd).

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -261,17 +260,12 @@ func (w *docWorld) doAs(key string, via int, method, route string, body any) doc
 		if key != "" {
 			req.Header.Set("Authorization", "Bearer "+key)
 		}
-		resp, err := hc.Do(req)
+		r, err := send(hc, req)
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		a = docAnswer{status: resp.StatusCode, body: b}
-		_ = json.Unmarshal(b, &a.json)
+		a = docAnswer{status: r.status, body: r.body}
+		_ = json.Unmarshal(r.body, &a.json)
 		if a.status == http.StatusServiceUnavailable {
 			return fmt.Errorf("%s %s: %s", method, route, a)
 		}

@@ -462,26 +462,21 @@ func sendWrite(ctx context.Context, hc *http.Client, base string, p *trackedPath
 	req.ContentLength = int64(len(op.body))
 	req.Header.Set("Idempotency-Key", op.key)
 	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := hc.Do(req)
+	r, err := send(hc, req)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err)
-	}
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
-		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, answer)
+	if r.status != http.StatusOK && r.status != http.StatusCreated {
+		return nil, fmt.Errorf("status %d: %s", r.status, r.body)
 	}
 	var ans writeAnswer
-	if err := json.Unmarshal(answer, &ans); err != nil {
-		return nil, fmt.Errorf("status %d with an undecodable body %q: %w", resp.StatusCode, answer, err)
+	if err := json.Unmarshal(r.body, &ans); err != nil {
+		return nil, fmt.Errorf("status %d with an undecodable body %q: %w", r.status, r.body, err)
 	}
-	if et := resp.Header.Get("ETag"); et != strconv.Quote(strconv.FormatUint(ans.Generation, 10)) {
+	if et := r.header.Get("ETag"); et != strconv.Quote(strconv.FormatUint(ans.Generation, 10)) {
 		return nil, fmt.Errorf("ETag %q does not match generation %d", et, ans.Generation)
 	}
-	ans.Replayed = resp.Header.Get("Idempotent-Replayed") == "true"
+	ans.Replayed = r.header.Get("Idempotent-Replayed") == "true"
 	return &ans, nil
 }
 

@@ -144,17 +144,25 @@ func doHTTP(t testing.TB, method, url string, body io.Reader, headers ...string)
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	req.Header.Set("Accept-Encoding", "identity")
-	hc := &http.Client{Timeout: time.Minute}
-	resp, err := hc.Do(req)
+	r, err := send(&http.Client{Timeout: time.Minute}, req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return r
+}
+
+// send sends req over hc and reads the whole answer.
+func send(hc *http.Client, req *http.Request) (httpResult, error) {
+	resp, err := hc.Do(req)
+	if err != nil {
+		return httpResult{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: reading the body: %v", method, url, err)
+		return httpResult{}, fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err)
 	}
-	return httpResult{status: resp.StatusCode, header: resp.Header, body: b}
+	return httpResult{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
 // fileURL is the REST URL of path inside workbench wb of agent (path components are

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -84,33 +83,29 @@ func (c owClient) do(method, path string, body any, headers ...string) owAnswer 
 		for j := 0; j+1 < len(headers); j += 2 {
 			req.Header.Set(headers[j], headers[j+1])
 		}
-		resp, err := hc.Do(req)
+		r, err := send(hc, req)
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode == http.StatusServiceUnavailable {
+		b := r.body
+		if r.status == http.StatusServiceUnavailable {
 			return fmt.Errorf("503 %s", b)
 		}
-		a = owAnswer{status: resp.StatusCode, body: b}
+		a = owAnswer{status: r.status, body: b}
 		if len(b) > 0 {
 			if err := json.Unmarshal(b, &a.json); err != nil {
-				c.t.Fatalf("%s %s: %d, not JSON: %s", method, path, resp.StatusCode, b)
+				c.t.Fatalf("%s %s: %d, not JSON: %s", method, path, r.status, b)
 			}
 		}
-		if resp.StatusCode >= 300 {
+		if r.status >= 300 {
 			// Every non-2xx answer is the closed envelope (error-envelope.schema.json).
 			for k := range a.json {
 				if k != "error" && k != "message" && k != "details" {
-					c.t.Fatalf("%s %s: %d envelope with key %q: %s", method, path, resp.StatusCode, k, b)
+					c.t.Fatalf("%s %s: %d envelope with key %q: %s", method, path, r.status, k, b)
 				}
 			}
 			if s, _ := a.json["error"].(string); s == "" {
-				c.t.Fatalf("%s %s: %d without an error code: %s", method, path, resp.StatusCode, b)
+				c.t.Fatalf("%s %s: %d without an error code: %s", method, path, r.status, b)
 			}
 		}
 		return nil

@@ -92,12 +92,7 @@ func TestProposalsSurviveKill9AndFailover(t *testing.T) {
 	head := d1["result_generation"].(float64)
 
 	leader := shardLeader(t, servers, 0, 3)
-	var survivors []*framework.Process
-	for _, s := range servers {
-		if s != leader {
-			survivors = append(survivors, s)
-		}
-	}
+	survivors := others(servers, leader)
 	leader.Kill()
 
 	check := func(s *framework.Process, when string) {

@@ -40,39 +40,13 @@ func TestQueryBudgetLongHoldsServerMemoryOnA200kFileRoot(t *testing.T) {
 	t.Cleanup(hc.CloseIdleConnections)
 
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for range 64 {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(files) {
-					return
-				}
-				u := fmt.Sprintf("%s/v1/agents/big/workbenches/w%d/files/outputs/d%03d/f%06d.txt", s.URL, i%4, i%500, i)
-				req, _ := http.NewRequest(http.MethodPut, u, strings.NewReader("x"))
-				req.Header.Set("Cairn-Field-Run", strconv.FormatInt(i%100, 10))
-				req.Header.Set("Cairn-Field-Tag", "t"+strconv.FormatInt(i, 10))
-				resp, err := hc.Do(req)
-				if err != nil {
-					errs <- err
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusCreated {
-					errs <- fmt.Errorf("PUT %s: %d", u, resp.StatusCode)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	framework.Populate(t, hc, 64, files, func(i int) *http.Request {
+		u := fmt.Sprintf("%s/v1/agents/big/workbenches/w%d/files/outputs/d%03d/f%06d.txt", s.URL, i%4, i%500, i)
+		req, _ := http.NewRequest(http.MethodPut, u, strings.NewReader("x"))
+		req.Header.Set("Cairn-Field-Run", strconv.Itoa(i%100))
+		req.Header.Set("Cairn-Field-Tag", "t"+strconv.Itoa(i))
+		return req
+	})
 	t.Logf("wrote %d files in %.1f s", files, time.Since(start).Seconds())
 
 	pid := s.Pid()

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,40 +68,12 @@ func TestRestoreOfALargeWorkbenchCopiesNoBodiesAndSurvivesKill9(t *testing.T) {
 
 	// Populate: many files, few distinct bodies.
 	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: restoreWriters}}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, restoreWriters)
 	start := time.Now()
-	for w := 0; w < restoreWriters; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(files) {
-					return
-				}
-				u := fmt.Sprintf("%ssrc/files/input/d%03d/f%06d.txt", base, i%1000, i)
-				req, _ := http.NewRequest("PUT", u, strings.NewReader(fmt.Sprintf("body %d\n", i%restoreDistinctFiles)))
-				resp, err := hc.Do(req)
-				if err != nil {
-					errs <- err
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusCreated {
-					errs <- fmt.Errorf("PUT %s: status %d", u, resp.StatusCode)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	framework.Populate(t, hc, restoreWriters, files, func(i int) *http.Request {
+		u := fmt.Sprintf("%ssrc/files/input/d%03d/f%06d.txt", base, i%1000, i)
+		req, _ := http.NewRequest("PUT", u, strings.NewReader(fmt.Sprintf("body %d\n", i%restoreDistinctFiles)))
+		return req
+	})
 	t.Logf("THROUGHPUT populate: %d files in %v (%.0f files/s)", files, time.Since(start).Round(time.Millisecond), float64(files)/time.Since(start).Seconds())
 
 	snap := doHTTP(t, "POST", base+"src/snapshots", strings.NewReader(`{"name":"big"}`))

@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -290,13 +289,8 @@ func (s *soakStats) failures() map[string][]string {
 func (s *soakStats) summary() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	kinds := make([]string, 0, len(s.ok))
-	for k := range s.ok {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
 	var b strings.Builder
-	for i, k := range kinds {
+	for i, k := range slices.Sorted(maps.Keys(s.ok)) {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
@@ -308,13 +302,8 @@ func (s *soakStats) summary() string {
 func (s *soakStats) logNotes(t *testing.T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	keys := make([]string, 0, len(s.notes))
-	for k := range s.notes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(s.notes)) {
 		fmt.Fprintf(&b, "\n  %s: %d", k, s.notes[k])
 	}
 	t.Logf("SOAK outcomes of the slow, abandoned and non-reading clients:%s", b.String())
@@ -1000,6 +989,22 @@ func judgeCutoff(st *soakStats, kind string, c cutoff, wantRule string) {
 
 func dialSoak(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, 10*time.Second) }
 
+// sendSoak dials addr and sends head; a failure of either is counted against kind and
+// answers nil. The caller closes the connection.
+func sendSoak(st *soakStats, kind, addr, head string) net.Conn {
+	conn, err := dialSoak(addr)
+	if err != nil {
+		st.failedf(kind, "dial: %v", err)
+		return nil
+	}
+	if _, err := io.WriteString(conn, head); err != nil {
+		st.failedf(kind, "send the headers: %v", err)
+		conn.Close()
+		return nil
+	}
+	return conn
+}
+
 // runSlowUploader alternates a REST PUT and a chunked MCP POST whose bodies arrive at 4
 // bytes a second: the minimum body rate must cut each off within the rate window (400
 // InvalidArguments, rule min_rate), releasing its ingest or large-request slot.
@@ -1022,16 +1027,11 @@ func runSlowUploader(ctx context.Context, addr string, i int, st *soakStats) {
 // slowUpload sends head, then one piece of the body every 250 ms until the server cuts
 // the client off (or the soak ends: the upload is then not counted).
 func slowUpload(ctx context.Context, st *soakStats, kind, addr, head string, piece func() []byte) {
-	conn, err := dialSoak(addr)
-	if err != nil {
-		st.failedf(kind, "dial: %v", err)
+	conn := sendSoak(st, kind, addr, head)
+	if conn == nil {
 		return
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, head); err != nil {
-		st.failedf(kind, "send the headers: %v", err)
-		return
-	}
 	done := make(chan cutoff, 1)
 	go func() { done <- awaitCutoff(conn) }()
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -1080,16 +1080,11 @@ func halfBody(addr string, i, n int) (head string, half []byte) {
 // abandonAfter sends head and body, then either waits for the server to cut the silent
 // connection off (stay) or closes it at once.
 func abandonAfter(st *soakStats, kind, addr, head string, body []byte, stay bool, wantRule string) {
-	conn, err := dialSoak(addr)
-	if err != nil {
-		st.failedf(kind, "dial: %v", err)
+	conn := sendSoak(st, kind, addr, head)
+	if conn == nil {
 		return
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, head); err != nil {
-		st.failedf(kind, "send: %v", err)
-		return
-	}
 	if _, err := conn.Write(body); err != nil {
 		st.failedf(kind, "send: %v", err)
 		return

@@ -121,6 +121,27 @@ func mayRead(ctx context.Context, agent string) *Error {
 	return mayDo(ctx, agent, auth.ScopeRead, "read")
 }
 
+// mayReadAgent checks agent's name (InvalidArguments), then mayRead.
+func mayReadAgent(ctx context.Context, agent string) *Error {
+	if err := meta.ValidateName("agent", agent); err != nil {
+		return AsError(err)
+	}
+	return mayRead(ctx, agent)
+}
+
+// agentView is readView for a read of agent's root, after mayReadAgent; every error it
+// returns is an *Error.
+func (s *base) agentView(ctx context.Context, agent string) (*meta.View, error) {
+	if err := mayReadAgent(ctx, agent); err != nil {
+		return nil, err
+	}
+	view, err := s.readView(ctx, agent)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	return view, nil
+}
+
 // mayWrite answers PermissionDenied when the caller sees agent's root but lacks
 // auth.ScopeWrite. A hidden root passes: its writes read the empty state and are refused
 // where they would change it (mayCreate, absentRoot).

@@ -27,17 +27,7 @@ func (t twoShards) For(_ context.Context, agent string) (workbench.Core, error) 
 
 func openShard(t *testing.T, uidPrefix string) *shard.Shard {
 	t.Helper()
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir(), FSM: meta.Options{RootUIDPrefix: uidPrefix, History: pruneAtOnce}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return sh
+	return workbenchtest.Replica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: uidPrefix, History: pruneAtOnce}})
 }
 
 // TestRootsLiveOnTheirOwnShard: a service over two shards keeps each root's metadata on

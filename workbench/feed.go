@@ -50,15 +50,9 @@ const feedUnavailableLimit = 30 * time.Second
 // PermissionDenied without the read scope, FeedExpired when retention dropped events
 // after from, RoutingUnavailable.
 func (s *Review) Events(ctx context.Context, agent string, from *meta.FeedPosition, filter meta.EventFilter) (*Feed, error) {
-	if err := meta.ValidateName("agent", agent); err != nil {
-		return nil, AsError(err)
-	}
-	if err := mayRead(ctx, agent); err != nil {
-		return nil, err
-	}
-	view, err := s.base.readView(ctx, agent)
+	view, err := s.base.agentView(ctx, agent)
 	if err != nil {
-		return nil, AsError(err)
+		return nil, err
 	}
 	if _, ok := view.Root(agent); !ok {
 		return nil, newError(CodeNotFound, "agent root %q does not exist", agent)

@@ -647,13 +647,9 @@ func (s *Reads) atGeneration(ctx context.Context, agent, id, path string, gen ui
 	if gen == 0 {
 		return nil, nil, meta.FileVersion{}, invalidArgument("generation", "must be a generation (an integer ≥ 1)")
 	}
-	view, err := s.base.readView(ctx, agent)
+	view, ws, err := s.base.workspaceView(ctx, agent, id)
 	if err != nil {
-		return nil, nil, meta.FileVersion{}, AsError(err)
-	}
-	ws, err := view.Workspace(agent, id)
-	if err != nil {
-		return nil, nil, meta.FileVersion{}, AsError(err)
+		return nil, nil, meta.FileVersion{}, err
 	}
 	fv, err := view.FileAt(ws, path, gen)
 	if err != nil {

@@ -35,10 +35,7 @@ const (
 // filtered by committed state and by a case-insensitive literal match over the stored run
 // manifest (metadata/run_manifest.json of the head commit). Each page reads one version.
 func (s *Reads) Find(ctx context.Context, agent string, in FindInput) (Result, error) {
-	if err := meta.ValidateName("agent", agent); err != nil {
-		return nil, AsError(err)
-	}
-	if err := mayRead(ctx, agent); err != nil {
+	if err := mayReadAgent(ctx, agent); err != nil {
 		return nil, err
 	}
 	limit := DefaultFindLimit

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
@@ -26,65 +27,29 @@ const gcGrace = time.Second
 // overwritten body losing its references at once (meta.Retention).
 var pruneAtOnce = meta.Retention{Versions: 1}
 
-// hookedStore is a real blob store whose calls tests can fail or interleave with.
-type hookedStore struct {
-	blob.Store
-	mu       sync.Mutex
-	failList bool
-	failDel  bool
-	onPut    func(blob.Key) // called after a Put returns successfully
-	onDelete func(blob.Key) // called before a Delete
-	deleted  []blob.Key
-}
-
-func (h *hookedStore) hooks() (failList, failDel bool, onPut, onDelete func(blob.Key)) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.failList, h.failDel, h.onPut, h.onDelete
-}
-
-func (h *hookedStore) set(f func(h *hookedStore)) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	f(h)
-}
-
-func (h *hookedStore) Put(ctx context.Context, key blob.Key, data blob.Hashed) (blob.PutResult, error) {
-	res, err := h.Store.Put(ctx, key, data)
-	if _, _, onPut, _ := h.hooks(); err == nil && onPut != nil {
-		onPut(key)
-	}
-	return res, err
-}
-
-func (h *hookedStore) List(ctx context.Context, root string, fn func(blob.Key, blob.Info) error) error {
-	if failList, _, _, _ := h.hooks(); failList {
-		return fmt.Errorf("hooked list %s: %w", root, blob.ErrUnavailable)
-	}
-	return h.Store.List(ctx, root, fn)
-}
-
-func (h *hookedStore) Delete(ctx context.Context, key blob.Key) error {
-	_, failDel, _, onDelete := h.hooks()
-	if failDel {
-		return fmt.Errorf("hooked delete %s: %w", key, blob.ErrUnavailable)
-	}
-	if onDelete != nil {
-		onDelete(key)
-	}
-	if err := h.Store.Delete(ctx, key); err != nil {
-		return err
-	}
-	h.mu.Lock()
-	h.deleted = append(h.deleted, key)
-	h.mu.Unlock()
-	return nil
+// stallFirstPut makes the first successful Put of a key that match accepts (every key
+// when match is nil) close putDone, then wait until the test closes resume before it
+// returns.
+func stallFirstPut(h *blobtest.Hooked, match func(blob.Key) bool) (putDone, resume chan struct{}) {
+	putDone, resume = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.Set(func(h *blobtest.Hooks) {
+		h.OnPut = func(k blob.Key) {
+			if match == nil || match(k) {
+				once.Do(func() {
+					close(putDone)
+					<-resume
+				})
+			}
+		}
+	})
+	return putDone, resume
 }
 
 type gcNode struct {
 	svc     *workbench.Service
 	shard   *shard.Shard
-	store   *hookedStore
+	store   *blobtest.Hooked
 	workers *worker.Set
 }
 
@@ -94,22 +59,13 @@ type gcNode struct {
 // racing it.
 func newGCNode(t *testing.T) *gcNode {
 	t.Helper()
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir(), FSM: meta.Options{History: pruneAtOnce}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sh := workbenchtest.Replica(t, shard.Config{FSM: meta.Options{History: pruneAtOnce}})
 	ds, err := dir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ds.Close() })
-	hs := &hookedStore{Store: ds}
+	hs := &blobtest.Hooked{Store: ds}
 	svc, err := workbench.New(sh, hs, workbench.Config{InlineMaxBytes: 0, CursorKey: workbenchtest.CursorKey, GCGrace: gcGrace})
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +88,16 @@ func (n *gcNode) write(t *testing.T, path, body string) workbench.FileResult {
 	return res
 }
 
+// writeInBackground writes body at path of the existing workbench "w" in a goroutine of
+// its own, and sends the write's error (nil on success) to done.
+func (n *gcNode) writeInBackground(path, body string, done chan<- error) {
+	go func() {
+		_, err := n.svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+			Body: bytes.NewReader([]byte(body))})
+		done <- err
+	}()
+}
+
 func (n *gcNode) read(t *testing.T, path string) string {
 	t.Helper()
 	return string(readAll(t, n.svc, path))
@@ -152,11 +118,7 @@ func (n *gcNode) key(t *testing.T, body string) blob.Key {
 
 func (n *gcNode) stored(t *testing.T, body string) bool {
 	t.Helper()
-	_, err := n.store.Stat(t.Context(), n.key(t, body))
-	if err != nil && !errors.Is(err, blob.ErrNotFound) {
-		t.Fatal(err)
-	}
-	return err == nil
+	return blobtest.Stored(t, n.store, n.key(t, body))
 }
 
 func (n *gcNode) record(t *testing.T, body string) (meta.BlobRef, bool) {
@@ -166,20 +128,18 @@ func (n *gcNode) record(t *testing.T, body string) (meta.BlobRef, bool) {
 // sweepUntil runs sweeps (dry or not) until done accepts a report, for at most 10 s.
 func (n *gcNode) sweepUntil(t *testing.T, opts worker.GCOptions, done func(worker.GCReport) bool) worker.GCReport {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		rep, err := n.workers.CollectGarbage(t.Context(), opts)
-		if err != nil {
+	var rep worker.GCReport
+	retry.Within(t, 10*time.Second, "a sweep reaching the expected state", func() error {
+		var err error
+		if rep, err = n.workers.CollectGarbage(t.Context(), opts); err != nil {
 			t.Fatalf("sweep: %v", err)
 		}
-		if done(rep) {
-			return rep
+		if !done(rep) {
+			return fmt.Errorf("last report %+v", rep)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no sweep reached the expected state; last report %+v", rep)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return rep
 }
 
 func TestWriterDedupingAgainstABlobUnderIntentUploadsItAgain(t *testing.T) {
@@ -195,21 +155,17 @@ func TestWriterDedupingAgainstABlobUnderIntentUploadsItAgain(t *testing.T) {
 	putDone := make(chan struct{})
 	writeDone := make(chan error, 1)
 	var once sync.Once
-	n.store.set(func(h *hookedStore) {
-		h.onPut = func(k blob.Key) {
+	n.store.Set(func(h *blobtest.Hooks) {
+		h.OnPut = func(k blob.Key) {
 			if k == shared {
 				once.Do(func() { close(putDone) })
 			}
 		}
-		h.onDelete = func(k blob.Key) {
+		h.OnDelete = func(k blob.Key) {
 			if k != shared {
 				return
 			}
-			go func() {
-				_, err := n.svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "g",
-					Body: bytes.NewReader([]byte("shared body"))})
-				writeDone <- err
-			}()
+			n.writeInBackground("g", "shared body", writeDone)
 			<-putDone
 		}
 	})
@@ -245,24 +201,9 @@ func TestWriterThatUploadedBeforeADeletionUploadsAgain(t *testing.T) {
 	// The writer finds the blob stored, then stalls; meanwhile a whole sweep runs (intent,
 	// delete, recorded deletion). Its publish must not point at the deleted object.
 	shared := n.key(t, "shared body")
-	putDone, resume := make(chan struct{}), make(chan struct{})
+	putDone, resume := stallFirstPut(n.store, func(k blob.Key) bool { return k == shared })
 	writeDone := make(chan error, 1)
-	var once sync.Once
-	n.store.set(func(h *hookedStore) {
-		h.onPut = func(k blob.Key) {
-			if k == shared {
-				once.Do(func() {
-					close(putDone)
-					<-resume
-				})
-			}
-		}
-	})
-	go func() {
-		_, err := n.svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "g",
-			Body: bytes.NewReader([]byte("shared body"))})
-		writeDone <- err
-	}()
+	n.writeInBackground("g", "shared body", writeDone)
 	<-putDone
 	rep, err := n.workers.CollectGarbage(t.Context(), worker.GCOptions{})
 	close(resume)
@@ -287,18 +228,7 @@ func TestAnAppendRebasedAfterASweepTookItsBlobPublishes(t *testing.T) {
 	n.write(t, "f", "base\n")
 	const tail = "appended\n"
 	appended := n.key(t, tail)
-	putDone, resume := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	n.store.set(func(h *hookedStore) {
-		h.onPut = func(k blob.Key) {
-			if k == appended {
-				once.Do(func() {
-					close(putDone)
-					<-resume
-				})
-			}
-		}
-	})
+	putDone, resume := stallFirstPut(n.store, func(k blob.Key) bool { return k == appended })
 	release := sync.OnceFunc(func() { close(resume) })
 	t.Cleanup(release) // a failed test lets the stalled append go before the node closes
 	appendDone := make(chan error, 1)

@@ -226,15 +226,7 @@ func globMatch(glob, name string) bool {
 // grepView resolves the state a search reads: today the live state (linearizable). It is
 // the one place to change for reads at a snapshot.
 func (s *Reads) grepView(ctx context.Context, agent, id string) (*meta.View, *meta.Workspace, error) {
-	view, err := s.base.readView(ctx, agent)
-	if err != nil {
-		return nil, nil, AsError(err)
-	}
-	ws, err := view.Workspace(agent, id)
-	if err != nil {
-		return nil, nil, AsError(err)
-	}
-	return view, ws, nil
+	return s.base.workspaceView(ctx, agent, id)
 }
 
 // Grep implements workbench_grep (docs/workbench.md, workbench_grep): one page of the lines of the files

@@ -141,13 +141,9 @@ func (s *Review) Propose(ctx context.Context, agent string, in ProposeInput) (Re
 		return nil, werr
 	}
 	id := meta.ProposalID(agent, in.ID, in.Path, in.RequestID)
-	view, err := s.base.readView(ctx, agent)
+	view, ws, err := s.base.workspaceView(ctx, agent, in.ID)
 	if err != nil {
-		return nil, AsError(err)
-	}
-	ws, err := view.Workspace(agent, in.ID)
-	if err != nil {
-		return nil, AsError(err)
+		return nil, err
 	}
 	if old, err := view.Proposal(agent, in.ID, id); err == nil {
 		// A retry: answered before anything is uploaded (and an edit resolved again).
@@ -350,13 +346,9 @@ func (s *Review) Decide(ctx context.Context, agent string, in DecideInput) (Resu
 	if werr != nil {
 		return nil, proposalConflict(werr)
 	}
-	view, err := s.base.readView(ctx, agent)
+	view, ws, err := s.base.workspaceView(ctx, agent, in.ID)
 	if err != nil {
-		return nil, AsError(err)
-	}
-	ws, err := view.Workspace(agent, in.ID)
-	if err != nil {
-		return nil, AsError(err)
+		return nil, err
 	}
 	r := s.proposalResult(view, ws, res.Proposal)
 	r["judgment"] = judgmentResult(res.Judgment)

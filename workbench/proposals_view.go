@@ -28,13 +28,9 @@ func (s *Review) Proposals(ctx context.Context, agent string, in ProposalsInput)
 	if err := mayRead(ctx, agent); err != nil {
 		return nil, err
 	}
-	view, err := s.base.readView(ctx, agent)
+	view, ws, err := s.base.workspaceView(ctx, agent, in.ID)
 	if err != nil {
-		return nil, AsError(err)
-	}
-	ws, err := view.Workspace(agent, in.ID)
-	if err != nil {
-		return nil, AsError(err)
+		return nil, err
 	}
 	switch {
 	case in.ProposalID != nil:

@@ -70,13 +70,9 @@ func (s *Lifecycle) Restore(ctx context.Context, agent string, in RestoreInput) 
 	if err := mayWrite(ctx, agent); err != nil {
 		return nil, err
 	}
-	view, err := s.base.readView(ctx, agent)
+	view, src, err := s.base.workspaceView(ctx, agent, in.ID)
 	if err != nil {
-		return nil, AsError(err)
-	}
-	src, err := view.Workspace(agent, in.ID)
-	if err != nil {
-		return nil, AsError(err)
+		return nil, err
 	}
 	begin := meta.RestoreBegin{Agent: agent, Source: in.ID, SourceIncarnation: src.Incarnation, Destination: in.DestinationID}
 	var point string
@@ -319,15 +315,9 @@ func (s *Lifecycle) ResumeRestores(ctx context.Context, c LeaderCore) error {
 // RestoreStatus reports a restore operation: its state ("copying" or "complete"), files
 // staged so far, and whether staging finished. NotFound for an unknown operation.
 func (s *Lifecycle) RestoreStatus(ctx context.Context, agent, opID string) (Result, error) {
-	if err := meta.ValidateName("agent", agent); err != nil {
-		return nil, AsError(err)
-	}
-	if err := mayRead(ctx, agent); err != nil {
-		return nil, err
-	}
-	view, err := s.base.readView(ctx, agent)
+	view, err := s.base.agentView(ctx, agent)
 	if err != nil {
-		return nil, AsError(err)
+		return nil, err
 	}
 	op, ok := view.Restore(agent, opID)
 	if !ok {

@@ -69,10 +69,7 @@ type CatalogInput struct {
 // and the fence a cursor binds: the workbench revision, or for a root-wide query the
 // highest revision of the root's visible workbenches (any change in scope raises it).
 func (s *Reads) queryScope(ctx context.Context, agent string, id, section, path *string) (*meta.View, meta.Scope, uint64, error) {
-	if err := meta.ValidateName("agent", agent); err != nil {
-		return nil, meta.Scope{}, 0, AsError(err)
-	}
-	if err := mayRead(ctx, agent); err != nil {
+	if err := mayReadAgent(ctx, agent); err != nil {
 		return nil, meta.Scope{}, 0, err
 	}
 	full, werr := toolTarget(deref(section), deref(path))

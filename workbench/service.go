@@ -712,6 +712,20 @@ func (s *base) readView(ctx context.Context, agent string) (*meta.View, error) {
 	return s.visibleView(ctx, agent, v), nil
 }
 
+// workspaceView is readView and the workbench id of agent's root in it: every error it
+// returns is an *Error.
+func (s *base) workspaceView(ctx context.Context, agent, id string) (*meta.View, *meta.Workspace, error) {
+	view, err := s.readView(ctx, agent)
+	if err != nil {
+		return nil, nil, AsError(err)
+	}
+	ws, err := view.Workspace(agent, id)
+	if err != nil {
+		return nil, nil, AsError(err)
+	}
+	return view, ws, nil
+}
+
 // proposeRaw replicates a command on the shard of its agent root, stamped with the
 // principal and surface of ctx (attribution.go): every command of this package goes
 // through here. A command for a root the caller may not change is refused before it

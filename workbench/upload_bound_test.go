@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/shard/worker"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
@@ -114,11 +114,7 @@ func TestALargeBodyWhoseBlobsWereCollectedBeforeItsPublishSaysSo(t *testing.T) {
 	n.write(t, "f", "small now") // big's chunks lose their reference
 	n.sweepUntil(t, worker.GCOptions{DryRun: true}, func(r worker.GCReport) bool { return r.Candidates > 0 })
 
-	putDone, resume := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	n.store.set(func(h *hookedStore) {
-		h.onPut = func(blob.Key) { once.Do(func() { close(putDone); <-resume }) }
-	})
+	putDone, resume := stallFirstPut(n.store, nil)
 	writeDone := make(chan error, 1)
 	go func() { writeDone <- put("g", big) }()
 	<-putDone
@@ -132,7 +128,7 @@ func TestALargeBodyWhoseBlobsWereCollectedBeforeItsPublishSaysSo(t *testing.T) {
 		!strings.Contains(e.Message, "deleted data of this body") || !strings.Contains(e.Message, "send the body again") {
 		t.Fatalf("the write: %v, want a retryable ObjectUnavailable saying what happened", e)
 	}
-	n.store.set(func(h *hookedStore) { h.onPut = nil })
+	n.store.Set(func(h *blobtest.Hooks) { h.OnPut = nil })
 	if err := put("g", big); err != nil {
 		t.Fatalf("sending the body again: %v", err)
 	}

@@ -151,10 +151,7 @@ type RootUsage struct {
 // Usage returns what agent's root holds and its quotas (zeros for a root that does not
 // exist).
 func (s *Lifecycle) Usage(ctx context.Context, agent string) (RootUsage, error) {
-	if err := meta.ValidateName("agent", agent); err != nil {
-		return RootUsage{}, AsError(err)
-	}
-	if err := mayRead(ctx, agent); err != nil {
+	if err := mayReadAgent(ctx, agent); err != nil {
 		return RootUsage{}, err
 	}
 	if err := s.base.mayRootWide(ctx, agent, "its usage"); err != nil {
@@ -258,10 +255,7 @@ func (s *Lifecycle) CreateWorkbench(ctx context.Context, agent, id string, reque
 // Retention returns the history retention of agent's root (the node default for a root
 // without its own policy, or one that does not exist).
 func (s *Lifecycle) Retention(ctx context.Context, agent string) (RootRetention, error) {
-	if err := meta.ValidateName("agent", agent); err != nil {
-		return RootRetention{}, AsError(err)
-	}
-	if err := mayRead(ctx, agent); err != nil {
+	if err := mayReadAgent(ctx, agent); err != nil {
 		return RootRetention{}, err
 	}
 	if err := s.base.mayRootWide(ctx, agent, "its retention"); err != nil {

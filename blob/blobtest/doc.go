@@ -12,5 +12,9 @@
 // before it trusts). Damaging stored bytes is backend-specific, so each backend passes a
 // Damage function; other damage (headers, metadata) is tested by each backend itself.
 //
+// Hooked wraps a real store for the tests of its callers (the collector in shard/worker,
+// the write path in workbench): its List and Delete can fail, List can wait at a gate, and
+// Put and Delete call the test's hooks; Stored checks whether a store holds a key.
+//
 // It never touches anything but the stores open returns, and never asserts on timing.
 package blobtest

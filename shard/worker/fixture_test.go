@@ -3,15 +3,14 @@ package worker_test
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
@@ -22,68 +21,12 @@ import (
 // gcGrace is the grace period of these tests: short, so they wait about a second.
 const gcGrace = time.Second
 
-// hookedStore is a real blob store (blob/dir) whose calls tests can fail.
-type hookedStore struct {
-	blob.Store
-	mu       sync.Mutex
-	failList bool
-	failDel  bool
-	deleted  []blob.Key
-	// listGate, when set, makes every List wait for a value from it first.
-	listGate chan struct{}
-}
-
-func (h *hookedStore) set(f func(h *hookedStore)) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	f(h)
-}
-
-func (h *hookedStore) List(ctx context.Context, root string, fn func(blob.Key, blob.Info) error) error {
-	h.mu.Lock()
-	fail, gate := h.failList, h.listGate
-	h.mu.Unlock()
-	if fail {
-		return fmt.Errorf("hooked list %s: %w", root, blob.ErrUnavailable)
-	}
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return h.Store.List(ctx, root, fn)
-}
-
-func (h *hookedStore) Delete(ctx context.Context, key blob.Key) error {
-	h.mu.Lock()
-	fail := h.failDel
-	h.mu.Unlock()
-	if fail {
-		return fmt.Errorf("hooked delete %s: %w", key, blob.ErrUnavailable)
-	}
-	if err := h.Store.Delete(ctx, key); err != nil {
-		return err
-	}
-	h.mu.Lock()
-	h.deleted = append(h.deleted, key)
-	h.mu.Unlock()
-	return nil
-}
-
-func (h *hookedStore) deletedKeys() []blob.Key {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]blob.Key(nil), h.deleted...)
-}
-
 // node is a real single-voter replica, a blob directory and a worker Set over them. The
 // tests write files with the FSM's own commands, uploading their blobs first as the write
 // path does.
 type node struct {
 	shard *shard.Shard
-	store *hookedStore
+	store *blobtest.Hooked
 	set   *worker.Set
 	reg   *prometheus.Registry
 }
@@ -121,7 +64,7 @@ func newNode(t *testing.T, cfg worker.Config, lead bool) *node {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ds.Close() })
-	n := &node{shard: sh, store: &hookedStore{Store: ds}, reg: prometheus.NewRegistry()}
+	n := &node{shard: sh, store: &blobtest.Hooked{Store: ds}, reg: prometheus.NewRegistry()}
 	n.set = newSet(t, n.store, n.reg, cfg)
 	if lead {
 		n.set.Lead(0, sh)
@@ -269,11 +212,7 @@ func (n *node) key(t *testing.T, body string) blob.Key {
 
 func (n *node) stored(t *testing.T, body string) bool {
 	t.Helper()
-	_, err := n.store.Stat(t.Context(), n.key(t, body))
-	if err != nil && !errors.Is(err, blob.ErrNotFound) {
-		t.Fatal(err)
-	}
-	return err == nil
+	return blobtest.Stored(t, n.store, n.key(t, body))
 }
 
 func (n *node) record(t *testing.T, body string) (meta.BlobRef, bool) {

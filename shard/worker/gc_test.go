@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard/outcome"
@@ -87,13 +88,13 @@ func TestGCWithAFailingListDeletesNothing(t *testing.T) {
 	put(t, n.shard, n.store, "a", "f", "old body")
 	put(t, n.shard, n.store, "a", "f", "new body")
 	n.sweepUntil(t, worker.GCOptions{DryRun: true}, func(r worker.GCReport) bool { return r.Candidates > 0 })
-	n.store.set(func(h *hookedStore) { h.failList = true })
+	n.store.Set(func(h *blobtest.Hooks) { h.FailList = true })
 	rep, err := n.set.CollectGarbage(t.Context(), worker.GCOptions{})
 	if !errors.Is(err, blob.ErrUnavailable) {
 		t.Fatalf("sweep with a failing listing: %+v %v, want blob.ErrUnavailable", rep, err)
 	}
-	if rep.Intents != 0 || rep.Deleted != 0 || len(n.store.deletedKeys()) != 0 || !n.stored(t, "old body") {
-		t.Fatalf("a failed listing deleted something: %+v, deleted %v", rep, n.store.deletedKeys())
+	if rep.Intents != 0 || rep.Deleted != 0 || len(n.store.Deleted()) != 0 || !n.stored(t, "old body") {
+		t.Fatalf("a failed listing deleted something: %+v, deleted %v", rep, n.store.Deleted())
 	}
 	if r, ok := n.record(t, "old body"); !ok || r.Intent {
 		t.Fatalf("a failed listing touched the record: %+v %v", r, ok)
@@ -101,7 +102,7 @@ func TestGCWithAFailingListDeletesNothing(t *testing.T) {
 	if got := metricstest.Value(t, n.reg, "cairn_gc_runs_total", "result=error"); got != 1 {
 		t.Errorf("cairn_gc_runs_total{result=error} = %v, want 1", got)
 	}
-	n.store.set(func(h *hookedStore) { h.failList = false })
+	n.store.Set(func(h *blobtest.Hooks) { h.FailList = false })
 	if rep, err := n.set.CollectGarbage(t.Context(), worker.GCOptions{}); err != nil || rep.Deleted != 1 || n.stored(t, "old body") {
 		t.Fatalf("sweep after the listing recovered: %+v %v", rep, err)
 	}
@@ -113,14 +114,14 @@ func TestALeftoverIntentIsFinishedByALaterSweep(t *testing.T) {
 	put(t, n.shard, n.store, "a", "f", "new body")
 	n.sweepUntil(t, worker.GCOptions{DryRun: true}, func(r worker.GCReport) bool { return r.Candidates > 0 })
 	opts := worker.GCOptions{IntentTimeout: 500 * time.Millisecond}
-	n.store.set(func(h *hookedStore) { h.failDel = true })
+	n.store.Set(func(h *blobtest.Hooks) { h.FailDelete = true })
 	if rep, err := n.set.CollectGarbage(t.Context(), opts); err == nil || rep.Intents != 1 || rep.Deleted != 0 {
 		t.Fatalf("sweep with failing deletes: %+v %v", rep, err)
 	}
 	if r, ok := n.record(t, "old body"); !ok || !r.Intent {
 		t.Fatalf("record after the failed sweep: %+v %v", r, ok)
 	}
-	n.store.set(func(h *hookedStore) { h.failDel = false })
+	n.store.Set(func(h *blobtest.Hooks) { h.FailDelete = false })
 	rep := n.sweepUntil(t, opts, func(r worker.GCReport) bool { return r.Deleted > 0 })
 	if !rep.Roots[0].Candidates[0].TakenOver || n.stored(t, "old body") {
 		t.Fatalf("the leftover intent was not finished: %+v", rep)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
@@ -33,7 +34,7 @@ func TestAGCTickSweepsAgainWhileMoreUpToItsBound(t *testing.T) {
 	n.set.Lead(0, n.shard) // its collector waits for the test's ticks
 	n.sweepUntil(t, worker.GCOptions{DryRun: true}, func(r worker.GCReport) bool { return r.Candidates == garbage })
 	gate := make(chan struct{})
-	n.store.set(func(h *hookedStore) { h.listGate = gate })
+	n.store.Set(func(h *blobtest.Hooks) { h.ListGate = gate })
 
 	// tick sends a tick and lets want sweeps list the root; then the collector must wait
 	// for the next tick, not list again. The tick that answers is the next one.
@@ -59,7 +60,7 @@ func TestAGCTickSweepsAgainWhileMoreUpToItsBound(t *testing.T) {
 	// The fourth tick was sent: let its one sweep list (a sweep that already read the gate
 	// would wait on it for ever if the gate were only removed), then remove the gate.
 	gate <- struct{}{}
-	n.store.set(func(h *hookedStore) { h.listGate = nil })
+	n.store.Set(func(h *blobtest.Hooks) { h.ListGate = nil })
 	retry.Within(t, 10*time.Second, "the fourth tick's sweep", func() error {
 		if got := metricstest.Value(t, n.reg, "cairn_gc_runs_total", "result=ok"); got != 14 {
 			return fmt.Errorf("%v sweeps, want 14 (10 + 2 + 1 + 1)", got)

@@ -22,11 +22,21 @@ func follower(h Harness, leader int) int { return (leader + 1) % h.Nodes() }
 
 // warm writes root through every node, so that each has met it (placed, assigned on its
 // shard) before a test injects a fault: the fault then meets only the command under test.
-func warm(t *testing.T, h Harness, root string) {
+// It returns root's leader.
+func warm(t *testing.T, h Harness, root string) (leader int) {
 	t.Helper()
 	for i := range h.Nodes() {
 		propose(t, h, i, meta.Header{}, put(root, fmt.Sprintf("warm-%d", i), "w"))
 	}
+	return h.(Cluster).Leader(t, root)
+}
+
+// warmFollower warms root (warm) for a fault test: it returns the harness's faults,
+// root's leader and the follower the test calls through.
+func warmFollower(t *testing.T, h Harness, root string) (c Faults, leader, f int) {
+	t.Helper()
+	leader = warm(t, h, root)
+	return h.(Faults), leader, follower(h, leader)
 }
 
 // testForwarded: a write through each follower is served by the leader's peer API and
@@ -34,8 +44,7 @@ func warm(t *testing.T, h Harness, root string) {
 func testForwarded(t *testing.T, h Harness) {
 	c := h.(Cluster)
 	const root = "forwarded"
-	warm(t, h, root)
-	leader := c.Leader(t, root)
+	leader := warm(t, h, root)
 	for f := range h.Nodes() {
 		if f == leader {
 			continue
@@ -54,11 +63,8 @@ func testForwarded(t *testing.T, h Harness) {
 // read index, so its linearizable read cannot answer before it applied every acknowledged
 // write: it fails instead, and once the log flows again it answers with the write.
 func testLaggingFollower(t *testing.T, h Harness) {
-	c := h.(Faults)
 	const root = "lagging"
-	warm(t, h, root)
-	leader := c.Leader(t, root)
-	f := follower(h, leader)
+	c, leader, f := warmFollower(t, h, root)
 	resume := c.Lag(t, f)
 	defer resume()
 	res := propose(t, h, leader, meta.Header{}, put(root, "while-lagging", "x"))
@@ -95,11 +101,8 @@ func testLaggingFollower(t *testing.T, h Harness) {
 // before it answers; the follower's call ends, bounded, with an unknown outcome, and the
 // command did apply.
 func testLeaderLostUnknown(t *testing.T, h Harness) {
-	c := h.(Faults)
 	const root = "lost-unknown"
-	warm(t, h, root)
-	leader := c.Leader(t, root)
-	f := follower(h, leader)
+	c, _, f := warmFollower(t, h, root)
 	recover := c.LoseLeaderMidCall(t, root)
 	defer recover()
 	start := time.Now()
@@ -126,11 +129,8 @@ func testLeaderLostUnknown(t *testing.T, h Harness) {
 // the next leader themselves, which answers the first result from the FSM's dedupe
 // record, so the caller gets a success and the command applied once.
 func testLeaderLostRetried(t *testing.T, h Harness) {
-	c := h.(Faults)
 	const root = "lost-retried"
-	warm(t, h, root)
-	leader := c.Leader(t, root)
-	f := follower(h, leader)
+	c, leader, f := warmFollower(t, h, root)
 	recover := c.LoseLeaderMidCall(t, root)
 	defer recover()
 	res, err := tryPropose(t, h, f, meta.Header{RequestID: "corestest-lost"}, create(root, "lost", "x"), opTimeout)
@@ -154,8 +154,7 @@ func testLeaderLostRetried(t *testing.T, h Harness) {
 func testLeaderChange(t *testing.T, h Harness) {
 	c := h.(Faults)
 	const root = "leader-change"
-	warm(t, h, root)
-	old := c.Leader(t, root)
+	old := warm(t, h, root)
 	during := writeDuring(t, h, root, func() {
 		if moved := c.MoveLeader(t, root); moved == old {
 			t.Fatalf("MoveLeader left the leadership on node %d", old)
@@ -248,8 +247,7 @@ func writeDuring(t *testing.T, h Harness, root string, change func()) []write {
 func testCutOff(t *testing.T, h Harness) {
 	c := h.(Faults)
 	const root = "cut-off"
-	warm(t, h, root)
-	leader := c.Leader(t, root)
+	leader := warm(t, h, root)
 	resume := c.Lag(t, leader)
 	defer resume()
 	start := time.Now()

@@ -40,16 +40,7 @@ func New(tb testing.TB, cfg workbench.Config) *Node {
 // a local blob directory. The caller owns bs and closes it.
 func NewOn(tb testing.TB, cfg workbench.Config, bs blob.Store) *Node {
 	tb.Helper()
-	sh, err := shard.Open(shard.Config{Dir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { sh.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		tb.Fatal(err)
-	}
+	sh := Replica(tb, shard.Config{})
 	if cfg.CursorKey == nil {
 		cfg.CursorKey = CursorKey
 	}
@@ -58,6 +49,24 @@ func NewOn(tb testing.TB, cfg workbench.Config, bs blob.Store) *Node {
 		tb.Fatal(err)
 	}
 	return &Node{Service: svc, Shard: sh, Blobs: bs, Workers: Workers(tb, svc, bs, sh)}
+}
+
+// Replica opens a single-voter replica of cfg in a directory of its own (cfg.Dir is set)
+// and returns it once it is ready for writes (within 10 s); it is closed when the test ends.
+func Replica(tb testing.TB, cfg shard.Config) *shard.Shard {
+	tb.Helper()
+	cfg.Dir = tb.TempDir()
+	sh, err := shard.Open(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { sh.Close() })
+	ctx, cancel := context.WithTimeout(tb.Context(), 10*time.Second)
+	defer cancel()
+	if err := sh.WaitReady(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	return sh
 }
 
 // Workers returns a worker Set over blobs with svc's grace and inline bound, svc as its

@@ -1,0 +1,105 @@
+package blobtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/cairnstore/cairn/blob"
+)
+
+// Hooks say what a Hooked store does to its calls; the zero Hooks pass every call through.
+type Hooks struct {
+	FailList   bool           // List answers blob.ErrUnavailable
+	FailDelete bool           // Delete answers blob.ErrUnavailable
+	ListGate   chan struct{}  // when set, every List first waits for a value from it (or ctx's end)
+	OnPut      func(blob.Key) // called after a Put returns successfully
+	OnDelete   func(blob.Key) // called before a Delete (one FailDelete refuses is not)
+}
+
+// Hooked is a real blob.Store whose calls a test can fail, hold or interleave with: the
+// store under the collector and the write path in the tests of shard/worker and
+// workbench. Its hooks change under a lock (Set), so a test may change them while calls
+// run; the hook functions run outside it.
+type Hooked struct {
+	blob.Store
+	mu      sync.Mutex
+	hooks   Hooks
+	deleted []blob.Key
+}
+
+// Set changes the hooks: f runs under the store's lock.
+func (h *Hooked) Set(f func(*Hooks)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f(&h.hooks)
+}
+
+func (h *Hooked) current() Hooks {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.hooks
+}
+
+// Put stores through the real store, then calls OnPut if the Put succeeded.
+func (h *Hooked) Put(ctx context.Context, key blob.Key, data blob.Hashed) (blob.PutResult, error) {
+	res, err := h.Store.Put(ctx, key, data)
+	if onPut := h.current().OnPut; err == nil && onPut != nil {
+		onPut(key)
+	}
+	return res, err
+}
+
+// List fails under FailList and waits for ListGate, then lists the real store.
+func (h *Hooked) List(ctx context.Context, root string, fn func(blob.Key, blob.Info) error) error {
+	hooks := h.current()
+	if hooks.FailList {
+		return fmt.Errorf("hooked list %s: %w", root, blob.ErrUnavailable)
+	}
+	if hooks.ListGate != nil {
+		select {
+		case <-hooks.ListGate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return h.Store.List(ctx, root, fn)
+}
+
+// Delete fails under FailDelete, calls OnDelete, then deletes from the real store and
+// records the key (Deleted).
+func (h *Hooked) Delete(ctx context.Context, key blob.Key) error {
+	hooks := h.current()
+	if hooks.FailDelete {
+		return fmt.Errorf("hooked delete %s: %w", key, blob.ErrUnavailable)
+	}
+	if hooks.OnDelete != nil {
+		hooks.OnDelete(key)
+	}
+	if err := h.Store.Delete(ctx, key); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.deleted = append(h.deleted, key)
+	h.mu.Unlock()
+	return nil
+}
+
+// Deleted returns the keys deleted so far, in order.
+func (h *Hooked) Deleted() []blob.Key {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]blob.Key(nil), h.deleted...)
+}
+
+// Stored reports whether store holds key (Stat); any error but blob.ErrNotFound fails tb.
+func Stored(tb testing.TB, store blob.Store, key blob.Key) bool {
+	tb.Helper()
+	_, err := store.Stat(tb.Context(), key)
+	if err != nil && !errors.Is(err, blob.ErrNotFound) {
+		tb.Fatal(err)
+	}
+	return err == nil
+}
