@@ -306,6 +306,15 @@ func (b *Body) finish() error {
 	return io.EOF
 }
 
+// Err is the error that ended the read, nil while it goes on or after io.EOF: a caller
+// whose consumer failed tells a refused body (an *Error) from its own failure with it.
+func (b *Body) Err() error {
+	if b.err == io.EOF {
+		return nil
+	}
+	return b.err
+}
+
 // Checksum is the flexible checksum of the bytes read (valid after io.EOF): name
 // ("crc32", …) and base64 value; ok is false when the request named none.
 func (b *Body) Checksum() (name, value string, ok bool) { return b.e.Checksum() }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // Code is an S3 error code ("Error Responses", Amazon S3 API Reference).
@@ -26,6 +28,19 @@ const (
 	CodeRequestTimeTooSkewed              Code = "RequestTimeTooSkewed"
 	CodeSignatureDoesNotMatch             Code = "SignatureDoesNotMatch"
 	CodeServiceUnavailable                Code = "ServiceUnavailable"
+	CodeBucketNotEmpty                    Code = "BucketNotEmpty"
+	CodeEntityTooLarge                    Code = "EntityTooLarge"
+	CodeInvalidBucketName                 Code = "InvalidBucketName"
+	CodeInvalidRange                      Code = "InvalidRange"
+	CodeKeyTooLong                        Code = "KeyTooLongError"
+	CodeMalformedXML                      Code = "MalformedXML"
+	CodeMethodNotAllowed                  Code = "MethodNotAllowed"
+	CodeNoSuchBucket                      Code = "NoSuchBucket"
+	CodeNoSuchKey                         Code = "NoSuchKey"
+	CodeNotImplemented                    Code = "NotImplemented"
+	CodePreconditionFailed                Code = "PreconditionFailed"
+	CodeQuotaExceeded                     Code = "QuotaExceeded"
+	CodeSlowDown                          Code = "SlowDown"
 )
 
 // statusOf is the one table from codes to HTTP statuses.
@@ -44,6 +59,58 @@ var statusOf = map[Code]int{
 	CodeRequestTimeTooSkewed:              http.StatusForbidden,
 	CodeSignatureDoesNotMatch:             http.StatusForbidden,
 	CodeServiceUnavailable:                http.StatusServiceUnavailable,
+	CodeBucketNotEmpty:                    http.StatusConflict,
+	CodeEntityTooLarge:                    http.StatusBadRequest,
+	CodeInvalidBucketName:                 http.StatusBadRequest,
+	CodeInvalidRange:                      http.StatusRequestedRangeNotSatisfiable,
+	CodeKeyTooLong:                        http.StatusBadRequest,
+	CodeMalformedXML:                      http.StatusBadRequest,
+	CodeMethodNotAllowed:                  http.StatusMethodNotAllowed,
+	CodeNoSuchBucket:                      http.StatusNotFound,
+	CodeNoSuchKey:                         http.StatusNotFound,
+	CodeNotImplemented:                    http.StatusNotImplemented,
+	CodePreconditionFailed:                http.StatusPreconditionFailed,
+	CodeQuotaExceeded:                     http.StatusForbidden,
+	CodeSlowDown:                          http.StatusServiceUnavailable,
+}
+
+// fromWorkbench turns an error of the Workbench service into S3's: missing is the code
+// a NotFound means where it happened (NoSuchBucket or NoSuchKey); the message is the
+// service's, which names no internal object.
+func fromWorkbench(err error, missing Code) error {
+	var s3err *Error
+	if errors.As(err, &s3err) {
+		return s3err
+	}
+	var e *workbench.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	code := CodeInternalError
+	switch e.Code {
+	case workbench.CodeNotFound, workbench.CodeNotArtifact, workbench.CodeNotDirectory:
+		code = missing
+	case workbench.CodeInvalidArguments:
+		code = CodeInvalidArgument
+	case workbench.CodePayloadTooLarge:
+		code = CodeEntityTooLarge
+	case workbench.CodeConflict, workbench.CodeAlreadyExists:
+		code = CodePreconditionFailed
+	case workbench.CodePermissionDenied, workbench.CodeUnauthenticated:
+		code = CodeAccessDenied
+	case workbench.CodeResourceExhausted:
+		code = CodeSlowDown
+		if !e.Retryable {
+			code = CodeQuotaExceeded
+		}
+	case workbench.CodeRoutingUnavailable, workbench.CodeObjectUnavailable, workbench.CodeOutcomeUnknown,
+		workbench.CodeReadFenceChanged, workbench.CodeInvalidState:
+		code = CodeServiceUnavailable
+	}
+	if code == CodeInternalError {
+		return &Error{Code: code, Message: "we encountered an internal error; please try again"}
+	}
+	return &Error{Code: code, Message: e.Message}
 }
 
 // Error is an S3 error: its code and a message for people. It never names an internal
@@ -61,6 +128,15 @@ func (e *Error) Status() int {
 		return s
 	}
 	return http.StatusInternalServerError
+}
+
+// codeOf is the S3 code of err, "" when it is no *Error.
+func codeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
 }
 
 func errorf(c Code, format string, args ...any) *Error {

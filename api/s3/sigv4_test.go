@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -73,14 +72,6 @@ func sdkSigned(t *testing.T, method, target string, body []byte, header http.Hea
 		t.Fatal(err)
 	}
 	return incoming(t, r)
-}
-
-func codeOf(err error) Code {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return ""
 }
 
 var when = time.Date(2026, 12, 5, 1, 2, 3, 0, time.UTC)

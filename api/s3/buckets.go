@@ -1,0 +1,181 @@
+package s3
+
+import (
+	"encoding/xml"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// The namespace of S3's XML documents.
+const xmlns = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+// maxBuckets bounds ListBuckets: it reads the root's workbenches page by page.
+const maxBuckets = 10_000
+
+// iso8601 is S3's time format in XML documents.
+func iso8601(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// writeXML answers 200 with an XML document.
+func writeXML(w http.ResponseWriter, v any) error {
+	body, err := xml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	_, _ = io.WriteString(w, xml.Header)
+	_, err = w.Write(body)
+	return err
+}
+
+type owner struct {
+	ID          string `xml:"ID"`
+	DisplayName string `xml:"DisplayName"`
+}
+
+type listBucketsResult struct {
+	XMLName xml.Name `xml:"ListAllMyBucketsResult"`
+	Xmlns   string   `xml:"xmlns,attr"`
+	Owner   owner    `xml:"Owner"`
+	Buckets []bucket `xml:"Buckets>Bucket"`
+}
+
+type bucket struct {
+	Name         string `xml:"Name"`
+	CreationDate string `xml:"CreationDate"`
+}
+
+// listBuckets lists the workbenches of the key's root (a key bound to one workbench sees
+// only that one).
+func (h *Handler) listBuckets(w http.ResponseWriter, r *request) error {
+	out := listBucketsResult{Xmlns: xmlns, Owner: owner{ID: r.agent, DisplayName: r.agent}, Buckets: []bucket{}}
+	cursor := ""
+	for {
+		page, err := h.svc.Lifecycle.ListWorkbenches(r.Context(), r.agent, cursor, workbench.MaxWorkbenchListLimit)
+		if err != nil {
+			return fromWorkbench(err, CodeNoSuchBucket)
+		}
+		for _, wb := range page.Workbenches {
+			out.Buckets = append(out.Buckets, bucket{Name: wb.ID, CreationDate: iso8601(wb.CreatedAtMs)})
+		}
+		if page.NextCursor == "" || len(out.Buckets) >= maxBuckets {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	return writeXML(w, out)
+}
+
+// workspace reads the bucket's workbench from a linearizable view: NoSuchBucket when it
+// is missing or the key does not reach it (the same answer).
+func (h *Handler) workspace(r *request) (*meta.View, *meta.Workspace, error) {
+	view, ws, _, err := h.svc.Reads.ViewAt(r.Context(), r.agent, r.bucket, workbench.At{})
+	if err != nil {
+		return nil, nil, bucketError(err)
+	}
+	return view, ws, nil
+}
+
+// bucketError maps an error about the bucket itself: an invalid name is InvalidBucketName.
+func bucketError(err error) error {
+	e := fromWorkbench(err, CodeNoSuchBucket)
+	var s *Error
+	if errors.As(e, &s) && s.Code == CodeInvalidArgument {
+		return &Error{Code: CodeInvalidBucketName, Message: s.Message}
+	}
+	return e
+}
+
+func (h *Handler) headBucket(w http.ResponseWriter, r *request) error {
+	if _, _, err := h.workspace(r); err != nil {
+		return err
+	}
+	w.Header().Set("x-amz-bucket-region", h.verifier.region())
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// createBucket creates the workbench. Creating one that exists answers 200, as S3 does in
+// us-east-1 for a bucket its caller owns.
+func (h *Handler) createBucket(w http.ResponseWriter, r *request) error {
+	b, _, err := r.signed.Body(r.Request)
+	if err != nil {
+		return err
+	}
+	var conf struct {
+		LocationConstraint string `xml:"LocationConstraint"`
+	}
+	raw, err := io.ReadAll(io.LimitReader(b, 64<<10))
+	if err != nil {
+		return err
+	}
+	if len(raw) > 0 {
+		if err := xml.Unmarshal(raw, &conf); err != nil {
+			return errorf(CodeMalformedXML, "the CreateBucketConfiguration is not well-formed XML")
+		}
+		if conf.LocationConstraint != "" && conf.LocationConstraint != h.verifier.region() {
+			return errorf(CodeInvalidArgument, "LocationConstraint %q is not this gateway's region %q", conf.LocationConstraint, h.verifier.region())
+		}
+	}
+	if _, err := h.svc.Lifecycle.CreateWorkbench(r.Context(), r.agent, r.bucket, ""); err != nil {
+		return bucketError(err)
+	}
+	w.Header().Set("Location", "/"+r.bucket)
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// deleteBucket deletes an empty workbench: one holding files is BucketNotEmpty, and a file
+// written between the check and the delete fails the delete's revision condition, so a
+// bucket with files is never deleted.
+func (h *Handler) deleteBucket(w http.ResponseWriter, r *request) error {
+	_, ws, err := h.workspace(r)
+	if err != nil {
+		return err
+	}
+	if ws.Files > 0 {
+		return errorf(CodeBucketNotEmpty, "the bucket you tried to delete is not empty")
+	}
+	if err := h.svc.Lifecycle.DeleteWorkbench(r.Context(), r.agent, r.bucket, ws.Revision, ""); err != nil {
+		e := bucketError(err)
+		if codeOf(e) == CodePreconditionFailed {
+			return errorf(CodeBucketNotEmpty, "the bucket changed while it was being deleted; it is not empty")
+		}
+		return e
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handler) bucketLocation(w http.ResponseWriter, r *request) error {
+	if _, _, err := h.workspace(r); err != nil {
+		return err
+	}
+	loc := h.verifier.region()
+	if loc == DefaultRegion {
+		loc = "" // S3 answers us-east-1 as an empty constraint
+	}
+	return writeXML(w, struct {
+		XMLName xml.Name `xml:"LocationConstraint"`
+		Xmlns   string   `xml:"xmlns,attr"`
+		Value   string   `xml:",chardata"`
+	}{Xmlns: xmlns, Value: loc})
+}
+
+// bucketVersioning answers that versioning was never enabled: the gateway does not serve
+// object versions yet.
+func (h *Handler) bucketVersioning(w http.ResponseWriter, r *request) error {
+	if _, _, err := h.workspace(r); err != nil {
+		return err
+	}
+	return writeXML(w, struct {
+		XMLName xml.Name `xml:"VersioningConfiguration"`
+		Xmlns   string   `xml:"xmlns,attr"`
+	}{Xmlns: xmlns})
+}

@@ -1,0 +1,215 @@
+package s3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
+)
+
+// Keys is what the gateway knows of S3 credentials: the secret of an access key id
+// (Secrets) and the principal it authenticates as.
+type Keys interface {
+	Secrets
+	// S3Principal returns the principal of a live S3 access key id; an error when it has
+	// none (the key was revoked since it was verified).
+	S3Principal(ctx context.Context, accessKeyID string) (auth.Principal, error)
+}
+
+// Config tunes the gateway.
+type Config struct {
+	// Region is the region credentials are scoped to and buckets report. Default
+	// DefaultRegion.
+	Region string
+	// Logger receives the internal errors answered as InternalError. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// DefaultRegion is the region of a gateway configured without one: what S3 clients
+// assume when told none.
+const DefaultRegion = "us-east-1"
+
+// Surface is the name writes through the gateway are attributed to (workbench.WithSurface).
+const Surface = "s3"
+
+// Handler serves the S3 API on one listener, path-style (/bucket/key): a bucket is a
+// workbench of the key's agent root, an object key is a file's path in it.
+type Handler struct {
+	svc      *workbench.Service
+	keys     Keys
+	verifier Verifier
+	log      *slog.Logger
+	ids      atomic.Uint64
+	idBase   string
+}
+
+// NewHandler returns the gateway over svc, authenticating with keys.
+func NewHandler(svc *workbench.Service, keys Keys, cfg Config) *Handler {
+	if cfg.Region == "" {
+		cfg.Region = DefaultRegion
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Handler{svc: svc, keys: keys, log: cfg.Logger,
+		verifier: Verifier{Secrets: keys, Region: cfg.Region, Now: cfg.Now},
+		idBase:   strconv.FormatInt(time.Now().UnixNano(), 36)}
+}
+
+// request is one authenticated S3 request, routed.
+type request struct {
+	*http.Request
+	signed      Signed
+	agent       string
+	bucket, key string // key "" for bucket and service requests
+	id          string
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := fmt.Sprintf("%s-%d", h.idBase, h.ids.Add(1))
+	w.Header().Set("x-amz-request-id", id)
+	req, err := h.authenticate(r, id)
+	if err == nil {
+		err = h.route(w, req)
+	}
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			h.log.Error("s3: internal error", "request_id", id, "method", r.Method, "err", err)
+		}
+		WriteError(w, r, id, err)
+	}
+}
+
+// authenticate verifies r's signature, finds its principal and agent root, and splits
+// the path into bucket and key.
+func (h *Handler) authenticate(r *http.Request, id string) (*request, error) {
+	s, err := h.verifier.Verify(r)
+	if err != nil {
+		return nil, err
+	}
+	p, err := h.keys.S3Principal(r.Context(), s.AccessKeyID)
+	if err != nil {
+		return nil, errorf(CodeInvalidAccessKeyID, "the access key id you provided does not exist in our records")
+	}
+	agent, ok := agentOf(p)
+	if !ok {
+		return nil, errorf(CodeAccessDenied, "an S3 key acts in exactly one agent root; this key names %d", len(p.Agents))
+	}
+	bucket, key, err := splitPath(r)
+	if err != nil {
+		return nil, err
+	}
+	ctx := auth.WithPrincipal(r.Context(), p)
+	return &request{Request: r.WithContext(ctx), signed: s, agent: agent, bucket: bucket, key: key, id: id}, nil
+}
+
+// agentOf is the one agent root an S3 key acts in: its only root, or the tenant a bound
+// key is bound to.
+func agentOf(p auth.Principal) (string, bool) {
+	switch {
+	case p.AllAgents:
+		return "", false
+	case len(p.Agents) == 1:
+		return p.Agents[0], true
+	case len(p.Agents) == 0 && p.Tenant != "":
+		return p.Tenant, true
+	}
+	return "", false
+}
+
+// splitPath decodes a path-style request's bucket and key from the path as sent.
+func splitPath(r *http.Request) (bucket, key string, err error) {
+	raw := r.URL.EscapedPath()
+	if u := r.RequestURI; u != "" && u[0] == '/' {
+		raw, _, _ = strings.Cut(u, "?")
+	}
+	rawBucket, rawKey, _ := strings.Cut(strings.TrimPrefix(raw, "/"), "/")
+	if bucket, err = url.PathUnescape(rawBucket); err != nil {
+		return "", "", errorf(CodeInvalidBucketName, "the bucket name is not a valid escaped path segment")
+	}
+	if key, err = url.PathUnescape(rawKey); err != nil {
+		return "", "", errorf(CodeInvalidArgument, "the object key is not a valid escaped path")
+	}
+	return bucket, key, nil
+}
+
+// subresources the gateway does not serve: any of them in the query answers
+// NotImplemented rather than being mistaken for a plain request.
+var unsupported = []string{"acl", "analytics", "attributes", "cors", "encryption", "inventory", "legal-hold",
+	"lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls", "policy",
+	"policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
+	"tagging", "torrent", "uploadId", "uploads", "versionId", "versions", "website", "partNumber"}
+
+// route dispatches an authenticated request.
+func (h *Handler) route(w http.ResponseWriter, r *request) error {
+	q := r.URL.Query()
+	for _, sub := range unsupported {
+		if q.Has(sub) {
+			return errorf(CodeNotImplemented, "the %s subresource is not implemented by this gateway", sub)
+		}
+	}
+	if r.bucket == "" {
+		if r.Method != http.MethodGet {
+			return errorf(CodeMethodNotAllowed, "the service resource takes GET only")
+		}
+		return h.listBuckets(w, r.op("ListBuckets"))
+	}
+	if err := h.svc.AllowRequest(r.Context()); err != nil {
+		return fromWorkbench(err, CodeNoSuchBucket)
+	}
+	if r.key == "" {
+		switch {
+		case r.Method == http.MethodGet && q.Has("location"):
+			return h.bucketLocation(w, r.op("GetBucketLocation"))
+		case r.Method == http.MethodGet && q.Has("versioning"):
+			return h.bucketVersioning(w, r.op("GetBucketVersioning"))
+		case r.Method == http.MethodGet && q.Get("list-type") == "2":
+			return h.listObjects(w, r.op("ListObjectsV2"), true)
+		case r.Method == http.MethodGet:
+			return h.listObjects(w, r.op("ListObjects"), false)
+		case r.Method == http.MethodHead:
+			return h.headBucket(w, r.op("HeadBucket"))
+		case r.Method == http.MethodPut:
+			return h.createBucket(w, r.op("CreateBucket"))
+		case r.Method == http.MethodDelete:
+			return h.deleteBucket(w, r.op("DeleteBucket"))
+		case r.Method == http.MethodPost && q.Has("delete"):
+			return h.deleteObjects(w, r.op("DeleteObjects"))
+		}
+		return errorf(CodeMethodNotAllowed, "the bucket resource does not take %s here", r.Method)
+	}
+	switch r.Method {
+	case http.MethodGet:
+		return h.getObject(w, r.op("GetObject"), true)
+	case http.MethodHead:
+		return h.getObject(w, r.op("HeadObject"), false)
+	case http.MethodPut:
+		if r.Header.Get("X-Amz-Copy-Source") != "" {
+			return errorf(CodeNotImplemented, "CopyObject is not implemented by this gateway yet")
+		}
+		return h.putObject(w, r.op("PutObject"))
+	case http.MethodDelete:
+		return h.deleteObject(w, r.op("DeleteObject"))
+	}
+	return errorf(CodeMethodNotAllowed, "the object resource does not take %s", r.Method)
+}
+
+// op names the operation in the request's context, for attribution and audit.
+func (r *request) op(name string) *request {
+	c := *r
+	c.Request = r.WithContext(workbench.WithSurface(r.Context(), Surface+"/"+name))
+	return &c
+}

@@ -1,0 +1,258 @@
+package s3
+
+import (
+	"encoding/base64"
+	"encoding/xml"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// Listing objects. S3 lists keys in the byte order of the whole key, and Cairn's
+// directories list their children in the byte order of their names; the two differ where
+// a directory's name is a prefix of a sibling's followed by a byte below '/' ("data" and
+// "data.csv": the key "data.csv" comes before "data/x"). The walk orders siblings by name
+// and holds back each directory until the siblings that sort before its "name/" are out
+// (a stack, since such directories nest: "a", then "a.d", both before "a0"), so it emits
+// keys in S3's order from one linearizable view of the workbench.
+
+const (
+	// DefaultMaxKeys is S3's page size, and the most a page may hold.
+	DefaultMaxKeys = 1000
+	// listPage is how many children one directory read takes from the view.
+	listPage = 1000
+)
+
+type listParams struct {
+	prefix, delimiter string
+	// after: emit only keys and common prefixes above it in byte order ("" from the first).
+	after string
+	max   int
+}
+
+// lister collects one page of a listing.
+type lister struct {
+	view      *meta.View
+	ws        *meta.Workspace
+	p         listParams
+	contents  []object
+	prefixes  []string
+	truncated bool
+	last      string // the last key or common prefix emitted
+}
+
+type object struct {
+	key string
+	e   *meta.Entry
+}
+
+// run walks from the directory the prefix names up to its last '/'.
+func (l *lister) run() error {
+	dir := ""
+	if i := strings.LastIndexByte(l.p.prefix, '/'); i >= 0 {
+		dir = l.p.prefix[:i]
+	}
+	_, err := l.dir(dir)
+	var e *meta.Error
+	if errors.As(err, &e) && (e.Code == meta.CodeNotFound || e.Code == meta.CodeNotDirectory || e.Code == meta.CodeNotArtifact) {
+		return nil // nothing is under a prefix whose directory does not exist
+	}
+	return err
+}
+
+// emit adds one key or common prefix to the page; false once the page is full (the
+// listing is then truncated: there is more).
+func (l *lister) emit(key string, e *meta.Entry) bool {
+	if len(l.contents)+len(l.prefixes) == l.p.max {
+		l.truncated = true
+		return false
+	}
+	if e == nil {
+		l.prefixes = append(l.prefixes, key)
+	} else {
+		l.contents = append(l.contents, object{key, e})
+	}
+	l.last = key
+	return true
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// dir walks the children of dir in S3 order; false when the page filled.
+func (l *lister) dir(dir string) (bool, error) {
+	var pending []string // directories held back, innermost last
+	after := ""
+	for {
+		entries, more, err := l.view.List(l.ws, dir, after, listPage)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range entries {
+			for len(pending) > 0 && c.Name >= pending[len(pending)-1]+"/" {
+				top := pending[len(pending)-1]
+				pending = pending[:len(pending)-1]
+				if ok, err := l.subtree(dir, top); !ok || err != nil {
+					return ok, err
+				}
+			}
+			switch {
+			case c.Kind == meta.KindDirectory && c.Dir.Files > 0:
+				pending = append(pending, c.Name)
+			case c.Kind == meta.KindFile:
+				if key := join(dir, c.Name); strings.HasPrefix(key, l.p.prefix) && key > l.p.after && !l.emit(key, c.Entry) {
+					return false, nil
+				}
+			}
+			after = c.Name
+		}
+		if !more {
+			break
+		}
+	}
+	for len(pending) > 0 {
+		top := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
+		if ok, err := l.subtree(dir, top); !ok || err != nil {
+			return ok, err
+		}
+	}
+	return true, nil
+}
+
+// subtree emits what directory name of dir holds: one common prefix when the delimiter
+// rolls it up, else its keys.
+func (l *lister) subtree(dir, name string) (bool, error) {
+	key := join(dir, name) + "/"
+	within := strings.HasPrefix(key, l.p.prefix)
+	if !within && !strings.HasPrefix(l.p.prefix, key) {
+		return true, nil // no key below it has the prefix
+	}
+	if l.p.after >= key && !strings.HasPrefix(l.p.after, key) {
+		return true, nil // every key below it sorts before after
+	}
+	if within && l.p.delimiter == "/" {
+		if key > l.p.after && !l.emit(key, nil) {
+			return false, nil
+		}
+		return true, nil
+	}
+	return l.dir(join(dir, name))
+}
+
+type listObjectsResult struct {
+	XMLName        xml.Name       `xml:"ListBucketResult"`
+	Xmlns          string         `xml:"xmlns,attr"`
+	Name           string         `xml:"Name"`
+	Prefix         string         `xml:"Prefix"`
+	Marker         *string        `xml:"Marker,omitempty"`
+	NextMarker     string         `xml:"NextMarker,omitempty"`
+	StartAfter     string         `xml:"StartAfter,omitempty"`
+	ContToken      string         `xml:"ContinuationToken,omitempty"`
+	NextContToken  string         `xml:"NextContinuationToken,omitempty"`
+	KeyCount       *int           `xml:"KeyCount,omitempty"`
+	MaxKeys        int            `xml:"MaxKeys"`
+	Delimiter      string         `xml:"Delimiter,omitempty"`
+	EncodingType   string         `xml:"EncodingType,omitempty"`
+	IsTruncated    bool           `xml:"IsTruncated"`
+	Contents       []listedObject `xml:"Contents"`
+	CommonPrefixes []listedPrefix `xml:"CommonPrefixes"`
+}
+
+type listedObject struct {
+	Key          string `xml:"Key"`
+	LastModified string `xml:"LastModified"`
+	ETag         string `xml:"ETag"`
+	Size         int64  `xml:"Size"`
+	StorageClass string `xml:"StorageClass"`
+}
+
+type listedPrefix struct {
+	Prefix string `xml:"Prefix"`
+}
+
+// listObjects answers ListObjectsV2 (v2) and ListObjects (V1). A continuation token is
+// the last key or common prefix of the page before (base64url), so a listing goes on
+// after a write in between without repeating or skipping what did not change.
+func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error {
+	q := r.URL.Query()
+	p := listParams{prefix: q.Get("prefix"), delimiter: q.Get("delimiter"), max: DefaultMaxKeys}
+	if p.delimiter != "" && p.delimiter != "/" {
+		return errorf(CodeNotImplemented, "the only delimiter this gateway lists by is /")
+	}
+	if v := q.Get("max-keys"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return errorf(CodeInvalidArgument, "max-keys must be a number from 0 to %d", DefaultMaxKeys)
+		}
+		p.max = min(n, DefaultMaxKeys)
+	}
+	enc := q.Get("encoding-type")
+	if enc != "" && enc != "url" {
+		return errorf(CodeInvalidArgument, "encoding-type must be url")
+	}
+	out := listObjectsResult{Xmlns: xmlns, Name: r.bucket, Prefix: encodeKey(p.prefix, enc), MaxKeys: p.max,
+		Delimiter: encodeKey(p.delimiter, enc), EncodingType: enc}
+	if v2 {
+		out.StartAfter = encodeKey(q.Get("start-after"), enc)
+		p.after = q.Get("start-after")
+		if tok := q.Get("continuation-token"); tok != "" {
+			raw, err := base64.RawURLEncoding.DecodeString(tok)
+			if err != nil {
+				return errorf(CodeInvalidArgument, "the continuation token is not one this gateway issued")
+			}
+			out.ContToken, p.after = tok, max(p.after, string(raw))
+		}
+	} else {
+		marker := q.Get("marker")
+		out.Marker, p.after = &marker, marker
+	}
+	view, ws, err := h.workspace(r)
+	if err != nil {
+		return err
+	}
+	l := &lister{view: view, ws: ws, p: p}
+	if p.max > 0 {
+		if err := l.run(); err != nil {
+			return fromWorkbench(err, CodeNoSuchBucket)
+		}
+	}
+	out.IsTruncated = l.truncated
+	for _, o := range l.contents {
+		out.Contents = append(out.Contents, listedObject{Key: encodeKey(o.key, enc), LastModified: iso8601(o.e.ModifiedAtMs),
+			ETag: etagOf(o.e.Digest), Size: o.e.Size, StorageClass: "STANDARD"})
+	}
+	for _, pre := range l.prefixes {
+		out.CommonPrefixes = append(out.CommonPrefixes, listedPrefix{Prefix: encodeKey(pre, enc)})
+	}
+	if v2 {
+		n := len(l.contents) + len(l.prefixes)
+		out.KeyCount = &n
+		if l.truncated {
+			out.NextContToken = base64.RawURLEncoding.EncodeToString([]byte(l.last))
+		}
+	} else if l.truncated && p.delimiter != "" {
+		out.NextMarker = encodeKey(l.last, enc)
+	}
+	return writeXML(w, out)
+}
+
+// encodeKey applies EncodingType=url: every byte but the unreserved ones and '/' as %XX,
+// which both URL decoders clients use (with and without '+' as a space) read back.
+func encodeKey(s, enc string) string {
+	if enc != "url" {
+		return s
+	}
+	parts := strings.Split(s, "/")
+	for i, p := range parts {
+		parts[i] = uriEncode(p)
+	}
+	return strings.Join(parts, "/")
+}

@@ -1,0 +1,310 @@
+package s3
+
+import (
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// An object's ETag is the hex SHA-256 of its bytes, quoted: a strong validator of the
+// content that no client mistakes for an MD5 (it is 64 digits, not 32), so tools that
+// compare an ETag with a local MD5 (rclone, s3cmd) do not report false mismatches.
+func etagOf(d meta.Digest) string { return `"` + hex.EncodeToString(d[:]) + `"` }
+
+// path checks an object key as a Cairn path: KeyTooLongError past meta.MaxPathBytes,
+// InvalidArgument for anything else Cairn cannot store (docs/workbench.md, common rules).
+func objectPath(key string) (string, error) {
+	if len(key) > meta.MaxPathBytes {
+		return "", errorf(CodeKeyTooLong, "your key is too long: at most %d bytes", meta.MaxPathBytes)
+	}
+	if err := workbench.ValidatePath("key", key); err != nil {
+		return "", errorf(CodeInvalidArgument, "the object key is not a path Cairn can store: %s", err.Message)
+	}
+	return key, nil
+}
+
+// objectError maps an error about an object: NotFound is NoSuchKey when the bucket
+// exists and NoSuchBucket when it does not.
+func (h *Handler) objectError(r *request, err error) error {
+	e := fromWorkbench(err, CodeNoSuchKey)
+	if codeOf(e) == CodeNoSuchKey {
+		if _, _, berr := h.workspace(r); berr != nil {
+			return berr
+		}
+	}
+	return e
+}
+
+// putObject streams the body through the write path: it publishes the file only after
+// the body ended with every signature and digest checked (Signed.Body), so a body that
+// fails a check leaves the path as it was. If-None-Match: * creates only; If-Match: ETag
+// replaces only the version whose ETag it names, as one compare-and-swap on its
+// generation.
+func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
+	path, err := objectPath(r.key)
+	if err != nil {
+		return err
+	}
+	req := workbench.WriteRequest{Agent: r.agent, Workbench: r.bucket, Path: path, ContentType: r.Header.Get("Content-Type")}
+	switch inm, im := r.Header.Get("If-None-Match"), r.Header.Get("If-Match"); {
+	case inm != "" && im != "":
+		return errorf(CodeNotImplemented, "If-Match and If-None-Match together are not supported on PUT")
+	case inm == "*":
+		req.Cond = meta.CondCreateOnly
+	case inm != "":
+		return errorf(CodeNotImplemented, "If-None-Match on PUT takes only *")
+	case im != "":
+		f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
+		if err != nil {
+			if e := h.objectError(r, err); codeOf(e) != CodeNoSuchKey {
+				return e
+			}
+			return errorf(CodePreconditionFailed, "at least one of the pre-conditions you specified did not hold")
+		}
+		if !etagMatches(im, etagOf(f.Info.Digest)) {
+			return errorf(CodePreconditionFailed, "at least one of the pre-conditions you specified did not hold")
+		}
+		req.Cond, req.IfGeneration = meta.CondIfGeneration, f.Info.Generation
+	}
+	body, size, err := r.signed.Body(r.Request)
+	if err != nil {
+		return err
+	}
+	req.Body, req.SizeHint = body, size
+	res, err := h.svc.Writes.Write(r.Context(), req)
+	if err != nil {
+		if berr := body.Err(); berr != nil {
+			return berr
+		}
+		return h.objectError(r, err)
+	}
+	w.Header().Set("ETag", etagOf(res.Digest))
+	if name, value, ok := body.Checksum(); ok {
+		w.Header().Set(checksumHeaderPrefix+name, value)
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// etagMatches reports whether a list of entity tags (If-Match, If-None-Match) names tag;
+// "*" names every tag.
+func etagMatches(list, tag string) bool {
+	for _, t := range strings.Split(list, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || t == tag || `"`+t+`"` == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// getObject answers GET and HEAD: the conditions of RFC 9110 §13 in S3's order (If-Match
+// before If-Unmodified-Since, If-None-Match before If-Modified-Since), then one byte range.
+func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) error {
+	path, err := objectPath(r.key)
+	if err != nil {
+		return err
+	}
+	f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
+	if err != nil {
+		return h.objectError(r, err)
+	}
+	etag := etagOf(f.Info.Digest)
+	modified := time.UnixMilli(f.Info.ModifiedAtMs).UTC().Truncate(time.Second)
+	hdr := w.Header()
+	hdr.Set("ETag", etag)
+	hdr.Set("Last-Modified", modified.Format(http.TimeFormat))
+	hdr.Set("Accept-Ranges", "bytes")
+	contentType := f.Info.ContentType
+	if contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	hdr.Set("Content-Type", contentType)
+	if status := conditions(r.Request, etag, modified); status != 0 {
+		if status == http.StatusPreconditionFailed {
+			return errorf(CodePreconditionFailed, "at least one of the pre-conditions you specified did not hold")
+		}
+		w.WriteHeader(status)
+		return nil
+	}
+	offset, length, partial, err := byteRange(r.Header.Get("Range"), f.Info.Size)
+	if err != nil {
+		hdr.Set("Content-Range", "bytes */"+strconv.FormatInt(f.Info.Size, 10))
+		return err
+	}
+	hdr.Set("Content-Length", strconv.FormatInt(length, 10))
+	status := http.StatusOK
+	if partial {
+		status = http.StatusPartialContent
+		hdr.Set("Content-Range", "bytes "+strconv.FormatInt(offset, 10)+"-"+strconv.FormatInt(offset+length-1, 10)+"/"+strconv.FormatInt(f.Info.Size, 10))
+	}
+	if !withBody || length == 0 {
+		w.WriteHeader(status)
+		return nil
+	}
+	rc, err := f.Reader(r.Context(), offset, length)
+	if err != nil {
+		return h.objectError(r, err)
+	}
+	defer rc.Close()
+	w.WriteHeader(status)
+	if _, err := io.Copy(w, rc); err != nil {
+		// The status is out: the client sees a body shorter than Content-Length.
+		h.log.Warn("s3: a read ended early", "request_id", r.id, "err", err)
+	}
+	return nil
+}
+
+// conditions evaluates a read's preconditions; 0 when the read goes on, else the status
+// (304 or 412) to answer.
+func conditions(r *http.Request, etag string, modified time.Time) int {
+	im, inm := r.Header.Get("If-Match"), r.Header.Get("If-None-Match")
+	if im != "" && !etagMatches(im, etag) {
+		return http.StatusPreconditionFailed
+	}
+	if t, err := http.ParseTime(r.Header.Get("If-Unmodified-Since")); im == "" && err == nil && modified.After(t) {
+		return http.StatusPreconditionFailed
+	}
+	if inm != "" && etagMatches(inm, etag) {
+		return http.StatusNotModified
+	}
+	if t, err := http.ParseTime(r.Header.Get("If-Modified-Since")); inm == "" && err == nil && !modified.After(t) {
+		return http.StatusNotModified
+	}
+	return 0
+}
+
+// byteRange parses one Range of bytes (bytes=a-b, bytes=a-, bytes=-n) against size. A
+// header that is not one byte range is ignored, as S3 does (the whole object); a range
+// starting past the end is InvalidRange.
+func byteRange(h string, size int64) (offset, length int64, partial bool, err error) {
+	spec, ok := strings.CutPrefix(h, "bytes=")
+	if h == "" || !ok || strings.Contains(spec, ",") {
+		return 0, size, false, nil
+	}
+	first, last, ok := strings.Cut(strings.TrimSpace(spec), "-")
+	if !ok {
+		return 0, size, false, nil
+	}
+	invalid := errorf(CodeInvalidRange, "the requested range is not satisfiable")
+	if first == "" {
+		n, perr := strconv.ParseInt(last, 10, 64)
+		if perr != nil || n < 0 {
+			return 0, size, false, nil
+		}
+		if n == 0 {
+			return 0, 0, false, invalid
+		}
+		n = min(n, size)
+		return size - n, n, true, nil
+	}
+	a, perr := strconv.ParseInt(first, 10, 64)
+	if perr != nil || a < 0 {
+		return 0, size, false, nil
+	}
+	if a >= size {
+		return 0, 0, false, invalid
+	}
+	b := size - 1
+	if last != "" {
+		if b, perr = strconv.ParseInt(last, 10, 64); perr != nil || b < a {
+			return 0, size, false, nil
+		}
+		b = min(b, size-1)
+	}
+	return a, b - a + 1, true, nil
+}
+
+// deleteObject removes the file; deleting a key that does not exist succeeds, as in S3.
+func (h *Handler) deleteObject(w http.ResponseWriter, r *request) error {
+	path, err := objectPath(r.key)
+	if err != nil {
+		return err
+	}
+	if _, err := h.svc.Writes.Delete(r.Context(), r.agent, r.bucket, path, 0, ""); err != nil {
+		if e := h.objectError(r, err); codeOf(e) != CodeNoSuchKey {
+			return e
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// maxDeleteObjects is S3's bound on the keys of one DeleteObjects request.
+const maxDeleteObjects = 1000
+
+type deleteRequest struct {
+	Quiet   bool `xml:"Quiet"`
+	Objects []struct {
+		Key string `xml:"Key"`
+	} `xml:"Object"`
+}
+
+type deleteResult struct {
+	XMLName xml.Name        `xml:"DeleteResult"`
+	Xmlns   string          `xml:"xmlns,attr"`
+	Deleted []deletedObject `xml:"Deleted"`
+	Errors  []deleteError   `xml:"Error"`
+}
+
+type deletedObject struct {
+	Key string `xml:"Key"`
+}
+
+type deleteError struct {
+	Key     string `xml:"Key"`
+	Code    Code   `xml:"Code"`
+	Message string `xml:"Message"`
+}
+
+// deleteObjects deletes up to 1,000 keys, each on its own (S3's DeleteObjects is not
+// atomic either); each key's outcome is in the answer.
+func (h *Handler) deleteObjects(w http.ResponseWriter, r *request) error {
+	body, _, err := r.signed.Body(r.Request)
+	if err != nil {
+		return err
+	}
+	raw, err := io.ReadAll(io.LimitReader(body, 2<<20))
+	if err != nil {
+		return err
+	}
+	var in deleteRequest
+	if err := xml.Unmarshal(raw, &in); err != nil {
+		return errorf(CodeMalformedXML, "the Delete document is not well-formed XML")
+	}
+	if len(in.Objects) == 0 || len(in.Objects) > maxDeleteObjects {
+		return errorf(CodeMalformedXML, "a Delete document names 1 to %d objects", maxDeleteObjects)
+	}
+	if _, _, err := h.workspace(r); err != nil {
+		return err
+	}
+	out := deleteResult{Xmlns: xmlns}
+	for _, o := range in.Objects {
+		path, err := objectPath(o.Key)
+		if err == nil {
+			if _, derr := h.svc.Writes.Delete(r.Context(), r.agent, r.bucket, path, 0, ""); derr != nil {
+				if e := h.objectError(r, derr); codeOf(e) != CodeNoSuchKey {
+					err = e
+				}
+			}
+		}
+		var e *Error
+		switch {
+		case err == nil && !in.Quiet:
+			out.Deleted = append(out.Deleted, deletedObject{Key: o.Key})
+		case errors.As(err, &e):
+			out.Errors = append(out.Errors, deleteError{Key: o.Key, Code: e.Code, Message: e.Message})
+		case err != nil:
+			out.Errors = append(out.Errors, deleteError{Key: o.Key, Code: CodeInternalError, Message: "we encountered an internal error; please try again"})
+		}
+	}
+	return writeXML(w, out)
+}
