@@ -42,9 +42,9 @@ const (
 )
 
 // The ports the README's examples use: the Quickstart's node and its admin listener, the
-// key-checking node of the OpenWOP section, and the TLS node of "Running a node reachable
+// key-checking node of the OpenWOP section, the S3 gateway's node, and the TLS node of "Running a node reachable
 // from other hosts".
-var readmePorts = []string{"7070", "7071", "7080", "7081", "7443", "7444"}
+var readmePorts = []string{"7070", "7071", "7080", "7081", "7090", "7091", "7092", "7443", "7444"}
 
 // readmeBlock is one shell example of the README.
 type readmeBlock struct {

@@ -421,6 +421,8 @@ type Config struct {
 	RedactAllSurfacesTenants string
 	// OpenWOP configures the OpenWOP host.workspace facade (openwop.go).
 	OpenWOP OpenWOPConfig
+	// S3Gateway configures the S3 gateway (s3gateway.go).
+	S3Gateway S3GatewayConfig
 	// Documents configures the working-documents surface (documents.go).
 	Documents DocumentsConfig
 }
@@ -508,6 +510,7 @@ func DefaultConfig() Config {
 		AdminListen:             DefaultAdminListen,
 		Auth:                    DefaultAuth,
 		OpenWOP:                 DefaultOpenWOPConfig(),
+		S3Gateway:               DefaultS3GatewayConfig(),
 		Documents:               DefaultDocumentsConfig(),
 	}
 }
@@ -696,6 +699,7 @@ func (c Config) validate() []*ConfigError {
 	errs = append(errs, c.validateAuth()...)
 	errs = append(errs, c.validateRedact()...)
 	errs = append(errs, c.validateOpenWOP()...)
+	errs = append(errs, c.validateS3Gateway()...)
 	errs = append(errs, c.validateDocuments()...)
 	return errs
 }
@@ -979,7 +983,7 @@ var settings = append([]setting{
 		func(c *Config) *string { return &c.PeerTLSKey }),
 	stringSetting("PeerTLSCA", "peer_tls_ca", "PEM CA bundle that signs every node's peer certificate",
 		func(c *Config) *string { return &c.PeerTLSCA }),
-}, append(append(append(append(servingSettings, listenerSettings...), authSettings...), redactSettings...), append(openwopSettings, documentsSettings...)...)...)
+}, append(append(append(append(servingSettings, listenerSettings...), authSettings...), redactSettings...), append(append(openwopSettings, documentsSettings...), s3GatewaySettings...)...)...)
 
 // settingType is how Config fields of one Go type are read from text and bound to a flag.
 type settingType[T any] struct {

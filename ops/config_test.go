@@ -214,6 +214,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		OpenWOP: OpenWOPConfig{Enabled: false, MaxFileBytes: 2048, MaxFiles: 9, MaxVersions: 3, RunTTL: 48 * time.Hour,
 			Tenant: "t1", Workspace: "w1", TestSeams: true, Readback: false, PacksFile: "/etc/cairn/packs.json"},
 		Documents: DocumentsConfig{Owner: "t2/w2", RunnerURL: "http://127.0.0.1:8088/propose", RunnerTimeout: 5 * time.Second},
+		S3Gateway: S3GatewayConfig{Listen: "127.0.0.2:9002", Region: "eu-central-1"},
 	}
 	text := map[string]string{
 		"data_dir": "/var/lib/cairn", "listen": "127.0.0.2:9000", "inline_max_bytes": "0",
@@ -248,6 +249,7 @@ func TestEveryFieldIsSettableInEveryLayer(t *testing.T) {
 		"openwop_run_ttl": "48h", "openwop_tenant": "t1", "openwop_workspace": "w1", "openwop_test_seams": "true",
 		"openwop_readback": "false", "openwop_packs_file": "/etc/cairn/packs.json",
 		"documents_owner": "t2/w2", "documents_runner_url": "http://127.0.0.1:8088/propose", "documents_runner_timeout": "5s",
+		"s3_listen": "127.0.0.2:9002", "s3_gateway_region": "eu-central-1",
 	}
 	if len(text) != len(settings) {
 		t.Fatalf("test covers %d settings, package has %d", len(text), len(settings))
@@ -305,6 +307,10 @@ func TestValidateRules(t *testing.T) {
 		{"a principal upload cap below -1 is rejected", func(c *Config) { c.PrincipalMaxUploads = -2 }, "PrincipalMaxUploads"},
 		{"a principal admission cap below -1 is rejected", func(c *Config) { c.PrincipalMaxAdmissions = -2 }, "PrincipalMaxAdmissions"},
 		{"an admin listener on the client address is rejected", func(c *Config) { c.AdminListen = c.Listen }, "AdminListen"},
+		{"an S3 gateway on the client address is rejected", func(c *Config) { c.S3Gateway.Listen = c.Listen }, "S3Listen"},
+		{"an S3 gateway address without a port is rejected", func(c *Config) { c.S3Gateway.Listen = "127.0.0.1" }, "S3Listen"},
+		{"an S3 gateway beyond loopback without TLS is rejected", func(c *Config) { c.S3Gateway.Listen = "0.0.0.0:9100" }, "S3Listen"},
+		{"an empty S3 gateway region is rejected", func(c *Config) { c.S3Gateway.Listen, c.S3Gateway.Region = "127.0.0.1:9100", "" }, "S3GatewayRegion"},
 		{"an allowed host with a path is rejected", func(c *Config) { c.AllowedHosts = "a.example/x" }, "AllowedHosts"},
 		{"a listen address without a port is rejected", func(c *Config) { c.Listen = "localhost" }, "Listen"},
 		{"a listen address with a named port is rejected", func(c *Config) { c.Listen = "localhost:http" }, "Listen"},

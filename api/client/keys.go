@@ -28,6 +28,8 @@ type KeyRequest struct {
 	Workspace string   `json:"workspace,omitempty"`
 	// ExpiresAt, when set, is when the key stops working.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// S3 gives the key an S3 credential for the S3 gateway (one agent root only).
+	S3 bool `json:"s3,omitempty"`
 }
 
 // APIKey is a key as the server describes it. Secret is set only in the answer of
@@ -46,6 +48,10 @@ type APIKey struct {
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	// State is "live", "revoked" or "expired".
 	State string `json:"state"`
+	// S3AccessKeyID is the access key id of the key's S3 credential ("" when it has none);
+	// S3SecretAccessKey its secret, set only in the answer of CreateKey.
+	S3AccessKeyID     string `json:"s3_access_key_id,omitempty"`
+	S3SecretAccessKey string `json:"s3_secret_access_key,omitempty"`
 	RawJSON
 }
 

@@ -1,5 +1,8 @@
-// Package s3 is Cairn's S3-compatible surface (docs/architecture.md, "Packages"). This
-// first part authenticates requests and reads their bodies as S3 clients send them:
+// Package s3 is Cairn's S3-compatible surface (docs/architecture.md, "Packages"; README
+// "S3 gateway"). Handler serves the S3 API path-style over the Workbench service: a bucket
+// is a workbench of the one agent root of the API key whose S3 credential signed the
+// request (Keys), an object key is a file's path in it. It authenticates requests and
+// reads their bodies as S3 clients send them:
 //
 //   - Verifier checks AWS Signature Version 4, in the Authorization header or in a
 //     presigned URL's query: the canonical request is built from the request as it came
@@ -27,6 +30,14 @@
 //
 // Invariants:
 //
+//   - A bucket or object another root holds, or one the key's binding does not reach,
+//     answers exactly as a missing one (NoSuchBucket, NoSuchKey): the service decides
+//     reach (workbench/auth.Principal.ReachIn) and the gateway maps its NotFound.
+//   - Listings read one linearizable view and emit keys in S3's byte order of whole keys
+//     (list.go), so a listing paged by continuation token or marker neither repeats nor
+//     skips a key that did not change.
+//   - If-None-Match: * and If-Match on PUT are the write's own compare-and-swap (create
+//     only; replace only the generation whose ETag matched), never a read then a write.
 //   - A body's bytes reach the caller before a later chunk's signature or the final
 //     digest is checked; a failed check ends the read with an *Error instead of io.EOF,
 //     so a caller that commits only at io.EOF (Cairn's write path publishes a file only

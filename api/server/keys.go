@@ -28,7 +28,7 @@ import (
 // stopped embedded node's data directory (OpenDataDirKeys), or a cluster's etcd
 // (OpenEtcdKeys, how a cluster's first admin key is made).
 //
-//	POST /v1/admin/keys          body KeyRequest; 201 {"status","id","secret",…}: the secret, once
+//	POST /v1/admin/keys          body KeyRequest; 201 {"status","id","secret",…}: the secret (and an S3 key's s3_secret_access_key), once
 //	GET  /v1/admin/keys          200 {"status","keys":[…]}: every key, never a secret or digest
 //	POST /v1/admin/keys/revoke   body {"id"}; 200 {"status",…the key, revoked}
 const (
@@ -46,6 +46,9 @@ type KeyRequest struct {
 	Workspace string       `json:"workspace,omitempty"`
 	// ExpiresAt, when set, is when the key stops working.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// S3 gives the key an S3 credential for the S3 gateway: the answer holds its
+	// s3_access_key_id and, this once, its s3_secret_access_key.
+	S3 bool `json:"s3,omitempty"`
 }
 
 // maxKeyRequestBytes bounds a key route's request body.
@@ -98,7 +101,7 @@ func createKey(w http.ResponseWriter, r *http.Request, keys auth.Store) {
 		return
 	}
 	k, token, err := auth.NewKey(auth.KeySpec{Name: in.Name, Agents: in.Agents, AllAgents: in.AllAgents, Scopes: in.Scopes,
-		Tenant: in.Tenant, Workspace: in.Workspace, ExpiresAt: in.ExpiresAt}, time.Now())
+		Tenant: in.Tenant, Workspace: in.Workspace, ExpiresAt: in.ExpiresAt, S3: in.S3}, time.Now())
 	if err == nil {
 		err = keys.Create(r.Context(), k)
 	}
@@ -108,6 +111,9 @@ func createKey(w http.ResponseWriter, r *http.Request, keys auth.Store) {
 	}
 	out := keyJSON(k, time.Now())
 	out["secret"] = token
+	if k.S3Secret != "" {
+		out["s3_secret_access_key"] = k.S3Secret
+	}
 	writeSuccess(w, http.StatusCreated, out)
 }
 
@@ -160,6 +166,9 @@ func keyJSON(k auth.Key, now time.Time) map[string]any {
 	}
 	m := map[string]any{"id": k.ID, "name": k.Name, "agents": agents, "all_agents": k.AllAgents, "scopes": k.Scopes,
 		"created_at": k.CreatedAt, "state": state}
+	if k.S3Secret != "" {
+		m["s3_access_key_id"] = auth.S3AccessKeyID(k.ID)
+	}
 	for name, v := range map[string]string{"tenant": k.Tenant, "workspace": k.Workspace} {
 		if v != "" {
 			m[name] = v

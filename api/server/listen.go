@@ -135,29 +135,44 @@ func (c *clientConn) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
-// adminServer serves the admin listener: the admin routes (rest.Handler.Admin) behind the
-// same guard and deadlines as the client listener, on cfg.AdminAddress().
-type adminServer struct {
+// sideServer serves a listener beside the client one: the admin listener (the admin
+// routes, rest.Handler.Admin, behind the same guard and deadlines as the client
+// listener, on cfg.AdminAddress()) or the S3 gateway's (cfg.S3Gateway.Listen).
+type sideServer struct {
 	ln  net.Listener
 	srv *http.Server
 	d   drainer
 }
 
 // listenAdmin binds cfg's admin address; tc is the node's TLS (nil: plain HTTP).
-func listenAdmin(cfg ops.Config, tc *tls.Config, advertise string, h http.Handler, log *slog.Logger) (*adminServer, error) {
-	addr := cfg.AdminAddress()
+func listenAdmin(cfg ops.Config, tc *tls.Config, advertise string, h http.Handler, log *slog.Logger) (*sideServer, error) {
+	return listenSide("admin", cfg.AdminAddress(), cfg, tc, newGuard(cfg, advertise, h), log)
+}
+
+// listenS3 binds the S3 gateway's address. No Host/Origin guard: S3 clients are no
+// browsers, name the endpoint they were given as Host, and sign every request.
+func listenS3(cfg ops.Config, tc *tls.Config, h http.Handler, log *slog.Logger) (*sideServer, error) {
+	return listenSide("s3", cfg.S3Gateway.Listen, cfg, tc, h, log)
+}
+
+func listenSide(name, addr string, cfg ops.Config, tc *tls.Config, h http.Handler, log *slog.Logger) (*sideServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("admin listen %s: %w", addr, err)
+		return nil, fmt.Errorf("%s listen %s: %w", name, addr, err)
 	}
-	a := &adminServer{ln: ln}
-	a.srv = newHTTPServer(cfg, tc, a.d.wrap(newGuard(cfg, advertise, h)), log)
+	a := &sideServer{ln: ln}
+	a.srv = newHTTPServer(cfg, tc, a.d.wrap(h), log)
 	go func() { _ = serveOn(a.srv, ln, cfg) }()
 	return a, nil
 }
 
-// Addr is the bound admin address.
-func (a *adminServer) Addr() net.Addr { return a.ln.Addr() }
+// Addr is the bound address.
+func (a *sideServer) Addr() net.Addr { return a.ln.Addr() }
 
-// shutdown drains the admin listener within ctx.
-func (a *adminServer) shutdown(ctx context.Context) error { return a.d.shutdown(ctx, a.srv) }
+// shutdown drains the listener within ctx (nothing for a nil server).
+func (a *sideServer) shutdown(ctx context.Context) error {
+	if a == nil {
+		return nil
+	}
+	return a.d.shutdown(ctx, a.srv)
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/cairnstore/cairn/api/mcp"
 	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/api/s3"
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/cache"
 	"github.com/cairnstore/cairn/internal/durable"
@@ -81,7 +82,10 @@ type Node struct {
 	etcd         *clientv3.Client
 	controlPlane *control.Plane
 
-	admin atomic.Pointer[adminServer] // while Serve runs
+	admin atomic.Pointer[sideServer] // while Serve runs
+	// s3 is the S3 gateway's listener while Serve runs (nil when --s3-listen is unset).
+	s3  atomic.Pointer[sideServer]
+	s3H http.Handler // the S3 gateway (api/s3), nil when off
 	// workers are the leader-only workers of the replicas here, led and unled from the
 	// host's leadership reports (the same in both modes).
 	workers atomic.Pointer[worker.Set]
@@ -221,6 +225,9 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	adminRoutes := keyRoutes(n.keys)
+	if cfg.S3Gateway.Listen != "" {
+		n.s3H = s3.NewHandler(n.svc, auth.S3Keys{Store: n.keys}, s3.Config{Region: cfg.S3Gateway.Region, Logger: n.log})
+	}
 	if cfg.Cluster {
 		adminRoutes[ClusterStatusPath] = http.HandlerFunc(n.serveStatus)
 		adminRoutes[LeavingPath] = http.HandlerFunc(n.serveLeaving)
@@ -369,6 +376,14 @@ func (n *Node) AdminAddr() net.Addr {
 	return nil
 }
 
+// S3Addr is the bound address of the S3 gateway while Serve runs (nil when it is off).
+func (n *Node) S3Addr() net.Addr {
+	if a := n.s3.Load(); a != nil {
+		return a.Addr()
+	}
+	return nil
+}
+
 // Serve listens on cfg.Listen (tenant routes; a cluster node bound it at Open) and
 // cfg.AdminAddress() (admin routes) and serves HTTP until ctx ends, over TLS on both
 // with cfg.TLS() (the certificate re-read when its files change; mutual TLS with
@@ -393,6 +408,17 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	n.admin.Store(admin)
 	defer n.admin.Store(nil)
+	var s3srv *sideServer
+	if n.s3H != nil {
+		if s3srv, err = listenS3(n.cfg, n.tls, n.s3H, n.log); err != nil {
+			ln.Close()
+			_ = admin.shutdown(context.Background())
+			return err
+		}
+		n.s3.Store(s3srv)
+		defer n.s3.Store(nil)
+		n.log.Info("the S3 gateway is serving", "addr", s3srv.Addr().String(), "region", n.cfg.S3Gateway.Region)
+	}
 	var d drainer
 	srv := newHTTPServer(n.cfg, n.tls, d.wrap(newGuard(n.cfg, n.clientURL, n.handler)), n.log)
 	srv.RegisterOnShutdown(n.rest.EndStreams) // change-feed streams would hold the shutdown
@@ -406,6 +432,7 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		sctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 		defer cancel()
 		admin.shutdown(sctx)
+		s3srv.shutdown(sctx)
 		return err
 	case <-ctx.Done():
 	}
@@ -419,7 +446,7 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		n.host.TransferLeadership(tctx)
 		tcancel()
 	}
-	err = errors.Join(d.shutdown(sctx, srv), admin.shutdown(sctx))
+	err = errors.Join(d.shutdown(sctx, srv), admin.shutdown(sctx), s3srv.shutdown(sctx))
 	<-errc
 	return err
 }

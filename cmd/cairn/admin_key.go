@@ -80,8 +80,11 @@ tenant and workspace (host.workspace: the tenant is an agent root and the worksp
 workbench in it): on every surface (REST, MCP, the CLI, the change feed, OpenWOP) the key
 then reaches that one workbench of the root, and no other, unless --agent names the root
 too. --expires D makes it stop working after D (a Go duration such
-as 720h, or days such as 90d). The key is printed once, as the last line (with
---json: the "secret" field); it cannot be shown again.`,
+as 720h, or days such as 90d). --s3 also makes an S3 credential for the S3 gateway
+(cairn serve --s3-listen), printed as the access key id and secret access key to
+give an S3 client; such a key acts in exactly one agent root. The key is printed once,
+as the last line (with --json: the "secret" field, and "s3_secret_access_key"); neither
+secret can be shown again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, s := range strings.Split(scopes, ",") {
@@ -117,6 +120,7 @@ as 720h, or days such as 90d). The key is printed once, as the last line (with
 	cmd.Flags().StringVar(&req.Tenant, "tenant", "", "OpenWOP tenant the key is bound to (with --workspace)")
 	cmd.Flags().StringVar(&req.Workspace, "workspace", "", "OpenWOP workspace the key is bound to (with --tenant)")
 	cmd.Flags().StringVar(&expires, "expires", "", "the key stops working after this long (720h, 90d; default: never)")
+	cmd.Flags().BoolVar(&req.S3, "s3", false, "also make an S3 credential (access key id and secret) for the S3 gateway; needs exactly one agent root")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print the server's JSON answer ({"id":…,"secret":…,…})`)
 	_ = cmd.MarkFlagRequired("name")
 	_ = cmd.MarkFlagRequired("scope")
@@ -202,6 +206,12 @@ func printKey(w io.Writer, k client.APIKey) {
 	fmt.Fprintf(w, "id:      %s\nname:    %s\nagents:  %s\nscopes:  %s\n", k.ID, k.Name, agentsText(k), strings.Join(k.Scopes, ","))
 	if k.Tenant != "" {
 		fmt.Fprintf(w, "tenant:  %s/%s (the only workbench the key reaches of root %s)\n", k.Tenant, k.Workspace, k.Tenant)
+	}
+	if k.S3AccessKeyID != "" {
+		fmt.Fprintf(w, "s3 access key id:     %s\n", k.S3AccessKeyID)
+		if k.S3SecretAccessKey != "" {
+			fmt.Fprintf(w, "s3 secret access key: %s (shown once)\n", k.S3SecretAccessKey)
+		}
 	}
 	fmt.Fprintf(w, "expires: %s\nThe key below is shown once; store it now:\n", timeOrNever(k.ExpiresAt))
 }

@@ -19,6 +19,9 @@ import (
 type Key struct {
 	ID     string `json:"id"`
 	Secret string `json:"secret"` // cairn_<id>_<secret>
+	// The key's S3 credential, when it was made with --s3.
+	S3AccessKeyID     string `json:"s3_access_key_id"`
+	S3SecretAccessKey string `json:"s3_secret_access_key"`
 }
 
 // keyCreateTimeout bounds one `cairn admin key create`.

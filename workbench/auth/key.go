@@ -80,6 +80,10 @@ type Key struct {
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	// RevokedAt is when it was revoked; zero: it was not.
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	// S3Secret is the secret access key of the key's S3 credential (s3.go), "" when it has
+	// none. Unlike the key string it is kept as it is: AWS Signature Version 4 needs the
+	// verifier to hold the secret it checks an HMAC with.
+	S3Secret string `json:"s3_secret,omitempty"`
 }
 
 // Live reports whether k authenticates at now: not revoked, not expired.
@@ -103,6 +107,9 @@ type KeySpec struct {
 	Workspace string
 	// ExpiresAt is when the key stops working; zero: never.
 	ExpiresAt time.Time
+	// S3 gives the key an S3 credential (S3AccessKeyID, Key.S3Secret) for the S3 gateway.
+	// Such a key acts in exactly one agent root.
+	S3 bool
 }
 
 // MaxNameBytes bounds a key's name.
@@ -163,6 +170,9 @@ func (s KeySpec) Validate(now time.Time) error {
 	}
 	if !s.ExpiresAt.IsZero() && !s.ExpiresAt.After(now) {
 		return bad("expires_at", "must be in the future")
+	}
+	if s.S3 && (s.AllAgents || len(s.Agents) > 1 || (len(s.Agents) == 1 && s.Tenant != "" && s.Tenant != s.Agents[0])) {
+		return bad("s3", "needs a key for exactly one agent root (one agent, or a tenant binding): an S3 bucket is a workbench of that root")
 	}
 	return nil
 }
@@ -233,6 +243,13 @@ func NewKey(spec KeySpec, now time.Time) (Key, string, error) {
 	}
 	if !spec.ExpiresAt.IsZero() {
 		k.ExpiresAt = spec.ExpiresAt.UTC()
+	}
+	if spec.S3 {
+		secret := make([]byte, S3SecretBytes)
+		if _, err := rand.Read(secret); err != nil {
+			return Key{}, "", fmt.Errorf("auth: random source: %w", err)
+		}
+		k.S3Secret = base64.RawURLEncoding.EncodeToString(secret)
 	}
 	return k, token, nil
 }

@@ -1,0 +1,223 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/cairnstore/cairn/integration/framework"
+	"github.com/cairnstore/cairn/internal/freeport"
+)
+
+// s3ToolTimeout bounds one run of an S3 client.
+const s3ToolTimeout = 5 * time.Minute
+
+// s3Gateway starts an embedded node serving the S3 gateway and makes an S3 key for agent
+// root "a" offline on its data directory.
+func s3Gateway(t *testing.T) (endpoint string, key framework.Key) {
+	t.Helper()
+	dir := t.TempDir()
+	key = framework.CreateKey(t, cairnRaceBin, nil, "s3", "--data-dir", dir, "--agent", "a",
+		"--scope", "workspace:read,workspace:write", "--s3")
+	if !strings.HasPrefix(key.S3AccessKeyID, "CAIRN") || len(key.S3SecretAccessKey) != 40 {
+		t.Fatalf("the S3 credential of the key: %q, %d-character secret", key.S3AccessKeyID, len(key.S3SecretAccessKey))
+	}
+	addr := freeport.Addr(t)
+	framework.StartProcess(t, cairnBin, dir, "--s3-listen", addr)
+	return "http://" + addr, key
+}
+
+// goTree is a real tree to round-trip: a directory of the Go standard library's source.
+func goTree(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(runtime.GOROOT(), "src", "encoding")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the Go source tree to upload: %v", err)
+	}
+	return dir
+}
+
+// sameTree fails unless every file of want is in got with the same bytes, and got has no
+// other file.
+func sameTree(t *testing.T, want, got string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(want, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(want, p)
+		a, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(filepath.Join(got, rel))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s: %d bytes, read back %d bytes (%v)", rel, len(a), len(b), err)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := 0
+	_ = filepath.WalkDir(got, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			m++
+		}
+		return nil
+	})
+	if n == 0 || m != n {
+		t.Fatalf("the tree read back holds %d files, the one written %d", m, n)
+	}
+}
+
+// s3Tool runs a real S3 client with the key in its environment and fails the test unless
+// it succeeds.
+func s3Tool(t *testing.T, key framework.Key, name string, args ...string) string {
+	t.Helper()
+	out, err := s3ToolRun(t, key, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// s3ToolRun runs a real S3 client with the key in its environment (and no AWS setting
+// of this machine's: a CA bundle or profile of the host would change what it does).
+func s3ToolRun(t *testing.T, key framework.Key, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), s3ToolTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "AWS_ACCESS_KEY_ID="+key.S3AccessKeyID, "AWS_SECRET_ACCESS_KEY="+key.S3SecretAccessKey,
+		"AWS_DEFAULT_REGION=us-east-1", "AWS_REGION=us-east-1", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+		"HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// debianTool is the path of a client Debian installs (.ci/run installs the packages).
+func debianTool(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join("/usr/bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is not installed (Debian's package; .ci/run installs it): %v", p, err)
+	}
+	return p
+}
+
+func TestS3GatewayRoundTripsATreeWithRealClients(t *testing.T) {
+	endpoint, key := s3Gateway(t)
+	tree := goTree(t)
+
+	t.Run("aws-cli", func(t *testing.T) {
+		aws := debianTool(t, "aws")
+		s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3", "mb", "s3://cli")
+		s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3", "sync", tree, "s3://cli/input/encoding")
+		out := t.TempDir()
+		s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3", "sync", "s3://cli/input/encoding", out)
+		sameTree(t, tree, out)
+		if again := s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3", "sync", tree, "s3://cli/input/encoding"); strings.Contains(again, "upload:") {
+			t.Fatalf("a second sync of an unchanged tree uploaded again:\n%s", again)
+		}
+		ls := s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3", "ls", "s3://cli/input/encoding/")
+		if !strings.Contains(ls, "PRE json/") || !strings.Contains(ls, "encoding.go") {
+			t.Fatalf("aws s3 ls:\n%s", ls)
+		}
+		s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3", "rm", "--recursive", "s3://cli/input/encoding/json")
+		// aws s3 ls exits 1 when it lists nothing.
+		if ls, err := s3ToolRun(t, key, aws, "--endpoint-url", endpoint, "s3", "ls", "--recursive", "s3://cli/input/encoding/json"); strings.TrimSpace(ls) != "" || err == nil {
+			t.Fatalf("objects left after aws s3 rm --recursive (%v):\n%s", err, ls)
+		}
+		head := s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3api", "head-object", "--bucket", "cli", "--key", "input/encoding/encoding.go")
+		if !strings.Contains(head, `"ETag"`) || !strings.Contains(head, `"ContentLength"`) {
+			t.Fatalf("s3api head-object: %s", head)
+		}
+	})
+
+	t.Run("rclone", func(t *testing.T) {
+		rclone := debianTool(t, "rclone")
+		conf := filepath.Join(t.TempDir(), "rclone.conf")
+		err := os.WriteFile(conf, []byte("[cairn]\ntype = s3\nprovider = Other\nendpoint = "+endpoint+"\naccess_key_id = "+key.S3AccessKeyID+
+			"\nsecret_access_key = "+key.S3SecretAccessKey+"\nregion = us-east-1\n"), 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		remote := "cairn:"
+		rc := func(args ...string) { s3Tool(t, key, rclone, append([]string{"--config", conf, "--retries", "1"}, args...)...) }
+		rc("mkdir", remote+"rc")
+		rc("copy", tree, remote+"rc/input/encoding")
+		rc("check", tree, remote+"rc/input/encoding")
+		out := t.TempDir()
+		rc("copy", remote+"rc/input/encoding", out)
+		sameTree(t, tree, out)
+	})
+
+	t.Run("boto3", func(t *testing.T) {
+		python := debianTool(t, "python3")
+		script := `
+import os, sys, boto3
+s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1")
+s3.create_bucket(Bucket="py")
+s3.put_object(Bucket="py", Key="input/empty", Body=b"")
+s3.upload_file(sys.argv[2], "py", "input/uploaded.go")
+s3.download_file("py", "input/uploaded.go", sys.argv[3])
+keys = []
+for page in s3.get_paginator("list_objects_v2").paginate(Bucket="py", PaginationConfig={"PageSize": 1}):
+    keys += [o["Key"] for o in page.get("Contents", [])]
+assert keys == ["input/empty", "input/uploaded.go"], keys
+assert s3.get_object(Bucket="py", Key="input/empty")["Body"].read() == b""
+print("ok")
+`
+		src := filepath.Join(tree, "json", "encode.go")
+		dst := filepath.Join(t.TempDir(), "encode.go")
+		if out := s3Tool(t, key, python, "-c", script, endpoint, src, dst); !strings.Contains(out, "ok") {
+			t.Fatalf("boto3: %s", out)
+		}
+		a, _ := os.ReadFile(src)
+		b, _ := os.ReadFile(dst)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("boto3 read back %d bytes of %d", len(b), len(a))
+		}
+	})
+
+	t.Run("aws-sdk-go-v2", func(t *testing.T) {
+		c := awss3.New(awss3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+			Credentials: credentials.NewStaticCredentialsProvider(key.S3AccessKeyID, key.S3SecretAccessKey, "")})
+		ctx := context.Background()
+		if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("sdk")}); err != nil {
+			t.Fatal(err)
+		}
+		body := bytes.Repeat([]byte("cairn s3 gateway\n"), 1<<16) // 1.1 MiB: more than one chunk
+		if _, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("sdk"), Key: aws.String("outputs/big.txt"), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("sdk"), Key: aws.String("outputs/big.txt")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(got.Body)
+		if !bytes.Equal(b, body) {
+			t.Fatalf("read back %d bytes of %d", len(b), len(body))
+		}
+	})
+}
