@@ -10,7 +10,8 @@
 // cache, metrics, limits), each a type with its own files and its own invariants in its
 // doc comment; no type has more than 40 methods (parts_test.go):
 //
-//   - Writes (writes.go): Write, Append, Delete — a body in, one command out.
+//   - Writes (writes.go, copy.go): Write, Append, Delete — a body in, one command out —
+//     and Copy, a command that refers to another revision's segments (no byte moved).
 //   - Reads (reads.go, files.go, list.go, grep.go, search.go, find.go, openwop.go): a
 //     file's body and card at the head or at a snapshot, commit or generation, listings,
 //     grep, the metadata queries (search, aggregate, catalog) and find.

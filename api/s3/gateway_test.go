@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,6 +22,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/blobtest"
+	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
@@ -55,7 +59,17 @@ var gatewayKeys = testKeys{
 // AWS SDK for Go v2 client for each key.
 func gateway(t *testing.T) (*httptest.Server, func(key string) *awss3.Client) {
 	t.Helper()
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 64})
+	ds, err := dir.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gatewayOn(t, ds)
+}
+
+// gatewayOn is gateway over the blob store bs.
+func gatewayOn(t *testing.T, bs blob.Store) (*httptest.Server, func(key string) *awss3.Client) {
+	t.Helper()
+	n := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 64}, bs)
 	srv := httptest.NewTLSServer(NewHandler(n.Service, gatewayKeys, Config{}))
 	t.Cleanup(srv.Close)
 	return srv, func(key string) *awss3.Client {
@@ -380,5 +394,72 @@ func TestRequestsOutsideTheSubsetAnswerNotImplemented(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden || !bytes.Contains(body, []byte("<Code>AccessDenied</Code>")) {
 		t.Fatalf("an anonymous request: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestCopyObjectMovesNoBytes(t *testing.T) {
+	ds, err := dir.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var puts atomic.Int64
+	hs := &blobtest.Hooked{Store: ds}
+	hs.Set(func(h *blobtest.Hooks) { h.OnPut = func(blob.Key) { puts.Add(1) } })
+	_, client := gatewayOn(t, hs)
+	c := client("AGENTA")
+	ctx := context.Background()
+	for _, b := range []string{"src", "dst"} {
+		if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := payload(3 << 20)
+	put(t, c, "src", "outputs/ckpt.bin", body)
+	head, err := c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("src"), Key: aws.String("outputs/ckpt.bin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := puts.Load()
+	if before == 0 {
+		t.Fatal("the body never reached the object store: the test would prove nothing")
+	}
+	out, err := c.CopyObject(ctx, &awss3.CopyObjectInput{Bucket: aws.String("dst"), Key: aws.String("input/ckpt copy.bin"),
+		CopySource: aws.String("src/outputs/ckpt.bin"), CopySourceIfMatch: head.ETag})
+	if err != nil {
+		t.Fatalf("CopyObject: %v", err)
+	}
+	if aws.ToString(out.CopyObjectResult.ETag) != aws.ToString(head.ETag) {
+		t.Fatalf("the copy's ETag %s, the source's %s", aws.ToString(out.CopyObjectResult.ETag), aws.ToString(head.ETag))
+	}
+	if after := puts.Load(); after != before {
+		t.Fatalf("CopyObject wrote %d blobs, want none", after-before)
+	}
+	got, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("dst"), Key: aws.String("input/ckpt copy.bin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(got.Body)
+	if !bytes.Equal(b, body) {
+		t.Fatalf("the copy reads %d bytes, want %d", len(b), len(body))
+	}
+	if _, err := c.CopyObject(ctx, &awss3.CopyObjectInput{Bucket: aws.String("dst"), Key: aws.String("input/other"),
+		CopySource: aws.String("src/outputs/ckpt.bin"), CopySourceIfNoneMatch: head.ETag}); s3Code(err) != "PreconditionFailed" {
+		t.Fatalf("a copy whose source condition fails: %v, want PreconditionFailed", err)
+	}
+	if _, err := c.CopyObject(ctx, &awss3.CopyObjectInput{Bucket: aws.String("src"), Key: aws.String("outputs/ckpt.bin"),
+		CopySource: aws.String("src/outputs/ckpt.bin")}); s3Code(err) != "InvalidRequest" {
+		t.Fatalf("a copy onto itself without REPLACE: %v, want InvalidRequest", err)
+	}
+	if _, err := c.CopyObject(ctx, &awss3.CopyObjectInput{Bucket: aws.String("src"), Key: aws.String("outputs/ckpt.bin"),
+		CopySource: aws.String("src/outputs/ckpt.bin"), MetadataDirective: "REPLACE", ContentType: aws.String("application/x-ckpt")}); err != nil {
+		t.Fatalf("a copy onto itself with REPLACE: %v", err)
+	}
+	if h, err := c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("src"), Key: aws.String("outputs/ckpt.bin")}); err != nil ||
+		aws.ToString(h.ContentType) != "application/x-ckpt" {
+		t.Fatalf("the content type after a REPLACE copy: %v %v", h, err)
+	}
+	if _, err := client("AGENTB").CopyObject(ctx, &awss3.CopyObjectInput{Bucket: aws.String("mine"), Key: aws.String("input/x"),
+		CopySource: aws.String("src/outputs/ckpt.bin")}); s3Code(err) != "NoSuchBucket" {
+		t.Fatalf("a copy from another root's bucket: %v, want NoSuchBucket", err)
 	}
 }

@@ -198,7 +198,7 @@ func (h *Handler) route(w http.ResponseWriter, r *request) error {
 		return h.getObject(w, r.op("HeadObject"), false)
 	case http.MethodPut:
 		if r.Header.Get("X-Amz-Copy-Source") != "" {
-			return errorf(CodeNotImplemented, "CopyObject is not implemented by this gateway yet")
+			return h.copyObject(w, r.op("CopyObject"))
 		}
 		return h.putObject(w, r.op("PutObject"))
 	case http.MethodDelete:

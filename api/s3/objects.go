@@ -54,25 +54,8 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	req := workbench.WriteRequest{Agent: r.agent, Workbench: r.bucket, Path: path, ContentType: r.Header.Get("Content-Type")}
-	switch inm, im := r.Header.Get("If-None-Match"), r.Header.Get("If-Match"); {
-	case inm != "" && im != "":
-		return errorf(CodeNotImplemented, "If-Match and If-None-Match together are not supported on PUT")
-	case inm == "*":
-		req.Cond = meta.CondCreateOnly
-	case inm != "":
-		return errorf(CodeNotImplemented, "If-None-Match on PUT takes only *")
-	case im != "":
-		f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
-		if err != nil {
-			if e := h.objectError(r, err); codeOf(e) != CodeNoSuchKey {
-				return e
-			}
-			return errorf(CodePreconditionFailed, "at least one of the pre-conditions you specified did not hold")
-		}
-		if !etagMatches(im, etagOf(f.Info.Digest)) {
-			return errorf(CodePreconditionFailed, "at least one of the pre-conditions you specified did not hold")
-		}
-		req.Cond, req.IfGeneration = meta.CondIfGeneration, f.Info.Generation
+	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {
+		return err
 	}
 	body, size, err := r.signed.Body(r.Request)
 	if err != nil {
@@ -92,6 +75,37 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 	}
 	w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// writeCondition reads a write's preconditions on its target: If-None-Match: * creates
+// only; If-Match: ETag replaces only the revision whose ETag it names, as a condition on
+// that revision's generation, so the check and the write are one compare-and-swap.
+func (h *Handler) writeCondition(r *request, path string) (meta.Condition, uint64, error) {
+	switch inm, im := r.Header.Get("If-None-Match"), r.Header.Get("If-Match"); {
+	case inm != "" && im != "":
+		return 0, 0, errorf(CodeNotImplemented, "If-Match and If-None-Match together are not supported on a write")
+	case inm == "*":
+		return meta.CondCreateOnly, 0, nil
+	case inm != "":
+		return 0, 0, errorf(CodeNotImplemented, "If-None-Match on a write takes only *")
+	case im != "":
+		f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
+		if err != nil {
+			if e := h.objectError(r, err); codeOf(e) != CodeNoSuchKey {
+				return 0, 0, e
+			}
+			return 0, 0, preconditionFailed()
+		}
+		if !etagMatches(im, etagOf(f.Info.Digest)) {
+			return 0, 0, preconditionFailed()
+		}
+		return meta.CondIfGeneration, f.Info.Generation, nil
+	}
+	return meta.CondNone, 0, nil
+}
+
+func preconditionFailed() error {
+	return errorf(CodePreconditionFailed, "at least one of the pre-conditions you specified did not hold")
 }
 
 // etagMatches reports whether a list of entity tags (If-Match, If-None-Match) names tag;
@@ -128,9 +142,9 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 		contentType = "application/octet-stream"
 	}
 	hdr.Set("Content-Type", contentType)
-	if status := conditions(r.Request, etag, modified); status != 0 {
+	if status := conditions(r.Header, "", etag, modified); status != 0 {
 		if status == http.StatusPreconditionFailed {
-			return errorf(CodePreconditionFailed, "at least one of the pre-conditions you specified did not hold")
+			return preconditionFailed()
 		}
 		w.WriteHeader(status)
 		return nil
@@ -163,20 +177,22 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	return nil
 }
 
-// conditions evaluates a read's preconditions; 0 when the read goes on, else the status
-// (304 or 412) to answer.
-func conditions(r *http.Request, etag string, modified time.Time) int {
-	im, inm := r.Header.Get("If-Match"), r.Header.Get("If-None-Match")
+// conditions evaluates a read's preconditions, the headers If-Match, If-None-Match,
+// If-Modified-Since and If-Unmodified-Since after prefix (a copy's source conditions are
+// "X-Amz-Copy-Source-If-Match", …); 0 when the read goes on, else the status (304 or 412)
+// to answer.
+func conditions(h http.Header, prefix, etag string, modified time.Time) int {
+	im, inm := h.Get(prefix+"If-Match"), h.Get(prefix+"If-None-Match")
 	if im != "" && !etagMatches(im, etag) {
 		return http.StatusPreconditionFailed
 	}
-	if t, err := http.ParseTime(r.Header.Get("If-Unmodified-Since")); im == "" && err == nil && modified.After(t) {
+	if t, err := http.ParseTime(h.Get(prefix + "If-Unmodified-Since")); im == "" && err == nil && modified.After(t) {
 		return http.StatusPreconditionFailed
 	}
 	if inm != "" && etagMatches(inm, etag) {
 		return http.StatusNotModified
 	}
-	if t, err := http.ParseTime(r.Header.Get("If-Modified-Since")); inm == "" && err == nil && !modified.After(t) {
+	if t, err := http.ParseTime(h.Get(prefix + "If-Modified-Since")); inm == "" && err == nil && !modified.After(t) {
 		return http.StatusNotModified
 	}
 	return 0

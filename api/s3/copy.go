@@ -1,0 +1,87 @@
+package s3
+
+import (
+	"encoding/xml"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cairnstore/cairn/workbench"
+)
+
+type copyObjectResult struct {
+	XMLName      xml.Name `xml:"CopyObjectResult"`
+	Xmlns        string   `xml:"xmlns,attr"`
+	LastModified string   `xml:"LastModified"`
+	ETag         string   `xml:"ETag"`
+}
+
+// copySource parses x-amz-copy-source: "bucket/key" or "/bucket/key", URL-encoded. A
+// version (?versionId=) is not served yet.
+func copySource(h string) (bucket, key string, err error) {
+	p, query, _ := strings.Cut(strings.TrimPrefix(h, "/"), "?")
+	if query != "" {
+		return "", "", errorf(CodeNotImplemented, "copying a version of an object (x-amz-copy-source ?versionId=) is not implemented yet")
+	}
+	rawBucket, rawKey, ok := strings.Cut(p, "/")
+	if !ok || rawBucket == "" || rawKey == "" {
+		return "", "", errorf(CodeInvalidArgument, "x-amz-copy-source must be bucket/key")
+	}
+	if bucket, err = url.PathUnescape(rawBucket); err != nil {
+		return "", "", errorf(CodeInvalidArgument, "x-amz-copy-source's bucket is not a valid escaped path segment")
+	}
+	if key, err = url.PathUnescape(rawKey); err != nil {
+		return "", "", errorf(CodeInvalidArgument, "x-amz-copy-source's key is not a valid escaped path")
+	}
+	return bucket, key, nil
+}
+
+// copyObject copies an object of the key's root without moving a byte
+// (workbench.Writes.Copy: the copy references the source's segments). The source
+// conditions (x-amz-copy-source-if-*) are checked on the revision read, and the copy is
+// of exactly that revision; the target's (If-None-Match: *, If-Match) are the write's
+// compare-and-swap. x-amz-metadata-directive REPLACE takes the Content-Type of the request.
+func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
+	srcBucket, srcKey, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
+	if err != nil {
+		return err
+	}
+	srcPath, err := objectPath(srcKey)
+	if err != nil {
+		return err
+	}
+	path, err := objectPath(r.key)
+	if err != nil {
+		return err
+	}
+	directive := r.Header.Get("X-Amz-Metadata-Directive")
+	if directive != "" && directive != "COPY" && directive != "REPLACE" {
+		return errorf(CodeInvalidArgument, "x-amz-metadata-directive must be COPY or REPLACE")
+	}
+	if srcBucket == r.bucket && srcPath == path && directive != "REPLACE" {
+		return errorf(CodeInvalidRequest, "this copy request is illegal because it is trying to copy an object to itself without changing the object's metadata")
+	}
+	srcReq := *r
+	srcReq.bucket = srcBucket
+	src, err := h.svc.Reads.Open(r.Context(), r.agent, srcBucket, srcPath)
+	if err != nil {
+		return h.objectError(&srcReq, err)
+	}
+	if conditions(r.Header, "X-Amz-Copy-Source-", etagOf(src.Info.Digest), time.UnixMilli(src.Info.ModifiedAtMs).UTC().Truncate(time.Second)) != 0 {
+		return preconditionFailed()
+	}
+	req := workbench.CopyRequest{Agent: r.agent, SrcWorkbench: srcBucket, SrcPath: srcPath, IfSrcGeneration: src.Info.Generation,
+		Workbench: r.bucket, Path: path}
+	if directive == "REPLACE" {
+		req.ContentType = r.Header.Get("Content-Type")
+	}
+	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {
+		return err
+	}
+	res, err := h.svc.Writes.Copy(r.Context(), req)
+	if err != nil {
+		return h.objectError(r, err)
+	}
+	return writeXML(w, copyObjectResult{Xmlns: xmlns, ETag: etagOf(res.Digest), LastModified: iso8601(time.Now().UnixMilli())})
+}

@@ -1,0 +1,101 @@
+package workbench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// CopyRequest names a file's current revision and where a copy of it goes, in the same
+// agent root.
+type CopyRequest struct {
+	Agent string
+	// SrcWorkbench and SrcPath name the source file.
+	SrcWorkbench, SrcPath string
+	// IfSrcGeneration, when non-zero, is the source generation the copy must read
+	// (Conflict, a failed precondition, otherwise).
+	IfSrcGeneration uint64
+	// Workbench and Path name the copy; the workbench must exist.
+	Workbench, Path string
+	// ContentType replaces the source's; "" keeps it.
+	ContentType string
+	// Cond and IfGeneration condition the copy's write as WriteRequest's do.
+	Cond         meta.Condition
+	IfGeneration uint64
+	// RequestID makes the copy idempotent.
+	RequestID string
+}
+
+// Copy writes a new revision at req.Path that references the source revision's segments:
+// no byte is read or written in the object store, whatever the size, and the copy has the
+// source's digest. It reads the source from a linearizable view and proposes the write
+// fenced at that view (meta.Header.UploadFence): if the collector took the source's blobs
+// since (the source was deleted and swept in between), the FSM refuses the write
+// (BlobDeleting) and Copy answers ObjectUnavailable, retryable, having changed nothing.
+// Errors: NotFound for a missing source or target workbench (or one the caller may not
+// reach), NotArtifact for a directory, Conflict (failed precondition) for IfSrcGeneration
+// or the write's condition, PermissionDenied without read or write scope.
+func (s *Writes) Copy(ctx context.Context, req CopyRequest) (FileResult, error) {
+	if err := validateTarget(req.Agent, req.SrcWorkbench, req.SrcPath); err != nil {
+		return FileResult{}, err
+	}
+	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
+		return FileResult{}, err
+	}
+	if err := checkWritable(req.Path); err != nil {
+		return FileResult{}, err
+	}
+	if req.ContentType != "" {
+		ct, werr := normalizeContentType(req.ContentType)
+		if werr != nil {
+			return FileResult{}, werr
+		}
+		req.ContentType = ct
+	}
+	if err := mayRead(ctx, req.Agent); err != nil {
+		return FileResult{}, err
+	}
+	if err := s.base.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
+		return FileResult{}, err
+	}
+	view, ws, _, err := s.base.resolve(ctx, req.Agent, req.SrcWorkbench, At{})
+	if err != nil {
+		return FileResult{}, err
+	}
+	e, merr := view.File(ws, req.SrcPath)
+	if merr != nil {
+		return FileResult{}, AsError(merr)
+	}
+	if req.IfSrcGeneration != 0 && e.Generation != req.IfSrcGeneration {
+		return FileResult{}, PreconditionFailed(conflict(e.Generation, req.IfSrcGeneration))
+	}
+	ct := req.ContentType
+	if ct == "" {
+		ct = e.ContentType
+	}
+	h := meta.Header{RequestID: req.RequestID, UploadFence: view.AppliedVersion(),
+		RequestHash: requestHash("copy", req.Agent, req.SrcWorkbench, req.SrcPath, strconv.FormatUint(e.Generation, 10),
+			req.Workbench, req.Path, fmt.Sprint(req.Cond, req.IfGeneration), ct, string(e.Digest[:]))}
+	res, err := s.base.proposeRaw(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
+		Cond: req.Cond, IfGeneration: req.IfGeneration, Size: e.Size, Digest: e.Digest, ContentType: ct,
+		Executable: e.Executable, Segments: e.Segments, HashState: e.HashState})
+	if err != nil {
+		return FileResult{}, AsError(err)
+	}
+	if res.Err == nil {
+		return s.fileResult(req.Agent, req.Workbench, req.Path, res), nil
+	}
+	werr := AsError(res.Err)
+	switch {
+	case res.Err.Code == meta.CodeBlobDeleting:
+		return FileResult{}, &Error{Code: CodeObjectUnavailable, Retryable: true, Details: map[string]any{},
+			Message: "the source was deleted while it was copied; read it again"}
+	case req.Cond == meta.CondIfGeneration && isMissingForGeneration(werr):
+		return FileResult{}, missingForGeneration(req.IfGeneration)
+	case req.Cond != meta.CondNone && werr.Code == CodeConflict:
+		return FileResult{}, PreconditionFailed(werr)
+	}
+	return FileResult{}, werr
+}
