@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +41,11 @@ func s3Gateway(t *testing.T) (endpoint string, key framework.Key) {
 // goTree is a real tree to round-trip: a directory of the Go standard library's source.
 func goTree(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(runtime.GOROOT(), "src", "encoding")
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(goroot)), "src", "encoding")
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("the Go source tree to upload: %v", err)
 	}
@@ -163,7 +166,9 @@ func TestS3GatewayRoundTripsATreeWithRealClients(t *testing.T) {
 			t.Fatal(err)
 		}
 		remote := "cairn:"
-		rc := func(args ...string) { s3Tool(t, key, rclone, append([]string{"--config", conf, "--retries", "1"}, args...)...) }
+		rc := func(args ...string) {
+			s3Tool(t, key, rclone, append([]string{"--config", conf, "--retries", "1"}, args...)...)
+		}
 		rc("mkdir", remote+"rc")
 		rc("copy", tree, remote+"rc/input/encoding")
 		rc("check", tree, remote+"rc/input/encoding")
