@@ -161,14 +161,14 @@ func (h *Handler) route(w http.ResponseWriter, r *request) error {
 			return errorf(CodeNotImplemented, "the %s subresource is not implemented by this gateway", sub)
 		}
 	}
+	if err := h.svc.AllowRequest(r.Context()); err != nil {
+		return fromWorkbench(err, CodeNoSuchBucket)
+	}
 	if r.bucket == "" {
 		if r.Method != http.MethodGet {
 			return errorf(CodeMethodNotAllowed, "the service resource takes GET only")
 		}
 		return h.listBuckets(w, r.op("ListBuckets"))
-	}
-	if err := h.svc.AllowRequest(r.Context()); err != nil {
-		return fromWorkbench(err, CodeNoSuchBucket)
 	}
 	if r.key == "" {
 		switch {
