@@ -98,6 +98,9 @@ func (c *chunkedReader) Read(p []byte) (int, error) {
 // next reads a chunk header; at the final chunk it reads the trailer and ends with io.EOF.
 func (c *chunkedReader) next() error {
 	line, err := c.line()
+	if errors.Is(err, io.EOF) {
+		return malformed("the body ended before its final (zero-length) chunk")
+	}
 	if err != nil {
 		return err
 	}
@@ -193,6 +196,9 @@ func (c *chunkedReader) readTrailer() error {
 	if c.trailer != "" && c.trailerValue == "" {
 		return errorf(CodeIncompleteBody, "the body has no %s trailer, which x-amz-trailer announced", c.trailer)
 	}
+	if err := c.end(); err != nil {
+		return err
+	}
 	if signedTrailer {
 		sum := sha256.Sum256(canonical.Bytes())
 		want := hex.EncodeToString(hmacSHA256(c.s.key, "AWS4-HMAC-SHA256-TRAILER\n"+c.s.time.Format(amzDateLayout)+"\n"+c.s.scope+"\n"+
@@ -202,6 +208,26 @@ func (c *chunkedReader) readTrailer() error {
 		}
 	}
 	return io.EOF
+}
+
+// maxTrailingLineEnds bounds the line ends a client may send after the trailer (minio-go
+// ends its trailer with two more CRLF than the format asks for).
+const maxTrailingLineEnds = 8
+
+// end checks that nothing but line ends follows the last chunk and its trailer.
+func (c *chunkedReader) end() error {
+	for i := 0; ; i++ {
+		b, err := c.r.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return malformed("the body ended in error after its final chunk")
+		}
+		if (b != '\r' && b != '\n') || i == maxTrailingLineEnds {
+			return malformed("bytes follow the final chunk")
+		}
+	}
 }
 
 // line reads one line of at most maxChunkLine bytes, without its line end.
@@ -246,14 +272,15 @@ func (s Signed) Body(r *http.Request) (body *Body, size int64, err error) {
 		if (s.PayloadHash == StreamingSignedPayload) != (e.trailer == "") {
 			return nil, 0, errorf(CodeInvalidRequest, "x-amz-trailer goes with the *-TRAILER payloads, and only with them")
 		}
-		b.size = -1
-		if v := r.Header.Get("X-Amz-Decoded-Content-Length"); v != "" {
-			n, perr := strconv.ParseInt(v, 10, 64)
-			if perr != nil || n < 0 {
-				return nil, 0, errorf(CodeInvalidArgument, "x-amz-decoded-content-length must be a number of bytes")
-			}
-			b.size = n
+		v := r.Header.Get("X-Amz-Decoded-Content-Length")
+		if v == "" {
+			return nil, 0, errorf(CodeMissingContentLength, "an aws-chunked body needs x-amz-decoded-content-length, the object's length")
 		}
+		n, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil || n < 0 {
+			return nil, 0, errorf(CodeInvalidArgument, "x-amz-decoded-content-length must be a number of bytes")
+		}
+		b.size = n
 		b.chunked = newChunkedReader(r.Body, s, e.trailer)
 		b.r = b.chunked
 	default:
@@ -286,8 +313,14 @@ func (b *Body) Read(p []byte) (int, error) {
 		b.err = errorf(CodeIncompleteBody, "the body is longer than its declared length")
 		return n, b.err
 	}
-	if err == io.EOF {
+	var e *Error
+	switch {
+	case err == io.EOF:
 		err = b.finish()
+	case err != nil && !errors.As(err, &e):
+		// The connection broke or the client stopped sending: the request is incomplete,
+		// a client error S3 answers 400, not a failure of the node.
+		err = errorf(CodeIncompleteBody, "the body ended before it was whole: %d bytes read", b.read)
 	}
 	b.err = err
 	return n, err

@@ -34,6 +34,7 @@ const (
 	CodeInvalidRange                      Code = "InvalidRange"
 	CodeKeyTooLong                        Code = "KeyTooLongError"
 	CodeMalformedXML                      Code = "MalformedXML"
+	CodeMissingContentLength              Code = "MissingContentLength"
 	CodeMethodNotAllowed                  Code = "MethodNotAllowed"
 	CodeNoSuchBucket                      Code = "NoSuchBucket"
 	CodeNoSuchKey                         Code = "NoSuchKey"
@@ -65,6 +66,7 @@ var statusOf = map[Code]int{
 	CodeInvalidRange:                      http.StatusRequestedRangeNotSatisfiable,
 	CodeKeyTooLong:                        http.StatusBadRequest,
 	CodeMalformedXML:                      http.StatusBadRequest,
+	CodeMissingContentLength:              http.StatusLengthRequired,
 	CodeMethodNotAllowed:                  http.StatusMethodNotAllowed,
 	CodeNoSuchBucket:                      http.StatusNotFound,
 	CodeNoSuchKey:                         http.StatusNotFound,

@@ -463,3 +463,45 @@ func TestCopyObjectMovesNoBytes(t *testing.T) {
 		t.Fatalf("a copy from another root's bucket: %v, want NoSuchBucket", err)
 	}
 }
+
+func TestDeletesWithAVersionOrAStaleConditionDeleteNothing(t *testing.T) {
+	_, client := gateway(t)
+	c := client("AGENTA")
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("d")}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "d", "input/keep", []byte("v1"))
+	old, err := c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("d"), Key: aws.String("input/keep")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "d", "input/keep", []byte("v2"))
+	out, err := c.DeleteObjects(ctx, &awss3.DeleteObjectsInput{Bucket: aws.String("d"), Delete: &types.Delete{Objects: []types.ObjectIdentifier{
+		{Key: aws.String("input/keep"), VersionId: aws.String("some-version")},
+		{Key: aws.String("input/keep"), ETag: old.ETag}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]bool{}
+	for _, e := range out.Errors {
+		codes[aws.ToString(e.Code)] = true
+	}
+	if len(out.Deleted) != 0 || !codes["NotImplemented"] || !codes["PreconditionFailed"] {
+		t.Fatalf("DeleteObjects with a version and a stale ETag: deleted %d, errors %v", len(out.Deleted), codes)
+	}
+	if _, err := c.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String("d"), Key: aws.String("input/keep"), IfMatch: old.ETag}); s3Code(err) != "PreconditionFailed" {
+		t.Fatalf("DELETE with a stale If-Match: %v, want PreconditionFailed", err)
+	}
+	got, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("d"), Key: aws.String("input/keep")})
+	if err != nil {
+		t.Fatalf("the object after refused deletes: %v", err)
+	}
+	if b, _ := io.ReadAll(got.Body); string(b) != "v2" {
+		t.Fatalf("the object after refused deletes: %q", b)
+	}
+	cur, _ := c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("d"), Key: aws.String("input/keep")})
+	if _, err := c.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String("d"), Key: aws.String("input/keep"), IfMatch: cur.ETag}); err != nil {
+		t.Fatalf("DELETE with the current If-Match: %v", err)
+	}
+}

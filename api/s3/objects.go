@@ -240,17 +240,56 @@ func byteRange(h string, size int64) (offset, length int64, partial bool, err er
 }
 
 // deleteObject removes the file; deleting a key that does not exist succeeds, as in S3.
+// If-Match deletes only the revision whose ETag it names (one compare-and-swap on its
+// generation); the conditions on a version, a time or a size are not served.
 func (h *Handler) deleteObject(w http.ResponseWriter, r *request) error {
 	path, err := objectPath(r.key)
 	if err != nil {
 		return err
 	}
-	if _, err := h.svc.Writes.Delete(r.Context(), r.agent, r.bucket, path, 0, ""); err != nil {
-		if e := h.objectError(r, err); codeOf(e) != CodeNoSuchKey {
-			return e
+	for _, name := range []string{"X-Amz-If-Match-Last-Modified-Time", "X-Amz-If-Match-Size"} {
+		if r.Header.Get(name) != "" {
+			return errorf(CodeNotImplemented, "%s is not implemented by this gateway", strings.ToLower(name))
 		}
 	}
+	if err := h.deleteKey(r, path, r.Header.Get("If-Match")); err != nil {
+		return err
+	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// deleteKey deletes path, only at the revision whose ETag ifMatch names when it is set
+// (PreconditionFailed otherwise, also for a missing key); a missing key is no error
+// without a condition.
+func (h *Handler) deleteKey(r *request, path, ifMatch string) error {
+	var gen uint64
+	if ifMatch != "" {
+		f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
+		if err != nil {
+			if e := h.objectError(r, err); codeOf(e) != CodeNoSuchKey {
+				return e
+			}
+			return preconditionFailed()
+		}
+		if !etagMatches(ifMatch, etagOf(f.Info.Digest)) {
+			return preconditionFailed()
+		}
+		gen = f.Info.Generation
+	}
+	if _, err := h.svc.Writes.Delete(r.Context(), r.agent, r.bucket, path, gen, ""); err != nil {
+		e := h.objectError(r, err)
+		switch codeOf(e) {
+		case CodeNoSuchKey:
+			if gen != 0 {
+				return preconditionFailed()
+			}
+			return nil
+		case CodePreconditionFailed:
+			return preconditionFailed()
+		}
+		return e
+	}
 	return nil
 }
 
@@ -261,6 +300,12 @@ type deleteRequest struct {
 	Quiet   bool `xml:"Quiet"`
 	Objects []struct {
 		Key string `xml:"Key"`
+		// A version, or the conditions of S3's conditional deletes: ETag is served, a
+		// version, time or size is refused for its key (NotImplemented), never ignored.
+		VersionID        string `xml:"VersionId"`
+		ETag             string `xml:"ETag"`
+		LastModifiedTime string `xml:"LastModifiedTime"`
+		Size             string `xml:"Size"`
 	} `xml:"Object"`
 }
 
@@ -305,12 +350,12 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *request) error {
 	out := deleteResult{Xmlns: xmlns}
 	for _, o := range in.Objects {
 		path, err := objectPath(o.Key)
-		if err == nil {
-			if _, derr := h.svc.Writes.Delete(r.Context(), r.agent, r.bucket, path, 0, ""); derr != nil {
-				if e := h.objectError(r, derr); codeOf(e) != CodeNoSuchKey {
-					err = e
-				}
-			}
+		switch {
+		case err != nil:
+		case o.VersionID != "" || o.LastModifiedTime != "" || o.Size != "":
+			err = errorf(CodeNotImplemented, "deleting a version, or on a time or size condition, is not implemented by this gateway")
+		default:
+			err = h.deleteKey(r, path, o.ETag)
 		}
 		var e *Error
 		switch {
