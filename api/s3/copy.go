@@ -55,6 +55,9 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
+	if err := checkWriteHeaders(r.Header); err != nil {
+		return err
+	}
 	directive := r.Header.Get("X-Amz-Metadata-Directive")
 	if directive != "" && directive != "COPY" && directive != "REPLACE" {
 		return errorf(CodeInvalidArgument, "x-amz-metadata-directive must be COPY or REPLACE")

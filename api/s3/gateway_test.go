@@ -505,3 +505,49 @@ func TestDeletesWithAVersionOrAStaleConditionDeleteNothing(t *testing.T) {
 		t.Fatalf("DELETE with the current If-Match: %v", err)
 	}
 }
+
+func TestWritesAskingForWhatIsNotKeptAreRefusedAndReadsCanOverrideHeaders(t *testing.T) {
+	_, client := gateway(t)
+	c := client("AGENTA")
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("h")}); err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string]*awss3.PutObjectInput{
+		"encryption":     {ServerSideEncryption: types.ServerSideEncryptionAes256},
+		"an object lock": {ObjectLockMode: types.ObjectLockModeCompliance},
+		"tags":           {Tagging: aws.String("a=b")},
+		"glacier":        {StorageClass: types.StorageClassGlacier},
+		"a public ACL":   {ACL: types.ObjectCannedACLPublicRead},
+		"gzip encoding":  {ContentEncoding: aws.String("gzip")},
+	} {
+		in.Bucket, in.Key, in.Body = aws.String("h"), aws.String("input/x"), strings.NewReader("x")
+		if _, err := c.PutObject(ctx, in); s3Code(err) != "NotImplemented" {
+			t.Errorf("a PUT asking for %s: %v, want NotImplemented", name, err)
+		}
+	}
+	if _, err := c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("h"), Key: aws.String("input/x")}); err == nil {
+		t.Fatal("a refused PUT stored its object")
+	}
+	put(t, c, "h", "input/page.html", []byte("<script>alert(1)</script>"))
+	out, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("h"), Key: aws.String("input/page.html"),
+		ResponseContentDisposition: aws.String("attachment"), ResponseContentType: aws.String("text/plain")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aws.ToString(out.ContentDisposition) != "attachment" || aws.ToString(out.ContentType) != "text/plain" {
+		t.Fatalf("response overrides: disposition %q, type %q", aws.ToString(out.ContentDisposition), aws.ToString(out.ContentType))
+	}
+}
+
+func TestAContinuationTokenNotIssuedHereIsRefused(t *testing.T) {
+	_, client := gateway(t)
+	c := client("AGENTA")
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("t")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: aws.String("t"), ContinuationToken: aws.String("garbage")}); s3Code(err) != "InvalidArgument" {
+		t.Fatalf("a made-up continuation token: %v, want InvalidArgument", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/meta"
 )
@@ -179,7 +180,7 @@ type listedPrefix struct {
 }
 
 // listObjects answers ListObjectsV2 (v2) and ListObjects (V1). A continuation token is
-// the last key or common prefix of the page before (base64url), so a listing goes on
+// the last key or common prefix of the page before (tokenVersion, then base64url), so a listing goes on
 // after a write in between without repeating or skipping what did not change.
 func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error {
 	q := r.URL.Query()
@@ -204,11 +205,11 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error 
 		out.StartAfter = encodeKey(q.Get("start-after"), enc)
 		p.after = q.Get("start-after")
 		if tok := q.Get("continuation-token"); tok != "" {
-			raw, err := base64.RawURLEncoding.DecodeString(tok)
-			if err != nil {
+			after, ok := parseToken(tok)
+			if !ok {
 				return errorf(CodeInvalidArgument, "the continuation token is not one this gateway issued")
 			}
-			out.ContToken, p.after = tok, max(p.after, string(raw))
+			out.ContToken, p.after = tok, max(p.after, after)
 		}
 	} else {
 		marker := q.Get("marker")
@@ -236,12 +237,29 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error 
 		n := len(l.contents) + len(l.prefixes)
 		out.KeyCount = &n
 		if l.truncated {
-			out.NextContToken = base64.RawURLEncoding.EncodeToString([]byte(l.last))
+			out.NextContToken = tokenVersion + base64.RawURLEncoding.EncodeToString([]byte(l.last))
 		}
 	} else if l.truncated && p.delimiter != "" {
 		out.NextMarker = encodeKey(l.last, enc)
 	}
 	return writeXML(w, out)
+}
+
+// tokenVersion starts every continuation token this gateway issues.
+const tokenVersion = "c1-"
+
+// parseToken returns the key a continuation token resumes after; false for a token this
+// gateway did not issue.
+func parseToken(tok string) (string, bool) {
+	rest, ok := strings.CutPrefix(tok, tokenVersion)
+	if !ok {
+		return "", false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil || len(raw) == 0 || !utf8.Valid(raw) {
+		return "", false
+	}
+	return string(raw), true
 }
 
 // encodeKey applies EncodingType=url: every byte but the unreserved ones and '/' as %XX,

@@ -53,6 +53,9 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
+	if err := checkWriteHeaders(r.Header); err != nil {
+		return err
+	}
 	req := workbench.WriteRequest{Agent: r.agent, Workbench: r.bucket, Path: path, ContentType: r.Header.Get("Content-Type")}
 	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {
 		return err
@@ -127,6 +130,9 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	if err != nil {
 		return err
 	}
+	if err := checkReadHeaders(r.Header); err != nil {
+		return err
+	}
 	f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
 	if err != nil {
 		return h.objectError(r, err)
@@ -142,6 +148,8 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 		contentType = "application/octet-stream"
 	}
 	hdr.Set("Content-Type", contentType)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	applyOverrides(hdr, r.Request)
 	if status := conditions(r.Header, "", etag, modified); status != 0 {
 		if status == http.StatusPreconditionFailed {
 			return preconditionFailed()

@@ -1,0 +1,79 @@
+package s3
+
+import (
+	"net/http"
+	"strings"
+)
+
+// What a request asks of an object that the gateway cannot keep is refused
+// (NotImplemented), never accepted and dropped: an upload a client believes encrypted,
+// locked or tagged must not be stored plain, deletable or untagged. x-amz-meta-* is the
+// one exception (README "S3 gateway": dropped), since rclone sends x-amz-meta-mtime on
+// every upload.
+
+// refusedHeaders are the headers of a write the gateway refuses.
+var refusedHeaders = []string{
+	"X-Amz-Server-Side-Encryption", "X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id",
+	"X-Amz-Server-Side-Encryption-Context", "X-Amz-Server-Side-Encryption-Bucket-Key-Enabled",
+	"X-Amz-Server-Side-Encryption-Customer-Algorithm", "X-Amz-Server-Side-Encryption-Customer-Key",
+	"X-Amz-Server-Side-Encryption-Customer-Key-Md5",
+	"X-Amz-Copy-Source-Server-Side-Encryption-Customer-Algorithm",
+	"X-Amz-Object-Lock-Mode", "X-Amz-Object-Lock-Retain-Until-Date", "X-Amz-Object-Lock-Legal-Hold",
+	"X-Amz-Grant-Full-Control", "X-Amz-Grant-Read", "X-Amz-Grant-Read-Acp", "X-Amz-Grant-Write-Acp",
+	"X-Amz-Tagging", "X-Amz-Tagging-Directive", "X-Amz-Website-Redirect-Location",
+	"Cache-Control", "Content-Disposition", "Content-Language", "Expires",
+}
+
+// checkWriteHeaders refuses a write (PutObject, CopyObject) that asks for what the
+// gateway does not keep: encryption, object lock, grants, tags, a storage class other
+// than STANDARD, an ACL other than the private one every object has, stored response
+// headers, or a content encoding other than aws-chunked's framing.
+func checkWriteHeaders(h http.Header) error {
+	for _, name := range refusedHeaders {
+		if h.Get(name) != "" {
+			return errorf(CodeNotImplemented, "%s is not implemented by this gateway; the object was not stored", strings.ToLower(name))
+		}
+	}
+	if acl := h.Get("X-Amz-Acl"); acl != "" && acl != "private" && acl != "bucket-owner-full-control" {
+		return errorf(CodeNotImplemented, "the canned ACL %q is not implemented by this gateway: every object is private to its key's root", acl)
+	}
+	if sc := h.Get("X-Amz-Storage-Class"); sc != "" && sc != "STANDARD" {
+		return errorf(CodeNotImplemented, "the storage class %q is not implemented by this gateway (STANDARD only)", sc)
+	}
+	for _, enc := range strings.Split(h.Get("Content-Encoding"), ",") {
+		if enc = strings.TrimSpace(enc); enc != "" && !strings.EqualFold(enc, "aws-chunked") {
+			return errorf(CodeNotImplemented, "storing Content-Encoding %q is not implemented by this gateway", enc)
+		}
+	}
+	return nil
+}
+
+// checkReadHeaders refuses a read that names a customer key: no object here is
+// encrypted with one.
+func checkReadHeaders(h http.Header) error {
+	if h.Get("X-Amz-Server-Side-Encryption-Customer-Algorithm") != "" || h.Get("X-Amz-Server-Side-Encryption-Customer-Key") != "" {
+		return errorf(CodeNotImplemented, "server-side encryption with customer keys is not implemented by this gateway")
+	}
+	return nil
+}
+
+// responseOverrides are the query parameters of a GET that set a response header, as S3
+// serves them on signed requests (every request here is signed).
+var responseOverrides = map[string]string{
+	"response-content-type":        "Content-Type",
+	"response-content-disposition": "Content-Disposition",
+	"response-cache-control":       "Cache-Control",
+	"response-content-encoding":    "Content-Encoding",
+	"response-content-language":    "Content-Language",
+	"response-expires":             "Expires",
+}
+
+// applyOverrides sets the headers a GET's response-* parameters ask for.
+func applyOverrides(h http.Header, r *http.Request) {
+	q := r.URL.Query()
+	for param, header := range responseOverrides {
+		if v := q.Get(param); v != "" {
+			h.Set(header, v)
+		}
+	}
+}
