@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync/atomic"
 	"testing"
 
-	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/blobtest"
-	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
@@ -35,13 +32,7 @@ func readFile(t *testing.T, svc *workbench.Service, id, path string) []byte {
 }
 
 func TestCopyMovesNoBytesAndOutlivesItsSource(t *testing.T) {
-	ds, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var puts atomic.Int64
-	hs := &blobtest.Hooked{Store: ds}
-	hs.Set(func(h *blobtest.Hooks) { h.OnPut = func(blob.Key) { puts.Add(1) } })
+	hs, puts := blobtest.CountingPuts(t)
 	n := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 64}, hs)
 	ctx := context.Background()
 	body := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB: segments in the object store

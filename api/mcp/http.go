@@ -142,7 +142,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var we *workbench.Error
 		switch {
 		case errors.As(err, &we):
-			// A body the surface cut off (below the minimum rate, api/rest rateBody).
+			// A body the surface cut off (below the minimum rate, api/deadline.Body).
 			writeEnvelope(w, http.StatusBadRequest, we)
 			return
 		case err != nil:

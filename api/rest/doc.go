@@ -13,7 +13,7 @@
 // with 403 PermissionDenied only where the root is visible (api/server's authmatrix tests
 // drive every route with each kind of API key through the assembled node).
 //
-// Every request body must keep a minimum average rate (rateBody) and every response write
+// Every request body must keep a minimum average rate (newRateBody, api/deadline) and every response write
 // has a deadline, so a slow or stalled client never holds a connection or a slot for
 // ever. Admin routes (/v1/admin/...) are served only by Handler.Admin, for the node's
 // separate admin listener; the tenant handler answers them 404. Stored bodies are served

@@ -53,7 +53,7 @@ type Options struct {
 	Backups Backups
 	// BodyMinBytesPerSecond and BodyRateWindow bound every request body (REST and MCP):
 	// it must average at least BodyMinBytesPerSecond over waiting time, and never stall a
-	// whole BodyRateWindow (rateBody). Defaults 64 KiB/s and 30s.
+	// whole BodyRateWindow (api/deadline.Body). Defaults 64 KiB/s and 30s.
 	BodyMinBytesPerSecond int64
 	BodyRateWindow        time.Duration
 	// WriteTimeout bounds each write of a response: a client that stops reading for this

@@ -127,7 +127,7 @@ func decodeBody(r *http.Request, in any) error {
 	if err != nil {
 		var we *workbench.Error
 		if errors.As(err, &we) {
-			return we // a body below the minimum rate (rateBody)
+			return we // a body below the minimum rate (newRateBody)
 		}
 		return invalidArg("body", "could not be read: %v", err)
 	}

@@ -26,6 +26,7 @@ const (
 	CodeInvalidRequest                    Code = "InvalidRequest"
 	CodeBadDigest                         Code = "BadDigest"
 	CodeRequestTimeTooSkewed              Code = "RequestTimeTooSkewed"
+	CodeRequestTimeout                    Code = "RequestTimeout"
 	CodeSignatureDoesNotMatch             Code = "SignatureDoesNotMatch"
 	CodeServiceUnavailable                Code = "ServiceUnavailable"
 	CodeBucketNotEmpty                    Code = "BucketNotEmpty"
@@ -58,6 +59,7 @@ var statusOf = map[Code]int{
 	CodeInvalidRequest:                    http.StatusBadRequest,
 	CodeBadDigest:                         http.StatusBadRequest,
 	CodeRequestTimeTooSkewed:              http.StatusForbidden,
+	CodeRequestTimeout:                    http.StatusBadRequest,
 	CodeSignatureDoesNotMatch:             http.StatusForbidden,
 	CodeServiceUnavailable:                http.StatusServiceUnavailable,
 	CodeBucketNotEmpty:                    http.StatusConflict,

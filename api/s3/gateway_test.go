@@ -1,22 +1,25 @@
 package s3
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -398,13 +401,7 @@ func TestRequestsOutsideTheSubsetAnswerNotImplemented(t *testing.T) {
 }
 
 func TestCopyObjectMovesNoBytes(t *testing.T) {
-	ds, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var puts atomic.Int64
-	hs := &blobtest.Hooked{Store: ds}
-	hs.Set(func(h *blobtest.Hooks) { h.OnPut = func(blob.Key) { puts.Add(1) } })
+	hs, puts := blobtest.CountingPuts(t)
 	_, client := gatewayOn(t, hs)
 	c := client("AGENTA")
 	ctx := context.Background()
@@ -549,5 +546,53 @@ func TestAContinuationTokenNotIssuedHereIsRefused(t *testing.T) {
 	}
 	if _, err := c.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: aws.String("t"), ContinuationToken: aws.String("garbage")}); s3Code(err) != "InvalidArgument" {
 		t.Fatalf("a made-up continuation token: %v, want InvalidArgument", err)
+	}
+}
+
+// TestAStalledUploadIsCutOff: a client that stops sending its body is answered
+// RequestTimeout once its rate window passes, and the object is not stored.
+func TestAStalledUploadIsCutOff(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 64})
+	srv := httptest.NewServer(NewHandler(n.Service, gatewayKeys, Config{BodyRateWindow: 200 * time.Millisecond}))
+	t.Cleanup(srv.Close)
+	if _, err := n.Service.Lifecycle.CreateWorkbench(auth.WithPrincipal(context.Background(), gatewayKeys["AGENTA"].p), "a", "stall", ""); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(srv.URL)
+	r, err := http.NewRequest("PUT", srv.URL+"/stall/input/slow", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set(headerContentSHA256, UnsignedPayload)
+	creds := aws.Credentials{AccessKeyID: "AGENTA", SecretAccessKey: gatewayKeys["AGENTA"].secret}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, r, UnsignedPayload, "s3", "us-east-1", time.Now(),
+		func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var head strings.Builder
+	head.WriteString("PUT /stall/input/slow HTTP/1.1\r\nHost: " + u.Host + "\r\nContent-Length: 1000000\r\n")
+	for k, v := range r.Header {
+		head.WriteString(k + ": " + v[0] + "\r\n")
+	}
+	head.WriteString("\r\n0123456789") // then nothing more
+	if _, err := conn.Write([]byte(head.String())); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute)) // a bound on the test, not the rule
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled upload: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(body, []byte("<Code>RequestTimeout</Code>")) {
+		t.Fatalf("a stalled upload: %d %s", resp.StatusCode, body)
+	}
+	if _, err := n.Service.Reads.Stat(auth.WithPrincipal(context.Background(), gatewayKeys["AGENTA"].p), "a", "stall", "input/slow"); err == nil {
+		t.Fatal("the stalled upload was stored")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairnstore/cairn/api/deadline"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
 )
@@ -35,6 +36,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// BodyMinBytesPerSecond and BodyRateWindow bound every request body, and WriteTimeout
+	// every write of a response, as on REST (api/deadline). Defaults
+	// deadline.DefaultBodyMinBytesPerSecond, DefaultBodyRateWindow, DefaultWriteTimeout.
+	BodyMinBytesPerSecond int64
+	BodyRateWindow        time.Duration
+	WriteTimeout          time.Duration
 }
 
 // DefaultRegion is the region of a gateway configured without one: what S3 clients
@@ -48,6 +55,7 @@ const Surface = "s3"
 // workbench of the key's agent root, an object key is a file's path in it.
 type Handler struct {
 	svc      *workbench.Service
+	cfg      Config
 	keys     Keys
 	verifier Verifier
 	log      *slog.Logger
@@ -63,7 +71,16 @@ func NewHandler(svc *workbench.Service, keys Keys, cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Handler{svc: svc, keys: keys, log: cfg.Logger,
+	if cfg.BodyMinBytesPerSecond <= 0 {
+		cfg.BodyMinBytesPerSecond = deadline.DefaultBodyMinBytesPerSecond
+	}
+	if cfg.BodyRateWindow <= 0 {
+		cfg.BodyRateWindow = deadline.DefaultBodyRateWindow
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = deadline.DefaultWriteTimeout
+	}
+	return &Handler{svc: svc, keys: keys, log: cfg.Logger, cfg: cfg,
 		verifier: Verifier{Secrets: keys, Region: cfg.Region, Now: cfg.Now},
 		idBase:   strconv.FormatInt(time.Now().UnixNano(), 36)}
 }
@@ -77,8 +94,16 @@ type request struct {
 	id          string
 }
 
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	id := fmt.Sprintf("%s-%d", h.idBase, h.ids.Add(1))
+	w := deadline.NewWriter(rw, h.cfg.WriteTimeout)
+	if r.Body != nil && r.Body != http.NoBody {
+		minRate, window := h.cfg.BodyMinBytesPerSecond, h.cfg.BodyRateWindow
+		r.Body = deadline.NewBody(r.Body, w, minRate, window, func(received int64) error {
+			return errorf(CodeRequestTimeout, "your socket connection to the server was not read from or written to within the timeout period: the body arrived slower than %d bytes/s over %s (%d bytes received)",
+				minRate, window, received)
+		})
+	}
 	w.Header().Set("x-amz-request-id", id)
 	req, err := h.authenticate(r, id)
 	if err == nil {

@@ -226,7 +226,8 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	adminRoutes := keyRoutes(n.keys)
 	if cfg.S3Gateway.Listen != "" {
-		n.s3H = s3.NewHandler(n.svc, auth.S3Keys{Store: n.keys}, s3.Config{Region: cfg.S3Gateway.Region, Logger: n.log})
+		n.s3H = s3.NewHandler(n.svc, auth.S3Keys{Store: n.keys}, s3.Config{Region: cfg.S3Gateway.Region, Logger: n.log,
+			BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond, BodyRateWindow: cfg.BodyRateWindow, WriteTimeout: cfg.WriteTimeout})
 	}
 	if cfg.Cluster {
 		adminRoutes[ClusterStatusPath] = http.HandlerFunc(n.serveStatus)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/dir"
 )
 
 // Hooks say what a Hooked store does to its calls; the zero Hooks pass every call through.
@@ -102,4 +104,19 @@ func Stored(tb testing.TB, store blob.Store, key blob.Key) bool {
 		tb.Fatal(err)
 	}
 	return err == nil
+}
+
+// CountingPuts is a Hooked store over a fresh directory store of the test that counts
+// its successful Puts: what a test of "no byte written" reads before and after.
+func CountingPuts(t testing.TB) (*Hooked, *atomic.Int64) {
+	t.Helper()
+	ds, err := dir.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ds.Close() })
+	var puts atomic.Int64
+	h := &Hooked{Store: ds}
+	h.Set(func(hk *Hooks) { hk.OnPut = func(blob.Key) { puts.Add(1) } })
+	return h, &puts
 }
