@@ -84,6 +84,9 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 	}
 	res, err := h.svc.Writes.Copy(r.Context(), req)
 	if err != nil {
+		if clash := keyClash(err, req.Cond); clash != nil {
+			return clash
+		}
 		return h.objectError(r, err)
 	}
 	return writeXML(w, copyObjectResult{Xmlns: xmlns, ETag: etagOf(res.Digest), LastModified: iso8601(time.Now().UnixMilli())})

@@ -596,3 +596,24 @@ func TestAStalledUploadIsCutOff(t *testing.T) {
 		t.Fatal("the stalled upload was stored")
 	}
 }
+
+func TestAKeyThatClashesWithAPrefixIsInvalidArgument(t *testing.T) {
+	_, client := gateway(t)
+	c := client("AGENTA")
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("p")}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "p", "input/a", []byte("x"))
+	put(t, c, "p", "input/d/e", []byte("x"))
+	for _, key := range []string{"input/a/b", "input/d"} {
+		_, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("p"), Key: aws.String(key), Body: strings.NewReader("y")})
+		if s3Code(err) != "InvalidArgument" || !strings.Contains(err.Error(), "prefix of other keys") {
+			t.Errorf("PUT %s: %v, want InvalidArgument saying why", key, err)
+		}
+	}
+	if _, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("p"), Key: aws.String("input/a"), Body: strings.NewReader("y"),
+		IfNoneMatch: aws.String("*")}); s3Code(err) != "PreconditionFailed" {
+		t.Fatalf("a create-only PUT of an existing key: %v, want PreconditionFailed", err)
+	}
+}

@@ -70,6 +70,9 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 		if berr := body.Err(); berr != nil {
 			return berr
 		}
+		if clash := keyClash(err, req.Cond); clash != nil {
+			return clash
+		}
 		return h.objectError(r, err)
 	}
 	w.Header().Set("ETag", etagOf(res.Digest))
@@ -105,6 +108,23 @@ func (h *Handler) writeCondition(r *request, path string) (meta.Condition, uint6
 		return meta.CondIfGeneration, f.Info.Generation, nil
 	}
 	return meta.CondNone, 0, nil
+}
+
+// keyClash is the answer to a write the tree refused where the caller set no condition: a
+// key that is a prefix of other keys, or one below a key that is an object. In Cairn a key
+// is a path, and a path is a file or a directory, never both; S3 would store both, so the
+// answer says why instead of a misleading NoSuchKey or PreconditionFailed. nil for any
+// other error.
+func keyClash(err error, cond meta.Condition) error {
+	var e *workbench.Error
+	if cond != meta.CondNone || !errors.As(err, &e) {
+		return nil
+	}
+	switch e.Code {
+	case workbench.CodeNotDirectory, workbench.CodeNotArtifact, workbench.CodeConflict, workbench.CodeAlreadyExists:
+		return errorf(CodeInvalidArgument, "%s: a key here is a path, and cannot be both an object and the prefix of other keys", e.Message)
+	}
+	return nil
 }
 
 func preconditionFailed() error {
