@@ -67,7 +67,8 @@ FUZZ_TARGETS := \
 	./workbench:FuzzCanonicalManifest \
 	./api/rest:FuzzRequest \
 	./workbench/auth:FuzzParseAuthorization \
-	./workbench/auth:FuzzKeyLookup
+	./workbench/auth:FuzzKeyLookup \
+	./api/s3:FuzzChunkedReader
 
 fuzz-smoke:
 	@for t in $(FUZZ_TARGETS); do \
