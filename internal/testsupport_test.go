@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// testSupport are the packages that exist for tests only: retry, etcd, free ports, test certificates, metrics, the
+// testSupport are the packages that exist for tests only: retry, etcd, free ports, test certificates, metrics, HTTP requests, the
 // blob conformance suite and damage, the Cores conformance suite, MinIO, and the cluster fixture.
 var testSupport = []string{
 	"github.com/cairnstore/cairn/internal/retry",
@@ -15,6 +15,7 @@ var testSupport = []string{
 	"github.com/cairnstore/cairn/internal/freeport",
 	"github.com/cairnstore/cairn/internal/certtest",
 	"github.com/cairnstore/cairn/internal/metricstest",
+	"github.com/cairnstore/cairn/internal/httpcall",
 	"github.com/cairnstore/cairn/blob/blobtest",
 	"github.com/cairnstore/cairn/workbench/corestest",
 	"github.com/cairnstore/cairn/workbench/auth/authtest",

@@ -3,7 +3,6 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -12,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cairnstore/cairn/internal/httpcall"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
@@ -59,25 +59,9 @@ func newHTTPServer(t *testing.T, svc *workbench.Service) *httptest.Server {
 // pairs), and returns the answer's status, content type and body.
 func postRaw(t *testing.T, endpoint, body string, headers ...string) (int, string, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), raw
+	a := httpcall.Do(t, httpcall.New(t, http.MethodPost, endpoint, strings.NewReader(body)),
+		append([]string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}, headers...)...)
+	return a.Status, a.Header.Get("Content-Type"), a.Body
 }
 
 // connectHTTP connects an SDK client over streamable HTTP to endpoint.

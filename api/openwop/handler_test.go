@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/cairnstore/cairn/api/openwop"
+	"github.com/cairnstore/cairn/internal/httpcall"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
@@ -99,20 +100,8 @@ func call(t testing.TB, method, url string, body any, headers ...string) answer 
 		enc, _ := json.Marshal(b)
 		rd = bytes.NewReader(enc)
 	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	a := answer{status: resp.StatusCode, header: resp.Header}
-	a.body, _ = io.ReadAll(resp.Body)
+	got := httpcall.Do(t, httpcall.New(t, method, url, rd), headers...)
+	a := answer{status: got.Status, header: got.Header, body: got.Body}
 	if len(a.body) > 0 {
 		_ = json.Unmarshal(a.body, &a.json)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/internal/httpcall"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
@@ -61,23 +62,8 @@ func do(t *testing.T, method, url string, body io.Reader, headers ...string) res
 // it came.
 func roundTrip(t *testing.T, method, url string, body io.Reader, headers ...string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, url, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	a := httpcall.Do(t, httpcall.New(t, method, url, body), headers...)
+	return response{status: a.Status, header: a.Header, body: a.Body}
 }
 
 func expect(t *testing.T, r response, status int, code string) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/httpcall"
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/workbench/auth"
 )
@@ -141,31 +142,17 @@ func (m *matrix) send(t *testing.T, base, key, method, target, body string, head
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, base+target, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
 	authz, ok := m.authz[key]
 	if !ok {
 		t.Fatalf("no column %q", key)
 	}
 	if authz != "" {
-		req.Header.Set("Authorization", authz)
+		headers = append([]string{"Authorization", authz}, headers...)
 	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := reply{status: resp.StatusCode, header: resp.Header, body: b}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && method != http.MethodHead {
+	a := httpcall.Do(t, httpcall.New(t, method, base+target, rd), headers...)
+	b := a.Body
+	r := reply{status: a.Status, header: a.Header, body: b}
+	if strings.HasPrefix(a.Header.Get("Content-Type"), "application/json") && method != http.MethodHead {
 		if err := json.Unmarshal(b, &r.json); err != nil {
 			t.Fatalf("%s %s: not JSON: %q", method, target, b)
 		}
