@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cairnstore/cairn/meta"
@@ -87,11 +88,18 @@ func (s *base) reach(ctx context.Context, agent string) access {
 	a := access{workbenches: []string{r.Workbench}}
 	surface := SurfaceOf(ctx)
 	for _, ws := range slices.Sorted(maps.Keys(s.cfg.ReservedWorkbenches)) {
-		if owner := s.cfg.ReservedWorkbenches[ws]; owner != "" && owner == surface && ws != r.Workbench {
+		if owner := s.cfg.ReservedWorkbenches[ws]; surfaceOwns(owner, surface) && ws != r.Workbench {
 			a.workbenches = append(a.workbenches, ws)
 		}
 	}
 	return a
+}
+
+// surfaceOwns reports whether surface is owner or one of its operations ("s3/PutObject"
+// is an operation of the surface "s3"): the surfaces a reserved workbench's owner speaks
+// through (Config.ReservedWorkbenches).
+func surfaceOwns(owner, surface string) bool {
+	return owner != "" && (surface == owner || strings.HasPrefix(surface, owner+"/"))
 }
 
 // emptyView is the state of a shard that holds no root: what every read of a root that

@@ -141,7 +141,8 @@ type Config struct {
 	// ReservedWorkbenches maps a workbench name to the only surface (WithSurface) that may
 	// change its files or delete it, in every agent root: a surface that keeps its own
 	// records in a workbench and judges every write to it (the OpenWOP facade's installed
-	// packs). Through any other surface such a command is PermissionDenied; reads, snapshots
+	// packs). The surface speaks as itself or as one of its operations ("s3/UploadPart" is
+	// the surface "s3"). Through any other surface such a command is PermissionDenied; reads, snapshots
 	// and the node's own work are not affected. Default none.
 	ReservedWorkbenches map[string]string
 	// RequireDistinctReviewer refuses a decision on a proposal, accept or reject, by a

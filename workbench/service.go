@@ -739,7 +739,7 @@ func (s *base) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta
 	// A reserved workbench is created, written, snapshotted and ended only through its
 	// surface: every command in it (its scope's workbench, or the files it changes).
 	for _, ws := range []string{meta.ScopeOf(b).Workbench, meta.FilesWorkspace(b)} {
-		if owner, ok := s.cfg.ReservedWorkbenches[ws]; ok && ws != "" && SurfaceOf(ctx) != owner {
+		if owner, ok := s.cfg.ReservedWorkbenches[ws]; ok && ws != "" && !surfaceOwns(owner, SurfaceOf(ctx)) {
 			return meta.Result{}, newError(CodePermissionDenied, "workbench %q is written only through the %s surface", ws, owner)
 		}
 	}
