@@ -62,6 +62,9 @@ func (h *Handler) listBuckets(w http.ResponseWriter, r *request) error {
 			return fromWorkbench(err, CodeNoSuchBucket)
 		}
 		for _, wb := range page.Workbenches {
+			if wb.ID == UploadsWorkbench {
+				continue // no bucket: the gateway's multipart uploads (multipart.go)
+			}
 			out.Buckets = append(out.Buckets, bucket{Name: wb.ID, CreationDate: iso8601(wb.CreatedAtMs)})
 		}
 		if page.NextCursor == "" || len(out.Buckets) >= maxBuckets {

@@ -34,6 +34,9 @@ func copySource(h string) (bucket, key string, err error) {
 	if key, err = url.PathUnescape(rawKey); err != nil {
 		return "", "", errorf(CodeInvalidArgument, "x-amz-copy-source's key is not a valid escaped path")
 	}
+	if bucket == UploadsWorkbench {
+		return "", "", errorf(CodeNoSuchBucket, "the specified bucket does not exist")
+	}
 	return bucket, key, nil
 }
 

@@ -46,4 +46,43 @@
 //     maxChunkLine bytes, a trailer at most maxTrailerLines lines; chunk data streams.
 //   - Every error is an *Error with an S3 code (WriteError answers it as S3's XML); no
 //     error names the secret, the expected signature or an internal name.
+//
+// Multipart uploads (multipart.go). An upload is files of the root's UploadsWorkbench,
+// reserved to this surface (workbench.Config.ReservedWorkbenches: the surface speaks as
+// "s3/<operation>", which the reservation takes as "s3"): "<bucket>/<upload id>/upload"
+// is its record (key, content type, start, principal), "<bucket>/<upload id>/00001" …
+// "10000" its parts. A part is an ordinary file, written by Writes.Write from Signed.Body
+// exactly as PutObject writes (CDC, dedupe, one hash per byte, the same admission and
+// checks; nothing holds a whole part), so its ETag is its SHA-256 like any object's.
+// UploadPartCopy of a whole source is Writes.Copy (the same segments, no byte moved);
+// with x-amz-copy-source-range the range is read and written through the write path
+// (the chunker then dedupes what it cuts alike), since a range rarely falls on segment
+// boundaries. CompleteMultipartUpload checks the listed parts against one view
+// (InvalidPartOrder, InvalidPart for a missing part or another ETag, EntityTooSmall for a
+// part but the last below Config.MinPartSize) and publishes the object with
+// workbench.Writes.Compose: one command whose segments are the parts' segments in order,
+// each part pinned at the generation checked, fenced at the view it read (a part deleted
+// and collected meanwhile fails the publish, changing nothing), under the request's
+// If-None-Match: * or If-Match like PutObject. Its SHA-256 resumes the first part's stored
+// hash state and streams the other parts back from the object store (bounded memory; a
+// Complete reads all but the first part once). The object's ETag is its SHA-256 like every
+// other object's, not S3's "<md5>-<parts>", so If-Match and conditional reads work with
+// the ETag Complete answers.
+//
+//   - An upload belongs to its bucket and key: the gateway reaches the bucket first
+//     (NoSuchBucket, exactly as for any object) and answers NoSuchUpload for an upload id
+//     of another bucket or key, so a key bound to one workbench, which reaches
+//     UploadsWorkbench through this surface, reaches only its own bucket's uploads.
+//   - UploadsWorkbench is no bucket: every request naming it answers NoSuchBucket
+//     (CreateBucket: InvalidBucketName), as does a copy source in it, and ListBuckets
+//     omits it.
+//   - Completing and aborting delete the record first (the upload is gone from then on),
+//     then the parts, through the ordinary delete: the collector reclaims blobs no other
+//     file references after its grace. An upload older than Config.UploadDeadline answers
+//     NoSuchUpload and is removed lazily (by CreateMultipartUpload and
+//     ListMultipartUploads in its bucket) and by the sweep (RunReclaim, started with the
+//     gateway's listener by api/server), each at most reclaimPerRound uploads per bucket
+//     a round; part directories without a record (a crash between the two deletes) go
+//     too. The sweep visits the roots this process served a multipart request in: after a
+//     restart a root's expired uploads wait for its next multipart request.
 package s3

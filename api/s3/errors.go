@@ -43,6 +43,10 @@ const (
 	CodePreconditionFailed                Code = "PreconditionFailed"
 	CodeQuotaExceeded                     Code = "QuotaExceeded"
 	CodeSlowDown                          Code = "SlowDown"
+	CodeNoSuchUpload                      Code = "NoSuchUpload"
+	CodeInvalidPart                       Code = "InvalidPart"
+	CodeInvalidPartOrder                  Code = "InvalidPartOrder"
+	CodeEntityTooSmall                    Code = "EntityTooSmall"
 )
 
 // statusOf is the one table from codes to HTTP statuses.
@@ -76,6 +80,10 @@ var statusOf = map[Code]int{
 	CodePreconditionFailed:                http.StatusPreconditionFailed,
 	CodeQuotaExceeded:                     http.StatusForbidden,
 	CodeSlowDown:                          http.StatusServiceUnavailable,
+	CodeNoSuchUpload:                      http.StatusNotFound,
+	CodeInvalidPart:                       http.StatusBadRequest,
+	CodeInvalidPartOrder:                  http.StatusBadRequest,
+	CodeEntityTooSmall:                    http.StatusBadRequest,
 }
 
 // fromWorkbench turns an error of the Workbench service into S3's: missing is the code

@@ -72,15 +72,24 @@ func gateway(t *testing.T) (*httptest.Server, func(key string) *awss3.Client) {
 // gatewayOn is gateway over the blob store bs.
 func gatewayOn(t *testing.T, bs blob.Store) (*httptest.Server, func(key string) *awss3.Client) {
 	t.Helper()
-	n := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 64}, bs)
-	srv := httptest.NewTLSServer(NewHandler(n.Service, gatewayKeys, Config{}))
+	srv, client, _ := gatewayWith(t, bs, Config{})
+	return srv, client
+}
+
+// gatewayWith is gateway over the blob store bs configured by cfg; it returns the handler
+// too. The service reserves UploadsWorkbench to the gateway, as api/server does.
+func gatewayWith(t *testing.T, bs blob.Store, cfg Config) (*httptest.Server, func(key string) *awss3.Client, *Handler) {
+	t.Helper()
+	n := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 64, ReservedWorkbenches: map[string]string{UploadsWorkbench: Surface}}, bs)
+	h := NewHandler(n.Service, gatewayKeys, cfg)
+	srv := httptest.NewTLSServer(h)
 	t.Cleanup(srv.Close)
 	return srv, func(key string) *awss3.Client {
 		return awss3.New(awss3.Options{
 			Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true, HTTPClient: srv.Client(),
 			Credentials: credentials.NewStaticCredentialsProvider(key, gatewayKeys[key].secret, ""), RetryMaxAttempts: 1,
 		})
-	}
+	}, h
 }
 
 // s3Code is the S3 error code of an SDK error, "" if none.

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +43,15 @@ type Config struct {
 	BodyMinBytesPerSecond int64
 	BodyRateWindow        time.Duration
 	WriteTimeout          time.Duration
+	// MinPartSize is the least size of a multipart upload's part that is not the last
+	// (EntityTooSmall at Complete). Default DefaultMinPartSize, S3's.
+	MinPartSize int64
+	// UploadDeadline is how long a multipart upload may stay incomplete: older ones are
+	// aborted (multipart.go). Default DefaultUploadDeadline.
+	UploadDeadline time.Duration
+	// ReclaimInterval is how often RunReclaim sweeps for expired uploads. Default
+	// DefaultReclaimInterval.
+	ReclaimInterval time.Duration
 }
 
 // DefaultRegion is the region of a gateway configured without one: what S3 clients
@@ -61,6 +71,10 @@ type Handler struct {
 	log      *slog.Logger
 	ids      atomic.Uint64
 	idBase   string
+	// uploadRoots are the roots this gateway served a multipart request in: the sweep's
+	// (multipart.go).
+	uploadRoots sync.Map
+	uploadClock func() time.Time // tests move uploads' deadlines without skewing signatures
 }
 
 // NewHandler returns the gateway over svc, authenticating with keys.
@@ -181,13 +195,23 @@ var unsupported = []string{"acl", "analytics", "attributes", "cors", "encryption
 // route dispatches an authenticated request.
 func (h *Handler) route(w http.ResponseWriter, r *request) error {
 	q := r.URL.Query()
+	mpOp := multipartOp(r.Method, r.key, q)
 	for _, sub := range unsupported {
-		if q.Has(sub) {
+		if q.Has(sub) && !(mpOp != "" && multipartParams[sub]) {
 			return errorf(CodeNotImplemented, "the %s subresource is not implemented by this gateway", sub)
 		}
 	}
 	if err := h.svc.AllowRequest(r.Context()); err != nil {
 		return fromWorkbench(err, CodeNoSuchBucket)
+	}
+	if r.bucket == UploadsWorkbench {
+		if r.key == "" && r.Method == http.MethodPut {
+			return errorf(CodeInvalidBucketName, "the bucket name %q is reserved for this gateway's multipart uploads", UploadsWorkbench)
+		}
+		return errorf(CodeNoSuchBucket, "the specified bucket does not exist")
+	}
+	if mpOp != "" {
+		return h.multipart(w, r, mpOp)
 	}
 	if r.bucket == "" {
 		if r.Method != http.MethodGet {

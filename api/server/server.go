@@ -42,10 +42,11 @@ import (
 )
 
 // reservedWorkbenches are the workbenches only one surface writes (workbench.Config.ReservedWorkbenches):
-// the OpenWOP facade's packs of a tenant and the working documents of every workspace of a
-// root. No key is bound to one of them: such a binding would reach the records of every
+// the OpenWOP facade's packs of a tenant, the working documents of every workspace of a
+// root, and the S3 gateway's multipart uploads of every bucket of a root. No key is bound to one of them: such a binding would reach the records of every
 // workspace the surface keeps there.
-var reservedWorkbenches = map[string]string{openwop.PacksWorkbench: openwop.Surface, documents.Workbench: documents.Surface}
+var reservedWorkbenches = map[string]string{openwop.PacksWorkbench: openwop.Surface, documents.Workbench: documents.Surface,
+	s3.UploadsWorkbench: s3.Surface}
 
 // ErrDataDirLocked: another process uses the data directory.
 var ErrDataDirLocked = errors.New("data directory is in use by another process")
@@ -85,7 +86,7 @@ type Node struct {
 	admin atomic.Pointer[sideServer] // while Serve runs
 	// s3 is the S3 gateway's listener while Serve runs (nil when --s3-listen is unset).
 	s3  atomic.Pointer[sideServer]
-	s3H http.Handler // the S3 gateway (api/s3), nil when off
+	s3H *s3.Handler // the S3 gateway (api/s3), nil when off
 	// workers are the leader-only workers of the replicas here, led and unled from the
 	// host's leadership reports (the same in both modes).
 	workers atomic.Pointer[worker.Set]
@@ -418,6 +419,11 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		}
 		n.s3.Store(s3srv)
 		defer n.s3.Store(nil)
+		// Abandoned multipart uploads are aborted while the gateway serves.
+		rctx, stopReclaim := context.WithCancel(ctx)
+		reclaimDone := make(chan struct{})
+		go func() { defer close(reclaimDone); n.s3H.RunReclaim(rctx) }()
+		defer func() { stopReclaim(); <-reclaimDone }()
 		n.log.Info("the S3 gateway is serving", "addr", s3srv.Addr().String(), "region", n.cfg.S3Gateway.Region)
 	}
 	var d drainer

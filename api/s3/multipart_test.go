@@ -1,0 +1,516 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/cairnstore/cairn/blob/blobtest"
+	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
+)
+
+// multipartGateway is a gateway whose parts may be as small as 1 KiB, on a clock the test
+// moves, with bucket "runs" of root a.
+func multipartGateway(t *testing.T, now func() time.Time) (func(key string) *awss3.Client, *Handler) {
+	t.Helper()
+	ds, err := dir.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, client, h := gatewayWith(t, ds, Config{MinPartSize: 1 << 10})
+	h.uploadClock = now
+	if _, err := client("AGENTA").CreateBucket(context.Background(), &awss3.CreateBucketInput{Bucket: aws.String("runs")}); err != nil {
+		t.Fatal(err)
+	}
+	return client, h
+}
+
+func createUpload(t *testing.T, c *awss3.Client, bucket, key string) string {
+	t.Helper()
+	out, err := c.CreateMultipartUpload(context.Background(), &awss3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key),
+		ContentType: aws.String("application/x-checkpoint")})
+	if err != nil {
+		t.Fatalf("CreateMultipartUpload %s/%s: %v", bucket, key, err)
+	}
+	return aws.ToString(out.UploadId)
+}
+
+func uploadPart(t *testing.T, c *awss3.Client, bucket, key, id string, n int32, body []byte) types.CompletedPart {
+	t.Helper()
+	out, err := c.UploadPart(context.Background(), &awss3.UploadPartInput{Bucket: aws.String(bucket), Key: aws.String(key), UploadId: aws.String(id),
+		PartNumber: aws.Int32(n), Body: bytes.NewReader(body)})
+	if err != nil {
+		t.Fatalf("UploadPart %d: %v", n, err)
+	}
+	return types.CompletedPart{PartNumber: aws.Int32(n), ETag: out.ETag}
+}
+
+func complete(c *awss3.Client, bucket, key, id string, parts []types.CompletedPart, opts ...func(*awss3.CompleteMultipartUploadInput)) (*awss3.CompleteMultipartUploadOutput, error) {
+	in := &awss3.CompleteMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key), UploadId: aws.String(id),
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}
+	for _, o := range opts {
+		o(in)
+	}
+	return c.CompleteMultipartUpload(context.Background(), in)
+}
+
+func getAll(t *testing.T, c *awss3.Client, bucket, key string) ([]byte, *awss3.GetObjectOutput) {
+	t.Helper()
+	out, err := c.GetObject(context.Background(), &awss3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatalf("GetObject %s/%s: %v", bucket, key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, out
+}
+
+func sha256ETag(b []byte) string {
+	d := sha256.Sum256(b)
+	return `"` + hex.EncodeToString(d[:]) + `"`
+}
+
+// uploadFiles counts the files of root a's UploadsWorkbench.
+func uploadFiles(t *testing.T, h *Handler) int {
+	t.Helper()
+	view, ws, _, err := h.svc.Reads.ViewAt(context.Background(), "a", UploadsWorkbench, workbench.At{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	view.Files(ws, "", func(string, *meta.Entry) bool { n++; return true })
+	return n
+}
+
+func TestMultipartUploadCompletesAsOneObject(t *testing.T) {
+	client, h := multipartGateway(t, nil)
+	c := client("AGENTA")
+	ctx := context.Background()
+	id := createUpload(t, c, "runs", "outputs/ckpt.bin")
+	bodies := [][]byte{payload(300 << 10), payload(200 << 10)[7:], []byte("the last part is small")}
+	// Out of order, and part 2 uploaded twice: the second replaces the first.
+	p3 := uploadPart(t, c, "runs", "outputs/ckpt.bin", id, 3, bodies[2])
+	uploadPart(t, c, "runs", "outputs/ckpt.bin", id, 2, []byte(strings.Repeat("stale", 1000)))
+	p1 := uploadPart(t, c, "runs", "outputs/ckpt.bin", id, 1, bodies[0])
+	p2 := uploadPart(t, c, "runs", "outputs/ckpt.bin", id, 2, bodies[1])
+	if aws.ToString(p2.ETag) != sha256ETag(bodies[1]) {
+		t.Fatalf("part ETag %s, want the part's SHA-256", aws.ToString(p2.ETag))
+	}
+	// ListParts pages by part-number-marker.
+	var listed []int32
+	marker := ""
+	for range 5 {
+		out, err := c.ListParts(ctx, &awss3.ListPartsInput{Bucket: aws.String("runs"), Key: aws.String("outputs/ckpt.bin"), UploadId: aws.String(id),
+			MaxParts: aws.Int32(2), PartNumberMarker: aws.String(marker)})
+		if err != nil {
+			t.Fatalf("ListParts: %v", err)
+		}
+		for _, p := range out.Parts {
+			listed = append(listed, aws.ToInt32(p.PartNumber))
+			if want := int64(len(bodies[aws.ToInt32(p.PartNumber)-1])); aws.ToInt64(p.Size) != want {
+				t.Fatalf("part %d listed with %d bytes, want %d", aws.ToInt32(p.PartNumber), aws.ToInt64(p.Size), want)
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		marker = aws.ToString(out.NextPartNumberMarker)
+	}
+	if fmt.Sprint(listed) != "[1 2 3]" {
+		t.Fatalf("ListParts listed %v, want [1 2 3]", listed)
+	}
+	res, err := complete(c, "runs", "outputs/ckpt.bin", id, []types.CompletedPart{p1, p2, p3})
+	if err != nil {
+		t.Fatalf("CompleteMultipartUpload: %v", err)
+	}
+	whole := bytes.Join(bodies, nil)
+	got, out := getAll(t, c, "runs", "outputs/ckpt.bin")
+	if !bytes.Equal(got, whole) {
+		t.Fatalf("GetObject: %d bytes, want the %d bytes of the parts in order", len(got), len(whole))
+	}
+	if aws.ToString(res.ETag) != sha256ETag(whole) || aws.ToString(out.ETag) != sha256ETag(whole) {
+		t.Fatalf("ETag %s (complete) %s (get), want the whole body's SHA-256 %s", aws.ToString(res.ETag), aws.ToString(out.ETag), sha256ETag(whole))
+	}
+	if aws.ToString(out.ContentType) != "application/x-checkpoint" {
+		t.Fatalf("Content-Type %q, want the one CreateMultipartUpload named", aws.ToString(out.ContentType))
+	}
+	// The object's ETag is a write's If-Match like any other.
+	if _, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("runs"), Key: aws.String("outputs/ckpt.bin"), Body: strings.NewReader("v2"),
+		IfMatch: res.ETag}); err != nil {
+		t.Fatalf("PutObject If-Match the completed ETag: %v", err)
+	}
+	if _, err := c.ListParts(ctx, &awss3.ListPartsInput{Bucket: aws.String("runs"), Key: aws.String("outputs/ckpt.bin"), UploadId: aws.String(id)}); s3Code(err) != "NoSuchUpload" {
+		t.Fatalf("ListParts after Complete: %v, want NoSuchUpload", err)
+	}
+	if n := uploadFiles(t, h); n != 0 {
+		t.Fatalf("%d files of the upload left after Complete, want none", n)
+	}
+}
+
+func TestMultipartRefusals(t *testing.T) {
+	client, _ := multipartGateway(t, nil)
+	c := client("AGENTA")
+	ctx := context.Background()
+	key := "outputs/x.bin"
+	id := createUpload(t, c, "runs", key)
+	p1 := uploadPart(t, c, "runs", key, id, 1, payload(4<<10))
+	p2 := uploadPart(t, c, "runs", key, id, 2, []byte("small"))
+	p3 := uploadPart(t, c, "runs", key, id, 3, payload(2<<10))
+	bad := types.CompletedPart{PartNumber: p1.PartNumber, ETag: p2.ETag}
+	missing := types.CompletedPart{PartNumber: aws.Int32(4), ETag: p1.ETag}
+	for name, tc := range map[string]struct {
+		parts []types.CompletedPart
+		want  string
+	}{
+		"a wrong ETag":          {[]types.CompletedPart{bad, p2}, "InvalidPart"},
+		"a missing part":        {[]types.CompletedPart{p1, missing}, "InvalidPart"},
+		"parts out of order":    {[]types.CompletedPart{p3, p1}, "InvalidPartOrder"},
+		"a small part not last": {[]types.CompletedPart{p1, p2, p3}, "EntityTooSmall"},
+	} {
+		if _, err := complete(c, "runs", key, id, tc.parts); s3Code(err) != tc.want {
+			t.Errorf("Complete with %s: %v, want %s", name, err, tc.want)
+		}
+	}
+	if _, err := c.UploadPart(ctx, &awss3.UploadPartInput{Bucket: aws.String("runs"), Key: aws.String(key), UploadId: aws.String(id),
+		PartNumber: aws.Int32(10001), Body: strings.NewReader("x")}); s3Code(err) != "InvalidArgument" {
+		t.Errorf("UploadPart number 10001: %v, want InvalidArgument", err)
+	}
+	for name, in := range map[string]*awss3.ListPartsInput{
+		"an unknown upload id":         {Bucket: aws.String("runs"), Key: aws.String(key), UploadId: aws.String(strings.Repeat("ab", 16))},
+		"a malformed upload id":        {Bucket: aws.String("runs"), Key: aws.String(key), UploadId: aws.String("../../x")},
+		"the upload id of another key": {Bucket: aws.String("runs"), Key: aws.String("outputs/y.bin"), UploadId: aws.String(id)},
+	} {
+		if _, err := c.ListParts(ctx, in); s3Code(err) != "NoSuchUpload" {
+			t.Errorf("ListParts with %s: %v, want NoSuchUpload", name, err)
+		}
+	}
+	// A key of another root: its bucket is missing; in a bucket of its own, the upload is.
+	b := client("AGENTB")
+	if _, err := b.ListParts(ctx, &awss3.ListPartsInput{Bucket: aws.String("runs"), Key: aws.String(key), UploadId: aws.String(id)}); s3Code(err) != "NoSuchBucket" {
+		t.Errorf("ListParts by another root's key: %v, want NoSuchBucket", err)
+	}
+	if _, err := b.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("runs")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := complete(b, "runs", key, id, []types.CompletedPart{p1}); s3Code(err) != "NoSuchUpload" {
+		t.Errorf("Complete by another root's key in its own bucket: %v, want NoSuchUpload", err)
+	}
+	if _, err := b.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: aws.String("runs"), Key: aws.String(key), UploadId: aws.String(id)}); s3Code(err) != "NoSuchUpload" {
+		t.Errorf("Abort by another root's key: %v, want NoSuchUpload", err)
+	}
+	// Abort removes the upload; the upload's own key completes nothing afterwards.
+	if _, err := c.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: aws.String("runs"), Key: aws.String(key), UploadId: aws.String(id)}); err != nil {
+		t.Fatalf("AbortMultipartUpload: %v", err)
+	}
+	if _, err := complete(c, "runs", key, id, []types.CompletedPart{p1}); s3Code(err) != "NoSuchUpload" {
+		t.Errorf("Complete after Abort: %v, want NoSuchUpload", err)
+	}
+	if _, err := c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("runs"), Key: aws.String(key)}); err == nil {
+		t.Error("an aborted upload left an object")
+	}
+}
+
+func TestUploadPartCopyMovesNoBytesForAWholeSource(t *testing.T) {
+	hs, puts := blobtest.CountingPuts(t)
+	_, client, _ := gatewayWith(t, hs, Config{MinPartSize: 1 << 10})
+	c := client("AGENTA")
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("runs")}); err != nil {
+		t.Fatal(err)
+	}
+	src := payload(3 << 20)
+	put(t, c, "runs", "input/src.bin", src)
+	id := createUpload(t, c, "runs", "outputs/dst.bin")
+	before := puts.Load()
+	whole, err := c.UploadPartCopy(ctx, &awss3.UploadPartCopyInput{Bucket: aws.String("runs"), Key: aws.String("outputs/dst.bin"), UploadId: aws.String(id),
+		PartNumber: aws.Int32(1), CopySource: aws.String("runs/input/src.bin")})
+	if err != nil {
+		t.Fatalf("UploadPartCopy: %v", err)
+	}
+	if puts.Load() != before {
+		t.Fatalf("UploadPartCopy of a whole object wrote %d blobs, want none", puts.Load()-before)
+	}
+	ranged, err := c.UploadPartCopy(ctx, &awss3.UploadPartCopyInput{Bucket: aws.String("runs"), Key: aws.String("outputs/dst.bin"), UploadId: aws.String(id),
+		PartNumber: aws.Int32(2), CopySource: aws.String("/runs/input/src.bin"), CopySourceRange: aws.String("bytes=1000-1999")})
+	if err != nil {
+		t.Fatalf("UploadPartCopy with a range: %v", err)
+	}
+	if _, err := c.UploadPartCopy(ctx, &awss3.UploadPartCopyInput{Bucket: aws.String("runs"), Key: aws.String("outputs/dst.bin"), UploadId: aws.String(id),
+		PartNumber: aws.Int32(3), CopySource: aws.String("runs/input/src.bin"), CopySourceRange: aws.String("bytes=0-99999999")}); s3Code(err) != "InvalidArgument" {
+		t.Fatalf("UploadPartCopy with a range past the source: %v, want InvalidArgument", err)
+	}
+	if _, err := c.UploadPartCopy(ctx, &awss3.UploadPartCopyInput{Bucket: aws.String("runs"), Key: aws.String("outputs/dst.bin"), UploadId: aws.String(id),
+		PartNumber: aws.Int32(3), CopySource: aws.String("runs/input/src.bin"), CopySourceIfMatch: aws.String(`"nope"`)}); s3Code(err) != "PreconditionFailed" {
+		t.Fatalf("UploadPartCopy on a failed source condition: %v, want PreconditionFailed", err)
+	}
+	parts := []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: whole.CopyPartResult.ETag}, {PartNumber: aws.Int32(2), ETag: ranged.CopyPartResult.ETag}}
+	if _, err := complete(c, "runs", "outputs/dst.bin", id, parts); err != nil {
+		t.Fatalf("CompleteMultipartUpload: %v", err)
+	}
+	want := append(append([]byte{}, src...), src[1000:2000]...)
+	if got, _ := getAll(t, c, "runs", "outputs/dst.bin"); !bytes.Equal(got, want) {
+		t.Fatalf("GetObject: %d bytes, want %d", len(got), len(want))
+	}
+}
+
+func TestCompleteIfNoneMatchPublishesOnce(t *testing.T) {
+	client, _ := multipartGateway(t, nil)
+	c := client("AGENTA")
+	const racers = 8
+	ids := make([]string, racers)
+	parts := make([][]types.CompletedPart, racers)
+	for i := range ids {
+		ids[i] = createUpload(t, c, "runs", "outputs/once.bin")
+		parts[i] = []types.CompletedPart{uploadPart(t, c, "runs", "outputs/once.bin", ids[i], 1, []byte(fmt.Sprintf("racer %d", i)))}
+	}
+	var ok, refused atomic.Int32
+	winner := make(chan int, racers)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := complete(c, "runs", "outputs/once.bin", ids[i], parts[i], func(in *awss3.CompleteMultipartUploadInput) { in.IfNoneMatch = aws.String("*") })
+			switch {
+			case err == nil:
+				ok.Add(1)
+				winner <- i
+			case s3Code(err) == "PreconditionFailed":
+				refused.Add(1)
+			default:
+				t.Errorf("racer %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 1 || refused.Load() != racers-1 {
+		t.Fatalf("%d completes published and %d were refused, want 1 and %d", ok.Load(), refused.Load(), racers-1)
+	}
+	won := <-winner
+	loser := (won + 1) % racers
+	if got, _ := getAll(t, c, "runs", "outputs/once.bin"); string(got) != fmt.Sprintf("racer %d", won) {
+		t.Fatalf("the object holds %q, want the winner's", got)
+	}
+	// A refused complete keeps its upload: If-Match on a stale ETag is refused, on the
+	// current one it replaces the object.
+	ifMatch := func(etag string) func(*awss3.CompleteMultipartUploadInput) {
+		return func(in *awss3.CompleteMultipartUploadInput) { in.IfMatch = aws.String(etag) }
+	}
+	if _, err := complete(c, "runs", "outputs/once.bin", ids[loser], parts[loser], ifMatch(sha256ETag([]byte("stale")))); s3Code(err) != "PreconditionFailed" {
+		t.Fatalf("Complete If-Match a stale ETag: %v, want PreconditionFailed", err)
+	}
+	if _, err := complete(c, "runs", "outputs/once.bin", ids[loser], parts[loser], ifMatch(sha256ETag([]byte(fmt.Sprintf("racer %d", won))))); err != nil {
+		t.Fatalf("Complete If-Match the current ETag: %v", err)
+	}
+	if got, _ := getAll(t, c, "runs", "outputs/once.bin"); string(got) != fmt.Sprintf("racer %d", loser) {
+		t.Fatalf("the object holds %q after Complete If-Match, want racer %d's", got, loser)
+	}
+}
+
+func TestListMultipartUploadsPages(t *testing.T) {
+	client, _ := multipartGateway(t, nil)
+	c := client("AGENTA")
+	ctx := context.Background()
+	keys := []string{"input/b", "input/a", "outputs/c", "input/a", "input/d/e"}
+	want := map[string]int{}
+	for _, k := range keys {
+		createUpload(t, c, "runs", k)
+		want[k]++
+	}
+	var got []string
+	in := &awss3.ListMultipartUploadsInput{Bucket: aws.String("runs"), MaxUploads: aws.Int32(2)}
+	for range 10 {
+		out, err := c.ListMultipartUploads(ctx, in)
+		if err != nil {
+			t.Fatalf("ListMultipartUploads: %v", err)
+		}
+		for _, u := range out.Uploads {
+			got = append(got, aws.ToString(u.Key))
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+	if fmt.Sprint(got) != "[input/a input/a input/b input/d/e outputs/c]" {
+		t.Fatalf("uploads listed %v, want every upload once, by key", got)
+	}
+	out, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("runs"), Prefix: aws.String("input/"), Delimiter: aws.String("/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Uploads) != 3 || len(out.CommonPrefixes) != 1 || aws.ToString(out.CommonPrefixes[0].Prefix) != "input/d/" {
+		t.Fatalf("with prefix and delimiter: %d uploads, prefixes %v; want 3 and input/d/", len(out.Uploads), out.CommonPrefixes)
+	}
+	if _, err := client("AGENTB").ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("runs")}); s3Code(err) != "NoSuchBucket" {
+		t.Fatalf("ListMultipartUploads by another root's key: %v, want NoSuchBucket", err)
+	}
+}
+
+func TestExpiredUploadsAreReclaimed(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	client, h := multipartGateway(t, now)
+	c := client("AGENTA")
+	ctx := context.Background()
+	old := createUpload(t, c, "runs", "outputs/old.bin")
+	uploadPart(t, c, "runs", "outputs/old.bin", old, 1, payload(4<<10))
+	uploadPart(t, c, "runs", "outputs/old.bin", old, 2, payload(1<<10))
+	clock.Add(int64(DefaultUploadDeadline - time.Hour))
+	fresh := createUpload(t, c, "runs", "outputs/fresh.bin")
+	uploadPart(t, c, "runs", "outputs/fresh.bin", fresh, 1, []byte("fresh"))
+	if n := uploadFiles(t, h); n != 5 {
+		t.Fatalf("%d upload files, want 5 (two records, three parts)", n)
+	}
+	clock.Add(int64(2 * time.Hour)) // the first upload is past its deadline, the second is not
+	if _, err := c.ListParts(ctx, &awss3.ListPartsInput{Bucket: aws.String("runs"), Key: aws.String("outputs/old.bin"), UploadId: aws.String(old)}); s3Code(err) != "NoSuchUpload" {
+		t.Fatalf("ListParts of an expired upload: %v, want NoSuchUpload", err)
+	}
+	// The sweep runs as the node, without a request's principal.
+	n, err := h.Reclaim(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Reclaim: %d, %v; want 1 upload removed", n, err)
+	}
+	if n := uploadFiles(t, h); n != 2 {
+		t.Fatalf("%d upload files after the sweep, want the fresh upload's 2", n)
+	}
+	if _, err := complete(c, "runs", "outputs/fresh.bin", fresh, []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: aws.String(sha256ETag([]byte("fresh")))}}); err != nil {
+		t.Fatalf("Complete of the fresh upload after the sweep: %v", err)
+	}
+	// A lazy reclaim: listing the bucket's uploads aborts the expired ones first.
+	late := createUpload(t, c, "runs", "outputs/late.bin")
+	clock.Add(int64(DefaultUploadDeadline + time.Minute))
+	out, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("runs")})
+	if err != nil || len(out.Uploads) != 0 {
+		t.Fatalf("ListMultipartUploads after the deadline: %v, %v; want none", out, err)
+	}
+	if n := uploadFiles(t, h); n != 0 {
+		t.Fatalf("%d upload files of %s left after a listing past its deadline, want none", n, late)
+	}
+}
+
+func TestUploadsWorkbenchIsNoBucket(t *testing.T) {
+	client, _ := multipartGateway(t, nil)
+	c := client("AGENTA")
+	ctx := context.Background()
+	id := createUpload(t, c, "runs", "outputs/x.bin")
+	uploadPart(t, c, "runs", "outputs/x.bin", id, 1, []byte("part"))
+	buckets, err := c.ListBuckets(ctx, &awss3.ListBucketsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range buckets.Buckets {
+		if aws.ToString(b.Name) == UploadsWorkbench {
+			t.Fatalf("ListBuckets lists %s", UploadsWorkbench)
+		}
+	}
+	u := aws.String(UploadsWorkbench)
+	partKey := aws.String("runs/" + id + "/00001")
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: u}); s3Code(err) != "InvalidBucketName" {
+		t.Errorf("CreateBucket %s: %v, want InvalidBucketName", UploadsWorkbench, err)
+	}
+	if _, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: u, Key: partKey}); s3Code(err) != "NoSuchBucket" {
+		t.Errorf("GetObject of a part: %v, want NoSuchBucket", err)
+	}
+	if _, err := c.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: u}); s3Code(err) != "NoSuchBucket" {
+		t.Errorf("ListObjectsV2: %v, want NoSuchBucket", err)
+	}
+	if _, err := c.DeleteBucket(ctx, &awss3.DeleteBucketInput{Bucket: u}); s3Code(err) != "NoSuchBucket" {
+		t.Errorf("DeleteBucket: %v, want NoSuchBucket", err)
+	}
+	if _, err := c.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: u, Key: partKey}); s3Code(err) != "NoSuchBucket" {
+		t.Errorf("DeleteObject of a part: %v, want NoSuchBucket", err)
+	}
+	if _, err := c.CopyObject(ctx, &awss3.CopyObjectInput{Bucket: aws.String("runs"), Key: aws.String("input/stolen"),
+		CopySource: aws.String(UploadsWorkbench + "/runs/" + id + "/00001")}); s3Code(err) != "NoSuchBucket" {
+		t.Errorf("CopyObject from a part: %v, want NoSuchBucket", err)
+	}
+	var status int
+	if _, err := c.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: u}); err != nil {
+		var re *smithyhttp.ResponseError
+		if errors.As(err, &re) {
+			status = re.HTTPStatusCode()
+		}
+	}
+	if status != http.StatusNotFound {
+		t.Errorf("HeadBucket %s: status %d, want 404", UploadsWorkbench, status)
+	}
+}
+
+func TestBoundKeyReachesOnlyItsBucketsUploads(t *testing.T) {
+	gatewayKeys["BOUND"] = struct {
+		secret string
+		p      auth.Principal
+	}{"secret-bound", auth.Principal{ID: "kbound", Tenant: "a", Workspace: "runs", Scopes: auth.Scopes}}
+	t.Cleanup(func() { delete(gatewayKeys, "BOUND") })
+	client, _ := multipartGateway(t, nil)
+	a, bound := client("AGENTA"), client("BOUND")
+	ctx := context.Background()
+	if _, err := a.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("other")}); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := createUpload(t, a, "other", "outputs/x.bin")
+	// The bound key uploads in its bucket.
+	id := createUpload(t, bound, "runs", "outputs/x.bin")
+	p := uploadPart(t, bound, "runs", "outputs/x.bin", id, 1, []byte("bound"))
+	if _, err := complete(bound, "runs", "outputs/x.bin", id, []types.CompletedPart{p}); err != nil {
+		t.Fatalf("Complete by a key bound to the bucket: %v", err)
+	}
+	// It reaches no other bucket's uploads, by bucket or by upload id.
+	if _, err := bound.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("other")}); s3Code(err) != "NoSuchBucket" {
+		t.Errorf("ListMultipartUploads of another bucket: %v, want NoSuchBucket", err)
+	}
+	if _, err := bound.ListParts(ctx, &awss3.ListPartsInput{Bucket: aws.String("other"), Key: aws.String("outputs/x.bin"), UploadId: aws.String(elsewhere)}); s3Code(err) != "NoSuchBucket" {
+		t.Errorf("ListParts in another bucket: %v, want NoSuchBucket", err)
+	}
+	if _, err := bound.ListParts(ctx, &awss3.ListPartsInput{Bucket: aws.String("runs"), Key: aws.String("outputs/x.bin"), UploadId: aws.String(elsewhere)}); s3Code(err) != "NoSuchUpload" {
+		t.Errorf("ListParts of another bucket's upload through its own: %v, want NoSuchUpload", err)
+	}
+}
+
+func TestTransferManagerUploadsInParts(t *testing.T) {
+	client, h := multipartGateway(t, nil)
+	c := client("AGENTA")
+	body := payload(5<<20 + 12345)
+	tm := transfermanager.New(c, func(o *transfermanager.Options) {
+		o.PartSizeBytes, o.MultipartUploadThreshold, o.Concurrency = 1<<20, 1<<20, 3
+	})
+	res, err := tm.UploadObject(context.Background(), &transfermanager.UploadObjectInput{Bucket: aws.String("runs"), Key: aws.String("outputs/tm.bin"),
+		Body: bytes.NewReader(body)})
+	if err != nil {
+		t.Fatalf("UploadObject: %v", err)
+	}
+	if aws.ToString(res.UploadID) == "" {
+		t.Fatal("the transfer manager did not upload in parts: the test would prove nothing")
+	}
+	got, out := getAll(t, c, "runs", "outputs/tm.bin")
+	if !bytes.Equal(got, body) || aws.ToString(out.ETag) != sha256ETag(body) {
+		t.Fatalf("GetObject: %d bytes, ETag %s; want %d bytes, %s", len(got), aws.ToString(out.ETag), len(body), sha256ETag(body))
+	}
+	if n := uploadFiles(t, h); n != 0 {
+		t.Fatalf("%d upload files left, want none", n)
+	}
+}
