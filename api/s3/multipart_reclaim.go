@@ -1,0 +1,125 @@
+package s3
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// Removing expired multipart uploads (multipart.go, doc.go).
+
+// reclaimBucket removes at most limit of the bucket's uploads that expired (started more
+// than the upload deadline ago) or have no record (the parts a crashed completion or
+// abort left). It returns how many it removed.
+func (h *Handler) reclaimBucket(ctx context.Context, agent, bucket string, limit int) (int, error) {
+	view, ws, _, err := h.svc.Reads.ViewAt(ctx, agent, UploadsWorkbench, workbench.At{})
+	if err != nil {
+		if isNotFound(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	var dead []string
+	after := ""
+	for len(dead) < limit {
+		entries, more, err := view.List(ws, bucket, after, listPage)
+		if meta.CodeOf(err) == meta.CodeNotFound {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, workbench.AsError(err)
+		}
+		for _, c := range entries {
+			after = c.Name
+			if c.Kind != meta.KindDirectory || len(dead) == limit {
+				continue
+			}
+			u, err := h.readUpload(ctx, agent, view, ws, bucket, c.Name)
+			switch {
+			case codeOf(err) == CodeNoSuchUpload:
+				dead = append(dead, bucket+"/"+c.Name)
+			case err != nil:
+				return 0, err
+			case h.expired(u):
+				dead = append(dead, u.dir)
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	for i, dir := range dead {
+		if err := h.removeUpload(ctx, agent, dir); err != nil {
+			return i, err
+		}
+	}
+	return len(dead), nil
+}
+
+// remember notes a root that keeps uploads, for the sweep.
+func (h *Handler) remember(agent string) { h.uploadRoots.Store(agent, struct{}{}) }
+
+// Reclaim runs one sweep round: in every root this gateway served a multipart request
+// of since it started, it removes expired uploads and leftover parts (at most
+// reclaimPerRound per bucket). It acts as the node (no principal), through the S3
+// surface. It returns how many uploads it removed.
+func (h *Handler) Reclaim(ctx context.Context) (int, error) {
+	ctx = workbench.WithSurface(ctx, Surface+"/Reclaim")
+	total := 0
+	var first error
+	h.uploadRoots.Range(func(k, _ any) bool {
+		agent := k.(string)
+		view, ws, _, err := h.svc.Reads.ViewAt(ctx, agent, UploadsWorkbench, workbench.At{})
+		if err != nil {
+			if !isNotFound(err) {
+				first = cmp.Or(first, err)
+			}
+			return ctx.Err() == nil
+		}
+		after := ""
+		for {
+			entries, more, err := view.List(ws, "", after, listPage)
+			if err != nil {
+				first = cmp.Or(first, error(workbench.AsError(err)))
+				break
+			}
+			for _, c := range entries {
+				after = c.Name
+				if c.Kind != meta.KindDirectory {
+					continue
+				}
+				n, err := h.reclaimBucket(ctx, agent, c.Name, reclaimPerRound)
+				total += n
+				first = cmp.Or(first, err)
+			}
+			if !more {
+				break
+			}
+		}
+		return ctx.Err() == nil
+	})
+	return total, first
+}
+
+// RunReclaim sweeps every ReclaimInterval until ctx ends.
+func (h *Handler) RunReclaim(ctx context.Context) {
+	every := h.cfg.ReclaimInterval
+	if every <= 0 {
+		every = DefaultReclaimInterval
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := h.Reclaim(ctx); err != nil && ctx.Err() == nil {
+			h.log.Warn("s3: reclaiming expired uploads", "removed", n, "err", err)
+		}
+	}
+}
