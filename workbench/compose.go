@@ -112,26 +112,9 @@ func (s *Writes) Compose(ctx context.Context, req ComposeRequest) (FileResult, e
 	}
 	key = append(key, req.Workbench, req.Path, fmt.Sprint(req.Cond, req.IfGeneration), ct, string(body.digest[:]))
 	h := meta.Header{RequestID: req.RequestID, UploadFence: view.AppliedVersion(), RequestHash: requestHash(key...)}
-	res, err := s.base.proposeRaw(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
+	return s.publishFenced(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
 		Cond: req.Cond, IfGeneration: req.IfGeneration, Size: size, Digest: body.digest, ContentType: ct,
-		Segments: segments, HashState: body.hashState})
-	if err != nil {
-		return FileResult{}, AsError(err)
-	}
-	if res.Err == nil {
-		return s.fileResult(req.Agent, req.Workbench, req.Path, res), nil
-	}
-	werr = AsError(res.Err)
-	switch {
-	case res.Err.Code == meta.CodeBlobDeleting:
-		return FileResult{}, &Error{Code: CodeObjectUnavailable, Retryable: true, Details: map[string]any{},
-			Message: "a part was deleted while the file was composed; compose it again"}
-	case req.Cond == meta.CondIfGeneration && isMissingForGeneration(werr):
-		return FileResult{}, missingForGeneration(req.IfGeneration)
-	case req.Cond != meta.CondNone && werr.Code == CodeConflict:
-		return FileResult{}, PreconditionFailed(werr)
-	}
-	return FileResult{}, werr
+		Segments: segments, HashState: body.hashState}, "a part was deleted while the file was composed; compose it again")
 }
 
 // hashEntry streams e's body through h.

@@ -5,10 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/blobtest"
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard/worker"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
@@ -110,5 +115,58 @@ func TestComposeKeepsItsConditions(t *testing.T) {
 	if _, err := n.Service.Writes.Compose(ctx, workbench.ComposeRequest{Agent: "a", SrcWorkbench: "w", Workbench: "w", Path: "input/taken",
 		Parts: []workbench.ComposePart{{Path: "p/1"}, {Path: "p/2"}}, Cond: meta.CondIfGeneration, IfGeneration: 999}); !errors.As(err, &e) || e.Code != workbench.CodeConflict {
 		t.Fatalf("compose on a stale generation: %v, want Conflict", err)
+	}
+}
+
+// A compose reads its parts from one view and publishes fenced at it: when the collector
+// deletes a part's blob in between (the part was deleted and swept while the compose
+// hashed the others), the publish is refused as ObjectUnavailable, retryable, and nothing
+// points at the deleted blob.
+func TestComposeRacingASweepOfItsPartsPublishesNothing(t *testing.T) {
+	n := newGCNode(t)
+	n.write(t, "p1", "the first part")
+	n.write(t, "p2", "the second part")
+	second := n.key(t, "the second part")
+	reading, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	n.store.Set(func(h *blobtest.Hooks) {
+		h.OnGet = func(k blob.Key) {
+			if k == second {
+				once.Do(func() { close(reading); <-resume })
+			}
+		}
+	})
+	release := sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(release)
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.svc.Writes.Compose(context.Background(), workbench.ComposeRequest{Agent: "a", SrcWorkbench: "w",
+			Parts: []workbench.ComposePart{{Path: "p1"}, {Path: "p2"}}, Workbench: "w", Path: "whole"})
+		done <- err
+	}()
+	select { // the compose read its view and stalls hashing the second part
+	case <-reading:
+	case err := <-done:
+		t.Fatalf("the compose ended before it read its second part: %v", err)
+	}
+	if _, err := n.svc.Writes.Delete(t.Context(), "a", "w", "p1", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	retry.SucceedsSoon(t, "a sweep deletes the first part's blob", func() error {
+		if _, err := n.workers.CollectGarbage(t.Context(), worker.GCOptions{Grace: time.Nanosecond}); err != nil {
+			return err
+		}
+		if n.stored(t, "the first part") {
+			return errors.New("still stored")
+		}
+		return nil
+	})
+	release()
+	var e *workbench.Error
+	if err := <-done; !errors.As(err, &e) || e.Code != workbench.CodeObjectUnavailable || !e.Retryable {
+		t.Fatalf("the compose after its part was collected: %v, want a retryable ObjectUnavailable", err)
+	}
+	if _, err := n.svc.Reads.Open(t.Context(), "a", "w", "whole"); err == nil {
+		t.Fatal("the refused compose published a file")
 	}
 }

@@ -78,23 +78,30 @@ func (s *Writes) Copy(ctx context.Context, req CopyRequest) (FileResult, error) 
 	h := meta.Header{RequestID: req.RequestID, UploadFence: view.AppliedVersion(),
 		RequestHash: requestHash("copy", req.Agent, req.SrcWorkbench, req.SrcPath, strconv.FormatUint(e.Generation, 10),
 			req.Workbench, req.Path, fmt.Sprint(req.Cond, req.IfGeneration), ct, string(e.Digest[:]))}
-	res, err := s.base.proposeRaw(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
+	return s.publishFenced(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
 		Cond: req.Cond, IfGeneration: req.IfGeneration, Size: e.Size, Digest: e.Digest, ContentType: ct,
-		Executable: e.Executable, Segments: e.Segments, HashState: e.HashState})
+		Executable: e.Executable, Segments: e.Segments, HashState: e.HashState}, "the source was deleted while it was copied; read it again")
+}
+
+// publishFenced proposes a put of segments another file references, its header fenced at
+// the view that file was read from: a put the FSM refuses because the collector took
+// those blobs since (BlobDeleting) is ObjectUnavailable, retryable, with gone as its
+// message, and a failed condition is a failed precondition.
+func (s *Writes) publishFenced(ctx context.Context, h meta.Header, put meta.Put, gone string) (FileResult, error) {
+	res, err := s.base.proposeRaw(ctx, h, put)
 	if err != nil {
 		return FileResult{}, AsError(err)
 	}
 	if res.Err == nil {
-		return s.fileResult(req.Agent, req.Workbench, req.Path, res), nil
+		return s.fileResult(put.Agent, put.Workspace, put.Path, res), nil
 	}
 	werr := AsError(res.Err)
 	switch {
 	case res.Err.Code == meta.CodeBlobDeleting:
-		return FileResult{}, &Error{Code: CodeObjectUnavailable, Retryable: true, Details: map[string]any{},
-			Message: "the source was deleted while it was copied; read it again"}
-	case req.Cond == meta.CondIfGeneration && isMissingForGeneration(werr):
-		return FileResult{}, missingForGeneration(req.IfGeneration)
-	case req.Cond != meta.CondNone && werr.Code == CodeConflict:
+		return FileResult{}, &Error{Code: CodeObjectUnavailable, Retryable: true, Details: map[string]any{}, Message: gone}
+	case put.Cond == meta.CondIfGeneration && isMissingForGeneration(werr):
+		return FileResult{}, missingForGeneration(put.IfGeneration)
+	case put.Cond != meta.CondNone && werr.Code == CodeConflict:
 		return FileResult{}, PreconditionFailed(werr)
 	}
 	return FileResult{}, werr

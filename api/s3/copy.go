@@ -40,17 +40,40 @@ func copySource(h string) (bucket, key string, err error) {
 	return bucket, key, nil
 }
 
+// copySourcePath is copySource with the key checked as a Cairn path (objectPath).
+func copySourcePath(h string) (bucket, path string, err error) {
+	bucket, key, err := copySource(h)
+	if err != nil {
+		return "", "", err
+	}
+	if path, err = objectPath(key); err != nil {
+		return "", "", err
+	}
+	return bucket, path, nil
+}
+
+// openCopySource opens the copy source bucket/path of the key's root and checks the
+// source conditions (x-amz-copy-source-if-*) on the revision read.
+func (h *Handler) openCopySource(r *request, bucket, path string) (*workbench.File, error) {
+	srcReq := *r
+	srcReq.bucket = bucket
+	src, err := h.svc.Reads.Open(r.Context(), r.agent, bucket, path)
+	if err != nil {
+		return nil, h.objectError(&srcReq, err)
+	}
+	if conditions(r.Header, "X-Amz-Copy-Source-", etagOf(src.Info.Digest), time.UnixMilli(src.Info.ModifiedAtMs).UTC().Truncate(time.Second)) != 0 {
+		return nil, preconditionFailed()
+	}
+	return src, nil
+}
+
 // copyObject copies an object of the key's root without moving a byte
 // (workbench.Writes.Copy: the copy references the source's segments). The source
 // conditions (x-amz-copy-source-if-*) are checked on the revision read, and the copy is
 // of exactly that revision; the target's (If-None-Match: *, If-Match) are the write's
 // compare-and-swap. x-amz-metadata-directive REPLACE takes the Content-Type of the request.
 func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
-	srcBucket, srcKey, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
-	if err != nil {
-		return err
-	}
-	srcPath, err := objectPath(srcKey)
+	srcBucket, srcPath, err := copySourcePath(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
 		return err
 	}
@@ -68,14 +91,9 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 	if srcBucket == r.bucket && srcPath == path && directive != "REPLACE" {
 		return errorf(CodeInvalidRequest, "this copy request is illegal because it is trying to copy an object to itself without changing the object's metadata")
 	}
-	srcReq := *r
-	srcReq.bucket = srcBucket
-	src, err := h.svc.Reads.Open(r.Context(), r.agent, srcBucket, srcPath)
+	src, err := h.openCopySource(r, srcBucket, srcPath)
 	if err != nil {
-		return h.objectError(&srcReq, err)
-	}
-	if conditions(r.Header, "X-Amz-Copy-Source-", etagOf(src.Info.Digest), time.UnixMilli(src.Info.ModifiedAtMs).UTC().Truncate(time.Second)) != 0 {
-		return preconditionFailed()
+		return err
 	}
 	req := workbench.CopyRequest{Agent: r.agent, SrcWorkbench: srcBucket, SrcPath: srcPath, IfSrcGeneration: src.Info.Generation,
 		Workbench: r.bucket, Path: path}

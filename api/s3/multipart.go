@@ -323,22 +323,13 @@ func (h *Handler) uploadPart(w http.ResponseWriter, r *request) error {
 // through the write path, where its segments dedupe against the source's wherever the
 // chunker cuts alike.
 func (h *Handler) copyPart(w http.ResponseWriter, r *request, path string) error {
-	srcBucket, srcKey, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
+	srcBucket, srcPath, err := copySourcePath(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
 		return err
 	}
-	srcPath, err := objectPath(srcKey)
+	src, err := h.openCopySource(r, srcBucket, srcPath)
 	if err != nil {
 		return err
-	}
-	srcReq := *r
-	srcReq.bucket = srcBucket
-	src, err := h.svc.Reads.Open(r.Context(), r.agent, srcBucket, srcPath)
-	if err != nil {
-		return h.objectError(&srcReq, err)
-	}
-	if conditions(r.Header, "X-Amz-Copy-Source-", etagOf(src.Info.Digest), time.UnixMilli(src.Info.ModifiedAtMs).UTC().Truncate(time.Second)) != 0 {
-		return preconditionFailed()
 	}
 	var res workbench.FileResult
 	if rng := r.Header.Get("X-Amz-Copy-Source-Range"); rng != "" {
@@ -351,7 +342,7 @@ func (h *Handler) copyPart(w http.ResponseWriter, r *request, path string) error
 		}
 		rc, err := src.Reader(r.Context(), offset, length)
 		if err != nil {
-			return h.objectError(&srcReq, err)
+			return fromWorkbench(err, CodeNoSuchKey)
 		}
 		defer rc.Close()
 		res, err = h.svc.Writes.Write(r.Context(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench, Path: path,

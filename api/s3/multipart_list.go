@@ -108,23 +108,20 @@ func (h *Handler) listParts(w http.ResponseWriter, r *request) error {
 }
 
 type listUploadsResult struct {
-	XMLName            xml.Name     `xml:"ListMultipartUploadsResult"`
-	Xmlns              string       `xml:"xmlns,attr"`
-	Bucket             string       `xml:"Bucket"`
-	KeyMarker          string       `xml:"KeyMarker"`
-	UploadIDMarker     string       `xml:"UploadIdMarker"`
-	NextKeyMarker      string       `xml:"NextKeyMarker"`
-	NextUploadIDMarker string       `xml:"NextUploadIdMarker"`
-	Prefix             string       `xml:"Prefix"`
-	Delimiter          string       `xml:"Delimiter,omitempty"`
-	MaxUploads         int          `xml:"MaxUploads"`
-	IsTruncated        bool         `xml:"IsTruncated"`
-	Uploads            []uploadInfo `xml:"Upload"`
-	CommonPrefixes     []prefix     `xml:"CommonPrefixes"`
-}
-
-type prefix struct {
-	Prefix string `xml:"Prefix"`
+	XMLName            xml.Name       `xml:"ListMultipartUploadsResult"`
+	Xmlns              string         `xml:"xmlns,attr"`
+	Bucket             string         `xml:"Bucket"`
+	KeyMarker          string         `xml:"KeyMarker"`
+	UploadIDMarker     string         `xml:"UploadIdMarker"`
+	NextKeyMarker      string         `xml:"NextKeyMarker"`
+	NextUploadIDMarker string         `xml:"NextUploadIdMarker"`
+	Prefix             string         `xml:"Prefix"`
+	Delimiter          string         `xml:"Delimiter,omitempty"`
+	EncodingType       string         `xml:"EncodingType,omitempty"`
+	MaxUploads         int            `xml:"MaxUploads"`
+	IsTruncated        bool           `xml:"IsTruncated"`
+	Uploads            []uploadInfo   `xml:"Upload"`
+	CommonPrefixes     []listedPrefix `xml:"CommonPrefixes"`
 }
 
 type uploadInfo struct {
@@ -173,7 +170,7 @@ func (h *Handler) listUploads(w http.ResponseWriter, r *request) error {
 		return s
 	}
 	out := listUploadsResult{Xmlns: xmlns, Bucket: r.bucket, KeyMarker: enc(keyMarker), UploadIDMarker: idMarker, Prefix: enc(pfx),
-		Delimiter: enc(delim), MaxUploads: limit, Uploads: []uploadInfo{}}
+		Delimiter: enc(delim), EncodingType: q.Get("encoding-type"), MaxUploads: limit, Uploads: []uploadInfo{}}
 	who := owner{ID: r.agent, DisplayName: r.agent}
 	var lastPrefix string
 	emit := func(key, id string) bool {
@@ -213,7 +210,7 @@ func (h *Handler) listUploads(w http.ResponseWriter, r *request) error {
 					break
 				}
 				lastPrefix = cp
-				out.CommonPrefixes = append(out.CommonPrefixes, prefix{enc(cp)})
+				out.CommonPrefixes = append(out.CommonPrefixes, listedPrefix{enc(cp)})
 				continue
 			}
 		}

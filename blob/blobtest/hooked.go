@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ type Hooks struct {
 	ListGate   chan struct{}  // when set, every List first waits for a value from it (or ctx's end)
 	OnPut      func(blob.Key) // called after a Put returns successfully
 	OnDelete   func(blob.Key) // called before a Delete (one FailDelete refuses is not)
+	OnGet      func(blob.Key) // called before a Get
 }
 
 // Hooked is a real blob.Store whose calls a test can fail, hold or interleave with: the
@@ -52,6 +54,14 @@ func (h *Hooked) Put(ctx context.Context, key blob.Key, data blob.Hashed) (blob.
 		onPut(key)
 	}
 	return res, err
+}
+
+// Get calls OnGet, then reads the real store.
+func (h *Hooked) Get(ctx context.Context, key blob.Key, offset, length int64) (io.ReadCloser, error) {
+	if onGet := h.current().OnGet; onGet != nil {
+		onGet(key)
+	}
+	return h.Store.Get(ctx, key, offset, length)
 }
 
 // List fails under FailList and waits for ListGate, then lists the real store.
