@@ -2,11 +2,13 @@ package s3
 
 import (
 	"encoding/xml"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -41,7 +43,8 @@ func copySource(h string) (bucket, key string, err error) {
 // (workbench.Writes.Copy: the copy references the source's segments). The source
 // conditions (x-amz-copy-source-if-*) are checked on the revision read, and the copy is
 // of exactly that revision; the target's (If-None-Match: *, If-Match) are the write's
-// compare-and-swap. x-amz-metadata-directive REPLACE takes the Content-Type of the request.
+// compare-and-swap. The copy keeps the source's metadata; x-amz-metadata-directive
+// REPLACE gives it the request's Content-Type and x-amz-meta-* instead.
 func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 	srcBucket, srcKey, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
@@ -71,13 +74,26 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return h.objectError(&srcReq, err)
 	}
-	if conditions(r.Header, "X-Amz-Copy-Source-", etagOf(src.Info.Digest), time.UnixMilli(src.Info.ModifiedAtMs).UTC().Truncate(time.Second)) != 0 {
+	if conditions(r.Header, "X-Amz-Copy-Source-", objectETag(src.Info.Digest, src.Info.Fields), time.UnixMilli(src.Info.ModifiedAtMs).UTC().Truncate(time.Second)) != 0 {
 		return preconditionFailed()
 	}
 	req := workbench.CopyRequest{Agent: r.agent, SrcWorkbench: srcBucket, SrcPath: srcPath, IfSrcGeneration: src.Info.Generation,
 		Workbench: r.bucket, Path: path}
+	fields := src.Info.Fields
 	if directive == "REPLACE" {
 		req.ContentType = r.Header.Get("Content-Type")
+		if fields, err = metadataFields(r.Header); err != nil {
+			return err
+		}
+		// What the gateway knows of the bytes stays true of the copy's same bytes.
+		if v, ok := src.Info.Fields[fieldContentMD5]; ok {
+			fields = maps.Clone(fields)
+			if fields == nil {
+				fields = map[string]meta.FieldValue{}
+			}
+			fields[fieldContentMD5] = v
+		}
+		req.ReplaceFields, req.Fields = true, fields
 	}
 	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {
 		return err
@@ -89,5 +105,5 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 		}
 		return h.objectError(r, err)
 	}
-	return writeXML(w, copyObjectResult{Xmlns: xmlns, ETag: etagOf(res.Digest), LastModified: iso8601(time.Now().UnixMilli())})
+	return writeXML(w, copyObjectResult{Xmlns: xmlns, ETag: objectETag(res.Digest, fields), LastModified: iso8601(time.Now().UnixMilli())})
 }

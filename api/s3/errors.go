@@ -35,6 +35,7 @@ const (
 	CodeInvalidRange                      Code = "InvalidRange"
 	CodeKeyTooLong                        Code = "KeyTooLongError"
 	CodeMalformedXML                      Code = "MalformedXML"
+	CodeMetadataTooLarge                  Code = "MetadataTooLarge"
 	CodeMissingContentLength              Code = "MissingContentLength"
 	CodeMethodNotAllowed                  Code = "MethodNotAllowed"
 	CodeNoSuchBucket                      Code = "NoSuchBucket"
@@ -68,6 +69,7 @@ var statusOf = map[Code]int{
 	CodeInvalidRange:                      http.StatusRequestedRangeNotSatisfiable,
 	CodeKeyTooLong:                        http.StatusBadRequest,
 	CodeMalformedXML:                      http.StatusBadRequest,
+	CodeMetadataTooLarge:                  http.StatusBadRequest,
 	CodeMissingContentLength:              http.StatusLengthRequired,
 	CodeMethodNotAllowed:                  http.StatusMethodNotAllowed,
 	CodeNoSuchBucket:                      http.StatusNotFound,

@@ -72,10 +72,17 @@ func gateway(t *testing.T) (*httptest.Server, func(key string) *awss3.Client) {
 // gatewayOn is gateway over the blob store bs.
 func gatewayOn(t *testing.T, bs blob.Store) (*httptest.Server, func(key string) *awss3.Client) {
 	t.Helper()
+	_, srv, client := gatewayNode(t, bs)
+	return srv, client
+}
+
+// gatewayNode is gatewayOn that also returns the service the gateway serves.
+func gatewayNode(t *testing.T, bs blob.Store) (*workbench.Service, *httptest.Server, func(key string) *awss3.Client) {
+	t.Helper()
 	n := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 64}, bs)
 	srv := httptest.NewTLSServer(NewHandler(n.Service, gatewayKeys, Config{}))
 	t.Cleanup(srv.Close)
-	return srv, func(key string) *awss3.Client {
+	return n.Service, srv, func(key string) *awss3.Client {
 		return awss3.New(awss3.Options{
 			Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true, HTTPClient: srv.Client(),
 			Credentials: credentials.NewStaticCredentialsProvider(key, gatewayKeys[key].secret, ""), RetryMaxAttempts: 1,

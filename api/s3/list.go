@@ -228,7 +228,7 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error 
 	out.IsTruncated = l.truncated
 	for _, o := range l.contents {
 		out.Contents = append(out.Contents, listedObject{Key: encodeKey(o.key, enc), LastModified: iso8601(o.e.ModifiedAtMs),
-			ETag: etagOf(o.e.Digest), Size: o.e.Size, StorageClass: "STANDARD"})
+			ETag: objectETag(o.e.Digest, o.e.Fields), Size: o.e.Size, StorageClass: "STANDARD"})
 	}
 	for _, pre := range l.prefixes {
 		out.CommonPrefixes = append(out.CommonPrefixes, listedPrefix{Prefix: encodeKey(pre, enc)})

@@ -1,7 +1,6 @@
 package s3
 
 import (
-	"encoding/hex"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -13,11 +12,6 @@ import (
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 )
-
-// An object's ETag is the hex SHA-256 of its bytes, quoted: a strong validator of the
-// content that no client mistakes for an MD5 (it is 64 digits, not 32), so tools that
-// compare an ETag with a local MD5 (rclone, s3cmd) do not report false mismatches.
-func etagOf(d meta.Digest) string { return `"` + hex.EncodeToString(d[:]) + `"` }
 
 // path checks an object key as a Cairn path: KeyTooLongError past meta.MaxPathBytes,
 // InvalidArgument for anything else Cairn cannot store (docs/workbench.md, common rules).
@@ -56,7 +50,11 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 	if err := checkWriteHeaders(r.Header); err != nil {
 		return err
 	}
-	req := workbench.WriteRequest{Agent: r.agent, Workbench: r.bucket, Path: path, ContentType: r.Header.Get("Content-Type")}
+	fields, err := metadataFields(r.Header)
+	if err != nil {
+		return err
+	}
+	req := workbench.WriteRequest{Agent: r.agent, Workbench: r.bucket, Path: path, ContentType: r.Header.Get("Content-Type"), Fields: fields}
 	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {
 		return err
 	}
@@ -65,6 +63,11 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	req.Body, req.SizeHint = body, size
+	var stored map[string]meta.FieldValue
+	req.BodyFields = func(digest meta.Digest) map[string]meta.FieldValue {
+		stored = contentMD5Field(body, digest)
+		return stored
+	}
 	res, err := h.svc.Writes.Write(r.Context(), req)
 	if err != nil {
 		if berr := body.Err(); berr != nil {
@@ -75,7 +78,7 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 		}
 		return h.objectError(r, err)
 	}
-	w.Header().Set("ETag", etagOf(res.Digest))
+	w.Header().Set("ETag", objectETag(res.Digest, stored))
 	if name, value, ok := body.Checksum(); ok {
 		w.Header().Set(checksumHeaderPrefix+name, value)
 	}
@@ -102,7 +105,7 @@ func (h *Handler) writeCondition(r *request, path string) (meta.Condition, uint6
 			}
 			return 0, 0, preconditionFailed()
 		}
-		if !etagMatches(im, etagOf(f.Info.Digest)) {
+		if !etagMatches(im, objectETag(f.Info.Digest, f.Info.Fields)) {
 			return 0, 0, preconditionFailed()
 		}
 		return meta.CondIfGeneration, f.Info.Generation, nil
@@ -157,7 +160,7 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	if err != nil {
 		return h.objectError(r, err)
 	}
-	etag := etagOf(f.Info.Digest)
+	etag := objectETag(f.Info.Digest, f.Info.Fields)
 	modified := time.UnixMilli(f.Info.ModifiedAtMs).UTC().Truncate(time.Second)
 	hdr := w.Header()
 	hdr.Set("ETag", etag)
@@ -169,6 +172,7 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	}
 	hdr.Set("Content-Type", contentType)
 	hdr.Set("X-Content-Type-Options", "nosniff")
+	setMetadata(hdr, f.Info.Fields)
 	applyOverrides(hdr, r.Request)
 	if status := conditions(r.Header, "", etag, modified); status != 0 {
 		if status == http.StatusPreconditionFailed {
@@ -300,7 +304,7 @@ func (h *Handler) deleteKey(r *request, path, ifMatch string) error {
 			}
 			return preconditionFailed()
 		}
-		if !etagMatches(ifMatch, etagOf(f.Info.Digest)) {
+		if !etagMatches(ifMatch, objectETag(f.Info.Digest, f.Info.Fields)) {
 			return preconditionFailed()
 		}
 		gen = f.Info.Generation
