@@ -3,8 +3,10 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +31,13 @@ const s3ToolTimeout = 5 * time.Minute
 // root "a" offline on its data directory.
 func s3Gateway(t *testing.T) (endpoint string, key framework.Key) {
 	t.Helper()
+	_, endpoint, key = s3GatewayNode(t)
+	return endpoint, key
+}
+
+// s3GatewayNode is s3Gateway that also returns the node's process.
+func s3GatewayNode(t *testing.T) (node *framework.Process, endpoint string, key framework.Key) {
+	t.Helper()
 	dir := t.TempDir()
 	key = framework.CreateKey(t, cairnRaceBin, nil, "s3", "--data-dir", dir, "--agent", "a",
 		"--scope", "workspace:read,workspace:write", "--s3")
@@ -36,8 +45,8 @@ func s3Gateway(t *testing.T) (endpoint string, key framework.Key) {
 		t.Fatalf("the S3 credential of the key: %q, %d-character secret", key.S3AccessKeyID, len(key.S3SecretAccessKey))
 	}
 	addr := freeport.Addr(t)
-	framework.StartProcess(t, cairnBin, dir, "--s3-listen", addr)
-	return "http://" + addr, key
+	node = framework.StartProcess(t, cairnBin, dir, "--s3-listen", addr)
+	return node, "http://" + addr, key
 }
 
 // goTree is a real tree to round-trip: a directory of the Go standard library's source.
@@ -298,4 +307,67 @@ print("ok")
 			t.Fatalf("read back %d bytes of %d", len(b), len(body))
 		}
 	})
+}
+
+// TestS3GatewayCopiesAGibibyteWithoutWritingABlob: a CopyObject of a 1 GiB object stores
+// no blob (the node's blob put counters do not move) and the copy reads back the same
+// bytes, with the source's ETag.
+func TestS3GatewayCopiesAGibibyteWithoutWritingABlob(t *testing.T) {
+	node, endpoint, key := s3GatewayNode(t)
+	size := int64(1 << 30)
+	if testing.Short() {
+		size = 64 << 20
+	}
+	src := filepath.Join(t.TempDir(), "ckpt.bin")
+	f, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(f, want), io.LimitReader(rand.NewChaCha8([32]byte{7}), size)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := awss3.New(awss3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(key.S3AccessKeyID, key.S3SecretAccessKey, "")})
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("big")}); err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	put, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("big"), Key: aws.String("outputs/ckpt.bin"), Body: body})
+	if err != nil {
+		t.Fatalf("PutObject of %d bytes: %v", size, err)
+	}
+	objects, bytesPut := metricValue(t, node, "cairn_blob_put_objects_total"), metricValue(t, node, "cairn_blob_put_bytes_total")
+	if objects == 0 || bytesPut < float64(size) {
+		t.Fatalf("after a %d-byte PUT the node counts %v blob puts of %v bytes: the counters prove nothing", size, objects, bytesPut)
+	}
+	cp, err := c.CopyObject(ctx, &awss3.CopyObjectInput{Bucket: aws.String("big"), Key: aws.String("outputs/ckpt-copy.bin"),
+		CopySource: aws.String("big/outputs/ckpt.bin")})
+	if err != nil {
+		t.Fatalf("CopyObject: %v", err)
+	}
+	if got, want := aws.ToString(cp.CopyObjectResult.ETag), aws.ToString(put.ETag); got != want {
+		t.Fatalf("the copy's ETag %s, the source's %s", got, want)
+	}
+	if o, b := metricValue(t, node, "cairn_blob_put_objects_total"), metricValue(t, node, "cairn_blob_put_bytes_total"); o != objects || b != bytesPut {
+		t.Fatalf("CopyObject stored blobs: put objects %v -> %v, bytes %v -> %v", objects, o, bytesPut, b)
+	}
+	got, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("big"), Key: aws.String("outputs/ckpt-copy.bin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, got.Body)
+	if err != nil || n != size || !bytes.Equal(h.Sum(nil), want.Sum(nil)) {
+		t.Fatalf("the copy read back %d bytes of %d (%v), same digest: %v", n, size, err, bytes.Equal(h.Sum(nil), want.Sum(nil)))
+	}
 }
