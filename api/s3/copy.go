@@ -2,7 +2,6 @@ package s3
 
 import (
 	"encoding/xml"
-	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -86,12 +85,13 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 			return err
 		}
 		// What the gateway knows of the bytes stays true of the copy's same bytes.
-		if v, ok := src.Info.Fields[fieldContentMD5]; ok {
-			fields = maps.Clone(fields)
-			if fields == nil {
-				fields = map[string]meta.FieldValue{}
+		for name, v := range src.Info.Fields {
+			if strings.HasPrefix(name, gatewayFieldPrefix) {
+				if fields == nil {
+					fields = map[string]meta.FieldValue{}
+				}
+				fields[name] = v
 			}
-			fields[fieldContentMD5] = v
 		}
 		req.ReplaceFields, req.Fields = true, fields
 	}

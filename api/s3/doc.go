@@ -43,10 +43,11 @@
 //     so a caller that commits only at io.EOF (Cairn's write path publishes a file only
 //     after its body ended) never commits unverified bytes.
 //   - An object's metadata is its file's fields (metadata.go), and its ETag a function of
-//     the revision alone: the MD5 a PUT's Content-MD5 promised and its body matched
-//     (recorded bound to the body's SHA-256, so it never outlives those bytes), else
-//     "sha256-" and the hex SHA-256. No byte is hashed for an ETag the client did not ask
-//     to check.
+//     the revision alone: the MD5 a PUT's Content-MD5 promised and its body matched, else
+//     "sha256-" and the hex SHA-256. What the gateway checked of a body (that MD5, the
+//     flexible checksum answered on read) is recorded bound to the body's SHA-256, so it
+//     never outlives those bytes. No byte is hashed for a digest the client did not send
+//     or name.
 //   - Memory per request is bounded: a chunk header or trailer line is at most
 //     maxChunkLine bytes, a trailer at most maxTrailerLines lines; chunk data streams.
 //   - Every error is an *Error with an S3 code (WriteError answers it as S3's XML); no

@@ -26,6 +26,12 @@ const (
 	// bound to the body it describes: "<md5 hex>:<sha256 hex>". It is the object's ETag
 	// while the revision's digest is that SHA-256 (objectETag).
 	fieldContentMD5 = gatewayFieldPrefix + "content-md5"
+	// fieldChecksumPrefix and an algorithm's name ("crc32", …) record the flexible
+	// checksum of a PUT's body, "<base64>:<sha256 hex>", answered on a whole GET or HEAD
+	// that asks for checksums.
+	fieldChecksumPrefix = gatewayFieldPrefix + "checksum-"
+	// gatewayFields is the most fields the gateway records of one body.
+	gatewayFields = 2
 	// maxMetadataBytes is S3's bound on an object's user-defined metadata: the names
 	// (without x-amz-meta-) and values of all of it, in bytes.
 	maxMetadataBytes = 2048
@@ -62,9 +68,9 @@ func metadataFields(h http.Header) (map[string]meta.FieldValue, error) {
 		}
 		fields[name] = meta.FieldValue{Kind: meta.FieldString, Str: value}
 	}
-	if len(fields) >= meta.MaxFieldsPerFile {
-		return nil, errorf(CodeInvalidArgument, "at most %d x-amz-meta-* headers: an object has at most %d fields, one kept by the gateway",
-			meta.MaxFieldsPerFile-1, meta.MaxFieldsPerFile)
+	if len(fields) > meta.MaxFieldsPerFile-gatewayFields {
+		return nil, errorf(CodeInvalidArgument, "at most %d x-amz-meta-* headers: an object has at most %d fields, %d kept by the gateway",
+			meta.MaxFieldsPerFile-gatewayFields, meta.MaxFieldsPerFile, gatewayFields)
 	}
 	return fields, nil
 }
@@ -85,14 +91,52 @@ func setMetadata(h http.Header, fields map[string]meta.FieldValue) {
 	}
 }
 
-// contentMD5Field returns the field that records a verified Content-MD5 of the body whose
-// SHA-256 is digest; nil when the body had none (body.ContentMD5).
-func contentMD5Field(body *Body, digest meta.Digest) map[string]meta.FieldValue {
-	sum, ok := body.ContentMD5()
-	if !ok {
-		return nil
+// bodyFields returns the fields that record what the gateway checked of the body whose
+// SHA-256 is digest, each bound to it ("<value>:<sha256 hex>"): the MD5 a Content-MD5
+// promised (fieldContentMD5), and the flexible checksum the request sent or named
+// (fieldChecksumPrefix + its name, base64 as S3 answers it). nil when there is neither.
+func bodyFields(body *Body, digest meta.Digest) map[string]meta.FieldValue {
+	bound := ":" + hex.EncodeToString(digest[:])
+	var fields map[string]meta.FieldValue
+	add := func(name, value string) {
+		if fields == nil {
+			fields = map[string]meta.FieldValue{}
+		}
+		fields[name] = meta.FieldValue{Kind: meta.FieldString, Str: value + bound}
 	}
-	return map[string]meta.FieldValue{fieldContentMD5: {Kind: meta.FieldString, Str: hex.EncodeToString(sum) + ":" + hex.EncodeToString(digest[:])}}
+	if sum, ok := body.ContentMD5(); ok {
+		add(fieldContentMD5, hex.EncodeToString(sum))
+	}
+	if name, value, ok := body.Checksum(); ok {
+		add(fieldChecksumPrefix+name, value)
+	}
+	return fields
+}
+
+// boundField returns the value of a field bodyFields recorded, when it describes the
+// body whose SHA-256 is digest.
+func boundField(fields map[string]meta.FieldValue, name string, digest meta.Digest) (string, bool) {
+	v, ok := fields[name]
+	if !ok || v.Kind != meta.FieldString {
+		return "", false
+	}
+	value, sha, ok := strings.Cut(v.Str, ":")
+	if !ok || sha != hex.EncodeToString(digest[:]) {
+		return "", false
+	}
+	return value, true
+}
+
+// setChecksum answers the flexible checksum recorded for the revision's whole body, as
+// a GET or HEAD with x-amz-checksum-mode: ENABLED asks.
+func setChecksum(h http.Header, digest meta.Digest, fields map[string]meta.FieldValue) {
+	for name := range checksumAlgorithms {
+		if v, ok := boundField(fields, fieldChecksumPrefix+name, digest); ok {
+			h.Set(checksumHeaderPrefix+name, v)
+			h.Set("X-Amz-Checksum-Type", "FULL_OBJECT")
+			return
+		}
+	}
 }
 
 // objectETag is a revision's ETag, quoted. When a PUT's Content-MD5 was checked against
@@ -101,11 +145,8 @@ func contentMD5Field(body *Body, digest meta.Digest) map[string]meta.FieldValue 
 // gateway has without hashing any byte twice, whose "-" tells the tools that compare an
 // ETag with a local MD5 (s3cmd, rclone) that it is none, as they read a multipart ETag.
 func objectETag(digest meta.Digest, fields map[string]meta.FieldValue) string {
-	sha := hex.EncodeToString(digest[:])
-	if v, ok := fields[fieldContentMD5]; ok && v.Kind == meta.FieldString {
-		if md5hex, bound, ok := strings.Cut(v.Str, ":"); ok && bound == sha && len(md5hex) == 32 {
-			return `"` + md5hex + `"`
-		}
+	if md5hex, ok := boundField(fields, fieldContentMD5, digest); ok && len(md5hex) == 32 {
+		return `"` + md5hex + `"`
 	}
-	return `"sha256-` + sha + `"`
+	return `"sha256-` + hex.EncodeToString(digest[:]) + `"`
 }

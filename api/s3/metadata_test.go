@@ -192,3 +192,60 @@ func TestETagIsTheCheckedMD5OrTheSHA256(t *testing.T) {
 		t.Fatalf("If-Match with the replaced object's MD5 ETag: %v, want PreconditionFailed", err)
 	}
 }
+
+// TestChecksumsAreAnsweredOnRead: the flexible checksum a PUT sent is answered on a whole
+// GET or HEAD that asks for it (the SDK checks the bytes against it), of a copy too, and
+// not on a range or for a body sent without one.
+func TestChecksumsAreAnsweredOnRead(t *testing.T) {
+	_, client := gateway(t)
+	c := client("AGENTA")
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("sums")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, alg := range []types.ChecksumAlgorithm{types.ChecksumAlgorithmCrc32c, types.ChecksumAlgorithmSha256} {
+		key := "outputs/" + strings.ToLower(string(alg))
+		out, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("sums"), Key: aws.String(key),
+			Body: strings.NewReader("checked with " + string(alg)), ChecksumAlgorithm: alg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := aws.ToString(out.ChecksumCRC32C) + aws.ToString(out.ChecksumSHA256)
+		if sent == "" {
+			t.Fatalf("%s: the PUT answered no checksum", alg)
+		}
+		if _, err := c.CopyObject(ctx, &awss3.CopyObjectInput{Bucket: aws.String("sums"), Key: aws.String(key + "-copy"),
+			CopySource: aws.String("sums/" + key)}); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{key, key + "-copy"} {
+			get, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("sums"), Key: aws.String(k), ChecksumMode: types.ChecksumModeEnabled})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadAll(get.Body); err != nil {
+				t.Fatalf("%s: reading with the checksum checked: %v", k, err)
+			}
+			get.Body.Close()
+			if got := aws.ToString(get.ChecksumCRC32C) + aws.ToString(get.ChecksumSHA256); got != sent {
+				t.Fatalf("%s: GET answered checksum %q, the PUT %q", k, got, sent)
+			}
+			head, err := c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("sums"), Key: aws.String(k), ChecksumMode: types.ChecksumModeEnabled})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := aws.ToString(head.ChecksumCRC32C) + aws.ToString(head.ChecksumSHA256); got != sent {
+				t.Fatalf("%s: HEAD answered checksum %q, the PUT %q", k, got, sent)
+			}
+		}
+		ranged, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("sums"), Key: aws.String(key), Range: aws.String("bytes=0-3"),
+			ChecksumMode: types.ChecksumModeEnabled})
+		if err != nil {
+			t.Fatalf("a ranged GET asking for checksums: %v", err)
+		}
+		ranged.Body.Close()
+		if got := aws.ToString(ranged.ChecksumCRC32C) + aws.ToString(ranged.ChecksumSHA256); got != "" {
+			t.Fatalf("a ranged GET answered the whole object's checksum %q", got)
+		}
+	}
+}

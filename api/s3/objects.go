@@ -65,7 +65,7 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 	req.Body, req.SizeHint = body, size
 	var stored map[string]meta.FieldValue
 	req.BodyFields = func(digest meta.Digest) map[string]meta.FieldValue {
-		stored = contentMD5Field(body, digest)
+		stored = bodyFields(body, digest)
 		return stored
 	}
 	res, err := h.svc.Writes.Write(r.Context(), req)
@@ -173,6 +173,9 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	hdr.Set("Content-Type", contentType)
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	setMetadata(hdr, f.Info.Fields)
+	if strings.EqualFold(r.Header.Get("X-Amz-Checksum-Mode"), "ENABLED") && r.Header.Get("Range") == "" {
+		setChecksum(hdr, f.Info.Digest, f.Info.Fields)
+	}
 	applyOverrides(hdr, r.Request)
 	if status := conditions(r.Header, "", etag, modified); status != 0 {
 		if status == http.StatusPreconditionFailed {
