@@ -167,15 +167,3 @@ func (h *Handler) bucketLocation(w http.ResponseWriter, r *request) error {
 		Value   string   `xml:",chardata"`
 	}{Xmlns: xmlns, Value: loc})
 }
-
-// bucketVersioning answers that versioning was never enabled: the gateway does not serve
-// object versions yet.
-func (h *Handler) bucketVersioning(w http.ResponseWriter, r *request) error {
-	if _, _, err := h.workspace(r); err != nil {
-		return err
-	}
-	return writeXML(w, struct {
-		XMLName xml.Name `xml:"VersioningConfiguration"`
-		Xmlns   string   `xml:"xmlns,attr"`
-	}{Xmlns: xmlns})
-}

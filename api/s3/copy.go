@@ -105,5 +105,7 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 		}
 		return h.objectError(r, err)
 	}
+	w.Header().Set(versionHeader, versionID(r.bucket, path, res.Generation))
+	w.Header().Set(copySourceVersionHeader, versionID(srcBucket, srcPath, src.Info.Generation))
 	return writeXML(w, copyObjectResult{Xmlns: xmlns, ETag: objectETag(res.Digest, fields), LastModified: iso8601(time.Now().UnixMilli())})
 }

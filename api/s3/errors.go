@@ -40,6 +40,7 @@ const (
 	CodeMethodNotAllowed                  Code = "MethodNotAllowed"
 	CodeNoSuchBucket                      Code = "NoSuchBucket"
 	CodeNoSuchKey                         Code = "NoSuchKey"
+	CodeNoSuchVersion                     Code = "NoSuchVersion"
 	CodeNotImplemented                    Code = "NotImplemented"
 	CodePreconditionFailed                Code = "PreconditionFailed"
 	CodeQuotaExceeded                     Code = "QuotaExceeded"
@@ -74,6 +75,7 @@ var statusOf = map[Code]int{
 	CodeMethodNotAllowed:                  http.StatusMethodNotAllowed,
 	CodeNoSuchBucket:                      http.StatusNotFound,
 	CodeNoSuchKey:                         http.StatusNotFound,
+	CodeNoSuchVersion:                     http.StatusNotFound,
 	CodeNotImplemented:                    http.StatusNotImplemented,
 	CodePreconditionFailed:                http.StatusPreconditionFailed,
 	CodeQuotaExceeded:                     http.StatusForbidden,

@@ -176,7 +176,7 @@ func splitPath(r *http.Request) (bucket, key string, err error) {
 var unsupported = []string{"acl", "analytics", "attributes", "cors", "encryption", "inventory", "legal-hold",
 	"lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls", "policy",
 	"policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
-	"tagging", "torrent", "uploadId", "uploads", "versionId", "versions", "website", "partNumber"}
+	"tagging", "torrent", "uploadId", "uploads", "website", "partNumber"}
 
 // route dispatches an authenticated request.
 func (h *Handler) route(w http.ResponseWriter, r *request) error {
@@ -201,6 +201,12 @@ func (h *Handler) route(w http.ResponseWriter, r *request) error {
 			return h.bucketLocation(w, r.op("GetBucketLocation"))
 		case r.Method == http.MethodGet && q.Has("versioning"):
 			return h.bucketVersioning(w, r.op("GetBucketVersioning"))
+		case r.Method == http.MethodPut && q.Has("versioning"):
+			return h.putBucketVersioning(w, r.op("PutBucketVersioning"))
+		case r.Method == http.MethodGet && q.Has("versions"):
+			return h.listObjectVersions(w, r.op("ListObjectVersions"))
+		case q.Has("versioning") || q.Has("versions"):
+			return errorf(CodeMethodNotAllowed, "the bucket's versions do not take %s", r.Method)
 		case r.Method == http.MethodGet && q.Get("list-type") == "2":
 			return h.listObjects(w, r.op("ListObjectsV2"), true)
 		case r.Method == http.MethodGet:
@@ -215,6 +221,9 @@ func (h *Handler) route(w http.ResponseWriter, r *request) error {
 			return h.deleteObjects(w, r.op("DeleteObjects"))
 		}
 		return errorf(CodeMethodNotAllowed, "the bucket resource does not take %s here", r.Method)
+	}
+	if q.Has("versionId") && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return versionWriteRefused(r.Method)
 	}
 	switch r.Method {
 	case http.MethodGet:

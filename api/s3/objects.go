@@ -79,6 +79,7 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 		return h.objectError(r, err)
 	}
 	w.Header().Set("ETag", objectETag(res.Digest, stored))
+	w.Header().Set(versionHeader, versionID(r.bucket, path, res.Generation))
 	if name, value, ok := body.Checksum(); ok {
 		w.Header().Set(checksumHeaderPrefix+name, value)
 	}
@@ -156,9 +157,9 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	if err := checkReadHeaders(r.Header); err != nil {
 		return err
 	}
-	f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
+	f, err := h.openVersion(w, r, path) // versions.go
 	if err != nil {
-		return h.objectError(r, err)
+		return err
 	}
 	etag := objectETag(f.Info.Digest, f.Info.Fields)
 	modified := time.UnixMilli(f.Info.ModifiedAtMs).UTC().Truncate(time.Second)
@@ -287,8 +288,13 @@ func (h *Handler) deleteObject(w http.ResponseWriter, r *request) error {
 			return errorf(CodeNotImplemented, "%s is not implemented by this gateway", strings.ToLower(name))
 		}
 	}
-	if err := h.deleteKey(r, path, r.Header.Get("If-Match")); err != nil {
+	marker, err := h.deleteKey(r, path, r.Header.Get("If-Match"))
+	if err != nil {
 		return err
+	}
+	if marker != 0 {
+		w.Header().Set(deleteMarkerHeader, "true")
+		w.Header().Set(versionHeader, versionID(r.bucket, path, marker))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -296,36 +302,38 @@ func (h *Handler) deleteObject(w http.ResponseWriter, r *request) error {
 
 // deleteKey deletes path, only at the revision whose ETag ifMatch names when it is set
 // (PreconditionFailed otherwise, also for a missing key); a missing key is no error
-// without a condition.
-func (h *Handler) deleteKey(r *request, path, ifMatch string) error {
+// without a condition. It returns the generation of the tombstone (the delete marker), 0
+// when there was nothing to delete.
+func (h *Handler) deleteKey(r *request, path, ifMatch string) (uint64, error) {
 	var gen uint64
 	if ifMatch != "" {
 		f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
 		if err != nil {
 			if e := h.objectError(r, err); codeOf(e) != CodeNoSuchKey {
-				return e
+				return 0, e
 			}
-			return preconditionFailed()
+			return 0, preconditionFailed()
 		}
 		if !etagMatches(ifMatch, objectETag(f.Info.Digest, f.Info.Fields)) {
-			return preconditionFailed()
+			return 0, preconditionFailed()
 		}
 		gen = f.Info.Generation
 	}
-	if _, err := h.svc.Writes.Delete(r.Context(), r.agent, r.bucket, path, gen, ""); err != nil {
+	marker, err := h.svc.Writes.Delete(r.Context(), r.agent, r.bucket, path, gen, "")
+	if err != nil {
 		e := h.objectError(r, err)
 		switch codeOf(e) {
 		case CodeNoSuchKey:
 			if gen != 0 {
-				return preconditionFailed()
+				return 0, preconditionFailed()
 			}
-			return nil
+			return 0, nil
 		case CodePreconditionFailed:
-			return preconditionFailed()
+			return 0, preconditionFailed()
 		}
-		return e
+		return 0, e
 	}
-	return nil
+	return marker, nil
 }
 
 // maxDeleteObjects is S3's bound on the keys of one DeleteObjects request.
@@ -352,7 +360,9 @@ type deleteResult struct {
 }
 
 type deletedObject struct {
-	Key string `xml:"Key"`
+	Key                   string `xml:"Key"`
+	DeleteMarker          bool   `xml:"DeleteMarker,omitempty"`
+	DeleteMarkerVersionID string `xml:"DeleteMarkerVersionId,omitempty"`
 }
 
 type deleteError struct {
@@ -385,17 +395,24 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *request) error {
 	out := deleteResult{Xmlns: xmlns}
 	for _, o := range in.Objects {
 		path, err := objectPath(o.Key)
+		var marker uint64
 		switch {
 		case err != nil:
-		case o.VersionID != "" || o.LastModifiedTime != "" || o.Size != "":
-			err = errorf(CodeNotImplemented, "deleting a version, or on a time or size condition, is not implemented by this gateway")
+		case o.VersionID != "":
+			err = errVersionDelete
+		case o.LastModifiedTime != "" || o.Size != "":
+			err = errorf(CodeNotImplemented, "deleting on a time or size condition is not implemented by this gateway")
 		default:
-			err = h.deleteKey(r, path, o.ETag)
+			marker, err = h.deleteKey(r, path, o.ETag)
 		}
 		var e *Error
 		switch {
 		case err == nil && !in.Quiet:
-			out.Deleted = append(out.Deleted, deletedObject{Key: o.Key})
+			d := deletedObject{Key: o.Key}
+			if marker != 0 {
+				d.DeleteMarker, d.DeleteMarkerVersionID = true, versionID(r.bucket, path, marker)
+			}
+			out.Deleted = append(out.Deleted, d)
 		case errors.As(err, &e):
 			out.Errors = append(out.Errors, deleteError{Key: o.Key, Code: e.Code, Message: e.Message})
 		case err != nil:
