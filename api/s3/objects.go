@@ -374,17 +374,9 @@ type deleteError struct {
 // deleteObjects deletes up to 1,000 keys, each on its own (S3's DeleteObjects is not
 // atomic either); each key's outcome is in the answer.
 func (h *Handler) deleteObjects(w http.ResponseWriter, r *request) error {
-	body, _, err := r.signed.Body(r.Request)
-	if err != nil {
-		return err
-	}
-	raw, err := io.ReadAll(io.LimitReader(body, 2<<20))
-	if err != nil {
-		return err
-	}
 	var in deleteRequest
-	if err := xml.Unmarshal(raw, &in); err != nil {
-		return errorf(CodeMalformedXML, "the Delete document is not well-formed XML")
+	if err := readXML(r, &in, "Delete"); err != nil {
+		return err
 	}
 	if len(in.Objects) == 0 || len(in.Objects) > maxDeleteObjects {
 		return errorf(CodeMalformedXML, "a Delete document names 1 to %d objects", maxDeleteObjects)

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/xml"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -114,17 +113,9 @@ func (h *Handler) putBucketVersioning(w http.ResponseWriter, r *request) error {
 	if r.Header.Get("X-Amz-Mfa") != "" {
 		return errorf(CodeNotImplemented, "MFA delete is not implemented by this gateway")
 	}
-	body, _, err := r.signed.Body(r.Request)
-	if err != nil {
-		return err
-	}
-	raw, err := io.ReadAll(io.LimitReader(body, 64<<10))
-	if err != nil {
-		return err
-	}
 	var in versioningConfiguration
-	if err := xml.Unmarshal(raw, &in); err != nil {
-		return errorf(CodeMalformedXML, "the VersioningConfiguration document is not well-formed XML")
+	if err := readXML(r, &in, "VersioningConfiguration"); err != nil {
+		return err
 	}
 	switch {
 	case in.MfaDelete != "" && in.MfaDelete != "Disabled":
