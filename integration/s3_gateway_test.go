@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -369,5 +371,71 @@ func TestS3GatewayCopiesAGibibyteWithoutWritingABlob(t *testing.T) {
 	n, err := io.Copy(h, got.Body)
 	if err != nil || n != size || !bytes.Equal(h.Sum(nil), want.Sum(nil)) {
 		t.Fatalf("the copy read back %d bytes of %d (%v), same digest: %v", n, size, err, bytes.Equal(h.Sum(nil), want.Sum(nil)))
+	}
+}
+
+// TestS3GatewayVersionsWithTheAWSCLI is issue 28's acceptance for versions, with Debian's
+// aws CLI: three PUTs and a DELETE are four versions listed, each readable by its
+// --version-id, the delete marker the latest.
+func TestS3GatewayVersionsWithTheAWSCLI(t *testing.T) {
+	endpoint, key := s3Gateway(t)
+	cli := debianTool(t, "aws")
+	api := func(v any, args ...string) {
+		t.Helper()
+		out := s3Tool(t, key, cli, append([]string{"--endpoint-url", endpoint, "--output", "json", "s3api"}, args...)...)
+		if v != nil {
+			if err := json.Unmarshal([]byte(out), v); err != nil {
+				t.Fatalf("s3api %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+	}
+	type version struct {
+		Key, VersionId, ETag string
+		IsLatest             bool
+	}
+	api(nil, "create-bucket", "--bucket", "ver")
+	var versioning struct{ Status string }
+	if api(&versioning, "get-bucket-versioning", "--bucket", "ver"); versioning.Status != "Enabled" {
+		t.Fatalf("get-bucket-versioning: %+v, want Enabled", versioning)
+	}
+	dir := t.TempDir()
+	bodies := map[string][]byte{}
+	var ids []string
+	for i, text := range []string{"step,loss\n", "step,loss\n1,0.9\n", "step,loss\n1,0.9\n2,0.7\n"} {
+		file := filepath.Join(dir, fmt.Sprint("v", i))
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var put version
+		if api(&put, "put-object", "--bucket", "ver", "--key", "outputs/metrics.csv", "--body", file); put.VersionId == "" {
+			t.Fatalf("put-object %d: no VersionId", i)
+		}
+		bodies[put.VersionId] = []byte(text)
+		ids = append(ids, put.VersionId)
+	}
+	var del struct {
+		DeleteMarker bool
+		VersionId    string
+	}
+	if api(&del, "delete-object", "--bucket", "ver", "--key", "outputs/metrics.csv"); !del.DeleteMarker || del.VersionId == "" {
+		t.Fatalf("delete-object: %+v, want a delete marker", del)
+	}
+	var listed struct{ Versions, DeleteMarkers []version }
+	api(&listed, "list-object-versions", "--bucket", "ver")
+	if len(listed.Versions) != 3 || len(listed.DeleteMarkers) != 1 {
+		t.Fatalf("list-object-versions: %+v, want 3 versions and 1 delete marker", listed)
+	}
+	if m := listed.DeleteMarkers[0]; m.VersionId != del.VersionId || !m.IsLatest {
+		t.Fatalf("the delete marker listed: %+v, want %s, the latest", m, del.VersionId)
+	}
+	for i, v := range listed.Versions {
+		if want := ids[len(ids)-1-i]; v.VersionId != want || v.IsLatest {
+			t.Fatalf("version %d listed: %+v, want %s (newest first), not the latest", i, v, want)
+		}
+		out := filepath.Join(dir, "got-"+v.VersionId)
+		api(nil, "get-object", "--bucket", "ver", "--key", "outputs/metrics.csv", "--version-id", v.VersionId, out)
+		if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, bodies[v.VersionId]) {
+			t.Fatalf("get-object --version-id %s: %q %v, want %q", v.VersionId, got, err, bodies[v.VersionId])
+		}
 	}
 }
