@@ -236,8 +236,9 @@ func TestVersionsAreCairnsHistory(t *testing.T) {
 }
 
 // TestListObjectVersionsPagesWithoutRepeatsOrSkips lists keys that share prefixes across
-// '/', deleted keys and a directory that holds only deleted keys, in pages of every size
-// from 1, with and without a delimiter, against the listing computed from the writes.
+// '/', deleted keys, a directory that holds only deleted keys and a deleted key that is
+// now a prefix, in pages of several sizes from 1, with and without a delimiter, against
+// the listing computed from the writes.
 func TestListObjectVersionsPagesWithoutRepeatsOrSkips(t *testing.T) {
 	_, client := gateway(t)
 	c := client("AGENTA")
@@ -271,6 +272,9 @@ func TestListObjectVersionsPagesWithoutRepeatsOrSkips(t *testing.T) {
 	write("input/c/d0", 2)
 	remove("input/c/d0")
 	write("input/c/d0", 1) // a key deleted and written again
+	write("input/f", 1)
+	remove("input/f")
+	write("input/f/g", 1) // a deleted key whose name is now a prefix
 	write("input/z", 1)
 	keys := make([]string, 0, len(history))
 	for k := range history {
@@ -300,7 +304,7 @@ func TestListObjectVersionsPagesWithoutRepeatsOrSkips(t *testing.T) {
 		}
 		return out
 	}
-	for _, prefix := range []string{"", "input/", "input/a", "input/c/", "input/b/", "none/"} {
+	for _, prefix := range []string{"", "input/", "input/a", "input/c/", "input/b/", "input/f", "none/"} {
 		for _, delim := range []string{"", "/"} {
 			want := expected(prefix, delim)
 			for _, size := range []int32{1, 2, 5, 1000} {
