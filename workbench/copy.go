@@ -17,6 +17,10 @@ type CopyRequest struct {
 	// IfSrcGeneration, when non-zero, is the source generation the copy must read
 	// (Conflict, a failed precondition, otherwise).
 	IfSrcGeneration uint64
+	// SrcGeneration, when non-zero, copies the source's retained version with that
+	// generation (a past version, from its history) instead of its live one: NotFound when
+	// the path retains none.
+	SrcGeneration uint64
 	// Workbench and Path name the copy; the workbench must exist.
 	Workbench, Path string
 	// ContentType replaces the source's; "" keeps it.
@@ -74,6 +78,11 @@ func (s *Writes) Copy(ctx context.Context, req CopyRequest) (FileResult, error) 
 		return FileResult{}, err
 	}
 	e, merr := view.File(ws, req.SrcPath)
+	if req.SrcGeneration != 0 {
+		var fv meta.FileVersion
+		fv, merr = view.FileAt(ws, req.SrcPath, req.SrcGeneration)
+		e = fv.Entry
+	}
 	if merr != nil {
 		return FileResult{}, AsError(merr)
 	}

@@ -18,24 +18,64 @@ type copyObjectResult struct {
 	ETag         string   `xml:"ETag"`
 }
 
-// copySource parses x-amz-copy-source: "bucket/key" or "/bucket/key", URL-encoded. A
-// version (?versionId=) is not served yet.
-func copySource(h string) (bucket, key string, err error) {
+// copySource parses x-amz-copy-source: "bucket/key" or "/bucket/key", URL-encoded, with
+// an optional "?versionId=" naming the version to copy ("" for the live one).
+func copySource(h string) (bucket, key, versionID string, err error) {
 	p, query, _ := strings.Cut(strings.TrimPrefix(h, "/"), "?")
 	if query != "" {
-		return "", "", errorf(CodeNotImplemented, "copying a version of an object (x-amz-copy-source ?versionId=) is not implemented yet")
+		q, qerr := url.ParseQuery(query)
+		if qerr != nil || len(q) != 1 || len(q["versionId"]) != 1 {
+			return "", "", "", errorf(CodeInvalidArgument, "x-amz-copy-source takes bucket/key and at most ?versionId=")
+		}
+		versionID = q.Get("versionId")
 	}
 	rawBucket, rawKey, ok := strings.Cut(p, "/")
 	if !ok || rawBucket == "" || rawKey == "" {
-		return "", "", errorf(CodeInvalidArgument, "x-amz-copy-source must be bucket/key")
+		return "", "", "", errorf(CodeInvalidArgument, "x-amz-copy-source must be bucket/key")
 	}
 	if bucket, err = url.PathUnescape(rawBucket); err != nil {
-		return "", "", errorf(CodeInvalidArgument, "x-amz-copy-source's bucket is not a valid escaped path segment")
+		return "", "", "", errorf(CodeInvalidArgument, "x-amz-copy-source's bucket is not a valid escaped path segment")
 	}
 	if key, err = url.PathUnescape(rawKey); err != nil {
-		return "", "", errorf(CodeInvalidArgument, "x-amz-copy-source's key is not a valid escaped path")
+		return "", "", "", errorf(CodeInvalidArgument, "x-amz-copy-source's key is not a valid escaped path")
 	}
-	return bucket, key, nil
+	return bucket, key, versionID, nil
+}
+
+// openCopySource opens the version a copy reads: the live one, or the one versionID
+// names. A delete marker cannot be copied (InvalidRequest, as S3 answers); a version id
+// that names no retained version of the key is NoSuchVersion.
+func (h *Handler) openCopySource(r *request, bucket, path, versionID string) (*workbench.File, error) {
+	src := *r
+	src.bucket = bucket
+	if versionID == "" {
+		f, err := h.svc.Reads.Open(r.Context(), r.agent, bucket, path)
+		if err != nil {
+			return nil, h.objectError(&src, err)
+		}
+		return f, nil
+	}
+	gen, err := parseVersionID(versionID, bucket, path)
+	if err != nil {
+		return nil, err
+	}
+	if gen != 0 {
+		f, err := h.svc.Reads.OpenGeneration(r.Context(), r.agent, bucket, path, gen)
+		if err == nil {
+			return f, nil
+		}
+		if e := fromWorkbench(err, CodeNoSuchKey); codeOf(e) != CodeNoSuchKey {
+			return nil, e
+		}
+	}
+	el, ok, err := h.versionOf(&src, path, gen)
+	switch {
+	case err != nil:
+		return nil, err
+	case gen != 0 && ok && el.Entry == nil:
+		return nil, errorf(CodeInvalidRequest, "the source of a copy request may not specifically refer to a delete marker by version id")
+	}
+	return nil, noSuchVersion()
 }
 
 // copyObject copies an object of the key's root without moving a byte
@@ -45,7 +85,7 @@ func copySource(h string) (bucket, key string, err error) {
 // compare-and-swap. The copy keeps the source's metadata; x-amz-metadata-directive
 // REPLACE gives it the request's Content-Type and x-amz-meta-* instead.
 func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
-	srcBucket, srcKey, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
+	srcBucket, srcKey, srcVersion, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
 		return err
 	}
@@ -64,20 +104,21 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 	if directive != "" && directive != "COPY" && directive != "REPLACE" {
 		return errorf(CodeInvalidArgument, "x-amz-metadata-directive must be COPY or REPLACE")
 	}
-	if srcBucket == r.bucket && srcPath == path && directive != "REPLACE" {
+	if srcBucket == r.bucket && srcPath == path && srcVersion == "" && directive != "REPLACE" {
 		return errorf(CodeInvalidRequest, "this copy request is illegal because it is trying to copy an object to itself without changing the object's metadata")
 	}
-	srcReq := *r
-	srcReq.bucket = srcBucket
-	src, err := h.svc.Reads.Open(r.Context(), r.agent, srcBucket, srcPath)
+	src, err := h.openCopySource(r, srcBucket, srcPath, srcVersion)
 	if err != nil {
-		return h.objectError(&srcReq, err)
+		return err
 	}
 	if conditions(r.Header, "X-Amz-Copy-Source-", objectETag(src.Info.Digest, src.Info.Fields), time.UnixMilli(src.Info.ModifiedAtMs).UTC().Truncate(time.Second)) != 0 {
 		return preconditionFailed()
 	}
 	req := workbench.CopyRequest{Agent: r.agent, SrcWorkbench: srcBucket, SrcPath: srcPath, IfSrcGeneration: src.Info.Generation,
 		Workbench: r.bucket, Path: path}
+	if srcVersion != "" {
+		req.IfSrcGeneration, req.SrcGeneration = 0, src.Info.Generation
+	}
 	fields := src.Info.Fields
 	if directive == "REPLACE" {
 		req.ContentType = r.Header.Get("Content-Type")

@@ -14,6 +14,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/cairnstore/cairn/blob/blobtest"
 )
 
 // responseHeader is a header of the answer an SDK error came from ("" when none).
@@ -372,5 +374,59 @@ func TestAnotherRootsVersionsAnswerAsAMissingBucket(t *testing.T) {
 		if s3Code(theirs) != "NoSuchBucket" || s3Code(missing) != "NoSuchBucket" {
 			t.Errorf("%s: another root's bucket %v, a missing one %v; want NoSuchBucket for both", name, theirs, missing)
 		}
+	}
+}
+
+// TestCopyObjectCopiesANamedVersion: x-amz-copy-source ?versionId= copies that version
+// (S3's way to bring an old version back), moving no byte; a delete marker cannot be
+// copied, and a version id of another key names none.
+func TestCopyObjectCopiesANamedVersion(t *testing.T) {
+	hs, puts := blobtest.CountingPuts(t)
+	_, client := gatewayOn(t, hs)
+	c := client("AGENTA")
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("vc")}); err != nil {
+		t.Fatal(err)
+	}
+	old := payload(300 << 10)
+	first, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("vc"), Key: aws.String("outputs/m"), Body: bytes.NewReader(old)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "vc", "outputs/m", []byte("the newer version"))
+	del, err := c.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String("vc"), Key: aws.String("outputs/m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := puts.Load()
+	out, err := c.CopyObject(ctx, &awss3.CopyObjectInput{Bucket: aws.String("vc"), Key: aws.String("outputs/m"),
+		CopySource: aws.String("vc/outputs/m?versionId=" + aws.ToString(first.VersionId))})
+	if err != nil {
+		t.Fatalf("CopyObject of the first version onto the deleted key: %v", err)
+	}
+	if aws.ToString(out.CopySourceVersionId) != aws.ToString(first.VersionId) || aws.ToString(out.CopyObjectResult.ETag) != aws.ToString(first.ETag) {
+		t.Fatalf("the copy: source version %s, ETag %s; want %s, %s", aws.ToString(out.CopySourceVersionId),
+			aws.ToString(out.CopyObjectResult.ETag), aws.ToString(first.VersionId), aws.ToString(first.ETag))
+	}
+	if after := puts.Load(); after != before {
+		t.Fatalf("copying a version stored %d blobs, want none", after-before)
+	}
+	get, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("vc"), Key: aws.String("outputs/m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(get.Body)
+	get.Body.Close()
+	if !bytes.Equal(b, old) {
+		t.Fatalf("the key reads %d bytes after the copy, want the first version's %d", len(b), len(old))
+	}
+	if _, err := c.CopyObject(ctx, &awss3.CopyObjectInput{Bucket: aws.String("vc"), Key: aws.String("outputs/n"),
+		CopySource: aws.String("vc/outputs/m?versionId=" + aws.ToString(del.VersionId))}); s3Code(err) != "InvalidRequest" {
+		t.Fatalf("copying a delete marker: %v, want InvalidRequest", err)
+	}
+	put(t, c, "vc", "outputs/other", []byte("other"))
+	if _, err := c.CopyObject(ctx, &awss3.CopyObjectInput{Bucket: aws.String("vc"), Key: aws.String("outputs/n"),
+		CopySource: aws.String("vc/outputs/other?versionId=" + aws.ToString(first.VersionId))}); s3Code(err) != "NoSuchVersion" {
+		t.Fatalf("copying with another key's version id: %v, want NoSuchVersion", err)
 	}
 }
