@@ -60,6 +60,12 @@
 //     or name.
 //   - Memory per request is bounded: a chunk header or trailer line is at most
 //     maxChunkLine bytes, a trailer at most maxTrailerLines lines; chunk data streams.
+//   - Root (routing.go) names a request's agent root only once its signature verified
+//     and its key is live and acts in one root, and reads none of its body: a router
+//     (api/server's, on a cluster node) can still serve it here or forward it whole, and
+//     the handler that serves it verifies everything again. Unavailable is the one
+//     answer for a request no node can serve right now: 503 ServiceUnavailable with
+//     Retry-After.
 //   - Every error is an *Error with an S3 code (WriteError answers it as S3's XML); no
 //     error names the secret, the expected signature or an internal name.
 package s3

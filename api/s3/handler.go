@@ -95,7 +95,7 @@ type request struct {
 }
 
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	id := fmt.Sprintf("%s-%d", h.idBase, h.ids.Add(1))
+	id := h.nextID()
 	w := deadline.NewWriter(rw, h.cfg.WriteTimeout)
 	if r.Body != nil && r.Body != http.NoBody {
 		minRate, window := h.cfg.BodyMinBytesPerSecond, h.cfg.BodyRateWindow
@@ -118,20 +118,15 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// nextID is a new request id (x-amz-request-id).
+func (h *Handler) nextID() string { return fmt.Sprintf("%s-%d", h.idBase, h.ids.Add(1)) }
+
 // authenticate verifies r's signature, finds its principal and agent root, and splits
 // the path into bucket and key.
 func (h *Handler) authenticate(r *http.Request, id string) (*request, error) {
-	s, err := h.verifier.Verify(r)
+	s, p, agent, err := h.identify(r)
 	if err != nil {
 		return nil, err
-	}
-	p, err := h.keys.S3Principal(r.Context(), s.AccessKeyID)
-	if err != nil {
-		return nil, errorf(CodeInvalidAccessKeyID, "the access key id you provided does not exist in our records")
-	}
-	agent, ok := agentOf(p)
-	if !ok {
-		return nil, errorf(CodeAccessDenied, "an S3 key acts in exactly one agent root; this key names %d", len(p.Agents))
 	}
 	bucket, key, err := splitPath(r)
 	if err != nil {
@@ -139,6 +134,24 @@ func (h *Handler) authenticate(r *http.Request, id string) (*request, error) {
 	}
 	ctx := auth.WithPrincipal(r.Context(), p)
 	return &request{Request: r.WithContext(ctx), signed: s, agent: agent, bucket: bucket, key: key, id: id}, nil
+}
+
+// identify verifies r's signature (not its body: Signed.Body checks that as it is read)
+// and finds the principal of its key and the one agent root that key acts in.
+func (h *Handler) identify(r *http.Request) (Signed, auth.Principal, string, error) {
+	s, err := h.verifier.Verify(r)
+	if err != nil {
+		return Signed{}, auth.Principal{}, "", err
+	}
+	p, err := h.keys.S3Principal(r.Context(), s.AccessKeyID)
+	if err != nil {
+		return Signed{}, auth.Principal{}, "", errorf(CodeInvalidAccessKeyID, "the access key id you provided does not exist in our records")
+	}
+	agent, ok := agentOf(p)
+	if !ok {
+		return Signed{}, auth.Principal{}, "", errorf(CodeAccessDenied, "an S3 key acts in exactly one agent root; this key names %d", len(p.Agents))
+	}
+	return s, p, agent, nil
 }
 
 // agentOf is the one agent root an S3 key acts in: its only root, or the tenant a bound

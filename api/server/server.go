@@ -225,9 +225,16 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	adminRoutes := keyRoutes(n.keys)
-	if cfg.S3Gateway.Listen != "" {
-		n.s3H = s3.NewHandler(n.svc, auth.S3Keys{Store: n.keys}, s3.Config{Region: cfg.S3Gateway.Region, Logger: n.log,
+	var gateway *s3.Handler // a cluster node serves the S3 requests other nodes forward, listener or not (route_s3.go)
+	if cfg.S3Gateway.Listen != "" || cfg.Cluster {
+		gateway = s3.NewHandler(n.svc, auth.S3Keys{Store: n.keys}, s3.Config{Region: cfg.S3Gateway.Region, Logger: n.log,
 			BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond, BodyRateWindow: cfg.BodyRateWindow, WriteTimeout: cfg.WriteTimeout})
+	}
+	switch {
+	case cfg.S3Gateway.Listen != "" && cfg.Cluster:
+		n.s3H = newS3Router(n.host, gateway)
+	case cfg.S3Gateway.Listen != "":
+		n.s3H = gateway
 	}
 	if cfg.Cluster {
 		adminRoutes[ClusterStatusPath] = http.HandlerFunc(n.serveStatus)
@@ -279,7 +286,8 @@ func (n *Node) open(ctx context.Context) error {
 			}
 			return facade.Root(r)
 		})
-		peer := &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, docs)}
+		peer := peerSurfaces{node: n.nodeID, s3: gateway,
+			rest: &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, docs)}}
 		if err := n.host.ServePeer(peer); err != nil {
 			return err
 		}
