@@ -5,8 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/minio/minio-go/v7"
+	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/cairnstore/cairn/integration/framework"
 	"github.com/cairnstore/cairn/internal/freeport"
@@ -30,12 +35,12 @@ const s3ToolTimeout = 5 * time.Minute
 // root "a" offline on its data directory.
 func s3Gateway(t *testing.T) (endpoint string, key framework.Key) {
 	t.Helper()
-	endpoint, key, _ = s3GatewayProcess(t)
+	_, endpoint, key = s3GatewayNode(t)
 	return endpoint, key
 }
 
-// s3GatewayProcess is s3Gateway, with the server's process.
-func s3GatewayProcess(t *testing.T) (endpoint string, key framework.Key, p *framework.Process) {
+// s3GatewayNode is s3Gateway that also returns the node's process.
+func s3GatewayNode(t *testing.T) (node *framework.Process, endpoint string, key framework.Key) {
 	t.Helper()
 	dir := t.TempDir()
 	key = framework.CreateKey(t, cairnRaceBin, nil, "s3", "--data-dir", dir, "--agent", "a",
@@ -44,8 +49,8 @@ func s3GatewayProcess(t *testing.T) (endpoint string, key framework.Key, p *fram
 		t.Fatalf("the S3 credential of the key: %q, %d-character secret", key.S3AccessKeyID, len(key.S3SecretAccessKey))
 	}
 	addr := freeport.Addr(t)
-	p = framework.StartProcess(t, cairnBin, dir, "--s3-listen", addr)
-	return "http://" + addr, key, p
+	node = framework.StartProcess(t, cairnBin, dir, "--s3-listen", addr)
+	return node, "http://" + addr, key
 }
 
 // goTree is a real tree to round-trip: a directory of the Go standard library's source.
@@ -176,14 +181,85 @@ func TestS3GatewayRoundTripsATreeWithRealClients(t *testing.T) {
 			t.Fatal(err)
 		}
 		remote := "cairn:"
-		rc := func(args ...string) {
-			s3Tool(t, key, rclone, append([]string{"--config", conf, "--retries", "1"}, args...)...)
+		rc := func(args ...string) string {
+			return s3Tool(t, key, rclone, append([]string{"--config", conf, "--retries", "1"}, args...)...)
 		}
 		rc("mkdir", remote+"rc")
-		rc("copy", tree, remote+"rc/input/encoding")
-		rc("check", tree, remote+"rc/input/encoding")
+		rc("sync", tree, remote+"rc/input/encoding")
+		// rclone sends Content-MD5 and keeps its modification times in metadata: a check
+		// compares every hash, and a second sync of an unchanged tree copies nothing.
+		if out := rc("check", tree, remote+"rc/input/encoding"); strings.Contains(out, "could not be checked") || !strings.Contains(out, "0 differences found") {
+			t.Fatalf("rclone check:\n%s", out)
+		}
+		if out := rc("sync", "-v", tree, remote+"rc/input/encoding"); strings.Contains(out, "Copied") {
+			t.Fatalf("a second sync of an unchanged tree copied again:\n%s", out)
+		}
 		out := t.TempDir()
 		rc("copy", remote+"rc/input/encoding", out)
+		sameTree(t, tree, out)
+	})
+	t.Run("s3cmd", func(t *testing.T) {
+		s3cmd := debianTool(t, "s3cmd")
+		host := strings.TrimPrefix(endpoint, "http://")
+		conf := filepath.Join(t.TempDir(), "s3cfg")
+		err := os.WriteFile(conf, []byte("[default]\naccess_key = "+key.S3AccessKeyID+"\nsecret_key = "+key.S3SecretAccessKey+
+			"\nhost_base = "+host+"\nhost_bucket = "+host+"\nuse_https = False\nsignature_v2 = False\nbucket_location = us-east-1\n"), 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := func(args ...string) string {
+			out := s3Tool(t, key, s3cmd, append([]string{"-c", conf}, args...)...)
+			// s3cmd warns, and uploads again, when an ETag it takes for an MD5 differs
+			// from the bytes'.
+			if strings.Contains(out, "WARNING") {
+				t.Fatalf("s3cmd %s warned:\n%s", strings.Join(args, " "), out)
+			}
+			return out
+		}
+		sc("mb", "s3://s3c")
+		sc("sync", tree+"/", "s3://s3c/input/encoding/")
+		if again := sc("sync", tree+"/", "s3://s3c/input/encoding/"); strings.Contains(again, "upload:") {
+			t.Fatalf("a second s3cmd sync of an unchanged tree uploaded again:\n%s", again)
+		}
+		out := t.TempDir()
+		sc("sync", "s3://s3c/input/encoding/", out+"/")
+		sameTree(t, tree, out)
+		sc("del", "--recursive", "--force", "s3://s3c/input/encoding/json/")
+		if ls := sc("ls", "--recursive", "s3://s3c/input/encoding/json/"); strings.TrimSpace(ls) != "" {
+			t.Fatalf("objects left after s3cmd del --recursive:\n%s", ls)
+		}
+	})
+	t.Run("minio-go", func(t *testing.T) {
+		c, err := minio.New(strings.TrimPrefix(endpoint, "http://"), &minio.Options{
+			Creds: miniocreds.NewStaticV4(key.S3AccessKeyID, key.S3SecretAccessKey, ""), Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := c.MakeBucket(ctx, "mgo", minio.MakeBucketOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err = filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(tree, p)
+			_, err = c.FPutObject(ctx, "mgo", "input/encoding/"+filepath.ToSlash(rel), p, minio.PutObjectOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("minio-go FPutObject: %v", err)
+		}
+		out := t.TempDir()
+		for o := range c.ListObjects(ctx, "mgo", minio.ListObjectsOptions{Prefix: "input/encoding/", Recursive: true}) {
+			if o.Err != nil {
+				t.Fatalf("minio-go ListObjects: %v", o.Err)
+			}
+			rel := strings.TrimPrefix(o.Key, "input/encoding/")
+			if err := c.FGetObject(ctx, "mgo", o.Key, filepath.Join(out, filepath.FromSlash(rel)), minio.GetObjectOptions{}); err != nil {
+				t.Fatalf("minio-go FGetObject %s: %v", o.Key, err)
+			}
+		}
 		sameTree(t, tree, out)
 	})
 
@@ -237,6 +313,135 @@ print("ok")
 	})
 }
 
+// TestS3GatewayCopiesAGibibyteWithoutWritingABlob: a CopyObject of a 1 GiB object stores
+// no blob (the node's blob put counters do not move) and the copy reads back the same
+// bytes, with the source's ETag.
+func TestS3GatewayCopiesAGibibyteWithoutWritingABlob(t *testing.T) {
+	node, endpoint, key := s3GatewayNode(t)
+	size := int64(1 << 30)
+	if testing.Short() {
+		size = 64 << 20
+	}
+	src := filepath.Join(t.TempDir(), "ckpt.bin")
+	f, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(f, want), io.LimitReader(rand.NewChaCha8([32]byte{7}), size)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := awss3.New(awss3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(key.S3AccessKeyID, key.S3SecretAccessKey, "")})
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("big")}); err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	put, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("big"), Key: aws.String("outputs/ckpt.bin"), Body: body})
+	if err != nil {
+		t.Fatalf("PutObject of %d bytes: %v", size, err)
+	}
+	objects, bytesPut := metricValue(t, node, "cairn_blob_put_objects_total"), metricValue(t, node, "cairn_blob_put_bytes_total")
+	if objects == 0 || bytesPut < float64(size) {
+		t.Fatalf("after a %d-byte PUT the node counts %v blob puts of %v bytes: the counters prove nothing", size, objects, bytesPut)
+	}
+	cp, err := c.CopyObject(ctx, &awss3.CopyObjectInput{Bucket: aws.String("big"), Key: aws.String("outputs/ckpt-copy.bin"),
+		CopySource: aws.String("big/outputs/ckpt.bin")})
+	if err != nil {
+		t.Fatalf("CopyObject: %v", err)
+	}
+	if got, want := aws.ToString(cp.CopyObjectResult.ETag), aws.ToString(put.ETag); got != want {
+		t.Fatalf("the copy's ETag %s, the source's %s", got, want)
+	}
+	if o, b := metricValue(t, node, "cairn_blob_put_objects_total"), metricValue(t, node, "cairn_blob_put_bytes_total"); o != objects || b != bytesPut {
+		t.Fatalf("CopyObject stored blobs: put objects %v -> %v, bytes %v -> %v", objects, o, bytesPut, b)
+	}
+	got, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("big"), Key: aws.String("outputs/ckpt-copy.bin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, got.Body)
+	if err != nil || n != size || !bytes.Equal(h.Sum(nil), want.Sum(nil)) {
+		t.Fatalf("the copy read back %d bytes of %d (%v), same digest: %v", n, size, err, bytes.Equal(h.Sum(nil), want.Sum(nil)))
+	}
+}
+
+// TestS3GatewayVersionsWithTheAWSCLI is issue 28's acceptance for versions, with Debian's
+// aws CLI: three PUTs and a DELETE are four versions listed, each readable by its
+// --version-id, the delete marker the latest.
+func TestS3GatewayVersionsWithTheAWSCLI(t *testing.T) {
+	endpoint, key := s3Gateway(t)
+	cli := debianTool(t, "aws")
+	api := func(v any, args ...string) {
+		t.Helper()
+		out := s3Tool(t, key, cli, append([]string{"--endpoint-url", endpoint, "--output", "json", "s3api"}, args...)...)
+		if v != nil {
+			if err := json.Unmarshal([]byte(out), v); err != nil {
+				t.Fatalf("s3api %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+	}
+	type version struct {
+		Key, VersionId, ETag string
+		IsLatest             bool
+	}
+	api(nil, "create-bucket", "--bucket", "ver")
+	var versioning struct{ Status string }
+	if api(&versioning, "get-bucket-versioning", "--bucket", "ver"); versioning.Status != "Enabled" {
+		t.Fatalf("get-bucket-versioning: %+v, want Enabled", versioning)
+	}
+	dir := t.TempDir()
+	bodies := map[string][]byte{}
+	var ids []string
+	for i, text := range []string{"step,loss\n", "step,loss\n1,0.9\n", "step,loss\n1,0.9\n2,0.7\n"} {
+		file := filepath.Join(dir, fmt.Sprint("v", i))
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var put version
+		if api(&put, "put-object", "--bucket", "ver", "--key", "outputs/metrics.csv", "--body", file); put.VersionId == "" {
+			t.Fatalf("put-object %d: no VersionId", i)
+		}
+		bodies[put.VersionId] = []byte(text)
+		ids = append(ids, put.VersionId)
+	}
+	var del struct {
+		DeleteMarker bool
+		VersionId    string
+	}
+	if api(&del, "delete-object", "--bucket", "ver", "--key", "outputs/metrics.csv"); !del.DeleteMarker || del.VersionId == "" {
+		t.Fatalf("delete-object: %+v, want a delete marker", del)
+	}
+	var listed struct{ Versions, DeleteMarkers []version }
+	api(&listed, "list-object-versions", "--bucket", "ver")
+	if len(listed.Versions) != 3 || len(listed.DeleteMarkers) != 1 {
+		t.Fatalf("list-object-versions: %+v, want 3 versions and 1 delete marker", listed)
+	}
+	if m := listed.DeleteMarkers[0]; m.VersionId != del.VersionId || !m.IsLatest {
+		t.Fatalf("the delete marker listed: %+v, want %s, the latest", m, del.VersionId)
+	}
+	for i, v := range listed.Versions {
+		if want := ids[len(ids)-1-i]; v.VersionId != want || v.IsLatest {
+			t.Fatalf("version %d listed: %+v, want %s (newest first), not the latest", i, v, want)
+		}
+		out := filepath.Join(dir, "got-"+v.VersionId)
+		api(nil, "get-object", "--bucket", "ver", "--key", "outputs/metrics.csv", "--version-id", v.VersionId, out)
+		if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, bodies[v.VersionId]) {
+			t.Fatalf("get-object --version-id %s: %q %v, want %q", v.VersionId, got, err, bodies[v.VersionId])
+		}
+	}
+}
+
 // writePattern writes size bytes of pattern(seed) to a new file of dir and returns its path.
 func writePattern(t *testing.T, dir string, seed uint64, size int64) string {
 	t.Helper()
@@ -269,7 +474,7 @@ func sameFile(t *testing.T, want, got string) {
 // Real clients upload large files in parts: each part goes through the write path, and
 // completing publishes the object the clients read back byte for byte.
 func TestS3GatewayMultipartUploadsWithRealClients(t *testing.T) {
-	endpoint, key, server := s3GatewayProcess(t)
+	server, endpoint, key := s3GatewayNode(t)
 
 	t.Run("boto3", func(t *testing.T) {
 		python := debianTool(t, "python3")

@@ -28,6 +28,9 @@ type ComposeRequest struct {
 	Workbench, Path string
 	// ContentType of the composed file; "" is application/octet-stream.
 	ContentType string
+	// Fields are the composed file's writer-attached fields (meta.ValidateFields); the
+	// parts' are not carried over.
+	Fields map[string]meta.FieldValue
 	// Cond and IfGeneration condition the write as WriteRequest's do.
 	Cond         meta.Condition
 	IfGeneration uint64
@@ -66,6 +69,9 @@ func (s *Writes) Compose(ctx context.Context, req ComposeRequest) (FileResult, e
 	ct, werr := normalizeContentType(req.ContentType)
 	if werr != nil {
 		return FileResult{}, werr
+	}
+	if err := meta.ValidateFields("fields", req.Fields); err != nil {
+		return FileResult{}, AsError(err)
 	}
 	if err := mayRead(ctx, req.Agent); err != nil {
 		return FileResult{}, err
@@ -110,11 +116,11 @@ func (s *Writes) Compose(ctx context.Context, req ComposeRequest) (FileResult, e
 	if _, err := body.finish(whole, nil); err != nil {
 		return FileResult{}, AsError(err)
 	}
-	key = append(key, req.Workbench, req.Path, fmt.Sprint(req.Cond, req.IfGeneration), ct, string(body.digest[:]))
+	key = append(key, req.Workbench, req.Path, fmt.Sprint(req.Cond, req.IfGeneration), ct, string(body.digest[:]), fieldsKey(req.Fields))
 	h := meta.Header{RequestID: req.RequestID, UploadFence: view.AppliedVersion(), RequestHash: requestHash(key...)}
 	return s.publishFenced(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
 		Cond: req.Cond, IfGeneration: req.IfGeneration, Size: size, Digest: body.digest, ContentType: ct,
-		Segments: segments, HashState: body.hashState}, "a part was deleted while the file was composed; compose it again")
+		Segments: segments, HashState: body.hashState, Fields: req.Fields}, "a part was deleted while the file was composed; compose it again")
 }
 
 // hashEntry streams e's body through h.

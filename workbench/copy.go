@@ -17,10 +17,18 @@ type CopyRequest struct {
 	// IfSrcGeneration, when non-zero, is the source generation the copy must read
 	// (Conflict, a failed precondition, otherwise).
 	IfSrcGeneration uint64
+	// SrcGeneration, when non-zero, copies the source's retained version with that
+	// generation (a past version, from its history) instead of its live one: NotFound when
+	// the path retains none.
+	SrcGeneration uint64
 	// Workbench and Path name the copy; the workbench must exist.
 	Workbench, Path string
 	// ContentType replaces the source's; "" keeps it.
 	ContentType string
+	// ReplaceFields gives the copy Fields instead of the source's fields (checked by
+	// meta.ValidateFields); without it the copy keeps the source's.
+	ReplaceFields bool
+	Fields        map[string]meta.FieldValue
 	// Cond and IfGeneration condition the copy's write as WriteRequest's do.
 	Cond         meta.Condition
 	IfGeneration uint64
@@ -30,8 +38,8 @@ type CopyRequest struct {
 
 // Copy writes a new revision at req.Path that references the source revision's segments:
 // no byte is read or written in the object store, whatever the size, and the copy has the
-// source's digest. It reads the source from a linearizable view and proposes the write
-// fenced at that view (meta.Header.UploadFence): if the collector took the source's blobs
+// source's digest (and its fields, unless ReplaceFields). It reads the source from a
+// linearizable view and proposes the write fenced at that view (meta.Header.UploadFence): if the collector took the source's blobs
 // since (the source was deleted and swept in between), the FSM refuses the write
 // (BlobDeleting) and Copy answers ObjectUnavailable, retryable, having changed nothing.
 // Errors: NotFound for a missing source or target workbench (or one the caller may not
@@ -54,6 +62,11 @@ func (s *Writes) Copy(ctx context.Context, req CopyRequest) (FileResult, error) 
 		}
 		req.ContentType = ct
 	}
+	if req.ReplaceFields {
+		if err := meta.ValidateFields("fields", req.Fields); err != nil {
+			return FileResult{}, AsError(err)
+		}
+	}
 	if err := mayRead(ctx, req.Agent); err != nil {
 		return FileResult{}, err
 	}
@@ -65,6 +78,11 @@ func (s *Writes) Copy(ctx context.Context, req CopyRequest) (FileResult, error) 
 		return FileResult{}, err
 	}
 	e, merr := view.File(ws, req.SrcPath)
+	if req.SrcGeneration != 0 {
+		var fv meta.FileVersion
+		fv, merr = view.FileAt(ws, req.SrcPath, req.SrcGeneration)
+		e = fv.Entry
+	}
 	if merr != nil {
 		return FileResult{}, AsError(merr)
 	}
@@ -75,12 +93,16 @@ func (s *Writes) Copy(ctx context.Context, req CopyRequest) (FileResult, error) 
 	if ct == "" {
 		ct = e.ContentType
 	}
+	fields := e.Fields
+	if req.ReplaceFields {
+		fields = req.Fields
+	}
 	h := meta.Header{RequestID: req.RequestID, UploadFence: view.AppliedVersion(),
 		RequestHash: requestHash("copy", req.Agent, req.SrcWorkbench, req.SrcPath, strconv.FormatUint(e.Generation, 10),
-			req.Workbench, req.Path, fmt.Sprint(req.Cond, req.IfGeneration), ct, string(e.Digest[:]))}
+			req.Workbench, req.Path, fmt.Sprint(req.Cond, req.IfGeneration), ct, string(e.Digest[:]), fieldsKey(fields))}
 	return s.publishFenced(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
 		Cond: req.Cond, IfGeneration: req.IfGeneration, Size: e.Size, Digest: e.Digest, ContentType: ct,
-		Executable: e.Executable, Segments: e.Segments, HashState: e.HashState}, "the source was deleted while it was copied; read it again")
+		Executable: e.Executable, Segments: e.Segments, HashState: e.HashState, Fields: fields}, "the source was deleted while it was copied; read it again")
 }
 
 // publishFenced proposes a put of segments another file references, its header fenced at

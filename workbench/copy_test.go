@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"testing"
 
 	"github.com/cairnstore/cairn/blob/blobtest"
@@ -111,5 +112,63 @@ func TestCopyKeepsItsConditions(t *testing.T) {
 	}
 	if got := readFile(t, n.Service, "w", "input/taken"); string(got) != "x" {
 		t.Fatalf("a refused copy changed its target: %q", got)
+	}
+}
+
+// TestFieldsAFileKeepsThroughWritesAndCopies: fields a body yields (BodyFields, called
+// with the body's digest) join the request's, the request's winning a clash, and are
+// checked like them; a copy keeps the source's fields unless it replaces them.
+func TestFieldsAFileKeepsThroughWritesAndCopies(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{})
+	ctx := context.Background()
+	str := func(s string) meta.FieldValue { return meta.FieldValue{Kind: meta.FieldString, Str: s} }
+	var gotDigest meta.Digest
+	res, err := n.Service.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "f", Path: "outputs/x", CreateWorkbench: true,
+		Body: bytes.NewReader([]byte("body")), Fields: map[string]meta.FieldValue{"stage": str("given"), "owner": str("me")},
+		BodyFields: func(d meta.Digest) map[string]meta.FieldValue {
+			gotDigest = d
+			return map[string]meta.FieldValue{"stage": str("from the body"), "sum": str("s")}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotDigest != res.Digest {
+		t.Fatalf("BodyFields saw digest %x, the write stored %x", gotDigest, res.Digest)
+	}
+	fieldsOf := func(path string) map[string]meta.FieldValue {
+		t.Helper()
+		f, err := n.Service.Reads.Open(ctx, "a", "f", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Info.Fields
+	}
+	want := map[string]meta.FieldValue{"stage": str("given"), "owner": str("me"), "sum": str("s")}
+	if got := fieldsOf("outputs/x"); !maps.Equal(got, want) {
+		t.Fatalf("fields %v, want %v", got, want)
+	}
+	if _, err := n.Service.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "f", Path: "outputs/bad",
+		Body: bytes.NewReader([]byte("body")), BodyFields: func(meta.Digest) map[string]meta.FieldValue {
+			return map[string]meta.FieldValue{"Not A Name": str("x")}
+		}}); codeOf(err) != workbench.CodeInvalidArguments {
+		t.Fatalf("a body's invalid field: %v, want InvalidArguments", err)
+	}
+	if _, err := n.Service.Reads.Open(ctx, "a", "f", "outputs/bad"); codeOf(err) != workbench.CodeNotFound {
+		t.Fatalf("a write refused for its body's fields stored something: %v", err)
+	}
+	if _, err := n.Service.Writes.Copy(ctx, workbench.CopyRequest{Agent: "a", SrcWorkbench: "f", SrcPath: "outputs/x",
+		Workbench: "f", Path: "outputs/kept"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fieldsOf("outputs/kept"); !maps.Equal(got, want) {
+		t.Fatalf("a copy's fields %v, want the source's %v", got, want)
+	}
+	replaced := map[string]meta.FieldValue{"stage": str("copied")}
+	if _, err := n.Service.Writes.Copy(ctx, workbench.CopyRequest{Agent: "a", SrcWorkbench: "f", SrcPath: "outputs/x",
+		Workbench: "f", Path: "outputs/replaced", ReplaceFields: true, Fields: replaced}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fieldsOf("outputs/replaced"); !maps.Equal(got, replaced) {
+		t.Fatalf("a copy replacing fields has %v, want %v", got, replaced)
 	}
 }

@@ -117,13 +117,16 @@ type FileInfo struct {
 	// Producer wrote this revision (zero: unknown, data written before producers were
 	// recorded).
 	Producer meta.Producer
+	// Fields are the revision's writer-attached fields (nil: none). Shared with the
+	// state the file was read from: read-only.
+	Fields map[string]meta.FieldValue
 }
 
 func (s *base) fileInfo(agent, id, path string, e *meta.Entry) FileInfo {
 	sec, rel := splitSection(path)
 	return FileInfo{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel, Presentation: s.WorkbenchPath(agent, id) + "/" + path,
 		Size: e.Size, Generation: e.Generation, Digest: e.Digest, ContentType: e.ContentType, Executable: e.Executable, ModifiedAtMs: e.ModifiedAtMs,
-		Producer: e.Producer}
+		Producer: e.Producer, Fields: e.Fields}
 }
 
 // File is an opened file revision: its description and a way to stream its bytes. The

@@ -298,6 +298,12 @@ type WriteRequest struct {
 	// Fields are writer-attached metadata fields, indexed for search (names lower case;
 	// meta.ValidateFields).
 	Fields map[string]meta.FieldValue
+	// BodyFields, when set, returns fields known only once the body ended (a digest the
+	// body's reader computed and verified as it read), given the body's SHA-256. Write
+	// calls it after the body's io.EOF and before it proposes the write; its fields are
+	// added to Fields (a name in both keeps Fields' value), and the union is checked by
+	// meta.ValidateFields.
+	BodyFields func(digest meta.Digest) map[string]meta.FieldValue
 }
 
 // FileResult describes a file after a write.

@@ -5,11 +5,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/cairnstore/cairn/blob"
-	"github.com/cairnstore/cairn/meta"
 	"hash"
 	"io"
 	"strconv"
+
+	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/meta"
 )
 
 // Writes stores files: a whole body (Write), the end of one (Append), a deletion (Delete).
@@ -98,6 +99,13 @@ func (s *Writes) Write(ctx context.Context, req WriteRequest) (FileResult, error
 		return FileResult{}, err
 	}
 	defer body.release()
+	if req.BodyFields != nil {
+		if req.Fields = withBodyFields(req.Fields, req.BodyFields(body.digest)); len(req.Fields) > 0 {
+			if err := meta.ValidateFields("fields", req.Fields); err != nil {
+				return FileResult{}, AsError(err)
+			}
+		}
+	}
 	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("put", req.Agent, req.Workbench, req.Path,
 		fmt.Sprint(req.Cond, req.IfGeneration, req.Executable, req.CreateWorkbench), req.ContentType, string(body.digest[:]),
 		fieldsKey(req.Fields))}
@@ -216,6 +224,22 @@ func (s *Writes) Append(ctx context.Context, req AppendRequest) (AppendResult, e
 			return AppendResult{}, err
 		}
 	}
+}
+
+// withBodyFields returns fields with the fields a body yielded added: a copy when both
+// have some (the caller's map is never changed), a name in fields keeping its value.
+func withBodyFields(fields, more map[string]meta.FieldValue) map[string]meta.FieldValue {
+	if len(more) == 0 {
+		return fields
+	}
+	out := make(map[string]meta.FieldValue, len(fields)+len(more))
+	for n, v := range more {
+		out[n] = v
+	}
+	for n, v := range fields {
+		out[n] = v
+	}
+	return out
 }
 
 // currentEntry returns the live entry at path, nil when there is none (or when the

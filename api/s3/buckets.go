@@ -34,6 +34,27 @@ func writeXML(w http.ResponseWriter, v any) error {
 	return err
 }
 
+// maxXMLBodyBytes bounds the XML document a request body holds (a DeleteObjects of 1,000
+// keys of 1,024 bytes fits).
+const maxXMLBodyBytes = 2 << 20
+
+// readXML reads the request's body, at most maxXMLBodyBytes, as the XML document doc
+// into v: MalformedXML when it is not one.
+func readXML(r *request, v any, doc string) error {
+	body, _, err := r.signed.Body(r.Request)
+	if err != nil {
+		return err
+	}
+	raw, err := io.ReadAll(io.LimitReader(body, maxXMLBodyBytes))
+	if err != nil {
+		return err
+	}
+	if err := xml.Unmarshal(raw, v); err != nil {
+		return errorf(CodeMalformedXML, "the %s document is not well-formed XML", doc)
+	}
+	return nil
+}
+
 type owner struct {
 	ID          string `xml:"ID"`
 	DisplayName string `xml:"DisplayName"`
@@ -169,16 +190,4 @@ func (h *Handler) bucketLocation(w http.ResponseWriter, r *request) error {
 		Xmlns   string   `xml:"xmlns,attr"`
 		Value   string   `xml:",chardata"`
 	}{Xmlns: xmlns, Value: loc})
-}
-
-// bucketVersioning answers that versioning was never enabled: the gateway does not serve
-// object versions yet.
-func (h *Handler) bucketVersioning(w http.ResponseWriter, r *request) error {
-	if _, _, err := h.workspace(r); err != nil {
-		return err
-	}
-	return writeXML(w, struct {
-		XMLName xml.Name `xml:"VersioningConfiguration"`
-		Xmlns   string   `xml:"xmlns,attr"`
-	}{Xmlns: xmlns})
 }

@@ -58,6 +58,8 @@ type expectations struct {
 	checksumName string
 	// trailer is the header name x-amz-trailer announced, "" if none.
 	trailer string
+	// md5 is Content-MD5's verifier, nil if the request sent none.
+	md5 *verifier
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
@@ -69,7 +71,8 @@ func newExpectations(h http.Header, payloadHash string) (*expectations, error) {
 		if err != nil || len(raw) != md5.Size {
 			return nil, errorf(CodeInvalidDigest, "Content-MD5 must be the base64 of a 16-byte MD5 digest")
 		}
-		e.list = append(e.list, &verifier{h: md5.New(), want: v, encode: b64, code: CodeBadDigest, what: "Content-MD5"})
+		e.md5 = &verifier{h: md5.New(), want: v, encode: b64, code: CodeBadDigest, what: "Content-MD5"}
+		e.list = append(e.list, e.md5)
 	}
 	if validPayloadHash(payloadHash) && len(payloadHash) == sha256.Size*2 {
 		e.list = append(e.list, &verifier{h: sha256.New(), want: payloadHash, encode: hex.EncodeToString,

@@ -348,6 +348,16 @@ func (b *Body) Err() error {
 	return b.err
 }
 
+// ContentMD5 is the MD5 of the body when the request sent Content-MD5 and the body ended
+// matching it (io.EOF); ok is false otherwise. The gateway computes no MD5 it was not
+// asked to check.
+func (b *Body) ContentMD5() (sum []byte, ok bool) {
+	if b.err != io.EOF || b.e.md5 == nil {
+		return nil, false
+	}
+	return b.e.md5.h.Sum(nil), true
+}
+
 // Checksum is the flexible checksum of the bytes read (valid after io.EOF): name
 // ("crc32", …) and base64 value; ok is false when the request named none.
 func (b *Body) Checksum() (name, value string, ok bool) { return b.e.Checksum() }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -17,63 +18,102 @@ type copyObjectResult struct {
 	ETag         string   `xml:"ETag"`
 }
 
-// copySource parses x-amz-copy-source: "bucket/key" or "/bucket/key", URL-encoded. A
-// version (?versionId=) is not served yet.
-func copySource(h string) (bucket, key string, err error) {
+// copySource parses x-amz-copy-source: "bucket/key" or "/bucket/key", URL-encoded, with
+// an optional "?versionId=" naming the version to copy ("" for the live one).
+func copySource(h string) (bucket, key, versionID string, err error) {
 	p, query, _ := strings.Cut(strings.TrimPrefix(h, "/"), "?")
 	if query != "" {
-		return "", "", errorf(CodeNotImplemented, "copying a version of an object (x-amz-copy-source ?versionId=) is not implemented yet")
+		q, qerr := url.ParseQuery(query)
+		if qerr != nil || len(q) != 1 || len(q["versionId"]) != 1 {
+			return "", "", "", errorf(CodeInvalidArgument, "x-amz-copy-source takes bucket/key and at most ?versionId=")
+		}
+		versionID = q.Get("versionId")
 	}
 	rawBucket, rawKey, ok := strings.Cut(p, "/")
 	if !ok || rawBucket == "" || rawKey == "" {
-		return "", "", errorf(CodeInvalidArgument, "x-amz-copy-source must be bucket/key")
+		return "", "", "", errorf(CodeInvalidArgument, "x-amz-copy-source must be bucket/key")
 	}
 	if bucket, err = url.PathUnescape(rawBucket); err != nil {
-		return "", "", errorf(CodeInvalidArgument, "x-amz-copy-source's bucket is not a valid escaped path segment")
+		return "", "", "", errorf(CodeInvalidArgument, "x-amz-copy-source's bucket is not a valid escaped path segment")
 	}
 	if key, err = url.PathUnescape(rawKey); err != nil {
-		return "", "", errorf(CodeInvalidArgument, "x-amz-copy-source's key is not a valid escaped path")
+		return "", "", "", errorf(CodeInvalidArgument, "x-amz-copy-source's key is not a valid escaped path")
 	}
 	if bucket == UploadsWorkbench {
-		return "", "", errorf(CodeNoSuchBucket, "the specified bucket does not exist")
+		return "", "", "", errorf(CodeNoSuchBucket, "the specified bucket does not exist")
 	}
-	return bucket, key, nil
+	return bucket, key, versionID, nil
 }
 
 // copySourcePath is copySource with the key checked as a Cairn path (objectPath).
-func copySourcePath(h string) (bucket, path string, err error) {
-	bucket, key, err := copySource(h)
+func copySourcePath(h string) (bucket, path, versionID string, err error) {
+	bucket, key, versionID, err := copySource(h)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	if path, err = objectPath(key); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
-	return bucket, path, nil
+	return bucket, path, versionID, nil
 }
 
-// openCopySource opens the copy source bucket/path of the key's root and checks the
-// source conditions (x-amz-copy-source-if-*) on the revision read.
-func (h *Handler) openCopySource(r *request, bucket, path string) (*workbench.File, error) {
-	srcReq := *r
-	srcReq.bucket = bucket
-	src, err := h.svc.Reads.Open(r.Context(), r.agent, bucket, path)
+// openCopySource opens the version a copy reads and checks the source conditions
+// (x-amz-copy-source-if-*) on it.
+func (h *Handler) openCopySource(r *request, bucket, path, versionID string) (*workbench.File, error) {
+	f, err := h.openCopyVersion(r, bucket, path, versionID)
 	if err != nil {
-		return nil, h.objectError(&srcReq, err)
+		return nil, err
 	}
-	if conditions(r.Header, "X-Amz-Copy-Source-", etagOf(src.Info.Digest), time.UnixMilli(src.Info.ModifiedAtMs).UTC().Truncate(time.Second)) != 0 {
+	if conditions(r.Header, "X-Amz-Copy-Source-", objectETag(f.Info.Digest, f.Info.Fields), time.UnixMilli(f.Info.ModifiedAtMs).UTC().Truncate(time.Second)) != 0 {
 		return nil, preconditionFailed()
 	}
-	return src, nil
+	return f, nil
+}
+
+// openCopyVersion opens the version a copy reads: the live one, or the one versionID
+// names. A delete marker cannot be copied (InvalidRequest, as S3 answers); a version id
+// that names no retained version of the key is NoSuchVersion.
+func (h *Handler) openCopyVersion(r *request, bucket, path, versionID string) (*workbench.File, error) {
+	src := *r
+	src.bucket = bucket
+	if versionID == "" {
+		f, err := h.svc.Reads.Open(r.Context(), r.agent, bucket, path)
+		if err != nil {
+			return nil, h.objectError(&src, err)
+		}
+		return f, nil
+	}
+	gen, err := parseVersionID(versionID, bucket, path)
+	if err != nil {
+		return nil, err
+	}
+	if gen != 0 {
+		f, err := h.svc.Reads.OpenGeneration(r.Context(), r.agent, bucket, path, gen)
+		if err == nil {
+			return f, nil
+		}
+		if e := fromWorkbench(err, CodeNoSuchKey); codeOf(e) != CodeNoSuchKey {
+			return nil, e
+		}
+	}
+	el, ok, err := h.versionOf(&src, path, gen)
+	switch {
+	case err != nil:
+		return nil, err
+	case gen != 0 && ok && el.Entry == nil:
+		return nil, errorf(CodeInvalidRequest, "the source of a copy request may not specifically refer to a delete marker by version id")
+	}
+	return nil, noSuchVersion()
 }
 
 // copyObject copies an object of the key's root without moving a byte
 // (workbench.Writes.Copy: the copy references the source's segments). The source
 // conditions (x-amz-copy-source-if-*) are checked on the revision read, and the copy is
 // of exactly that revision; the target's (If-None-Match: *, If-Match) are the write's
-// compare-and-swap. x-amz-metadata-directive REPLACE takes the Content-Type of the request.
+// compare-and-swap. The copy keeps the source's metadata; x-amz-metadata-directive
+// REPLACE gives it the request's Content-Type and x-amz-meta-* instead.
 func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
-	srcBucket, srcPath, err := copySourcePath(r.Header.Get("X-Amz-Copy-Source"))
+	srcBucket, srcPath, srcVersion, err := copySourcePath(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
 		return err
 	}
@@ -88,17 +128,34 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 	if directive != "" && directive != "COPY" && directive != "REPLACE" {
 		return errorf(CodeInvalidArgument, "x-amz-metadata-directive must be COPY or REPLACE")
 	}
-	if srcBucket == r.bucket && srcPath == path && directive != "REPLACE" {
+	if srcBucket == r.bucket && srcPath == path && srcVersion == "" && directive != "REPLACE" {
 		return errorf(CodeInvalidRequest, "this copy request is illegal because it is trying to copy an object to itself without changing the object's metadata")
 	}
-	src, err := h.openCopySource(r, srcBucket, srcPath)
+	src, err := h.openCopySource(r, srcBucket, srcPath, srcVersion)
 	if err != nil {
 		return err
 	}
 	req := workbench.CopyRequest{Agent: r.agent, SrcWorkbench: srcBucket, SrcPath: srcPath, IfSrcGeneration: src.Info.Generation,
 		Workbench: r.bucket, Path: path}
+	if srcVersion != "" {
+		req.IfSrcGeneration, req.SrcGeneration = 0, src.Info.Generation
+	}
+	fields := src.Info.Fields
 	if directive == "REPLACE" {
 		req.ContentType = r.Header.Get("Content-Type")
+		if fields, err = metadataFields(r.Header); err != nil {
+			return err
+		}
+		// What the gateway knows of the bytes stays true of the copy's same bytes.
+		for name, v := range src.Info.Fields {
+			if strings.HasPrefix(name, gatewayFieldPrefix) {
+				if fields == nil {
+					fields = map[string]meta.FieldValue{}
+				}
+				fields[name] = v
+			}
+		}
+		req.ReplaceFields, req.Fields = true, fields
 	}
 	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {
 		return err
@@ -110,5 +167,7 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 		}
 		return h.objectError(r, err)
 	}
-	return writeXML(w, copyObjectResult{Xmlns: xmlns, ETag: etagOf(res.Digest), LastModified: iso8601(time.Now().UnixMilli())})
+	w.Header().Set(versionHeader, versionID(r.bucket, path, res.Generation))
+	w.Header().Set(copySourceVersionHeader, versionID(srcBucket, srcPath, src.Info.Generation))
+	return writeXML(w, copyObjectResult{Xmlns: xmlns, ETag: objectETag(res.Digest, fields), LastModified: iso8601(time.Now().UnixMilli())})
 }

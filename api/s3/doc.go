@@ -36,14 +36,36 @@
 //   - Listings read one linearizable view and emit keys in S3's byte order of whole keys
 //     (list.go), so a listing paged by continuation token or marker neither repeats nor
 //     skips a key that did not change.
+//   - A version is an element of the path's history (versions.go): a body, or a delete's
+//     tombstone as S3's delete marker. Versioning is always Enabled. A version id is 32
+//     hex digits, the generation of the version and a tag of bucket and key, so it names
+//     exactly one version of one key, is the same on every node and is never reused; an
+//     id that names no retained version of the key is NoSuchVersion, one this gateway
+//     never issues InvalidArgument. History is immutable: no request deletes a version.
+//   - ListObjectVersions walks every key with a retained version (meta.View.ListHistory)
+//     in the same byte order as the listings, from one view, and pages each key's
+//     versions newest first (meta.View.History), so a page holds at most max-keys items
+//     and key-marker with version-id-marker resume it without repeating or skipping.
 //   - If-None-Match: * and If-Match on PUT are the write's own compare-and-swap (create
 //     only; replace only the generation whose ETag matched), never a read then a write.
 //   - A body's bytes reach the caller before a later chunk's signature or the final
 //     digest is checked; a failed check ends the read with an *Error instead of io.EOF,
 //     so a caller that commits only at io.EOF (Cairn's write path publishes a file only
 //     after its body ended) never commits unverified bytes.
+//   - An object's metadata is its file's fields (metadata.go), and its ETag a function of
+//     the revision alone: the MD5 a PUT's Content-MD5 promised and its body matched, else
+//     "sha256-" and the hex SHA-256. What the gateway checked of a body (that MD5, the
+//     flexible checksum answered on read) is recorded bound to the body's SHA-256, so it
+//     never outlives those bytes. No byte is hashed for a digest the client did not send
+//     or name.
 //   - Memory per request is bounded: a chunk header or trailer line is at most
 //     maxChunkLine bytes, a trailer at most maxTrailerLines lines; chunk data streams.
+//   - Root (routing.go) names a request's agent root only once its signature verified
+//     and its key is live and acts in one root, and reads none of its body: a router
+//     (api/server's, on a cluster node) can still serve it here or forward it whole, and
+//     the handler that serves it verifies everything again. Unavailable is the one
+//     answer for a request no node can serve right now: 503 ServiceUnavailable with
+//     Retry-After.
 //   - Every error is an *Error with an S3 code (WriteError answers it as S3's XML); no
 //     error names the secret, the expected signature or an internal name.
 //
@@ -53,7 +75,8 @@
 // is its record (key, content type, start, principal), "<bucket>/<upload id>/00001" …
 // "10000" its parts. A part is an ordinary file, written by Writes.Write from Signed.Body
 // exactly as PutObject writes (CDC, dedupe, one hash per byte, the same admission and
-// checks; nothing holds a whole part), so its ETag is its SHA-256 like any object's.
+// checks; nothing holds a whole part), so its ETag is an object's (objectETag: the MD5 a
+// Content-MD5 promised and the body matched, else "sha256-<hex>").
 // UploadPartCopy of a whole source is Writes.Copy (the same segments, no byte moved);
 // with x-amz-copy-source-range the range is read and written through the write path
 // (the chunker then dedupes what it cuts alike), since a range rarely falls on segment
@@ -63,11 +86,13 @@
 // workbench.Writes.Compose: one command whose segments are the parts' segments in order,
 // each part pinned at the generation checked, fenced at the view it read (a part deleted
 // and collected meanwhile fails the publish, changing nothing), under the request's
-// If-None-Match: * or If-Match like PutObject. Its SHA-256 resumes the first part's stored
-// hash state and streams the other parts back from the object store (bounded memory; a
-// Complete reads all but the first part once). The object's ETag is its SHA-256 like every
-// other object's, not S3's "<md5>-<parts>", so If-Match and conditional reads work with
-// the ETag Complete answers.
+// If-None-Match: * or If-Match like PutObject, with the x-amz-meta-* fields
+// CreateMultipartUpload named. Its SHA-256 resumes the first part's stored hash state and
+// streams the other parts back from the object store (bounded memory; a Complete reads
+// all but the first part once). The object's ETag is objectETag's "sha256-<hex>" of the
+// whole body (no MD5 of it was ever promised), not S3's "<md5>-<parts>", so If-Match and
+// conditional reads work with the ETag Complete answers, and Complete answers the new
+// version's x-amz-version-id like any write.
 //
 //   - An upload belongs to its bucket and key: the gateway reaches the bucket first
 //     (NoSuchBucket, exactly as for any object) and answers NoSuchUpload for an upload id

@@ -35,10 +35,12 @@ const (
 	CodeInvalidRange                      Code = "InvalidRange"
 	CodeKeyTooLong                        Code = "KeyTooLongError"
 	CodeMalformedXML                      Code = "MalformedXML"
+	CodeMetadataTooLarge                  Code = "MetadataTooLarge"
 	CodeMissingContentLength              Code = "MissingContentLength"
 	CodeMethodNotAllowed                  Code = "MethodNotAllowed"
 	CodeNoSuchBucket                      Code = "NoSuchBucket"
 	CodeNoSuchKey                         Code = "NoSuchKey"
+	CodeNoSuchVersion                     Code = "NoSuchVersion"
 	CodeNotImplemented                    Code = "NotImplemented"
 	CodePreconditionFailed                Code = "PreconditionFailed"
 	CodeQuotaExceeded                     Code = "QuotaExceeded"
@@ -72,10 +74,12 @@ var statusOf = map[Code]int{
 	CodeInvalidRange:                      http.StatusRequestedRangeNotSatisfiable,
 	CodeKeyTooLong:                        http.StatusBadRequest,
 	CodeMalformedXML:                      http.StatusBadRequest,
+	CodeMetadataTooLarge:                  http.StatusBadRequest,
 	CodeMissingContentLength:              http.StatusLengthRequired,
 	CodeMethodNotAllowed:                  http.StatusMethodNotAllowed,
 	CodeNoSuchBucket:                      http.StatusNotFound,
 	CodeNoSuchKey:                         http.StatusNotFound,
+	CodeNoSuchVersion:                     http.StatusNotFound,
 	CodeNotImplemented:                    http.StatusNotImplemented,
 	CodePreconditionFailed:                http.StatusPreconditionFailed,
 	CodeQuotaExceeded:                     http.StatusForbidden,

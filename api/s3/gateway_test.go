@@ -72,8 +72,15 @@ func gateway(t *testing.T) (*httptest.Server, func(key string) *awss3.Client) {
 // gatewayOn is gateway over the blob store bs.
 func gatewayOn(t *testing.T, bs blob.Store) (*httptest.Server, func(key string) *awss3.Client) {
 	t.Helper()
-	srv, client, _ := gatewayWith(t, bs, Config{})
+	_, srv, client := gatewayNode(t, bs)
 	return srv, client
+}
+
+// gatewayNode is gatewayOn that also returns the service the gateway serves.
+func gatewayNode(t *testing.T, bs blob.Store) (*workbench.Service, *httptest.Server, func(key string) *awss3.Client) {
+	t.Helper()
+	srv, client, h := gatewayWith(t, bs, Config{})
+	return h.svc, srv, client
 }
 
 // gatewayWith is gateway over the blob store bs configured by cfg; it returns the handler

@@ -109,7 +109,7 @@ type request struct {
 }
 
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	id := fmt.Sprintf("%s-%d", h.idBase, h.ids.Add(1))
+	id := h.nextID()
 	w := deadline.NewWriter(rw, h.cfg.WriteTimeout)
 	if r.Body != nil && r.Body != http.NoBody {
 		minRate, window := h.cfg.BodyMinBytesPerSecond, h.cfg.BodyRateWindow
@@ -132,20 +132,15 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// nextID is a new request id (x-amz-request-id).
+func (h *Handler) nextID() string { return fmt.Sprintf("%s-%d", h.idBase, h.ids.Add(1)) }
+
 // authenticate verifies r's signature, finds its principal and agent root, and splits
 // the path into bucket and key.
 func (h *Handler) authenticate(r *http.Request, id string) (*request, error) {
-	s, err := h.verifier.Verify(r)
+	s, p, agent, err := h.identify(r)
 	if err != nil {
 		return nil, err
-	}
-	p, err := h.keys.S3Principal(r.Context(), s.AccessKeyID)
-	if err != nil {
-		return nil, errorf(CodeInvalidAccessKeyID, "the access key id you provided does not exist in our records")
-	}
-	agent, ok := agentOf(p)
-	if !ok {
-		return nil, errorf(CodeAccessDenied, "an S3 key acts in exactly one agent root; this key names %d", len(p.Agents))
 	}
 	bucket, key, err := splitPath(r)
 	if err != nil {
@@ -153,6 +148,24 @@ func (h *Handler) authenticate(r *http.Request, id string) (*request, error) {
 	}
 	ctx := auth.WithPrincipal(r.Context(), p)
 	return &request{Request: r.WithContext(ctx), signed: s, agent: agent, bucket: bucket, key: key, id: id}, nil
+}
+
+// identify verifies r's signature (not its body: Signed.Body checks that as it is read)
+// and finds the principal of its key and the one agent root that key acts in.
+func (h *Handler) identify(r *http.Request) (Signed, auth.Principal, string, error) {
+	s, err := h.verifier.Verify(r)
+	if err != nil {
+		return Signed{}, auth.Principal{}, "", err
+	}
+	p, err := h.keys.S3Principal(r.Context(), s.AccessKeyID)
+	if err != nil {
+		return Signed{}, auth.Principal{}, "", errorf(CodeInvalidAccessKeyID, "the access key id you provided does not exist in our records")
+	}
+	agent, ok := agentOf(p)
+	if !ok {
+		return Signed{}, auth.Principal{}, "", errorf(CodeAccessDenied, "an S3 key acts in exactly one agent root; this key names %d", len(p.Agents))
+	}
+	return s, p, agent, nil
 }
 
 // agentOf is the one agent root an S3 key acts in: its only root, or the tenant a bound
@@ -190,7 +203,7 @@ func splitPath(r *http.Request) (bucket, key string, err error) {
 var unsupported = []string{"acl", "analytics", "attributes", "cors", "encryption", "inventory", "legal-hold",
 	"lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls", "policy",
 	"policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
-	"tagging", "torrent", "uploadId", "uploads", "versionId", "versions", "website", "partNumber"}
+	"tagging", "torrent", "uploadId", "uploads", "website", "partNumber"}
 
 // route dispatches an authenticated request.
 func (h *Handler) route(w http.ResponseWriter, r *request) error {
@@ -225,6 +238,12 @@ func (h *Handler) route(w http.ResponseWriter, r *request) error {
 			return h.bucketLocation(w, r.op("GetBucketLocation"))
 		case r.Method == http.MethodGet && q.Has("versioning"):
 			return h.bucketVersioning(w, r.op("GetBucketVersioning"))
+		case r.Method == http.MethodPut && q.Has("versioning"):
+			return h.putBucketVersioning(w, r.op("PutBucketVersioning"))
+		case r.Method == http.MethodGet && q.Has("versions"):
+			return h.listObjectVersions(w, r.op("ListObjectVersions"))
+		case q.Has("versioning") || q.Has("versions"):
+			return errorf(CodeMethodNotAllowed, "the bucket's versions do not take %s", r.Method)
 		case r.Method == http.MethodGet && q.Get("list-type") == "2":
 			return h.listObjects(w, r.op("ListObjectsV2"), true)
 		case r.Method == http.MethodGet:
@@ -239,6 +258,9 @@ func (h *Handler) route(w http.ResponseWriter, r *request) error {
 			return h.deleteObjects(w, r.op("DeleteObjects"))
 		}
 		return errorf(CodeMethodNotAllowed, "the bucket resource does not take %s here", r.Method)
+	}
+	if q.Has("versionId") && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return versionWriteRefused(r.Method)
 	}
 	switch r.Method {
 	case http.MethodGet:

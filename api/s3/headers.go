@@ -7,9 +7,8 @@ import (
 
 // What a request asks of an object that the gateway cannot keep is refused
 // (NotImplemented), never accepted and dropped: an upload a client believes encrypted,
-// locked or tagged must not be stored plain, deletable or untagged. x-amz-meta-* is the
-// one exception (README "S3 gateway": dropped), since rclone sends x-amz-meta-mtime on
-// every upload.
+// locked or tagged must not be stored plain, deletable or untagged. x-amz-meta-* is kept
+// (metadata.go).
 
 // refusedHeaders are the headers of a write the gateway refuses.
 var refusedHeaders = []string{

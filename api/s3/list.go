@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -36,11 +37,18 @@ type listParams struct {
 
 // lister collects one page of a listing.
 type lister struct {
-	view      *meta.View
-	ws        *meta.Workspace
-	p         listParams
+	view *meta.View
+	ws   *meta.Workspace
+	p    listParams
+	// history walks every key with a retained version, deleted ones too
+	// (meta.View.ListHistory), not only the live ones.
+	history bool
+	// key, when set, takes each key of the walk instead of the page (ListObjectVersions
+	// expands it into its versions, versions.go); false ends the walk.
+	key       func(key string, e *meta.Entry) bool
 	contents  []object
 	prefixes  []string
+	n         int // items on the page
 	truncated bool
 	last      string // the last key or common prefix emitted
 }
@@ -64,20 +72,40 @@ func (l *lister) run() error {
 	return err
 }
 
-// emit adds one key or common prefix to the page; false once the page is full (the
-// listing is then truncated: there is more).
-func (l *lister) emit(key string, e *meta.Entry) bool {
-	if len(l.contents)+len(l.prefixes) == l.p.max {
-		l.truncated = true
+// emit adds one key (e its live entry) or common prefix (prefix) to the page; false once
+// the page is full (the listing is then truncated: there is more).
+func (l *lister) emit(key string, e *meta.Entry, prefix bool) bool {
+	if !prefix && l.key != nil {
+		return l.key(key, e)
+	}
+	if !l.room() {
 		return false
 	}
-	if e == nil {
+	if prefix {
 		l.prefixes = append(l.prefixes, key)
 	} else {
 		l.contents = append(l.contents, object{key, e})
 	}
+	l.n++
 	l.last = key
 	return true
+}
+
+// room reports whether the page takes one more item; false marks the listing truncated.
+func (l *lister) room() bool {
+	if l.n == l.p.max {
+		l.truncated = true
+		return false
+	}
+	return true
+}
+
+// children reads one page of dir's children after the name after.
+func (l *lister) children(dir, after string) ([]meta.DirEntry, bool, error) {
+	if l.history {
+		return l.view.ListHistory(l.ws, dir, after, listPage)
+	}
+	return l.view.List(l.ws, dir, after, listPage)
 }
 
 func join(dir, name string) string {
@@ -92,7 +120,7 @@ func (l *lister) dir(dir string) (bool, error) {
 	var pending []string // directories held back, innermost last
 	after := ""
 	for {
-		entries, more, err := l.view.List(l.ws, dir, after, listPage)
+		entries, more, err := l.children(dir, after)
 		if err != nil {
 			return false, err
 		}
@@ -105,10 +133,10 @@ func (l *lister) dir(dir string) (bool, error) {
 				}
 			}
 			switch {
-			case c.Kind == meta.KindDirectory && c.Dir.Files > 0:
+			case c.Kind == meta.KindDirectory:
 				pending = append(pending, c.Name)
 			case c.Kind == meta.KindFile:
-				if key := join(dir, c.Name); strings.HasPrefix(key, l.p.prefix) && key > l.p.after && !l.emit(key, c.Entry) {
+				if key := join(dir, c.Name); strings.HasPrefix(key, l.p.prefix) && key > l.p.after && !l.emit(key, c.Entry, false) {
 					return false, nil
 				}
 			}
@@ -140,7 +168,7 @@ func (l *lister) subtree(dir, name string) (bool, error) {
 		return true, nil // every key below it sorts before after
 	}
 	if within && l.p.delimiter == "/" {
-		if key > l.p.after && !l.emit(key, nil) {
+		if key > l.p.after && !l.emit(key, nil, true) {
 			return false, nil
 		}
 		return true, nil
@@ -184,20 +212,9 @@ type listedPrefix struct {
 // after a write in between without repeating or skipping what did not change.
 func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error {
 	q := r.URL.Query()
-	p := listParams{prefix: q.Get("prefix"), delimiter: q.Get("delimiter"), max: DefaultMaxKeys}
-	if p.delimiter != "" && p.delimiter != "/" {
-		return errorf(CodeNotImplemented, "the only delimiter this gateway lists by is /")
-	}
-	if v := q.Get("max-keys"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return errorf(CodeInvalidArgument, "max-keys must be a number from 0 to %d", DefaultMaxKeys)
-		}
-		p.max = min(n, DefaultMaxKeys)
-	}
-	enc := q.Get("encoding-type")
-	if enc != "" && enc != "url" {
-		return errorf(CodeInvalidArgument, "encoding-type must be url")
+	p, enc, err := listQuery(q)
+	if err != nil {
+		return err
 	}
 	out := listObjectsResult{Xmlns: xmlns, Name: r.bucket, Prefix: encodeKey(p.prefix, enc), MaxKeys: p.max,
 		Delimiter: encodeKey(p.delimiter, enc), EncodingType: enc}
@@ -228,14 +245,13 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error 
 	out.IsTruncated = l.truncated
 	for _, o := range l.contents {
 		out.Contents = append(out.Contents, listedObject{Key: encodeKey(o.key, enc), LastModified: iso8601(o.e.ModifiedAtMs),
-			ETag: etagOf(o.e.Digest), Size: o.e.Size, StorageClass: "STANDARD"})
+			ETag: objectETag(o.e.Digest, o.e.Fields), Size: o.e.Size, StorageClass: "STANDARD"})
 	}
 	for _, pre := range l.prefixes {
 		out.CommonPrefixes = append(out.CommonPrefixes, listedPrefix{Prefix: encodeKey(pre, enc)})
 	}
 	if v2 {
-		n := len(l.contents) + len(l.prefixes)
-		out.KeyCount = &n
+		out.KeyCount = &l.n
 		if l.truncated {
 			out.NextContToken = tokenVersion + base64.RawURLEncoding.EncodeToString([]byte(l.last))
 		}
@@ -243,6 +259,27 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error 
 		out.NextMarker = encodeKey(l.last, enc)
 	}
 	return writeXML(w, out)
+}
+
+// listQuery reads the parameters every listing takes: prefix, delimiter (only /),
+// max-keys (at most DefaultMaxKeys) and encoding-type (only url, returned as enc).
+func listQuery(q url.Values) (p listParams, enc string, err error) {
+	p = listParams{prefix: q.Get("prefix"), delimiter: q.Get("delimiter"), max: DefaultMaxKeys}
+	if p.delimiter != "" && p.delimiter != "/" {
+		return p, "", errorf(CodeNotImplemented, "the only delimiter this gateway lists by is /")
+	}
+	if v := q.Get("max-keys"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return p, "", errorf(CodeInvalidArgument, "max-keys must be a number from 0 to %d", DefaultMaxKeys)
+		}
+		p.max = min(n, DefaultMaxKeys)
+	}
+	enc = q.Get("encoding-type")
+	if enc != "" && enc != "url" {
+		return p, "", errorf(CodeInvalidArgument, "encoding-type must be url")
+	}
+	return p, enc, nil
 }
 
 // tokenVersion starts every continuation token this gateway issues.

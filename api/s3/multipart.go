@@ -63,6 +63,20 @@ type uploadRecord struct {
 	ContentType string `json:"content_type,omitempty"`
 	InitiatedMs int64  `json:"initiated_ms"`
 	Principal   string `json:"principal,omitempty"`
+	// Metadata are the x-amz-meta-* fields the object gets (metadataFields), as strings.
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// fields are the object's metadata fields (nil for none).
+func (r uploadRecord) fields() map[string]meta.FieldValue {
+	if len(r.Metadata) == 0 {
+		return nil
+	}
+	out := make(map[string]meta.FieldValue, len(r.Metadata))
+	for k, v := range r.Metadata {
+		out[k] = meta.StringField(v)
+	}
+	return out
 }
 
 // upload is an upload found: its id, record and directory in UploadsWorkbench.
@@ -179,6 +193,10 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
 	if err := checkWriteHeaders(r.Header); err != nil {
 		return err
 	}
+	fields, err := metadataFields(r.Header)
+	if err != nil {
+		return err
+	}
 	if _, _, err := h.workspace(r); err != nil {
 		return err
 	}
@@ -190,6 +208,12 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
 	_, _ = rand.Read(raw[:])
 	id := hex.EncodeToString(raw[:])
 	rec := uploadRecord{Key: path, ContentType: r.Header.Get("Content-Type"), InitiatedMs: h.now().UnixMilli(), Principal: workbench.PrincipalID(r.Context())}
+	for k, v := range fields {
+		if rec.Metadata == nil {
+			rec.Metadata = map[string]string{}
+		}
+		rec.Metadata[k] = v.Str
+	}
 	body, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -302,15 +326,19 @@ func (h *Handler) uploadPart(w http.ResponseWriter, r *request) error {
 	if size > MaxPartSize {
 		return errorf(CodeEntityTooLarge, "a part is at most %d bytes", int64(MaxPartSize))
 	}
+	var stored map[string]meta.FieldValue
 	res, err := h.svc.Writes.Write(r.Context(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench, Path: path,
-		Body: body, SizeHint: size})
+		Body: body, SizeHint: size, BodyFields: func(digest meta.Digest) map[string]meta.FieldValue {
+			stored = bodyFields(body, digest)
+			return stored
+		}})
 	if err != nil {
 		if berr := body.Err(); berr != nil {
 			return berr
 		}
 		return fromWorkbench(err, CodeNoSuchUpload)
 	}
-	w.Header().Set("ETag", etagOf(res.Digest))
+	w.Header().Set("ETag", objectETag(res.Digest, stored))
 	if name, value, ok := body.Checksum(); ok {
 		w.Header().Set(checksumHeaderPrefix+name, value)
 	}
@@ -323,14 +351,16 @@ func (h *Handler) uploadPart(w http.ResponseWriter, r *request) error {
 // through the write path, where its segments dedupe against the source's wherever the
 // chunker cuts alike.
 func (h *Handler) copyPart(w http.ResponseWriter, r *request, path string) error {
-	srcBucket, srcPath, err := copySourcePath(r.Header.Get("X-Amz-Copy-Source"))
+	srcBucket, srcPath, srcVersion, err := copySourcePath(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
 		return err
 	}
-	src, err := h.openCopySource(r, srcBucket, srcPath)
+	src, err := h.openCopySource(r, srcBucket, srcPath, srcVersion)
 	if err != nil {
 		return err
 	}
+	w.Header().Set(copySourceVersionHeader, versionID(srcBucket, srcPath, src.Info.Generation))
+	etag := ""
 	var res workbench.FileResult
 	if rng := r.Header.Get("X-Amz-Copy-Source-Range"); rng != "" {
 		offset, length, err := copyRange(rng, src.Info.Size)
@@ -350,17 +380,24 @@ func (h *Handler) copyPart(w http.ResponseWriter, r *request, path string) error
 		if err != nil {
 			return fromWorkbench(err, CodeNoSuchUpload)
 		}
+		etag = objectETag(res.Digest, nil)
 	} else {
 		if src.Info.Size > MaxPartSize {
 			return errorf(CodeInvalidRequest, "the source is larger than a part may be (%d bytes): copy a range of it", int64(MaxPartSize))
 		}
-		res, err = h.svc.Writes.Copy(r.Context(), workbench.CopyRequest{Agent: r.agent, SrcWorkbench: srcBucket, SrcPath: srcPath,
-			IfSrcGeneration: src.Info.Generation, Workbench: UploadsWorkbench, Path: path, ContentType: "application/octet-stream"})
-		if err != nil {
+		req := workbench.CopyRequest{Agent: r.agent, SrcWorkbench: srcBucket, SrcPath: srcPath, IfSrcGeneration: src.Info.Generation,
+			Workbench: UploadsWorkbench, Path: path, ContentType: "application/octet-stream"}
+		if srcVersion != "" {
+			req.IfSrcGeneration, req.SrcGeneration = 0, src.Info.Generation
+		}
+		if res, err = h.svc.Writes.Copy(r.Context(), req); err != nil {
 			return fromWorkbench(err, CodeNoSuchUpload)
 		}
+		// The part keeps the source's fields (Copy): what the gateway checked of these
+		// bytes, so the part's ETag is the source's.
+		etag = objectETag(res.Digest, src.Info.Fields)
 	}
-	return writeXML(w, copyPartResult{Xmlns: xmlns, ETag: etagOf(res.Digest), LastModified: iso8601(h.now().UnixMilli())})
+	return writeXML(w, copyPartResult{Xmlns: xmlns, ETag: etag, LastModified: iso8601(h.now().UnixMilli())})
 }
 
 // copyRange parses x-amz-copy-source-range: bytes=first-last, both given, within the
@@ -436,7 +473,7 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 			return invalid
 		}
 		e, err := view.File(ws, u.dir+"/"+partName(p.PartNumber))
-		if err != nil || !etagMatches(p.ETag, etagOf(e.Digest)) {
+		if err != nil || !etagMatches(p.ETag, objectETag(e.Digest, e.Fields)) {
 			return invalid
 		}
 		if i < len(in.Parts)-1 && e.Size < h.minPartSize() {
@@ -444,8 +481,9 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 		}
 		parts[i] = workbench.ComposePart{Path: u.dir + "/" + partName(p.PartNumber), IfGeneration: e.Generation}
 	}
+	fields := u.rec.fields()
 	req := workbench.ComposeRequest{Agent: r.agent, SrcWorkbench: UploadsWorkbench, Parts: parts,
-		Workbench: r.bucket, Path: path, ContentType: u.rec.ContentType}
+		Workbench: r.bucket, Path: path, ContentType: u.rec.ContentType, Fields: fields}
 	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {
 		return err
 	}
@@ -464,7 +502,8 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 	if err := h.removeUpload(r.Context(), r.agent, u.dir); err != nil {
 		h.log.Warn("s3: removing a completed upload", "request_id", r.id, "err", err)
 	}
-	return writeXML(w, completeResult{Xmlns: xmlns, Location: "/" + r.bucket + "/" + r.key, Bucket: r.bucket, Key: r.key, ETag: etagOf(res.Digest)})
+	w.Header().Set(versionHeader, versionID(r.bucket, path, res.Generation))
+	return writeXML(w, completeResult{Xmlns: xmlns, Location: "/" + r.bucket + "/" + r.key, Bucket: r.bucket, Key: r.key, ETag: objectETag(res.Digest, fields)})
 }
 
 // abortUpload removes the upload and its parts: NoSuchUpload for it afterwards.

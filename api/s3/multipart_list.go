@@ -98,7 +98,7 @@ func (h *Handler) listParts(w http.ResponseWriter, r *request) error {
 				out.IsTruncated = true
 				return writeXML(w, out)
 			}
-			out.Parts = append(out.Parts, partInfo{PartNumber: n, LastModified: iso8601(c.Entry.ModifiedAtMs), ETag: etagOf(c.Entry.Digest), Size: c.Entry.Size})
+			out.Parts = append(out.Parts, partInfo{PartNumber: n, LastModified: iso8601(c.Entry.ModifiedAtMs), ETag: objectETag(c.Entry.Digest, c.Entry.Fields), Size: c.Entry.Size})
 			out.NextPartNumberMarker = n
 		}
 		if !more {

@@ -3,7 +3,9 @@ package s3
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -47,7 +49,7 @@ func multipartGateway(t *testing.T, now func() time.Time) (func(key string) *aws
 func createUpload(t *testing.T, c *awss3.Client, bucket, key string) string {
 	t.Helper()
 	out, err := c.CreateMultipartUpload(context.Background(), &awss3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key),
-		ContentType: aws.String("application/x-checkpoint")})
+		ContentType: aws.String("application/x-checkpoint"), Metadata: map[string]string{"step": "1200"}})
 	if err != nil {
 		t.Fatalf("CreateMultipartUpload %s/%s: %v", bucket, key, err)
 	}
@@ -87,9 +89,10 @@ func getAll(t *testing.T, c *awss3.Client, bucket, key string) ([]byte, *awss3.G
 	return b, out
 }
 
+// sha256ETag is the ETag of a body no Content-MD5 came with (objectETag).
 func sha256ETag(b []byte) string {
 	d := sha256.Sum256(b)
-	return `"` + hex.EncodeToString(d[:]) + `"`
+	return `"sha256-` + hex.EncodeToString(d[:]) + `"`
 }
 
 // uploadFiles counts the files of root a's UploadsWorkbench.
@@ -153,8 +156,11 @@ func TestMultipartUploadCompletesAsOneObject(t *testing.T) {
 	if aws.ToString(res.ETag) != sha256ETag(whole) || aws.ToString(out.ETag) != sha256ETag(whole) {
 		t.Fatalf("ETag %s (complete) %s (get), want the whole body's SHA-256 %s", aws.ToString(res.ETag), aws.ToString(out.ETag), sha256ETag(whole))
 	}
-	if aws.ToString(out.ContentType) != "application/x-checkpoint" {
-		t.Fatalf("Content-Type %q, want the one CreateMultipartUpload named", aws.ToString(out.ContentType))
+	if aws.ToString(out.ContentType) != "application/x-checkpoint" || out.Metadata["step"] != "1200" {
+		t.Fatalf("Content-Type %q, metadata %v; want the ones CreateMultipartUpload named", aws.ToString(out.ContentType), out.Metadata)
+	}
+	if aws.ToString(res.VersionId) == "" || aws.ToString(res.VersionId) != aws.ToString(out.VersionId) {
+		t.Fatalf("Complete answered version %q, GetObject reads %q", aws.ToString(res.VersionId), aws.ToString(out.VersionId))
 	}
 	// The object's ETag is a write's If-Match like any other.
 	if _, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("runs"), Key: aws.String("outputs/ckpt.bin"), Body: strings.NewReader("v2"),
@@ -512,5 +518,27 @@ func TestTransferManagerUploadsInParts(t *testing.T) {
 	}
 	if n := uploadFiles(t, h); n != 0 {
 		t.Fatalf("%d upload files left, want none", n)
+	}
+}
+
+func TestPartWithContentMD5HasItsMD5AsETag(t *testing.T) {
+	client, _ := multipartGateway(t, nil)
+	c := client("AGENTA")
+	id := createUpload(t, c, "runs", "outputs/md5.bin")
+	body := payload(3 << 10)
+	sum := md5.Sum(body)
+	out, err := c.UploadPart(context.Background(), &awss3.UploadPartInput{Bucket: aws.String("runs"), Key: aws.String("outputs/md5.bin"), UploadId: aws.String(id),
+		PartNumber: aws.Int32(1), Body: bytes.NewReader(body), ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum[:]))})
+	if err != nil {
+		t.Fatalf("UploadPart with Content-MD5: %v", err)
+	}
+	if want := `"` + hex.EncodeToString(sum[:]) + `"`; aws.ToString(out.ETag) != want {
+		t.Fatalf("part ETag %s, want its MD5 %s", aws.ToString(out.ETag), want)
+	}
+	if _, err := complete(c, "runs", "outputs/md5.bin", id, []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: out.ETag}}); err != nil {
+		t.Fatalf("Complete naming the part by its MD5: %v", err)
+	}
+	if got, _ := getAll(t, c, "runs", "outputs/md5.bin"); !bytes.Equal(got, body) {
+		t.Fatalf("GetObject: %d bytes, want %d", len(got), len(body))
 	}
 }

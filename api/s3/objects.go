@@ -1,7 +1,6 @@
 package s3
 
 import (
-	"encoding/hex"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -13,11 +12,6 @@ import (
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 )
-
-// An object's ETag is the hex SHA-256 of its bytes, quoted: a strong validator of the
-// content that no client mistakes for an MD5 (it is 64 digits, not 32), so tools that
-// compare an ETag with a local MD5 (rclone, s3cmd) do not report false mismatches.
-func etagOf(d meta.Digest) string { return `"` + hex.EncodeToString(d[:]) + `"` }
 
 // path checks an object key as a Cairn path: KeyTooLongError past meta.MaxPathBytes,
 // InvalidArgument for anything else Cairn cannot store (docs/workbench.md, common rules).
@@ -56,7 +50,11 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 	if err := checkWriteHeaders(r.Header); err != nil {
 		return err
 	}
-	req := workbench.WriteRequest{Agent: r.agent, Workbench: r.bucket, Path: path, ContentType: r.Header.Get("Content-Type")}
+	fields, err := metadataFields(r.Header)
+	if err != nil {
+		return err
+	}
+	req := workbench.WriteRequest{Agent: r.agent, Workbench: r.bucket, Path: path, ContentType: r.Header.Get("Content-Type"), Fields: fields}
 	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {
 		return err
 	}
@@ -65,6 +63,11 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	req.Body, req.SizeHint = body, size
+	var stored map[string]meta.FieldValue
+	req.BodyFields = func(digest meta.Digest) map[string]meta.FieldValue {
+		stored = bodyFields(body, digest)
+		return stored
+	}
 	res, err := h.svc.Writes.Write(r.Context(), req)
 	if err != nil {
 		if berr := body.Err(); berr != nil {
@@ -75,7 +78,8 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 		}
 		return h.objectError(r, err)
 	}
-	w.Header().Set("ETag", etagOf(res.Digest))
+	w.Header().Set("ETag", objectETag(res.Digest, stored))
+	w.Header().Set(versionHeader, versionID(r.bucket, path, res.Generation))
 	if name, value, ok := body.Checksum(); ok {
 		w.Header().Set(checksumHeaderPrefix+name, value)
 	}
@@ -102,7 +106,7 @@ func (h *Handler) writeCondition(r *request, path string) (meta.Condition, uint6
 			}
 			return 0, 0, preconditionFailed()
 		}
-		if !etagMatches(im, etagOf(f.Info.Digest)) {
+		if !etagMatches(im, objectETag(f.Info.Digest, f.Info.Fields)) {
 			return 0, 0, preconditionFailed()
 		}
 		return meta.CondIfGeneration, f.Info.Generation, nil
@@ -153,11 +157,11 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	if err := checkReadHeaders(r.Header); err != nil {
 		return err
 	}
-	f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
+	f, err := h.openVersion(w, r, path) // versions.go
 	if err != nil {
-		return h.objectError(r, err)
+		return err
 	}
-	etag := etagOf(f.Info.Digest)
+	etag := objectETag(f.Info.Digest, f.Info.Fields)
 	modified := time.UnixMilli(f.Info.ModifiedAtMs).UTC().Truncate(time.Second)
 	hdr := w.Header()
 	hdr.Set("ETag", etag)
@@ -169,6 +173,10 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	}
 	hdr.Set("Content-Type", contentType)
 	hdr.Set("X-Content-Type-Options", "nosniff")
+	setMetadata(hdr, f.Info.Fields)
+	if strings.EqualFold(r.Header.Get("X-Amz-Checksum-Mode"), "ENABLED") && r.Header.Get("Range") == "" {
+		setChecksum(hdr, f.Info.Digest, f.Info.Fields)
+	}
 	applyOverrides(hdr, r.Request)
 	if status := conditions(r.Header, "", etag, modified); status != 0 {
 		if status == http.StatusPreconditionFailed {
@@ -280,8 +288,13 @@ func (h *Handler) deleteObject(w http.ResponseWriter, r *request) error {
 			return errorf(CodeNotImplemented, "%s is not implemented by this gateway", strings.ToLower(name))
 		}
 	}
-	if err := h.deleteKey(r, path, r.Header.Get("If-Match")); err != nil {
+	marker, err := h.deleteKey(r, path, r.Header.Get("If-Match"))
+	if err != nil {
 		return err
+	}
+	if marker != 0 {
+		w.Header().Set(deleteMarkerHeader, "true")
+		w.Header().Set(versionHeader, versionID(r.bucket, path, marker))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -289,36 +302,38 @@ func (h *Handler) deleteObject(w http.ResponseWriter, r *request) error {
 
 // deleteKey deletes path, only at the revision whose ETag ifMatch names when it is set
 // (PreconditionFailed otherwise, also for a missing key); a missing key is no error
-// without a condition.
-func (h *Handler) deleteKey(r *request, path, ifMatch string) error {
+// without a condition. It returns the generation of the tombstone (the delete marker), 0
+// when there was nothing to delete.
+func (h *Handler) deleteKey(r *request, path, ifMatch string) (uint64, error) {
 	var gen uint64
 	if ifMatch != "" {
 		f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
 		if err != nil {
 			if e := h.objectError(r, err); codeOf(e) != CodeNoSuchKey {
-				return e
+				return 0, e
 			}
-			return preconditionFailed()
+			return 0, preconditionFailed()
 		}
-		if !etagMatches(ifMatch, etagOf(f.Info.Digest)) {
-			return preconditionFailed()
+		if !etagMatches(ifMatch, objectETag(f.Info.Digest, f.Info.Fields)) {
+			return 0, preconditionFailed()
 		}
 		gen = f.Info.Generation
 	}
-	if _, err := h.svc.Writes.Delete(r.Context(), r.agent, r.bucket, path, gen, ""); err != nil {
+	marker, err := h.svc.Writes.Delete(r.Context(), r.agent, r.bucket, path, gen, "")
+	if err != nil {
 		e := h.objectError(r, err)
 		switch codeOf(e) {
 		case CodeNoSuchKey:
 			if gen != 0 {
-				return preconditionFailed()
+				return 0, preconditionFailed()
 			}
-			return nil
+			return 0, nil
 		case CodePreconditionFailed:
-			return preconditionFailed()
+			return 0, preconditionFailed()
 		}
-		return e
+		return 0, e
 	}
-	return nil
+	return marker, nil
 }
 
 // maxDeleteObjects is S3's bound on the keys of one DeleteObjects request.
@@ -345,7 +360,9 @@ type deleteResult struct {
 }
 
 type deletedObject struct {
-	Key string `xml:"Key"`
+	Key                   string `xml:"Key"`
+	DeleteMarker          bool   `xml:"DeleteMarker,omitempty"`
+	DeleteMarkerVersionID string `xml:"DeleteMarkerVersionId,omitempty"`
 }
 
 type deleteError struct {
@@ -357,17 +374,9 @@ type deleteError struct {
 // deleteObjects deletes up to 1,000 keys, each on its own (S3's DeleteObjects is not
 // atomic either); each key's outcome is in the answer.
 func (h *Handler) deleteObjects(w http.ResponseWriter, r *request) error {
-	body, _, err := r.signed.Body(r.Request)
-	if err != nil {
-		return err
-	}
-	raw, err := io.ReadAll(io.LimitReader(body, 2<<20))
-	if err != nil {
-		return err
-	}
 	var in deleteRequest
-	if err := xml.Unmarshal(raw, &in); err != nil {
-		return errorf(CodeMalformedXML, "the Delete document is not well-formed XML")
+	if err := readXML(r, &in, "Delete"); err != nil {
+		return err
 	}
 	if len(in.Objects) == 0 || len(in.Objects) > maxDeleteObjects {
 		return errorf(CodeMalformedXML, "a Delete document names 1 to %d objects", maxDeleteObjects)
@@ -378,17 +387,24 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *request) error {
 	out := deleteResult{Xmlns: xmlns}
 	for _, o := range in.Objects {
 		path, err := objectPath(o.Key)
+		var marker uint64
 		switch {
 		case err != nil:
-		case o.VersionID != "" || o.LastModifiedTime != "" || o.Size != "":
-			err = errorf(CodeNotImplemented, "deleting a version, or on a time or size condition, is not implemented by this gateway")
+		case o.VersionID != "":
+			err = errVersionDelete
+		case o.LastModifiedTime != "" || o.Size != "":
+			err = errorf(CodeNotImplemented, "deleting on a time or size condition is not implemented by this gateway")
 		default:
-			err = h.deleteKey(r, path, o.ETag)
+			marker, err = h.deleteKey(r, path, o.ETag)
 		}
 		var e *Error
 		switch {
 		case err == nil && !in.Quiet:
-			out.Deleted = append(out.Deleted, deletedObject{Key: o.Key})
+			d := deletedObject{Key: o.Key}
+			if marker != 0 {
+				d.DeleteMarker, d.DeleteMarkerVersionID = true, versionID(r.bucket, path, marker)
+			}
+			out.Deleted = append(out.Deleted, d)
 		case errors.As(err, &e):
 			out.Errors = append(out.Errors, deleteError{Key: o.Key, Code: e.Code, Message: e.Message})
 		case err != nil:

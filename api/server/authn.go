@@ -38,6 +38,9 @@ import (
 //     that received it. The receiving node resolves the id in its own store (a key revoked
 //     since is refused there too). PrincipalHeader is deleted from every client request,
 //     so no client can claim a principal.
+//   - The S3 gateway authenticates its own requests (SigV4, api/s3) on its own listener;
+//     a cluster node forwards one with its signature, which is no secret, and the serving
+//     node verifies it again (route_s3.go).
 
 // PrincipalHeader is the internal header that carries the principal id of a forwarded
 // request between nodes; never accepted from a client.
@@ -60,6 +63,7 @@ type authn struct {
 
 func (a *authn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(PrincipalHeader)
+	r.Header.Del(surfaceHeader)
 	p, ok := a.principal(w, r)
 	if !ok {
 		return

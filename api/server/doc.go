@@ -70,6 +70,18 @@
 //   - A request is routed only after it was authenticated; a forwarded request carries
 //     its principal's id (PrincipalHeader, never accepted from a client) and no secret,
 //     and the serving node resolves the id in its own key store.
+//   - The S3 gateway serves on every cluster node (route_s3.go): a request signed by a
+//     valid S3 credential is routed by its key's one agent root (s3.Handler.Root) and, when
+//     this node cannot serve that root, forwarded exactly as it came (target, Host,
+//     headers, the SigV4 signature, the body streamed, never buffered) with
+//     surfaceHeader; the peer port serves such a request with the S3 gateway, which
+//     verifies the signature and the body's chunk signatures and digests again against
+//     its own key store. The mark selects a surface and grants nothing; it is deleted from
+//     every client request. Chosen over verifying here and passing the principal (REST's
+//     way) because only the node that reads an aws-chunked body can check its chunk and
+//     trailer signatures and answer a failed check with S3's error. A request nobody can
+//     serve right now is answered with S3's 503 ServiceUnavailable (XML, Retry-After),
+//     naming no node's address; an unauthenticated one is refused where it arrived.
 //   - The background workers (restore resumption, compaction, garbage collection) are the
 //     same in both modes and act only while a local replica is a ready leader. Close stops every background goroutine and
 //     waits for it before it closes the replicas and the blob store and releases the lock.

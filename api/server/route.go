@@ -58,7 +58,7 @@ func writeNotOwner(w http.ResponseWriter, msg, leader string) {
 // agent root of a request whose URL names none (the OpenWOP facade's: its root is the
 // principal's tenant).
 func newRouter(h *host.Host, local http.Handler, rootOf func(*http.Request) (string, bool)) http.Handler {
-	fwd := h.NewForwarder(writeNotOwner)
+	fwd := h.NewForwarder(func(w http.ResponseWriter, _ *http.Request, msg, leader string) { writeNotOwner(w, msg, leader) })
 	here := servedHere(h.NodeID(), local)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		agent, ok := agentOf(r)
@@ -69,9 +69,7 @@ func newRouter(h *host.Host, local http.Handler, rootOf func(*http.Request) (str
 			local.ServeHTTP(w, r)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), routeTimeout)
-		rt := h.Route(ctx, agent)
-		cancel()
+		rt := routeOf(h, r, agent)
 		switch {
 		case rt.Local:
 			here.ServeHTTP(w, r)
@@ -84,6 +82,14 @@ func newRouter(h *host.Host, local http.Handler, rootOf func(*http.Request) (str
 			fwd.Forward(&servedByFallback{ResponseWriter: w, node: h.NodeID()}, r, rt)
 		}
 	})
+}
+
+// routeOf finds where r, a request for agent's root, is served (host.Route), within
+// routeTimeout.
+func routeOf(h *host.Host, r *http.Request, agent string) host.Route {
+	ctx, cancel := context.WithTimeout(r.Context(), routeTimeout)
+	defer cancel()
+	return h.Route(ctx, agent)
 }
 
 // routeTimeout bounds finding where a request is served (placement lookup, waiting for a

@@ -43,8 +43,9 @@ import (
 
 // reservedWorkbenches are the workbenches only one surface writes (workbench.Config.ReservedWorkbenches):
 // the OpenWOP facade's packs of a tenant, the working documents of every workspace of a
-// root, and the S3 gateway's multipart uploads of every bucket of a root. No key is bound to one of them: such a binding would reach the records of every
-// workspace the surface keeps there.
+// root, and the S3 gateway's multipart uploads of every bucket of a root. No key is bound
+// to one of them: such a binding would reach the records of every workspace the surface
+// keeps there.
 var reservedWorkbenches = map[string]string{openwop.PacksWorkbench: openwop.Surface, documents.Workbench: documents.Surface,
 	s3.UploadsWorkbench: s3.Surface}
 
@@ -86,7 +87,10 @@ type Node struct {
 	admin atomic.Pointer[sideServer] // while Serve runs
 	// s3 is the S3 gateway's listener while Serve runs (nil when --s3-listen is unset).
 	s3  atomic.Pointer[sideServer]
-	s3H *s3.Handler // the S3 gateway (api/s3), nil when off
+	s3H http.Handler // the S3 gateway (api/s3), nil when off
+	// s3Gateway serves S3 requests here, from the listener or forwarded by peers (nil
+	// when neither); Serve runs its sweep of abandoned multipart uploads.
+	s3Gateway *s3.Handler
 	// workers are the leader-only workers of the replicas here, led and unled from the
 	// host's leadership reports (the same in both modes).
 	workers atomic.Pointer[worker.Set]
@@ -226,9 +230,17 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	adminRoutes := keyRoutes(n.keys)
-	if cfg.S3Gateway.Listen != "" {
-		n.s3H = s3.NewHandler(n.svc, auth.S3Keys{Store: n.keys}, s3.Config{Region: cfg.S3Gateway.Region, Logger: n.log,
+	var gateway *s3.Handler // a cluster node serves the S3 requests other nodes forward, listener or not (route_s3.go)
+	if cfg.S3Gateway.Listen != "" || cfg.Cluster {
+		gateway = s3.NewHandler(n.svc, auth.S3Keys{Store: n.keys}, s3.Config{Region: cfg.S3Gateway.Region, Logger: n.log,
 			BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond, BodyRateWindow: cfg.BodyRateWindow, WriteTimeout: cfg.WriteTimeout})
+	}
+	n.s3Gateway = gateway
+	switch {
+	case cfg.S3Gateway.Listen != "" && cfg.Cluster:
+		n.s3H = newS3Router(n.host, gateway)
+	case cfg.S3Gateway.Listen != "":
+		n.s3H = gateway
 	}
 	if cfg.Cluster {
 		adminRoutes[ClusterStatusPath] = http.HandlerFunc(n.serveStatus)
@@ -280,7 +292,8 @@ func (n *Node) open(ctx context.Context) error {
 			}
 			return facade.Root(r)
 		})
-		peer := &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, docs)}
+		peer := peerSurfaces{node: n.nodeID, s3: gateway,
+			rest: &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, docs)}}
 		if err := n.host.ServePeer(peer); err != nil {
 			return err
 		}
@@ -410,6 +423,13 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	n.admin.Store(admin)
 	defer n.admin.Store(nil)
+	if n.s3Gateway != nil {
+		// Abandoned multipart uploads are aborted while the gateway serves.
+		rctx, stopReclaim := context.WithCancel(ctx)
+		reclaimDone := make(chan struct{})
+		go func() { defer close(reclaimDone); n.s3Gateway.RunReclaim(rctx) }()
+		defer func() { stopReclaim(); <-reclaimDone }()
+	}
 	var s3srv *sideServer
 	if n.s3H != nil {
 		if s3srv, err = listenS3(n.cfg, n.tls, n.s3H, n.log); err != nil {
@@ -419,11 +439,6 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 		}
 		n.s3.Store(s3srv)
 		defer n.s3.Store(nil)
-		// Abandoned multipart uploads are aborted while the gateway serves.
-		rctx, stopReclaim := context.WithCancel(ctx)
-		reclaimDone := make(chan struct{})
-		go func() { defer close(reclaimDone); n.s3H.RunReclaim(rctx) }()
-		defer func() { stopReclaim(); <-reclaimDone }()
 		n.log.Info("the S3 gateway is serving", "addr", s3srv.Addr().String(), "region", n.cfg.S3Gateway.Region)
 	}
 	var d drainer

@@ -80,9 +80,9 @@ type fwdTargetKey struct{}
 type fwdTarget struct{ node, addr string }
 
 // NewForwarder returns the forwarder of a cluster host; failed answers through
-// unavailable(w, msg, leaderNode) (the surface's retryable error). Nil for the embedded
-// default.
-func (h *Host) NewForwarder(unavailable func(w http.ResponseWriter, msg, leader string)) *Forwarder {
+// unavailable(w, r, msg, leaderNode) (the surface's retryable error; r is the request
+// that could not be forwarded). Nil for the embedded default.
+func (h *Host) NewForwarder(unavailable func(w http.ResponseWriter, r *http.Request, msg, leader string)) *Forwarder {
 	if h.peers == nil {
 		return nil
 	}
@@ -99,7 +99,7 @@ func (h *Host) NewForwarder(unavailable func(w http.ResponseWriter, msg, leader 
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			t, _ := r.Context().Value(fwdTargetKey{}).(fwdTarget)
 			log.Debug("forwarding failed", "node", t.node, "err", err)
-			unavailable(w, "the shard's leader cannot be reached right now; retry", t.node)
+			unavailable(w, r, "the shard's leader cannot be reached right now; retry", t.node)
 		},
 	}}
 }

@@ -1,0 +1,70 @@
+package meta
+
+import "strings"
+
+// ListHistory is List over everything with a retained version: the direct children of
+// dir ("" = the top) whose own chain or some chain below them holds an element the view
+// covers, live or not, in byte order of their names, after the name after ("" = from the
+// first). A file child (KindFile) is a path with such a chain: Entry is its live body, nil
+// when its newest element is a tombstone. A directory child (KindDirectory, Dir zero) has
+// such a path below it. One name may be both, a deleted file whose name is now a
+// directory: then the file comes first, and the two are never split across calls, so
+// limit counts names. A dir with nothing below it lists nothing (no NotFound, no
+// NotDirectory: a path may have been a file and now be a directory). Errors:
+// InvalidArguments for a bad dir.
+//
+// The history listing of an S3 bucket (ListObjectVersions, api/s3/versions.go) walks it:
+// the keys whose versions and delete markers History pages.
+func (v *View) ListHistory(ws *Workspace, dir, after string, limit int) (entries []DirEntry, more bool, err error) {
+	if dir != "" {
+		if err := ValidatePath("path", dir); err != nil {
+			return nil, false, err
+		}
+	}
+	limit = max(limit, 1)
+	prefix := childPrefix(ws.Incarnation, dir)
+	pivot := prefix
+	if after != "" {
+		pivot = prefix + after + "\x01"
+	}
+	names := 0
+	for {
+		var next string
+		done := true
+		v.st.paths.Ascend(pivot, func(key string, rec *pathRecord) bool {
+			if !strings.HasPrefix(key, prefix) {
+				return false
+			}
+			if !rec.covered(v.at) {
+				return true
+			}
+			rest := key[len(prefix):]
+			i := indexNUL(rest)
+			name := rest[:i]
+			if n := len(entries); n == 0 || entries[n-1].Name != name {
+				if names == limit {
+					more = true
+					return false
+				}
+				names++
+			}
+			if i == len(rest) {
+				entries = append(entries, DirEntry{Name: name, Kind: KindFile, Entry: rec.at(v.at)})
+				return true
+			}
+			entries = append(entries, DirEntry{Name: name, Kind: KindDirectory})
+			// Skip the rest of this subtree: restart the scan after it.
+			next, done = prefix+name+"\x01", false
+			return false
+		})
+		if done || more {
+			return entries, more, nil
+		}
+		pivot = next
+	}
+}
+
+// covered reports whether the chain holds an element at or below version v.
+func (r *pathRecord) covered(v uint64) bool {
+	return len(r.Chain) > 0 && r.Chain[len(r.Chain)-1].Version <= v
+}
