@@ -70,15 +70,7 @@ func (b *objectPhases) phase(ctx context.Context, i int) (Op, func() error, erro
 			if err != nil {
 				return err
 			}
-			defer body.Close()
-			n, err := io.Copy(io.Discard, body)
-			if err != nil {
-				return err
-			}
-			if n != b.sizeBytes {
-				return fmt.Errorf("GET %s: %d bytes, want %d: %w", key, n, b.sizeBytes, io.ErrUnexpectedEOF)
-			}
-			return nil
+			return readWhole(body, key, b.sizeBytes)
 		}), func() error { return nil }, nil
 	}
 	prefix := fmt.Sprintf("%sp%d/", b.prefix, i)
@@ -103,4 +95,18 @@ func (b *objectPhases) Close() error {
 		return nil
 	}
 	return b.removePrefix(context.Background(), b.prefix)
+}
+
+// readWhole reads body, what a GET of key answered, to its end and closes it; a body of
+// other than size bytes is an error wrapping io.ErrUnexpectedEOF.
+func readWhole(body io.ReadCloser, key string, size int64) error {
+	defer body.Close()
+	n, err := io.Copy(io.Discard, body)
+	if err != nil {
+		return err
+	}
+	if n != size {
+		return fmt.Errorf("GET %s: %d bytes, want %d: %w", key, n, size, io.ErrUnexpectedEOF)
+	}
+	return nil
 }
