@@ -248,10 +248,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 // read serves GET and HEAD: ETag, If-None-Match (304), single Range (206/416), streaming;
 // ?generation=N reads a retained version (history.go), its ETag that generation.
 func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path string) {
-	q, err := parseQuery(r)
-	if err == nil {
-		err = onlyParams(q, "at_snapshot", "disposition", "redirect", "generation")
-	}
+	q, err := queryParams(r, "at_snapshot", "disposition", "redirect", "generation")
 	var at workbench.At
 	if err == nil {
 		at, err = atSnapshotQuery(q)
