@@ -2,12 +2,10 @@ package rest_test
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
@@ -81,8 +79,7 @@ func TestIfMatchOnAMissingFileIsOneAnswer(t *testing.T) {
 // ResourceExhausted with the bound in details.
 func TestRESTQueryOverTheBudgetIs429(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096, QueryBudgetBytes: 70 << 10})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
-	t.Cleanup(srv.Close)
+	srv := serveNode(t, n)
 	for i := range 8 {
 		expect(t, do(t, "PUT", fmt.Sprintf("%s/v1/agents/a1/workbenches/w1/files/outputs/f%d", srv.URL, i), strings.NewReader("x")), 201, "")
 	}
