@@ -97,8 +97,7 @@ func TestRESTQueryOverTheBudgetIs429(t *testing.T) {
 // record in id order (retired ones included) with next_cursor, and every page matches the
 // document; without parameters the answer is workbench_snapshot_list's.
 func TestRESTSnapshotListPages(t *testing.T) {
-	srv := newServer(t)
-	c := &checker{t: t, doc: loadDoc(t), url: srv.URL}
+	c := newChecker(t)
 	wb := "/v1/agents/a1/workbenches/w1"
 	expect(t, c.call(true, "PUT", wb, ""), 201, "")
 	var ids []float64
