@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
-	"golang.org/x/sync/errgroup"
 )
 
 // MinIOConfig is where the minio baseline reaches the object store. Point it at the
@@ -54,21 +52,16 @@ func (c MinIOConfig) hostSecure() (host string, secure bool, err error) {
 	return u.Host, u.Scheme == "https", nil
 }
 
-// minioBaseline is BaselineMinIO bound to a run.
-type minioBaseline struct {
-	c         *minio.Client
-	bucket    string
-	prefix    string // minioPrefix + the run's nonce + "/"
-	sizeBytes int64
-	files     int
-	get       bool // a get scenario: read the prepared objects
-	nonce     uint64
-	close     func()
+// minioStore is an objectStore of minio-go in one bucket.
+type minioStore struct {
+	c      *minio.Client
+	bucket string
+	idle   func()
 }
 
 // openMinIOBaseline connects to cfg.MinIO, creates the bucket if needed and, for a get
 // scenario, writes the Files objects the phases read.
-func openMinIOBaseline(ctx context.Context, cfg Config, nonce uint64) (*minioBaseline, error) {
+func openMinIOBaseline(ctx context.Context, cfg Config, nonce uint64) (*objectPhases, error) {
 	host, secure, err := cfg.MinIO.hostSecure()
 	if err != nil {
 		return nil, fmt.Errorf("minio baseline: %w", err)
@@ -88,83 +81,45 @@ func openMinIOBaseline(ctx context.Context, cfg Config, nonce uint64) (*minioBas
 	if err != nil {
 		return nil, fmt.Errorf("minio baseline: %w", err)
 	}
-	b := &minioBaseline{
-		c: c, bucket: cfg.MinIO.Bucket, prefix: fmt.Sprintf("%s%016x/", minioPrefix, nonce),
-		sizeBytes: cfg.SizeBytes, files: cfg.Files, nonce: nonce,
-		get:   cfg.Scenario == ScenarioSmallGet || cfg.Scenario == ScenarioObjectGet,
-		close: tr.CloseIdleConnections,
+	store := &minioStore{c: c, bucket: cfg.MinIO.Bucket, idle: tr.CloseIdleConnections}
+	b := &objectPhases{
+		name: "minio baseline", store: store, prefix: fmt.Sprintf("%s%016x/", minioPrefix, nonce),
+		sizeBytes: cfg.SizeBytes, files: cfg.Files, nonce: nonce, get: isGetScenario(cfg.Scenario),
 	}
-	exists, err := c.BucketExists(ctx, b.bucket)
+	exists, err := c.BucketExists(ctx, store.bucket)
 	if err == nil && !exists {
-		err = c.MakeBucket(ctx, b.bucket, minio.MakeBucketOptions{Region: cfg.MinIO.Region})
+		err = c.MakeBucket(ctx, store.bucket, minio.MakeBucketOptions{Region: cfg.MinIO.Region})
 	}
 	if err != nil {
-		b.close()
-		return nil, fmt.Errorf("minio baseline: bucket %q: %w", b.bucket, err)
+		store.closeIdle()
+		return nil, fmt.Errorf("minio baseline: bucket %q: %w", store.bucket, err)
 	}
-	if b.get {
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(setupConcurrency)
-		for i := range b.files {
-			g.Go(func() error { return b.put(gctx, b.readKey(uint64(i)), ^uint64(i)) })
-		}
-		if err := g.Wait(); err != nil {
-			return nil, errors.Join(fmt.Errorf("minio baseline: setup: %w", err), b.Close())
-		}
+	if err := b.setup(ctx); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
 
-func (b *minioBaseline) readKey(i uint64) string { return fmt.Sprintf("%sread/%09d", b.prefix, i) }
-
-// put writes the body of (nonce, seq) to key, the way the put scenarios generate it.
-func (b *minioBaseline) put(ctx context.Context, key string, seq uint64) error {
-	var body io.Reader
-	if b.sizeBytes <= smallBodyBytes {
-		body = bytes.NewReader(payloadBytes(b.nonce, seq, b.sizeBytes))
-	} else {
-		body = payload(b.nonce, seq, b.sizeBytes)
-	}
-	_, err := b.c.PutObject(ctx, b.bucket, key, body, b.sizeBytes, minio.PutObjectOptions{ContentType: "application/octet-stream"})
+func (s *minioStore) put(ctx context.Context, key string, body io.ReadSeeker, size int64) error {
+	_, err := s.c.PutObject(ctx, s.bucket, key, body, size, minio.PutObjectOptions{ContentType: "application/octet-stream"})
 	return err
 }
 
-func (b *minioBaseline) phase(ctx context.Context, i int) (Op, func() error, error) {
-	if b.get {
-		return OpFunc(func(ctx context.Context, seq uint64) error {
-			key := b.readKey(mix(seq) % uint64(b.files))
-			obj, err := b.c.GetObject(ctx, b.bucket, key, minio.GetObjectOptions{})
-			if err != nil {
-				return err
-			}
-			defer obj.Close()
-			n, err := io.Copy(io.Discard, obj)
-			if err != nil {
-				return err
-			}
-			if n != b.sizeBytes {
-				return fmt.Errorf("GET %s: %d bytes, want %d: %w", key, n, b.sizeBytes, io.ErrUnexpectedEOF)
-			}
-			return nil
-		}), func() error { return nil }, nil
-	}
-	prefix := fmt.Sprintf("%sp%d/", b.prefix, i)
-	return OpFunc(func(ctx context.Context, seq uint64) error {
-			return b.put(ctx, fmt.Sprintf("%s%09d", prefix, seq), seq)
-		}), func() error {
-			return b.removePrefix(context.WithoutCancel(ctx), prefix)
-		}, nil
+func (s *minioStore) get(ctx context.Context, key string) (io.ReadCloser, error) {
+	return s.c.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 }
 
+func (s *minioStore) closeIdle() { s.idle() }
+
 // removePrefix deletes every object under prefix.
-func (b *minioBaseline) removePrefix(ctx context.Context, prefix string) error {
+func (s *minioStore) removePrefix(ctx context.Context, prefix string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	objects := make(chan minio.ObjectInfo)
 	var listErr error
 	go func() {
 		defer close(objects)
-		for o := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 			if o.Err != nil {
 				listErr = fmt.Errorf("list %s: %w", prefix, o.Err)
 				return
@@ -177,23 +132,11 @@ func (b *minioBaseline) removePrefix(ctx context.Context, prefix string) error {
 		}
 	}()
 	var errs []error
-	for e := range b.c.RemoveObjects(ctx, b.bucket, objects, minio.RemoveObjectsOptions{}) {
+	for e := range s.c.RemoveObjects(ctx, s.bucket, objects, minio.RemoveObjectsOptions{}) {
 		if e.Err != nil && len(errs) < 3 {
-			errs = append(errs, fmt.Errorf("remove %s: %w", strings.TrimPrefix(e.ObjectName, b.prefix), e.Err))
+			errs = append(errs, fmt.Errorf("remove %s: %w", strings.TrimPrefix(e.ObjectName, prefix), e.Err))
 		}
 	}
 	// RemoveObjects has drained objects, so the lister has returned and set listErr.
-	if err := errors.Join(append(errs, listErr)...); err != nil {
-		return fmt.Errorf("minio baseline: clean up: %w", err)
-	}
-	return nil
-}
-
-// Close removes the objects the baseline prepared and closes its idle connections.
-func (b *minioBaseline) Close() error {
-	defer b.close()
-	if !b.get {
-		return nil
-	}
-	return b.removePrefix(context.Background(), b.prefix)
+	return errors.Join(append(errs, listErr)...)
 }

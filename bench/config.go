@@ -61,6 +61,11 @@ type Config struct {
 	// MinIO is the object store the minio baseline talks to (required with it, and with
 	// the relay baseline for the bucket and credentials).
 	MinIO MinIOConfig
+	// S3Gateway, when its Endpoint is set, runs the scenario through the measured Cairn's
+	// S3 gateway too (one of GatewayScenarios; not with a sweep): a phase right after the
+	// Cairn (REST) phase, with the same load and bodies of the same size, whose report
+	// gives its ratios to the REST phase and to each baseline.
+	S3Gateway S3GatewayConfig
 	// RelayEndpoint is the URL of a relay to MinIO.Endpoint's store (`cairn bench relay`)
 	// the relay baseline sends its requests to (required with it).
 	RelayEndpoint string
@@ -171,6 +176,17 @@ func (c Config) Validate() error {
 			if size := c.withScenarioDefaults().SizeBytes; size > etcdMaxValueBytes {
 				return bad("etcd baseline: a %d-byte value exceeds etcd's request limit (at most %d bytes)", size, etcdMaxValueBytes)
 			}
+		}
+	}
+	if c.S3Gateway.Endpoint != "" {
+		switch {
+		case !slices.Contains(GatewayScenarios, c.Scenario):
+			return bad("s3 gateway does not measure scenario %s (it measures %s)", c.Scenario, strings.Join(GatewayScenarios, ", "))
+		case len(c.SweepRates) > 0:
+			return bad("s3 gateway: runs one phase, not a sweep")
+		}
+		if err := c.S3Gateway.validate(); err != nil {
+			return bad("s3 gateway: %v", err)
 		}
 	}
 	for _, r := range c.SweepRates {

@@ -71,6 +71,18 @@ func TestConfigValidateNamesTheBrokenField(t *testing.T) {
 			c.EtcdEndpoints = []string{"127.0.0.1:2379"}
 			c.SizeBytes = 2 << 20
 		}, "request limit"},
+		{"an s3 gateway without credentials", func(c *Config) { c.S3Gateway = S3GatewayConfig{Endpoint: "http://127.0.0.1:9100"} }, "CAIRN_BENCH_S3_ACCESS_KEY_ID"},
+		{"an s3 gateway that is not a URL", func(c *Config) {
+			c.S3Gateway = S3GatewayConfig{Endpoint: "127.0.0.1:9100", AccessKeyID: "A", SecretAccessKey: "S"}
+		}, "endpoint"},
+		{"an s3 gateway with a scenario it has no operation for", func(c *Config) {
+			c.Scenario = ScenarioStat
+			c.S3Gateway = S3GatewayConfig{Endpoint: "http://127.0.0.1:9100", AccessKeyID: "A", SecretAccessKey: "S"}
+		}, "does not measure scenario stat"},
+		{"an s3 gateway in a sweep", func(c *Config) {
+			c.SweepRates = []float64{10}
+			c.S3Gateway = S3GatewayConfig{Endpoint: "http://127.0.0.1:9100", AccessKeyID: "A", SecretAccessKey: "S"}
+		}, "not a sweep"},
 		{"a negative node count", func(c *Config) { c.Nodes = -1 }, "nodes"},
 		{"a zero duration", func(c *Config) { c.Duration = 0 }, "duration"},
 		{"a negative size", func(c *Config) { c.SizeBytes = -1 }, "size"},

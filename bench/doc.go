@@ -13,9 +13,12 @@
 //   - Scenarios (small-put, small-get, stat, mixed, append-log, object-put, object-get,
 //     list, snapshot, restore) turn an Op into REST calls through api/client; the mcp
 //     scenario into an agent's tool mix over MCP streamable HTTP with the official go-sdk
-//     client. The baselines turn the same Op into "write the bytes to a file + fsync,
-//     append a log record + fsync" in a temporary directory (fsync), raw minio-go
-//     PutObject/GetObject (minio) and clientv3 Put to an etcd cluster (etcd).
+//     client; with Config.S3Gateway, the put and get scenarios also into PutObject and
+//     GetObject through Cairn's S3 gateway with the AWS SDK for Go v2 (s3gateway.go), a
+//     phase right after the REST one. The baselines turn the same Op into "write the
+//     bytes to a file + fsync, append a log record + fsync" in a temporary directory
+//     (fsync), raw minio-go PutObject/GetObject (minio; the same objectPhases as the S3
+//     gateway's, objects.go) and clientv3 Put to an etcd cluster (etcd).
 //   - Run assembles phases (one run, or a rate sweep, each Cairn phase followed by every
 //     baseline under the same load) into a Report, written as JSON, Markdown and a PNG
 //     plot (gonum.org/v1/plot) with the environment it was measured in.
@@ -32,7 +35,8 @@
 //     reports is a number a user can reproduce. (TestHarnessTalksToCairnOnlyOverHTTP
 //     checks the imports.)
 //   - Leave its baselines' data behind: the fsync baseline's directory, the minio
-//     baseline's objects and the etcd baseline's keys are removed after each phase.
+//     baseline's objects and the etcd baseline's keys are removed after each phase (and
+//     so are the S3 gateway phase's objects).
 //   - Hide coordinated omission. In the open loop every operation has an intended send
 //     time on a fixed schedule and its latency is measured from that time, not from when
 //     a free worker got round to sending it. An operation that could not be sent by the

@@ -35,6 +35,11 @@ type Phase struct {
 	// Comparison is Cairn's phase under the same load over this one; set on baseline
 	// phases only.
 	Comparison *Comparison `json:"comparison,omitempty"`
+	// OverCairn is this phase over Cairn's (REST) phase under the same load, and
+	// OverBaselines this phase over each baseline's, by baseline name; set on the S3
+	// gateway's phase (Report.S3) only.
+	OverCairn     *Comparison            `json:"over_cairn,omitempty"`
+	OverBaselines map[string]*Comparison `json:"over_baselines,omitempty"`
 	// Mode is "closed" or "open".
 	Mode string `json:"mode"`
 	// Concurrency is the closed loop's worker count (0 in the open loop).

@@ -21,7 +21,8 @@ const (
 	plotDPI    = 96
 )
 
-// phaseColors colour the phases of a plot in run order: Cairn first, then each baseline.
+// phaseColors colour the phases of a plot in run order: Cairn first, then the S3 gateway,
+// then each baseline.
 var phaseColors = []color.Color{
 	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue
 	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
@@ -32,7 +33,8 @@ var phaseColors = []color.Color{
 
 // WritePNG draws the report as a PNG image. A single-load report gets latency
 // percentiles (p50 solid, p99 dashed, per second, log scale) above throughput (successful
-// operations per second) over the run, one colour per phase (Cairn, then each baseline).
+// operations per second) over the run, one colour per phase (Cairn, the S3 gateway, then
+// each baseline).
 // A sweep gets latency (p50, p99) and achieved rate against the offered rate: the
 // knee is where latency turns up and achieved stops following offered.
 func (r *Report) WritePNG(w io.Writer) error {

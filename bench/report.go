@@ -32,6 +32,10 @@ type Report struct {
 	Params Params `json:"params"`
 	// Cairn is the single phase against Cairn; nil in a sweep.
 	Cairn *Phase `json:"cairn,omitempty"`
+	// S3 is the same scenario through the S3 gateway (Config.S3Gateway), run right after
+	// Cairn with its load, with its ratios to Cairn and to each baseline; nil without a
+	// gateway.
+	S3 *Phase `json:"s3,omitempty"`
 	// Baselines are the baseline phases with Cairn's load, in Params.Baselines order, each
 	// with its Comparison; empty without --baseline or in a sweep.
 	Baselines []*Phase `json:"baselines,omitempty"`
@@ -79,6 +83,7 @@ type Params struct {
 	Files       int       `json:"files,omitempty"`
 	ReadRatio   float64   `json:"read_ratio,omitempty"`
 	Baselines   []string  `json:"baselines,omitempty"`
+	S3Gateway   string    `json:"s3_gateway,omitempty"`
 	DrainS      float64   `json:"drain_timeout_s,omitempty"`
 	OpTimeoutS  float64   `json:"op_timeout_s"`
 }
@@ -212,6 +217,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if len(p.Baselines) > 0 {
 		row(&b, "baselines", strings.Join(p.Baselines, ", "))
 	}
+	if p.S3Gateway != "" {
+		row(&b, "S3 gateway", p.S3Gateway)
+	}
 	b.WriteString("\n")
 	b.WriteString(r.summary())
 	for _, ph := range r.phases() {
@@ -269,6 +277,15 @@ func (r *Report) summary() string {
 		for _, ph := range r.Baselines {
 			if c := ph.Comparison; c != nil {
 				fmt.Fprintf(&b, "\nCairn / %s: throughput %.2f×, p50 %.2f×, p99 %.2f×\n", ph.Baseline, c.ThroughputRatio, c.P50Ratio, c.P99Ratio)
+			}
+		}
+		if s3 := r.S3; s3 != nil && s3.OverCairn != nil {
+			c := s3.OverCairn
+			fmt.Fprintf(&b, "\nS3 gateway / Cairn REST: throughput %.2f×, p50 %.2f×, p99 %.2f×\n", c.ThroughputRatio, c.P50Ratio, c.P99Ratio)
+			for _, name := range r.Params.Baselines {
+				if c := s3.OverBaselines[name]; c != nil {
+					fmt.Fprintf(&b, "\nS3 gateway / %s: throughput %.2f×, p50 %.2f×, p99 %.2f×\n", name, c.ThroughputRatio, c.P50Ratio, c.P99Ratio)
+				}
 			}
 		}
 	}
@@ -361,6 +378,9 @@ func (r *Report) phases() []*Phase {
 	var out []*Phase
 	if r.Cairn != nil {
 		out = append(out, r.Cairn)
+	}
+	if r.S3 != nil {
+		out = append(out, r.S3)
 	}
 	out = append(out, r.Baselines...)
 	out = append(out, r.Sweep...)

@@ -26,6 +26,10 @@ type RunOptions struct {
 	HTTPClient *http.Client
 }
 
+// gatewayNonce sets the S3 gateway phase's nonce apart from the REST phase's and the
+// baselines' (which flip bits 56 and up by their index).
+const gatewayNonce = 0x5a3e_11d0_c0ff_ee00
+
 // dialTimeout bounds connecting to the server.
 const dialTimeout = 10 * time.Second
 
@@ -104,6 +108,19 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (rep *Report, err err
 		baselines[i] = b
 	}
 
+	var gateway *objectPhases
+	if cfg.S3Gateway.Endpoint != "" {
+		say(opts.Progress, "cairn bench: s3 gateway %s: setting up", cfg.S3Gateway.Endpoint)
+		if gateway, err = openS3Gateway(ctx, cfg, sc.nonce^gatewayNonce); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if cerr := gateway.Close(); err == nil && cerr != nil {
+				err = cerr
+			}
+		}()
+	}
+
 	rep = &Report{
 		Schema:      ReportSchema,
 		Environment: Fingerprint(ctx, cfg.Server),
@@ -122,9 +139,9 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (rep *Report, err err
 		}
 		return ph, err
 	}
-	// runPhases runs Cairn's phase i with l, then each baseline's; it appends them to
-	// cairn and base.
-	runPhases := func(i int, l Load, cairn, base *[]*Phase) error {
+	// runPhases runs Cairn's phase i with l, then the S3 gateway's (into s3), then each
+	// baseline's; it appends them to cairn and base.
+	runPhases := func(i int, l Load, cairn, base *[]*Phase, s3 **Phase) error {
 		op, err := sc.op(i)
 		if err != nil {
 			return err
@@ -136,6 +153,24 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (rep *Report, err err
 		if err != nil {
 			return err
 		}
+		var gph *Phase
+		if gateway != nil {
+			op, cleanup, err := gateway.phase(ctx, i)
+			if err != nil {
+				return err
+			}
+			gph, err = phase("cairn s3 "+cfg.Scenario, op, l)
+			if gph != nil {
+				gph.OverCairn = Compare(gph, cph)
+				*s3 = gph
+			}
+			if cerr := cleanup(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		}
 		for j, b := range baselines {
 			op, cleanup, err := b.phase(ctx, i)
 			if err != nil {
@@ -146,6 +181,12 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (rep *Report, err err
 				ph.Baseline = cfg.Baselines[j]
 				ph.Comparison = Compare(cph, ph)
 				*base = append(*base, ph)
+				if gph != nil {
+					if gph.OverBaselines == nil {
+						gph.OverBaselines = map[string]*Comparison{}
+					}
+					gph.OverBaselines[cfg.Baselines[j]] = Compare(gph, ph)
+				}
 			}
 			if cerr := cleanup(); err == nil {
 				err = cerr
@@ -161,14 +202,14 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (rep *Report, err err
 		for i, rate := range cfg.SweepRates {
 			l := load
 			l.Rate = rate
-			if err := runPhases(i, l, &rep.Sweep, &rep.BaselineSweep); err != nil {
+			if err := runPhases(i, l, &rep.Sweep, &rep.BaselineSweep, nil); err != nil {
 				return rep, err
 			}
 		}
 		return rep, nil
 	}
 	var cairn []*Phase
-	err = runPhases(0, load, &cairn, &rep.Baselines)
+	err = runPhases(0, load, &cairn, &rep.Baselines, &rep.S3)
 	if len(cairn) > 0 {
 		rep.Cairn = cairn[0]
 	}
@@ -205,6 +246,7 @@ func paramsOf(cfg Config, load Load) Params {
 		Files:      cfg.Files,
 		Baselines:  cfg.Baselines,
 		OpTimeoutS: cfg.OpTimeout.Seconds(),
+		S3Gateway:  cfg.S3Gateway.Endpoint,
 	}
 	if cfg.Scenario == ScenarioMixed {
 		p.ReadRatio = cfg.ReadRatio

@@ -183,15 +183,7 @@ func (s *scenario) op(phase int) (Op, error) {
 		if err != nil {
 			return err
 		}
-		defer body.Close()
-		n, err := io.Copy(io.Discard, body)
-		if err != nil {
-			return err
-		}
-		if n != s.sizeBytes {
-			return fmt.Errorf("GET %s: %d bytes, want %d: %w", path, n, s.sizeBytes, io.ErrUnexpectedEOF)
-		}
-		return nil
+		return readWhole(body, path, s.sizeBytes)
 	}
 	readKey := func(seq uint64) string { return filePath(readDir, mix(seq)%uint64(s.files)) }
 

@@ -115,9 +115,10 @@ func TestCopyKeepsItsConditions(t *testing.T) {
 	}
 }
 
-// TestFieldsAFileKeepsThroughWritesAndCopies: fields a body yields (BodyFields, called
+// TestFieldsAFileKeepsThroughWritesAndCopies: fields a body yields (AfterBody, called
 // with the body's digest) join the request's, the request's winning a clash, and are
-// checked like them; a copy keeps the source's fields unless it replaces them.
+// checked like them; AfterBody's error refuses the write; a copy keeps the source's
+// fields unless it replaces them.
 func TestFieldsAFileKeepsThroughWritesAndCopies(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{})
 	ctx := context.Background()
@@ -125,15 +126,15 @@ func TestFieldsAFileKeepsThroughWritesAndCopies(t *testing.T) {
 	var gotDigest meta.Digest
 	res, err := n.Service.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "f", Path: "outputs/x", CreateWorkbench: true,
 		Body: bytes.NewReader([]byte("body")), Fields: map[string]meta.FieldValue{"stage": str("given"), "owner": str("me")},
-		BodyFields: func(d meta.Digest) map[string]meta.FieldValue {
+		AfterBody: func(d meta.Digest) (map[string]meta.FieldValue, error) {
 			gotDigest = d
-			return map[string]meta.FieldValue{"stage": str("from the body"), "sum": str("s")}
+			return map[string]meta.FieldValue{"stage": str("from the body"), "sum": str("s")}, nil
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if gotDigest != res.Digest {
-		t.Fatalf("BodyFields saw digest %x, the write stored %x", gotDigest, res.Digest)
+		t.Fatalf("AfterBody saw digest %x, the write stored %x", gotDigest, res.Digest)
 	}
 	fieldsOf := func(path string) map[string]meta.FieldValue {
 		t.Helper()
@@ -148,13 +149,20 @@ func TestFieldsAFileKeepsThroughWritesAndCopies(t *testing.T) {
 		t.Fatalf("fields %v, want %v", got, want)
 	}
 	if _, err := n.Service.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "f", Path: "outputs/bad",
-		Body: bytes.NewReader([]byte("body")), BodyFields: func(meta.Digest) map[string]meta.FieldValue {
-			return map[string]meta.FieldValue{"Not A Name": str("x")}
+		Body: bytes.NewReader([]byte("body")), AfterBody: func(meta.Digest) (map[string]meta.FieldValue, error) {
+			return map[string]meta.FieldValue{"Not A Name": str("x")}, nil
 		}}); codeOf(err) != workbench.CodeInvalidArguments {
 		t.Fatalf("a body's invalid field: %v, want InvalidArguments", err)
 	}
+	refused := errors.New("the caller's check of the digest failed")
+	if _, err := n.Service.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "f", Path: "outputs/bad",
+		Body: bytes.NewReader([]byte("body")), AfterBody: func(meta.Digest) (map[string]meta.FieldValue, error) {
+			return nil, refused
+		}}); err != refused {
+		t.Fatalf("AfterBody's error: Write answered %v, want it unchanged", err)
+	}
 	if _, err := n.Service.Reads.Open(ctx, "a", "f", "outputs/bad"); codeOf(err) != workbench.CodeNotFound {
-		t.Fatalf("a write refused for its body's fields stored something: %v", err)
+		t.Fatalf("a write refused after its body stored something: %v", err)
 	}
 	if _, err := n.Service.Writes.Copy(ctx, workbench.CopyRequest{Agent: "a", SrcWorkbench: "f", SrcPath: "outputs/x",
 		Workbench: "f", Path: "outputs/kept"}); err != nil {

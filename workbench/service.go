@@ -298,12 +298,13 @@ type WriteRequest struct {
 	// Fields are writer-attached metadata fields, indexed for search (names lower case;
 	// meta.ValidateFields).
 	Fields map[string]meta.FieldValue
-	// BodyFields, when set, returns fields known only once the body ended (a digest the
-	// body's reader computed and verified as it read), given the body's SHA-256. Write
-	// calls it after the body's io.EOF and before it proposes the write; its fields are
-	// added to Fields (a name in both keeps Fields' value), and the union is checked by
-	// meta.ValidateFields.
-	BodyFields func(digest meta.Digest) map[string]meta.FieldValue
+	// AfterBody, when set, is called once the body ended, with the body's SHA-256, before
+	// the write is proposed. It returns the fields known only then (a digest the body's
+	// reader computed and checked), added to Fields (a name in both keeps Fields' value;
+	// the union is checked by meta.ValidateFields), or an error that refuses the write:
+	// Write returns it unchanged and publishes nothing. A caller that promised a SHA-256 of
+	// the body checks it here instead of hashing the bytes a second time.
+	AfterBody func(digest meta.Digest) (map[string]meta.FieldValue, error)
 }
 
 // FileResult describes a file after a write.

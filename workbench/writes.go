@@ -99,8 +99,12 @@ func (s *Writes) Write(ctx context.Context, req WriteRequest) (FileResult, error
 		return FileResult{}, err
 	}
 	defer body.release()
-	if req.BodyFields != nil {
-		if req.Fields = withBodyFields(req.Fields, req.BodyFields(body.digest)); len(req.Fields) > 0 {
+	if req.AfterBody != nil {
+		more, err := req.AfterBody(body.digest)
+		if err != nil {
+			return FileResult{}, err
+		}
+		if req.Fields = withBodyFields(req.Fields, more); len(more) > 0 {
 			if err := meta.ValidateFields("fields", req.Fields); err != nil {
 				return FileResult{}, AsError(err)
 			}

@@ -35,7 +35,7 @@ func readAll(t *testing.T, c *Client, agent, wb, p string, opts GetOptions) (str
 	t.Helper()
 	body, info, err := c.GetFile(t.Context(), agent, wb, p, opts)
 	if err != nil {
-		t.Fatalf("GetFile(%q): %v", p, err)
+		t.Fatalf("GetFile(%q, %+v): %v", p, opts, err)
 	}
 	defer body.Close()
 	data, err := io.ReadAll(body)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -25,18 +24,11 @@ func newRealServer(t *testing.T) *Client {
 	return New(srv.URL, nil)
 }
 
+// mustGet is readAll (client_test.go) for a test that needs only the body.
 func mustGet(t *testing.T, c *Client, agent, wb, p string, opts GetOptions) string {
 	t.Helper()
-	body, _, err := c.GetFile(t.Context(), agent, wb, p, opts)
-	if err != nil {
-		t.Fatalf("GetFile(%q, %+v): %v", p, opts, err)
-	}
-	defer body.Close()
-	data, err := io.ReadAll(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
+	data, _ := readAll(t, c, agent, wb, p, opts)
+	return data
 }
 
 func wantCode(t *testing.T, err error, status int, code string) *Error {

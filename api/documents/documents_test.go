@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/server"
+	"github.com/cairnstore/cairn/internal/httpcall"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
@@ -95,20 +96,10 @@ func (e *env) do(who, method, path string, body any) answer {
 		raw, _ := json.Marshal(b)
 		r = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, e.url+path, r)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	req.Header.Set("X-Test-Principal", who)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	a := answer{status: resp.StatusCode, body: raw}
-	_ = json.Unmarshal(raw, &a.json)
-	checkAnswer(e.t, method, path, a.status, resp.Header, raw)
+	got := httpcall.Do(e.t, httpcall.New(e.t, method, e.url+path, r), "X-Test-Principal", who)
+	a := answer{status: got.Status, body: got.Body}
+	_ = json.Unmarshal(got.Body, &a.json)
+	checkAnswer(e.t, method, path, a.status, got.Header, got.Body)
 	return a
 }
 

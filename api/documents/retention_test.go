@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/blob/dir"
@@ -14,6 +13,7 @@ import (
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // A document outlives the feed's retention: its origin is frozen in it. On a core whose
@@ -26,16 +26,7 @@ func TestADocumentOutlivesTheFeedsRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bs.Close() })
-	sh, err := shard.Open(shard.Config{Dir: t.TempDir(), FSM: meta.Options{FeedMaxPerRoot: 8}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sh := workbenchtest.Replica(t, shard.Config{FSM: meta.Options{FeedMaxPerRoot: 8}})
 	svc, err := workbench.New(sh, bs, nodeConfig)
 	if err != nil {
 		t.Fatal(err)

@@ -96,16 +96,8 @@ func (h *Handler) adminGC(w http.ResponseWriter, r *http.Request) {
 		h.notFound(w, r)
 		return
 	}
-	if !allow(w, r, http.MethodPost) {
-		return
-	}
-	if r.URL.RawQuery != "" {
-		h.writeError(w, r, invalidArg("query", "this request takes its arguments in a JSON body"), noPrecondition)
-		return
-	}
 	var in gcRequest
-	if err := decodeBody(r, &in); err != nil {
-		h.writeError(w, r, err, noPrecondition)
+	if !h.adminBody(w, r, &in) {
 		return
 	}
 	if in.MaxBatch < 0 {

@@ -168,11 +168,7 @@ func (h *Handler) adminBody(w http.ResponseWriter, r *http.Request, in any) bool
 	if !allow(w, r, http.MethodPost) {
 		return false
 	}
-	if r.URL.RawQuery != "" {
-		h.writeError(w, r, invalidArg("query", "this request takes its arguments in a JSON body"), noPrecondition)
-		return false
-	}
-	if err := decodeBody(r, in); err != nil {
+	if err := jsonBody(r, in); err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return false
 	}

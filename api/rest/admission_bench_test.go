@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
@@ -45,8 +43,7 @@ func BenchmarkParallelLargeProposalListings(b *testing.B) {
 func BenchmarkParallelLargeFileListings(b *testing.B) {
 	node := workbenchtest.New(b, workbench.Config{InlineMaxBytes: 4096, QueryBudgetBytes: workbench.DefaultQueryBudgetBytes, QueryQueueTimeout: 30 * time.Second})
 	svc := node.Service
-	srv := httptest.NewServer(rest.NewHandler(svc, rest.Options{Ready: node.Shard.Ready}))
-	b.Cleanup(srv.Close)
+	srv := serveNode(b, node)
 	for i := range 1000 {
 		name := fmt.Sprintf("outputs/%04d-%s.txt", i, strings.Repeat("n", 1991))
 		if _, err := svc.Writes.Write(b.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: name, Body: strings.NewReader("x"), CreateWorkbench: true}); err != nil {

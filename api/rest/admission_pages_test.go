@@ -20,8 +20,7 @@ import (
 func pagesServer(t *testing.T, budget int64, n, nameBytes int) (*workbench.Service, string) {
 	t.Helper()
 	node := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096, QueryBudgetBytes: budget, QueryQueueTimeout: 50 * time.Millisecond})
-	srv := httptest.NewServer(rest.NewHandler(node.Service, rest.Options{Ready: node.Shard.Ready}))
-	t.Cleanup(srv.Close)
+	srv := serveNode(t, node)
 	wb := srv.URL + "/v1/agents/a/workbenches/w"
 	for i := range n {
 		name := fmt.Sprintf("%04d-", i) + strings.Repeat("n", max(0, nameBytes-5))

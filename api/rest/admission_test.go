@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -40,8 +39,7 @@ func proposalsServer(tb testing.TB, budget int64, n int) (*workbench.Service, st
 	tb.Helper()
 	node := workbenchtest.New(tb, workbench.Config{InlineMaxBytes: 4096, QueryBudgetBytes: budget, QueryQueueTimeout: 30 * time.Second})
 	svc := node.Service
-	srv := httptest.NewServer(rest.NewHandler(svc, rest.Options{Ready: node.Shard.Ready}))
-	tb.Cleanup(srv.Close)
+	srv := serveNode(tb, node)
 	if _, err := svc.Writes.Write(tb.Context(), workbench.WriteRequest{Agent: "a1", Workbench: "w1", Path: "outputs/readme.txt",
 		Body: strings.NewReader("proposals"), CreateWorkbench: true}); err != nil {
 		tb.Fatal(err)

@@ -318,18 +318,7 @@ func TestPrincipalConcurrentUploadsAreLimited(t *testing.T) {
 	// stalled upload ends and the server's Close does not wait for its body for ever.
 	t.Cleanup(func() { pw.CloseWithError(errors.New("the test ended")) })
 	first := make(chan response, 1)
-	go func() {
-		req, _ := http.NewRequest("PUT", s.URL+wb+"/files/input/slow", pr)
-		req.Header.Set(asHeader, "alice")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			first <- response{status: -1, body: []byte(err.Error())}
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		first <- response{status: resp.StatusCode, body: b}
-	}()
+	putInBackground(s.URL+wb+"/files/input/slow", pr, "alice", first)
 	go func() { _, _ = pw.Write([]byte("started")) }() // unblocks once the transport sends it
 	select {
 	case <-reading:
@@ -349,6 +338,24 @@ func TestPrincipalConcurrentUploadsAreLimited(t *testing.T) {
 		t.Fatalf("the first upload: %d %s", r.status, r.body)
 	}
 	expect(t, do(t, "PUT", s.URL+wb+"/files/input/after", strings.NewReader("x"), asHeader, "alice"), 201, "")
+}
+
+// putInBackground sends a PUT of body to url as principal from a goroutine of its own (the
+// body may stall while the test goes on) and sends its answer to answers; a request that
+// could not be sent answers status -1 with the error as its body.
+func putInBackground(url string, body io.Reader, principal string, answers chan<- response) {
+	go func() {
+		req, _ := http.NewRequest("PUT", url, body)
+		req.Header.Set(asHeader, principal)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answers <- response{status: -1, body: []byte(err.Error())}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answers <- response{status: resp.StatusCode, body: b}
+	}()
 }
 
 // readSignal calls first before the first Read of its body.

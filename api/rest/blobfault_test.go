@@ -105,7 +105,7 @@ func (r *failingReader) Read([]byte) (int, error) { return 0, r.err }
 // live in the blob store.
 func newFaultyServer(t *testing.T) (*httptest.Server, *faultyBlobs) {
 	t.Helper()
-	sh := openShard(t, shard.Config{Dir: t.TempDir()})
+	sh := workbenchtest.Replica(t, shard.Config{})
 	bs := &faultyBlobs{Store: mem.New()}
 	t.Cleanup(func() { bs.Close() })
 	svc, err := workbench.New(sh, bs, workbench.Config{InlineMaxBytes: 16, CursorKey: workbenchtest.CursorKey})

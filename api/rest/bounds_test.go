@@ -2,12 +2,10 @@ package rest_test
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
@@ -81,8 +79,7 @@ func TestIfMatchOnAMissingFileIsOneAnswer(t *testing.T) {
 // ResourceExhausted with the bound in details.
 func TestRESTQueryOverTheBudgetIs429(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096, QueryBudgetBytes: 70 << 10})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
-	t.Cleanup(srv.Close)
+	srv := serveNode(t, n)
 	for i := range 8 {
 		expect(t, do(t, "PUT", fmt.Sprintf("%s/v1/agents/a1/workbenches/w1/files/outputs/f%d", srv.URL, i), strings.NewReader("x")), 201, "")
 	}
@@ -100,8 +97,7 @@ func TestRESTQueryOverTheBudgetIs429(t *testing.T) {
 // record in id order (retired ones included) with next_cursor, and every page matches the
 // document; without parameters the answer is workbench_snapshot_list's.
 func TestRESTSnapshotListPages(t *testing.T) {
-	srv := newServer(t)
-	c := &checker{t: t, doc: loadDoc(t), url: srv.URL}
+	c := newChecker(t)
 	wb := "/v1/agents/a1/workbenches/w1"
 	expect(t, c.call(true, "PUT", wb, ""), 201, "")
 	var ids []float64

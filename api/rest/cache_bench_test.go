@@ -7,11 +7,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/blob/cache"
 	"github.com/cairnstore/cairn/blob/s3/s3test"
 	"github.com/cairnstore/cairn/workbench"
@@ -46,8 +44,7 @@ func BenchmarkGetCached(b *testing.B) {
 				cfg.SegmentCache = sc
 			}
 			n := st.node(b, cfg)
-			srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
-			b.Cleanup(srv.Close)
+			srv := serveNode(b, n)
 			for _, size := range []int{1 << 20, 64 << 20} {
 				body := make([]byte, size)
 				rand.NewChaCha8([32]byte{9}).Read(body)

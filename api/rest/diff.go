@@ -19,10 +19,7 @@ func (h *Handler) diff(w http.ResponseWriter, r *http.Request, agent, id string)
 		method = http.MethodHead // the same answer; net/http drops the body
 	}
 	h.tool(w, r, method, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
-		q, err := parseQuery(r)
-		if err == nil {
-			err = onlyParams(q, "path", "from", "to", "context", "cursor", "limit")
-		}
+		q, err := queryParams(r, "path", "from", "to", "context", "cursor", "limit")
 		if err != nil {
 			return nil, err
 		}

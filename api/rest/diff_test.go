@@ -10,8 +10,7 @@ import (
 // TestDiffRoute drives GET …/diff for a file and for two states, validating requests and
 // responses against the OpenAPI document.
 func TestDiffRoute(t *testing.T) {
-	srv := newServer(t)
-	c := &checker{t: t, doc: loadDoc(t), url: srv.URL}
+	c := newChecker(t)
 	wb := "/v1/agents/a/workbenches/w"
 	put := func(path, body string) response {
 		t.Helper()

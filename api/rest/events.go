@@ -104,10 +104,7 @@ type eventsRequest struct {
 
 func parseEventsRequest(r *http.Request) (eventsRequest, error) {
 	req := eventsRequest{follow: true}
-	q, err := parseQuery(r)
-	if err == nil {
-		err = onlyParams(q, "workbench", "prefix", "after", "follow")
-	}
+	q, err := queryParams(r, "workbench", "prefix", "after", "follow")
 	if err == nil && q.Has("follow") {
 		switch q.Get("follow") {
 		case "true":

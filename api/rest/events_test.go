@@ -22,27 +22,10 @@ import (
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
-// openShard opens a shard with cfg, closed when the test ends, and waits (10 s at most)
-// until it is ready.
-func openShard(t *testing.T, cfg shard.Config) *shard.Shard {
-	t.Helper()
-	sh, err := shard.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return sh
-}
-
 // newFeedServer is newServer over a shard with FSM options fsm and a change-feed heartbeat.
 func newFeedServer(t *testing.T, fsm meta.Options, heartbeat time.Duration) (*httptest.Server, *rest.Handler) {
 	t.Helper()
-	sh := openShard(t, shard.Config{Dir: t.TempDir(), FSM: fsm})
+	sh := workbenchtest.Replica(t, shard.Config{FSM: fsm})
 	bs, err := dir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -72,6 +72,20 @@ func conditions(r *http.Request) (cond meta.Condition, gen uint64, pre precondit
 	return meta.CondNone, 0, noPrecondition, nil
 }
 
+// ifMatchGeneration reads the If-Match of an append or a delete: one generation (no "*"),
+// which makes the write conditional; 0 and noPrecondition without the header.
+func ifMatchGeneration(r *http.Request) (uint64, precondition, error) {
+	im := r.Header.Get("If-Match")
+	if im == "" {
+		return 0, noPrecondition, nil
+	}
+	gen, err := parseETag(im)
+	if err != nil {
+		return 0, ifMatch, invalidArg("If-Match", "must be one quoted generation such as \"42\"")
+	}
+	return gen, ifMatch, nil
+}
+
 // parseETag parses one entity tag "<generation>" (quotes optional, no weak tags).
 func parseETag(s string) (uint64, error) {
 	s = strings.TrimSpace(s)
@@ -166,16 +180,7 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 		h.writeError(w, r, invalidArg("query", "POST on a file must be ?append"), noPrecondition)
 		return
 	}
-	var gen uint64
-	var err error
-	pre := noPrecondition
-	if im := r.Header.Get("If-Match"); im != "" {
-		gen, err = parseETag(im)
-		pre = ifMatch
-		if err != nil {
-			err = invalidArg("If-Match", "must be one quoted generation such as \"42\"")
-		}
-	}
+	gen, pre, err := ifMatchGeneration(r)
 	if err == nil && r.Header.Get("If-None-Match") != "" {
 		err = invalidArg("If-None-Match", "is not supported on append")
 	}
@@ -220,11 +225,8 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 		err = rejectUnsupported(r)
 	}
 	pre := noPrecondition
-	if im := r.Header.Get("If-Match"); im != "" && err == nil {
-		pre = ifMatch
-		if gen, err = parseETag(im); err != nil {
-			err = invalidArg("If-Match", "must be one quoted generation such as \"42\"")
-		}
+	if err == nil {
+		gen, pre, err = ifMatchGeneration(r)
 	}
 	var key string
 	if err == nil {
@@ -248,10 +250,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, agent, id, path
 // read serves GET and HEAD: ETag, If-None-Match (304), single Range (206/416), streaming;
 // ?generation=N reads a retained version (history.go), its ETag that generation.
 func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path string) {
-	q, err := parseQuery(r)
-	if err == nil {
-		err = onlyParams(q, "at_snapshot", "disposition", "redirect", "generation")
-	}
+	q, err := queryParams(r, "at_snapshot", "disposition", "redirect", "generation")
 	var at workbench.At
 	if err == nil {
 		at, err = atSnapshotQuery(q)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -254,10 +253,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		return "unknown"
 	}
 	segs := strings.Split(rest, "/")
-	agent, err := component("agent", segs[0])
-	if err == nil {
-		err = validName("agent", agent)
-	}
+	agent, err := nameComponent("agent", segs[0])
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return "invalid"
@@ -288,10 +284,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		h.notFound(w, r)
 		return "unknown"
 	}
-	id, err := component("id", segs[2])
-	if err == nil {
-		err = validName("id", id)
-	}
+	id, err := nameComponent("id", segs[2])
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return "invalid"
@@ -361,6 +354,16 @@ func component(field, seg string) (string, error) {
 		return "", invalidArg(field, "must not contain an escaped '/' (%%2F)")
 	}
 	return s, nil
+}
+
+// nameComponent decodes one escaped path segment that names an agent root or a workbench
+// (component) and checks the name (validName).
+func nameComponent(field, seg string) (string, error) {
+	s, err := component(field, seg)
+	if err == nil {
+		err = validName(field, s)
+	}
+	return s, err
 }
 
 // filePath decodes and validates the {path...} part of a file route.
@@ -442,9 +445,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 	if !allow(w, r, http.MethodGet, http.MethodHead) {
 		return
 	}
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, err := parseQuery(r)
 	if err != nil {
-		h.writeError(w, r, invalidArg("query", "does not parse: %v", err), noPrecondition)
+		h.writeError(w, r, err, noPrecondition)
 		return
 	}
 	for k := range q {
@@ -465,14 +468,10 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 			return
 		}
 	}
-	limit := 0
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > workbench.MaxListLimit {
-			h.writeError(w, r, invalidArg("limit", "must be an integer between 1 and %d", workbench.MaxListLimit), noPrecondition)
-			return
-		}
-		limit = n
+	limit, err := limitParam(q, workbench.MaxListLimit)
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
 	}
 	res, err := h.svc.Reads.List(r.Context(), workbench.ListRequest{Agent: agent, Workbench: id, Path: dir, Cursor: q.Get("cursor"), Limit: limit, At: at})
 	if err != nil {

@@ -22,10 +22,7 @@ const adminRetentionPath = "/v1/admin/retention"
 // newest first (workbench.Review.History).
 func (h *Handler) history(w http.ResponseWriter, r *http.Request, agent, id string) {
 	h.tool(w, r, http.MethodGet, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
-		q, err := parseQuery(r)
-		if err == nil {
-			err = onlyParams(q, "path", "limit", "cursor")
-		}
+		q, err := queryParams(r, "path", "limit", "cursor")
 		if err != nil {
 			return nil, err
 		}
@@ -36,13 +33,9 @@ func (h *Handler) history(w http.ResponseWriter, r *http.Request, agent, id stri
 		if err := workbench.ValidatePath("path", path); err != nil {
 			return nil, err
 		}
-		limit := 0
-		if s := q.Get("limit"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 || n > workbench.MaxHistoryLimit {
-				return nil, invalidArg("limit", "must be an integer between 1 and %d", workbench.MaxHistoryLimit)
-			}
-			limit = n
+		limit, err := limitParam(q, workbench.MaxHistoryLimit)
+		if err != nil {
+			return nil, err
 		}
 		res, err := h.svc.Review.History(ctx, workbench.HistoryRequest{Agent: agent, Workbench: id, Path: path, Limit: limit, Cursor: q.Get("cursor")})
 		if err != nil {

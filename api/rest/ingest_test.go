@@ -30,18 +30,7 @@ func TestTricklingUploadsLeaveOtherPrincipalsWritesFree(t *testing.T) {
 		pr, pw := io.Pipe()
 		pipes[i] = pw
 		t.Cleanup(func() { pw.Close() }) // before the server closes: it waits for the bodies
-		go func() {
-			req, _ := http.NewRequest("PUT", fmt.Sprintf("%s%s/files/input/slow-%d", s.URL, wb, i), pr)
-			req.Header.Set(asHeader, "alice")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				results <- response{status: -1, body: []byte(err.Error())}
-				return
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			results <- response{status: resp.StatusCode, body: b}
-		}()
+		putInBackground(fmt.Sprintf("%s%s/files/input/slow-%d", s.URL, wb, i), pr, "alice", results)
 		go func() {
 			_, err := pw.Write(head) // returns once the server has read all of it
 			fed <- err

@@ -3,7 +3,6 @@ package rest
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
@@ -48,10 +47,7 @@ func (h *Handler) lifecycle(w http.ResponseWriter, r *http.Request, agent string
 		WriteJSON(w, http.StatusOK, workbench.UsageResult(u))
 		return "usage", true
 	case len(segs) == 2 && segs[0] == "workbenches" && r.Method == http.MethodDelete:
-		id, err := component("id", segs[1])
-		if err == nil {
-			err = validName("id", id)
-		}
+		id, err := nameComponent("id", segs[1])
 		if err != nil {
 			h.writeError(w, r, err, noPrecondition)
 			return "invalid", true
@@ -66,17 +62,10 @@ func (h *Handler) listWorkbenches(w http.ResponseWriter, r *http.Request, agent 
 	if !allow(w, r, http.MethodGet, http.MethodHead) {
 		return
 	}
-	q, err := parseQuery(r)
-	if err == nil {
-		err = onlyParams(q, "cursor", "limit")
-	}
+	q, err := queryParams(r, "cursor", "limit")
 	limit := 0
-	if s := q.Get("limit"); err == nil && s != "" {
-		n, perr := strconv.Atoi(s)
-		if perr != nil || n < 1 || n > workbench.MaxWorkbenchListLimit {
-			err = invalidArg("limit", "must be an integer between 1 and %d", workbench.MaxWorkbenchListLimit)
-		}
-		limit = n
+	if err == nil {
+		limit, err = limitParam(q, workbench.MaxWorkbenchListLimit)
 	}
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
@@ -149,20 +138,14 @@ func adminRootSetting[In any](h *Handler, w http.ResponseWriter, r *http.Request
 	}
 	res, err := func() (workbench.Result, error) {
 		if r.Method == http.MethodGet {
-			q, err := parseQuery(r)
-			if err == nil {
-				err = onlyParams(q, "agent")
-			}
+			q, err := queryParams(r, "agent")
 			if err != nil {
 				return nil, err
 			}
 			return get(r.Context(), q.Get("agent"))
 		}
-		if r.URL.RawQuery != "" {
-			return nil, invalidArg("query", "this request takes its arguments in a JSON body")
-		}
 		var in In
-		if err := decodeBody(r, &in); err != nil {
+		if err := jsonBody(r, &in); err != nil {
 			return nil, err
 		}
 		return set(r.Context(), in)
@@ -177,18 +160,10 @@ func adminRootSetting[In any](h *Handler, w http.ResponseWriter, r *http.Request
 // adminPurge serves POST /v1/admin/purge {agent}: every workbench of the root deleted (its
 // blobs released to garbage collection); the root keeps its quotas.
 func (h *Handler) adminPurge(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodPost) {
-		return
-	}
-	if r.URL.RawQuery != "" {
-		h.writeError(w, r, invalidArg("query", "this request takes its arguments in a JSON body"), noPrecondition)
-		return
-	}
 	var in struct {
 		Agent string `json:"agent"`
 	}
-	if err := decodeBody(r, &in); err != nil {
-		h.writeError(w, r, err, noPrecondition)
+	if !h.adminBody(w, r, &in) {
 		return
 	}
 	n, err := h.svc.Lifecycle.PurgeRoot(r.Context(), in.Agent)

@@ -3,12 +3,10 @@ package rest_test
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
@@ -75,8 +73,7 @@ func TestWritesRefuseNamesThatBreakTheRulesOfNames(t *testing.T) {
 // it) is still read, stated, listed and deleted over REST; only new writes are refused.
 func TestNamesStoredBeforeTheRulesStayReadable(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
-	t.Cleanup(srv.Close)
+	srv := serveNode(t, n)
 	legacy := "outputs/cafe\u0301\u202e.txt"
 	if _, err := n.Shard.Propose(t.Context(), meta.Header{}, meta.Put{Agent: "a1", Workspace: "w1", Path: legacy, CreateWorkspace: true,
 		Size: 3, Digest: sha256Digest("old"), ContentType: "text/plain", Segments: []meta.Segment{{Size: 3, Digest: sha256Digest("old"), Inline: []byte("old")}}}); err != nil {

@@ -537,6 +537,13 @@ type checker struct {
 	url string
 }
 
+// newChecker starts a node behind the REST handler (newServer) and returns a checker of
+// its requests and answers.
+func newChecker(t *testing.T) *checker {
+	t.Helper()
+	return &checker{t: t, doc: loadDoc(t), url: newServer(t).URL}
+}
+
 // route finds the documented operation of an escaped request path and decodes its path
 // parameters ({path} spans the remaining segments).
 func (c *checker) route(method, escaped string) (*routers.Route, map[string]string) {
@@ -639,8 +646,7 @@ func (c *checker) call(validReq bool, method, target, body string, headers ...st
 // TestOpenAPIDescribesLiveResponses drives a real node through every documented status it
 // can produce and validates requests and responses against the document.
 func TestOpenAPIDescribesLiveResponses(t *testing.T) {
-	srv := newServer(t)
-	c := &checker{t: t, doc: loadDoc(t), url: srv.URL}
+	c := newChecker(t)
 	wb := "/v1/agents/a1/workbenches/w1"
 	f := wb + "/files/input/notes.txt"
 
@@ -780,8 +786,7 @@ func TestOpenAPIPatternsMatchValidation(t *testing.T) {
 // endpoints, ?at_snapshot= reads and Cairn-Field-* writes through the statuses they can
 // produce, and validates requests and responses against the document.
 func TestOpenAPIDescribesLiveToolResponses(t *testing.T) {
-	srv := newServer(t)
-	c := &checker{t: t, doc: loadDoc(t), url: srv.URL}
+	c := newChecker(t)
 	root := "/v1/agents/a1"
 	wb := root + "/workbenches/w1"
 	post := c.post

@@ -97,39 +97,19 @@ func (h *Handler) proposals(w http.ResponseWriter, r *http.Request, agent, id st
 	return "", false
 }
 
-// answer writes a result (recording the generation it produced) or an error.
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request, status int, res workbench.Result, err error) {
-	if err != nil {
-		h.writeError(w, r, err, noPrecondition)
-		return
-	}
-	produced(r.Context(), res.Generation())
-	WriteJSON(w, status, map[string]any(res))
-}
-
 // proposalBody decodes a JSON body into in and fills its workbench id from the URL (an id
 // in the body is refused).
 func (h *Handler) proposalBody(r *http.Request, in any, idField *string, id string) error {
-	if r.URL.RawQuery != "" {
-		return invalidArg("query", "this request takes its arguments in a JSON body")
-	}
-	if err := decodeBody(r, in); err != nil {
+	if err := jsonBody(r, in); err != nil {
 		return err
 	}
-	if *idField != "" {
-		return invalidArg("id", "comes from the URL path; the body must not carry it")
-	}
-	*idField = id
-	return nil
+	return idFromPath(idField, id)
 }
 
 // proposalQuery reads a listing's or a get's query parameters.
 func proposalQuery(r *http.Request, allowed ...string) (workbench.ProposalsInput, error) {
 	var in workbench.ProposalsInput
-	q, err := parseQuery(r)
-	if err == nil {
-		err = onlyParams(q, allowed...)
-	}
+	q, err := queryParams(r, allowed...)
 	if err != nil {
 		return in, err
 	}

@@ -13,8 +13,7 @@ import (
 // second proposal on the old base refused with 409 and the head (nothing appended), its
 // rejection recorded, and replays of create, propose and decide answering the first time.
 func TestProposalFlowOverREST(t *testing.T) {
-	srv := newServer(t)
-	c := &checker{t: t, doc: loadDoc(t), url: srv.URL}
+	c := newChecker(t)
 	wb := "/v1/agents/a1/workbenches/w1"
 	doc := wb + "/files/outputs/plan.json"
 	post := c.post

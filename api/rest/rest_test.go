@@ -27,6 +27,15 @@ func newServer(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// serveNode serves n's service behind the REST handler (ready with n's shard) until the
+// test ends.
+func serveNode(tb testing.TB, n *workbenchtest.Node) *httptest.Server {
+	tb.Helper()
+	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
 // newServers is newServer with the node's admin listener (rest.Handler.Admin) beside it.
 func newServers(t *testing.T) (tenant, admin *httptest.Server) {
 	t.Helper()

@@ -235,6 +235,11 @@ func (h *Handler) tool(w http.ResponseWriter, r *http.Request, method string, st
 		return
 	}
 	res, err := run(r.Context())
+	h.answer(w, r, status, res, err)
+}
+
+// answer writes a result (recording the generation it produced) or an error.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, status int, res workbench.Result, err error) {
 	if err != nil {
 		h.writeError(w, r, err, noPrecondition)
 		return
@@ -248,11 +253,8 @@ func (h *Handler) tool(w http.ResponseWriter, r *http.Request, method string, st
 func bodyTool[In any](h *Handler, w http.ResponseWriter, r *http.Request, status int, set func(*In) error,
 	method func(*workbench.Tools, context.Context, string, In) (workbench.Result, error), agent string) {
 	h.tool(w, r, http.MethodPost, status, func(ctx context.Context) (workbench.Result, error) {
-		if r.URL.RawQuery != "" {
-			return nil, invalidArg("query", "this request takes its arguments in a JSON body")
-		}
 		var in In
-		if err := decodeBody(r, &in); err != nil {
+		if err := jsonBody(r, &in); err != nil {
 			return nil, err
 		}
 		if set != nil {
@@ -266,15 +268,6 @@ func bodyTool[In any](h *Handler, w http.ResponseWriter, r *http.Request, status
 
 // workbenchTool routes the tool endpoints under /v1/agents/{agent}/workbenches/{id}/.
 func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, id string, segs []string) (string, bool) {
-	// setID fills the workbench id from the path; an id in the body is refused rather than
-	// silently overridden.
-	setID := func(p *string) error {
-		if *p != "" {
-			return invalidArg("id", "comes from the URL path; the body must not carry it")
-		}
-		*p = id
-		return nil
-	}
 	// The mutating tools run with their surface named and get an audit line.
 	mutating := func(op string) {
 		if r.Method == http.MethodPost {
@@ -284,14 +277,14 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 	switch {
 	case len(segs) == 1 && segs[0] == "commit":
 		mutating("commit")
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.CommitInput) error { return setID(&in.ID) }, (*workbench.Tools).Commit, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.CommitInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).Commit, agent)
 		return "commit", true
 	case len(segs) == 1 && segs[0] == "restore":
 		mutating("restore")
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.RestoreInput) error { return setID(&in.ID) }, (*workbench.Tools).Restore, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.RestoreInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).Restore, agent)
 		return "restore", true
 	case len(segs) == 1 && segs[0] == "grep":
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.GrepInput) error { return setID(&in.ID) }, (*workbench.Tools).Grep, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.GrepInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).Grep, agent)
 		return "grep", true
 	case len(segs) == 1 && segs[0] == "snapshots":
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -299,20 +292,16 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 				if r.URL.RawQuery == "" {
 					return h.svc.Tools.SnapshotList(ctx, agent, workbench.SnapshotListInput{ID: id})
 				}
-				q, err := parseQuery(r)
-				if err == nil {
-					err = onlyParams(q, "limit", "cursor")
-				}
+				q, err := queryParams(r, "limit", "cursor")
 				if err != nil {
 					return nil, err
 				}
-				limit := workbench.MaxSnapshotPageLimit
-				if s := q.Get("limit"); s != "" {
-					n, err := strconv.Atoi(s)
-					if err != nil || n < 1 || n > workbench.MaxSnapshotPageLimit {
-						return nil, invalidArg("limit", "must be an integer between 1 and %d", workbench.MaxSnapshotPageLimit)
-					}
-					limit = n
+				limit, err := limitParam(q, workbench.MaxSnapshotPageLimit)
+				if err != nil {
+					return nil, err
+				}
+				if limit == 0 {
+					limit = workbench.MaxSnapshotPageLimit
 				}
 				return h.svc.Lifecycle.SnapshotListPage(ctx, agent, id, q.Get("cursor"), limit)
 			})
@@ -323,15 +312,15 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 			return "snapshots", true
 		}
 		mutating("snapshot")
-		bodyTool(h, w, r, http.StatusCreated, func(in *workbench.SnapshotInput) error { return setID(&in.ID) }, (*workbench.Tools).Snapshot, agent)
+		bodyTool(h, w, r, http.StatusCreated, func(in *workbench.SnapshotInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).Snapshot, agent)
 		return "snapshots", true
 	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "renew":
 		mutating("snapshot-renew")
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRenewInput) error { return setID(&in.ID) }, (*workbench.Tools).SnapshotRenew, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRenewInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).SnapshotRenew, agent)
 		return "snapshot-renew", true
 	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "retire":
 		mutating("snapshot-retire")
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRetireInput) error { return setID(&in.ID) }, (*workbench.Tools).SnapshotRetire, agent)
+		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRetireInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).SnapshotRetire, agent)
 		return "snapshot-retire", true
 	}
 	return "", false
@@ -374,4 +363,47 @@ func parseQuery(r *http.Request) (url.Values, error) {
 		return nil, invalidArg("query", "does not parse: %v", err)
 	}
 	return q, nil
+}
+
+// queryParams parses the request's query string (parseQuery) and rejects parameters
+// outside allowed (onlyParams).
+func queryParams(r *http.Request, allowed ...string) (url.Values, error) {
+	q, err := parseQuery(r)
+	if err == nil {
+		err = onlyParams(q, allowed...)
+	}
+	return q, err
+}
+
+// limitParam reads a page's ?limit=, an integer from 1 to most; 0 when it is absent or
+// empty (the caller's default).
+func limitParam(q url.Values, most int) (int, error) {
+	s := q.Get("limit")
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > most {
+		return 0, invalidArg("limit", "must be an integer between 1 and %d", most)
+	}
+	return n, nil
+}
+
+// jsonBody decodes the JSON body of a request that takes its arguments there (decodeBody)
+// and none in its query string.
+func jsonBody(r *http.Request, in any) error {
+	if r.URL.RawQuery != "" {
+		return invalidArg("query", "this request takes its arguments in a JSON body")
+	}
+	return decodeBody(r, in)
+}
+
+// idFromPath fills a body's workbench id (*p) with id, the one the URL path names; an id
+// in the body is refused rather than silently overridden.
+func idFromPath(p *string, id string) error {
+	if *p != "" {
+		return invalidArg("id", "comes from the URL path; the body must not carry it")
+	}
+	*p = id
+	return nil
 }

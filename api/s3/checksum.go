@@ -60,12 +60,39 @@ type expectations struct {
 	trailer string
 	// md5 is Content-MD5's verifier, nil if the request sent none.
 	md5 *verifier
+	// known, when the caller hashes the body with SHA-256 itself (Signed.ObjectBody), is
+	// the SHA-256 every SHA-256 verifier reads instead of hashing the bytes again; those
+	// verifiers are checked by checkSHA256 once the caller has the digest, not at the end
+	// of the body.
+	known *knownSum
+}
+
+// knownSum is a hash.Hash whose bytes another reader hashes: Write does nothing, and Sum
+// answers the SHA-256 that reader computed of the same bytes, once set.
+type knownSum struct{ sum []byte }
+
+func (k *knownSum) Write(p []byte) (int, error) { return len(p), nil }
+func (k *knownSum) Sum(b []byte) []byte         { return append(b, k.sum...) }
+func (k *knownSum) Reset()                      { k.sum = nil }
+func (k *knownSum) Size() int                   { return sha256.Size }
+func (k *knownSum) BlockSize() int              { return sha256.BlockSize }
+
+// newSHA256 is the hash of a SHA-256 promise: the known digest when the caller hashes
+// the body itself, else a hash of its own.
+func (e *expectations) newSHA256() hash.Hash {
+	if e.known != nil {
+		return e.known
+	}
+	return sha256.New()
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
-func newExpectations(h http.Header, payloadHash string) (*expectations, error) {
+func newExpectations(h http.Header, payloadHash string, callerHashes bool) (*expectations, error) {
 	e := &expectations{}
+	if callerHashes {
+		e.known = &knownSum{}
+	}
 	if v := h.Get("Content-Md5"); v != "" {
 		raw, err := base64.StdEncoding.DecodeString(v)
 		if err != nil || len(raw) != md5.Size {
@@ -75,7 +102,7 @@ func newExpectations(h http.Header, payloadHash string) (*expectations, error) {
 		e.list = append(e.list, e.md5)
 	}
 	if validPayloadHash(payloadHash) && len(payloadHash) == sha256.Size*2 {
-		e.list = append(e.list, &verifier{h: sha256.New(), want: payloadHash, encode: hex.EncodeToString,
+		e.list = append(e.list, &verifier{h: e.newSHA256(), want: payloadHash, encode: hex.EncodeToString,
 			code: CodeXAmzContentSHA256Mismatch, what: "x-amz-content-sha256"})
 	}
 	var found []string
@@ -111,7 +138,11 @@ func newExpectations(h http.Header, payloadHash string) (*expectations, error) {
 		if e.trailer == "" {
 			want = h.Get(checksumHeaderPrefix + alg)
 		}
-		e.checksum = &verifier{h: checksumAlgorithms[alg](), want: want, encode: b64, code: CodeBadDigest, what: checksumHeaderPrefix + alg}
+		sum := checksumAlgorithms[alg]
+		if alg == "sha256" {
+			sum = e.newSHA256
+		}
+		e.checksum = &verifier{h: sum(), want: want, encode: b64, code: CodeBadDigest, what: checksumHeaderPrefix + alg}
 		e.checksumName = alg
 		e.list = append(e.list, e.checksum)
 	}
@@ -124,14 +155,41 @@ func (e *expectations) write(p []byte) {
 	}
 }
 
-// check compares every digest with what was promised; a promise left empty (a checksum
-// only named by x-amz-sdk-checksum-algorithm) is computed, not checked.
+// check compares every digest this reader computed with what was promised; a promise
+// left empty (a checksum only named by x-amz-sdk-checksum-algorithm) is computed, not
+// checked. The SHA-256 promises of a body whose caller hashes it wait for checkSHA256.
 func (e *expectations) check() error {
 	for _, v := range e.list {
-		got := v.encode(v.h.Sum(nil))
-		if v.want != "" && got != v.want {
-			return errorf(v.code, "the %s you specified did not match the calculated value", v.what)
+		if !e.deferred(v) {
+			if err := v.verify(); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// checkSHA256 checks the SHA-256 promises left to the caller against sum, the caller's
+// SHA-256 of the body.
+func (e *expectations) checkSHA256(sum []byte) error {
+	e.known.sum = sum
+	for _, v := range e.list {
+		if e.deferred(v) {
+			if err := v.verify(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deferred reports whether v reads the caller's SHA-256 (checkSHA256).
+func (e *expectations) deferred(v *verifier) bool { return e.known != nil && v.h == hash.Hash(e.known) }
+
+// verify compares v's digest with the one promised, if any.
+func (v *verifier) verify() error {
+	if got := v.encode(v.h.Sum(nil)); v.want != "" && got != v.want {
+		return errorf(v.code, "the %s you specified did not match the calculated value", v.what)
 	}
 	return nil
 }

@@ -262,7 +262,20 @@ func (c *chunkedReader) line() (string, error) {
 // XAmzContentSHA256Mismatch, SignatureDoesNotMatch, IncompleteBody) instead of io.EOF.
 // size is the object's length, -1 when the client did not say.
 func (s Signed) Body(r *http.Request) (body *Body, size int64, err error) {
-	e, err := newExpectations(r.Header, s.PayloadHash)
+	return s.body(r, false)
+}
+
+// ObjectBody is Body for a caller that hashes the bytes with SHA-256 itself (Cairn's
+// write path, for the file's digest): the body's SHA-256 promises (a hex
+// x-amz-content-sha256, x-amz-checksum-sha256) are not hashed a second time here. Its
+// io.EOF means every other check passed; the caller must then call CheckSHA256 with its
+// digest, and commit nothing unless it returns nil.
+func (s Signed) ObjectBody(r *http.Request) (body *Body, size int64, err error) {
+	return s.body(r, true)
+}
+
+func (s Signed) body(r *http.Request, callerHashes bool) (body *Body, size int64, err error) {
+	e, err := newExpectations(r.Header, s.PayloadHash, callerHashes)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -346,6 +359,20 @@ func (b *Body) Err() error {
 		return nil
 	}
 	return b.err
+}
+
+// CheckSHA256 checks the body's SHA-256 promises against sum, the caller's SHA-256 of the
+// bytes read, after io.EOF (ObjectBody): XAmzContentSHA256Mismatch or BadDigest when one
+// differs. Nothing to check for a body from Body, or one that promised no SHA-256.
+func (b *Body) CheckSHA256(sum [sha256.Size]byte) error {
+	if b.e.known == nil {
+		return nil
+	}
+	if err := b.e.checkSHA256(sum[:]); err != nil {
+		b.err = err
+		return err
+	}
+	return nil
 }
 
 // ContentMD5 is the MD5 of the body when the request sent Content-MD5 and the body ended

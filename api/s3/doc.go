@@ -51,7 +51,10 @@
 //   - A body's bytes reach the caller before a later chunk's signature or the final
 //     digest is checked; a failed check ends the read with an *Error instead of io.EOF,
 //     so a caller that commits only at io.EOF (Cairn's write path publishes a file only
-//     after its body ended) never commits unverified bytes.
+//     after its body ended) never commits unverified bytes. The one exception is
+//     explicit: a body opened with Signed.ObjectBody leaves its SHA-256 promises to the
+//     write path's own SHA-256 of the bytes (one hash per byte), checked by
+//     Body.CheckSHA256 in WriteRequest.AfterBody, before the file is published.
 //   - An object's metadata is its file's fields (metadata.go), and its ETag a function of
 //     the revision alone: the MD5 a PUT's Content-MD5 promised and its body matched, else
 //     "sha256-" and the hex SHA-256. What the gateway checked of a body (that MD5, the
@@ -73,7 +76,7 @@
 // reserved to this surface (workbench.Config.ReservedWorkbenches: the surface speaks as
 // "s3/<operation>", which the reservation takes as "s3"): "<bucket>/<upload id>/upload"
 // is its record (key, content type, start, principal), "<bucket>/<upload id>/00001" …
-// "10000" its parts. A part is an ordinary file, written by Writes.Write from Signed.Body
+// "10000" its parts. A part is an ordinary file, written by Writes.Write from Signed.ObjectBody
 // exactly as PutObject writes (CDC, dedupe, one hash per byte, the same admission and
 // checks; nothing holds a whole part), so its ETag is an object's (objectETag: the MD5 a
 // Content-MD5 promised and the body matched, else "sha256-<hex>").

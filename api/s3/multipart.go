@@ -319,7 +319,7 @@ func (h *Handler) uploadPart(w http.ResponseWriter, r *request) error {
 	if r.Header.Get("X-Amz-Copy-Source") != "" {
 		return h.copyPart(w, r, path)
 	}
-	body, size, err := r.signed.Body(r.Request)
+	body, size, err := r.signed.ObjectBody(r.Request)
 	if err != nil {
 		return err
 	}
@@ -328,9 +328,12 @@ func (h *Handler) uploadPart(w http.ResponseWriter, r *request) error {
 	}
 	var stored map[string]meta.FieldValue
 	res, err := h.svc.Writes.Write(r.Context(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench, Path: path,
-		Body: body, SizeHint: size, BodyFields: func(digest meta.Digest) map[string]meta.FieldValue {
+		Body: body, SizeHint: size, AfterBody: func(digest meta.Digest) (map[string]meta.FieldValue, error) {
+			if err := body.CheckSHA256(digest); err != nil {
+				return nil, err
+			}
 			stored = bodyFields(body, digest)
-			return stored
+			return stored, nil
 		}})
 	if err != nil {
 		if berr := body.Err(); berr != nil {

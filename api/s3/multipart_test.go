@@ -199,6 +199,14 @@ func TestMultipartRefusals(t *testing.T) {
 			t.Errorf("Complete with %s: %v, want %s", name, err, tc.want)
 		}
 	}
+	other := sha256.Sum256([]byte("other bytes"))
+	if _, err := c.UploadPart(ctx, &awss3.UploadPartInput{Bucket: aws.String("runs"), Key: aws.String(key), UploadId: aws.String(id),
+		PartNumber: aws.Int32(5), Body: strings.NewReader("these bytes"), ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(other[:]))}); s3Code(err) == "" {
+		t.Error("UploadPart with a forged SHA-256 checksum succeeded")
+	}
+	if parts, err := c.ListParts(ctx, &awss3.ListPartsInput{Bucket: aws.String("runs"), Key: aws.String(key), UploadId: aws.String(id)}); err != nil || len(parts.Parts) != 3 {
+		t.Errorf("ListParts after a refused part: %v, %v; want the 3 parts before it", parts, err)
+	}
 	if _, err := c.UploadPart(ctx, &awss3.UploadPartInput{Bucket: aws.String("runs"), Key: aws.String(key), UploadId: aws.String(id),
 		PartNumber: aws.Int32(10001), Body: strings.NewReader("x")}); s3Code(err) != "InvalidArgument" {
 		t.Errorf("UploadPart number 10001: %v, want InvalidArgument", err)

@@ -58,15 +58,18 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {
 		return err
 	}
-	body, size, err := r.signed.Body(r.Request)
+	body, size, err := r.signed.ObjectBody(r.Request)
 	if err != nil {
 		return err
 	}
 	req.Body, req.SizeHint = body, size
 	var stored map[string]meta.FieldValue
-	req.BodyFields = func(digest meta.Digest) map[string]meta.FieldValue {
+	req.AfterBody = func(digest meta.Digest) (map[string]meta.FieldValue, error) {
+		if err := body.CheckSHA256(digest); err != nil {
+			return nil, err
+		}
 		stored = bodyFields(body, digest)
-		return stored
+		return stored, nil
 	}
 	res, err := h.svc.Writes.Write(r.Context(), req)
 	if err != nil {

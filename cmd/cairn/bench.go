@@ -51,6 +51,13 @@ and payloads, and reports the Cairn/baseline ratios:
   etcd   clientv3 Put of the same bytes to the etcd cluster at
          --baseline-etcd-endpoints (small-put, append-log)
 
+--s3-gateway URL also runs the scenario through the server's S3 gateway (cairn serve
+--s3-listen) with the AWS SDK for Go v2 (path style, its default checksums), right after
+the REST phase with the same load, and reports its ratios to REST and to each baseline
+(small-put, small-get, object-put, object-get). It signs with an S3 key of --agent's root
+(cairn admin key create --s3), from CAIRN_BENCH_S3_ACCESS_KEY_ID and
+CAIRN_BENCH_S3_SECRET_ACCESS_KEY.
+
 Progress goes to stderr; the results table to stdout; --out, --markdown and --plot
 write the full report as JSON, Markdown and a PNG plot.`
 
@@ -59,14 +66,16 @@ func newBenchCommand() *cobra.Command {
 	var size, out, markdown, plotPath string
 	cmd := &cobra.Command{
 		Use:   "bench --scenario S [--concurrency N | --rate R | --sweep R1,R2,...]",
-		Short: "Measure a running Cairn over HTTP (closed or open loop) next to fsync, MinIO and etcd baselines",
+		Short: "Measure a running Cairn over HTTP (closed or open loop, REST and its S3 gateway) next to fsync, MinIO and etcd baselines",
 		Long:  benchLong,
 		Example: `  cairn bench --scenario small-put --concurrency 64 --duration 10s --baseline fsync
   cairn bench --scenario small-put --concurrency 64 --baseline fsync,etcd --baseline-etcd-endpoints 127.0.0.1:2379
   AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... cairn bench --scenario object-get --size 64MiB \
       --concurrency 4 --baseline minio --baseline-minio-endpoint http://127.0.0.1:9000 \
       --baseline-minio-bucket bench --out r.json --markdown r.md --plot r.png
-  cairn bench --scenario stat --sweep 1000,5000,10000,20000 --duration 10s`,
+  cairn bench --scenario stat --sweep 1000,5000,10000,20000 --duration 10s
+  CAIRN_BENCH_S3_ACCESS_KEY_ID=CAIRN... CAIRN_BENCH_S3_SECRET_ACCESS_KEY=... cairn bench \
+      --scenario object-put --size 64MiB --concurrency 2 --s3-gateway http://127.0.0.1:9100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f := cmd.Flag("server"); f != nil {
@@ -83,6 +92,7 @@ func newBenchCommand() *cobra.Command {
 				cfg.SizeBytes = n
 			}
 			cfg.MinIO.AccessKey, cfg.MinIO.SecretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+			cfg.S3Gateway.AccessKeyID, cfg.S3Gateway.SecretAccessKey = os.Getenv("CAIRN_BENCH_S3_ACCESS_KEY_ID"), os.Getenv("CAIRN_BENCH_S3_SECRET_ACCESS_KEY")
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
@@ -120,6 +130,8 @@ func newBenchCommand() *cobra.Command {
 	f.StringVar(&cfg.MinIO.Region, "baseline-minio-region", "", "minio baseline: region requests are signed for (default us-east-1)")
 	f.StringVar(&cfg.RelayEndpoint, "baseline-relay-endpoint", "", "relay baseline: URL of a `cairn bench relay` to the --baseline-minio-endpoint store (bucket and credentials as the minio baseline's)")
 	f.StringSliceVar(&cfg.EtcdEndpoints, "baseline-etcd-endpoints", nil, "etcd baseline: the cluster's client endpoints, host:port,...")
+	f.StringVar(&cfg.S3Gateway.Endpoint, "s3-gateway", "", "also run the scenario through the server's S3 gateway at this URL (credentials from CAIRN_BENCH_S3_ACCESS_KEY_ID, CAIRN_BENCH_S3_SECRET_ACCESS_KEY)")
+	f.StringVar(&cfg.S3Gateway.Region, "s3-gateway-region", "", "region the S3 gateway's requests are signed for, its --s3-region (default us-east-1)")
 	f.StringVar(&cfg.Backend, "backend", "", "the measured server's blob backend (dir, s3, ...), recorded in the report")
 	f.IntVar(&cfg.Nodes, "nodes", 0, "the measured server's node count, recorded in the report")
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "open loop: how long late requests are still sent after --duration")

@@ -1,5 +1,6 @@
 // Package httpcall sends one HTTP request in a test and reads its whole answer: the
-// request helper the surfaces' tests (api/rest, api/mcp, api/openwop, api/server) share.
+// request helper the surfaces' tests (api/rest, api/mcp, api/openwop, api/documents,
+// api/server) share.
 //
 // It is test support (internal/testsupport_test.go): only test files import it.
 //

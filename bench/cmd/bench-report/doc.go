@@ -3,13 +3,15 @@
 // Command bench-report regenerates BENCHMARKS.md from one run on this machine. It starts,
 // on loopback, a MinIO server, a three-member etcd cluster (embedded, in a child process)
 // and single-node `cairn serve` processes: the embedded default (blobs in its data
-// directory), one keeping its blobs in the MinIO, and one more with a segment cache. First
+// directory), one keeping its blobs in the MinIO and serving the S3 gateway (with an S3 key
+// made in its data directory before it starts), and one more with a segment cache. First
 // it PUTs one 2 GiB body (generated as it streams) through the MinIO-backed node and GETs
 // it back (length and SHA-256 checked), sampling that server's RSS from /proc, then deletes
 // the file. It then runs `cairn bench` once per scenario with the baselines that have a
-// like-for-like operation (fsync, raw minio-go, a relay, etcd), an open-loop small-put
-// sweep that finds the knee, an open-loop phase at the knee while it takes a CPU profile
-// of the server (`go tool pprof -top`) and accounts the machine's CPU and I/O wait, and a
+// like-for-like operation (fsync, raw minio-go, a relay, etcd), the cold object jobs also
+// through the S3 gateway (`cairn bench --s3-gateway`), an open-loop small-put sweep that
+// finds the knee, an open-loop phase at the knee while it takes a CPU profile of the
+// server (`go tool pprof -top`) and accounts the machine's CPU and I/O wait, and a
 // 64 MiB object-put and cold object-get against the MinIO-backed node, each while it takes
 // that server's CPU profile the same way. Last it starts a three-node cluster (`cairn
 // serve --cluster`, replication 3) on the same etcd and MinIO and reruns small-put (fsync

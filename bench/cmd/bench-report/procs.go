@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -162,12 +163,38 @@ func launchCairn(name, bin, dir string, env []string, flags ...string) (p *proc,
 	if err != nil {
 		return nil, "", "", err
 	}
-	args := append([]string{"serve", "--data-dir", filepath.Join(dir, name+"-data"), "--listen", addr, "--admin-listen", "127.0.0.1:0", "--log-level", "warn"}, flags...)
+	args := append([]string{"serve", "--data-dir", dataDir(dir, name), "--listen", addr, "--admin-listen", "127.0.0.1:0", "--log-level", "warn"}, flags...)
 	p, err = start(name, filepath.Join(dir, name+".log"), append(env, "CAIRN_PPROF_LISTEN="+pprofAddr), bin, args...)
 	if err != nil {
 		return nil, "", "", err
 	}
 	return p, "http://" + addr, pprofAddr, nil
+}
+
+// dataDir is the data directory of the cairn node name under dir.
+func dataDir(dir, name string) string { return filepath.Join(dir, name+"-data") }
+
+// s3Key is an S3 credential of the S3 gateway, as `cairn admin key create --s3 --json`
+// prints it.
+type s3Key struct {
+	AccessKeyID     string `json:"s3_access_key_id"`
+	SecretAccessKey string `json:"s3_secret_access_key"`
+}
+
+// makeS3Key makes, offline in the data directory of a node not yet started, an API key
+// with an S3 credential for agent root "default" (the one `cairn bench` uses) that reads
+// and writes.
+func makeS3Key(ctx context.Context, bin, dataDir string) (s3Key, error) {
+	out, err := exec.CommandContext(ctx, bin, "admin", "key", "create", "--data-dir", dataDir, "--name", "bench-s3",
+		"--agent", "default", "--scope", "workspace:read,workspace:write", "--s3", "--json").Output()
+	if err != nil {
+		return s3Key{}, fmt.Errorf("cairn admin key create --s3: %w", err)
+	}
+	var k s3Key
+	if err := json.Unmarshal(out, &k); err != nil || k.AccessKeyID == "" || k.SecretAccessKey == "" {
+		return s3Key{}, fmt.Errorf("cairn admin key create --s3: no S3 credential in its answer (%v)", err)
+	}
+	return k, nil
 }
 
 // hotCacheBytes bounds the segment cache of the hot-read node: more than every file an

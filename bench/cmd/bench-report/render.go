@@ -54,6 +54,7 @@ func (e *env) render() (string, error) {
 	w("rows run against `$CAIRN_S3_CACHE`, the same node kind with `--cache-max-bytes %d` (the files it\n", hotCacheBytes)
 	w("reads were cached when the job wrote them).\n\n")
 	e.summaryTable(w, groupObject)
+	e.renderS3(w)
 	e.renderObjectProfiles(w)
 	e.renderRSS(w)
 
@@ -119,7 +120,8 @@ func (e *env) renderReproduce(w func(string, ...any)) {
 	w("1. starts on loopback a MinIO server, a three-member etcd cluster (embedded\n")
 	w("   `go.etcd.io/etcd/server/v3`, in a child process) and two single-node `cairn serve`, each on a fresh\n")
 	w("   temporary data directory: `$CAIRN`, the embedded default, and `$CAIRN_S3`, keeping its blobs in\n")
-	w("   the MinIO; and, after the one-node phases, a three-node cluster, `$CAIRN_CLUSTER` (`cairn serve\n")
+	w("   the MinIO and serving the S3 gateway (`$CAIRN_S3_GATEWAY`, with an S3 key made before it started);\n")
+	w("   and, after the one-node phases, a three-node cluster, `$CAIRN_CLUSTER` (`cairn serve\n")
 	w("   --cluster`, replication 3, on the same etcd and MinIO);\n")
 	w("2. PUTs one %d GiB body through `$CAIRN_S3` and GETs it back, sampling that server's RSS from `/proc`;\n", rssBodyBytes>>30)
 	w("3. runs the `cairn bench` commands listed at the end, %s per phase (`$MINIO`, `$ETCD` and\n", e.o.duration)
@@ -165,7 +167,11 @@ func (e *env) summaryTable(w func(string, ...any), group string) {
 			w("| %s | %s | %s | %s | %s | %s | **%.2f×** | %.2f× | %s |\n", first, cells, bph.Baseline, rateCell(bph, r.Params.SizeBytes),
 				bench.FormatMicros(bph.Latency.P50Micros), bench.FormatMicros(bph.Latency.P99Micros), cmp.ThroughputRatio, cmp.P99Ratio, link)
 		}
-		for _, ph := range append([]*bench.Phase{c}, r.Baselines...) {
+		phases := append([]*bench.Phase{c}, r.Baselines...)
+		if r.S3 != nil {
+			phases = append(phases, r.S3)
+		}
+		for _, ph := range phases {
 			if ph.Errors > 0 {
 				notes = append(notes, fmt.Sprintf("%s, %s: %d of %d operations failed (%s).", j.what, ph.Name, ph.Errors, ph.Ops, classes(ph.ErrorClasses)))
 			}
@@ -178,6 +184,47 @@ func (e *env) summaryTable(w func(string, ...any), group string) {
 	if len(notes) > 0 {
 		w("\n")
 	}
+}
+
+// renderS3 writes the S3 gateway phases of the object jobs: each beside the REST phase
+// it followed and the baselines after it.
+func (e *env) renderS3(w func(string, ...any)) {
+	var jobs []*job
+	for _, j := range e.jobs {
+		if j.group == groupObject && j.report.S3 != nil {
+			jobs = append(jobs, j)
+		}
+	}
+	if len(jobs) == 0 {
+		return
+	}
+	w("### The same through the S3 gateway\n\n")
+	w("`$CAIRN_S3` also serves the S3 gateway (`--s3-listen`, `$CAIRN_S3_GATEWAY`); `cairn bench --s3-gateway` runs each\n")
+	w("scenario through it right after the REST phase, with the same load: the AWS SDK for Go v2 (path style, its\n")
+	w("default checksums: a CRC32 of every PUT body, and over plain HTTP the signed payload's SHA-256; GETs of\n")
+	w("objects it PUT, their CRC32 validated), signing with an S3 key of the benchmarks' agent root (`cairn admin\n")
+	w("key create --s3`). A ratio here is S3 / the other phase: above 1 favours the gateway.\n\n")
+	w("| scenario | S3 ops/s | S3 p50 | S3 p99 | REST ops/s | S3/REST ops/s | S3/REST p99 |")
+	names := jobs[0].report.Params.Baselines
+	for _, n := range names {
+		w(" S3/%s ops/s |", n)
+	}
+	w(" report |\n|---|---:|---:|---:|---:|---:|---:|%s---|\n", strings.Repeat("---:|", len(names)))
+	for _, j := range jobs {
+		r := j.report
+		g := r.S3
+		w("| %s | %s | %s | %s | %s | **%.2f×** | %.2f× |", j.what, rateCell(g, r.Params.SizeBytes), bench.FormatMicros(g.Latency.P50Micros),
+			bench.FormatMicros(g.Latency.P99Micros), rateCell(r.Cairn, r.Params.SizeBytes), g.OverCairn.ThroughputRatio, g.OverCairn.P99Ratio)
+		for _, n := range names {
+			if c := g.OverBaselines[n]; c != nil {
+				w(" %.2f× |", c.ThroughputRatio)
+			} else {
+				w(" — |")
+			}
+		}
+		w(" [md](%s) |\n", filepath.Join(e.o.out, j.id+".md"))
+	}
+	w("\n")
 }
 
 // rateCell is a phase's achieved rate, with its bandwidth for large bodies.
@@ -252,6 +299,12 @@ func (e *env) renderTargets(w func(string, ...any)) {
 		}
 		if r := e.ratio(id+"-hot", bench.BaselineMinIO); r > 0 {
 			w("| %s: ≥ 1.0× raw minio-go | %.2f× | %s |\n", e.job(id+"-hot").what, r, verdict(r >= 1.0))
+		}
+	}
+	for _, j := range e.jobs {
+		if j.group == groupObject && j.report.S3 != nil {
+			r := j.report.S3.OverCairn.ThroughputRatio
+			w("| %s through the S3 gateway: ≥ 0.9× Cairn REST | %.2f× | %s |\n", j.what, r, verdict(r >= 0.9))
 		}
 	}
 	w("%s", e.rssTarget())

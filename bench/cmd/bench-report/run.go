@@ -47,6 +47,7 @@ const (
 	phCairn           = "$CAIRN"                  // the embedded-default node's URL
 	phCairnS3         = "$CAIRN_S3"               // the MinIO-backed node's URL
 	phCairnS3Cache    = "$CAIRN_S3_CACHE"         // the MinIO-backed node with a segment cache
+	phS3Gateway       = "$CAIRN_S3_GATEWAY"       // the MinIO-backed node's S3 gateway (--s3-listen)
 	phCluster         = "$CAIRN_CLUSTER"          // the cluster node that leads the shard of the benchmarks' root
 	phClusterFollower = "$CAIRN_CLUSTER_FOLLOWER" // a cluster node that does not
 	phRelay           = "$RELAY"                  // the relay to the MinIO (cairn bench relay)
@@ -81,6 +82,8 @@ type env struct {
 	o                 options
 	tmp               string
 	cairnURL, s3URL   string
+	s3GatewayURL      string // the MinIO-backed node's S3 gateway
+	s3Key             s3Key  // the credential the S3 gateway phases sign with
 	s3CacheURL        string
 	relayURL          string
 	clusterURLs       []string
@@ -140,14 +143,21 @@ func run(ctx context.Context, o options) error {
 	defer dirNode.stop()
 	e.cairnURL, e.dirServer = cairnURL, profileTarget{pid: dirNode.pid(), pprofAddr: pprofAddr}
 
-	say("starting cairn serve (blobs on MinIO)")
+	say("starting cairn serve (blobs on MinIO, with the S3 gateway)")
+	if e.s3Key, err = makeS3Key(ctx, o.cairn, dataDir(tmp, "cairn-s3")); err != nil {
+		return err
+	}
+	gatewayAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
 	s3Node, s3URL, s3Pprof, err := startCairn(ctx, "cairn-s3", o.cairn, tmp, minioCreds(),
-		"--blob", "s3://cairn-blobs", "--s3-endpoint", minioURL, "--s3-create-bucket")
+		"--blob", "s3://cairn-blobs", "--s3-endpoint", minioURL, "--s3-create-bucket", "--s3-listen", gatewayAddr)
 	if err != nil {
 		return err
 	}
 	defer s3Node.stop()
-	e.s3URL, e.s3Server = s3URL, profileTarget{pid: s3Node.pid(), pprofAddr: s3Pprof}
+	e.s3URL, e.s3Server, e.s3GatewayURL = s3URL, profileTarget{pid: s3Node.pid(), pprofAddr: s3Pprof}, "http://"+gatewayAddr
 
 	say("starting cairn serve (blobs on MinIO, with a segment cache)")
 	cacheNode, cacheURL, _, err := startCairn(ctx, "cairn-s3-cache", o.cairn, tmp, minioCreds(),
@@ -181,6 +191,11 @@ func run(ctx context.Context, o options) error {
 			"--baseline", bench.BaselineMinIO+","+bench.BaselineRelay, "--baseline-minio-endpoint", phMinIO, "--baseline-minio-bucket", "bench-baseline",
 			"--baseline-relay-endpoint", phRelay)}
 	}
+	// viaS3 adds the S3 gateway phase (cairn bench --s3-gateway) to a job on nodeS3.
+	viaS3 := func(j *job) *job {
+		j.args = append(j.args, "--s3-gateway", phS3Gateway)
+		return j
+	}
 	hot := func(j *job) *job {
 		j.id, j.what, j.node = j.id+"-hot", j.what+", cache hits", nodeS3Cache
 		return j
@@ -200,10 +215,10 @@ func run(ctx context.Context, o options) error {
 		single("snapshot-10000", "snapshot of 10,000 files, 4 clients", "--scenario", "snapshot", "--files", "10000", "--concurrency", "4"),
 		single("restore-100", "restore of 100 files, 4 clients", "--scenario", "restore", "--files", "100", "--concurrency", "4"),
 		single("mcp", "MCP tool mix, 8 sessions", "--scenario", "mcp", "--concurrency", "8"),
-		object("object-put-1m", "object-put 1 MiB, 4 clients", o.duration, "--scenario", "object-put", "--size", "1MiB", "--concurrency", "4"),
-		object("object-get-1m", "object-get 1 MiB, 4 clients", o.duration, "--scenario", "object-get", "--size", "1MiB", "--concurrency", "4"),
-		object("object-put-64m", "object-put 64 MiB, 2 clients", 2*o.duration, "--scenario", "object-put", "--size", "64MiB", "--concurrency", "2"),
-		object("object-get-64m", "object-get 64 MiB, 2 clients", 2*o.duration, "--scenario", "object-get", "--size", "64MiB", "--concurrency", "2"),
+		viaS3(object("object-put-1m", "object-put 1 MiB, 4 clients", o.duration, "--scenario", "object-put", "--size", "1MiB", "--concurrency", "4")),
+		viaS3(object("object-get-1m", "object-get 1 MiB, 4 clients", o.duration, "--scenario", "object-get", "--size", "1MiB", "--concurrency", "4")),
+		viaS3(object("object-put-64m", "object-put 64 MiB, 2 clients", 2*o.duration, "--scenario", "object-put", "--size", "64MiB", "--concurrency", "2")),
+		viaS3(object("object-get-64m", "object-get 64 MiB, 2 clients", 2*o.duration, "--scenario", "object-get", "--size", "64MiB", "--concurrency", "2")),
 		hot(object("object-get-1m", "object-get 1 MiB, 4 clients", o.duration, "--scenario", "object-get", "--size", "1MiB", "--concurrency", "4")),
 		hot(object("object-get-64m", "object-get 64 MiB, 2 clients", 2*o.duration, "--scenario", "object-get", "--size", "64MiB", "--concurrency", "2")),
 	}
@@ -310,6 +325,7 @@ func (e *env) command(j *job) []string {
 	for _, a := range j.args {
 		a = strings.ReplaceAll(a, phMinIO, e.minioURL)
 		a = strings.ReplaceAll(a, phRelay, e.relayURL)
+		a = strings.ReplaceAll(a, phS3Gateway, e.s3GatewayURL)
 		a = strings.ReplaceAll(a, phEtcd, strings.Join(e.etcd, ","))
 		a = strings.ReplaceAll(a, phTmp, e.tmp)
 		args = append(args, a)
@@ -350,7 +366,8 @@ func (e *env) startJob(ctx context.Context, j *job) (*exec.Cmd, error) {
 	say("%s", e.shownCommand(j))
 	e.commands = append(e.commands, e.shownCommand(j))
 	cmd := exec.CommandContext(ctx, e.o.cairn, argv...)
-	cmd.Env = append(os.Environ(), minioCreds()...)
+	cmd.Env = append(append(os.Environ(), minioCreds()...),
+		"CAIRN_BENCH_S3_ACCESS_KEY_ID="+e.s3Key.AccessKeyID, "CAIRN_BENCH_S3_SECRET_ACCESS_KEY="+e.s3Key.SecretAccessKey)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.WaitDelay = stopTimeout
 	if err := cmd.Start(); err != nil {

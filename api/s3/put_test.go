@@ -1,0 +1,89 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// TestAPutWhoseSHA256PromiseFailsStoresNothing: the write path's SHA-256 of the body is
+// what checks a PUT's x-amz-content-sha256 and x-amz-checksum-sha256 (the gateway does not
+// hash the bytes again), so a body that does not match either is refused with S3's code
+// and no version is published, while a matching one is stored and its checksum answered.
+func TestAPutWhoseSHA256PromiseFailsStoresNothing(t *testing.T) {
+	srv, client := gateway(t)
+	c := client("AGENTA")
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("sha")}); err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("the bytes sent "), 20000) // 300 KB: segments in the object store
+	other := sha256.Sum256([]byte("other bytes"))
+	same := sha256.Sum256(body)
+	send := func(key, payloadHash string, header http.Header) (*http.Response, string) {
+		t.Helper()
+		r, err := http.NewRequest(http.MethodPut, srv.URL+"/sha/"+key, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			r.Header[k] = v
+		}
+		r.Header.Set("X-Amz-Content-Sha256", payloadHash)
+		creds := aws.Credentials{AccessKeyID: "AGENTA", SecretAccessKey: gatewayKeys["AGENTA"].secret}
+		if err := v4.NewSigner().SignHTTP(ctx, creds, r, payloadHash, "s3", "us-east-1", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	for _, tc := range []struct {
+		name, key, payloadHash string
+		header                 http.Header
+		status                 int
+		code                   string
+	}{
+		{"a payload hash of other bytes", "input/forged-payload", hex.EncodeToString(other[:]), nil, http.StatusBadRequest, "XAmzContentSHA256Mismatch"},
+		{"a SHA-256 checksum of other bytes", "input/forged-checksum", UnsignedPayload,
+			http.Header{"X-Amz-Checksum-Sha256": {base64.StdEncoding.EncodeToString(other[:])}}, http.StatusBadRequest, "BadDigest"},
+		{"both matching", "input/kept", hex.EncodeToString(same[:]),
+			http.Header{"X-Amz-Checksum-Sha256": {base64.StdEncoding.EncodeToString(same[:])}}, http.StatusOK, ""},
+	} {
+		resp, answer := send(tc.key, tc.payloadHash, tc.header)
+		if resp.StatusCode != tc.status || !strings.Contains(answer, "<Code>"+tc.code+"</Code>") && tc.code != "" {
+			t.Fatalf("%s: status %d, want %d %s:\n%s", tc.name, resp.StatusCode, tc.status, tc.code, answer)
+		}
+		head, err := c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("sha"), Key: aws.String(tc.key)})
+		if tc.code != "" {
+			if s3Code(err) != "NotFound" {
+				t.Fatalf("%s: refused, yet HEAD answers %v", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: HEAD: %v", tc.name, err)
+		}
+		if want := `"sha256-` + hex.EncodeToString(same[:]) + `"`; aws.ToString(head.ETag) != want {
+			t.Fatalf("%s: ETag %s, want %s", tc.name, aws.ToString(head.ETag), want)
+		}
+		if got := resp.Header.Get("X-Amz-Checksum-Sha256"); got != base64.StdEncoding.EncodeToString(same[:]) {
+			t.Fatalf("%s: the PUT answered x-amz-checksum-sha256 %q", tc.name, got)
+		}
+	}
+}
