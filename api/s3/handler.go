@@ -119,6 +119,14 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		})
 	}
 	w.Header().Set("x-amz-request-id", id)
+	if r.ContentLength == 0 && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		// botocore (boto3, the aws CLI) asks for a 100 Continue before an empty body too;
+		// Go's server sends none for an empty body, and botocore then reads the next
+		// request's answer on this connection wrongly (it waits out its 60 s read timeout
+		// and sends again). Closing the connection after this answer sends its next
+		// request on a fresh one.
+		w.Header().Set("Connection", "close")
+	}
 	req, err := h.authenticate(r, id)
 	if err == nil {
 		err = h.route(w, req)

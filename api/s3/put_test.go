@@ -87,3 +87,40 @@ func TestAPutWhoseSHA256PromiseFailsStoresNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestAnEmptyBodyThatAskedForA100ContinueClosesItsConnection: botocore sends Expect:
+// 100-continue with an empty body too, gets no 100 Continue, and then misreads the next
+// answer on the same connection; the gateway closes such a connection after answering,
+// and keeps every other one open.
+func TestAnEmptyBodyThatAskedForA100ContinueClosesItsConnection(t *testing.T) {
+	srv, client := gateway(t)
+	ctx := context.Background()
+	if _, err := client("AGENTA").CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("expect")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		body  string
+		close bool
+	}{{"", true}, {"not empty", false}} {
+		r, err := http.NewRequest(http.MethodPut, srv.URL+"/expect/input/x", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Expect", "100-continue")
+		sum := sha256.Sum256([]byte(tc.body))
+		r.Header.Set("X-Amz-Content-Sha256", hex.EncodeToString(sum[:]))
+		creds := aws.Credentials{AccessKeyID: "AGENTA", SecretAccessKey: gatewayKeys["AGENTA"].secret}
+		if err := v4.NewSigner().SignHTTP(ctx, creds, r, hex.EncodeToString(sum[:]), "s3", "us-east-1", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Close != tc.close {
+			t.Fatalf("a PUT of %d bytes with Expect: 100-continue: status %d, connection closed %v; want 200, %v",
+				len(tc.body), resp.StatusCode, resp.Close, tc.close)
+		}
+	}
+}
