@@ -47,6 +47,7 @@ const (
 	CodeSlowDown                          Code = "SlowDown"
 	CodeNoSuchUpload                      Code = "NoSuchUpload"
 	CodeInvalidPart                       Code = "InvalidPart"
+	CodeInvalidPartNumber                 Code = "InvalidPartNumber"
 	CodeInvalidPartOrder                  Code = "InvalidPartOrder"
 	CodeEntityTooSmall                    Code = "EntityTooSmall"
 )
@@ -74,6 +75,7 @@ var statusOf = map[Code]int{
 	CodeInvalidRange:                      http.StatusRequestedRangeNotSatisfiable,
 	CodeKeyTooLong:                        http.StatusBadRequest,
 	CodeMalformedXML:                      http.StatusBadRequest,
+	CodeInvalidPartNumber:                 http.StatusRequestedRangeNotSatisfiable,
 	CodeMetadataTooLarge:                  http.StatusBadRequest,
 	CodeMissingContentLength:              http.StatusLengthRequired,
 	CodeMethodNotAllowed:                  http.StatusMethodNotAllowed,

@@ -213,12 +213,17 @@ var unsupported = []string{"acl", "analytics", "attributes", "cors", "encryption
 	"policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
 	"tagging", "torrent", "uploadId", "uploads", "website", "partNumber"}
 
+// partRead reports whether r reads one part of an object (GET or HEAD ?partNumber=).
+func partRead(r *request, q url.Values) bool {
+	return r.key != "" && !q.Has("uploadId") && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+}
+
 // route dispatches an authenticated request.
 func (h *Handler) route(w http.ResponseWriter, r *request) error {
 	q := r.URL.Query()
 	mpOp := multipartOp(r.Method, r.key, q)
 	for _, sub := range unsupported {
-		if q.Has(sub) && !(mpOp != "" && multipartParams[sub]) {
+		if q.Has(sub) && !(mpOp != "" && multipartParams[sub]) && !(sub == "partNumber" && partRead(r, q)) {
 			return errorf(CodeNotImplemented, "the %s subresource is not implemented by this gateway", sub)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -467,6 +468,7 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 		return fromWorkbench(err, CodeNoSuchUpload)
 	}
 	parts := make([]workbench.ComposePart, len(in.Parts))
+	sizes := make([]int64, len(in.Parts))
 	for i, p := range in.Parts {
 		if i > 0 && p.PartNumber <= in.Parts[i-1].PartNumber {
 			return errorf(CodeInvalidPartOrder, "the list of parts was not in ascending order: parts must be ordered by part number")
@@ -483,8 +485,15 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 			return errorf(CodeEntityTooSmall, "part %d is %d bytes: every part but the last must be at least %d bytes", p.PartNumber, e.Size, h.minPartSize())
 		}
 		parts[i] = workbench.ComposePart{Path: u.dir + "/" + partName(p.PartNumber), IfGeneration: e.Generation}
+		sizes[i] = e.Size
 	}
 	fields := u.rec.fields()
+	if layout := partsField(sizes); layout != nil {
+		if fields == nil {
+			fields = map[string]meta.FieldValue{}
+		}
+		maps.Copy(fields, layout)
+	}
 	req := workbench.ComposeRequest{Agent: r.agent, SrcWorkbench: UploadsWorkbench, Parts: parts,
 		Workbench: r.bucket, Path: path, ContentType: u.rec.ContentType, Fields: fields}
 	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -548,5 +550,77 @@ func TestPartWithContentMD5HasItsMD5AsETag(t *testing.T) {
 	}
 	if got, _ := getAll(t, c, "runs", "outputs/md5.bin"); !bytes.Equal(got, body) {
 		t.Fatalf("GetObject: %d bytes, want %d", len(got), len(body))
+	}
+}
+
+// TestObjectsAreReadPartByPart: GET ?partNumber= serves a completed upload's parts (the
+// transfer manager's default download reads them so) with x-amz-mp-parts-count, and an
+// object put whole as its one part; a part past the last is InvalidPartNumber, a part
+// number beside a Range InvalidRequest.
+func TestObjectsAreReadPartByPart(t *testing.T) {
+	client, _ := multipartGateway(t, nil)
+	c := client("AGENTA")
+	ctx := context.Background()
+	body := payload(5<<20 + 12345)
+	tm := transfermanager.New(c, func(o *transfermanager.Options) {
+		o.PartSizeBytes, o.MultipartUploadThreshold, o.Concurrency = 1<<20, 1<<20, 3
+	})
+	if _, err := tm.UploadObject(ctx, &transfermanager.UploadObjectInput{Bucket: aws.String("runs"), Key: aws.String("outputs/parts.bin"),
+		Body: bytes.NewReader(body)}); err != nil {
+		t.Fatalf("UploadObject: %v", err)
+	}
+	out, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("runs"), Key: aws.String("outputs/parts.bin"), PartNumber: aws.Int32(6)})
+	if err != nil {
+		t.Fatalf("GetObject part 6: %v", err)
+	}
+	got, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	if aws.ToInt32(out.PartsCount) != 6 || !bytes.Equal(got, body[5<<20:]) ||
+		aws.ToString(out.ContentRange) != fmt.Sprintf("bytes %d-%d/%d", 5<<20, len(body)-1, len(body)) {
+		t.Fatalf("part 6: %d bytes, parts count %d, range %s; want the last %d bytes of 6 parts",
+			len(got), aws.ToInt32(out.PartsCount), aws.ToString(out.ContentRange), len(body)-5<<20)
+	}
+	file := filepath.Join(t.TempDir(), "parts.bin")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tm.DownloadObject(ctx, &transfermanager.DownloadObjectInput{Bucket: aws.String("runs"), Key: aws.String("outputs/parts.bin"), WriterAt: f}); err != nil {
+		t.Fatalf("DownloadObject by parts: %v", err)
+	}
+	f.Close()
+	if got, _ := os.ReadFile(file); !bytes.Equal(got, body) {
+		t.Fatalf("the transfer manager downloaded %d bytes, want the %d uploaded", len(got), len(body))
+	}
+	for _, tc := range []struct {
+		key   string
+		part  int32
+		rng   string
+		code  string
+		whole bool
+	}{
+		{"outputs/parts.bin", 7, "", "InvalidPartNumber", false},
+		{"outputs/parts.bin", 1, "bytes=0-9", "InvalidRequest", false},
+		{"outputs/whole.bin", 1, "", "", true},
+		{"outputs/whole.bin", 2, "", "InvalidPartNumber", false},
+	} {
+		if tc.key == "outputs/whole.bin" {
+			put(t, c, "runs", tc.key, body[:4096])
+		}
+		in := &awss3.GetObjectInput{Bucket: aws.String("runs"), Key: aws.String(tc.key), PartNumber: aws.Int32(tc.part)}
+		if tc.rng != "" {
+			in.Range = aws.String(tc.rng)
+		}
+		out, err := c.GetObject(ctx, in)
+		if s3Code(err) != tc.code {
+			t.Fatalf("%s part %d (range %q): %v, want %q", tc.key, tc.part, tc.rng, err, tc.code)
+		}
+		if tc.whole {
+			got, _ := io.ReadAll(out.Body)
+			out.Body.Close()
+			if !bytes.Equal(got, body[:4096]) || out.PartsCount != nil {
+				t.Fatalf("part 1 of an object put whole: %d bytes, parts count %v; want the whole object, no count", len(got), out.PartsCount)
+			}
+		}
 	}
 }

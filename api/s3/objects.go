@@ -151,7 +151,8 @@ func etagMatches(list, tag string) bool {
 }
 
 // getObject answers GET and HEAD: the conditions of RFC 9110 §13 in S3's order (If-Match
-// before If-Unmodified-Since, If-None-Match before If-Modified-Since), then one byte range.
+// before If-Unmodified-Since, If-None-Match before If-Modified-Since), then one byte range
+// or one part (?partNumber=, parts.go).
 func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) error {
 	path, err := objectPath(r.key)
 	if err != nil {
@@ -189,6 +190,15 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 		return nil
 	}
 	offset, length, partial, err := byteRange(r.Header.Get("Range"), f.Info.Size)
+	if r.URL.Query().Has("partNumber") {
+		var parts int
+		if offset, length, parts, err = partRange(r.Request, f.Info.Fields, f.Info.Size); err != nil {
+			return err
+		}
+		if partial = parts > 0; partial {
+			hdr.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(parts))
+		}
+	}
 	if err != nil {
 		hdr.Set("Content-Range", "bytes */"+strconv.FormatInt(f.Info.Size, 10))
 		return err
