@@ -557,3 +557,113 @@ print("ok")
 		}
 	})
 }
+
+// TestS3GatewayGibibyteThroughEveryClient: each real client uploads the same 1 GiB file
+// through the gateway the way it uploads large files (in parts: the aws CLI and boto3 at
+// 8 MiB, rclone, s3cmd and minio-go at their defaults) and downloads it again,
+// byte-exact.
+func TestS3GatewayGibibyteThroughEveryClient(t *testing.T) {
+	endpoint, key := s3Gateway(t)
+	src := writePattern(t, t.TempDir(), 31, 1<<30)
+	want := fileDigest(t, src)
+	host := strings.TrimPrefix(endpoint, "http://")
+	conf := t.TempDir()
+	rcloneConf := filepath.Join(conf, "rclone.conf")
+	s3cmdConf := filepath.Join(conf, "s3cfg")
+	if err := os.WriteFile(rcloneConf, []byte("[cairn]\ntype = s3\nprovider = Other\nendpoint = "+endpoint+"\naccess_key_id = "+key.S3AccessKeyID+
+		"\nsecret_access_key = "+key.S3SecretAccessKey+"\nregion = us-east-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s3cmdConf, []byte("[default]\naccess_key = "+key.S3AccessKeyID+"\nsecret_key = "+key.S3SecretAccessKey+
+		"\nhost_base = "+host+"\nhost_bucket = "+host+"\nuse_https = False\nsignature_v2 = False\nbucket_location = us-east-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	boto3 := `
+import sys, boto3
+from boto3.s3.transfer import TransferConfig
+s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1")
+s3.create_bucket(Bucket="gib-boto3")
+cfg = TransferConfig(multipart_threshold=8 << 20, multipart_chunksize=8 << 20)
+s3.upload_file(sys.argv[2], "gib-boto3", "outputs/1gib.bin", Config=cfg)
+s3.download_file("gib-boto3", "outputs/1gib.bin", sys.argv[3], Config=cfg)
+print("ok")
+`
+	sdk := awss3.New(awss3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(key.S3AccessKeyID, key.S3SecretAccessKey, "")})
+	for _, tc := range []struct {
+		name string
+		run  func(dst string)
+	}{
+		{"aws-cli", func(dst string) {
+			aws := debianTool(t, "aws")
+			s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3", "mb", "s3://gib-aws-cli")
+			s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3", "cp", src, "s3://gib-aws-cli/outputs/1gib.bin")
+			s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3", "cp", "s3://gib-aws-cli/outputs/1gib.bin", dst)
+		}},
+		{"boto3", func(dst string) {
+			if out := s3Tool(t, key, debianTool(t, "python3"), "-c", boto3, endpoint, src, dst); !strings.Contains(out, "ok") {
+				t.Fatalf("boto3: %s", out)
+			}
+		}},
+		{"rclone", func(dst string) {
+			rclone := debianTool(t, "rclone")
+			s3Tool(t, key, rclone, "--config", rcloneConf, "--retries", "1", "mkdir", "cairn:gib-rclone")
+			s3Tool(t, key, rclone, "--config", rcloneConf, "--retries", "1", "copyto", src, "cairn:gib-rclone/outputs/1gib.bin")
+			s3Tool(t, key, rclone, "--config", rcloneConf, "--retries", "1", "copyto", "cairn:gib-rclone/outputs/1gib.bin", dst)
+		}},
+		{"s3cmd", func(dst string) {
+			s3cmd := debianTool(t, "s3cmd")
+			s3Tool(t, key, s3cmd, "-c", s3cmdConf, "mb", "s3://gib-s3cmd")
+			s3Tool(t, key, s3cmd, "-c", s3cmdConf, "put", src, "s3://gib-s3cmd/outputs/1gib.bin")
+			s3Tool(t, key, s3cmd, "-c", s3cmdConf, "get", "s3://gib-s3cmd/outputs/1gib.bin", dst)
+		}},
+		{"minio-go", func(dst string) {
+			c, err := minio.New(host, &minio.Options{Creds: miniocreds.NewStaticV4(key.S3AccessKeyID, key.S3SecretAccessKey, ""),
+				Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), normalRunTimeout)
+			defer cancel()
+			if err := c.MakeBucket(ctx, "gib-minio", minio.MakeBucketOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.FPutObject(ctx, "gib-minio", "outputs/1gib.bin", src, minio.PutObjectOptions{PartSize: 16 << 20}); err != nil {
+				t.Fatalf("minio-go FPutObject: %v", err)
+			}
+			if err := c.FGetObject(ctx, "gib-minio", "outputs/1gib.bin", dst, minio.GetObjectOptions{}); err != nil {
+				t.Fatalf("minio-go FGetObject: %v", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "1gib.bin")
+			tc.run(dst)
+			if got := fileDigest(t, dst); got != want {
+				t.Fatalf("%s read back a file of SHA-256 %s, want %s", tc.name, got, want)
+			}
+			os.Remove(dst)
+			// An object completed from parts answers its part count.
+			head, err := sdk.HeadObject(t.Context(), &awss3.HeadObjectInput{Bucket: aws.String("gib-" + strings.TrimSuffix(tc.name, "-go")),
+				Key: aws.String("outputs/1gib.bin"), PartNumber: aws.Int32(1)})
+			if err != nil || aws.ToInt32(head.PartsCount) < 2 {
+				t.Fatalf("%s: HEAD ?partNumber=1 answered %v parts (%v): it did not upload in parts", tc.name, head, err)
+			}
+		})
+	}
+}
+
+// fileDigest is the hex SHA-256 of a file, read as a stream.
+func fileDigest(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
