@@ -95,7 +95,11 @@
 // all but the first part once). The object's ETag is objectETag's "sha256-<hex>" of the
 // whole body (no MD5 of it was ever promised), not S3's "<md5>-<parts>", so If-Match and
 // conditional reads work with the ETag Complete answers, and Complete answers the new
-// version's x-amz-version-id like any write.
+// version's x-amz-version-id like any write. A completed upload's record keeps that answer
+// for completedRetention: a Complete sent again (its first answer lost) repeats it and
+// publishes nothing, as on S3; every other request names no upload (NoSuchUpload). When
+// every part but the last has one size, the object records its parts' layout (parts.go),
+// so GET and HEAD serve ?partNumber=.
 //
 //   - An upload belongs to its bucket and key: the gateway reaches the bucket first
 //     (NoSuchBucket, exactly as for any object) and answers NoSuchUpload for an upload id
@@ -104,10 +108,12 @@
 //   - UploadsWorkbench is no bucket: every request naming it answers NoSuchBucket
 //     (CreateBucket: InvalidBucketName), as does a copy source in it, and ListBuckets
 //     omits it.
-//   - Completing and aborting delete the record first (the upload is gone from then on),
-//     then the parts, through the ordinary delete: the collector reclaims blobs no other
+//   - Aborting deletes the record first (the upload is gone from then on), then the
+//     parts; completing rewrites the record as completed, then deletes the parts; both
+//     through the ordinary delete: the collector reclaims blobs no other
 //     file references after its grace. An upload older than Config.UploadDeadline answers
-//     NoSuchUpload and is removed lazily (by CreateMultipartUpload and
+//     NoSuchUpload and is removed (a completed one completedRetention after it completed)
+//     lazily (by CreateMultipartUpload and
 //     ListMultipartUploads in its bucket) and by the sweep (RunReclaim, started with the
 //     gateway's listener by api/server), each at most reclaimPerRound uploads per bucket
 //     a round; part directories without a record (a crash between the two deletes) go

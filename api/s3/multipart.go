@@ -51,6 +51,10 @@ const (
 	deleteWorkers = 8
 	// recordFile is the name of an upload's record in its directory.
 	recordFile = "upload"
+	// completedRetention is how long a completed upload's record stays, so that a
+	// CompleteMultipartUpload sent again (a client that lost the first answer retries)
+	// answers the object it published instead of NoSuchUpload, as S3 does.
+	completedRetention = time.Hour
 	// maxRecordBytes bounds an upload record read back.
 	maxRecordBytes = 64 << 10
 	// maxCompleteBody bounds a CompleteMultipartUpload document (10,000 parts with every
@@ -66,6 +70,16 @@ type uploadRecord struct {
 	Principal   string `json:"principal,omitempty"`
 	// Metadata are the x-amz-meta-* fields the object gets (metadataFields), as strings.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Completed is set once the object was published: the answer a Complete sent again
+	// repeats. The parts are gone by then; the record stays completedRetention.
+	Completed *completedUpload `json:"completed,omitempty"`
+}
+
+// completedUpload is what Complete answered.
+type completedUpload struct {
+	ETag        string `json:"etag"`
+	VersionID   string `json:"version_id"`
+	CompletedMs int64  `json:"completed_ms"`
 }
 
 // fields are the object's metadata fields (nil for none).
@@ -234,6 +248,16 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
 // when the key does not reach the bucket, NoSuchUpload when the upload is missing, was
 // started for another key, or has expired.
 func (h *Handler) openUpload(r *request) (upload, error) {
+	u, err := h.findUpload(r)
+	if err == nil && u.rec.Completed != nil {
+		return upload{}, noSuchUpload()
+	}
+	return u, err
+}
+
+// findUpload is openUpload that also finds a completed upload (completeUpload answers
+// it again).
+func (h *Handler) findUpload(r *request) (upload, error) {
 	if _, _, err := h.workspace(r); err != nil {
 		return upload{}, err
 	}
@@ -280,7 +304,12 @@ func (h *Handler) readUpload(ctx context.Context, agent string, view *meta.View,
 	return u, nil
 }
 
+// expired reports whether u is past its life: an upload in progress its deadline after
+// it started, a completed one completedRetention after it completed.
 func (h *Handler) expired(u upload) bool {
+	if c := u.rec.Completed; c != nil {
+		return h.now().Sub(time.UnixMilli(c.CompletedMs)) > completedRetention
+	}
 	return h.now().Sub(time.UnixMilli(u.rec.InitiatedMs)) > h.uploadDeadline()
 }
 
@@ -447,7 +476,7 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	u, err := h.openUpload(r)
+	u, err := h.findUpload(r)
 	if err != nil {
 		return err
 	}
@@ -462,6 +491,10 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 	var in completeRequest
 	if err := xml.Unmarshal(raw, &in); err != nil || len(in.Parts) == 0 {
 		return errorf(CodeMalformedXML, "the CompleteMultipartUpload document is not well-formed XML naming at least one part")
+	}
+	if c := u.rec.Completed; c != nil {
+		w.Header().Set(versionHeader, c.VersionID)
+		return writeXML(w, completeResult{Xmlns: xmlns, Location: "/" + r.bucket + "/" + r.key, Bucket: r.bucket, Key: r.key, ETag: c.ETag})
 	}
 	view, ws, _, err := h.svc.Reads.ViewAt(r.Context(), r.agent, UploadsWorkbench, workbench.At{})
 	if err != nil {
@@ -511,11 +544,28 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 		}
 		return h.objectError(r, err)
 	}
-	if err := h.removeUpload(r.Context(), r.agent, u.dir); err != nil {
-		h.log.Warn("s3: removing a completed upload", "request_id", r.id, "err", err)
+	done := completedUpload{ETag: objectETag(res.Digest, fields), VersionID: versionID(r.bucket, path, res.Generation), CompletedMs: h.now().UnixMilli()}
+	if err := h.markCompleted(r, u, done); err != nil {
+		h.log.Warn("s3: recording a completed upload", "request_id", r.id, "err", err)
 	}
-	w.Header().Set(versionHeader, versionID(r.bucket, path, res.Generation))
-	return writeXML(w, completeResult{Xmlns: xmlns, Location: "/" + r.bucket + "/" + r.key, Bucket: r.bucket, Key: r.key, ETag: objectETag(res.Digest, fields)})
+	if err := h.removeFiles(r.Context(), r.agent, u.dir, true); err != nil {
+		h.log.Warn("s3: removing a completed upload's parts", "request_id", r.id, "err", err)
+	}
+	w.Header().Set(versionHeader, done.VersionID)
+	return writeXML(w, completeResult{Xmlns: xmlns, Location: "/" + r.bucket + "/" + r.key, Bucket: r.bucket, Key: r.key, ETag: done.ETag})
+}
+
+// markCompleted rewrites u's record with the answer its Complete gave.
+func (h *Handler) markCompleted(r *request, u upload, done completedUpload) error {
+	rec := u.rec
+	rec.Completed = &done
+	body, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	_, err = h.svc.Writes.Write(r.Context(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench,
+		Path: u.dir + "/" + recordFile, Body: strings.NewReader(string(body)), SizeHint: int64(len(body)), ContentType: "application/json"})
+	return err
 }
 
 // abortUpload removes the upload and its parts: NoSuchUpload for it afterwards.
@@ -540,6 +590,12 @@ func (h *Handler) removeUpload(ctx context.Context, agent, dir string) error {
 	if _, err := h.svc.Writes.Delete(ctx, agent, UploadsWorkbench, dir+"/"+recordFile, 0, ""); err != nil && !isNotFound(err) {
 		return err
 	}
+	return h.removeFiles(ctx, agent, dir, false)
+}
+
+// removeFiles deletes the files of an upload's directory, a few at a time, but its
+// record when keepRecord.
+func (h *Handler) removeFiles(ctx context.Context, agent, dir string, keepRecord bool) error {
 	view, ws, _, err := h.svc.Reads.ViewAt(ctx, agent, UploadsWorkbench, workbench.At{})
 	if err != nil {
 		return err
@@ -556,7 +612,7 @@ func (h *Handler) removeUpload(ctx context.Context, agent, dir string) error {
 		}
 		for _, c := range entries {
 			after = c.Name
-			if c.Kind == meta.KindFile {
+			if c.Kind == meta.KindFile && !(keepRecord && c.Name == recordFile) {
 				paths = append(paths, dir+"/"+c.Name)
 			}
 		}
