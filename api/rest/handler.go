@@ -479,9 +479,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 		return
 	}
 	wbPath := h.svc.Tools.WorkbenchPath(agent, id)
-	entries := make([]any, 0, len(res.Entries))
-	for _, e := range res.Entries {
-		entries = append(entries, newListEntry(wbPath, e))
+	entries := make([]listEntry, 0, len(res.Entries))
+	for i := range res.Entries {
+		entries = append(entries, newListEntry(wbPath, &res.Entries[i]))
 	}
 	var next any
 	if res.NextCursor != "" {
@@ -499,43 +499,32 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 	WriteJSON(w, http.StatusOK, out)
 }
 
-// listDirEntry and listFileEntry are the JSON objects of a listing's entries: a directory's,
-// and a file's with its generation, executable bit and content type. Their fields are
-// declared in byte order of their names, the order encoding/json gives a map's keys, so a
-// listing encodes byte for byte as the map per entry it was built from before, without a
-// map and a sort of its keys per entry.
-type listDirEntry struct {
-	EntryCount   int64  `json:"entry_count"`
-	Kind         string `json:"kind"`
-	Name         string `json:"name"`
-	Path         string `json:"path"`
-	RelativePath string `json:"relative_path"`
-	Section      any    `json:"section"`
-	Size         int64  `json:"size_bytes"`
-}
-
-type listFileEntry struct {
-	ContentType  string `json:"content_type"`
-	EntryCount   int64  `json:"entry_count"`
-	Executable   bool   `json:"executable"`
-	Generation   uint64 `json:"generation"`
-	Kind         string `json:"kind"`
-	Name         string `json:"name"`
-	Path         string `json:"path"`
-	RelativePath string `json:"relative_path"`
-	Section      any    `json:"section"`
-	Size         int64  `json:"size_bytes"`
+// listEntry is the JSON object of a listing's entry. Its fields are declared in byte order
+// of their names, the order encoding/json gives a map's keys, so a listing encodes byte
+// for byte as the map per entry it was built from before, without a map and a sort of its
+// keys per entry. A file's generation, executable bit and content type point into its
+// workbench.ListEntry; a directory has none and leaves them out (nil).
+type listEntry struct {
+	ContentType  *string `json:"content_type,omitempty"`
+	EntryCount   int64   `json:"entry_count"`
+	Executable   *bool   `json:"executable,omitempty"`
+	Generation   *uint64 `json:"generation,omitempty"`
+	Kind         string  `json:"kind"`
+	Name         string  `json:"name"`
+	Path         string  `json:"path"`
+	RelativePath string  `json:"relative_path"`
+	Section      any     `json:"section"`
+	Size         int64   `json:"size_bytes"`
 }
 
 // newListEntry is the JSON object of e in the workbench presented at wbPath.
-func newListEntry(wbPath string, e workbench.ListEntry) any {
+func newListEntry(wbPath string, e *workbench.ListEntry) listEntry {
 	sec, rel := splitSection(e.Path)
-	path := wbPath + "/" + e.Path
+	le := listEntry{EntryCount: e.EntryCount, Kind: e.Kind, Name: e.Name, Path: wbPath + "/" + e.Path, RelativePath: rel, Section: sec, Size: e.Size}
 	if e.Kind == "file" {
-		return &listFileEntry{ContentType: e.ContentType, EntryCount: e.EntryCount, Executable: e.Executable, Generation: e.Generation,
-			Kind: e.Kind, Name: e.Name, Path: path, RelativePath: rel, Section: sec, Size: e.Size}
+		le.ContentType, le.Executable, le.Generation = &e.ContentType, &e.Executable, &e.Generation
 	}
-	return &listDirEntry{EntryCount: e.EntryCount, Kind: e.Kind, Name: e.Name, Path: path, RelativePath: rel, Section: sec, Size: e.Size}
+	return le
 }
 
 // splitSection mirrors the contract's presentation: section null (nil) outside the five.
