@@ -16,6 +16,8 @@
 //   - A command either applies whole or not at all: every check runs before any mutation.
 //   - Records reachable from a View are never mutated; writers replace them. A View is an
 //     O(1) copy-on-write snapshot that stays consistent while applies go on.
+//     A View is never mutated either, so FSM.View hands the same one to every caller
+//     until the next Apply or Restore.
 //   - Restore replaces all state; Snapshot streams it without one giant allocation, in the
 //     oldest snapshot format that holds the state, so that a replica of the previous
 //     release can install it during a rolling upgrade until a command only the newer

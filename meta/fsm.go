@@ -107,6 +107,10 @@ type FSM struct {
 	opts Options
 	mu   sync.RWMutex
 	st   *state
+	// view is the View of st that View hands out until the next Apply or Restore drops
+	// it (nil: none taken since): readers between two applies share one copy of the
+	// state instead of each copying its trees.
+	view *View
 }
 
 // New returns an empty FSM.
@@ -129,6 +133,7 @@ func (f *FSM) Apply(index uint64, data []byte) Result {
 	h, body, err := DecodeCommand(data)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.view = nil
 	a := applier{opts: f.opts, st: f.st}
 	return a.apply(index, h, body, err)
 }
@@ -139,6 +144,7 @@ func (f *FSM) Apply(index uint64, data []byte) Result {
 func (f *FSM) ApplyBody(index uint64, h Header, body Body) Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.view = nil
 	a := applier{opts: f.opts, st: f.st}
 	return a.apply(index, h, body, nil)
 }

@@ -165,7 +165,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	st.rebuildIndex()
 	st.rebuildHeldSnapshots()
 	f.mu.Lock()
-	f.st = st
+	f.st, f.view = st, nil
 	f.mu.Unlock()
 	return nil
 }

@@ -48,12 +48,23 @@ func (v *View) derive(at uint64) *View {
 	return &View{st: v.st, at: at, history: v.history, only: v.only}
 }
 
-// View returns a view of the live state (at the last applied shard version).
+// View returns a view of the live state (at the last applied shard version). Calls with
+// no Apply or Restore between them return the same View: a View is never mutated, and
+// the state it copied has not changed since, so it is the live state of every such call.
 func (f *FSM) View() *View {
+	f.mu.RLock()
+	v := f.view
+	f.mu.RUnlock()
+	if v != nil {
+		return v
+	}
 	f.mu.Lock() // copy() re-tags the trees it shares, so it needs the write lock
-	c := f.st.copy()
-	f.mu.Unlock()
-	return &View{st: c, at: c.version, history: f.opts.History}
+	defer f.mu.Unlock()
+	if f.view == nil {
+		c := f.st.copy()
+		f.view = &View{st: c, at: c.version, history: f.opts.History}
+	}
+	return f.view
 }
 
 // Version returns the shard version this view reads at.

@@ -45,6 +45,11 @@
 //     earlier) on the same endpoint, chosen per request by its protocol version; neither
 //     keeps server state or issues Mcp-Session-Id, so both authenticate, attribute and
 //     limit every request alike (http.go, Handler).
+//   - A tools/call of the Workbench profile on the stateless lane, in the shape the go-sdk
+//     client sends it, is answered by the same tool handler without the SDK's per-request
+//     session (fastcall.go), with the status, headers and bytes the SDK would write
+//     (TestFastLaneAnswersAsTheSDKDoes); any other shape goes to the SDK, and a call
+//     that reached its tool is never handed on.
 //   - Host and Origin are checked by the listener in front (api/server's guard, the same
 //     check as REST's); the SDK's loopback-only Host check is off.
 //

@@ -50,7 +50,7 @@ const maxCachedServers = 1024
 // Service and is answered with PayloadTooLarge; only bodies above that get HTTP 413.
 func Handler(svc *workbench.Service, opts Options) http.Handler {
 	opts = opts.withDefaults(svc)
-	h := &httpHandler{svc: svc, opts: opts, servers: make(map[string]*sdk.Server)}
+	h := &httpHandler{svc: svc, opts: opts, servers: make(map[string]cachedServer)}
 	h.stream = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		srv, _ := r.Context().Value(serverKey{}).(*sdk.Server)
 		return srv
@@ -75,7 +75,14 @@ type httpHandler struct {
 	stream *sdk.StreamableHTTPHandler
 
 	mu      sync.Mutex
-	servers map[string]*sdk.Server // agent → server
+	servers map[string]cachedServer // profile and agent → server
+}
+
+// cachedServer is the SDK server of a profile and agent root, with its fast lane (nil:
+// none; fastcall.go).
+type cachedServer struct {
+	srv  *sdk.Server
+	lane *fastLane
 }
 
 // Admission of large MCP requests (issue 25: twelve 16 MiB workbench_put_file at once held
@@ -135,45 +142,55 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer release()
 	}
+	cs := h.server(r.PathValue("profile"), agent)
 	if r.Method == http.MethodPost {
 		buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, h.opts.MaxMessageBytes)+1)))
 		_, err := buf.ReadFrom(io.LimitReader(r.Body, h.opts.MaxMessageBytes+1))
 		body := buf.Bytes()
-		var we *workbench.Error
-		switch {
-		case errors.As(err, &we):
-			// A body the surface cut off (below the minimum rate, api/deadline.Body).
-			writeEnvelope(w, http.StatusBadRequest, we)
-			return
-		case err != nil:
-			writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments,
-				Message: "body: could not be read", Details: map[string]any{"field": "body"}})
-			return
-		case int64(len(body)) > h.opts.MaxMessageBytes:
-			e := &workbench.Error{Code: workbench.CodePayloadTooLarge,
-				Message: fmt.Sprintf("the request is more than the %d-byte limit of one MCP message (payloads are capped at %d bytes)", h.opts.MaxMessageBytes, h.opts.MaxPayloadBytes),
-				Details: map[string]any{"max_bytes": h.opts.MaxPayloadBytes}}
-			writeEnvelope(w, http.StatusRequestEntityTooLarge, e)
-			return
-		}
-		if isBatch(body) {
-			// The SDK runs the batches of protocol versions before 2025-06-18 concurrently
-			// and decodes them whole (issue 10: one POST of 12 aggregates held 8.5 GB); the
-			// Workbench profile needs none, so they are refused before the SDK sees the
-			// body, as the stdio guard refuses them.
-			writeInvalidRequest(w, "batches are not supported: send one message per request")
-			return
-		}
-		if e := checkInbound(body); e != nil {
-			// The SDK would answer these in plain text (or not as JSON-RPC errors); the
-			// protocol's errors are JSON-RPC errors on every lane.
-			e.write(w, r)
+		if !h.checkBody(w, r, body, err) || cs.lane.serve(w, r, body) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
-	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, h.server(r.PathValue("profile"), agent))))
+	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, cs.srv)))
+}
+
+// checkBody answers a POST whose body (read with err) is not one JSON-RPC message within
+// the size limit, and reports whether it is one.
+func (h *httpHandler) checkBody(w http.ResponseWriter, r *http.Request, body []byte, err error) bool {
+	var we *workbench.Error
+	switch {
+	case errors.As(err, &we):
+		// A body the surface cut off (below the minimum rate, api/deadline.Body).
+		writeEnvelope(w, http.StatusBadRequest, we)
+		return false
+	case err != nil:
+		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments,
+			Message: "body: could not be read", Details: map[string]any{"field": "body"}})
+		return false
+	case int64(len(body)) > h.opts.MaxMessageBytes:
+		e := &workbench.Error{Code: workbench.CodePayloadTooLarge,
+			Message: fmt.Sprintf("the request is more than the %d-byte limit of one MCP message (payloads are capped at %d bytes)", h.opts.MaxMessageBytes, h.opts.MaxPayloadBytes),
+			Details: map[string]any{"max_bytes": h.opts.MaxPayloadBytes}}
+		writeEnvelope(w, http.StatusRequestEntityTooLarge, e)
+		return false
+	}
+	if isBatch(body) {
+		// The SDK runs the batches of protocol versions before 2025-06-18 concurrently
+		// and decodes them whole (issue 10: one POST of 12 aggregates held 8.5 GB); the
+		// Workbench profile needs none, so they are refused before the SDK sees the
+		// body, as the stdio guard refuses them.
+		writeInvalidRequest(w, "batches are not supported: send one message per request")
+		return false
+	}
+	if e := checkInbound(body); e != nil {
+		// The SDK would answer these in plain text (or not as JSON-RPC errors); the
+		// protocol's errors are JSON-RPC errors on every lane.
+		e.write(w, r)
+		return false
+	}
+	return true
 }
 
 // isBatch reports whether a POST body is a JSON-RPC batch: its first byte after JSON
@@ -195,12 +212,12 @@ func writeInvalidRequest(w http.ResponseWriter, msg string) {
 
 // server returns the cached server of a profile ("" = workbench, ProfileCairn) and agent
 // root, building it on first use.
-func (h *httpHandler) server(profile, agent string) *sdk.Server {
+func (h *httpHandler) server(profile, agent string) cachedServer {
 	key := profile + "\x00" + agent
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if srv, ok := h.servers[key]; ok {
-		return srv
+	if cs, ok := h.servers[key]; ok {
+		return cs
 	}
 	if len(h.servers) >= maxCachedServers {
 		for k := range h.servers { // evict an arbitrary one
@@ -208,14 +225,14 @@ func (h *httpHandler) server(profile, agent string) *sdk.Server {
 			break
 		}
 	}
-	var srv *sdk.Server
+	var cs cachedServer
 	if profile == ProfileCairn {
-		srv = NewCairnServer(h.svc, agent, h.opts)
+		cs.srv = NewCairnServer(h.svc, agent, h.opts)
 	} else {
-		srv = NewServer(h.svc, agent, h.opts)
+		cs.srv, cs.lane = newWorkbenchServer(h.svc, agent, h.opts)
 	}
-	h.servers[key] = srv
-	return srv
+	h.servers[key] = cs
+	return cs
 }
 
 // writeEnvelope answers a plain HTTP request with the contract's error envelope.

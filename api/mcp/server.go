@@ -300,18 +300,24 @@ var tools = []toolDef{
 // envelope. agent should satisfy meta.ValidateName; with an invalid one every call fails
 // with InvalidArguments naming "agent".
 func NewServer(svc *workbench.Service, agent string, opts Options) *sdk.Server {
+	srv, _ := newWorkbenchServer(svc, agent, opts)
+	return srv
+}
+
+// newWorkbenchServer is NewServer with the fast lane of its tools (fastcall.go).
+func newWorkbenchServer(svc *workbench.Service, agent string, opts Options) (*sdk.Server, *fastLane) {
 	opts = opts.withDefaults(svc)
 	srv := newSDKServer(svc, agent, "Cairn Workbench", "Workbench tools over the agent root %q, presented at %s. Each workbench "+
 		"has the sections input, scripts, outputs, logs and metadata; paths are relative to the section. ", opts)
-	register(srv, svc, agent, tools, mustSchema, opts)
-	return srv
+	handlers := register(srv, svc, agent, tools, mustSchema, opts)
+	return srv, newFastLane(serverImplementation("Cairn Workbench", opts), handlers)
 }
 
 // newSDKServer returns the SDK server of one profile, titled title, whose instructions are
 // intro (a format of the agent root and its presented path) followed by the conventions
 // of results and errors every profile shares.
 func newSDKServer(svc *workbench.Service, agent, title, intro string, opts Options) *sdk.Server {
-	return sdk.NewServer(&sdk.Implementation{Name: "cairn", Title: title, Version: opts.Version}, &sdk.ServerOptions{
+	return sdk.NewServer(serverImplementation(title, opts), &sdk.ServerOptions{
 		Logger: sdkLogger(opts.Logger),
 		Instructions: fmt.Sprintf(intro, agent, strings.TrimSuffix(svc.Tools.WorkbenchPath(agent, ""), "/")) +
 			"Every result is a JSON object with \"status\": \"success\"; every error is " +
@@ -320,13 +326,21 @@ func newSDKServer(svc *workbench.Service, agent, title, intro string, opts Optio
 	})
 }
 
+// serverImplementation is the server's name, title and version of a profile.
+func serverImplementation(title string, opts Options) *sdk.Implementation {
+	return &sdk.Implementation{Name: "cairn", Title: title, Version: opts.Version}
+}
+
 // register adds the tools defs to srv, each with its schema (schemaOf) and a raw handler
-// counted in opts.Metrics, and answers calls of any other tool with UnknownTool.
-func register(srv *sdk.Server, svc *workbench.Service, agent string, defs []toolDef, schemaOf func(string) *toolSchema, opts Options) {
+// counted in opts.Metrics, and answers calls of any other tool with UnknownTool. It returns
+// the registered handlers by tool name.
+func register(srv *sdk.Server, svc *workbench.Service, agent string, defs []toolDef, schemaOf func(string) *toolSchema, opts Options) map[string]sdk.ToolHandler {
 	known := make(map[string]bool, len(defs))
+	handlers := make(map[string]sdk.ToolHandler, len(defs))
 	for _, d := range defs {
 		ts := schemaOf(d.name)
 		destructive := d.destructive
+		h := opts.Metrics.instrument(d.name, handler(svc, agent, d, ts, opts.Logger))
 		srv.AddTool(&sdk.Tool{
 			Name:        d.name,
 			Title:       d.title,
@@ -339,10 +353,12 @@ func register(srv *sdk.Server, svc *workbench.Service, agent string, defs []tool
 				DestructiveHint: &destructive,
 				OpenWorldHint:   new(false),
 			},
-		}, opts.Metrics.instrument(d.name, handler(svc, agent, d, ts, opts.Logger)))
+		}, h)
 		known[d.name] = true
+		handlers[d.name] = h
 	}
 	srv.AddReceivingMiddleware(unknownToolMiddleware(known))
+	return handlers
 }
 
 // handler is the raw tool handler of one tool. It never returns a protocol error and never

@@ -1,0 +1,203 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The fast lane of the Workbench profile: a tools/call on the stateless lane (MCP
+// 2026-07-28) in the exact shape the go-sdk client sends it is answered here, by the
+// same instrumented tool handler the SDK server holds, with the bytes and headers the SDK
+// would write (TestFastLaneAnswersAsTheSDKDoes compares them); every other request, and
+// every call in any other shape, goes to the SDK. The SDK's stateless lane connects a
+// server session per request and decodes the message about a dozen times on its way
+// (BENCHMARKS.md, "Small calls"), most of the CPU of a small call.
+//
+// A call takes the fast lane only when all of these hold, each one a check the SDK
+// makes and passes for it:
+//
+//   - POST with Content-Type application/json, Accept "application/json,
+//     text/event-stream", Mcp-Protocol-Version, Mcp-Method tools/call and Mcp-Name the
+//     tool's name, each sent once, and no Last-Event-ID or Mcp-Session-Id;
+//   - the body is one object of exactly jsonrpc "2.0", a plain id (an integer of at most
+//     15 digits, or a short string of letters, digits, '.', '_' and '-'), method
+//     "tools/call" and params of exactly _meta, name and arguments (an object);
+//   - _meta holds exactly the protocol version (the header's), clientInfo with string name
+//     and version, and clientCapabilities as the go-sdk client sends them;
+//   - the tool is one of the profile's (none has x-mcp-header parameters).
+//
+// Keys match exactly and only once at each of those levels (the SDK's decoder is case
+// sensitive; a repeated key goes to the SDK).
+const fastLaneVersion = "2026-07-28"
+
+// fastLaneCapabilities are the clientCapabilities a fast-lane call may carry, compacted:
+// none, and what the go-sdk client sends.
+var fastLaneCapabilities = map[string]bool{`{}`: true, `{"roots":{"listChanged":true}}`: true, `{"roots":{}}`: true}
+
+var fastLaneID = regexp.MustCompile(`^(0|[1-9][0-9]{0,14}|"[A-Za-z0-9._-]{1,64}")$`)
+
+// fastLane answers the fast-lane calls of one server (a profile and agent root).
+type fastLane struct {
+	handlers map[string]sdk.ToolHandler
+	// resultMeta is the result's "_meta" member as the SDK writes it (the server's
+	// implementation under io.modelcontextprotocol/serverInfo).
+	resultMeta []byte
+}
+
+func newFastLane(impl *sdk.Implementation, handlers map[string]sdk.ToolHandler) *fastLane {
+	meta, err := json.Marshal(map[string]any{"io.modelcontextprotocol/serverInfo": impl})
+	if err != nil {
+		panic(err) // an Implementation of strings always encodes
+	}
+	return &fastLane{handlers: handlers, resultMeta: meta}
+}
+
+// serve answers r, whose body is body, when it is a fast-lane call, and reports whether
+// it did; when it reports false it has written nothing.
+func (l *fastLane) serve(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if l == nil || r.Method != http.MethodPost {
+		return false
+	}
+	hd := r.Header
+	if !only(hd, "Content-Type", "application/json") || !only(hd, "Accept", "application/json, text/event-stream") ||
+		!only(hd, "Mcp-Protocol-Version", fastLaneVersion) || !only(hd, "Mcp-Method", "tools/call") ||
+		len(hd.Values("Mcp-Name")) != 1 || len(hd.Values("Last-Event-ID")) != 0 || len(hd.Values("Mcp-Session-Id")) != 0 {
+		return false
+	}
+	msg, ok := members(body, "jsonrpc", "id", "method", "params")
+	if !ok || string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"tools/call"` || !fastLaneID.Match(msg["id"]) {
+		return false
+	}
+	params, ok := members(msg["params"], "_meta", "name", "arguments")
+	if !ok || len(params["arguments"]) == 0 || params["arguments"][0] != '{' {
+		return false
+	}
+	name := hd.Get("Mcp-Name")
+	h, known := l.handlers[name]
+	if !known || string(params["name"]) != `"`+name+`"` {
+		return false
+	}
+	meta, ok := members(params["_meta"], "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities")
+	if !ok || string(meta["io.modelcontextprotocol/protocolVersion"]) != `"`+fastLaneVersion+`"` {
+		return false
+	}
+	var caps bytes.Buffer
+	if json.Compact(&caps, meta["io.modelcontextprotocol/clientCapabilities"]) != nil || !fastLaneCapabilities[caps.String()] {
+		return false
+	}
+	info, ok := members(meta["io.modelcontextprotocol/clientInfo"], "name", "version")
+	if !ok || !isString(info["name"]) || !isString(info["version"]) {
+		return false
+	}
+	// From here on the call is answered here: the tool ran, and must not run twice.
+	res, err := h(r.Context(), &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: name, Arguments: params["arguments"]}})
+	if err != nil || res == nil {
+		res = errorResult(internalError()) // handlers never fail (handler)
+	}
+	out, err := l.encode(msg["id"], res)
+	if err != nil {
+		out, _ = l.encode(msg["id"], errorResult(internalError())) // the shape encode takes
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache, no-transform")
+	w.WriteHeader(http.StatusOK)
+	w.Write(out)
+	return true
+}
+
+// encode is the JSON-RPC response to call id with res, as the SDK encodes it: the
+// result's members _meta, content, structuredContent, isError (when set) and resultType
+// "complete", text and structured content escaped as encoding/json escapes a string and a
+// RawMessage by default.
+func (l *fastLane) encode(id json.RawMessage, res *sdk.CallToolResult) ([]byte, error) {
+	if len(res.Content) != 1 || res.Meta != nil || res.InputRequests != nil {
+		return nil, errNotFast
+	}
+	tc, ok := res.Content[0].(*sdk.TextContent)
+	if !ok || tc.Meta != nil || tc.Annotations != nil {
+		return nil, errNotFast
+	}
+	sc, ok := res.StructuredContent.(json.RawMessage)
+	if !ok {
+		return nil, errNotFast
+	}
+	text, err := json.Marshal(tc.Text)
+	if err != nil {
+		return nil, err
+	}
+	structured, err := json.Marshal(sc)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(text)+len(structured)+len(l.resultMeta)+128)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":{"_meta":`...)
+	b = append(b, l.resultMeta...)
+	b = append(b, `,"content":[{"type":"text","text":`...)
+	b = append(b, text...)
+	b = append(b, `}],"structuredContent":`...)
+	b = append(b, structured...)
+	if res.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	b = append(b, `,"resultType":"complete"}}`...)
+	return b, nil
+}
+
+// errNotFast is a result of another shape than errorResult's and handler's: one text
+// content, structured content as raw JSON, no _meta (it never happens with this package's
+// handlers).
+var errNotFast = errors.New("mcp: a tool result of a shape the fast lane does not encode")
+
+// only reports whether header name is sent exactly once, as value.
+func only(hd http.Header, name, value string) bool {
+	v := hd.Values(name)
+	return len(v) == 1 && v[0] == value
+}
+
+// isString reports whether raw is a JSON string.
+func isString(raw json.RawMessage) bool {
+	var s string
+	return len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil
+}
+
+// members decodes raw as a JSON object whose keys are exactly keys, each once, and
+// returns its members' values.
+func members(raw json.RawMessage, keys ...string) (map[string]json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	out := make(map[string]json.RawMessage, len(keys))
+	for dec.More() {
+		t, err := dec.Token()
+		k, ok := t.(string)
+		if err != nil || !ok {
+			return nil, false
+		}
+		var v json.RawMessage
+		if _, dup := out[k]; dup || dec.Decode(&v) != nil {
+			return nil, false
+		}
+		out[k] = v
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') || len(out) != len(keys) {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	for _, k := range keys {
+		if _, ok := out[k]; !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
