@@ -112,6 +112,9 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	id := h.nextID()
 	w := deadline.NewWriter(rw, h.cfg.WriteTimeout)
 	if r.Body != nil && r.Body != http.NoBody {
+		// On a copy: net/http's own request keeps the body it gave, so that an answer
+		// sent before the body is read is not held while net/http drains it.
+		r = r.WithContext(r.Context())
 		minRate, window := h.cfg.BodyMinBytesPerSecond, h.cfg.BodyRateWindow
 		r.Body = deadline.NewBody(r.Body, w, minRate, window, func(received int64) error {
 			return errorf(CodeRequestTimeout, "your socket connection to the server was not read from or written to within the timeout period: the body arrived slower than %d bytes/s over %s (%d bytes received)",
@@ -281,7 +284,7 @@ func (h *Handler) route(w http.ResponseWriter, r *request) error {
 	case http.MethodHead:
 		return h.getObject(w, r.op("HeadObject"), false)
 	case http.MethodPut:
-		if r.Header.Get("X-Amz-Copy-Source") != "" {
+		if len(r.Header.Values("X-Amz-Copy-Source")) > 0 {
 			return h.copyObject(w, r.op("CopyObject"))
 		}
 		return h.putObject(w, r.op("PutObject"))

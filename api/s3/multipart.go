@@ -35,6 +35,8 @@ const UploadsWorkbench = "s3-uploads"
 const (
 	// DefaultMinPartSize is S3's least size of a part that is not the last.
 	DefaultMinPartSize = 5 << 20
+	// MaxPutSize is S3's greatest object of one PUT.
+	MaxPutSize = 5 << 30
 	// MaxPartSize is S3's greatest part.
 	MaxPartSize = 5 << 30
 	// MaxPartNumber is S3's greatest part number (and most parts of an upload).
@@ -148,7 +150,7 @@ func (h *Handler) multipart(w http.ResponseWriter, r *request, op string) error 
 	case "CreateMultipartUpload":
 		return h.createUpload(w, r.op(op))
 	case "UploadPart":
-		if r.Header.Get("X-Amz-Copy-Source") != "" {
+		if len(r.Header.Values("X-Amz-Copy-Source")) > 0 {
 			return h.uploadPart(w, r.op("UploadPartCopy"))
 		}
 		return h.uploadPart(w, r.op(op))
@@ -346,7 +348,7 @@ func (h *Handler) uploadPart(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	path := u.dir + "/" + partName(n)
-	if r.Header.Get("X-Amz-Copy-Source") != "" {
+	if len(r.Header.Values("X-Amz-Copy-Source")) > 0 {
 		return h.copyPart(w, r, path)
 	}
 	body, size, err := r.signed.ObjectBody(r.Request)
@@ -506,6 +508,8 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 		if i > 0 && p.PartNumber <= in.Parts[i-1].PartNumber {
 			return errorf(CodeInvalidPartOrder, "the list of parts was not in ascending order: parts must be ordered by part number")
 		}
+	}
+	for i, p := range in.Parts {
 		invalid := errorf(CodeInvalidPart, "part %d could not be found, or its entity tag did not match the part's", p.PartNumber)
 		if p.PartNumber < 1 || p.PartNumber > MaxPartNumber {
 			return invalid

@@ -62,6 +62,9 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
+	if size > MaxPutSize {
+		return errorf(CodeEntityTooLarge, "your proposed upload exceeds the maximum allowed size: a PUT is at most %d bytes; upload larger objects in parts", int64(MaxPutSize))
+	}
 	req.Body, req.SizeHint = body, size
 	var stored map[string]meta.FieldValue
 	req.AfterBody = func(digest meta.Digest) (map[string]meta.FieldValue, error) {

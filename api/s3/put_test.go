@@ -124,3 +124,59 @@ func TestAnEmptyBodyThatAskedForA100ContinueClosesItsConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestsRefusedBeforeTheirBodyAreAnsweredAtOnce: a PUT declaring more than S3's
+// 5 GiB is EntityTooLarge before a byte of its body is sent (the client sends none
+// here, and gets its answer), and an empty x-amz-copy-source is no copy and no PUT.
+func TestRequestsRefusedBeforeTheirBodyAreAnsweredAtOnce(t *testing.T) {
+	srv, client := gateway(t)
+	c := client("AGENTA")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("big")}); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe() // a body that never comes
+	t.Cleanup(func() { pw.Close() })
+	r, err := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+"/big/input/huge", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ContentLength = MaxPutSize + 1
+	r.Header.Set("X-Amz-Content-Sha256", UnsignedPayload)
+	creds := aws.Credentials{AccessKeyID: "AGENTA", SecretAccessKey: gatewayKeys["AGENTA"].secret}
+	if err := v4.NewSigner().SignHTTP(ctx, creds, r, UnsignedPayload, "s3", "us-east-1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(r)
+	if err != nil {
+		t.Fatalf("a PUT of %d bytes sent no body and got no answer: %v", r.ContentLength, err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(answer), "<Code>EntityTooLarge</Code>") {
+		t.Fatalf("a PUT of %d bytes: %d %s, want 400 EntityTooLarge", r.ContentLength, resp.StatusCode, answer)
+	}
+	put(t, c, "big", "input/kept", []byte("kept"))
+	r, err = http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+"/big/input/kept", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header["X-Amz-Copy-Source"] = []string{""}
+	sum := sha256.Sum256(nil)
+	r.Header.Set("X-Amz-Content-Sha256", hex.EncodeToString(sum[:]))
+	if err := v4.NewSigner().SignHTTP(ctx, creds, r, hex.EncodeToString(sum[:]), "s3", "us-east-1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err = srv.Client().Do(r); err != nil {
+		t.Fatal(err)
+	}
+	answer, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(answer), "<Code>InvalidArgument</Code>") {
+		t.Fatalf("an empty x-amz-copy-source: %d %s, want 400 InvalidArgument", resp.StatusCode, answer)
+	}
+	if got, _ := getAll(t, c, "big", "input/kept"); string(got) != "kept" {
+		t.Fatalf("an empty x-amz-copy-source replaced the object with %q", got)
+	}
+}

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAnAnswerBeforeTheBodyIsNotHeldForIt: a handler that answers without reading the
+// body a client declared (a refused upload) is answered at once, whether the declared
+// body is small (net/http would read up to 256 KiB of it first) or huge, and whether the
+// handler wrapped the body in place (as api/s3 and api/rest do); a body read to its end
+// keeps the connection.
+func TestAnAnswerBeforeTheBodyIsNotHeldForIt(t *testing.T) {
+	srv := httptest.NewServer(closeUnread(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = io.NopCloser(r.Body) // wrapped in place
+		if r.URL.Path == "/read" {
+			io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusForbidden)
+	})))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		path     string
+		declared int64
+		send     string
+		status   int
+		close    bool
+	}{
+		{"/refuse", 100_000, "", http.StatusForbidden, true},
+		{"/refuse", 6 << 30, "", http.StatusForbidden, true},
+		{"/read", 5, "hello", http.StatusOK, false},
+	} {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", tc.path, tc.declared, tc.send)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("PUT %s declaring %d bytes: no answer: %v", tc.path, tc.declared, err)
+		}
+		resp.Body.Close()
+		c.Close()
+		if resp.StatusCode != tc.status || resp.Close != tc.close {
+			t.Fatalf("PUT %s declaring %d bytes: %d, close %v; want %d, close %v (Connection: %q)", tc.path, tc.declared,
+				resp.StatusCode, resp.Close, tc.status, tc.close, strings.Join(resp.Header.Values("Connection"), ","))
+		}
+	}
+}
