@@ -49,8 +49,9 @@ type ComposeRequest struct {
 // through it as a stream, so memory stays bounded whatever the size. The parts are left
 // as they are. Errors: InvalidArgument for no parts or a composed file past
 // meta.MaxSegmentsPerCommand segments, NotFound for a missing part or workbench (or one
-// the caller may not reach), Conflict (failed precondition) for a part's IfGeneration or
-// the write's condition, PermissionDenied without read or write scope.
+// the caller may not reach), Conflict (failed precondition; details.field "parts[i]" for
+// a part) for a part's IfGeneration or the write's condition, PermissionDenied without
+// read or write scope.
 func (s *Writes) Compose(ctx context.Context, req ComposeRequest) (FileResult, error) {
 	if len(req.Parts) == 0 {
 		return FileResult{}, invalidArgument("parts", "must name at least one part")
@@ -93,7 +94,9 @@ func (s *Writes) Compose(ctx context.Context, req ComposeRequest) (FileResult, e
 			return FileResult{}, AsError(merr)
 		}
 		if p.IfGeneration != 0 && e.Generation != p.IfGeneration {
-			return FileResult{}, PreconditionFailed(conflict(e.Generation, p.IfGeneration))
+			pe := PreconditionFailed(conflict(e.Generation, p.IfGeneration))
+			pe.Details["field"] = fmt.Sprintf("parts[%d]", i)
+			return FileResult{}, pe
 		}
 		if len(segments)+len(e.Segments) > meta.MaxSegmentsPerCommand {
 			return FileResult{}, invalidArgument("parts", "the composed file would have more than %d segments", meta.MaxSegmentsPerCommand)

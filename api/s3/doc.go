@@ -95,9 +95,16 @@
 // all but the first part once). The object's ETag is objectETag's "sha256-<hex>" of the
 // whole body (no MD5 of it was ever promised), not S3's "<md5>-<parts>", so If-Match and
 // conditional reads work with the ETag Complete answers, and Complete answers the new
-// version's x-amz-version-id like any write. A completed upload's record keeps that answer
-// for completedRetention: a Complete sent again (its first answer lost) repeats it and
-// publishes nothing, as on S3; every other request names no upload (NoSuchUpload). When
+// version's x-amz-version-id like any write. An upload is completed once (complete.go): a
+// Complete claims the upload by a compare-and-swap on its record's generation (of racing
+// Completes, or a Complete and an Abort, one wins; a loser answers OperationAborted while
+// the winner publishes, NoSuchUpload after), the object it publishes names the upload
+// (fieldUpload), and every attempt to publish first looks for that name among the key's
+// newest versions and then publishes under a compare-and-swap on the key's generation: a
+// Complete cut off by a crash after it published, retried, answers what it published and
+// never publishes the parts again over a newer object. A completed upload's record keeps
+// the answer for completedRetention: a Complete sent again with the same parts repeats
+// it, as on S3; every other request names no upload (NoSuchUpload). When
 // every part but the last has one size, the object records its parts' layout (parts.go),
 // so GET and HEAD serve ?partNumber=.
 //

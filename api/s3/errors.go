@@ -40,6 +40,7 @@ const (
 	CodeMethodNotAllowed                  Code = "MethodNotAllowed"
 	CodeNoSuchBucket                      Code = "NoSuchBucket"
 	CodeNoSuchKey                         Code = "NoSuchKey"
+	CodeOperationAborted                  Code = "OperationAborted"
 	CodeNoSuchVersion                     Code = "NoSuchVersion"
 	CodeNotImplemented                    Code = "NotImplemented"
 	CodePreconditionFailed                Code = "PreconditionFailed"
@@ -81,6 +82,7 @@ var statusOf = map[Code]int{
 	CodeMethodNotAllowed:                  http.StatusMethodNotAllowed,
 	CodeNoSuchBucket:                      http.StatusNotFound,
 	CodeNoSuchKey:                         http.StatusNotFound,
+	CodeOperationAborted:                  http.StatusConflict,
 	CodeNoSuchVersion:                     http.StatusNotFound,
 	CodeNotImplemented:                    http.StatusNotImplemented,
 	CodePreconditionFailed:                http.StatusPreconditionFailed,

@@ -31,7 +31,7 @@ const (
 	// that asks for checksums.
 	fieldChecksumPrefix = gatewayFieldPrefix + "checksum-"
 	// gatewayFields is the most fields the gateway records of one body.
-	gatewayFields = 3
+	gatewayFields = 4
 	// maxMetadataBytes is S3's bound on an object's user-defined metadata: the names
 	// (without x-amz-meta-) and values of all of it, in bytes.
 	maxMetadataBytes = 2048

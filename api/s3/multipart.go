@@ -9,8 +9,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -72,9 +70,19 @@ type uploadRecord struct {
 	Principal   string `json:"principal,omitempty"`
 	// Metadata are the x-amz-meta-* fields the object gets (metadataFields), as strings.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Completing is set while a Complete publishes the object (complete.go): the claim
+	// that makes one Complete (or Abort) of an upload win.
+	Completing *completingUpload `json:"completing,omitempty"`
 	// Completed is set once the object was published: the answer a Complete sent again
 	// repeats. The parts are gone by then; the record stays completedRetention.
 	Completed *completedUpload `json:"completed,omitempty"`
+}
+
+// completingUpload is a Complete's claim on its upload.
+type completingUpload struct {
+	ClaimMs int64 `json:"claim_ms"`
+	// Parts is partsKey of the part list being published.
+	Parts string `json:"parts"`
 }
 
 // completedUpload is what Complete answered.
@@ -82,6 +90,8 @@ type completedUpload struct {
 	ETag        string `json:"etag"`
 	VersionID   string `json:"version_id"`
 	CompletedMs int64  `json:"completed_ms"`
+	// Parts is partsKey of the part list published: only the same list is answered again.
+	Parts string `json:"parts"`
 }
 
 // fields are the object's metadata fields (nil for none).
@@ -101,6 +111,9 @@ type upload struct {
 	id  string
 	rec uploadRecord
 	dir string
+	// gen is the generation of the record read: a change of the upload's state is a
+	// compare-and-swap on it.
+	gen uint64
 }
 
 // validUploadID reports whether id is one this gateway issues: 32 lower-case hex digits.
@@ -299,7 +312,7 @@ func (h *Handler) readUpload(ctx context.Context, agent string, view *meta.View,
 	if err != nil {
 		return upload{}, fromWorkbench(err, CodeNoSuchUpload)
 	}
-	u := upload{id: id, dir: dir}
+	u := upload{id: id, dir: dir, gen: e.Generation}
 	if err := json.Unmarshal(raw, &u.rec); err != nil {
 		return upload{}, fmt.Errorf("upload record %s: %w", dir, err)
 	}
@@ -468,117 +481,33 @@ type completeResult struct {
 	ETag     string   `xml:"ETag"`
 }
 
-// completeUpload publishes the object as one command whose body is the listed parts'
-// segments in order (workbench.Writes.Compose), under the request's If-None-Match: * or
-// If-Match, then removes the upload. The parts listed must exist with the ETags given
-// (InvalidPart), in ascending order (InvalidPartOrder), every one but the last at least
-// the least part size (EntityTooSmall).
-func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
-	path, err := objectPath(r.key)
-	if err != nil {
-		return err
-	}
-	u, err := h.findUpload(r)
-	if err != nil {
-		return err
-	}
-	body, _, err := r.signed.Body(r.Request)
-	if err != nil {
-		return err
-	}
-	raw, err := io.ReadAll(io.LimitReader(body, maxCompleteBody))
-	if err != nil {
-		return err
-	}
-	var in completeRequest
-	if err := xml.Unmarshal(raw, &in); err != nil || len(in.Parts) == 0 {
-		return errorf(CodeMalformedXML, "the CompleteMultipartUpload document is not well-formed XML naming at least one part")
-	}
-	if c := u.rec.Completed; c != nil {
-		w.Header().Set(versionHeader, c.VersionID)
-		return writeXML(w, completeResult{Xmlns: xmlns, Location: "/" + r.bucket + "/" + r.key, Bucket: r.bucket, Key: r.key, ETag: c.ETag})
-	}
-	view, ws, _, err := h.svc.Reads.ViewAt(r.Context(), r.agent, UploadsWorkbench, workbench.At{})
-	if err != nil {
-		return fromWorkbench(err, CodeNoSuchUpload)
-	}
-	parts := make([]workbench.ComposePart, len(in.Parts))
-	sizes := make([]int64, len(in.Parts))
-	for i, p := range in.Parts {
-		if i > 0 && p.PartNumber <= in.Parts[i-1].PartNumber {
-			return errorf(CodeInvalidPartOrder, "the list of parts was not in ascending order: parts must be ordered by part number")
-		}
-	}
-	for i, p := range in.Parts {
-		invalid := errorf(CodeInvalidPart, "part %d could not be found, or its entity tag did not match the part's", p.PartNumber)
-		if p.PartNumber < 1 || p.PartNumber > MaxPartNumber {
-			return invalid
-		}
-		e, err := view.File(ws, u.dir+"/"+partName(p.PartNumber))
-		if err != nil || !etagMatches(p.ETag, objectETag(e.Digest, e.Fields)) {
-			return invalid
-		}
-		if i < len(in.Parts)-1 && e.Size < h.minPartSize() {
-			return errorf(CodeEntityTooSmall, "part %d is %d bytes: every part but the last must be at least %d bytes", p.PartNumber, e.Size, h.minPartSize())
-		}
-		parts[i] = workbench.ComposePart{Path: u.dir + "/" + partName(p.PartNumber), IfGeneration: e.Generation}
-		sizes[i] = e.Size
-	}
-	fields := u.rec.fields()
-	if layout := partsField(sizes); layout != nil {
-		if fields == nil {
-			fields = map[string]meta.FieldValue{}
-		}
-		maps.Copy(fields, layout)
-	}
-	req := workbench.ComposeRequest{Agent: r.agent, SrcWorkbench: UploadsWorkbench, Parts: parts,
-		Workbench: r.bucket, Path: path, ContentType: u.rec.ContentType, Fields: fields}
-	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {
-		return err
-	}
-	res, err := h.svc.Writes.Compose(r.Context(), req)
-	if err != nil {
-		if clash := keyClash(err, req.Cond); clash != nil {
-			return clash
-		}
-		var e *workbench.Error
-		if req.Cond == meta.CondNone && errors.As(err, &e) && e.Code == workbench.CodeConflict {
-			// A part was uploaded again since it was checked above.
-			return errorf(CodeInvalidPart, "a part changed while the upload was completed: list the parts and complete again")
-		}
-		return h.objectError(r, err)
-	}
-	done := completedUpload{ETag: objectETag(res.Digest, fields), VersionID: versionID(r.bucket, path, res.Generation), CompletedMs: h.now().UnixMilli()}
-	if err := h.markCompleted(r, u, done); err != nil {
-		h.log.Warn("s3: recording a completed upload", "request_id", r.id, "err", err)
-	}
-	if err := h.removeFiles(r.Context(), r.agent, u.dir, true); err != nil {
-		h.log.Warn("s3: removing a completed upload's parts", "request_id", r.id, "err", err)
-	}
-	w.Header().Set(versionHeader, done.VersionID)
-	return writeXML(w, completeResult{Xmlns: xmlns, Location: "/" + r.bucket + "/" + r.key, Bucket: r.bucket, Key: r.key, ETag: done.ETag})
-}
-
-// markCompleted rewrites u's record with the answer its Complete gave.
-func (h *Handler) markCompleted(r *request, u upload, done completedUpload) error {
-	rec := u.rec
-	rec.Completed = &done
-	body, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	_, err = h.svc.Writes.Write(r.Context(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench,
-		Path: u.dir + "/" + recordFile, Body: strings.NewReader(string(body)), SizeHint: int64(len(body)), ContentType: "application/json"})
-	return err
-}
-
-// abortUpload removes the upload and its parts: NoSuchUpload for it afterwards.
+// abortUpload removes the upload and its parts: NoSuchUpload for it afterwards. It races
+// a Complete through the record's generation (complete.go): an upload a Complete claimed
+// is not aborted (OperationAborted while it publishes, NoSuchUpload once it did).
 func (h *Handler) abortUpload(w http.ResponseWriter, r *request) error {
 	u, err := h.openUpload(r)
 	if err != nil {
 		return err
 	}
-	if err := h.removeUpload(r.Context(), r.agent, u.dir); err != nil {
+	if c := u.rec.Completing; c != nil {
+		if _, found, err := h.published(r, u, u.rec.Key); err != nil || found {
+			return cmp.Or(err, noSuchUpload())
+		}
+		if h.now().Sub(time.UnixMilli(c.ClaimMs)) < claimTimeout {
+			return operationAborted()
+		}
+	}
+	if _, err := h.svc.Writes.Delete(r.Context(), r.agent, UploadsWorkbench, u.dir+"/"+recordFile, u.gen, ""); err != nil {
+		if !isConflict(err) {
+			return fromWorkbench(err, CodeNoSuchUpload)
+		}
+		// A Complete claimed the upload since it was read.
+		if u, err = h.openUpload(r); err == nil && u.rec.Completing != nil {
+			return operationAborted()
+		}
+		return noSuchUpload()
+	}
+	if err := h.removeFiles(r.Context(), r.agent, u.dir, false); err != nil {
 		return fromWorkbench(err, CodeNoSuchUpload)
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -1,0 +1,307 @@
+package s3
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// Completing an upload happens once. A Complete claims its upload first — its record
+// rewritten as completing, a compare-and-swap on the record's generation — so of two
+// Completes, or a Complete and an Abort, one wins and the other finds the upload
+// claimed, completed or gone. The object it publishes carries fieldUpload, the upload's
+// id: before every attempt to publish, a Complete looks for that id among the key's
+// newest versions, and publishes under a compare-and-swap on the generation it read
+// there (or the caller's own If-Match / If-None-Match), so a Complete that a crash cut
+// off after it published, retried, answers what was published instead of publishing the
+// parts again over whatever was written since.
+
+const (
+	// fieldUpload names, on an object a Complete published, the upload it came from.
+	fieldUpload = gatewayFieldPrefix + "upload"
+	// claimTimeout is how long a Complete's claim holds off other Completes and Aborts
+	// of its upload; a claim older than that is taken for one whose Complete died (a
+	// crash) and may be taken over. It is far above what publishing the largest upload
+	// takes (a Compose reads the parts back once).
+	claimTimeout = 2 * time.Minute
+	// publishedLookback is how many of a key's newest versions a Complete searches for
+	// the one its upload published.
+	publishedLookback = 64
+	// publishAttempts bounds a Complete's attempts to publish while other writes to its
+	// key keep moving the generation it read.
+	publishAttempts = 5
+)
+
+func operationAborted() error {
+	return errorf(CodeOperationAborted, "a conflicting operation is in progress against this upload (it is being completed); please try again")
+}
+
+// partsKey identifies a Complete's part list: only the same list is answered again.
+func partsKey(in completeRequest) string {
+	h := sha256.New()
+	for _, p := range in.Parts {
+		fmt.Fprintf(h, "%d:%s\n", p.PartNumber, strings.Trim(strings.TrimSpace(p.ETag), `"`))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// completeUpload publishes the object as one command whose body is the listed parts'
+// segments in order (workbench.Writes.Compose), under the request's If-None-Match: * or
+// If-Match, once (see above), then removes the parts. The parts listed must exist with the
+// ETags given (InvalidPart), in ascending order (InvalidPartOrder), every one but the last
+// at least the least part size (EntityTooSmall).
+func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
+	path, err := objectPath(r.key)
+	if err != nil {
+		return err
+	}
+	u, err := h.findUpload(r)
+	if err != nil {
+		return err
+	}
+	body, _, err := r.signed.Body(r.Request)
+	if err != nil {
+		return err
+	}
+	raw, err := io.ReadAll(io.LimitReader(body, maxCompleteBody))
+	if err != nil {
+		return err
+	}
+	var in completeRequest
+	if err := xml.Unmarshal(raw, &in); err != nil || len(in.Parts) == 0 {
+		return errorf(CodeMalformedXML, "the CompleteMultipartUpload document is not well-formed XML naming at least one part")
+	}
+	key := partsKey(in)
+	if done, ok, err := h.settled(r, u, path, key); ok || err != nil {
+		if err != nil {
+			return err
+		}
+		return h.answerCompleted(w, r, done)
+	}
+	req, err := h.composeRequest(r, u, path, in)
+	if err != nil {
+		return err
+	}
+	userCond, userGen, err := h.writeCondition(r, path)
+	if err != nil {
+		return err
+	}
+	// The claim.
+	claimed := u.rec
+	claimed.Completing = &completingUpload{ClaimMs: h.now().UnixMilli(), Parts: key}
+	claimGen, err := h.writeRecord(r, u, claimed)
+	if err != nil {
+		if codeOf(err) == CodePreconditionFailed || isConflict(err) {
+			// Another Complete or an Abort changed the upload since it was read.
+			if u, err = h.findUpload(r); err != nil {
+				return err
+			}
+			if done, ok, err := h.settled(r, u, path, key); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return h.answerCompleted(w, r, done)
+			}
+			return operationAborted()
+		}
+		return fromWorkbench(err, CodeNoSuchUpload)
+	}
+	released := u.rec
+	u.rec, u.gen = claimed, claimGen
+	done, err := h.publish(r, u, path, key, req, userCond, userGen)
+	if err != nil {
+		// Nothing was published: the upload goes back to being in progress.
+		if _, rerr := h.writeRecord(r, u, released); rerr != nil {
+			h.log.Warn("s3: releasing an upload's claim", "request_id", r.id, "err", rerr)
+		}
+		return err
+	}
+	finished := u.rec
+	finished.Completing, finished.Completed = nil, &done
+	if _, err := h.writeRecord(r, u, finished); err != nil {
+		h.log.Warn("s3: recording a completed upload", "request_id", r.id, "err", err)
+	}
+	if err := h.removeFiles(r.Context(), r.agent, u.dir, true); err != nil {
+		h.log.Warn("s3: removing a completed upload's parts", "request_id", r.id, "err", err)
+	}
+	return h.answerCompleted(w, r, done)
+}
+
+// settled answers for an upload that is completed or claimed: the recorded answer of a
+// completed one (NoSuchUpload for another part list); for a claimed one, what its
+// Complete published if it did (found by fieldUpload), else OperationAborted while the
+// claim is fresh. ok is false when the caller may go on and claim the upload.
+func (h *Handler) settled(r *request, u upload, path, key string) (completedUpload, bool, error) {
+	if c := u.rec.Completed; c != nil {
+		if c.Parts != "" && c.Parts != key {
+			return completedUpload{}, false, noSuchUpload()
+		}
+		return *c, true, nil
+	}
+	c := u.rec.Completing
+	if c == nil {
+		return completedUpload{}, false, nil
+	}
+	done, found, err := h.published(r, u, path)
+	switch {
+	case err != nil:
+		return completedUpload{}, false, err
+	case found && c.Parts != key:
+		return completedUpload{}, false, noSuchUpload()
+	case found:
+		done.Parts = key
+		return done, true, nil
+	case h.now().Sub(time.UnixMilli(c.ClaimMs)) < claimTimeout:
+		return completedUpload{}, false, operationAborted()
+	}
+	return completedUpload{}, false, nil // a claim its Complete left: take it over
+}
+
+// published looks for the version of path that upload u published among its newest
+// versions: found with that version's answer.
+func (h *Handler) published(r *request, u upload, path string) (completedUpload, bool, error) {
+	view, ws, err := h.workspace(r)
+	if err != nil {
+		return completedUpload{}, false, err
+	}
+	rows, _, err := view.History(ws, path, 0, publishedLookback)
+	if err != nil {
+		if meta.CodeOf(err) == meta.CodeNotFound {
+			return completedUpload{}, false, nil
+		}
+		return completedUpload{}, false, fromWorkbench(workbench.AsError(err), CodeNoSuchKey)
+	}
+	for _, row := range rows {
+		if e := row.Entry; e != nil && e.Fields[fieldUpload] == meta.StringField(u.id) {
+			return completedUpload{ETag: objectETag(e.Digest, e.Fields), VersionID: versionID(r.bucket, path, row.Version),
+				CompletedMs: h.now().UnixMilli()}, true, nil
+		}
+	}
+	return completedUpload{}, false, nil
+}
+
+// composeRequest checks the listed parts against one view and returns the publish of
+// their concatenation (without its condition).
+func (h *Handler) composeRequest(r *request, u upload, path string, in completeRequest) (workbench.ComposeRequest, error) {
+	view, ws, _, err := h.svc.Reads.ViewAt(r.Context(), r.agent, UploadsWorkbench, workbench.At{})
+	if err != nil {
+		return workbench.ComposeRequest{}, fromWorkbench(err, CodeNoSuchUpload)
+	}
+	for i, p := range in.Parts {
+		if i > 0 && p.PartNumber <= in.Parts[i-1].PartNumber {
+			return workbench.ComposeRequest{}, errorf(CodeInvalidPartOrder, "the list of parts was not in ascending order: parts must be ordered by part number")
+		}
+	}
+	parts := make([]workbench.ComposePart, len(in.Parts))
+	sizes := make([]int64, len(in.Parts))
+	for i, p := range in.Parts {
+		invalid := errorf(CodeInvalidPart, "part %d could not be found, or its entity tag did not match the part's", p.PartNumber)
+		if p.PartNumber < 1 || p.PartNumber > MaxPartNumber {
+			return workbench.ComposeRequest{}, invalid
+		}
+		e, err := view.File(ws, u.dir+"/"+partName(p.PartNumber))
+		if err != nil || !etagMatches(p.ETag, objectETag(e.Digest, e.Fields)) {
+			return workbench.ComposeRequest{}, invalid
+		}
+		if i < len(in.Parts)-1 && e.Size < h.minPartSize() {
+			return workbench.ComposeRequest{}, errorf(CodeEntityTooSmall, "part %d is %d bytes: every part but the last must be at least %d bytes",
+				p.PartNumber, e.Size, h.minPartSize())
+		}
+		parts[i] = workbench.ComposePart{Path: u.dir + "/" + partName(p.PartNumber), IfGeneration: e.Generation}
+		sizes[i] = e.Size
+	}
+	fields := map[string]meta.FieldValue{fieldUpload: meta.StringField(u.id)}
+	maps.Copy(fields, u.rec.fields())
+	maps.Copy(fields, partsField(sizes))
+	return workbench.ComposeRequest{Agent: r.agent, SrcWorkbench: UploadsWorkbench, Parts: parts,
+		Workbench: r.bucket, Path: path, ContentType: u.rec.ContentType, Fields: fields}, nil
+}
+
+// publish composes the object once: under the caller's condition, or else under a
+// compare-and-swap on the key's generation read just before, looking for what this
+// upload published before each attempt (a Complete it took over may have published).
+func (h *Handler) publish(r *request, u upload, path, key string, req workbench.ComposeRequest, userCond meta.Condition, userGen uint64) (completedUpload, error) {
+	for attempt := 1; ; attempt++ {
+		if done, found, err := h.published(r, u, path); err != nil || found {
+			done.Parts = key
+			return done, err
+		}
+		req.Cond, req.IfGeneration = userCond, userGen
+		if userCond == meta.CondNone {
+			req.Cond, req.IfGeneration = meta.CondCreateOnly, 0
+			if f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path); err == nil {
+				req.Cond, req.IfGeneration = meta.CondIfGeneration, f.Info.Generation
+			} else if codeOf(h.objectError(r, err)) != CodeNoSuchKey {
+				return completedUpload{}, h.objectError(r, err)
+			}
+		}
+		res, err := h.svc.Writes.Compose(r.Context(), req)
+		if err == nil {
+			return completedUpload{ETag: objectETag(res.Digest, req.Fields), VersionID: versionID(r.bucket, path, res.Generation),
+				CompletedMs: h.now().UnixMilli(), Parts: key}, nil
+		}
+		if clash := keyClash(err, userCond); clash != nil {
+			return completedUpload{}, clash
+		}
+		if !isConflict(err) {
+			return completedUpload{}, h.objectError(r, err)
+		}
+		if done, found, ferr := h.published(r, u, path); ferr != nil || found {
+			done.Parts = key
+			return done, ferr
+		}
+		if userCond != meta.CondNone {
+			return completedUpload{}, h.objectError(r, err)
+		}
+		if partChanged(err) {
+			return completedUpload{}, errorf(CodeInvalidPart, "a part changed while the upload was completed: list the parts and complete again")
+		}
+		if attempt == publishAttempts {
+			return completedUpload{}, errorf(CodeOperationAborted, "the key kept changing while the upload was completed; please try again")
+		}
+	}
+}
+
+// partChanged reports whether a Compose's conflict is about a part (uploaded again since
+// it was checked) rather than the target.
+func partChanged(err error) bool {
+	var e *workbench.Error
+	return errors.As(err, &e) && e.Details["field"] != nil && strings.HasPrefix(fmt.Sprint(e.Details["field"]), "parts")
+}
+
+func isConflict(err error) bool {
+	var e *workbench.Error
+	return errors.As(err, &e) && e.Code == workbench.CodeConflict
+}
+
+// writeRecord replaces u's record with rec, only if it is still the generation read: the
+// new generation; Conflict when the upload changed since.
+func (h *Handler) writeRecord(r *request, u upload, rec uploadRecord) (uint64, error) {
+	body, err := json.Marshal(rec)
+	if err != nil {
+		return 0, err
+	}
+	res, err := h.svc.Writes.Write(r.Context(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench,
+		Path: u.dir + "/" + recordFile, Body: strings.NewReader(string(body)), SizeHint: int64(len(body)), ContentType: "application/json",
+		Cond: meta.CondIfGeneration, IfGeneration: u.gen})
+	if err != nil {
+		return 0, err
+	}
+	return res.Generation, nil
+}
+
+func (h *Handler) answerCompleted(w http.ResponseWriter, r *request, done completedUpload) error {
+	w.Header().Set(versionHeader, done.VersionID)
+	return writeXML(w, completeResult{Xmlns: xmlns, Location: "/" + r.bucket + "/" + r.key, Bucket: r.bucket, Key: r.key, ETag: done.ETag})
+}

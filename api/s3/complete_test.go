@@ -1,0 +1,161 @@
+package s3
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
+)
+
+// versionsOf lists the versions of one key, newest first.
+func versionsOf(t *testing.T, c *awss3.Client, bucket, key string) []types.ObjectVersion {
+	t.Helper()
+	out, err := c.ListObjectVersions(context.Background(), &awss3.ListObjectVersionsInput{Bucket: aws.String(bucket), Prefix: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []types.ObjectVersion
+	for _, v := range out.Versions {
+		if aws.ToString(v.Key) == key {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// TestAnUploadIsCompletedOnce: Completes of one upload racing each other publish one
+// version, and every one that succeeds answers that version; a Complete racing an Abort:
+// one of them wins, never both.
+func TestAnUploadIsCompletedOnce(t *testing.T) {
+	client, _ := multipartGateway(t, nil)
+	c := client("AGENTA")
+	id := createUpload(t, c, "runs", "outputs/once.bin")
+	parts := []types.CompletedPart{uploadPart(t, c, "runs", "outputs/once.bin", id, 1, payload(2<<10)),
+		uploadPart(t, c, "runs", "outputs/once.bin", id, 2, []byte("tail"))}
+	const racers = 8
+	answers := make([]*awss3.CompleteMultipartUploadOutput, racers)
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], errs[i] = complete(c, "runs", "outputs/once.bin", id, parts)
+		}()
+	}
+	wg.Wait()
+	vs := versionsOf(t, c, "runs", "outputs/once.bin")
+	if len(vs) != 1 {
+		t.Fatalf("%d racing Completes of one upload published %d versions, want 1", racers, len(vs))
+	}
+	for i, err := range errs {
+		switch {
+		case err == nil && aws.ToString(answers[i].VersionId) != aws.ToString(vs[0].VersionId):
+			t.Fatalf("a Complete answered version %s, the key has %s", aws.ToString(answers[i].VersionId), aws.ToString(vs[0].VersionId))
+		case err != nil && s3Code(err) != "OperationAborted":
+			t.Fatalf("a Complete that lost the race: %v, want OperationAborted", err)
+		}
+	}
+
+	for round := range 4 {
+		key := "outputs/aborted-or-not.bin"
+		before := len(versionsOf(t, c, "runs", key))
+		id := createUpload(t, c, "runs", key)
+		parts := []types.CompletedPart{uploadPart(t, c, "runs", key, id, 1, []byte("only part"))}
+		var completeErr, abortErr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, completeErr = complete(c, "runs", key, id, parts)
+		}()
+		go func() {
+			defer wg.Done()
+			_, abortErr = c.AbortMultipartUpload(context.Background(), &awss3.AbortMultipartUploadInput{Bucket: aws.String("runs"),
+				Key: aws.String(key), UploadId: aws.String(id)})
+		}()
+		wg.Wait()
+		if (completeErr == nil) == (abortErr == nil) {
+			t.Fatalf("round %d: Complete %v and Abort %v: want exactly one to win", round, completeErr, abortErr)
+		}
+		published := len(versionsOf(t, c, "runs", key)) > before
+		if published != (completeErr == nil) {
+			t.Fatalf("round %d: Complete %v, Abort %v, yet a version was published: %v", round, completeErr, abortErr, published)
+		}
+		if completeErr == nil {
+			continue
+		}
+		if s3Code(completeErr) != "NoSuchUpload" {
+			t.Fatalf("round %d: a Complete that lost to an Abort: %v, want NoSuchUpload", round, completeErr)
+		}
+	}
+}
+
+// TestACompleteCutOffAfterItPublishedDoesNotPublishAgain: a Complete that a crash cut
+// off between publishing and recording it leaves its claim in the record; retried after
+// another writer replaced the object, it answers what it published and does not publish
+// the parts again over the newer object.
+func TestACompleteCutOffAfterItPublishedDoesNotPublishAgain(t *testing.T) {
+	client, h := multipartGateway(t, nil)
+	c := client("AGENTA")
+	ctx := context.Background()
+	const key = "outputs/cut.bin"
+	id := createUpload(t, c, "runs", key)
+	parts := []types.CompletedPart{uploadPart(t, c, "runs", key, id, 1, []byte("the upload's bytes"))}
+	// Read the record as it is in progress, complete, then put the in-progress record back
+	// with a claim on it: the state a crash after the publish leaves.
+	sctx := workbench.WithSurface(auth.WithPrincipal(ctx, gatewayKeys["AGENTA"].p), Surface)
+	recordPath := "runs/" + id + "/" + recordFile
+	f, err := h.svc.Reads.Open(sctx, "a", UploadsWorkbench, recordPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := f.Reader(sctx, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(rc)
+	rc.Close()
+	var rec uploadRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	first, err := complete(c, "runs", key, id, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := completeRequest{Parts: []struct {
+		PartNumber int    `xml:"PartNumber"`
+		ETag       string `xml:"ETag"`
+	}{{1, aws.ToString(parts[0].ETag)}}}
+	rec.Completing = &completingUpload{ClaimMs: h.now().UnixMilli(), Parts: partsKey(in)}
+	body, _ := json.Marshal(rec)
+	if _, err := h.svc.Writes.Write(sctx, workbench.WriteRequest{Agent: "a", Workbench: UploadsWorkbench, Path: recordPath,
+		Body: strings.NewReader(string(body)), ContentType: "application/json"}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "runs", key, []byte("a newer object"))
+	again, err := complete(c, "runs", key, id, parts)
+	if err != nil {
+		t.Fatalf("the retried Complete: %v", err)
+	}
+	if aws.ToString(again.VersionId) != aws.ToString(first.VersionId) || aws.ToString(again.ETag) != aws.ToString(first.ETag) {
+		t.Fatalf("the retried Complete answered version %s %s, want the one it published: %s %s", aws.ToString(again.VersionId),
+			aws.ToString(again.ETag), aws.ToString(first.VersionId), aws.ToString(first.ETag))
+	}
+	if got, _ := getAll(t, c, "runs", key); string(got) != "a newer object" {
+		t.Fatalf("the retried Complete published its parts again over the newer object: the key reads %q", got)
+	}
+	if n := len(versionsOf(t, c, "runs", key)); n != 2 {
+		t.Fatalf("the key has %d versions, want 2 (the upload's, the newer put)", n)
+	}
+}
