@@ -159,3 +159,35 @@ func TestACompleteCutOffAfterItPublishedDoesNotPublishAgain(t *testing.T) {
 		t.Fatalf("the key has %d versions, want 2 (the upload's, the newer put)", n)
 	}
 }
+
+// TestAnUploadDoesNotOutliveItsBucket: an upload started in a bucket that was deleted and
+// created again is not listed, cannot be completed, and is reclaimed.
+func TestAnUploadDoesNotOutliveItsBucket(t *testing.T) {
+	client, h := multipartGateway(t, nil)
+	c := client("AGENTA")
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("emp")}); err != nil {
+		t.Fatal(err)
+	}
+	id := createUpload(t, c, "emp", "z")
+	parts := []types.CompletedPart{uploadPart(t, c, "emp", "z", id, 1, []byte("q"))}
+	if _, err := c.DeleteBucket(ctx, &awss3.DeleteBucketInput{Bucket: aws.String("emp")}); err != nil {
+		t.Fatalf("DeleteBucket with an upload in progress: %v", err)
+	}
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("emp")}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("emp")})
+	if err != nil || len(out.Uploads) != 0 {
+		t.Fatalf("the bucket created again lists uploads %v (%v), want none", out, err)
+	}
+	if _, err := complete(c, "emp", "z", id, parts); s3Code(err) != "NoSuchUpload" {
+		t.Fatalf("completing the deleted bucket's upload: %v, want NoSuchUpload", err)
+	}
+	if _, err := c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("emp"), Key: aws.String("z")}); s3Code(err) != "NotFound" {
+		t.Fatalf("the deleted bucket's upload was published: %v", err)
+	}
+	if n := uploadFiles(t, h); n != 0 {
+		t.Fatalf("%d files of the deleted bucket's upload left after a listing of the bucket, want none", n)
+	}
+}

@@ -110,7 +110,8 @@
 //
 //   - An upload belongs to its bucket and key: the gateway reaches the bucket first
 //     (NoSuchBucket, exactly as for any object) and answers NoSuchUpload for an upload id
-//     of another bucket or key, so a key bound to one workbench, which reaches
+//     of another bucket or key (or of another incarnation of its bucket: one deleted and
+//     created again), so a key bound to one workbench, which reaches
 //     UploadsWorkbench through this surface, reaches only its own bucket's uploads.
 //   - UploadsWorkbench is no bucket: every request naming it answers NoSuchBucket
 //     (CreateBucket: InvalidBucketName), as does a copy source in it, and ListBuckets

@@ -70,6 +70,9 @@ type uploadRecord struct {
 	Principal   string `json:"principal,omitempty"`
 	// Metadata are the x-amz-meta-* fields the object gets (metadataFields), as strings.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Incarnation is the bucket's (meta.Workspace.Incarnation) when the upload started:
+	// an upload does not outlive its bucket, even one created again under its name.
+	Incarnation uint64 `json:"incarnation,omitempty"`
 	// Completing is set while a Complete publishes the object (complete.go): the claim
 	// that makes one Complete (or Abort) of an upload win.
 	Completing *completingUpload `json:"completing,omitempty"`
@@ -227,7 +230,8 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := h.workspace(r); err != nil {
+	_, bucket, err := h.workspace(r)
+	if err != nil {
 		return err
 	}
 	h.remember(r.agent)
@@ -237,7 +241,8 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
 	var raw [16]byte
 	_, _ = rand.Read(raw[:])
 	id := hex.EncodeToString(raw[:])
-	rec := uploadRecord{Key: path, ContentType: r.Header.Get("Content-Type"), InitiatedMs: h.now().UnixMilli(), Principal: workbench.PrincipalID(r.Context())}
+	rec := uploadRecord{Key: path, ContentType: r.Header.Get("Content-Type"), InitiatedMs: h.now().UnixMilli(), Principal: workbench.PrincipalID(r.Context()),
+		Incarnation: bucket.Incarnation}
 	for k, v := range fields {
 		if rec.Metadata == nil {
 			rec.Metadata = map[string]string{}
@@ -273,7 +278,8 @@ func (h *Handler) openUpload(r *request) (upload, error) {
 // findUpload is openUpload that also finds a completed upload (completeUpload answers
 // it again).
 func (h *Handler) findUpload(r *request) (upload, error) {
-	if _, _, err := h.workspace(r); err != nil {
+	_, bucket, err := h.workspace(r)
+	if err != nil {
 		return upload{}, err
 	}
 	id := r.URL.Query().Get("uploadId")
@@ -292,10 +298,20 @@ func (h *Handler) findUpload(r *request) (upload, error) {
 		return upload{}, err
 	}
 	h.remember(r.agent)
-	if u.rec.Key != r.key || h.expired(u) {
+	if u.rec.Key != r.key || h.expired(u) || u.rec.Incarnation != 0 && u.rec.Incarnation != bucket.Incarnation {
 		return upload{}, noSuchUpload()
 	}
 	return u, nil
+}
+
+// orphaned reports whether u was started in a bucket that has been deleted since (and
+// maybe created again): its record names another incarnation of the bucket than view's.
+func (u upload) orphaned(view *meta.View, agent, bucket string) bool {
+	if u.rec.Incarnation == 0 {
+		return false
+	}
+	ws, err := view.Workspace(agent, bucket)
+	return err != nil || ws.Incarnation != u.rec.Incarnation
 }
 
 // readUpload reads an upload's record from view: NoSuchUpload when it has none.

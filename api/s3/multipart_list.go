@@ -257,7 +257,7 @@ func (h *Handler) bucketUploads(ctx context.Context, agent, bucket string) ([]up
 			if err != nil {
 				return nil, err
 			}
-			if !h.expired(u) && u.rec.Completed == nil {
+			if !h.expired(u) && u.rec.Completed == nil && !u.orphaned(view, agent, bucket) {
 				out = append(out, u)
 			}
 		}

@@ -43,7 +43,7 @@ func (h *Handler) reclaimBucket(ctx context.Context, agent, bucket string, limit
 				dead = append(dead, bucket+"/"+c.Name)
 			case err != nil:
 				return 0, err
-			case h.expired(u):
+			case h.expired(u) || u.orphaned(view, agent, bucket):
 				dead = append(dead, u.dir)
 			}
 		}
