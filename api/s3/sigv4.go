@@ -82,6 +82,8 @@ func (v *Verifier) Verify(r *http.Request) (Signed, error) {
 		return v.verifyHeader(r)
 	case q.Has("X-Amz-Signature") || q.Has("X-Amz-Credential"):
 		return v.verifyPresigned(r, q)
+	case q.Has("Signature") && q.Has("AWSAccessKeyId"):
+		return Signed{}, errorf(CodeAccessDenied, "this URL is signed with AWS Signature Version 2, which this gateway does not accept: presign with Signature Version 4 (aws: s3.signature_version s3v4; boto3: Config(signature_version=\"s3v4\"))")
 	default:
 		return Signed{}, errorf(CodeAccessDenied, "anonymous access is not allowed: sign the request (AWS Signature Version 4)")
 	}

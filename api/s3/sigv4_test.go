@@ -272,3 +272,10 @@ func TestPresignedURLsVerifyUntilTheyExpire(t *testing.T) {
 		t.Fatalf("X-Amz-Expires past 7 days: %v, want AuthorizationQueryParametersError", err)
 	}
 }
+
+func TestASignatureVersion2URLIsToldWhatToUse(t *testing.T) {
+	r := httptest.NewRequest("GET", "http://127.0.0.1:9000/bkt/k?AWSAccessKeyId="+testKeyID+"&Expires=1893456000&Signature=abc%3D", nil)
+	if _, err := at(when).Verify(r); codeOf(err) != CodeAccessDenied || !strings.Contains(err.Error(), "Signature Version 2") {
+		t.Fatalf("a SigV2 presigned URL: %v, want AccessDenied naming Signature Version 2", err)
+	}
+}
