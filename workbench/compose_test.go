@@ -73,15 +73,7 @@ func TestComposeConcatenatesPartsWithoutMovingBytes(t *testing.T) {
 func TestComposeKeepsItsConditions(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 64})
 	ctx := context.Background()
-	put := func(path, body string) workbench.FileResult {
-		t.Helper()
-		res, err := n.Service.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
-			Body: bytes.NewReader([]byte(body)), CreateWorkbench: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	put := func(path, body string) workbench.FileResult { return writeFile(t, n.Service, path, body) }
 	old := put("p/1", "first")
 	put("p/1", "second")
 	put("p/2", "two")

@@ -219,14 +219,7 @@ type initiateResult struct {
 // createUpload starts an upload: its record, written create-only in UploadsWorkbench. It
 // first aborts the bucket's expired uploads (lazily, a bounded number).
 func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
-	path, err := objectPath(r.key)
-	if err != nil {
-		return err
-	}
-	if err := checkWriteHeaders(r.Header); err != nil {
-		return err
-	}
-	fields, err := metadataFields(r.Header)
+	path, fields, err := writeTarget(r)
 	if err != nil {
 		return err
 	}

@@ -43,14 +43,7 @@ func (h *Handler) objectError(r *request, err error) error {
 // replaces only the version whose ETag it names, as one compare-and-swap on its
 // generation.
 func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
-	path, err := objectPath(r.key)
-	if err != nil {
-		return err
-	}
-	if err := checkWriteHeaders(r.Header); err != nil {
-		return err
-	}
-	fields, err := metadataFields(r.Header)
+	path, fields, err := writeTarget(r)
 	if err != nil {
 		return err
 	}
@@ -91,6 +84,22 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 	}
 	w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// writeTarget checks what a write of a new object (PutObject, CreateMultipartUpload)
+// asks: the key as a path, headers the gateway keeps (checkWriteHeaders), and the
+// metadata it stores.
+func writeTarget(r *request) (path string, fields map[string]meta.FieldValue, err error) {
+	if path, err = objectPath(r.key); err != nil {
+		return "", nil, err
+	}
+	if err := checkWriteHeaders(r.Header); err != nil {
+		return "", nil, err
+	}
+	if fields, err = metadataFields(r.Header); err != nil {
+		return "", nil, err
+	}
+	return path, fields, nil
 }
 
 // writeCondition reads a write's preconditions on its target: If-None-Match: * creates
