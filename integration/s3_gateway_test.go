@@ -194,6 +194,14 @@ func TestS3GatewayRoundTripsATreeWithRealClients(t *testing.T) {
 		if out := rc("sync", "-v", tree, remote+"rc/input/encoding"); strings.Contains(out, "Copied") {
 			t.Fatalf("a second sync of an unchanged tree copied again:\n%s", out)
 		}
+		// A copy within the remote is S3's server-side CopyObject: no byte goes through
+		// rclone, and the copy checks against the tree.
+		if out := rc("copy", "-v", remote+"rc/input/encoding", remote+"rc/outputs/encoding"); !strings.Contains(out, "Copied (server-side copy)") {
+			t.Fatalf("rclone copied within the remote without a server-side copy:\n%s", out)
+		}
+		if out := rc("check", tree, remote+"rc/outputs/encoding"); !strings.Contains(out, "0 differences found") {
+			t.Fatalf("rclone check of the server-side copy:\n%s", out)
+		}
 		out := t.TempDir()
 		rc("copy", remote+"rc/input/encoding", out)
 		sameTree(t, tree, out)
