@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -119,23 +120,82 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 	}
 	released := u.rec
 	u.rec, u.gen = claimed, claimGen
-	done, err := h.publish(r, u, path, key, req, userCond, userGen)
-	if err != nil {
-		// Nothing was published: the upload goes back to being in progress.
-		if _, rerr := h.writeRecord(r, u, released); rerr != nil {
-			h.log.Warn("s3: releasing an upload's claim", "request_id", r.id, "err", rerr)
+	outcome := make(chan completeOutcome, 1)
+	go func() {
+		done, err := h.publish(r, u, path, key, req, userCond, userGen)
+		if err != nil {
+			// Nothing was published: the upload goes back to being in progress.
+			if _, rerr := h.writeRecord(r, u, released); rerr != nil {
+				h.log.Warn("s3: releasing an upload's claim", "request_id", r.id, "err", rerr)
+			}
+		} else {
+			finished := u.rec
+			finished.Completing, finished.Completed = nil, &done
+			if _, err := h.writeRecord(r, u, finished); err != nil {
+				h.log.Warn("s3: recording a completed upload", "request_id", r.id, "err", err)
+			}
+			if err := h.removeFiles(r.Context(), r.agent, u.dir, true); err != nil {
+				h.log.Warn("s3: removing a completed upload's parts", "request_id", r.id, "err", err)
+			}
 		}
-		return err
+		outcome <- completeOutcome{done, err}
+	}()
+	return h.awaitComplete(w, r, outcome)
+}
+
+// completeOutcome is what publishing an upload came to.
+type completeOutcome struct {
+	done completedUpload
+	err  error
+}
+
+// DefaultCompleteKeepAlive is Config.CompleteKeepAlive's default.
+const DefaultCompleteKeepAlive = 5 * time.Second
+
+// awaitComplete answers a Complete with its outcome. One that takes longer than
+// CompleteKeepAlive (a Compose reads every part but the first back to hash it: seconds
+// per GiB) is answered as S3 answers it: 200 at once, then a space every CompleteKeepAlive
+// so that no client's read timeout cuts the connection, then the result's XML, or the
+// error's XML in the 200's body (which the AWS SDKs and botocore read as the error, and
+// retry; a Complete sent again answers the recorded result). The version id travels in a
+// header, so such a late answer carries none.
+func (h *Handler) awaitComplete(w http.ResponseWriter, r *request, outcome <-chan completeOutcome) error {
+	every := cmp.Or(h.cfg.CompleteKeepAlive, DefaultCompleteKeepAlive)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	started := false
+	for {
+		select {
+		case o := <-outcome:
+			switch {
+			case !started && o.err != nil:
+				return o.err
+			case !started:
+				return h.answerCompleted(w, r, o.done)
+			case o.err != nil:
+				e, ok := errors.AsType[*Error](o.err)
+				if !ok {
+					h.log.Error("s3: internal error", "request_id", r.id, "method", r.Method, "err", o.err)
+					e = &Error{Code: CodeInternalError, Message: "we encountered an internal error; please try again"}
+				}
+				body, _ := xml.Marshal(errorBody{Code: e.Code, Message: e.Message, Resource: r.URL.Path, RequestID: r.id})
+				_, _ = w.Write(body)
+				return nil
+			}
+			body, _ := xml.Marshal(completeResult{Xmlns: xmlns, Location: "/" + r.bucket + "/" + r.key, Bucket: r.bucket, Key: r.key, ETag: o.done.ETag})
+			_, _ = w.Write(body)
+			return nil
+		case <-tick.C:
+			if !started {
+				started = true
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusOK)
+				_, _ = io.WriteString(w, xml.Header)
+			}
+			_, _ = io.WriteString(w, " ")
+			_ = http.NewResponseController(w).Flush()
+		}
 	}
-	finished := u.rec
-	finished.Completing, finished.Completed = nil, &done
-	if _, err := h.writeRecord(r, u, finished); err != nil {
-		h.log.Warn("s3: recording a completed upload", "request_id", r.id, "err", err)
-	}
-	if err := h.removeFiles(r.Context(), r.agent, u.dir, true); err != nil {
-		h.log.Warn("s3: removing a completed upload's parts", "request_id", r.id, "err", err)
-	}
-	return h.answerCompleted(w, r, done)
 }
 
 // settled answers for an upload that is completed or claimed: the recorded answer of a

@@ -1,17 +1,28 @@
 package s3
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"encoding/xml"
+	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/blobtest"
+	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
 )
@@ -189,5 +200,79 @@ func TestAnUploadDoesNotOutliveItsBucket(t *testing.T) {
 	}
 	if n := uploadFiles(t, h); n != 0 {
 		t.Fatalf("%d files of the deleted bucket's upload left after a listing of the bucket, want none", n)
+	}
+}
+
+// TestALongCompleteIsKeptAlive: a Complete that publishes for longer than
+// CompleteKeepAlive (here: stalled reading a part back) answers 200 at once and
+// whitespace until its result, so no client read timeout cuts it; the result follows in
+// the body.
+func TestALongCompleteIsKeptAlive(t *testing.T) {
+	ds, err := dir.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &blobtest.Hooked{Store: ds}
+	srv, client, _ := gatewayWith(t, hs, Config{MinPartSize: 1 << 10, CompleteKeepAlive: 10 * time.Millisecond})
+	c := client("AGENTA")
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("slow")}); err != nil {
+		t.Fatal(err)
+	}
+	id := createUpload(t, c, "slow", "outputs/slow.bin")
+	first, second := payload(4<<10), payload(3 << 10)[1:]
+	parts := []types.CompletedPart{uploadPart(t, c, "slow", "outputs/slow.bin", id, 1, first), uploadPart(t, c, "slow", "outputs/slow.bin", id, 2, second)}
+	resume := make(chan struct{})
+	release := sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(release)
+	// The Compose reads part 2 back (one segment) to hash it: it stalls there.
+	secondKey := blob.Digest(sha256.Sum256(second))
+	hs.Set(func(h *blobtest.Hooks) {
+		h.OnGet = func(k blob.Key) {
+			if k.Digest == secondKey {
+				<-resume
+			}
+		}
+	})
+	doc := "<CompleteMultipartUpload>"
+	for _, p := range parts {
+		doc += fmt.Sprintf("<Part><PartNumber>%d</PartNumber><ETag>%s</ETag></Part>", aws.ToInt32(p.PartNumber), aws.ToString(p.ETag))
+	}
+	doc += "</CompleteMultipartUpload>"
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/slow/outputs/slow.bin?uploadId="+id, strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(doc))
+	r.Header.Set("X-Amz-Content-Sha256", hex.EncodeToString(sum[:]))
+	creds := aws.Credentials{AccessKeyID: "AGENTA", SecretAccessKey: gatewayKeys["AGENTA"].secret}
+	if err := v4.NewSigner().SignHTTP(ctx, creds, r, hex.EncodeToString(sum[:]), "s3", "us-east-1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(r) // the 200 comes while the publish is stalled
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a stalled Complete answered %d, want 200 at once", resp.StatusCode)
+	}
+	head := make([]byte, len(xml.Header)+2)
+	if _, err := io.ReadFull(resp.Body, head); err != nil || string(head) != xml.Header+"  " {
+		t.Fatalf("a stalled Complete's body starts %q (%v), want the XML declaration and spaces", head, err)
+	}
+	release()
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		ETag string `xml:"ETag"`
+	}
+	if err := xml.Unmarshal([]byte(strings.TrimSpace(string(rest))), &res); err != nil || res.ETag != sha256ETag(append(first, second...)) {
+		t.Fatalf("the result after the spaces: %q (%v), want the object's ETag %s", rest, err, sha256ETag(append(first, second...)))
+	}
+	if got, _ := getAll(t, c, "slow", "outputs/slow.bin"); !bytes.Equal(got, append(first, second...)) {
+		t.Fatalf("the object reads %d bytes, want the parts' %d", len(got), len(first)+len(second))
 	}
 }

@@ -104,7 +104,10 @@
 // Complete cut off by a crash after it published, retried, answers what it published and
 // never publishes the parts again over a newer object. A completed upload's record keeps
 // the answer for completedRetention: a Complete sent again with the same parts repeats
-// it, as on S3; every other request names no upload (NoSuchUpload). When
+// it, as on S3; every other request names no upload (NoSuchUpload). A Complete that
+// publishes longer than Config.CompleteKeepAlive answers 200 at once and a space every
+// interval until its result (or error) follows in the body, as S3 does, so no client's
+// read timeout cuts a large upload's Complete. When
 // every part but the last has one size, the object records its parts' layout (parts.go),
 // so GET and HEAD serve ?partNumber=.
 //

@@ -52,6 +52,10 @@ type Config struct {
 	// ReclaimInterval is how often RunReclaim sweeps for expired uploads. Default
 	// DefaultReclaimInterval.
 	ReclaimInterval time.Duration
+	// CompleteKeepAlive is how long a CompleteMultipartUpload may publish before its
+	// answer starts, and then the interval of the whitespace that keeps the connection
+	// alive until the result (complete.go). Default DefaultCompleteKeepAlive.
+	CompleteKeepAlive time.Duration
 }
 
 // DefaultRegion is the region of a gateway configured without one: what S3 clients
