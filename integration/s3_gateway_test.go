@@ -276,27 +276,31 @@ func TestS3GatewayRoundTripsATreeWithRealClients(t *testing.T) {
 		script := `
 import os, sys, boto3
 s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1")
+tree, out = sys.argv[2], sys.argv[3]
 s3.create_bucket(Bucket="py")
 s3.put_object(Bucket="py", Key="input/empty", Body=b"")
-s3.upload_file(sys.argv[2], "py", "input/uploaded.go")
-s3.download_file("py", "input/uploaded.go", sys.argv[3])
+sent = []
+for root, _, files in os.walk(tree):
+    for name in files:
+        rel = os.path.relpath(os.path.join(root, name), tree)
+        s3.upload_file(os.path.join(root, name), "py", "input/encoding/" + rel)
+        sent.append("input/encoding/" + rel)
 keys = []
-for page in s3.get_paginator("list_objects_v2").paginate(Bucket="py", PaginationConfig={"PageSize": 1}):
+for page in s3.get_paginator("list_objects_v2").paginate(Bucket="py", Prefix="input/encoding/", PaginationConfig={"PageSize": 7}):
     keys += [o["Key"] for o in page.get("Contents", [])]
-assert keys == ["input/empty", "input/uploaded.go"], keys
+assert keys == sorted(sent, key=lambda k: k.encode()), (len(keys), len(sent))
+for k in keys:
+    dst = os.path.join(out, k[len("input/encoding/"):])
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    s3.download_file("py", k, dst)
 assert s3.get_object(Bucket="py", Key="input/empty")["Body"].read() == b""
 print("ok")
 `
-		src := filepath.Join(tree, "json", "encode.go")
-		dst := filepath.Join(t.TempDir(), "encode.go")
-		if out := s3Tool(t, key, python, "-c", script, endpoint, src, dst); !strings.Contains(out, "ok") {
-			t.Fatalf("boto3: %s", out)
+		out := t.TempDir()
+		if got := s3Tool(t, key, python, "-c", script, endpoint, tree, out); !strings.Contains(got, "ok") {
+			t.Fatalf("boto3: %s", got)
 		}
-		a, _ := os.ReadFile(src)
-		b, _ := os.ReadFile(dst)
-		if !bytes.Equal(a, b) {
-			t.Fatalf("boto3 read back %d bytes of %d", len(b), len(a))
-		}
+		sameTree(t, tree, out)
 	})
 
 	t.Run("aws-sdk-go-v2", func(t *testing.T) {
@@ -306,18 +310,49 @@ print("ok")
 		if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("sdk")}); err != nil {
 			t.Fatal(err)
 		}
-		body := bytes.Repeat([]byte("cairn s3 gateway\n"), 1<<16) // 1.1 MiB: more than one chunk
-		if _, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("sdk"), Key: aws.String("outputs/big.txt"), Body: bytes.NewReader(body)}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("sdk"), Key: aws.String("outputs/big.txt")})
+		err := filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(tree, p)
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("sdk"), Key: aws.String("input/encoding/" + filepath.ToSlash(rel)), Body: f})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("PutObject of the tree: %v", err)
 		}
-		b, _ := io.ReadAll(got.Body)
-		if !bytes.Equal(b, body) {
-			t.Fatalf("read back %d bytes of %d", len(b), len(body))
+		out := t.TempDir()
+		pages := awss3.NewListObjectsV2Paginator(c, &awss3.ListObjectsV2Input{Bucket: aws.String("sdk"), Prefix: aws.String("input/encoding/"), MaxKeys: aws.Int32(9)})
+		for pages.HasMorePages() {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range page.Contents {
+				got, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("sdk"), Key: o.Key})
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := io.ReadAll(got.Body)
+				got.Body.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				dst := filepath.Join(out, filepath.FromSlash(strings.TrimPrefix(aws.ToString(o.Key), "input/encoding/")))
+				if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(dst, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
+		sameTree(t, tree, out)
 	})
 }
 
