@@ -192,7 +192,7 @@ func (c *confirmer) send(sv raft.Server, term uint64, replies chan<- probeReply)
 	if p.busy {
 		return
 	}
-	if !c.s.track() {
+	if !c.s.trackProbe() {
 		for _, w := range p.waiting {
 			w.replies <- probeReply{err: ErrClosed}
 		}
@@ -200,7 +200,6 @@ func (c *confirmer) send(sv raft.Server, term uint64, replies chan<- probeReply)
 		return
 	}
 	p.busy = true
-	c.s.probing.Add(1)
 	go c.heartbeats(sv, p)
 }
 
@@ -253,6 +252,20 @@ func (s *Shard) track() bool {
 		return false
 	}
 	s.wg.Add(1)
+	return true
+}
+
+// trackProbe is track for a confirmation heartbeat, also counted in probing under the
+// same lock: once Close has set closed, no heartbeat is added while drainProbes waits for
+// those in flight (a WaitGroup must not grow from zero while it is waited on).
+func (s *Shard) trackProbe() bool {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	s.probing.Add(1)
 	return true
 }
 
