@@ -244,20 +244,10 @@ func (c *confirmer) heartbeat(sv raft.Server, term uint64) probeReply {
 	return probeReply{term: resp.Term, success: resp.Success}
 }
 
-// track registers a goroutine with the replica's wait group unless it is closing.
-func (s *Shard) track() bool {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed {
-		return false
-	}
-	s.wg.Add(1)
-	return true
-}
-
-// trackProbe is track for a confirmation heartbeat, also counted in probing under the
-// same lock: once Close has set closed, no heartbeat is added while drainProbes waits for
-// those in flight (a WaitGroup must not grow from zero while it is waited on).
+// trackProbe registers a confirmation heartbeat's goroutine with the replica's wait group
+// and counts it in probing, under the close lock, unless the replica is closing: once
+// Close has set closed, no heartbeat is added while drainProbes waits for those in flight
+// (a WaitGroup must not grow from zero while it is waited on).
 func (s *Shard) trackProbe() bool {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
