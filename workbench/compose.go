@@ -61,18 +61,9 @@ func (s *Writes) Compose(ctx context.Context, req ComposeRequest) (FileResult, e
 			return FileResult{}, err
 		}
 	}
-	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
+	ct, err := checkRevision(req.Agent, req.Workbench, req.Path, req.ContentType, req.Fields)
+	if err != nil {
 		return FileResult{}, err
-	}
-	if err := checkWritable(req.Path); err != nil {
-		return FileResult{}, err
-	}
-	ct, werr := normalizeContentType(req.ContentType)
-	if werr != nil {
-		return FileResult{}, werr
-	}
-	if err := meta.ValidateFields("fields", req.Fields); err != nil {
-		return FileResult{}, AsError(err)
 	}
 	if err := mayRead(ctx, req.Agent); err != nil {
 		return FileResult{}, err

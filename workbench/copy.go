@@ -39,9 +39,10 @@ type CopyRequest struct {
 // Copy writes a new revision at req.Path that references the source revision's segments:
 // no byte is read or written in the object store, whatever the size, and the copy has the
 // source's digest (and its fields, unless ReplaceFields). It reads the source from a
-// linearizable view and proposes the write fenced at that view (meta.Header.UploadFence): if the collector took the source's blobs
-// since (the source was deleted and swept in between), the FSM refuses the write
-// (BlobDeleting) and Copy answers ObjectUnavailable, retryable, having changed nothing.
+// linearizable view and proposes the write fenced at that view (meta.Header.UploadFence):
+// if the collector took the source's blobs since (the source was deleted and swept in
+// between), the FSM refuses the write (BlobDeleting) and Copy answers ObjectUnavailable,
+// retryable, having changed nothing.
 // Errors: NotFound for a missing source or target workbench (or one the caller may not
 // reach), NotArtifact for a directory, Conflict (failed precondition) for IfSrcGeneration
 // or the write's condition, PermissionDenied without read or write scope.
@@ -49,23 +50,16 @@ func (s *Writes) Copy(ctx context.Context, req CopyRequest) (FileResult, error) 
 	if err := validateTarget(req.Agent, req.SrcWorkbench, req.SrcPath); err != nil {
 		return FileResult{}, err
 	}
-	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
-		return FileResult{}, err
-	}
-	if err := checkWritable(req.Path); err != nil {
-		return FileResult{}, err
-	}
-	if req.ContentType != "" {
-		ct, werr := normalizeContentType(req.ContentType)
-		if werr != nil {
-			return FileResult{}, werr
-		}
-		req.ContentType = ct
-	}
+	var replaced map[string]meta.FieldValue
 	if req.ReplaceFields {
-		if err := meta.ValidateFields("fields", req.Fields); err != nil {
-			return FileResult{}, AsError(err)
-		}
+		replaced = req.Fields
+	}
+	normalized, err := checkRevision(req.Agent, req.Workbench, req.Path, req.ContentType, replaced)
+	if err != nil {
+		return FileResult{}, err
+	}
+	if req.ContentType != "" { // "" keeps the source's
+		req.ContentType = normalized
 	}
 	if err := mayRead(ctx, req.Agent); err != nil {
 		return FileResult{}, err

@@ -72,20 +72,11 @@ type Writes struct {
 //  8. Back here: fileResult (this file) shapes the answer; the surface writes it (REST: ETag is the
 //     generation).
 func (s *Writes) Write(ctx context.Context, req WriteRequest) (FileResult, error) {
-	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
+	ct, err := checkRevision(req.Agent, req.Workbench, req.Path, req.ContentType, req.Fields)
+	if err != nil {
 		return FileResult{}, err
-	}
-	if err := checkWritable(req.Path); err != nil {
-		return FileResult{}, err
-	}
-	ct, werr := normalizeContentType(req.ContentType)
-	if werr != nil {
-		return FileResult{}, werr
 	}
 	req.ContentType = ct
-	if err := meta.ValidateFields("fields", req.Fields); err != nil {
-		return FileResult{}, AsError(err)
-	}
 	if err := s.base.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
 		return FileResult{}, err
 	}
@@ -228,6 +219,27 @@ func (s *Writes) Append(ctx context.Context, req AppendRequest) (AppendResult, e
 			return AppendResult{}, err
 		}
 	}
+}
+
+// checkRevision checks what a whole-file write (Write, Copy, Compose) asks of its target
+// before it reads anything: the path (validateTarget, checkWritable), the content type,
+// returned normalized ("" is application/octet-stream), and the fields
+// (meta.ValidateFields).
+func checkRevision(agent, id, path, contentType string, fields map[string]meta.FieldValue) (string, error) {
+	if err := validateTarget(agent, id, path); err != nil {
+		return "", err
+	}
+	if err := checkWritable(path); err != nil {
+		return "", err
+	}
+	ct, werr := normalizeContentType(contentType)
+	if werr != nil {
+		return "", werr
+	}
+	if err := meta.ValidateFields("fields", fields); err != nil {
+		return "", AsError(err)
+	}
+	return ct, nil
 }
 
 // withBodyFields returns fields with the fields a body yielded added: a copy when both
