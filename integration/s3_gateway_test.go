@@ -635,32 +635,32 @@ print("ok")
 		Credentials: credentials.NewStaticCredentialsProvider(key.S3AccessKeyID, key.S3SecretAccessKey, "")})
 	for _, tc := range []struct {
 		name string
-		run  func(dst string)
+		run  func(t *testing.T, dst string)
 	}{
-		{"aws-cli", func(dst string) {
+		{"aws-cli", func(t *testing.T, dst string) {
 			aws := debianTool(t, "aws")
 			s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3", "mb", "s3://gib-aws-cli")
 			s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3", "cp", src, "s3://gib-aws-cli/outputs/1gib.bin")
 			s3Tool(t, key, aws, "--endpoint-url", endpoint, "s3", "cp", "s3://gib-aws-cli/outputs/1gib.bin", dst)
 		}},
-		{"boto3", func(dst string) {
+		{"boto3", func(t *testing.T, dst string) {
 			if out := s3Tool(t, key, debianTool(t, "python3"), "-c", boto3, endpoint, src, dst); !strings.Contains(out, "ok") {
 				t.Fatalf("boto3: %s", out)
 			}
 		}},
-		{"rclone", func(dst string) {
+		{"rclone", func(t *testing.T, dst string) {
 			rclone := debianTool(t, "rclone")
 			s3Tool(t, key, rclone, "--config", rcloneConf, "--retries", "1", "mkdir", "cairn:gib-rclone")
 			s3Tool(t, key, rclone, "--config", rcloneConf, "--retries", "1", "copyto", src, "cairn:gib-rclone/outputs/1gib.bin")
 			s3Tool(t, key, rclone, "--config", rcloneConf, "--retries", "1", "copyto", "cairn:gib-rclone/outputs/1gib.bin", dst)
 		}},
-		{"s3cmd", func(dst string) {
+		{"s3cmd", func(t *testing.T, dst string) {
 			s3cmd := debianTool(t, "s3cmd")
 			s3Tool(t, key, s3cmd, "-c", s3cmdConf, "mb", "s3://gib-s3cmd")
 			s3Tool(t, key, s3cmd, "-c", s3cmdConf, "put", src, "s3://gib-s3cmd/outputs/1gib.bin")
 			s3Tool(t, key, s3cmd, "-c", s3cmdConf, "get", "s3://gib-s3cmd/outputs/1gib.bin", dst)
 		}},
-		{"minio-go", func(dst string) {
+		{"minio-go", func(t *testing.T, dst string) {
 			c, err := minio.New(host, &minio.Options{Creds: miniocreds.NewStaticV4(key.S3AccessKeyID, key.S3SecretAccessKey, ""),
 				Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
 			if err != nil {
@@ -681,7 +681,7 @@ print("ok")
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "1gib.bin")
-			tc.run(dst)
+			tc.run(t, dst)
 			if got := fileDigest(t, dst); got != want {
 				t.Fatalf("%s read back a file of SHA-256 %s, want %s", tc.name, got, want)
 			}
