@@ -1,6 +1,6 @@
 // Package console serves the web console every node answers at /ui/ (Prefix): a person's
-// view of what a key reaches — working documents (docs/documents.md), proposals with
-// their diffs, agents' workbenches, files by section, a file's history, snapshots and
+// view of what a key reaches — working documents (docs/documents.md), the review queue
+// of proposals with their diffs, agents' workbenches, files by section, a file's history, snapshots and
 // commits diffed against live, the change feed — over the node's own REST and documents
 // routes. The page is plain HTML, CSS and ES modules written by hand, embedded in the
 // binary (static/), so it works on an air-gapped node with no build step.

@@ -18,7 +18,7 @@ let current = null; // the AbortController of the view on screen
 
 const routes = {
   documents: (ctx, id) => id ? documents.detail(ctx, id) : documents.list(ctx),
-  review: ctx => review.queue(ctx),
+  review: (ctx, agent) => review.queue(ctx, agent),
   browse: (ctx, ...rest) => browse.route(ctx, ...rest),
   feed: (ctx, agent) => feed.view(ctx, agent),
 };

@@ -2,7 +2,7 @@
 // document from an observation, and a document's detail view with the editor, sources,
 // proposals and versions. Every write goes through api.write: a client id held in page
 // state, reused after a network failure.
-import { el, replace, notice, short, table, diffView, link } from './dom.js';
+import { el, replace, notice, short, table, diffView, link, outcomeUnknown } from './dom.js';
 import { request, write, ApiError, describe } from './api.js';
 
 const base = '/api/workbench';
@@ -86,14 +86,8 @@ async function create(ctx, originEventId, title, body) {
   }
 }
 
-// unknown says a write's outcome is unknown, reloads the view, and offers the retry
-// with the same client id.
-function unknown(ctx, r, retry) {
-  ctx.show(notice('unknown', `Outcome unknown: no answer came for this write (client id ${r.id}). ` +
-    'The view was reloaded and may already show it. Retry sends the same write with the same id; the node applies it at most once.',
-  el('button', { type: 'button', id: 'retry-write', onclick: retry, text: 'Retry with the same id' })));
-  return ctx.rerender();
-}
+// unknown reports a write whose outcome is unknown (dom.js outcomeUnknown).
+function unknown(ctx, r, retry) { return outcomeUnknown(ctx, r.id, 'write', retry); }
 
 function draftKey(ctx, id) {
   const o = ctx.session.documents;

@@ -79,3 +79,12 @@ export function table(cols, rows, caption) {
 export function link(text, ...route) {
   return el('a', { href: '#/' + route.map(encodeURIComponent).join('/'), text });
 }
+
+// outcomeUnknown says a write got no answer, so its outcome is unknown, reloads the view
+// (ctx.rerender), and offers retry, which sends the same write with the same client id.
+export function outcomeUnknown(ctx, id, what, retry) {
+  ctx.show(notice('unknown', `Outcome unknown: no answer came for this ${what} (client id ${id}). ` +
+    'The view was reloaded and may already show it. Retry sends the same write with the same id; the node applies it at most once.',
+  el('button', { type: 'button', id: 'retry-write', onclick: retry, text: 'Retry with the same id' })));
+  return ctx.rerender();
+}
