@@ -550,3 +550,26 @@ func (b body) recordID(name, what string) (string, *Error) {
 	}
 	return s, e
 }
+
+// Owner returns the owner (agent root and workspace) of r's working documents, as the
+// routes derive it from the request's principal; false when the principal owns none (no
+// credential, or a key not bound to a tenant). The web console (api/console) shows
+// its Documents destination from it.
+func (h *Handler) Owner(r *http.Request) (tenant, workspace string, ok bool) {
+	o, err := h.owner(r)
+	return o.Tenant, o.Workspace, err == nil
+}
+
+// Runners returns the registered runners in id order (the ids a proposal request may name).
+func (h *Handler) Runners() []Runner {
+	ids := make([]string, 0, len(h.runners))
+	for id := range h.runners {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]Runner, len(ids))
+	for i, id := range ids {
+		out[i] = h.runners[id]
+	}
+	return out
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairnstore/cairn/api/console"
 	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/api/rest"
@@ -94,6 +95,8 @@ func (a *authn) principal(w http.ResponseWriter, r *http.Request) (auth.Principa
 		return auth.Local, true
 	case !a.admin && openwop.Public(path):
 		return auth.Local, true // OpenWOP discovery is public; a key sent along is not checked
+	case !a.admin && console.Public(path):
+		return auth.Local, true // the console's files hold no data; its session and API calls need the key
 	}
 	token, err := auth.ParseAuthorization(r.Header.Get("Authorization"))
 	var p auth.Principal

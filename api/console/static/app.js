@@ -1,0 +1,99 @@
+// The console's entry point: the tab's key, who it is (GET /ui/session), and the hash
+// router over the destinations (api/console/doc.go).
+import { el, replace, notice } from './dom.js';
+import { request, getKey, setKey, ApiError, describe } from './api.js';
+import * as documents from './documents.js';
+import * as browse from './browse.js';
+import * as feed from './feed.js';
+import * as review from './review.js';
+
+const main = document.getElementById('main');
+const status = document.getElementById('status');
+const keyForm = document.getElementById('key-form');
+const keyInput = document.getElementById('key-input');
+const who = document.getElementById('who');
+
+let session = null;
+let current = null; // the AbortController of the view on screen
+
+const routes = {
+  documents: (ctx, id) => id ? documents.detail(ctx, id) : documents.list(ctx),
+  review: (ctx, agent) => review.queue(ctx, agent),
+  browse: (ctx, ...rest) => browse.route(ctx, ...rest),
+  feed: (ctx, agent) => feed.view(ctx, agent),
+};
+
+function parts() {
+  const h = location.hash.replace(/^#\/?/, '');
+  return h ? h.split('/').map(decodeURIComponent) : ['documents'];
+}
+
+// context is what a view gets: the session, where to draw, and helpers.
+function context(signal) {
+  const scopes = new Set(session.principal.scopes || []);
+  return {
+    session, main, signal,
+    can: scope => scopes.has(scope),
+    // Writes of working documents need workspace:write and review (docs/documents.md).
+    canWriteDocuments: () => !!session.documents && scopes.has('workspace:write') && scopes.has('review'),
+    agents: () => {
+      const a = [...(session.principal.agents || [])];
+      if (session.principal.tenant && !a.includes(session.principal.tenant)) a.push(session.principal.tenant);
+      return a;
+    },
+    say: (kind, text) => replace(status, text ? notice(kind, text) : null),
+    show: node => replace(status, node),
+    rerender: () => render(),
+  };
+}
+
+async function render() {
+  if (current) current.abort();
+  current = new AbortController();
+  const [dest, ...args] = parts();
+  for (const a of document.querySelectorAll('nav a')) {
+    if (a.dataset.nav === dest) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  }
+  if (!session) return;
+  const view = routes[dest];
+  if (!view) {
+    replace(main, el('p', { text: 'No such page.' }));
+    return;
+  }
+  const ctx = context(current.signal);
+  try {
+    await view(ctx, ...args);
+  } catch (e) {
+    if (e && e.name === 'AbortError') return;
+    replace(main, notice('error', describe(e)));
+  }
+}
+
+async function start() {
+  try {
+    session = await request('GET', '/ui/session');
+  } catch (e) {
+    session = null;
+    keyForm.hidden = false;
+    replace(who, '');
+    replace(main, notice('error', e instanceof ApiError && e.status === 401
+      ? (getKey() ? 'The node refused this key. Enter another.' : 'This node needs an API key.')
+      : describe(e)));
+    keyInput.focus();
+    return;
+  }
+  keyForm.hidden = true;
+  const p = session.principal;
+  replace(who, el('span', { text: `${p.name || p.id} · ${p.scopes.join(', ') || 'no scopes'}` }), ' ',
+    el('button', { type: 'button', onclick: () => { setKey(''); location.reload(); }, text: 'Forget key' }));
+  render();
+}
+
+keyForm.addEventListener('submit', ev => {
+  ev.preventDefault();
+  setKey(keyInput.value.trim());
+  keyInput.value = '';
+  start();
+});
+window.addEventListener('hashchange', () => { replace(status); render(); main.focus(); });
+start();

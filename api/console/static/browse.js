@@ -1,0 +1,157 @@
+// The Browse destination: the agent roots a key reaches, their workbenches, files by
+// section, a file's history with two versions diffed, and snapshots and commits with
+// their diff against live (the REST routes of api/rest).
+import { el, replace, short, table, diffView, link, notice } from './dom.js';
+import { request, open, wbPath, agentPath, filePath, describe } from './api.js';
+
+const enc = encodeURIComponent;
+// maxShownBytes bounds the bytes of a file the page shows (a Range request).
+const maxShownBytes = 256 * 1024;
+
+// route: #/browse, #/browse/<agent>, #/browse/<agent>/<wb>[/<dir path>],
+// #/browse/<agent>/<wb>/~file/<path>, #/browse/<agent>/<wb>/~diff/<side>.
+export function route(ctx, agent, wb, ...rest) {
+  if (!agent) return agents(ctx);
+  if (!wb) return workbenches(ctx, agent);
+  if (rest[0] === '~file') return fileView(ctx, agent, wb, rest.slice(1).join('/'));
+  if (rest[0] === '~diff') return treeDiff(ctx, agent, wb, rest[1]);
+  return workbench(ctx, agent, wb, rest.join('/'));
+}
+
+// agentChooser is a form naming an agent root, for a key that reaches every root.
+export function agentChooser(ctx, dest, label) {
+  const input = el('input', { id: 'agent-input', type: 'text', value: ctx.session.principal.tenant || 'default', required: true });
+  const form = el('form', { class: 'row', 'aria-label': label },
+    el('label', { for: 'agent-input', text: 'Agent root' }), input, el('button', { type: 'submit', text: 'Open' }));
+  form.addEventListener('submit', ev => { ev.preventDefault(); location.hash = `#/${dest}/${enc(input.value.trim())}`; });
+  return form;
+}
+
+function agents(ctx) {
+  const list = ctx.agents();
+  replace(ctx.main, el('h2', { text: 'Browse' }),
+    el('p', { class: 'muted', text: 'The agent roots this key reaches.' }),
+    list.length ? el('ul', { class: 'plain', id: 'agents' }, list.map(a => el('li', {}, link(a, 'browse', a)))) : null,
+    ctx.session.principal.all_agents ? agentChooser(ctx, 'browse', 'Open an agent root') : null);
+}
+
+async function workbenches(ctx, agent) {
+  const r = await request('GET', agentPath(agent) + '/workbenches?limit=100', { signal: ctx.signal });
+  replace(ctx.main, el('p', {}, link('← Agents', 'browse')),
+    el('h2', {}, 'Workbenches of ', el('code', { text: agent })),
+    el('p', {}, link('Follow the change feed', 'feed', agent)),
+    table([
+      ['Workbench', w => link(w.workbench_id, 'browse', agent, w.workbench_id)],
+      ['Files', w => String(w.file_count)],
+      ['Bytes', w => String(w.size_bytes)],
+      ['Revision', w => String(w.revision)],
+      ['Created', w => w.created_at],
+      ['Head commit', w => w.head_commit ? commitCell(agent, w) : el('span', { class: 'muted', text: 'none' })],
+    ], r.workbenches || [], 'Workbenches'),
+    r.truncated ? el('p', { class: 'muted', text: 'More workbenches exist than shown.' }) : null);
+}
+
+function commitCell(agent, w) {
+  const id = typeof w.head_commit === 'string' ? w.head_commit : (w.head_commit.commit_identity || '');
+  return el('span', {}, short(id), ' ', link('diff against live', 'browse', agent, w.workbench_id, '~diff', 'commit:' + id));
+}
+
+async function workbench(ctx, agent, wb, dir) {
+  const q = dir ? '?path=' + enc(dir) : '';
+  const [listing, snaps] = await Promise.all([
+    request('GET', wbPath(agent, wb) + '/list' + q, { signal: ctx.signal }),
+    dir ? null : request('GET', wbPath(agent, wb) + '/snapshots', { signal: ctx.signal }),
+  ]);
+  const up = dir ? dir.split('/').slice(0, -1) : null;
+  replace(ctx.main,
+    el('p', {}, link('← Workbenches', 'browse', agent), dir ? [' · ', link('↑ up', 'browse', agent, wb, ...up)] : null),
+    el('h2', {}, el('code', { text: `${wb}/${dir}` })),
+    table([
+      ['Name', e => e.kind === 'directory' ? link(e.name + '/', 'browse', agent, wb, ...(dir ? dir.split('/') : []), e.name)
+        : link(e.name, 'browse', agent, wb, '~file', ...(dir ? dir.split('/') : []), e.name)],
+      ['Kind', e => e.kind],
+      ['Bytes', e => String(e.size_bytes)],
+      ['Type', e => e.content_type || ''],
+      ['Generation', e => e.generation ? String(e.generation) : ''],
+    ], listing.entries || [], dir ? 'Entries' : 'Sections'),
+    snaps ? snapshotsView(agent, wb, snaps.snapshots || []) : null);
+}
+
+function snapshotsView(agent, wb, snaps) {
+  return el('section', { 'aria-labelledby': 'snaps-h' }, el('h3', { id: 'snaps-h', text: 'Snapshots' }),
+    snaps.length ? table([
+      ['Snapshot', s => el('span', {}, String(s.snapshot_id), s.name ? ` (${s.name})` : '')],
+      ['State', s => s.state],
+      ['Created', s => s.created_at],
+      ['Read version', s => String(s.read_version)],
+      ['', s => link('diff against live', 'browse', agent, wb, '~diff', 'snapshot:' + s.snapshot_id)],
+    ], snaps) : el('p', { class: 'muted', text: 'No snapshots.' }));
+}
+
+async function treeDiff(ctx, agent, wb, side) {
+  const r = await request('GET', `${wbPath(agent, wb)}/diff?from=${enc(side)}&to=live`, { signal: ctx.signal });
+  const detail = el('div', { id: 'file-diff' });
+  const show = async path => {
+    try {
+      const d = await request('GET', `${wbPath(agent, wb)}/diff?from=${enc(side)}&to=live&path=${enc(path)}`, { signal: ctx.signal });
+      replace(detail, el('h3', {}, el('code', { text: path })), diffView(d, `Diff of ${path}`));
+    } catch (e) {
+      replace(detail, notice('error', describe(e)));
+    }
+  };
+  replace(ctx.main, el('p', {}, link('← ' + wb, 'browse', agent, wb)),
+    el('h2', {}, el('code', { text: side }), ' against live'),
+    (r.changes || []).length ? table([
+      ['Path', c => el('code', { text: c.path })],
+      ['Change', c => c.change],
+      ['', c => el('button', { type: 'button', onclick: () => show(c.path), text: 'Show diff' })],
+    ], r.changes, 'Changed paths') : el('p', { class: 'muted', text: 'No differences.' }),
+    r.truncated ? el('p', { class: 'muted', text: 'More changes exist than shown.' }) : null,
+    detail);
+}
+
+async function fileView(ctx, agent, wb, path) {
+  const hist = await request('GET', `${wbPath(agent, wb)}/history?path=${enc(path)}&limit=100`, { signal: ctx.signal });
+  const content = el('pre', { id: 'file-content', tabindex: '0', 'aria-label': 'Content of ' + path });
+  const diffOut = el('div', { id: 'history-diff' });
+  const versions = (hist.versions || []).filter(v => !v.tombstone);
+  const radios = (name, checkedIdx) => v => {
+    const i = versions.indexOf(v);
+    return el('input', { type: 'radio', name, value: String(v.generation), 'aria-label': `${name} generation ${v.generation}`, checked: i === checkedIdx });
+  };
+  const compare = el('button', { type: 'button', id: 'compare-versions', text: 'Diff the two versions' });
+  compare.addEventListener('click', async () => {
+    const from = ctx.main.querySelector('input[name=from]:checked');
+    const to = ctx.main.querySelector('input[name=to]:checked');
+    if (!from || !to) return;
+    try {
+      const d = await request('GET', `${wbPath(agent, wb)}/diff?path=${enc(path)}&from=generation:${from.value}&to=generation:${to.value}`, { signal: ctx.signal });
+      replace(diffOut, diffView(d, `Generation ${from.value} to ${to.value}`));
+    } catch (e) {
+      replace(diffOut, notice('error', describe(e)));
+    }
+  });
+  const dirParts = path.split('/').slice(0, -1);
+  replace(ctx.main, el('p', {}, link('← ' + (dirParts.join('/') || wb), 'browse', agent, wb, ...dirParts)),
+    el('h2', {}, el('code', { text: path })),
+    el('h3', { text: 'Content' }), content,
+    el('h3', { text: 'History' }),
+    table([
+      ['From', radios('from', 1)],
+      ['To', radios('to', 0)],
+      ['Generation', v => String(v.generation)],
+      ['When', v => v.at],
+      ['Bytes', v => String(v.size_bytes)],
+      ['By', v => v.producer ? `${v.producer.principal} via ${v.producer.surface}` : ''],
+      ['Digest', v => short(v.digest_uri)],
+    ], versions, 'Retained versions, newest first'),
+    versions.length > 1 ? compare : null, diffOut);
+  try {
+    const resp = await open(`${wbPath(agent, wb)}/files/${filePath(path)}`, { headers: { Range: `bytes=0-${maxShownBytes - 1}` }, signal: ctx.signal });
+    const text = await resp.text();
+    content.textContent = text + (resp.status === 206 && text.length >= maxShownBytes ? '\n… (only the first 256 KiB shown)' : '');
+  } catch (e) {
+    if (e && e.name === 'AbortError') return;
+    content.textContent = describe(e);
+  }
+}

@@ -1,0 +1,90 @@
+// DOM helpers. Every string from the server goes into the page as a text node
+// (textContent); nothing here parses HTML (api/console/doc.go).
+
+// el creates an element: props sets attributes ("class", "text" as its textContent,
+// "on<event>" listeners, true for a boolean attribute); children are nodes or strings
+// (text nodes).
+export function el(tag, props = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = String(v);
+    else if (k.startsWith('on') && typeof v === 'function') e.addEventListener(k.slice(2), v);
+    else if (v === true) e.setAttribute(k, '');
+    else e.setAttribute(k, String(v));
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+// replace empties parent and appends children.
+export function replace(parent, ...children) {
+  parent.replaceChildren();
+  for (const c of children.flat(Infinity)) {
+    if (c !== null && c !== undefined && c !== false) parent.append(c);
+  }
+}
+
+// short abbreviates a long id for display (the whole id is its title).
+export function short(id) {
+  if (typeof id !== 'string') return el('code', { text: String(id ?? '') });
+  return el('code', { title: id, text: id.length > 16 ? id.slice(0, 12) + '…' : id });
+}
+
+// notice is a message box; kind is error, unknown or ok.
+export function notice(kind, text, ...actions) {
+  return el('div', { class: 'notice ' + kind, role: kind === 'error' ? 'alert' : 'status' }, el('span', { text }), ' ', actions);
+}
+
+const prefix = { insert: '+', delete: '-', context: ' ' };
+const klass = { insert: 'ins', delete: 'del', context: 'ctx' };
+
+// diffView renders a diff answer (workbench/diff: hunks of {op, text} lines, or a summary
+// of a side that is not text) as escaped text lines in a <pre>.
+export function diffView(d, label = 'Diff') {
+  if (!d) return el('p', { class: 'muted', text: 'No diff.' });
+  if (d.identical) return el('p', { class: 'muted', text: 'The two sides are identical.' });
+  if (d.text === false) {
+    return el('p', { class: 'muted', text: `Not text: ${d.reason || 'binary or too large'} (${fmtSide(d.from || d.old)} → ${fmtSide(d.to || d.new)})` });
+  }
+  const pre = el('pre', { class: 'diff', 'aria-label': label, tabindex: '0' });
+  for (const h of d.hunks || []) {
+    pre.append(el('span', { class: 'hunk', text: `@@ -${h.old_start},${h.old_lines} +${h.new_start},${h.new_lines} @@` }));
+    for (const l of h.lines || []) {
+      pre.append(el('span', { class: klass[l.op] || 'ctx', text: (prefix[l.op] ?? '?') + l.text }));
+    }
+  }
+  const summary = el('p', { class: 'muted', text: `${d.lines_inserted ?? 0} lines inserted, ${d.lines_deleted ?? 0} deleted${d.truncated ? ' (truncated)' : ''}${d.approximate ? ' (approximate)' : ''}` });
+  return el('div', {}, summary, pre);
+}
+
+function fmtSide(s) {
+  if (!s) return '?';
+  return `${s.size_bytes ?? '?'} bytes ${s.digest_uri ?? ''}`;
+}
+
+// table renders rows as a table; cols are [header, row => cell].
+export function table(cols, rows, caption) {
+  return el('table', {},
+    caption ? el('caption', { class: 'muted', text: caption }) : null,
+    el('thead', {}, el('tr', {}, cols.map(([h]) => el('th', { scope: 'col', text: h })))),
+    el('tbody', {}, rows.map(r => el('tr', {}, cols.map(([, f]) => el('td', {}, f(r)))))));
+}
+
+// link is an anchor to a console route (hash).
+export function link(text, ...route) {
+  return el('a', { href: '#/' + route.map(encodeURIComponent).join('/'), text });
+}
+
+// outcomeUnknown says a write got no answer, so its outcome is unknown, reloads the view
+// (ctx.rerender), and offers retry, which sends the same write with the same client id.
+export function outcomeUnknown(ctx, id, what, retry) {
+  ctx.show(notice('unknown', `Outcome unknown: no answer came for this ${what} (client id ${id}). ` +
+    'The view was reloaded and may already show it. Retry sends the same write with the same id; the node applies it at most once.',
+  el('button', { type: 'button', id: 'retry-write', onclick: retry, text: 'Retry with the same id' })));
+  return ctx.rerender();
+}

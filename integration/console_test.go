@@ -1,0 +1,489 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/cairnstore/cairn/api/console"
+	"github.com/cairnstore/cairn/integration/framework"
+	"github.com/cairnstore/cairn/internal/httpcall"
+)
+
+// The web console (api/console) end to end: a real `cairn serve` with keys, driven through
+// Debian's chromium, headless, with chromedp. The page is used as a person would (keys
+// typed, buttons clicked); what it shows is checked in the DOM, what it did on the node
+// over the API. Screenshots of each destination go to the test's artifact directory
+// (`go test -artifacts -outputdir DIR` keeps them).
+
+// consoleWait bounds one wait for the page (a poll of the DOM); generous, for a loaded
+// machine running the race-instrumented node.
+const consoleWait = 90 * time.Second
+
+// consoleHostile is stored text that must stay text: markup that would run or load
+// something if the page ever parsed it as HTML.
+const consoleHostile = `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">`
+
+// chromiumPath finds the browser; the tests need it (.ci/run installs Debian's chromium).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("the console's tests need a headless chromium on PATH (apt-get install chromium; .ci/run installs it)")
+	return ""
+}
+
+// tab is one browser tab on the console.
+type tab struct {
+	t    *testing.T
+	ctx  context.Context
+	base string // the node's URL
+}
+
+// newBrowser starts a headless chromium for the test and returns its first tab.
+func newBrowser(t *testing.T, base string) *tab {
+	t.Helper()
+	opts := append([]chromedp.ExecAllocatorOption{}, chromedp.DefaultExecAllocatorOptions[:]...)
+	opts = append(opts, chromedp.ExecPath(chromiumPath(t)), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900), chromedp.UserDataDir(t.TempDir()))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	// The first call starts the browser, which lives as long as its context: no timeout.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return &tab{t: t, ctx: ctx, base: base}
+}
+
+// isolated opens a tab in a new browser context (its own storage), as a second person.
+func (b *tab) isolated() *tab {
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	b.t.Cleanup(cancel)
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil { // opens the tab: no timeout
+		b.t.Fatalf("open a tab in a new browser context: %v", err)
+	}
+	return &tab{t: b.t, ctx: ctx, base: b.base}
+}
+
+func (b *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 3*consoleWait)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// until waits until the JavaScript expression is truthy.
+func (b *tab) until(what, expr string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, consoleWait+10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(consoleWait))); err != nil {
+		status, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(document.getElementById('status')||{}).textContent + ' | ' + (document.getElementById('main')||{}).textContent`))
+		b.t.Fatalf("waiting until %s (%s): %v\npage: %.2000s", what, expr, err, status)
+	}
+}
+
+// eval runs a JavaScript expression and returns its value.
+func eval[T any](b *tab, expr string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// shot saves a screenshot of the whole page as name.png in the test's artifact directory.
+func (b *tab) shot(name string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100)) // quality 100: a PNG
+	if err == nil {
+		err = os.WriteFile(b.t.ArtifactDir()+"/"+name+".png", png, 0o644)
+	}
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+}
+
+// open loads the console at hash with key typed into its key form (once per tab).
+func (b *tab) open(key, hash string) *network.Response {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 3*consoleWait)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(b.base+"/ui/"+hash))
+	if err != nil {
+		b.t.Fatalf("open the console: %v", err)
+	}
+	b.until("the page asks for a key", `!document.getElementById('key-form').hidden`)
+	b.do("enter the key", chromedp.SendKeys(chromedp.CSS("#key-input"), key), chromedp.Click(chromedp.CSS("#key-form button[type=submit]")))
+	b.until("the page knows the key", `document.getElementById('key-form').hidden && document.getElementById('who').textContent.length > 0`)
+	return resp
+}
+
+// click clicks the element sel.
+func (b *tab) click(what, sel string) {
+	b.t.Helper()
+	b.do(what, chromedp.Click(chromedp.CSS(sel)))
+}
+
+// consoleCall sends one API request with key (body: JSON, nil for none) and returns the
+// status and the body.
+func consoleCall(t *testing.T, method, u, key string, body any) (int, []byte) {
+	t.Helper()
+	payload, hdr := "", []string{"Authorization", "Bearer " + key}
+	if body != nil {
+		b, _ := json.Marshal(body)
+		payload, hdr = string(b), append(hdr, "Content-Type", "application/json")
+	}
+	req := httpcall.New(t, method, u, strings.NewReader(payload))
+	a := httpcall.Do(t, req, hdr...)
+	return a.Status, a.Body
+}
+
+// consoleDoc is the part of GET /api/workbench/documents/:id the test reads.
+type consoleDoc struct {
+	Document struct {
+		VersionID string `json:"versionId"`
+		Title     string `json:"title"`
+	} `json:"document"`
+	Body      string `json:"body"`
+	Proposals []struct {
+		ProposalEventID string `json:"proposalEventId"`
+		State           string `json:"state"`
+	} `json:"proposals"`
+	Events []struct {
+		Type    string         `json:"type"`
+		Payload map[string]any `json:"payload"`
+	} `json:"events"`
+	Judgments []json.RawMessage `json:"judgments"`
+}
+
+func getDoc(t *testing.T, base, key, id string) consoleDoc {
+	t.Helper()
+	st, body := consoleCall(t, "GET", base+"/api/workbench/documents/"+id, key, nil)
+	var d consoleDoc
+	if st != 200 || json.Unmarshal(body, &d) != nil {
+		t.Fatalf("GET document %s: %d %s", id, st, body)
+	}
+	return d
+}
+
+func TestConsoleInABrowser(t *testing.T) {
+	chromiumPath(t)
+	dir := t.TempDir()
+	key := func(name, scopes string) string {
+		return framework.CreateKey(t, cairnRaceBin, nil, name, "--data-dir", dir, "--tenant", "acme", "--workspace", "main", "--scope", scopes).Secret
+	}
+	writer := key("writer", "workspace:read,workspace:write,review")
+	reader := key("reader", "workspace:read")
+	p := framework.StartProcess(t, cairnRaceBin, dir, "--auth", "required")
+	files := p.URL + "/v1/agents/acme/workbenches/main/files/"
+	for _, body := range []string{"Decided: ship on Friday.\n", "Decided: ship on Friday.\n" + consoleHostile + "\n"} {
+		if a := httpcall.Do(t, httpcall.New(t, "PUT", files+"input/standup.md", strings.NewReader(body)), framework.Bearer(writer)...); a.Status/100 != 2 {
+			t.Fatalf("seed input/standup.md: %d %s", a.Status, a.Body)
+		}
+	}
+	origin := consoleOrigin(t, p.URL, writer)
+
+	b := newBrowser(t, p.URL)
+	resp := b.open(writer, "#/documents")
+	checkConsoleHeaders(t, resp)
+	docID := consoleCreateAndEdit(t, b, origin)
+	p1 := consoleSelectAndPropose(t, b, origin, 1)
+
+	// Another client saves a version meanwhile: the draft this tab holds is on an old base.
+	b.do("type a draft", chromedp.SendKeys(chromedp.CSS("#edit-body"), "\nA draft on the old head."))
+	st, body := consoleCall(t, "POST", p.URL+"/api/workbench/documents/"+docID+"/versions", writer, map[string]any{
+		"baseVersionId": getDoc(t, p.URL, writer, docID).Document.VersionID, "title": "Standup <b>bold</b>",
+		"body": "# Standup\n\nEdited elsewhere.\n", "requestId": "elsewhere-1"})
+	if st != 200 {
+		t.Fatalf("the other client's edit: %d %s", st, body)
+	}
+	head := getDoc(t, p.URL, writer, docID).Document.VersionID
+	b.click("save the stale draft", "#save-version")
+	b.until("the 409 names the new head", fmt.Sprintf(`document.getElementById('status').textContent.includes('StaleBaseError') && document.getElementById('status').textContent.includes(%q)`, head))
+	b.click("discard the draft", "#discard-draft")
+	b.until("the editor shows the head", `document.getElementById('edit-body').value.includes('Edited elsewhere.')`)
+
+	// The first proposal is stale now: shown stale, Accept disabled with the hint.
+	sel := fmt.Sprintf(`article.proposal[data-proposal=%q]`, p1)
+	b.until("the proposal is stale", fmt.Sprintf(`(() => { const c = document.querySelector(%q); return c && c.querySelector('.badge').textContent === 'stale'
+		&& c.querySelector('button.accept').disabled && c.querySelector('.stale-hint').textContent.includes('Request a new proposal') })()`, sel))
+	b.shot("documents-stale-proposal")
+
+	p2 := consoleSelectAndPropose(t, b, origin, 2)
+	consoleAcceptThroughANetworkFailure(t, b, p2, docID, writer)
+	b.click("reject the stale proposal", sel+" button.reject")
+	b.until("the stale proposal is rejected", fmt.Sprintf(`document.querySelector(%q).querySelector('.badge').textContent === 'rejected'`, sel))
+	b.shot("documents-detail")
+
+	consoleBrowse(t, b)
+	consoleReview(t, b, writer)
+	consoleReader(t, b.isolated(), reader, docID, p2)
+	if v := eval[string](b, `String(window.__pwned)`); v != "undefined" {
+		t.Errorf("stored markup ran in the page: window.__pwned = %s", v)
+	}
+}
+
+// consoleOrigin is the event id of the observation of input/standup.md.
+func consoleOrigin(t *testing.T, base, key string) string {
+	t.Helper()
+	st, body := consoleCall(t, "GET", base+"/api/workbench/candidates", key, nil)
+	var c struct {
+		Candidates []struct{ EventID, Excerpt string } `json:"candidates"`
+	}
+	if st != 200 || json.Unmarshal(body, &c) != nil {
+		t.Fatalf("candidates: %d %s", st, body)
+	}
+	for _, x := range c.Candidates {
+		if strings.Contains(x.Excerpt, "path: input/standup.md") {
+			return x.EventID
+		}
+	}
+	t.Fatalf("no observation of input/standup.md among %s", body)
+	return ""
+}
+
+func checkConsoleHeaders(t *testing.T, resp *network.Response) {
+	t.Helper()
+	h := map[string]string{}
+	for k, v := range resp.Headers {
+		h[strings.ToLower(k)] = fmt.Sprint(v)
+	}
+	if h["content-security-policy"] != console.SecurityPolicy || h["x-content-type-options"] != "nosniff" {
+		t.Errorf("the console page came with headers %v, want its Content-Security-Policy and nosniff", h)
+	}
+	if !strings.Contains(h["content-security-policy"], "frame-ancestors 'none'") || strings.Contains(h["content-security-policy"], "unsafe-inline") {
+		t.Errorf("Content-Security-Policy %q is not restrictive", h["content-security-policy"])
+	}
+}
+
+// consoleCreateAndEdit creates a working document from origin through the page, keeps a
+// draft across a reload, saves it, and returns the document's id.
+func consoleCreateAndEdit(t *testing.T, b *tab, origin string) string {
+	t.Helper()
+	li := fmt.Sprintf(`#observations li[data-event=%q]`, origin)
+	b.until("the observations are listed", fmt.Sprintf(`!!document.querySelector(%q)`, li+" button.create-doc"))
+	b.shot("documents-list")
+	b.click("open the create form", li+" button.create-doc")
+	b.do("fill the form", chromedp.SendKeys(chromedp.CSS("#new-title"), "Standup <b>bold</b>"),
+		chromedp.SendKeys(chromedp.CSS("#new-body"), "# Standup\n"+consoleHostile+"\n"))
+	b.click("create", "#create-submit")
+	b.until("the document opens", `location.hash.startsWith('#/documents/') && !!document.getElementById('doc-title')`)
+	if got := eval[string](b, `document.getElementById('doc-title').textContent`); got != "Standup <b>bold</b>" {
+		t.Errorf("the title shows as %q, want the stored text", got)
+	}
+	if n := eval[int](b, `document.querySelectorAll('#main b, #main img, #main script').length`); n != 0 {
+		t.Errorf("stored markup became %d elements of the page", n)
+	}
+	id := strings.TrimPrefix(eval[string](b, `location.hash`), "#/documents/")
+	b.do("type a draft", chromedp.SendKeys(chromedp.CSS("#edit-body"), "\nShip on Friday, after the review."))
+	b.do("reload", chromedp.Reload())
+	b.until("the draft survives the reload", `!!document.getElementById('draft-note') && document.getElementById('edit-body').value.includes('after the review.')`)
+	b.click("save the draft", "#save-version")
+	b.until("the version is saved", `document.getElementById('status').textContent.includes('Saved version') && !document.getElementById('draft-note')`)
+	return id
+}
+
+// consoleSelectAndPropose records a selection of origin and requests a proposal from the
+// fixture runner; it returns the n-th proposal's id.
+func consoleSelectAndPropose(t *testing.T, b *tab, origin string, n int) string {
+	t.Helper()
+	b.do("select the origin", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#candidates input[value=%q]`, origin))))
+	b.click("record the selection", "#record-selection")
+	b.until("the selection is recorded", `document.getElementById('status').textContent.includes('Recorded selection') && !!document.getElementById('request-proposal')`)
+	b.click("request a proposal", "#request-proposal")
+	b.until("the runner proposed", fmt.Sprintf(`document.querySelectorAll('article.proposal').length === %d`, n))
+	diff := eval[string](b, `document.querySelector('article.proposal pre.diff').textContent`)
+	if !strings.Contains(diff, "+## Sources") || n == 1 && !strings.Contains(diff, consoleHostile) {
+		t.Errorf("the proposal's diff reads %q, want the Sources section (and the first, the stored markup as text)", diff)
+	}
+	return eval[string](b, `document.querySelector('article.proposal').dataset.proposal`)
+}
+
+// consoleAcceptThroughANetworkFailure accepts proposal id while the answer is lost on the
+// way back (the request reached the node): the page says the outcome is unknown, reloads,
+// and the retry sends the same submission id, which the node answers from the first
+// decision.
+func consoleAcceptThroughANetworkFailure(t *testing.T, b *tab, id, docID, key string) {
+	t.Helper()
+	bodies := make(chan string, 8) // the bodies of the requests whose answers were cut
+	cut := make(chan fetch.RequestID, 4)
+	if err := chromedp.Listen(b.ctx, func(ev any) {
+		if e, ok := ev.(*fetch.EventRequestPaused); ok {
+			for _, en := range e.Request.PostDataEntries {
+				select { // Listen's function must not block
+				case bodies <- string(en.Bytes):
+				default:
+				}
+			}
+			select {
+			case cut <- e.RequestID:
+			default:
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // cuts each paused answer: the node applied the request, the page gets no answer
+		for {
+			select {
+			case rid := <-cut:
+				_, _ = chromedp.Run(b.ctx, func(ctx context.Context, tg *chromedp.Target) (cdp.Empty, error) {
+					return cdp.Call(ctx, tg, fetch.FailRequest, fetch.FailRequestParams{RequestID: rid, ErrorReason: network.ErrorReasonConnectionReset})
+				})
+			case <-b.ctx.Done():
+				return
+			}
+		}
+	}()
+	enable := func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/decisions", RequestStage: fetch.RequestStageResponse}}})
+		return err
+	}
+	b.do("cut the answers of decisions", chromedp.Func(enable))
+	card := fmt.Sprintf(`article.proposal[data-proposal=%q]`, id)
+	b.click("accept", card+" button.accept")
+	b.until("the outcome is unknown and the document reloaded", fmt.Sprintf(`!!document.getElementById('retry-write') && document.querySelector(%q).querySelector('.badge').textContent === 'accepted'`, card))
+	unknown := eval[string](b, `document.getElementById('status').textContent`)
+	b.shot("documents-outcome-unknown")
+	disable := func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, fetch.Disable, cdp.Empty{})
+		return err
+	}
+	b.do("let the answers through", chromedp.Func(disable))
+	b.click("retry", "#retry-write")
+	b.until("the retry is answered", `document.getElementById('status').textContent.includes('Recorded the decision: accept')`)
+	var sent []string
+	for len(bodies) > 0 {
+		sent = append(sent, <-bodies)
+	}
+	var first struct{ SubmissionID string }
+	if len(sent) != 1 || json.Unmarshal([]byte(sent[0]), &first) != nil || first.SubmissionID == "" {
+		t.Fatalf("the cut request's bodies: %q", sent)
+	}
+	done := eval[string](b, `document.getElementById('status').textContent`)
+	if !strings.Contains(unknown, first.SubmissionID) || !strings.Contains(done, first.SubmissionID) {
+		t.Errorf("the retry did not reuse submission id %s: unknown %q, then %q", first.SubmissionID, unknown, done)
+	}
+	decisions := 0
+	for _, ev := range getDoc(t, b.base, key, docID).Events {
+		if ev.Type == evDecision && ev.Payload["proposalEventId"] == id {
+			decisions++
+			if ev.Payload["submissionId"] != first.SubmissionID {
+				t.Errorf("the decision's submission id is %v, want %s", ev.Payload["submissionId"], first.SubmissionID)
+			}
+		}
+	}
+	if decisions != 1 {
+		t.Errorf("the node recorded %d decisions of %s, want 1", decisions, id)
+	}
+}
+
+// consoleBrowse walks Browse: the workbench, a file with stored markup shown as text, its
+// history diffed, and the change feed.
+func consoleBrowse(t *testing.T, b *tab) {
+	t.Helper()
+	b.do("open the file", chromedp.Navigate(b.base+"/ui/#/browse/acme/main/~file/input/standup.md"))
+	b.until("the file shows", `(document.getElementById('file-content')||{}).textContent?.includes('Decided')`)
+	if got := eval[string](b, `document.getElementById('file-content').textContent`); !strings.Contains(got, consoleHostile) {
+		t.Errorf("the file shows as %q, want its stored markup as text", got)
+	}
+	b.click("diff the two versions", "#compare-versions")
+	b.until("the versions are diffed", `!!document.querySelector('#history-diff pre.diff span.ins')`)
+	b.shot("browse-file-history")
+	b.do("open the workbench", chromedp.Navigate(b.base+"/ui/#/browse/acme/main/input"))
+	b.until("the section lists the file", `document.getElementById('main').textContent.includes('standup.md')`)
+	b.shot("browse-workbench")
+	b.do("open the feed", chromedp.Navigate(b.base+"/ui/#/feed/acme"))
+	b.until("the feed streams events", `document.querySelectorAll('#feed li').length > 0 && document.getElementById('feed-state').textContent.startsWith('Live')`)
+	b.shot("feed")
+	if n := eval[int](b, `document.querySelectorAll('#main img, #main script').length`); n != 0 {
+		t.Errorf("stored markup became %d elements of the page", n)
+	}
+}
+
+// consoleReader opens the console with a read-only key in a second browser context: no
+// control to write or decide, and the API refuses a decision forced from the page.
+func consoleReader(t *testing.T, b *tab, key, docID, proposal string) {
+	t.Helper()
+	b.open(key, "#/documents/"+url.PathEscape(docID))
+	b.until("the document shows read-only", `!!document.getElementById('doc-body') && document.querySelectorAll('article.proposal').length > 0`)
+	for _, sel := range []string{"#edit-body", "#save-version", "#record-selection", "#request-proposal", "button.accept", "button.reject"} {
+		if n := eval[int](b, fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)); n != 0 {
+			t.Errorf("a read-only key sees %d of %s", n, sel)
+		}
+	}
+	b.shot("documents-read-only")
+	b.do("open the review queue", chromedp.Navigate(b.base+"/ui/#/review/acme"))
+	b.until("the queue shows the pending proposal", `document.querySelectorAll('article.review').length === 1`)
+	if n := eval[int](b, `document.querySelectorAll('article.review button').length`); n != 0 {
+		t.Errorf("a key without review sees %d decision buttons in the queue", n)
+	}
+	b.do("open the list", chromedp.Navigate(b.base+"/ui/#/documents"))
+	b.until("the list shows", `!!document.getElementById('observations')`)
+	if n := eval[int](b, `document.querySelectorAll('button.create-doc').length`); n != 0 {
+		t.Errorf("a read-only key sees %d create buttons", n)
+	}
+	forced := fmt.Sprintf(`fetch('/api/workbench/proposals/%s/decisions', {method: 'POST', headers: {'Content-Type': 'application/json',
+		Authorization: 'Bearer ' + sessionStorage.getItem('cairn.key')}, body: JSON.stringify({disposition: 'reject', submissionId: 'forced-1'})}).then(r => r.status)`, proposal)
+	st, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](forced, func(p *runtime.EvaluateParams) { p.AwaitPromise = ptrTrue() }))
+	if err != nil || st != http.StatusForbidden {
+		t.Errorf("a decision forced with the read-only key answered %d (%v), want 403", st, err)
+	}
+	if v := eval[string](b, `String(localStorage.getItem('cairn.key'))`); v != "null" {
+		t.Errorf("the key is in localStorage: %s", v)
+	}
+}
+
+func ptrTrue() *bool { t := true; return &t }
+
+// consoleReview proposes two changes over REST, accepts the first in the review queue and
+// leaves the second pending.
+func consoleReview(t *testing.T, b *tab, key string) {
+	t.Helper()
+	var ids []string
+	for i, path := range []string{"outputs/plan.md", "outputs/other.md"} {
+		st, body := consoleCall(t, "POST", b.base+"/v1/agents/acme/workbenches/main/proposals", key, map[string]any{
+			"path": path, "base_generation": 0, "text": "Plan\n" + consoleHostile + "\n", "reason": "a plan", "request_id": fmt.Sprintf("review-%d", i)})
+		var p struct {
+			ProposalID string `json:"proposal_id"`
+		}
+		if st/100 != 2 || json.Unmarshal(body, &p) != nil || p.ProposalID == "" {
+			t.Fatalf("propose %s: %d %s", path, st, body)
+		}
+		ids = append(ids, p.ProposalID)
+	}
+	card := fmt.Sprintf(`article.review[data-proposal=%q]`, ids[0])
+	b.do("open the review queue", chromedp.Navigate(b.base+"/ui/#/review/acme"))
+	b.until("the queue lists both", `document.querySelectorAll('article.review').length === 2`)
+	if got := eval[string](b, fmt.Sprintf(`document.querySelector(%q).querySelector('pre.diff').textContent`, card)); !strings.Contains(got, "+"+consoleHostile) {
+		t.Errorf("the queue's diff reads %q, want the stored markup as text", got)
+	}
+	b.shot("review-queue")
+	b.click("accept in the queue", card+" button.accept")
+	b.until("the decision is recorded", `document.getElementById('status').textContent.includes('Recorded the decision: accept') && document.querySelectorAll('article.review').length === 1`)
+	st, body := consoleCall(t, "GET", b.base+"/v1/agents/acme/workbenches/main/proposals/"+ids[0], key, nil)
+	if st != 200 || !strings.Contains(string(body), `"state":"accepted"`) {
+		t.Errorf("the accepted proposal reads %d %s", st, body)
+	}
+}
