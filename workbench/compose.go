@@ -65,13 +65,7 @@ func (s *Writes) Compose(ctx context.Context, req ComposeRequest) (FileResult, e
 	if err != nil {
 		return FileResult{}, err
 	}
-	if err := mayRead(ctx, req.Agent); err != nil {
-		return FileResult{}, err
-	}
-	if err := s.base.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
-		return FileResult{}, err
-	}
-	view, ws, _, err := s.base.resolve(ctx, req.Agent, req.SrcWorkbench, At{})
+	view, ws, err := s.readSource(ctx, req.Agent, req.SrcWorkbench, req.Workbench)
 	if err != nil {
 		return FileResult{}, err
 	}

@@ -61,13 +61,7 @@ func (s *Writes) Copy(ctx context.Context, req CopyRequest) (FileResult, error) 
 	if req.ContentType != "" { // "" keeps the source's
 		req.ContentType = normalized
 	}
-	if err := mayRead(ctx, req.Agent); err != nil {
-		return FileResult{}, err
-	}
-	if err := s.base.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
-		return FileResult{}, err
-	}
-	view, ws, _, err := s.base.resolve(ctx, req.Agent, req.SrcWorkbench, At{})
+	view, ws, err := s.readSource(ctx, req.Agent, req.SrcWorkbench, req.Workbench)
 	if err != nil {
 		return FileResult{}, err
 	}
@@ -97,6 +91,20 @@ func (s *Writes) Copy(ctx context.Context, req CopyRequest) (FileResult, error) 
 	return s.publishFenced(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
 		Cond: req.Cond, IfGeneration: req.IfGeneration, Size: e.Size, Digest: e.Digest, ContentType: ct,
 		Executable: e.Executable, Segments: e.Segments, HashState: e.HashState, Fields: fields}, "the source was deleted while it was copied; read it again")
+}
+
+// readSource checks that the caller may read agent's root and write to workbench dst, and
+// resolves the source workbench src in a linearizable view: where Copy and Compose read the
+// files whose segments their write references (the view they fence the write at).
+func (s *Writes) readSource(ctx context.Context, agent, src, dst string) (*meta.View, *meta.Workspace, error) {
+	if err := mayRead(ctx, agent); err != nil {
+		return nil, nil, err
+	}
+	if err := s.base.mayCreate(ctx, agent, dst); err != nil {
+		return nil, nil, err
+	}
+	view, ws, _, err := s.base.resolve(ctx, agent, src, At{})
+	return view, ws, err
 }
 
 // publishFenced proposes a put of segments another file references, its header fenced at

@@ -38,12 +38,9 @@ func (s *Reads) Find(ctx context.Context, agent string, in FindInput) (Result, e
 	if err := mayReadAgent(ctx, agent); err != nil {
 		return nil, err
 	}
-	limit := DefaultFindLimit
-	if in.Limit != nil {
-		if *in.Limit < 1 || *in.Limit > MaxFindLimit {
-			return nil, invalidArgument("limit", "must be between 1 and %d", MaxFindLimit)
-		}
-		limit = *in.Limit
+	limit, werr := limitArg(in.Limit, DefaultFindLimit, MaxFindLimit)
+	if werr != nil {
+		return nil, werr
 	}
 	pattern := deref(in.ManifestPattern)
 	if len(pattern) > maxManifestPattern {

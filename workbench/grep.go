@@ -267,11 +267,9 @@ func (s *Reads) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 	if err := mayRead(ctx, req.Agent); err != nil {
 		return GrepResult{}, err
 	}
-	if req.Limit == 0 {
-		req.Limit = DefaultGrepLimit
-	}
-	if req.Limit < 1 || req.Limit > MaxGrepLimit {
-		return GrepResult{}, invalidArgument("limit", "must be between 1 and %d", MaxGrepLimit)
+	var werr *Error
+	if req.Limit, werr = pageLimit(req.Limit, DefaultGrepLimit, MaxGrepLimit); werr != nil {
+		return GrepResult{}, werr
 	}
 	m, werr := compileGrep("patterns", req.Patterns)
 	if werr != nil {

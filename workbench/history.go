@@ -71,11 +71,9 @@ func (s *Review) History(ctx context.Context, req HistoryRequest) (HistoryResult
 	if req.Path == "" {
 		return HistoryResult{}, invalidArgument("path", "must not be empty")
 	}
-	if req.Limit == 0 {
-		req.Limit = DefaultHistoryLimit
-	}
-	if req.Limit < 1 || req.Limit > MaxHistoryLimit {
-		return HistoryResult{}, invalidArgument("limit", "must be between 1 and %d", MaxHistoryLimit)
+	var werr *Error
+	if req.Limit, werr = pageLimit(req.Limit, DefaultHistoryLimit, MaxHistoryLimit); werr != nil {
+		return HistoryResult{}, werr
 	}
 	var cur cursor
 	if req.Cursor != "" {

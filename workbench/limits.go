@@ -133,25 +133,14 @@ func (l *principalLimits) dropRefilled(now time.Time) {
 func (s *base) admitPrincipal(ctx context.Context) (release func(), err *Error) {
 	l := s.limits
 	id := PrincipalID(ctx)
-	if l.cfg.MaxConcurrentAdmissions == 0 || id == "" {
-		return func() {}, nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if n := l.admits[id]; n >= l.cfg.MaxConcurrentAdmissions {
+	release, n := l.take(l.admits, id, l.cfg.MaxConcurrentAdmissions)
+	if release == nil {
 		e := exhausted(LimitConcurrentAdmits, uploadRetryAfter, "principal %q has %d large requests (listings, diffs, queries) in flight, the per-principal limit; retry once one has finished",
 			id, n)
 		e.Details["max_concurrent_admissions"] = l.cfg.MaxConcurrentAdmissions
 		return nil, e
 	}
-	l.admits[id]++
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.admits[id]--; l.admits[id] <= 0 {
-			delete(l.admits, id)
-		}
-	}, nil
+	return release, nil
 }
 
 // admitUpload takes one of ctx's principal's upload slots; release gives it back. Past
@@ -159,28 +148,40 @@ func (s *base) admitPrincipal(ctx context.Context) (release func(), err *Error) 
 func (s *base) admitUpload(ctx context.Context) (release func(), err *Error) {
 	l := s.limits
 	id := PrincipalID(ctx)
-	if l.cfg.MaxConcurrentUploads == 0 || id == "" {
-		return func() {}, nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if n := l.uploads[id]; n >= l.cfg.MaxConcurrentUploads {
+	release, n := l.take(l.uploads, id, l.cfg.MaxConcurrentUploads)
+	if release == nil {
 		e := exhausted(LimitConcurrentUploads, uploadRetryAfter, "principal %q has %d uploads in flight, the per-principal limit of concurrent uploads; retry once one has finished",
 			id, n)
 		e.Details["max_concurrent_uploads"] = l.cfg.MaxConcurrentUploads
 		return nil, e
 	}
-	l.uploads[id]++
+	return release, nil
+}
+
+// take counts one more in flight for principal id in held (l.admits or l.uploads) and
+// returns the release that counts it out again (once, however often it is called). When
+// id already has limit in flight it takes nothing and returns a nil release and that
+// count. A limit of 0 or a request without a principal is never refused, nor counted.
+func (l *principalLimits) take(held map[string]int, id string, limit int) (release func(), n int) {
+	if limit == 0 || id == "" {
+		return func() {}, 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := held[id]; n >= limit {
+		return nil, n
+	}
+	held[id]++
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			if l.uploads[id]--; l.uploads[id] <= 0 {
-				delete(l.uploads, id)
+			if held[id]--; held[id] <= 0 {
+				delete(held, id)
 			}
 		})
-	}, nil
+	}, 0
 }
 
 // exhausted is a retryable ResourceExhausted of a per-principal limit: details.limit

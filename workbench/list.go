@@ -63,11 +63,9 @@ func (s *Reads) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	if err := mayRead(ctx, req.Agent); err != nil {
 		return ListResult{}, err
 	}
-	if req.Limit == 0 {
-		req.Limit = DefaultListLimit
-	}
-	if req.Limit < 1 || req.Limit > MaxListLimit {
-		return ListResult{}, invalidArgument("limit", "must be between 1 and %d", MaxListLimit)
+	var werr *Error
+	if req.Limit, werr = pageLimit(req.Limit, DefaultListLimit, MaxListLimit); werr != nil {
+		return ListResult{}, werr
 	}
 	var cur cursor
 	at := req.At

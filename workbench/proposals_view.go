@@ -229,12 +229,9 @@ func fitPage[T any](list []T, more bool, bound int64, cost func(T) int64) ([]T, 
 // pageArgs checks a listing's limit and cursor (signed for the same kind, workbench
 // incarnation, path and filter) and returns the version to continue after.
 func (s *Review) pageArgs(ctx context.Context, kind, agent string, ws *meta.Workspace, in ProposalsInput, args string) (uint64, int, *Error) {
-	limit := DefaultProposalListLimit
-	if in.Limit != nil {
-		limit = *in.Limit
-	}
-	if limit < 1 || limit > meta.MaxProposalListLimit {
-		return 0, 0, invalidArgument("limit", "must be between 1 and %d", meta.MaxProposalListLimit)
+	limit, werr := limitArg(in.Limit, DefaultProposalListLimit, meta.MaxProposalListLimit)
+	if werr != nil {
+		return 0, 0, werr
 	}
 	if in.Cursor == nil || *in.Cursor == "" {
 		return 0, limit, nil

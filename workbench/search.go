@@ -182,12 +182,9 @@ func searchArgsKey(in SearchInput) string {
 // metadata of one workbench or the whole agent root. A cursor is bound to the arguments
 // and to the scope's revision: a change in scope since the first page is ReadFenceChanged.
 func (s *Reads) Search(ctx context.Context, agent string, in SearchInput) (Result, error) {
-	limit := meta.MaxSearchLimit
-	if in.Limit != nil {
-		if *in.Limit < 1 || *in.Limit > meta.MaxSearchLimit {
-			return nil, invalidArgument("limit", "must be between 1 and %d", meta.MaxSearchLimit)
-		}
-		limit = *in.Limit
+	limit, werr := limitArg(in.Limit, meta.MaxSearchLimit, meta.MaxSearchLimit)
+	if werr != nil {
+		return nil, werr
 	}
 	view, scope, fence, err := s.queryScope(ctx, agent, in.ID, in.Section, in.Path)
 	if err != nil {
@@ -249,12 +246,9 @@ func (s *Reads) Search(ctx context.Context, agent string, in SearchInput) (Resul
 
 // Aggregate implements workbench_aggregate: measures over matching files, grouped.
 func (s *Reads) Aggregate(ctx context.Context, agent string, in AggregateInput) (Result, error) {
-	limit := meta.MaxAggregateLimit
-	if in.Limit != nil {
-		if *in.Limit < 1 || *in.Limit > meta.MaxAggregateLimit {
-			return nil, invalidArgument("limit", "must be between 1 and %d", meta.MaxAggregateLimit)
-		}
-		limit = *in.Limit
+	limit, werr := limitArg(in.Limit, meta.MaxAggregateLimit, meta.MaxAggregateLimit)
+	if werr != nil {
+		return nil, werr
 	}
 	if len(in.Measures) == 0 {
 		return nil, invalidArgument("measures", "give at least one measure")

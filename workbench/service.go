@@ -235,6 +235,27 @@ func validateTarget(agent, id, path string) *Error {
 	return nil
 }
 
+// limitArg is a tool's optional limit argument: def when given is nil, else *given, which
+// must be within 1..max (InvalidArguments naming "limit" otherwise).
+func limitArg(given *int, def, max int) (int, *Error) {
+	if given == nil {
+		return def, nil
+	}
+	if *given < 1 || *given > max {
+		return 0, invalidArgument("limit", "must be between 1 and %d", max)
+	}
+	return *given, nil
+}
+
+// pageLimit is a request's page size: def for 0, else limit, which must be within 1..max
+// (InvalidArguments naming "limit" otherwise).
+func pageLimit(limit, def, max int) (int, *Error) {
+	if limit == 0 {
+		return def, nil
+	}
+	return limitArg(&limit, def, max)
+}
+
 // rootUID returns the uid of agent's root, creating the root when it does not exist yet
 // (blob keys need it before the first publish).
 func (s *base) rootUID(ctx context.Context, agent string) (string, error) {

@@ -130,6 +130,21 @@ func toolTarget(section, path string) (full string, err *Error) {
 	return section + "/" + path, nil
 }
 
+// browseTarget checks the target of workbench_list and workbench_stat: the read point
+// atSnapshot names, and the path (workbench-relative, "" for the workbench) that the
+// optional section and path name in workbench id.
+func browseTarget(agent, id string, section, path *string, atSnapshot json.RawMessage) (At, string, *Error) {
+	at, werr := ParseAtSnapshot(atSnapshot)
+	if werr != nil {
+		return At{}, "", werr
+	}
+	if werr := validateTarget(agent, id, ""); werr != nil {
+		return At{}, "", werr
+	}
+	full, werr := toolTarget(deref(section), deref(path))
+	return at, full, werr
+}
+
 func deref[T any](p *T) T {
 	var zero T
 	if p == nil {
@@ -428,23 +443,13 @@ func editedSize(size, replacements, oldLen, newLen int) int64 {
 
 // List implements workbench_list.
 func (s *Tools) List(ctx context.Context, agent string, in ListInput) (Result, error) {
-	at, aerr := ParseAtSnapshot(in.AtSnapshot)
-	if aerr != nil {
-		return nil, aerr
-	}
-	if err := validateTarget(agent, in.ID, ""); err != nil {
-		return nil, err
-	}
-	full, werr := toolTarget(deref(in.Section), deref(in.Path))
+	at, full, werr := browseTarget(agent, in.ID, in.Section, in.Path, in.AtSnapshot)
 	if werr != nil {
 		return nil, werr
 	}
-	limit := DefaultListLimit
-	if in.Limit != nil {
-		if *in.Limit < 1 || *in.Limit > 100 {
-			return nil, invalidArgument("limit", "must be between 1 and 100")
-		}
-		limit = *in.Limit
+	limit, werr := limitArg(in.Limit, DefaultListLimit, 100) // the contract's bound, below MaxListLimit
+	if werr != nil {
+		return nil, werr
 	}
 	res, err := s.reads.List(ctx, ListRequest{Agent: agent, Workbench: in.ID, Path: full, Cursor: deref(in.Cursor), Limit: limit, At: at})
 	if err != nil {
@@ -482,14 +487,7 @@ func nilIfEmpty(s string) any {
 
 // Stat implements workbench_stat: the workbench, a section, a directory or a file.
 func (s *Tools) Stat(ctx context.Context, agent string, in StatInput) (Result, error) {
-	at, aerr := ParseAtSnapshot(in.AtSnapshot)
-	if aerr != nil {
-		return nil, aerr
-	}
-	if err := validateTarget(agent, in.ID, ""); err != nil {
-		return nil, err
-	}
-	full, werr := toolTarget(deref(in.Section), deref(in.Path))
+	at, full, werr := browseTarget(agent, in.ID, in.Section, in.Path, in.AtSnapshot)
 	if werr != nil {
 		return nil, werr
 	}

@@ -65,15 +65,13 @@ func (s *Tools) toolRead(ctx context.Context, agent string, in ReadInput, gen ui
 	if in.Offset != nil && *in.Offset < 0 {
 		return nil, invalidArgument("offset", "must be at least 0")
 	}
-	limit := DefaultReadLimit
+	def := DefaultReadLimit
 	if format == "bytes" {
-		limit = MaxReadLimit
+		def = MaxReadLimit
 	}
-	if in.Limit != nil {
-		if *in.Limit < 1 || *in.Limit > MaxReadLimit {
-			return nil, invalidArgument("limit", "must be between 1 and %d", MaxReadLimit)
-		}
-		limit = *in.Limit
+	limit, werr := limitArg(in.Limit, def, MaxReadLimit)
+	if werr != nil {
+		return nil, werr
 	}
 	var cur cursor
 	given := at // the selector as the caller gave it
@@ -335,12 +333,9 @@ func (s *Tools) Grep(ctx context.Context, agent string, in GrepInput) (Result, e
 	if werr != nil {
 		return nil, werr
 	}
-	limit := DefaultGrepLimit
-	if in.Limit != nil {
-		if *in.Limit < 1 || *in.Limit > MaxGrepLimit {
-			return nil, invalidArgument("limit", "must be between 1 and %d", MaxGrepLimit)
-		}
-		limit = *in.Limit
+	limit, werr := limitArg(in.Limit, DefaultGrepLimit, MaxGrepLimit)
+	if werr != nil {
+		return nil, werr
 	}
 	res, err := s.reads.Grep(ctx, GrepRequest{Agent: agent, Workbench: in.ID, Path: full, Patterns: terms,
 		Recursive: in.Recursive, Glob: deref(in.Glob), Cursor: deref(in.Cursor), Limit: limit})

@@ -53,11 +53,9 @@ func (s *Lifecycle) ListWorkbenches(ctx context.Context, agent, cursorText strin
 	if err := meta.ValidateName("agent", agent); err != nil {
 		return WorkbenchPage{}, AsError(err)
 	}
-	if limit == 0 {
-		limit = DefaultWorkbenchListLimit
-	}
-	if limit < 1 || limit > MaxWorkbenchListLimit {
-		return WorkbenchPage{}, invalidArgument("limit", "must be between 1 and %d", MaxWorkbenchListLimit)
+	limit, werr := pageLimit(limit, DefaultWorkbenchListLimit, MaxWorkbenchListLimit)
+	if werr != nil {
+		return WorkbenchPage{}, werr
 	}
 	if err := mayRead(ctx, agent); err != nil {
 		return WorkbenchPage{}, err

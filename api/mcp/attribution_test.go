@@ -1,68 +1,33 @@
 package mcp
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/auth/authtest"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
-
-// principalHeader carries a test client's principal id to withPrincipal, which sets it
-// the way the authentication middleware does.
-const principalHeader = "X-Test-Principal"
-
-func withPrincipal(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id := r.Header.Get(principalHeader); id != "" {
-			r = r.WithContext(auth.WithPrincipal(r.Context(), auth.Principal{ID: id, AllAgents: true, Scopes: auth.Scopes}))
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// asPrincipal is an http.RoundTripper that names a principal on every request.
-type asPrincipal string
-
-func (p asPrincipal) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set(principalHeader, string(p))
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
 
 // TestToolsRecordTheirPrincipalAndToolAndAuditEachChange: over streamable HTTP, each
 // revision names the principal and tool that wrote it (workbench_stat's card.producer),
 // every changing tool call writes one audit line, and reads write none.
 func TestToolsRecordTheirPrincipalAndToolAndAuditEachChange(t *testing.T) {
 	svc := newService(t, 0)
-	logs := &syncBuffer{}
+	logs := &workbenchtest.LogBuffer{}
 	h := Handler(svc, Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	mux := http.NewServeMux()
 	mux.Handle("/v1/agents/{agent}/mcp", h)
-	ts := httptest.NewServer(withPrincipal(mux))
+	ts := httptest.NewServer(authtest.TrustHeader(mux))
 	t.Cleanup(ts.Close)
 	connect := func(id string) *sdk.ClientSession {
 		cs, err := sdk.NewClient(testClient, nil).Connect(t.Context(), &sdk.StreamableClientTransport{
-			Endpoint: ts.URL + "/v1/agents/a/mcp", HTTPClient: &http.Client{Transport: asPrincipal(id)}}, nil)
+			Endpoint: ts.URL + "/v1/agents/a/mcp", HTTPClient: &http.Client{Transport: authtest.As(id)}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,19 +65,7 @@ func TestToolsRecordTheirPrincipalAndToolAndAuditEachChange(t *testing.T) {
 	}
 	fails(t, bob, "workbench_put_file", args{"id": "w", "section": "outputs", "path": "r.txt", "text": "again"}, workbench.CodeAlreadyExists)
 
-	logs.mu.Lock()
-	defer logs.mu.Unlock()
-	var lines []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(logs.b.Bytes()))
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("log line %q: %v", sc.Text(), err)
-		}
-		if m["msg"] == workbench.AuditMessage {
-			lines = append(lines, m)
-		}
-	}
+	lines := logs.Audits(t)
 	num := func(o obj, k string) float64 { return float64(o.int(t, k)) }
 	want := []map[string]any{
 		{"principal": "alice", "surface": "mcp/workbench_put_file", "workbench": "w", "path": "outputs/r.txt", "outcome": "ok", "generation": num(put, "generation")},

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	_ "embed"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -31,15 +30,7 @@ var loadCairnSchemas = sync.OnceValues(func() (map[string]*toolSchema, error) {
 })
 
 func mustCairnSchema(tool string) *toolSchema {
-	all, err := loadCairnSchemas()
-	if err != nil {
-		panic(err)
-	}
-	s, ok := all[tool]
-	if !ok {
-		panic(fmt.Sprintf("mcp: no input schema for %s in schemas/cairn.json", tool))
-	}
-	return s
+	return mustSchemaIn("schemas/cairn.json", loadCairnSchemas, tool)
 }
 
 // cairnTools are the cairn profile's own tools; the profile serves them after the 18

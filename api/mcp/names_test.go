@@ -9,11 +9,12 @@ import (
 
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth/authtest"
 )
 
 // servePrincipals serves svc over streamable HTTP with both profiles (…/mcp: workbench,
 // …/mcp/cairn: cairn), each request acting for the principal its client names
-// (withPrincipal). connect(principal, profile) opens a session of agent root "a1"
+// (authtest.TrustHeader). connect(principal, profile) opens a session of agent root "a1"
 // (principal "": none; profile "": the workbench profile).
 func servePrincipals(t *testing.T, svc *workbench.Service) (connect func(principal, profile string) *sdk.ClientSession) {
 	t.Helper()
@@ -21,7 +22,7 @@ func servePrincipals(t *testing.T, svc *workbench.Service) (connect func(princip
 	mux := http.NewServeMux()
 	mux.Handle("/v1/agents/{agent}/mcp", h)
 	mux.Handle("/v1/agents/{agent}/mcp/{profile}", h)
-	ts := httptest.NewServer(withPrincipal(mux))
+	ts := httptest.NewServer(authtest.TrustHeader(mux))
 	t.Cleanup(ts.Close)
 	return func(principal, profile string) *sdk.ClientSession {
 		t.Helper()
@@ -31,7 +32,7 @@ func servePrincipals(t *testing.T, svc *workbench.Service) (connect func(princip
 		}
 		tr := &sdk.StreamableClientTransport{Endpoint: endpoint}
 		if principal != "" {
-			tr.HTTPClient = &http.Client{Transport: asPrincipal(principal)}
+			tr.HTTPClient = &http.Client{Transport: authtest.As(principal)}
 		}
 		cs, err := sdk.NewClient(testClient, nil).Connect(t.Context(), tr, nil)
 		if err != nil {

@@ -69,13 +69,18 @@ func parseSchemas(file string, data []byte) (map[string]*toolSchema, error) {
 // mustSchema returns the input schema of a tool. The schemas are embedded and checked by the
 // package's tests, so a failure here is a build defect, not bad input.
 func mustSchema(tool string) *toolSchema {
-	all, err := loadSchemas()
+	return mustSchemaIn("schemas/workbench.json", loadSchemas, tool)
+}
+
+// mustSchemaIn returns the input schema of tool from the embedded file that load parses.
+func mustSchemaIn(file string, load func() (map[string]*toolSchema, error), tool string) *toolSchema {
+	all, err := load()
 	if err != nil {
 		panic(err)
 	}
 	s, ok := all[tool]
 	if !ok {
-		panic(fmt.Sprintf("mcp: no input schema for %s in schemas/workbench.json", tool))
+		panic(fmt.Sprintf("mcp: no input schema for %s in %s", tool, file))
 	}
 	return s
 }

@@ -1,13 +1,13 @@
 package mcp
 
 import (
-	"bytes"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // stdioPipes connects an SDK client to a stdio server function over two io.Pipes and
@@ -69,28 +69,10 @@ type readCloser struct {
 	io.Closer
 }
 
-// lockedBuffer is a bytes.Buffer safe for the pipe reader and the test to share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestServeStdioProxyForwardsToTheServerUnchanged(t *testing.T) {
 	svc := newService(t, 0)
 	ts := newHTTPServer(t, svc)
-	var wire lockedBuffer
+	var wire workbenchtest.LogBuffer
 	cs, done := stdioPipesRecording(t, func(in io.Reader, out io.Writer) error {
 		return ServeStdioProxy(t.Context(), ts.URL+"/", "proxied", nil, in, out)
 	}, &wire)

@@ -1,10 +1,7 @@
 package rest_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -21,60 +18,18 @@ import (
 	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/auth/authtest"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // asHeader names the test-only request header whose value becomes the request's
-// principal, as the authentication middleware would set it (auth.WithPrincipal).
-const asHeader = "X-Test-Principal"
-
-// withPrincipals sets the principal of each request from asHeader; a request without it
-// carries none.
-func withPrincipals(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id := r.Header.Get(asHeader); id != "" {
-			r = r.WithContext(auth.WithPrincipal(r.Context(), auth.Principal{ID: id, AllAgents: true, Scopes: auth.Scopes}))
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// logBuffer collects JSON log lines; safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// audits returns the audit lines logged so far, decoded.
-func (b *logBuffer) audits(t *testing.T) []map[string]any {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("log line %q: %v", sc.Text(), err)
-		}
-		if m["msg"] == workbench.AuditMessage {
-			out = append(out, m)
-		}
-	}
-	return out
-}
+// principal (authtest.TrustHeader).
+const asHeader = authtest.Header
 
 type attribServer struct {
 	*httptest.Server
 	node *workbenchtest.Node
-	logs *logBuffer
+	logs *workbenchtest.LogBuffer
 	reg  *prometheus.Registry
 }
 
@@ -89,11 +44,11 @@ func newAttribServerWith(t *testing.T, cfg workbench.Config, opts rest.Options, 
 	t.Helper()
 	cfg.InlineMaxBytes = 4096
 	n := workbenchtest.New(t, cfg)
-	logs := &logBuffer{}
+	logs := &workbenchtest.LogBuffer{}
 	opts.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	opts.Registry = prometheus.NewRegistry()
 	opts.Ready = n.Shard.Ready
-	srv := httptest.NewServer(withPrincipals(wrap(rest.NewHandler(n.Service, opts))))
+	srv := httptest.NewServer(authtest.TrustHeader(wrap(rest.NewHandler(n.Service, opts))))
 	t.Cleanup(srv.Close)
 	return attribServer{Server: srv, node: n, logs: logs, reg: opts.Registry}
 }
@@ -176,7 +131,7 @@ func TestProducersSurviveARestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(withPrincipals(rest.NewHandler(svc, rest.Options{})))
+		srv := httptest.NewServer(authtest.TrustHeader(rest.NewHandler(svc, rest.Options{})))
 		return srv, sh, func() { srv.Close(); sh.Close(); bs.Close() }
 	}
 	srv, sh, stop := start()
@@ -205,7 +160,7 @@ func TestEveryMutatingRequestWritesOneAuditLine(t *testing.T) {
 	expect(t, do(t, "DELETE", s.URL+wb+"/files/input/missing", nil, asHeader, "bob"), 404, "NotFound")
 	expect(t, do(t, "PUT", s.URL+wb+"/files/input/f", strings.NewReader("x"), asHeader, "bob", "If-Match", "bogus", "Idempotency-Key", "k-2"), 400, "InvalidArguments")
 	expect(t, do(t, "POST", s.URL+wb+"/snapshots", strings.NewReader(`{}`), asHeader, "bob"), 201, "")
-	lines := s.logs.audits(t)
+	lines := s.logs.Audits(t)
 	want := []map[string]any{
 		{"principal": "alice", "agent": "a", "workbench": "w", "path": "input/f", "generation": put.json["generation"],
 			"idempotency_key": "k-1", "surface": "rest/put", "outcome": "ok", "method": "PUT", "status": float64(201)},
@@ -226,9 +181,7 @@ func TestEveryMutatingRequestWritesOneAuditLine(t *testing.T) {
 			}
 		}
 	}
-	s.logs.mu.Lock()
-	defer s.logs.mu.Unlock()
-	if bytes.Contains(s.logs.buf.Bytes(), []byte("secret body")) {
+	if strings.Contains(s.logs.String(), "secret body") {
 		t.Fatal("a request body reached the log")
 	}
 }

@@ -1,37 +1,16 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/ops"
-	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
-
-// lockedBuffer is a log destination many goroutines write to.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // With --log-format json every line the node writes is JSON, the audit lines of every
 // surface included: each part logs to the node's one configured logger (issue 25 finding
@@ -39,7 +18,7 @@ func (b *lockedBuffer) String() string {
 func TestEveryLineOfANodeIsInItsLogFormat(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.LogFormat, cfg.AccessLog = "json", true
-	var out lockedBuffer
+	var out workbenchtest.LogBuffer
 	n, err := Open(t.Context(), cfg, ops.Credentials{}, ops.NewLogger(cfg, &out))
 	if err != nil {
 		t.Fatal(err)
@@ -69,15 +48,8 @@ func TestEveryLineOfANodeIsInItsLogFormat(t *testing.T) {
 	n.Close()
 
 	audits := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Errorf("not a JSON line: %s", line)
-			continue
-		}
-		if m["msg"] == workbench.AuditMessage {
-			audits[m["surface"].(string)] = true
-		}
+	for _, m := range out.Audits(t) { // fails on a line that is not JSON
+		audits[m["surface"].(string)] = true
 	}
 	for _, surface := range []string{"mcp/workbench_put_file", "rest/put"} {
 		if !audits[surface] {

@@ -105,16 +105,8 @@ func testLeaderLostUnknown(t *testing.T, h Harness) {
 	c, _, f := warmFollower(t, h, root)
 	recover := c.LoseLeaderMidCall(t, root)
 	defer recover()
-	start := time.Now()
-	res, err := tryPropose(t, h, f, meta.Header{}, create(root, "lost", "x"), opTimeout)
-	if !errors.Is(err, workbench.ErrOutcomeUnknown) {
-		t.Fatalf("follower %d: a call whose leader froze after applying it answered %+v, %v; want an error matching ErrOutcomeUnknown", f, res, err)
-	}
-	elapsed := time.Since(start)
-	t.Logf("outcome unknown after %v: %v", elapsed.Round(time.Millisecond), err)
-	if elapsed > leaderLossBound {
-		t.Fatalf("the call ended %v after it started: a caller must learn of a lost leader within %v, not at its own deadline", elapsed, leaderLossBound)
-	}
+	proposeBounded(t, h, f, meta.Header{}, create(root, "lost", "x"), fmt.Sprintf("follower %d, whose leader froze after applying the call", f),
+		"ErrOutcomeUnknown", func(err error) bool { return errors.Is(err, workbench.ErrOutcomeUnknown) })
 	recover()
 	if generation(read(t, h, f, root), root, "lost") == 0 {
 		t.Fatal("the command whose outcome was unknown is not applied, though the leader applied it before it froze")
@@ -241,6 +233,24 @@ func writeDuring(t *testing.T, h Harness, root string, change func()) []write {
 	return all
 }
 
+// proposeBounded proposes b through node i (who, in the messages), which lost its leader or
+// its log: the call must fail with an error accepted by ok (one matching want) and end
+// within leaderLossBound, since a caller must learn of a lost leader then, not at its own
+// deadline.
+func proposeBounded(t *testing.T, h Harness, i int, hd meta.Header, b meta.Body, who, want string, ok func(error) bool) {
+	t.Helper()
+	start := time.Now()
+	res, err := tryPropose(t, h, i, hd, b, opTimeout)
+	if !ok(err) {
+		t.Fatalf("%s: the call answered %+v, %v; want an error matching %s", who, res, err, want)
+	}
+	elapsed := time.Since(start)
+	t.Logf("%s: the call failed after %v: %v", who, elapsed.Round(time.Millisecond), err)
+	if elapsed > leaderLossBound {
+		t.Fatalf("%s: the call ended %v after it started, later than %v", who, elapsed, leaderLossBound)
+	}
+}
+
 // testCutOff: the leader stops receiving its shard's log: a write through it can neither
 // commit nor find another leader, and ends, bounded, in a retryable error; once the log
 // flows again the shard serves through every node.
@@ -250,16 +260,8 @@ func testCutOff(t *testing.T, h Harness) {
 	leader := warm(t, h, root)
 	resume := c.Lag(t, leader)
 	defer resume()
-	start := time.Now()
-	res, err := tryPropose(t, h, leader, meta.Header{RequestID: "corestest-cut-off"}, put(root, "cut", "x"), opTimeout)
-	if !retryable(err) {
-		t.Fatalf("node %d, cut off from the log: %+v, %v; want an error matching ErrCoreUnavailable or ErrOutcomeUnknown", leader, res, err)
-	}
-	elapsed := time.Since(start)
-	t.Logf("cut-off node answered after %v: %v", elapsed.Round(time.Millisecond), err)
-	if elapsed > leaderLossBound {
-		t.Fatalf("the cut-off node answered %v after the call started, later than %v", elapsed, leaderLossBound)
-	}
+	proposeBounded(t, h, leader, meta.Header{RequestID: "corestest-cut-off"}, put(root, "cut", "x"), fmt.Sprintf("node %d, cut off from the log", leader),
+		"ErrCoreUnavailable or ErrOutcomeUnknown", retryable)
 	resume()
 	for i := range h.Nodes() {
 		path := fmt.Sprintf("after-%d", i)

@@ -3,6 +3,10 @@
 // leader workers of the shard (shard/worker, on demand only), closed when the test ends. No part of it is a mock, so the tests of every surface run against
 // the real write and read paths.
 //
+// LogBuffer is the log destination those tests read back: safe for a node's goroutines to
+// write while the test reads, and it decodes the audit lines (workbench.Audit) the
+// surfaces write.
+//
 // Invariants tests rely on:
 //
 //   - New returns only a node whose shard is a ready leader (it waits up to 10 s for
