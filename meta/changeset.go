@@ -40,7 +40,9 @@ type ChangeSet struct {
 	// same root; for a rewind, Workspace itself).
 	SourceWorkspace   string `cbor:"4,keyasint"`
 	SourceIncarnation uint64 `cbor:"5,keyasint"`
-	// Changes, in strictly increasing path order (ComparePaths), 1..MaxChangeSetChanges.
+	// Changes, in strictly increasing path order (ComparePaths), 1..MaxChangeSetChanges;
+	// none only with Unchanged (a guard alone: what a retry under a request id sends when
+	// it cannot know the first attempt's changes, rewind.go).
 	Changes []PathChange `cbor:"6,keyasint"`
 	// Unchanged, when set, also guards what the changes do not touch.
 	Unchanged *ScopeGuard `cbor:"7,keyasint,omitempty"`
@@ -63,8 +65,9 @@ type PathChange struct {
 func (c PathChange) Delete() bool { return c.SourceGeneration == 0 }
 
 // ScopeGuard says that nothing changed in a scope of the workbench after shard version
-// Since: no path record below Dir ("" = the whole workbench), nor any of Paths, has a
-// newest version (a body or a delete) above Since. Commit and restore manifests
+// Since: no path record below Dir, nor any of Paths, has a newest version (a body or a
+// delete) above Since. Without Paths, Dir "" is the whole workbench; with Paths, Dir ""
+// adds nothing. Commit and restore manifests
 // (IsReservedPath) are outside every scope.
 type ScopeGuard struct {
 	Dir   string   `cbor:"1,keyasint,omitempty"`
@@ -178,8 +181,8 @@ func validateChangeSet(c ChangeSet) *Error {
 	if err := ValidateName("source", c.SourceWorkspace); err != nil {
 		return err
 	}
-	if len(c.Changes) == 0 || len(c.Changes) > MaxChangeSetChanges {
-		return invalidArg("changes", "must hold 1 to %d changes, got %d", MaxChangeSetChanges, len(c.Changes))
+	if len(c.Changes) == 0 && c.Unchanged == nil || len(c.Changes) > MaxChangeSetChanges {
+		return invalidArg("changes", "must hold 1 to %d changes (0 only with an Unchanged guard), got %d", MaxChangeSetChanges, len(c.Changes))
 	}
 	for i, ch := range c.Changes {
 		if err := validateChangePath("changes", ch.Path); err != nil {
@@ -250,6 +253,30 @@ func (a *applier) checkUnchanged(ws *Workspace, g *ScopeGuard) *Error {
 	if g.Since > a.st.version {
 		return invalidArg("unchanged.since", "%d is beyond the applied shard version %d", g.Since, a.st.version)
 	}
+	changed, err := changedSince(a.st, ws, *g)
+	if err != nil {
+		return err
+	}
+	if len(changed) > 0 {
+		return &Error{Code: CodeConflict, Paths: changed, Reason: "stale",
+			Message: strconv.Itoa(len(changed)) + " path(s) of the scope changed since the change set was planned"}
+	}
+	return nil
+}
+
+// ChangedSince returns the paths of g's scope in ws whose newest version is above g.Since
+// (in path order, at most MaxChangeSetConflicts): what a ChangeSet with Unchanged g would
+// refuse, as of the view's applied state. InvalidArguments naming "unchanged.dir" when the
+// scope holds more than MaxChangeSetScan path records.
+func (v *View) ChangedSince(ws *Workspace, g ScopeGuard) ([]string, error) {
+	changed, err := changedSince(v.st, ws, g)
+	if err != nil {
+		return nil, err
+	}
+	return changed, nil
+}
+
+func changedSince(st *state, ws *Workspace, g ScopeGuard) ([]string, *Error) {
 	var changed []string
 	newer := func(key string, rec *pathRecord) {
 		if len(rec.Chain) > 0 && rec.Chain[0].Version > g.Since {
@@ -260,32 +287,29 @@ func (a *applier) checkUnchanged(ws *Workspace, g *ScopeGuard) *Error {
 	}
 	for _, p := range g.Paths {
 		key := pathKey(ws.Incarnation, p)
-		if rec, ok := a.st.paths.Get(key); ok {
+		if rec, ok := st.paths.Get(key); ok {
 			newer(key, rec)
 		}
 	}
-	prefix := childPrefix(ws.Incarnation, g.Dir)
-	scanned := 0
-	a.st.paths.Ascend(prefix, func(key string, rec *pathRecord) bool {
-		if !strings.HasPrefix(key, prefix) {
-			return false
+	if g.Dir != "" || len(g.Paths) == 0 {
+		prefix := childPrefix(ws.Incarnation, g.Dir)
+		scanned := 0
+		st.paths.Ascend(prefix, func(key string, rec *pathRecord) bool {
+			if !strings.HasPrefix(key, prefix) {
+				return false
+			}
+			if scanned++; scanned > MaxChangeSetScan {
+				return false
+			}
+			newer(key, rec)
+			return true
+		})
+		if scanned > MaxChangeSetScan {
+			return nil, invalidArg("unchanged.dir", "covers more than %d paths; guard a narrower directory", MaxChangeSetScan)
 		}
-		if scanned++; scanned > MaxChangeSetScan {
-			return false
-		}
-		newer(key, rec)
-		return true
-	})
-	if scanned > MaxChangeSetScan {
-		return invalidArg("unchanged.dir", "covers more than %d paths; guard a narrower directory", MaxChangeSetScan)
 	}
-	if len(changed) > 0 {
-		slices.SortFunc(changed, ComparePaths)
-		changed = slices.Compact(changed)
-		return &Error{Code: CodeConflict, Paths: changed, Reason: "stale",
-			Message: strconv.Itoa(len(changed)) + " path(s) of the scope changed since the change set was planned"}
-	}
-	return nil
+	slices.SortFunc(changed, ComparePaths)
+	return slices.Compact(changed), nil
 }
 
 // checkChangeSetShape enforces "a path is a file or an implicit directory, never both" on
