@@ -80,6 +80,7 @@ var cairnTools = []toolDef{
 		run: bind((*workbench.Tools).WorkbenchDelete),
 	},
 	diffTool,
+	rewindTool, // rewind.go
 }
 
 func init() { cairnTools = append(cairnTools, proposalTools...) } // proposals.go
