@@ -14,21 +14,23 @@ package meta
 // of its shard runs a release that cannot apply it (retryable; never an FSM answer).
 const CodeUpgradeInProgress Code = "UpgradeInProgress"
 
-// ClusterVersion is the newest cluster version this binary applies: 2.
+// ClusterVersion is the newest cluster version this binary applies: 3.
 //
 //   - 1: the ops of the first released log (Op 1 to 17, OpAssignRoot): files,
 //     snapshots, commits, restores, compaction, GC, placement.
-//   - 2: everything after: quotas (OpSetQuota), workbench delete and root purge
-//     (OpDeleteWorkspace, OpPurgeRoot), backup holds (OpBackupHold, OpBackupRelease),
-//     proposals (OpProposalCreate, OpProposalDecide), and
-//     the ops added since in the same release (listed in OpVersion).
+//   - 2: quotas (OpSetQuota), workbench delete and root purge (OpDeleteWorkspace,
+//     OpPurgeRoot), history retention (OpSetRetention), backup holds (OpBackupHold,
+//     OpBackupRelease), proposals (OpProposalCreate, OpProposalDecide).
+//   - 3: the change set (OpChangeSet, changeset.go: rewind, and merge after it). Binaries
+//     of version 2 run in clusters built from main without it and cannot decode it, so it
+//     needs a version of its own rather than joining 2.
 //
 // Every new op must be listed in OpVersion (a test fails otherwise); a release that adds
 // ops raises ClusterVersion for them. A field added to the command of an older op is
 // gated the same way (CommandVersion): a replica of the older release decodes the command
 // without it and applies something else, silently. Version 2 has such a field:
 // SnapshotMint.Pool (the snapshots of OpenWOP runs count against their own cap).
-const ClusterVersion = 2
+const ClusterVersion = 3
 
 // OpVersion returns the cluster version a command of op needs: every replica of the shard
 // must run a binary of at least that ClusterVersion before the command is proposed. An op

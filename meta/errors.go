@@ -64,6 +64,10 @@ type Error struct {
 	Reason string `cbor:"24,keyasint,omitempty"`
 	// Rule names the rule of names an InvalidArguments broke (name.go: RuleNotNFC, ...).
 	Rule string `cbor:"25,keyasint,omitempty"`
+	// Paths lists the paths a refused change set is about (changeset.go: the paths that
+	// changed since it was planned, or whose source is gone), in path order, at most
+	// MaxChangeSetConflicts.
+	Paths []string `cbor:"26,keyasint,omitempty"`
 }
 
 func (e *Error) Error() string {

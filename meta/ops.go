@@ -77,7 +77,8 @@ func writesFiles(agent, wb string) CommandScope {
 }
 
 // opDefs is the table, in op order. Version 1 ops are those of the first released log;
-// version 2 everything since (ClusterVersion's comment).
+// version 2 those added up to the change set, version 3 the change set (ClusterVersion's
+// comment).
 var opDefs = []opDef{
 	defineOp(OpCreateRoot, "create-root", 1,
 		func(c CreateRoot) CommandScope { return rootWide(c.Agent) },
@@ -152,6 +153,7 @@ var opDefs = []opDef{
 	defineOp(OpProposalDecide, "proposal-decide", 2,
 		func(c ProposalDecide) CommandScope { return writesFiles(c.Agent, c.Workspace) },
 		(*applier).proposalDecide),
+	defineOp(OpChangeSet, "change-set", 3, changeSetScope, (*applier).changeSet),
 	// Backup holds belong to the shard, not to a root (backup.go).
 	defineOp(OpBackupHold, "backup-hold", 2,
 		func(BackupHold) CommandScope { return shardWide() },

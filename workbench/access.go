@@ -221,6 +221,8 @@ func (s *base) reachesCommand(ctx context.Context, agent string, b meta.Body) (b
 		return true, nil
 	case meta.RestoreBegin:
 		return a.has(b.Source) && a.has(b.Destination), nil
+	case meta.ChangeSet:
+		return a.has(b.SourceWorkspace) && a.has(b.Workspace), nil
 	case meta.RestoreCopy, meta.RestoreFinish:
 		view, err := s.readView(ctx, agent)
 		if err != nil {

@@ -22,6 +22,10 @@
 //   - Review (review.go, proposals.go, proposals_view.go, artifacts.go, history.go,
 //     diff.go, diffside.go, feed.go): proposals and decisions, a file's history, diffs
 //     and the change feed. Its settings are ReviewConfig.
+//   - Attempts (rewind.go, rewind_target.go, rewind_token.go, rewind_apply.go): rewind
+//     of a workbench, a prefix or a set of paths to a snapshot, a commit or a past time,
+//     previewed with a self-verifying token and applied as one meta.ChangeSet guarded by
+//     what the preview saw (docs/architecture.md, "Attempts: rewind").
 //   - Tools (tools_contract.go, tools.go, tools_read.go, tools_review.go): the tool
 //     contract over the parts — one method per tool (svc.Tools.Read for workbench_read),
 //     its inputs, Result shapes, cursors and presentation paths.

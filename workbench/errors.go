@@ -193,6 +193,9 @@ func AsError(err error) *Error {
 		if me.Rule != "" {
 			e.Details["rule"] = me.Rule // a rule of names (meta/name.go)
 		}
+		if len(me.Paths) > 0 {
+			e.Details["paths"] = me.Paths // the paths a change set was refused for (meta/changeset.go)
+		}
 		if me.Code == meta.CodeSnapshotExpired {
 			// The contract's details.source: what the expired read point was of.
 			e.Details["source"] = me.Workspace

@@ -71,6 +71,7 @@ var cairnTools = []toolDef{
 		run: bind((*workbench.Tools).WorkbenchDelete),
 	},
 	diffTool,
+	rewindTool, // rewind.go
 }
 
 func init() { cairnTools = append(cairnTools, proposalTools...) } // proposals.go

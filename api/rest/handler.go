@@ -302,6 +302,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 	case len(segs) == 4 && segs[3] == "diff":
 		h.diff(w, r, agent, id)
 		return "diff"
+	case len(segs) == 4 && segs[3] == "rewind":
+		h.rewind(w, r, agent, id) // rewind.go
+		return "rewind"
 	case len(segs) >= 4 && segs[3] != "files":
 		if route, ok := h.proposals(w, r, agent, id, segs[3:]); ok { // proposals.go
 			return route

@@ -56,6 +56,7 @@ func newCLI() *cobra.Command {
 	addFileCommands(root)
 	addWorkbenchCommands(root)
 	root.AddCommand(newDiffCommand())
+	root.AddCommand(newRewindCommand()) // rewind.go
 	addLifecycleCommands(root)
 	addProposalCommands(root) // proposals.go
 	addDocumentCommands(root) // documents.go

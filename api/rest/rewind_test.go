@@ -1,0 +1,83 @@
+package rest_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
+)
+
+// Rewind over REST, every request and answer checked against the OpenAPI document:
+// preview, apply with the token (idempotent under Idempotency-Key), the files read back
+// byte for byte; a write between a preview and its apply is 409 Conflict naming the path.
+func TestRewindOverREST(t *testing.T) {
+	c := newChecker(t)
+	wb := "/v1/agents/a1/workbenches/w1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
+	expect(t, c.post(true, wb+"/snapshots", `{"name":"before"}`), 201, "")
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r2\n"), 200, "")
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/new.txt", "new\n"), 201, "")
+
+	p := c.post(true, wb+"/rewind", `{"target":"snapshot:before","prefix":"outputs","dry_run":true,"file_diffs":true}`)
+	expect(t, p, 200, "")
+	if got := fmt.Sprint(p.json["counts"]); got != "map[added:0 changed:1 removed:1]" {
+		t.Fatalf("preview counts = %s: %s", got, p.body)
+	}
+	tok := p.json["token"].(string)
+	apply := fmt.Sprintf(`{"target":"snapshot:before","prefix":"outputs","token":%q}`, tok)
+	a := c.call(true, "POST", wb+"/rewind", apply, "Content-Type", "application/json", "Idempotency-Key", "rw-1")
+	expect(t, a, 200, "")
+	again := c.call(true, "POST", wb+"/rewind", apply, "Content-Type", "application/json", "Idempotency-Key", "rw-1")
+	expect(t, again, 200, "")
+	if again.json["replayed"] != true || again.json["generation"] != a.json["generation"] {
+		t.Fatalf("retry = %s, want the first apply %s replayed", again.body, a.body)
+	}
+	if r := c.call(true, "GET", wb+"/files/outputs/r.txt", ""); string(r.body) != "r1\n" {
+		t.Fatalf("outputs/r.txt after the rewind = %q", r.body)
+	}
+	expect(t, c.call(false, "GET", wb+"/files/outputs/new.txt", ""), 404, "NotFound")
+
+	// A concurrent writer between the preview and the apply.
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r3\n"), 200, "")
+	p = c.post(true, wb+"/rewind", `{"target":"snapshot:before","dry_run":true}`)
+	expect(t, p, 200, "")
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r4\n"), 200, "")
+	conflict := c.post(true, wb+"/rewind", fmt.Sprintf(`{"target":"snapshot:before","token":%q}`, p.json["token"]))
+	expect(t, conflict, 409, "Conflict")
+	if d := conflict.json["details"].(map[string]any); fmt.Sprint(d["paths"]) != "[outputs/r.txt]" || d["reason"] != "stale" {
+		t.Fatalf("conflict details = %v", d)
+	}
+	expect(t, c.post(false, wb+"/rewind", `{"target":"yesterday","dry_run":true}`), 400, "InvalidArguments")
+	expect(t, c.post(false, wb+"/rewind", `{"target":"snapshot:before"}`), 400, "InvalidArguments")
+	expect(t, c.post(true, "/v1/agents/a1/workbenches/nope/rewind", `{"target":"snapshot:before","dry_run":true}`), 404, "NotFound")
+}
+
+// A principal of another tenant gets the answer of a missing workbench, byte for byte.
+func TestRewindOfAnotherTenantAnswersLikeAMissingWorkbench(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{})
+	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := auth.Principal{ID: "owner", Agents: []string{"a"}, Scopes: auth.Scopes}
+		if r.Header.Get("X-Tenant") == "other" {
+			p = auth.Principal{ID: "other", Agents: []string{"b"}, Scopes: auth.Scopes}
+		}
+		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	}))
+	t.Cleanup(srv.Close)
+	expect(t, do(t, "PUT", srv.URL+"/v1/agents/a/workbenches/w/files/x.txt", strings.NewReader("x")), 201, "")
+	rewindAs := func(agent string) response {
+		return do(t, "POST", srv.URL+"/v1/agents/"+agent+"/workbenches/w/rewind",
+			strings.NewReader(`{"target":"time:2999-01-01T00:00:00Z","dry_run":true}`), "Content-Type", "application/json", "X-Tenant", "other")
+	}
+	hidden, missing := rewindAs("a"), rewindAs("nobody")
+	expect(t, hidden, 404, "NotFound")
+	if strings.ReplaceAll(string(hidden.body), `\"a\"`, `\"nobody\"`) != string(missing.body) {
+		t.Fatalf("another tenant's workbench answers %s, a missing root %s", hidden.body, missing.body)
+	}
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairnstore/cairn/api/client"
+)
+
+func newRewindCommand() *cobra.Command {
+	var (
+		req client.RewindRequest
+		yes bool
+	)
+	cmd := &cobra.Command{
+		Use:   "rewind ID --to TARGET [--prefix DIR | --path P ...] [--diff] [--yes | --token T]",
+		Short: "Return a workbench's files to a snapshot, a commit or a past time, in place",
+		Long: "Rewind workbench ID — all its files, those below --prefix, or the --path files —\n" +
+			"to TARGET: snapshot:ID or snapshot:NAME, commit:IDENTITY, or time:T (RFC 3339 or Unix\n" +
+			"milliseconds, within the root's history retention). Without --yes or --token it\n" +
+			"previews: it prints the paths the rewind adds (A), removes (D) and changes (M), with\n" +
+			"--diff their unified diffs, and the token that applies exactly that preview. --token T\n" +
+			"applies a preview; --yes previews and applies at once. An apply is refused (Conflict)\n" +
+			"when anything in the scope changed since the preview. Every rewound path becomes a new\n" +
+			"version; its history keeps the old ones. --json prints the server's result objects.",
+		Args: cobra.ExactArgs(1),
+	}
+	o := addOutputFlags(cmd)
+	cmd.Flags().StringVar(&req.Target, "to", "", "the target (required)")
+	cmd.Flags().StringVar(&req.Prefix, "prefix", "", "rewind only the files below this directory")
+	cmd.Flags().StringArrayVar(&req.Paths, "path", nil, "rewind only this file (repeatable)")
+	cmd.Flags().BoolVar(&req.FileDiffs, "diff", false, "preview: print each changed file's diff (the first 20)")
+	cmd.Flags().StringVar(&req.Token, "token", "", "apply the preview that issued this token")
+	cmd.Flags().BoolVar(&yes, "yes", false, "preview and apply at once")
+	cmd.Flags().StringVar(&req.IdempotencyKey, "idempotency-key", "", "makes the apply safe to retry")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if req.Target == "" {
+			return usageErrorf("--to is required")
+		}
+		if yes && req.Token != "" {
+			return usageErrorf("give --yes or --token, not both")
+		}
+		c, out := newClient(cmd), cmd.OutOrStdout()
+		show := func(res *client.RewindResult) error {
+			if o.json {
+				return printRaw(out, res.Raw)
+			}
+			return printRewind(out, res)
+		}
+		if req.Token == "" {
+			preview := req
+			preview.DryRun, preview.IdempotencyKey = true, ""
+			res, err := c.Rewind(cmd.Context(), o.agent, args[0], preview)
+			if err != nil {
+				return err
+			}
+			if !yes {
+				return show(res)
+			}
+			req.Token, req.FileDiffs = res.Token, false
+		}
+		res, err := c.Rewind(cmd.Context(), o.agent, args[0], req)
+		if err != nil {
+			return err
+		}
+		return show(res)
+	}
+	return cmd
+}
+
+// printRewind prints a rewind's changes, their diffs, and the token or what it applied.
+func printRewind(w io.Writer, res *client.RewindResult) error {
+	for _, ch := range res.Changes {
+		if _, err := fmt.Fprintf(w, "%s %s\n", changeLetter(ch.Change), ch.Path); err != nil {
+			return err
+		}
+		if ch.Diff != nil && ch.Diff.Text {
+			if _, err := io.WriteString(w, ch.Diff.Unified); err != nil {
+				return err
+			}
+		}
+	}
+	var err error
+	switch {
+	case !res.Applied:
+		_, err = fmt.Fprintf(w, "preview of %d change(s) to %s; apply with --token %s\n", len(res.Changes), res.Target, res.Token)
+	case len(res.Changes) == 0:
+		_, err = fmt.Fprintf(w, "nothing to rewind: the scope is as at %s\n", res.Target)
+	default:
+		_, err = fmt.Fprintf(w, "rewound %d path(s) to %s at generation %d\n", len(res.Changes), res.Target, res.Generation)
+	}
+	return err
+}

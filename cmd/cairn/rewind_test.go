@@ -1,0 +1,48 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// cairn rewind previews (A/D/M lines, diffs, the token), applies a preview's token, and
+// refuses a token whose scope changed since; --yes previews and applies at once.
+func TestRewindCommand(t *testing.T) {
+	n, srv := testNode(t)
+	write := func(path, body string) {
+		t.Helper()
+		if _, err := n.Service.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+			Body: strings.NewReader(body), CreateWorkbench: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := "s1"
+	write("outputs/r.txt", "a\n")
+	if _, err := n.Service.Tools.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	write("outputs/r.txt", "b\n")
+	write("outputs/new.txt", "n\n")
+	runCases(t, srv.URL, []cliCase{
+		{"a preview lists the changes, their diffs and the token", []string{"rewind", "w", "--to", "snapshot:s1", "--diff", "--agent", "a"}, "",
+			`(?s)^D outputs/new.txt\n.*M outputs/r.txt\n--- outputs/r.txt@live\n\+\+\+ outputs/r.txt@snapshot:1\n@@ -1 \+1 @@\n-b\n\+a\npreview of 2 change\(s\) to snapshot:1; apply with --token \S+\n$`, ""},
+		{"--to is required", []string{"rewind", "w", "--agent", "a"}, "", "", "InvalidArguments"},
+		{"a bad target is the server's InvalidArguments", []string{"rewind", "w", "--to", "yesterday", "--agent", "a"}, "", "", "InvalidArguments"},
+	})
+	out, err := runCLI(t.Context(), srv.URL, "rewind", "w", "--to", "snapshot:s1", "--agent", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := regexp.MustCompile(`--token (\S+)`).FindStringSubmatch(out)[1]
+	write("outputs/r.txt", "c\n") // a writer between the preview and the apply
+	runCases(t, srv.URL, []cliCase{
+		{"a token whose scope changed since is a Conflict", []string{"rewind", "w", "--to", "snapshot:s1", "--token", token, "--agent", "a"}, "", "", "Conflict"},
+		{"--yes previews and applies", []string{"rewind", "w", "--to", "snapshot:s1", "--yes", "--agent", "a"}, "",
+			`^D outputs/new.txt\nM outputs/r.txt\nrewound 2 path\(s\) to snapshot:1 at generation \d+\n$`, ""},
+		{"the file is as at the snapshot", []string{"cat", "--agent", "a", "--workbench", "w", "outputs/r.txt"}, "", `^a\n$`, ""},
+		{"a second rewind finds nothing to do", []string{"rewind", "w", "--to", "snapshot:s1", "--yes", "--agent", "a"}, "", `^nothing to rewind`, ""},
+	})
+}

@@ -1,0 +1,117 @@
+package meta
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The state of a workbench at a past command time, from the history retention keeps
+// (retention.go). Command time never runs backwards along the log, so "at time T" is
+// exactly the state after the last command with time ≤ T: for each path, its newest chain
+// element at or before T.
+//
+// Retention makes that exact inside the root's age window and nowhere else: an element
+// superseded at time S stays while S + Age is after now, unless the version cap
+// (MaxVersions) cut it first. For T within the window every element superseded after T is
+// still there, so each path's element at T is the one it had, and a path with no element
+// at or before T had none then; a path whose chain reached the cap is checked on its own
+// (its element at T must sit inside the cap). Outside the window, or with Age 0, the
+// answer is refused rather than guessed (rewind, workbench/rewind.go).
+
+// HistoryWindowStart returns the earliest command time (Unix ms) whose state FilesAtTime
+// answers exactly for agent's root: the view's command time less the root's retention age
+// (a root whose retention keeps no age has a window that starts now).
+func (v *View) HistoryWindowStart(agent string) int64 {
+	pol, _ := v.Retention(agent)
+	return v.st.nowMs - pol.normalized().Age.Milliseconds()
+}
+
+// FilesAtTime calls fn, in path order, with each file below dir ("" = the whole workbench)
+// and the body it had at command time atMs, until fn returns false. It needs a live view.
+// Errors: InvalidArguments naming "at_time" when atMs is after the view's command time or
+// before HistoryWindowStart, or when a path's history was cut by its version cap (Path
+// names it); InvalidArguments for a bad dir.
+func (v *View) FilesAtTime(ws *Workspace, dir string, atMs int64, fn func(path string, e *Entry) bool) error {
+	if dir != "" {
+		if err := ValidatePath("dir", dir); err != nil {
+			return err
+		}
+	}
+	pol, err := v.historyWindow(ws.Agent, atMs)
+	if err != nil {
+		return err
+	}
+	prefix := childPrefix(ws.Incarnation, dir)
+	var failed *Error
+	v.st.paths.Ascend(prefix, func(key string, rec *pathRecord) bool {
+		if !strings.HasPrefix(key, prefix) {
+			return false
+		}
+		e, ok := v.entryAtTime(rec, atMs, pol)
+		if !ok {
+			failed = cutHistory(keyPath(key), pol)
+			return false
+		}
+		return e == nil || fn(keyPath(key), e)
+	})
+	if failed != nil {
+		return failed
+	}
+	return nil
+}
+
+// FileAtTime returns the body path had at command time atMs (nil: no file then), with
+// FilesAtTime's errors.
+func (v *View) FileAtTime(ws *Workspace, path string, atMs int64) (*Entry, error) {
+	if err := ValidatePath("path", path); err != nil {
+		return nil, err
+	}
+	pol, err := v.historyWindow(ws.Agent, atMs)
+	if err != nil {
+		return nil, err
+	}
+	rec, _ := v.st.paths.Get(pathKey(ws.Incarnation, path))
+	e, ok := v.entryAtTime(rec, atMs, pol)
+	if !ok {
+		return nil, cutHistory(path, pol)
+	}
+	return e, nil
+}
+
+// historyWindow checks that atMs lies in agent's exact window and returns its policy.
+func (v *View) historyWindow(agent string, atMs int64) (Retention, *Error) {
+	if !v.live() {
+		return Retention{}, invalidArg("at_time", "needs a live view")
+	}
+	pol, _ := v.Retention(agent)
+	pol = pol.normalized()
+	switch start := v.st.nowMs - pol.Age.Milliseconds(); {
+	case atMs > v.st.nowMs:
+		return pol, invalidArg("at_time", "is after the newest command time %d", v.st.nowMs)
+	case atMs < start:
+		return pol, invalidArg("at_time", "is before %d: history keeps every version of this root for %s only (its retention age)", start, pol.Age)
+	}
+	return pol, nil
+}
+
+// entryAtTime returns the element of rec visible at command time atMs (nil: none, or a
+// delete) and whether it is certain: not when the element sits at or past the version
+// cap, which may have cut what followed it.
+func (v *View) entryAtTime(rec *pathRecord, atMs int64, pol Retention) (*Entry, bool) {
+	if rec == nil {
+		return nil, true
+	}
+	for i, el := range rec.Chain {
+		if el.Version > v.at || el.AtMs > atMs {
+			continue
+		}
+		return el.Entry, i < pol.MaxVersions
+	}
+	return nil, len(rec.Chain) < pol.MaxVersions
+}
+
+func cutHistory(path string, pol Retention) *Error {
+	return &Error{Code: CodeInvalidArguments, Field: "at_time", Path: path,
+		Message: "the history of " + strconv.Quote(path) + " reached its cap of " + strconv.Itoa(pol.MaxVersions) +
+			" versions since then, so its version at that time is not certain"}
+}

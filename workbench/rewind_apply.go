@@ -1,0 +1,127 @@
+package workbench
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench/diff"
+)
+
+// preview answers a plan with its token and, on request, its file diffs.
+func (s *Attempts) preview(ctx context.Context, req RewindRequest, plan *rewindPlan) (Result, error) {
+	diffs := 0
+	if req.FileDiffs {
+		diffs = min(len(plan.rows), MaxRewindFileDiffs)
+	}
+	release, aerr := s.admitAnswer(ctx, plan, diffs)
+	if aerr != nil {
+		return nil, aerr
+	}
+	defer release()
+	r := s.answer(req, plan)
+	if req.FileDiffs {
+		rows := r["changes"].([]map[string]any)
+		for i := range diffs {
+			d, err := s.fileDiff(ctx, req, plan, plan.rows[i])
+			if err != nil {
+				return nil, err
+			}
+			rows[i]["diff"] = d
+		}
+		r["diffs_truncated"] = len(plan.rows) > diffs
+	}
+	r["token"] = s.encodeToken(ctx, req.Agent, rewindToken{Workbench: req.Workbench, Incarnation: plan.ws.Incarnation,
+		Since: plan.since, Plan: planDigest(plan.target, req.Scope, plan.changes), IssuedAtMs: s.base.now().UnixMilli()})
+	r["applied"] = false
+	return r, nil
+}
+
+// fileDiff is one row's file diff, from the body now to the body at the target, in
+// Review.Diff's file shape.
+func (s *Attempts) fileDiff(ctx context.Context, req RewindRequest, plan *rewindPlan, row rewindRow) (map[string]any, error) {
+	opts := diff.DefaultOptions()
+	opts.OldLabel, opts.NewLabel = row.path+"@"+SideLive, row.path+"@"+trimTarget(plan.target)
+	res, err := s.review.diffBodies(ctx, req.Agent, row.cur, row.to, opts)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"text": res.Text, "reason": nilIfEmpty(string(res.Reason)), "hunks": res.Hunks,
+		"unified": res.Unified, "lines_deleted": res.LinesDeleted, "lines_inserted": res.LinesInserted,
+		"truncated": res.Truncated}, nil
+}
+
+// apply checks a plan against its preview's token and proposes it as one change set.
+func (s *Attempts) apply(ctx context.Context, req RewindRequest, plan *rewindPlan, tok rewindToken) (Result, error) {
+	if plan.ws.Incarnation != tok.Incarnation {
+		return nil, PreconditionFailed(newError(CodeConflict, "workbench %q was deleted and created again since the preview; preview again", req.Workbench))
+	}
+	// A retry under the same request id after an apply that landed sees its own changes
+	// in the scope: it goes to the core, which answers the first apply's result (or
+	// refuses the stale guard, whole, if none landed).
+	if err := unchangedSince(req, plan, tok.Since); err != nil && req.RequestID == "" {
+		return nil, err
+	} else if err == nil && planDigest(plan.target, req.Scope, plan.changes) != tok.Plan {
+		e := newError(CodeConflict, "the rewind's target or scope resolves otherwise than at the preview; preview again")
+		e.Details["reason"] = "stale"
+		return nil, e
+	}
+	release, aerr := s.admitAnswer(ctx, plan, 0)
+	if aerr != nil {
+		return nil, aerr
+	}
+	defer release()
+	r := s.answer(req, plan)
+	r["applied"] = true
+	r["replayed"] = false
+	if len(plan.changes) == 0 && req.RequestID == "" {
+		return r, nil // nothing differs, as the preview said: no command
+	}
+	h := meta.Header{RequestID: req.RequestID,
+		RequestHash: requestHash("rewind", req.Agent, req.Workbench, req.Token)}
+	res, werr := s.base.propose(ctx, h, meta.ChangeSet{Agent: req.Agent, Workspace: req.Workbench,
+		Incarnation: plan.ws.Incarnation, SourceWorkspace: req.Workbench, SourceIncarnation: plan.ws.Incarnation,
+		Changes: plan.changes, Unchanged: req.Scope.guard(tok.Since)})
+	if werr != nil {
+		if werr.Code == CodeConflict {
+			return nil, PreconditionFailed(werr)
+		}
+		return nil, werr
+	}
+	r["generation"] = res.Generation
+	r["replayed"] = res.Replayed
+	return r, nil
+}
+
+// unchangedSince answers Conflict (a failed precondition: the preview's) naming the paths
+// of the scope that changed after version since, as the plan's view holds them.
+func unchangedSince(req RewindRequest, plan *rewindPlan, since uint64) error {
+	changed, err := plan.view.ChangedSince(plan.ws, *req.Scope.guard(since))
+	if err != nil {
+		return AsError(err)
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	return PreconditionFailed(AsError(&meta.Error{Code: meta.CodeConflict, Reason: "stale", Paths: changed,
+		Message: strconv.Itoa(len(changed)) + " path(s) of the scope changed since the preview; preview again"}))
+}
+
+// answer renders a plan's changes.
+func (s *Attempts) answer(req RewindRequest, plan *rewindPlan) Result {
+	rows := make([]map[string]any, len(plan.rows))
+	counts := map[string]int{"added": 0, "removed": 0, "changed": 0}
+	for i, row := range plan.rows {
+		kind := row.changeKind()
+		counts[string(kind)]++
+		rows[i] = map[string]any{"path": row.path, "change": kind, "from": sideInfo(row.cur), "to": sideInfo(row.to)}
+	}
+	r := success()
+	r["workbench_id"] = req.Workbench
+	r["target"] = trimTarget(plan.target)
+	r["scope"] = scopeInfo(req.Scope)
+	r["dry_run"] = req.DryRun
+	r["changes"] = rows
+	r["counts"] = counts
+	return r
+}

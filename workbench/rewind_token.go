@@ -1,0 +1,93 @@
+package workbench
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// RewindTokenTTL is how long a rewind preview's token stays applicable.
+const RewindTokenTTL = time.Hour
+
+// maxRewindTokenBytes bounds a token a caller hands back (it is about 150 bytes).
+const maxRewindTokenBytes = 512
+
+// rewindToken is what a preview hands out and an apply checks: self-verifying, with no
+// server state behind it. It names the workbench incarnation and the shard version the
+// preview read (Since), and the digest of the plan — the target as resolved, the scope,
+// and every change with the generation it expects and the version it sets — so an apply
+// recomputes the plan and applies it only when the digest matches and nothing in the
+// scope changed after Since. It is signed with the node's cursor key for the agent root
+// and the principal (cursor.go), so a token of another root or principal, or an edited
+// one, is refused like a forged one.
+type rewindToken struct {
+	Workbench   string `json:"w"`
+	Incarnation uint64 `json:"i"`
+	Since       uint64 `json:"s"`
+	Plan        string `json:"d"` // the plan's SHA-256, base64url (planDigest)
+	IssuedAtMs  int64  `json:"t"`
+}
+
+func (s *Attempts) encodeToken(ctx context.Context, agent string, t rewindToken) string {
+	payload, _ := json.Marshal(t)
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString(payload) + "." + enc.EncodeToString(s.base.cursors.sign(ctx, agent, append([]byte("rewind\x00"), payload...)))
+}
+
+// decodeToken verifies a token's signature, age and workbench. Any mismatch is
+// InvalidArguments naming "token".
+func (s *Attempts) decodeToken(ctx context.Context, agent, id, text string) (rewindToken, *Error) {
+	bad := func(why string) (rewindToken, *Error) { return rewindToken{}, invalidArgument("token", "%s", why) }
+	p, sig, ok := strings.Cut(text, ".")
+	if !ok || len(text) > maxRewindTokenBytes {
+		return bad("is not a rewind token this server issued")
+	}
+	enc := base64.RawURLEncoding
+	payload, err1 := enc.DecodeString(p)
+	mac, err2 := enc.DecodeString(sig)
+	if err1 != nil || err2 != nil || !hmac.Equal(mac, s.base.cursors.sign(ctx, agent, append([]byte("rewind\x00"), payload...))) {
+		return bad("is not a rewind token this server issued")
+	}
+	var t rewindToken
+	if err := json.Unmarshal(payload, &t); err != nil {
+		return bad("is not a rewind token this server issued")
+	}
+	if t.Workbench != id {
+		return bad("was issued for another workbench")
+	}
+	if age := s.base.now().Sub(time.UnixMilli(t.IssuedAtMs)); age > RewindTokenTTL {
+		e := invalidArgument("token", "expired %s ago (a preview's token is valid for %s); preview again", (age - RewindTokenTTL).Round(time.Second), RewindTokenTTL)
+		e.Details["rule"] = "expired"
+		return rewindToken{}, e
+	}
+	return t, nil
+}
+
+// planDigest is the digest a token carries: the resolved target, the scope and every
+// change, each part length-prefixed.
+func planDigest(target string, sc RewindScope, changes []meta.PathChange) string {
+	h := sha256.New()
+	var n [8]byte
+	part := func(s string) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	part(target)
+	part(sc.String())
+	for _, c := range changes {
+		part(c.Path)
+		part(strconv.FormatUint(c.ExpectGeneration, 10))
+		part(c.SourcePath)
+		part(strconv.FormatUint(c.SourceGeneration, 10))
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
