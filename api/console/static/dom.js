@@ -88,3 +88,40 @@ export function outcomeUnknown(ctx, id, what, retry) {
   el('button', { type: 'button', id: 'retry-write', onclick: retry, text: 'Retry with the same id' })));
   return ctx.rerender();
 }
+
+// maxLineDiffCells bounds lineDiff's table (old lines × new lines); past it the diff is
+// every old line deleted and every new line inserted.
+const maxLineDiffCells = 1 << 20;
+
+// lineDiff compares two texts line by line (a longest common subsequence) and answers
+// the shape diffView renders: one hunk of every line. For small texts the page builds
+// itself (an OpenWOP pack's manifest against the installed one); file diffs come from
+// the node.
+export function lineDiff(oldText, newText) {
+  const a = oldText === '' ? [] : oldText.replace(/\n$/, '').split('\n');
+  const b = newText === '' ? [] : newText.replace(/\n$/, '').split('\n');
+  const lines = [];
+  if (a.length * b.length > maxLineDiffCells) {
+    for (const t of a) lines.push({ op: 'delete', text: t });
+    for (const t of b) lines.push({ op: 'insert', text: t });
+  } else {
+    const w = b.length + 1;
+    const n = new Uint32Array((a.length + 1) * w); // n[i*w+j]: LCS of a[i:], b[j:]
+    for (let i = a.length - 1; i >= 0; i--) {
+      for (let j = b.length - 1; j >= 0; j--) {
+        n[i * w + j] = a[i] === b[j] ? n[(i + 1) * w + j + 1] + 1 : Math.max(n[(i + 1) * w + j], n[i * w + j + 1]);
+      }
+    }
+    let i = 0, j = 0;
+    while (i < a.length || j < b.length) {
+      if (i < a.length && j < b.length && a[i] === b[j]) { lines.push({ op: 'context', text: a[i] }); i++; j++; }
+      else if (j < b.length && (i === a.length || n[i * w + j + 1] >= n[(i + 1) * w + j])) { lines.push({ op: 'insert', text: b[j] }); j++; }
+      else { lines.push({ op: 'delete', text: a[i] }); i++; }
+    }
+  }
+  const ins = lines.filter(l => l.op === 'insert').length;
+  const del = lines.filter(l => l.op === 'delete').length;
+  if (!ins && !del) return { identical: true };
+  return { lines_inserted: ins, lines_deleted: del,
+    hunks: [{ old_start: a.length ? 1 : 0, old_lines: a.length, new_start: b.length ? 1 : 0, new_lines: b.length, lines }] };
+}
