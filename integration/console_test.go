@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -210,15 +213,20 @@ func TestConsoleInABrowser(t *testing.T) {
 	docID := consoleCreateAndEdit(t, b, origin)
 	p1 := consoleSelectAndPropose(t, b, origin, 1)
 
-	// Another client saves a version meanwhile: the draft this tab holds is on an old base.
+	// A second browser context (another person, storage of its own) saves a version
+	// meanwhile: the draft this tab holds is on an old base.
 	b.do("type a draft", chromedp.SendKeys(chromedp.CSS("#edit-body"), "\nA draft on the old head."))
-	st, body := consoleCall(t, "POST", p.URL+"/api/workbench/documents/"+docID+"/versions", writer, map[string]any{
-		"baseVersionId": getDoc(t, p.URL, writer, docID).Document.VersionID, "title": "Standup <b>bold</b>",
-		"body": "# Standup\n\nEdited elsewhere.\n", "requestId": "elsewhere-1"})
-	if st != 200 {
-		t.Fatalf("the other client's edit: %d %s", st, body)
-	}
+	before := getDoc(t, p.URL, writer, docID).Document.VersionID
+	other := b.isolated()
+	other.open(writer, "#/documents/"+url.PathEscape(docID))
+	other.until("the other context shows the head, no draft", `!!document.getElementById('edit-body') && !document.getElementById('draft-note')`)
+	other.do("edit in the other context", chromedp.SetValue(chromedp.CSS("#edit-body"), "# Standup\n\nEdited elsewhere.\n"))
+	other.click("save in the other context", "#save-version")
+	other.until("the other context saved", `document.getElementById('status').textContent.includes('Saved version')`)
 	head := getDoc(t, p.URL, writer, docID).Document.VersionID
+	if head == before {
+		t.Fatalf("the other context's save did not move the head (still %s)", head)
+	}
 	b.click("save the stale draft", "#save-version")
 	b.until("the 409 names the new head", fmt.Sprintf(`document.getElementById('status').textContent.includes('StaleBaseError') && document.getElementById('status').textContent.includes(%q)`, head))
 	b.click("discard the draft", "#discard-draft")
@@ -239,6 +247,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	consoleBrowse(t, b)
 	consoleReview(t, b, writer)
 	consoleReader(t, b.isolated(), reader, docID, p2)
+	consoleCrossSiteForm(t, b.isolated(), writer)
 	if v := eval[string](b, `String(window.__pwned)`); v != "undefined" {
 		t.Errorf("stored markup ran in the page: window.__pwned = %s", v)
 	}
@@ -457,8 +466,10 @@ func consoleReader(t *testing.T, b *tab, key, docID, proposal string) {
 
 func ptrTrue() *bool { t := true; return &t }
 
-// consoleReview proposes two changes over REST, accepts the first in the review queue and
-// leaves the second pending.
+// consoleReview proposes two changes over REST and an OpenWOP agent pack through the
+// facade, then in the review queue accepts the first Cairn proposal and rejects the pack
+// proposal, leaves the second Cairn one pending, and finds both decisions among the past
+// ones.
 func consoleReview(t *testing.T, b *tab, key string) {
 	t.Helper()
 	var ids []string
@@ -473,17 +484,76 @@ func consoleReview(t *testing.T, b *tab, key string) {
 		}
 		ids = append(ids, p.ProposalID)
 	}
+	ow := owClient{t: t, nodes: func() []string { return []string{b.base} }, key: key}
+	created := ow.do(http.MethodPost, "/proposals", map[string]any{"kind": "agent-pack", "artifact": owAgentPack("1.0.0", consoleHostile), "title": "helper"})
+	packID, _ := created.json["id"].(string)
+	if created.status != http.StatusCreated || packID == "" {
+		t.Fatalf("propose an OpenWOP pack: %d %s", created.status, created.body)
+	}
 	card := fmt.Sprintf(`article.review[data-proposal=%q]`, ids[0])
+	pack := fmt.Sprintf(`article.pack[data-pack=%q]`, packID)
 	b.do("open the review queue", chromedp.Navigate(b.base+"/ui/#/review/acme"))
-	b.until("the queue lists both", `document.querySelectorAll('article.review').length === 2`)
+	b.until("the queue lists both Cairn proposals and the pack", fmt.Sprintf(`document.querySelectorAll('article.review').length === 3 && !!document.querySelector(%q)`, pack))
 	if got := eval[string](b, fmt.Sprintf(`document.querySelector(%q).querySelector('pre.diff').textContent`, card)); !strings.Contains(got, "+"+consoleHostile) {
 		t.Errorf("the queue's diff reads %q, want the stored markup as text", got)
 	}
+	if got := eval[string](b, fmt.Sprintf(`document.querySelector(%q).querySelector('pre.diff').textContent`, pack)); !strings.Contains(got, owPackName) || !strings.Contains(got, "+") {
+		t.Errorf("the pack's diff reads %q, want its manifest as inserted lines", got)
+	}
 	b.shot("review-queue")
+	b.click("reject the pack in the queue", pack+" button.reject")
+	b.until("the pack's rejection is recorded", fmt.Sprintf(`document.getElementById('status').textContent.includes('reject of the OpenWOP pack proposal') && !document.querySelector(%q)`, pack))
+	if r := ow.do(http.MethodGet, "/proposals/"+packID, nil); r.status != http.StatusOK || r.json["state"] != "rejected" {
+		t.Errorf("the rejected pack proposal reads %d %s", r.status, r.body)
+	}
 	b.click("accept in the queue", card+" button.accept")
 	b.until("the decision is recorded", `document.getElementById('status').textContent.includes('Recorded the decision: accept') && document.querySelectorAll('article.review').length === 1`)
 	st, body := consoleCall(t, "GET", b.base+"/v1/agents/acme/workbenches/main/proposals/"+ids[0], key, nil)
 	if st != 200 || !strings.Contains(string(body), `"state":"accepted"`) {
 		t.Errorf("the accepted proposal reads %d %s", st, body)
+	}
+	past := eval[string](b, `document.getElementById('judgments').textContent`)
+	if !strings.Contains(past, "main/outputs/plan.md") || !strings.Contains(past, "accept") || !strings.Contains(past, "rejected") || !strings.Contains(past, owPackName) {
+		t.Errorf("the past decisions read %q, want the accept of outputs/plan.md and the rejected pack", past)
+	}
+	b.shot("review-judgments")
+}
+
+// consoleCrossSiteForm loads a page of another site (a server of the test's own, named
+// localhost where the node is 127.0.0.1) whose form posts to a state-changing route of
+// the node, as a forged request would: the browser sends it with its Origin and
+// Sec-Fetch-Site, the node's guard answers 403 before anything else (no key could have
+// been sent), and nothing is written.
+func consoleCrossSiteForm(t *testing.T, b *tab, key string) {
+	t.Helper()
+	target := b.base + "/v1/agents/acme/workbenches/main/files/outputs/forged.md?append"
+	page := `<!doctype html><title>another site</title><form method="POST" enctype="text/plain" action="` +
+		html.EscapeString(target) + `"><input name="x" value="forged"><button id="go" type="submit">go</button></form>`
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, page)
+	}))
+	t.Cleanup(site.Close)
+	u, err := url.Parse(site.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "http://localhost:" + u.Port() + "/"
+	if strings.Contains(b.base, "://localhost") {
+		t.Fatalf("the node's URL %s must not be on localhost for the page to be of another site", b.base)
+	}
+	b.do("open the other site's page", chromedp.Navigate(other), chromedp.WaitReady(chromedp.CSS("#go")))
+	ctx, cancel := context.WithTimeout(b.ctx, 3*consoleWait)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS("#go")))
+	if err != nil {
+		t.Fatalf("submit the other site's form: %v", err)
+	}
+	got := eval[string](b, `document.body.textContent`)
+	if resp.Status != http.StatusForbidden || !strings.Contains(got, "cross-origin requests may not change state") {
+		t.Errorf("the cross-site form post answered %d %q, want the guard's 403", resp.Status, got)
+	}
+	if st, body := consoleCall(t, "GET", b.base+"/v1/agents/acme/workbenches/main/files/outputs/forged.md", key, nil); st != http.StatusNotFound {
+		t.Errorf("after the refused form post the file reads %d %s, want 404", st, body)
 	}
 }
