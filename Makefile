@@ -6,7 +6,7 @@ GO       ?= go
 FUZZTIME ?= 100000x
 PKGS     := ./...
 
-.PHONY: all build test vet lint unit minio fuzz-smoke test-long bench-micro bench-report run clean
+.PHONY: all build test vet lint unit minio fuzz-smoke test-long bench-micro bench-report console-screenshots run clean
 
 all: build
 
@@ -107,6 +107,15 @@ bench-report: minio
 	$(GO) build -tags pprof -o bin/cairn-pprof ./cmd/cairn
 	bin=$$(GO=$(GO) scripts/minio.sh) && $(GO) run ./bench/cmd/bench-report -cairn bin/cairn-pprof -minio "$$bin" \
 		-go $(GO) -duration $(BENCH_DURATION) -out bench/results -markdown BENCHMARKS.md
+
+## console-screenshots: refresh the README's two screenshots of the web console
+## (docs/console-*.png) from a run of its browser test (needs chromium, as .ci/run installs);
+## the test saves one of each destination in its artifact directory, kept here by -artifacts.
+console-screenshots:
+	out=$$(mktemp -d) && trap 'rm -rf "$$out"' EXIT && \
+	$(GO) test -count=1 -run '^TestConsoleInABrowser$$' -artifacts -outputdir "$$out" ./integration/ && \
+	cp "$$(find "$$out" -name documents-stale-proposal.png)" docs/console-documents.png && \
+	cp "$$(find "$$out" -name review-queue.png)" docs/console-review.png
 
 run:
 	$(GO) run ./cmd/cairn serve
