@@ -244,7 +244,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	b.until("the stale proposal is rejected", fmt.Sprintf(`document.querySelector(%q).querySelector('.badge').textContent === 'rejected'`, sel))
 	b.shot("documents-detail")
 
-	consoleBrowse(t, b)
+	consoleBrowse(t, b, writer)
 	consoleReview(t, b, writer)
 	consoleReader(t, b.isolated(), reader, docID, p2)
 	consoleCrossSiteForm(t, b.isolated(), writer)
@@ -329,19 +329,19 @@ func consoleSelectAndPropose(t *testing.T, b *tab, origin string, n int) string 
 	return eval[string](b, `document.querySelector('article.proposal').dataset.proposal`)
 }
 
-// consoleAcceptThroughANetworkFailure accepts proposal id while the answer is lost on the
-// way back (the request reached the node): the page says the outcome is unknown, reloads,
-// and the retry sends the same submission id, which the node answers from the first
-// decision.
-func consoleAcceptThroughANetworkFailure(t *testing.T, b *tab, id, docID, key string) {
-	t.Helper()
-	bodies := make(chan string, 8) // the bodies of the requests whose answers were cut
+// cutAnswers makes tab b lose the answer of every request whose URL matches pattern (a
+// CDP fetch pattern): the request reaches the node, and the page gets a connection reset
+// instead of its answer, until letThrough is called. The channel receives the cut
+// requests' bodies.
+func cutAnswers(b *tab, pattern string) (bodies <-chan string, letThrough func()) {
+	b.t.Helper()
+	sent := make(chan string, 8)
 	cut := make(chan fetch.RequestID, 4)
 	if err := chromedp.Listen(b.ctx, func(ev any) {
 		if e, ok := ev.(*fetch.EventRequestPaused); ok {
 			for _, en := range e.Request.PostDataEntries {
 				select { // Listen's function must not block
-				case bodies <- string(en.Bytes):
+				case sent <- string(en.Bytes):
 				default:
 				}
 			}
@@ -351,7 +351,7 @@ func consoleAcceptThroughANetworkFailure(t *testing.T, b *tab, id, docID, key st
 			}
 		}
 	}); err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
 	go func() { // cuts each paused answer: the node applied the request, the page gets no answer
 		for {
@@ -366,26 +366,45 @@ func consoleAcceptThroughANetworkFailure(t *testing.T, b *tab, id, docID, key st
 		}
 	}()
 	enable := func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/decisions", RequestStage: fetch.RequestStageResponse}}})
+		_, err := cdp.Call(ctx, tg, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: pattern, RequestStage: fetch.RequestStageResponse}}})
 		return err
 	}
-	b.do("cut the answers of decisions", chromedp.Func(enable))
+	b.do("cut the answers of "+pattern, chromedp.Func(enable))
+	return sent, func() {
+		b.t.Helper()
+		disable := func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, fetch.Disable, cdp.Empty{})
+			return err
+		}
+		b.do("let the answers through", chromedp.Func(disable))
+	}
+}
+
+// drain returns what ch holds now.
+func drain(ch <-chan string) []string {
+	var out []string
+	for len(ch) > 0 {
+		out = append(out, <-ch)
+	}
+	return out
+}
+
+// consoleAcceptThroughANetworkFailure accepts proposal id while the answer is lost on the
+// way back (the request reached the node): the page says the outcome is unknown, reloads,
+// and the retry sends the same submission id, which the node answers from the first
+// decision.
+func consoleAcceptThroughANetworkFailure(t *testing.T, b *tab, id, docID, key string) {
+	t.Helper()
+	bodies, letThrough := cutAnswers(b, "*/decisions")
 	card := fmt.Sprintf(`article.proposal[data-proposal=%q]`, id)
 	b.click("accept", card+" button.accept")
 	b.until("the outcome is unknown and the document reloaded", fmt.Sprintf(`!!document.getElementById('retry-write') && document.querySelector(%q).querySelector('.badge').textContent === 'accepted'`, card))
 	unknown := eval[string](b, `document.getElementById('status').textContent`)
 	b.shot("documents-outcome-unknown")
-	disable := func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, fetch.Disable, cdp.Empty{})
-		return err
-	}
-	b.do("let the answers through", chromedp.Func(disable))
+	letThrough()
 	b.click("retry", "#retry-write")
 	b.until("the retry is answered", `document.getElementById('status').textContent.includes('Recorded the decision: accept')`)
-	var sent []string
-	for len(bodies) > 0 {
-		sent = append(sent, <-bodies)
-	}
+	sent := drain(bodies)
 	var first struct{ SubmissionID string }
 	if len(sent) != 1 || json.Unmarshal([]byte(sent[0]), &first) != nil || first.SubmissionID == "" {
 		t.Fatalf("the cut request's bodies: %q", sent)
@@ -410,7 +429,7 @@ func consoleAcceptThroughANetworkFailure(t *testing.T, b *tab, id, docID, key st
 
 // consoleBrowse walks Browse: the workbench, a file with stored markup shown as text, its
 // history diffed, and the change feed.
-func consoleBrowse(t *testing.T, b *tab) {
+func consoleBrowse(t *testing.T, b *tab, key string) {
 	t.Helper()
 	b.do("open the file", chromedp.Navigate(b.base+"/ui/#/browse/acme/main/~file/input/standup.md"))
 	b.until("the file shows", `(document.getElementById('file-content')||{}).textContent?.includes('Decided')`)
@@ -423,11 +442,88 @@ func consoleBrowse(t *testing.T, b *tab) {
 	b.do("open the workbench", chromedp.Navigate(b.base+"/ui/#/browse/acme/main/input"))
 	b.until("the section lists the file", `document.getElementById('main').textContent.includes('standup.md')`)
 	b.shot("browse-workbench")
+	consoleSnapshotAndCommit(t, b, key)
 	b.do("open the feed", chromedp.Navigate(b.base+"/ui/#/feed/acme"))
 	b.until("the feed streams events", `document.querySelectorAll('#feed li').length > 0 && document.getElementById('feed-state').textContent.startsWith('Live')`)
 	b.shot("feed")
 	if n := eval[int](b, `document.querySelectorAll('#main img, #main script').length`); n != 0 {
 		t.Errorf("stored markup became %d elements of the page", n)
+	}
+}
+
+// consoleSnapshotAndCommit takes a snapshot and a commit of the workbench over REST, then
+// writes a file after them: Browse lists both, and each one's diff against live shows the
+// file written since, with its diff.
+func consoleSnapshotAndCommit(t *testing.T, b *tab, key string) {
+	t.Helper()
+	wb := b.base + "/v1/agents/acme/workbenches/main"
+	st, body := consoleCall(t, "POST", wb+"/snapshots", key, map[string]any{"name": "before-after"})
+	var snap struct {
+		SnapshotID json.Number `json:"snapshot_id"`
+	}
+	if st/100 != 2 || json.Unmarshal(body, &snap) != nil || snap.SnapshotID == "" {
+		t.Fatalf("snapshot: %d %s", st, body)
+	}
+	st, body = consoleCall(t, "POST", wb+"/commit", key, map[string]any{"manifest": map[string]any{"run": 1}, "content_digest_uri": "sha256:" + strings.Repeat("a", 64)})
+	var commit struct {
+		CommitIdentity string `json:"commit_identity"`
+	}
+	if st/100 != 2 || json.Unmarshal(body, &commit) != nil || commit.CommitIdentity == "" {
+		t.Fatalf("commit: %d %s", st, body)
+	}
+	if a := httpcall.Do(t, httpcall.New(t, "PUT", wb+"/files/outputs/after.md", strings.NewReader("written after\n")), framework.Bearer(key)...); a.Status/100 != 2 {
+		t.Fatalf("write outputs/after.md: %d %s", a.Status, a.Body)
+	}
+	for _, side := range []string{"commit:" + commit.CommitIdentity, "snapshot:" + snap.SnapshotID.String()} {
+		b.do("open the workbench's root", chromedp.Navigate(b.base+"/ui/#/browse/acme/main"))
+		link := fmt.Sprintf(`#main a[href=%q]`, "#/browse/acme/main/~diff/"+strings.ReplaceAll(side, ":", "%3A")) // the page's encodeURIComponent
+		b.until("the workbench lists "+side, fmt.Sprintf(`!!document.querySelector(%q)`, link))
+		if strings.HasPrefix(side, "commit:") {
+			b.shot("browse-snapshots-commits")
+		}
+		b.click("diff "+side+" against live", link)
+		show := `[...document.querySelectorAll('#main tr')].find(r => r.textContent.includes('outputs/after.md'))`
+		b.until(side+" against live lists the file written since", "!!"+show)
+		eval[bool](b, show+".querySelector('button').click() === undefined")
+		b.until("the file's diff shows", `(document.querySelector('#file-diff pre.diff')||{}).textContent?.includes('+written after')`)
+	}
+}
+
+// consoleQueueAcceptThroughANetworkFailure accepts Cairn proposal id in the review queue
+// of tab b (a tab of its own: its own interception) while the answer is cut on the way
+// back: the page says the outcome is unknown and reloads, the retry sends the same
+// submission_id, and the node records one judgment.
+func consoleQueueAcceptThroughANetworkFailure(t *testing.T, b *tab, key, id string) {
+	t.Helper()
+	card := fmt.Sprintf(`article.review[data-proposal=%q]`, id)
+	b.open(key, "#/review/acme")
+	b.until("the queue lists the proposal", fmt.Sprintf(`!!document.querySelector(%q)`, card+" button.accept"))
+	bodies, letThrough := cutAnswers(b, "*/decision")
+	b.click("accept in the queue", card+" button.accept")
+	b.until("the outcome is unknown and the queue reloaded without it", fmt.Sprintf(`!!document.getElementById('retry-write') && !!document.getElementById('judgments') && !document.querySelector(%q)`, card))
+	unknown := eval[string](b, `document.getElementById('status').textContent`)
+	letThrough()
+	b.click("retry", "#retry-write")
+	b.until("the retry is answered", `document.getElementById('status').textContent.includes('Recorded the decision: accept')`)
+	done := eval[string](b, `document.getElementById('status').textContent`)
+	sent := drain(bodies)
+	var first struct {
+		SubmissionID string `json:"submission_id"`
+	}
+	if len(sent) != 1 || json.Unmarshal([]byte(sent[0]), &first) != nil || first.SubmissionID == "" {
+		t.Fatalf("the cut request's bodies: %q", sent)
+	}
+	if !strings.Contains(unknown, first.SubmissionID) || !strings.Contains(done, first.SubmissionID) {
+		t.Errorf("the queue's retry did not reuse submission id %s: unknown %q, then %q", first.SubmissionID, unknown, done)
+	}
+	st, body := consoleCall(t, "GET", b.base+"/v1/agents/acme/workbenches/main/judgments?path=outputs/plan.md", key, nil)
+	var j struct {
+		Judgments []struct {
+			SubmissionID string `json:"submission_id"`
+		} `json:"judgments"`
+	}
+	if st != 200 || json.Unmarshal(body, &j) != nil || len(j.Judgments) != 1 || j.Judgments[0].SubmissionID != first.SubmissionID {
+		t.Errorf("the node's judgments of outputs/plan.md: %d %s, want one, submission %s", st, body, first.SubmissionID)
 	}
 }
 
@@ -506,12 +602,13 @@ func consoleReview(t *testing.T, b *tab, key string) {
 	if r := ow.do(http.MethodGet, "/proposals/"+packID, nil); r.status != http.StatusOK || r.json["state"] != "rejected" {
 		t.Errorf("the rejected pack proposal reads %d %s", r.status, r.body)
 	}
-	b.click("accept in the queue", card+" button.accept")
-	b.until("the decision is recorded", `document.getElementById('status').textContent.includes('Recorded the decision: accept') && document.querySelectorAll('article.review').length === 1`)
+	consoleQueueAcceptThroughANetworkFailure(t, b.isolated(), key, ids[0])
 	st, body := consoleCall(t, "GET", b.base+"/v1/agents/acme/workbenches/main/proposals/"+ids[0], key, nil)
 	if st != 200 || !strings.Contains(string(body), `"state":"accepted"`) {
 		t.Errorf("the accepted proposal reads %d %s", st, body)
 	}
+	b.do("reload the review queue", chromedp.Reload())
+	b.until("the queue shows the one left", `document.querySelectorAll('article.review').length === 1 && !!document.getElementById('judgments')`)
 	past := eval[string](b, `document.getElementById('judgments').textContent`)
 	if !strings.Contains(past, "main/outputs/plan.md") || !strings.Contains(past, "accept") || !strings.Contains(past, "rejected") || !strings.Contains(past, owPackName) {
 		t.Errorf("the past decisions read %q, want the accept of outputs/plan.md and the rejected pack", past)
