@@ -68,7 +68,8 @@ FUZZ_TARGETS := \
 	./api/rest:FuzzRequest \
 	./workbench/auth:FuzzParseAuthorization \
 	./workbench/auth:FuzzKeyLookup \
-	./api/s3:FuzzChunkedReader
+	./api/s3:FuzzChunkedReader \
+	./internal/unicodejson:FuzzCheck
 
 fuzz-smoke:
 	@for t in $(FUZZ_TARGETS); do \

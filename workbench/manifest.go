@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cairnstore/cairn/internal/unicodejson"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -56,11 +57,11 @@ const (
 // than MaxManifestDepth; and a \u escape of an unpaired UTF-16 surrogate (which has no
 // UTF-8 form and would otherwise silently become U+FFFD).
 func CanonicalManifest(raw []byte) ([]byte, error) {
-	if !utf8.Valid(raw) {
-		return nil, invalidArgument("manifest", "must be valid UTF-8")
-	}
-	if err := checkSurrogateEscapes(raw); err != nil {
-		return nil, err
+	if err := unicodejson.Check(raw); err != nil {
+		if err.Reason == "invalid UTF-8" {
+			return nil, invalidArgument("manifest", "must be valid UTF-8")
+		}
+		return nil, invalidArgument("manifest", "has an %s", err.Reason)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -218,52 +219,6 @@ func appendCanonicalString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// checkSurrogateEscapes rejects a \u escape of a UTF-16 surrogate that is not part of a
-// high+low pair. It scans string literals only; syntax errors are left to the decoder.
-func checkSurrogateEscapes(raw []byte) *Error {
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if !inString {
-			inString = c == '"'
-			continue
-		}
-		switch c {
-		case '"':
-			inString = false
-		case '\\':
-			if i+1 < len(raw) && raw[i+1] == 'u' {
-				r, ok := hex4(raw, i+2)
-				switch {
-				case !ok:
-					// Malformed: the decoder reports it.
-				case r >= 0xD800 && r <= 0xDBFF:
-					lo, ok := rune(0), false
-					if i+7 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
-						lo, ok = hex4(raw, i+8)
-					}
-					if !ok || lo < 0xDC00 || lo > 0xDFFF {
-						return invalidArgument("manifest", "has an unpaired UTF-16 surrogate escape \\u%04x", r)
-					}
-					i += 6 // the pair's second escape is skipped with the first
-				case r >= 0xDC00 && r <= 0xDFFF:
-					return invalidArgument("manifest", "has an unpaired UTF-16 surrogate escape \\u%04x", r)
-				}
-			}
-			i++ // the escaped character
-		}
-	}
-	return nil
-}
-
-func hex4(b []byte, at int) (rune, bool) {
-	if at+4 > len(b) {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(b[at:at+4]), 16, 16)
-	return rune(v), err == nil
 }
 
 // quoteForMessage quotes s for an error message, cut to a readable length.

@@ -18,12 +18,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/cairnstore/cairn/internal/unicodejson"
 	"github.com/cairnstore/cairn/workbench/auth"
 )
 
@@ -388,42 +386,9 @@ func readBody(w http.ResponseWriter, r *http.Request) (body, *Error) {
 
 const notUnicode = "must be Unicode text: valid UTF-8 and no unpaired surrogate escape (\\ud800-\\udfff)"
 
-// isUnicodeJSON reports whether raw, valid JSON, is valid UTF-8 whose \u escapes are
-// Unicode text: every surrogate escape is a high one (\ud800-\udbff) followed at once by
-// a low one (\udc00-\udfff), the UTF-16 pair of one character (RFC 8259 §7). A backslash
-// occurs only in strings, where it starts an escape, so escapes are read in order ("\\u"
-// is an escaped backslash, then "u").
-func isUnicodeJSON(raw []byte) bool {
-	if !utf8.Valid(raw) {
-		return false
-	}
-	unit := func(i int) (rune, bool) { // the \uXXXX escape at raw[i:], if one
-		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
-			return 0, false
-		}
-		n, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
-		return rune(n), err == nil
-	}
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '\\' {
-			continue
-		}
-		r, ok := unit(i)
-		switch {
-		case !ok:
-			i++ // a two-character escape
-		case utf16.IsSurrogate(r):
-			low, ok := unit(i + 6)
-			if r >= 0xdc00 || !ok || utf16.DecodeRune(r, low) == unicode.ReplacementChar {
-				return false
-			}
-			i += 11
-		default:
-			i += 5
-		}
-	}
-	return true
-}
+// isUnicodeJSON reports whether raw is Unicode text (internal/unicodejson): valid UTF-8,
+// every surrogate escape one half of a pair.
+func isUnicodeJSON(raw []byte) bool { return unicodejson.Check(raw) == nil }
 
 // only refuses a member not in names.
 func (b body) only(names ...string) *Error {

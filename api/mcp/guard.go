@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/cairnstore/cairn/internal/unicodejson"
 )
 
 // stdioGuard sits between stdin and the SDK's stdio transport. A line that is not valid
@@ -41,6 +43,10 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 		case len(bytes.TrimSpace(line)) == 0:
 		case !json.Valid(line):
 			g.out.parseError("the line is not valid JSON")
+		case unicodejson.Check(line) != nil:
+			// encoding/json would read it as U+FFFD: an argument so spelled would name
+			// another file.
+			g.out.parseError("the line is not Unicode text (valid UTF-8, surrogate escapes in pairs): " + unicodejson.Check(line).Error())
 		case nestedDeeperThan(line, maxNestingDepth):
 			// The SDK's decoder refuses it and would end the session.
 			g.out.parseError(fmt.Sprintf("the line nests objects and arrays deeper than %d levels", maxNestingDepth))

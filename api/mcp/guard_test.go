@@ -63,6 +63,11 @@ func TestStdioSessionSurvivesMalformedLines(t *testing.T) {
 			t.Fatalf("%s: answered %v, want -32600 with id %v", line, m, wantID)
 		}
 	}
+	// Text that is not Unicode (encoding/json would read U+FFFD): a parse error, as over HTTP.
+	send("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\",\"params\":{\"cursor\":\"\xff\"}}")
+	if m := next(); m["error"].(map[string]any)["code"] != float64(codeParseError) || m["id"] != nil {
+		t.Fatalf("not UTF-8: %v", m)
+	}
 	// Nested deeper than the SDK decodes: a parse error, as over HTTP.
 	send(nested(maxNestingDepth + 1))
 	if m := next(); m["error"].(map[string]any)["code"] != float64(codeParseError) || m["id"] != nil {

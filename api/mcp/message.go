@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/cairnstore/cairn/internal/unicodejson"
 )
 
 // JSON-RPC 2.0 error codes (JSON-RPC 2.0 specification §5.1) the surface answers itself.
@@ -72,6 +74,11 @@ func checkInbound(msg []byte) *rpcError {
 	}
 	if !json.Valid(msg) {
 		return &rpcError{null, codeParseError, "Parse error: the body is not valid JSON"}
+	}
+	if err := unicodejson.Check(msg); err != nil {
+		// encoding/json would read it as U+FFFD: an argument so spelled would name
+		// another file. Text is taken as sent or refused.
+		return &rpcError{null, codeParseError, "Parse error: the body is not Unicode text (valid UTF-8, surrogate escapes in pairs): " + err.Error()}
 	}
 	if nestedDeeperThan(msg, maxNestingDepth) {
 		return &rpcError{null, codeParseError, fmt.Sprintf("Parse error: the body nests objects and arrays deeper than %d levels", maxNestingDepth)}

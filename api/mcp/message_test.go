@@ -54,6 +54,9 @@ func TestHTTPProtocolErrorsAreJSONRPCErrors(t *testing.T) {
 		{"a body far deeper still", nested(100000), codeParseError, "null", 400, 400},
 		{"a body that is not JSON", `{"jsonrpc":"2.0","id":1,"method":"tools/list"`, codeParseError, "null", 400, 400},
 		{"an empty body", ``, codeParseError, "null", 400, 400},
+		// encoding/json would read these as U+FFFD: the path would name another file.
+		{"an argument that is not UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"workbench_read\",\"arguments\":{\"path\":\"a/\xff\"}}}", codeParseError, "null", 400, 400},
+		{"an argument with an unpaired surrogate escape", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"workbench_read","arguments":{"path":"a/\udc00"}}}`, codeParseError, "null", 400, 400},
 		{"an unknown method", `{"jsonrpc":"2.0","id":1,"method":"nope/nothing","params":{}}`, codeMethodNotFound, "1", 200, 404},
 		{"an unknown method without params", `{"jsonrpc":"2.0","id":"q","method":"tools/nope"}`, codeMethodNotFound, `"q"`, 200, 404},
 		{"an unknown notification", `{"jsonrpc":"2.0","method":"notifications/nope"}`, codeMethodNotFound, "null", 400, 400},

@@ -19,6 +19,9 @@ func TestJSONBodyErrorsNameWireFieldsNeverGoTypes(t *testing.T) {
 		{"a number where a string goes", `{"cursor":5}`, "cursor", "must be a string (got a number)"},
 		{"a body cut off inside a value", `{"limit":`, "body", "ends inside a value"},
 		{"a syntax error", `{"limit" 5}`, "body", "is not valid JSON at byte 10"},
+		// encoding/json would read both as U+FFFD and act on another name.
+		{"a byte that is not UTF-8", "{\"cursor\":\"a\xffb\"}", "body", "must be Unicode text"},
+		{"an unpaired surrogate escape", `{"cursor":"a\ud800b"}`, "body", `unpaired surrogate escape \ud800 at byte 12`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, http.MethodPost, search, strings.NewReader(tc.body), "Content-Type", "application/json")

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairnstore/cairn/internal/unicodejson"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -137,6 +138,11 @@ func decodeBody(r *http.Request, in any) error {
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}")
+	}
+	// encoding/json reads a byte that is not UTF-8, or an unpaired surrogate escape, as
+	// U+FFFD: a path so spelled would name another file. Text is taken as sent or refused.
+	if uerr := unicodejson.Check(data); uerr != nil {
+		return invalidArg("body", "must be Unicode text (valid UTF-8, surrogate escapes in pairs): %s", uerr)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
