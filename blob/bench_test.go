@@ -51,16 +51,29 @@ func BenchmarkSplit(b *testing.B) {
 	}
 }
 
-// BenchmarkDigest measures SHA-256 content addressing of one segment (DigestOf).
+// BenchmarkDigest measures what the write path hashes one segment with: its SHA-256
+// content address alone (DigestOf), and Hash, which takes the SHA-256 and the BLAKE3 that
+// reads verify in one pass over the bytes (what a write costs for them). It reports
+// cpu-ms/MiB beside ns/op.
 func BenchmarkDigest(b *testing.B) {
 	for _, size := range []int{1 << 10, 1 << 20, 4 << 20} {
 		data := randomBytes(1, size)
-		b.Run(fmt.Sprintf("segment=%dKiB", size>>10), func(b *testing.B) {
-			b.SetBytes(int64(size))
-			for b.Loop() {
-				_ = blob.DigestOf(data)
-			}
-		})
+		for _, fn := range []struct {
+			name string
+			hash func([]byte)
+		}{
+			{"sha256", func(p []byte) { _ = blob.DigestOf(p) }},
+			{"sha256+blake3", func(p []byte) { _ = blob.Hash(p) }},
+		} {
+			b.Run(fmt.Sprintf("segment=%dKiB/%s", size>>10, fn.name), func(b *testing.B) {
+				b.SetBytes(int64(size))
+				cpu0, ok := cpuTime()
+				for b.Loop() {
+					fn.hash(data)
+				}
+				reportCPU(b, cpu0, ok, int64(size))
+			})
+		}
 	}
 }
 
@@ -107,29 +120,42 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
-// BenchmarkReadVerify measures reading a whole stored segment back: decoding (zstd or
-// identity) and verifying its digest, as every Get does.
+// BenchmarkReadVerify measures reading a whole stored segment back as the Workbench read
+// path does (blob.ReadVerified into a segment buffer): decoding (zstd or identity) and
+// verifying it, by its SHA-256 (a segment recorded before BLAKE3 digests) or by the BLAKE3
+// its metadata recorded (blob.WithBlake3). It reports cpu-ms/MiB beside ns/op.
 func BenchmarkReadVerify(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		data []byte
-	}{{"text=4MiB", textBytes(4 << 20)}, {"random=4MiB", randomBytes(1, 4<<20)}} {
+	}{{"text=4MiB", textBytes(4 << 20)}, {"random=1MiB", randomBytes(1, 1<<20)}, {"random=4MiB", randomBytes(1, 4<<20)}} {
 		payload, enc := blob.Encode(nil, tc.data)
 		payload = bytes.Clone(payload)
 		key := blob.Key{Root: "r1", Digest: blob.DigestOf(tc.data)}
-		b.Run(tc.name, func(b *testing.B) {
-			b.SetBytes(int64(len(tc.data)))
-			for b.Loop() {
-				r, err := blob.NewReader(context.Background(), key, io.NopCloser(bytes.NewReader(payload)), enc, int64(len(tc.data)), 0, -1)
-				if err != nil {
-					b.Fatal(err)
+		buf := make([]byte, len(tc.data))
+		for _, v := range []struct {
+			name string
+			ctx  context.Context
+		}{
+			{"sha256", context.Background()},
+			{"blake3", blob.WithBlake3(context.Background(), key.Digest, blob.Blake3Of(tc.data))},
+		} {
+			b.Run(tc.name+"/verify="+v.name, func(b *testing.B) {
+				b.SetBytes(int64(len(tc.data)))
+				cpu0, ok := cpuTime()
+				for b.Loop() {
+					r, err := blob.NewReader(v.ctx, key, io.NopCloser(bytes.NewReader(payload)), enc, int64(len(tc.data)), 0, -1)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := blob.ReadVerified(r, buf); err != nil {
+						b.Fatal(err)
+					}
+					r.Close()
 				}
-				if _, err := io.Copy(io.Discard, r); err != nil {
-					b.Fatal(err)
-				}
-				r.Close()
-			}
-		})
+				reportCPU(b, cpu0, ok, int64(len(tc.data)))
+			})
+		}
 	}
 }
 
