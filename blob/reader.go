@@ -2,10 +2,8 @@ package blob
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"sync"
@@ -57,8 +55,10 @@ const maxEmptyReads = 100
 // the end; a range past the end is cut at the end) and verifies the whole blob: it decodes
 // and hashes the bytes before and after the range too, and in place of io.EOF returns an
 // error wrapping ErrCorrupt when the payload is undecodable, shorter or longer than size, or
-// does not hash to key.Digest. Errors from payload itself are returned wrapped in
-// ErrUnavailable. Once ctx is done, Read fails with ctx's error.
+// does not hash to key.Digest: under a context from WithBlake3 for this blob, the reader
+// computes the BLAKE3 instead of the SHA-256 and checks it against the one given there.
+// Errors from payload itself are returned wrapped in ErrUnavailable. Once ctx is done,
+// Read fails with ctx's error.
 //
 // NewReader fails with ErrRange when offset < 0 or offset > size, and with ErrCorrupt when
 // enc is unknown or size < 0. The returned reader owns payload and closes it on Close; on
@@ -81,7 +81,7 @@ func NewReader(ctx context.Context, key Key, payload io.ReadCloser, enc Encoding
 		key:     key,
 		payload: &trackingReader{r: payload},
 		closer:  payload,
-		h:       sha256.New(),
+		v:       newVerifier(key, blake3For(ctx, key.Digest)),
 		size:    size,
 		start:   offset,
 		end:     end,
@@ -119,7 +119,7 @@ type reader struct {
 	closer  io.Closer
 	dec     *zstd.Decoder // nil for identity
 	src     io.Reader
-	h       hash.Hash
+	v       *verifier // hashes every uncompressed byte; released on Close
 	size    int64
 	pos     int64
 	start   int64
@@ -189,7 +189,7 @@ func (r *reader) next(p []byte) (int, error) {
 	}
 	for empty := 0; ; empty++ {
 		n, err := r.src.Read(p)
-		r.h.Write(p[:n])
+		r.v.Write(p[:n])
 		r.pos += int64(n)
 		switch {
 		case err == io.EOF && r.pos < r.size:
@@ -227,7 +227,8 @@ func (r *reader) discard(to int64) error {
 	return nil
 }
 
-// verify runs at pos == size: the source must be exhausted and the digest must match.
+// verify runs at pos == size: the source must be exhausted and the digest (the BLAKE3
+// when the caller gave one, else the SHA-256) must match.
 func (r *reader) verify() error {
 	var one [1]byte
 	for empty := 0; ; empty++ {
@@ -245,10 +246,8 @@ func (r *reader) verify() error {
 			return r.srcError(io.ErrNoProgress)
 		}
 	}
-	var got Digest
-	r.h.Sum(got[:0])
-	if got != r.key.Digest {
-		return r.corrupt("content hashes to " + got.String())
+	if err := r.v.check(); err != nil {
+		return fmt.Errorf("blob %s: %w", r.key, err)
 	}
 	return io.EOF
 }
@@ -275,6 +274,7 @@ func (r *reader) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.v.release()
 	if r.dec != nil {
 		putDecoder(r.dec)
 		r.dec = nil

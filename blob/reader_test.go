@@ -100,14 +100,22 @@ func errAfter(b []byte, err error) io.Reader {
 	return io.MultiReader(bytes.NewReader(b), failingReader{err})
 }
 
+// storedForm is a blob's payload in one encoding.
+type storedForm struct {
+	name    string
+	payload []byte
+	enc     blob.Encoding
+}
+
+// storedForms is data stored both ways a blob can be: as it is, and zstd-compressed.
+func storedForms(data []byte) []storedForm {
+	zstd, _ := blob.Encode(nil, data)
+	return []storedForm{{"identity", data, blob.EncodingIdentity}, {"zstd", bytes.Clone(zstd), blob.EncodingZstd}}
+}
+
 func TestReaderBehavesAsAnIOReader(t *testing.T) {
 	data := textBytes(200 << 10)
-	zstd, _ := blob.Encode(nil, data)
-	for _, p := range []struct {
-		name    string
-		payload []byte
-		enc     blob.Encoding
-	}{{"identity", data, blob.EncodingIdentity}, {"zstd", zstd, blob.EncodingZstd}} {
+	for _, p := range storedForms(data) {
 		for _, r := range []struct{ offset, length int64 }{{0, -1}, {777, 100_000}, {int64(len(data)) - 1, 5}} {
 			t.Run(fmt.Sprintf("%s [%d, +%d)", p.name, r.offset, r.length), func(t *testing.T) {
 				rc, err := blob.NewReader(t.Context(), blob.Key{Root: "r1", Digest: blob.DigestOf(data)},
@@ -155,28 +163,38 @@ func TestReaderFailures(t *testing.T) {
 		{"an I/O error of a zstd payload is not corruption", func() io.Reader { return errAfter(zstd[:1000], ioErr) }, blob.EncodingZstd, size, blob.ErrUnavailable},
 		{"a payload that makes no progress fails", func() io.Reader { return failingReader{nil} }, blob.EncodingIdentity, size, io.ErrNoProgress},
 	}
+	// Each failure is found whether the reader verifies by SHA-256 (no BLAKE3 recorded) or
+	// by the BLAKE3 its caller gives (blob.WithBlake3).
+	verifyBy := map[string]func(context.Context) context.Context{
+		"sha256": func(ctx context.Context) context.Context { return ctx },
+		"blake3": func(ctx context.Context) context.Context {
+			return blob.WithBlake3(ctx, key.Digest, blob.Blake3Of(data))
+		},
+	}
 	for _, tc := range cases {
 		for _, r := range []struct{ offset, length int64 }{{0, -1}, {0, 10}, {tc.size, -1}, {tc.size / 2, 0}} {
-			t.Run(fmt.Sprintf("%s, reading [%d, +%d)", tc.name, r.offset, r.length), func(t *testing.T) {
-				payload := &countingCloser{Reader: tc.payload()}
-				rc, err := blob.NewReader(t.Context(), key, payload, tc.enc, tc.size, r.offset, r.length)
-				if err != nil {
-					t.Fatalf("NewReader: %v", err)
-				}
-				_, err = io.ReadAll(rc)
-				if !errors.Is(err, tc.want) {
-					t.Errorf("Read: error %v, want one wrapping %v", err, tc.want)
-				}
-				if tc.want != blob.ErrCorrupt && errors.Is(err, blob.ErrCorrupt) {
-					t.Errorf("Read: error %v claims corruption", err)
-				}
-				if _, again := rc.Read(make([]byte, 1)); again != err {
-					t.Errorf("Read after a failure returned %v, want the same error again", again)
-				}
-				if err := rc.Close(); err != nil || payload.closes != 1 {
-					t.Errorf("Close: %v, payload closed %d times; want nil, once", err, payload.closes)
-				}
-			})
+			for format, withSum := range verifyBy {
+				t.Run(fmt.Sprintf("%s, reading [%d, +%d), verified by %s", tc.name, r.offset, r.length, format), func(t *testing.T) {
+					payload := &countingCloser{Reader: tc.payload()}
+					rc, err := blob.NewReader(withSum(t.Context()), key, payload, tc.enc, tc.size, r.offset, r.length)
+					if err != nil {
+						t.Fatalf("NewReader: %v", err)
+					}
+					_, err = io.ReadAll(rc)
+					if !errors.Is(err, tc.want) {
+						t.Errorf("Read: error %v, want one wrapping %v", err, tc.want)
+					}
+					if tc.want != blob.ErrCorrupt && errors.Is(err, blob.ErrCorrupt) {
+						t.Errorf("Read: error %v claims corruption", err)
+					}
+					if _, again := rc.Read(make([]byte, 1)); again != err {
+						t.Errorf("Read after a failure returned %v, want the same error again", again)
+					}
+					if err := rc.Close(); err != nil || payload.closes != 1 {
+						t.Errorf("Close: %v, payload closed %d times; want nil, once", err, payload.closes)
+					}
+				})
+			}
 		}
 	}
 }

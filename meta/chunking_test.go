@@ -44,14 +44,7 @@ func TestAFileListMixesChunkFormatsAcrossAnAppend(t *testing.T) {
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	var snap bytes.Buffer
-	if _, err := h.f.Snapshot().WriteTo(&snap); err != nil {
-		t.Fatal(err)
-	}
-	restored := New(Options{})
-	if err := restored.Restore(&snap); err != nil {
-		t.Fatal(err)
-	}
+	restored := restoredCopy(t, h.f)
 	for name, f := range map[string]*FSM{"applied": h.f, "restored from a snapshot": restored} {
 		v := f.View()
 		ws, err := v.Workspace("a", "w")
@@ -70,4 +63,18 @@ func TestAFileListMixesChunkFormatsAcrossAnAppend(t *testing.T) {
 			t.Errorf("%s: segment formats %v, want [0 0 1 1]", name, got)
 		}
 	}
+}
+
+// restoredCopy is a new FSM restored from a snapshot of f.
+func restoredCopy(t *testing.T, f *FSM) *FSM {
+	t.Helper()
+	var snap bytes.Buffer
+	if _, err := f.Snapshot().WriteTo(&snap); err != nil {
+		t.Fatal(err)
+	}
+	restored := New(Options{})
+	if err := restored.Restore(&snap); err != nil {
+		t.Fatal(err)
+	}
+	return restored
 }

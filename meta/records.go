@@ -4,6 +4,10 @@ package meta
 // uncompressed bytes (Segment.Digest).
 type Digest [32]byte
 
+// Blake3 is a BLAKE3 digest (256 bits) of a segment's uncompressed bytes
+// (Segment.Blake3); the zero value means none was recorded.
+type Blake3 [32]byte
+
 // Producer is who wrote a revision or made a record: the id of the principal the command
 // acted for and the surface and tool it came through (Header.Principal, Header.Surface).
 // The zero Producer is "unknown": data written before Cairn recorded producers, or the
@@ -96,6 +100,18 @@ type Segment struct {
 	// and never judges it: which formats exist is the writer's knowledge, and replicas of
 	// different releases must apply the same log alike.
 	Chunking uint8 `cbor:"4,keyasint,omitempty"`
+	// Blake3 is the BLAKE3 of the segment's uncompressed bytes, which the write path took
+	// in the same pass over them as Digest (blob.Hash). A read verifies an object-store
+	// segment against it instead of recomputing Digest, at under half the CPU
+	// (docs/architecture.md#the-read-path, blob.Blake3). Zero, and absent from the
+	// encoding (omitzero), in every segment recorded before the field existed and in
+	// inline and compacted segments: those are verified by Digest, as before. Copies,
+	// composes, restores and proposals carry it with the segment, so no byte is hashed
+	// again. Like Chunking, the FSM stores it as it comes and never judges it: a replica
+	// of a release without the field decodes the segment without it (unknown keys are
+	// ignored) and applies the command to the same outcome, only its reads verifying by
+	// Digest, so no cluster version gates it (meta/clusterversion.go).
+	Blake3 Blake3 `cbor:"5,keyasint,omitzero"`
 }
 
 // IsInline reports whether the segment's bytes live in the metadata record.

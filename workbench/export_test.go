@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/meta"
 )
 
 // HoldQueryBudget takes n bytes of the node's query budget, as queries in flight would,
@@ -33,4 +34,13 @@ func (s *Service) SegmentFormats(ctx context.Context, agent, id, path string) ([
 		out = append(out, blob.ChunkFormat(sg.Chunking))
 	}
 	return out, nil
+}
+
+// FileSegments returns the segments of the file at path, as its entry records them.
+func (s *Service) FileSegments(ctx context.Context, agent, id, path string) ([]meta.Segment, error) {
+	f, err := s.Reads.Open(ctx, agent, id, path)
+	if err != nil {
+		return nil, err
+	}
+	return f.entry.Segments, nil
 }

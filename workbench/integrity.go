@@ -20,8 +20,12 @@ import (
 // segment it belongs to is verified against the segment's content digest. loadSegment is
 // the one door segment bytes come through: it reads the requested range of an
 // object-store segment through the blob reader to the blob's end (where the reader checks
-// the SHA-256 of the whole decompressed blob, whatever the range) into a bounded buffer,
-// and hashes an inline segment, before it hands out a byte. The node's segment cache
+// the digest of the whole decompressed blob, whatever the range) into a bounded buffer,
+// and hashes an inline segment, before it hands out a byte. The digest an object-store
+// segment is checked against is its BLAKE3 when the metadata recorded one
+// (meta.Segment.Blake3, taken by the write path in the same pass as its SHA-256; under
+// half of SHA-256's CPU), else its SHA-256 content address, as for every segment
+// written before BLAKE3 digests (segmentContext). The node's segment cache
 // (Config.SegmentCache) holds only bytes verified so when they were filled (blob/cache),
 // so a segment served from it is not hashed again.
 
@@ -117,7 +121,7 @@ func (s *base) loadHeld(ctx context.Context, agent string, sg meta.Segment, from
 	key := blob.Key{Root: uid, Digest: blob.Digest(sg.Digest)}
 	buf := getSegBuf(n)
 	done = func() { putSegBuf(buf); s.readBudget.Release(w) }
-	if f, ok := s.cfg.SegmentCache.Get(key, sg.Size); ok {
+	if f, ok := s.cfg.SegmentCache.Get(key, sg.Size, blob.Blake3(sg.Blake3)); ok {
 		_, err := f.ReadAt(*buf, from)
 		f.Close()
 		if err == nil {
@@ -126,7 +130,7 @@ func (s *base) loadHeld(ctx context.Context, agent string, sg meta.Segment, from
 		// The local disk failed us: drop the entry and read from the object store.
 		s.cfg.SegmentCache.Remove(key)
 	}
-	rc, err := s.blobs.Get(ctx, key, from, n)
+	rc, err := s.blobs.Get(segmentContext(ctx, sg), key, from, n)
 	if err != nil {
 		putSegBuf(buf)
 		return fail(s.segmentError(agent, sg, err))
@@ -150,8 +154,15 @@ func (s *base) cachedFile(ctx context.Context, agent string, sg meta.Segment) *c
 	if !ok {
 		return nil
 	}
-	f, _ := s.cfg.SegmentCache.Get(key, sg.Size)
+	f, _ := s.cfg.SegmentCache.Get(key, sg.Size, blob.Blake3(sg.Blake3))
 	return f
+}
+
+// segmentContext is ctx for a read of sg's blob: when sg recorded a BLAKE3 the blob
+// reader verifies the blob by it instead of by its SHA-256 (blob.WithBlake3); a segment
+// without one (recorded before BLAKE3 digests, or compacted) verifies by SHA-256.
+func segmentContext(ctx context.Context, sg meta.Segment) context.Context {
+	return blob.WithBlake3(ctx, blob.Digest(sg.Digest), blob.Blake3(sg.Blake3))
 }
 
 // isCached reports whether sg is in the segment cache (without opening it).

@@ -399,7 +399,9 @@ func freeSeg(p []byte) { putSegBuf(&p) }
 // SHA-256 runs once per byte for a new body of one segment (its digest is the segment's
 // key, docs/architecture.md#the-write-path), and twice for a body of several (the whole body, and each segment in
 // its upload goroutine); an append hashes its bytes once more for the resumed whole-body
-// digest. The blob store hashes nothing again (blob.Hashed).
+// digest. Each object-store segment's BLAKE3 (meta.Segment.Blake3, what reads verify) is
+// taken in the same pass over the segment as its SHA-256 (blob.Hash); inline segments
+// record none. The blob store hashes nothing again (blob.Hashed).
 func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint int64, resume hash.Hash) (*ingested, error) {
 	out := &ingested{agent: agent}
 	started := s.now()
@@ -415,12 +417,12 @@ func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint i
 			r = io.MultiReader(bytes.NewReader(head[:n]), r)
 		default:
 			data := bytes.Clone(head[:n]) // the record keeps it: no spare capacity
-			hd, err := out.finishOne(data, resume)
+			d, err := out.finishInline(data, resume)
 			if err != nil {
 				return nil, err
 			}
 			if n > 0 {
-				out.segments = []meta.Segment{{Digest: meta.Digest(hd.Digest()), Size: int64(n), Inline: data}}
+				out.segments = []meta.Segment{{Digest: d, Size: int64(n), Inline: data}}
 			}
 			out.size = int64(n)
 			return out, nil
@@ -456,9 +458,9 @@ func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint i
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.UploadConcurrency)
 	// For a body of several segments: whole hashes the body (resumed), own the appended
-	// bytes alone when resumed, and digests[i] receives segment i's from its upload.
+	// bytes alone when resumed, and hashed[i] receives segment i's digests from its upload.
 	var whole, own hash.Hash
-	var digests []*meta.Digest
+	var hashed []*blob.Hashed
 	for {
 		seg, err := sp.Next()
 		if errors.Is(err, io.EOF) {
@@ -480,7 +482,7 @@ func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint i
 			if err != nil {
 				return nil, err
 			}
-			out.segments = []meta.Segment{{Digest: meta.Digest(hd.Digest()), Size: int64(len(seg))}}
+			out.segments = []meta.Segment{{Digest: meta.Digest(hd.Digest()), Size: int64(len(seg)), Blake3: meta.Blake3(hd.Blake3())}}
 			out.retain(hd)
 			g.Go(func() error {
 				key := blob.Key{Root: uid, Digest: hd.Digest()}
@@ -504,14 +506,13 @@ func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint i
 			own.Write(seg)
 		}
 		out.segments = append(out.segments, meta.Segment{Size: int64(len(seg)), Chunking: uint8(sp.Format())})
-		d := new(meta.Digest)
-		digests = append(digests, d)
+		hd := new(blob.Hashed)
+		hashed = append(hashed, hd)
 		g.Go(func() error {
 			defer freeSeg(seg)
-			hd := blob.Hash(seg)
-			*d = meta.Digest(hd.Digest())
+			*hd = blob.Hash(seg)
 			key := blob.Key{Root: uid, Digest: hd.Digest()}
-			if _, err := s.blobs.Put(gctx, key, hd); err != nil {
+			if _, err := s.blobs.Put(gctx, key, *hd); err != nil {
 				return err
 			}
 			s.cfg.SegmentCache.Put(key, seg)
@@ -530,14 +531,14 @@ func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint i
 	if whole == nil {
 		if out.size == 0 {
 			// An empty body: no segment.
-			if _, err := out.finishOne(nil, resume); err != nil {
+			if _, err := out.finishInline(nil, resume); err != nil {
 				return nil, err
 			}
 		}
 		return out, nil
 	}
-	for i, d := range digests {
-		out.segments[i].Digest = *d
+	for i, hd := range hashed {
+		out.segments[i].Digest, out.segments[i].Blake3 = meta.Digest(hd.Digest()), meta.Blake3(hd.Blake3())
 	}
 	return out.finish(whole, own)
 }
@@ -574,9 +575,28 @@ func (b *ingested) finish(whole, own hash.Hash) (*ingested, error) {
 	return b, nil
 }
 
-// finishOne is finish for new bytes held in one piece (an inline body or a body of one
-// segment), which it hashes: once for a new body, whose digest is then also the segment's,
-// and once more into resume for an append. It returns the bytes with their own digest.
+// finishInline is finish for bytes kept inline in the metadata (or no bytes: an empty
+// body). It hashes them by SHA-256 only, once for a new body and once more into resume for
+// an append: no blob store holds them, so no read verifies them by a BLAKE3. It returns
+// their own digest.
+func (b *ingested) finishInline(data []byte, resume hash.Hash) (meta.Digest, error) {
+	whole := resume
+	if whole == nil {
+		whole = sha256.New()
+	}
+	whole.Write(data)
+	if _, err := b.finish(whole, nil); err != nil {
+		return meta.Digest{}, err
+	}
+	if resume != nil {
+		b.appendDigest = meta.Digest(blob.DigestOf(data))
+	}
+	return b.appendDigest, nil
+}
+
+// finishOne is finish for a body of one object-store segment, which it hashes: once for a
+// new body (the SHA-256, also the segment's, with the BLAKE3 in the same pass), and once
+// more into resume for an append. It returns the bytes with their own digests.
 func (b *ingested) finishOne(data []byte, resume hash.Hash) (blob.Hashed, error) {
 	if resume != nil {
 		hd := blob.Hash(data)

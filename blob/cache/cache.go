@@ -3,7 +3,6 @@ package cache
 import (
 	"container/list"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -42,8 +41,8 @@ type entry struct {
 	size int64
 	// filling: the file is being written; Get misses until it is in place.
 	filling bool
-	// verified is the file as it was when its bytes last passed SHA-256 (nil: not since
-	// Open found it).
+	// verified is the file as it was when its bytes last passed their digest, or were
+	// filled from verified bytes (nil: not since Open found it).
 	verified os.FileInfo
 }
 
@@ -149,8 +148,11 @@ func (c *Cache) Contains(key blob.Key) bool {
 
 // Get opens key's cached file when it is cached, intact and size bytes long, and marks it
 // recently used. On a miss (not cached, being filled, or failing its check, which removes
-// it) it returns nil, false. The caller closes the File.
-func (c *Cache) Get(key blob.Key, size int64) (*File, bool) {
+// it) it returns nil, false. The caller closes the File. sum is the blob's BLAKE3 as its
+// metadata recorded it (zero: none recorded): a file not verified since it was filled, or
+// changed since, is read through BLAKE3 against it, or through SHA-256 against key.Digest
+// when sum is zero, as a Get from the object store would be (blob.Check).
+func (c *Cache) Get(key blob.Key, size int64, sum blob.Blake3) (*File, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -179,8 +181,8 @@ func (c *Cache) Get(key blob.Key, size int64) (*File, bool) {
 	}
 	info, err := f.Stat()
 	if err == nil && !sameFile(verified, info, size) {
-		// Found at Open, or changed since it was verified: read it through SHA-256.
-		err = verify(f, key.Digest, size)
+		// Found at Open, or changed since it was verified: read it through its digest.
+		err = verify(f, key, sum, size)
 		if err == nil {
 			c.mu.Lock()
 			e.verified = info
@@ -204,23 +206,14 @@ func sameFile(verified, info os.FileInfo, size int64) bool {
 		info.ModTime().Equal(verified.ModTime())
 }
 
-// verify reads f whole and checks that it is size bytes hashing to d.
-func verify(f *os.File, d blob.Digest, size int64) error {
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
+// verify reads f whole and checks that it is the blob of key, size bytes with BLAKE3 sum
+// (or, when sum is zero, SHA-256 key.Digest), then rewinds it.
+func verify(f *os.File, key blob.Key, sum blob.Blake3, size int64) error {
+	if err := blob.Check(f, key, sum, size); err != nil {
 		return err
 	}
-	if n != size {
-		return fmt.Errorf("cached file of %d bytes, the blob has %d: %w", n, size, blob.ErrCorrupt)
-	}
-	if got := blob.Digest(h.Sum(nil)); got != d {
-		return fmt.Errorf("cached file hashes to %s: %w", got, blob.ErrCorrupt)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	return nil
+	_, err := f.Seek(0, io.SeekStart)
+	return err
 }
 
 // drop removes key's entry e (if it is still the entry) and its file.

@@ -34,10 +34,16 @@ func open(t *testing.T, dir string, max int64) *cache.Cache {
 }
 
 // read returns the whole cached blob of key, or nil on a miss, through both ways of
-// serving it.
+// serving it; a check of the file verifies it by SHA-256 (no BLAKE3 recorded).
 func read(t *testing.T, c *cache.Cache, key blob.Key, size int) []byte {
 	t.Helper()
-	f, ok := c.Get(key, int64(size))
+	return readChecked(t, c, key, blob.Blake3{}, size)
+}
+
+// readChecked is read for a blob whose metadata recorded BLAKE3 sum.
+func readChecked(t *testing.T, c *cache.Cache, key blob.Key, sum blob.Blake3, size int) []byte {
+	t.Helper()
+	f, ok := c.Get(key, int64(size), sum)
 	if !ok {
 		return nil
 	}
@@ -80,10 +86,10 @@ func TestAFilledBlobIsServedWhole(t *testing.T) {
 	if got := read(t, c, key, len(data)); !bytes.Equal(got, data) {
 		t.Fatal("a filled blob reads back other bytes, or misses")
 	}
-	if _, ok := c.Get(key, int64(len(data))+1); ok {
+	if _, ok := c.Get(key, int64(len(data))+1, blob.Blake3{}); ok {
 		t.Error("a Get of another size than the cached blob's hit")
 	}
-	f, _ := c.Get(key, int64(len(data)))
+	f, _ := c.Get(key, int64(len(data)), blob.Blake3{})
 	defer f.Close()
 	var w bytes.Buffer
 	if _, err := f.WriteRange(&w, 1000, 5000); err != nil || !bytes.Equal(w.Bytes(), data[1000:6000]) {
@@ -178,7 +184,9 @@ func TestARestartKeepsTheEntries(t *testing.T) {
 }
 
 // A cached file damaged on disk is detected and dropped (a miss, so the caller refetches
-// from the object store), whether it changed while the node ran or before a restart.
+// from the object store), whether it changed while the node ran or before a restart, and
+// whether its check reads it through the BLAKE3 its metadata recorded or through SHA-256
+// (a blob recorded before BLAKE3 digests).
 func TestACorruptCachedFileIsDetectedAndDropped(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -196,37 +204,69 @@ func TestACorruptCachedFileIsDetectedAndDropped(t *testing.T) {
 			os.Rename(tmp, path)
 		}, false},
 	} {
+		for _, format := range []string{"sha256", "blake3"} {
+			t.Run(tc.name+", checked by "+format, func(t *testing.T) {
+				dir := t.TempDir()
+				c := open(t, dir, 1<<20)
+				reg := prometheus.NewRegistry()
+				data := randomBytes(3, 200<<10)
+				key := keyOf(data)
+				var sum blob.Blake3
+				if format == "blake3" {
+					sum = blob.Blake3Of(data)
+				}
+				c.Put(key, data)
+				if readChecked(t, c, key, sum, len(data)) == nil {
+					t.Fatal("miss right after a fill")
+				}
+				hx := key.Digest.String()
+				tc.damage(t, filepath.Join(dir, "r1", hx[:2], hx))
+				if tc.restart {
+					c = open(t, dir, 1<<20)
+				}
+				if err := c.Register(reg); err != nil {
+					t.Fatal(err)
+				}
+				if got := readChecked(t, c, key, sum, len(data)); got != nil {
+					t.Fatalf("a damaged cached file was served (%d bytes, equal to the blob: %v)", len(got), bytes.Equal(got, data))
+				}
+				if c.Contains(key) {
+					t.Error("the damaged entry is still indexed")
+				}
+				if n := metricstest.Value(t, reg, "cairn_cache_corrupt_total"); n != 1 {
+					t.Errorf("cairn_cache_corrupt_total = %v, want 1", n)
+				}
+				// The caller refetches and fills again: served.
+				c.Put(key, data)
+				if got := readChecked(t, c, key, sum, len(data)); !bytes.Equal(got, data) {
+					t.Error("after a refill the blob misses or reads back other bytes")
+				}
+			})
+		}
+	}
+}
+
+// After a restart a cached file is checked against the BLAKE3 the caller passes, not its
+// SHA-256 alone: the right BLAKE3 serves it, another one drops it (so a BLAKE3 recorded
+// in the metadata is what vouches for the file), and none checks its SHA-256.
+func TestARestartedCacheChecksAFileAgainstTheBlake3ItIsGiven(t *testing.T) {
+	data := randomBytes(4, 100<<10)
+	for _, tc := range []struct {
+		name   string
+		sum    blob.Blake3
+		served bool
+	}{
+		{"its own BLAKE3 serves it", blob.Blake3Of(data), true},
+		{"another blob's BLAKE3 drops it", blob.Blake3Of([]byte("other bytes")), false},
+		{"no BLAKE3 recorded: its SHA-256 serves it", blob.Blake3{}, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			c := open(t, dir, 1<<20)
-			reg := prometheus.NewRegistry()
-			data := randomBytes(3, 200<<10)
-			key := keyOf(data)
-			c.Put(key, data)
-			if read(t, c, key, len(data)) == nil {
-				t.Fatal("miss right after a fill")
-			}
-			hx := key.Digest.String()
-			tc.damage(t, filepath.Join(dir, "r1", hx[:2], hx))
-			if tc.restart {
-				c = open(t, dir, 1<<20)
-			}
-			if err := c.Register(reg); err != nil {
-				t.Fatal(err)
-			}
-			if got := read(t, c, key, len(data)); got != nil {
-				t.Fatalf("a damaged cached file was served (%d bytes, equal to the blob: %v)", len(got), bytes.Equal(got, data))
-			}
-			if c.Contains(key) {
-				t.Error("the damaged entry is still indexed")
-			}
-			if n := metricstest.Value(t, reg, "cairn_cache_corrupt_total"); n != 1 {
-				t.Errorf("cairn_cache_corrupt_total = %v, want 1", n)
-			}
-			// The caller refetches and fills again: served.
-			c.Put(key, data)
-			if got := read(t, c, key, len(data)); !bytes.Equal(got, data) {
-				t.Error("after a refill the blob misses or reads back other bytes")
+			open(t, dir, 1<<20).Put(keyOf(data), data)
+			c := open(t, dir, 1<<20) // a restart: the file is checked on its first Get
+			got := readChecked(t, c, keyOf(data), tc.sum, len(data))
+			if served := bytes.Equal(got, data); served != tc.served || c.Contains(keyOf(data)) != tc.served {
+				t.Errorf("served %v (%d bytes), still cached %v; want both %v", served, len(got), c.Contains(keyOf(data)), tc.served)
 			}
 		})
 	}

@@ -1,7 +1,7 @@
 // Package cache is a node's local segment cache (docs/architecture.md#the-read-path): a bounded on-disk LRU of
 // verified blobs, filled on read and on write, served from the file (so a read of a hot
 // segment is a sendfile from the page cache to the connection, no user-space copy and no
-// second SHA-256).
+// second digest).
 //
 // A cached blob is a plain file of its uncompressed bytes, <dir>/<root-uid>/<aa>/<hex
 // digest>, written to a temporary name and renamed, never fsync'd: the cache is not
@@ -13,16 +13,19 @@
 //   - Verified once, when filled: Put takes bytes the caller already verified against the
 //     key's digest (blob.ReadVerified, or the write path's own hash) and trusts them. An
 //     entry found in the directory at Open (a restart) is not trusted until it has been
-//     read through SHA-256 once, on its first Get, and the index of such entries is
+//     read through its digest once, on its first Get, and the index of such entries is
 //     rebuilt from the directory (least recently filled first), so a restart keeps the
 //     cache. A crash that left a torn file is caught there.
 //   - A cheap check on every Get: the file must be the one verified (same inode), of the
 //     blob's size and with the same modification time; a file rewritten, truncated or
-//     replaced since is read through SHA-256 again, and a file that fails is removed and
+//     replaced since is read through its digest again, and a file that fails is removed and
 //     reported as a miss (counted in cairn_cache_corrupt_total), so the caller refetches
 //     from the object store. Between checks the cache trusts the local disk as the page
 //     cache does: silent bit rot under an unchanged inode, size and mtime is not caught
-//     (re-verifying every hit would cost the SHA-256 the cache exists to save).
+//     (re-verifying every hit would cost the hashing the cache exists to save).
+//   - Verified as the object store's copy is: the digest a check reads a file through is
+//     the blob's BLAKE3 when its metadata recorded one (the caller passes it to Get),
+//     else the SHA-256 of its key (blob.Check, blob.WithBlake3).
 //   - Never an error on the data path: a fill that fails (disk full, permissions) is
 //     logged and counted, never fails the read or write that caused it; Get returns a hit
 //     or a miss.

@@ -58,7 +58,7 @@ func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.Put
 		return blob.PutResult{}, fmt.Errorf("blob/mem: %w", err)
 	}
 	data := hd.Bytes()
-	if e != nil && e.intact(ctx, key) {
+	if e != nil && e.intact(blob.WithBlake3(ctx, key.Digest, hd.Blake3()), key) {
 		return blob.PutResult{StoredBytes: int64(len(e.payload)), Encoding: e.enc}, nil
 	}
 	payload, enc := blob.Encode(nil, data)
@@ -72,7 +72,7 @@ func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.Put
 	if s.closed {
 		return blob.PutResult{}, fmt.Errorf("blob/mem: put %s: store closed: %w", key, blob.ErrUnavailable)
 	}
-	if old, ok := s.blobs[key]; ok && old.intact(ctx, key) {
+	if old, ok := s.blobs[key]; ok && old.intact(blob.WithBlake3(ctx, key.Digest, hd.Blake3()), key) {
 		// A concurrent Put of the same key won (or the blob was intact all along).
 		return blob.PutResult{StoredBytes: int64(len(old.payload)), Encoding: old.enc}, nil
 	}
@@ -104,8 +104,9 @@ func (s *Store) Stat(ctx context.Context, key blob.Key) (blob.Info, error) {
 	return e.info(), nil
 }
 
-// intact reports whether e's payload decodes to bytes that hash to key's digest: Put
-// trusts an existing blob only then (put-if-absent never dedupes onto damaged data).
+// intact reports whether e's payload decodes to bytes that hash to key's digest (or to the
+// BLAKE3 ctx carries, blob.WithBlake3): Put trusts an existing blob only then
+// (put-if-absent never dedupes onto damaged data).
 func (e *entry) intact(ctx context.Context, key blob.Key) bool {
 	r, err := blob.NewReader(ctx, key, io.NopCloser(bytes.NewReader(e.payload)), e.enc, e.size, 0, -1)
 	if err != nil {

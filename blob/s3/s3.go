@@ -274,7 +274,7 @@ func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.Put
 	case err == nil && exists:
 		// Trust the object only once its bytes hash to the key (put-if-absent must not
 		// dedupe onto damaged data, which could then never be repaired).
-		switch verr := s.verify(ctx, key); {
+		switch verr := s.verify(blob.WithBlake3(ctx, key.Digest, hd.Blake3()), key); {
 		case verr == nil:
 			return blob.PutResult{StoredBytes: info.StoredBytes, Encoding: info.Encoding}, nil
 		case errors.Is(verr, blob.ErrNotFound):
@@ -313,8 +313,9 @@ func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.Put
 	return blob.PutResult{StoredBytes: info.StoredBytes, Encoding: info.Encoding}, nil
 }
 
-// verify reads key's object whole through Get, which checks the digest: nil when the
-// stored blob is intact, else Get's or the reader's error (blob.ErrNotFound,
+// verify reads key's object whole through Get, which checks the digest (Put's context
+// carries the BLAKE3 of the bytes it was given, blob.WithBlake3): nil when the stored blob
+// is intact, else Get's or the reader's error (blob.ErrNotFound,
 // blob.ErrCorrupt, an *ObjectUnavailableError, ctx's).
 func (s *Store) verify(ctx context.Context, key blob.Key) error {
 	r, err := s.Get(ctx, key, 0, -1)

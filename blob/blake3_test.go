@@ -1,0 +1,139 @@
+package blob_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/blob/mem"
+)
+
+// The BLAKE3 of the empty input and of 1024 bytes of the repeating pattern 0..250 are
+// vectors of the BLAKE3 reference's test_vectors.json (which uses that input pattern), so
+// a wrong library or a misuse of it fails here.
+func TestBlake3OfMatchesTheReferenceVectors(t *testing.T) {
+	if got, want := blob.Blake3Of(nil).String(), "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"; got != want {
+		t.Errorf("Blake3Of(empty) = %s, want %s", got, want)
+	}
+	in := make([]byte, 1024)
+	for i := range in {
+		in[i] = byte(i % 251)
+	}
+	if got, want := blob.Blake3Of(in).String(), "42214739f095a406f3fc83deb889744ac00df831c10daa55189b5d121c855af7"; got != want {
+		t.Errorf("Blake3Of(1024 bytes of the pattern) = %s, want %s", got, want)
+	}
+}
+
+// Hash and HashState compute both digests in their one pass, equal to each computed alone,
+// at sizes around the stride they feed the hashes by.
+func TestHashComputesTheSHA256AndTheBlake3(t *testing.T) {
+	for _, n := range []int{0, 1, 64<<10 - 1, 64 << 10, 64<<10 + 1, 1<<20 + 3} {
+		data := randomBytes(uint64(n), n)
+		hd := blob.Hash(data)
+		hs, _, err := blob.HashState(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, h := range map[string]blob.Hashed{"Hash": hd, "HashState": hs} {
+			if h.Digest() != blob.DigestOf(data) || h.Blake3() != blob.Blake3Of(data) {
+				t.Errorf("%s of %d bytes: digests %s, %s; want %s, %s", name, n, h.Digest(), h.Blake3(), blob.DigestOf(data), blob.Blake3Of(data))
+			}
+		}
+	}
+}
+
+// A read under WithBlake3 verifies by the BLAKE3 it was given, not by the SHA-256: the
+// right sum reads the blob, a wrong one refuses it although its SHA-256 matches the key.
+// A sum given for another blob, or a zero one, changes nothing: that read verifies by
+// SHA-256.
+func TestAReadVerifiesByTheBlake3ItIsGivenForItsBlob(t *testing.T) {
+	data := textBytes(300 << 10)
+	other := []byte("other bytes")
+	key := blob.Key{Root: "r1", Digest: blob.DigestOf(data)}
+	for _, p := range storedForms(data) {
+		for _, tc := range []struct {
+			name   string
+			digest blob.Digest
+			sum    blob.Blake3
+			want   error
+		}{
+			{"its own BLAKE3 reads it", key.Digest, blob.Blake3Of(data), nil},
+			{"another content's BLAKE3 refuses it", key.Digest, blob.Blake3Of(other), blob.ErrCorrupt},
+			{"a BLAKE3 given for another blob is ignored", blob.DigestOf(other), blob.Blake3Of(other), nil},
+			{"a zero BLAKE3 is ignored", key.Digest, blob.Blake3{}, nil},
+		} {
+			t.Run(p.name+": "+tc.name, func(t *testing.T) {
+				ctx := blob.WithBlake3(t.Context(), tc.digest, tc.sum)
+				rc, err := blob.NewReader(ctx, key, io.NopCloser(bytes.NewReader(p.payload)), p.enc, int64(len(data)), 100, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rc.Close()
+				got, err := io.ReadAll(rc)
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("Read: %v, want %v", err, tc.want)
+				}
+				if err == nil && !bytes.Equal(got, data[100:1100]) {
+					t.Error("read other bytes than the range")
+				}
+				if err != nil && !strings.Contains(err.Error(), "BLAKE3") {
+					t.Errorf("the error does not say the BLAKE3 failed: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// The context of a Get reaches the reader through a backend (blob/mem here; blobtest runs
+// every backend's Put, which checks an existing blob by its BLAKE3, the same way).
+func TestGetUnderWithBlake3VerifiesByIt(t *testing.T) {
+	s := mem.New()
+	data := randomBytes(9, 100<<10)
+	key := blob.Key{Root: "r1", Digest: blob.DigestOf(data)}
+	if _, err := s.Put(t.Context(), key, blob.Hash(data)); err != nil {
+		t.Fatal(err)
+	}
+	for sum, want := range map[blob.Blake3]error{blob.Blake3Of(data): nil, blob.Blake3Of([]byte("x")): blob.ErrCorrupt} {
+		rc, err := s.Get(blob.WithBlake3(t.Context(), key.Digest, sum), key, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := blob.Drain(rc); !errors.Is(err, want) {
+			t.Errorf("Get under the BLAKE3 %s: %v, want %v", sum, err, want)
+		}
+		rc.Close()
+	}
+}
+
+func TestCheck(t *testing.T) {
+	data := randomBytes(3, 70<<10)
+	key := blob.Key{Root: "r1", Digest: blob.DigestOf(data)}
+	flipped := bytes.Clone(data)
+	flipped[10] ^= 1
+	for _, tc := range []struct {
+		name  string
+		bytes []byte
+		sum   blob.Blake3
+		size  int64
+		want  error
+	}{
+		{"intact bytes pass by SHA-256", data, blob.Blake3{}, int64(len(data)), nil},
+		{"intact bytes pass by their BLAKE3", data, blob.Blake3Of(data), int64(len(data)), nil},
+		{"a changed byte fails by SHA-256", flipped, blob.Blake3{}, int64(len(data)), blob.ErrCorrupt},
+		{"a changed byte fails by BLAKE3", flipped, blob.Blake3Of(data), int64(len(data)), blob.ErrCorrupt},
+		{"bytes short of the size fail", data[:100], blob.Blake3Of(data[:100]), int64(len(data)), blob.ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := blob.Check(bytes.NewReader(tc.bytes), key, tc.sum, tc.size); !errors.Is(err, tc.want) {
+				t.Errorf("Check: %v, want %v", err, tc.want)
+			}
+		})
+	}
+	ioErr := errors.New("disk on fire")
+	if err := blob.Check(errAfter(data[:10], ioErr), key, blob.Blake3Of(data), int64(len(data))); !errors.Is(err, ioErr) || errors.Is(err, blob.ErrCorrupt) {
+		t.Errorf("Check of a failing reader: %v, want its error, not corruption", err)
+	}
+}
