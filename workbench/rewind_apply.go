@@ -31,7 +31,7 @@ func (s *Attempts) preview(ctx context.Context, req RewindRequest, plan *rewindP
 		}
 		r["diffs_truncated"] = len(plan.rows) > diffs
 	}
-	r["token"] = s.encodeToken(ctx, req.Agent, rewindToken{Workbench: req.Workbench, Incarnation: plan.ws.Incarnation,
+	r["token"] = s.encodeToken(ctx, req.Agent, tokenRewind, rewindToken{Workbench: req.Workbench, Incarnation: plan.ws.Incarnation,
 		Since: plan.since, Plan: planDigest(plan.target, req.Scope, plan.changes), IssuedAtMs: s.base.now().UnixMilli()})
 	r["applied"] = false
 	return r, nil
@@ -109,13 +109,7 @@ func unchangedSince(req RewindRequest, plan *rewindPlan, since uint64) error {
 
 // answer renders a plan's changes.
 func (s *Attempts) answer(req RewindRequest, plan *rewindPlan) Result {
-	rows := make([]map[string]any, len(plan.rows))
-	counts := map[string]int{"added": 0, "removed": 0, "changed": 0}
-	for i, row := range plan.rows {
-		kind := row.changeKind()
-		counts[string(kind)]++
-		rows[i] = map[string]any{"path": row.path, "change": kind, "from": sideInfo(row.cur), "to": sideInfo(row.to)}
-	}
+	rows, counts := changeRows(plan.rows)
 	r := success()
 	r["workbench_id"] = req.Workbench
 	r["target"] = trimTarget(plan.target)
@@ -124,4 +118,16 @@ func (s *Attempts) answer(req RewindRequest, plan *rewindPlan) Result {
 	r["changes"] = rows
 	r["counts"] = counts
 	return r
+}
+
+// changeRows renders a plan's rows (path, change, from, to) and counts them by change.
+func changeRows(plan []rewindRow) ([]map[string]any, map[string]int) {
+	rows := make([]map[string]any, len(plan))
+	counts := map[string]int{"added": 0, "removed": 0, "changed": 0}
+	for i, row := range plan {
+		kind := row.changeKind()
+		counts[string(kind)]++
+		rows[i] = map[string]any{"path": row.path, "change": kind, "from": sideInfo(row.cur), "to": sideInfo(row.to)}
+	}
+	return rows, counts
 }
