@@ -79,18 +79,27 @@ func (s *Attempts) apply(ctx context.Context, req RewindRequest, plan *rewindPla
 	}
 	h := meta.Header{RequestID: req.RequestID,
 		RequestHash: requestHash("rewind", req.Agent, req.Workbench, req.Token)}
-	res, werr := s.base.propose(ctx, h, meta.ChangeSet{Agent: req.Agent, Workspace: req.Workbench,
+	if err := s.applyChangeSet(ctx, h, r, meta.ChangeSet{Agent: req.Agent, Workspace: req.Workbench,
 		Incarnation: plan.ws.Incarnation, SourceWorkspace: req.Workbench, SourceIncarnation: plan.ws.Incarnation,
-		Changes: plan.changes, Unchanged: req.Scope.guard(tok.Since)})
+		Changes: plan.changes, Unchanged: req.Scope.guard(tok.Since)}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// applyChangeSet proposes a planned change set and records its generation and replay in
+// the answer r; a refusal is a failed precondition (the preview's).
+func (s *Attempts) applyChangeSet(ctx context.Context, h meta.Header, r Result, cs meta.ChangeSet) error {
+	res, werr := s.base.propose(ctx, h, cs)
 	if werr != nil {
 		if werr.Code == CodeConflict {
-			return nil, PreconditionFailed(werr)
+			return PreconditionFailed(werr)
 		}
-		return nil, werr
+		return werr
 	}
 	r["generation"] = res.Generation
 	r["replayed"] = res.Replayed
-	return r, nil
+	return nil
 }
 
 // unchangedSince answers Conflict (a failed precondition: the preview's) naming the paths
