@@ -9,13 +9,15 @@ import (
 	"github.com/cairnstore/cairn/workbench/diff"
 )
 
-// Attempts rewinds a workbench (rewind.go, rewind_target.go, rewind_token.go): the
+// Attempts rewinds a workbench (rewind.go, rewind_target.go, rewind_token.go), forks it
+// and merges a fork back (fork.go, merge.go): the
 // operations over a run's attempts (docs/architecture.md, "Attempts"). Every change it
 // makes is one meta.ChangeSet: all or nothing, guarded by what its preview saw, each
 // changed path a new version attributed to the request's principal and surface.
 type Attempts struct {
 	base   *base
 	review *Review
+	life   *Lifecycle // forks are restores (fork.go)
 }
 
 // Rewind bounds.
@@ -113,7 +115,7 @@ func (s *Attempts) Rewind(ctx context.Context, req RewindRequest) (Result, error
 		if req.Token == "" {
 			return nil, invalidArgument("token", "is required to apply a rewind: preview it first (dry_run) and pass its token")
 		}
-		if tok, err = s.decodeToken(ctx, req.Agent, req.Workbench, req.Token); err != nil {
+		if tok, err = s.decodeToken(ctx, req.Agent, tokenRewind, req.Workbench, req.Token); err != nil {
 			return nil, err
 		}
 	}

@@ -31,7 +31,7 @@ func (s *Attempts) preview(ctx context.Context, req RewindRequest, plan *rewindP
 		}
 		r["diffs_truncated"] = len(plan.rows) > diffs
 	}
-	r["token"] = s.encodeToken(ctx, req.Agent, rewindToken{Workbench: req.Workbench, Incarnation: plan.ws.Incarnation,
+	r["token"] = s.encodeToken(ctx, req.Agent, tokenRewind, rewindToken{Workbench: req.Workbench, Incarnation: plan.ws.Incarnation,
 		Since: plan.since, Plan: planDigest(plan.target, req.Scope, plan.changes), IssuedAtMs: s.base.now().UnixMilli()})
 	r["applied"] = false
 	return r, nil
@@ -79,18 +79,27 @@ func (s *Attempts) apply(ctx context.Context, req RewindRequest, plan *rewindPla
 	}
 	h := meta.Header{RequestID: req.RequestID,
 		RequestHash: requestHash("rewind", req.Agent, req.Workbench, req.Token)}
-	res, werr := s.base.propose(ctx, h, meta.ChangeSet{Agent: req.Agent, Workspace: req.Workbench,
+	if err := s.applyChangeSet(ctx, h, r, meta.ChangeSet{Agent: req.Agent, Workspace: req.Workbench,
 		Incarnation: plan.ws.Incarnation, SourceWorkspace: req.Workbench, SourceIncarnation: plan.ws.Incarnation,
-		Changes: plan.changes, Unchanged: req.Scope.guard(tok.Since)})
+		Changes: plan.changes, Unchanged: req.Scope.guard(tok.Since)}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// applyChangeSet proposes a planned change set and records its generation and replay in
+// the answer r; a refusal is a failed precondition (the preview's).
+func (s *Attempts) applyChangeSet(ctx context.Context, h meta.Header, r Result, cs meta.ChangeSet) error {
+	res, werr := s.base.propose(ctx, h, cs)
 	if werr != nil {
 		if werr.Code == CodeConflict {
-			return nil, PreconditionFailed(werr)
+			return PreconditionFailed(werr)
 		}
-		return nil, werr
+		return werr
 	}
 	r["generation"] = res.Generation
 	r["replayed"] = res.Replayed
-	return r, nil
+	return nil
 }
 
 // unchangedSince answers Conflict (a failed precondition: the preview's) naming the paths
@@ -109,13 +118,7 @@ func unchangedSince(req RewindRequest, plan *rewindPlan, since uint64) error {
 
 // answer renders a plan's changes.
 func (s *Attempts) answer(req RewindRequest, plan *rewindPlan) Result {
-	rows := make([]map[string]any, len(plan.rows))
-	counts := map[string]int{"added": 0, "removed": 0, "changed": 0}
-	for i, row := range plan.rows {
-		kind := row.changeKind()
-		counts[string(kind)]++
-		rows[i] = map[string]any{"path": row.path, "change": kind, "from": sideInfo(row.cur), "to": sideInfo(row.to)}
-	}
+	rows, counts := changeRows(plan.rows)
 	r := success()
 	r["workbench_id"] = req.Workbench
 	r["target"] = trimTarget(plan.target)
@@ -124,4 +127,16 @@ func (s *Attempts) answer(req RewindRequest, plan *rewindPlan) Result {
 	r["changes"] = rows
 	r["counts"] = counts
 	return r
+}
+
+// changeRows renders a plan's rows (path, change, from, to) and counts them by change.
+func changeRows(plan []rewindRow) ([]map[string]any, map[string]int) {
+	rows := make([]map[string]any, len(plan))
+	counts := map[string]int{"added": 0, "removed": 0, "changed": 0}
+	for i, row := range plan {
+		kind := row.changeKind()
+		counts[string(kind)]++
+		rows[i] = map[string]any{"path": row.path, "change": kind, "from": sideInfo(row.cur), "to": sideInfo(row.to)}
+	}
+	return rows, counts
 }

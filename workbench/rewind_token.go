@@ -36,29 +36,32 @@ type rewindToken struct {
 	IssuedAtMs  int64  `json:"t"`
 }
 
-func (s *Attempts) encodeToken(ctx context.Context, agent string, t rewindToken) string {
+// encodeToken signs t for kind ("rewind" or "merge": a token of one kind never applies
+// the other).
+func (s *Attempts) encodeToken(ctx context.Context, agent, kind string, t rewindToken) string {
 	payload, _ := json.Marshal(t)
 	enc := base64.RawURLEncoding
-	return enc.EncodeToString(payload) + "." + enc.EncodeToString(s.base.cursors.sign(ctx, agent, append([]byte("rewind\x00"), payload...)))
+	return enc.EncodeToString(payload) + "." + enc.EncodeToString(s.base.cursors.sign(ctx, agent, append([]byte(kind+"\x00"), payload...)))
 }
 
-// decodeToken verifies a token's signature, age and workbench. Any mismatch is
+// decodeToken verifies a token's kind, signature, age and workbench. Any mismatch is
 // InvalidArguments naming "token".
-func (s *Attempts) decodeToken(ctx context.Context, agent, id, text string) (rewindToken, *Error) {
+func (s *Attempts) decodeToken(ctx context.Context, agent, kind, id, text string) (rewindToken, *Error) {
 	bad := func(why string) (rewindToken, *Error) { return rewindToken{}, invalidArgument("token", "%s", why) }
+	foreign := "is not a " + kind + " token this server issued"
 	p, sig, ok := strings.Cut(text, ".")
 	if !ok || len(text) > maxRewindTokenBytes {
-		return bad("is not a rewind token this server issued")
+		return bad(foreign)
 	}
 	enc := base64.RawURLEncoding
 	payload, err1 := enc.DecodeString(p)
 	mac, err2 := enc.DecodeString(sig)
-	if err1 != nil || err2 != nil || !hmac.Equal(mac, s.base.cursors.sign(ctx, agent, append([]byte("rewind\x00"), payload...))) {
-		return bad("is not a rewind token this server issued")
+	if err1 != nil || err2 != nil || !hmac.Equal(mac, s.base.cursors.sign(ctx, agent, append([]byte(kind+"\x00"), payload...))) {
+		return bad(foreign)
 	}
 	var t rewindToken
 	if err := json.Unmarshal(payload, &t); err != nil {
-		return bad("is not a rewind token this server issued")
+		return bad(foreign)
 	}
 	if t.Workbench != id {
 		return bad("was issued for another workbench")
@@ -91,3 +94,9 @@ func planDigest(target string, sc RewindScope, changes []meta.PathChange) string
 	}
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
+
+// Token kinds: the domain a token is signed under.
+const (
+	tokenRewind = "rewind"
+	tokenMerge  = "merge"
+)

@@ -168,7 +168,7 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 	reads := &Reads{base: s}
 	life := &Lifecycle{base: s, cfg: cfg.lifecycle()}
 	review := &Review{base: s, cfg: cfg.review()}
-	return &Service{base: s, Review: review, Attempts: &Attempts{base: s, review: review}, Lifecycle: life, Reads: reads, Writes: writes, Tools: &Tools{base: s, review: review, life: life, reads: reads, writes: writes}}, nil
+	return &Service{base: s, Review: review, Attempts: &Attempts{base: s, review: review, life: life}, Lifecycle: life, Reads: reads, Writes: writes, Tools: &Tools{base: s, review: review, life: life, reads: reads, writes: writes}}, nil
 }
 
 // Instrument registers the Service's metrics on reg: the publishes that met the garbage

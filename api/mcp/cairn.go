@@ -74,7 +74,7 @@ var cairnTools = []toolDef{
 	rewindTool, // rewind.go
 }
 
-func init() { cairnTools = append(cairnTools, proposalTools...) } // proposals.go
+func init() { cairnTools = append(append(cairnTools, forkTools...), proposalTools...) } // fork.go, proposals.go
 
 // NewCairnServer returns an MCP server of the cairn profile bound to one agent root, with
 // the same conventions as NewServer (schema validation, envelopes, UnknownTool).

@@ -22,13 +22,13 @@ func TestTheCairnProfileOffersLifecycleToolsBesideTheWorkbenchProfile(t *testing
 	for _, tool := range list.Tools {
 		names = append(names, tool.Name)
 	}
-	want := []string{"cairn_decide", "cairn_diff", "cairn_history", "cairn_proposals", "cairn_propose", "cairn_read_at",
-		"cairn_rewind", "cairn_workbench_delete", "cairn_workbench_list"}
+	want := []string{"cairn_decide", "cairn_diff", "cairn_discard", "cairn_fork", "cairn_history", "cairn_merge",
+		"cairn_proposals", "cairn_propose", "cairn_read_at", "cairn_rewind", "cairn_workbench_delete", "cairn_workbench_list"}
 	for _, d := range tools {
 		want = append(want, d.name)
 	}
 	slices.Sort(want)
-	if !slices.Equal(names, want) || len(want) != 18+9 {
+	if !slices.Equal(names, want) || len(want) != 18+12 {
 		t.Fatalf("cairn profile tools: %v, want %v", names, want)
 	}
 	fails(t, wb, "cairn_workbench_list", map[string]any{}, "UnknownTool")

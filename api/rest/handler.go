@@ -305,6 +305,15 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 	case len(segs) == 4 && segs[3] == "rewind":
 		h.rewind(w, r, agent, id) // rewind.go
 		return "rewind"
+	case len(segs) == 4 && segs[3] == "fork":
+		h.fork(w, r, agent, id) // fork.go
+		return "fork"
+	case len(segs) == 4 && segs[3] == "merge":
+		h.merge(w, r, agent, id) // fork.go
+		return "merge"
+	case len(segs) == 4 && segs[3] == "discard":
+		h.discard(w, r, agent, id) // fork.go
+		return "discard"
 	case len(segs) >= 4 && segs[3] != "files":
 		if route, ok := h.proposals(w, r, agent, id, segs[3:]); ok { // proposals.go
 			return route

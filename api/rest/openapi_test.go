@@ -59,6 +59,9 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/agents/{agent}/workbenches/{id}/snapshots/renew", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/restore", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/rewind", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/fork", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/merge", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/discard", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/snapshots/retire", "POST"},
 	{"/v1/agents/{agent}/search", "POST"},
 	{"/v1/agents/{agent}/aggregate", "POST"},
@@ -101,6 +104,8 @@ var toolBodies = map[string]string{
 	"/v1/agents/{agent}/workbenches/{id}/snapshots/renew":                  `{"name":"s1","ttl_days":9}`,
 	"/v1/agents/{agent}/workbenches/{id}/restore":                          `{"destination_id":"w2","at_snapshot":"s1"}`,
 	"/v1/agents/{agent}/workbenches/{id}/rewind":                           `{"target":"time:2999-01-01T00:00:00Z","dry_run":true}`,
+	"/v1/agents/{agent}/workbenches/{id}/fork":                             `{"fork":"f1"}`,
+	"/v1/agents/{agent}/workbenches/{id}/merge":                            `{"dry_run":true}`,
 	"/v1/agents/{agent}/workbenches/{id}/snapshots/retire":                 `{"name":"s1"}`,
 	"/v1/agents/{agent}/search":                                            `{"predicates":[{"field":"artifact.ext","op":"eq","value":"txt"}]}`,
 	"/v1/agents/{agent}/aggregate":                                         `{"measures":[{"name":"n","op":"count"}]}`,
@@ -393,6 +398,8 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 		"POST /v1/agents/{agent}/workbenches/{id}/snapshots": 201,
 		"GET /v1/agents/{agent}/restores/{operation_id}":     404, // no such operation: the route answers with the envelope
 		"GET /v1/agents/{agent}/workbenches/{id}/diff":       400, // no from: the route answers with the envelope
+		"POST /v1/agents/{agent}/workbenches/{id}/merge":     400, // the table's workbench is no fork: the envelope names it
+		"POST /v1/agents/{agent}/workbenches/{id}/discard":   400,
 		"HEAD /v1/agents/{agent}/workbenches/{id}/diff":      400,
 		"POST /v1/agents/{agent}/workbenches/{id}/proposals": 201,
 	}

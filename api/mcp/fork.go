@@ -1,0 +1,72 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// forkTools are cairn_fork, cairn_merge and cairn_discard (issue 31): Attempts.Fork,
+// Merge and Discard over MCP. request_id makes a merge's apply idempotent, as REST's
+// Idempotency-Key does.
+var forkTools = []toolDef{{
+	name: "cairn_fork", title: "Fork a workbench",
+	description: "Make workbench fork, a zero-copy child of workbench id for a parallel attempt, at: live (default; the fork " +
+		"pins a snapshot of id so its base is exact), snapshot:<id or name> or commit:<commit_identity>. Merge it back " +
+		"with cairn_merge, or release it with cairn_discard. Result: fork_id, parent_id, base {kind, snapshot_id, " +
+		"commit_id, read_version}, pinned_snapshot_id, restored_files.",
+	run: func(ctx context.Context, svc *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
+		in, werr := decodeArgs[workbench.ForkInput](args)
+		if werr != nil {
+			return nil, werr
+		}
+		req, rerr := in.Request(agent)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return svc.Attempts.Fork(ctx, req)
+	},
+}, {
+	name: "cairn_merge", title: "Merge a fork into its parent", destructive: true,
+	description: "Three-way merge of fork id into the workbench it was forked from. A path only the fork changed since the " +
+		"base is set on the parent to the fork's file (or deleted); a path both changed differently is a conflict: never " +
+		"overwritten, listed in conflicts, and with propose_conflicts (apply) turned into a proposal against the parent's " +
+		"head carrying both sides as evidence. First call with dry_run true (changes, conflicts, token); then call again " +
+		"with the token (valid one hour): every change lands as one atomic command, only if nothing of the parent changed " +
+		"since the preview, else Conflict with details.paths. Result: fork_id, parent_id, base, changes [{path, change, " +
+		"from, to}], conflicts [{path, base, fork, parent, proposal_id}], counts, token (preview), applied, generation, replayed.",
+	run: func(ctx context.Context, svc *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
+		in, werr := decodeArgs[mergeArgs](args)
+		if werr != nil {
+			return nil, werr
+		}
+		req := in.Request(agent)
+		if in.RequestID != nil {
+			req.RequestID = *in.RequestID
+		}
+		return svc.Attempts.Merge(ctx, req)
+	},
+}, {
+	name: "cairn_discard", title: "Discard a fork", destructive: true,
+	description: "Release fork id: retire the snapshot of its parent it pinned (a snapshot you named stays) and delete the " +
+		"fork with its files. Result: fork_id, parent_id, retired_snapshot_id, deleted.",
+	run: func(ctx context.Context, svc *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
+		in, werr := decodeArgs[discardArgs](args)
+		if werr != nil {
+			return nil, werr
+		}
+		return svc.Attempts.Discard(ctx, agent, in.ID, "")
+	},
+}}
+
+// mergeArgs is cairn_merge's input: workbench.MergeInput and a request id.
+type mergeArgs struct {
+	workbench.MergeInput
+	RequestID *string `json:"request_id"`
+}
+
+// discardArgs is cairn_discard's input.
+type discardArgs struct {
+	ID string `json:"id"`
+}

@@ -1,0 +1,51 @@
+package mcp
+
+import (
+	"testing"
+)
+
+// TestCairnForkMergeRewind: an agent session over MCP forks a workbench, writes on the
+// fork, previews and applies the merge (a retry under the same request_id answers the
+// first), reads the merged file back byte for byte, rewinds the parent to before the
+// merge, and discards the fork; bad input names the field.
+func TestCairnForkMergeRewind(t *testing.T) {
+	svc := newService(t, 0)
+	ts := newHTTPServer(t, svc)
+	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp/cairn")
+
+	ok(t, cs, "workbench_put_file", map[string]any{"id": "w", "section": "outputs", "path": "r.txt", "text": "one\n"})
+	ok(t, cs, "workbench_snapshot", map[string]any{"id": "w", "name": "before"})
+	f := ok(t, cs, "cairn_fork", map[string]any{"id": "w", "fork": "try1"})
+	if f.str("parent_id") != "w" || f["pinned_snapshot_id"] == nil {
+		t.Fatalf("fork: %v", f)
+	}
+	ok(t, cs, "workbench_put_file", map[string]any{"id": "try1", "section": "outputs", "path": "r.txt", "text": "two\n", "replace": true})
+	p := ok(t, cs, "cairn_merge", map[string]any{"id": "try1", "dry_run": true})
+	if ch := p.list(t, "changes"); len(ch) != 1 || ch[0].str("path") != "outputs/r.txt" || p.str("token") == "" {
+		t.Fatalf("merge preview: %v", p)
+	}
+	apply := map[string]any{"id": "try1", "token": p.str("token"), "request_id": "m-1"}
+	first := ok(t, cs, "cairn_merge", apply)
+	again := ok(t, cs, "cairn_merge", apply)
+	if first["applied"] != true || again["replayed"] != true || again["generation"] != first["generation"] {
+		t.Fatalf("apply %v, retry %v", first, again)
+	}
+	read := func(want string) {
+		t.Helper()
+		r := ok(t, cs, "workbench_read", map[string]any{"id": "w", "section": "outputs", "path": "r.txt"})
+		if items := r.list(t, "items"); len(items) != 1 || items[0].str("value") != want {
+			t.Fatalf("outputs/r.txt = %v, want %q", r, want)
+		}
+	}
+	read("two")
+	rw := ok(t, cs, "cairn_rewind", map[string]any{"id": "w", "target": "snapshot:before", "dry_run": true})
+	ok(t, cs, "cairn_rewind", map[string]any{"id": "w", "target": "snapshot:before", "token": rw.str("token")})
+	read("one")
+	d := ok(t, cs, "cairn_discard", map[string]any{"id": "try1"})
+	if d["deleted"] != true || d["retired_snapshot_id"] == nil {
+		t.Fatalf("discard: %v", d)
+	}
+	invalid(t, cs, "cairn_fork", map[string]any{"id": "w", "fork": "w"}, "fork")
+	invalid(t, cs, "cairn_fork", map[string]any{"id": "w", "fork": "g", "at": "generation:2"}, "at")
+	invalid(t, cs, "cairn_merge", map[string]any{"id": "w", "dry_run": true}, "fork")
+}

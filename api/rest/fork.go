@@ -1,0 +1,73 @@
+package rest
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// fork serves POST /v1/agents/{agent}/workbenches/{id}/fork (workbench.Attempts.Fork): a
+// JSON body {fork, at?} (workbench.ForkInput; at: live, the default, snapshot:<id or
+// name> or commit:<identity>). It answers 200 with the fork, its parent and its base.
+func (h *Handler) fork(w http.ResponseWriter, r *http.Request, agent, id string) {
+	if r.Method == http.MethodPost {
+		r = mutation(r, "fork", agent, id, "")
+	}
+	h.tool(w, r, http.MethodPost, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
+		var in workbench.ForkInput
+		if err := jsonBody(r, &in); err != nil {
+			return nil, err
+		}
+		if err := idFromPath(&in.ID, id); err != nil {
+			return nil, err
+		}
+		req, werr := in.Request(agent)
+		if werr != nil {
+			return nil, werr
+		}
+		return h.svc.Attempts.Fork(ctx, req)
+	})
+}
+
+// merge serves POST /v1/agents/{agent}/workbenches/{fork}/merge (workbench.Attempts.Merge):
+// a JSON body {dry_run?, token?, propose_conflicts?} (workbench.MergeInput). A preview
+// answers the changes, the conflicts and a token; an apply (the token) answers them
+// applied, idempotent under Idempotency-Key. A parent that changed since the preview is
+// 409 Conflict with details.paths.
+func (h *Handler) merge(w http.ResponseWriter, r *http.Request, agent, id string) {
+	if r.Method == http.MethodPost {
+		r = mutation(r, "merge", agent, id, "")
+	}
+	h.tool(w, r, http.MethodPost, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
+		var in workbench.MergeInput
+		if err := jsonBody(r, &in); err != nil {
+			return nil, err
+		}
+		if err := idFromPath(&in.ID, id); err != nil {
+			return nil, err
+		}
+		key, err := idempotencyKeyOf(r)
+		if err != nil {
+			return nil, err
+		}
+		req := in.Request(agent)
+		req.RequestID = key
+		return h.svc.Attempts.Merge(ctx, req)
+	})
+}
+
+// discard serves POST /v1/agents/{agent}/workbenches/{fork}/discard
+// (workbench.Attempts.Discard): deletes the fork and retires the snapshot it pinned.
+func (h *Handler) discard(w http.ResponseWriter, r *http.Request, agent, id string) {
+	if r.Method == http.MethodPost {
+		r = mutation(r, "discard", agent, id, "")
+	}
+	h.tool(w, r, http.MethodPost, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
+		key, err := idempotencyKeyOf(r)
+		if err != nil {
+			return nil, err
+		}
+		return h.svc.Attempts.Discard(ctx, agent, id, key)
+	})
+}

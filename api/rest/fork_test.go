@@ -1,0 +1,87 @@
+package rest_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/api/rest"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
+)
+
+// Fork, merge and discard over REST, every request and answer checked against the
+// OpenAPI document: a live fork, a write on each side and one on both, a preview naming
+// the change and the conflict, an apply (idempotent under Idempotency-Key) whose files
+// read back byte for byte, the conflict kept; then the fork discarded.
+func TestForkAndMergeOverREST(t *testing.T) {
+	c := newChecker(t)
+	wb, fk := "/v1/agents/a1/workbenches/w1", "/v1/agents/a1/workbenches/f1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/x.txt", "x1\n"), 201, "")
+	f := c.post(true, wb+"/fork", `{"fork":"f1"}`)
+	expect(t, f, 200, "")
+	if f.json["parent_id"] != "w1" || f.json["pinned_snapshot_id"] == nil {
+		t.Fatalf("fork = %s", f.body)
+	}
+	expect(t, c.call(true, "PUT", fk+"/files/outputs/r.txt", "r2\n"), 200, "")
+	expect(t, c.call(true, "PUT", fk+"/files/outputs/x.txt", "x-fork\n"), 200, "")
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/x.txt", "x-parent\n"), 200, "")
+	p := c.post(true, fk+"/merge", `{"dry_run":true}`)
+	expect(t, p, 200, "")
+	if got := fmt.Sprint(p.json["counts"]); got != "map[added:0 changed:1 conflicts:1 removed:0]" {
+		t.Fatalf("preview counts = %s: %s", got, p.body)
+	}
+	apply := fmt.Sprintf(`{"token":%q}`, p.json["token"])
+	a := c.call(true, "POST", fk+"/merge", apply, "Content-Type", "application/json", "Idempotency-Key", "m-1")
+	expect(t, a, 200, "")
+	again := c.call(true, "POST", fk+"/merge", apply, "Content-Type", "application/json", "Idempotency-Key", "m-1")
+	expect(t, again, 200, "")
+	if again.json["replayed"] != true || again.json["generation"] != a.json["generation"] {
+		t.Fatalf("retry = %s, want the first apply %s replayed", again.body, a.body)
+	}
+	for path, want := range map[string]string{"outputs/r.txt": "r2\n", "outputs/x.txt": "x-parent\n"} {
+		if r := c.call(true, "GET", wb+"/files/"+path, ""); string(r.body) != want {
+			t.Fatalf("%s after the merge = %q, want %q", path, r.body, want)
+		}
+	}
+	expect(t, c.post(false, wb+"/fork", `{"fork":"a/b"}`), 400, "InvalidArguments")
+	expect(t, c.post(false, wb+"/merge", `{"dry_run":true}`), 400, "InvalidArguments")
+	expect(t, c.post(false, fk+"/merge", `{}`), 400, "InvalidArguments")
+	d := c.post(true, fk+"/discard", "")
+	expect(t, d, 200, "")
+	if d.json["retired_snapshot_id"] != f.json["pinned_snapshot_id"] {
+		t.Fatalf("discard = %s, want the pin %v retired", d.body, f.json["pinned_snapshot_id"])
+	}
+	expect(t, c.call(false, "GET", fk+"/files/outputs/r.txt", ""), 404, "NotFound")
+}
+
+// Another tenant's fork answers merge and discard like a missing one, byte for byte.
+func TestForkOfAnotherTenantAnswersLikeAMissingOne(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{})
+	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := auth.Principal{ID: "owner", Agents: []string{"a"}, Scopes: auth.Scopes}
+		if r.Header.Get("X-Tenant") == "other" {
+			p = auth.Principal{ID: "other", Agents: []string{"b"}, Scopes: auth.Scopes}
+		}
+		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	}))
+	t.Cleanup(srv.Close)
+	expect(t, do(t, "PUT", srv.URL+"/v1/agents/a/workbenches/w/files/x.txt", strings.NewReader("x")), 201, "")
+	expect(t, do(t, "POST", srv.URL+"/v1/agents/a/workbenches/w/fork", strings.NewReader(`{"fork":"f"}`), "Content-Type", "application/json"), 200, "")
+	for _, op := range []string{"merge", "discard"} {
+		as := func(agent string) response {
+			return do(t, "POST", srv.URL+"/v1/agents/"+agent+"/workbenches/f/"+op,
+				strings.NewReader(`{"dry_run":true}`), "Content-Type", "application/json", "X-Tenant", "other")
+		}
+		hidden, missing := as("a"), as("nobody")
+		expect(t, hidden, 404, "NotFound")
+		if strings.ReplaceAll(string(hidden.body), `\"a\"`, `\"nobody\"`) != string(missing.body) {
+			t.Fatalf("%s: another tenant's fork answers %s, a missing root %s", op, hidden.body, missing.body)
+		}
+	}
+}

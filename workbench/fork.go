@@ -1,0 +1,265 @@
+package workbench
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// A fork is a child workbench made for a parallel attempt (docs/architecture.md,
+// "Attempts: fork and merge"). It is a restore (restore.go) of its parent at its base —
+// a snapshot, a commit, or the live state through a snapshot the fork takes and pins —
+// so no byte is copied, and the restore manifest the restore writes into the fork
+// (metadata/restore_manifest.json, a reserved path only a restore writes) is the durable
+// record of its parent and base that merge reads back: restored_from.workbench_id is the
+// parent, restored_from.source the base, operation_id binds both to the parent's
+// incarnation (RestoreOperationID), so a parent deleted and created again is never taken
+// for the fork's.
+
+// forkPinKey is the key of the snapshot annotation (metadata) that marks a snapshot a
+// fork took of its parent's live state: {"pinned_by_fork": "<fork>"}. Discard retires
+// exactly such a snapshot; a snapshot the caller named as the base is the caller's.
+const forkPinKey = "pinned_by_fork"
+
+// ForkRequest asks for a fork named Fork of workbench Parent at At: "live" (or empty),
+// snapshot:<id or name> or commit:<identity> (ParseDiffSide's syntax, field "at").
+type ForkRequest struct {
+	Agent, Parent, Fork string
+	At                  DiffSide
+}
+
+// ForkInput is cairn_fork's input and the REST body of POST …/workbenches/{id}/fork.
+type ForkInput struct {
+	ID   string  `json:"id"`
+	Fork string  `json:"fork"`
+	At   *string `json:"at"`
+}
+
+// Request returns the ForkRequest in asks for in agent's root (InvalidArguments naming the
+// field of a bad argument).
+func (in ForkInput) Request(agent string) (ForkRequest, *Error) {
+	req := ForkRequest{Agent: agent, Parent: in.ID, Fork: in.Fork, At: DiffSide{Kind: SideLive}}
+	if in.At != nil && *in.At != "" {
+		d, err := ParseDiffSide("at", *in.At)
+		if err != nil {
+			return req, err
+		}
+		if d.Kind == SideGeneration {
+			return req, invalidArgument("at", "must be live, snapshot:<id or name> or commit:<commit_identity>, got %q", *in.At)
+		}
+		req.At = d
+	}
+	return req, nil
+}
+
+// forkRecord is what a fork's restore manifest says of it.
+type forkRecord struct {
+	Parent     string
+	SnapshotID uint64 // the base, a snapshot of Parent ...
+	Commit     string // ... or a commit of Parent
+	OpID       string
+}
+
+// point is the base in RestoreOperationID's form.
+func (r forkRecord) point() string {
+	if r.Commit != "" {
+		return SideCommit + ":" + r.Commit
+	}
+	return SideSnapshot + ":" + strconv.FormatUint(r.SnapshotID, 10)
+}
+
+// Fork makes workbench req.Fork a zero-copy child of req.Parent at req.At.
+//
+// The walk: a live base first mints a snapshot of the parent (the maximum lease,
+// annotated {"pinned_by_fork": fork}), so the base is one exact shard version that the
+// parent's history keeps while the fork lives; then Lifecycle.Restore makes the fork from
+// that snapshot (or the given snapshot or commit), which writes the restore manifest that
+// records parent and base. A restore that fails retires the snapshot it pinned.
+//
+// The answer: fork_id, parent_id, base {kind, snapshot_id, commit_id, read_version},
+// pinned_snapshot_id (null unless the fork pinned one), and the restore's fields
+// (operation_id, destination_path, restored_files, …).
+//
+// Errors: InvalidArguments naming id, fork or at; NotFound (the parent, a commit; a root
+// the caller may not see); SnapshotNotFound, SnapshotExpired; AlreadyExists (a workbench
+// named fork exists); ResourceExhausted (the parent's snapshot cap); PermissionDenied
+// without the write scope.
+func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
+	if err := validateTarget(req.Agent, req.Parent, ""); err != nil {
+		return nil, err
+	}
+	if req.Fork == "" {
+		return nil, invalidArgument("fork", "is required: the name of the new workbench")
+	}
+	if err := meta.ValidateName("fork", req.Fork); err != nil {
+		return nil, AsError(err)
+	}
+	if req.Fork == req.Parent {
+		return nil, invalidArgument("fork", "must differ from the parent's name")
+	}
+	if err := mayWrite(ctx, req.Agent); err != nil {
+		return nil, err
+	}
+	in := RestoreInput{ID: req.Parent, DestinationID: req.Fork}
+	var pinned uint64
+	switch req.At.Kind {
+	case SideCommit:
+		in.AtCommit = &req.At.Commit
+	case SideSnapshot:
+		in.AtSnapshot = atSnapshotJSON(req.At.Snapshot)
+	default:
+		ttl := meta.MaxSnapshotTTLDays
+		reason := "base of fork " + req.Fork
+		md, _ := json.Marshal(map[string]string{forkPinKey: req.Fork})
+		snap, err := s.life.Snapshot(ctx, req.Agent, SnapshotInput{ID: req.Parent, TTLDays: &ttl, Reason: &reason, Metadata: md})
+		if err != nil {
+			return nil, err
+		}
+		pinned = snap["snapshot_id"].(uint64)
+		in.AtSnapshot = atSnapshotJSON(AtSnapshotID(pinned))
+	}
+	r, err := s.life.Restore(ctx, req.Agent, in)
+	if err != nil {
+		if pinned != 0 {
+			s.retirePin(ctx, req.Agent, req.Parent, pinned, "fork "+req.Fork+" was not made")
+		}
+		return nil, err
+	}
+	r["fork_id"] = req.Fork
+	r["parent_id"] = req.Parent
+	r["base"] = baseInfo(r["snapshot_id"], r["commit_id"], r["read_version"])
+	r["pinned_snapshot_id"] = nilIfZero(pinned)
+	return r, nil
+}
+
+// atSnapshotJSON is a snapshot selector as workbench_restore's at_snapshot argument.
+func atSnapshotJSON(at At) json.RawMessage {
+	if at.SnapshotName != "" {
+		b, _ := json.Marshal(at.SnapshotName)
+		return b
+	}
+	return json.RawMessage(strconv.FormatUint(at.SnapshotID, 10))
+}
+
+func baseInfo(snapshotID, commitID, readVersion any) map[string]any {
+	kind := SideSnapshot
+	if commitID != nil {
+		kind = SideCommit
+	}
+	return map[string]any{"kind": kind, "snapshot_id": snapshotID, "commit_id": commitID, "read_version": readVersion}
+}
+
+// retirePin retires a snapshot a fork pinned; a failure is left to the lease (the
+// snapshot expires by itself).
+func (s *Attempts) retirePin(ctx context.Context, agent, parent string, id uint64, reason string) {
+	_, _ = s.life.SnapshotRetire(ctx, agent, SnapshotRetireInput{ID: parent, SnapshotID: &id, Reason: &reason})
+}
+
+// forkOf reads the record of fork in view: its restore manifest. A workbench without one
+// is InvalidArguments naming "fork" (details.rule "not_a_fork").
+func (s *Attempts) forkOf(ctx context.Context, agent, fork string, view *meta.View, ws *meta.Workspace) (forkRecord, error) {
+	notFork := func() (forkRecord, error) {
+		e := invalidArgument("fork", "workbench %q is not a fork: it was not made by fork or restore", fork)
+		e.Details["rule"] = "not_a_fork"
+		return forkRecord{}, e
+	}
+	e, err := fileAt(view, ws, meta.RestoreManifestPath, DiffSide{Kind: SideLive})
+	if err != nil || e == nil {
+		return notFork()
+	}
+	if e.Size > maxForkManifestBytes {
+		return notFork()
+	}
+	body, err := s.review.loadBody(ctx, agent, e)
+	if err != nil {
+		return forkRecord{}, err
+	}
+	var m struct {
+		OpID         string `json:"operation_id"`
+		RestoredFrom struct {
+			Workbench string `json:"workbench_id"`
+			Source    struct {
+				Kind       string `json:"kind"`
+				SnapshotID uint64 `json:"snapshot_id"`
+				Commit     string `json:"commit_id"`
+			} `json:"source"`
+		} `json:"restored_from"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.RestoredFrom.Workbench == "" {
+		return notFork()
+	}
+	src := m.RestoredFrom.Source
+	return forkRecord{Parent: m.RestoredFrom.Workbench, SnapshotID: src.SnapshotID, Commit: src.Commit, OpID: m.OpID}, nil
+}
+
+// maxForkManifestBytes bounds the restore manifest forkOf reads (one is about 1 KiB).
+const maxForkManifestBytes = 64 << 10
+
+// parentOf returns the fork's parent as view holds it, checking it is the incarnation the
+// fork was made from (Conflict, details.reason "parent_replaced", otherwise).
+func parentOf(view *meta.View, agent, fork string, rec forkRecord) (*meta.Workspace, error) {
+	pws, err := view.Workspace(agent, rec.Parent)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	if RestoreOperationID(agent, pws.Incarnation, rec.point(), fork) != rec.OpID {
+		e := newError(CodeConflict, "workbench %q was deleted and created again since fork %q was made from it", rec.Parent, fork)
+		e.Details["reason"] = "parent_replaced"
+		return nil, e
+	}
+	return pws, nil
+}
+
+// Discard releases fork: it retires the snapshot of the parent the fork pinned (a live
+// fork's base; a base the caller named stays), then deletes the fork workbench (its
+// files, snapshots and commits; blobs only it referenced become garbage). Retiring first
+// makes a retry after a failure finish the job. The answer: fork_id, parent_id,
+// retired_snapshot_id (null when none), deleted true.
+//
+// Errors: NotFound (the fork; a root the caller may not see), InvalidArguments naming
+// "fork" (not a fork), PermissionDenied without the write scope.
+func (s *Attempts) Discard(ctx context.Context, agent, fork, requestID string) (Result, error) {
+	if err := validateTarget(agent, fork, ""); err != nil {
+		return nil, err
+	}
+	if err := mayWrite(ctx, agent); err != nil {
+		return nil, err
+	}
+	view, ws, err := s.base.workspaceView(ctx, agent, fork)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := s.forkOf(ctx, agent, fork, view, ws)
+	if err != nil {
+		return nil, err
+	}
+	var retired uint64
+	if _, perr := parentOf(view, agent, fork, rec); perr == nil && rec.SnapshotID != 0 {
+		snap, serr := view.Snapshot(agent, rec.Parent, rec.SnapshotID, "")
+		if serr == nil && snap.RetiredAtMs == 0 && pinnedBy(snap) == fork {
+			retired = rec.SnapshotID
+			s.retirePin(ctx, agent, rec.Parent, rec.SnapshotID, "fork "+fork+" discarded")
+		}
+	}
+	if err := s.life.DeleteWorkbench(ctx, agent, fork, 0, requestID); err != nil {
+		return nil, err
+	}
+	r := success()
+	r["fork_id"] = fork
+	r["parent_id"] = rec.Parent
+	r["retired_snapshot_id"] = nilIfZero(retired)
+	r["deleted"] = true
+	return r, nil
+}
+
+// pinnedBy returns the fork a snapshot's annotation says pinned it ("" for none).
+func pinnedBy(snap *meta.WorkbenchSnapshot) string {
+	var md map[string]any
+	if json.Unmarshal(snap.Metadata, &md) != nil {
+		return ""
+	}
+	name, _ := md[forkPinKey].(string)
+	return name
+}

@@ -1,0 +1,352 @@
+package workbench
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	"github.com/cairnstore/cairn/meta"
+)
+
+// MergeRequest asks to merge fork Fork back into the parent it was made from (fork.go).
+type MergeRequest struct {
+	Agent, Fork string
+	// DryRun previews: the answer lists the changes and conflicts and carries the token an
+	// apply needs; nothing changes.
+	DryRun bool
+	// Token is a preview's token; an apply needs one (InvalidArguments naming "token").
+	Token string
+	// ProposeConflicts makes an apply turn each conflict whose fork side is a file into a
+	// proposal against the parent's head (proposals.go), carrying both sides as evidence.
+	ProposeConflicts bool
+	// RequestID makes the apply idempotent (and the proposals it makes converge).
+	RequestID string
+}
+
+// MergeInput is cairn_merge's input and the REST body of POST …/workbenches/{fork}/merge.
+type MergeInput struct {
+	ID               string  `json:"id"`
+	DryRun           *bool   `json:"dry_run"`
+	Token            *string `json:"token"`
+	ProposeConflicts *bool   `json:"propose_conflicts"`
+}
+
+// Request returns the MergeRequest in asks for in agent's root.
+func (in MergeInput) Request(agent string) MergeRequest {
+	req := MergeRequest{Agent: agent, Fork: in.ID, DryRun: in.DryRun != nil && *in.DryRun,
+		ProposeConflicts: in.ProposeConflicts != nil && *in.ProposeConflicts}
+	if in.Token != nil {
+		req.Token = *in.Token
+	}
+	return req
+}
+
+// mergePlan is what a merge would do, planned at one live view: the embedded rewindPlan
+// holds the parent (ws) and the changes it would get from the fork (rows: cur the
+// parent's file, to the fork's), conflicts the paths both sides changed differently.
+type mergePlan struct {
+	rewindPlan
+	fork      *meta.Workspace
+	rec       forkRecord
+	conflicts []mergeConflict
+}
+
+// mergeConflict is a path both sides changed since the base, to different bodies.
+type mergeConflict struct {
+	path               string
+	base, fork, parent *meta.Entry
+}
+
+// mergeOutcome is what a three-way merge does with one path.
+type mergeOutcome int
+
+const (
+	mergeKeep  mergeOutcome = iota // the parent keeps its file (the fork did not change it, or changed it the same way)
+	mergeTake                      // the parent takes the fork's file (only the fork changed it)
+	mergeClash                     // both changed it differently: reported, never overwritten
+)
+
+// decideMerge is the three-way rule for one path, each side nil where it holds no file
+// (sameBody compares digest, content type, executable bit and fields).
+func decideMerge(base, fork, parent *meta.Entry) mergeOutcome {
+	switch {
+	case sameBody(fork, base), sameBody(fork, parent):
+		return mergeKeep
+	case sameBody(parent, base):
+		return mergeTake
+	}
+	return mergeClash
+}
+
+// Merge previews or applies the merge of a fork into its parent.
+//
+// The walk: read a linearizable live view; read the fork's record (its restore manifest,
+// fork.go) and check the parent is the incarnation it was made from; resolve the base
+// (the snapshot or commit of the parent the fork was made at); walk the three trees in
+// path order and decide each path (decideMerge): changed on the fork only, it is set on
+// the parent to the fork's body (zero-copy) or deleted; changed on both sides
+// differently, it is a conflict. A preview answers the changes, the conflicts and a token
+// (rewind_token.go, kind "merge": the parent's incarnation, the version read, the digest
+// of the changes and conflicts). An apply plans again, refuses (Conflict, details.reason
+// "stale", details.paths) when anything of the parent changed after the preview or the
+// plan is not the preview's, then proposes one meta.ChangeSet into the parent, its source
+// the fork, guarded by each path's generation and by the whole parent being unchanged
+// since the preview; then, on request, one proposal per conflict.
+//
+// The answer: fork_id, parent_id, base, dry_run, changes (as a rewind's, from the
+// parent's file to the fork's), conflicts ([{path, base, fork, parent} sides, and on an
+// apply with propose_conflicts proposal_id or proposal_error]), counts {added, removed,
+// changed, conflicts}, token (a preview), applied, generation (an apply that changed
+// something), replayed.
+//
+// Errors: NotFound (the fork or its parent; a root the caller may not see), InvalidArguments
+// naming id, fork (details.rule "not_a_fork") or token (details.rule "too_many_changes"
+// past MaxRewindChanges changes or conflicts), SnapshotNotFound or SnapshotExpired (the
+// base snapshot is gone), Conflict (stale, or details.reason "parent_replaced"),
+// PermissionDenied without the write scope.
+func (s *Attempts) Merge(ctx context.Context, req MergeRequest) (Result, error) {
+	if err := validateTarget(req.Agent, req.Fork, ""); err != nil {
+		return nil, err
+	}
+	if err := mayWrite(ctx, req.Agent); err != nil {
+		return nil, err
+	}
+	var tok rewindToken
+	switch {
+	case req.DryRun && req.Token != "":
+		return nil, invalidArgument("token", "applies a merge; a preview issues one")
+	case !req.DryRun && req.Token == "":
+		return nil, invalidArgument("token", "is required to apply a merge: preview it first (dry_run) and pass its token")
+	case !req.DryRun:
+		var err *Error
+		if tok, err = s.decodeToken(ctx, req.Agent, tokenMerge, req.Fork, req.Token); err != nil {
+			return nil, err
+		}
+	}
+	plan, err := s.planMerge(ctx, req.Agent, req.Fork)
+	if err != nil {
+		return nil, err
+	}
+	if req.DryRun {
+		r := s.mergeAnswer(req, plan)
+		r["token"] = s.encodeToken(ctx, req.Agent, tokenMerge, rewindToken{Workbench: req.Fork, Incarnation: plan.ws.Incarnation,
+			Since: plan.since, Plan: plan.digest(), IssuedAtMs: s.base.now().UnixMilli()})
+		r["applied"] = false
+		return r, nil
+	}
+	return s.applyMerge(ctx, req, plan, tok)
+}
+
+// planMerge reads the fork, its parent and its base, and decides every path.
+func (s *Attempts) planMerge(ctx context.Context, agent, fork string) (*mergePlan, error) {
+	view, fws, err := s.base.workspaceView(ctx, agent, fork)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := s.forkOf(ctx, agent, fork, view, fws)
+	if err != nil {
+		return nil, err
+	}
+	pws, err := parentOf(view, agent, fork, rec)
+	if err != nil {
+		return nil, err
+	}
+	base, err := s.mergeBase(ctx, agent, view, pws, rec)
+	if err != nil {
+		return nil, err
+	}
+	p := &mergePlan{rewindPlan: rewindPlan{view: view, ws: pws, since: view.Version(), target: rec.point()}, fork: fws, rec: rec}
+	return p, p.walk(base, viewSide(view, fws, fork), liveSide(view, pws))
+}
+
+// mergeBase is the side the fork's base reads: the parent at the snapshot or commit the
+// fork was made at.
+func (s *Attempts) mergeBase(ctx context.Context, agent string, view *meta.View, pws *meta.Workspace, rec forkRecord) (rewindSide, error) {
+	if rec.Commit != "" {
+		c, ok := view.Commit(pws, rec.Commit)
+		if !ok {
+			e := newError(CodeNotFound, "workbench %q no longer has commit %s, the base of the fork", rec.Parent, rec.Commit)
+			e.Details["commit"] = rec.Commit
+			return rewindSide{}, e
+		}
+		cv, cws, err := view.VersionView(pws, c.Version)
+		if err != nil {
+			return rewindSide{}, AsError(err)
+		}
+		return viewSide(cv, cws, rec.point()), nil
+	}
+	sv, sws, _, err := s.base.resolve(ctx, agent, rec.Parent, AtSnapshotID(rec.SnapshotID))
+	if err != nil {
+		return rewindSide{}, err
+	}
+	return viewSide(sv, sws, rec.point()), nil
+}
+
+// walk merges the three trees (path order; commit and restore manifests are in none) and
+// decides each path.
+func (p *mergePlan) walk(sides ...rewindSide) error {
+	type head struct {
+		path string
+		e    *meta.Entry
+		ok   bool
+	}
+	nexts := make([]func() (string, *meta.Entry, bool), len(sides))
+	heads := make([]head, len(sides))
+	for i, sd := range sides {
+		next, stop := pull(sd, RewindScope{})
+		defer stop()
+		nexts[i] = next
+		heads[i].path, heads[i].e, heads[i].ok = next()
+	}
+	for {
+		least, found := "", false
+		for _, h := range heads {
+			if h.ok && (!found || meta.ComparePaths(h.path, least) < 0) {
+				least, found = h.path, true
+			}
+		}
+		if !found {
+			return nil
+		}
+		es := make([]*meta.Entry, len(sides))
+		for i := range heads {
+			if heads[i].ok && heads[i].path == least {
+				es[i] = heads[i].e
+				heads[i].path, heads[i].e, heads[i].ok = nexts[i]()
+			}
+		}
+		if err := p.decide(least, es[0], es[1], es[2]); err != nil {
+			return err
+		}
+	}
+}
+
+// decide records one path's outcome.
+func (p *mergePlan) decide(path string, base, fork, parent *meta.Entry) error {
+	switch decideMerge(base, fork, parent) {
+	case mergeTake:
+		return p.add(path, parent, fork)
+	case mergeClash:
+		if len(p.conflicts) == MaxRewindChanges {
+			e := invalidArgument("fork", "the merge has more than %d conflicts; rewind or discard part of the fork first", MaxRewindChanges)
+			e.Details["rule"] = "too_many_changes"
+			e.Details["max_changes"] = MaxRewindChanges
+			return e
+		}
+		p.conflicts = append(p.conflicts, mergeConflict{path: path, base: base, fork: fork, parent: parent})
+	}
+	return nil
+}
+
+// digest is the plan's digest for the token: the base, the fork's incarnation, every
+// change and every conflict (its sides' generations).
+func (p *mergePlan) digest() string {
+	all := append([]meta.PathChange(nil), p.changes...)
+	gen := func(e *meta.Entry) uint64 {
+		if e == nil {
+			return 0
+		}
+		return e.Generation
+	}
+	for _, c := range p.conflicts {
+		all = append(all, meta.PathChange{Path: "conflict:" + c.path, ExpectGeneration: gen(c.parent), SourceGeneration: gen(c.fork)})
+	}
+	return planDigest("merge:"+p.target+"#"+strconv.FormatUint(p.fork.Incarnation, 10), RewindScope{}, all)
+}
+
+// applyMerge checks a plan against its preview's token, proposes its changes as one
+// change set into the parent, and makes the conflicts' proposals on request.
+func (s *Attempts) applyMerge(ctx context.Context, req MergeRequest, plan *mergePlan, tok rewindToken) (Result, error) {
+	if plan.ws.Incarnation != tok.Incarnation {
+		return nil, PreconditionFailed(newError(CodeConflict, "workbench %q was deleted and created again since the preview; preview again", plan.rec.Parent))
+	}
+	whole := RewindRequest{Scope: RewindScope{}}
+	if err := unchangedSince(whole, &plan.rewindPlan, tok.Since); err != nil && req.RequestID == "" {
+		return nil, err
+	} else if err == nil && plan.digest() != tok.Plan {
+		e := newError(CodeConflict, "the fork or its parent changed since the preview; preview again")
+		e.Details["reason"] = "stale"
+		return nil, e
+	}
+	r := s.mergeAnswer(req, plan)
+	r["applied"] = true
+	r["replayed"] = false
+	if len(plan.changes) > 0 || req.RequestID != "" {
+		h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("merge", req.Agent, req.Fork, req.Token)}
+		if err := s.applyChangeSet(ctx, h, r, meta.ChangeSet{Agent: req.Agent, Workspace: plan.rec.Parent,
+			Incarnation: plan.ws.Incarnation, SourceWorkspace: req.Fork, SourceIncarnation: plan.fork.Incarnation,
+			Changes: plan.changes, Unchanged: whole.Scope.guard(tok.Since)}); err != nil {
+			return nil, err
+		}
+	}
+	if req.ProposeConflicts {
+		rows := r["conflicts"].([]map[string]any)
+		for i, c := range plan.conflicts {
+			res, err := s.proposeConflict(ctx, req, plan, c)
+			switch {
+			case err != nil:
+				rows[i]["proposal_error"] = AsError(err).Code
+			case res != nil:
+				rows[i]["proposal_id"] = res["proposal_id"]
+			}
+		}
+	}
+	return r, nil
+}
+
+// proposeConflict proposes the fork's body of a conflicting path against the parent's
+// head, with the fork's file, the parent's file and the base as evidence. A fork side
+// that deleted the path proposes nothing (a proposal carries a body): nil, nil. The
+// proposal's request id derives from the merge's token and the path, so a retried apply
+// converges on the same proposal.
+func (s *Attempts) proposeConflict(ctx context.Context, req MergeRequest, plan *mergePlan, c mergeConflict) (Result, error) {
+	if c.fork == nil {
+		return nil, nil
+	}
+	if c.fork.Size > s.base.cfg.MCPMaxPayloadBytes {
+		return nil, tooLargeToLoad(c.fork.Size, s.base.cfg.MCPMaxPayloadBytes)
+	}
+	body, err := s.review.loadBody(ctx, req.Agent, c.fork)
+	if err != nil {
+		return nil, err
+	}
+	b64 := base64.StdEncoding.EncodeToString(body)
+	var head uint64
+	evidence := []EvidenceInput{{Kind: string(meta.EvidenceFile), Workbench: req.Fork, Path: c.path, Generation: c.fork.Generation}}
+	if c.parent != nil {
+		head = c.parent.Generation
+		evidence = append(evidence, EvidenceInput{Kind: string(meta.EvidenceFile), Workbench: plan.rec.Parent, Path: c.path, Generation: head})
+	}
+	if plan.rec.Commit != "" {
+		evidence = append(evidence, EvidenceInput{Kind: string(meta.EvidenceCommit), Workbench: plan.rec.Parent, Commit: plan.rec.Commit})
+	} else {
+		evidence = append(evidence, EvidenceInput{Kind: string(meta.EvidenceSnapshot), Workbench: plan.rec.Parent, SnapshotID: plan.rec.SnapshotID})
+	}
+	reason := fmt.Sprintf("merge of fork %q: %s changed on both sides since the base %s", req.Fork, c.path, plan.target)
+	sum := sha256.Sum256([]byte(req.Token + "\x00" + c.path))
+	ct := c.fork.ContentType
+	return s.review.Propose(ctx, req.Agent, ProposeInput{ID: plan.rec.Parent, Path: c.path, BaseGeneration: &head,
+		Base64: &b64, ContentType: &ct, Reason: &reason, Evidence: evidence, RequestID: "merge-" + hex.EncodeToString(sum[:20])})
+}
+
+// mergeAnswer renders a plan.
+func (s *Attempts) mergeAnswer(req MergeRequest, plan *mergePlan) Result {
+	rows, counts := changeRows(plan.rows)
+	conflicts := make([]map[string]any, len(plan.conflicts))
+	for i, c := range plan.conflicts {
+		conflicts[i] = map[string]any{"path": c.path, "base": sideInfo(c.base), "fork": sideInfo(c.fork), "parent": sideInfo(c.parent)}
+	}
+	counts["conflicts"] = len(conflicts)
+	r := success()
+	r["fork_id"] = req.Fork
+	r["parent_id"] = plan.rec.Parent
+	r["base"] = plan.target
+	r["dry_run"] = req.DryRun
+	r["changes"] = rows
+	r["conflicts"] = conflicts
+	r["counts"] = counts
+	return r
+}

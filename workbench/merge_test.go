@@ -1,0 +1,333 @@
+package workbench_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
+)
+
+// putIn writes body at path of workbench wb ("" deletes it).
+func putIn(t *testing.T, svc *workbench.Service, wb, path, body string) {
+	t.Helper()
+	var err error
+	if body == "" {
+		_, err = svc.Writes.Delete(context.Background(), "a", wb, path, 0, "")
+	} else {
+		_, err = svc.Writes.Write(context.Background(), workbench.WriteRequest{Agent: "a", Workbench: wb, Path: path,
+			Body: strings.NewReader(body), CreateWorkbench: true})
+	}
+	if err != nil {
+		t.Fatalf("put %s %s: %v", wb, path, err)
+	}
+}
+
+// mergePaths are every path the merge tests write.
+var mergePaths = []string{"input/a", "input/b", "input/keep", "outputs/c", "outputs/x", "outputs/y", "outputs/new",
+	"input/p0", "input/p1", "outputs/p2", "outputs/p3", "outputs/d/p4", "logs/p5"}
+
+// files returns the files of workbench wb among mergePaths as path → body.
+func files(t *testing.T, svc *workbench.Service, wb string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range mergePaths {
+		f, err := svc.Reads.Open(t.Context(), "a", wb, p)
+		if codeOf(err) == workbench.CodeNotFound {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := f.ReadAll(t.Context(), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p] = string(b)
+	}
+	return out
+}
+
+func fork(t *testing.T, svc *workbench.Service, parent, name, at string) workbench.Result {
+	t.Helper()
+	in := workbench.ForkInput{ID: parent, Fork: name}
+	if at != "" {
+		in.At = &at
+	}
+	req, err := in.Request("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ferr := svc.Attempts.Fork(t.Context(), req)
+	if ferr != nil {
+		t.Fatalf("fork: %v", ferr)
+	}
+	return r
+}
+
+// merge previews the merge of fork f and applies it with the preview's token.
+func merge(t *testing.T, svc *workbench.Service, f string, propose bool) (preview, applied workbench.Result) {
+	t.Helper()
+	preview, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: f, DryRun: true})
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	applied, err = svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: f, Token: preview["token"].(string), ProposeConflicts: propose})
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	return preview, applied
+}
+
+func conflictPaths(r workbench.Result) []string {
+	var out []string
+	for _, c := range r["conflicts"].([]map[string]any) {
+		out = append(out, c["path"].(string))
+	}
+	return out
+}
+
+// A fork's own changes reach the parent in one merge; a path both changed differently is
+// a conflict the parent keeps its body for, and becomes a proposal with both sides'
+// evidence; a path both changed the same way is no change.
+func TestMergeAppliesTheForksChangesAndKeepsConflicts(t *testing.T) {
+	for _, at := range []string{"live", "snapshot", "commit"} {
+		t.Run("a fork at "+at, func(t *testing.T) {
+			svc := workbenchtest.New(t, workbench.Config{}).Service
+			for _, p := range []string{"input/a", "input/b", "outputs/c", "outputs/x", "outputs/y"} {
+				putIn(t, svc, "w", p, p+"0")
+			}
+			switch at {
+			case "snapshot":
+				if _, err := svc.Tools.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: ptr("base")}); err != nil {
+					t.Fatal(err)
+				}
+				at = "snapshot:base"
+			case "commit":
+				at = "commit:" + commitNow(t, svc, 1)
+			}
+			f := fork(t, svc, "w", "f", at)
+			if f["parent_id"] != "w" || (at == "live") != (f["pinned_snapshot_id"] != nil) {
+				t.Fatalf("fork answer = %v", f)
+			}
+			if got := files(t, svc, "f"); !maps.Equal(got, files(t, svc, "w")) {
+				t.Fatalf("the fork holds %v, not its parent's files", got)
+			}
+			putIn(t, svc, "f", "input/a", "a-fork")
+			putIn(t, svc, "f", "input/b", "")
+			putIn(t, svc, "f", "outputs/new", "new-fork")
+			putIn(t, svc, "f", "outputs/x", "x-fork")
+			putIn(t, svc, "f", "outputs/y", "y-both")
+			putIn(t, svc, "w", "outputs/c", "c-parent")
+			putIn(t, svc, "w", "outputs/x", "x-parent")
+			putIn(t, svc, "w", "outputs/y", "y-both")
+			preview, applied := merge(t, svc, "f", true)
+			want := []string{"changed input/a", "removed input/b", "added outputs/new"}
+			if got := changesOf(preview); !slices.Equal(got, want) {
+				t.Fatalf("preview changes = %q, want %q", got, want)
+			}
+			if got := conflictPaths(applied); !slices.Equal(got, []string{"outputs/x"}) {
+				t.Fatalf("conflicts = %q, want outputs/x", got)
+			}
+			wantTree := map[string]string{"input/a": "a-fork", "outputs/c": "c-parent", "outputs/new": "new-fork",
+				"outputs/x": "x-parent", "outputs/y": "y-both"}
+			if got := files(t, svc, "w"); !maps.Equal(got, wantTree) {
+				t.Fatalf("parent after the merge = %v, want %v", got, wantTree)
+			}
+			id, _ := applied["conflicts"].([]map[string]any)[0]["proposal_id"].(string)
+			if id == "" {
+				t.Fatalf("the conflict made no proposal: %v", applied["conflicts"])
+			}
+			p, err := svc.Tools.Proposals(t.Context(), "a", workbench.ProposalsInput{ID: "w", ProposalID: &id, IncludeBody: ptr(true)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sides []string
+			for _, e := range p["evidence"].([]map[string]any) {
+				sides = append(sides, fmt.Sprint(e["kind"], " ", e["workbench"], " ", e["path"]))
+			}
+			if !slices.Contains(sides, "file f outputs/x") || !slices.Contains(sides, "file w outputs/x") || p["path"] != "outputs/x" {
+				t.Fatalf("the proposal %v does not carry both sides' evidence", p)
+			}
+		})
+	}
+}
+
+// An apply after the parent changed is refused whole, naming what changed.
+func TestMergeRefusesAParentChangedSinceThePreview(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "input/a", "a0")
+	fork(t, svc, "w", "f", "")
+	putIn(t, svc, "f", "input/a", "a1")
+	preview, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "f", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putIn(t, svc, "w", "outputs/late", "late")
+	_, err = svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "f", Token: preview["token"].(string)})
+	if codeOf(err) != workbench.CodeConflict || !strings.Contains(fmt.Sprint(detailsOf(err)["paths"]), "outputs/late") {
+		t.Fatalf("apply after a parent write = %v (%v), want Conflict naming outputs/late", err, detailsOf(err))
+	}
+	if got := files(t, svc, "w")["input/a"]; got != "a0" {
+		t.Fatalf("a refused merge changed input/a to %q", got)
+	}
+	// A rewind's token never applies a merge.
+	if _, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "f", Token: "x.y"}); detailsOf(err)["field"] != "token" {
+		t.Fatalf("a foreign token = %v, want InvalidArguments naming token", err)
+	}
+}
+
+// Discarding a live fork deletes it and retires the snapshot it pinned; a snapshot the
+// caller named stays.
+func TestDiscardReleasesTheFork(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "input/a", "a0")
+	if _, err := svc.Tools.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: ptr("mine")}); err != nil {
+		t.Fatal(err)
+	}
+	live := fork(t, svc, "w", "f1", "")
+	fork(t, svc, "w", "f2", "snapshot:mine")
+	for _, tc := range []struct {
+		fork    string
+		retired any
+	}{{"f1", live["pinned_snapshot_id"]}, {"f2", nil}} {
+		r, err := svc.Attempts.Discard(t.Context(), "a", tc.fork, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r["retired_snapshot_id"] != tc.retired {
+			t.Fatalf("discard %s retired %v, want %v", tc.fork, r["retired_snapshot_id"], tc.retired)
+		}
+		if _, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: tc.fork, DryRun: true}); codeOf(err) != workbench.CodeNotFound {
+			t.Fatalf("merge of a discarded fork = %v, want NotFound", err)
+		}
+	}
+	list, err := svc.Tools.SnapshotList(t.Context(), "a", workbench.SnapshotListInput{ID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[any]any{}
+	for _, s := range list["snapshots"].([]workbench.Result) {
+		states[s["snapshot_id"]] = s["state"]
+	}
+	if states[live["pinned_snapshot_id"]] != "retired" || len(states) != 2 {
+		t.Fatalf("snapshot states after the discards = %v, want the pin retired and mine kept", states)
+	}
+}
+
+// Bad input names its field; a workbench that is no fork is refused; another tenant's
+// fork answers like a missing one.
+func TestForkAndMergeRefuseBadInput(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "input/a", "a0")
+	fork(t, svc, "w", "f", "")
+	for _, tc := range []struct {
+		name  string
+		in    workbench.ForkInput
+		field string
+	}{
+		{"no fork name", workbench.ForkInput{ID: "w"}, "fork"},
+		{"a bad fork name", workbench.ForkInput{ID: "w", Fork: "a/b"}, "fork"},
+		{"the parent's own name", workbench.ForkInput{ID: "w", Fork: "w"}, "fork"},
+		{"a generation base", workbench.ForkInput{ID: "w", Fork: "g", At: ptr("generation:3")}, "at"},
+		{"a base of no kind", workbench.ForkInput{ID: "w", Fork: "g", At: ptr("yesterday")}, "at"},
+	} {
+		req, rerr := tc.in.Request("a")
+		var err error = rerr
+		if rerr == nil {
+			_, err = svc.Attempts.Fork(t.Context(), req)
+		}
+		if detailsOf(err)["field"] != tc.field {
+			t.Errorf("%s: %v, want InvalidArguments naming %s", tc.name, err, tc.field)
+		}
+	}
+	if _, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "w", DryRun: true}); detailsOf(err)["rule"] != "not_a_fork" {
+		t.Fatalf("merge of a workbench that is no fork = %v, want rule not_a_fork", err)
+	}
+	if _, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "f"}); detailsOf(err)["field"] != "token" {
+		t.Fatalf("apply without a token = %v, want InvalidArguments naming token", err)
+	}
+	other := auth.WithPrincipal(t.Context(), auth.Principal{ID: "k", Agents: []string{"b"}, Scopes: auth.Scopes})
+	_, hidden := svc.Attempts.Merge(other, workbench.MergeRequest{Agent: "a", Fork: "f", DryRun: true})
+	_, missing := svc.Attempts.Merge(other, workbench.MergeRequest{Agent: "nobody", Fork: "f", DryRun: true})
+	if codeOf(hidden) != workbench.CodeNotFound || strings.ReplaceAll(hidden.Error(), `"a"`, `"nobody"`) != missing.Error() {
+		t.Fatalf("another tenant's fork = %v, a missing one = %v: want the same NotFound", hidden, missing)
+	}
+	_, hidden = svc.Attempts.Discard(other, "a", "f", "")
+	_, missing = svc.Attempts.Discard(other, "nobody", "f", "")
+	if codeOf(hidden) != workbench.CodeNotFound || strings.ReplaceAll(hidden.Error(), `"a"`, `"nobody"`) != missing.Error() {
+		t.Fatalf("discard of another tenant's fork = %v, a missing one = %v: want the same NotFound", hidden, missing)
+	}
+	freq, _ := workbench.ForkInput{ID: "w", Fork: "g"}.Request("a")
+	if _, err := svc.Attempts.Fork(other, freq); codeOf(err) != workbench.CodeNotFound {
+		t.Fatalf("a fork of another tenant's workbench = %v, want NotFound", err)
+	}
+}
+
+// The merge agrees with a naive three-way merge over random edit sequences: for every
+// path, the parent ends with the fork's body when only the fork changed it, keeps its own
+// otherwise, and the paths both changed differently are exactly the reported conflicts.
+func TestMergeAgreesWithANaiveThreeWayMerge(t *testing.T) {
+	rng := rand.New(rand.NewSource(31))
+	paths := mergePaths[7:]
+	bodies := []string{"", "one", "two", "three"} // "": no file
+	for round := range 12 {
+		t.Run(fmt.Sprintf("round %d", round), func(t *testing.T) {
+			svc := workbenchtest.New(t, workbench.Config{}).Service
+			base := map[string]string{}
+			putIn(t, svc, "w", "input/keep", "k") // the workbench exists whatever the draw
+			for _, p := range paths {
+				if b := bodies[rng.Intn(len(bodies))]; b != "" {
+					putIn(t, svc, "w", p, b)
+					base[p] = b
+				}
+			}
+			fork(t, svc, "w", "f", "")
+			sides := map[string]map[string]string{"w": maps.Clone(base), "f": maps.Clone(base)}
+			for range 10 {
+				wb := []string{"w", "f"}[rng.Intn(2)]
+				p, b := paths[rng.Intn(len(paths))], bodies[rng.Intn(len(bodies))]
+				if b == "" && sides[wb][p] == "" {
+					continue // deleting a missing file is not an edit
+				}
+				putIn(t, svc, wb, p, b)
+				if b == "" {
+					delete(sides[wb], p)
+				} else {
+					sides[wb][p] = b
+				}
+			}
+			want, wantConflicts := maps.Clone(sides["w"]), []string(nil)
+			for _, p := range paths {
+				b, f, w := base[p], sides["f"][p], sides["w"][p]
+				switch {
+				case f == b || f == w:
+				case w == b && f == "":
+					delete(want, p)
+				case w == b:
+					want[p] = f
+				default:
+					wantConflicts = append(wantConflicts, p)
+				}
+			}
+			want["input/keep"] = "k"
+			_, applied := merge(t, svc, "f", false)
+			got := files(t, svc, "w")
+			if !maps.Equal(got, want) {
+				t.Fatalf("base %v, fork %v, parent %v: merged %v, want %v", base, sides["f"], sides["w"], got, want)
+			}
+			gotConflicts := conflictPaths(applied)
+			slices.Sort(gotConflicts)
+			slices.Sort(wantConflicts)
+			if !slices.Equal(gotConflicts, wantConflicts) {
+				t.Fatalf("base %v, fork %v, parent %v: conflicts %q, want %q", base, sides["f"], sides["w"], gotConflicts, wantConflicts)
+			}
+		})
+	}
+}
