@@ -63,6 +63,7 @@ minio:
 FUZZ_TARGETS := \
 	./meta:FuzzValidatePath \
 	./meta:FuzzDecodeCommand \
+	./meta:FuzzSegmentCBOR \
 	./blob:FuzzParseDigest \
 	./workbench:FuzzCanonicalManifest \
 	./api/rest:FuzzRequest \

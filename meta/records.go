@@ -105,7 +105,8 @@ type Segment struct {
 	// segment against it instead of recomputing Digest, at under half the CPU
 	// (docs/architecture.md#the-read-path, blob.Blake3). Zero, and absent from the
 	// encoding (omitzero), in every segment recorded before the field existed and in
-	// inline and compacted segments: those are verified by Digest, as before. Copies,
+	// inline segments: those are verified by Digest, as before. The compactor records it
+	// for the blob it merges a run into (shard/worker/compact.go). Copies,
 	// composes, restores and proposals carry it with the segment, so no byte is hashed
 	// again. Like Chunking, the FSM stores it as it comes and never judges it: a replica
 	// of a release without the field decodes the segment without it (unknown keys are

@@ -163,6 +163,9 @@ func (s *Set) compactRange(ctx context.Context, c Core, uid string, cand meta.Co
 	if size <= s.cfg.InlineMaxBytes {
 		seg.Inline = data
 	} else {
+		// Reads verify the merged blob by the BLAKE3 taken in the same pass as its
+		// SHA-256, as they verify the write path's segments (meta.Segment.Blake3).
+		seg.Blake3 = meta.Blake3(hashed.Blake3())
 		// Every blob deletion recorded up to this view happened before the upload below.
 		view, err := c.ReadView(ctx)
 		if err != nil {

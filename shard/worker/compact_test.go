@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/internal/metricstest"
+	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard/worker"
 )
 
@@ -38,6 +40,11 @@ func TestCompactionRollsUpSmallAppends(t *testing.T) {
 				after.Generation != before.Generation || after.Digest != before.Digest || !bytes.Equal(got, body) {
 				t.Fatalf("after compaction: %d segments (inline %v), generation %d (was %d)", len(after.Segments),
 					after.Segments[0].IsInline(), after.Generation, before.Generation)
+			}
+			// A compacted blob records its BLAKE3, which reads verify it by; inline bytes record none.
+			if want := meta.Blake3(blob.Blake3Of(got)); !tc.wantInline && after.Segments[0].Blake3 != want ||
+				tc.wantInline && after.Segments[0].Blake3 != (meta.Blake3{}) {
+				t.Fatalf("the compacted segment records BLAKE3 %x, want %x (inline %v)", after.Segments[0].Blake3, want, tc.wantInline)
 			}
 			// Appends continue on the compacted list; nothing is left to compact.
 			body = appendTo(t, n.shard, n.store, "a", "logs/run.log", body, "tail\n")

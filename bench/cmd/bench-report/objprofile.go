@@ -61,6 +61,7 @@ func (e *env) profileObjects(ctx context.Context) error {
 var (
 	rootRequests = exactRoot("net/http.(*conn).serve", "request handling (net/http.(*conn).serve, everything in a request's goroutine)")
 	rootSHA256   = profileRoot{regexp.MustCompile(`sha256\.(\(\*Digest\)\.Write|block)$`), "SHA-256 (sha256.block, every caller)"}
+	rootBLAKE3   = profileRoot{regexp.MustCompile(`^github\.com/zeebo/blake3`), "BLAKE3 (zeebo/blake3, every caller)"}
 	rootMinIO    = profileRoot{regexp.MustCompile(`^github\.com/minio/minio-go/v7\.`), "minio-go"}
 	rootSigning  = profileRoot{regexp.MustCompile(`^github\.com/minio/minio-go/v7/pkg/signer\.`), "minio-go's request signing"}
 	rootZstd     = profileRoot{regexp.MustCompile(`^github\.com/klauspost/compress/`), "zstd (klauspost/compress)"}
@@ -91,6 +92,7 @@ var (
 	getRoots = append([]profileRoot{
 		rootRequests,
 		exactRoot("github.com/cairnstore/cairn/blob.ReadVerified", "reading and verifying segments (blob.ReadVerified)"),
+		rootBLAKE3,
 		rootSHA256,
 		rootZstd,
 		rootMinIO,
