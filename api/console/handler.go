@@ -94,6 +94,18 @@ func Owns(path string) bool { return path == "/ui" || strings.HasPrefix(path, Pr
 // hold no data); SessionPath is not.
 func Public(path string) bool { return Owns(path) && path != SessionPath }
 
+// SetHeaders sets the headers every console answer carries — SecurityPolicy, nosniff, no
+// referrer, no caching without revalidation, never framed — on h. The node's guard and
+// authentication call it too for a console path, so that their refusals (403, 401) carry
+// them like the console's own answers.
+func SetHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", SecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Frame-Options", "DENY")
+}
+
 // ServeHTTP serves the console's files and SessionPath, and hands every other path to next.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.EscapedPath()
@@ -102,11 +114,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hd := w.Header()
-	hd.Set("Content-Security-Policy", SecurityPolicy)
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Frame-Options", "DENY")
+	SetHeaders(hd)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		hd.Set("Allow", "GET, HEAD")
 		plain(w, http.StatusMethodNotAllowed, "method "+r.Method+" is not allowed here (allowed: GET, HEAD)")

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cairnstore/cairn/api/console"
 	"github.com/cairnstore/cairn/api/documents"
 	"github.com/cairnstore/cairn/api/openwop"
 	"github.com/cairnstore/cairn/ops"
@@ -57,6 +58,9 @@ func newGuard(cfg ops.Config, advertise string, next http.Handler) *guard {
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if console.Owns(r.URL.EscapedPath()) {
+		console.SetHeaders(w.Header()) // on the refusals below and authn's 401 too
+	}
 	if !g.hostAllowed(r.Host) {
 		forbid(w, r, "Host", fmt.Sprintf("Host: %q is not a name of this server (add it with --allowed-hosts)", truncate(r.Host, 128)))
 		return

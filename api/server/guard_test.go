@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cairnstore/cairn/api/console"
+	"github.com/cairnstore/cairn/ops"
 )
 
 // send sends one request with headers to base+path and returns status, header and body.
@@ -196,5 +199,36 @@ func TestCrossSiteReadsOfStoredBytesAreRefused(t *testing.T) {
 	}
 	if code, _, _ := send(t, http.MethodGet, base+"/healthz", crossSite, ""); code != http.StatusOK {
 		t.Errorf("the probe, cross-site: %d, want 200", code)
+	}
+}
+
+// The console's security headers are on every answer to a console path, the guard's and
+// authentication's refusals too, not only on the console's own answers.
+func TestConsoleRefusalsCarryItsSecurityHeaders(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Auth = ops.AuthRequired
+	_, base := serveNode(t, cfg)
+	for _, tc := range []struct {
+		what   string
+		path   string
+		header map[string]string
+		status int
+	}{
+		{"a session without a key", "/ui/session", nil, http.StatusUnauthorized},
+		{"a session with a bad key", "/ui/session", map[string]string{"Authorization": "Bearer x"}, http.StatusUnauthorized},
+		{"a cross-site read", "/ui/", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"another Host", "/ui/", map[string]string{"Host": "evil.example"}, http.StatusForbidden},
+		{"the console's page", "/ui/", nil, http.StatusOK},
+	} {
+		code, h, b := send(t, http.MethodGet, base+tc.path, tc.header, "")
+		if code != tc.status || h.Get("Content-Security-Policy") != console.SecurityPolicy ||
+			h.Get("X-Frame-Options") != "DENY" || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: %d with CSP %q, X-Frame-Options %q, nosniff %q (%s); want %d with the console's headers",
+				tc.what, code, h.Get("Content-Security-Policy"), h.Get("X-Frame-Options"), h.Get("X-Content-Type-Options"), b, tc.status)
+		}
+	}
+	// A path outside the console gets none of them.
+	if _, h, _ := send(t, http.MethodGet, base+"/v1/agents/a/workbenches", nil, ""); h.Get("Content-Security-Policy") == console.SecurityPolicy {
+		t.Error("a REST answer carries the console's Content-Security-Policy")
 	}
 }
