@@ -99,6 +99,10 @@ func (a *authn) principal(w http.ResponseWriter, r *http.Request) (auth.Principa
 		return auth.Local, true // the console's files hold no data; its session and API calls need the key
 	}
 	token, err := auth.ParseAuthorization(r.Header.Get("Authorization"))
+	if len(r.Header.Values("Authorization")) > 1 {
+		// Two credentials: a proxy may act on one and this node on the other.
+		err = auth.ErrMalformed
+	}
 	var p auth.Principal
 	if err == nil {
 		p, err = auth.Authenticate(a.keys, token, time.Now())

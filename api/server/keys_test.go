@@ -57,3 +57,39 @@ func createKeys(t *testing.T, dataDir string, specs ...auth.KeySpec) []string {
 	}
 	return tokens
 }
+
+// A request with two Authorization headers is refused, whichever of them is valid: a
+// proxy in front could authorize one while this node acts on the other.
+func TestTwoCredentialsAreRefused(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Auth = ops.AuthRequired
+	tokens := createKeys(t, cfg.DataDir, auth.KeySpec{Name: "a", Agents: []string{"a"}, Scopes: auth.Scopes},
+		auth.KeySpec{Name: "b", Agents: []string{"b"}, Scopes: auth.Scopes})
+	_, base := serveNode(t, cfg)
+	one := func(token string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, base+"/v1/agents/a/workbenches/w", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tok := range []string{token, tokens[0]} {
+			if tok != "" {
+				req.Header.Add("Authorization", "Bearer "+tok)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := one(""); code != http.StatusCreated {
+		t.Fatalf("one valid key: %d, want 201", code)
+	}
+	for _, first := range []string{tokens[1], tokens[0]} {
+		if code := one(first); code != http.StatusUnauthorized {
+			t.Errorf("two Authorization headers: %d, want 401", code)
+		}
+	}
+}
