@@ -35,7 +35,7 @@ func TestAdminRoutesAreServedOnTheAdminListenerOnly(t *testing.T) {
 	}
 	// The admin listener checks Host and Origin like the client listener.
 	code, _, b = send(t, http.MethodPost, admin+"/v1/admin/gc", map[string]string{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site", "Content-Type": "text/plain"}, `{}`)
-	wantForbidden(t, "a cross-site admin GC", code, b, "Origin")
+	wantForbidden(t, "a cross-site admin GC", code, b, "Sec-Fetch-Site")
 	if !strings.HasPrefix(n.AdminAddr().String(), "127.0.0.1:") {
 		t.Errorf("the admin listener is not on loopback: %s", n.AdminAddr())
 	}

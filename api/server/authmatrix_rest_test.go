@@ -223,6 +223,11 @@ func (f *restFixture) requests() []restRequest {
 		restRequest{route: wb + "/restore", method: "POST", target: a + "/restore", body: `{"destination_id":"w4","at_commit":"` + f.commitID + `"}`},
 		restRequest{route: wb + "/proposals", method: "POST", target: a + "/proposals", body: `{"path":"input/dir/p.txt","text":"p","request_id":"matrix"}`, status: 201},
 		restRequest{route: wb + "/proposals/{proposal_id}/decision", method: "POST", target: a + "/proposals/" + f.proposalID + "/decision", body: `{"disposition":"reject","submission_id":"matrix"}`},
+		// Attempts: a rewind's preview, a fork of w, its merge's preview, its discard.
+		restRequest{route: wb + "/rewind", method: "POST", target: a + "/rewind", body: `{"target":"snapshot:s1","dry_run":true}`},
+		restRequest{route: wb + "/fork", method: "POST", target: a + "/fork", body: `{"fork":"wf","at":"snapshot:s1"}`},
+		restRequest{route: wb + "/merge", method: "POST", target: "/v1/agents/a/workbenches/wf/merge", body: `{"dry_run":true}`},
+		restRequest{route: wb + "/discard", method: "POST", target: "/v1/agents/a/workbenches/wf/discard"},
 		restRequest{route: wb + "/files/{path}", method: "DELETE", target: file},
 		restRequest{route: wb, method: "DELETE", target: "/v1/agents/a/workbenches/w"},
 		restRequest{route: wb + "/commit", method: "POST", target: a + "/commit", body: commitBody, creates: true},

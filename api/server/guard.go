@@ -66,7 +66,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := g.csrf.Check(r); err != nil {
-		forbid(w, r, "Origin", "Origin: cross-origin requests may not change state (this server answers no CORS)")
+		// net/http's check trusts Sec-Fetch-Site when the browser sent it, else Origin.
+		if r.Header.Get("Sec-Fetch-Site") != "" {
+			forbid(w, r, "Sec-Fetch-Site", "Sec-Fetch-Site: cross-origin requests may not change state (this server answers no CORS)")
+		} else {
+			forbid(w, r, "Origin", "Origin: cross-origin requests may not change state (this server answers no CORS)")
+		}
 		return
 	}
 	w.Header().Set("Cross-Origin-Resource-Policy", "same-origin")
