@@ -46,10 +46,14 @@ lint:
 ## had them; its output follows theirs.
 UNIT_TIMEOUT        ?= 15m
 INTEGRATION_TIMEOUT ?= 30m
+## TEST_OUTPUT keeps what the integration tests save as artifacts (t.ArtifactDir: the web
+## console's screenshots of each destination), for CI to collect.
+TEST_OUTPUT         ?= test-output
 unit: minio
 	@bin=$$(GO=$(GO) scripts/minio.sh) || exit 1; \
 	log=$$(mktemp); \
-	CAIRN_MINIO_BIN=$$bin $(GO) test -race -count=1 -timeout $(INTEGRATION_TIMEOUT) ./integration >$$log 2>&1 & ipid=$$!; \
+	mkdir -p $(TEST_OUTPUT) && out=$$(cd $(TEST_OUTPUT) && pwd); \
+	CAIRN_MINIO_BIN=$$bin $(GO) test -race -count=1 -timeout $(INTEGRATION_TIMEOUT) -artifacts -outputdir "$$out" ./integration >$$log 2>&1 & ipid=$$!; \
 	CAIRN_MINIO_BIN=$$bin $(GO) test -race -count=1 -p 1 -timeout $(UNIT_TIMEOUT) $$($(GO) list $(PKGS) | grep -v '/integration$$'); urc=$$?; \
 	wait $$ipid; irc=$$?; cat $$log; rm -f $$log; \
 	test $$urc -eq 0 && test $$irc -eq 0
