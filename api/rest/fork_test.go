@@ -2,15 +2,8 @@ package rest_test
 
 import (
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/auth"
-	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // Fork, merge and discard over REST, every request and answer checked against the
@@ -61,16 +54,7 @@ func TestForkAndMergeOverREST(t *testing.T) {
 
 // Another tenant's fork answers merge and discard like a missing one, byte for byte.
 func TestForkOfAnotherTenantAnswersLikeAMissingOne(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{})
-	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := auth.Principal{ID: "owner", Agents: []string{"a"}, Scopes: auth.Scopes}
-		if r.Header.Get("X-Tenant") == "other" {
-			p = auth.Principal{ID: "other", Agents: []string{"b"}, Scopes: auth.Scopes}
-		}
-		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
-	}))
-	t.Cleanup(srv.Close)
+	srv := twoTenantServer(t)
 	expect(t, do(t, "PUT", srv.URL+"/v1/agents/a/workbenches/w/files/x.txt", strings.NewReader("x")), 201, "")
 	expect(t, do(t, "POST", srv.URL+"/v1/agents/a/workbenches/w/fork", strings.NewReader(`{"fork":"f"}`), "Content-Type", "application/json"), 200, "")
 	for _, op := range []string{"merge", "discard"} {
