@@ -44,11 +44,17 @@ func TestForkAndMergeOverREST(t *testing.T) {
 	expect(t, c.post(false, wb+"/fork", `{"fork":"a/b"}`), 400, "InvalidArguments")
 	expect(t, c.post(false, wb+"/merge", `{"dry_run":true}`), 400, "InvalidArguments")
 	expect(t, c.post(false, fk+"/merge", `{}`), 400, "InvalidArguments")
-	d := c.post(true, fk+"/discard", "")
+	d := c.call(true, "POST", fk+"/discard", "", "Idempotency-Key", "d-1")
 	expect(t, d, 200, "")
-	if d.json["retired_snapshot_id"] != f.json["pinned_snapshot_id"] {
+	if d.json["retired_snapshot_id"] != f.json["pinned_snapshot_id"] || d.json["replayed"] != false {
 		t.Fatalf("discard = %s, want the pin %v retired", d.body, f.json["pinned_snapshot_id"])
 	}
+	again = c.call(true, "POST", fk+"/discard", "", "Idempotency-Key", "d-1")
+	expect(t, again, 200, "")
+	if again.json["replayed"] != true || again.json["deleted"] != true {
+		t.Fatalf("the discard retried under its key = %s, want it replayed", again.body)
+	}
+	expect(t, c.call(false, "POST", fk+"/discard", "", "Idempotency-Key", "d-2"), 404, "NotFound")
 	expect(t, c.call(false, "GET", fk+"/files/outputs/r.txt", ""), 404, "NotFound")
 }
 

@@ -166,6 +166,9 @@ func newDiscardCommand() *cobra.Command {
 		if res.RetiredSnapshotID != nil {
 			line += fmt.Sprintf(", retired snapshot %d of %s", *res.RetiredSnapshotID, res.ParentID)
 		}
+		if res.Replayed {
+			line += " (already, under this idempotency key)"
+		}
 		_, err = fmt.Fprintln(out, line)
 		return err
 	}

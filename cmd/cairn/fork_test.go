@@ -68,6 +68,9 @@ func TestForkMergeDiscardCommands(t *testing.T) {
 		{"discard retires the pin and deletes the fork", []string{"discard", "f", "--idempotency-key", "d1", "--agent", "a"}, "",
 			`^discarded f, retired snapshot \d+ of w\n$`, ""},
 		{"the fork is gone", in("f", "cat", "outputs/r.txt"), "", "", "NotFound"},
+		{"a retried discard under its key answers the first", []string{"discard", "f", "--idempotency-key", "d1", "--agent", "a"}, "",
+			`^discarded f \(already, under this idempotency key\)\n$`, ""},
+		{"without the key it is NotFound", []string{"discard", "f", "--agent", "a"}, "", "", "NotFound"},
 	})
 	if out := snapshots(); strings.Contains(out, "alive") {
 		t.Fatalf("the parent's snapshots after the discard: %q; want none alive", out)
