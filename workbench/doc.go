@@ -22,10 +22,19 @@
 //   - Review (review.go, proposals.go, proposals_view.go, artifacts.go, history.go,
 //     diff.go, diffside.go, feed.go): proposals and decisions, a file's history, diffs
 //     and the change feed. Its settings are ReviewConfig.
-//   - Attempts (rewind.go, rewind_target.go, rewind_token.go, rewind_apply.go): rewind
-//     of a workbench, a prefix or a set of paths to a snapshot, a commit or a past time,
-//     previewed with a self-verifying token and applied as one meta.ChangeSet guarded by
-//     what the preview saw (docs/architecture.md, "Attempts: rewind").
+//   - Attempts (rewind.go, rewind_target.go, rewind_token.go, rewind_apply.go, fork.go,
+//     merge.go): rewind of a workbench, a prefix or a set of paths to a snapshot, a commit
+//     or a past time, previewed with a self-verifying token and applied as one
+//     meta.ChangeSet guarded by what the preview saw (docs/architecture.md, "Attempts:
+//     rewind"); fork, merge and discard (docs/architecture.md, "Attempts: fork and
+//     merge"). A fork is a Lifecycle.Restore of its parent (a live fork first pins a
+//     snapshot of the parent, annotated pinned_by_fork), and its restore manifest is the
+//     only record of its parent and base: nothing else stores a fork. A merge decides each
+//     path three ways (decideMerge) and applies the paths only the fork changed as one
+//     change set on the parent, previewed and guarded like a rewind, under a token of its
+//     own kind; a path both sides changed is never written, only reported (and proposed on
+//     request). Discard retires only the snapshot the fork pinned, before it deletes the
+//     fork.
 //   - Tools (tools_contract.go, tools.go, tools_read.go, tools_review.go): the tool
 //     contract over the parts — one method per tool (svc.Tools.Read for workbench_read),
 //     its inputs, Result shapes, cursors and presentation paths.

@@ -3,6 +3,7 @@ package workbench
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strconv"
 
 	"github.com/cairnstore/cairn/meta"
@@ -215,11 +216,19 @@ func parentOf(view *meta.View, agent, fork string, rec forkRecord) (*meta.Worksp
 // Discard releases fork: it retires the snapshot of the parent the fork pinned (a live
 // fork's base; a base the caller named stays), then deletes the fork workbench (its
 // files, snapshots and commits; blobs only it referenced become garbage). Retiring first
-// makes a retry after a failure finish the job. The answer: fork_id, parent_id,
-// retired_snapshot_id (null when none), deleted true.
+// makes a retry after a failure finish the job, and a pin an earlier try retired is still
+// reported. The answer: fork_id, parent_id, retired_snapshot_id (null when none), deleted
+// true, replayed.
+//
+// requestID (REST Idempotency-Key, MCP request_id) makes it idempotent: the delete is one
+// command under it, and a retry that finds the fork gone proposes that command again with
+// a revision no workbench has, so the FSM answers the first delete (replayed true; the
+// answer then has no parent_id and a null retired_snapshot_id: the first answer's are not
+// kept) or refuses it, deleting nothing.
 //
 // Errors: NotFound (the fork; a root the caller may not see), InvalidArguments naming
-// "fork" (not a fork), PermissionDenied without the write scope.
+// "fork" (not a fork) or "idempotency_key" (used for another request), PermissionDenied
+// without the write scope.
 func (s *Attempts) Discard(ctx context.Context, agent, fork, requestID string) (Result, error) {
 	if err := validateTarget(agent, fork, ""); err != nil {
 		return nil, err
@@ -227,9 +236,24 @@ func (s *Attempts) Discard(ctx context.Context, agent, fork, requestID string) (
 	if err := mayWrite(ctx, agent); err != nil {
 		return nil, err
 	}
+	h := meta.Header{RequestID: requestID, RequestHash: requestHash("discard", agent, fork)}
+	r := success()
+	r["fork_id"] = fork
 	view, ws, err := s.base.workspaceView(ctx, agent, fork)
 	if err != nil {
-		return nil, err
+		if requestID == "" || AsError(err).Code != CodeNotFound {
+			return nil, err
+		}
+		res, werr := s.base.propose(ctx, h, meta.DeleteWorkspace{Agent: agent, Name: fork, IfRevision: math.MaxUint64})
+		switch {
+		case werr != nil && werr.Code == CodeInvalidArguments:
+			return nil, werr // the key was used for another request
+		case werr != nil || !res.Replayed:
+			return nil, err // the fork's NotFound: nothing was deleted
+		}
+		r["retired_snapshot_id"] = nil
+		r["deleted"], r["replayed"] = true, true
+		return r, nil
 	}
 	rec, err := s.forkOf(ctx, agent, fork, view, ws)
 	if err != nil {
@@ -238,19 +262,21 @@ func (s *Attempts) Discard(ctx context.Context, agent, fork, requestID string) (
 	var retired uint64
 	if _, perr := parentOf(view, agent, fork, rec); perr == nil && rec.SnapshotID != 0 {
 		snap, serr := view.Snapshot(agent, rec.Parent, rec.SnapshotID, "")
-		if serr == nil && snap.RetiredAtMs == 0 && pinnedBy(snap) == fork {
+		if serr == nil && pinnedBy(snap) == fork {
 			retired = rec.SnapshotID
-			s.retirePin(ctx, agent, rec.Parent, rec.SnapshotID, "fork "+fork+" discarded")
+			if snap.RetiredAtMs == 0 {
+				s.retirePin(ctx, agent, rec.Parent, rec.SnapshotID, "fork "+fork+" discarded")
+			}
 		}
 	}
-	if err := s.life.DeleteWorkbench(ctx, agent, fork, 0, requestID); err != nil {
-		return nil, err
+	res, werr := s.base.propose(ctx, h, meta.DeleteWorkspace{Agent: agent, Name: fork})
+	if werr != nil {
+		return nil, werr
 	}
-	r := success()
-	r["fork_id"] = fork
 	r["parent_id"] = rec.Parent
 	r["retired_snapshot_id"] = nilIfZero(retired)
 	r["deleted"] = true
+	r["replayed"] = res.Replayed
 	return r, nil
 }
 

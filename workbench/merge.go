@@ -228,17 +228,27 @@ func (p *mergePlan) walk(sides ...rewindSide) error {
 func (p *mergePlan) decide(path string, base, fork, parent *meta.Entry) error {
 	switch decideMerge(base, fork, parent) {
 	case mergeTake:
+		if len(p.changes) == MaxRewindChanges { // checked here, so the refusal names the merge, not rewindPlan.add's rewind
+			return tooLargeMerge("would change more than %d paths, the most one atomic merge changes")
+		}
 		return p.add(path, parent, fork)
 	case mergeClash:
 		if len(p.conflicts) == MaxRewindChanges {
-			e := invalidArgument("fork", "the merge has more than %d conflicts; rewind or discard part of the fork first", MaxRewindChanges)
-			e.Details["rule"] = "too_many_changes"
-			e.Details["max_changes"] = MaxRewindChanges
-			return e
+			return tooLargeMerge("has more than %d conflicts")
 		}
 		p.conflicts = append(p.conflicts, mergeConflict{path: path, base: base, fork: fork, parent: parent})
 	}
 	return nil
+}
+
+// tooLargeMerge is the refusal of a merge past MaxRewindChanges changes or conflicts
+// (InvalidArguments naming "fork", details.rule "too_many_changes"); what says which, with
+// one %d for the bound.
+func tooLargeMerge(what string) *Error {
+	e := invalidArgument("fork", "the merge "+what+"; rewind or discard part of the fork first", MaxRewindChanges)
+	e.Details["rule"] = "too_many_changes"
+	e.Details["max_changes"] = MaxRewindChanges
+	return e
 }
 
 // digest is the plan's digest for the token: the base, the fork's incarnation, every

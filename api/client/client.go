@@ -621,6 +621,25 @@ func (c *Client) postTool(ctx context.Context, u string, in any, out any, safety
 	return c.doJSONAs(req, out, safety)
 }
 
+// postKeyed is postTool for a call that changes state unless it is a preview: it is
+// repeated after a retryable answer only when preview is set (it changes nothing) or
+// under an idempotency key (sent as Idempotency-Key; the server answers a repeat with
+// the first result). Rewind, Merge and Discard use it.
+func (c *Client) postKeyed(ctx context.Context, u string, in any, preview bool, key string, out any) error {
+	req, err := jsonRequest(ctx, http.MethodPost, u, in)
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	safety := safetyOf(req)
+	if preview {
+		safety = replayable // a preview changes nothing
+	}
+	return c.doJSONAs(req, out, safety)
+}
+
 // jsonRequest is a request of method to u whose body is in, encoded as JSON.
 func jsonRequest(ctx context.Context, method, u string, in any) (*http.Request, error) {
 	body, err := json.Marshal(in)

@@ -38,14 +38,21 @@ type RewindChange struct {
 	} `json:"diff"`
 }
 
+// ApplyOutcome is what a rewind's or a merge's answer says of its apply: the Token a
+// preview issues, or Applied with the Generation of the command (0 when nothing changed)
+// and Replayed when a retry under an idempotency key answered the first apply.
+type ApplyOutcome struct {
+	Token      string `json:"token"`
+	Applied    bool   `json:"applied"`
+	Generation uint64 `json:"generation"`
+	Replayed   bool   `json:"replayed"`
+}
+
 // RewindResult is the server's answer to a preview or an apply.
 type RewindResult struct {
-	Target     string         `json:"target"`
-	Changes    []RewindChange `json:"changes"`
-	Token      string         `json:"token"`
-	Applied    bool           `json:"applied"`
-	Generation uint64         `json:"generation"`
-	Replayed   bool           `json:"replayed"`
+	Target  string         `json:"target"`
+	Changes []RewindChange `json:"changes"`
+	ApplyOutcome
 	RawJSON
 }
 
@@ -60,20 +67,8 @@ func (c *Client) Rewind(ctx context.Context, agent, wb string, req RewindRequest
 		FileDiffs bool     `json:"file_diffs,omitempty"`
 		Token     string   `json:"token,omitempty"`
 	}{req.Target, req.Paths, req.Prefix, req.DryRun, req.FileDiffs, req.Token}
-	r, err := jsonRequest(ctx, "POST", c.workbenchURL(agent, wb)+"/rewind", body)
-	if err != nil {
-		return nil, err
-	}
-	safety := notReplayable
-	if req.DryRun {
-		safety = replayable // a preview changes nothing
-	}
-	if req.IdempotencyKey != "" {
-		r.Header.Set("Idempotency-Key", req.IdempotencyKey)
-		safety = replayable
-	}
 	var out RewindResult
-	if err := c.doJSONAs(r, &out, safety); err != nil {
+	if err := c.postKeyed(ctx, c.workbenchURL(agent, wb)+"/rewind", body, req.DryRun, req.IdempotencyKey, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -8,8 +8,8 @@ import (
 )
 
 // forkTools are cairn_fork, cairn_merge and cairn_discard (issue 31): Attempts.Fork,
-// Merge and Discard over MCP. request_id makes a merge's apply idempotent, as REST's
-// Idempotency-Key does.
+// Merge and Discard over MCP. request_id makes a merge's apply and a discard idempotent,
+// as REST's Idempotency-Key does.
 var forkTools = []toolDef{{
 	name: "cairn_fork", title: "Fork a workbench",
 	description: "Make workbench fork, a zero-copy child of workbench id for a parallel attempt, at: live (default; the fork " +
@@ -50,13 +50,14 @@ var forkTools = []toolDef{{
 }, {
 	name: "cairn_discard", title: "Discard a fork", destructive: true,
 	description: "Release fork id: retire the snapshot of its parent it pinned (a snapshot you named stays) and delete the " +
-		"fork with its files. Result: fork_id, parent_id, retired_snapshot_id, deleted.",
+		"fork with its files. With request_id a retry after the fork is gone answers replayed true instead of NotFound. " +
+		"Result: fork_id, parent_id, retired_snapshot_id, deleted, replayed.",
 	run: func(ctx context.Context, svc *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
 		in, werr := decodeArgs[discardArgs](args)
 		if werr != nil {
 			return nil, werr
 		}
-		return svc.Attempts.Discard(ctx, agent, in.ID, "")
+		return svc.Attempts.Discard(ctx, agent, in.ID, in.RequestID)
 	},
 }}
 
@@ -68,5 +69,6 @@ type mergeArgs struct {
 
 // discardArgs is cairn_discard's input.
 type discardArgs struct {
-	ID string `json:"id"`
+	ID        string `json:"id"`
+	RequestID string `json:"request_id"`
 }

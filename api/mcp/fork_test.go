@@ -41,9 +41,12 @@ func TestCairnForkMergeRewind(t *testing.T) {
 	rw := ok(t, cs, "cairn_rewind", map[string]any{"id": "w", "target": "snapshot:before", "dry_run": true})
 	ok(t, cs, "cairn_rewind", map[string]any{"id": "w", "target": "snapshot:before", "token": rw.str("token")})
 	read("one")
-	d := ok(t, cs, "cairn_discard", map[string]any{"id": "try1"})
-	if d["deleted"] != true || d["retired_snapshot_id"] == nil {
+	d := ok(t, cs, "cairn_discard", map[string]any{"id": "try1", "request_id": "d-1"})
+	if d["deleted"] != true || d["retired_snapshot_id"] == nil || d["replayed"] != false {
 		t.Fatalf("discard: %v", d)
+	}
+	if again := ok(t, cs, "cairn_discard", map[string]any{"id": "try1", "request_id": "d-1"}); again["replayed"] != true || again["deleted"] != true {
+		t.Fatalf("discard retried under its request_id: %v", again)
 	}
 	invalid(t, cs, "cairn_fork", map[string]any{"id": "w", "fork": "w"}, "fork")
 	invalid(t, cs, "cairn_fork", map[string]any{"id": "w", "fork": "g", "at": "generation:2"}, "at")

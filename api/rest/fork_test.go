@@ -2,15 +2,8 @@ package rest_test
 
 import (
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/auth"
-	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // Fork, merge and discard over REST, every request and answer checked against the
@@ -51,26 +44,23 @@ func TestForkAndMergeOverREST(t *testing.T) {
 	expect(t, c.post(false, wb+"/fork", `{"fork":"a/b"}`), 400, "InvalidArguments")
 	expect(t, c.post(false, wb+"/merge", `{"dry_run":true}`), 400, "InvalidArguments")
 	expect(t, c.post(false, fk+"/merge", `{}`), 400, "InvalidArguments")
-	d := c.post(true, fk+"/discard", "")
+	d := c.call(true, "POST", fk+"/discard", "", "Idempotency-Key", "d-1")
 	expect(t, d, 200, "")
-	if d.json["retired_snapshot_id"] != f.json["pinned_snapshot_id"] {
+	if d.json["retired_snapshot_id"] != f.json["pinned_snapshot_id"] || d.json["replayed"] != false {
 		t.Fatalf("discard = %s, want the pin %v retired", d.body, f.json["pinned_snapshot_id"])
 	}
+	again = c.call(true, "POST", fk+"/discard", "", "Idempotency-Key", "d-1")
+	expect(t, again, 200, "")
+	if again.json["replayed"] != true || again.json["deleted"] != true {
+		t.Fatalf("the discard retried under its key = %s, want it replayed", again.body)
+	}
+	expect(t, c.call(false, "POST", fk+"/discard", "", "Idempotency-Key", "d-2"), 404, "NotFound")
 	expect(t, c.call(false, "GET", fk+"/files/outputs/r.txt", ""), 404, "NotFound")
 }
 
 // Another tenant's fork answers merge and discard like a missing one, byte for byte.
 func TestForkOfAnotherTenantAnswersLikeAMissingOne(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{})
-	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := auth.Principal{ID: "owner", Agents: []string{"a"}, Scopes: auth.Scopes}
-		if r.Header.Get("X-Tenant") == "other" {
-			p = auth.Principal{ID: "other", Agents: []string{"b"}, Scopes: auth.Scopes}
-		}
-		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
-	}))
-	t.Cleanup(srv.Close)
+	srv := twoTenantServer(t)
 	expect(t, do(t, "PUT", srv.URL+"/v1/agents/a/workbenches/w/files/x.txt", strings.NewReader("x")), 201, "")
 	expect(t, do(t, "POST", srv.URL+"/v1/agents/a/workbenches/w/fork", strings.NewReader(`{"fork":"f"}`), "Content-Type", "application/json"), 200, "")
 	for _, op := range []string{"merge", "discard"} {

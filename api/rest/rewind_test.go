@@ -60,16 +60,7 @@ func TestRewindOverREST(t *testing.T) {
 
 // A principal of another tenant gets the answer of a missing workbench, byte for byte.
 func TestRewindOfAnotherTenantAnswersLikeAMissingWorkbench(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{})
-	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := auth.Principal{ID: "owner", Agents: []string{"a"}, Scopes: auth.Scopes}
-		if r.Header.Get("X-Tenant") == "other" {
-			p = auth.Principal{ID: "other", Agents: []string{"b"}, Scopes: auth.Scopes}
-		}
-		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
-	}))
-	t.Cleanup(srv.Close)
+	srv := twoTenantServer(t)
 	expect(t, do(t, "PUT", srv.URL+"/v1/agents/a/workbenches/w/files/x.txt", strings.NewReader("x")), 201, "")
 	rewindAs := func(agent string) response {
 		return do(t, "POST", srv.URL+"/v1/agents/"+agent+"/workbenches/w/rewind",
@@ -80,4 +71,22 @@ func TestRewindOfAnotherTenantAnswersLikeAMissingWorkbench(t *testing.T) {
 	if strings.ReplaceAll(string(hidden.body), `\"a\"`, `\"nobody\"`) != string(missing.body) {
 		t.Fatalf("another tenant's workbench answers %s, a missing root %s", hidden.body, missing.body)
 	}
+}
+
+// twoTenantServer serves the REST API of an in-process node to two principals with every
+// scope: "owner", who may use root a, and, on a request with X-Tenant: other, "other",
+// who may use only root b.
+func twoTenantServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	n := workbenchtest.New(t, workbench.Config{})
+	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := auth.Principal{ID: "owner", Agents: []string{"a"}, Scopes: auth.Scopes}
+		if r.Header.Get("X-Tenant") == "other" {
+			p = auth.Principal{ID: "other", Agents: []string{"b"}, Scopes: auth.Scopes}
+		}
+		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -57,6 +57,7 @@ func newCLI() *cobra.Command {
 	addWorkbenchCommands(root)
 	root.AddCommand(newDiffCommand())
 	root.AddCommand(newRewindCommand()) // rewind.go
+	addForkCommands(root)               // fork.go
 	addLifecycleCommands(root)
 	addProposalCommands(root) // proposals.go
 	addDocumentCommands(root) // documents.go

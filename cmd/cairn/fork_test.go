@@ -1,0 +1,78 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// cairn fork, merge and discard: a live fork pins a snapshot; a merge preview lists the
+// fork's changes (A/D/M) and the conflicts (C) with the token; a token whose parent
+// changed since is a Conflict; --yes --propose-conflicts applies, keeps the parent's side
+// of the conflict and proposes the fork's; the merged files read back; discard retires the
+// pin and deletes the fork.
+func TestForkMergeDiscardCommands(t *testing.T) {
+	_, srv := testNode(t)
+	in := func(wb string, args ...string) []string { return append(args, "--agent", "a", "--workbench", wb) }
+	runCases(t, srv.URL, []cliCase{
+		{"a parent file", in("w", "put", "outputs/r.txt", "-"), "r1\n", "", ""},
+		{"another", in("w", "put", "outputs/x.txt", "-"), "x1\n", "", ""},
+		{"a third, which the fork deletes", in("w", "put", "outputs/gone.txt", "-"), "g\n", "", ""},
+		{"a live fork pins a snapshot", []string{"fork", "w", "f", "--agent", "a"}, "",
+			`^forked w into f at snapshot:\d+, pinned until the fork is discarded \(3 file\(s\)\)\n$`, ""},
+		{"a fork named like a workbench that exists", []string{"fork", "w", "f", "--agent", "a"}, "", "", "AlreadyExists"},
+		{"a bad base is the server's InvalidArguments", []string{"fork", "w", "g", "--at", "yesterday", "--agent", "a"}, "", "", "InvalidArguments"},
+		{"the fork changes a file", in("f", "put", "outputs/r.txt", "-"), "r2\n", "", ""},
+		{"adds one", in("f", "put", "outputs/new.txt", "-"), "n\n", "", ""},
+		{"deletes one", in("f", "rm", "outputs/gone.txt"), "", "", ""},
+		{"and changes one the parent changes too", in("f", "put", "outputs/x.txt", "-"), "x-fork\n", "", ""},
+		{"the parent's side", in("w", "put", "outputs/x.txt", "-"), "x-parent\n", "", ""},
+		{"a merge of a workbench that is not a fork", []string{"merge", "w", "--agent", "a"}, "", "", "InvalidArguments"},
+		{"--yes and --token together", []string{"merge", "f", "--yes", "--token", "t", "--agent", "a"}, "", "", "InvalidArguments"},
+	})
+	out, err := runCLI(t.Context(), srv.URL, "merge", "f", "--agent", "a")
+	want := regexp.MustCompile(`^D outputs/gone.txt\nA outputs/new.txt\nM outputs/r.txt\nC outputs/x.txt\n` +
+		`preview of 3 change\(s\) and 1 conflict\(s\) from f into w; apply with --token (\S+)\n$`)
+	m := want.FindStringSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("preview printed %q, %v; want it to match %s", out, err, want)
+	}
+	runCases(t, srv.URL, []cliCase{
+		{"a writer on the parent after the preview", in("w", "put", "outputs/late.txt", "-"), "l\n", "", ""},
+		{"makes the token stale", []string{"merge", "f", "--token", m[1], "--agent", "a"}, "", "", "Conflict"},
+		{"--yes previews and applies, proposing the conflict",
+			[]string{"merge", "f", "--yes", "--propose-conflicts", "--idempotency-key", "m1", "--agent", "a"}, "",
+			`^D outputs/gone.txt\nA outputs/new.txt\nM outputs/r.txt\nC outputs/x.txt \(proposed: \S+\)\n` +
+				`merged 3 path\(s\) from f into w at generation \d+; 1 conflict\(s\) left as they are\n$`, ""},
+		{"the fork's change landed", in("w", "cat", "outputs/r.txt"), "", `^r2\n$`, ""},
+		{"its new file", in("w", "cat", "outputs/new.txt"), "", `^n\n$`, ""},
+		{"its delete", in("w", "cat", "outputs/gone.txt"), "", "", "NotFound"},
+		{"the conflict kept the parent's side", in("w", "cat", "outputs/x.txt"), "", `^x-parent\n$`, ""},
+		{"the parent's later file stays", in("w", "cat", "outputs/late.txt"), "", `^l\n$`, ""},
+		{"the conflict is a proposal against the parent", []string{"proposals", "w", "--agent", "a"}, "", `outputs/x.txt`, ""},
+		{"a second merge has nothing to merge", []string{"merge", "f", "--yes", "--agent", "a"}, "",
+			`^C outputs/x.txt\nnothing to merge from f into w; 1 conflict\(s\) left as they are\n$`, ""},
+	})
+	snapshots := func() string {
+		t.Helper()
+		out, err := runCLI(t.Context(), srv.URL, "snapshot", "list", "w", "--agent", "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if out := snapshots(); strings.Count(out, "alive") != 1 {
+		t.Fatalf("the parent's snapshots before the discard: %q; want the fork's pin alive", out)
+	}
+	runCases(t, srv.URL, []cliCase{
+		{"discard retires the pin and deletes the fork", []string{"discard", "f", "--idempotency-key", "d1", "--agent", "a"}, "",
+			`^discarded f, retired snapshot \d+ of w\n$`, ""},
+		{"the fork is gone", in("f", "cat", "outputs/r.txt"), "", "", "NotFound"},
+		{"a retried discard under its key answers the first", []string{"discard", "f", "--idempotency-key", "d1", "--agent", "a"}, "",
+			`^discarded f \(already, under this idempotency key\)\n$`, ""},
+		{"without the key it is NotFound", []string{"discard", "f", "--agent", "a"}, "", "", "NotFound"},
+	})
+	if out := snapshots(); strings.Contains(out, "alive") {
+		t.Fatalf("the parent's snapshots after the discard: %q; want none alive", out)
+	}
+}
