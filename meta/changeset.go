@@ -278,17 +278,32 @@ func (v *View) ChangedSince(ws *Workspace, g ScopeGuard) ([]string, error) {
 
 func changedSince(st *state, ws *Workspace, g ScopeGuard) ([]string, *Error) {
 	var changed []string
-	newer := func(key string, rec *pathRecord) {
+	err := eachInScope(st, ws, g, func(p string, rec *pathRecord) {
 		if len(rec.Chain) > 0 && rec.Chain[0].Version > g.Since {
-			if p := keyPath(key); !IsReservedPath(p) {
-				changed = appendBounded(changed, p)
-			}
+			changed = appendBounded(changed, p)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(changed, ComparePaths)
+	return slices.Compact(changed), nil
+}
+
+// eachInScope calls fn with the path and record of each path of g's scope in ws that has a
+// record (g.Paths, then every record below g.Dir; a path may come twice), commit and
+// restore manifests left out. InvalidArguments naming "unchanged.dir" when more than
+// MaxChangeSetScan records lie below g.Dir.
+func eachInScope(st *state, ws *Workspace, g ScopeGuard, fn func(path string, rec *pathRecord)) *Error {
+	visit := func(key string, rec *pathRecord) {
+		if p := keyPath(key); !IsReservedPath(p) {
+			fn(p, rec)
 		}
 	}
 	for _, p := range g.Paths {
 		key := pathKey(ws.Incarnation, p)
 		if rec, ok := st.paths.Get(key); ok {
-			newer(key, rec)
+			visit(key, rec)
 		}
 	}
 	if g.Dir != "" || len(g.Paths) == 0 {
@@ -301,15 +316,14 @@ func changedSince(st *state, ws *Workspace, g ScopeGuard) ([]string, *Error) {
 			if scanned++; scanned > MaxChangeSetScan {
 				return false
 			}
-			newer(key, rec)
+			visit(key, rec)
 			return true
 		})
 		if scanned > MaxChangeSetScan {
-			return nil, invalidArg("unchanged.dir", "covers more than %d paths; guard a narrower directory", MaxChangeSetScan)
+			return invalidArg("unchanged.dir", "covers more than %d paths; guard a narrower directory", MaxChangeSetScan)
 		}
 	}
-	slices.SortFunc(changed, ComparePaths)
-	return slices.Compact(changed), nil
+	return nil
 }
 
 // checkChangeSetShape enforces "a path is a file or an implicit directory, never both" on

@@ -80,9 +80,12 @@ type rewindRow struct {
 // that lands between the check and the command still makes it refuse, whole.
 //
 // The answer: workbench_id, target, scope, dry_run, changes ([{path, change:
-// added|removed|changed, from, to: {generation, digest_uri, size_bytes} or null, diff}]),
-// counts {added, removed, changed}, token (a preview), applied, generation (the version
-// every changed path got; an apply that changed something), replayed.
+// added|removed|changed, from, to: {generation, digest_uri, size_bytes} or null, diff}];
+// to's generation is the target's version in a preview, the version the apply made in an
+// apply), counts {added, removed, changed}, token (a preview), applied, generation (the
+// version every changed path got; an apply that changed something), replayed (a retry
+// under the request id of an apply that landed: the changes are that apply's, read back
+// from history, meta View.ChangesAt).
 //
 // Errors: NotFound (workbench, commit; a root or workbench the caller may not see),
 // SnapshotNotFound, SnapshotExpired, InvalidArguments naming target, paths, prefix or

@@ -202,19 +202,44 @@ func TestRewindRefusesWhatChangedSinceThePreview(t *testing.T) {
 	}
 }
 
-// An apply retried under the same idempotency key answers the first apply, replayed,
-// and adds no version.
+// An apply retried under the same idempotency key answers the first apply — its
+// generation, its changes (added, removed, changed, each path's sides) and counts —,
+// replayed, and adds no version.
 func TestRewindApplyReplaysByIdempotencyKey(t *testing.T) {
-	svc, req := rewoundNode(t)
-	ctx := t.Context()
-	req.RequestID = "rewind-1"
+	svc, ctx := workbenchtest.New(t, workbench.Config{}).Service, t.Context()
+	write(t, svc, "input/a.txt", "a\n")
+	write(t, svc, "outputs/r.txt", "r1\n")
+	write(t, svc, "outputs/late.txt", "late\n")
+	if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("s")}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, svc, "outputs/r.txt", "r2\n")
+	write(t, svc, "outputs/new.txt", "new\n")
+	if _, err := svc.Writes.Delete(ctx, "a", "w", "outputs/late.txt", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	req := workbench.RewindRequest{Agent: "a", Workbench: "w", Target: target(t, "snapshot:s"), Scope: workbench.RewindScope{Prefix: "outputs"}, DryRun: true}
+	preview, err := svc.Attempts.Rewind(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.DryRun, req.Token, req.RequestID = false, preview["token"].(string), "rewind-1"
 	first, err := svc.Attempts.Rewind(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := changesOf(first); fmt.Sprint(got) != "[added outputs/late.txt removed outputs/new.txt changed outputs/r.txt]" {
+		t.Fatalf("first apply's changes = %q", got)
+	}
+	write(t, svc, "input/a.txt", "outside the scope\n")
 	again, err := svc.Attempts.Rewind(ctx, req)
 	if err != nil || again["replayed"] != true || again["generation"] != first["generation"] {
 		t.Fatalf("retry = %v, %v; want the first apply (generation %v) replayed", again, err, first["generation"])
+	}
+	for _, k := range []string{"workbench_id", "target", "scope", "changes", "counts", "applied"} {
+		if fmt.Sprint(again[k]) != fmt.Sprint(first[k]) {
+			t.Errorf("the retry's %s = %v, the first apply's %v", k, again[k], first[k])
+		}
 	}
 	h, err := svc.Review.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt"})
 	if err != nil || len(h.Versions) != 3 {

@@ -27,7 +27,8 @@ func TestCairnRewind(t *testing.T) {
 	apply := map[string]any{"id": "w", "target": "snapshot:s1", "token": p.str("token"), "request_id": "rw-1"}
 	first := ok(t, cs, "cairn_rewind", apply)
 	again := ok(t, cs, "cairn_rewind", apply)
-	if first["applied"] != true || again["replayed"] != true || again["generation"] != first["generation"] {
+	if first["applied"] != true || again["replayed"] != true || again["generation"] != first["generation"] ||
+		fmt.Sprint(again["changes"]) != fmt.Sprint(first["changes"]) || fmt.Sprint(again["counts"]) != fmt.Sprint(first["counts"]) {
 		t.Fatalf("apply %v, retry %v", first, again)
 	}
 	r := ok(t, wb, "workbench_read", map[string]any{"id": "w", "section": "outputs", "path": "r.txt"})

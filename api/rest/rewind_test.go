@@ -35,7 +35,8 @@ func TestRewindOverREST(t *testing.T) {
 	expect(t, a, 200, "")
 	again := c.call(true, "POST", wb+"/rewind", apply, "Content-Type", "application/json", "Idempotency-Key", "rw-1")
 	expect(t, again, 200, "")
-	if again.json["replayed"] != true || again.json["generation"] != a.json["generation"] {
+	if again.json["replayed"] != true || again.json["generation"] != a.json["generation"] ||
+		fmt.Sprint(again.json["changes"]) != fmt.Sprint(a.json["changes"]) || fmt.Sprint(again.json["counts"]) != fmt.Sprint(a.json["counts"]) {
 		t.Fatalf("retry = %s, want the first apply %s replayed", again.body, a.body)
 	}
 	if r := c.call(true, "GET", wb+"/files/outputs/r.txt", ""); string(r.body) != "r1\n" {
