@@ -76,8 +76,10 @@ func (s *Attempts) apply(ctx context.Context, req RewindRequest, plan *rewindPla
 	if len(plan.changes) == 0 && req.RequestID == "" {
 		return r, nil // nothing differs, as the preview said: no command
 	}
+	// The request is the intent, not the token: a retry that previews again (a new token)
+	// replays the first apply, and the key with another target or scope is refused.
 	h := meta.Header{RequestID: req.RequestID,
-		RequestHash: requestHash("rewind", req.Agent, req.Workbench, req.Token)}
+		RequestHash: requestHash("rewind", req.Agent, req.Workbench, plan.target, req.Scope.String())}
 	res, werr := s.base.propose(ctx, h, meta.ChangeSet{Agent: req.Agent, Workspace: req.Workbench,
 		Incarnation: plan.ws.Incarnation, SourceWorkspace: req.Workbench, SourceIncarnation: plan.ws.Incarnation,
 		Changes: plan.changes, Unchanged: req.Scope.guard(tok.Since)})
