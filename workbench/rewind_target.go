@@ -152,7 +152,13 @@ func viewSide(view *meta.View, ws *meta.Workspace, label string) rewindSide {
 			})
 			return nil
 		},
-		at: func(p string) (*meta.Entry, error) { return fileAt(view, ws, p, DiffSide{Kind: SideLive}) },
+		at: func(p string) (*meta.Entry, error) {
+			e, err := fileAt(view, ws, p, DiffSide{Kind: SideLive})
+			if err != nil && AsError(err).Code == CodeNotArtifact {
+				return nil, nil // a directory holds no file at p: the plan's shape check names the clash
+			}
+			return e, err
+		},
 	}
 }
 

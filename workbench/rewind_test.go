@@ -323,3 +323,43 @@ func asError(err error, e **workbench.Error) bool {
 	*e = we
 	return ok
 }
+
+// A preview whose scope takes a path to the target but leaves its clashing neighbour — a
+// file where the target needs a directory, or the reverse — is refused naming both paths,
+// with no token: the apply could never pass the change set's shape rule.
+func TestRewindPreviewRefusesATreeShapeClash(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		then, now    string // the file at the snapshot, the file live
+		scope        workbench.RewindScope
+		code         string
+		wantPaths    []string
+		wantConflict string
+	}{
+		{"a file where the target needs a directory", "outputs/x/y", "outputs/x",
+			workbench.RewindScope{Paths: []string{"outputs/x/y"}}, workbench.CodeNotDirectory, []string{"outputs/x", "outputs/x/y"}, "outputs/x"},
+		{"the same below a prefix", "outputs/x/y", "outputs/x",
+			workbench.RewindScope{Prefix: "outputs/x"}, workbench.CodeNotDirectory, []string{"outputs/x", "outputs/x/y"}, "outputs/x"},
+		{"a directory where the target needs a file", "outputs/x", "outputs/x/y",
+			workbench.RewindScope{Paths: []string{"outputs/x"}}, workbench.CodeAlreadyExists, []string{"outputs/x", "outputs/x/y"}, "outputs/x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, ctx := workbenchtest.New(t, workbench.Config{}).Service, t.Context()
+			write(t, svc, tc.then, "then\n")
+			if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("s")}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Writes.Delete(ctx, "a", "w", tc.then, 0, ""); err != nil {
+				t.Fatal(err)
+			}
+			write(t, svc, tc.now, "now\n")
+			res, err := svc.Attempts.Rewind(ctx, workbench.RewindRequest{Agent: "a", Workbench: "w", Target: target(t, "snapshot:s"), Scope: tc.scope, DryRun: true})
+			d := detailsOf(err)
+			if codeOf(err) != tc.code || fmt.Sprint(d["paths"]) != fmt.Sprint(tc.wantPaths) || d["conflicting_path"] != tc.wantConflict || res != nil {
+				t.Fatalf("preview = %v, %v (details %v); want %s naming %v and no token", res, err, d, tc.code, tc.wantPaths)
+			}
+			// The whole workbench takes both paths: it previews and applies.
+			rewind(t, ctx, svc, workbench.RewindRequest{Agent: "a", Workbench: "w", Target: target(t, "snapshot:s")})
+		})
+	}
+}
