@@ -363,3 +363,36 @@ func TestRewindPreviewRefusesATreeShapeClash(t *testing.T) {
 		})
 	}
 }
+
+// A time target is a past instant: Unix milliseconds are digits only (0 is 1970, then
+// beyond retention), a time after the node's now is refused naming target (rule
+// in_future), and either form reads back in one form, RFC 3339 in UTC with milliseconds.
+func TestRewindTimeTargets(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{})
+	svc, ctx := n.Service, t.Context()
+	write(t, svc, "outputs/r.txt", "r1\n")
+	at := nowMs(t, n)
+	for _, bad := range []string{"time:+123", "time:-5", "time: 5", "time:", "time:99999999999999999999", "time:12ab"} {
+		if _, err := workbench.ParseRewindTarget("target", bad); err == nil || err.Details["field"] != "target" {
+			t.Errorf("%s parsed: %v", bad, err)
+		}
+	}
+	for _, tc := range []struct{ target, rule string }{
+		{"time:0", "beyond_retention"},
+		{"time:9999-12-31T23:59:59Z", "in_future"},
+		{"time:9223372036854775807", "in_future"},
+		{fmt.Sprintf("time:%d", time.Now().Add(time.Hour).UnixMilli()), "in_future"},
+	} {
+		_, err := svc.Attempts.Rewind(ctx, workbench.RewindRequest{Agent: "a", Workbench: "w", Target: target(t, tc.target), DryRun: true})
+		if d := detailsOf(err); codeOf(err) != workbench.CodeInvalidArguments || d["field"] != "target" || d["rule"] != tc.rule {
+			t.Errorf("%s: %v (details %v), want InvalidArguments naming target, rule %s", tc.target, err, d, tc.rule)
+		}
+	}
+	want := "time:" + time.UnixMilli(at).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	for _, given := range []string{fmt.Sprintf("time:%d", at), "time:" + time.UnixMilli(at).In(time.FixedZone("x", 5*3600)).Format(time.RFC3339Nano)} {
+		p, err := svc.Attempts.Rewind(ctx, workbench.RewindRequest{Agent: "a", Workbench: "w", Target: target(t, given), DryRun: true})
+		if err != nil || p["target"] != want {
+			t.Errorf("%s reads back as %v (%v), want %s", given, p["target"], err, want)
+		}
+	}
+}
