@@ -67,6 +67,9 @@ func ParseRewindTarget(field, s string) (RewindTarget, *Error) {
 		}
 		return RewindTarget{Kind: TargetTime, AtMs: at.UnixMilli()}, nil
 	case SideSnapshot, SideCommit:
+		if arg == "" {
+			return RewindTarget{}, invalidArgument(field, "%s: %s: names nothing, got %q", rewindTargetSyntax, kind, s)
+		}
 	default:
 		return RewindTarget{}, invalidArgument(field, "%s, got %q", rewindTargetSyntax, s)
 	}

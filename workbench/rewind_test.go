@@ -283,8 +283,12 @@ func TestRewindRefusesBadRequests(t *testing.T) {
 			t.Errorf("%s: %v, want InvalidArguments naming %s", tc.name, err, tc.field)
 		}
 	}
-	if _, err := workbench.ParseRewindTarget("target", "yesterday"); err == nil || err.Details["field"] != "target" {
-		t.Errorf("a target of no kind: %v", err)
+	for _, bad := range []string{"yesterday", "snapshot:", "commit:", "live", "generation:3"} {
+		_, err := workbench.ParseRewindTarget("target", bad)
+		if err == nil || err.Details["field"] != "target" || !strings.Contains(err.Message, "snapshot:<id or name>, commit:<commit_identity> or time:") ||
+			strings.Contains(err.Message, "generation:<N>") {
+			t.Errorf("target %q: %v, want rewind's own syntax named", bad, err)
+		}
 	}
 }
 
