@@ -36,6 +36,11 @@ const TargetTime = "time"
 // rewindTimeLayout is RFC 3339 with milliseconds, the one form a time target reads back in.
 const rewindTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
+// MaxRewindTargetBytes bounds a rewind target: the longest is a snapshot name
+// (meta.MaxSnapshotNameBytes) after "snapshot:". REST and MCP enforce it here; the
+// cairn_rewind schema (api/mcp) states the same number, which its test checks.
+const MaxRewindTargetBytes = len(SideSnapshot) + 1 + meta.MaxSnapshotNameBytes
+
 // rewindTargetSyntax is what a target may be, for the refusals of a malformed one.
 const rewindTargetSyntax = "must be snapshot:<id or name>, commit:<commit_identity> or time:<RFC 3339 or Unix ms>"
 
@@ -51,6 +56,9 @@ func (t RewindTarget) String() string {
 // in the InvalidArguments error. It checks syntax only: a time after now or before the
 // history window is refused when the rewind resolves it (Attempts.Rewind).
 func ParseRewindTarget(field, s string) (RewindTarget, *Error) {
+	if len(s) > MaxRewindTargetBytes {
+		return RewindTarget{}, invalidArgument(field, "must be at most %d bytes, got %d", MaxRewindTargetBytes, len(s))
+	}
 	kind, arg, _ := strings.Cut(s, ":")
 	switch kind {
 	case TargetTime:
