@@ -278,17 +278,32 @@ func (v *View) ChangedSince(ws *Workspace, g ScopeGuard) ([]string, error) {
 
 func changedSince(st *state, ws *Workspace, g ScopeGuard) ([]string, *Error) {
 	var changed []string
-	newer := func(key string, rec *pathRecord) {
+	err := eachInScope(st, ws, g, func(p string, rec *pathRecord) {
 		if len(rec.Chain) > 0 && rec.Chain[0].Version > g.Since {
-			if p := keyPath(key); !IsReservedPath(p) {
-				changed = appendBounded(changed, p)
-			}
+			changed = appendBounded(changed, p)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(changed, ComparePaths)
+	return slices.Compact(changed), nil
+}
+
+// eachInScope calls fn with the path and record of each path of g's scope in ws that has a
+// record (g.Paths, then every record below g.Dir; a path may come twice), commit and
+// restore manifests left out. InvalidArguments naming "unchanged.dir" when more than
+// MaxChangeSetScan records lie below g.Dir.
+func eachInScope(st *state, ws *Workspace, g ScopeGuard, fn func(path string, rec *pathRecord)) *Error {
+	visit := func(key string, rec *pathRecord) {
+		if p := keyPath(key); !IsReservedPath(p) {
+			fn(p, rec)
 		}
 	}
 	for _, p := range g.Paths {
 		key := pathKey(ws.Incarnation, p)
 		if rec, ok := st.paths.Get(key); ok {
-			newer(key, rec)
+			visit(key, rec)
 		}
 	}
 	if g.Dir != "" || len(g.Paths) == 0 {
@@ -301,22 +316,40 @@ func changedSince(st *state, ws *Workspace, g ScopeGuard) ([]string, *Error) {
 			if scanned++; scanned > MaxChangeSetScan {
 				return false
 			}
-			newer(key, rec)
+			visit(key, rec)
 			return true
 		})
 		if scanned > MaxChangeSetScan {
-			return nil, invalidArg("unchanged.dir", "covers more than %d paths; guard a narrower directory", MaxChangeSetScan)
+			return invalidArg("unchanged.dir", "covers more than %d paths; guard a narrower directory", MaxChangeSetScan)
 		}
 	}
-	slices.SortFunc(changed, ComparePaths)
-	return slices.Compact(changed), nil
+	return nil
 }
 
-// checkChangeSetShape enforces "a path is a file or an implicit directory, never both" on
-// the tree the changes leave: for every set path, no ancestor is a file afterwards and
-// nothing lives below it afterwards.
+// checkChangeSetShape enforces changeSetShape in the applied state.
 func (a *applier) checkChangeSetShape(ws *Workspace, changes []PathChange) *Error {
-	s := a.st
+	return changeSetShape(a.st, ws, changes)
+}
+
+// CheckChangeSetShape answers what a ChangeSet of changes (valid, in path order) applied
+// to ws now would answer for the shape of the tree it leaves (changeSetShape): a planner
+// refuses a change set that can never apply before it hands it out (workbench/rewind.go).
+// It needs a live view.
+func (v *View) CheckChangeSetShape(ws *Workspace, changes []PathChange) error {
+	if !v.live() {
+		return invalidArg("changes", "the shape check needs a live view")
+	}
+	if err := changeSetShape(v.st, ws, changes); err != nil {
+		return err
+	}
+	return nil
+}
+
+// changeSetShape enforces "a path is a file or an implicit directory, never both" on the
+// tree the changes leave: for every set path, no ancestor is a file afterwards
+// (NotDirectory) and nothing lives below it afterwards (AlreadyExists, kind directory).
+// The error names the clashing path (Path) and both paths (Paths).
+func changeSetShape(s *state, ws *Workspace, changes []PathChange) *Error {
 	byPath := make(map[string]PathChange, len(changes))
 	for _, ch := range changes {
 		byPath[ch.Path] = ch
@@ -334,7 +367,8 @@ func (a *applier) checkChangeSetShape(ws *Workspace, changes []PathChange) *Erro
 		}
 		for d := parentDir(ch.Path); d != ""; d = parentDir(d) {
 			if liveAfter(d) {
-				return &Error{Code: CodeNotDirectory, Path: d, Message: "an ancestor of " + strconv.Quote(ch.Path) + " is a file: " + strconv.Quote(d)}
+				return &Error{Code: CodeNotDirectory, Path: d, Paths: []string{d, ch.Path},
+					Message: "an ancestor of " + strconv.Quote(ch.Path) + " is a file: " + strconv.Quote(d)}
 			}
 		}
 		var below int64
@@ -355,7 +389,8 @@ func (a *applier) checkChangeSetShape(ws *Workspace, changes []PathChange) *Erro
 			}
 		}
 		if below > 0 {
-			return &Error{Code: CodeAlreadyExists, Kind: "directory", Path: ch.Path, Message: strconv.Quote(ch.Path) + " is a directory"}
+			return &Error{Code: CodeAlreadyExists, Kind: "directory", Path: ch.Path, Paths: slices.DeleteFunc([]string{ch.Path, fileBelow(s, ws, changes, i)}, func(p string) bool { return p == "" }),
+				Message: strconv.Quote(ch.Path) + " is a directory"}
 		}
 	}
 	return nil
@@ -402,4 +437,34 @@ func countDeletes(changes []PathChange) int {
 		}
 	}
 	return n
+}
+
+// fileBelow names a path below changes[i].Path that holds a file after the changes: the
+// first set path below it among the changes (path order keeps a subtree together), else
+// the first live file below it not deleted by them, within MaxChangeSetScan records ("" past).
+func fileBelow(s *state, ws *Workspace, changes []PathChange, i int) string {
+	dir := changes[i].Path
+	deleted := map[string]bool{}
+	for _, d := range changes[i+1:] {
+		if !strings.HasPrefix(d.Path, dir+"/") {
+			break
+		}
+		if !d.Delete() {
+			return d.Path
+		}
+		deleted[d.Path] = true
+	}
+	prefix := childPrefix(ws.Incarnation, dir)
+	found, scanned := "", 0
+	s.paths.Ascend(prefix, func(key string, rec *pathRecord) bool {
+		if scanned++; !strings.HasPrefix(key, prefix) || scanned > MaxChangeSetScan {
+			return false
+		}
+		if p := keyPath(key); rec.live() != nil && !deleted[p] {
+			found = p
+			return false
+		}
+		return true
+	})
+	return found
 }

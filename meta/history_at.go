@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -114,4 +115,48 @@ func cutHistory(path string, pol Retention) *Error {
 	return &Error{Code: CodeInvalidArguments, Field: "at_time", Path: path,
 		Message: "the history of " + strconv.Quote(path) + " reached its cap of " + strconv.Itoa(pol.MaxVersions) +
 			" versions since then, so its version at that time is not certain"}
+}
+
+// ChangeAt is one path a command changed, as ChangesAt reads it from history.
+type ChangeAt struct {
+	Path string
+	// Before is the body the path held before the command (nil: no file, or history no
+	// longer holds that version); After the body the command left (nil: it deleted the
+	// path).
+	Before, After *Entry
+}
+
+// ChangesAt returns, in path order, the paths of scope g (g.Since is not used) in ws that
+// have a version at exactly shard version gen — a body or a delete —, each with the body
+// before it: what the command at gen changed there, as far as retention still holds it (a
+// version at gen that retention pruned is missing; a pruned version before it reads as no
+// file). A rewind's retry that the FSM replays answers the first apply's changes with it
+// (workbench/rewind_apply.go). At most MaxChangeSetChanges paths, a change set's most;
+// InvalidArguments naming "unchanged.dir" when more than MaxChangeSetScan records lie
+// below g.Dir.
+func (v *View) ChangesAt(ws *Workspace, g ScopeGuard, gen uint64) ([]ChangeAt, error) {
+	var out []ChangeAt
+	err := eachInScope(v.st, ws, g, func(p string, rec *pathRecord) {
+		if gen > v.at || len(out) == MaxChangeSetChanges {
+			return
+		}
+		for i, el := range rec.Chain {
+			if el.Version == gen {
+				c := ChangeAt{Path: p, After: el.Entry}
+				if i+1 < len(rec.Chain) {
+					c.Before = rec.Chain[i+1].Entry
+				}
+				out = append(out, c)
+				return
+			}
+			if el.Version < gen {
+				return
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b ChangeAt) int { return ComparePaths(a.Path, b.Path) })
+	return slices.CompactFunc(out, func(a, b ChangeAt) bool { return a.Path == b.Path }), nil
 }

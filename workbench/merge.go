@@ -286,7 +286,7 @@ func (s *Attempts) applyMerge(ctx context.Context, req MergeRequest, plan *merge
 	r["replayed"] = false
 	if len(plan.changes) > 0 || req.RequestID != "" {
 		h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("merge", req.Agent, req.Fork, req.Token)}
-		if err := s.applyChangeSet(ctx, h, r, meta.ChangeSet{Agent: req.Agent, Workspace: plan.rec.Parent,
+		if _, err := s.applyChangeSet(ctx, h, r, meta.ChangeSet{Agent: req.Agent, Workspace: plan.rec.Parent,
 			Incarnation: plan.ws.Incarnation, SourceWorkspace: req.Fork, SourceIncarnation: plan.fork.Incarnation,
 			Changes: plan.changes, Unchanged: whole.Scope.guard(tok.Since)}); err != nil {
 			return nil, err

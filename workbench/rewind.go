@@ -82,14 +82,20 @@ type rewindRow struct {
 // that lands between the check and the command still makes it refuse, whole.
 //
 // The answer: workbench_id, target, scope, dry_run, changes ([{path, change:
-// added|removed|changed, from, to: {generation, digest_uri, size_bytes} or null, diff}]),
-// counts {added, removed, changed}, token (a preview), applied, generation (the version
-// every changed path got; an apply that changed something), replayed.
+// added|removed|changed, from, to: {generation, digest_uri, size_bytes} or null, diff}];
+// to's generation is the target's version in a preview, the version the apply made in an
+// apply), counts {added, removed, changed}, token (a preview), applied, generation (the
+// version every changed path got; an apply that changed something), replayed (a retry
+// under the request id of an apply that landed: the changes are that apply's, read back
+// from history, meta View.ChangesAt).
 //
 // Errors: NotFound (workbench, commit; a root or workbench the caller may not see),
 // SnapshotNotFound, SnapshotExpired, InvalidArguments naming target, paths, prefix or
 // token (details.rule "too_many_changes" past MaxRewindChanges, "beyond_retention" for a
-// time history no longer holds exactly, "expired" for an old token), Conflict (the scope
+// time history no longer holds exactly, "expired" for an old token), NotDirectory or
+// AlreadyExists (kind directory) naming details.paths when the scope takes one path of a
+// file/directory clash to the target but leaves the other (it could never apply; checked
+// by the change set's own shape rule, meta View.CheckChangeSetShape), Conflict (the scope
 // changed since the preview; not retryable: preview again), PermissionDenied without
 // the write scope.
 func (s *Attempts) Rewind(ctx context.Context, req RewindRequest) (Result, error) {
@@ -145,6 +151,16 @@ func (s *Attempts) plan(ctx context.Context, req RewindRequest) (*rewindPlan, er
 	p := &rewindPlan{view: view, ws: ws, since: view.Version(), target: resolved}
 	if err := p.walk(req.Scope, liveSide(view, ws), target); err != nil {
 		return nil, err
+	}
+	// A scope that takes a path to the target but not its clashing neighbour (the target
+	// holds outputs/x/y where a file outputs/x lives on outside the scope, or the reverse)
+	// can never apply: the change set's own shape rule refuses it here, before a token.
+	if len(p.changes) > 0 {
+		if err := view.CheckChangeSetShape(ws, p.changes); err != nil {
+			e := AsError(err)
+			e.Message = "the rewind cannot apply in this scope: " + e.Message + "; widen the scope to take both paths"
+			return nil, e
+		}
 	}
 	return p, nil
 }

@@ -72,34 +72,74 @@ func (s *Attempts) apply(ctx context.Context, req RewindRequest, plan *rewindPla
 	}
 	defer release()
 	r := s.answer(req, plan)
-	r["applied"] = true
-	r["replayed"] = false
+	r["applied"], r["replayed"] = true, false
 	if len(plan.changes) == 0 && req.RequestID == "" {
 		return r, nil // nothing differs, as the preview said: no command
 	}
+	// The request is the intent, not the token: a retry that previews again (a new token)
+	// replays the first apply, and the key with another target or scope is refused.
 	h := meta.Header{RequestID: req.RequestID,
-		RequestHash: requestHash("rewind", req.Agent, req.Workbench, req.Token)}
-	if err := s.applyChangeSet(ctx, h, r, meta.ChangeSet{Agent: req.Agent, Workspace: req.Workbench,
+		RequestHash: requestHash("rewind", req.Agent, req.Workbench, plan.target, req.Scope.String())}
+	res, err := s.applyChangeSet(ctx, h, r, meta.ChangeSet{Agent: req.Agent, Workspace: req.Workbench,
 		Incarnation: plan.ws.Incarnation, SourceWorkspace: req.Workbench, SourceIncarnation: plan.ws.Incarnation,
-		Changes: plan.changes, Unchanged: req.Scope.guard(tok.Since)}); err != nil {
+		Changes: plan.changes, Unchanged: req.Scope.guard(tok.Since)})
+	if err != nil {
 		return nil, err
+	}
+	if res.Replayed {
+		return s.replayed(ctx, req, plan, res.Generation)
+	}
+	for _, row := range r["changes"].([]map[string]any) {
+		if to, _ := row["to"].(map[string]any); to != nil {
+			to["generation"] = res.Generation // the version the apply made (replayed names the same)
+		}
 	}
 	return r, nil
 }
 
 // applyChangeSet proposes a planned change set and records its generation and replay in
 // the answer r; a refusal is a failed precondition (the preview's).
-func (s *Attempts) applyChangeSet(ctx context.Context, h meta.Header, r Result, cs meta.ChangeSet) error {
+func (s *Attempts) applyChangeSet(ctx context.Context, h meta.Header, r Result, cs meta.ChangeSet) (meta.Result, error) {
 	res, werr := s.base.propose(ctx, h, cs)
 	if werr != nil {
 		if werr.Code == CodeConflict {
-			return PreconditionFailed(werr)
+			return res, PreconditionFailed(werr)
 		}
-		return werr
+		return res, werr
 	}
 	r["generation"] = res.Generation
 	r["replayed"] = res.Replayed
-	return nil
+	return res, nil
+}
+
+// replayed answers an apply the FSM replayed (its request id had landed at version gen)
+// as the first apply answered: its changes are what history holds at gen in the scope
+// (meta View.ChangesAt), not what this retry planned, which sees them done.
+func (s *Attempts) replayed(ctx context.Context, req RewindRequest, plan *rewindPlan, gen uint64) (Result, error) {
+	view := plan.view
+	if view.Version() < gen { // the first apply landed after this retry's plan read
+		v, _, err := s.base.workspaceView(ctx, req.Agent, req.Workbench)
+		if err != nil {
+			return nil, err
+		}
+		view = v
+	}
+	changes, err := view.ChangesAt(plan.ws, *req.Scope.guard(0), gen)
+	if err != nil {
+		return nil, AsError(err)
+	}
+	first := &rewindPlan{target: plan.target, rows: make([]rewindRow, len(changes))}
+	for i, c := range changes {
+		first.rows[i] = rewindRow{path: c.Path, cur: c.Before, to: c.After}
+	}
+	release, aerr := s.admitAnswer(ctx, first, 0)
+	if aerr != nil {
+		return nil, aerr
+	}
+	defer release()
+	r := s.answer(req, first)
+	r["applied"], r["replayed"], r["generation"] = true, true, gen
+	return r, nil
 }
 
 // unchangedSince answers Conflict (a failed precondition: the preview's) naming the paths

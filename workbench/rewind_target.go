@@ -19,7 +19,10 @@ import (
 //	snapshot:<name>      ... or by name
 //	commit:<identity>    a commit by its 64-hex commit_identity
 //	time:<RFC 3339>      the state after the last change at or before that time
-//	time:<ms>            ... the same in Unix milliseconds
+//	time:<ms>            ... the same in Unix milliseconds (digits only; 0 is 1970)
+//
+// A time target reads back (String, an answer's target) in one form whichever was given:
+// RFC 3339 in UTC with milliseconds, e.g. time:2024-05-01T12:00:00.000Z.
 type RewindTarget struct {
 	Kind     string // SideSnapshot, SideCommit or TargetTime
 	Snapshot At
@@ -30,30 +33,53 @@ type RewindTarget struct {
 // TargetTime is the kind of a rewind target in history.
 const TargetTime = "time"
 
-// String renders the target in ParseRewindTarget's syntax (a time in milliseconds).
+// rewindTimeLayout is RFC 3339 with milliseconds, the one form a time target reads back in.
+const rewindTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// MaxRewindTargetBytes bounds a rewind target: the longest is a snapshot name
+// (meta.MaxSnapshotNameBytes) after "snapshot:". REST and MCP enforce it here; the
+// cairn_rewind schema (api/mcp) states the same number, which its test checks.
+const MaxRewindTargetBytes = len(SideSnapshot) + 1 + meta.MaxSnapshotNameBytes
+
+// rewindTargetSyntax is what a target may be, for the refusals of a malformed one.
+const rewindTargetSyntax = "must be snapshot:<id or name>, commit:<commit_identity> or time:<RFC 3339 or Unix ms>"
+
+// String renders the target in ParseRewindTarget's syntax (a time in RFC 3339, UTC, ms).
 func (t RewindTarget) String() string {
 	if t.Kind == TargetTime {
-		return TargetTime + ":" + strconv.FormatInt(t.AtMs, 10)
+		return TargetTime + ":" + time.UnixMilli(t.AtMs).UTC().Format(rewindTimeLayout)
 	}
 	return DiffSide{Kind: t.Kind, Snapshot: t.Snapshot, Commit: t.Commit}.String()
 }
 
 // ParseRewindTarget decodes a rewind target (see RewindTarget); field names the argument
-// in the InvalidArguments error.
+// in the InvalidArguments error. It checks syntax only: a time after now or before the
+// history window is refused when the rewind resolves it (Attempts.Rewind).
 func ParseRewindTarget(field, s string) (RewindTarget, *Error) {
+	if len(s) > MaxRewindTargetBytes {
+		return RewindTarget{}, invalidArgument(field, "must be at most %d bytes, got %d", MaxRewindTargetBytes, len(s))
+	}
 	kind, arg, _ := strings.Cut(s, ":")
-	if kind == TargetTime {
-		if ms, err := strconv.ParseInt(arg, 10, 64); err == nil && ms > 0 {
+	switch kind {
+	case TargetTime:
+		if arg != "" && strings.Trim(arg, "0123456789") == "" {
+			ms, err := strconv.ParseInt(arg, 10, 64)
+			if err != nil {
+				return RewindTarget{}, invalidArgument(field, "time:<ms> is beyond the Unix milliseconds this server reads, got %q", arg)
+			}
 			return RewindTarget{Kind: TargetTime, AtMs: ms}, nil
 		}
 		at, err := time.Parse(time.RFC3339Nano, arg)
 		if err != nil {
-			return RewindTarget{}, invalidArgument(field, "time:<T> needs an RFC 3339 time or Unix milliseconds, got %q", arg)
+			return RewindTarget{}, invalidArgument(field, "time:<T> needs an RFC 3339 time or Unix milliseconds (digits only), got %q", arg)
 		}
 		return RewindTarget{Kind: TargetTime, AtMs: at.UnixMilli()}, nil
-	}
-	if kind != SideSnapshot && kind != SideCommit {
-		return RewindTarget{}, invalidArgument(field, "must be snapshot:<id or name>, commit:<commit_identity> or time:<RFC 3339 or Unix ms>, got %q", s)
+	case SideSnapshot, SideCommit:
+		if arg == "" {
+			return RewindTarget{}, invalidArgument(field, "%s: %s: names nothing, got %q", rewindTargetSyntax, kind, s)
+		}
+	default:
+		return RewindTarget{}, invalidArgument(field, "%s, got %q", rewindTargetSyntax, s)
 	}
 	d, err := ParseDiffSide(field, s)
 	if err != nil {
@@ -152,13 +178,19 @@ func viewSide(view *meta.View, ws *meta.Workspace, label string) rewindSide {
 			})
 			return nil
 		},
-		at: func(p string) (*meta.Entry, error) { return fileAt(view, ws, p, DiffSide{Kind: SideLive}) },
+		at: func(p string) (*meta.Entry, error) {
+			e, err := fileAt(view, ws, p, DiffSide{Kind: SideLive})
+			if err != nil && AsError(err).Code == CodeNotArtifact {
+				return nil, nil // a directory holds no file at p: the plan's shape check names the clash
+			}
+			return e, err
+		},
 	}
 }
 
 // timeSide reads the workbench as it was at command time atMs (meta View.FilesAtTime).
 func timeSide(view *meta.View, ws *meta.Workspace, atMs int64) rewindSide {
-	return rewindSide{label: TargetTime + ":" + strconv.FormatInt(atMs, 10),
+	return rewindSide{label: RewindTarget{Kind: TargetTime, AtMs: atMs}.String(),
 		files: func(sc RewindScope, fn func(string, *meta.Entry) bool) error {
 			return view.FilesAtTime(ws, sc.Prefix, atMs, func(p string, e *meta.Entry) bool {
 				return !sc.in(p) || fn(p, e)
@@ -197,6 +229,12 @@ func (s *Attempts) resolveTarget(ctx context.Context, agent, id string, view *me
 			return rewindSide{}, "", AsError(err)
 		}
 		return viewSide(cv, cws, t.String()), t.String(), nil
+	}
+	if now := s.base.now(); t.AtMs > now.UnixMilli() {
+		e := invalidArgument("target", "time %s is after the node's current time %s: a rewind returns to the past",
+			time.UnixMilli(t.AtMs).UTC().Format(rewindTimeLayout), now.UTC().Format(rewindTimeLayout))
+		e.Details["rule"] = "in_future"
+		return rewindSide{}, "", e
 	}
 	if start := view.HistoryWindowStart(agent) + RewindTokenTTL.Milliseconds(); t.AtMs < start {
 		e := invalidArgument("target", "time %s is before %s: history keeps every version of this root only for its retention age, and a preview must stay applicable for %s",

@@ -202,19 +202,44 @@ func TestRewindRefusesWhatChangedSinceThePreview(t *testing.T) {
 	}
 }
 
-// An apply retried under the same idempotency key answers the first apply, replayed,
-// and adds no version.
+// An apply retried under the same idempotency key answers the first apply — its
+// generation, its changes (added, removed, changed, each path's sides) and counts —,
+// replayed, and adds no version.
 func TestRewindApplyReplaysByIdempotencyKey(t *testing.T) {
-	svc, req := rewoundNode(t)
-	ctx := t.Context()
-	req.RequestID = "rewind-1"
+	svc, ctx := workbenchtest.New(t, workbench.Config{}).Service, t.Context()
+	write(t, svc, "input/a.txt", "a\n")
+	write(t, svc, "outputs/r.txt", "r1\n")
+	write(t, svc, "outputs/late.txt", "late\n")
+	if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("s")}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, svc, "outputs/r.txt", "r2\n")
+	write(t, svc, "outputs/new.txt", "new\n")
+	if _, err := svc.Writes.Delete(ctx, "a", "w", "outputs/late.txt", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	req := workbench.RewindRequest{Agent: "a", Workbench: "w", Target: target(t, "snapshot:s"), Scope: workbench.RewindScope{Prefix: "outputs"}, DryRun: true}
+	preview, err := svc.Attempts.Rewind(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.DryRun, req.Token, req.RequestID = false, preview["token"].(string), "rewind-1"
 	first, err := svc.Attempts.Rewind(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := changesOf(first); fmt.Sprint(got) != "[added outputs/late.txt removed outputs/new.txt changed outputs/r.txt]" {
+		t.Fatalf("first apply's changes = %q", got)
+	}
+	write(t, svc, "input/a.txt", "outside the scope\n")
 	again, err := svc.Attempts.Rewind(ctx, req)
 	if err != nil || again["replayed"] != true || again["generation"] != first["generation"] {
 		t.Fatalf("retry = %v, %v; want the first apply (generation %v) replayed", again, err, first["generation"])
+	}
+	for _, k := range []string{"workbench_id", "target", "scope", "changes", "counts", "applied"} {
+		if fmt.Sprint(again[k]) != fmt.Sprint(first[k]) {
+			t.Errorf("the retry's %s = %v, the first apply's %v", k, again[k], first[k])
+		}
 	}
 	h, err := svc.Review.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt"})
 	if err != nil || len(h.Versions) != 3 {
@@ -258,8 +283,12 @@ func TestRewindRefusesBadRequests(t *testing.T) {
 			t.Errorf("%s: %v, want InvalidArguments naming %s", tc.name, err, tc.field)
 		}
 	}
-	if _, err := workbench.ParseRewindTarget("target", "yesterday"); err == nil || err.Details["field"] != "target" {
-		t.Errorf("a target of no kind: %v", err)
+	for _, bad := range []string{"yesterday", "snapshot:", "commit:", "live", "generation:3"} {
+		_, err := workbench.ParseRewindTarget("target", bad)
+		if err == nil || err.Details["field"] != "target" || !strings.Contains(err.Message, "snapshot:<id or name>, commit:<commit_identity> or time:") ||
+			strings.Contains(err.Message, "generation:<N>") {
+			t.Errorf("target %q: %v, want rewind's own syntax named", bad, err)
+		}
 	}
 }
 
@@ -297,4 +326,77 @@ func asError(err error, e **workbench.Error) bool {
 	we, ok := err.(*workbench.Error)
 	*e = we
 	return ok
+}
+
+// A preview whose scope takes a path to the target but leaves its clashing neighbour — a
+// file where the target needs a directory, or the reverse — is refused naming both paths,
+// with no token: the apply could never pass the change set's shape rule.
+func TestRewindPreviewRefusesATreeShapeClash(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		then, now    string // the file at the snapshot, the file live
+		scope        workbench.RewindScope
+		code         string
+		wantPaths    []string
+		wantConflict string
+	}{
+		{"a file where the target needs a directory", "outputs/x/y", "outputs/x",
+			workbench.RewindScope{Paths: []string{"outputs/x/y"}}, workbench.CodeNotDirectory, []string{"outputs/x", "outputs/x/y"}, "outputs/x"},
+		{"the same below a prefix", "outputs/x/y", "outputs/x",
+			workbench.RewindScope{Prefix: "outputs/x"}, workbench.CodeNotDirectory, []string{"outputs/x", "outputs/x/y"}, "outputs/x"},
+		{"a directory where the target needs a file", "outputs/x", "outputs/x/y",
+			workbench.RewindScope{Paths: []string{"outputs/x"}}, workbench.CodeAlreadyExists, []string{"outputs/x", "outputs/x/y"}, "outputs/x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, ctx := workbenchtest.New(t, workbench.Config{}).Service, t.Context()
+			write(t, svc, tc.then, "then\n")
+			if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: ptr("s")}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Writes.Delete(ctx, "a", "w", tc.then, 0, ""); err != nil {
+				t.Fatal(err)
+			}
+			write(t, svc, tc.now, "now\n")
+			res, err := svc.Attempts.Rewind(ctx, workbench.RewindRequest{Agent: "a", Workbench: "w", Target: target(t, "snapshot:s"), Scope: tc.scope, DryRun: true})
+			d := detailsOf(err)
+			if codeOf(err) != tc.code || fmt.Sprint(d["paths"]) != fmt.Sprint(tc.wantPaths) || d["conflicting_path"] != tc.wantConflict || res != nil {
+				t.Fatalf("preview = %v, %v (details %v); want %s naming %v and no token", res, err, d, tc.code, tc.wantPaths)
+			}
+			// The whole workbench takes both paths: it previews and applies.
+			rewind(t, ctx, svc, workbench.RewindRequest{Agent: "a", Workbench: "w", Target: target(t, "snapshot:s")})
+		})
+	}
+}
+
+// A time target is a past instant: Unix milliseconds are digits only (0 is 1970, then
+// beyond retention), a time after the node's now is refused naming target (rule
+// in_future), and either form reads back in one form, RFC 3339 in UTC with milliseconds.
+func TestRewindTimeTargets(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{})
+	svc, ctx := n.Service, t.Context()
+	write(t, svc, "outputs/r.txt", "r1\n")
+	at := nowMs(t, n)
+	for _, bad := range []string{"time:+123", "time:-5", "time: 5", "time:", "time:99999999999999999999", "time:12ab"} {
+		if _, err := workbench.ParseRewindTarget("target", bad); err == nil || err.Details["field"] != "target" {
+			t.Errorf("%s parsed: %v", bad, err)
+		}
+	}
+	for _, tc := range []struct{ target, rule string }{
+		{"time:0", "beyond_retention"},
+		{"time:9999-12-31T23:59:59Z", "in_future"},
+		{"time:9223372036854775807", "in_future"},
+		{fmt.Sprintf("time:%d", time.Now().Add(time.Hour).UnixMilli()), "in_future"},
+	} {
+		_, err := svc.Attempts.Rewind(ctx, workbench.RewindRequest{Agent: "a", Workbench: "w", Target: target(t, tc.target), DryRun: true})
+		if d := detailsOf(err); codeOf(err) != workbench.CodeInvalidArguments || d["field"] != "target" || d["rule"] != tc.rule {
+			t.Errorf("%s: %v (details %v), want InvalidArguments naming target, rule %s", tc.target, err, d, tc.rule)
+		}
+	}
+	want := "time:" + time.UnixMilli(at).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	for _, given := range []string{fmt.Sprintf("time:%d", at), "time:" + time.UnixMilli(at).In(time.FixedZone("x", 5*3600)).Format(time.RFC3339Nano)} {
+		p, err := svc.Attempts.Rewind(ctx, workbench.RewindRequest{Agent: "a", Workbench: "w", Target: target(t, given), DryRun: true})
+		if err != nil || p["target"] != want {
+			t.Errorf("%s reads back as %v (%v), want %s", given, p["target"], err, want)
+		}
+	}
 }

@@ -17,8 +17,9 @@ import (
 // RewindTokenTTL is how long a rewind preview's token stays applicable.
 const RewindTokenTTL = time.Hour
 
-// maxRewindTokenBytes bounds a token a caller hands back (it is about 150 bytes).
-const maxRewindTokenBytes = 512
+// MaxRewindTokenBytes bounds a token a caller hands back (it is about 150 bytes); a longer
+// one is refused like a forged one. The cairn_rewind schema (api/mcp) states the same.
+const MaxRewindTokenBytes = 512
 
 // rewindToken is what a preview hands out and an apply checks: self-verifying, with no
 // server state behind it. It names the workbench incarnation and the shard version the
@@ -50,7 +51,7 @@ func (s *Attempts) decodeToken(ctx context.Context, agent, kind, id, text string
 	bad := func(why string) (rewindToken, *Error) { return rewindToken{}, invalidArgument("token", "%s", why) }
 	foreign := "is not a " + kind + " token this server issued"
 	p, sig, ok := strings.Cut(text, ".")
-	if !ok || len(text) > maxRewindTokenBytes {
+	if !ok || len(text) > MaxRewindTokenBytes {
 		return bad(foreign)
 	}
 	enc := base64.RawURLEncoding

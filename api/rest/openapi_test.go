@@ -103,7 +103,7 @@ var toolBodies = map[string]string{
 	"/v1/agents/{agent}/workbenches/{id}/snapshots":                        `{"name":"s1"}`,
 	"/v1/agents/{agent}/workbenches/{id}/snapshots/renew":                  `{"name":"s1","ttl_days":9}`,
 	"/v1/agents/{agent}/workbenches/{id}/restore":                          `{"destination_id":"w2","at_snapshot":"s1"}`,
-	"/v1/agents/{agent}/workbenches/{id}/rewind":                           `{"target":"time:2999-01-01T00:00:00Z","dry_run":true}`,
+	"/v1/agents/{agent}/workbenches/{id}/rewind":                           `{"target":"snapshot:s1","dry_run":true}`,
 	"/v1/agents/{agent}/workbenches/{id}/fork":                             `{"fork":"f1"}`,
 	"/v1/agents/{agent}/workbenches/{id}/merge":                            `{"dry_run":true}`,
 	"/v1/agents/{agent}/workbenches/{id}/snapshots/retire":                 `{"name":"s1"}`,

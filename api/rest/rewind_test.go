@@ -35,7 +35,8 @@ func TestRewindOverREST(t *testing.T) {
 	expect(t, a, 200, "")
 	again := c.call(true, "POST", wb+"/rewind", apply, "Content-Type", "application/json", "Idempotency-Key", "rw-1")
 	expect(t, again, 200, "")
-	if again.json["replayed"] != true || again.json["generation"] != a.json["generation"] {
+	if again.json["replayed"] != true || again.json["generation"] != a.json["generation"] ||
+		fmt.Sprint(again.json["changes"]) != fmt.Sprint(a.json["changes"]) || fmt.Sprint(again.json["counts"]) != fmt.Sprint(a.json["counts"]) {
 		t.Fatalf("retry = %s, want the first apply %s replayed", again.body, a.body)
 	}
 	if r := c.call(true, "GET", wb+"/files/outputs/r.txt", ""); string(r.body) != "r1\n" {
@@ -54,6 +55,17 @@ func TestRewindOverREST(t *testing.T) {
 		t.Fatalf("conflict details = %v", d)
 	}
 	expect(t, c.post(false, wb+"/rewind", `{"target":"yesterday","dry_run":true}`), 400, "InvalidArguments")
+	// The bounds are cairn_rewind's: a target past workbench.MaxRewindTargetBytes is refused
+	// naming target, a 256-byte snapshot name is looked up, prefix "" is the whole workbench.
+	long := c.post(false, wb+"/rewind", `{"target":"snapshot:`+strings.Repeat("n", 5000)+`","dry_run":true}`)
+	if expect(t, long, 400, "InvalidArguments"); long.json["details"].(map[string]any)["field"] != "target" {
+		t.Fatalf("a 5,000-byte target: %s", long.body)
+	}
+	expect(t, c.post(true, wb+"/rewind", `{"target":"snapshot:`+strings.Repeat("n", 256)+`","dry_run":true}`), 404, "SnapshotNotFound")
+	whole := c.post(true, wb+"/rewind", `{"target":"snapshot:before","prefix":"","dry_run":true}`)
+	if expect(t, whole, 200, ""); fmt.Sprint(whole.json["scope"]) != "map[whole:true]" {
+		t.Fatalf("prefix \"\": %s", whole.body)
+	}
 	expect(t, c.post(false, wb+"/rewind", `{"target":"snapshot:before"}`), 400, "InvalidArguments")
 	expect(t, c.post(true, "/v1/agents/a1/workbenches/nope/rewind", `{"target":"snapshot:before","dry_run":true}`), 404, "NotFound")
 }

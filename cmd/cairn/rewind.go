@@ -34,7 +34,7 @@ func newRewindCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&req.FileDiffs, "diff", false, "preview: print each changed file's diff (the first 20)")
 	cmd.Flags().StringVar(&req.Token, "token", "", "apply the preview that issued this token")
 	cmd.Flags().BoolVar(&yes, "yes", false, "preview and apply at once")
-	cmd.Flags().StringVar(&req.IdempotencyKey, "idempotency-key", "", "makes the apply safe to retry")
+	cmd.Flags().StringVar(&req.IdempotencyKey, "idempotency-key", "", "makes the apply safe to retry, --yes included: the same key, target and scope answer the first apply")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if req.Target == "" {
 			return usageErrorf("--to is required")
