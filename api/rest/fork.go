@@ -64,6 +64,12 @@ func (h *Handler) discard(w http.ResponseWriter, r *http.Request, agent, id stri
 		r = mutation(r, "discard", agent, id, "")
 	}
 	h.tool(w, r, http.MethodPost, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
+		// Discard takes no arguments: a body with any member (a "dry_run" a caller
+		// thought would preview) is refused, not ignored while the fork is deleted.
+		var none struct{}
+		if err := jsonBody(r, &none); err != nil {
+			return nil, err
+		}
 		key, err := idempotencyKeyOf(r)
 		if err != nil {
 			return nil, err

@@ -44,6 +44,10 @@ func TestForkAndMergeOverREST(t *testing.T) {
 	expect(t, c.post(false, wb+"/fork", `{"fork":"a/b"}`), 400, "InvalidArguments")
 	expect(t, c.post(false, wb+"/merge", `{"dry_run":true}`), 400, "InvalidArguments")
 	expect(t, c.post(false, fk+"/merge", `{}`), 400, "InvalidArguments")
+	// Discard takes no arguments: one sent (a preview it does not have) is refused and
+	// the fork stays.
+	expect(t, c.post(false, fk+"/discard", `{"dry_run":true}`), 400, "InvalidArguments")
+	expect(t, c.call(true, "GET", fk, ""), 200, "")
 	d := c.call(true, "POST", fk+"/discard", "", "Idempotency-Key", "d-1")
 	expect(t, d, 200, "")
 	if d.json["retired_snapshot_id"] != f.json["pinned_snapshot_id"] || d.json["replayed"] != false {
