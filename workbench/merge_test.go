@@ -193,6 +193,10 @@ func TestDiscardReleasesTheFork(t *testing.T) {
 	}
 	live := fork(t, svc, "w", "f1", "")
 	fork(t, svc, "w", "f2", "snapshot:mine")
+	// The restore manifest makes a fork one: it cannot be deleted out from under it.
+	if _, err := svc.Writes.Delete(t.Context(), "a", "f1", "metadata/restore_manifest.json", 0, ""); codeOf(err) != workbench.CodeInvalidArguments {
+		t.Fatalf("deleting a fork's restore manifest = %v, want InvalidArguments", err)
+	}
 	for _, tc := range []struct {
 		fork    string
 		retired any

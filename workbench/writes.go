@@ -347,6 +347,11 @@ func (s *Writes) Delete(ctx context.Context, agent, id, path string, ifGeneratio
 	if path == "" {
 		return 0, invalidArgument("path", "must not be empty")
 	}
+	if path == meta.RestoreManifestPath {
+		// It is what makes a restored workbench a fork (its parent and base, fork.go):
+		// without it the fork could be neither merged nor discarded, its pin kept alive.
+		return 0, invalidArgument("path", "%q is reserved: it records the restore this workbench came from; discard the fork or delete the workbench instead", path)
+	}
 	if err := mayWrite(ctx, agent); err != nil {
 		return 0, err
 	}
