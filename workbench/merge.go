@@ -285,11 +285,26 @@ func (s *Attempts) applyMerge(ctx context.Context, req MergeRequest, plan *merge
 	r["applied"] = true
 	r["replayed"] = false
 	if len(plan.changes) > 0 || req.RequestID != "" {
-		h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("merge", req.Agent, req.Fork, req.Token)}
-		if _, err := s.applyChangeSet(ctx, h, r, meta.ChangeSet{Agent: req.Agent, Workspace: plan.rec.Parent,
+		// The request is the intent (the fork, its parent, its base), not the token: a retry
+		// that previews again (a new token, as `cairn merge --yes` sends) replays the first
+		// apply, and the key with another fork is refused.
+		h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("merge", req.Agent, req.Fork, plan.rec.Parent, plan.target)}
+		res, err := s.applyChangeSet(ctx, h, r, meta.ChangeSet{Agent: req.Agent, Workspace: plan.rec.Parent,
 			Incarnation: plan.ws.Incarnation, SourceWorkspace: req.Fork, SourceIncarnation: plan.fork.Incarnation,
-			Changes: plan.changes, Unchanged: whole.Scope.guard(tok.Since)}); err != nil {
+			Changes: plan.changes, Unchanged: whole.Scope.guard(tok.Since)})
+		if err != nil {
 			return nil, err
+		}
+		if res.Replayed {
+			// The retry's plan sees the first apply's changes done: answer them from history.
+			first, err := s.firstApply(ctx, req.Agent, &plan.rewindPlan, whole.Scope, res.Generation)
+			if err != nil {
+				return nil, err
+			}
+			r = s.mergeAnswer(req, &mergePlan{rewindPlan: *first, rec: plan.rec, conflicts: plan.conflicts})
+			r["applied"], r["replayed"], r["generation"] = true, true, res.Generation
+		} else {
+			stampGeneration(r, res.Generation)
 		}
 	}
 	if req.ProposeConflicts {

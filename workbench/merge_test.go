@@ -335,3 +335,55 @@ func TestMergeAgreesWithANaiveThreeWayMerge(t *testing.T) {
 		})
 	}
 }
+
+// A merge apply retried under the same idempotency key — with the first preview's token or
+// a new preview's, as `cairn merge --yes` sends — answers the first apply: its generation,
+// its changes and counts, replayed; the key with another fork is refused.
+func TestMergeApplyReplaysByIdempotencyKey(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	for _, w := range [][3]string{{"w", "input/a", "a0"}, {"w", "input/b", "b0"}} {
+		putIn(t, svc, w[0], w[1], w[2])
+	}
+	fork(t, svc, "w", "f", "")
+	fork(t, svc, "w", "g", "")
+	for _, w := range [][3]string{{"f", "input/a", "a-fork"}, {"f", "input/b", ""}, {"f", "outputs/new", "new"}} {
+		putIn(t, svc, w[0], w[1], w[2])
+	}
+	preview, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "f", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := workbench.MergeRequest{Agent: "a", Fork: "f", Token: preview["token"].(string), RequestID: "merge-1"}
+	first, err := svc.Attempts.Merge(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"changed input/a", "removed input/b", "added outputs/new"}
+	if got := changesOf(first); !slices.Equal(got, want) {
+		t.Fatalf("first apply's changes = %q, want %q", got, want)
+	}
+	again, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "f", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{req.Token, again["token"].(string)} {
+		req.Token = tok
+		retry, err := svc.Attempts.Merge(t.Context(), req)
+		if err != nil || retry["replayed"] != true || retry["generation"] != first["generation"] {
+			t.Fatalf("retry = %v, %v; want the first apply (generation %v) replayed", retry, err, first["generation"])
+		}
+		for _, k := range []string{"fork_id", "parent_id", "base", "changes", "counts", "applied"} {
+			if fmt.Sprint(retry[k]) != fmt.Sprint(first[k]) {
+				t.Errorf("the retry's %s = %v, the first apply's %v", k, retry[k], first[k])
+			}
+		}
+	}
+	pg, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "g", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "g", Token: pg["token"].(string), RequestID: "merge-1"})
+	if codeOf(err) != workbench.CodeInvalidArguments {
+		t.Fatalf("the key with another fork = %v, want InvalidArguments", err)
+	}
+}
