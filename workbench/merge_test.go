@@ -33,13 +33,13 @@ func putIn(t *testing.T, svc *workbench.Service, wb, path, body string) {
 var mergePaths = []string{"input/a", "input/b", "input/keep", "outputs/c", "outputs/x", "outputs/y", "outputs/new",
 	"input/p0", "input/p1", "outputs/p2", "outputs/p3", "outputs/d/p4", "logs/p5"}
 
-// files returns the files of workbench wb among mergePaths as path → body.
-func files(t *testing.T, svc *workbench.Service, wb string) map[string]string {
+// files returns the files of workbench wb among mergePaths and extra as path → body.
+func files(t *testing.T, svc *workbench.Service, wb string, extra ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, p := range mergePaths {
+	for _, p := range append(slices.Clone(mergePaths), extra...) {
 		f, err := svc.Reads.Open(t.Context(), "a", wb, p)
-		if codeOf(err) == workbench.CodeNotFound {
+		if c := codeOf(err); c == workbench.CodeNotFound || c == workbench.CodeNotArtifact { // no file there, or a directory
 			continue
 		}
 		if err != nil {
@@ -385,5 +385,33 @@ func TestMergeApplyReplaysByIdempotencyKey(t *testing.T) {
 	_, err = svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "g", Token: pg["token"].(string), RequestID: "merge-1"})
 	if codeOf(err) != workbench.CodeInvalidArguments {
 		t.Fatalf("the key with another fork = %v, want InvalidArguments", err)
+	}
+}
+
+// A file/directory clash between the sides — the fork adds a file where the parent adds a
+// file below it, or the reverse — is a conflict the preview reports with both paths, never
+// a change: the clean changes still merge and the parent keeps its side.
+func TestMergeReportsAFileDirectoryClashAsAConflict(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "input/a", "a0")
+	fork(t, svc, "w", "f", "")
+	for _, w := range [][3]string{{"f", "input/a", "a-fork"}, {"f", "outputs/new", "file"}, {"f", "outputs/d/p4", "inner"},
+		{"w", "outputs/new/inner", "parent-inner"}, {"w", "outputs/d", "parent-file"}} {
+		putIn(t, svc, w[0], w[1], w[2])
+	}
+	preview, applied := merge(t, svc, "f", true)
+	if got := changesOf(preview); !slices.Equal(got, []string{"changed input/a"}) {
+		t.Fatalf("preview changes = %q, want only input/a", got)
+	}
+	var clashes []string
+	for _, c := range applied["conflicts"].([]map[string]any) {
+		clashes = append(clashes, fmt.Sprint(c["path"], "~", c["clash_with"]))
+	}
+	if want := []string{"outputs/d/p4~outputs/d", "outputs/new~outputs/new/inner"}; !slices.Equal(clashes, want) {
+		t.Fatalf("conflicts = %q, want %q", clashes, want)
+	}
+	want := map[string]string{"input/a": "a-fork", "outputs/new/inner": "parent-inner", "outputs/d": "parent-file"}
+	if got := files(t, svc, "w", "outputs/d", "outputs/new/inner"); !maps.Equal(got, want) {
+		t.Fatalf("parent after the merge = %v, want %v", got, want)
 	}
 }
