@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/cairnstore/cairn/meta"
 )
@@ -24,7 +25,8 @@ type MergeRequest struct {
 	// ProposeConflicts makes an apply turn each conflict whose fork side is a file into a
 	// proposal against the parent's head (proposals.go), carrying both sides as evidence.
 	ProposeConflicts bool
-	// RequestID makes the apply idempotent (and the proposals it makes converge).
+	// RequestID makes the apply idempotent (the proposals it makes converge without it:
+	// proposeConflict).
 	RequestID string
 }
 
@@ -383,8 +385,9 @@ func (s *Attempts) applyMerge(ctx context.Context, req MergeRequest, plan *merge
 // head, with the fork's file, the parent's file and the base as evidence. A fork side
 // that deleted the path proposes nothing (a proposal carries a body), nor does a
 // file/directory clash (its body could never be accepted there): nil, nil. The
-// proposal's request id derives from the merge's token and the path, so a retried apply
-// converges on the same proposal.
+// proposal's request id derives from the conflict (fork, parent, path, both sides'
+// versions), so a retried apply and a later merge of the same fork state converge on the
+// same proposal.
 func (s *Attempts) proposeConflict(ctx context.Context, req MergeRequest, plan *mergePlan, c mergeConflict) (Result, error) {
 	if c.fork == nil || c.clashWith != "" { // a clash's fork side cannot live in the parent's tree
 		return nil, nil
@@ -409,7 +412,12 @@ func (s *Attempts) proposeConflict(ctx context.Context, req MergeRequest, plan *
 		evidence = append(evidence, EvidenceInput{Kind: string(meta.EvidenceSnapshot), Workbench: plan.rec.Parent, SnapshotID: plan.rec.SnapshotID})
 	}
 	reason := fmt.Sprintf("merge of fork %q: %s changed on both sides since the base %s", req.Fork, c.path, plan.target)
-	sum := sha256.Sum256([]byte(req.Token + "\x00" + c.path))
+	// The request id is the conflict, not the merge: the fork, the parent (both
+	// incarnations), the path and both sides' versions. A retried apply and a later merge
+	// of the same fork state converge on one proposal; a new side is a new proposal.
+	sum := sha256.Sum256([]byte(strings.Join([]string{req.Fork, strconv.FormatUint(plan.fork.Incarnation, 10),
+		plan.rec.Parent, strconv.FormatUint(plan.ws.Incarnation, 10), c.path,
+		strconv.FormatUint(c.fork.Generation, 10), strconv.FormatUint(head, 10)}, "\x00")))
 	ct := c.fork.ContentType
 	return s.review.Propose(ctx, req.Agent, ProposeInput{ID: plan.rec.Parent, Path: c.path, BaseGeneration: &head,
 		Base64: &b64, ContentType: &ct, Reason: &reason, Evidence: evidence, RequestID: "merge-" + hex.EncodeToString(sum[:20])})

@@ -415,3 +415,33 @@ func TestMergeReportsAFileDirectoryClashAsAConflict(t *testing.T) {
 		t.Fatalf("parent after the merge = %v, want %v", got, want)
 	}
 }
+
+// Merging the same fork state again with propose_conflicts (a new preview, a new token)
+// finds the proposal the first merge made for a conflict instead of adding another; a
+// new fork side is a new proposal.
+func TestMergeProposesAConflictOnce(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "outputs/x", "x0")
+	fork(t, svc, "w", "f", "")
+	putIn(t, svc, "f", "outputs/x", "x-fork")
+	putIn(t, svc, "w", "outputs/x", "x-parent")
+	proposalOf := func() any {
+		_, applied := merge(t, svc, "f", true)
+		return applied["conflicts"].([]map[string]any)[0]["proposal_id"]
+	}
+	pending := func() int {
+		page, err := svc.Tools.Proposals(t.Context(), "a", workbench.ProposalsInput{ID: "w", Path: ptr("outputs/x"), State: ptr("pending")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page["proposals"].([]workbench.Result))
+	}
+	first := proposalOf()
+	if again := proposalOf(); first == nil || again != first || pending() != 1 {
+		t.Fatalf("a second merge proposed %v after %v, %d pending; want the first proposal found", again, first, pending())
+	}
+	putIn(t, svc, "f", "outputs/x", "x-fork-2")
+	if third := proposalOf(); third == first || pending() != 2 {
+		t.Fatalf("a new fork side proposed %v (the first %v), %d pending; want a new proposal", third, first, pending())
+	}
+}
