@@ -445,3 +445,27 @@ func TestMergeProposesAConflictOnce(t *testing.T) {
 		t.Fatalf("a new fork side proposed %v (the first %v), %d pending; want a new proposal", third, first, pending())
 	}
 }
+
+// A fork made at another fork's pin keeps it: discarding the fork that pinned it retires
+// nothing while the other lives (it still merges), and discarding the last fork that
+// names it as its base retires it.
+func TestDiscardKeepsAPinAnotherForkNamesAsItsBase(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "input/a", "a0")
+	pin := fork(t, svc, "w", "f1", "")["pinned_snapshot_id"]
+	fork(t, svc, "w", "f5", fmt.Sprint("snapshot:", pin))
+	discard := func(f string, retired any) {
+		t.Helper()
+		r, err := svc.Attempts.Discard(t.Context(), "a", f, "")
+		if err != nil || r["retired_snapshot_id"] != retired {
+			t.Fatalf("discard %s = %v, %v; want retired_snapshot_id %v", f, r, err, retired)
+		}
+	}
+	discard("f1", nil)
+	putIn(t, svc, "f5", "input/a", "a-f5")
+	merge(t, svc, "f5", false)
+	if got := files(t, svc, "w")["input/a"]; got != "a-f5" {
+		t.Fatalf("the parent after f5's merge holds %q", got)
+	}
+	discard("f5", pin)
+}
