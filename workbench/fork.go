@@ -213,8 +213,10 @@ func parentOf(view *meta.View, agent, fork string, rec forkRecord) (*meta.Worksp
 	return pws, nil
 }
 
-// Discard releases fork: it retires the snapshot of the parent the fork pinned (a live
-// fork's base; a base the caller named stays), then deletes the fork workbench (its
+// Discard releases fork: it retires the snapshot of the parent a fork pinned (a live
+// fork's base; a base the caller named stays) when no other fork names it as its base
+// (pinHeld: a fork made at another's pin keeps it; the last one to go retires it), then
+// deletes the fork workbench (its
 // files, snapshots and commits; blobs only it referenced become garbage). Retiring first
 // makes a retry after a failure finish the job, and a pin an earlier try retired is still
 // reported. The answer: fork_id, parent_id, retired_snapshot_id (null when none), deleted
@@ -262,10 +264,12 @@ func (s *Attempts) Discard(ctx context.Context, agent, fork, requestID string) (
 	var retired uint64
 	if _, perr := parentOf(view, agent, fork, rec); perr == nil && rec.SnapshotID != 0 {
 		snap, serr := view.Snapshot(agent, rec.Parent, rec.SnapshotID, "")
-		if serr == nil && pinnedBy(snap) == fork {
-			retired = rec.SnapshotID
-			if snap.RetiredAtMs == 0 {
-				s.retirePin(ctx, agent, rec.Parent, rec.SnapshotID, "fork "+fork+" discarded")
+		if serr == nil && pinnedBy(snap) != "" {
+			if !s.pinHeld(ctx, agent, fork, rec, view) {
+				retired = rec.SnapshotID
+				if snap.RetiredAtMs == 0 {
+					s.retirePin(ctx, agent, rec.Parent, rec.SnapshotID, "fork "+fork+" discarded")
+				}
 			}
 		}
 	}
@@ -279,6 +283,44 @@ func (s *Attempts) Discard(ctx context.Context, agent, fork, requestID string) (
 	r["replayed"] = res.Replayed
 	return r, nil
 }
+
+// pinHeld reports whether a workbench of agent other than fork is a fork (its restore
+// manifest, forkOf) of the same parent incarnation at the same snapshot as rec: a fork
+// made at another fork's pin (fork --at snapshot:<pin>) keeps it, so the discard of
+// either retires it only once no such fork lives. It reads every workbench of the root's
+// restore manifest, a page at a time; one it cannot read holds the pin (its lease ends it).
+func (s *Attempts) pinHeld(ctx context.Context, agent, fork string, rec forkRecord, view *meta.View) bool {
+	for after := ""; ; {
+		page, more := view.Workspaces(agent, after, pinScanPage)
+		for _, ws := range page {
+			if ws.Name == fork {
+				continue
+			}
+			if e, err := fileAt(view, ws, meta.RestoreManifestPath, DiffSide{Kind: SideLive}); err != nil || e == nil {
+				continue
+			}
+			other, err := s.forkOf(ctx, agent, ws.Name, view, ws)
+			if err != nil {
+				if AsError(err).Code == CodeInvalidArguments {
+					continue // not a fork
+				}
+				return true // unreadable: keep the pin, its lease ends it
+			}
+			if other.Parent == rec.Parent && other.SnapshotID == rec.SnapshotID && other.Commit == "" {
+				if _, perr := parentOf(view, agent, ws.Name, other); perr == nil {
+					return true
+				}
+			}
+		}
+		if !more || len(page) == 0 {
+			return false
+		}
+		after = page[len(page)-1].Name
+	}
+}
+
+// pinScanPage is how many workbenches pinHeld takes from a view at a time.
+const pinScanPage = 256
 
 // pinnedBy returns the fork a snapshot's annotation says pinned it ("" for none).
 func pinnedBy(snap *meta.WorkbenchSnapshot) string {

@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/cairnstore/cairn/meta"
 )
@@ -22,7 +25,8 @@ type MergeRequest struct {
 	// ProposeConflicts makes an apply turn each conflict whose fork side is a file into a
 	// proposal against the parent's head (proposals.go), carrying both sides as evidence.
 	ProposeConflicts bool
-	// RequestID makes the apply idempotent (and the proposals it makes converge).
+	// RequestID makes the apply idempotent (the proposals it makes converge without it:
+	// proposeConflict).
 	RequestID string
 }
 
@@ -52,12 +56,16 @@ type mergePlan struct {
 	fork      *meta.Workspace
 	rec       forkRecord
 	conflicts []mergeConflict
+	bases     []*meta.Entry // each change's base side, by the index of rewindPlan.changes
 }
 
 // mergeConflict is a path both sides changed since the base, to different bodies.
 type mergeConflict struct {
 	path               string
 	base, fork, parent *meta.Entry
+	// clashWith is the other path of a file/directory clash (mergePlan.clashes): the
+	// fork's side of path cannot live beside the parent's clashWith.
+	clashWith string
 }
 
 // mergeOutcome is what a three-way merge does with one path.
@@ -97,8 +105,9 @@ func decideMerge(base, fork, parent *meta.Entry) mergeOutcome {
 // since the preview; then, on request, one proposal per conflict.
 //
 // The answer: fork_id, parent_id, base, dry_run, changes (as a rewind's, from the
-// parent's file to the fork's), conflicts ([{path, base, fork, parent} sides, and on an
-// apply with propose_conflicts proposal_id or proposal_error]), counts {added, removed,
+// parent's file to the fork's), conflicts ([{path, base, fork, parent} sides, clash_with
+// for a file/directory clash (mergePlan.clashes), and on an apply with propose_conflicts
+// proposal_id or proposal_error]), counts {added, removed,
 // changed, conflicts}, token (a preview), applied, generation (an apply that changed
 // something), replayed.
 //
@@ -159,7 +168,53 @@ func (s *Attempts) planMerge(ctx context.Context, agent, fork string) (*mergePla
 		return nil, err
 	}
 	p := &mergePlan{rewindPlan: rewindPlan{view: view, ws: pws, since: view.Version(), target: rec.point()}, fork: fws, rec: rec}
-	return p, p.walk(base, viewSide(view, fws, fork), liveSide(view, pws))
+	if err := p.walk(base, viewSide(view, fws, fork), liveSide(view, pws)); err != nil {
+		return nil, err
+	}
+	return p, p.clashes()
+}
+
+// clashes moves out of the changes every one the change set's shape rule (meta
+// View.CheckChangeSetShape, as a rewind's plan checks) finds in a file/directory clash
+// with the parent — the fork sets a file where the parent holds one below it, or below a
+// file the parent holds — into the conflicts, each naming the other path, so the rest
+// still merges and the apply never meets the clash.
+func (p *mergePlan) clashes() error {
+	for len(p.changes) > 0 {
+		err := p.view.CheckChangeSetShape(p.ws, p.changes)
+		var me *meta.Error
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &me) || len(me.Paths) != 2 || !p.clash(me.Paths) {
+			return AsError(err)
+		}
+	}
+	slices.SortFunc(p.conflicts, func(a, b mergeConflict) int { return meta.ComparePaths(a.path, b.path) })
+	return nil
+}
+
+// clash moves the changes of a clashing pair of paths to the conflicts; false when
+// neither is a change.
+func (p *mergePlan) clash(pair []string) bool {
+	moved := false
+	for i := 0; i < len(p.changes); i++ {
+		at := slices.Index(pair, p.changes[i].Path)
+		if at < 0 {
+			continue
+		}
+		if len(p.conflicts) == MaxRewindChanges {
+			return false
+		}
+		row := p.rows[i]
+		p.conflicts = append(p.conflicts, mergeConflict{path: row.path, base: p.bases[i], fork: row.to, parent: row.cur, clashWith: pair[1-at]})
+		p.changes = slices.Delete(p.changes, i, i+1)
+		p.rows = slices.Delete(p.rows, i, i+1)
+		p.bases = slices.Delete(p.bases, i, i+1)
+		i--
+		moved = true
+	}
+	return moved
 }
 
 // mergeBase is the side the fork's base reads: the parent at the snapshot or commit the
@@ -231,7 +286,11 @@ func (p *mergePlan) decide(path string, base, fork, parent *meta.Entry) error {
 		if len(p.changes) == MaxRewindChanges { // checked here, so the refusal names the merge, not rewindPlan.add's rewind
 			return tooLargeMerge("would change more than %d paths, the most one atomic merge changes")
 		}
-		return p.add(path, parent, fork)
+		if err := p.add(path, parent, fork); err != nil {
+			return err
+		}
+		p.bases = append(p.bases, base)
+		return nil
 	case mergeClash:
 		if len(p.conflicts) == MaxRewindChanges {
 			return tooLargeMerge("has more than %d conflicts")
@@ -285,11 +344,26 @@ func (s *Attempts) applyMerge(ctx context.Context, req MergeRequest, plan *merge
 	r["applied"] = true
 	r["replayed"] = false
 	if len(plan.changes) > 0 || req.RequestID != "" {
-		h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("merge", req.Agent, req.Fork, req.Token)}
-		if _, err := s.applyChangeSet(ctx, h, r, meta.ChangeSet{Agent: req.Agent, Workspace: plan.rec.Parent,
+		// The request is the intent (the fork, its parent, its base), not the token: a retry
+		// that previews again (a new token, as `cairn merge --yes` sends) replays the first
+		// apply, and the key with another fork is refused.
+		h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("merge", req.Agent, req.Fork, plan.rec.Parent, plan.target)}
+		res, err := s.applyChangeSet(ctx, h, r, meta.ChangeSet{Agent: req.Agent, Workspace: plan.rec.Parent,
 			Incarnation: plan.ws.Incarnation, SourceWorkspace: req.Fork, SourceIncarnation: plan.fork.Incarnation,
-			Changes: plan.changes, Unchanged: whole.Scope.guard(tok.Since)}); err != nil {
+			Changes: plan.changes, Unchanged: whole.Scope.guard(tok.Since)})
+		if err != nil {
 			return nil, err
+		}
+		if res.Replayed {
+			// The retry's plan sees the first apply's changes done: answer them from history.
+			first, err := s.firstApply(ctx, req.Agent, &plan.rewindPlan, whole.Scope, res.Generation)
+			if err != nil {
+				return nil, err
+			}
+			r = s.mergeAnswer(req, &mergePlan{rewindPlan: *first, rec: plan.rec, conflicts: plan.conflicts})
+			r["applied"], r["replayed"], r["generation"] = true, true, res.Generation
+		} else {
+			stampGeneration(r, res.Generation)
 		}
 	}
 	if req.ProposeConflicts {
@@ -309,11 +383,13 @@ func (s *Attempts) applyMerge(ctx context.Context, req MergeRequest, plan *merge
 
 // proposeConflict proposes the fork's body of a conflicting path against the parent's
 // head, with the fork's file, the parent's file and the base as evidence. A fork side
-// that deleted the path proposes nothing (a proposal carries a body): nil, nil. The
-// proposal's request id derives from the merge's token and the path, so a retried apply
-// converges on the same proposal.
+// that deleted the path proposes nothing (a proposal carries a body), nor does a
+// file/directory clash (its body could never be accepted there): nil, nil. The
+// proposal's request id derives from the conflict (fork, parent, path, both sides'
+// versions), so a retried apply and a later merge of the same fork state converge on the
+// same proposal.
 func (s *Attempts) proposeConflict(ctx context.Context, req MergeRequest, plan *mergePlan, c mergeConflict) (Result, error) {
-	if c.fork == nil {
+	if c.fork == nil || c.clashWith != "" { // a clash's fork side cannot live in the parent's tree
 		return nil, nil
 	}
 	if c.fork.Size > s.base.cfg.MCPMaxPayloadBytes {
@@ -336,7 +412,12 @@ func (s *Attempts) proposeConflict(ctx context.Context, req MergeRequest, plan *
 		evidence = append(evidence, EvidenceInput{Kind: string(meta.EvidenceSnapshot), Workbench: plan.rec.Parent, SnapshotID: plan.rec.SnapshotID})
 	}
 	reason := fmt.Sprintf("merge of fork %q: %s changed on both sides since the base %s", req.Fork, c.path, plan.target)
-	sum := sha256.Sum256([]byte(req.Token + "\x00" + c.path))
+	// The request id is the conflict, not the merge: the fork, the parent (both
+	// incarnations), the path and both sides' versions. A retried apply and a later merge
+	// of the same fork state converge on one proposal; a new side is a new proposal.
+	sum := sha256.Sum256([]byte(strings.Join([]string{req.Fork, strconv.FormatUint(plan.fork.Incarnation, 10),
+		plan.rec.Parent, strconv.FormatUint(plan.ws.Incarnation, 10), c.path,
+		strconv.FormatUint(c.fork.Generation, 10), strconv.FormatUint(head, 10)}, "\x00")))
 	ct := c.fork.ContentType
 	return s.review.Propose(ctx, req.Agent, ProposeInput{ID: plan.rec.Parent, Path: c.path, BaseGeneration: &head,
 		Base64: &b64, ContentType: &ct, Reason: &reason, Evidence: evidence, RequestID: "merge-" + hex.EncodeToString(sum[:20])})
@@ -348,6 +429,9 @@ func (s *Attempts) mergeAnswer(req MergeRequest, plan *mergePlan) Result {
 	conflicts := make([]map[string]any, len(plan.conflicts))
 	for i, c := range plan.conflicts {
 		conflicts[i] = map[string]any{"path": c.path, "base": sideInfo(c.base), "fork": sideInfo(c.fork), "parent": sideInfo(c.parent)}
+		if c.clashWith != "" {
+			conflicts[i]["clash_with"] = c.clashWith
+		}
 	}
 	counts["conflicts"] = len(conflicts)
 	r := success()

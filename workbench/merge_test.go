@@ -33,13 +33,13 @@ func putIn(t *testing.T, svc *workbench.Service, wb, path, body string) {
 var mergePaths = []string{"input/a", "input/b", "input/keep", "outputs/c", "outputs/x", "outputs/y", "outputs/new",
 	"input/p0", "input/p1", "outputs/p2", "outputs/p3", "outputs/d/p4", "logs/p5"}
 
-// files returns the files of workbench wb among mergePaths as path → body.
-func files(t *testing.T, svc *workbench.Service, wb string) map[string]string {
+// files returns the files of workbench wb among mergePaths and extra as path → body.
+func files(t *testing.T, svc *workbench.Service, wb string, extra ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, p := range mergePaths {
+	for _, p := range append(slices.Clone(mergePaths), extra...) {
 		f, err := svc.Reads.Open(t.Context(), "a", wb, p)
-		if codeOf(err) == workbench.CodeNotFound {
+		if c := codeOf(err); c == workbench.CodeNotFound || c == workbench.CodeNotArtifact { // no file there, or a directory
 			continue
 		}
 		if err != nil {
@@ -334,4 +334,138 @@ func TestMergeAgreesWithANaiveThreeWayMerge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A merge apply retried under the same idempotency key — with the first preview's token or
+// a new preview's, as `cairn merge --yes` sends — answers the first apply: its generation,
+// its changes and counts, replayed; the key with another fork is refused.
+func TestMergeApplyReplaysByIdempotencyKey(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	for _, w := range [][3]string{{"w", "input/a", "a0"}, {"w", "input/b", "b0"}} {
+		putIn(t, svc, w[0], w[1], w[2])
+	}
+	fork(t, svc, "w", "f", "")
+	fork(t, svc, "w", "g", "")
+	for _, w := range [][3]string{{"f", "input/a", "a-fork"}, {"f", "input/b", ""}, {"f", "outputs/new", "new"}} {
+		putIn(t, svc, w[0], w[1], w[2])
+	}
+	preview, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "f", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := workbench.MergeRequest{Agent: "a", Fork: "f", Token: preview["token"].(string), RequestID: "merge-1"}
+	first, err := svc.Attempts.Merge(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"changed input/a", "removed input/b", "added outputs/new"}
+	if got := changesOf(first); !slices.Equal(got, want) {
+		t.Fatalf("first apply's changes = %q, want %q", got, want)
+	}
+	again, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "f", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{req.Token, again["token"].(string)} {
+		req.Token = tok
+		retry, err := svc.Attempts.Merge(t.Context(), req)
+		if err != nil || retry["replayed"] != true || retry["generation"] != first["generation"] {
+			t.Fatalf("retry = %v, %v; want the first apply (generation %v) replayed", retry, err, first["generation"])
+		}
+		for _, k := range []string{"fork_id", "parent_id", "base", "changes", "counts", "applied"} {
+			if fmt.Sprint(retry[k]) != fmt.Sprint(first[k]) {
+				t.Errorf("the retry's %s = %v, the first apply's %v", k, retry[k], first[k])
+			}
+		}
+	}
+	pg, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "g", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "g", Token: pg["token"].(string), RequestID: "merge-1"})
+	if codeOf(err) != workbench.CodeInvalidArguments {
+		t.Fatalf("the key with another fork = %v, want InvalidArguments", err)
+	}
+}
+
+// A file/directory clash between the sides — the fork adds a file where the parent adds a
+// file below it, or the reverse — is a conflict the preview reports with both paths, never
+// a change: the clean changes still merge and the parent keeps its side.
+func TestMergeReportsAFileDirectoryClashAsAConflict(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "input/a", "a0")
+	fork(t, svc, "w", "f", "")
+	for _, w := range [][3]string{{"f", "input/a", "a-fork"}, {"f", "outputs/new", "file"}, {"f", "outputs/d/p4", "inner"},
+		{"w", "outputs/new/inner", "parent-inner"}, {"w", "outputs/d", "parent-file"}} {
+		putIn(t, svc, w[0], w[1], w[2])
+	}
+	preview, applied := merge(t, svc, "f", true)
+	if got := changesOf(preview); !slices.Equal(got, []string{"changed input/a"}) {
+		t.Fatalf("preview changes = %q, want only input/a", got)
+	}
+	var clashes []string
+	for _, c := range applied["conflicts"].([]map[string]any) {
+		clashes = append(clashes, fmt.Sprint(c["path"], "~", c["clash_with"]))
+	}
+	if want := []string{"outputs/d/p4~outputs/d", "outputs/new~outputs/new/inner"}; !slices.Equal(clashes, want) {
+		t.Fatalf("conflicts = %q, want %q", clashes, want)
+	}
+	want := map[string]string{"input/a": "a-fork", "outputs/new/inner": "parent-inner", "outputs/d": "parent-file"}
+	if got := files(t, svc, "w", "outputs/d", "outputs/new/inner"); !maps.Equal(got, want) {
+		t.Fatalf("parent after the merge = %v, want %v", got, want)
+	}
+}
+
+// Merging the same fork state again with propose_conflicts (a new preview, a new token)
+// finds the proposal the first merge made for a conflict instead of adding another; a
+// new fork side is a new proposal.
+func TestMergeProposesAConflictOnce(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "outputs/x", "x0")
+	fork(t, svc, "w", "f", "")
+	putIn(t, svc, "f", "outputs/x", "x-fork")
+	putIn(t, svc, "w", "outputs/x", "x-parent")
+	proposalOf := func() any {
+		_, applied := merge(t, svc, "f", true)
+		return applied["conflicts"].([]map[string]any)[0]["proposal_id"]
+	}
+	pending := func() int {
+		page, err := svc.Tools.Proposals(t.Context(), "a", workbench.ProposalsInput{ID: "w", Path: ptr("outputs/x"), State: ptr("pending")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page["proposals"].([]workbench.Result))
+	}
+	first := proposalOf()
+	if again := proposalOf(); first == nil || again != first || pending() != 1 {
+		t.Fatalf("a second merge proposed %v after %v, %d pending; want the first proposal found", again, first, pending())
+	}
+	putIn(t, svc, "f", "outputs/x", "x-fork-2")
+	if third := proposalOf(); third == first || pending() != 2 {
+		t.Fatalf("a new fork side proposed %v (the first %v), %d pending; want a new proposal", third, first, pending())
+	}
+}
+
+// A fork made at another fork's pin keeps it: discarding the fork that pinned it retires
+// nothing while the other lives (it still merges), and discarding the last fork that
+// names it as its base retires it.
+func TestDiscardKeepsAPinAnotherForkNamesAsItsBase(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "input/a", "a0")
+	pin := fork(t, svc, "w", "f1", "")["pinned_snapshot_id"]
+	fork(t, svc, "w", "f5", fmt.Sprint("snapshot:", pin))
+	discard := func(f string, retired any) {
+		t.Helper()
+		r, err := svc.Attempts.Discard(t.Context(), "a", f, "")
+		if err != nil || r["retired_snapshot_id"] != retired {
+			t.Fatalf("discard %s = %v, %v; want retired_snapshot_id %v", f, r, err, retired)
+		}
+	}
+	discard("f1", nil)
+	putIn(t, svc, "f5", "input/a", "a-f5")
+	merge(t, svc, "f5", false)
+	if got := files(t, svc, "w")["input/a"]; got != "a-f5" {
+		t.Fatalf("the parent after f5's merge holds %q", got)
+	}
+	discard("f5", pin)
 }

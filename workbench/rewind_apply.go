@@ -66,13 +66,12 @@ func (s *Attempts) apply(ctx context.Context, req RewindRequest, plan *rewindPla
 		e.Details["reason"] = "stale"
 		return nil, e
 	}
-	release, aerr := s.admitAnswer(ctx, plan, 0)
+	r, release, aerr := s.appliedAnswer(ctx, req, plan)
 	if aerr != nil {
 		return nil, aerr
 	}
 	defer release()
-	r := s.answer(req, plan)
-	r["applied"], r["replayed"] = true, false
+	r["replayed"] = false
 	if len(plan.changes) == 0 && req.RequestID == "" {
 		return r, nil // nothing differs, as the preview said: no command
 	}
@@ -89,12 +88,18 @@ func (s *Attempts) apply(ctx context.Context, req RewindRequest, plan *rewindPla
 	if res.Replayed {
 		return s.replayed(ctx, req, plan, res.Generation)
 	}
+	stampGeneration(r, res.Generation)
+	return r, nil
+}
+
+// stampGeneration sets the to side of each change of an apply's answer r to the version
+// gen the apply made (a replay, firstApply, names the same).
+func stampGeneration(r Result, gen uint64) {
 	for _, row := range r["changes"].([]map[string]any) {
 		if to, _ := row["to"].(map[string]any); to != nil {
-			to["generation"] = res.Generation // the version the apply made (replayed names the same)
+			to["generation"] = gen
 		}
 	}
-	return r, nil
 }
 
 // applyChangeSet proposes a planned change set and records its generation and replay in
@@ -113,33 +118,55 @@ func (s *Attempts) applyChangeSet(ctx context.Context, h meta.Header, r Result, 
 }
 
 // replayed answers an apply the FSM replayed (its request id had landed at version gen)
-// as the first apply answered: its changes are what history holds at gen in the scope
-// (meta View.ChangesAt), not what this retry planned, which sees them done.
+// as the first apply answered (firstApply).
 func (s *Attempts) replayed(ctx context.Context, req RewindRequest, plan *rewindPlan, gen uint64) (Result, error) {
+	first, err := s.firstApply(ctx, req.Agent, plan, req.Scope, gen)
+	if err != nil {
+		return nil, err
+	}
+	r, release, aerr := s.appliedAnswer(ctx, req, first)
+	if aerr != nil {
+		return nil, aerr
+	}
+	defer release()
+	r["replayed"], r["generation"] = true, gen
+	return r, nil
+}
+
+// appliedAnswer renders an apply's plan under its memory estimate (admitAnswer), which
+// the caller releases once the answer is built.
+func (s *Attempts) appliedAnswer(ctx context.Context, req RewindRequest, plan *rewindPlan) (Result, func(), *Error) {
+	release, aerr := s.admitAnswer(ctx, plan, 0)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	r := s.answer(req, plan)
+	r["applied"] = true
+	return r, release, nil
+}
+
+// firstApply is the plan of a change set the FSM replayed (its request id had landed at
+// version gen) into plan's workbench: its rows are what history holds at gen in scope sc
+// (meta View.ChangesAt), not what this retry planned, which sees them done. Rewind and
+// merge answer a replay with it.
+func (s *Attempts) firstApply(ctx context.Context, agent string, plan *rewindPlan, sc RewindScope, gen uint64) (*rewindPlan, error) {
 	view := plan.view
 	if view.Version() < gen { // the first apply landed after this retry's plan read
-		v, _, err := s.base.workspaceView(ctx, req.Agent, req.Workbench)
+		v, _, err := s.base.workspaceView(ctx, agent, plan.ws.Name)
 		if err != nil {
 			return nil, err
 		}
 		view = v
 	}
-	changes, err := view.ChangesAt(plan.ws, *req.Scope.guard(0), gen)
+	changes, err := view.ChangesAt(plan.ws, *sc.guard(0), gen)
 	if err != nil {
 		return nil, AsError(err)
 	}
-	first := &rewindPlan{target: plan.target, rows: make([]rewindRow, len(changes))}
+	first := &rewindPlan{ws: plan.ws, target: plan.target, rows: make([]rewindRow, len(changes))}
 	for i, c := range changes {
 		first.rows[i] = rewindRow{path: c.Path, cur: c.Before, to: c.After}
 	}
-	release, aerr := s.admitAnswer(ctx, first, 0)
-	if aerr != nil {
-		return nil, aerr
-	}
-	defer release()
-	r := s.answer(req, first)
-	r["applied"], r["replayed"], r["generation"] = true, true, gen
-	return r, nil
+	return first, nil
 }
 
 // unchangedSince answers Conflict (a failed precondition: the preview's) naming the paths

@@ -53,6 +53,8 @@ type MergeConflict struct {
 	Parent        *RewindSide `json:"parent"`
 	ProposalID    string      `json:"proposal_id"`
 	ProposalError string      `json:"proposal_error"`
+	// ClashWith names the parent's path a file/directory clash sets against this one.
+	ClashWith string `json:"clash_with"`
 }
 
 // MergeResult is the server's answer to a merge preview or apply. Changes go from the

@@ -117,6 +117,9 @@ func printMerge(w io.Writer, res *client.MergeResult) error {
 	}
 	for _, c := range res.Conflicts {
 		line := "C " + c.Path
+		if c.ClashWith != "" {
+			line += " (clashes with " + c.ClashWith + ")"
+		}
 		switch {
 		case c.ProposalID != "":
 			line += " (proposed: " + c.ProposalID + ")"

@@ -50,6 +50,10 @@ func TestForkMergeDiscardCommands(t *testing.T) {
 		{"the conflict kept the parent's side", in("w", "cat", "outputs/x.txt"), "", `^x-parent\n$`, ""},
 		{"the parent's later file stays", in("w", "cat", "outputs/late.txt"), "", `^l\n$`, ""},
 		{"the conflict is a proposal against the parent", []string{"proposals", "w", "--agent", "a"}, "", `outputs/x.txt`, ""},
+		{"the same --yes merge under its key answers the first apply",
+			[]string{"merge", "f", "--yes", "--idempotency-key", "m1", "--agent", "a"}, "",
+			`^D outputs/gone.txt\nA outputs/new.txt\nM outputs/r.txt\nC outputs/x.txt\n` +
+				`merged 3 path\(s\) from f into w at generation \d+; 1 conflict\(s\) left as they are\n$`, ""},
 		{"a second merge has nothing to merge", []string{"merge", "f", "--yes", "--agent", "a"}, "",
 			`^C outputs/x.txt\nnothing to merge from f into w; 1 conflict\(s\) left as they are\n$`, ""},
 	})
