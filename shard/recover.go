@@ -118,3 +118,14 @@ func (f *recoverFSM) Restore(rc io.ReadCloser) error {
 	defer zr.Close()
 	return f.fsm.Restore(zr)
 }
+
+// HasState reports whether dir holds a replica's Raft state: a log (or a log of an
+// earlier build) or snapshots.
+func HasState(dir string) bool {
+	for _, name := range []string{logFile, legacyLogDir, "snapshots"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
