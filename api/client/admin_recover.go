@@ -1,0 +1,76 @@
+package client
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+)
+
+// AdminShardRecoveryPath plans (GET ?shard=&node=) or runs (POST) the recovery of a shard
+// that lost a majority of its voters, on the survivor's admin listener.
+const AdminShardRecoveryPath = "/v1/admin/cluster/shard-recovery"
+
+// ShardRecoveryMember is one member of the shard's configuration as the survivor knows it.
+type ShardRecoveryMember struct {
+	ID         string `json:"id"`
+	Voter      bool   `json:"voter"`
+	Registered bool   `json:"registered"`
+}
+
+// ShardRecoveryPlan says what a recovery from the survivor Node keeps and may lose (Raft
+// indexes; a shard version is the index of a command): every entry up to LastIndex
+// survives, those after CommitIndex become committed, and entries other members
+// committed after LastIndex are lost.
+type ShardRecoveryPlan struct {
+	Shard          int                   `json:"shard"`
+	Node           string                `json:"node"`
+	Term           uint64                `json:"term"`
+	AppliedIndex   uint64                `json:"applied_index"`
+	AppliedVersion uint64                `json:"applied_version"`
+	CommitIndex    uint64                `json:"commit_index"`
+	LastIndex      uint64                `json:"last_index"`
+	Members        []ShardRecoveryMember `json:"members"`
+	Epoch          uint64                `json:"epoch"`
+}
+
+// ShardRecovery is a recovery done: its plan and what the survivor's replica holds (its
+// last log index and term, and the shard version of its last command).
+type ShardRecovery struct {
+	Plan      ShardRecoveryPlan `json:"plan"`
+	Recovered struct {
+		LastIndex uint64 `json:"last_index"`
+		LastTerm  uint64 `json:"last_term"`
+		Version   uint64 `json:"version"`
+	} `json:"recovered"`
+}
+
+// PlanShardRecovery asks the node c is built on (its admin listener), which must be node,
+// what a recovery of shard from it would keep and may lose; it changes nothing.
+//
+// Errors (*Error): NotFound for an embedded node (wrapped with ErrNotCluster) or a shard
+// the cluster does not have (details.field "shard"); InvalidArguments, details.rule
+// "not_survivor", when node is not this node or not a voter of the shard; InvalidState,
+// details.reason "has_quorum", when the shard has a leader or a majority of registered
+// voters; RoutingUnavailable (retryable) when etcd does not answer.
+func (c *Client) PlanShardRecovery(ctx context.Context, shard int, node string) (*ShardRecoveryPlan, error) {
+	q := url.Values{"shard": {strconv.Itoa(shard)}, "node": {node}}
+	out, err := getJSON[struct {
+		Plan ShardRecoveryPlan `json:"plan"`
+	}](ctx, c, c.base+AdminShardRecoveryPath+"?"+q.Encode())
+	if err != nil {
+		return nil, notCluster(c, AdminShardRecoveryPath, err)
+	}
+	return &out.Plan, nil
+}
+
+// RecoverShard makes node, the survivor c is built on, the only voter of shard: what its
+// log holds survives, the cluster's controller then adds replicas back. Errors: as
+// PlanShardRecovery's (the checks are made again). Never sent twice by the client's retry.
+func (c *Client) RecoverShard(ctx context.Context, shard int, node string) (*ShardRecovery, error) {
+	var out ShardRecovery
+	err := c.postTool(ctx, c.base+AdminShardRecoveryPath, map[string]any{"shard": shard, "node": node}, &out, notReplayable)
+	if err != nil {
+		return nil, notCluster(c, AdminShardRecoveryPath, err)
+	}
+	return &out, nil
+}
