@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"strconv"
 )
@@ -58,7 +59,7 @@ func (c *Client) PlanShardRecovery(ctx context.Context, shard int, node string) 
 		Plan ShardRecoveryPlan `json:"plan"`
 	}](ctx, c, c.base+AdminShardRecoveryPath+"?"+q.Encode())
 	if err != nil {
-		return nil, notCluster(c, AdminShardRecoveryPath, err)
+		return nil, recoveryError(c, err)
 	}
 	return &out.Plan, nil
 }
@@ -70,7 +71,17 @@ func (c *Client) RecoverShard(ctx context.Context, shard int, node string) (*Sha
 	var out ShardRecovery
 	err := c.postTool(ctx, c.base+AdminShardRecoveryPath, map[string]any{"shard": shard, "node": node}, &out, notReplayable)
 	if err != nil {
-		return nil, notCluster(c, AdminShardRecoveryPath, err)
+		return nil, recoveryError(c, err)
 	}
 	return &out, nil
+}
+
+// recoveryError wraps the route's 404 with ErrNotCluster unless it names the shard (a
+// shard the cluster does not have: details.field "shard").
+func recoveryError(c *Client, err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.Details["field"] == "shard" {
+		return err
+	}
+	return notCluster(c, AdminShardRecoveryPath, err)
 }

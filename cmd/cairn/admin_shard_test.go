@@ -22,6 +22,12 @@ func fakeRecoveryServer(t *testing.T) (string, *atomic.Int32) {
 			http.NotFound(w, r)
 			return
 		}
+		if r.URL.Query().Get("shard") == "7" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"status":"error","code":"NotFound","message":"host: no such shard: 7","retryable":false,"details":{"field":"shard"}}`))
+			return
+		}
 		body := map[string]any{"status": "success", "plan": plan}
 		if r.Method == http.MethodPost {
 			posts.Add(1)
@@ -66,5 +72,10 @@ func TestShardRecoverRefusesBadArguments(t *testing.T) {
 	}
 	if posts.Load() != 0 {
 		t.Fatal("a refused command recovered")
+	}
+	// A shard the cluster does not have is the server's NotFound, not "not a cluster node".
+	_, _, err := execCairn(t, "admin", "shard", "recover", "7", "--from", "n1", "--yes", "--admin-server", url)
+	if code, msg := describeError(err); code != "NotFound" || !strings.Contains(msg, "no such shard") || strings.Contains(msg, "not a cluster node") {
+		t.Fatalf("shard 7: %s: %s; want NotFound naming the shard", code, msg)
 	}
 }
