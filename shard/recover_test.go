@@ -11,6 +11,19 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
+func TestRecoverRefusesADirectoryWithoutRaftState(t *testing.T) {
+	c := newCluster(t, 1, nil, nil)
+	cfg := c.config(c.nodes[0], "0", nil)
+	cfg.Dir = filepath.Join(t.TempDir(), "empty")
+	if _, err := Recover(cfg); !errors.Is(err, ErrNoState) {
+		t.Fatalf("Recover of a missing directory: %v, want ErrNoState", err)
+	}
+	cfg.Dir = t.TempDir()
+	if _, err := Recover(cfg); !errors.Is(err, ErrNoState) {
+		t.Fatalf("Recover of an empty directory: %v, want ErrNoState", err)
+	}
+}
+
 // A group of three loses two voters for good; the third, recovered, is the only voter,
 // holds everything it had applied, takes writes again, and a new replica added to it
 // catches up from its snapshot.
@@ -83,17 +96,4 @@ func TestRecoverMakesTheSurvivorTheOnlyVoterWithEverythingItApplied(t *testing.T
 	c.openShard(n, "0", nil)
 	c.onLeader("0", func(*testNode, *Shard) error { return s.AddNonvoter(t.Context(), n.id, n.addr) })
 	c.converged("0")
-}
-
-func TestRecoverRefusesADirectoryWithoutRaftState(t *testing.T) {
-	c := newCluster(t, 1, nil, nil)
-	cfg := c.config(c.nodes[0], "0", nil)
-	cfg.Dir = filepath.Join(t.TempDir(), "empty")
-	if _, err := Recover(cfg); !errors.Is(err, ErrNoState) {
-		t.Fatalf("Recover of a missing directory: %v, want ErrNoState", err)
-	}
-	cfg.Dir = t.TempDir()
-	if _, err := Recover(cfg); !errors.Is(err, ErrNoState) {
-		t.Fatalf("Recover of an empty directory: %v, want ErrNoState", err)
-	}
 }

@@ -18,20 +18,26 @@ type ShardRecoveryMember struct {
 	Registered bool   `json:"registered"`
 }
 
-// ShardRecoveryPlan says what a recovery from the survivor Node keeps and may lose (Raft
-// indexes; a shard version is the index of a command): every entry up to LastIndex
-// survives, those after CommitIndex become committed, and entries other members
-// committed after LastIndex are lost.
+// ShardRecoveryPlan says what a recovery from the survivor Node keeps and may lose.
 type ShardRecoveryPlan struct {
-	Shard          int                   `json:"shard"`
-	Node           string                `json:"node"`
-	Term           uint64                `json:"term"`
-	AppliedIndex   uint64                `json:"applied_index"`
-	AppliedVersion uint64                `json:"applied_version"`
-	CommitIndex    uint64                `json:"commit_index"`
-	LastIndex      uint64                `json:"last_index"`
-	Members        []ShardRecoveryMember `json:"members"`
-	Epoch          uint64                `json:"epoch"`
+	Shard int    `json:"shard"`
+	Node  string `json:"node"` // the survivor
+	// Term is the survivor's Raft term.
+	Term uint64 `json:"term"`
+	// AppliedIndex is the last log entry the survivor applied, AppliedVersion the shard
+	// version of the last command among them.
+	AppliedIndex   uint64 `json:"applied_index"`
+	AppliedVersion uint64 `json:"applied_version"`
+	// CommitIndex is the last entry the survivor knows committed; entries after it, up to
+	// LastIndex, survive too and become committed.
+	CommitIndex uint64 `json:"commit_index"`
+	// LastIndex is the survivor's last log entry: what other members committed after it
+	// is lost, acknowledged writes included.
+	LastIndex uint64 `json:"last_index"`
+	// Members is the configuration the survivor knows; all but the survivor are dropped.
+	Members []ShardRecoveryMember `json:"members"`
+	// Epoch is the recovery epoch the shard's record will carry.
+	Epoch uint64 `json:"epoch"`
 }
 
 // ShardRecovery is a recovery done: its plan and what the survivor's replica holds (its
