@@ -180,13 +180,15 @@ func (h *Host) RecoverShard(ctx context.Context, id int, node string) (RecoveryR
 	}
 	h.mu.Lock()
 	r := h.replicas[id]
+	if r == nil || h.recovering[id] {
+		h.mu.Unlock()
+		return RecoveryResult{}, fmt.Errorf("%w: the replica of shard %d is closed or being recovered", ErrNotSurvivor, id)
+	}
 	delete(h.replicas, id)
 	h.recovering[id] = true
 	h.mu.Unlock()
-	if r != nil {
-		h.tell(id, r, false)
-		_ = r.Close()
-	}
+	h.tell(id, r, false)
+	_ = r.Close()
 	dir := h.replicaDir(id)
 	err = writeEpoch(dir, plan.Epoch)
 	var rec shard.Recovered
