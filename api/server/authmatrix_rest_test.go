@@ -430,7 +430,12 @@ func TestAuthMatrixUnauthenticatedOnEveryRoute(t *testing.T) {
 // without the admin scope, served for the admin key.
 func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 	m := newMatrix(t)
-	type adminRequest struct{ method, path, body string }
+	// want is the admin key's status when it is not a 2xx success: a cluster-only route
+	// of the matrix's embedded node answers its own 404 (not the unknown route's).
+	type adminRequest struct {
+		method, path, body string
+		want               int
+	}
 	throwaway := func() string {
 		r := m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath, `{"name":"throwaway","agents":["a"],"scopes":["workspace:read"]}`)
 		id, _ := r.json["id"].(string)
@@ -440,15 +445,17 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 		return id
 	}
 	reqs := []adminRequest{
-		{"POST", "/v1/admin/gc", `{"dry_run":true}`},
-		{"GET", KeysPath, ""},
-		{"POST", KeysPath, `{"name":"made by the matrix","agents":["a"],"scopes":["workspace:read"]}`},
-		{"POST", KeysRevokePath, ""}, // body: a fresh key's id, per request
-		{"GET", "/v1/admin/quota?agent=zz", ""},
-		{"PUT", "/v1/admin/quota", `{"agent":"zz","max_files":100}`},
-		{"GET", "/v1/admin/retention?agent=zz", ""},
-		{"PUT", "/v1/admin/retention", `{"agent":"zz","versions":5}`},
-		{"POST", "/v1/admin/purge", `{"agent":"zz"}`},
+		{"POST", "/v1/admin/gc", `{"dry_run":true}`, 0},
+		{"GET", KeysPath, "", 0},
+		{"POST", KeysPath, `{"name":"made by the matrix","agents":["a"],"scopes":["workspace:read"]}`, 0},
+		{"POST", KeysRevokePath, "", 0}, // body: a fresh key's id, per request
+		{"GET", "/v1/admin/quota?agent=zz", "", 0},
+		{"PUT", "/v1/admin/quota", `{"agent":"zz","max_files":100}`, 0},
+		{"GET", "/v1/admin/retention?agent=zz", "", 0},
+		{"PUT", "/v1/admin/retention", `{"agent":"zz","versions":5}`, 0},
+		{"POST", "/v1/admin/purge", `{"agent":"zz"}`, 0},
+		{"GET", ShardRecoveryPath + "?shard=0&node=n", "", 404},
+		{"POST", ShardRecoveryPath, `{"shard":0,"node":"n"}`, 404},
 	}
 	covered := map[string]bool{} // "METHOD path" and path
 	for _, r := range reqs {
@@ -488,7 +495,14 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 			}
 			cells++
 		}
-		if got := m.send(t, m.full.adminURL, keyAdmin, r.method, r.path, body()); got.status/100 != 2 || got.json["status"] != "success" && r.path != "/v1/admin/gc" {
+		got := m.send(t, m.full.adminURL, keyAdmin, r.method, r.path, body())
+		switch {
+		case r.want != 0:
+			unknown := m.send(t, m.full.adminURL, keyAdmin, r.method, "/v1/admin/no-such-route", "")
+			if got.status != r.want || got.json["code"] != "NotFound" || string(got.body) == string(unknown.body) {
+				t.Errorf("%s: admin key: %d %s, want the route's own %d", what, got.status, got.body, r.want)
+			}
+		case got.status/100 != 2 || got.json["status"] != "success" && r.path != "/v1/admin/gc":
 			t.Errorf("%s: admin key: %d %s", what, got.status, got.body)
 		}
 		cells++

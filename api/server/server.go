@@ -231,6 +231,8 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	adminRoutes := keyRoutes(n.keys)
+	// Every node serves the shard recovery route; an embedded node answers 404 (recover.go).
+	adminRoutes[ShardRecoveryPath] = http.HandlerFunc(n.serveShardRecovery)
 	var gateway *s3.Handler // a cluster node serves the S3 requests other nodes forward, listener or not (route_s3.go)
 	if cfg.S3Gateway.Listen != "" || cfg.Cluster {
 		gateway = s3.NewHandler(n.svc, auth.S3Keys{Store: n.keys}, s3.Config{Region: cfg.S3Gateway.Region, Logger: n.log,

@@ -6,7 +6,8 @@
 //
 //	<prefix>/cluster            {"id","shards","replication","created_at"}, created once
 //	<prefix>/nodes/<node>       {"client_url","peer_addr","started_at"}, bound to the node's lease
-//	<prefix>/shards/<shard>     {"voters":[...],"nonvoters":[...]}, written only by the controller
+//	<prefix>/shards/<shard>     {"voters":[...],"nonvoters":[...],"epoch":N}, written by the controller,
+//	                            and by a recovery from a lost majority (RecoverRecord: epoch+1)
 //	<prefix>/leaders/<shard>    {"node","term","updated_at"}, written by leaders, bound to their lease
 //	<prefix>/roots/<root>       {"shard"}, created once, never rewritten
 //	<prefix>/load/<shard>       decimal count of roots placed on the shard

@@ -171,7 +171,7 @@ func Plan(st State) []Action {
 	raft := make([][]Action, st.Shards)
 	for s := range st.Shards {
 		rec := st.Records[s]
-		want := ReplicaSet{Voters: slices.Clone(rec.Voters), Nonvoters: slices.Clone(rec.Nonvoters), Revision: rec.Revision}
+		want := ReplicaSet{Voters: slices.Clone(rec.Voters), Nonvoters: slices.Clone(rec.Nonvoters), Epoch: rec.Epoch, Revision: rec.Revision}
 		status, known := st.Status[s]
 		switch {
 		case !known && len(rec.Voters) == 0 && len(rec.Nonvoters) == 0:

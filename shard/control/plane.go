@@ -268,6 +268,10 @@ func (p *Plane) Cluster(ctx context.Context) (Cluster, error) {
 type ReplicaSet struct {
 	Voters    []string `json:"voters"`
 	Nonvoters []string `json:"nonvoters"`
+	// Epoch counts the shard's recoveries from a lost majority (RecoverRecord): a replica
+	// whose directory predates the current epoch holds a log of the group before the
+	// recovery and must start empty (shard/host). 0 until the first recovery.
+	Epoch uint64 `json:"epoch,omitempty"`
 	// Revision is the etcd mod revision the record was read at (0: no record); the
 	// controller's write is conditional on it.
 	Revision int64 `json:"-"`

@@ -204,12 +204,19 @@ func (h *Host) Nodes() control.NodeSet {
 	return *h.cluster.nodes.Load()
 }
 
-// hostReplicas opens a replica of every shard whose replica set lists this node and
+// hostReplicas opens a replica of every shard whose replica set lists this node (a
+// directory older than the record's recovery epoch moved aside first, recover.go) and
 // closes the replicas of shards that no longer list it (their data stays on disk).
 func (h *Host) hostReplicas(ctx context.Context) {
 	for sets := range h.cluster.cfg.Plane.WatchReplicaSets(ctx) {
 		for id, set := range sets {
 			if set.Has(h.cfg.NodeID) {
+				if h.Replica(id) == nil {
+					if err := h.alignEpoch(id, set.Epoch); err != nil {
+						h.log.Error("hosting replica: recovery epoch", "shard", id, "err", err)
+						continue
+					}
+				}
 				if _, err := h.ensureReplica(id); err != nil && ctx.Err() == nil {
 					h.log.Error("hosting replica", "shard", id, "err", err)
 				}

@@ -30,6 +30,10 @@
 //   - A read never places a root: a root that was never placed reads as empty, and is
 //     placed (etcd) by its first write.
 //   - Every wait on etcd or a peer has a deadline and ends in a retryable error.
+//   - A shard that lost a majority of its voters is recovered on a survivor only
+//     (RecoverShard): never while it has a leader or a majority of registered voters. A
+//     replica directory older than its shard's recovery epoch is moved aside, never
+//     opened: its log is of the group before the recovery.
 //   - The host never imports api: it knows roots by name, commands as meta values, and
 //     HTTP only as the forwarding transport.
 package host

@@ -78,8 +78,11 @@ type Host struct {
 	replicas map[int]*shard.Shard
 	// damaged holds the replicas whose storage failed its check at open (shard.ErrDamaged):
 	// they are not opened again, which would only read the damaged log once more per call.
-	damaged  map[int]error
-	assigned sync.Map // agent → struct{}: roots known assigned on their shard
+	damaged map[int]error
+	// recovering are the shards whose local replica is closed for a recovery from a lost
+	// majority (recover.go): not opened again until it ends.
+	recovering map[int]bool
+	assigned   sync.Map // agent → struct{}: roots known assigned on their shard
 
 	// kick wakes the leadership loop when a replica's readiness changed; reannounce makes
 	// it repeat its reports of the replicas that lead.
@@ -130,7 +133,7 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 // newHost returns a host with no replica, no placement and no peer port yet, and the
 // context its background work runs under (Close ends it).
 func newHost(cfg Config) (*Host, context.Context) {
-	h := &Host{cfg: cfg, log: cfg.Logger, replicas: map[int]*shard.Shard{}, damaged: map[int]error{},
+	h := &Host{cfg: cfg, log: cfg.Logger, replicas: map[int]*shard.Shard{}, damaged: map[int]error{}, recovering: map[int]bool{},
 		kick: make(chan struct{}, 1), reannounce: make(chan struct{}, 1), followerReads: newFollowerReadCounter(),
 		raftTimings: shard.NewMetrics()}
 	wctx, cancel := context.WithCancel(context.Background())
@@ -205,8 +208,33 @@ func (h *Host) ensureReplica(id int) (*shard.Shard, error) {
 	if err, ok := h.damaged[id]; ok {
 		return nil, err
 	}
+	if h.recovering[id] {
+		return nil, fmt.Errorf("%w: shard %d is being recovered on this node", shard.ErrClosed, id)
+	}
+	r, err := shard.Open(h.replicaConfig(id))
+	if err != nil {
+		err = fmt.Errorf("open replica of shard %d: %w", id, err)
+		if errors.Is(err, shard.ErrDamaged) {
+			h.damaged[id] = err
+		}
+		return nil, err
+	}
+	h.replicas[id] = r
+	if h.cfg.Cluster != nil {
+		h.log.Info("replica opened", "shard", id)
+	}
+	return r, nil
+}
+
+// replicaDir is the directory of the local replica of shard id.
+func (h *Host) replicaDir(id int) string {
+	return filepath.Join(h.cfg.DataDir, "shards", strconv.Itoa(id))
+}
+
+// replicaConfig is the configuration of the local replica of shard id.
+func (h *Host) replicaConfig(id int) shard.Config {
 	scfg := shard.Config{
-		Dir:               filepath.Join(h.cfg.DataDir, "shards", strconv.Itoa(id)),
+		Dir:               h.replicaDir(id),
 		NodeID:            h.cfg.NodeID,
 		FSM:               h.cfg.FSM,
 		SnapshotInterval:  h.cfg.SnapshotInterval,
@@ -227,19 +255,7 @@ func (h *Host) ensureReplica(id int) (*shard.Shard, error) {
 		scfg.Peer = c.Peer
 		scfg.ShardID = strconv.Itoa(id)
 	}
-	r, err := shard.Open(scfg)
-	if err != nil {
-		err = fmt.Errorf("open replica of shard %d: %w", id, err)
-		if errors.Is(err, shard.ErrDamaged) {
-			h.damaged[id] = err
-		}
-		return nil, err
-	}
-	h.replicas[id] = r
-	if h.cfg.Cluster != nil {
-		h.log.Info("replica opened", "shard", id)
-	}
-	return r, nil
+	return scfg
 }
 
 // closeReplica closes and forgets the local replica of shard id (its data stays on disk).

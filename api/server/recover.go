@@ -1,0 +1,95 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/cairnstore/cairn/shard/control"
+	"github.com/cairnstore/cairn/shard/host"
+	"github.com/cairnstore/cairn/workbench"
+)
+
+// ShardRecoveryPath is the admin-listener path of the recovery of a shard that lost a
+// majority of its voters (cairn admin shard recover; docs/runbook.md): GET
+// ?shard=N&node=ID answers what a recovery from that survivor would keep and may lose
+// (host.RecoveryPlan) and changes nothing; POST {"shard":N,"node":ID} recovers it. Sent to
+// the survivor's own admin listener: node must be this node. An embedded node answers
+// 404.
+const ShardRecoveryPath = "/v1/admin/cluster/shard-recovery"
+
+// serveShardRecovery serves ShardRecoveryPath.
+func (n *Node) serveShardRecovery(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Shard *int   `json:"shard"`
+		Node  string `json:"node"`
+	}
+	switch r.Method {
+	case http.MethodGet:
+		q := r.URL.Query()
+		if s, err := strconv.Atoi(q.Get("shard")); err == nil {
+			in.Shard = &s
+		}
+		in.Node = q.Get("node")
+	case http.MethodPost:
+		if err := decodeJSON(r, &in); err != nil {
+			keyError(w, err)
+			return
+		}
+	default:
+		methodNotAllowed(w, "GET, POST")
+		return
+	}
+	if n.host.Embedded() {
+		recoveryError(w, host.ErrNotCluster)
+		return
+	}
+	if in.Shard == nil {
+		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments,
+			Message: "shard is required: the number of the shard to recover", Details: map[string]any{"field": "shard"}})
+		return
+	}
+	if in.Node == "" {
+		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments,
+			Message: "node is required: the id of the surviving node (this node)", Details: map[string]any{"field": "node"}})
+		return
+	}
+	if r.Method == http.MethodGet {
+		plan, err := n.host.PlanRecovery(r.Context(), *in.Shard, in.Node)
+		if err != nil {
+			recoveryError(w, err)
+			return
+		}
+		writeSuccess(w, http.StatusOK, map[string]any{"plan": plan})
+		return
+	}
+	res, err := n.host.RecoverShard(r.Context(), *in.Shard, in.Node)
+	if err != nil {
+		recoveryError(w, err)
+		return
+	}
+	writeSuccess(w, http.StatusOK, map[string]any{"plan": res.RecoveryPlan, "recovered": res.Recovered})
+}
+
+// recoveryError maps a recovery's refusal to the error envelope.
+func recoveryError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, host.ErrNotCluster):
+		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound,
+			Message: "this node is not a cluster node: it has no shard to recover"})
+	case errors.Is(err, host.ErrNoSuchShard):
+		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound, Message: err.Error(),
+			Details: map[string]any{"field": "shard"}})
+	case errors.Is(err, host.ErrNotSurvivor):
+		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: err.Error(),
+			Details: map[string]any{"field": "node", "rule": "not_survivor"}})
+	case errors.Is(err, host.ErrShardHasQuorum):
+		writeEnvelope(w, http.StatusConflict, &workbench.Error{Code: workbench.CodeInvalidState, Message: err.Error(),
+			Details: map[string]any{"reason": "has_quorum"}})
+	case control.IsRetryable(err):
+		w.Header().Set("Retry-After", "1")
+		writeEnvelope(w, http.StatusServiceUnavailable, workbench.RoutingUnavailable("the control plane cannot answer right now; retry"))
+	default:
+		writeEnvelope(w, http.StatusInternalServerError, &workbench.Error{Code: workbench.CodeInternal, Message: "recover shard: " + err.Error()})
+	}
+}
