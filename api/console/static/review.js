@@ -69,7 +69,7 @@ export async function queue(ctx, agent) {
 }
 
 // card is a Cairn proposal; base, for one of the packs workbench (a pack proposal read
-// over REST), is the pack installed at its path (null: none).
+// over REST), is the installed pack its artifact would replace (null: none).
 function card(ctx, agent, p, base) {
   const pack = p.workbench_id === packsWorkbench;
   // A pack proposal's staleness is apply's judgment (packStale), not its base generation:
@@ -172,7 +172,7 @@ function parsed(text) {
 // when known, the agent inventory (agents: agent id → pack; null: not read). null: nothing
 // read refuses it. A pack the host ships, or a pack file no proposal wrote, is read-only
 // too, which readback does not tell: apply refuses it then, and the page shows the refusal.
-export function packStale(kind, artifact, installed, agents) {
+function packStale(kind, artifact, installed, agents) {
   const a = artifact || {};
   if (installed && !greater(a.version, installed.version)) {
     return `the installed ${a.name ?? 'pack'} is at version ${installed.version ?? '?'}, and ${a.version ?? '?'} is not greater`;
