@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"golang.org/x/mod/semver"
 
 	"github.com/cairnstore/cairn/api/console"
 	"github.com/cairnstore/cairn/integration/framework"
@@ -198,6 +199,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	writer := key("writer", "workspace:read,workspace:write,review")
 	reader := key("reader", "workspace:read")
+	// A key of the whole root acme, bound to no OpenWOP tenant: the facade refuses it.
+	whole := framework.CreateKey(t, cairnRaceBin, nil, "whole-root", "--data-dir", dir, "--agent", "acme", "--scope", "workspace:read,review").Secret
 	p := framework.StartProcess(t, cairnRaceBin, dir, "--auth", "required")
 	files := p.URL + "/v1/agents/acme/workbenches/main/files/"
 	for _, body := range []string{"Decided: ship on Friday.\n", "Decided: ship on Friday.\n" + consoleHostile + "\n"} {
@@ -246,6 +249,7 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	consoleBrowse(t, b, writer)
 	consoleReview(t, b, writer)
+	consolePacks(t, b, writer, whole)
 	consoleReader(t, b.isolated(), reader, docID, p2)
 	consoleCrossSiteForm(t, b.isolated(), writer)
 	if v := eval[string](b, `String(window.__pwned)`); v != "undefined" {
@@ -443,6 +447,7 @@ func consoleBrowse(t *testing.T, b *tab, key string) {
 	b.until("the section lists the file", `document.getElementById('main').textContent.includes('standup.md')`)
 	b.shot("browse-workbench")
 	consoleSnapshotAndCommit(t, b, key)
+	consoleCommitPages(t, b, key)
 	b.do("open the feed", chromedp.Navigate(b.base+"/ui/#/feed/acme"))
 	b.until("the feed streams events", `document.querySelectorAll('#feed li').length > 0 && document.getElementById('feed-state').textContent.startsWith('Live')`)
 	b.shot("feed")
@@ -652,5 +657,165 @@ func consoleCrossSiteForm(t *testing.T, b *tab, key string) {
 	}
 	if st, body := consoleCall(t, "GET", b.base+"/v1/agents/acme/workbenches/main/files/outputs/forged.md", key, nil); st != http.StatusNotFound {
 		t.Errorf("after the refused form post the file reads %d %s, want 404", st, body)
+	}
+}
+
+// consoleCommitPages seals 21 more commits of the workbench over REST (22 in all, more
+// than a page): Browse lists the newest 20 from GET …/commits, newest first, the head
+// marked, and "Show older commits" reads the rest, the first commit last.
+func consoleCommitPages(t *testing.T, b *tab, key string) {
+	t.Helper()
+	wb := b.base + "/v1/agents/acme/workbenches/main"
+	for i := range 21 {
+		st, body := consoleCall(t, "POST", wb+"/commit", key, map[string]any{"manifest": map[string]any{"run": i + 2},
+			"content_digest_uri": "sha256:" + strings.Repeat("a", 64), "replace": true})
+		if st/100 != 2 {
+			t.Fatalf("commit %d: %d %s", i+2, st, body)
+		}
+	}
+	var want []string // newest first, as the node lists them
+	for cursor := ""; ; {
+		target := wb + "/commits?limit=7"
+		if cursor != "" {
+			target += "&cursor=" + url.QueryEscape(cursor)
+		}
+		st, body := consoleCall(t, "GET", target, key, nil)
+		var page struct {
+			Commits []struct {
+				CommitIdentity string `json:"commit_identity"`
+			} `json:"commits"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		if st != 200 || json.Unmarshal(body, &page) != nil {
+			t.Fatalf("GET commits: %d %s", st, body)
+		}
+		for _, c := range page.Commits {
+			want = append(want, c.CommitIdentity)
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = *page.NextCursor
+	}
+	if len(want) != 22 {
+		t.Fatalf("the node lists %d commits, want 22", len(want))
+	}
+	rows := `[...document.querySelectorAll('#commits tbody tr')]`
+	listed := rows + `.map(r => r.querySelector('code').title)`
+	b.do("open the workbench's root", chromedp.Navigate(b.base+"/ui/#/browse/acme/main"))
+	b.until("Browse lists the newest 20 commits", rows+`.length === 20 && !document.getElementById('older-commits').hidden`)
+	got := eval[[]string](b, listed)
+	if strings.Join(got, ",") != strings.Join(want[:20], ",") || !eval[bool](b, rows+`[0].querySelector('.badge')?.textContent === 'head' && `+rows+`.slice(1).every(r => !r.querySelector('.badge'))`) {
+		t.Errorf("Browse's first page lists %v, want %v with the first the head", got, want[:20])
+	}
+	b.click("show the older commits", "#older-commits")
+	b.until("Browse lists every commit", rows+`.length === 22 && document.getElementById('older-commits').hidden`)
+	if got := eval[[]string](b, listed); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Browse lists %v, want %v", got, want)
+	}
+	b.shot("browse-commits")
+}
+
+// consolePacks: the staleness of OpenWOP pack proposals, and what a key of the whole root
+// sees of them. A pack installed at 1.0.0 makes a proposal of 1.0.0 stale (apply would
+// refuse it: its version is not greater) with Apply disabled and the hint, while one of
+// 1.1.0 is not; a key of the whole root acme, bound to no tenant, sees both over REST with
+// the same staleness and no decision buttons, and the API refuses the decisions it could
+// force (REST: the packs workbench is the facade's; the facade: the key has no tenant).
+// Then the tenant's key applies 1.1.0 and rejects the stale one in the queue.
+func consolePacks(t *testing.T, b *tab, key, whole string) {
+	t.Helper()
+	ow := owClient{t: t, nodes: func() []string { return []string{b.base} }, key: key}
+	propose := func(version, prompt string) string {
+		t.Helper()
+		r := ow.do(http.MethodPost, "/proposals", map[string]any{"kind": "agent-pack", "artifact": owAgentPack(version, prompt), "title": "helper " + version})
+		id, _ := r.json["id"].(string)
+		if r.status != http.StatusCreated || id == "" {
+			t.Fatalf("propose pack %s: %d %s", version, r.status, r.body)
+		}
+		return id
+	}
+	if r := ow.do(http.MethodPost, "/proposals/"+propose("1.0.0", "You help.")+":apply", nil); r.status != http.StatusOK || r.json["state"] != "applied" {
+		t.Fatalf("apply 1.0.0: %d %s", r.status, r.body)
+	}
+	same, newer := propose("1.0.0", "You help again."), propose("1.1.0", "You help more.")
+	staleCard, freshCard := fmt.Sprintf(`article.pack[data-pack=%q]`, same), fmt.Sprintf(`article.pack[data-pack=%q]`, newer)
+	// The tab shows this queue already (consoleReview): load it again.
+	b.do("open the review queue", chromedp.Navigate(b.base+"/ui/#/review/acme"), chromedp.Reload())
+	b.until("the queue lists both pack proposals", fmt.Sprintf(`!!document.querySelector(%q) && !!document.querySelector(%q)`, staleCard, freshCard))
+	if !eval[bool](b, fmt.Sprintf(`(() => { const c = document.querySelector(%q); return c.querySelector('.badge').textContent === 'stale'
+		&& c.querySelector('button.accept').disabled && !c.querySelector('button.reject').disabled
+		&& c.querySelector('.stale-hint').textContent.includes('1.0.0 is not greater') })()`, staleCard)) {
+		t.Errorf("the pack proposal of the installed version reads %q, want stale with Apply disabled and the hint", eval[string](b, fmt.Sprintf(`document.querySelector(%q).textContent`, staleCard)))
+	}
+	if !eval[bool](b, fmt.Sprintf(`(() => { const c = document.querySelector(%q); return c.querySelector('.badge').textContent !== 'stale'
+		&& !c.querySelector('button.accept').disabled && !c.querySelector('.stale-hint') })()`, freshCard)) {
+		t.Errorf("the pack proposal of a greater version reads %q, want it pending with Apply enabled", eval[string](b, fmt.Sprintf(`document.querySelector(%q).textContent`, freshCard)))
+	}
+	b.shot("review-pack-stale")
+	consoleSemverIsApplys(t, b)
+
+	// The key of the whole root: the same proposals over REST, read-only.
+	w := b.isolated()
+	w.open(whole, "#/review/acme")
+	restStale, restFresh := fmt.Sprintf(`article.review[data-proposal=%q]`, same), fmt.Sprintf(`article.review[data-proposal=%q]`, newer)
+	w.until("the whole-root key's queue lists both pack proposals and the pending Cairn one", fmt.Sprintf(`!!document.querySelector(%q) && !!document.querySelector(%q)
+		&& [...document.querySelectorAll('article.review')].some(c => c.textContent.includes('main/outputs/other.md') && !!c.querySelector('button.accept'))`, restStale, restFresh))
+	for _, c := range []struct{ card, badge string }{{restStale, "stale"}, {restFresh, "pending"}} {
+		if !eval[bool](w, fmt.Sprintf(`(() => { const c = document.querySelector(%q); return c.querySelector('.badge').textContent === %q
+			&& c.querySelectorAll('button').length === 0 && c.querySelector('.pack-hint').textContent.includes('bound to no tenant') })()`, c.card, c.badge)) {
+			t.Errorf("the whole-root key's card reads %q, want %s, no buttons and why", eval[string](w, fmt.Sprintf(`document.querySelector(%q).textContent`, c.card)), c.badge)
+		}
+	}
+	w.shot("review-whole-root-key")
+	if st, body := consoleCall(t, "POST", b.base+"/v1/agents/acme/workbenches/openwop-packs/proposals/"+newer+"/decision", whole,
+		map[string]any{"disposition": "accept", "submission_id": "forced-pack"}); st != http.StatusForbidden {
+		t.Errorf("a REST decision of a pack proposal with the whole-root key answered %d %s, want 403", st, body)
+	}
+	wholeOW := owClient{t: t, nodes: ow.nodes, key: whole}
+	if r := wholeOW.do(http.MethodPost, "/proposals/"+newer+":apply", nil, "OpenWOP-Version", "2.0"); r.status != http.StatusForbidden {
+		t.Errorf("the facade's apply with the whole-root key answered %d %s, want 403", r.status, r.body)
+	}
+	if r := ow.do(http.MethodGet, "/proposals/"+newer, nil); r.json["state"] != "draft" {
+		t.Errorf("after the refused decisions the pack proposal reads %d %s, want it a draft still", r.status, r.body)
+	}
+
+	// The tenant's key decides both in the queue.
+	b.click("apply the greater version", freshCard+" button.accept")
+	b.until("the apply is recorded", fmt.Sprintf(`document.getElementById('status').textContent.includes('apply of the OpenWOP pack proposal') && !document.querySelector(%q)`, freshCard))
+	b.until("the other is still stale against 1.1.0", fmt.Sprintf(`!!document.querySelector(%q) && document.querySelector(%q).querySelector('.stale-hint').textContent.includes('version 1.1.0')`, staleCard, staleCard))
+	b.click("reject the stale one", staleCard+" button.reject")
+	b.until("the rejection is recorded", fmt.Sprintf(`document.getElementById('status').textContent.includes('reject of the OpenWOP pack proposal') && !document.querySelector(%q)`, staleCard))
+	for id, state := range map[string]string{newer: "applied", same: "rejected"} {
+		if r := ow.do(http.MethodGet, "/proposals/"+id, nil); r.json["state"] != state {
+			t.Errorf("pack proposal %s reads %d %s, want %s", id, r.status, r.body, state)
+		}
+	}
+}
+
+// consoleSemverIsApplys: the page's version comparison (semver.js), which decides whether
+// a pack proposal is stale, answers as the facade's apply compares versions
+// (golang.org/x/mod/semver after a "v"), over every pair of a table of versions.
+func consoleSemverIsApplys(t *testing.T, b *tab) {
+	t.Helper()
+	versions := []string{"1", "1.2", "1.0.0", "1.0.1", "1.2.0", "2.0.0", "10.0.0", "9.99.99", "1.0.0-alpha", "1.0.0-alpha.1",
+		"1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0-0", "1.0.0+build", "1.0.0-01",
+		"1.2-pre", "01.0.0", "x", "", "123456789012345678901234567890.0.0", "123456789012345678901234567889.9.9"}
+	var want []bool
+	for _, a := range versions {
+		for _, c := range versions {
+			want = append(want, semver.IsValid("v"+a) && semver.IsValid("v"+c) && semver.Compare("v"+a, "v"+c) > 0)
+		}
+	}
+	list, _ := json.Marshal(versions)
+	expr := fmt.Sprintf(`import('/ui/semver.js').then(m => { const v = %s; return v.flatMap(a => v.map(c => m.greater(a, c))); })`, list)
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]bool](expr, func(p *runtime.EvaluateParams) { p.AwaitPromise = ptrTrue() }))
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("the page's semver.js: %v (%d answers, want %d)", err, len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("greater(%q, %q) = %v in the page, %v for the facade", versions[i/len(versions)], versions[i%len(versions)], got[i], want[i])
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package meta
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // SnapshotView resolves a snapshot of workbench ws (by id, or by name when name != "") and
 // returns a view frozen at its read version together with the workbench incarnation it
@@ -75,6 +78,48 @@ func (v *View) SnapshotAliases(snap *WorkbenchSnapshot) []string {
 // Commit returns the commit of ws with the given identity.
 func (v *View) Commit(ws *Workspace, identity string) (*CommitRecord, bool) {
 	return v.st.commits.Get(commitKey(ws.Incarnation, identity))
+}
+
+// Commits returns up to limit sealed commits of ws (its incarnation's, as of this view),
+// newest first: by sealing version, descending, then identity. after, when not nil, is
+// the last commit of the previous page; the page starts just after it in that order. more
+// says older commits remain. Commits are permanent and not capped per workbench, so the
+// walk reads every commit record of the incarnation once, and holds at most limit+1 of
+// them (limit is the caller's bound; at least 1).
+func (v *View) Commits(ws *Workspace, after *CommitRecord, limit int) (out []*CommitRecord, more bool) {
+	limit = max(limit, 1)
+	newer := func(a, b *CommitRecord) bool { // a comes before b in the listing
+		if a.Version != b.Version {
+			return a.Version > b.Version
+		}
+		return a.Identity < b.Identity
+	}
+	prefix := u64(ws.Incarnation)
+	v.st.commits.Ascend(prefix, func(k string, c *CommitRecord) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		if c.Version > v.at || after != nil && !newer(after, c) {
+			return true
+		}
+		i, _ := slices.BinarySearchFunc(out, c, func(x, y *CommitRecord) int {
+			if newer(x, y) {
+				return -1
+			}
+			return 1
+		})
+		if i <= limit {
+			out = slices.Insert(out, i, c)
+			if len(out) > limit+1 {
+				out = out[:limit+1]
+			}
+		}
+		return true
+	})
+	if len(out) > limit {
+		return out[:limit], true
+	}
+	return out, false
 }
 
 // Head returns the head commit of ws as of this view (the workbench record's head).

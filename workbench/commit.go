@@ -209,3 +209,63 @@ func toLowerASCII(s string) string {
 	}
 	return string(b)
 }
+
+// MaxCommitPageLimit bounds a page of CommitListPage (as MaxSnapshotPageLimit a page of
+// snapshots).
+const MaxCommitPageLimit = 100
+
+// CommitListPage lists the sealed commits of workbench id for REST (GET
+// …/workbenches/{id}/commits; the contract's tools have no commit listing): up to limit
+// (1..MaxCommitPageLimit) commits of the workbench's current incarnation, newest first
+// (by the shard version that sealed each, meta View.Commits), after the commit the cursor
+// names ("" starts at the newest). Each entry is the commit as workbench_commit reported it
+// (identity, digests, the run manifest's generation and size, the time and who sealed it)
+// and head, true for the workbench's head commit; the result adds next_cursor (null after
+// the last page) and truncated. A commit's tree reads back with a restore or a diff at
+// commit:<identity>. InvalidArguments for a bad limit or a cursor issued for another
+// workbench or an earlier incarnation of it; NotFound when the workbench does not exist.
+func (s *Lifecycle) CommitListPage(ctx context.Context, agent, id, cursorText string, limit int) (Result, error) {
+	view, ws, cur, err := s.openPage(ctx, agent, id, "commits", cursorText, limit, MaxCommitPageLimit)
+	if err != nil {
+		return nil, err
+	}
+	var after *meta.CommitRecord
+	if cursorText != "" {
+		if cur.Incarnation != ws.Incarnation {
+			return nil, invalidArgument("cursor", "was issued for another incarnation of the workbench")
+		}
+		after = &meta.CommitRecord{Version: uint64(cur.Offset), Identity: cur.After}
+	}
+	page, more := view.Commits(ws, after, limit)
+	list := make([]Result, 0, len(page))
+	for _, c := range page {
+		list = append(list, commitEntry(c, c.Identity == ws.HeadIdentity))
+	}
+	r := success()
+	r["workbench_id"] = id
+	r["path"] = s.base.WorkbenchPath(agent, id)
+	r["commit_count"] = len(list)
+	r["commits"] = list
+	r["truncated"] = more
+	r["next_cursor"] = nil
+	if more {
+		last := page[len(page)-1]
+		r["next_cursor"] = s.base.cursors.encode(ctx, cursor{Kind: "commits", Agent: agent, Workbench: id,
+			Incarnation: ws.Incarnation, Offset: int64(last.Version), After: last.Identity})
+	}
+	return r, nil
+}
+
+// commitEntry is one commit as CommitListPage lists it: workbench_commit's fields of the
+// commit itself (generation: the run manifest's, size_bytes: its envelope's), its time in
+// RFC 3339 as well, and head.
+func commitEntry(c *meta.CommitRecord, head bool) Result {
+	return Result{
+		"commit_identity": c.Identity, "generation": c.Version, "size_bytes": c.EnvelopeSize,
+		"content_digest_uri": c.ContentDigestURI, "manifest_digest_uri": c.ManifestDigestURI,
+		"envelope_digest_uri": DigestURI(c.EnvelopeDigest), "tree_digest_uri": c.TreeDigestURI,
+		"committed_at_unix_seconds": c.CommittedAtMs / 1000,
+		"committed_at":              time.UnixMilli(c.CommittedAtMs).UTC().Format(time.RFC3339Nano),
+		"replace":                   c.Replace, "producer": c.Producer.String(), "head": head,
+	}
+}

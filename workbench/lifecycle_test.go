@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -365,5 +366,93 @@ func TestStatCardNamesTheCommitThatSealsAFile(t *testing.T) {
 	w := must(t)(svc.Tools.Stat(ctx, "a", workbench.StatInput{ID: "w"}))["card"].(map[string]any)
 	if w["manifest_id"] != c["commit_identity"] || w["kind"] != "workbench" || w["producer"] != "" || w["record_count"] != nil {
 		t.Fatalf("workbench card: %v", w)
+	}
+}
+
+// TestCommitListPagesNewestFirst: CommitListPage lists every commit of a workbench, the
+// replaced ones too, newest first, in pages that continue after the cursor's commit, with
+// head on the workbench's head only; bad limits, forged cursors, a cursor of another
+// workbench or of an earlier incarnation are InvalidArguments, a missing workbench
+// NotFound.
+func TestCommitListPagesNewestFirst(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	ctx := context.Background()
+	var made []string // oldest first
+	for i := range 5 {
+		put(t, svc, "w", "outputs", "r.txt", string(rune('a'+i)), i > 0)
+		made = append(made, commitNow(t, svc, i))
+	}
+	put(t, svc, "other", "outputs", "x.txt", "x", false)
+	want := slices.Clone(made)
+	slices.Reverse(want)
+
+	var got []string
+	var gens []uint64
+	heads := 0
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 3 {
+			t.Fatal("more than 3 pages of 2 for 5 commits")
+		}
+		r := must(t)(svc.Lifecycle.CommitListPage(ctx, "a", "w", cursor, 2))
+		list := r["commits"].([]workbench.Result)
+		if r["commit_count"] != len(list) || len(list) > 2 {
+			t.Fatalf("page %d: %d commits, commit_count %v", pages, len(list), r["commit_count"])
+		}
+		for _, c := range list {
+			got = append(got, c["commit_identity"].(string))
+			gens = append(gens, c["generation"].(uint64))
+			if c["head"] == true {
+				heads++
+				if c["commit_identity"] != made[len(made)-1] {
+					t.Errorf("commit %v is listed as the head", c["commit_identity"])
+				}
+			}
+		}
+		next, _ := r["next_cursor"].(string)
+		if (next != "") != (r["truncated"] == true) {
+			t.Fatalf("page %d: next_cursor %q, truncated %v", pages, next, r["truncated"])
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if !slices.Equal(got, want) || heads != 1 {
+		t.Errorf("listed %v (%d heads), want %v (1 head)", got, heads, want)
+	}
+	if !slices.IsSortedFunc(gens, func(a, b uint64) int { return int(b) - int(a) }) {
+		t.Errorf("generations %v are not newest first", gens)
+	}
+
+	first := must(t)(svc.Lifecycle.CommitListPage(ctx, "a", "w", "", 1))
+	next, _ := first["next_cursor"].(string)
+	for _, tc := range []struct {
+		name, id, cursor string
+		limit            int
+		code             string
+	}{
+		{"a limit of 0", "w", "", 0, workbench.CodeInvalidArguments},
+		{"a limit above the bound", "w", "", workbench.MaxCommitPageLimit + 1, workbench.CodeInvalidArguments},
+		{"a forged cursor", "w", "forged.cursor", 1, workbench.CodeInvalidArguments},
+		{"a cursor of another workbench", "other", next, 1, workbench.CodeInvalidArguments},
+		{"a workbench that does not exist", "missing", "", 1, workbench.CodeNotFound},
+	} {
+		if _, err := svc.Lifecycle.CommitListPage(ctx, "a", tc.id, tc.cursor, tc.limit); code(err) != tc.code {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
+		}
+	}
+
+	// The workbench made again under its name: no commits, and the old cursor is refused.
+	if err := svc.Lifecycle.DeleteWorkbench(ctx, "a", "w", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	put(t, svc, "w", "outputs", "r.txt", "again", false)
+	if _, err := svc.Lifecycle.CommitListPage(ctx, "a", "w", next, 1); code(err) != workbench.CodeInvalidArguments {
+		t.Errorf("a cursor of the deleted incarnation: %v", err)
+	}
+	r := must(t)(svc.Lifecycle.CommitListPage(ctx, "a", "w", "", workbench.MaxCommitPageLimit))
+	if r["commit_count"] != 0 || r["next_cursor"] != nil || r["truncated"] != false {
+		t.Errorf("the new workbench lists %v", r)
 	}
 }

@@ -304,30 +304,11 @@ const MaxSnapshotPageLimit = 100
 // page) and truncated. InvalidArguments for a bad limit or a cursor issued for another
 // workbench.
 func (s *Lifecycle) SnapshotListPage(ctx context.Context, agent, id, cursorText string, limit int) (Result, error) {
-	if err := validateTarget(agent, id, ""); err != nil {
-		return nil, err
-	}
-	if err := mayRead(ctx, agent); err != nil {
-		return nil, err
-	}
-	if limit < 1 || limit > MaxSnapshotPageLimit {
-		return nil, invalidArgument("limit", "must be between 1 and %d", MaxSnapshotPageLimit)
-	}
-	var after uint64
-	if cursorText != "" {
-		cur, cerr := s.base.cursors.decode(ctx, cursorText, "snapshots", agent, id, "")
-		if cerr != nil {
-			return nil, cerr
-		}
-		after = uint64(cur.Offset)
-	}
-	view, err := s.base.readView(ctx, agent)
+	view, _, cur, err := s.openPage(ctx, agent, id, "snapshots", cursorText, limit, MaxSnapshotPageLimit)
 	if err != nil {
-		return nil, AsError(err)
+		return nil, err
 	}
-	if _, err := view.Workspace(agent, id); err != nil {
-		return nil, AsError(err)
-	}
+	after := uint64(cur.Offset)
 	all := view.Snapshots(agent, id)
 	start := 0
 	for start < len(all) && all[start].ID <= after {
@@ -349,6 +330,39 @@ func (s *Lifecycle) SnapshotListPage(ctx context.Context, agent, id, cursorText 
 		r["next_cursor"] = s.base.cursors.encode(ctx, cursor{Kind: "snapshots", Agent: agent, Workbench: id, Offset: int64(page[len(page)-1].ID)})
 	}
 	return r, nil
+}
+
+// openPage checks the arguments of a page of a workbench's records of kind (snapshots,
+// commits) and opens it: the workbench at a linearizable view and the cursor ("" gives the
+// zero cursor). InvalidArguments for a bad target or a limit outside 1..most, or a cursor
+// not issued for kind on this workbench; PermissionDenied without read; NotFound when the
+// workbench does not exist.
+func (s *Lifecycle) openPage(ctx context.Context, agent, id, kind, cursorText string, limit, most int) (*meta.View, *meta.Workspace, cursor, error) {
+	if err := validateTarget(agent, id, ""); err != nil {
+		return nil, nil, cursor{}, err
+	}
+	if err := mayRead(ctx, agent); err != nil {
+		return nil, nil, cursor{}, err
+	}
+	if limit < 1 || limit > most {
+		return nil, nil, cursor{}, invalidArgument("limit", "must be between 1 and %d", most)
+	}
+	var cur cursor
+	if cursorText != "" {
+		var cerr *Error
+		if cur, cerr = s.base.cursors.decode(ctx, cursorText, kind, agent, id, ""); cerr != nil {
+			return nil, nil, cursor{}, cerr
+		}
+	}
+	view, err := s.base.readView(ctx, agent)
+	if err != nil {
+		return nil, nil, cursor{}, AsError(err)
+	}
+	ws, err := view.Workspace(agent, id)
+	if err != nil {
+		return nil, nil, cursor{}, AsError(err)
+	}
+	return view, ws, cur, nil
 }
 
 // snapshotEntry is one snapshot as snapshot_list reports it.

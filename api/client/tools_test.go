@@ -191,6 +191,29 @@ func TestSnapshotsCommitsAndRestores(t *testing.T) {
 	}
 	_, err = c.Commit(ctx, agent, wb, CommitRequest{Manifest: json.RawMessage(`{"run":2}`), ContentDigestURI: digest})
 	wantCode(t, err, 409, "WorkbenchCommitConflict")
+	replaced, err := c.Commit(ctx, agent, wb, CommitRequest{Manifest: json.RawMessage(`{"run":2}`), ContentDigestURI: digest, Replace: true})
+	if err != nil {
+		t.Fatalf("replace: %v", err)
+	}
+	// The commits, newest first, one per page.
+	var listed []CommitEntry
+	for cursor := ""; ; {
+		page, err := c.ListCommits(ctx, agent, wb, cursor, 1)
+		if err != nil || len(page.Commits) != 1 {
+			t.Fatalf("commits after %q: %+v, %v", cursor, page, err)
+		}
+		listed = append(listed, page.Commits...)
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = *page.NextCursor
+	}
+	if len(listed) != 2 || listed[0].CommitIdentity != replaced.CommitIdentity || !listed[0].Head || !listed[0].Replace ||
+		listed[1].CommitIdentity != cm.CommitIdentity || listed[1].Head || listed[1].Generation != cm.Generation || listed[1].CommittedAt.IsZero() {
+		t.Fatalf("commits: %+v", listed)
+	}
+	_, err = c.ListCommits(ctx, agent, "missing", "", 0)
+	wantCode(t, err, 404, "NotFound")
 
 	rs, err := c.Restore(ctx, agent, wb, RestoreRequest{Destination: "w2", AtSnapshot: SnapshotName("v1")})
 	if err != nil || rs.State != "complete" || rs.SnapshotID != 1 || rs.CommitID != "" || rs.RestoredFiles != 2 || rs.IdempotentReplay ||

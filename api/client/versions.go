@@ -315,6 +315,53 @@ func (c *Client) ListSnapshots(ctx context.Context, agent, wb string) (*Snapshot
 	return getJSON[SnapshotList](ctx, c, c.workbenchURL(agent, wb)+"/snapshots")
 }
 
+// CommitEntry is one commit of a ListCommits page: the commit as Commit reported it, with
+// Head set for the workbench's head commit.
+type CommitEntry struct {
+	CommitIdentity string `json:"commit_identity"`
+	// Generation is the version of the commit (the run manifest's generation).
+	Generation             uint64    `json:"generation"`
+	SizeBytes              int64     `json:"size_bytes"`
+	ContentDigestURI       string    `json:"content_digest_uri"`
+	ManifestDigestURI      string    `json:"manifest_digest_uri"`
+	EnvelopeDigestURI      string    `json:"envelope_digest_uri"`
+	TreeDigestURI          string    `json:"tree_digest_uri"`
+	CommittedAtUnixSeconds int64     `json:"committed_at_unix_seconds"`
+	CommittedAt            time.Time `json:"committed_at"`
+	Replace                bool      `json:"replace"`
+	// Producer sealed it: "<principal> via <surface>", "" when unknown.
+	Producer string `json:"producer"`
+	Head     bool   `json:"head"`
+}
+
+// CommitPage is one page of ListCommits.
+type CommitPage struct {
+	WorkbenchID string `json:"workbench_id"`
+	CommitCount int    `json:"commit_count"`
+	// Commits are newest first.
+	Commits []CommitEntry `json:"commits"`
+	// NextCursor continues the listing; nil on the last page.
+	NextCursor *string `json:"next_cursor"`
+	RawJSON
+}
+
+// ListCommits returns one page of the commits of workbench wb, newest first, the replaced
+// ones too (commits are permanent): cursor "" for the first page, limit 0 for the
+// server's default (100, the most).
+//
+// Errors: *Error NotFound (no such workbench), InvalidArguments (a bad limit, or a cursor
+// of another workbench or of an earlier incarnation of this one).
+func (c *Client) ListCommits(ctx context.Context, agent, wb, cursor string, limit int) (*CommitPage, error) {
+	q := url.Values{}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	return getJSON[CommitPage](ctx, c, withQuery(c.workbenchURL(agent, wb)+"/commits", q))
+}
+
 // RestoreRequest is the input of Restore (workbench_restore without id): exactly one of
 // AtSnapshot and AtCommit.
 type RestoreRequest struct {

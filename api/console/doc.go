@@ -8,8 +8,9 @@
 // The console is a client of the API, in the same origin: it adds no route that reads or
 // writes data. Its only route besides the files is GET /ui/session (SessionPath): who the
 // request's key is (id, name, roots, scopes, tenant and workspace), the owner of its
-// working documents and the registered runners, so the page shows only the controls the
-// key may use; the API refuses the rest whatever the page shows.
+// working documents, the owner the OpenWOP facade serves it as (whose pack proposals it
+// decides there, and only there) and the registered runners, so the page shows only the
+// controls the key may use; the API refuses the rest whatever the page shows.
 //
 // Invariants:
 //

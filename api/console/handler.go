@@ -34,9 +34,16 @@ type Documents interface {
 	Runners() []documents.Runner
 }
 
+// Packs is what the console reads of the OpenWOP facade (*openwop.Handler): the owner it
+// serves a request as, the only one whose pack proposals that key reads and decides there.
+type Packs interface {
+	Owner(r *http.Request) (tenant, workspace string, ok bool)
+}
+
 // Handler serves Prefix and hands every other request to next.
 type Handler struct {
 	docs  Documents
+	packs Packs
 	next  http.Handler
 	files map[string]file // by escaped path under Prefix ("" is index.html)
 }
@@ -57,10 +64,10 @@ var contentTypes = map[string]string{
 	".svg":  "image/svg+xml",
 }
 
-// New returns the console over docs (nil: the node serves no working documents) in
-// front of next.
-func New(docs Documents, next http.Handler) *Handler {
-	h := &Handler{docs: docs, next: next, files: map[string]file{}}
+// New returns the console over docs (nil: the node serves no working documents) and
+// packs (nil: no OpenWOP facade) in front of next.
+func New(docs Documents, packs Packs, next http.Handler) *Handler {
+	h := &Handler{docs: docs, packs: packs, next: next, files: map[string]file{}}
 	err := fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err

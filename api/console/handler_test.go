@@ -15,7 +15,8 @@ import (
 	"github.com/cairnstore/cairn/workbench/auth"
 )
 
-// fakeDocs owns the documents of a principal bound to a tenant, as api/documents does.
+// fakeDocs owns the documents of a principal bound to a tenant, as api/documents does
+// (and serves it, as the OpenWOP facade does).
 type fakeDocs struct{}
 
 func (fakeDocs) Owner(r *http.Request) (string, string, bool) {
@@ -64,7 +65,7 @@ func embedded(t *testing.T) map[string][]byte {
 }
 
 func TestEveryAnswerCarriesTheSecurityHeaders(t *testing.T) {
-	h := New(fakeDocs{}, next)
+	h := New(fakeDocs{}, fakeDocs{}, next)
 	local := auth.Local
 	for _, c := range []struct {
 		name, method, target string
@@ -106,7 +107,7 @@ func TestThePolicyAllowsNoInlineScriptAndNoFraming(t *testing.T) {
 }
 
 func TestEveryEmbeddedFileIsServedWithItsType(t *testing.T) {
-	h := New(nil, next)
+	h := New(nil, nil, next)
 	for name, body := range embedded(t) {
 		target := Prefix + name
 		if name == "index.html" {
@@ -130,7 +131,7 @@ func TestEveryEmbeddedFileIsServedWithItsType(t *testing.T) {
 var refs = regexp.MustCompile(`(?:src|href)="([^"#][^"]*)"|from '\./([^']+)'`)
 
 func TestEveryFileThePagesNameResolves(t *testing.T) {
-	h := New(nil, next)
+	h := New(nil, nil, next)
 	files := embedded(t)
 	seen := 0
 	for name, body := range files {
@@ -152,7 +153,7 @@ func TestEveryFileThePagesNameResolves(t *testing.T) {
 }
 
 func TestOnlyExactFileNamesAreServed(t *testing.T) {
-	h := New(nil, next)
+	h := New(nil, nil, next)
 	for _, target := range []string{"/ui/../ui/app.js", "/ui/%2e%2e/ui/app.js", "/ui/static/app.js", "/ui/app.js/", "/ui//app.js",
 		"/ui/index.html", "/ui/APP.JS", "/ui/app.js%00"} {
 		if w := serve(t, h, "GET", target, nil); w.Code != http.StatusNotFound {
@@ -162,7 +163,7 @@ func TestOnlyExactFileNamesAreServed(t *testing.T) {
 }
 
 func TestOtherPathsGoToTheNextHandler(t *testing.T) {
-	h := New(nil, next)
+	h := New(nil, nil, next)
 	for _, target := range []string{"/", "/uix", "/v1/agents/a/workbenches", "/api/workbench/documents", "/healthz"} {
 		if w := serve(t, h, "GET", target, nil); w.Code != http.StatusTeapot {
 			t.Errorf("GET %s: %d, want the next handler's 418", target, w.Code)
@@ -195,15 +196,15 @@ func TestTheScriptsInsertNoHTMLAndKeepTheKeyInTheTab(t *testing.T) {
 }
 
 func TestTheSessionSaysWhoTheKeyIs(t *testing.T) {
-	h := New(fakeDocs{}, next)
+	h := New(fakeDocs{}, fakeDocs{}, next) // the facade serves the same owners as documents
 	for _, c := range []struct {
 		name  string
 		p     auth.Principal
-		owner *DocumentsOwner
+		owner *Owner
 	}{
 		{"a key bound to a tenant owns its documents", auth.Principal{ID: "k1", Name: "reader", Agents: []string{"acme"},
-			Scopes: []auth.Scope{auth.ScopeRead}, Tenant: "acme", Workspace: "main"}, &DocumentsOwner{"acme", "main"}},
-		{"a key of every root owns none", auth.Principal{ID: "k2", AllAgents: true, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
+			Scopes: []auth.Scope{auth.ScopeRead}, Tenant: "acme", Workspace: "main"}, &Owner{"acme", "main"}},
+		{"a key of every root owns none and decides no pack", auth.Principal{ID: "k2", AllAgents: true, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
 			nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -217,6 +218,9 @@ func TestTheSessionSaysWhoTheKeyIs(t *testing.T) {
 			}
 			if (s.Documents == nil) != (c.owner == nil) || s.Documents != nil && *s.Documents != *c.owner {
 				t.Errorf("documents %+v, want %+v", s.Documents, c.owner)
+			}
+			if (s.OpenWOP == nil) != (c.owner == nil) || s.OpenWOP != nil && *s.OpenWOP != *c.owner {
+				t.Errorf("openwop %+v, want %+v", s.OpenWOP, c.owner)
 			}
 			if len(s.Runners) != 1 || s.Runners[0].ID != documents.FixtureRunnerID {
 				t.Errorf("runners %+v", s.Runners)

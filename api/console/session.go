@@ -16,13 +16,20 @@ type Session struct {
 	Principal auth.Principal `json:"principal"`
 	// Documents is the owner of the key's working documents; nil when it owns none (a key
 	// not bound to a tenant and workspace, or a node without the surface).
-	Documents *DocumentsOwner `json:"documents"`
+	Documents *Owner `json:"documents"`
+	// OpenWOP is the owner the OpenWOP facade serves the key as: its tenant's pack
+	// proposals are read, applied and rejected there, and only there (only that surface
+	// writes the packs workbench). nil when the facade refuses the key (one bound to no
+	// tenant, such as a key of whole agent roots: it reads the packs workbench over REST
+	// and decides nothing in it), or the node serves no facade.
+	OpenWOP *Owner `json:"openwop"`
 	// Runners are the registered proposal runners, in id order.
 	Runners []SessionRunner `json:"runners"`
 }
 
-// DocumentsOwner is the agent root (Tenant) and workspace that own a key's documents.
-type DocumentsOwner struct {
+// Owner is an agent root (Tenant) and a workspace in it: who owns a key's documents, who
+// the OpenWOP facade serves it as.
+type Owner struct {
 	Tenant    string `json:"tenant"`
 	Workspace string `json:"workspace"`
 }
@@ -45,10 +52,15 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	s := Session{Principal: p, Runners: []SessionRunner{}}
 	if h.docs != nil {
 		if t, ws, ok := h.docs.Owner(r); ok {
-			s.Documents = &DocumentsOwner{Tenant: t, Workspace: ws}
+			s.Documents = &Owner{Tenant: t, Workspace: ws}
 		}
 		for _, rn := range h.docs.Runners() {
 			s.Runners = append(s.Runners, SessionRunner{ID: rn.ID(), Label: rn.Label(), Inference: rn.Inference()})
+		}
+	}
+	if h.packs != nil {
+		if t, ws, ok := h.packs.Owner(r); ok {
+			s.OpenWOP = &Owner{Tenant: t, Workspace: ws}
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")

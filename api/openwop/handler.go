@@ -136,6 +136,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// Owner returns the owner the facade serves r as (owner): the tenant and workspace r's
+// key is bound to, or the configured ones for the Local principal of a node without keys;
+// ok false when the facade refuses r (no credential, or a key bound to no tenant, such as
+// one of whole agent roots). The web console asks it to show a key the pack proposals it
+// may decide here (api/console).
+func (h *Handler) Owner(r *http.Request) (tenant, workspace string, ok bool) {
+	o, err := h.owner(r)
+	return o.Tenant, o.Workspace, err == nil
+}
+
 // owner derives the request's owner from its principal only: a key bound to a tenant and
 // workspace, or the configured default for the Local principal of a node without keys.
 func (h *Handler) owner(r *http.Request) (Owner, *Error) {

@@ -533,3 +533,33 @@ func TestThePrincipalRequestRateHolds(t *testing.T) {
 		t.Fatalf("no retryAfter: %s", r.body)
 	}
 }
+
+// TestOwnerIsTheCredentialsTenantOnly: Owner answers the owner a key is bound to, the
+// configured one for the Local principal, and nothing for a key of whole agent roots or a
+// request without a credential (the facade refuses them).
+func TestOwnerIsTheCredentialsTenantOnly(t *testing.T) {
+	opt := testOptions()
+	opt.Tenant, opt.Workspace = "node-tenant", "node-ws"
+	h := openwop.New(nil, opt, http.NotFoundHandler())
+	for _, c := range []struct {
+		name          string
+		p             *auth.Principal
+		tenant, space string
+		ok            bool
+	}{
+		{"a key bound to a tenant", &auth.Principal{ID: "k1", Tenant: "acme", Workspace: "main", Agents: []string{"acme"}}, "acme", "main", true},
+		{"the Local principal", &auth.Local, "node-tenant", "node-ws", true},
+		{"a key of whole agent roots", &auth.Principal{ID: "k2", Agents: []string{"acme"}, Scopes: auth.Scopes}, "", "", false},
+		{"a key of every root", &auth.Principal{ID: "k3", AllAgents: true, Scopes: auth.Scopes}, "", "", false},
+		{"no credential", nil, "", "", false},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/proposals", nil)
+		if c.p != nil {
+			r = r.WithContext(auth.WithPrincipal(r.Context(), *c.p))
+		}
+		tenant, space, ok := h.Owner(r)
+		if ok != c.ok || ok && (tenant != c.tenant || space != c.space) {
+			t.Errorf("%s: Owner = %q, %q, %v; want %q, %q, %v", c.name, tenant, space, ok, c.tenant, c.space, c.ok)
+		}
+	}
+}

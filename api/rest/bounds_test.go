@@ -110,24 +110,8 @@ func TestRESTSnapshotListPages(t *testing.T) {
 		}
 	}
 	var got []float64
-	target := wb + "/snapshots?limit=3"
-	for pages := 0; ; pages++ {
-		if pages > 3 {
-			t.Fatal("more than 3 pages of 3 for 7 snapshots")
-		}
-		r := c.call(true, "GET", target, "")
-		expect(t, r, 200, "")
-		for _, s := range r.json["snapshots"].([]any) {
-			got = append(got, s.(map[string]any)["snapshot_id"].(float64))
-		}
-		next, _ := r.json["next_cursor"].(string)
-		if next == "" {
-			if r.json["truncated"] != false {
-				t.Errorf("last page: truncated %v", r.json["truncated"])
-			}
-			break
-		}
-		target = wb + "/snapshots?limit=3&cursor=" + url.QueryEscape(next)
+	for _, s := range pagesOf(t, c, wb+"/snapshots", "snapshots", 3, 3) {
+		got = append(got, s["snapshot_id"].(float64))
 	}
 	if fmt.Sprint(got) != fmt.Sprint(ids) {
 		t.Errorf("pages listed %v, want %v", got, ids)
@@ -136,4 +120,68 @@ func TestRESTSnapshotListPages(t *testing.T) {
 	expect(t, c.call(false, "GET", wb+"/snapshots?limit=0", ""), 400, "InvalidArguments")
 	expect(t, c.call(false, "GET", wb+"/snapshots?cursor=forged", ""), 400, "InvalidArguments")
 	expect(t, c.call(false, "GET", wb+"/snapshots?order=desc", ""), 400, "InvalidArguments")
+}
+
+// TestRESTCommitListPages: GET .../commits?limit=N pages through every commit of the
+// workbench, the replaced ones too, newest first, with next_cursor, and every page matches
+// the document; the bounds and parameters of the snapshot pages apply.
+func TestRESTCommitListPages(t *testing.T) {
+	c := newChecker(t)
+	wb := "/v1/agents/a1/workbenches/w1"
+	expect(t, c.call(true, "PUT", wb, ""), 201, "")
+	var made []string // oldest first
+	for i := range 5 {
+		if r := c.call(true, "PUT", wb+"/files/outputs/r.txt", fmt.Sprint(i)); r.status/100 != 2 {
+			t.Fatalf("write: %d %s", r.status, r.body)
+		}
+		body := fmt.Sprintf(`{"manifest":{"run":%d},"content_digest_uri":"sha256:%s","replace":true}`, i, strings.Repeat("a", 64))
+		r := c.call(true, "POST", wb+"/commit", body, "Content-Type", "application/json")
+		expect(t, r, 200, "")
+		made = append(made, r.json["commit_identity"].(string))
+	}
+	var got []string
+	for _, cm := range pagesOf(t, c, wb+"/commits", "commits", 2, 3) {
+		got = append(got, cm["commit_identity"].(string))
+	}
+	want := []string{made[4], made[3], made[2], made[1], made[0]}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("pages listed %v, want %v", got, want)
+	}
+	all := c.call(true, "GET", wb+"/commits", "")
+	expect(t, all, 200, "")
+	if list := all.json["commits"].([]any); len(list) != 5 || list[0].(map[string]any)["head"] != true || list[1].(map[string]any)["head"] != false {
+		t.Errorf("without parameters: %s", all.body)
+	}
+	expect(t, c.call(false, "GET", wb+"/commits?limit=0", ""), 400, "InvalidArguments")
+	expect(t, c.call(false, "GET", wb+"/commits?limit=101", ""), 400, "InvalidArguments")
+	expect(t, c.call(false, "GET", wb+"/commits?cursor=forged", ""), 400, "InvalidArguments")
+	expect(t, c.call(false, "GET", wb+"/commits?order=asc", ""), 400, "InvalidArguments")
+	expect(t, c.call(false, "GET", "/v1/agents/a1/workbenches/missing/commits", ""), 404, "NotFound")
+}
+
+// pagesOf reads every page of the listing at route, limit records a page, each checked
+// against the document, and returns the records under field in order: no more than most
+// pages, and only the last without next_cursor (and truncated false).
+func pagesOf(t *testing.T, c *checker, route, field string, limit, most int) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	target := fmt.Sprintf("%s?limit=%d", route, limit)
+	for pages := 1; ; pages++ {
+		if pages > most {
+			t.Fatalf("%s: more than %d pages of %d", route, most, limit)
+		}
+		r := c.call(true, "GET", target, "")
+		expect(t, r, 200, "")
+		for _, rec := range r.json[field].([]any) {
+			out = append(out, rec.(map[string]any))
+		}
+		next, _ := r.json["next_cursor"].(string)
+		if next == "" {
+			if r.json["truncated"] != false {
+				t.Errorf("%s: last page: truncated %v", route, r.json["truncated"])
+			}
+			return out
+		}
+		target = fmt.Sprintf("%s?limit=%d&cursor=%s", route, limit, url.QueryEscape(next))
+	}
 }

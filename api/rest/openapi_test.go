@@ -57,6 +57,8 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/agents/{agent}/workbenches/{id}/snapshots", "HEAD"},
 	{"/v1/agents/{agent}/workbenches/{id}/snapshots", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/snapshots/renew", "POST"},
+	{"/v1/agents/{agent}/workbenches/{id}/commits", "GET"}, // after the commit above
+	{"/v1/agents/{agent}/workbenches/{id}/commits", "HEAD"},
 	{"/v1/agents/{agent}/workbenches/{id}/restore", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/rewind", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/fork", "POST"},
@@ -457,7 +459,8 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 	doc := loadDoc(t)
 	fixed := []string{"/v1/openapi.json", "/v1/agents/{agent}/workbenches/{id}",
 		"/v1/agents/{agent}/workbenches/{id}/list", "/v1/agents/{agent}/workbenches/{id}/files/{path}",
-		"/v1/agents/{agent}/restores/{operation_id}", "/v1/agents/{agent}/workbenches/{id}/history", eventsPath}
+		"/v1/agents/{agent}/restores/{operation_id}", "/v1/agents/{agent}/workbenches/{id}/history",
+		"/v1/agents/{agent}/workbenches/{id}/commits", eventsPath}
 	for p := range toolBodies {
 		fixed = append(fixed, p)
 	}

@@ -298,18 +298,11 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 				if r.URL.RawQuery == "" {
 					return h.svc.Tools.SnapshotList(ctx, agent, workbench.SnapshotListInput{ID: id})
 				}
-				q, err := queryParams(r, "limit", "cursor")
+				cursor, limit, err := pageParams(r, workbench.MaxSnapshotPageLimit)
 				if err != nil {
 					return nil, err
 				}
-				limit, err := limitParam(q, workbench.MaxSnapshotPageLimit)
-				if err != nil {
-					return nil, err
-				}
-				if limit == 0 {
-					limit = workbench.MaxSnapshotPageLimit
-				}
-				return h.svc.Lifecycle.SnapshotListPage(ctx, agent, id, q.Get("cursor"), limit)
+				return h.svc.Lifecycle.SnapshotListPage(ctx, agent, id, cursor, limit)
 			})
 			return "snapshots", true
 		}
@@ -320,6 +313,19 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 		mutating("snapshot")
 		bodyTool(h, w, r, http.StatusCreated, func(in *workbench.SnapshotInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).Snapshot, agent)
 		return "snapshots", true
+	case len(segs) == 1 && segs[0] == "commits":
+		// The commits, newest first, in pages (workbench Lifecycle.CommitListPage).
+		if !allow(w, r, http.MethodGet, http.MethodHead) {
+			return "commits", true
+		}
+		h.tool(w, r, r.Method, http.StatusOK, func(ctx context.Context) (workbench.Result, error) {
+			cursor, limit, err := pageParams(r, workbench.MaxCommitPageLimit)
+			if err != nil {
+				return nil, err
+			}
+			return h.svc.Lifecycle.CommitListPage(ctx, agent, id, cursor, limit)
+		})
+		return "commits", true
 	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "renew":
 		mutating("snapshot-renew")
 		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRenewInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).SnapshotRenew, agent)
@@ -393,6 +399,22 @@ func limitParam(q url.Values, most int) (int, error) {
 		return 0, invalidArg("limit", "must be an integer between 1 and %d", most)
 	}
 	return n, nil
+}
+
+// pageParams reads the query of a paged listing that takes only limit (1..most, default
+// most) and cursor.
+func pageParams(r *http.Request, most int) (cursor string, limit int, err error) {
+	q, err := queryParams(r, "limit", "cursor")
+	if err != nil {
+		return "", 0, err
+	}
+	if limit, err = limitParam(q, most); err != nil {
+		return "", 0, err
+	}
+	if limit == 0 {
+		limit = most
+	}
+	return q.Get("cursor"), limit, nil
 }
 
 // jsonBody decodes the JSON body of a request that takes its arguments there (decodeBody)

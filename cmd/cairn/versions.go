@@ -21,10 +21,11 @@ import (
 // tool request body (api/rest maxToolBody), so a larger one fails here, not half-sent.
 const maxManifestBytes = 8 << 20
 
-// addWorkbenchCommands registers the commands over the Workbench tools: commit, snapshot
-// (with renew, retire and list), restore, search, grep, aggregate, catalog and find.
+// addWorkbenchCommands registers the commands over the Workbench tools: commit, commits
+// (the commit listing), snapshot (with renew, retire and list), restore, search, grep,
+// aggregate, catalog and find.
 func addWorkbenchCommands(root *cobra.Command) {
-	root.AddCommand(newCommitCommand(), newSnapshotCommand(), newRestoreCommand(), newSearchCommand(), newGrepCommand())
+	root.AddCommand(newCommitCommand(), newCommitsCommand(), newSnapshotCommand(), newRestoreCommand(), newSearchCommand(), newGrepCommand())
 	addMetadataCommands(root)
 }
 
@@ -168,6 +169,66 @@ func newCommitCommand() *cobra.Command {
 			replayed("committed", res.IdempotentReplay), res.WorkbenchID, res.Generation, res.CommitIdentity, res.TreeDigestURI))
 	}
 	return cmd
+}
+
+// commitsHelp is the long help of `cairn commits`.
+const commitsHelp = "List the commits of workbench ID, newest first (replaced ones too: a commit is\n" +
+	"permanent), one per line: identity, generation, time sealed (UTC), head (* for the\n" +
+	"head commit), who sealed it. --json prints each commit as the server sent it.\n" +
+	"Restore one with `cairn restore ID DEST --commit IDENTITY`; compare one with the\n" +
+	"live files with `cairn diff ID --from commit:IDENTITY`."
+
+func newCommitsCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "commits ID [--limit N]", Short: "List a workbench's commits, newest first", Long: commitsHelp, Args: argsBetween(1, 1)}
+	o := addOutputFlags(cmd)
+	limit := cmd.Flags().Int("limit", 0, "commits per page, 1..100 (the listing walks every page)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return listCommits(cmd, o.agent, args[0], *limit, o.json)
+	}
+	return cmd
+}
+
+// listCommits prints every page of workbench wb's commits: a table, or with asJSON each
+// commit as the server sent it, one a line.
+func listCommits(cmd *cobra.Command, agent, wb string, limit int, asJSON bool) error {
+	c, out := newClient(cmd), cmd.OutOrStdout()
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(tw, "COMMIT\tGENERATION\tCOMMITTED\tHEAD\tBY")
+	}
+	err := eachPage(func(cursor string) (string, error) {
+		page, err := c.ListCommits(cmd.Context(), agent, wb, cursor, limit)
+		if err != nil {
+			return "", err
+		}
+		if asJSON {
+			var raw struct {
+				Commits []json.RawMessage `json:"commits"`
+			}
+			if err := json.Unmarshal(page.Raw, &raw); err != nil {
+				return "", err
+			}
+			for _, cm := range raw.Commits {
+				if err := printRaw(out, cm); err != nil {
+					return "", err
+				}
+			}
+			return cursorOf(page.NextCursor), nil
+		}
+		for _, cm := range page.Commits {
+			head := "-"
+			if cm.Head {
+				head = "*"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", cm.CommitIdentity, cm.Generation,
+				cm.CommittedAt.UTC().Format(time.RFC3339), head, orDash(displayed(cm.Producer)))
+		}
+		return cursorOf(page.NextCursor), nil
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Flush()
 }
 
 func manifestName(arg string) string {

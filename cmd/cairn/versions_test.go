@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -28,6 +31,7 @@ func TestToolCommandsRefuseAnEmptyAgent(t *testing.T) {
 		{"snapshot", "renew", "w", "1"},
 		{"snapshot", "retire", "w", "1"},
 		{"snapshot", "list", "w"},
+		{"commits", "w"},
 		{"restore", "w", "d", "--commit", "c"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -36,5 +40,54 @@ func TestToolCommandsRefuseAnEmptyAgent(t *testing.T) {
 				t.Fatalf("cairn %s --agent \"\": %s: %s; want InvalidArguments naming --agent", strings.Join(args, " "), code, msg)
 			}
 		})
+	}
+}
+
+// TestCommitsListsNewestFirstThroughEveryPage: `cairn commits ID` walks every page (one
+// commit each with --limit 1) and prints the commits newest first, the head marked; --json
+// prints each commit as the server sent it.
+func TestCommitsListsNewestFirstThroughEveryPage(t *testing.T) {
+	srv := newTestServer(t)
+	run := func(args ...string) string {
+		t.Helper()
+		return cli(t, append(args, "--agent", "a", "--server", srv)...)
+	}
+	dir := t.TempDir()
+	var made []string
+	for i, m := range []string{`{"run":1}`, `{"run":2}`, `{"run":3}`} {
+		file := filepath.Join(dir, "m.json")
+		if err := os.WriteFile(file, []byte(m), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run("put", "--workbench", "w", "outputs/r.txt", file)
+		var c struct {
+			Identity string `json:"commit_identity"`
+		}
+		args := []string{"commit", "w", "--manifest", file, "--content-digest", "sha256:" + strings.Repeat("a", 64), "--json"}
+		if i > 0 {
+			args = append(args, "--replace")
+		}
+		if err := json.Unmarshal([]byte(run(args...)), &c); err != nil || c.Identity == "" {
+			t.Fatalf("commit %d: %v", i, err)
+		}
+		made = append(made, c.Identity)
+	}
+	lines := strings.Split(strings.TrimSpace(run("commits", "w", "--limit", "1")), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "COMMIT") {
+		t.Fatalf("cairn commits:\n%s", strings.Join(lines, "\n"))
+	}
+	for i, want := range []string{made[2], made[1], made[0]} {
+		fields := strings.Fields(lines[i+1])
+		if fields[0] != want || (fields[3] == "*") != (i == 0) {
+			t.Errorf("line %d reads %q, want commit %s (head: %v)", i+1, lines[i+1], want, i == 0)
+		}
+	}
+	var first struct {
+		Identity string `json:"commit_identity"`
+		Head     bool   `json:"head"`
+	}
+	out := strings.Split(strings.TrimSpace(run("commits", "w", "--json")), "\n")
+	if len(out) != 3 || json.Unmarshal([]byte(out[0]), &first) != nil || first.Identity != made[2] || !first.Head {
+		t.Errorf("cairn commits --json:\n%s", strings.Join(out, "\n"))
 	}
 }

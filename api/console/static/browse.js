@@ -2,16 +2,14 @@
 // section, a file's history with two versions diffed, and snapshots and commits with
 // their diff against live (the REST routes of api/rest).
 import { el, replace, short, table, diffView, link, notice } from './dom.js';
-import { request, open, wbPath, agentPath, filePath, describe, ApiError } from './api.js';
+import { request, open, wbPath, agentPath, filePath, describe } from './api.js';
 
 const enc = encodeURIComponent;
 // maxShownBytes bounds the bytes of a file the page shows (a Range request).
 const maxShownBytes = 256 * 1024;
-// Every commit writes its run manifest at manifestPath (docs/workbench.md,
-// workbench_commit), whose envelope names the commit: the retained versions of that path
-// list a workbench's commits, newest first. maxCommits bounds them (one read each).
-const manifestPath = 'metadata/run_manifest.json';
-const maxCommits = 20;
+// commitPage is how many commits one page of the listing shows (GET …/commits, newest
+// first; "Show older commits" reads the next page).
+const commitPage = 20;
 
 // route: #/browse, #/browse/<agent>, #/browse/<agent>/<wb>[/<dir path>],
 // #/browse/<agent>/<wb>/~file/<path>, #/browse/<agent>/<wb>/~diff/<side>.
@@ -66,7 +64,7 @@ async function workbench(ctx, agent, wb, dir) {
   const [listing, snaps, commits] = await Promise.all([
     request('GET', wbPath(agent, wb) + '/list' + q, { signal: ctx.signal }),
     dir ? null : request('GET', wbPath(agent, wb) + '/snapshots', { signal: ctx.signal }),
-    dir ? null : commitsOf(ctx, agent, wb),
+    dir ? null : commitsPage(ctx, agent, wb, ''),
   ]);
   const up = dir ? dir.split('/').slice(0, -1) : null;
   replace(ctx.main,
@@ -81,38 +79,47 @@ async function workbench(ctx, agent, wb, dir) {
       ['Generation', e => e.generation ? String(e.generation) : ''],
     ], listing.entries || [], dir ? 'Entries' : 'Sections'),
     snaps ? snapshotsView(agent, wb, snaps.snapshots || []) : null,
-    commits ? commitsView(agent, wb, commits) : null);
+    commits ? commitsView(ctx, agent, wb, commits) : null);
 }
 
-// commitsOf reads the commits of wb from the history of its run manifest: for each
-// retained version, the envelope's commit identity and time.
-async function commitsOf(ctx, agent, wb) {
-  let hist;
-  try {
-    hist = await request('GET', `${wbPath(agent, wb)}/history?path=${enc(manifestPath)}&limit=${maxCommits}`, { signal: ctx.signal });
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 404) return { list: [], more: false };
-    throw e;
-  }
-  const versions = (hist.versions || []).filter(v => !v.tombstone);
-  const list = await Promise.all(versions.map(async v => {
-    const m = await request('GET', `${wbPath(agent, wb)}/files/${filePath(manifestPath)}?generation=${v.generation}`, { signal: ctx.signal });
-    return { identity: String((m || {}).commit_identity || ''), at: (m || {}).committed_at_unix_seconds, generation: v.generation, producer: v.producer };
-  }));
-  return { list: list.filter(c => c.identity), more: !!hist.next_cursor };
+// commitsPage reads one page of wb's commits (GET …/commits: newest first), after the
+// page cursor names ('' for the newest).
+function commitsPage(ctx, agent, wb, cursor) {
+  const c = cursor ? '&cursor=' + enc(cursor) : '';
+  return request('GET', `${wbPath(agent, wb)}/commits?limit=${commitPage}${c}`, { signal: ctx.signal });
 }
 
-function commitsView(agent, wb, c) {
+// commitsView lists the commits of the first page, each with its diff against live, and
+// reads the older ones a page at a time.
+function commitsView(ctx, agent, wb, first) {
+  const columns = [
+    ['Commit', x => el('span', {}, short(x.commit_identity), x.head ? el('span', { class: 'badge', text: 'head' }) : null)],
+    ['Committed', x => x.committed_at],
+    ['Generation', x => String(x.generation)],
+    ['By', x => x.producer || ''],
+    ['', x => link('diff against live', 'browse', agent, wb, '~diff', 'commit:' + x.commit_identity)],
+  ];
+  const rows = el('div', {});
+  const older = el('button', { type: 'button', id: 'older-commits', text: 'Show older commits' });
+  let cursor = null;
+  const show = page => {
+    const list = page.commits || [];
+    if (list.length) rows.append(table(columns, list, 'Commits, newest first'));
+    cursor = page.next_cursor || null;
+    older.hidden = !cursor;
+  };
+  older.addEventListener('click', async () => {
+    try {
+      show(await commitsPage(ctx, agent, wb, cursor));
+    } catch (e) {
+      if (e && e.name === 'AbortError') return;
+      rows.append(notice('error', describe(e)));
+    }
+  });
+  show(first);
   return el('section', { 'aria-labelledby': 'commits-h', id: 'commits' }, el('h3', { id: 'commits-h', text: 'Commits' }),
-    el('p', { class: 'muted', text: `Newest first: the commits the retained history of ${manifestPath} names (each commit writes it).` }),
-    c.list.length ? table([
-      ['Commit', x => short(x.identity)],
-      ['Committed', x => typeof x.at === 'number' ? new Date(x.at * 1000).toISOString() : ''],
-      ['Generation', x => String(x.generation)],
-      ['By', x => x.producer ? `${x.producer.principal} via ${x.producer.surface}` : ''],
-      ['', x => link('diff against live', 'browse', agent, wb, '~diff', 'commit:' + x.identity)],
-    ], c.list) : el('p', { class: 'muted', text: 'No commits.' }),
-    c.more ? el('p', { class: 'muted', text: `Only the newest ${maxCommits} are shown.` }) : null);
+    el('p', { class: 'muted', text: 'Newest first: every sealed commit of this workbench, replaced ones too.' }),
+    (first.commits || []).length ? rows : el('p', { class: 'muted', text: 'No commits.' }), older);
 }
 
 function snapshotsView(agent, wb, snaps) {

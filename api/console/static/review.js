@@ -6,9 +6,16 @@
 // decisions (REST judgments; applied and rejected pack proposals). Decisions carry a
 // client id held in page state (api.write), reused after a network failure: REST's
 // submission_id, the facade's Idempotency-Key (an apply or reject answers the same again).
+//
+// The facade acts only for the owner a key's credential binds (api/openwop doc.go): the
+// session's openwop. A key bound to no tenant of this root (a key of whole agent roots)
+// reads the pack proposals over REST, as Cairn proposals of openwop-packs, and gets no
+// decision buttons for them: a REST decision there is refused, and deciding one outside
+// the facade would skip apply's install judgment (api/openwop apply.go).
 import { el, replace, short, diffView, lineDiff, link, outcomeUnknown, table } from './dom.js';
-import { request, write, wbPath, agentPath, describe, ApiError } from './api.js';
+import { request, write, wbPath, agentPath, filePath, describe, ApiError } from './api.js';
 import { agentChooser } from './browse.js';
+import { greater } from './semver.js';
 
 const enc = encodeURIComponent;
 // packsWorkbench holds a tenant's OpenWOP pack proposals (api/openwop).
@@ -29,9 +36,9 @@ export async function queue(ctx, agent) {
       ctx.session.principal.all_agents ? agentChooser(ctx, 'review', 'Review an agent root') : null);
     return;
   }
-  // A key bound to this agent root as its OpenWOP tenant reaches its pack proposals
-  // through the facade; any other key may see the packs workbench over REST, read-only.
-  const packsByFacade = ctx.session.principal.tenant === agent;
+  // A key the facade serves as this agent root's tenant reaches its pack proposals there;
+  // any other key may see the packs workbench over REST, read-only.
+  const packsByFacade = !!ctx.session.openwop && ctx.session.openwop.tenant === agent;
   const wbs = await request('GET', `${agentPath(agent)}/workbenches?limit=${maxWorkbenches}`, { signal: ctx.signal });
   const benches = (wbs.workbenches || []).filter(w => !(packsByFacade && w.workbench_id === packsWorkbench));
   const [pages, judged, packs] = await Promise.all([
@@ -47,29 +54,46 @@ export async function queue(ctx, agent) {
   const details = await Promise.all(pending.map(p =>
     request('GET', `${wbPath(agent, p.workbench_id)}/proposals/${enc(p.proposal_id)}?include_body=true`, { signal: ctx.signal })));
   const openPacks = packs.filter(p => p.state === 'draft' || p.state === 'revised');
-  const bases = await Promise.all(openPacks.map(p => installed(ctx, p)));
+  const [bases, owners, restBases] = await Promise.all([
+    Promise.all(openPacks.map(p => installed(ctx, p))),
+    openPacks.some(p => p.kind === agentPack) ? inventory(ctx) : null,
+    Promise.all(details.map(d => d.workbench_id === packsWorkbench ? installedOverREST(ctx, agent, parsed(d.text)) : null)),
+  ]);
   const n = details.length + openPacks.length;
   replace(ctx.main, el('h2', {}, 'Review queue of ', el('code', { text: agent })),
     el('p', { class: 'muted', text: `${n} pending proposals across ${benches.length} workbenches${packsByFacade ? ' and the OpenWOP packs' : ''}.` }),
     ctx.can('review') ? null : el('p', { class: 'hint', text: 'This key has no review scope: it can read proposals, not decide them.' }),
-    n ? [details.map(d => card(ctx, agent, d)), openPacks.map((p, i) => packCard(ctx, p, bases[i]))]
+    n ? [details.map((d, i) => card(ctx, agent, d, restBases[i])), openPacks.map((p, i) => packCard(ctx, p, bases[i], owners))]
       : el('p', { class: 'muted', text: 'Nothing to review.' }),
     judgments(judged, packs.filter(p => p.state === 'applied' || p.state === 'rejected')));
 }
 
-function card(ctx, agent, p) {
+// card is a Cairn proposal; base, for one of the packs workbench (a pack proposal read
+// over REST), is the installed pack its artifact would replace (null: none).
+function card(ctx, agent, p, base) {
   const pack = p.workbench_id === packsWorkbench;
+  // A pack proposal's staleness is apply's judgment (packStale), not its base generation:
+  // a draft proposes its artifact at proposals/<request id>, and apply records it again
+  // against the pack file packs/<name>; its diff is the manifest against that file's.
+  const artifact = pack ? parsed(p.text) : null;
+  const stale = pack ? packStale(p.kind, artifact, base, null) : (p.stale ? 'the file changed since this proposal\'s base' : null);
   const c = el('article', { class: 'card review', 'data-proposal': p.proposal_id, 'aria-label': 'Proposal ' + p.proposal_id },
-    el('div', { class: 'row' }, el('span', { class: 'badge ' + (p.stale ? 'stale' : 'pending'), text: p.stale ? 'stale' : 'pending' }),
+    el('div', { class: 'row' }, el('span', { class: 'badge ' + (stale ? 'stale' : 'pending'), text: stale ? 'stale' : 'pending' }),
       el('span', { class: 'badge', text: pack ? 'OpenWOP pack' : 'Cairn' }), el('code', { text: `${p.workbench_id}/${p.path}` }), short(p.proposal_id)),
-    el('p', { class: 'muted', text: `by ${p.proposer} · ${p.created_at} · base generation ${p.base_generation}, head ${p.head_generation ?? 'none'}` }),
+    el('p', { class: 'muted', text: `by ${p.proposer} · ${p.created_at} · ` + (pack ? baseLine(base)
+      : `base generation ${p.base_generation}, head ${p.head_generation ?? 'none'}`) }),
     p.reason ? el('p', {}, el('strong', { text: 'Reason: ' }), p.reason) : null,
     (p.evidence || []).length ? el('details', {}, el('summary', { text: `Evidence (${p.evidence.length})` }),
       el('pre', { text: JSON.stringify(p.evidence, null, 2) })) : null,
-    p.diff ? diffView(p.diff, 'Proposed change to ' + p.path) : null);
+    pack ? diffView(lineDiff(pretty(base), pretty(artifact)), `Proposed ${p.kind} against the installed one`)
+      : p.diff ? diffView(p.diff, 'Proposed change to ' + p.path) : null);
   if (pack) {
-    // Only the facade writes the packs workbench: a decision here would be refused.
-    c.append(el('p', { class: 'hint', text: 'An OpenWOP pack proposal is applied or rejected through the OpenWOP facade, by a key bound to this agent root as its tenant; this key is not one.' }));
+    // Only the facade decides it, for the tenant the key is bound to (the module's note).
+    const bound = ctx.session.openwop ? `the tenant ${ctx.session.openwop.tenant}` : 'no tenant';
+    if (stale) c.append(el('p', { class: 'hint stale-hint', text: `Stale: ${stale}; applying it would be refused.` }));
+    c.append(el('p', { class: 'hint pack-hint', text: 'An OpenWOP pack proposal is applied or rejected only through the OpenWOP facade, ' +
+      `which acts for the tenant a key is bound to. This key is bound to ${bound}, so it can read this proposal but not decide it: ` +
+      `use a key created with --tenant ${agent} --workspace W and the review scope.` }));
   } else if (ctx.can('review')) {
     const accept = el('button', { type: 'button', class: 'primary accept', text: 'Accept', disabled: p.stale });
     const reject = el('button', { type: 'button', class: 'reject', text: 'Reject' });
@@ -114,15 +138,69 @@ async function installed(ctx, p) {
   }
 }
 
+// installedOverREST reads the pack a proposal's artifact of the packs workbench (read
+// over REST) would replace: the file packs/<name> (api/openwop proposal_record.go; null:
+// none, or the artifact names no pack it could install).
+async function installedOverREST(ctx, agent, artifact) {
+  const name = artifact && typeof artifact.name === 'string' ? artifact.name : '';
+  if (!name || /[/\\]/.test(name)) return null;
+  try {
+    return await request('GET', `${wbPath(agent, packsWorkbench)}/files/${filePath('packs/' + name)}`, { signal: ctx.signal });
+  } catch (e) {
+    if (e instanceof ApiError && (e.status === 404 || e.status === 400)) return null; // none, or a name no file can have
+    throw e;
+  }
+}
+
+// inventory maps each agent id the key's tenant has installed (the facade's /agents, its
+// packs' and the host's) to the pack that declares it.
+async function inventory(ctx) {
+  const r = await request('GET', '/agents', { headers: openwop, signal: ctx.signal });
+  return new Map((r.agents || []).map(a => [a.agentId, a.packName]));
+}
+
+const agentPack = 'agent-pack';
+
+// parsed is a proposal's body as JSON (null when it is not).
+function parsed(text) {
+  try { return typeof text === 'string' ? JSON.parse(text) : null; } catch { return null; }
+}
+
+// packStale says why the facade's apply would refuse a pack proposal of kind with
+// artifact now, judged as apply judges it (api/openwop apply.go, inventory.judge) on what
+// the key can read: the installed pack of the artifact's name (installed; null: none) and,
+// when known, the agent inventory (agents: agent id → pack; null: not read). null: nothing
+// read refuses it. A pack the host ships, or a pack file no proposal wrote, is read-only
+// too, which readback does not tell: apply refuses it then, and the page shows the refusal.
+function packStale(kind, artifact, installed, agents) {
+  const a = artifact || {};
+  if (installed && !greater(a.version, installed.version)) {
+    return `the installed ${a.name ?? 'pack'} is at version ${installed.version ?? '?'}, and ${a.version ?? '?'} is not greater`;
+  }
+  if (kind === agentPack && agents) {
+    for (const g of Array.isArray(a.agents) ? a.agents : []) {
+      const owner = g && agents.get(g.agentId);
+      if (owner && owner !== a.name) return `agent ${g.agentId} is already provided by pack ${owner}`;
+    }
+  }
+  return null;
+}
+
+// baseLine says what a pack proposal is judged against: the installed version.
+function baseLine(base) {
+  return `base: ${base ? `installed version ${base.version ?? '?'}` : 'not installed'}`;
+}
+
 const pretty = v => v === null || v === undefined ? '' : JSON.stringify(v, null, 2) + '\n';
 
-function packCard(ctx, p, base) {
+function packCard(ctx, p, base, agents) {
   const a = p.artifact || {};
   const prov = p.provenance || {};
+  const stale = packStale(p.kind, a, base, agents);
   const c = el('article', { class: 'card review pack', 'data-pack': p.id, 'aria-label': 'OpenWOP pack proposal ' + p.id },
-    el('div', { class: 'row' }, el('span', { class: 'badge pending', text: p.state }), el('span', { class: 'badge', text: 'OpenWOP pack' }),
-      el('code', { text: `${p.kind} ${a.name ?? '?'}@${a.version ?? '?'}` }), short(p.id)),
-    el('p', { class: 'muted', text: `by ${(p.owner || {}).principal || '?'} · ${p.createdAt} · updated ${p.updatedAt} · base: ${base ? `installed version ${base.version ?? '?'}` : 'not installed'}` }),
+    el('div', { class: 'row' }, el('span', { class: 'badge ' + (stale ? 'stale' : 'pending'), text: stale ? 'stale' : p.state }),
+      el('span', { class: 'badge', text: 'OpenWOP pack' }), el('code', { text: `${p.kind} ${a.name ?? '?'}@${a.version ?? '?'}` }), short(p.id)),
+    el('p', { class: 'muted', text: `by ${(p.owner || {}).principal || '?'} · ${p.createdAt} · updated ${p.updatedAt} · ${baseLine(base)}` }),
     p.title ? el('p', {}, el('strong', { text: 'Title: ' }), p.title) : null,
     p.rationale ? el('p', {}, el('strong', { text: 'Rationale: ' }), p.rationale) : null,
     (prov.sourceRunIds || []).length ? el('details', {}, el('summary', { text: `Evidence: source runs (${prov.sourceRunIds.length})` }),
@@ -130,11 +208,15 @@ function packCard(ctx, p, base) {
     diffView(lineDiff(pretty(base), pretty(p.artifact)), `Proposed ${p.kind} against the installed one`),
     el('p', { class: 'hint', text: 'Apply judges the manifest again against the tenant\'s installed packs: a version not greater than the installed one is refused, and nothing changes.' }));
   if (ctx.can('review')) {
-    const accept = el('button', { type: 'button', class: 'primary accept', text: 'Apply' });
+    const accept = el('button', { type: 'button', class: 'primary accept', text: 'Apply', disabled: !!stale });
     const reject = el('button', { type: 'button', class: 'reject', text: 'Reject' });
     accept.addEventListener('click', () => decidePack(ctx, p, 'apply'));
     reject.addEventListener('click', () => decidePack(ctx, p, 'reject'));
     c.append(el('div', { class: 'row' }, accept, reject));
+    if (stale) {
+      c.append(el('p', { class: 'hint stale-hint', text: `Stale: ${stale}, so apply would refuse it. ` +
+        'Ask for a revision with a greater version; this one can only be rejected.' }));
+    }
   }
   return c;
 }
