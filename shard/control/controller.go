@@ -258,6 +258,10 @@ func (c *Controller) reconcile(ctx context.Context, t *term) error {
 	if err != nil {
 		return err
 	}
+	closed, err := c.p.ClosedShards(ctx, cl)
+	if err != nil {
+		return err
+	}
 	status := c.statuses(ctx, cl.Shards)
 	var members []string
 	for _, r := range records {
@@ -274,7 +278,7 @@ func (c *Controller) reconcile(ctx context.Context, t *term) error {
 	c.mu.Unlock()
 
 	actions := Plan(State{Shards: cl.Shards, Replication: cl.Replication, Nodes: nodes, Gone: gone,
-		Leaving: leaving, Records: records, Status: status, MaxPromoteLag: c.cfg.MaxPromoteLag})
+		Leaving: leaving, Records: records, Status: status, MaxPromoteLag: c.cfg.MaxPromoteLag, Closed: closed})
 	skip := map[int]bool{} // shards whose record write failed this round
 	var firstErr error
 	for _, a := range actions {
@@ -324,8 +328,15 @@ func (c *Controller) statuses(ctx context.Context, shards int) map[int]ShardStat
 
 // execute carries out one action.
 func (c *Controller) execute(ctx context.Context, t *term, a Action) error {
-	if a.Kind == ActionRecord {
+	switch a.Kind {
+	case ActionRecord:
 		return c.writeRecord(ctx, t, a.Shard, a.Set)
+	case ActionOpen:
+		// The load counter is created once; one that exists means the shard is open.
+		if err := c.fencedPut(ctx, t, c.p.k.load(a.Shard), "0", 0); err != nil && !errors.Is(err, ErrConflict) {
+			return err
+		}
+		return nil
 	}
 	if err := c.checkFence(ctx, t); err != nil {
 		return err
