@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"slices"
 	"testing"
@@ -204,4 +205,23 @@ func TestPlanGrowsAClusterToConvergence(t *testing.T) {
 		converge(initial)
 		converge(initial + add)
 	})
+}
+
+func TestLeastLoadedHashesLikeFNV1a(t *testing.T) {
+	loads, open := make([]int64, 7), make([]bool, 7)
+	for s := range open {
+		open[s] = true
+	}
+	for _, root := range []string{"a", "agent-7", "root-123456"} {
+		h := fnv.New32a()
+		h.Write([]byte(root))
+		if got, want := leastLoaded(loads, open, root), int(h.Sum32()%7); got != want {
+			t.Fatalf("%s: shard %d, want %d (FNV-1a of the root among 7 ties)", root, got, want)
+		}
+	}
+	open[2], loads[4] = false, 0
+	loads[0], loads[1], loads[3], loads[5], loads[6] = 1, 1, 1, 1, 1
+	if got := leastLoaded(loads, open, "x"); got != 4 {
+		t.Fatalf("the only least-loaded open shard is 4, got %d", got)
+	}
 }
