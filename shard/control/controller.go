@@ -207,7 +207,8 @@ func (c *Controller) resign(t *term) {
 	c.closeSession(t.sess)
 }
 
-// lead reconciles every Interval and on every registry change until the term ends.
+// lead reconciles every Interval, on every registry change and on every change of the
+// cluster record, until the term ends.
 func (c *Controller) lead(ctx context.Context, t *term) error {
 	c.mu.Lock()
 	c.absent = map[string]time.Time{}
@@ -215,6 +216,7 @@ func (c *Controller) lead(ctx context.Context, t *term) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	nodes := c.p.WatchNodes(wctx)
+	grown := c.p.WatchCluster(wctx) // a grow starts a round at once (grow.go)
 	tick := time.NewTicker(c.cfg.Interval)
 	defer tick.Stop()
 	for {
@@ -232,6 +234,7 @@ func (c *Controller) lead(ctx context.Context, t *term) error {
 			return errors.New("controller lease lost")
 		case <-tick.C:
 		case <-nodes:
+		case <-grown:
 		}
 	}
 }

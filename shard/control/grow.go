@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -34,28 +33,6 @@ import (
 // binary must have before the shard count may grow: its nodes follow the cluster record
 // instead of reading the count once at start.
 const GrowVersion = 4
-
-// ErrUpgradeInProgress: the shard count cannot grow while a registered node runs a release
-// older than GrowVersion. The error is a *VersionError.
-var ErrUpgradeInProgress = errors.New("control: a node runs a release that cannot follow a growing shard count")
-
-// VersionError names the node that holds a grow back.
-type VersionError struct {
-	Node    string
-	Version int // the cluster version it registered with
-}
-
-func (e *VersionError) Error() string {
-	return fmt.Sprintf("control: node %s runs cluster version %d; adding shards needs %d on every node (upgrade it first)",
-		e.Node, e.Version, GrowVersion)
-}
-
-// Is makes errors.Is(err, ErrUpgradeInProgress) true.
-func (e *VersionError) Is(target error) bool { return target == ErrUpgradeInProgress }
-
-// ErrShardCountChanged: GrowShards was told the count it expected and the cluster has
-// another one (a grow ran in between, or the caller read a stale count). Nothing changed.
-var ErrShardCountChanged = errors.New("control: the cluster's shard count is not the one expected")
 
 // Created returns the shard count the cluster was created with.
 func (c Cluster) Created() int {
@@ -178,11 +155,7 @@ func (p *Plane) ClosedShards(ctx context.Context, c Cluster) (map[int]bool, erro
 	if c.Shards <= c.Created() {
 		return closed, nil
 	}
-	var resp *clientv3.GetResponse
-	err := p.withTimeout(ctx, "read load counters", func(ctx context.Context) (err error) {
-		resp, err = p.cli.Get(ctx, p.k.loads(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-		return err
-	})
+	resp, err := p.get(ctx, "read load counters", p.k.loads(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		return nil, err
 	}

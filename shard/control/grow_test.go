@@ -3,9 +3,10 @@ package control
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
@@ -81,23 +82,19 @@ func TestGrowShards(t *testing.T) {
 		}
 	}
 	var me *MismatchError
-	if _, err := p.CreateCluster(ctx, ClusterSpec{Shards: 3}); !errors.As(err, &me) || me.Field != "shards" {
-		t.Fatalf("join with --shards 3: %v, want a mismatch on shards", err)
+	if _, err := p.CreateCluster(ctx, ClusterSpec{Shards: 3}); !errors.As(err, &me) || me.Field != "shards" || me.Existing != "2 or 4" {
+		t.Fatalf("join with --shards 3: %v, want a mismatch on shards naming 2 or 4", err)
 	}
 
 	// Concurrent grows each add what they ask: none is lost.
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
+	var g errgroup.Group
 	for range 4 {
-		wg.Go(func() {
-			if _, err := p.GrowShards(ctx, 1, 0); err != nil {
-				errs <- err
-			}
+		g.Go(func() error {
+			_, err := p.GrowShards(ctx, 1, 0)
+			return err
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := p.Cluster(ctx); err != nil || c.Shards != 8 || c.Created() != 2 {
@@ -156,14 +153,7 @@ func TestPlacementUsesGrownShardsOnlyOnceOpen(t *testing.T) {
 }
 
 func TestControllerBuildsAndOpensGrownShards(t *testing.T) {
-	etcd := startEtcd(t, 1)
-	cfg := testConfig(t)
-	cfg.RequestTimeout = 5 * time.Second
-	p := newPlane(t, etcd.client(), cfg)
-	ctx := ctxTimeout(t, 60*time.Second)
-	if _, err := p.CreateCluster(ctx, ClusterSpec{Shards: 2, Replication: 3}); err != nil {
-		t.Fatal(err)
-	}
+	p, ctx := newControlledCluster(t, ClusterSpec{Shards: 2, Replication: 3}, 60*time.Second)
 	for _, id := range []string{"n1", "n2", "n3"} {
 		r, err := p.Register(ctx, id, NodeInfo{PeerAddr: id + ":7000", ClusterVersion: GrowVersion})
 		if err != nil {

@@ -151,6 +151,17 @@ func (p *Plane) withTimeout(ctx context.Context, op string, f func(ctx context.C
 	return wrapErr(ctx, op, f(rctx))
 }
 
+// get reads key (with opts) under the plane's request timeout; op names the read in its
+// error (wrapErr).
+func (p *Plane) get(ctx context.Context, op, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	var resp *clientv3.GetResponse
+	err := p.withTimeout(ctx, op, func(ctx context.Context) (err error) {
+		resp, err = p.cli.Get(ctx, key, opts...)
+		return err
+	})
+	return resp, err
+}
+
 // ClusterSpec is what a node asks for when it creates or joins a cluster.
 type ClusterSpec struct {
 	// Shards is the number of shards at creation. Joining, it must be the cluster's count
@@ -238,7 +249,11 @@ func (p *Plane) CreateCluster(ctx context.Context, spec ClusterSpec) (Cluster, e
 
 func checkSpec(c Cluster, spec ClusterSpec) error {
 	if spec.Shards != 0 && spec.Shards != c.Shards && spec.Shards != c.Created() {
-		return &MismatchError{Field: "shards", Existing: strconv.Itoa(c.Shards), Requested: strconv.Itoa(spec.Shards)}
+		existing := strconv.Itoa(c.Shards)
+		if c.Created() != c.Shards {
+			existing = strconv.Itoa(c.Created()) + " or " + existing
+		}
+		return &MismatchError{Field: "shards", Existing: existing, Requested: strconv.Itoa(spec.Shards)}
 	}
 	if spec.Replication != 0 && spec.Replication != c.Replication {
 		return &MismatchError{Field: "replication", Existing: strconv.Itoa(c.Replication), Requested: strconv.Itoa(spec.Replication)}

@@ -67,6 +67,10 @@ func (c RebalanceConfig) Validate() error {
 	return nil
 }
 
+// gapMargin is the relative margin by which a moved root's load is under half the gap
+// between its source and target shards.
+const gapMargin = 1e-9
+
 // Move is one root to move.
 type Move struct {
 	Root     string
@@ -186,7 +190,9 @@ func Rebalance(loads []ShardLoad, cfg RebalanceConfig) []Move {
 				dst = i
 			}
 		}
-		gap := load[src] - load[dst]
+		// Less than half the gap by a margin, so that rounding in the running loads never
+		// passes a root of exactly half: the target would end as hot as the source.
+		gap := (load[src] - load[dst]) * (1 - gapMargin)
 		pick := -1
 		for j, r := range cands[src] {
 			if l := m.Root(r); 2*l < gap && l > 0 {
