@@ -449,6 +449,7 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 		{"GET", "/v1/admin/retention?agent=zz", ""},
 		{"PUT", "/v1/admin/retention", `{"agent":"zz","versions":5}`},
 		{"POST", "/v1/admin/purge", `{"agent":"zz"}`},
+		{"POST", "/v1/admin/cluster/shards", `{"add":1}`}, // the matrix's nodes are embedded: 409 not_a_cluster
 	}
 	covered := map[string]bool{} // "METHOD path" and path
 	for _, r := range reqs {
@@ -488,7 +489,11 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 			}
 			cells++
 		}
-		if got := m.send(t, m.full.adminURL, keyAdmin, r.method, r.path, body()); got.status/100 != 2 || got.json["status"] != "success" && r.path != "/v1/admin/gc" {
+		if got := m.send(t, m.full.adminURL, keyAdmin, r.method, r.path, body()); r.path == "/v1/admin/cluster/shards" {
+			if d, _ := got.json["details"].(map[string]any); got.status != 409 || d["reason"] != "not_a_cluster" {
+				t.Errorf("%s: admin key: %d %s, want 409 not_a_cluster", what, got.status, got.body)
+			}
+		} else if got.status/100 != 2 || got.json["status"] != "success" && r.path != "/v1/admin/gc" {
 			t.Errorf("%s: admin key: %d %s", what, got.status, got.body)
 		}
 		cells++

@@ -15,7 +15,8 @@ func addAdminCommands(root *cobra.Command) {
 	admin := newGroupCommand("admin", "Operator commands against a running server",
 		newAdminGCCommand(), newAdminClusterCommand(), newAdminKeyCommand(),
 		newAdminBackupCommand(), newAdminRestoreCommand(), newAdminScrubCommand(),
-		newAdminQuotaCommand(), newAdminPurgeCommand(), newAdminNodeCommand(), newAdminRetentionCommand())
+		newAdminQuotaCommand(), newAdminPurgeCommand(), newAdminNodeCommand(), newAdminRetentionCommand(),
+		newAdminShardsCommand())
 	admin.PersistentFlags().String("admin-server", envOr("CAIRN_ADMIN_SERVER", defaultAdminServer),
 		"URL of the server's admin listener, --admin-listen: admin routes are not served on --server (env CAIRN_ADMIN_SERVER)")
 	root.AddCommand(admin)

@@ -186,6 +186,8 @@ type ClusterShardStatus struct {
 	// Closed: a shard a grow added that takes no root yet (its group is being built,
 	// shard/control/grow.go).
 	Closed bool `json:"closed,omitempty"`
+	// Roots is the number of agent roots placed on the shard (its load counter in etcd).
+	Roots int64 `json:"roots"`
 }
 
 // statusTimeout bounds asking one shard's leader for its status.
@@ -212,6 +214,10 @@ func (h *Host) Status(ctx context.Context) (st ClusterStatus, ok bool) {
 		slices.Sort(st.Leaving)
 	}
 	closed, _ := cs.cfg.Plane.ClosedShards(lctx, c)
+	var roots []int64
+	if pl, ok := h.placement.(*control.Placement); ok {
+		roots, _ = pl.Loads(lctx)
+	}
 	cancel()
 	st.ShardStatus = make([]ClusterShardStatus, c.Shards)
 	var wg sync.WaitGroup
@@ -223,6 +229,9 @@ func (h *Host) Status(ctx context.Context) (st ClusterStatus, ok bool) {
 			defer cancel()
 			s, err := clusterAdmin{h}.Status(sctx, id)
 			ss := ClusterShardStatus{Shard: id, Leader: s.Leader, Members: s.Servers, Closed: closed[id]}
+			if id < len(roots) {
+				ss.Roots = roots[id]
+			}
 			if err != nil {
 				ss.Error = err.Error()
 			}
