@@ -20,6 +20,9 @@ const (
 	AdminClusterPath = "/v1/admin/cluster"
 	// AdminLeavingPath marks a node leaving (POST) or clears the mark (DELETE ?node=).
 	AdminLeavingPath = "/v1/admin/cluster/leaving"
+	// AdminShardsPath adds shards to a cluster (POST); an embedded node answers 409
+	// InvalidState.
+	AdminShardsPath = "/v1/admin/cluster/shards"
 )
 
 // ErrNotCluster is wrapped by ClusterStatus's error when the node is an embedded one
@@ -113,6 +116,10 @@ type ClusterShard struct {
 	Leader  string          `json:"leader,omitempty"`
 	Members []ClusterMember `json:"members,omitempty"`
 	Error   string          `json:"error,omitempty"`
+	// Closed: a shard added by AddShards that takes no root yet (its group is being built).
+	Closed bool `json:"closed,omitempty"`
+	// Roots is the number of agent roots placed on the shard.
+	Roots int64 `json:"roots"`
 }
 
 // ClusterStatus is the answer of GET /v1/admin/cluster: the cluster as the answering
@@ -203,4 +210,31 @@ func notCluster(c *Client, path string, err error) error {
 		return fmt.Errorf("%s answers 404 on %s (an embedded node, cairn serve without --cluster): %w: %w", c.base, path, ErrNotCluster, err)
 	}
 	return err
+}
+
+// AddShardsResult is the answer of POST /v1/admin/cluster/shards.
+type AddShardsResult struct {
+	// Shards is the cluster's shard count after the grow.
+	Shards int `json:"shards"`
+	// InitialShards is the count the cluster was created with.
+	InitialShards int `json:"initial_shards"`
+	// Added is how many shards the call added.
+	Added int `json:"added"`
+}
+
+// AddShards adds add shards to the cluster c's admin listener belongs to. The controller
+// then builds their Raft groups and opens them to placement (ClusterShard.Closed until
+// then). expect, when not 0, is the count the caller saw: a cluster with another one
+// answers Conflict (details.current_shards) and changes nothing, which makes the call
+// safe to send again (it is retried after a retryable answer only then).
+//
+// Errors: InvalidArguments (add < 1, or past the maximum count); Conflict; InvalidState
+// (details.reason: not_a_cluster on an embedded node, upgrade_in_progress while a node
+// runs an older release); RoutingUnavailable (retryable) when etcd does not answer.
+func (c *Client) AddShards(ctx context.Context, add, expect int) (*AddShardsResult, error) {
+	safety := notReplayable
+	if expect != 0 {
+		safety = replayable
+	}
+	return postJSON[AddShardsResult](ctx, c, c.base+AdminShardsPath, map[string]int{"add": add, "expect_shards": expect}, safety)
 }

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 func TestCollectGarbagePostsTheRequestAndDecodesTheReport(t *testing.T) {
@@ -81,5 +83,36 @@ func TestClusterStatusDecodesNodesAndShards(t *testing.T) {
 	}
 	if !st.Registered("n1") || st.Registered("n3") {
 		t.Errorf("Registered: n1 %t, n3 %t; want true, false", st.Registered("n1"), st.Registered("n3"))
+	}
+}
+
+func TestAddShardsSendsItsRequestAndRetriesOnlyWithAnExpectedCount(t *testing.T) {
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != AdminShardsPath {
+			t.Errorf("got %s %s, want POST %s", r.Method, r.URL.Path, AdminShardsPath)
+		}
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, string(b))
+		if len(bodies)%2 == 1 { // every first try: etcd did not answer
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"status":"error","code":"RoutingUnavailable","message":"retry","retryable":true,"details":{}}`)
+			return
+		}
+		fmt.Fprint(w, `{"status":"success","shards":4,"initial_shards":2,"added":2}`)
+	}))
+	t.Cleanup(srv.Close)
+	c := New(srv.URL, nil).WithRetry(RetryPolicy{MaxAttempts: 3, MaxElapsed: 10 * time.Second, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
+	got, err := c.AddShards(t.Context(), 2, 2)
+	if err != nil || got.Shards != 4 || got.InitialShards != 2 || got.Added != 2 {
+		t.Fatalf("AddShards with an expected count: %+v, %v", got, err)
+	}
+	if len(bodies) != 2 || bodies[0] != `{"add":2,"expect_shards":2}` {
+		t.Fatalf("bodies sent: %q; want the same request twice", bodies)
+	}
+	bodies = nil
+	if _, err := c.AddShards(t.Context(), 2, 0); ErrorCode(err) != "RoutingUnavailable" || len(bodies) != 1 {
+		t.Fatalf("AddShards without an expected count: %v after %d tries; want one try, RoutingUnavailable", err, len(bodies))
 	}
 }

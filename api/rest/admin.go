@@ -20,7 +20,7 @@ type Collector interface {
 // Admin returns the handler of the admin listener (a separate, loopback address: admin
 // routes list every agent's names and digests and act on the whole node): POST
 // /v1/admin/gc, GET/PUT /v1/admin/quota and POST /v1/admin/purge (lifecycle.go), GET/PUT
-// /v1/admin/retention (history.go),
+// /v1/admin/retention (history.go), POST /v1/admin/cluster/shards (admin_shards.go),
 // Options.AdminRoutes, and /healthz, /readyz and /metrics as on the tenant
 // listener. Anything else is 404 NotFound. It shares the tenant handler's metrics.
 func (h *Handler) Admin() http.Handler {
@@ -67,6 +67,7 @@ var adminRoutes = []adminRoute{
 	{path: adminQuotaPath, serve: (*Handler).adminQuota},         // lifecycle.go
 	{path: adminPurgePath, serve: (*Handler).adminPurge},         // lifecycle.go
 	{path: adminRetentionPath, serve: (*Handler).adminRetention}, // history.go
+	{path: adminShardsPath, serve: (*Handler).adminShards},       // admin_shards.go
 }
 
 func hasBackups(o Options) bool { return o.Backups != nil }

@@ -50,6 +50,9 @@ type Options struct {
 	// /v1/admin/backup/release (admin_backup.go). Nil: the routes answer 404 NotFound.
 	Scrub   Scrubber
 	Backups Backups
+	// Shards adds shards to the node's cluster (POST /v1/admin/cluster/shards,
+	// admin_shards.go). Nil: the embedded node; the route answers 409 InvalidState.
+	Shards ShardGrower
 	// BodyMinBytesPerSecond and BodyRateWindow bound every request body (REST and MCP):
 	// it must average at least BodyMinBytesPerSecond over waiting time, and never stall a
 	// whole BodyRateWindow (api/deadline.Body). Defaults 64 KiB/s and 30s.

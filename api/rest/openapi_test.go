@@ -80,6 +80,7 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/agents/{agent}/workbenches/{id}/history", "GET"},
 	{"/v1/admin/retention", "GET"},
 	{"/v1/admin/retention", "PUT"},
+	{"/v1/admin/cluster/shards", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/proposals", "POST"}, // proposals.go: created before it is read and decided
 	{"/v1/agents/{agent}/workbenches/{id}/proposals", "GET"},
 	{"/v1/agents/{agent}/workbenches/{id}/proposals", "HEAD"},
@@ -119,6 +120,7 @@ var toolBodies = map[string]string{
 	"/v1/agents/{agent}/workbenches/{id}/proposals":                        `{"path":"input/proposed.txt","text":"p","request_id":"route-1"}`,
 	"/v1/agents/{agent}/workbenches/{id}/proposals/{proposal_id}/decision": `{"disposition":"reject","submission_id":"route-s1"}`,
 	"/v1/admin/retention":                                                  `{"agent":"a","versions":100}`,
+	"/v1/admin/cluster/shards":                                             `{"add":1}`,
 }
 
 // wireCodes are the stable error codes of docs/workbench.md#errors.
@@ -404,6 +406,7 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 		"POST /v1/agents/{agent}/workbenches/{id}/discard":   400,
 		"HEAD /v1/agents/{agent}/workbenches/{id}/diff":      400,
 		"POST /v1/agents/{agent}/workbenches/{id}/proposals": 201,
+		"POST /v1/admin/cluster/shards":                      409, // the embedded node has one shard: the envelope says so
 	}
 	ordered := slices.Clone(servedRoutes)
 	slices.SortStableFunc(ordered, func(a, b struct{ path, method string }) int { // DELETE last

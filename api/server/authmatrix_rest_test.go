@@ -459,6 +459,7 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 		{"POST", "/v1/admin/purge", `{"agent":"zz"}`, 0},
 		{"GET", ShardRecoveryPath + "?shard=0&node=n", "", 404},
 		{"POST", ShardRecoveryPath, `{"shard":0,"node":"n"}`, 404},
+		{"POST", "/v1/admin/cluster/shards", `{"add":1}`, 409}, // the matrix's nodes are embedded: 409 not_a_cluster
 	}
 	covered := map[string]bool{} // "METHOD path" and path
 	for _, r := range reqs {
@@ -500,6 +501,10 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 		}
 		got := m.send(t, m.full.adminURL, keyAdmin, r.method, r.path, body())
 		switch {
+		case r.want == 409:
+			if d, _ := got.json["details"].(map[string]any); got.status != 409 || d["reason"] != "not_a_cluster" {
+				t.Errorf("%s: admin key: %d %s, want 409 not_a_cluster", what, got.status, got.body)
+			}
 		case r.want != 0:
 			unknown := m.send(t, m.full.adminURL, keyAdmin, r.method, "/v1/admin/no-such-route", "")
 			if got.status != r.want || got.json["code"] != "NotFound" || string(got.body) == string(unknown.body) {

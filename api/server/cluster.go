@@ -28,6 +28,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/internal/durable"
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard/control"
@@ -132,7 +133,7 @@ func mismatchConfigError(me *control.MismatchError) error {
 	switch me.Field {
 	case "shards":
 		return &ops.ConfigError{Source: "--shards", Field: "Shards", Value: me.Requested,
-			Rule: "must be " + me.Existing + ", the shard count the cluster was created with (fixed at creation)"}
+			Rule: "must be " + me.Existing + ", the cluster's shard count at creation or now (only cairn admin shards add changes it)"}
 	case "replication":
 		return &ops.ConfigError{Source: "--replication", Field: "Replication", Value: me.Requested,
 			Rule: "must be " + me.Existing + ", the cluster's replication factor (fixed at creation)"}
@@ -192,4 +193,13 @@ func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(n.Status(r.Context()))
+}
+
+// shardGrower is what adds shards to the node's cluster (rest.Options.Shards): the host
+// of a cluster node; nil for the embedded node.
+func (n *Node) shardGrower() rest.ShardGrower {
+	if !n.cfg.Cluster {
+		return nil
+	}
+	return n.host
 }

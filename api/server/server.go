@@ -266,6 +266,7 @@ func (n *Node) open(ctx context.Context) error {
 		GC:       workers,
 		Scrub:    workers,
 		Backups:  n,
+		Shards:   n.shardGrower(),
 		Registry: n.registry,
 		Logger:   n.log,
 

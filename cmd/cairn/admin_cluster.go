@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -44,6 +46,49 @@ func newAdminClusterCommand() *cobra.Command {
 	return cluster
 }
 
+// waitFlags are a cluster command's --wait and --timeout: whether it follows the cluster
+// status (followStatus) until its change is done, and for how long.
+type waitFlags struct {
+	wait    bool
+	timeout time.Duration
+}
+
+// register adds the flags to cmd: --wait (default true) "wait until <until>", and
+// --timeout of timeout.
+func (f *waitFlags) register(cmd *cobra.Command, until string, timeout time.Duration) {
+	cmd.Flags().BoolVar(&f.wait, "wait", true, "wait until "+until)
+	cmd.Flags().DurationVar(&f.timeout, "timeout", timeout, "how long --wait waits")
+}
+
+// followStatus reads the cluster status every poll until check says done, printing each
+// new line check returns (the progress) to out. A status that fails with a retryable
+// error (a node electing, etcd away) is read again; any other error ends it. It returns
+// ctx's error when ctx ends first.
+func followStatus(ctx context.Context, c *client.Client, out io.Writer, poll time.Duration,
+	check func(*client.ClusterStatus) (done bool, line string)) error {
+	last := ""
+	for {
+		st, err := c.ClusterStatus(ctx)
+		if err == nil {
+			done, line := check(st)
+			if line != last {
+				fmt.Fprintln(out, line)
+				last = line
+			}
+			if done {
+				return nil
+			}
+		} else if e := (*client.Error)(nil); errors.As(err, &e) && !e.Retryable {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
 // notClusterError is the answer of an embedded node to `cairn admin cluster`: reported
 // with the code of the node's 404 (NotFound), in words an operator reads at once.
 type notClusterError struct {
@@ -80,6 +125,9 @@ func printClusterStatus(w io.Writer, st *client.ClusterStatus) error {
 		if s.Error != "" {
 			fmt.Fprintf(tw, "%d\t-\tno leader answered\t%s\n", s.Shard, s.Error)
 			continue
+		}
+		if s.Closed {
+			fmt.Fprintf(tw, "%d\t-\tbeing built, takes no root yet\t-\n", s.Shard)
 		}
 		for _, m := range s.Members {
 			role := "nonvoter"

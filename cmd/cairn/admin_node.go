@@ -18,10 +18,7 @@ const nodeRemovePoll = 2 * time.Second
 // newAdminNodeCommand is `cairn admin node` and its subcommands.
 func newAdminNodeCommand() *cobra.Command {
 	node := newGroupCommand("node", "Node lifecycle in a cluster: decommission a node, or take it back")
-	var (
-		wait    bool
-		timeout time.Duration
-	)
+	var w waitFlags
 	remove := &cobra.Command{
 		Use:   "remove NODE-ID",
 		Short: "Decommission a node: move its replicas to other nodes, then drop it from every shard",
@@ -42,41 +39,28 @@ func newAdminNodeCommand() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "node %s is leaving\n", id)
-			if !wait {
+			if !w.wait {
 				return nil
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			ctx, cancel := context.WithTimeout(cmd.Context(), w.timeout)
 			defer cancel()
-			last := ""
-			for {
-				st, err := c.ClusterStatus(ctx)
-				if err == nil {
-					shards, complete := st.Replicas(id)
-					if len(shards) == 0 && complete {
-						fmt.Fprintf(out, "node %s holds no replica: it can be stopped now\n", id)
-						return nil
-					}
-					line := fmt.Sprintf("waiting: node %s still holds shards %v", id, shards)
-					if !complete {
-						line = fmt.Sprintf("waiting: node %s holds shards %v; a shard is electing a leader", id, shards)
-					}
-					if line != last {
-						fmt.Fprintln(out, line)
-						last = line
-					}
-				} else if e := (*client.Error)(nil); errors.As(err, &e) && !e.Retryable {
-					return err
+			err := followStatus(ctx, c, out, nodeRemovePoll, func(st *client.ClusterStatus) (bool, string) {
+				shards, complete := st.Replicas(id)
+				switch {
+				case len(shards) == 0 && complete:
+					return true, fmt.Sprintf("node %s holds no replica: it can be stopped now", id)
+				case !complete:
+					return false, fmt.Sprintf("waiting: node %s holds shards %v; a shard is electing a leader", id, shards)
 				}
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("node %s still holds replicas after %s (it stays marked leaving; check `cairn admin cluster status`): %w", id, timeout, ctx.Err())
-				case <-time.After(nodeRemovePoll):
-				}
+				return false, fmt.Sprintf("waiting: node %s still holds shards %v", id, shards)
+			})
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+				return fmt.Errorf("node %s still holds replicas after %s (it stays marked leaving; check `cairn admin cluster status`): %w", id, w.timeout, err)
 			}
+			return err
 		},
 	}
-	remove.Flags().BoolVar(&wait, "wait", true, "wait until the node holds no replica")
-	remove.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "how long --wait waits")
+	w.register(remove, "the node holds no replica", 30*time.Minute)
 	recommission := &cobra.Command{
 		Use:   "recommission NODE-ID",
 		Short: "Clear a node's leaving mark, so it may hold replicas again",

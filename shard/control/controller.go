@@ -207,7 +207,8 @@ func (c *Controller) resign(t *term) {
 	c.closeSession(t.sess)
 }
 
-// lead reconciles every Interval and on every registry change until the term ends.
+// lead reconciles every Interval, on every registry change and on every change of the
+// cluster record, until the term ends.
 func (c *Controller) lead(ctx context.Context, t *term) error {
 	c.mu.Lock()
 	c.absent = map[string]time.Time{}
@@ -215,6 +216,7 @@ func (c *Controller) lead(ctx context.Context, t *term) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	nodes := c.p.WatchNodes(wctx)
+	grown := c.p.WatchCluster(wctx) // a grow starts a round at once (grow.go)
 	tick := time.NewTicker(c.cfg.Interval)
 	defer tick.Stop()
 	for {
@@ -232,6 +234,7 @@ func (c *Controller) lead(ctx context.Context, t *term) error {
 			return errors.New("controller lease lost")
 		case <-tick.C:
 		case <-nodes:
+		case <-grown:
 		}
 	}
 }
@@ -258,6 +261,10 @@ func (c *Controller) reconcile(ctx context.Context, t *term) error {
 	if err != nil {
 		return err
 	}
+	closed, err := c.p.ClosedShards(ctx, cl)
+	if err != nil {
+		return err
+	}
 	status := c.statuses(ctx, cl.Shards)
 	var members []string
 	for _, r := range records {
@@ -274,7 +281,7 @@ func (c *Controller) reconcile(ctx context.Context, t *term) error {
 	c.mu.Unlock()
 
 	actions := Plan(State{Shards: cl.Shards, Replication: cl.Replication, Nodes: nodes, Gone: gone,
-		Leaving: leaving, Records: records, Status: status, MaxPromoteLag: c.cfg.MaxPromoteLag})
+		Leaving: leaving, Records: records, Status: status, MaxPromoteLag: c.cfg.MaxPromoteLag, Closed: closed})
 	skip := map[int]bool{} // shards whose record write failed this round
 	var firstErr error
 	for _, a := range actions {
@@ -324,8 +331,15 @@ func (c *Controller) statuses(ctx context.Context, shards int) map[int]ShardStat
 
 // execute carries out one action.
 func (c *Controller) execute(ctx context.Context, t *term, a Action) error {
-	if a.Kind == ActionRecord {
+	switch a.Kind {
+	case ActionRecord:
 		return c.writeRecord(ctx, t, a.Shard, a.Set)
+	case ActionOpen:
+		// The load counter is created once; one that exists means the shard is open.
+		if err := c.fencedPut(ctx, t, c.p.k.load(a.Shard), "0", 0); err != nil && !errors.Is(err, ErrConflict) {
+			return err
+		}
+		return nil
 	}
 	if err := c.checkFence(ctx, t); err != nil {
 		return err

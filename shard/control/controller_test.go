@@ -228,15 +228,8 @@ func runController(t *testing.T, c *Controller) (stop func()) {
 }
 
 func TestControllerAssignsPromotesAndReplaces(t *testing.T) {
-	etcd := startEtcd(t, 1)
-	cfg := testConfig(t)
-	cfg.RequestTimeout = 5 * time.Second
-	p := newPlane(t, etcd.client(), cfg)
-	ctx := ctxTimeout(t, 60*time.Second)
 	const shards = 4
-	if _, err := p.CreateCluster(ctx, ClusterSpec{Shards: shards, Replication: 3}); err != nil {
-		t.Fatal(err)
-	}
+	p, ctx := newControlledCluster(t, ClusterSpec{Shards: shards, Replication: 3}, 60*time.Second)
 	regs := map[string]*Registration{}
 	for _, id := range []string{"n1", "n2", "n3", "n4"} {
 		r, err := p.Register(ctx, id, NodeInfo{PeerAddr: id + ":7000"})
@@ -318,14 +311,7 @@ func TestControllerAssignsPromotesAndReplaces(t *testing.T) {
 }
 
 func TestControllerFencing(t *testing.T) {
-	etcd := startEtcd(t, 1)
-	cfg := testConfig(t)
-	cfg.RequestTimeout = 5 * time.Second
-	p := newPlane(t, etcd.client(), cfg)
-	ctx := ctxTimeout(t, 30*time.Second)
-	if _, err := p.CreateCluster(ctx, ClusterSpec{Shards: 1, Replication: 2}); err != nil {
-		t.Fatal(err)
-	}
+	p, ctx := newControlledCluster(t, ClusterSpec{Shards: 1, Replication: 2}, 30*time.Second)
 	for _, id := range []string{"x", "y"} {
 		r, err := p.Register(ctx, id, NodeInfo{PeerAddr: id + ":7000"})
 		if err != nil {

@@ -4,13 +4,15 @@
 //
 // Key layout, under Config.Prefix (default "/cairn"):
 //
-//	<prefix>/cluster            {"id","shards","replication","created_at"}, created once
+//	<prefix>/cluster            {"id","shards","initial_shards","replication","created_at"}, created once;
+//	                            its shard count grows (grow.go)
 //	<prefix>/nodes/<node>       {"client_url","peer_addr","started_at"}, bound to the node's lease
 //	<prefix>/shards/<shard>     {"voters":[...],"nonvoters":[...],"epoch":N}, written by the controller,
 //	                            and by a recovery from a lost majority (RecoverRecord: epoch+1)
 //	<prefix>/leaders/<shard>    {"node","term","updated_at"}, written by leaders, bound to their lease
 //	<prefix>/roots/<root>       {"shard"}, created once, never rewritten
-//	<prefix>/load/<shard>       decimal count of roots placed on the shard
+//	<prefix>/load/<shard>       decimal count of roots placed on the shard; for a shard a grow
+//	                            added, its presence opens the shard to placement
 //	<prefix>/controller/<lease> the controller election (concurrency.Election), one key per candidate
 //
 // Shards are numbered 0..Shards-1 and written in decimal. Node ids are the Raft server
@@ -21,10 +23,15 @@
 //   - A root's placement is written once, by a transaction that succeeds only if the key
 //     is absent, and never changes: every node that resolves a root gets the same shard,
 //     and a cached answer never goes stale.
-//   - Placement picks a least-loaded shard: the transaction also requires that no load
+//   - Placement picks a least-loaded open shard: the transaction also requires that no load
 //     counter changed since it was read, so concurrent placements serialize on the counters.
-//   - The cluster's shard count is fixed when the cluster is created; asking for another
-//     count is a *MismatchError, never a silent change.
+//   - The cluster's shard count only grows, by GrowShards: one transaction conditional on
+//     the record's revision and on the registry's, refused while a registered node publishes
+//     a cluster version below GrowVersion. A node asking for a count that is neither the
+//     count at creation nor the count now is a *MismatchError, never a silent change. A
+//     shard a grow added takes no root until the controller opened it (its group has its
+//     voters).
+//   - Rebalance, like Plan, is a pure function: the same loads give the same moves.
 //   - Every write the controller makes is fenced by its election key (its create revision
 //     must be unchanged), so a deposed controller's late writes fail with ErrDeposed.
 //   - Errors that mean "etcd cannot answer now" wrap ErrControlPlaneUnavailable and are

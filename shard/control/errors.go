@@ -41,17 +41,39 @@ var (
 // MismatchError says which fixed cluster setting differs from the one asked for.
 type MismatchError struct {
 	Field     string // "shards", "replication" or "blob"
-	Existing  string // the cluster's value
+	Existing  string // the cluster's value ("2 or 4": the shard counts at creation and now)
 	Requested string // the node's value
 }
 
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("control: cluster exists with %s=%s, asked for %s (fixed at creation)",
+	return fmt.Sprintf("control: cluster exists with %s=%s, asked for %s",
 		e.Field, e.Existing, e.Requested)
 }
 
 // Is makes errors.Is(err, ErrClusterMismatch) true.
 func (e *MismatchError) Is(target error) bool { return target == ErrClusterMismatch }
+
+// ErrUpgradeInProgress: the shard count cannot grow while a registered node runs a release
+// older than GrowVersion (grow.go). The error is a *VersionError.
+var ErrUpgradeInProgress = errors.New("control: a node runs a release that cannot follow a growing shard count")
+
+// VersionError names the node that holds a grow back.
+type VersionError struct {
+	Node    string
+	Version int // the cluster version it registered with
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("control: node %s runs cluster version %d; adding shards needs %d on every node (upgrade it first)",
+		e.Node, e.Version, GrowVersion)
+}
+
+// Is makes errors.Is(err, ErrUpgradeInProgress) true.
+func (e *VersionError) Is(target error) bool { return target == ErrUpgradeInProgress }
+
+// ErrShardCountChanged: GrowShards was told the count it expected and the cluster has
+// another one (a grow ran in between, or the caller read a stale count). Nothing changed.
+var ErrShardCountChanged = errors.New("control: the cluster's shard count is not the one expected")
 
 // IsRetryable reports whether err means "try again later": etcd was unreachable.
 func IsRetryable(err error) bool { return errors.Is(err, ErrControlPlaneUnavailable) }

@@ -60,6 +60,21 @@ func newPlane(t testing.TB, cli *clientv3.Client, cfg Config) *Plane {
 	return p
 }
 
+// newControlledCluster starts a one-member etcd and creates a cluster of spec on it, for
+// the controller's tests (request timeout 5 s: the race detector on a shared machine); it
+// returns the plane and a context that ends after d.
+func newControlledCluster(t testing.TB, spec ClusterSpec, d time.Duration) (*Plane, context.Context) {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.RequestTimeout = 5 * time.Second
+	p := newPlane(t, startEtcd(t, 1).client(), cfg)
+	ctx := ctxTimeout(t, d)
+	if _, err := p.CreateCluster(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	return p, ctx
+}
+
 func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)

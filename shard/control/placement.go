@@ -3,12 +3,13 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -27,7 +28,7 @@ type rootRecord struct {
 // placed by any node keep resolving while etcd is unreachable.
 type Placement struct {
 	p      *Plane
-	shards int
+	shards atomic.Int64 // the cluster's shard count as last seen: it only grows (grow.go)
 
 	mu     sync.RWMutex
 	cache  map[string]int
@@ -38,12 +39,15 @@ type Placement struct {
 	done   chan struct{}
 }
 
-// NewPlacement starts a placement map for cluster c (its shard count bounds every answer).
-// It returns at once; the cache fills in the background (WaitSynced). Close stops it.
+// NewPlacement starts a placement map for cluster c (its shard count bounds every answer
+// until a larger one is seen: SetShards, or a placement or resolve that reads a grown
+// record). It returns at once; the cache fills in the background (WaitSynced). Close
+// stops it.
 func (p *Plane) NewPlacement(c Cluster) *Placement {
 	ctx, cancel := context.WithCancel(context.Background())
-	pl := &Placement{p: p, shards: c.Shards, cache: map[string]int{}, synced: make(chan struct{}),
+	pl := &Placement{p: p, cache: map[string]int{}, synced: make(chan struct{}),
 		cancel: cancel, done: make(chan struct{})}
+	pl.SetShards(c.Shards)
 	go func() {
 		defer close(pl.done)
 		// Placements never change: a listing or a put only adds to the cache, and a deleted
@@ -68,6 +72,20 @@ func (p *Plane) NewPlacement(c Cluster) *Placement {
 	}()
 	return pl
 }
+
+// SetShards tells the placement the cluster's shard count (a node following the cluster
+// record, WatchCluster); a count below the one it knows is ignored: the count only grows.
+func (pl *Placement) SetShards(n int) {
+	for {
+		cur := pl.shards.Load()
+		if int64(n) <= cur || pl.shards.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
+}
+
+// Shards returns the shard count the placement knows.
+func (pl *Placement) Shards() int { return int(pl.shards.Load()) }
 
 // Close stops the background watch and waits for it.
 func (pl *Placement) Close() {
@@ -127,7 +145,7 @@ func (pl *Placement) Resolve(ctx context.Context, root string) (int, error) {
 	if len(resp.Kvs) == 0 {
 		return 0, fmt.Errorf("root %q: %w", root, ErrRootNotPlaced)
 	}
-	s, err := pl.decode(resp.Kvs[0].Value)
+	s, err := pl.decodeFresh(ctx, resp.Kvs[0].Value)
 	if err != nil {
 		return 0, err
 	}
@@ -135,20 +153,40 @@ func (pl *Placement) Resolve(ctx context.Context, root string) (int, error) {
 	return s, nil
 }
 
+// decodeFresh decodes a root record; one that names a shard beyond the known count (placed
+// on a shard a grow added since this node last read the count) is decoded again after
+// reading the cluster record.
+func (pl *Placement) decodeFresh(ctx context.Context, val []byte) (int, error) {
+	s, err := pl.decode(val)
+	if !errors.Is(err, errBeyondCount) {
+		return s, err
+	}
+	c, err := pl.p.Cluster(ctx)
+	if err != nil {
+		return 0, err
+	}
+	pl.SetShards(c.Shards)
+	return pl.decode(val)
+}
+
+// errBeyondCount: a root record names a shard at or past the count the placement knows.
+var errBeyondCount = errors.New("control: root record names a shard beyond the known count")
+
 func (pl *Placement) decode(val []byte) (int, error) {
 	var rec rootRecord
 	if err := json.Unmarshal(val, &rec); err != nil {
 		return 0, fmt.Errorf("control: root record: %w", err)
 	}
-	if rec.Shard < 0 || rec.Shard >= pl.shards {
-		return 0, fmt.Errorf("control: root record names shard %d of %d", rec.Shard, pl.shards)
+	if n := pl.Shards(); rec.Shard < 0 || rec.Shard >= n {
+		return 0, fmt.Errorf("%w: shard %d of %d", errBeyondCount, rec.Shard, n)
 	}
 	return rec.Shard, nil
 }
 
-// Place returns the root's shard, placing it first if it has none: on a least-loaded shard
-// (fewest roots; ties broken by a hash of the root, so concurrent placements of different
-// roots spread), with one transaction that creates the root key only if it is absent and
+// Place returns the root's shard, placing it first if it has none: on a least-loaded open
+// shard (fewest roots; ties broken by a hash of the root, so concurrent placements of
+// different roots spread; a shard a grow added is open once it has a load counter,
+// grow.go), with one transaction that creates the root key only if it is absent and
 // only if no load counter changed since they were read, and that increments the chosen
 // shard's counter. created is true for the one call in the cluster that placed it.
 // Concurrent calls for the same root, on any nodes, all return the same shard.
@@ -174,28 +212,21 @@ func (pl *Placement) place(ctx context.Context, root string) (int, bool, error) 
 		var read *clientv3.TxnResponse
 		err := pl.p.withTimeout(ctx, "read placement", func(ctx context.Context) (err error) {
 			read, err = pl.p.cli.Txn(ctx).Then(clientv3.OpGet(rootKey),
-				clientv3.OpGet(pl.p.k.loads(), clientv3.WithPrefix())).Commit()
+				clientv3.OpGet(pl.p.k.loads(), clientv3.WithPrefix()), clientv3.OpGet(pl.p.k.cluster())).Commit()
 			return err
 		})
 		if err != nil {
 			return 0, false, err
 		}
 		if kvs := read.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
-			s, err := pl.decode(kvs[0].Value)
+			s, err := pl.decodeFresh(ctx, kvs[0].Value)
 			if err == nil {
 				pl.remember(root, s)
 			}
 			return s, false, err
 		}
-		loads := make([]int64, pl.shards)
-		for _, kv := range read.Responses[1].GetResponseRange().Kvs {
-			s, ok := shardOf(pl.p.k.loads(), string(kv.Key))
-			n, err := strconv.ParseInt(string(kv.Value), 10, 64)
-			if ok && err == nil && s < pl.shards {
-				loads[s] = n
-			}
-		}
-		s := leastLoaded(loads, root)
+		loads, open := pl.candidates(read.Responses[2].GetResponseRange().Kvs, read.Responses[1].GetResponseRange().Kvs)
+		s := leastLoaded(loads, open, root)
 		rec, _ := json.Marshal(rootRecord{Shard: s})
 		var resp *clientv3.TxnResponse
 		err = pl.p.withTimeout(ctx, "place root", func(ctx context.Context) (err error) {
@@ -216,7 +247,7 @@ func (pl *Placement) place(ctx context.Context, root string) (int, bool, error) 
 			return s, true, nil
 		}
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
-			s, err := pl.decode(kvs[0].Value)
+			s, err := pl.decodeFresh(ctx, kvs[0].Value)
 			if err == nil {
 				pl.remember(root, s)
 			}
@@ -231,25 +262,72 @@ func (pl *Placement) place(ctx context.Context, root string) (int, bool, error) 
 	}
 }
 
-// leastLoaded returns a shard with the fewest roots; among equals, the one a hash of the
-// root picks, so that concurrent placements of different roots rarely contend.
-func leastLoaded(loads []int64, root string) int {
-	low := loads[0]
-	for _, n := range loads {
-		low = min(low, n)
-	}
-	var ties []int
-	for s, n := range loads {
-		if n == low {
-			ties = append(ties, s)
+// candidates reads a placement's view: the cluster record (its kvs; the count it names
+// is remembered) and the load counters. It returns every shard's count of roots and
+// which shards are open to placement: those of the creation, and those a grow added that
+// have a counter.
+func (pl *Placement) candidates(cluster, counters []*mvccpb.KeyValue) (loads []int64, open []bool) {
+	created := pl.Shards()
+	if len(cluster) == 1 {
+		var c Cluster
+		if json.Unmarshal(cluster[0].Value, &c) == nil && c.Shards > 0 {
+			pl.SetShards(c.Shards)
+			created = min(c.Created(), c.Shards)
 		}
 	}
-	h := fnv.New32a()
-	h.Write([]byte(root))
-	return ties[int(h.Sum32()%uint32(len(ties)))]
+	n := pl.Shards()
+	created = min(created, n)
+	loads, open = make([]int64, n), make([]bool, n)
+	for s := range created {
+		open[s] = true
+	}
+	for _, kv := range counters {
+		s, ok := shardOf(pl.p.k.loads(), string(kv.Key))
+		v, err := strconv.ParseInt(string(kv.Value), 10, 64)
+		if ok && err == nil && s < n {
+			loads[s], open[s] = v, true
+		}
+	}
+	return loads, open
 }
 
-// Loads returns the number of roots placed on each shard, indexed by shard.
+// leastLoaded returns an open shard with the fewest roots; among equals, the one a hash of
+// the root picks, so that concurrent placements of different roots rarely contend. Shard 0
+// is open in every cluster. It allocates nothing (the simulation calls it a million times,
+// rebalance_sim_test.go).
+func leastLoaded(loads []int64, open []bool, root string) int {
+	low, ties := int64(-1), 0
+	for s, n := range loads {
+		switch {
+		case !open[s]:
+		case low < 0 || n < low:
+			low, ties = n, 1
+		case n == low:
+			ties++
+		}
+	}
+	if ties == 0 {
+		return 0
+	}
+	h := uint32(2166136261) // FNV-1a (hash/fnv's New32a), inline so nothing is allocated
+	for i := 0; i < len(root); i++ {
+		h ^= uint32(root[i])
+		h *= 16777619
+	}
+	k := int(h % uint32(ties))
+	for s, n := range loads {
+		if open[s] && n == low {
+			if k == 0 {
+				return s
+			}
+			k--
+		}
+	}
+	return 0
+}
+
+// Loads returns the number of roots placed on each shard, indexed by shard (as many as the
+// shard count the placement knows).
 func (pl *Placement) Loads(ctx context.Context) ([]int64, error) {
 	var resp *clientv3.GetResponse
 	err := pl.p.withTimeout(ctx, "read loads", func(ctx context.Context) (err error) {
@@ -259,11 +337,11 @@ func (pl *Placement) Loads(ctx context.Context) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	loads := make([]int64, pl.shards)
+	loads := make([]int64, pl.Shards())
 	for _, kv := range resp.Kvs {
 		s, ok := shardOf(pl.p.k.loads(), string(kv.Key))
 		n, perr := strconv.ParseInt(string(kv.Value), 10, 64)
-		if ok && perr == nil && s < pl.shards {
+		if ok && perr == nil && s < len(loads) {
 			loads[s] = n
 		}
 	}

@@ -60,6 +60,9 @@ const (
 	ActionPromote
 	// ActionRemove removes Node from the shard's configuration.
 	ActionRemove
+	// ActionOpen opens a shard added by a grow to placement (it creates the shard's load
+	// counter, grow.go), once its group has its voters.
+	ActionOpen
 )
 
 func (k ActionKind) String() string {
@@ -74,6 +77,8 @@ func (k ActionKind) String() string {
 		return "promote"
 	case ActionRemove:
 		return "remove"
+	case ActionOpen:
+		return "open"
 	}
 	return fmt.Sprintf("action(%d)", int(k))
 }
@@ -88,8 +93,11 @@ type Action struct {
 }
 
 func (a Action) String() string {
-	if a.Kind == ActionRecord {
+	switch a.Kind {
+	case ActionRecord:
 		return fmt.Sprintf("shard %d: record voters=%v nonvoters=%v", a.Shard, a.Set.Voters, a.Set.Nonvoters)
+	case ActionOpen:
+		return fmt.Sprintf("shard %d: open", a.Shard)
 	}
 	return fmt.Sprintf("shard %d: %s %s", a.Shard, a.Kind, a.Node)
 }
@@ -113,6 +121,9 @@ type State struct {
 	Status map[int]ShardStatus
 	// MaxPromoteLag is the largest lag (log entries) at which a non-voter is promoted.
 	MaxPromoteLag int64
+	// Closed are the shards a grow added that are not open to placement yet (grow.go);
+	// absent: open.
+	Closed map[int]bool
 }
 
 // Plan decides the actions of one reconcile round. It is pure: same State, same actions.
@@ -140,6 +151,10 @@ type State struct {
 //     live member, so the shard gets a replacement), but stays in Raft until the shard
 //     has Replication live voters that are not leaving; then it is removed, even as the
 //     leader (Raft then elects another: the shard's voters are all caught up).
+//   - A closed shard (added by a grow) is opened, after its other actions, once its leader
+//     answers with as many voters that are live and not leaving as the replication
+//     factor, or as there are such nodes when there are fewer; never before its group
+//     exists, so no root is placed on a shard nobody serves.
 func Plan(st State) []Action {
 	away := func(id string) bool { return st.Gone[id] || st.Leaving[id] }
 	load := map[string]int{}
@@ -164,6 +179,13 @@ func Plan(st State) []Action {
 			}
 		}
 		return best, found
+	}
+
+	eligible := 0
+	for _, id := range live {
+		if !away(id) {
+			eligible++
+		}
 	}
 
 	wants := make([]ReplicaSet, st.Shards)
@@ -277,8 +299,28 @@ func Plan(st State) []Action {
 			out = append(out, Action{Kind: ActionRecord, Shard: s, Set: want})
 		}
 		out = append(out, raft[s]...)
+		if st.Closed[s] && ready(st, s, eligible) {
+			out = append(out, Action{Kind: ActionOpen, Shard: s})
+		}
 	}
 	return out
+}
+
+// ready reports whether shard s's leader answered with at least min(Replication,
+// eligible) voters that are live and neither gone nor leaving (eligible: the live nodes
+// that may hold a replica), and at least one.
+func ready(st State, s, eligible int) bool {
+	status, known := st.Status[s]
+	if !known {
+		return false
+	}
+	voters := 0
+	for _, m := range status.Servers {
+		if _, isLive := st.Nodes[m.ID]; m.Voter && isLive && !st.Gone[m.ID] && !st.Leaving[m.ID] {
+			voters++
+		}
+	}
+	return voters >= 1 && voters >= min(st.Replication, eligible)
 }
 
 // withRole puts id in the voters or non-voters of r, and out of the other list.

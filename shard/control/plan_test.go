@@ -265,6 +265,63 @@ func TestPlan(t *testing.T) {
 				Records: map[int]ReplicaSet{0: rs("a,b,c", "")}, Status: map[int]ShardStatus{0: cfg("b", "a,b,c", nil)}},
 			want: nil,
 		},
+		// A shard a grow added (grow.go) opens only once its group has its voters.
+		{
+			name: "grown: a grown shard without a group is bootstrapped, not opened",
+			st: State{Shards: 2, Replication: 3, Nodes: live("a", "b", "c"), Closed: map[int]bool{1: true},
+				Records: map[int]ReplicaSet{0: rs("a,b,c", "")}, Status: map[int]ShardStatus{0: cfg("a", "a,b,c", nil)}},
+			want: []string{"shard 1: record voters=[a] nonvoters=[]", "shard 1: bootstrap a"},
+		},
+		{
+			name: "grown: a grown shard with one voter of three gets replicas and stays closed",
+			st: State{Shards: 2, Replication: 3, Nodes: live("a", "b", "c"), Closed: map[int]bool{1: true}, MaxPromoteLag: 10,
+				Records: map[int]ReplicaSet{0: rs("a,b,c", ""), 1: rs("a", "")},
+				Status:  map[int]ShardStatus{0: cfg("a", "a,b,c", nil), 1: cfg("a", "a", nil)}},
+			want: []string{"shard 1: record voters=[a] nonvoters=[b c]", "shard 1: add-nonvoter b", "shard 1: add-nonvoter c"},
+		},
+		{
+			name: "grown: a grown shard whose non-voters are promoted this round opens in a later one",
+			st: State{Shards: 2, Replication: 3, Nodes: live("a", "b", "c"), Closed: map[int]bool{1: true}, MaxPromoteLag: 10,
+				Records: map[int]ReplicaSet{0: rs("a,b,c", ""), 1: rs("a", "b,c")},
+				Status:  map[int]ShardStatus{0: cfg("a", "a,b,c", nil), 1: cfg("a", "a", map[string]int64{"b": 0, "c": 0})}},
+			want: []string{"shard 1: promote b", "shard 1: promote c"},
+		},
+		{
+			name: "grown: a grown shard with its voters opens",
+			st: State{Shards: 2, Replication: 3, Nodes: live("a", "b", "c"), Closed: map[int]bool{1: true},
+				Records: map[int]ReplicaSet{0: rs("a,b,c", ""), 1: rs("a,b,c", "")},
+				Status:  map[int]ShardStatus{0: cfg("a", "a,b,c", nil), 1: cfg("a", "a,b,c", nil)}},
+			want: []string{"shard 1: open"},
+		},
+		{
+			name: "grown: an open shard is not opened again",
+			st: State{Shards: 2, Replication: 3, Nodes: live("a", "b", "c"),
+				Records: map[int]ReplicaSet{0: rs("a,b,c", ""), 1: rs("a,b,c", "")},
+				Status:  map[int]ShardStatus{0: cfg("a", "a,b,c", nil), 1: cfg("a", "a,b,c", nil)}},
+			want: nil,
+		},
+		{
+			name: "grown: fewer live nodes than the replication factor: opens with every one of them",
+			st: State{Shards: 2, Replication: 3, Nodes: live("a", "b"), Closed: map[int]bool{1: true},
+				Records: map[int]ReplicaSet{0: rs("a,b", ""), 1: rs("a,b", "")},
+				Status:  map[int]ShardStatus{0: cfg("a", "a,b", nil), 1: cfg("b", "a,b", nil)}},
+			want: []string{"shard 1: open"},
+		},
+		{
+			name: "grown: a leaving voter does not count toward opening",
+			st: State{Shards: 2, Replication: 3, Nodes: live("a", "b", "c", "d"), Closed: map[int]bool{1: true},
+				Leaving: map[string]bool{"c": true}, MaxPromoteLag: 10,
+				Records: map[int]ReplicaSet{0: rs("a,b,d", ""), 1: rs("a,b,c", "")},
+				Status:  map[int]ShardStatus{0: cfg("a", "a,b,d", nil), 1: cfg("a", "a,b,c", nil)}},
+			want: []string{"shard 1: record voters=[a b c] nonvoters=[d]", "shard 1: add-nonvoter d"},
+		},
+		{
+			name: "grown: a grown shard whose leader does not answer stays closed",
+			st: State{Shards: 2, Replication: 1, Nodes: live("a", "b"), Closed: map[int]bool{1: true},
+				Records: map[int]ReplicaSet{0: rs("a", ""), 1: rs("a,b", "")},
+				Status:  map[int]ShardStatus{0: cfg("a", "a", nil)}},
+			want: nil,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

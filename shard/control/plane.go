@@ -151,10 +151,22 @@ func (p *Plane) withTimeout(ctx context.Context, op string, f func(ctx context.C
 	return wrapErr(ctx, op, f(rctx))
 }
 
+// get reads key (with opts) under the plane's request timeout; op names the read in its
+// error (wrapErr).
+func (p *Plane) get(ctx context.Context, op, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	var resp *clientv3.GetResponse
+	err := p.withTimeout(ctx, op, func(ctx context.Context) (err error) {
+		resp, err = p.cli.Get(ctx, key, opts...)
+		return err
+	})
+	return resp, err
+}
+
 // ClusterSpec is what a node asks for when it creates or joins a cluster.
 type ClusterSpec struct {
-	// Shards is the number of shards, fixed at creation. 0 joins an existing cluster
-	// whatever its count (ErrClusterNotCreated when there is none).
+	// Shards is the number of shards at creation. Joining, it must be the cluster's count
+	// at creation or its count now (a grow, GrowShards, raises it); 0 joins an existing
+	// cluster whatever its count (ErrClusterNotCreated when there is none).
 	Shards int
 	// Replication is the number of replicas per shard. 0 means DefaultReplication when
 	// creating and "whatever it is" when joining.
@@ -167,11 +179,17 @@ type ClusterSpec struct {
 
 // Cluster is the cluster's metadata, created once.
 type Cluster struct {
-	ID          string    `json:"id"`
-	Shards      int       `json:"shards"`
-	Replication int       `json:"replication"`
-	Blob        string    `json:"blob,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
+	ID string `json:"id"`
+	// Shards is the number of shards now: the count at creation until a grow
+	// (GrowShards) raised it.
+	Shards int `json:"shards"`
+	// InitialShards is the count at creation, recorded by the first grow (0: never grown,
+	// Shards is the count at creation). A node started with --shards naming it joins a
+	// grown cluster.
+	InitialShards int       `json:"initial_shards,omitempty"`
+	Replication   int       `json:"replication"`
+	Blob          string    `json:"blob,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
 }
 
 // maxShards bounds the shard count: a node hosts tens of shards (docs/architecture.md#replication-and-placement).
@@ -180,7 +198,7 @@ const maxShards = 4096
 // CreateCluster creates the cluster metadata if absent (a transaction that succeeds only if
 // the key is absent), or checks the existing one against spec. It returns the metadata in
 // force. Errors: *MismatchError (ErrClusterMismatch) when the cluster exists with another
-// shard count, replication factor or blob store; ErrClusterNotCreated when spec.Shards is 0 and there
+// shard count (neither its count at creation nor its count now), replication factor or blob store; ErrClusterNotCreated when spec.Shards is 0 and there
 // is no cluster; ErrInvalidArgument; ErrControlPlaneUnavailable.
 func (p *Plane) CreateCluster(ctx context.Context, spec ClusterSpec) (Cluster, error) {
 	if spec.Shards < 0 || spec.Shards > maxShards {
@@ -230,8 +248,12 @@ func (p *Plane) CreateCluster(ctx context.Context, spec ClusterSpec) (Cluster, e
 }
 
 func checkSpec(c Cluster, spec ClusterSpec) error {
-	if spec.Shards != 0 && spec.Shards != c.Shards {
-		return &MismatchError{Field: "shards", Existing: strconv.Itoa(c.Shards), Requested: strconv.Itoa(spec.Shards)}
+	if spec.Shards != 0 && spec.Shards != c.Shards && spec.Shards != c.Created() {
+		existing := strconv.Itoa(c.Shards)
+		if c.Created() != c.Shards {
+			existing = strconv.Itoa(c.Created()) + " or " + existing
+		}
+		return &MismatchError{Field: "shards", Existing: existing, Requested: strconv.Itoa(spec.Shards)}
 	}
 	if spec.Replication != 0 && spec.Replication != c.Replication {
 		return &MismatchError{Field: "replication", Existing: strconv.Itoa(c.Replication), Requested: strconv.Itoa(spec.Replication)}

@@ -183,6 +183,11 @@ type ClusterShardStatus struct {
 	Leader  string           `json:"leader,omitempty"`
 	Members []control.Server `json:"members,omitempty"`
 	Error   string           `json:"error,omitempty"`
+	// Closed: a shard a grow added that takes no root yet (its group is being built,
+	// shard/control/grow.go).
+	Closed bool `json:"closed,omitempty"`
+	// Roots is the number of agent roots placed on the shard (its load counter in etcd).
+	Roots int64 `json:"roots"`
 }
 
 // statusTimeout bounds asking one shard's leader for its status.
@@ -195,7 +200,8 @@ func (h *Host) Status(ctx context.Context) (st ClusterStatus, ok bool) {
 	if cs == nil {
 		return ClusterStatus{}, false
 	}
-	st = ClusterStatus{ClusterID: cs.cluster.ID, Shards: cs.cluster.Shards, Replication: cs.cluster.Replication, Node: h.cfg.NodeID}
+	c := cs.current()
+	st = ClusterStatus{ClusterID: c.ID, Shards: c.Shards, Replication: c.Replication, Node: h.cfg.NodeID}
 	for id, info := range *cs.nodes.Load() {
 		st.Nodes = append(st.Nodes, ClusterNodeStatus{ID: id, ClientURL: info.ClientURL, PeerAddr: info.PeerAddr, StartedAt: info.StartedAt})
 	}
@@ -207,17 +213,25 @@ func (h *Host) Status(ctx context.Context) (st ClusterStatus, ok bool) {
 		}
 		slices.Sort(st.Leaving)
 	}
+	closed, _ := cs.cfg.Plane.ClosedShards(lctx, c)
+	var roots []int64
+	if pl, ok := h.placement.(*control.Placement); ok {
+		roots, _ = pl.Loads(lctx)
+	}
 	cancel()
-	st.ShardStatus = make([]ClusterShardStatus, cs.cluster.Shards)
+	st.ShardStatus = make([]ClusterShardStatus, c.Shards)
 	var wg sync.WaitGroup
-	for id := range cs.cluster.Shards {
+	for id := range c.Shards {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
 			defer cancel()
 			s, err := clusterAdmin{h}.Status(sctx, id)
-			ss := ClusterShardStatus{Shard: id, Leader: s.Leader, Members: s.Servers}
+			ss := ClusterShardStatus{Shard: id, Leader: s.Leader, Members: s.Servers, Closed: closed[id]}
+			if id < len(roots) {
+				ss.Roots = roots[id]
+			}
 			if err != nil {
 				ss.Error = err.Error()
 			}

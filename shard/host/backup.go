@@ -15,7 +15,7 @@ func (h *Host) ShardIDs() []int {
 	if h.cluster == nil {
 		return []int{EmbeddedShard}
 	}
-	ids := make([]int, h.cluster.cluster.Shards)
+	ids := make([]int, h.cluster.current().Shards)
 	for i := range ids {
 		ids[i] = i
 	}

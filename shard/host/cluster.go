@@ -24,11 +24,12 @@ import (
 // clusterState is what a cluster host keeps beyond the replicas: the control plane's
 // records and the node's registration, the controller, the fwd stream's server.
 type clusterState struct {
-	cfg     *ClusterConfig
-	cluster control.Cluster
-	reg     *control.Registration
-	ctrl    *control.Controller
-	fwdSrv  *http.Server
+	cfg *ClusterConfig
+	// record is the cluster record as last read: its shard count grows (grow.go).
+	record atomic.Pointer[control.Cluster]
+	reg    *control.Registration
+	ctrl   *control.Controller
+	fwdSrv *http.Server
 
 	nodes atomic.Pointer[control.NodeSet]
 	hints atomic.Pointer[map[int]control.LeaderHint]
@@ -57,10 +58,11 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, cc.StartTimeout)
 	defer cancel()
 	plane := cc.Plane
-	var err error
-	if cs.cluster, err = retryControl(sctx, func() (control.Cluster, error) { return plane.CreateCluster(sctx, cc.Spec) }); err != nil {
+	c, err := retryControl(sctx, func() (control.Cluster, error) { return plane.CreateCluster(sctx, cc.Spec) })
+	if err != nil {
 		return fmt.Errorf("create or join the cluster: %w", err)
 	}
+	cs.record.Store(&c)
 	nodes, err := retryControl(sctx, func() (control.NodeSet, error) {
 		ns, _, err := plane.Nodes(sctx)
 		return ns, err
@@ -69,7 +71,8 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 		return err
 	}
 	cs.storeNodes(nodes)
-	h.placement = plane.NewPlacement(cs.cluster)
+	placement := plane.NewPlacement(c)
+	h.placement = placement
 
 	// Replicas first (WatchReplicaSets), then the registration that lets the controller
 	// assign this node work.
@@ -77,6 +80,11 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	h.goRun(func() {
 		for ns := range plane.WatchNodes(wctx) {
 			cs.storeNodes(ns)
+		}
+	})
+	h.goRun(func() {
+		for c := range plane.WatchCluster(wctx) {
+			cs.follow(c, placement)
 		}
 	})
 	h.goRun(func() {
@@ -99,8 +107,8 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 			h.log.Error("controller stopped", "err", err)
 		}
 	})
-	h.log.Info("cluster node started", "node", h.cfg.NodeID, "cluster", cs.cluster.ID, "shards", cs.cluster.Shards,
-		"replication", cs.cluster.Replication, "peer", cc.Peer.Addr().String(), "client", cc.ClientURL)
+	h.log.Info("cluster node started", "node", h.cfg.NodeID, "cluster", c.ID, "shards", c.Shards,
+		"replication", c.Replication, "peer", cc.Peer.Addr().String(), "client", cc.ClientURL)
 	return nil
 }
 
@@ -126,7 +134,7 @@ func (h *Host) Cluster() control.Cluster {
 	if h.cluster == nil {
 		return control.Cluster{}
 	}
-	return h.cluster.cluster
+	return h.cluster.current()
 }
 
 // ServePeer serves the fwd stream of the peer port: the node-to-node API, and requests
