@@ -103,6 +103,9 @@ func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 	if err := mayWrite(ctx, req.Agent); err != nil {
 		return nil, err
 	}
+	if err := mayWholeWorkbench(ctx, s.base, req.Agent); err != nil {
+		return nil, err
+	}
 	in := RestoreInput{ID: req.Parent, DestinationID: req.Fork}
 	var pinned uint64
 	switch req.At.Kind {

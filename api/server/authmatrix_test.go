@@ -30,6 +30,9 @@ import (
 //	bound key           only workbench "other" of root a (--tenant a --workspace other),
 //	                    workspace:read, workspace:write and review
 //	admin key           every root, every scope (the operator)
+//	prefix-bound key    root a's paths at or below "outputs" (issue 31), workspace:read,
+//	                    workspace:write and review; its expired twin is answered 401 like
+//	                    an unknown key (authmatrix_prefix_test.go checks what it sees)
 
 // The matrix's columns.
 const (
@@ -43,10 +46,12 @@ const (
 	keyOther     = "another root's key"
 	keyBound     = "a key bound to another workbench"
 	keyAdmin     = "admin key"
+	keyPrefix    = "a key bound to root a's outputs"
+	keyPrefixExp = "an expired key bound to root a's outputs"
 )
 
 // unauthenticatedKeys are the columns answered 401: none names a live key.
-var unauthenticatedKeys = []string{keyNone, keyMalformed, keyBad, keyRevoked, keyExpired}
+var unauthenticatedKeys = []string{keyNone, keyMalformed, keyBad, keyRevoked, keyExpired, keyPrefixExp}
 
 // keySpecs are the keys the matrix stores (the revoked one is revoked through the admin
 // route once the nodes run; the expired one is stored already expired).
@@ -59,6 +64,10 @@ var keySpecs = map[string]auth.KeySpec{
 	keyAdmin:   {Name: "operator", AllAgents: true, Scopes: auth.Scopes},
 	keyRevoked: {Name: "revoked", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
 	keyExpired: {Name: "expired", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
+	keyPrefix: {Name: "a's outputs", Agents: []string{"a"}, Prefixes: []string{"outputs/"},
+		Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite, auth.ScopeReview}},
+	keyPrefixExp: {Name: "a's outputs, expired", Agents: []string{"a"}, Prefixes: []string{"outputs/"},
+		Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
 }
 
 // matrixNode is one served node of the matrix.
@@ -85,7 +94,7 @@ func newMatrix(t *testing.T) *matrix {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if name == keyExpired {
+		if name == keyExpired || name == keyPrefixExp {
 			k.ExpiresAt = now.Add(-time.Minute)
 		}
 		keys = append(keys, k)
