@@ -300,7 +300,7 @@ func (n *Node) open(ctx context.Context) error {
 		}
 	}
 	n.handler = &authn{keys: n.keys, required: cfg.AuthRequired(), metricsKey: cfg.MetricsRequireKey,
-		beyondLoopback: cfg.ClientBeyondLoopback(), log: n.log, next: console.New(docs, tenant)} // the web console at /ui/, this node's own
+		beyondLoopback: cfg.ClientBeyondLoopback(), log: n.log, next: mintRoute{keys: n.keys, next: console.New(docs, tenant)}} // key minting and the web console at /ui/, this node's own
 	n.adminH = &authn{keys: n.keys, required: cfg.AdminAuthRequired(), metricsKey: cfg.MetricsRequireKey,
 		beyondLoopback: cfg.AdminBeyondLoopback(), admin: true, log: n.log, next: n.rest.Admin()}
 	n.health.sample = n.sampleBlobs
