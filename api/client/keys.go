@@ -26,6 +26,10 @@ type KeyRequest struct {
 	Scopes    []string `json:"scopes"`
 	Tenant    string   `json:"tenant,omitempty"`
 	Workspace string   `json:"workspace,omitempty"`
+	// Workbench binds the key to one workbench of each root; Prefixes to the paths at or
+	// below them ("outputs/run1/").
+	Workbench string   `json:"workbench,omitempty"`
+	Prefixes  []string `json:"prefixes,omitempty"`
 	// ExpiresAt, when set, is when the key stops working.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	// S3 gives the key an S3 credential for the S3 gateway (one agent root only).

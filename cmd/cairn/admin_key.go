@@ -79,7 +79,9 @@ as workspace:read and review). --tenant and --workspace bind it to one OpenWOP
 tenant and workspace (host.workspace: the tenant is an agent root and the workspace a
 workbench in it): on every surface (REST, MCP, the CLI, the change feed, OpenWOP) the key
 then reaches that one workbench of the root, and no other, unless --agent names the root
-too. --expires D makes it stop working after D (a Go duration such
+too. --workbench W binds it to workbench W of its roots, and --prefix P (repeatable,
+section-qualified: outputs/run1/) to the paths at or below P: a path outside answers as
+a missing one, and a write there is refused. --expires D makes it stop working after D (a Go duration such
 as 720h, or days such as 90d). --s3 also makes an S3 credential for the S3 gateway
 (cairn serve --s3-listen), printed as the access key id and secret access key to
 give an S3 client; such a key acts in exactly one agent root. The key is printed once,
@@ -120,6 +122,8 @@ secret can be shown again.`,
 	cmd.Flags().StringVar(&req.Tenant, "tenant", "", "OpenWOP tenant the key is bound to (with --workspace)")
 	cmd.Flags().StringVar(&req.Workspace, "workspace", "", "OpenWOP workspace the key is bound to (with --tenant)")
 	cmd.Flags().StringVar(&expires, "expires", "", "the key stops working after this long (720h, 90d; default: never)")
+	cmd.Flags().StringVar(&req.Workbench, "workbench", "", "bind the key to this one workbench of its roots")
+	cmd.Flags().StringArrayVar(&req.Prefixes, "prefix", nil, "bind the key to the paths at or below this section-qualified prefix, such as outputs/run1/ (repeatable)")
 	cmd.Flags().BoolVar(&req.S3, "s3", false, "also make an S3 credential (access key id and secret) for the S3 gateway; needs exactly one agent root")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print the server's JSON answer ({"id":…,"secret":…,…})`)
 	_ = cmd.MarkFlagRequired("name")
