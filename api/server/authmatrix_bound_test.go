@@ -29,14 +29,7 @@ func TestAuthBoundKeyReachesItsWorkbenchOnly(t *testing.T) {
 	if s := string(list.body); !strings.Contains(s, `"other"`) || strings.Contains(s, `"w"`) {
 		t.Errorf("its workbench list: %s", s)
 	}
-	search := mustReply(t, "bound: search", m.on(t, m.full, keyBound, "POST", "/v1/agents/a/search", `{"predicates":[{"field":"artifact.ext","op":"eq","value":"txt"}]}`), 200)
-	if s := string(search.body); !strings.Contains(s, "mine.txt") || strings.Contains(s, "secret.txt") {
-		t.Errorf("its root-wide search: %s", s)
-	}
-	feed := mustReply(t, "bound: feed", m.on(t, m.full, keyBound, "GET", "/v1/agents/a/events?follow=false", ""), 200)
-	if s := string(feed.body); !strings.Contains(s, "mine.txt") || strings.Contains(s, "secret.txt") {
-		t.Errorf("its change feed: %s", s)
-	}
+	m.wantSearchAndFeed(t, keyBound, "mine.txt", "secret.txt")
 
 	// MCP: the session of root a reaches workbench other only.
 	cs, err := m.connect(t, m.full, keyBound, "a")
@@ -57,5 +50,20 @@ func TestAuthBoundKeyReachesItsWorkbenchOnly(t *testing.T) {
 	wop := mustReply(t, "bound: OpenWOP get", m.on(t, m.full, keyBound, "GET", "/v1/host/workspace/files/input/mine.txt", ""), 200)
 	if wop.json["content"] != "mine" {
 		t.Errorf("OpenWOP read of its own file: %s", wop.body)
+	}
+}
+
+// wantSearchAndFeed fails unless column key's root-wide search of root a and its change
+// feed (the server-sent events of /events, read to the end) tell of file mine and never
+// of file hidden.
+func (m *matrix) wantSearchAndFeed(t *testing.T, key, mine, hidden string) {
+	t.Helper()
+	search := mustReply(t, key+": search", m.on(t, m.full, key, "POST", "/v1/agents/a/search", `{"predicates":[{"field":"artifact.ext","op":"eq","value":"txt"}]}`), 200)
+	if s := string(search.body); !strings.Contains(s, mine) || strings.Contains(s, hidden) {
+		t.Errorf("%s: its root-wide search: %s", key, s)
+	}
+	feed := mustReply(t, key+": feed", m.on(t, m.full, key, "GET", "/v1/agents/a/events?follow=false", "", "Accept", "text/event-stream"), 200)
+	if s := string(feed.body); !strings.HasPrefix(feed.header.Get("Content-Type"), "text/event-stream") || !strings.Contains(s, mine) || strings.Contains(s, hidden) {
+		t.Errorf("%s: its change feed (%s): %s", key, feed.header.Get("Content-Type"), s)
 	}
 }

@@ -57,6 +57,19 @@ func TestKeySpecValidate(t *testing.T) {
 		{"a tenant without a workspace is refused", func(s *auth.KeySpec) { s.Tenant = "t" }, "tenant"},
 		{"a tenant-bound key needs no agent list", func(s *auth.KeySpec) { s.Agents, s.Tenant, s.Workspace = nil, "t", "w" }, ""},
 		{"a past expiry is refused", func(s *auth.KeySpec) { s.ExpiresAt = now.Add(-time.Second) }, "expires_at"},
+		{"a workbench and prefixes with a trailing slash pass", func(s *auth.KeySpec) {
+			s.Workbench, s.Prefixes = "fork", []string{"outputs/run1/", "input"}
+		}, ""},
+		{"a workbench with a tenant binding is refused", func(s *auth.KeySpec) { s.Workbench, s.Tenant, s.Workspace = "fork", "a", "w" }, "workbench"},
+		{"a bad workbench id is refused", func(s *auth.KeySpec) { s.Workbench = "no/slash" }, "workbench"},
+		{"an absolute prefix is refused", func(s *auth.KeySpec) { s.Prefixes = []string{"/outputs"} }, "prefixes"},
+		{"a dot-dot prefix is refused", func(s *auth.KeySpec) { s.Prefixes = []string{"outputs/../input"} }, "prefixes"},
+		{"a prefix below another is refused", func(s *auth.KeySpec) { s.Prefixes = []string{"outputs", "outputs/run1"} }, "prefixes"},
+		{"too many prefixes are refused", func(s *auth.KeySpec) {
+			for i := range auth.MaxPrefixes + 1 {
+				s.Prefixes = append(s.Prefixes, "outputs/r"+string(rune('a'+i%26))+string(rune('a'+i/26)))
+			}
+		}, "prefixes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
