@@ -67,3 +67,36 @@ func (m *matrix) wantSearchAndFeed(t *testing.T, key, mine, hidden string) {
 		t.Errorf("%s: its change feed (%s): %s", key, feed.header.Get("Content-Type"), s)
 	}
 }
+
+// TestAuthPrefixTenantKeyOverOpenWOP: a key bound to OpenWOP tenant a, workspace other and
+// the prefix outputs (issue 31) works in host.workspace below outputs; a file of the same
+// workspace outside it answers byte for byte as a missing file to GET, PUT and DELETE,
+// and its listing leaves the file out.
+func TestAuthPrefixTenantKeyOverOpenWOP(t *testing.T) {
+	m := newMatrix(t)
+	k := mustReply(t, "admin: create the key", m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath,
+		`{"name":"wop outputs","tenant":"a","workspace":"other","prefixes":["outputs/"],"scopes":["workspace:read","workspace:write"]}`), 201)
+	m.authz["wop"] = "Bearer " + k.json["secret"].(string)
+	const other, files = "/v1/agents/a/workbenches/other/files/", "/v1/host/workspace/files/"
+	mustReply(t, "admin: put outside", m.on(t, m.full, keyAdmin, "PUT", other+"input/secret.txt", "secret"), 201)
+	mustReply(t, "wop: put inside", m.on(t, m.full, "wop", "PUT", files+"outputs/mine.txt", `{"content":"mine"}`, "Content-Type", "application/json"), 200)
+	if got := mustReply(t, "wop: get inside", m.on(t, m.full, "wop", "GET", files+"outputs/mine.txt", ""), 200); got.json["content"] != "mine" {
+		t.Errorf("its own file: %s", got.body)
+	}
+	for _, c := range []struct{ method, body string }{{"GET", ""}, {"PUT", `{"content":"mine now"}`}, {"DELETE", ""}} {
+		hidden := m.on(t, m.full, "wop", c.method, files+"input/secret.txt", c.body, "Content-Type", "application/json")
+		missing := m.on(t, m.full, "wop", c.method, files+"input/absent.txt", c.body, "Content-Type", "application/json")
+		missing.body = []byte(strings.ReplaceAll(string(missing.body), "absent", "secret"))
+		sameReply(t, c.method+" of a file outside the prefixes vs a missing one", hidden, missing)
+		if hidden.status < 400 {
+			t.Errorf("%s outside the prefixes: %d %s", c.method, hidden.status, hidden.body)
+		}
+	}
+	list := mustReply(t, "wop: list", m.on(t, m.full, "wop", "GET", "/v1/host/workspace/files", ""), 200)
+	if s := string(list.body); !strings.Contains(s, "outputs/mine.txt") || strings.Contains(s, "secret") {
+		t.Errorf("its listing: %s", s)
+	}
+	if got := mustReply(t, "admin: get outside", m.on(t, m.full, keyAdmin, "GET", other+"input/secret.txt", ""), 200); string(got.body) != "secret" {
+		t.Errorf("the file outside after the refused writes: %q", got.body)
+	}
+}

@@ -73,6 +73,7 @@ var keySpecs = map[string]auth.KeySpec{
 // matrixNode is one served node of the matrix.
 type matrixNode struct {
 	name, url, adminURL string
+	s3URL               string // the S3 gateway's, when it serves one
 }
 
 // matrix is the two nodes and the Authorization header of every column ("" for none).
@@ -108,25 +109,7 @@ func newMatrix(t *testing.T) *matrix {
 	}
 	m.authz[keyBad] = ro[:len(ro)-1] + last
 
-	serve := func(name string) *matrixNode {
-		cfg := testConfig(t)
-		cfg.Auth = ops.AuthRequired
-		s, err := OpenDataDirKeys(cfg.DataDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range keys {
-			if err := s.Create(t.Context(), k); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		n, url := serveNode(t, cfg)
-		return &matrixNode{name: name, url: url, adminURL: "http://" + n.AdminAddr().String()}
-	}
-	m.full, m.twin = serve("full"), serve("twin")
+	m.full, m.twin = serveKeyed(t, "full", keys, nil), serveKeyed(t, "twin", keys, nil)
 	for _, n := range []*matrixNode{m.full, m.twin} {
 		r := m.send(t, n.adminURL, keyAdmin, "POST", KeysRevokePath, `{"id":"`+m.ids[keyRevoked]+`"}`)
 		if r.status != http.StatusOK || r.json["state"] != "revoked" {
@@ -134,6 +117,35 @@ func newMatrix(t *testing.T) *matrix {
 		}
 	}
 	return m
+}
+
+// serveKeyed serves a node that requires keys and holds keys, its configuration edited
+// by edit when not nil.
+func serveKeyed(t *testing.T, name string, keys []auth.Key, edit func(*ops.Config)) *matrixNode {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.Auth = ops.AuthRequired
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := OpenDataDirKeys(cfg.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := s.Create(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n, url := serveNode(t, cfg)
+	mn := &matrixNode{name: name, url: url, adminURL: "http://" + n.AdminAddr().String()}
+	if a := n.S3Addr(); a != nil {
+		mn.s3URL = "http://" + a.String()
+	}
+	return mn
 }
 
 // reply is a fully read answer; json holds a JSON body's object.
