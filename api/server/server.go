@@ -230,6 +230,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.keys, err = n.openNodeKeys(ctx); err != nil {
 		return err
 	}
+	n.svc.Attempts.MintKeysWith(minter{n.keys}) // a fork's mint_key (mint.go)
 	adminRoutes := keyRoutes(n.keys)
 	var gateway *s3.Handler // a cluster node serves the S3 requests other nodes forward, listener or not (route_s3.go)
 	if cfg.S3Gateway.Listen != "" || cfg.Cluster {
