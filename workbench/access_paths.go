@@ -107,3 +107,13 @@ func outsidePrefixes(ctx context.Context, agent string, prefixes []string, what 
 	e.Details["prefixes"] = prefixes
 	return e
 }
+
+// mayWritePath is mayCreate for a write of path (section-qualified) in workbench id, with
+// mayTouchPaths' refusal of a path outside the caller's prefixes: checked before the body
+// is read, so a refused write stores no blob (proposeRaw checks the command again).
+func mayWritePath(ctx context.Context, s *base, agent, id, path string) *Error {
+	if err := s.mayCreate(ctx, agent, id); err != nil {
+		return err
+	}
+	return mayTouchPaths(ctx, s, agent, meta.Put{Agent: agent, Workspace: id, Path: path})
+}

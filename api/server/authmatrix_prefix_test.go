@@ -270,6 +270,16 @@ func TestAuthPrefixKeySeesItsPathsOnly(t *testing.T) {
 		t.Errorf("the file outside after a refused write: %q", got.body)
 	}
 
+	// A prefix that names no section would make a key that sees nothing: refused at
+	// creation and at minting.
+	for _, r := range []reply{
+		m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath, `{"name":"typo","agents":["a"],"prefixes":["outptus/run1/"],"scopes":["workspace:read"]}`),
+		m.on(t, m.full, keyAdmin, "POST", MintPath, `{"name":"typo","agents":["a"],"prefixes":["outptus/run1/"],"scopes":["workspace:read"]}`),
+	} {
+		if r.status != http.StatusBadRequest || r.json["details"].(map[string]any)["field"] != "prefixes" || !strings.Contains(string(r.body), "outptus") {
+			t.Errorf("a prefix outside the sections: %d %s", r.status, r.body)
+		}
+	}
 	// Minting: narrower is accepted, broader refused, and the minted key stops with its minter.
 	broad := m.on(t, m.full, keyPrefix, "POST", MintPath, `{"name":"sub","agents":["a"],"prefixes":["input/"],"scopes":["workspace:read"]}`)
 	if broad.status != http.StatusForbidden || broad.json["code"] != "PermissionDenied" {

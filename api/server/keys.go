@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -112,11 +114,17 @@ func createKey(w http.ResponseWriter, r *http.Request, keys auth.Store) {
 }
 
 // newKeyOf makes the key a KeyRequest asks for (auth.NewKey), refusing a binding to a
-// reserved workbench.
+// reserved workbench and a prefix outside the workbench sections (workbench.Sections: a
+// misspelt section would make a key that sees nothing).
 func newKeyOf(in KeyRequest, now time.Time) (auth.Key, string, error) {
 	for field, ws := range map[string]string{"workspace": in.Workspace, "workbench": in.Workbench} {
 		if _, ok := reservedWorkbenches[ws]; ok {
 			return auth.Key{}, "", &auth.InvalidSpecError{Field: field, Rule: fmt.Sprintf("%q is a workbench only the %s surface writes; bind the key to a workspace of its own", ws, reservedWorkbenches[ws])}
+		}
+	}
+	for _, p := range in.Prefixes {
+		if section, _, _ := strings.Cut(p, "/"); !slices.Contains(workbench.Sections, section) {
+			return auth.Key{}, "", &auth.InvalidSpecError{Field: "prefixes", Rule: fmt.Sprintf("must start with a section (%s), got %q", strings.Join(workbench.Sections, ", "), p)}
 		}
 	}
 	return auth.NewKey(in.spec(), now)

@@ -285,12 +285,16 @@ func agentsText(k client.APIKey) string {
 }
 
 // bindingText is the one workbench a key bound to an OpenWOP tenant·workspace reaches of
-// its tenant's root ("tenant/workspace"), or "-".
+// its tenant's root ("tenant/workspace"), or the one workbench of its roots a key bound to
+// a workbench reaches, or "-".
 func bindingText(k client.APIKey) string {
-	if k.Tenant == "" {
-		return "-"
+	switch {
+	case k.Tenant != "":
+		return k.Tenant + "/" + k.Workspace
+	case k.Workbench != "":
+		return k.Workbench
 	}
-	return k.Tenant + "/" + k.Workspace
+	return "-"
 }
 
 func timeOrNever(t time.Time) string {
