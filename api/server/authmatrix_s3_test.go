@@ -92,6 +92,11 @@ func TestAuthPrefixKeyOverTheS3Gateway(t *testing.T) {
 	}
 	mustReply(t, "admin: get the refused new object", m.on(t, n, keyAdmin, "GET", w+"input/absent.txt", ""), 404)
 
+	// A multipart upload of an object outside the prefixes is refused at its start.
+	if up := s3(prefix, "POST", "/w/input/multi.bin?uploads", ""); up.status != http.StatusForbidden || !strings.Contains(string(up.body), "<Code>AccessDenied</Code>") {
+		t.Errorf("a multipart upload outside the prefixes: %d %s", up.status, up.body)
+	}
+
 	// The expired key's credential vs one the node never issued (an id of the same form).
 	unknown := expired
 	unknown.ID = strings.Repeat("0", len(expired.ID))
