@@ -425,7 +425,8 @@ func (v *View) showsEvent(agent string, e *Event) bool {
 	if v.showsRoot(agent) {
 		return true
 	}
-	return e.Workbench != "" && v.shows(agent, e.Workbench) && (e.Source == "" || v.shows(agent, e.Source))
+	return e.Workbench != "" && v.shows(agent, e.Workbench) && (e.Source == "" || v.shows(agent, e.Source)) &&
+		(e.Path == "" || v.showsPath(agent, e.Path))
 }
 
 // FeedOldest returns the position of agent's oldest retained event as of the view (ok

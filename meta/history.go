@@ -23,7 +23,7 @@ func (v *View) History(ws *Workspace, path string, before uint64, limit int) (ou
 	if limit < 1 || limit > MaxHistoryLimit {
 		return nil, false, invalidArg("limit", "must be between 1 and %d, got %d", MaxHistoryLimit, limit)
 	}
-	rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, path))
+	rec, ok := v.record(ws, path)
 	seen := false
 	if ok {
 		for _, el := range rec.Chain {
@@ -58,7 +58,7 @@ func (v *View) FileAt(ws *Workspace, path string, gen uint64) (FileVersion, erro
 	if err := ValidatePath("path", path); err != nil {
 		return FileVersion{}, err
 	}
-	if rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, path)); ok && gen <= v.at {
+	if rec, ok := v.record(ws, path); ok && gen <= v.at {
 		for _, el := range rec.Chain {
 			if el.Version == gen && el.Entry != nil {
 				return fileVersion(el), nil

@@ -48,6 +48,9 @@ func (v *View) FilesAtTime(ws *Workspace, dir string, atMs int64, fn func(path s
 		if !strings.HasPrefix(key, prefix) {
 			return false
 		}
+		if !v.showsKey(ws, key) {
+			return true
+		}
 		e, ok := v.entryAtTime(rec, atMs, pol)
 		if !ok {
 			failed = cutHistory(keyPath(key), pol)
@@ -71,7 +74,7 @@ func (v *View) FileAtTime(ws *Workspace, path string, atMs int64) (*Entry, error
 	if err != nil {
 		return nil, err
 	}
-	rec, _ := v.st.paths.Get(pathKey(ws.Incarnation, path))
+	rec, _ := v.record(ws, path)
 	e, ok := v.entryAtTime(rec, atMs, pol)
 	if !ok {
 		return nil, cutHistory(path, pol)

@@ -41,6 +41,23 @@ func (v *View) ListHistory(ws *Workspace, dir, after string, limit int) (entries
 			rest := key[len(prefix):]
 			i := indexNUL(rest)
 			name := rest[:i]
+			if v.pathsRestricted(ws.Agent) && !v.showsPath(ws.Agent, joinPath(dir, name)) {
+				// Outside the view's prefixes (OnlyPaths): a file is missing, a directory
+				// holds what the prefixes below it hold.
+				if i < len(rest) && v.historyBelow(ws, joinPath(dir, name)) {
+					if names == limit {
+						more = true
+						return false
+					}
+					names++
+					entries = append(entries, DirEntry{Name: name, Kind: KindDirectory})
+				}
+				if i < len(rest) {
+					next, done = prefix+name+"\x01", false
+					return false
+				}
+				return true
+			}
 			if n := len(entries); n == 0 || entries[n-1].Name != name {
 				if names == limit {
 					more = true
@@ -67,4 +84,30 @@ func (v *View) ListHistory(ws *Workspace, dir, after string, limit int) (entries
 // covered reports whether the chain holds an element at or below version v.
 func (r *pathRecord) covered(v uint64) bool {
 	return len(r.Chain) > 0 && r.Chain[len(r.Chain)-1].Version <= v
+}
+
+// historyBelow reports whether a prefix of a view restricted to prefixes (OnlyPaths) below
+// dir holds a path with an element the view covers.
+func (v *View) historyBelow(ws *Workspace, dir string) bool {
+	for _, p := range v.only.prefixes {
+		if p == dir || !hasPathPrefix(p, dir) {
+			continue
+		}
+		if rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, p)); ok && rec.covered(v.at) {
+			return true
+		}
+		found := false
+		sub := childPrefix(ws.Incarnation, p)
+		v.st.paths.Ascend(sub, func(key string, rec *pathRecord) bool {
+			if !strings.HasPrefix(key, sub) {
+				return false
+			}
+			found = rec.covered(v.at)
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }

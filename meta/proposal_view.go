@@ -17,6 +17,9 @@ type ProposalFilter struct {
 // "proposal_id" when there is none (never made, expired, or of a deleted workbench).
 func (v *View) Proposal(agent, ws, id string) (*Proposal, error) {
 	p, err := liveProposal(v.stateOf(agent, ws), agent, ws, id)
+	if err == nil && !v.showsPath(agent, p.Path) {
+		p, err = liveProposal(emptyState, agent, ws, id)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +51,7 @@ func (v *View) Proposals(agent, ws string, f ProposalFilter, after uint64, limit
 			return false
 		}
 		p, ok := v.st.props.byID.Get(proposalKey(agent, id))
-		if !ok || (f.Path != "" && p.Path != f.Path) || (f.State != "" && p.State != f.State) {
+		if !ok || (f.Path != "" && p.Path != f.Path) || (f.State != "" && p.State != f.State) || !v.showsPath(agent, p.Path) {
 			return true
 		}
 		if len(out) == limit {
@@ -75,7 +78,7 @@ func (v *View) Judgments(agent, ws, path string, after uint64, limit int) (out [
 			return false
 		}
 		p, ok := v.st.props.byID.Get(proposalKey(agent, id))
-		if !ok || p.Decision == nil || (path != "" && p.Path != path) {
+		if !ok || p.Decision == nil || (path != "" && p.Path != path) || !v.showsPath(agent, p.Path) {
 			return true
 		}
 		if len(out) == limit {

@@ -59,7 +59,7 @@ func (v *View) Catalog(q CatalogQuery) (CatalogResult, *Error) {
 	}
 	res := CatalogResult{Version: v.at}
 	for _, ws := range wss {
-		v.scanFiles(ws.Incarnation, q.Scope.Path, func(path string, e *Entry) {
+		v.scanFiles(ws, q.Scope.Path, func(path string, e *Entry) {
 			res.Files++
 			forEachField(path, e, func(name string, fv FieldValue) {
 				if !strings.HasPrefix(name, q.FieldPrefix) {

@@ -69,7 +69,7 @@ func (v *View) collect(wss []*Workspace, dir string, preds []pred, mode planMode
 				slices.SortFunc(paths, comparePaths)
 				paths = slices.Compact(paths)
 				for _, path := range paths {
-					if !hasPathPrefix(path, dir) {
+					if !hasPathPrefix(path, dir) || !v.showsPath(ws.Agent, path) {
 						continue
 					}
 					rec, _ := v.st.paths.Get(pathKey(ws.Incarnation, path))
@@ -87,7 +87,7 @@ func (v *View) collect(wss []*Workspace, dir string, preds []pred, mode planMode
 		}
 	}
 	for _, ws := range wss {
-		v.scanFiles(ws.Incarnation, dir, func(path string, e *Entry) {
+		v.scanFiles(ws, dir, func(path string, e *Entry) {
 			examined++
 			if matchAll(preds, path, e) {
 				ms = append(ms, match{ws: ws, path: path, e: e})
@@ -97,10 +97,10 @@ func (v *View) collect(wss []*Workspace, dir string, preds []pred, mode planMode
 	return ms, examined, ""
 }
 
-// scanFiles calls fn for every file of incarnation inc visible at the view's version in
-// the subtree dir, in component-wise path order.
-func (v *View) scanFiles(inc uint64, dir string, fn func(path string, e *Entry)) {
-	start := pathKey(inc, dir)
+// scanFiles calls fn for every file of ws visible at the view's version in the subtree
+// dir (and shown by the view: OnlyPaths), in component-wise path order.
+func (v *View) scanFiles(ws *Workspace, dir string, fn func(path string, e *Entry)) {
+	start := pathKey(ws.Incarnation, dir)
 	incPrefix := start[:incarnationKeySize]
 	below := start + "\x00"
 	v.st.paths.Ascend(start, func(key string, rec *pathRecord) bool {
@@ -111,7 +111,7 @@ func (v *View) scanFiles(inc uint64, dir string, fn func(path string, e *Entry))
 		} else if key != start && !strings.HasPrefix(key, below) {
 			return false
 		}
-		if e := rec.at(v.at); e != nil {
+		if e := rec.at(v.at); e != nil && v.showsKey(ws, key) {
 			fn(keyPath(key), e)
 		}
 		return true

@@ -18,10 +18,13 @@ type View struct {
 }
 
 // restriction is the part of one agent root a restricted view shows: the workbenches
-// named, and none of the root's root-wide records.
+// named (all: every one), of them the paths at or below prefixes (none: every path), and
+// none of the root's root-wide records.
 type restriction struct {
-	agent string
-	names []string
+	agent    string
+	all      bool
+	names    []string
+	prefixes []string
 }
 
 // Only returns a view of the same state in which agent's root holds only the workbenches
@@ -35,9 +38,108 @@ func (v *View) Only(agent string, names ...string) *View {
 	return &View{st: v.st, at: v.at, history: v.history, only: &restriction{agent: agent, names: slices.Clone(names)}}
 }
 
+// OnlyPaths returns a view of the same state in which the workbenches of agent's root
+// the view shows hold only the paths at or below prefixes (section-qualified, compared
+// component by component: "outputs/run1" holds "outputs/run1/x", never
+// "outputs/run10"): every other path reads exactly as one that does not exist (File,
+// Stat, List, History and its relatives, queries, Files, proposals and judgments, the
+// change feed), a directory above a prefix holds only what its prefixes hold (DirInfo,
+// a workbench's Files and Bytes), and agent's root-wide records read as unset, as for
+// Only. It keeps v's restriction of agent's workbenches (Only), if any; it is how a
+// surface serves a principal bound to path prefixes (workbench, access.go).
+func (v *View) OnlyPaths(agent string, prefixes ...string) *View {
+	r := &restriction{agent: agent, all: true, prefixes: slices.Clone(prefixes)}
+	if v.only != nil && v.only.agent == agent {
+		r.all, r.names = v.only.all, v.only.names
+	}
+	return &View{st: v.st, at: v.at, history: v.history, only: r}
+}
+
 // shows reports whether the view shows workbench name of agent (Only).
 func (v *View) shows(agent, name string) bool {
-	return v.only == nil || v.only.agent != agent || slices.Contains(v.only.names, name)
+	return v.only == nil || v.only.agent != agent || v.only.all || slices.Contains(v.only.names, name)
+}
+
+// pathsRestricted reports whether the view shows only some paths of agent's workbenches
+// (OnlyPaths).
+func (v *View) pathsRestricted(agent string) bool {
+	return v.only != nil && v.only.agent == agent && len(v.only.prefixes) > 0
+}
+
+// showsPath reports whether the view shows path of agent's workbenches (OnlyPaths).
+func (v *View) showsPath(agent, path string) bool {
+	if !v.pathsRestricted(agent) {
+		return true
+	}
+	for _, p := range v.only.prefixes {
+		if hasPathPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// showsKey is showsPath for a path key of ws.
+func (v *View) showsKey(ws *Workspace, key string) bool {
+	return !v.pathsRestricted(ws.Agent) || v.showsPath(ws.Agent, keyPath(key))
+}
+
+// record returns the record of path in ws, if the view shows the path.
+func (v *View) record(ws *Workspace, path string) (*pathRecord, bool) {
+	if !v.showsPath(ws.Agent, path) {
+		return nil, false
+	}
+	return v.st.paths.Get(pathKey(ws.Incarnation, path))
+}
+
+// dirOf is dirInfo of ws as the view shows it: for a view restricted to prefixes, a
+// directory at or below a prefix as it is, one above prefixes the sum of what they hold
+// (a prefix naming a file counts that file), any other nothing.
+func (v *View) dirOf(ws *Workspace, dir string) DirInfo {
+	if !v.pathsRestricted(ws.Agent) || dir != "" && v.showsPath(ws.Agent, dir) {
+		return v.dirInfo(ws.Incarnation, dir)
+	}
+	var info DirInfo
+	children := map[string]bool{}
+	for _, p := range v.only.prefixes {
+		if p == dir || !hasPathPrefix(p, dir) {
+			continue
+		}
+		sub := v.dirInfo(ws.Incarnation, p)
+		if rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, p)); ok {
+			if e := rec.at(v.at); e != nil {
+				sub.Files++
+				sub.Bytes += e.Size
+			}
+		}
+		if sub.Files == 0 {
+			continue
+		}
+		info.Files += sub.Files
+		info.Bytes += sub.Bytes
+		rest := p
+		if dir != "" {
+			rest = p[len(dir)+1:]
+		}
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			rest = rest[:i]
+		}
+		children[rest] = true
+	}
+	info.Children = int64(len(children))
+	return info
+}
+
+// shown returns ws as the view shows it: for a view restricted to prefixes, its Files and
+// Bytes count only what they hold (dirOf).
+func (v *View) shown(ws *Workspace) *Workspace {
+	if !v.pathsRestricted(ws.Agent) {
+		return ws
+	}
+	c := *ws
+	info := v.dirOf(ws, "")
+	c.Files, c.Bytes = info.Files, info.Bytes
+	return &c
 }
 
 // showsRoot reports whether the view shows agent's root-wide records (Only).
@@ -99,7 +201,7 @@ func (v *View) Workspace(agent, name string) (*Workspace, error) {
 	if !ok || ws.State != WorkspaceVisible || ws.CreatedVersion > v.at || !v.shows(agent, name) {
 		return nil, errorf(CodeNotFound, "workbench %q does not exist", name)
 	}
-	return ws, nil
+	return v.shown(ws), nil
 }
 
 // DirInfo summarizes an implicit directory: live files anywhere below it, their bytes, and
@@ -132,12 +234,12 @@ func (v *View) File(ws *Workspace, path string) (*Entry, error) {
 	if err := ValidatePath("path", path); err != nil {
 		return nil, err
 	}
-	if rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, path)); ok {
+	if rec, ok := v.record(ws, path); ok {
 		if e := rec.at(v.at); e != nil {
 			return e, nil
 		}
 	}
-	if info := v.dirInfo(ws.Incarnation, path); info.Files > 0 {
+	if info := v.dirOf(ws, path); info.Files > 0 {
 		return nil, &Error{Code: CodeNotArtifact, Kind: string(KindDirectory), Message: "the path is a directory, not a file"}
 	}
 	return nil, errorf(CodeNotFound, "the file does not exist")
@@ -179,7 +281,7 @@ func (v *View) FileVersion(ws *Workspace, path string) (FileVersion, error) {
 	if err := ValidatePath("path", path); err != nil {
 		return FileVersion{}, err
 	}
-	if rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, path)); ok {
+	if rec, ok := v.record(ws, path); ok {
 		for _, el := range rec.Chain {
 			if el.Version > v.at {
 				continue
@@ -197,14 +299,14 @@ func (v *View) FileVersion(ws *Workspace, path string) (FileVersion, error) {
 // Stat describes path ("" = the workbench's top directory). NotFound when nothing is there.
 func (v *View) Stat(ws *Workspace, path string) (Stat, error) {
 	if path == "" {
-		return Stat{Kind: KindDirectory, Dir: v.dirInfo(ws.Incarnation, "")}, nil
+		return Stat{Kind: KindDirectory, Dir: v.dirOf(ws, "")}, nil
 	}
 	e, err := v.File(ws, path)
 	if err == nil {
 		return Stat{Kind: KindFile, Entry: e}, nil
 	}
 	if CodeOf(err) == CodeNotArtifact {
-		return Stat{Kind: KindDirectory, Dir: v.dirInfo(ws.Incarnation, path)}, nil
+		return Stat{Kind: KindDirectory, Dir: v.dirOf(ws, path)}, nil
 	}
 	return Stat{}, err
 }
@@ -226,10 +328,10 @@ func (v *View) List(ws *Workspace, dir, after string, limit int) (entries []DirE
 		if err := ValidatePath("path", dir); err != nil {
 			return nil, false, err
 		}
-		if rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, dir)); ok && rec.at(v.at) != nil {
+		if rec, ok := v.record(ws, dir); ok && rec.at(v.at) != nil {
 			return nil, false, &Error{Code: CodeNotDirectory, Path: dir, Message: "the path is a file, not a directory"}
 		}
-		if v.dirInfo(ws.Incarnation, dir).Files == 0 {
+		if v.dirOf(ws, dir).Files == 0 {
 			return nil, false, errorf(CodeNotFound, "the directory does not exist")
 		}
 	}
@@ -251,7 +353,7 @@ func (v *View) List(ws *Workspace, dir, after string, limit int) (entries []DirE
 			rest := key[len(prefix):]
 			i := strings.IndexByte(rest, 0)
 			if i < 0 {
-				if e := rec.at(v.at); e != nil {
+				if e := rec.at(v.at); e != nil && v.showsKey(ws, key) {
 					if len(entries) == limit {
 						more = true
 						return false
@@ -261,7 +363,7 @@ func (v *View) List(ws *Workspace, dir, after string, limit int) (entries []DirE
 				return true
 			}
 			name := rest[:i]
-			info := v.dirInfo(ws.Incarnation, joinPath(dir, name))
+			info := v.dirOf(ws, joinPath(dir, name))
 			if info.Files > 0 {
 				if len(entries) == limit {
 					more = true

@@ -149,7 +149,7 @@ func (v *View) Workspaces(agent, after string, limit int) (out []*Workspace, mor
 			more = true
 			return false
 		}
-		out = append(out, ws)
+		out = append(out, v.shown(ws))
 		return true
 	})
 	return out, more
@@ -189,7 +189,7 @@ func (v *View) Files(ws *Workspace, after string, fn func(path string, e *Entry)
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
-		if e := rec.at(v.at); e != nil {
+		if e := rec.at(v.at); e != nil && v.showsKey(ws, k) {
 			return fn(keyPath(k), e)
 		}
 		return true

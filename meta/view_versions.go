@@ -10,7 +10,7 @@ func (v *View) FileVersions(ws *Workspace, path string, limit int) ([]FileVersio
 	if err := ValidatePath("path", path); err != nil {
 		return nil, err
 	}
-	rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, path))
+	rec, ok := v.record(ws, path)
 	if !ok {
 		return nil, nil
 	}

@@ -61,9 +61,15 @@ func hidden(ctx context.Context, agent string) bool { return !caller(ctx).MayUse
 type access struct {
 	whole       bool
 	workbenches []string
+	// prefixes, when set, are the only paths of those workbenches it reaches
+	// (auth.Principal.Prefixes, access_paths.go).
+	prefixes []string
 }
 
 func (a access) any() bool { return a.whole || len(a.workbenches) > 0 }
+
+// rootWide reports whether a reaches the root-wide records: every workbench, every path.
+func (a access) rootWide() bool { return a.whole && len(a.prefixes) == 0 }
 
 // has reports whether a reaches workbench id ("": the root-wide records, whole only).
 func (a access) has(id string) bool { return a.whole || id != "" && slices.Contains(a.workbenches, id) }
@@ -76,7 +82,7 @@ func (s *base) reach(ctx context.Context, agent string) access {
 	r := caller(ctx).ReachIn(agent)
 	switch {
 	case r.Whole:
-		return access{whole: true}
+		return access{whole: true, prefixes: r.Prefixes}
 	case r.Workbench == "":
 		return access{}
 	}
@@ -85,7 +91,7 @@ func (s *base) reach(ctx context.Context, agent string) access {
 		// documents of each): a key bound to its name reaches nothing, on every surface.
 		return access{}
 	}
-	a := access{workbenches: []string{r.Workbench}}
+	a := access{workbenches: []string{r.Workbench}, prefixes: r.Prefixes}
 	surface := SurfaceOf(ctx)
 	for _, ws := range slices.Sorted(maps.Keys(s.cfg.ReservedWorkbenches)) {
 		if owner := s.cfg.ReservedWorkbenches[ws]; surfaceOwns(owner, surface) && ws != r.Workbench {
@@ -114,13 +120,17 @@ func (s *base) visibleView(ctx context.Context, agent string, v *meta.View) *met
 	if _, ok := v.Root(agent); !ok {
 		return emptyView
 	}
-	switch a := s.reach(ctx, agent); {
-	case a.whole:
-		return v
-	case a.any():
-		return v.Only(agent, a.workbenches...)
+	a := s.reach(ctx, agent)
+	if !a.any() {
+		return emptyView
 	}
-	return emptyView
+	if !a.whole {
+		v = v.Only(agent, a.workbenches...)
+	}
+	if len(a.prefixes) > 0 {
+		v = v.OnlyPaths(agent, a.prefixes...)
+	}
+	return v
 }
 
 // mayRead answers PermissionDenied when the caller sees agent's root but lacks
@@ -187,13 +197,16 @@ func absentAnswer(agent, id string) *Error {
 // change every workbench. A hidden root passes: it answers as a missing one.
 func (s *base) mayRootWide(ctx context.Context, agent, what string) *Error {
 	a := s.reach(ctx, agent)
-	if !a.any() || a.whole {
+	switch {
+	case !a.any() || a.rootWide():
 		return nil
+	case a.whole:
+		return outsidePrefixes(ctx, agent, a.prefixes, what+" needs a key for the whole root")
 	}
 	p := caller(ctx)
 	e := newError(CodePermissionDenied, "principal %q may use only workbench %q of agent root %q: %s needs a key for the whole root",
-		p.ID, p.Workspace, agent, what)
-	e.Details["workbench"] = p.Workspace
+		p.ID, a.workbenches[0], agent, what)
+	e.Details["workbench"] = a.workbenches[0]
 	return e
 }
 

@@ -91,6 +91,9 @@ func (s *Lifecycle) Commit(ctx context.Context, agent string, in CommitInput) (R
 	if err := ValidateContentDigestURI(in.ContentDigestURI); err != nil {
 		return nil, err
 	}
+	if err := mayWholeWorkbench(ctx, s.base, agent); err != nil {
+		return nil, err
+	}
 	if t := bytes.TrimSpace(in.Manifest); len(t) == 0 || t[0] != '{' {
 		return nil, invalidArgument("manifest", "must be a JSON object")
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/cairnstore/cairn/meta"
 )
@@ -29,6 +30,10 @@ const forkPinKey = "pinned_by_fork"
 type ForkRequest struct {
 	Agent, Parent, Fork string
 	At                  DiffSide
+	// MintKey also mints a key bound to the fork (fork_key.go), expiring at KeyExpiresAt
+	// (zero: when the caller's key does, or never).
+	MintKey      bool
+	KeyExpiresAt time.Time
 }
 
 // ForkInput is cairn_fork's input and the REST body of POST …/workbenches/{id}/fork.
@@ -36,12 +41,21 @@ type ForkInput struct {
 	ID   string  `json:"id"`
 	Fork string  `json:"fork"`
 	At   *string `json:"at"`
+	// MintKey asks for a key bound to the fork in the answer (fork_key.go);
+	// KeyExpiresAt (RFC 3339) is when it stops working.
+	MintKey      bool    `json:"mint_key"`
+	KeyExpiresAt *string `json:"key_expires_at"`
 }
 
 // Request returns the ForkRequest in asks for in agent's root (InvalidArguments naming the
 // field of a bad argument).
 func (in ForkInput) Request(agent string) (ForkRequest, *Error) {
-	req := ForkRequest{Agent: agent, Parent: in.ID, Fork: in.Fork, At: DiffSide{Kind: SideLive}}
+	req := ForkRequest{Agent: agent, Parent: in.ID, Fork: in.Fork, At: DiffSide{Kind: SideLive}, MintKey: in.MintKey}
+	exp, err := parseKeyExpiry(in.KeyExpiresAt)
+	if err != nil {
+		return req, err
+	}
+	req.KeyExpiresAt = exp
 	if in.At != nil && *in.At != "" {
 		d, err := ParseDiffSide("at", *in.At)
 		if err != nil {
@@ -80,13 +94,15 @@ func (r forkRecord) point() string {
 // records parent and base. A restore that fails retires the snapshot it pinned.
 //
 // The answer: fork_id, parent_id, base {kind, snapshot_id, commit_id, read_version},
-// pinned_snapshot_id (null unless the fork pinned one), and the restore's fields
-// (operation_id, destination_path, restored_files, …).
+// pinned_snapshot_id (null unless the fork pinned one), the restore's fields
+// (operation_id, destination_path, restored_files, …), and with req.MintKey the fork's
+// key (fork_key.go: id, secret, workbench, scopes, expires_at, minted_by), checked before
+// the fork is made and minted after.
 //
 // Errors: InvalidArguments naming id, fork or at; NotFound (the parent, a commit; a root
 // the caller may not see); SnapshotNotFound, SnapshotExpired; AlreadyExists (a workbench
 // named fork exists); ResourceExhausted (the parent's snapshot cap); PermissionDenied
-// without the write scope.
+// without the write scope, or when the fork's key would be broader than the caller's.
 func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 	if err := validateTarget(req.Agent, req.Parent, ""); err != nil {
 		return nil, err
@@ -101,6 +117,13 @@ func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 		return nil, invalidArgument("fork", "must differ from the parent's name")
 	}
 	if err := mayWrite(ctx, req.Agent); err != nil {
+		return nil, err
+	}
+	if err := mayWholeWorkbench(ctx, s.base, req.Agent); err != nil {
+		return nil, err
+	}
+	mint, err := s.forkKey(ctx, req)
+	if err != nil {
 		return nil, err
 	}
 	in := RestoreInput{ID: req.Parent, DestinationID: req.Fork}
@@ -132,6 +155,15 @@ func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 	r["parent_id"] = req.Parent
 	r["base"] = baseInfo(r["snapshot_id"], r["commit_id"], r["read_version"])
 	r["pinned_snapshot_id"] = nilIfZero(pinned)
+	if mint != nil {
+		// The fork exists: a key store that fails now leaves it without a key, which the
+		// caller mints through POST /v1/keys.
+		k, err := mint(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r["key"] = k
+	}
 	return r, nil
 }
 

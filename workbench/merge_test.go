@@ -241,6 +241,9 @@ func TestForkAndMergeRefuseBadInput(t *testing.T) {
 		{"the parent's own name", workbench.ForkInput{ID: "w", Fork: "w"}, "fork"},
 		{"a generation base", workbench.ForkInput{ID: "w", Fork: "g", At: ptr("generation:3")}, "at"},
 		{"a base of no kind", workbench.ForkInput{ID: "w", Fork: "g", At: ptr("yesterday")}, "at"},
+		{"a key expiry that is no time", workbench.ForkInput{ID: "w", Fork: "g", MintKey: true, KeyExpiresAt: ptr("in an hour")}, "key_expires_at"},
+		{"a key expiry without mint_key", workbench.ForkInput{ID: "w", Fork: "g", KeyExpiresAt: ptr("2030-01-01T00:00:00Z")}, "key_expires_at"},
+		{"a key on a service that keeps none", workbench.ForkInput{ID: "w", Fork: "g", MintKey: true}, "mint_key"},
 	} {
 		req, rerr := tc.in.Request("a")
 		var err error = rerr

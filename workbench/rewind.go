@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench/diff"
@@ -18,6 +19,8 @@ type Attempts struct {
 	base   *base
 	review *Review
 	life   *Lifecycle // forks are restores (fork.go)
+	// minter mints the keys forks ask for (fork_key.go); nil: none.
+	minter atomic.Pointer[minterBox]
 }
 
 // Rewind bounds.

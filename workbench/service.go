@@ -796,6 +796,9 @@ func (s *base) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta
 	if res, done, err := s.absentRoot(ctx, agent, h, b); done {
 		return res, err
 	}
+	if err := mayTouchPaths(ctx, s, agent, b); err != nil {
+		return meta.Result{}, err
+	}
 	c, err := s.cores.For(ctx, agent)
 	if err != nil {
 		return meta.Result{}, err

@@ -12,6 +12,7 @@ import (
 	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/shard/worker"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
@@ -134,5 +135,32 @@ func TestALargeBodyWhoseBlobsWereCollectedBeforeItsPublishSaysSo(t *testing.T) {
 	}
 	if !bytes.Equal(readAll(t, n.svc, "g"), big) {
 		t.Fatal("g does not read back")
+	}
+}
+
+// untouched is a body that fails the test when it is read.
+type untouched struct{ t *testing.T }
+
+func (u untouched) Read([]byte) (int, error) {
+	u.t.Error("the body of a refused write was read")
+	return 0, io.ErrUnexpectedEOF
+}
+
+// TestAWriteOutsideThePrefixesReadsNoBody: a key bound to outputs writes below it; a
+// write or append of a path outside is PermissionDenied naming the prefixes before a
+// byte of its body is read, so a refused write leaves no blob behind.
+func TestAWriteOutsideThePrefixesReadsNoBody(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 64}).Service
+	grepPutIn(t, svc, "w", "input/x.txt", "x")
+	ctx := auth.WithPrincipal(t.Context(), auth.Principal{ID: "k", Agents: []string{"a"}, Prefixes: []string{"outputs"}, Scopes: auth.Scopes})
+	if _, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/y.txt", Body: strings.NewReader("y")}); err != nil {
+		t.Fatalf("a write inside: %v", err)
+	}
+	_, werr := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/x.txt", Body: untouched{t}})
+	_, aerr := svc.Writes.Append(ctx, workbench.AppendRequest{Agent: "a", Workbench: "w", Path: "input/new.txt", Body: untouched{t}})
+	for what, err := range map[string]error{"write": werr, "append": aerr} {
+		if e := workbench.AsError(err); e == nil || e.Code != workbench.CodePermissionDenied || e.Details["prefixes"] == nil {
+			t.Errorf("a %s outside the prefixes: %v", what, err)
+		}
 	}
 }

@@ -43,8 +43,9 @@ type Writes struct {
 // workbench_put_file and the CLI arrive here too.
 //
 //  1. Checks before any byte is read: validateTarget and checkWritable (the path and
-//     section rules), normalizeContentType, meta.ValidateFields, and mayCreate
-//     (access.go: a root or workbench the caller may not reach answers as missing).
+//     section rules), normalizeContentType, meta.ValidateFields, and mayWritePath
+//     (access.go, access_paths.go: a root or workbench the caller may not reach answers
+//     as missing, a path outside its prefixes is PermissionDenied).
 //  2. base.admitUpload (limits.go): the principal's upload cap; then ingestBody (redact.go, for
 //     tenants with secret redaction) and ingest (service.go): the body is read once, hashed
 //     while it is cut into segments (content-defined chunking past 8 MiB), each segment
@@ -77,7 +78,7 @@ func (s *Writes) Write(ctx context.Context, req WriteRequest) (FileResult, error
 		return FileResult{}, err
 	}
 	req.ContentType = ct
-	if err := s.base.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
+	if err := mayWritePath(ctx, s.base, req.Agent, req.Workbench, req.Path); err != nil {
 		return FileResult{}, err
 	}
 	done, werr := s.base.admitUpload(ctx)
@@ -140,7 +141,7 @@ func (s *Writes) Append(ctx context.Context, req AppendRequest) (AppendResult, e
 		return AppendResult{}, werr
 	}
 	req.ContentType = ct
-	if err := s.base.mayCreate(ctx, req.Agent, req.Workbench); err != nil {
+	if err := mayWritePath(ctx, s.base, req.Agent, req.Workbench, req.Path); err != nil {
 		return AppendResult{}, err
 	}
 	done, werr := s.base.admitUpload(ctx)

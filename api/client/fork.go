@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"time"
 )
 
 // ForkResult is the server's answer to Fork: the new workbench, its parent and its base.
@@ -18,7 +19,18 @@ type ForkResult struct {
 	// when the base was a snapshot or commit the caller named); Discard retires it.
 	PinnedSnapshotID *uint64 `json:"pinned_snapshot_id"`
 	RestoredFiles    int64   `json:"restored_files"`
+	// Key is the fork's key when ForkOptions.MintKey asked for one (its secret, once).
+	Key *APIKey `json:"key"`
 	RawJSON
+}
+
+// ForkOptions are Fork's options: At, the base ("" or "live", snapshot:<id or name> or
+// commit:<commit_identity>); MintKey, a key bound to the fork in the answer, no broader
+// than c's, expiring at KeyExpiresAt (zero: with c's key, or never).
+type ForkOptions struct {
+	At           string
+	MintKey      bool
+	KeyExpiresAt time.Time
 }
 
 // Fork makes workbench fork a zero-copy child of workbench wb at at: "" or "live",
@@ -26,10 +38,20 @@ type ForkResult struct {
 // fork and merge"). It is not retried once sent: a fork that landed answers a retry
 // AlreadyExists.
 func (c *Client) Fork(ctx context.Context, agent, wb, fork, at string) (*ForkResult, error) {
+	return c.ForkWith(ctx, agent, wb, fork, ForkOptions{At: at})
+}
+
+// ForkWith is Fork with opts.
+func (c *Client) ForkWith(ctx context.Context, agent, wb, fork string, opts ForkOptions) (*ForkResult, error) {
 	body := struct {
-		Fork string `json:"fork"`
-		At   string `json:"at,omitempty"`
-	}{fork, at}
+		Fork         string `json:"fork"`
+		At           string `json:"at,omitempty"`
+		MintKey      bool   `json:"mint_key,omitempty"`
+		KeyExpiresAt string `json:"key_expires_at,omitempty"`
+	}{Fork: fork, At: opts.At, MintKey: opts.MintKey}
+	if !opts.KeyExpiresAt.IsZero() {
+		body.KeyExpiresAt = opts.KeyExpiresAt.UTC().Format(time.RFC3339)
+	}
 	return postJSON[ForkResult](ctx, c, c.workbenchURL(agent, wb)+"/fork", body, notReplayable)
 }
 

@@ -26,6 +26,10 @@ type KeyRequest struct {
 	Scopes    []string `json:"scopes"`
 	Tenant    string   `json:"tenant,omitempty"`
 	Workspace string   `json:"workspace,omitempty"`
+	// Workbench binds the key to one workbench of each root; Prefixes to the paths at or
+	// below them ("outputs/run1/").
+	Workbench string   `json:"workbench,omitempty"`
+	Prefixes  []string `json:"prefixes,omitempty"`
 	// ExpiresAt, when set, is when the key stops working.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	// S3 gives the key an S3 credential for the S3 gateway (one agent root only).
@@ -52,6 +56,11 @@ type APIKey struct {
 	// S3SecretAccessKey its secret, set only in the answer of CreateKey.
 	S3AccessKeyID     string `json:"s3_access_key_id,omitempty"`
 	S3SecretAccessKey string `json:"s3_secret_access_key,omitempty"`
+	// Workbench and Prefixes bind the key as KeyRequest's do; MintedBy is the id of the
+	// key that minted it (MintKey, a fork's mint_key), "" for an operator's.
+	Workbench string   `json:"workbench,omitempty"`
+	Prefixes  []string `json:"prefixes,omitempty"`
+	MintedBy  string   `json:"minted_by,omitempty"`
 	RawJSON
 }
 
@@ -60,6 +69,18 @@ type APIKey struct {
 // second key. Errors: *Error InvalidArguments naming the field.
 func (c *Client) CreateKey(ctx context.Context, req KeyRequest) (*APIKey, error) {
 	return postJSON[APIKey](ctx, c, c.base+AdminKeysPath, req, notReplayable)
+}
+
+// MintPath is the client listener's route by which a key mints a narrower key.
+const MintPath = "/v1/keys"
+
+// MintKey makes a key no broader than c's own (c on the client listener, with its key):
+// no root, workbench, path prefix or scope c's key lacks, expiring no later than it, and
+// stopped when c's key is revoked. The answer holds the secret, once. Not retried.
+// Errors: *Error PermissionDenied naming the field that would widen the key,
+// InvalidArguments naming a bad field.
+func (c *Client) MintKey(ctx context.Context, req KeyRequest) (*APIKey, error) {
+	return postJSON[APIKey](ctx, c, c.base+MintPath, req, notReplayable)
 }
 
 // KeyList is the answer of ListKeys.

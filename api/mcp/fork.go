@@ -15,7 +15,9 @@ var forkTools = []toolDef{{
 	description: "Make workbench fork, a zero-copy child of workbench id for a parallel attempt, at: live (default; the fork " +
 		"pins a snapshot of id so its base is exact), snapshot:<id or name> or commit:<commit_identity>. Merge it back " +
 		"with cairn_merge, or release it with cairn_discard. Result: fork_id, parent_id, base {kind, snapshot_id, " +
-		"commit_id, read_version}, pinned_snapshot_id, restored_files.",
+		"commit_id, read_version}, pinned_snapshot_id, restored_files; with mint_key true also key {id, secret, workbench, scopes, " +
+		"expires_at, minted_by}: a new API key bound to the fork alone, no broader than yours and expiring no later (key_expires_at, " +
+		"RFC 3339, sets its expiry), for a sub-agent working on the attempt; its secret is shown only here.",
 	run: func(ctx context.Context, svc *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
 		in, werr := decodeArgs[workbench.ForkInput](args)
 		if werr != nil {

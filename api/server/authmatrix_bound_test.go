@@ -29,14 +29,7 @@ func TestAuthBoundKeyReachesItsWorkbenchOnly(t *testing.T) {
 	if s := string(list.body); !strings.Contains(s, `"other"`) || strings.Contains(s, `"w"`) {
 		t.Errorf("its workbench list: %s", s)
 	}
-	search := mustReply(t, "bound: search", m.on(t, m.full, keyBound, "POST", "/v1/agents/a/search", `{"predicates":[{"field":"artifact.ext","op":"eq","value":"txt"}]}`), 200)
-	if s := string(search.body); !strings.Contains(s, "mine.txt") || strings.Contains(s, "secret.txt") {
-		t.Errorf("its root-wide search: %s", s)
-	}
-	feed := mustReply(t, "bound: feed", m.on(t, m.full, keyBound, "GET", "/v1/agents/a/events?follow=false", ""), 200)
-	if s := string(feed.body); !strings.Contains(s, "mine.txt") || strings.Contains(s, "secret.txt") {
-		t.Errorf("its change feed: %s", s)
-	}
+	m.wantSearchAndFeed(t, keyBound, "mine.txt", "secret.txt")
 
 	// MCP: the session of root a reaches workbench other only.
 	cs, err := m.connect(t, m.full, keyBound, "a")
@@ -57,5 +50,53 @@ func TestAuthBoundKeyReachesItsWorkbenchOnly(t *testing.T) {
 	wop := mustReply(t, "bound: OpenWOP get", m.on(t, m.full, keyBound, "GET", "/v1/host/workspace/files/input/mine.txt", ""), 200)
 	if wop.json["content"] != "mine" {
 		t.Errorf("OpenWOP read of its own file: %s", wop.body)
+	}
+}
+
+// wantSearchAndFeed fails unless column key's root-wide search of root a and its change
+// feed (the server-sent events of /events, read to the end) tell of file mine and never
+// of file hidden.
+func (m *matrix) wantSearchAndFeed(t *testing.T, key, mine, hidden string) {
+	t.Helper()
+	search := mustReply(t, key+": search", m.on(t, m.full, key, "POST", "/v1/agents/a/search", `{"predicates":[{"field":"artifact.ext","op":"eq","value":"txt"}]}`), 200)
+	if s := string(search.body); !strings.Contains(s, mine) || strings.Contains(s, hidden) {
+		t.Errorf("%s: its root-wide search: %s", key, s)
+	}
+	feed := mustReply(t, key+": feed", m.on(t, m.full, key, "GET", "/v1/agents/a/events?follow=false", "", "Accept", "text/event-stream"), 200)
+	if s := string(feed.body); !strings.HasPrefix(feed.header.Get("Content-Type"), "text/event-stream") || !strings.Contains(s, mine) || strings.Contains(s, hidden) {
+		t.Errorf("%s: its change feed (%s): %s", key, feed.header.Get("Content-Type"), s)
+	}
+}
+
+// TestAuthPrefixTenantKeyOverOpenWOP: a key bound to OpenWOP tenant a, workspace other and
+// the prefix outputs (issue 31) works in host.workspace below outputs; a file of the same
+// workspace outside it answers byte for byte as a missing file to GET, PUT and DELETE,
+// and its listing leaves the file out.
+func TestAuthPrefixTenantKeyOverOpenWOP(t *testing.T) {
+	m := newMatrix(t)
+	k := mustReply(t, "admin: create the key", m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath,
+		`{"name":"wop outputs","tenant":"a","workspace":"other","prefixes":["outputs/"],"scopes":["workspace:read","workspace:write"]}`), 201)
+	m.authz["wop"] = "Bearer " + k.json["secret"].(string)
+	const other, files = "/v1/agents/a/workbenches/other/files/", "/v1/host/workspace/files/"
+	mustReply(t, "admin: put outside", m.on(t, m.full, keyAdmin, "PUT", other+"input/secret.txt", "secret"), 201)
+	mustReply(t, "wop: put inside", m.on(t, m.full, "wop", "PUT", files+"outputs/mine.txt", `{"content":"mine"}`, "Content-Type", "application/json"), 200)
+	if got := mustReply(t, "wop: get inside", m.on(t, m.full, "wop", "GET", files+"outputs/mine.txt", ""), 200); got.json["content"] != "mine" {
+		t.Errorf("its own file: %s", got.body)
+	}
+	for _, c := range []struct{ method, body string }{{"GET", ""}, {"PUT", `{"content":"mine now"}`}, {"DELETE", ""}} {
+		hidden := m.on(t, m.full, "wop", c.method, files+"input/secret.txt", c.body, "Content-Type", "application/json")
+		missing := m.on(t, m.full, "wop", c.method, files+"input/absent.txt", c.body, "Content-Type", "application/json")
+		missing.body = []byte(strings.ReplaceAll(string(missing.body), "absent", "secret"))
+		sameReply(t, c.method+" of a file outside the prefixes vs a missing one", hidden, missing)
+		if hidden.status < 400 {
+			t.Errorf("%s outside the prefixes: %d %s", c.method, hidden.status, hidden.body)
+		}
+	}
+	list := mustReply(t, "wop: list", m.on(t, m.full, "wop", "GET", "/v1/host/workspace/files", ""), 200)
+	if s := string(list.body); !strings.Contains(s, "outputs/mine.txt") || strings.Contains(s, "secret") {
+		t.Errorf("its listing: %s", s)
+	}
+	if got := mustReply(t, "admin: get outside", m.on(t, m.full, keyAdmin, "GET", other+"input/secret.txt", ""), 200); string(got.body) != "secret" {
+		t.Errorf("the file outside after the refused writes: %q", got.body)
 	}
 }

@@ -32,7 +32,13 @@ var matrixClient = &sdk.Implementation{Name: "cairn-authmatrix", Version: "0"}
 // connect opens a go-sdk session on node n's /v1/agents/{agent}/mcp with column key.
 func (m *matrix) connect(t *testing.T, n *matrixNode, key, agent string) (*sdk.ClientSession, error) {
 	t.Helper()
-	transport := &sdk.StreamableClientTransport{Endpoint: n.url + "/v1/agents/" + agent + "/mcp",
+	return m.connectTo(t, n, key, "/v1/agents/"+agent+"/mcp")
+}
+
+// connectTo opens a go-sdk session on node n's MCP endpoint path with column key.
+func (m *matrix) connectTo(t *testing.T, n *matrixNode, key, path string) (*sdk.ClientSession, error) {
+	t.Helper()
+	transport := &sdk.StreamableClientTransport{Endpoint: n.url + path,
 		HTTPClient: &http.Client{Transport: bearer{m.authz[key]}}, DisableStandaloneSSE: true}
 	cs, err := sdk.NewClient(matrixClient, nil).Connect(t.Context(), transport, nil)
 	if err == nil {

@@ -307,6 +307,13 @@ func TestAuthMatrixOverEveryRESTRoute(t *testing.T) {
 			sameReplyBut(t, r.String()+": a key bound to another workbench vs a root that does not exist", bound, missing, "read_version")
 		}
 		sameReply(t, r.String()+": another root's key, the same on the twin", f.send(t, f.twin, keyOther, r), missing)
+		// A key bound to root a's outputs, where the fixture holds nothing: no route tells
+		// it of a file below input, and root-wide records are refused.
+		prefix := f.send(t, f.full, keyPrefix, r)
+		if rootWide(r.route) {
+			mustReply(t, r.String()+": a prefix-bound key asks for a root-wide record", prefix, 403)
+		}
+		wantNoFixturePath(t, r.String()+": a prefix-bound key", prefix)
 		wo := f.send(t, f.full, keyWO, r)
 		if r.method == "HEAD" {
 			mustReply(t, r.String()+": write-only key", wo, 403)
@@ -339,8 +346,18 @@ func TestAuthMatrixOverEveryRESTRoute(t *testing.T) {
 			sameReply(t, r.String()+": another root's key vs a root that does not exist", other, missing)
 			sameReply(t, r.String()+": a key bound to another workbench vs a root that does not exist", bound, missing)
 		}
+		// A prefix-bound key's write that names a path outside its prefixes, or acts on
+		// a whole workbench, is refused; a write it may do is left out here (it would
+		// change the fixture the admin key's writes below expect).
+		if !strings.HasSuffix(r.target, "/w9") && !strings.Contains(r.route, "/snapshots") {
+			if p := f.send(t, f.full, keyPrefix, r); strings.Contains(r.body, `"dry_run":true`) {
+				wantNoFixturePath(t, r.String()+": a prefix-bound key's preview", p)
+			} else if p.status != 403 && p.status != 404 {
+				t.Errorf("%s: a prefix-bound key: %d %s, want 403 or 404", r, p.status, p.body)
+			}
+		}
 		unauthenticated(r)
-		cells += 3
+		cells += 4
 	}
 	// Nothing of the refused writes happened.
 	after := mustReply(t, "full: file", f.on(t, f.full, keyAdmin, "GET", "/v1/agents/a/workbenches/w/files/input/dir/x.txt", ""), 200)
@@ -361,6 +378,18 @@ func TestAuthMatrixOverEveryRESTRoute(t *testing.T) {
 	}
 	mustReply(t, "write-only key writes", f.on(t, f.full, keyWO, "PUT", "/v1/agents/a/workbenches/w/files/input/new.txt", "n"), 201)
 	t.Logf("REST matrix: %d requests, %d checked cells", len(reqs), cells)
+}
+
+// wantNoFixturePath fails when r tells anything of root a's files below input (their
+// names, directory or contents).
+func wantNoFixturePath(t *testing.T, what string, r reply) {
+	t.Helper()
+	body := strings.ReplaceAll(string(r.body), `"pattern":"hello"`, "") // grep echoes its own pattern
+	for _, s := range []string{"x.txt", "y.txt", "input/dir", "hello", `"dir"`} {
+		if strings.Contains(body, s) {
+			t.Errorf("%s: the answer tells of %s: %d %s", what, s, r.status, r.body)
+		}
+	}
 }
 
 // sameReplyBut is sameReply for JSON answers, but for the top-level field named ignore

@@ -30,6 +30,9 @@ import (
 //	bound key           only workbench "other" of root a (--tenant a --workspace other),
 //	                    workspace:read, workspace:write and review
 //	admin key           every root, every scope (the operator)
+//	prefix-bound key    root a's paths at or below "outputs" (issue 31), workspace:read,
+//	                    workspace:write and review; its expired twin is answered 401 like
+//	                    an unknown key (authmatrix_prefix_test.go checks what it sees)
 
 // The matrix's columns.
 const (
@@ -43,10 +46,12 @@ const (
 	keyOther     = "another root's key"
 	keyBound     = "a key bound to another workbench"
 	keyAdmin     = "admin key"
+	keyPrefix    = "a key bound to root a's outputs"
+	keyPrefixExp = "an expired key bound to root a's outputs"
 )
 
 // unauthenticatedKeys are the columns answered 401: none names a live key.
-var unauthenticatedKeys = []string{keyNone, keyMalformed, keyBad, keyRevoked, keyExpired}
+var unauthenticatedKeys = []string{keyNone, keyMalformed, keyBad, keyRevoked, keyExpired, keyPrefixExp}
 
 // keySpecs are the keys the matrix stores (the revoked one is revoked through the admin
 // route once the nodes run; the expired one is stored already expired).
@@ -59,11 +64,16 @@ var keySpecs = map[string]auth.KeySpec{
 	keyAdmin:   {Name: "operator", AllAgents: true, Scopes: auth.Scopes},
 	keyRevoked: {Name: "revoked", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
 	keyExpired: {Name: "expired", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
+	keyPrefix: {Name: "a's outputs", Agents: []string{"a"}, Prefixes: []string{"outputs/"},
+		Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite, auth.ScopeReview}},
+	keyPrefixExp: {Name: "a's outputs, expired", Agents: []string{"a"}, Prefixes: []string{"outputs/"},
+		Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}},
 }
 
 // matrixNode is one served node of the matrix.
 type matrixNode struct {
 	name, url, adminURL string
+	s3URL               string // the S3 gateway's, when it serves one
 }
 
 // matrix is the two nodes and the Authorization header of every column ("" for none).
@@ -85,7 +95,7 @@ func newMatrix(t *testing.T) *matrix {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if name == keyExpired {
+		if name == keyExpired || name == keyPrefixExp {
 			k.ExpiresAt = now.Add(-time.Minute)
 		}
 		keys = append(keys, k)
@@ -99,25 +109,7 @@ func newMatrix(t *testing.T) *matrix {
 	}
 	m.authz[keyBad] = ro[:len(ro)-1] + last
 
-	serve := func(name string) *matrixNode {
-		cfg := testConfig(t)
-		cfg.Auth = ops.AuthRequired
-		s, err := OpenDataDirKeys(cfg.DataDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range keys {
-			if err := s.Create(t.Context(), k); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		n, url := serveNode(t, cfg)
-		return &matrixNode{name: name, url: url, adminURL: "http://" + n.AdminAddr().String()}
-	}
-	m.full, m.twin = serve("full"), serve("twin")
+	m.full, m.twin = serveKeyed(t, "full", keys, nil), serveKeyed(t, "twin", keys, nil)
 	for _, n := range []*matrixNode{m.full, m.twin} {
 		r := m.send(t, n.adminURL, keyAdmin, "POST", KeysRevokePath, `{"id":"`+m.ids[keyRevoked]+`"}`)
 		if r.status != http.StatusOK || r.json["state"] != "revoked" {
@@ -125,6 +117,35 @@ func newMatrix(t *testing.T) *matrix {
 		}
 	}
 	return m
+}
+
+// serveKeyed serves a node that requires keys and holds keys, its configuration edited
+// by edit when not nil.
+func serveKeyed(t *testing.T, name string, keys []auth.Key, edit func(*ops.Config)) *matrixNode {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.Auth = ops.AuthRequired
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := OpenDataDirKeys(cfg.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := s.Create(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n, url := serveNode(t, cfg)
+	mn := &matrixNode{name: name, url: url, adminURL: "http://" + n.AdminAddr().String()}
+	if a := n.S3Addr(); a != nil {
+		mn.s3URL = "http://" + a.String()
+	}
+	return mn
 }
 
 // reply is a fully read answer; json holds a JSON body's object.

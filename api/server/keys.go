@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -44,6 +46,10 @@ type KeyRequest struct {
 	Scopes    []auth.Scope `json:"scopes"`
 	Tenant    string       `json:"tenant,omitempty"`
 	Workspace string       `json:"workspace,omitempty"`
+	// Workbench binds the key to one workbench of each root it names; Prefixes to the
+	// paths at or below them (section-qualified: "outputs/run1/").
+	Workbench string   `json:"workbench,omitempty"`
+	Prefixes  []string `json:"prefixes,omitempty"`
 	// ExpiresAt, when set, is when the key stops working.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	// S3 gives the key an S3 credential for the S3 gateway: the answer holds its
@@ -96,12 +102,7 @@ func createKey(w http.ResponseWriter, r *http.Request, keys auth.Store) {
 		keyError(w, err)
 		return
 	}
-	if _, ok := reservedWorkbenches[in.Workspace]; ok {
-		keyError(w, &auth.InvalidSpecError{Field: "workspace", Rule: fmt.Sprintf("%q is a workbench only the %s surface writes; bind the key to a workspace of its own", in.Workspace, reservedWorkbenches[in.Workspace])})
-		return
-	}
-	k, token, err := auth.NewKey(auth.KeySpec{Name: in.Name, Agents: in.Agents, AllAgents: in.AllAgents, Scopes: in.Scopes,
-		Tenant: in.Tenant, Workspace: in.Workspace, ExpiresAt: in.ExpiresAt, S3: in.S3}, time.Now())
+	k, token, err := newKeyOf(in, time.Now())
 	if err == nil {
 		err = keys.Create(r.Context(), k)
 	}
@@ -109,6 +110,34 @@ func createKey(w http.ResponseWriter, r *http.Request, keys auth.Store) {
 		keyError(w, err)
 		return
 	}
+	writeNewKey(w, k, token)
+}
+
+// newKeyOf makes the key a KeyRequest asks for (auth.NewKey), refusing a binding to a
+// reserved workbench and a prefix outside the workbench sections (workbench.Sections: a
+// misspelt section would make a key that sees nothing).
+func newKeyOf(in KeyRequest, now time.Time) (auth.Key, string, error) {
+	for field, ws := range map[string]string{"workspace": in.Workspace, "workbench": in.Workbench} {
+		if _, ok := reservedWorkbenches[ws]; ok {
+			return auth.Key{}, "", &auth.InvalidSpecError{Field: field, Rule: fmt.Sprintf("%q is a workbench only the %s surface writes; bind the key to a workspace of its own", ws, reservedWorkbenches[ws])}
+		}
+	}
+	for _, p := range in.Prefixes {
+		if section, _, _ := strings.Cut(p, "/"); !slices.Contains(workbench.Sections, section) {
+			return auth.Key{}, "", &auth.InvalidSpecError{Field: "prefixes", Rule: fmt.Sprintf("must start with a section (%s), got %q", strings.Join(workbench.Sections, ", "), p)}
+		}
+	}
+	return auth.NewKey(in.spec(), now)
+}
+
+// spec is the auth.KeySpec of in.
+func (in KeyRequest) spec() auth.KeySpec {
+	return auth.KeySpec{Name: in.Name, Agents: in.Agents, AllAgents: in.AllAgents, Scopes: in.Scopes,
+		Tenant: in.Tenant, Workspace: in.Workspace, Workbench: in.Workbench, Prefixes: in.Prefixes, ExpiresAt: in.ExpiresAt, S3: in.S3}
+}
+
+// writeNewKey answers 201 with k and, this once, its secrets.
+func writeNewKey(w http.ResponseWriter, k auth.Key, token string) {
 	out := keyJSON(k, time.Now())
 	out["secret"] = token
 	if k.S3Secret != "" {
@@ -169,7 +198,10 @@ func keyJSON(k auth.Key, now time.Time) map[string]any {
 	if k.S3Secret != "" {
 		m["s3_access_key_id"] = auth.S3AccessKeyID(k.ID)
 	}
-	for name, v := range map[string]string{"tenant": k.Tenant, "workspace": k.Workspace} {
+	if len(k.Prefixes) > 0 {
+		m["prefixes"] = k.Prefixes
+	}
+	for name, v := range map[string]string{"tenant": k.Tenant, "workspace": k.Workspace, "workbench": k.Workbench, "minted_by": k.MintedBy} {
 		if v != "" {
 			m[name] = v
 		}

@@ -230,6 +230,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.keys, err = n.openNodeKeys(ctx); err != nil {
 		return err
 	}
+	n.svc.Attempts.MintKeysWith(minter{n.keys}) // a fork's mint_key (mint.go)
 	adminRoutes := keyRoutes(n.keys)
 	// Every node serves the shard recovery route; an embedded node answers 404 (recover.go).
 	adminRoutes[ShardRecoveryPath] = http.HandlerFunc(n.serveShardRecovery)
@@ -303,7 +304,7 @@ func (n *Node) open(ctx context.Context) error {
 		}
 	}
 	n.handler = &authn{keys: n.keys, required: cfg.AuthRequired(), metricsKey: cfg.MetricsRequireKey,
-		beyondLoopback: cfg.ClientBeyondLoopback(), log: n.log, next: console.New(docs, facade, tenant)} // the web console at /ui/, this node's own
+		beyondLoopback: cfg.ClientBeyondLoopback(), log: n.log, next: mintRoute{keys: n.keys, next: console.New(docs, facade, tenant)}} // key minting and the web console at /ui/, this node's own
 	n.adminH = &authn{keys: n.keys, required: cfg.AdminAuthRequired(), metricsKey: cfg.MetricsRequireKey,
 		beyondLoopback: cfg.AdminBeyondLoopback(), admin: true, log: n.log, next: n.rest.Admin()}
 	n.health.sample = n.sampleBlobs

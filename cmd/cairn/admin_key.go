@@ -63,12 +63,6 @@ func withKeyClient(cmd *cobra.Command, f func(c *client.Client) error) error {
 }
 
 func newKeyCreateCommand() *cobra.Command {
-	var (
-		req     client.KeyRequest
-		scopes  string
-		expires string
-		asJSON  bool
-	)
 	cmd := &cobra.Command{
 		Use:   "create --name N (--agent A ... | --all-agents | --tenant T --workspace W) --scope S[,S...]",
 		Short: "Create an API key and print it (once)",
@@ -79,52 +73,110 @@ as workspace:read and review). --tenant and --workspace bind it to one OpenWOP
 tenant and workspace (host.workspace: the tenant is an agent root and the workspace a
 workbench in it): on every surface (REST, MCP, the CLI, the change feed, OpenWOP) the key
 then reaches that one workbench of the root, and no other, unless --agent names the root
-too. --expires D makes it stop working after D (a Go duration such
-as 720h, or days such as 90d). --s3 also makes an S3 credential for the S3 gateway
+too. --workbench W binds it to workbench W of its roots, and --prefix P (repeatable,
+section-qualified: outputs/run1/) to the paths at or below P: a path outside answers as
+a missing one, and a write there is refused. --expires D makes it stop working after D
+(a Go duration such as 720h, or days such as 90d), --expires-at T at T (RFC 3339).
+--s3 also makes an S3 credential for the S3 gateway
 (cairn serve --s3-listen), printed as the access key id and secret access key to
 give an S3 client; such a key acts in exactly one agent root. The key is printed once,
 as the last line (with --json: the "secret" field, and "s3_secret_access_key"); neither
-secret can be shown again.`,
+secret can be shown again. A key mints narrower keys itself with cairn key mint.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, s := range strings.Split(scopes, ",") {
-				if s = strings.TrimSpace(s); s != "" {
-					req.Scopes = append(req.Scopes, s)
-				}
-			}
-			if expires != "" {
-				d, err := parseExpiry(expires)
-				if err != nil {
-					return usageError{err}
-				}
-				req.ExpiresAt = time.Now().Add(d).UTC().Truncate(time.Second)
-			}
-			return withKeyClient(cmd, func(c *client.Client) error {
-				k, err := c.CreateKey(cmd.Context(), req)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return printRaw(cmd.OutOrStdout(), k.Raw)
-				}
-				printKey(cmd.OutOrStdout(), *k)
-				fmt.Fprintln(cmd.OutOrStdout(), k.Secret)
-				return nil
-			})
-		},
 	}
-	cmd.Flags().StringVar(&req.Name, "name", "", "a label for the key (who or what holds it)")
-	cmd.Flags().StringArrayVar(&req.Agents, "agent", nil, "an agent root the key may use (repeatable)")
-	cmd.Flags().BoolVar(&req.AllAgents, "all-agents", false, "the key may use every agent root")
-	cmd.Flags().StringVar(&scopes, "scope", "", "comma-separated scopes: workspace:read, workspace:write, review, admin")
-	cmd.Flags().StringVar(&req.Tenant, "tenant", "", "OpenWOP tenant the key is bound to (with --workspace)")
-	cmd.Flags().StringVar(&req.Workspace, "workspace", "", "OpenWOP workspace the key is bound to (with --tenant)")
-	cmd.Flags().StringVar(&expires, "expires", "", "the key stops working after this long (720h, 90d; default: never)")
-	cmd.Flags().BoolVar(&req.S3, "s3", false, "also make an S3 credential (access key id and secret) for the S3 gateway; needs exactly one agent root")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print the server's JSON answer ({"id":…,"secret":…,…})`)
+	return withKeyFlags(cmd, func(cmd *cobra.Command, req client.KeyRequest, print func(*client.APIKey, error) error) error {
+		return withKeyClient(cmd, func(c *client.Client) error { return print(c.CreateKey(cmd.Context(), req)) })
+	})
+}
+
+// keyFlags are the flags that describe a new key (cairn admin key create, cairn key mint).
+type keyFlags struct {
+	req                client.KeyRequest
+	scopes             string
+	expires, expiresAt string
+	asJSON             bool
+}
+
+// withKeyFlags registers the flags of a new key on cmd and makes it run send with the
+// KeyRequest they describe and the function that prints the new key; it returns cmd.
+func withKeyFlags(cmd *cobra.Command, send func(cmd *cobra.Command, req client.KeyRequest, print func(*client.APIKey, error) error) error) *cobra.Command {
+	f := addKeyFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		req, err := f.request()
+		if err != nil {
+			return err
+		}
+		return send(cmd, req, func(k *client.APIKey, err error) error { return f.print(cmd, k, err) })
+	}
+	return cmd
+}
+
+// addKeyFlags registers the flags of a new key on cmd.
+func addKeyFlags(cmd *cobra.Command) *keyFlags {
+	f := &keyFlags{}
+	cmd.Flags().StringVar(&f.req.Name, "name", "", "a label for the key (who or what holds it)")
+	cmd.Flags().StringArrayVar(&f.req.Agents, "agent", nil, "an agent root the key may use (repeatable)")
+	cmd.Flags().BoolVar(&f.req.AllAgents, "all-agents", false, "the key may use every agent root")
+	cmd.Flags().StringVar(&f.scopes, "scope", "", "comma-separated scopes: workspace:read, workspace:write, review, admin")
+	cmd.Flags().StringVar(&f.req.Tenant, "tenant", "", "OpenWOP tenant the key is bound to (with --workspace)")
+	cmd.Flags().StringVar(&f.req.Workspace, "workspace", "", "OpenWOP workspace the key is bound to (with --tenant)")
+	cmd.Flags().StringVar(&f.expires, "expires", "", "the key stops working after this long (720h, 90d; default: never)")
+	cmd.Flags().StringVar(&f.expiresAt, "expires-at", "", "the key stops working at this time (RFC 3339, such as 2030-01-02T15:04:05Z)")
+	cmd.Flags().StringVar(&f.req.Workbench, "workbench", "", "bind the key to this one workbench of its roots")
+	cmd.Flags().StringArrayVar(&f.req.Prefixes, "prefix", nil, "bind the key to the paths at or below this section-qualified prefix, such as outputs/run1/ (repeatable)")
+	cmd.Flags().BoolVar(&f.req.S3, "s3", false, "also make an S3 credential (access key id and secret) for the S3 gateway; needs exactly one agent root")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, `print the server's JSON answer ({"id":…,"secret":…,…})`)
 	_ = cmd.MarkFlagRequired("name")
 	_ = cmd.MarkFlagRequired("scope")
-	return cmd
+	cmd.MarkFlagsMutuallyExclusive("expires", "expires-at")
+	return f
+}
+
+// request is the KeyRequest the flags describe.
+func (f *keyFlags) request() (client.KeyRequest, error) {
+	req := f.req
+	for _, s := range strings.Split(f.scopes, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			req.Scopes = append(req.Scopes, s)
+		}
+	}
+	if f.expires != "" {
+		d, err := parseExpiry(f.expires)
+		if err != nil {
+			return req, usageError{err}
+		}
+		req.ExpiresAt = time.Now().Add(d).UTC().Truncate(time.Second)
+	}
+	if f.expiresAt != "" {
+		t, err := parseExpiresAt("--expires-at", f.expiresAt)
+		if err != nil {
+			return req, err
+		}
+		req.ExpiresAt = t
+	}
+	return req, nil
+}
+
+// print prints a new key k (or err): its description, then its secret as the last line.
+func (f *keyFlags) print(cmd *cobra.Command, k *client.APIKey, err error) error {
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		return printRaw(cmd.OutOrStdout(), k.Raw)
+	}
+	printKey(cmd.OutOrStdout(), *k)
+	fmt.Fprintln(cmd.OutOrStdout(), k.Secret)
+	return nil
+}
+
+// parseExpiresAt reads an RFC 3339 time given with flag.
+func parseExpiresAt(flag, s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, usageErrorf("%s %q: must be an RFC 3339 time such as 2030-01-02T15:04:05Z", flag, s)
+	}
+	return t.UTC(), nil
 }
 
 // parseExpiry reads a Go duration or a number of days ("90d"); it must be positive.
@@ -207,6 +259,15 @@ func printKey(w io.Writer, k client.APIKey) {
 	if k.Tenant != "" {
 		fmt.Fprintf(w, "tenant:  %s/%s (the only workbench the key reaches of root %s)\n", k.Tenant, k.Workspace, k.Tenant)
 	}
+	if k.Workbench != "" {
+		fmt.Fprintf(w, "workbench: %s (the only workbench the key reaches of its roots)\n", k.Workbench)
+	}
+	if len(k.Prefixes) > 0 {
+		fmt.Fprintf(w, "prefixes: %s (the only paths the key reaches)\n", strings.Join(k.Prefixes, ","))
+	}
+	if k.MintedBy != "" {
+		fmt.Fprintf(w, "minted by: %s (the key stops with it)\n", k.MintedBy)
+	}
 	if k.S3AccessKeyID != "" {
 		fmt.Fprintf(w, "s3 access key id:     %s\n", k.S3AccessKeyID)
 		if k.S3SecretAccessKey != "" {
@@ -224,12 +285,16 @@ func agentsText(k client.APIKey) string {
 }
 
 // bindingText is the one workbench a key bound to an OpenWOP tenant·workspace reaches of
-// its tenant's root ("tenant/workspace"), or "-".
+// its tenant's root ("tenant/workspace"), or the one workbench of its roots a key bound to
+// a workbench reaches, or "-".
 func bindingText(k client.APIKey) string {
-	if k.Tenant == "" {
-		return "-"
+	switch {
+	case k.Tenant != "":
+		return k.Tenant + "/" + k.Workspace
+	case k.Workbench != "":
+		return k.Workbench
 	}
-	return k.Tenant + "/" + k.Workspace
+	return "-"
 }
 
 func timeOrNever(t time.Time) string {

@@ -27,12 +27,20 @@ type backupNode struct {
 
 func startBackupNode(t *testing.T, dataDir, blob string) *backupNode {
 	t.Helper()
+	return startNodeWith(t, dataDir, func(cfg *ops.Config) {
+		if blob != "" {
+			cfg.Blob = blob
+		}
+	})
+}
+
+// startNodeWith is startBackupNode with the default configuration edited by edit.
+func startNodeWith(t *testing.T, dataDir string, edit func(*ops.Config)) *backupNode {
+	t.Helper()
 	cfg := ops.DefaultConfig()
 	cfg.DataDir = dataDir
 	cfg.Listen = "127.0.0.1:0"
-	if blob != "" {
-		cfg.Blob = blob
-	}
+	edit(&cfg)
 	n, err := server.Open(t.Context(), cfg, ops.Credentials{}, nil)
 	if err != nil {
 		t.Fatal(err)

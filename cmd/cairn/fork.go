@@ -18,19 +18,33 @@ func addForkCommands(root *cobra.Command) {
 func newForkCommand() *cobra.Command {
 	var at string
 	cmd := &cobra.Command{
-		Use:   "fork ID FORK [--at live|snapshot:S|commit:C]",
+		Use:   "fork ID FORK [--at live|snapshot:S|commit:C] [--mint-key [--key-expires-at T]]",
 		Short: "Make workbench FORK a zero-copy child of workbench ID, for a parallel attempt",
 		Long: "Fork workbench ID into a new workbench FORK of the same agent root, at --at: live (the\n" +
 			"default: the fork pins a snapshot of ID, so its base is exact and kept until the fork is\n" +
 			"merged or discarded), snapshot:ID or snapshot:NAME, or commit:IDENTITY. No file body is\n" +
-			"copied. Work in FORK, then `cairn merge FORK` or `cairn discard FORK`. --json prints the\n" +
+			"copied. Work in FORK, then `cairn merge FORK` or `cairn discard FORK`. --mint-key also\n" +
+			"mints an API key bound to FORK alone, no broader than yours and stopped with it\n" +
+			"(--key-expires-at: its expiry), printed once as the last line. --json prints the\n" +
 			"server's result object.",
 		Args: cobra.ExactArgs(2),
 	}
 	o := addOutputFlags(cmd)
+	var mintKey bool
+	var keyExpiresAt string
 	cmd.Flags().StringVar(&at, "at", "", "the base: live (default), snapshot:S or commit:C")
+	cmd.Flags().BoolVar(&mintKey, "mint-key", false, "also mint an API key bound to the fork, no broader than yours (printed once, last)")
+	cmd.Flags().StringVar(&keyExpiresAt, "key-expires-at", "", "with --mint-key: when the fork's key stops working (RFC 3339; default: when yours does)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		res, err := newClient(cmd).Fork(cmd.Context(), o.agent, args[0], args[1], at)
+		opts := client.ForkOptions{At: at, MintKey: mintKey}
+		if keyExpiresAt != "" {
+			t, err := parseExpiresAt("--key-expires-at", keyExpiresAt)
+			if err != nil {
+				return err
+			}
+			opts.KeyExpiresAt = t
+		}
+		res, err := newClient(cmd).ForkWith(cmd.Context(), o.agent, args[0], args[1], opts)
 		if err != nil {
 			return err
 		}
@@ -48,7 +62,11 @@ func newForkCommand() *cobra.Command {
 		if res.PinnedSnapshotID != nil {
 			pinned = ", pinned until the fork is discarded"
 		}
-		_, err = fmt.Fprintf(out, "forked %s into %s at %s%s (%d file(s))\n", res.ParentID, res.ForkID, base, pinned, res.RestoredFiles)
+		if _, err = fmt.Fprintf(out, "forked %s into %s at %s%s (%d file(s))\n", res.ParentID, res.ForkID, base, pinned, res.RestoredFiles); err != nil || res.Key == nil {
+			return err
+		}
+		printKey(out, *res.Key)
+		_, err = fmt.Fprintln(out, res.Key.Secret)
 		return err
 	}
 	return cmd

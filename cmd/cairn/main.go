@@ -65,6 +65,7 @@ func newCLI() *cobra.Command {
 	addAdminCommands(root)
 	addHistoryCommands(root)            // history.go
 	root.AddCommand(newEventsCommand()) // events.go
+	root.AddCommand(newKeyCommand())    // key.go
 	return root
 }
 

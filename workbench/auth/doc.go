@@ -21,4 +21,13 @@
 //     authenticated. An EtcdStore's cache follows etcd's watch, so a revocation through
 //     any node is seen by every node as soon as etcd delivers it (well within 5 s).
 //   - A revoked key stays listed (with its revocation time) and never authenticates again.
+//   - Scoped keys (issue 31): Principal.Workbench binds a key to one workbench of its
+//     roots, Principal.Prefixes to the paths at or below section-qualified prefixes;
+//     scopes are its operations (no second vocabulary). A path outside the prefixes
+//     answers exactly as a missing path (meta.View.OnlyPaths), a write naming one is
+//     PermissionDenied decided from the request alone, and root-wide records are refused
+//     as for a workbench-bound key. An expired key is refused exactly as an unknown one.
+//   - A minted key (mint.go, POST /v1/keys) is never broader than its minter (Narrower:
+//     roots, workbench, prefixes, scopes, expiry), records MintedBy, and stops working
+//     when any key above it is revoked or expires (Key.LiveIn).
 package auth

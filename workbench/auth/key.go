@@ -84,6 +84,9 @@ type Key struct {
 	// none. Unlike the key string it is kept as it is: AWS Signature Version 4 needs the
 	// verifier to hold the secret it checks an HMAC with.
 	S3Secret string `json:"s3_secret,omitempty"`
+	// MintedBy is the id of the key that minted this one (mint.go), "" for a key an
+	// operator created: a key works only while every key above it does (LiveIn).
+	MintedBy string `json:"minted_by,omitempty"`
 }
 
 // Live reports whether k authenticates at now: not revoked, not expired.
@@ -105,6 +108,11 @@ type KeySpec struct {
 	Scopes    []Scope
 	Tenant    string
 	Workspace string
+	// Workbench binds the key to one workbench of each root it names (Principal.Workbench).
+	Workbench string
+	// Prefixes bind it to the paths at or below them (Principal.Prefixes); a trailing "/"
+	// is dropped ("outputs/run1/" is "outputs/run1").
+	Prefixes []string
 	// ExpiresAt is when the key stops working; zero: never.
 	ExpiresAt time.Time
 	// S3 gives the key an S3 credential (S3AccessKeyID, Key.S3Secret) for the S3 gateway.
@@ -115,12 +123,17 @@ type KeySpec struct {
 // MaxNameBytes bounds a key's name.
 const MaxNameBytes = 128
 
+// MaxPrefixes bounds a key's path prefixes.
+const MaxPrefixes = 64
+
 // Validate checks s: a name of 1..MaxNameBytes bytes that keeps the rules of names
 // (meta.ValidateNewName: no control, bidirectional formatting or zero-width character;
 // NFC); agent roots named as agent ids, or AllAgents, not both, not neither (unless the
 // key is bound to a tenant, whose root it may use); at least one known scope (or an alias,
 // ScopeAliases), none twice under Cairn's names; tenant and workspace both or neither; an
-// expiry after now.
+// expiry after now; a workbench named as a workbench id, never with a tenant (a tenant
+// binding is a workbench binding already); at most MaxPrefixes prefixes, each a valid
+// path (meta.ValidatePath) after its trailing "/" is dropped, none at or below another.
 func (s KeySpec) Validate(now time.Time) error {
 	bad := func(field, rule string) error { return &InvalidSpecError{Field: field, Rule: rule} }
 	if s.Name == "" || len(s.Name) > MaxNameBytes {
@@ -168,11 +181,53 @@ func (s KeySpec) Validate(now time.Time) error {
 			}
 		}
 	}
+	if s.Workbench != "" {
+		if err := meta.ValidateName("workbench", s.Workbench); err != nil {
+			return bad("workbench", "must be a workbench id ("+err.Message+")")
+		}
+		if s.Tenant != "" {
+			return bad("workbench", "must not be given with a tenant binding, which binds the key to its workspace already")
+		}
+	}
+	if err := validatePrefixes(s.Prefixes); err != nil {
+		return err
+	}
 	if !s.ExpiresAt.IsZero() && !s.ExpiresAt.After(now) {
 		return bad("expires_at", "must be in the future")
 	}
 	if s.S3 && (s.AllAgents || len(s.Agents) > 1 || (len(s.Agents) == 1 && s.Tenant != "" && s.Tenant != s.Agents[0])) {
 		return bad("s3", "needs a key for exactly one agent root (one agent, or a tenant binding): an S3 bucket is a workbench of that root")
+	}
+	return nil
+}
+
+// NormalPrefixes returns prefixes without their trailing "/" (nil for none).
+func NormalPrefixes(prefixes []string) []string {
+	if len(prefixes) == 0 {
+		return nil
+	}
+	out := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		out[i] = strings.TrimSuffix(p, "/")
+	}
+	return out
+}
+
+// validatePrefixes checks a key's prefixes (KeySpec.Validate).
+func validatePrefixes(prefixes []string) error {
+	if len(prefixes) > MaxPrefixes {
+		return &InvalidSpecError{Field: "prefixes", Rule: fmt.Sprintf("must hold at most %d prefixes, got %d", MaxPrefixes, len(prefixes))}
+	}
+	norm := NormalPrefixes(prefixes)
+	for i, p := range norm {
+		if err := meta.ValidatePath("prefixes", p); err != nil {
+			return &InvalidSpecError{Field: "prefixes", Rule: fmt.Sprintf("must be section-qualified paths such as outputs/run1/ (%q: %s)", prefixes[i], err.Message)}
+		}
+		for j, q := range norm {
+			if i != j && Inside(p, q) {
+				return &InvalidSpecError{Field: "prefixes", Rule: fmt.Sprintf("must not hold %q at or below %q", prefixes[i], prefixes[j])}
+			}
+		}
 	}
 	return nil
 }
@@ -237,7 +292,8 @@ func NewKey(spec KeySpec, now time.Time) (Key, string, error) {
 	token := TokenPrefix + id + "_" + base64.RawURLEncoding.EncodeToString(raw[KeyIDLen/2:])
 	k := Key{
 		Principal: Principal{ID: id, Name: spec.Name, Agents: append([]string(nil), spec.Agents...), AllAgents: spec.AllAgents,
-			Scopes: canonicalScopes(spec.Scopes), Tenant: spec.Tenant, Workspace: spec.Workspace},
+			Scopes: canonicalScopes(spec.Scopes), Tenant: spec.Tenant, Workspace: spec.Workspace,
+			Workbench: spec.Workbench, Prefixes: NormalPrefixes(spec.Prefixes)},
 		Digest:    Digest(token),
 		CreatedAt: now.UTC(),
 	}

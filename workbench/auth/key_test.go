@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,19 @@ func TestKeySpecValidate(t *testing.T) {
 		{"a tenant without a workspace is refused", func(s *auth.KeySpec) { s.Tenant = "t" }, "tenant"},
 		{"a tenant-bound key needs no agent list", func(s *auth.KeySpec) { s.Agents, s.Tenant, s.Workspace = nil, "t", "w" }, ""},
 		{"a past expiry is refused", func(s *auth.KeySpec) { s.ExpiresAt = now.Add(-time.Second) }, "expires_at"},
+		{"a workbench and prefixes with a trailing slash pass", func(s *auth.KeySpec) {
+			s.Workbench, s.Prefixes = "fork", []string{"outputs/run1/", "input"}
+		}, ""},
+		{"a workbench with a tenant binding is refused", func(s *auth.KeySpec) { s.Workbench, s.Tenant, s.Workspace = "fork", "a", "w" }, "workbench"},
+		{"a bad workbench id is refused", func(s *auth.KeySpec) { s.Workbench = "no/slash" }, "workbench"},
+		{"an absolute prefix is refused", func(s *auth.KeySpec) { s.Prefixes = []string{"/outputs"} }, "prefixes"},
+		{"a dot-dot prefix is refused", func(s *auth.KeySpec) { s.Prefixes = []string{"outputs/../input"} }, "prefixes"},
+		{"a prefix below another is refused", func(s *auth.KeySpec) { s.Prefixes = []string{"outputs", "outputs/run1"} }, "prefixes"},
+		{"too many prefixes are refused", func(s *auth.KeySpec) {
+			for i := range auth.MaxPrefixes + 1 {
+				s.Prefixes = append(s.Prefixes, "outputs/r"+string(rune('a'+i%26))+string(rune('a'+i/26)))
+			}
+		}, "prefixes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,10 +147,14 @@ func TestReachOfABoundKeyIsOneWorkbenchOfItsTenant(t *testing.T) {
 		{"a root named among the key's roots is reached whole", both, "acme", auth.Reach{Whole: true}},
 		{"a key for every root reaches every root whole", auth.Local, "acme", auth.Reach{Whole: true}},
 		{"a tenant without a workspace reaches nothing", auth.Principal{ID: "k", Tenant: "acme"}, "acme", auth.Reach{}},
+		{"a key bound to a workbench reaches that workbench of its roots", auth.Principal{ID: "k", Agents: []string{"acme"}, Workbench: "fork"}, "acme", auth.Reach{Workbench: "fork"}},
+		{"a key bound to a workbench reaches nothing of another root", auth.Principal{ID: "k", Agents: []string{"acme"}, Workbench: "fork"}, "beta", auth.Reach{}},
+		{"a key bound to prefixes reaches its roots' paths below them", auth.Principal{ID: "k", AllAgents: true, Prefixes: []string{"outputs/run1"}}, "acme", auth.Reach{Whole: true, Prefixes: []string{"outputs/run1"}}},
+		{"a bound key's prefixes narrow its tenant's workbench", auth.Principal{ID: "k", Tenant: "acme", Workspace: "other", Prefixes: []string{"input"}}, "acme", auth.Reach{Workbench: "other", Prefixes: []string{"input"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.p.ReachIn(tt.agent); got != tt.want {
+			if got := tt.p.ReachIn(tt.agent); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("ReachIn(%q) = %+v, want %+v", tt.agent, got, tt.want)
 			}
 			if tt.p.MayUse(tt.agent) != tt.want.Any() {

@@ -54,6 +54,14 @@ type Principal struct {
 	// (host.workspace); empty: none.
 	Tenant    string `json:"tenant,omitempty"`
 	Workspace string `json:"workspace,omitempty"`
+	// Workbench, when set, narrows every root the principal uses through Agents or
+	// AllAgents to that one workbench of it (a key bound to a workbench without an OpenWOP
+	// tenant binding, such as a fork's key); "": every workbench.
+	Workbench string `json:"workbench,omitempty"`
+	// Prefixes, when set, narrow every workbench the principal reaches to the paths at or
+	// below one of them: section-qualified paths ("outputs", "outputs/run1"), matched
+	// component by component (Inside); none: every path.
+	Prefixes []string `json:"prefixes,omitempty"`
 }
 
 // LocalID is the ID of the Local principal.
@@ -65,30 +73,60 @@ var Local = Principal{ID: LocalID, Name: "local operator", AllAgents: true, Scop
 
 // Reach is how much of one agent root a principal may use (ReachIn).
 type Reach struct {
-	// Whole: every workbench of the root, and its root-wide records (usage, quotas,
-	// retention, the whole change feed).
+	// Whole: every workbench of the root, and, unless Prefixes narrow it, its root-wide
+	// records (usage, quotas, retention, the whole change feed): RootWide.
 	Whole bool
 	// Workbench, when Whole is false, is the only workbench of the root the principal
-	// may use (a key bound to an OpenWOP tenant·workspace); "": none, the root answers
-	// exactly as a root that does not exist.
+	// may use (a key bound to an OpenWOP tenant·workspace, or to a workbench); "": none,
+	// the root answers exactly as a root that does not exist.
 	Workbench string
+	// Prefixes, when set, are the only paths of those workbenches the principal may use
+	// (Principal.Prefixes); none: every path.
+	Prefixes []string
 }
 
 // Any reports whether r reaches any part of its root.
 func (r Reach) Any() bool { return r.Whole || r.Workbench != "" }
 
+// RootWide reports whether r reaches the root's root-wide records: every workbench and
+// every path of the root.
+func (r Reach) RootWide() bool { return r.Whole && len(r.Prefixes) == 0 }
+
+// Inside reports whether path is at or below prefix, component by component: "a/b" holds
+// "a/b" and "a/b/c", never "a/bc".
+func Inside(path, prefix string) bool {
+	return path == prefix || len(path) > len(prefix) && path[len(prefix)] == '/' && path[:len(prefix)] == prefix
+}
+
+// ShowsPath reports whether r lets its principal use path (section-qualified) of a
+// workbench it reaches: every path without Prefixes, else a path at or below one of them.
+func (r Reach) ShowsPath(path string) bool {
+	if len(r.Prefixes) == 0 {
+		return true
+	}
+	for _, p := range r.Prefixes {
+		if Inside(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // ReachIn decides what p may use of agent's root, for every surface (docs/architecture.md,
-// workbench/auth): the whole root when p holds every root or names agent among its roots; only
-// its bound workbench when agent is the OpenWOP tenant it is bound to (--tenant,
-// --workspace: the tenant is an agent root, the workspace one workbench of it); nothing
-// otherwise. What a principal does not reach answers exactly as what does not exist
-// (workbench, access.go, enforces it).
+// workbench/auth): the whole root when p holds every root or names agent among its roots
+// (only its Workbench when it has one); only its bound workbench when agent is the OpenWOP
+// tenant it is bound to (--tenant, --workspace: the tenant is an agent root, the
+// workspace one workbench of it); nothing otherwise. Its Prefixes, if any, narrow what it
+// reaches to those paths. What a principal does not reach answers exactly as what does not
+// exist (workbench, access.go, enforces it).
 func (p Principal) ReachIn(agent string) Reach {
 	switch {
+	case (p.AllAgents || slices.Contains(p.Agents, agent)) && p.Workbench != "":
+		return Reach{Workbench: p.Workbench, Prefixes: p.Prefixes}
 	case p.AllAgents || slices.Contains(p.Agents, agent):
-		return Reach{Whole: true}
-	case p.Tenant != "" && p.Tenant == agent:
-		return Reach{Workbench: p.Workspace}
+		return Reach{Whole: true, Prefixes: p.Prefixes}
+	case p.Tenant != "" && p.Tenant == agent && p.Workspace != "":
+		return Reach{Workbench: p.Workspace, Prefixes: p.Prefixes}
 	}
 	return Reach{}
 }

@@ -52,7 +52,7 @@ func (s S3Keys) lookup(accessKeyID string) (Key, bool) {
 	if s.Now != nil {
 		now = s.Now
 	}
-	if err != nil || k.Live(now()) != nil || k.S3Secret == "" {
+	if err != nil || k.LiveIn(s.Store, now()) != nil || k.S3Secret == "" {
 		return Key{}, false
 	}
 	return k, true

@@ -44,7 +44,7 @@ func Authenticate(s Store, token string, now time.Time) (Principal, error) {
 	if !CheckSecret(k, token) {
 		return Principal{}, fmt.Errorf("key %s: %w: wrong secret", id, ErrUnauthenticated)
 	}
-	if err := k.Live(now); err != nil {
+	if err := k.LiveIn(s, now); err != nil {
 		return Principal{}, err
 	}
 	return k.Principal, nil
@@ -57,7 +57,7 @@ func Resolve(s Store, id string, now time.Time) (Principal, error) {
 	if err != nil {
 		return Principal{}, fmt.Errorf("key %s: %w: unknown key", id, ErrUnauthenticated)
 	}
-	if err := k.Live(now); err != nil {
+	if err := k.LiveIn(s, now); err != nil {
 		return Principal{}, err
 	}
 	return k.Principal, nil

@@ -103,3 +103,26 @@ func TestOpenFileStoreRefusesADamagedFile(t *testing.T) {
 		}
 	}
 }
+
+// TestAKeyFileWrittenBeforeScopedKeysStillLoads: a key file of a binary without
+// workbench and prefix bindings (no such fields) loads, and its keys reach what they did.
+func TestAKeyFileWrittenBeforeScopedKeysStillLoads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), auth.KeysFile)
+	token := auth.TokenPrefix + "0123456789abcdef_" + strings.Repeat("A", 43)
+	old := `{"version":1,"keys":[{"id":"0123456789abcdef","name":"old","agents":["a"],"scopes":["workspace:read"],` +
+		`"tenant":"t","workspace":"w","digest":"` + auth.Digest(token) + `","created_at":"2025-01-01T00:00:00Z"}]}`
+	if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := auth.OpenFileStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := auth.Authenticate(s, token, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Workbench != "" || p.Prefixes != nil || !p.ReachIn("a").RootWide() || p.ReachIn("t").Workbench != "w" {
+		t.Fatalf("an old key: %+v", p)
+	}
+}

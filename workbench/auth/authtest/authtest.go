@@ -200,6 +200,33 @@ func (su Suite) Run(t *testing.T) {
 		}
 	})
 
+	t.Run("a scoped key keeps its workbench, prefixes and expiry across a reopen", func(t *testing.T) {
+		b := newBacking(t)
+		s := b.Open(t)
+		k, token, err := auth.NewKey(auth.KeySpec{Name: "scoped", Agents: []string{"a1"}, Workbench: "fork",
+			Prefixes: []string{"outputs/run1/", "input"}, Scopes: []auth.Scope{auth.ScopeRead}, ExpiresAt: now.Add(time.Hour)}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Create(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = open(t, b)
+		p, err := auth.Authenticate(s, token, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Workbench != "fork" || fmt.Sprint(p.Prefixes) != "[outputs/run1 input]" {
+			t.Fatalf("principal after reopen %+v, want workbench fork and prefixes [outputs/run1 input]", p)
+		}
+		if _, err := auth.Authenticate(s, token, now.Add(time.Hour)); !errors.Is(err, auth.ErrKeyExpired) {
+			t.Fatalf("at its expiry: %v, want ErrKeyExpired", err)
+		}
+	})
+
 	t.Run("a revocation through one handle reaches another within the bound", func(t *testing.T) {
 		if !su.Concurrent {
 			t.Skip("one owner at a time: nothing crosses handles")

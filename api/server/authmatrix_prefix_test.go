@@ -1,0 +1,311 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestAuthMatrixPrefixKeyOverEveryMCPTool is the prefix-bound column of the MCP matrix
+// (authmatrix_test.go) over every tool of the cairn profile (the 18 Workbench tools and
+// Cairn's own): inside root a's outputs the key works; a call naming a path below input,
+// where the admin key wrote, answers byte for byte as the same call naming a missing
+// path; a call without a path tells nothing of input's files; an operation on a whole
+// workbench is PermissionDenied naming the key's prefixes.
+func TestAuthMatrixPrefixKeyOverEveryMCPTool(t *testing.T) {
+	m := newMatrix(t)
+	session := func(key string) func(tool string, args map[string]any) toolAnswer {
+		cs, err := m.connectTo(t, m.full, key, "/v1/agents/a/mcp/cairn")
+		if err != nil {
+			t.Fatalf("%s: connect: %v", key, err)
+		}
+		return func(tool string, args map[string]any) toolAnswer { t.Helper(); return callTool(t, cs, tool, args) }
+	}
+	admin, prefix := session(keyAdmin), session(keyPrefix)
+	ok := func(who string, a toolAnswer) map[string]any {
+		t.Helper()
+		if a.isErr {
+			t.Fatalf("%s: %s", who, a.raw)
+		}
+		return a.res
+	}
+	ok("admin: put", admin("workbench_put_file", map[string]any{"id": "w", "section": "input", "path": "dir/x.txt", "text": "hello x\n"}))
+	ok("admin: put", admin("workbench_put_file", map[string]any{"id": "w", "section": "input", "path": "dir/y.txt", "text": "y"}))
+	ok("prefix: put", prefix("workbench_put_file", map[string]any{"id": "w", "section": "outputs", "path": "o.txt", "text": "hello o\n"}))
+	ok("admin: snapshot", admin("workbench_snapshot", map[string]any{"id": "w", "name": "s1"}))
+	hiddenID := ok("admin: propose", admin("cairn_propose", map[string]any{"id": "w", "path": "input/dir/x.txt", "text": "v2", "request_id": "r1"}))["proposal_id"].(string)
+	mineID := ok("prefix: propose", prefix("cairn_propose", map[string]any{"id": "w", "path": "outputs/o.txt", "text": "v2", "request_id": "r2"}))["proposal_id"].(string)
+	gen := ok("admin: history", admin("cairn_history", map[string]any{"id": "w", "section": "input", "path": "dir/x.txt"}))["versions"].([]any)[0].(map[string]any)["generation"]
+	missingID := hiddenID[:len(hiddenID)-1] + map[bool]string{true: "0", false: "1"}[!strings.HasSuffix(hiddenID, "0")]
+
+	covered := map[string]bool{}
+	// Calls naming a path (or proposal) outside the prefixes: the same answer as for a
+	// missing one once the name is swapped back; the calls run in this order, so the
+	// refused writes leave the fixture as it is.
+	file := map[string]any{"id": "w", "section": "input", "path": "dir/x.txt"}
+	qualified := map[string]any{"id": "w", "path": "input/dir/x.txt"}
+	hidden := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"workbench_stat", file},
+		{"workbench_read", file},
+		{"workbench_read", with(file, "at_snapshot", "s1")},
+		{"workbench_list", map[string]any{"id": "w", "section": "input", "path": "dir"}},
+		{"workbench_grep", with(file, "pattern", "hello", "recursive", false)},
+		{"cairn_history", file},
+		{"cairn_read_at", with(file, "generation", gen)},
+		{"cairn_diff", with(qualified, "from", "snapshot:s1")},
+		{"cairn_proposals", with(qualified, "proposal_id", hiddenID)},
+		{"cairn_decide", map[string]any{"id": "w", "proposal_id": hiddenID, "disposition": "reject", "submission_id": "d1"}},
+		{"workbench_put_file", with(file, "text", "mine now", "replace", true)},
+		{"workbench_append", with(file, "text", "more")},
+		{"workbench_edit", with(file, "old_string", "hello x", "new_string", "bye")},
+		{"cairn_propose", with(qualified, "text", "v3", "request_id", "r3")},
+		{"cairn_rewind", map[string]any{"id": "w", "target": "snapshot:s1", "paths": []string{"input/dir/x.txt"}, "dry_run": true}},
+	}
+	toMissing := strings.NewReplacer("x.txt", "q.txt", `"dir"`, `"dxr"`, hiddenID, missingID)
+	fromMissing := strings.NewReplacer("q.txt", "x.txt", "dxr", "dir", missingID, hiddenID)
+	for _, c := range hidden {
+		covered[c.tool] = true
+		missingArgs := map[string]any{}
+		for k, v := range c.args {
+			if s, isStr := v.(string); isStr {
+				v = toMissing.Replace(s)
+			} else if ss, isSlice := v.([]string); isSlice {
+				v = []string{toMissing.Replace(ss[0])}
+			}
+			missingArgs[k] = v
+		}
+		got, missing := prefix(c.tool, c.args), prefix(c.tool, missingArgs)
+		// A rewind preview's token signs the digest of its plan (whose scope holds the
+		// path's name) and when it was issued: the rest of the answer is compared.
+		got.raw, missing.raw = anyToken.ReplaceAllString(got.raw, "TOKEN"), anyToken.ReplaceAllString(missing.raw, "TOKEN")
+		if want := fromMissing.Replace(missing.raw); got.raw != want || !got.isErr && c.tool != "cairn_rewind" {
+			t.Errorf("%s %v: a hidden path vs a missing one:\n got %s\nwant %s", c.tool, c.args, got.raw, want)
+		}
+	}
+
+	// Inside the prefixes the key works.
+	inside := map[string]any{"id": "w", "section": "outputs", "path": "o.txt"}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"workbench_stat", inside},
+		{"workbench_read", inside},
+		{"workbench_list", map[string]any{"id": "w", "section": "outputs"}},
+		{"workbench_grep", with(inside, "pattern", "hello", "recursive", false)},
+		{"cairn_history", inside},
+		{"cairn_diff", map[string]any{"id": "w", "path": "outputs/o.txt", "from": "snapshot:s1"}},
+		{"cairn_proposals", map[string]any{"id": "w", "proposal_id": mineID}},
+		{"cairn_decide", map[string]any{"id": "w", "proposal_id": mineID, "disposition": "reject", "submission_id": "d2"}},
+		{"workbench_edit", with(inside, "old_string", "hello o", "new_string", "bye o")},
+		{"workbench_append", with(inside, "text", "more")},
+		{"workbench_put_file", map[string]any{"id": "w", "section": "outputs", "path": "p.txt", "text": "p"}},
+		{"cairn_propose", map[string]any{"id": "w", "path": "outputs/p.txt", "text": "p2", "request_id": "r4"}},
+		{"cairn_rewind", map[string]any{"id": "w", "target": "snapshot:s1", "paths": []string{"outputs/o.txt"}, "dry_run": true}},
+	} {
+		ok(c.tool+" inside the prefixes", prefix(c.tool, c.args))
+	}
+	if r := ok("admin: read", admin("workbench_read", file)); !strings.Contains(fmt.Sprint(r["items"]), "hello x") {
+		t.Errorf("the hidden file after the refused writes: %v", r)
+	}
+
+	// Calls that name no path: nothing of input's files, whatever they answer.
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"workbench_list", map[string]any{"id": "w"}},
+		{"workbench_list", map[string]any{"id": "w", "section": "input"}},
+		{"workbench_stat", map[string]any{"id": "w"}},
+		{"workbench_grep", map[string]any{"id": "w", "pattern": "hello", "recursive": true}},
+		{"workbench_search", map[string]any{"predicates": []any{map[string]any{"field": "artifact.ext", "op": "eq", "value": "txt"}}}},
+		{"workbench_aggregate", map[string]any{"measures": []any{map[string]any{"name": "n", "op": "count"}}, "group_by": []string{"artifact.path"}}},
+		{"workbench_catalog", map[string]any{"include_facets": true}},
+		{"workbench_find", map[string]any{"include_manifest": true}},
+		{"workbench_snapshot_list", map[string]any{"id": "w"}},
+		{"cairn_workbench_list", map[string]any{}},
+		{"cairn_proposals", map[string]any{"id": "w"}},
+		{"cairn_diff", map[string]any{"id": "w", "from": "snapshot:s1"}},
+		{"workbench_create", map[string]any{"id": "w9"}},
+		{"workbench_snapshot", map[string]any{"id": "w", "name": "s2"}},
+		{"workbench_snapshot_renew", map[string]any{"id": "w", "name": "s2", "ttl_days": 9}},
+		{"workbench_snapshot_retire", map[string]any{"id": "w", "name": "s2"}},
+	} {
+		covered[c.tool] = true
+		a := prefix(c.tool, c.args)
+		wantNoFixtureText(t, c.tool+" by a prefix-bound key", strings.ReplaceAll(a.raw, `\"pattern\":\"hello\"`, ""))
+	}
+
+	// An operation on a whole workbench: PermissionDenied naming the prefixes.
+	digest := "sha256:" + strings.Repeat("a", 64)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"workbench_commit", map[string]any{"id": "w", "manifest": map[string]any{"run": 1}, "content_digest_uri": digest}},
+		{"workbench_restore", map[string]any{"id": "w", "destination_id": "w3", "at_snapshot": "s1"}},
+		{"cairn_fork", map[string]any{"id": "w", "fork": "f1"}},
+		{"cairn_workbench_delete", map[string]any{"id": "w"}},
+	} {
+		covered[c.tool] = true
+		a := prefix(c.tool, c.args)
+		details, _ := a.res["details"].(map[string]any)
+		if !a.isErr || a.code != "PermissionDenied" || fmt.Sprint(details["prefixes"]) != "[outputs]" {
+			t.Errorf("%s by a prefix-bound key: %s", c.tool, a.raw)
+		}
+	}
+	// A rewind of the whole workbench: its preview shows nothing of input, and applying
+	// it is refused.
+	covered["cairn_rewind"] = true
+	preview := ok("prefix: rewind preview", prefix("cairn_rewind", map[string]any{"id": "w", "target": "snapshot:s1", "dry_run": true}))
+	wantNoFixtureText(t, "a prefix-bound key's rewind preview", fmt.Sprint(preview))
+	if a := prefix("cairn_rewind", map[string]any{"id": "w", "target": "snapshot:s1", "token": preview["token"], "request_id": "rw3"}); !a.isErr || a.code != "PermissionDenied" {
+		t.Errorf("a prefix-bound key applies a rewind of the whole workbench: %s", a.raw)
+	}
+	// Merging or discarding a fork made by the admin key: the fork is a whole workbench
+	// too; the answer names no path.
+	ok("admin: fork", admin("cairn_fork", map[string]any{"id": "w", "fork": "f2"}))
+	for _, tool := range []string{"cairn_merge", "cairn_discard"} {
+		covered[tool] = true
+		a := prefix(tool, map[string]any{"id": "f2", "request_id": "m1"})
+		if !a.isErr {
+			t.Errorf("%s of a fork by a prefix-bound key: %s", tool, a.raw)
+		}
+		wantNoFixtureText(t, tool+" by a prefix-bound key", a.raw)
+	}
+
+	listed, err := func() ([]string, error) {
+		cs, err := m.connectTo(t, m.full, keyPrefix, "/v1/agents/a/mcp/cairn")
+		if err != nil {
+			return nil, err
+		}
+		res, err := cs.ListTools(t.Context(), nil)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		return names, nil
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range listed {
+		// Working documents are not files of a workbench: no path prefix applies.
+		if !covered[name] && !strings.HasPrefix(name, "cairn_document") {
+			t.Errorf("%s: not in the prefix-bound column", name)
+		}
+	}
+	if len(covered) < 30 {
+		t.Errorf("the column covers %d tools", len(covered))
+	}
+}
+
+// TestAuthPrefixKeySeesItsPathsOnly: a key bound to root a's outputs (issue 31) reads and
+// writes below outputs; a file outside answers byte for byte as a missing one on every
+// read route (file, stat, history, diff), listings and searches leave it out, a write
+// outside is refused alike whether the path exists or not, and the key mints a narrower
+// key, never a broader one; revoking it stops the key it minted.
+func TestAuthPrefixKeySeesItsPathsOnly(t *testing.T) {
+	m := newMatrix(t)
+	const w = "/v1/agents/a/workbenches/w"
+	mustReply(t, "admin: put outside", m.on(t, m.full, keyAdmin, "PUT", w+"/files/input/secret.txt", "secret"), 201)
+	mustReply(t, "admin: put outside", m.on(t, m.full, keyAdmin, "PUT", w+"/files/input/dir/s.txt", "s"), 201)
+	mustReply(t, "prefix: put inside", m.on(t, m.full, keyPrefix, "PUT", w+"/files/outputs/run1/mine.txt", "mine"), 201)
+	if got := mustReply(t, "prefix: get inside", m.on(t, m.full, keyPrefix, "GET", w+"/files/outputs/run1/mine.txt", ""), 200); string(got.body) != "mine" {
+		t.Errorf("its own file: %q", got.body)
+	}
+	// The hidden path and a missing one of the same length: the answers are the same bytes
+	// once the name is swapped.
+	for _, route := range []struct{ method, hidden, missing string }{
+		{"GET", w + "/files/input/secret.txt", w + "/files/input/absent.txt"},
+		{"HEAD", w + "/files/input/secret.txt", w + "/files/input/absent.txt"},
+		{"GET", w + "/history?path=input/secret.txt", w + "/history?path=input/absent.txt"},
+		{"GET", w + "/diff?path=input/secret.txt&from=live", w + "/diff?path=input/absent.txt&from=live"},
+		{"GET", w + "/list?path=input/dir", w + "/list?path=input/dxr"},
+	} {
+		hidden := m.on(t, m.full, keyPrefix, route.method, route.hidden, "")
+		missing := m.on(t, m.full, keyPrefix, route.method, route.missing, "")
+		missing.body = []byte(strings.NewReplacer("absent", "secret", "dxr", "dir").Replace(string(missing.body)))
+		sameReply(t, route.method+" "+route.hidden+": hidden vs missing", hidden, missing)
+		if hidden.status < 400 {
+			t.Errorf("%s %s: %d %s, want the missing path's error", route.method, route.hidden, hidden.status, hidden.body)
+		}
+	}
+	top := mustReply(t, "prefix: list top", m.on(t, m.full, keyPrefix, "GET", w+"/list", ""), 200)
+	// Sections always list; input holds nothing the key sees.
+	if s := string(top.body); !strings.Contains(s, `{"entry_count":0,"kind":"directory","name":"input"`) || !strings.Contains(s, `{"entry_count":1,"kind":"directory","name":"outputs"`) {
+		t.Errorf("its top listing: %s", s)
+	}
+	m.wantSearchAndFeed(t, keyPrefix, "mine.txt", "secret.txt")
+	// Deciding the admin's proposal on a hidden path answers as deciding a proposal that
+	// does not exist; the proposal stays pending.
+	p := mustReply(t, "admin: propose outside", m.on(t, m.full, keyAdmin, "POST", w+"/proposals", `{"path":"input/secret.txt","text":"v2","request_id":"r1"}`), 201)
+	id := p.json["proposal_id"].(string)
+	missingID := strings.Map(func(r rune) rune { return map[bool]rune{true: 'b', false: 'a'}[r == 'a'] }, id[len(id)-1:])
+	missingID = id[:len(id)-1] + missingID
+	decide := func(id string) reply {
+		return m.on(t, m.full, keyPrefix, "POST", w+"/proposals/"+id+"/decision", `{"disposition":"accept","submission_id":"s1"}`)
+	}
+	hiddenDecision, missingDecision := decide(id), decide(missingID)
+	missingDecision.body = []byte(strings.ReplaceAll(string(missingDecision.body), missingID, id))
+	sameReply(t, "deciding a hidden proposal vs a missing one", hiddenDecision, missingDecision)
+	mustReply(t, "prefix: decide a hidden proposal", hiddenDecision, 404)
+	if got := mustReply(t, "admin: proposal", m.on(t, m.full, keyAdmin, "GET", w+"/proposals/"+id, ""), 200); got.json["state"] != "pending" {
+		t.Errorf("the hidden proposal after the refused decision: %v", got.json)
+	}
+	// Writes outside: the same refusal for an existing and a missing path.
+	over := m.on(t, m.full, keyPrefix, "PUT", w+"/files/input/secret.txt", "mine now")
+	fresh := m.on(t, m.full, keyPrefix, "PUT", w+"/files/input/absent.txt", "mine now")
+	sameReply(t, "a write outside: existing vs missing", over, fresh)
+	mustReply(t, "prefix: overwrite outside", over, 403)
+	if got := mustReply(t, "admin: get outside", m.on(t, m.full, keyAdmin, "GET", w+"/files/input/secret.txt", ""), 200); string(got.body) != "secret" {
+		t.Errorf("the file outside after a refused write: %q", got.body)
+	}
+
+	// A prefix that names no section would make a key that sees nothing: refused at
+	// creation and at minting.
+	for _, r := range []reply{
+		m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath, `{"name":"typo","agents":["a"],"prefixes":["outptus/run1/"],"scopes":["workspace:read"]}`),
+		m.on(t, m.full, keyAdmin, "POST", MintPath, `{"name":"typo","agents":["a"],"prefixes":["outptus/run1/"],"scopes":["workspace:read"]}`),
+	} {
+		if r.status != http.StatusBadRequest || r.json["details"].(map[string]any)["field"] != "prefixes" || !strings.Contains(string(r.body), "outptus") {
+			t.Errorf("a prefix outside the sections: %d %s", r.status, r.body)
+		}
+	}
+	// Minting: narrower is accepted, broader refused, and the minted key stops with its minter.
+	broad := m.on(t, m.full, keyPrefix, "POST", MintPath, `{"name":"sub","agents":["a"],"prefixes":["input/"],"scopes":["workspace:read"]}`)
+	if broad.status != http.StatusForbidden || broad.json["code"] != "PermissionDenied" {
+		t.Errorf("a broader minted key: %d %s", broad.status, broad.body)
+	}
+	sub := mustReply(t, "prefix: mint", m.on(t, m.full, keyPrefix, "POST", MintPath, `{"name":"sub","agents":["a"],"prefixes":["outputs/run1/"],"scopes":["workspace:read"],"expires_at":"2099-01-01T00:00:00Z"}`), 201)
+	m.authz["sub"] = "Bearer " + sub.json["secret"].(string)
+	if got := mustReply(t, "sub: get inside", m.on(t, m.full, "sub", "GET", w+"/files/outputs/run1/mine.txt", ""), 200); string(got.body) != "mine" {
+		t.Errorf("the minted key's read: %q", got.body)
+	}
+	mustReply(t, "sub: write", m.on(t, m.full, "sub", "PUT", w+"/files/outputs/run1/x.txt", "x"), 403)
+	mustReply(t, "revoke the minter", m.send(t, m.full.adminURL, keyAdmin, "POST", KeysRevokePath, `{"id":"`+m.ids[keyPrefix]+`"}`), 200)
+	wantUnauthenticated(t, "the minted key after its minter's revocation", "sub", "GET",
+		m.on(t, m.full, "sub", "GET", w+"/files/outputs/run1/mine.txt", ""))
+}
+
+// anyToken matches a rewind or merge token in a tool answer.
+var anyToken = regexp.MustCompile(`[A-Za-z0-9_-]{40,}\.[A-Za-z0-9_-]{16,}`)
+
+// wantNoFixtureText fails when s tells anything of root a's files below input (their
+// names, directory or contents).
+func wantNoFixtureText(t *testing.T, what, s string) {
+	t.Helper()
+	for _, name := range []string{"x.txt", "y.txt", "input/dir", "hello x", `"dir"`, `\"dir\"`} {
+		if strings.Contains(s, name) {
+			t.Errorf("%s: the answer tells of %s: %s", what, name, s)
+		}
+	}
+}

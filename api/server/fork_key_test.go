@@ -1,0 +1,83 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAForkMintsAKeyBoundToIt: a fork asked with mint_key, through REST and through MCP's
+// cairn_fork, answers a new key bound to the fork: the forking key's workspace scopes,
+// its expiry (or an earlier one asked for), recorded as minted by it. The fork's key
+// works in the fork and sees its parent as a workbench that does not exist; a later
+// expiry than the forking key's is refused before the fork is made; revoking the forking
+// key stops the fork's.
+func TestAForkMintsAKeyBoundToIt(t *testing.T) {
+	m := newMatrix(t)
+	expires := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+	owner := mustReply(t, "admin: the owner's key", m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath,
+		`{"name":"owner","agents":["a"],"scopes":["workspace:read","workspace:write","review"],"expires_at":"`+expires.Format(time.RFC3339)+`"}`), 201)
+	m.authz["owner"], m.ids["owner"] = "Bearer "+owner.json["secret"].(string), owner.json["id"].(string)
+	const wbs = "/v1/agents/a/workbenches/"
+	mustReply(t, "owner: put", m.on(t, m.full, "owner", "PUT", wbs+"w/files/input/x.txt", "x"), 201)
+
+	// A key that would outlive the owner's: refused, and no fork is made.
+	late := m.on(t, m.full, "owner", "POST", wbs+"w/fork", `{"fork":"f0","mint_key":true,"key_expires_at":"`+expires.Add(time.Hour).Format(time.RFC3339)+`"}`)
+	if late.status != 403 || late.json["code"] != "PermissionDenied" || late.json["details"].(map[string]any)["field"] != "key_expires_at" {
+		t.Errorf("a fork key outliving the owner's: %d %s", late.status, late.body)
+	}
+	mustReply(t, "owner: the refused fork", m.on(t, m.full, "owner", "GET", wbs+"f0/files/input/x.txt", ""), 404)
+	if r := m.on(t, m.full, "owner", "POST", wbs+"w/fork", `{"fork":"f0","key_expires_at":"2030-01-01T00:00:00Z"}`); r.status != 400 || !strings.Contains(string(r.body), "key_expires_at") {
+		t.Errorf("key_expires_at without mint_key: %d %s", r.status, r.body)
+	}
+
+	fork := mustReply(t, "owner: fork with a key", m.on(t, m.full, "owner", "POST", wbs+"w/fork", `{"fork":"f1","mint_key":true}`), 200)
+	key, _ := fork.json["key"].(map[string]any)
+	if key == nil || key["workbench"] != "f1" || key["minted_by"] != m.ids["owner"] || key["expires_at"] != expires.Format(time.RFC3339) ||
+		strings.Join(anyStrings(key["scopes"]), ",") != "workspace:read,workspace:write,review" || key["secret"] == nil {
+		t.Fatalf("the fork's key: %s", fork.body)
+	}
+	m.authz["f1"] = "Bearer " + key["secret"].(string)
+	if got := mustReply(t, "f1 key: read the fork", m.on(t, m.full, "f1", "GET", wbs+"f1/files/input/x.txt", ""), 200); string(got.body) != "x" {
+		t.Errorf("the fork's file: %q", got.body)
+	}
+	mustReply(t, "f1 key: write the fork", m.on(t, m.full, "f1", "PUT", wbs+"f1/files/outputs/y.txt", "y"), 201)
+	parent, missing := m.on(t, m.full, "f1", "GET", wbs+"w/files/input/x.txt", ""), m.on(t, m.full, "f1", "GET", wbs+"q/files/input/x.txt", "")
+	missing.body = []byte(strings.ReplaceAll(string(missing.body), `\"q\"`, `\"w\"`))
+	sameReply(t, "the fork key reads the parent vs a workbench that does not exist", parent, missing)
+
+	// MCP: cairn_fork with mint_key and an earlier expiry.
+	cs, err := m.connectTo(t, m.full, "owner", "/v1/agents/a/mcp/cairn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	early := expires.Add(-time.Hour)
+	a := callTool(t, cs, "cairn_fork", map[string]any{"id": "w", "fork": "f2", "mint_key": true, "key_expires_at": early.Format(time.RFC3339)})
+	mk, _ := a.res["key"].(map[string]any)
+	if a.isErr || mk == nil || mk["workbench"] != "f2" || mk["expires_at"] != early.Format(time.RFC3339) || mk["minted_by"] != m.ids["owner"] {
+		t.Fatalf("cairn_fork with mint_key: %s", a.raw)
+	}
+	m.authz["f2"] = "Bearer " + mk["secret"].(string)
+	mustReply(t, "f2 key: read its fork", m.on(t, m.full, "f2", "GET", wbs+"f2/files/input/x.txt", ""), 200)
+	mustReply(t, "f2 key: f1 is not its", m.on(t, m.full, "f2", "GET", wbs+"f1/files/input/x.txt", ""), 404)
+
+	// The fork's key is the fork's owner's too: it mints a narrower one for its fork.
+	sub := mustReply(t, "f1 key: mint for its fork", m.on(t, m.full, "f1", "POST", MintPath,
+		`{"name":"sub","agents":["a"],"workbench":"f1","prefixes":["outputs/"],"scopes":["workspace:read"],"expires_at":"`+early.Format(time.RFC3339)+`"}`), 201)
+	m.authz["sub"] = "Bearer " + sub.json["secret"].(string)
+	mustReply(t, "sub: read below outputs", m.on(t, m.full, "sub", "GET", wbs+"f1/files/outputs/y.txt", ""), 200)
+
+	mustReply(t, "revoke the owner", m.send(t, m.full.adminURL, keyAdmin, "POST", KeysRevokePath, `{"id":"`+m.ids["owner"]+`"}`), 200)
+	for _, k := range []string{"f1", "f2", "sub"} {
+		wantUnauthenticated(t, "a fork's key after its owner's revocation", k, "GET", m.on(t, m.full, k, "GET", wbs+"f1/files/input/x.txt", ""))
+	}
+}
+
+// anyStrings is a JSON array of strings as []string.
+func anyStrings(v any) []string {
+	var out []string
+	for _, s := range v.([]any) {
+		out = append(out, s.(string))
+	}
+	return out
+}
