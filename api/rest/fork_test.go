@@ -80,3 +80,22 @@ func TestForkOfAnotherTenantAnswersLikeAMissingOne(t *testing.T) {
 		}
 	}
 }
+
+// Every route of the attempts reads its arguments the same way (rest.attempt): a key of
+// 256 characters is refused, naming the header, before anything is made — the fork
+// included, which took no key before.
+func TestAttemptsRoutesRefuseABadIdempotencyKeyAlike(t *testing.T) {
+	c := newChecker(t)
+	wb := "/v1/agents/a1/workbenches/w1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
+	long := strings.Repeat("k", 256)
+	for op, body := range map[string]string{"fork": `{"fork":"f1"}`, "merge": `{"dry_run":true}`,
+		"rewind": `{"target":"time:0","dry_run":true}`, "discard": `{}`} {
+		r := c.call(false, "POST", wb+"/"+op, body, "Content-Type", "application/json", "Idempotency-Key", long)
+		expect(t, r, 400, "InvalidArguments")
+		if !strings.Contains(string(r.body), "Idempotency-Key") {
+			t.Fatalf("%s with a 256-character key = %s, want the header named", op, r.body)
+		}
+	}
+	expect(t, c.call(false, "GET", "/v1/agents/a1/workbenches/f1", ""), 404, "NotFound")
+}

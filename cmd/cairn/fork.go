@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -81,29 +82,17 @@ func newMergeCommand() *cobra.Command {
 		if yes && req.Token != "" {
 			return usageErrorf("give --yes or --token, not both")
 		}
-		c, out := newClient(cmd), cmd.OutOrStdout()
-		show := func(res *client.MergeResult) error {
-			if o.json {
-				return printRaw(out, res.Raw)
+		c := newClient(cmd)
+		call := func(preview bool, token string) (*client.MergeResult, error) {
+			r := req
+			if preview {
+				r = client.MergeRequest{DryRun: true}
 			}
-			return printMerge(out, res)
+			r.Token = token
+			return c.Merge(cmd.Context(), o.agent, args[0], r)
 		}
-		if req.Token == "" {
-			preview := client.MergeRequest{DryRun: true}
-			res, err := c.Merge(cmd.Context(), o.agent, args[0], preview)
-			if err != nil {
-				return err
-			}
-			if !yes {
-				return show(res)
-			}
-			req.Token = res.Token
-		}
-		res, err := c.Merge(cmd.Context(), o.agent, args[0], req)
-		if err != nil {
-			return err
-		}
-		return show(res)
+		return previewThenApply(cmd.OutOrStdout(), o, req.Token, yes, call,
+			func(res *client.MergeResult) (string, json.RawMessage) { return res.Token, res.Raw }, printMerge)
 	}
 	return cmd
 }
