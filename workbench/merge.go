@@ -38,14 +38,15 @@ type MergeInput struct {
 	ProposeConflicts *bool   `json:"propose_conflicts"`
 }
 
-// Request returns the MergeRequest in asks for in agent's root.
-func (in MergeInput) Request(agent string) MergeRequest {
+// Request returns the MergeRequest in asks for in agent's root under requestID ("" for
+// none). It never fails: its error is there so every attempt's input reads alike.
+func (in MergeInput) Request(agent, requestID string) (MergeRequest, *Error) {
 	req := MergeRequest{Agent: agent, Fork: in.ID, DryRun: in.DryRun != nil && *in.DryRun,
-		ProposeConflicts: in.ProposeConflicts != nil && *in.ProposeConflicts}
+		ProposeConflicts: in.ProposeConflicts != nil && *in.ProposeConflicts, RequestID: requestID}
 	if in.Token != nil {
 		req.Token = *in.Token
 	}
-	return req
+	return req, nil
 }
 
 // mergePlan is what a merge would do, planned at one live view: the embedded rewindPlan

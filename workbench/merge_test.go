@@ -56,15 +56,7 @@ func files(t *testing.T, svc *workbench.Service, wb string, extra ...string) map
 
 func fork(t *testing.T, svc *workbench.Service, parent, name, at string) workbench.Result {
 	t.Helper()
-	in := workbench.ForkInput{ID: parent, Fork: name}
-	if at != "" {
-		in.At = &at
-	}
-	req, err := in.Request("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, ferr := svc.Attempts.Fork(t.Context(), req)
+	r, ferr := svc.Attempts.Fork(t.Context(), forkReq(t, parent, name, at, ""))
 	if ferr != nil {
 		t.Fatalf("fork: %v", ferr)
 	}
@@ -242,7 +234,7 @@ func TestForkAndMergeRefuseBadInput(t *testing.T) {
 		{"a generation base", workbench.ForkInput{ID: "w", Fork: "g", At: ptr("generation:3")}, "at"},
 		{"a base of no kind", workbench.ForkInput{ID: "w", Fork: "g", At: ptr("yesterday")}, "at"},
 	} {
-		req, rerr := tc.in.Request("a")
+		req, rerr := tc.in.Request("a", "")
 		var err error = rerr
 		if rerr == nil {
 			_, err = svc.Attempts.Fork(t.Context(), req)
@@ -268,7 +260,7 @@ func TestForkAndMergeRefuseBadInput(t *testing.T) {
 	if codeOf(hidden) != workbench.CodeNotFound || strings.ReplaceAll(hidden.Error(), `"a"`, `"nobody"`) != missing.Error() {
 		t.Fatalf("discard of another tenant's fork = %v, a missing one = %v: want the same NotFound", hidden, missing)
 	}
-	freq, _ := workbench.ForkInput{ID: "w", Fork: "g"}.Request("a")
+	freq, _ := workbench.ForkInput{ID: "w", Fork: "g"}.Request("a", "")
 	if _, err := svc.Attempts.Fork(other, freq); codeOf(err) != workbench.CodeNotFound {
 		t.Fatalf("a fork of another tenant's workbench = %v, want NotFound", err)
 	}
@@ -468,4 +460,72 @@ func TestDiscardKeepsAPinAnotherForkNamesAsItsBase(t *testing.T) {
 		t.Fatalf("the parent after f5's merge holds %q", got)
 	}
 	discard("f5", pin)
+}
+
+// forkReq is the ForkRequest of fork name of parent at at ("" live) under request id key.
+func forkReq(t *testing.T, parent, name, at, key string) workbench.ForkRequest {
+	t.Helper()
+	in := workbench.ForkInput{ID: parent, Fork: name}
+	if at != "" {
+		in.At = &at
+	}
+	req, err := in.Request("a", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// snapshotStates lists workbench wb's snapshots as id → state.
+func snapshotStates(t *testing.T, svc *workbench.Service, wb string) map[any]any {
+	t.Helper()
+	list, err := svc.Tools.SnapshotList(t.Context(), "a", workbench.SnapshotListInput{ID: wb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[any]any{}
+	for _, s := range list["snapshots"].([]workbench.Result) {
+		states[s["snapshot_id"]] = s["state"]
+	}
+	return states
+}
+
+// A fork retried under its request id answers the first fork (replayed, the same pin and
+// operation), pins nothing more; the id with another fork is refused, pinning nothing.
+func TestForkReplaysByIdempotencyKey(t *testing.T) {
+	for _, at := range []string{"", "snapshot:mine"} {
+		t.Run("at "+at, func(t *testing.T) {
+			svc := workbenchtest.New(t, workbench.Config{}).Service
+			putIn(t, svc, "w", "input/a", "a0")
+			if _, err := svc.Tools.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: ptr("mine")}); err != nil {
+				t.Fatal(err)
+			}
+			first, err := svc.Attempts.Fork(t.Context(), forkReq(t, "w", "f", at, "fork-1"))
+			if err != nil || first["replayed"] != false {
+				t.Fatalf("first fork = %v, %v", first, err)
+			}
+			putIn(t, svc, "w", "input/a", "a1") // a retry's live base would be another
+			again, err := svc.Attempts.Fork(t.Context(), forkReq(t, "w", "f", at, "fork-1"))
+			if err != nil || again["replayed"] != true {
+				t.Fatalf("retry = %v, %v; want the first fork replayed", again, err)
+			}
+			for _, k := range []string{"fork_id", "parent_id", "base", "pinned_snapshot_id", "operation_id", "read_version"} {
+				if fmt.Sprint(again[k]) != fmt.Sprint(first[k]) {
+					t.Errorf("the retry's %s = %v, the first fork's %v", k, again[k], first[k])
+				}
+			}
+			before := snapshotStates(t, svc, "w")
+			for _, other := range []workbench.ForkRequest{forkReq(t, "w", "g", at, "fork-1"), forkReq(t, "w", "f", "snapshot:1", "fork-1")} {
+				if _, err := svc.Attempts.Fork(t.Context(), other); codeOf(err) != workbench.CodeInvalidArguments {
+					t.Fatalf("the key with another fork (%s at %s) = %v, want InvalidArguments", other.Fork, other.At, err)
+				}
+			}
+			if _, err := svc.Attempts.Fork(t.Context(), forkReq(t, "w", "f", at, "fork-2")); codeOf(err) != workbench.CodeAlreadyExists {
+				t.Fatalf("the name under another key = %v, want AlreadyExists", err)
+			}
+			if after := snapshotStates(t, svc, "w"); !maps.Equal(after, before) {
+				t.Fatalf("the parent's snapshots after refused forks = %v, before %v", after, before)
+			}
+		})
+	}
 }

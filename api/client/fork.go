@@ -18,19 +18,34 @@ type ForkResult struct {
 	// when the base was a snapshot or commit the caller named); Discard retires it.
 	PinnedSnapshotID *uint64 `json:"pinned_snapshot_id"`
 	RestoredFiles    int64   `json:"restored_files"`
+	// Replayed is true when a retry under the idempotency key answered the first fork.
+	Replayed bool `json:"replayed"`
 	RawJSON
 }
 
-// Fork makes workbench fork a zero-copy child of workbench wb at at: "" or "live",
-// snapshot:<id or name> or commit:<commit_identity> (docs/architecture.md, "Attempts:
-// fork and merge"). It is not retried once sent: a fork that landed answers a retry
-// AlreadyExists.
-func (c *Client) Fork(ctx context.Context, agent, wb, fork, at string) (*ForkResult, error) {
+// ForkRequest asks POST …/fork: the new workbench's name (Fork), its base (At: "" or
+// "live", snapshot:<id or name> or commit:<commit_identity>), and IdempotencyKey to make
+// it safe to retry.
+type ForkRequest struct {
+	Fork, At       string
+	IdempotencyKey string
+}
+
+// Fork makes workbench req.Fork a zero-copy child of workbench wb at req.At
+// (docs/architecture.md, "Attempts: fork and merge"). Under an IdempotencyKey it is safe
+// to retry (a retry after the fork landed answers it, Replayed); without one it is sent
+// again only if it never reached the server (a fork that landed answers a retry
+// AlreadyExists).
+func (c *Client) Fork(ctx context.Context, agent, wb string, req ForkRequest) (*ForkResult, error) {
 	body := struct {
 		Fork string `json:"fork"`
 		At   string `json:"at,omitempty"`
-	}{fork, at}
-	return postJSON[ForkResult](ctx, c, c.workbenchURL(agent, wb)+"/fork", body, notReplayable)
+	}{req.Fork, req.At}
+	var out ForkResult
+	if err := c.postKeyed(ctx, c.workbenchURL(agent, wb)+"/fork", body, false, req.IdempotencyKey, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // MergeRequest asks POST …/merge: a preview (DryRun) or an apply (Token, and

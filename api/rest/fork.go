@@ -9,16 +9,11 @@ import (
 
 // fork serves POST /v1/agents/{agent}/workbenches/{id}/fork (workbench.Attempts.Fork): a
 // JSON body {fork, at?} (workbench.ForkInput; at: live, the default, snapshot:<id or
-// name> or commit:<identity>). It answers 200 with the fork, its parent and its base.
+// name> or commit:<identity>). It answers 200 with the fork, its parent and its base;
+// under Idempotency-Key a retry of a fork that landed answers that fork (replayed true).
 func (h *Handler) fork(w http.ResponseWriter, r *http.Request, agent, id string) {
 	attempt(h, w, r, "fork", agent, id, func(in *workbench.ForkInput) *string { return &in.ID },
-		func(ctx context.Context, in workbench.ForkInput, _ string) (workbench.Result, error) {
-			req, werr := in.Request(agent)
-			if werr != nil {
-				return nil, werr
-			}
-			return h.svc.Attempts.Fork(ctx, req)
-		})
+		requested[workbench.ForkRequest, workbench.ForkInput](agent, h.svc.Attempts.Fork))
 }
 
 // merge serves POST /v1/agents/{agent}/workbenches/{fork}/merge (workbench.Attempts.Merge):
@@ -28,11 +23,7 @@ func (h *Handler) fork(w http.ResponseWriter, r *http.Request, agent, id string)
 // 409 Conflict with details.paths.
 func (h *Handler) merge(w http.ResponseWriter, r *http.Request, agent, id string) {
 	attempt(h, w, r, "merge", agent, id, func(in *workbench.MergeInput) *string { return &in.ID },
-		func(ctx context.Context, in workbench.MergeInput, key string) (workbench.Result, error) {
-			req := in.Request(agent)
-			req.RequestID = key
-			return h.svc.Attempts.Merge(ctx, req)
-		})
+		requested[workbench.MergeRequest, workbench.MergeInput](agent, h.svc.Attempts.Merge))
 }
 
 // discard serves POST /v1/agents/{agent}/workbenches/{fork}/discard

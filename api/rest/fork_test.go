@@ -41,6 +41,15 @@ func TestForkAndMergeOverREST(t *testing.T) {
 			t.Fatalf("%s after the merge = %q, want %q", path, r.body, want)
 		}
 	}
+	// A fork retried under its Idempotency-Key answers the first; the key with another
+	// fork is refused.
+	k1 := c.call(true, "POST", wb+"/fork", `{"fork":"k1"}`, "Content-Type", "application/json", "Idempotency-Key", "f-1")
+	k2 := c.call(true, "POST", wb+"/fork", `{"fork":"k1"}`, "Content-Type", "application/json", "Idempotency-Key", "f-1")
+	expect(t, k2, 200, "")
+	if k1.json["replayed"] != false || k2.json["replayed"] != true || k2.json["pinned_snapshot_id"] != k1.json["pinned_snapshot_id"] {
+		t.Fatalf("fork %s, retried under its key %s", k1.body, k2.body)
+	}
+	expect(t, c.call(false, "POST", wb+"/fork", `{"fork":"k2"}`, "Content-Type", "application/json", "Idempotency-Key", "f-1"), 400, "InvalidArguments")
 	expect(t, c.post(false, wb+"/fork", `{"fork":"a/b"}`), 400, "InvalidArguments")
 	expect(t, c.post(false, wb+"/merge", `{"dry_run":true}`), 400, "InvalidArguments")
 	expect(t, c.post(false, fk+"/merge", `{}`), 400, "InvalidArguments")

@@ -35,6 +35,20 @@ func attempt[In any](h *Handler, w http.ResponseWriter, r *http.Request, op, age
 	})
 }
 
+// requested is attempt's run for an input that builds its Attempts request (In.Request,
+// in agent's root, the Idempotency-Key its request id) and the call that serves it.
+func requested[Req any, In interface {
+	Request(agent, requestID string) (Req, *workbench.Error)
+}](agent string, call func(context.Context, Req) (workbench.Result, error)) func(context.Context, In, string) (workbench.Result, error) {
+	return func(ctx context.Context, in In, key string) (workbench.Result, error) {
+		req, werr := in.Request(agent, key)
+		if werr != nil {
+			return nil, werr
+		}
+		return call(ctx, req)
+	}
+}
+
 // rewind serves POST /v1/agents/{agent}/workbenches/{id}/rewind (workbench.Attempts.Rewind):
 // a JSON body {target, paths?, prefix?, dry_run?, token?, file_diffs?}
 // (workbench.RewindInput). A preview (dry_run true) answers the changes and a token; an
@@ -42,12 +56,5 @@ func attempt[In any](h *Handler, w http.ResponseWriter, r *http.Request, op, age
 // changed since the preview is 409 Conflict with details.paths.
 func (h *Handler) rewind(w http.ResponseWriter, r *http.Request, agent, id string) {
 	attempt(h, w, r, "rewind", agent, id, func(in *workbench.RewindInput) *string { return &in.ID },
-		func(ctx context.Context, in workbench.RewindInput, key string) (workbench.Result, error) {
-			req, werr := in.Request(agent)
-			if werr != nil {
-				return nil, werr
-			}
-			req.RequestID = key
-			return h.svc.Attempts.Rewind(ctx, req)
-		})
+		requested[workbench.RewindRequest, workbench.RewindInput](agent, h.svc.Attempts.Rewind))
 }

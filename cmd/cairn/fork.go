@@ -17,9 +17,9 @@ func addForkCommands(root *cobra.Command) {
 }
 
 func newForkCommand() *cobra.Command {
-	var at string
+	var req client.ForkRequest
 	cmd := &cobra.Command{
-		Use:   "fork ID FORK [--at live|snapshot:S|commit:C]",
+		Use:   "fork ID FORK [--at live|snapshot:S|commit:C] [--idempotency-key K]",
 		Short: "Make workbench FORK a zero-copy child of workbench ID, for a parallel attempt",
 		Long: "Fork workbench ID into a new workbench FORK of the same agent root, at --at: live (the\n" +
 			"default: the fork pins a snapshot of ID, so its base is exact and kept until the fork is\n" +
@@ -29,9 +29,11 @@ func newForkCommand() *cobra.Command {
 		Args: cobra.ExactArgs(2),
 	}
 	o := addOutputFlags(cmd)
-	cmd.Flags().StringVar(&at, "at", "", "the base: live (default), snapshot:S or commit:C")
+	cmd.Flags().StringVar(&req.At, "at", "", "the base: live (default), snapshot:S or commit:C")
+	cmd.Flags().StringVar(&req.IdempotencyKey, "idempotency-key", "", "makes the fork safe to retry: the same key answers the first fork")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		res, err := newClient(cmd).Fork(cmd.Context(), o.agent, args[0], args[1], at)
+		req.Fork = args[1]
+		res, err := newClient(cmd).Fork(cmd.Context(), o.agent, args[0], req)
 		if err != nil {
 			return err
 		}
@@ -48,6 +50,9 @@ func newForkCommand() *cobra.Command {
 		pinned := ""
 		if res.PinnedSnapshotID != nil {
 			pinned = ", pinned until the fork is discarded"
+		}
+		if res.Replayed {
+			pinned += " (already, under this idempotency key)"
 		}
 		_, err = fmt.Fprintf(out, "forked %s into %s at %s%s (%d file(s))\n", res.ParentID, res.ForkID, base, pinned, res.RestoredFiles)
 		return err
