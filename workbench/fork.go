@@ -78,12 +78,17 @@ func (r forkRecord) point() string {
 // Fork makes workbench req.Fork a zero-copy child of req.Parent at req.At.
 //
 // The walk: a fork under a request id first asks the core whether the id already made a
-// fork (forkReplay), and answers that one if so. Then a live base mints a snapshot of the parent (the maximum lease,
+// fork (forkReplay), and answers that one if so (or refuses the id used for another
+// request, or a name taken); a live fork without one first checks that its name is free.
+// Then a live base mints a snapshot of the parent (the maximum lease,
 // annotated {"pinned_by_fork": fork}), so the base is one exact shard version that the
 // parent's history keeps while the fork lives; then Lifecycle.Restore makes the fork from
 // that snapshot (or the given snapshot or commit), its first command under the request id,
 // which writes the restore manifest that records parent and base. A restore that fails
-// retires the snapshot it pinned.
+// retires the snapshot it pinned. So a fork refused for its name or its request id pins
+// nothing; one that fails between the pin and the restore's first command (a race on its
+// name, the root's workbench quota, the parent replaced) leaves the pin retired, listed
+// as such (the FSM keeps a retired snapshot's record; no command removes it).
 //
 // The answer: fork_id, parent_id, base {kind, snapshot_id, commit_id, read_version},
 // pinned_snapshot_id (null unless the fork pinned one), replayed (a retry under the
@@ -116,6 +121,10 @@ func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 	if req.RequestID != "" {
 		if r, err := s.forkReplay(ctx, req, h); r != nil || err != nil {
 			return r, err
+		}
+	} else if req.At.Kind == SideLive {
+		if err := s.forkNameFree(ctx, req); err != nil {
+			return nil, err
 		}
 	}
 	in := RestoreInput{ID: req.Parent, DestinationID: req.Fork}
@@ -154,6 +163,19 @@ func forkAnswer(r Result, req ForkRequest, pinned uint64, replayed bool) Result 
 	r["pinned_snapshot_id"] = nilIfZero(pinned)
 	r["replayed"] = replayed
 	return r
+}
+
+// forkNameFree answers AlreadyExists when a workbench named req.Fork exists (or is being
+// restored), so a live fork refused for its name pins no snapshot.
+func (s *Attempts) forkNameFree(ctx context.Context, req ForkRequest) error {
+	view, err := s.base.readView(ctx, req.Agent)
+	if err != nil {
+		return AsError(err)
+	}
+	if _, err := view.Workspace(req.Agent, req.Fork); err == nil || view.Staging(req.Agent, req.Fork) {
+		return newError(CodeAlreadyExists, "workbench %q already exists", req.Fork)
+	}
+	return nil
 }
 
 // forkReplay asks the core whether request id h made a fork already, before anything is

@@ -529,3 +529,19 @@ func TestForkReplaysByIdempotencyKey(t *testing.T) {
 		})
 	}
 }
+
+// A live fork refused for its name, with or without a request id, leaves nothing on its
+// parent: no snapshot pinned, not even a retired one.
+func TestARefusedForkLeavesNoSnapshotOnItsParent(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "input/a", "a0")
+	putIn(t, svc, "taken", "input/a", "t0")
+	for _, key := range []string{"", "fork-k"} {
+		if _, err := svc.Attempts.Fork(t.Context(), forkReq(t, "w", "taken", "", key)); codeOf(err) != workbench.CodeAlreadyExists {
+			t.Fatalf("a fork named like a workbench that exists (key %q) = %v, want AlreadyExists", key, err)
+		}
+	}
+	if states := snapshotStates(t, svc, "w"); len(states) != 0 {
+		t.Fatalf("the parent's snapshots after refused forks = %v, want none", states)
+	}
+}
