@@ -80,6 +80,8 @@ type MergeResult struct {
 	Base      string          `json:"base"`
 	Changes   []RewindChange  `json:"changes"`
 	Conflicts []MergeConflict `json:"conflicts"`
+	// ApplyOutcome carries Token, Applied, Generation and Replayed (a retry under the
+	// idempotency key answered by the first apply), as a RewindResult's does.
 	ApplyOutcome
 	RawJSON
 }
