@@ -545,3 +545,46 @@ func TestARefusedForkLeavesNoSnapshotOnItsParent(t *testing.T) {
 		t.Fatalf("the parent's snapshots after refused forks = %v, want none", states)
 	}
 }
+
+// A conflict says how its sides differ. A delete on one side against an edit on the other
+// is a conflict too: the fork's edit of a file the parent deleted is proposed (to create
+// it again); the fork's delete of a file the parent edited cannot be (a proposal carries a
+// body), and its row says why instead of staying silent.
+func TestMergeGivesADeleteEditConflictAReason(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	for _, p := range []string{"outputs/x", "outputs/y", "outputs/z"} {
+		putIn(t, svc, "w", p, p+"0")
+	}
+	fork(t, svc, "w", "f", "")
+	putIn(t, svc, "f", "outputs/x", "")       // the fork deletes x ...
+	putIn(t, svc, "w", "outputs/x", "x-edit") // ... the parent edits it
+	putIn(t, svc, "f", "outputs/y", "y-edit") // the fork edits y ...
+	putIn(t, svc, "w", "outputs/y", "")       // ... the parent deletes it
+	putIn(t, svc, "f", "outputs/z", "z-fork")
+	putIn(t, svc, "w", "outputs/z", "z-parent")
+	putIn(t, svc, "f", "outputs/new", "n-fork")
+	putIn(t, svc, "w", "outputs/new", "n-parent")
+	_, applied := merge(t, svc, "f", true)
+	got := map[string]map[string]any{}
+	for _, c := range applied["conflicts"].([]map[string]any) {
+		got[c["path"].(string)] = c
+	}
+	for path, reason := range map[string]string{"outputs/x": workbench.ConflictDeletedOnFork, "outputs/y": workbench.ConflictDeletedOnParent,
+		"outputs/z": workbench.ConflictBothChanged, "outputs/new": workbench.ConflictBothAdded} {
+		c := got[path]
+		if c == nil || c["reason"] != reason {
+			t.Fatalf("conflict %s = %v, want reason %s", path, c, reason)
+		}
+		proposed, _ := c["proposal_id"].(string)
+		why, _ := c["not_proposed"].(string)
+		if wantProposal := path != "outputs/x"; (proposed != "") != wantProposal || (why != "") == wantProposal || c["proposal_error"] != nil {
+			t.Fatalf("conflict %s = %v: want a proposal %v, else a reason none was made", path, c, wantProposal)
+		}
+	}
+	if why := got["outputs/x"]["not_proposed"].(string); !strings.Contains(why, "deleted") {
+		t.Fatalf("the fork's delete was not proposed because %q", why)
+	}
+	if files := files(t, svc, "w", "outputs/new"); files["outputs/x"] != "x-edit" || files["outputs/y"] != "" {
+		t.Fatalf("the parent after the merge = %v, want its sides of the conflicts kept", files)
+	}
+}

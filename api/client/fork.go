@@ -59,10 +59,14 @@ type MergeRequest struct {
 }
 
 // MergeConflict is a path the fork and its parent both changed since the base: never
-// overwritten. ProposalID is the proposal an apply with ProposeConflicts made of it,
-// ProposalError the code of the one it could not make.
+// overwritten. Reason says how (both_changed, both_added, deleted_on_fork,
+// deleted_on_parent, clash). ProposalID is the proposal an apply with ProposeConflicts
+// made of it, ProposalError the code of the one it could not make, NotProposed why none
+// can carry it (the fork deleted the path; a clash).
 type MergeConflict struct {
 	Path          string      `json:"path"`
+	Reason        string      `json:"reason"`
+	NotProposed   string      `json:"not_proposed"`
 	Base          *RewindSide `json:"base"`
 	Fork          *RewindSide `json:"fork"`
 	Parent        *RewindSide `json:"parent"`

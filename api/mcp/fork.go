@@ -26,7 +26,8 @@ var forkTools = []toolDef{{
 		"head carrying both sides as evidence. First call with dry_run true (changes, conflicts, token); then call again " +
 		"with the token (valid one hour): every change lands as one atomic command, only if nothing of the parent changed " +
 		"since the preview, else Conflict with details.paths. Result: fork_id, parent_id, base, changes [{path, change, " +
-		"from, to}], conflicts [{path, base, fork, parent, proposal_id}], counts, token (preview), applied, generation, replayed.",
+		"from, to}], conflicts [{path, reason (both_changed, both_added, deleted_on_fork, deleted_on_parent, clash), base, " +
+		"fork, parent, proposal_id, or not_proposed: why none can carry it}], counts, token (preview), applied, generation, replayed.",
 	run: attemptRun[workbench.MergeRequest, mergeArgs]((*workbench.Attempts).Merge),
 }, {
 	name: "cairn_discard", title: "Discard a fork", destructive: true,

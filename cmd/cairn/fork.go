@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -111,6 +112,9 @@ func printMerge(w io.Writer, res *client.MergeResult) error {
 	}
 	for _, c := range res.Conflicts {
 		line := "C " + c.Path
+		if c.Reason == "deleted_on_fork" || c.Reason == "deleted_on_parent" {
+			line += " (" + strings.ReplaceAll(c.Reason, "_", " ") + ")"
+		}
 		if c.ClashWith != "" {
 			line += " (clashes with " + c.ClashWith + ")"
 		}
@@ -119,6 +123,8 @@ func printMerge(w io.Writer, res *client.MergeResult) error {
 			line += " (proposed: " + c.ProposalID + ")"
 		case c.ProposalError != "":
 			line += " (not proposed: " + c.ProposalError + ")"
+		case c.NotProposed != "":
+			line += " (not proposed: " + c.NotProposed + ")"
 		}
 		if _, err := fmt.Fprintln(w, line); err != nil {
 			return err
