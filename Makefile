@@ -74,7 +74,7 @@ FUZZ_TARGETS := \
 	./workbench/auth:FuzzParseAuthorization \
 	./workbench/auth:FuzzKeyLookup \
 	./api/s3:FuzzChunkedReader \
-	./internal/unicodejson:FuzzCheck
+	./internal/strictjson:FuzzCheck
 
 fuzz-smoke:
 	@for t in $(FUZZ_TARGETS); do \

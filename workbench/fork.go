@@ -34,6 +34,10 @@ type ForkRequest struct {
 	// (zero: when the caller's key does, or never).
 	MintKey      bool
 	KeyExpiresAt time.Time
+	// RequestID (REST Idempotency-Key, MCP request_id) makes the fork idempotent: a retry
+	// of a fork that landed answers the first fork (replayed true), and the id with
+	// another fork (parent, name or base as asked) is refused.
+	RequestID string
 }
 
 // ForkInput is cairn_fork's input and the REST body of POST …/workbenches/{id}/fork.
@@ -47,10 +51,10 @@ type ForkInput struct {
 	KeyExpiresAt *string `json:"key_expires_at"`
 }
 
-// Request returns the ForkRequest in asks for in agent's root (InvalidArguments naming the
-// field of a bad argument).
-func (in ForkInput) Request(agent string) (ForkRequest, *Error) {
-	req := ForkRequest{Agent: agent, Parent: in.ID, Fork: in.Fork, At: DiffSide{Kind: SideLive}, MintKey: in.MintKey}
+// Request returns the ForkRequest in asks for in agent's root under requestID ("" for
+// none; InvalidArguments naming the field of a bad argument).
+func (in ForkInput) Request(agent, requestID string) (ForkRequest, *Error) {
+	req := ForkRequest{Agent: agent, Parent: in.ID, Fork: in.Fork, At: DiffSide{Kind: SideLive}, MintKey: in.MintKey, RequestID: requestID}
 	exp, err := parseKeyExpiry(in.KeyExpiresAt)
 	if err != nil {
 		return req, err
@@ -87,22 +91,33 @@ func (r forkRecord) point() string {
 
 // Fork makes workbench req.Fork a zero-copy child of req.Parent at req.At.
 //
-// The walk: a live base first mints a snapshot of the parent (the maximum lease,
+// The walk: a fork under a request id first asks the core whether the id already made a
+// fork (forkReplay), and answers that one if so (or refuses the id used for another
+// request, or a name taken); a live fork without one first checks that its name is free.
+// Then a live base mints a snapshot of the parent (the maximum lease,
 // annotated {"pinned_by_fork": fork}), so the base is one exact shard version that the
 // parent's history keeps while the fork lives; then Lifecycle.Restore makes the fork from
-// that snapshot (or the given snapshot or commit), which writes the restore manifest that
-// records parent and base. A restore that fails retires the snapshot it pinned.
+// that snapshot (or the given snapshot or commit), its first command under the request id,
+// which writes the restore manifest that records parent and base. A restore that fails
+// retires the snapshot it pinned. So a fork refused for its name or its request id pins
+// nothing; one that fails between the pin and the restore's first command (a race on its
+// name, the root's workbench quota, the parent replaced) leaves the pin retired, listed
+// as such (the FSM keeps a retired snapshot's record; no command removes it).
 //
 // The answer: fork_id, parent_id, base {kind, snapshot_id, commit_id, read_version},
-// pinned_snapshot_id (null unless the fork pinned one), the restore's fields
+// pinned_snapshot_id (null unless the fork pinned one), replayed (a retry under the
+// request id of a fork that landed: the answer is that fork's), the restore's fields
 // (operation_id, destination_path, restored_files, …), and with req.MintKey the fork's
 // key (fork_key.go: id, secret, workbench, scopes, expires_at, minted_by), checked before
-// the fork is made and minted after.
+// the fork is made and minted after; a replay mints no second key (key is null: the first
+// answer carried the secret, which is shown once).
 //
-// Errors: InvalidArguments naming id, fork or at; NotFound (the parent, a commit; a root
-// the caller may not see); SnapshotNotFound, SnapshotExpired; AlreadyExists (a workbench
-// named fork exists); ResourceExhausted (the parent's snapshot cap); PermissionDenied
-// without the write scope, or when the fork's key would be broader than the caller's.
+// Errors: InvalidArguments naming id, fork, at or idempotency_key (the request id was used
+// for another request); NotFound (the parent, a commit; a root the caller may not see);
+// SnapshotNotFound, SnapshotExpired; AlreadyExists (a workbench named fork exists, not
+// made under this request id); ResourceExhausted (the parent's snapshot cap);
+// PermissionDenied without the write scope, or when the fork's key would be broader than
+// the caller's.
 func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 	if err := validateTarget(req.Agent, req.Parent, ""); err != nil {
 		return nil, err
@@ -126,6 +141,17 @@ func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The request is the intent as asked: a live fork retried pins no second snapshot.
+	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("fork", req.Agent, req.Parent, req.Fork, req.At.String())}
+	if req.RequestID != "" {
+		if r, err := s.forkReplay(ctx, req, h); r != nil || err != nil {
+			return r, err
+		}
+	} else if req.At.Kind == SideLive {
+		if err := s.forkNameFree(ctx, req); err != nil {
+			return nil, err
+		}
+	}
 	in := RestoreInput{ID: req.Parent, DestinationID: req.Fork}
 	var pinned uint64
 	switch req.At.Kind {
@@ -144,18 +170,16 @@ func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 		pinned = snap["snapshot_id"].(uint64)
 		in.AtSnapshot = atSnapshotJSON(AtSnapshotID(pinned))
 	}
-	r, err := s.life.Restore(ctx, req.Agent, in)
+	r, err := s.life.restore(ctx, req.Agent, in, h)
 	if err != nil {
 		if pinned != 0 {
 			s.retirePin(ctx, req.Agent, req.Parent, pinned, "fork "+req.Fork+" was not made")
 		}
 		return nil, err
 	}
-	r["fork_id"] = req.Fork
-	r["parent_id"] = req.Parent
-	r["base"] = baseInfo(r["snapshot_id"], r["commit_id"], r["read_version"])
-	r["pinned_snapshot_id"] = nilIfZero(pinned)
-	if mint != nil {
+	replayed := r["idempotent_replay"] == true
+	r = forkAnswer(r, req, pinned, replayed)
+	if mint != nil && !replayed {
 		// The fork exists: a key store that fails now leaves it without a key, which the
 		// caller mints through POST /v1/keys.
 		k, err := mint(ctx)
@@ -165,6 +189,70 @@ func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 		r["key"] = k
 	}
 	return r, nil
+}
+
+// forkAnswer adds a fork's fields to its restore's answer r.
+func forkAnswer(r Result, req ForkRequest, pinned uint64, replayed bool) Result {
+	r["fork_id"] = req.Fork
+	r["parent_id"] = req.Parent
+	r["base"] = baseInfo(r["snapshot_id"], r["commit_id"], r["read_version"])
+	r["pinned_snapshot_id"] = nilIfZero(pinned)
+	r["replayed"] = replayed
+	if req.MintKey {
+		r["key"] = nil // a replay mints no second key; a new fork's is set by Fork
+	}
+	return r
+}
+
+// forkNameFree answers AlreadyExists when a workbench named req.Fork exists (or is being
+// restored), so a live fork refused for its name pins no snapshot.
+func (s *Attempts) forkNameFree(ctx context.Context, req ForkRequest) error {
+	view, err := s.base.readView(ctx, req.Agent)
+	if err != nil {
+		return AsError(err)
+	}
+	if _, err := view.Workspace(req.Agent, req.Fork); err == nil || view.Staging(req.Agent, req.Fork) {
+		return newError(CodeAlreadyExists, "workbench %q already exists", req.Fork)
+	}
+	return nil
+}
+
+// forkReplay asks the core whether request id h made a fork already, before anything is
+// pinned: it proposes, under h, a restore begin that can never apply (source incarnation
+// 0, which no workbench has), as Discard probes with a revision no workbench has. The
+// FSM answers it from the id's dedupe record when the id landed (replayed: the first
+// fork's restore, answered as the fork it made, driven to completion if a crash cut it
+// off), refuses it when the id was used for another request (InvalidArguments naming
+// idempotency_key) or when the name is taken (AlreadyExists), and otherwise refuses it as
+// stale (Conflict): nil, nil, and the fork goes ahead.
+func (s *Attempts) forkReplay(ctx context.Context, req ForkRequest, h meta.Header) (Result, error) {
+	probe := meta.RestoreBegin{Agent: req.Agent, Source: req.Parent, Destination: req.Fork, SnapshotID: math.MaxUint64,
+		OpID: RestoreOperationID(req.Agent, 0, "probe", req.Fork)}
+	res, werr := s.base.propose(ctx, h, probe)
+	switch {
+	case werr != nil && werr.Code == CodeConflict:
+		return nil, nil
+	case werr != nil:
+		return nil, werr
+	case !res.Replayed || res.Restore == nil:
+		return nil, newError(CodeInternal, "a fork's probe under its request id applied")
+	}
+	op, err := s.life.reloadRestore(ctx, res.Restore)
+	if err != nil {
+		op = res.Restore // the record outlived by its dedupe record: the one the id stored
+	}
+	if op.State != meta.RestoreComplete {
+		if op, err = s.life.driveRestore(ctx, op); err != nil {
+			return nil, err
+		}
+	}
+	var pinned uint64
+	if view, verr := s.base.readView(ctx, req.Agent); verr == nil && op.SnapshotID != 0 {
+		if snap, serr := view.Snapshot(req.Agent, op.Source, op.SnapshotID, ""); serr == nil && pinnedBy(snap) == req.Fork {
+			pinned = op.SnapshotID
+		}
+	}
+	return forkAnswer(s.life.restoreResult(op, true), req, pinned, true), nil
 }
 
 // atSnapshotJSON is a snapshot selector as workbench_restore's at_snapshot argument.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/cairnstore/cairn/internal/unicodejson"
+	"github.com/cairnstore/cairn/internal/strictjson"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -57,8 +57,11 @@ const (
 // than MaxManifestDepth; and a \u escape of an unpaired UTF-16 surrogate (which has no
 // UTF-8 form and would otherwise silently become U+FFFD).
 func CanonicalManifest(raw []byte) ([]byte, error) {
-	if err := unicodejson.Check(raw); err != nil {
-		if err.Reason == "invalid UTF-8" {
+	if err := strictjson.Check(raw); err != nil {
+		switch {
+		case err.Duplicate:
+			return nil, duplicateKey(err.Name)
+		case err.Reason == "invalid UTF-8":
 			return nil, invalidArgument("manifest", "must be valid UTF-8")
 		}
 		return nil, invalidArgument("manifest", "has an %s", err.Reason)
@@ -137,9 +140,7 @@ func canonicalObject(dec *json.Decoder, dst []byte, depth int) ([]byte, *Error) 
 			return nil, invalidArgument("manifest", "is not valid JSON: object key is not a string")
 		}
 		if _, dup := seen[key]; dup {
-			e := invalidArgument("manifest", "has a duplicate object key %s", quoteForMessage(key))
-			e.Details["duplicate_key"] = key
-			return nil, e
+			return nil, duplicateKey(key)
 		}
 		seen[key] = struct{}{}
 		tok, err = dec.Token()
@@ -398,4 +399,11 @@ func RunManifestEnvelope(workbenchID, workbenchPath, contentDigestURI string, ca
 	b = append(b, canon...)
 	b = append(b, '}')
 	return m, b, nil
+}
+
+// duplicateKey is the refusal of a manifest object naming key twice.
+func duplicateKey(key string) *Error {
+	e := invalidArgument("manifest", "has a duplicate object key %s", quoteForMessage(key))
+	e.Details["duplicate_key"] = key
+	return e
 }

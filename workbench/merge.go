@@ -38,14 +38,15 @@ type MergeInput struct {
 	ProposeConflicts *bool   `json:"propose_conflicts"`
 }
 
-// Request returns the MergeRequest in asks for in agent's root.
-func (in MergeInput) Request(agent string) MergeRequest {
+// Request returns the MergeRequest in asks for in agent's root under requestID ("" for
+// none). It never fails: its error is there so every attempt's input reads alike.
+func (in MergeInput) Request(agent, requestID string) (MergeRequest, *Error) {
 	req := MergeRequest{Agent: agent, Fork: in.ID, DryRun: in.DryRun != nil && *in.DryRun,
-		ProposeConflicts: in.ProposeConflicts != nil && *in.ProposeConflicts}
+		ProposeConflicts: in.ProposeConflicts != nil && *in.ProposeConflicts, RequestID: requestID}
 	if in.Token != nil {
 		req.Token = *in.Token
 	}
-	return req
+	return req, nil
 }
 
 // mergePlan is what a merge would do, planned at one live view: the embedded rewindPlan
@@ -105,9 +106,10 @@ func decideMerge(base, fork, parent *meta.Entry) mergeOutcome {
 // since the preview; then, on request, one proposal per conflict.
 //
 // The answer: fork_id, parent_id, base, dry_run, changes (as a rewind's, from the
-// parent's file to the fork's), conflicts ([{path, base, fork, parent} sides, clash_with
-// for a file/directory clash (mergePlan.clashes), and on an apply with propose_conflicts
-// proposal_id or proposal_error]), counts {added, removed,
+// parent's file to the fork's), conflicts ([{path, reason (the Conflict* constants), base,
+// fork, parent} sides, clash_with for a file/directory clash (mergePlan.clashes), and on
+// an apply with propose_conflicts proposal_id, proposal_error, or not_proposed: why no
+// proposal can carry it (a fork side that deleted the path, a clash)]), counts {added, removed,
 // changed, conflicts}, token (a preview), applied, generation (an apply that changed
 // something), replayed.
 //
@@ -369,29 +371,64 @@ func (s *Attempts) applyMerge(ctx context.Context, req MergeRequest, plan *merge
 	if req.ProposeConflicts {
 		rows := r["conflicts"].([]map[string]any)
 		for i, c := range plan.conflicts {
-			res, err := s.proposeConflict(ctx, req, plan, c)
-			switch {
-			case err != nil:
-				rows[i]["proposal_error"] = AsError(err).Code
-			case res != nil:
-				rows[i]["proposal_id"] = res["proposal_id"]
+			if why := c.unproposable(); why != "" {
+				rows[i]["not_proposed"] = why
+				continue
 			}
+			res, err := s.proposeConflict(ctx, req, plan, c)
+			if err != nil {
+				rows[i]["proposal_error"] = AsError(err).Code
+				continue
+			}
+			rows[i]["proposal_id"] = res["proposal_id"]
 		}
 	}
 	return r, nil
 }
 
-// proposeConflict proposes the fork's body of a conflicting path against the parent's
-// head, with the fork's file, the parent's file and the base as evidence. A fork side
-// that deleted the path proposes nothing (a proposal carries a body), nor does a
-// file/directory clash (its body could never be accepted there): nil, nil. The
-// proposal's request id derives from the conflict (fork, parent, path, both sides'
-// versions), so a retried apply and a later merge of the same fork state converge on the
-// same proposal.
-func (s *Attempts) proposeConflict(ctx context.Context, req MergeRequest, plan *mergePlan, c mergeConflict) (Result, error) {
-	if c.fork == nil || c.clashWith != "" { // a clash's fork side cannot live in the parent's tree
-		return nil, nil
+// Conflict reasons (a conflict row's reason): how the two sides differ from the base.
+const (
+	ConflictBothChanged     = "both_changed"      // both changed the file, to different bodies
+	ConflictBothAdded       = "both_added"        // both added it (the base has none), with different bodies
+	ConflictDeletedOnFork   = "deleted_on_fork"   // the fork deleted it, the parent changed it
+	ConflictDeletedOnParent = "deleted_on_parent" // the parent deleted it, the fork changed it
+	ConflictClash           = "clash"             // a file/directory clash with clash_with
+)
+
+// reason says how the conflict's sides differ from its base (the Conflict* constants).
+func (c mergeConflict) reason() string {
+	switch {
+	case c.clashWith != "":
+		return ConflictClash
+	case c.fork == nil:
+		return ConflictDeletedOnFork
+	case c.parent == nil:
+		return ConflictDeletedOnParent
+	case c.base == nil:
+		return ConflictBothAdded
 	}
+	return ConflictBothChanged
+}
+
+// unproposable says why no proposal can carry the conflict's fork side ("" when one can):
+// a proposal carries a body, and the review flow has no delete proposal; a clash's body
+// could never be accepted beside the parent's path.
+func (c mergeConflict) unproposable() string {
+	switch c.reason() {
+	case ConflictDeletedOnFork:
+		return "the fork deleted the path and a proposal carries a body (the review flow has no delete proposal): delete it on the parent to take the fork's side"
+	case ConflictClash:
+		return "the fork's file cannot live beside the parent's " + c.clashWith + " (a file/directory clash): no proposal could be accepted"
+	}
+	return ""
+}
+
+// proposeConflict proposes the fork's body of a conflicting path against the parent's
+// head, with the fork's file, the parent's file and the base as evidence; only for a
+// conflict a proposal can carry (mergeConflict.unproposable). The proposal's request id
+// derives from the conflict (fork, parent, path, both sides' versions), so a retried
+// apply and a later merge of the same fork state converge on the same proposal.
+func (s *Attempts) proposeConflict(ctx context.Context, req MergeRequest, plan *mergePlan, c mergeConflict) (Result, error) {
 	if c.fork.Size > s.base.cfg.MCPMaxPayloadBytes {
 		return nil, tooLargeToLoad(c.fork.Size, s.base.cfg.MCPMaxPayloadBytes)
 	}
@@ -411,7 +448,14 @@ func (s *Attempts) proposeConflict(ctx context.Context, req MergeRequest, plan *
 	} else {
 		evidence = append(evidence, EvidenceInput{Kind: string(meta.EvidenceSnapshot), Workbench: plan.rec.Parent, SnapshotID: plan.rec.SnapshotID})
 	}
-	reason := fmt.Sprintf("merge of fork %q: %s changed on both sides since the base %s", req.Fork, c.path, plan.target)
+	what := "changed on both sides"
+	switch c.reason() {
+	case ConflictDeletedOnParent:
+		what = "changed on the fork and deleted on the parent"
+	case ConflictBothAdded:
+		what = "added on both sides"
+	}
+	reason := fmt.Sprintf("merge of fork %q: %s %s since the base %s", req.Fork, c.path, what, plan.target)
 	// The request id is the conflict, not the merge: the fork, the parent (both
 	// incarnations), the path and both sides' versions. A retried apply and a later merge
 	// of the same fork state converge on one proposal; a new side is a new proposal.
@@ -428,7 +472,7 @@ func (s *Attempts) mergeAnswer(req MergeRequest, plan *mergePlan) Result {
 	rows, counts := changeRows(plan.rows)
 	conflicts := make([]map[string]any, len(plan.conflicts))
 	for i, c := range plan.conflicts {
-		conflicts[i] = map[string]any{"path": c.path, "base": sideInfo(c.base), "fork": sideInfo(c.fork), "parent": sideInfo(c.parent)}
+		conflicts[i] = map[string]any{"path": c.path, "reason": c.reason(), "base": sideInfo(c.base), "fork": sideInfo(c.fork), "parent": sideInfo(c.parent)}
 		if c.clashWith != "" {
 			conflicts[i]["clash_with"] = c.clashWith
 		}

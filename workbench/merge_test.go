@@ -56,15 +56,7 @@ func files(t *testing.T, svc *workbench.Service, wb string, extra ...string) map
 
 func fork(t *testing.T, svc *workbench.Service, parent, name, at string) workbench.Result {
 	t.Helper()
-	in := workbench.ForkInput{ID: parent, Fork: name}
-	if at != "" {
-		in.At = &at
-	}
-	req, err := in.Request("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, ferr := svc.Attempts.Fork(t.Context(), req)
+	r, ferr := svc.Attempts.Fork(t.Context(), forkReq(t, parent, name, at, ""))
 	if ferr != nil {
 		t.Fatalf("fork: %v", ferr)
 	}
@@ -245,7 +237,7 @@ func TestForkAndMergeRefuseBadInput(t *testing.T) {
 		{"a key expiry without mint_key", workbench.ForkInput{ID: "w", Fork: "g", KeyExpiresAt: ptr("2030-01-01T00:00:00Z")}, "key_expires_at"},
 		{"a key on a service that keeps none", workbench.ForkInput{ID: "w", Fork: "g", MintKey: true}, "mint_key"},
 	} {
-		req, rerr := tc.in.Request("a")
+		req, rerr := tc.in.Request("a", "")
 		var err error = rerr
 		if rerr == nil {
 			_, err = svc.Attempts.Fork(t.Context(), req)
@@ -271,7 +263,7 @@ func TestForkAndMergeRefuseBadInput(t *testing.T) {
 	if codeOf(hidden) != workbench.CodeNotFound || strings.ReplaceAll(hidden.Error(), `"a"`, `"nobody"`) != missing.Error() {
 		t.Fatalf("discard of another tenant's fork = %v, a missing one = %v: want the same NotFound", hidden, missing)
 	}
-	freq, _ := workbench.ForkInput{ID: "w", Fork: "g"}.Request("a")
+	freq, _ := workbench.ForkInput{ID: "w", Fork: "g"}.Request("a", "")
 	if _, err := svc.Attempts.Fork(other, freq); codeOf(err) != workbench.CodeNotFound {
 		t.Fatalf("a fork of another tenant's workbench = %v, want NotFound", err)
 	}
@@ -471,4 +463,131 @@ func TestDiscardKeepsAPinAnotherForkNamesAsItsBase(t *testing.T) {
 		t.Fatalf("the parent after f5's merge holds %q", got)
 	}
 	discard("f5", pin)
+}
+
+// forkReq is the ForkRequest of fork name of parent at at ("" live) under request id key.
+func forkReq(t *testing.T, parent, name, at, key string) workbench.ForkRequest {
+	t.Helper()
+	in := workbench.ForkInput{ID: parent, Fork: name}
+	if at != "" {
+		in.At = &at
+	}
+	req, err := in.Request("a", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// snapshotStates lists workbench wb's snapshots as id → state.
+func snapshotStates(t *testing.T, svc *workbench.Service, wb string) map[any]any {
+	t.Helper()
+	list, err := svc.Tools.SnapshotList(t.Context(), "a", workbench.SnapshotListInput{ID: wb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[any]any{}
+	for _, s := range list["snapshots"].([]workbench.Result) {
+		states[s["snapshot_id"]] = s["state"]
+	}
+	return states
+}
+
+// A fork retried under its request id answers the first fork (replayed, the same pin and
+// operation), pins nothing more; the id with another fork is refused, pinning nothing.
+func TestForkReplaysByIdempotencyKey(t *testing.T) {
+	for _, at := range []string{"", "snapshot:mine"} {
+		t.Run("at "+at, func(t *testing.T) {
+			svc := workbenchtest.New(t, workbench.Config{}).Service
+			putIn(t, svc, "w", "input/a", "a0")
+			if _, err := svc.Tools.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: ptr("mine")}); err != nil {
+				t.Fatal(err)
+			}
+			first, err := svc.Attempts.Fork(t.Context(), forkReq(t, "w", "f", at, "fork-1"))
+			if err != nil || first["replayed"] != false {
+				t.Fatalf("first fork = %v, %v", first, err)
+			}
+			putIn(t, svc, "w", "input/a", "a1") // a retry's live base would be another
+			again, err := svc.Attempts.Fork(t.Context(), forkReq(t, "w", "f", at, "fork-1"))
+			if err != nil || again["replayed"] != true {
+				t.Fatalf("retry = %v, %v; want the first fork replayed", again, err)
+			}
+			for _, k := range []string{"fork_id", "parent_id", "base", "pinned_snapshot_id", "operation_id", "read_version"} {
+				if fmt.Sprint(again[k]) != fmt.Sprint(first[k]) {
+					t.Errorf("the retry's %s = %v, the first fork's %v", k, again[k], first[k])
+				}
+			}
+			before := snapshotStates(t, svc, "w")
+			for _, other := range []workbench.ForkRequest{forkReq(t, "w", "g", at, "fork-1"), forkReq(t, "w", "f", "snapshot:1", "fork-1")} {
+				if _, err := svc.Attempts.Fork(t.Context(), other); codeOf(err) != workbench.CodeInvalidArguments {
+					t.Fatalf("the key with another fork (%s at %s) = %v, want InvalidArguments", other.Fork, other.At, err)
+				}
+			}
+			if _, err := svc.Attempts.Fork(t.Context(), forkReq(t, "w", "f", at, "fork-2")); codeOf(err) != workbench.CodeAlreadyExists {
+				t.Fatalf("the name under another key = %v, want AlreadyExists", err)
+			}
+			if after := snapshotStates(t, svc, "w"); !maps.Equal(after, before) {
+				t.Fatalf("the parent's snapshots after refused forks = %v, before %v", after, before)
+			}
+		})
+	}
+}
+
+// A live fork refused for its name, with or without a request id, leaves nothing on its
+// parent: no snapshot pinned, not even a retired one.
+func TestARefusedForkLeavesNoSnapshotOnItsParent(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "input/a", "a0")
+	putIn(t, svc, "taken", "input/a", "t0")
+	for _, key := range []string{"", "fork-k"} {
+		if _, err := svc.Attempts.Fork(t.Context(), forkReq(t, "w", "taken", "", key)); codeOf(err) != workbench.CodeAlreadyExists {
+			t.Fatalf("a fork named like a workbench that exists (key %q) = %v, want AlreadyExists", key, err)
+		}
+	}
+	if states := snapshotStates(t, svc, "w"); len(states) != 0 {
+		t.Fatalf("the parent's snapshots after refused forks = %v, want none", states)
+	}
+}
+
+// A conflict says how its sides differ. A delete on one side against an edit on the other
+// is a conflict too: the fork's edit of a file the parent deleted is proposed (to create
+// it again); the fork's delete of a file the parent edited cannot be (a proposal carries a
+// body), and its row says why instead of staying silent.
+func TestMergeGivesADeleteEditConflictAReason(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	for _, p := range []string{"outputs/x", "outputs/y", "outputs/z"} {
+		putIn(t, svc, "w", p, p+"0")
+	}
+	fork(t, svc, "w", "f", "")
+	putIn(t, svc, "f", "outputs/x", "")       // the fork deletes x ...
+	putIn(t, svc, "w", "outputs/x", "x-edit") // ... the parent edits it
+	putIn(t, svc, "f", "outputs/y", "y-edit") // the fork edits y ...
+	putIn(t, svc, "w", "outputs/y", "")       // ... the parent deletes it
+	putIn(t, svc, "f", "outputs/z", "z-fork")
+	putIn(t, svc, "w", "outputs/z", "z-parent")
+	putIn(t, svc, "f", "outputs/new", "n-fork")
+	putIn(t, svc, "w", "outputs/new", "n-parent")
+	_, applied := merge(t, svc, "f", true)
+	got := map[string]map[string]any{}
+	for _, c := range applied["conflicts"].([]map[string]any) {
+		got[c["path"].(string)] = c
+	}
+	for path, reason := range map[string]string{"outputs/x": workbench.ConflictDeletedOnFork, "outputs/y": workbench.ConflictDeletedOnParent,
+		"outputs/z": workbench.ConflictBothChanged, "outputs/new": workbench.ConflictBothAdded} {
+		c := got[path]
+		if c == nil || c["reason"] != reason {
+			t.Fatalf("conflict %s = %v, want reason %s", path, c, reason)
+		}
+		proposed, _ := c["proposal_id"].(string)
+		why, _ := c["not_proposed"].(string)
+		if wantProposal := path != "outputs/x"; (proposed != "") != wantProposal || (why != "") == wantProposal || c["proposal_error"] != nil {
+			t.Fatalf("conflict %s = %v: want a proposal %v, else a reason none was made", path, c, wantProposal)
+		}
+	}
+	if why := got["outputs/x"]["not_proposed"].(string); !strings.Contains(why, "deleted") {
+		t.Fatalf("the fork's delete was not proposed because %q", why)
+	}
+	if files := files(t, svc, "w", "outputs/new"); files["outputs/x"] != "x-edit" || files["outputs/y"] != "" {
+		t.Fatalf("the parent after the merge = %v, want its sides of the conflicts kept", files)
+	}
 }

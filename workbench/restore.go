@@ -48,6 +48,12 @@ func RestoreOperationID(agent string, sourceIncarnation uint64, source, destinat
 // invisible until one final command publishes it; a retry after success replays, a retry
 // while it runs is a retryable Conflict naming the operation.
 func (s *Lifecycle) Restore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
+	return s.restore(ctx, agent, in, meta.Header{})
+}
+
+// restore is Restore whose first command (the restore begin) carries h: Attempts.Fork's
+// request id.
+func (s *Lifecycle) restore(ctx context.Context, agent string, in RestoreInput, h meta.Header) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -91,7 +97,7 @@ func (s *Lifecycle) Restore(ctx context.Context, agent string, in RestoreInput) 
 		point = "commit:" + commitID
 	}
 	begin.OpID = RestoreOperationID(agent, src.Incarnation, point, in.DestinationID)
-	res, werr := s.base.propose(ctx, meta.Header{}, begin)
+	res, werr := s.base.propose(ctx, h, begin)
 	if werr != nil {
 		return nil, werr
 	}

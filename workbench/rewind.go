@@ -90,7 +90,8 @@ type rewindRow struct {
 // apply), counts {added, removed, changed}, token (a preview), applied, generation (the
 // version every changed path got; an apply that changed something), replayed (a retry
 // under the request id of an apply that landed: the changes are that apply's, read back
-// from history, meta View.ChangesAt).
+// from history, meta View.ChangesAt, even when the target is gone since: a retired or
+// reaped snapshot, a deleted commit, a time past retention).
 //
 // Errors: NotFound (workbench, commit; a root or workbench the caller may not see),
 // SnapshotNotFound, SnapshotExpired, InvalidArguments naming target, paths, prefix or
@@ -133,6 +134,13 @@ func (s *Attempts) Rewind(ctx context.Context, req RewindRequest) (Result, error
 	}
 	plan, perr := s.plan(ctx, req)
 	if perr != nil {
+		if !req.DryRun && req.RequestID != "" {
+			// The target may be gone since an apply under this id landed: its replay needs
+			// only history (replayWithoutTarget).
+			if r, err := s.replayWithoutTarget(ctx, req); r != nil || err != nil {
+				return r, err
+			}
+		}
 		return nil, perr
 	}
 	if req.DryRun {

@@ -133,6 +133,40 @@ func (s *Attempts) replayed(ctx context.Context, req RewindRequest, plan *rewind
 	return r, nil
 }
 
+// replayWithoutTarget answers an apply under req.RequestID whose plan failed (its target
+// no longer resolves: a snapshot retired or reaped, a commit gone, a time past retention)
+// when that request id already applied a rewind: the replay needs no target, only the
+// history of the first apply (firstApply). It asks the core with a change set under the
+// id that can never apply (workbench incarnation 0, which none has), as Discard and Fork
+// probe: the FSM answers it from the id's dedupe record (replayed), refuses it when the
+// id was used for another request (InvalidArguments naming idempotency_key), or refuses
+// it as a missing workbench: nil, nil, and the plan's own error stands. The request hash
+// is the apply's (the target as resolved: a snapshot's record outlives its retirement).
+func (s *Attempts) replayWithoutTarget(ctx context.Context, req RewindRequest) (Result, error) {
+	view, ws, err := s.base.workspaceView(ctx, req.Agent, req.Workbench)
+	if err != nil {
+		return nil, nil
+	}
+	target := req.Target.String()
+	if req.Target.Kind == SideSnapshot {
+		snap, serr := view.Snapshot(req.Agent, req.Workbench, req.Target.Snapshot.SnapshotID, req.Target.Snapshot.SnapshotName)
+		if serr != nil || snap.Incarnation != ws.Incarnation {
+			return nil, nil
+		}
+		target = SideSnapshot + ":" + strconv.FormatUint(snap.ID, 10) + "@" + strconv.FormatUint(snap.ReadVersion, 10)
+	}
+	h := meta.Header{RequestID: req.RequestID, RequestHash: requestHash("rewind", req.Agent, req.Workbench, target, req.Scope.String())}
+	res, werr := s.base.propose(ctx, h, meta.ChangeSet{Agent: req.Agent, Workspace: req.Workbench, SourceWorkspace: req.Workbench,
+		Unchanged: req.Scope.guard(0)})
+	switch {
+	case werr != nil && werr.Code == CodeInvalidArguments && werr.Details["field"] == "idempotency_key":
+		return nil, werr // the id was used for another request
+	case werr != nil || !res.Replayed:
+		return nil, nil
+	}
+	return s.replayed(ctx, req, &rewindPlan{view: view, ws: ws, target: target}, res.Generation)
+}
+
 // appliedAnswer renders an apply's plan under its memory estimate (admitAnswer), which
 // the caller releases once the answer is built.
 func (s *Attempts) appliedAnswer(ctx context.Context, req RewindRequest, plan *rewindPlan) (Result, func(), *Error) {

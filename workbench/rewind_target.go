@@ -263,10 +263,10 @@ type RewindInput struct {
 	FileDiffs *bool    `json:"file_diffs"`
 }
 
-// Request returns the RewindRequest in asks for in agent's root (InvalidArguments naming
-// the field of a bad argument).
-func (in RewindInput) Request(agent string) (RewindRequest, *Error) {
-	req := RewindRequest{Agent: agent, Workbench: in.ID, Scope: RewindScope{Paths: in.Paths}}
+// Request returns the RewindRequest in asks for in agent's root under requestID ("" for
+// none; InvalidArguments naming the field of a bad argument).
+func (in RewindInput) Request(agent, requestID string) (RewindRequest, *Error) {
+	req := RewindRequest{Agent: agent, Workbench: in.ID, Scope: RewindScope{Paths: in.Paths}, RequestID: requestID}
 	if in.Target == "" {
 		return req, invalidArgument("target", "is required (snapshot:<id or name>, commit:<commit_identity> or time:<RFC 3339 or Unix ms>)")
 	}

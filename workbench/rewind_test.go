@@ -233,6 +233,16 @@ func TestRewindApplyReplaysByIdempotencyKey(t *testing.T) {
 	}
 	write(t, svc, "input/a.txt", "outside the scope\n")
 	again, err := svc.Attempts.Rewind(ctx, req)
+	replays(t, again, err, first)
+	h, err := svc.Review.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt"})
+	if err != nil || len(h.Versions) != 3 {
+		t.Fatalf("history after a replay = %v, %v; want 3 versions", h.Versions, err)
+	}
+}
+
+// replays checks that a retried apply (again, err) answered the first apply, replayed.
+func replays(t *testing.T, again workbench.Result, err error, first workbench.Result) {
+	t.Helper()
 	if err != nil || again["replayed"] != true || again["generation"] != first["generation"] {
 		t.Fatalf("retry = %v, %v; want the first apply (generation %v) replayed", again, err, first["generation"])
 	}
@@ -241,9 +251,33 @@ func TestRewindApplyReplaysByIdempotencyKey(t *testing.T) {
 			t.Errorf("the retry's %s = %v, the first apply's %v", k, again[k], first[k])
 		}
 	}
-	h, err := svc.Review.History(ctx, workbench.HistoryRequest{Agent: "a", Workbench: "w", Path: "outputs/r.txt"})
-	if err != nil || len(h.Versions) != 3 {
-		t.Fatalf("history after a replay = %v, %v; want 3 versions", h.Versions, err)
+}
+
+// A replay needs no target: after the first apply's snapshot is retired, a retry under
+// its key still answers the first apply (read back from history); the key with another
+// scope is still refused, and an apply without it gets the snapshot's own error.
+func TestRewindReplaysAfterItsTargetIsRetired(t *testing.T) {
+	svc, req := rewoundNode(t)
+	ctx := t.Context()
+	req.RequestID = "rewind-1"
+	first, err := svc.Attempts.Rewind(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Tools.SnapshotRetire(ctx, "a", workbench.SnapshotRetireInput{ID: "w", Name: ptr("s")}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := svc.Attempts.Rewind(ctx, req)
+	replays(t, again, err, first)
+	other := req
+	other.Scope = workbench.RewindScope{Prefix: "input"}
+	if _, err := svc.Attempts.Rewind(ctx, other); codeOf(err) != workbench.CodeInvalidArguments || detailsOf(err)["field"] != "idempotency_key" {
+		t.Fatalf("the key with another scope = %v (%v), want InvalidArguments naming idempotency_key", err, detailsOf(err))
+	}
+	fresh := req
+	fresh.RequestID = "rewind-2"
+	if _, err := svc.Attempts.Rewind(ctx, fresh); codeOf(err) != workbench.CodeSnapshotExpired {
+		t.Fatalf("another key after the target was retired = %v, want SnapshotExpired", err)
 	}
 }
 

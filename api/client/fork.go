@@ -19,40 +19,45 @@ type ForkResult struct {
 	// when the base was a snapshot or commit the caller named); Discard retires it.
 	PinnedSnapshotID *uint64 `json:"pinned_snapshot_id"`
 	RestoredFiles    int64   `json:"restored_files"`
-	// Key is the fork's key when ForkOptions.MintKey asked for one (its secret, once).
+	// Replayed is true when a retry under the idempotency key answered the first fork.
+	Replayed bool `json:"replayed"`
+	// Key is the fork's key when ForkRequest.MintKey asked for one (its secret, once; nil
+	// in a replay's answer).
 	Key *APIKey `json:"key"`
 	RawJSON
 }
 
-// ForkOptions are Fork's options: At, the base ("" or "live", snapshot:<id or name> or
-// commit:<commit_identity>); MintKey, a key bound to the fork in the answer, no broader
-// than c's, expiring at KeyExpiresAt (zero: with c's key, or never).
-type ForkOptions struct {
-	At           string
-	MintKey      bool
-	KeyExpiresAt time.Time
+// ForkRequest asks POST …/fork: the new workbench's name (Fork), its base (At: "" or
+// "live", snapshot:<id or name> or commit:<commit_identity>), IdempotencyKey to make it
+// safe to retry, and MintKey for a key bound to the fork in the answer, no broader than
+// c's, expiring at KeyExpiresAt (zero: with c's key, or never).
+type ForkRequest struct {
+	Fork, At       string
+	IdempotencyKey string
+	MintKey        bool
+	KeyExpiresAt   time.Time
 }
 
-// Fork makes workbench fork a zero-copy child of workbench wb at at: "" or "live",
-// snapshot:<id or name> or commit:<commit_identity> (docs/architecture.md, "Attempts:
-// fork and merge"). It is not retried once sent: a fork that landed answers a retry
-// AlreadyExists.
-func (c *Client) Fork(ctx context.Context, agent, wb, fork, at string) (*ForkResult, error) {
-	return c.ForkWith(ctx, agent, wb, fork, ForkOptions{At: at})
-}
-
-// ForkWith is Fork with opts.
-func (c *Client) ForkWith(ctx context.Context, agent, wb, fork string, opts ForkOptions) (*ForkResult, error) {
+// Fork makes workbench req.Fork a zero-copy child of workbench wb at req.At
+// (docs/architecture.md, "Attempts: fork and merge"). Under an IdempotencyKey it is safe
+// to retry (a retry after the fork landed answers it, Replayed); without one it is sent
+// again only if it never reached the server (a fork that landed answers a retry
+// AlreadyExists).
+func (c *Client) Fork(ctx context.Context, agent, wb string, req ForkRequest) (*ForkResult, error) {
 	body := struct {
 		Fork         string `json:"fork"`
 		At           string `json:"at,omitempty"`
 		MintKey      bool   `json:"mint_key,omitempty"`
 		KeyExpiresAt string `json:"key_expires_at,omitempty"`
-	}{Fork: fork, At: opts.At, MintKey: opts.MintKey}
-	if !opts.KeyExpiresAt.IsZero() {
-		body.KeyExpiresAt = opts.KeyExpiresAt.UTC().Format(time.RFC3339)
+	}{Fork: req.Fork, At: req.At, MintKey: req.MintKey}
+	if !req.KeyExpiresAt.IsZero() {
+		body.KeyExpiresAt = req.KeyExpiresAt.UTC().Format(time.RFC3339)
 	}
-	return postJSON[ForkResult](ctx, c, c.workbenchURL(agent, wb)+"/fork", body, notReplayable)
+	var out ForkResult
+	if err := c.postKeyed(ctx, c.workbenchURL(agent, wb)+"/fork", body, false, req.IdempotencyKey, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // MergeRequest asks POST …/merge: a preview (DryRun) or an apply (Token, and
@@ -66,10 +71,14 @@ type MergeRequest struct {
 }
 
 // MergeConflict is a path the fork and its parent both changed since the base: never
-// overwritten. ProposalID is the proposal an apply with ProposeConflicts made of it,
-// ProposalError the code of the one it could not make.
+// overwritten. Reason says how (both_changed, both_added, deleted_on_fork,
+// deleted_on_parent, clash). ProposalID is the proposal an apply with ProposeConflicts
+// made of it, ProposalError the code of the one it could not make, NotProposed why none
+// can carry it (the fork deleted the path; a clash).
 type MergeConflict struct {
 	Path          string      `json:"path"`
+	Reason        string      `json:"reason"`
+	NotProposed   string      `json:"not_proposed"`
 	Base          *RewindSide `json:"base"`
 	Fork          *RewindSide `json:"fork"`
 	Parent        *RewindSide `json:"parent"`
@@ -87,6 +96,8 @@ type MergeResult struct {
 	Base      string          `json:"base"`
 	Changes   []RewindChange  `json:"changes"`
 	Conflicts []MergeConflict `json:"conflicts"`
+	// ApplyOutcome carries Token, Applied, Generation and Replayed (a retry under the
+	// idempotency key answered by the first apply), as a RewindResult's does.
 	ApplyOutcome
 	RawJSON
 }

@@ -53,6 +53,7 @@ const (
 	RuleMaxItems  = "max-items"
 	RuleExists    = "must-exist"
 	RuleEnum      = "enum"
+	RuleDuplicate = "duplicate-member" // an object names a member twice (internal/strictjson)
 	// RuleUTF8: text that is not valid UTF-8, or escapes a lone UTF-16 surrogate.
 	RuleUTF8 = "utf-8"
 )

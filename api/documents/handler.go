@@ -21,7 +21,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/cairnstore/cairn/internal/unicodejson"
+	"github.com/cairnstore/cairn/internal/strictjson"
 	"github.com/cairnstore/cairn/workbench/auth"
 )
 
@@ -371,8 +371,11 @@ func readBody(w http.ResponseWriter, r *http.Request) (body, *Error) {
 	if json.Unmarshal(b, &m) != nil || m == nil {
 		return nil, invalid("body", RuleFormat, "must be a JSON object")
 	}
-	// encoding/json turns text that is not Unicode into U+FFFD; a request's text is taken
-	// as sent or refused.
+	// encoding/json keeps the last of two members of one name, and turns text that is not
+	// Unicode into U+FFFD; a request's text is taken as sent or refused.
+	if cerr := strictjson.Check(b); cerr != nil && cerr.Duplicate {
+		return nil, invalid(cerr.Field, RuleDuplicate, "appears twice in one object; name each member once")
+	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !isUnicodeJSON(m[k]) {
 			return nil, invalid(k, RuleUTF8, notUnicode)
@@ -386,9 +389,13 @@ func readBody(w http.ResponseWriter, r *http.Request) (body, *Error) {
 
 const notUnicode = "must be Unicode text: valid UTF-8 and no unpaired surrogate escape (\\ud800-\\udfff)"
 
-// isUnicodeJSON reports whether raw is Unicode text (internal/unicodejson): valid UTF-8,
-// every surrogate escape one half of a pair.
-func isUnicodeJSON(raw []byte) bool { return unicodejson.Check(raw) == nil }
+// isUnicodeJSON reports whether raw is Unicode text (internal/strictjson): valid UTF-8,
+// every surrogate escape one half of a pair, as far as strictjson.Check reads before the
+// first member named twice (which readBody and decodeResult refuse first).
+func isUnicodeJSON(raw []byte) bool {
+	err := strictjson.Check(raw)
+	return err == nil || err.Duplicate
+}
 
 // only refuses a member not in names.
 func (b body) only(names ...string) *Error {

@@ -74,6 +74,7 @@ func TestBadInputIsATypedErrorNamingTheField(t *testing.T) {
 		{"a proposal with a null runner", one + "/proposals", []byte(`{"selectionId":"` + selection + `","runnerId":null,"baseVersionId":"` + d.versionID + `","requestId":"r"}`), "runnerId", "type"},
 		{"a decision with a null disposition", "/api/workbench/proposals/" + strings.Repeat("c", 64) + "/decisions", []byte(`{"disposition":null,"submissionId":"s"}`), "disposition", "type"},
 		{"a create with an unknown member", docs, with(ok, "owner", "x"), "owner", "unknown-member"},
+		{"a create naming its title twice", docs, []byte(`{"originEventId":"` + d.origin + `","title":"t","title":"u","body":"b","requestId":"r"}`), "title", "duplicate-member"},
 		{"a create without a request id", docs, with(ok, "requestId", nil), "requestId", "required"},
 		{"a create with a request id holding a space", docs, with(ok, "requestId", "a b"), "requestId", "format"},
 		{"a body that is not an object", docs, []byte(`[1]`), "body", "format"},

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/strictjson"
 )
 
 // Runner is the design's WorkbenchProposalRunner: it proposes the document's next text
@@ -212,6 +214,9 @@ func decodeResult(b []byte) (out RunResult, why string) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return out, "more than one JSON value"
+	}
+	if cerr := strictjson.Check(b); cerr != nil && cerr.Duplicate {
+		return out, "member " + strconv.Quote(truncateChars(cerr.Field, 64)) + " appears twice in one object"
 	}
 	if !isUnicodeJSON(b) {
 		return out, notUnicode

@@ -19,6 +19,13 @@ func TestCairnForkMergeRewind(t *testing.T) {
 	if f.str("parent_id") != "w" || f["pinned_snapshot_id"] == nil {
 		t.Fatalf("fork: %v", f)
 	}
+	keyed := map[string]any{"id": "w", "fork": "try2", "request_id": "f-1"}
+	k1, k2 := ok(t, cs, "cairn_fork", keyed), ok(t, cs, "cairn_fork", keyed)
+	if k1["replayed"] != false || k2["replayed"] != true || k2["pinned_snapshot_id"] != k1["pinned_snapshot_id"] {
+		t.Fatalf("fork %v, retried under its request_id %v", k1, k2)
+	}
+	invalid(t, cs, "cairn_fork", map[string]any{"id": "w", "fork": "try3", "request_id": "f-1"}, "idempotency_key")
+	ok(t, cs, "cairn_discard", map[string]any{"id": "try2"})
 	ok(t, cs, "workbench_put_file", map[string]any{"id": "try1", "section": "outputs", "path": "r.txt", "text": "two\n", "replace": true})
 	p := ok(t, cs, "cairn_merge", map[string]any{"id": "try1", "dry_run": true})
 	if ch := p.list(t, "changes"); len(ch) != 1 || ch[0].str("path") != "outputs/r.txt" || p.str("token") == "" {

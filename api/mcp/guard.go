@@ -9,7 +9,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/cairnstore/cairn/internal/unicodejson"
+	"github.com/cairnstore/cairn/internal/strictjson"
 )
 
 // stdioGuard sits between stdin and the SDK's stdio transport. A line that is not valid
@@ -43,10 +43,8 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 		case len(bytes.TrimSpace(line)) == 0:
 		case !json.Valid(line):
 			g.out.parseError("the line is not valid JSON")
-		case unicodejson.Check(line) != nil:
-			// encoding/json would read it as U+FFFD: an argument so spelled would name
-			// another file.
-			g.out.parseError("the line is not Unicode text (valid UTF-8, surrogate escapes in pairs): " + unicodejson.Check(line).Error())
+		case strictjson.Check(line) != nil:
+			g.refuseText(line)
 		case nestedDeeperThan(line, maxNestingDepth):
 			// The SDK's decoder refuses it and would end the session.
 			g.out.parseError(fmt.Sprintf("the line nests objects and arrays deeper than %d levels", maxNestingDepth))
@@ -65,6 +63,19 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 	n := copy(p, g.pending)
 	g.pending = g.pending[n:]
 	return n, nil
+}
+
+// refuseText answers a line strictjson.Check refuses: a member named twice (which one
+// wins is not ours to pick) as checkInbound answers it, text that is not Unicode (encoding/json
+// would read it as U+FFFD: an argument so spelled would name another file) as a parse error.
+func (g *stdioGuard) refuseText(line []byte) {
+	err := strictjson.Check(line)
+	if err.Duplicate {
+		e := duplicateMember(line, err)
+		g.out.rpcError(e.id, e.code, e.message)
+		return
+	}
+	g.out.parseError("the line is not Unicode text (valid UTF-8, surrogate escapes in pairs): " + err.Error())
 }
 
 // readLine returns the next line without its newline; a line above max bytes is read to

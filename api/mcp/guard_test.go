@@ -68,6 +68,12 @@ func TestStdioSessionSurvivesMalformedLines(t *testing.T) {
 	if m := next(); m["error"].(map[string]any)["code"] != float64(codeParseError) || m["id"] != nil {
 		t.Fatalf("not UTF-8: %v", m)
 	}
+	// A member named twice: invalid params with the request's id, as over HTTP.
+	send(`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"workbench_read","arguments":{"id":"w","id":"v","path":"x"}}}`)
+	if m := next(); m["error"].(map[string]any)["code"] != float64(codeInvalidParams) || m["id"] != float64(10) ||
+		!strings.Contains(m["error"].(map[string]any)["message"].(string), "params.arguments.id appears twice") {
+		t.Fatalf("a member named twice: %v", m)
+	}
 	// Nested deeper than the SDK decodes: a parse error, as over HTTP.
 	send(nested(maxNestingDepth + 1))
 	if m := next(); m["error"].(map[string]any)["code"] != float64(codeParseError) || m["id"] != nil {

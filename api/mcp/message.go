@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
-	"github.com/cairnstore/cairn/internal/unicodejson"
+	"github.com/cairnstore/cairn/internal/strictjson"
 )
 
 // JSON-RPC 2.0 error codes (JSON-RPC 2.0 specification §5.1) the surface answers itself.
@@ -61,6 +62,27 @@ type rpcError struct {
 	message string
 }
 
+// duplicateMember is the answer to a message (valid JSON) one of whose objects names a
+// member twice (strictjson.Check): encoding/json would keep the last, so an argument
+// could mean one thing to a proxy or a log and another here. A member inside params (a
+// tool's arguments) is invalid params, one of the message itself an invalid request;
+// either names the member's path. The id is the message's, null when the id is what is
+// named twice.
+func duplicateMember(msg []byte, err *strictjson.Error) *rpcError {
+	id := json.RawMessage("null")
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err.Field != "id" && json.Unmarshal(msg, &m) == nil && len(m.ID) > 0 {
+		id = m.ID
+	}
+	why := fmt.Sprintf("%s appears twice in one object; name each member once", truncate(err.Field, 128))
+	if strings.HasPrefix(err.Field, "params.") {
+		return &rpcError{id, codeInvalidParams, "Invalid params: " + why}
+	}
+	return &rpcError{id, codeInvalidRequest, "Invalid Request: " + why}
+}
+
 // checkInbound reports why one inbound message (an HTTP request body) is not one the SDK
 // can serve, as the JSON-RPC error to answer with; nil when it is. In order: not JSON, or
 // nested deeper than maxNestingDepth (parse error); not one JSON-RPC 2.0 message (invalid
@@ -75,7 +97,10 @@ func checkInbound(msg []byte) *rpcError {
 	if !json.Valid(msg) {
 		return &rpcError{null, codeParseError, "Parse error: the body is not valid JSON"}
 	}
-	if err := unicodejson.Check(msg); err != nil {
+	if err := strictjson.Check(msg); err != nil {
+		if err.Duplicate {
+			return duplicateMember(msg, err)
+		}
 		// encoding/json would read it as U+FFFD: an argument so spelled would name
 		// another file. Text is taken as sent or refused.
 		return &rpcError{null, codeParseError, "Parse error: the body is not Unicode text (valid UTF-8, surrogate escapes in pairs): " + err.Error()}

@@ -57,6 +57,10 @@ func TestHTTPProtocolErrorsAreJSONRPCErrors(t *testing.T) {
 		// encoding/json would read these as U+FFFD: the path would name another file.
 		{"an argument that is not UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"workbench_read\",\"arguments\":{\"path\":\"a/\xff\"}}}", codeParseError, "null", 400, 400},
 		{"an argument with an unpaired surrogate escape", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"workbench_read","arguments":{"path":"a/\udc00"}}}`, codeParseError, "null", 400, 400},
+		// encoding/json would keep the last: a proxy or log reading the first sees another call.
+		{"an argument named twice", `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"workbench_read","arguments":{"path":"a","path":"b"}}}`, codeInvalidParams, "11", 200, 400},
+		{"a member of the message named twice", `{"jsonrpc":"2.0","id":12,"method":"tools/list","method":"tools/call"}`, codeInvalidRequest, "12", 400, 400},
+		{"the id named twice", `{"jsonrpc":"2.0","id":13,"id":14,"method":"tools/list"}`, codeInvalidRequest, "null", 400, 400},
 		{"an unknown method", `{"jsonrpc":"2.0","id":1,"method":"nope/nothing","params":{}}`, codeMethodNotFound, "1", 200, 404},
 		{"an unknown method without params", `{"jsonrpc":"2.0","id":"q","method":"tools/nope"}`, codeMethodNotFound, `"q"`, 200, 404},
 		{"an unknown notification", `{"jsonrpc":"2.0","method":"notifications/nope"}`, codeMethodNotFound, "null", 400, 400},

@@ -1,9 +1,6 @@
 package mcp
 
 import (
-	"context"
-	"encoding/json"
-
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -21,24 +18,15 @@ var rewindTool = toolDef{
 		"version; its history keeps the old ones. At most 4096 changed paths per rewind. Result: workbench_id, target, " +
 		"scope, dry_run, changes [{path, change, from, to {generation, digest_uri, size_bytes} or null, diff}], counts " +
 		"{added, removed, changed}, token (preview), applied, generation (apply), replayed.",
-	run: func(ctx context.Context, svc *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
-		in, werr := decodeArgs[rewindArgs](args)
-		if werr != nil {
-			return nil, werr
-		}
-		req, rerr := in.Request(agent)
-		if rerr != nil {
-			return nil, rerr
-		}
-		if in.RequestID != nil {
-			req.RequestID = *in.RequestID
-		}
-		return svc.Attempts.Rewind(ctx, req)
-	},
+	run: attemptRun[workbench.RewindRequest, rewindArgs]((*workbench.Attempts).Rewind),
 }
 
 // rewindArgs is cairn_rewind's input: workbench.RewindInput and a request id.
 type rewindArgs struct {
 	workbench.RewindInput
 	RequestID *string `json:"request_id"`
+}
+
+func (a rewindArgs) request(agent string) (workbench.RewindRequest, *workbench.Error) {
+	return a.Request(agent, requestID(a.RequestID))
 }

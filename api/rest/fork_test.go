@@ -41,6 +41,15 @@ func TestForkAndMergeOverREST(t *testing.T) {
 			t.Fatalf("%s after the merge = %q, want %q", path, r.body, want)
 		}
 	}
+	// A fork retried under its Idempotency-Key answers the first; the key with another
+	// fork is refused.
+	k1 := c.call(true, "POST", wb+"/fork", `{"fork":"k1"}`, "Content-Type", "application/json", "Idempotency-Key", "f-1")
+	k2 := c.call(true, "POST", wb+"/fork", `{"fork":"k1"}`, "Content-Type", "application/json", "Idempotency-Key", "f-1")
+	expect(t, k2, 200, "")
+	if k1.json["replayed"] != false || k2.json["replayed"] != true || k2.json["pinned_snapshot_id"] != k1.json["pinned_snapshot_id"] {
+		t.Fatalf("fork %s, retried under its key %s", k1.body, k2.body)
+	}
+	expect(t, c.call(false, "POST", wb+"/fork", `{"fork":"k2"}`, "Content-Type", "application/json", "Idempotency-Key", "f-1"), 400, "InvalidArguments")
 	expect(t, c.post(false, wb+"/fork", `{"fork":"a/b"}`), 400, "InvalidArguments")
 	expect(t, c.post(false, wb+"/merge", `{"dry_run":true}`), 400, "InvalidArguments")
 	expect(t, c.post(false, fk+"/merge", `{}`), 400, "InvalidArguments")
@@ -79,4 +88,23 @@ func TestForkOfAnotherTenantAnswersLikeAMissingOne(t *testing.T) {
 			t.Fatalf("%s: another tenant's fork answers %s, a missing root %s", op, hidden.body, missing.body)
 		}
 	}
+}
+
+// Every route of the attempts reads its arguments the same way (rest.attempt): a key of
+// 256 characters is refused, naming the header, before anything is made — the fork
+// included, which took no key before.
+func TestAttemptsRoutesRefuseABadIdempotencyKeyAlike(t *testing.T) {
+	c := newChecker(t)
+	wb := "/v1/agents/a1/workbenches/w1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
+	long := strings.Repeat("k", 256)
+	for op, body := range map[string]string{"fork": `{"fork":"f1"}`, "merge": `{"dry_run":true}`,
+		"rewind": `{"target":"time:0","dry_run":true}`, "discard": `{}`} {
+		r := c.call(false, "POST", wb+"/"+op, body, "Content-Type", "application/json", "Idempotency-Key", long)
+		expect(t, r, 400, "InvalidArguments")
+		if !strings.Contains(string(r.body), "Idempotency-Key") {
+			t.Fatalf("%s with a 256-character key = %s, want the header named", op, r.body)
+		}
+	}
+	expect(t, c.call(false, "GET", "/v1/agents/a1/workbenches/f1", ""), 404, "NotFound")
 }

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cairnstore/cairn/internal/unicodejson"
+	"github.com/cairnstore/cairn/internal/strictjson"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -140,8 +140,13 @@ func decodeBody(r *http.Request, in any) error {
 		data = []byte("{}")
 	}
 	// encoding/json reads a byte that is not UTF-8, or an unpaired surrogate escape, as
-	// U+FFFD: a path so spelled would name another file. Text is taken as sent or refused.
-	if uerr := unicodejson.Check(data); uerr != nil {
+	// U+FFFD: a path so spelled would name another file; and it keeps the last of two
+	// members of one name. Text is taken as sent or refused.
+	if uerr := strictjson.Check(data); uerr != nil {
+		if uerr.Duplicate {
+			return &workbench.Error{Code: workbench.CodeInvalidArguments, Message: uerr.Field + ": appears twice in one object; name each member once",
+				Details: map[string]any{"field": uerr.Field, "rule": "duplicate_member"}}
+		}
 		return invalidArg("body", "must be Unicode text (valid UTF-8, surrogate escapes in pairs): %s", uerr)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,9 +18,9 @@ func addForkCommands(root *cobra.Command) {
 }
 
 func newForkCommand() *cobra.Command {
-	var at string
+	var req client.ForkRequest
 	cmd := &cobra.Command{
-		Use:   "fork ID FORK [--at live|snapshot:S|commit:C] [--mint-key [--key-expires-at T]]",
+		Use:   "fork ID FORK [--at live|snapshot:S|commit:C] [--idempotency-key K] [--mint-key [--key-expires-at T]]",
 		Short: "Make workbench FORK a zero-copy child of workbench ID, for a parallel attempt",
 		Long: "Fork workbench ID into a new workbench FORK of the same agent root, at --at: live (the\n" +
 			"default: the fork pins a snapshot of ID, so its base is exact and kept until the fork is\n" +
@@ -30,21 +32,21 @@ func newForkCommand() *cobra.Command {
 		Args: cobra.ExactArgs(2),
 	}
 	o := addOutputFlags(cmd)
-	var mintKey bool
 	var keyExpiresAt string
-	cmd.Flags().StringVar(&at, "at", "", "the base: live (default), snapshot:S or commit:C")
-	cmd.Flags().BoolVar(&mintKey, "mint-key", false, "also mint an API key bound to the fork, no broader than yours (printed once, last)")
+	cmd.Flags().StringVar(&req.At, "at", "", "the base: live (default), snapshot:S or commit:C")
+	cmd.Flags().StringVar(&req.IdempotencyKey, "idempotency-key", "", "makes the fork safe to retry: the same key answers the first fork")
+	cmd.Flags().BoolVar(&req.MintKey, "mint-key", false, "also mint an API key bound to the fork, no broader than yours (printed once, last)")
 	cmd.Flags().StringVar(&keyExpiresAt, "key-expires-at", "", "with --mint-key: when the fork's key stops working (RFC 3339; default: when yours does)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts := client.ForkOptions{At: at, MintKey: mintKey}
+		req.Fork = args[1]
 		if keyExpiresAt != "" {
 			t, err := parseExpiresAt("--key-expires-at", keyExpiresAt)
 			if err != nil {
 				return err
 			}
-			opts.KeyExpiresAt = t
+			req.KeyExpiresAt = t
 		}
-		res, err := newClient(cmd).ForkWith(cmd.Context(), o.agent, args[0], args[1], opts)
+		res, err := newClient(cmd).Fork(cmd.Context(), o.agent, args[0], req)
 		if err != nil {
 			return err
 		}
@@ -61,6 +63,9 @@ func newForkCommand() *cobra.Command {
 		pinned := ""
 		if res.PinnedSnapshotID != nil {
 			pinned = ", pinned until the fork is discarded"
+		}
+		if res.Replayed {
+			pinned += " (already, under this idempotency key)"
 		}
 		if _, err = fmt.Fprintf(out, "forked %s into %s at %s%s (%d file(s))\n", res.ParentID, res.ForkID, base, pinned, res.RestoredFiles); err != nil || res.Key == nil {
 			return err
@@ -99,29 +104,17 @@ func newMergeCommand() *cobra.Command {
 		if yes && req.Token != "" {
 			return usageErrorf("give --yes or --token, not both")
 		}
-		c, out := newClient(cmd), cmd.OutOrStdout()
-		show := func(res *client.MergeResult) error {
-			if o.json {
-				return printRaw(out, res.Raw)
+		c := newClient(cmd)
+		call := func(preview bool, token string) (*client.MergeResult, error) {
+			r := req
+			if preview {
+				r = client.MergeRequest{DryRun: true}
 			}
-			return printMerge(out, res)
+			r.Token = token
+			return c.Merge(cmd.Context(), o.agent, args[0], r)
 		}
-		if req.Token == "" {
-			preview := client.MergeRequest{DryRun: true}
-			res, err := c.Merge(cmd.Context(), o.agent, args[0], preview)
-			if err != nil {
-				return err
-			}
-			if !yes {
-				return show(res)
-			}
-			req.Token = res.Token
-		}
-		res, err := c.Merge(cmd.Context(), o.agent, args[0], req)
-		if err != nil {
-			return err
-		}
-		return show(res)
+		return previewThenApply(cmd.OutOrStdout(), o, req.Token, yes, call,
+			func(res *client.MergeResult) (string, json.RawMessage) { return res.Token, res.Raw }, printMerge)
 	}
 	return cmd
 }
@@ -135,6 +128,9 @@ func printMerge(w io.Writer, res *client.MergeResult) error {
 	}
 	for _, c := range res.Conflicts {
 		line := "C " + c.Path
+		if c.Reason == "deleted_on_fork" || c.Reason == "deleted_on_parent" {
+			line += " (" + strings.ReplaceAll(c.Reason, "_", " ") + ")"
+		}
 		if c.ClashWith != "" {
 			line += " (clashes with " + c.ClashWith + ")"
 		}
@@ -143,6 +139,8 @@ func printMerge(w io.Writer, res *client.MergeResult) error {
 			line += " (proposed: " + c.ProposalID + ")"
 		case c.ProposalError != "":
 			line += " (not proposed: " + c.ProposalError + ")"
+		case c.NotProposed != "":
+			line += " (not proposed: " + c.NotProposed + ")"
 		}
 		if _, err := fmt.Fprintln(w, line); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -42,32 +43,51 @@ func newRewindCommand() *cobra.Command {
 		if yes && req.Token != "" {
 			return usageErrorf("give --yes or --token, not both")
 		}
-		c, out := newClient(cmd), cmd.OutOrStdout()
-		show := func(res *client.RewindResult) error {
-			if o.json {
-				return printRaw(out, res.Raw)
+		c := newClient(cmd)
+		call := func(preview bool, token string) (*client.RewindResult, error) {
+			r := req
+			r.DryRun, r.Token, r.FileDiffs = preview, token, req.FileDiffs && preview
+			if preview {
+				r.IdempotencyKey = ""
 			}
-			return printRewind(out, res)
+			return c.Rewind(cmd.Context(), o.agent, args[0], r)
 		}
-		if req.Token == "" {
-			preview := req
-			preview.DryRun, preview.IdempotencyKey = true, ""
-			res, err := c.Rewind(cmd.Context(), o.agent, args[0], preview)
-			if err != nil {
-				return err
-			}
-			if !yes {
-				return show(res)
-			}
-			req.Token, req.FileDiffs = res.Token, false
-		}
-		res, err := c.Rewind(cmd.Context(), o.agent, args[0], req)
+		return previewThenApply(cmd.OutOrStdout(), o, req.Token, yes, call,
+			func(res *client.RewindResult) (string, json.RawMessage) { return res.Token, res.Raw }, printRewind)
+	}
+	return cmd
+}
+
+// previewThenApply is the flow `cairn rewind` and `cairn merge` share over call, the
+// client's Rewind or Merge (a preview sends no idempotency key: it changes nothing): with a
+// token it applies it; without one it previews, and with yes applies the preview's token
+// at once. It prints the last answer: its raw JSON (--json, parts' raw) or its summary.
+func previewThenApply[Res any](w io.Writer, o *outputFlags, token string, yes bool, call func(preview bool, token string) (*Res, error),
+	parts func(*Res) (token string, raw json.RawMessage), summary func(io.Writer, *Res) error) error {
+	if token == "" {
+		res, err := call(true, "")
 		if err != nil {
 			return err
 		}
-		return show(res)
+		if !yes {
+			return showAnswer(w, o, res, parts, summary)
+		}
+		token, _ = parts(res)
 	}
-	return cmd
+	res, err := call(false, token)
+	if err != nil {
+		return err
+	}
+	return showAnswer(w, o, res, parts, summary)
+}
+
+// showAnswer prints res: its raw JSON with --json, else its summary.
+func showAnswer[Res any](w io.Writer, o *outputFlags, res *Res, parts func(*Res) (string, json.RawMessage), summary func(io.Writer, *Res) error) error {
+	if o.json {
+		_, raw := parts(res)
+		return printRaw(w, raw)
+	}
+	return summary(w, res)
 }
 
 // printRewind prints a rewind's changes, their diffs, and the token or what it applied.
