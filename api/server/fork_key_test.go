@@ -46,6 +46,25 @@ func TestAForkMintsAKeyBoundToIt(t *testing.T) {
 	missing.body = []byte(strings.ReplaceAll(string(missing.body), `\"q\"`, `\"w\"`))
 	sameReply(t, "the fork key reads the parent vs a workbench that does not exist", parent, missing)
 
+	// A fork with a key under an Idempotency-Key, retried: the retry answers the first
+	// fork, replayed, and mints no second key (the first answer carried the secret).
+	keys := func() int {
+		l := mustReply(t, "admin: list keys", m.send(t, m.full.adminURL, keyAdmin, "GET", KeysPath, ""), 200)
+		return len(l.json["keys"].([]any))
+	}
+	before := keys()
+	first := mustReply(t, "owner: keyed fork with a key", m.on(t, m.full, "owner", "POST", wbs+"w/fork", `{"fork":"f3","mint_key":true}`, "Idempotency-Key", "fork-f3"), 200)
+	again := mustReply(t, "owner: the same fork again", m.on(t, m.full, "owner", "POST", wbs+"w/fork", `{"fork":"f3","mint_key":true}`, "Idempotency-Key", "fork-f3"), 200)
+	if k, _ := first.json["key"].(map[string]any); k == nil || k["workbench"] != "f3" || first.json["replayed"] != false {
+		t.Errorf("the keyed fork's first answer: %s", first.body)
+	}
+	if again.json["replayed"] != true || again.json["key"] != nil || again.json["fork_id"] != "f3" {
+		t.Errorf("the keyed fork's replay: %s", again.body)
+	}
+	if n := keys(); n != before+1 {
+		t.Errorf("keys after a fork with a key and its replay: %d, want %d", n, before+1)
+	}
+
 	// MCP: cairn_fork with mint_key and an earlier expiry.
 	cs, err := m.connectTo(t, m.full, "owner", "/v1/agents/a/mcp/cairn")
 	if err != nil {
