@@ -818,6 +818,9 @@ func (a *applier) runRetention() {
 		}
 		s.retention.Delete(k)
 		kind, x, y := splitRetentionItem(v)
+		if a.droppedItem(kind, x) {
+			continue // a root on the move (move_walk.go)
+		}
 		switch kind {
 		case retainPath:
 			if rec, ok := s.paths.Get(y); ok {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // shardT applies encoded commands to one FSM, as one shard's log would: its own indexes,
@@ -483,4 +484,58 @@ func TestMoveCommandsEncodeFlat(t *testing.T) {
 	if len(m) != 4 || m[1] != "a" || m[2] != "m" || m[3] != uint64(7) {
 		t.Fatalf("a move chunk encodes as %v", m)
 	}
+}
+
+// A retention item the root left on a shard it lived on before does not act on the
+// records of its import back: it is dropped, and the finish queues the root's items.
+func TestLeftoverRetentionDoesNotTouchAStagedImport(t *testing.T) {
+	src := newShard(t, Options{}, 0)
+	src.ok(putBlob("a", "w", "f", "body"))
+	snap := src.ok(SnapshotMint{Agent: "a", Workspace: "w", TTLDays: 1}).Snapshot
+	dst := newShard(t, withPrefix(Options{}, "t"), 0)
+	dst.nowMs = src.nowMs
+	src.ok(MoveFence{MoveRef{Agent: "a", MoveID: "m"}})
+	view := src.f.View()
+	root, _ := view.Root("a")
+	dst.ok(MoveImportBegin{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, RootUID: root.UID})
+	exportInto(t, view, dst, "a", "m", 0)
+	// A lease check of an earlier stay, due now, and a path re-prune keyed by the uid.
+	st := dst.f.st
+	st.seq++
+	st.retention.Set(retentionKey(st.nowMs, st.seq), string(rune(retainLease))+snapshotKey("a", snap.ID))
+	st.seq++
+	st.retention.Set(retentionKey(st.nowMs, st.seq), string(rune(retainPath))+root.UID+"\x00nothing")
+	dst.nowMs += int64(3 * 24 * time.Hour / time.Millisecond) // the lease is long past
+	dst.ok(Tick{})
+	if n := dst.f.st.retention.Len(); n != 0 {
+		t.Fatalf("%d leftover items are still queued", n)
+	}
+	if got, _ := dst.f.st.snapshots.Get(snapshotKey("a", snap.ID)); got.ReapedAtMs != 0 {
+		t.Fatal("a leftover lease item reaped a staged snapshot")
+	}
+	if evs := dst.f.st.feed.events.Len(); evs != int(view.st.feed.events.Len()) {
+		t.Fatalf("the staged feed holds %d events, the source's %d", evs, view.st.feed.events.Len())
+	}
+}
+
+// A release removes the root record at once; the retention items of the root still
+// queued (a lease that lapsed as the release applies) are dropped, never run without it.
+func TestReleaseDropsTheRootsQueuedRetention(t *testing.T) {
+	s := newShard(t, Options{}, 0)
+	for i := range 30 {
+		s.ok(putBlob("a", "w", fmt.Sprintf("f%d", i), fmt.Sprintf("body %d", i)))
+	}
+	s.ok(SnapshotMint{Agent: "a", Workspace: "w", TTLDays: 1})
+	s.ok(putBlob("b", "w", "f", "b's"))
+	uid := s.ok(MoveFence{MoveRef{Agent: "a", MoveID: "m"}}).RootUID
+	s.nowMs += int64(3 * 24 * time.Hour / time.Millisecond) // the lease lapsed meanwhile
+	s.ok(MoveRelease{MoveRef{Agent: "a", MoveID: "m"}})
+	s.settle("a")
+	if m, _ := s.f.View().MoveOf("a"); m.State != MoveReleased {
+		t.Fatalf("the release ended %+v", m)
+	}
+	if n := rootRecords(s.f.st, "a", uid); n != 0 {
+		t.Fatalf("the release left %d records", n)
+	}
+	checkDerived(t, s.f)
 }

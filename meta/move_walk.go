@@ -1,5 +1,7 @@
 package meta
 
+import "strings"
+
 // The bounded walks of a move (move.go), run as retention steps ('m' agent) of at most
 // moveBatch records each, resumed from the move record's Walk position:
 //
@@ -108,4 +110,33 @@ func (a *applier) requeue(agent, uid string, t *rootTable, k string, rec snapRec
 			a.scheduleFeedPrune(agent, oldest.AtMs)
 		}
 	}
+}
+
+// droppedItem reports whether a retention item of kind with first operand x is about a
+// root whose records are not the shard's to act on: an import in progress or rolling back
+// (the item is a leftover of the root's earlier stay here: a lease reaped now would write
+// a feed event below the source's versions), or a release (the root record is gone, and
+// the steps that need it must not run). Dropping the item loses nothing: an import's
+// finish queues every record's item, a release drops the records.
+func (a *applier) droppedItem(kind byte, x string) bool {
+	s := a.st
+	if s.moves.Len() == 0 || kind == retainMove {
+		return false
+	}
+	dropped := func(m *MoveRecord) bool {
+		return m.State == MoveImporting || m.State == MoveAborting || m.State == MoveReleasing
+	}
+	switch kind {
+	case retainPath, retainReprune, retainRootReprune, retainPurge: // keyed by root uid
+		uid, _, _ := strings.Cut(x, "\x00")
+		found := false
+		s.moves.Scan(func(_ string, m *MoveRecord) bool {
+			found = m.RootUID == uid && dropped(m)
+			return !found
+		})
+		return found
+	}
+	agent, _, _ := strings.Cut(x, "\x00") // keyed by agent
+	m, ok := s.moves.Get(agent)
+	return ok && dropped(m)
 }
