@@ -40,7 +40,7 @@ func genRoot(t *rapid.T, s *shardT, agent string) []keyedWrite {
 		if w != nil {
 			cur, _ = v.File(w, path)
 		}
-		switch rapid.IntRange(0, 12).Draw(t, "kind") {
+		switch rapid.IntRange(0, 13).Draw(t, "kind") {
 		case 0, 1, 2:
 			p := putBlob(agent, ws, path, data)
 			if rapid.Bool().Draw(t, "inline") {
@@ -99,6 +99,12 @@ func genRoot(t *rapid.T, s *shardT, agent string) []keyedWrite {
 			if ws == "w2" {
 				s.do(DeleteWorkspace{Agent: agent, Name: ws})
 			}
+		case 13:
+			if w != nil {
+				if snaps := v.Snapshots(agent, ws); len(snaps) > 0 && snaps[len(snaps)-1].RetiredAtMs == 0 && snaps[len(snaps)-1].ReapedAtMs == 0 {
+					restoreAll(s, agent, w, snaps[len(snaps)-1].ID, fmt.Sprintf("r%d", i), hexID(1000+i))
+				}
+			}
 		case 12:
 			// Time passes: leases lapse, keys and feed events expire.
 			s.nowMs += rapid.SampledFrom([]int64{int64(time.Hour / time.Millisecond), int64(30 * time.Hour / time.Millisecond)}).Draw(t, "jump")
@@ -106,6 +112,24 @@ func genRoot(t *rapid.T, s *shardT, agent string) []keyedWrite {
 		}
 	}
 	return keyed
+}
+
+// restoreAll restores snapshot id of workbench w into a new workbench dest, every step of
+// it (operation op): its record moves with the root.
+func restoreAll(s *shardT, agent string, w *Workspace, id uint64, dest, op string) {
+	if r := s.do(RestoreBegin{Agent: agent, OpID: op, Source: w.Name, SourceIncarnation: w.Incarnation, SnapshotID: id,
+		Destination: dest}); r.Err != nil {
+		return
+	}
+	for after := ""; ; {
+		r := s.ok(RestoreCopy{Agent: agent, OpID: op, After: after, Limit: 2})
+		if r.Restore.CopyDone {
+			break
+		}
+		after = r.Restore.After
+	}
+	s.ok(RestoreFinish{Agent: agent, OpID: op, Manifest: envBody(`{"restore":1}`), Identity: hexID(5000 + int(s.index)),
+		ContentDigestURI: uri(1), ManifestDigestURI: uri(2), TreeDigestURI: uri(3), Envelope: envBody(`{"run":1}`)})
 }
 
 // drain applies ticks at a standing clock until no retention item is due and no purge
@@ -297,7 +321,9 @@ func sameRoot(t *rapid.T, sv, tv *View, agent string) {
 		t.Fatalf("the target does not hold the root")
 	}
 	same("root", [3]any{sr.UID, sr.LastSnapshotID, sr.CreatedVersion}, [3]any{tr.UID, tr.LastSnapshotID, tr.CreatedVersion})
+	incs := map[uint64]uint64{} // the source's live incarnations → the target's
 	eachWorkbench(same, sv, tv, agent, func(sw, tw *Workspace) {
+		incs[sw.Incarnation] = tw.Incarnation
 		for _, dir := range []string{"", "d", "d/e"} {
 			sl, _, serr := sv.List(sw, dir, "", 1000)
 			tl, _, terr := tv.List(tw, dir, "", 1000)
@@ -320,6 +346,19 @@ func sameRoot(t *rapid.T, sv, tv *View, agent string) {
 		tp, _, _ := tv.Proposals(agent, sw.Name, ProposalFilter{}, 0, 1000)
 		same("proposals of "+sw.Name, noInc(sp), noInc(tp))
 	})
+	for i := range 60 {
+		sr, sok := sv.Restore(agent, hexID(1000+i))
+		tr, tok := tv.Restore(agent, hexID(1000+i))
+		same("restore "+hexID(1000+i)+" kept", sok, tok)
+		if sok {
+			same("restore "+hexID(1000+i), noInc([]*RestoreOp{sr}), noInc([]*RestoreOp{tr}))
+			for _, pair := range [][2]uint64{{sr.SourceIncarnation, tr.SourceIncarnation}, {sr.DestIncarnation, tr.DestIncarnation}} {
+				if want, live := incs[pair[0]]; live && pair[1] != want {
+					t.Fatalf("restore %s names incarnation %d on the target, want %d", sr.ID, pair[1], want)
+				}
+			}
+		}
+	}
 	same("usage", sv.Usage(agent), tv.Usage(agent))
 	sq, sok := sv.Quota(agent)
 	tq, tok := tv.Quota(agent)
