@@ -14,7 +14,7 @@ package meta
 // of its shard runs a release that cannot apply it (retryable; never an FSM answer).
 const CodeUpgradeInProgress Code = "UpgradeInProgress"
 
-// ClusterVersion is the newest cluster version this binary applies: 4.
+// ClusterVersion is the newest cluster version this binary applies: 5.
 //
 //   - 1: the ops of the first released log (Op 1 to 17, OpAssignRoot): files,
 //     snapshots, commits, restores, compaction, GC, placement.
@@ -27,13 +27,16 @@ const CodeUpgradeInProgress Code = "UpgradeInProgress"
 //   - 4: no new op; the node follows a growing shard count (shard/control/grow.go): a node
 //     of version 3 reads the count once at start and would refuse the roots placed on
 //     shards added after, so adding shards waits until every node publishes 4.
+//   - 5: moving a root between shards (OpMoveFence to OpMoveImportAbort, move.go), and
+//     the version shift a finished import may raise (a replica of version 4 would keep
+//     version = log index and disagree on every later generation).
 //
 // Every new op must be listed in OpVersion (a test fails otherwise); a release that adds
 // ops raises ClusterVersion for them. A field added to the command of an older op is
 // gated the same way (CommandVersion): a replica of the older release decodes the command
 // without it and applies something else, silently. Version 2 has such a field:
 // SnapshotMint.Pool (the snapshots of OpenWOP runs count against their own cap).
-const ClusterVersion = 4
+const ClusterVersion = 5
 
 // OpVersion returns the cluster version a command of op needs: every replica of the shard
 // must run a binary of at least that ClusterVersion before the command is proposed. An op

@@ -8,8 +8,8 @@ import (
 )
 
 // Every op of the first released log needs cluster version 1; the change set needs 3;
-// every other later op this binary decodes needs 2; an op it cannot decode needs more
-// than this binary has.
+// the moves of roots need 5; every other later op this binary decodes needs 2; an op it
+// cannot decode needs more than this binary has.
 func TestOpVersionCoversEveryOpThisBinaryDecodes(t *testing.T) {
 	for op := Op(1); op < 255; op++ {
 		data, err := cbor.Marshal(envelope{Format: CommandFormat, Op: op, Body: cbor.RawMessage{0xa0}}) // body: {}
@@ -24,7 +24,9 @@ func TestOpVersionCoversEveryOpThisBinaryDecodes(t *testing.T) {
 			t.Errorf("op %d of the first release needs version %d, want 1", op, got)
 		case op == OpChangeSet && got != 3:
 			t.Errorf("op %d (change set) needs version %d, want 3", op, got)
-		case op > OpAssignRoot && op != OpChangeSet && known && got != 2:
+		case op >= OpMoveFence && op <= OpMoveImportAbort && got != 5:
+			t.Errorf("op %d (a move) needs version %d, want 5", op, got)
+		case op > OpAssignRoot && op != OpChangeSet && (op < OpMoveFence || op > OpMoveImportAbort) && known && got != 2:
 			t.Errorf("op %d, added after the first release, needs version %d, want 2", op, got)
 		case !known && got <= ClusterVersion:
 			t.Errorf("op %d is unknown to this binary, yet needs version %d ≤ ClusterVersion %d", op, got, ClusterVersion)

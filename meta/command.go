@@ -355,6 +355,8 @@ type Result struct {
 	Proposal   *Proposal `cbor:"24,keyasint,omitempty"`
 	Judgment   *Judgment `cbor:"25,keyasint,omitempty"`
 	Superseded string    `cbor:"26,keyasint,omitempty"`
+	// Move is the move record after a move step (move.go); nil once the record went.
+	Move *MoveRecord `cbor:"27,keyasint,omitempty"`
 }
 
 type envelope struct {

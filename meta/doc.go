@@ -3,7 +3,8 @@
 //
 // The FSM is pure. Apply never reads the clock, never does I/O, never draws randomness and
 // never allocates ids from anything but counters in its own state: time arrives in the
-// command (stamped by the leader), the shard version is the Raft log index handed to Apply.
+// command (stamped by the leader), the shard version is the Raft log index handed to Apply
+// plus the shard's version shift (0 until a root moved in, move_import.go).
 // Two replicas that apply the same log hold identical state, byte for byte, and give the
 // same answer to every command (the property tests in this package check exactly that
 // against a naive model).
@@ -51,6 +52,11 @@
 //     Options.FeedMaxPerRoot events per root, pruned in bounded retention steps, and
 //     remembers the newest position it dropped, so a read after an older one is a
 //     FeedTruncatedError, never a silent gap.
+//   - A root moves between shards by its records (move.go): from a source's fence to the
+//     target's confirmation no command but the move's applies to it on either shard, and
+//     no blob reference count changes because of the move. The version shift only grows,
+//     and after an import every version of the shard exceeds every version the imported
+//     records name.
 //
 // meta imports nothing else of Cairn's; the shard package feeds it Raft log entries and the
 // api package reads it through Views.

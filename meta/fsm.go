@@ -160,6 +160,8 @@ type applier struct {
 	// change-feed event gets (feed.go).
 	op        Op
 	feedIndex uint32
+	// index is the Raft log index of the command being applied.
+	index uint64
 }
 
 func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Result {
@@ -169,8 +171,11 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 	if body != nil {
 		a.op = body.Op()
 	}
-	if index > s.version {
-		s.version = index
+	// The shard version is the log index plus the shift (0 until a root moved in,
+	// move_import.go).
+	a.index = index
+	if v := index + s.shift; v > s.version {
+		s.version = v
 	}
 	if h.TimeMs > s.nowMs {
 		s.nowMs = h.TimeMs
@@ -181,18 +186,21 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 		if e == nil {
 			e = invalidArg("command", "%v", decodeErr)
 		}
-		return Result{Err: e, Version: index}
+		return Result{Err: e, Version: index + s.shift}
 	}
 	agent := ScopeOf(body).Agent
 	if err := a.checkOwner(agent, body); err != nil {
-		return Result{Err: err, Version: index}
+		return Result{Err: err, Version: index + s.shift}
+	}
+	if err := a.checkMove(agent, body); err != nil {
+		return Result{Err: err, Version: index + s.shift}
 	}
 	var dkey string
-	if h.RequestID != "" && agent != "" {
+	if _, move := body.(moveBody); h.RequestID != "" && agent != "" && !move {
 		dkey = dedupeKey(agent, h.Principal, h.RequestID)
 		if rec, ok := s.dedupe.Get(dkey); ok {
 			if rec.RequestHash != h.RequestHash {
-				return Result{Err: invalidArg("idempotency_key", "was already used for a different request"), Version: index}
+				return Result{Err: invalidArg("idempotency_key", "was already used for a different request"), Version: index + s.shift}
 			}
 			r := rec.Result
 			r.Replayed = true
@@ -205,7 +213,7 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 	} else {
 		res = Result{Err: invalidArg("command", "unsupported body %T", body)}
 	}
-	res.Version = index
+	res.Version = index + s.shift // a finished import may have raised the shift
 	// Only successes are remembered: a failed command changed nothing, so a retry may run
 	// again (and an internal retry after a Conflict must not meet its own stored failure).
 	if dkey != "" && res.Err == nil {
@@ -810,6 +818,9 @@ func (a *applier) runRetention() {
 		}
 		s.retention.Delete(k)
 		kind, x, y := splitRetentionItem(v)
+		if a.droppedItem(kind, x) {
+			continue // a root on the move (move_walk.go)
+		}
 		switch kind {
 		case retainPath:
 			if rec, ok := s.paths.Get(y); ok {
@@ -827,6 +838,8 @@ func (a *applier) runRetention() {
 			a.rootRepruneStep(x)
 		case retainProposal:
 			a.retireProposal(x)
+		case retainMove:
+			a.moveWalkStep(x)
 		case retainRestore:
 			if op, ok := s.restores.Get(x); ok && op.State == RestoreComplete {
 				s.restores.Delete(x)

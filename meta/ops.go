@@ -76,9 +76,14 @@ func writesFiles(agent, wb string) CommandScope {
 	return CommandScope{Agent: agent, Workbench: wb, Files: wb}
 }
 
+// moveOp declares a step of a root's move: cluster version 5, acting on its root.
+func moveOp[B moveBody](op Op, name string, apply func(*applier, B) Result) opDef {
+	return defineOp(op, name, 5, func(c B) CommandScope { return rootWide(c.ref().Agent) }, apply)
+}
+
 // opDefs is the table, in op order. Version 1 ops are those of the first released log;
-// version 2 those added up to the change set, version 3 the change set (ClusterVersion's
-// comment).
+// version 2 those added up to the change set, version 3 the change set, version 5 the
+// moves of roots between shards (ClusterVersion's comment).
 var opDefs = []opDef{
 	defineOp(OpCreateRoot, "create-root", 1,
 		func(c CreateRoot) CommandScope { return rootWide(c.Agent) },
@@ -161,6 +166,16 @@ var opDefs = []opDef{
 	defineOp(OpBackupRelease, "backup-release", 2,
 		func(BackupRelease) CommandScope { return shardWide() },
 		(*applier).backupRelease),
+	// Moving a root between shards (move.go): the source's fence, lift and release,
+	moveOp(OpMoveFence, "move-fence", (*applier).moveFence),
+	moveOp(OpMoveLift, "move-lift", (*applier).moveLift),
+	moveOp(OpMoveRelease, "move-release", (*applier).moveRelease),
+	// and the target's import (move_import.go).
+	moveOp(OpMoveImportBegin, "move-import-begin", (*applier).moveImportBegin),
+	moveOp(OpMoveImportChunk, "move-import-chunk", (*applier).moveImportChunk),
+	moveOp(OpMoveImportFinish, "move-import-finish", (*applier).moveImportFinish),
+	moveOp(OpMoveImportConfirm, "move-import-confirm", (*applier).moveImportConfirm),
+	moveOp(OpMoveImportAbort, "move-import-abort", (*applier).moveImportAbort),
 }
 
 // opTable indexes opDefs by op.

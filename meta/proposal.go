@@ -298,6 +298,19 @@ func (p proposalTrees) index(pr *Proposal) {
 	}
 }
 
+// unindex removes pr, whose record goes, from the derived trees.
+func (p proposalTrees) unindex(pr *Proposal) {
+	p.order.Delete(u64(pr.Incarnation) + u64(pr.CreatedVersion))
+	if pr.Decision != nil {
+		p.decided.Delete(u64(pr.Incarnation) + u64(pr.Decision.Version))
+	}
+	if n, _ := p.count.Get(pr.Agent); n <= 1 {
+		p.count.Delete(pr.Agent)
+	} else {
+		p.count.Set(pr.Agent, n-1)
+	}
+}
+
 // rebuild derives order, decided and count from byID (after a restore).
 func (p *proposalTrees) rebuild() {
 	byID := p.byID

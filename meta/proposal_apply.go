@@ -348,13 +348,5 @@ func (a *applier) retireProposal(key string) {
 		}
 	}
 	s.props.byID.Delete(key)
-	s.props.order.Delete(u64(p.Incarnation) + u64(p.CreatedVersion))
-	if p.Decision != nil {
-		s.props.decided.Delete(u64(p.Incarnation) + u64(p.Decision.Version))
-	}
-	if n, _ := s.props.count.Get(p.Agent); n <= 1 {
-		s.props.count.Delete(p.Agent)
-	} else {
-		s.props.count.Set(p.Agent, n-1)
-	}
+	s.props.unindex(p)
 }

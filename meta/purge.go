@@ -141,18 +141,7 @@ func (a *applier) purgeRoot(c PurgeRoot) Result {
 		return Result{} // nothing to purge
 	}
 	prefix := c.Agent + "\x00"
-	var running *RestoreOp
-	s.restores.Ascend(prefix, func(k string, op *RestoreOp) bool {
-		if !strings.HasPrefix(k, prefix) {
-			return false
-		}
-		if op.State == RestoreCopying {
-			running = op
-			return false
-		}
-		return true
-	})
-	if running != nil {
+	if running := s.restoreCopying(c.Agent); running != nil {
 		return Result{Err: &Error{Code: CodeForkRetentionActive, OperationID: running.ID,
 			Message: "a restore of agent root " + strconv.Quote(c.Agent) + " is in progress; purge it after the restore completes"}}
 	}
@@ -174,6 +163,22 @@ func (a *applier) purgeRoot(c PurgeRoot) Result {
 	}
 	a.emit(c.Agent, Event{Kind: EventRootPurge, Deleted: int64(len(batch)), Generation: s.version, Producer: a.prod})
 	return Result{Deleted: int64(len(batch)), More: more, RootUID: root.UID}
+}
+
+// restoreCopying returns a restore of agent's root that is still copying, or nil.
+func (s *state) restoreCopying(agent string) *RestoreOp {
+	var running *RestoreOp
+	prefix := agent + "\x00"
+	s.restores.Ascend(prefix, func(k string, op *RestoreOp) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
+		}
+		if op.State == RestoreCopying {
+			running = op
+		}
+		return running == nil
+	})
+	return running
 }
 
 // Phases of a workbench purge, in order.

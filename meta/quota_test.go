@@ -435,15 +435,7 @@ func TestUsageMatchesTheTreeAndQuotasHold(t *testing.T) {
 				t.Fatalf("after command %d %T: %v", i, b, err)
 			}
 		}
-		var buf bytes.Buffer
-		if _, err := f.Snapshot().WriteTo(&buf); err != nil {
-			t.Fatal(err)
-		}
-		g := New(f.opts)
-		if err := g.Restore(&buf); err != nil {
-			t.Fatal(err)
-		}
-		if g.StateDigest() != f.StateDigest() || g.View().Usage("a") != f.View().Usage("a") {
+		if g := restored(t, f); g.View().Usage("a") != f.View().Usage("a") {
 			t.Fatal("snapshot → restore changed the state")
 		}
 	})

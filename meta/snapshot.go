@@ -15,8 +15,9 @@ import (
 // hold records and the purge steps of deleted workbenches; a format-1 stream restores with
 // its usage recomputed. Format 3 added the proposal records (proposal.go), the change
 // feed (feed.go), the roots' history retention policies and the root re-prune steps a
-// policy change queues (retention.go).
-const SnapshotFormat = 3
+// policy change queues (retention.go). Format 4 added the move records, the incarnation
+// maps of imported roots (move.go) and the version shift.
+const SnapshotFormat = 4
 
 // Snapshot is a point-in-time copy of an FSM's state, taken in O(1); writing it streams
 // record by record.
@@ -41,6 +42,7 @@ type snapHeader struct {
 	NextIncarnation uint64 `cbor:"5,keyasint"`
 	Seq             uint64 `cbor:"6,keyasint"`
 	NextListID      uint64 `cbor:"7,keyasint,omitempty"`
+	VersionShift    uint64 `cbor:"8,keyasint,omitempty"`
 }
 
 // Record tags of the snapshot stream. Never renumber.
@@ -84,6 +86,7 @@ type snapRecord struct {
 	Retention *Retention         `cbor:"33,keyasint,omitempty"`
 	Proposal  *Proposal          `cbor:"35,keyasint,omitempty"`
 	Feed      *feedRecord        `cbor:"34,keyasint,omitempty"`
+	Move      *MoveRecord        `cbor:"38,keyasint,omitempty"`
 }
 
 // recRetentionPolicy is the snapshot record tag of a root's history retention policy
@@ -109,6 +112,9 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 // first change on, so a rolling upgrade from a release without the feed runs with
 // FeedMaxPerRoot < 0 until every replica runs this one.
 func formatFor(st *state) uint16 {
+	if st.moves.Len() > 0 || st.moveIncs.Len() > 0 || st.shift != 0 {
+		return 4 // format 4: a move (move.go); a format-3 reader would fail on it
+	}
 	if st.props.byID.Len() > 0 || st.feed.roots.Len() > 0 || st.retentions.Len() > 0 {
 		return 3
 	}
@@ -133,7 +139,8 @@ func (s *Snapshot) writeFormat(w io.Writer, format uint16) (int64, error) {
 	enc := encMode.NewEncoder(cw)
 	st := s.st
 	if err := enc.Encode(snapHeader{Format: format, Version: st.version, NowMs: st.nowMs,
-		NextRootUID: st.nextRootUID, NextIncarnation: st.nextIncarnation, Seq: st.seq, NextListID: st.nextListID}); err != nil {
+		NextRootUID: st.nextRootUID, NextIncarnation: st.nextIncarnation, Seq: st.seq, NextListID: st.nextListID,
+		VersionShift: st.shift}); err != nil {
 		return cw.n, err
 	}
 	var err error
@@ -183,7 +190,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 	}
 	st := newState()
 	st.version, st.nowMs, st.nextRootUID, st.nextIncarnation, st.seq = h.Version, h.NowMs, h.NextRootUID, h.NextIncarnation, h.Seq
-	st.nextListID = h.NextListID
+	st.nextListID, st.shift = h.NextListID, h.VersionShift
 	for n := 0; ; n++ {
 		var rec snapRecord
 		if err := dec.Decode(&rec); err != nil {

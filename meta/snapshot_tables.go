@@ -25,6 +25,11 @@ type snapTable struct {
 	write func(st *state, emit func(snapRecord) bool)
 	// read stores one record; false when its value is missing or malformed.
 	read func(st *state, rec snapRecord) bool
+	// ascend visits the table's records from pivot on, in key order, until fn returns
+	// false; del removes one key. Both nil for the feed, which move_tables.go walks
+	// itself (a root's records of one table: View.ExportRoot and the move's walks).
+	ascend func(st *state, pivot string, fn func(k string, rec snapRecord) bool)
+	del    func(st *state, k string)
 }
 
 // mapTable declares the table of one B-tree map of the state: set stores a value in a
@@ -46,6 +51,14 @@ func mapTable[V any](tag uint8, name string, since uint16, m func(*state) *btree
 			}
 			return ok
 		},
+		ascend: func(st *state, pivot string, fn func(string, snapRecord) bool) {
+			m(st).Ascend(pivot, func(k string, v V) bool {
+				rec := snapRecord{T: tag, K: []byte(k)}
+				set(&rec, v)
+				return fn(k, rec)
+			})
+		},
+		del: func(st *state, k string) { m(st).Delete(k) },
 	}
 }
 
@@ -112,6 +125,12 @@ var snapTables = []snapTable{
 	mapTable(recProposal, "proposals", 3, func(st *state) *btree.Map[string, *Proposal] { return st.props.byID },
 		func(r *snapRecord, v *Proposal) { r.Proposal = v },
 		func(r snapRecord) (*Proposal, bool) { return r.Proposal, r.Proposal != nil }),
+	mapTable(recMove, "moves", 4, func(st *state) *btree.Map[string, *MoveRecord] { return st.moves },
+		func(r *snapRecord, v *MoveRecord) { r.Move = v },
+		func(r snapRecord) (*MoveRecord, bool) { return r.Move, r.Move != nil && r.Move.Agent == string(r.K) }),
+	mapTable(recMoveInc, "move incarnations", 4, func(st *state) *btree.Map[string, uint64] { return st.moveIncs },
+		func(r *snapRecord, v uint64) { r.N = int64(v) },
+		func(r snapRecord) (uint64, bool) { return uint64(r.N), r.N > 0 }),
 	{tag: recFeed, name: "change feed", since: 3,
 		write: func(st *state, emit func(snapRecord) bool) { st.feed.writeFeed(emit) },
 		read:  func(st *state, rec snapRecord) bool { return st.feed.readFeed(rec.K, rec.Feed) }},

@@ -16,6 +16,10 @@ type state struct {
 	nextIncarnation uint64
 	seq             uint64 // orders dedupe records and retention items
 	nextListID      uint64 // names segment lists (Entry.ListID)
+	// shift is what the shard version adds to the Raft log index: 0 until a root moves in
+	// whose versions the log has not reached (MoveImportFinish, move_import.go). It only
+	// grows, so versions stay strictly increasing.
+	shift uint64
 
 	roots      *btree.Map[string, *Root]         // agent
 	workspaces *btree.Map[string, *Workspace]    // agent \x00 name
@@ -67,6 +71,12 @@ type state struct {
 	props proposalTrees
 	// feed is the change feed of every agent root (feed.go).
 	feed *feedState
+	// moves are the moves of agent roots this shard takes part in: agent → record
+	// (move.go).
+	moves *btree.Map[string, *MoveRecord]
+	// moveIncs maps an imported root's incarnations to this shard's: agent \x00
+	// u64(source incarnation) → incarnation (move_import.go).
+	moveIncs *btree.Map[string, uint64]
 }
 
 func newState() *state {
@@ -95,6 +105,8 @@ func newState() *state {
 		retentions:  new(btree.Map[string, Retention]),
 		props:       newProposalTrees(),
 		feed:        newFeedState(),
+		moves:       new(btree.Map[string, *MoveRecord]),
+		moveIncs:    new(btree.Map[string, uint64]),
 	}
 }
 
@@ -125,6 +137,8 @@ func (s *state) copy() *state {
 	c.retentions = s.retentions.Copy()
 	c.props = s.props.copy()
 	c.feed = s.feed.copy()
+	c.moves = s.moves.Copy()
+	c.moveIncs = s.moveIncs.Copy()
 	return &c
 }
 
@@ -170,6 +184,9 @@ const (
 	// retainRootReprune: 'o' root uid \x00 agent \x00 workbench name — schedule the
 	// re-prune of a root's workbenches after that name (a retention policy changed).
 	retainRootReprune = 'o'
+	// retainMove: 'm' agent — the next bounded step of the walk a root's move record
+	// runs (move_walk.go).
+	retainMove = 'm'
 )
 
 func splitRetentionItem(v string) (kind byte, a, b string) {

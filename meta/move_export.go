@@ -1,0 +1,71 @@
+package meta
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// MoveExportChunk is one bounded piece of a root's records, ready for a MoveImportChunk.
+type MoveExportChunk struct {
+	// Data is the records in the snapshot stream's encoding (CBOR records, one after the
+	// other), at most the asked bytes except when a single record is larger.
+	Data []byte
+	// Records counts them.
+	Records int64
+	// Next is where the next chunk starts; Done says there is none.
+	Next MovePosition
+	Done bool
+}
+
+// ExportRoot returns the records of agent's root after position from, up to maxBytes
+// (0 or more than MaxMoveChunkBytes: MaxMoveChunkBytes) of them: the source's half of a
+// move's copy (move.go). Equal views give equal chunks, and chunks from one View, each
+// starting at the Next of the one before, hold every record of the root exactly once (the
+// derived ones and the retention queue excepted: the import rebuilds them). Memory is
+// one chunk.
+//
+// Errors: NotFound when the view does not hold the root; ResourceExhausted when a single
+// record encodes to more than MaxMoveChunkBytes (a path whose kept versions carry more
+// segments than one command may; the move has to wait until retention or compaction
+// shrinks it); InvalidArguments for a position outside the tables.
+func (v *View) ExportRoot(agent string, from MovePosition, maxBytes int) (MoveExportChunk, error) {
+	root, ok := v.st.roots.Get(agent)
+	if !ok {
+		return MoveExportChunk{}, errorf(CodeNotFound, "agent root %q is not held here", agent)
+	}
+	if from.Table < 0 || from.Table > len(rootTables) {
+		return MoveExportChunk{}, invalidArg("position", "table %d is outside 0..%d", from.Table, len(rootTables))
+	}
+	if maxBytes <= 0 || maxBytes > MaxMoveChunkBytes {
+		maxBytes = MaxMoveChunkBytes
+	}
+	var buf bytes.Buffer
+	enc := encMode.NewEncoder(&buf)
+	var out MoveExportChunk
+	var failed error
+	sp := spaceOf(v.st, agent, root.UID)
+	next, done := walkRoot(v.st, sp, from, false, func(t *rootTable, _ string, rec snapRecord) bool {
+		mark := buf.Len()
+		if err := enc.Encode(rec); err != nil {
+			failed = err
+			return false
+		}
+		switch n := buf.Len() - mark; {
+		case n > MaxMoveChunkBytes:
+			failed = &Error{Code: CodeResourceExhausted, Quota: "move_chunk_bytes", Limit: MaxMoveChunkBytes, Requested: int64(n),
+				Message: "a record of table " + strconv.Quote(t.name) + " encodes to " + strconv.Itoa(n) + " bytes, more than a move chunk holds"}
+			buf.Truncate(mark)
+			return false
+		case buf.Len() > maxBytes && out.Records > 0:
+			buf.Truncate(mark) // the next chunk starts with it
+			return false
+		}
+		out.Records++
+		return true
+	})
+	if failed != nil {
+		return MoveExportChunk{}, failed
+	}
+	out.Data, out.Next, out.Done = buf.Bytes(), next, done
+	return out, nil
+}
