@@ -148,7 +148,8 @@ func (u untouched) Read([]byte) (int, error) {
 
 // TestAWriteOutsideThePrefixesReadsNoBody: a key bound to outputs writes below it; a
 // write or append of a path outside is PermissionDenied naming the prefixes before a
-// byte of its body is read, so a refused write leaves no blob behind.
+// byte of its body is read, so a refused write leaves no blob behind. MayWrite answers
+// as the write does, and writes nothing.
 func TestAWriteOutsideThePrefixesReadsNoBody(t *testing.T) {
 	svc := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 64}).Service
 	grepPutIn(t, svc, "w", "input/x.txt", "x")
@@ -162,5 +163,17 @@ func TestAWriteOutsideThePrefixesReadsNoBody(t *testing.T) {
 		if e := workbench.AsError(err); e == nil || e.Code != workbench.CodePermissionDenied || e.Details["prefixes"] == nil {
 			t.Errorf("a %s outside the prefixes: %v", what, err)
 		}
+	}
+	if err := svc.Writes.MayWrite(ctx, "a", "w", "outputs/z.txt"); err != nil {
+		t.Errorf("MayWrite inside the prefixes: %v", err)
+	}
+	if err := svc.Writes.MayWrite(ctx, "a", "w", "input/x.txt"); err == nil || err.Error() != werr.Error() {
+		t.Errorf("MayWrite outside the prefixes: %v, want the write's %v", err, werr)
+	}
+	if err := svc.Writes.MayWrite(ctx, "a", "elsewhere", "outputs/z.txt"); err != nil {
+		t.Errorf("MayWrite of a workbench the write would create: %v", err)
+	}
+	if _, err := svc.Reads.Stat(t.Context(), "a", "w", "outputs/z.txt"); workbench.AsError(err).Code != workbench.CodeNotFound {
+		t.Errorf("MayWrite wrote outputs/z.txt: %v", err)
 	}
 }

@@ -118,6 +118,25 @@ func (s *Writes) Write(ctx context.Context, req WriteRequest) (FileResult, error
 	return s.fileResult(req.Agent, req.Workbench, req.Path, res), nil
 }
 
+// MayWrite answers what Write would answer for a write of path in workbench id of agent
+// before it reads a byte of the body: InvalidArguments for a bad name or path, NotFound
+// for a root or workbench the caller may not reach, PermissionDenied without the write
+// scope or for a path outside the caller's prefixes (mayWritePath). It writes nothing: a
+// surface that keeps its own records of a write to come (the S3 gateway's multipart
+// uploads) asks it before it records one.
+func (s *Writes) MayWrite(ctx context.Context, agent, id, path string) error {
+	if err := validateTarget(agent, id, path); err != nil {
+		return err
+	}
+	if err := checkWritable(path); err != nil {
+		return err
+	}
+	if err := mayWritePath(ctx, s.base, agent, id, path); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (s *Writes) fileResult(agent, id, path string, res meta.Result) FileResult {
 	sec, rel := splitSection(path)
 	return FileResult{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel,

@@ -134,7 +134,7 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 			if _, err := h.writeRecord(r, u, finished); err != nil {
 				h.log.Warn("s3: recording a completed upload", "request_id", r.id, "err", err)
 			}
-			if err := h.removeFiles(r.Context(), r.agent, u.dir, true); err != nil {
+			if err := h.removeFiles(r.bookkeeping(), r.agent, u.dir, true); err != nil {
 				h.log.Warn("s3: removing a completed upload's parts", "request_id", r.id, "err", err)
 			}
 		}
@@ -251,10 +251,15 @@ func (h *Handler) published(r *request, u upload, path string) (completedUpload,
 	return completedUpload{}, false, nil
 }
 
-// composeRequest checks the listed parts against one view and returns the publish of
-// their concatenation (without its condition).
+// composeRequest checks that the caller may write the object (workbench.Writes.MayWrite
+// with its own principal: the publish runs with bookkeeping, multipart_access.go) and the
+// listed parts against one view, and returns the publish of their concatenation (without
+// its condition).
 func (h *Handler) composeRequest(r *request, u upload, path string, in completeRequest) (workbench.ComposeRequest, error) {
-	view, ws, _, err := h.svc.Reads.ViewAt(r.Context(), r.agent, UploadsWorkbench, workbench.At{})
+	if err := h.svc.Writes.MayWrite(r.Context(), r.agent, r.bucket, path); err != nil {
+		return workbench.ComposeRequest{}, fromWorkbench(err, CodeNoSuchBucket)
+	}
+	view, ws, _, err := h.svc.Reads.ViewAt(r.bookkeeping(), r.agent, UploadsWorkbench, workbench.At{})
 	if err != nil {
 		return workbench.ComposeRequest{}, fromWorkbench(err, CodeNoSuchUpload)
 	}
@@ -306,7 +311,7 @@ func (h *Handler) publish(r *request, u upload, path, key string, req workbench.
 				return completedUpload{}, h.objectError(r, err)
 			}
 		}
-		res, err := h.svc.Writes.Compose(r.Context(), req)
+		res, err := h.svc.Writes.Compose(r.bookkeeping(), req)
 		if err == nil {
 			return completedUpload{ETag: objectETag(res.Digest, req.Fields), VersionID: versionID(r.bucket, path, res.Generation),
 				CompletedMs: h.now().UnixMilli(), Parts: key}, nil
@@ -352,7 +357,7 @@ func (h *Handler) writeRecord(r *request, u upload, rec uploadRecord) (uint64, e
 	if err != nil {
 		return 0, err
 	}
-	res, err := h.svc.Writes.Write(r.Context(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench,
+	res, err := h.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench,
 		Path: u.dir + "/" + recordFile, Body: strings.NewReader(string(body)), SizeHint: int64(len(body)), ContentType: "application/json",
 		Cond: meta.CondIfGeneration, IfGeneration: u.gen})
 	if err != nil {

@@ -116,6 +116,16 @@
 //     of another bucket or key (or of another incarnation of its bucket: one deleted and
 //     created again), so a key bound to one workbench, which reaches
 //     UploadsWorkbench through this surface, reaches only its own bucket's uploads.
+//   - A key bound to path prefixes (auth.Principal.Prefixes) reaches an upload by its
+//     target object key, not by the upload's own paths (multipart_access.go): the gateway
+//     checks the key against the caller's prefixes with the caller's principal
+//     (workbench.Writes.MayWrite at Create and again before Complete publishes,
+//     auth.Reach.ShowsPath for every other request) and only then reads and writes the
+//     upload's files, and publishes, with the caller's principal less its prefixes. An
+//     upload of a key outside them is AccessDenied at Create, as a PUT of it; one another
+//     key started there is left out of ListMultipartUploads and answers ListParts,
+//     UploadPart, Complete and Abort exactly as an upload id never issued (NoSuchUpload).
+//     UploadPartCopy reads its source with the caller's principal (NoSuchKey outside).
 //   - UploadsWorkbench is no bucket: every request naming it answers NoSuchBucket
 //     (CreateBucket: InvalidBucketName), as does a copy source in it, and ListBuckets
 //     omits it.

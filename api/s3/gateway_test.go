@@ -56,6 +56,9 @@ var gatewayKeys = testKeys{
 	"AGENTA": {"secret-a", auth.Principal{ID: "ka", Agents: []string{"a"}, Scopes: auth.Scopes}},
 	"AGENTB": {"secret-b", auth.Principal{ID: "kb", Agents: []string{"b"}, Scopes: auth.Scopes}},
 	"READER": {"secret-r", auth.Principal{ID: "kr", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead}}},
+	// Keys of root a bound to path prefixes (multipart_access_test.go).
+	"OUTPUTS": {"secret-o", auth.Principal{ID: "ko", Agents: []string{"a"}, Prefixes: []string{"outputs"}, Scopes: auth.Scopes}},
+	"LOGS":    {"secret-l", auth.Principal{ID: "kl", Agents: []string{"a"}, Prefixes: []string{"logs"}, Scopes: auth.Scopes}},
 }
 
 // gateway serves a real Workbench service through the S3 handler over TLS and returns an

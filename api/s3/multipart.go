@@ -216,8 +216,10 @@ type initiateResult struct {
 	UploadID string   `xml:"UploadId"`
 }
 
-// createUpload starts an upload: its record, written create-only in UploadsWorkbench. It
-// first aborts the bucket's expired uploads (lazily, a bounded number).
+// createUpload starts an upload: its record, written create-only in UploadsWorkbench,
+// once the caller may write the object (a key outside its prefixes: AccessDenied, as a
+// PUT of it; multipart_access.go). It first aborts the bucket's expired uploads (lazily,
+// a bounded number).
 func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
 	path, fields, err := writeTarget(r)
 	if err != nil {
@@ -227,8 +229,11 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
+	if err := h.svc.Writes.MayWrite(r.Context(), r.agent, r.bucket, path); err != nil {
+		return fromWorkbench(err, CodeNoSuchBucket)
+	}
 	h.remember(r.agent)
-	if _, err := h.reclaimBucket(r.Context(), r.agent, r.bucket, reclaimPerRound); err != nil {
+	if _, err := h.reclaimBucket(r.bookkeeping(), r.agent, r.bucket, reclaimPerRound); err != nil {
 		h.log.Warn("s3: reclaiming expired uploads", "request_id", r.id, "err", err)
 	}
 	var raw [16]byte
@@ -246,7 +251,7 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.svc.Writes.Write(r.Context(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench,
+	if _, err := h.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench,
 		Path: r.bucket + "/" + id + "/" + recordFile, Body: strings.NewReader(string(body)), SizeHint: int64(len(body)),
 		ContentType: "application/json", Cond: meta.CondCreateOnly, CreateWorkbench: true}); err != nil {
 		return fromWorkbench(err, CodeNoSuchBucket)
@@ -259,7 +264,8 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
 
 // openUpload finds the request's upload (uploadId) for its bucket and key: NoSuchBucket
 // when the key does not reach the bucket, NoSuchUpload when the upload is missing, was
-// started for another key, or has expired.
+// started for another key or one outside the caller's prefixes (multipart_access.go), or
+// has expired.
 func (h *Handler) openUpload(r *request) (upload, error) {
 	u, err := h.findUpload(r)
 	if err == nil && u.rec.Completed != nil {
@@ -279,19 +285,19 @@ func (h *Handler) findUpload(r *request) (upload, error) {
 	if !validUploadID(id) {
 		return upload{}, noSuchUpload()
 	}
-	view, ws, _, err := h.svc.Reads.ViewAt(r.Context(), r.agent, UploadsWorkbench, workbench.At{})
+	view, ws, _, err := h.svc.Reads.ViewAt(r.bookkeeping(), r.agent, UploadsWorkbench, workbench.At{})
 	if err != nil {
 		if codeOf(fromWorkbench(err, CodeNoSuchUpload)) == CodeNoSuchUpload {
 			return upload{}, noSuchUpload()
 		}
 		return upload{}, fromWorkbench(err, CodeNoSuchUpload)
 	}
-	u, err := h.readUpload(r.Context(), r.agent, view, ws, r.bucket, id)
+	u, err := h.readUpload(r.bookkeeping(), r.agent, view, ws, r.bucket, id)
 	if err != nil {
 		return upload{}, err
 	}
 	h.remember(r.agent)
-	if u.rec.Key != r.key || h.expired(u) || u.rec.Incarnation != 0 && u.rec.Incarnation != bucket.Incarnation {
+	if u.rec.Key != r.key || !r.showsKey(u.rec.Key) || h.expired(u) || u.rec.Incarnation != 0 && u.rec.Incarnation != bucket.Incarnation {
 		return upload{}, noSuchUpload()
 	}
 	return u, nil
@@ -381,7 +387,7 @@ func (h *Handler) uploadPart(w http.ResponseWriter, r *request) error {
 		return errorf(CodeEntityTooLarge, "a part is at most %d bytes", int64(MaxPartSize))
 	}
 	var stored map[string]meta.FieldValue
-	res, err := h.svc.Writes.Write(r.Context(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench, Path: path,
+	res, err := h.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench, Path: path,
 		Body: body, SizeHint: size, AfterBody: func(digest meta.Digest) (map[string]meta.FieldValue, error) {
 			if err := body.CheckSHA256(digest); err != nil {
 				return nil, err
@@ -406,7 +412,9 @@ func (h *Handler) uploadPart(w http.ResponseWriter, r *request) error {
 // copyPart is UploadPartCopy. A whole source is copied without moving a byte
 // (workbench.Writes.Copy); a range of it (x-amz-copy-source-range) is read and written
 // through the write path, where its segments dedupe against the source's wherever the
-// chunker cuts alike.
+// chunker cuts alike. The source is opened with the caller's principal (one it does not
+// see is NoSuchKey) and the copy pinned at that generation; the part is written with
+// bookkeeping (multipart_access.go).
 func (h *Handler) copyPart(w http.ResponseWriter, r *request, path string) error {
 	srcBucket, srcPath, srcVersion, err := copySourcePath(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
@@ -432,7 +440,7 @@ func (h *Handler) copyPart(w http.ResponseWriter, r *request, path string) error
 			return fromWorkbench(err, CodeNoSuchKey)
 		}
 		defer rc.Close()
-		res, err = h.svc.Writes.Write(r.Context(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench, Path: path,
+		res, err = h.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench, Path: path,
 			Body: rc, SizeHint: length})
 		if err != nil {
 			return fromWorkbench(err, CodeNoSuchUpload)
@@ -447,7 +455,7 @@ func (h *Handler) copyPart(w http.ResponseWriter, r *request, path string) error
 		if srcVersion != "" {
 			req.IfSrcGeneration, req.SrcGeneration = 0, src.Info.Generation
 		}
-		if res, err = h.svc.Writes.Copy(r.Context(), req); err != nil {
+		if res, err = h.svc.Writes.Copy(r.bookkeeping(), req); err != nil {
 			return fromWorkbench(err, CodeNoSuchUpload)
 		}
 		// The part keeps the source's fields (Copy): what the gateway checked of these
@@ -506,7 +514,7 @@ func (h *Handler) abortUpload(w http.ResponseWriter, r *request) error {
 			return operationAborted()
 		}
 	}
-	if _, err := h.svc.Writes.Delete(r.Context(), r.agent, UploadsWorkbench, u.dir+"/"+recordFile, u.gen, ""); err != nil {
+	if _, err := h.svc.Writes.Delete(r.bookkeeping(), r.agent, UploadsWorkbench, u.dir+"/"+recordFile, u.gen, ""); err != nil {
 		if !isConflict(err) {
 			return fromWorkbench(err, CodeNoSuchUpload)
 		}
@@ -516,7 +524,7 @@ func (h *Handler) abortUpload(w http.ResponseWriter, r *request) error {
 		}
 		return noSuchUpload()
 	}
-	if err := h.removeFiles(r.Context(), r.agent, u.dir, false); err != nil {
+	if err := h.removeFiles(r.bookkeeping(), r.agent, u.dir, false); err != nil {
 		return fromWorkbench(err, CodeNoSuchUpload)
 	}
 	w.WriteHeader(http.StatusNoContent)

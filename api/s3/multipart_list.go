@@ -72,7 +72,7 @@ func (h *Handler) listParts(w http.ResponseWriter, r *request) error {
 			return errorf(CodeInvalidArgument, "part-number-marker must be a non-negative integer")
 		}
 	}
-	view, ws, _, err := h.svc.Reads.ViewAt(r.Context(), r.agent, UploadsWorkbench, workbench.At{})
+	view, ws, _, err := h.svc.Reads.ViewAt(r.bookkeeping(), r.agent, UploadsWorkbench, workbench.At{})
 	if err != nil {
 		return fromWorkbench(err, CodeNoSuchUpload)
 	}
@@ -136,11 +136,11 @@ type uploadInfo struct {
 // maxListUploads is S3's page size of ListMultipartUploads, and the most a page may hold.
 const maxListUploads = 1000
 
-// listUploads lists the bucket's uploads in progress by key, then by when they started,
-// after key-marker (and upload-id-marker), as S3 does; a delimiter rolls keys up into
-// common prefixes. It reads every upload record of the bucket from one view (memory in
-// the bucket's uploads in progress) and first aborts the expired ones it finds (a bounded
-// number).
+// listUploads lists the bucket's uploads in progress of the keys the caller sees
+// (multipart_access.go) by key, then by when they started, after key-marker (and
+// upload-id-marker), as S3 does; a delimiter rolls keys up into common prefixes. It reads
+// every upload record of the bucket from one view (memory in the bucket's uploads in
+// progress) and first aborts the expired ones it finds (a bounded number).
 func (h *Handler) listUploads(w http.ResponseWriter, r *request) error {
 	if _, _, err := h.workspace(r); err != nil {
 		return err
@@ -154,13 +154,15 @@ func (h *Handler) listUploads(w http.ResponseWriter, r *request) error {
 		return errorf(CodeInvalidArgument, "encoding-type must be url")
 	}
 	h.remember(r.agent)
-	if _, err := h.reclaimBucket(r.Context(), r.agent, r.bucket, reclaimPerRound); err != nil {
+	if _, err := h.reclaimBucket(r.bookkeeping(), r.agent, r.bucket, reclaimPerRound); err != nil {
 		h.log.Warn("s3: reclaiming expired uploads", "request_id", r.id, "err", err)
 	}
-	ups, err := h.bucketUploads(r.Context(), r.agent, r.bucket)
+	ups, err := h.bucketUploads(r.bookkeeping(), r.agent, r.bucket)
 	if err != nil {
 		return err
 	}
+	// An upload of a key outside the caller's prefixes is not there (multipart_access.go).
+	ups = slices.DeleteFunc(ups, func(u upload) bool { return !r.showsKey(u.rec.Key) })
 	pfx, delim := q.Get("prefix"), q.Get("delimiter")
 	keyMarker, idMarker := q.Get("key-marker"), q.Get("upload-id-marker")
 	enc := func(s string) string {

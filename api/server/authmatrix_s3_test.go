@@ -1,14 +1,19 @@
 package server
 
 import (
+	"bytes"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	s3gw "github.com/cairnstore/cairn/api/s3"
 	"github.com/cairnstore/cairn/internal/freeport"
 	"github.com/cairnstore/cairn/internal/httpcall"
 	"github.com/cairnstore/cairn/ops"
@@ -20,7 +25,11 @@ import (
 // of an object outside them answers byte for byte as a GET of a missing key (NoSuchKey),
 // a PUT there is AccessDenied as S3 refuses a write a policy forbids, and nothing is
 // written; the credential of the same key once expired is refused exactly as an access
-// key id the node never issued (InvalidAccessKeyId).
+// key id the node never issued (InvalidAccessKeyId). A multipart upload is refused
+// outside the prefixes and completes inside them through the AWS SDK for Go v2, the
+// object read back byte for byte; a key of the same root bound to other prefixes sees
+// none of those uploads, and every request naming one answers byte for byte as a request
+// naming an upload id never issued (NoSuchUpload).
 func TestAuthPrefixKeyOverTheS3Gateway(t *testing.T) {
 	now := time.Now()
 	mk := func(spec auth.KeySpec) (auth.Key, string) {
@@ -35,7 +44,8 @@ func TestAuthPrefixKeyOverTheS3Gateway(t *testing.T) {
 	prefix, _ := mk(bound)
 	expired, _ := mk(bound)
 	expired.ExpiresAt = now.Add(-time.Minute)
-	n := serveKeyed(t, "s3", []auth.Key{admin, prefix, expired}, func(c *ops.Config) { c.S3Gateway.Listen = freeport.Addr(t) })
+	logs, _ := mk(auth.KeySpec{Name: "a's logs", Agents: []string{"a"}, Prefixes: []string{"logs/"}, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}, S3: true})
+	n := serveKeyed(t, "s3", []auth.Key{admin, prefix, expired, logs}, func(c *ops.Config) { c.S3Gateway.Listen = freeport.Addr(t) })
 	m := &matrix{authz: map[string]string{keyAdmin: "Bearer " + adminToken}}
 	const w = "/v1/agents/a/workbenches/w/files/"
 	for _, f := range []string{"input/secret.txt", "outputs/mine.txt"} {
@@ -96,6 +106,7 @@ func TestAuthPrefixKeyOverTheS3Gateway(t *testing.T) {
 	if up := s3(prefix, "POST", "/w/input/multi.bin?uploads", ""); up.status != http.StatusForbidden || !strings.Contains(string(up.body), "<Code>AccessDenied</Code>") {
 		t.Errorf("a multipart upload outside the prefixes: %d %s", up.status, up.body)
 	}
+	s3MultipartInsidePrefixes(t, n.s3URL, prefix, logs, s3)
 
 	// The expired key's credential vs one the node never issued (an id of the same form).
 	unknown := expired
@@ -106,5 +117,69 @@ func TestAuthPrefixKeyOverTheS3Gateway(t *testing.T) {
 		if got.status != http.StatusForbidden || !strings.Contains(string(got.body), "<Code>InvalidAccessKeyId</Code>") {
 			t.Errorf("an expired key's S3 credential: %d %s", got.status, got.body)
 		}
+	}
+}
+
+// s3MultipartInsidePrefixes: the credential of mine, a key bound to root a's outputs,
+// completes a multipart upload of w/outputs/multi.bin through the AWS SDK for Go v2 and
+// reads the object back byte for byte. While the upload is open, the credential of
+// other, a key of root a bound to other prefixes, lists none of it, and ListParts,
+// UploadPart, CompleteMultipartUpload and AbortMultipartUpload naming its id answer byte
+// for byte as the same requests naming an id never issued: NoSuchUpload.
+func s3MultipartInsidePrefixes(t *testing.T, url string, mine, other auth.Key, s3 func(auth.Key, string, string, string) reply) {
+	t.Helper()
+	ctx := t.Context()
+	c := awss3.New(awss3.Options{Region: "us-east-1", BaseEndpoint: aws.String(url), UsePathStyle: true, RetryMaxAttempts: 1,
+		Credentials: credentials.NewStaticCredentialsProvider(auth.S3AccessKeyID(mine.ID), mine.S3Secret, "")})
+	const key = "outputs/multi.bin"
+	created, err := c.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: aws.String("w"), Key: aws.String(key)})
+	if err != nil {
+		t.Fatalf("CreateMultipartUpload inside the prefixes: %v", err)
+	}
+	id := aws.ToString(created.UploadId)
+	bodies := [][]byte{bytes.Repeat([]byte("first part "), s3gw.DefaultMinPartSize/11+1), []byte("the last part")}
+	var parts []types.CompletedPart
+	for i, b := range bodies {
+		out, err := c.UploadPart(ctx, &awss3.UploadPartInput{Bucket: aws.String("w"), Key: aws.String(key), UploadId: created.UploadId,
+			PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(b)})
+		if err != nil {
+			t.Fatalf("UploadPart %d inside the prefixes: %v", i+1, err)
+		}
+		parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: out.ETag})
+	}
+	if listed, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("w")}); err != nil ||
+		len(listed.Uploads) != 1 || aws.ToString(listed.Uploads[0].UploadId) != id {
+		t.Fatalf("ListMultipartUploads by the key that started the upload: %v, %v; want the upload", listed, err)
+	}
+
+	// The other key's view of the open upload.
+	list := mustReply(t, "other prefixes: list uploads", s3(other, "GET", "/w?uploads", ""), 200)
+	if b := string(list.body); strings.Contains(b, id) || strings.Contains(b, "multi") || strings.Contains(b, "<Upload>") {
+		t.Errorf("ListMultipartUploads by a key bound to other prefixes: %s", b)
+	}
+	const madeUp = "0123456789abcdef0123456789abcdef"
+	complete := `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>` + aws.ToString(parts[0].ETag) + `</ETag></Part></CompleteMultipartUpload>`
+	for _, q := range []struct{ method, query, body string }{
+		{"GET", "", ""},
+		{"PUT", "&partNumber=3", "intruder"},
+		{"POST", "", complete},
+		{"DELETE", "", ""},
+	} {
+		what := q.method + " " + key + "?uploadId=…" + q.query + " by a key bound to other prefixes"
+		got := s3(other, q.method, "/w/"+key+"?uploadId="+id+q.query, q.body)
+		want := s3(other, q.method, "/w/"+key+"?uploadId="+madeUp+q.query, q.body)
+		sameReply(t, what+": the upload vs an id never issued", got, want)
+		if got.status != http.StatusNotFound || !strings.Contains(string(got.body), "<Code>NoSuchUpload</Code>") {
+			t.Errorf("%s: %d %s", what, got.status, got.body)
+		}
+	}
+
+	if _, err := c.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{Bucket: aws.String("w"), Key: aws.String(key), UploadId: created.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
+		t.Fatalf("CompleteMultipartUpload inside the prefixes: %v", err)
+	}
+	got, err := s3Read(ctx, c, "w", key)
+	if want := bytes.Join(bodies, nil); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("GetObject of the completed upload: %d bytes (%v), want the %d bytes of the parts", len(got), err, len(want))
 	}
 }
