@@ -20,6 +20,16 @@ func (s *state) feedPositionExists(agent, pos string) bool {
 	return ok
 }
 
+// feedPositionShown is feedPositionExists for the events view v shows (showsEvent).
+func (v *View) feedPositionShown(agent, pos string) bool {
+	p, err := ParseFeedPosition("position", pos)
+	if err != nil {
+		return false
+	}
+	e, ok := v.st.feed.events.Get(feedKey(agent, p))
+	return ok && v.showsEvent(agent, e)
+}
+
 // contextDigest hashes the frozen evidence: the deterministic CBOR of the list, domain
 // separated.
 func contextDigest(ev []Evidence) Digest {
@@ -78,7 +88,7 @@ func (a *applier) proposalCreate(c ProposalCreate) Result {
 		return Result{Err: &Error{Code: CodeResourceExhausted, Quota: QuotaProposals, Limit: int64(a.opts.ProposalsMaxPerRoot), Used: n, Requested: 1,
 			Message: "the agent root keeps " + strconv.FormatInt(n, 10) + " proposals already: decide or let some expire first"}}
 	}
-	ev, eerr := a.freezeEvidence(c.Agent, ws, c.Evidence)
+	ev, eerr := freezeEvidence(a.st, nil, c.Agent, ws, c.Evidence)
 	if eerr != nil {
 		return Result{Err: eerr}
 	}
@@ -128,9 +138,28 @@ func validateProposalFields(c ProposalCreate) *Error {
 	return nil
 }
 
+// ResolveEvidence answers what a ProposalCreate of workbench own carrying refs would answer
+// for them if the state held only what v shows (Only, OnlyPaths): nil when every
+// reference resolves, else the error the FSM gives the first one that does not. A
+// reference to a workbench, path or change-feed event v hides answers exactly as one to
+// a missing workbench, path or event, by the same code: a surface checks a restricted
+// caller's evidence with it before proposing (workbench/proposals.go), since the FSM,
+// which resolves evidence again when it applies, knows no principal. NotFound when own is
+// not a workbench v shows.
+func (v *View) ResolveEvidence(agent, own string, refs []EvidenceRef) error {
+	ws, err := v.Workspace(agent, own)
+	if err != nil {
+		return err
+	}
+	if _, err := freezeEvidence(v.st, v, agent, ws, refs); err != nil {
+		return err
+	}
+	return nil
+}
+
 // freezeEvidence resolves every reference (each must exist now) and records what it names.
-func (a *applier) freezeEvidence(agent string, own *Workspace, refs []EvidenceRef) ([]Evidence, *Error) {
-	s := a.st
+// With a view (ResolveEvidence), what the view hides is missing.
+func freezeEvidence(s *state, v *View, agent string, own *Workspace, refs []EvidenceRef) ([]Evidence, *Error) {
 	out := make([]Evidence, 0, len(refs))
 	for i, r := range refs {
 		field := "evidence[" + strconv.Itoa(i) + "]"
@@ -140,6 +169,9 @@ func (a *applier) freezeEvidence(agent string, own *Workspace, refs []EvidenceRe
 			r.Workspace = own.Name
 		}
 		ws, ok := s.workspaces.Get(workspaceKey(agent, wsName))
+		if v != nil && !v.shows(agent, wsName) {
+			ok = false
+		}
 		if r.Kind != EvidenceFeed && (!ok || ws.State != WorkspaceVisible) {
 			return nil, &Error{Code: CodeNotFound, Field: field + ".workbench", Message: "workbench " + strconv.Quote(wsName) + " does not exist"}
 		}
@@ -150,7 +182,7 @@ func (a *applier) freezeEvidence(agent string, own *Workspace, refs []EvidenceRe
 				return nil, err
 			}
 			el, found := fileAtGeneration(s, ws.Incarnation, r.Path, r.Generation)
-			if !found {
+			if !found || v != nil && !v.showsPath(agent, r.Path) {
 				return nil, &Error{Code: CodeNotFound, Field: field + ".generation", Message: "no retained version of " + strconv.Quote(r.Path) + " has generation " + strconv.FormatUint(r.Generation, 10)}
 			}
 			ev.Digest, ev.Size, ev.Version, ev.HoldIncarnation = el.Entry.Digest, el.Entry.Size, el.Version, ws.Incarnation
@@ -167,7 +199,7 @@ func (a *applier) freezeEvidence(agent string, own *Workspace, refs []EvidenceRe
 			}
 			ev.Digest, ev.Size, ev.Version, ev.TreeDigestURI = cm.EnvelopeDigest, cm.EnvelopeSize, cm.Version, cm.TreeDigestURI
 		case EvidenceFeed:
-			if !s.feedPositionExists(agent, r.Position) {
+			if v == nil && !s.feedPositionExists(agent, r.Position) || v != nil && !v.feedPositionShown(agent, r.Position) {
 				return nil, invalidArg(field+".position", "change-feed position %q is not retained (or the change feed is not available)", r.Position)
 			}
 		default:

@@ -155,6 +155,14 @@ func (s *Review) Propose(ctx context.Context, agent string, in ProposeInput) (Re
 		r["replayed"] = true
 		return r, nil
 	}
+	if !s.base.reach(ctx, agent).rootWide() {
+		// The FSM resolves evidence in the whole root; a caller that reaches part of it
+		// has each reference resolved in its own view first, so a hidden workbench or
+		// path answers exactly as a missing one (meta.View.ResolveEvidence).
+		if err := view.ResolveEvidence(agent, in.ID, refs); err != nil {
+			return nil, AsError(err)
+		}
+	}
 	data, ct, base, werr := s.proposedBytes(ctx, agent, view, ws, in)
 	if werr != nil {
 		return nil, werr

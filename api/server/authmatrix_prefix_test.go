@@ -309,3 +309,47 @@ func wantNoFixtureText(t *testing.T, what, s string) {
 		}
 	}
 }
+
+// TestAuthPartialKeyEvidenceAnswersAsMissing: a proposal's evidence is resolved in what
+// the proposer's key reaches. A prefix-bound key naming a file outside its prefixes, and
+// a key bound to one workbench naming another, get byte for byte the answer of a file or
+// workbench that does not exist, and nothing of what they name.
+func TestAuthPartialKeyEvidenceAnswersAsMissing(t *testing.T) {
+	m := newMatrix(t)
+	const w = "/v1/agents/a/workbenches/w"
+	put := mustReply(t, "admin: put outside", m.on(t, m.full, keyAdmin, "PUT", w+"/files/input/secret.txt", "secret"), 201)
+	hist := mustReply(t, "admin: history", m.on(t, m.full, keyAdmin, "GET", w+"/history?path=input/secret.txt", ""), 200)
+	gen := fmt.Sprint(hist.json["versions"].([]any)[0].(map[string]any)["generation"])
+	mustReply(t, "admin: snapshot", m.on(t, m.full, keyAdmin, "POST", w+"/snapshots", `{"name":"s1"}`), 201)
+	mustReply(t, "bound: put", m.on(t, m.full, keyBound, "PUT", "/v1/agents/a/workbenches/other/files/outputs/b.txt", "b"), 201)
+	propose := func(key, ws, request, evidence string) reply {
+		return m.on(t, m.full, key, "POST", "/v1/agents/a/workbenches/"+ws+"/proposals",
+			`{"path":"outputs/run1/ok.txt","text":"ok","request_id":"`+request+`","evidence":[`+evidence+`]}`)
+	}
+	for _, c := range []struct {
+		what, key, ws, hidden, missing string
+		swap                           *strings.Replacer
+	}{
+		{"a file outside the prefixes", keyPrefix, "w",
+			`{"kind":"file","path":"input/secret.txt","generation":` + gen + `}`,
+			`{"kind":"file","path":"input/absent.txt","generation":` + gen + `}`, strings.NewReplacer("absent", "secret")},
+		{"a file of another workbench", keyBound, "other",
+			`{"kind":"file","workbench":"w","path":"input/secret.txt","generation":` + gen + `}`,
+			`{"kind":"file","workbench":"v","path":"input/secret.txt","generation":` + gen + `}`, strings.NewReplacer(`\"v\"`, `\"w\"`)},
+		{"a snapshot of another workbench", keyBound, "other",
+			`{"kind":"snapshot","workbench":"w","snapshot_id":1}`,
+			`{"kind":"snapshot","workbench":"v","snapshot_id":1}`, strings.NewReplacer(`\"v\"`, `\"w\"`)},
+	} {
+		hidden, missing := propose(c.key, c.ws, "h"+c.ws+c.hidden[9:13], c.hidden), propose(c.key, c.ws, "m"+c.ws+c.missing[9:13], c.missing)
+		missing.body = []byte(c.swap.Replace(string(missing.body)))
+		sameReply(t, c.what+": hidden vs missing", hidden, missing)
+		if hidden.status != http.StatusNotFound {
+			t.Errorf("%s: %d %s, want the missing one's NotFound", c.what, hidden.status, hidden.body)
+		}
+		if d, ok := put.json["digest_uri"].(string); ok && strings.Contains(string(hidden.body), d) {
+			t.Errorf("%s: the answer tells the hidden file's digest: %s", c.what, hidden.body)
+		}
+	}
+	// Evidence the key reaches still resolves.
+	mustReply(t, "prefix: propose with its own evidence", propose(keyPrefix, "w", "o", ""), 201)
+}

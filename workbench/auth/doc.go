@@ -26,7 +26,9 @@
 //     scopes are its operations (no second vocabulary). A path outside the prefixes
 //     answers exactly as a missing path (meta.View.OnlyPaths), a write naming one is
 //     PermissionDenied decided from the request alone, and root-wide records are refused
-//     as for a workbench-bound key. An expired key is refused exactly as an unknown one.
+//     as for a workbench-bound key. A proposal's evidence is resolved in what the key
+//     reaches (meta.View.ResolveEvidence): a hidden path or workbench it names answers
+//     as a missing one. An expired key is refused exactly as an unknown one.
 //   - A minted key (mint.go, POST /v1/keys) is never broader than its minter (Narrower:
 //     roots, workbench, prefixes, scopes, expiry), records MintedBy, and stops working
 //     when any key above it is revoked or expires (Key.LiveIn).
