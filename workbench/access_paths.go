@@ -16,7 +16,8 @@ import (
 // or acting on a whole workbench (a commit seals every path, a restore or fork copies
 // every path, a workbench delete ends every path, a rewind's guard over the whole
 // workbench), is PermissionDenied whether or not that path exists, so the refusal tells
-// nothing of what the key cannot see.
+// nothing of what the key cannot see. A rewind's scope is checked so too, preview and
+// apply, before its token or target is read (mayRewindScope).
 
 // commandPaths returns the paths command b names in its workbenches, and whole when it
 // acts on every path of a workbench.
@@ -82,6 +83,29 @@ func mayTouchPaths(ctx context.Context, s *base, agent string, b meta.Body) *Err
 	}
 	if whole {
 		return outsidePrefixes(ctx, agent, a.prefixes, wholeWorkbench)
+	}
+	return nil
+}
+
+// mayRewindScope answers mayTouchPaths' PermissionDenied when the caller is bound to path
+// prefixes of agent's root and a rewind's scope names a path, or a prefix, outside them:
+// checked before the token, the target or the workbench is read, so a preview and an
+// apply are refused alike whether the path exists or changed since (a staleness answer
+// would tell). The whole-workbench scope passes here: its preview walks the caller's view
+// and its apply's guard over every path is refused by mayTouchPaths.
+func mayRewindScope(ctx context.Context, s *base, agent string, sc RewindScope) *Error {
+	a := s.reach(ctx, agent)
+	if !a.any() || len(a.prefixes) == 0 {
+		return nil
+	}
+	r := auth.Reach{Prefixes: a.prefixes}
+	if sc.Prefix != "" && !r.ShowsPath(sc.Prefix) {
+		return outsidePrefixes(ctx, agent, a.prefixes, "a path outside them")
+	}
+	for _, p := range sc.Paths {
+		if !r.ShowsPath(p) {
+			return outsidePrefixes(ctx, agent, a.prefixes, "a path outside them")
+		}
 	}
 	return nil
 }

@@ -101,7 +101,8 @@ type rewindRow struct {
 // file/directory clash to the target but leaves the other (it could never apply; checked
 // by the change set's own shape rule, meta View.CheckChangeSetShape), Conflict (the scope
 // changed since the preview; not retryable: preview again), PermissionDenied without
-// the write scope.
+// the write scope, or with details.prefixes for a prefix-bound key whose scope names a
+// path or prefix outside its prefixes (mayRewindScope).
 func (s *Attempts) Rewind(ctx context.Context, req RewindRequest) (Result, error) {
 	if err := validateTarget(req.Agent, req.Workbench, ""); err != nil {
 		return nil, err
@@ -118,6 +119,9 @@ func (s *Attempts) Rewind(ctx context.Context, req RewindRequest) (Result, error
 		return nil, err
 	}
 	if err := mayWrite(ctx, req.Agent); err != nil {
+		return nil, err
+	}
+	if err := mayRewindScope(ctx, s.base, req.Agent, req.Scope); err != nil {
 		return nil, err
 	}
 	var tok rewindToken

@@ -353,3 +353,33 @@ func TestAuthPartialKeyEvidenceAnswersAsMissing(t *testing.T) {
 	// Evidence the key reaches still resolves.
 	mustReply(t, "prefix: propose with its own evidence", propose(keyPrefix, "w", "o", ""), 201)
 }
+
+// TestAuthPrefixKeyRewindOutsideIsRefused: a rewind by a prefix-bound key whose scope
+// names a path or a prefix outside its prefixes is PermissionDenied naming them, preview
+// and apply alike, before anything is read: the same bytes whether the path exists or
+// not, so no answer (a token, a staleness Conflict) tells of a hidden path.
+func TestAuthPrefixKeyRewindOutsideIsRefused(t *testing.T) {
+	m := newMatrix(t)
+	const w = "/v1/agents/a/workbenches/w"
+	mustReply(t, "admin: put outside", m.on(t, m.full, keyAdmin, "PUT", w+"/files/input/secret.txt", "secret"), 201)
+	mustReply(t, "prefix: put inside", m.on(t, m.full, keyPrefix, "PUT", w+"/files/outputs/run1/mine.txt", "mine"), 201)
+	mustReply(t, "admin: snapshot", m.on(t, m.full, keyAdmin, "POST", w+"/snapshots", `{"name":"s1"}`), 201)
+	rewind := func(scope, rest string) reply {
+		return m.on(t, m.full, keyPrefix, "POST", w+"/rewind", `{"target":"snapshot:s1",`+scope+rest+`}`, "Idempotency-Key", "rw1")
+	}
+	for _, step := range []struct{ what, rest string }{
+		{"a preview", `,"dry_run":true`},
+		{"an apply", `,"token":"` + strings.Repeat("A", 43) + `.` + strings.Repeat("B", 22) + `"`},
+	} {
+		hidden := rewind(`"paths":["input/secret.txt"]`, step.rest)
+		missing := rewind(`"paths":["input/absent.txt"]`, step.rest)
+		sameReply(t, step.what+" of a hidden path vs a missing one", hidden, missing)
+		for _, r := range []reply{hidden, missing, rewind(`"prefix":"input"`, step.rest), rewind(`"paths":["outputs/run1/mine.txt","input/absent.txt"]`, step.rest)} {
+			details, _ := r.json["details"].(map[string]any)
+			if r.status != http.StatusForbidden || r.json["code"] != "PermissionDenied" || fmt.Sprint(details["prefixes"]) != "[outputs]" {
+				t.Errorf("%s outside the prefixes: %d %s", step.what, r.status, r.body)
+			}
+		}
+	}
+	mustReply(t, "prefix: preview inside", rewind(`"prefix":"outputs/run1"`, `,"dry_run":true`), 200)
+}

@@ -28,7 +28,9 @@
 //     PermissionDenied decided from the request alone, and root-wide records are refused
 //     as for a workbench-bound key. A proposal's evidence is resolved in what the key
 //     reaches (meta.View.ResolveEvidence): a hidden path or workbench it names answers
-//     as a missing one. An expired key is refused exactly as an unknown one.
+//     as a missing one. A rewind whose scope names a path or prefix outside the prefixes
+//     is PermissionDenied, preview and apply, whether the path exists or changed. An
+//     expired key is refused exactly as an unknown one.
 //   - A minted key (mint.go, POST /v1/keys) is never broader than its minter (Narrower:
 //     roots, workbench, prefixes, scopes, expiry), records MintedBy, and stops working
 //     when any key above it is revoked or expires (Key.LiveIn).
