@@ -111,11 +111,13 @@ func mayRewindScope(ctx context.Context, s *base, agent string, sc RewindScope) 
 }
 
 // wholeWorkbench is what mayTouchPaths and mayWholeWorkbench refuse a prefix-bound caller.
-const wholeWorkbench = "an operation on a whole workbench (a commit, restore, fork, workbench delete or unscoped rewind) needs a key without path prefixes"
+const wholeWorkbench = "an operation on a whole workbench (a commit, restore, fork, workbench delete, snapshot mint, renew or retire, or unscoped rewind) needs a key without path prefixes"
 
 // mayWholeWorkbench answers mayTouchPaths' PermissionDenied for an operation on a whole
-// workbench of agent's root (a commit, a fork) before it reads or writes anything: a
-// commit's replay or a fork's pinning snapshot would otherwise answer or act first.
+// workbench of agent's root (a commit, a fork, a snapshot's mint, renew or retire: a
+// snapshot holds every path, and a fork's base is one) before it reads or writes
+// anything: a commit's replay or a fork's pinning snapshot would otherwise answer or act
+// first.
 func mayWholeWorkbench(ctx context.Context, s *base, agent string) *Error {
 	if a := s.reach(ctx, agent); a.any() && len(a.prefixes) > 0 {
 		return outsidePrefixes(ctx, agent, a.prefixes, wholeWorkbench)

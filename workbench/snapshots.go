@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cairnstore/cairn/meta"
@@ -174,6 +175,9 @@ func (s *Lifecycle) mintSnapshot(ctx context.Context, agent string, in SnapshotI
 	if werr := mayWrite(ctx, agent); werr != nil {
 		return nil, werr
 	}
+	if werr := mayWholeWorkbench(ctx, s.base, agent); werr != nil {
+		return nil, werr
+	}
 	res, werr := s.base.propose(ctx, meta.Header{}, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
 		TTLDays: ttl, Reason: reason, Metadata: md, MaxHeld: maxHeld, Pool: pool})
 	if werr != nil && werr.Code == CodeResourceExhausted && werr.Details["quota"] != meta.QuotaSnapshots {
@@ -219,6 +223,9 @@ func (s *Lifecycle) SnapshotRenew(ctx context.Context, agent string, in Snapshot
 	if werr := mayWrite(ctx, agent); werr != nil {
 		return nil, werr
 	}
+	if werr := mayWholeWorkbench(ctx, s.base, agent); werr != nil {
+		return nil, werr
+	}
 	res, werr := s.base.propose(ctx, meta.Header{}, meta.SnapshotRenew{Agent: agent, Workspace: in.ID, ID: id, Name: name, TTLDays: ttl})
 	if werr != nil {
 		return nil, werr
@@ -243,6 +250,9 @@ func (s *Lifecycle) SnapshotRetire(ctx context.Context, agent string, in Snapsho
 		return nil, err
 	}
 	if werr := mayWrite(ctx, agent); werr != nil {
+		return nil, werr
+	}
+	if werr := mayWholeWorkbench(ctx, s.base, agent); werr != nil {
 		return nil, werr
 	}
 	res, werr := s.base.propose(ctx, meta.Header{}, meta.SnapshotRetire{Agent: agent, Workspace: in.ID, ID: id, Name: name, Reason: reason})
@@ -281,7 +291,7 @@ func (s *Lifecycle) SnapshotList(ctx context.Context, agent string, in SnapshotL
 	if _, err := view.Workspace(agent, in.ID); err != nil {
 		return nil, AsError(err)
 	}
-	snaps := boundedSnapshotList(view.Snapshots(agent, in.ID))
+	snaps := boundedSnapshotList(s.listedSnapshots(ctx, agent, view.Snapshots(agent, in.ID)))
 	list := make([]Result, 0, len(snaps))
 	for _, sn := range snaps {
 		list = append(list, s.snapshotEntry(view, sn))
@@ -309,7 +319,7 @@ func (s *Lifecycle) SnapshotListPage(ctx context.Context, agent, id, cursorText 
 		return nil, err
 	}
 	after := uint64(cur.Offset)
-	all := view.Snapshots(agent, id)
+	all := s.listedSnapshots(ctx, agent, view.Snapshots(agent, id))
 	start := 0
 	for start < len(all) && all[start].ID <= after {
 		start++
@@ -363,6 +373,17 @@ func (s *Lifecycle) openPage(ctx context.Context, agent, id, kind, cursorText st
 		return nil, nil, cursor{}, AsError(err)
 	}
 	return view, ws, cur, nil
+}
+
+// listedSnapshots is snaps as a listing shows them to the caller: for a caller that does
+// not reach every path of the whole root (a key bound to a workbench or to path
+// prefixes), without the snapshots a fork pinned (pinnedBy), whose annotation names the
+// fork, a workbench such a key may not see (workbench/auth/doc.go).
+func (s *Lifecycle) listedSnapshots(ctx context.Context, agent string, snaps []*meta.WorkbenchSnapshot) []*meta.WorkbenchSnapshot {
+	if s.base.reach(ctx, agent).rootWide() {
+		return snaps
+	}
+	return slices.DeleteFunc(slices.Clone(snaps), func(sn *meta.WorkbenchSnapshot) bool { return pinnedBy(sn) != "" })
 }
 
 // snapshotEntry is one snapshot as snapshot_list reports it.

@@ -13,7 +13,7 @@ import (
 // Cairn's own): inside root a's outputs the key works; a call naming a path below input,
 // where the admin key wrote, answers byte for byte as the same call naming a missing
 // path; a call without a path tells nothing of input's files; an operation on a whole
-// workbench is PermissionDenied naming the key's prefixes.
+// workbench (snapshots included) is PermissionDenied naming the key's prefixes.
 func TestAuthMatrixPrefixKeyOverEveryMCPTool(t *testing.T) {
 	m := newMatrix(t)
 	session := func(key string) func(tool string, args map[string]any) toolAnswer {
@@ -132,9 +132,6 @@ func TestAuthMatrixPrefixKeyOverEveryMCPTool(t *testing.T) {
 		{"cairn_proposals", map[string]any{"id": "w"}},
 		{"cairn_diff", map[string]any{"id": "w", "from": "snapshot:s1"}},
 		{"workbench_create", map[string]any{"id": "w9"}},
-		{"workbench_snapshot", map[string]any{"id": "w", "name": "s2"}},
-		{"workbench_snapshot_renew", map[string]any{"id": "w", "name": "s2", "ttl_days": 9}},
-		{"workbench_snapshot_retire", map[string]any{"id": "w", "name": "s2"}},
 	} {
 		covered[c.tool] = true
 		a := prefix(c.tool, c.args)
@@ -151,6 +148,9 @@ func TestAuthMatrixPrefixKeyOverEveryMCPTool(t *testing.T) {
 		{"workbench_restore", map[string]any{"id": "w", "destination_id": "w3", "at_snapshot": "s1"}},
 		{"cairn_fork", map[string]any{"id": "w", "fork": "f1"}},
 		{"cairn_workbench_delete", map[string]any{"id": "w"}},
+		{"workbench_snapshot", map[string]any{"id": "w", "name": "s2"}},
+		{"workbench_snapshot_renew", map[string]any{"id": "w", "name": "s1", "ttl_days": 9}},
+		{"workbench_snapshot_retire", map[string]any{"id": "w", "name": "s1"}},
 	} {
 		covered[c.tool] = true
 		a := prefix(c.tool, c.args)
@@ -382,4 +382,44 @@ func TestAuthPrefixKeyRewindOutsideIsRefused(t *testing.T) {
 		}
 	}
 	mustReply(t, "prefix: preview inside", rewind(`"prefix":"outputs/run1"`, `,"dry_run":true`), 200)
+}
+
+// TestAuthPrefixKeySnapshotsAreWholeWorkbench: a snapshot holds every path of its
+// workbench, and a fork's base is one, so minting, renewing and retiring a snapshot are
+// whole-workbench operations a prefix-bound key is refused (PermissionDenied naming its
+// prefixes, the same for the operator's snapshot, a fork's pin and a missing one), and
+// its listings leave out the snapshots a fork pinned, whose annotation names the fork.
+func TestAuthPrefixKeySnapshotsAreWholeWorkbench(t *testing.T) {
+	m := newMatrix(t)
+	const w = "/v1/agents/a/workbenches/w"
+	mustReply(t, "admin: put", m.on(t, m.full, keyAdmin, "PUT", w+"/files/input/secret.txt", "secret"), 201)
+	mustReply(t, "admin: snapshot", m.on(t, m.full, keyAdmin, "POST", w+"/snapshots", `{"name":"s1"}`), 201)
+	mustReply(t, "admin: fork", m.on(t, m.full, keyAdmin, "POST", w+"/fork", `{"fork":"hiddenfork"}`, "Idempotency-Key", "f1"), 200)
+	admin := mustReply(t, "admin: list", m.on(t, m.full, keyAdmin, "GET", w+"/snapshots", ""), 200)
+	if !strings.Contains(string(admin.body), "hiddenfork") {
+		t.Fatalf("the operator's listing shows no fork pin: %s", admin.body)
+	}
+	pin := fmt.Sprint(admin.json["snapshots"].([]any)[1].(map[string]any)["snapshot_id"])
+	for _, c := range []struct{ what, method, target, body string }{
+		{"a mint", "POST", w + "/snapshots", `{"name":"mine"}`},
+		{"a renew of the operator's snapshot", "POST", w + "/snapshots/renew", `{"name":"s1","ttl_days":9}`},
+		{"a renew of the fork's pin", "POST", w + "/snapshots/renew", `{"snapshot_id":` + pin + `,"ttl_days":9}`},
+		{"a retire of the operator's snapshot", "POST", w + "/snapshots/retire", `{"name":"s1"}`},
+		{"a retire of the fork's pin", "POST", w + "/snapshots/retire", `{"snapshot_id":` + pin + `}`},
+		{"a retire of a missing snapshot", "POST", w + "/snapshots/retire", `{"name":"nosuch"}`},
+	} {
+		r := m.on(t, m.full, keyPrefix, c.method, c.target, c.body)
+		details, _ := r.json["details"].(map[string]any)
+		if r.status != http.StatusForbidden || r.json["code"] != "PermissionDenied" || fmt.Sprint(details["prefixes"]) != "[outputs]" {
+			t.Errorf("%s by a prefix-bound key: %d %s", c.what, r.status, r.body)
+		}
+	}
+	after := mustReply(t, "admin: list after", m.on(t, m.full, keyAdmin, "GET", w+"/snapshots", ""), 200)
+	sameReply(t, "the operator's listing after the refused calls", after, admin)
+	for _, target := range []string{w + "/snapshots", w + "/snapshots?limit=10"} {
+		r := mustReply(t, "prefix: list", m.on(t, m.full, keyPrefix, "GET", target, ""), 200)
+		if s := string(r.body); strings.Contains(s, "hiddenfork") || strings.Contains(s, "pinned_by_fork") || !strings.Contains(s, `"s1"`) {
+			t.Errorf("a prefix-bound key's listing %s: %s", target, s)
+		}
+	}
 }
