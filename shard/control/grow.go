@@ -20,9 +20,10 @@ import (
 //  3. The controller bootstraps each new shard's Raft group on the least-loaded live node
 //     and brings it to the replication factor (Plan, the same rules as a shard of the
 //     creation); a new shard is closed to placement until then.
-//  4. Once the shard's leader reports enough voters, the controller opens it (ActionOpen):
-//     it creates the shard's load counter, which is what placement reads as "open". The
-//     new shards hold no root, so least-loaded placement fills them first.
+//  4. Once the shard's leader reports Replication live voters, the controller opens it
+//     (ActionOpen; a node down keeps it closed): it creates the shard's load counter,
+//     which is what placement reads as "open". The new shards hold no root, so
+//     least-loaded placement fills them first.
 //
 // A node of a release before GrowVersion reads the shard count once, at start: it would
 // refuse every root placed on a shard added after, so the grow waits for it to be
