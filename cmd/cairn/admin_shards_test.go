@@ -28,14 +28,17 @@ func TestAdminShardsAddSendsTheCountItReadAndWaitsForTheNewShards(t *testing.T) 
 		switch r.URL.Path {
 		case client.AdminClusterPath:
 			statuses++
-			st := client.ClusterStatus{ClusterID: "c", Shards: shards, Replication: 3, Node: "n1"}
+			st := client.ClusterStatus{ClusterID: "c", Shards: shards, Replication: 3, Node: "n1",
+				Nodes: []client.ClusterNode{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}}}
 			for s := range shards {
-				cs := client.ClusterShard{Shard: s, Leader: "n1"}
+				cs := client.ClusterShard{Shard: s, Leader: "n1", Members: []client.ClusterMember{{ID: "n1", Voter: true}}}
 				switch {
 				case s >= 2 && statuses == 2: // just grown: no group yet
 					cs = client.ClusterShard{Shard: s, Error: "no known leader", Closed: true}
 				case s >= 2 && statuses == 3: // a leader, still being built
 					cs.Closed = true
+				default:
+					cs.Members = append(cs.Members, client.ClusterMember{ID: "n2", Voter: true}, client.ClusterMember{ID: "n3", Voter: true})
 				}
 				st.ShardStatus = append(st.ShardStatus, cs)
 			}
@@ -60,7 +63,9 @@ func TestAdminShardsAddSendsTheCountItReadAndWaitsForTheNewShards(t *testing.T) 
 	if strings.Join(grows, ";") != "add 2 expect 2" {
 		t.Fatalf("grow requests %q, want one: add 2 expect 2", grows)
 	}
-	for _, want := range []string{"cluster grows from 2 to 4 shards (created with 2)", "waiting: shards [2 3] are being built",
+	for _, want := range []string{"cluster grows from 2 to 4 shards (created with 2)",
+		"for every new shard to have 3 voters: shard 2 no leader yet, shard 3 no leader yet\n",
+		"for every new shard to have 3 voters: shard 2 1 of 3 voters, shard 3 1 of 3 voters\n",
 		"every shard has a leader and takes roots: 4 shards"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output %q does not say %q", out, want)
@@ -71,5 +76,49 @@ func TestAdminShardsAddSendsTheCountItReadAndWaitsForTheNewShards(t *testing.T) 
 	}
 	if _, _, err := execCairn(t, "admin", "shards", "add", "0", "--admin-server", srv.URL); err == nil {
 		t.Fatal("add 0 succeeded")
+	}
+}
+
+// TestAdminShardsAddWaitNamesTheDownNodeThatKeepsANewShardClosed: a node is down, so the
+// new shard's leader reports 2 voters of 3 and the shard stays closed (a new shard opens
+// only fully replicated): the wait says so, and its timeout is a Timeout error naming the
+// shard, its voters and the down node.
+func TestAdminShardsAddWaitNamesTheDownNodeThatKeepsANewShardClosed(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		shards = 1
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case client.AdminClusterPath:
+			st := client.ClusterStatus{ClusterID: "c", Shards: shards, Replication: 3, Node: "n1",
+				Nodes: []client.ClusterNode{{ID: "n1"}, {ID: "n2"}}}
+			st.ShardStatus = append(st.ShardStatus, client.ClusterShard{Shard: 0, Leader: "n1",
+				Members: []client.ClusterMember{{ID: "n1", Voter: true}, {ID: "n2", Voter: true}, {ID: "n3", Voter: true}}})
+			if shards > 1 {
+				st.ShardStatus = append(st.ShardStatus, client.ClusterShard{Shard: 1, Leader: "n2", Closed: true,
+					Members: []client.ClusterMember{{ID: "n1", Voter: true}, {ID: "n2", Voter: true}}})
+			}
+			_ = json.NewEncoder(w).Encode(st)
+		case client.AdminShardsPath:
+			shards++
+			fmt.Fprintf(w, `{"status":"success","shards":%d,"initial_shards":1,"added":1}`, shards)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	out, _, err := execCairn(t, "admin", "shards", "add", "1", "--timeout", "200ms", "--admin-server", srv.URL)
+	if want := "for every new shard to have 3 voters: shard 1 2 of 3 voters; down: n3"; !strings.Contains(out, want) {
+		t.Fatalf("output %q does not say %q", out, want)
+	}
+	if strings.Contains(out, "takes roots") {
+		t.Fatalf("output %q says the shards take roots", out)
+	}
+	code, msg := describeError(err)
+	if code != "Timeout" || !strings.Contains(msg, "shards [1] still take no roots: shard 1 2 of 3 voters; down: n3") {
+		t.Fatalf("error %s: %q, want Timeout naming shard 1's voters and the down node", code, msg)
 	}
 }
