@@ -212,6 +212,10 @@ func notCluster(c *Client, path string, err error) error {
 	return err
 }
 
+// MaxClusterShards is the most shards a cluster may have, grown or not (the server's
+// bound, shard/control.MaxShards): AddShards past it answers InvalidArguments.
+const MaxClusterShards = 4096
+
 // AddShardsResult is the answer of POST /v1/admin/cluster/shards.
 type AddShardsResult struct {
 	// Shards is the cluster's shard count after the grow.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/shard/control"
 )
@@ -91,5 +92,13 @@ func TestAdminShardsAddsShardsAndMapsEveryRefusal(t *testing.T) {
 	}
 	if r := do(t, "GET", u, nil); r.status != 405 || r.header.Get("Allow") != "POST" {
 		t.Fatalf("GET: %d %v", r.status, r.header)
+	}
+}
+
+// TestClientStatesTheClusterShardBound: the client's bound, which the CLI checks before it
+// asks, is the server's.
+func TestClientStatesTheClusterShardBound(t *testing.T) {
+	if client.MaxClusterShards != control.MaxShards {
+		t.Fatalf("client.MaxClusterShards = %d, control.MaxShards = %d", client.MaxClusterShards, control.MaxShards)
 	}
 }

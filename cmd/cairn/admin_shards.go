@@ -39,9 +39,9 @@ func newShardsAddCommand() *cobra.Command {
 			"every new shard has a leader and is open.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := strconv.Atoi(args[0])
-			if err != nil || n < 1 {
-				return fmt.Errorf("shards to add must be a whole number, at least 1, got %q", args[0])
+			n, err := parseShardsToAdd(args[0])
+			if err != nil {
+				return err
 			}
 			c := newAdminClient(cmd)
 			st, err := c.ClusterStatus(cmd.Context())
@@ -77,6 +77,22 @@ func newShardsAddCommand() *cobra.Command {
 	}
 	w.register(add, "every new shard has a leader and takes roots", 10*time.Minute)
 	return add
+}
+
+// parseShardsToAdd parses N of `cairn admin shards add N`: a whole number from 1 to
+// client.MaxClusterShards (the cluster's count after the grow must stay within it too,
+// which the server checks). Errors are usage errors (InvalidArguments).
+func parseShardsToAdd(arg string) (int, error) {
+	n, err := strconv.Atoi(arg)
+	switch {
+	case errors.Is(err, strconv.ErrRange) || err == nil && n > client.MaxClusterShards:
+		if !strings.HasPrefix(arg, "-") {
+			return 0, usageErrorf("shards to add must be at most %d in total (the cluster's maximum shard count), got %q", client.MaxClusterShards, arg)
+		}
+	case err == nil && n >= 1:
+		return n, nil
+	}
+	return 0, usageErrorf("shards to add must be a whole number, at least 1, got %q", arg)
 }
 
 // growProgress is what the shards of a grow wait for, as a cluster status reports it: a

@@ -74,8 +74,54 @@ func TestAdminShardsAddSendsTheCountItReadAndWaitsForTheNewShards(t *testing.T) 
 	if statuses != 4 {
 		t.Fatalf("%d status reads, want 4 (before, two while building, one open)", statuses)
 	}
-	if _, _, err := execCairn(t, "admin", "shards", "add", "0", "--admin-server", srv.URL); err == nil {
-		t.Fatal("add 0 succeeded")
+}
+
+// TestAdminShardsAddRefusesABadCountAsUsage: N that is not a whole number from 1 to the
+// cluster's maximum, or a wrong argument count, is InvalidArguments before any request,
+// with the rule it broke.
+func TestAdminShardsAddRefusesABadCountAsUsage(t *testing.T) {
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { requests++ }))
+	t.Cleanup(srv.Close)
+	atLeastOne, atMost := "must be a whole number, at least 1, got", "must be at most 4096 in total"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"0"}, atLeastOne},
+		{[]string{"abc"}, atLeastOne},
+		{[]string{"1.5"}, atLeastOne},
+		{[]string{""}, atLeastOne},
+		{[]string{"-3"}, atLeastOne},
+		{[]string{"-99999999999999999999"}, atLeastOne},
+		{[]string{"4097"}, atMost},
+		{[]string{"99999999999999999999"}, atMost},
+		{nil, "cairn admin shards add: accepts 1 arg(s), received 0"},
+		{[]string{"1", "2"}, "cairn admin shards add: accepts 1 arg(s), received 2"},
+	} {
+		_, _, err := execCairn(t, append([]string{"admin", "shards", "add", "--admin-server", srv.URL, "--"}, tc.args...)...)
+		if code, msg := describeError(err); err == nil || code != "InvalidArguments" || !strings.Contains(msg, tc.want) {
+			t.Errorf("add %q: %v (%s), want InvalidArguments saying %q", tc.args, err, code, tc.want)
+		}
+	}
+	if requests != 0 {
+		t.Fatalf("%d requests sent for bad arguments", requests)
+	}
+}
+
+// TestArgumentCountErrorsAreUsageErrors: cobra's argument checks, on commands of every
+// kind (a group, a leaf with NoArgs, with ExactArgs), are usage errors naming the command.
+func TestArgumentCountErrorsAreUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"admin", "cluster", "status", "extra"},
+		{"admin", "node", "remove"},
+		{"fork", "only-one"},
+		{"admin", "shards", "nosuch"},
+	} {
+		_, _, err := execCairn(t, args...)
+		if code, msg := describeError(err); err == nil || code != "InvalidArguments" || !strings.HasPrefix(msg, "cairn ") {
+			t.Errorf("cairn %q: %v (%s), want InvalidArguments naming the command", args, err, code)
+		}
 	}
 }
 

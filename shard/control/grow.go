@@ -82,8 +82,8 @@ func (p *Plane) GrowShards(ctx context.Context, add, expect int) (Cluster, error
 		if expect != 0 && expect != c.Shards {
 			return c, fmt.Errorf("%w: the cluster has %d shards, the request expected %d", ErrShardCountChanged, c.Shards, expect)
 		}
-		if c.Shards+add > maxShards {
-			return c, fmt.Errorf("%w: %d shards plus %d is more than the maximum %d", ErrInvalidArgument, c.Shards, add, maxShards)
+		if c.Shards+add > MaxShards {
+			return c, fmt.Errorf("%w: %d shards plus %d is more than the maximum %d", ErrInvalidArgument, c.Shards, add, MaxShards)
 		}
 		for _, kv := range read.Responses[1].GetResponseRange().Kvs {
 			var n NodeInfo
