@@ -25,9 +25,15 @@ const (
 	AdminShardsPath = "/v1/admin/cluster/shards"
 )
 
-// ErrNotCluster is wrapped by ClusterStatus's error when the node is an embedded one
-// (cairn serve without --cluster): it has no cluster status.
+// ErrNotCluster is wrapped by the error of a cluster call (ClusterStatus, AddShards,
+// Decommission, …) when the node is an embedded one (cairn serve without --cluster): it
+// wraps the server's *Error, 409 InvalidState with details.reason not_a_cluster.
 var ErrNotCluster = errors.New("not a cluster node")
+
+// ErrNoAdminRoutes is wrapped by the error of an admin call answered 404 without naming a
+// field: the URL serves no admin route at all (a node's client port instead of its
+// --admin-listen address, or not a Cairn node); it wraps the server's *Error.
+var ErrNoAdminRoutes = errors.New("no admin routes")
 
 // GCRequest is the body of a garbage-collection sweep (POST /v1/admin/gc).
 type GCRequest struct {
@@ -151,8 +157,9 @@ func (s *ClusterStatus) Registered(id string) bool {
 // ClusterStatus returns the cluster status of the node c is built on (its admin
 // listener's URL).
 //
-// Errors: an *Error NotFound wrapped with ErrNotCluster when the node is an embedded one;
-// other *Errors as the server answers.
+// Errors: an *Error InvalidState wrapped with ErrNotCluster when the node is an embedded
+// one; a NotFound wrapped with ErrNoAdminRoutes when the URL serves no admin route; other
+// *Errors as the server answers.
 func (c *Client) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
 	out, err := getJSON[ClusterStatus](ctx, c, c.base+AdminClusterPath)
 	if err != nil {
@@ -185,7 +192,7 @@ func (s *ClusterStatus) Replicas(id string) (shards []int, complete bool) {
 
 // Decommission marks node leaving: the cluster's controller moves each of its replicas
 // to another node and removes it from every shard, after which the node can be stopped
-// for good. Idempotent. Errors: ErrNotCluster-wrapped NotFound on an embedded node;
+// for good. Idempotent. Errors: ErrNotCluster-wrapped InvalidState on an embedded node;
 // InvalidArguments for a bad id; RoutingUnavailable (retryable) when etcd does not answer.
 func (c *Client) Decommission(ctx context.Context, node string) error {
 	var out struct{}
@@ -203,11 +210,18 @@ func (c *Client) Recommission(ctx context.Context, node string) error {
 	return notCluster(c, AdminLeavingPath, c.doJSON(req, &out))
 }
 
-// notCluster wraps a 404 of the admin cluster route at path with ErrNotCluster.
+// notCluster classifies the answer of the admin cluster route at path: the embedded
+// node's refusal (409 InvalidState, details.reason not_a_cluster) is wrapped with
+// ErrNotCluster; a 404 that names no field (the route is unknown there) with
+// ErrNoAdminRoutes. Other errors are returned as they are.
 func notCluster(c *Client, path string, err error) error {
 	var e *Error
-	if errors.As(err, &e) && e.HTTPStatus == http.StatusNotFound {
-		return fmt.Errorf("%s answers 404 on %s (an embedded node, cairn serve without --cluster): %w: %w", c.base, path, ErrNotCluster, err)
+	switch {
+	case !errors.As(err, &e):
+	case e.HTTPStatus == http.StatusConflict && e.Details["reason"] == "not_a_cluster":
+		return fmt.Errorf("%s is an embedded node (cairn serve without --cluster): %w: %w", c.base, ErrNotCluster, err)
+	case e.HTTPStatus == http.StatusNotFound && e.Details["field"] == nil:
+		return fmt.Errorf("%s answers 404 on %s: %w: %w", c.base, path, ErrNoAdminRoutes, err)
 	}
 	return err
 }
@@ -240,5 +254,6 @@ func (c *Client) AddShards(ctx context.Context, add, expect int) (*AddShardsResu
 	if expect != 0 {
 		safety = replayable
 	}
-	return postJSON[AddShardsResult](ctx, c, c.base+AdminShardsPath, map[string]int{"add": add, "expect_shards": expect}, safety)
+	res, err := postJSON[AddShardsResult](ctx, c, c.base+AdminShardsPath, map[string]int{"add": add, "expect_shards": expect}, safety)
+	return res, notCluster(c, AdminShardsPath, err)
 }

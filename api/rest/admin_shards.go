@@ -46,8 +46,7 @@ func (h *Handler) adminShards(w http.ResponseWriter, r *http.Request) {
 	case in.ExpectShards < 0:
 		refused = invalidArg("expect_shards", "must not be negative")
 	case h.opts.Shards == nil:
-		refused = &workbench.Error{Code: workbench.CodeInvalidState, Message: "this node is not a cluster node: the embedded node has one shard",
-			Details: map[string]any{"reason": "not_a_cluster"}}
+		refused = NotAClusterError()
 	default:
 		var err error
 		if c, err = h.opts.Shards.GrowShards(r.Context(), in.Add, in.ExpectShards); err != nil {

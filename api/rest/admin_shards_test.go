@@ -90,6 +90,16 @@ func TestAdminShardsAddsShardsAndMapsEveryRefusal(t *testing.T) {
 	if d, _ := r.json["details"].(map[string]any); r.status != 409 || d["reason"] != "not_a_cluster" {
 		t.Fatalf("the embedded node: %d %s, want 409 not_a_cluster", r.status, r.body)
 	}
+	// Every cluster route of the embedded node says so; a route no node has is a 404.
+	for _, path := range []string{"/v1/admin/cluster", "/v1/admin/cluster/leaving"} {
+		r := do(t, "GET", strings.Replace(serve(nil), "/v1/admin/cluster/shards", path, 1), nil)
+		if d, _ := r.json["details"].(map[string]any); r.status != 409 || r.json["code"] != "InvalidState" || d["reason"] != "not_a_cluster" {
+			t.Fatalf("the embedded node's %s: %d %s, want 409 not_a_cluster", path, r.status, r.body)
+		}
+	}
+	if r := do(t, "GET", strings.Replace(u, "/v1/admin/cluster/shards", "/v1/admin/cluster/nosuch", 1), nil); r.status != 404 {
+		t.Fatalf("a cluster node's unknown cluster route: %d %s, want 404", r.status, r.body)
+	}
 	if r := do(t, "GET", u, nil); r.status != 405 || r.header.Get("Allow") != "POST" {
 		t.Fatalf("GET: %d %v", r.status, r.header)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/shard/control"
 	"github.com/cairnstore/cairn/shard/host"
 	"github.com/cairnstore/cairn/workbench"
@@ -15,7 +16,7 @@ import (
 // ?shard=N&node=ID answers what a recovery from that survivor would keep and may lose
 // (host.RecoveryPlan) and changes nothing; POST {"shard":N,"node":ID} recovers it. Sent to
 // the survivor's own admin listener: node must be this node. An embedded node answers
-// 404.
+// 409 InvalidState, details.reason not_a_cluster (rest.NotAClusterError).
 const ShardRecoveryPath = "/v1/admin/cluster/shard-recovery"
 
 // serveShardRecovery serves ShardRecoveryPath.
@@ -75,8 +76,7 @@ func (n *Node) serveShardRecovery(w http.ResponseWriter, r *http.Request) {
 func recoveryError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, host.ErrNotCluster):
-		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound,
-			Message: "this node is not a cluster node: it has no shard to recover"})
+		writeEnvelope(w, http.StatusConflict, rest.NotAClusterError())
 	case errors.Is(err, host.ErrNoSuchShard):
 		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound, Message: err.Error(),
 			Details: map[string]any{"field": "shard"}})

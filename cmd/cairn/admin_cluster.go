@@ -29,11 +29,8 @@ func newAdminClusterCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := newAdminClient(cmd).ClusterStatus(cmd.Context())
-			if errors.Is(err, client.ErrNotCluster) {
-				return notClusterError{server: adminServer(cmd), err: err}
-			}
 			if err != nil {
-				return err
+				return clusterOnly(cmd, err)
 			}
 			if asJSON {
 				return printRaw(cmd.OutOrStdout(), st.Raw)
@@ -89,8 +86,9 @@ func followStatus(ctx context.Context, c *client.Client, out io.Writer, poll tim
 	}
 }
 
-// notClusterError is the answer of an embedded node to `cairn admin cluster`: reported
-// with the code of the node's 404 (NotFound), in words an operator reads at once.
+// notClusterError is the answer of an embedded node to a cluster command: reported with
+// the code of the node's answer (409 InvalidState, not_a_cluster), in words an operator
+// reads at once.
 type notClusterError struct {
 	server string
 	err    error
@@ -99,7 +97,20 @@ type notClusterError struct {
 func (e notClusterError) Unwrap() error { return e.err }
 
 func (e notClusterError) Error() string {
-	return fmt.Sprintf("the node at %s is not a cluster node (it runs embedded, cairn serve without --cluster): it has no cluster status", e.server)
+	return fmt.Sprintf("the node at %s is not a cluster node (it runs embedded, cairn serve without --cluster): it has no cluster to show or change", e.server)
+}
+
+// noAdminRoutesError is a 404 of an admin cluster route: the URL serves no admin route
+// (a node's client port, most likely). Reported with the code NotFound.
+type noAdminRoutesError struct {
+	server string
+	err    error
+}
+
+func (e noAdminRoutesError) Unwrap() error { return e.err }
+
+func (e noAdminRoutesError) Error() string {
+	return fmt.Sprintf("%s serves no admin routes: is it the node's --admin-listen address (not its client port)?", e.server)
 }
 
 // printClusterStatus prints the nodes, then one line per shard replica.

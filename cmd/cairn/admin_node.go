@@ -77,10 +77,14 @@ func newAdminNodeCommand() *cobra.Command {
 	return node
 }
 
-// clusterOnly words an embedded node's 404 to a cluster command as notClusterError.
+// clusterOnly words the answer of an embedded node to a cluster command as
+// notClusterError, and a 404 of a URL that serves no admin route as noAdminRoutesError.
 func clusterOnly(cmd *cobra.Command, err error) error {
-	if errors.Is(err, client.ErrNotCluster) {
+	switch {
+	case errors.Is(err, client.ErrNotCluster):
 		return notClusterError{server: adminServer(cmd), err: err}
+	case errors.Is(err, client.ErrNoAdminRoutes):
+		return noAdminRoutesError{server: adminServer(cmd), err: err}
 	}
 	return err
 }

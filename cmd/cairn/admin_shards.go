@@ -50,7 +50,7 @@ func newShardsAddCommand() *cobra.Command {
 			}
 			res, err := c.AddShards(cmd.Context(), n, st.Shards)
 			if err != nil {
-				return err
+				return clusterOnly(cmd, err)
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "cluster grows from %d to %d shards (created with %d)\n", st.Shards, res.Shards, res.InitialShards)
