@@ -242,11 +242,12 @@ type AddShardsResult struct {
 
 // AddShards adds add shards to the cluster c's admin listener belongs to. The controller
 // then builds their Raft groups and opens them to placement (ClusterShard.Closed until
-// then). expect, when not 0, is the count the caller saw: a cluster with another one
+// then). expect is the count the caller read just before (ClusterStatus), which the server
+// requires (at least 1; 0 is refused with InvalidArguments): a cluster with another one
 // answers Conflict (details.current_shards) and changes nothing, which makes the call
-// safe to send again (it is retried after a retryable answer only then).
+// safe to send again (it is retried after a retryable answer).
 //
-// Errors: InvalidArguments (add < 1, or past the maximum count); Conflict; InvalidState
+// Errors: InvalidArguments (add < 1, or past the maximum count; expect < 1); Conflict; InvalidState
 // (details.reason: not_a_cluster on an embedded node, upgrade_in_progress while a node
 // runs an older release); RoutingUnavailable (retryable) when etcd does not answer.
 func (c *Client) AddShards(ctx context.Context, add, expect int) (*AddShardsResult, error) {

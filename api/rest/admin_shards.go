@@ -23,17 +23,18 @@ type ShardGrower interface {
 // adminShards serves POST /v1/admin/cluster/shards: the cluster record's shard count grows
 // by add in one etcd transaction; the controller then builds the new shards' Raft groups
 // and opens them to placement (shard/control/grow.go). 200 {"shards", "initial_shards",
-// "added"}; 400 InvalidArguments (add); 409 Conflict (expect_shards is not the count,
+// "added"}; 400 InvalidArguments (add; expect_shards absent or below 1: it is required, so
+// that a resent request never adds twice); 409 Conflict (expect_shards is not the count,
 // details.current_shards), 409 InvalidState (details.reason: not_a_cluster on the
 // embedded node, upgrade_in_progress with details.node while a node runs an older
 // release); 503 RoutingUnavailable when etcd cannot answer (the grow may have happened:
 // read the count, then retry with expect_shards).
 func (h *Handler) adminShards(w http.ResponseWriter, r *http.Request) {
-	// add: how many shards to add; expect_shards, when not 0, the count the caller saw
-	// (another count refuses the request, so a retried one never adds twice).
+	// add: how many shards to add; expect_shards, required, the count the caller saw
+	// (another count refuses the request, so a resent one never adds twice).
 	in := struct {
-		Add          int `json:"add"`
-		ExpectShards int `json:"expect_shards"`
+		Add          int  `json:"add"`
+		ExpectShards *int `json:"expect_shards"`
 	}{}
 	if !h.adminBody(w, r, &in) {
 		return
@@ -43,13 +44,15 @@ func (h *Handler) adminShards(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case in.Add < 1:
 		refused = invalidArg("add", "must be at least 1")
-	case in.ExpectShards < 0:
-		refused = invalidArg("expect_shards", "must not be negative")
+	case in.ExpectShards == nil:
+		refused = invalidArg("expect_shards", "is required: the shard count read just before (GET /v1/admin/cluster), so that a resent request never adds twice")
+	case *in.ExpectShards < 1:
+		refused = invalidArg("expect_shards", "must be at least 1 (the shard count read just before)")
 	case h.opts.Shards == nil:
 		refused = NotAClusterError()
 	default:
 		var err error
-		if c, err = h.opts.Shards.GrowShards(r.Context(), in.Add, in.ExpectShards); err != nil {
+		if c, err = h.opts.Shards.GrowShards(r.Context(), in.Add, *in.ExpectShards); err != nil {
 			refused = growError(err, c)
 		}
 	}

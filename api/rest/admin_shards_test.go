@@ -61,12 +61,14 @@ func TestAdminShardsAddsShardsAndMapsEveryRefusal(t *testing.T) {
 	}{
 		{"no shard to add is refused before the grower", `{"add":0}`, nil, 400, "InvalidArguments", "field=add"},
 		{"a negative expected count is refused", `{"add":1,"expect_shards":-1}`, nil, 400, "InvalidArguments", "field=expect_shards"},
+		{"an expected count of 0 is refused", `{"add":1,"expect_shards":0}`, nil, 400, "InvalidArguments", "field=expect_shards"},
+		{"no expected count is refused: a resend could add twice", `{"add":1}`, nil, 400, "InvalidArguments", "field=expect_shards"},
 		{"an unknown field is refused", `{"add":1,"shards":9}`, nil, 400, "InvalidArguments", ""},
 		{"another count than expected is a conflict naming the count", `{"add":1,"expect_shards":3}`,
 			fmt.Errorf("x: %w", control.ErrShardCountChanged), 409, "Conflict", "current_shards=2"},
-		{"an old node holds the grow back", `{"add":1}`, &control.VersionError{Node: "n7", Version: 3}, 409, "InvalidState", "node=n7"},
-		{"etcd unavailable is retryable", `{"add":1}`, fmt.Errorf("%w: down", control.ErrControlPlaneUnavailable), 503, "RoutingUnavailable", ""},
-		{"past the maximum is bad input", `{"add":5000}`, fmt.Errorf("%w: too many", control.ErrInvalidArgument), 400, "InvalidArguments", "field=add"},
+		{"an old node holds the grow back", `{"add":1,"expect_shards":2}`, &control.VersionError{Node: "n7", Version: 3}, 409, "InvalidState", "node=n7"},
+		{"etcd unavailable is retryable", `{"add":1,"expect_shards":2}`, fmt.Errorf("%w: down", control.ErrControlPlaneUnavailable), 503, "RoutingUnavailable", ""},
+		{"past the maximum is bad input", `{"add":5000,"expect_shards":2}`, fmt.Errorf("%w: too many", control.ErrInvalidArgument), 400, "InvalidArguments", "field=add"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &fakeGrower{c: control.Cluster{Shards: 2}, err: tc.err}
@@ -86,7 +88,7 @@ func TestAdminShardsAddsShardsAndMapsEveryRefusal(t *testing.T) {
 		})
 	}
 
-	r = do(t, "POST", serve(nil), strings.NewReader(`{"add":1}`))
+	r = do(t, "POST", serve(nil), strings.NewReader(`{"add":1,"expect_shards":1}`))
 	if d, _ := r.json["details"].(map[string]any); r.status != 409 || d["reason"] != "not_a_cluster" {
 		t.Fatalf("the embedded node: %d %s, want 409 not_a_cluster", r.status, r.body)
 	}

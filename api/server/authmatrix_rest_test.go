@@ -489,7 +489,7 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 		// The matrix's nodes are embedded: every cluster route answers 409 not_a_cluster.
 		{"GET", ShardRecoveryPath + "?shard=0&node=n", "", 409},
 		{"POST", ShardRecoveryPath, `{"shard":0,"node":"n"}`, 409},
-		{"POST", "/v1/admin/cluster/shards", `{"add":1}`, 409},
+		{"POST", "/v1/admin/cluster/shards", `{"add":1,"expect_shards":1}`, 409},
 		{"GET", ClusterStatusPath, "", 409},
 		{"POST", LeavingPath, `{"node":"n"}`, 409},
 	}

@@ -62,12 +62,18 @@ func newShardsAddCommand() *cobra.Command {
 			deadline, _ := ctx.Deadline()
 			var last growProgress
 			err = followStatus(ctx, c, out, shardsAddPoll, func(st *client.ClusterStatus) (bool, string) {
-				last = newGrowProgress(st, res.Shards)
+				// Another grow may have run meanwhile: wait for the cluster's count, and say
+				// which part of it this command added.
+				count := max(res.Shards, st.Shards)
+				last = newGrowProgress(st, count)
 				if len(last.pending) > 0 {
 					return false, fmt.Sprintf("waiting until %s for every new shard to have %d voters: %s",
 						deadline.Format(time.TimeOnly), last.replication, last)
 				}
-				return true, fmt.Sprintf("every shard has a leader and takes roots: %d shards", res.Shards)
+				if count != res.Shards {
+					return true, fmt.Sprintf("every shard has a leader and takes roots: %d shards (this command added %d)", count, res.Added)
+				}
+				return true, fmt.Sprintf("every shard has a leader and takes roots: %d shards", count)
 			})
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 				return &shardsClosedError{after: w.timeout, progress: last, err: err}

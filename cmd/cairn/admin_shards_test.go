@@ -168,3 +168,38 @@ func TestAdminShardsAddWaitNamesTheDownNodeThatKeepsANewShardClosed(t *testing.T
 		t.Fatalf("error %s: %q, want Timeout naming shard 1's voters and the down node", code, msg)
 	}
 }
+
+// TestAdminShardsAddReportsTheClusterCountWhenAnotherGrowRan: another grow lands while the
+// command waits: the final line reports the cluster's count, and what this command added.
+func TestAdminShardsAddReportsTheClusterCountWhenAnotherGrowRan(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		shards = 2
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case client.AdminClusterPath:
+			st := client.ClusterStatus{ClusterID: "c", Shards: shards, Replication: 1, Node: "n1", Nodes: []client.ClusterNode{{ID: "n1"}}}
+			for s := range shards {
+				st.ShardStatus = append(st.ShardStatus, client.ClusterShard{Shard: s, Leader: "n1",
+					Members: []client.ClusterMember{{ID: "n1", Voter: true}}})
+			}
+			_ = json.NewEncoder(w).Encode(st)
+		case client.AdminShardsPath:
+			shards += 1 + 2 // this command's 1, and another's 2 right after
+			fmt.Fprintf(w, `{"status":"success","shards":%d,"initial_shards":2,"added":1}`, shards-2)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	out, _, err := execCairn(t, "admin", "shards", "add", "1", "--admin-server", srv.URL)
+	if err != nil {
+		t.Fatalf("admin shards add: %v\n%s", err, out)
+	}
+	if want := "every shard has a leader and takes roots: 5 shards (this command added 1)\n"; !strings.HasSuffix(out, want) {
+		t.Fatalf("output %q does not end with %q", out, want)
+	}
+}
