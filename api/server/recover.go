@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -25,11 +26,16 @@ func (n *Node) serveShardRecovery(w http.ResponseWriter, r *http.Request) {
 		Shard *int   `json:"shard"`
 		Node  string `json:"node"`
 	}
+	badShard := "" // the shard query parameter that is not a whole number
 	switch r.Method {
 	case http.MethodGet:
 		q := r.URL.Query()
-		if s, err := strconv.Atoi(q.Get("shard")); err == nil {
-			in.Shard = &s
+		if q.Has("shard") {
+			if s, err := strconv.Atoi(q.Get("shard")); err == nil {
+				in.Shard = &s
+			} else {
+				badShard = q.Get("shard")
+			}
 		}
 		in.Node = q.Get("node")
 	case http.MethodPost:
@@ -41,22 +47,31 @@ func (n *Node) serveShardRecovery(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, "GET, POST")
 		return
 	}
-	if n.host.Embedded() {
+	invalid := func(field, msg string, args ...any) {
+		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments,
+			Message: fmt.Sprintf(msg, args...), Details: map[string]any{"field": field}})
+	}
+	switch {
+	case in.Shard == nil && badShard != "":
+		invalid("shard", "shard must be a whole number, at least 0, got %q", badShard)
+	case in.Shard == nil:
+		invalid("shard", "shard is required: the number of the shard to recover")
+	case *in.Shard < 0:
+		invalid("shard", "shard must be a whole number, at least 0, got %d", *in.Shard)
+	case in.Node == "":
+		invalid("node", "node is required: the id of the surviving node (this node)")
+	case n.host.Embedded():
 		recoveryError(w, host.ErrNotCluster)
-		return
+	default:
+		n.recoverShard(w, r, *in.Shard, in.Node)
 	}
-	if in.Shard == nil {
-		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments,
-			Message: "shard is required: the number of the shard to recover", Details: map[string]any{"field": "shard"}})
-		return
-	}
-	if in.Node == "" {
-		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments,
-			Message: "node is required: the id of the surviving node (this node)", Details: map[string]any{"field": "node"}})
-		return
-	}
+}
+
+// recoverShard answers a recovery request whose shard and node are well formed: the plan
+// (GET) or the recovery (POST).
+func (n *Node) recoverShard(w http.ResponseWriter, r *http.Request, shard int, node string) {
 	if r.Method == http.MethodGet {
-		plan, err := n.host.PlanRecovery(r.Context(), *in.Shard, in.Node)
+		plan, err := n.host.PlanRecovery(r.Context(), shard, node)
 		if err != nil {
 			recoveryError(w, err)
 			return
@@ -64,7 +79,7 @@ func (n *Node) serveShardRecovery(w http.ResponseWriter, r *http.Request) {
 		writeSuccess(w, http.StatusOK, map[string]any{"plan": plan})
 		return
 	}
-	res, err := n.host.RecoverShard(r.Context(), *in.Shard, in.Node)
+	res, err := n.host.RecoverShard(r.Context(), shard, node)
 	if err != nil {
 		recoveryError(w, err)
 		return
