@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/cairnstore/cairn/shard/control"
@@ -53,7 +54,7 @@ func (h *Handler) adminShards(w http.ResponseWriter, r *http.Request) {
 	default:
 		var err error
 		if c, err = h.opts.Shards.GrowShards(r.Context(), in.Add, *in.ExpectShards); err != nil {
-			refused = growError(err, c)
+			refused = h.growError(err, c)
 		}
 	}
 	if refused != nil {
@@ -65,19 +66,26 @@ func (h *Handler) adminShards(w http.ResponseWriter, r *http.Request) {
 }
 
 // growError maps GrowShards' errors to the contract's (c is the record it read, if any).
-func growError(err error, c control.Cluster) error {
+// Messages are the errors' public reasons (control.PublicReason), never their text, which
+// names packages.
+func (h *Handler) growError(err error, c control.Cluster) error {
 	var ve *control.VersionError
 	switch {
 	case errors.Is(err, control.ErrInvalidArgument):
-		return invalidArg("add", "%s", err.Error())
+		return invalidArg("add", "%s", control.PublicReason(err, fmt.Sprintf("the cluster may have at most %d shards", control.MaxShards)))
 	case errors.Is(err, control.ErrShardCountChanged):
-		return &workbench.Error{Code: workbench.CodeConflict, Message: err.Error(),
+		return &workbench.Error{Code: workbench.CodeConflict,
+			Message: control.PublicReason(err, fmt.Sprintf("the cluster has %d shards, not the count expected: read the count again", c.Shards)),
 			Details: map[string]any{"field": "expect_shards", "current_shards": c.Shards}}
 	case errors.As(err, &ve):
-		return &workbench.Error{Code: workbench.CodeInvalidState, Message: ve.Error(),
+		return &workbench.Error{Code: workbench.CodeInvalidState,
+			Message: fmt.Sprintf("node %s runs cluster version %d; adding shards needs %d on every node (upgrade it first)", ve.Node, ve.Version, control.GrowVersion),
 			Details: map[string]any{"reason": "upgrade_in_progress", "node": ve.Node, "cluster_version": ve.Version}}
 	case control.IsRetryable(err), errors.Is(err, control.ErrConflict):
 		return workbench.RoutingUnavailable("the control plane cannot grow the cluster right now; read the shard count and retry with expect_shards")
 	}
-	return &workbench.Error{Code: workbench.CodeInternal, Message: "add shards: " + err.Error()}
+	if h.log != nil {
+		h.log.Error("add shards failed", "err", err)
+	}
+	return &workbench.Error{Code: workbench.CodeInternal, Message: "adding shards failed: internal error (the node's log has the cause)"}
 }

@@ -2,6 +2,7 @@ package rest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -68,7 +69,9 @@ func TestAdminShardsAddsShardsAndMapsEveryRefusal(t *testing.T) {
 			fmt.Errorf("x: %w", control.ErrShardCountChanged), 409, "Conflict", "current_shards=2"},
 		{"an old node holds the grow back", `{"add":1,"expect_shards":2}`, &control.VersionError{Node: "n7", Version: 3}, 409, "InvalidState", "node=n7"},
 		{"etcd unavailable is retryable", `{"add":1,"expect_shards":2}`, fmt.Errorf("%w: down", control.ErrControlPlaneUnavailable), 503, "RoutingUnavailable", ""},
-		{"past the maximum is bad input", `{"add":5000,"expect_shards":2}`, fmt.Errorf("%w: too many", control.ErrInvalidArgument), 400, "InvalidArguments", "field=add"},
+		{"past the maximum is bad input", `{"add":5000,"expect_shards":2}`,
+			fmt.Errorf("grow: %w", control.Refuse(control.ErrInvalidArgument, "2 shards plus 5000 is more than the maximum 4096 in total")), 400, "InvalidArguments", "field=add"},
+		{"an unexpected error is Internal", `{"add":1,"expect_shards":2}`, errors.New("control: etcd said no"), 500, "Internal", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &fakeGrower{c: control.Cluster{Shards: 2}, err: tc.err}
@@ -81,6 +84,9 @@ func TestAdminShardsAddsShardsAndMapsEveryRefusal(t *testing.T) {
 				if fmt.Sprint(d[k]) != v {
 					t.Fatalf("details.%s = %v, want %s: %s", k, d[k], v, r.body)
 				}
+			}
+			if msg, _ := r.json["message"].(string); strings.Contains(msg, "control:") || strings.Contains(msg, "grow:") {
+				t.Fatalf("the message names a package: %s", r.body)
 			}
 			if tc.status == 503 && r.header.Get("Retry-After") == "" {
 				t.Fatalf("a 503 without Retry-After")

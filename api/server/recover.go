@@ -61,7 +61,7 @@ func (n *Node) serveShardRecovery(w http.ResponseWriter, r *http.Request) {
 	case in.Node == "":
 		invalid("node", "node is required: the id of the surviving node (this node)")
 	case n.host.Embedded():
-		recoveryError(w, host.ErrNotCluster)
+		n.recoveryError(w, host.ErrNotCluster)
 	default:
 		n.recoverShard(w, r, *in.Shard, in.Node)
 	}
@@ -73,7 +73,7 @@ func (n *Node) recoverShard(w http.ResponseWriter, r *http.Request, shard int, n
 	if r.Method == http.MethodGet {
 		plan, err := n.host.PlanRecovery(r.Context(), shard, node)
 		if err != nil {
-			recoveryError(w, err)
+			n.recoveryError(w, err)
 			return
 		}
 		writeSuccess(w, http.StatusOK, map[string]any{"plan": plan})
@@ -81,30 +81,34 @@ func (n *Node) recoverShard(w http.ResponseWriter, r *http.Request, shard int, n
 	}
 	res, err := n.host.RecoverShard(r.Context(), shard, node)
 	if err != nil {
-		recoveryError(w, err)
+		n.recoveryError(w, err)
 		return
 	}
 	writeSuccess(w, http.StatusOK, map[string]any{"plan": res.RecoveryPlan, "recovered": res.Recovered})
 }
 
-// recoveryError maps a recovery's refusal to the error envelope.
-func recoveryError(w http.ResponseWriter, err error) {
+// recoveryError maps a recovery's refusal to the error envelope. Messages are the
+// refusals' public reasons (control.PublicReason), never the errors' text, which names
+// packages; an unexpected error is logged and answered Internal without its text.
+func (n *Node) recoveryError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, host.ErrNotCluster):
 		writeEnvelope(w, http.StatusConflict, rest.NotAClusterError())
 	case errors.Is(err, host.ErrNoSuchShard):
-		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound, Message: err.Error(),
-			Details: map[string]any{"field": "shard"}})
+		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound,
+			Message: control.PublicReason(err, "no such shard"), Details: map[string]any{"field": "shard"}})
 	case errors.Is(err, host.ErrNotSurvivor):
-		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: err.Error(),
-			Details: map[string]any{"field": "node", "rule": "not_survivor"}})
+		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments,
+			Message: control.PublicReason(err, "node is not a surviving voter of the shard"), Details: map[string]any{"field": "node", "rule": "not_survivor"}})
 	case errors.Is(err, host.ErrShardHasQuorum):
-		writeEnvelope(w, http.StatusConflict, &workbench.Error{Code: workbench.CodeInvalidState, Message: err.Error(),
-			Details: map[string]any{"reason": "has_quorum"}})
+		writeEnvelope(w, http.StatusConflict, &workbench.Error{Code: workbench.CodeInvalidState,
+			Message: control.PublicReason(err, "the shard has a leader or a majority of live voters"), Details: map[string]any{"reason": "has_quorum"}})
 	case control.IsRetryable(err):
 		w.Header().Set("Retry-After", "1")
 		writeEnvelope(w, http.StatusServiceUnavailable, workbench.RoutingUnavailable("the control plane cannot answer right now; retry"))
 	default:
-		writeEnvelope(w, http.StatusInternalServerError, &workbench.Error{Code: workbench.CodeInternal, Message: "recover shard: " + err.Error()})
+		n.log.Error("shard recovery failed", "err", err)
+		writeEnvelope(w, http.StatusInternalServerError, &workbench.Error{Code: workbench.CodeInternal,
+			Message: "the recovery failed: internal error (the node's log has the cause)"})
 	}
 }

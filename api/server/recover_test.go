@@ -2,9 +2,16 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/cairnstore/cairn/shard/control"
+	"github.com/cairnstore/cairn/shard/host"
 )
 
 // TestShardRecoveryRefusesABadShardNamingIt: a shard that is not a whole number, or is
@@ -39,5 +46,35 @@ func TestShardRecoveryRefusesABadShardNamingIt(t *testing.T) {
 				t.Fatalf("%s, want InvalidArguments naming %s", b, tc.field)
 			}
 		})
+	}
+}
+
+// TestShardRecoveryRefusalsAnswerTheirReasonWithoutPackageNames: every refusal of a
+// recovery answers its public reason; an unexpected error answers Internal without its
+// text (which names packages); neither begins with a package prefix.
+func TestShardRecoveryRefusalsAnswerTheirReasonWithoutPackageNames(t *testing.T) {
+	n := &Node{log: slog.New(slog.DiscardHandler)}
+	for _, tc := range []struct {
+		err        error
+		status     int
+		code, says string
+	}{
+		{control.Refuse(host.ErrNoSuchShard, "no such shard 9: the cluster has shards 0 to 3"), 404, "NotFound", "no such shard 9: the cluster has shards 0 to 3"},
+		{control.Refuse(host.ErrNotSurvivor, "node n2 is not a voter of shard 1"), 400, "InvalidArguments", "node n2 is not a voter of shard 1"},
+		{fmt.Errorf("plan: %w", control.Refuse(host.ErrShardHasQuorum, "shard 1 has a leader (n1)")), 409, "InvalidState", "shard 1 has a leader (n1)"},
+		{host.ErrShardHasQuorum, 409, "InvalidState", "the shard has a leader or a majority of live voters"},
+		{errors.New("shard: not the leader"), 500, "Internal", "the recovery failed: internal error"},
+	} {
+		rec := httptest.NewRecorder()
+		n.recoveryError(rec, tc.err)
+		var e struct{ Code, Message string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || rec.Code != tc.status || e.Code != tc.code || !strings.HasPrefix(e.Message, tc.says) {
+			t.Errorf("%v: %d %s, want %d %s saying %q", tc.err, rec.Code, rec.Body, tc.status, tc.code, tc.says)
+		}
+		for _, prefix := range []string{"host:", "control:", "shard:"} {
+			if strings.Contains(e.Message, prefix) {
+				t.Errorf("%v: message %q names a package (%s)", tc.err, e.Message, prefix)
+			}
+		}
 	}
 }

@@ -59,7 +59,7 @@ const growAttempts = 8
 // ErrControlPlaneUnavailable (retryable; the grow may have happened: read the count).
 func (p *Plane) GrowShards(ctx context.Context, add, expect int) (Cluster, error) {
 	if add < 1 {
-		return Cluster{}, fmt.Errorf("%w: shards to add must be at least 1, got %d", ErrInvalidArgument, add)
+		return Cluster{}, Refuse(ErrInvalidArgument, "shards to add must be at least 1, got %d", add)
 	}
 	for range growAttempts {
 		var read *clientv3.TxnResponse
@@ -80,10 +80,10 @@ func (p *Plane) GrowShards(ctx context.Context, add, expect int) (Cluster, error
 			return Cluster{}, fmt.Errorf("control: cluster metadata: %w", err)
 		}
 		if expect != 0 && expect != c.Shards {
-			return c, fmt.Errorf("%w: the cluster has %d shards, the request expected %d", ErrShardCountChanged, c.Shards, expect)
+			return c, Refuse(ErrShardCountChanged, "the cluster has %d shards, the request expected %d: read the count again", c.Shards, expect)
 		}
 		if c.Shards+add > MaxShards {
-			return c, fmt.Errorf("%w: %d shards plus %d is more than the maximum %d", ErrInvalidArgument, c.Shards, add, MaxShards)
+			return c, Refuse(ErrInvalidArgument, "%d shards plus %d is more than the maximum %d in total", c.Shards, add, MaxShards)
 		}
 		for _, kv := range read.Responses[1].GetResponseRange().Kvs {
 			var n NodeInfo
