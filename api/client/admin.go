@@ -122,6 +122,9 @@ type ClusterShard struct {
 	Leader  string          `json:"leader,omitempty"`
 	Members []ClusterMember `json:"members,omitempty"`
 	Error   string          `json:"error,omitempty"`
+	// FromRecord: no leader answered (Error), and Members are the shard's replica-set
+	// record in etcd, lags unknown.
+	FromRecord bool `json:"from_record,omitempty"`
 	// Closed: a shard added by AddShards that takes no root yet (its group is being built).
 	Closed bool `json:"closed,omitempty"`
 	// Roots is the number of agent roots placed on the shard.

@@ -24,8 +24,9 @@ func newAdminClusterCommand() *cobra.Command {
 			"registered in etcd; a shard member that is not registered is down), and for every\n" +
 			"shard its leader and each replica's role and lag (log entries its applied index is\n" +
 			"behind the leader's commit index; ? when the replica did not answer, down when its\n" +
-			"node is down). An embedded node (cairn serve without --cluster) has no cluster\n" +
-			"status: the command says so and exits 1.",
+			"node is down); a shard whose leader does not answer lists its members as its etcd\n" +
+			"record has them (role \"(record)\"), each down or ?. An embedded node (cairn serve\n" +
+			"without --cluster) has no cluster status: the command says so and exits 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := newAdminClient(cmd).ClusterStatus(cmd.Context())
@@ -135,7 +136,6 @@ func printClusterStatus(w io.Writer, st *client.ClusterStatus) error {
 	for _, s := range st.ShardStatus {
 		if s.Error != "" {
 			fmt.Fprintf(tw, "%d\t-\tno leader answered\t%s\n", s.Shard, s.Error)
-			continue
 		}
 		if s.Closed {
 			fmt.Fprintf(tw, "%d\t-\tbeing built, takes no root yet\t-\n", s.Shard)
@@ -147,6 +147,9 @@ func printClusterStatus(w io.Writer, st *client.ClusterStatus) error {
 				role = "leader"
 			case m.Voter:
 				role = "voter"
+			}
+			if s.FromRecord {
+				role += " (record)" // no leader answered: the member as etcd records it
 			}
 			lag := "?"
 			switch {

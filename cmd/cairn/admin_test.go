@@ -74,7 +74,8 @@ func TestClusterStatusShowsADownNodeAsDownAndALeavingOneAsLeaving(t *testing.T) 
 		},
 		ShardStatus: []client.ClusterShard{
 			{Shard: 0, Leader: "n1", Members: []client.ClusterMember{{ID: "n1", Voter: true, Lag: 0}, {ID: "n2", Voter: true, Lag: -1}, {ID: "n3", Voter: true, Lag: -1}}},
-			{Shard: 1, Error: "no leader: context deadline exceeded"},
+			{Shard: 1, Error: "no known leader", FromRecord: true,
+				Members: []client.ClusterMember{{ID: "n1", Voter: true, Lag: -1}, {ID: "n4", Voter: true, Lag: -1}, {ID: "n5", Voter: true, Lag: -1}}},
 		},
 		Leaving: []string{"n2"}}
 	var b strings.Builder
@@ -92,7 +93,13 @@ func TestClusterStatusShowsADownNodeAsDownAndALeavingOneAsLeaving(t *testing.T) 
 		"0 n1 leader 0",
 		"0 n2 voter ?",
 		"0 n3 voter down",
-		"1 - no leader answered no leader: context deadline exceeded",
+		"1 - no leader answered no known leader",
+		// The leaderless shard's members, from its record: which are down.
+		"1 n1 voter (record) ?",
+		"1 n4 voter (record) down",
+		"1 n5 voter (record) down",
+		"n4 down - - -",
+		"n5 down - - -",
 	} {
 		if n := slices.Index(lines, want); n < 0 {
 			t.Errorf("status lacks the line %q:\n%s", want, b.String())
