@@ -87,30 +87,21 @@ func followStatus(ctx context.Context, c *client.Client, out io.Writer, poll tim
 	}
 }
 
-// notClusterError is the answer of an embedded node to a cluster command: reported with
-// the code of the node's answer (409 InvalidState, not_a_cluster), in words an operator
-// reads at once.
-type notClusterError struct {
+// adminURLError is a cluster command's answer from a node that cannot serve it: an
+// embedded node (err wraps client.ErrNotCluster and the node's 409 InvalidState), or a URL
+// that serves no admin route (client.ErrNoAdminRoutes, a 404: a node's client port, most
+// likely). Reported with the code of the answer, in words an operator reads at once.
+type adminURLError struct {
 	server string
 	err    error
 }
 
-func (e notClusterError) Unwrap() error { return e.err }
+func (e adminURLError) Unwrap() error { return e.err }
 
-func (e notClusterError) Error() string {
-	return fmt.Sprintf("the node at %s is not a cluster node (it runs embedded, cairn serve without --cluster): it has no cluster to show or change", e.server)
-}
-
-// noAdminRoutesError is a 404 of an admin cluster route: the URL serves no admin route
-// (a node's client port, most likely). Reported with the code NotFound.
-type noAdminRoutesError struct {
-	server string
-	err    error
-}
-
-func (e noAdminRoutesError) Unwrap() error { return e.err }
-
-func (e noAdminRoutesError) Error() string {
+func (e adminURLError) Error() string {
+	if errors.Is(e.err, client.ErrNotCluster) {
+		return fmt.Sprintf("the node at %s is not a cluster node (it runs embedded, cairn serve without --cluster): it has no cluster to show or change", e.server)
+	}
 	return fmt.Sprintf("%s serves no admin routes: is it the node's --admin-listen address (not its client port)?", e.server)
 }
 

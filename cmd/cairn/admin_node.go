@@ -77,14 +77,11 @@ func newAdminNodeCommand() *cobra.Command {
 	return node
 }
 
-// clusterOnly words the answer of an embedded node to a cluster command as
-// notClusterError, and a 404 of a URL that serves no admin route as noAdminRoutesError.
+// clusterOnly words the answer of an embedded node to a cluster command, and a 404 of a
+// URL that serves no admin route, as adminURLError.
 func clusterOnly(cmd *cobra.Command, err error) error {
-	switch {
-	case errors.Is(err, client.ErrNotCluster):
-		return notClusterError{server: adminServer(cmd), err: err}
-	case errors.Is(err, client.ErrNoAdminRoutes):
-		return noAdminRoutesError{server: adminServer(cmd), err: err}
+	if errors.Is(err, client.ErrNotCluster) || errors.Is(err, client.ErrNoAdminRoutes) {
+		return adminURLError{server: adminServer(cmd), err: err}
 	}
 	return err
 }

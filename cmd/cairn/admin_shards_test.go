@@ -130,32 +130,17 @@ func TestArgumentCountErrorsAreUsageErrors(t *testing.T) {
 // only fully replicated): the wait says so, and its timeout is a Timeout error naming the
 // shard, its voters and the down node.
 func TestAdminShardsAddWaitNamesTheDownNodeThatKeepsANewShardClosed(t *testing.T) {
-	var (
-		mu     sync.Mutex
-		shards = 1
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch r.URL.Path {
-		case client.AdminClusterPath:
-			st := client.ClusterStatus{ClusterID: "c", Shards: shards, Replication: 3, Node: "n1",
-				Nodes: []client.ClusterNode{{ID: "n1"}, {ID: "n2"}}}
-			st.ShardStatus = append(st.ShardStatus, client.ClusterShard{Shard: 0, Leader: "n1",
-				Members: []client.ClusterMember{{ID: "n1", Voter: true}, {ID: "n2", Voter: true}, {ID: "n3", Voter: true}}})
-			if shards > 1 {
-				st.ShardStatus = append(st.ShardStatus, client.ClusterShard{Shard: 1, Leader: "n2", Closed: true,
-					Members: []client.ClusterMember{{ID: "n1", Voter: true}, {ID: "n2", Voter: true}}})
-			}
-			_ = json.NewEncoder(w).Encode(st)
-		case client.AdminShardsPath:
-			shards++
-			fmt.Fprintf(w, `{"status":"success","shards":%d,"initial_shards":1,"added":1}`, shards)
-		default:
-			http.NotFound(w, r)
+	srv := fakeGrowServer(t, 1, func(shards int) client.ClusterStatus {
+		st := client.ClusterStatus{ClusterID: "c", Shards: shards, Replication: 3, Node: "n1",
+			Nodes: []client.ClusterNode{{ID: "n1"}, {ID: "n2"}}}
+		st.ShardStatus = append(st.ShardStatus, client.ClusterShard{Shard: 0, Leader: "n1",
+			Members: []client.ClusterMember{{ID: "n1", Voter: true}, {ID: "n2", Voter: true}, {ID: "n3", Voter: true}}})
+		if shards > 1 {
+			st.ShardStatus = append(st.ShardStatus, client.ClusterShard{Shard: 1, Leader: "n2", Closed: true,
+				Members: []client.ClusterMember{{ID: "n1", Voter: true}, {ID: "n2", Voter: true}}})
 		}
-	}))
-	t.Cleanup(srv.Close)
+		return st
+	}, 0)
 	out, _, err := execCairn(t, "admin", "shards", "add", "1", "--timeout", "200ms", "--admin-server", srv.URL)
 	if want := "for every new shard to have 3 voters: shard 1 2 of 3 voters; down: n3"; !strings.Contains(out, want) {
 		t.Fatalf("output %q does not say %q", out, want)
@@ -172,29 +157,14 @@ func TestAdminShardsAddWaitNamesTheDownNodeThatKeepsANewShardClosed(t *testing.T
 // TestAdminShardsAddReportsTheClusterCountWhenAnotherGrowRan: another grow lands while the
 // command waits: the final line reports the cluster's count, and what this command added.
 func TestAdminShardsAddReportsTheClusterCountWhenAnotherGrowRan(t *testing.T) {
-	var (
-		mu     sync.Mutex
-		shards = 2
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch r.URL.Path {
-		case client.AdminClusterPath:
-			st := client.ClusterStatus{ClusterID: "c", Shards: shards, Replication: 1, Node: "n1", Nodes: []client.ClusterNode{{ID: "n1"}}}
-			for s := range shards {
-				st.ShardStatus = append(st.ShardStatus, client.ClusterShard{Shard: s, Leader: "n1",
-					Members: []client.ClusterMember{{ID: "n1", Voter: true}}})
-			}
-			_ = json.NewEncoder(w).Encode(st)
-		case client.AdminShardsPath:
-			shards += 1 + 2 // this command's 1, and another's 2 right after
-			fmt.Fprintf(w, `{"status":"success","shards":%d,"initial_shards":2,"added":1}`, shards-2)
-		default:
-			http.NotFound(w, r)
+	srv := fakeGrowServer(t, 2, func(shards int) client.ClusterStatus {
+		st := client.ClusterStatus{ClusterID: "c", Shards: shards, Replication: 1, Node: "n1", Nodes: []client.ClusterNode{{ID: "n1"}}}
+		for s := range shards {
+			st.ShardStatus = append(st.ShardStatus, client.ClusterShard{Shard: s, Leader: "n1",
+				Members: []client.ClusterMember{{ID: "n1", Voter: true}}})
 		}
-	}))
-	t.Cleanup(srv.Close)
+		return st
+	}, 2) // another command's 2 land right after this one's grow
 	out, _, err := execCairn(t, "admin", "shards", "add", "1", "--admin-server", srv.URL)
 	if err != nil {
 		t.Fatalf("admin shards add: %v\n%s", err, out)
@@ -202,4 +172,29 @@ func TestAdminShardsAddReportsTheClusterCountWhenAnotherGrowRan(t *testing.T) {
 	if want := "every shard has a leader and takes roots: 5 shards (this command added 1)\n"; !strings.HasSuffix(out, want) {
 		t.Fatalf("output %q does not end with %q", out, want)
 	}
+}
+
+// fakeGrowServer is an admin listener whose cluster has shards shards: the status is
+// status(count), and a grow adds what it asks, then others more (a concurrent grow).
+func fakeGrowServer(t *testing.T, shards int, status func(shards int) client.ClusterStatus, others int) *httptest.Server {
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case client.AdminClusterPath:
+			_ = json.NewEncoder(w).Encode(status(shards))
+		case client.AdminShardsPath:
+			var in map[string]int
+			_ = json.NewDecoder(r.Body).Decode(&in)
+			initial := shards
+			shards += in["add"]
+			fmt.Fprintf(w, `{"status":"success","shards":%d,"initial_shards":%d,"added":%d}`, shards, initial, in["add"])
+			shards += others
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
