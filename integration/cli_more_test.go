@@ -78,7 +78,7 @@ func TestCLIOnAnEmbeddedNode(t *testing.T) {
 		t.Errorf("--version:%s", r)
 	}
 	r = runCLI(t, cliOptions{bin: cairnBin}, "admin", "cluster", "status", "--admin-server", srv.AdminURL)
-	wantCLIError(t, "cluster status of an embedded node", r, "NotFound")
+	wantCLIError(t, "cluster status of an embedded node", r, "InvalidState")
 	if !strings.Contains(r.stderr, "is not a cluster node") {
 		t.Errorf("cluster status of an embedded node does not say it is not a cluster:\n%s", r)
 	}

@@ -25,9 +25,15 @@ const (
 	AdminShardsPath = "/v1/admin/cluster/shards"
 )
 
-// ErrNotCluster is wrapped by ClusterStatus's error when the node is an embedded one
-// (cairn serve without --cluster): it has no cluster status.
+// ErrNotCluster is wrapped by the error of a cluster call (ClusterStatus, AddShards,
+// Decommission, …) when the node is an embedded one (cairn serve without --cluster): it
+// wraps the server's *Error, 409 InvalidState with details.reason not_a_cluster.
 var ErrNotCluster = errors.New("not a cluster node")
+
+// ErrNoAdminRoutes is wrapped by the error of an admin call answered 404 without naming a
+// field: the URL serves no admin route at all (a node's client port instead of its
+// --admin-listen address, or not a Cairn node); it wraps the server's *Error.
+var ErrNoAdminRoutes = errors.New("no admin routes")
 
 // GCRequest is the body of a garbage-collection sweep (POST /v1/admin/gc).
 type GCRequest struct {
@@ -116,6 +122,9 @@ type ClusterShard struct {
 	Leader  string          `json:"leader,omitempty"`
 	Members []ClusterMember `json:"members,omitempty"`
 	Error   string          `json:"error,omitempty"`
+	// FromRecord: no leader answered (Error), and Members are the shard's replica-set
+	// record in etcd, lags unknown.
+	FromRecord bool `json:"from_record,omitempty"`
 	// Closed: a shard added by AddShards that takes no root yet (its group is being built).
 	Closed bool `json:"closed,omitempty"`
 	// Roots is the number of agent roots placed on the shard.
@@ -151,8 +160,9 @@ func (s *ClusterStatus) Registered(id string) bool {
 // ClusterStatus returns the cluster status of the node c is built on (its admin
 // listener's URL).
 //
-// Errors: an *Error NotFound wrapped with ErrNotCluster when the node is an embedded one;
-// other *Errors as the server answers.
+// Errors: an *Error InvalidState wrapped with ErrNotCluster when the node is an embedded
+// one; a NotFound wrapped with ErrNoAdminRoutes when the URL serves no admin route; other
+// *Errors as the server answers.
 func (c *Client) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
 	out, err := getJSON[ClusterStatus](ctx, c, c.base+AdminClusterPath)
 	if err != nil {
@@ -185,7 +195,7 @@ func (s *ClusterStatus) Replicas(id string) (shards []int, complete bool) {
 
 // Decommission marks node leaving: the cluster's controller moves each of its replicas
 // to another node and removes it from every shard, after which the node can be stopped
-// for good. Idempotent. Errors: ErrNotCluster-wrapped NotFound on an embedded node;
+// for good. Idempotent. Errors: ErrNotCluster-wrapped InvalidState on an embedded node;
 // InvalidArguments for a bad id; RoutingUnavailable (retryable) when etcd does not answer.
 func (c *Client) Decommission(ctx context.Context, node string) error {
 	var out struct{}
@@ -203,14 +213,25 @@ func (c *Client) Recommission(ctx context.Context, node string) error {
 	return notCluster(c, AdminLeavingPath, c.doJSON(req, &out))
 }
 
-// notCluster wraps a 404 of the admin cluster route at path with ErrNotCluster.
+// notCluster classifies the answer of the admin cluster route at path: the embedded
+// node's refusal (409 InvalidState, details.reason not_a_cluster) is wrapped with
+// ErrNotCluster; a 404 that names no field (the route is unknown there) with
+// ErrNoAdminRoutes. Other errors are returned as they are.
 func notCluster(c *Client, path string, err error) error {
 	var e *Error
-	if errors.As(err, &e) && e.HTTPStatus == http.StatusNotFound {
-		return fmt.Errorf("%s answers 404 on %s (an embedded node, cairn serve without --cluster): %w: %w", c.base, path, ErrNotCluster, err)
+	switch {
+	case !errors.As(err, &e):
+	case e.HTTPStatus == http.StatusConflict && e.Details["reason"] == "not_a_cluster":
+		return fmt.Errorf("%s is an embedded node (cairn serve without --cluster): %w: %w", c.base, ErrNotCluster, err)
+	case e.HTTPStatus == http.StatusNotFound && e.Details["field"] == nil:
+		return fmt.Errorf("%s answers 404 on %s: %w: %w", c.base, path, ErrNoAdminRoutes, err)
 	}
 	return err
 }
+
+// MaxClusterShards is the most shards a cluster may have, grown or not (the server's
+// bound, shard/control.MaxShards): AddShards past it answers InvalidArguments.
+const MaxClusterShards = 4096
 
 // AddShardsResult is the answer of POST /v1/admin/cluster/shards.
 type AddShardsResult struct {
@@ -224,11 +245,12 @@ type AddShardsResult struct {
 
 // AddShards adds add shards to the cluster c's admin listener belongs to. The controller
 // then builds their Raft groups and opens them to placement (ClusterShard.Closed until
-// then). expect, when not 0, is the count the caller saw: a cluster with another one
+// then). expect is the count the caller read just before (ClusterStatus), which the server
+// requires (at least 1; 0 is refused with InvalidArguments): a cluster with another one
 // answers Conflict (details.current_shards) and changes nothing, which makes the call
-// safe to send again (it is retried after a retryable answer only then).
+// safe to send again (it is retried after a retryable answer).
 //
-// Errors: InvalidArguments (add < 1, or past the maximum count); Conflict; InvalidState
+// Errors: InvalidArguments (add < 1, or past the maximum count; expect < 1); Conflict; InvalidState
 // (details.reason: not_a_cluster on an embedded node, upgrade_in_progress while a node
 // runs an older release); RoutingUnavailable (retryable) when etcd does not answer.
 func (c *Client) AddShards(ctx context.Context, add, expect int) (*AddShardsResult, error) {
@@ -236,5 +258,6 @@ func (c *Client) AddShards(ctx context.Context, add, expect int) (*AddShardsResu
 	if expect != 0 {
 		safety = replayable
 	}
-	return postJSON[AddShardsResult](ctx, c, c.base+AdminShardsPath, map[string]int{"add": add, "expect_shards": expect}, safety)
+	res, err := postJSON[AddShardsResult](ctx, c, c.base+AdminShardsPath, map[string]int{"add": add, "expect_shards": expect}, safety)
+	return res, notCluster(c, AdminShardsPath, err)
 }

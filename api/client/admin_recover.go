@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"strconv"
 )
@@ -54,8 +53,9 @@ type ShardRecovery struct {
 // PlanShardRecovery asks the node c is built on (its admin listener), which must be node,
 // what a recovery of shard from it would keep and may lose; it changes nothing.
 //
-// Errors (*Error): NotFound for an embedded node (wrapped with ErrNotCluster) or a shard
-// the cluster does not have (details.field "shard"); InvalidArguments, details.rule
+// Errors (*Error): InvalidState for an embedded node (wrapped with ErrNotCluster);
+// NotFound for a shard the cluster does not have (details.field "shard"), or wrapped with
+// ErrNoAdminRoutes when the URL serves no admin route; InvalidArguments, details.rule
 // "not_survivor", when node is not this node or not a voter of the shard; InvalidState,
 // details.reason "has_quorum", when the shard has a leader or a majority of registered
 // voters; RoutingUnavailable (retryable) when etcd does not answer.
@@ -82,12 +82,7 @@ func (c *Client) RecoverShard(ctx context.Context, shard int, node string) (*Sha
 	return &out, nil
 }
 
-// recoveryError wraps the route's 404 with ErrNotCluster unless it names the shard (a
-// shard the cluster does not have: details.field "shard").
+// recoveryError classifies the route's answer as notCluster does.
 func recoveryError(c *Client, err error) error {
-	var e *Error
-	if errors.As(err, &e) && e.Details["field"] == "shard" {
-		return err
-	}
 	return notCluster(c, AdminShardRecoveryPath, err)
 }

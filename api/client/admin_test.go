@@ -54,13 +54,27 @@ func TestAdminErrorsCarryTheEnvelope(t *testing.T) {
 
 func TestClusterStatusOfAnEmbeddedNodeIsErrNotCluster(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusConflict)
+		fmt.Fprint(w, `{"status":"error","code":"InvalidState","message":"not a cluster node","retryable":false,"details":{"reason":"not_a_cluster"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	_, err := New(srv.URL, nil).ClusterStatus(t.Context())
+	if !errors.Is(err, ErrNotCluster) || errors.Is(err, ErrNoAdminRoutes) || ErrorCode(err) != "InvalidState" {
+		t.Fatalf("got %v, want ErrNotCluster wrapping the InvalidState", err)
+	}
+}
+
+// TestClusterStatusOfAURLWithoutAdminRoutesIsErrNoAdminRoutes: a 404 (the client port
+// serves no admin route) is not taken for an embedded node.
+func TestClusterStatusOfAURLWithoutAdminRoutesIsErrNoAdminRoutes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprint(w, `{"status":"error","code":"NotFound","message":"no such route","retryable":false,"details":{}}`)
 	}))
 	t.Cleanup(srv.Close)
 	_, err := New(srv.URL, nil).ClusterStatus(t.Context())
-	if !errors.Is(err, ErrNotCluster) || ErrorCode(err) != "NotFound" {
-		t.Fatalf("got %v, want ErrNotCluster wrapping the NotFound", err)
+	if !errors.Is(err, ErrNoAdminRoutes) || errors.Is(err, ErrNotCluster) || ErrorCode(err) != "NotFound" {
+		t.Fatalf("got %v, want ErrNoAdminRoutes wrapping the NotFound", err)
 	}
 }
 

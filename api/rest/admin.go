@@ -42,6 +42,11 @@ func (h *Handler) Admin() http.Handler {
 			h.opts.AdminRoutes[raw].ServeHTTP(rec, r)
 		case raw == "/healthz" || raw == "/readyz" || raw == "/metrics":
 			route = h.route(rec, r)
+		case h.opts.Shards == nil && (raw == clusterPath || strings.HasPrefix(raw, clusterPath+"/")):
+			// The embedded node has no cluster routes: it says so, unlike a listener
+			// that serves no admin route at all (a 404).
+			route = adminRouteName(raw)
+			h.writeError(rec, r, NotAClusterError(), noPrecondition)
 		default:
 			h.notFound(rec, r)
 		}
@@ -71,6 +76,19 @@ var adminRoutes = []adminRoute{
 }
 
 func hasBackups(o Options) bool { return o.Backups != nil }
+
+// clusterPath is the prefix of the cluster's admin routes (the status, leaving, shard
+// recovery, shards): on the embedded node each answers NotAClusterError.
+const clusterPath = "/v1/admin/cluster"
+
+// NotAClusterError is the answer of a cluster admin route on the embedded node: 409
+// InvalidState, details.reason not_a_cluster (docs/runbook.md). A client tells it from a
+// 404, which says the listener serves no admin route (the client port, say).
+func NotAClusterError() *workbench.Error {
+	return &workbench.Error{Code: workbench.CodeInvalidState,
+		Message: "this node is not a cluster node (cairn serve without --cluster): it has no cluster routes",
+		Details: map[string]any{"reason": "not_a_cluster"}}
+}
 
 // adminRouteName is the metrics and access-log route of an Options.AdminRoutes path
 // (a fixed set): "/v1/admin/cluster" is "admin-cluster".

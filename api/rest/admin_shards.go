@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/cairnstore/cairn/shard/control"
@@ -23,17 +24,18 @@ type ShardGrower interface {
 // adminShards serves POST /v1/admin/cluster/shards: the cluster record's shard count grows
 // by add in one etcd transaction; the controller then builds the new shards' Raft groups
 // and opens them to placement (shard/control/grow.go). 200 {"shards", "initial_shards",
-// "added"}; 400 InvalidArguments (add); 409 Conflict (expect_shards is not the count,
+// "added"}; 400 InvalidArguments (add; expect_shards absent or below 1: it is required, so
+// that a resent request never adds twice); 409 Conflict (expect_shards is not the count,
 // details.current_shards), 409 InvalidState (details.reason: not_a_cluster on the
 // embedded node, upgrade_in_progress with details.node while a node runs an older
 // release); 503 RoutingUnavailable when etcd cannot answer (the grow may have happened:
 // read the count, then retry with expect_shards).
 func (h *Handler) adminShards(w http.ResponseWriter, r *http.Request) {
-	// add: how many shards to add; expect_shards, when not 0, the count the caller saw
-	// (another count refuses the request, so a retried one never adds twice).
+	// add: how many shards to add; expect_shards, required, the count the caller saw
+	// (another count refuses the request, so a resent one never adds twice).
 	in := struct {
-		Add          int `json:"add"`
-		ExpectShards int `json:"expect_shards"`
+		Add          int  `json:"add"`
+		ExpectShards *int `json:"expect_shards"`
 	}{}
 	if !h.adminBody(w, r, &in) {
 		return
@@ -43,15 +45,16 @@ func (h *Handler) adminShards(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case in.Add < 1:
 		refused = invalidArg("add", "must be at least 1")
-	case in.ExpectShards < 0:
-		refused = invalidArg("expect_shards", "must not be negative")
+	case in.ExpectShards == nil:
+		refused = invalidArg("expect_shards", "is required: the shard count read just before (GET /v1/admin/cluster), so that a resent request never adds twice")
+	case *in.ExpectShards < 1:
+		refused = invalidArg("expect_shards", "must be at least 1 (the shard count read just before)")
 	case h.opts.Shards == nil:
-		refused = &workbench.Error{Code: workbench.CodeInvalidState, Message: "this node is not a cluster node: the embedded node has one shard",
-			Details: map[string]any{"reason": "not_a_cluster"}}
+		refused = NotAClusterError()
 	default:
 		var err error
-		if c, err = h.opts.Shards.GrowShards(r.Context(), in.Add, in.ExpectShards); err != nil {
-			refused = growError(err, c)
+		if c, err = h.opts.Shards.GrowShards(r.Context(), in.Add, *in.ExpectShards); err != nil {
+			refused = h.growError(err, c)
 		}
 	}
 	if refused != nil {
@@ -63,19 +66,26 @@ func (h *Handler) adminShards(w http.ResponseWriter, r *http.Request) {
 }
 
 // growError maps GrowShards' errors to the contract's (c is the record it read, if any).
-func growError(err error, c control.Cluster) error {
+// Messages are the errors' public reasons (control.PublicReason), never their text, which
+// names packages.
+func (h *Handler) growError(err error, c control.Cluster) error {
 	var ve *control.VersionError
 	switch {
 	case errors.Is(err, control.ErrInvalidArgument):
-		return invalidArg("add", "%s", err.Error())
+		return invalidArg("add", "%s", control.PublicReason(err, fmt.Sprintf("the cluster may have at most %d shards", control.MaxShards)))
 	case errors.Is(err, control.ErrShardCountChanged):
-		return &workbench.Error{Code: workbench.CodeConflict, Message: err.Error(),
+		return &workbench.Error{Code: workbench.CodeConflict,
+			Message: control.PublicReason(err, fmt.Sprintf("the cluster has %d shards, not the count expected: read the count again", c.Shards)),
 			Details: map[string]any{"field": "expect_shards", "current_shards": c.Shards}}
 	case errors.As(err, &ve):
-		return &workbench.Error{Code: workbench.CodeInvalidState, Message: ve.Error(),
+		return &workbench.Error{Code: workbench.CodeInvalidState,
+			Message: fmt.Sprintf("node %s runs cluster version %d; adding shards needs %d on every node (upgrade it first)", ve.Node, ve.Version, control.GrowVersion),
 			Details: map[string]any{"reason": "upgrade_in_progress", "node": ve.Node, "cluster_version": ve.Version}}
 	case control.IsRetryable(err), errors.Is(err, control.ErrConflict):
 		return workbench.RoutingUnavailable("the control plane cannot grow the cluster right now; read the shard count and retry with expect_shards")
 	}
-	return &workbench.Error{Code: workbench.CodeInternal, Message: "add shards: " + err.Error()}
+	if h.log != nil {
+		h.log.Error("add shards failed", "err", err)
+	}
+	return &workbench.Error{Code: workbench.CodeInternal, Message: "adding shards failed: internal error (the node's log has the cause)"}
 }

@@ -2,11 +2,13 @@ package rest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/shard/control"
 )
@@ -60,12 +62,16 @@ func TestAdminShardsAddsShardsAndMapsEveryRefusal(t *testing.T) {
 	}{
 		{"no shard to add is refused before the grower", `{"add":0}`, nil, 400, "InvalidArguments", "field=add"},
 		{"a negative expected count is refused", `{"add":1,"expect_shards":-1}`, nil, 400, "InvalidArguments", "field=expect_shards"},
+		{"an expected count of 0 is refused", `{"add":1,"expect_shards":0}`, nil, 400, "InvalidArguments", "field=expect_shards"},
+		{"no expected count is refused: a resend could add twice", `{"add":1}`, nil, 400, "InvalidArguments", "field=expect_shards"},
 		{"an unknown field is refused", `{"add":1,"shards":9}`, nil, 400, "InvalidArguments", ""},
 		{"another count than expected is a conflict naming the count", `{"add":1,"expect_shards":3}`,
 			fmt.Errorf("x: %w", control.ErrShardCountChanged), 409, "Conflict", "current_shards=2"},
-		{"an old node holds the grow back", `{"add":1}`, &control.VersionError{Node: "n7", Version: 3}, 409, "InvalidState", "node=n7"},
-		{"etcd unavailable is retryable", `{"add":1}`, fmt.Errorf("%w: down", control.ErrControlPlaneUnavailable), 503, "RoutingUnavailable", ""},
-		{"past the maximum is bad input", `{"add":5000}`, fmt.Errorf("%w: too many", control.ErrInvalidArgument), 400, "InvalidArguments", "field=add"},
+		{"an old node holds the grow back", `{"add":1,"expect_shards":2}`, &control.VersionError{Node: "n7", Version: 3}, 409, "InvalidState", "node=n7"},
+		{"etcd unavailable is retryable", `{"add":1,"expect_shards":2}`, fmt.Errorf("%w: down", control.ErrControlPlaneUnavailable), 503, "RoutingUnavailable", ""},
+		{"past the maximum is bad input", `{"add":5000,"expect_shards":2}`,
+			fmt.Errorf("grow: %w", control.Refuse(control.ErrInvalidArgument, "2 shards plus 5000 is more than the maximum 4096 in total")), 400, "InvalidArguments", "field=add"},
+		{"an unexpected error is Internal", `{"add":1,"expect_shards":2}`, errors.New("control: etcd said no"), 500, "Internal", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &fakeGrower{c: control.Cluster{Shards: 2}, err: tc.err}
@@ -79,17 +85,38 @@ func TestAdminShardsAddsShardsAndMapsEveryRefusal(t *testing.T) {
 					t.Fatalf("details.%s = %v, want %s: %s", k, d[k], v, r.body)
 				}
 			}
+			if msg, _ := r.json["message"].(string); strings.Contains(msg, "control:") || strings.Contains(msg, "grow:") {
+				t.Fatalf("the message names a package: %s", r.body)
+			}
 			if tc.status == 503 && r.header.Get("Retry-After") == "" {
 				t.Fatalf("a 503 without Retry-After")
 			}
 		})
 	}
 
-	r = do(t, "POST", serve(nil), strings.NewReader(`{"add":1}`))
+	r = do(t, "POST", serve(nil), strings.NewReader(`{"add":1,"expect_shards":1}`))
 	if d, _ := r.json["details"].(map[string]any); r.status != 409 || d["reason"] != "not_a_cluster" {
 		t.Fatalf("the embedded node: %d %s, want 409 not_a_cluster", r.status, r.body)
 	}
+	// Every cluster route of the embedded node says so; a route no node has is a 404.
+	for _, path := range []string{"/v1/admin/cluster", "/v1/admin/cluster/leaving"} {
+		r := do(t, "GET", strings.Replace(serve(nil), "/v1/admin/cluster/shards", path, 1), nil)
+		if d, _ := r.json["details"].(map[string]any); r.status != 409 || r.json["code"] != "InvalidState" || d["reason"] != "not_a_cluster" {
+			t.Fatalf("the embedded node's %s: %d %s, want 409 not_a_cluster", path, r.status, r.body)
+		}
+	}
+	if r := do(t, "GET", strings.Replace(u, "/v1/admin/cluster/shards", "/v1/admin/cluster/nosuch", 1), nil); r.status != 404 {
+		t.Fatalf("a cluster node's unknown cluster route: %d %s, want 404", r.status, r.body)
+	}
 	if r := do(t, "GET", u, nil); r.status != 405 || r.header.Get("Allow") != "POST" {
 		t.Fatalf("GET: %d %v", r.status, r.header)
+	}
+}
+
+// TestClientStatesTheClusterShardBound: the client's bound, which the CLI checks before it
+// asks, is the server's.
+func TestClientStatesTheClusterShardBound(t *testing.T) {
+	if client.MaxClusterShards != control.MaxShards {
+		t.Fatalf("client.MaxClusterShards = %d, control.MaxShards = %d", client.MaxClusterShards, control.MaxShards)
 	}
 }

@@ -120,7 +120,7 @@ var toolBodies = map[string]string{
 	"/v1/agents/{agent}/workbenches/{id}/proposals":                        `{"path":"input/proposed.txt","text":"p","request_id":"route-1"}`,
 	"/v1/agents/{agent}/workbenches/{id}/proposals/{proposal_id}/decision": `{"disposition":"reject","submission_id":"route-s1"}`,
 	"/v1/admin/retention":                                                  `{"agent":"a","versions":100}`,
-	"/v1/admin/cluster/shards":                                             `{"add":1}`,
+	"/v1/admin/cluster/shards":                                             `{"add":1,"expect_shards":1}`,
 }
 
 // wireCodes are the stable error codes of docs/workbench.md#errors.

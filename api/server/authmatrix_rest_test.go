@@ -486,9 +486,12 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 		{"GET", "/v1/admin/retention?agent=zz", "", 0},
 		{"PUT", "/v1/admin/retention", `{"agent":"zz","versions":5}`, 0},
 		{"POST", "/v1/admin/purge", `{"agent":"zz"}`, 0},
-		{"GET", ShardRecoveryPath + "?shard=0&node=n", "", 404},
-		{"POST", ShardRecoveryPath, `{"shard":0,"node":"n"}`, 404},
-		{"POST", "/v1/admin/cluster/shards", `{"add":1}`, 409}, // the matrix's nodes are embedded: 409 not_a_cluster
+		// The matrix's nodes are embedded: every cluster route answers 409 not_a_cluster.
+		{"GET", ShardRecoveryPath + "?shard=0&node=n", "", 409},
+		{"POST", ShardRecoveryPath, `{"shard":0,"node":"n"}`, 409},
+		{"POST", "/v1/admin/cluster/shards", `{"add":1,"expect_shards":1}`, 409},
+		{"GET", ClusterStatusPath, "", 409},
+		{"POST", LeavingPath, `{"node":"n"}`, 409},
 	}
 	covered := map[string]bool{} // "METHOD path" and path
 	for _, r := range reqs {

@@ -10,7 +10,8 @@ import (
 
 // LeavingPath is the admin-listener path that marks a node leaving (POST {"node": id}:
 // cairn admin node remove) or clears the mark (DELETE ?node=id: cairn admin node
-// recommission). A cluster node serves it; the embedded default answers 404.
+// recommission). A cluster node serves it; the embedded default answers 409 InvalidState,
+// details.reason not_a_cluster (rest.NotAClusterError).
 const LeavingPath = "/v1/admin/cluster/leaving"
 
 // serveLeaving marks or clears a node's leaving mark (LeavingPath).
@@ -37,12 +38,14 @@ func (n *Node) serveLeaving(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		writeSuccess(w, http.StatusOK, map[string]any{"node": node, "leaving": r.Method == http.MethodPost})
 	case errors.Is(err, control.ErrInvalidArgument):
-		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: err.Error(),
+		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: control.PublicReason(err, "node must be a node id"),
 			Details: map[string]any{"field": "node"}})
 	case control.IsRetryable(err):
 		w.Header().Set("Retry-After", "1")
 		writeEnvelope(w, http.StatusServiceUnavailable, workbench.RoutingUnavailable("the control plane cannot answer right now; retry"))
 	default:
-		writeEnvelope(w, http.StatusInternalServerError, &workbench.Error{Code: workbench.CodeInternal, Message: "mark node leaving: " + err.Error()})
+		n.log.Error("node leaving mark failed", "err", err)
+		writeEnvelope(w, http.StatusInternalServerError, &workbench.Error{Code: workbench.CodeInternal,
+			Message: "changing the node's leaving mark failed: internal error (the node's log has the cause)"})
 	}
 }

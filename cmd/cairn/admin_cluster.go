@@ -24,16 +24,14 @@ func newAdminClusterCommand() *cobra.Command {
 			"registered in etcd; a shard member that is not registered is down), and for every\n" +
 			"shard its leader and each replica's role and lag (log entries its applied index is\n" +
 			"behind the leader's commit index; ? when the replica did not answer, down when its\n" +
-			"node is down). An embedded node (cairn serve without --cluster) has no cluster\n" +
-			"status: the command says so and exits 1.",
+			"node is down); a shard whose leader does not answer lists its members as its etcd\n" +
+			"record has them (role \"(record)\"), each down or ?. An embedded node (cairn serve\n" +
+			"without --cluster) has no cluster status: the command says so and exits 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := newAdminClient(cmd).ClusterStatus(cmd.Context())
-			if errors.Is(err, client.ErrNotCluster) {
-				return notClusterError{server: adminServer(cmd), err: err}
-			}
 			if err != nil {
-				return err
+				return clusterOnly(cmd, err)
 			}
 			if asJSON {
 				return printRaw(cmd.OutOrStdout(), st.Raw)
@@ -89,17 +87,22 @@ func followStatus(ctx context.Context, c *client.Client, out io.Writer, poll tim
 	}
 }
 
-// notClusterError is the answer of an embedded node to `cairn admin cluster`: reported
-// with the code of the node's 404 (NotFound), in words an operator reads at once.
-type notClusterError struct {
+// adminURLError is a cluster command's answer from a node that cannot serve it: an
+// embedded node (err wraps client.ErrNotCluster and the node's 409 InvalidState), or a URL
+// that serves no admin route (client.ErrNoAdminRoutes, a 404: a node's client port, most
+// likely). Reported with the code of the answer, in words an operator reads at once.
+type adminURLError struct {
 	server string
 	err    error
 }
 
-func (e notClusterError) Unwrap() error { return e.err }
+func (e adminURLError) Unwrap() error { return e.err }
 
-func (e notClusterError) Error() string {
-	return fmt.Sprintf("the node at %s is not a cluster node (it runs embedded, cairn serve without --cluster): it has no cluster status", e.server)
+func (e adminURLError) Error() string {
+	if errors.Is(e.err, client.ErrNotCluster) {
+		return fmt.Sprintf("the node at %s is not a cluster node (it runs embedded, cairn serve without --cluster): it has no cluster to show or change", e.server)
+	}
+	return fmt.Sprintf("%s serves no admin routes: is it the node's --admin-listen address (not its client port)?", e.server)
 }
 
 // printClusterStatus prints the nodes, then one line per shard replica.
@@ -124,7 +127,6 @@ func printClusterStatus(w io.Writer, st *client.ClusterStatus) error {
 	for _, s := range st.ShardStatus {
 		if s.Error != "" {
 			fmt.Fprintf(tw, "%d\t-\tno leader answered\t%s\n", s.Shard, s.Error)
-			continue
 		}
 		if s.Closed {
 			fmt.Fprintf(tw, "%d\t-\tbeing built, takes no root yet\t-\n", s.Shard)
@@ -136,6 +138,9 @@ func printClusterStatus(w io.Writer, st *client.ClusterStatus) error {
 				role = "leader"
 			case m.Voter:
 				role = "voter"
+			}
+			if s.FromRecord {
+				role += " (record)" // no leader answered: the member as etcd records it
 			}
 			lag := "?"
 			switch {

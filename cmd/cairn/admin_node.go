@@ -77,10 +77,11 @@ func newAdminNodeCommand() *cobra.Command {
 	return node
 }
 
-// clusterOnly words an embedded node's 404 to a cluster command as notClusterError.
+// clusterOnly words the answer of an embedded node to a cluster command, and a 404 of a
+// URL that serves no admin route, as adminURLError.
 func clusterOnly(cmd *cobra.Command, err error) error {
-	if errors.Is(err, client.ErrNotCluster) {
-		return notClusterError{server: adminServer(cmd), err: err}
+	if errors.Is(err, client.ErrNotCluster) || errors.Is(err, client.ErrNoAdminRoutes) {
+		return adminURLError{server: adminServer(cmd), err: err}
 	}
 	return err
 }

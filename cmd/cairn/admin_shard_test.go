@@ -25,7 +25,7 @@ func fakeRecoveryServer(t *testing.T) (string, *atomic.Int32) {
 		if r.URL.Query().Get("shard") == "7" {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte(`{"status":"error","code":"NotFound","message":"host: no such shard: 7","retryable":false,"details":{"field":"shard"}}`))
+			_, _ = w.Write([]byte(`{"status":"error","code":"NotFound","message":"no such shard 7: the cluster has shards 0 to 1","retryable":false,"details":{"field":"shard"}}`))
 			return
 		}
 		body := map[string]any{"status": "success", "plan": plan}

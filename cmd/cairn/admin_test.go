@@ -15,18 +15,39 @@ import (
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
-func TestAdminClusterStatusOnAnEmbeddedNodeSaysItIsNotACluster(t *testing.T) {
-	// The admin listener of an embedded node: no cluster route, so 404.
+// TestAdminClusterCommandsOnAnEmbeddedNodeSayItIsNotACluster: the admin listener of an
+// embedded node answers its cluster routes 409 InvalidState not_a_cluster; the commands
+// report that answer's code, saying the node is not a cluster node.
+func TestAdminClusterCommandsOnAnEmbeddedNodeSayItIsNotACluster(t *testing.T) {
 	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
 	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}).Admin())
 	t.Cleanup(srv.Close)
-	_, _, err := execCairn(t, "admin", "cluster", "status", "--admin-server", srv.URL)
-	if err == nil {
-		t.Fatal("cluster status of an embedded node succeeded")
+	for _, args := range [][]string{{"cluster", "status"}, {"shards", "add", "1"}, {"node", "remove", "n2", "--wait=false"},
+		{"shard", "recover", "0", "--from", "n1", "--yes"}} {
+		_, _, err := execCairn(t, append(append([]string{"admin"}, args...), "--admin-server", srv.URL)...)
+		code, msg := describeError(err)
+		if err == nil || code != "InvalidState" || !strings.Contains(msg, "is not a cluster node") || !strings.Contains(msg, srv.URL) ||
+			strings.Contains(msg, "no cluster status") {
+			t.Errorf("%q: reported %s: %s; want InvalidState saying %s is not a cluster node", args, code, msg, srv.URL)
+		}
 	}
-	code, msg := describeError(err)
-	if code != "NotFound" || !strings.Contains(msg, "is not a cluster node") || !strings.Contains(msg, srv.URL) {
-		t.Fatalf("reported %s: %s; want NotFound saying %s is not a cluster node", code, msg, srv.URL)
+}
+
+// TestAdminClusterCommandsOnAClientPortSayItServesNoAdminRoutes: --admin-server naming a
+// node's client port (the tenant handler, which serves no admin route: 404) is not taken
+// for an embedded node.
+func TestAdminClusterCommandsOnAClientPortSayItServesNoAdminRoutes(t *testing.T) {
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
+	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
+	t.Cleanup(srv.Close)
+	for _, args := range [][]string{{"cluster", "status"}, {"shards", "add", "1"}, {"node", "remove", "n2", "--wait=false"},
+		{"shard", "recover", "0", "--from", "n1", "--yes"}} {
+		_, _, err := execCairn(t, append(append([]string{"admin"}, args...), "--admin-server", srv.URL)...)
+		code, msg := describeError(err)
+		if err == nil || code != "NotFound" || !strings.Contains(msg, "serves no admin routes: is it the node's --admin-listen address") ||
+			strings.Contains(msg, "not a cluster node") {
+			t.Errorf("%q: reported %s: %s; want NotFound saying %s serves no admin routes", args, code, msg, srv.URL)
+		}
 	}
 }
 
@@ -53,7 +74,8 @@ func TestClusterStatusShowsADownNodeAsDownAndALeavingOneAsLeaving(t *testing.T) 
 		},
 		ShardStatus: []client.ClusterShard{
 			{Shard: 0, Leader: "n1", Members: []client.ClusterMember{{ID: "n1", Voter: true, Lag: 0}, {ID: "n2", Voter: true, Lag: -1}, {ID: "n3", Voter: true, Lag: -1}}},
-			{Shard: 1, Error: "no leader: context deadline exceeded"},
+			{Shard: 1, Error: "no known leader", FromRecord: true,
+				Members: []client.ClusterMember{{ID: "n1", Voter: true, Lag: -1}, {ID: "n4", Voter: true, Lag: -1}, {ID: "n5", Voter: true, Lag: -1}}},
 		},
 		Leaving: []string{"n2"}}
 	var b strings.Builder
@@ -71,7 +93,13 @@ func TestClusterStatusShowsADownNodeAsDownAndALeavingOneAsLeaving(t *testing.T) 
 		"0 n1 leader 0",
 		"0 n2 voter ?",
 		"0 n3 voter down",
-		"1 - no leader answered no leader: context deadline exceeded",
+		"1 - no leader answered no known leader",
+		// The leaderless shard's members, from its record: which are down.
+		"1 n1 voter (record) ?",
+		"1 n4 voter (record) down",
+		"1 n5 voter (record) down",
+		"n4 down - - -",
+		"n5 down - - -",
 	} {
 		if n := slices.Index(lines, want); n < 0 {
 			t.Errorf("status lacks the line %q:\n%s", want, b.String())

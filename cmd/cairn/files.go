@@ -541,6 +541,7 @@ func describeError(err error) (code, msg string) {
 	var (
 		ce     *client.Error
 		ue     usageError
+		closed *shardsClosedError
 		urlErr *url.Error
 		netErr net.Error
 	)
@@ -554,6 +555,8 @@ func describeError(err error) (code, msg string) {
 		return ce.Code, strings.Replace(msg, ce.Error(), short, 1)
 	case errors.As(err, &ue), errors.Is(err, client.ErrUnsafePath):
 		return "InvalidArguments", msg
+	case errors.As(err, &closed):
+		return "Timeout", msg
 	case errors.Is(err, context.Canceled):
 		return "Canceled", msg
 	case errors.Is(err, server.ErrDataDirLocked):

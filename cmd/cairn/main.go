@@ -66,7 +66,27 @@ func newCLI() *cobra.Command {
 	addHistoryCommands(root)            // history.go
 	root.AddCommand(newEventsCommand()) // events.go
 	root.AddCommand(newKeyCommand())    // key.go
+	argErrorsAreUsageErrors(root)
 	return root
+}
+
+// argErrorsAreUsageErrors makes the positional-argument check of cmd and of every command
+// below it return a usage error (InvalidArguments, naming the command), as flag errors are
+// (flagError): cobra's own checks (ExactArgs, NoArgs, …) return plain errors, which
+// reportError would label Internal.
+func argErrorsAreUsageErrors(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			err := check(c, args)
+			if err == nil || errors.As(err, new(usageError)) {
+				return err
+			}
+			return usageErrorf("%s: %w", c.CommandPath(), err)
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		argErrorsAreUsageErrors(sub)
+	}
 }
 
 // newRootCommand returns the bare `cairn` command with its persistent flags.

@@ -111,3 +111,31 @@ func unavailable(err error) bool {
 	}
 	return false
 }
+
+// Refusal is an error whose Reason, a sentence that names no package and no internal
+// value, is what a surface may answer (docs/architecture.md#errors: internal names never
+// reach a response); Err is the sentinel it matches (errors.Is). Errors an operator acts
+// on are Refusals: a grow's bad count, a bad node id, a shard recovery refused
+// (shard/host).
+type Refusal struct {
+	Err    error
+	Reason string
+}
+
+func (e *Refusal) Error() string { return e.Err.Error() + ": " + e.Reason }
+
+func (e *Refusal) Unwrap() error { return e.Err }
+
+// Refuse returns a *Refusal of sentinel, its reason formatted from format and args.
+func Refuse(sentinel error, format string, args ...any) error {
+	return &Refusal{Err: sentinel, Reason: fmt.Sprintf(format, args...)}
+}
+
+// PublicReason is what a surface answers for err: the Reason of the *Refusal it wraps, or
+// fallback when it wraps none (its text may name packages and internals).
+func PublicReason(err error, fallback string) string {
+	if r := (*Refusal)(nil); errors.As(err, &r) {
+		return r.Reason
+	}
+	return fallback
+}

@@ -20,9 +20,10 @@ import (
 //  3. The controller bootstraps each new shard's Raft group on the least-loaded live node
 //     and brings it to the replication factor (Plan, the same rules as a shard of the
 //     creation); a new shard is closed to placement until then.
-//  4. Once the shard's leader reports enough voters, the controller opens it (ActionOpen):
-//     it creates the shard's load counter, which is what placement reads as "open". The
-//     new shards hold no root, so least-loaded placement fills them first.
+//  4. Once the shard's leader reports Replication live voters, the controller opens it
+//     (ActionOpen; a node down keeps it closed): it creates the shard's load counter,
+//     which is what placement reads as "open". The new shards hold no root, so
+//     least-loaded placement fills them first.
 //
 // A node of a release before GrowVersion reads the shard count once, at start: it would
 // refuse every root placed on a shard added after, so the grow waits for it to be
@@ -58,7 +59,7 @@ const growAttempts = 8
 // ErrControlPlaneUnavailable (retryable; the grow may have happened: read the count).
 func (p *Plane) GrowShards(ctx context.Context, add, expect int) (Cluster, error) {
 	if add < 1 {
-		return Cluster{}, fmt.Errorf("%w: shards to add must be at least 1, got %d", ErrInvalidArgument, add)
+		return Cluster{}, Refuse(ErrInvalidArgument, "shards to add must be at least 1, got %d", add)
 	}
 	for range growAttempts {
 		var read *clientv3.TxnResponse
@@ -79,10 +80,10 @@ func (p *Plane) GrowShards(ctx context.Context, add, expect int) (Cluster, error
 			return Cluster{}, fmt.Errorf("control: cluster metadata: %w", err)
 		}
 		if expect != 0 && expect != c.Shards {
-			return c, fmt.Errorf("%w: the cluster has %d shards, the request expected %d", ErrShardCountChanged, c.Shards, expect)
+			return c, Refuse(ErrShardCountChanged, "the cluster has %d shards, the request expected %d: read the count again", c.Shards, expect)
 		}
-		if c.Shards+add > maxShards {
-			return c, fmt.Errorf("%w: %d shards plus %d is more than the maximum %d", ErrInvalidArgument, c.Shards, add, maxShards)
+		if c.Shards+add > MaxShards {
+			return c, Refuse(ErrInvalidArgument, "%d shards plus %d is more than the maximum %d in total", c.Shards, add, MaxShards)
 		}
 		for _, kv := range read.Responses[1].GetResponseRange().Kvs {
 			var n NodeInfo

@@ -53,7 +53,7 @@ func TestGrowShards(t *testing.T) {
 		want        error
 	}{
 		{"no shard to add is refused", 0, 0, ErrInvalidArgument},
-		{"past the maximum count is refused", maxShards, 0, ErrInvalidArgument},
+		{"past the maximum count is refused", MaxShards, 0, ErrInvalidArgument},
 		{"another expected count is refused", 1, 3, ErrShardCountChanged},
 	} {
 		if _, err := p.GrowShards(ctx, tt.add, tt.expect); !errors.Is(err, tt.want) {

@@ -152,9 +152,10 @@ type State struct {
 //     has Replication live voters that are not leaving; then it is removed, even as the
 //     leader (Raft then elects another: the shard's voters are all caught up).
 //   - A closed shard (added by a grow) is opened, after its other actions, once its leader
-//     answers with as many voters that are live and not leaving as the replication
-//     factor, or as there are such nodes when there are fewer; never before its group
-//     exists, so no root is placed on a shard nobody serves.
+//     answers with Replication voters that are live and not leaving (docs/runbook.md,
+//     "Add shards": a new shard opens fully replicated); while a node is down, or the
+//     cluster has fewer eligible nodes than Replication, it stays closed and takes no
+//     root. Never before its group exists, so no root is placed on a shard nobody serves.
 func Plan(st State) []Action {
 	away := func(id string) bool { return st.Gone[id] || st.Leaving[id] }
 	load := map[string]int{}
@@ -179,13 +180,6 @@ func Plan(st State) []Action {
 			}
 		}
 		return best, found
-	}
-
-	eligible := 0
-	for _, id := range live {
-		if !away(id) {
-			eligible++
-		}
 	}
 
 	wants := make([]ReplicaSet, st.Shards)
@@ -299,17 +293,16 @@ func Plan(st State) []Action {
 			out = append(out, Action{Kind: ActionRecord, Shard: s, Set: want})
 		}
 		out = append(out, raft[s]...)
-		if st.Closed[s] && ready(st, s, eligible) {
+		if st.Closed[s] && ready(st, s) {
 			out = append(out, Action{Kind: ActionOpen, Shard: s})
 		}
 	}
 	return out
 }
 
-// ready reports whether shard s's leader answered with at least min(Replication,
-// eligible) voters that are live and neither gone nor leaving (eligible: the live nodes
-// that may hold a replica), and at least one.
-func ready(st State, s, eligible int) bool {
+// ready reports whether shard s's leader answered with at least Replication voters (and at
+// least one) that are live and neither gone nor leaving.
+func ready(st State, s int) bool {
 	status, known := st.Status[s]
 	if !known {
 		return false
@@ -320,7 +313,7 @@ func ready(st State, s, eligible int) bool {
 			voters++
 		}
 	}
-	return voters >= 1 && voters >= min(st.Replication, eligible)
+	return voters >= max(st.Replication, 1)
 }
 
 // withRole puts id in the voters or non-voters of r, and out of the other list.

@@ -64,8 +64,10 @@ func (m *raftModel) apply(a Action) {
 
 // TestPlanGrowsAClusterToConvergence: a cluster of some nodes and shards, converged, grows
 // by some shards; the controller's rounds (Plan, its actions applied to a Raft model)
-// converge again: every shard has min(replication, nodes) voters and is open. Plan is
-// deterministic, and opens a shard only when its group has those voters.
+// converge again: every shard has min(replication, nodes) voters; the shards of the
+// creation are open, and a grown one is open exactly when it has replication voters (a
+// cluster with fewer nodes than that keeps it closed). Plan is deterministic, and opens a
+// shard only when its group has replication voters.
 func TestPlanGrowsAClusterToConvergence(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(1, 6).Draw(t, "nodes")
@@ -95,8 +97,8 @@ func TestPlanGrowsAClusterToConvergence(t *testing.T) {
 							voters++
 						}
 					}
-					if !st.Closed[a.Shard] || voters < want {
-						t.Fatalf("shard %d opened with %d voters (want %d), closed %v", a.Shard, voters, want, st.Closed[a.Shard])
+					if !st.Closed[a.Shard] || voters < replication {
+						t.Fatalf("shard %d opened with %d voters (want %d), closed %v", a.Shard, voters, replication, st.Closed[a.Shard])
 					}
 				}
 				m.apply(a)
@@ -120,8 +122,8 @@ func TestPlanGrowsAClusterToConvergence(t *testing.T) {
 					}
 					voters++
 				}
-				if voters != want || !m.open[s] {
-					t.Fatalf("shard %d: %d voters (want %d), open %v", s, voters, want, m.open[s])
+				if wantOpen := s < initial || n >= replication; voters != want || m.open[s] != wantOpen {
+					t.Fatalf("shard %d: %d voters (want %d), open %v (want %v)", s, voters, want, m.open[s], wantOpen)
 				}
 			}
 		}

@@ -301,10 +301,24 @@ func TestPlan(t *testing.T) {
 			want: nil,
 		},
 		{
-			name: "grown: fewer live nodes than the replication factor: opens with every one of them",
+			name: "grown: fewer live nodes than the replication factor: stays closed with every one of them",
 			st: State{Shards: 2, Replication: 3, Nodes: live("a", "b"), Closed: map[int]bool{1: true},
 				Records: map[int]ReplicaSet{0: rs("a,b", ""), 1: rs("a,b", "")},
 				Status:  map[int]ShardStatus{0: cfg("a", "a,b", nil), 1: cfg("b", "a,b", nil)}},
+			want: nil,
+		},
+		{
+			name: "grown: a node down: a grown shard with two voters of three stays closed",
+			st: State{Shards: 2, Replication: 3, Nodes: live("a", "b"), Closed: map[int]bool{1: true}, MaxPromoteLag: 10,
+				Records: map[int]ReplicaSet{0: rs("a,b,c", ""), 1: rs("a,b", "")},
+				Status:  map[int]ShardStatus{0: cfg("a", "a,b,c", nil), 1: cfg("a", "a,b", nil)}},
+			want: nil,
+		},
+		{
+			name: "grown: the node back: the grown shard gets its third voter, then opens",
+			st: State{Shards: 2, Replication: 3, Nodes: live("a", "b", "c"), Closed: map[int]bool{1: true},
+				Records: map[int]ReplicaSet{0: rs("a,b,c", ""), 1: rs("a,b,c", "")},
+				Status:  map[int]ShardStatus{0: cfg("a", "a,b,c", nil), 1: cfg("a", "a,b,c", nil)}},
 			want: []string{"shard 1: open"},
 		},
 		{

@@ -192,8 +192,10 @@ type Cluster struct {
 	CreatedAt     time.Time `json:"created_at"`
 }
 
-// maxShards bounds the shard count: a node hosts tens of shards (docs/architecture.md#replication-and-placement).
-const maxShards = 4096
+// MaxShards bounds the shard count, at creation and after every grow: a node hosts tens of
+// shards (docs/architecture.md#replication-and-placement). api/client.MaxClusterShards
+// states it to callers (a test compares them).
+const MaxShards = 4096
 
 // CreateCluster creates the cluster metadata if absent (a transaction that succeeds only if
 // the key is absent), or checks the existing one against spec. It returns the metadata in
@@ -201,8 +203,8 @@ const maxShards = 4096
 // shard count (neither its count at creation nor its count now), replication factor or blob store; ErrClusterNotCreated when spec.Shards is 0 and there
 // is no cluster; ErrInvalidArgument; ErrControlPlaneUnavailable.
 func (p *Plane) CreateCluster(ctx context.Context, spec ClusterSpec) (Cluster, error) {
-	if spec.Shards < 0 || spec.Shards > maxShards {
-		return Cluster{}, fmt.Errorf("%w: shards must be in [1, %d] (0 joins an existing cluster), got %d", ErrInvalidArgument, maxShards, spec.Shards)
+	if spec.Shards < 0 || spec.Shards > MaxShards {
+		return Cluster{}, fmt.Errorf("%w: shards must be in [1, %d] (0 joins an existing cluster), got %d", ErrInvalidArgument, MaxShards, spec.Shards)
 	}
 	if spec.Replication < 0 {
 		return Cluster{}, fmt.Errorf("%w: replication must be at least 1, got %d", ErrInvalidArgument, spec.Replication)

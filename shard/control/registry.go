@@ -38,11 +38,11 @@ type NodeSet map[string]NodeInfo
 // component), printable ASCII.
 func validNodeID(id string) error {
 	if id == "" || len(id) > 128 {
-		return fmt.Errorf("%w: node id must be 1 to 128 bytes, got %d", ErrInvalidArgument, len(id))
+		return Refuse(ErrInvalidArgument, "node id must be 1 to 128 bytes, got %d", len(id))
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c <= ' ' || c > '~' || c == '/' {
-			return fmt.Errorf("%w: node id %q: byte %d is %q (printable ASCII, no '/')", ErrInvalidArgument, id, i, c)
+			return Refuse(ErrInvalidArgument, "node id %q: byte %d is %q (printable ASCII, no '/')", id, i, c)
 		}
 	}
 	return nil

@@ -177,12 +177,17 @@ type ClusterNodeStatus struct {
 	StartedAt time.Time `json:"started_at"`
 }
 
-// ClusterShardStatus is one shard as its leader sees it (Error when no leader answered).
+// ClusterShardStatus is one shard as its leader sees it. When no leader answered, Error
+// says so and Members are the shard's replica-set record in etcd (FromRecord; lags
+// unknown, -1), so that an operator sees which members are down (docs/runbook.md, "Recover
+// a shard that lost a majority").
 type ClusterShardStatus struct {
 	Shard   int              `json:"shard"`
 	Leader  string           `json:"leader,omitempty"`
 	Members []control.Server `json:"members,omitempty"`
 	Error   string           `json:"error,omitempty"`
+	// FromRecord: Members are the record's, not a leader's (no leader answered).
+	FromRecord bool `json:"from_record,omitempty"`
 	// Closed: a shard a grow added that takes no root yet (its group is being built,
 	// shard/control/grow.go).
 	Closed bool `json:"closed,omitempty"`
@@ -214,6 +219,7 @@ func (h *Host) Status(ctx context.Context) (st ClusterStatus, ok bool) {
 		slices.Sort(st.Leaving)
 	}
 	closed, _ := cs.cfg.Plane.ClosedShards(lctx, c)
+	records, _ := cs.cfg.Plane.ReplicaSets(lctx) // nil when etcd does not answer: no members shown
 	var roots []int64
 	if pl, ok := h.placement.(*control.Placement); ok {
 		roots, _ = pl.Loads(lctx)
@@ -233,13 +239,41 @@ func (h *Host) Status(ctx context.Context) (st ClusterStatus, ok bool) {
 				ss.Roots = roots[id]
 			}
 			if err != nil {
-				ss.Error = err.Error()
+				ss.Error = statusError(err)
+				if rec, ok := records[id]; ok {
+					ss.Members, ss.FromRecord = recordMembers(rec), true
+				}
 			}
 			st.ShardStatus[id] = ss
 		}()
 	}
 	wg.Wait()
 	return st, true
+}
+
+// statusError says why a shard's leader did not answer the status, in words that name no
+// package (the error's text does).
+func statusError(err error) string {
+	switch {
+	case errors.Is(err, shard.ErrNotLeader):
+		return "no known leader"
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("the leader did not answer within %s", statusTimeout)
+	}
+	return "the leader could not be asked"
+}
+
+// recordMembers are the members of a replica-set record as a status lists them: voters,
+// then non-voters, lags unknown.
+func recordMembers(rec control.ReplicaSet) []control.Server {
+	out := make([]control.Server, 0, len(rec.Voters)+len(rec.Nonvoters))
+	for _, id := range rec.Voters {
+		out = append(out, control.Server{ID: id, Voter: true, Lag: -1})
+	}
+	for _, id := range rec.Nonvoters {
+		out = append(out, control.Server{ID: id, Lag: -1})
+	}
+	return out
 }
 
 // ErrNotCluster: a cluster operation asked of the embedded default.

@@ -106,14 +106,14 @@ func (h *Host) planRecovery(ctx context.Context, id int, node string) (RecoveryP
 		return RecoveryPlan{}, 0, err
 	}
 	if id < 0 || id >= cl.Shards {
-		return RecoveryPlan{}, 0, fmt.Errorf("%w: %d (the cluster has shards 0 to %d)", ErrNoSuchShard, id, cl.Shards-1)
+		return RecoveryPlan{}, 0, control.Refuse(ErrNoSuchShard, "no such shard %d: the cluster has shards 0 to %d", id, cl.Shards-1)
 	}
 	if node != h.cfg.NodeID {
-		return RecoveryPlan{}, 0, fmt.Errorf("%w: this node is %s, not %s: run the recovery on the survivor's admin listener", ErrNotSurvivor, h.cfg.NodeID, node)
+		return RecoveryPlan{}, 0, control.Refuse(ErrNotSurvivor, "this node is %s, not %s: run the recovery on the survivor's admin listener", h.cfg.NodeID, node)
 	}
 	r := h.Replica(id)
 	if r == nil {
-		return RecoveryPlan{}, 0, fmt.Errorf("%w: node %s holds no open replica of shard %d", ErrNotSurvivor, node, id)
+		return RecoveryPlan{}, 0, control.Refuse(ErrNotSurvivor, "node %s holds no open replica of shard %d", node, id)
 	}
 	members, err := r.Configuration()
 	if err != nil {
@@ -121,14 +121,14 @@ func (h *Host) planRecovery(ctx context.Context, id int, node string) (RecoveryP
 	}
 	st := r.Stats()
 	if st.LeaderID != "" || st.State == "Leader" {
-		return RecoveryPlan{}, 0, fmt.Errorf("%w: shard %d has a leader (%s)", ErrShardHasQuorum, id, st.LeaderID)
+		return RecoveryPlan{}, 0, control.Refuse(ErrShardHasQuorum, "shard %d has a leader (%s)", id, st.LeaderID)
 	}
 	hints, err := plane.LeaderHints(ctx)
 	if err != nil {
 		return RecoveryPlan{}, 0, err
 	}
 	if hint, ok := hints[id]; ok {
-		return RecoveryPlan{}, 0, fmt.Errorf("%w: node %s claims the leadership of shard %d (term %d)", ErrShardHasQuorum, hint.Node, id, hint.Term)
+		return RecoveryPlan{}, 0, control.Refuse(ErrShardHasQuorum, "node %s claims the leadership of shard %d (term %d)", hint.Node, id, hint.Term)
 	}
 	nodes, _, err := plane.Nodes(ctx)
 	if err != nil {
@@ -149,11 +149,11 @@ func (h *Host) planRecovery(ctx context.Context, id int, node string) (RecoveryP
 		}
 	}
 	if !self {
-		return RecoveryPlan{}, 0, fmt.Errorf("%w: node %s is not a voter of shard %d", ErrNotSurvivor, node, id)
+		return RecoveryPlan{}, 0, control.Refuse(ErrNotSurvivor, "node %s is not a voter of shard %d", node, id)
 	}
 	if len(live) > voters/2 {
-		return RecoveryPlan{}, 0, fmt.Errorf("%w: %d of shard %d's %d voters are registered (%s): a majority may still elect a leader; wait until the lost nodes' registrations lapse",
-			ErrShardHasQuorum, len(live), id, voters, strings.Join(live, ", "))
+		return RecoveryPlan{}, 0, control.Refuse(ErrShardHasQuorum, "%d of shard %d's %d voters are registered (%s): a majority may still elect a leader; wait until the lost nodes' registrations lapse",
+			len(live), id, voters, strings.Join(live, ", "))
 	}
 	sets, err := plane.ReplicaSets(ctx)
 	if err != nil {
@@ -182,7 +182,7 @@ func (h *Host) RecoverShard(ctx context.Context, id int, node string) (RecoveryR
 	r := h.replicas[id]
 	if r == nil || h.recovering[id] {
 		h.mu.Unlock()
-		return RecoveryResult{}, fmt.Errorf("%w: the replica of shard %d is closed or being recovered", ErrNotSurvivor, id)
+		return RecoveryResult{}, control.Refuse(ErrNotSurvivor, "the replica of shard %d is closed or being recovered", id)
 	}
 	delete(h.replicas, id)
 	h.recovering[id] = true
