@@ -34,7 +34,10 @@
 //     snapshot holds every path; a fork's base is one), PermissionDenied as commit and
 //     fork are; a key bound to prefixes or to one workbench lists a workbench's snapshots
 //     without those a fork pinned, whose annotation (pinned_by_fork, the reason) names
-//     the fork. An expired key is refused exactly as an unknown one.
+//     the fork. Prefixes bind paths, not a workbench's own records: its revision (which
+//     a hidden path's write moves) and its commits (identities and whole-tree digests)
+//     stay visible to a key that sees the workbench. An expired key is refused exactly
+//     as an unknown one.
 //   - A minted key (mint.go, POST /v1/keys) is never broader than its minter (Narrower:
 //     roots, workbench, prefixes, scopes, expiry), records MintedBy, and stops working
 //     when any key above it is revoked or expires (Key.LiveIn).
