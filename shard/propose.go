@@ -64,6 +64,7 @@ func (s *Shard) Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.R
 	if !ok {
 		return meta.Result{}, fmt.Errorf("shard: unexpected FSM response %T", f.Response())
 	}
+	s.countApplied(b)
 	return res, nil
 }
 

@@ -70,6 +70,7 @@ type Shard struct {
 	published   bool
 
 	lastApply atomic.Int64 // unix ms of the last proposal, for idle ticks
+	load      loadMeter    // the commands this replica proposed that applied (load.go)
 	opened    atomic.Bool  // NewRaft returned: later FSM restores are snapshot installs
 	installs  atomic.Uint64
 	stop      chan struct{}

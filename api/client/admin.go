@@ -129,6 +129,11 @@ type ClusterShard struct {
 	Closed bool `json:"closed,omitempty"`
 	// Roots is the number of agent roots placed on the shard.
 	Roots int64 `json:"roots"`
+	// StoredBytes and WriteRate are the leader's measures: the logical bytes of the
+	// shard's live files, and the commands per second it applied over the last complete
+	// minute; nil when no leader answered.
+	StoredBytes *int64   `json:"stored_bytes,omitempty"`
+	WriteRate   *float64 `json:"write_rate,omitempty"`
 }
 
 // ClusterStatus is the answer of GET /v1/admin/cluster: the cluster as the answering

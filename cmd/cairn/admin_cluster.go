@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/cairnstore/cairn/api/client"
@@ -151,6 +152,15 @@ func printClusterStatus(w io.Writer, st *client.ClusterStatus) error {
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.Shard, m.ID, role, lag)
 		}
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "SHARD\tROOTS\tSTORED\tCOMMANDS/S")
+	for _, s := range st.ShardStatus {
+		stored, rate := "-", "-" // no leader answered
+		if s.StoredBytes != nil && s.WriteRate != nil {
+			stored, rate = humanize.IBytes(uint64(max(*s.StoredBytes, 0))), fmt.Sprintf("%.2f", *s.WriteRate)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\n", s.Shard, s.Roots, stored, rate)
 	}
 	return tw.Flush()
 }

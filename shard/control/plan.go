@@ -13,6 +13,9 @@ type ShardStatus struct {
 	Leader string
 	// Servers is the Raft configuration: every voter and non-voter.
 	Servers []Server
+	// Load is the shard's load as the leader measured it (nil from a node that does not
+	// report it): the rebalance decision's input (Rebalance).
+	Load *ShardLoad `json:",omitempty"`
 }
 
 // Server is one member of a shard's Raft configuration.

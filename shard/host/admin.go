@@ -87,7 +87,8 @@ func (h *Host) localStatus(ctx context.Context, id int, r *shard.Shard) (control
 		return control.ShardStatus{}, err
 	}
 	lst := r.Stats()
-	st := control.ShardStatus{Leader: h.cfg.NodeID}
+	load := h.shardLoad(id, r)
+	st := control.ShardStatus{Leader: h.cfg.NodeID, Load: &load}
 	for _, m := range members {
 		sv := control.Server{ID: m.ID, Voter: m.Voter, Lag: -1}
 		applied, ok := lst.AppliedIndex, m.ID == h.cfg.NodeID
@@ -193,6 +194,11 @@ type ClusterShardStatus struct {
 	Closed bool `json:"closed,omitempty"`
 	// Roots is the number of agent roots placed on the shard (its load counter in etcd).
 	Roots int64 `json:"roots"`
+	// StoredBytes and WriteRate are the leader's measures (control.ShardLoad, load.go):
+	// the logical bytes of its roots' live files, and the commands per second it applied
+	// over the last complete minute; absent when no leader answered.
+	StoredBytes *int64   `json:"stored_bytes,omitempty"`
+	WriteRate   *float64 `json:"write_rate,omitempty"`
 }
 
 // statusTimeout bounds asking one shard's leader for its status.
@@ -237,6 +243,9 @@ func (h *Host) Status(ctx context.Context) (st ClusterStatus, ok bool) {
 			ss := ClusterShardStatus{Shard: id, Leader: s.Leader, Members: s.Servers, Closed: closed[id]}
 			if id < len(roots) {
 				ss.Roots = roots[id]
+			}
+			if l := s.Load; err == nil && l != nil {
+				ss.StoredBytes, ss.WriteRate = &l.Bytes, &l.WriteRate
 			}
 			if err != nil {
 				ss.Error = statusError(err)

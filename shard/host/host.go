@@ -100,6 +100,8 @@ type Host struct {
 	followerReads *followerReadCounter
 	// raftTimings are the replicas' latency histograms (cairn_shard_*_duration_seconds).
 	raftTimings *shard.Metrics
+	// stored caches each led replica's count of its roots and stored bytes (load.go).
+	stored storedLoads
 }
 
 // Open starts a host: for the embedded default it opens the replica of shard 0 (created
@@ -269,6 +271,7 @@ func (h *Host) closeReplica(id int) {
 		// of the change follows (stopping twice is harmless).
 		h.tell(id, r, false)
 		_ = r.Close()
+		h.stored.forget(r)
 		h.kickLeadership()
 	}
 }

@@ -3,6 +3,7 @@ package host
 import (
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -24,7 +25,11 @@ var (
 	descVoters = prometheus.NewDesc("cairn_shard_voters", "Voters in the shard's Raft configuration, as its leader (this node) sees it.", []string{"shard"}, nil)
 	descPeer   = prometheus.NewDesc("cairn_peer_bytes_total",
 		"Payload bytes on this node's peer port by stream (raft: replication of every shard; fwd: forwarded requests and commands, the node-to-node API) and direction (sent, received).", []string{"stream", "direction"}, nil)
-	descFollow = prometheus.NewDesc("cairn_follower_reads_total",
+	descCommands = prometheus.NewDesc("cairn_shard_commands_total",
+		"Commands this replica proposed as its shard's leader that applied (the shard's write load; by root in the leader's status).", []string{"shard"}, nil)
+	descRoots       = prometheus.NewDesc("cairn_shard_roots", "Agent roots the shard holds, as its leader (this node) counts them.", []string{"shard"}, nil)
+	descStoredBytes = prometheus.NewDesc("cairn_shard_stored_bytes", "Logical bytes of the live files of the shard's roots (their quota usage), as its leader (this node) counts them.", []string{"shard"}, nil)
+	descFollow      = prometheus.NewDesc("cairn_follower_reads_total",
 		"Reads at a snapshot id that this node's replica of the shard answered from its applied state while it did not lead.", []string{"shard"}, nil)
 )
 
@@ -38,7 +43,7 @@ type hostCollector struct{ h *Host }
 
 func (c hostCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descApplied, descCommit, descReady, descLeader, descTerm, descElect, descLeaderChanges,
-		descLogEntries, descLogBytes, descInstall, descVoters, descFollow, descPeer} {
+		descLogEntries, descLogBytes, descInstall, descVoters, descFollow, descPeer, descCommands, descRoots, descStoredBytes} {
 		ch <- d
 	}
 	c.h.raftTimings.Describe(ch)
@@ -71,12 +76,16 @@ func (c hostCollector) Collect(ch chan<- prometheus.Metric) {
 			{descLogEntries, prometheus.GaugeValue, float64(st.LogEntries)},
 			{descLogBytes, prometheus.GaugeValue, float64(st.LogFileBytes)},
 			{descInstall, prometheus.CounterValue, float64(st.SnapshotInstalls)},
+			{descCommands, prometheus.CounterValue, float64(r.WriteLoad(0).Commands)},
 		} {
 			ch <- prometheus.MustNewConstMetric(m.d, m.t, m.v, label)
 		}
 		if st.State != "Leader" {
 			continue
 		}
+		stored := c.h.stored.get(r, time.Now())
+		ch <- prometheus.MustNewConstMetric(descRoots, prometheus.GaugeValue, float64(stored.roots), label)
+		ch <- prometheus.MustNewConstMetric(descStoredBytes, prometheus.GaugeValue, float64(stored.bytes), label)
 		if members, err := r.Configuration(); err == nil {
 			voters := 0
 			for _, m := range members {
