@@ -61,6 +61,14 @@ type ControllerConfig struct {
 	AdminTimeout time.Duration
 	// StatusParallelism bounds concurrent ShardAdmin.Status calls in a round. Default 8.
 	StatusParallelism int
+	// Mover starts the moves the rebalancer decides (rebalancer.go); nil: the controller
+	// never rebalances, whatever the switch says.
+	Mover Mover
+	// Rebalance are the rebalance decision's knobs. Zero: DefaultRebalanceConfig.
+	Rebalance RebalanceConfig
+	// RebalanceInterval is the least time between two rebalance rounds. Default
+	// DefaultRebalanceInterval.
+	RebalanceInterval time.Duration
 }
 
 func (c *ControllerConfig) setDefaults() {
@@ -82,6 +90,12 @@ func (c *ControllerConfig) setDefaults() {
 	if c.StatusParallelism <= 0 {
 		c.StatusParallelism = 8
 	}
+	if c.Rebalance == (RebalanceConfig{}) {
+		c.Rebalance = DefaultRebalanceConfig()
+	}
+	if c.RebalanceInterval <= 0 {
+		c.RebalanceInterval = DefaultRebalanceInterval
+	}
 }
 
 // Controller assigns replicas to shards while it holds the election under
@@ -95,6 +109,9 @@ type Controller struct {
 	leading atomic.Bool
 	mu      sync.Mutex
 	absent  map[string]time.Time // TrackAbsence state of the current term
+	// lastRebalance is when the last rebalance round started moves (rebalancer.go); only
+	// the reconcile loop uses it.
+	lastRebalance time.Time
 }
 
 // NewController returns a controller that acts through admin. Zero fields of cfg take
@@ -107,6 +124,9 @@ func (p *Plane) NewController(admin ShardAdmin, cfg ControllerConfig) (*Controll
 	if cfg.SessionTTL < time.Second || cfg.SessionTTL%time.Second != 0 {
 		return nil, fmt.Errorf("%w: controller session TTL must be whole seconds, at least 1s, got %v",
 			ErrInvalidArgument, cfg.SessionTTL)
+	}
+	if err := cfg.Rebalance.Validate(); err != nil {
+		return nil, err
 	}
 	return &Controller{p: p, admin: admin, cfg: cfg, log: p.cfg.Logger.With("controller", cfg.ID)}, nil
 }
@@ -301,6 +321,9 @@ func (c *Controller) reconcile(ctx context.Context, t *term) error {
 				firstErr = err
 			}
 		}
+	}
+	if len(actions) == 0 { // settled: no replica to add, promote or remove
+		return c.rebalanceRound(ctx, t, cl.Shards, status, closed)
 	}
 	return firstErr
 }

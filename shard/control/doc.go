@@ -14,6 +14,7 @@
 //	<prefix>/load/<shard>       decimal count of roots placed on the shard; for a shard a grow
 //	                            added, its presence opens the shard to placement
 //	<prefix>/controller/<lease> the controller election (concurrency.Election), one key per candidate
+//	<prefix>/rebalance          {"enabled","since"}, the operator's rebalance switch (absent: off)
 //
 // Shards are numbered 0..Shards-1 and written in decimal. Node ids are the Raft server
 // ids: the UUID kept in each node's data directory.
@@ -31,7 +32,10 @@
 //     count at creation nor the count now is a *MismatchError, never a silent change. A
 //     shard a grow added takes no root until the controller opened it (its group has its
 //     voters).
-//   - Rebalance, like Plan, is a pure function: the same loads give the same moves.
+//   - Rebalance, like Plan, is a pure function: the same loads give the same moves. The
+//     controller acts on it only while the switch is on, the cluster is settled (no
+//     replica change planned, every open shard's load reported, no move under way), at
+//     most once per RebalanceInterval (rebalancer.go).
 //   - Every write the controller makes is fenced by its election key (its create revision
 //     must be unchanged), so a deposed controller's late writes fail with ErrDeposed.
 //   - Errors that mean "etcd cannot answer now" wrap ErrControlPlaneUnavailable and are

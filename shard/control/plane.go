@@ -133,6 +133,7 @@ func (k keys) loads() string                 { return k.prefix + "/load/" }
 func (k keys) load(s int) string             { return k.loads() + strconv.Itoa(s) }
 func (k keys) controller() string            { return k.prefix + "/controller" } // Election appends "/"
 func (k keys) leaving() string               { return k.prefix + "/leaving/" }
+func (k keys) rebalance() string             { return k.prefix + "/rebalance" }
 func (k keys) leavingNode(id string) string  { return k.leaving() + id }
 func shardOf(prefix, key string) (int, bool) { return parseShard(strings.TrimPrefix(key, prefix)) }
 

@@ -1,0 +1,181 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/internal/retry"
+)
+
+// loadAdmin is fakeAdmin whose leaders report loads (nil for a shard: no load reported),
+// counting the status rounds.
+type loadAdmin struct {
+	*fakeAdmin
+	mu     sync.Mutex
+	loads  map[int]*ShardLoad
+	asked  int
+	starts []Move
+	fences []int64
+	moving int
+}
+
+func (a *loadAdmin) Status(ctx context.Context, shard int) (ShardStatus, error) {
+	st, err := a.fakeAdmin.Status(ctx, shard)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked++
+	if l := a.loads[shard]; l != nil {
+		cp := *l
+		st.Load = &cp
+	}
+	return st, err
+}
+
+func (a *loadAdmin) Moving(context.Context) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.moving, nil
+}
+
+func (a *loadAdmin) Start(_ context.Context, fence int64, m Move) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.starts, a.fences = append(a.starts, m), append(a.fences, fence)
+	return nil
+}
+
+func (a *loadAdmin) set(f func(a *loadAdmin)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f(a)
+}
+
+// rounds waits until the controller asked for n more status rounds of shards shards.
+func (a *loadAdmin) rounds(t *testing.T, n, shards int) {
+	t.Helper()
+	a.mu.Lock()
+	want := a.asked + n*shards
+	a.mu.Unlock()
+	retry.Within(t, 20*time.Second, fmt.Sprintf("%d more rounds", n), func() error {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.asked < want {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+}
+
+func (a *loadAdmin) started() []Move {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Move(nil), a.starts...)
+}
+
+// TestTheSwitchIsOffUntilSetAndDurable: never set, the switch reads off; it reads back
+// what was set last, from another plane too.
+func TestTheSwitchIsOffUntilSetAndDurable(t *testing.T) {
+	p, ctx := newControlledCluster(t, ClusterSpec{Shards: 2, Replication: 1}, 30*time.Second)
+	if s, err := p.RebalanceSwitch(ctx); err != nil || s.Enabled || !s.Since.IsZero() {
+		t.Fatalf("a switch never set: %+v %v", s, err)
+	}
+	at := time.Date(2026, 12, 6, 1, 2, 3, 0, time.UTC)
+	if _, err := p.SetRebalanceSwitch(ctx, true, at); err != nil {
+		t.Fatal(err)
+	}
+	other := newPlane(t, p.cli, p.cfg)
+	if s, err := other.RebalanceSwitch(ctx); err != nil || !s.Enabled || !s.Since.Equal(at) {
+		t.Fatalf("after on: %+v %v", s, err)
+	}
+	if _, err := p.SetRebalanceSwitch(ctx, false, at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := other.RebalanceSwitch(ctx); err != nil || s.Enabled {
+		t.Fatalf("after off: %+v %v", s, err)
+	}
+}
+
+// TestTheControllerRebalancesOnlyWhenSwitchedOnAndSettled: with the switch off, or a
+// move under way, or a shard that reported no load, no round starts a move; switched on,
+// the settled controller starts the decision's moves (Rebalance) from the hot shard to
+// the cold one, fenced by its term; switched off again, it starts none.
+func TestTheControllerRebalancesOnlyWhenSwitchedOnAndSettled(t *testing.T) {
+	const shards = 2
+	p, ctx := newControlledCluster(t, ClusterSpec{Shards: shards, Replication: 1}, 60*time.Second)
+	reg, err := p.Register(ctx, "n1", NodeInfo{PeerAddr: "n1:7000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	a := &loadAdmin{fakeAdmin: newFakeAdmin(10), loads: map[int]*ShardLoad{
+		0: {Roots: 3, Bytes: 3000, WriteRate: 30, Candidates: []RootLoad{{Root: "big", Bytes: 2000, WriteRate: 20}, {Root: "b", Bytes: 500, WriteRate: 5}, {Root: "c", Bytes: 500, WriteRate: 5}}},
+		1: {Roots: 1, Bytes: 100, WriteRate: 1, Candidates: []RootLoad{{Root: "d", Bytes: 100, WriteRate: 1}}},
+	}}
+	cfg := controllerConfig("n1")
+	cfg.Mover, cfg.RebalanceInterval = a, 200*time.Millisecond
+	c, err := p.NewController(a, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runController(t, c)
+	retry.Within(t, 30*time.Second, "the shards are formed", func() error {
+		records, err := p.ReplicaSets(ctx)
+		if err != nil {
+			return err
+		}
+		return a.converged(records, shards, 1, "")
+	})
+
+	a.rounds(t, 5, shards)
+	if got := a.started(); len(got) != 0 {
+		t.Fatalf("moves started with the switch never set: %v", got)
+	}
+	a.set(func(a *loadAdmin) { a.moving = 1 })
+	if _, err := p.SetRebalanceSwitch(ctx, true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	a.rounds(t, 5, shards)
+	if got := a.started(); len(got) != 0 {
+		t.Fatalf("moves started while a move is under way: %v", got)
+	}
+	a.set(func(a *loadAdmin) { a.moving, a.loads[1] = 0, nil })
+	a.rounds(t, 5, shards)
+	if got := a.started(); len(got) != 0 {
+		t.Fatalf("moves started while shard 1 reported no load: %v", got)
+	}
+	a.set(func(a *loadAdmin) {
+		a.loads[1] = &ShardLoad{Roots: 1, Bytes: 100, WriteRate: 1, Candidates: []RootLoad{{Root: "d", Bytes: 100, WriteRate: 1}}}
+	})
+	retry.Within(t, 20*time.Second, "a rebalance move", func() error {
+		if len(a.started()) == 0 {
+			return errors.New("none yet")
+		}
+		return nil
+	})
+	got := a.started()
+	a.mu.Lock()
+	loads, why := rebalanceLoads(shards, map[int]ShardStatus{0: {Load: a.loads[0]}, 1: {Load: a.loads[1]}}, nil)
+	fence := a.fences[0]
+	a.mu.Unlock()
+	want := Rebalance(loads, DefaultRebalanceConfig())
+	if why != "" || len(want) == 0 || got[0] != want[0] || got[0].From != 0 || got[0].To != 1 {
+		t.Fatalf("the first move %+v, want the decision's first %+v (%s)", got[0], want, why)
+	}
+	if fence <= 0 {
+		t.Fatalf("a move started with fence %d", fence)
+	}
+	// Switched off: once a round that read the switch before is over, nothing starts.
+	if _, err := p.SetRebalanceSwitch(ctx, false, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	a.rounds(t, 1, shards)
+	before := len(a.started())
+	a.rounds(t, 5, shards)
+	if after := a.started(); len(after) != before {
+		t.Fatalf("moves after the switch went off: %v", after[before:])
+	}
+}
