@@ -61,9 +61,6 @@ type ControllerConfig struct {
 	AdminTimeout time.Duration
 	// StatusParallelism bounds concurrent ShardAdmin.Status calls in a round. Default 8.
 	StatusParallelism int
-	// Mover starts the moves the rebalancer decides (rebalancer.go); nil: the controller
-	// never rebalances, whatever the switch says.
-	Mover Mover
 	// Rebalance are the rebalance decision's knobs. Zero: DefaultRebalanceConfig.
 	Rebalance RebalanceConfig
 	// RebalanceInterval is the least time between two rebalance rounds. Default
@@ -109,8 +106,10 @@ type Controller struct {
 	leading atomic.Bool
 	mu      sync.Mutex
 	absent  map[string]time.Time // TrackAbsence state of the current term
-	// lastRebalance is when the last rebalance round started moves (rebalancer.go); only
-	// the reconcile loop uses it.
+	// mover starts the moves the rebalancer decides (rebalancer.go); nil: the controller
+	// never rebalances, whatever the switch says. lastRebalance is when the last round
+	// started moves; only the reconcile loop uses it.
+	mover         rebalanceMover
 	lastRebalance time.Time
 }
 

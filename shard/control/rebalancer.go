@@ -16,10 +16,10 @@ import (
 // every RebalanceInterval, and only when the cluster is settled: its reconcile planned
 // nothing, every open shard's leader answered with its load, and no root move is under
 // way. A round asks Rebalance (a pure function) for a few moves and starts each through
-// the Mover; it never waits for one.
+// its rebalanceMover; it never waits for one.
 
-// Mover starts the root moves the rebalancer decides. The node's move driver implements it.
-type Mover interface {
+// rebalanceMover starts the root moves the rebalancer decides.
+type rebalanceMover interface {
 	// Moving returns how many root moves are recorded and not yet finished (an error:
 	// unknown, the round is skipped).
 	Moving(ctx context.Context) (int, error)
@@ -77,7 +77,7 @@ func (p *Plane) SetRebalanceSwitch(ctx context.Context, enabled bool, now time.T
 // says why at debug level, a failed start at warn. It returns ErrDeposed when the fence
 // fails.
 func (c *Controller) rebalanceRound(ctx context.Context, t *term, shards int, status map[int]ShardStatus, closed map[int]bool) error {
-	if c.cfg.Mover == nil || time.Since(c.lastRebalance) < c.cfg.RebalanceInterval {
+	if c.mover == nil || time.Since(c.lastRebalance) < c.cfg.RebalanceInterval {
 		return nil
 	}
 	sw, err := c.p.RebalanceSwitch(ctx)
@@ -89,7 +89,7 @@ func (c *Controller) rebalanceRound(ctx context.Context, t *term, shards int, st
 		c.log.Debug("control: rebalance round skipped", "reason", why)
 		return nil
 	}
-	if n, err := c.cfg.Mover.Moving(ctx); err != nil || n > 0 {
+	if n, err := c.mover.Moving(ctx); err != nil || n > 0 {
 		c.log.Debug("control: rebalance round skipped", "reason", "moves under way or unknown", "moving", n, "err", err)
 		return nil
 	}
@@ -99,7 +99,7 @@ func (c *Controller) rebalanceRound(ctx context.Context, t *term, shards int, st
 			return err
 		}
 		c.log.Info("control: rebalance", "root", m.Root, "from", m.From, "to", m.To)
-		if err := c.cfg.Mover.Start(ctx, t.rev, m); err != nil {
+		if err := c.mover.Start(ctx, t.rev, m); err != nil {
 			if errors.Is(err, ErrDeposed) {
 				return err
 			}

@@ -116,11 +116,12 @@ func TestTheControllerRebalancesOnlyWhenSwitchedOnAndSettled(t *testing.T) {
 		1: {Roots: 1, Bytes: 100, WriteRate: 1, Candidates: []RootLoad{{Root: "d", Bytes: 100, WriteRate: 1}}},
 	}}
 	cfg := controllerConfig("n1")
-	cfg.Mover, cfg.RebalanceInterval = a, 200*time.Millisecond
+	cfg.RebalanceInterval = 200 * time.Millisecond
 	c, err := p.NewController(a, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.mover = a
 	runController(t, c)
 	retry.Within(t, 30*time.Second, "the shards are formed", func() error {
 		records, err := p.ReplicaSets(ctx)
