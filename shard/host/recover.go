@@ -121,14 +121,15 @@ func (h *Host) planRecovery(ctx context.Context, id int, node string) (RecoveryP
 	}
 	st := r.Stats()
 	if st.LeaderID != "" || st.State == "Leader" {
-		return RecoveryPlan{}, 0, control.Refuse(ErrShardHasQuorum, "shard %d has a leader (%s)", id, st.LeaderID)
+		return RecoveryPlan{}, 0, control.Refuse(ErrShardHasQuorum, "shard %d may still have a majority of live voters: it has a leader (%s)", id, st.LeaderID)
 	}
 	hints, err := plane.LeaderHints(ctx)
 	if err != nil {
 		return RecoveryPlan{}, 0, err
 	}
 	if hint, ok := hints[id]; ok {
-		return RecoveryPlan{}, 0, control.Refuse(ErrShardHasQuorum, "node %s claims the leadership of shard %d (term %d)", hint.Node, id, hint.Term)
+		return RecoveryPlan{}, 0, control.Refuse(ErrShardHasQuorum, "shard %d may still have a majority of live voters: node %s claims its leadership (term %d); wait until its claim lapses",
+			id, hint.Node, hint.Term)
 	}
 	nodes, _, err := plane.Nodes(ctx)
 	if err != nil {
@@ -152,8 +153,8 @@ func (h *Host) planRecovery(ctx context.Context, id int, node string) (RecoveryP
 		return RecoveryPlan{}, 0, control.Refuse(ErrNotSurvivor, "node %s is not a voter of shard %d", node, id)
 	}
 	if len(live) > voters/2 {
-		return RecoveryPlan{}, 0, control.Refuse(ErrShardHasQuorum, "%d of shard %d's %d voters are registered (%s): a majority may still elect a leader; wait until the lost nodes' registrations lapse",
-			len(live), id, voters, strings.Join(live, ", "))
+		return RecoveryPlan{}, 0, control.Refuse(ErrShardHasQuorum, "shard %d may still have a majority of live voters: %d of its %d voters are registered (%s); wait until the lost nodes' registrations lapse",
+			id, len(live), voters, strings.Join(live, ", "))
 	}
 	sets, err := plane.ReplicaSets(ctx)
 	if err != nil {
