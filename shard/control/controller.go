@@ -61,6 +61,8 @@ type ControllerConfig struct {
 	AdminTimeout time.Duration
 	// StatusParallelism bounds concurrent ShardAdmin.Status calls in a round. Default 8.
 	StatusParallelism int
+	// Mover, when set, drives the roots' moves (move_drive.go) while this controller leads.
+	Mover MoveDriver
 }
 
 func (c *ControllerConfig) setDefaults() {
@@ -214,6 +216,10 @@ func (c *Controller) lead(ctx context.Context, t *term) error {
 	c.absent = map[string]time.Time{}
 	c.mu.Unlock()
 	wctx, cancel := context.WithCancel(ctx)
+	var moves sync.WaitGroup
+	moves.Add(1)
+	go func() { defer moves.Done(); c.runMoves(wctx, t) }()
+	defer moves.Wait() // no drive of this term outlives it
 	defer cancel()
 	nodes := c.p.WatchNodes(wctx)
 	grown := c.p.WatchCluster(wctx) // a grow starts a round at once (grow.go)
