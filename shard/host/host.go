@@ -100,6 +100,9 @@ type Host struct {
 	followerReads *followerReadCounter
 	// raftTimings are the replicas' latency histograms (cairn_shard_*_duration_seconds).
 	raftTimings *shard.Metrics
+	// exports are the views the moves' copies read from, on the source's leader
+	// (move_export.go).
+	exports exportViews
 }
 
 // Open starts a host: for the embedded default it opens the replica of shard 0 (created
