@@ -37,6 +37,12 @@ func (r *MoveRun) Move() RootMove { return r.move }
 // Fence is the controller term's fence (the ShardAdmin calls' fence).
 func (r *MoveRun) Fence() int64 { return r.t.rev }
 
+// Check returns ErrDeposed unless the controller still holds its election key: a driver
+// checks it right before each command it proposes on a shard, so that a deposed
+// controller does not fence a root, or import into a shard, after the next controller
+// rolled the move back (its context also ends when its lease does).
+func (r *MoveRun) Check(ctx context.Context) error { return r.c.checkFence(ctx, r.t) }
+
 // Step writes the move's next step (and what set changes beside it) if the controller
 // still holds its election key and the record is unchanged since it was read. A step
 // that ends the move drops the root's move lock in the same transaction. Errors:
@@ -168,6 +174,11 @@ func (c *Controller) runMoves(ctx context.Context, t *term) {
 	if c.cfg.Mover == nil {
 		return
 	}
+	// The drives end with the term's lease, not only when lead notices it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(t.sess.Ctx(), cancel)
+	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var mu sync.Mutex

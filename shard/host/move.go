@@ -78,10 +78,16 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 	if err != nil {
 		return err
 	}
+	if err := run.Check(ctx); err != nil {
+		return err
+	}
 	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportBegin{MoveRef: ref, RootUID: uid.RootUID}); err != nil {
 		return err
 	}
 	if err := run.Step(ctx, control.MoveImporting, nil); err != nil {
+		return err
+	}
+	if err := run.Check(ctx); err != nil {
 		return err
 	}
 	if _, err := h.proposeMove(ctx, m.Source, meta.MoveFence{MoveRef: ref}); err != nil {
@@ -102,6 +108,9 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 			return err
 		}
 		if rep.Chunk.Records > 0 {
+			if err := run.Check(ctx); err != nil {
+				return err
+			}
 			if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportChunk{MoveRef: ref, Seq: chunks, Data: rep.Chunk.Data}); err != nil {
 				return err
 			}
@@ -115,6 +124,9 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 		pos = rep.Chunk.Next
 	}
 	if err := run.Step(ctx, control.MoveCopied, func(r *control.RootMove) { r.Chunks, r.Records = chunks, records }); err != nil {
+		return err
+	}
+	if err := run.Check(ctx); err != nil {
 		return err
 	}
 	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportFinish{MoveRef: ref, Chunks: chunks, Records: records,
