@@ -21,7 +21,7 @@ import (
 func TestClusterRootMoveSurvivesKill9OfTheSourceLeader(t *testing.T) {
 	const (
 		agent = "heavy"
-		files = 4000
+		files = 8000
 	)
 	pc := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: 2})
 	servers := pc.Nodes
@@ -63,31 +63,49 @@ func TestClusterRootMoveSurvivesKill9OfTheSourceLeader(t *testing.T) {
 		return nil
 	})
 
-	// Start the move; the root's own shard refuses, naming itself.
+	// Start the move; the root's own shard refuses, naming itself. Kill the source's
+	// leader as soon as the move is under way; a move that ended before the kill landed
+	// (the copy is quick) moves the root back, and the next one is tried.
 	to := 1
 	code, res := postJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves", fmt.Sprintf(`{"root":%q,"to":1}`, agent), 30*time.Second)
 	if code == http.StatusBadRequest && strings.Contains(fmt.Sprint(res["message"]), "already") {
 		to = 0
 		code, res = postJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves", fmt.Sprintf(`{"root":%q,"to":0}`, agent), 30*time.Second)
 	}
-	if code != http.StatusAccepted {
-		t.Fatalf("start the move: %d %v", code, res)
-	}
-	from := 1 - to
-	id := res["move"].(map[string]any)["id"].(string)
-	leader := shardLeader(t, servers, from, 3)
-
-	// Kill the source's leader as soon as the move is under way.
-	step := ""
-	for deadline := time.Now().Add(time.Minute); ; {
-		_, got := getJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves?id="+id)
-		if list, _ := got["moves"].([]any); len(list) == 1 {
-			step, _ = list[0].(map[string]any)["step"].(string)
+	var (
+		leader *framework.Process
+		id     string
+		from   int
+		step   string
+	)
+	for attempt := 1; ; attempt++ {
+		if code != http.StatusAccepted {
+			t.Fatalf("start the move: %d %v", code, res)
 		}
-		if step != "" && step != "requested" || time.Now().After(deadline) {
+		from = 1 - to
+		id = res["move"].(map[string]any)["id"].(string)
+		leader = shardLeader(t, servers, from, 3)
+		step = ""
+		for deadline := time.Now().Add(time.Minute); step == "" || step == "requested"; {
+			_, got := getJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves?id="+id)
+			if list, _ := got["moves"].([]any); len(list) == 1 {
+				step, _ = list[0].(map[string]any)["step"].(string)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("move %s did not start: step %q", id, step)
+			}
+		}
+		if step != "done" && step != "rolled_back" {
 			break
 		}
-		time.Sleep(2 * time.Millisecond)
+		if attempt == 4 {
+			t.Fatalf("%d moves ended before the kill could land: raise the file count", attempt)
+		}
+		t.Logf("move %d to shard %d ended %s before the kill; moving the root back", attempt, to, step)
+		if step == "done" {
+			to = from
+		}
+		code, res = postJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves", fmt.Sprintf(`{"root":%q,"to":%d}`, agent, to), 30*time.Second)
 	}
 	for i, s := range servers {
 		if s == leader {
@@ -96,9 +114,6 @@ func TestClusterRootMoveSurvivesKill9OfTheSourceLeader(t *testing.T) {
 	}
 	leader.Kill()
 	t.Logf("killed the source shard %d's leader at step %q", from, step)
-	if step == "done" || step == "rolled_back" || step == "" {
-		t.Fatalf("the move was not under way when the leader was killed (step %q): raise the file count", step)
-	}
 	live := others(servers, leader)
 
 	move := waitMoveEnd(t, live[0].AdminURL, id)

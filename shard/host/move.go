@@ -149,13 +149,20 @@ func (h *Host) rollbackMove(ctx context.Context, run *control.MoveRun, reason st
 		}
 	}
 	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
-	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportAbort{MoveRef: ref}); err != nil {
+	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportAbort{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) {
 		return err
 	}
-	if _, err := h.proposeMove(ctx, m.Source, meta.MoveLift{MoveRef: ref}); err != nil {
+	if _, err := h.proposeMove(ctx, m.Source, meta.MoveLift{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) {
 		return err
 	}
 	return run.Step(ctx, control.MoveRolledBack, nil)
+}
+
+// anotherMove reports whether err is a shard's answer that another move than id holds the
+// root there: this move left nothing on that shard to undo.
+func anotherMove(err error, id string) bool {
+	var me *meta.Error
+	return errors.As(err, &me) && me.Code == meta.CodeConflict && me.OperationID != "" && me.OperationID != id
 }
 
 // moveFailure is the reason a move rolled back, for its record (an operator reads it).

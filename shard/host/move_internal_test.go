@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -275,5 +276,66 @@ func TestCommandOfAFencedRootEndsRefusedAtItsDeadline(t *testing.T) {
 	res, err := core.Propose(ctx, meta.Header{}, putBody("a", "f", "v2"))
 	if err != nil || res.Err == nil || res.Err.Code != meta.CodeRootMoving {
 		t.Fatalf("a command of a fenced root at its deadline: %+v %v, want RootMoving", res.Err, err)
+	}
+}
+
+// A move a shard refuses rolls back: the target holds another move's import of the root,
+// so its import is refused; the record ends rolled_back with the reason, the root stays
+// writable on its shard, and no fence is left behind.
+func TestDriveMoveRollsBackWhenAShardRefuses(t *testing.T) {
+	c := newMoveCluster(t)
+	ctx := t.Context()
+	c.mustWrite(t, 0, meta.Header{}, putBody("a", "f", "v1"))
+	from, err := c.hosts[0].placement.Resolve(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := 1 - from
+	if _, err := c.hosts[0].proposeMove(ctx, to, meta.MoveImportBegin{MoveRef: meta.MoveRef{Agent: "a", MoveID: "other"}, RootUID: "zz1"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.plane.StartMove(ctx, "a", to, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.waitMove(t, m.ID)
+	if got.Step != control.MoveRolledBack || got.Reason == "" {
+		t.Fatalf("move ended as %+v, want rolled_back with a reason", got)
+	}
+	if s, err := c.hosts[1].placement.Refresh(ctx, "a"); err != nil || s != from {
+		t.Fatalf("the root's shard after the rollback: %d %v, want %d", s, err, from)
+	}
+	if _, fenced := c.hosts[0].Replica(from).AppliedView().MoveOf("a"); fenced {
+		t.Fatal("the rollback left a move record on the source")
+	}
+	if res := c.mustWrite(t, 2, meta.Header{}, putBody("a", "f", "v2")); res.Generation == 0 {
+		t.Fatalf("write after the rollback: %+v", res)
+	}
+}
+
+// The copy reads from one view: a leader asked to continue an export it has no view of
+// (it was elected since) answers that the view is lost, and never exports from another.
+func TestExportOfAMoveWithoutItsViewIsLost(t *testing.T) {
+	c := newMoveCluster(t)
+	ctx := t.Context()
+	c.mustWrite(t, 0, meta.Header{}, putBody("a", "f", "v1"))
+	id, err := c.hosts[0].placement.Resolve(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := meta.MoveRef{Agent: "a", MoveID: "m"}
+	// Not fenced: the export is refused.
+	if _, err := c.hosts[1].exportStep(ctx, id, exportRequest{Agent: "a", MoveID: "m"}); err == nil {
+		t.Fatal("an export of a root not fenced for the move was served")
+	}
+	if _, err := c.hosts[1].proposeMove(ctx, id, meta.MoveFence{MoveRef: ref}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.hosts[1].exportStep(ctx, id, exportRequest{Agent: "a", MoveID: "m"})
+	if err != nil || first.Chunk.Records == 0 || !first.Chunk.Done {
+		t.Fatalf("first chunk: %+v %v", first.Chunk, err)
+	}
+	if _, err := c.hosts[2].exportStep(ctx, id, exportRequest{Agent: "a", MoveID: "other", From: meta.MovePosition{Table: 1}}); !errors.Is(err, errExportViewLost) {
+		t.Fatalf("an export continued without its view: %v, want errExportViewLost", err)
 	}
 }
