@@ -165,16 +165,29 @@ func anotherMove(err error, id string) bool {
 	return errors.As(err, &me) && me.Code == meta.CodeConflict && me.OperationID != "" && me.OperationID != id
 }
 
+// shardStepError is a move step's failure on one shard.
+type shardStepError struct {
+	shard int
+	err   error
+}
+
+func (e *shardStepError) Error() string { return fmt.Sprintf("shard %d: %v", e.shard, e.err) }
+func (e *shardStepError) Unwrap() error { return e.err }
+
 // moveFailure is the reason a move rolled back, for its record (an operator reads it).
 func moveFailure(err error) string {
 	var me *meta.Error
+	on := "a shard"
+	if se := (*shardStepError)(nil); errors.As(err, &se) {
+		on = fmt.Sprintf("shard %d", se.shard)
+	}
 	switch {
 	case errors.As(err, &me):
-		return "a shard refused the move: " + me.Message
+		return on + " refused the move: " + me.Message
 	case errors.Is(err, errExportViewLost):
 		return "the source's leader changed during the copy; nothing changed: start the move again"
 	case errors.Is(err, shard.ErrNotLeader), errors.Is(err, shard.ErrTimeout):
-		return "a shard had no leader during the move; nothing changed: start it again"
+		return on + " had no leader during the move; nothing changed: start it again"
 	case control.IsRetryable(err):
 		return "the control plane was unavailable during the move; nothing changed: start it again"
 	}
@@ -203,10 +216,10 @@ func (h *Host) proposeMove(ctx context.Context, id int, b meta.Body) (meta.Resul
 		})
 	})
 	if err != nil {
-		return res, err
+		return res, &shardStepError{shard: id, err: err}
 	}
 	if res.Err != nil {
-		return res, res.Err
+		return res, &shardStepError{shard: id, err: res.Err}
 	}
 	return res, nil
 }
@@ -219,10 +232,13 @@ func (h *Host) exportStep(ctx context.Context, source int, req exportRequest) (e
 		rep, err = h.export(ctx, source, req)
 		return err
 	})
-	if err == nil && rep.Err != nil {
-		return rep, rep.Err
+	switch {
+	case err == nil && rep.Err != nil:
+		return rep, &shardStepError{shard: source, err: rep.Err}
+	case err != nil:
+		return rep, &shardStepError{shard: source, err: err}
 	}
-	return rep, err
+	return rep, nil
 }
 
 // retryMoveStep runs f until it succeeds or fails with something other than "no leader
