@@ -18,7 +18,15 @@ import (
 // the controller, a new one if the killed node held it); the root reads whole on the shard
 // its placement names, every acknowledged write reads back, and a rolled-back move, started
 // again, completes.
-func TestClusterRootMoveSurvivesKill9OfTheSourceLeader(t *testing.T) {
+func TestClusterRootMoveSurvivesKill9OfTheSourceLeader(t *testing.T) { rootMoveUnderKill(t, true) }
+
+// TestClusterRootMoveSurvivesKill9OfTheTargetLeader is the same with the target shard's
+// leader killed.
+func TestClusterRootMoveSurvivesKill9OfTheTargetLeader(t *testing.T) { rootMoveUnderKill(t, false) }
+
+// rootMoveUnderKill moves a root of many files under writers and kills the leader of its
+// source shard (source) or of its target shard while the move is under way.
+func rootMoveUnderKill(t *testing.T, source bool) {
 	const (
 		agent = "heavy"
 		files = 8000
@@ -84,7 +92,11 @@ func TestClusterRootMoveSurvivesKill9OfTheSourceLeader(t *testing.T) {
 		}
 		from = 1 - to
 		id = res["move"].(map[string]any)["id"].(string)
-		leader = shardLeader(t, servers, from, 3)
+		victim := to
+		if source {
+			victim = from
+		}
+		leader = shardLeader(t, servers, victim, 3)
 		step = ""
 		for deadline := time.Now().Add(time.Minute); step == "" || step == "requested"; {
 			_, got := getJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves?id="+id)
@@ -113,7 +125,7 @@ func TestClusterRootMoveSurvivesKill9OfTheSourceLeader(t *testing.T) {
 		}
 	}
 	leader.Kill()
-	t.Logf("killed the source shard %d's leader at step %q", from, step)
+	t.Logf("killed the leader of the move's %s, at step %q", map[bool]string{true: "source", false: "target"}[source], step)
 	live := others(servers, leader)
 
 	move := waitMoveEnd(t, live[0].AdminURL, id)
