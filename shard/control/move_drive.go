@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -79,31 +80,54 @@ func (r *MoveRun) Step(ctx context.Context, step MoveStep, set func(*RootMove)) 
 // Switch is the move's commit point: one transaction moves the root's placement from the
 // source to the target, only if it still names the source and the move record is still
 // at MoveFinished as read, and moves one root from the source's load counter to the
-// target's. Errors: ErrDeposed, ErrConflict (the record, the placement or a counter
-// changed: read again), ErrControlPlaneUnavailable (the switch may have happened: read
-// the record).
+// target's. A counter another placement changed meanwhile is read again (switchAttempts).
+// Errors: ErrDeposed, ErrConflict (the record or the placement changed), and
+// ErrControlPlaneUnavailable (the switch may have happened: read the record).
 func (r *MoveRun) Switch(ctx context.Context) error {
 	m := r.move
 	if m.Step != MoveFinished {
 		return fmt.Errorf("%w: move %s is %s, not %s", ErrConflict, m.ID, m.Step, MoveFinished)
 	}
 	p := r.c.p
+	from, _ := json.Marshal(rootRecord{Shard: m.Source})
+	for range switchAttempts {
+		err := r.switchOnce(ctx, string(from))
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+		// Only a counter changed (placements of other roots) while the record and the
+		// placement are as read: read the counters again.
+		resp, gerr := p.get(ctx, "read move and placement", p.k.move(m.ID))
+		if gerr != nil {
+			return gerr
+		}
+		root, gerr := p.get(ctx, "read move and placement", p.k.root(m.Root))
+		if gerr != nil {
+			return gerr
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != m.Revision || len(root.Kvs) == 0 || string(root.Kvs[0].Value) != string(from) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: switch placement of %s: the load counters changed %d times", ErrConflict, m.Root, switchAttempts)
+}
+
+// switchAttempts bounds how often Switch reads the load counters again.
+const switchAttempts = 16
+
+func (r *MoveRun) switchOnce(ctx context.Context, from string) error {
+	m := r.move
+	p := r.c.p
 	loads, err := p.get(ctx, "read load counters", p.k.loads(), clientv3.WithPrefix())
 	if err != nil {
 		return err
 	}
-	count := map[string]*struct {
-		n   int64
-		rev int64
-	}{}
+	type counter struct{ n, rev int64 }
+	count := map[string]counter{}
 	for _, kv := range loads.Kvs {
 		n, _ := strconv.ParseInt(string(kv.Value), 10, 64)
-		count[string(kv.Key)] = &struct {
-			n   int64
-			rev int64
-		}{n, kv.ModRevision}
+		count[string(kv.Key)] = counter{n, kv.ModRevision}
 	}
-	from, _ := json.Marshal(rootRecord{Shard: m.Source})
 	to, _ := json.Marshal(rootRecord{Shard: m.Target})
 	next := m
 	next.Step, next.Updated, next.Driver = MoveSwitched, time.Now().UTC(), r.t.rev
@@ -111,9 +135,7 @@ func (r *MoveRun) Switch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmps := []clientv3.Cmp{
-		clientv3.Compare(clientv3.Value(p.k.root(m.Root)), "=", string(from)),
-	}
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.Value(p.k.root(m.Root)), "=", from)}
 	ops := []clientv3.Op{clientv3.OpPut(p.k.root(m.Root), string(to)), clientv3.OpPut(p.k.move(m.ID), string(val))}
 	for _, s := range []int{m.Source, m.Target} {
 		key := p.k.load(s)

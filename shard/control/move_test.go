@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -261,4 +262,65 @@ func waitMove(t *testing.T, ctx context.Context, p *Plane, id string) RootMove {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// Placements of other roots change the load counters while a move switches: the switch
+// reads them again instead of failing the move.
+func TestMoveSwitchSurvivesConcurrentPlacements(t *testing.T) {
+	p, ctx := newControlledCluster(t, ClusterSpec{Shards: 2, Replication: 1}, 60*time.Second)
+	pl := p.NewPlacement(Cluster{Shards: 2})
+	t.Cleanup(pl.Close)
+	c, err := p.NewController(newFakeAdmin(10), controllerConfig("c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := c.campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.resign(tm) })
+	const moves = 10
+	from := map[int]int{}
+	for i := range moves {
+		s, _, err := pl.Place(ctx, fmt.Sprintf("moved-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		from[i] = s
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, _, err := pl.Place(ctx, fmt.Sprintf("churn-%d-%d", g, n)); err != nil && ctx.Err() == nil {
+					t.Errorf("place: %v", err)
+					return
+				}
+			}
+		})
+	}
+	for i := range moves {
+		m, err := p.StartMove(ctx, fmt.Sprintf("moved-%d", i), 1-from[i], time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := &MoveRun{c: c, t: tm, move: m}
+		if err := run.Step(ctx, MoveFinished, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := run.Switch(ctx); err != nil {
+			t.Fatalf("switch %d under concurrent placements: %v", i, err)
+		}
+		if s, err := pl.Refresh(ctx, m.Root); err != nil || s != m.Target {
+			t.Fatalf("root %s on %d (%v), want %d", m.Root, s, err, m.Target)
+		}
+	}
+	close(stop)
+	wg.Wait()
 }
