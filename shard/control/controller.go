@@ -63,6 +63,9 @@ type ControllerConfig struct {
 	StatusParallelism int
 	// Mover, when set, drives the roots' moves (move_drive.go) while this controller leads.
 	Mover MoveDriver
+	// MoveSweepAfter is how long after a move rolled back the controller undoes it once
+	// more (MoveSweeper), for a command a deposed controller had in flight. Default 1m.
+	MoveSweepAfter time.Duration
 }
 
 func (c *ControllerConfig) setDefaults() {
@@ -83,6 +86,9 @@ func (c *ControllerConfig) setDefaults() {
 	}
 	if c.StatusParallelism <= 0 {
 		c.StatusParallelism = 8
+	}
+	if c.MoveSweepAfter <= 0 {
+		c.MoveSweepAfter = time.Minute
 	}
 }
 

@@ -21,6 +21,18 @@ type MoveDriver interface {
 	DriveMove(ctx context.Context, run *MoveRun) error
 }
 
+// MoveSweeper, when a MoveDriver implements it, undoes a rolled-back move once more,
+// MoveSweepAfter after it ended: a deposed controller may have had a command of the move
+// in flight (a fence) that landed after the next controller rolled the move back. It must
+// touch only records of that move (the move commands are idempotent under its id).
+type MoveSweeper interface {
+	SweepMove(ctx context.Context, m RootMove) error
+}
+
+// moveSweepWindow is how long after its rollback a move is still swept (a controller
+// elected later does not sweep old moves again).
+const moveSweepWindow = 10 * time.Minute
+
 // MoveRun is one controller term's hold on a move: the record as last written, and the
 // fenced writes of its steps.
 type MoveRun struct {
@@ -206,12 +218,22 @@ func (c *Controller) runMoves(ctx context.Context, t *term) {
 	var mu sync.Mutex
 	running := map[string]bool{}
 	driven := map[string]bool{} // moves this term drove before: a new drive resumes
+	swept := map[string]bool{}  // rolled-back moves this term swept
 	tick := time.NewTicker(moveScan)
 	defer tick.Stop()
 	for {
 		moves, err := c.p.Moves(ctx)
 		if err == nil {
 			for _, m := range moves {
+				if sw, ok := c.cfg.Mover.(MoveSweeper); ok && m.Step == MoveRolledBack && !swept[m.ID] && m.Ended != nil {
+					if age := time.Since(*m.Ended); age >= c.cfg.MoveSweepAfter && age < c.cfg.MoveSweepAfter+moveSweepWindow {
+						if err := sw.SweepMove(ctx, m); err != nil {
+							c.log.Warn("control: sweeping a rolled-back move", "move", m.ID, "err", err)
+						} else {
+							swept[m.ID] = true
+						}
+					}
+				}
 				mu.Lock()
 				busy := running[m.ID] || len(running) >= maxConcurrentMoves
 				if !busy && !m.Step.Ended() {

@@ -158,6 +158,27 @@ func (h *Host) rollbackMove(ctx context.Context, run *control.MoveRun, reason st
 	return run.Step(ctx, control.MoveRolledBack, nil)
 }
 
+// SweepMove undoes rolled-back move m once more (control.MoveSweeper): a deposed
+// controller's command in flight may have fenced the root, or begun an import, after the
+// rollback. Only this move's records are touched.
+func (h *Host) SweepMove(ctx context.Context, m control.RootMove) error {
+	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
+	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportAbort{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) && !isState(err) {
+		return err
+	}
+	if _, err := h.proposeMove(ctx, m.Source, meta.MoveLift{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) && !isState(err) {
+		return err
+	}
+	return nil
+}
+
+// isState reports whether err is a shard's InvalidState: a record the undo must leave (a
+// root a later move brought and confirmed, or released).
+func isState(err error) bool {
+	var me *meta.Error
+	return errors.As(err, &me) && me.Code == meta.CodeInvalidState
+}
+
 // anotherMove reports whether err is a shard's answer that another move than id holds the
 // root there: this move left nothing on that shard to undo.
 func anotherMove(err error, id string) bool {

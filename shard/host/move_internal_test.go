@@ -62,7 +62,7 @@ func newMoveCluster(t *testing.T) *moveCluster {
 		t.Cleanup(func() { reg.Close() })
 	}
 	ctrl, err := plane.NewController(clusterAdmin{c.hosts[0]}, control.ControllerConfig{ID: "n0", Interval: time.Second,
-		Grace: time.Minute, SessionTTL: 2 * time.Second, Mover: c.hosts[0]})
+		Grace: time.Minute, SessionTTL: 2 * time.Second, Mover: c.hosts[0], MoveSweepAfter: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +310,19 @@ func TestDriveMoveRollsBackWhenAShardRefuses(t *testing.T) {
 	}
 	if res := c.mustWrite(t, 2, meta.Header{}, putBody("a", "f", "v2")); res.Generation == 0 {
 		t.Fatalf("write after the rollback: %+v", res)
+	}
+	// A deposed controller's fence of the move lands after the rollback: the sweep lifts it.
+	if _, err := c.hosts[0].proposeMove(ctx, from, meta.MoveFence{MoveRef: meta.MoveRef{Agent: "a", MoveID: m.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	retry.Within(t, 20*time.Second, "the sweep lifts the late fence", func() error {
+		if rec, fenced := c.hosts[0].Replica(from).AppliedView().MoveOf("a"); fenced {
+			return fmt.Errorf("the source holds %+v", rec)
+		}
+		return nil
+	})
+	if res := c.mustWrite(t, 1, meta.Header{}, putBody("a", "f", "v3")); res.Generation == 0 {
+		t.Fatalf("write after the sweep: %+v", res)
 	}
 }
 
