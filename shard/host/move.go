@@ -212,7 +212,7 @@ func moveFailure(err error) string {
 	case control.IsRetryable(err):
 		return "the control plane was unavailable during the move; nothing changed: start it again"
 	}
-	return "the move failed: " + err.Error()
+	return "the move failed with an internal error (the controller node's log has the cause); nothing changed: start it again"
 }
 
 // proposeMove proposes a move command on shard id's leader, trying again while the shard
