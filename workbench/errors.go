@@ -164,6 +164,12 @@ func AsError(err error) *Error {
 		if me.Code == meta.CodeNotOwner {
 			return RoutingUnavailable("this shard does not own the agent root here; retry")
 		}
+		if me.Code == meta.CodeRootMoving {
+			// A move between shards holds the root's writes for about a second; the retry
+			// (with the same idempotency key) is routed again (docs/architecture.md,
+			// "Moving a root").
+			return RoutingUnavailable("the agent root is being moved between shards; retry")
+		}
 		if me.Code == meta.CodeUpgradeInProgress {
 			return RoutingUnavailable(me.Message)
 		}

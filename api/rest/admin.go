@@ -69,10 +69,11 @@ var adminRoutes = []adminRoute{
 	{path: adminBackupPath, serve: (*Handler).adminBackup, enabled: hasBackups},
 	{path: adminBackupReleasePath, serve: (*Handler).adminBackupRelease, enabled: hasBackups},
 	{path: adminBackupHoldsPath, serve: (*Handler).adminBackupHolds, enabled: hasBackups},
-	{path: adminQuotaPath, serve: (*Handler).adminQuota},         // lifecycle.go
-	{path: adminPurgePath, serve: (*Handler).adminPurge},         // lifecycle.go
-	{path: adminRetentionPath, serve: (*Handler).adminRetention}, // history.go
-	{path: adminShardsPath, serve: (*Handler).adminShards},       // admin_shards.go
+	{path: adminQuotaPath, serve: (*Handler).adminQuota},                                                          // lifecycle.go
+	{path: adminPurgePath, serve: (*Handler).adminPurge},                                                          // lifecycle.go
+	{path: adminRetentionPath, serve: (*Handler).adminRetention},                                                  // history.go
+	{path: adminShardsPath, serve: (*Handler).adminShards},                                                        // admin_shards.go
+	{path: adminMovesPath, serve: (*Handler).adminMoves, enabled: func(o Options) bool { return o.Moves != nil }}, // admin_moves.go
 }
 
 func hasBackups(o Options) bool { return o.Backups != nil }

@@ -53,6 +53,9 @@ type Options struct {
 	// Shards adds shards to the node's cluster (POST /v1/admin/cluster/shards,
 	// admin_shards.go). Nil: the embedded node; the route answers 409 InvalidState.
 	Shards ShardGrower
+	// Moves moves agent roots between the cluster's shards (/v1/admin/cluster/root-moves,
+	// admin_moves.go). Nil: the embedded node; the route answers 409 InvalidState.
+	Moves RootMover
 	// BodyMinBytesPerSecond and BodyRateWindow bound every request body (REST and MCP):
 	// it must average at least BodyMinBytesPerSecond over waiting time, and never stall a
 	// whole BodyRateWindow (api/deadline.Body). Defaults 64 KiB/s and 30s.

@@ -81,6 +81,8 @@ var servedRoutes = []struct{ path, method string }{
 	{"/v1/admin/retention", "GET"},
 	{"/v1/admin/retention", "PUT"},
 	{"/v1/admin/cluster/shards", "POST"},
+	{"/v1/admin/cluster/root-moves", "GET"},
+	{"/v1/admin/cluster/root-moves", "POST"},
 	{"/v1/agents/{agent}/workbenches/{id}/proposals", "POST"}, // proposals.go: created before it is read and decided
 	{"/v1/agents/{agent}/workbenches/{id}/proposals", "GET"},
 	{"/v1/agents/{agent}/workbenches/{id}/proposals", "HEAD"},
@@ -407,6 +409,8 @@ func TestOpenAPIRouteTableMatchesHandler(t *testing.T) {
 		"HEAD /v1/agents/{agent}/workbenches/{id}/diff":      400,
 		"POST /v1/agents/{agent}/workbenches/{id}/proposals": 201,
 		"POST /v1/admin/cluster/shards":                      409, // the embedded node has one shard: the envelope says so
+		"POST /v1/admin/cluster/root-moves":                  409, // likewise
+		"GET /v1/admin/cluster/root-moves":                   409,
 	}
 	ordered := slices.Clone(servedRoutes)
 	slices.SortStableFunc(ordered, func(a, b struct{ path, method string }) int { // DELETE last

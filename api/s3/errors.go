@@ -181,6 +181,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, requestID string, err er
 	}
 	w.Header().Set("Content-Type", "application/xml")
 	w.Header().Set("x-amz-request-id", requestID)
+	if e.Status() == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1") // every 503 is worth a retry (a moving root, an election)
+	}
 	w.WriteHeader(e.Status())
 	if r.Method == http.MethodHead {
 		return

@@ -490,6 +490,8 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 		{"GET", ShardRecoveryPath + "?shard=0&node=n", "", 409},
 		{"POST", ShardRecoveryPath, `{"shard":0,"node":"n"}`, 409},
 		{"POST", "/v1/admin/cluster/shards", `{"add":1,"expect_shards":1}`, 409},
+		{"POST", "/v1/admin/cluster/root-moves", `{"root":"zz","to":1}`, 409},
+		{"GET", "/v1/admin/cluster/root-moves", "", 409},
 		{"GET", ClusterStatusPath, "", 409},
 		{"POST", LeavingPath, `{"node":"n"}`, 409},
 	}

@@ -195,6 +195,15 @@ func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(n.Status(r.Context()))
 }
 
+// rootMover is what moves roots between the cluster's shards (rest.Options.Moves): the
+// host of a cluster node; nil for the embedded node.
+func (n *Node) rootMover() rest.RootMover {
+	if !n.cfg.Cluster {
+		return nil
+	}
+	return n.host
+}
+
 // shardGrower is what adds shards to the node's cluster (rest.Options.Shards): the host
 // of a cluster node; nil for the embedded node.
 func (n *Node) shardGrower() rest.ShardGrower {

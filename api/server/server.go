@@ -268,6 +268,7 @@ func (n *Node) open(ctx context.Context) error {
 		Scrub:    workers,
 		Backups:  n,
 		Shards:   n.shardGrower(),
+		Moves:    n.rootMover(),
 		Registry: n.registry,
 		Logger:   n.log,
 

@@ -542,6 +542,7 @@ func describeError(err error) (code, msg string) {
 		ce     *client.Error
 		ue     usageError
 		closed *shardsClosedError
+		moved  *rootMoveError
 		urlErr *url.Error
 		netErr net.Error
 	)
@@ -557,6 +558,8 @@ func describeError(err error) (code, msg string) {
 		return "InvalidArguments", msg
 	case errors.As(err, &closed):
 		return "Timeout", msg
+	case errors.As(err, &moved):
+		return moved.code(), msg
 	case errors.Is(err, context.Canceled):
 		return "Canceled", msg
 	case errors.Is(err, server.ErrDataDirLocked):

@@ -66,6 +66,11 @@ type ControllerConfig struct {
 	// RebalanceInterval is the least time between two rebalance rounds. Default
 	// DefaultRebalanceInterval.
 	RebalanceInterval time.Duration
+	// Mover, when set, drives the roots' moves (move_drive.go) while this controller leads.
+	Mover MoveDriver
+	// MoveSweepAfter is how long after a move rolled back the controller undoes it once
+	// more (MoveSweeper), for a command a deposed controller had in flight. Default 1m.
+	MoveSweepAfter time.Duration
 }
 
 func (c *ControllerConfig) setDefaults() {
@@ -92,6 +97,9 @@ func (c *ControllerConfig) setDefaults() {
 	}
 	if c.RebalanceInterval <= 0 {
 		c.RebalanceInterval = DefaultRebalanceInterval
+	}
+	if c.MoveSweepAfter <= 0 {
+		c.MoveSweepAfter = time.Minute
 	}
 }
 
@@ -233,6 +241,10 @@ func (c *Controller) lead(ctx context.Context, t *term) error {
 	c.absent = map[string]time.Time{}
 	c.mu.Unlock()
 	wctx, cancel := context.WithCancel(ctx)
+	var moves sync.WaitGroup
+	moves.Add(1)
+	go func() { defer moves.Done(); c.runMoves(wctx, t) }()
+	defer moves.Wait() // no drive of this term outlives it
 	defer cancel()
 	nodes := c.p.WatchNodes(wctx)
 	grown := c.p.WatchCluster(wctx) // a grow starts a round at once (grow.go)

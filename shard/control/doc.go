@@ -10,7 +10,9 @@
 //	<prefix>/shards/<shard>     {"voters":[...],"nonvoters":[...],"epoch":N}, written by the controller,
 //	                            and by a recovery from a lost majority (RecoverRecord: epoch+1)
 //	<prefix>/leaders/<shard>    {"node","term","updated_at"}, written by leaders, bound to their lease
-//	<prefix>/roots/<root>       {"shard"}, created once, never rewritten
+//	<prefix>/roots/<root>       {"shard"}, created once; rewritten only by a move's switch (move.go)
+//	<prefix>/moves/<id>         a root move (RootMove): root, source, target, step, started, …
+//	<prefix>/moving/<root>      the id of the root's unfinished move (a lock StartMove takes)
 //	<prefix>/load/<shard>       decimal count of roots placed on the shard; for a shard a grow
 //	                            added, its presence opens the shard to placement
 //	<prefix>/controller/<lease> the controller election (concurrency.Election), one key per candidate
@@ -22,8 +24,11 @@
 // Invariants callers rely on:
 //
 //   - A root's placement is written once, by a transaction that succeeds only if the key
-//     is absent, and never changes: every node that resolves a root gets the same shard,
-//     and a cached answer never goes stale.
+//     is absent, and changes only at a move's switch (MoveRun.Switch: one transaction,
+//     only if it still names the source and the move record is at MoveFinished as read).
+//     A cached answer goes stale only across a move: the watch follows it, and a shard
+//     that no longer holds the root refuses its commands (NotOwner, RootMoving), after
+//     which the node reads it again (Placement.Refresh).
 //   - Placement picks a least-loaded open shard: the transaction also requires that no load
 //     counter changed since it was read, so concurrent placements serialize on the counters.
 //   - The cluster's shard count only grows, by GrowShards: one transaction conditional on
@@ -36,6 +41,9 @@
 //     controller acts on it only while the switch is on, the cluster is settled (no
 //     replica change planned, every open shard's load reported, no move under way), at
 //     most once per RebalanceInterval (rebalancer.go).
+//   - The elected controller drives every unfinished move through its MoveDriver; each
+//     step it writes (MoveRun.Step) is fenced like its other writes and conditional on
+//     the move record's revision.
 //   - Every write the controller makes is fenced by its election key (its create revision
 //     must be unchanged), so a deposed controller's late writes fail with ErrDeposed.
 //   - Errors that mean "etcd cannot answer now" wrap ErrControlPlaneUnavailable and are

@@ -57,15 +57,31 @@ func (e *MismatchError) Is(target error) bool { return target == ErrClusterMisma
 // older than GrowVersion (grow.go). The error is a *VersionError.
 var ErrUpgradeInProgress = errors.New("control: a node runs a release that cannot follow a growing shard count")
 
-// VersionError names the node that holds a grow back.
+// VersionError names the node that holds a grow (or a root move) back.
 type VersionError struct {
 	Node    string
 	Version int // the cluster version it registered with
+	// Need is the cluster version the operation needs (0: GrowVersion); What names the
+	// operation ("" : "adding shards").
+	Need int
+	What string
+}
+
+// Needed returns the cluster version the refused operation needs.
+func (e *VersionError) Needed() int {
+	if e.Need == 0 {
+		return GrowVersion
+	}
+	return e.Need
 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("control: node %s runs cluster version %d; adding shards needs %d on every node (upgrade it first)",
-		e.Node, e.Version, GrowVersion)
+	what := e.What
+	if what == "" {
+		what = "adding shards"
+	}
+	return fmt.Sprintf("control: node %s runs cluster version %d; %s needs %d on every node (upgrade it first)",
+		e.Node, e.Version, what, e.Needed())
 }
 
 // Is makes errors.Is(err, ErrUpgradeInProgress) true.

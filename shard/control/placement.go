@@ -23,9 +23,10 @@ type rootRecord struct {
 	Shard int `json:"shard"`
 }
 
-// Placement maps roots to shards. Answers are cached for good (a placement never
-// changes); a background watch keeps the cache filled with every placed root, so roots
-// placed by any node keep resolving while etcd is unreachable.
+// Placement maps roots to shards. Answers are cached; a background watch keeps the cache
+// filled with every placed root and follows a root's move to another shard (the only
+// change a placement sees, move.go), so roots placed by any node keep resolving while etcd
+// is unreachable. A node that meets a shard refusing a moved root re-reads it (Refresh).
 type Placement struct {
 	p      *Plane
 	shards atomic.Int64 // the cluster's shard count as last seen: it only grows (grow.go)
@@ -50,7 +51,7 @@ func (p *Plane) NewPlacement(c Cluster) *Placement {
 	pl.SetShards(c.Shards)
 	go func() {
 		defer close(pl.done)
-		// Placements never change: a listing or a put only adds to the cache, and a deleted
+		// A listing or a put adds to the cache or replaces a moved root's shard; a deleted
 		// root (which Cairn never deletes) stays cached.
 		add := func(key string, val []byte) {
 			if s, err := pl.decode(val); err == nil {
@@ -139,6 +140,28 @@ func (pl *Placement) Resolve(ctx context.Context, root string) (int, error) {
 		resp, err = pl.p.cli.Get(ctx, pl.p.k.root(root))
 		return err
 	})
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, fmt.Errorf("root %q: %w", root, ErrRootNotPlaced)
+	}
+	s, err := pl.decodeFresh(ctx, resp.Kvs[0].Value)
+	if err != nil {
+		return 0, err
+	}
+	pl.remember(root, s)
+	return s, nil
+}
+
+// Refresh reads root's shard from etcd and replaces what the cache holds: a node that
+// met a shard answering that the root moved (NotOwner, RootMoving) learns its new shard
+// at once instead of waiting for the watch. Errors: those of Resolve.
+func (pl *Placement) Refresh(ctx context.Context, root string) (int, error) {
+	if err := validRoot(root); err != nil {
+		return 0, err
+	}
+	resp, err := pl.p.get(ctx, "resolve root", pl.p.k.root(root))
 	if err != nil {
 		return 0, err
 	}

@@ -94,7 +94,7 @@ func (c *rootCore) Propose(ctx context.Context, hd meta.Header, b meta.Body) (me
 	if err := c.assign(ctx); err != nil {
 		return meta.Result{}, err
 	}
-	return c.h.propose(ctx, c.id, hd, b)
+	return c.proposeMoving(ctx, hd, b) // move_route.go
 }
 
 // assign makes sure the root is assigned on its shard (a shard refuses roots it does not
@@ -116,6 +116,9 @@ func (c *rootCore) assign(ctx context.Context) error {
 			return err
 		}
 		if res.Err != nil {
+			if moved(res) { // a stale placement: learn the root's shard for the retry
+				_, _ = c.h.placement.Refresh(ctx, c.agent)
+			}
 			return res.Err
 		}
 	}
@@ -123,8 +126,18 @@ func (c *rootCore) assign(ctx context.Context) error {
 	return nil
 }
 
+// ReadView reads the root's shard; a shard that released the root to another (a stale
+// placement, move_route.go) is read again at the shard the placement names now: a read
+// carries nothing of a view, so it may follow the move.
 func (c *rootCore) ReadView(ctx context.Context) (*meta.View, error) {
-	return c.h.readView(ctx, c.id)
+	v, err := c.h.readView(ctx, c.id)
+	if err != nil {
+		return nil, err
+	}
+	if id, ok := c.movedAway(ctx, v); ok {
+		return c.h.readView(ctx, id)
+	}
+	return v, nil
 }
 
 func (c *rootCore) ReadViewAt(ctx context.Context, version uint64) (*meta.View, error) {

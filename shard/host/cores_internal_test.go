@@ -387,3 +387,7 @@ var (
 	_ workbench.Cores   = testCores{}
 	_ corestest.Harness = embeddedHarness{}
 )
+
+func (p *memPlacement) Refresh(ctx context.Context, root string) (int, error) {
+	return p.Resolve(ctx, root)
+}

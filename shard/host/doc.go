@@ -3,8 +3,9 @@
 // shard placed on this node, routes an agent root to its shard and that shard's leader,
 // forwards metadata commands and read-index requests to the leader over the peer port,
 // serves the node-to-node API (the controller's shard administration, replica figures,
-// forwarded commands), publishes leader hints, and reports each replica's leadership to
-// the leader-only workers.
+// forwarded commands, a move's export), publishes leader hints, reports each replica's
+// leadership to the leader-only workers, and drives the moves of roots between shards for
+// the controller (move.go).
 //
 // The embedded default is a Host with one fixed shard (0), a single voter on an in-memory
 // transport and a static placement (Static); a cluster node is a Host whose placement,
@@ -19,7 +20,10 @@
 //     from this node's replica: a linearizable read asks the leader for a read index
 //     (shard.ReadIndex) and waits until the local replica applied that far; a read at a
 //     snapshot id needs no leader at all (ReadViewAt).
-//   - A command is proposed at most once per call. A call that failed before the leader
+//   - A command is proposed at most once per call, but for one its shard refused because
+//     its root was fenced for a move (which changed nothing): it is proposed again on the
+//     same shard once the fence lifts, and never sent to another shard as it is
+//     (move_route.go). A call that failed before the leader
 //     could have applied it (no leader, not the leader, shut down) answers an error
 //     matching outcome.ErrUnavailable and may be retried anywhere; one that may have
 //     applied (the leader was reached and then lost) answers outcome.ErrUnknown, retried
@@ -34,6 +38,9 @@
 //     (RecoverShard): never while it has a leader or a majority of registered voters. A
 //     replica directory older than its shard's recovery epoch is moved aside, never
 //     opened: its log is of the group before the recovery.
+//   - A move's copy reads one view of the source, kept by the source's leader; a leader
+//     without it answers that it is lost, and the move rolls back. Before the placement
+//     switch a move only rolls back; after it, it only goes forward.
 //   - The host never imports api: it knows roots by name, commands as meta values, and
 //     HTTP only as the forwarding transport.
 package host

@@ -102,6 +102,9 @@ type Host struct {
 	raftTimings *shard.Metrics
 	// stored caches each led replica's count of its roots and stored bytes (load.go).
 	stored storedLoads
+	// exports are the views the moves' copies read from, on the source's leader
+	// (move_export.go).
+	exports exportViews
 }
 
 // Open starts a host: for the embedded default it opens the replica of shard 0 (created

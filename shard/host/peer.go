@@ -27,6 +27,7 @@ import (
 //
 //	POST /_cairn/peer/propose/<shard>   body: meta.EncodeCommand; 200: CBOR meta.Result
 //	POST /_cairn/peer/readindex/<shard> 200: {"version": N} (shard.ReadIndex)
+//	POST /_cairn/peer/export/<shard>    body: CBOR exportRequest; 200: CBOR exportReply (a move's copy)
 //	GET  /_cairn/peer/stats/<shard>     200: shard.Stats (JSON)
 //	POST /_cairn/peer/admin             body: adminCall; 200: adminReply (the controller's calls)
 //
@@ -249,6 +250,8 @@ func (h *Host) servePeerAPI(w http.ResponseWriter, r *http.Request) {
 		h.servePropose(w, r, arg)
 	case r.Method == http.MethodPost && op == "readindex":
 		h.serveReadIndex(w, r, arg)
+	case r.Method == http.MethodPost && op == "export":
+		h.serveExport(w, r, arg)
 	case r.Method == http.MethodGet && op == "stats":
 		id, err := strconv.Atoi(arg)
 		rep := h.Replica(id)

@@ -14,6 +14,8 @@ type Placement interface {
 	// Resolve returns root's shard; control.ErrRootNotPlaced when the root was never
 	// placed, a retryable control-plane error (control.IsRetryable) when it cannot tell.
 	Resolve(ctx context.Context, root string) (int, error)
+	// Refresh reads root's shard again, past any cache (a shard said the root moved).
+	Refresh(ctx context.Context, root string) (int, error)
 	// Place returns root's shard, placing it first if it has none.
 	Place(ctx context.Context, root string) (shard int, created bool, err error)
 	// Close releases the placement's watches.
@@ -28,6 +30,9 @@ func (s Static) Cached(string) (int, bool) { return s.Shard, true }
 
 // Resolve returns the shard.
 func (s Static) Resolve(context.Context, string) (int, error) { return s.Shard, nil }
+
+// Refresh returns the shard.
+func (s Static) Refresh(context.Context, string) (int, error) { return s.Shard, nil }
 
 // Place returns the shard.
 func (s Static) Place(context.Context, string) (int, bool, error) { return s.Shard, false, nil }

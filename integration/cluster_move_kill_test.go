@@ -1,0 +1,193 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/integration/framework"
+	"github.com/cairnstore/cairn/internal/retry"
+)
+
+// TestClusterRootMoveSurvivesKill9OfTheSourceLeader: a root of a few thousand files moves
+// to the other shard under writers, and the source shard's leader is killed with SIGKILL
+// while the move is under way. The move ends anyway, completed or rolled back (resumed by
+// the controller, a new one if the killed node held it); the root reads whole on the shard
+// its placement names, every acknowledged write reads back, and a rolled-back move, started
+// again, completes.
+func TestClusterRootMoveSurvivesKill9OfTheSourceLeader(t *testing.T) { rootMoveUnderKill(t, true) }
+
+// TestClusterRootMoveSurvivesKill9OfTheTargetLeader is the same with the target shard's
+// leader killed.
+func TestClusterRootMoveSurvivesKill9OfTheTargetLeader(t *testing.T) { rootMoveUnderKill(t, false) }
+
+// rootMoveUnderKill moves a root of many files under writers and kills the leader of its
+// source shard (source) or of its target shard while the move is under way.
+func rootMoveUnderKill(t *testing.T, source bool) {
+	const (
+		agent = "heavy"
+		files = 8000
+	)
+	pc := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: 2})
+	servers := pc.Nodes
+	body := func(i int) string { return fmt.Sprintf("populated file %d %s", i, strings.Repeat("h", 32)) }
+	hc := &http.Client{Timeout: 30 * time.Second}
+	started := time.Now()
+	framework.Populate(t, hc, 8, files, func(i int) *http.Request {
+		req, _ := http.NewRequest(http.MethodPut, fileURL(servers[i%3].URL, agent, "w", fmt.Sprintf("input/p/f%05d", i)), strings.NewReader(body(i)))
+		return req
+	})
+	t.Logf("populated %d files in %v", files, time.Since(started).Round(time.Millisecond))
+
+	var dead atomic.Int32
+	dead.Store(-1)
+	load := framework.StartLoad(t, framework.LoadOptions{
+		Writers: 3,
+		Pause:   5 * time.Millisecond,
+		Next: func(w, i int) framework.Write {
+			return framework.Write{Agent: agent, Workbench: "w", Path: fmt.Sprintf("input/load/w%d-%05d", w, i),
+				Body: fmt.Sprintf("writer %d write %d", w, i), Key: fmt.Sprintf("kill-%d-%d", w, i)}
+		},
+		Target: func(w, i, attempt int) (string, bool) {
+			n := (w + i + attempt) % len(servers)
+			return servers[n].URL, int32(n) != dead.Load()
+		},
+		Patience: 2 * time.Minute,
+		// A node killed mid-request answers nothing (status 0); every answer must be the
+		// typed retryable envelope.
+		Retry:    func(code int, b []byte) bool { return code == 0 || typedRetryable(code, b) },
+		Required: true,
+	})
+	retry.Within(t, time.Minute, "writes before the move", func() error {
+		if err := load.Err(); err != nil {
+			return fmt.Errorf("%w: %v", retry.ErrStop, err)
+		}
+		if load.Acked() < 30 {
+			return fmt.Errorf("%d acknowledged", load.Acked())
+		}
+		return nil
+	})
+
+	// Start the move; the root's own shard refuses, naming itself. Kill the source's
+	// leader as soon as the move is under way; a move that ended before the kill landed
+	// (the copy is quick) moves the root back, and the next one is tried.
+	to := 1
+	code, res := postJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves", fmt.Sprintf(`{"root":%q,"to":1}`, agent), 30*time.Second)
+	if code == http.StatusBadRequest && strings.Contains(fmt.Sprint(res["message"]), "already") {
+		to = 0
+		code, res = postJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves", fmt.Sprintf(`{"root":%q,"to":0}`, agent), 30*time.Second)
+	}
+	var (
+		leader *framework.Process
+		id     string
+		from   int
+		step   string
+	)
+	for attempt := 1; ; attempt++ {
+		if code != http.StatusAccepted {
+			t.Fatalf("start the move: %d %v", code, res)
+		}
+		from = 1 - to
+		id = res["move"].(map[string]any)["id"].(string)
+		victim := to
+		if source {
+			victim = from
+		}
+		leader = shardLeader(t, servers, victim, 3)
+		step = ""
+		for deadline := time.Now().Add(time.Minute); step == "" || step == "requested"; {
+			_, got := getJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves?id="+id)
+			if list, _ := got["moves"].([]any); len(list) == 1 {
+				step, _ = list[0].(map[string]any)["step"].(string)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("move %s did not start: step %q", id, step)
+			}
+		}
+		if step != "done" && step != "rolled_back" {
+			break
+		}
+		if attempt == 4 {
+			t.Fatalf("%d moves ended before the kill could land: raise the file count", attempt)
+		}
+		t.Logf("move %d to shard %d ended %s before the kill; moving the root back", attempt, to, step)
+		if step == "done" {
+			to = from
+		}
+		code, res = postJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves", fmt.Sprintf(`{"root":%q,"to":%d}`, agent, to), 30*time.Second)
+	}
+	for i, s := range servers {
+		if s == leader {
+			dead.Store(int32(i))
+		}
+	}
+	leader.Kill()
+	t.Logf("killed the leader of the move's %s, at step %q", map[bool]string{true: "source", false: "target"}[source], step)
+	live := others(servers, leader)
+
+	move := waitMoveEnd(t, live[0].AdminURL, id)
+	t.Logf("the move ended %s (%v)", move["step"], move["reason"])
+	leader.Restart()
+	dead.Store(-1)
+	if move["step"] == "rolled_back" {
+		if move["reason"] == nil || move["reason"] == "" {
+			t.Fatalf("a rolled-back move without a reason: %v", move)
+		}
+		code, res := postJSON(t, live[1].AdminURL+"/v1/admin/cluster/root-moves", fmt.Sprintf(`{"root":%q,"to":%d}`, agent, to), time.Minute)
+		if code != http.StatusAccepted {
+			t.Fatalf("start the move again: %d %v", code, res)
+		}
+		move = waitMoveEnd(t, live[1].AdminURL, res["move"].(map[string]any)["id"].(string))
+	}
+	if move["step"] != "done" {
+		t.Fatalf("the move ended %v", move)
+	}
+
+	retry.Within(t, time.Minute, "writes after the move", func() error {
+		if err := load.Err(); err != nil {
+			return fmt.Errorf("%w: %v", retry.ErrStop, err)
+		}
+		return nil
+	})
+	acks := load.Stop()
+	if err := load.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The files (every seventh), through every node, the restarted one included.
+	for i := 0; i < files; i += 7 {
+		u := fileURL(servers[i%3].URL, agent, "w", fmt.Sprintf("input/p/f%05d", i))
+		if code, b := clusterDo(http.MethodGet, u, nil, time.Minute); code != http.StatusOK || string(b) != body(i) {
+			t.Fatalf("read back f%05d: %d %q", i, code, b)
+		}
+	}
+	for i, a := range acks {
+		u := fileURL(servers[i%3].URL, a.Agent, a.Workbench, a.Path)
+		if code, b := clusterDo(http.MethodGet, u, nil, time.Minute); code != http.StatusOK || string(b) != a.Body {
+			t.Fatalf("read back %s: %d %q, want %q", a.Path, code, b, a.Body)
+		}
+	}
+	t.Logf("%d writes acknowledged, %d tries retried", len(acks), load.Retried())
+}
+
+// waitMoveEnd follows move id through the admin listener at admin until it ends and
+// returns it.
+func waitMoveEnd(t *testing.T, admin, id string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	retry.Within(t, 3*time.Minute, "move "+id+" ends", func() error {
+		code, got := getJSON(t, admin+"/v1/admin/cluster/root-moves?id="+id)
+		list, _ := got["moves"].([]any)
+		if code != http.StatusOK || len(list) != 1 {
+			return fmt.Errorf("root moves: %d %v", code, got)
+		}
+		m = list[0].(map[string]any)
+		if m["ended"] != true {
+			return fmt.Errorf("at step %v", m["step"])
+		}
+		return nil
+	})
+	return m
+}

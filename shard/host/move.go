@@ -1,0 +1,303 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard"
+	"github.com/cairnstore/cairn/shard/control"
+)
+
+// Moving a root between shards, the host's half (docs/architecture.md, "Moving a root"):
+// the elected controller hands every unfinished move to DriveMove, which proposes the
+// move's commands on the source's and the target's leaders and writes each step it
+// reaches to the move's etcd record. Before the placement switch a failure rolls the move
+// back (the import aborted on the target, the fence lifted on the source); after it, the
+// move only goes forward, resumed by whichever controller leads.
+
+// moveStepTimeout bounds one step of a move (a command on a shard's leader, with its
+// retries across an election).
+const moveStepTimeout = 30 * time.Second
+
+// movePause is the pause between attempts of a move step that met no leader.
+const movePause = 100 * time.Millisecond
+
+// DriveMove carries out run's move from the step its record names (control.MoveDriver).
+func (h *Host) DriveMove(ctx context.Context, run *control.MoveRun) error {
+	m := run.Move()
+	if m.Step == control.MoveRollingBack || run.Resumed && !m.Step.Committed() {
+		reason := m.Reason
+		if reason == "" {
+			reason = "the move was interrupted before its switch (its driver stopped); nothing changed: start it again"
+		}
+		return h.rollbackMove(ctx, run, reason)
+	}
+	if !m.Step.Committed() {
+		if err := h.copyMove(ctx, run); err != nil {
+			if errors.Is(err, control.ErrDeposed) || ctx.Err() != nil {
+				return err // the next controller resumes it
+			}
+			h.log.Warn("root move failed before its switch; rolling back", "move", m.ID, "root", m.Root, "err", err)
+			return h.rollbackMove(ctx, run, moveFailure(err))
+		}
+		if err := run.Switch(ctx); err != nil {
+			if errors.Is(err, control.ErrConflict) {
+				return h.rollbackMove(ctx, run, "the root's placement changed during the move")
+			}
+			return err // unknown: the record says whether the switch happened; resumed from it
+		}
+	}
+	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
+	if run.Move().Step == control.MoveSwitched {
+		if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportConfirm{MoveRef: ref}); err != nil {
+			return err
+		}
+		if err := run.Step(ctx, control.MoveConfirmed, nil); err != nil {
+			return err
+		}
+	}
+	if _, err := h.proposeMove(ctx, m.Source, meta.MoveRelease{MoveRef: ref}); err != nil {
+		return err
+	}
+	h.forgetAssigned(m.Root)
+	return run.Step(ctx, control.MoveDone, nil)
+}
+
+// copyMove runs steps 2 to 5: the target begins the import, the source fences the root,
+// the records are copied from one view of the source, the target finishes the import.
+func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
+	m := run.Move()
+	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
+	if err := run.Step(ctx, control.MoveRequested, nil); err != nil { // claim it for this term
+		return err
+	}
+	uid, err := h.exportStep(ctx, m.Source, exportRequest{Agent: m.Root, MoveID: m.ID, UIDOnly: true})
+	if err != nil {
+		return err
+	}
+	if err := run.Check(ctx); err != nil {
+		return err
+	}
+	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportBegin{MoveRef: ref, RootUID: uid.RootUID}); err != nil {
+		return err
+	}
+	if err := run.Step(ctx, control.MoveImporting, nil); err != nil {
+		return err
+	}
+	if err := run.Check(ctx); err != nil {
+		return err
+	}
+	if _, err := h.proposeMove(ctx, m.Source, meta.MoveFence{MoveRef: ref}); err != nil {
+		return err
+	}
+	if err := run.Step(ctx, control.MoveFenced, nil); err != nil {
+		return err
+	}
+	var (
+		pos     meta.MovePosition
+		chunks  uint64
+		records int64
+		last    exportReply
+	)
+	for {
+		rep, err := h.exportStep(ctx, m.Source, exportRequest{Agent: m.Root, MoveID: m.ID, From: pos})
+		if err != nil {
+			return err
+		}
+		if rep.Chunk.Records > 0 {
+			if err := run.Check(ctx); err != nil {
+				return err
+			}
+			if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportChunk{MoveRef: ref, Seq: chunks, Data: rep.Chunk.Data}); err != nil {
+				return err
+			}
+			chunks++
+			records += rep.Chunk.Records
+		}
+		last = rep
+		if rep.Chunk.Done {
+			break
+		}
+		pos = rep.Chunk.Next
+	}
+	if err := run.Step(ctx, control.MoveCopied, func(r *control.RootMove) { r.Chunks, r.Records = chunks, records }); err != nil {
+		return err
+	}
+	if err := run.Check(ctx); err != nil {
+		return err
+	}
+	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportFinish{MoveRef: ref, Chunks: chunks, Records: records,
+		SourceVersion: last.Version, SourceNextListID: last.NextListID, SourceSeq: last.Seq}); err != nil {
+		return err
+	}
+	return run.Step(ctx, control.MoveFinished, nil)
+}
+
+// rollbackMove undoes a move that did not reach its switch: the import is aborted on the
+// target, the fence lifted on the source (both succeed when there is nothing to undo).
+func (h *Host) rollbackMove(ctx context.Context, run *control.MoveRun, reason string) error {
+	m := run.Move()
+	if m.Step.Committed() {
+		return fmt.Errorf("host: move %s switched its placement already; it cannot roll back", m.ID)
+	}
+	if m.Step != control.MoveRollingBack {
+		if err := run.Step(ctx, control.MoveRollingBack, func(r *control.RootMove) { r.Reason = reason }); err != nil {
+			return err
+		}
+	}
+	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
+	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportAbort{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) {
+		return err
+	}
+	if _, err := h.proposeMove(ctx, m.Source, meta.MoveLift{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) {
+		return err
+	}
+	return run.Step(ctx, control.MoveRolledBack, nil)
+}
+
+// SweepMove undoes rolled-back move m once more (control.MoveSweeper): a deposed
+// controller's command in flight may have fenced the root, or begun an import, after the
+// rollback. Only this move's records are touched.
+func (h *Host) SweepMove(ctx context.Context, m control.RootMove) error {
+	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
+	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportAbort{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) && !isState(err) {
+		return err
+	}
+	if _, err := h.proposeMove(ctx, m.Source, meta.MoveLift{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) && !isState(err) {
+		return err
+	}
+	return nil
+}
+
+// isState reports whether err is a shard's InvalidState: a record the undo must leave (a
+// root a later move brought and confirmed, or released).
+func isState(err error) bool {
+	var me *meta.Error
+	return errors.As(err, &me) && me.Code == meta.CodeInvalidState
+}
+
+// anotherMove reports whether err is a shard's answer that another move than id holds the
+// root there: this move left nothing on that shard to undo.
+func anotherMove(err error, id string) bool {
+	var me *meta.Error
+	return errors.As(err, &me) && me.Code == meta.CodeConflict && me.OperationID != "" && me.OperationID != id
+}
+
+// shardStepError is a move step's failure on one shard.
+type shardStepError struct {
+	shard int
+	err   error
+}
+
+func (e *shardStepError) Error() string { return fmt.Sprintf("shard %d: %v", e.shard, e.err) }
+func (e *shardStepError) Unwrap() error { return e.err }
+
+// moveFailure is the reason a move rolled back, for its record (an operator reads it).
+func moveFailure(err error) string {
+	var me *meta.Error
+	on := "a shard"
+	if se := (*shardStepError)(nil); errors.As(err, &se) {
+		on = fmt.Sprintf("shard %d", se.shard)
+	}
+	switch {
+	case errors.As(err, &me):
+		return on + " refused the move: " + me.Message
+	case errors.Is(err, errExportViewLost):
+		return "the source's leader changed during the copy; nothing changed: start the move again"
+	case errors.Is(err, shard.ErrNotLeader), errors.Is(err, shard.ErrTimeout):
+		return on + " had no leader during the move; nothing changed: start it again"
+	case control.IsRetryable(err):
+		return "the control plane was unavailable during the move; nothing changed: start it again"
+	}
+	return "the move failed with an internal error (the controller node's log has the cause); nothing changed: start it again"
+}
+
+// proposeMove proposes a move command on shard id's leader, trying again while the shard
+// has no leader or the outcome is unknown (every move command is idempotent under its
+// move id), for at most moveStepTimeout. A refusal of the FSM comes back as its
+// *meta.Error.
+func (h *Host) proposeMove(ctx context.Context, id int, b meta.Body) (meta.Result, error) {
+	var res meta.Result
+	err := retryMoveStep(ctx, func(ctx context.Context) (err error) {
+		if h.Replica(id) != nil {
+			res, err = h.propose(ctx, id, meta.Header{}, b)
+			return err
+		}
+		// The cluster version was checked on every node when the move was recorded; a node
+		// without a replica of the shard has no configuration to gate on.
+		return h.onLeader(ctx, id, func(r *shard.Shard) (err error) {
+			res, err = r.Propose(ctx, meta.Header{}, b)
+			return err
+		}, func(addr string) (err error) {
+			res, err = h.peers.propose(ctx, addr, id, meta.Header{}, b)
+			return err
+		})
+	})
+	if err != nil {
+		return res, &shardStepError{shard: id, err: err}
+	}
+	if res.Err != nil {
+		return res, &shardStepError{shard: id, err: res.Err}
+	}
+	return res, nil
+}
+
+// exportStep is export with the retries of a move step; a refusal of the source comes back
+// as its *meta.Error.
+func (h *Host) exportStep(ctx context.Context, source int, req exportRequest) (exportReply, error) {
+	var rep exportReply
+	err := retryMoveStep(ctx, func(ctx context.Context) (err error) {
+		rep, err = h.export(ctx, source, req)
+		return err
+	})
+	switch {
+	case err == nil && rep.Err != nil:
+		return rep, &shardStepError{shard: source, err: rep.Err}
+	case err != nil:
+		return rep, &shardStepError{shard: source, err: err}
+	}
+	return rep, nil
+}
+
+// retryMoveStep runs f until it succeeds or fails with something other than "no leader
+// now" or "outcome unknown", for at most moveStepTimeout.
+func retryMoveStep(ctx context.Context, f func(context.Context) error) error {
+	sctx, cancel := context.WithTimeout(ctx, moveStepTimeout)
+	defer cancel()
+	for {
+		err := f(sctx)
+		if err == nil || !(errors.Is(err, shard.ErrNotLeader) || errors.Is(err, shard.ErrTimeout)) || sctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-sctx.Done():
+			return err
+		case <-time.After(movePause):
+		}
+	}
+}
+
+// forgetAssigned drops what this node knew of root's assignment to its shard (a moved
+// root is held by its new shard, which assigned it at the import).
+func (h *Host) forgetAssigned(root string) { h.assigned.Delete(root) }
+
+// StartMove records a move of root to shard target (control.Plane.StartMove); the elected
+// controller drives it. Errors: ErrNotCluster, and those of control.Plane.StartMove.
+func (h *Host) StartMove(ctx context.Context, root string, target int) (control.RootMove, error) {
+	if h.cluster == nil {
+		return control.RootMove{}, ErrNotCluster
+	}
+	return h.cluster.cfg.Plane.StartMove(ctx, root, target, time.Now())
+}
+
+// Moves lists the cluster's root moves, oldest first. Errors: ErrNotCluster,
+// control.ErrControlPlaneUnavailable.
+func (h *Host) Moves(ctx context.Context) ([]control.RootMove, error) {
+	if h.cluster == nil {
+		return nil, ErrNotCluster
+	}
+	return h.cluster.cfg.Plane.Moves(ctx)
+}

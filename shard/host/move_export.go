@@ -1,0 +1,200 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard"
+)
+
+// The copy of a move reads the root's records from one View of the source taken after
+// the fence (docs/architecture.md, "Moving a root"): the source's leader keeps that view
+// per move while the driver pulls chunks (POST /_cairn/peer/export/<shard>, or in process
+// when the driver's node leads the source). A leader that did not take the view (it was
+// elected since, or restarted) answers errExportViewLost, and the driver rolls the move
+// back: a copy never continues from another view.
+
+// exportRequest asks the source's leader for the next chunk of a move's export, or, with
+// UIDOnly, for the root's uid (before the fence: the target's import needs it first).
+type exportRequest struct {
+	Agent   string            `cbor:"1,keyasint"`
+	MoveID  string            `cbor:"2,keyasint"`
+	From    meta.MovePosition `cbor:"3,keyasint"`
+	UIDOnly bool              `cbor:"4,keyasint,omitempty"`
+}
+
+// exportReply is a chunk and the counters MoveImportFinish needs (View.MoveCounters), or
+// the refusal.
+type exportReply struct {
+	RootUID    string               `cbor:"1,keyasint,omitempty"`
+	Chunk      meta.MoveExportChunk `cbor:"2,keyasint"`
+	Version    uint64               `cbor:"3,keyasint,omitempty"`
+	NextListID uint64               `cbor:"4,keyasint,omitempty"`
+	Seq        uint64               `cbor:"5,keyasint,omitempty"`
+	Err        *meta.Error          `cbor:"6,keyasint,omitempty"`
+	Lost       bool                 `cbor:"7,keyasint,omitempty"`
+}
+
+// errExportViewLost: the source's leader no longer has the view the copy started from.
+var errExportViewLost = errors.New("host: the export view of the move is gone (the source's leader changed)")
+
+// exportViewTTL is how long a leader keeps a move's export view after its last use.
+const exportViewTTL = 10 * time.Minute
+
+// exportViews are the export views a leader keeps, by move id.
+type exportViews struct {
+	mu    sync.Mutex
+	views map[string]*exportView
+}
+
+type exportView struct {
+	shard *shard.Shard
+	view  *meta.View
+	used  time.Time
+}
+
+// exportLocal serves req on r, this node's replica of the source, which leads it.
+func (h *Host) exportLocal(ctx context.Context, r *shard.Shard, req exportRequest) (exportReply, error) {
+	if req.UIDOnly {
+		v, err := r.ReadView(ctx)
+		if err != nil {
+			return exportReply{}, err
+		}
+		root, ok := v.Root(req.Agent)
+		if !ok {
+			return exportReply{Err: &meta.Error{Code: meta.CodeNotFound,
+				Message: "agent root " + strconv.Quote(req.Agent) + " is not held by its shard"}}, nil
+		}
+		return exportReply{RootUID: root.UID}, nil
+	}
+	ev := &h.exports
+	ev.mu.Lock()
+	if ev.views == nil {
+		ev.views = map[string]*exportView{}
+	}
+	now := time.Now()
+	for id, x := range ev.views {
+		if now.Sub(x.used) > exportViewTTL {
+			delete(ev.views, id)
+		}
+	}
+	x := ev.views[req.MoveID]
+	if x != nil && x.shard != r {
+		delete(ev.views, req.MoveID) // the replica was reopened: its view is another
+		x = nil
+	}
+	ev.mu.Unlock()
+	if x == nil {
+		if req.From != (meta.MovePosition{}) {
+			return exportReply{Lost: true}, nil
+		}
+		v, err := r.ReadView(ctx) // linearizable: it follows the fence the driver saw applied
+		if err != nil {
+			return exportReply{}, err
+		}
+		if m, ok := v.MoveOf(req.Agent); !ok || m.MoveID != req.MoveID || m.State != meta.MoveFenced {
+			return exportReply{Err: &meta.Error{Code: meta.CodeInvalidState,
+				Message: "agent root " + strconv.Quote(req.Agent) + " is not fenced for move " + strconv.Quote(req.MoveID)}}, nil
+		}
+		x = &exportView{shard: r, view: v}
+		ev.mu.Lock()
+		if y := ev.views[req.MoveID]; y != nil && y.shard == r {
+			x = y // a concurrent first call won: one view per move
+		} else {
+			ev.views[req.MoveID] = x
+		}
+		ev.mu.Unlock()
+	}
+	ev.mu.Lock()
+	x.used = now
+	ev.mu.Unlock()
+	c, err := x.view.ExportRoot(req.Agent, req.From, meta.MaxMoveChunkBytes)
+	if err != nil {
+		var me *meta.Error
+		if errors.As(err, &me) {
+			return exportReply{Err: me}, nil
+		}
+		return exportReply{}, err
+	}
+	version, lists, seq := x.view.MoveCounters()
+	return exportReply{Chunk: c, Version: version, NextListID: lists, Seq: seq}, nil
+}
+
+// export runs req on the source shard's leader: here when this node leads it, else over
+// the peer port. A refusal comes back as the reply's Err; errExportViewLost when the
+// leader has no view of the move to continue from.
+func (h *Host) export(ctx context.Context, source int, req exportRequest) (exportReply, error) {
+	var rep exportReply
+	err := h.onLeader(ctx, source, func(r *shard.Shard) (err error) {
+		rep, err = h.exportLocal(ctx, r, req)
+		return err
+	}, func(addr string) (err error) {
+		rep, err = h.peers.export(ctx, addr, source, req)
+		return err
+	})
+	if err == nil && rep.Lost {
+		return rep, errExportViewLost
+	}
+	return rep, err
+}
+
+// maxExportReplyBytes bounds a peer's export answer: a chunk and a few counters.
+const maxExportReplyBytes = meta.MaxMoveChunkBytes + 1<<20
+
+// export asks the leader at addr for a chunk (exportRequest). Reads change nothing: any
+// failure to get an answer may be retried (shard.ErrNotLeader).
+func (p *peerClient) export(ctx context.Context, addr string, id int, req exportRequest) (exportReply, error) {
+	body, err := cbor.Marshal(req)
+	if err != nil {
+		return exportReply{}, err
+	}
+	resp, err := p.do(ctx, http.MethodPost, addr, "export/"+strconv.Itoa(id), body)
+	if err != nil {
+		var pe *peerAnswerError
+		if errors.Is(err, shard.ErrNotLeader) || errors.As(err, &pe) {
+			return exportReply{}, err
+		}
+		return exportReply{}, fmt.Errorf("%w: export from %s: %v", shard.ErrNotLeader, addr, err)
+	}
+	defer resp.Body.Close()
+	var rep exportReply
+	if err := cbor.NewDecoder(io.LimitReader(resp.Body, maxExportReplyBytes)).Decode(&rep); err != nil {
+		return exportReply{}, fmt.Errorf("%w: export answer of %s: %v", shard.ErrNotLeader, addr, err)
+	}
+	return rep, nil
+}
+
+// serveExport serves POST /_cairn/peer/export/<shard> on the shard's leader.
+func (h *Host) serveExport(w http.ResponseWriter, r *http.Request, arg string) {
+	rep := h.leaderReplica(w, arg)
+	if rep == nil {
+		return
+	}
+	var req exportRequest
+	if err := cbor.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		w.Header().Set(peerErrorHeader, "invalid")
+		http.Error(w, "export request unreadable", http.StatusBadRequest)
+		return
+	}
+	out, err := h.exportLocal(r.Context(), rep, req)
+	if err != nil {
+		writePeerError(w, err)
+		return
+	}
+	data, err := cbor.Marshal(out)
+	if err != nil {
+		writePeerError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/cbor")
+	_, _ = w.Write(data)
+}
