@@ -492,6 +492,8 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 		{"POST", "/v1/admin/cluster/shards", `{"add":1,"expect_shards":1}`, 409},
 		{"GET", ClusterStatusPath, "", 409},
 		{"POST", LeavingPath, `{"node":"n"}`, 409},
+		{"GET", RebalancePath, "", 409},
+		{"POST", RebalancePath, `{"enabled":true}`, 409},
 	}
 	covered := map[string]bool{} // "METHOD path" and path
 	for _, r := range reqs {
