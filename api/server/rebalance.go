@@ -47,12 +47,7 @@ func (n *Node) serveRebalance(w http.ResponseWriter, r *http.Request) {
 			since = sw.Since
 		}
 		writeSuccess(w, http.StatusOK, map[string]any{"enabled": sw.Enabled, "since": since})
-	case control.IsRetryable(err):
-		w.Header().Set("Retry-After", "1")
-		writeEnvelope(w, http.StatusServiceUnavailable, workbench.RoutingUnavailable("the control plane cannot answer right now; retry"))
 	default:
-		n.log.Error("rebalance switch failed", "err", err)
-		writeEnvelope(w, http.StatusInternalServerError, &workbench.Error{Code: workbench.CodeInternal,
-			Message: "the rebalance switch failed: internal error (the node's log has the cause)"})
+		n.writeControlError(w, err, "the rebalance switch")
 	}
 }
