@@ -23,6 +23,8 @@ const (
 	// AdminShardsPath adds shards to a cluster (POST); an embedded node answers 409
 	// InvalidState.
 	AdminShardsPath = "/v1/admin/cluster/shards"
+	// AdminRebalancePath reads (GET) and sets (POST) the cluster's rebalance switch.
+	AdminRebalancePath = "/v1/admin/cluster/rebalance"
 )
 
 // ErrNotCluster is wrapped by the error of a cluster call (ClusterStatus, AddShards,
@@ -265,4 +267,25 @@ func (c *Client) AddShards(ctx context.Context, add, expect int) (*AddShardsResu
 	}
 	res, err := postJSON[AddShardsResult](ctx, c, c.base+AdminShardsPath, map[string]int{"add": add, "expect_shards": expect}, safety)
 	return res, notCluster(c, AdminShardsPath, err)
+}
+
+// RebalanceSwitch is the cluster's rebalance switch: while Enabled, the elected controller
+// moves roots from shards above the load threshold to the least loaded.
+type RebalanceSwitch struct {
+	Enabled bool `json:"enabled"`
+	// Since is when the switch was last set; nil when it never was (off).
+	Since *time.Time `json:"since"`
+}
+
+// Rebalance returns the cluster's rebalance switch. Errors as ClusterStatus's.
+func (c *Client) Rebalance(ctx context.Context) (*RebalanceSwitch, error) {
+	out, err := getJSON[RebalanceSwitch](ctx, c, c.base+AdminRebalancePath)
+	return out, notCluster(c, AdminRebalancePath, err)
+}
+
+// SetRebalance turns the cluster's rebalancer on or off and returns the switch as set.
+// Setting it again to the same value is harmless. Errors as ClusterStatus's.
+func (c *Client) SetRebalance(ctx context.Context, enabled bool) (*RebalanceSwitch, error) {
+	out, err := postJSON[RebalanceSwitch](ctx, c, c.base+AdminRebalancePath, map[string]bool{"enabled": enabled}, replayable)
+	return out, notCluster(c, AdminRebalancePath, err)
 }

@@ -494,6 +494,8 @@ func TestAuthMatrixOverEveryAdminRoute(t *testing.T) {
 		{"GET", "/v1/admin/cluster/root-moves", "", 409},
 		{"GET", ClusterStatusPath, "", 409},
 		{"POST", LeavingPath, `{"node":"n"}`, 409},
+		{"GET", RebalancePath, "", 409},
+		{"POST", RebalancePath, `{"enabled":true}`, 409},
 	}
 	covered := map[string]bool{} // "METHOD path" and path
 	for _, r := range reqs {

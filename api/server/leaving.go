@@ -40,12 +40,7 @@ func (n *Node) serveLeaving(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, control.ErrInvalidArgument):
 		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: control.PublicReason(err, "node must be a node id"),
 			Details: map[string]any{"field": "node"}})
-	case control.IsRetryable(err):
-		w.Header().Set("Retry-After", "1")
-		writeEnvelope(w, http.StatusServiceUnavailable, workbench.RoutingUnavailable("the control plane cannot answer right now; retry"))
 	default:
-		n.log.Error("node leaving mark failed", "err", err)
-		writeEnvelope(w, http.StatusInternalServerError, &workbench.Error{Code: workbench.CodeInternal,
-			Message: "changing the node's leaving mark failed: internal error (the node's log has the cause)"})
+		n.writeControlError(w, err, "changing the node's leaving mark")
 	}
 }

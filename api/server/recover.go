@@ -103,12 +103,7 @@ func (n *Node) recoveryError(w http.ResponseWriter, err error) {
 	case errors.Is(err, host.ErrShardHasQuorum):
 		writeEnvelope(w, http.StatusConflict, &workbench.Error{Code: workbench.CodeInvalidState,
 			Message: control.PublicReason(err, "the shard has a leader or a majority of live voters"), Details: map[string]any{"reason": "has_quorum"}})
-	case control.IsRetryable(err):
-		w.Header().Set("Retry-After", "1")
-		writeEnvelope(w, http.StatusServiceUnavailable, workbench.RoutingUnavailable("the control plane cannot answer right now; retry"))
 	default:
-		n.log.Error("shard recovery failed", "err", err)
-		writeEnvelope(w, http.StatusInternalServerError, &workbench.Error{Code: workbench.CodeInternal,
-			Message: "the recovery failed: internal error (the node's log has the cause)"})
+		n.writeControlError(w, err, "the recovery")
 	}
 }

@@ -249,6 +249,7 @@ func (n *Node) open(ctx context.Context) error {
 	if cfg.Cluster {
 		adminRoutes[ClusterStatusPath] = http.HandlerFunc(n.serveStatus)
 		adminRoutes[LeavingPath] = http.HandlerFunc(n.serveLeaving)
+		adminRoutes[RebalancePath] = http.HandlerFunc(n.serveRebalance)
 	}
 	mcpMetrics, err := mcp.NewMetrics(n.registry)
 	if err != nil {

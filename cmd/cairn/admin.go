@@ -16,7 +16,7 @@ func addAdminCommands(root *cobra.Command) {
 		newAdminGCCommand(), newAdminClusterCommand(), newAdminKeyCommand(),
 		newAdminBackupCommand(), newAdminRestoreCommand(), newAdminScrubCommand(),
 		newAdminQuotaCommand(), newAdminPurgeCommand(), newAdminNodeCommand(), newAdminRetentionCommand(),
-		newAdminShardCommand(), newAdminShardsCommand(), newAdminRootCommand())
+		newAdminShardCommand(), newAdminShardsCommand(), newAdminRootCommand(), newAdminRebalanceCommand())
 	admin.PersistentFlags().String("admin-server", envOr("CAIRN_ADMIN_SERVER", defaultAdminServer),
 		"URL of the server's admin listener, --admin-listen: admin routes are not served on --server (env CAIRN_ADMIN_SERVER)")
 	root.AddCommand(admin)

@@ -23,7 +23,7 @@ func TestAdminClusterCommandsOnAnEmbeddedNodeSayItIsNotACluster(t *testing.T) {
 	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}).Admin())
 	t.Cleanup(srv.Close)
 	for _, args := range [][]string{{"cluster", "status"}, {"shards", "add", "1"}, {"node", "remove", "n2", "--wait=false"},
-		{"shard", "recover", "0", "--from", "n1", "--yes"}} {
+		{"shard", "recover", "0", "--from", "n1", "--yes"}, {"rebalance"}, {"rebalance", "on"}} {
 		_, _, err := execCairn(t, append(append([]string{"admin"}, args...), "--admin-server", srv.URL)...)
 		code, msg := describeError(err)
 		if err == nil || code != "InvalidState" || !strings.Contains(msg, "is not a cluster node") || !strings.Contains(msg, srv.URL) ||
@@ -41,7 +41,7 @@ func TestAdminClusterCommandsOnAClientPortSayItServesNoAdminRoutes(t *testing.T)
 	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
 	t.Cleanup(srv.Close)
 	for _, args := range [][]string{{"cluster", "status"}, {"shards", "add", "1"}, {"node", "remove", "n2", "--wait=false"},
-		{"shard", "recover", "0", "--from", "n1", "--yes"}} {
+		{"shard", "recover", "0", "--from", "n1", "--yes"}, {"rebalance"}, {"rebalance", "on"}} {
 		_, _, err := execCairn(t, append(append([]string{"admin"}, args...), "--admin-server", srv.URL)...)
 		code, msg := describeError(err)
 		if err == nil || code != "NotFound" || !strings.Contains(msg, "serves no admin routes: is it the node's --admin-listen address") ||
@@ -167,5 +167,28 @@ func TestAdminKeyListShowsTheWorkbenchAKeyIsBoundTo(t *testing.T) {
 	}
 	if got := rows["whole"]; len(got) < 4 || got[2] != "acme" || got[3] != "-" {
 		t.Errorf("the root key's row %q: want agents acme and workbench -", got)
+	}
+}
+
+// TestAdminRebalanceSaysOnOrOff: the switch prints in one line; an argument other than on
+// or off is a usage error naming the command.
+func TestAdminRebalanceSaysOnOrOff(t *testing.T) {
+	var b strings.Builder
+	since := time.Date(2026, 12, 6, 1, 2, 3, 0, time.UTC)
+	for _, c := range []struct {
+		sw   client.RebalanceSwitch
+		want string
+	}{
+		{client.RebalanceSwitch{}, "rebalance off (never set)\n"},
+		{client.RebalanceSwitch{Enabled: true, Since: &since}, "rebalance on since 2026-12-06T01:02:03Z\n"},
+	} {
+		b.Reset()
+		if err := printRebalance(&b, &c.sw); err != nil || b.String() != c.want {
+			t.Errorf("%+v: %q %v, want %q", c.sw, b.String(), err, c.want)
+		}
+	}
+	_, _, err := execCairn(t, "admin", "rebalance", "maybe", "--admin-server", "http://127.0.0.1:1")
+	if code, msg := describeError(err); code != "InvalidArguments" || !strings.Contains(msg, "cairn admin rebalance: the argument must be on or off") {
+		t.Fatalf("rebalance maybe: %s: %s", code, msg)
 	}
 }
