@@ -37,10 +37,12 @@ import (
 )
 
 // controllerInterval is the time between the controller's reconcile rounds; a node absent
-// from the registry for controllerGrace has its replicas replaced (tests shorten both).
+// from the registry for controllerGrace has its replicas replaced; rebalanceInterval is
+// the least time between two rebalance rounds (tests shorten them).
 var (
 	controllerInterval = 2 * time.Second
 	controllerGrace    = 30 * time.Second
+	rebalanceInterval  = control.DefaultRebalanceInterval
 )
 
 // clusterStartTimeout bounds reaching etcd at start (creating or joining the cluster,
@@ -109,6 +111,7 @@ func (n *Node) openClusterParts(ctx context.Context, instance string) (*host.Clu
 		Instance:           instance,
 		ControllerInterval: controllerInterval,
 		ControllerGrace:    controllerGrace,
+		RebalanceInterval:  rebalanceInterval,
 		StartTimeout:       clusterStartTimeout,
 	}, nil
 }

@@ -135,7 +135,11 @@ func (p *Plane) NewController(admin ShardAdmin, cfg ControllerConfig) (*Controll
 	if err := cfg.Rebalance.Validate(); err != nil {
 		return nil, err
 	}
-	return &Controller{p: p, admin: admin, cfg: cfg, log: p.cfg.Logger.With("controller", cfg.ID)}, nil
+	c := &Controller{p: p, admin: admin, cfg: cfg, log: p.cfg.Logger.With("controller", cfg.ID)}
+	if cfg.Mover != nil { // a controller that drives moves may start them (rebalancer.go)
+		c.mover = planeMover{p}
+	}
+	return c, nil
 }
 
 // Leading reports whether this controller holds the election now.

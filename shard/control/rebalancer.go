@@ -29,6 +29,27 @@ type rebalanceMover interface {
 	Start(ctx context.Context, fence int64, m Move) error
 }
 
+// planeMover starts a round's moves as an operator's are (Plane.StartMove): recorded in
+// etcd, then driven by the elected controller (move_drive.go). A move recorded meanwhile
+// by an operator for the same root refuses the round's (ErrMoveInProgress).
+type planeMover struct{ p *Plane }
+
+func (m planeMover) Moving(ctx context.Context) (int, error) {
+	moves, err := m.p.Moves(ctx)
+	n := 0
+	for _, mv := range moves {
+		if !mv.Step.Ended() {
+			n++
+		}
+	}
+	return n, err
+}
+
+func (m planeMover) Start(ctx context.Context, _ int64, mv Move) error {
+	_, err := m.p.StartMove(ctx, mv.Root, mv.To, time.Now())
+	return err
+}
+
 // DefaultRebalanceInterval is the least time between two rebalance rounds: the length of
 // the window a leader measures its write rate over (shard.LoadWindow), so that a round
 // sees the load after the previous round's moves.

@@ -64,6 +64,9 @@ type ClusterConfig struct {
 	Instance string
 	// ControllerInterval and ControllerGrace tune the controller (control.ControllerConfig).
 	ControllerInterval, ControllerGrace time.Duration
+	// RebalanceInterval is the least time between two rebalance rounds
+	// (control.ControllerConfig). Zero: control.DefaultRebalanceInterval.
+	RebalanceInterval time.Duration
 	// StartTimeout bounds reaching etcd at start. Default 30 s.
 	StartTimeout time.Duration
 }
