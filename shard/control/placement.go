@@ -125,38 +125,20 @@ func validRoot(root string) error {
 	return nil
 }
 
-// Resolve returns the shard of a placed root: from the cache, else from etcd.
+// Resolve returns the shard of a placed root: from the cache, else from etcd (Refresh).
 // Errors: ErrRootNotPlaced, ErrInvalidArgument, ErrControlPlaneUnavailable (etcd
 // unreachable and the root not cached).
 func (pl *Placement) Resolve(ctx context.Context, root string) (int, error) {
 	if s, ok := pl.Cached(root); ok {
 		return s, nil
 	}
-	if err := validRoot(root); err != nil {
-		return 0, err
-	}
-	var resp *clientv3.GetResponse
-	err := pl.p.withTimeout(ctx, "resolve root", func(ctx context.Context) (err error) {
-		resp, err = pl.p.cli.Get(ctx, pl.p.k.root(root))
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	if len(resp.Kvs) == 0 {
-		return 0, fmt.Errorf("root %q: %w", root, ErrRootNotPlaced)
-	}
-	s, err := pl.decodeFresh(ctx, resp.Kvs[0].Value)
-	if err != nil {
-		return 0, err
-	}
-	pl.remember(root, s)
-	return s, nil
+	return pl.Refresh(ctx, root)
 }
 
 // Refresh reads root's shard from etcd and replaces what the cache holds: a node that
 // met a shard answering that the root moved (NotOwner, RootMoving) learns its new shard
-// at once instead of waiting for the watch. Errors: those of Resolve.
+// at once instead of waiting for the watch. Errors: ErrRootNotPlaced, ErrInvalidArgument,
+// ErrControlPlaneUnavailable.
 func (pl *Placement) Refresh(ctx context.Context, root string) (int, error) {
 	if err := validRoot(root); err != nil {
 		return 0, err
