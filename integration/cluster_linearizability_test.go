@@ -75,7 +75,13 @@ func startLinCluster(t *testing.T, extra ...string) *linCluster {
 // leader returns the index of the node leading shard 0 with three voters.
 func (lc *linCluster) leader(t *testing.T) int {
 	t.Helper()
-	l := shardLeader(t, lc.servers, 0, 3)
+	return lc.leaderOf(t, 0)
+}
+
+// leaderOf returns the index of the node leading shard id with three voters.
+func (lc *linCluster) leaderOf(t *testing.T, id int) int {
+	t.Helper()
+	l := shardLeader(t, lc.servers, id, 3)
 	for i, s := range lc.servers {
 		if s == l {
 			return i
@@ -385,7 +391,33 @@ func (r *linRecorder) check(t *testing.T) {
 
 func TestClusterLinearizableUnderKillsAndPartitions(t *testing.T) {
 	lc := startLinCluster(t)
-	const agent, wb = "lin", "w"
+	rec, paths := newLinRecorder(t, lc, "lin")
+	clients := startLinClients(t, lc, rec, paths)
+	progress := clients.progress
+	progress("before any fault")
+	// The fault schedule runs $CAIRN_LIN_ROUNDS times (twice in make test, 20 faults; ten
+	// times under make test-long, 100).
+	rounds := 2
+	if v, err := strconv.Atoi(os.Getenv("CAIRN_LIN_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	fs := &faultSchedule{t: t, lc: lc, rec: rec, progress: progress, paths: paths}
+	for round := range rounds {
+		t.Logf("fault round %d of %d", round+1, rounds)
+		fs.round()
+	}
+	fs.report()
+
+	clients.stop()
+	rec.finalReads(t, paths)
+	rec.check(t)
+}
+
+// newLinRecorder creates workbench w of agent and its four paths, each written once, and
+// returns the recorder of a history over them.
+func newLinRecorder(t *testing.T, lc *linCluster, agent string) (*linRecorder, []string) {
+	t.Helper()
+	const wb = "w"
 	if code, b := clusterDo(http.MethodPut, lc.servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
 		t.Fatalf("create workbench: %d %s", code, b)
 	}
@@ -396,20 +428,32 @@ func TestClusterLinearizableUnderKillsAndPartitions(t *testing.T) {
 			t.Fatalf("initial put of %s was not acknowledged", p)
 		}
 	}
+	return rec, paths
+}
 
+// linClients are the concurrent clients of a linearizability test: each runs gets, puts,
+// conditional puts (If-Match the generation it saw last) and appends on random paths
+// through random nodes, recorded by rec.
+type linClients struct {
+	t     *testing.T
+	acked atomic.Int64 // acknowledged writes
+	halt  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// startLinClients starts six clients over paths, every one of which exists.
+func startLinClients(t *testing.T, lc *linCluster, rec *linRecorder, paths []string) *linClients {
 	const clients = 6
-	stop := make(chan struct{})
-	var acked atomic.Int64
-	var wg sync.WaitGroup
+	lcs := &linClients{t: t, halt: make(chan struct{})}
 	for c := range clients {
-		wg.Add(1)
+		lcs.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer lcs.wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(c), 7))
 			lastGen := map[string]uint64{}
 			for i := 0; ; i++ {
 				select {
-				case <-stop:
+				case <-lcs.halt:
 					return
 				default:
 				}
@@ -430,49 +474,44 @@ func TestClusterLinearizableUnderKillsAndPartitions(t *testing.T) {
 				if !out.Unknown && !out.NotFound && !out.Failed {
 					lastGen[in.Path] = out.Gen
 					if in.Kind != linGet {
-						acked.Add(1)
+						lcs.acked.Add(1)
 					}
 				}
 				time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
 			}
 		}()
 	}
-	progress := func(what string) {
-		t.Helper()
-		from := acked.Load()
-		retry.Within(t, 60*time.Second, "writes acknowledged "+what, func() error {
-			if n := acked.Load() - from; n < 10 {
-				return fmt.Errorf("%d acknowledged", n)
-			}
-			return nil
-		})
-	}
+	return lcs
+}
 
-	progress("before any fault")
-	// The fault schedule runs $CAIRN_LIN_ROUNDS times (twice in make test, 20 faults; ten
-	// times under make test-long, 100).
-	rounds := 2
-	if v, err := strconv.Atoi(os.Getenv("CAIRN_LIN_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
-	fs := &faultSchedule{t: t, lc: lc, rec: rec, progress: progress, paths: paths}
-	for round := range rounds {
-		t.Logf("fault round %d of %d", round+1, rounds)
-		fs.round()
-	}
-	fs.report()
+// progress waits (60 s at most) until the clients had 10 more writes acknowledged.
+func (lcs *linClients) progress(what string) {
+	lcs.t.Helper()
+	from := lcs.acked.Load()
+	retry.Within(lcs.t, 60*time.Second, "writes acknowledged "+what, func() error {
+		if n := lcs.acked.Load() - from; n < 10 {
+			return fmt.Errorf("%d acknowledged", n)
+		}
+		return nil
+	})
+}
 
-	close(stop)
-	wg.Wait()
-	// Final reads through every node: they see every acknowledged write.
+// stop stops the clients and waits for them.
+func (lcs *linClients) stop() {
+	close(lcs.halt)
+	lcs.wg.Wait()
+}
+
+// finalReads reads every path through every node: they see every acknowledged write.
+func (r *linRecorder) finalReads(t *testing.T, paths []string) {
+	t.Helper()
 	for i, p := range paths {
-		for n := range lc.servers {
-			if out := rec.do(t, 0, (i+n)%3, linInput{Kind: linGet, Path: p}); out.Unknown {
+		for n := range r.lc.servers {
+			if out := r.do(t, 0, (i+n)%3, linInput{Kind: linGet, Path: p}); out.Unknown {
 				t.Fatalf("final read of %s through n%d got no answer", p, (i+n)%3)
 			}
 		}
 	}
-	rec.check(t)
 }
 
 // The model rejects what a broken cluster would do, so a passing check means something.
