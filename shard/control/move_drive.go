@@ -152,8 +152,16 @@ func (r *MoveRun) switchOnce(ctx context.Context, from string) error {
 	for _, s := range []int{m.Source, m.Target} {
 		key := p.k.load(s)
 		c, ok := count[key]
-		if !ok {
+		switch {
+		case !ok && s == m.Source:
 			continue // a shard without a counter counts nothing
+		case !ok:
+			// A shard of the creation that never held a root has no counter yet (a
+			// grown shard has one once opened, and a move targets only open shards):
+			// the move creates it, as the shard's first placement would.
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
+			ops = append(ops, clientv3.OpPut(key, "1"))
+			continue
 		}
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", c.rev))
 		n := c.n + 1

@@ -245,6 +245,44 @@ func TestMoveSwitchRefusedWhenPlacementChanged(t *testing.T) {
 	}
 }
 
+// A move to a shard of the creation that never held a root creates its load counter, as
+// the shard's first placement would: the counters count the moved root on the target.
+func TestAMoveToAShardThatNeverHeldARootCountsIt(t *testing.T) {
+	p, ctx := newControlledCluster(t, ClusterSpec{Shards: 2, Replication: 1}, 60*time.Second)
+	pl := p.NewPlacement(Cluster{Shards: 2})
+	t.Cleanup(pl.Close)
+	from, _, err := pl.Place(ctx, "only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := 1 - from
+	cfg := controllerConfig("c1")
+	cfg.Mover = &stepMover{}
+	c, err := p.NewController(newFakeAdmin(10), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runController(t, c)
+	for i, target := range []int{to, from, to} {
+		m, err := p.StartMove(ctx, "only", target, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := waitMove(t, ctx, p, m.ID); got.Step != MoveDone {
+			t.Fatalf("move %d ended as %+v", i+1, got)
+		}
+		loads, err := pl.Loads(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]int64, 2)
+		want[target] = 1
+		if fmt.Sprint(loads) != fmt.Sprint(want) {
+			t.Fatalf("load counters %v after move %d to shard %d, want %v", loads, i+1, target, want)
+		}
+	}
+}
+
 func waitMove(t *testing.T, ctx context.Context, p *Plane, id string) RootMove {
 	t.Helper()
 	var got RootMove
