@@ -218,20 +218,38 @@ func keyJSON(k auth.Key, now time.Time) map[string]any {
 func decodeJSON(r *http.Request, v any) error {
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxKeyRequestBytes+1))
 	if err != nil || len(data) > maxKeyRequestBytes {
-		return &auth.InvalidSpecError{Field: "body", Rule: fmt.Sprintf("must be a JSON object of at most %d bytes", maxKeyRequestBytes)}
+		return &bodyError{Field: "body", Rule: fmt.Sprintf("must be a JSON object of at most %d bytes", maxKeyRequestBytes)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil || dec.More() {
-		return &auth.InvalidSpecError{Field: "body", Rule: "must be one JSON object of the documented fields"}
+	err = dec.Decode(v)
+	var te *json.UnmarshalTypeError
+	switch {
+	case err != nil && errors.As(err, &te) && te.Field != "":
+		return &bodyError{Field: te.Field, Rule: "must not be a JSON " + te.Value + " (see the route's documented fields)"}
+	case err != nil && strings.HasPrefix(err.Error(), `json: unknown field "`):
+		field := strings.TrimSuffix(strings.TrimPrefix(err.Error(), `json: unknown field "`), `"`)
+		return &bodyError{Field: field, Rule: "is not a field of this request"}
+	case err != nil || dec.More():
+		return &bodyError{Field: "body", Rule: "must be one JSON object of the documented fields"}
 	}
 	return nil
 }
 
+// bodyError is a request body decodeJSON refused: Field names the member at fault, or
+// "body" for the body as a whole. Its text names no Go type or parser.
+type bodyError struct{ Field, Rule string }
+
+func (e *bodyError) Error() string { return e.Field + " " + e.Rule }
+
 // keyError answers a key route's failure.
 func keyError(w http.ResponseWriter, err error) {
 	var ie *auth.InvalidSpecError
+	var be *bodyError
 	switch {
+	case errors.As(err, &be):
+		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: be.Error(),
+			Details: map[string]any{"field": be.Field}})
 	case errors.As(err, &ie):
 		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: ie.Error(),
 			Details: map[string]any{"field": ie.Field}})
