@@ -192,3 +192,13 @@ func TestAdminRebalanceSaysOnOrOff(t *testing.T) {
 		t.Fatalf("rebalance maybe: %s: %s", code, msg)
 	}
 }
+
+// TestAFlagValueOutOfRangeSaysSoWithoutParserText: an integer flag's bad value is a usage
+// error in pflag's words, without strconv's.
+func TestAFlagValueOutOfRangeSaysSoWithoutParserText(t *testing.T) {
+	_, _, err := execCairn(t, "admin", "root", "move", "r1", "--to", "99999999999999999999", "--admin-server", "http://127.0.0.1:1")
+	code, msg := describeError(err)
+	if code != "InvalidArguments" || strings.Contains(msg, "strconv") || !strings.Contains(msg, `invalid argument "99999999999999999999" for "--to" flag: value out of range`) {
+		t.Fatalf("--to out of range: %s: %s", code, msg)
+	}
+}

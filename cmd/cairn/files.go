@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -482,8 +483,15 @@ func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
-// flagError marks cobra's flag parsing errors as usage errors.
-func flagError(_ *cobra.Command, err error) error { return usageError{err} }
+// flagError marks cobra's flag parsing errors as usage errors, without the Go parser's
+// words pflag passes through ("strconv.ParseInt: parsing "x": value out of range" says
+// "value out of range").
+func flagError(_ *cobra.Command, err error) error {
+	return usageError{errors.New(goParserText.ReplaceAllString(err.Error(), ""))}
+}
+
+// goParserText is the prefix strconv's errors put before their reason.
+var goParserText = regexp.MustCompile(`strconv\.Parse\w+: parsing "[^"]*": `)
 
 // argsBetween accepts min..max positional arguments.
 func argsBetween(min, max int) cobra.PositionalArgs {
