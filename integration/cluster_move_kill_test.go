@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,6 +45,12 @@ func rootMoveUnderKill(t *testing.T, source bool) {
 
 	var dead atomic.Int32
 	dead.Store(-1)
+	// The writers' addresses, read under mu: a restart writes the process's URL.
+	var mu sync.Mutex
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = s.URL
+	}
 	load := framework.StartLoad(t, framework.LoadOptions{
 		Writers: 3,
 		Pause:   5 * time.Millisecond,
@@ -53,7 +60,9 @@ func rootMoveUnderKill(t *testing.T, source bool) {
 		},
 		Target: func(w, i, attempt int) (string, bool) {
 			n := (w + i + attempt) % len(servers)
-			return servers[n].URL, int32(n) != dead.Load()
+			mu.Lock()
+			defer mu.Unlock()
+			return urls[n], int32(n) != dead.Load()
 		},
 		Patience: 2 * time.Minute,
 		// A node killed mid-request answers nothing (status 0); every answer must be the
@@ -131,6 +140,11 @@ func rootMoveUnderKill(t *testing.T, source bool) {
 	move := waitMoveEnd(t, live[0].AdminURL, id)
 	t.Logf("the move ended %s (%v)", move["step"], move["reason"])
 	leader.Restart()
+	mu.Lock()
+	for i, s := range servers {
+		urls[i] = s.URL
+	}
+	mu.Unlock()
 	dead.Store(-1)
 	if move["step"] == "rolled_back" {
 		if move["reason"] == nil || move["reason"] == "" {

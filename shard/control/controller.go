@@ -71,6 +71,10 @@ type ControllerConfig struct {
 	// MoveSweepAfter is how long after a move rolled back the controller undoes it once
 	// more (MoveSweeper), for a command a deposed controller had in flight. Default 1m.
 	MoveSweepAfter time.Duration
+	// MoveRetention is how long the record of an ended move is kept (move_prune.go); a
+	// rolled-back move is kept while its sweep may still act on it. Default
+	// DefaultMoveRetention.
+	MoveRetention time.Duration
 }
 
 func (c *ControllerConfig) setDefaults() {
@@ -100,6 +104,9 @@ func (c *ControllerConfig) setDefaults() {
 	}
 	if c.MoveSweepAfter <= 0 {
 		c.MoveSweepAfter = time.Minute
+	}
+	if c.MoveRetention <= 0 {
+		c.MoveRetention = DefaultMoveRetention
 	}
 }
 

@@ -11,7 +11,8 @@
 //	                            and by a recovery from a lost majority (RecoverRecord: epoch+1)
 //	<prefix>/leaders/<shard>    {"node","term","updated_at"}, written by leaders, bound to their lease
 //	<prefix>/roots/<root>       {"shard"}, created once; rewritten only by a move's switch (move.go)
-//	<prefix>/moves/<id>         a root move (RootMove): root, source, target, step, started, …
+//	<prefix>/moves/<id>         a root move (RootMove): root, source, target, step, started, …;
+//	                            pruned by the controller once ended (move_prune.go)
 //	<prefix>/moving/<root>      the id of the root's unfinished move (a lock StartMove takes)
 //	<prefix>/load/<shard>       decimal count of roots placed on the shard; for a shard a grow
 //	                            added, its presence opens the shard to placement

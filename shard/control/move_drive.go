@@ -229,8 +229,17 @@ func (c *Controller) runMoves(ctx context.Context, t *term) {
 	swept := map[string]bool{}  // rolled-back moves this term swept
 	tick := time.NewTicker(moveScan)
 	defer tick.Stop()
+	var pruned time.Time
 	for {
 		moves, err := c.p.Moves(ctx)
+		if err == nil && time.Since(pruned) >= movePruneEvery {
+			pruned = time.Now()
+			if n, err := c.pruneMoves(ctx, t, moves, pruned); err != nil {
+				c.log.Warn("control: pruning ended moves", "deleted", n, "err", err)
+			} else if n > 0 {
+				c.log.Info("control: pruned ended moves", "deleted", n)
+			}
+		}
 		if err == nil {
 			for _, m := range moves {
 				if sw, ok := c.cfg.Mover.(MoveSweeper); ok && m.Step == MoveRolledBack && !swept[m.ID] && m.Ended != nil {

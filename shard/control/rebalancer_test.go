@@ -143,7 +143,11 @@ func TestTheControllerRebalancesOnlyWhenSwitchedOnAndSettled(t *testing.T) {
 	if got := a.started(); len(got) != 0 {
 		t.Fatalf("moves started while a move is under way: %v", got)
 	}
-	a.set(func(a *loadAdmin) { a.moving, a.loads[1] = 0, nil })
+	// One change at a time: a round reads the loads before it asks what is moving, so
+	// clearing both at once lets a round in flight see the old loads and no move.
+	a.set(func(a *loadAdmin) { a.loads[1] = nil })
+	a.rounds(t, 2, shards)
+	a.set(func(a *loadAdmin) { a.moving = 0 })
 	a.rounds(t, 5, shards)
 	if got := a.started(); len(got) != 0 {
 		t.Fatalf("moves started while shard 1 reported no load: %v", got)

@@ -108,6 +108,12 @@ func (u unplacedCluster) Placed(root string) bool {
 // founded by node i (modulo the nodes), so the shards start with different leaders.
 func newTestCluster(t *testing.T, shards int, placeOnSight bool) *testCluster {
 	t.Helper()
+	return newTestClusterFSM(t, shards, placeOnSight, meta.Options{})
+}
+
+// newTestClusterFSM is newTestCluster whose replicas take fsm as their metadata options.
+func newTestClusterFSM(t *testing.T, shards int, placeOnSight bool, fsm meta.Options) *testCluster {
+	t.Helper()
 	c := &testCluster{net: newFaultNet(), placement: newMemPlacement(shards, placeOnSight)}
 	var muxes []*mux.Mux
 	t.Cleanup(func() {
@@ -133,7 +139,7 @@ func newTestCluster(t *testing.T, shards int, placeOnSight bool) *testCluster {
 			t.Fatal(err)
 		}
 		muxes = append(muxes, m)
-		h, wctx := newHost(Config{DataDir: t.TempDir(), NodeID: fmt.Sprintf("n%d", i), Logger: quietLog,
+		h, wctx := newHost(Config{DataDir: t.TempDir(), NodeID: fmt.Sprintf("n%d", i), Logger: quietLog, FSM: fsm,
 			Cluster: &ClusterConfig{Peer: m}})
 		c.hosts = append(c.hosts, h)
 		h.placement = c.placement

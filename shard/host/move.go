@@ -25,6 +25,10 @@ const moveStepTimeout = 30 * time.Second
 // movePause is the pause between attempts of a move step that met no leader.
 const movePause = 100 * time.Millisecond
 
+// moveWalkWait bounds how long a move's first step on a shard waits for an earlier move's
+// walk of the root there to end (proposeMoveAfterWalks).
+const moveWalkWait = 2 * time.Minute
+
 // DriveMove carries out run's move from the step its record names (control.MoveDriver).
 func (h *Host) DriveMove(ctx context.Context, run *control.MoveRun) error {
 	m := run.Move()
@@ -81,7 +85,7 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 	if err := run.Check(ctx); err != nil {
 		return err
 	}
-	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportBegin{MoveRef: ref, RootUID: uid.RootUID}); err != nil {
+	if _, err := h.proposeMoveAfterWalks(ctx, m.Target, m.ID, meta.MoveImportBegin{MoveRef: ref, RootUID: uid.RootUID}); err != nil {
 		return err
 	}
 	if err := run.Step(ctx, control.MoveImporting, nil); err != nil {
@@ -90,7 +94,7 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 	if err := run.Check(ctx); err != nil {
 		return err
 	}
-	if _, err := h.proposeMove(ctx, m.Source, meta.MoveFence{MoveRef: ref}); err != nil {
+	if _, err := h.proposeMoveAfterWalks(ctx, m.Source, m.ID, meta.MoveFence{MoveRef: ref}); err != nil {
 		return err
 	}
 	if err := run.Step(ctx, control.MoveFenced, nil); err != nil {
@@ -243,6 +247,41 @@ func (h *Host) proposeMove(ctx context.Context, id int, b meta.Body) (meta.Resul
 		return res, &shardStepError{shard: id, err: res.Err}
 	}
 	return res, nil
+}
+
+// proposeMoveAfterWalks is proposeMove of a step that starts a move's hold on a shard (the
+// target's import, the source's fence), waiting up to moveWalkWait while an earlier move's
+// bounded walk of the root still holds it there: a release on the shard the root left, an
+// abort of a rolled-back import, the rescheduling of a confirmed import. Each walk ends by
+// itself, and every command the shard applies (the refused step included) advances it, so a
+// root moved back soon after a move does not roll back for it.
+func (h *Host) proposeMoveAfterWalks(ctx context.Context, id int, move string, b meta.Body) (meta.Result, error) {
+	deadline := time.Now().Add(moveWalkWait)
+	for {
+		res, err := h.proposeMove(ctx, id, b)
+		if err == nil || !walking(err, move) || time.Now().After(deadline) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(movePause):
+		}
+	}
+}
+
+// walking reports whether err is a shard's answer that another move than id holds the root
+// there in a walk that ends by itself.
+func walking(err error, id string) bool {
+	var me *meta.Error
+	if !anotherMove(err, id) || !errors.As(err, &me) {
+		return false
+	}
+	switch me.State {
+	case meta.MoveReleasing.String(), meta.MoveAborting.String(), meta.MoveConfirmed.String():
+		return true
+	}
+	return false
 }
 
 // exportStep is export with the retries of a move step; a refusal of the source comes back

@@ -25,7 +25,13 @@ type moveCluster struct {
 
 func newMoveCluster(t *testing.T) *moveCluster {
 	t.Helper()
-	c := newTestCluster(t, 2, false)
+	return newMoveClusterFSM(t, meta.Options{})
+}
+
+// newMoveClusterFSM is newMoveCluster whose replicas take fsm as their metadata options.
+func newMoveClusterFSM(t *testing.T, fsm meta.Options) *moveCluster {
+	t.Helper()
+	c := newTestClusterFSM(t, 2, false, fsm)
 	e := etcdtest.Start(t)
 	cli, err := clientv3.New(control.ClientConfig([]string{e.Endpoint()}))
 	if err != nil {
@@ -202,6 +208,57 @@ func TestDriveMoveMovesARootBetweenShards(t *testing.T) {
 	list, err := c.plane.Moves(ctx)
 	if err != nil || len(list) != 1 || list[0].ID != m.ID {
 		t.Fatalf("moves %+v %v", list, err)
+	}
+}
+
+// A root moved back as soon as its move ended moves back: the shard it left is still
+// walking its release (a retention batch of one item walks one step per command), and the
+// move's import there waits for the walk instead of rolling back.
+func TestARootMovesBackWhileTheShardItLeftStillReleasesIt(t *testing.T) {
+	c := newMoveClusterFSM(t, meta.Options{RetentionBatch: 2})
+	ctx := t.Context()
+	const files = 300 // a few walk steps of records
+	for i := range files {
+		c.mustWrite(t, i%3, meta.Header{}, putBody("a", fmt.Sprintf("f%03d", i), fmt.Sprint(i)))
+	}
+	from, err := c.hosts[0].placement.Resolve(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, to := range []int{1 - from, from} {
+		m, err := c.plane.StartMove(ctx, "a", to, time.Now())
+		if err != nil {
+			t.Fatalf("move %d: %v", n, err)
+		}
+		if got := c.waitMove(t, m.ID); got.Step != control.MoveDone {
+			t.Fatalf("move %d to shard %d ended %s: %s", n, to, got.Step, got.Reason)
+		}
+		if n == 0 {
+			left, err := c.hosts[0].readView(ctx, from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec, ok := left.MoveOf("a"); !ok || rec.State != meta.MoveReleasing {
+				t.Fatalf("the shard the root left holds move record %+v (%v), want one still releasing", rec, ok)
+			}
+		}
+	}
+	core, err := c.hosts[1].For("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := core.ReadView(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := v.Workspace("a", "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range files {
+		if e, err := v.File(ws, fmt.Sprintf("f%03d", i)); err != nil || string(e.Segments[0].Inline) != fmt.Sprint(i) {
+			t.Fatalf("f%03d after moving back: %+v %v", i, e, err)
+		}
 	}
 }
 
