@@ -48,13 +48,16 @@ func (o ObjectStore) BlobArgs(prefix string) []string {
 type Stores struct {
 	ObjectStore
 	Etcd string // etcd client endpoint, host:port
+	// EtcdServer is that etcd, to stop and restart (member 0) in fault tests.
+	EtcdServer *etcdtest.Cluster
 }
 
 // StartStores starts MinIO (a new bucket) and an etcd, both stopped when t ends.
 func StartStores(t *testing.T) Stores {
 	t.Helper()
 	o := StartObjectStore(t)
-	return Stores{ObjectStore: o, Etcd: etcdtest.Start(t).Endpoint()}
+	e := etcdtest.Start(t)
+	return Stores{ObjectStore: o, Etcd: e.Endpoint(), EtcdServer: e}
 }
 
 // ClusterReplication is the replication of every cluster the framework builds.

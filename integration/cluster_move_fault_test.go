@@ -19,15 +19,70 @@ import (
 // the controller, a new one if the killed node held it); the root reads whole on the shard
 // its placement names, every acknowledged write reads back, and a rolled-back move, started
 // again, completes.
-func TestClusterRootMoveSurvivesKill9OfTheSourceLeader(t *testing.T) { rootMoveUnderKill(t, true) }
+func TestClusterRootMoveSurvivesKill9OfTheSourceLeader(t *testing.T) {
+	rootMoveUnderFault(t, killLeader(true))
+}
 
 // TestClusterRootMoveSurvivesKill9OfTheTargetLeader is the same with the target shard's
 // leader killed.
-func TestClusterRootMoveSurvivesKill9OfTheTargetLeader(t *testing.T) { rootMoveUnderKill(t, false) }
+func TestClusterRootMoveSurvivesKill9OfTheTargetLeader(t *testing.T) {
+	rootMoveUnderFault(t, killLeader(false))
+}
 
-// rootMoveUnderKill moves a root of many files under writers and kills the leader of its
-// source shard (source) or of its target shard while the move is under way.
-func rootMoveUnderKill(t *testing.T, source bool) {
+// TestClusterRootMoveSurvivesEtcdUnavailable is the same with etcd stopped for longer than
+// the nodes' etcd timeouts while the move is under way, and started again: the move's
+// steps and its switch cannot be written meanwhile; once etcd is back the move ends,
+// completed or rolled back, and a rolled-back one, started again, completes.
+func TestClusterRootMoveSurvivesEtcdUnavailable(t *testing.T) {
+	rootMoveUnderFault(t, moveFault{
+		name: "etcd stopped",
+		inject: func(t *testing.T, pc *framework.Processes, _ moveShards, _ *atomic.Int32) func() {
+			pc.Stores.EtcdServer.Stop(0)
+			// Down for longer than an etcd request's timeout (2 s) and the node leases'
+			// renewals: the drive's steps fail, the registrations and the controller's
+			// election have to survive or be won again.
+			<-time.After(8 * time.Second)
+			pc.Stores.EtcdServer.Restart(0)
+			return func() {}
+		},
+	})
+}
+
+// moveShards are a move's source and target shards.
+type moveShards struct{ from, to int }
+
+// moveFault is what rootMoveUnderFault does to the cluster once the move is under way:
+// inject returns the heal to run after the move ended (dead is the index of a node the
+// writers must leave alone, -1 for none).
+type moveFault struct {
+	name   string
+	inject func(t *testing.T, pc *framework.Processes, m moveShards, dead *atomic.Int32) (heal func())
+}
+
+// killLeader kills the leader of the move's source shard (source) or of its target with
+// SIGKILL; the heal restarts it.
+func killLeader(source bool) moveFault {
+	name := map[bool]string{true: "source", false: "target"}[source]
+	return moveFault{name: "kill -9 of the " + name + "'s leader",
+		inject: func(t *testing.T, pc *framework.Processes, m moveShards, dead *atomic.Int32) func() {
+			victim := m.to
+			if source {
+				victim = m.from
+			}
+			leader := shardLeader(t, pc.Nodes, victim, 3)
+			for i, s := range pc.Nodes {
+				if s == leader {
+					dead.Store(int32(i))
+				}
+			}
+			leader.Kill()
+			return leader.Restart
+		}}
+}
+
+// rootMoveUnderFault moves a root of many files under writers and injects fault while the
+// move is under way.
+func rootMoveUnderFault(t *testing.T, fault moveFault) {
 	const (
 		agent = "heavy"
 		files = 8000
@@ -80,9 +135,9 @@ func rootMoveUnderKill(t *testing.T, source bool) {
 		return nil
 	})
 
-	// Start the move; the root's own shard refuses, naming itself. Kill the source's
-	// leader as soon as the move is under way; a move that ended before the kill landed
-	// (the copy is quick) moves the root back, and the next one is tried.
+	// Start the move; the root's own shard refuses, naming itself. Inject the fault as
+	// soon as the move is under way; a move that ended before the fault landed (the copy
+	// is quick) moves the root back, and the next one is tried.
 	to := 1
 	code, res := postJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves", fmt.Sprintf(`{"root":%q,"to":1}`, agent), 30*time.Second)
 	if code == http.StatusBadRequest && strings.Contains(fmt.Sprint(res["message"]), "already") {
@@ -90,10 +145,9 @@ func rootMoveUnderKill(t *testing.T, source bool) {
 		code, res = postJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves", fmt.Sprintf(`{"root":%q,"to":0}`, agent), 30*time.Second)
 	}
 	var (
-		leader *framework.Process
-		id     string
-		from   int
-		step   string
+		id   string
+		from int
+		step string
 	)
 	for attempt := 1; ; attempt++ {
 		if code != http.StatusAccepted {
@@ -101,11 +155,6 @@ func rootMoveUnderKill(t *testing.T, source bool) {
 		}
 		from = 1 - to
 		id = res["move"].(map[string]any)["id"].(string)
-		victim := to
-		if source {
-			victim = from
-		}
-		leader = shardLeader(t, servers, victim, 3)
 		step = ""
 		for deadline := time.Now().Add(time.Minute); step == "" || step == "requested"; {
 			_, got := getJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves?id="+id)
@@ -120,26 +169,26 @@ func rootMoveUnderKill(t *testing.T, source bool) {
 			break
 		}
 		if attempt == 4 {
-			t.Fatalf("%d moves ended before the kill could land: raise the file count", attempt)
+			t.Fatalf("%d moves ended before the fault could land: raise the file count", attempt)
 		}
-		t.Logf("move %d to shard %d ended %s before the kill; moving the root back", attempt, to, step)
+		t.Logf("move %d to shard %d ended %s before the fault; moving the root back", attempt, to, step)
 		if step == "done" {
 			to = from
 		}
 		code, res = postJSON(t, servers[0].AdminURL+"/v1/admin/cluster/root-moves", fmt.Sprintf(`{"root":%q,"to":%d}`, agent, to), 30*time.Second)
 	}
+	heal := fault.inject(t, pc, moveShards{from: from, to: to}, &dead)
+	t.Logf("%s at step %q", fault.name, step)
+	var live []*framework.Process
 	for i, s := range servers {
-		if s == leader {
-			dead.Store(int32(i))
+		if int32(i) != dead.Load() {
+			live = append(live, s)
 		}
 	}
-	leader.Kill()
-	t.Logf("killed the leader of the move's %s, at step %q", map[bool]string{true: "source", false: "target"}[source], step)
-	live := others(servers, leader)
 
 	move := waitMoveEnd(t, live[0].AdminURL, id)
 	t.Logf("the move ended %s (%v)", move["step"], move["reason"])
-	leader.Restart()
+	heal()
 	mu.Lock()
 	for i, s := range servers {
 		urls[i] = s.URL
