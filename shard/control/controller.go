@@ -186,6 +186,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.leading.Store(false)
 		c.log.Info("control: controller stepped down", "err", err)
 		c.resign(t)
+		if errors.Is(err, errCutOff) {
+			c.sitOut(ctx)
+		}
 	}
 	return nil
 }
@@ -261,6 +264,7 @@ func (c *Controller) lead(ctx context.Context, t *term) error {
 	grown := c.p.WatchCluster(wctx) // a grow starts a round at once (grow.go)
 	tick := time.NewTicker(c.cfg.Interval)
 	defer tick.Stop()
+	var cut cutOffWatch
 	for {
 		err := c.reconcile(ctx, t)
 		switch {
@@ -268,6 +272,9 @@ func (c *Controller) lead(ctx context.Context, t *term) error {
 			return err
 		case err != nil && ctx.Err() == nil:
 			c.log.Warn("control: reconcile", "err", err)
+		}
+		if cut.observe(c.cutOff(ctx), time.Now(), c.cfg.Interval) {
+			return errCutOff
 		}
 		select {
 		case <-ctx.Done():

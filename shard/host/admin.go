@@ -157,6 +157,23 @@ func (a clusterAdmin) Remove(ctx context.Context, fence int64, id int, node stri
 	return err
 }
 
+// ReachesAny reports whether any of peers answers on its peer port before ctx ends
+// (control.PeerProber): all are asked at once, and the first answer ends the wait.
+func (a clusterAdmin) ReachesAny(ctx context.Context, peers map[string]control.NodeInfo) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answered := make(chan bool, len(peers))
+	for _, n := range peers {
+		go func() { answered <- n.PeerAddr != "" && a.h.peers.ping(ctx, n.PeerAddr) == nil }()
+	}
+	for range peers {
+		if <-answered {
+			return true
+		}
+	}
+	return false
+}
+
 // ClusterStatus is the cluster as one node sees it (cairn admin cluster status).
 type ClusterStatus struct {
 	ClusterID   string               `json:"cluster_id"`

@@ -21,6 +21,7 @@ import (
 type moveCluster struct {
 	*testCluster
 	plane *control.Plane
+	ctrl  *control.Controller // node 0's
 }
 
 func newMoveCluster(t *testing.T) *moveCluster {
@@ -67,8 +68,18 @@ func newMoveClusterFSM(t *testing.T, fsm meta.Options) *moveCluster {
 		}
 		t.Cleanup(func() { reg.Close() })
 	}
-	ctrl, err := plane.NewController(clusterAdmin{c.hosts[0]}, control.ControllerConfig{ID: "n0", Interval: time.Second,
-		Grace: time.Minute, SessionTTL: 2 * time.Second, Mover: c.hosts[0], MoveSweepAfter: 2 * time.Second})
+	mc := &moveCluster{testCluster: c, plane: plane}
+	mc.ctrl = mc.runController(t, 0)
+	return mc
+}
+
+// runController runs a controller that drives moves on node i until t ends, and returns
+// it.
+func (c *moveCluster) runController(t *testing.T, i int) *control.Controller {
+	t.Helper()
+	h := c.hosts[i]
+	ctrl, err := c.plane.NewController(clusterAdmin{h}, control.ControllerConfig{ID: h.NodeID(), Interval: time.Second,
+		Grace: time.Minute, SessionTTL: 2 * time.Second, Mover: h, MoveSweepAfter: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +87,7 @@ func newMoveClusterFSM(t *testing.T, fsm meta.Options) *moveCluster {
 	done := make(chan struct{})
 	go func() { defer close(done); ctrl.Run(cctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return &moveCluster{testCluster: c, plane: plane}
+	return ctrl
 }
 
 func putBody(agent, path, data string) meta.Put {
@@ -209,6 +220,39 @@ func TestDriveMoveMovesARootBetweenShards(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].ID != m.ID {
 		t.Fatalf("moves %+v %v", list, err)
 	}
+}
+
+// A controller whose node reaches etcd but none of the other nodes steps down, and sits
+// out while it stays cut off: the controller elected instead ends the move the cut-off one
+// could not drive (here it rolls it back: the move was interrupted before its switch), and
+// the root takes writes again.
+func TestACutOffControllerStepsDownAndTheMoveEnds(t *testing.T) {
+	c := newMoveCluster(t)
+	ctx := t.Context()
+	c.mustWrite(t, 1, meta.Header{}, putBody("a", "f", "v1"))
+	retry.Within(t, 20*time.Second, "node 0's controller leads", func() error {
+		if !c.ctrl.Leading() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	second := c.runController(t, 1)
+	from, err := c.hosts[1].placement.Resolve(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.net.set(func() { c.net.frozen[0] = true })
+	defer c.net.releaseAll()
+	m, err := c.plane.StartMove(ctx, "a", 1-from, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := c.waitMove(t, m.ID)
+	if !second.Leading() || c.ctrl.Leading() {
+		t.Fatalf("the move ended with node 1's controller leading: %v, node 0's: %v", second.Leading(), c.ctrl.Leading())
+	}
+	t.Logf("the move ended %s (%s)", ended.Step, ended.Reason)
+	c.mustWrite(t, 1, meta.Header{}, putBody("a", "f", "v2"))
 }
 
 // A root moved back as soon as its move ended moves back: the shard it left is still

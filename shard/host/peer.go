@@ -30,6 +30,7 @@ import (
 //	POST /_cairn/peer/export/<shard>    body: CBOR exportRequest; 200: CBOR exportReply (a move's copy)
 //	GET  /_cairn/peer/stats/<shard>     200: shard.Stats (JSON)
 //	POST /_cairn/peer/admin             body: adminCall; 200: adminReply (the controller's calls)
+//	GET  /_cairn/peer/ping              200: the node answers (the controller's probe of its peers)
 //
 // A call the peer could not serve answers a non-200 status with peerErrorHeader naming
 // the outcome: "unavailable" (nothing applied: not the leader, shut down), "unknown" (the
@@ -220,6 +221,20 @@ func (p *peerClient) stats(ctx context.Context, addr string, id int) (shard.Stat
 	return st, err
 }
 
+// ping reports whether the node at addr answers on its peer port within ctx: any answer
+// counts (a node of an older release answers 404).
+func (p *peerClient) ping(ctx context.Context, addr string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+peerAPIPrefix+"ping", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
 // admin sends a controller call to the node at addr.
 func (p *peerClient) admin(ctx context.Context, addr string, call adminCall) (control.ShardStatus, error) {
 	body, _ := json.Marshal(call)
@@ -252,6 +267,8 @@ func (h *Host) servePeerAPI(w http.ResponseWriter, r *http.Request) {
 		h.serveReadIndex(w, r, arg)
 	case r.Method == http.MethodPost && op == "export":
 		h.serveExport(w, r, arg)
+	case r.Method == http.MethodGet && op == "ping":
+		w.WriteHeader(http.StatusOK) // a controller's reachability probe (clusterAdmin.ReachesAny)
 	case r.Method == http.MethodGet && op == "stats":
 		id, err := strconv.Atoi(arg)
 		rep := h.Replica(id)
