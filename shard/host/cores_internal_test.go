@@ -106,13 +106,13 @@ func (u unplacedCluster) Placed(root string) bool {
 
 // newTestCluster returns a cluster of clusterNodes nodes and shards shards; shard i is
 // founded by node i (modulo the nodes), so the shards start with different leaders.
-func newTestCluster(t *testing.T, shards int, placeOnSight bool) *testCluster {
+func newTestCluster(t testing.TB, shards int, placeOnSight bool) *testCluster {
 	t.Helper()
 	return newTestClusterFSM(t, shards, placeOnSight, meta.Options{})
 }
 
 // newTestClusterFSM is newTestCluster whose replicas take fsm as their metadata options.
-func newTestClusterFSM(t *testing.T, shards int, placeOnSight bool, fsm meta.Options) *testCluster {
+func newTestClusterFSM(t testing.TB, shards int, placeOnSight bool, fsm meta.Options) *testCluster {
 	t.Helper()
 	c := &testCluster{net: newFaultNet(), placement: newMemPlacement(shards, placeOnSight)}
 	var muxes []*mux.Mux

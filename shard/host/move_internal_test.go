@@ -24,13 +24,13 @@ type moveCluster struct {
 	ctrl  *control.Controller // node 0's
 }
 
-func newMoveCluster(t *testing.T) *moveCluster {
+func newMoveCluster(t testing.TB) *moveCluster {
 	t.Helper()
 	return newMoveClusterFSM(t, meta.Options{})
 }
 
 // newMoveClusterFSM is newMoveCluster whose replicas take fsm as their metadata options.
-func newMoveClusterFSM(t *testing.T, fsm meta.Options) *moveCluster {
+func newMoveClusterFSM(t testing.TB, fsm meta.Options) *moveCluster {
 	t.Helper()
 	c := newTestClusterFSM(t, 2, false, fsm)
 	e := etcdtest.Start(t)
@@ -75,7 +75,7 @@ func newMoveClusterFSM(t *testing.T, fsm meta.Options) *moveCluster {
 
 // runController runs a controller that drives moves on node i until t ends, and returns
 // it.
-func (c *moveCluster) runController(t *testing.T, i int) *control.Controller {
+func (c *moveCluster) runController(t testing.TB, i int) *control.Controller {
 	t.Helper()
 	h := c.hosts[i]
 	ctrl, err := c.plane.NewController(clusterAdmin{h}, control.ControllerConfig{ID: h.NodeID(), Interval: time.Second,
@@ -96,7 +96,7 @@ func putBody(agent, path, data string) meta.Put {
 }
 
 // mustWrite proposes b through node i until it applies or the FSM refuses it.
-func (c *moveCluster) mustWrite(t *testing.T, i int, hd meta.Header, b meta.Body) meta.Result {
+func (c *moveCluster) mustWrite(t testing.TB, i int, hd meta.Header, b meta.Body) meta.Result {
 	t.Helper()
 	var res meta.Result
 	if _, err := retry.Until(20*time.Second, func() error {
@@ -118,7 +118,7 @@ func (c *moveCluster) mustWrite(t *testing.T, i int, hd meta.Header, b meta.Body
 	return res
 }
 
-func (c *moveCluster) waitMove(t *testing.T, id string) control.RootMove {
+func (c *moveCluster) waitMove(t testing.TB, id string) control.RootMove {
 	t.Helper()
 	var m control.RootMove
 	retry.Within(t, 60*time.Second, "the move ends", func() (err error) {
