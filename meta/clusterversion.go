@@ -14,7 +14,7 @@ package meta
 // of its shard runs a release that cannot apply it (retryable; never an FSM answer).
 const CodeUpgradeInProgress Code = "UpgradeInProgress"
 
-// ClusterVersion is the newest cluster version this binary applies: 5.
+// ClusterVersion is the newest cluster version this binary applies: 6.
 //
 //   - 1: the ops of the first released log (Op 1 to 17, OpAssignRoot): files,
 //     snapshots, commits, restores, compaction, GC, placement.
@@ -30,13 +30,15 @@ const CodeUpgradeInProgress Code = "UpgradeInProgress"
 //   - 5: moving a root between shards (OpMoveFence to OpMoveImportAbort, move.go), and
 //     the version shift a finished import may raise (a replica of version 4 would keep
 //     version = log index and disagree on every later generation).
+//   - 6: no new op; a move's pre-copy (move_delta.go): MoveImportChunk.Delta, chunks that
+//     replace and delete imported records (a field, MoveDeltaVersion).
 //
 // Every new op must be listed in OpVersion (a test fails otherwise); a release that adds
 // ops raises ClusterVersion for them. A field added to the command of an older op is
 // gated the same way (CommandVersion): a replica of the older release decodes the command
 // without it and applies something else, silently. Version 2 has such a field:
 // SnapshotMint.Pool (the snapshots of OpenWOP runs count against their own cap).
-const ClusterVersion = 5
+const ClusterVersion = 6
 
 // OpVersion returns the cluster version a command of op needs: every replica of the shard
 // must run a binary of at least that ClusterVersion before the command is proposed. An op

@@ -1,10 +1,5 @@
 package meta
 
-import (
-	"bytes"
-	"strconv"
-)
-
 // MoveExportChunk is one bounded piece of a root's records, ready for a MoveImportChunk.
 type MoveExportChunk struct {
 	// Data is the records in the snapshot stream's encoding (CBOR records, one after the
@@ -36,36 +31,12 @@ func (v *View) ExportRoot(agent string, from MovePosition, maxBytes int) (MoveEx
 	if from.Table < 0 || from.Table > len(rootTables) {
 		return MoveExportChunk{}, invalidArg("position", "table %d is outside 0..%d", from.Table, len(rootTables))
 	}
-	if maxBytes <= 0 || maxBytes > MaxMoveChunkBytes {
-		maxBytes = MaxMoveChunkBytes
-	}
-	var buf bytes.Buffer
-	enc := encMode.NewEncoder(&buf)
-	var out MoveExportChunk
-	var failed error
-	sp := spaceOf(v.st, agent, root.UID)
-	next, done := walkRoot(v.st, sp, from, false, func(t *rootTable, _ string, rec snapRecord) bool {
-		mark := buf.Len()
-		if err := enc.Encode(rec); err != nil {
-			failed = err
-			return false
-		}
-		switch n := buf.Len() - mark; {
-		case n > MaxMoveChunkBytes:
-			failed = &Error{Code: CodeResourceExhausted, Quota: "move_chunk_bytes", Limit: MaxMoveChunkBytes, Requested: int64(n),
-				Message: "a record of table " + strconv.Quote(t.name) + " encodes to " + strconv.Itoa(n) + " bytes, more than a move chunk holds"}
-			buf.Truncate(mark)
-			return false
-		case buf.Len() > maxBytes && out.Records > 0:
-			buf.Truncate(mark) // the next chunk starts with it
-			return false
-		}
-		out.Records++
-		return true
+	ch := newChunker(maxBytes)
+	next, done := walkRoot(v.st, spaceOf(v.st, agent, root.UID), from, false, func(t *rootTable, _ string, rec snapRecord) bool {
+		return ch.add(t, rec)
 	})
-	if failed != nil {
-		return MoveExportChunk{}, failed
+	if ch.failed != nil {
+		return MoveExportChunk{}, ch.failed
 	}
-	out.Data, out.Next, out.Done = buf.Bytes(), next, done
-	return out, nil
+	return ch.chunk(next, done), nil
 }

@@ -45,6 +45,20 @@ type MoveImportChunk struct {
 	MoveRef
 	Seq  uint64 `cbor:"3,keyasint"`
 	Data []byte `cbor:"4,keyasint"`
+	// Delta: Data is a chunk of View.ExportRootDelta (move_delta.go): a record the import
+	// holds already is replaced, a deletion drops one. Cluster version MoveDeltaVersion.
+	Delta bool `cbor:"5,keyasint,omitempty"`
+}
+
+// MoveDeltaVersion is the cluster version of MoveImportChunk.Delta: a replica of version 5
+// would decode a delta chunk without the field and refuse its deletions.
+const MoveDeltaVersion = 6
+
+func (c MoveImportChunk) fieldVersion() int {
+	if c.Delta {
+		return MoveDeltaVersion
+	}
+	return 0
 }
 
 // MoveImportFinish makes the imported root held here, read-only until MoveImportConfirm.
@@ -127,13 +141,17 @@ func (a *applier) moveImportChunk(c MoveImportChunk) Result {
 	if len(c.Data) > MaxMoveChunkBytes {
 		return Result{Err: invalidArg("data", "holds %d bytes, more than %d", len(c.Data), MaxMoveChunkBytes)}
 	}
-	recs, rerr := decodeChunk(c.Agent, m.RootUID, c.Data)
+	recs, rerr := decodeChunk(c.Agent, m.RootUID, c.Data, c.Delta)
 	if rerr != nil {
 		return Result{Err: rerr}
 	}
 	nm := *m
 	for _, rec := range recs {
-		a.importRecord(&nm, rec)
+		if rec.T == recMoveDeleted {
+			a.dropImported(c.Agent, uint8(rec.N), string(rec.K))
+			continue
+		}
+		a.importRecord(&nm, rec, c.Delta)
 	}
 	nm.Chunks++
 	nm.Records += int64(len(recs))
@@ -142,8 +160,9 @@ func (a *applier) moveImportChunk(c MoveImportChunk) Result {
 }
 
 // decodeChunk decodes and checks every record of a chunk before any lands: each must
-// decode into its table (checked on a scratch state) and belong to agent's root.
-func decodeChunk(agent, uid string, data []byte) ([]snapRecord, *Error) {
+// decode into its table (checked on a scratch state) and belong to agent's root; a
+// deletion (delta only) must name a table of a root's records and a key of agent's root.
+func decodeChunk(agent, uid string, data []byte, delta bool) ([]snapRecord, *Error) {
 	dec := snapDecMode.NewDecoder(bytes.NewReader(data))
 	scratch := newState()
 	var recs []snapRecord
@@ -155,6 +174,14 @@ func decodeChunk(agent, uid string, data []byte) ([]snapRecord, *Error) {
 		}
 		if err != nil {
 			return nil, invalidArg("data", "record %d does not decode: %v", n, err)
+		}
+		if rec.T == recMoveDeleted {
+			if !delta || rec.N < 0 || rec.N > 255 || rootTableFor(uint8(rec.N), string(rec.K), agent) == nil ||
+				!deletedOfRoot(uint8(rec.N), string(rec.K), agent, uid) {
+				return nil, invalidArg("data", "record %d deletes no record of agent root %q", n, agent)
+			}
+			recs = append(recs, rec)
+			continue
 		}
 		if !recordOfRoot(rec, agent, uid) {
 			return nil, invalidArg("data", "record %d (tag %d) is not a record of agent root %q", n, rec.T, agent)
@@ -209,8 +236,10 @@ func (a *applier) incFor(agent string, src uint64) uint64 {
 	return s.nextIncarnation
 }
 
-// importRecord lands one checked record of m's root, in this shard's incarnations.
-func (a *applier) importRecord(m *MoveRecord, rec snapRecord) {
+// importRecord lands one checked record of m's root, in this shard's incarnations; with
+// replace (a delta), a record the shard holds at its key goes first, with what is derived
+// from it.
+func (a *applier) importRecord(m *MoveRecord, rec snapRecord, replace bool) {
 	s := a.st
 	agent := m.Agent
 	inc := incMap(func(src uint64) uint64 { return a.incFor(agent, src) })
@@ -234,8 +263,16 @@ func (a *applier) importRecord(m *MoveRecord, rec snapRecord) {
 	case recDedupe:
 		rec.Dedupe = remapped(rec.Dedupe, func(d *dedupeRecord) { inc.result(&d.Result) })
 	}
-	snapTableByTag[rec.T].read(s, rec)
 	k := string(rec.K)
+	// A feed floor is set in place: dropping it would drop the root's event count.
+	if replace && (rec.T != recFeed || rec.Feed.Floor == nil) {
+		if t := rootTableFor(rec.T, k, agent); t != nil {
+			if _, ok := lookupRecord(s, t, k); ok {
+				t.drop(s, k)
+			}
+		}
+	}
+	snapTableByTag[rec.T].read(s, rec)
 	switch rec.T {
 	case recPath:
 		p := rec.Path
@@ -253,6 +290,47 @@ func (a *applier) importRecord(m *MoveRecord, rec snapRecord) {
 		n, _ := s.props.count.Get(agent)
 		s.props.count.Set(agent, n+1)
 	}
+}
+
+// dropImported drops the imported record of agent's root at source key k of the table
+// tagged tag (a delta's deletion), with what is derived from it; a key the import never
+// held changes nothing.
+func (a *applier) dropImported(agent string, tag uint8, k string) {
+	s := a.st
+	if incTable(tag) {
+		to, ok := s.moveIncs.Get(agent + "\x00" + k[:incarnationKeySize])
+		if !ok {
+			return
+		}
+		k = u64(to) + k[incarnationKeySize:]
+	}
+	if t := rootTableFor(tag, k, agent); t != nil {
+		if _, ok := lookupRecord(s, t, k); ok {
+			t.drop(s, k)
+		}
+	}
+}
+
+// incTable reports whether the keys of the table tagged tag start with an incarnation.
+func incTable(tag uint8) bool {
+	return tag == recPath || tag == recDir || tag == recHold || tag == recCommit
+}
+
+// rootTableFor returns the table of a root's records that holds key k of agent's root in
+// the snapshot table tagged tag (the feed's events and its floor share a tag), nil for
+// none (or a table the move keeps to itself).
+func rootTableFor(tag uint8, k, agent string) *rootTable {
+	for i := range rootTables {
+		t := &rootTables[i]
+		if t.tag != tag || t.walkOnly {
+			continue
+		}
+		if tag == recFeed && (k == agent) != (t.space == spaceAgent) {
+			continue
+		}
+		return t
+	}
+	return nil
 }
 
 // incMap maps the source incarnations of the root being imported to this shard's.

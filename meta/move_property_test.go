@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,18 +119,32 @@ func genRoot(t *rapid.T, s *shardT, agent string) []keyedWrite {
 // it (operation op): its record moves with the root.
 func restoreAll(s *shardT, agent string, w *Workspace, id uint64, dest, op string) {
 	if r := s.do(RestoreBegin{Agent: agent, OpID: op, Source: w.Name, SourceIncarnation: w.Incarnation, SnapshotID: id,
-		Destination: dest}); r.Err != nil {
-		return
+		Destination: dest}); r.Err != nil || r.Restore != nil && r.Restore.State == RestoreComplete {
+		return // refused, or a replay of an operation id used before
 	}
 	for after := ""; ; {
-		r := s.ok(RestoreCopy{Agent: agent, OpID: op, After: after, Limit: 2})
+		r := withRoom(s, agent, RestoreCopy{Agent: agent, OpID: op, After: after, Limit: 2})
 		if r.Restore.CopyDone {
 			break
 		}
 		after = r.Restore.After
 	}
-	s.ok(RestoreFinish{Agent: agent, OpID: op, Manifest: envBody(`{"restore":1}`), Identity: hexID(5000 + int(s.index)),
+	withRoom(s, agent, RestoreFinish{Agent: agent, OpID: op, Manifest: envBody(`{"restore":1}`), Identity: hexID(5000 + int(s.index)),
 		ContentDigestURI: uri(1), ManifestDigestURI: uri(2), TreeDigestURI: uri(3), Envelope: envBody(`{"run":1}`)})
+}
+
+// withRoom applies b, which must apply; over the root's file quota (the pre-copy's second
+// history writes more files) the operator raises the quota first.
+func withRoom(s *shardT, agent string, b Body) Result {
+	r := s.do(b)
+	if r.Err != nil && r.Err.Code == CodeResourceExhausted {
+		s.ok(SetQuota{Agent: agent, Quota: Quota{MaxFiles: 1000}})
+		return s.ok(b)
+	}
+	if r.Err != nil {
+		s.t.Fatalf("%T: %v", b, r.Err)
+	}
+	return r
 }
 
 // drain applies ticks at a standing clock until no retention item is due and no purge
@@ -169,13 +184,6 @@ func TestMovePreservesEveryRead(t *testing.T) {
 		dst.ok(putBlob("c", "w0", "d/f", "c's too"))
 		src.ok(AssignRoot{Agent: "a"})
 		keyed := genRoot(rt, src, "a")
-		// One standing clock from here: the target runs at the export's command time, so
-		// it answers as the source would at that time.
-		src.step, dst.step = 0, 0
-		drain(t, src, "a")
-		dst.nowMs = src.nowMs
-		drain(t, dst, "c")
-		beforeB, beforeC := exportOf(t, src.f.View(), "b"), exportOf(t, dst.f.View(), "c")
 
 		twice := func(s *shardT, b Body) Result {
 			r := s.ok(b)
@@ -184,30 +192,63 @@ func TestMovePreservesEveryRead(t *testing.T) {
 			}
 			return r
 		}
+		chunkBytes := rapid.SampledFrom([]int{1, 200, 4096, 0}).Draw(rt, "chunk bytes")
+		cut := rapid.IntRange(0, 8).Draw(rt, "snapshot after chunk")
+		var chunks uint64
+		var records int64
+		// copy imports every chunk of export on the target, as deltas when delta is set.
+		copyAll := func(export func(MovePosition, int) (MoveExportChunk, error), delta bool) {
+			var pos MovePosition
+			for done := false; !done; {
+				c, err := export(pos, chunkBytes)
+				if err != nil {
+					rt.Fatalf("export: %v", err)
+				}
+				if c.Records > 0 {
+					twice(dst, MoveImportChunk{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: chunks, Data: c.Data, Delta: delta})
+					chunks++
+					records += c.Records
+				}
+				if int(chunks) == cut {
+					dst = roundTrip(t, dst) // the Raft snapshot carries the import in progress
+				}
+				pos, done = c.Next, c.Done
+			}
+		}
+		// The pre-copy: the records of a view taken before the fence go first, and the root
+		// goes on changing (more files, deletions, workbenches, snapshots, time) until the
+		// fence; the delta then carries what changed.
+		var base *View
+		if rapid.Bool().Draw(rt, "pre-copy") {
+			base = src.f.View()
+			broot, _ := base.Root("a")
+			twice(dst, MoveImportBegin{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, RootUID: broot.UID})
+			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) { return base.ExportRoot("a", pos, n) }, false)
+			// A key used again after it expired applies anew: its last write is the one a
+			// replay answers.
+			for _, k := range genRoot(rt, src, "a") {
+				keyed = slices.DeleteFunc(keyed, func(o keyedWrite) bool { return o.h.RequestID == k.h.RequestID })
+				keyed = append(keyed, k)
+			}
+			src.nowMs = max(src.nowMs, dst.nowMs)
+		}
+		// One standing clock from here: the target runs at the export's command time, so
+		// it answers as the source would at that time.
+		src.step, dst.step = 0, 0
+		drain(t, src, "a")
+		dst.nowMs = src.nowMs
+		drain(t, dst, "c")
+		beforeB, beforeC := exportOf(t, src.f.View(), "b"), exportOf(t, dst.f.View(), "c")
+
 		ref := roundTrip(t, src) // the root as it would have lived on without the move
 		twice(src, MoveFence{MoveRef{Agent: "a", MoveID: "m"}})
 		sv := src.f.View()
 		root, _ := sv.Root("a")
-		twice(dst, MoveImportBegin{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, RootUID: root.UID})
-		chunkBytes := rapid.SampledFrom([]int{1, 200, 4096, 0}).Draw(rt, "chunk bytes")
-		cut := rapid.IntRange(0, 8).Draw(rt, "snapshot after chunk")
-		var pos MovePosition
-		var chunks uint64
-		var records int64
-		for done := false; !done; {
-			c, err := sv.ExportRoot("a", pos, chunkBytes)
-			if err != nil {
-				rt.Fatalf("export: %v", err)
-			}
-			if c.Records > 0 {
-				twice(dst, MoveImportChunk{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: chunks, Data: c.Data})
-				chunks++
-				records += c.Records
-			}
-			if int(chunks) == cut {
-				dst = roundTrip(t, dst) // the Raft snapshot carries the import in progress
-			}
-			pos, done = c.Next, c.Done
+		if base == nil {
+			twice(dst, MoveImportBegin{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, RootUID: root.UID})
+			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) { return sv.ExportRoot("a", pos, n) }, false)
+		} else {
+			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) { return sv.ExportRootDelta("a", base, pos, n) }, true)
 		}
 		version, lists, seq := sv.MoveCounters()
 		fin := twice(dst, MoveImportFinish{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Chunks: chunks, Records: records,
@@ -258,9 +299,11 @@ func TestMovePreservesEveryRead(t *testing.T) {
 			drain(t, s, "a")
 		}
 		sameLater(rt, ref.f.View(), dst.f.View(), "a")
-		// Later writes: later generations, later feed positions.
-		last := lastEvent(rt, dst.f.View(), "a")
+		// Later writes: later generations, later feed positions (with room in the quota:
+		// the root may be at it).
 		dst.step = 1000
+		dst.ok(SetQuota{Agent: "a", Quota: Quota{MaxFiles: 1000}})
+		last := lastEvent(rt, dst.f.View(), "a")
 		w := dst.ok(putBlob("a", "w0", "after/move", "new"))
 		if w.Generation <= version {
 			rt.Fatalf("a write after the move has generation %d ≤ the source's version %d", w.Generation, version)

@@ -425,10 +425,25 @@ func TestImportRefusesForeignAndOutOfOrderChunks(t *testing.T) {
 		t.Fatalf("a second move's begin: %+v", r.Err)
 	}
 	foreign := exportOf(t, src.f.View(), "b")
+	deletion := func(tag uint8, k string) []byte {
+		data, err := encMode.Marshal(snapRecord{T: recMoveDeleted, K: []byte(k), N: int64(tag)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
 	for _, c := range []MoveImportChunk{
 		{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: 0, Data: foreign},
 		{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: 0, Data: []byte{0xff, 0x00}},
 		{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: 1, Data: exportOf(t, src.f.View(), "a")},
+		// Deletions: only in a delta, only of the root's records, never of its root record
+		// or of a table that is no table of a root.
+		{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: 0, Data: deletion(recWorkspace, "a\x00w")},
+		{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: 0, Data: deletion(recWorkspace, "b\x00w"), Delta: true},
+		{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: 0, Data: deletion(recRoot, "a"), Delta: true},
+		{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: 0, Data: deletion(recMove, "a"), Delta: true},
+		{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: 0, Data: deletion(recPath, "short"), Delta: true},
+		{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: 0, Data: append(exportOf(t, src.f.View(), "a"), deletion(recWorkspace, "b\x00w")...), Delta: true},
 	} {
 		r := dst.do(c)
 		if r.Err == nil {
@@ -538,4 +553,41 @@ func TestReleaseDropsTheRootsQueuedRetention(t *testing.T) {
 		t.Fatalf("the release left %d records", n)
 	}
 	checkDerived(t, s.f)
+}
+
+// A delta carries what changed and nothing else: against itself a view has none; after one
+// put and one delete it holds the changed records, far fewer than the root's; against a
+// view of another incarnation of the root it is refused.
+func TestADeltaCarriesOnlyWhatChanged(t *testing.T) {
+	src := newShard(t, Options{}, 0)
+	for i := range 50 {
+		src.ok(putBlob("a", "w", fmt.Sprintf("f%02d", i), "v1"))
+	}
+	base := src.f.View()
+	if c, err := base.ExportRootDelta("a", base, MovePosition{}, 0); err != nil || c.Records != 0 || !c.Done {
+		t.Fatalf("a view's delta against itself: %d records, done %v, %v", c.Records, c.Done, err)
+	}
+	src.ok(putBlob("a", "w", "f00", "v2"))
+	src.ok(Delete{Agent: "a", Workspace: "w", Path: "f01"})
+	full, err := src.f.View().ExportRoot("a", MovePosition{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records int64
+	for pos, done := (MovePosition{}), false; !done; {
+		c, err := src.f.View().ExportRootDelta("a", base, pos, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records += c.Records
+		pos, done = c.Next, c.Done
+	}
+	if records == 0 || records*4 > full.Records {
+		t.Fatalf("the delta of a put and a delete holds %d records, of the root's %d", records, full.Records)
+	}
+	other := newShard(t, withPrefix(Options{}, "x"), 0)
+	other.ok(putBlob("a", "w", "f", "x"))
+	if _, err := src.f.View().ExportRootDelta("a", other.f.View(), MovePosition{}, 0); CodeOf(err) != CodeInvalidState {
+		t.Fatalf("a delta against another incarnation of the root: %v", err)
+	}
 }

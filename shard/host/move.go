@@ -91,6 +91,16 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 	if err := run.Step(ctx, control.MoveImporting, nil); err != nil {
 		return err
 	}
+	// The pre-copy: the records as they are now, while the root still takes writes; after
+	// the fence only what changed since is shipped (meta/move_delta.go), so the writes
+	// pause for the difference, not for the root. Only once every node applies a delta.
+	pre := h.everyNodeAtLeast(meta.MoveDeltaVersion)
+	var cp chunkCopy
+	if pre {
+		if err := h.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, PreCopy: true}); err != nil {
+			return err
+		}
+	}
 	if err := run.Check(ctx); err != nil {
 		return err
 	}
@@ -100,33 +110,10 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 	if err := run.Step(ctx, control.MoveFenced, nil); err != nil {
 		return err
 	}
-	var (
-		pos     meta.MovePosition
-		chunks  uint64
-		records int64
-		last    exportReply
-	)
-	for {
-		rep, err := h.exportStep(ctx, m.Source, exportRequest{Agent: m.Root, MoveID: m.ID, From: pos})
-		if err != nil {
-			return err
-		}
-		if rep.Chunk.Records > 0 {
-			if err := run.Check(ctx); err != nil {
-				return err
-			}
-			if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportChunk{MoveRef: ref, Seq: chunks, Data: rep.Chunk.Data}); err != nil {
-				return err
-			}
-			chunks++
-			records += rep.Chunk.Records
-		}
-		last = rep
-		if rep.Chunk.Done {
-			break
-		}
-		pos = rep.Chunk.Next
+	if err := h.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, Delta: pre}); err != nil {
+		return err
 	}
+	chunks, records, last := cp.chunks, cp.records, cp.last
 	if err := run.Step(ctx, control.MoveCopied, func(r *control.RootMove) { r.Chunks, r.Records = chunks, records }); err != nil {
 		return err
 	}
@@ -138,6 +125,57 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 		return err
 	}
 	return run.Step(ctx, control.MoveFinished, nil)
+}
+
+// chunkCopy is how far a move's copy got: the chunks and records the target imported, and
+// the source's last answer (its counters are the finish's).
+type chunkCopy struct {
+	chunks  uint64
+	records int64
+	last    exportReply
+}
+
+// copyChunks pulls the export req names from the source chunk by chunk and imports each on
+// the target (as a delta when req is one), counting into cp.
+func (h *Host) copyChunks(ctx context.Context, run *control.MoveRun, cp *chunkCopy, req exportRequest) error {
+	m := run.Move()
+	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
+	for {
+		rep, err := h.exportStep(ctx, m.Source, req)
+		if err != nil {
+			return err
+		}
+		if rep.Chunk.Records > 0 {
+			if err := run.Check(ctx); err != nil {
+				return err
+			}
+			chunk := meta.MoveImportChunk{MoveRef: ref, Seq: cp.chunks, Data: rep.Chunk.Data, Delta: req.Delta}
+			if _, err := h.proposeMove(ctx, m.Target, chunk); err != nil {
+				return err
+			}
+			cp.chunks++
+			cp.records += rep.Chunk.Records
+		}
+		cp.last = rep
+		if rep.Chunk.Done {
+			return nil
+		}
+		req.From = rep.Chunk.Next
+	}
+}
+
+// everyNodeAtLeast reports whether every registered node publishes cluster version v.
+func (h *Host) everyNodeAtLeast(v int) bool {
+	ns := h.cluster.nodes.Load()
+	if ns == nil {
+		return false
+	}
+	for id := range *ns {
+		if h.cluster.nodeVersion(id) < v {
+			return false
+		}
+	}
+	return true
 }
 
 // rollbackMove undoes a move that did not reach its switch: the import is aborted on the

@@ -25,12 +25,30 @@ import (
 
 // exportRequest asks the source's leader for the next chunk of a move's export, or, with
 // UIDOnly, for the root's uid (before the fence: the target's import needs it first).
+//
+// With PreCopy the chunk comes from the move's base view instead: one View of the source
+// taken, without a fence, at the pre-copy's first call (the root still takes writes).
+// With Delta it is a chunk of the fenced view's differences from the base view
+// (meta.View.ExportRootDelta); a leader without the base view answers Lost.
 type exportRequest struct {
 	Agent   string            `cbor:"1,keyasint"`
 	MoveID  string            `cbor:"2,keyasint"`
 	From    meta.MovePosition `cbor:"3,keyasint"`
 	UIDOnly bool              `cbor:"4,keyasint,omitempty"`
+	PreCopy bool              `cbor:"5,keyasint,omitempty"`
+	Delta   bool              `cbor:"6,keyasint,omitempty"`
 }
+
+// viewKey is the key of the export view req reads from.
+func (req exportRequest) viewKey() string {
+	if req.PreCopy {
+		return baseViewKey(req.MoveID)
+	}
+	return req.MoveID
+}
+
+// baseViewKey is the key of move id's pre-copy view.
+func baseViewKey(id string) string { return id + "\x00base" }
 
 // exportReply is a chunk and the counters MoveImportFinish needs (View.MoveCounters), or
 // the refusal.
@@ -60,6 +78,7 @@ type exportView struct {
 	shard *shard.Shard
 	view  *meta.View
 	used  time.Time
+	err   *meta.Error // a refusal of the view's check (never kept)
 }
 
 // exportLocal serves req on r, this node's replica of the source, which leads it.
@@ -76,7 +95,50 @@ func (h *Host) exportLocal(ctx context.Context, r *shard.Shard, req exportReques
 		}
 		return exportReply{RootUID: root.UID}, nil
 	}
-	ev := &h.exports
+	x, lost, err := h.exports.view(ctx, r, req.viewKey(), req.From == (meta.MovePosition{}), func(v *meta.View) *meta.Error {
+		if req.PreCopy {
+			return nil // unfenced: ExportRoot refuses a root the view does not hold
+		}
+		if m, ok := v.MoveOf(req.Agent); !ok || m.MoveID != req.MoveID || m.State != meta.MoveFenced {
+			return &meta.Error{Code: meta.CodeInvalidState,
+				Message: "agent root " + strconv.Quote(req.Agent) + " is not fenced for move " + strconv.Quote(req.MoveID)}
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return exportReply{}, err
+	case lost:
+		return exportReply{Lost: true}, nil
+	case x.err != nil:
+		return exportReply{Err: x.err}, nil
+	}
+	var c meta.MoveExportChunk
+	if req.Delta {
+		base, _, _ := h.exports.view(ctx, r, baseViewKey(req.MoveID), false, nil)
+		if base == nil || base.view == nil {
+			return exportReply{Lost: true}, nil
+		}
+		c, err = x.view.ExportRootDelta(req.Agent, base.view, req.From, meta.MaxMoveChunkBytes)
+	} else {
+		c, err = x.view.ExportRoot(req.Agent, req.From, meta.MaxMoveChunkBytes)
+	}
+	if err != nil {
+		var me *meta.Error
+		if errors.As(err, &me) {
+			return exportReply{Err: me}, nil
+		}
+		return exportReply{}, err
+	}
+	version, lists, seq := x.view.MoveCounters()
+	return exportReply{Chunk: c, Version: version, NextListID: lists, Seq: seq}, nil
+}
+
+// view returns the export view kept under key on r, marking it used. Without one, it takes
+// a linearizable view of r when create is set and check (nil: none) accepts it — a view
+// check refuses is answered (the result's err) and not kept — and answers lost otherwise:
+// a copy never continues from another view.
+func (ev *exportViews) view(ctx context.Context, r *shard.Shard, key string, create bool, check func(*meta.View) *meta.Error) (*exportView, bool, error) {
 	ev.mu.Lock()
 	if ev.views == nil {
 		ev.views = map[string]*exportView{}
@@ -87,46 +149,38 @@ func (h *Host) exportLocal(ctx context.Context, r *shard.Shard, req exportReques
 			delete(ev.views, id)
 		}
 	}
-	x := ev.views[req.MoveID]
+	x := ev.views[key]
 	if x != nil && x.shard != r {
-		delete(ev.views, req.MoveID) // the replica was reopened: its view is another
+		delete(ev.views, key) // the replica was reopened: its view is another
 		x = nil
 	}
 	ev.mu.Unlock()
 	if x == nil {
-		if req.From != (meta.MovePosition{}) {
-			return exportReply{Lost: true}, nil
+		if !create {
+			return nil, true, nil
 		}
 		v, err := r.ReadView(ctx) // linearizable: it follows the fence the driver saw applied
 		if err != nil {
-			return exportReply{}, err
+			return nil, false, err
 		}
-		if m, ok := v.MoveOf(req.Agent); !ok || m.MoveID != req.MoveID || m.State != meta.MoveFenced {
-			return exportReply{Err: &meta.Error{Code: meta.CodeInvalidState,
-				Message: "agent root " + strconv.Quote(req.Agent) + " is not fenced for move " + strconv.Quote(req.MoveID)}}, nil
+		if check != nil {
+			if refused := check(v); refused != nil {
+				return &exportView{err: refused}, false, nil
+			}
 		}
 		x = &exportView{shard: r, view: v}
 		ev.mu.Lock()
-		if y := ev.views[req.MoveID]; y != nil && y.shard == r {
-			x = y // a concurrent first call won: one view per move
+		if y := ev.views[key]; y != nil && y.shard == r {
+			x = y // a concurrent first call won: one view per key
 		} else {
-			ev.views[req.MoveID] = x
+			ev.views[key] = x
 		}
 		ev.mu.Unlock()
 	}
 	ev.mu.Lock()
 	x.used = now
 	ev.mu.Unlock()
-	c, err := x.view.ExportRoot(req.Agent, req.From, meta.MaxMoveChunkBytes)
-	if err != nil {
-		var me *meta.Error
-		if errors.As(err, &me) {
-			return exportReply{Err: me}, nil
-		}
-		return exportReply{}, err
-	}
-	version, lists, seq := x.view.MoveCounters()
-	return exportReply{Chunk: c, Version: version, NextListID: lists, Seq: seq}, nil
+	return x, false, nil
 }
 
 // export runs req on the source shard's leader: here when this node leads it, else over
