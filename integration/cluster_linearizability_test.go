@@ -441,14 +441,21 @@ type linClients struct {
 	wg    sync.WaitGroup
 }
 
-// startLinClients starts six clients over paths, every one of which exists.
+// startLinClients starts six clients over paths, every one of which exists: four over
+// REST and two over MCP (cluster_linearizability_mcp_test.go).
 func startLinClients(t *testing.T, lc *linCluster, rec *linRecorder, paths []string) *linClients {
-	const clients = 6
+	const clients, overMCP = 6, 2
 	lcs := &linClients{t: t, halt: make(chan struct{})}
 	for c := range clients {
 		lcs.wg.Add(1)
 		go func() {
 			defer lcs.wg.Done()
+			do := rec.do
+			if c >= clients-overMCP {
+				m := newMCPLinClient(rec)
+				defer m.close()
+				do = m.do
+			}
 			rng := rand.New(rand.NewPCG(uint64(c), 7))
 			lastGen := map[string]uint64{}
 			for i := 0; ; i++ {
@@ -470,7 +477,7 @@ func startLinClients(t *testing.T, lc *linCluster, rec *linRecorder, paths []str
 				default:
 					in.Kind = linAppend
 				}
-				out := rec.do(t, c+1, rng.IntN(len(lc.servers)), in)
+				out := do(t, c+1, rng.IntN(len(lc.servers)), in)
 				if !out.Unknown && !out.NotFound && !out.Failed {
 					lastGen[in.Path] = out.Gen
 					if in.Kind != linGet {

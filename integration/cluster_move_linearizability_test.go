@@ -12,7 +12,8 @@ import (
 )
 
 // TestClusterLinearizableAcrossRootMoves: the clients of the linearizability test (gets,
-// puts, conditional puts and appends on four paths of one root, through every node) run
+// puts, conditional puts and appends on four paths of one root, through every node, over
+// REST and MCP) run
 // while the root moves back and forth between two shards: plain moves, and moves during
 // which the source's or the target's shard leader is cut off from its peers or killed with
 // kill -9 (the move completes or rolls back; a rolled-back move is started again until the
@@ -62,7 +63,8 @@ func TestClusterLinearizableAcrossRootMoves(t *testing.T) {
 			id := fmt.Sprint(move["id"])
 			if strings.HasPrefix(fault, "isolate") && attempt == 0 {
 				// Cut off for partitionFor at most: a controller cut off from its peers
-				// (but not from etcd) drives nothing until the partition heals.
+				// (but not from etcd) drives nothing until the partition heals, or until
+				// it steps down after three reconcile intervals (15 s), longer than this.
 				_, err := retry.Until(partitionFor, func() error { return moveEnded(t, admin, id) })
 				t.Logf("move %d: healed after %v (the move ended meanwhile: %v)", m+1, time.Since(began).Round(time.Millisecond), err == nil)
 				lc.net.Heal()
