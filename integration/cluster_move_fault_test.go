@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -27,6 +29,42 @@ func TestClusterRootMoveSurvivesKill9OfTheSourceLeader(t *testing.T) {
 // leader killed.
 func TestClusterRootMoveSurvivesKill9OfTheTargetLeader(t *testing.T) {
 	rootMoveUnderFault(t, killLeader(false))
+}
+
+// TestClusterRootMoveSurvivesKill9OfTheController is the same with the node whose
+// controller drives the move killed (it may lead a shard too).
+func TestClusterRootMoveSurvivesKill9OfTheController(t *testing.T) {
+	rootMoveUnderFault(t, moveFault{name: "kill -9 of the controller",
+		inject: func(t *testing.T, pc *framework.Processes, _ moveShards, dead *atomic.Int32) func() {
+			i := controllerNode(t, pc.Nodes)
+			dead.Store(int32(i))
+			pc.Nodes[i].Kill()
+			return pc.Nodes[i].Restart
+		}})
+}
+
+// controllerNode returns the index of the node whose controller leads
+// (cairn_controller_leading 1).
+func controllerNode(t *testing.T, servers []*framework.Process) int {
+	t.Helper()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	found := -1
+	retry.Within(t, 60*time.Second, "a node's controller leads", func() error {
+		for i, s := range servers {
+			resp, err := hc.Get(s.URL + "/metrics")
+			if err != nil {
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), "\ncairn_controller_leading 1\n") {
+				found = i
+				return nil
+			}
+		}
+		return errors.New("no controller leads yet")
+	})
+	return found
 }
 
 // TestClusterRootMoveSurvivesEtcdUnavailable is the same with etcd stopped for longer than

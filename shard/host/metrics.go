@@ -29,6 +29,7 @@ var (
 		"Commands this replica proposed as its shard's leader that applied (the shard's write load; by root in the leader's status).", []string{"shard"}, nil)
 	descRoots       = prometheus.NewDesc("cairn_shard_roots", "Agent roots the shard holds, as its leader (this node) counts them.", []string{"shard"}, nil)
 	descStoredBytes = prometheus.NewDesc("cairn_shard_stored_bytes", "Logical bytes of the live files of the shard's roots (their quota usage), as its leader (this node) counts them.", []string{"shard"}, nil)
+	descController  = prometheus.NewDesc("cairn_controller_leading", "1 on the node whose controller holds the election (it assigns replicas and drives root moves), 0 on the others.", nil, nil)
 	descFollow      = prometheus.NewDesc("cairn_follower_reads_total",
 		"Reads at a snapshot id that this node's replica of the shard answered from its applied state while it did not lead.", []string{"shard"}, nil)
 )
@@ -43,7 +44,8 @@ type hostCollector struct{ h *Host }
 
 func (c hostCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descApplied, descCommit, descReady, descLeader, descTerm, descElect, descLeaderChanges,
-		descLogEntries, descLogBytes, descInstall, descVoters, descFollow, descPeer, descCommands, descRoots, descStoredBytes} {
+		descLogEntries, descLogBytes, descInstall, descVoters, descFollow, descPeer, descCommands, descRoots, descStoredBytes,
+		descController} {
 		ch <- d
 	}
 	c.h.raftTimings.Describe(ch)
@@ -97,6 +99,13 @@ func (c hostCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if c.h.cluster != nil {
+		if ctrl := c.h.cluster.ctrl; ctrl != nil {
+			leading := 0.0
+			if ctrl.Leading() {
+				leading = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descController, prometheus.GaugeValue, leading)
+		}
 		for stream, t := range c.h.cluster.cfg.Peer.Traffic() {
 			ch <- prometheus.MustNewConstMetric(descPeer, prometheus.CounterValue, float64(t.Sent), stream, "sent")
 			ch <- prometheus.MustNewConstMetric(descPeer, prometheus.CounterValue, float64(t.Received), stream, "received")
