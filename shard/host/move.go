@@ -100,6 +100,9 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 		if err := h.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, PreCopy: true}); err != nil {
 			return err
 		}
+		if err := cp.report(ctx, run); err != nil { // the pre-copy's counts, for cairn admin root moves
+			return err
+		}
 	}
 	if err := run.Check(ctx); err != nil {
 		return err
@@ -130,13 +133,24 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 // chunkCopy is how far a move's copy got: the chunks and records the target imported, and
 // the source's last answer (its counters are the finish's).
 type chunkCopy struct {
-	chunks  uint64
-	records int64
-	last    exportReply
+	chunks   uint64
+	records  int64
+	last     exportReply
+	reported time.Time // when the counts were last written to the record
+}
+
+// moveProgressEvery is how often a long copy writes its counts to the move's record.
+const moveProgressEvery = time.Second
+
+// report writes the copy's counts to the move's record, at the step it is at.
+func (cp *chunkCopy) report(ctx context.Context, run *control.MoveRun) error {
+	cp.reported = time.Now()
+	return run.Step(ctx, run.Move().Step, func(r *control.RootMove) { r.Chunks, r.Records = cp.chunks, cp.records })
 }
 
 // copyChunks pulls the export req names from the source chunk by chunk and imports each on
-// the target (as a delta when req is one), counting into cp.
+// the target (as a delta when req is one), counting into cp; a pre-copy writes its counts
+// to the move's record every moveProgressEvery.
 func (h *Host) copyChunks(ctx context.Context, run *control.MoveRun, cp *chunkCopy, req exportRequest) error {
 	m := run.Move()
 	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
@@ -155,6 +169,11 @@ func (h *Host) copyChunks(ctx context.Context, run *control.MoveRun, cp *chunkCo
 			}
 			cp.chunks++
 			cp.records += rep.Chunk.Records
+			if req.PreCopy && time.Since(cp.reported) >= moveProgressEvery {
+				if err := cp.report(ctx, run); err != nil {
+					return err
+				}
+			}
 		}
 		cp.last = rep
 		if rep.Chunk.Done {
