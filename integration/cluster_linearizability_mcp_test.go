@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -70,14 +69,7 @@ func (c *mcpLinClient) do(t *testing.T, client, first int, in linInput) linOutpu
 			r.mu.Unlock()
 			return out
 		case unknown && in.Kind != linGet, time.Now().After(deadline):
-			out := linOutput{Unknown: true}
-			if in.Kind != linGet { // a read without an answer constrains nothing
-				r.mu.Lock()
-				r.pending = append(r.pending, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out})
-				r.counts["mcp unknown"]++
-				r.mu.Unlock()
-			}
-			return out
+			return r.unanswered(client, in, call, "mcp unknown")
 		}
 		time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond)
 	}

@@ -254,17 +254,24 @@ func (r *linRecorder) do(t *testing.T, client int, first int, in linInput) linOu
 			return out
 		}
 		if time.Now().After(deadline) {
-			out := linOutput{Unknown: true}
-			if in.Kind != linGet { // a read without an answer constrains nothing
-				r.mu.Lock()
-				r.pending = append(r.pending, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out})
-				r.counts["unknown"]++
-				r.mu.Unlock()
-			}
-			return out
+			return r.unanswered(client, in, call, "unknown")
 		}
 		time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond)
 	}
+}
+
+// unanswered records in, called at call, as an operation without a definitive answer: a
+// write stays pending (it may have applied; count names it in the counts), a read
+// constrains nothing.
+func (r *linRecorder) unanswered(client int, in linInput, call int64, count string) linOutput {
+	out := linOutput{Unknown: true}
+	if in.Kind != linGet {
+		r.mu.Lock()
+		r.pending = append(r.pending, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out})
+		r.counts[count]++
+		r.mu.Unlock()
+	}
+	return out
 }
 
 // attempt sends one request. definite is false for an answer that leaves the outcome

@@ -206,6 +206,21 @@ func (f *fakeAdmin) converged(records map[int]ReplicaSet, shards, want int, avoi
 	return nil
 }
 
+// registerNodes registers nodes ids (peer address "<id>:7000") until t ends.
+func registerNodes(t *testing.T, ctx context.Context, p *Plane, ids ...string) map[string]*Registration {
+	t.Helper()
+	regs := map[string]*Registration{}
+	for _, id := range ids {
+		r, err := p.Register(ctx, id, NodeInfo{PeerAddr: id + ":7000"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs[id] = r
+		t.Cleanup(func() { r.Close() })
+	}
+	return regs
+}
+
 func controllerConfig(id string) ControllerConfig {
 	return ControllerConfig{ID: id, Interval: 50 * time.Millisecond, Grace: 500 * time.Millisecond,
 		MaxPromoteLag: 10, SessionTTL: time.Second, AdminTimeout: time.Second}
@@ -230,15 +245,7 @@ func runController(t *testing.T, c *Controller) (stop func()) {
 func TestControllerAssignsPromotesAndReplaces(t *testing.T) {
 	const shards = 4
 	p, ctx := newControlledCluster(t, ClusterSpec{Shards: shards, Replication: 3}, 60*time.Second)
-	regs := map[string]*Registration{}
-	for _, id := range []string{"n1", "n2", "n3", "n4"} {
-		r, err := p.Register(ctx, id, NodeInfo{PeerAddr: id + ":7000"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		regs[id] = r
-		t.Cleanup(func() { r.Close() })
-	}
+	regs := registerNodes(t, ctx, p, "n1", "n2", "n3", "n4")
 	admin := newFakeAdmin(10)
 	// Every node runs a controller; one leads.
 	ctrls := map[string]*Controller{}
@@ -312,13 +319,7 @@ func TestControllerAssignsPromotesAndReplaces(t *testing.T) {
 
 func TestControllerFencing(t *testing.T) {
 	p, ctx := newControlledCluster(t, ClusterSpec{Shards: 1, Replication: 2}, 30*time.Second)
-	for _, id := range []string{"x", "y"} {
-		r, err := p.Register(ctx, id, NodeInfo{PeerAddr: id + ":7000"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
-	}
+	registerNodes(t, ctx, p, "x", "y")
 
 	// c1 wins the election by hand, so the test holds its term.
 	c1, err := p.NewController(newFakeAdmin(10), controllerConfig("c1"))

@@ -30,13 +30,7 @@ func (a *probedAdmin) ReachesAny(context.Context, map[string]NodeInfo) bool {
 // campaigns again and leads.
 func TestACutOffControllerStepsDownAndSitsOut(t *testing.T) {
 	p, ctx := newControlledCluster(t, ClusterSpec{Shards: 1, Replication: 1}, 60*time.Second)
-	for _, id := range []string{"n1", "n2"} {
-		reg, err := p.Register(ctx, id, NodeInfo{PeerAddr: id + ":7000"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { reg.Close() })
-	}
+	registerNodes(t, ctx, p, "n1", "n2")
 	cut := &probedAdmin{fakeAdmin: newFakeAdmin(10)}
 	cut.reach.Store(true)
 	c1, err := p.NewController(cut, controllerConfig("n1"))

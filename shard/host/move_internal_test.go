@@ -118,6 +118,25 @@ func (c *moveCluster) mustWrite(t testing.TB, i int, hd meta.Header, b meta.Body
 	return res
 }
 
+// rootView returns a linearizable view of agent's root read through node i, and its
+// workbench w there.
+func (c *moveCluster) rootView(t testing.TB, i int, agent string) (*meta.View, *meta.Workspace) {
+	t.Helper()
+	core, err := c.hosts[i].For(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := core.ReadView(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := v.Workspace(agent, "w")
+	if err != nil {
+		t.Fatalf("node %d: %v", i, err)
+	}
+	return v, ws
+}
+
 func (c *moveCluster) waitMove(t testing.TB, id string) control.RootMove {
 	t.Helper()
 	var m control.RootMove
@@ -161,18 +180,7 @@ func TestDriveMoveMovesARootBetweenShards(t *testing.T) {
 			}
 			return nil
 		})
-		core, err := h.For("a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := core.ReadView(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws, err := v.Workspace("a", "w")
-		if err != nil {
-			t.Fatalf("node %d: %v", i, err)
-		}
+		v, ws := c.rootView(t, i, "a")
 		e, err := v.File(ws, "f")
 		if err != nil || string(e.Segments[0].Inline) != "v2" || e.Generation != second.Generation {
 			t.Fatalf("node %d reads f as %+v %v, want v2 at generation %d", i, e, err, second.Generation)
@@ -287,18 +295,7 @@ func TestARootMovesBackWhileTheShardItLeftStillReleasesIt(t *testing.T) {
 			}
 		}
 	}
-	core, err := c.hosts[1].For("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := core.ReadView(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := v.Workspace("a", "w")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, ws := c.rootView(t, 1, "a")
 	for i := range files {
 		if e, err := v.File(ws, fmt.Sprintf("f%03d", i)); err != nil || string(e.Segments[0].Inline) != fmt.Sprint(i) {
 			t.Fatalf("f%03d after moving back: %+v %v", i, e, err)
