@@ -127,6 +127,10 @@ func (h *Handler) moveError(err error) error {
 	case errors.Is(err, control.ErrMoveInProgress):
 		return &workbench.Error{Code: workbench.CodeConflict, Message: control.PublicReason(err, "the agent root is being moved already"),
 			Details: map[string]any{"field": "root", "reason": "move_in_progress"}}
+	case errors.Is(err, control.ErrBackupInProgress):
+		return &workbench.Error{Code: workbench.CodeConflict, Retryable: true,
+			Message: control.PublicReason(err, "a backup of the cluster is being taken: start the move once it ended"),
+			Details: map[string]any{"reason": "backup_in_progress"}}
 	case errors.As(err, &ve):
 		return &workbench.Error{Code: workbench.CodeInvalidState,
 			Message: fmt.Sprintf("node %s runs cluster version %d; moving a root needs %d on every node (upgrade it first)", ve.Node, ve.Version, ve.Needed()),

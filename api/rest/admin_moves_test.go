@@ -81,6 +81,7 @@ func TestAdminRootMovesStartsListsAndMapsEveryRefusal(t *testing.T) {
 		{"the same shard", `{"root":"a","to":0}`, control.Refuse(control.ErrInvalidArgument, "agent root \"a\" is on shard 0 already"), 400, "InvalidArguments", "field=to"},
 		{"a root never written", `{"root":"a","to":1}`, control.Refuse(control.ErrRootNotPlaced, "agent root \"a\" has never been written"), 404, "NotFound", "field=root"},
 		{"a move in progress", `{"root":"a","to":1}`, control.Refuse(control.ErrMoveInProgress, "agent root \"a\" is being moved already"), 409, "Conflict", "reason=move_in_progress"},
+		{"a backup in progress", `{"root":"a","to":1}`, control.Refuse(control.ErrBackupInProgress, "backup b1 of the cluster is being taken"), 409, "Conflict", "reason=backup_in_progress"},
 		{"an old node", `{"root":"a","to":1}`, &control.VersionError{Node: "n7", Version: 4, Need: control.MoveVersion, What: "moving a root"}, 409, "InvalidState", "node=n7"},
 		{"etcd unavailable is retryable", `{"root":"a","to":1}`, fmt.Errorf("%w: down", control.ErrControlPlaneUnavailable), 503, "RoutingUnavailable", ""},
 		{"an unexpected error is Internal", `{"root":"a","to":1}`, errors.New("control: etcd said no"), 500, "Internal", ""},

@@ -24,6 +24,7 @@ import (
 	"github.com/cairnstore/cairn/ops/backup"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/control"
+	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
 )
 
@@ -56,6 +57,15 @@ func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Write
 		return err
 	}
 	defer release()
+	if plane := n.host.ControlPlane(); plane != nil {
+		// No root moves while the shards are read one after the other (control's
+		// backup_lock.go), and none may be under way.
+		unlock, err := plane.LockForBackup(ctx, id)
+		if err != nil {
+			return backupLockError(err)
+		}
+		defer unlock()
+	}
 	ident := backup.Identity{Format: backup.Format, Backup: id, CreatedAt: time.Now().UTC(), Kind: backup.KindEmbedded, NodeID: n.nodeID}
 	var spools []*os.File
 	defer func() {
@@ -391,4 +401,18 @@ func RestoreCluster(ctx context.Context, t backup.Target, dataDir, peerAddr stri
 	}
 	m, err := backup.RestoreCluster(ctx, t, dataDir, id, peerAddr, plane)
 	return m, id, err
+}
+
+// backupLockError is the answer to a backup whose lock was refused: a root move under way
+// (Conflict, retryable once it ended) or the control plane unavailable.
+func backupLockError(err error) error {
+	switch {
+	case errors.Is(err, control.ErrMoveInProgress):
+		return &workbench.Error{Code: workbench.CodeConflict, Retryable: true,
+			Message: control.PublicReason(err, "a root move is under way: a backup starts once no move is unfinished"),
+			Details: map[string]any{"reason": "move_in_progress"}}
+	case control.IsRetryable(err):
+		return workbench.RoutingUnavailable("the control plane cannot answer right now; retry the backup")
+	}
+	return err
 }

@@ -14,6 +14,8 @@
 //	<prefix>/moves/<id>         a root move (RootMove): root, source, target, step, started, …;
 //	                            pruned by the controller once ended (move_prune.go)
 //	<prefix>/moving/<root>      the id of the root's unfinished move (a lock StartMove takes)
+//	<prefix>/backups/<id>       a cluster backup under way (a lock LockForBackup takes, bound
+//	                            to its lease): no move starts while one exists (backup_lock.go)
 //	<prefix>/load/<shard>       decimal count of roots placed on the shard; for a shard a grow
 //	                            added, its presence opens the shard to placement
 //	<prefix>/controller/<lease> the controller election (concurrency.Election), one key per candidate

@@ -78,7 +78,7 @@ type RootMove struct {
 
 func (k keys) moves() string             { return k.prefix + "/moves/" }
 func (k keys) move(id string) string     { return k.moves() + id }
-func (k keys) moving(root string) string { return k.prefix + "/moving/" + root }
+func (k keys) moving(root string) string { return k.movingAll() + root }
 
 // Errors of moves.
 var (
@@ -92,7 +92,8 @@ var (
 // controller picks it up within a reconcile interval. Refused (a *Refusal) with
 // ErrInvalidArgument when the root's name is bad, the target is not a shard of the cluster,
 // is closed to placement, or is the root's shard now; ErrRootNotPlaced when the root was
-// never written; ErrMoveInProgress while another move of the root is unfinished; a
+// never written; ErrMoveInProgress while another move of the root is unfinished;
+// ErrBackupInProgress while a backup of the cluster runs (backup_lock.go); a
 // *VersionError while a registered node publishes a cluster version below MoveVersion.
 // ErrControlPlaneUnavailable: retry (a move may have been recorded: list them first).
 func (p *Plane) StartMove(ctx context.Context, root string, target int, now time.Time) (RootMove, error) {
@@ -161,13 +162,19 @@ func (p *Plane) StartMove(ctx context.Context, root string, target int, now time
 		resp, err = p.cli.Txn(ctx).If(
 			clientv3.Compare(clientv3.CreateRevision(p.k.moving(root)), "=", 0),
 			clientv3.Compare(clientv3.ModRevision(p.k.root(root)), "=", rootKV[0].ModRevision),
-		).Then(clientv3.OpPut(p.k.move(m.ID), string(val)), clientv3.OpPut(p.k.moving(root), m.ID)).Commit()
+			clientv3.Compare(clientv3.CreateRevision(p.k.backups()), "=", 0).WithPrefix(), // backup_lock.go
+		).Then(clientv3.OpPut(p.k.move(m.ID), string(val)), clientv3.OpPut(p.k.moving(root), m.ID)).
+			Else(clientv3.OpGet(p.k.backups(), clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1))).Commit()
 		return err
 	})
 	if err != nil {
 		return RootMove{}, err
 	}
 	if !resp.Succeeded {
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			return RootMove{}, Refuse(ErrBackupInProgress, "backup %s of the cluster is being taken: start the move once it ended",
+				string(kvs[0].Key[len(p.k.backups()):]))
+		}
 		return RootMove{}, Refuse(ErrMoveInProgress, "agent root %q is being moved already", root)
 	}
 	m.Revision = resp.Header.Revision
