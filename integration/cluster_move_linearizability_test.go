@@ -27,6 +27,7 @@ func TestClusterLinearizableAcrossRootMoves(t *testing.T) {
 	clients.progress("before any move")
 
 	var took []time.Duration
+	var windows [][2]time.Duration // each completed move's request and end, since the recorder's start
 	current := -1 // the root's shard, unknown until the first move says
 	for m, fault := range []string{"", "", "isolate source", "kill target", "isolate target", "kill source", ""} {
 		to := 1
@@ -76,6 +77,7 @@ func TestClusterLinearizableAcrossRootMoves(t *testing.T) {
 			t.Logf("move %d (to shard %d, try %d): %s in %v", m+1, to, attempt+1, step, time.Since(began).Round(time.Millisecond))
 			if step == "done" {
 				took = append(took, time.Since(began))
+				windows = append(windows, [2]time.Duration{began.Sub(rec.t0), time.Since(rec.t0)})
 				current = to
 				break
 			}
@@ -89,8 +91,38 @@ func TestClusterLinearizableAcrossRootMoves(t *testing.T) {
 	t.Logf("moves that completed: median %v, max %v", took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
 
 	clients.stop()
+	var gaps []time.Duration
+	writes := rec.writeReturns()
+	for _, w := range windows {
+		gaps = append(gaps, longestWriteGap(writes, w[0], w[1]))
+	}
+	t.Logf("write unavailability per move (the longest time without an acknowledged write around it): median %v, max %v",
+		median(gaps), maxOf(gaps))
 	rec.finalReads(t, paths)
 	rec.check(t)
+}
+
+// longestWriteGap is the longest time between two consecutive acknowledgements of writes
+// (their return times) around the window from began to ended: from the last one before it
+// to the first one after it.
+func longestWriteGap(writes [][2]time.Duration, began, ended time.Duration) time.Duration {
+	acks := make([]time.Duration, 0, len(writes))
+	for _, w := range writes {
+		acks = append(acks, w[1])
+	}
+	slices.Sort(acks)
+	var longest time.Duration
+	prev := time.Duration(-1)
+	for _, a := range acks {
+		if prev >= 0 && a >= began {
+			longest = max(longest, a-prev)
+		}
+		if a > ended {
+			break
+		}
+		prev = a
+	}
+	return longest
 }
 
 // partitionFor bounds how long a move's partition lasts.
