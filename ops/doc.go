@@ -3,6 +3,10 @@
 // YAML file), structured logging, and — as they land — the metrics registry, health checks
 // and deployment assets (docs/architecture.md#packages).
 //
+// Files by concern: config.go (the Config struct, its defaults and accessors),
+// config_validate.go (Validate and ConfigError), config_load.go (the settings table, the
+// flags, the environment and the YAML file: BindFlags, LoadConfig), logger.go (NewLogger).
+//
 // Invariants callers rely on:
 //
 //   - One Config struct is the single source of settings. Every field has a documented
