@@ -28,7 +28,7 @@ func TestClusterLinearizableAcrossRootMoves(t *testing.T) {
 
 	var took []time.Duration
 	var windows [][2]time.Duration // each completed move's request and end, since the recorder's start
-	current := -1 // the root's shard, unknown until the first move says
+	current := -1                  // the root's shard, unknown until the first move says
 	for m, fault := range []string{"", "", "isolate source", "kill target", "isolate target", "kill source", ""} {
 		to := 1
 		if current >= 0 {
