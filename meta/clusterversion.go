@@ -30,8 +30,9 @@ const CodeUpgradeInProgress Code = "UpgradeInProgress"
 //   - 5: moving a root between shards (OpMoveFence to OpMoveImportAbort, move.go), and
 //     the version shift a finished import may raise (a replica of version 4 would keep
 //     version = log index and disagree on every later generation).
-//   - 6: no new op; a move's pre-copy (move_delta.go): MoveImportChunk.Delta, chunks that
-//     replace and delete imported records (a field, MoveDeltaVersion).
+//   - 6: a move's pre-copy (move_delta.go): MoveImportChunk.Delta, chunks that replace
+//     and delete imported records (a field, MoveDeltaVersion); and OpMoveWalk, a move
+//     walk's steps at once (move_walk.go).
 //
 // Every new op must be listed in OpVersion (a test fails otherwise); a release that adds
 // ops raises ClusterVersion for them. A field added to the command of an older op is

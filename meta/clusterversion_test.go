@@ -26,7 +26,9 @@ func TestOpVersionCoversEveryOpThisBinaryDecodes(t *testing.T) {
 			t.Errorf("op %d (change set) needs version %d, want 3", op, got)
 		case op >= OpMoveFence && op <= OpMoveImportAbort && got != 5:
 			t.Errorf("op %d (a move) needs version %d, want 5", op, got)
-		case op > OpAssignRoot && op != OpChangeSet && (op < OpMoveFence || op > OpMoveImportAbort) && known && got != 2:
+		case op == OpMoveWalk && got != 6:
+			t.Errorf("op %d (a move's walk) needs version %d, want 6", op, got)
+		case op > OpAssignRoot && op != OpChangeSet && op != OpMoveWalk && (op < OpMoveFence || op > OpMoveImportAbort) && known && got != 2:
 			t.Errorf("op %d, added after the first release, needs version %d, want 2", op, got)
 		case !known && got <= ClusterVersion:
 			t.Errorf("op %d is unknown to this binary, yet needs version %d ≤ ClusterVersion %d", op, got, ClusterVersion)

@@ -45,6 +45,7 @@ const (
 	OpMoveImportFinish  Op = 45
 	OpMoveImportConfirm Op = 46
 	OpMoveImportAbort   Op = 47
+	OpMoveWalk          Op = 48 // move_walk.go; cluster version 6
 
 	recMove    uint8 = 38
 	recMoveInc uint8 = 39

@@ -591,3 +591,50 @@ func TestADeltaCarriesOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("a delta against another incarnation of the root: %v", err)
 	}
 }
+
+// MoveWalk runs a walk's steps at once: a confirmed import that still reschedules its
+// records' retention, on a shard whose retention runs one item per command, ends its
+// rescheduling in a few MoveWalk commands (instead of one per record), and a MoveWalk of
+// another move changes nothing. The records' retention items stay queued, and the shard's
+// derived sets agree with its records.
+func TestMoveWalkRunsAWalkAtOnce(t *testing.T) {
+	src := newShard(t, Options{}, 0)
+	const files = 600
+	for i := range files {
+		src.ok(putBlob("a", "w", fmt.Sprintf("f%03d", i), "v"))
+	}
+	dst := newShard(t, withPrefix(Options{RetentionBatch: 1}, "t"), 0)
+	src.ok(MoveFence{MoveRef{Agent: "a", MoveID: "m"}})
+	view := src.f.View()
+	root, _ := view.Root("a")
+	dst.ok(MoveImportBegin{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, RootUID: root.UID})
+	chunks, records := exportInto(t, view, dst, "a", "m", 0)
+	version, lists, seq := view.MoveCounters()
+	dst.ok(MoveImportFinish{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Chunks: chunks, Records: records,
+		SourceVersion: version, SourceNextListID: lists, SourceSeq: seq})
+	dst.ok(MoveImportConfirm{MoveRef{Agent: "a", MoveID: "m"}})
+	if m, ok := dst.f.View().MoveOf("a"); !ok || !m.Rescheduling {
+		t.Fatalf("after the confirmation the import holds %+v (%v), want one still rescheduling", m, ok)
+	}
+	twin := roundTrip(t, dst)
+	dst.ok(MoveWalk{MoveRef{Agent: "a", MoveID: "other"}})
+	twin.ok(Tick{})
+	if dst.f.StateDigest() != twin.f.StateDigest() {
+		t.Fatal("a walk of another move did more than a tick")
+	}
+	walks := 0
+	for ; walks < 10; walks++ {
+		if _, ok := dst.f.View().MoveOf("a"); !ok {
+			break
+		}
+		dst.ok(MoveWalk{MoveRef{Agent: "a", MoveID: "m"}})
+	}
+	want := int(records)/(moveWalkSteps*moveBatch) + 1
+	if _, ok := dst.f.View().MoveOf("a"); ok || walks > want {
+		t.Fatalf("%d MoveWalk commands for %d records (want at most %d), record still there: %v", walks, records, want, ok)
+	}
+	if dst.f.st.retention.Len() < files/2 {
+		t.Fatalf("the rescheduling queued %d retention items for %d files", dst.f.st.retention.Len(), files)
+	}
+	checkDerived(t, dst.f)
+}

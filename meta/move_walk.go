@@ -13,6 +13,36 @@ import "strings"
 //     record's expiry, each proposal's retirement, each finished restore's record, the
 //     feed's pruning.
 
+// MoveWalk runs up to moveWalkSteps steps of the bounded walk that move MoveID's record of
+// agent runs on this shard (a release, an abort, the rescheduling after an import), at
+// once rather than one retention step at a time: a later move of the root waits for that
+// walk, and on an idle shard the retention queue advances only with the commands it
+// applies, each taking its turn behind the per-record items the walk queues. A walk that
+// ended, or a record of another move, changes nothing. Cluster version 6.
+type MoveWalk struct{ MoveRef }
+
+func (MoveWalk) Op() Op { return OpMoveWalk }
+
+// moveWalkSteps bounds the walk steps of one MoveWalk (moveBatch records each).
+const moveWalkSteps = 32
+
+func (a *applier) moveWalk(c MoveWalk) Result {
+	if err := ValidateName("agent", c.Agent); err != nil {
+		return Result{Err: err}
+	}
+	if err := ValidateName("move_id", c.MoveID); err != nil {
+		return Result{Err: err}
+	}
+	for range moveWalkSteps {
+		m, ok := a.st.moves.Get(c.Agent)
+		if !ok || m.MoveID != c.MoveID || !a.walkOnce(c.Agent) {
+			break
+		}
+	}
+	m, _ := a.st.moves.Get(c.Agent)
+	return Result{Move: m}
+}
+
 // scheduleMoveWalk queues the next step of agent's move walk.
 func (a *applier) scheduleMoveWalk(agent string) {
 	s := a.st
@@ -20,12 +50,20 @@ func (a *applier) scheduleMoveWalk(agent string) {
 	s.retention.Set(retentionKey(s.nowMs, s.seq), string(rune(retainMove))+agent)
 }
 
-// moveWalkStep runs one step of agent's move walk.
+// moveWalkStep runs one step of agent's move walk, the retention queue's item: the next
+// step is queued while the walk goes on.
 func (a *applier) moveWalkStep(agent string) {
+	if a.walkOnce(agent) {
+		a.scheduleMoveWalk(agent)
+	}
+}
+
+// walkOnce runs one step of agent's move walk and reports whether the walk goes on.
+func (a *applier) walkOnce(agent string) bool {
 	s := a.st
 	m, ok := s.moves.Get(agent)
 	if !ok {
-		return
+		return false
 	}
 	sp := spaceOf(s, agent, m.RootUID)
 	nm := *m
@@ -50,7 +88,7 @@ func (a *applier) moveWalkStep(agent string) {
 		if done {
 			if m.State == MoveAborting {
 				s.moves.Delete(agent)
-				return
+				return false
 			}
 			nm.State, nm.Walk = MoveReleased, MovePosition{}
 		}
@@ -68,17 +106,15 @@ func (a *applier) moveWalkStep(agent string) {
 		if done {
 			if m.State == MoveConfirmed {
 				a.endImport(agent)
-				return
+				return false
 			}
 			nm.Rescheduling, nm.Walk = false, MovePosition{}
 		}
 	default:
-		return
+		return false
 	}
 	s.moves.Set(agent, &nm)
-	if nm.State != MoveReleased && (nm.Rescheduling || nm.State != MoveArrived) {
-		a.scheduleMoveWalk(agent)
-	}
+	return nm.State != MoveReleased && (nm.Rescheduling || nm.State != MoveArrived)
 }
 
 // requeue queues the retention item of one imported record, as the command that wrote it

@@ -176,6 +176,8 @@ var opDefs = []opDef{
 	moveOp(OpMoveImportFinish, "move-import-finish", (*applier).moveImportFinish),
 	moveOp(OpMoveImportConfirm, "move-import-confirm", (*applier).moveImportConfirm),
 	moveOp(OpMoveImportAbort, "move-import-abort", (*applier).moveImportAbort),
+	// A walk's steps at once (move_walk.go), version 6.
+	defineOp(OpMoveWalk, "move-walk", 6, func(c MoveWalk) CommandScope { return rootWide(c.Agent) }, (*applier).moveWalk),
 }
 
 // opTable indexes opDefs by op.

@@ -85,7 +85,7 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 	if err := run.Check(ctx); err != nil {
 		return err
 	}
-	if _, err := h.proposeMoveAfterWalks(ctx, m.Target, m.ID, meta.MoveImportBegin{MoveRef: ref, RootUID: uid.RootUID}); err != nil {
+	if _, err := h.proposeMoveAfterWalks(ctx, m.Target, ref, meta.MoveImportBegin{MoveRef: ref, RootUID: uid.RootUID}); err != nil {
 		return err
 	}
 	if err := run.Step(ctx, control.MoveImporting, nil); err != nil {
@@ -107,7 +107,7 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 	if err := run.Check(ctx); err != nil {
 		return err
 	}
-	if _, err := h.proposeMoveAfterWalks(ctx, m.Source, m.ID, meta.MoveFence{MoveRef: ref}); err != nil {
+	if _, err := h.proposeMoveAfterWalks(ctx, m.Source, ref, meta.MoveFence{MoveRef: ref}); err != nil {
 		return err
 	}
 	if err := run.Step(ctx, control.MoveFenced, nil); err != nil {
@@ -310,14 +310,25 @@ func (h *Host) proposeMove(ctx context.Context, id int, b meta.Body) (meta.Resul
 // target's import, the source's fence), waiting up to moveWalkWait while an earlier move's
 // bounded walk of the root still holds it there: a release on the shard the root left, an
 // abort of a rolled-back import, the rescheduling of a confirmed import. Each walk ends by
-// itself, and every command the shard applies (the refused step included) advances it, so a
-// root moved back soon after a move does not roll back for it.
-func (h *Host) proposeMoveAfterWalks(ctx context.Context, id int, move string, b meta.Body) (meta.Result, error) {
+// itself, one retention step per command the shard applies; the wait drives it with
+// MoveWalk commands (32 steps each) once every node applies them, else with the refused
+// step's own tries. So a root moved back soon after a move does not roll back for it.
+func (h *Host) proposeMoveAfterWalks(ctx context.Context, id int, ref meta.MoveRef, b meta.Body) (meta.Result, error) {
 	deadline := time.Now().Add(moveWalkWait)
+	var walked *meta.MoveRecord // the walking record as the last MoveWalk left it
 	for {
 		res, err := h.proposeMove(ctx, id, b)
-		if err == nil || !walking(err, move) || time.Now().After(deadline) {
+		other, ok := walking(err, ref.MoveID)
+		if err == nil || !ok || time.Now().After(deadline) {
 			return res, err
+		}
+		if h.everyNodeAtLeast(meta.OpVersion(meta.OpMoveWalk)) {
+			w, werr := h.proposeMove(ctx, id, meta.MoveWalk{MoveRef: meta.MoveRef{Agent: ref.Agent, MoveID: other}})
+			progressed := werr == nil && (w.Move == nil || walked == nil || *w.Move != *walked)
+			walked = w.Move
+			if progressed {
+				continue // at once: the walk moved on
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -328,17 +339,17 @@ func (h *Host) proposeMoveAfterWalks(ctx context.Context, id int, move string, b
 }
 
 // walking reports whether err is a shard's answer that another move than id holds the root
-// there in a walk that ends by itself.
-func walking(err error, id string) bool {
+// there in a walk that ends by itself, and that move's id.
+func walking(err error, id string) (string, bool) {
 	var me *meta.Error
 	if !anotherMove(err, id) || !errors.As(err, &me) {
-		return false
+		return "", false
 	}
 	switch me.State {
 	case meta.MoveReleasing.String(), meta.MoveAborting.String(), meta.MoveConfirmed.String():
-		return true
+		return me.OperationID, true
 	}
-	return false
+	return "", false
 }
 
 // exportStep is export with the retries of a move step; a refusal of the source comes back
