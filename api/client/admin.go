@@ -146,6 +146,8 @@ type ClusterStatus struct {
 	Replication int    `json:"replication"`
 	// Node is the id of the node that answered.
 	Node string `json:"node"`
+	// Controller is the node whose controller leads ("" when none does, or unknown).
+	Controller string `json:"controller,omitempty"`
 	// Nodes are the registered nodes, by id.
 	Nodes       []ClusterNode  `json:"nodes"`
 	ShardStatus []ClusterShard `json:"shard_status"`

@@ -90,15 +90,28 @@ func (h *Handler) adminMoves(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) adminMovesList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "id" && k != "root" {
+			h.writeError(w, r, invalidArg(k, "is not a parameter of this request (id, root)"), noPrecondition)
+			return
+		}
+	}
+	id, root := q.Get("id"), q.Get("root")
+	for _, k := range []string{"id", "root"} {
+		if v, ok := q[k]; ok && (len(v) != 1 || v[0] == "") {
+			h.writeError(w, r, invalidArg(k, "must be given once, not empty"), noPrecondition)
+			return
+		}
+	}
 	moves, err := h.opts.Moves.Moves(r.Context())
 	if err != nil {
 		h.writeError(w, r, h.moveError(err), noPrecondition)
 		return
 	}
-	id := r.URL.Query().Get("id")
 	out := []map[string]any{}
 	for _, m := range moves {
-		if id == "" || m.ID == id {
+		if (id == "" || m.ID == id) && (root == "" || m.Root == root) {
 			out = append(out, moveJSON(m))
 		}
 	}

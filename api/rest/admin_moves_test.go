@@ -56,6 +56,19 @@ func TestAdminRootMovesStartsListsAndMapsEveryRefusal(t *testing.T) {
 		t.Fatalf("list one: %d %s", r.status, r.body)
 	}
 	expect(t, do(t, "GET", u+"?id=nope", nil), 404, "NotFound")
+	for q, want := range map[string]int{"?root=a": 1, "?root=zz": 0, "?root=a&id=m1": 1} {
+		r := do(t, "GET", u+q, nil)
+		if list, _ := r.json["moves"].([]any); r.status != 200 || len(list) != want {
+			t.Fatalf("list %s: %d %s, want %d moves", q, r.status, r.body, want)
+		}
+	}
+	for q, field := range map[string]string{"?bogus=1": "bogus", "?id=": "id", "?root=": "root", "?id=m1&id=m2": "id"} {
+		r := do(t, "GET", u+q, nil)
+		expect(t, r, 400, "InvalidArguments")
+		if d, _ := r.json["details"].(map[string]any); d["field"] != field {
+			t.Fatalf("list %s: %s, want field %s", q, r.body, field)
+		}
+	}
 	expect(t, do(t, "PUT", u, strings.NewReader(`{}`)), 405, "InvalidArguments")
 	// The embedded node has no cluster: 409 not_a_cluster on both methods.
 	for _, method := range []string{"GET", "POST"} {

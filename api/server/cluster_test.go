@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/shard/control"
+	"github.com/cairnstore/cairn/shard/host"
 )
 
 // clusterBackends are the MinIO bucket and the etcd that the nodes of one test cluster
@@ -239,6 +241,9 @@ func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
 		ss := st.ShardStatus[id]
 		if len(st.Nodes) != 3 || st.Shards != 2 || ss.Leader != leader.nodeID || len(ss.Members) != 3 {
 			t.Fatalf("cluster status through %s: %s", n.url, b)
+		}
+		if !slices.ContainsFunc(st.Nodes, func(m host.ClusterNodeStatus) bool { return m.ID == st.Controller }) {
+			t.Fatalf("cluster status through %s names controller %q, not a registered node: %s", n.url, st.Controller, b)
 		}
 		for _, m := range ss.Members {
 			if !m.Voter || m.Lag < 0 {

@@ -108,7 +108,11 @@ func (e adminURLError) Error() string {
 
 // printClusterStatus prints the nodes, then one line per shard replica.
 func printClusterStatus(w io.Writer, st *client.ClusterStatus) error {
-	fmt.Fprintf(w, "cluster %s: %d shards, replication %d (answered by node %s)\n\n", st.ClusterID, st.Shards, st.Replication, st.Node)
+	fmt.Fprintf(w, "cluster %s: %d shards, replication %d (answered by node %s)\n", st.ClusterID, st.Shards, st.Replication, st.Node)
+	if st.Controller != "" {
+		fmt.Fprintf(w, "controller: node %s\n", st.Controller)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSTATE\tCLIENT URL\tPEER ADDRESS\tSTARTED")
 	state := func(id, s string) string {

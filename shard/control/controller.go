@@ -167,6 +167,17 @@ func (t *term) fence() clientv3.Cmp {
 	return clientv3.Compare(clientv3.CreateRevision(t.key), "=", t.rev)
 }
 
+// ControllerNode returns the id of the node whose controller holds the election: the
+// candidate key of the lowest create revision ("" while none campaigns).
+func (p *Plane) ControllerNode(ctx context.Context) (string, error) {
+	resp, err := p.get(ctx, "read the controller election", p.k.controller()+"/", clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
+	if err != nil || len(resp.Kvs) == 0 {
+		return "", err
+	}
+	return string(resp.Kvs[0].Value), nil
+}
+
 // Run campaigns, and reconciles while it leads, until ctx ends; it campaigns again after
 // losing the election (lease lost, or a write refused as deposed). It returns nil when ctx
 // ends.

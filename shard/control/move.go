@@ -125,10 +125,14 @@ func (p *Plane) StartMove(ctx context.Context, root string, target int, now time
 	if err := json.Unmarshal(clusterKV[0].Value, &c); err != nil {
 		return RootMove{}, fmt.Errorf("control: cluster metadata: %w", err)
 	}
-	switch {
-	case target < 0 || target >= c.Shards:
+	if target < 0 || target >= c.Shards {
 		return RootMove{}, Refuse(ErrInvalidArgument, "shard %d does not exist: the cluster has shards 0 to %d", target, c.Shards-1)
-	case target == rec.Shard:
+	}
+	// An unfinished move first: its root's placement is about to change.
+	if kvs := read.Responses[3].GetResponseRange().Kvs; len(kvs) > 0 {
+		return RootMove{}, Refuse(ErrMoveInProgress, "agent root %q is being moved already (move %s)", root, string(kvs[0].Value))
+	}
+	if target == rec.Shard {
 		return RootMove{}, Refuse(ErrInvalidArgument, "agent root %q is on shard %d already", root, target)
 	}
 	for _, kv := range read.Responses[2].GetResponseRange().Kvs {
@@ -140,9 +144,6 @@ func (p *Plane) StartMove(ctx context.Context, root string, target int, now time
 			return RootMove{}, &VersionError{Node: strings.TrimPrefix(string(kv.Key), p.k.nodes()), Version: v,
 				Need: MoveVersion, What: "moving a root"}
 		}
-	}
-	if kvs := read.Responses[3].GetResponseRange().Kvs; len(kvs) > 0 {
-		return RootMove{}, Refuse(ErrMoveInProgress, "agent root %q is being moved already (move %s)", root, string(kvs[0].Value))
 	}
 	closed, err := p.ClosedShards(ctx, c)
 	if err != nil {

@@ -64,6 +64,9 @@ func TestStartMoveRefusesBadRequests(t *testing.T) {
 	if _, err := p.StartMove(ctx, "agent-a", other, time.Now()); !errors.Is(err, ErrMoveInProgress) {
 		t.Fatalf("a second move of the root: %v, want ErrMoveInProgress", err)
 	}
+	if _, err := p.StartMove(ctx, "agent-a", from, time.Now()); !errors.Is(err, ErrMoveInProgress) {
+		t.Fatalf("a move back to the shard the root is leaving: %v, want ErrMoveInProgress", err)
+	}
 	got, err := p.GetMove(ctx, m.ID)
 	if err != nil || got.Root != "agent-a" || got.Step != MoveRequested {
 		t.Fatalf("GetMove: %+v %v", got, err)

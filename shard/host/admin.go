@@ -176,10 +176,13 @@ func (a clusterAdmin) ReachesAny(ctx context.Context, peers map[string]control.N
 
 // ClusterStatus is the cluster as one node sees it (cairn admin cluster status).
 type ClusterStatus struct {
-	ClusterID   string               `json:"cluster_id"`
-	Shards      int                  `json:"shards"`
-	Replication int                  `json:"replication"`
-	Node        string               `json:"node"` // the node that answered
+	ClusterID   string `json:"cluster_id"`
+	Shards      int    `json:"shards"`
+	Replication int    `json:"replication"`
+	Node        string `json:"node"` // the node that answered
+	// Controller is the node whose controller leads ("" when none does or etcd did not
+	// answer).
+	Controller  string               `json:"controller,omitempty"`
 	Nodes       []ClusterNodeStatus  `json:"nodes"`
 	ShardStatus []ClusterShardStatus `json:"shard_status"`
 	// Leaving are the nodes marked leaving (cairn admin node remove), registered or not,
@@ -241,6 +244,7 @@ func (h *Host) Status(ctx context.Context) (st ClusterStatus, ok bool) {
 		}
 		slices.Sort(st.Leaving)
 	}
+	st.Controller, _ = cs.cfg.Plane.ControllerNode(lctx)
 	closed, _ := cs.cfg.Plane.ClosedShards(lctx, c)
 	records, _ := cs.cfg.Plane.ReplicaSets(lctx) // nil when etcd does not answer: no members shown
 	var roots []int64
