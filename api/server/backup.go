@@ -57,15 +57,11 @@ func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Write
 		return err
 	}
 	defer release()
-	if plane := n.host.ControlPlane(); plane != nil {
-		// No root moves while the shards are read one after the other (control's
-		// backup_lock.go), and none may be under way.
-		unlock, err := plane.LockForBackup(ctx, id)
-		if err != nil {
-			return backupLockError(err)
-		}
-		defer unlock()
+	unlock, err := n.lockForBackup(ctx, id)
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	ident := backup.Identity{Format: backup.Format, Backup: id, CreatedAt: time.Now().UTC(), Kind: backup.KindEmbedded, NodeID: n.nodeID}
 	var spools []*os.File
 	defer func() {
@@ -401,6 +397,21 @@ func RestoreCluster(ctx context.Context, t backup.Target, dataDir, peerAddr stri
 	}
 	m, err := backup.RestoreCluster(ctx, t, dataDir, id, peerAddr, plane)
 	return m, id, err
+}
+
+// lockForBackup keeps root moves out of a cluster while backup id reads the shards one
+// after the other (control's backup_lock.go); none may be under way. The embedded node has
+// nothing to lock.
+func (n *Node) lockForBackup(ctx context.Context, id string) (unlock func(), err error) {
+	plane := n.host.ControlPlane()
+	if plane == nil {
+		return func() {}, nil
+	}
+	unlock, err = plane.LockForBackup(ctx, id)
+	if err != nil {
+		return nil, backupLockError(err)
+	}
+	return unlock, nil
 }
 
 // backupLockError is the answer to a backup whose lock was refused: a root move under way
