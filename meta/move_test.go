@@ -75,6 +75,18 @@ func putBlob(agent, ws, path, data string) Put {
 // from one view in chunks of chunkBytes, import, finish, confirm, release.
 func moveRoot(t testing.TB, src, dst *shardT, agent, id string, chunkBytes int) (*View, Result) {
 	t.Helper()
+	view, _, fin := fenceAndImport(t, src, dst, agent, id, chunkBytes)
+	dst.ok(MoveImportConfirm{MoveRef{Agent: agent, MoveID: id}})
+	src.ok(MoveRelease{MoveRef{Agent: agent, MoveID: id}})
+	dst.settle(agent)
+	src.settle(agent)
+	return view, fin
+}
+
+// fenceAndImport fences agent's root on src and imports it whole into dst from the fenced
+// view, up to the finish: the view, the records imported and the finish's answer.
+func fenceAndImport(t testing.TB, src, dst *shardT, agent, id string, chunkBytes int) (*View, int64, Result) {
+	t.Helper()
 	src.ok(MoveFence{MoveRef{Agent: agent, MoveID: id}})
 	view := src.f.View()
 	root, _ := view.Root(agent)
@@ -83,11 +95,7 @@ func moveRoot(t testing.TB, src, dst *shardT, agent, id string, chunkBytes int) 
 	version, lists, seq := view.MoveCounters()
 	fin := dst.ok(MoveImportFinish{MoveRef: MoveRef{Agent: agent, MoveID: id}, Chunks: chunks, Records: records,
 		SourceVersion: version, SourceNextListID: lists, SourceSeq: seq})
-	dst.ok(MoveImportConfirm{MoveRef{Agent: agent, MoveID: id}})
-	src.ok(MoveRelease{MoveRef{Agent: agent, MoveID: id}})
-	dst.settle(agent)
-	src.settle(agent)
-	return view, fin
+	return view, records, fin
 }
 
 // exportInto imports every chunk of agent's root exported from view into dst.
@@ -336,14 +344,8 @@ func TestBlobIntentTravelsAndTheTargetCollectsAfterTheConfirmation(t *testing.T)
 		t.Fatalf("intent: %+v", intent.GC)
 	}
 	dst.nowMs = src.nowMs
-	src.ok(MoveFence{MoveRef{Agent: "a", MoveID: "m"}})
-	view := src.f.View()
+	view, _, _ := fenceAndImport(t, src, dst, "a", "m", 0)
 	root, _ := view.Root("a")
-	dst.ok(MoveImportBegin{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, RootUID: root.UID})
-	chunks, records := exportInto(t, view, dst, "a", "m", 0)
-	version, lists, seq := view.MoveCounters()
-	dst.ok(MoveImportFinish{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Chunks: chunks, Records: records,
-		SourceVersion: version, SourceNextListID: lists, SourceSeq: seq})
 	gc := GCIntent{Agent: "a", TakeOverAfterMs: 1000, Candidates: []GCCandidate{{Digest: old, TakeOverVersion: intent.GC.IntentVersion}}}
 	if r := dst.do(gc); CodeOf(r.Err) != CodeRootMoving {
 		t.Fatalf("the target collects before the confirmation: %+v", r.Err)
@@ -604,14 +606,7 @@ func TestMoveWalkRunsAWalkAtOnce(t *testing.T) {
 		src.ok(putBlob("a", "w", fmt.Sprintf("f%03d", i), "v"))
 	}
 	dst := newShard(t, withPrefix(Options{RetentionBatch: 1}, "t"), 0)
-	src.ok(MoveFence{MoveRef{Agent: "a", MoveID: "m"}})
-	view := src.f.View()
-	root, _ := view.Root("a")
-	dst.ok(MoveImportBegin{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, RootUID: root.UID})
-	chunks, records := exportInto(t, view, dst, "a", "m", 0)
-	version, lists, seq := view.MoveCounters()
-	dst.ok(MoveImportFinish{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Chunks: chunks, Records: records,
-		SourceVersion: version, SourceNextListID: lists, SourceSeq: seq})
+	_, records, _ := fenceAndImport(t, src, dst, "a", "m", 0)
 	dst.ok(MoveImportConfirm{MoveRef{Agent: "a", MoveID: "m"}})
 	if m, ok := dst.f.View().MoveOf("a"); !ok || !m.Rescheduling {
 		t.Fatalf("after the confirmation the import holds %+v (%v), want one still rescheduling", m, ok)

@@ -13,18 +13,7 @@ import (
 // refusal naming the backup), and once it released the lock (its key gone with its lease)
 // one does; while that move is unfinished no backup starts (a refusal naming the root).
 func TestABackupAndAMoveExcludeEachOther(t *testing.T) {
-	etcd := startEtcd(t, 1)
-	p := newPlane(t, etcd.client(), testConfig(t))
-	ctx := ctxTimeout(t, 30*time.Second)
-	if _, err := p.CreateCluster(ctx, ClusterSpec{Shards: 2, Replication: 1}); err != nil {
-		t.Fatal(err)
-	}
-	pl := p.NewPlacement(Cluster{Shards: 2})
-	t.Cleanup(pl.Close)
-	from, _, err := pl.Place(ctx, "agent-a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, ctx, from := newPlacedRoot(t)
 	release, err := p.LockForBackup(ctx, "b1")
 	if err != nil {
 		t.Fatal(err)

@@ -11,10 +11,13 @@ import (
 	"github.com/cairnstore/cairn/internal/retry"
 )
 
-func TestStartMoveRefusesBadRequests(t *testing.T) {
+// newPlacedRoot returns the plane of a new cluster of two shards in which agent-a was
+// placed, on shard from.
+func newPlacedRoot(t *testing.T) (p *Plane, ctx context.Context, from int) {
+	t.Helper()
 	etcd := startEtcd(t, 1)
-	p := newPlane(t, etcd.client(), testConfig(t))
-	ctx := ctxTimeout(t, 30*time.Second)
+	p = newPlane(t, etcd.client(), testConfig(t))
+	ctx = ctxTimeout(t, 30*time.Second)
 	if _, err := p.CreateCluster(ctx, ClusterSpec{Shards: 2, Replication: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -24,6 +27,11 @@ func TestStartMoveRefusesBadRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, ctx, from
+}
+
+func TestStartMoveRefusesBadRequests(t *testing.T) {
+	p, ctx, from := newPlacedRoot(t)
 	other := 1 - from
 	old, err := p.Register(ctx, "old", NodeInfo{PeerAddr: "old:7000", ClusterVersion: MoveVersion - 1})
 	if err != nil {
