@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -49,30 +48,9 @@ func (c *mcpLinClient) close() {
 	}
 }
 
-// do runs in through node first (then the others in turn) and records it.
+// do runs in over MCP through node first (then the others in turn) and records it.
 func (c *mcpLinClient) do(t *testing.T, client, first int, in linInput) linOutput {
-	r := c.r
-	call := time.Since(r.t0).Nanoseconds()
-	deadline := time.Now().Add(opBudget)
-	for attempt := 0; ; attempt++ {
-		out, definite, unknown, err := c.attempt((first+attempt)%len(r.lc.servers), in)
-		switch {
-		case err != nil:
-			t.Error(err)
-			return linOutput{Unknown: true}
-		case definite && in.Kind == linPut && out.Failed:
-			return out // a replace the server refused: it changed nothing
-		case definite:
-			r.record(client, in, out, call, time.Since(r.t0).Nanoseconds())
-			r.mu.Lock()
-			r.counts["over mcp"]++
-			r.mu.Unlock()
-			return out
-		case unknown && in.Kind != linGet, time.Now().After(deadline):
-			return r.unanswered(client, in, call, "mcp unknown")
-		}
-		time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond)
-	}
+	return c.r.run(t, client, first, in, "mcp", func(n int) (linOutput, bool, bool, error) { return c.attempt(n, in) })
 }
 
 // session returns the session to node n, opening it.

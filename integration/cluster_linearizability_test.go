@@ -237,24 +237,40 @@ type linRecorder struct {
 // opBudget bounds one operation's retries (each with the same Idempotency-Key).
 const opBudget = 25 * time.Second
 
-// do runs in through node `first` (then the others in turn on retryable answers) and
-// records it. An unexpected answer fails the test.
+// do runs in over REST through node `first` (then the others in turn on retryable
+// answers) and records it. An unexpected answer fails the test.
 func (r *linRecorder) do(t *testing.T, client int, first int, in linInput) linOutput {
 	key := fmt.Sprintf("lin-%d-%d", client, r.seq.Add(1))
+	return r.run(t, client, first, in, "rest", func(n int) (linOutput, bool, bool, error) {
+		out, definite, err := r.attempt(r.lc.url(n), key, in)
+		return out, definite, false, err // a retry with the same key applies at most once
+	})
+}
+
+// run makes tries of in through node first, then the others in turn, until one settles it
+// (recorded; a put refused as failed changed nothing and is left out), one leaves a
+// write's outcome open for good (open: it may not be sent again; pending), or opBudget
+// passed. An error is an answer no correct cluster gives: it fails the test.
+func (r *linRecorder) run(t *testing.T, client, first int, in linInput, surface string,
+	try func(node int) (out linOutput, definite, open bool, err error)) linOutput {
 	call := time.Since(r.t0).Nanoseconds()
 	deadline := time.Now().Add(opBudget)
 	for attempt := 0; ; attempt++ {
-		out, definite, err := r.attempt(r.lc.url((first+attempt)%len(r.lc.servers)), key, in)
-		if err != nil {
+		out, definite, open, err := try((first + attempt) % len(r.lc.servers))
+		switch {
+		case err != nil:
 			t.Error(err)
 			return linOutput{Unknown: true}
-		}
-		if definite {
-			r.record(client, in, out, call, time.Since(r.t0).Nanoseconds())
+		case definite && in.Kind == linPut && out.Failed:
 			return out
-		}
-		if time.Now().After(deadline) {
-			return r.unanswered(client, in, call, "unknown")
+		case definite:
+			r.record(client, in, out, call, time.Since(r.t0).Nanoseconds())
+			r.mu.Lock()
+			r.counts["over "+surface]++
+			r.mu.Unlock()
+			return out
+		case open && in.Kind != linGet, time.Now().After(deadline):
+			return r.unanswered(client, in, call, "unknown over "+surface)
 		}
 		time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond)
 	}
