@@ -71,10 +71,13 @@ type Config struct {
 	CursorKey []byte
 	// UploadConcurrency is how many segments of one body upload at once. Default 2.
 	UploadConcurrency int
-	// MaxConcurrentIngests bounds the bodies above the inline threshold that are cut and
-	// uploaded at once, node-wide; further writers wait their turn. Each holds up to
+	// MaxConcurrentIngests bounds the memory of the bodies above the inline threshold that
+	// are cut and uploaded at once, node-wide, in slots; further writers wait their turn,
+	// first come first served. A slot is what one body of any length may hold: up to
 	// blob.SingleSegmentMaxBytes + blob.ChunkMaxBytes of buffers plus UploadConcurrency
-	// segments in flight. A body read from the network holds its slot only while its
+	// segments in flight. A body whose length is known and at most
+	// blob.SingleSegmentMaxBytes weighs only its length, so many such bodies share a slot
+	// (ingest_budget.go). A body read from the network holds its weight only while its
 	// bytes flow: one whose client stalls gives it back and queues again when its next
 	// bytes come (ingest_gate.go). Default 4.
 	MaxConcurrentIngests int

@@ -41,12 +41,16 @@ type piece struct {
 	err error
 }
 
-// gatedBody is an io.Reader over a network body that holds one of sem's slots only while
-// the body's bytes flow (see above). Its owner calls close once it stops reading.
+// gatedBody is an io.Reader over a network body that holds its weight of the ingest budget
+// only while the body's bytes flow (see above). Its owner calls close once it stops
+// reading.
 type gatedBody struct {
 	ctx    context.Context
-	sem    chan struct{}
-	held   bool
+	budget ingestBudget
+	need   int64         // the weight the body takes: budget.weight of its hint, a slot once past it
+	within int64         // the bytes it may read at that weight (ingestBudget.within)
+	seen   int64         // the bytes of the pieces it has made current
+	held   int64         // the weight it holds now (0: none)
 	pieces chan piece    // from the pump
 	free   chan []byte   // pieces' buffers back to the pump
 	done   chan struct{} // closed by close: the pump stops
@@ -55,10 +59,12 @@ type gatedBody struct {
 	err    error         // the current piece's error, returned once its bytes are read
 }
 
-// newGatedBody starts the pump over r. It takes no slot yet: the first Read (or wait)
-// takes one once bytes are there.
-func newGatedBody(ctx context.Context, r io.Reader, sem chan struct{}) *gatedBody {
-	g := &gatedBody{ctx: ctx, sem: sem, pieces: make(chan piece), free: make(chan []byte, 2), done: make(chan struct{})}
+// newGatedBody starts the pump over r, a body of sizeHint bytes (0 or less: unknown). It
+// takes no weight yet: the first Read (or wait) takes it once bytes are there.
+func newGatedBody(ctx context.Context, r io.Reader, sizeHint int64, budget ingestBudget) *gatedBody {
+	need := budget.weight(sizeHint)
+	g := &gatedBody{ctx: ctx, budget: budget, need: need, within: budget.within(need),
+		pieces: make(chan piece), free: make(chan []byte, 2), done: make(chan struct{})}
 	g.free <- make([]byte, ingestPieceBytes)
 	g.free <- make([]byte, ingestPieceBytes)
 	go g.pump(r)
@@ -124,7 +130,7 @@ func (g *gatedBody) nextPiece() error {
 	case pc = <-g.pieces:
 	default:
 		got := false
-		if g.held {
+		if g.held > 0 {
 			t := time.NewTimer(ingestStallGrace)
 			select {
 			case pc = <-g.pieces:
@@ -146,20 +152,23 @@ func (g *gatedBody) nextPiece() error {
 		}
 	}
 	g.buf, g.cur, g.err = pc.buf, pc.buf[:pc.n], pc.err
-	if g.held || (pc.n == 0 && pc.err != nil) {
-		return nil // the body's end (or its error) needs no slot to be read
+	if g.seen += int64(pc.n); g.seen > g.within {
+		// Longer than its hint: from now on it weighs a slot, queued for like any other.
+		g.release()
+		g.need, g.within = g.budget.slot, g.budget.within(g.budget.slot)
 	}
-	select {
-	case g.sem <- struct{}{}:
-		g.held = true
-		return nil
-	case <-g.ctx.Done():
+	if g.held > 0 || (pc.n == 0 && pc.err != nil) {
+		return nil // the body's end (or its error) needs no weight to be read
+	}
+	if err := g.budget.sem.Acquire(g.ctx, g.need); err != nil {
 		var e *Error
 		if errors.As(pc.err, &e) {
 			return pc.err
 		}
 		return g.ctxErr() // the pump's next read may hold the body's typed error
 	}
+	g.held = g.need
+	return nil
 }
 
 // ctxGrace is how long a body whose request ended waits for the pump's last read: a body
@@ -187,13 +196,13 @@ func (g *gatedBody) ctxErr() error {
 }
 
 func (g *gatedBody) release() {
-	if g.held {
-		<-g.sem
-		g.held = false
+	if g.held > 0 {
+		g.budget.sem.Release(g.held)
+		g.held = 0
 	}
 }
 
-// close gives the slot back and stops the pump. The gatedBody is not read after.
+// close gives the weight back and stops the pump. The gatedBody is not read after.
 func (g *gatedBody) close() {
 	g.release()
 	close(g.done)

@@ -113,8 +113,9 @@ type base struct {
 	cfg     Config
 	cursors cursorCodec
 	roots   sync.Map // agent → root uid (immutable once created)
-	// ingests and loads are admission semaphores bounding the node's memory (Config).
-	ingests chan struct{}
+	// ingests and loads bound the node's memory (Config.MaxConcurrentIngests and
+	// MaxConcurrentLoads).
+	ingests ingestBudget
 	loads   chan struct{}
 	// prefetches bounds segment read-ahead (Config.MaxConcurrentPrefetches).
 	prefetches slots
@@ -160,7 +161,7 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &base{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
-		ingests: make(chan struct{}, cfg.MaxConcurrentIngests), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
+		ingests: newIngestBudget(cfg.MaxConcurrentIngests, cfg.UploadConcurrency), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
 		prefetches: make(slots, cfg.MaxConcurrentPrefetches), readBudget: semaphore.NewWeighted(cfg.MaxReadBufferBytes),
 		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now, chunkFormat: blob.CurrentChunkFormat}
 	s.limits = newPrincipalLimits(cfg.Limits, func() time.Time { return s.now() })
@@ -405,8 +406,9 @@ func freeSeg(p []byte) { putSegBuf(&p) }
 func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint int64, resume hash.Hash) (*ingested, error) {
 	out := &ingested{agent: agent}
 	started := s.now()
-	_, inMemory := r.(interface{ Len() int }) // bytes.Reader, strings.Reader, bytes.Buffer
+	inMemory, isInMemory := r.(interface{ Len() int }) // bytes.Reader, strings.Reader, bytes.Buffer
 	// Peek up to the inline threshold + 1 byte: a body that fits is stored inline.
+	var peeked int64
 	if s.cfg.InlineMaxBytes > 0 {
 		head := make([]byte, s.cfg.InlineMaxBytes+1)
 		n, complete, err := readHead(r, head)
@@ -414,7 +416,7 @@ func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint i
 		case err != nil:
 			return nil, readError(err)
 		case !complete:
-			r = io.MultiReader(bytes.NewReader(head[:n]), r)
+			r, peeked = io.MultiReader(bytes.NewReader(head[:n]), r), int64(n)
 		default:
 			data := bytes.Clone(head[:n]) // the record keeps it: no spare capacity
 			d, err := out.finishInline(data, resume)
@@ -428,16 +430,17 @@ func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint i
 			return out, nil
 		}
 	}
-	if inMemory {
-		// Bytes already in memory (an MCP payload, an edit) never stall: one slot throughout.
-		release, err := admit(ctx, s.ingests)
+	if isInMemory {
+		// Bytes already in memory (an MCP payload, an edit) never stall: one weight
+		// throughout, by the bytes left (the reader's Len is exact).
+		release, err := s.ingests.admit(ctx, s.ingests.weight(peeked+int64(inMemory.Len())))
 		if err != nil {
 			return nil, AsError(err)
 		}
 		defer release()
 	} else {
-		// A network body holds a slot only while its bytes flow (ingest_gate.go).
-		gb := newGatedBody(ctx, r, s.ingests)
+		// A network body holds its weight only while its bytes flow (ingest_gate.go).
+		gb := newGatedBody(ctx, r, sizeHint, s.ingests)
 		defer gb.close()
 		if err := gb.wait(); err != nil {
 			return nil, AsError(err)
