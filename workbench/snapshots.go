@@ -172,13 +172,7 @@ func (s *Lifecycle) mintSnapshot(ctx context.Context, agent string, in SnapshotI
 			return nil, AsError(err)
 		}
 	}
-	if werr := mayWrite(ctx, agent); werr != nil {
-		return nil, werr
-	}
-	if werr := mayWholeWorkbench(ctx, s.base, agent); werr != nil {
-		return nil, werr
-	}
-	res, werr := s.base.propose(ctx, meta.Header{}, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
+	res, werr := s.proposeSnapshot(ctx, agent, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
 		TTLDays: ttl, Reason: reason, Metadata: md, MaxHeld: maxHeld, Pool: pool})
 	if werr != nil && werr.Code == CodeResourceExhausted && werr.Details["quota"] != meta.QuotaSnapshots {
 		// The cap: it passes only once a snapshot is retired or reaped, not by retrying.
@@ -190,6 +184,19 @@ func (s *Lifecycle) mintSnapshot(ctx context.Context, agent string, in SnapshotI
 		return nil, werr
 	}
 	return s.snapshotFields(success(), res.Snapshot, res.Snapshot.CreatedAtMs), nil
+}
+
+// proposeSnapshot proposes a snapshot command of agent's workbench (mint, renew, retire)
+// once its arguments are valid: only for a caller that may write and may act on whole
+// workbenches.
+func (s *Lifecycle) proposeSnapshot(ctx context.Context, agent string, b meta.Body) (meta.Result, *Error) {
+	if werr := mayWrite(ctx, agent); werr != nil {
+		return meta.Result{}, werr
+	}
+	if werr := mayWholeWorkbench(ctx, s.base, agent); werr != nil {
+		return meta.Result{}, werr
+	}
+	return s.base.propose(ctx, meta.Header{}, b)
 }
 
 func snapshotSelectorArgs(id *uint64, name *string) (uint64, string, *Error) {
@@ -220,13 +227,7 @@ func (s *Lifecycle) SnapshotRenew(ctx context.Context, agent string, in Snapshot
 	if err != nil {
 		return nil, err
 	}
-	if werr := mayWrite(ctx, agent); werr != nil {
-		return nil, werr
-	}
-	if werr := mayWholeWorkbench(ctx, s.base, agent); werr != nil {
-		return nil, werr
-	}
-	res, werr := s.base.propose(ctx, meta.Header{}, meta.SnapshotRenew{Agent: agent, Workspace: in.ID, ID: id, Name: name, TTLDays: ttl})
+	res, werr := s.proposeSnapshot(ctx, agent, meta.SnapshotRenew{Agent: agent, Workspace: in.ID, ID: id, Name: name, TTLDays: ttl})
 	if werr != nil {
 		return nil, werr
 	}
@@ -249,13 +250,7 @@ func (s *Lifecycle) SnapshotRetire(ctx context.Context, agent string, in Snapsho
 	if err != nil {
 		return nil, err
 	}
-	if werr := mayWrite(ctx, agent); werr != nil {
-		return nil, werr
-	}
-	if werr := mayWholeWorkbench(ctx, s.base, agent); werr != nil {
-		return nil, werr
-	}
-	res, werr := s.base.propose(ctx, meta.Header{}, meta.SnapshotRetire{Agent: agent, Workspace: in.ID, ID: id, Name: name, Reason: reason})
+	res, werr := s.proposeSnapshot(ctx, agent, meta.SnapshotRetire{Agent: agent, Workspace: in.ID, ID: id, Name: name, Reason: reason})
 	if werr != nil {
 		return nil, werr
 	}
