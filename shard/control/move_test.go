@@ -217,15 +217,7 @@ func TestMoveSwitchRefusedWhenPlacementChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := p.NewController(newFakeAdmin(10), controllerConfig("c1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm, err := c.campaign(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.resign(tm) })
+	c, tm := electedController(t, ctx, p)
 	m, err := p.StartMove(ctx, "agent-a", (from+1)%3, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -313,12 +305,10 @@ func waitMove(t *testing.T, ctx context.Context, p *Plane, id string) RootMove {
 	return got
 }
 
-// Placements of other roots change the load counters while a move switches: the switch
-// reads them again instead of failing the move.
-func TestMoveSwitchSurvivesConcurrentPlacements(t *testing.T) {
-	p, ctx := newControlledCluster(t, ClusterSpec{Shards: 2, Replication: 1}, 60*time.Second)
-	pl := p.NewPlacement(Cluster{Shards: 2})
-	t.Cleanup(pl.Close)
+// electedController is a controller of p (not running) that won the election, resigning
+// when the test ends: a test drives its MoveRuns by hand.
+func electedController(t *testing.T, ctx context.Context, p *Plane) (*Controller, *term) {
+	t.Helper()
 	c, err := p.NewController(newFakeAdmin(10), controllerConfig("c1"))
 	if err != nil {
 		t.Fatal(err)
@@ -328,6 +318,16 @@ func TestMoveSwitchSurvivesConcurrentPlacements(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.resign(tm) })
+	return c, tm
+}
+
+// Placements of other roots change the load counters while a move switches: the switch
+// reads them again instead of failing the move.
+func TestMoveSwitchSurvivesConcurrentPlacements(t *testing.T) {
+	p, ctx := newControlledCluster(t, ClusterSpec{Shards: 2, Replication: 1}, 60*time.Second)
+	pl := p.NewPlacement(Cluster{Shards: 2})
+	t.Cleanup(pl.Close)
+	c, tm := electedController(t, ctx, p)
 	const moves = 10
 	from := map[int]int{}
 	for i := range moves {
