@@ -33,16 +33,7 @@ func newMoveCluster(t testing.TB) *moveCluster {
 func newMoveClusterFSM(t testing.TB, fsm meta.Options) *moveCluster {
 	t.Helper()
 	c := newTestClusterFSM(t, 2, false, fsm)
-	e := etcdtest.Start(t)
-	cli, err := clientv3.New(control.ClientConfig([]string{e.Endpoint()}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	plane, err := control.New(cli, control.Config{Prefix: "/move"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cli, plane := newEtcdPlane(t, "/move")
 	ctx := t.Context()
 	cl, err := plane.CreateCluster(ctx, control.ClusterSpec{Shards: 2, Replication: 3})
 	if err != nil {
@@ -71,6 +62,35 @@ func newMoveClusterFSM(t testing.TB, fsm meta.Options) *moveCluster {
 	mc := &moveCluster{testCluster: c, plane: plane}
 	mc.ctrl = mc.runController(t, 0)
 	return mc
+}
+
+// newEtcdPlane is a control plane under prefix in an embedded etcd of its own, with the
+// client it talks through; both close when t ends.
+func newEtcdPlane(t testing.TB, prefix string) (*clientv3.Client, *control.Plane) {
+	t.Helper()
+	e := etcdtest.Start(t)
+	cli, err := clientv3.New(control.ClientConfig([]string{e.Endpoint()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	plane, err := control.New(cli, control.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cli, plane
+}
+
+// placeWrittenRoot writes the file "f" of root "a" through node 0, which places the root,
+// and returns the root's shard.
+func (c *moveCluster) placeWrittenRoot(t testing.TB) int {
+	t.Helper()
+	c.mustWrite(t, 0, meta.Header{}, putBody("a", "f", "v1"))
+	id, err := c.hosts[0].placement.Resolve(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // runController runs a controller that drives moves on node i until t ends, and returns
@@ -308,11 +328,7 @@ func TestARootMovesBackWhileTheShardItLeftStillReleasesIt(t *testing.T) {
 func TestCommandOfAFencedRootAppliesAfterTheFenceLifts(t *testing.T) {
 	c := newMoveCluster(t)
 	ctx := t.Context()
-	c.mustWrite(t, 0, meta.Header{}, putBody("a", "f", "v1"))
-	id, err := c.hosts[0].placement.Resolve(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := c.placeWrittenRoot(t)
 	ref := meta.MoveRef{Agent: "a", MoveID: "m-fence"}
 	fence, err := c.hosts[0].proposeMove(ctx, id, meta.MoveFence{MoveRef: ref})
 	if err != nil {
@@ -357,11 +373,7 @@ func TestCommandOfAFencedRootAppliesAfterTheFenceLifts(t *testing.T) {
 // wait.
 func TestCommandOfAFencedRootEndsRefusedAtItsDeadline(t *testing.T) {
 	c := newMoveCluster(t)
-	c.mustWrite(t, 0, meta.Header{}, putBody("a", "f", "v1"))
-	id, err := c.hosts[0].placement.Resolve(t.Context(), "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := c.placeWrittenRoot(t)
 	if _, err := c.hosts[0].proposeMove(t.Context(), id, meta.MoveFence{MoveRef: meta.MoveRef{Agent: "a", MoveID: "m"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -383,11 +395,7 @@ func TestCommandOfAFencedRootEndsRefusedAtItsDeadline(t *testing.T) {
 func TestDriveMoveRollsBackWhenAShardRefuses(t *testing.T) {
 	c := newMoveCluster(t)
 	ctx := t.Context()
-	c.mustWrite(t, 0, meta.Header{}, putBody("a", "f", "v1"))
-	from, err := c.hosts[0].placement.Resolve(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	from := c.placeWrittenRoot(t)
 	to := 1 - from
 	if _, err := c.hosts[0].proposeMove(ctx, to, meta.MoveImportBegin{MoveRef: meta.MoveRef{Agent: "a", MoveID: "other"}, RootUID: "zz1"}); err != nil {
 		t.Fatal(err)
@@ -429,11 +437,7 @@ func TestDriveMoveRollsBackWhenAShardRefuses(t *testing.T) {
 func TestExportOfAMoveWithoutItsViewIsLost(t *testing.T) {
 	c := newMoveCluster(t)
 	ctx := t.Context()
-	c.mustWrite(t, 0, meta.Header{}, putBody("a", "f", "v1"))
-	id, err := c.hosts[0].placement.Resolve(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := c.placeWrittenRoot(t)
 	ref := meta.MoveRef{Agent: "a", MoveID: "m"}
 	// Not fenced: the export is refused.
 	if _, err := c.hosts[1].exportStep(ctx, id, exportRequest{Agent: "a", MoveID: "m"}); err == nil {

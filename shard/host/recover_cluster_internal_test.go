@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/cairnstore/cairn/internal/etcdtest"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
@@ -23,16 +20,7 @@ import (
 // it applied, serves writes, and the record in etcd names it alone at epoch 1.
 func TestRecoverShardOnTheSurvivorOfALostMajority(t *testing.T) {
 	c := newTestCluster(t, 1, true)
-	e := etcdtest.Start(t)
-	cli, err := clientv3.New(control.ClientConfig([]string{e.Endpoint()}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	plane, err := control.New(cli, control.Config{Prefix: "/recover"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, plane := newEtcdPlane(t, "/recover")
 	ctx := t.Context()
 	if _, err := plane.CreateCluster(ctx, control.ClusterSpec{Shards: 1, Replication: 3}); err != nil {
 		t.Fatal(err)
