@@ -37,9 +37,7 @@ func TestAdminRootMovesStartsListsAndMapsEveryRefusal(t *testing.T) {
 		if m != nil {
 			opts.Moves = m
 		}
-		s := httptest.NewServer(rest.NewHandler(nil, opts).Admin())
-		t.Cleanup(s.Close)
-		return s.URL + "/v1/admin/cluster/root-moves"
+		return serveAdmin(t, opts, "/v1/admin/cluster/root-moves")
 	}
 	f := &fakeMover{}
 	u := serve(f)
@@ -101,21 +99,41 @@ func TestAdminRootMovesStartsListsAndMapsEveryRefusal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, "POST", serve(&fakeMover{err: tc.err}), strings.NewReader(tc.body))
-			if r.status != tc.status || r.json["code"] != tc.code {
-				t.Fatalf("%d %s, want %d %s", r.status, r.body, tc.status, tc.code)
-			}
-			if k, v, ok := strings.Cut(tc.detail, "="); ok {
-				d, _ := r.json["details"].(map[string]any)
-				if fmt.Sprint(d[k]) != v {
-					t.Fatalf("details.%s = %v, want %s: %s", k, d[k], v, r.body)
-				}
-			}
-			if msg, _ := r.json["message"].(string); strings.Contains(msg, "control:") {
-				t.Fatalf("the message names a package: %s", r.body)
-			}
-			if tc.status == 503 && r.header.Get("Retry-After") == "" {
-				t.Fatalf("a 503 without Retry-After")
-			}
+			expectRefusal(t, r, tc.status, tc.code, tc.detail, "control:")
 		})
+	}
+}
+
+// serveAdmin serves the admin handler of a node with opts and returns the URL of path on
+// it.
+func serveAdmin(t *testing.T, opts rest.Options, path string) string {
+	t.Helper()
+	s := httptest.NewServer(rest.NewHandler(nil, opts).Admin())
+	t.Cleanup(s.Close)
+	return s.URL + path
+}
+
+// expectRefusal checks an admin route's refusal: its status and code, the detail
+// "key=value" ("" for none checked), a message naming none of the packages (their
+// prefixes, as "control:"), and Retry-After on a 503.
+func expectRefusal(t *testing.T, r response, status int, code, detail string, packages ...string) {
+	t.Helper()
+	if r.status != status || r.json["code"] != code {
+		t.Fatalf("%d %s, want %d %s", r.status, r.body, status, code)
+	}
+	if k, v, ok := strings.Cut(detail, "="); ok {
+		d, _ := r.json["details"].(map[string]any)
+		if fmt.Sprint(d[k]) != v {
+			t.Fatalf("details.%s = %v, want %s: %s", k, d[k], v, r.body)
+		}
+	}
+	msg, _ := r.json["message"].(string)
+	for _, p := range packages {
+		if strings.Contains(msg, p) {
+			t.Fatalf("the message names a package: %s", r.body)
+		}
+	}
+	if status == 503 && r.header.Get("Retry-After") == "" {
+		t.Fatalf("a 503 without Retry-After")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -38,9 +37,7 @@ func TestAdminShardsAddsShardsAndMapsEveryRefusal(t *testing.T) {
 		if g != nil {
 			opts.Shards = g
 		}
-		s := httptest.NewServer(rest.NewHandler(nil, opts).Admin())
-		t.Cleanup(s.Close)
-		return s.URL + "/v1/admin/cluster/shards"
+		return serveAdmin(t, opts, "/v1/admin/cluster/shards")
 	}
 	g := &fakeGrower{c: control.Cluster{Shards: 2}}
 	u := serve(g)
@@ -76,21 +73,7 @@ func TestAdminShardsAddsShardsAndMapsEveryRefusal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &fakeGrower{c: control.Cluster{Shards: 2}, err: tc.err}
 			r := do(t, "POST", serve(g), strings.NewReader(tc.body))
-			if r.status != tc.status || r.json["code"] != tc.code {
-				t.Fatalf("%d %s, want %d %s", r.status, r.body, tc.status, tc.code)
-			}
-			if k, v, ok := strings.Cut(tc.detail, "="); ok {
-				d, _ := r.json["details"].(map[string]any)
-				if fmt.Sprint(d[k]) != v {
-					t.Fatalf("details.%s = %v, want %s: %s", k, d[k], v, r.body)
-				}
-			}
-			if msg, _ := r.json["message"].(string); strings.Contains(msg, "control:") || strings.Contains(msg, "grow:") {
-				t.Fatalf("the message names a package: %s", r.body)
-			}
-			if tc.status == 503 && r.header.Get("Retry-After") == "" {
-				t.Fatalf("a 503 without Retry-After")
-			}
+			expectRefusal(t, r, tc.status, tc.code, tc.detail, "control:", "grow:")
 		})
 	}
 
