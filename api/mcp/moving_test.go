@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -20,19 +19,12 @@ func TestToolWriteToAMovingRootIsRetryable(t *testing.T) {
 	ok(t, cs, "workbench_create", args{"id": "w"})
 	ok(t, cs, "workbench_put_file", args{"id": "w", "section": "outputs", "path": "a.txt", "text": "one"})
 	ref := meta.MoveRef{Agent: "a", MoveID: "m1"}
-	propose := func(b meta.Body) {
-		t.Helper()
-		res, err := n.Shard.Propose(context.Background(), meta.Header{}, b)
-		if err != nil || res.Err != nil {
-			t.Fatalf("%T: %v %v", b, err, res.Err)
-		}
-	}
-	propose(meta.MoveFence{MoveRef: ref})
+	n.MustPropose(t, meta.MoveFence{MoveRef: ref})
 	e := fails(t, cs, "workbench_put_file", args{"id": "w", "section": "outputs", "path": "b.txt", "text": "two"}, workbench.CodeRoutingUnavailable)
 	if e["retryable"] != true || strings.Contains(strings.ToLower(e["message"].(string)), "meta") || strings.Contains(e["message"].(string), "m1") {
 		t.Fatalf("refused write: %v", e)
 	}
 	ok(t, cs, "workbench_read", args{"id": "w", "section": "outputs", "path": "a.txt"})
-	propose(meta.MoveLift{MoveRef: ref})
+	n.MustPropose(t, meta.MoveLift{MoveRef: ref})
 	ok(t, cs, "workbench_put_file", args{"id": "w", "section": "outputs", "path": "b.txt", "text": "two"})
 }

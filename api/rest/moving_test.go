@@ -1,7 +1,6 @@
 package rest_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -19,14 +18,7 @@ func TestWriteToAMovingRootIsRetryable(t *testing.T) {
 	f := srv.URL + "/v1/agents/a/workbenches/w/files/outputs/x"
 	expect(t, do(t, "PUT", f, strings.NewReader("one")), 201, "")
 	ref := meta.MoveRef{Agent: "a", MoveID: "m1"}
-	propose := func(b meta.Body) {
-		t.Helper()
-		res, err := node.Shard.Propose(context.Background(), meta.Header{}, b)
-		if err != nil || res.Err != nil {
-			t.Fatalf("%T: %v %v", b, err, res.Err)
-		}
-	}
-	propose(meta.MoveFence{MoveRef: ref})
+	node.MustPropose(t, meta.MoveFence{MoveRef: ref})
 
 	r := do(t, "PUT", f, strings.NewReader("two"), "Idempotency-Key", "k1")
 	expect(t, r, 503, workbench.CodeRoutingUnavailable)
@@ -43,7 +35,7 @@ func TestWriteToAMovingRootIsRetryable(t *testing.T) {
 		t.Fatalf("read of a fenced root: %d %q", got.status, got.body)
 	}
 
-	propose(meta.MoveLift{MoveRef: ref})
+	node.MustPropose(t, meta.MoveLift{MoveRef: ref})
 	expect(t, do(t, "PUT", f, strings.NewReader("two"), "Idempotency-Key", "k1"), 200, "")
 	if got := roundTrip(t, "GET", f, nil); string(got.body) != "two" {
 		t.Fatalf("after the fence lifted: %q", got.body)

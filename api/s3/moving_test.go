@@ -37,14 +37,7 @@ func TestPutObjectToAMovingRootIsServiceUnavailable(t *testing.T) {
 	}
 	put(t, c, "runs", "k", []byte("one"))
 	ref := meta.MoveRef{Agent: "a", MoveID: "m1"}
-	propose := func(b meta.Body) {
-		t.Helper()
-		res, err := n.Shard.Propose(ctx, meta.Header{}, b)
-		if err != nil || res.Err != nil {
-			t.Fatalf("%T: %v %v", b, err, res.Err)
-		}
-	}
-	propose(meta.MoveFence{MoveRef: ref})
+	n.MustPropose(t, meta.MoveFence{MoveRef: ref})
 	_, err = c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("runs"), Key: aws.String("k"), Body: bytes.NewReader([]byte("two"))})
 	if s3Code(err) != string(CodeServiceUnavailable) || last == nil || last.Header.Get("Retry-After") == "" {
 		t.Fatalf("PutObject to a fenced root: %v (Retry-After %q)", err, last.Header.Get("Retry-After"))
@@ -54,7 +47,7 @@ func TestPutObjectToAMovingRootIsServiceUnavailable(t *testing.T) {
 		t.Fatalf("GetObject of a fenced root: %v", err)
 	}
 	got.Body.Close()
-	propose(meta.MoveLift{MoveRef: ref})
+	n.MustPropose(t, meta.MoveLift{MoveRef: ref})
 	put(t, c, "runs", "k", []byte("two"))
 }
 

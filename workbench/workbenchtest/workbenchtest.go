@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
 	"github.com/cairnstore/cairn/workbench"
@@ -49,6 +50,17 @@ func NewOn(tb testing.TB, cfg workbench.Config, bs blob.Store) *Node {
 		tb.Fatal(err)
 	}
 	return &Node{Service: svc, Shard: sh, Blobs: bs, Workers: Workers(tb, svc, bs, sh)}
+}
+
+// MustPropose proposes the command b on the node's shard, as a surface's write would, and
+// fails the test unless it applied (e.g. meta.MoveFence, which fences the root for a move).
+func (n *Node) MustPropose(tb testing.TB, b meta.Body) meta.Result {
+	tb.Helper()
+	res, err := n.Shard.Propose(context.Background(), meta.Header{}, b)
+	if err != nil || res.Err != nil {
+		tb.Fatalf("%T: %v %v", b, err, res.Err)
+	}
+	return res
 }
 
 // Replica opens a single-voter replica of cfg in a directory of its own (cfg.Dir is set)
