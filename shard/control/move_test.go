@@ -21,13 +21,21 @@ func newPlacedRoot(t *testing.T) (p *Plane, ctx context.Context, from int) {
 	if _, err := p.CreateCluster(ctx, ClusterSpec{Shards: 2, Replication: 1}); err != nil {
 		t.Fatal(err)
 	}
-	pl := p.NewPlacement(Cluster{Shards: 2})
+	_, from = placeRoot(t, ctx, p, 2, "agent-a")
+	return p, ctx, from
+}
+
+// placeRoot places root through a new placement of p's cluster of shards shards (closed
+// when t ends) and returns the placement and the root's shard.
+func placeRoot(t *testing.T, ctx context.Context, p *Plane, shards int, root string) (*Placement, int) {
+	t.Helper()
+	pl := p.NewPlacement(Cluster{Shards: shards})
 	t.Cleanup(pl.Close)
-	from, _, err := pl.Place(ctx, "agent-a")
+	s, _, err := pl.Place(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, ctx, from
+	return pl, s
 }
 
 func TestStartMoveRefusesBadRequests(t *testing.T) {
@@ -123,12 +131,7 @@ func (s *stepMover) DriveMove(ctx context.Context, run *MoveRun) error {
 
 func TestControllerDrivesMovesAndSwitchesPlacement(t *testing.T) {
 	p, ctx := newControlledCluster(t, ClusterSpec{Shards: 2, Replication: 1}, 60*time.Second)
-	pl := p.NewPlacement(Cluster{Shards: 2})
-	t.Cleanup(pl.Close)
-	from, _, err := pl.Place(ctx, "agent-a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl, from := placeRoot(t, ctx, p, 2, "agent-a")
 	if _, _, err := pl.Place(ctx, "agent-b"); err != nil {
 		t.Fatal(err)
 	}
@@ -211,12 +214,7 @@ func TestControllerDrivesMovesAndSwitchesPlacement(t *testing.T) {
 
 func TestMoveSwitchRefusedWhenPlacementChanged(t *testing.T) {
 	p, ctx := newControlledCluster(t, ClusterSpec{Shards: 3, Replication: 1}, 60*time.Second)
-	pl := p.NewPlacement(Cluster{Shards: 3})
-	t.Cleanup(pl.Close)
-	from, _, err := pl.Place(ctx, "agent-a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, from := placeRoot(t, ctx, p, 3, "agent-a")
 	c, tm := electedController(t, ctx, p)
 	m, err := p.StartMove(ctx, "agent-a", (from+1)%3, time.Now())
 	if err != nil {
@@ -252,12 +250,7 @@ func TestMoveSwitchRefusedWhenPlacementChanged(t *testing.T) {
 // the shard's first placement would: the counters count the moved root on the target.
 func TestAMoveToAShardThatNeverHeldARootCountsIt(t *testing.T) {
 	p, ctx := newControlledCluster(t, ClusterSpec{Shards: 2, Replication: 1}, 60*time.Second)
-	pl := p.NewPlacement(Cluster{Shards: 2})
-	t.Cleanup(pl.Close)
-	from, _, err := pl.Place(ctx, "only")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl, from := placeRoot(t, ctx, p, 2, "only")
 	to := 1 - from
 	cfg := controllerConfig("c1")
 	cfg.Mover = &stepMover{}
