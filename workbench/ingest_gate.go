@@ -7,16 +7,17 @@ import (
 	"time"
 )
 
-// Ingest slots are held by bodies whose bytes flow, not by connections (issue 25, finding
-// 12: four uploads that sent 8 KiB and then one byte every 10 s held all four of a node's
-// slots, so every tenant's write above the inline limit waited for them).
+// The ingest budget (ingest_budget.go) is held by bodies whose bytes flow, not by
+// connections (issue 25, finding 12: four uploads that sent 8 KiB and then one byte every
+// 10 s held all four of a node's slots, so every tenant's write above the inline limit
+// waited for them).
 //
 // A body read from the network goes through a gatedBody. A pump goroutine reads the body
 // in pieces of ingestPieceBytes (two pieces per body, reused); the ingest reads the
-// pieces. The body takes an ingest slot once its first piece is there, keeps it while
-// pieces keep coming, and gives it back when none has come for ingestStallGrace: a stalled
-// body waits for its client's next bytes without a slot and queues for one again when
-// they arrive. So slots are held by cutting, hashing and uploading, and however many
+// pieces. The body takes its weight of the budget once its first piece is there, keeps it
+// while pieces keep coming, and gives it back when none has come for ingestStallGrace: a
+// stalled body waits for its client's next bytes without it and queues for it again when
+// they arrive. So the budget is held by cutting, hashing and uploading, and however many
 // bodies trickle, a writer whose bytes are there waits at most for the bodies that are
 // being processed.
 //
@@ -28,9 +29,9 @@ import (
 const (
 	// ingestPieceBytes is the size of one piece the pump reads (each body has two).
 	ingestPieceBytes = 32 << 10
-	// ingestStallGrace is how long a body holding a slot waits for its next piece before
-	// giving the slot back. Bytes of a flowing transfer arrive far more often; a body
-	// that trickles holds a slot at most this long per piece it sends.
+	// ingestStallGrace is how long a body holding its weight waits for its next piece
+	// before giving the weight back. Bytes of a flowing transfer arrive far more often; a
+	// body that trickles holds its weight at most this long per piece it sends.
 	ingestStallGrace = 20 * time.Millisecond
 )
 
@@ -94,8 +95,8 @@ func (g *gatedBody) pump(r io.Reader) {
 	}
 }
 
-// wait returns once the body's first bytes (or its end) are there and a slot is held, so
-// that buffers the caller sizes for the body are allocated by a body that flows.
+// wait returns once the body's first bytes (or its end) are there and its weight is held,
+// so that buffers the caller sizes for the body are allocated by a body that flows.
 func (g *gatedBody) wait() error {
 	if len(g.cur) > 0 || g.err != nil {
 		return nil
@@ -118,8 +119,8 @@ func (g *gatedBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// nextPiece makes the next piece current, holding a slot once it is there: it waits for
-// it with its slot for ingestStallGrace, then without one.
+// nextPiece makes the next piece current, holding the body's weight once it is there: it
+// waits for it with the weight for ingestStallGrace, then without.
 func (g *gatedBody) nextPiece() error {
 	if g.buf != nil {
 		g.free <- g.buf // the pump holds at most the other buffer: never blocks
