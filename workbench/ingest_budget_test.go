@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
@@ -98,6 +101,10 @@ func bodiesOf(n, size int) [][]byte {
 func TestSmallBodiesOfKnownLengthIngestSideBySide(t *testing.T) {
 	bs := newGatheringStore(t, 4)
 	svc := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 4096, MaxConcurrentIngests: 1}, bs).Service
+	reg := prometheus.NewRegistry()
+	if err := svc.Instrument(reg); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	bodies := bodiesOf(4, 1<<20)
@@ -110,6 +117,64 @@ func TestSmallBodiesOfKnownLengthIngestSideBySide(t *testing.T) {
 		if got := readAll(t, svc, fmt.Sprintf("outputs/%d.bin", i)); !bytes.Equal(got, want) {
 			t.Fatalf("outputs/%d.bin reads back %d bytes, want its %d", i, len(got), len(want))
 		}
+	}
+	if n := metricstest.Value(t, reg, "cairn_ingest_budget_wait_seconds"); n != 4 {
+		t.Errorf("cairn_ingest_budget_wait_seconds counted %v admissions, want 4", n)
+	}
+	if v := metricstest.Value(t, reg, "cairn_ingest_budget_in_use_bytes"); v != 0 {
+		t.Errorf("cairn_ingest_budget_in_use_bytes = %v once every write ended, want 0", v)
+	}
+	if v := metricstest.Value(t, reg, "cairn_ingest_budget_bytes"); v < 56<<20 || v > 57<<20 {
+		t.Errorf("cairn_ingest_budget_bytes = %v with one slot, want about 56 MiB", v)
+	}
+}
+
+// TestAnUploadThatGivesUpWaitingForTheBudgetIsCounted: a write of unknown length queued
+// behind one that holds the node's only slot, whose request then ends, fails with its
+// context's error, is counted as abandoned, and leaves the budget as it found it: the
+// write that held the slot completes, and a later write gets the slot.
+func TestAnUploadThatGivesUpWaitingForTheBudgetIsCounted(t *testing.T) {
+	bs := newGatheringStore(t, 2) // the first Put waits for a second, which never comes
+	svc := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 4096, MaxConcurrentIngests: 1}, bs).Service
+	reg := prometheus.NewRegistry()
+	if err := svc.Instrument(reg); err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("x"), 1<<20)
+	holder, stopHolder := context.WithCancel(t.Context())
+	held := make(chan error, 1)
+	go func() {
+		_, err := svc.Writes.Write(holder, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/held.bin",
+			Body: networkBody{bytes.NewReader(body)}, CreateWorkbench: true})
+		held <- err
+	}()
+	// The holder is in its Put (holding the slot) once the budget is spent.
+	deadline := time.After(10 * time.Second)
+	for metricstest.Value(t, reg, "cairn_ingest_budget_in_use_bytes") == 0 {
+		select {
+		case err := <-held:
+			t.Fatalf("the holding write ended early: %v", err)
+		case <-deadline:
+			t.Fatal("the holding write took no weight of the budget within 10s")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	waiter, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err := svc.Writes.Write(waiter, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/gave-up.bin",
+		Body: networkBody{bytes.NewReader(body)}, CreateWorkbench: true})
+	if err == nil {
+		t.Fatal("a write queued behind the only slot until its deadline succeeded")
+	}
+	if n := metricstest.Value(t, reg, "cairn_ingest_budget_abandoned_total"); n != 1 {
+		t.Fatalf("cairn_ingest_budget_abandoned_total = %v, want 1", n)
+	}
+	stopHolder()
+	if err := <-held; err == nil {
+		t.Fatal("the holding write, cancelled in its Put, succeeded")
+	}
+	if v := metricstest.Value(t, reg, "cairn_ingest_budget_in_use_bytes"); v != 0 {
+		t.Fatalf("cairn_ingest_budget_in_use_bytes = %v once both writes ended, want 0", v)
 	}
 }
 

@@ -47,7 +47,7 @@ type piece struct {
 // reading.
 type gatedBody struct {
 	ctx    context.Context
-	budget ingestBudget
+	budget *ingestBudget
 	need   int64         // the weight the body takes: budget.weight of its hint, a slot once past it
 	within int64         // the bytes it may read at that weight (ingestBudget.within)
 	seen   int64         // the bytes of the pieces it has made current
@@ -62,7 +62,7 @@ type gatedBody struct {
 
 // newGatedBody starts the pump over r, a body of sizeHint bytes (0 or less: unknown). It
 // takes no weight yet: the first Read (or wait) takes it once bytes are there.
-func newGatedBody(ctx context.Context, r io.Reader, sizeHint int64, budget ingestBudget) *gatedBody {
+func newGatedBody(ctx context.Context, r io.Reader, sizeHint int64, budget *ingestBudget) *gatedBody {
 	need := budget.weight(sizeHint)
 	g := &gatedBody{ctx: ctx, budget: budget, need: need, within: budget.within(need),
 		pieces: make(chan piece), free: make(chan []byte, 2), done: make(chan struct{})}
@@ -161,7 +161,7 @@ func (g *gatedBody) nextPiece() error {
 	if g.held > 0 || (pc.n == 0 && pc.err != nil) {
 		return nil // the body's end (or its error) needs no weight to be read
 	}
-	if err := g.budget.sem.Acquire(g.ctx, g.need); err != nil {
+	if err := g.budget.acquire(g.ctx, g.need); err != nil {
 		var e *Error
 		if errors.As(pc.err, &e) {
 			return pc.err
@@ -198,7 +198,7 @@ func (g *gatedBody) ctxErr() error {
 
 func (g *gatedBody) release() {
 	if g.held > 0 {
-		g.budget.sem.Release(g.held)
+		g.budget.release(g.held)
 		g.held = 0
 	}
 }

@@ -115,7 +115,7 @@ type base struct {
 	roots   sync.Map // agent → root uid (immutable once created)
 	// ingests and loads bound the node's memory (Config.MaxConcurrentIngests and
 	// MaxConcurrentLoads).
-	ingests ingestBudget
+	ingests *ingestBudget
 	loads   chan struct{}
 	// prefetches bounds segment read-ahead (Config.MaxConcurrentPrefetches).
 	prefetches slots
@@ -173,14 +173,17 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 }
 
 // Instrument registers the Service's metrics on reg: the publishes that met the garbage
-// collector (publish.go), the reads that found damaged stored bytes (integrity.go) and
-// the memory budget (admission.go). Call it once, before
-// the first request.
+// collector (publish.go), the reads that found damaged stored bytes (integrity.go), the
+// ingest budget of uploads (ingest_budget.go) and the memory budget (admission.go). Call
+// it once, before the first request.
 func (s *Service) Instrument(reg prometheus.Registerer) error {
 	if err := s.base.gc.instrument(reg); err != nil {
 		return err
 	}
 	if err := instrumentCorrupt(reg, &s.base.corrupt); err != nil {
+		return err
+	}
+	if err := s.base.ingests.instrument(reg); err != nil {
 		return err
 	}
 	return s.base.query.instrument(reg, s.base.cfg.QueryBudgetBytes)
