@@ -38,6 +38,8 @@ const (
 	DefaultQueryBudgetBytes = 512 << 20
 	// DefaultQueryQueueTimeout is Config.QueryQueueTimeout's default.
 	DefaultQueryQueueTimeout = 5 * time.Second
+	// DefaultIngestQueueTimeout is Config.IngestQueueTimeout's default.
+	DefaultIngestQueueTimeout = 30 * time.Second
 	// DefaultDirectReadExpiry is how long a direct-read URL stays valid by default
 	// (Config.DirectReadExpiry).
 	DefaultDirectReadExpiry = 5 * time.Minute
@@ -73,14 +75,17 @@ type Config struct {
 	UploadConcurrency int
 	// MaxConcurrentIngests bounds the memory of the bodies above the inline threshold that
 	// are cut and uploaded at once, node-wide, in slots; further writers wait their turn,
-	// first come first served. A slot is what one body of any length may hold: up to
-	// blob.SingleSegmentMaxBytes + blob.ChunkMaxBytes of buffers plus UploadConcurrency
-	// segments in flight. A body whose length is known and at most
-	// blob.SingleSegmentMaxBytes weighs only its length, so many such bodies share a slot
-	// (ingest_budget.go). A body read from the network holds its weight only while its
-	// bytes flow: one whose client stalls gives it back and queues again when its next
-	// bytes come (ingest_gate.go). Default 4.
+	// first come first served, at most IngestQueueTimeout. A slot is what one body of any
+	// length may hold: up to blob.SingleSegmentMaxBytes + blob.ChunkMaxBytes of buffers
+	// plus UploadConcurrency segments in flight. A body weighs what it holds: its length
+	// when declared and at most blob.SingleSegmentMaxBytes, else a slot
+	// (ingest_budget.go). A body read from the network takes its weight when its first
+	// bytes come, and keeps it until its ingest ends (ingest_gate.go). Default 4.
 	MaxConcurrentIngests int
+	// IngestQueueTimeout is how long an upload waits for its weight of the ingest budget
+	// before it is answered ResourceExhausted (retryable, details.limit "ingest_budget").
+	// Default DefaultIngestQueueTimeout (30s).
+	IngestQueueTimeout time.Duration
 	// MaxConcurrentLoads bounds the whole bodies loaded into memory at once for edit and
 	// structured reads (each up to MCPMaxPayloadBytes plus its decoded form). Default 4.
 	MaxConcurrentLoads int
@@ -196,6 +201,9 @@ func (c *Config) Default() {
 	}
 	if c.QueryQueueTimeout <= 0 {
 		c.QueryQueueTimeout = DefaultQueryQueueTimeout
+	}
+	if c.IngestQueueTimeout <= 0 {
+		c.IngestQueueTimeout = DefaultIngestQueueTimeout
 	}
 	if c.DirectReadExpiry <= 0 {
 		c.DirectReadExpiry = DefaultDirectReadExpiry

@@ -3,7 +3,6 @@ package workbench
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -14,68 +13,83 @@ import (
 )
 
 // ingestBudget bounds the memory of the bodies being cut, hashed and uploaded at once,
-// node-wide (Config.MaxConcurrentIngests). It counts bytes, not bodies: a body whose
-// length is known and at most blob.SingleSegmentMaxBytes is read into one buffer of that
-// length and weighs it; any other body weighs a slot, the most one body holds at once (a
-// head of SingleSegmentMaxBytes, a segment being cut and UploadConcurrency segments
-// uploading, each up to blob.ChunkMaxBytes). The budget is MaxConcurrentIngests slots: as
-// many bodies of any length as before, or many more small ones in the same memory (issue
-// 29: with 16 clients writing 1 MiB bodies, 12 of them queued for the 4 slots while the
-// node's CPU was mostly idle). Waiters are served first come, first served
-// (semaphore.Weighted), so a body that weighs a slot is not starved by small ones.
+// node-wide (Config.MaxConcurrentIngests). It counts bytes, not bodies: a body weighs what
+// its ingest holds, so the budget holds as many bodies of any length as the old four
+// slots did, or many more small ones in the same memory (issue 29: with 16 clients writing
+// 1 MiB bodies, 12 of them queued for the 4 slots while the node's CPU was mostly idle).
+// Waiters are served first come, first served (semaphore.Weighted), so a body that weighs
+// a slot is not starved by small ones, and each waits at most Config.IngestQueueTimeout.
 //
-// A body's length is a hint (REST's Content-Length, where net/http holds the body to it;
-// an S3 part's size). A body that brings more bytes than its hint weighs a slot from then
-// on (gatedBody re-queues for it), so the bound holds whatever a caller says.
+// What a body weighs (need), from what blob.Splitter allocates for it:
+//   - declared length at most blob.SingleSegmentMaxBytes: that length (one buffer of it);
+//   - unknown length, or longer than one segment: a slot, the most one body holds at once
+//     (a head of SingleSegmentMaxBytes, a segment being cut and UploadConcurrency segments
+//     uploading, each up to blob.ChunkMaxBytes);
+//
+// each plus what its gatedBody and the inline peek hold (overhead). A body takes its
+// weight before the ingest allocates its buffers and gives it back only when its ingest
+// ends, so the bytes the budget admits bound what the node's uploads hold; a body waiting
+// for its weight holds only its gatedBody's pieces and the inline peek. The weight is
+// fixed when it is taken, so no body waits while it holds part of the budget, and waiters
+// cannot deadlock. The one exception is a body that brings more bytes than it declared
+// (net/http holds REST bodies to their Content-Length and the S3 gateway refuses such a
+// body, so only a caller's mistake does it): it gives its weight back and queues for a
+// slot, holding meanwhile the buffer of its declared length.
 type ingestBudget struct {
-	sem   *semaphore.Weighted
-	slot  int64
-	total int64
-	inUse atomic.Int64
+	sem          *semaphore.Weighted
+	slot         int64
+	total        int64
+	overhead     int64 // the two pieces of a gatedBody and the inline peek
+	queueTimeout time.Duration
+	inUse        atomic.Int64
 	// metrics, once Instrument registered them (cairn_ingest_budget_*).
 	metrics atomic.Pointer[ingestMetrics]
 }
 
 type ingestMetrics struct {
-	wait      prometheus.Histogram
-	abandoned prometheus.Counter
+	wait  prometheus.Histogram
+	ended *prometheus.CounterVec
 }
 
-func newIngestBudget(slots, uploadConcurrency int) *ingestBudget {
-	slot := int64(blob.SingleSegmentMaxBytes) + int64(1+uploadConcurrency)*blob.ChunkMaxBytes + 2*ingestPieceBytes
-	return &ingestBudget{sem: semaphore.NewWeighted(int64(slots) * slot), slot: slot, total: int64(slots) * slot}
+// newIngestBudget returns the budget of cfg (defaulted): MaxConcurrentIngests slots.
+func newIngestBudget(cfg Config) *ingestBudget {
+	overhead := 2*ingestPieceBytes + cfg.InlineMaxBytes + 1
+	slot := int64(blob.SingleSegmentMaxBytes) + int64(1+cfg.UploadConcurrency)*blob.ChunkMaxBytes + overhead
+	total := int64(cfg.MaxConcurrentIngests) * slot
+	return &ingestBudget{sem: semaphore.NewWeighted(total), slot: slot, total: total, overhead: overhead,
+		queueTimeout: cfg.IngestQueueTimeout}
 }
 
-// weight is what a body of sizeHint bytes (0 or less: unknown) holds while it ingests:
-// its length, the extra byte the splitter reads to see its end and the two pieces of its
-// gatedBody; a slot for a body of unknown length or longer than one segment.
-func (b *ingestBudget) weight(sizeHint int64) int64 {
-	if sizeHint <= 0 || sizeHint > blob.SingleSegmentMaxBytes {
+// need is what a body of sizeHint bytes (0 or less: unknown) holds once it has brought
+// seen bytes (see ingestBudget).
+func (b *ingestBudget) need(sizeHint, seen int64) int64 {
+	if sizeHint <= 0 || sizeHint > blob.SingleSegmentMaxBytes || seen > sizeHint {
 		return b.slot
 	}
-	return min(b.slot, sizeHint+1+2*ingestPieceBytes)
+	return min(b.slot, sizeHint+1+b.overhead)
 }
 
-// within is how many bytes of its body a body holding weight w may read before it must
-// hold a slot instead.
-func (b *ingestBudget) within(w int64) int64 {
-	if w >= b.slot {
-		return math.MaxInt64
-	}
-	return w - 2*ingestPieceBytes
-}
-
-// acquire holds weight w (at most a slot) of the budget, waiting its turn, or fails with
-// ctx's error. Every admission's wait is observed, 0 when the weight was free at once.
+// acquire holds w bytes of the budget, waiting its turn at most queueTimeout. It
+// fails with ctx's error when ctx ends first, and with a retryable ResourceExhausted
+// (details.limit LimitIngestBudget) when the wait times out. Every admission's wait is
+// observed, 0 when the bytes were free at once.
 func (b *ingestBudget) acquire(ctx context.Context, w int64) error {
 	var waited time.Duration
 	if !b.sem.TryAcquire(w) {
 		start := time.Now()
-		if err := b.sem.Acquire(ctx, w); err != nil {
-			if m := b.metrics.Load(); m != nil {
-				m.abandoned.Inc()
+		wctx, cancel := context.WithTimeout(ctx, b.queueTimeout)
+		err := b.sem.Acquire(wctx, w)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				b.ended("request_ended")
+				return ctx.Err()
 			}
-			return err
+			b.ended("queue_timeout")
+			e := exhausted(LimitIngestBudget, uploadRetryAfter, "the node's ingest budget of %d bytes stayed held by other uploads for %s; retry later",
+				b.total, b.queueTimeout)
+			e.Details["queue_timeout_ms"] = b.queueTimeout.Milliseconds()
+			return e
 		}
 		waited = time.Since(start)
 	}
@@ -86,14 +100,23 @@ func (b *ingestBudget) acquire(ctx context.Context, w int64) error {
 	return nil
 }
 
-// release gives back weight w that acquire held.
-func (b *ingestBudget) release(w int64) {
-	b.inUse.Add(-w)
-	b.sem.Release(w)
+func (b *ingestBudget) ended(reason string) {
+	if m := b.metrics.Load(); m != nil {
+		m.ended.WithLabelValues(reason).Inc()
+	}
 }
 
-// admit holds weight w of the budget until release is called, or fails with ctx's error.
-func (b *ingestBudget) admit(ctx context.Context, w int64) (release func(), err error) {
+// release gives back w bytes that acquire held.
+func (b *ingestBudget) release(w int64) {
+	if w > 0 {
+		b.inUse.Add(-w)
+		b.sem.Release(w)
+	}
+}
+
+// admit holds the weight of a body already in memory, of n bytes, until release is called.
+func (b *ingestBudget) admit(ctx context.Context, n int64) (release func(), err error) {
+	w := b.need(n, n)
 	if err := b.acquire(ctx, w); err != nil {
 		return nil, err
 	}
@@ -103,23 +126,25 @@ func (b *ingestBudget) admit(ctx context.Context, w int64) (release func(), err 
 // instrument registers the cairn_ingest_budget_* metrics on reg: the gauges
 // cairn_ingest_budget_bytes and cairn_ingest_budget_in_use_bytes, the histogram
 // cairn_ingest_budget_wait_seconds of every admission's wait, and the counter
-// cairn_ingest_budget_abandoned_total of waits that ended without one (the request's
-// context ended: its client went away or its deadline passed). Call it once.
+// cairn_ingest_budget_waits_ended_total{reason} of waits that ended without one
+// (queue_timeout: answered ResourceExhausted; request_ended: the client went away or the
+// request's deadline passed). Call it once.
 func (b *ingestBudget) instrument(reg prometheus.Registerer) error {
 	m := &ingestMetrics{
 		wait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "cairn", Subsystem: "ingest_budget", Name: "wait_seconds",
-			Help:    "How long each upload above the inline limit waited for its weight of the node's ingest budget (0: free at once).",
-			Buckets: []float64{0.001, 0.005, 0.02, 0.1, 0.5, 2, 10, 60}}),
-		abandoned: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "ingest_budget", Name: "abandoned_total",
-			Help: "Uploads whose wait for the ingest budget ended without it (the client went away or the request's deadline passed)."}),
+			Help:    "How long uploads above the inline limit waited for their weight of the node's ingest budget (0: free at once).",
+			Buckets: []float64{0.001, 0.005, 0.02, 0.1, 0.5, 2, 10, 30}}),
+		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "ingest_budget", Name: "waits_ended_total",
+			Help: "Waits for the ingest budget that ended without it: queue_timeout (answered ResourceExhausted after IngestQueueTimeout), request_ended (the client went away or the request's deadline passed)."},
+			[]string{"reason"}),
 	}
 	total := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "ingest_budget", Name: "bytes",
 		Help: "The node's ingest budget: MaxConcurrentIngests slots, each what the longest body holds at once."},
 		func() float64 { return float64(b.total) })
 	inUse := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "ingest_budget", Name: "in_use_bytes",
-		Help: "Bytes of the ingest budget held by uploads whose bytes flow."},
+		Help: "Bytes of the ingest budget held by uploads being read, cut, hashed and uploaded."},
 		func() float64 { return float64(b.inUse.Load()) })
-	for _, c := range []prometheus.Collector{m.wait, m.abandoned, total, inUse} {
+	for _, c := range []prometheus.Collector{m.wait, m.ended, total, inUse} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("workbench: ingest budget metrics: %w", err)
 		}

@@ -94,11 +94,11 @@ func bodiesOf(n, size int) [][]byte {
 	return out
 }
 
-// TestSmallBodiesOfKnownLengthIngestSideBySide (issue 29): with one ingest slot, four
-// 1 MiB bodies whose length is declared upload at once (each weighs its length, not a
-// slot); before, each waited for the one slot, so the store's Puts never gathered and the
-// writes failed at their deadline.
-func TestSmallBodiesOfKnownLengthIngestSideBySide(t *testing.T) {
+// TestSmallBodiesIngestSideBySide (issue 29): with one ingest slot, four 1 MiB bodies of
+// declared length upload at once (each weighs its length, not a slot); before, each
+// waited for the one slot, so the store's Puts never gathered and the writes failed at
+// their deadline.
+func TestSmallBodiesIngestSideBySide(t *testing.T) {
 	bs := newGatheringStore(t, 4)
 	svc := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 4096, MaxConcurrentIngests: 1}, bs).Service
 	reg := prometheus.NewRegistry()
@@ -129,60 +129,11 @@ func TestSmallBodiesOfKnownLengthIngestSideBySide(t *testing.T) {
 	}
 }
 
-// TestAnUploadThatGivesUpWaitingForTheBudgetIsCounted: a write of unknown length queued
-// behind one that holds the node's only slot, whose request then ends, fails with its
-// context's error, is counted as abandoned, and leaves the budget as it found it: the
-// write that held the slot completes, and a later write gets the slot.
-func TestAnUploadThatGivesUpWaitingForTheBudgetIsCounted(t *testing.T) {
-	bs := newGatheringStore(t, 2) // the first Put waits for a second, which never comes
-	svc := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 4096, MaxConcurrentIngests: 1}, bs).Service
-	reg := prometheus.NewRegistry()
-	if err := svc.Instrument(reg); err != nil {
-		t.Fatal(err)
-	}
-	body := bytes.Repeat([]byte("x"), 1<<20)
-	holder, stopHolder := context.WithCancel(t.Context())
-	held := make(chan error, 1)
-	go func() {
-		_, err := svc.Writes.Write(holder, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/held.bin",
-			Body: networkBody{bytes.NewReader(body)}, CreateWorkbench: true})
-		held <- err
-	}()
-	// The holder is in its Put (holding the slot) once the budget is spent.
-	deadline := time.After(10 * time.Second)
-	for metricstest.Value(t, reg, "cairn_ingest_budget_in_use_bytes") == 0 {
-		select {
-		case err := <-held:
-			t.Fatalf("the holding write ended early: %v", err)
-		case <-deadline:
-			t.Fatal("the holding write took no weight of the budget within 10s")
-		case <-time.After(time.Millisecond):
-		}
-	}
-	waiter, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	defer cancel()
-	_, err := svc.Writes.Write(waiter, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/gave-up.bin",
-		Body: networkBody{bytes.NewReader(body)}, CreateWorkbench: true})
-	if err == nil {
-		t.Fatal("a write queued behind the only slot until its deadline succeeded")
-	}
-	if n := metricstest.Value(t, reg, "cairn_ingest_budget_abandoned_total"); n != 1 {
-		t.Fatalf("cairn_ingest_budget_abandoned_total = %v, want 1", n)
-	}
-	stopHolder()
-	if err := <-held; err == nil {
-		t.Fatal("the holding write, cancelled in its Put, succeeded")
-	}
-	if v := metricstest.Value(t, reg, "cairn_ingest_budget_in_use_bytes"); v != 0 {
-		t.Fatalf("cairn_ingest_budget_in_use_bytes = %v once both writes ended, want 0", v)
-	}
-}
-
-// TestBodiesOfUnknownOrUnderstatedLengthWeighASlot: with one ingest slot, bodies whose
-// length is not declared, and bodies longer than they declared, upload one at a time
-// (each weighs a whole slot once its bytes pass what it declared), and every byte of them
-// is stored.
-func TestBodiesOfUnknownOrUnderstatedLengthWeighASlot(t *testing.T) {
+// TestBodiesOfUnknownLengthOrLongerThanASegmentOrThanDeclaredWeighASlot: with one ingest
+// slot, bodies of unknown length, bodies longer than one segment, and bodies longer than
+// they declared upload one at a time (each weighs a whole slot once its bytes need it),
+// and every byte of them is stored.
+func TestBodiesOfUnknownLengthOrLongerThanASegmentOrThanDeclaredWeighASlot(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		size int
@@ -190,7 +141,9 @@ func TestBodiesOfUnknownOrUnderstatedLengthWeighASlot(t *testing.T) {
 	}{
 		{"unknown length", 1 << 20, 0},
 		{"longer than declared", 3 << 20, 1 << 20},
-		{"longer than one segment", 9 << 20, 1 << 20},
+		{"longer than one segment, declared", 9 << 20, 9 << 20},
+		{"longer than one segment, unknown length", 9 << 20, 0},
+		{"longer than one segment and than declared", 9 << 20, 1 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bs := newGatheringStore(t, 1)
@@ -210,5 +163,124 @@ func TestBodiesOfUnknownOrUnderstatedLengthWeighASlot(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// holdTheSlot starts a write of a 9 MiB body of declared length (a slot's weight) whose
+// upload never completes (bs gathers two Puts; no other write reaches it), waits until it
+// holds the budget, and returns a cancel that ends it and its result.
+func holdTheSlot(t *testing.T, svc *workbench.Service, reg prometheus.Gatherer) (stop func(), result <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	held := make(chan error, 1)
+	body := bytes.Repeat([]byte("h"), 9<<20)
+	go func() {
+		_, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "outputs/held.bin",
+			Body: networkBody{bytes.NewReader(body)}, SizeHint: int64(len(body)), CreateWorkbench: true})
+		held <- err
+	}()
+	deadline := time.After(10 * time.Second)
+	for metricstest.Value(t, reg, "cairn_ingest_budget_in_use_bytes") == 0 {
+		select {
+		case err := <-held:
+			t.Fatalf("the holding write ended early: %v", err)
+		case <-deadline:
+			t.Fatal("the holding write took no weight of the budget within 10s")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return cancel, held
+}
+
+// budgetNode is a node of one ingest slot over a store whose first Put waits for a second,
+// with its metrics registered.
+func budgetNode(t *testing.T, queueTimeout time.Duration) (*workbench.Service, *prometheus.Registry) {
+	t.Helper()
+	bs := newGatheringStore(t, 2)
+	svc := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 4096, MaxConcurrentIngests: 1, IngestQueueTimeout: queueTimeout}, bs).Service
+	reg := prometheus.NewRegistry()
+	if err := svc.Instrument(reg); err != nil {
+		t.Fatal(err)
+	}
+	return svc, reg
+}
+
+// TestAnUploadWaitsForTheBudgetAtMostTheQueueTimeout: a write queued behind one that holds
+// the node's only slot is answered a retryable ResourceExhausted naming the limit once it
+// has waited IngestQueueTimeout; one whose request ends first fails with its context's
+// error. Each is counted by why it ended, and neither leaks budget: once the holder ends,
+// nothing is in use.
+func TestAnUploadWaitsForTheBudgetAtMostTheQueueTimeout(t *testing.T) {
+	svc, reg := budgetNode(t, 200*time.Millisecond)
+	stop, held := holdTheSlot(t, svc, reg)
+	body := bytes.Repeat([]byte("w"), 9<<20)
+	write := func(ctx context.Context, path string) error {
+		_, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+			Body: networkBody{bytes.NewReader(body)}, SizeHint: int64(len(body)), CreateWorkbench: true})
+		return err
+	}
+	e := workbench.AsError(write(t.Context(), "outputs/timed-out.bin"))
+	if e == nil || e.Code != workbench.CodeResourceExhausted || !e.Retryable || e.Details["limit"] != workbench.LimitIngestBudget {
+		t.Fatalf("a write queued past IngestQueueTimeout: %v, want a retryable ResourceExhausted with limit %s", e, workbench.LimitIngestBudget)
+	}
+	if n := metricstest.Value(t, reg, "cairn_ingest_budget_waits_ended_total", "reason=queue_timeout"); n != 1 {
+		t.Fatalf("waits ended by the queue timeout: %v, want 1", n)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := write(ctx, "outputs/gave-up.bin"); err == nil {
+		t.Fatal("a write queued behind the only slot past its deadline succeeded")
+	}
+	if n := metricstest.Value(t, reg, "cairn_ingest_budget_waits_ended_total", "reason=request_ended"); n != 1 {
+		t.Fatalf("waits ended by their request: %v, want 1", n)
+	}
+	stop()
+	if err := <-held; err == nil {
+		t.Fatal("the holding write, cancelled in its Put, succeeded")
+	}
+	if v := metricstest.Value(t, reg, "cairn_ingest_budget_in_use_bytes"); v != 0 {
+		t.Fatalf("cairn_ingest_budget_in_use_bytes = %v once every write ended, want 0", v)
+	}
+}
+
+// TestAStalledBodyKeepsItsWeight (issue 29, a tester's finding): a body whose client
+// stops sending after 6 of its declared 9 MiB keeps its weight (a slot), since the
+// buffers holding those bytes stay: with one slot, a second such body is not let in
+// beside it (it waits until the queue timeout), and once the first body's client sends
+// the rest, it is written and the second one then is too. Before, a stalled body gave its
+// weight back after 20 ms, and four hundred stalled 8 MiB uploads held 3.3 GB.
+func TestAStalledBodyKeepsItsWeight(t *testing.T) {
+	const size = 9 << 20
+	svc := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 4096, MaxConcurrentIngests: 1, IngestQueueTimeout: 300 * time.Millisecond},
+		newGatheringStore(t, 1)).Service
+	first, second := bytes.Repeat([]byte("s"), size), bytes.Repeat([]byte("t"), size)
+	write := func(path string, body io.Reader) error {
+		_, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+			Body: body, SizeHint: size, CreateWorkbench: true})
+		return err
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- write("outputs/stalled.bin", pr) }()
+	if _, err := pw.Write(first[:6<<20]); err != nil { // returns once the ingest has read it
+		t.Fatal(err)
+	}
+	if e := workbench.AsError(write("outputs/second.bin", networkBody{bytes.NewReader(second)})); e == nil || e.Details["limit"] != workbench.LimitIngestBudget {
+		t.Fatalf("a 9 MiB write beside a stalled 9 MiB one with one slot: %v, want it to wait and time out", e)
+	}
+	if _, err := pw.Write(first[6<<20:]); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("the stalled body, once sent whole: %v", err)
+	}
+	if err := write("outputs/second.bin", networkBody{bytes.NewReader(second)}); err != nil {
+		t.Fatalf("the second body once the first was written: %v", err)
+	}
+	for path, want := range map[string][]byte{"outputs/stalled.bin": first, "outputs/second.bin": second} {
+		if got := readAll(t, svc, path); !bytes.Equal(got, want) {
+			t.Fatalf("%s reads back %d bytes, want its %d", path, len(got), len(want))
+		}
 	}
 }

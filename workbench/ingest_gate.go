@@ -7,33 +7,21 @@ import (
 	"time"
 )
 
-// The ingest budget (ingest_budget.go) is held by bodies whose bytes flow, not by
-// connections (issue 25, finding 12: four uploads that sent 8 KiB and then one byte every
-// 10 s held all four of a node's slots, so every tenant's write above the inline limit
-// waited for them).
-//
 // A body read from the network goes through a gatedBody. A pump goroutine reads the body
 // in pieces of ingestPieceBytes (two pieces per body, reused); the ingest reads the
-// pieces. The body takes its weight of the budget once its first piece is there, keeps it
-// while pieces keep coming, and gives it back when none has come for ingestStallGrace: a
-// stalled body waits for its client's next bytes without it and queues for it again when
-// they arrive. So the budget is held by cutting, hashing and uploading, and however many
-// bodies trickle, a writer whose bytes are there waits at most for the bodies that are
-// being processed.
-//
-// What a stalled body keeps meanwhile is the memory it already holds (the part of the
-// segment it has received, sized by its Content-Length, and at most UploadConcurrency
-// segments still uploading); the number of such bodies is bounded by the node's
-// connection caps, and a body slower than the minimum body rate is cut at the end of its
-// window (docs/architecture.md, the write path).
-const (
-	// ingestPieceBytes is the size of one piece the pump reads (each body has two).
-	ingestPieceBytes = 32 << 10
-	// ingestStallGrace is how long a body holding its weight waits for its next piece
-	// before giving the weight back. Bytes of a flowing transfer arrive far more often; a
-	// body that trickles holds its weight at most this long per piece it sends.
-	ingestStallGrace = 20 * time.Millisecond
-)
+// pieces. The body takes its weight of the ingest budget (ingest_budget.go) once its
+// first piece is there, whole (or the body ended), so a body whose client has sent less
+// holds no weight and at most its two pieces (issue 25, finding 12: uploads that sent
+// 8 KiB and then one byte every 10 s held every slot of a node), and keeps it until its
+// ingest ends, stalled or not: the weight is
+// the memory its buffers hold, so giving it back while the buffers stay would let the
+// node's uploads hold more than the budget (issue 29: four hundred 8 MiB uploads that
+// stalled near their end held 3.3 GB when a stalled body gave its weight back). A client
+// that stalls is cut by the minimum body rate at the end of its window; one that keeps
+// the rate holds what its body weighs, its declared length up to one segment, else a
+// slot (docs/architecture.md, the write path).
+// ingestPieceBytes is the size of one piece the pump reads (each body has two).
+const ingestPieceBytes = 32 << 10
 
 // piece is one read of the pump: buf[:n] and the read's error.
 type piece struct {
@@ -42,16 +30,14 @@ type piece struct {
 	err error
 }
 
-// gatedBody is an io.Reader over a network body that holds its weight of the ingest budget
-// only while the body's bytes flow (see above). Its owner calls close once it stops
-// reading.
+// gatedBody is an io.Reader over a network body that holds the weight of the ingest
+// budget its bytes need (see above). Its owner calls close once it stops reading.
 type gatedBody struct {
 	ctx    context.Context
 	budget *ingestBudget
-	need   int64         // the weight the body takes: budget.weight of its hint, a slot once past it
-	within int64         // the bytes it may read at that weight (ingestBudget.within)
+	hint   int64         // the body's declared length (0 or less: unknown)
 	seen   int64         // the bytes of the pieces it has made current
-	held   int64         // the weight it holds now (0: none)
+	held   int64         // the weight it holds (0: none yet)
 	pieces chan piece    // from the pump
 	free   chan []byte   // pieces' buffers back to the pump
 	done   chan struct{} // closed by close: the pump stops
@@ -63,8 +49,7 @@ type gatedBody struct {
 // newGatedBody starts the pump over r, a body of sizeHint bytes (0 or less: unknown). It
 // takes no weight yet: the first Read (or wait) takes it once bytes are there.
 func newGatedBody(ctx context.Context, r io.Reader, sizeHint int64, budget *ingestBudget) *gatedBody {
-	need := budget.weight(sizeHint)
-	g := &gatedBody{ctx: ctx, budget: budget, need: need, within: budget.within(need),
+	g := &gatedBody{ctx: ctx, budget: budget, hint: sizeHint,
 		pieces: make(chan piece), free: make(chan []byte, 2), done: make(chan struct{})}
 	g.free <- make([]byte, ingestPieceBytes)
 	g.free <- make([]byte, ingestPieceBytes)
@@ -76,14 +61,24 @@ func newGatedBody(ctx context.Context, r io.Reader, sizeHint int64, budget *inge
 // is blocked when close is called ends when the body does (the server cuts a stalled
 // body at its rate window, and closes it when the request ends).
 func (g *gatedBody) pump(r io.Reader) {
-	for {
+	for first := true; ; first = false {
 		var buf []byte
 		select {
 		case buf = <-g.free:
 		case <-g.done:
 			return
 		}
-		n, err := r.Read(buf)
+		var n int
+		var err error
+		if first {
+			// The first piece is read whole (or the body's end): the weight is taken for
+			// it, so a client that sends a few bytes and stalls takes none.
+			if n, err = io.ReadFull(r, buf); errors.Is(err, io.ErrUnexpectedEOF) {
+				err = io.EOF
+			}
+		} else {
+			n, err = r.Read(buf)
+		}
 		select {
 		case g.pieces <- piece{buf: buf, n: n, err: err}:
 		case <-g.done:
@@ -119,8 +114,8 @@ func (g *gatedBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// nextPiece makes the next piece current, holding the body's weight once it is there: it
-// waits for it with the weight for ingestStallGrace, then without.
+// nextPiece makes the next piece current once the body holds the weight its bytes so far
+// need (ingestBudget.need), waiting for the piece, then for the weight.
 func (g *gatedBody) nextPiece() error {
 	if g.buf != nil {
 		g.free <- g.buf // the pump holds at most the other buffer: never blocks
@@ -129,46 +124,29 @@ func (g *gatedBody) nextPiece() error {
 	var pc piece
 	select {
 	case pc = <-g.pieces:
-	default:
-		got := false
-		if g.held > 0 {
-			t := time.NewTimer(ingestStallGrace)
-			select {
-			case pc = <-g.pieces:
-				got = true
-			case <-t.C:
-			case <-g.ctx.Done():
-				t.Stop()
-				return g.ctxErr()
-			}
-			t.Stop()
-		}
-		if !got {
-			g.release()
-			select {
-			case pc = <-g.pieces:
-			case <-g.ctx.Done():
-				return g.ctxErr()
-			}
-		}
+	case <-g.ctx.Done():
+		return g.ctxErr()
 	}
 	g.buf, g.cur, g.err = pc.buf, pc.buf[:pc.n], pc.err
-	if g.seen += int64(pc.n); g.seen > g.within {
-		// Longer than its hint: from now on it weighs a slot, queued for like any other.
-		g.release()
-		g.need, g.within = g.budget.slot, g.budget.within(g.budget.slot)
+	g.seen += int64(pc.n)
+	need := g.budget.need(g.hint, g.seen)
+	if need <= g.held || (pc.n == 0 && pc.err != nil) {
+		return nil // the body's end (or its error) needs no more weight to be read
 	}
-	if g.held > 0 || (pc.n == 0 && pc.err != nil) {
-		return nil // the body's end (or its error) needs no weight to be read
-	}
-	if err := g.budget.acquire(g.ctx, g.need); err != nil {
+	// First bytes, or more than the body declared: it queues for its whole need holding
+	// none, so that no waiter holds part of the budget (ingest_budget.go).
+	g.release()
+	if err := g.budget.acquire(g.ctx, need); err != nil {
 		var e *Error
 		if errors.As(pc.err, &e) {
 			return pc.err
 		}
+		if errors.As(err, &e) {
+			return err // the budget's queue timeout
+		}
 		return g.ctxErr() // the pump's next read may hold the body's typed error
 	}
-	g.held = g.need
+	g.held = need
 	return nil
 }
 
@@ -197,10 +175,8 @@ func (g *gatedBody) ctxErr() error {
 }
 
 func (g *gatedBody) release() {
-	if g.held > 0 {
-		g.budget.release(g.held)
-		g.held = 0
-	}
+	g.budget.release(g.held)
+	g.held = 0
 }
 
 // close gives the weight back and stops the pump. The gatedBody is not read after.

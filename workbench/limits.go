@@ -53,6 +53,9 @@ const (
 	LimitRequestRate       = "principal_request_rate"
 	LimitConcurrentUploads = "principal_concurrent_uploads"
 	LimitConcurrentAdmits  = "principal_concurrent_admissions"
+	// LimitIngestBudget: an upload waited Config.IngestQueueTimeout for its weight of the
+	// node's ingest budget (ingest_budget.go).
+	LimitIngestBudget = "ingest_budget"
 )
 
 // uploadRetryAfter is the wait a refused upload is told to take: an upload in flight

@@ -161,7 +161,7 @@ func NewWithCores(cores Cores, blobs blob.Store, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &base{cores: cores, blobs: blobs, cfg: cfg, cursors: cursorCodec{key: cfg.CursorKey},
-		ingests: newIngestBudget(cfg.MaxConcurrentIngests, cfg.UploadConcurrency), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
+		ingests: newIngestBudget(cfg), loads: make(chan struct{}, cfg.MaxConcurrentLoads),
 		prefetches: make(slots, cfg.MaxConcurrentPrefetches), readBudget: semaphore.NewWeighted(cfg.MaxReadBufferBytes),
 		log: cfg.Logger, queries: newQueryBudget(cfg.QueryBudgetBytes), now: time.Now, chunkFormat: blob.CurrentChunkFormat}
 	s.limits = newPrincipalLimits(cfg.Limits, func() time.Time { return s.now() })
@@ -436,7 +436,7 @@ func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint i
 	if isInMemory {
 		// Bytes already in memory (an MCP payload, an edit) never stall: one weight
 		// throughout, by the bytes left (the reader's Len is exact).
-		release, err := s.ingests.admit(ctx, s.ingests.weight(peeked+int64(inMemory.Len())))
+		release, err := s.ingests.admit(ctx, peeked+int64(inMemory.Len()))
 		if err != nil {
 			return nil, AsError(err)
 		}

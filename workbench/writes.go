@@ -51,8 +51,8 @@ type Writes struct {
 //     while it is cut into segments (content-defined chunking past 8 MiB), each segment
 //     above the inline limit compressed when that pays and uploaded put-if-absent under
 //     its content address, holding its weight of the node's ingest budget (its length when
-//     declared and at most one segment, else a slot: ingest_budget.go) only while bytes
-//     flow (ingest_gate.go). Nothing in the metadata has changed yet.
+//     declared and at most one segment, else a slot: ingest_budget.go) from its first
+//     32 KiB to its end (ingest_gate.go). Nothing in the metadata has changed yet.
 //  3. proposeBlobs (publish.go): the meta.Put command, fenced against the garbage
 //     collector (meta.Header.UploadFence); a publish the FSM refuses with BlobDeleting
 //     uploads what the collector took and is proposed again.

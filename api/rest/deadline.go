@@ -18,8 +18,8 @@ const (
 )
 
 // newRateBody bounds a request body's rate (deadline.Body): a slow-loris upload ends with
-// slowBody's typed error instead of holding its connection, its ingest slot (workbench)
-// or its large-request slot (MCP) for ever.
+// slowBody's typed error instead of holding its connection, its weight of the ingest
+// budget (workbench) or its large-request slot (MCP) for ever.
 func newRateBody(rc io.ReadCloser, w http.ResponseWriter, minRate int64, window time.Duration) *deadline.Body {
 	return deadline.NewBody(rc, w, minRate, window, func(received int64) error { return slowBody(minRate, window, received) })
 }
