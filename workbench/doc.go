@@ -61,9 +61,9 @@
 //   - Bodies stream: a write holds at most a few segments in memory (bounded by
 //     blob.ChunkMaxBytes each), and all writes of the node together at most
 //     Config.MaxConcurrentIngests slots of the ingest budget (ingest_budget.go: a body of
-//     declared length up to one segment weighs its length, any other a slot; a body keeps
-//     its weight until its ingest ends, and waits for it at most IngestQueueTimeout); a
-//     read holds at most one segment's part of the range
+//     declared length up to one segment weighs its length, any other a slot, and those
+//     hold at most one slot less than the budget; a body keeps its weight until its
+//     ingest ends, and waits for it at most IngestQueueTimeout); a read holds at most one segment's part of the range
 //     (pooled, ≤ blob.ChunkMaxBytes = 16 MiB) plus its read-ahead, and all reads of the
 //     node together at most Config.MaxReadBufferBytes (default 256 MiB; a read waits for
 //     its share, read-ahead is skipped).

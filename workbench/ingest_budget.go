@@ -35,8 +35,15 @@ import (
 // (net/http holds REST bodies to their Content-Length and the S3 gateway refuses such a
 // body, so only a caller's mistake does it): it gives its weight back and queues for a
 // slot, holding meanwhile the buffer of its declared length.
+//
+// Bodies that weigh a slot may hold at most MaxConcurrentIngests - 1 slots together (at
+// least one): the rest of the budget stays for bodies of declared length, so a few slow
+// uploads of unknown length, which keep the minimum body rate and so their slots for as
+// long as they last, cannot make every small upload of the node wait (issue 29, a
+// tester's finding: four chunked uploads at 70 KB/s made 1 MiB uploads wait 98 s).
 type ingestBudget struct {
 	sem          *semaphore.Weighted
+	large        *semaphore.Weighted // bodies that weigh a slot: MaxConcurrentIngests - 1, at least 1
 	slot         int64
 	total        int64
 	overhead     int64 // the two pieces of a gatedBody and the inline peek
@@ -56,8 +63,8 @@ func newIngestBudget(cfg Config) *ingestBudget {
 	overhead := 2*ingestPieceBytes + cfg.InlineMaxBytes + 1
 	slot := int64(blob.SingleSegmentMaxBytes) + int64(1+cfg.UploadConcurrency)*blob.ChunkMaxBytes + overhead
 	total := int64(cfg.MaxConcurrentIngests) * slot
-	return &ingestBudget{sem: semaphore.NewWeighted(total), slot: slot, total: total, overhead: overhead,
-		queueTimeout: cfg.IngestQueueTimeout}
+	return &ingestBudget{sem: semaphore.NewWeighted(total), large: semaphore.NewWeighted(int64(max(1, cfg.MaxConcurrentIngests-1))),
+		slot: slot, total: total, overhead: overhead, queueTimeout: cfg.IngestQueueTimeout}
 }
 
 // need is what a body of sizeHint bytes (0 or less: unknown) holds once it has brought
@@ -69,16 +76,17 @@ func (b *ingestBudget) need(sizeHint, seen int64) int64 {
 	return min(b.slot, sizeHint+1+b.overhead)
 }
 
-// acquire holds w bytes of the budget, waiting its turn at most queueTimeout. It
-// fails with ctx's error when ctx ends first, and with a retryable ResourceExhausted
-// (details.limit LimitIngestBudget) when the wait times out. Every admission's wait is
-// observed, 0 when the bytes were free at once.
+// acquire holds w bytes of the budget (and, for a slot, one of the large bodies' places),
+// waiting its turn at most queueTimeout. It fails with ctx's error when ctx ends first,
+// and with a retryable ResourceExhausted (details.limit LimitIngestBudget) when the wait
+// times out. Every admission's wait is observed, 0 when the bytes were free at once.
 func (b *ingestBudget) acquire(ctx context.Context, w int64) error {
+	large := w >= b.slot
 	var waited time.Duration
-	if !b.sem.TryAcquire(w) {
+	if !b.tryAcquire(w, large) {
 		start := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, b.queueTimeout)
-		err := b.sem.Acquire(wctx, w)
+		err := b.wait(wctx, w, large)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -100,17 +108,49 @@ func (b *ingestBudget) acquire(ctx context.Context, w int64) error {
 	return nil
 }
 
+func (b *ingestBudget) tryAcquire(w int64, large bool) bool {
+	if large && !b.large.TryAcquire(1) {
+		return false
+	}
+	if !b.sem.TryAcquire(w) {
+		if large {
+			b.large.Release(1)
+		}
+		return false
+	}
+	return true
+}
+
+// wait takes a large body's place first, then the bytes; it holds nothing when it fails.
+func (b *ingestBudget) wait(ctx context.Context, w int64, large bool) error {
+	if large {
+		if err := b.large.Acquire(ctx, 1); err != nil {
+			return err
+		}
+	}
+	if err := b.sem.Acquire(ctx, w); err != nil {
+		if large {
+			b.large.Release(1)
+		}
+		return err
+	}
+	return nil
+}
+
 func (b *ingestBudget) ended(reason string) {
 	if m := b.metrics.Load(); m != nil {
 		m.ended.WithLabelValues(reason).Inc()
 	}
 }
 
-// release gives back w bytes that acquire held.
+// release gives back w bytes that acquire held (and a large body's place with a slot).
 func (b *ingestBudget) release(w int64) {
 	if w > 0 {
 		b.inUse.Add(-w)
 		b.sem.Release(w)
+		if w >= b.slot {
+			b.large.Release(1)
+		}
 	}
 }
 

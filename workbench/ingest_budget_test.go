@@ -192,12 +192,12 @@ func holdTheSlot(t *testing.T, svc *workbench.Service, reg prometheus.Gatherer) 
 	return cancel, held
 }
 
-// budgetNode is a node of one ingest slot over a store whose first Put waits for a second,
-// with its metrics registered.
-func budgetNode(t *testing.T, queueTimeout time.Duration) (*workbench.Service, *prometheus.Registry) {
+// budgetNode is a node of the given ingest slots over a store whose first Put waits for a
+// second, with its metrics registered.
+func budgetNode(t *testing.T, slots int, queueTimeout time.Duration) (*workbench.Service, *prometheus.Registry) {
 	t.Helper()
 	bs := newGatheringStore(t, 2)
-	svc := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 4096, MaxConcurrentIngests: 1, IngestQueueTimeout: queueTimeout}, bs).Service
+	svc := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 4096, MaxConcurrentIngests: slots, IngestQueueTimeout: queueTimeout}, bs).Service
 	reg := prometheus.NewRegistry()
 	if err := svc.Instrument(reg); err != nil {
 		t.Fatal(err)
@@ -211,7 +211,7 @@ func budgetNode(t *testing.T, queueTimeout time.Duration) (*workbench.Service, *
 // error. Each is counted by why it ended, and neither leaks budget: once the holder ends,
 // nothing is in use.
 func TestAnUploadWaitsForTheBudgetAtMostTheQueueTimeout(t *testing.T) {
-	svc, reg := budgetNode(t, 200*time.Millisecond)
+	svc, reg := budgetNode(t, 1, 200*time.Millisecond)
 	stop, held := holdTheSlot(t, svc, reg)
 	body := bytes.Repeat([]byte("w"), 9<<20)
 	write := func(ctx context.Context, path string) error {
@@ -240,6 +240,31 @@ func TestAnUploadWaitsForTheBudgetAtMostTheQueueTimeout(t *testing.T) {
 	}
 	if v := metricstest.Value(t, reg, "cairn_ingest_budget_in_use_bytes"); v != 0 {
 		t.Fatalf("cairn_ingest_budget_in_use_bytes = %v once every write ended, want 0", v)
+	}
+}
+
+// TestSmallUploadsKeepAShareBesideLargeOnes (issue 29, a tester's finding): with two
+// slots, one held by a body that weighs a slot and does not finish (as a slow upload of
+// unknown length keeps its slot while it keeps the minimum rate), a second such body waits
+// (large bodies hold at most one slot less than the budget) and is answered at the queue
+// timeout, while a 1 MiB body of declared length is let in at once and written.
+func TestSmallUploadsKeepAShareBesideLargeOnes(t *testing.T) {
+	svc, reg := budgetNode(t, 2, 300*time.Millisecond)
+	_, held := holdTheSlot(t, svc, reg)
+	write := func(path string, size int) error {
+		body := bytes.Repeat([]byte("b"), size)
+		_, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+			Body: networkBody{bytes.NewReader(body)}, SizeHint: int64(size), CreateWorkbench: true})
+		return err
+	}
+	if e := workbench.AsError(write("outputs/large.bin", 9<<20)); e == nil || e.Details["limit"] != workbench.LimitIngestBudget {
+		t.Fatalf("a second body that weighs a slot, beside one holding a slot of two: %v, want it to wait and time out", e)
+	}
+	if err := write("outputs/small.bin", 1<<20); err != nil { // its Put lets the holder's go on
+		t.Fatalf("a 1 MiB body beside a large one holding a slot of two: %v", err)
+	}
+	if err := <-held; err != nil {
+		t.Fatalf("the holding write: %v", err)
 	}
 }
 
