@@ -184,6 +184,9 @@ func (b *ingestBudget) instrument(reg prometheus.Registerer) error {
 	inUse := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "cairn", Subsystem: "ingest_budget", Name: "in_use_bytes",
 		Help: "Bytes of the ingest budget held by uploads being read, cut, hashed and uploaded."},
 		func() float64 { return float64(b.inUse.Load()) })
+	for _, reason := range []string{"queue_timeout", "request_ended"} {
+		m.ended.WithLabelValues(reason) // every series from the start, for rate()
+	}
 	for _, c := range []prometheus.Collector{m.wait, m.ended, total, inUse} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("workbench: ingest budget metrics: %w", err)

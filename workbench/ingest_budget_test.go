@@ -309,3 +309,36 @@ func TestAStalledBodyKeepsItsWeight(t *testing.T) {
 		}
 	}
 }
+
+// truncated yields body, then fails as net/http fails a body cut off before its
+// Content-Length: io.ErrUnexpectedEOF.
+type truncated struct{ r io.Reader }
+
+func (b *truncated) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		return n, io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// TestATruncatedBodyIsNeverStored: a body cut off before its declared length — within
+// its first piece, which the gate reads whole, and later — fails the write as a body
+// that could not be read, and leaves the path as it was.
+func TestATruncatedBodyIsNeverStored(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096}).Service
+	for _, c := range []struct {
+		sent int
+		hint int64
+	}{{10 << 10, 100 << 10}, {1 << 20, 2 << 20}, {10 << 10, 0}} {
+		path := fmt.Sprintf("outputs/cut-%d-%d.bin", c.sent, c.hint)
+		_, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,
+			Body: &truncated{bytes.NewReader(bytes.Repeat([]byte("c"), c.sent))}, SizeHint: c.hint, CreateWorkbench: true})
+		if e := workbench.AsError(err); e == nil || e.Code != workbench.CodeInvalidArguments {
+			t.Errorf("%d bytes of a body declared as %d, then cut off: %v, want InvalidArguments", c.sent, c.hint, err)
+		}
+		if _, err := svc.Reads.Stat(t.Context(), "a", "w", path); workbench.AsError(err) == nil || workbench.AsError(err).Code != workbench.CodeNotFound {
+			t.Errorf("%d bytes of a body declared as %d, then cut off, were stored: %v", c.sent, c.hint, err)
+		}
+	}
+}

@@ -20,6 +20,12 @@ import (
 // that stalls is cut by the minimum body rate at the end of its window; one that keeps
 // the rate holds what its body weighs, its declared length up to one segment, else a
 // slot (docs/architecture.md, the write path).
+//
+// A client that goes away while its upload waits for its weight is seen only when the
+// pump's read of its body fails: net/http does not end a request's context while its body
+// is unread, and the pump reads at most two pieces ahead. Such an upload keeps its place
+// in the queue until the weight is free or IngestQueueTimeout passes, then fails at its
+// next read.
 // ingestPieceBytes is the size of one piece the pump reads (each body has two).
 const ingestPieceBytes = 32 << 10
 
@@ -71,11 +77,9 @@ func (g *gatedBody) pump(r io.Reader) {
 		var n int
 		var err error
 		if first {
-			// The first piece is read whole (or the body's end): the weight is taken for
-			// it, so a client that sends a few bytes and stalls takes none.
-			if n, err = io.ReadFull(r, buf); errors.Is(err, io.ErrUnexpectedEOF) {
-				err = io.EOF
-			}
+			// The first piece is read whole (or to the body's end or error): the weight is
+			// taken for it, so a client that sends a few bytes and stalls takes none.
+			n, err = readWhole(r, buf)
 		} else {
 			n, err = r.Read(buf)
 		}
@@ -88,6 +92,18 @@ func (g *gatedBody) pump(r io.Reader) {
 			return
 		}
 	}
+}
+
+// readWhole reads r until buf is full or a read fails, and returns that failure as it is
+// (io.EOF for a body that ended; io.ReadFull would turn a truncated body's own
+// io.ErrUnexpectedEOF into a short read).
+func readWhole(r io.Reader, buf []byte) (n int, err error) {
+	for n < len(buf) && err == nil {
+		var m int
+		m, err = r.Read(buf[n:])
+		n += m
+	}
+	return n, err
 }
 
 // wait returns once the body's first bytes (or its end) are there and its weight is held,
