@@ -14,9 +14,9 @@ import (
 
 // ingestBudget bounds the memory of the bodies being cut, hashed and uploaded at once,
 // node-wide (Config.MaxConcurrentIngests). It counts bytes, not bodies: a body weighs what
-// its ingest holds, so the budget holds as many bodies of any length as the old four
-// slots did, or many more small ones in the same memory (issue 29: with 16 clients writing
-// 1 MiB bodies, 12 of them queued for the 4 slots while the node's CPU was mostly idle).
+// its ingest holds, so the memory of the old four slots holds three bodies of any length
+// beside many small ones, or many more small ones (issue 29: with 16 clients writing 1 MiB
+// bodies, 12 of them queued for the 4 slots while the node's CPU was mostly idle).
 // Waiters are served first come, first served (semaphore.Weighted), so a body that weighs
 // a slot is not starved by small ones, and each waits at most Config.IngestQueueTimeout.
 //
