@@ -77,8 +77,8 @@ type Config struct {
 	// are cut and uploaded at once, node-wide, in slots; further writers wait their turn,
 	// first come first served, at most IngestQueueTimeout. A slot is what one body of any
 	// length may hold: up to blob.SingleSegmentMaxBytes + blob.ChunkMaxBytes of buffers
-	// plus UploadConcurrency segments in flight. A body weighs what it holds: its length
-	// when declared and at most blob.SingleSegmentMaxBytes, else a slot
+	// plus UploadConcurrency segments in flight. A body weighs what it holds: the pooled
+	// buffer of its length when declared and at most blob.SingleSegmentMaxBytes, else a slot
 	// (ingest_budget.go). A body read from the network takes its weight when its first
 	// bytes come, and keeps it until its ingest ends (ingest_gate.go). Default 4.
 	MaxConcurrentIngests int

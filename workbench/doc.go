@@ -61,12 +61,13 @@
 //   - Bodies stream: a write holds at most a few segments in memory (bounded by
 //     blob.ChunkMaxBytes each), and all writes of the node together at most
 //     Config.MaxConcurrentIngests slots of the ingest budget (ingest_budget.go: a body of
-//     declared length up to one segment weighs its length, any other a slot, and those
-//     hold at most one slot less than the budget; a body keeps its weight until its
-//     ingest ends, and waits for it at most IngestQueueTimeout); a read holds at most one segment's part of the range
-//     (pooled, ≤ blob.ChunkMaxBytes = 16 MiB) plus its read-ahead, and all reads of the
-//     node together at most Config.MaxReadBufferBytes (default 256 MiB; a read waits for
-//     its share, read-ahead is skipped).
+//     declared length up to one segment weighs the pooled buffer of its length, any other
+//     a slot, and those hold at most one slot less than the budget; a body keeps its
+//     weight until its ingest ends, and waits for it at most IngestQueueTimeout); a read
+//     holds at most one segment's part of the range (pooled, ≤ blob.ChunkMaxBytes =
+//     16 MiB) plus its read-ahead, and all reads of the node together at most
+//     Config.MaxReadBufferBytes (default 256 MiB; a read waits for its share, read-ahead
+//     is skipped).
 //   - Verified reads (integrity.go): no byte of a body leaves this package before the
 //     segment it belongs to has been verified against the segment's SHA-256 — an
 //     object-store segment is read through the blob reader to the blob's end (which

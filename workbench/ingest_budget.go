@@ -21,7 +21,9 @@ import (
 // a slot is not starved by small ones, and each waits at most Config.IngestQueueTimeout.
 //
 // What a body weighs (need), from what blob.Splitter allocates for it:
-//   - declared length at most blob.SingleSegmentMaxBytes: that length (one buffer of it);
+//   - declared length at most blob.SingleSegmentMaxBytes: the buffer its length and one
+//     byte more are read into, from the segment pool's power-of-two classes (segBufCap:
+//     2 MiB for a 1 MiB body, 16 MiB for an 8 MiB one);
 //   - unknown length, or longer than one segment: a slot, the most one body holds at once
 //     (a head of SingleSegmentMaxBytes, a segment being cut and UploadConcurrency segments
 //     uploading, each up to blob.ChunkMaxBytes);
@@ -73,7 +75,7 @@ func (b *ingestBudget) need(sizeHint, seen int64) int64 {
 	if sizeHint <= 0 || sizeHint > blob.SingleSegmentMaxBytes || seen > sizeHint {
 		return b.slot
 	}
-	return min(b.slot, sizeHint+1+b.overhead)
+	return min(b.slot, segBufCap(sizeHint+1)+b.overhead)
 }
 
 // acquire holds w bytes of the budget (and, for a slot, one of the large bodies' places),

@@ -48,12 +48,26 @@ const (
 
 var segBufs [segBufMaxShift - segBufMinShift + 1]sync.Pool
 
+// segBufShift is the power of two of the class a buffer of length n comes from.
+func segBufShift(n int64) int {
+	if n > 1<<segBufMinShift {
+		return bits.Len64(uint64(n - 1))
+	}
+	return segBufMinShift
+}
+
+// segBufCap is the capacity getSegBuf allocates for length n: what a buffer of n bytes
+// holds in memory (the ingest budget weighs a body by it).
+func segBufCap(n int64) int64 {
+	if shift := segBufShift(n); shift <= segBufMaxShift {
+		return 1 << shift
+	}
+	return n
+}
+
 // getSegBuf returns a buffer of length n (pooled when n ≤ blob.ChunkMaxBytes).
 func getSegBuf(n int64) *[]byte {
-	shift := segBufMinShift
-	if n > 1<<segBufMinShift {
-		shift = bits.Len64(uint64(n - 1))
-	}
+	shift := segBufShift(n)
 	if shift > segBufMaxShift {
 		b := make([]byte, n) // longer than any segment the write path cuts: not pooled
 		return &b
