@@ -160,6 +160,49 @@ func longFuncs(files []goFile, limit int, allow map[string]string) []string {
 	return out
 }
 
+// typeAllowance lets a type keep more methods than the limit: at most most, for why.
+type typeAllowance struct {
+	most int
+	why  string
+}
+
+// bigTypes reports the types whose methods declared in non-test files (value and pointer
+// receivers together, "dir.Type") number more than limit and that allow does not list,
+// the listed ones that grew past their allowance, and the stale entries of allow: the
+// allow-list only shrinks.
+func bigTypes(files []goFile, limit int, allow map[string]typeAllowance) []string {
+	methods := map[string]int{}
+	for _, f := range files {
+		if f.test {
+			continue
+		}
+		for _, decl := range f.file.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv != nil {
+				key := funcKey(f.rel, fd)
+				methods[key[:strings.LastIndexByte(key, '.')]]++
+			}
+		}
+	}
+	var out []string
+	for typ, n := range methods {
+		a, listed := allow[typ]
+		switch {
+		case n <= limit:
+		case !listed:
+			out = append(out, fmt.Sprintf("%s: %d methods, more than %d: split it by concern, or list it with a reason", typ, n, limit))
+		case n > a.most:
+			out = append(out, fmt.Sprintf("%s: %d methods, more than the %d it is allowed: split it rather than grow it", typ, n, a.most))
+		}
+	}
+	for typ := range allow {
+		if methods[typ] <= limit {
+			out = append(out, fmt.Sprintf("%s: allowed many methods but has %d (or is gone): remove it from the allow-list", typ, methods[typ]))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // packageDirs returns the directories holding a non-test .go file: the packages the
 // module builds ("." for the root).
 func packageDirs(files []goFile) []string {

@@ -8,8 +8,11 @@
 //     (allowedLongFiles in tidy_test.go, each entry with its reason);
 //   - a function or method (any .go file but tests) is longer than 100 lines and is not in
 //     the allow-list (allowedLongFuncs, each entry with its reason);
-//   - an allow-list entry no longer applies (the file or function shrank or is gone), so
-//     the lists only ever shrink;
+//   - a type has more than 40 methods (value and pointer receivers of non-test files
+//     together) and is not in the allow-list (allowedBigTypes, each entry with its count
+//     when listed and its reason), or a listed type has more methods than its entry;
+//   - an allow-list entry no longer applies (the file, function or type shrank or is
+//     gone), so the lists only ever shrink;
 //   - a package directory (one with a non-test .go file; testdata is skipped) has no
 //     doc.go;
 //   - docs/architecture.md does not name, in backquotes, a package (its import path

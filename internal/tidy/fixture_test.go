@@ -66,6 +66,26 @@ func TestLongFuncsReportsAFunctionOverTheLimitAndAStaleAllowance(t *testing.T) {
 		"p/q.short: allowed to be long but is not")
 }
 
+func TestBigTypesReportsATypeWithTooManyMethodsAGrownOneAndAStaleAllowance(t *testing.T) {
+	methods := func(recv string, n int) string {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString("func (" + recv + ") M" + strings.Repeat("x", i+1) + "() {}\n")
+		}
+		return b.String()
+	}
+	fsys := fstest.MapFS{
+		"p/f.go":      {Data: []byte("package p\n\ntype Big struct{}\ntype Small struct{}\n\n" + methods("b *Big", 3) + methods("s Small", 2))},
+		"p/g.go":      {Data: []byte("package p\n\n" + strings.ReplaceAll(methods("b Big", 2), "M", "N"))},   // both receivers count
+		"p/f_test.go": {Data: []byte("package p\n\n" + strings.ReplaceAll(methods("s Small", 9), "M", "T"))}, // tests are exempt
+	}
+	files := parsed(t, fsys)
+	wantOffenders(t, bigTypes(files, 4, nil), "p.Big: 5 methods")
+	wantOffenders(t, bigTypes(files, 4, map[string]typeAllowance{"p.Big": {5, "r"}}))
+	wantOffenders(t, bigTypes(files, 4, map[string]typeAllowance{"p.Big": {4, "r"}}), "p.Big: 5 methods, more than the 4 it is allowed")
+	wantOffenders(t, bigTypes(files, 4, map[string]typeAllowance{"p.Big": {5, "r"}, "p.Small": {2, "r"}}), "p.Small: allowed many methods but has 2")
+}
+
 func TestMissingDocsReportsAPackageWithoutDocGo(t *testing.T) {
 	fsys := fstest.MapFS{
 		"good/doc.go":         {Data: []byte("// Package good is tidy.\npackage good\n")},
