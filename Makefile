@@ -54,8 +54,15 @@ unit: minio
 	log=$$(mktemp); \
 	mkdir -p $(TEST_OUTPUT) && out=$$(cd $(TEST_OUTPUT) && pwd); \
 	CAIRN_MINIO_BIN=$$bin $(GO) test -race -count=1 -timeout $(INTEGRATION_TIMEOUT) -artifacts -outputdir "$$out" ./integration >$$log 2>&1 & ipid=$$!; \
-	CAIRN_MINIO_BIN=$$bin $(GO) test -race -count=1 -p 1 -timeout $(UNIT_TIMEOUT) $$($(GO) list $(PKGS) | grep -v '/integration$$'); urc=$$?; \
-	wait $$ipid; irc=$$?; cat $$log; rm -f $$log; \
+	ulog=$$(mktemp); rcf=$$(mktemp); \
+	{ CAIRN_MINIO_BIN=$$bin $(GO) test -race -count=1 -p 1 -timeout $(UNIT_TIMEOUT) $$($(GO) list $(PKGS) | grep -v '/integration$$') 2>&1; echo $$? >$$rcf; } | tee $$ulog; \
+	urc=$$(cat $$rcf); wait $$ipid; irc=$$?; cat $$log; \
+	if [ $$urc -ne 0 ] || [ $$irc -ne 0 ]; then \
+		echo "== failures (the lines above that name them; servers' logs left out) =="; \
+		cat $$ulog $$log | grep -E -e '^[[:space:]]*--- FAIL' -e '^[[:space:]]+[[:alnum:]_]+_test\.go:[0-9]+:' \
+			-e '^panic:' -e '^goleak' -e '^FAIL' -e 'found unexpected goroutines' | head -200; \
+	fi; \
+	rm -f $$log $$ulog $$rcf; \
 	test $$urc -eq 0 && test $$irc -eq 0
 
 ## minio: the MinIO server the blob/s3 tests run against, built once from a pinned source
