@@ -92,10 +92,16 @@ func TestRestoreScenarioRestoresIntoFreshWorkbenches(t *testing.T) {
 }
 
 func TestMCPScenarioCallsEveryToolOfTheMixOverStreamableHTTP(t *testing.T) {
+	// The open loop schedules exactly 40 calls, sequence numbers 0 to 39, whatever the
+	// machine's speed: they draw every tool of the mix (the last to come first is seq 25),
+	// where a closed loop of one second makes as many calls as a loaded machine manages.
 	rep, cfg := runScenario(t, ScenarioMCP, func(c *Config) {
 		c.Files = 4
-		c.Duration = time.Second
+		c.Rate, c.MaxInFlight, c.Duration = 40, 2, time.Second
 	})
+	if rep.Cairn.Ops != 40 {
+		t.Fatalf("%d calls, want the 40 the schedule holds", rep.Cairn.Ops)
+	}
 	ph := rep.Cairn
 	var total int64
 	for _, m := range mcpMix {
