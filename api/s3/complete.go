@@ -94,7 +94,7 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	userCond, userGen, err := h.writeCondition(r, path)
+	userCond, userGen, err := h.lookup.writeCondition(r, path)
 	if err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func (h *Handler) settled(r *request, u upload, path, key string) (completedUplo
 // published looks for the version of path that upload u published among its newest
 // versions: found with that version's answer.
 func (h *Handler) published(r *request, u upload, path string) (completedUpload, bool, error) {
-	view, ws, err := h.workspace(r)
+	view, ws, err := h.lookup.workspace(r)
 	if err != nil {
 		return completedUpload{}, false, err
 	}
@@ -307,8 +307,8 @@ func (h *Handler) publish(r *request, u upload, path, key string, req workbench.
 			req.Cond, req.IfGeneration = meta.CondCreateOnly, 0
 			if f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path); err == nil {
 				req.Cond, req.IfGeneration = meta.CondIfGeneration, f.Info.Generation
-			} else if codeOf(h.objectError(r, err)) != CodeNoSuchKey {
-				return completedUpload{}, h.objectError(r, err)
+			} else if codeOf(h.lookup.objectError(r, err)) != CodeNoSuchKey {
+				return completedUpload{}, h.lookup.objectError(r, err)
 			}
 		}
 		res, err := h.svc.Writes.Compose(r.bookkeeping(), req)
@@ -320,14 +320,14 @@ func (h *Handler) publish(r *request, u upload, path, key string, req workbench.
 			return completedUpload{}, clash
 		}
 		if !isConflict(err) {
-			return completedUpload{}, h.objectError(r, err)
+			return completedUpload{}, h.lookup.objectError(r, err)
 		}
 		if done, found, ferr := h.published(r, u, path); ferr != nil || found {
 			done.Parts = key
 			return done, ferr
 		}
 		if userCond != meta.CondNone {
-			return completedUpload{}, h.objectError(r, err)
+			return completedUpload{}, h.lookup.objectError(r, err)
 		}
 		if partChanged(err) {
 			return completedUpload{}, errorf(CodeInvalidPart, "a part changed while the upload was completed: list the parts and complete again")

@@ -68,7 +68,9 @@ const Surface = "s3"
 // Handler serves the S3 API on one listener, path-style (/bucket/key): a bucket is a
 // workbench of the key's agent root, an object key is a file's path in it.
 type Handler struct {
-	svc      *workbench.Service
+	svc *workbench.Service
+	// lookup resolves a request's bucket, objects and versions (lookup.go).
+	lookup   *lookup
 	cfg      Config
 	keys     Keys
 	verifier Verifier
@@ -98,7 +100,7 @@ func NewHandler(svc *workbench.Service, keys Keys, cfg Config) *Handler {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = deadline.DefaultWriteTimeout
 	}
-	return &Handler{svc: svc, keys: keys, log: cfg.Logger, cfg: cfg,
+	return &Handler{svc: svc, lookup: &lookup{svc: svc}, keys: keys, log: cfg.Logger, cfg: cfg,
 		verifier: Verifier{Secrets: keys, Region: cfg.Region, Now: cfg.Now},
 		idBase:   strconv.FormatInt(time.Now().UnixNano(), 36)}
 }

@@ -225,7 +225,7 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	_, bucket, err := h.workspace(r)
+	_, bucket, err := h.lookup.workspace(r)
 	if err != nil {
 		return err
 	}
@@ -277,7 +277,7 @@ func (h *Handler) openUpload(r *request) (upload, error) {
 // findUpload is openUpload that also finds a completed upload (completeUpload answers
 // it again).
 func (h *Handler) findUpload(r *request) (upload, error) {
-	_, bucket, err := h.workspace(r)
+	_, bucket, err := h.lookup.workspace(r)
 	if err != nil {
 		return upload{}, err
 	}
@@ -420,7 +420,7 @@ func (h *Handler) copyPart(w http.ResponseWriter, r *request, path string) error
 	if err != nil {
 		return err
 	}
-	src, err := h.openCopySource(r, srcBucket, srcPath, srcVersion)
+	src, err := h.lookup.openCopySource(r, srcBucket, srcPath, srcVersion)
 	if err != nil {
 		return err
 	}

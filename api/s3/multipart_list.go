@@ -142,7 +142,7 @@ const maxListUploads = 1000
 // every upload record of the bucket from one view (memory in the bucket's uploads in
 // progress) and first aborts the expired ones it finds (a bounded number).
 func (h *Handler) listUploads(w http.ResponseWriter, r *request) error {
-	if _, _, err := h.workspace(r); err != nil {
+	if _, _, err := h.lookup.workspace(r); err != nil {
 		return err
 	}
 	q := r.URL.Query()
