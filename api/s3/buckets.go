@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -96,16 +95,6 @@ func (h *Handler) listBuckets(w http.ResponseWriter, r *request) error {
 	return writeXML(w, out)
 }
 
-// workspace reads the bucket's workbench from a linearizable view: NoSuchBucket when it
-// is missing or the key does not reach it (the same answer).
-func (h *Handler) workspace(r *request) (*meta.View, *meta.Workspace, error) {
-	view, ws, _, err := h.svc.Reads.ViewAt(r.Context(), r.agent, r.bucket, workbench.At{})
-	if err != nil {
-		return nil, nil, bucketError(err)
-	}
-	return view, ws, nil
-}
-
 // bucketError maps an error about the bucket itself: an invalid name is InvalidBucketName.
 func bucketError(err error) error {
 	e := fromWorkbench(err, CodeNoSuchBucket)
@@ -117,7 +106,7 @@ func bucketError(err error) error {
 }
 
 func (h *Handler) headBucket(w http.ResponseWriter, r *request) error {
-	if _, _, err := h.workspace(r); err != nil {
+	if _, _, err := h.lookup.workspace(r); err != nil {
 		return err
 	}
 	w.Header().Set("x-amz-bucket-region", h.verifier.region())
@@ -159,7 +148,7 @@ func (h *Handler) createBucket(w http.ResponseWriter, r *request) error {
 // written between the check and the delete fails the delete's revision condition, so a
 // bucket with files is never deleted.
 func (h *Handler) deleteBucket(w http.ResponseWriter, r *request) error {
-	_, ws, err := h.workspace(r)
+	_, ws, err := h.lookup.workspace(r)
 	if err != nil {
 		return err
 	}
@@ -178,7 +167,7 @@ func (h *Handler) deleteBucket(w http.ResponseWriter, r *request) error {
 }
 
 func (h *Handler) bucketLocation(w http.ResponseWriter, r *request) error {
-	if _, _, err := h.workspace(r); err != nil {
+	if _, _, err := h.lookup.workspace(r); err != nil {
 		return err
 	}
 	loc := h.verifier.region()

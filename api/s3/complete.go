@@ -1,7 +1,6 @@
 package s3
 
 import (
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -62,12 +61,12 @@ func partsKey(in completeRequest) string {
 // If-Match, once (see above), then removes the parts. The parts listed must exist with the
 // ETags given (InvalidPart), in ascending order (InvalidPartOrder), every one but the last
 // at least the least part size (EntityTooSmall).
-func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
+func (m *multipart) completeUpload(w http.ResponseWriter, r *request) error {
 	path, err := objectPath(r.key)
 	if err != nil {
 		return err
 	}
-	u, err := h.findUpload(r)
+	u, err := m.findUpload(r)
 	if err != nil {
 		return err
 	}
@@ -84,35 +83,35 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 		return errorf(CodeMalformedXML, "the CompleteMultipartUpload document is not well-formed XML naming at least one part")
 	}
 	key := partsKey(in)
-	if done, ok, err := h.settled(r, u, path, key); ok || err != nil {
+	if done, ok, err := m.settled(r, u, path, key); ok || err != nil {
 		if err != nil {
 			return err
 		}
-		return h.answerCompleted(w, r, done)
+		return m.answerCompleted(w, r, done)
 	}
-	req, err := h.composeRequest(r, u, path, in)
+	req, err := m.composeRequest(r, u, path, in)
 	if err != nil {
 		return err
 	}
-	userCond, userGen, err := h.writeCondition(r, path)
+	userCond, userGen, err := m.lookup.writeCondition(r, path)
 	if err != nil {
 		return err
 	}
 	// The claim.
 	claimed := u.rec
-	claimed.Completing = &completingUpload{ClaimMs: h.now().UnixMilli(), Parts: key}
-	claimGen, err := h.writeRecord(r, u, claimed)
+	claimed.Completing = &completingUpload{ClaimMs: m.clock().UnixMilli(), Parts: key}
+	claimGen, err := m.writeRecord(r, u, claimed)
 	if err != nil {
 		if codeOf(err) == CodePreconditionFailed || isConflict(err) {
 			// Another Complete or an Abort changed the upload since it was read.
-			if u, err = h.findUpload(r); err != nil {
+			if u, err = m.findUpload(r); err != nil {
 				return err
 			}
-			if done, ok, err := h.settled(r, u, path, key); ok || err != nil {
+			if done, ok, err := m.settled(r, u, path, key); ok || err != nil {
 				if err != nil {
 					return err
 				}
-				return h.answerCompleted(w, r, done)
+				return m.answerCompleted(w, r, done)
 			}
 			return operationAborted()
 		}
@@ -122,25 +121,25 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *request) error {
 	u.rec, u.gen = claimed, claimGen
 	outcome := make(chan completeOutcome, 1)
 	go func() {
-		done, err := h.publish(r, u, path, key, req, userCond, userGen)
+		done, err := m.publish(r, u, path, key, req, userCond, userGen)
 		if err != nil {
 			// Nothing was published: the upload goes back to being in progress.
-			if _, rerr := h.writeRecord(r, u, released); rerr != nil {
-				h.log.Warn("s3: releasing an upload's claim", "request_id", r.id, "err", rerr)
+			if _, rerr := m.writeRecord(r, u, released); rerr != nil {
+				m.log.Warn("s3: releasing an upload's claim", "request_id", r.id, "err", rerr)
 			}
 		} else {
 			finished := u.rec
 			finished.Completing, finished.Completed = nil, &done
-			if _, err := h.writeRecord(r, u, finished); err != nil {
-				h.log.Warn("s3: recording a completed upload", "request_id", r.id, "err", err)
+			if _, err := m.writeRecord(r, u, finished); err != nil {
+				m.log.Warn("s3: recording a completed upload", "request_id", r.id, "err", err)
 			}
-			if err := h.removeFiles(r.bookkeeping(), r.agent, u.dir, true); err != nil {
-				h.log.Warn("s3: removing a completed upload's parts", "request_id", r.id, "err", err)
+			if err := m.removeFiles(r.bookkeeping(), r.agent, u.dir, true); err != nil {
+				m.log.Warn("s3: removing a completed upload's parts", "request_id", r.id, "err", err)
 			}
 		}
 		outcome <- completeOutcome{done, err}
 	}()
-	return h.awaitComplete(w, r, outcome)
+	return m.awaitComplete(w, r, outcome)
 }
 
 // completeOutcome is what publishing an upload came to.
@@ -159,9 +158,8 @@ const DefaultCompleteKeepAlive = 5 * time.Second
 // error's XML in the 200's body (which the AWS SDKs and botocore read as the error, and
 // retry; a Complete sent again answers the recorded result). The version id travels in a
 // header, so such a late answer carries none.
-func (h *Handler) awaitComplete(w http.ResponseWriter, r *request, outcome <-chan completeOutcome) error {
-	every := cmp.Or(h.cfg.CompleteKeepAlive, DefaultCompleteKeepAlive)
-	tick := time.NewTicker(every)
+func (m *multipart) awaitComplete(w http.ResponseWriter, r *request, outcome <-chan completeOutcome) error {
+	tick := time.NewTicker(m.keepAlive)
 	defer tick.Stop()
 	started := false
 	for {
@@ -171,11 +169,11 @@ func (h *Handler) awaitComplete(w http.ResponseWriter, r *request, outcome <-cha
 			case !started && o.err != nil:
 				return o.err
 			case !started:
-				return h.answerCompleted(w, r, o.done)
+				return m.answerCompleted(w, r, o.done)
 			case o.err != nil:
 				e, ok := errors.AsType[*Error](o.err)
 				if !ok {
-					h.log.Error("s3: internal error", "request_id", r.id, "method", r.Method, "err", o.err)
+					m.log.Error("s3: internal error", "request_id", r.id, "method", r.Method, "err", o.err)
 					e = &Error{Code: CodeInternalError, Message: "we encountered an internal error; please try again"}
 				}
 				body, _ := xml.Marshal(errorBody{Code: e.Code, Message: e.Message, Resource: r.URL.Path, RequestID: r.id})
@@ -202,7 +200,7 @@ func (h *Handler) awaitComplete(w http.ResponseWriter, r *request, outcome <-cha
 // completed one (NoSuchUpload for another part list); for a claimed one, what its
 // Complete published if it did (found by fieldUpload), else OperationAborted while the
 // claim is fresh. ok is false when the caller may go on and claim the upload.
-func (h *Handler) settled(r *request, u upload, path, key string) (completedUpload, bool, error) {
+func (m *multipart) settled(r *request, u upload, path, key string) (completedUpload, bool, error) {
 	if c := u.rec.Completed; c != nil {
 		if c.Parts != "" && c.Parts != key {
 			return completedUpload{}, false, noSuchUpload()
@@ -213,7 +211,7 @@ func (h *Handler) settled(r *request, u upload, path, key string) (completedUplo
 	if c == nil {
 		return completedUpload{}, false, nil
 	}
-	done, found, err := h.published(r, u, path)
+	done, found, err := m.published(r, u, path)
 	switch {
 	case err != nil:
 		return completedUpload{}, false, err
@@ -222,7 +220,7 @@ func (h *Handler) settled(r *request, u upload, path, key string) (completedUplo
 	case found:
 		done.Parts = key
 		return done, true, nil
-	case h.now().Sub(time.UnixMilli(c.ClaimMs)) < claimTimeout:
+	case m.clock().Sub(time.UnixMilli(c.ClaimMs)) < claimTimeout:
 		return completedUpload{}, false, operationAborted()
 	}
 	return completedUpload{}, false, nil // a claim its Complete left: take it over
@@ -230,8 +228,8 @@ func (h *Handler) settled(r *request, u upload, path, key string) (completedUplo
 
 // published looks for the version of path that upload u published among its newest
 // versions: found with that version's answer.
-func (h *Handler) published(r *request, u upload, path string) (completedUpload, bool, error) {
-	view, ws, err := h.workspace(r)
+func (m *multipart) published(r *request, u upload, path string) (completedUpload, bool, error) {
+	view, ws, err := m.lookup.workspace(r)
 	if err != nil {
 		return completedUpload{}, false, err
 	}
@@ -245,7 +243,7 @@ func (h *Handler) published(r *request, u upload, path string) (completedUpload,
 	for _, row := range rows {
 		if e := row.Entry; e != nil && e.Fields[fieldUpload] == meta.StringField(u.id) {
 			return completedUpload{ETag: objectETag(e.Digest, e.Fields), VersionID: versionID(r.bucket, path, row.Version),
-				CompletedMs: h.now().UnixMilli()}, true, nil
+				CompletedMs: m.clock().UnixMilli()}, true, nil
 		}
 	}
 	return completedUpload{}, false, nil
@@ -255,11 +253,11 @@ func (h *Handler) published(r *request, u upload, path string) (completedUpload,
 // with its own principal: the publish runs with bookkeeping, multipart_access.go) and the
 // listed parts against one view, and returns the publish of their concatenation (without
 // its condition).
-func (h *Handler) composeRequest(r *request, u upload, path string, in completeRequest) (workbench.ComposeRequest, error) {
-	if err := h.svc.Writes.MayWrite(r.Context(), r.agent, r.bucket, path); err != nil {
+func (m *multipart) composeRequest(r *request, u upload, path string, in completeRequest) (workbench.ComposeRequest, error) {
+	if err := m.svc.Writes.MayWrite(r.Context(), r.agent, r.bucket, path); err != nil {
 		return workbench.ComposeRequest{}, fromWorkbench(err, CodeNoSuchBucket)
 	}
-	view, ws, _, err := h.svc.Reads.ViewAt(r.bookkeeping(), r.agent, UploadsWorkbench, workbench.At{})
+	view, ws, _, err := m.svc.Reads.ViewAt(r.bookkeeping(), r.agent, UploadsWorkbench, workbench.At{})
 	if err != nil {
 		return workbench.ComposeRequest{}, fromWorkbench(err, CodeNoSuchUpload)
 	}
@@ -279,9 +277,9 @@ func (h *Handler) composeRequest(r *request, u upload, path string, in completeR
 		if err != nil || !etagMatches(p.ETag, objectETag(e.Digest, e.Fields)) {
 			return workbench.ComposeRequest{}, invalid
 		}
-		if i < len(in.Parts)-1 && e.Size < h.minPartSize() {
+		if i < len(in.Parts)-1 && e.Size < m.minPartSize {
 			return workbench.ComposeRequest{}, errorf(CodeEntityTooSmall, "part %d is %d bytes: every part but the last must be at least %d bytes",
-				p.PartNumber, e.Size, h.minPartSize())
+				p.PartNumber, e.Size, m.minPartSize)
 		}
 		parts[i] = workbench.ComposePart{Path: u.dir + "/" + partName(p.PartNumber), IfGeneration: e.Generation}
 		sizes[i] = e.Size
@@ -296,38 +294,38 @@ func (h *Handler) composeRequest(r *request, u upload, path string, in completeR
 // publish composes the object once: under the caller's condition, or else under a
 // compare-and-swap on the key's generation read just before, looking for what this
 // upload published before each attempt (a Complete it took over may have published).
-func (h *Handler) publish(r *request, u upload, path, key string, req workbench.ComposeRequest, userCond meta.Condition, userGen uint64) (completedUpload, error) {
+func (m *multipart) publish(r *request, u upload, path, key string, req workbench.ComposeRequest, userCond meta.Condition, userGen uint64) (completedUpload, error) {
 	for attempt := 1; ; attempt++ {
-		if done, found, err := h.published(r, u, path); err != nil || found {
+		if done, found, err := m.published(r, u, path); err != nil || found {
 			done.Parts = key
 			return done, err
 		}
 		req.Cond, req.IfGeneration = userCond, userGen
 		if userCond == meta.CondNone {
 			req.Cond, req.IfGeneration = meta.CondCreateOnly, 0
-			if f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path); err == nil {
+			if f, err := m.svc.Reads.Open(r.Context(), r.agent, r.bucket, path); err == nil {
 				req.Cond, req.IfGeneration = meta.CondIfGeneration, f.Info.Generation
-			} else if codeOf(h.objectError(r, err)) != CodeNoSuchKey {
-				return completedUpload{}, h.objectError(r, err)
+			} else if codeOf(m.lookup.objectError(r, err)) != CodeNoSuchKey {
+				return completedUpload{}, m.lookup.objectError(r, err)
 			}
 		}
-		res, err := h.svc.Writes.Compose(r.bookkeeping(), req)
+		res, err := m.svc.Writes.Compose(r.bookkeeping(), req)
 		if err == nil {
 			return completedUpload{ETag: objectETag(res.Digest, req.Fields), VersionID: versionID(r.bucket, path, res.Generation),
-				CompletedMs: h.now().UnixMilli(), Parts: key}, nil
+				CompletedMs: m.clock().UnixMilli(), Parts: key}, nil
 		}
 		if clash := keyClash(err, userCond); clash != nil {
 			return completedUpload{}, clash
 		}
 		if !isConflict(err) {
-			return completedUpload{}, h.objectError(r, err)
+			return completedUpload{}, m.lookup.objectError(r, err)
 		}
-		if done, found, ferr := h.published(r, u, path); ferr != nil || found {
+		if done, found, ferr := m.published(r, u, path); ferr != nil || found {
 			done.Parts = key
 			return done, ferr
 		}
 		if userCond != meta.CondNone {
-			return completedUpload{}, h.objectError(r, err)
+			return completedUpload{}, m.lookup.objectError(r, err)
 		}
 		if partChanged(err) {
 			return completedUpload{}, errorf(CodeInvalidPart, "a part changed while the upload was completed: list the parts and complete again")
@@ -352,12 +350,12 @@ func isConflict(err error) bool {
 
 // writeRecord replaces u's record with rec, only if it is still the generation read: the
 // new generation; Conflict when the upload changed since.
-func (h *Handler) writeRecord(r *request, u upload, rec uploadRecord) (uint64, error) {
+func (m *multipart) writeRecord(r *request, u upload, rec uploadRecord) (uint64, error) {
 	body, err := json.Marshal(rec)
 	if err != nil {
 		return 0, err
 	}
-	res, err := h.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench,
+	res, err := m.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench,
 		Path: u.dir + "/" + recordFile, Body: strings.NewReader(string(body)), SizeHint: int64(len(body)), ContentType: "application/json",
 		Cond: meta.CondIfGeneration, IfGeneration: u.gen})
 	if err != nil {
@@ -366,7 +364,7 @@ func (h *Handler) writeRecord(r *request, u upload, rec uploadRecord) (uint64, e
 	return res.Generation, nil
 }
 
-func (h *Handler) answerCompleted(w http.ResponseWriter, r *request, done completedUpload) error {
+func (m *multipart) answerCompleted(w http.ResponseWriter, r *request, done completedUpload) error {
 	w.Header().Set(versionHeader, done.VersionID)
 	return writeXML(w, completeResult{Xmlns: xmlns, Location: "/" + r.bucket + "/" + r.key, Bucket: r.bucket, Key: r.key, ETag: done.ETag})
 }

@@ -148,7 +148,7 @@ func TestACompleteCutOffAfterItPublishedDoesNotPublishAgain(t *testing.T) {
 		PartNumber int    `xml:"PartNumber"`
 		ETag       string `xml:"ETag"`
 	}{{1, aws.ToString(parts[0].ETag)}}}
-	rec.Completing = &completingUpload{ClaimMs: h.now().UnixMilli(), Parts: partsKey(in)}
+	rec.Completing = &completingUpload{ClaimMs: h.multipart.clock().UnixMilli(), Parts: partsKey(in)}
 	body, _ := json.Marshal(rec)
 	if _, err := h.svc.Writes.Write(sctx, workbench.WriteRequest{Agent: "a", Workbench: UploadsWorkbench, Path: recordPath,
 		Body: strings.NewReader(string(body)), ContentType: "application/json"}); err != nil {

@@ -59,8 +59,8 @@ func copySourcePath(h string) (bucket, path, versionID string, err error) {
 
 // openCopySource opens the version a copy reads and checks the source conditions
 // (x-amz-copy-source-if-*) on it.
-func (h *Handler) openCopySource(r *request, bucket, path, versionID string) (*workbench.File, error) {
-	f, err := h.openCopyVersion(r, bucket, path, versionID)
+func (l *lookup) openCopySource(r *request, bucket, path, versionID string) (*workbench.File, error) {
+	f, err := l.openCopyVersion(r, bucket, path, versionID)
 	if err != nil {
 		return nil, err
 	}
@@ -73,13 +73,13 @@ func (h *Handler) openCopySource(r *request, bucket, path, versionID string) (*w
 // openCopyVersion opens the version a copy reads: the live one, or the one versionID
 // names. A delete marker cannot be copied (InvalidRequest, as S3 answers); a version id
 // that names no retained version of the key is NoSuchVersion.
-func (h *Handler) openCopyVersion(r *request, bucket, path, versionID string) (*workbench.File, error) {
+func (l *lookup) openCopyVersion(r *request, bucket, path, versionID string) (*workbench.File, error) {
 	src := *r
 	src.bucket = bucket
 	if versionID == "" {
-		f, err := h.svc.Reads.Open(r.Context(), r.agent, bucket, path)
+		f, err := l.svc.Reads.Open(r.Context(), r.agent, bucket, path)
 		if err != nil {
-			return nil, h.objectError(&src, err)
+			return nil, l.objectError(&src, err)
 		}
 		return f, nil
 	}
@@ -88,7 +88,7 @@ func (h *Handler) openCopyVersion(r *request, bucket, path, versionID string) (*
 		return nil, err
 	}
 	if gen != 0 {
-		f, err := h.svc.Reads.OpenGeneration(r.Context(), r.agent, bucket, path, gen)
+		f, err := l.svc.Reads.OpenGeneration(r.Context(), r.agent, bucket, path, gen)
 		if err == nil {
 			return f, nil
 		}
@@ -96,7 +96,7 @@ func (h *Handler) openCopyVersion(r *request, bucket, path, versionID string) (*
 			return nil, e
 		}
 	}
-	el, ok, err := h.versionOf(&src, path, gen)
+	el, ok, err := l.versionOf(&src, path, gen)
 	switch {
 	case err != nil:
 		return nil, err
@@ -131,7 +131,7 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 	if srcBucket == r.bucket && srcPath == path && srcVersion == "" && directive != "REPLACE" {
 		return errorf(CodeInvalidRequest, "this copy request is illegal because it is trying to copy an object to itself without changing the object's metadata")
 	}
-	src, err := h.openCopySource(r, srcBucket, srcPath, srcVersion)
+	src, err := h.lookup.openCopySource(r, srcBucket, srcPath, srcVersion)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 		}
 		req.ReplaceFields, req.Fields = true, fields
 	}
-	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {
+	if req.Cond, req.IfGeneration, err = h.lookup.writeCondition(r, path); err != nil {
 		return err
 	}
 	res, err := h.svc.Writes.Copy(r.Context(), req)
@@ -165,7 +165,7 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
 		if clash := keyClash(err, req.Cond); clash != nil {
 			return clash
 		}
-		return h.objectError(r, err)
+		return h.lookup.objectError(r, err)
 	}
 	w.Header().Set(versionHeader, versionID(r.bucket, path, res.Generation))
 	w.Header().Set(copySourceVersionHeader, versionID(srcBucket, srcPath, src.Info.Generation))

@@ -1,8 +1,11 @@
 // Package s3 is Cairn's S3-compatible surface (docs/architecture.md, "Packages"; README
 // "S3 gateway"). Handler serves the S3 API path-style over the Workbench service: a bucket
 // is a workbench of the one agent root of the API key whose S3 credential signed the
-// request (Keys), an object key is a file's path in it. It authenticates requests and
-// reads their bodies as S3 clients send them:
+// request (Keys), an object key is a file's path in it. Handler routes each request and
+// serves the bucket and object operations itself; it hands the multipart operations to a
+// part of their own (multipart, multipart.go), and both resolve what a request names — its
+// bucket, objects, versions — through lookup (lookup.go). The package authenticates
+// requests and reads their bodies as S3 clients send them:
 //
 //   - Verifier checks AWS Signature Version 4, in the Authorization header or in a
 //     presigned URL's query: the canonical request is built from the request as it came
@@ -72,10 +75,11 @@
 //   - Every error is an *Error with an S3 code (WriteError answers it as S3's XML); no
 //     error names the secret, the expected signature or an internal name.
 //
-// Multipart uploads (multipart.go). An upload is files of the root's UploadsWorkbench,
-// reserved to this surface (workbench.Config.ReservedWorkbenches: the surface speaks as
-// "s3/<operation>", which the reservation takes as "s3"): "<bucket>/<upload id>/upload"
-// is its record (key, content type, start, principal), "<bucket>/<upload id>/00001" …
+// Multipart uploads (multipart.go: the type multipart owns them). An upload is files of
+// the root's UploadsWorkbench, reserved to this surface
+// (workbench.Config.ReservedWorkbenches: the surface speaks as "s3/<operation>", which
+// the reservation takes as "s3"): "<bucket>/<upload id>/upload" is its record (key,
+// content type, start, principal), "<bucket>/<upload id>/00001" …
 // "10000" its parts. A part is an ordinary file, written by Writes.Write from Signed.ObjectBody
 // exactly as PutObject writes (CDC, dedupe, one hash per byte, the same admission and
 // checks; nothing holds a whole part), so its ETag is an object's (objectETag: the MD5 a

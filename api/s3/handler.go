@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,17 +67,17 @@ const Surface = "s3"
 // Handler serves the S3 API on one listener, path-style (/bucket/key): a bucket is a
 // workbench of the key's agent root, an object key is a file's path in it.
 type Handler struct {
-	svc      *workbench.Service
-	cfg      Config
-	keys     Keys
-	verifier Verifier
-	log      *slog.Logger
-	ids      atomic.Uint64
-	idBase   string
-	// uploadRoots are the roots this gateway served a multipart request in: the sweep's
-	// (multipart.go).
-	uploadRoots sync.Map
-	uploadClock func() time.Time // tests move uploads' deadlines without skewing signatures
+	svc *workbench.Service
+	// lookup resolves a request's bucket, objects and versions (lookup.go).
+	lookup *lookup
+	// multipart serves the multipart uploads (multipart.go).
+	multipart *multipart
+	cfg       Config
+	keys      Keys
+	verifier  Verifier
+	log       *slog.Logger
+	ids       atomic.Uint64
+	idBase    string
 }
 
 // NewHandler returns the gateway over svc, authenticating with keys.
@@ -98,7 +97,8 @@ func NewHandler(svc *workbench.Service, keys Keys, cfg Config) *Handler {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = deadline.DefaultWriteTimeout
 	}
-	return &Handler{svc: svc, keys: keys, log: cfg.Logger, cfg: cfg,
+	l := &lookup{svc: svc}
+	return &Handler{svc: svc, lookup: l, multipart: newMultipart(svc, l, cfg), keys: keys, log: cfg.Logger, cfg: cfg,
 		verifier: Verifier{Secrets: keys, Region: cfg.Region, Now: cfg.Now},
 		idBase:   strconv.FormatInt(time.Now().UnixNano(), 36)}
 }
@@ -244,7 +244,7 @@ func (h *Handler) route(w http.ResponseWriter, r *request) error {
 		return errorf(CodeNoSuchBucket, "the specified bucket does not exist")
 	}
 	if mpOp != "" {
-		return h.multipart(w, r, mpOp)
+		return h.multipart.serve(w, r, mpOp)
 	}
 	if r.bucket == "" {
 		if r.Method != http.MethodGet {

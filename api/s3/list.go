@@ -232,7 +232,7 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error 
 		marker := q.Get("marker")
 		out.Marker, p.after = &marker, marker
 	}
-	view, ws, err := h.workspace(r)
+	view, ws, err := h.lookup.workspace(r)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -61,6 +62,62 @@ const (
 	// checksum fit well below it).
 	maxCompleteBody = 4 << 20
 )
+
+// multipart serves S3's multipart uploads (doc.go, "Multipart uploads"). It owns the
+// uploads' files in UploadsWorkbench, their records and parts, and every operation on
+// them: CreateMultipartUpload, UploadPart and UploadPartCopy, AbortMultipartUpload (this
+// file), CompleteMultipartUpload (complete.go), ListParts and ListMultipartUploads
+// (multipart_list.go), and the removal of expired uploads, lazily and by the sweep
+// (multipart_reclaim.go). Handler routes a request here once it authenticated it and
+// found it a multipart operation (multipartOp).
+//
+// Invariants: what it reads of the buckets and objects themselves (a bucket, a copy
+// source, the key's versions, a write's precondition) it reads through lookup, with the
+// caller's own principal; its own files it reads and writes only with bookkeeping, after
+// the caller was found to reach the upload's target key (multipart_access.go). Its
+// settings are resolved once by newMultipart and never change; roots only grows.
+type multipart struct {
+	svc    *workbench.Service
+	lookup *lookup
+	log    *slog.Logger
+	// minPartSize is Config.MinPartSize: the least size of a part but the last.
+	minPartSize int64
+	// uploadDeadline is Config.UploadDeadline: how long an upload may stay incomplete.
+	uploadDeadline time.Duration
+	// reclaimEvery is Config.ReclaimInterval: how often runReclaim sweeps.
+	reclaimEvery time.Duration
+	// keepAlive is Config.CompleteKeepAlive (complete.go).
+	keepAlive time.Duration
+	// clock is the clock of uploads' deadlines and claims, Config.Now's; tests move it
+	// without skewing signatures.
+	clock func() time.Time
+	// roots are the roots this gateway served a multipart request in: the sweep's
+	// (multipart_reclaim.go).
+	roots sync.Map
+}
+
+// newMultipart returns the multipart uploads of a gateway over svc configured by cfg,
+// each setting cfg leaves unset at its default.
+func newMultipart(svc *workbench.Service, l *lookup, cfg Config) *multipart {
+	m := &multipart{svc: svc, lookup: l, log: cfg.Logger, minPartSize: cfg.MinPartSize, uploadDeadline: cfg.UploadDeadline,
+		reclaimEvery: cfg.ReclaimInterval, keepAlive: cfg.CompleteKeepAlive, clock: cfg.Now}
+	if m.minPartSize <= 0 {
+		m.minPartSize = DefaultMinPartSize
+	}
+	if m.uploadDeadline <= 0 {
+		m.uploadDeadline = DefaultUploadDeadline
+	}
+	if m.reclaimEvery <= 0 {
+		m.reclaimEvery = DefaultReclaimInterval
+	}
+	if m.keepAlive <= 0 {
+		m.keepAlive = DefaultCompleteKeepAlive
+	}
+	if m.clock == nil {
+		m.clock = time.Now
+	}
+	return m
+}
 
 // uploadRecord is the body of an upload's record file.
 type uploadRecord struct {
@@ -158,54 +215,28 @@ func multipartOp(method, key string, q url.Values) string {
 // multipartParams are the subresources of the unsupported list a multipart request uses.
 var multipartParams = map[string]bool{"uploads": true, "uploadId": true, "partNumber": true}
 
-// multipart serves the multipart operation op.
-func (h *Handler) multipart(w http.ResponseWriter, r *request, op string) error {
+// serve serves the multipart operation op (multipartOp).
+func (m *multipart) serve(w http.ResponseWriter, r *request, op string) error {
 	switch op {
 	case "ListMultipartUploads":
-		return h.listUploads(w, r.op(op))
+		return m.listUploads(w, r.op(op))
 	case "CreateMultipartUpload":
-		return h.createUpload(w, r.op(op))
+		return m.createUpload(w, r.op(op))
 	case "UploadPart":
 		if len(r.Header.Values("X-Amz-Copy-Source")) > 0 {
-			return h.uploadPart(w, r.op("UploadPartCopy"))
+			return m.uploadPart(w, r.op("UploadPartCopy"))
 		}
-		return h.uploadPart(w, r.op(op))
+		return m.uploadPart(w, r.op(op))
 	case "CompleteMultipartUpload":
-		return h.completeUpload(w, r.op(op))
+		return m.completeUpload(w, r.op(op))
 	case "AbortMultipartUpload":
-		return h.abortUpload(w, r.op(op))
+		return m.abortUpload(w, r.op(op))
 	}
-	return h.listParts(w, r.op(op))
+	return m.listParts(w, r.op(op))
 }
 
 func noSuchUpload() error {
 	return errorf(CodeNoSuchUpload, "the specified upload does not exist: it may have been aborted or completed")
-}
-
-func (h *Handler) minPartSize() int64 {
-	if h.cfg.MinPartSize > 0 {
-		return h.cfg.MinPartSize
-	}
-	return DefaultMinPartSize
-}
-
-func (h *Handler) uploadDeadline() time.Duration {
-	if h.cfg.UploadDeadline > 0 {
-		return h.cfg.UploadDeadline
-	}
-	return DefaultUploadDeadline
-}
-
-// now is the clock of uploads' deadlines: uploadClock when a test set one, else the
-// gateway's.
-func (h *Handler) now() time.Time {
-	if h.uploadClock != nil {
-		return h.uploadClock()
-	}
-	if h.cfg.Now != nil {
-		return h.cfg.Now()
-	}
-	return time.Now()
 }
 
 type initiateResult struct {
@@ -220,26 +251,26 @@ type initiateResult struct {
 // once the caller may write the object (a key outside its prefixes: AccessDenied, as a
 // PUT of it; multipart_access.go). It first aborts the bucket's expired uploads (lazily,
 // a bounded number).
-func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
+func (m *multipart) createUpload(w http.ResponseWriter, r *request) error {
 	path, fields, err := writeTarget(r)
 	if err != nil {
 		return err
 	}
-	_, bucket, err := h.workspace(r)
+	_, bucket, err := m.lookup.workspace(r)
 	if err != nil {
 		return err
 	}
-	if err := h.svc.Writes.MayWrite(r.Context(), r.agent, r.bucket, path); err != nil {
+	if err := m.svc.Writes.MayWrite(r.Context(), r.agent, r.bucket, path); err != nil {
 		return fromWorkbench(err, CodeNoSuchBucket)
 	}
-	h.remember(r.agent)
-	if _, err := h.reclaimBucket(r.bookkeeping(), r.agent, r.bucket, reclaimPerRound); err != nil {
-		h.log.Warn("s3: reclaiming expired uploads", "request_id", r.id, "err", err)
+	m.remember(r.agent)
+	if _, err := m.reclaimBucket(r.bookkeeping(), r.agent, r.bucket, reclaimPerRound); err != nil {
+		m.log.Warn("s3: reclaiming expired uploads", "request_id", r.id, "err", err)
 	}
 	var raw [16]byte
 	_, _ = rand.Read(raw[:])
 	id := hex.EncodeToString(raw[:])
-	rec := uploadRecord{Key: path, ContentType: r.Header.Get("Content-Type"), InitiatedMs: h.now().UnixMilli(), Principal: workbench.PrincipalID(r.Context()),
+	rec := uploadRecord{Key: path, ContentType: r.Header.Get("Content-Type"), InitiatedMs: m.clock().UnixMilli(), Principal: workbench.PrincipalID(r.Context()),
 		Incarnation: bucket.Incarnation}
 	for k, v := range fields {
 		if rec.Metadata == nil {
@@ -251,7 +282,7 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench,
+	if _, err := m.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench,
 		Path: r.bucket + "/" + id + "/" + recordFile, Body: strings.NewReader(string(body)), SizeHint: int64(len(body)),
 		ContentType: "application/json", Cond: meta.CondCreateOnly, CreateWorkbench: true}); err != nil {
 		return fromWorkbench(err, CodeNoSuchBucket)
@@ -266,8 +297,8 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *request) error {
 // when the key does not reach the bucket, NoSuchUpload when the upload is missing, was
 // started for another key or one outside the caller's prefixes (multipart_access.go), or
 // has expired.
-func (h *Handler) openUpload(r *request) (upload, error) {
-	u, err := h.findUpload(r)
+func (m *multipart) openUpload(r *request) (upload, error) {
+	u, err := m.findUpload(r)
 	if err == nil && u.rec.Completed != nil {
 		return upload{}, noSuchUpload()
 	}
@@ -276,8 +307,8 @@ func (h *Handler) openUpload(r *request) (upload, error) {
 
 // findUpload is openUpload that also finds a completed upload (completeUpload answers
 // it again).
-func (h *Handler) findUpload(r *request) (upload, error) {
-	_, bucket, err := h.workspace(r)
+func (m *multipart) findUpload(r *request) (upload, error) {
+	_, bucket, err := m.lookup.workspace(r)
 	if err != nil {
 		return upload{}, err
 	}
@@ -285,19 +316,19 @@ func (h *Handler) findUpload(r *request) (upload, error) {
 	if !validUploadID(id) {
 		return upload{}, noSuchUpload()
 	}
-	view, ws, _, err := h.svc.Reads.ViewAt(r.bookkeeping(), r.agent, UploadsWorkbench, workbench.At{})
+	view, ws, _, err := m.svc.Reads.ViewAt(r.bookkeeping(), r.agent, UploadsWorkbench, workbench.At{})
 	if err != nil {
 		if codeOf(fromWorkbench(err, CodeNoSuchUpload)) == CodeNoSuchUpload {
 			return upload{}, noSuchUpload()
 		}
 		return upload{}, fromWorkbench(err, CodeNoSuchUpload)
 	}
-	u, err := h.readUpload(r.bookkeeping(), r.agent, view, ws, r.bucket, id)
+	u, err := m.readUpload(r.bookkeeping(), r.agent, view, ws, r.bucket, id)
 	if err != nil {
 		return upload{}, err
 	}
-	h.remember(r.agent)
-	if u.rec.Key != r.key || !r.showsKey(u.rec.Key) || h.expired(u) || u.rec.Incarnation != 0 && u.rec.Incarnation != bucket.Incarnation {
+	m.remember(r.agent)
+	if u.rec.Key != r.key || !r.showsKey(u.rec.Key) || m.expired(u) || u.rec.Incarnation != 0 && u.rec.Incarnation != bucket.Incarnation {
 		return upload{}, noSuchUpload()
 	}
 	return u, nil
@@ -314,7 +345,7 @@ func (u upload) orphaned(view *meta.View, agent, bucket string) bool {
 }
 
 // readUpload reads an upload's record from view: NoSuchUpload when it has none.
-func (h *Handler) readUpload(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, bucket, id string) (upload, error) {
+func (m *multipart) readUpload(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, bucket, id string) (upload, error) {
 	dir := bucket + "/" + id
 	e, err := view.File(ws, dir+"/"+recordFile)
 	if err != nil {
@@ -323,7 +354,7 @@ func (h *Handler) readUpload(ctx context.Context, agent string, view *meta.View,
 		}
 		return upload{}, fromWorkbench(workbench.AsError(err), CodeNoSuchUpload)
 	}
-	raw, err := h.svc.Reads.ReadEntry(ctx, agent, e, maxRecordBytes)
+	raw, err := m.svc.Reads.ReadEntry(ctx, agent, e, maxRecordBytes)
 	if err != nil {
 		return upload{}, fromWorkbench(err, CodeNoSuchUpload)
 	}
@@ -336,11 +367,11 @@ func (h *Handler) readUpload(ctx context.Context, agent string, view *meta.View,
 
 // expired reports whether u is past its life: an upload in progress its deadline after
 // it started, a completed one completedRetention after it completed.
-func (h *Handler) expired(u upload) bool {
+func (m *multipart) expired(u upload) bool {
 	if c := u.rec.Completed; c != nil {
-		return h.now().Sub(time.UnixMilli(c.CompletedMs)) > completedRetention
+		return m.clock().Sub(time.UnixMilli(c.CompletedMs)) > completedRetention
 	}
-	return h.now().Sub(time.UnixMilli(u.rec.InitiatedMs)) > h.uploadDeadline()
+	return m.clock().Sub(time.UnixMilli(u.rec.InitiatedMs)) > m.uploadDeadline
 }
 
 // partNumber parses the partNumber query parameter: 1 to MaxPartNumber.
@@ -363,7 +394,7 @@ type copyPartResult struct {
 // (every signature and digest checked before the part is published), or, with
 // x-amz-copy-source, a copy of an object of the key's root (UploadPartCopy). A part
 // uploaded again replaces the one before.
-func (h *Handler) uploadPart(w http.ResponseWriter, r *request) error {
+func (m *multipart) uploadPart(w http.ResponseWriter, r *request) error {
 	n, err := partNumber(r.URL.Query())
 	if err != nil {
 		return err
@@ -371,13 +402,13 @@ func (h *Handler) uploadPart(w http.ResponseWriter, r *request) error {
 	if err := checkReadHeaders(r.Header); err != nil {
 		return err
 	}
-	u, err := h.openUpload(r)
+	u, err := m.openUpload(r)
 	if err != nil {
 		return err
 	}
 	path := u.dir + "/" + partName(n)
 	if len(r.Header.Values("X-Amz-Copy-Source")) > 0 {
-		return h.copyPart(w, r, path)
+		return m.copyPart(w, r, path)
 	}
 	body, size, err := r.signed.ObjectBody(r.Request)
 	if err != nil {
@@ -387,7 +418,7 @@ func (h *Handler) uploadPart(w http.ResponseWriter, r *request) error {
 		return errorf(CodeEntityTooLarge, "a part is at most %d bytes", int64(MaxPartSize))
 	}
 	var stored map[string]meta.FieldValue
-	res, err := h.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench, Path: path,
+	res, err := m.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench, Path: path,
 		Body: body, SizeHint: size, AfterBody: func(digest meta.Digest) (map[string]meta.FieldValue, error) {
 			if err := body.CheckSHA256(digest); err != nil {
 				return nil, err
@@ -415,12 +446,12 @@ func (h *Handler) uploadPart(w http.ResponseWriter, r *request) error {
 // chunker cuts alike. The source is opened with the caller's principal (one it does not
 // see is NoSuchKey) and the copy pinned at that generation; the part is written with
 // bookkeeping (multipart_access.go).
-func (h *Handler) copyPart(w http.ResponseWriter, r *request, path string) error {
+func (m *multipart) copyPart(w http.ResponseWriter, r *request, path string) error {
 	srcBucket, srcPath, srcVersion, err := copySourcePath(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
 		return err
 	}
-	src, err := h.openCopySource(r, srcBucket, srcPath, srcVersion)
+	src, err := m.lookup.openCopySource(r, srcBucket, srcPath, srcVersion)
 	if err != nil {
 		return err
 	}
@@ -440,7 +471,7 @@ func (h *Handler) copyPart(w http.ResponseWriter, r *request, path string) error
 			return fromWorkbench(err, CodeNoSuchKey)
 		}
 		defer rc.Close()
-		res, err = h.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench, Path: path,
+		res, err = m.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench, Path: path,
 			Body: rc, SizeHint: length})
 		if err != nil {
 			return fromWorkbench(err, CodeNoSuchUpload)
@@ -455,14 +486,14 @@ func (h *Handler) copyPart(w http.ResponseWriter, r *request, path string) error
 		if srcVersion != "" {
 			req.IfSrcGeneration, req.SrcGeneration = 0, src.Info.Generation
 		}
-		if res, err = h.svc.Writes.Copy(r.bookkeeping(), req); err != nil {
+		if res, err = m.svc.Writes.Copy(r.bookkeeping(), req); err != nil {
 			return fromWorkbench(err, CodeNoSuchUpload)
 		}
 		// The part keeps the source's fields (Copy): what the gateway checked of these
 		// bytes, so the part's ETag is the source's.
 		etag = objectETag(res.Digest, src.Info.Fields)
 	}
-	return writeXML(w, copyPartResult{Xmlns: xmlns, ETag: etag, LastModified: iso8601(h.now().UnixMilli())})
+	return writeXML(w, copyPartResult{Xmlns: xmlns, ETag: etag, LastModified: iso8601(m.clock().UnixMilli())})
 }
 
 // copyRange parses x-amz-copy-source-range: bytes=first-last, both given, within the
@@ -501,30 +532,30 @@ type completeResult struct {
 // abortUpload removes the upload and its parts: NoSuchUpload for it afterwards. It races
 // a Complete through the record's generation (complete.go): an upload a Complete claimed
 // is not aborted (OperationAborted while it publishes, NoSuchUpload once it did).
-func (h *Handler) abortUpload(w http.ResponseWriter, r *request) error {
-	u, err := h.openUpload(r)
+func (m *multipart) abortUpload(w http.ResponseWriter, r *request) error {
+	u, err := m.openUpload(r)
 	if err != nil {
 		return err
 	}
 	if c := u.rec.Completing; c != nil {
-		if _, found, err := h.published(r, u, u.rec.Key); err != nil || found {
+		if _, found, err := m.published(r, u, u.rec.Key); err != nil || found {
 			return cmp.Or(err, noSuchUpload())
 		}
-		if h.now().Sub(time.UnixMilli(c.ClaimMs)) < claimTimeout {
+		if m.clock().Sub(time.UnixMilli(c.ClaimMs)) < claimTimeout {
 			return operationAborted()
 		}
 	}
-	if _, err := h.svc.Writes.Delete(r.bookkeeping(), r.agent, UploadsWorkbench, u.dir+"/"+recordFile, u.gen, ""); err != nil {
+	if _, err := m.svc.Writes.Delete(r.bookkeeping(), r.agent, UploadsWorkbench, u.dir+"/"+recordFile, u.gen, ""); err != nil {
 		if !isConflict(err) {
 			return fromWorkbench(err, CodeNoSuchUpload)
 		}
 		// A Complete claimed the upload since it was read.
-		if u, err = h.openUpload(r); err == nil && u.rec.Completing != nil {
+		if u, err = m.openUpload(r); err == nil && u.rec.Completing != nil {
 			return operationAborted()
 		}
 		return noSuchUpload()
 	}
-	if err := h.removeFiles(r.bookkeeping(), r.agent, u.dir, false); err != nil {
+	if err := m.removeFiles(r.bookkeeping(), r.agent, u.dir, false); err != nil {
 		return fromWorkbench(err, CodeNoSuchUpload)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -536,17 +567,17 @@ func (h *Handler) abortUpload(w http.ResponseWriter, r *request) error {
 // reclaims the parts' blobs no other file references after its grace; a Complete racing
 // the removal is fenced (workbench.Writes.Compose). Parts a crash left behind have no
 // record and are removed by the next sweep of their bucket.
-func (h *Handler) removeUpload(ctx context.Context, agent, dir string) error {
-	if _, err := h.svc.Writes.Delete(ctx, agent, UploadsWorkbench, dir+"/"+recordFile, 0, ""); err != nil && !isNotFound(err) {
+func (m *multipart) removeUpload(ctx context.Context, agent, dir string) error {
+	if _, err := m.svc.Writes.Delete(ctx, agent, UploadsWorkbench, dir+"/"+recordFile, 0, ""); err != nil && !isNotFound(err) {
 		return err
 	}
-	return h.removeFiles(ctx, agent, dir, false)
+	return m.removeFiles(ctx, agent, dir, false)
 }
 
 // removeFiles deletes the files of an upload's directory, a few at a time, but its
 // record when keepRecord.
-func (h *Handler) removeFiles(ctx context.Context, agent, dir string, keepRecord bool) error {
-	view, ws, _, err := h.svc.Reads.ViewAt(ctx, agent, UploadsWorkbench, workbench.At{})
+func (m *multipart) removeFiles(ctx context.Context, agent, dir string, keepRecord bool) error {
+	view, ws, _, err := m.svc.Reads.ViewAt(ctx, agent, UploadsWorkbench, workbench.At{})
 	if err != nil {
 		return err
 	}
@@ -579,7 +610,7 @@ func (h *Handler) removeFiles(ctx context.Context, agent, dir string, keepRecord
 		go func() {
 			defer wg.Done()
 			for p := range jobs {
-				if _, err := h.svc.Writes.Delete(ctx, agent, UploadsWorkbench, p, 0, ""); err != nil && !isNotFound(err) {
+				if _, err := m.svc.Writes.Delete(ctx, agent, UploadsWorkbench, p, 0, ""); err != nil && !isNotFound(err) {
 					mu.Lock()
 					first = cmp.Or(first, err)
 					mu.Unlock()

@@ -56,8 +56,8 @@ func pageSize(q url.Values, name string, max int) (int, error) {
 }
 
 // listParts lists an upload's parts above part-number-marker in ascending order.
-func (h *Handler) listParts(w http.ResponseWriter, r *request) error {
-	u, err := h.openUpload(r)
+func (m *multipart) listParts(w http.ResponseWriter, r *request) error {
+	u, err := m.openUpload(r)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (h *Handler) listParts(w http.ResponseWriter, r *request) error {
 			return errorf(CodeInvalidArgument, "part-number-marker must be a non-negative integer")
 		}
 	}
-	view, ws, _, err := h.svc.Reads.ViewAt(r.bookkeeping(), r.agent, UploadsWorkbench, workbench.At{})
+	view, ws, _, err := m.svc.Reads.ViewAt(r.bookkeeping(), r.agent, UploadsWorkbench, workbench.At{})
 	if err != nil {
 		return fromWorkbench(err, CodeNoSuchUpload)
 	}
@@ -141,8 +141,8 @@ const maxListUploads = 1000
 // upload-id-marker), as S3 does; a delimiter rolls keys up into common prefixes. It reads
 // every upload record of the bucket from one view (memory in the bucket's uploads in
 // progress) and first aborts the expired ones it finds (a bounded number).
-func (h *Handler) listUploads(w http.ResponseWriter, r *request) error {
-	if _, _, err := h.workspace(r); err != nil {
+func (m *multipart) listUploads(w http.ResponseWriter, r *request) error {
+	if _, _, err := m.lookup.workspace(r); err != nil {
 		return err
 	}
 	q := r.URL.Query()
@@ -153,11 +153,11 @@ func (h *Handler) listUploads(w http.ResponseWriter, r *request) error {
 	if et := q.Get("encoding-type"); et != "" && et != "url" {
 		return errorf(CodeInvalidArgument, "encoding-type must be url")
 	}
-	h.remember(r.agent)
-	if _, err := h.reclaimBucket(r.bookkeeping(), r.agent, r.bucket, reclaimPerRound); err != nil {
-		h.log.Warn("s3: reclaiming expired uploads", "request_id", r.id, "err", err)
+	m.remember(r.agent)
+	if _, err := m.reclaimBucket(r.bookkeeping(), r.agent, r.bucket, reclaimPerRound); err != nil {
+		m.log.Warn("s3: reclaiming expired uploads", "request_id", r.id, "err", err)
 	}
-	ups, err := h.bucketUploads(r.bookkeeping(), r.agent, r.bucket)
+	ups, err := m.bucketUploads(r.bookkeeping(), r.agent, r.bucket)
 	if err != nil {
 		return err
 	}
@@ -229,8 +229,8 @@ func (h *Handler) listUploads(w http.ResponseWriter, r *request) error {
 }
 
 // bucketUploads reads the bucket's uploads in progress, by key, then start, then id.
-func (h *Handler) bucketUploads(ctx context.Context, agent, bucket string) ([]upload, error) {
-	view, ws, _, err := h.svc.Reads.ViewAt(ctx, agent, UploadsWorkbench, workbench.At{})
+func (m *multipart) bucketUploads(ctx context.Context, agent, bucket string) ([]upload, error) {
+	view, ws, _, err := m.svc.Reads.ViewAt(ctx, agent, UploadsWorkbench, workbench.At{})
 	if err != nil {
 		if isNotFound(err) {
 			return nil, nil
@@ -252,14 +252,14 @@ func (h *Handler) bucketUploads(ctx context.Context, agent, bucket string) ([]up
 			if c.Kind != meta.KindDirectory {
 				continue
 			}
-			u, err := h.readUpload(ctx, agent, view, ws, bucket, c.Name)
+			u, err := m.readUpload(ctx, agent, view, ws, bucket, c.Name)
 			if codeOf(err) == CodeNoSuchUpload {
 				continue
 			}
 			if err != nil {
 				return nil, err
 			}
-			if !h.expired(u) && u.rec.Completed == nil && !u.orphaned(view, agent, bucket) {
+			if !m.expired(u) && u.rec.Completed == nil && !u.orphaned(view, agent, bucket) {
 				out = append(out, u)
 			}
 		}

@@ -14,8 +14,8 @@ import (
 // reclaimBucket removes at most limit of the bucket's uploads that expired (started more
 // than the upload deadline ago) or have no record (the parts a crashed completion or
 // abort left). It returns how many it removed.
-func (h *Handler) reclaimBucket(ctx context.Context, agent, bucket string, limit int) (int, error) {
-	view, ws, _, err := h.svc.Reads.ViewAt(ctx, agent, UploadsWorkbench, workbench.At{})
+func (m *multipart) reclaimBucket(ctx context.Context, agent, bucket string, limit int) (int, error) {
+	view, ws, _, err := m.svc.Reads.ViewAt(ctx, agent, UploadsWorkbench, workbench.At{})
 	if err != nil {
 		if isNotFound(err) {
 			return 0, nil
@@ -37,13 +37,13 @@ func (h *Handler) reclaimBucket(ctx context.Context, agent, bucket string, limit
 			if c.Kind != meta.KindDirectory || len(dead) == limit {
 				continue
 			}
-			u, err := h.readUpload(ctx, agent, view, ws, bucket, c.Name)
+			u, err := m.readUpload(ctx, agent, view, ws, bucket, c.Name)
 			switch {
 			case codeOf(err) == CodeNoSuchUpload:
 				dead = append(dead, bucket+"/"+c.Name)
 			case err != nil:
 				return 0, err
-			case h.expired(u) || u.orphaned(view, agent, bucket):
+			case m.expired(u) || u.orphaned(view, agent, bucket):
 				dead = append(dead, u.dir)
 			}
 		}
@@ -52,7 +52,7 @@ func (h *Handler) reclaimBucket(ctx context.Context, agent, bucket string, limit
 		}
 	}
 	for i, dir := range dead {
-		if err := h.removeUpload(ctx, agent, dir); err != nil {
+		if err := m.removeUpload(ctx, agent, dir); err != nil {
 			return i, err
 		}
 	}
@@ -60,19 +60,19 @@ func (h *Handler) reclaimBucket(ctx context.Context, agent, bucket string, limit
 }
 
 // remember notes a root that keeps uploads, for the sweep.
-func (h *Handler) remember(agent string) { h.uploadRoots.Store(agent, struct{}{}) }
+func (m *multipart) remember(agent string) { m.roots.Store(agent, struct{}{}) }
 
-// Reclaim runs one sweep round: in every root this gateway served a multipart request
+// reclaim runs one sweep round: in every root this gateway served a multipart request
 // of since it started, it removes expired uploads and leftover parts (at most
 // reclaimPerRound per bucket). It acts as the node (no principal), through the S3
 // surface. It returns how many uploads it removed.
-func (h *Handler) Reclaim(ctx context.Context) (int, error) {
+func (m *multipart) reclaim(ctx context.Context) (int, error) {
 	ctx = workbench.WithSurface(ctx, Surface+"/Reclaim")
 	total := 0
 	var first error
-	h.uploadRoots.Range(func(k, _ any) bool {
+	m.roots.Range(func(k, _ any) bool {
 		agent := k.(string)
-		view, ws, _, err := h.svc.Reads.ViewAt(ctx, agent, UploadsWorkbench, workbench.At{})
+		view, ws, _, err := m.svc.Reads.ViewAt(ctx, agent, UploadsWorkbench, workbench.At{})
 		if err != nil {
 			if !isNotFound(err) {
 				first = cmp.Or(first, err)
@@ -91,7 +91,7 @@ func (h *Handler) Reclaim(ctx context.Context) (int, error) {
 				if c.Kind != meta.KindDirectory {
 					continue
 				}
-				n, err := h.reclaimBucket(ctx, agent, c.Name, reclaimPerRound)
+				n, err := m.reclaimBucket(ctx, agent, c.Name, reclaimPerRound)
 				total += n
 				first = cmp.Or(first, err)
 			}
@@ -104,13 +104,13 @@ func (h *Handler) Reclaim(ctx context.Context) (int, error) {
 	return total, first
 }
 
-// RunReclaim sweeps every ReclaimInterval until ctx ends.
-func (h *Handler) RunReclaim(ctx context.Context) {
-	every := h.cfg.ReclaimInterval
-	if every <= 0 {
-		every = DefaultReclaimInterval
-	}
-	t := time.NewTicker(every)
+// RunReclaim sweeps for expired uploads every Config.ReclaimInterval until ctx ends
+// (multipart.runReclaim).
+func (h *Handler) RunReclaim(ctx context.Context) { h.multipart.runReclaim(ctx) }
+
+// runReclaim runs a sweep round (reclaim) every reclaimEvery until ctx ends.
+func (m *multipart) runReclaim(ctx context.Context) {
+	t := time.NewTicker(m.reclaimEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -118,8 +118,8 @@ func (h *Handler) RunReclaim(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if n, err := h.Reclaim(ctx); err != nil && ctx.Err() == nil {
-			h.log.Warn("s3: reclaiming expired uploads", "removed", n, "err", err)
+		if n, err := m.reclaim(ctx); err != nil && ctx.Err() == nil {
+			m.log.Warn("s3: reclaiming expired uploads", "removed", n, "err", err)
 		}
 	}
 }

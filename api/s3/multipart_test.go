@@ -41,7 +41,9 @@ func multipartGateway(t *testing.T, now func() time.Time) (func(key string) *aws
 		t.Fatal(err)
 	}
 	_, client, h := gatewayWith(t, ds, Config{MinPartSize: 1 << 10})
-	h.uploadClock = now
+	if now != nil {
+		h.multipart.clock = now
+	}
 	if _, err := client("AGENTA").CreateBucket(context.Background(), &awss3.CreateBucketInput{Bucket: aws.String("runs")}); err != nil {
 		t.Fatal(err)
 	}
@@ -416,9 +418,9 @@ func TestExpiredUploadsAreReclaimed(t *testing.T) {
 		t.Fatalf("ListParts of an expired upload: %v, want NoSuchUpload", err)
 	}
 	// The sweep runs as the node, without a request's principal.
-	n, err := h.Reclaim(ctx)
+	n, err := h.multipart.reclaim(ctx)
 	if err != nil || n != 1 {
-		t.Fatalf("Reclaim: %d, %v; want 1 upload removed", n, err)
+		t.Fatalf("reclaim: %d, %v; want 1 upload removed", n, err)
 	}
 	if n := uploadFiles(t, h); n != 2 {
 		t.Fatalf("%d upload files after the sweep, want the fresh upload's 2", n)

@@ -25,18 +25,6 @@ func objectPath(key string) (string, error) {
 	return key, nil
 }
 
-// objectError maps an error about an object: NotFound is NoSuchKey when the bucket
-// exists and NoSuchBucket when it does not.
-func (h *Handler) objectError(r *request, err error) error {
-	e := fromWorkbench(err, CodeNoSuchKey)
-	if codeOf(e) == CodeNoSuchKey {
-		if _, _, berr := h.workspace(r); berr != nil {
-			return berr
-		}
-	}
-	return e
-}
-
 // putObject streams the body through the write path: it publishes the file only after
 // the body ended with every signature and digest checked (Signed.Body), so a body that
 // fails a check leaves the path as it was. If-None-Match: * creates only; If-Match: ETag
@@ -48,7 +36,7 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	req := workbench.WriteRequest{Agent: r.agent, Workbench: r.bucket, Path: path, ContentType: r.Header.Get("Content-Type"), Fields: fields}
-	if req.Cond, req.IfGeneration, err = h.writeCondition(r, path); err != nil {
+	if req.Cond, req.IfGeneration, err = h.lookup.writeCondition(r, path); err != nil {
 		return err
 	}
 	body, size, err := r.signed.ObjectBody(r.Request)
@@ -75,7 +63,7 @@ func (h *Handler) putObject(w http.ResponseWriter, r *request) error {
 		if clash := keyClash(err, req.Cond); clash != nil {
 			return clash
 		}
-		return h.objectError(r, err)
+		return h.lookup.objectError(r, err)
 	}
 	w.Header().Set("ETag", objectETag(res.Digest, stored))
 	w.Header().Set(versionHeader, versionID(r.bucket, path, res.Generation))
@@ -105,7 +93,7 @@ func writeTarget(r *request) (path string, fields map[string]meta.FieldValue, er
 // writeCondition reads a write's preconditions on its target: If-None-Match: * creates
 // only; If-Match: ETag replaces only the revision whose ETag it names, as a condition on
 // that revision's generation, so the check and the write are one compare-and-swap.
-func (h *Handler) writeCondition(r *request, path string) (meta.Condition, uint64, error) {
+func (l *lookup) writeCondition(r *request, path string) (meta.Condition, uint64, error) {
 	switch inm, im := r.Header.Get("If-None-Match"), r.Header.Get("If-Match"); {
 	case inm != "" && im != "":
 		return 0, 0, errorf(CodeNotImplemented, "If-Match and If-None-Match together are not supported on a write")
@@ -114,9 +102,9 @@ func (h *Handler) writeCondition(r *request, path string) (meta.Condition, uint6
 	case inm != "":
 		return 0, 0, errorf(CodeNotImplemented, "If-None-Match on a write takes only *")
 	case im != "":
-		f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
+		f, err := l.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
 		if err != nil {
-			if e := h.objectError(r, err); codeOf(e) != CodeNoSuchKey {
+			if e := l.objectError(r, err); codeOf(e) != CodeNoSuchKey {
 				return 0, 0, e
 			}
 			return 0, 0, preconditionFailed()
@@ -227,7 +215,7 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	}
 	rc, err := f.Reader(r.Context(), offset, length)
 	if err != nil {
-		return h.objectError(r, err)
+		return h.lookup.objectError(r, err)
 	}
 	defer rc.Close()
 	w.WriteHeader(status)
@@ -334,7 +322,7 @@ func (h *Handler) deleteKey(r *request, path, ifMatch string) (uint64, error) {
 	if ifMatch != "" {
 		f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
 		if err != nil {
-			if e := h.objectError(r, err); codeOf(e) != CodeNoSuchKey {
+			if e := h.lookup.objectError(r, err); codeOf(e) != CodeNoSuchKey {
 				return 0, e
 			}
 			return 0, preconditionFailed()
@@ -346,7 +334,7 @@ func (h *Handler) deleteKey(r *request, path, ifMatch string) (uint64, error) {
 	}
 	marker, err := h.svc.Writes.Delete(r.Context(), r.agent, r.bucket, path, gen, "")
 	if err != nil {
-		e := h.objectError(r, err)
+		e := h.lookup.objectError(r, err)
 		switch codeOf(e) {
 		case CodeNoSuchKey:
 			if gen != 0 {
@@ -406,7 +394,7 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *request) error {
 	if len(in.Objects) == 0 || len(in.Objects) > maxDeleteObjects {
 		return errorf(CodeMalformedXML, "a Delete document names 1 to %d objects", maxDeleteObjects)
 	}
-	if _, _, err := h.workspace(r); err != nil {
+	if _, _, err := h.lookup.workspace(r); err != nil {
 		return err
 	}
 	out := deleteResult{Xmlns: xmlns}

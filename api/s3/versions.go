@@ -98,7 +98,7 @@ type versioningConfiguration struct {
 // bucketVersioning answers GetBucketVersioning: Enabled, always (Cairn keeps every
 // version of every path as history).
 func (h *Handler) bucketVersioning(w http.ResponseWriter, r *request) error {
-	if _, _, err := h.workspace(r); err != nil {
+	if _, _, err := h.lookup.workspace(r); err != nil {
 		return err
 	}
 	return writeXML(w, versioningConfiguration{Xmlns: xmlns, Status: "Enabled"})
@@ -107,7 +107,7 @@ func (h *Handler) bucketVersioning(w http.ResponseWriter, r *request) error {
 // putBucketVersioning answers PutBucketVersioning: Enabled is what the bucket already is;
 // Suspended (history cannot be switched off) and MFA delete are NotImplemented.
 func (h *Handler) putBucketVersioning(w http.ResponseWriter, r *request) error {
-	if _, _, err := h.workspace(r); err != nil {
+	if _, _, err := h.lookup.workspace(r); err != nil {
 		return err
 	}
 	if r.Header.Get("X-Amz-Mfa") != "" {
@@ -145,7 +145,7 @@ func (h *Handler) openVersion(w http.ResponseWriter, r *request, path string) (*
 			return nil, err
 		}
 		if gen == 0 {
-			if _, _, err := h.workspace(r); err != nil {
+			if _, _, err := h.lookup.workspace(r); err != nil {
 				return nil, err
 			}
 			return nil, noSuchVersion()
@@ -162,7 +162,7 @@ func (h *Handler) openVersion(w http.ResponseWriter, r *request, path string) (*
 	if codeOf(missing) != CodeNoSuchKey {
 		return nil, missing
 	}
-	el, ok, err := h.versionOf(r, path, gen)
+	el, ok, err := h.lookup.versionOf(r, path, gen)
 	switch {
 	case err != nil:
 		return nil, err
@@ -183,8 +183,8 @@ func (h *Handler) openVersion(w http.ResponseWriter, r *request, path string) (*
 // versionOf reads the retained version of path with generation gen (0: the newest) from
 // a linearizable view of the bucket; false when there is none. NoSuchBucket when the
 // bucket is missing.
-func (h *Handler) versionOf(r *request, path string, gen uint64) (meta.FileVersion, bool, error) {
-	view, ws, err := h.workspace(r)
+func (l *lookup) versionOf(r *request, path string, gen uint64) (meta.FileVersion, bool, error) {
+	view, ws, err := l.workspace(r)
 	if err != nil {
 		return meta.FileVersion{}, false, err
 	}

@@ -118,7 +118,7 @@ func (h *Handler) listObjectVersions(w http.ResponseWriter, r *request) error {
 		}
 	}
 	p.after = keyMarker
-	view, ws, err := h.workspace(r)
+	view, ws, err := h.lookup.workspace(r)
 	if err != nil {
 		return err
 	}
