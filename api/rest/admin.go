@@ -19,8 +19,8 @@ type Collector interface {
 
 // Admin returns the handler of the admin listener (a separate, loopback address: admin
 // routes list every agent's names and digests and act on the whole node): POST
-// /v1/admin/gc, GET/PUT /v1/admin/quota and POST /v1/admin/purge (lifecycle.go), GET/PUT
-// /v1/admin/retention (history.go), POST /v1/admin/cluster/shards (admin_shards.go),
+// /v1/admin/gc, GET/PUT /v1/admin/quota, GET/PUT /v1/admin/retention and POST
+// /v1/admin/purge (admin_roots.go), POST /v1/admin/cluster/shards (admin_shards.go),
 // Options.AdminRoutes, and /healthz, /readyz and /metrics as on the tenant
 // listener. Anything else is 404 NotFound. It shares the tenant handler's metrics.
 func (h *Handler) Admin() http.Handler {
@@ -69,9 +69,9 @@ var adminRoutes = []adminRoute{
 	{path: adminBackupPath, serve: (*Handler).adminBackup, enabled: hasBackups},
 	{path: adminBackupReleasePath, serve: (*Handler).adminBackupRelease, enabled: hasBackups},
 	{path: adminBackupHoldsPath, serve: (*Handler).adminBackupHolds, enabled: hasBackups},
-	{path: adminQuotaPath, serve: (*Handler).adminQuota},                                                          // lifecycle.go
-	{path: adminPurgePath, serve: (*Handler).adminPurge},                                                          // lifecycle.go
-	{path: adminRetentionPath, serve: (*Handler).adminRetention},                                                  // history.go
+	{path: adminQuotaPath, serve: (*Handler).adminQuota},                                                          // admin_roots.go
+	{path: adminPurgePath, serve: (*Handler).adminPurge},                                                          // admin_roots.go
+	{path: adminRetentionPath, serve: (*Handler).adminRetention},                                                  // admin_roots.go
 	{path: adminShardsPath, serve: (*Handler).adminShards},                                                        // admin_shards.go
 	{path: adminMovesPath, serve: (*Handler).adminMoves, enabled: func(o Options) bool { return o.Moves != nil }}, // admin_moves.go
 }
