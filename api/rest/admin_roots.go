@@ -35,7 +35,7 @@ type quotaRequest struct {
 
 // adminQuota serves GET (?agent=A: usage and quotas) and PUT (set quotas) of
 // /v1/admin/quota.
-func (h *Handler) adminQuota(w http.ResponseWriter, r *http.Request) {
+func (h *adminHandler) adminQuota(w http.ResponseWriter, r *http.Request) {
 	adminRootSetting(h, w, r, func(ctx context.Context, agent string) (workbench.Result, error) {
 		u, err := h.svc.Lifecycle.Usage(ctx, agent)
 		return workbench.UsageResult(u), err
@@ -48,7 +48,7 @@ func (h *Handler) adminQuota(w http.ResponseWriter, r *http.Request) {
 
 // adminRootSetting serves an admin route that reads (GET ?agent=A) and sets (PUT, a JSON
 // body In) one setting of an agent root: quotas, history retention.
-func adminRootSetting[In any](h *Handler, w http.ResponseWriter, r *http.Request,
+func adminRootSetting[In any](h *adminHandler, w http.ResponseWriter, r *http.Request,
 	get func(ctx context.Context, agent string) (workbench.Result, error), set func(ctx context.Context, in In) (workbench.Result, error)) {
 	if !allow(w, r, http.MethodGet, http.MethodPut) {
 		return
@@ -76,7 +76,7 @@ func adminRootSetting[In any](h *Handler, w http.ResponseWriter, r *http.Request
 
 // adminPurge serves POST /v1/admin/purge {agent}: every workbench of the root deleted (its
 // blobs released to garbage collection); the root keeps its quotas.
-func (h *Handler) adminPurge(w http.ResponseWriter, r *http.Request) {
+func (h *adminHandler) adminPurge(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Agent string `json:"agent"`
 	}
@@ -105,7 +105,7 @@ type retentionRequest struct {
 
 // adminRetention serves GET (?agent=A) and PUT of /v1/admin/retention: a root's history
 // retention.
-func (h *Handler) adminRetention(w http.ResponseWriter, r *http.Request) {
+func (h *adminHandler) adminRetention(w http.ResponseWriter, r *http.Request) {
 	adminRootSetting(h, w, r, func(ctx context.Context, agent string) (workbench.Result, error) {
 		out, err := h.svc.Lifecycle.Retention(ctx, agent)
 		return workbench.RetentionResult(out), err
@@ -117,7 +117,7 @@ func (h *Handler) adminRetention(w http.ResponseWriter, r *http.Request) {
 
 // putRetention sets a root's retention from in, filling absent fields from the root's
 // current policy.
-func (h *Handler) putRetention(ctx context.Context, in retentionRequest) (workbench.RootRetention, error) {
+func (h *adminHandler) putRetention(ctx context.Context, in retentionRequest) (workbench.RootRetention, error) {
 	if in.Reset {
 		if in.Versions != nil || in.Age != nil || in.MaxVersions != nil {
 			return workbench.RootRetention{}, invalidArg("reset", "takes no versions, age or max_versions")
