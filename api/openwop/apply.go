@@ -60,7 +60,7 @@ func installConflict(reason, msg string) *Error {
 	return &Error{Status: http.StatusConflict, Code: CodeInstallConflict, Message: msg, Details: map[string]any{"reason": reason}}
 }
 
-func (h *Handler) decideProposal(w http.ResponseWriter, r *http.Request, o Owner, id, action string) {
+func (h *packsHandler) decideProposal(w http.ResponseWriter, r *http.Request, o Owner, id, action string) {
 	ctx := r.Context()
 	for attempt := 0; ; attempt++ {
 		v, _, c, body, err := h.loadChain(ctx, o, id)
@@ -122,7 +122,7 @@ func (h *Handler) decideProposal(w http.ResponseWriter, r *http.Request, o Owner
 // mayActivate checks the activation scope before anything is judged (an apply without it
 // is 403 and installs nothing, RFC 0096 §Examples): the store checks it again on the
 // decision itself.
-func (h *Handler) mayActivate(ctx context.Context, o Owner) *Error {
+func (h *packsHandler) mayActivate(ctx context.Context, o Owner) *Error {
 	if err := h.svc.Review.MayReview(ctx, o.Tenant); err != nil {
 		return fromProposalStore(err)
 	}
@@ -132,7 +132,7 @@ func (h *Handler) mayActivate(ctx context.Context, o Owner) *Error {
 // install judges the install semantics at one fresh view and, when they allow it,
 // accepts the proposal guarded by that view. done false: the view went stale before the
 // accept (judge again).
-func (h *Handler) install(ctx context.Context, o Owner, c chain, artifact []byte) (meta.Result, bool, *Error) {
+func (h *packsHandler) install(ctx context.Context, o Owner, c chain, artifact []byte) (meta.Result, bool, *Error) {
 	v, ws, _, err := h.packsView(ctx, o.Tenant)
 	if err != nil {
 		return meta.Result{}, false, err

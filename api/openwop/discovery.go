@@ -73,18 +73,9 @@ func (h *Handler) discovery() discoveryDoc {
 	if h.opt.Enabled {
 		d.Agents = &agentsBlock{
 			Proposals: proposalsBlock{ArtifactKinds: ArtifactKinds, Activation: "direct-rbac", ClientDrafts: true,
-				Readback: h.readbackKinds()},
+				Readback: h.packs.readbackKinds()},
 			ManifestRuntime: manifestRuntimeBlock{InstallScope: "tenant"}}
 		d.Capabilities["agents"] = d.Agents
 	}
 	return d
-}
-
-// readbackKinds lists the artifact kinds getInstalledPack reads back: every kind this host
-// proposes when Options.Readback, none otherwise.
-func (h *Handler) readbackKinds() []string {
-	if !h.opt.Readback {
-		return nil
-	}
-	return ArtifactKinds
 }

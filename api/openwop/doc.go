@@ -6,7 +6,8 @@
 // serves OpenWOP v2's proposals of agent and workflow-chain packs and their readback
 // (RFC 0096, issue 18; unversioned at the server root, negotiated by OpenWOP-Version):
 // /proposals, /installed-packs/{packName} (getInstalledPack) and the agent inventory
-// /agents (proposal_record.go says how they are stored, apply.go how they install).
+// /agents (served by a handler of their own, packsHandler in v2.go; proposal_record.go says
+// how they are stored, apply.go how they install).
 //
 // Mapping. An OpenWOP tenant is a Cairn agent root and an OpenWOP workspace is a
 // workbench in it. A workspace file at path P is the Cairn file at path P of that

@@ -51,9 +51,9 @@ type Handler struct {
 	svc  *workbench.Service
 	opt  Options
 	next http.Handler
-	// shipped indexes Options.ShippedPacks by name; manifests caches pack files read.
-	shipped   map[string]installedPack
-	manifests manifestCache
+	// packs serves the v2 routes of packs: proposals, installed packs, the agent
+	// inventory (v2.go).
+	packs *packsHandler
 }
 
 // New returns the facade over svc in front of next.
@@ -61,7 +61,7 @@ func New(svc *workbench.Service, opt Options, next http.Handler) *Handler {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	return &Handler{svc: svc, opt: opt, next: next, shipped: shippedPacks(opt.ShippedPacks)}
+	return &Handler{svc: svc, opt: opt, next: next, packs: newPacksHandler(svc, opt)}
 }
 
 //go:embed openapi.json
@@ -121,7 +121,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v2Route(path) {
-		h.serveV2(w, r, owner, path)
+		h.packs.serve(w, r, owner, path)
 		return
 	}
 	switch {

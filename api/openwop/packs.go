@@ -120,7 +120,7 @@ func (c *manifestCache) put(d meta.Digest, p parsedManifest) {
 }
 
 // inventory reads tenant's packs at view v (ws nil: the tenant has none).
-func (h *Handler) inventory(ctx context.Context, v *meta.View, ws *meta.Workspace, tenant string) (*inventory, *Error) {
+func (h *packsHandler) inventory(ctx context.Context, v *meta.View, ws *meta.Workspace, tenant string) (*inventory, *Error) {
 	inv := &inventory{shipped: h.shipped, packs: map[string]installedPack{}, agents: map[string]agentOwner{}}
 	// The tenant's own packs first: a shipped pack configured after a tenant installed one
 	// of its name (or agent ids) does not shadow what the tenant's applied proposal says.
@@ -177,7 +177,7 @@ func (inv *inventory) addAgents(name string, p installedPack) {
 }
 
 // tenantInventory is the inventory of o's tenant at a fresh view.
-func (h *Handler) tenantInventory(ctx context.Context, o Owner) (*inventory, *Error) {
+func (h *packsHandler) tenantInventory(ctx context.Context, o Owner) (*inventory, *Error) {
 	v, ws, ok, err := h.packsView(ctx, o.Tenant)
 	if err != nil {
 		return nil, err
@@ -189,9 +189,9 @@ func (h *Handler) tenantInventory(ctx context.Context, o Owner) (*inventory, *Er
 }
 
 // serveInstalled answers GET /installed-packs/{packName}: the bare manifest.
-func (h *Handler) serveInstalled(w http.ResponseWriter, r *http.Request, o Owner, rest string) {
+func (h *packsHandler) serveInstalled(w http.ResponseWriter, r *http.Request, o Owner, rest string) {
 	missing := notFound("No such installed pack.")
-	if !h.opt.Readback {
+	if !h.readback {
 		WriteError(w, notFound("no such route"))
 		return
 	}
@@ -226,9 +226,18 @@ func (h *Handler) serveInstalled(w http.ResponseWriter, r *http.Request, o Owner
 	}
 }
 
+// readbackKinds lists the artifact kinds getInstalledPack reads back: every kind this host
+// proposes when Options.Readback, none otherwise.
+func (h *packsHandler) readbackKinds() []string {
+	if !h.readback {
+		return nil
+	}
+	return ArtifactKinds
+}
+
 // installedManifest returns the manifest of pack name as o's tenant resolves it: its own
 // installed pack, else the host's shipped one.
-func (h *Handler) installedManifest(ctx context.Context, o Owner, name string) ([]byte, bool, *Error) {
+func (h *packsHandler) installedManifest(ctx context.Context, o Owner, name string) ([]byte, bool, *Error) {
 	if path, ok := packPath(name); ok {
 		v, ws, ok, verr := h.packsView(ctx, o.Tenant)
 		if verr != nil {
@@ -284,7 +293,7 @@ func entryOf(a agentOwner) inventoryEntry {
 }
 
 // serveAgents answers GET /agents and GET /agents/{agentId}.
-func (h *Handler) serveAgents(w http.ResponseWriter, r *http.Request, o Owner, rest string) {
+func (h *packsHandler) serveAgents(w http.ResponseWriter, r *http.Request, o Owner, rest string) {
 	if r.Method != http.MethodGet {
 		methodNotAllowed(w, "GET", "the agent inventory answers GET")
 		return

@@ -220,7 +220,7 @@ func scanChains(v *meta.View, ws *meta.Workspace, tenant string, after uint64, f
 
 // packsView is the tenant's packs workbench at a fresh view; ok false when it does not
 // exist yet (no proposal was ever made and nothing installed).
-func (h *Handler) packsView(ctx context.Context, tenant string) (*meta.View, *meta.Workspace, bool, *Error) {
+func (h *packsHandler) packsView(ctx context.Context, tenant string) (*meta.View, *meta.Workspace, bool, *Error) {
 	v, ws, _, err := h.svc.Reads.ViewAt(ctx, tenant, PacksWorkbench, workbench.At{})
 	if err != nil {
 		if workbench.AsError(err).Code == workbench.CodeNotFound {
@@ -232,7 +232,7 @@ func (h *Handler) packsView(ctx context.Context, tenant string) (*meta.View, *me
 }
 
 // doc renders chain c with artifact as its body.
-func (h *Handler) doc(c chain, artifact []byte) proposalDoc {
+func (h *packsHandler) doc(c chain, artifact []byte) proposalDoc {
 	d := proposalDoc{ID: c.meta.ID, Kind: c.tail.Kind, State: c.state(), Title: c.meta.Title, Rationale: c.meta.Rationale,
 		Artifact: artifact, Provenance: c.meta.Provenance, Owner: c.meta.Owner,
 		CreatedAt: timestamp(c.meta.CreatedAtMs), UpdatedAt: timestamp(c.tail.CreatedAtMs)}

@@ -76,7 +76,7 @@ type provenance struct {
 }
 
 // serveProposals routes rest of /proposals.
-func (h *Handler) serveProposals(w http.ResponseWriter, r *http.Request, o Owner, rest string) {
+func (h *packsHandler) serveProposals(w http.ResponseWriter, r *http.Request, o Owner, rest string) {
 	if rest == "" {
 		serveCollection(w, r, "/proposals", func() { h.listProposals(w, r, o) }, func() { h.createProposal(w, r, o) })
 		return
@@ -122,7 +122,7 @@ func decodeProposal(w http.ResponseWriter, r *http.Request) (proposalInput, *Err
 // readProposal reads and checks a draft's body (create: kind and artifact required,
 // provenance defaulted) or a revision's (kind refused, artifact optional): the artifact
 // (checkArtifact), and the texts and provenance (checkTexts).
-func (h *Handler) readProposal(w http.ResponseWriter, r *http.Request, tenant string, create bool) (proposalInput, *Error) {
+func (h *packsHandler) readProposal(w http.ResponseWriter, r *http.Request, tenant string, create bool) (proposalInput, *Error) {
 	in, err := decodeProposal(w, r)
 	if err != nil {
 		return in, err
@@ -151,7 +151,7 @@ func (h *Handler) readProposal(w http.ResponseWriter, r *http.Request, tenant st
 
 // checkTexts validates and redacts title and rationale (SR-1: redaction-safe) and the
 // provenance, in place.
-func (h *Handler) checkTexts(tenant string, in *proposalInput) *Error {
+func (h *packsHandler) checkTexts(tenant string, in *proposalInput) *Error {
 	for _, t := range []struct {
 		name string
 		v    **string
@@ -163,8 +163,8 @@ func (h *Handler) checkTexts(tenant string, in *proposalInput) *Error {
 		if len([]rune(**t.v)) > t.max {
 			return invalid(t.name + " must be at most " + itoa(t.max) + " characters.")
 		}
-		if h.opt.Redactor != nil {
-			s := h.opt.Redactor.Redact(tenant, **t.v)
+		if h.redactor != nil {
+			s := h.redactor.Redact(tenant, **t.v)
 			*t.v = &s
 		}
 	}
@@ -214,7 +214,7 @@ func requestID(r *http.Request, what string) string {
 	return "r" + hex.EncodeToString(b[:])
 }
 
-func (h *Handler) createProposal(w http.ResponseWriter, r *http.Request, o Owner) {
+func (h *packsHandler) createProposal(w http.ResponseWriter, r *http.Request, o Owner) {
 	in, perr := h.readProposal(w, r, o.Tenant, true)
 	if perr != nil {
 		WriteError(w, perr)
@@ -264,7 +264,7 @@ func ownerOf(r *http.Request, o Owner) proposalOwner {
 }
 
 // proposeRevision stores one Cairn proposal of the chain.
-func (h *Handler) proposeRevision(ctx context.Context, o Owner, kind, path, reqID string, base uint64, supersedes string, m proposalMeta, artifact []byte) (*meta.Proposal, bool, *Error) {
+func (h *packsHandler) proposeRevision(ctx context.Context, o Owner, kind, path, reqID string, base uint64, supersedes string, m proposalMeta, artifact []byte) (*meta.Proposal, bool, *Error) {
 	raw, _ := json.Marshal(m)
 	p, replayed, err := h.svc.Review.ProposeArtifact(ctx, o.Tenant, workbench.ArtifactProposal{Workbench: PacksWorkbench, Path: path,
 		RequestID: reqID, Kind: kind, Metadata: raw, Body: artifact, ContentType: mediaType(kind),
@@ -276,7 +276,7 @@ func (h *Handler) proposeRevision(ctx context.Context, o Owner, kind, path, reqI
 }
 
 // loadChain returns proposal id of o's tenant with its artifact.
-func (h *Handler) loadChain(ctx context.Context, o Owner, id string) (*meta.View, *meta.Workspace, chain, []byte, *Error) {
+func (h *packsHandler) loadChain(ctx context.Context, o Owner, id string) (*meta.View, *meta.Workspace, chain, []byte, *Error) {
 	v, ws, ok, err := h.packsView(ctx, o.Tenant)
 	if err != nil {
 		return nil, nil, chain{}, nil, err
@@ -298,7 +298,7 @@ func (h *Handler) loadChain(ctx context.Context, o Owner, id string) (*meta.View
 	return v, ws, c, body, nil
 }
 
-func (h *Handler) getProposal(w http.ResponseWriter, r *http.Request, o Owner, id string) {
+func (h *packsHandler) getProposal(w http.ResponseWriter, r *http.Request, o Owner, id string) {
 	if err := mayRead(r); err != nil {
 		WriteError(w, err)
 		return
@@ -326,7 +326,7 @@ const (
 	proposalPageCopies = 4
 )
 
-func (h *Handler) listProposals(w http.ResponseWriter, r *http.Request, o Owner) {
+func (h *packsHandler) listProposals(w http.ResponseWriter, r *http.Request, o Owner) {
 	if err := mayRead(r); err != nil {
 		WriteError(w, err)
 		return
@@ -411,7 +411,7 @@ type proposalPage struct {
 	NextCursor string        `json:"nextCursor,omitempty"`
 }
 
-func (h *Handler) reviseProposal(w http.ResponseWriter, r *http.Request, o Owner, id string) {
+func (h *packsHandler) reviseProposal(w http.ResponseWriter, r *http.Request, o Owner, id string) {
 	in, perr := h.readProposal(w, r, o.Tenant, false)
 	if perr != nil {
 		WriteError(w, perr)

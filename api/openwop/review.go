@@ -46,7 +46,7 @@ func chainAuthors(v *meta.View, tenant string, c chain) []string {
 // chain's authors when the node requires a distinct reviewer (403 forbidden); the store
 // checks it again on the decision itself (workbench.ArtifactDecision.Authors). The
 // envelope's details.reason is "self_review", as on Cairn's own surfaces.
-func (h *Handler) mayDecide(ctx context.Context, authors []string) *Error {
+func (h *packsHandler) mayDecide(ctx context.Context, authors []string) *Error {
 	if err := h.svc.Review.MayDecide(ctx, authors); err != nil {
 		e := fromProposalStore(err)
 		e.Details = map[string]any{"reason": workbench.ReasonSelfReview}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // The OpenWOP v2 routes this facade serves (unversioned at the server root: proposals,
@@ -38,7 +40,31 @@ func negotiate(r *http.Request) (string, bool) {
 	return v, versionPattern.MatchString(v) && strings.HasPrefix(v, "2.")
 }
 
-func (h *Handler) serveV2(w http.ResponseWriter, r *http.Request, o Owner, path string) {
+// packsHandler serves the v2 routes of a tenant's packs: its proposals (proposals.go,
+// apply.go, review.go), its installed packs and its agent inventory (packs.go), all kept in
+// the packs workbench of its agent root (proposal_record.go). Handler routes a request to
+// it once the request is authenticated, admitted and its owner known; it holds nothing of
+// the workspace and run endpoints. Its fields are set once by New: only the manifest cache
+// changes after that (under its own lock), so it is safe for concurrent use.
+type packsHandler struct {
+	svc *workbench.Service
+	// redactor redacts a proposal's title and rationale before they are stored
+	// (Options.Redactor; nil: none).
+	redactor Redactor
+	// readback serves getInstalledPack (Options.Readback).
+	readback bool
+	// shipped indexes Options.ShippedPacks by name; manifests caches the pack files read.
+	shipped   map[string]installedPack
+	manifests manifestCache
+}
+
+func newPacksHandler(svc *workbench.Service, opt Options) *packsHandler {
+	return &packsHandler{svc: svc, redactor: opt.Redactor, readback: opt.Readback, shipped: shippedPacks(opt.ShippedPacks)}
+}
+
+// serve answers a v2 route (path is the escaped request path) for owner o: it negotiates
+// the version, then routes to the proposals, the installed packs or the agent inventory.
+func (h *packsHandler) serve(w http.ResponseWriter, r *http.Request, o Owner, path string) {
 	v, ok := negotiate(r)
 	if !ok {
 		w.Header().Set("OpenWOP-Version", PreferredV2)

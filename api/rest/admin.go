@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -17,63 +18,91 @@ type Collector interface {
 	CollectGarbage(ctx context.Context, opts worker.GCOptions) (worker.GCReport, error)
 }
 
-// Admin returns the handler of the admin listener (a separate, loopback address: admin
-// routes list every agent's names and digests and act on the whole node): POST
-// /v1/admin/gc, GET/PUT /v1/admin/quota and POST /v1/admin/purge (lifecycle.go), GET/PUT
-// /v1/admin/retention (history.go), POST /v1/admin/cluster/shards (admin_shards.go),
-// Options.AdminRoutes, and /healthz, /readyz and /metrics as on the tenant
-// listener. Anything else is 404 NotFound. It shares the tenant handler's metrics.
-func (h *Handler) Admin() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec, done := h.begin(w, r)
-		route := "admin-unknown"
-		defer func() { done(route) }()
-		raw := r.URL.EscapedPath()
-		for _, a := range adminRoutes {
-			if raw == a.path && (a.enabled == nil || a.enabled(h.opts)) {
-				route = adminRouteName(raw)
-				a.serve(h, rec, r)
-				return
-			}
-		}
-		switch {
-		case h.opts.AdminRoutes[raw] != nil:
-			route = adminRouteName(raw)
-			h.opts.AdminRoutes[raw].ServeHTTP(rec, r)
-		case raw == "/healthz" || raw == "/readyz" || raw == "/metrics":
-			route = h.route(rec, r)
-		case h.opts.Shards == nil && (raw == clusterPath || strings.HasPrefix(raw, clusterPath+"/")):
-			// The embedded node has no cluster routes: it says so, unlike a listener
-			// that serves no admin route at all (a 404).
-			route = adminRouteName(raw)
-			h.writeError(rec, r, NotAClusterError(), noPrecondition)
-		default:
-			h.notFound(rec, r)
-		}
-	})
+// Admin returns the handler of the admin listener (adminHandler): the node serves it on a
+// separate, loopback address, never on the tenant listener.
+func (h *Handler) Admin() http.Handler { return h.admin }
+
+// adminHandler serves the admin listener (a separate, loopback address: admin routes list
+// every agent's names and digests and act on the whole node): POST /v1/admin/gc, POST
+// /v1/admin/scrub and the backup routes (admin_backup.go), the settings and purge of a
+// root (admin_roots.go), POST /v1/admin/cluster/shards (admin_shards.go),
+// /v1/admin/cluster/root-moves (admin_moves.go), Options.AdminRoutes, and /healthz,
+// /readyz and /metrics as on the tenant listener. Anything else is 404 NotFound. It is
+// built once with the Handler (NewHandler) and changes nothing after that.
+//
+// It holds the Handler of the tenant listener (tenant), and uses it only for what the two
+// listeners share rather than keep twice: one set of request metrics and access lines
+// (begin), the answers of /healthz, /readyz and /metrics (route), and the error envelope
+// with the node's log (writeError, notFound). Its own fields are what its routes use.
+type adminHandler struct {
+	// svc serves the settings and purge of a root (admin_roots.go).
+	svc *workbench.Service
+	// opts holds the parts the admin routes run on (GC, Scrub, Backups, Shards, Moves)
+	// and AdminRoutes; nil parts disable their routes (adminRoutes).
+	opts   Options
+	log    *slog.Logger
+	tenant *Handler
 }
+
+// ServeHTTP routes on the escaped path: the handler's own routes (adminRoutes), then
+// Options.AdminRoutes, the probes, and on the embedded node the cluster routes' 409.
+func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec, done := h.tenant.begin(w, r)
+	route := "admin-unknown"
+	defer func() { done(route) }()
+	raw := r.URL.EscapedPath()
+	for _, a := range adminRoutes {
+		if raw == a.path && (a.enabled == nil || a.enabled(h.opts)) {
+			route = adminRouteName(raw)
+			a.serve(h, rec, r)
+			return
+		}
+	}
+	switch {
+	case h.opts.AdminRoutes[raw] != nil:
+		route = adminRouteName(raw)
+		h.opts.AdminRoutes[raw].ServeHTTP(rec, r)
+	case raw == "/healthz" || raw == "/readyz" || raw == "/metrics":
+		route = h.tenant.route(rec, r)
+	case h.opts.Shards == nil && (raw == clusterPath || strings.HasPrefix(raw, clusterPath+"/")):
+		// The embedded node has no cluster routes: it says so, unlike a listener
+		// that serves no admin route at all (a 404).
+		route = adminRouteName(raw)
+		h.writeError(rec, r, NotAClusterError(), noPrecondition)
+	default:
+		h.notFound(rec, r)
+	}
+}
+
+// writeError answers with the contract's envelope, as the tenant listener does.
+func (h *adminHandler) writeError(w http.ResponseWriter, r *http.Request, err error, pre precondition) {
+	h.tenant.writeError(w, r, err, pre)
+}
+
+// notFound answers 404 NotFound naming the route, as the tenant listener does.
+func (h *adminHandler) notFound(w http.ResponseWriter, r *http.Request) { h.tenant.notFound(w, r) }
 
 // adminRoute is one of the handler's own admin routes: its path (whose metrics and
 // access-log route is adminRouteName(path)), the method that serves it, and, for a route
 // that needs an optional part of the node, whether the options have it (nil: always).
 type adminRoute struct {
 	path    string
-	serve   func(*Handler, http.ResponseWriter, *http.Request)
+	serve   func(*adminHandler, http.ResponseWriter, *http.Request)
 	enabled func(Options) bool
 }
 
-// adminRoutes are the routes Admin serves itself, before Options.AdminRoutes.
+// adminRoutes are the routes adminHandler serves itself, before Options.AdminRoutes.
 var adminRoutes = []adminRoute{
-	{path: "/v1/admin/gc", serve: (*Handler).adminGC},
-	{path: adminScrubPath, serve: (*Handler).adminScrub, enabled: func(o Options) bool { return o.Scrub != nil }},
-	{path: adminBackupPath, serve: (*Handler).adminBackup, enabled: hasBackups},
-	{path: adminBackupReleasePath, serve: (*Handler).adminBackupRelease, enabled: hasBackups},
-	{path: adminBackupHoldsPath, serve: (*Handler).adminBackupHolds, enabled: hasBackups},
-	{path: adminQuotaPath, serve: (*Handler).adminQuota},                                                          // lifecycle.go
-	{path: adminPurgePath, serve: (*Handler).adminPurge},                                                          // lifecycle.go
-	{path: adminRetentionPath, serve: (*Handler).adminRetention},                                                  // history.go
-	{path: adminShardsPath, serve: (*Handler).adminShards},                                                        // admin_shards.go
-	{path: adminMovesPath, serve: (*Handler).adminMoves, enabled: func(o Options) bool { return o.Moves != nil }}, // admin_moves.go
+	{path: "/v1/admin/gc", serve: (*adminHandler).adminGC},
+	{path: adminScrubPath, serve: (*adminHandler).adminScrub, enabled: func(o Options) bool { return o.Scrub != nil }},
+	{path: adminBackupPath, serve: (*adminHandler).adminBackup, enabled: hasBackups},
+	{path: adminBackupReleasePath, serve: (*adminHandler).adminBackupRelease, enabled: hasBackups},
+	{path: adminBackupHoldsPath, serve: (*adminHandler).adminBackupHolds, enabled: hasBackups},
+	{path: adminQuotaPath, serve: (*adminHandler).adminQuota},                                                          // admin_roots.go
+	{path: adminPurgePath, serve: (*adminHandler).adminPurge},                                                          // admin_roots.go
+	{path: adminRetentionPath, serve: (*adminHandler).adminRetention},                                                  // admin_roots.go
+	{path: adminShardsPath, serve: (*adminHandler).adminShards},                                                        // admin_shards.go
+	{path: adminMovesPath, serve: (*adminHandler).adminMoves, enabled: func(o Options) bool { return o.Moves != nil }}, // admin_moves.go
 }
 
 func hasBackups(o Options) bool { return o.Backups != nil }
@@ -111,7 +140,7 @@ type gcRequest struct {
 // period (docs/architecture.md#blob-storage-and-garbage-collection) of every shard this node leads. 200 with the report; 503
 // RoutingUnavailable on a node that leads no shard, 503 ObjectUnavailable when the blob
 // store failed (the sweep stopped, fail closed); 404 on a handler without Options.GC.
-func (h *Handler) adminGC(w http.ResponseWriter, r *http.Request) {
+func (h *adminHandler) adminGC(w http.ResponseWriter, r *http.Request) {
 	if h.opts.GC == nil {
 		h.notFound(w, r)
 		return

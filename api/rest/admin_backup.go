@@ -57,7 +57,7 @@ type backupRequest struct {
 // adminBackup serves POST /v1/admin/backup: 200 with an application/x-tar stream. An
 // error before the stream started is the error envelope; one after it ends the stream
 // before identity.json, its last part, which the caller reads as an incomplete backup.
-func (h *Handler) adminBackup(w http.ResponseWriter, r *http.Request) {
+func (h *adminHandler) adminBackup(w http.ResponseWriter, r *http.Request) {
 	var in backupRequest
 	if !h.adminBody(w, r, &in) {
 		return
@@ -79,7 +79,7 @@ func (h *Handler) adminBackup(w http.ResponseWriter, r *http.Request) {
 }
 
 // adminBackupRelease serves POST /v1/admin/backup/release: 200 {"released": {shard: bool}}.
-func (h *Handler) adminBackupRelease(w http.ResponseWriter, r *http.Request) {
+func (h *adminHandler) adminBackupRelease(w http.ResponseWriter, r *http.Request) {
 	var in backupRequest
 	if !h.adminBody(w, r, &in) {
 		return
@@ -98,7 +98,7 @@ func (h *Handler) adminBackupRelease(w http.ResponseWriter, r *http.Request) {
 
 // adminBackupHolds serves GET /v1/admin/backup/holds: 200 {"holds": [{"backup", "shard",
 // "version", "placed_at"}]}, one entry per backup and shard.
-func (h *Handler) adminBackupHolds(w http.ResponseWriter, r *http.Request) {
+func (h *adminHandler) adminBackupHolds(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet) {
 		return
 	}
@@ -129,7 +129,7 @@ type scrubRequest struct {
 
 // adminScrub serves POST /v1/admin/scrub: one bounded scrub call (shard/worker's Scrub)
 // over the shards this node leads; 200 with the report, whose "next" resumes it.
-func (h *Handler) adminScrub(w http.ResponseWriter, r *http.Request) {
+func (h *adminHandler) adminScrub(w http.ResponseWriter, r *http.Request) {
 	var in scrubRequest
 	if !h.adminBody(w, r, &in) {
 		return
@@ -164,7 +164,7 @@ func (h *Handler) adminScrub(w http.ResponseWriter, r *http.Request) {
 }
 
 // adminBody checks an admin POST with a JSON body and decodes it; false when it answered.
-func (h *Handler) adminBody(w http.ResponseWriter, r *http.Request, in any) bool {
+func (h *adminHandler) adminBody(w http.ResponseWriter, r *http.Request, in any) bool {
 	if !allow(w, r, http.MethodPost) {
 		return false
 	}

@@ -50,7 +50,7 @@ func moveJSON(m control.RootMove) map[string]any {
 //
 // GET [?id=]: 200 {"moves":[…]}, oldest first (with id: that move alone; 404 NotFound
 // when there is none).
-func (h *Handler) adminMoves(w http.ResponseWriter, r *http.Request) {
+func (h *adminHandler) adminMoves(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet, http.MethodPost) {
 		return
 	}
@@ -89,7 +89,7 @@ func (h *Handler) adminMoves(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusAccepted, map[string]any{"status": "success", "move": moveJSON(m)})
 }
 
-func (h *Handler) adminMovesList(w http.ResponseWriter, r *http.Request) {
+func (h *adminHandler) adminMovesList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for k := range q {
 		if k != "id" && k != "root" {
@@ -125,7 +125,7 @@ func (h *Handler) adminMovesList(w http.ResponseWriter, r *http.Request) {
 
 // moveError maps StartMove's and Moves' errors to the contract's; messages are the errors'
 // public reasons (control.PublicReason), never their text.
-func (h *Handler) moveError(err error) error {
+func (h *adminHandler) moveError(err error) error {
 	var ve *control.VersionError
 	switch {
 	case errors.Is(err, control.ErrInvalidArgument):

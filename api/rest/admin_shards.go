@@ -30,7 +30,7 @@ type ShardGrower interface {
 // embedded node, upgrade_in_progress with details.node while a node runs an older
 // release); 503 RoutingUnavailable when etcd cannot answer (the grow may have happened:
 // read the count, then retry with expect_shards).
-func (h *Handler) adminShards(w http.ResponseWriter, r *http.Request) {
+func (h *adminHandler) adminShards(w http.ResponseWriter, r *http.Request) {
 	// add: how many shards to add; expect_shards, required, the count the caller saw
 	// (another count refuses the request, so a resent one never adds twice).
 	in := struct {
@@ -68,7 +68,7 @@ func (h *Handler) adminShards(w http.ResponseWriter, r *http.Request) {
 // growError maps GrowShards' errors to the contract's (c is the record it read, if any).
 // Messages are the errors' public reasons (control.PublicReason), never their text, which
 // names packages.
-func (h *Handler) growError(err error, c control.Cluster) error {
+func (h *adminHandler) growError(err error, c control.Cluster) error {
 	var ve *control.VersionError
 	switch {
 	case errors.Is(err, control.ErrInvalidArgument):

@@ -88,6 +88,8 @@ type Handler struct {
 	// closing ends the change-feed streams (EndStreams).
 	closing    chan struct{}
 	endStreams sync.Once
+	// admin serves the admin listener (Admin, admin.go).
+	admin *adminHandler
 }
 
 // NewHandler returns the node's HTTP handler.
@@ -120,6 +122,7 @@ func NewHandler(svc *workbench.Service, opts Options) *Handler {
 		opts.Registry.MustRegister(h.requests, h.latency, h.inflight, h.bytesIn, h.bytesOut, h.principals.vec)
 		h.metrics = promhttpHandler(opts.Registry)
 	}
+	h.admin = &adminHandler{svc: svc, opts: opts, log: opts.Logger, tenant: h}
 	return h
 }
 
