@@ -49,13 +49,24 @@ const indexStringBytes = 128
 
 // indexFile updates the secondary index when the live entry of path in incarnation inc
 // changes from old to e (either may be nil).
+//
+// A new file's keys share one allocation (indexKeys). When a file changes, the keys that
+// stay keep the strings the tree holds, and the keys that come are packed into an
+// allocation of their own, so the index never holds the copies of the keys that stayed.
 func (s *state) indexFile(inc uint64, path string, old, e *Entry) {
 	if old == e {
 		return
 	}
-	before := indexKeys(inc, path, old)
 	after := indexKeys(inc, path, e)
+	if old == nil {
+		for _, k := range after {
+			s.index.Set(k, struct{}{})
+		}
+		return
+	}
+	before := indexKeys(inc, path, old)
 	// Both are sorted: delete what goes, add what comes, leave what stays.
+	added := make([]string, 0, len(after))
 	i, j := 0, 0
 	for i < len(before) || j < len(after) {
 		switch {
@@ -63,13 +74,38 @@ func (s *state) indexFile(inc uint64, path string, old, e *Entry) {
 			s.index.Delete(before[i])
 			i++
 		case i == len(before) || after[j] < before[i]:
-			s.index.Set(after[j], struct{}{})
+			added = append(added, after[j])
 			j++
 		default:
 			i++
 			j++
 		}
 	}
+	if len(added) < len(after) {
+		added = packStrings(added)
+	}
+	for _, k := range added {
+		s.index.Set(k, struct{}{})
+	}
+}
+
+// packStrings returns ss as substrings of one new string.
+func packStrings(ss []string) []string {
+	n := 0
+	for _, k := range ss {
+		n += len(k)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, k := range ss {
+		b.WriteString(k)
+	}
+	all, out, start := b.String(), make([]string, len(ss)), 0
+	for i, k := range ss {
+		out[i] = all[start : start+len(k)]
+		start += len(k)
+	}
+	return out
 }
 
 // rebuildIndex recomputes the secondary index from the live paths (after a restore).
@@ -86,24 +122,59 @@ func (s *state) rebuildIndex() {
 	})
 }
 
-// indexKeys returns the sorted index keys of the fields of e at path (none for nil).
+// indexKeys returns the sorted index keys of the fields of e at path (none for nil). The
+// keys are substrings of one string: one allocation per file, not one per field.
 func indexKeys(inc uint64, path string, e *Entry) []string {
 	if e == nil {
 		return nil
 	}
-	keys := make([]string, 0, len(builtinFields)+len(e.Fields))
+	var buf []byte
+	var ends []int
 	forEachField(path, e, func(name string, v FieldValue) {
-		b := make([]byte, 0, incarnationKeySize+len(name)+len(path)+24)
-		b = append(b, indexFieldBase(inc, name)...)
-		b = appendIndexValue(b, v)
-		keys = append(keys, string(append(b, path...)))
+		if buf == nil {
+			buf = make([]byte, 0, (len(builtinFields)+len(e.Fields))*(incarnationKeySize+len(path)+40))
+			ends = make([]int, 0, len(builtinFields)+len(e.Fields))
+		}
+		buf = append(buf, u64(inc)...)
+		buf = append(append(buf, indexFieldToken(name)...), 0x00)
+		buf = appendIndexValue(buf, v)
+		buf = append(buf, path...)
+		ends = append(ends, len(buf))
 	})
+	all := string(buf)
+	keys := make([]string, len(ends))
+	start := 0
+	for i, end := range ends {
+		keys[i] = all[start:end]
+		start = end
+	}
 	slices.Sort(keys)
 	return keys
 }
 
 // indexFieldBase is the key prefix of every index key of field name in incarnation inc.
-func indexFieldBase(inc uint64, name string) string { return u64(inc) + name + "\x00" }
+func indexFieldBase(inc uint64, name string) string {
+	return u64(inc) + indexFieldToken(name) + "\x00"
+}
+
+// indexFieldToken is what stands for field name in its index keys: one byte below any
+// field name's first (a lower-case letter, ValidateFieldName) for a built-in field, its
+// index in builtinFields plus one, so the eleven built-in fields cost a byte a key instead
+// of up to 27; a writer's field's name itself.
+func indexFieldToken(name string) string {
+	if t, ok := builtinFieldTokens[name]; ok {
+		return t
+	}
+	return name
+}
+
+var builtinFieldTokens = func() map[string]string {
+	m := make(map[string]string, len(builtinFields))
+	for i, name := range builtinFields {
+		m[name] = string([]byte{byte(i + 1)})
+	}
+	return m
+}()
 
 // appendIndexValue appends the tag and the order-preserving encoding of v.
 func appendIndexValue(b []byte, v FieldValue) []byte {
