@@ -12,9 +12,10 @@ import (
 // state.index holds one key per (live file, field): every built-in field the file has and
 // every writer-attached field. A key is
 //
-//	u64(incarnation) | field name | 0x00 | tag | value | path
+//	u64(incarnation) | field token | 0x00 | tag | value | path
 //
-// where tag and value are an order-preserving encoding of the field's value:
+// where the field token is one byte for a built-in field (indexFieldToken) and a writer's
+// field's name otherwise, and tag and value are an order-preserving encoding of the field's value:
 //
 //   - 'n' numbers (int and float together): the 8-byte order-preserving encoding of the
 //     value rounded to float64 (ints above 2^53 round to a neighbour; -0 becomes +0);
@@ -28,8 +29,8 @@ import (
 // value lies in the predicate's range, and every candidate is checked against the exact
 // predicate afterwards: results never depend on whether the index was used.
 //
-// Field names hold no 0x00 (ValidateFieldName), paths hold none (ValidatePath), so the key
-// of a file's field is unique and the path is the rest of the key after the value. A key
+// Field names hold no 0x00 and start with a letter (ValidateFieldName), paths hold no
+// 0x00 (ValidatePath), so the key of a file's field is unique and the path is the rest of the key after the value. A key
 // is at most 8 + MaxFieldNameBytes + 2 + 2*indexStringBytes + 2 + MaxPathBytes bytes.
 //
 // The index describes the live state only (the head of every chain). It is derived data:
