@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -14,31 +15,79 @@ import (
 // answer at all. With "Connection: close" set before the answer's header, net/http sends
 // the answer at once and closes.
 //
+// It also answers a client that half-closes its connection once it has sent its whole
+// body (shutdown(SHUT_WR), as `nc -N` and some HTTP/1.0 clients do): net/http ends a
+// request's context when it reads the end of the connection after the body, which would
+// cancel a write whose every byte has arrived and answer 500. A request with a body gets a
+// context that ends with the connection's only until the body has ended (untilBodyEnds);
+// after that, the work the request asked for finishes within the write path's own
+// deadlines and is answered, or its answer fails to reach a client that has gone.
+//
 // The handler gets a shallow copy of the request whose body records its end, so the
 // server's own request keeps the body net/http gave it.
 func closeUnread(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// HTTP/2 flow control bounds what a stream may hold unread, and there "Connection:
-		// close" would end every stream of the connection.
+		// close" would end every stream of the connection; the end of a stream's request
+		// does not end its context.
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || r.ProtoMajor != 1 {
 			h.ServeHTTP(w, r)
 			return
 		}
-		body := &endBody{ReadCloser: r.Body}
-		r = r.WithContext(r.Context())
+		body := &endBody{ReadCloser: r.Body, remaining: r.ContentLength}
+		ctx, stop := untilBodyEnds(r.Context(), body)
+		defer stop()
+		r = r.WithContext(ctx)
 		r.Body = body
 		h.ServeHTTP(&closeUnreadWriter{ResponseWriter: w, body: body}, r)
 	})
 }
 
-// endBody is a request body that records whether it was read to its end.
+// untilBodyEnds returns a context with parent's values that parent's end cancels only
+// while body has not ended, and the function that releases it.
+//
+// A read of the body that fails as parent ends (the read deadline of the minimum body
+// rate, a connection reset) ends the context before the read returns, as net/http ends
+// parent before its read returns: so a handler that sees the read's error finds the
+// context ended, as it always did, and not a moment later in whatever it does next.
+func untilBodyEnds(parent context.Context, body *endBody) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	body.failed = func() {
+		if parent.Err() != nil {
+			cancel(context.Cause(parent))
+		}
+	}
+	release := context.AfterFunc(parent, func() {
+		if !body.ended.Load() {
+			cancel(context.Cause(parent))
+		}
+	})
+	return ctx, func() { release(); cancel(nil) }
+}
+
+// endBody is a request body that records whether it was read to its end: its io.EOF, or
+// its last declared byte (remaining counts down a declared length; -1 when none was),
+// which a handler reads before net/http's body answers io.EOF and starts watching the
+// connection. A chunked body ends only at that io.EOF: a half-close already waiting then is
+// seen by net/http's watcher in a goroutine it starts, which in practice runs after the
+// read has returned here, but nothing orders the two.
 type endBody struct {
 	io.ReadCloser
-	ended atomic.Bool
+	remaining int64
+	ended     atomic.Bool
+	failed    func() // called on a read error other than io.EOF (untilBodyEnds)
 }
 
 func (b *endBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.failed != nil {
+		b.failed()
+	}
+	if b.remaining > 0 {
+		if b.remaining -= int64(n); b.remaining <= 0 {
+			b.ended.Store(true)
+		}
+	}
 	if err == io.EOF {
 		b.ended.Store(true)
 	}
