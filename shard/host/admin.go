@@ -57,7 +57,7 @@ func (h *Host) adminLocal(ctx context.Context, call adminCall) (control.ShardSta
 		}
 	}
 	if call.Op == "bootstrap" {
-		r, err := h.ensureReplica(call.Shard)
+		r, err := h.replicas.ensure(call.Shard)
 		if err != nil {
 			return control.ShardStatus{}, err
 		}

@@ -225,14 +225,14 @@ func (h *Host) hostReplicas(ctx context.Context) {
 						continue
 					}
 				}
-				if _, err := h.ensureReplica(id); err != nil && ctx.Err() == nil {
+				if _, err := h.replicas.ensure(id); err != nil && ctx.Err() == nil {
 					h.log.Error("hosting replica", "shard", id, "err", err)
 				}
 			}
 		}
 		for id := range h.Replicas() {
 			if set, ok := sets[id]; ok && !set.Has(h.cfg.NodeID) {
-				h.closeReplica(id)
+				h.replicas.close(id)
 				h.log.Info("replica closed: no longer in the shard's replica set", "shard", id)
 			}
 		}

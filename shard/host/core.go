@@ -62,7 +62,7 @@ func (h *Host) For(agent string) (Core, error) {
 func (h *Host) Leaders() []*shard.Shard {
 	var out []*shard.Shard
 	list := h.Replicas()
-	for _, id := range h.replicaIDs() {
+	for _, id := range h.replicas.ids() {
 		if r := list[id]; r != nil && r.Ready() {
 			out = append(out, r)
 		}
@@ -74,7 +74,7 @@ func (h *Host) Leaders() []*shard.Shard {
 func (h *Host) All() []*shard.Shard {
 	list := h.Replicas()
 	out := make([]*shard.Shard, 0, len(list))
-	for _, id := range h.replicaIDs() {
+	for _, id := range h.replicas.ids() {
 		out = append(out, list[id])
 	}
 	return out
@@ -307,7 +307,7 @@ func (h *Host) onLeader(ctx context.Context, id int, local func(*shard.Shard) er
 		default:
 			err = fmt.Errorf("%w: shard %d has no ready leader right now", shard.ErrNotLeader, id)
 		}
-		if err == nil || !errors.Is(err, shard.ErrNotLeader) || h.closing.Load() {
+		if err == nil || !errors.Is(err, shard.ErrNotLeader) || h.replicas.closing.Load() {
 			return err
 		}
 		if time.Now().After(deadline) {

@@ -184,7 +184,7 @@ func (c *testCluster) formGroup(ctx context.Context, id, founder int) error {
 		if h == f {
 			continue
 		}
-		if _, err := h.ensureReplica(id); err != nil {
+		if _, err := h.replicas.ensure(id); err != nil {
 			return err
 		}
 		if err := c.onLeader(ctx, id, "add", h); err != nil {

@@ -162,7 +162,7 @@ func (h *Host) planRecovery(ctx context.Context, id int, node string) (RecoveryP
 	}
 	rec := sets[id]
 	plan.Epoch = rec.Epoch + 1
-	if have := readEpoch(h.replicaDir(id)); have >= plan.Epoch {
+	if have := readEpoch(h.replicas.dir(id)); have >= plan.Epoch {
 		plan.Epoch = have + 1
 	}
 	return plan, rec.Revision, nil
@@ -179,30 +179,18 @@ func (h *Host) RecoverShard(ctx context.Context, id int, node string) (RecoveryR
 	if err != nil {
 		return RecoveryResult{}, err
 	}
-	h.mu.Lock()
-	r := h.replicas[id]
-	if r == nil || h.recovering[id] {
-		h.mu.Unlock()
+	if !h.replicas.closeForRecovery(id) {
 		return RecoveryResult{}, control.Refuse(ErrNotSurvivor, "the replica of shard %d is closed or being recovered", id)
 	}
-	delete(h.replicas, id)
-	h.recovering[id] = true
-	h.mu.Unlock()
-	h.tell(id, r, false)
-	_ = r.Close()
-	dir := h.replicaDir(id)
+	dir := h.replicas.dir(id)
 	err = writeEpoch(dir, plan.Epoch)
 	var rec shard.Recovered
 	if err == nil {
-		rec, err = shard.Recover(h.replicaConfig(id))
+		rec, err = shard.Recover(h.replicas.config(id))
 	}
-	h.mu.Lock()
-	delete(h.recovering, id)
-	h.mu.Unlock()
-	if _, oerr := h.ensureReplica(id); oerr != nil && err == nil {
+	if oerr := h.replicas.reopenAfterRecovery(id); oerr != nil && err == nil {
 		err = oerr
 	}
-	h.kickLeadership()
 	if err != nil {
 		return RecoveryResult{}, fmt.Errorf("recover shard %d: %w", id, err)
 	}
@@ -258,7 +246,7 @@ func writeEpoch(dir string, epoch uint64) error {
 // starts empty and receives the recovered group's snapshot; then the directory records
 // epoch.
 func (h *Host) alignEpoch(id int, epoch uint64) error {
-	dir := h.replicaDir(id)
+	dir := h.replicas.dir(id)
 	if epoch == 0 || readEpoch(dir) >= epoch {
 		return nil
 	}

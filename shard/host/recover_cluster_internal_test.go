@@ -120,7 +120,7 @@ func TestRecoverShardOnTheSurvivorOfALostMajority(t *testing.T) {
 	if err != nil || !slices.Equal(sets[0].Voters, []string{"n0"}) || len(sets[0].Nonvoters) != 0 || sets[0].Epoch != 1 {
 		t.Fatalf("record %+v %v, want n0 alone at epoch 1", sets[0], err)
 	}
-	if got := readEpoch(survivor.replicaDir(0)); got != 1 {
+	if got := readEpoch(survivor.replicas.dir(0)); got != 1 {
 		t.Fatalf("the survivor's directory is at epoch %d, want 1", got)
 	}
 	if _, err := survivor.RecoverShard(ctx, 0, "n0"); !errors.Is(err, ErrShardHasQuorum) {
