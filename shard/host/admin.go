@@ -114,7 +114,7 @@ type clusterAdmin struct{ h *Host }
 
 func (a clusterAdmin) onLeader(ctx context.Context, call adminCall) (control.ShardStatus, error) {
 	h := a.h
-	node, addr := h.leaderOf(call.Shard)
+	node, addr := h.leaders.leaderOf(call.Shard)
 	switch {
 	case node == "":
 		return control.ShardStatus{}, fmt.Errorf("%w: shard %d has no known leader", shard.ErrNotLeader, call.Shard)

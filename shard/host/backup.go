@@ -26,7 +26,7 @@ func (h *Host) ShardIDs() []int {
 // node leads), for commands that belong to a shard rather than a root (backup holds).
 // Errors: those of a forwarded proposal (outcome.ErrUnavailable, outcome.ErrUnknown).
 func (h *Host) ProposeOn(ctx context.Context, id int, hd meta.Header, b meta.Body) (meta.Result, error) {
-	return h.propose(ctx, id, hd, b)
+	return h.leaders.propose(ctx, id, hd, b)
 }
 
 // SnapshotAt returns a copy of shard id's state from this node's replica once it has

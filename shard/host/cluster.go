@@ -47,14 +47,10 @@ type clusterState struct {
 // control plane assigns this node, registers it and starts the controller candidate.
 // Background work runs under wctx.
 func (h *Host) openCluster(ctx, wctx context.Context) error {
-	cc := h.cfg.Cluster
-	if cc.Peer == nil || cc.Plane == nil {
-		return errors.New("host: ClusterConfig.Peer and ClusterConfig.Plane are required")
-	}
+	cc, cs := h.cfg.Cluster, h.cluster
 	if cc.StartTimeout <= 0 {
 		cc.StartTimeout = 30 * time.Second
 	}
-	cs := h.usePeerPort(cc)
 	sctx, cancel := context.WithTimeout(ctx, cc.StartTimeout)
 	defer cancel()
 	plane := cc.Plane
@@ -112,20 +108,12 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	return nil
 }
 
-// usePeerPort makes h a node of a cluster on cc's peer port: it keeps the cluster's
-// state (no node and no leader hint until the control plane reports them) and calls other
-// nodes' fwd streams, its follower reads' read-index calls ending when the leader moves.
-func (h *Host) usePeerPort(cc *ClusterConfig) *clusterState {
+// newClusterState is the state of a cluster node on cc's peer port before the control
+// plane reported anything: no node and no leader hint.
+func newClusterState(cc *ClusterConfig) *clusterState {
 	cs := &clusterState{cfg: cc, published: map[int]uint64{}, lastAddressCheck: time.Now()}
 	cs.storeNodes(control.NodeSet{})
 	cs.hints.Store(&map[int]control.LeaderHint{})
-	h.cluster = cs
-	h.peers = newPeerClient(cc.Peer)
-	h.readIndexes = newReadIndexBatcher(func(ctx context.Context, addr string, id int) (uint64, error) {
-		ctx, cancel := h.forwardContext(ctx, id)
-		defer cancel()
-		return h.peers.readIndex(ctx, addr, id)
-	})
 	return cs
 }
 

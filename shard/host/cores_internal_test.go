@@ -143,7 +143,6 @@ func newTestClusterFSM(t testing.TB, shards int, placeOnSight bool, fsm meta.Opt
 			Cluster: &ClusterConfig{Peer: m}})
 		c.hosts = append(c.hosts, h)
 		h.placement = c.placement
-		h.usePeerPort(h.cfg.Cluster)
 		h.goRun(func() { h.watchLeadership(wctx) })
 		if err := h.ServePeer(http.NotFoundHandler()); err != nil {
 			t.Fatal(err)

@@ -82,10 +82,10 @@ type Host struct {
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 
-	peers *peerClient // nil in the embedded default
-	// readIndexes batches the read-index calls of follower reads (nil with peers).
-	readIndexes *readIndexBatcher
-	cluster     *clusterState
+	// leaders runs calls on a shard's leader, here or over the peer port (leader.go).
+	leaders *leaderCalls
+	peers   *peerClient   // nil in the embedded default
+	cluster *clusterState // nil in the embedded default
 	// followerReads counts reads at a snapshot id served from a replica that did not lead.
 	followerReads *followerReadCounter
 	// raftTimings are the replicas' latency histograms (cairn_shard_*_duration_seconds).
@@ -108,6 +108,9 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.NodeID == "" || cfg.DataDir == "" {
 		return nil, errors.New("host: Config.NodeID and Config.DataDir are required")
 	}
+	if cc := cfg.Cluster; cc != nil && (cc.Peer == nil || cc.Plane == nil) {
+		return nil, errors.New("host: ClusterConfig.Peer and ClusterConfig.Plane are required")
+	}
 	h, wctx := newHost(cfg)
 	if cfg.Cluster == nil {
 		h.placement = Static{Shard: EmbeddedShard}
@@ -125,12 +128,18 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	return h, nil
 }
 
-// newHost returns a host with no replica, no placement and no peer port yet, and the
-// context its background work runs under (Close ends it).
+// newHost returns a host with no replica and no placement yet, and the context its
+// background work runs under (Close ends it). A cluster node's host calls other nodes
+// over cfg.Cluster's peer port (it does not serve it yet: ServePeer).
 func newHost(cfg Config) (*Host, context.Context) {
 	h := &Host{cfg: cfg, log: cfg.Logger, reannounce: make(chan struct{}, 1), followerReads: newFollowerReadCounter(),
 		raftTimings: shard.NewMetrics(), stored: &storedLoads{}}
 	h.replicas = newReplicaSet(cfg, h.raftTimings, h.stored)
+	if cc := cfg.Cluster; cc != nil {
+		h.cluster = newClusterState(cc)
+		h.peers = newPeerClient(cc.Peer)
+	}
+	h.leaders = newLeaderCalls(cfg.NodeID, h.replicas, h.cluster, h.peers)
 	wctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	return h, wctx

@@ -284,12 +284,12 @@ func (h *Host) proposeMove(ctx context.Context, id int, b meta.Body) (meta.Resul
 	var res meta.Result
 	err := retryMoveStep(ctx, func(ctx context.Context) (err error) {
 		if h.Replica(id) != nil {
-			res, err = h.propose(ctx, id, meta.Header{}, b)
+			res, err = h.leaders.propose(ctx, id, meta.Header{}, b)
 			return err
 		}
 		// The cluster version was checked on every node when the move was recorded; a node
 		// without a replica of the shard has no configuration to gate on.
-		return h.onLeader(ctx, id, func(r *shard.Shard) (err error) {
+		return h.leaders.onLeader(ctx, id, func(r *shard.Shard) (err error) {
 			res, err = r.Propose(ctx, meta.Header{}, b)
 			return err
 		}, func(addr string) (err error) {

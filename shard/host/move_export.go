@@ -188,7 +188,7 @@ func (ev *exportViews) view(ctx context.Context, r *shard.Shard, key string, cre
 // leader has no view of the move to continue from.
 func (h *Host) export(ctx context.Context, source int, req exportRequest) (exportReply, error) {
 	var rep exportReply
-	err := h.onLeader(ctx, source, func(r *shard.Shard) (err error) {
+	err := h.leaders.onLeader(ctx, source, func(r *shard.Shard) (err error) {
 		rep, err = h.exportLocal(ctx, r, req)
 		return err
 	}, func(addr string) (err error) {

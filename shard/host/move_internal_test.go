@@ -306,7 +306,7 @@ func TestARootMovesBackWhileTheShardItLeftStillReleasesIt(t *testing.T) {
 			t.Fatalf("move %d to shard %d ended %s: %s", n, to, got.Step, got.Reason)
 		}
 		if n == 0 {
-			left, err := c.hosts[0].readView(ctx, from)
+			left, err := c.hosts[0].leaders.readView(ctx, from)
 			if err != nil {
 				t.Fatal(err)
 			}
