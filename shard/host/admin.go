@@ -134,7 +134,7 @@ func (a clusterAdmin) Bootstrap(ctx context.Context, fence int64, id int, node, 
 		_, err := a.h.adminLocal(ctx, call)
 		return err
 	}
-	target := a.h.peerAddr(node)
+	target := a.h.cluster.peerAddr(node)
 	if target == "" {
 		target = addr
 	}

@@ -22,9 +22,12 @@ import (
 )
 
 // clusterState is what a cluster host keeps beyond the replicas: the control plane's
-// records and the node's registration, the controller, the fwd stream's server.
+// records and the node's registration, the leader hints it publishes, the controller, the
+// fwd stream's server.
 type clusterState struct {
-	cfg *ClusterConfig
+	cfg  *ClusterConfig
+	self string // this node's id
+	log  *slog.Logger
 	// record is the cluster record as last read: its shard count grows (grow.go).
 	record atomic.Pointer[control.Cluster]
 	reg    *control.Registration
@@ -108,10 +111,10 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	return nil
 }
 
-// newClusterState is the state of a cluster node on cc's peer port before the control
-// plane reported anything: no node and no leader hint.
-func newClusterState(cc *ClusterConfig) *clusterState {
-	cs := &clusterState{cfg: cc, published: map[int]uint64{}, lastAddressCheck: time.Now()}
+// newClusterState is the state of node self of a cluster on cc's peer port before the
+// control plane reported anything: no node and no leader hint.
+func newClusterState(cc *ClusterConfig, self string, log *slog.Logger) *clusterState {
+	cs := &clusterState{cfg: cc, self: self, log: log, published: map[int]uint64{}, lastAddressCheck: time.Now()}
 	cs.storeNodes(control.NodeSet{})
 	cs.hints.Store(&map[int]control.LeaderHint{})
 	return cs
@@ -185,11 +188,11 @@ func (cs *clusterState) hintedLeader(id int) (node, addr string) {
 }
 
 // peerAddr returns the peer address of node, or "".
-func (h *Host) peerAddr(node string) string {
-	if node == h.cfg.NodeID {
-		return h.cluster.cfg.Peer.Addr().String()
+func (cs *clusterState) peerAddr(node string) string {
+	if node == cs.self {
+		return cs.cfg.Peer.Addr().String()
 	}
-	return (*h.cluster.nodes.Load())[node].PeerAddr
+	return (*cs.nodes.Load())[node].PeerAddr
 }
 
 // Nodes returns the registered nodes as this node last saw them.
@@ -234,8 +237,7 @@ const addressCheckInterval = 2 * time.Second
 // publishHints publishes a leader hint for every local replica that leads, withdraws the
 // hints of those deposed, and now and then fixes members' peer addresses. Called from the
 // leadership loop.
-func (h *Host) publishHints(ctx context.Context, list map[int]*shard.Shard) {
-	cs := h.cluster
+func (cs *clusterState) publishHints(ctx context.Context, list map[int]*shard.Shard) {
 	if cs.reg == nil {
 		return
 	}
@@ -247,25 +249,25 @@ func (h *Host) publishHints(ctx context.Context, list map[int]*shard.Shard) {
 	for id, r := range list {
 		st := r.Stats()
 		if st.State == "Leader" && checkAddresses {
-			h.fixAddresses(ctx, id, r)
+			cs.fixAddresses(ctx, id, r)
 		}
 		if st.State != "Leader" {
 			if _, ok := cs.published[id]; ok { // deposed: withdraw the claim
 				delete(cs.published, id)
 				if err := cs.reg.ClearLeaderHint(ctx, id); err != nil && ctx.Err() == nil {
-					h.log.Debug("clear leader hint", "shard", id, "err", err)
+					cs.log.Debug("clear leader hint", "shard", id, "err", err)
 				}
 			}
 			continue
 		}
 		// Published, and etcd still shows it: nothing to do. A hint missing, naming
 		// another node or an older term (a stalled node wrote it back) is written again.
-		if hint, ok := hints[id]; cs.published[id] == st.Term && ok && hint.Node == h.cfg.NodeID && hint.Term == st.Term {
+		if hint, ok := hints[id]; cs.published[id] == st.Term && ok && hint.Node == cs.self && hint.Term == st.Term {
 			continue
 		}
 		if err := cs.reg.SetLeaderHint(ctx, id, st.Term); err != nil {
 			if ctx.Err() == nil {
-				h.log.Debug("leader hint", "shard", id, "err", err)
+				cs.log.Debug("leader hint", "shard", id, "err", err)
 			}
 			continue
 		}
@@ -277,12 +279,12 @@ func (h *Host) publishHints(ctx context.Context, list map[int]*shard.Shard) {
 // that registered a different peer address (a node restarted on another port, or this
 // node's own entry in a shard restored from a backup): without it a leader would keep
 // dialling the old one.
-func (h *Host) fixAddresses(ctx context.Context, id int, r *shard.Shard) {
+func (cs *clusterState) fixAddresses(ctx context.Context, id int, r *shard.Shard) {
 	members, err := r.Configuration()
 	if err != nil {
 		return
 	}
-	nodes := *h.cluster.nodes.Load()
+	nodes := *cs.nodes.Load()
 	for _, m := range members {
 		info, ok := nodes[m.ID]
 		if !ok || info.PeerAddr == "" || info.PeerAddr == m.Address {
@@ -293,9 +295,9 @@ func (h *Host) fixAddresses(ctx context.Context, id int, r *shard.Shard) {
 		err := r.AddNonvoter(actx, m.ID, info.PeerAddr)
 		cancel()
 		if err != nil {
-			h.log.Warn("updating a member's peer address", "shard", id, "node", m.ID, "addr", info.PeerAddr, "err", err)
+			cs.log.Warn("updating a member's peer address", "shard", id, "node", m.ID, "addr", info.PeerAddr, "err", err)
 		} else {
-			h.log.Info("member peer address updated", "shard", id, "node", m.ID, "from", m.Address, "to", info.PeerAddr)
+			cs.log.Info("member peer address updated", "shard", id, "node", m.ID, "from", m.Address, "to", info.PeerAddr)
 		}
 	}
 }

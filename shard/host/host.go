@@ -136,7 +136,7 @@ func newHost(cfg Config) (*Host, context.Context) {
 		raftTimings: shard.NewMetrics(), stored: &storedLoads{}}
 	h.replicas = newReplicaSet(cfg, h.raftTimings, h.stored)
 	if cc := cfg.Cluster; cc != nil {
-		h.cluster = newClusterState(cc)
+		h.cluster = newClusterState(cc, cfg.NodeID, cfg.Logger)
 		h.peers = newPeerClient(cc.Peer)
 	}
 	h.leaders = newLeaderCalls(cfg.NodeID, h.replicas, h.cluster, h.peers)
@@ -217,7 +217,7 @@ func (h *Host) watchLeadership(ctx context.Context) {
 			}
 		}
 		if h.cluster != nil {
-			h.publishHints(ctx, list)
+			h.cluster.publishHints(ctx, list)
 		}
 	}
 }

@@ -94,7 +94,7 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 	// The pre-copy: the records as they are now, while the root still takes writes; after
 	// the fence only what changed since is shipped (meta/move_delta.go), so the writes
 	// pause for the difference, not for the root. Only once every node applies a delta.
-	pre := h.everyNodeAtLeast(meta.MoveDeltaVersion)
+	pre := h.cluster.everyNodeAtLeast(meta.MoveDeltaVersion)
 	var cp chunkCopy
 	if pre {
 		if err := h.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, PreCopy: true}); err != nil {
@@ -181,20 +181,6 @@ func (h *Host) copyChunks(ctx context.Context, run *control.MoveRun, cp *chunkCo
 		}
 		req.From = rep.Chunk.Next
 	}
-}
-
-// everyNodeAtLeast reports whether every registered node publishes cluster version v.
-func (h *Host) everyNodeAtLeast(v int) bool {
-	ns := h.cluster.nodes.Load()
-	if ns == nil {
-		return false
-	}
-	for id := range *ns {
-		if h.cluster.nodeVersion(id) < v {
-			return false
-		}
-	}
-	return true
 }
 
 // rollbackMove undoes a move that did not reach its switch: the import is aborted on the
@@ -322,7 +308,7 @@ func (h *Host) proposeMoveAfterWalks(ctx context.Context, id int, ref meta.MoveR
 		if err == nil || !ok || time.Now().After(deadline) {
 			return res, err
 		}
-		if h.everyNodeAtLeast(meta.OpVersion(meta.OpMoveWalk)) {
+		if h.cluster.everyNodeAtLeast(meta.OpVersion(meta.OpMoveWalk)) {
 			w, werr := h.proposeMove(ctx, id, meta.MoveWalk{MoveRef: meta.MoveRef{Agent: ref.Agent, MoveID: other}})
 			progressed := werr == nil && (w.Move == nil || walked == nil || *w.Move != *walked)
 			walked = w.Move

@@ -36,6 +36,20 @@ func (cs *clusterState) nodeVersion(node string) int {
 	return 1
 }
 
+// everyNodeAtLeast reports whether every registered node publishes cluster version v.
+func (cs *clusterState) everyNodeAtLeast(v int) bool {
+	ns := cs.nodes.Load()
+	if ns == nil {
+		return false
+	}
+	for id := range *ns {
+		if cs.nodeVersion(id) < v {
+			return false
+		}
+	}
+	return true
+}
+
 // gate refuses b with ErrUpgradeInProgress when a member of shard id runs a release older
 // than b needs (meta.CommandVersion: its op, and the fields it sets). The embedded
 // default has one member, this binary: always passes.
