@@ -98,7 +98,7 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	}
 	h.goRun(func() { h.watchLeadership(wctx) })
 	if cs.ctrl, err = plane.NewController(clusterAdmin{h}, control.ControllerConfig{ID: h.cfg.NodeID,
-		Interval: cc.ControllerInterval, Grace: cc.ControllerGrace, RebalanceInterval: cc.RebalanceInterval, Mover: h}); err != nil {
+		Interval: cc.ControllerInterval, Grace: cc.ControllerGrace, RebalanceInterval: cc.RebalanceInterval, Mover: h.mover}); err != nil {
 		return err
 	}
 	h.goRun(func() {

@@ -74,7 +74,7 @@ type Host struct {
 
 	// replicas are the local replicas (replicas.go).
 	replicas *replicaSet
-	assigned sync.Map // agent → struct{}: roots known assigned on their shard
+	assigned *sync.Map // agent → struct{}: roots known assigned on their shard
 
 	// reannounce makes the leadership loop repeat its reports of the replicas that lead
 	// (replicas.kick wakes it when a replica's readiness changed).
@@ -94,7 +94,9 @@ type Host struct {
 	stored *storedLoads
 	// exports are the views the moves' copies read from, on the source's leader
 	// (move_export.go).
-	exports exportViews
+	exports *exportViews
+	// mover drives the moves of roots between shards (move.go).
+	mover *Mover
 }
 
 // Open starts a host: for the embedded default it opens the replica of shard 0 (created
@@ -133,13 +135,14 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 // over cfg.Cluster's peer port (it does not serve it yet: ServePeer).
 func newHost(cfg Config) (*Host, context.Context) {
 	h := &Host{cfg: cfg, log: cfg.Logger, reannounce: make(chan struct{}, 1), followerReads: newFollowerReadCounter(),
-		raftTimings: shard.NewMetrics(), stored: &storedLoads{}}
+		raftTimings: shard.NewMetrics(), stored: &storedLoads{}, assigned: &sync.Map{}, exports: &exportViews{}}
 	h.replicas = newReplicaSet(cfg, h.raftTimings, h.stored)
 	if cc := cfg.Cluster; cc != nil {
 		h.cluster = newClusterState(cc, cfg.NodeID, cfg.Logger)
 		h.peers = newPeerClient(cc.Peer)
 	}
 	h.leaders = newLeaderCalls(cfg.NodeID, h.replicas, h.cluster, h.peers)
+	h.mover = &Mover{log: cfg.Logger, cluster: h.cluster, leaders: h.leaders, peers: h.peers, exports: h.exports, assigned: h.assigned}
 	wctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	return h, wctx

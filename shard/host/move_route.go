@@ -45,7 +45,7 @@ func (c *rootCore) proposeMoving(ctx context.Context, hd meta.Header, b meta.Bod
 	defer cancel()
 	for {
 		if id, rerr := c.h.placement.Refresh(wctx, c.agent); rerr == nil && id != c.id {
-			c.h.forgetAssigned(c.agent)
+			c.h.assigned.Delete(c.agent)
 			return res, nil // the refusal: never re-routed as it is
 		}
 		if res.Err.Code == meta.CodeNotOwner {
