@@ -211,7 +211,7 @@ func (h *Host) hostReplicas(ctx context.Context) {
 		for id, set := range sets {
 			if set.Has(h.cfg.NodeID) {
 				if h.Replica(id) == nil {
-					if err := h.alignEpoch(id, set.Epoch); err != nil {
+					if err := h.recovery.alignEpoch(id, set.Epoch); err != nil {
 						h.log.Error("hosting replica: recovery epoch", "shard", id, "err", err)
 						continue
 					}

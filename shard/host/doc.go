@@ -35,7 +35,7 @@
 //     placed (etcd) by its first write.
 //   - Every wait on etcd or a peer has a deadline and ends in a retryable error.
 //   - A shard that lost a majority of its voters is recovered on a survivor only
-//     (RecoverShard): never while it has a leader or a majority of registered voters. A
+//     (Recovery.Recover): never while it has a leader or a majority of registered voters. A
 //     replica directory older than its shard's recovery epoch is moved aside, never
 //     opened: its log is of the group before the recovery.
 //   - A move's copy reads one view of the source, kept by the source's leader; a leader

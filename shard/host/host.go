@@ -97,6 +97,8 @@ type Host struct {
 	exports *exportViews
 	// mover drives the moves of roots between shards (move.go).
 	mover *Mover
+	// recovery recovers shards that lost a majority on this node (recover.go).
+	recovery *Recovery
 }
 
 // Open starts a host: for the embedded default it opens the replica of shard 0 (created
@@ -142,6 +144,7 @@ func newHost(cfg Config) (*Host, context.Context) {
 		h.peers = newPeerClient(cc.Peer)
 	}
 	h.leaders = newLeaderCalls(cfg.NodeID, h.replicas, h.cluster, h.peers)
+	h.recovery = &Recovery{self: cfg.NodeID, log: cfg.Logger, cluster: h.cluster, replicas: h.replicas}
 	h.mover = &Mover{log: cfg.Logger, cluster: h.cluster, leaders: h.leaders, peers: h.peers, exports: h.exports, assigned: h.assigned}
 	wctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
