@@ -128,6 +128,15 @@ func (h *Host) Cluster() control.Cluster {
 	return h.cluster.current()
 }
 
+// ControlPlane returns the etcd control plane of a cluster node (nil on the embedded
+// default).
+func (h *Host) ControlPlane() *control.Plane {
+	if h.cluster == nil {
+		return nil
+	}
+	return h.cfg.Cluster.Plane
+}
+
 // ServePeer serves the fwd stream of the peer port: the node-to-node API, and requests
 // forwarded by nodes without a replica of their root's shard, which local serves (and
 // never forwards again). It returns at once; Close stops it.

@@ -99,6 +99,8 @@ type Host struct {
 	mover *Mover
 	// recovery recovers shards that lost a majority on this node (recover.go).
 	recovery *Recovery
+	// shards are the shards by number, for node-wide operations such as backups (shards.go).
+	shards *Shards
 }
 
 // Open starts a host: for the embedded default it opens the replica of shard 0 (created
@@ -145,6 +147,7 @@ func newHost(cfg Config) (*Host, context.Context) {
 	}
 	h.leaders = newLeaderCalls(cfg.NodeID, h.replicas, h.cluster, h.peers)
 	h.recovery = &Recovery{self: cfg.NodeID, log: cfg.Logger, cluster: h.cluster, replicas: h.replicas}
+	h.shards = &Shards{cluster: h.cluster, leaders: h.leaders, replicas: h.replicas}
 	h.mover = &Mover{log: cfg.Logger, cluster: h.cluster, leaders: h.leaders, peers: h.peers, exports: h.exports, assigned: h.assigned}
 	wctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
