@@ -16,8 +16,9 @@ import (
 // cairn admin root move, cairn admin root moves (docs/architecture.md, "Moving a root").
 const adminMovesPath = "/v1/admin/cluster/root-moves"
 
-// RootMover moves agent roots between the shards of the node's cluster: api/server's Node
-// implements it over shard/host (control.Plane.StartMove, Moves), with their errors.
+// RootMover moves agent roots between the shards of the node's cluster: api/server passes
+// its shard host's mover (shard/host.Mover: control.Plane.StartMove, Moves), with their
+// errors.
 type RootMover interface {
 	StartMove(ctx context.Context, root string, target int) (control.RootMove, error)
 	Moves(ctx context.Context) ([]control.RootMove, error)

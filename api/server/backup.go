@@ -70,7 +70,7 @@ func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Write
 			os.Remove(f.Name())
 		}
 	}()
-	for _, sid := range n.host.ShardIDs() {
+	for _, sid := range n.host.Shards().IDs() {
 		info, f, err := n.spoolShard(ctx, id, sid)
 		if f != nil {
 			spools = append(spools, f)
@@ -152,14 +152,14 @@ func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Write
 func (n *Node) spoolShard(ctx context.Context, id string, sid int) (backup.ShardInfo, *os.File, error) {
 	sctx, cancel := context.WithTimeout(ctx, backupShardTimeout)
 	defer cancel()
-	res, err := n.host.ProposeOn(sctx, sid, meta.Header{}, meta.BackupHold{ID: id})
+	res, err := n.host.Shards().Propose(sctx, sid, meta.Header{}, meta.BackupHold{ID: id})
 	if err == nil && res.Err != nil {
 		err = res.Err
 	}
 	if err != nil {
 		return backup.ShardInfo{}, nil, err
 	}
-	snap, err := n.host.SnapshotAt(sctx, sid, res.Version)
+	snap, err := n.host.Shards().SnapshotAt(sctx, sid, res.Version)
 	if err != nil {
 		return backup.ShardInfo{}, nil, err
 	}
@@ -235,9 +235,9 @@ func (n *Node) ReleaseBackup(ctx context.Context, id string) (map[int]bool, erro
 		return nil, err
 	}
 	out := map[int]bool{}
-	for _, sid := range n.host.ShardIDs() {
+	for _, sid := range n.host.Shards().IDs() {
 		sctx, cancel := context.WithTimeout(ctx, backupShardTimeout)
-		res, err := n.host.ProposeOn(sctx, sid, meta.Header{}, meta.BackupRelease{ID: id})
+		res, err := n.host.Shards().Propose(sctx, sid, meta.Header{}, meta.BackupRelease{ID: id})
 		cancel()
 		if err == nil && res.Err != nil {
 			err = res.Err
@@ -324,7 +324,7 @@ func tarBlobs(tw *tar.Writer, dir string) error {
 // without a replica of some shard fails naming it, as WriteBackup does.
 func (n *Node) BackupHolds(ctx context.Context) ([]rest.BackupHold, error) {
 	var out []rest.BackupHold
-	for _, sid := range n.host.ShardIDs() {
+	for _, sid := range n.host.Shards().IDs() {
 		r := n.host.Replica(sid)
 		if r == nil {
 			return nil, fmt.Errorf("backup holds: %w: no replica of shard %d on this node", shard.ErrNotLeader, sid)

@@ -199,12 +199,12 @@ func (n *Node) serveStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 // rootMover is what moves roots between the cluster's shards (rest.Options.Moves): the
-// host of a cluster node; nil for the embedded node.
+// mover of a cluster node's host; nil for the embedded node.
 func (n *Node) rootMover() rest.RootMover {
 	if !n.cfg.Cluster {
 		return nil
 	}
-	return n.host
+	return n.host.Mover()
 }
 
 // shardGrower is what adds shards to the node's cluster (rest.Options.Shards): the host

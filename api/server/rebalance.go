@@ -21,7 +21,7 @@ func (n *Node) serveRebalance(w http.ResponseWriter, r *http.Request) {
 	var err error
 	switch r.Method {
 	case http.MethodGet:
-		sw, err = n.host.RebalanceSwitch(r.Context())
+		sw, err = n.host.Mover().RebalanceSwitch(r.Context())
 	case http.MethodPost:
 		var in struct {
 			Enabled *bool `json:"enabled"`
@@ -35,7 +35,7 @@ func (n *Node) serveRebalance(w http.ResponseWriter, r *http.Request) {
 				Message: "enabled is required: true turns the rebalancer on, false off", Details: map[string]any{"field": "enabled"}})
 			return
 		}
-		sw, err = n.host.SetRebalanceSwitch(r.Context(), *in.Enabled)
+		sw, err = n.host.Mover().SetRebalanceSwitch(r.Context(), *in.Enabled)
 	default:
 		methodNotAllowed(w, "GET, POST")
 		return

@@ -71,7 +71,7 @@ func (n *Node) serveShardRecovery(w http.ResponseWriter, r *http.Request) {
 // (GET) or the recovery (POST).
 func (n *Node) recoverShard(w http.ResponseWriter, r *http.Request, shard int, node string) {
 	if r.Method == http.MethodGet {
-		plan, err := n.host.PlanRecovery(r.Context(), shard, node)
+		plan, err := n.host.Recovery().Plan(r.Context(), shard, node)
 		if err != nil {
 			n.recoveryError(w, err)
 			return
@@ -79,7 +79,7 @@ func (n *Node) recoverShard(w http.ResponseWriter, r *http.Request, shard int, n
 		writeSuccess(w, http.StatusOK, map[string]any{"plan": plan})
 		return
 	}
-	res, err := n.host.RecoverShard(r.Context(), shard, node)
+	res, err := n.host.Recovery().Recover(r.Context(), shard, node)
 	if err != nil {
 		n.recoveryError(w, err)
 		return

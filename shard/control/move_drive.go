@@ -12,8 +12,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// MoveDriver carries out a root's move on the shards (the node's shard host implements
-// it): the steps on the source and the target through their leaders, writing each one it
+// MoveDriver carries out a root's move on the shards (shard/host's Mover implements it):
+// the steps on the source and the target through their leaders, writing each one it
 // reaches through run. It returns when the move ended (run.Move().Step.Ended()) or with
 // the error that stopped it; the controller then drives the move again later, as a resume
 // (run.Resumed), until it ends.

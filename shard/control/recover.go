@@ -9,7 +9,7 @@ import (
 )
 
 // RecoverRecord writes shard's replica-set record after the recovery of a shard that lost
-// a majority of its voters (shard/host Host.RecoverShard): node, the survivor, is the only
+// a majority of its voters (shard/host Recovery.Recover): node, the survivor, is the only
 // voter, no non-voter is left, and the record's Epoch becomes epoch. The write is one
 // transaction that succeeds only if the record still has revision rev (its ModRevision
 // when read; 0: absent), so it never overwrites a controller's write it did not see; the

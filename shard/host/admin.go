@@ -57,7 +57,7 @@ func (h *Host) adminLocal(ctx context.Context, call adminCall) (control.ShardSta
 		}
 	}
 	if call.Op == "bootstrap" {
-		r, err := h.ensureReplica(call.Shard)
+		r, err := h.replicas.ensure(call.Shard)
 		if err != nil {
 			return control.ShardStatus{}, err
 		}
@@ -114,7 +114,7 @@ type clusterAdmin struct{ h *Host }
 
 func (a clusterAdmin) onLeader(ctx context.Context, call adminCall) (control.ShardStatus, error) {
 	h := a.h
-	node, addr := h.leaderOf(call.Shard)
+	node, addr := h.leaders.leaderOf(call.Shard)
 	switch {
 	case node == "":
 		return control.ShardStatus{}, fmt.Errorf("%w: shard %d has no known leader", shard.ErrNotLeader, call.Shard)
@@ -134,7 +134,7 @@ func (a clusterAdmin) Bootstrap(ctx context.Context, fence int64, id int, node, 
 		_, err := a.h.adminLocal(ctx, call)
 		return err
 	}
-	target := a.h.peerAddr(node)
+	target := a.h.cluster.peerAddr(node)
 	if target == "" {
 		target = addr
 	}

@@ -22,9 +22,12 @@ import (
 )
 
 // clusterState is what a cluster host keeps beyond the replicas: the control plane's
-// records and the node's registration, the controller, the fwd stream's server.
+// records and the node's registration, the leader hints it publishes, the controller, the
+// fwd stream's server.
 type clusterState struct {
-	cfg *ClusterConfig
+	cfg  *ClusterConfig
+	self string // this node's id
+	log  *slog.Logger
 	// record is the cluster record as last read: its shard count grows (grow.go).
 	record atomic.Pointer[control.Cluster]
 	reg    *control.Registration
@@ -47,14 +50,10 @@ type clusterState struct {
 // control plane assigns this node, registers it and starts the controller candidate.
 // Background work runs under wctx.
 func (h *Host) openCluster(ctx, wctx context.Context) error {
-	cc := h.cfg.Cluster
-	if cc.Peer == nil || cc.Plane == nil {
-		return errors.New("host: ClusterConfig.Peer and ClusterConfig.Plane are required")
-	}
+	cc, cs := h.cfg.Cluster, h.cluster
 	if cc.StartTimeout <= 0 {
 		cc.StartTimeout = 30 * time.Second
 	}
-	cs := h.usePeerPort(cc)
 	sctx, cancel := context.WithTimeout(ctx, cc.StartTimeout)
 	defer cancel()
 	plane := cc.Plane
@@ -99,7 +98,7 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	}
 	h.goRun(func() { h.watchLeadership(wctx) })
 	if cs.ctrl, err = plane.NewController(clusterAdmin{h}, control.ControllerConfig{ID: h.cfg.NodeID,
-		Interval: cc.ControllerInterval, Grace: cc.ControllerGrace, RebalanceInterval: cc.RebalanceInterval, Mover: h}); err != nil {
+		Interval: cc.ControllerInterval, Grace: cc.ControllerGrace, RebalanceInterval: cc.RebalanceInterval, Mover: h.mover}); err != nil {
 		return err
 	}
 	h.goRun(func() {
@@ -112,20 +111,12 @@ func (h *Host) openCluster(ctx, wctx context.Context) error {
 	return nil
 }
 
-// usePeerPort makes h a node of a cluster on cc's peer port: it keeps the cluster's
-// state (no node and no leader hint until the control plane reports them) and calls other
-// nodes' fwd streams, its follower reads' read-index calls ending when the leader moves.
-func (h *Host) usePeerPort(cc *ClusterConfig) *clusterState {
-	cs := &clusterState{cfg: cc, published: map[int]uint64{}, lastAddressCheck: time.Now()}
+// newClusterState is the state of node self of a cluster on cc's peer port before the
+// control plane reported anything: no node and no leader hint.
+func newClusterState(cc *ClusterConfig, self string, log *slog.Logger) *clusterState {
+	cs := &clusterState{cfg: cc, self: self, log: log, published: map[int]uint64{}, lastAddressCheck: time.Now()}
 	cs.storeNodes(control.NodeSet{})
 	cs.hints.Store(&map[int]control.LeaderHint{})
-	h.cluster = cs
-	h.peers = newPeerClient(cc.Peer)
-	h.readIndexes = newReadIndexBatcher(func(ctx context.Context, addr string, id int) (uint64, error) {
-		ctx, cancel := h.forwardContext(ctx, id)
-		defer cancel()
-		return h.peers.readIndex(ctx, addr, id)
-	})
 	return cs
 }
 
@@ -135,6 +126,15 @@ func (h *Host) Cluster() control.Cluster {
 		return control.Cluster{}
 	}
 	return h.cluster.current()
+}
+
+// ControlPlane returns the etcd control plane of a cluster node (nil on the embedded
+// default).
+func (h *Host) ControlPlane() *control.Plane {
+	if h.cluster == nil {
+		return nil
+	}
+	return h.cfg.Cluster.Plane
 }
 
 // ServePeer serves the fwd stream of the peer port: the node-to-node API, and requests
@@ -197,11 +197,11 @@ func (cs *clusterState) hintedLeader(id int) (node, addr string) {
 }
 
 // peerAddr returns the peer address of node, or "".
-func (h *Host) peerAddr(node string) string {
-	if node == h.cfg.NodeID {
-		return h.cluster.cfg.Peer.Addr().String()
+func (cs *clusterState) peerAddr(node string) string {
+	if node == cs.self {
+		return cs.cfg.Peer.Addr().String()
 	}
-	return (*h.cluster.nodes.Load())[node].PeerAddr
+	return (*cs.nodes.Load())[node].PeerAddr
 }
 
 // Nodes returns the registered nodes as this node last saw them.
@@ -220,19 +220,19 @@ func (h *Host) hostReplicas(ctx context.Context) {
 		for id, set := range sets {
 			if set.Has(h.cfg.NodeID) {
 				if h.Replica(id) == nil {
-					if err := h.alignEpoch(id, set.Epoch); err != nil {
+					if err := h.recovery.alignEpoch(id, set.Epoch); err != nil {
 						h.log.Error("hosting replica: recovery epoch", "shard", id, "err", err)
 						continue
 					}
 				}
-				if _, err := h.ensureReplica(id); err != nil && ctx.Err() == nil {
+				if _, err := h.replicas.ensure(id); err != nil && ctx.Err() == nil {
 					h.log.Error("hosting replica", "shard", id, "err", err)
 				}
 			}
 		}
 		for id := range h.Replicas() {
 			if set, ok := sets[id]; ok && !set.Has(h.cfg.NodeID) {
-				h.closeReplica(id)
+				h.replicas.close(id)
 				h.log.Info("replica closed: no longer in the shard's replica set", "shard", id)
 			}
 		}
@@ -246,8 +246,7 @@ const addressCheckInterval = 2 * time.Second
 // publishHints publishes a leader hint for every local replica that leads, withdraws the
 // hints of those deposed, and now and then fixes members' peer addresses. Called from the
 // leadership loop.
-func (h *Host) publishHints(ctx context.Context, list map[int]*shard.Shard) {
-	cs := h.cluster
+func (cs *clusterState) publishHints(ctx context.Context, list map[int]*shard.Shard) {
 	if cs.reg == nil {
 		return
 	}
@@ -259,25 +258,25 @@ func (h *Host) publishHints(ctx context.Context, list map[int]*shard.Shard) {
 	for id, r := range list {
 		st := r.Stats()
 		if st.State == "Leader" && checkAddresses {
-			h.fixAddresses(ctx, id, r)
+			cs.fixAddresses(ctx, id, r)
 		}
 		if st.State != "Leader" {
 			if _, ok := cs.published[id]; ok { // deposed: withdraw the claim
 				delete(cs.published, id)
 				if err := cs.reg.ClearLeaderHint(ctx, id); err != nil && ctx.Err() == nil {
-					h.log.Debug("clear leader hint", "shard", id, "err", err)
+					cs.log.Debug("clear leader hint", "shard", id, "err", err)
 				}
 			}
 			continue
 		}
 		// Published, and etcd still shows it: nothing to do. A hint missing, naming
 		// another node or an older term (a stalled node wrote it back) is written again.
-		if hint, ok := hints[id]; cs.published[id] == st.Term && ok && hint.Node == h.cfg.NodeID && hint.Term == st.Term {
+		if hint, ok := hints[id]; cs.published[id] == st.Term && ok && hint.Node == cs.self && hint.Term == st.Term {
 			continue
 		}
 		if err := cs.reg.SetLeaderHint(ctx, id, st.Term); err != nil {
 			if ctx.Err() == nil {
-				h.log.Debug("leader hint", "shard", id, "err", err)
+				cs.log.Debug("leader hint", "shard", id, "err", err)
 			}
 			continue
 		}
@@ -289,12 +288,12 @@ func (h *Host) publishHints(ctx context.Context, list map[int]*shard.Shard) {
 // that registered a different peer address (a node restarted on another port, or this
 // node's own entry in a shard restored from a backup): without it a leader would keep
 // dialling the old one.
-func (h *Host) fixAddresses(ctx context.Context, id int, r *shard.Shard) {
+func (cs *clusterState) fixAddresses(ctx context.Context, id int, r *shard.Shard) {
 	members, err := r.Configuration()
 	if err != nil {
 		return
 	}
-	nodes := *h.cluster.nodes.Load()
+	nodes := *cs.nodes.Load()
 	for _, m := range members {
 		info, ok := nodes[m.ID]
 		if !ok || info.PeerAddr == "" || info.PeerAddr == m.Address {
@@ -305,9 +304,9 @@ func (h *Host) fixAddresses(ctx context.Context, id int, r *shard.Shard) {
 		err := r.AddNonvoter(actx, m.ID, info.PeerAddr)
 		cancel()
 		if err != nil {
-			h.log.Warn("updating a member's peer address", "shard", id, "node", m.ID, "addr", info.PeerAddr, "err", err)
+			cs.log.Warn("updating a member's peer address", "shard", id, "node", m.ID, "addr", info.PeerAddr, "err", err)
 		} else {
-			h.log.Info("member peer address updated", "shard", id, "node", m.ID, "from", m.Address, "to", info.PeerAddr)
+			cs.log.Info("member peer address updated", "shard", id, "node", m.ID, "from", m.Address, "to", info.PeerAddr)
 		}
 	}
 }

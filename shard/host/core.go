@@ -29,13 +29,6 @@ type Core interface {
 // assignTimeout bounds placing a root and assigning it on its shard.
 const assignTimeout = 10 * time.Second
 
-// leaderWait bounds how long a call waits for its shard to have a known, ready leader (an
-// election in progress) before it answers a retryable error.
-const leaderWait = 3 * time.Second
-
-// leaderPoll is how often a call waiting for a leader looks again.
-const leaderPoll = 50 * time.Millisecond
-
 // For returns the core of agent's root. A root never placed gets a core that reads as
 // empty and places the root at its first command. Errors match outcome.ErrUnavailable
 // when the control plane cannot tell where the root lives right now.
@@ -62,7 +55,7 @@ func (h *Host) For(agent string) (Core, error) {
 func (h *Host) Leaders() []*shard.Shard {
 	var out []*shard.Shard
 	list := h.Replicas()
-	for _, id := range h.replicaIDs() {
+	for _, id := range h.replicas.ids() {
 		if r := list[id]; r != nil && r.Ready() {
 			out = append(out, r)
 		}
@@ -74,7 +67,7 @@ func (h *Host) Leaders() []*shard.Shard {
 func (h *Host) All() []*shard.Shard {
 	list := h.Replicas()
 	out := make([]*shard.Shard, 0, len(list))
-	for _, id := range h.replicaIDs() {
+	for _, id := range h.replicas.ids() {
 		out = append(out, list[id])
 	}
 	return out
@@ -106,12 +99,12 @@ func (c *rootCore) assign(ctx context.Context) error {
 	if _, ok := c.h.assigned.Load(c.agent); ok {
 		return nil
 	}
-	v, err := c.h.readView(ctx, c.id)
+	v, err := c.h.leaders.readView(ctx, c.id)
 	if err != nil {
 		return err
 	}
 	if !v.HoldsRoot(c.agent) {
-		res, err := c.h.propose(ctx, c.id, meta.Header{}, meta.AssignRoot{Agent: c.agent})
+		res, err := c.h.leaders.propose(ctx, c.id, meta.Header{}, meta.AssignRoot{Agent: c.agent})
 		if err != nil {
 			return err
 		}
@@ -130,12 +123,12 @@ func (c *rootCore) assign(ctx context.Context) error {
 // placement, move_route.go) is read again at the shard the placement names now: a read
 // carries nothing of a view, so it may follow the move.
 func (c *rootCore) ReadView(ctx context.Context) (*meta.View, error) {
-	v, err := c.h.readView(ctx, c.id)
+	v, err := c.h.leaders.readView(ctx, c.id)
 	if err != nil {
 		return nil, err
 	}
 	if id, ok := c.movedAway(ctx, v); ok {
-		return c.h.readView(ctx, id)
+		return c.h.leaders.readView(ctx, id)
 	}
 	return v, nil
 }
@@ -203,134 +196,3 @@ func (c *unplacedCore) WaitApplied(ctx context.Context, _ uint64) error {
 
 // unplacedPoll is how often a waiter on a root that was never placed looks again.
 const unplacedPoll = time.Second
-
-// proposeRetryWindow bounds how long propose keeps retrying a command with a request id
-// whose forwarded attempt had an unknown outcome (a leader lost mid-call).
-const proposeRetryWindow = 10 * time.Second
-
-// propose proposes on shard id's leader, waiting up to leaderWait for one. A forwarded
-// attempt whose outcome is unknown (the leader was reached, then lost) is tried again when
-// the command carries a request id: the FSM answers a repeat of an applied command with
-// its stored result (the dedupe record), so the retry cannot apply it twice, and the
-// caller gets an answer instead of "it may still apply" across a failover.
-func (h *Host) propose(ctx context.Context, id int, hd meta.Header, b meta.Body) (meta.Result, error) {
-	if err := h.gate(id, b); err != nil {
-		return meta.Result{}, err
-	}
-	deadline := time.Now().Add(proposeRetryWindow)
-	for {
-		var res meta.Result
-		forwarded := false
-		err := h.onLeader(ctx, id, func(r *shard.Shard) (err error) {
-			res, err = r.Propose(ctx, hd, b)
-			return err
-		}, func(addr string) (err error) {
-			forwarded = true
-			fctx, cancel := h.forwardContext(ctx, id)
-			defer cancel()
-			res, err = h.peers.propose(fctx, addr, id, hd, b)
-			return err
-		})
-		if !forwarded || hd.RequestID == "" || !errors.Is(err, shard.ErrTimeout) || time.Now().After(deadline) || ctx.Err() != nil {
-			return res, err
-		}
-		select {
-		case <-ctx.Done():
-			return res, err
-		case <-time.After(leaderPoll):
-		}
-	}
-}
-
-// forwardContext returns ctx, ended early when this node's replica of shard id learns of
-// a leader change: a call forwarded to the leader it knew stops waiting on a node that may
-// be frozen (SIGSTOP, a long GC pause: it still accepts connections) or deposed. A command
-// cut off so has an unknown outcome (propose retries it when it carries a request id); a
-// read index, none. The caller calls cancel.
-func (h *Host) forwardContext(ctx context.Context, id int) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	r := h.Replica(id)
-	if r == nil {
-		return ctx, cancel
-	}
-	moved := r.LeaderChanged()
-	go func() {
-		select {
-		case <-moved:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
-}
-
-// readView returns a linearizable view of shard id from the local replica: directly when
-// it is the ready leader, else after the leader's read index (one call per batch of
-// concurrent reads, readindex.go) is applied here.
-func (h *Host) readView(ctx context.Context, id int) (*meta.View, error) {
-	var v *meta.View
-	err := h.onLeader(ctx, id, func(r *shard.Shard) (err error) {
-		v, err = r.ReadView(ctx)
-		return err
-	}, func(addr string) error {
-		r := h.Replica(id)
-		if r == nil {
-			return fmt.Errorf("%w: no replica of shard %d on this node", shard.ErrNotLeader, id)
-		}
-		index, err := h.readIndexes.get(ctx, addr, id)
-		if err != nil {
-			return err
-		}
-		v, err = r.ReadViewAt(ctx, index)
-		return err
-	})
-	return v, err
-}
-
-// onLeader runs local when this node's replica of shard id is the ready leader, remote
-// with the leader's peer address when another node leads, and waits (up to leaderWait)
-// while no leader is known or the call met a replica that just stopped leading: those
-// answers applied nothing. Any other error is returned as is.
-func (h *Host) onLeader(ctx context.Context, id int, local func(*shard.Shard) error, remote func(addr string) error) error {
-	deadline := time.Now().Add(leaderWait)
-	for {
-		var err error
-		r := h.Replica(id)
-		node, addr := h.leaderOf(id)
-		switch {
-		case r != nil && r.Ready():
-			err = local(r)
-		case node != "" && node != h.cfg.NodeID && h.peers != nil && addr != "":
-			err = remote(addr)
-		case h.peers == nil && r == nil:
-			return shard.ErrClosed
-		default:
-			err = fmt.Errorf("%w: shard %d has no ready leader right now", shard.ErrNotLeader, id)
-		}
-		if err == nil || !errors.Is(err, shard.ErrNotLeader) || h.closing.Load() {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(leaderPoll):
-		}
-	}
-}
-
-// leaderOf returns the node id and peer address of shard id's leader as this node knows
-// it: its own replica's view first, then (cluster) the leader hint and the registry.
-func (h *Host) leaderOf(id int) (node, addr string) {
-	if r := h.Replica(id); r != nil {
-		if n, a := r.Leader(); n != "" {
-			return n, a
-		}
-	}
-	if h.cluster == nil {
-		return "", ""
-	}
-	return h.cluster.hintedLeader(id)
-}

@@ -143,7 +143,6 @@ func newTestClusterFSM(t testing.TB, shards int, placeOnSight bool, fsm meta.Opt
 			Cluster: &ClusterConfig{Peer: m}})
 		c.hosts = append(c.hosts, h)
 		h.placement = c.placement
-		h.usePeerPort(h.cfg.Cluster)
 		h.goRun(func() { h.watchLeadership(wctx) })
 		if err := h.ServePeer(http.NotFoundHandler()); err != nil {
 			t.Fatal(err)
@@ -184,7 +183,7 @@ func (c *testCluster) formGroup(ctx context.Context, id, founder int) error {
 		if h == f {
 			continue
 		}
-		if _, err := h.ensureReplica(id); err != nil {
+		if _, err := h.replicas.ensure(id); err != nil {
 			return err
 		}
 		if err := c.onLeader(ctx, id, "add", h); err != nil {

@@ -7,6 +7,15 @@
 // leadership to the leader-only workers, and drives the moves of roots between shards for
 // the controller (move.go).
 //
+// Host holds the parts, each built once with it and holding only what it uses: the local
+// replicas (replicaSet, replicas.go); the calls on a shard's leader, here or over the peer
+// port, behind the cluster-version gate (leaderCalls, leader.go, versions.go); a cluster
+// node's state from etcd and the leader hints it publishes (clusterState, cluster.go); the
+// moves of roots and the rebalance switch (Mover, move.go, move_export.go, rebalance.go);
+// the recovery of a shard that lost a majority (Recovery, recover.go); the shards by
+// number, for node-wide operations such as a backup (Shards, shards.go). Host.Mover,
+// Host.Recovery and Host.Shards return the exported ones.
+//
 // The embedded default is a Host with one fixed shard (0), a single voter on an in-memory
 // transport and a static placement (Static); a cluster node is a Host whose placement,
 // replica sets, registry and leader hints live in etcd (shard/control). Both answer
@@ -35,7 +44,7 @@
 //     placed (etcd) by its first write.
 //   - Every wait on etcd or a peer has a deadline and ends in a retryable error.
 //   - A shard that lost a majority of its voters is recovered on a survivor only
-//     (RecoverShard): never while it has a leader or a majority of registered voters. A
+//     (Recovery.Recover): never while it has a leader or a majority of registered voters. A
 //     replica directory older than its shard's recovery epoch is moved aside, never
 //     opened: its log is of the group before the recovery.
 //   - A move's copy reads one view of the source, kept by the source's leader; a leader

@@ -3,13 +3,8 @@ package host
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cairnstore/cairn/meta"
@@ -77,37 +72,35 @@ type Host struct {
 	log       *slog.Logger
 	placement Placement
 
-	mu       sync.RWMutex
-	replicas map[int]*shard.Shard
-	// damaged holds the replicas whose storage failed its check at open (shard.ErrDamaged):
-	// they are not opened again, which would only read the damaged log once more per call.
-	damaged map[int]error
-	// recovering are the shards whose local replica is closed for a recovery from a lost
-	// majority (recover.go): not opened again until it ends.
-	recovering map[int]bool
-	assigned   sync.Map // agent → struct{}: roots known assigned on their shard
+	// replicas are the local replicas (replicas.go).
+	replicas *replicaSet
+	assigned *sync.Map // agent → struct{}: roots known assigned on their shard
 
-	// kick wakes the leadership loop when a replica's readiness changed; reannounce makes
-	// it repeat its reports of the replicas that lead.
-	kick       chan struct{}
+	// reannounce makes the leadership loop repeat its reports of the replicas that lead
+	// (replicas.kick wakes it when a replica's readiness changed).
 	reannounce chan struct{}
-	closing    atomic.Bool
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 
-	peers *peerClient // nil in the embedded default
-	// readIndexes batches the read-index calls of follower reads (nil with peers).
-	readIndexes *readIndexBatcher
-	cluster     *clusterState
+	// leaders runs calls on a shard's leader, here or over the peer port (leader.go).
+	leaders *leaderCalls
+	peers   *peerClient   // nil in the embedded default
+	cluster *clusterState // nil in the embedded default
 	// followerReads counts reads at a snapshot id served from a replica that did not lead.
 	followerReads *followerReadCounter
 	// raftTimings are the replicas' latency histograms (cairn_shard_*_duration_seconds).
 	raftTimings *shard.Metrics
 	// stored caches each led replica's count of its roots and stored bytes (load.go).
-	stored storedLoads
+	stored *storedLoads
 	// exports are the views the moves' copies read from, on the source's leader
 	// (move_export.go).
-	exports exportViews
+	exports *exportViews
+	// mover drives the moves of roots between shards (move.go).
+	mover *Mover
+	// recovery recovers shards that lost a majority on this node (recover.go).
+	recovery *Recovery
+	// shards are the shards by number, for node-wide operations such as backups (shards.go).
+	shards *Shards
 }
 
 // Open starts a host: for the embedded default it opens the replica of shard 0 (created
@@ -121,10 +114,13 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.NodeID == "" || cfg.DataDir == "" {
 		return nil, errors.New("host: Config.NodeID and Config.DataDir are required")
 	}
+	if cc := cfg.Cluster; cc != nil && (cc.Peer == nil || cc.Plane == nil) {
+		return nil, errors.New("host: ClusterConfig.Peer and ClusterConfig.Plane are required")
+	}
 	h, wctx := newHost(cfg)
 	if cfg.Cluster == nil {
 		h.placement = Static{Shard: EmbeddedShard}
-		if _, err := h.ensureReplica(EmbeddedShard); err != nil {
+		if _, err := h.replicas.ensure(EmbeddedShard); err != nil {
 			h.Close()
 			return nil, err
 		}
@@ -138,12 +134,21 @@ func Open(ctx context.Context, cfg Config) (*Host, error) {
 	return h, nil
 }
 
-// newHost returns a host with no replica, no placement and no peer port yet, and the
-// context its background work runs under (Close ends it).
+// newHost returns a host with no replica and no placement yet, and the context its
+// background work runs under (Close ends it). A cluster node's host calls other nodes
+// over cfg.Cluster's peer port (it does not serve it yet: ServePeer).
 func newHost(cfg Config) (*Host, context.Context) {
-	h := &Host{cfg: cfg, log: cfg.Logger, replicas: map[int]*shard.Shard{}, damaged: map[int]error{}, recovering: map[int]bool{},
-		kick: make(chan struct{}, 1), reannounce: make(chan struct{}, 1), followerReads: newFollowerReadCounter(),
-		raftTimings: shard.NewMetrics()}
+	h := &Host{cfg: cfg, log: cfg.Logger, reannounce: make(chan struct{}, 1), followerReads: newFollowerReadCounter(),
+		raftTimings: shard.NewMetrics(), stored: &storedLoads{}, assigned: &sync.Map{}, exports: &exportViews{}}
+	h.replicas = newReplicaSet(cfg, h.raftTimings, h.stored)
+	if cc := cfg.Cluster; cc != nil {
+		h.cluster = newClusterState(cc, cfg.NodeID, cfg.Logger)
+		h.peers = newPeerClient(cc.Peer)
+	}
+	h.leaders = newLeaderCalls(cfg.NodeID, h.replicas, h.cluster, h.peers)
+	h.recovery = &Recovery{self: cfg.NodeID, log: cfg.Logger, cluster: h.cluster, replicas: h.replicas}
+	h.shards = &Shards{cluster: h.cluster, leaders: h.leaders, replicas: h.replicas}
+	h.mover = &Mover{log: cfg.Logger, cluster: h.cluster, leaders: h.leaders, peers: h.peers, exports: h.exports, assigned: h.assigned}
 	wctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	return h, wctx
@@ -175,119 +180,10 @@ func (h *Host) goRun(f func()) {
 }
 
 // Replica returns the local replica of shard id, or nil.
-func (h *Host) Replica(id int) *shard.Shard {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return h.replicas[id]
-}
+func (h *Host) Replica(id int) *shard.Shard { return h.replicas.get(id) }
 
 // Replicas returns the local replicas by shard id.
-func (h *Host) Replicas() map[int]*shard.Shard {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	out := make(map[int]*shard.Shard, len(h.replicas))
-	for id, r := range h.replicas {
-		out[id] = r
-	}
-	return out
-}
-
-// replicaIDs returns the local replicas' shard ids in order.
-func (h *Host) replicaIDs() []int {
-	list := h.Replicas()
-	ids := make([]int, 0, len(list))
-	for id := range list {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
-	return ids
-}
-
-// ensureReplica opens the local replica of shard id if it is not open.
-func (h *Host) ensureReplica(id int) (*shard.Shard, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if r, ok := h.replicas[id]; ok {
-		return r, nil
-	}
-	if h.closing.Load() {
-		return nil, shard.ErrClosed
-	}
-	if err, ok := h.damaged[id]; ok {
-		return nil, err
-	}
-	if h.recovering[id] {
-		return nil, fmt.Errorf("%w: shard %d is being recovered on this node", shard.ErrClosed, id)
-	}
-	r, err := shard.Open(h.replicaConfig(id))
-	if err != nil {
-		err = fmt.Errorf("open replica of shard %d: %w", id, err)
-		if errors.Is(err, shard.ErrDamaged) {
-			h.damaged[id] = err
-		}
-		return nil, err
-	}
-	h.replicas[id] = r
-	if h.cfg.Cluster != nil {
-		h.log.Info("replica opened", "shard", id)
-	}
-	return r, nil
-}
-
-// replicaDir is the directory of the local replica of shard id.
-func (h *Host) replicaDir(id int) string {
-	return filepath.Join(h.cfg.DataDir, "shards", strconv.Itoa(id))
-}
-
-// replicaConfig is the configuration of the local replica of shard id.
-func (h *Host) replicaConfig(id int) shard.Config {
-	scfg := shard.Config{
-		Dir:               h.replicaDir(id),
-		NodeID:            h.cfg.NodeID,
-		FSM:               h.cfg.FSM,
-		SnapshotInterval:  h.cfg.SnapshotInterval,
-		SnapshotThreshold: h.cfg.SnapshotThreshold,
-		Logger:            h.log,
-		Metrics:           h.raftTimings.Replica(strconv.Itoa(id)),
-		OnReady: func(bool) {
-			select {
-			case h.kick <- struct{}{}:
-			default:
-			}
-		},
-	}
-	if c := h.cfg.Cluster; c != nil {
-		scfg.FSM.RequireRootAssignment = true
-		scfg.FSM.RootUIDPrefix = fmt.Sprintf("s%dr", id)
-		scfg.Logger = h.log.With("shard", id)
-		scfg.Peer = c.Peer
-		scfg.ShardID = strconv.Itoa(id)
-	}
-	return scfg
-}
-
-// closeReplica closes and forgets the local replica of shard id (its data stays on disk).
-func (h *Host) closeReplica(id int) {
-	h.mu.Lock()
-	r, ok := h.replicas[id]
-	delete(h.replicas, id)
-	h.mu.Unlock()
-	if ok {
-		// The workers stop before the replica closes under them; the loop's own report
-		// of the change follows (stopping twice is harmless).
-		h.tell(id, r, false)
-		_ = r.Close()
-		h.stored.forget(r)
-		h.kickLeadership()
-	}
-}
-
-func (h *Host) kickLeadership() {
-	select {
-	case h.kick <- struct{}{}:
-	default:
-	}
-}
+func (h *Host) Replicas() map[int]*shard.Shard { return h.replicas.all() }
 
 // leadershipPoll is how often the leadership loop looks at the replicas without being
 // woken (a backstop for a missed wake-up and for hint writes that failed while etcd was
@@ -302,7 +198,7 @@ func (h *Host) watchLeadership(ctx context.Context) {
 	defer t.Stop()
 	defer func() {
 		for id := range leads {
-			h.tell(id, nil, false)
+			h.replicas.tell(id, nil, false)
 		}
 	}()
 	for {
@@ -310,27 +206,27 @@ func (h *Host) watchLeadership(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-h.kick:
+		case <-h.replicas.kick:
 		case <-h.reannounce:
 			for id, r := range leads {
-				h.tell(id, r, true)
+				h.replicas.tell(id, r, true)
 			}
 		}
 		list := h.Replicas()
 		for id, r := range leads {
 			if list[id] != r || !r.Ready() {
 				delete(leads, id)
-				h.tell(id, r, false)
+				h.replicas.tell(id, r, false)
 			}
 		}
 		for id, r := range list {
 			if _, ok := leads[id]; !ok && r.Ready() {
 				leads[id] = r
-				h.tell(id, r, true)
+				h.replicas.tell(id, r, true)
 			}
 		}
 		if h.cluster != nil {
-			h.publishHints(ctx, list)
+			h.cluster.publishHints(ctx, list)
 		}
 	}
 }
@@ -345,17 +241,11 @@ func (h *Host) Reannounce() {
 	}
 }
 
-func (h *Host) tell(id int, r *shard.Shard, leads bool) {
-	if h.cfg.OnLeadership != nil {
-		h.cfg.OnLeadership(id, r, leads)
-	}
-}
-
 // TransferLeadership hands the leadership of every shard this node leads to another
 // voter (SIGTERM), so that clients see a short handover instead of an election timeout.
 // From then on the host refuses new replicas.
 func (h *Host) TransferLeadership(ctx context.Context) {
-	h.closing.Store(true)
+	h.replicas.closing.Store(true)
 	var wg sync.WaitGroup
 	for id, r := range h.Replicas() {
 		if r.Stats().State != "Leader" || !hasOtherVoter(r, h.cfg.NodeID) {
@@ -375,7 +265,7 @@ func (h *Host) TransferLeadership(ctx context.Context) {
 }
 
 // Closing reports whether the host is shutting down (TransferLeadership or Close ran).
-func (h *Host) Closing() bool { return h.closing.Load() }
+func (h *Host) Closing() bool { return h.replicas.closing.Load() }
 
 // hasOtherVoter reports whether r's group has a voter other than self.
 func hasOtherVoter(r *shard.Shard, self string) bool {
@@ -393,7 +283,7 @@ func hasOtherVoter(r *shard.Shard, self string) bool {
 
 // Close stops the host: the controller, the registration, the fwd stream, every replica.
 func (h *Host) Close() error {
-	h.closing.Store(true)
+	h.replicas.closing.Store(true)
 	if h.cancel != nil {
 		h.cancel()
 	}
@@ -408,13 +298,6 @@ func (h *Host) Close() error {
 	if h.placement != nil {
 		h.placement.Close()
 	}
-	h.mu.Lock()
-	for id, r := range h.replicas {
-		if err := r.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("shard %d: %w", id, err))
-		}
-		delete(h.replicas, id)
-	}
-	h.mu.Unlock()
+	errs = append(errs, h.replicas.closeAll())
 	return errors.Join(errs...)
 }

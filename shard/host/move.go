@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/cairnstore/cairn/meta"
@@ -18,6 +20,32 @@ import (
 // back (the import aborted on the target, the fence lifted on the source); after it, the
 // move only goes forward, resumed by whichever controller leads.
 
+// Mover moves agent roots between the shards of a cluster: it records an operator's move
+// (StartMove) and lists the moves, drives each move for the elected controller
+// (control.MoveDriver and control.MoveSweeper: DriveMove, SweepMove), and reads and sets
+// the switch of the rebalancer, which starts moves by itself. On the embedded default,
+// which has one shard, StartMove, Moves and the switch answer ErrNotCluster.
+//
+// Invariants: a move's commands go to the source's and the target's leaders, each
+// idempotent under the move's id; its copy reads one view of the source, which the
+// source's leader keeps (exportViews), and a copy whose view is lost rolls back. Before
+// the placement switch a move only rolls back; after it, it only goes forward. A moved
+// root leaves this node's roots known assigned: its new shard assigned it at the import.
+type Mover struct {
+	log     *slog.Logger
+	cluster *clusterState // nil on the embedded default
+	leaders *leaderCalls
+	peers   *peerClient
+	// exports are the views this node keeps as a source's leader: a copy driven here
+	// reads them directly.
+	exports *exportViews
+	// assigned are the host's roots known assigned on their shard.
+	assigned *sync.Map
+}
+
+// Mover returns the host's root mover.
+func (h *Host) Mover() *Mover { return h.mover }
+
 // moveStepTimeout bounds one step of a move (a command on a shard's leader, with its
 // retries across an election).
 const moveStepTimeout = 30 * time.Second
@@ -30,62 +58,62 @@ const movePause = 100 * time.Millisecond
 const moveWalkWait = 2 * time.Minute
 
 // DriveMove carries out run's move from the step its record names (control.MoveDriver).
-func (h *Host) DriveMove(ctx context.Context, run *control.MoveRun) error {
+func (mv *Mover) DriveMove(ctx context.Context, run *control.MoveRun) error {
 	m := run.Move()
 	if m.Step == control.MoveRollingBack || run.Resumed && !m.Step.Committed() {
 		reason := m.Reason
 		if reason == "" {
 			reason = "the move was interrupted before its switch (its driver stopped); nothing changed: start it again"
 		}
-		return h.rollbackMove(ctx, run, reason)
+		return mv.rollbackMove(ctx, run, reason)
 	}
 	if !m.Step.Committed() {
-		if err := h.copyMove(ctx, run); err != nil {
+		if err := mv.copyMove(ctx, run); err != nil {
 			if errors.Is(err, control.ErrDeposed) || ctx.Err() != nil {
 				return err // the next controller resumes it
 			}
-			h.log.Warn("root move failed before its switch; rolling back", "move", m.ID, "root", m.Root, "err", err)
-			return h.rollbackMove(ctx, run, moveFailure(err))
+			mv.log.Warn("root move failed before its switch; rolling back", "move", m.ID, "root", m.Root, "err", err)
+			return mv.rollbackMove(ctx, run, moveFailure(err))
 		}
 		if err := run.Switch(ctx); err != nil {
 			if errors.Is(err, control.ErrConflict) {
-				return h.rollbackMove(ctx, run, "the root's placement changed during the move")
+				return mv.rollbackMove(ctx, run, "the root's placement changed during the move")
 			}
 			return err // unknown: the record says whether the switch happened; resumed from it
 		}
 	}
 	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
 	if run.Move().Step == control.MoveSwitched {
-		if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportConfirm{MoveRef: ref}); err != nil {
+		if _, err := mv.proposeMove(ctx, m.Target, meta.MoveImportConfirm{MoveRef: ref}); err != nil {
 			return err
 		}
 		if err := run.Step(ctx, control.MoveConfirmed, nil); err != nil {
 			return err
 		}
 	}
-	if _, err := h.proposeMove(ctx, m.Source, meta.MoveRelease{MoveRef: ref}); err != nil {
+	if _, err := mv.proposeMove(ctx, m.Source, meta.MoveRelease{MoveRef: ref}); err != nil {
 		return err
 	}
-	h.forgetAssigned(m.Root)
+	mv.assigned.Delete(m.Root) // its new shard assigned it at the import
 	return run.Step(ctx, control.MoveDone, nil)
 }
 
 // copyMove runs steps 2 to 5: the target begins the import, the source fences the root,
 // the records are copied from one view of the source, the target finishes the import.
-func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
+func (mv *Mover) copyMove(ctx context.Context, run *control.MoveRun) error {
 	m := run.Move()
 	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
 	if err := run.Step(ctx, control.MoveRequested, nil); err != nil { // claim it for this term
 		return err
 	}
-	uid, err := h.exportStep(ctx, m.Source, exportRequest{Agent: m.Root, MoveID: m.ID, UIDOnly: true})
+	uid, err := mv.exportStep(ctx, m.Source, exportRequest{Agent: m.Root, MoveID: m.ID, UIDOnly: true})
 	if err != nil {
 		return err
 	}
 	if err := run.Check(ctx); err != nil {
 		return err
 	}
-	if _, err := h.proposeMoveAfterWalks(ctx, m.Target, ref, meta.MoveImportBegin{MoveRef: ref, RootUID: uid.RootUID}); err != nil {
+	if _, err := mv.proposeMoveAfterWalks(ctx, m.Target, ref, meta.MoveImportBegin{MoveRef: ref, RootUID: uid.RootUID}); err != nil {
 		return err
 	}
 	if err := run.Step(ctx, control.MoveImporting, nil); err != nil {
@@ -94,10 +122,10 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 	// The pre-copy: the records as they are now, while the root still takes writes; after
 	// the fence only what changed since is shipped (meta/move_delta.go), so the writes
 	// pause for the difference, not for the root. Only once every node applies a delta.
-	pre := h.everyNodeAtLeast(meta.MoveDeltaVersion)
+	pre := mv.cluster.everyNodeAtLeast(meta.MoveDeltaVersion)
 	var cp chunkCopy
 	if pre {
-		if err := h.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, PreCopy: true}); err != nil {
+		if err := mv.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, PreCopy: true}); err != nil {
 			return err
 		}
 		if err := cp.report(ctx, run); err != nil { // the pre-copy's counts, for cairn admin root moves
@@ -107,13 +135,13 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 	if err := run.Check(ctx); err != nil {
 		return err
 	}
-	if _, err := h.proposeMoveAfterWalks(ctx, m.Source, ref, meta.MoveFence{MoveRef: ref}); err != nil {
+	if _, err := mv.proposeMoveAfterWalks(ctx, m.Source, ref, meta.MoveFence{MoveRef: ref}); err != nil {
 		return err
 	}
 	if err := run.Step(ctx, control.MoveFenced, nil); err != nil {
 		return err
 	}
-	if err := h.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, Delta: pre}); err != nil {
+	if err := mv.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, Delta: pre}); err != nil {
 		return err
 	}
 	chunks, records, last := cp.chunks, cp.records, cp.last
@@ -123,7 +151,7 @@ func (h *Host) copyMove(ctx context.Context, run *control.MoveRun) error {
 	if err := run.Check(ctx); err != nil {
 		return err
 	}
-	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportFinish{MoveRef: ref, Chunks: chunks, Records: records,
+	if _, err := mv.proposeMove(ctx, m.Target, meta.MoveImportFinish{MoveRef: ref, Chunks: chunks, Records: records,
 		SourceVersion: last.Version, SourceNextListID: last.NextListID, SourceSeq: last.Seq}); err != nil {
 		return err
 	}
@@ -151,11 +179,11 @@ func (cp *chunkCopy) report(ctx context.Context, run *control.MoveRun) error {
 // copyChunks pulls the export req names from the source chunk by chunk and imports each on
 // the target (as a delta when req is one), counting into cp; a pre-copy writes its counts
 // to the move's record every moveProgressEvery.
-func (h *Host) copyChunks(ctx context.Context, run *control.MoveRun, cp *chunkCopy, req exportRequest) error {
+func (mv *Mover) copyChunks(ctx context.Context, run *control.MoveRun, cp *chunkCopy, req exportRequest) error {
 	m := run.Move()
 	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
 	for {
-		rep, err := h.exportStep(ctx, m.Source, req)
+		rep, err := mv.exportStep(ctx, m.Source, req)
 		if err != nil {
 			return err
 		}
@@ -164,7 +192,7 @@ func (h *Host) copyChunks(ctx context.Context, run *control.MoveRun, cp *chunkCo
 				return err
 			}
 			chunk := meta.MoveImportChunk{MoveRef: ref, Seq: cp.chunks, Data: rep.Chunk.Data, Delta: req.Delta}
-			if _, err := h.proposeMove(ctx, m.Target, chunk); err != nil {
+			if _, err := mv.proposeMove(ctx, m.Target, chunk); err != nil {
 				return err
 			}
 			cp.chunks++
@@ -183,23 +211,9 @@ func (h *Host) copyChunks(ctx context.Context, run *control.MoveRun, cp *chunkCo
 	}
 }
 
-// everyNodeAtLeast reports whether every registered node publishes cluster version v.
-func (h *Host) everyNodeAtLeast(v int) bool {
-	ns := h.cluster.nodes.Load()
-	if ns == nil {
-		return false
-	}
-	for id := range *ns {
-		if h.cluster.nodeVersion(id) < v {
-			return false
-		}
-	}
-	return true
-}
-
 // rollbackMove undoes a move that did not reach its switch: the import is aborted on the
 // target, the fence lifted on the source (both succeed when there is nothing to undo).
-func (h *Host) rollbackMove(ctx context.Context, run *control.MoveRun, reason string) error {
+func (mv *Mover) rollbackMove(ctx context.Context, run *control.MoveRun, reason string) error {
 	m := run.Move()
 	if m.Step.Committed() {
 		return fmt.Errorf("host: move %s switched its placement already; it cannot roll back", m.ID)
@@ -210,10 +224,10 @@ func (h *Host) rollbackMove(ctx context.Context, run *control.MoveRun, reason st
 		}
 	}
 	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
-	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportAbort{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) {
+	if _, err := mv.proposeMove(ctx, m.Target, meta.MoveImportAbort{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) {
 		return err
 	}
-	if _, err := h.proposeMove(ctx, m.Source, meta.MoveLift{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) {
+	if _, err := mv.proposeMove(ctx, m.Source, meta.MoveLift{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) {
 		return err
 	}
 	return run.Step(ctx, control.MoveRolledBack, nil)
@@ -222,12 +236,12 @@ func (h *Host) rollbackMove(ctx context.Context, run *control.MoveRun, reason st
 // SweepMove undoes rolled-back move m once more (control.MoveSweeper): a deposed
 // controller's command in flight may have fenced the root, or begun an import, after the
 // rollback. Only this move's records are touched.
-func (h *Host) SweepMove(ctx context.Context, m control.RootMove) error {
+func (mv *Mover) SweepMove(ctx context.Context, m control.RootMove) error {
 	ref := meta.MoveRef{Agent: m.Root, MoveID: m.ID}
-	if _, err := h.proposeMove(ctx, m.Target, meta.MoveImportAbort{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) && !isState(err) {
+	if _, err := mv.proposeMove(ctx, m.Target, meta.MoveImportAbort{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) && !isState(err) {
 		return err
 	}
-	if _, err := h.proposeMove(ctx, m.Source, meta.MoveLift{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) && !isState(err) {
+	if _, err := mv.proposeMove(ctx, m.Source, meta.MoveLift{MoveRef: ref}); err != nil && !anotherMove(err, m.ID) && !isState(err) {
 		return err
 	}
 	return nil
@@ -280,20 +294,20 @@ func moveFailure(err error) string {
 // has no leader or the outcome is unknown (every move command is idempotent under its
 // move id), for at most moveStepTimeout. A refusal of the FSM comes back as its
 // *meta.Error.
-func (h *Host) proposeMove(ctx context.Context, id int, b meta.Body) (meta.Result, error) {
+func (mv *Mover) proposeMove(ctx context.Context, id int, b meta.Body) (meta.Result, error) {
 	var res meta.Result
 	err := retryMoveStep(ctx, func(ctx context.Context) (err error) {
-		if h.Replica(id) != nil {
-			res, err = h.propose(ctx, id, meta.Header{}, b)
+		if mv.leaders.replicas.get(id) != nil {
+			res, err = mv.leaders.propose(ctx, id, meta.Header{}, b)
 			return err
 		}
 		// The cluster version was checked on every node when the move was recorded; a node
 		// without a replica of the shard has no configuration to gate on.
-		return h.onLeader(ctx, id, func(r *shard.Shard) (err error) {
+		return mv.leaders.onLeader(ctx, id, func(r *shard.Shard) (err error) {
 			res, err = r.Propose(ctx, meta.Header{}, b)
 			return err
 		}, func(addr string) (err error) {
-			res, err = h.peers.propose(ctx, addr, id, meta.Header{}, b)
+			res, err = mv.peers.propose(ctx, addr, id, meta.Header{}, b)
 			return err
 		})
 	})
@@ -313,17 +327,17 @@ func (h *Host) proposeMove(ctx context.Context, id int, b meta.Body) (meta.Resul
 // itself, one retention step per command the shard applies; the wait drives it with
 // MoveWalk commands (32 steps each) once every node applies them, else with the refused
 // step's own tries. So a root moved back soon after a move does not roll back for it.
-func (h *Host) proposeMoveAfterWalks(ctx context.Context, id int, ref meta.MoveRef, b meta.Body) (meta.Result, error) {
+func (mv *Mover) proposeMoveAfterWalks(ctx context.Context, id int, ref meta.MoveRef, b meta.Body) (meta.Result, error) {
 	deadline := time.Now().Add(moveWalkWait)
 	var walked *meta.MoveRecord // the walking record as the last MoveWalk left it
 	for {
-		res, err := h.proposeMove(ctx, id, b)
+		res, err := mv.proposeMove(ctx, id, b)
 		other, ok := walking(err, ref.MoveID)
 		if err == nil || !ok || time.Now().After(deadline) {
 			return res, err
 		}
-		if h.everyNodeAtLeast(meta.OpVersion(meta.OpMoveWalk)) {
-			w, werr := h.proposeMove(ctx, id, meta.MoveWalk{MoveRef: meta.MoveRef{Agent: ref.Agent, MoveID: other}})
+		if mv.cluster.everyNodeAtLeast(meta.OpVersion(meta.OpMoveWalk)) {
+			w, werr := mv.proposeMove(ctx, id, meta.MoveWalk{MoveRef: meta.MoveRef{Agent: ref.Agent, MoveID: other}})
 			progressed := werr == nil && (w.Move == nil || walked == nil || *w.Move != *walked)
 			walked = w.Move
 			if progressed {
@@ -354,10 +368,10 @@ func walking(err error, id string) (string, bool) {
 
 // exportStep is export with the retries of a move step; a refusal of the source comes back
 // as its *meta.Error.
-func (h *Host) exportStep(ctx context.Context, source int, req exportRequest) (exportReply, error) {
+func (mv *Mover) exportStep(ctx context.Context, source int, req exportRequest) (exportReply, error) {
 	var rep exportReply
 	err := retryMoveStep(ctx, func(ctx context.Context) (err error) {
-		rep, err = h.export(ctx, source, req)
+		rep, err = mv.export(ctx, source, req)
 		return err
 	})
 	switch {
@@ -387,24 +401,20 @@ func retryMoveStep(ctx context.Context, f func(context.Context) error) error {
 	}
 }
 
-// forgetAssigned drops what this node knew of root's assignment to its shard (a moved
-// root is held by its new shard, which assigned it at the import).
-func (h *Host) forgetAssigned(root string) { h.assigned.Delete(root) }
-
 // StartMove records a move of root to shard target (control.Plane.StartMove); the elected
 // controller drives it. Errors: ErrNotCluster, and those of control.Plane.StartMove.
-func (h *Host) StartMove(ctx context.Context, root string, target int) (control.RootMove, error) {
-	if h.cluster == nil {
+func (mv *Mover) StartMove(ctx context.Context, root string, target int) (control.RootMove, error) {
+	if mv.cluster == nil {
 		return control.RootMove{}, ErrNotCluster
 	}
-	return h.cluster.cfg.Plane.StartMove(ctx, root, target, time.Now())
+	return mv.cluster.cfg.Plane.StartMove(ctx, root, target, time.Now())
 }
 
 // Moves lists the cluster's root moves, oldest first. Errors: ErrNotCluster,
 // control.ErrControlPlaneUnavailable.
-func (h *Host) Moves(ctx context.Context) ([]control.RootMove, error) {
-	if h.cluster == nil {
+func (mv *Mover) Moves(ctx context.Context) ([]control.RootMove, error) {
+	if mv.cluster == nil {
 		return nil, ErrNotCluster
 	}
-	return h.cluster.cfg.Plane.Moves(ctx)
+	return mv.cluster.cfg.Plane.Moves(ctx)
 }

@@ -81,8 +81,8 @@ type exportView struct {
 	err   *meta.Error // a refusal of the view's check (never kept)
 }
 
-// exportLocal serves req on r, this node's replica of the source, which leads it.
-func (h *Host) exportLocal(ctx context.Context, r *shard.Shard, req exportRequest) (exportReply, error) {
+// serve serves req on r, this node's replica of the source, which leads it.
+func (ev *exportViews) serve(ctx context.Context, r *shard.Shard, req exportRequest) (exportReply, error) {
 	if req.UIDOnly {
 		v, err := r.ReadView(ctx)
 		if err != nil {
@@ -95,7 +95,7 @@ func (h *Host) exportLocal(ctx context.Context, r *shard.Shard, req exportReques
 		}
 		return exportReply{RootUID: root.UID}, nil
 	}
-	x, lost, err := h.exports.view(ctx, r, req.viewKey(), req.From == (meta.MovePosition{}), func(v *meta.View) *meta.Error {
+	x, lost, err := ev.view(ctx, r, req.viewKey(), req.From == (meta.MovePosition{}), func(v *meta.View) *meta.Error {
 		if req.PreCopy {
 			return nil // unfenced: ExportRoot refuses a root the view does not hold
 		}
@@ -115,7 +115,7 @@ func (h *Host) exportLocal(ctx context.Context, r *shard.Shard, req exportReques
 	}
 	var c meta.MoveExportChunk
 	if req.Delta {
-		base, _, _ := h.exports.view(ctx, r, baseViewKey(req.MoveID), false, nil)
+		base, _, _ := ev.view(ctx, r, baseViewKey(req.MoveID), false, nil)
 		if base == nil || base.view == nil {
 			return exportReply{Lost: true}, nil
 		}
@@ -186,13 +186,13 @@ func (ev *exportViews) view(ctx context.Context, r *shard.Shard, key string, cre
 // export runs req on the source shard's leader: here when this node leads it, else over
 // the peer port. A refusal comes back as the reply's Err; errExportViewLost when the
 // leader has no view of the move to continue from.
-func (h *Host) export(ctx context.Context, source int, req exportRequest) (exportReply, error) {
+func (mv *Mover) export(ctx context.Context, source int, req exportRequest) (exportReply, error) {
 	var rep exportReply
-	err := h.onLeader(ctx, source, func(r *shard.Shard) (err error) {
-		rep, err = h.exportLocal(ctx, r, req)
+	err := mv.leaders.onLeader(ctx, source, func(r *shard.Shard) (err error) {
+		rep, err = mv.exports.serve(ctx, r, req)
 		return err
 	}, func(addr string) (err error) {
-		rep, err = h.peers.export(ctx, addr, source, req)
+		rep, err = mv.peers.export(ctx, addr, source, req)
 		return err
 	})
 	if err == nil && rep.Lost {
@@ -227,19 +227,15 @@ func (p *peerClient) export(ctx context.Context, addr string, id int, req export
 	return rep, nil
 }
 
-// serveExport serves POST /_cairn/peer/export/<shard> on the shard's leader.
-func (h *Host) serveExport(w http.ResponseWriter, r *http.Request, arg string) {
-	rep := h.leaderReplica(w, arg)
-	if rep == nil {
-		return
-	}
+// serveHTTP serves POST /_cairn/peer/export/<shard> on rep, the shard's leader.
+func (ev *exportViews) serveHTTP(w http.ResponseWriter, r *http.Request, rep *shard.Shard) {
 	var req exportRequest
 	if err := cbor.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
 		w.Header().Set(peerErrorHeader, "invalid")
 		http.Error(w, "export request unreadable", http.StatusBadRequest)
 		return
 	}
-	out, err := h.exportLocal(r.Context(), rep, req)
+	out, err := ev.serve(r.Context(), rep, req)
 	if err != nil {
 		writePeerError(w, err)
 		return

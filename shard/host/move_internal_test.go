@@ -99,7 +99,7 @@ func (c *moveCluster) runController(t testing.TB, i int) *control.Controller {
 	t.Helper()
 	h := c.hosts[i]
 	ctrl, err := c.plane.NewController(clusterAdmin{h}, control.ControllerConfig{ID: h.NodeID(), Interval: time.Second,
-		Grace: time.Minute, SessionTTL: 2 * time.Second, Mover: h, MoveSweepAfter: 2 * time.Second})
+		Grace: time.Minute, SessionTTL: 2 * time.Second, Mover: h.mover, MoveSweepAfter: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestARootMovesBackWhileTheShardItLeftStillReleasesIt(t *testing.T) {
 			t.Fatalf("move %d to shard %d ended %s: %s", n, to, got.Step, got.Reason)
 		}
 		if n == 0 {
-			left, err := c.hosts[0].readView(ctx, from)
+			left, err := c.hosts[0].leaders.readView(ctx, from)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -330,7 +330,7 @@ func TestCommandOfAFencedRootAppliesAfterTheFenceLifts(t *testing.T) {
 	ctx := t.Context()
 	id := c.placeWrittenRoot(t)
 	ref := meta.MoveRef{Agent: "a", MoveID: "m-fence"}
-	fence, err := c.hosts[0].proposeMove(ctx, id, meta.MoveFence{MoveRef: ref})
+	fence, err := c.hosts[0].mover.proposeMove(ctx, id, meta.MoveFence{MoveRef: ref})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestCommandOfAFencedRootAppliesAfterTheFenceLifts(t *testing.T) {
 		t.Fatalf("the command ended while the root was fenced: %+v %v", a.res.Err, a.err)
 	default:
 	}
-	if _, err := c.hosts[0].proposeMove(ctx, id, meta.MoveLift{MoveRef: ref}); err != nil {
+	if _, err := c.hosts[0].mover.proposeMove(ctx, id, meta.MoveLift{MoveRef: ref}); err != nil {
 		t.Fatal(err)
 	}
 	a := <-got
@@ -374,7 +374,7 @@ func TestCommandOfAFencedRootAppliesAfterTheFenceLifts(t *testing.T) {
 func TestCommandOfAFencedRootEndsRefusedAtItsDeadline(t *testing.T) {
 	c := newMoveCluster(t)
 	id := c.placeWrittenRoot(t)
-	if _, err := c.hosts[0].proposeMove(t.Context(), id, meta.MoveFence{MoveRef: meta.MoveRef{Agent: "a", MoveID: "m"}}); err != nil {
+	if _, err := c.hosts[0].mover.proposeMove(t.Context(), id, meta.MoveFence{MoveRef: meta.MoveRef{Agent: "a", MoveID: "m"}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
@@ -397,7 +397,7 @@ func TestDriveMoveRollsBackWhenAShardRefuses(t *testing.T) {
 	ctx := t.Context()
 	from := c.placeWrittenRoot(t)
 	to := 1 - from
-	if _, err := c.hosts[0].proposeMove(ctx, to, meta.MoveImportBegin{MoveRef: meta.MoveRef{Agent: "a", MoveID: "other"}, RootUID: "zz1"}); err != nil {
+	if _, err := c.hosts[0].mover.proposeMove(ctx, to, meta.MoveImportBegin{MoveRef: meta.MoveRef{Agent: "a", MoveID: "other"}, RootUID: "zz1"}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := c.plane.StartMove(ctx, "a", to, time.Now())
@@ -418,7 +418,7 @@ func TestDriveMoveRollsBackWhenAShardRefuses(t *testing.T) {
 		t.Fatalf("write after the rollback: %+v", res)
 	}
 	// A deposed controller's fence of the move lands after the rollback: the sweep lifts it.
-	if _, err := c.hosts[0].proposeMove(ctx, from, meta.MoveFence{MoveRef: meta.MoveRef{Agent: "a", MoveID: m.ID}}); err != nil {
+	if _, err := c.hosts[0].mover.proposeMove(ctx, from, meta.MoveFence{MoveRef: meta.MoveRef{Agent: "a", MoveID: m.ID}}); err != nil {
 		t.Fatal(err)
 	}
 	retry.Within(t, 20*time.Second, "the sweep lifts the late fence", func() error {
@@ -440,17 +440,17 @@ func TestExportOfAMoveWithoutItsViewIsLost(t *testing.T) {
 	id := c.placeWrittenRoot(t)
 	ref := meta.MoveRef{Agent: "a", MoveID: "m"}
 	// Not fenced: the export is refused.
-	if _, err := c.hosts[1].exportStep(ctx, id, exportRequest{Agent: "a", MoveID: "m"}); err == nil {
+	if _, err := c.hosts[1].mover.exportStep(ctx, id, exportRequest{Agent: "a", MoveID: "m"}); err == nil {
 		t.Fatal("an export of a root not fenced for the move was served")
 	}
-	if _, err := c.hosts[1].proposeMove(ctx, id, meta.MoveFence{MoveRef: ref}); err != nil {
+	if _, err := c.hosts[1].mover.proposeMove(ctx, id, meta.MoveFence{MoveRef: ref}); err != nil {
 		t.Fatal(err)
 	}
-	first, err := c.hosts[1].exportStep(ctx, id, exportRequest{Agent: "a", MoveID: "m"})
+	first, err := c.hosts[1].mover.exportStep(ctx, id, exportRequest{Agent: "a", MoveID: "m"})
 	if err != nil || first.Chunk.Records == 0 || !first.Chunk.Done {
 		t.Fatalf("first chunk: %+v %v", first.Chunk, err)
 	}
-	if _, err := c.hosts[2].exportStep(ctx, id, exportRequest{Agent: "a", MoveID: "other", From: meta.MovePosition{Table: 1}}); !errors.Is(err, errExportViewLost) {
+	if _, err := c.hosts[2].mover.exportStep(ctx, id, exportRequest{Agent: "a", MoveID: "other", From: meta.MovePosition{Table: 1}}); !errors.Is(err, errExportViewLost) {
 		t.Fatalf("an export continued without its view: %v, want errExportViewLost", err)
 	}
 }

@@ -37,7 +37,7 @@ func moved(res meta.Result) bool {
 
 // proposeMoving proposes b for c's root and handles the refusals of a move (above).
 func (c *rootCore) proposeMoving(ctx context.Context, hd meta.Header, b meta.Body) (meta.Result, error) {
-	res, err := c.h.propose(ctx, c.id, hd, b)
+	res, err := c.h.leaders.propose(ctx, c.id, hd, b)
 	if err != nil || !moved(res) || c.h.cluster == nil {
 		return res, err
 	}
@@ -45,7 +45,7 @@ func (c *rootCore) proposeMoving(ctx context.Context, hd meta.Header, b meta.Bod
 	defer cancel()
 	for {
 		if id, rerr := c.h.placement.Refresh(wctx, c.agent); rerr == nil && id != c.id {
-			c.h.forgetAssigned(c.agent)
+			c.h.assigned.Delete(c.agent)
 			return res, nil // the refusal: never re-routed as it is
 		}
 		if res.Err.Code == meta.CodeNotOwner {
@@ -57,7 +57,7 @@ func (c *rootCore) proposeMoving(ctx context.Context, hd meta.Header, b meta.Bod
 		case <-time.After(movingPoll):
 		}
 		if !c.stillMoving(wctx) {
-			next, err := c.h.propose(ctx, c.id, hd, b)
+			next, err := c.h.leaders.propose(ctx, c.id, hd, b)
 			if err != nil || !moved(next) {
 				return next, err
 			}

@@ -266,7 +266,9 @@ func (h *Host) servePeerAPI(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && op == "readindex":
 		h.serveReadIndex(w, r, arg)
 	case r.Method == http.MethodPost && op == "export":
-		h.serveExport(w, r, arg)
+		if rep := h.leaderReplica(w, arg); rep != nil {
+			h.exports.serveHTTP(w, r, rep)
+		}
 	case r.Method == http.MethodGet && op == "ping":
 		w.WriteHeader(http.StatusOK) // a controller's reachability probe (clusterAdmin.ReachesAny)
 	case r.Method == http.MethodGet && op == "stats":

@@ -19,7 +19,7 @@ const readIndexTimeout = 5 * time.Second
 // own batched leadership rounds (shard/confirm.go).
 type readIndexBatcher struct {
 	// call makes one read-index call to the leader at addr (peerClient.readIndex, ended
-	// early when the leader moves: Host.forwardContext).
+	// early when the leader moves: leaderCalls.forwardContext).
 	call    func(ctx context.Context, addr string, id int) (uint64, error)
 	mu      sync.Mutex
 	batches map[readIndexKey]*readIndexBatch

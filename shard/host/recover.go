@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,21 +87,38 @@ type RecoveryResult struct {
 // recoverTimeout bounds the etcd reads and the record write of a recovery.
 const recoverTimeout = 10 * time.Second
 
-// PlanRecovery checks that shard id may be recovered from node, which must be this node,
-// and says what it would keep and may lose; it changes nothing. Errors: ErrNotCluster;
+// Recovery recovers the shards that lost a majority of their voters on this node, their
+// survivor (see the top of this file), and aligns a replica directory with its shard's
+// recovery epoch before the replica opens. It holds the node's replicas, whose recovered
+// one it closes and reopens, and the cluster's state, whose control plane holds the
+// shards' records. Invariant: a shard is recovered only while it has no leader, no leader
+// hint and no majority of registered voters, and only on a voter of its group. On the
+// embedded default, which has one voter, Plan and Recover answer ErrNotCluster.
+type Recovery struct {
+	self     string // this node's id
+	log      *slog.Logger
+	cluster  *clusterState // nil on the embedded default
+	replicas *replicaSet
+}
+
+// Recovery returns the host's shard recovery.
+func (h *Host) Recovery() *Recovery { return h.recovery }
+
+// Plan checks that shard id may be recovered from node, which must be this node, and says
+// what it would keep and may lose; it changes nothing. Errors: ErrNotCluster;
 // ErrNoSuchShard; ErrNotSurvivor; ErrShardHasQuorum; control.ErrControlPlaneUnavailable.
-func (h *Host) PlanRecovery(ctx context.Context, id int, node string) (RecoveryPlan, error) {
-	p, _, err := h.planRecovery(ctx, id, node)
+func (rc *Recovery) Plan(ctx context.Context, id int, node string) (RecoveryPlan, error) {
+	p, _, err := rc.plan(ctx, id, node)
 	return p, err
 }
 
-func (h *Host) planRecovery(ctx context.Context, id int, node string) (RecoveryPlan, int64, error) {
-	if h.cluster == nil {
+func (rc *Recovery) plan(ctx context.Context, id int, node string) (RecoveryPlan, int64, error) {
+	if rc.cluster == nil {
 		return RecoveryPlan{}, 0, ErrNotCluster
 	}
 	ctx, cancel := context.WithTimeout(ctx, recoverTimeout)
 	defer cancel()
-	plane := h.cluster.cfg.Plane
+	plane := rc.cluster.cfg.Plane
 	cl, err := plane.Cluster(ctx)
 	if err != nil {
 		return RecoveryPlan{}, 0, err
@@ -108,10 +126,10 @@ func (h *Host) planRecovery(ctx context.Context, id int, node string) (RecoveryP
 	if id < 0 || id >= cl.Shards {
 		return RecoveryPlan{}, 0, control.Refuse(ErrNoSuchShard, "no such shard %d: the cluster has shards 0 to %d", id, cl.Shards-1)
 	}
-	if node != h.cfg.NodeID {
-		return RecoveryPlan{}, 0, control.Refuse(ErrNotSurvivor, "this node is %s, not %s: run the recovery on the survivor's admin listener", h.cfg.NodeID, node)
+	if node != rc.self {
+		return RecoveryPlan{}, 0, control.Refuse(ErrNotSurvivor, "this node is %s, not %s: run the recovery on the survivor's admin listener", rc.self, node)
 	}
-	r := h.Replica(id)
+	r := rc.replicas.get(id)
 	if r == nil {
 		return RecoveryPlan{}, 0, control.Refuse(ErrNotSurvivor, "node %s holds no open replica of shard %d", node, id)
 	}
@@ -162,55 +180,42 @@ func (h *Host) planRecovery(ctx context.Context, id int, node string) (RecoveryP
 	}
 	rec := sets[id]
 	plan.Epoch = rec.Epoch + 1
-	if have := readEpoch(h.replicaDir(id)); have >= plan.Epoch {
+	if have := readEpoch(rc.replicas.dir(id)); have >= plan.Epoch {
 		plan.Epoch = have + 1
 	}
 	return plan, rec.Revision, nil
 }
 
-// RecoverShard recovers shard id from node, this node (see the top of this file), after
-// the checks of PlanRecovery, which it repeats. Its answer says what the survivor's
-// replica holds. A failure before the replica was rewritten reopens it as it was; one
-// after leaves a replica that is its group's only voter, and running RecoverShard again
-// finishes the record. Errors: PlanRecovery's; shard.Recover's; control.ErrConflict when
-// the record kept changing.
-func (h *Host) RecoverShard(ctx context.Context, id int, node string) (RecoveryResult, error) {
-	plan, rev, err := h.planRecovery(ctx, id, node)
+// Recover recovers shard id from node, this node (see the top of this file), after the
+// checks of Plan, which it repeats. Its answer says what the survivor's replica holds. A
+// failure before the replica was rewritten reopens it as it was; one after leaves a
+// replica that is its group's only voter, and running Recover again finishes the record.
+// Errors: Plan's; shard.Recover's; control.ErrConflict when the record kept changing.
+func (rc *Recovery) Recover(ctx context.Context, id int, node string) (RecoveryResult, error) {
+	plan, rev, err := rc.plan(ctx, id, node)
 	if err != nil {
 		return RecoveryResult{}, err
 	}
-	h.mu.Lock()
-	r := h.replicas[id]
-	if r == nil || h.recovering[id] {
-		h.mu.Unlock()
+	if !rc.replicas.closeForRecovery(id) {
 		return RecoveryResult{}, control.Refuse(ErrNotSurvivor, "the replica of shard %d is closed or being recovered", id)
 	}
-	delete(h.replicas, id)
-	h.recovering[id] = true
-	h.mu.Unlock()
-	h.tell(id, r, false)
-	_ = r.Close()
-	dir := h.replicaDir(id)
+	dir := rc.replicas.dir(id)
 	err = writeEpoch(dir, plan.Epoch)
 	var rec shard.Recovered
 	if err == nil {
-		rec, err = shard.Recover(h.replicaConfig(id))
+		rec, err = shard.Recover(rc.replicas.config(id))
 	}
-	h.mu.Lock()
-	delete(h.recovering, id)
-	h.mu.Unlock()
-	if _, oerr := h.ensureReplica(id); oerr != nil && err == nil {
+	if oerr := rc.replicas.reopenAfterRecovery(id); oerr != nil && err == nil {
 		err = oerr
 	}
-	h.kickLeadership()
 	if err != nil {
 		return RecoveryResult{}, fmt.Errorf("recover shard %d: %w", id, err)
 	}
-	h.log.Warn("shard recovered from a lost majority: this node is its only voter", "shard", id,
+	rc.log.Warn("shard recovered from a lost majority: this node is its only voter", "shard", id,
 		"epoch", plan.Epoch, "last_index", rec.LastIndex, "version", rec.Version)
 	wctx, cancel := context.WithTimeout(ctx, recoverTimeout)
 	defer cancel()
-	plane := h.cluster.cfg.Plane
+	plane := rc.cluster.cfg.Plane
 	for {
 		err = plane.RecoverRecord(wctx, id, node, plan.Epoch, rev)
 		if !errors.Is(err, control.ErrConflict) {
@@ -257,8 +262,8 @@ func writeEpoch(dir string, epoch uint64) error {
 // aside (to shards/<id>.before-epoch-<epoch>, replacing an earlier one) so the replica
 // starts empty and receives the recovered group's snapshot; then the directory records
 // epoch.
-func (h *Host) alignEpoch(id int, epoch uint64) error {
-	dir := h.replicaDir(id)
+func (rc *Recovery) alignEpoch(id int, epoch uint64) error {
+	dir := rc.replicas.dir(id)
 	if epoch == 0 || readEpoch(dir) >= epoch {
 		return nil
 	}
@@ -270,7 +275,7 @@ func (h *Host) alignEpoch(id int, epoch uint64) error {
 		if err := os.Rename(dir, aside); err != nil {
 			return err
 		}
-		h.log.Warn("replica directory predates the shard's recovery: moved aside, the replica starts empty",
+		rc.log.Warn("replica directory predates the shard's recovery: moved aside, the replica starts empty",
 			"shard", id, "epoch", epoch, "moved_to", aside)
 	}
 	return writeEpoch(dir, epoch)

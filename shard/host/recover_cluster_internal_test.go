@@ -54,16 +54,16 @@ func TestRecoverShardOnTheSurvivorOfALostMajority(t *testing.T) {
 		}
 	}
 
-	if _, err := survivor.PlanRecovery(ctx, 0, "n0"); !errors.Is(err, ErrShardHasQuorum) {
+	if _, err := survivor.Recovery().Plan(ctx, 0, "n0"); !errors.Is(err, ErrShardHasQuorum) {
 		t.Fatalf("plan on a healthy shard: %v, want ErrShardHasQuorum", err)
 	}
-	if _, err := survivor.RecoverShard(ctx, 0, "n0"); !errors.Is(err, ErrShardHasQuorum) {
+	if _, err := survivor.Recovery().Recover(ctx, 0, "n0"); !errors.Is(err, ErrShardHasQuorum) {
 		t.Fatalf("recover a healthy shard: %v, want ErrShardHasQuorum", err)
 	}
-	if _, err := survivor.PlanRecovery(ctx, 0, "n1"); !errors.Is(err, ErrNotSurvivor) {
+	if _, err := survivor.Recovery().Plan(ctx, 0, "n1"); !errors.Is(err, ErrNotSurvivor) {
 		t.Fatalf("plan for another node: %v, want ErrNotSurvivor", err)
 	}
-	if _, err := survivor.PlanRecovery(ctx, 1, "n0"); !errors.Is(err, ErrNoSuchShard) {
+	if _, err := survivor.Recovery().Plan(ctx, 1, "n0"); !errors.Is(err, ErrNoSuchShard) {
 		t.Fatalf("plan for shard 1 of a one-shard cluster: %v, want ErrNoSuchShard", err)
 	}
 	retry.SucceedsSoon(t, "the survivor applied what was committed", func() error { return c.caughtUp(0, survivor) })
@@ -84,7 +84,7 @@ func TestRecoverShardOnTheSurvivorOfALostMajority(t *testing.T) {
 
 	var plan RecoveryPlan
 	retry.SucceedsSoon(t, "the survivor no longer knows a leader", func() error {
-		plan, err = survivor.PlanRecovery(ctx, 0, "n0")
+		plan, err = survivor.Recovery().Plan(ctx, 0, "n0")
 		if err != nil && !errors.Is(err, ErrShardHasQuorum) {
 			return fmt.Errorf("%w: %w", retry.ErrStop, err)
 		}
@@ -93,7 +93,7 @@ func TestRecoverShardOnTheSurvivorOfALostMajority(t *testing.T) {
 	if len(plan.Members) != 3 || plan.Epoch != 1 || plan.LastIndex < plan.AppliedIndex || plan.AppliedVersion != before {
 		t.Fatalf("plan %+v, want 3 members, epoch 1, applied version %d", plan, before)
 	}
-	res, err := survivor.RecoverShard(ctx, 0, "n0")
+	res, err := survivor.Recovery().Recover(ctx, 0, "n0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +120,10 @@ func TestRecoverShardOnTheSurvivorOfALostMajority(t *testing.T) {
 	if err != nil || !slices.Equal(sets[0].Voters, []string{"n0"}) || len(sets[0].Nonvoters) != 0 || sets[0].Epoch != 1 {
 		t.Fatalf("record %+v %v, want n0 alone at epoch 1", sets[0], err)
 	}
-	if got := readEpoch(survivor.replicaDir(0)); got != 1 {
+	if got := readEpoch(survivor.replicas.dir(0)); got != 1 {
 		t.Fatalf("the survivor's directory is at epoch %d, want 1", got)
 	}
-	if _, err := survivor.RecoverShard(ctx, 0, "n0"); !errors.Is(err, ErrShardHasQuorum) {
+	if _, err := survivor.Recovery().Recover(ctx, 0, "n0"); !errors.Is(err, ErrShardHasQuorum) {
 		t.Fatalf("recover again: %v, want ErrShardHasQuorum (it has a leader)", err)
 	}
 }

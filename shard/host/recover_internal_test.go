@@ -12,21 +12,21 @@ import (
 // without Raft state, are kept.
 func TestAlignEpochMovesAsideOnlyAReplicaOlderThanTheShardsRecovery(t *testing.T) {
 	h, _ := newHost(Config{DataDir: t.TempDir(), NodeID: "n0", Logger: quietLog})
-	dir := h.replicaDir(0)
+	dir := h.replicas.dir(0)
 	if err := os.MkdirAll(filepath.Join(dir, "snapshots"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "raft.db"), []byte("old group"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.alignEpoch(0, 0); err != nil || readEpoch(dir) != 0 {
+	if err := h.recovery.alignEpoch(0, 0); err != nil || readEpoch(dir) != 0 {
 		t.Fatalf("epoch 0: %v, epoch file %d", err, readEpoch(dir))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "raft.db")); err != nil {
 		t.Fatalf("a record of epoch 0 moved the replica: %v", err)
 	}
 
-	if err := h.alignEpoch(0, 2); err != nil {
+	if err := h.recovery.alignEpoch(0, 2); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "raft.db")); !errors.Is(err, os.ErrNotExist) {
@@ -43,7 +43,7 @@ func TestAlignEpochMovesAsideOnlyAReplicaOlderThanTheShardsRecovery(t *testing.T
 	if err := os.WriteFile(filepath.Join(dir, "raft.db"), []byte("recovered group"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.alignEpoch(0, 2); err != nil {
+	if err := h.recovery.alignEpoch(0, 2); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "raft.db")); err != nil || string(b) != "recovered group" {
@@ -51,10 +51,10 @@ func TestAlignEpochMovesAsideOnlyAReplicaOlderThanTheShardsRecovery(t *testing.T
 	}
 
 	// No Raft state (a new replica): nothing to move, the epoch is recorded.
-	if err := h.alignEpoch(1, 3); err != nil || readEpoch(h.replicaDir(1)) != 3 {
-		t.Fatalf("new replica: %v, epoch file %d", err, readEpoch(h.replicaDir(1)))
+	if err := h.recovery.alignEpoch(1, 3); err != nil || readEpoch(h.replicas.dir(1)) != 3 {
+		t.Fatalf("new replica: %v, epoch file %d", err, readEpoch(h.replicas.dir(1)))
 	}
-	if _, err := os.Stat(h.replicaDir(1) + ".before-epoch-3"); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(h.replicas.dir(1) + ".before-epoch-3"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("an empty directory was moved aside: %v", err)
 	}
 }

@@ -49,7 +49,7 @@ func (h *Host) Route(ctx context.Context, agent string) Route {
 			return Route{Local: true}
 		}
 	}
-	node, addr := h.leaderOf(id)
+	node, addr := h.leaders.leaderOf(id)
 	if h.Replica(id) != nil && (node == "" || node == h.cfg.NodeID || !h.peers.isLegacy(addr)) {
 		return Route{Local: true}
 	}
@@ -59,7 +59,7 @@ func (h *Host) Route(ctx context.Context, agent string) Route {
 		case <-time.After(leaderPoll):
 		case <-ctx.Done():
 		}
-		node, addr = h.leaderOf(id)
+		node, addr = h.leaders.leaderOf(id)
 	}
 	switch {
 	case node == "":

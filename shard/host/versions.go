@@ -36,18 +36,32 @@ func (cs *clusterState) nodeVersion(node string) int {
 	return 1
 }
 
+// everyNodeAtLeast reports whether every registered node publishes cluster version v.
+func (cs *clusterState) everyNodeAtLeast(v int) bool {
+	ns := cs.nodes.Load()
+	if ns == nil {
+		return false
+	}
+	for id := range *ns {
+		if cs.nodeVersion(id) < v {
+			return false
+		}
+	}
+	return true
+}
+
 // gate refuses b with ErrUpgradeInProgress when a member of shard id runs a release older
 // than b needs (meta.CommandVersion: its op, and the fields it sets). The embedded
 // default has one member, this binary: always passes.
-func (h *Host) gate(id int, b meta.Body) error {
+func (l *leaderCalls) gate(id int, b meta.Body) error {
 	need := meta.CommandVersion(b)
-	if need <= 1 || h.cluster == nil {
+	if need <= 1 || l.cluster == nil {
 		return nil
 	}
 	if need > meta.ClusterVersion {
 		return fmt.Errorf("host: a command of op %d needs cluster version %d, this binary applies %d", b.Op(), need, meta.ClusterVersion)
 	}
-	r := h.Replica(id)
+	r := l.replicas.get(id)
 	if r == nil {
 		return fmt.Errorf("%w: no replica of shard %d on this node", shard.ErrNotLeader, id)
 	}
@@ -56,7 +70,7 @@ func (h *Host) gate(id int, b meta.Body) error {
 		return fmt.Errorf("%w: shard %d configuration: %v", shard.ErrNotLeader, id, err)
 	}
 	for _, m := range members {
-		if h.cluster.nodeVersion(m.ID) < need {
+		if l.cluster.nodeVersion(m.ID) < need {
 			return ErrUpgradeInProgress
 		}
 	}
