@@ -95,7 +95,7 @@ func (c *Client) CollectGarbage(ctx context.Context, req GCRequest) (*GCReport, 
 	if req.MaxBatch < 0 {
 		return nil, fmt.Errorf("client: GCRequest.MaxBatch %d must not be negative", req.MaxBatch)
 	}
-	return postJSON[GCReport](ctx, c, c.base+AdminGCPath, req, notReplayable)
+	return postJSON[GCReport](ctx, c.tr, c.tr.base+AdminGCPath, req, notReplayable)
 }
 
 // ClusterNode is one node registered in the cluster's control plane (etcd). A node is
@@ -173,7 +173,7 @@ func (s *ClusterStatus) Registered(id string) bool {
 // one; a NotFound wrapped with ErrNoAdminRoutes when the URL serves no admin route; other
 // *Errors as the server answers.
 func (c *Client) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
-	out, err := getJSON[ClusterStatus](ctx, c, c.base+AdminClusterPath)
+	out, err := getJSON[ClusterStatus](ctx, c.tr, c.tr.base+AdminClusterPath)
 	if err != nil {
 		return nil, notCluster(c, AdminClusterPath, err)
 	}
@@ -208,18 +208,18 @@ func (s *ClusterStatus) Replicas(id string) (shards []int, complete bool) {
 // InvalidArguments for a bad id; RoutingUnavailable (retryable) when etcd does not answer.
 func (c *Client) Decommission(ctx context.Context, node string) error {
 	var out struct{}
-	err := c.postTool(ctx, c.base+AdminLeavingPath, map[string]string{"node": node}, &out, replayable)
+	err := c.tr.postTool(ctx, c.tr.base+AdminLeavingPath, map[string]string{"node": node}, &out, replayable)
 	return notCluster(c, AdminLeavingPath, err)
 }
 
 // Recommission clears node's leaving mark, so the controller may give it replicas again.
 func (c *Client) Recommission(ctx context.Context, node string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.base+AdminLeavingPath+"?node="+url.QueryEscape(node), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.tr.base+AdminLeavingPath+"?node="+url.QueryEscape(node), nil)
 	if err != nil {
 		return err
 	}
 	var out struct{}
-	return notCluster(c, AdminLeavingPath, c.doJSON(req, &out))
+	return notCluster(c, AdminLeavingPath, c.tr.doJSON(req, &out))
 }
 
 // notCluster classifies the answer of the admin cluster route at path: the embedded
@@ -231,9 +231,9 @@ func notCluster(c *Client, path string, err error) error {
 	switch {
 	case !errors.As(err, &e):
 	case e.HTTPStatus == http.StatusConflict && e.Details["reason"] == "not_a_cluster":
-		return fmt.Errorf("%s is an embedded node (cairn serve without --cluster): %w: %w", c.base, ErrNotCluster, err)
+		return fmt.Errorf("%s is an embedded node (cairn serve without --cluster): %w: %w", c.tr.base, ErrNotCluster, err)
 	case e.HTTPStatus == http.StatusNotFound && e.Details["field"] == nil:
-		return fmt.Errorf("%s answers 404 on %s: %w: %w", c.base, path, ErrNoAdminRoutes, err)
+		return fmt.Errorf("%s answers 404 on %s: %w: %w", c.tr.base, path, ErrNoAdminRoutes, err)
 	}
 	return err
 }
@@ -267,7 +267,7 @@ func (c *Client) AddShards(ctx context.Context, add, expect int) (*AddShardsResu
 	if expect != 0 {
 		safety = replayable
 	}
-	res, err := postJSON[AddShardsResult](ctx, c, c.base+AdminShardsPath, map[string]int{"add": add, "expect_shards": expect}, safety)
+	res, err := postJSON[AddShardsResult](ctx, c.tr, c.tr.base+AdminShardsPath, map[string]int{"add": add, "expect_shards": expect}, safety)
 	return res, notCluster(c, AdminShardsPath, err)
 }
 
@@ -281,13 +281,13 @@ type RebalanceSwitch struct {
 
 // Rebalance returns the cluster's rebalance switch. Errors as ClusterStatus's.
 func (c *Client) Rebalance(ctx context.Context) (*RebalanceSwitch, error) {
-	out, err := getJSON[RebalanceSwitch](ctx, c, c.base+AdminRebalancePath)
+	out, err := getJSON[RebalanceSwitch](ctx, c.tr, c.tr.base+AdminRebalancePath)
 	return out, notCluster(c, AdminRebalancePath, err)
 }
 
 // SetRebalance turns the cluster's rebalancer on or off and returns the switch as set.
 // Setting it again to the same value is harmless. Errors as ClusterStatus's.
 func (c *Client) SetRebalance(ctx context.Context, enabled bool) (*RebalanceSwitch, error) {
-	out, err := postJSON[RebalanceSwitch](ctx, c, c.base+AdminRebalancePath, map[string]bool{"enabled": enabled}, replayable)
+	out, err := postJSON[RebalanceSwitch](ctx, c.tr, c.tr.base+AdminRebalancePath, map[string]bool{"enabled": enabled}, replayable)
 	return out, notCluster(c, AdminRebalancePath, err)
 }

@@ -42,7 +42,7 @@ func (m RootMove) Done() bool { return m.Step == "done" }
 func (c *Client) StartRootMove(ctx context.Context, root string, to int) (*RootMove, error) {
 	out, err := postJSON[struct {
 		Move RootMove `json:"move"`
-	}](ctx, c, c.base+AdminRootMovesPath, map[string]any{"root": root, "to": to}, notReplayable)
+	}](ctx, c.tr, c.tr.base+AdminRootMovesPath, map[string]any{"root": root, "to": to}, notReplayable)
 	if err != nil {
 		return nil, notCluster(c, AdminRootMovesPath, err)
 	}
@@ -52,13 +52,13 @@ func (c *Client) StartRootMove(ctx context.Context, root string, to int) (*RootM
 // RootMoves lists the cluster's root moves, oldest first; with id, that move alone
 // (NotFound when there is none).
 func (c *Client) RootMoves(ctx context.Context, id string) ([]RootMove, error) {
-	u := c.base + AdminRootMovesPath
+	u := c.tr.base + AdminRootMovesPath
 	if id != "" {
 		u += "?id=" + url.QueryEscape(id)
 	}
 	out, err := getJSON[struct {
 		Moves []RootMove `json:"moves"`
-	}](ctx, c, u)
+	}](ctx, c.tr, u)
 	if err != nil {
 		return nil, notCluster(c, AdminRootMovesPath, err)
 	}

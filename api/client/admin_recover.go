@@ -63,7 +63,7 @@ func (c *Client) PlanShardRecovery(ctx context.Context, shard int, node string) 
 	q := url.Values{"shard": {strconv.Itoa(shard)}, "node": {node}}
 	out, err := getJSON[struct {
 		Plan ShardRecoveryPlan `json:"plan"`
-	}](ctx, c, c.base+AdminShardRecoveryPath+"?"+q.Encode())
+	}](ctx, c.tr, c.tr.base+AdminShardRecoveryPath+"?"+q.Encode())
 	if err != nil {
 		return nil, recoveryError(c, err)
 	}
@@ -75,7 +75,7 @@ func (c *Client) PlanShardRecovery(ctx context.Context, shard int, node string) 
 // PlanShardRecovery's (the checks are made again). Never sent twice by the client's retry.
 func (c *Client) RecoverShard(ctx context.Context, shard int, node string) (*ShardRecovery, error) {
 	var out ShardRecovery
-	err := c.postTool(ctx, c.base+AdminShardRecoveryPath, map[string]any{"shard": shard, "node": node}, &out, notReplayable)
+	err := c.tr.postTool(ctx, c.tr.base+AdminShardRecoveryPath, map[string]any{"shard": shard, "node": node}, &out, notReplayable)
 	if err != nil {
 		return nil, recoveryError(c, err)
 	}

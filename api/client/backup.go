@@ -25,12 +25,12 @@ const (
 // does). c must be built on the admin listener's URL. Errors: *Error (InvalidArguments,
 // RoutingUnavailable, …) when the server refused before streaming.
 func (c *Client) Backup(ctx context.Context, id string) (io.ReadCloser, error) {
-	req, err := jsonRequest(ctx, http.MethodPost, c.base+AdminBackupPath, map[string]string{"backup": id})
+	req, err := jsonRequest(ctx, http.MethodPost, c.tr.base+AdminBackupPath, map[string]string{"backup": id})
 	if err != nil {
 		return nil, err
 	}
 	// Replayable: placing a hold that exists changes nothing.
-	resp, err := c.openStream(req, replayable)
+	resp, err := c.tr.openStream(req, replayable)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (c *Client) ReleaseBackup(ctx context.Context, id string) (map[string]bool,
 	var out struct {
 		Released map[string]bool `json:"released"`
 	}
-	if err := c.postTool(ctx, c.base+AdminBackupReleasePath, map[string]string{"backup": id}, &out, replayable); err != nil {
+	if err := c.tr.postTool(ctx, c.tr.base+AdminBackupReleasePath, map[string]string{"backup": id}, &out, replayable); err != nil {
 		return nil, err
 	}
 	return out.Released, nil
@@ -65,7 +65,7 @@ type BackupHold struct {
 func (c *Client) BackupHolds(ctx context.Context) ([]BackupHold, error) {
 	out, err := getJSON[struct {
 		Holds []BackupHold `json:"holds"`
-	}](ctx, c, c.base+AdminBackupHoldsPath)
+	}](ctx, c.tr, c.tr.base+AdminBackupHoldsPath)
 	if err != nil {
 		return nil, err
 	}
@@ -113,5 +113,5 @@ func (c *Client) Scrub(ctx context.Context, req ScrubRequest) (*ScrubReport, err
 	if req.BytesPerSecond < 0 || req.MaxBlobs < 0 || req.MaxDurationMs < 0 {
 		return nil, fmt.Errorf("client: ScrubRequest bounds must not be negative")
 	}
-	return postJSON[ScrubReport](ctx, c, c.base+AdminScrubPath, req, replayable)
+	return postJSON[ScrubReport](ctx, c.tr, c.tr.base+AdminScrubPath, req, replayable)
 }

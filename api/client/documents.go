@@ -15,7 +15,7 @@ import (
 
 // documentsURL returns the URL of a working-documents route (rest: below
 // /api/workbench/, its segments already escaped).
-func (c *Client) documentsURL(rest string) string { return c.base + "/api/workbench/" + rest }
+func (t *transport) documentsURL(rest string) string { return t.base + "/api/workbench/" + rest }
 
 // Documents lists a page of the owner's working documents in documentId order: at most
 // limit (0: the server's page) after cursor (a page's nextCursor; "": from the first).
@@ -27,13 +27,13 @@ func (c *Client) Documents(ctx context.Context, limit int, cursor string) (json.
 	if cursor != "" {
 		v.Set("cursor", cursor)
 	}
-	return deref(getJSON[json.RawMessage](ctx, c, withQuery(c.documentsURL("documents"), v)))
+	return deref(getJSON[json.RawMessage](ctx, c.tr, withQuery(c.tr.documentsURL("documents"), v)))
 }
 
 // Document returns one document with its versions, selections, proposals, runs,
 // judgments and events.
 func (c *Client) Document(ctx context.Context, id string) (json.RawMessage, error) {
-	return deref(getJSON[json.RawMessage](ctx, c, c.documentsURL("documents/"+url.PathEscape(id))))
+	return deref(getJSON[json.RawMessage](ctx, c.tr, c.tr.documentsURL("documents/"+url.PathEscape(id))))
 }
 
 // DocumentCandidates lists what a document can be created from (documentID ""), or what
@@ -43,7 +43,7 @@ func (c *Client) DocumentCandidates(ctx context.Context, documentID string) (jso
 	if documentID != "" {
 		v.Set("documentId", documentID)
 	}
-	return deref(getJSON[json.RawMessage](ctx, c, withQuery(c.documentsURL("candidates"), v)))
+	return deref(getJSON[json.RawMessage](ctx, c.tr, withQuery(c.tr.documentsURL("candidates"), v)))
 }
 
 // DocumentWrite sends one working-document write: route is "documents",
@@ -51,7 +51,7 @@ func (c *Client) DocumentCandidates(ctx context.Context, documentID string) (jso
 // "proposals/<id>/decisions", body the design's payload with its requestId or
 // submissionId, which makes a retry answer the first answer.
 func (c *Client) DocumentWrite(ctx context.Context, route string, body map[string]any) (json.RawMessage, error) {
-	return deref(postJSON[json.RawMessage](ctx, c, c.documentsURL(route), body, replayable))
+	return deref(postJSON[json.RawMessage](ctx, c.tr, c.tr.documentsURL(route), body, replayable))
 }
 
 func deref(raw *json.RawMessage, err error) (json.RawMessage, error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"time"
 )
 
@@ -68,7 +67,7 @@ type APIKey struct {
 // requires keys). The answer holds the secret, once. Not retried: a retry would make a
 // second key. Errors: *Error InvalidArguments naming the field.
 func (c *Client) CreateKey(ctx context.Context, req KeyRequest) (*APIKey, error) {
-	return postJSON[APIKey](ctx, c, c.base+AdminKeysPath, req, notReplayable)
+	return postJSON[APIKey](ctx, c.tr, c.tr.base+AdminKeysPath, req, notReplayable)
 }
 
 // MintPath is the client listener's route by which a key mints a narrower key.
@@ -80,7 +79,7 @@ const MintPath = "/v1/keys"
 // Errors: *Error PermissionDenied naming the field that would widen the key,
 // InvalidArguments naming a bad field.
 func (c *Client) MintKey(ctx context.Context, req KeyRequest) (*APIKey, error) {
-	return postJSON[APIKey](ctx, c, c.base+MintPath, req, notReplayable)
+	return postJSON[APIKey](ctx, c.tr, c.tr.base+MintPath, req, notReplayable)
 }
 
 // KeyList is the answer of ListKeys.
@@ -91,32 +90,20 @@ type KeyList struct {
 
 // ListKeys returns every key, revoked and expired ones too, oldest first; never a secret.
 func (c *Client) ListKeys(ctx context.Context) (*KeyList, error) {
-	return getJSON[KeyList](ctx, c, c.base+AdminKeysPath)
+	return getJSON[KeyList](ctx, c.tr, c.tr.base+AdminKeysPath)
 }
 
 // RevokeKey revokes the key with id (idempotent: a revoked key stays revoked at its first
 // time). Errors: *Error NotFound for an unknown id.
 func (c *Client) RevokeKey(ctx context.Context, id string) (*APIKey, error) {
-	return postJSON[APIKey](ctx, c, c.base+AdminKeysRevokePath, map[string]string{"id": id}, replayable)
+	return postJSON[APIKey](ctx, c.tr, c.tr.base+AdminKeysRevokePath, map[string]string{"id": id}, replayable)
 }
 
 // WithAPIKey returns a copy of c that sends key (Authorization: Bearer) on every request
 // to c's own server, never to another host a redirect names (the same rule as
 // TransportOptions.APIKey).
 func (c *Client) WithAPIKey(key string) *Client {
-	cp := *c
-	hc := *c.hc
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	scheme, host := "", ""
-	if u, err := url.Parse(c.base); err == nil {
-		scheme, host = u.Scheme, u.Host
-	}
-	hc.Transport = &bearer{key: key, scheme: scheme, host: host, next: base}
-	cp.hc = &hc
-	return &cp
+	return newClient(c.tr.withAPIKey(key))
 }
 
 // NewInProcess returns a client whose requests h serves in this process, with no network

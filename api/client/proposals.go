@@ -84,23 +84,24 @@ type DecideRequest struct {
 	SubmissionID string `json:"submission_id"`
 }
 
-func (c *Client) proposalsURL(agent, wb string) string {
-	return c.workbenchURL(agent, wb) + "/proposals"
+// proposalsURL returns the URL of a workbench's proposals.
+func (t *transport) proposalsURL(agent, wb string) string {
+	return t.workbenchURL(agent, wb) + "/proposals"
 }
 
 // Propose makes a proposal; a retry with the same RequestID and content answers the
 // first one (Replayed). The request is replayable: its id makes it idempotent.
 func (c *Client) Propose(ctx context.Context, agent, wb string, req ProposeRequest) (*Proposal, error) {
-	return postJSON[Proposal](ctx, c, c.proposalsURL(agent, wb), req, replayable)
+	return postJSON[Proposal](ctx, c.tr, c.tr.proposalsURL(agent, wb), req, replayable)
 }
 
 // GetProposal returns one proposal; with body its bytes and diff are in Raw.
 func (c *Client) GetProposal(ctx context.Context, agent, wb, id string, body bool) (*Proposal, error) {
-	u := c.proposalsURL(agent, wb) + "/" + url.PathEscape(id)
+	u := c.tr.proposalsURL(agent, wb) + "/" + url.PathEscape(id)
 	if body {
 		u += "?include_body=true"
 	}
-	return getJSON[Proposal](ctx, c, u)
+	return getJSON[Proposal](ctx, c.tr, u)
 }
 
 // ListProposals returns one page of a workbench's proposals (or judgments).
@@ -114,15 +115,15 @@ func (c *Client) ListProposals(ctx context.Context, agent, wb string, q Proposal
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	u := c.proposalsURL(agent, wb)
+	u := c.tr.proposalsURL(agent, wb)
 	if q.Judgments {
-		u = c.workbenchURL(agent, wb) + "/judgments"
+		u = c.tr.workbenchURL(agent, wb) + "/judgments"
 	}
-	return getJSON[ProposalList](ctx, c, withQuery(u, v))
+	return getJSON[ProposalList](ctx, c.tr, withQuery(u, v))
 }
 
 // Decide accepts or rejects a proposal; a retry with the same SubmissionID and content
 // answers the first decision (Replayed).
 func (c *Client) Decide(ctx context.Context, agent, wb, id string, req DecideRequest) (*Proposal, error) {
-	return postJSON[Proposal](ctx, c, c.proposalsURL(agent, wb)+"/"+url.PathEscape(id)+"/decision", req, replayable)
+	return postJSON[Proposal](ctx, c.tr, c.tr.proposalsURL(agent, wb)+"/"+url.PathEscape(id)+"/decision", req, replayable)
 }

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"net/url"
 )
 
 // Predicate operators (docs/workbench.md: search predicates).
@@ -120,7 +119,7 @@ type SearchResult struct {
 // workbench), ReadFenceChanged (409, retryable: files in scope changed since the
 // cursor's first page).
 func (c *Client) Search(ctx context.Context, agent string, req SearchRequest) (*SearchResult, error) {
-	return postJSON[SearchResult](ctx, c, c.agentURL(agent)+"/search", req, replayable)
+	return postJSON[SearchResult](ctx, c.tr, c.tr.agentURL(agent)+"/search", req, replayable)
 }
 
 // Measure is one aggregate measure.
@@ -171,7 +170,7 @@ type AggregateResult struct {
 
 // Aggregate computes measures over matching files, grouped (workbench_aggregate).
 func (c *Client) Aggregate(ctx context.Context, agent string, req AggregateRequest) (*AggregateResult, error) {
-	return postJSON[AggregateResult](ctx, c, c.agentURL(agent)+"/aggregate", req, replayable)
+	return postJSON[AggregateResult](ctx, c.tr, c.tr.agentURL(agent)+"/aggregate", req, replayable)
 }
 
 // CatalogRequest is the input of Catalog (workbench_catalog).
@@ -227,7 +226,7 @@ type CatalogResult struct {
 // Catalog lists the fields present in scope and the operators each accepts
 // (workbench_catalog).
 func (c *Client) Catalog(ctx context.Context, agent string, req CatalogRequest) (*CatalogResult, error) {
-	return postJSON[CatalogResult](ctx, c, c.agentURL(agent)+"/catalog", req, replayable)
+	return postJSON[CatalogResult](ctx, c.tr, c.tr.agentURL(agent)+"/catalog", req, replayable)
 }
 
 // FindRequest is the input of Find (workbench_find).
@@ -281,7 +280,7 @@ type FindResult struct {
 // manifest contents (workbench_find). A page may hold fewer than Limit workbenches and
 // still have a NextCursor: each call examines a bounded number.
 func (c *Client) Find(ctx context.Context, agent string, req FindRequest) (*FindResult, error) {
-	return postJSON[FindResult](ctx, c, c.agentURL(agent)+"/find", req, replayable)
+	return postJSON[FindResult](ctx, c.tr, c.tr.agentURL(agent)+"/find", req, replayable)
 }
 
 // GrepRequest is the input of Grep (workbench_grep without id).
@@ -337,12 +336,7 @@ type GrepResult struct {
 // Errors: *Error InvalidArguments (empty pattern, bad glob or cursor), NotFound,
 // ReadFenceChanged (409, retryable: the workbench changed since the cursor's first page).
 func (c *Client) Grep(ctx context.Context, agent, wb string, req GrepRequest) (*GrepResult, error) {
-	return postJSON[GrepResult](ctx, c, c.workbenchURL(agent, wb)+"/grep", req, replayable)
-}
-
-// agentURL returns the URL of an agent root's endpoints.
-func (c *Client) agentURL(agent string) string {
-	return c.base + "/v1/agents/" + url.PathEscape(agent)
+	return postJSON[GrepResult](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/grep", req, replayable)
 }
 
 // joinSection builds a path inside a workbench from a result's section and relative path.
