@@ -1,8 +1,19 @@
 // Package client is the Go client of Cairn's REST API (`/v1/agents/{agent}/workbenches/...`,
 // docs/architecture.md#surfaces) and the bulk transfers built on it (Import, Export): files, listings,
-// snapshots, commits, restores, metadata search and grep, and the admin routes of a node's
-// admin listener (garbage collection, cluster status). The CLI, the load generator and
-// the integration tests use it; it knows nothing of the server's internals.
+// snapshots, commits, restores, metadata search and grep, and the operator routes of a
+// node's admin listener (garbage collection, backups, keys, quotas, the cluster's status,
+// shards, moves and recovery). The CLI, the load generator and the integration tests use
+// it; it knows nothing of the server's internals.
+//
+// Structure: the two listeners of a node serve different routes, so each has its own
+// client. Client (New) calls the client listener's routes: the tenant API an agent key
+// may use. Admin (NewAdmin) calls the admin listener's /v1/admin/ routes, which no
+// other listener serves. Both are thin: each endpoint is a method that builds its URL and
+// body, and every request goes through an unexported transport (base URL, *http.Client
+// with TLS and API key, RetryPolicy) that sends it, retries it within the policy and
+// decodes its answer, so a Client and an Admin built with the same options send, retry
+// and fail alike. A client is never changed once built: WithRetry and WithAPIKey return
+// a new one.
 //
 // Invariants callers rely on:
 //

@@ -116,9 +116,9 @@ func (c *Client) Usage(ctx context.Context, agent string) (*RootUsage, error) {
 	return getJSON[RootUsage](ctx, c.tr, c.tr.agentURL(agent)+"/usage")
 }
 
-// Quota returns agent's usage and quotas from the admin listener.
-func (c *Client) Quota(ctx context.Context, agent string) (*RootUsage, error) {
-	return getJSON[RootUsage](ctx, c.tr, c.tr.base+AdminQuotaPath+"?"+url.Values{"agent": {agent}}.Encode())
+// Quota returns agent's usage and quotas (admin listener).
+func (a *Admin) Quota(ctx context.Context, agent string) (*RootUsage, error) {
+	return getJSON[RootUsage](ctx, a.tr, a.tr.base+AdminQuotaPath+"?"+url.Values{"agent": {agent}}.Encode())
 }
 
 // QuotaRequest sets an agent root's quotas (PUT /v1/admin/quota): each limit replaces
@@ -133,19 +133,19 @@ type QuotaRequest struct {
 
 // SetQuota replaces an agent root's quotas (admin listener) and returns them with the
 // root's usage.
-func (c *Client) SetQuota(ctx context.Context, q QuotaRequest) (*RootUsage, error) {
+func (a *Admin) SetQuota(ctx context.Context, q QuotaRequest) (*RootUsage, error) {
 	if q.MaxBytes < 0 || q.MaxFiles < 0 || q.MaxWorkbenches < 0 || q.MaxSnapshots < 0 {
 		return nil, fmt.Errorf("client: QuotaRequest limits must not be negative (0 lifts a limit)")
 	}
-	return putJSON[RootUsage](ctx, c.tr, c.tr.base+AdminQuotaPath, q)
+	return putJSON[RootUsage](ctx, a.tr, a.tr.base+AdminQuotaPath, q)
 }
 
 // PurgeRoot deletes every workbench of agent's root (admin listener) and returns how many.
-func (c *Client) PurgeRoot(ctx context.Context, agent string) (int64, error) {
+func (a *Admin) PurgeRoot(ctx context.Context, agent string) (int64, error) {
 	var out struct {
 		Deleted int64 `json:"deleted_workbenches"`
 	}
-	if err := c.tr.postTool(ctx, c.tr.base+AdminPurgePath, map[string]string{"agent": agent}, &out, replayable); err != nil {
+	if err := a.tr.postTool(ctx, a.tr.base+AdminPurgePath, map[string]string{"agent": agent}, &out, replayable); err != nil {
 		return 0, err
 	}
 	return out.Deleted, nil

@@ -172,7 +172,7 @@ func TestRetryRidesOutRefusedConnections(t *testing.T) {
 	}}}
 	t.Cleanup(hc.CloseIdleConnections)
 	// GC is not replayable, but a refused connection never reached the server.
-	rep, err := New("http://"+addr, hc).WithRetry(fastRetry).CollectGarbage(t.Context(), GCRequest{DryRun: true})
+	rep, err := NewAdmin("http://"+addr, hc).WithRetry(fastRetry).CollectGarbage(t.Context(), GCRequest{DryRun: true})
 	if err != nil {
 		t.Fatalf("CollectGarbage across a restart: %v", err)
 	}

@@ -148,13 +148,14 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// transport is the plumbing every request of a Client goes through: the server's base
-// URL (no trailing "/"), the *http.Client that carries the TLS configuration and the API
-// key (NewHTTPClient, withAPIKey), and the retry policy (WithRetry). It builds the URLs
-// of the REST routes, sends requests under the policy (send) and decodes their answers
-// (doJSON, openStream); the generic helpers getJSON, postJSON, putJSON and decodeAnswer
-// take it. It is never changed once built: withRetry and withAPIKey return a new one, so
-// it is safe for concurrent use and may be shared by any number of clients.
+// transport is the plumbing every request of a Client or an Admin goes through: the
+// server's base URL (no trailing "/"), the *http.Client that carries the TLS
+// configuration and the API key (NewHTTPClient, withAPIKey), and the retry policy
+// (WithRetry). It builds the URLs of the REST routes, sends requests under the policy
+// (send) and decodes their answers (doJSON, openStream); the generic helpers getJSON,
+// postJSON, putJSON and decodeAnswer take it. It is never changed once built: withRetry
+// and withAPIKey return a new one, so it is safe for concurrent use and may be shared by
+// any number of clients.
 type transport struct {
 	base  string
 	hc    *http.Client
