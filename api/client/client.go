@@ -21,10 +21,20 @@ const walkPageLimit = 1000
 // file: Cairn-Field-<name>: <JSON scalar> (PutOptions.Fields).
 const FieldHeaderPrefix = "Cairn-Field-"
 
-// Client talks to one Cairn server. It is safe for concurrent use.
+// Client talks to one Cairn server's client listener. It is safe for concurrent use. Its
+// own methods are a workbench's files and listings, versions, forks, rewinds, history,
+// diffs and edits, the workbenches of a root, the change feed and key minting; three
+// families of routes have parts of their own, which New builds with it on the same
+// transport (and WithRetry and WithAPIKey build anew with their copy).
 type Client struct {
 	// tr is the plumbing every request goes through (base URL, HTTP client, retries).
 	tr *transport
+	// Query answers an agent root's metadata queries and a workbench's grep (query.go).
+	Query *Query
+	// Proposals proposes changes to a workbench and decides them (proposals.go).
+	Proposals *Proposals
+	// Documents calls the working-documents surface under /api/workbench/ (documents.go).
+	Documents *Documents
 }
 
 // New returns a client for the server at baseURL ("http://127.0.0.1:7070"; a trailing "/"
@@ -34,9 +44,9 @@ func New(baseURL string, httpClient *http.Client) *Client {
 	return newClient(newTransport(baseURL, httpClient))
 }
 
-// newClient returns the client whose requests go through tr.
+// newClient returns the client whose requests, its parts' too, go through tr.
 func newClient(tr *transport) *Client {
-	return &Client{tr: tr}
+	return &Client{tr: tr, Query: &Query{tr: tr}, Proposals: &Proposals{tr: tr}, Documents: &Documents{tr: tr}}
 }
 
 // Workbench is the result of CreateWorkbench.

@@ -28,7 +28,6 @@ const (
 var allowedBigTypes = map[string]typeAllowance{
 	"meta.applier":        {102, "the FSM's per-command context: every op's apply is a method on it, in the file of its concern; to be cut into per-concern appliers"},
 	"meta.View":           {87, "the metadata core's read API: files, history, snapshots, proposals, queries, moves; to be cut by concern as workbench.Service was"},
-	"api/client.Client":   {86, "the REST client SDK: one method per endpoint, as SDK clients are"},
 	"shard/host.Host":     {76, "routing, forwarding, replicas, moves, recovery and backups of a node; moves and recovery are to move onto types of their own"},
 	"api/rest.Handler":    {52, "the REST surface: one method per route family"},
 	"api/openwop.Handler": {47, "the OpenWOP host.workspace surface: one method per operation of the published API"},
