@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// Admin routes, served only on a node's admin listener (--admin-listen): a Client for
-// them is built on the admin listener's URL, not the client one.
+// Admin routes, served only on a node's admin listener (--admin-listen): an Admin is
+// built on the admin listener's URL, not the client one.
 const (
 	// AdminGCPath runs one garbage-collection sweep (POST).
 	AdminGCPath = "/v1/admin/gc"
@@ -26,6 +26,39 @@ const (
 	// AdminRebalancePath reads (GET) and sets (POST) the cluster's rebalance switch.
 	AdminRebalancePath = "/v1/admin/cluster/rebalance"
 )
+
+// Admin talks to one node's admin listener (--admin-listen): the operator routes under
+// /v1/admin/, which no other listener serves. It owns garbage collection and, on a
+// cluster node, the cluster's status, leaving marks, shards and rebalance switch
+// (admin.go); root moves (admin_moves.go); shard recovery (admin_recover.go); backups,
+// their holds and scrubs (backup.go); API keys (keys.go); quotas and purges
+// (lifecycle.go); and history retention (history.go). Its requests go through a transport
+// built exactly as a Client's (base URL, HTTP client with TLS and API key, retry policy),
+// and it calls no route outside /v1/admin/. It is safe for concurrent use.
+type Admin struct {
+	// tr is the plumbing every request goes through; its base is the admin listener's URL.
+	tr *transport
+}
+
+// NewAdmin returns an admin client for the node whose admin listener is at adminURL
+// ("http://127.0.0.1:7071"; a trailing "/" is ignored). httpClient nil means
+// http.DefaultClient; NewHTTPClient(adminURL, opts) gives it a CA, a client certificate
+// and an API key, as for New. Like New's, it never retries on its own (WithRetry).
+func NewAdmin(adminURL string, httpClient *http.Client) *Admin {
+	return &Admin{tr: newTransport(adminURL, httpClient)}
+}
+
+// WithRetry returns a copy of a that retries as p says (RetryPolicy; the same rules as
+// Client.WithRetry).
+func (a *Admin) WithRetry(p RetryPolicy) *Admin {
+	return &Admin{tr: a.tr.withRetry(p)}
+}
+
+// WithAPIKey returns a copy of a that sends key (Authorization: Bearer) on every request
+// to a's own server, never to another host a redirect names (as Client.WithAPIKey).
+func (a *Admin) WithAPIKey(key string) *Admin {
+	return &Admin{tr: a.tr.withAPIKey(key)}
+}
 
 // ErrNotCluster is wrapped by the error of a cluster call (ClusterStatus, AddShards,
 // Decommission, …) when the node is an embedded one (cairn serve without --cluster): it
@@ -87,15 +120,15 @@ type GCReport struct {
 }
 
 // CollectGarbage runs one garbage-collection sweep with the server's grace period
-// (docs/architecture.md#blob-storage-and-garbage-collection). c must be built on the admin listener's URL.
+// (docs/architecture.md#blob-storage-and-garbage-collection).
 //
 // Errors: *Error RoutingUnavailable (503, the node is not the shard leader),
 // ObjectUnavailable (503, the blob store failed; the sweep stopped), InvalidArguments.
-func (c *Client) CollectGarbage(ctx context.Context, req GCRequest) (*GCReport, error) {
+func (a *Admin) CollectGarbage(ctx context.Context, req GCRequest) (*GCReport, error) {
 	if req.MaxBatch < 0 {
 		return nil, fmt.Errorf("client: GCRequest.MaxBatch %d must not be negative", req.MaxBatch)
 	}
-	return postJSON[GCReport](ctx, c, c.base+AdminGCPath, req, notReplayable)
+	return postJSON[GCReport](ctx, a.tr, a.tr.base+AdminGCPath, req, notReplayable)
 }
 
 // ClusterNode is one node registered in the cluster's control plane (etcd). A node is
@@ -166,16 +199,16 @@ func (s *ClusterStatus) Registered(id string) bool {
 	return false
 }
 
-// ClusterStatus returns the cluster status of the node c is built on (its admin
+// ClusterStatus returns the cluster status of the node a is built on (its admin
 // listener's URL).
 //
 // Errors: an *Error InvalidState wrapped with ErrNotCluster when the node is an embedded
 // one; a NotFound wrapped with ErrNoAdminRoutes when the URL serves no admin route; other
 // *Errors as the server answers.
-func (c *Client) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
-	out, err := getJSON[ClusterStatus](ctx, c, c.base+AdminClusterPath)
+func (a *Admin) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
+	out, err := getJSON[ClusterStatus](ctx, a.tr, a.tr.base+AdminClusterPath)
 	if err != nil {
-		return nil, notCluster(c, AdminClusterPath, err)
+		return nil, notCluster(a, AdminClusterPath, err)
 	}
 	return out, nil
 }
@@ -206,34 +239,34 @@ func (s *ClusterStatus) Replicas(id string) (shards []int, complete bool) {
 // to another node and removes it from every shard, after which the node can be stopped
 // for good. Idempotent. Errors: ErrNotCluster-wrapped InvalidState on an embedded node;
 // InvalidArguments for a bad id; RoutingUnavailable (retryable) when etcd does not answer.
-func (c *Client) Decommission(ctx context.Context, node string) error {
+func (a *Admin) Decommission(ctx context.Context, node string) error {
 	var out struct{}
-	err := c.postTool(ctx, c.base+AdminLeavingPath, map[string]string{"node": node}, &out, replayable)
-	return notCluster(c, AdminLeavingPath, err)
+	err := a.tr.postTool(ctx, a.tr.base+AdminLeavingPath, map[string]string{"node": node}, &out, replayable)
+	return notCluster(a, AdminLeavingPath, err)
 }
 
 // Recommission clears node's leaving mark, so the controller may give it replicas again.
-func (c *Client) Recommission(ctx context.Context, node string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.base+AdminLeavingPath+"?node="+url.QueryEscape(node), nil)
+func (a *Admin) Recommission(ctx context.Context, node string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, a.tr.base+AdminLeavingPath+"?node="+url.QueryEscape(node), nil)
 	if err != nil {
 		return err
 	}
 	var out struct{}
-	return notCluster(c, AdminLeavingPath, c.doJSON(req, &out))
+	return notCluster(a, AdminLeavingPath, a.tr.doJSON(req, &out))
 }
 
 // notCluster classifies the answer of the admin cluster route at path: the embedded
 // node's refusal (409 InvalidState, details.reason not_a_cluster) is wrapped with
 // ErrNotCluster; a 404 that names no field (the route is unknown there) with
 // ErrNoAdminRoutes. Other errors are returned as they are.
-func notCluster(c *Client, path string, err error) error {
+func notCluster(a *Admin, path string, err error) error {
 	var e *Error
 	switch {
 	case !errors.As(err, &e):
 	case e.HTTPStatus == http.StatusConflict && e.Details["reason"] == "not_a_cluster":
-		return fmt.Errorf("%s is an embedded node (cairn serve without --cluster): %w: %w", c.base, ErrNotCluster, err)
+		return fmt.Errorf("%s is an embedded node (cairn serve without --cluster): %w: %w", a.tr.base, ErrNotCluster, err)
 	case e.HTTPStatus == http.StatusNotFound && e.Details["field"] == nil:
-		return fmt.Errorf("%s answers 404 on %s: %w: %w", c.base, path, ErrNoAdminRoutes, err)
+		return fmt.Errorf("%s answers 404 on %s: %w: %w", a.tr.base, path, ErrNoAdminRoutes, err)
 	}
 	return err
 }
@@ -252,7 +285,7 @@ type AddShardsResult struct {
 	Added int `json:"added"`
 }
 
-// AddShards adds add shards to the cluster c's admin listener belongs to. The controller
+// AddShards adds add shards to the cluster a's admin listener belongs to. The controller
 // then builds their Raft groups and opens them to placement (ClusterShard.Closed until
 // then). expect is the count the caller read just before (ClusterStatus), which the server
 // requires (at least 1; 0 is refused with InvalidArguments): a cluster with another one
@@ -262,13 +295,13 @@ type AddShardsResult struct {
 // Errors: InvalidArguments (add < 1, or past the maximum count; expect < 1); Conflict; InvalidState
 // (details.reason: not_a_cluster on an embedded node, upgrade_in_progress while a node
 // runs an older release); RoutingUnavailable (retryable) when etcd does not answer.
-func (c *Client) AddShards(ctx context.Context, add, expect int) (*AddShardsResult, error) {
+func (a *Admin) AddShards(ctx context.Context, add, expect int) (*AddShardsResult, error) {
 	safety := notReplayable
 	if expect != 0 {
 		safety = replayable
 	}
-	res, err := postJSON[AddShardsResult](ctx, c, c.base+AdminShardsPath, map[string]int{"add": add, "expect_shards": expect}, safety)
-	return res, notCluster(c, AdminShardsPath, err)
+	res, err := postJSON[AddShardsResult](ctx, a.tr, a.tr.base+AdminShardsPath, map[string]int{"add": add, "expect_shards": expect}, safety)
+	return res, notCluster(a, AdminShardsPath, err)
 }
 
 // RebalanceSwitch is the cluster's rebalance switch: while Enabled, the elected controller
@@ -280,14 +313,14 @@ type RebalanceSwitch struct {
 }
 
 // Rebalance returns the cluster's rebalance switch. Errors as ClusterStatus's.
-func (c *Client) Rebalance(ctx context.Context) (*RebalanceSwitch, error) {
-	out, err := getJSON[RebalanceSwitch](ctx, c, c.base+AdminRebalancePath)
-	return out, notCluster(c, AdminRebalancePath, err)
+func (a *Admin) Rebalance(ctx context.Context) (*RebalanceSwitch, error) {
+	out, err := getJSON[RebalanceSwitch](ctx, a.tr, a.tr.base+AdminRebalancePath)
+	return out, notCluster(a, AdminRebalancePath, err)
 }
 
 // SetRebalance turns the cluster's rebalancer on or off and returns the switch as set.
 // Setting it again to the same value is harmless. Errors as ClusterStatus's.
-func (c *Client) SetRebalance(ctx context.Context, enabled bool) (*RebalanceSwitch, error) {
-	out, err := postJSON[RebalanceSwitch](ctx, c, c.base+AdminRebalancePath, map[string]bool{"enabled": enabled}, replayable)
-	return out, notCluster(c, AdminRebalancePath, err)
+func (a *Admin) SetRebalance(ctx context.Context, enabled bool) (*RebalanceSwitch, error) {
+	out, err := postJSON[RebalanceSwitch](ctx, a.tr, a.tr.base+AdminRebalancePath, map[string]bool{"enabled": enabled}, replayable)
+	return out, notCluster(a, AdminRebalancePath, err)
 }

@@ -39,28 +39,28 @@ func (m RootMove) Done() bool { return m.Step == "done" }
 // (the root was never written); Conflict (details.reason move_in_progress); InvalidState
 // (ErrNotCluster-wrapped on an embedded node; upgrade_in_progress while a node runs an
 // older release); RoutingUnavailable (retryable) when etcd does not answer.
-func (c *Client) StartRootMove(ctx context.Context, root string, to int) (*RootMove, error) {
+func (a *Admin) StartRootMove(ctx context.Context, root string, to int) (*RootMove, error) {
 	out, err := postJSON[struct {
 		Move RootMove `json:"move"`
-	}](ctx, c, c.base+AdminRootMovesPath, map[string]any{"root": root, "to": to}, notReplayable)
+	}](ctx, a.tr, a.tr.base+AdminRootMovesPath, map[string]any{"root": root, "to": to}, notReplayable)
 	if err != nil {
-		return nil, notCluster(c, AdminRootMovesPath, err)
+		return nil, notCluster(a, AdminRootMovesPath, err)
 	}
 	return &out.Move, nil
 }
 
 // RootMoves lists the cluster's root moves, oldest first; with id, that move alone
 // (NotFound when there is none).
-func (c *Client) RootMoves(ctx context.Context, id string) ([]RootMove, error) {
-	u := c.base + AdminRootMovesPath
+func (a *Admin) RootMoves(ctx context.Context, id string) ([]RootMove, error) {
+	u := a.tr.base + AdminRootMovesPath
 	if id != "" {
 		u += "?id=" + url.QueryEscape(id)
 	}
 	out, err := getJSON[struct {
 		Moves []RootMove `json:"moves"`
-	}](ctx, c, u)
+	}](ctx, a.tr, u)
 	if err != nil {
-		return nil, notCluster(c, AdminRootMovesPath, err)
+		return nil, notCluster(a, AdminRootMovesPath, err)
 	}
 	return out.Moves, nil
 }

@@ -33,7 +33,7 @@ func TestRootMovesStartAndListThroughTheAdminRoute(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c := New(srv.URL, nil)
+	c := NewAdmin(srv.URL, nil)
 	m, err := c.StartRootMove(t.Context(), "a", 1)
 	if err != nil || m.ID != "m1" || m.Step != "requested" || m.Target != 1 {
 		t.Fatalf("StartRootMove: %+v %v", m, err)

@@ -50,7 +50,7 @@ type ShardRecovery struct {
 	} `json:"recovered"`
 }
 
-// PlanShardRecovery asks the node c is built on (its admin listener), which must be node,
+// PlanShardRecovery asks the node a is built on (its admin listener), which must be node,
 // what a recovery of shard from it would keep and may lose; it changes nothing.
 //
 // Errors (*Error): InvalidState for an embedded node (wrapped with ErrNotCluster);
@@ -59,30 +59,30 @@ type ShardRecovery struct {
 // "not_survivor", when node is not this node or not a voter of the shard; InvalidState,
 // details.reason "has_quorum", when the shard has a leader or a majority of registered
 // voters; RoutingUnavailable (retryable) when etcd does not answer.
-func (c *Client) PlanShardRecovery(ctx context.Context, shard int, node string) (*ShardRecoveryPlan, error) {
+func (a *Admin) PlanShardRecovery(ctx context.Context, shard int, node string) (*ShardRecoveryPlan, error) {
 	q := url.Values{"shard": {strconv.Itoa(shard)}, "node": {node}}
 	out, err := getJSON[struct {
 		Plan ShardRecoveryPlan `json:"plan"`
-	}](ctx, c, c.base+AdminShardRecoveryPath+"?"+q.Encode())
+	}](ctx, a.tr, a.tr.base+AdminShardRecoveryPath+"?"+q.Encode())
 	if err != nil {
-		return nil, recoveryError(c, err)
+		return nil, recoveryError(a, err)
 	}
 	return &out.Plan, nil
 }
 
-// RecoverShard makes node, the survivor c is built on, the only voter of shard: what its
+// RecoverShard makes node, the survivor a is built on, the only voter of shard: what its
 // log holds survives, the cluster's controller then adds replicas back. Errors: as
 // PlanShardRecovery's (the checks are made again). Never sent twice by the client's retry.
-func (c *Client) RecoverShard(ctx context.Context, shard int, node string) (*ShardRecovery, error) {
+func (a *Admin) RecoverShard(ctx context.Context, shard int, node string) (*ShardRecovery, error) {
 	var out ShardRecovery
-	err := c.postTool(ctx, c.base+AdminShardRecoveryPath, map[string]any{"shard": shard, "node": node}, &out, notReplayable)
+	err := a.tr.postTool(ctx, a.tr.base+AdminShardRecoveryPath, map[string]any{"shard": shard, "node": node}, &out, notReplayable)
 	if err != nil {
-		return nil, recoveryError(c, err)
+		return nil, recoveryError(a, err)
 	}
 	return &out, nil
 }
 
 // recoveryError classifies the route's answer as notCluster does.
-func recoveryError(c *Client, err error) error {
-	return notCluster(c, AdminShardRecoveryPath, err)
+func recoveryError(a *Admin, err error) error {
+	return notCluster(a, AdminShardRecoveryPath, err)
 }

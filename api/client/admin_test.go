@@ -24,7 +24,7 @@ func TestCollectGarbagePostsTheRequestAndDecodesTheReport(t *testing.T) {
 			"roots":[{"agent":"a","candidates":[{"digest":"sha256:ab","stored_bytes":42,"orphan":true,"taken_over":false}],"more":true}]}`)
 	}))
 	t.Cleanup(srv.Close)
-	rep, err := New(srv.URL, nil).CollectGarbage(t.Context(), GCRequest{DryRun: true, Agent: "a", MaxBatch: 7})
+	rep, err := NewAdmin(srv.URL, nil).CollectGarbage(t.Context(), GCRequest{DryRun: true, Agent: "a", MaxBatch: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestCollectGarbagePostsTheRequestAndDecodesTheReport(t *testing.T) {
 		!rep.Roots[0].Candidates[0].Orphan || len(rep.Raw) == 0 {
 		t.Errorf("report %+v does not hold what the server sent", rep)
 	}
-	if _, err := New(srv.URL, nil).CollectGarbage(t.Context(), GCRequest{MaxBatch: -1}); err == nil {
+	if _, err := NewAdmin(srv.URL, nil).CollectGarbage(t.Context(), GCRequest{MaxBatch: -1}); err == nil {
 		t.Error("a negative MaxBatch was sent")
 	}
 }
@@ -46,7 +46,7 @@ func TestAdminErrorsCarryTheEnvelope(t *testing.T) {
 		fmt.Fprint(w, `{"status":"error","code":"RoutingUnavailable","message":"not the leader","retryable":true,"details":{"leader":"n2"}}`)
 	}))
 	t.Cleanup(srv.Close)
-	_, err := New(srv.URL, nil).CollectGarbage(t.Context(), GCRequest{})
+	_, err := NewAdmin(srv.URL, nil).CollectGarbage(t.Context(), GCRequest{})
 	if e := asError(t, err); e.Code != "RoutingUnavailable" || !e.Retryable || e.Details["leader"] != "n2" {
 		t.Fatalf("got %+v, want the server's envelope", e)
 	}
@@ -58,7 +58,7 @@ func TestClusterStatusOfAnEmbeddedNodeIsErrNotCluster(t *testing.T) {
 		fmt.Fprint(w, `{"status":"error","code":"InvalidState","message":"not a cluster node","retryable":false,"details":{"reason":"not_a_cluster"}}`)
 	}))
 	t.Cleanup(srv.Close)
-	_, err := New(srv.URL, nil).ClusterStatus(t.Context())
+	_, err := NewAdmin(srv.URL, nil).ClusterStatus(t.Context())
 	if !errors.Is(err, ErrNotCluster) || errors.Is(err, ErrNoAdminRoutes) || ErrorCode(err) != "InvalidState" {
 		t.Fatalf("got %v, want ErrNotCluster wrapping the InvalidState", err)
 	}
@@ -72,7 +72,7 @@ func TestClusterStatusOfAURLWithoutAdminRoutesIsErrNoAdminRoutes(t *testing.T) {
 		fmt.Fprint(w, `{"status":"error","code":"NotFound","message":"no such route","retryable":false,"details":{}}`)
 	}))
 	t.Cleanup(srv.Close)
-	_, err := New(srv.URL, nil).ClusterStatus(t.Context())
+	_, err := NewAdmin(srv.URL, nil).ClusterStatus(t.Context())
 	if !errors.Is(err, ErrNoAdminRoutes) || errors.Is(err, ErrNotCluster) || ErrorCode(err) != "NotFound" {
 		t.Fatalf("got %v, want ErrNoAdminRoutes wrapping the NotFound", err)
 	}
@@ -88,7 +88,7 @@ func TestClusterStatusDecodesNodesAndShards(t *testing.T) {
 			"shard_status":[{"shard":0,"leader":"n1","members":[{"id":"n1","voter":true,"lag":0},{"id":"n3","voter":true,"lag":-1}]}]}`)
 	}))
 	t.Cleanup(srv.Close)
-	st, err := New(srv.URL, nil).ClusterStatus(t.Context())
+	st, err := NewAdmin(srv.URL, nil).ClusterStatus(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestAddShardsSendsItsRequestAndRetriesOnlyWithAnExpectedCount(t *testing.T)
 		fmt.Fprint(w, `{"status":"success","shards":4,"initial_shards":2,"added":2}`)
 	}))
 	t.Cleanup(srv.Close)
-	c := New(srv.URL, nil).WithRetry(RetryPolicy{MaxAttempts: 3, MaxElapsed: 10 * time.Second, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
+	c := NewAdmin(srv.URL, nil).WithRetry(RetryPolicy{MaxAttempts: 3, MaxElapsed: 10 * time.Second, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
 	got, err := c.AddShards(t.Context(), 2, 2)
 	if err != nil || got.Shards != 4 || got.InitialShards != 2 || got.Added != 2 {
 		t.Fatalf("AddShards with an expected count: %+v, %v", got, err)

@@ -22,15 +22,15 @@ const (
 
 // Backup places backup id's hold on every shard and returns the backup stream (a tar
 // stream of ops/backup's parts); the caller reads it to its end and closes it (backup.Write
-// does). c must be built on the admin listener's URL. Errors: *Error (InvalidArguments,
-// RoutingUnavailable, …) when the server refused before streaming.
-func (c *Client) Backup(ctx context.Context, id string) (io.ReadCloser, error) {
-	req, err := jsonRequest(ctx, http.MethodPost, c.base+AdminBackupPath, map[string]string{"backup": id})
+// does). Errors: *Error (InvalidArguments, RoutingUnavailable, …) when the server refused
+// before streaming.
+func (a *Admin) Backup(ctx context.Context, id string) (io.ReadCloser, error) {
+	req, err := jsonRequest(ctx, http.MethodPost, a.tr.base+AdminBackupPath, map[string]string{"backup": id})
 	if err != nil {
 		return nil, err
 	}
 	// Replayable: placing a hold that exists changes nothing.
-	resp, err := c.openStream(req, replayable)
+	resp, err := a.tr.openStream(req, replayable)
 	if err != nil {
 		return nil, err
 	}
@@ -39,11 +39,11 @@ func (c *Client) Backup(ctx context.Context, id string) (io.ReadCloser, error) {
 
 // ReleaseBackup releases backup id's hold on every shard; the answer says per shard
 // (decimal id) whether a hold was released. Releasing twice is not an error.
-func (c *Client) ReleaseBackup(ctx context.Context, id string) (map[string]bool, error) {
+func (a *Admin) ReleaseBackup(ctx context.Context, id string) (map[string]bool, error) {
 	var out struct {
 		Released map[string]bool `json:"released"`
 	}
-	if err := c.postTool(ctx, c.base+AdminBackupReleasePath, map[string]string{"backup": id}, &out, replayable); err != nil {
+	if err := a.tr.postTool(ctx, a.tr.base+AdminBackupReleasePath, map[string]string{"backup": id}, &out, replayable); err != nil {
 		return nil, err
 	}
 	return out.Released, nil
@@ -60,12 +60,11 @@ type BackupHold struct {
 }
 
 // BackupHolds lists the backup holds of every shard, by shard, then backup id: those of
-// finished backups and of backups a crash cut off alike. c must be built on the admin
-// listener's URL.
-func (c *Client) BackupHolds(ctx context.Context) ([]BackupHold, error) {
+// finished backups and of backups a crash cut off alike.
+func (a *Admin) BackupHolds(ctx context.Context) ([]BackupHold, error) {
 	out, err := getJSON[struct {
 		Holds []BackupHold `json:"holds"`
-	}](ctx, c, c.base+AdminBackupHoldsPath)
+	}](ctx, a.tr, a.tr.base+AdminBackupHoldsPath)
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +108,9 @@ type ScrubReport struct {
 // Scrub runs one bounded scrub call on the shards the server leads. Errors: *Error
 // InvalidArguments (a bad field or position), RoutingUnavailable (the node leads no
 // shard), ObjectUnavailable (the object store failed; resume from the last Next).
-func (c *Client) Scrub(ctx context.Context, req ScrubRequest) (*ScrubReport, error) {
+func (a *Admin) Scrub(ctx context.Context, req ScrubRequest) (*ScrubReport, error) {
 	if req.BytesPerSecond < 0 || req.MaxBlobs < 0 || req.MaxDurationMs < 0 {
 		return nil, fmt.Errorf("client: ScrubRequest bounds must not be negative")
 	}
-	return postJSON[ScrubReport](ctx, c, c.base+AdminScrubPath, req, replayable)
+	return postJSON[ScrubReport](ctx, a.tr, a.tr.base+AdminScrubPath, req, replayable)
 }

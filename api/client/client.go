@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,10 +14,6 @@ import (
 	"time"
 )
 
-// maxResultBytes bounds a JSON success body (a list page of 1000 entries is well under
-// 1 MiB); anything larger is a broken server, not a result.
-const maxResultBytes = 32 << 20
-
 // walkPageLimit is the page size Walk asks for: the API's maximum, fewest round trips.
 const walkPageLimit = 1000
 
@@ -26,21 +21,32 @@ const walkPageLimit = 1000
 // file: Cairn-Field-<name>: <JSON scalar> (PutOptions.Fields).
 const FieldHeaderPrefix = "Cairn-Field-"
 
-// Client talks to one Cairn server. It is safe for concurrent use.
+// Client talks to one Cairn server's client listener. It is safe for concurrent use. Its
+// own methods are a workbench's files and listings, versions, forks, rewinds, history,
+// diffs and edits, the workbenches of a root, the change feed and key minting; three
+// families of routes have parts of their own, which New builds with it on the same
+// transport (and WithRetry and WithAPIKey build anew with their copy).
 type Client struct {
-	base  string
-	hc    *http.Client
-	retry RetryPolicy
+	// tr is the plumbing every request goes through (base URL, HTTP client, retries).
+	tr *transport
+	// Query answers an agent root's metadata queries and a workbench's grep (query.go).
+	Query *Query
+	// Proposals proposes changes to a workbench and decides them (proposals.go).
+	Proposals *Proposals
+	// Documents calls the working-documents surface under /api/workbench/ (documents.go).
+	Documents *Documents
 }
 
 // New returns a client for the server at baseURL ("http://127.0.0.1:7070"; a trailing "/"
 // is ignored). httpClient nil means http.DefaultClient. Give it no overall Timeout if it
 // will stream large bodies; bound calls with their context instead.
 func New(baseURL string, httpClient *http.Client) *Client {
-	if httpClient == nil {
-		httpClient = http.DefaultClient
-	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), hc: httpClient}
+	return newClient(newTransport(baseURL, httpClient))
+}
+
+// newClient returns the client whose requests, its parts' too, go through tr.
+func newClient(tr *transport) *Client {
+	return &Client{tr: tr, Query: &Query{tr: tr}, Proposals: &Proposals{tr: tr}, Documents: &Documents{tr: tr}}
 }
 
 // Workbench is the result of CreateWorkbench.
@@ -267,21 +273,21 @@ type WorkbenchInfo struct {
 //
 // Errors: *Error NotFound, SnapshotNotFound, SnapshotExpired.
 func (c *Client) DescribeWorkbench(ctx context.Context, agent, wb string, at SnapshotRef) (*WorkbenchInfo, error) {
-	u, err := withSnapshot(c.workbenchURL(agent, wb), nil, at)
+	u, err := withSnapshot(c.tr.workbenchURL(agent, wb), nil, at)
 	if err != nil {
 		return nil, err
 	}
-	return getJSON[WorkbenchInfo](ctx, c, u)
+	return getJSON[WorkbenchInfo](ctx, c.tr, u)
 }
 
 // CreateWorkbench creates workbench wb under agent, or returns the existing one with
 // Created false (PUT is idempotent).
 func (c *Client) CreateWorkbench(ctx context.Context, agent, wb string) (*Workbench, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.workbenchURL(agent, wb), http.NoBody)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.tr.workbenchURL(agent, wb), http.NoBody)
 	if err != nil {
 		return nil, err
 	}
-	return decodeAnswer[Workbench](c, req)
+	return decodeAnswer[Workbench](c.tr, req)
 }
 
 // PutFile writes body as the whole content of path ("input/a.txt") in workbench wb. Without
@@ -292,7 +298,7 @@ func (c *Client) CreateWorkbench(ctx context.Context, agent, wb string) (*Workbe
 // missing file), AlreadyExists (412, IfNoneMatch on an existing path), InvalidArguments
 // (bad path), NotDirectory, ...
 func (c *Client) PutFile(ctx context.Context, agent, wb, path string, body io.Reader, opts PutOptions) (*WriteResult, error) {
-	req, err := c.bodyRequest(ctx, http.MethodPut, c.fileURL(agent, wb, path), body, opts.Size)
+	req, err := c.tr.bodyRequest(ctx, http.MethodPut, c.tr.fileURL(agent, wb, path), body, opts.Size)
 	if err != nil {
 		return nil, err
 	}
@@ -314,13 +320,13 @@ func (c *Client) PutFile(ctx context.Context, agent, wb, path string, body io.Re
 		}
 		req.Header.Set(FieldHeaderPrefix+name, string(b))
 	}
-	return decodeAnswer[WriteResult](c, req)
+	return decodeAnswer[WriteResult](c.tr, req)
 }
 
 // Append adds body to the end of path, creating the file when it is missing. The cost on
 // the server is O(len(body)) whatever the file size.
 func (c *Client) Append(ctx context.Context, agent, wb, path string, body io.Reader, opts AppendOptions) (*AppendResult, error) {
-	req, err := c.bodyRequest(ctx, http.MethodPost, c.fileURL(agent, wb, path)+"?append", body, opts.Size)
+	req, err := c.tr.bodyRequest(ctx, http.MethodPost, c.tr.fileURL(agent, wb, path)+"?append", body, opts.Size)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +337,7 @@ func (c *Client) Append(ctx context.Context, agent, wb, path string, body io.Rea
 	if opts.IdempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", opts.IdempotencyKey)
 	}
-	return decodeAnswer[AppendResult](c, req)
+	return decodeAnswer[AppendResult](c.tr, req)
 }
 
 // GetFile opens path for reading. The caller must close the returned body, which streams
@@ -348,7 +354,7 @@ func (c *Client) GetFile(ctx context.Context, agent, wb, path string, opts GetOp
 	if opts.Generation != 0 {
 		q = url.Values{"generation": {strconv.FormatUint(opts.Generation, 10)}}
 	}
-	u, err := withSnapshot(c.fileURL(agent, wb, path), q, opts.AtSnapshot)
+	u, err := withSnapshot(c.tr.fileURL(agent, wb, path), q, opts.AtSnapshot)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -369,7 +375,7 @@ func (c *Client) GetFile(ctx context.Context, agent, wb, path string, opts GetOp
 	// Ask for the stored bytes as they are: net/http would otherwise request gzip and
 	// decompress transparently, hiding Content-Length and breaking ranges.
 	req.Header.Set("Accept-Encoding", "identity")
-	resp, err := c.send(req, replayable)
+	resp, err := c.tr.send(req, replayable)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -401,7 +407,7 @@ func (c *Client) Stat(ctx context.Context, agent, wb, path string) (*FileInfo, e
 // Errors: as Stat; 404 reads as NotFound also for an unknown snapshot, and 410 as
 // SnapshotExpired.
 func (c *Client) StatAt(ctx context.Context, agent, wb, path string, at SnapshotRef) (*FileInfo, error) {
-	u, err := withSnapshot(c.fileURL(agent, wb, path), nil, at)
+	u, err := withSnapshot(c.tr.fileURL(agent, wb, path), nil, at)
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +415,7 @@ func (c *Client) StatAt(ctx context.Context, agent, wb, path string, at Snapshot
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.send(req, replayable)
+	resp, err := c.tr.send(req, replayable)
 	if err != nil {
 		return nil, err
 	}
@@ -423,12 +429,12 @@ func (c *Client) StatAt(ctx context.Context, agent, wb, path string, at Snapshot
 // Delete removes path. With opts.IfMatch it deletes only at that generation (412
 // Conflict otherwise; 412 NotFound when the file does not exist).
 func (c *Client) Delete(ctx context.Context, agent, wb, path string, opts DeleteOptions) (*DeleteResult, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.fileURL(agent, wb, path), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.tr.fileURL(agent, wb, path), nil)
 	if err != nil {
 		return nil, err
 	}
 	setIfMatch(req, opts.IfMatch)
-	return decodeAnswer[DeleteResult](c, req)
+	return decodeAnswer[DeleteResult](c.tr, req)
 }
 
 // List returns one page of the direct children of dir ("" = the workbench top, where the
@@ -448,11 +454,11 @@ func (c *Client) List(ctx context.Context, agent, wb, dir string, opts ListOptio
 	if opts.Limit != 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	u, err := withSnapshot(c.workbenchURL(agent, wb)+"/list", q, opts.AtSnapshot)
+	u, err := withSnapshot(c.tr.workbenchURL(agent, wb)+"/list", q, opts.AtSnapshot)
 	if err != nil {
 		return nil, err
 	}
-	return getJSON[ListPage](ctx, c, u)
+	return getJSON[ListPage](ctx, c.tr, u)
 }
 
 // Walk calls fn for every entry below dir ("" = the whole workbench), recursively, paging
@@ -524,182 +530,6 @@ func checkChild(dir string, e Entry) error {
 		return fmt.Errorf("listing of %q returned %q (name %q), which is not a direct child: %w", dir, e.FullPath(), e.Name, ErrUnsafePath)
 	}
 	return nil
-}
-
-// workbenchURL returns the URL of a workbench resource.
-func (c *Client) workbenchURL(agent, wb string) string {
-	return c.agentURL(agent) + "/workbenches/" + url.PathEscape(wb)
-}
-
-// fileURL returns the URL of a file inside a workbench: each path component escaped on
-// its own, joined by "/".
-func (c *Client) fileURL(agent, wb, path string) string {
-	comps := strings.Split(path, "/")
-	for i, comp := range comps {
-		comps[i] = url.PathEscape(comp)
-	}
-	return c.workbenchURL(agent, wb) + "/files/" + strings.Join(comps, "/")
-}
-
-// bodyRequest builds a request streaming body, with Content-Length when size > 0.
-func (c *Client) bodyRequest(ctx context.Context, method, u string, body io.Reader, size int64) (*http.Request, error) {
-	if body == nil {
-		body = http.NoBody
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return nil, err
-	}
-	if size > 0 {
-		req.ContentLength = size
-	}
-	// net/http closes a request body that is an io.Closer; the caller's reader (an
-	// *os.File, stdin) stays the caller's to close. The transport unwraps NopCloser, so
-	// sendfile still applies to files.
-	if _, ok := body.(io.Closer); ok && body != http.NoBody {
-		req.Body = io.NopCloser(body)
-	}
-	return req, nil
-}
-
-// doJSON sends req and decodes a 2xx JSON answer into out; any other status is a *Error.
-// Numbers in untyped values (map[string]any, any) decode as json.Number, exactly as the
-// server wrote them. A result implementing rawResult also keeps the bytes.
-func (c *Client) doJSON(req *http.Request, out any) error {
-	return c.doJSONAs(req, out, safetyOf(req))
-}
-
-// doJSONAs is doJSON for a request whose retry safety the caller knows.
-func (c *Client) doJSONAs(req *http.Request, out any, safety retrySafety) error {
-	resp, err := c.send(req, safety)
-	if err != nil {
-		return err
-	}
-	defer closeBody(resp)
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return responseError(resp)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResultBytes+1))
-	if err != nil {
-		return fmt.Errorf("client: %s %s: reading response: %w", req.Method, req.URL.Path, err)
-	}
-	if len(body) > maxResultBytes {
-		return fmt.Errorf("client: %s %s: the response is larger than %d bytes", req.Method, req.URL.Path, maxResultBytes)
-	}
-	if err := decodeResult(body, out); err != nil {
-		return fmt.Errorf("client: %s %s: decoding response: %w", req.Method, req.URL.Path, err)
-	}
-	if r, ok := out.(rawResult); ok {
-		r.setRaw(bytes.TrimSpace(body))
-	}
-	return nil
-}
-
-// openStream sends req and hands back a 200 answer with its body unread, for the caller
-// to stream and close; any other status is a *Error.
-func (c *Client) openStream(req *http.Request, safety retrySafety) (*http.Response, error) {
-	resp, err := c.send(req, safety)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer closeBody(resp)
-		return nil, responseError(resp)
-	}
-	return resp, nil
-}
-
-// postTool sends in as the JSON body of a POST to u and decodes the result into out;
-// safety says whether the call may be repeated after a retryable answer.
-func (c *Client) postTool(ctx context.Context, u string, in any, out any, safety retrySafety) error {
-	req, err := jsonRequest(ctx, http.MethodPost, u, in)
-	if err != nil {
-		return err
-	}
-	return c.doJSONAs(req, out, safety)
-}
-
-// postKeyed is postTool for a call that changes state unless it is a preview: it is
-// repeated after a retryable answer only when preview is set (it changes nothing) or
-// under an idempotency key (sent as Idempotency-Key; the server answers a repeat with
-// the first result). Rewind, Merge and Discard use it.
-func (c *Client) postKeyed(ctx context.Context, u string, in any, preview bool, key string, out any) error {
-	req, err := jsonRequest(ctx, http.MethodPost, u, in)
-	if err != nil {
-		return err
-	}
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
-	safety := safetyOf(req)
-	if preview {
-		safety = replayable // a preview changes nothing
-	}
-	return c.doJSONAs(req, out, safety)
-}
-
-// jsonRequest is a request of method to u whose body is in, encoded as JSON.
-func jsonRequest(ctx context.Context, method, u string, in any) (*http.Request, error) {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return nil, fmt.Errorf("client: encoding the request: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	return req, nil
-}
-
-// postJSON is postTool returning the result as a new T.
-func postJSON[T any](ctx context.Context, c *Client, u string, in any, safety retrySafety) (*T, error) {
-	var out T
-	if err := c.postTool(ctx, u, in, &out, safety); err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
-// putJSON sends in as the JSON body of a PUT to u and returns the result as a new T.
-func putJSON[T any](ctx context.Context, c *Client, u string, in any) (*T, error) {
-	req, err := jsonRequest(ctx, http.MethodPut, u, in)
-	if err != nil {
-		return nil, err
-	}
-	return decodeAnswer[T](c, req)
-}
-
-// getJSON GETs u and returns the result as a new T.
-func getJSON[T any](ctx context.Context, c *Client, u string) (*T, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	return decodeAnswer[T](c, req)
-}
-
-// decodeAnswer sends req (doJSON) and returns the result as a new T.
-func decodeAnswer[T any](c *Client, req *http.Request) (*T, error) {
-	var out T
-	if err := c.doJSON(req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
-// withQuery appends ?q to u when q holds anything.
-func withQuery(u string, q url.Values) string {
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	return u
-}
-
-// closeBody drains a little of what is left (so the connection can be reused) and closes.
-func closeBody(resp *http.Response) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	_ = resp.Body.Close()
 }
 
 func setIfMatch(req *http.Request, gen uint64) {

@@ -611,7 +611,7 @@ func TestWalkRejectsEntriesThatAreNotDirectChildren(t *testing.T) {
 
 func TestNewWithNilHTTPClientUsesDefault(t *testing.T) {
 	c := New("http://example.invalid///", nil)
-	if c.hc != http.DefaultClient || c.base != "http://example.invalid" {
+	if c.tr.hc != http.DefaultClient || c.tr.base != "http://example.invalid" {
 		t.Fatalf("got %+v", c)
 	}
 }

@@ -62,5 +62,5 @@ func (c *Client) Diff(ctx context.Context, agent, wb string, req DiffRequest) (*
 	if req.Limit > 0 {
 		q.Set("limit", strconv.Itoa(req.Limit))
 	}
-	return getJSON[DiffResult](ctx, c, c.workbenchURL(agent, wb)+"/diff?"+q.Encode())
+	return getJSON[DiffResult](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/diff?"+q.Encode())
 }

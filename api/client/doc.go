@@ -1,8 +1,23 @@
 // Package client is the Go client of Cairn's REST API (`/v1/agents/{agent}/workbenches/...`,
 // docs/architecture.md#surfaces) and the bulk transfers built on it (Import, Export): files, listings,
-// snapshots, commits, restores, metadata search and grep, and the admin routes of a node's
-// admin listener (garbage collection, cluster status). The CLI, the load generator and
-// the integration tests use it; it knows nothing of the server's internals.
+// snapshots, commits, restores, metadata search and grep, and the operator routes of a
+// node's admin listener (garbage collection, backups, keys, quotas, the cluster's status,
+// shards, moves and recovery). The CLI, the load generator and the integration tests use
+// it; it knows nothing of the server's internals.
+//
+// Structure: the two listeners of a node serve different routes, so each has its own
+// client. Client (New) calls the client listener's routes, the tenant API an agent key
+// may use: a workbench's files, versions, forks, history and feed are its own methods,
+// and three families are parts it holds as fields, built with it: Query (an agent root's
+// metadata search, aggregates, catalog, find, and grep; c.Query.Search), Proposals
+// (review-gated changes; c.Proposals.Propose) and Documents (the working-documents
+// surface under /api/workbench/; c.Documents.List). Admin (NewAdmin) calls the admin
+// listener's /v1/admin/ routes, which no other listener serves. All are thin: each
+// endpoint is a method that builds its URL and body, and every request goes through an
+// unexported transport (base URL, *http.Client with TLS and API key, RetryPolicy) that
+// sends it, retries it within the policy and decodes its answer, so a Client, its parts
+// and an Admin built with the same options send, retry and fail alike. A client is never
+// changed once built: WithRetry and WithAPIKey return a new one, parts included.
 //
 // Invariants callers rely on:
 //
@@ -15,7 +30,7 @@
 //     details (docs/workbench.md#errors). HEAD answers have no body, so Stat derives the code
 //     from the HTTP status. Error.Retryable and Error.RetryAfter tell the caller
 //     whether and when to try again.
-//   - A client from New never retries on its own. WithRetry makes it retry within a
+//   - A client from New or NewAdmin never retries on its own. WithRetry makes it retry within a
 //     RetryPolicy's bounds (attempts and total time, honouring Retry-After): a refused
 //     connection always, a retryable 503 or 429 only for requests that mean the same sent
 //     twice (idempotent methods, an Idempotency-Key, read-only tool calls), and only with
@@ -25,10 +40,10 @@
 //     Idempotency-Key, importRetry), and Edit without IfMatch redoes its read and
 //     conditional write after a concurrent write (editRetry); Edit with IfMatch never
 //     retries.
-//   - The tool endpoints (Commit, Snapshot, Restore, Search, Grep, Find, ...) take the
-//     Workbench tool's input as a JSON body and return its result: typed, with numbers in
-//     untyped values (search fields, facet values) as json.Number, exactly as the server
-//     wrote them, and the result object itself in the result's Raw field.
+//   - The tool endpoints (Commit, Snapshot, Restore, Query's Search, Grep and Find, ...)
+//     take the Workbench tool's input as a JSON body and return its result: typed, with
+//     numbers in untyped values (search fields, facet values) as json.Number, exactly as
+//     the server wrote them, and the result object itself in the result's Raw field.
 //   - A success body decodes exactly as encoding/json's Decoder with UseNumber decodes
 //     it (decodeResult, checked against it by a fuzz test), with encoding/json/v2's
 //     reference implementation under its v1 options: listings decode in about 40% of
@@ -53,6 +68,7 @@
 //     maxEventFrameBytes); FollowEvents reopens a stream that ended or broke after the
 //     last event it handed out (Last-Event-ID), so its callback sees each event once.
 //
-// Concurrency: a *Client is safe for concurrent use; Import and Export each own their
-// worker goroutines and have stopped all of them by the time they return.
+// Concurrency: a *Client, its parts and an *Admin are safe for concurrent use; Import and
+// Export each own their worker goroutines and have stopped all of them by the time they
+// return.
 package client

@@ -67,7 +67,7 @@ func (c *Client) Events(ctx context.Context, agent string, opts EventsOptions) (
 	if opts.NoFollow {
 		q.Set("follow", "false")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, withQuery(c.agentURL(agent)+"/events", q), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, withQuery(c.tr.agentURL(agent)+"/events", q), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (c *Client) Events(ctx context.Context, agent string, opts EventsOptions) (
 	if opts.After != "" {
 		req.Header.Set("Last-Event-ID", opts.After)
 	}
-	resp, err := c.openStream(req, replayable)
+	resp, err := c.tr.openStream(req, replayable)
 	if err != nil {
 		return nil, err
 	}

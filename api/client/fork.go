@@ -54,7 +54,7 @@ func (c *Client) Fork(ctx context.Context, agent, wb string, req ForkRequest) (*
 		body.KeyExpiresAt = req.KeyExpiresAt.UTC().Format(time.RFC3339)
 	}
 	var out ForkResult
-	if err := c.postKeyed(ctx, c.workbenchURL(agent, wb)+"/fork", body, false, req.IdempotencyKey, &out); err != nil {
+	if err := c.tr.postKeyed(ctx, c.tr.workbenchURL(agent, wb)+"/fork", body, false, req.IdempotencyKey, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -111,7 +111,7 @@ func (c *Client) Merge(ctx context.Context, agent, fork string, req MergeRequest
 		ProposeConflicts bool   `json:"propose_conflicts,omitempty"`
 	}{req.DryRun, req.Token, req.ProposeConflicts}
 	var out MergeResult
-	if err := c.postKeyed(ctx, c.workbenchURL(agent, fork)+"/merge", body, req.DryRun, req.IdempotencyKey, &out); err != nil {
+	if err := c.tr.postKeyed(ctx, c.tr.workbenchURL(agent, fork)+"/merge", body, req.DryRun, req.IdempotencyKey, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -133,7 +133,7 @@ type DiscardResult struct {
 // Replayed); without one it is sent again only if it never reached the server.
 func (c *Client) Discard(ctx context.Context, agent, fork, idempotencyKey string) (*DiscardResult, error) {
 	var out DiscardResult
-	if err := c.postKeyed(ctx, c.workbenchURL(agent, fork)+"/discard", struct{}{}, false, idempotencyKey, &out); err != nil {
+	if err := c.tr.postKeyed(ctx, c.tr.workbenchURL(agent, fork)+"/discard", struct{}{}, false, idempotencyKey, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -42,11 +42,11 @@ const maxProbeBytes = 64 << 10
 // wrapping ErrNotReady on a 503 "not ready" answer; an *Error for any other non-200
 // answer.
 func (c *Client) Probe(ctx context.Context, path string) (*Health, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.tr.base+path, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.tr.hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (c *Client) Probe(ctx context.Context, path string) (*Health, error) {
 	case resp.StatusCode == http.StatusOK && parsed && h.Status != "":
 		return &h, nil
 	case resp.StatusCode == http.StatusServiceUnavailable && parsed && h.Status == "not ready":
-		return &h, fmt.Errorf("%s%s: %w: %s", c.base, path, ErrNotReady, strings.Join(h.Failing, "; "))
+		return &h, fmt.Errorf("%s%s: %w: %s", c.tr.base, path, ErrNotReady, strings.Join(h.Failing, "; "))
 	case resp.StatusCode == http.StatusOK:
 		return nil, fmt.Errorf("client: GET %s: the answer is not a probe answer: %q", path, snippet(body))
 	}

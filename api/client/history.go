@@ -53,7 +53,7 @@ func (c *Client) History(ctx context.Context, agent, wb, path string, opts Histo
 	if opts.Limit != 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	return getJSON[HistoryPage](ctx, c, c.workbenchURL(agent, wb)+"/history?"+q.Encode())
+	return getJSON[HistoryPage](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/history?"+q.Encode())
 }
 
 // Retention is an agent root's history retention (GET/PUT /v1/admin/retention).
@@ -79,12 +79,12 @@ type RetentionRequest struct {
 }
 
 // Retention returns the history retention of agent's root (admin listener).
-func (c *Client) Retention(ctx context.Context, agent string) (*Retention, error) {
-	return getJSON[Retention](ctx, c, c.base+AdminRetentionPath+"?"+url.Values{"agent": {agent}}.Encode())
+func (a *Admin) Retention(ctx context.Context, agent string) (*Retention, error) {
+	return getJSON[Retention](ctx, a.tr, a.tr.base+AdminRetentionPath+"?"+url.Values{"agent": {agent}}.Encode())
 }
 
 // SetRetention sets the history retention of an agent root (admin listener) and returns
 // the policy that now applies.
-func (c *Client) SetRetention(ctx context.Context, r RetentionRequest) (*Retention, error) {
-	return putJSON[Retention](ctx, c, c.base+AdminRetentionPath, r)
+func (a *Admin) SetRetention(ctx context.Context, r RetentionRequest) (*Retention, error) {
+	return putJSON[Retention](ctx, a.tr, a.tr.base+AdminRetentionPath, r)
 }

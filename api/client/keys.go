@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"time"
 )
 
@@ -64,11 +63,11 @@ type APIKey struct {
 	RawJSON
 }
 
-// CreateKey makes an API key (c on the admin listener, with an admin key when the node
-// requires keys). The answer holds the secret, once. Not retried: a retry would make a
-// second key. Errors: *Error InvalidArguments naming the field.
-func (c *Client) CreateKey(ctx context.Context, req KeyRequest) (*APIKey, error) {
-	return postJSON[APIKey](ctx, c, c.base+AdminKeysPath, req, notReplayable)
+// CreateKey makes an API key (a with an admin key when the node requires keys). The
+// answer holds the secret, once. Not retried: a retry would make a second key. Errors:
+// *Error InvalidArguments naming the field.
+func (a *Admin) CreateKey(ctx context.Context, req KeyRequest) (*APIKey, error) {
+	return postJSON[APIKey](ctx, a.tr, a.tr.base+AdminKeysPath, req, notReplayable)
 }
 
 // MintPath is the client listener's route by which a key mints a narrower key.
@@ -80,7 +79,7 @@ const MintPath = "/v1/keys"
 // Errors: *Error PermissionDenied naming the field that would widen the key,
 // InvalidArguments naming a bad field.
 func (c *Client) MintKey(ctx context.Context, req KeyRequest) (*APIKey, error) {
-	return postJSON[APIKey](ctx, c, c.base+MintPath, req, notReplayable)
+	return postJSON[APIKey](ctx, c.tr, c.tr.base+MintPath, req, notReplayable)
 }
 
 // KeyList is the answer of ListKeys.
@@ -90,39 +89,28 @@ type KeyList struct {
 }
 
 // ListKeys returns every key, revoked and expired ones too, oldest first; never a secret.
-func (c *Client) ListKeys(ctx context.Context) (*KeyList, error) {
-	return getJSON[KeyList](ctx, c, c.base+AdminKeysPath)
+func (a *Admin) ListKeys(ctx context.Context) (*KeyList, error) {
+	return getJSON[KeyList](ctx, a.tr, a.tr.base+AdminKeysPath)
 }
 
 // RevokeKey revokes the key with id (idempotent: a revoked key stays revoked at its first
 // time). Errors: *Error NotFound for an unknown id.
-func (c *Client) RevokeKey(ctx context.Context, id string) (*APIKey, error) {
-	return postJSON[APIKey](ctx, c, c.base+AdminKeysRevokePath, map[string]string{"id": id}, replayable)
+func (a *Admin) RevokeKey(ctx context.Context, id string) (*APIKey, error) {
+	return postJSON[APIKey](ctx, a.tr, a.tr.base+AdminKeysRevokePath, map[string]string{"id": id}, replayable)
 }
 
 // WithAPIKey returns a copy of c that sends key (Authorization: Bearer) on every request
 // to c's own server, never to another host a redirect names (the same rule as
 // TransportOptions.APIKey).
 func (c *Client) WithAPIKey(key string) *Client {
-	cp := *c
-	hc := *c.hc
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	scheme, host := "", ""
-	if u, err := url.Parse(c.base); err == nil {
-		scheme, host = u.Scheme, u.Host
-	}
-	hc.Transport = &bearer{key: key, scheme: scheme, host: host, next: base}
-	cp.hc = &hc
-	return &cp
+	return newClient(c.tr.withAPIKey(key))
 }
 
-// NewInProcess returns a client whose requests h serves in this process, with no network
-// (cairn admin key on a stopped node's data directory: the same routes, the same answers).
-func NewInProcess(h http.Handler) *Client {
-	return New("http://in-process", &http.Client{Transport: inProcess{h}})
+// NewInProcessAdmin returns an admin client whose requests h serves in this process,
+// with no network (cairn admin key on a stopped node's data directory or on a cluster's
+// etcd: the same key routes, the same answers).
+func NewInProcessAdmin(h http.Handler) *Admin {
+	return NewAdmin("http://in-process", &http.Client{Transport: inProcess{h}})
 }
 
 type inProcess struct{ h http.Handler }

@@ -49,7 +49,7 @@ func (c *Client) ListWorkbenches(ctx context.Context, agent, cursor string, limi
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	return getJSON[WorkbenchPage](ctx, c, withQuery(c.agentURL(agent)+"/workbenches", q))
+	return getJSON[WorkbenchPage](ctx, c.tr, withQuery(c.tr.agentURL(agent)+"/workbenches", q))
 }
 
 // WalkWorkbenches calls fn for every workbench of agent, page by page, until fn fails.
@@ -77,7 +77,7 @@ func (c *Client) WalkWorkbenches(ctx context.Context, agent string, fn func(Work
 // NotFound when it does not exist; ForkRetentionActive or InvalidState (409, retryable)
 // while a restore uses it.
 func (c *Client) DeleteWorkbench(ctx context.Context, agent, wb string, ifRevision uint64) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.workbenchURL(agent, wb), http.NoBody)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.tr.workbenchURL(agent, wb), http.NoBody)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (c *Client) DeleteWorkbench(ctx context.Context, agent, wb string, ifRevisi
 	var out struct {
 		Deleted bool `json:"deleted"`
 	}
-	return c.doJSON(req, &out)
+	return c.tr.doJSON(req, &out)
 }
 
 // Counts are an agent root's figures per dimension; in a quota, nil means no limit.
@@ -113,12 +113,12 @@ type RootUsage struct {
 
 // Usage returns what agent's root holds and its quotas (client listener).
 func (c *Client) Usage(ctx context.Context, agent string) (*RootUsage, error) {
-	return getJSON[RootUsage](ctx, c, c.agentURL(agent)+"/usage")
+	return getJSON[RootUsage](ctx, c.tr, c.tr.agentURL(agent)+"/usage")
 }
 
-// Quota returns agent's usage and quotas from the admin listener.
-func (c *Client) Quota(ctx context.Context, agent string) (*RootUsage, error) {
-	return getJSON[RootUsage](ctx, c, c.base+AdminQuotaPath+"?"+url.Values{"agent": {agent}}.Encode())
+// Quota returns agent's usage and quotas (admin listener).
+func (a *Admin) Quota(ctx context.Context, agent string) (*RootUsage, error) {
+	return getJSON[RootUsage](ctx, a.tr, a.tr.base+AdminQuotaPath+"?"+url.Values{"agent": {agent}}.Encode())
 }
 
 // QuotaRequest sets an agent root's quotas (PUT /v1/admin/quota): each limit replaces
@@ -133,19 +133,19 @@ type QuotaRequest struct {
 
 // SetQuota replaces an agent root's quotas (admin listener) and returns them with the
 // root's usage.
-func (c *Client) SetQuota(ctx context.Context, q QuotaRequest) (*RootUsage, error) {
+func (a *Admin) SetQuota(ctx context.Context, q QuotaRequest) (*RootUsage, error) {
 	if q.MaxBytes < 0 || q.MaxFiles < 0 || q.MaxWorkbenches < 0 || q.MaxSnapshots < 0 {
 		return nil, fmt.Errorf("client: QuotaRequest limits must not be negative (0 lifts a limit)")
 	}
-	return putJSON[RootUsage](ctx, c, c.base+AdminQuotaPath, q)
+	return putJSON[RootUsage](ctx, a.tr, a.tr.base+AdminQuotaPath, q)
 }
 
 // PurgeRoot deletes every workbench of agent's root (admin listener) and returns how many.
-func (c *Client) PurgeRoot(ctx context.Context, agent string) (int64, error) {
+func (a *Admin) PurgeRoot(ctx context.Context, agent string) (int64, error) {
 	var out struct {
 		Deleted int64 `json:"deleted_workbenches"`
 	}
-	if err := c.postTool(ctx, c.base+AdminPurgePath, map[string]string{"agent": agent}, &out, replayable); err != nil {
+	if err := a.tr.postTool(ctx, a.tr.base+AdminPurgePath, map[string]string{"agent": agent}, &out, replayable); err != nil {
 		return 0, err
 	}
 	return out.Deleted, nil

@@ -7,7 +7,15 @@ import (
 	"strconv"
 )
 
-// Proposals and decisions (review-gated changes): REST …/proposals, …/judgments.
+// Proposals holds a workbench's review-gated changes: the client listener's
+// …/workbenches/{wb}/proposals and …/judgments routes, by which a change is proposed,
+// read, listed and decided. Propose and Decide carry the caller's request or submission
+// id, which makes a repeat answer the first answer, so every call is retried within the
+// client's RetryPolicy. A Client builds it (Client.Proposals) on the client's own
+// transport; it is safe for concurrent use.
+type Proposals struct {
+	tr *transport
+}
 
 // EvidenceRef is one piece of evidence a proposal names: Kind "file" (Path, Generation),
 // "snapshot" (SnapshotID), "commit" (Commit) or "feed" (Position); Workbench "" is the
@@ -84,27 +92,28 @@ type DecideRequest struct {
 	SubmissionID string `json:"submission_id"`
 }
 
-func (c *Client) proposalsURL(agent, wb string) string {
-	return c.workbenchURL(agent, wb) + "/proposals"
+// proposalsURL returns the URL of a workbench's proposals.
+func (t *transport) proposalsURL(agent, wb string) string {
+	return t.workbenchURL(agent, wb) + "/proposals"
 }
 
 // Propose makes a proposal; a retry with the same RequestID and content answers the
 // first one (Replayed). The request is replayable: its id makes it idempotent.
-func (c *Client) Propose(ctx context.Context, agent, wb string, req ProposeRequest) (*Proposal, error) {
-	return postJSON[Proposal](ctx, c, c.proposalsURL(agent, wb), req, replayable)
+func (p *Proposals) Propose(ctx context.Context, agent, wb string, req ProposeRequest) (*Proposal, error) {
+	return postJSON[Proposal](ctx, p.tr, p.tr.proposalsURL(agent, wb), req, replayable)
 }
 
-// GetProposal returns one proposal; with body its bytes and diff are in Raw.
-func (c *Client) GetProposal(ctx context.Context, agent, wb, id string, body bool) (*Proposal, error) {
-	u := c.proposalsURL(agent, wb) + "/" + url.PathEscape(id)
+// Get returns one proposal; with body its bytes and diff are in Raw.
+func (p *Proposals) Get(ctx context.Context, agent, wb, id string, body bool) (*Proposal, error) {
+	u := p.tr.proposalsURL(agent, wb) + "/" + url.PathEscape(id)
 	if body {
 		u += "?include_body=true"
 	}
-	return getJSON[Proposal](ctx, c, u)
+	return getJSON[Proposal](ctx, p.tr, u)
 }
 
-// ListProposals returns one page of a workbench's proposals (or judgments).
-func (c *Client) ListProposals(ctx context.Context, agent, wb string, q ProposalQuery) (*ProposalList, error) {
+// List returns one page of a workbench's proposals (or judgments).
+func (p *Proposals) List(ctx context.Context, agent, wb string, q ProposalQuery) (*ProposalList, error) {
 	v := url.Values{}
 	for k, s := range map[string]string{"path": q.Path, "state": q.State, "cursor": q.Cursor} {
 		if s != "" {
@@ -114,15 +123,15 @@ func (c *Client) ListProposals(ctx context.Context, agent, wb string, q Proposal
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	u := c.proposalsURL(agent, wb)
+	u := p.tr.proposalsURL(agent, wb)
 	if q.Judgments {
-		u = c.workbenchURL(agent, wb) + "/judgments"
+		u = p.tr.workbenchURL(agent, wb) + "/judgments"
 	}
-	return getJSON[ProposalList](ctx, c, withQuery(u, v))
+	return getJSON[ProposalList](ctx, p.tr, withQuery(u, v))
 }
 
 // Decide accepts or rejects a proposal; a retry with the same SubmissionID and content
 // answers the first decision (Replayed).
-func (c *Client) Decide(ctx context.Context, agent, wb, id string, req DecideRequest) (*Proposal, error) {
-	return postJSON[Proposal](ctx, c, c.proposalsURL(agent, wb)+"/"+url.PathEscape(id)+"/decision", req, replayable)
+func (p *Proposals) Decide(ctx context.Context, agent, wb, id string, req DecideRequest) (*Proposal, error) {
+	return postJSON[Proposal](ctx, p.tr, p.tr.proposalsURL(agent, wb)+"/"+url.PathEscape(id)+"/decision", req, replayable)
 }

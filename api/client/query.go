@@ -3,8 +3,17 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"net/url"
 )
+
+// Query answers an agent root's queries: the client listener's metadata search,
+// aggregates, field catalog and workbench find over the root (…/agents/{agent}/search,
+// aggregate, catalog, find), and grep of a workbench's contents (…/grep): the
+// workbench_search, _aggregate, _catalog, _find and _grep tools. None changes anything,
+// so every call is retried within the client's RetryPolicy. A Client builds it
+// (Client.Query) on the client's own transport; it is safe for concurrent use.
+type Query struct {
+	tr *transport
+}
 
 // Predicate operators (docs/workbench.md: search predicates).
 const (
@@ -119,8 +128,8 @@ type SearchResult struct {
 // Errors: *Error InvalidArguments (a bad predicate, field or cursor), NotFound (no such
 // workbench), ReadFenceChanged (409, retryable: files in scope changed since the
 // cursor's first page).
-func (c *Client) Search(ctx context.Context, agent string, req SearchRequest) (*SearchResult, error) {
-	return postJSON[SearchResult](ctx, c, c.agentURL(agent)+"/search", req, replayable)
+func (q *Query) Search(ctx context.Context, agent string, req SearchRequest) (*SearchResult, error) {
+	return postJSON[SearchResult](ctx, q.tr, q.tr.agentURL(agent)+"/search", req, replayable)
 }
 
 // Measure is one aggregate measure.
@@ -170,8 +179,8 @@ type AggregateResult struct {
 }
 
 // Aggregate computes measures over matching files, grouped (workbench_aggregate).
-func (c *Client) Aggregate(ctx context.Context, agent string, req AggregateRequest) (*AggregateResult, error) {
-	return postJSON[AggregateResult](ctx, c, c.agentURL(agent)+"/aggregate", req, replayable)
+func (q *Query) Aggregate(ctx context.Context, agent string, req AggregateRequest) (*AggregateResult, error) {
+	return postJSON[AggregateResult](ctx, q.tr, q.tr.agentURL(agent)+"/aggregate", req, replayable)
 }
 
 // CatalogRequest is the input of Catalog (workbench_catalog).
@@ -226,8 +235,8 @@ type CatalogResult struct {
 
 // Catalog lists the fields present in scope and the operators each accepts
 // (workbench_catalog).
-func (c *Client) Catalog(ctx context.Context, agent string, req CatalogRequest) (*CatalogResult, error) {
-	return postJSON[CatalogResult](ctx, c, c.agentURL(agent)+"/catalog", req, replayable)
+func (q *Query) Catalog(ctx context.Context, agent string, req CatalogRequest) (*CatalogResult, error) {
+	return postJSON[CatalogResult](ctx, q.tr, q.tr.agentURL(agent)+"/catalog", req, replayable)
 }
 
 // FindRequest is the input of Find (workbench_find).
@@ -280,8 +289,8 @@ type FindResult struct {
 // Find lists the workbenches of agent in name order, filtered by committed state and run
 // manifest contents (workbench_find). A page may hold fewer than Limit workbenches and
 // still have a NextCursor: each call examines a bounded number.
-func (c *Client) Find(ctx context.Context, agent string, req FindRequest) (*FindResult, error) {
-	return postJSON[FindResult](ctx, c, c.agentURL(agent)+"/find", req, replayable)
+func (q *Query) Find(ctx context.Context, agent string, req FindRequest) (*FindResult, error) {
+	return postJSON[FindResult](ctx, q.tr, q.tr.agentURL(agent)+"/find", req, replayable)
 }
 
 // GrepRequest is the input of Grep (workbench_grep without id).
@@ -336,13 +345,8 @@ type GrepResult struct {
 //
 // Errors: *Error InvalidArguments (empty pattern, bad glob or cursor), NotFound,
 // ReadFenceChanged (409, retryable: the workbench changed since the cursor's first page).
-func (c *Client) Grep(ctx context.Context, agent, wb string, req GrepRequest) (*GrepResult, error) {
-	return postJSON[GrepResult](ctx, c, c.workbenchURL(agent, wb)+"/grep", req, replayable)
-}
-
-// agentURL returns the URL of an agent root's endpoints.
-func (c *Client) agentURL(agent string) string {
-	return c.base + "/v1/agents/" + url.PathEscape(agent)
+func (q *Query) Grep(ctx context.Context, agent, wb string, req GrepRequest) (*GrepResult, error) {
+	return postJSON[GrepResult](ctx, q.tr, q.tr.workbenchURL(agent, wb)+"/grep", req, replayable)
 }
 
 // joinSection builds a path inside a workbench from a result's section and relative path.

@@ -48,9 +48,7 @@ func DefaultRetryPolicy() RetryPolicy {
 // WithRetry returns a copy of c that retries as p says. The zero RetryPolicy (the
 // default of New) never retries.
 func (c *Client) WithRetry(p RetryPolicy) *Client {
-	cp := *c
-	cp.retry = p
-	return &cp
+	return newClient(c.tr.withRetry(p))
 }
 
 // retrySafety says whether a request may be sent again after the server answered it.
@@ -76,16 +74,16 @@ func safetyOf(req *http.Request) retrySafety {
 	return notReplayable
 }
 
-// send does req, retrying as c's policy allows. A non-2xx answer it hands back has its
+// send does req, retrying as t's policy allows. A non-2xx answer it hands back has its
 // body (at most maxErrorBodyBytes when the answer was retryable) still readable.
-func (c *Client) send(req *http.Request, safety retrySafety) (*http.Response, error) {
-	p := c.retry
+func (t *transport) send(req *http.Request, safety retrySafety) (*http.Response, error) {
+	p := t.retry
 	if p.MaxAttempts <= 1 {
-		return c.hc.Do(req)
+		return t.hc.Do(req)
 	}
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		resp, err := c.hc.Do(req)
+		resp, err := t.hc.Do(req)
 		wait, again := p.retryWait(attempt, resp, err, safety)
 		if !again || !rewindable(req) || time.Since(start)+wait > p.MaxElapsed {
 			return resp, err

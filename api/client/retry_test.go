@@ -54,9 +54,9 @@ func TestRetryRepeatsReplayableRequestsOnRetryableAnswers(t *testing.T) {
 		{"a GET after two 503s succeeds on the third send", http.StatusServiceUnavailable, true,
 			func(c *Client) error { _, err := c.DescribeWorkbench(t.Context(), "a", "w", SnapshotRef{}); return err }, 3, ""},
 		{"a read-only tool POST is retried", http.StatusServiceUnavailable, true,
-			func(c *Client) error { _, err := c.Search(t.Context(), "a", SearchRequest{}); return err }, 3, ""},
+			func(c *Client) error { _, err := c.Query.Search(t.Context(), "a", SearchRequest{}); return err }, 3, ""},
 		{"a 429 is retried", http.StatusTooManyRequests, true,
-			func(c *Client) error { _, err := c.Find(t.Context(), "a", FindRequest{}); return err }, 3, ""},
+			func(c *Client) error { _, err := c.Query.Find(t.Context(), "a", FindRequest{}); return err }, 3, ""},
 		{"a 503 that says it is not retryable is returned at once", http.StatusServiceUnavailable, false,
 			func(c *Client) error { _, err := c.DescribeWorkbench(t.Context(), "a", "w", SnapshotRef{}); return err }, 1, "RoutingUnavailable"},
 		{"a 500 is returned at once", http.StatusInternalServerError, true,
@@ -172,7 +172,7 @@ func TestRetryRidesOutRefusedConnections(t *testing.T) {
 	}}}
 	t.Cleanup(hc.CloseIdleConnections)
 	// GC is not replayable, but a refused connection never reached the server.
-	rep, err := New("http://"+addr, hc).WithRetry(fastRetry).CollectGarbage(t.Context(), GCRequest{DryRun: true})
+	rep, err := NewAdmin("http://"+addr, hc).WithRetry(fastRetry).CollectGarbage(t.Context(), GCRequest{DryRun: true})
 	if err != nil {
 		t.Fatalf("CollectGarbage across a restart: %v", err)
 	}

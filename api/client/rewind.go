@@ -68,7 +68,7 @@ func (c *Client) Rewind(ctx context.Context, agent, wb string, req RewindRequest
 		Token     string   `json:"token,omitempty"`
 	}{req.Target, req.Paths, req.Prefix, req.DryRun, req.FileDiffs, req.Token}
 	var out RewindResult
-	if err := c.postKeyed(ctx, c.workbenchURL(agent, wb)+"/rewind", body, req.DryRun, req.IdempotencyKey, &out); err != nil {
+	if err := c.tr.postKeyed(ctx, c.tr.workbenchURL(agent, wb)+"/rewind", body, req.DryRun, req.IdempotencyKey, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

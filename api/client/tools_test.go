@@ -268,7 +268,7 @@ func TestSearchAggregateCatalogGrepAndFind(t *testing.T) {
 	mustPut(t, c, agent, "v", "logs/run.log", "epoch 1 loss 0.5\nepoch 2 LOSS 0.3\nno match\n", PutOptions{})
 	mustPut(t, c, agent, "v", "logs/deep/more.log", "loss at depth\n", PutOptions{})
 
-	res, err := c.Search(ctx, agent, SearchRequest{
+	res, err := c.Query.Search(ctx, agent, SearchRequest{
 		Predicates: []Predicate{{Field: "accuracy", Op: OpGt, Value: 0.5}, {Field: "owner", Op: OpIn, Value: []string{"alice", "carol"}}},
 		Fields:     []string{"owner", "accuracy", "epochs"},
 		Sort:       []SortKey{{Field: "accuracy", Direction: "desc"}},
@@ -289,7 +289,7 @@ func TestSearchAggregateCatalogGrepAndFind(t *testing.T) {
 	if len(res.Facets) != 1 || res.Facets[0].Field != "owner" || len(res.Facets[0].Values) != 2 {
 		t.Fatalf("facets %+v", res.Facets)
 	}
-	res2, err := c.Search(ctx, agent, SearchRequest{
+	res2, err := c.Query.Search(ctx, agent, SearchRequest{
 		Predicates: []Predicate{{Field: "accuracy", Op: OpGt, Value: 0.5}, {Field: "owner", Op: OpIn, Value: []string{"alice", "carol"}}},
 		Fields:     []string{"owner", "accuracy", "epochs"},
 		Sort:       []SortKey{{Field: "accuracy", Direction: "desc"}},
@@ -300,19 +300,19 @@ func TestSearchAggregateCatalogGrepAndFind(t *testing.T) {
 	if err != nil || len(res2.Matches) != 1 || res2.Matches[0].FullPath() != "outputs/other.bin" || res2.NextCursor != "" || res2.Matches[0].Values["epochs"] != nil {
 		t.Fatalf("second page: %+v, %v", res2, err)
 	}
-	one, err := c.Search(ctx, agent, SearchRequest{Workbench: "w", Predicates: []Predicate{{Field: "final", Op: OpExists}}})
+	one, err := c.Query.Search(ctx, agent, SearchRequest{Workbench: "w", Predicates: []Predicate{{Field: "final", Op: OpExists}}})
 	if err != nil || one.MatchCount != 1 || one.WorkbenchID != "w" || one.Matches[0].Values["artifact.name"] != "other.bin" {
 		t.Fatalf("exists, default fields: %+v, %v", one, err)
 	}
-	_, err = c.Search(ctx, agent, SearchRequest{Predicates: []Predicate{{Field: "x", Op: "between"}}})
+	_, err = c.Query.Search(ctx, agent, SearchRequest{Predicates: []Predicate{{Field: "x", Op: "between"}}})
 	wantCode(t, err, 400, "InvalidArguments")
 
-	agg, err := c.Aggregate(ctx, agent, AggregateRequest{Workbench: "w", Measures: []Measure{{Name: "n", Op: "count"}, {Name: "best", Op: "max", Field: "accuracy"}},
+	agg, err := c.Query.Aggregate(ctx, agent, AggregateRequest{Workbench: "w", Measures: []Measure{{Name: "n", Op: "count"}, {Name: "best", Op: "max", Field: "accuracy"}},
 		GroupBy: []string{"artifact.section"}})
 	if err != nil || len(agg.Groups) != 1 || agg.Groups[0].Key["artifact.section"] != "outputs" || agg.Groups[0].Values["best"] != json.Number("0.93") || agg.InputMatchCount != 3 || agg.GroupCount != 1 || agg.RowCount != 1 {
 		t.Fatalf("aggregate: %+v, %v", agg, err)
 	}
-	cat, err := c.Catalog(ctx, agent, CatalogRequest{FieldPrefix: "acc", IncludeFacets: true})
+	cat, err := c.Query.Catalog(ctx, agent, CatalogRequest{FieldPrefix: "acc", IncludeFacets: true})
 	if err != nil || len(cat.Catalog.Fields) != 1 || cat.Catalog.Fields[0].Field != "accuracy" || len(cat.Catalog.Facets) != 1 || len(cat.Catalog.Fields[0].Operators) == 0 ||
 		fmt.Sprint(cat.Catalog.Facetable) != "[accuracy]" || len(cat.Catalog.Filterable) != 1 {
 		t.Fatalf("catalog: %+v, %v", cat, err)
@@ -321,7 +321,7 @@ func TestSearchAggregateCatalogGrepAndFind(t *testing.T) {
 	var lines []string
 	req := GrepRequest{Pattern: "loss", Recursive: true, Section: "logs", Limit: 1}
 	for pages := 0; ; pages++ {
-		g, err := c.Grep(ctx, agent, "v", req)
+		g, err := c.Query.Grep(ctx, agent, "v", req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,23 +339,23 @@ func TestSearchAggregateCatalogGrepAndFind(t *testing.T) {
 	if got := strings.Join(lines, "|"); got != "logs/deep/more.log:loss at depth|logs/run.log:epoch 1 loss 0.5|logs/run.log:epoch 2 LOSS 0.3" {
 		t.Fatalf("grep pages: %s", got)
 	}
-	g, err := c.Grep(ctx, agent, "v", GrepRequest{Pattern: "loss", Section: "logs"})
+	g, err := c.Query.Grep(ctx, agent, "v", GrepRequest{Pattern: "loss", Section: "logs"})
 	if err != nil || len(g.Matches) != 2 {
 		t.Fatalf("non-recursive grep: %+v, %v", g, err)
 	}
-	_, err = c.Grep(ctx, agent, "v", GrepRequest{})
+	_, err = c.Query.Grep(ctx, agent, "v", GrepRequest{})
 	wantCode(t, err, 400, "InvalidArguments")
 
 	if _, err := c.Commit(ctx, agent, "v", CommitRequest{Manifest: json.RawMessage(`{"model":"Resnet"}`), ContentDigestURI: "sha256:" + strings.Repeat("2", 64)}); err != nil {
 		t.Fatal(err)
 	}
 	yes := true
-	found, err := c.Find(ctx, agent, FindRequest{Committed: &yes, ManifestPattern: "resnet", IncludeManifest: true})
+	found, err := c.Query.Find(ctx, agent, FindRequest{Committed: &yes, ManifestPattern: "resnet", IncludeManifest: true})
 	if err != nil || found.MatchCount != 1 || found.Matches[0].WorkbenchID != "v" || !found.Matches[0].Committed ||
 		len(found.Matches[0].CommitIdentity) != 64 || !bytes.Contains(found.Matches[0].Manifest, []byte("Resnet")) {
 		t.Fatalf("find: %+v, %v", found, err)
 	}
-	all, err := c.Find(ctx, agent, FindRequest{Limit: 1})
+	all, err := c.Query.Find(ctx, agent, FindRequest{Limit: 1})
 	if err != nil || all.MatchCount != 1 || all.NextCursor == "" {
 		t.Fatalf("find page: %+v, %v", all, err)
 	}

@@ -1,14 +1,19 @@
 package client
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 )
 
 // TransportOptions say how a client reaches a server beyond loopback: which CAs sign the
@@ -141,4 +146,238 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context()) // a RoundTripper must not change the caller's request
 	r.Header.Set("Authorization", "Bearer "+b.key)
 	return b.next.RoundTrip(r)
+}
+
+// transport is the plumbing every request of a Client or an Admin goes through: the
+// server's base URL (no trailing "/"), the *http.Client that carries the TLS
+// configuration and the API key (NewHTTPClient, withAPIKey), and the retry policy
+// (WithRetry). It builds the URLs of the REST routes, sends requests under the policy
+// (send) and decodes their answers (doJSON, openStream); the generic helpers getJSON,
+// postJSON, putJSON and decodeAnswer take it. It is never changed once built: withRetry
+// and withAPIKey return a new one, so it is safe for concurrent use and may be shared by
+// any number of clients.
+type transport struct {
+	base  string
+	hc    *http.Client
+	retry RetryPolicy
+}
+
+// newTransport returns the transport of a client for the server at baseURL (a trailing
+// "/" is ignored); httpClient nil means http.DefaultClient. It never retries.
+func newTransport(baseURL string, httpClient *http.Client) *transport {
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	return &transport{base: strings.TrimRight(baseURL, "/"), hc: httpClient}
+}
+
+// withRetry returns a copy of t that retries as p says.
+func (t *transport) withRetry(p RetryPolicy) *transport {
+	cp := *t
+	cp.retry = p
+	return &cp
+}
+
+// withAPIKey returns a copy of t that sends key (Authorization: Bearer) on every request
+// to t's own server, never to another host a redirect names (the same rule as
+// TransportOptions.APIKey).
+func (t *transport) withAPIKey(key string) *transport {
+	cp := *t
+	hc := *t.hc
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	scheme, host := "", ""
+	if u, err := url.Parse(t.base); err == nil {
+		scheme, host = u.Scheme, u.Host
+	}
+	hc.Transport = &bearer{key: key, scheme: scheme, host: host, next: base}
+	cp.hc = &hc
+	return &cp
+}
+
+// maxResultBytes bounds a JSON success body (a list page of 1000 entries is well under
+// 1 MiB); anything larger is a broken server, not a result.
+const maxResultBytes = 32 << 20
+
+// agentURL returns the URL of an agent root's endpoints.
+func (t *transport) agentURL(agent string) string {
+	return t.base + "/v1/agents/" + url.PathEscape(agent)
+}
+
+// workbenchURL returns the URL of a workbench resource.
+func (t *transport) workbenchURL(agent, wb string) string {
+	return t.agentURL(agent) + "/workbenches/" + url.PathEscape(wb)
+}
+
+// fileURL returns the URL of a file inside a workbench: each path component escaped on
+// its own, joined by "/".
+func (t *transport) fileURL(agent, wb, path string) string {
+	comps := strings.Split(path, "/")
+	for i, comp := range comps {
+		comps[i] = url.PathEscape(comp)
+	}
+	return t.workbenchURL(agent, wb) + "/files/" + strings.Join(comps, "/")
+}
+
+// bodyRequest builds a request streaming body, with Content-Length when size > 0.
+func (t *transport) bodyRequest(ctx context.Context, method, u string, body io.Reader, size int64) (*http.Request, error) {
+	if body == nil {
+		body = http.NoBody
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	if size > 0 {
+		req.ContentLength = size
+	}
+	// net/http closes a request body that is an io.Closer; the caller's reader (an
+	// *os.File, stdin) stays the caller's to close. The transport unwraps NopCloser, so
+	// sendfile still applies to files.
+	if _, ok := body.(io.Closer); ok && body != http.NoBody {
+		req.Body = io.NopCloser(body)
+	}
+	return req, nil
+}
+
+// doJSON sends req and decodes a 2xx JSON answer into out; any other status is a *Error.
+// Numbers in untyped values (map[string]any, any) decode as json.Number, exactly as the
+// server wrote them. A result implementing rawResult also keeps the bytes.
+func (t *transport) doJSON(req *http.Request, out any) error {
+	return t.doJSONAs(req, out, safetyOf(req))
+}
+
+// doJSONAs is doJSON for a request whose retry safety the caller knows.
+func (t *transport) doJSONAs(req *http.Request, out any, safety retrySafety) error {
+	resp, err := t.send(req, safety)
+	if err != nil {
+		return err
+	}
+	defer closeBody(resp)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return responseError(resp)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResultBytes+1))
+	if err != nil {
+		return fmt.Errorf("client: %s %s: reading response: %w", req.Method, req.URL.Path, err)
+	}
+	if len(body) > maxResultBytes {
+		return fmt.Errorf("client: %s %s: the response is larger than %d bytes", req.Method, req.URL.Path, maxResultBytes)
+	}
+	if err := decodeResult(body, out); err != nil {
+		return fmt.Errorf("client: %s %s: decoding response: %w", req.Method, req.URL.Path, err)
+	}
+	if r, ok := out.(rawResult); ok {
+		r.setRaw(bytes.TrimSpace(body))
+	}
+	return nil
+}
+
+// openStream sends req and hands back a 200 answer with its body unread, for the caller
+// to stream and close; any other status is a *Error.
+func (t *transport) openStream(req *http.Request, safety retrySafety) (*http.Response, error) {
+	resp, err := t.send(req, safety)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer closeBody(resp)
+		return nil, responseError(resp)
+	}
+	return resp, nil
+}
+
+// postTool sends in as the JSON body of a POST to u and decodes the result into out;
+// safety says whether the call may be repeated after a retryable answer.
+func (t *transport) postTool(ctx context.Context, u string, in any, out any, safety retrySafety) error {
+	req, err := jsonRequest(ctx, http.MethodPost, u, in)
+	if err != nil {
+		return err
+	}
+	return t.doJSONAs(req, out, safety)
+}
+
+// postKeyed is postTool for a call that changes state unless it is a preview: it is
+// repeated after a retryable answer only when preview is set (it changes nothing) or
+// under an idempotency key (sent as Idempotency-Key; the server answers a repeat with
+// the first result). Rewind, Merge and Discard use it.
+func (t *transport) postKeyed(ctx context.Context, u string, in any, preview bool, key string, out any) error {
+	req, err := jsonRequest(ctx, http.MethodPost, u, in)
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	safety := safetyOf(req)
+	if preview {
+		safety = replayable // a preview changes nothing
+	}
+	return t.doJSONAs(req, out, safety)
+}
+
+// jsonRequest is a request of method to u whose body is in, encoded as JSON.
+func jsonRequest(ctx context.Context, method, u string, in any) (*http.Request, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("client: encoding the request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
+}
+
+// postJSON is postTool returning the result as a new T.
+func postJSON[T any](ctx context.Context, t *transport, u string, in any, safety retrySafety) (*T, error) {
+	var out T
+	if err := t.postTool(ctx, u, in, &out, safety); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// putJSON sends in as the JSON body of a PUT to u and returns the result as a new T.
+func putJSON[T any](ctx context.Context, t *transport, u string, in any) (*T, error) {
+	req, err := jsonRequest(ctx, http.MethodPut, u, in)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAnswer[T](t, req)
+}
+
+// getJSON GETs u and returns the result as a new T.
+func getJSON[T any](ctx context.Context, t *transport, u string) (*T, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAnswer[T](t, req)
+}
+
+// decodeAnswer sends req (doJSON) and returns the result as a new T.
+func decodeAnswer[T any](t *transport, req *http.Request) (*T, error) {
+	var out T
+	if err := t.doJSON(req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// withQuery appends ?q to u when q holds anything.
+func withQuery(u string, q url.Values) string {
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	return u
+}
+
+// closeBody drains a little of what is left (so the connection can be reused) and closes.
+func closeBody(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	_ = resp.Body.Close()
 }

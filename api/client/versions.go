@@ -166,7 +166,7 @@ type CommitResult struct {
 // identity; set Replace), Conflict (409, retryable: writes kept landing, or a concurrent
 // head change beat a replace), InvalidArguments (400: not an object, a bad digest).
 func (c *Client) Commit(ctx context.Context, agent, wb string, req CommitRequest) (*CommitResult, error) {
-	return postJSON[CommitResult](ctx, c, c.workbenchURL(agent, wb)+"/commit", req, replayable)
+	return postJSON[CommitResult](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/commit", req, replayable)
 }
 
 // SnapshotRequest is the input of Snapshot (workbench_snapshot without id). Zero fields
@@ -259,7 +259,7 @@ type SnapshotList struct {
 // Errors: *Error NotFound (no such workbench), InvalidArguments (a bad name, lease,
 // reason or metadata).
 func (c *Client) Snapshot(ctx context.Context, agent, wb string, req SnapshotRequest) (*Snapshot, error) {
-	return postJSON[Snapshot](ctx, c, c.workbenchURL(agent, wb)+"/snapshots", req, notReplayable)
+	return postJSON[Snapshot](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/snapshots", req, notReplayable)
 }
 
 // snapshotSelector is the {snapshot_id | name} part of renew and retire bodies.
@@ -289,7 +289,7 @@ func (c *Client) RenewSnapshot(ctx context.Context, agent, wb string, snap Snaps
 	if ttlDays != 0 {
 		body["ttl_days"] = ttlDays
 	}
-	return postJSON[Snapshot](ctx, c, c.workbenchURL(agent, wb)+"/snapshots/renew", body, replayable)
+	return postJSON[Snapshot](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/snapshots/renew", body, replayable)
 }
 
 // RetireSnapshot ends the snapshot at once; reads at it fail with SnapshotExpired from
@@ -305,14 +305,14 @@ func (c *Client) RetireSnapshot(ctx context.Context, agent, wb string, snap Snap
 	if reason != "" {
 		body["reason"] = reason
 	}
-	return postJSON[RetireResult](ctx, c, c.workbenchURL(agent, wb)+"/snapshots/retire", body, notReplayable)
+	return postJSON[RetireResult](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/snapshots/retire", body, notReplayable)
 }
 
 // ListSnapshots returns every snapshot of workbench wb, oldest first, whatever its state.
 //
 // Errors: *Error NotFound (no such workbench).
 func (c *Client) ListSnapshots(ctx context.Context, agent, wb string) (*SnapshotList, error) {
-	return getJSON[SnapshotList](ctx, c, c.workbenchURL(agent, wb)+"/snapshots")
+	return getJSON[SnapshotList](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/snapshots")
 }
 
 // CommitEntry is one commit of a ListCommits page: the commit as Commit reported it, with
@@ -359,7 +359,7 @@ func (c *Client) ListCommits(ctx context.Context, agent, wb, cursor string, limi
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	return getJSON[CommitPage](ctx, c, withQuery(c.workbenchURL(agent, wb)+"/commits", q))
+	return getJSON[CommitPage](ctx, c.tr, withQuery(c.tr.workbenchURL(agent, wb)+"/commits", q))
 }
 
 // RestoreRequest is the input of Restore (workbench_restore without id): exactly one of
@@ -416,7 +416,7 @@ func (c *Client) Restore(ctx context.Context, agent, wb string, req RestoreReque
 		AtSnapshot  any    `json:"at_snapshot,omitempty"`
 		AtCommit    string `json:"at_commit,omitempty"`
 	}{req.Destination, at, req.AtCommit}
-	return postJSON[RestoreResult](ctx, c, c.workbenchURL(agent, wb)+"/restore", body, notReplayable)
+	return postJSON[RestoreResult](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/restore", body, notReplayable)
 }
 
 // RestoreStatus is a restore operation's progress.
@@ -437,5 +437,5 @@ type RestoreStatus struct {
 //
 // Errors: *Error NotFound (no such operation).
 func (c *Client) RestoreStatus(ctx context.Context, agent, opID string) (*RestoreStatus, error) {
-	return getJSON[RestoreStatus](ctx, c, c.agentURL(agent)+"/restores/"+url.PathEscape(opID))
+	return getJSON[RestoreStatus](ctx, c.tr, c.tr.agentURL(agent)+"/restores/"+url.PathEscape(opID))
 }

@@ -21,7 +21,8 @@ import (
 type backupFixture struct {
 	cfg          ops.Config
 	node         *Node
-	cli, admin   *client.Client
+	cli          *client.Client
+	admin        *client.Admin
 	closeServers func()
 }
 
@@ -36,7 +37,7 @@ func openBackupNode(t *testing.T, cfg ops.Config) *backupFixture {
 		t.Fatal(err)
 	}
 	srv, adm := httptest.NewServer(n.Handler()), httptest.NewServer(n.AdminHandler())
-	f := &backupFixture{cfg: cfg, node: n, cli: client.New(srv.URL, nil), admin: client.New(adm.URL, nil)}
+	f := &backupFixture{cfg: cfg, node: n, cli: client.New(srv.URL, nil), admin: client.NewAdmin(adm.URL, nil)}
 	f.closeServers = func() { srv.Close(); adm.Close() }
 	t.Cleanup(f.close)
 	return f

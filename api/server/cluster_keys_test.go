@@ -39,7 +39,7 @@ func TestClusterKeysAcrossNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := client.NewInProcess(KeyAdminHandler(boot)).CreateKey(t.Context(),
+	root, err := client.NewInProcessAdmin(KeyAdminHandler(boot)).CreateKey(t.Context(),
 		client.KeyRequest{Name: "operator", AllAgents: true, Scopes: []string{"admin", "workspace:read", "workspace:write"}})
 	boot.Close()
 	if err != nil {
@@ -69,7 +69,9 @@ func TestClusterKeysAcrossNodes(t *testing.T) {
 		return nil
 	})
 
-	adminOf := func(n *testClusterNode) *client.Client { return client.New(n.adminURL, nil).WithAPIKey(root.Secret) }
+	adminOf := func(n *testClusterNode) *client.Admin {
+		return client.NewAdmin(n.adminURL, nil).WithAPIKey(root.Secret)
+	}
 	k, err := adminOf(nodes[0]).CreateKey(t.Context(), client.KeyRequest{Name: "ci", Agents: []string{"keyed"}, Scopes: []string{"workspace:read"}})
 	if err != nil {
 		t.Fatal(err)

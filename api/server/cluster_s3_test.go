@@ -43,7 +43,7 @@ func startS3Cluster(t *testing.T) s3Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := client.NewInProcess(KeyAdminHandler(boot)).CreateKey(t.Context(),
+	key, err := client.NewInProcessAdmin(KeyAdminHandler(boot)).CreateKey(t.Context(),
 		client.KeyRequest{Name: "lake", Agents: []string{"lake"}, Scopes: []string{"workspace:read", "workspace:write"}, S3: true})
 	boot.Close()
 	if err != nil {

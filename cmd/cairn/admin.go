@@ -34,11 +34,11 @@ func adminServer(cmd *cobra.Command) string {
 	return defaultAdminServer
 }
 
-// newAdminClient returns a client for the --admin-server of cmd, with the same CA,
+// newAdminClient returns an admin client for the --admin-server of cmd, with the same CA,
 // client certificate and API key and retrying as every client command does.
-func newAdminClient(cmd *cobra.Command) *client.Client {
+func newAdminClient(cmd *cobra.Command) *client.Admin {
 	server := adminServer(cmd)
-	return client.New(server, httpClient(cmd, server)).WithRetry(client.DefaultRetryPolicy())
+	return client.NewAdmin(server, httpClient(cmd, server)).WithRetry(client.DefaultRetryPolicy())
 }
 
 func newAdminGCCommand() *cobra.Command {

@@ -403,7 +403,7 @@ func newAdminScrubCommand() *cobra.Command {
 	return cmd
 }
 
-func runScrub(ctx context.Context, cmd *cobra.Command, c *client.Client, req client.ScrubRequest, state string) error {
+func runScrub(ctx context.Context, cmd *cobra.Command, c *client.Admin, req client.ScrubRequest, state string) error {
 	out := cmd.OutOrStdout()
 	var total client.ScrubReport
 	for {

@@ -63,7 +63,7 @@ func (f *waitFlags) register(cmd *cobra.Command, until string, timeout time.Dura
 // new line check returns (the progress) to out. A status that fails with a retryable
 // error (a node electing, etcd away) is read again; any other error ends it. It returns
 // ctx's error when ctx ends first.
-func followStatus(ctx context.Context, c *client.Client, out io.Writer, poll time.Duration,
+func followStatus(ctx context.Context, c *client.Admin, out io.Writer, poll time.Duration,
 	check func(*client.ClusterStatus) (done bool, line string)) error {
 	last := ""
 	for {

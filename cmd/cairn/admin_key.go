@@ -36,7 +36,7 @@ keys. Without a running node:
 
 // withKeyClient runs f with a client of the key routes: in-process over a data directory
 // or etcd, else the --admin-server.
-func withKeyClient(cmd *cobra.Command, f func(c *client.Client) error) error {
+func withKeyClient(cmd *cobra.Command, f func(c *client.Admin) error) error {
 	dir, _ := cmd.Flags().GetString("data-dir")
 	etcd, _ := cmd.Flags().GetString("etcd")
 	switch {
@@ -48,7 +48,7 @@ func withKeyClient(cmd *cobra.Command, f func(c *client.Client) error) error {
 			return err
 		}
 		defer keys.Close()
-		return f(client.NewInProcess(server.KeyAdminHandler(keys)))
+		return f(client.NewInProcessAdmin(server.KeyAdminHandler(keys)))
 	case etcd != "":
 		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 		defer cancel()
@@ -57,7 +57,7 @@ func withKeyClient(cmd *cobra.Command, f func(c *client.Client) error) error {
 			return err
 		}
 		defer keys.Close()
-		return f(client.NewInProcess(server.KeyAdminHandler(keys)))
+		return f(client.NewInProcessAdmin(server.KeyAdminHandler(keys)))
 	}
 	return f(newAdminClient(cmd))
 }
@@ -85,7 +85,7 @@ secret can be shown again. A key mints narrower keys itself with cairn key mint.
 		Args: cobra.NoArgs,
 	}
 	return withKeyFlags(cmd, func(cmd *cobra.Command, req client.KeyRequest, print func(*client.APIKey, error) error) error {
-		return withKeyClient(cmd, func(c *client.Client) error { return print(c.CreateKey(cmd.Context(), req)) })
+		return withKeyClient(cmd, func(c *client.Admin) error { return print(c.CreateKey(cmd.Context(), req)) })
 	})
 }
 
@@ -207,7 +207,7 @@ func newKeyListCommand() *cobra.Command {
 		Short: "List the API keys (never their secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withKeyClient(cmd, func(c *client.Client) error {
+			return withKeyClient(cmd, func(c *client.Admin) error {
 				list, err := c.ListKeys(cmd.Context())
 				if err != nil {
 					return err
@@ -236,7 +236,7 @@ func newKeyRevokeCommand() *cobra.Command {
 		Short: "Revoke an API key (every node refuses it within seconds)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withKeyClient(cmd, func(c *client.Client) error {
+			return withKeyClient(cmd, func(c *client.Admin) error {
 				k, err := c.RevokeKey(cmd.Context(), args[0])
 				if err != nil {
 					return err

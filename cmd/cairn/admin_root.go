@@ -76,7 +76,7 @@ func newRootMoveCommand() *cobra.Command {
 
 // followMove prints each step m reaches until it ends: nil when done, a *rootMoveError
 // when it rolled back or the wait ran out.
-func followMove(ctx context.Context, c *client.Client, out io.Writer, m *client.RootMove, wait time.Duration) error {
+func followMove(ctx context.Context, c *client.Admin, out io.Writer, m *client.RootMove, wait time.Duration) error {
 	last := ""
 	cur := *m
 	for {

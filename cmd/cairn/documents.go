@@ -36,7 +36,7 @@ func newDocumentsListCommand() *cobra.Command {
 	var cursor string
 	cmd := &cobra.Command{Use: "list", Short: "List a page of the owner's working documents, in document id order", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			raw, err := newClient(cmd).Documents(cmd.Context(), limit, cursor)
+			raw, err := newClient(cmd).Documents.List(cmd.Context(), limit, cursor)
 			return printJSON(cmd, raw, err)
 		}}
 	cmd.Flags().IntVar(&limit, "limit", 0, "documents per page, 1 to 1000 (default: the server's, 1000)")
@@ -47,7 +47,7 @@ func newDocumentsListCommand() *cobra.Command {
 func newDocumentShowCommand() *cobra.Command {
 	return &cobra.Command{Use: "show ID", Short: "Show a document: body, versions, selections, proposals with diffs, runs, judgments, events",
 		Args: argsBetween(1, 1), RunE: func(cmd *cobra.Command, args []string) error {
-			raw, err := newClient(cmd).Document(cmd.Context(), args[0])
+			raw, err := newClient(cmd).Documents.Get(cmd.Context(), args[0])
 			return printJSON(cmd, raw, err)
 		}}
 }
@@ -56,7 +56,7 @@ func newDocumentCandidatesCommand() *cobra.Command {
 	var doc string
 	cmd := &cobra.Command{Use: "candidates [--document ID]", Short: "List the recent observations (and a document's versions) to create from or select",
 		Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-			raw, err := newClient(cmd).DocumentCandidates(cmd.Context(), doc)
+			raw, err := newClient(cmd).Documents.Candidates(cmd.Context(), doc)
 			return printJSON(cmd, raw, err)
 		}}
 	cmd.Flags().StringVar(&doc, "document", "", "also list this document's versions")
@@ -103,7 +103,7 @@ func (b *bodyFlags) payload(cmd *cobra.Command) (map[string]any, error) {
 	return map[string]any{"title": b.title, "body": text, "requestId": orRandom(b.requestID)}, nil
 }
 
-// write sends a version write to route (DocumentWrite): the payload's members and member
+// write sends a version write to route (Documents.Write): the payload's members and member
 // key with value, and prints the answer.
 func (b *bodyFlags) write(cmd *cobra.Command, route, key, value string) error {
 	p, err := b.payload(cmd)
@@ -111,7 +111,7 @@ func (b *bodyFlags) write(cmd *cobra.Command, route, key, value string) error {
 		return err
 	}
 	p[key] = value
-	raw, err := newClient(cmd).DocumentWrite(cmd.Context(), route, p)
+	raw, err := newClient(cmd).Documents.Write(cmd.Context(), route, p)
 	return printJSON(cmd, raw, err)
 }
 
@@ -152,7 +152,7 @@ func newDocumentSelectCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "select ID [--event E]... [--version V]...", Short: "Select the exact context a runner receives (an immutable snapshot)",
 		Args: argsBetween(1, 1), RunE: func(cmd *cobra.Command, args []string) error {
 			p := map[string]any{"selectedEventIds": nonNil(events), "selectedVersionIds": nonNil(versions), "requestId": orRandom(requestID)}
-			raw, err := newClient(cmd).DocumentWrite(cmd.Context(), "documents/"+url.PathEscape(args[0])+"/selections", p)
+			raw, err := newClient(cmd).Documents.Write(cmd.Context(), "documents/"+url.PathEscape(args[0])+"/selections", p)
 			return printJSON(cmd, raw, err)
 		}}
 	cmd.Flags().StringArrayVar(&events, "event", nil, "an observation's eventId (repeatable)")
@@ -173,7 +173,7 @@ func newDocumentProposeCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "propose ID --selection S --base VERSION [--runner R]", Short: "Request a proposal from a runner",
 		Args: argsBetween(1, 1), RunE: func(cmd *cobra.Command, args []string) error {
 			p := map[string]any{"selectionId": selection, "runnerId": runner, "baseVersionId": base, "requestId": orRandom(requestID)}
-			raw, err := newClient(cmd).DocumentWrite(cmd.Context(), "documents/"+url.PathEscape(args[0])+"/proposals", p)
+			raw, err := newClient(cmd).Documents.Write(cmd.Context(), "documents/"+url.PathEscape(args[0])+"/proposals", p)
 			return printJSON(cmd, raw, err)
 		}}
 	cmd.Flags().StringVar(&selection, "selection", "", "the selectionId")
@@ -191,7 +191,7 @@ func newDocumentDecideCommand() *cobra.Command {
 				return usageErrorf("the decision must be accept or reject, not %q", args[1])
 			}
 			p := map[string]any{"disposition": args[1], "submissionId": orRandom(submissionID)}
-			raw, err := newClient(cmd).DocumentWrite(cmd.Context(), "proposals/"+url.PathEscape(args[0])+"/decisions", p)
+			raw, err := newClient(cmd).Documents.Write(cmd.Context(), "proposals/"+url.PathEscape(args[0])+"/decisions", p)
 			if err != nil {
 				return fmt.Errorf("decide %s: %w", args[0], err)
 			}

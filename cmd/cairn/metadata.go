@@ -39,7 +39,7 @@ func addScopeFlags(cmd *cobra.Command) *queryScope {
 // in scope has (a typo, most likely) is an error naming the condition, not "0 files".
 // not_exists conditions are exempt (they match files that lack the field). Built-in
 // fields (artifact.*) are checked by the server itself.
-func checkWhereFields(ctx context.Context, c *client.Client, agent string, scope queryScope, wheres []string, preds []client.Predicate, matches int64) error {
+func checkWhereFields(ctx context.Context, q *client.Query, agent string, scope queryScope, wheres []string, preds []client.Predicate, matches int64) error {
 	if matches > 0 {
 		return nil
 	}
@@ -52,7 +52,7 @@ func checkWhereFields(ctx context.Context, c *client.Client, agent string, scope
 	if len(suspect) == 0 {
 		return nil
 	}
-	cat, err := c.Catalog(ctx, agent, client.CatalogRequest{Workbench: scope.workbench, Section: scope.section, Path: scope.path})
+	cat, err := q.Catalog(ctx, agent, client.CatalogRequest{Workbench: scope.workbench, Section: scope.section, Path: scope.path})
 	if err != nil {
 		return nil // the empty result stands; the catalog was only to explain it
 	}
@@ -184,12 +184,12 @@ files". --limit caps the groups (1..100). --json prints the server's result obje
 		if req.Predicates, req.Sort, err = parseQuery(wheres, sorts); err != nil {
 			return err
 		}
-		c := newClient(cmd)
-		res, err := c.Aggregate(cmd.Context(), o.agent, req)
+		q := newClient(cmd).Query
+		res, err := q.Aggregate(cmd.Context(), o.agent, req)
 		if err != nil {
 			return err
 		}
-		if err := checkWhereFields(cmd.Context(), c, o.agent, *scope, wheres, req.Predicates, res.InputMatchCount); err != nil {
+		if err := checkWhereFields(cmd.Context(), q, o.agent, *scope, wheres, req.Predicates, res.InputMatchCount); err != nil {
 			return err
 		}
 		if o.json {
@@ -252,7 +252,7 @@ func newCatalogCommand() *cobra.Command {
 		if len(args) == 1 {
 			scope.workbench = args[0]
 		}
-		res, err := newClient(cmd).Catalog(cmd.Context(), o.agent, client.CatalogRequest{Workbench: scope.workbench,
+		res, err := newClient(cmd).Query.Catalog(cmd.Context(), o.agent, client.CatalogRequest{Workbench: scope.workbench,
 			Section: scope.section, Path: scope.path, FieldPrefix: prefix, IncludeFacets: facets})
 		if err != nil {
 			return err
@@ -319,10 +319,10 @@ func newFindCommand() *cobra.Command {
 		if committed || uncommitted {
 			req.Committed = &committed
 		}
-		c := newClient(cmd)
+		q := newClient(cmd).Query
 		if o.json {
 			req.Limit = limit
-			res, err := c.Find(cmd.Context(), o.agent, req)
+			res, err := q.Find(cmd.Context(), o.agent, req)
 			if err != nil {
 				return err
 			}
@@ -331,7 +331,7 @@ func newFindCommand() *cobra.Command {
 		out := bufio.NewWriter(cmd.OutOrStdout())
 		printed := 0
 		for {
-			res, err := c.Find(cmd.Context(), o.agent, req)
+			res, err := q.Find(cmd.Context(), o.agent, req)
 			if err != nil {
 				out.Flush()
 				return err

@@ -100,7 +100,7 @@ func newProposeCommand() *cobra.Command {
 			}
 			req.Evidence = append(req.Evidence, ref)
 		}
-		p, err := newClient(cmd).Propose(cmd.Context(), o.agent, args[0], req)
+		p, err := newClient(cmd).Proposals.Propose(cmd.Context(), o.agent, args[0], req)
 		if err != nil {
 			return err
 		}
@@ -181,9 +181,9 @@ func newProposalsCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&body, "body", false, "with --id: include the proposed bytes and the diff")
 	cmd.Flags().IntVar(&limit, "limit", 0, "items per page (the listing walks every page)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c, out := newClient(cmd), cmd.OutOrStdout()
+		proposals, out := newClient(cmd).Proposals, cmd.OutOrStdout()
 		if id != "" {
-			p, err := c.GetProposal(cmd.Context(), o.agent, args[0], id, body)
+			p, err := proposals.Get(cmd.Context(), o.agent, args[0], id, body)
 			if err != nil {
 				return err
 			}
@@ -197,7 +197,7 @@ func newProposalsCommand() *cobra.Command {
 		q := client.ProposalQuery{Path: path, State: state, Limit: limit, Judgments: judgments}
 		err := eachPage(func(cursor string) (string, error) {
 			q.Cursor = cursor
-			page, err := c.ListProposals(cmd.Context(), o.agent, args[0], q)
+			page, err := proposals.List(cmd.Context(), o.agent, args[0], q)
 			if err != nil {
 				return "", err
 			}
@@ -249,7 +249,7 @@ func newDecideCommand() *cobra.Command {
 		if submission == "" {
 			submission = randomKey()
 		}
-		p, err := newClient(cmd).Decide(cmd.Context(), o.agent, args[0], args[1],
+		p, err := newClient(cmd).Proposals.Decide(cmd.Context(), o.agent, args[0], args[1],
 			client.DecideRequest{Disposition: args[2], Reason: reason, SubmissionID: submission})
 		if err != nil {
 			return err

@@ -179,21 +179,21 @@ func newSearchCommand() *cobra.Command {
 		if len(fields) == 0 && !o.json {
 			req.Fields = searchFields(req)
 		}
-		c := newClient(cmd)
+		q := newClient(cmd).Query
 		if o.json {
 			if cmd.Flags().Changed("limit") {
 				req.Limit = limit
 			}
-			res, err := c.Search(cmd.Context(), o.agent, req)
+			res, err := q.Search(cmd.Context(), o.agent, req)
 			if err != nil {
 				return err
 			}
-			if err := checkWhereFields(cmd.Context(), c, o.agent, *scope, wheres, req.Predicates, res.MatchCount); err != nil {
+			if err := checkWhereFields(cmd.Context(), q, o.agent, *scope, wheres, req.Predicates, res.MatchCount); err != nil {
 				return err
 			}
 			return printRaw(cmd.OutOrStdout(), res.Raw)
 		}
-		return printSearch(cmd, c, o.agent, *scope, wheres, req, limit)
+		return printSearch(cmd, q, o.agent, *scope, wheres, req, limit)
 	}
 	return cmd
 }
@@ -201,7 +201,7 @@ func newSearchCommand() *cobra.Command {
 // printSearch prints the pages of a search, up to limit files (0 = all): one line per file
 // with its fields, the facets of the first page, and "N of TOTAL files" with the cursor
 // that continues when more remain.
-func printSearch(cmd *cobra.Command, c *client.Client, agent string, scope queryScope, wheres []string, req client.SearchRequest, limit int) error {
+func printSearch(cmd *cobra.Command, q *client.Query, agent string, scope queryScope, wheres []string, req client.SearchRequest, limit int) error {
 	ctx := cmd.Context()
 	out := bufio.NewWriter(cmd.OutOrStdout())
 	var (
@@ -214,13 +214,13 @@ func printSearch(cmd *cobra.Command, c *client.Client, agent string, scope query
 		if limit > 0 {
 			req.Limit = min(maxSearchPage, limit-int(printed))
 		}
-		res, err := c.Search(ctx, agent, req)
+		res, err := q.Search(ctx, agent, req)
 		if err != nil {
 			return err
 		}
 		if first == nil {
 			first = res
-			if err := checkWhereFields(ctx, c, agent, scope, wheres, req.Predicates, res.MatchCount); err != nil {
+			if err := checkWhereFields(ctx, q, agent, scope, wheres, req.Predicates, res.MatchCount); err != nil {
 				return err
 			}
 		}
@@ -365,12 +365,12 @@ With --json, one page (--limit at most 300) is printed as the server's result ob
 		}
 		wb := args[0]
 		req := client.GrepRequest{Pattern: args[1], Recursive: recursive, Section: section, Path: path, Glob: glob, Cursor: cursor}
-		c := newClient(cmd)
+		q := newClient(cmd).Query
 		if o.json {
 			if cmd.Flags().Changed("limit") {
 				req.Limit = limit
 			}
-			res, err := c.Grep(cmd.Context(), o.agent, wb, req)
+			res, err := q.Grep(cmd.Context(), o.agent, wb, req)
 			if err != nil {
 				return err
 			}
@@ -389,7 +389,7 @@ With --json, one page (--limit at most 300) is printed as the server's result ob
 			if limit > 0 {
 				req.Limit = min(maxGrepPage, limit-printed)
 			}
-			res, err := c.Grep(cmd.Context(), o.agent, wb, req)
+			res, err := q.Grep(cmd.Context(), o.agent, wb, req)
 			if err != nil {
 				out.Flush()
 				return err
