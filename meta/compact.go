@@ -55,7 +55,7 @@ func compactable(e *Entry) bool {
 	return n >= CompactMinSegments && e.Segments[n-1].Size < CompactSmallSegmentBytes
 }
 
-func (a *applier) compact(c Compact) Result {
+func (a *fileApplier) compact(c Compact) Result {
 	ws, err := a.target(c.Agent, c.Workspace, c.Path, false)
 	if err != nil {
 		return Result{Err: err}

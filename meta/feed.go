@@ -230,19 +230,28 @@ func feedKey(agent string, p FeedPosition) string {
 // into an empty feed, rescheduled by each step that leaves events).
 const retainFeed = 'f'
 
+// feedApplier writes a command's change-feed events and runs the feed's pruning steps.
+// It numbers the events of one command 0, 1, 2… in the order they are emitted (next), so
+// an event's position depends only on the log; it is the only writer of st.feed.
+type feedApplier struct {
+	*applyCtx
+	// next is the index within the command the next event gets.
+	next uint32
+}
+
 // feedOn reports whether the shard keeps a feed (Options.FeedMaxPerRoot ≥ 0).
-func (a *applier) feedOn() bool { return a.opts.FeedMaxPerRoot >= 0 }
+func (a *feedApplier) feedOn() bool { return a.opts.FeedMaxPerRoot >= 0 }
 
 // emit appends e to agent's feed at the next index of the command being applied, after
 // the root's oldest events beyond FeedMaxPerRoot (at most RetentionBatch per call).
-func (a *applier) emit(agent string, e Event) {
+func (a *feedApplier) emit(agent string, e Event) {
 	if !a.feedOn() {
 		return
 	}
 	s := a.st
 	e.Agent, e.AtMs = agent, s.nowMs
-	e.Position = FeedPosition{Version: s.version, Index: a.feedIndex}
-	a.feedIndex++
+	e.Position = FeedPosition{Version: s.version, Index: a.next}
+	a.next++
 	fs := s.feed
 	fs.events.Set(feedKey(agent, e.Position), &e)
 	r, _ := fs.roots.Get(agent)
@@ -256,14 +265,14 @@ func (a *applier) emit(agent string, e Event) {
 	fs.roots.Set(agent, r)
 }
 
-func (a *applier) scheduleFeedPrune(agent string, oldestAtMs int64) {
+func (a *feedApplier) scheduleFeedPrune(agent string, oldestAtMs int64) {
 	s := a.st
 	s.seq++
 	s.retention.Set(retentionKey(oldestAtMs+a.opts.FeedRetention.Milliseconds(), s.seq), string(rune(retainFeed))+agent)
 }
 
 // dropOldestEvent removes agent's oldest event, moving r's floor to it.
-func (a *applier) dropOldestEvent(agent string, r *feedRoot) {
+func (a *feedApplier) dropOldestEvent(agent string, r *feedRoot) {
 	key, old, ok := firstEvent(a.st.feed.events, agent+"\x00")
 	if !ok {
 		r.Count = 0
@@ -276,7 +285,7 @@ func (a *applier) dropOldestEvent(agent string, r *feedRoot) {
 
 // pruneFeed is agent's retention step: it drops up to RetentionBatch events older than
 // FeedRetention and schedules the next step while events remain.
-func (a *applier) pruneFeed(agent string) {
+func (a *feedApplier) pruneFeed(agent string) {
 	s := a.st
 	r, ok := s.feed.roots.Get(agent)
 	if !ok || r.Count == 0 {
@@ -309,7 +318,7 @@ func firstEvent(m *btree.Map[string, *Event], prefix string) (k string, e *Event
 }
 
 // fileEventKind is the kind of a file change the command being applied makes.
-func (a *applier) fileEventKind(e *Entry) EventKind {
+func (a *feedApplier) fileEventKind(e *Entry) EventKind {
 	switch {
 	case e == nil:
 		return EventFileDelete
@@ -324,7 +333,7 @@ func (a *applier) fileEventKind(e *Entry) EventKind {
 // emitFile records a change of path in ws (e nil: a delete) with the path's new Ordinal.
 // Changes inside a staging workbench (a restore copying) are not events: the workbench
 // is invisible until restore.finish.
-func (a *applier) emitFile(ws *Workspace, path string, e *Entry, ord uint64) {
+func (a *feedApplier) emitFile(ws *Workspace, path string, e *Entry, ord uint64) {
 	if ws.State == WorkspaceStaging {
 		return
 	}
@@ -337,14 +346,14 @@ func (a *applier) emitFile(ws *Workspace, path string, e *Entry, ord uint64) {
 
 // emitSnapshot records a lifecycle change of snap made by prod (Generation: the
 // snapshot's read version).
-func (a *applier) emitSnapshot(kind EventKind, snap *WorkbenchSnapshot, prod Producer) {
+func (a *feedApplier) emitSnapshot(kind EventKind, snap *WorkbenchSnapshot, prod Producer) {
 	a.emit(snap.Agent, Event{Kind: kind, Workbench: snap.Workspace, SnapshotID: snap.ID, SnapshotName: snap.Name,
 		Generation: snap.ReadVersion, Producer: prod})
 }
 
 // emitCommit records a sealed commit of ws; a restore's destination (staging while it
 // is sealed) reports its commit on restore.finish instead.
-func (a *applier) emitCommit(ws *Workspace, rec *CommitRecord) {
+func (a *feedApplier) emitCommit(ws *Workspace, rec *CommitRecord) {
 	if ws.State == WorkspaceStaging {
 		return
 	}
@@ -352,7 +361,7 @@ func (a *applier) emitCommit(ws *Workspace, rec *CommitRecord) {
 }
 
 // emitRestore records the beginning or the end of restore op.
-func (a *applier) emitRestore(kind EventKind, op *RestoreOp, commit string) {
+func (a *feedApplier) emitRestore(kind EventKind, op *RestoreOp, commit string) {
 	a.emit(op.Agent, Event{Kind: kind, Workbench: op.Destination, Source: op.Source, Operation: op.ID,
 		SnapshotID: op.SnapshotID, Commit: commit, Generation: a.st.version, Producer: a.prod})
 }

@@ -134,8 +134,7 @@ func (f *FSM) Apply(index uint64, data []byte) Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.view = nil
-	a := applier{opts: f.opts, st: f.st}
-	return a.apply(index, h, body, err)
+	return newApplier(f.opts, f.st).apply(index, h, body, err)
 }
 
 // ApplyBody applies an already decoded command; it is Apply without the decoding step
@@ -145,23 +144,69 @@ func (f *FSM) ApplyBody(index uint64, h Header, body Body) Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.view = nil
-	a := applier{opts: f.opts, st: f.st}
-	return a.apply(index, h, body, nil)
+	return newApplier(f.opts, f.st).apply(index, h, body, nil)
 }
 
-type applier struct {
+// applyCtx is what every part of one command's apply shares: the state it changes, the
+// FSM's options and the command being applied. It has no methods; each part embeds a
+// pointer to the one context of its command, so they all see the same header, producer
+// and state.
+type applyCtx struct {
 	opts Options
 	st   *state
 	hdr  Header // of the command being applied
 	// prod is the producer of what the command writes: the command's own (hdr), or, for
 	// the bounded commands of a restore, the producer recorded when it began.
 	prod Producer
-	// op is the operation of the command being applied; feedIndex the index its next
-	// change-feed event gets (feed.go).
-	op        Op
-	feedIndex uint32
+	// op is the operation of the command being applied.
+	op Op
 	// index is the Raft log index of the command being applied.
 	index uint64
+}
+
+// applier applies one command: FSM.Apply makes a fresh one per command (newApplier).
+// It owns the command's way through the FSM (apply: version and command time, ownership,
+// the move fence, idempotency, the op's apply function through the op table, retention
+// steps) and the shard's and roots' settings (placement, quotas, history retention,
+// backup holds, garbage collection); every other op is applied by the part of its
+// concern, each a type of its own over the same applyCtx:
+//
+//   - files (fileApplier, fsm.go): roots and workbenches, the path write path (put,
+//     append, delete, compaction, change sets) and what it maintains — path chains and
+//     their pruning, directory counters, blob references, holds, usage;
+//   - feed (feedApplier, feed.go): the change-feed events the command emits, numbered in
+//     emission order, and the feed's pruning;
+//   - life (lifecycleApplier, lifecycle.go): snapshots, commits and restores;
+//   - props (proposalApplier, proposal_apply.go): proposals and their decisions;
+//   - purge (purgeApplier, purge.go): workbench deletion and root purges;
+//   - moves (moveApplier, move.go, move_import.go, move_walk.go): moving a root between
+//     shards.
+//
+// The parts point at each other and at the applier's applyCtx, so an applier is never
+// copied once made. Which part applies an op changes nothing the FSM does: every step
+// runs in the order it did on one type, and a command's feed events are numbered by the
+// one feedApplier of its applier.
+type applier struct {
+	applyCtx
+	files fileApplier
+	feed  feedApplier
+	life  lifecycleApplier
+	props proposalApplier
+	purge purgeApplier
+	moves moveApplier
+}
+
+// newApplier assembles the applier of one command over st, in one allocation.
+func newApplier(opts Options, st *state) *applier {
+	a := &applier{applyCtx: applyCtx{opts: opts, st: st}}
+	c := &a.applyCtx
+	a.feed = feedApplier{applyCtx: c}
+	a.files = fileApplier{applyCtx: c, feed: &a.feed}
+	a.life = lifecycleApplier{applyCtx: c, files: &a.files, feed: &a.feed}
+	a.props = proposalApplier{applyCtx: c, files: &a.files, feed: &a.feed}
+	a.purge = purgeApplier{applyCtx: c, files: &a.files, feed: &a.feed}
+	a.moves = moveApplier{applyCtx: c, feed: &a.feed, props: &a.props}
+	return a
 }
 
 func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Result {
@@ -192,7 +237,7 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 	if err := a.checkOwner(agent, body); err != nil {
 		return Result{Err: err, Version: index + s.shift}
 	}
-	if err := a.checkMove(agent, body); err != nil {
+	if err := a.moves.checkMove(agent, body); err != nil {
 		return Result{Err: err, Version: index + s.shift}
 	}
 	var dkey string
@@ -248,7 +293,23 @@ func (a *applier) remember(agent, dkey string, hash Digest, res Result) {
 	s.retention.Set(retentionKey(rec.ExpiresAtMs, rec.Seq), string(rune(retainDedupe))+dkey)
 }
 
-func (a *applier) createRoot(agent string) Result {
+// fileApplier applies the writes of files and keeps what they maintain: it creates roots
+// and workbenches, publishes bodies and tombstones on path chains (put, append, delete,
+// compaction, change sets) and keeps everything derived from a live workbench's chains
+// exact — directory and workbench counters, usage (quota.go), the secondary index, blob
+// reference counts, the holds that pin history (lifecycle.go) and the pruning of what
+// retention lets go (retention.go). Every element the other parts add to a chain goes
+// through publish and every re-prune through storeChain; only the whole-record removals
+// of purges and moves (purge.go, move_walk.go) pass it by. Its checks (target,
+// checkShape, checkQuota, checkPublishable) change nothing, so a command runs them all
+// before its first mutation.
+type fileApplier struct {
+	*applyCtx
+	// feed receives the events of the workbenches and files it writes.
+	feed *feedApplier
+}
+
+func (a *fileApplier) createRoot(agent string) Result {
 	if err := ValidateName("agent", agent); err != nil {
 		return Result{Err: err}
 	}
@@ -256,7 +317,7 @@ func (a *applier) createRoot(agent string) Result {
 	return Result{RootUID: r.UID}
 }
 
-func (a *applier) ensureRoot(agent string) *Root {
+func (a *fileApplier) ensureRoot(agent string) *Root {
 	s := a.st
 	if r, ok := s.roots.Get(agent); ok {
 		return r
@@ -267,7 +328,7 @@ func (a *applier) ensureRoot(agent string) *Root {
 	return r
 }
 
-func (a *applier) createWorkspace(c CreateWorkspace) Result {
+func (a *fileApplier) createWorkspace(c CreateWorkspace) Result {
 	if err := ValidateName("agent", c.Agent); err != nil {
 		return Result{Err: err}
 	}
@@ -289,7 +350,7 @@ func (a *applier) createWorkspace(c CreateWorkspace) Result {
 
 // workspace returns the visible workbench name of agent, creating it when create is set.
 // It does not validate names.
-func (a *applier) workspace(agent, name string, create bool) (*Workspace, bool, *Error) {
+func (a *fileApplier) workspace(agent, name string, create bool) (*Workspace, bool, *Error) {
 	s := a.st
 	if ws, ok := s.workspaces.Get(workspaceKey(agent, name)); ok {
 		if ws.State == WorkspaceStaging {
@@ -306,7 +367,7 @@ func (a *applier) workspace(agent, name string, create bool) (*Workspace, bool, 
 		CreatedVersion: s.version, CreatedAtMs: s.nowMs, Producer: a.prod}
 	s.workspaces.Set(workspaceKey(agent, name), ws)
 	a.addUsage(agent, Usage{Workbenches: 1})
-	a.emit(agent, Event{Kind: EventWorkbenchCreate, Workbench: name, Generation: s.version, Producer: a.prod})
+	a.feed.emit(agent, Event{Kind: EventWorkbenchCreate, Workbench: name, Generation: s.version, Producer: a.prod})
 	return ws, true, nil
 }
 
@@ -314,7 +375,7 @@ func (a *applier) workspace(agent, name string, create bool) (*Workspace, bool, 
 // missing workbench is NotFound unless create is set; then target returns nil and the
 // caller materializes the workbench only once every check has passed (nothing
 // half-applies).
-func (a *applier) target(agent, name, path string, create bool) (*Workspace, *Error) {
+func (a *fileApplier) target(agent, name, path string, create bool) (*Workspace, *Error) {
 	if err := ValidateName("agent", agent); err != nil {
 		return nil, err
 	}
@@ -338,7 +399,7 @@ func (a *applier) target(agent, name, path string, create bool) (*Workspace, *Er
 
 // materialize returns the root and workbench of a command that passed its checks,
 // creating them when ws is nil.
-func (a *applier) materialize(agent, name string, ws *Workspace) (*Root, *Workspace) {
+func (a *fileApplier) materialize(agent, name string, ws *Workspace) (*Root, *Workspace) {
 	if ws == nil {
 		ws, _, _ = a.workspace(agent, name, true)
 	}
@@ -348,7 +409,7 @@ func (a *applier) materialize(agent, name string, ws *Workspace) (*Root, *Worksp
 
 // current returns the path record and live entry of path in ws (ws nil: a workbench about
 // to be created, which holds nothing).
-func (a *applier) current(ws *Workspace, path string) (*pathRecord, *Entry) {
+func (a *fileApplier) current(ws *Workspace, path string) (*pathRecord, *Entry) {
 	if ws == nil {
 		return nil, nil
 	}
@@ -381,7 +442,7 @@ func validateSegments(field string, segs []Segment, total int64) *Error {
 
 // checkShape enforces "a path is a file or an implicit directory, never both" for a file
 // about to exist at path.
-func (a *applier) checkShape(inc uint64, path string) *Error {
+func (a *fileApplier) checkShape(inc uint64, path string) *Error {
 	s := a.st
 	for d := parentDir(path); d != ""; d = parentDir(d) {
 		if rec, ok := s.paths.Get(pathKey(inc, d)); ok && rec.live() != nil {
@@ -394,7 +455,7 @@ func (a *applier) checkShape(inc uint64, path string) *Error {
 	return nil
 }
 
-func (a *applier) put(c Put) Result {
+func (a *fileApplier) put(c Put) Result {
 	if c.Cond > CondReplaceOnly {
 		return Result{Err: invalidArg("condition", "unknown condition %d", c.Cond)}
 	}
@@ -450,7 +511,7 @@ func (a *applier) put(c Put) Result {
 		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID, Ordinal: ord}
 }
 
-func (a *applier) append(c Append) Result {
+func (a *fileApplier) append(c Append) Result {
 	if err := validateSegments("segments", c.Segments, c.AppendedBytes); err != nil {
 		return Result{Err: err}
 	}
@@ -528,7 +589,7 @@ func appendSegments(old, add []Segment, inlineMax int64) ([]Segment, bool) {
 	return append(old, add...), true
 }
 
-func (a *applier) delete(c Delete) Result {
+func (a *fileApplier) delete(c Delete) Result {
 	ws, err := a.target(c.Agent, c.Workspace, c.Path, false)
 	if err != nil {
 		return Result{Err: err}
@@ -554,7 +615,7 @@ func (a *applier) delete(c Delete) Result {
 // references, and retention of what the new element superseded.
 //
 // It returns the new element's Ordinal.
-func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *pathRecord, e *Entry) uint64 {
+func (a *fileApplier) publish(root *Root, ws *Workspace, key, path string, rec *pathRecord, e *Entry) uint64 {
 	s := a.st
 	old := rec.live()
 	chain := make([]version, 0, 1+len(chainOf(rec)))
@@ -586,7 +647,7 @@ func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *path
 	s.workspaces.Set(workspaceKey(ws.Agent, ws.Name), &nws)
 	s.indexFile(ws.Incarnation, path, old, e)
 	a.storeChain(root.UID, key, chain)
-	a.emitFile(ws, path, e, ord)
+	a.feed.emitFile(ws, path, e, ord)
 	return ord
 }
 
@@ -599,7 +660,7 @@ func chainOf(r *pathRecord) []version {
 
 // storeChain prunes chain, stores it (or deletes the record when nothing is left) and
 // schedules the next pruning.
-func (a *applier) storeChain(rootUID, key string, chain []version) {
+func (a *fileApplier) storeChain(rootUID, key string, chain []version) {
 	s := a.st
 	kept, _, nextDue := a.prune(a.retentionOf(rootUID), binaryU64(key[:incarnationKeySize]), chain)
 	prev, _ := s.paths.Get(key)
@@ -632,7 +693,7 @@ func (a *applier) storeChain(rootUID, key string, chain []version) {
 // position in the current life, its age since it was superseded, the cap) or a hold pins
 // it. The rules are applied to the retained prefix only: from the first element they let
 // go on, only holds keep anything.
-func (a *applier) prune(pol Retention, inc uint64, chain []version) (kept, dropped []version, nextDue int64) {
+func (a *fileApplier) prune(pol Retention, inc uint64, chain []version) (kept, dropped []version, nextDue int64) {
 	now := a.st.nowMs
 	// kept aliases a prefix of chain (never written to: chains are immutable) while what
 	// is kept is one, so a write that drops only the oldest elements (a log at its cap)
@@ -706,7 +767,7 @@ func (a *applier) prune(pol Retention, inc uint64, chain []version) (kept, dropp
 // held reports whether a hold of incarnation inc pins a version in [lo, hi): then the
 // chain element that starts at lo and is superseded at hi is what reads at that version
 // see.
-func (a *applier) held(inc, lo, hi uint64) bool {
+func (a *fileApplier) held(inc, lo, hi uint64) bool {
 	found := false
 	a.st.holds.Ascend(holdKey(inc, lo), func(k string, _ int64) bool {
 		found = k < holdKey(inc, hi)
@@ -740,7 +801,7 @@ func listHeads(chain []version) map[uint64]*Entry {
 // longest version it keeps of that list: so an append adds references for its new
 // segments only, and dropping a version whose list a newer kept version extends changes
 // nothing — O(delta) in segments, O(chain) in versions.
-func (a *applier) account(rootUID string, old, new []version) {
+func (a *fileApplier) account(rootUID string, old, new []version) {
 	before, after := listHeads(old), listHeads(new)
 	for id, b := range before {
 		n := 0
@@ -759,7 +820,7 @@ func (a *applier) account(rootUID string, old, new []version) {
 }
 
 // ref adds delta to the reference count of every non-inline segment of segs.
-func (a *applier) ref(rootUID string, segs []Segment, delta int64) {
+func (a *fileApplier) ref(rootUID string, segs []Segment, delta int64) {
 	s := a.st
 	for _, sg := range segs {
 		if sg.IsInline() {
@@ -779,7 +840,7 @@ func (a *applier) ref(rootUID string, segs []Segment, delta int64) {
 
 // liveDelta updates the directory records above path when a file appears (files +1),
 // disappears (files -1) or changes size (files 0).
-func (a *applier) liveDelta(inc uint64, path string, files, bytes int64, childChanges bool) {
+func (a *fileApplier) liveDelta(inc uint64, path string, files, bytes int64, childChanges bool) {
 	s := a.st
 	changed := childChanges
 	for d := parentDir(path); ; d = parentDir(d) {
@@ -818,28 +879,28 @@ func (a *applier) runRetention() {
 		}
 		s.retention.Delete(k)
 		kind, x, y := splitRetentionItem(v)
-		if a.droppedItem(kind, x) {
+		if a.moves.droppedItem(kind, x) {
 			continue // a root on the move (move_walk.go)
 		}
 		switch kind {
 		case retainPath:
 			if rec, ok := s.paths.Get(y); ok {
-				a.storeChain(x, y, rec.Chain)
+				a.files.storeChain(x, y, rec.Chain)
 			}
 		case retainLease:
-			a.reapIfDue(x)
+			a.life.reapIfDue(x)
 		case retainFeed:
-			a.pruneFeed(x)
+			a.feed.pruneFeed(x)
 		case retainReprune:
-			a.reprune(x, y)
+			a.files.reprune(x, y)
 		case retainPurge:
-			a.purgeStep(x)
+			a.purge.purgeStep(x)
 		case retainRootReprune:
 			a.rootRepruneStep(x)
 		case retainProposal:
-			a.retireProposal(x)
+			a.props.retireProposal(x)
 		case retainMove:
-			a.moveWalkStep(x)
+			a.moves.moveWalkStep(x)
 		case retainRestore:
 			if op, ok := s.restores.Get(x); ok && op.State == RestoreComplete {
 				s.restores.Delete(x)

@@ -149,7 +149,7 @@ func (v *View) Roots(fn func(*Root) bool) {
 // intent, or (when the command carries Header.UploadFence) a blob with no record after
 // the root recorded a deletion past the fence (docs/architecture.md#blob-storage-and-garbage-collection). Inline segments never touch
 // the object store and always pass.
-func (a *applier) checkPublishable(agent string, segs []Segment) *Error {
+func (a *fileApplier) checkPublishable(agent string, segs []Segment) *Error {
 	root, ok := a.st.roots.Get(agent)
 	if !ok {
 		return nil // no root yet: nothing of it was ever collected

@@ -158,7 +158,7 @@ func drain(t testing.TB, s *shardT, agent string) {
 		k, _, ok := s.f.st.retention.Min()
 		due := ok && int64(binaryU64(k[:8])) <= s.f.st.nowMs
 		root, _ := s.f.st.roots.Get(agent)
-		if !due && (root == nil || (&applier{opts: s.f.opts, st: s.f.st}).movable(root) == nil) {
+		if !due && (root == nil || newApplier(s.f.opts, s.f.st).moves.movable(root) == nil) {
 			return
 		}
 	}

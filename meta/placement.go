@@ -36,7 +36,7 @@ func (a *applier) assignRoot(c AssignRoot) Result {
 		return Result{Err: err}
 	}
 	_, existed := a.st.roots.Get(c.Agent)
-	r := a.ensureRoot(c.Agent)
+	r := a.files.ensureRoot(c.Agent)
 	return Result{RootUID: r.UID, Created: !existed}
 }
 
