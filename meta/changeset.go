@@ -268,8 +268,8 @@ func (a *fileApplier) checkUnchanged(ws *Workspace, g *ScopeGuard) *Error {
 // (in path order, at most MaxChangeSetConflicts): what a ChangeSet with Unchanged g would
 // refuse, as of the view's applied state. InvalidArguments naming "unchanged.dir" when the
 // scope holds more than MaxChangeSetScan path records.
-func (v *View) ChangedSince(ws *Workspace, g ScopeGuard) ([]string, error) {
-	changed, err := changedSince(v.st, ws, g)
+func (h HistoryView) ChangedSince(ws *Workspace, g ScopeGuard) ([]string, error) {
+	changed, err := changedSince(h.v.st, ws, g)
 	if err != nil {
 		return nil, err
 	}

@@ -366,6 +366,12 @@ func (a *feedApplier) emitRestore(kind EventKind, op *RestoreOp, commit string) 
 		SnapshotID: op.SnapshotID, Commit: commit, Generation: a.st.version, Producer: a.prod})
 }
 
+// FeedView is the change-feed reads of one View (View.Feed): a root's events after a
+// position, its newest events, the oldest retained position and the floor retention left.
+// It shows the events the View shows (Only, OnlyPaths) up to the View's version, reading
+// only through its View, as every facet does.
+type FeedView struct{ v *View }
+
 // Events returns up to limit (1..MaxEventsPage) events of agent's feed after position
 // after that match f, oldest first, as of the view's version; more reports that further
 // matching events follow. A root without events (or unknown) has none; a view restricted
@@ -373,26 +379,26 @@ func (a *feedApplier) emitRestore(kind EventKind, op *RestoreOp, commit string) 
 // it shows its source too; a root purge's never). Errors:
 // InvalidArguments (limit, filter), *FeedTruncatedError when retention dropped events
 // after after (errors.Is ErrFeedTruncated).
-func (v *View) Events(agent string, after FeedPosition, f EventFilter, limit int) ([]Event, bool, error) {
+func (fv FeedView) Events(agent string, after FeedPosition, f EventFilter, limit int) ([]Event, bool, error) {
 	if limit < 1 || limit > MaxEventsPage {
 		return nil, false, invalidArg("limit", "must be between 1 and %d", MaxEventsPage)
 	}
 	if err := f.validate(); err != nil {
 		return nil, false, err
 	}
-	fs := v.st.feed
+	fs := fv.v.st.feed
 	if r, ok := fs.roots.Get(agent); ok && after.Less(r.Floor) {
-		oldest, _ := v.FeedOldest(agent)
+		oldest, _ := fv.Oldest(agent)
 		return nil, false, &FeedTruncatedError{Agent: agent, After: after, ResumeAfter: r.Floor, Oldest: oldest}
 	}
 	prefix := agent + "\x00"
 	var out []Event
 	more := false
 	fs.events.Ascend(feedKey(agent, after), func(k string, e *Event) bool {
-		if !strings.HasPrefix(k, prefix) || e.Position.Version > v.at {
+		if !strings.HasPrefix(k, prefix) || e.Position.Version > fv.v.at {
 			return false
 		}
-		if !after.Less(e.Position) || !f.match(e) || !v.showsEvent(agent, e) {
+		if !after.Less(e.Position) || !f.match(e) || !fv.shows(agent, e) {
 			return true
 		}
 		if len(out) == limit {
@@ -405,20 +411,20 @@ func (v *View) Events(agent string, after FeedPosition, f EventFilter, limit int
 	return out, more, nil
 }
 
-// RecentEvents returns agent's newest events as of the view that the view shows and keep
+// Recent returns agent's newest events as of the view that the view shows and keep
 // accepts (nil: all), at most limit (1..MaxEventsPage), oldest first: a bounded read of
 // the feed's end that never walks its start.
-func (v *View) RecentEvents(agent string, limit int, keep func(*Event) bool) ([]Event, error) {
+func (fv FeedView) Recent(agent string, limit int, keep func(*Event) bool) ([]Event, error) {
 	if limit < 1 || limit > MaxEventsPage {
 		return nil, invalidArg("limit", "must be between 1 and %d", MaxEventsPage)
 	}
 	prefix := agent + "\x00"
 	var out []Event
-	v.st.feed.events.Descend(feedKey(agent, FeedPosition{Version: ^uint64(0), Index: ^uint32(0)}), func(k string, e *Event) bool {
+	fv.v.st.feed.events.Descend(feedKey(agent, FeedPosition{Version: ^uint64(0), Index: ^uint32(0)}), func(k string, e *Event) bool {
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
-		if e.Position.Version > v.at || !v.showsEvent(agent, e) || keep != nil && !keep(e) {
+		if e.Position.Version > fv.v.at || !fv.shows(agent, e) || keep != nil && !keep(e) {
 			return true
 		}
 		out = append(out, *e)
@@ -428,30 +434,30 @@ func (v *View) RecentEvents(agent string, limit int, keep func(*Event) bool) ([]
 	return out, nil
 }
 
-// showsEvent reports whether the view shows e (Only): every event, or for a restricted
+// shows reports whether the view shows e (Only): every event, or for a restricted
 // root the events of the workbenches it shows.
-func (v *View) showsEvent(agent string, e *Event) bool {
-	if v.showsRoot(agent) {
+func (fv FeedView) shows(agent string, e *Event) bool {
+	if fv.v.showsRoot(agent) {
 		return true
 	}
-	return e.Workbench != "" && v.shows(agent, e.Workbench) && (e.Source == "" || v.shows(agent, e.Source)) &&
-		(e.Path == "" || v.showsPath(agent, e.Path))
+	return e.Workbench != "" && fv.v.shows(agent, e.Workbench) && (e.Source == "" || fv.v.shows(agent, e.Source)) &&
+		(e.Path == "" || fv.v.showsPath(agent, e.Path))
 }
 
-// FeedOldest returns the position of agent's oldest retained event as of the view (ok
+// Oldest returns the position of agent's oldest retained event as of the view (ok
 // false when the feed holds none).
-func (v *View) FeedOldest(agent string) (oldest FeedPosition, ok bool) {
-	_, e, ok := firstEvent(v.st.feed.events, agent+"\x00")
-	if !ok || e.Position.Version > v.at {
+func (fv FeedView) Oldest(agent string) (oldest FeedPosition, ok bool) {
+	_, e, ok := firstEvent(fv.v.st.feed.events, agent+"\x00")
+	if !ok || e.Position.Version > fv.v.at {
 		return FeedPosition{}, false
 	}
 	return e.Position, true
 }
 
-// FeedFloor returns the newest position of agent's feed that retention dropped (zero:
+// Floor returns the newest position of agent's feed that retention dropped (zero:
 // none): events after it are all held.
-func (v *View) FeedFloor(agent string) FeedPosition {
-	r, _ := v.st.feed.roots.Get(agent)
+func (fv FeedView) Floor(agent string) FeedPosition {
+	r, _ := fv.v.st.feed.roots.Get(agent)
 	return r.Floor
 }
 

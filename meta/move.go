@@ -14,7 +14,7 @@ import (
 //	                       with RootMoving (retryable) until a MoveLift or a MoveRelease
 //	target  MoveImportBegin, MoveImportChunk…, MoveImportFinish
 //	                       the root's records, exported from one source View
-//	                       (View.ExportRoot), land under fresh incarnations; until the
+//	                       (MoveView.Export), land under fresh incarnations; until the
 //	                       finish the root is not held (HoldsRoot, Roots) and every
 //	                       command of it is refused
 //	(etcd)                 the placement switches to the target
@@ -314,11 +314,17 @@ func (a *moveApplier) moveRelease(c MoveRelease) Result {
 	return Result{Move: &nm}
 }
 
-// MoveOf returns this shard's record of a move of agent's root; false when none.
-func (v *View) MoveOf(agent string) (*MoveRecord, bool) { return v.st.moves.Get(agent) }
+// MoveView is the reads of one View about moving roots between shards (View.Moves): the
+// shard's move records, and the export of a root's records a target imports
+// (move_export.go, move_delta.go). It reads only through its View, as every facet does,
+// so an export is of one shard version.
+type MoveView struct{ v *View }
 
-// Moves calls fn for every move record of the shard, in agent order, until fn returns
+// Of returns this shard's record of a move of agent's root; false when none.
+func (mv MoveView) Of(agent string) (*MoveRecord, bool) { return mv.v.st.moves.Get(agent) }
+
+// All calls fn for every move record of the shard, in agent order, until fn returns
 // false (what `cairn admin root moves` lists per shard).
-func (v *View) Moves(fn func(*MoveRecord) bool) {
-	v.st.moves.Scan(func(_ string, m *MoveRecord) bool { return fn(m) })
+func (mv MoveView) All(fn func(*MoveRecord) bool) {
+	mv.v.st.moves.Scan(func(_ string, m *MoveRecord) bool { return fn(m) })
 }

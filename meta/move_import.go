@@ -38,14 +38,14 @@ type MoveImportBegin struct {
 }
 
 // MoveImportChunk imports chunk Seq (from 0) of the root's records: Data of one
-// View.ExportRoot. A chunk already imported succeeds and changes nothing; one out of
+// MoveView.Export. A chunk already imported succeeds and changes nothing; one out of
 // order is Conflict (a chunk is missing); one with a record that is not the root's, or
 // malformed, is InvalidArguments and changes nothing.
 type MoveImportChunk struct {
 	MoveRef
 	Seq  uint64 `cbor:"3,keyasint"`
 	Data []byte `cbor:"4,keyasint"`
-	// Delta: Data is a chunk of View.ExportRootDelta (move_delta.go): a record the import
+	// Delta: Data is a chunk of MoveView.ExportDelta (move_delta.go): a record the import
 	// holds already is replaced, a deletion drops one. Cluster version MoveDeltaVersion.
 	Delta bool `cbor:"5,keyasint,omitempty"`
 }
@@ -64,7 +64,7 @@ func (c MoveImportChunk) fieldVersion() int {
 // MoveImportFinish makes the imported root held here, read-only until MoveImportConfirm.
 // Chunks and Records must equal what arrived (Conflict otherwise: the import is
 // incomplete); SourceVersion is the version of the View the chunks were exported from,
-// SourceNextListID and SourceSeq its shard's counters (View.MoveCounters).
+// SourceNextListID and SourceSeq its shard's counters (MoveView.Counters).
 type MoveImportFinish struct {
 	MoveRef
 	Chunks           uint64 `cbor:"3,keyasint"`
@@ -89,10 +89,10 @@ func (MoveImportFinish) Op() Op  { return OpMoveImportFinish }
 func (MoveImportConfirm) Op() Op { return OpMoveImportConfirm }
 func (MoveImportAbort) Op() Op   { return OpMoveImportAbort }
 
-// MoveCounters returns what MoveImportFinish needs of the source besides its records: the
+// Counters returns what MoveImportFinish needs of the source besides its records: the
 // view's version, and its shard's segment list and sequence counters.
-func (v *View) MoveCounters() (version, nextListID, seq uint64) {
-	return v.st.version, v.st.nextListID, v.st.seq
+func (mv MoveView) Counters() (version, nextListID, seq uint64) {
+	return mv.v.st.version, mv.v.st.nextListID, mv.v.st.seq
 }
 
 func (a *moveApplier) moveImportBegin(c MoveImportBegin) Result {

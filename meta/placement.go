@@ -41,7 +41,7 @@ func (a *applier) assignRoot(c AssignRoot) Result {
 }
 
 // HoldsRoot reports whether this shard holds agent's root.
-func (v *View) HoldsRoot(agent string) bool {
-	_, ok := v.st.roots.Get(agent)
+func (sv ShardView) HoldsRoot(agent string) bool {
+	_, ok := sv.v.st.roots.Get(agent)
 	return ok
 }

@@ -20,14 +20,14 @@ func (s *state) feedPositionExists(agent, pos string) bool {
 	return ok
 }
 
-// feedPositionShown is feedPositionExists for the events view v shows (showsEvent).
-func (v *View) feedPositionShown(agent, pos string) bool {
+// feedPositionShown is feedPositionExists for the events its view shows (FeedView.shows).
+func (pv ProposalView) feedPositionShown(agent, pos string) bool {
 	p, err := ParseFeedPosition("position", pos)
 	if err != nil {
 		return false
 	}
-	e, ok := v.st.feed.events.Get(feedKey(agent, p))
-	return ok && v.showsEvent(agent, e)
+	e, ok := pv.v.st.feed.events.Get(feedKey(agent, p))
+	return ok && pv.v.Feed().shows(agent, e)
 }
 
 // contextDigest hashes the frozen evidence: the deterministic CBOR of the list, domain
@@ -157,12 +157,12 @@ func validateProposalFields(c ProposalCreate) *Error {
 // caller's evidence with it before proposing (workbench/proposals.go), since the FSM,
 // which resolves evidence again when it applies, knows no principal. NotFound when own is
 // not a workbench v shows.
-func (v *View) ResolveEvidence(agent, own string, refs []EvidenceRef) error {
-	ws, err := v.Workspace(agent, own)
+func (pv ProposalView) ResolveEvidence(agent, own string, refs []EvidenceRef) error {
+	ws, err := pv.v.Workspace(agent, own)
 	if err != nil {
 		return err
 	}
-	if _, err := freezeEvidence(v.st, v, agent, ws, refs); err != nil {
+	if _, err := freezeEvidence(pv.v.st, pv.v, agent, ws, refs); err != nil {
 		return err
 	}
 	return nil
@@ -210,7 +210,7 @@ func freezeEvidence(s *state, v *View, agent string, own *Workspace, refs []Evid
 			}
 			ev.Digest, ev.Size, ev.Version, ev.TreeDigestURI = cm.EnvelopeDigest, cm.EnvelopeSize, cm.Version, cm.TreeDigestURI
 		case EvidenceFeed:
-			if v == nil && !s.feedPositionExists(agent, r.Position) || v != nil && !v.feedPositionShown(agent, r.Position) {
+			if v == nil && !s.feedPositionExists(agent, r.Position) || v != nil && !v.Proposals().feedPositionShown(agent, r.Position) {
 				return nil, invalidArg(field+".position", "change-feed position %q is not retained (or the change feed is not available)", r.Position)
 			}
 		default:

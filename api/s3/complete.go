@@ -235,7 +235,7 @@ func (h *Handler) published(r *request, u upload, path string) (completedUpload,
 	if err != nil {
 		return completedUpload{}, false, err
 	}
-	rows, _, err := view.History(ws, path, 0, publishedLookback)
+	rows, _, err := view.History().Versions(ws, path, 0, publishedLookback)
 	if err != nil {
 		if meta.CodeOf(err) == meta.CodeNotFound {
 			return completedUpload{}, false, nil

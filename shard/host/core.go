@@ -110,7 +110,7 @@ func (c *rootCore) assign(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !v.HoldsRoot(c.agent) {
+	if !v.Shard().HoldsRoot(c.agent) {
 		res, err := c.h.propose(ctx, c.id, meta.Header{}, meta.AssignRoot{Agent: c.agent})
 		if err != nil {
 			return err
