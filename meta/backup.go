@@ -92,9 +92,9 @@ func (s *state) backupHeld(zeroSinceMs int64) bool {
 }
 
 // BackupHolds returns the shard's backup holds in id order.
-func (v *View) BackupHolds() []BackupHoldRecord {
+func (sv ShardView) BackupHolds() []BackupHoldRecord {
 	var out []BackupHoldRecord
-	v.st.backups.Scan(func(_ string, h BackupHoldRecord) bool {
+	sv.v.st.backups.Scan(func(_ string, h BackupHoldRecord) bool {
 		out = append(out, h)
 		return true
 	})
@@ -103,4 +103,4 @@ func (v *View) BackupHolds() []BackupHoldRecord {
 
 // BackupHeld reports whether a backup hold keeps a zero-count blob that reached zero at
 // command time zeroSinceMs (BlobRef.ZeroSinceMs): GCIntent refuses it.
-func (v *View) BackupHeld(zeroSinceMs int64) bool { return v.st.backupHeld(zeroSinceMs) }
+func (sv ShardView) BackupHeld(zeroSinceMs int64) bool { return sv.v.st.backupHeld(zeroSinceMs) }

@@ -20,14 +20,14 @@ func TestBackupHoldKeepsBlobsThatReachedZeroAfterIt(t *testing.T) {
 	if r := h.intent(0, zero(1), zero(2)); accepted(r) != 1 || r.GC.Accepted[0] != blobDigest(2) {
 		t.Fatalf("intent under a backup hold accepted %+v, want only blob 2", r.GC)
 	}
-	if !h.f.View().BackupHeld(mustRef(h, 1).ZeroSinceMs) {
-		t.Fatal("View.BackupHeld does not report the kept blob")
+	if !h.f.View().Shard().BackupHeld(mustRef(h, 1).ZeroSinceMs) {
+		t.Fatal("ShardView.BackupHeld does not report the kept blob")
 	}
 	g := New(Options{History: pruneAtOnce})
 	if err := g.Restore(snapshotBytes(t, h.f)); err != nil {
 		t.Fatal(err)
 	}
-	if got := g.View().BackupHolds(); len(got) != 1 || got[0].ID != "b1" || got[0].Version != 4 {
+	if got := g.View().Shard().BackupHolds(); len(got) != 1 || got[0].ID != "b1" || got[0].Version != 4 {
 		t.Fatalf("holds after restore: %+v", got)
 	}
 	if g.StateDigest() != h.f.StateDigest() {

@@ -86,7 +86,7 @@ func changeSetScope(c ChangeSet) CommandScope {
 // changeSet applies c: it checks everything first (names, order, the workbenches, the
 // guards, the sources, the shape of the tree afterwards, the quota), then deletes, then
 // sets, so that a delete of "a/b" and a set of "a" in one command pass the shape rule.
-func (a *applier) changeSet(c ChangeSet) Result {
+func (a *fileApplier) changeSet(c ChangeSet) Result {
 	if err := validateChangeSet(c); err != nil {
 		return Result{Err: err}
 	}
@@ -233,7 +233,7 @@ func validateChangePath(field, p string) *Error {
 
 // changeSetWorkspace returns the visible workbench name of agent with incarnation inc:
 // NotFound when there is none (missing, or deleted and created again since the plan).
-func (a *applier) changeSetWorkspace(agent, name string, inc uint64) (*Workspace, *Error) {
+func (a *fileApplier) changeSetWorkspace(agent, name string, inc uint64) (*Workspace, *Error) {
 	ws, _, err := a.workspace(agent, name, false)
 	if err != nil {
 		return nil, err
@@ -246,7 +246,7 @@ func (a *applier) changeSetWorkspace(agent, name string, inc uint64) (*Workspace
 
 // checkUnchanged enforces g (nil: nothing to check): a Conflict listing the paths of the
 // scope whose newest version is above g.Since.
-func (a *applier) checkUnchanged(ws *Workspace, g *ScopeGuard) *Error {
+func (a *fileApplier) checkUnchanged(ws *Workspace, g *ScopeGuard) *Error {
 	if g == nil {
 		return nil
 	}
@@ -268,8 +268,8 @@ func (a *applier) checkUnchanged(ws *Workspace, g *ScopeGuard) *Error {
 // (in path order, at most MaxChangeSetConflicts): what a ChangeSet with Unchanged g would
 // refuse, as of the view's applied state. InvalidArguments naming "unchanged.dir" when the
 // scope holds more than MaxChangeSetScan path records.
-func (v *View) ChangedSince(ws *Workspace, g ScopeGuard) ([]string, error) {
-	changed, err := changedSince(v.st, ws, g)
+func (h HistoryView) ChangedSince(ws *Workspace, g ScopeGuard) ([]string, error) {
+	changed, err := changedSince(h.v.st, ws, g)
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +327,7 @@ func eachInScope(st *state, ws *Workspace, g ScopeGuard, fn func(path string, re
 }
 
 // checkChangeSetShape enforces changeSetShape in the applied state.
-func (a *applier) checkChangeSetShape(ws *Workspace, changes []PathChange) *Error {
+func (a *fileApplier) checkChangeSetShape(ws *Workspace, changes []PathChange) *Error {
 	return changeSetShape(a.st, ws, changes)
 }
 

@@ -106,11 +106,11 @@ func TestChangeSetSetsRetainedBodiesAndDeletesAtOnce(t *testing.T) {
 		t.Fatalf("the first body has %d references, want 2 (its retained version and the new one)", got)
 	}
 	ws, _ := x.f.View().Workspace("a", "w")
-	hist, _, err := x.f.View().History(ws, "doc/a", 0, 10)
+	hist, _, err := x.f.View().History().Versions(ws, "doc/a", 0, 10)
 	if err != nil || len(hist) != 3 {
 		t.Fatalf("history of doc/a = %d versions, %v; want 3 (both writes and the rewind)", len(hist), err)
 	}
-	evs, _, err := x.f.View().Events("a", FeedPosition{}, EventFilter{}, 100)
+	evs, _, err := x.f.View().Feed().Events("a", FeedPosition{}, EventFilter{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestChangeSetReplaysByRequestID(t *testing.T) {
 		t.Fatalf("replay = %+v, want the first answer %+v", again, first)
 	}
 	ws, _ := x.f.View().Workspace("a", "w")
-	if hist, _, _ := x.f.View().History(ws, "f", 0, 10); len(hist) != 3 {
+	if hist, _, _ := x.f.View().History().Versions(ws, "f", 0, 10); len(hist) != 3 {
 		t.Fatalf("f has %d versions after a replay, want 3", len(hist))
 	}
 	h.RequestHash = Digest{2}

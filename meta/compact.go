@@ -55,7 +55,7 @@ func compactable(e *Entry) bool {
 	return n >= CompactMinSegments && e.Segments[n-1].Size < CompactSmallSegmentBytes
 }
 
-func (a *applier) compact(c Compact) Result {
+func (a *fileApplier) compact(c Compact) Result {
 	ws, err := a.target(c.Agent, c.Workspace, c.Path, false)
 	if err != nil {
 		return Result{Err: err}
@@ -108,15 +108,15 @@ type CompactionCandidate struct {
 // CompactionCandidates returns up to limit live files with long segment lists ending in
 // small segments, in key order after the path key after ("" = from the start), and the
 // key to continue after.
-func (v *View) CompactionCandidates(after string, limit int) (out []CompactionCandidate, next string) {
+func (sv ShardView) CompactionCandidates(after string, limit int) (out []CompactionCandidate, next string) {
 	incs := map[uint64]*Workspace{}
-	v.st.workspaces.Scan(func(_ string, ws *Workspace) bool {
+	sv.v.st.workspaces.Scan(func(_ string, ws *Workspace) bool {
 		if ws.State == WorkspaceVisible {
 			incs[ws.Incarnation] = ws
 		}
 		return true
 	})
-	v.st.compactable.Ascend(after, func(k string, _ struct{}) bool {
+	sv.v.st.compactable.Ascend(after, func(k string, _ struct{}) bool {
 		if k <= after {
 			return true
 		}
@@ -125,7 +125,7 @@ func (v *View) CompactionCandidates(after string, limit int) (out []CompactionCa
 		}
 		next = k
 		ws := incs[binaryU64(k[:incarnationKeySize])]
-		rec, ok := v.st.paths.Get(k)
+		rec, ok := sv.v.st.paths.Get(k)
 		if ws == nil || !ok || rec.live() == nil {
 			return true
 		}

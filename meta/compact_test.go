@@ -25,7 +25,7 @@ func TestCompactReplacesARangeWithoutChangingTheFile(t *testing.T) {
 	}
 	v := h.f.View()
 	ws, _ := v.Workspace("a", "w")
-	cands, _ := v.CompactionCandidates("", 10)
+	cands, _ := v.Shard().CompactionCandidates("", 10)
 	if len(cands) != 1 || cands[0].Path != "logs/run.log" {
 		t.Fatalf("candidates: %+v", cands)
 	}
@@ -50,7 +50,7 @@ func TestCompactReplacesARangeWithoutChangingTheFile(t *testing.T) {
 	if wsAfter, _ := v.Workspace("a", "w"); wsAfter.Revision != r.Version {
 		t.Fatalf("compaction moved the workbench revision to %d", wsAfter.Revision)
 	}
-	if cands, _ := v.CompactionCandidates("", 10); len(cands) != 0 {
+	if cands, _ := v.Shard().CompactionCandidates("", 10); len(cands) != 0 {
 		t.Fatalf("still a candidate: %+v", cands)
 	}
 	if err := checkRefcounts(h.f); err != nil {

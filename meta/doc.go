@@ -37,7 +37,8 @@
 //     the newest Versions of its current life or everything superseded less than Age ago,
 //     at most MaxVersions, a prefix of its history that only shrinks) plus what holds pin;
 //     everything else is pruned in bounded retention steps that release its blob
-//     references. View.History and View.FileAt read exactly what is retained.
+//     references. HistoryView.Versions and HistoryView.FileAt read exactly what is
+//     retained.
 //   - Deleting a workbench frees its name at once; its incarnation's records go in bounded
 //     retention steps that release their blob references (purge.go). No record of a
 //     deleted incarnation ever resolves under a new workbench of the same name.
@@ -60,6 +61,12 @@
 //
 // meta imports nothing else of Cairn's; the shard package feeds it Raft log entries and the
 // api package reads it through Views.
+//
+// Both halves are cut by concern. A command is applied by an applier made for it, whose
+// parts (files, feed, lifecycle, proposals, purge, moves) share one per-command context
+// (fsm.go, applier). A View answers a workbench's files itself and hands out facets for
+// the rest (History, Queries, Feed, Proposals, Lifecycle, Moves, Shard; view.go), each
+// reading only through its View.
 //
 // # Queries
 //

@@ -230,19 +230,28 @@ func feedKey(agent string, p FeedPosition) string {
 // into an empty feed, rescheduled by each step that leaves events).
 const retainFeed = 'f'
 
+// feedApplier writes a command's change-feed events and runs the feed's pruning steps.
+// It numbers the events of one command 0, 1, 2… in the order they are emitted (next), so
+// an event's position depends only on the log; it is the only writer of st.feed.
+type feedApplier struct {
+	*applyCtx
+	// next is the index within the command the next event gets.
+	next uint32
+}
+
 // feedOn reports whether the shard keeps a feed (Options.FeedMaxPerRoot ≥ 0).
-func (a *applier) feedOn() bool { return a.opts.FeedMaxPerRoot >= 0 }
+func (a *feedApplier) feedOn() bool { return a.opts.FeedMaxPerRoot >= 0 }
 
 // emit appends e to agent's feed at the next index of the command being applied, after
 // the root's oldest events beyond FeedMaxPerRoot (at most RetentionBatch per call).
-func (a *applier) emit(agent string, e Event) {
+func (a *feedApplier) emit(agent string, e Event) {
 	if !a.feedOn() {
 		return
 	}
 	s := a.st
 	e.Agent, e.AtMs = agent, s.nowMs
-	e.Position = FeedPosition{Version: s.version, Index: a.feedIndex}
-	a.feedIndex++
+	e.Position = FeedPosition{Version: s.version, Index: a.next}
+	a.next++
 	fs := s.feed
 	fs.events.Set(feedKey(agent, e.Position), &e)
 	r, _ := fs.roots.Get(agent)
@@ -256,14 +265,14 @@ func (a *applier) emit(agent string, e Event) {
 	fs.roots.Set(agent, r)
 }
 
-func (a *applier) scheduleFeedPrune(agent string, oldestAtMs int64) {
+func (a *feedApplier) scheduleFeedPrune(agent string, oldestAtMs int64) {
 	s := a.st
 	s.seq++
 	s.retention.Set(retentionKey(oldestAtMs+a.opts.FeedRetention.Milliseconds(), s.seq), string(rune(retainFeed))+agent)
 }
 
 // dropOldestEvent removes agent's oldest event, moving r's floor to it.
-func (a *applier) dropOldestEvent(agent string, r *feedRoot) {
+func (a *feedApplier) dropOldestEvent(agent string, r *feedRoot) {
 	key, old, ok := firstEvent(a.st.feed.events, agent+"\x00")
 	if !ok {
 		r.Count = 0
@@ -276,7 +285,7 @@ func (a *applier) dropOldestEvent(agent string, r *feedRoot) {
 
 // pruneFeed is agent's retention step: it drops up to RetentionBatch events older than
 // FeedRetention and schedules the next step while events remain.
-func (a *applier) pruneFeed(agent string) {
+func (a *feedApplier) pruneFeed(agent string) {
 	s := a.st
 	r, ok := s.feed.roots.Get(agent)
 	if !ok || r.Count == 0 {
@@ -309,7 +318,7 @@ func firstEvent(m *btree.Map[string, *Event], prefix string) (k string, e *Event
 }
 
 // fileEventKind is the kind of a file change the command being applied makes.
-func (a *applier) fileEventKind(e *Entry) EventKind {
+func (a *feedApplier) fileEventKind(e *Entry) EventKind {
 	switch {
 	case e == nil:
 		return EventFileDelete
@@ -324,7 +333,7 @@ func (a *applier) fileEventKind(e *Entry) EventKind {
 // emitFile records a change of path in ws (e nil: a delete) with the path's new Ordinal.
 // Changes inside a staging workbench (a restore copying) are not events: the workbench
 // is invisible until restore.finish.
-func (a *applier) emitFile(ws *Workspace, path string, e *Entry, ord uint64) {
+func (a *feedApplier) emitFile(ws *Workspace, path string, e *Entry, ord uint64) {
 	if ws.State == WorkspaceStaging {
 		return
 	}
@@ -337,14 +346,14 @@ func (a *applier) emitFile(ws *Workspace, path string, e *Entry, ord uint64) {
 
 // emitSnapshot records a lifecycle change of snap made by prod (Generation: the
 // snapshot's read version).
-func (a *applier) emitSnapshot(kind EventKind, snap *WorkbenchSnapshot, prod Producer) {
+func (a *feedApplier) emitSnapshot(kind EventKind, snap *WorkbenchSnapshot, prod Producer) {
 	a.emit(snap.Agent, Event{Kind: kind, Workbench: snap.Workspace, SnapshotID: snap.ID, SnapshotName: snap.Name,
 		Generation: snap.ReadVersion, Producer: prod})
 }
 
 // emitCommit records a sealed commit of ws; a restore's destination (staging while it
 // is sealed) reports its commit on restore.finish instead.
-func (a *applier) emitCommit(ws *Workspace, rec *CommitRecord) {
+func (a *feedApplier) emitCommit(ws *Workspace, rec *CommitRecord) {
 	if ws.State == WorkspaceStaging {
 		return
 	}
@@ -352,10 +361,16 @@ func (a *applier) emitCommit(ws *Workspace, rec *CommitRecord) {
 }
 
 // emitRestore records the beginning or the end of restore op.
-func (a *applier) emitRestore(kind EventKind, op *RestoreOp, commit string) {
+func (a *feedApplier) emitRestore(kind EventKind, op *RestoreOp, commit string) {
 	a.emit(op.Agent, Event{Kind: kind, Workbench: op.Destination, Source: op.Source, Operation: op.ID,
 		SnapshotID: op.SnapshotID, Commit: commit, Generation: a.st.version, Producer: a.prod})
 }
+
+// FeedView is the change-feed reads of one View (View.Feed): a root's events after a
+// position, its newest events, the oldest retained position and the floor retention left.
+// It shows the events the View shows (Only, OnlyPaths) up to the View's version, reading
+// only through its View, as every facet does.
+type FeedView struct{ v *View }
 
 // Events returns up to limit (1..MaxEventsPage) events of agent's feed after position
 // after that match f, oldest first, as of the view's version; more reports that further
@@ -364,26 +379,26 @@ func (a *applier) emitRestore(kind EventKind, op *RestoreOp, commit string) {
 // it shows its source too; a root purge's never). Errors:
 // InvalidArguments (limit, filter), *FeedTruncatedError when retention dropped events
 // after after (errors.Is ErrFeedTruncated).
-func (v *View) Events(agent string, after FeedPosition, f EventFilter, limit int) ([]Event, bool, error) {
+func (fv FeedView) Events(agent string, after FeedPosition, f EventFilter, limit int) ([]Event, bool, error) {
 	if limit < 1 || limit > MaxEventsPage {
 		return nil, false, invalidArg("limit", "must be between 1 and %d", MaxEventsPage)
 	}
 	if err := f.validate(); err != nil {
 		return nil, false, err
 	}
-	fs := v.st.feed
+	fs := fv.v.st.feed
 	if r, ok := fs.roots.Get(agent); ok && after.Less(r.Floor) {
-		oldest, _ := v.FeedOldest(agent)
+		oldest, _ := fv.Oldest(agent)
 		return nil, false, &FeedTruncatedError{Agent: agent, After: after, ResumeAfter: r.Floor, Oldest: oldest}
 	}
 	prefix := agent + "\x00"
 	var out []Event
 	more := false
 	fs.events.Ascend(feedKey(agent, after), func(k string, e *Event) bool {
-		if !strings.HasPrefix(k, prefix) || e.Position.Version > v.at {
+		if !strings.HasPrefix(k, prefix) || e.Position.Version > fv.v.at {
 			return false
 		}
-		if !after.Less(e.Position) || !f.match(e) || !v.showsEvent(agent, e) {
+		if !after.Less(e.Position) || !f.match(e) || !fv.shows(agent, e) {
 			return true
 		}
 		if len(out) == limit {
@@ -396,20 +411,20 @@ func (v *View) Events(agent string, after FeedPosition, f EventFilter, limit int
 	return out, more, nil
 }
 
-// RecentEvents returns agent's newest events as of the view that the view shows and keep
+// Recent returns agent's newest events as of the view that the view shows and keep
 // accepts (nil: all), at most limit (1..MaxEventsPage), oldest first: a bounded read of
 // the feed's end that never walks its start.
-func (v *View) RecentEvents(agent string, limit int, keep func(*Event) bool) ([]Event, error) {
+func (fv FeedView) Recent(agent string, limit int, keep func(*Event) bool) ([]Event, error) {
 	if limit < 1 || limit > MaxEventsPage {
 		return nil, invalidArg("limit", "must be between 1 and %d", MaxEventsPage)
 	}
 	prefix := agent + "\x00"
 	var out []Event
-	v.st.feed.events.Descend(feedKey(agent, FeedPosition{Version: ^uint64(0), Index: ^uint32(0)}), func(k string, e *Event) bool {
+	fv.v.st.feed.events.Descend(feedKey(agent, FeedPosition{Version: ^uint64(0), Index: ^uint32(0)}), func(k string, e *Event) bool {
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
-		if e.Position.Version > v.at || !v.showsEvent(agent, e) || keep != nil && !keep(e) {
+		if e.Position.Version > fv.v.at || !fv.shows(agent, e) || keep != nil && !keep(e) {
 			return true
 		}
 		out = append(out, *e)
@@ -419,30 +434,30 @@ func (v *View) RecentEvents(agent string, limit int, keep func(*Event) bool) ([]
 	return out, nil
 }
 
-// showsEvent reports whether the view shows e (Only): every event, or for a restricted
+// shows reports whether the view shows e (Only): every event, or for a restricted
 // root the events of the workbenches it shows.
-func (v *View) showsEvent(agent string, e *Event) bool {
-	if v.showsRoot(agent) {
+func (fv FeedView) shows(agent string, e *Event) bool {
+	if fv.v.showsRoot(agent) {
 		return true
 	}
-	return e.Workbench != "" && v.shows(agent, e.Workbench) && (e.Source == "" || v.shows(agent, e.Source)) &&
-		(e.Path == "" || v.showsPath(agent, e.Path))
+	return e.Workbench != "" && fv.v.shows(agent, e.Workbench) && (e.Source == "" || fv.v.shows(agent, e.Source)) &&
+		(e.Path == "" || fv.v.showsPath(agent, e.Path))
 }
 
-// FeedOldest returns the position of agent's oldest retained event as of the view (ok
+// Oldest returns the position of agent's oldest retained event as of the view (ok
 // false when the feed holds none).
-func (v *View) FeedOldest(agent string) (oldest FeedPosition, ok bool) {
-	_, e, ok := firstEvent(v.st.feed.events, agent+"\x00")
-	if !ok || e.Position.Version > v.at {
+func (fv FeedView) Oldest(agent string) (oldest FeedPosition, ok bool) {
+	_, e, ok := firstEvent(fv.v.st.feed.events, agent+"\x00")
+	if !ok || e.Position.Version > fv.v.at {
 		return FeedPosition{}, false
 	}
 	return e.Position, true
 }
 
-// FeedFloor returns the newest position of agent's feed that retention dropped (zero:
+// Floor returns the newest position of agent's feed that retention dropped (zero:
 // none): events after it are all held.
-func (v *View) FeedFloor(agent string) FeedPosition {
-	r, _ := v.st.feed.roots.Get(agent)
+func (fv FeedView) Floor(agent string) FeedPosition {
+	r, _ := fv.v.st.feed.roots.Get(agent)
 	return r.Floor
 }
 

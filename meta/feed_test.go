@@ -84,9 +84,9 @@ func (fm *feedModel) filtered(agent string, f EventFilter) []Event {
 // readAll pages through agent's retained feed with pages of limit events.
 func readAll(t interface{ Fatalf(string, ...any) }, v *View, agent string, f EventFilter, limit int) []Event {
 	var out []Event
-	after := v.FeedFloor(agent)
+	after := v.Feed().Floor(agent)
 	for {
-		page, more, err := v.Events(agent, after, f, limit)
+		page, more, err := v.Feed().Events(agent, after, f, limit)
 		if err != nil {
 			t.Fatalf("events after %s: %v", after, err)
 		}
@@ -168,7 +168,7 @@ func TestFeedMatchesModel(t *testing.T) {
 					t.Fatalf("agent %s filter %+v: %v", agent, filter, err)
 				}
 				// The feed's end: the newest limit events that keep accepts, oldest first.
-				recent, err := fsm.View().RecentEvents(agent, limit, filter.match)
+				recent, err := fsm.View().Feed().Recent(agent, limit, filter.match)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -301,7 +301,7 @@ func TestFeedResumeNeverSkipsNorRepeats(t *testing.T) {
 		if perr != nil || p != e.Position {
 			t.Fatalf("position %s parses as %v, %v", e.Position, p, perr)
 		}
-		rest, _, err := v.Events("a", p, EventFilter{}, MaxEventsPage)
+		rest, _, err := v.Feed().Events("a", p, EventFilter{}, MaxEventsPage)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +310,7 @@ func TestFeedResumeNeverSkipsNorRepeats(t *testing.T) {
 		}
 	}
 	p, _ := ParseFeedPosition("after", "1")
-	rest, _, _ := v.Events("a", p, EventFilter{}, MaxEventsPage)
+	rest, _, _ := v.Feed().Events("a", p, EventFilter{}, MaxEventsPage)
 	if len(rest) != 4 || rest[0].Position.Version != 2 {
 		t.Fatalf("after bare version 1: %+v", rest)
 	}
@@ -319,10 +319,10 @@ func TestFeedResumeNeverSkipsNorRepeats(t *testing.T) {
 			t.Fatalf("position %q: %v", bad, err)
 		}
 	}
-	if _, _, err := v.Events("a", FeedPosition{}, EventFilter{}, 0); CodeOf(err) != CodeInvalidArguments {
+	if _, _, err := v.Feed().Events("a", FeedPosition{}, EventFilter{}, 0); CodeOf(err) != CodeInvalidArguments {
 		t.Fatalf("limit 0: %v", err)
 	}
-	if _, _, err := v.Events("a", FeedPosition{}, EventFilter{Prefix: "../x"}, 1); CodeOf(err) != CodeInvalidArguments {
+	if _, _, err := v.Feed().Events("a", FeedPosition{}, EventFilter{Prefix: "../x"}, 1); CodeOf(err) != CodeInvalidArguments {
 		t.Fatalf("bad prefix: %v", err)
 	}
 	// A view at an older version shows only the events up to it.
@@ -363,19 +363,19 @@ func TestFeedRetention(t *testing.T) {
 			if len(kept) != tc.wantKept {
 				t.Fatalf("kept %d events (%s), want %d", len(kept), kinds(kept), tc.wantKept)
 			}
-			floor := v.FeedFloor("a")
+			floor := v.Feed().Floor("a")
 			if floor == (FeedPosition{}) {
 				t.Fatalf("no floor after dropping events")
 			}
-			_, _, err := v.Events("a", FeedPosition{}, EventFilter{}, 10)
+			_, _, err := v.Feed().Events("a", FeedPosition{}, EventFilter{}, 10)
 			var te *FeedTruncatedError
 			if !errors.As(err, &te) || !errors.Is(err, ErrFeedTruncated) || te.ResumeAfter != floor {
 				t.Fatalf("read from the start: %v", err)
 			}
-			if oldest, ok := v.FeedOldest("a"); ok != (tc.wantKept > 0) || ok && (oldest != kept[0].Position || te.Oldest != oldest) {
+			if oldest, ok := v.Feed().Oldest("a"); ok != (tc.wantKept > 0) || ok && (oldest != kept[0].Position || te.Oldest != oldest) {
 				t.Fatalf("oldest %v %v, kept %+v", oldest, ok, kept)
 			}
-			if got, _, err := v.Events("a", floor, EventFilter{}, MaxEventsPage); err != nil || len(got) != tc.wantKept {
+			if got, _, err := v.Feed().Events("a", floor, EventFilter{}, MaxEventsPage); err != nil || len(got) != tc.wantKept {
 				t.Fatalf("read after the floor: %d events, %v", len(got), err)
 			}
 			var buf bytes.Buffer
@@ -386,7 +386,7 @@ func TestFeedRetention(t *testing.T) {
 			if err := g.Restore(&buf); err != nil {
 				t.Fatal(err)
 			}
-			if g.StateDigest() != h.f.StateDigest() || g.View().FeedFloor("a") != floor {
+			if g.StateDigest() != h.f.StateDigest() || g.View().Feed().Floor("a") != floor {
 				t.Fatalf("snapshot → restore changed the feed")
 			}
 			// The restored feed keeps pruning alike.

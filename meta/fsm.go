@@ -3,7 +3,6 @@ package meta
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -134,8 +133,7 @@ func (f *FSM) Apply(index uint64, data []byte) Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.view = nil
-	a := applier{opts: f.opts, st: f.st}
-	return a.apply(index, h, body, err)
+	return newApplier(f.opts, f.st).apply(index, h, body, err)
 }
 
 // ApplyBody applies an already decoded command; it is Apply without the decoding step
@@ -145,23 +143,69 @@ func (f *FSM) ApplyBody(index uint64, h Header, body Body) Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.view = nil
-	a := applier{opts: f.opts, st: f.st}
-	return a.apply(index, h, body, nil)
+	return newApplier(f.opts, f.st).apply(index, h, body, nil)
 }
 
-type applier struct {
+// applyCtx is what every part of one command's apply shares: the state it changes, the
+// FSM's options and the command being applied. It has no methods; each part embeds a
+// pointer to the one context of its command, so they all see the same header, producer
+// and state.
+type applyCtx struct {
 	opts Options
 	st   *state
 	hdr  Header // of the command being applied
 	// prod is the producer of what the command writes: the command's own (hdr), or, for
 	// the bounded commands of a restore, the producer recorded when it began.
 	prod Producer
-	// op is the operation of the command being applied; feedIndex the index its next
-	// change-feed event gets (feed.go).
-	op        Op
-	feedIndex uint32
+	// op is the operation of the command being applied.
+	op Op
 	// index is the Raft log index of the command being applied.
 	index uint64
+}
+
+// applier applies one command: FSM.Apply makes a fresh one per command (newApplier).
+// It owns the command's way through the FSM (apply: version and command time, ownership,
+// the move fence, idempotency, the op's apply function through the op table, retention
+// steps) and the shard's and roots' settings (placement, quotas, history retention,
+// backup holds, garbage collection); every other op is applied by the part of its
+// concern, each a type of its own over the same applyCtx:
+//
+//   - files (fileApplier, write.go): roots and workbenches, the path write path (put,
+//     append, delete, compaction, change sets) and what it maintains — path chains and
+//     their pruning, directory counters, blob references, holds, usage;
+//   - feed (feedApplier, feed.go): the change-feed events the command emits, numbered in
+//     emission order, and the feed's pruning;
+//   - life (lifecycleApplier, lifecycle.go): snapshots, commits and restores;
+//   - props (proposalApplier, proposal_apply.go): proposals and their decisions;
+//   - purge (purgeApplier, purge.go): workbench deletion and root purges;
+//   - moves (moveApplier, move.go, move_import.go, move_walk.go): moving a root between
+//     shards.
+//
+// The parts point at each other and at the applier's applyCtx, so an applier is never
+// copied once made. Which part applies an op changes nothing the FSM does: every step
+// runs in the order it did on one type, and a command's feed events are numbered by the
+// one feedApplier of its applier.
+type applier struct {
+	applyCtx
+	files fileApplier
+	feed  feedApplier
+	life  lifecycleApplier
+	props proposalApplier
+	purge purgeApplier
+	moves moveApplier
+}
+
+// newApplier assembles the applier of one command over st, in one allocation.
+func newApplier(opts Options, st *state) *applier {
+	a := &applier{applyCtx: applyCtx{opts: opts, st: st}}
+	c := &a.applyCtx
+	a.feed = feedApplier{applyCtx: c}
+	a.files = fileApplier{applyCtx: c, feed: &a.feed}
+	a.life = lifecycleApplier{applyCtx: c, files: &a.files, feed: &a.feed}
+	a.props = proposalApplier{applyCtx: c, files: &a.files, feed: &a.feed}
+	a.purge = purgeApplier{applyCtx: c, files: &a.files, feed: &a.feed}
+	a.moves = moveApplier{applyCtx: c, feed: &a.feed, props: &a.props}
+	return a
 }
 
 func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Result {
@@ -192,7 +236,7 @@ func (a *applier) apply(index uint64, h Header, body Body, decodeErr error) Resu
 	if err := a.checkOwner(agent, body); err != nil {
 		return Result{Err: err, Version: index + s.shift}
 	}
-	if err := a.checkMove(agent, body); err != nil {
+	if err := a.moves.checkMove(agent, body); err != nil {
 		return Result{Err: err, Version: index + s.shift}
 	}
 	var dkey string
@@ -248,566 +292,6 @@ func (a *applier) remember(agent, dkey string, hash Digest, res Result) {
 	s.retention.Set(retentionKey(rec.ExpiresAtMs, rec.Seq), string(rune(retainDedupe))+dkey)
 }
 
-func (a *applier) createRoot(agent string) Result {
-	if err := ValidateName("agent", agent); err != nil {
-		return Result{Err: err}
-	}
-	r := a.ensureRoot(agent)
-	return Result{RootUID: r.UID}
-}
-
-func (a *applier) ensureRoot(agent string) *Root {
-	s := a.st
-	if r, ok := s.roots.Get(agent); ok {
-		return r
-	}
-	s.nextRootUID++
-	r := &Root{Agent: agent, UID: a.opts.RootUIDPrefix + strconv.FormatUint(s.nextRootUID, 10), CreatedVersion: s.version}
-	s.roots.Set(agent, r)
-	return r
-}
-
-func (a *applier) createWorkspace(c CreateWorkspace) Result {
-	if err := ValidateName("agent", c.Agent); err != nil {
-		return Result{Err: err}
-	}
-	if err := ValidateName("id", c.Name); err != nil {
-		return Result{Err: err}
-	}
-	if _, ok := a.st.workspaces.Get(workspaceKey(c.Agent, c.Name)); !ok {
-		if err := a.checkQuota(c.Agent, Usage{Workbenches: 1}); err != nil {
-			return Result{Err: err}
-		}
-	}
-	r := a.ensureRoot(c.Agent)
-	_, created, err := a.workspace(c.Agent, c.Name, true)
-	if err != nil {
-		return Result{Err: err}
-	}
-	return Result{Created: created, RootUID: r.UID}
-}
-
-// workspace returns the visible workbench name of agent, creating it when create is set.
-// It does not validate names.
-func (a *applier) workspace(agent, name string, create bool) (*Workspace, bool, *Error) {
-	s := a.st
-	if ws, ok := s.workspaces.Get(workspaceKey(agent, name)); ok {
-		if ws.State == WorkspaceStaging {
-			return nil, false, errorf(CodeInvalidState, "workbench %q is being restored and accepts no writes yet", name)
-		}
-		return ws, false, nil
-	}
-	if !create {
-		return nil, false, errorf(CodeNotFound, "workbench %q does not exist", name)
-	}
-	a.ensureRoot(agent)
-	s.nextIncarnation++
-	ws := &Workspace{Agent: agent, Name: name, Incarnation: s.nextIncarnation, Revision: s.version,
-		CreatedVersion: s.version, CreatedAtMs: s.nowMs, Producer: a.prod}
-	s.workspaces.Set(workspaceKey(agent, name), ws)
-	a.addUsage(agent, Usage{Workbenches: 1})
-	a.emit(agent, Event{Kind: EventWorkbenchCreate, Workbench: name, Generation: s.version, Producer: a.prod})
-	return ws, true, nil
-}
-
-// target validates the common fields of a path command and resolves its workbench. A
-// missing workbench is NotFound unless create is set; then target returns nil and the
-// caller materializes the workbench only once every check has passed (nothing
-// half-applies).
-func (a *applier) target(agent, name, path string, create bool) (*Workspace, *Error) {
-	if err := ValidateName("agent", agent); err != nil {
-		return nil, err
-	}
-	if err := ValidateName("id", name); err != nil {
-		return nil, err
-	}
-	if err := ValidatePath("path", path); err != nil {
-		return nil, err
-	}
-	ws, ok := a.st.workspaces.Get(workspaceKey(agent, name))
-	switch {
-	case ok && ws.State == WorkspaceStaging:
-		return nil, errorf(CodeInvalidState, "workbench %q is being restored and accepts no writes yet", name)
-	case ok:
-		return ws, nil
-	case create:
-		return nil, nil
-	}
-	return nil, errorf(CodeNotFound, "workbench %q does not exist", name)
-}
-
-// materialize returns the root and workbench of a command that passed its checks,
-// creating them when ws is nil.
-func (a *applier) materialize(agent, name string, ws *Workspace) (*Root, *Workspace) {
-	if ws == nil {
-		ws, _, _ = a.workspace(agent, name, true)
-	}
-	r, _ := a.st.roots.Get(agent)
-	return r, ws
-}
-
-// current returns the path record and live entry of path in ws (ws nil: a workbench about
-// to be created, which holds nothing).
-func (a *applier) current(ws *Workspace, path string) (*pathRecord, *Entry) {
-	if ws == nil {
-		return nil, nil
-	}
-	rec, _ := a.st.paths.Get(pathKey(ws.Incarnation, path))
-	return rec, rec.live()
-}
-
-func validateSegments(field string, segs []Segment, total int64) *Error {
-	if len(segs) > MaxSegmentsPerCommand {
-		return invalidArg(field, "has %d segments, more than %d", len(segs), MaxSegmentsPerCommand)
-	}
-	var sum int64
-	for i, sg := range segs {
-		if sg.Size <= 0 {
-			return invalidArg(field, "segment %d has size %d; segments are non-empty", i, sg.Size)
-		}
-		if sg.Inline != nil && (int64(len(sg.Inline)) != sg.Size || sg.Size > MaxInlineSegmentBytes) {
-			return invalidArg(field, "inline segment %d holds %d bytes for size %d (max %d)", i, len(sg.Inline), sg.Size, MaxInlineSegmentBytes)
-		}
-		sum += sg.Size
-		if sum < 0 {
-			return invalidArg(field, "sizes overflow")
-		}
-	}
-	if sum != total {
-		return invalidArg(field, "segments hold %d bytes but the size is %d", sum, total)
-	}
-	return nil
-}
-
-// checkShape enforces "a path is a file or an implicit directory, never both" for a file
-// about to exist at path.
-func (a *applier) checkShape(inc uint64, path string) *Error {
-	s := a.st
-	for d := parentDir(path); d != ""; d = parentDir(d) {
-		if rec, ok := s.paths.Get(pathKey(inc, d)); ok && rec.live() != nil {
-			return &Error{Code: CodeNotDirectory, Path: d, Message: "an ancestor of the path is a file: " + strconv.Quote(d)}
-		}
-	}
-	if dr, ok := s.dirs.Get(pathKey(inc, path)); ok && dr.Files > 0 {
-		return &Error{Code: CodeAlreadyExists, Kind: "directory", Message: "the path is a directory"}
-	}
-	return nil
-}
-
-func (a *applier) put(c Put) Result {
-	if c.Cond > CondReplaceOnly {
-		return Result{Err: invalidArg("condition", "unknown condition %d", c.Cond)}
-	}
-	if err := validateSegments("segments", c.Segments, c.Size); err != nil {
-		return Result{Err: err}
-	}
-	if len(c.ContentType) > 256 {
-		return Result{Err: invalidArg("content_type", "must be at most 256 bytes")}
-	}
-	if err := ValidateFields("fields", c.Fields); err != nil {
-		return Result{Err: err}
-	}
-	ws, err := a.target(c.Agent, c.Workspace, c.Path, c.CreateWorkspace)
-	if err != nil {
-		return Result{Err: err}
-	}
-	rec, cur := a.current(ws, c.Path)
-	switch c.Cond {
-	case CondCreateOnly:
-		if cur != nil {
-			return Result{Err: &Error{Code: CodeAlreadyExists, Kind: "file", CurrentGeneration: cur.Generation, Message: "the file exists"}}
-		}
-	case CondReplaceOnly:
-		if cur == nil {
-			return Result{Err: errorf(CodeNotFound, "the file does not exist")}
-		}
-	case CondIfGeneration:
-		if cur == nil {
-			return Result{Err: &Error{Code: CodeConflict, Message: "the file does not exist (expected generation " + strconv.FormatUint(c.IfGeneration, 10) + ")"}}
-		}
-		if cur.Generation != c.IfGeneration {
-			return Result{Err: &Error{Code: CodeConflict, CurrentGeneration: cur.Generation, Message: "the file changed: generation " + strconv.FormatUint(cur.Generation, 10) + ", expected " + strconv.FormatUint(c.IfGeneration, 10)}}
-		}
-	}
-	if cur == nil && ws != nil {
-		if err := a.checkShape(ws.Incarnation, c.Path); err != nil {
-			return Result{Err: err}
-		}
-	}
-	if err := a.checkPublishable(c.Agent, c.Segments); err != nil {
-		return Result{Err: err}
-	}
-	if err := a.checkQuota(c.Agent, fileGrowth(ws == nil, cur, &Entry{Size: c.Size})); err != nil {
-		return Result{Err: err}
-	}
-	root, ws := a.materialize(c.Agent, c.Workspace, ws)
-	key := pathKey(ws.Incarnation, c.Path)
-	e := &Entry{Generation: a.st.version, Size: c.Size, Digest: c.Digest, ContentType: c.ContentType,
-		Executable: c.Executable, Segments: c.Segments, HashState: c.HashState, ModifiedAtMs: a.st.nowMs,
-		Fields: c.Fields, ListID: a.st.newListID(), Producer: a.prod}
-	ord := a.publish(root, ws, key, c.Path, rec, e)
-	return Result{Generation: e.Generation, Created: cur == nil, Size: e.Size, Digest: e.Digest,
-		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID, Ordinal: ord}
-}
-
-func (a *applier) append(c Append) Result {
-	if err := validateSegments("segments", c.Segments, c.AppendedBytes); err != nil {
-		return Result{Err: err}
-	}
-	ws, err := a.target(c.Agent, c.Workspace, c.Path, c.CreateWorkspace)
-	if err != nil {
-		return Result{Err: err}
-	}
-	rec, cur := a.current(ws, c.Path)
-	var e *Entry
-	if cur == nil {
-		if c.ExpectGeneration != 0 {
-			return Result{Err: &Error{Code: CodeConflict, Message: "the file does not exist (expected generation " + strconv.FormatUint(c.ExpectGeneration, 10) + ")"}}
-		}
-		if c.NewSize != c.AppendedBytes {
-			return Result{Err: invalidArg("size", "a created file's size %d must equal the appended bytes %d", c.NewSize, c.AppendedBytes)}
-		}
-		if ws != nil {
-			if err := a.checkShape(ws.Incarnation, c.Path); err != nil {
-				return Result{Err: err}
-			}
-		}
-		e = &Entry{Generation: a.st.version, Size: c.NewSize, Digest: c.NewDigest, ContentType: c.ContentType,
-			Executable: c.Executable, Segments: c.Segments, HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs,
-			ListID: a.st.newListID(), Producer: a.prod}
-	} else {
-		if cur.Generation != c.ExpectGeneration {
-			return Result{Err: &Error{Code: CodeConflict, CurrentGeneration: cur.Generation, Message: "the file changed: generation " + strconv.FormatUint(cur.Generation, 10) + ", expected " + strconv.FormatUint(c.ExpectGeneration, 10)}}
-		}
-		if c.NewSize != cur.Size+c.AppendedBytes {
-			return Result{Err: invalidArg("size", "new size %d is not %d + %d", c.NewSize, cur.Size, c.AppendedBytes)}
-		}
-		segs, sameList := appendSegments(cur.Segments, c.Segments, c.InlineMaxBytes)
-		list := cur.ListID
-		if !sameList || list == 0 {
-			list = a.st.newListID()
-		}
-		e = &Entry{Generation: a.st.version, Size: c.NewSize, Digest: c.NewDigest, ContentType: cur.ContentType,
-			Executable: cur.Executable, Segments: segs, HashState: c.NewHashState, ModifiedAtMs: a.st.nowMs,
-			Fields: cur.Fields, ListID: list, Producer: a.prod}
-	}
-	if err := a.checkPublishable(c.Agent, c.Segments); err != nil {
-		return Result{Err: err}
-	}
-	if err := a.checkQuota(c.Agent, fileGrowth(ws == nil, cur, e)); err != nil {
-		return Result{Err: err}
-	}
-	root, ws := a.materialize(c.Agent, c.Workspace, ws)
-	ord := a.publish(root, ws, pathKey(ws.Incarnation, c.Path), c.Path, rec, e)
-	return Result{Generation: e.Generation, Created: cur == nil, Size: e.Size, Digest: e.Digest,
-		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID, Ordinal: ord}
-}
-
-// appendSegments returns the segment list after an append and whether it extends old's
-// list (sameList) rather than starting a new one.
-//
-// The list is shared, append-only, between a file's versions (docs/architecture.md#the-write-path): the new
-// version's slice is old's slice extended in place when its backing array has room, so an
-// append costs O(len(add)), not O(len(old)). Older versions never see the new elements —
-// their slices end where they did — and only a file's live version is ever extended;
-// every other copy of a list (a restore copy) is clipped to its length, so two versions
-// never extend one array.
-//
-// A file that is a single tiny inline segment absorbs a tiny inline addition while the
-// merged bytes stay within inlineMax (a small log stays one inline segment); that starts a
-// new one-element list (O(1)). Longer runs of small segments are rolled up by the
-// compactor.
-func appendSegments(old, add []Segment, inlineMax int64) ([]Segment, bool) {
-	if len(old) == 1 && len(add) == 1 && old[0].IsInline() && add[0].IsInline() {
-		if n := old[0].Size + add[0].Size; n <= inlineMax && n <= MaxInlineSegmentBytes {
-			merged := make([]byte, 0, n)
-			merged = append(append(merged, old[0].Inline...), add[0].Inline...)
-			return []Segment{{Digest: digestOf(merged), Size: n, Inline: merged}}, false
-		}
-	}
-	return append(old, add...), true
-}
-
-func (a *applier) delete(c Delete) Result {
-	ws, err := a.target(c.Agent, c.Workspace, c.Path, false)
-	if err != nil {
-		return Result{Err: err}
-	}
-	key := pathKey(ws.Incarnation, c.Path)
-	rec, cur := a.current(ws, c.Path)
-	if cur == nil {
-		if dr, ok := a.st.dirs.Get(key); ok && dr.Files > 0 {
-			return Result{Err: &Error{Code: CodeNotArtifact, Kind: "directory", Message: "the path is a directory, not a file"}}
-		}
-		return Result{Err: errorf(CodeNotFound, "the file does not exist")}
-	}
-	if c.IfGeneration != 0 && cur.Generation != c.IfGeneration {
-		return Result{Err: &Error{Code: CodeConflict, CurrentGeneration: cur.Generation, Message: "the file changed: generation " + strconv.FormatUint(cur.Generation, 10) + ", expected " + strconv.FormatUint(c.IfGeneration, 10)}}
-	}
-	root, _ := a.st.roots.Get(c.Agent)
-	ord := a.publish(root, ws, key, c.Path, rec, nil)
-	return Result{Generation: a.st.version, RootUID: root.UID, Ordinal: ord}
-}
-
-// publish makes e (nil: a tombstone) the newest element of the path's chain and updates
-// everything derived from the live tree: directory counts, workbench counters, blob
-// references, and retention of what the new element superseded.
-//
-// It returns the new element's Ordinal.
-func (a *applier) publish(root *Root, ws *Workspace, key, path string, rec *pathRecord, e *Entry) uint64 {
-	s := a.st
-	old := rec.live()
-	chain := make([]version, 0, 1+len(chainOf(rec)))
-	ord := nextOrdinal(chainOf(rec), e == nil)
-	el := version{Version: s.version, Entry: e, AtMs: s.nowMs, Ordinal: ord}
-	if e == nil && !a.prod.IsZero() {
-		p := a.prod
-		el.DeletedBy = &p
-	}
-	chain = append(chain, el)
-	chain = append(chain, chainOf(rec)...)
-	nws := *ws
-	nws.Revision = s.version
-	nws.Producer = a.prod
-	switch {
-	case old == nil && e != nil:
-		a.liveDelta(ws.Incarnation, path, +1, e.Size, true)
-		nws.Files++
-		nws.Bytes += e.Size
-	case old != nil && e == nil:
-		a.liveDelta(ws.Incarnation, path, -1, -old.Size, true)
-		nws.Files--
-		nws.Bytes -= old.Size
-	case old != nil && e != nil:
-		a.liveDelta(ws.Incarnation, path, 0, e.Size-old.Size, false)
-		nws.Bytes += e.Size - old.Size
-	}
-	a.addUsage(ws.Agent, Usage{Files: nws.Files - ws.Files, Bytes: nws.Bytes - ws.Bytes})
-	s.workspaces.Set(workspaceKey(ws.Agent, ws.Name), &nws)
-	s.indexFile(ws.Incarnation, path, old, e)
-	a.storeChain(root.UID, key, chain)
-	a.emitFile(ws, path, e, ord)
-	return ord
-}
-
-func chainOf(r *pathRecord) []version {
-	if r == nil {
-		return nil
-	}
-	return r.Chain
-}
-
-// storeChain prunes chain, stores it (or deletes the record when nothing is left) and
-// schedules the next pruning.
-func (a *applier) storeChain(rootUID, key string, chain []version) {
-	s := a.st
-	kept, _, nextDue := a.prune(a.retentionOf(rootUID), binaryU64(key[:incarnationKeySize]), chain)
-	prev, _ := s.paths.Get(key)
-	a.account(rootUID, chainOf(prev), kept)
-	if len(kept) == 0 {
-		s.paths.Delete(key)
-	} else {
-		s.paths.Set(key, &pathRecord{Chain: kept})
-	}
-	if len(kept) > 1 || len(kept) == 1 && kept[0].Entry == nil {
-		s.history.Set(key, struct{}{})
-	} else {
-		s.history.Delete(key)
-	}
-	var live *Entry
-	if len(kept) > 0 {
-		live = kept[0].Entry
-	}
-	s.trackCompactable(key, live)
-	if nextDue > 0 {
-		s.seq++
-		s.retention.Set(retentionKey(nextDue, s.seq), string(rune(retainPath))+rootUID+"\x00"+key)
-	}
-}
-
-// prune splits a chain (newest first) into what must be kept and what may go under
-// policy pol (retention.go), and returns the command time at which something kept becomes
-// droppable (0: never by time alone). The newest element stays unless it is a tombstone
-// older than the retention window; a superseded element stays while pol retains it (its
-// position in the current life, its age since it was superseded, the cap) or a hold pins
-// it. The rules are applied to the retained prefix only: from the first element they let
-// go on, only holds keep anything.
-func (a *applier) prune(pol Retention, inc uint64, chain []version) (kept, dropped []version, nextDue int64) {
-	now := a.st.nowMs
-	// kept aliases a prefix of chain (never written to: chains are immutable) while what
-	// is kept is one, so a write that drops only the oldest elements (a log at its cap)
-	// does not copy its chain a second time.
-	kept = chain[:0]
-	copied := false
-	keep := func(i int) {
-		switch {
-		case copied:
-			kept = append(kept, chain[i])
-		case i == len(kept):
-			kept = chain[:i+1]
-		default: // an element kept after one dropped: the rest is a copy
-			kept, copied = append(append(make([]version, 0, len(chain)-1), kept...), chain[i]), true
-		}
-	}
-	drop := func(i int) { dropped = append(dropped, chain[i]) }
-	ageMs := pol.Age.Milliseconds()
-	due := func(t int64) {
-		if nextDue == 0 || t < nextDue {
-			nextDue = t
-		}
-	}
-	retaining := true // still inside the retained prefix
-	// life: inside the live body's current life, told by the Ordinals counting down by one
-	// from the head (records.go): an element a delete or a gap (a tombstone pruned since)
-	// separates from the head is not, so the count rule never reaches across one.
-	life := len(chain) > 0 && chain[0].Entry != nil
-	for i, el := range chain {
-		if i == 0 {
-			if el.Entry != nil {
-				keep(i)
-				continue
-			}
-			if until := el.AtMs + a.opts.RetentionWindow.Milliseconds(); until > now {
-				keep(i)
-				due(until)
-			} else {
-				drop(i)
-			}
-			continue
-		}
-		life = life && el.Entry != nil && el.Ordinal+uint64(i) == chain[0].Ordinal
-		if retaining {
-			byCount := life && i < pol.Versions
-			until := chain[i-1].AtMs + ageMs
-			if i < pol.MaxVersions && (byCount || until > now) {
-				keep(i)
-				if !byCount {
-					due(until)
-				}
-				continue
-			}
-			retaining = false
-		}
-		if a.held(inc, el.Version, chain[i-1].Version) {
-			keep(i)
-		} else {
-			drop(i)
-		}
-	}
-	// A head tombstone stays while anything older is kept: dropping it would resurrect the
-	// older element for live reads. Once nothing older is kept, an expired one goes.
-	if len(chain) > 0 && chain[0].Entry == nil && len(dropped) > 0 && dropped[0].Version == chain[0].Version && len(kept) > 0 {
-		kept = append([]version{chain[0]}, kept...)
-		dropped = dropped[1:]
-	}
-	return kept, dropped, nextDue
-}
-
-// held reports whether a hold of incarnation inc pins a version in [lo, hi): then the
-// chain element that starts at lo and is superseded at hi is what reads at that version
-// see.
-func (a *applier) held(inc, lo, hi uint64) bool {
-	found := false
-	a.st.holds.Ascend(holdKey(inc, lo), func(k string, _ int64) bool {
-		found = k < holdKey(inc, hi)
-		return false
-	})
-	return found
-}
-
-// listHeads returns, for each segment list a chain holds, its longest member: the
-// segments the chain references through that list. Entries without a list id (older
-// logs) are each a list of their own.
-func listHeads(chain []version) map[uint64]*Entry {
-	heads := make(map[uint64]*Entry) // a chain holds few lists: appends share theirs
-	for i, el := range chain {
-		if el.Entry == nil {
-			continue
-		}
-		id := el.Entry.ListID
-		if id == 0 {
-			id = 1<<63 | uint64(i) // never a real list id
-		}
-		if h, ok := heads[id]; !ok || len(el.Entry.Segments) > len(h.Segments) {
-			heads[id] = el.Entry
-		}
-	}
-	return heads
-}
-
-// account moves the blob reference counts of one path from what chain old references to
-// what chain new references. A path references, per segment list, the segments of the
-// longest version it keeps of that list: so an append adds references for its new
-// segments only, and dropping a version whose list a newer kept version extends changes
-// nothing — O(delta) in segments, O(chain) in versions.
-func (a *applier) account(rootUID string, old, new []version) {
-	before, after := listHeads(old), listHeads(new)
-	for id, b := range before {
-		n := 0
-		if e, ok := after[id]; ok {
-			n = min(len(e.Segments), len(b.Segments))
-		}
-		a.ref(rootUID, b.Segments[n:], -1)
-	}
-	for id, e := range after {
-		n := 0
-		if b, ok := before[id]; ok {
-			n = min(len(e.Segments), len(b.Segments))
-		}
-		a.ref(rootUID, e.Segments[n:], +1)
-	}
-}
-
-// ref adds delta to the reference count of every non-inline segment of segs.
-func (a *applier) ref(rootUID string, segs []Segment, delta int64) {
-	s := a.st
-	for _, sg := range segs {
-		if sg.IsInline() {
-			continue
-		}
-		k := blobKey(rootUID, sg.Digest)
-		br, _ := s.blobs.Get(k)
-		br.Count += delta
-		if br.Count == 0 {
-			br.ZeroSinceMs = s.nowMs
-		} else {
-			br.ZeroSinceMs = 0
-		}
-		s.blobs.Set(k, br)
-	}
-}
-
-// liveDelta updates the directory records above path when a file appears (files +1),
-// disappears (files -1) or changes size (files 0).
-func (a *applier) liveDelta(inc uint64, path string, files, bytes int64, childChanges bool) {
-	s := a.st
-	changed := childChanges
-	for d := parentDir(path); ; d = parentDir(d) {
-		k := pathKey(inc, d)
-		dr, _ := s.dirs.Get(k)
-		wasEmpty := dr.Files == 0
-		dr.Files += files
-		dr.Bytes += bytes
-		if changed {
-			if files > 0 {
-				dr.Children++
-			} else if files < 0 {
-				dr.Children--
-			}
-		}
-		// The directory itself appeared in (or vanished from) its parent.
-		changed = files != 0 && (wasEmpty || dr.Files == 0)
-		if dr.Files == 0 {
-			s.dirs.Delete(k)
-		} else {
-			s.dirs.Set(k, dr)
-		}
-		if d == "" {
-			return
-		}
-	}
-}
-
 // runRetention processes up to RetentionBatch due retention items.
 func (a *applier) runRetention() {
 	s := a.st
@@ -818,28 +302,28 @@ func (a *applier) runRetention() {
 		}
 		s.retention.Delete(k)
 		kind, x, y := splitRetentionItem(v)
-		if a.droppedItem(kind, x) {
+		if a.moves.droppedItem(kind, x) {
 			continue // a root on the move (move_walk.go)
 		}
 		switch kind {
 		case retainPath:
 			if rec, ok := s.paths.Get(y); ok {
-				a.storeChain(x, y, rec.Chain)
+				a.files.storeChain(x, y, rec.Chain)
 			}
 		case retainLease:
-			a.reapIfDue(x)
+			a.life.reapIfDue(x)
 		case retainFeed:
-			a.pruneFeed(x)
+			a.feed.pruneFeed(x)
 		case retainReprune:
-			a.reprune(x, y)
+			a.files.reprune(x, y)
 		case retainPurge:
-			a.purgeStep(x)
+			a.purge.purgeStep(x)
 		case retainRootReprune:
 			a.rootRepruneStep(x)
 		case retainProposal:
-			a.retireProposal(x)
+			a.props.retireProposal(x)
 		case retainMove:
-			a.moveWalkStep(x)
+			a.moves.moveWalkStep(x)
 		case retainRestore:
 			if op, ok := s.restores.Get(x); ok && op.State == RestoreComplete {
 				s.restores.Delete(x)

@@ -116,10 +116,17 @@ func exportBlobRef(d Digest, br blobRef) BlobRef {
 		IntentVersion: br.IntentVersion, IntentAtMs: br.IntentAtMs}
 }
 
+// ShardView is the shard-wide reads of one View (View.Shard), which no restriction
+// narrows: every root the shard holds, blob reference records, backup holds and
+// compaction candidates — what the node's background work (garbage collection,
+// compaction, backups) and routing read. It reads only through its View, as every facet
+// does.
+type ShardView struct{ v *View }
+
 // Blob returns the reference record of digest d in the root with uid rootUID; false when
 // there is none (never published, or its deletion was recorded).
-func (v *View) Blob(rootUID string, d Digest) (BlobRef, bool) {
-	br, ok := v.st.blobs.Get(blobKey(rootUID, d))
+func (sv ShardView) Blob(rootUID string, d Digest) (BlobRef, bool) {
+	br, ok := sv.v.st.blobs.Get(blobKey(rootUID, d))
 	if !ok {
 		return BlobRef{}, false
 	}
@@ -128,9 +135,9 @@ func (v *View) Blob(rootUID string, d Digest) (BlobRef, bool) {
 
 // Blobs calls fn for the reference records of the root with uid rootUID, in ascending
 // digest order, until fn returns false.
-func (v *View) Blobs(rootUID string, fn func(BlobRef) bool) {
+func (sv ShardView) Blobs(rootUID string, fn func(BlobRef) bool) {
 	prefix := rootUID + "\x00"
-	v.st.blobs.Ascend(prefix, func(k string, br blobRef) bool {
+	sv.v.st.blobs.Ascend(prefix, func(k string, br blobRef) bool {
 		if !strings.HasPrefix(k, prefix) || len(k) != len(prefix)+len(Digest{}) {
 			return false
 		}
@@ -141,15 +148,15 @@ func (v *View) Blobs(rootUID string, fn func(BlobRef) bool) {
 }
 
 // Roots calls fn for every agent root in agent order until fn returns false.
-func (v *View) Roots(fn func(*Root) bool) {
-	v.st.roots.Scan(func(_ string, r *Root) bool { return fn(r) })
+func (sv ShardView) Roots(fn func(*Root) bool) {
+	sv.v.st.roots.Scan(func(_ string, r *Root) bool { return fn(r) })
 }
 
 // checkPublishable fails a publish that references a blob of agent's root under delete
 // intent, or (when the command carries Header.UploadFence) a blob with no record after
 // the root recorded a deletion past the fence (docs/architecture.md#blob-storage-and-garbage-collection). Inline segments never touch
 // the object store and always pass.
-func (a *applier) checkPublishable(agent string, segs []Segment) *Error {
+func (a *fileApplier) checkPublishable(agent string, segs []Segment) *Error {
 	root, ok := a.st.roots.Get(agent)
 	if !ok {
 		return nil // no root yet: nothing of it was ever collected

@@ -37,7 +37,7 @@ func (h *applyHelper) ref(n byte) (BlobRef, bool) {
 	if !ok {
 		h.t.Fatal("no root")
 	}
-	return v.Blob(root.UID, blobDigest(n))
+	return v.Shard().Blob(root.UID, blobDigest(n))
 }
 
 func accepted(r Result) int {
@@ -312,7 +312,7 @@ func TestGCStateSurvivesSnapshotAndRestore(t *testing.T) {
 		t.Fatalf("BlobsDeletedVersion %d after restore, want %d", root.BlobsDeletedVersion, h.index)
 	}
 	var intents []BlobRef
-	v.Blobs(root.UID, func(b BlobRef) bool {
+	v.Shard().Blobs(root.UID, func(b BlobRef) bool {
 		if b.Intent {
 			intents = append(intents, b)
 		}

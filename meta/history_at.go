@@ -19,39 +19,39 @@ import (
 // (its element at T must sit inside the cap). Outside the window, or with Age 0, the
 // answer is refused rather than guessed (rewind, workbench/rewind.go).
 
-// HistoryWindowStart returns the earliest command time (Unix ms) whose state FilesAtTime
+// WindowStart returns the earliest command time (Unix ms) whose state FilesAtTime
 // answers exactly for agent's root: the view's command time less the root's retention age
 // (a root whose retention keeps no age has a window that starts now).
-func (v *View) HistoryWindowStart(agent string) int64 {
-	pol, _ := v.Retention(agent)
-	return v.st.nowMs - pol.normalized().Age.Milliseconds()
+func (h HistoryView) WindowStart(agent string) int64 {
+	pol, _ := h.v.Retention(agent)
+	return h.v.st.nowMs - pol.normalized().Age.Milliseconds()
 }
 
 // FilesAtTime calls fn, in path order, with each file below dir ("" = the whole workbench)
 // and the body it had at command time atMs, until fn returns false. It needs a live view.
 // Errors: InvalidArguments naming "at_time" when atMs is after the view's command time or
-// before HistoryWindowStart, or when a path's history was cut by its version cap (Path
+// before WindowStart, or when a path's history was cut by its version cap (Path
 // names it); InvalidArguments for a bad dir.
-func (v *View) FilesAtTime(ws *Workspace, dir string, atMs int64, fn func(path string, e *Entry) bool) error {
+func (h HistoryView) FilesAtTime(ws *Workspace, dir string, atMs int64, fn func(path string, e *Entry) bool) error {
 	if dir != "" {
 		if err := ValidatePath("dir", dir); err != nil {
 			return err
 		}
 	}
-	pol, err := v.historyWindow(ws.Agent, atMs)
+	pol, err := h.historyWindow(ws.Agent, atMs)
 	if err != nil {
 		return err
 	}
 	prefix := childPrefix(ws.Incarnation, dir)
 	var failed *Error
-	v.st.paths.Ascend(prefix, func(key string, rec *pathRecord) bool {
+	h.v.st.paths.Ascend(prefix, func(key string, rec *pathRecord) bool {
 		if !strings.HasPrefix(key, prefix) {
 			return false
 		}
-		if !v.showsKey(ws, key) {
+		if !h.v.showsKey(ws, key) {
 			return true
 		}
-		e, ok := v.entryAtTime(rec, atMs, pol)
+		e, ok := h.entryAtTime(rec, atMs, pol)
 		if !ok {
 			failed = cutHistory(keyPath(key), pol)
 			return false
@@ -66,16 +66,16 @@ func (v *View) FilesAtTime(ws *Workspace, dir string, atMs int64, fn func(path s
 
 // FileAtTime returns the body path had at command time atMs (nil: no file then), with
 // FilesAtTime's errors.
-func (v *View) FileAtTime(ws *Workspace, path string, atMs int64) (*Entry, error) {
+func (h HistoryView) FileAtTime(ws *Workspace, path string, atMs int64) (*Entry, error) {
 	if err := ValidatePath("path", path); err != nil {
 		return nil, err
 	}
-	pol, err := v.historyWindow(ws.Agent, atMs)
+	pol, err := h.historyWindow(ws.Agent, atMs)
 	if err != nil {
 		return nil, err
 	}
-	rec, _ := v.record(ws, path)
-	e, ok := v.entryAtTime(rec, atMs, pol)
+	rec, _ := h.v.record(ws, path)
+	e, ok := h.entryAtTime(rec, atMs, pol)
 	if !ok {
 		return nil, cutHistory(path, pol)
 	}
@@ -83,15 +83,15 @@ func (v *View) FileAtTime(ws *Workspace, path string, atMs int64) (*Entry, error
 }
 
 // historyWindow checks that atMs lies in agent's exact window and returns its policy.
-func (v *View) historyWindow(agent string, atMs int64) (Retention, *Error) {
-	if !v.live() {
+func (h HistoryView) historyWindow(agent string, atMs int64) (Retention, *Error) {
+	if !h.v.live() {
 		return Retention{}, invalidArg("at_time", "needs a live view")
 	}
-	pol, _ := v.Retention(agent)
+	pol, _ := h.v.Retention(agent)
 	pol = pol.normalized()
-	switch start := v.st.nowMs - pol.Age.Milliseconds(); {
-	case atMs > v.st.nowMs:
-		return pol, invalidArg("at_time", "is after the newest command time %d", v.st.nowMs)
+	switch start := h.v.st.nowMs - pol.Age.Milliseconds(); {
+	case atMs > h.v.st.nowMs:
+		return pol, invalidArg("at_time", "is after the newest command time %d", h.v.st.nowMs)
 	case atMs < start:
 		return pol, invalidArg("at_time", "is before %d: history keeps every version of this root for %s only (its retention age)", start, pol.Age)
 	}
@@ -101,12 +101,12 @@ func (v *View) historyWindow(agent string, atMs int64) (Retention, *Error) {
 // entryAtTime returns the element of rec visible at command time atMs (nil: none, or a
 // delete) and whether it is certain: not when the element sits at or past the version
 // cap, which may have cut what followed it.
-func (v *View) entryAtTime(rec *pathRecord, atMs int64, pol Retention) (*Entry, bool) {
+func (h HistoryView) entryAtTime(rec *pathRecord, atMs int64, pol Retention) (*Entry, bool) {
 	if rec == nil {
 		return nil, true
 	}
 	for i, el := range rec.Chain {
-		if el.Version > v.at || el.AtMs > atMs {
+		if el.Version > h.v.at || el.AtMs > atMs {
 			continue
 		}
 		return el.Entry, i < pol.MaxVersions
@@ -137,10 +137,10 @@ type ChangeAt struct {
 // (workbench/rewind_apply.go). At most MaxChangeSetChanges paths, a change set's most;
 // InvalidArguments naming "unchanged.dir" when more than MaxChangeSetScan records lie
 // below g.Dir.
-func (v *View) ChangesAt(ws *Workspace, g ScopeGuard, gen uint64) ([]ChangeAt, error) {
+func (h HistoryView) ChangesAt(ws *Workspace, g ScopeGuard, gen uint64) ([]ChangeAt, error) {
 	var out []ChangeAt
-	err := eachInScope(v.st, ws, g, func(p string, rec *pathRecord) {
-		if gen > v.at || len(out) == MaxChangeSetChanges {
+	err := eachInScope(h.v.st, ws, g, func(p string, rec *pathRecord) {
+		if gen > h.v.at || len(out) == MaxChangeSetChanges {
 			return
 		}
 		for i, el := range rec.Chain {

@@ -20,7 +20,7 @@ func TestFileAtTimeAnswersInsideTheRetentionWindowOnly(t *testing.T) {
 		atMs int64
 		want string
 	}{{500, ""}, {1000, "one"}, {1999, "one"}, {2000, "two"}, {3000, ""}, {4000, ""}} {
-		e, err := v.FileAtTime(ws, "f", tc.atMs)
+		e, err := v.History().FileAtTime(ws, "f", tc.atMs)
 		if err != nil {
 			t.Fatalf("f at %d: %v", tc.atMs, err)
 		}
@@ -34,10 +34,10 @@ func TestFileAtTimeAnswersInsideTheRetentionWindowOnly(t *testing.T) {
 		}
 	}
 	var at2 []string
-	if err := v.FilesAtTime(ws, "", 2000, func(p string, _ *Entry) bool { at2 = append(at2, p); return true }); err != nil || len(at2) != 1 || at2[0] != "f" {
+	if err := v.History().FilesAtTime(ws, "", 2000, func(p string, _ *Entry) bool { at2 = append(at2, p); return true }); err != nil || len(at2) != 1 || at2[0] != "f" {
 		t.Fatalf("files at 2000 = %q, %v; want [f]", at2, err)
 	}
-	if _, err := v.FileAtTime(ws, "f", 5000); CodeOf(err) != CodeInvalidArguments {
+	if _, err := v.History().FileAtTime(ws, "f", 5000); CodeOf(err) != CodeInvalidArguments {
 		t.Fatalf("a time after now = %v, want InvalidArguments", err)
 	}
 	h.nowMs += time.Hour.Milliseconds()
@@ -48,13 +48,13 @@ func TestFileAtTimeAnswersInsideTheRetentionWindowOnly(t *testing.T) {
 	}
 	v = h.f.View()
 	ws, _ = v.Workspace("a", "w")
-	if _, err := v.FileAtTime(ws, "f", 1000); CodeOf(err) != CodeInvalidArguments {
+	if _, err := v.History().FileAtTime(ws, "f", 1000); CodeOf(err) != CodeInvalidArguments {
 		t.Fatalf("a time before the retention age = %v, want InvalidArguments", err)
 	}
-	if _, err := v.FileAtTime(ws, "g", tick); CodeOf(err) != CodeInvalidArguments {
+	if _, err := v.History().FileAtTime(ws, "g", tick); CodeOf(err) != CodeInvalidArguments {
 		t.Fatalf("g's version before its cap cut its history = %v, want InvalidArguments", err)
 	}
-	if e, err := v.FileAtTime(ws, "g", h.nowMs-1000); err != nil || e == nil {
+	if e, err := v.History().FileAtTime(ws, "g", h.nowMs-1000); err != nil || e == nil {
 		t.Fatalf("g's version inside its cap = %v, %v", e, err)
 	}
 }

@@ -2,7 +2,7 @@ package meta
 
 import "strings"
 
-// ListHistory is List over everything with a retained version: the direct children of
+// List is View.List over everything with a retained version: the direct children of
 // dir ("" = the top) whose own chain or some chain below them holds an element the view
 // covers, live or not, in byte order of their names, after the name after ("" = from the
 // first). A file child (KindFile) is a path with such a chain: Entry is its live body, nil
@@ -14,8 +14,8 @@ import "strings"
 // InvalidArguments for a bad dir.
 //
 // The history listing of an S3 bucket (ListObjectVersions, api/s3/versions.go) walks it:
-// the keys whose versions and delete markers History pages.
-func (v *View) ListHistory(ws *Workspace, dir, after string, limit int) (entries []DirEntry, more bool, err error) {
+// the keys whose versions and delete markers Versions pages.
+func (h HistoryView) List(ws *Workspace, dir, after string, limit int) (entries []DirEntry, more bool, err error) {
 	if dir != "" {
 		if err := ValidatePath("path", dir); err != nil {
 			return nil, false, err
@@ -31,20 +31,20 @@ func (v *View) ListHistory(ws *Workspace, dir, after string, limit int) (entries
 	for {
 		var next string
 		done := true
-		v.st.paths.Ascend(pivot, func(key string, rec *pathRecord) bool {
+		h.v.st.paths.Ascend(pivot, func(key string, rec *pathRecord) bool {
 			if !strings.HasPrefix(key, prefix) {
 				return false
 			}
-			if !rec.covered(v.at) {
+			if !rec.covered(h.v.at) {
 				return true
 			}
 			rest := key[len(prefix):]
 			i := indexNUL(rest)
 			name := rest[:i]
-			if v.pathsRestricted(ws.Agent) && !v.showsPath(ws.Agent, joinPath(dir, name)) {
+			if h.v.pathsRestricted(ws.Agent) && !h.v.showsPath(ws.Agent, joinPath(dir, name)) {
 				// Outside the view's prefixes (OnlyPaths): a file is missing, a directory
 				// holds what the prefixes below it hold.
-				if i < len(rest) && v.historyBelow(ws, joinPath(dir, name)) {
+				if i < len(rest) && h.historyBelow(ws, joinPath(dir, name)) {
 					if names == limit {
 						more = true
 						return false
@@ -66,7 +66,7 @@ func (v *View) ListHistory(ws *Workspace, dir, after string, limit int) (entries
 				names++
 			}
 			if i == len(rest) {
-				entries = append(entries, DirEntry{Name: name, Kind: KindFile, Entry: rec.at(v.at)})
+				entries = append(entries, DirEntry{Name: name, Kind: KindFile, Entry: rec.at(h.v.at)})
 				return true
 			}
 			entries = append(entries, DirEntry{Name: name, Kind: KindDirectory})
@@ -88,21 +88,21 @@ func (r *pathRecord) covered(v uint64) bool {
 
 // historyBelow reports whether a prefix of a view restricted to prefixes (OnlyPaths) below
 // dir holds a path with an element the view covers.
-func (v *View) historyBelow(ws *Workspace, dir string) bool {
-	for _, p := range v.only.prefixes {
+func (h HistoryView) historyBelow(ws *Workspace, dir string) bool {
+	for _, p := range h.v.only.prefixes {
 		if p == dir || !hasPathPrefix(p, dir) {
 			continue
 		}
-		if rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, p)); ok && rec.covered(v.at) {
+		if rec, ok := h.v.st.paths.Get(pathKey(ws.Incarnation, p)); ok && rec.covered(h.v.at) {
 			return true
 		}
 		found := false
 		sub := childPrefix(ws.Incarnation, p)
-		v.st.paths.Ascend(sub, func(key string, rec *pathRecord) bool {
+		h.v.st.paths.Ascend(sub, func(key string, rec *pathRecord) bool {
 			if !strings.HasPrefix(key, sub) {
 				return false
 			}
-			found = rec.covered(v.at)
+			found = rec.covered(h.v.at)
 			return !found
 		})
 		if found {

@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// ListHistory lists what List lists and also the deleted files and the directories that
-// hold only deleted files; a deleted file whose name became a directory is both, the file
-// first, never split across pages; an older view sees only what it covers.
+// History().List lists what List lists and also the deleted files and the directories
+// that hold only deleted files; a deleted file whose name became a directory is both, the
+// file first, never split across pages; an older view sees only what it covers.
 func TestListHistoryListsDeletedPathsBesideLiveOnes(t *testing.T) {
 	f := New(Options{})
 	idx := uint64(0)
@@ -45,15 +45,15 @@ func TestListHistoryListsDeletedPathsBesideLiveOnes(t *testing.T) {
 	}
 	file, dir := fmt.Sprint(KindFile), fmt.Sprint(KindDirectory)
 	want := []string{"a:" + file + ":true", "b:" + file + ":false", "b:" + dir + ":false", "gone:" + dir + ":false", "z:" + file + ":true"}
-	all, more, err := v.ListHistory(ws, "d", "", 100)
+	all, more, err := v.History().List(ws, "d", "", 100)
 	if err != nil || more || !slices.Equal(render(all), want) {
-		t.Fatalf("ListHistory(d) = %q, more %v, %v; want %q", render(all), more, err, want)
+		t.Fatalf("History().List(d) = %q, more %v, %v; want %q", render(all), more, err, want)
 	}
 	// Pages of two names: b's file and directory stay together.
 	var paged []DirEntry
 	after := ""
 	for range 10 {
-		page, more, err := v.ListHistory(ws, "d", after, 2)
+		page, more, err := v.History().List(ws, "d", after, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,23 +64,23 @@ func TestListHistoryListsDeletedPathsBesideLiveOnes(t *testing.T) {
 		after = page[len(page)-1].Name
 	}
 	if !slices.Equal(render(paged), want) {
-		t.Fatalf("ListHistory(d) in pages of 2 = %q, want %q", render(paged), want)
+		t.Fatalf("History().List(d) in pages of 2 = %q, want %q", render(paged), want)
 	}
-	if got, _, err := v.ListHistory(ws, "d/gone", "", 10); err != nil || !slices.Equal(render(got), []string{"x:" + file + ":false"}) {
-		t.Fatalf("ListHistory(d/gone) = %q, %v", render(got), err)
+	if got, _, err := v.History().List(ws, "d/gone", "", 10); err != nil || !slices.Equal(render(got), []string{"x:" + file + ":false"}) {
+		t.Fatalf("History().List(d/gone) = %q, %v", render(got), err)
 	}
-	if got, _, err := v.ListHistory(ws, "nowhere", "", 10); err != nil || len(got) != 0 {
-		t.Fatalf("ListHistory of a directory that never was = %q, %v; want nothing", render(got), err)
+	if got, _, err := v.History().List(ws, "nowhere", "", 10); err != nil || len(got) != 0 {
+		t.Fatalf("History().List of a directory that never was = %q, %v; want nothing", render(got), err)
 	}
 	old, err := v.At(before)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantOld := []string{"a:" + file + ":true", "b:" + file + ":false", "gone:" + dir + ":false"}
-	if got, _, err := old.ListHistory(ws, "d", "", 100); err != nil || !slices.Equal(render(got), wantOld) {
-		t.Fatalf("ListHistory(d) at version %d = %q, %v; want %q", before, render(got), err, wantOld)
+	if got, _, err := old.History().List(ws, "d", "", 100); err != nil || !slices.Equal(render(got), wantOld) {
+		t.Fatalf("History().List(d) at version %d = %q, %v; want %q", before, render(got), err, wantOld)
 	}
-	if _, _, err := v.ListHistory(ws, "../x", "", 1); CodeOf(err) != CodeInvalidArguments {
+	if _, _, err := v.History().List(ws, "../x", "", 1); CodeOf(err) != CodeInvalidArguments {
 		t.Fatalf("a bad dir: %v, want InvalidArguments", err)
 	}
 }

@@ -475,7 +475,7 @@ func TestSearchIndexScanAndModelAgree(t *testing.T) {
 				{Name: "low", Op: MeasureMin, Field: "k"}, {Name: "high", Op: MeasureMax, Field: "tag"}}}
 			var ares AggregateResult
 			for i, mode := range allPlans {
-				r, err := at.aggregate(aq, mode)
+				r, err := at.Queries().aggregate(aq, mode)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -507,7 +507,7 @@ func TestSearchIndexScanAndModelAgree(t *testing.T) {
 			}
 
 			// The catalog counts the files in scope like the model.
-			cat, err := at.Catalog(CatalogQuery{Scope: q.Scope})
+			cat, err := at.Queries().Catalog(CatalogQuery{Scope: q.Scope})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,7 +32,7 @@ func IsReservedPath(path string) bool {
 }
 
 // addHold pins version of incarnation inc.
-func (a *applier) addHold(inc, version uint64) {
+func (a *fileApplier) addHold(inc, version uint64) {
 	k := holdKey(inc, version)
 	n, _ := a.st.holds.Get(k)
 	a.st.holds.Set(k, n+1)
@@ -40,7 +40,7 @@ func (a *applier) addHold(inc, version uint64) {
 
 // releaseHold unpins version of incarnation inc and schedules re-pruning of the history
 // it may have kept (bounded steps, docs/architecture.md#the-metadata-core).
-func (a *applier) releaseHold(rootUID string, inc, version uint64) {
+func (a *fileApplier) releaseHold(rootUID string, inc, version uint64) {
 	s := a.st
 	k := holdKey(inc, version)
 	n, _ := s.holds.Get(k)
@@ -55,7 +55,7 @@ func (a *applier) releaseHold(rootUID string, inc, version uint64) {
 
 // reprune re-prunes up to repruneBatch history paths of the incarnation named by resume's
 // first 8 bytes, starting after resume, and schedules the rest.
-func (a *applier) reprune(rootUID, resume string) {
+func (a *fileApplier) reprune(rootUID, resume string) {
 	s := a.st
 	prefix := resume[:incarnationKeySize]
 	pivot := resume
@@ -111,7 +111,18 @@ func validateSnapshotName(n string) *Error {
 
 const dayMs = 24 * 60 * 60 * 1000
 
-func (a *applier) snapshotMint(c SnapshotMint) Result {
+// lifecycleApplier applies the lifecycle of a workbench's history: snapshots (mint, renew,
+// retire, and the reaping of expired leases), commits and restores (begin, bounded copies,
+// finish). Each snapshot it holds, each commit it seals and each restore in progress pins
+// history through a hold (files.addHold), released exactly once when the lease ends or
+// the restore finishes; the files it writes go through files.publish.
+type lifecycleApplier struct {
+	*applyCtx
+	files *fileApplier
+	feed  *feedApplier
+}
+
+func (a *lifecycleApplier) snapshotMint(c SnapshotMint) Result {
 	if err := ValidateName("agent", c.Agent); err != nil {
 		return Result{Err: err}
 	}
@@ -133,7 +144,7 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 		return Result{Err: invalidArg("metadata", "encodes to %d bytes, more than %d", len(c.Metadata), MaxSnapshotMetadataBytes)}
 	}
 	s := a.st
-	ws, _, err := a.workspace(c.Agent, c.Workspace, false)
+	ws, _, err := a.files.workspace(c.Agent, c.Workspace, false)
 	if err != nil {
 		return Result{Err: err}
 	}
@@ -151,7 +162,7 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 			return Result{Err: e}
 		}
 	}
-	if err := a.checkQuota(c.Agent, Usage{Snapshots: 1}); err != nil {
+	if err := a.files.checkQuota(c.Agent, Usage{Snapshots: 1}); err != nil {
 		return Result{Err: err}
 	}
 	root, _ := s.roots.Get(c.Agent)
@@ -165,13 +176,13 @@ func (a *applier) snapshotMint(c SnapshotMint) Result {
 	key := snapshotKey(c.Agent, snap.ID)
 	s.snapshots.Set(key, snap)
 	s.heldSnaps.Set(heldSnapKey(snap.Incarnation, snap.ID), struct{}{})
-	a.addUsage(c.Agent, Usage{Snapshots: 1})
+	a.files.addUsage(c.Agent, Usage{Snapshots: 1})
 	if c.Name != "" {
 		s.snapNames.Set(snapNameKey(c.Agent, c.Workspace, c.Name), snap.ID)
 	}
-	a.addHold(ws.Incarnation, snap.ReadVersion)
+	a.files.addHold(ws.Incarnation, snap.ReadVersion)
 	a.scheduleReap(key, snap)
-	a.emitSnapshot(EventSnapshotMint, snap, a.prod)
+	a.feed.emitSnapshot(EventSnapshotMint, snap, a.prod)
 	return Result{Snapshot: snap, RootUID: root.UID}
 }
 
@@ -192,14 +203,14 @@ func heldSnapshots(s *state, agent string, inc uint64, pool SnapshotPool) int {
 	return n
 }
 
-func (a *applier) scheduleReap(key string, snap *WorkbenchSnapshot) {
+func (a *lifecycleApplier) scheduleReap(key string, snap *WorkbenchSnapshot) {
 	s := a.st
 	s.seq++
 	s.retention.Set(retentionKey(snap.LeaseExpiresMs+a.opts.SnapshotGrace.Milliseconds(), s.seq), string(rune(retainLease))+key)
 }
 
 // reapIfDue reaps the snapshot at key once its lease and grace period have passed.
-func (a *applier) reapIfDue(key string) {
+func (a *lifecycleApplier) reapIfDue(key string) {
 	s := a.st
 	snap, ok := s.snapshots.Get(key)
 	if !ok || !snap.holdsHistory() || s.nowMs < snap.LeaseExpiresMs+a.opts.SnapshotGrace.Milliseconds() {
@@ -208,19 +219,19 @@ func (a *applier) reapIfDue(key string) {
 	ns := *snap
 	ns.ReapedAtMs = s.nowMs
 	a.endSnapshot(key, &ns)
-	a.emitSnapshot(EventSnapshotExpire, &ns, Producer{}) // the node's own work
+	a.feed.emitSnapshot(EventSnapshotExpire, &ns, Producer{}) // the node's own work
 }
 
 // endSnapshot stores ns at key, the record of a snapshot that no longer holds history
 // (retired or reaped): it leaves its root's held snapshots and usage, and its hold on its
 // read version is released.
-func (a *applier) endSnapshot(key string, ns *WorkbenchSnapshot) {
+func (a *lifecycleApplier) endSnapshot(key string, ns *WorkbenchSnapshot) {
 	s := a.st
 	s.snapshots.Set(key, ns)
 	s.heldSnaps.Delete(heldSnapKey(ns.Incarnation, ns.ID))
-	a.addUsage(ns.Agent, Usage{Snapshots: -1})
+	a.files.addUsage(ns.Agent, Usage{Snapshots: -1})
 	root, _ := s.roots.Get(ns.Agent)
-	a.releaseHold(root.UID, ns.Incarnation, ns.ReadVersion)
+	a.files.releaseHold(root.UID, ns.Incarnation, ns.ReadVersion)
 }
 
 // findSnapshot resolves a snapshot of workbench ws by id or by name (exactly one given).
@@ -258,7 +269,7 @@ func expiredError(snap *WorkbenchSnapshot, st SnapshotState) *Error {
 		Message: "snapshot " + strconv.FormatUint(snap.ID, 10) + " is " + string(st)}
 }
 
-func (a *applier) snapshotRenew(c SnapshotRenew) Result {
+func (a *lifecycleApplier) snapshotRenew(c SnapshotRenew) Result {
 	if err := snapshotSelector(c.Agent, c.Workspace, c.ID, c.Name); err != nil {
 		return Result{Err: err}
 	}
@@ -283,11 +294,11 @@ func (a *applier) snapshotRenew(c SnapshotRenew) Result {
 	ns.RenewedAtMs = s.nowMs
 	s.snapshots.Set(key, &ns)
 	a.scheduleReap(key, &ns)
-	a.emitSnapshot(EventSnapshotRenew, &ns, a.prod)
+	a.feed.emitSnapshot(EventSnapshotRenew, &ns, a.prod)
 	return Result{Snapshot: &ns, Renewed: true}
 }
 
-func (a *applier) snapshotRetire(c SnapshotRetire) Result {
+func (a *lifecycleApplier) snapshotRetire(c SnapshotRetire) Result {
 	if err := snapshotSelector(c.Agent, c.Workspace, c.ID, c.Name); err != nil {
 		return Result{Err: err}
 	}
@@ -313,7 +324,7 @@ func (a *applier) snapshotRetire(c SnapshotRetire) Result {
 	ns.RetireReason = c.Reason
 	ns.RetiredBy = a.prod
 	a.endSnapshot(key, &ns) // ns.Agent is c.Agent: findSnapshot looked it up under c.Agent
-	a.emitSnapshot(EventSnapshotRetire, &ns, a.prod)
+	a.feed.emitSnapshot(EventSnapshotRetire, &ns, a.prod)
 	return Result{Snapshot: &ns, Retired: true}
 }
 
@@ -364,19 +375,19 @@ func validateCommitFields(identity, content, manifest, tree string, env FileBody
 }
 
 // publishBody writes a manifest body at path of ws (a file the command itself owns).
-func (a *applier) publishBody(root *Root, ws *Workspace, path string, b FileBody) *Entry {
+func (a *lifecycleApplier) publishBody(root *Root, ws *Workspace, path string, b FileBody) *Entry {
 	s := a.st
 	key := pathKey(ws.Incarnation, path)
 	rec, _ := s.paths.Get(key)
 	e := &Entry{Generation: s.version, Size: b.Size, Digest: b.Digest, ContentType: b.ContentType,
 		Segments: b.Segments, HashState: b.HashState, ModifiedAtMs: s.nowMs, ListID: s.newListID(), Producer: a.prod}
-	a.publish(root, ws, key, path, rec, e)
+	a.files.publish(root, ws, key, path, rec, e)
 	return e
 }
 
 // seal records a commit of ws sealed at the current version and makes it the head. The
 // envelope must already be published at RunManifestPath.
-func (a *applier) seal(ws *Workspace, rec *CommitRecord) {
+func (a *lifecycleApplier) seal(ws *Workspace, rec *CommitRecord) {
 	s := a.st
 	s.commits.Set(commitKey(ws.Incarnation, rec.Identity), rec)
 	cur, _ := s.workspaces.Get(workspaceKey(ws.Agent, ws.Name))
@@ -384,11 +395,11 @@ func (a *applier) seal(ws *Workspace, rec *CommitRecord) {
 	nws.HeadIdentity = rec.Identity
 	nws.HeadVersion = rec.Version
 	s.workspaces.Set(workspaceKey(ws.Agent, ws.Name), &nws)
-	a.addHold(ws.Incarnation, rec.Version) // a commit is permanent: its tree stays readable
-	a.emitCommit(ws, rec)
+	a.files.addHold(ws.Incarnation, rec.Version) // a commit is permanent: its tree stays readable
+	a.feed.emitCommit(ws, rec)
 }
 
-func (a *applier) commit(c Commit) Result {
+func (a *lifecycleApplier) commit(c Commit) Result {
 	if err := ValidateName("agent", c.Agent); err != nil {
 		return Result{Err: err}
 	}
@@ -399,7 +410,7 @@ func (a *applier) commit(c Commit) Result {
 		return Result{Err: err}
 	}
 	s := a.st
-	ws, err := a.target(c.Agent, c.Workspace, RunManifestPath, c.CreateWorkspace)
+	ws, err := a.files.target(c.Agent, c.Workspace, RunManifestPath, c.CreateWorkspace)
 	if err != nil {
 		return Result{Err: err}
 	}
@@ -420,14 +431,14 @@ func (a *applier) commit(c Commit) Result {
 	} else if c.ExpectRevision != 0 || c.ExpectHead != "" {
 		return Result{Err: &Error{Code: CodeConflict, Message: "the workbench changed while the commit was prepared"}}
 	}
-	if err := a.checkPublishable(c.Agent, c.Envelope.Segments); err != nil {
+	if err := a.files.checkPublishable(c.Agent, c.Envelope.Segments); err != nil {
 		return Result{Err: err}
 	}
-	_, curManifest := a.current(ws, RunManifestPath)
-	if err := a.checkQuota(c.Agent, fileGrowth(ws == nil, curManifest, &Entry{Size: c.Envelope.Size})); err != nil {
+	_, curManifest := a.files.current(ws, RunManifestPath)
+	if err := a.files.checkQuota(c.Agent, fileGrowth(ws == nil, curManifest, &Entry{Size: c.Envelope.Size})); err != nil {
 		return Result{Err: err}
 	}
-	root, ws := a.materialize(c.Agent, c.Workspace, ws)
+	root, ws := a.files.materialize(c.Agent, c.Workspace, ws)
 	a.publishBody(root, ws, RunManifestPath, c.Envelope)
 	rec := &CommitRecord{Identity: c.Identity, Workspace: c.Workspace, Incarnation: ws.Incarnation,
 		Version: s.version, EnvelopeSize: c.Envelope.Size, EnvelopeDigest: c.Envelope.Digest,
@@ -437,7 +448,7 @@ func (a *applier) commit(c Commit) Result {
 	return Result{Commit: rec, Generation: rec.Version, Size: rec.EnvelopeSize, Digest: rec.EnvelopeDigest, RootUID: root.UID}
 }
 
-func (a *applier) restoreBegin(c RestoreBegin) Result {
+func (a *lifecycleApplier) restoreBegin(c RestoreBegin) Result {
 	if err := ValidateName("agent", c.Agent); err != nil {
 		return Result{Err: err}
 	}
@@ -464,7 +475,7 @@ func (a *applier) restoreBegin(c RestoreBegin) Result {
 	if _, ok := s.workspaces.Get(workspaceKey(c.Agent, c.Destination)); ok {
 		return Result{Err: errorf(CodeAlreadyExists, "workbench %q already exists", c.Destination)}
 	}
-	src, _, err := a.workspace(c.Agent, c.Source, false)
+	src, _, err := a.files.workspace(c.Agent, c.Source, false)
 	if err != nil {
 		return Result{Err: err}
 	}
@@ -492,7 +503,7 @@ func (a *applier) restoreBegin(c RestoreBegin) Result {
 		}
 		readVersion = cm.Version
 	}
-	if err := a.checkQuota(c.Agent, Usage{Workbenches: 1}); err != nil {
+	if err := a.files.checkQuota(c.Agent, Usage{Workbenches: 1}); err != nil {
 		return Result{Err: err}
 	}
 	if snapKey != "" {
@@ -505,20 +516,20 @@ func (a *applier) restoreBegin(c RestoreBegin) Result {
 	dst := &Workspace{Agent: c.Agent, Name: c.Destination, Incarnation: s.nextIncarnation, State: WorkspaceStaging,
 		Revision: s.version, CreatedVersion: s.version, CreatedAtMs: s.nowMs, RestoreOp: c.OpID, Producer: a.prod}
 	s.workspaces.Set(workspaceKey(c.Agent, c.Destination), dst)
-	a.addUsage(c.Agent, Usage{Workbenches: 1})
-	a.addHold(src.Incarnation, readVersion)
+	a.files.addUsage(c.Agent, Usage{Workbenches: 1})
+	a.files.addHold(src.Incarnation, readVersion)
 	op := &RestoreOp{ID: c.OpID, Agent: c.Agent, Source: c.Source, SourceIncarnation: src.Incarnation,
 		ReadVersion: readVersion, SnapshotID: c.SnapshotID, CommitIdentity: c.CommitIdentity,
 		Destination: c.Destination, DestIncarnation: dst.Incarnation, State: RestoreCopying, StartedAtMs: s.nowMs,
 		Producer: a.prod}
 	s.restores.Set(rkey, op)
 	root, _ := s.roots.Get(c.Agent)
-	a.emitRestore(EventRestoreBegin, op, "")
+	a.feed.emitRestore(EventRestoreBegin, op, "")
 	return Result{Restore: op, RootUID: root.UID}
 }
 
 // runningRestore returns the copying restore op of a command, or an error.
-func (a *applier) runningRestore(agent, opID string) (*RestoreOp, *Error) {
+func (a *lifecycleApplier) runningRestore(agent, opID string) (*RestoreOp, *Error) {
 	op, ok := a.st.restores.Get(restoreKey(agent, opID))
 	if !ok {
 		return nil, errorf(CodeNotFound, "restore operation %s does not exist", opID)
@@ -529,7 +540,7 @@ func (a *applier) runningRestore(agent, opID string) (*RestoreOp, *Error) {
 	return op, nil
 }
 
-func (a *applier) restoreCopy(c RestoreCopy) Result {
+func (a *lifecycleApplier) restoreCopy(c RestoreCopy) Result {
 	if c.Limit < 1 || c.Limit > MaxRestoreBatch {
 		return Result{Err: invalidArg("limit", "must be between 1 and %d", MaxRestoreBatch)}
 	}
@@ -576,7 +587,7 @@ func (a *applier) restoreCopy(c RestoreCopy) Result {
 	for _, b := range batch {
 		grow = grow.add(fileGrowth(false, nil, b.e))
 	}
-	if err := a.checkQuota(c.Agent, grow); err != nil {
+	if err := a.files.checkQuota(c.Agent, grow); err != nil {
 		return Result{Err: err}
 	}
 	for _, b := range batch {
@@ -589,7 +600,7 @@ func (a *applier) restoreCopy(c RestoreCopy) Result {
 		ne.Producer = a.prod
 		k := pathKey(dst.Incarnation, b.path)
 		rec, _ := s.paths.Get(k)
-		a.publish(root, dst, k, b.path, rec, &ne)
+		a.files.publish(root, dst, k, b.path, rec, &ne)
 	}
 	nop := *op
 	nop.After = last
@@ -599,7 +610,7 @@ func (a *applier) restoreCopy(c RestoreCopy) Result {
 	return Result{Restore: &nop}
 }
 
-func (a *applier) restoreFinish(c RestoreFinish) Result {
+func (a *lifecycleApplier) restoreFinish(c RestoreFinish) Result {
 	if err := validateCommitFields(c.Identity, c.ContentDigestURI, c.ManifestDigestURI, c.TreeDigestURI, c.Envelope); err != nil {
 		return Result{Err: err}
 	}
@@ -615,16 +626,16 @@ func (a *applier) restoreFinish(c RestoreFinish) Result {
 		return Result{Err: &Error{Code: CodeConflict, OperationID: op.ID, Message: "the restore has not staged every file yet"}}
 	}
 	a.prod = op.Producer
-	if err := a.checkPublishable(c.Agent, append(slices.Clip(c.Manifest.Segments), c.Envelope.Segments...)); err != nil {
+	if err := a.files.checkPublishable(c.Agent, append(slices.Clip(c.Manifest.Segments), c.Envelope.Segments...)); err != nil {
 		return Result{Err: err}
 	}
 	root, _ := s.roots.Get(c.Agent)
 	dkey := workspaceKey(op.Agent, op.Destination)
 	dst, _ := s.workspaces.Get(dkey)
-	_, curRestore := a.current(dst, RestoreManifestPath)
-	_, curRun := a.current(dst, RunManifestPath)
+	_, curRestore := a.files.current(dst, RestoreManifestPath)
+	_, curRun := a.files.current(dst, RunManifestPath)
 	grow := fileGrowth(false, curRestore, &Entry{Size: c.Manifest.Size}).add(fileGrowth(false, curRun, &Entry{Size: c.Envelope.Size}))
-	if err := a.checkQuota(c.Agent, grow); err != nil {
+	if err := a.files.checkQuota(c.Agent, grow); err != nil {
 		return Result{Err: err}
 	}
 	a.publishBody(root, dst, RestoreManifestPath, c.Manifest)
@@ -643,7 +654,7 @@ func (a *applier) restoreFinish(c RestoreFinish) Result {
 	// Reads at versions before this one never saw the destination (it was staging).
 	vis.CreatedVersion = s.version
 	s.workspaces.Set(dkey, &vis)
-	a.releaseHold(root.UID, op.SourceIncarnation, op.ReadVersion)
+	a.files.releaseHold(root.UID, op.SourceIncarnation, op.ReadVersion)
 	if op.SnapshotID != 0 {
 		if snap, ok := s.snapshots.Get(snapshotKey(op.Agent, op.SnapshotID)); ok && snap.Consumers > 0 {
 			ns := *snap
@@ -659,7 +670,7 @@ func (a *applier) restoreFinish(c RestoreFinish) Result {
 	s.restores.Set(rkey, &nop)
 	s.seq++
 	s.retention.Set(retentionKey(s.nowMs+a.opts.RetentionWindow.Milliseconds(), s.seq), string(rune(retainRestore))+rkey)
-	a.emitRestore(EventRestoreFinish, &nop, rec.Identity)
+	a.feed.emitRestore(EventRestoreFinish, &nop, rec.Identity)
 	return Result{Restore: &nop, Commit: rec, Generation: s.version, RootUID: root.UID}
 }
 

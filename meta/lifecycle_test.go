@@ -47,7 +47,7 @@ func TestSnapshotReadsStayFrozenAndHistoryIsReleased(t *testing.T) {
 	h.put("input/c.txt", "sea")
 
 	v := h.f.View()
-	sv, sws, snap, err := v.SnapshotView("a", "w", 0, "before")
+	sv, sws, snap, err := v.Lifecycle().SnapshotView("a", "w", 0, "before")
 	if err != nil || snap.ID != 1 {
 		t.Fatalf("snapshot view: %v", err)
 	}
@@ -76,7 +76,7 @@ func TestSnapshotReadsStayFrozenAndHistoryIsReleased(t *testing.T) {
 	if again.Err != nil || again.Retired || again.Snapshot.RetireReason != "done" {
 		t.Fatalf("retire retry: %+v %v", again.Snapshot, again.Err)
 	}
-	if _, _, _, err := h.f.View().SnapshotView("a", "w", 1, ""); CodeOf(err) != CodeSnapshotExpired {
+	if _, _, _, err := h.f.View().Lifecycle().SnapshotView("a", "w", 1, ""); CodeOf(err) != CodeSnapshotExpired {
 		t.Fatalf("read of a retired snapshot: %v", err)
 	}
 	// The history the snapshot pinned is gone; the tombstone of b.txt waits for retention.
@@ -106,31 +106,31 @@ func TestSnapshotLeaseLifecycle(t *testing.T) {
 	if r := h.do(SnapshotRenew{Agent: "a", Workspace: "w", ID: 1, TTLDays: 1}); r.Err != nil || r.Snapshot.LeaseExpiresMs <= lease {
 		t.Fatalf("renew by one day later: %+v %v", r.Snapshot, r.Err)
 	}
-	cur, _ := h.f.View().Snapshot("a", "w", 1, "")
+	cur, _ := h.f.View().Lifecycle().Snapshot("a", "w", 1, "")
 	// A renew that would shorten (or keep) the lease is a no-op returning the current record.
 	h.nowMs -= 1000 // the next command runs at the same command time as the last renew
 	if r := h.do(SnapshotRenew{Agent: "a", Workspace: "w", ID: 1, TTLDays: 1}); r.Err != nil || r.Snapshot.LeaseExpiresMs != cur.LeaseExpiresMs || r.Snapshot.RenewedAtMs != cur.RenewedAtMs {
 		t.Fatalf("shortening renew: %+v %v", r.Snapshot, r.Err)
 	}
-	cur, _ = h.f.View().Snapshot("a", "w", 1, "")
+	cur, _ = h.f.View().Lifecycle().Snapshot("a", "w", 1, "")
 
 	// Past the lease: expired; reads fail; a renew revives it.
 	h.nowMs = cur.LeaseExpiresMs
 	h.do(Tick{})
-	if _, _, _, err := h.f.View().SnapshotView("a", "w", 1, ""); CodeOf(err) != CodeSnapshotExpired || err.(*Error).State != "expired" {
+	if _, _, _, err := h.f.View().Lifecycle().SnapshotView("a", "w", 1, ""); CodeOf(err) != CodeSnapshotExpired || err.(*Error).State != "expired" {
 		t.Fatalf("read past the lease: %v", err)
 	}
 	if r := h.do(SnapshotRenew{Agent: "a", Workspace: "w", Name: "n", TTLDays: 2}); r.Err != nil || r.Snapshot.StateAt(h.nowMs) != SnapshotAlive {
 		t.Fatalf("renew of an expired snapshot: %+v %v", r.Snapshot, r.Err)
 	}
-	if _, _, _, err := h.f.View().SnapshotView("a", "w", 1, ""); err != nil {
+	if _, _, _, err := h.f.View().Lifecycle().SnapshotView("a", "w", 1, ""); err != nil {
 		t.Fatalf("read after revival: %v", err)
 	}
 	// Past lease + grace: reaped by an idle tick; nothing revives it.
-	cur, _ = h.f.View().Snapshot("a", "w", 1, "")
+	cur, _ = h.f.View().Lifecycle().Snapshot("a", "w", 1, "")
 	h.nowMs = cur.LeaseExpiresMs + time.Hour.Milliseconds()
 	h.do(Tick{})
-	cur, _ = h.f.View().Snapshot("a", "w", 1, "")
+	cur, _ = h.f.View().Lifecycle().Snapshot("a", "w", 1, "")
 	if cur.StateAt(h.nowMs) != SnapshotReaped {
 		t.Fatalf("state after lease+grace: %s", cur.StateAt(h.nowMs))
 	}
@@ -140,10 +140,10 @@ func TestSnapshotLeaseLifecycle(t *testing.T) {
 	// Names resolve to the newest snapshot with that name, even when it is retired.
 	second := h.do(SnapshotMint{Agent: "a", Workspace: "w", Name: "n", TTLDays: 1})
 	h.do(SnapshotRetire{Agent: "a", Workspace: "w", ID: second.Snapshot.ID})
-	if _, _, _, err := h.f.View().SnapshotView("a", "w", 0, "n"); CodeOf(err) != CodeSnapshotExpired {
+	if _, _, _, err := h.f.View().Lifecycle().SnapshotView("a", "w", 0, "n"); CodeOf(err) != CodeSnapshotExpired {
 		t.Fatalf("name of a retired newest snapshot: %v", err)
 	}
-	if s, _ := h.f.View().Snapshot("a", "w", 0, "n"); s.ID != second.Snapshot.ID {
+	if s, _ := h.f.View().Lifecycle().Snapshot("a", "w", 0, "n"); s.ID != second.Snapshot.ID {
 		t.Fatalf("name resolves to %d, want %d", s.ID, second.Snapshot.ID)
 	}
 	// Errors: bad ttl, unknown snapshot, snapshot of another workbench, both selectors.
@@ -160,7 +160,7 @@ func TestSnapshotLeaseLifecycle(t *testing.T) {
 	if r := h.do(SnapshotRetire{Agent: "a", Workspace: "w", ID: 1, Name: "n"}); CodeOf(r.Err) != CodeInvalidArguments {
 		t.Fatalf("both selectors: %v", r.Err)
 	}
-	if got := len(h.f.View().Snapshots("a", "w")); got != 2 {
+	if got := len(h.f.View().Lifecycle().Snapshots("a", "w")); got != 2 {
 		t.Fatalf("listed %d snapshots", got)
 	}
 }
@@ -219,11 +219,11 @@ func TestCommitReplayConflictAndReplace(t *testing.T) {
 	}
 	v = h.f.View()
 	ws, _ = v.Workspace("a", "w")
-	cm, ok := v.Commit(ws, hexID(1))
+	cm, ok := v.Lifecycle().Commit(ws, hexID(1))
 	if !ok {
 		t.Fatal("commit 1 missing")
 	}
-	cv, cws, _ := v.VersionView(ws, cm.Version)
+	cv, cws, _ := v.Lifecycle().VersionView(ws, cm.Version)
 	if got := bodyAt(t, cv, cws, "outputs/r.txt"); got != "v1" {
 		t.Fatalf("commit 1 tree reads %q", got)
 	}
@@ -382,7 +382,7 @@ func TestSnapshotsStayFrozenUnderPruning(t *testing.T) {
 			}
 			v := f.View()
 			for _, s := range alive {
-				sv, sws, _, err := v.SnapshotView(s.agent, s.ws, s.id, "")
+				sv, sws, _, err := v.Lifecycle().SnapshotView(s.agent, s.ws, s.id, "")
 				if err != nil {
 					t.Fatalf("snapshot %d: %v", s.id, err)
 				}

@@ -14,7 +14,7 @@ import (
 //	                       with RootMoving (retryable) until a MoveLift or a MoveRelease
 //	target  MoveImportBegin, MoveImportChunk…, MoveImportFinish
 //	                       the root's records, exported from one source View
-//	                       (View.ExportRoot), land under fresh incarnations; until the
+//	                       (MoveView.Export), land under fresh incarnations; until the
 //	                       finish the root is not held (HoldsRoot, Roots) and every
 //	                       command of it is refused
 //	(etcd)                 the placement switches to the target
@@ -157,8 +157,20 @@ func (MoveFence) Op() Op   { return OpMoveFence }
 func (MoveLift) Op() Op    { return OpMoveLift }
 func (MoveRelease) Op() Op { return OpMoveRelease }
 
+// moveApplier applies the FSM's half of moving a root between shards: the source's fence,
+// lift and release (move.go), the target's import (move_import.go) and the bounded walks
+// both run (move_walk.go), and it keeps the move fence every other command meets
+// (checkMove, droppedItem). It moves records whole and never changes a blob reference
+// count; what it needs of the other parts is the scheduling of the retention items a
+// finished import queues again (the feed's pruning, a proposal's retirement).
+type moveApplier struct {
+	*applyCtx
+	feed  *feedApplier
+	props *proposalApplier
+}
+
 // checkMove refuses a command of a root that a move holds on this shard.
-func (a *applier) checkMove(agent string, body Body) *Error {
+func (a *moveApplier) checkMove(agent string, body Body) *Error {
 	if agent == "" {
 		return nil
 	}
@@ -198,7 +210,7 @@ func absentErr(err *Error) func(bool) Result { return func(bool) Result { return
 // moveStep validates a move command and returns the shard's record of a move of its
 // root (nil: none), or the answer the step gives without acting: bad names, another
 // move holds the root (Conflict), a repeat, or a state it does not act in.
-func (a *applier) moveStep(r MoveRef, rule stepRule) (*MoveRecord, *Result) {
+func (a *moveApplier) moveStep(r MoveRef, rule stepRule) (*MoveRecord, *Result) {
 	if err := ValidateName("agent", r.Agent); err != nil {
 		return nil, &Result{Err: err}
 	}
@@ -234,7 +246,7 @@ func otherMove(m *MoveRecord) *Error {
 		Message: "agent root " + strconv.Quote(m.Agent) + " is held by move " + strconv.Quote(m.MoveID)}
 }
 
-func (a *applier) moveFence(c MoveFence) Result {
+func (a *moveApplier) moveFence(c MoveFence) Result {
 	_, done := a.moveStep(c.MoveRef, stepRule{repeats: []MoveState{MoveFenced}, want: "unfenced"})
 	if done != nil {
 		return *done
@@ -255,7 +267,7 @@ func (a *applier) moveFence(c MoveFence) Result {
 // movable refuses to fence a root while a restore of it copies or a purge of one of its
 // deleted workbenches is pending: their bounded steps would be refused under the fence,
 // and the export reads only the records of live incarnations.
-func (a *applier) movable(root *Root) *Error {
+func (a *moveApplier) movable(root *Root) *Error {
 	s := a.st
 	if running := s.restoreCopying(root.Agent); running != nil {
 		return &Error{Code: CodeInvalidState, OperationID: running.ID,
@@ -276,7 +288,7 @@ func (a *applier) movable(root *Root) *Error {
 	return nil
 }
 
-func (a *applier) moveLift(c MoveLift) Result {
+func (a *moveApplier) moveLift(c MoveLift) Result {
 	_, done := a.moveStep(c.MoveRef, stepRule{applies: []MoveState{MoveFenced}, want: "fenced (a released root stays released)",
 		absent: func(bool) Result { return Result{} }})
 	if done != nil {
@@ -286,7 +298,7 @@ func (a *applier) moveLift(c MoveLift) Result {
 	return Result{}
 }
 
-func (a *applier) moveRelease(c MoveRelease) Result {
+func (a *moveApplier) moveRelease(c MoveRelease) Result {
 	m, done := a.moveStep(c.MoveRef, stepRule{applies: []MoveState{MoveFenced},
 		repeats: []MoveState{MoveReleasing, MoveReleased}, want: "fenced",
 		absent: absentErr(errorf(CodeInvalidState, "agent root %q is not fenced for a move", c.Agent))})
@@ -302,11 +314,17 @@ func (a *applier) moveRelease(c MoveRelease) Result {
 	return Result{Move: &nm}
 }
 
-// MoveOf returns this shard's record of a move of agent's root; false when none.
-func (v *View) MoveOf(agent string) (*MoveRecord, bool) { return v.st.moves.Get(agent) }
+// MoveView is the reads of one View about moving roots between shards (View.Moves): the
+// shard's move records, and the export of a root's records a target imports
+// (move_export.go, move_delta.go). It reads only through its View, as every facet does,
+// so an export is of one shard version.
+type MoveView struct{ v *View }
 
-// Moves calls fn for every move record of the shard, in agent order, until fn returns
+// Of returns this shard's record of a move of agent's root; false when none.
+func (mv MoveView) Of(agent string) (*MoveRecord, bool) { return mv.v.st.moves.Get(agent) }
+
+// All calls fn for every move record of the shard, in agent order, until fn returns
 // false (what `cairn admin root moves` lists per shard).
-func (v *View) Moves(fn func(*MoveRecord) bool) {
-	v.st.moves.Scan(func(_ string, m *MoveRecord) bool { return fn(m) })
+func (mv MoveView) All(fn func(*MoveRecord) bool) {
+	mv.v.st.moves.Scan(func(_ string, m *MoveRecord) bool { return fn(m) })
 }

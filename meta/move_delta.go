@@ -8,7 +8,7 @@ import (
 
 // A move's pre-copy (move.go): the driver copies the root's records from a View taken
 // before the fence (the base), while the root still takes writes, then fences the root and
-// ships only what changed since: ExportRootDelta compares the fenced View with the base
+// ships only what changed since: ExportDelta compares the fenced View with the base
 // and returns the records that are new or changed, and a deletion for each record the
 // base held that is gone. The target applies them with MoveImportChunk.Delta: a record it
 // holds already is replaced (what is derived from it with it), a deletion drops it. The
@@ -18,7 +18,7 @@ import (
 // the record was in. Never a snapshot table's tag (mustSnapTables would refuse it).
 const recMoveDeleted uint8 = 250
 
-// ExportRootDelta returns, after position from, up to maxBytes of the records of agent's
+// ExportDelta returns, after position from, up to maxBytes of the records of agent's
 // root that differ between base (a View of this shard taken earlier) and v: first each
 // record v holds that base does not, or holds otherwise (table by table, in rootTables
 // order), then a deletion for each record base holds that v does not. Chunks from one pair
@@ -27,10 +27,10 @@ const recMoveDeleted uint8 = 250
 // the target with v's records. Unchanged records cost a comparison of pointers (records
 // reachable from a View are never mutated), the others an encoding.
 //
-// Errors: those of ExportRoot, and InvalidState when base does not hold the same
+// Errors: those of Export, and InvalidState when base does not hold the same
 // incarnation of the root (its uid differs).
-func (v *View) ExportRootDelta(agent string, base *View, from MovePosition, maxBytes int) (MoveExportChunk, error) {
-	root, ok := v.st.roots.Get(agent)
+func (mv MoveView) ExportDelta(agent string, base *View, from MovePosition, maxBytes int) (MoveExportChunk, error) {
+	root, ok := mv.v.st.roots.Get(agent)
 	if !ok {
 		return MoveExportChunk{}, errorf(CodeNotFound, "agent root %q is not held here", agent)
 	}
@@ -44,7 +44,7 @@ func (v *View) ExportRootDelta(agent string, base *View, from MovePosition, maxB
 	}
 	ch := newChunker(maxBytes)
 	if from.Table < n { // the records v holds that base does not, or holds otherwise
-		next, done := walkRoot(v.st, spaceOf(v.st, agent, root.UID), from, false, func(t *rootTable, k string, rec snapRecord) bool {
+		next, done := walkRoot(mv.v.st, spaceOf(mv.v.st, agent, root.UID), from, false, func(t *rootTable, k string, rec snapRecord) bool {
 			if old, ok := lookupRecord(base.st, t, k); ok && sameRecord(old, rec) {
 				return true
 			}
@@ -60,7 +60,7 @@ func (v *View) ExportRootDelta(agent string, base *View, from MovePosition, maxB
 	}
 	bpos := MovePosition{Table: from.Table - n, After: from.After}
 	next, done := walkRoot(base.st, spaceOf(base.st, agent, broot.UID), bpos, false, func(t *rootTable, k string, _ snapRecord) bool {
-		if _, ok := lookupRecord(v.st, t, k); ok {
+		if _, ok := lookupRecord(mv.v.st, t, k); ok {
 			return true
 		}
 		return ch.add(t, snapRecord{T: recMoveDeleted, K: []byte(k), N: int64(t.tag)})

@@ -12,7 +12,7 @@ type MoveExportChunk struct {
 	Done bool
 }
 
-// ExportRoot returns the records of agent's root after position from, up to maxBytes
+// Export returns the records of agent's root after position from, up to maxBytes
 // (0 or more than MaxMoveChunkBytes: MaxMoveChunkBytes) of them: the source's half of a
 // move's copy (move.go). Equal views give equal chunks, and chunks from one View, each
 // starting at the Next of the one before, hold every record of the root exactly once (the
@@ -23,8 +23,8 @@ type MoveExportChunk struct {
 // record encodes to more than MaxMoveChunkBytes (a path whose kept versions carry more
 // segments than one command may; the move has to wait until retention or compaction
 // shrinks it); InvalidArguments for a position outside the tables.
-func (v *View) ExportRoot(agent string, from MovePosition, maxBytes int) (MoveExportChunk, error) {
-	root, ok := v.st.roots.Get(agent)
+func (mv MoveView) Export(agent string, from MovePosition, maxBytes int) (MoveExportChunk, error) {
+	root, ok := mv.v.st.roots.Get(agent)
 	if !ok {
 		return MoveExportChunk{}, errorf(CodeNotFound, "agent root %q is not held here", agent)
 	}
@@ -32,7 +32,7 @@ func (v *View) ExportRoot(agent string, from MovePosition, maxBytes int) (MoveEx
 		return MoveExportChunk{}, invalidArg("position", "table %d is outside 0..%d", from.Table, len(rootTables))
 	}
 	ch := newChunker(maxBytes)
-	next, done := walkRoot(v.st, spaceOf(v.st, agent, root.UID), from, false, func(t *rootTable, _ string, rec snapRecord) bool {
+	next, done := walkRoot(mv.v.st, spaceOf(mv.v.st, agent, root.UID), from, false, func(t *rootTable, _ string, rec snapRecord) bool {
 		return ch.add(t, rec)
 	})
 	if ch.failed != nil {

@@ -38,14 +38,14 @@ type MoveImportBegin struct {
 }
 
 // MoveImportChunk imports chunk Seq (from 0) of the root's records: Data of one
-// View.ExportRoot. A chunk already imported succeeds and changes nothing; one out of
+// MoveView.Export. A chunk already imported succeeds and changes nothing; one out of
 // order is Conflict (a chunk is missing); one with a record that is not the root's, or
 // malformed, is InvalidArguments and changes nothing.
 type MoveImportChunk struct {
 	MoveRef
 	Seq  uint64 `cbor:"3,keyasint"`
 	Data []byte `cbor:"4,keyasint"`
-	// Delta: Data is a chunk of View.ExportRootDelta (move_delta.go): a record the import
+	// Delta: Data is a chunk of MoveView.ExportDelta (move_delta.go): a record the import
 	// holds already is replaced, a deletion drops one. Cluster version MoveDeltaVersion.
 	Delta bool `cbor:"5,keyasint,omitempty"`
 }
@@ -64,7 +64,7 @@ func (c MoveImportChunk) fieldVersion() int {
 // MoveImportFinish makes the imported root held here, read-only until MoveImportConfirm.
 // Chunks and Records must equal what arrived (Conflict otherwise: the import is
 // incomplete); SourceVersion is the version of the View the chunks were exported from,
-// SourceNextListID and SourceSeq its shard's counters (View.MoveCounters).
+// SourceNextListID and SourceSeq its shard's counters (MoveView.Counters).
 type MoveImportFinish struct {
 	MoveRef
 	Chunks           uint64 `cbor:"3,keyasint"`
@@ -89,13 +89,13 @@ func (MoveImportFinish) Op() Op  { return OpMoveImportFinish }
 func (MoveImportConfirm) Op() Op { return OpMoveImportConfirm }
 func (MoveImportAbort) Op() Op   { return OpMoveImportAbort }
 
-// MoveCounters returns what MoveImportFinish needs of the source besides its records: the
+// Counters returns what MoveImportFinish needs of the source besides its records: the
 // view's version, and its shard's segment list and sequence counters.
-func (v *View) MoveCounters() (version, nextListID, seq uint64) {
-	return v.st.version, v.st.nextListID, v.st.seq
+func (mv MoveView) Counters() (version, nextListID, seq uint64) {
+	return mv.v.st.version, mv.v.st.nextListID, mv.v.st.seq
 }
 
-func (a *applier) moveImportBegin(c MoveImportBegin) Result {
+func (a *moveApplier) moveImportBegin(c MoveImportBegin) Result {
 	_, done := a.moveStep(c.MoveRef, stepRule{repeats: []MoveState{MoveImporting}, want: "importing", replaceable: true})
 	if done != nil {
 		return *done
@@ -127,7 +127,7 @@ func importingRule(agent string) stepRule {
 		want: "importing", absent: absentErr(errorf(CodeNotFound, "no move of agent root %q is importing here", agent))}
 }
 
-func (a *applier) moveImportChunk(c MoveImportChunk) Result {
+func (a *moveApplier) moveImportChunk(c MoveImportChunk) Result {
 	m, done := a.moveStep(c.MoveRef, importingRule(c.Agent))
 	switch {
 	case done != nil:
@@ -222,7 +222,7 @@ func recordOfRoot(rec snapRecord, agent, uid string) bool {
 
 // incFor returns this shard's incarnation for source incarnation src of m's root,
 // allocating it at first sight (0 stays 0: none).
-func (a *applier) incFor(agent string, src uint64) uint64 {
+func (a *moveApplier) incFor(agent string, src uint64) uint64 {
 	if src == 0 {
 		return 0
 	}
@@ -239,7 +239,7 @@ func (a *applier) incFor(agent string, src uint64) uint64 {
 // importRecord lands one checked record of m's root, in this shard's incarnations; with
 // replace (a delta), a record the shard holds at its key goes first, with what is derived
 // from it.
-func (a *applier) importRecord(m *MoveRecord, rec snapRecord, replace bool) {
+func (a *moveApplier) importRecord(m *MoveRecord, rec snapRecord, replace bool) {
 	s := a.st
 	agent := m.Agent
 	inc := incMap(func(src uint64) uint64 { return a.incFor(agent, src) })
@@ -295,7 +295,7 @@ func (a *applier) importRecord(m *MoveRecord, rec snapRecord, replace bool) {
 // dropImported drops the imported record of agent's root at source key k of the table
 // tagged tag (a delta's deletion), with what is derived from it; a key the import never
 // held changes nothing.
-func (a *applier) dropImported(agent string, tag uint8, k string) {
+func (a *moveApplier) dropImported(agent string, tag uint8, k string) {
 	s := a.st
 	if incTable(tag) {
 		to, ok := s.moveIncs.Get(agent + "\x00" + k[:incarnationKeySize])
@@ -369,7 +369,7 @@ func (m incMap) result(r *Result) {
 	r.Proposal = remapped(r.Proposal, m.proposal)
 }
 
-func (a *applier) moveImportFinish(c MoveImportFinish) Result {
+func (a *moveApplier) moveImportFinish(c MoveImportFinish) Result {
 	m, done := a.moveStep(c.MoveRef, importingRule(c.Agent))
 	switch {
 	case done != nil:
@@ -402,14 +402,14 @@ func (a *applier) moveImportFinish(c MoveImportFinish) Result {
 	return Result{Move: &nm, RootUID: root.UID}
 }
 
-func (a *applier) rootUID(agent string) string {
+func (a *moveApplier) rootUID(agent string) string {
 	if r, ok := a.st.roots.Get(agent); ok {
 		return r.UID
 	}
 	return ""
 }
 
-func (a *applier) moveImportConfirm(c MoveImportConfirm) Result {
+func (a *moveApplier) moveImportConfirm(c MoveImportConfirm) Result {
 	m, done := a.moveStep(c.MoveRef, stepRule{applies: []MoveState{MoveArrived},
 		repeats: []MoveState{MoveConfirmed}, want: "arrived",
 		absent: func(held bool) Result {
@@ -436,7 +436,7 @@ func (a *applier) moveImportConfirm(c MoveImportConfirm) Result {
 
 // endImport drops a confirmed import's bookkeeping: its move record and its incarnation
 // map (O(workbenches of the root), which quotas bound).
-func (a *applier) endImport(agent string) {
+func (a *moveApplier) endImport(agent string) {
 	s := a.st
 	s.moves.Delete(agent)
 	keys, _ := keyBatch(s.moveIncs, agent+"\x00", agent+"\x00", int(^uint(0)>>1))
@@ -445,7 +445,7 @@ func (a *applier) endImport(agent string) {
 	}
 }
 
-func (a *applier) moveImportAbort(c MoveImportAbort) Result {
+func (a *moveApplier) moveImportAbort(c MoveImportAbort) Result {
 	m, done := a.moveStep(c.MoveRef, stepRule{applies: []MoveState{MoveImporting, MoveArrived},
 		repeats: []MoveState{MoveAborting}, want: "importing or arrived (only an import aborts)", replaceable: true,
 		absent: func(held bool) Result {

@@ -85,7 +85,7 @@ func genRoot(t *rapid.T, s *shardT, agent string) []keyedWrite {
 					Segments: []Segment{blobSeg(data)}}})
 		case 8:
 			if w != nil {
-				if ps, _, _ := v.Proposals(agent, ws, ProposalFilter{State: ProposalPending}, 0, 10); len(ps) > 0 {
+				if ps, _, _ := v.Proposals().List(agent, ws, ProposalFilter{State: ProposalPending}, 0, 10); len(ps) > 0 {
 					s.do(ProposalDecide{Agent: agent, Workspace: ws, ID: ps[0].ID,
 						Disposition:  rapid.SampledFrom([]string{DispositionAccept, DispositionReject}).Draw(t, "disposition"),
 						SubmissionID: fmt.Sprintf("sub-%d", i), ContentHash: digestOf([]byte(data))})
@@ -102,7 +102,7 @@ func genRoot(t *rapid.T, s *shardT, agent string) []keyedWrite {
 			}
 		case 13:
 			if w != nil {
-				if snaps := v.Snapshots(agent, ws); len(snaps) > 0 && snaps[len(snaps)-1].RetiredAtMs == 0 && snaps[len(snaps)-1].ReapedAtMs == 0 {
+				if snaps := v.Lifecycle().Snapshots(agent, ws); len(snaps) > 0 && snaps[len(snaps)-1].RetiredAtMs == 0 && snaps[len(snaps)-1].ReapedAtMs == 0 {
 					restoreAll(s, agent, w, snaps[len(snaps)-1].ID, fmt.Sprintf("r%d", i), hexID(1000+i))
 				}
 			}
@@ -158,7 +158,7 @@ func drain(t testing.TB, s *shardT, agent string) {
 		k, _, ok := s.f.st.retention.Min()
 		due := ok && int64(binaryU64(k[:8])) <= s.f.st.nowMs
 		root, _ := s.f.st.roots.Get(agent)
-		if !due && (root == nil || (&applier{opts: s.f.opts, st: s.f.st}).movable(root) == nil) {
+		if !due && (root == nil || newApplier(s.f.opts, s.f.st).moves.movable(root) == nil) {
 			return
 		}
 	}
@@ -223,7 +223,7 @@ func TestMovePreservesEveryRead(t *testing.T) {
 			base = src.f.View()
 			broot, _ := base.Root("a")
 			twice(dst, MoveImportBegin{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, RootUID: broot.UID})
-			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) { return base.ExportRoot("a", pos, n) }, false)
+			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) { return base.Moves().Export("a", pos, n) }, false)
 			// A key used again after it expired applies anew: its last write is the one a
 			// replay answers.
 			for _, k := range genRoot(rt, src, "a") {
@@ -246,11 +246,13 @@ func TestMovePreservesEveryRead(t *testing.T) {
 		root, _ := sv.Root("a")
 		if base == nil {
 			twice(dst, MoveImportBegin{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, RootUID: root.UID})
-			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) { return sv.ExportRoot("a", pos, n) }, false)
+			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) { return sv.Moves().Export("a", pos, n) }, false)
 		} else {
-			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) { return sv.ExportRootDelta("a", base, pos, n) }, true)
+			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) {
+				return sv.Moves().ExportDelta("a", base, pos, n)
+			}, true)
 		}
-		version, lists, seq := sv.MoveCounters()
+		version, lists, seq := sv.Moves().Counters()
 		fin := twice(dst, MoveImportFinish{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Chunks: chunks, Records: records,
 			SourceVersion: version, SourceNextListID: lists, SourceSeq: seq})
 		if fin.Version <= version || dst.f.View().Version() <= version {
@@ -308,12 +310,12 @@ func TestMovePreservesEveryRead(t *testing.T) {
 		if w.Generation <= version {
 			rt.Fatalf("a write after the move has generation %d ≤ the source's version %d", w.Generation, version)
 		}
-		evs, _, err := dst.f.View().Events("a", last, EventFilter{}, 100)
+		evs, _, err := dst.f.View().Feed().Events("a", last, EventFilter{}, 100)
 		if err != nil || len(evs) == 0 || evs[len(evs)-1].Generation != w.Generation {
 			rt.Fatalf("the feed after %v: %+v %v", last, evs, err)
 		}
 		// Nothing of the root stays behind.
-		if n := rootRecords(src.f.st, "a", root.UID); n != 0 || src.f.View().HoldsRoot("a") {
+		if n := rootRecords(src.f.st, "a", root.UID); n != 0 || src.f.View().Shard().HoldsRoot("a") {
 			rt.Fatalf("the source keeps %d records of the moved root", n)
 		}
 		if r := src.do(putBlob("a", "w0", "stale", "route")); CodeOf(r.Err) != CodeNotOwner {
@@ -332,12 +334,12 @@ func roundTrip(t testing.TB, s *shardT) *shardT {
 }
 
 func lastEvent(t *rapid.T, v *View, agent string) FeedPosition {
-	evs, err := v.RecentEvents(agent, 1, nil)
+	evs, err := v.Feed().Recent(agent, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(evs) == 0 {
-		return v.FeedFloor(agent)
+		return v.Feed().Floor(agent)
 	}
 	return evs[len(evs)-1].Position
 }
@@ -372,26 +374,26 @@ func sameRoot(t *rapid.T, sv, tv *View, agent string) {
 			tl, _, terr := tv.List(tw, dir, "", 1000)
 			same("listing of "+sw.Name+"/"+dir, [2]any{sl, CodeOf(serr)}, [2]any{tl, CodeOf(terr)})
 		}
-		ss, ts := sv.Snapshots(agent, sw.Name), tv.Snapshots(agent, sw.Name)
+		ss, ts := sv.Lifecycle().Snapshots(agent, sw.Name), tv.Lifecycle().Snapshots(agent, sw.Name)
 		same("snapshots of "+sw.Name, noInc(ss), noInc(ts))
 		for _, snap := range ss {
-			sview, sw2, _, serr := sv.SnapshotView(agent, sw.Name, snap.ID, "")
-			tview, tw2, _, terr := tv.SnapshotView(agent, sw.Name, snap.ID, "")
+			sview, sw2, _, serr := sv.Lifecycle().SnapshotView(agent, sw.Name, snap.ID, "")
+			tview, tw2, _, terr := tv.Lifecycle().SnapshotView(agent, sw.Name, snap.ID, "")
 			same("snapshot view", CodeOf(serr), CodeOf(terr))
 			if serr == nil {
 				same("files at snapshot", filesOf(sview, sw2), filesOf(tview, tw2))
 			}
 		}
-		sc, _ := sv.Commits(sw, nil, 1000)
-		tc, _ := tv.Commits(tw, nil, 1000)
+		sc, _ := sv.Lifecycle().Commits(sw, nil, 1000)
+		tc, _ := tv.Lifecycle().Commits(tw, nil, 1000)
 		same("commits of "+sw.Name, noInc(sc), noInc(tc))
-		sp, _, _ := sv.Proposals(agent, sw.Name, ProposalFilter{}, 0, 1000)
-		tp, _, _ := tv.Proposals(agent, sw.Name, ProposalFilter{}, 0, 1000)
+		sp, _, _ := sv.Proposals().List(agent, sw.Name, ProposalFilter{}, 0, 1000)
+		tp, _, _ := tv.Proposals().List(agent, sw.Name, ProposalFilter{}, 0, 1000)
 		same("proposals of "+sw.Name, noInc(sp), noInc(tp))
 	})
 	for i := range 60 {
-		sr, sok := sv.Restore(agent, hexID(1000+i))
-		tr, tok := tv.Restore(agent, hexID(1000+i))
+		sr, sok := sv.Lifecycle().Restore(agent, hexID(1000+i))
+		tr, tok := tv.Lifecycle().Restore(agent, hexID(1000+i))
 		same("restore "+hexID(1000+i)+" kept", sok, tok)
 		if sok {
 			same("restore "+hexID(1000+i), noInc([]*RestoreOp{sr}), noInc([]*RestoreOp{tr}))
@@ -409,23 +411,23 @@ func sameRoot(t *rapid.T, sv, tv *View, agent string) {
 	sRet, sok := sv.Retention(agent)
 	tRet, tok := tv.Retention(agent)
 	same("retention", [2]any{sRet, sok}, [2]any{tRet, tok})
-	se, _, serr := sv.Events(agent, sv.FeedFloor(agent), EventFilter{}, 1000)
-	te, _, terr := tv.Events(agent, tv.FeedFloor(agent), EventFilter{}, 1000)
+	se, _, serr := sv.Feed().Events(agent, sv.Feed().Floor(agent), EventFilter{}, 1000)
+	te, _, terr := tv.Feed().Events(agent, tv.Feed().Floor(agent), EventFilter{}, 1000)
 	if serr != nil {
 		t.Fatalf("the source's feed: %v", serr)
 	}
 	same("feed", [2]any{se, CodeOf(serr)}, [2]any{te, CodeOf(terr)})
-	same("feed floor", sv.FeedFloor(agent), tv.FeedFloor(agent))
+	same("feed floor", sv.Feed().Floor(agent), tv.Feed().Floor(agent))
 	if len(se) > 1 {
 		// A cursor taken before the move reads on.
 		mid := se[len(se)/2].Position
-		sa, _, _ := sv.Events(agent, mid, EventFilter{}, 1000)
-		ta, _, _ := tv.Events(agent, mid, EventFilter{}, 1000)
+		sa, _, _ := sv.Feed().Events(agent, mid, EventFilter{}, 1000)
+		ta, _, _ := tv.Feed().Events(agent, mid, EventFilter{}, 1000)
 		same("feed after a position taken before the move", sa, ta)
 	}
 	var sb, tb []BlobRef
-	sv.Blobs(sr.UID, func(b BlobRef) bool { sb = append(sb, b); return true })
-	tv.Blobs(tr.UID, func(b BlobRef) bool { tb = append(tb, b); return true })
+	sv.Shard().Blobs(sr.UID, func(b BlobRef) bool { sb = append(sb, b); return true })
+	tv.Shard().Blobs(tr.UID, func(b BlobRef) bool { tb = append(tb, b); return true })
 	same("blob references", sb, tb)
 }
 
@@ -438,8 +440,8 @@ func eachWorkbench(same func(string, any, any), sv, tv *View, agent string, fn f
 	for i, sw := range sws {
 		tw := tws[i]
 		for _, p := range movePaths {
-			sh, smore, serr := sv.History(sw, p, 0, MaxHistoryLimit)
-			th, tmore, terr := tv.History(tw, p, 0, MaxHistoryLimit)
+			sh, smore, serr := sv.History().Versions(sw, p, 0, MaxHistoryLimit)
+			th, tmore, terr := tv.History().Versions(tw, p, 0, MaxHistoryLimit)
 			same("history of "+sw.Name+"/"+p, [3]any{sh, smore, CodeOf(serr)}, [3]any{th, tmore, CodeOf(terr)})
 		}
 		fn(sw, tw)
@@ -499,16 +501,16 @@ func diagRecords(data []byte) string {
 func sameLater(t *rapid.T, rv, tv *View, agent string) {
 	same := sameEncoded(t, "after time passed")
 	eachWorkbench(same, rv, tv, agent, func(rw, tw *Workspace) {
-		same("snapshots of "+rw.Name, projectSnaps(rv.Snapshots(agent, rw.Name)), projectSnaps(tv.Snapshots(agent, rw.Name)))
-		rp, _, _ := rv.Proposals(agent, rw.Name, ProposalFilter{}, 0, 1000)
-		tp, _, _ := tv.Proposals(agent, rw.Name, ProposalFilter{}, 0, 1000)
+		same("snapshots of "+rw.Name, projectSnaps(rv.Lifecycle().Snapshots(agent, rw.Name)), projectSnaps(tv.Lifecycle().Snapshots(agent, rw.Name)))
+		rp, _, _ := rv.Proposals().List(agent, rw.Name, ProposalFilter{}, 0, 1000)
+		tp, _, _ := tv.Proposals().List(agent, rw.Name, ProposalFilter{}, 0, 1000)
 		same("proposals of "+rw.Name, len(rp), len(tp))
 	})
 	rd, _ := rv.st.dedupeCount.Get(agent)
 	td, _ := tv.st.dedupeCount.Get(agent)
 	same("idempotency records", rd, td)
-	re, _, rerr := rv.Events(agent, rv.FeedFloor(agent), EventFilter{}, 1000)
-	te, _, terr := tv.Events(agent, tv.FeedFloor(agent), EventFilter{}, 1000)
+	re, _, rerr := rv.Feed().Events(agent, rv.Feed().Floor(agent), EventFilter{}, 1000)
+	te, _, terr := tv.Feed().Events(agent, tv.Feed().Floor(agent), EventFilter{}, 1000)
 	same("feed", [2]any{projectEvents(re), CodeOf(rerr)}, [2]any{projectEvents(te), CodeOf(terr)})
 }
 

@@ -15,7 +15,7 @@ import (
 // stay with the shard (backup.go): they are the shard's, not a root's.
 
 // MovePosition is a position in a root's records (a table, then a key in it): where an
-// export resumes (View.ExportRoot) and how far a release or an abort has walked.
+// export resumes (MoveView.Export) and how far a release or an abort has walked.
 type MovePosition struct {
 	// Table indexes rootTables.
 	Table int `cbor:"1,keyasint,omitempty"`

@@ -52,7 +52,7 @@ func (s *shardT) ok(b Body) Result {
 func (s *shardT) settle(agent string) {
 	s.t.Helper()
 	for range 10_000 {
-		m, ok := s.f.View().MoveOf(agent)
+		m, ok := s.f.View().Moves().Of(agent)
 		if !ok || m.State == MoveReleased || m.State == MoveFenced || m.State == MoveImporting ||
 			m.State == MoveArrived && !m.Rescheduling {
 			return
@@ -92,7 +92,7 @@ func fenceAndImport(t testing.TB, src, dst *shardT, agent, id string, chunkBytes
 	root, _ := view.Root(agent)
 	dst.ok(MoveImportBegin{MoveRef: MoveRef{Agent: agent, MoveID: id}, RootUID: root.UID})
 	chunks, records := exportInto(t, view, dst, agent, id, chunkBytes)
-	version, lists, seq := view.MoveCounters()
+	version, lists, seq := view.Moves().Counters()
 	fin := dst.ok(MoveImportFinish{MoveRef: MoveRef{Agent: agent, MoveID: id}, Chunks: chunks, Records: records,
 		SourceVersion: version, SourceNextListID: lists, SourceSeq: seq})
 	return view, records, fin
@@ -103,7 +103,7 @@ func exportInto(t testing.TB, view *View, dst *shardT, agent, id string, chunkBy
 	t.Helper()
 	var pos MovePosition
 	for {
-		c, err := view.ExportRoot(agent, pos, chunkBytes)
+		c, err := view.Moves().Export(agent, pos, chunkBytes)
 		if err != nil {
 			t.Fatalf("export: %v", err)
 		}
@@ -136,7 +136,7 @@ func exportOf(t testing.TB, v *View, agent string) []byte {
 	var out bytes.Buffer
 	var pos MovePosition
 	for {
-		c, err := v.ExportRoot(agent, pos, 0)
+		c, err := v.Moves().Export(agent, pos, 0)
 		if err != nil {
 			t.Fatalf("export %q: %v", agent, err)
 		}
@@ -188,7 +188,7 @@ func TestFenceRefusesWritesKeepsReadsAndLiftsOnRollback(t *testing.T) {
 	s.ok(MoveLift{MoveRef{Agent: "a", MoveID: "m1"}})
 	s.ok(MoveLift{MoveRef{Agent: "a", MoveID: "m1"}}) // a repeat
 	s.ok(putBlob("a", "w", "g", "two"))
-	if _, ok := s.f.View().MoveOf("a"); ok {
+	if _, ok := s.f.View().Moves().Of("a"); ok {
 		t.Fatal("the lifted fence left its record")
 	}
 	// The key the fence refused was not remembered: it applies now, once.
@@ -233,7 +233,7 @@ func TestImportAbortLeavesNothing(t *testing.T) {
 	root, _ := view.Root("a")
 	dst.ok(MoveImportBegin{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, RootUID: root.UID})
 	exportInto(t, view, dst, "a", "m", 512)
-	if dst.f.View().HoldsRoot("a") {
+	if dst.f.View().Shard().HoldsRoot("a") {
 		t.Fatal("the target holds the root before the finish")
 	}
 	if r := dst.do(putBlob("a", "w0", "x", "early")); CodeOf(r.Err) != CodeNotOwner && CodeOf(r.Err) != CodeRootMoving {
@@ -246,10 +246,10 @@ func TestImportAbortLeavesNothing(t *testing.T) {
 		t.Fatalf("a late chunk after the abort: %+v", r.Err)
 	}
 	v := dst.f.View()
-	if n := rootRecords(dst.f.st, "a", root.UID); n != 0 || v.HoldsRoot("a") {
+	if n := rootRecords(dst.f.st, "a", root.UID); n != 0 || v.Shard().HoldsRoot("a") {
 		t.Fatalf("the aborted import left %d records", n)
 	}
-	if _, ok := v.MoveOf("a"); ok {
+	if _, ok := v.Moves().Of("a"); ok {
 		t.Fatal("the aborted import left its move record")
 	}
 	if !bytes.Equal(exportOf(t, v, "c"), before) {
@@ -299,7 +299,7 @@ func TestRootMovesAwayAndBack(t *testing.T) {
 	if r := one.do(AssignRoot{Agent: "a"}); CodeOf(r.Err) != CodeNotOwner {
 		t.Fatalf("a stale assignment on the source: %+v", r.Err)
 	}
-	if m, ok := one.f.View().MoveOf("a"); !ok || m.State != MoveReleased {
+	if m, ok := one.f.View().Moves().Of("a"); !ok || m.State != MoveReleased {
 		t.Fatalf("the source's tombstone: %+v", m)
 	}
 	two.ok(putBlob("a", "w", "g", "more"))
@@ -317,7 +317,7 @@ func TestRootMovesAwayAndBack(t *testing.T) {
 			t.Fatalf("%s after the round trip: %v", p, err)
 		}
 	}
-	if b, ok := v.Blob(root.UID, digestOf([]byte("body"))); !ok || b.Count != 1 {
+	if b, ok := v.Shard().Blob(root.UID, digestOf([]byte("body"))); !ok || b.Count != 1 {
 		t.Fatalf("the blob reference after the round trip: %+v %v", b, ok)
 	}
 	if n := rootRecords(two.f.st, "a", root.UID); n != 0 {
@@ -350,7 +350,7 @@ func TestBlobIntentTravelsAndTheTargetCollectsAfterTheConfirmation(t *testing.T)
 	if r := dst.do(gc); CodeOf(r.Err) != CodeRootMoving {
 		t.Fatalf("the target collects before the confirmation: %+v", r.Err)
 	}
-	if b, ok := dst.f.View().Blob(root.UID, old); !ok || !b.Intent || b.IntentVersion != intent.GC.IntentVersion {
+	if b, ok := dst.f.View().Shard().Blob(root.UID, old); !ok || !b.Intent || b.IntentVersion != intent.GC.IntentVersion {
 		t.Fatalf("the intent on the target: %+v %v", b, ok)
 	}
 	dst.ok(MoveImportConfirm{MoveRef{Agent: "a", MoveID: "m"}})
@@ -371,7 +371,7 @@ func TestBlobIntentTravelsAndTheTargetCollectsAfterTheConfirmation(t *testing.T)
 	if r := src.do(GCDeleted{Agent: "a", Blobs: []GCBlob{{Digest: old, IntentVersion: intent.GC.IntentVersion}}}); CodeOf(r.Err) != CodeNotOwner {
 		t.Fatalf("a late deletion on the source: %+v", r.Err)
 	}
-	src.f.View().Roots(func(r *Root) bool {
+	src.f.View().Shard().Roots(func(r *Root) bool {
 		t.Fatalf("the source lists root %q", r.Agent)
 		return false
 	})
@@ -388,7 +388,7 @@ func TestExportChunksAreBoundedAndResumable(t *testing.T) {
 	var pos MovePosition
 	n := 0
 	for {
-		c, err := v.ExportRoot("a", pos, 300)
+		c, err := v.Moves().Export("a", pos, 300)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -408,7 +408,7 @@ func TestExportChunksAreBoundedAndResumable(t *testing.T) {
 	if again := exportOf(t, s.f.View(), "a"); !bytes.Equal(again, whole) {
 		t.Fatal("two exports of one state differ")
 	}
-	if _, err := v.ExportRoot("nobody", MovePosition{}, 0); CodeOf(err) != CodeNotFound {
+	if _, err := v.Moves().Export("nobody", MovePosition{}, 0); CodeOf(err) != CodeNotFound {
 		t.Fatalf("an export of a root not held: %v", err)
 	}
 }
@@ -451,11 +451,11 @@ func TestImportRefusesForeignAndOutOfOrderChunks(t *testing.T) {
 		if r.Err == nil {
 			t.Fatalf("chunk %d of %d bytes was accepted", c.Seq, len(c.Data))
 		}
-		if _, ok := dst.f.View().MoveOf("a"); !ok {
+		if _, ok := dst.f.View().Moves().Of("a"); !ok {
 			t.Fatal("a refused chunk dropped the import")
 		}
 	}
-	if m, _ := dst.f.View().MoveOf("a"); m.Chunks != 0 || m.Records != 0 {
+	if m, _ := dst.f.View().Moves().Of("a"); m.Chunks != 0 || m.Records != 0 {
 		t.Fatalf("refused chunks changed the import: %+v", m)
 	}
 	if st := dst.f.st; st.paths.Len() != 0 || st.workspaces.Len() != 0 || st.blobs.Len() != 0 || st.nextIncarnation != 0 {
@@ -548,7 +548,7 @@ func TestReleaseDropsTheRootsQueuedRetention(t *testing.T) {
 	s.nowMs += int64(3 * 24 * time.Hour / time.Millisecond) // the lease lapsed meanwhile
 	s.ok(MoveRelease{MoveRef{Agent: "a", MoveID: "m"}})
 	s.settle("a")
-	if m, _ := s.f.View().MoveOf("a"); m.State != MoveReleased {
+	if m, _ := s.f.View().Moves().Of("a"); m.State != MoveReleased {
 		t.Fatalf("the release ended %+v", m)
 	}
 	if n := rootRecords(s.f.st, "a", uid); n != 0 {
@@ -566,18 +566,18 @@ func TestADeltaCarriesOnlyWhatChanged(t *testing.T) {
 		src.ok(putBlob("a", "w", fmt.Sprintf("f%02d", i), "v1"))
 	}
 	base := src.f.View()
-	if c, err := base.ExportRootDelta("a", base, MovePosition{}, 0); err != nil || c.Records != 0 || !c.Done {
+	if c, err := base.Moves().ExportDelta("a", base, MovePosition{}, 0); err != nil || c.Records != 0 || !c.Done {
 		t.Fatalf("a view's delta against itself: %d records, done %v, %v", c.Records, c.Done, err)
 	}
 	src.ok(putBlob("a", "w", "f00", "v2"))
 	src.ok(Delete{Agent: "a", Workspace: "w", Path: "f01"})
-	full, err := src.f.View().ExportRoot("a", MovePosition{}, 0)
+	full, err := src.f.View().Moves().Export("a", MovePosition{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var records int64
 	for pos, done := (MovePosition{}), false; !done; {
-		c, err := src.f.View().ExportRootDelta("a", base, pos, 64)
+		c, err := src.f.View().Moves().ExportDelta("a", base, pos, 64)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -589,7 +589,7 @@ func TestADeltaCarriesOnlyWhatChanged(t *testing.T) {
 	}
 	other := newShard(t, withPrefix(Options{}, "x"), 0)
 	other.ok(putBlob("a", "w", "f", "x"))
-	if _, err := src.f.View().ExportRootDelta("a", other.f.View(), MovePosition{}, 0); CodeOf(err) != CodeInvalidState {
+	if _, err := src.f.View().Moves().ExportDelta("a", other.f.View(), MovePosition{}, 0); CodeOf(err) != CodeInvalidState {
 		t.Fatalf("a delta against another incarnation of the root: %v", err)
 	}
 }
@@ -608,7 +608,7 @@ func TestMoveWalkRunsAWalkAtOnce(t *testing.T) {
 	dst := newShard(t, withPrefix(Options{RetentionBatch: 1}, "t"), 0)
 	_, records, _ := fenceAndImport(t, src, dst, "a", "m", 0)
 	dst.ok(MoveImportConfirm{MoveRef{Agent: "a", MoveID: "m"}})
-	if m, ok := dst.f.View().MoveOf("a"); !ok || !m.Rescheduling {
+	if m, ok := dst.f.View().Moves().Of("a"); !ok || !m.Rescheduling {
 		t.Fatalf("after the confirmation the import holds %+v (%v), want one still rescheduling", m, ok)
 	}
 	twin := roundTrip(t, dst)
@@ -619,13 +619,13 @@ func TestMoveWalkRunsAWalkAtOnce(t *testing.T) {
 	}
 	walks := 0
 	for ; walks < 10; walks++ {
-		if _, ok := dst.f.View().MoveOf("a"); !ok {
+		if _, ok := dst.f.View().Moves().Of("a"); !ok {
 			break
 		}
 		dst.ok(MoveWalk{MoveRef{Agent: "a", MoveID: "m"}})
 	}
 	want := int(records)/(moveWalkSteps*moveBatch) + 1
-	if _, ok := dst.f.View().MoveOf("a"); ok || walks > want {
+	if _, ok := dst.f.View().Moves().Of("a"); ok || walks > want {
 		t.Fatalf("%d MoveWalk commands for %d records (want at most %d), record still there: %v", walks, records, want, ok)
 	}
 	if dst.f.st.retention.Len() < files/2 {

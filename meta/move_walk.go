@@ -26,7 +26,7 @@ func (MoveWalk) Op() Op { return OpMoveWalk }
 // moveWalkSteps bounds the walk steps of one MoveWalk (moveBatch records each).
 const moveWalkSteps = 32
 
-func (a *applier) moveWalk(c MoveWalk) Result {
+func (a *moveApplier) moveWalk(c MoveWalk) Result {
 	if err := ValidateName("agent", c.Agent); err != nil {
 		return Result{Err: err}
 	}
@@ -44,7 +44,7 @@ func (a *applier) moveWalk(c MoveWalk) Result {
 }
 
 // scheduleMoveWalk queues the next step of agent's move walk.
-func (a *applier) scheduleMoveWalk(agent string) {
+func (a *moveApplier) scheduleMoveWalk(agent string) {
 	s := a.st
 	s.seq++
 	s.retention.Set(retentionKey(s.nowMs, s.seq), string(rune(retainMove))+agent)
@@ -52,14 +52,14 @@ func (a *applier) scheduleMoveWalk(agent string) {
 
 // moveWalkStep runs one step of agent's move walk, the retention queue's item: the next
 // step is queued while the walk goes on.
-func (a *applier) moveWalkStep(agent string) {
+func (a *moveApplier) moveWalkStep(agent string) {
 	if a.walkOnce(agent) {
 		a.scheduleMoveWalk(agent)
 	}
 }
 
 // walkOnce runs one step of agent's move walk and reports whether the walk goes on.
-func (a *applier) walkOnce(agent string) bool {
+func (a *moveApplier) walkOnce(agent string) bool {
 	s := a.st
 	m, ok := s.moves.Get(agent)
 	if !ok {
@@ -119,7 +119,7 @@ func (a *applier) walkOnce(agent string) bool {
 
 // requeue queues the retention item of one imported record, as the command that wrote it
 // on the source did (due times are command times, which travel with the records).
-func (a *applier) requeue(agent, uid string, t *rootTable, k string, rec snapRecord) {
+func (a *moveApplier) requeue(agent, uid string, t *rootTable, k string, rec snapRecord) {
 	s := a.st
 	queue := func(dueMs int64, item string) {
 		s.seq++
@@ -138,12 +138,12 @@ func (a *applier) requeue(agent, uid string, t *rootTable, k string, rec snapRec
 		p := rec.Proposal
 		due := p.CreatedAtMs + a.opts.ProposalPendingTTL.Milliseconds()
 		if p.State != ProposalPending {
-			due = p.ClosedAtMs + a.closedRetentionMs(agent)
+			due = p.ClosedAtMs + a.props.closedRetentionMs(agent)
 		}
-		a.scheduleProposal(p, due)
+		a.props.scheduleProposal(p, due)
 	case t.tag == recFeed && rec.Feed.Floor != nil: // the floor table: once per root
 		if _, oldest, ok := firstEvent(s.feed.events, agent+"\x00"); ok {
-			a.scheduleFeedPrune(agent, oldest.AtMs)
+			a.feed.scheduleFeedPrune(agent, oldest.AtMs)
 		}
 	}
 }
@@ -154,7 +154,7 @@ func (a *applier) requeue(agent, uid string, t *rootTable, k string, rec snapRec
 // a feed event below the source's versions), or a release (the root record is gone, and
 // the steps that need it must not run). Dropping the item loses nothing: an import's
 // finish queues every record's item, a release drops the records.
-func (a *applier) droppedItem(kind byte, x string) bool {
+func (a *moveApplier) droppedItem(kind byte, x string) bool {
 	s := a.st
 	if s.moves.Len() == 0 || kind == retainMove {
 		return false

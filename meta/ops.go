@@ -13,7 +13,8 @@ import "fmt"
 //     scopes idempotency (Header.RequestID), the workbench it acts in or on, which decides
 //     what a key bound to one workbench may propose (workbench access.go), and the
 //     workbench whose files it changes (ScopeOf);
-//   - its apply function, the FSM's deterministic transition (applier.apply).
+//   - its apply function, the FSM's deterministic transition (applier.apply): a method of
+//     the applier or, through on, of the part of it that owns the op's concern (fsm.go).
 //
 // A new op adds one defineOp line; checkOpDefs, run when the package loads and by
 // TestOpTableDeclaresEveryPart, refuses a definition that lacks any part, so an op can no
@@ -77,9 +78,23 @@ func writesFiles(agent, wb string) CommandScope {
 }
 
 // moveOp declares a step of a root's move: cluster version 5, acting on its root.
-func moveOp[B moveBody](op Op, name string, apply func(*applier, B) Result) opDef {
-	return defineOp(op, name, 5, func(c B) CommandScope { return rootWide(c.ref().Agent) }, apply)
+func moveOp[B moveBody](op Op, name string, apply func(*moveApplier, B) Result) opDef {
+	return defineOp(op, name, 5, func(c B) CommandScope { return rootWide(c.ref().Agent) }, on(moveOps, apply))
 }
+
+// on routes an op to the part of the applier that applies it (applier, fsm.go):
+// on(fileOps, (*fileApplier).put) applies a Put with the fileApplier of the command's
+// applier.
+func on[P any, B Body](part func(*applier) *P, apply func(*P, B) Result) func(*applier, B) Result {
+	return func(a *applier, b B) Result { return apply(part(a), b) }
+}
+
+// The parts of an applier that apply ops of their own.
+func fileOps(a *applier) *fileApplier           { return &a.files }
+func lifecycleOps(a *applier) *lifecycleApplier { return &a.life }
+func proposalOps(a *applier) *proposalApplier   { return &a.props }
+func purgeOps(a *applier) *purgeApplier         { return &a.purge }
+func moveOps(a *applier) *moveApplier           { return &a.moves }
 
 // opDefs is the table, in op order. Version 1 ops are those of the first released log;
 // version 2 those added up to the change set, version 3 the change set, version 5 the
@@ -87,50 +102,50 @@ func moveOp[B moveBody](op Op, name string, apply func(*applier, B) Result) opDe
 var opDefs = []opDef{
 	defineOp(OpCreateRoot, "create-root", 1,
 		func(c CreateRoot) CommandScope { return rootWide(c.Agent) },
-		func(a *applier, c CreateRoot) Result { return a.createRoot(c.Agent) }),
+		func(a *applier, c CreateRoot) Result { return a.files.createRoot(c.Agent) }),
 	defineOp(OpCreateWorkspace, "create-workspace", 1,
 		func(c CreateWorkspace) CommandScope { return inWorkbench(c.Agent, c.Name) },
-		(*applier).createWorkspace),
+		on(fileOps, (*fileApplier).createWorkspace)),
 	defineOp(OpPut, "put", 1,
 		func(c Put) CommandScope { return writesFiles(c.Agent, c.Workspace) },
-		(*applier).put),
+		on(fileOps, (*fileApplier).put)),
 	defineOp(OpAppend, "append", 1,
 		func(c Append) CommandScope { return writesFiles(c.Agent, c.Workspace) },
-		(*applier).append),
+		on(fileOps, (*fileApplier).append)),
 	defineOp(OpDelete, "delete", 1,
 		func(c Delete) CommandScope { return writesFiles(c.Agent, c.Workspace) },
-		(*applier).delete),
+		on(fileOps, (*fileApplier).delete)),
 	defineOp(OpTick, "tick", 1,
 		func(Tick) CommandScope { return shardWide() },
 		func(*applier, Tick) Result { return Result{} }), // it only advances command time
 	defineOp(OpSnapshotMint, "snapshot-mint", 1,
 		func(c SnapshotMint) CommandScope { return inWorkbench(c.Agent, c.Workspace) },
-		(*applier).snapshotMint),
+		on(lifecycleOps, (*lifecycleApplier).snapshotMint)),
 	defineOp(OpSnapshotRenew, "snapshot-renew", 1,
 		func(c SnapshotRenew) CommandScope { return inWorkbench(c.Agent, c.Workspace) },
-		(*applier).snapshotRenew),
+		on(lifecycleOps, (*lifecycleApplier).snapshotRenew)),
 	defineOp(OpSnapshotRetire, "snapshot-retire", 1,
 		func(c SnapshotRetire) CommandScope { return inWorkbench(c.Agent, c.Workspace) },
-		(*applier).snapshotRetire),
+		on(lifecycleOps, (*lifecycleApplier).snapshotRetire)),
 	defineOp(OpCommit, "commit", 1,
 		func(c Commit) CommandScope { return writesFiles(c.Agent, c.Workspace) },
-		(*applier).commit),
+		on(lifecycleOps, (*lifecycleApplier).commit)),
 	// A restore reads its source and creates its destination; its later steps name only
 	// the operation (workbench checks a bound key against the operation's record).
 	defineOp(OpRestoreBegin, "restore-begin", 1,
 		func(c RestoreBegin) CommandScope {
 			return CommandScope{Agent: c.Agent, Workbench: c.Source, Files: c.Destination}
 		},
-		(*applier).restoreBegin),
+		on(lifecycleOps, (*lifecycleApplier).restoreBegin)),
 	defineOp(OpRestoreCopy, "restore-copy", 1,
 		func(c RestoreCopy) CommandScope { return rootWide(c.Agent) },
-		(*applier).restoreCopy),
+		on(lifecycleOps, (*lifecycleApplier).restoreCopy)),
 	defineOp(OpRestoreFinish, "restore-finish", 1,
 		func(c RestoreFinish) CommandScope { return rootWide(c.Agent) },
-		(*applier).restoreFinish),
+		on(lifecycleOps, (*lifecycleApplier).restoreFinish)),
 	defineOp(OpCompact, "compact", 1,
 		func(c Compact) CommandScope { return rootWide(c.Agent) },
-		(*applier).compact),
+		on(fileOps, (*fileApplier).compact)),
 	defineOp(OpGCIntent, "gc-intent", 1,
 		func(c GCIntent) CommandScope { return rootWide(c.Agent) },
 		(*applier).gcIntent),
@@ -145,20 +160,20 @@ var opDefs = []opDef{
 		(*applier).setQuota),
 	defineOp(OpDeleteWorkspace, "delete-workspace", 2,
 		func(c DeleteWorkspace) CommandScope { return writesFiles(c.Agent, c.Name) },
-		(*applier).deleteWorkspace),
+		on(purgeOps, (*purgeApplier).deleteWorkspace)),
 	defineOp(OpPurgeRoot, "purge-root", 2,
 		func(c PurgeRoot) CommandScope { return rootWide(c.Agent) },
-		(*applier).purgeRoot),
+		on(purgeOps, (*purgeApplier).purgeRoot)),
 	defineOp(OpSetRetention, "set-retention", 2,
 		func(c SetRetention) CommandScope { return rootWide(c.Agent) },
 		(*applier).setRetention),
 	defineOp(OpProposalCreate, "proposal-create", 2,
 		func(c ProposalCreate) CommandScope { return writesFiles(c.Agent, c.Workspace) },
-		(*applier).proposalCreate),
+		on(proposalOps, (*proposalApplier).proposalCreate)),
 	defineOp(OpProposalDecide, "proposal-decide", 2,
 		func(c ProposalDecide) CommandScope { return writesFiles(c.Agent, c.Workspace) },
-		(*applier).proposalDecide),
-	defineOp(OpChangeSet, "change-set", 3, changeSetScope, (*applier).changeSet),
+		on(proposalOps, (*proposalApplier).proposalDecide)),
+	defineOp(OpChangeSet, "change-set", 3, changeSetScope, on(fileOps, (*fileApplier).changeSet)),
 	// Backup holds belong to the shard, not to a root (backup.go).
 	defineOp(OpBackupHold, "backup-hold", 2,
 		func(BackupHold) CommandScope { return shardWide() },
@@ -167,17 +182,17 @@ var opDefs = []opDef{
 		func(BackupRelease) CommandScope { return shardWide() },
 		(*applier).backupRelease),
 	// Moving a root between shards (move.go): the source's fence, lift and release,
-	moveOp(OpMoveFence, "move-fence", (*applier).moveFence),
-	moveOp(OpMoveLift, "move-lift", (*applier).moveLift),
-	moveOp(OpMoveRelease, "move-release", (*applier).moveRelease),
+	moveOp(OpMoveFence, "move-fence", (*moveApplier).moveFence),
+	moveOp(OpMoveLift, "move-lift", (*moveApplier).moveLift),
+	moveOp(OpMoveRelease, "move-release", (*moveApplier).moveRelease),
 	// and the target's import (move_import.go).
-	moveOp(OpMoveImportBegin, "move-import-begin", (*applier).moveImportBegin),
-	moveOp(OpMoveImportChunk, "move-import-chunk", (*applier).moveImportChunk),
-	moveOp(OpMoveImportFinish, "move-import-finish", (*applier).moveImportFinish),
-	moveOp(OpMoveImportConfirm, "move-import-confirm", (*applier).moveImportConfirm),
-	moveOp(OpMoveImportAbort, "move-import-abort", (*applier).moveImportAbort),
+	moveOp(OpMoveImportBegin, "move-import-begin", (*moveApplier).moveImportBegin),
+	moveOp(OpMoveImportChunk, "move-import-chunk", (*moveApplier).moveImportChunk),
+	moveOp(OpMoveImportFinish, "move-import-finish", (*moveApplier).moveImportFinish),
+	moveOp(OpMoveImportConfirm, "move-import-confirm", (*moveApplier).moveImportConfirm),
+	moveOp(OpMoveImportAbort, "move-import-abort", (*moveApplier).moveImportAbort),
 	// A walk's steps at once (move_walk.go), version 6.
-	defineOp(OpMoveWalk, "move-walk", 6, func(c MoveWalk) CommandScope { return rootWide(c.Agent) }, (*applier).moveWalk),
+	defineOp(OpMoveWalk, "move-walk", 6, func(c MoveWalk) CommandScope { return rootWide(c.Agent) }, on(moveOps, (*moveApplier).moveWalk)),
 }
 
 // opTable indexes opDefs by op.

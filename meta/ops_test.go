@@ -62,7 +62,7 @@ func TestOpTableRefusesAnIncompleteOp(t *testing.T) {
 		{"with another op's body", defineOp(fake+1, "fake", 1,
 			func(c fakeBody) CommandScope { return rootWide(c.Agent) }, func(*applier, fakeBody) Result { return Result{} }), "body of op"},
 		{"declared twice", defineOp(OpPut, "fake", 1,
-			func(c Put) CommandScope { return rootWide(c.Agent) }, (*applier).put), "declared twice"},
+			func(c Put) CommandScope { return rootWide(c.Agent) }, on(fileOps, (*fileApplier).put)), "declared twice"},
 	} {
 		err := checkOpDefs(append(append([]opDef(nil), opDefs...), tc.def))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

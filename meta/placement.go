@@ -36,12 +36,12 @@ func (a *applier) assignRoot(c AssignRoot) Result {
 		return Result{Err: err}
 	}
 	_, existed := a.st.roots.Get(c.Agent)
-	r := a.ensureRoot(c.Agent)
+	r := a.files.ensureRoot(c.Agent)
 	return Result{RootUID: r.UID, Created: !existed}
 }
 
 // HoldsRoot reports whether this shard holds agent's root.
-func (v *View) HoldsRoot(agent string) bool {
-	_, ok := v.st.roots.Get(agent)
+func (sv ShardView) HoldsRoot(agent string) bool {
+	_, ok := sv.v.st.roots.Get(agent)
 	return ok
 }

@@ -13,7 +13,7 @@ func TestUnassignedRootsAreNotOwned(t *testing.T) {
 			t.Fatalf("%T before assignment: %v", b, r.Err)
 		}
 	}
-	if h.f.View().HoldsRoot("a") {
+	if h.f.View().Shard().HoldsRoot("a") {
 		t.Fatal("a failed command created the root")
 	}
 	r := h.do(AssignRoot{Agent: "a"})

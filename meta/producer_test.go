@@ -52,7 +52,7 @@ func TestProducersAreRecordedFromTheCommand(t *testing.T) {
 		t.Fatalf("after bob's append: entry %+v workbench %+v", e2.Producer, ws.Producer)
 	}
 	// The older revision keeps its producer.
-	old, _, _ := v.VersionView(ws, e.Generation)
+	old, _, _ := v.Lifecycle().VersionView(ws, e.Generation)
 	if oe, _ := old.File(ws, "f"); oe == nil || oe.Producer != alice {
 		t.Fatalf("the older revision: %+v", oe)
 	}

@@ -20,14 +20,14 @@ func (s *state) feedPositionExists(agent, pos string) bool {
 	return ok
 }
 
-// feedPositionShown is feedPositionExists for the events view v shows (showsEvent).
-func (v *View) feedPositionShown(agent, pos string) bool {
+// feedPositionShown is feedPositionExists for the events its view shows (FeedView.shows).
+func (pv ProposalView) feedPositionShown(agent, pos string) bool {
 	p, err := ParseFeedPosition("position", pos)
 	if err != nil {
 		return false
 	}
-	e, ok := v.st.feed.events.Get(feedKey(agent, p))
-	return ok && v.showsEvent(agent, e)
+	e, ok := pv.v.st.feed.events.Get(feedKey(agent, p))
+	return ok && pv.v.Feed().shows(agent, e)
 }
 
 // contextDigest hashes the frozen evidence: the deterministic CBOR of the list, domain
@@ -44,7 +44,18 @@ func validateProposalText(field, r string, max int) *Error {
 	return nil
 }
 
-func (a *applier) proposalCreate(c ProposalCreate) Result {
+// proposalApplier applies proposals: create (with frozen evidence and supersede), decide,
+// and their retention steps. Nothing of a proposal reaches the files until an accept
+// publishes it through files.publish, as one compare-and-swap at its base generation;
+// while a proposal is kept its body's blobs hold references and its evidence holds pin
+// history (files.ref, files.addHold), both released once when it is retired.
+type proposalApplier struct {
+	*applyCtx
+	files *fileApplier
+	feed  *feedApplier
+}
+
+func (a *proposalApplier) proposalCreate(c ProposalCreate) Result {
 	if err := ValidateName("request_id", c.RequestID); err != nil {
 		return Result{Err: err}
 	}
@@ -54,7 +65,7 @@ func (a *applier) proposalCreate(c ProposalCreate) Result {
 	if err := validateProposalFields(c); err != nil {
 		return Result{Err: err}
 	}
-	ws, err := a.target(c.Agent, c.Workspace, c.Path, false)
+	ws, err := a.files.target(c.Agent, c.Workspace, c.Path, false)
 	if err != nil {
 		return Result{Err: err}
 	}
@@ -70,7 +81,7 @@ func (a *applier) proposalCreate(c ProposalCreate) Result {
 	if IsReservedPath(c.Path) {
 		return Result{Err: invalidArg("path", "%s is written only by commit and restore", c.Path)}
 	}
-	if err := a.checkPublishable(c.Agent, c.Body.Segments); err != nil {
+	if err := a.files.checkPublishable(c.Agent, c.Body.Segments); err != nil {
 		return Result{Err: err}
 	}
 	var sup *Proposal
@@ -96,10 +107,10 @@ func (a *applier) proposalCreate(c ProposalCreate) Result {
 	root, _ := s.roots.Get(c.Agent)
 	for i := range ev {
 		if ev[i].HoldIncarnation != 0 {
-			a.addHold(ev[i].HoldIncarnation, ev[i].Version)
+			a.files.addHold(ev[i].HoldIncarnation, ev[i].Version)
 		}
 	}
-	a.ref(root.UID, c.Body.Segments, +1)
+	a.files.ref(root.UID, c.Body.Segments, +1)
 	p := &Proposal{ID: id, Agent: c.Agent, Workspace: c.Workspace, Incarnation: ws.Incarnation, Path: c.Path,
 		Kind: c.Kind, Metadata: c.Metadata, BaseGeneration: c.BaseGeneration, Body: c.Body, Reason: c.Reason,
 		Evidence: ev, ContextDigest: contextDigest(ev), Proposer: a.prod, CreatedVersion: s.version,
@@ -146,12 +157,12 @@ func validateProposalFields(c ProposalCreate) *Error {
 // caller's evidence with it before proposing (workbench/proposals.go), since the FSM,
 // which resolves evidence again when it applies, knows no principal. NotFound when own is
 // not a workbench v shows.
-func (v *View) ResolveEvidence(agent, own string, refs []EvidenceRef) error {
-	ws, err := v.Workspace(agent, own)
+func (pv ProposalView) ResolveEvidence(agent, own string, refs []EvidenceRef) error {
+	ws, err := pv.v.Workspace(agent, own)
 	if err != nil {
 		return err
 	}
-	if _, err := freezeEvidence(v.st, v, agent, ws, refs); err != nil {
+	if _, err := freezeEvidence(pv.v.st, pv.v, agent, ws, refs); err != nil {
 		return err
 	}
 	return nil
@@ -199,7 +210,7 @@ func freezeEvidence(s *state, v *View, agent string, own *Workspace, refs []Evid
 			}
 			ev.Digest, ev.Size, ev.Version, ev.TreeDigestURI = cm.EnvelopeDigest, cm.EnvelopeSize, cm.Version, cm.TreeDigestURI
 		case EvidenceFeed:
-			if v == nil && !s.feedPositionExists(agent, r.Position) || v != nil && !v.feedPositionShown(agent, r.Position) {
+			if v == nil && !s.feedPositionExists(agent, r.Position) || v != nil && !v.Proposals().feedPositionShown(agent, r.Position) {
 				return nil, invalidArg(field+".position", "change-feed position %q is not retained (or the change feed is not available)", r.Position)
 			}
 		default:
@@ -229,7 +240,7 @@ func alreadyDecided(p *Proposal) *Error {
 		Message: "proposal " + p.ID + " is already " + string(p.State)}
 }
 
-func (a *applier) proposalDecide(c ProposalDecide) Result {
+func (a *proposalApplier) proposalDecide(c ProposalDecide) Result {
 	if err := ValidateName("agent", c.Agent); err != nil {
 		return Result{Err: err}
 	}
@@ -285,15 +296,15 @@ func (a *applier) proposalDecide(c ProposalDecide) Result {
 	}
 	s.props.set(&np)
 	a.scheduleProposal(&np, s.nowMs+a.closedRetentionMs(np.Agent))
-	a.emit(c.Agent, Event{Kind: EventProposalDecide, Workbench: np.Workspace, Path: np.Path, Generation: j.ResultGeneration,
+	a.feed.emit(c.Agent, Event{Kind: EventProposalDecide, Workbench: np.Workspace, Path: np.Path, Generation: j.ResultGeneration,
 		Proposal: np.ID, Disposition: string(c.Disposition), Producer: a.prod})
 	res.Proposal, res.Judgment = &np, j
 	return res
 }
 
 // acceptProposal publishes p's body at its path if the path is still at p's base.
-func (a *applier) acceptProposal(ws *Workspace, p *Proposal) Result {
-	rec, cur := a.current(ws, p.Path)
+func (a *proposalApplier) acceptProposal(ws *Workspace, p *Proposal) Result {
+	rec, cur := a.files.current(ws, p.Path)
 	switch {
 	case p.BaseGeneration == 0 && cur != nil:
 		return Result{Err: &Error{Code: CodeConflict, Reason: ReasonStale, CurrentGeneration: cur.Generation,
@@ -306,11 +317,11 @@ func (a *applier) acceptProposal(ws *Workspace, p *Proposal) Result {
 			Message: "the file changed: generation " + strconv.FormatUint(cur.Generation, 10) + ", the proposal's base is " + strconv.FormatUint(p.BaseGeneration, 10)}}
 	}
 	if cur == nil {
-		if err := a.checkShape(ws.Incarnation, p.Path); err != nil {
+		if err := a.files.checkShape(ws.Incarnation, p.Path); err != nil {
 			return Result{Err: err}
 		}
 	}
-	if err := a.checkQuota(p.Agent, fileGrowth(false, cur, &Entry{Size: p.Body.Size})); err != nil {
+	if err := a.files.checkQuota(p.Agent, fileGrowth(false, cur, &Entry{Size: p.Body.Size})); err != nil {
 		return Result{Err: err}
 	}
 	root, _ := a.st.roots.Get(p.Agent)
@@ -318,7 +329,7 @@ func (a *applier) acceptProposal(ws *Workspace, p *Proposal) Result {
 	e := &Entry{Generation: a.st.version, Size: b.Size, Digest: b.Digest, ContentType: b.ContentType,
 		Segments: b.Segments, HashState: b.HashState, ModifiedAtMs: a.st.nowMs, ListID: a.st.newListID(),
 		Producer: a.prod, Proposal: p.ID}
-	ord := a.publish(root, ws, pathKey(ws.Incarnation, p.Path), p.Path, rec, e)
+	ord := a.files.publish(root, ws, pathKey(ws.Incarnation, p.Path), p.Path, rec, e)
 	return Result{Generation: e.Generation, Created: cur == nil, Size: e.Size, Digest: e.Digest,
 		ContentType: e.ContentType, RootUID: root.UID, Ordinal: ord}
 }
@@ -332,7 +343,7 @@ func liveProposal(s *state, agent, wsName, id string) (*Proposal, *Error) {
 	return p, nil
 }
 
-func (a *applier) scheduleProposal(p *Proposal, dueMs int64) {
+func (a *proposalApplier) scheduleProposal(p *Proposal, dueMs int64) {
 	s := a.st
 	s.seq++
 	s.retention.Set(retentionKey(dueMs, s.seq), string(rune(retainProposal))+proposalKey(p.Agent, p.ID))
@@ -341,10 +352,10 @@ func (a *applier) scheduleProposal(p *Proposal, dueMs int64) {
 // closedRetentionMs is how long (command time) a decided or superseded proposal of agent
 // and its judgment are kept: they count against the root's history retention (its Age,
 // when the root's policy keeps history by age), and at least Options.ProposalRetention.
-func (a *applier) closedRetentionMs(agent string) int64 {
+func (a *proposalApplier) closedRetentionMs(agent string) int64 {
 	ms := a.opts.ProposalRetention.Milliseconds()
 	if root, ok := a.st.roots.Get(agent); ok {
-		ms = max(ms, a.retentionOf(root.UID).Age.Milliseconds())
+		ms = max(ms, a.files.retentionOf(root.UID).Age.Milliseconds())
 	}
 	return ms
 }
@@ -353,7 +364,7 @@ func (a *applier) closedRetentionMs(agent string) int64 {
 // closed one past retention, goes with its blob references and history holds. An item
 // that is not due for the record's current state (a pending one's TTL item after it was
 // decided) changes nothing: the decision scheduled its own.
-func (a *applier) retireProposal(key string) {
+func (a *proposalApplier) retireProposal(key string) {
 	s := a.st
 	p, ok := s.props.byID.Get(key)
 	if !ok {
@@ -372,10 +383,10 @@ func (a *applier) retireProposal(key string) {
 		return
 	}
 	if root, ok := s.roots.Get(p.Agent); ok { // roots are never removed (purge.go)
-		a.ref(root.UID, p.Body.Segments, -1)
+		a.files.ref(root.UID, p.Body.Segments, -1)
 		for _, ev := range p.Evidence {
 			if ev.HoldIncarnation != 0 {
-				a.releaseHold(root.UID, ev.HoldIncarnation, ev.Version)
+				a.files.releaseHold(root.UID, ev.HoldIncarnation, ev.Version)
 			}
 		}
 	}

@@ -18,7 +18,7 @@ func TestProposalDecisionsAreFeedEventsAndFeedPositionsAreEvidence(t *testing.T)
 	if put.Err != nil {
 		t.Fatal(put.Err)
 	}
-	evs, _, err := f.View().Events("a", FeedPosition{}, EventFilter{}, 100)
+	evs, _, err := f.View().Feed().Events("a", FeedPosition{}, EventFilter{}, 100)
 	if err != nil || len(evs) == 0 {
 		t.Fatalf("events %v %v", evs, err)
 	}
@@ -40,7 +40,7 @@ func TestProposalDecisionsAreFeedEventsAndFeedPositionsAreEvidence(t *testing.T)
 	if d.Err != nil {
 		t.Fatal(d.Err)
 	}
-	evs, _, _ = f.View().Events("a", evs[len(evs)-1].Position, EventFilter{}, 100)
+	evs, _, _ = f.View().Feed().Events("a", evs[len(evs)-1].Position, EventFilter{}, 100)
 	var got *Event
 	for i := range evs {
 		if evs[i].Kind == EventProposalDecide {

@@ -74,13 +74,13 @@ func TestProposalAcceptPublishesTheProposedBytesAtTheBase(t *testing.T) {
 		j.Disposition != DispositionAccept || j.SubmissionID != "s1" || j.ContextDigest != p.ContextDigest || r.Proposal.State != ProposalAccepted {
 		t.Fatalf("judgment %+v", j)
 	}
-	if byID, err := h.f.View().ProposalByID("a", p.ID); err != nil || byID.State != ProposalAccepted {
+	if byID, err := h.f.View().Proposals().ByID("a", p.ID); err != nil || byID.State != ProposalAccepted {
 		t.Fatalf("by id: %v %v", byID, err)
 	}
-	if _, err := h.f.View().ProposalByID("a", "0123"); CodeOf(err) != CodeNotFound {
+	if _, err := h.f.View().Proposals().ByID("a", "0123"); CodeOf(err) != CodeNotFound {
 		t.Fatalf("unknown id: %v", err)
 	}
-	js, _, err := h.f.View().Judgments("a", "w", "doc.md", 0, 10)
+	js, _, err := h.f.View().Proposals().Judgments("a", "w", "doc.md", 0, 10)
 	if err != nil || len(js) != 1 || js[0].ProposalID != p.ID {
 		t.Fatalf("judgments %v %v", js, err)
 	}
@@ -119,7 +119,7 @@ func TestProposalOnAStaleBaseIsRefusedAndMayBeRejected(t *testing.T) {
 		t.Fatalf("conflict names generation %d, want the head %d", e.CurrentGeneration, head)
 	}
 	after := h.f.View()
-	if got, _ := after.Proposal("a", "w", p2.ID); got.State != ProposalPending || liveBody(t, h.f, "doc.md").Generation != head {
+	if got, _ := after.Proposals().Get("a", "w", p2.ID); got.State != ProposalPending || liveBody(t, h.f, "doc.md").Generation != head {
 		t.Fatal("a stale accept changed something")
 	}
 	ws, _ := before.Workspace("a", "w")
@@ -148,12 +148,12 @@ func TestProposalSupersedeClosesThePendingOne(t *testing.T) {
 	if r.Superseded != p1.ID {
 		t.Fatalf("superseded %q", r.Superseded)
 	}
-	old, _ := h.f.View().Proposal("a", "w", p1.ID)
+	old, _ := h.f.View().Proposals().Get("a", "w", p1.ID)
 	if old.State != ProposalSuperseded || old.SupersededBy != r.Proposal.ID {
 		t.Fatalf("old %+v", old)
 	}
 	wantConflict(t, "decide superseded", h.decide(p1.ID, DispositionAccept, "s"), ReasonAlreadyDecided)
-	list, _, _ := h.f.View().Proposals("a", "w", ProposalFilter{State: ProposalPending}, 0, 10)
+	list, _, _ := h.f.View().Proposals().List("a", "w", ProposalFilter{State: ProposalPending}, 0, 10)
 	if len(list) != 1 || list[0].ID != r.Proposal.ID {
 		t.Fatalf("pending %v", list)
 	}
@@ -181,7 +181,7 @@ func TestProposalEvidenceMustExist(t *testing.T) {
 			t.Errorf("%s: got %+v, want %s naming %s", tc.name, r.Err, tc.code, tc.field)
 		}
 	}
-	if list, _, _ := h.f.View().Proposals("a", "w", ProposalFilter{}, 0, 10); len(list) != 0 {
+	if list, _, _ := h.f.View().Proposals().List("a", "w", ProposalFilter{}, 0, 10); len(list) != 0 {
 		t.Fatalf("a refused proposal was kept: %v", list)
 	}
 	snap := mustOK(t, "mint", h.do(SnapshotMint{Agent: "a", Workspace: "w", TTLDays: 1})).Snapshot
@@ -216,7 +216,7 @@ func TestProposalEvidenceHoldsHistoryUntilReleased(t *testing.T) {
 	for i := 0; i < 70; i++ { // a minute of ticks past the decision
 		h.do(Tick{})
 	}
-	if _, err := h.f.View().Proposal("a", "w", p.ID); CodeOf(err) != CodeNotFound {
+	if _, err := h.f.View().Proposals().Get("a", "w", p.ID); CodeOf(err) != CodeNotFound {
 		t.Fatalf("decided proposal past retention: %v", err)
 	}
 	if readAt() {
@@ -245,7 +245,7 @@ func TestPendingProposalBlobsAreNotCollected(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		h.do(Tick{})
 	}
-	if _, err := h.f.View().Proposal("a", "w", p.ID); CodeOf(err) != CodeNotFound {
+	if _, err := h.f.View().Proposals().Get("a", "w", p.ID); CodeOf(err) != CodeNotFound {
 		t.Fatalf("pending proposal past its TTL: %v", err)
 	}
 	if br, _ := h.ref(2); br.Count != 0 {
@@ -287,7 +287,7 @@ func TestDecidedProposalsAreKeptForTheRootsRetention(t *testing.T) {
 	p := mustOK(t, "propose", h.do(ProposalCreate{Agent: "a", Workspace: "w", Path: "r.bin", RequestID: "r1",
 		Body: FileBody{Size: 100, Digest: Digest{4}, Segments: []Segment{seg}}})).Proposal
 	mustOK(t, "reject", h.decide(p.ID, DispositionReject, "s"))
-	kept := func() bool { _, err := h.f.View().Proposal("a", "w", p.ID); return err == nil }
+	kept := func() bool { _, err := h.f.View().Proposals().Get("a", "w", p.ID); return err == nil }
 	for range 120 { // 2 minutes of command time: past ProposalRetention, within the root's Age
 		h.do(Tick{})
 	}
@@ -337,8 +337,8 @@ func TestProposalsSurviveSnapshotRestore(t *testing.T) {
 		t.Fatal("restored state differs")
 	}
 	for _, f := range []*FSM{h.f, g} {
-		list, _, _ := f.View().Proposals("a", "w", ProposalFilter{}, 0, 10)
-		js, _, _ := f.View().Judgments("a", "w", "", 0, 10)
+		list, _, _ := f.View().Proposals().List("a", "w", ProposalFilter{}, 0, 10)
+		js, _, _ := f.View().Proposals().Judgments("a", "w", "", 0, 10)
 		if len(list) != 2 || len(js) != 1 || js[0].ProposalID != p1.ID {
 			t.Fatalf("listing after restore: %d proposals, %d judgments", len(list), len(js))
 		}
@@ -360,19 +360,19 @@ func TestProposalsListPagesAndFilters(t *testing.T) {
 		ids = append(ids, mustOK(t, "propose", h.propose(path, "r"+string(rune('0'+i)), 0, "x")).Proposal.ID)
 	}
 	v := h.f.View()
-	page, more, _ := v.Proposals("a", "w", ProposalFilter{}, 0, 3)
+	page, more, _ := v.Proposals().List("a", "w", ProposalFilter{}, 0, 3)
 	if len(page) != 3 || !more || page[0].ID != ids[0] {
 		t.Fatalf("first page %d more=%v", len(page), more)
 	}
-	rest, more, _ := v.Proposals("a", "w", ProposalFilter{}, page[2].CreatedVersion, 3)
+	rest, more, _ := v.Proposals().List("a", "w", ProposalFilter{}, page[2].CreatedVersion, 3)
 	if len(rest) != 1 || more || rest[0].ID != ids[3] {
 		t.Fatalf("second page %d more=%v", len(rest), more)
 	}
-	onA, _, _ := v.Proposals("a", "w", ProposalFilter{Path: "a.md"}, 0, 10)
+	onA, _, _ := v.Proposals().List("a", "w", ProposalFilter{Path: "a.md"}, 0, 10)
 	if len(onA) != 2 || onA[0].ID != ids[0] || onA[1].ID != ids[2] {
 		t.Fatalf("path filter %d", len(onA))
 	}
-	if _, _, err := v.Proposals("a", "nope", ProposalFilter{}, 0, 10); CodeOf(err) != CodeNotFound {
+	if _, _, err := v.Proposals().List("a", "nope", ProposalFilter{}, 0, 10); CodeOf(err) != CodeNotFound {
 		t.Fatalf("missing workbench: %v", err)
 	}
 }
@@ -440,7 +440,7 @@ func TestProposalAcceptWithExpectRevisionNeedsAnUnchangedWorkbench(t *testing.T)
 	if _, err := h.f.View().File(h.ws(), "packs/mine"); CodeOf(err) != CodeNotFound {
 		t.Fatalf("a refused accept wrote the file: %v", err)
 	}
-	if got, _ := h.f.View().Proposal("a", "w", p.ID); got.State != ProposalPending {
+	if got, _ := h.f.View().Proposals().Get("a", "w", p.ID); got.State != ProposalPending {
 		t.Fatalf("a refused accept decided the proposal: %s", got.State)
 	}
 	r = h.do(ProposalDecide{Agent: "a", Workspace: "w", ID: p.ID, Disposition: DispositionAccept, SubmissionID: "s2", ExpectRevision: h.ws().Revision})

@@ -43,7 +43,18 @@ type PurgeRoot struct {
 func (DeleteWorkspace) Op() Op { return OpDeleteWorkspace }
 func (PurgeRoot) Op() Op       { return OpPurgeRoot }
 
-func (a *applier) deleteWorkspace(c DeleteWorkspace) Result {
+// purgeApplier deletes workbenches (DeleteWorkspace, PurgeRoot) and runs the bounded
+// retention steps that remove a deleted incarnation's records afterwards, each releasing
+// the blob references it drops (files.account). A deletion frees the name at once and
+// takes the workbench's usage off its root; nothing of the old incarnation ever resolves
+// under the name again.
+type purgeApplier struct {
+	*applyCtx
+	files *fileApplier
+	feed  *feedApplier
+}
+
+func (a *purgeApplier) deleteWorkspace(c DeleteWorkspace) Result {
 	if err := ValidateName("agent", c.Agent); err != nil {
 		return Result{Err: err}
 	}
@@ -68,7 +79,7 @@ func (a *applier) deleteWorkspace(c DeleteWorkspace) Result {
 
 // deletable refuses to delete a workbench a restore is using: as its source (the restore
 // holds its history) or as its staging destination.
-func (a *applier) deletable(ws *Workspace) *Error {
+func (a *purgeApplier) deletable(ws *Workspace) *Error {
 	if ws.State == WorkspaceStaging {
 		return &Error{Code: CodeInvalidState, OperationID: ws.RestoreOp,
 			Message: "workbench " + strconv.Quote(ws.Name) + " is being restored; delete it after the restore completes"}
@@ -82,7 +93,7 @@ func (a *applier) deletable(ws *Workspace) *Error {
 
 // restoreReading returns a restore in progress that reads from ws, or nil. It visits the
 // root's restore records (finished ones stay for the retention window).
-func (a *applier) restoreReading(ws *Workspace) *RestoreOp {
+func (a *purgeApplier) restoreReading(ws *Workspace) *RestoreOp {
 	var found *RestoreOp
 	prefix := ws.Agent + "\x00"
 	a.st.restores.Ascend(prefix, func(k string, op *RestoreOp) bool {
@@ -101,7 +112,7 @@ func (a *applier) restoreReading(ws *Workspace) *RestoreOp {
 // removeWorkspace deletes ws's record, retires its held snapshots (O(held snapshots),
 // which SnapshotMint.MaxHeld bounds), takes its usage off the root and schedules the
 // purge of its incarnation's records.
-func (a *applier) removeWorkspace(root *Root, ws *Workspace) {
+func (a *purgeApplier) removeWorkspace(root *Root, ws *Workspace) {
 	s := a.st
 	prefix := u64(ws.Incarnation)
 	var held []string
@@ -123,12 +134,12 @@ func (a *applier) removeWorkspace(root *Root, ws *Workspace) {
 		}
 	}
 	s.workspaces.Delete(workspaceKey(ws.Agent, ws.Name))
-	a.addUsage(ws.Agent, Usage{Workbenches: -1, Files: -ws.Files, Bytes: -ws.Bytes, Snapshots: -int64(len(held))})
+	a.files.addUsage(ws.Agent, Usage{Workbenches: -1, Files: -ws.Files, Bytes: -ws.Bytes, Snapshots: -int64(len(held))})
 	a.schedulePurge(purgeItem{rootUID: root.UID, agent: ws.Agent, inc: ws.Incarnation, phase: purgePaths})
-	a.emit(ws.Agent, Event{Kind: EventWorkbenchDelete, Workbench: ws.Name, Generation: s.version, Producer: a.prod})
+	a.feed.emit(ws.Agent, Event{Kind: EventWorkbenchDelete, Workbench: ws.Name, Generation: s.version, Producer: a.prod})
 }
 
-func (a *applier) purgeRoot(c PurgeRoot) Result {
+func (a *purgeApplier) purgeRoot(c PurgeRoot) Result {
 	if err := ValidateName("agent", c.Agent); err != nil {
 		return Result{Err: err}
 	}
@@ -161,7 +172,7 @@ func (a *applier) purgeRoot(c PurgeRoot) Result {
 	for _, ws := range batch {
 		a.removeWorkspace(root, ws)
 	}
-	a.emit(c.Agent, Event{Kind: EventRootPurge, Deleted: int64(len(batch)), Generation: s.version, Producer: a.prod})
+	a.feed.emit(c.Agent, Event{Kind: EventRootPurge, Deleted: int64(len(batch)), Generation: s.version, Producer: a.prod})
 	return Result{Deleted: int64(len(batch)), More: more, RootUID: root.UID}
 }
 
@@ -216,7 +227,7 @@ func decodePurgeItem(v string) (purgeItem, bool) {
 		phase: rest[incarnationKeySize], resume: rest[incarnationKeySize+1:]}, true
 }
 
-func (a *applier) schedulePurge(p purgeItem) {
+func (a *purgeApplier) schedulePurge(p purgeItem) {
 	s := a.st
 	s.seq++
 	s.retention.Set(retentionKey(s.nowMs, s.seq), p.encode())
@@ -224,7 +235,7 @@ func (a *applier) schedulePurge(p purgeItem) {
 
 // purgeStep handles up to purgeBatch records of one phase of a workbench purge and
 // schedules the rest (the same phase after its last key, or the next phase).
-func (a *applier) purgeStep(v string) {
+func (a *purgeApplier) purgeStep(v string) {
 	p, ok := decodePurgeItem(v)
 	if !ok {
 		return
@@ -243,7 +254,7 @@ func (a *applier) purgeStep(v string) {
 		keys, more = keyBatch(s.paths, pivot, prefix, purgeBatch)
 		for _, k := range keys {
 			rec, _ := s.paths.Get(k)
-			a.account(p.rootUID, rec.Chain, nil)
+			a.files.account(p.rootUID, rec.Chain, nil)
 			s.indexFile(p.inc, keyPath(k), rec.live(), nil)
 			s.paths.Delete(k)
 			s.history.Delete(k)
@@ -285,7 +296,7 @@ func purgeTable[V any](m *btree.Map[string, V], pivot, prefix string) (keys []st
 
 // purgeSnapshotRecords deletes, visiting up to purgeBatch snapshot records of the agent
 // root per step, the records of the purged incarnation and the names resolving to them.
-func (a *applier) purgeSnapshotRecords(p purgeItem) {
+func (a *purgeApplier) purgeSnapshotRecords(p purgeItem) {
 	s := a.st
 	prefix := p.agent + "\x00"
 	pivot := prefix

@@ -123,3 +123,9 @@ func compileDirection(arg string, d SortDirection) (bool, *Error) {
 	}
 	return false, invalidArg(arg, "must be asc or desc, got %q", d)
 }
+
+// QueryView is the metadata queries of one View (View.Queries): search, aggregate,
+// catalog and the scope bound a caller checks before it runs one (the package doc's
+// "Queries"). Every query reads only through its View, as every facet does, so it sees
+// exactly the files visible at the View's version under its restriction.
+type QueryView struct{ v *View }

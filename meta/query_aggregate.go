@@ -53,11 +53,11 @@ type AggregateResult struct {
 
 // Aggregate groups the files in scope that match every predicate and computes the
 // measures of each group. InvalidArguments (naming the argument) for a bad query.
-func (v *View) Aggregate(q AggregateQuery) (AggregateResult, *Error) {
-	return v.aggregate(q, planAuto)
+func (qv QueryView) Aggregate(q AggregateQuery) (AggregateResult, *Error) {
+	return qv.aggregate(q, planAuto)
 }
 
-func (v *View) aggregate(q AggregateQuery, mode planMode) (AggregateResult, *Error) {
+func (qv QueryView) aggregate(q AggregateQuery, mode planMode) (AggregateResult, *Error) {
 	preds, err := compilePredicates(q.Predicates)
 	if err != nil {
 		return AggregateResult{}, err
@@ -124,11 +124,11 @@ func (v *View) aggregate(q AggregateQuery, mode planMode) (AggregateResult, *Err
 	if err != nil {
 		return AggregateResult{}, err
 	}
-	wss, err := v.scopeWorkspaces(q.Scope)
+	wss, err := qv.scopeWorkspaces(q.Scope)
 	if err != nil {
 		return AggregateResult{}, err
 	}
-	ms, examined, index := v.collect(wss, q.Scope.Path, preds, mode)
+	ms, examined, index := qv.collect(wss, q.Scope.Path, preds, mode)
 
 	type groupAcc struct {
 		key   [MaxGroupBy]FieldValue
@@ -200,7 +200,7 @@ func (v *View) aggregate(q AggregateQuery, mode planMode) (AggregateResult, *Err
 		}
 		return 0
 	})
-	res := AggregateResult{Version: v.at, TotalGroups: int64(len(out)), Matched: int64(len(ms)), Examined: examined, Index: index}
+	res := AggregateResult{Version: qv.v.at, TotalGroups: int64(len(out)), Matched: int64(len(ms)), Examined: examined, Index: index}
 	if len(out) > limit {
 		out = out[:limit]
 	}

@@ -38,11 +38,11 @@ type CatalogResult struct {
 // Catalog lists the fields of the files in scope with their observed types, the number of
 // files that have each and the operators each accepts; with IncludeFacets also their top
 // values. It always scans the scope. InvalidArguments for a bad scope or field_prefix.
-func (v *View) Catalog(q CatalogQuery) (CatalogResult, *Error) {
+func (qv QueryView) Catalog(q CatalogQuery) (CatalogResult, *Error) {
 	if len(q.FieldPrefix) > MaxFieldNameBytes {
 		return CatalogResult{}, invalidArg("field_prefix", "must be at most %d bytes", MaxFieldNameBytes)
 	}
-	wss, err := v.scopeWorkspaces(q.Scope)
+	wss, err := qv.scopeWorkspaces(q.Scope)
 	if err != nil {
 		return CatalogResult{}, err
 	}
@@ -57,9 +57,9 @@ func (v *View) Catalog(q CatalogQuery) (CatalogResult, *Error) {
 			stats[name] = &stat{}
 		}
 	}
-	res := CatalogResult{Version: v.at}
+	res := CatalogResult{Version: qv.v.at}
 	for _, ws := range wss {
-		v.scanFiles(ws, q.Scope.Path, func(path string, e *Entry) {
+		qv.scanFiles(ws, q.Scope.Path, func(path string, e *Entry) {
 			res.Files++
 			forEachField(path, e, func(name string, fv FieldValue) {
 				if !strings.HasPrefix(name, q.FieldPrefix) {

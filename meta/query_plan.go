@@ -24,7 +24,7 @@ type match struct {
 }
 
 // scopeWorkspaces resolves a scope to its workbenches, in name order.
-func (v *View) scopeWorkspaces(sc Scope) ([]*Workspace, *Error) {
+func (qv QueryView) scopeWorkspaces(sc Scope) ([]*Workspace, *Error) {
 	if sc.Path != "" {
 		if err := ValidatePath("path", sc.Path); err != nil {
 			return nil, err
@@ -38,13 +38,13 @@ func (v *View) scopeWorkspaces(sc Scope) ([]*Workspace, *Error) {
 	}
 	var out []*Workspace
 	prefix := sc.Agent + "\x00"
-	v.st.workspaces.Ascend(prefix, func(k string, ws *Workspace) bool {
+	qv.v.st.workspaces.Ascend(prefix, func(k string, ws *Workspace) bool {
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
 		// The visibility rule of View.Workspace: staging workbenches and workbenches
 		// created after the view's version are invisible.
-		if ws.State == WorkspaceVisible && ws.CreatedVersion <= v.at && v.shows(sc.Agent, ws.Name) {
+		if ws.State == WorkspaceVisible && ws.CreatedVersion <= qv.v.at && qv.v.shows(sc.Agent, ws.Name) {
 			out = append(out, ws)
 		}
 		return true
@@ -55,25 +55,25 @@ func (v *View) scopeWorkspaces(sc Scope) ([]*Workspace, *Error) {
 // collect returns the files in scope that match every predicate, in canonical order
 // (workbench name, then path component-wise), how many files it checked, and the field
 // whose index produced the candidates ("" = a scan).
-func (v *View) collect(wss []*Workspace, dir string, preds []pred, mode planMode) ([]match, int64, string) {
+func (qv QueryView) collect(wss []*Workspace, dir string, preds []pred, mode planMode) ([]match, int64, string) {
 	var ms []match
 	var examined int64
-	if mode != planScan && v.live() {
-		if p := v.choosePredicate(wss, dir, preds, mode == planIndex); p != nil {
+	if mode != planScan && qv.v.live() {
+		if p := qv.choosePredicate(wss, dir, preds, mode == planIndex); p != nil {
 			for _, ws := range wss {
 				base := indexFieldBase(ws.Incarnation, p.field)
 				var paths []string
 				for _, r := range p.indexRanges(ws.Incarnation) {
-					paths = v.st.rangePaths(r, len(base), paths)
+					paths = qv.v.st.rangePaths(r, len(base), paths)
 				}
 				slices.SortFunc(paths, comparePaths)
 				paths = slices.Compact(paths)
 				for _, path := range paths {
-					if !hasPathPrefix(path, dir) || !v.showsPath(ws.Agent, path) {
+					if !hasPathPrefix(path, dir) || !qv.v.showsPath(ws.Agent, path) {
 						continue
 					}
-					rec, _ := v.st.paths.Get(pathKey(ws.Incarnation, path))
-					e := rec.at(v.at)
+					rec, _ := qv.v.st.paths.Get(pathKey(ws.Incarnation, path))
+					e := rec.at(qv.v.at)
 					if e == nil {
 						continue
 					}
@@ -87,7 +87,7 @@ func (v *View) collect(wss []*Workspace, dir string, preds []pred, mode planMode
 		}
 	}
 	for _, ws := range wss {
-		v.scanFiles(ws, dir, func(path string, e *Entry) {
+		qv.scanFiles(ws, dir, func(path string, e *Entry) {
 			examined++
 			if matchAll(preds, path, e) {
 				ms = append(ms, match{ws: ws, path: path, e: e})
@@ -99,11 +99,11 @@ func (v *View) collect(wss []*Workspace, dir string, preds []pred, mode planMode
 
 // scanFiles calls fn for every file of ws visible at the view's version in the subtree
 // dir (and shown by the view: OnlyPaths), in component-wise path order.
-func (v *View) scanFiles(ws *Workspace, dir string, fn func(path string, e *Entry)) {
+func (qv QueryView) scanFiles(ws *Workspace, dir string, fn func(path string, e *Entry)) {
 	start := pathKey(ws.Incarnation, dir)
 	incPrefix := start[:incarnationKeySize]
 	below := start + "\x00"
-	v.st.paths.Ascend(start, func(key string, rec *pathRecord) bool {
+	qv.v.st.paths.Ascend(start, func(key string, rec *pathRecord) bool {
 		if dir == "" {
 			if !strings.HasPrefix(key, incPrefix) {
 				return false
@@ -111,7 +111,7 @@ func (v *View) scanFiles(ws *Workspace, dir string, fn func(path string, e *Entr
 		} else if key != start && !strings.HasPrefix(key, below) {
 			return false
 		}
-		if e := rec.at(v.at); e != nil && v.showsKey(ws, key) {
+		if e := rec.at(qv.v.at); e != nil && qv.v.showsKey(ws, key) {
 			fn(keyPath(key), e)
 		}
 		return true
@@ -122,22 +122,22 @@ func (v *View) scanFiles(ws *Workspace, dir string, fn func(path string, e *Entr
 // workbenches in scope), no file is visited. Callers size a query's memory from it before
 // running the query (every match, group or facet value is at most one per file).
 // InvalidArguments for a bad scope.
-func (v *View) ScopeFiles(sc Scope) (int64, *Error) {
-	wss, err := v.scopeWorkspaces(sc)
+func (qv QueryView) ScopeFiles(sc Scope) (int64, *Error) {
+	wss, err := qv.scopeWorkspaces(sc)
 	if err != nil {
 		return 0, err
 	}
-	return v.liveScopeSize(wss, sc.Path), nil
+	return qv.liveScopeSize(wss, sc.Path), nil
 }
 
 // liveScopeSize counts the live files in scope from the directory counters.
-func (v *View) liveScopeSize(wss []*Workspace, dir string) int64 {
+func (qv QueryView) liveScopeSize(wss []*Workspace, dir string) int64 {
 	var n int64
 	for _, ws := range wss {
-		dr, _ := v.st.dirs.Get(pathKey(ws.Incarnation, dir))
+		dr, _ := qv.v.st.dirs.Get(pathKey(ws.Incarnation, dir))
 		n += dr.Files
 		if dir != "" {
-			if rec, ok := v.st.paths.Get(pathKey(ws.Incarnation, dir)); ok && rec.live() != nil {
+			if rec, ok := qv.v.st.paths.Get(pathKey(ws.Incarnation, dir)); ok && rec.live() != nil {
 				n++
 			}
 		}
@@ -150,7 +150,7 @@ func (v *View) liveScopeSize(wss []*Workspace, dir string) int64 {
 // the keys of every indexable predicate up to a cap that doubles each round, so it stops
 // soon after the most selective one is exhausted; the keys it counts in total never exceed
 // the live files in scope, so planning never costs more than the scan it may avoid.
-func (v *View) choosePredicate(wss []*Workspace, dir string, preds []pred, force bool) *pred {
+func (qv QueryView) choosePredicate(wss []*Workspace, dir string, preds []pred, force bool) *pred {
 	order := make([]int, 0, len(preds))
 	for i := range preds {
 		if preds[i].indexable() {
@@ -163,7 +163,7 @@ func (v *View) choosePredicate(wss []*Workspace, dir string, preds []pred, force
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(preds[a].indexRank(), preds[b].indexRank()) })
 	scope := int64(math.MaxInt64)
 	if !force {
-		scope = v.liveScopeSize(wss, dir)
+		scope = qv.liveScopeSize(wss, dir)
 	}
 	budget := scope
 	for capN := int64(16); ; capN *= 2 {
@@ -179,7 +179,7 @@ func (v *View) choosePredicate(wss []*Workspace, dir string, preds []pred, force
 			for _, ws := range wss {
 				for _, r := range p.indexRanges(ws.Incarnation) {
 					if n < limit {
-						n += v.st.countRange(r, limit-n)
+						n += qv.v.st.countRange(r, limit-n)
 					}
 				}
 			}

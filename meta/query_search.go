@@ -70,9 +70,9 @@ type SearchResult struct {
 // Search returns a page of the files in scope that match every predicate, in the
 // requested order, with facets over all matches. InvalidArguments (naming the argument)
 // for a bad query; it never fails otherwise.
-func (v *View) Search(q Query) (SearchResult, *Error) { return v.search(q, planAuto) }
+func (qv QueryView) Search(q Query) (SearchResult, *Error) { return qv.search(q, planAuto) }
 
-func (v *View) search(q Query, mode planMode) (SearchResult, *Error) {
+func (qv QueryView) search(q Query, mode planMode) (SearchResult, *Error) {
 	preds, err := compilePredicates(q.Predicates)
 	if err != nil {
 		return SearchResult{}, err
@@ -105,12 +105,12 @@ func (v *View) search(q Query, mode planMode) (SearchResult, *Error) {
 			}
 		}
 	}
-	wss, err := v.scopeWorkspaces(q.Scope)
+	wss, err := qv.scopeWorkspaces(q.Scope)
 	if err != nil {
 		return SearchResult{}, err
 	}
-	ms, examined, index := v.collect(wss, q.Scope.Path, preds, mode)
-	res := SearchResult{Version: v.at, Total: int64(len(ms)), Examined: examined, Index: index}
+	ms, examined, index := qv.collect(wss, q.Scope.Path, preds, mode)
+	res := SearchResult{Version: qv.v.at, Total: int64(len(ms)), Examined: examined, Index: index}
 	for _, f := range facets {
 		res.Facets = append(res.Facets, facetOf(f, ms))
 	}

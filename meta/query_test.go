@@ -81,7 +81,7 @@ func searchAll(t tb, v *View, q Query, mode planMode) ([]string, SearchResult) {
 	var out []string
 	var first SearchResult
 	for page := 0; ; page++ {
-		r, err := v.search(q, mode)
+		r, err := v.Queries().search(q, mode)
 		if err != nil {
 			t.Fatalf("%s search: %v", planName(mode), err)
 		}
@@ -127,7 +127,7 @@ func TestBuiltinFieldsDescribeEveryFile(t *testing.T) {
 	x.put("w", "logs/trail.", "", nil)
 	x.put("w", "a.tar.gz", "", map[string]FieldValue{"owner": StringField("ann")})
 	v := x.f.View()
-	res, err := v.Search(Query{Scope: Scope{Workbench: x.ws(v, "w")}, Fields: append(BuiltinFields(), "owner")})
+	res, err := v.Queries().Search(Query{Scope: Scope{Workbench: x.ws(v, "w")}, Fields: append(BuiltinFields(), "owner")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestBuiltinFieldsDescribeEveryFile(t *testing.T) {
 		t.Errorf("a.tar.gz: %v", got["a.tar.gz"])
 	}
 	// The default projection is the built-in fields only.
-	res, _ = v.Search(Query{Scope: Scope{Workbench: x.ws(v, "w")}, Predicates: []Predicate{{Field: "owner", Op: PredExists}}})
+	res, _ = v.Queries().Search(Query{Scope: Scope{Workbench: x.ws(v, "w")}, Predicates: []Predicate{{Field: "owner", Op: PredExists}}})
 	if len(res.Hits) != 1 || len(res.Hits[0].Fields) != 7 {
 		t.Fatalf("default projection: %+v", res.Hits)
 	}
@@ -296,7 +296,7 @@ func TestInvalidQueriesNameTheArgument(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := v.Search(tc.q)
+			_, err := v.Queries().Search(tc.q)
 			if err == nil || err.Code != CodeInvalidArguments || err.Field != tc.field {
 				t.Fatalf("error %v, want InvalidArguments on %s", err, tc.field)
 			}
@@ -365,7 +365,7 @@ func TestPagingIsExactAtAFixedVersion(t *testing.T) {
 				var got []string
 				pages := 0
 				for {
-					r, err := v.Search(q)
+					r, err := v.Queries().Search(q)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -432,7 +432,7 @@ func TestFacetsCountAllMatchesNotOnlyThePage(t *testing.T) {
 	q := Query{Scope: Scope{Workbench: ws}, Limit: 2, Facets: []string{"color", "id", "weight"},
 		Predicates: []Predicate{{Field: "id", Op: PredLt, Value: 25}}}
 	for _, mode := range allPlans {
-		r, err := v.search(q, mode)
+		r, err := v.Queries().search(q, mode)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -483,7 +483,7 @@ func TestAggregateGroupsMeasuresAndSorts(t *testing.T) {
 		Sort: []SortKey{{Field: "bytes", Direction: SortDesc}}}
 	var want AggregateResult
 	for i, mode := range allPlans {
-		r, err := v.aggregate(q, mode)
+		r, err := v.Queries().aggregate(q, mode)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -510,7 +510,7 @@ func TestAggregateGroupsMeasuresAndSorts(t *testing.T) {
 	}
 
 	// Sorting by a group field puts null last; limit keeps the first groups.
-	r, err := v.Aggregate(AggregateQuery{Scope: Scope{Workbench: ws}, Measures: measures[:1], GroupBy: []string{ArtifactSection, "model"},
+	r, err := v.Queries().Aggregate(AggregateQuery{Scope: Scope{Workbench: ws}, Measures: measures[:1], GroupBy: []string{ArtifactSection, "model"},
 		Sort: []SortKey{{Field: ArtifactSection, Direction: SortDesc}}, Limit: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -524,7 +524,7 @@ func TestAggregateGroupsMeasuresAndSorts(t *testing.T) {
 	}
 
 	// Without group_by there is one group, even over no matches.
-	r, err = v.Aggregate(AggregateQuery{Scope: Scope{Workbench: ws}, Measures: measures,
+	r, err = v.Queries().Aggregate(AggregateQuery{Scope: Scope{Workbench: ws}, Measures: measures,
 		Predicates: []Predicate{{Field: "model", Op: PredEq, Value: "none"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -559,7 +559,7 @@ func TestInvalidAggregatesNameTheArgument(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := v.Aggregate(tc.q)
+			_, err := v.Queries().Aggregate(tc.q)
 			if err == nil || err.Code != CodeInvalidArguments || err.Field != tc.field {
 				t.Fatalf("error %v, want InvalidArguments on %s", err, tc.field)
 			}
@@ -575,7 +575,7 @@ func TestCatalogListsFieldsTypesCountsAndOperators(t *testing.T) {
 	x.put("w", "outputs/d", "", map[string]FieldValue{"stage": IntField(1)})
 	v := x.f.View()
 	ws := x.ws(v, "w")
-	r, err := v.Catalog(CatalogQuery{Scope: Scope{Workbench: ws}})
+	r, err := v.Queries().Catalog(CatalogQuery{Scope: Scope{Workbench: ws}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -613,7 +613,7 @@ func TestCatalogListsFieldsTypesCountsAndOperators(t *testing.T) {
 	}
 
 	// A prefix and a path narrow the catalog; facets count values over the scope.
-	r, err = v.Catalog(CatalogQuery{Scope: Scope{Workbench: ws, Path: "input"}, FieldPrefix: "mo", IncludeFacets: true})
+	r, err = v.Queries().Catalog(CatalogQuery{Scope: Scope{Workbench: ws, Path: "input"}, FieldPrefix: "mo", IncludeFacets: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -621,11 +621,11 @@ func TestCatalogListsFieldsTypesCountsAndOperators(t *testing.T) {
 		!reflect.DeepEqual(*r.Fields[0].Facet, Facet{Field: "model", Distinct: 1, Values: []FacetValue{{StringField("m1"), 2}}}) {
 		t.Fatalf("narrowed catalog %+v", r)
 	}
-	r, _ = v.Catalog(CatalogQuery{Scope: Scope{Workbench: ws}, FieldPrefix: "artifact.s", IncludeFacets: true})
+	r, _ = v.Queries().Catalog(CatalogQuery{Scope: Scope{Workbench: ws}, FieldPrefix: "artifact.s", IncludeFacets: true})
 	if len(r.Fields) != 2 || r.Fields[0].Name != ArtifactSection || r.Fields[0].Facet.Values[0] != (FacetValue{StringField("input"), 2}) {
 		t.Fatalf("built-in catalog %+v", r)
 	}
-	if _, err := v.Catalog(CatalogQuery{Scope: Scope{Workbench: ws}, FieldPrefix: strings.Repeat("a", 129)}); err == nil || err.Field != "field_prefix" {
+	if _, err := v.Queries().Catalog(CatalogQuery{Scope: Scope{Workbench: ws}, FieldPrefix: strings.Repeat("a", 129)}); err == nil || err.Field != "field_prefix" {
 		t.Fatalf("long field prefix: %v", err)
 	}
 }
@@ -659,11 +659,11 @@ func TestRootScopeSkipsStagingAndLaterWorkbenches(t *testing.T) {
 	if got := strings.Join(searchEveryPlan(t, v, q), ","); got != "w1:outputs/a,w2:outputs/a,w3:outputs/a,w4:outputs/a" {
 		t.Fatalf("root search: %s", got)
 	}
-	agg, err := v.Aggregate(AggregateQuery{Scope: Scope{Agent: "a"}, Measures: []Measure{{Name: "n", Op: MeasureCount}}})
+	agg, err := v.Queries().Aggregate(AggregateQuery{Scope: Scope{Agent: "a"}, Measures: []Measure{{Name: "n", Op: MeasureCount}}})
 	if err != nil || agg.Groups[0].Count != 4 {
 		t.Fatalf("root aggregate %+v %v", agg, err)
 	}
-	cat, err := v.Catalog(CatalogQuery{Scope: Scope{Agent: "a"}})
+	cat, err := v.Queries().Catalog(CatalogQuery{Scope: Scope{Agent: "a"}})
 	if err != nil || cat.Files != 4 {
 		t.Fatalf("root catalog %+v %v", cat, err)
 	}
@@ -701,7 +701,7 @@ func TestQueryAtAnOlderVersionIgnoresLaterWrites(t *testing.T) {
 	if got := strings.Join(searchEveryPlan(t, old, q), ","); got != "w:outputs/r5.json,w:outputs/r4.json,w:outputs/r3.json,w:outputs/r2.json,w:outputs/r1.json,w:outputs/r0.json" {
 		t.Fatalf("old search: %s", got)
 	}
-	r, _ := old.Search(q)
+	r, _ := old.Queries().Search(q)
 	if r.Index != "" || r.Version != then {
 		t.Fatalf("an old view used the live index (%q) or the wrong version %d", r.Index, r.Version)
 	}
@@ -709,15 +709,15 @@ func TestQueryAtAnOlderVersionIgnoresLaterWrites(t *testing.T) {
 		t.Fatalf("live search: %s", got)
 	}
 	// The append kept the fields and changed the size.
-	r, _ = live.Search(Query{Scope: Scope{Workbench: ws}, Predicates: []Predicate{{Field: ArtifactSizeBytes, Op: PredEq, Value: 6}}, Fields: []string{"n"}})
+	r, _ = live.Queries().Search(Query{Scope: Scope{Workbench: ws}, Predicates: []Predicate{{Field: ArtifactSizeBytes, Op: PredEq, Value: 6}}, Fields: []string{"n"}})
 	if len(r.Hits) != 1 || r.Hits[0].Path != "outputs/r2.json" || r.Hits[0].Fields["n"] != IntField(2) {
 		t.Fatalf("appended file: %+v", r.Hits)
 	}
-	oldAgg, _ := old.Aggregate(AggregateQuery{Scope: Scope{Workbench: ws}, Measures: []Measure{{Name: "sum", Op: MeasureSum, Field: "n"}}})
+	oldAgg, _ := old.Queries().Aggregate(AggregateQuery{Scope: Scope{Workbench: ws}, Measures: []Measure{{Name: "sum", Op: MeasureSum, Field: "n"}}})
 	if oldAgg.Groups[0].Values[0] != IntField(15) {
 		t.Fatalf("old aggregate %+v", oldAgg)
 	}
-	oldCat, _ := old.Catalog(CatalogQuery{Scope: Scope{Workbench: ws}, FieldPrefix: "status", IncludeFacets: true})
+	oldCat, _ := old.Queries().Catalog(CatalogQuery{Scope: Scope{Workbench: ws}, FieldPrefix: "status", IncludeFacets: true})
 	if oldCat.Files != 6 || oldCat.Fields[0].Facet.Values[0] != (FacetValue{StringField("ok"), 6}) {
 		t.Fatalf("old catalog %+v", oldCat)
 	}
@@ -755,7 +755,7 @@ func TestTheLiveViewUsesTheIndexWhenItIsSelective(t *testing.T) {
 	}
 	v := x.f.View()
 	ws := x.ws(v, "w")
-	r, err := v.Search(Query{Scope: Scope{Workbench: ws}, Predicates: []Predicate{
+	r, err := v.Queries().Search(Query{Scope: Scope{Workbench: ws}, Predicates: []Predicate{
 		{Field: "kind", Op: PredEq, Value: "common"}, {Field: "id", Op: PredIn, Value: []any{7, 8}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -763,16 +763,16 @@ func TestTheLiveViewUsesTheIndexWhenItIsSelective(t *testing.T) {
 	if r.Index != "id" || r.Examined != 2 || r.Total != 2 {
 		t.Fatalf("selective query: index %q examined %d total %d", r.Index, r.Examined, r.Total)
 	}
-	r, _ = v.Search(Query{Scope: Scope{Workbench: ws}, Predicates: []Predicate{{Field: "id", Op: PredGte, Value: 150}}})
+	r, _ = v.Queries().Search(Query{Scope: Scope{Workbench: ws}, Predicates: []Predicate{{Field: "id", Op: PredGte, Value: 150}}})
 	if r.Index != "id" || r.Examined != 50 || r.Total != 50 {
 		t.Fatalf("range query: index %q examined %d total %d", r.Index, r.Examined, r.Total)
 	}
 	// Nothing to gain from the index: scan.
-	r, _ = v.Search(Query{Scope: Scope{Workbench: ws}, Predicates: []Predicate{{Field: "kind", Op: PredEq, Value: "common"}}})
+	r, _ = v.Queries().Search(Query{Scope: Scope{Workbench: ws}, Predicates: []Predicate{{Field: "kind", Op: PredEq, Value: "common"}}})
 	if r.Index != "" || r.Examined != 200 || r.Total != 200 {
 		t.Fatalf("unselective query: index %q examined %d total %d", r.Index, r.Examined, r.Total)
 	}
-	r, _ = v.Search(Query{Scope: Scope{Workbench: ws}, Predicates: []Predicate{{Field: "kind", Op: PredNe, Value: "x"}}})
+	r, _ = v.Queries().Search(Query{Scope: Scope{Workbench: ws}, Predicates: []Predicate{{Field: "kind", Op: PredNe, Value: "x"}}})
 	if r.Index != "" {
 		t.Fatalf("ne used the index %q", r.Index)
 	}

@@ -70,7 +70,7 @@ func (a *applier) setQuota(c SetQuota) Result {
 			return Result{Err: invalidArg(d.field, "must be 0 (no limit) or positive, got %d", d.v)}
 		}
 	}
-	r := a.ensureRoot(c.Agent)
+	r := a.files.ensureRoot(c.Agent)
 	if q == (Quota{}) {
 		a.st.quotas.Delete(c.Agent)
 	} else {
@@ -81,7 +81,7 @@ func (a *applier) setQuota(c SetQuota) Result {
 }
 
 // addUsage adds d to agent's usage.
-func (a *applier) addUsage(agent string, d Usage) {
+func (a *fileApplier) addUsage(agent string, d Usage) {
 	if d == (Usage{}) {
 		return
 	}
@@ -99,7 +99,7 @@ func (a *applier) addUsage(agent string, d Usage) {
 // Dimensions the command does not grow are not checked (a root over a lowered quota can
 // still shrink). The first exceeded dimension in the order workbenches, files, bytes,
 // snapshots is reported.
-func (a *applier) checkQuota(agent string, d Usage) *Error {
+func (a *fileApplier) checkQuota(agent string, d Usage) *Error {
 	q, ok := a.st.quotas.Get(agent)
 	if !ok {
 		return nil

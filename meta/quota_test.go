@@ -203,10 +203,10 @@ func TestDeletingAWorkbenchReleasesEverythingInBoundedSteps(t *testing.T) {
 	if nw.Files != 0 || len(filesAt(v, nw)) != 0 || nw.HeadIdentity != "" {
 		t.Fatalf("the new workbench sees old state: %+v", nw)
 	}
-	if _, err := v.Snapshot("a", "w", 0, "s1"); CodeOf(err) != CodeSnapshotNotFound {
+	if _, err := v.Lifecycle().Snapshot("a", "w", 0, "s1"); CodeOf(err) != CodeSnapshotNotFound {
 		t.Fatalf("old snapshot name resolves: %v", err)
 	}
-	if len(v.Snapshots("a", "w")) != 0 {
+	if len(v.Lifecycle().Snapshots("a", "w")) != 0 {
 		t.Fatal("old snapshots listed under the new workbench")
 	}
 	// The purge runs in bounded retention steps: keep ticking until it is done.
@@ -266,7 +266,7 @@ func TestDeletingAWorkbenchReleasesEverythingInBoundedSteps(t *testing.T) {
 	zero := 0
 	v = h.f.View()
 	root, _ := v.Root("a")
-	v.Blobs(root.UID, func(b BlobRef) bool {
+	v.Shard().Blobs(root.UID, func(b BlobRef) bool {
 		if b.Count == 0 && b.ZeroSinceMs != 0 {
 			zero++
 		}
@@ -372,7 +372,7 @@ func TestUsageMatchesTheTreeAndQuotasHold(t *testing.T) {
 				b = SnapshotRetire{Agent: "a", Workspace: ws, ID: rapid.SampledFrom(snaps).Draw(t, "snap")}
 			case 7:
 				w, err := v.Workspace("a", ws)
-				held := v.Snapshots("a", ws)
+				held := v.Lifecycle().Snapshots("a", ws)
 				if err != nil || len(held) == 0 {
 					b = Tick{}
 					break

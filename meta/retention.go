@@ -102,7 +102,7 @@ type SetRetention struct {
 func (SetRetention) Op() Op { return OpSetRetention }
 
 // retentionOf returns the policy of the root with uid rootUID.
-func (a *applier) retentionOf(rootUID string) Retention {
+func (a *fileApplier) retentionOf(rootUID string) Retention {
 	if r, ok := a.st.retentions.Get(rootUID); ok {
 		return r
 	}
@@ -121,14 +121,14 @@ func (a *applier) setRetention(c SetRetention) Result {
 			return Result{Err: err}
 		}
 	}
-	root := a.ensureRoot(c.Agent)
+	root := a.files.ensureRoot(c.Agent)
 	if reset {
 		a.st.retentions.Delete(root.UID)
 	} else {
 		a.st.retentions.Set(root.UID, r)
 	}
 	a.scheduleRootReprune(root.UID, c.Agent, "")
-	eff := a.retentionOf(root.UID)
+	eff := a.files.retentionOf(root.UID)
 	return Result{RootUID: root.UID, Retention: &eff, RetentionDefault: reset}
 }
 

@@ -221,7 +221,7 @@ func TestLoweringARootsRetentionReprunesItsPathsAndReleasesBlobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, _, err := v.History(ws, "f", 0, MaxHistoryLimit)
+		rows, _, err := v.History().Versions(ws, "f", 0, MaxHistoryLimit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,33 +377,33 @@ func TestHistoryListsVersionsNewestFirstAndFileAtReadsThem(t *testing.T) {
 	gens = append(gens, h.put("a.txt", "v4").Generation, h.put("a.txt", "v5").Generation)
 	v := h.f.View()
 	ws, _ := v.Workspace("a", "w")
-	rows, more, err := v.History(ws, "a.txt", 0, 1)
+	rows, more, err := v.History().Versions(ws, "a.txt", 0, 1)
 	if err != nil || !more || len(rows) != 1 || rows[0].Version != gens[4] {
 		t.Fatalf("first page %+v more %v err %v", rows, more, err)
 	}
 	if rows[0].Ordinal != 2 || rows[0].Entry.Digest != digestOf([]byte("v5")) {
 		t.Fatalf("newest row %+v", rows[0])
 	}
-	rest, more, err := v.History(ws, "a.txt", rows[0].Version, 10)
+	rest, more, err := v.History().Versions(ws, "a.txt", rows[0].Version, 10)
 	// Versions 4 keeps the current life (v4, v5) and, by age (0), nothing older: the
 	// delete ends the count; its tombstone and v3 went.
 	if err != nil || more || len(rest) != 1 || rest[0].Version != gens[3] {
 		t.Fatalf("second page %+v more %v err %v", rest, more, err)
 	}
-	if _, err := v.FileAt(ws, "a.txt", gens[1]); CodeOf(err) != CodeNotFound || err.(*Error).Field != "generation" {
+	if _, err := v.History().FileAt(ws, "a.txt", gens[1]); CodeOf(err) != CodeNotFound || err.(*Error).Field != "generation" {
 		t.Fatalf("pruned generation: %v", err)
 	}
-	fv, err := v.FileAt(ws, "a.txt", gens[3])
+	fv, err := v.History().FileAt(ws, "a.txt", gens[3])
 	if err != nil || fv.Entry.Digest != digestOf([]byte("v4")) || fv.Version != gens[3] {
 		t.Fatalf("FileAt v4: %+v %v", fv, err)
 	}
-	if _, err := v.FileAt(ws, "a.txt", 999); CodeOf(err) != CodeNotFound {
+	if _, err := v.History().FileAt(ws, "a.txt", 999); CodeOf(err) != CodeNotFound {
 		t.Fatalf("unknown generation: %v", err)
 	}
-	if _, _, err := v.History(ws, "a.txt", 0, 0); CodeOf(err) != CodeInvalidArguments {
+	if _, _, err := v.History().Versions(ws, "a.txt", 0, 0); CodeOf(err) != CodeInvalidArguments {
 		t.Fatalf("limit 0: %v", err)
 	}
-	if _, _, err := v.History(ws, "nothing.txt", 0, 1); CodeOf(err) != CodeNotFound {
+	if _, _, err := v.History().Versions(ws, "nothing.txt", 0, 1); CodeOf(err) != CodeNotFound {
 		t.Fatalf("missing path: %v", err)
 	}
 
@@ -417,15 +417,15 @@ func TestHistoryListsVersionsNewestFirstAndFileAtReadsThem(t *testing.T) {
 	g.put("b.txt", "two")
 	v = g.f.View()
 	ws, _ = v.Workspace("a", "w")
-	rows, _, err = v.History(ws, "b.txt", 0, 10)
+	rows, _, err = v.History().Versions(ws, "b.txt", 0, 10)
 	if err != nil || len(rows) != 3 || rows[1].Entry != nil || rows[1].Version != del.Generation ||
 		rows[1].Producer != (Producer{Principal: "alice", Surface: "rest/delete"}) || rows[2].Entry == nil {
 		t.Fatalf("rows with a tombstone %+v %v", rows, err)
 	}
-	if _, err := v.FileAt(ws, "b.txt", del.Generation); CodeOf(err) != CodeNotFound || err.(*Error).Field != "generation" {
+	if _, err := v.History().FileAt(ws, "b.txt", del.Generation); CodeOf(err) != CodeNotFound || err.(*Error).Field != "generation" {
 		t.Fatalf("a delete's generation: %v", err)
 	}
-	old, err := v.FileAt(ws, "b.txt", rows[2].Version)
+	old, err := v.History().FileAt(ws, "b.txt", rows[2].Version)
 	if err != nil || old.Entry.Digest != digestOf([]byte("one")) {
 		t.Fatalf("FileAt the deleted life's body: %+v %v", old, err)
 	}

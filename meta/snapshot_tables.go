@@ -27,7 +27,7 @@ type snapTable struct {
 	read func(st *state, rec snapRecord) bool
 	// ascend visits the table's records from pivot on, in key order, until fn returns
 	// false; del removes one key. Both nil for the feed, which move_tables.go walks
-	// itself (a root's records of one table: View.ExportRoot and the move's walks).
+	// itself (a root's records of one table: MoveView.Export and the move's walks).
 	ascend func(st *state, pivot string, fn func(k string, rec snapRecord) bool)
 	del    func(st *state, k string)
 }

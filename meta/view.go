@@ -8,6 +8,27 @@ import (
 // View is a consistent, read-only view of one shard's state at one shard version. It is an
 // O(1) copy-on-write copy: taking it never blocks applies for long, and applies never
 // change what it shows. A View is safe for concurrent use.
+//
+// A View answers the files of a workbench at its version (Workspace, File, FileVersion,
+// Stat, List, Files), derives views (At, Only, OnlyPaths) and reads a root's settings
+// (Root, Usage, Quota, Retention); its other reads are cut by concern into facets, each
+// a type of its own:
+//
+//   - History (HistoryView): retained versions, files at a past generation or time, what
+//     a command changed;
+//   - Queries (QueryView): search, aggregate, catalog;
+//   - Feed (FeedView): the change feed;
+//   - Proposals (ProposalView): proposals, judgments, evidence;
+//   - Lifecycle (LifecycleView): snapshots, commits, restores and the views they pin;
+//   - Moves (MoveView): move records and root exports;
+//   - Shard (ShardView): roots, blob references, backup holds, compaction candidates.
+//
+// A facet is a small value that holds its View and reads only through it: the same
+// immutable state, at the same version, under the same restriction. So it is exactly as
+// consistent as its View and as safe for concurrent use, it can never show a newer state
+// than its View, and what a restricted View hides its facets hide. Take a facet from the
+// View being read (v.History().FileAt(ws, path, gen)); a facet kept reads that View,
+// never a later one.
 type View struct {
 	st *state
 	at uint64 // the shard version reads resolve at
@@ -42,7 +63,7 @@ func (v *View) Only(agent string, names ...string) *View {
 // the view shows hold only the paths at or below prefixes (section-qualified, compared
 // component by component: "outputs/run1" holds "outputs/run1/x", never
 // "outputs/run10"): every other path reads exactly as one that does not exist (File,
-// Stat, List, History and its relatives, queries, Files, proposals and judgments, the
+// Stat, List, the history reads (History), queries, Files, proposals and judgments, the
 // change feed), a directory above a prefix holds only what its prefixes hold (DirInfo,
 // a workbench's Files and Bytes), and agent's root-wide records read as unset, as for
 // Only. It keeps v's restriction of agent's workbenches (Only), if any; it is how a
@@ -54,6 +75,27 @@ func (v *View) OnlyPaths(agent string, prefixes ...string) *View {
 	}
 	return &View{st: v.st, at: v.at, history: v.history, only: r}
 }
+
+// History returns the view's history reads.
+func (v *View) History() HistoryView { return HistoryView{v} }
+
+// Queries returns the view's metadata queries.
+func (v *View) Queries() QueryView { return QueryView{v} }
+
+// Feed returns the view's change-feed reads.
+func (v *View) Feed() FeedView { return FeedView{v} }
+
+// Proposals returns the view's proposal reads.
+func (v *View) Proposals() ProposalView { return ProposalView{v} }
+
+// Lifecycle returns the view's reads of snapshots, commits and restores.
+func (v *View) Lifecycle() LifecycleView { return LifecycleView{v} }
+
+// Moves returns the view's reads of root moves.
+func (v *View) Moves() MoveView { return MoveView{v} }
+
+// Shard returns the view's shard-wide reads.
+func (v *View) Shard() ShardView { return ShardView{v} }
 
 // shows reports whether the view shows workbench name of agent (Only).
 func (v *View) shows(agent, name string) bool {
@@ -259,7 +301,7 @@ type FileVersion struct {
 	// Producer made the element: Entry.Producer for a body, the delete's producer for a
 	// tombstone (zero: unknown).
 	Producer Producer
-	// The proposal whose acceptance made a version is its Entry.Proposal; History rows
+	// The proposal whose acceptance made a version is its Entry.Proposal; history rows
 	// carry it through Entry.
 }
 

@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestCommitsListNewestFirstInPages: View.Commits lists a workbench's commits by sealing
-// version, newest first, whatever order their identities sort in; pages of every size
-// continue exactly after the previous page's last commit; a view at an older version does
-// not see later commits; a workbench created again under the same name lists none of its
-// predecessor's.
+// TestCommitsListNewestFirstInPages: LifecycleView.Commits lists a workbench's commits by
+// sealing version, newest first, whatever order their identities sort in; pages of every
+// size continue exactly after the previous page's last commit; a view at an older version
+// does not see later commits; a workbench created again under the same name lists none of
+// its predecessor's.
 func TestCommitsListNewestFirstInPages(t *testing.T) {
 	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
 	h.put("outputs/r.txt", "v0")
@@ -48,7 +48,7 @@ func TestCommitsListNewestFirstInPages(t *testing.T) {
 			if pages > len(order) {
 				t.Fatalf("limit %d: more pages than commits", limit)
 			}
-			page, more := v.Commits(ws, after, limit)
+			page, more := v.Lifecycle().Commits(ws, after, limit)
 			if len(page) > limit || more && len(page) != limit {
 				t.Fatalf("limit %d: a page of %d, more %v", limit, len(page), more)
 			}
@@ -68,7 +68,7 @@ func TestCommitsListNewestFirstInPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if page, more := old.Commits(ws, nil, 100); more || !slices.Equal(identities(page), identities(want[len(want)-3:])) {
+	if page, more := old.Lifecycle().Commits(ws, nil, 100); more || !slices.Equal(identities(page), identities(want[len(want)-3:])) {
 		t.Errorf("at version %d: listed %v (more %v), want %v", sealed[2].Version, identities(page), more, identities(want[len(want)-3:]))
 	}
 
@@ -79,7 +79,7 @@ func TestCommitsListNewestFirstInPages(t *testing.T) {
 	h.put("outputs/r.txt", "again")
 	v = h.f.View()
 	ws, _ = v.Workspace("a", "w")
-	if page, more := v.Commits(ws, nil, 100); len(page) != 0 || more {
+	if page, more := v.Lifecycle().Commits(ws, nil, 100); len(page) != 0 || more {
 		t.Errorf("the new workbench lists %v (more %v), want none", identities(page), more)
 	}
 }

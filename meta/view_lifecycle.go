@@ -5,39 +5,45 @@ import (
 	"strings"
 )
 
+// LifecycleView is the reads of one View about what holds a workbench's history: its
+// snapshots, commits and restores, and the views frozen at the versions they pin
+// (SnapshotView, VersionView). It reads only through its View, as every facet does; the
+// views it returns derive from that View (its state and restriction) at an older version.
+type LifecycleView struct{ v *View }
+
 // SnapshotView resolves a snapshot of workbench ws (by id, or by name when name != "") and
 // returns a view frozen at its read version together with the workbench incarnation it
 // reads. SnapshotNotFound when no such snapshot of this workbench exists;
 // SnapshotExpired (Error.State says expired, retired or reaped) when it is no longer
 // readable.
-func (v *View) SnapshotView(agent, ws string, id uint64, name string) (*View, *Workspace, *WorkbenchSnapshot, error) {
-	_, snap, err := findSnapshot(v.stateOf(agent, ws), agent, ws, id, name)
+func (lv LifecycleView) SnapshotView(agent, ws string, id uint64, name string) (*View, *Workspace, *WorkbenchSnapshot, error) {
+	_, snap, err := findSnapshot(lv.v.stateOf(agent, ws), agent, ws, id, name)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if st := snap.StateAt(v.st.nowMs); st != SnapshotAlive {
+	if st := snap.StateAt(lv.v.st.nowMs); st != SnapshotAlive {
 		return nil, nil, nil, expiredError(snap, st)
 	}
 	w := &Workspace{Agent: agent, Name: ws, Incarnation: snap.Incarnation, Revision: snap.ReadVersion,
 		CreatedVersion: snap.ReadVersion}
-	return v.derive(snap.ReadVersion), w, snap, nil
+	return lv.v.derive(snap.ReadVersion), w, snap, nil
 }
 
 // VersionView returns a view of incarnation ws frozen at version at, for reading a pinned
 // tree (a commit's or a restore's). The caller must hold the version (a commit or a
 // running restore does); unpinned history may have been pruned.
-func (v *View) VersionView(ws *Workspace, at uint64) (*View, *Workspace, error) {
-	if at > v.st.version {
-		return nil, nil, invalidArg("version", "%d is beyond the applied shard version %d", at, v.st.version)
+func (lv LifecycleView) VersionView(ws *Workspace, at uint64) (*View, *Workspace, error) {
+	if at > lv.v.st.version {
+		return nil, nil, invalidArg("version", "%d is beyond the applied shard version %d", at, lv.v.st.version)
 	}
 	w := *ws
 	w.Revision = at
-	return v.derive(at), &w, nil
+	return lv.v.derive(at), &w, nil
 }
 
 // Snapshot returns a snapshot record of workbench ws by id or name, whatever its state.
-func (v *View) Snapshot(agent, ws string, id uint64, name string) (*WorkbenchSnapshot, error) {
-	_, snap, err := findSnapshot(v.stateOf(agent, ws), agent, ws, id, name)
+func (lv LifecycleView) Snapshot(agent, ws string, id uint64, name string) (*WorkbenchSnapshot, error) {
+	_, snap, err := findSnapshot(lv.v.stateOf(agent, ws), agent, ws, id, name)
 	if err != nil {
 		return nil, err
 	}
@@ -45,17 +51,17 @@ func (v *View) Snapshot(agent, ws string, id uint64, name string) (*WorkbenchSna
 }
 
 // Snapshots returns every snapshot of workbench ws (any state), oldest first.
-func (v *View) Snapshots(agent, ws string) []*WorkbenchSnapshot {
-	if !v.shows(agent, ws) {
+func (lv LifecycleView) Snapshots(agent, ws string) []*WorkbenchSnapshot {
+	if !lv.v.shows(agent, ws) {
 		return nil
 	}
 	var out []*WorkbenchSnapshot
 	prefix := agent + "\x00"
-	v.st.snapshots.Ascend(prefix, func(k string, s *WorkbenchSnapshot) bool {
+	lv.v.st.snapshots.Ascend(prefix, func(k string, s *WorkbenchSnapshot) bool {
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
-		if s.Workspace == ws && liveIncarnation(v.st, agent, ws, s.Incarnation) {
+		if s.Workspace == ws && liveIncarnation(lv.v.st, agent, ws, s.Incarnation) {
 			out = append(out, s)
 		}
 		return true
@@ -65,19 +71,19 @@ func (v *View) Snapshots(agent, ws string) []*WorkbenchSnapshot {
 
 // SnapshotAliases returns the names that currently resolve to snap (a name resolves to
 // the newest snapshot minted with it).
-func (v *View) SnapshotAliases(snap *WorkbenchSnapshot) []string {
+func (lv LifecycleView) SnapshotAliases(snap *WorkbenchSnapshot) []string {
 	if snap.Name == "" {
 		return nil
 	}
-	if id, ok := v.st.snapNames.Get(snapNameKey(snap.Agent, snap.Workspace, snap.Name)); ok && id == snap.ID {
+	if id, ok := lv.v.st.snapNames.Get(snapNameKey(snap.Agent, snap.Workspace, snap.Name)); ok && id == snap.ID {
 		return []string{snap.Name}
 	}
 	return nil
 }
 
 // Commit returns the commit of ws with the given identity.
-func (v *View) Commit(ws *Workspace, identity string) (*CommitRecord, bool) {
-	return v.st.commits.Get(commitKey(ws.Incarnation, identity))
+func (lv LifecycleView) Commit(ws *Workspace, identity string) (*CommitRecord, bool) {
+	return lv.v.st.commits.Get(commitKey(ws.Incarnation, identity))
 }
 
 // Commits returns up to limit sealed commits of ws (its incarnation's, as of this view),
@@ -86,7 +92,7 @@ func (v *View) Commit(ws *Workspace, identity string) (*CommitRecord, bool) {
 // says older commits remain. Commits are permanent and not capped per workbench, so the
 // walk reads every commit record of the incarnation once, and holds at most limit+1 of
 // them (limit is the caller's bound; at least 1).
-func (v *View) Commits(ws *Workspace, after *CommitRecord, limit int) (out []*CommitRecord, more bool) {
+func (lv LifecycleView) Commits(ws *Workspace, after *CommitRecord, limit int) (out []*CommitRecord, more bool) {
 	limit = max(limit, 1)
 	newer := func(a, b *CommitRecord) bool { // a comes before b in the listing
 		if a.Version != b.Version {
@@ -95,11 +101,11 @@ func (v *View) Commits(ws *Workspace, after *CommitRecord, limit int) (out []*Co
 		return a.Identity < b.Identity
 	}
 	prefix := u64(ws.Incarnation)
-	v.st.commits.Ascend(prefix, func(k string, c *CommitRecord) bool {
+	lv.v.st.commits.Ascend(prefix, func(k string, c *CommitRecord) bool {
 		if !strings.HasPrefix(k, prefix) {
 			return false
 		}
-		if c.Version > v.at || after != nil && !newer(after, c) {
+		if c.Version > lv.v.at || after != nil && !newer(after, c) {
 			return true
 		}
 		i, _ := slices.BinarySearchFunc(out, c, func(x, y *CommitRecord) int {
@@ -123,11 +129,11 @@ func (v *View) Commits(ws *Workspace, after *CommitRecord, limit int) (out []*Co
 }
 
 // Head returns the head commit of ws as of this view (the workbench record's head).
-func (v *View) Head(ws *Workspace) (*CommitRecord, bool) {
+func (lv LifecycleView) Head(ws *Workspace) (*CommitRecord, bool) {
 	if ws.HeadIdentity == "" {
 		return nil, false
 	}
-	return v.Commit(ws, ws.HeadIdentity)
+	return lv.Commit(ws, ws.HeadIdentity)
 }
 
 // Workspaces returns up to limit visible workbenches of agent in name order after the name
@@ -156,9 +162,9 @@ func (v *View) Workspaces(agent, after string, limit int) (out []*Workspace, mor
 }
 
 // Restore returns a restore operation record.
-func (v *View) Restore(agent, opID string) (*RestoreOp, bool) {
-	op, ok := v.st.restores.Get(restoreKey(agent, opID))
-	if !ok || !v.shows(agent, op.Source) || !v.shows(agent, op.Destination) {
+func (lv LifecycleView) Restore(agent, opID string) (*RestoreOp, bool) {
+	op, ok := lv.v.st.restores.Get(restoreKey(agent, opID))
+	if !ok || !lv.v.shows(agent, op.Source) || !lv.v.shows(agent, op.Destination) {
 		return nil, false
 	}
 	return op, true
@@ -166,9 +172,9 @@ func (v *View) Restore(agent, opID string) (*RestoreOp, bool) {
 
 // RestoresInProgress returns every restore operation still copying (for the leader's
 // restore driver to resume after a restart).
-func (v *View) RestoresInProgress() []*RestoreOp {
+func (lv LifecycleView) RestoresInProgress() []*RestoreOp {
 	var out []*RestoreOp
-	v.st.restores.Scan(func(_ string, op *RestoreOp) bool {
+	lv.v.st.restores.Scan(func(_ string, op *RestoreOp) bool {
 		if op.State == RestoreCopying {
 			out = append(out, op)
 		}
@@ -198,9 +204,9 @@ func (v *View) Files(ws *Workspace, after string, fn func(path string, e *Entry)
 
 // Staging reports whether workbench name of agent exists but is still being restored
 // (invisible to reads, closed to writes).
-func (v *View) Staging(agent, name string) bool {
-	ws, ok := v.st.workspaces.Get(workspaceKey(agent, name))
-	return ok && ws.State == WorkspaceStaging && v.shows(agent, name)
+func (lv LifecycleView) Staging(agent, name string) bool {
+	ws, ok := lv.v.st.workspaces.Get(workspaceKey(agent, name))
+	return ok && ws.State == WorkspaceStaging && lv.v.shows(agent, name)
 }
 
 // stateOf returns the state that answers for workbench ws of agent: the view's, or the

@@ -2,7 +2,7 @@ package meta
 
 import "testing"
 
-// FileVersions lists the current life of a path newest first, never an element of the
+// History().Life lists the current life of a path newest first, never an element of the
 // life a delete ended, and honours its limit.
 func TestFileVersionsListsTheCurrentLifeNewestFirst(t *testing.T) {
 	f, apply, put := pathWriter(t)
@@ -16,26 +16,26 @@ func TestFileVersionsListsTheCurrentLifeNewestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := v.FileVersions(ws, "p.md", 0)
+	all, err := v.History().Life(ws, "p.md", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(all) == 0 || all[0].Ordinal != 2 || all[0].Version != last.Generation {
-		t.Fatalf("FileVersions = %+v, want the live element (ordinal 2, version %d) first", all, last.Generation)
+		t.Fatalf("History().Life = %+v, want the live element (ordinal 2, version %d) first", all, last.Generation)
 	}
 	for i, fv := range all {
 		if fv.Entry == nil || fv.Version <= del.Generation || fv.Ordinal != uint64(2-i) {
 			t.Fatalf("element %d = %+v: want a body of the current life with ordinal %d", i, fv, 2-i)
 		}
 	}
-	if one, _ := v.FileVersions(ws, "p.md", 1); len(one) != 1 || one[0].Version != last.Generation {
+	if one, _ := v.History().Life(ws, "p.md", 1); len(one) != 1 || one[0].Version != last.Generation {
 		t.Fatalf("limit 1: %+v", one)
 	}
 	apply(Delete{Agent: "a", Workspace: "w", Path: "p.md"})
-	if gone, err := f.View().FileVersions(ws, "p.md", 0); err != nil || len(gone) != 0 {
-		t.Fatalf("FileVersions of a deleted path = %+v, %v; want none", gone, err)
+	if gone, err := f.View().History().Life(ws, "p.md", 0); err != nil || len(gone) != 0 {
+		t.Fatalf("History().Life of a deleted path = %+v, %v; want none", gone, err)
 	}
-	if _, err := v.FileVersions(ws, "../x", 0); CodeOf(err) != CodeInvalidArguments {
+	if _, err := v.History().Life(ws, "../x", 0); CodeOf(err) != CodeInvalidArguments {
 		t.Fatalf("a bad path: %v, want InvalidArguments", err)
 	}
 }

@@ -42,7 +42,7 @@ func importRoot(t *testing.T, s *Shard, agent string) {
 	var chunks uint64
 	var records int64
 	for {
-		c, err := view.ExportRoot(agent, pos, 0)
+		c, err := view.Moves().Export(agent, pos, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func importRoot(t *testing.T, s *Shard, agent string) {
 		}
 		pos = c.Next
 	}
-	version, lists, seq := view.MoveCounters()
+	version, lists, seq := view.Moves().Counters()
 	mustOK(meta.MoveImportFinish{MoveRef: ref, Chunks: chunks, Records: records, SourceVersion: version,
 		SourceNextListID: lists, SourceSeq: seq})
 	mustOK(meta.MoveImportConfirm{MoveRef: ref})

@@ -247,7 +247,7 @@ func (s *base) reachesCommand(ctx context.Context, agent string, b meta.Body) (b
 		} else {
 			op = b.(meta.RestoreFinish).OpID
 		}
-		_, ok := view.Restore(agent, op)
+		_, ok := view.Lifecycle().Restore(agent, op)
 		return ok, nil
 	}
 	return a.has(meta.ScopeOf(b).Workbench), nil

@@ -69,7 +69,7 @@ func mayTouchPaths(ctx context.Context, s *base, agent string, b meta.Body) *Err
 		if err != nil {
 			return AsError(err)
 		}
-		if _, err := view.Proposal(agent, d.Workspace, d.ID); err != nil {
+		if _, err := view.Proposals().Get(agent, d.Workspace, d.ID); err != nil {
 			return AsError(err)
 		}
 		return nil

@@ -87,7 +87,7 @@ func catalogCost(files int64, facets bool) int64 {
 // share of the node's query budget, waiting at most Config.QueryQueueTimeout. The caller
 // runs the query, then calls release.
 func (s *base) admitQuery(ctx context.Context, view *meta.View, scope meta.Scope, cost func(files int64) int64) (release func(), err *Error) {
-	files, merr := view.ScopeFiles(scope)
+	files, merr := view.Queries().ScopeFiles(scope)
 	if merr != nil {
 		return nil, AsError(merr)
 	}

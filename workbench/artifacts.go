@@ -72,7 +72,7 @@ func (s *Review) ProposeArtifact(ctx context.Context, agent string, in ArtifactP
 	if err != nil {
 		return nil, false, AsError(err)
 	}
-	if old, err := view.Proposal(agent, in.Workbench, meta.ProposalID(agent, in.Workbench, in.Path, in.RequestID)); err == nil {
+	if old, err := view.Proposals().Get(agent, in.Workbench, meta.ProposalID(agent, in.Workbench, in.Path, in.RequestID)); err == nil {
 		if old.ContentHash != hash {
 			return nil, false, proposalConflict(AsError(&meta.Error{Code: meta.CodeConflict, Field: "request_id", Reason: meta.ReasonRequestReused,
 				Message: "request id " + strconv.Quote(in.RequestID) + " was already used for another proposal"}))

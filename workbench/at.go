@@ -82,7 +82,7 @@ func (s *base) resolve(ctx context.Context, agent, id string, at At) (*meta.View
 	if at.SnapshotName == "" && at.SnapshotID == 0 {
 		return nil, nil, nil, newError(CodeSnapshotNotFound, "snapshot 0 does not exist (snapshot ids start at 1)")
 	}
-	sv, ws, snap, err := view.SnapshotView(agent, id, at.SnapshotID, at.SnapshotName)
+	sv, ws, snap, err := view.Lifecycle().SnapshotView(agent, id, at.SnapshotID, at.SnapshotName)
 	if err != nil {
 		return nil, nil, nil, AsError(err)
 	}
@@ -148,7 +148,7 @@ func servableAt(view *meta.View, agent, wb string, snapID uint64, maxStale time.
 	if _, err := view.Workspace(agent, wb); err != nil {
 		return false
 	}
-	snap, err := view.Snapshot(agent, wb, snapID, "")
+	snap, err := view.Lifecycle().Snapshot(agent, wb, snapID, "")
 	if err != nil {
 		return false
 	}

@@ -117,7 +117,7 @@ func (s *Lifecycle) Commit(ctx context.Context, agent string, in CommitInput) (R
 		ws, werr := view.Workspace(agent, in.ID)
 		switch {
 		case werr == nil:
-			if c, ok := view.Commit(ws, identity); ok {
+			if c, ok := view.Lifecycle().Commit(ws, identity); ok {
 				return s.commitFields(success(), agent, in.ID, c, c.Replace, true), nil
 			}
 			rev, head = ws.Revision, ws.HeadIdentity
@@ -220,13 +220,14 @@ const MaxCommitPageLimit = 100
 // CommitListPage lists the sealed commits of workbench id for REST (GET
 // …/workbenches/{id}/commits; the contract's tools have no commit listing): up to limit
 // (1..MaxCommitPageLimit) commits of the workbench's current incarnation, newest first
-// (by the shard version that sealed each, meta View.Commits), after the commit the cursor
-// names ("" starts at the newest). Each entry is the commit as workbench_commit reported it
-// (identity, digests, the run manifest's generation and size, the time and who sealed it)
-// and head, true for the workbench's head commit; the result adds next_cursor (null after
-// the last page) and truncated. A commit's tree reads back with a restore or a diff at
-// commit:<identity>. InvalidArguments for a bad limit or a cursor issued for another
-// workbench or an earlier incarnation of it; NotFound when the workbench does not exist.
+// (by the shard version that sealed each, meta LifecycleView.Commits), after the commit
+// the cursor names ("" starts at the newest). Each entry is the commit as
+// workbench_commit reported it (identity, digests, the run manifest's generation and
+// size, the time and who sealed it) and head, true for the workbench's head commit; the
+// result adds next_cursor (null after the last page) and truncated. A commit's tree reads
+// back with a restore or a diff at commit:<identity>. InvalidArguments for a bad limit or
+// a cursor issued for another workbench or an earlier incarnation of it; NotFound when
+// the workbench does not exist.
 func (s *Lifecycle) CommitListPage(ctx context.Context, agent, id, cursorText string, limit int) (Result, error) {
 	view, ws, cur, err := s.openPage(ctx, agent, id, "commits", cursorText, limit, MaxCommitPageLimit)
 	if err != nil {
@@ -239,7 +240,7 @@ func (s *Lifecycle) CommitListPage(ctx context.Context, agent, id, cursorText st
 		}
 		after = &meta.CommitRecord{Version: uint64(cur.Offset), Identity: cur.After}
 	}
-	page, more := view.Commits(ws, after, limit)
+	page, more := view.Lifecycle().Commits(ws, after, limit)
 	list := make([]Result, 0, len(page))
 	for _, c := range page {
 		list = append(list, commitEntry(c, c.Identity == ws.HeadIdentity))

@@ -68,7 +68,7 @@ func (s *Writes) Copy(ctx context.Context, req CopyRequest) (FileResult, error) 
 	e, merr := view.File(ws, req.SrcPath)
 	if req.SrcGeneration != 0 {
 		var fv meta.FileVersion
-		fv, merr = view.FileAt(ws, req.SrcPath, req.SrcGeneration)
+		fv, merr = view.History().FileAt(ws, req.SrcPath, req.SrcGeneration)
 		e = fv.Entry
 	}
 	if merr != nil {

@@ -91,13 +91,13 @@ func (s *Review) resolveSide(ctx context.Context, agent, id string, d DiffSide) 
 		if err != nil {
 			return nil, nil, err
 		}
-		c, ok := view.Commit(ws, d.Commit)
+		c, ok := view.Lifecycle().Commit(ws, d.Commit)
 		if !ok {
 			e := newError(CodeNotFound, "workbench %q has no commit %s", id, d.Commit)
 			e.Details["commit"] = d.Commit
 			return nil, nil, e
 		}
-		cv, cws, verr := view.VersionView(ws, c.Version)
+		cv, cws, verr := view.Lifecycle().VersionView(ws, c.Version)
 		if verr != nil {
 			return nil, nil, AsError(verr)
 		}
@@ -125,10 +125,10 @@ func fileAt(view *meta.View, ws *meta.Workspace, path string, d DiffSide) (*meta
 }
 
 // fileAtGeneration reads path's body of generation gen from the path's retained history
-// (meta View.FileAt). Otherwise (never that generation, or no longer retained) NotFound
-// with details.generation.
+// (meta HistoryView.FileAt). Otherwise (never that generation, or no longer retained)
+// NotFound with details.generation.
 func fileAtGeneration(view *meta.View, ws *meta.Workspace, path string, gen uint64) (*meta.Entry, error) {
-	fv, err := view.FileAt(ws, path, gen)
+	fv, err := view.History().FileAt(ws, path, gen)
 	if err == nil {
 		return fv.Entry, nil
 	}

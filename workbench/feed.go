@@ -57,7 +57,7 @@ func (s *Review) Events(ctx context.Context, agent string, from *meta.FeedPositi
 	if _, ok := view.Root(agent); !ok {
 		return nil, newError(CodeNotFound, "agent root %q does not exist", agent)
 	}
-	f := &Feed{s: s.base, ctx: ctx, agent: agent, filter: filter, after: view.FeedFloor(agent)}
+	f := &Feed{s: s.base, ctx: ctx, agent: agent, filter: filter, after: view.Feed().Floor(agent)}
 	if from != nil {
 		f.after = *from
 	}
@@ -69,7 +69,7 @@ func (s *Review) Events(ctx context.Context, agent string, from *meta.FeedPositi
 
 // read takes the next page of matching events from view.
 func (f *Feed) read(view *meta.View) error {
-	evs, more, err := view.Events(f.agent, f.after, f.filter, meta.MaxEventsPage)
+	evs, more, err := view.Feed().Events(f.agent, f.after, f.filter, meta.MaxEventsPage)
 	var te *meta.FeedTruncatedError
 	if errors.As(err, &te) {
 		return feedExpired(te)

@@ -561,11 +561,11 @@ func (s *Reads) StatAt(ctx context.Context, agent, id, path string, at At) (Stat
 // sealedBy is the identity of ws's head commit if it holds e (the same generation of path
 // at the commit's version), else "".
 func sealedBy(view *meta.View, ws *meta.Workspace, path string, e *meta.Entry) string {
-	c, ok := view.Head(ws)
+	c, ok := view.Lifecycle().Head(ws)
 	if !ok || e.Generation > c.Version {
 		return ""
 	}
-	cv, cws, err := view.VersionView(ws, c.Version)
+	cv, cws, err := view.Lifecycle().VersionView(ws, c.Version)
 	if err != nil {
 		return ""
 	}
@@ -654,7 +654,7 @@ func (s *Reads) atGeneration(ctx context.Context, agent, id, path string, gen ui
 	if err != nil {
 		return nil, nil, meta.FileVersion{}, err
 	}
-	fv, err := view.FileAt(ws, path, gen)
+	fv, err := view.History().FileAt(ws, path, gen)
 	if err != nil {
 		return nil, nil, meta.FileVersion{}, AsError(err)
 	}

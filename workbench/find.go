@@ -157,7 +157,7 @@ func (s *Reads) findMatch(agent string, view *meta.View, ws *meta.Workspace, env
 		"file_count": ws.Files, "size_bytes": ws.Bytes, "commit_identity": nil, "commit_identity_verified": false,
 		"content_digest_uri": nil, "manifest_digest_uri": nil, "envelope_digest_uri": nil, "manifest": nil,
 		"manifest_path": nil, "manifest_generation": nil, "manifest_size_bytes": nil, "manifest_summary": nil}
-	c, ok := view.Head(ws)
+	c, ok := view.Lifecycle().Head(ws)
 	if ws.HeadIdentity == "" || !ok {
 		return r
 	}

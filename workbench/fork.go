@@ -211,7 +211,7 @@ func (s *Attempts) forkNameFree(ctx context.Context, req ForkRequest) error {
 	if err != nil {
 		return AsError(err)
 	}
-	if _, err := view.Workspace(req.Agent, req.Fork); err == nil || view.Staging(req.Agent, req.Fork) {
+	if _, err := view.Workspace(req.Agent, req.Fork); err == nil || view.Lifecycle().Staging(req.Agent, req.Fork) {
 		return newError(CodeAlreadyExists, "workbench %q already exists", req.Fork)
 	}
 	return nil
@@ -248,7 +248,7 @@ func (s *Attempts) forkReplay(ctx context.Context, req ForkRequest, h meta.Heade
 	}
 	var pinned uint64
 	if view, verr := s.base.readView(ctx, req.Agent); verr == nil && op.SnapshotID != 0 {
-		if snap, serr := view.Snapshot(req.Agent, op.Source, op.SnapshotID, ""); serr == nil && pinnedBy(snap) == req.Fork {
+		if snap, serr := view.Lifecycle().Snapshot(req.Agent, op.Source, op.SnapshotID, ""); serr == nil && pinnedBy(snap) == req.Fork {
 			pinned = op.SnapshotID
 		}
 	}
@@ -383,7 +383,7 @@ func (s *Attempts) Discard(ctx context.Context, agent, fork, requestID string) (
 	}
 	var retired uint64
 	if _, perr := parentOf(view, agent, fork, rec); perr == nil && rec.SnapshotID != 0 {
-		snap, serr := view.Snapshot(agent, rec.Parent, rec.SnapshotID, "")
+		snap, serr := view.Lifecycle().Snapshot(agent, rec.Parent, rec.SnapshotID, "")
 		if serr == nil && pinnedBy(snap) != "" {
 			if !s.pinHeld(ctx, agent, fork, rec, view) {
 				retired = rec.SnapshotID

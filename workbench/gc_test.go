@@ -122,7 +122,7 @@ func (n *gcNode) stored(t *testing.T, body string) bool {
 }
 
 func (n *gcNode) record(t *testing.T, body string) (meta.BlobRef, bool) {
-	return n.shard.FSM().View().Blob(n.rootUID(t), meta.Digest(blob.DigestOf([]byte(body))))
+	return n.shard.FSM().View().Shard().Blob(n.rootUID(t), meta.Digest(blob.DigestOf([]byte(body))))
 }
 
 // sweepUntil runs sweeps (dry or not) until done accepts a report, for at most 10 s.

@@ -191,7 +191,7 @@ func TestGCIsSafeUnderConcurrency(t *testing.T) {
 		checkTree("live "+ws.Name, view, ws, func(p string) (*workbench.File, error) { return svc.Reads.Open(bg, "a", ws.Name, p) })
 	}
 	for _, id := range snapshots {
-		sv, sws, _, err := view.SnapshotView("a", "w", id, "")
+		sv, sws, _, err := view.Lifecycle().SnapshotView("a", "w", id, "")
 		if err != nil {
 			t.Fatalf("snapshot %d: %v", id, err)
 		}

@@ -52,15 +52,15 @@ type HistoryResult struct {
 }
 
 // History returns one page of the versions of req.Path that history retention and holds
-// keep (meta.View.History), newest first, at live state. A page continues strictly below
-// the previous page's last generation, so writes between pages never shift it (they only
-// add newer versions, which a new first page shows) and a version pruned between pages
-// is simply absent. The page holds its estimate of the node's memory budget while it is
-// built (pages.go), cut short of the limit, truncated with a next_cursor, where that
-// estimate would pass a page's share. Errors: NotFound when the workbench does not exist
-// or the path has no retained version, NotArtifact for a directory, InvalidArguments for
-// a bad path, limit or cursor, ResourceExhausted (retryable) when the budget stayed taken
-// for the queue timeout.
+// keep (meta.HistoryView.Versions), newest first, at live state. A page continues
+// strictly below the previous page's last generation, so writes between pages never shift
+// it (they only add newer versions, which a new first page shows) and a version pruned
+// between pages is simply absent. The page holds its estimate of the node's memory budget
+// while it is built (pages.go), cut short of the limit, truncated with a next_cursor,
+// where that estimate would pass a page's share. Errors: NotFound when the workbench does
+// not exist or the path has no retained version, NotArtifact for a directory,
+// InvalidArguments for a bad path, limit or cursor, ResourceExhausted (retryable) when
+// the budget stayed taken for the queue timeout.
 func (s *Review) History(ctx context.Context, req HistoryRequest) (HistoryResult, error) {
 	if err := validateTarget(req.Agent, req.Workbench, req.Path); err != nil {
 		return HistoryResult{}, err
@@ -94,7 +94,7 @@ func (s *Review) History(ctx context.Context, req HistoryRequest) (HistoryResult
 		return HistoryResult{}, invalidArgument("cursor", "was issued for another incarnation of the workbench")
 	}
 	// The cursor's Offset is the generation the next page starts strictly below.
-	rows, more, err := view.History(ws, req.Path, uint64(cur.Offset), req.Limit)
+	rows, more, err := view.History().Versions(ws, req.Path, uint64(cur.Offset), req.Limit)
 	if err != nil {
 		return HistoryResult{}, AsError(err)
 	}

@@ -223,13 +223,13 @@ func (p *mergePlan) clash(pair []string) bool {
 // fork was made at.
 func (s *Attempts) mergeBase(ctx context.Context, agent string, view *meta.View, pws *meta.Workspace, rec forkRecord) (rewindSide, error) {
 	if rec.Commit != "" {
-		c, ok := view.Commit(pws, rec.Commit)
+		c, ok := view.Lifecycle().Commit(pws, rec.Commit)
 		if !ok {
 			e := newError(CodeNotFound, "workbench %q no longer has commit %s, the base of the fork", rec.Parent, rec.Commit)
 			e.Details["commit"] = rec.Commit
 			return rewindSide{}, e
 		}
-		cv, cws, err := view.VersionView(pws, c.Version)
+		cv, cws, err := view.Lifecycle().VersionView(pws, c.Version)
 		if err != nil {
 			return rewindSide{}, AsError(err)
 		}

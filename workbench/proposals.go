@@ -145,7 +145,7 @@ func (s *Review) Propose(ctx context.Context, agent string, in ProposeInput) (Re
 	if err != nil {
 		return nil, err
 	}
-	if old, err := view.Proposal(agent, in.ID, id); err == nil {
+	if old, err := view.Proposals().Get(agent, in.ID, id); err == nil {
 		// A retry: answered before anything is uploaded (and an edit resolved again).
 		if old.ContentHash != hash {
 			return nil, proposalConflict(AsError(&meta.Error{Code: meta.CodeConflict, Field: "request_id", Reason: meta.ReasonRequestReused,
@@ -158,8 +158,8 @@ func (s *Review) Propose(ctx context.Context, agent string, in ProposeInput) (Re
 	if !s.base.reach(ctx, agent).rootWide() {
 		// The FSM resolves evidence in the whole root; a caller that reaches part of it
 		// has each reference resolved in its own view first, so a hidden workbench or
-		// path answers exactly as a missing one (meta.View.ResolveEvidence).
-		if err := view.ResolveEvidence(agent, in.ID, refs); err != nil {
+		// path answers exactly as a missing one (meta.ProposalView.ResolveEvidence).
+		if err := view.Proposals().ResolveEvidence(agent, in.ID, refs); err != nil {
 			return nil, AsError(err)
 		}
 	}
@@ -413,7 +413,7 @@ func (s *Review) mayDecideOwn(ctx context.Context, agent, ws, id string, authors
 		if err != nil {
 			return AsError(err)
 		}
-		p, err := view.Proposal(agent, ws, id)
+		p, err := view.Proposals().Get(agent, ws, id)
 		if err != nil {
 			return nil
 		}

@@ -42,7 +42,7 @@ func (s *Review) Proposals(ctx context.Context, agent string, in ProposalsInput)
 }
 
 func (s *Review) proposalGet(ctx context.Context, agent string, view *meta.View, ws *meta.Workspace, id string, body bool) (Result, error) {
-	p, err := view.Proposal(agent, ws.Name, id)
+	p, err := view.Proposals().Get(agent, ws.Name, id)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -125,7 +125,7 @@ func (s *Review) proposalPage(ctx context.Context, agent string, view *meta.View
 	if werr != nil {
 		return nil, werr
 	}
-	list, more, err := view.Proposals(agent, ws.Name, meta.ProposalFilter{Path: deref(in.Path), State: state}, after, limit)
+	list, more, err := view.Proposals().List(agent, ws.Name, meta.ProposalFilter{Path: deref(in.Path), State: state}, after, limit)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -152,7 +152,7 @@ func (s *Review) judgmentPage(ctx context.Context, agent string, view *meta.View
 	if werr != nil {
 		return nil, werr
 	}
-	list, more, err := view.Judgments(agent, ws.Name, deref(in.Path), after, limit)
+	list, more, err := view.Proposals().Judgments(agent, ws.Name, deref(in.Path), after, limit)
 	if err != nil {
 		return nil, AsError(err)
 	}

@@ -120,7 +120,7 @@ func (s *base) reupload(ctx context.Context, body *ingested) *Error {
 		}
 		busy := false
 		for _, sg := range body.segments {
-			if r, ok := view.Blob(body.rootUID, sg.Digest); ok && r.Intent && !sg.IsInline() {
+			if r, ok := view.Shard().Blob(body.rootUID, sg.Digest); ok && r.Intent && !sg.IsInline() {
 				busy = true
 				break
 			}
@@ -140,7 +140,7 @@ func (s *base) reupload(ctx context.Context, body *ingested) *Error {
 				continue
 			}
 			seen[sg.Digest] = true
-			if _, ok := view.Blob(body.rootUID, sg.Digest); ok {
+			if _, ok := view.Shard().Blob(body.rootUID, sg.Digest); ok {
 				continue // a record not under intent names a stored object
 			}
 			key := blob.Key{Root: body.rootUID, Digest: blob.Digest(sg.Digest)}

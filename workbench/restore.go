@@ -86,7 +86,7 @@ func (s *Lifecycle) restore(ctx context.Context, agent string, in RestoreInput, 
 		if at.SnapshotName == "" && at.SnapshotID == 0 {
 			return nil, newError(CodeSnapshotNotFound, "snapshot 0 does not exist (snapshot ids start at 1)")
 		}
-		snap, err := view.Snapshot(agent, in.ID, at.SnapshotID, at.SnapshotName)
+		snap, err := view.Lifecycle().Snapshot(agent, in.ID, at.SnapshotID, at.SnapshotName)
 		if err != nil {
 			return nil, AsError(err)
 		}
@@ -177,7 +177,7 @@ func (s *Lifecycle) reloadRestore(ctx context.Context, op *meta.RestoreOp) (*met
 	if err != nil {
 		return nil, AsError(err)
 	}
-	cur, ok := view.Restore(op.Agent, op.ID)
+	cur, ok := view.Lifecycle().Restore(op.Agent, op.ID)
 	if !ok {
 		return nil, newError(CodeInternal, "the restore operation record is gone")
 	}
@@ -244,7 +244,7 @@ func (s *Lifecycle) restoreFinish(ctx context.Context, op *meta.RestoreOp) (meta
 	if err != nil {
 		return meta.RestoreFinish{}, 0, AsError(err)
 	}
-	sv, sws, err := view.VersionView(&meta.Workspace{Agent: op.Agent, Name: op.Source, Incarnation: op.SourceIncarnation}, op.ReadVersion)
+	sv, sws, err := view.Lifecycle().VersionView(&meta.Workspace{Agent: op.Agent, Name: op.Source, Incarnation: op.SourceIncarnation}, op.ReadVersion)
 	if err != nil {
 		return meta.RestoreFinish{}, 0, AsError(err)
 	}
@@ -307,7 +307,7 @@ func (s *Lifecycle) ResumeRestores(ctx context.Context, c LeaderCore) error {
 	if err != nil {
 		return err
 	}
-	for _, op := range view.RestoresInProgress() {
+	for _, op := range view.Lifecycle().RestoresInProgress() {
 		if _, busy := s.restoring.Load(op.ID); busy {
 			continue
 		}
@@ -325,7 +325,7 @@ func (s *Lifecycle) RestoreStatus(ctx context.Context, agent, opID string) (Resu
 	if err != nil {
 		return nil, err
 	}
-	op, ok := view.Restore(agent, opID)
+	op, ok := view.Lifecycle().Restore(agent, opID)
 	if !ok {
 		return nil, newError(CodeNotFound, "restore operation %q does not exist", opID)
 	}

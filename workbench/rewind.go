@@ -73,16 +73,16 @@ type rewindRow struct {
 //
 // The walk: read a linearizable live view; resolve the target (a snapshot's frozen view,
 // a commit's held version, or a time inside the root's history retention, meta
-// View.FilesAtTime); walk the scope on both sides in path order and keep every path whose
-// body differs (added, removed or changed; a body is its digest, content type, executable
-// bit and fields). A preview answers those changes (file diffs on request) and a token
-// (rewind_token.go). An apply plans again at a new view, checks the token (its signature,
-// age, workbench incarnation), that nothing in the scope changed after the preview's
-// version (else Conflict, details.paths naming what changed, details.reason "stale"), and
-// that the plan is the preview's; then proposes one meta.ChangeSet that sets each path to
-// its target body (the same segments, no byte copied) or deletes it, guarded by each
-// path's generation and by the scope's being unchanged since the preview, so a writer
-// that lands between the check and the command still makes it refuse, whole.
+// HistoryView.FilesAtTime); walk the scope on both sides in path order and keep every
+// path whose body differs (added, removed or changed; a body is its digest, content type,
+// executable bit and fields). A preview answers those changes (file diffs on request) and
+// a token (rewind_token.go). An apply plans again at a new view, checks the token (its
+// signature, age, workbench incarnation), that nothing in the scope changed after the
+// preview's version (else Conflict, details.paths naming what changed, details.reason
+// "stale"), and that the plan is the preview's; then proposes one meta.ChangeSet that
+// sets each path to its target body (the same segments, no byte copied) or deletes it,
+// guarded by each path's generation and by the scope's being unchanged since the preview,
+// so a writer that lands between the check and the command still makes it refuse, whole.
 //
 // The answer: workbench_id, target, scope, dry_run, changes ([{path, change:
 // added|removed|changed, from, to: {generation, digest_uri, size_bytes} or null, diff}];
@@ -90,8 +90,8 @@ type rewindRow struct {
 // apply), counts {added, removed, changed}, token (a preview), applied, generation (the
 // version every changed path got; an apply that changed something), replayed (a retry
 // under the request id of an apply that landed: the changes are that apply's, read back
-// from history, meta View.ChangesAt, even when the target is gone since: a retired or
-// reaped snapshot, a deleted commit, a time past retention).
+// from history, meta HistoryView.ChangesAt, even when the target is gone since: a retired
+// or reaped snapshot, a deleted commit, a time past retention).
 //
 // Errors: NotFound (workbench, commit; a root or workbench the caller may not see),
 // SnapshotNotFound, SnapshotExpired, InvalidArguments naming target, paths, prefix or

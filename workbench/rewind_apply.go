@@ -149,7 +149,7 @@ func (s *Attempts) replayWithoutTarget(ctx context.Context, req RewindRequest) (
 	}
 	target := req.Target.String()
 	if req.Target.Kind == SideSnapshot {
-		snap, serr := view.Snapshot(req.Agent, req.Workbench, req.Target.Snapshot.SnapshotID, req.Target.Snapshot.SnapshotName)
+		snap, serr := view.Lifecycle().Snapshot(req.Agent, req.Workbench, req.Target.Snapshot.SnapshotID, req.Target.Snapshot.SnapshotName)
 		if serr != nil || snap.Incarnation != ws.Incarnation {
 			return nil, nil
 		}
@@ -181,8 +181,8 @@ func (s *Attempts) appliedAnswer(ctx context.Context, req RewindRequest, plan *r
 
 // firstApply is the plan of a change set the FSM replayed (its request id had landed at
 // version gen) into plan's workbench: its rows are what history holds at gen in scope sc
-// (meta View.ChangesAt), not what this retry planned, which sees them done. Rewind and
-// merge answer a replay with it.
+// (meta HistoryView.ChangesAt), not what this retry planned, which sees them done. Rewind
+// and merge answer a replay with it.
 func (s *Attempts) firstApply(ctx context.Context, agent string, plan *rewindPlan, sc RewindScope, gen uint64) (*rewindPlan, error) {
 	view := plan.view
 	if view.Version() < gen { // the first apply landed after this retry's plan read
@@ -192,7 +192,7 @@ func (s *Attempts) firstApply(ctx context.Context, agent string, plan *rewindPla
 		}
 		view = v
 	}
-	changes, err := view.ChangesAt(plan.ws, *sc.guard(0), gen)
+	changes, err := view.History().ChangesAt(plan.ws, *sc.guard(0), gen)
 	if err != nil {
 		return nil, AsError(err)
 	}
@@ -206,7 +206,7 @@ func (s *Attempts) firstApply(ctx context.Context, agent string, plan *rewindPla
 // unchangedSince answers Conflict (a failed precondition: the preview's) naming the paths
 // of the scope that changed after version since, as the plan's view holds them.
 func unchangedSince(req RewindRequest, plan *rewindPlan, since uint64) error {
-	changed, err := plan.view.ChangedSince(plan.ws, *req.Scope.guard(since))
+	changed, err := plan.view.History().ChangedSince(plan.ws, *req.Scope.guard(since))
 	if err != nil {
 		return AsError(err)
 	}

@@ -188,15 +188,16 @@ func viewSide(view *meta.View, ws *meta.Workspace, label string) rewindSide {
 	}
 }
 
-// timeSide reads the workbench as it was at command time atMs (meta View.FilesAtTime).
+// timeSide reads the workbench as it was at command time atMs (meta
+// HistoryView.FilesAtTime).
 func timeSide(view *meta.View, ws *meta.Workspace, atMs int64) rewindSide {
 	return rewindSide{label: RewindTarget{Kind: TargetTime, AtMs: atMs}.String(),
 		files: func(sc RewindScope, fn func(string, *meta.Entry) bool) error {
-			return view.FilesAtTime(ws, sc.Prefix, atMs, func(p string, e *meta.Entry) bool {
+			return view.History().FilesAtTime(ws, sc.Prefix, atMs, func(p string, e *meta.Entry) bool {
 				return !sc.in(p) || fn(p, e)
 			})
 		},
-		at: func(p string) (*meta.Entry, error) { return view.FileAtTime(ws, p, atMs) },
+		at: func(p string) (*meta.Entry, error) { return view.History().FileAtTime(ws, p, atMs) },
 	}
 }
 
@@ -204,7 +205,8 @@ func timeSide(view *meta.View, ws *meta.Workspace, atMs int64) rewindSide {
 // the target's resolved form for the token (a snapshot name becomes its id and version).
 // Errors: SnapshotNotFound, SnapshotExpired, NotFound (commit), InvalidArguments naming
 // "target" for a snapshot of another incarnation or a time outside the history window
-// (meta View.FilesAtTime) less RewindTokenTTL, which an apply may need after the preview.
+// (meta HistoryView.FilesAtTime) less RewindTokenTTL, which an apply may need after the
+// preview.
 func (s *Attempts) resolveTarget(ctx context.Context, agent, id string, view *meta.View, ws *meta.Workspace, t RewindTarget) (rewindSide, string, error) {
 	switch t.Kind {
 	case SideSnapshot:
@@ -218,13 +220,13 @@ func (s *Attempts) resolveTarget(ctx context.Context, agent, id string, view *me
 		label := SideSnapshot + ":" + strconv.FormatUint(snap.ID, 10)
 		return viewSide(sv, sws, label), label + "@" + strconv.FormatUint(snap.ReadVersion, 10), nil
 	case SideCommit:
-		c, ok := view.Commit(ws, t.Commit)
+		c, ok := view.Lifecycle().Commit(ws, t.Commit)
 		if !ok {
 			e := newError(CodeNotFound, "workbench %q has no commit %s", id, t.Commit)
 			e.Details["commit"] = t.Commit
 			return rewindSide{}, "", e
 		}
-		cv, cws, err := view.VersionView(ws, c.Version)
+		cv, cws, err := view.Lifecycle().VersionView(ws, c.Version)
 		if err != nil {
 			return rewindSide{}, "", AsError(err)
 		}
@@ -236,7 +238,7 @@ func (s *Attempts) resolveTarget(ctx context.Context, agent, id string, view *me
 		e.Details["rule"] = "in_future"
 		return rewindSide{}, "", e
 	}
-	if start := view.HistoryWindowStart(agent) + RewindTokenTTL.Milliseconds(); t.AtMs < start {
+	if start := view.History().WindowStart(agent) + RewindTokenTTL.Milliseconds(); t.AtMs < start {
 		e := invalidArgument("target", "time %s is before %s: history keeps every version of this root only for its retention age, and a preview must stay applicable for %s",
 			time.UnixMilli(t.AtMs).UTC().Format(time.RFC3339), time.UnixMilli(start).UTC().Format(time.RFC3339), RewindTokenTTL)
 		e.Details["rule"] = "beyond_retention"

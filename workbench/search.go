@@ -216,7 +216,7 @@ func (s *Reads) Search(ctx context.Context, agent string, in SearchInput) (Resul
 		}
 		q.After = cur.Position
 	}
-	res, merr := view.Search(q)
+	res, merr := view.Queries().Search(q)
 	if merr != nil {
 		return nil, AsError(merr)
 	}
@@ -272,7 +272,7 @@ func (s *Reads) Aggregate(ctx context.Context, agent string, in AggregateInput) 
 		return nil, aerr
 	}
 	defer release()
-	res, merr := view.Aggregate(meta.AggregateQuery{Scope: scope, Predicates: preds, Measures: ms, GroupBy: in.GroupBy,
+	res, merr := view.Queries().Aggregate(meta.AggregateQuery{Scope: scope, Predicates: preds, Measures: ms, GroupBy: in.GroupBy,
 		Sort: sortKeys(in.Sort), Limit: limit})
 	if merr != nil {
 		e := AsError(merr)
@@ -316,7 +316,7 @@ func (s *Reads) Catalog(ctx context.Context, agent string, in CatalogInput) (Res
 		return nil, aerr
 	}
 	defer release()
-	res, merr := view.Catalog(meta.CatalogQuery{Scope: scope, FieldPrefix: deref(in.FieldPrefix), IncludeFacets: deref(in.IncludeFacets)})
+	res, merr := view.Queries().Catalog(meta.CatalogQuery{Scope: scope, FieldPrefix: deref(in.FieldPrefix), IncludeFacets: deref(in.IncludeFacets)})
 	if merr != nil {
 		return nil, AsError(merr)
 	}

@@ -286,7 +286,7 @@ func (s *Lifecycle) SnapshotList(ctx context.Context, agent string, in SnapshotL
 	if _, err := view.Workspace(agent, in.ID); err != nil {
 		return nil, AsError(err)
 	}
-	snaps := boundedSnapshotList(s.listedSnapshots(ctx, agent, view.Snapshots(agent, in.ID)))
+	snaps := boundedSnapshotList(s.listedSnapshots(ctx, agent, view.Lifecycle().Snapshots(agent, in.ID)))
 	list := make([]Result, 0, len(snaps))
 	for _, sn := range snaps {
 		list = append(list, s.snapshotEntry(view, sn))
@@ -314,7 +314,7 @@ func (s *Lifecycle) SnapshotListPage(ctx context.Context, agent, id, cursorText 
 		return nil, err
 	}
 	after := uint64(cur.Offset)
-	all := s.listedSnapshots(ctx, agent, view.Snapshots(agent, id))
+	all := s.listedSnapshots(ctx, agent, view.Lifecycle().Snapshots(agent, id))
 	start := 0
 	for start < len(all) && all[start].ID <= after {
 		start++
@@ -384,7 +384,7 @@ func (s *Lifecycle) listedSnapshots(ctx context.Context, agent string, snaps []*
 // snapshotEntry is one snapshot as snapshot_list reports it.
 func (s *Lifecycle) snapshotEntry(view *meta.View, sn *meta.WorkbenchSnapshot) Result {
 	r := s.snapshotFields(Result{}, sn, view.NowMs())
-	aliases := view.SnapshotAliases(sn)
+	aliases := view.Lifecycle().SnapshotAliases(sn)
 	if aliases == nil {
 		aliases = []string{}
 	}

@@ -553,7 +553,7 @@ func (s *Tools) stagingWriteError(ctx context.Context, agent, id string, err err
 		return err
 	}
 	view, verr := s.base.readView(ctx, agent)
-	if verr != nil || !view.Staging(agent, id) {
+	if verr != nil || !view.Lifecycle().Staging(agent, id) {
 		return err
 	}
 	e := newError(CodeInvalidState, "workbench %q is being restored and accepts no writes yet", id)

@@ -68,7 +68,7 @@ type Writes struct {
 //     (meta.EncodeCommand), the disk-space guard, raft Apply, waiting at most the
 //     caller's deadline (ErrTimeout: outcome unknown).
 //  7. shard/fsm.go (raftFSM.Apply) on every replica: meta.FSM.Apply decodes the command
-//     through the op table (meta/ops.go) and applies applier.put (meta/fsm.go): the
+//     through the op table (meta/ops.go) and applies fileApplier.put (meta/write.go): the
 //     condition, the generation, the version chain, reference counts, indexes, the
 //     dedupe record and the change feed, deterministically.
 //  8. Back here: fileResult (this file) shapes the answer; the surface writes it (REST: ETag is the

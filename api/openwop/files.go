@@ -207,7 +207,7 @@ func (h *Handler) get(ctx context.Context, o Owner, at workbench.At, path string
 // version finds version n among the newest MaxVersions of path's current life.
 func (h *Handler) version(v *meta.View, ws *meta.Workspace, path string, n int64) (meta.FileVersion, *Error) {
 	if n >= 1 {
-		hist, err := v.FileVersions(ws, path, h.opt.MaxVersions)
+		hist, err := v.History().Life(ws, path, h.opt.MaxVersions)
 		if err != nil {
 			return meta.FileVersion{}, fromStore(err)
 		}
@@ -307,7 +307,7 @@ func (h *Handler) currentVersion(ctx context.Context, o Owner, path string) uint
 // before this read, and the store pruned it).
 func (h *Handler) writtenAt(ctx context.Context, o Owner, path string, gen uint64) int64 {
 	if v, ws, _, err := h.view(ctx, o, workbench.At{}); err == nil && ws != nil {
-		hist, _ := v.FileVersions(ws, path, 0)
+		hist, _ := v.History().Life(ws, path, 0)
 		for _, fv := range hist {
 			if fv.Version == gen {
 				return fv.AtMs

@@ -167,9 +167,9 @@ func decodeMeta(p *meta.Proposal) (proposalMeta, bool) {
 // revision of that id nothing superseded. NotFound (the same for every tenant) otherwise.
 func findChain(v *meta.View, ws *meta.Workspace, tenant, id string) (chain, *Error) {
 	missing := notFound("No such proposal.")
-	if p, err := v.Proposal(tenant, ws.Name, id); err == nil {
+	if p, err := v.Proposals().Get(tenant, ws.Name, id); err == nil {
 		for hops := 0; p.SupersededBy != "" && hops <= maxRevisions; hops++ {
-			next, err := v.Proposal(tenant, ws.Name, p.SupersededBy)
+			next, err := v.Proposals().Get(tenant, ws.Name, p.SupersededBy)
 			if err != nil {
 				break
 			}
@@ -199,7 +199,7 @@ func findChain(v *meta.View, ws *meta.Workspace, tenant, id string) (chain, *Err
 // answers false.
 func scanChains(v *meta.View, ws *meta.Workspace, tenant string, after uint64, f func(chain) bool) {
 	for {
-		page, more, err := v.Proposals(tenant, ws.Name, meta.ProposalFilter{}, after, meta.MaxProposalListLimit)
+		page, more, err := v.Proposals().List(tenant, ws.Name, meta.ProposalFilter{}, after, meta.MaxProposalListLimit)
 		if err != nil {
 			return
 		}

@@ -530,7 +530,7 @@ func TestThePacksWorkbenchIsWrittenOnlyThroughTheFacade(t *testing.T) {
 	_, derr := n.Service.Writes.Delete(rest, tenant, openwop.PacksWorkbench, "packs/"+packP, 0, "")
 	v, _, _, _ := n.Service.Reads.ViewAt(rest, tenant, openwop.PacksWorkbench, workbench.At{})
 	var pending string
-	if list, _, err := v.Proposals(tenant, openwop.PacksWorkbench, meta.ProposalFilter{State: meta.ProposalPending}, 0, 10); err == nil && len(list) == 1 {
+	if list, _, err := v.Proposals().List(tenant, openwop.PacksWorkbench, meta.ProposalFilter{State: meta.ProposalPending}, 0, 10); err == nil && len(list) == 1 {
 		pending = list[0].ID
 	}
 	_, cerr := n.Service.Review.Decide(rest, tenant, workbench.DecideInput{ID: openwop.PacksWorkbench, ProposalID: pending,

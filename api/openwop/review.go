@@ -33,7 +33,7 @@ func chainAuthors(v *meta.View, tenant string, c chain) []string {
 		if p.Supersedes == "" {
 			break
 		}
-		next, err := v.Proposal(tenant, PacksWorkbench, p.Supersedes)
+		next, err := v.Proposals().Get(tenant, PacksWorkbench, p.Supersedes)
 		if err != nil {
 			break
 		}

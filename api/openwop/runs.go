@@ -243,7 +243,7 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request, o Owner) {
 	}
 	runs := []runSummary{}
 	if ws != nil {
-		for _, snap := range v.Snapshots(o.Tenant, o.Workspace) {
+		for _, snap := range v.Lifecycle().Snapshots(o.Tenant, o.Workspace) {
 			if strings.HasPrefix(snap.Name, runPrefix) && snap.StateAt(v.NowMs()) == meta.SnapshotAlive {
 				runs = append(runs, summaryOf(snap, recordOf(snap)))
 			}

@@ -233,7 +233,7 @@ func (m *multipart) published(r *request, u upload, path string) (completedUploa
 	if err != nil {
 		return completedUpload{}, false, err
 	}
-	rows, _, err := view.History(ws, path, 0, publishedLookback)
+	rows, _, err := view.History().Versions(ws, path, 0, publishedLookback)
 	if err != nil {
 		if meta.CodeOf(err) == meta.CodeNotFound {
 			return completedUpload{}, false, nil

@@ -45,10 +45,11 @@
 //     exactly one version of one key, is the same on every node and is never reused; an
 //     id that names no retained version of the key is NoSuchVersion, one this gateway
 //     never issues InvalidArgument. History is immutable: no request deletes a version.
-//   - ListObjectVersions walks every key with a retained version (meta.View.ListHistory)
+//   - ListObjectVersions walks every key with a retained version (meta.HistoryView.List)
 //     in the same byte order as the listings, from one view, and pages each key's
-//     versions newest first (meta.View.History), so a page holds at most max-keys items
-//     and key-marker with version-id-marker resume it without repeating or skipping.
+//     versions newest first (meta.HistoryView.Versions), so a page holds at most max-keys
+//     items and key-marker with version-id-marker resume it without repeating or
+//     skipping.
 //   - If-None-Match: * and If-Match on PUT are the write's own compare-and-swap (create
 //     only; replace only the generation whose ETag matched), never a read then a write.
 //   - A body's bytes reach the caller before a later chunk's signature or the final

@@ -41,7 +41,7 @@ type lister struct {
 	ws   *meta.Workspace
 	p    listParams
 	// history walks every key with a retained version, deleted ones too
-	// (meta.View.ListHistory), not only the live ones.
+	// (meta.HistoryView.List), not only the live ones.
 	history bool
 	// key, when set, takes each key of the walk instead of the page (ListObjectVersions
 	// expands it into its versions, versions.go); false ends the walk.
@@ -103,7 +103,7 @@ func (l *lister) room() bool {
 // children reads one page of dir's children after the name after.
 func (l *lister) children(dir, after string) ([]meta.DirEntry, bool, error) {
 	if l.history {
-		return l.view.ListHistory(l.ws, dir, after, listPage)
+		return l.view.History().List(l.ws, dir, after, listPage)
 	}
 	return l.view.List(l.ws, dir, after, listPage)
 }

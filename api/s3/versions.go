@@ -192,7 +192,7 @@ func (l *lookup) versionOf(r *request, path string, gen uint64) (meta.FileVersio
 	if gen != 0 {
 		before = gen + 1
 	}
-	rows, _, err := view.History(ws, path, before, 1)
+	rows, _, err := view.History().Versions(ws, path, before, 1)
 	if err != nil || len(rows) == 0 || (gen != 0 && rows[0].Version != gen) {
 		return meta.FileVersion{}, false, nil
 	}

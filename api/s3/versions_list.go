@@ -41,9 +41,9 @@ type listedVersion struct {
 }
 
 // versionLister collects one page of ListObjectVersions: the lister walks every key with
-// a retained version in S3's byte order (meta.View.ListHistory) and each key expands into
-// its versions, newest first, paged from the view's history (meta.View.History) so no
-// more than the page is ever held.
+// a retained version in S3's byte order (meta.HistoryView.List) and each key expands into
+// its versions, newest first, paged from the view's history (meta.HistoryView.Versions)
+// so no more than the page is ever held.
 type versionLister struct {
 	*lister
 	r       *request
@@ -62,7 +62,7 @@ func (v *versionLister) expand(key string, below uint64) bool {
 		if !v.room() {
 			return false
 		}
-		rows, more, err := v.view.History(v.ws, key, before, v.p.max-v.n)
+		rows, more, err := v.view.History().Versions(v.ws, key, before, v.p.max-v.n)
 		if err != nil {
 			if meta.CodeOf(err) == meta.CodeNotFound {
 				return true // nothing retained (a key the walk saw is never so in one view)

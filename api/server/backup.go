@@ -329,7 +329,7 @@ func (n *Node) BackupHolds(ctx context.Context) ([]rest.BackupHold, error) {
 		if r == nil {
 			return nil, fmt.Errorf("backup holds: %w: no replica of shard %d on this node", shard.ErrNotLeader, sid)
 		}
-		for _, h := range r.AppliedView().BackupHolds() {
+		for _, h := range r.AppliedView().Shard().BackupHolds() {
 			out = append(out, rest.BackupHold{Backup: h.ID, Shard: sid, Version: h.Version, PlacedAt: time.UnixMilli(h.AtMs).UTC()})
 		}
 	}

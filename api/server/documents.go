@@ -127,7 +127,7 @@ const feedPageWait = time.Second
 
 // RecentEvents implements documents.Store: from a linearizable view of the root (read
 // through the documents workbench, so a key bound to one workbench sees what it may), the
-// feed's newest events (meta.View.RecentEvents). Before the root has that workbench, it
+// feed's newest events (meta.FeedView.Recent). Before the root has that workbench, it
 // follows the feed from its oldest held event and keeps the newest limit (the feed holds
 // at most meta's FeedMaxPerRoot events).
 func (d DocumentStore) RecentEvents(ctx context.Context, agent, skip string, limit int) ([]meta.Event, error) {
@@ -135,7 +135,7 @@ func (d DocumentStore) RecentEvents(ctx context.Context, agent, skip string, lim
 	keep := func(e *meta.Event) bool { return e.Workbench != skip }
 	v, _, _, err := d.Svc.Reads.ViewAt(ctx, agent, documents.Workbench, workbench.At{})
 	if err == nil {
-		return v.RecentEvents(agent, limit, keep)
+		return v.Feed().Recent(agent, limit, keep)
 	}
 	if !errors.Is(docErr(err), documents.ErrNotFound) {
 		return nil, docErr(err)

@@ -184,8 +184,8 @@ func (n *Node) sampleBlobs(ctx context.Context) blobSample {
 	seen := 0
 	for _, r := range replicas {
 		view := r.AppliedView()
-		view.Roots(func(root *meta.Root) bool {
-			view.Blobs(root.UID, func(b meta.BlobRef) bool {
+		view.Shard().Roots(func(root *meta.Root) bool {
+			view.Shard().Blobs(root.UID, func(b meta.BlobRef) bool {
 				if b.Count <= 0 {
 					return true
 				}

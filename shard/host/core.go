@@ -103,7 +103,7 @@ func (c *rootCore) assign(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !v.HoldsRoot(c.agent) {
+	if !v.Shard().HoldsRoot(c.agent) {
 		res, err := c.h.leaders.propose(ctx, c.id, meta.Header{}, meta.AssignRoot{Agent: c.agent})
 		if err != nil {
 			return err

@@ -67,7 +67,7 @@ func countStored(v *meta.View, top int) storedLoad {
 	byBytes := func(a, b control.RootLoad) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Root, b.Root))
 	}
-	v.Roots(func(r *meta.Root) bool {
+	v.Shard().Roots(func(r *meta.Root) bool {
 		b := v.Usage(r.Agent).Bytes
 		l.roots++
 		l.bytes += b

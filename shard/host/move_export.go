@@ -29,7 +29,7 @@ import (
 // With PreCopy the chunk comes from the move's base view instead: one View of the source
 // taken, without a fence, at the pre-copy's first call (the root still takes writes).
 // With Delta it is a chunk of the fenced view's differences from the base view
-// (meta.View.ExportRootDelta); a leader without the base view answers Lost.
+// (meta.MoveView.ExportDelta); a leader without the base view answers Lost.
 type exportRequest struct {
 	Agent   string            `cbor:"1,keyasint"`
 	MoveID  string            `cbor:"2,keyasint"`
@@ -50,7 +50,7 @@ func (req exportRequest) viewKey() string {
 // baseViewKey is the key of move id's pre-copy view.
 func baseViewKey(id string) string { return id + "\x00base" }
 
-// exportReply is a chunk and the counters MoveImportFinish needs (View.MoveCounters), or
+// exportReply is a chunk and the counters MoveImportFinish needs (MoveView.Counters), or
 // the refusal.
 type exportReply struct {
 	RootUID    string               `cbor:"1,keyasint,omitempty"`
@@ -97,9 +97,9 @@ func (ev *exportViews) serve(ctx context.Context, r *shard.Shard, req exportRequ
 	}
 	x, lost, err := ev.view(ctx, r, req.viewKey(), req.From == (meta.MovePosition{}), func(v *meta.View) *meta.Error {
 		if req.PreCopy {
-			return nil // unfenced: ExportRoot refuses a root the view does not hold
+			return nil // unfenced: Export refuses a root the view does not hold
 		}
-		if m, ok := v.MoveOf(req.Agent); !ok || m.MoveID != req.MoveID || m.State != meta.MoveFenced {
+		if m, ok := v.Moves().Of(req.Agent); !ok || m.MoveID != req.MoveID || m.State != meta.MoveFenced {
 			return &meta.Error{Code: meta.CodeInvalidState,
 				Message: "agent root " + strconv.Quote(req.Agent) + " is not fenced for move " + strconv.Quote(req.MoveID)}
 		}
@@ -119,9 +119,9 @@ func (ev *exportViews) serve(ctx context.Context, r *shard.Shard, req exportRequ
 		if base == nil || base.view == nil {
 			return exportReply{Lost: true}, nil
 		}
-		c, err = x.view.ExportRootDelta(req.Agent, base.view, req.From, meta.MaxMoveChunkBytes)
+		c, err = x.view.Moves().ExportDelta(req.Agent, base.view, req.From, meta.MaxMoveChunkBytes)
 	} else {
-		c, err = x.view.ExportRoot(req.Agent, req.From, meta.MaxMoveChunkBytes)
+		c, err = x.view.Moves().Export(req.Agent, req.From, meta.MaxMoveChunkBytes)
 	}
 	if err != nil {
 		var me *meta.Error
@@ -130,7 +130,7 @@ func (ev *exportViews) serve(ctx context.Context, r *shard.Shard, req exportRequ
 		}
 		return exportReply{}, err
 	}
-	version, lists, seq := x.view.MoveCounters()
+	version, lists, seq := x.view.Moves().Counters()
 	return exportReply{Chunk: c, Version: version, NextListID: lists, Seq: seq}, nil
 }
 

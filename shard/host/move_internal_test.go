@@ -224,7 +224,7 @@ func TestDriveMoveMovesARootBetweenShards(t *testing.T) {
 	if after.Generation <= second.Generation {
 		t.Fatalf("generation %d after the move, not above %d", after.Generation, second.Generation)
 	}
-	if v := c.hosts[0].Replica(to).AppliedView(); !v.HoldsRoot("a") {
+	if v := c.hosts[0].Replica(to).AppliedView(); !v.Shard().HoldsRoot("a") {
 		t.Fatal("the target does not hold the root")
 	}
 
@@ -240,8 +240,8 @@ func TestDriveMoveMovesARootBetweenShards(t *testing.T) {
 	}
 	// A read through the stale route follows the move.
 	v, err := stale.ReadView(ctx)
-	if err != nil || !v.HoldsRoot("a") {
-		t.Fatalf("a read through the stale route: %v (holds the root: %v)", err, err == nil && v.HoldsRoot("a"))
+	if err != nil || !v.Shard().HoldsRoot("a") {
+		t.Fatalf("a read through the stale route: %v (holds the root: %v)", err, err == nil && v.Shard().HoldsRoot("a"))
 	}
 
 	list, err := c.plane.Moves(ctx)
@@ -310,7 +310,7 @@ func TestARootMovesBackWhileTheShardItLeftStillReleasesIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rec, ok := left.MoveOf("a"); !ok || rec.State != meta.MoveReleasing {
+			if rec, ok := left.Moves().Of("a"); !ok || rec.State != meta.MoveReleasing {
 				t.Fatalf("the shard the root left holds move record %+v (%v), want one still releasing", rec, ok)
 			}
 		}
@@ -411,7 +411,7 @@ func TestDriveMoveRollsBackWhenAShardRefuses(t *testing.T) {
 	if s, err := c.hosts[1].placement.Refresh(ctx, "a"); err != nil || s != from {
 		t.Fatalf("the root's shard after the rollback: %d %v, want %d", s, err, from)
 	}
-	if _, fenced := c.hosts[0].Replica(from).AppliedView().MoveOf("a"); fenced {
+	if _, fenced := c.hosts[0].Replica(from).AppliedView().Moves().Of("a"); fenced {
 		t.Fatal("the rollback left a move record on the source")
 	}
 	if res := c.mustWrite(t, 2, meta.Header{}, putBody("a", "f", "v2")); res.Generation == 0 {
@@ -422,7 +422,7 @@ func TestDriveMoveRollsBackWhenAShardRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	retry.Within(t, 20*time.Second, "the sweep lifts the late fence", func() error {
-		if rec, fenced := c.hosts[0].Replica(from).AppliedView().MoveOf("a"); fenced {
+		if rec, fenced := c.hosts[0].Replica(from).AppliedView().Moves().Of("a"); fenced {
 			return fmt.Errorf("the source holds %+v", rec)
 		}
 		return nil

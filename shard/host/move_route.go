@@ -74,17 +74,17 @@ func (c *rootCore) stillMoving(ctx context.Context) bool {
 	if r == nil {
 		return false
 	}
-	m, ok := r.AppliedView().MoveOf(c.agent)
+	m, ok := r.AppliedView().Moves().Of(c.agent)
 	return ok && m.State != meta.MoveConfirmed
 }
 
 // movedAway reports whether v, a view of c's shard, shows c's root released to another
 // shard; it then reads the placement again and returns the root's shard now.
 func (c *rootCore) movedAway(ctx context.Context, v *meta.View) (int, bool) {
-	if c.h.cluster == nil || v.HoldsRoot(c.agent) {
+	if c.h.cluster == nil || v.Shard().HoldsRoot(c.agent) {
 		return 0, false
 	}
-	m, ok := v.MoveOf(c.agent)
+	m, ok := v.Moves().Of(c.agent)
 	if !ok || (m.State != meta.MoveReleasing && m.State != meta.MoveReleased) {
 		return 0, false
 	}

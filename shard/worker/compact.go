@@ -78,7 +78,7 @@ func (s *Set) compactPass(ctx context.Context, c Core, maxFiles int) (CompactRep
 	if err != nil {
 		return rep, err
 	}
-	cands, _ := view.CompactionCandidates("", maxFiles)
+	cands, _ := view.Shard().CompactionCandidates("", maxFiles)
 	for _, cand := range cands {
 		rep.Candidates++
 		start, end := smallRun(cand.Entry.Segments)

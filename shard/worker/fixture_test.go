@@ -216,7 +216,7 @@ func (n *node) stored(t *testing.T, body string) bool {
 }
 
 func (n *node) record(t *testing.T, body string) (meta.BlobRef, bool) {
-	return n.shard.FSM().View().Blob(n.uid(t), meta.Digest(blob.DigestOf([]byte(body))))
+	return n.shard.FSM().View().Shard().Blob(n.uid(t), meta.Digest(blob.DigestOf([]byte(body))))
 }
 
 // sweepUntil runs sweeps until done accepts a report, for at most 10 s.

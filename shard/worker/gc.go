@@ -199,7 +199,7 @@ func (s *Set) collect(ctx context.Context, c Core, opts GCOptions, rep *GCReport
 	if opts.Agent != "" {
 		agents = append(agents, opts.Agent)
 	} else {
-		view.Roots(func(r *meta.Root) bool {
+		view.Shard().Roots(func(r *meta.Root) bool {
 			agents = append(agents, r.Agent)
 			return true
 		})
@@ -270,11 +270,11 @@ func (s *Set) planRoot(ctx context.Context, view *meta.View, root *meta.Root, op
 	// stamps the intent, does not. The FSM re-checks with the intent's command time.
 	now := max(view.NowMs(), time.Now().UnixMilli())
 	graceMs, takeOverMs := opts.Grace.Milliseconds(), opts.IntentTimeout.Milliseconds()
-	view.Blobs(root.UID, func(b meta.BlobRef) bool {
+	view.Shard().Blobs(root.UID, func(b meta.BlobRef) bool {
 		switch {
 		case b.Intent && b.IntentAtMs+takeOverMs <= now:
 			return add(meta.GCCandidate{Digest: b.Digest, TakeOverVersion: b.IntentVersion}, GCBlob{Digest: b.Digest, TakenOver: true})
-		case !b.Intent && b.Count == 0 && b.ZeroSinceMs+graceMs <= now && !view.BackupHeld(b.ZeroSinceMs):
+		case !b.Intent && b.Count == 0 && b.ZeroSinceMs+graceMs <= now && !view.Shard().BackupHeld(b.ZeroSinceMs):
 			return add(meta.GCCandidate{Digest: b.Digest}, GCBlob{Digest: b.Digest})
 		}
 		return true
@@ -298,7 +298,7 @@ func (s *Set) planRoot(ctx context.Context, view *meta.View, root *meta.Root, op
 	cutoff := time.Now().Add(-opts.Grace)
 	err := s.cfg.Blobs.List(ctx, root.UID, func(k blob.Key, info blob.Info) error {
 		d := meta.Digest(k.Digest)
-		if _, ok := view.Blob(root.UID, d); ok || info.ModTime.After(cutoff) {
+		if _, ok := view.Shard().Blob(root.UID, d); ok || info.ModTime.After(cutoff) {
 			return nil
 		}
 		if !add(meta.GCCandidate{Digest: d, Orphan: true}, GCBlob{Digest: d, StoredBytes: info.StoredBytes, Orphan: true}) {

@@ -189,7 +189,7 @@ func (sc *scrub) run(ctx context.Context, led []ledCore) error {
 			return err
 		}
 		var roots []*meta.Root
-		view.Roots(func(r *meta.Root) bool {
+		view.Shard().Roots(func(r *meta.Root) bool {
 			if (sc.opts.Agent == "" || r.Agent == sc.opts.Agent) && (l.shard > after.Shard || r.Agent >= after.Agent) {
 				roots = append(roots, r)
 			}
@@ -216,7 +216,7 @@ func (sc *scrub) run(ctx context.Context, led []ledCore) error {
 // root checks the referenced blobs of root strictly after digest from (nil: all).
 func (sc *scrub) root(ctx context.Context, shard int, view *meta.View, root *meta.Root, from *meta.Digest) error {
 	var refs []meta.BlobRef
-	view.Blobs(root.UID, func(b meta.BlobRef) bool {
+	view.Shard().Blobs(root.UID, func(b meta.BlobRef) bool {
 		if b.Count > 0 && (from == nil || string(b.Digest[:]) > string(from[:])) {
 			refs = append(refs, b)
 		}

@@ -27,17 +27,17 @@
 //     answers exactly as a missing path (meta.View.OnlyPaths), a write naming one is
 //     PermissionDenied decided from the request alone, and root-wide records are refused
 //     as for a workbench-bound key. A proposal's evidence is resolved in what the key
-//     reaches (meta.View.ResolveEvidence): a hidden path or workbench it names answers
-//     as a missing one. A rewind whose scope names a path or prefix outside the prefixes
-//     is PermissionDenied, preview and apply, whether the path exists or changed.
-//     Minting, renewing and retiring a snapshot are operations on the whole workbench (a
-//     snapshot holds every path; a fork's base is one), PermissionDenied as commit and
-//     fork are; a key bound to prefixes or to one workbench lists a workbench's snapshots
-//     without those a fork pinned, whose annotation (pinned_by_fork, the reason) names
-//     the fork. Prefixes bind paths, not a workbench's own records: its revision (which
-//     a hidden path's write moves) and its commits (identities and whole-tree digests)
-//     stay visible to a key that sees the workbench. An expired key is refused exactly
-//     as an unknown one.
+//     reaches (meta.ProposalView.ResolveEvidence): a hidden path or workbench it names
+//     answers as a missing one. A rewind whose scope names a path or prefix outside the
+//     prefixes is PermissionDenied, preview and apply, whether the path exists or
+//     changed. Minting, renewing and retiring a snapshot are operations on the whole
+//     workbench (a snapshot holds every path; a fork's base is one), PermissionDenied as
+//     commit and fork are; a key bound to prefixes or to one workbench lists a
+//     workbench's snapshots without those a fork pinned, whose annotation
+//     (pinned_by_fork, the reason) names the fork. Prefixes bind paths, not a workbench's
+//     own records: its revision (which a hidden path's write moves) and its commits
+//     (identities and whole-tree digests) stay visible to a key that sees the workbench.
+//     An expired key is refused exactly as an unknown one.
 //   - A minted key (mint.go, POST /v1/keys) is never broader than its minter (Narrower:
 //     roots, workbench, prefixes, scopes, expiry), records MintedBy, and stops working
 //     when any key above it is revoked or expires (Key.LiveIn).
