@@ -124,8 +124,10 @@ func TestEndBodyEndsAtItsLastDeclaredByte(t *testing.T) {
 }
 
 // Through a node: a PUT, an append and a snapshot (a tool's JSON body) from a client that
-// half-closes after its body are applied through Raft and answered 201/200, and the file
-// reads back whole. Before untilBodyEnds each was answered 500, with nothing written.
+// half-closes after its body, and writes without a body (an empty file, a DELETE, a new
+// workbench) from one that half-closes after its request, are applied through Raft and
+// answered as usual, and the file reads back whole. Before untilBodyEnds the PUT was
+// answered 500 with nothing written, the others 503 OutcomeUnknown although applied.
 func TestAHalfClosingClientWritesThroughANode(t *testing.T) {
 	_, base := serveNode(t, testConfig(t))
 	addr := strings.TrimPrefix(base, "http://")
@@ -138,6 +140,10 @@ func TestAHalfClosingClientWritesThroughANode(t *testing.T) {
 		{"PUT", fmt.Sprintf("PUT %s/files/input/a.txt HTTP/1.1\r\nHost: %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", wb, addr, len(body), body), http.StatusCreated},
 		{"append", fmt.Sprintf("POST %s/files/input/a.txt?append HTTP/1.1\r\nHost: %s\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nyyy\r\n0\r\n\r\n", wb, addr), http.StatusOK},
 		{"snapshot", fmt.Sprintf("POST %s/snapshots HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"ttl_days\": 1}", wb, addr), http.StatusCreated},
+		// Writes without a body.
+		{"PUT of an empty file", fmt.Sprintf("PUT %s/files/input/empty.txt HTTP/1.1\r\nHost: %s\r\nContent-Length: 0\r\n\r\n", wb, addr), http.StatusCreated},
+		{"DELETE", fmt.Sprintf("DELETE %s/files/input/empty.txt HTTP/1.1\r\nHost: %s\r\n\r\n", wb, addr), http.StatusOK},
+		{"PUT of a workbench", fmt.Sprintf("PUT /v1/agents/default/workbenches/hc2 HTTP/1.1\r\nHost: %s\r\n\r\n", addr), http.StatusCreated},
 	} {
 		resp := halfCloseRequest(t, addr, c.raw)
 		b, _ := io.ReadAll(resp.Body)

@@ -16,12 +16,17 @@ import (
 // the answer at once and closes.
 //
 // It also answers a client that half-closes its connection once it has sent its whole
-// body (shutdown(SHUT_WR), as `nc -N` and some HTTP/1.0 clients do): net/http ends a
+// request (shutdown(SHUT_WR), as `nc -N` and some HTTP/1.0 clients do): net/http ends a
 // request's context when it reads the end of the connection after the body, which would
-// cancel a write whose every byte has arrived and answer 500. A request with a body gets a
-// context that ends with the connection's only until the body has ended (untilBodyEnds);
-// after that, the work the request asked for finishes within the write path's own
-// deadlines and is answered, or its answer fails to reach a client that has gone.
+// cancel a write whose every byte has arrived and answer 500, or 503 OutcomeUnknown for
+// one already applied. A request with a body gets a context that ends with the
+// connection's only until the body has ended (untilBodyEnds), and a request without one
+// that is not a GET or HEAD (a DELETE, an empty file) one that the connection's end never
+// ends; after that, the work the request asked for finishes within the write path's own
+// deadlines and is answered, or its answer fails to reach a client that has gone. A GET or
+// HEAD keeps net/http's context: long-lived answers (the change feed, MCP's stream) stop
+// waiting when their client leaves, so a client that half-closes before reading such an
+// answer may see it cut short.
 //
 // The handler gets a shallow copy of the request whose body records its end, so the
 // server's own request keeps the body net/http gave it.
@@ -31,6 +36,14 @@ func closeUnread(h http.Handler) http.Handler {
 		// close" would end every stream of the connection; the end of a stream's request
 		// does not end its context.
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || r.ProtoMajor != 1 {
+			if r.ProtoMajor == 1 && r.Method != http.MethodGet && r.Method != http.MethodHead {
+				// A write without a body (a DELETE, an empty file) has arrived whole.
+				ended := &endBody{}
+				ended.ended.Store(true)
+				ctx, stop := untilBodyEnds(r.Context(), ended)
+				defer stop()
+				r = r.WithContext(ctx)
+			}
 			h.ServeHTTP(w, r)
 			return
 		}
