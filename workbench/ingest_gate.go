@@ -172,15 +172,16 @@ func (g *gatedBody) nextPiece() error {
 const ctxGrace = time.Second
 
 // ctxErr is the error of a body whose context ended: the pump's read error when it comes
-// within ctxGrace (a typed *Error: the minimum rate), else the context's.
+// within ctxGrace (a typed *Error such as the minimum rate's; a body cut short, as a
+// client that half-closes before the end of its body cuts it, is one that could not be
+// read: readError), else the context's.
 func (g *gatedBody) ctxErr() error {
 	t := time.NewTimer(ctxGrace)
 	defer t.Stop()
 	select {
 	case pc := <-g.pieces:
-		var e *Error
-		if errors.As(pc.err, &e) {
-			return pc.err
+		if pc.err != nil && pc.err != io.EOF {
+			return readError(pc.err)
 		}
 		if pc.buf != nil {
 			g.free <- pc.buf

@@ -161,3 +161,31 @@ func TestAHalfClosingClientWritesThroughANode(t *testing.T) {
 		t.Fatalf("the file reads back %d bytes (%v), want the %d written and appended", len(got), err, len(body)+3)
 	}
 }
+
+// A client that half-closes before it has sent the body it declared, or the end of a
+// chunked one, gets 400 InvalidArguments on field "body" (as the JSON routes answer a body
+// they cannot read), and nothing is written.
+func TestAHalfCloseBeforeTheWholeBodyIsABadBody(t *testing.T) {
+	_, base := serveNode(t, testConfig(t))
+	addr := strings.TrimPrefix(base, "http://")
+	wb := "/v1/agents/default/workbenches/hc"
+	for _, c := range []struct{ what, path, raw string }{
+		{"declared, small", "input/a.txt", "Content-Length: 100\r\n\r\nshort"},
+		{"declared, past the inline size", "input/b.txt", fmt.Sprintf("Content-Length: %d\r\n\r\n%s", 1<<20, strings.Repeat("x", 100_000))},
+		{"chunked", "input/c.txt", "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"},
+	} {
+		resp := halfCloseRequest(t, addr, fmt.Sprintf("PUT %s/files/%s HTTP/1.1\r\nHost: %s\r\n%s", wb, c.path, addr, c.raw))
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"field":"body"`) {
+			t.Errorf("%s body cut off by a half-close: %d %s, want 400 on field body", c.what, resp.StatusCode, b)
+		}
+		r, err := http.Get(base + wb + "/files/" + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != http.StatusNotFound {
+			t.Errorf("%s body cut off by a half-close: the file answers %d, want 404", c.what, r.StatusCode)
+		}
+	}
+}
