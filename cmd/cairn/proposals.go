@@ -170,7 +170,8 @@ func newProposalsCommand() *cobra.Command {
 		Short: "List a workbench's proposals or decisions, or show one proposal",
 		Long: "List the proposals of workbench WB in creation order (--path, --state pending|accepted|\n" +
 			"rejected|superseded), one per line: id, state, path, base, head, stale. --judgments lists\n" +
-			"the decisions instead. --id shows one proposal (--body: with its bytes and diff; use --json).",
+			"the decisions instead, one JSON object per line. --json prints each page's result object, one\n" +
+			"per line. --id shows one proposal (--body: with its bytes and diff; use --json).",
 		Args: argsBetween(1, 1),
 	}
 	o := addOutputFlags(cmd)
@@ -201,18 +202,15 @@ func newProposalsCommand() *cobra.Command {
 			if err != nil {
 				return "", err
 			}
+			if o.json {
+				return cursorOf(page.NextCursor), printRaw(out, page.Raw)
+			}
 			for _, j := range page.Judgments {
 				if err := printRaw(out, j); err != nil {
 					return "", err
 				}
 			}
 			for _, p := range page.Proposals {
-				if o.json {
-					if err := printRaw(out, p.Raw); err != nil {
-						return "", err
-					}
-					continue
-				}
 				head := "-"
 				if p.HeadGeneration != nil {
 					head = strconv.FormatUint(*p.HeadGeneration, 10)

@@ -55,6 +55,18 @@ func TestProposeListAndDecideThroughTheCLI(t *testing.T) {
 	if js := run("proposals", "w", "--judgments"); strings.Count(js, `"disposition"`) != 2 {
 		t.Fatalf("judgments:\n%s", js)
 	}
+	// --json prints each page's result object: the proposals (or the judgments) it holds,
+	// not a line per item (which printed blank lines: each item's Raw is empty).
+	for _, c := range []struct {
+		flags       []string
+		key, marker string
+	}{{nil, "proposals", `"request_id"`}, {[]string{"--judgments"}, "judgments", `"disposition"`}} {
+		var page map[string]json.RawMessage
+		out := run(append([]string{"proposals", "w", "--json"}, c.flags...)...)
+		if err := json.Unmarshal([]byte(out), &page); err != nil || strings.Count(string(page[c.key]), c.marker) != 2 {
+			t.Fatalf("proposals %v --json: %q (%v), want one page holding both %s", c.flags, out, err, c.key)
+		}
+	}
 	if _, _, err := execCairn(t, "propose", "w", "outputs/plan.md", "--agent", "a", "--server", srv.URL); err == nil {
 		t.Fatal("propose without a body ran")
 	}
