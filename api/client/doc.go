@@ -32,9 +32,11 @@
 //     whether and when to try again.
 //   - A client from New or NewAdmin never retries on its own. WithRetry makes it retry within a
 //     RetryPolicy's bounds (attempts and total time, honouring Retry-After): a refused
-//     connection always, a retryable 503 or 429 only for requests that mean the same sent
-//     twice (idempotent methods, an Idempotency-Key, read-only tool calls), and only with
-//     a body it can send again (bytes or strings, never a stream). Two operations retry
+//     connection always (it read none of the body, even a stream's), a retryable 503 or 429
+//     only for requests that mean the same sent twice (idempotent methods, an
+//     Idempotency-Key, read-only tool calls), and only with a body it can send again
+//     (bytes, strings, or a file read again from where it started; never a stream, such
+//     as stdin, that was read). Two operations retry
 //     within their own bounds besides: Import resends a request a broken connection cut
 //     off or the server answered retryable (each file re-opened, each upload under an
 //     Idempotency-Key, importRetry), and Edit without IfMatch redoes its read and

@@ -21,8 +21,9 @@ import (
 //     and the read-only or replay-safe tool calls (search, aggregate, catalog, find, grep,
 //     commit).
 //
-// Either way the body must be replayable (http.Request.GetBody: bytes, strings, or none);
-// a streamed body (a file, stdin) is sent once. The wait is the answer's Retry-After when
+// Either way the body must be replayable: bytes, strings, none, or a file read again from
+// where it started (an io.Seeker); a stream that cannot be (stdin, a pipe) is sent again
+// only after a refused connection, which read none of it. The wait is the answer's Retry-After when
 // it gives one, else an exponential backoff with jitter; a wait that would end past
 // MaxElapsed is not taken, and the last answer is returned.
 type RetryPolicy struct {
@@ -149,10 +150,11 @@ func (p RetryPolicy) backoff(attempt int) time.Duration {
 
 // rewindable reports whether req's body can be sent again.
 func rewindable(req *http.Request) bool {
-	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil || untouched(req.Body)
 }
 
-// rewind returns req with a fresh copy of its body.
+// rewind returns req with a fresh copy of its body (a stream none of which was read is
+// its own fresh copy).
 func rewind(req *http.Request) (*http.Request, error) {
 	if req.GetBody == nil {
 		return req, nil

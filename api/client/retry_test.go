@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -145,25 +146,26 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 	}
 }
 
-func TestRetryRidesOutRefusedConnections(t *testing.T) {
-	// Reserve a port, close it (connections are refused), and start the server on it
-	// after a few refusals: a node restarting.
+// restartingServer returns the URL of a server that refuses connections (a node
+// restarting) until the third dial, serves h from then on, and the client that dials it
+// and counts its dials.
+func restartingServer(t *testing.T, h http.Handler) (string, *http.Client, *atomic.Int64) {
+	t.Helper()
+	// Reserve a port and close it: connections are refused until the server starts on it.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	var dials atomic.Int64
+	dials := new(atomic.Int64)
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
 		if dials.Add(1) == 3 {
 			l, err := net.Listen("tcp", addr)
 			if err != nil {
 				return nil, err
 			}
-			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				fmt.Fprint(w, `{"status":"success","dry_run":true,"candidates":2}`)
-			})}
+			srv := &http.Server{Handler: h}
 			go func() { _ = srv.Serve(l) }()
 			t.Cleanup(func() { _ = srv.Close() })
 		}
@@ -171,13 +173,58 @@ func TestRetryRidesOutRefusedConnections(t *testing.T) {
 		return d.DialContext(ctx, network, a)
 	}}}
 	t.Cleanup(hc.CloseIdleConnections)
+	return "http://" + addr, hc, dials
+}
+
+func TestRetryRidesOutRefusedConnections(t *testing.T) {
+	url, hc, dials := restartingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"status":"success","dry_run":true,"candidates":2}`)
+	}))
 	// GC is not replayable, but a refused connection never reached the server.
-	rep, err := NewAdmin("http://"+addr, hc).WithRetry(fastRetry).CollectGarbage(t.Context(), GCRequest{DryRun: true})
+	rep, err := NewAdmin(url, hc).WithRetry(fastRetry).CollectGarbage(t.Context(), GCRequest{DryRun: true})
 	if err != nil {
 		t.Fatalf("CollectGarbage across a restart: %v", err)
 	}
 	if rep.Candidates != 2 || dials.Load() != 3 {
 		t.Errorf("report %+v after %d dials, want 2 candidates after 3 dials", rep, dials.Load())
+	}
+}
+
+// A put of a stream (stdin, a pipe: not replayable) or of a file rides out refused
+// connections too: a refused connection read none of the stream, and a file is read again
+// from where it started. The server gets each whole.
+func TestRetryResendsStreamsAndFilesAfterRefusedConnections(t *testing.T) {
+	content := strings.Repeat("stream body ", 10_000)
+	file, err := os.CreateTemp(t.TempDir(), "body")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := file.WriteString("skip" + content); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]func() io.Reader{
+		"stream": func() io.Reader { return struct{ io.Reader }{strings.NewReader(content)} },
+		"file, from an offset": func() io.Reader {
+			if _, err := file.Seek(4, io.SeekStart); err != nil {
+				t.Fatal(err)
+			}
+			return file
+		},
+	} {
+		var got atomic.Value
+		url, hc, dials := restartingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			got.Store(string(b))
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprint(w, `{"status":"success","generation":1}`)
+		}))
+		_, err := New(url, hc).WithRetry(fastRetry).PutFile(t.Context(), "a", "w", "input/f", body(), PutOptions{})
+		if err != nil {
+			t.Fatalf("%s: a put across a restart: %v", name, err)
+		}
+		if g, _ := got.Load().(string); g != content || dials.Load() != 3 {
+			t.Errorf("%s: the server got %d bytes after %d dials, want the %d sent after 3", name, len(g), dials.Load(), len(content))
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 )
 
 // TransportOptions say how a client reaches a server beyond loopback: which CAs sign the
@@ -233,13 +234,48 @@ func (t *transport) bodyRequest(ctx context.Context, method, u string, body io.R
 	if size > 0 {
 		req.ContentLength = size
 	}
-	// net/http closes a request body that is an io.Closer; the caller's reader (an
-	// *os.File, stdin) stays the caller's to close. The transport unwraps NopCloser, so
-	// sendfile still applies to files.
-	if _, ok := body.(io.Closer); ok && body != http.NoBody {
-		req.Body = io.NopCloser(body)
+	if req.GetBody != nil || body == http.NoBody {
+		return req, nil // bytes or strings: net/http replays them
 	}
+	if s, ok := body.(io.Seeker); ok {
+		// A regular file is read again from where it started. net/http closes a request
+		// body that is an io.Closer; the caller's file stays the caller's to close, and the
+		// transport unwraps NopCloser, so sendfile still applies.
+		if start, err := s.Seek(0, io.SeekCurrent); err == nil {
+			req.Body = io.NopCloser(body)
+			req.GetBody = func() (io.ReadCloser, error) {
+				if _, err := s.Seek(start, io.SeekStart); err != nil {
+					return nil, err
+				}
+				return io.NopCloser(body), nil
+			}
+			return req, nil
+		}
+	}
+	// A stream (stdin, a pipe) is sent again only if none of it was read (untouched).
+	req.Body = &streamBody{r: body}
 	return req, nil
+}
+
+// streamBody is a request body that cannot be read twice, and knows whether it was read:
+// a connection refused before any byte was sent leaves it whole, to be sent again
+// (rewindable). Close leaves the caller's reader open.
+type streamBody struct {
+	r    io.Reader
+	read atomic.Bool
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	b.read.Store(true)
+	return b.r.Read(p)
+}
+
+func (b *streamBody) Close() error { return nil }
+
+// untouched reports whether body is a stream none of which was read.
+func untouched(body io.ReadCloser) bool {
+	b, ok := body.(*streamBody)
+	return ok && !b.read.Load()
 }
 
 // doJSON sends req and decodes a 2xx JSON answer into out; any other status is a *Error.
