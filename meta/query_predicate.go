@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -127,7 +128,7 @@ func compilePredicate(arg string, p Predicate) (pred, *Error) {
 		}
 		v, ok := scalarValue(x)
 		if !ok {
-			return FieldValue{}, invalidArg(a, "must be a string, a finite number or a boolean, got %T", x)
+			return FieldValue{}, invalidArg(a, "must be a string, a finite number or a boolean, got %s", valueKind(x))
 		}
 		if v.Kind == FieldString && len(v.Str) > MaxPredicateStringBytes {
 			return FieldValue{}, invalidArg(a, "string is %d bytes, more than %d", len(v.Str), MaxPredicateStringBytes)
@@ -221,4 +222,21 @@ func operatorsFor(str, num, boolean bool) []PredicateOp {
 		}
 	}
 	return out
+}
+
+// valueKind names what a predicate value that is not a scalar is, in the JSON terms a
+// caller wrote it in (never a Go type).
+func valueKind(x any) string {
+	if v, ok := x.(FieldValue); ok && v.Kind != FieldFloat {
+		return "a value of another kind"
+	}
+	switch reflect.ValueOf(x).Kind() {
+	case reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String, reflect.Float32, reflect.Float64, reflect.Struct:
+		return "a number out of range" // json.Number, NaN or ±Inf: the scalars scalarValue refuses
+	}
+	return "a value of another kind"
 }

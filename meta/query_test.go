@@ -807,3 +807,22 @@ func TestLongStringsShareAnIndexKeyButMatchExactly(t *testing.T) {
 		}
 	}
 }
+
+// A predicate value that is not a scalar is refused naming what it is in JSON's terms,
+// never a Go type.
+func TestAPredicateValueThatIsNoScalarIsNamedInJSONTerms(t *testing.T) {
+	for _, c := range []struct {
+		val  any
+		want string
+	}{
+		{json.Number("1e400"), "a number out of range"},
+		{math.Inf(1), "a number out of range"},
+		{map[string]any{"a": 1}, "an object"},
+		{[]any{1}, "an array"},
+	} {
+		_, err := compilePredicate("predicates[0]", Predicate{Field: "n", Op: PredEq, Value: c.val})
+		if err == nil || !strings.Contains(err.Message, "got "+c.want) || strings.Contains(err.Message, "json.") || strings.Contains(err.Message, "map[") {
+			t.Errorf("value %#v: %v, want a refusal naming %q and no Go type", c.val, err, c.want)
+		}
+	}
+}
