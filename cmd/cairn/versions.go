@@ -64,8 +64,13 @@ func printRaw(w io.Writer, raw json.RawMessage) error {
 	return err
 }
 
-// printJSONLine writes v encoded as JSON (encoding/json), one line.
-func printJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+// printJSONLine writes v encoded as JSON (encoding/json), one line, with '<', '>' and '&'
+// as themselves, as the server writes them.
+func printJSONLine(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
 
 // printResult writes a command's answer: with --json (asJSON) the server's result
 // object raw, one line (printRaw); else the one-line summary.
