@@ -109,6 +109,7 @@ type RootUsage struct {
 	Agent string `json:"agent"`
 	Usage Counts `json:"usage"`
 	Quota Limits `json:"quota"`
+	RawJSON
 }
 
 // Usage returns what agent's root holds and its quotas (client listener).

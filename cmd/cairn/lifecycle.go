@@ -100,7 +100,7 @@ func newUsageCommand() *cobra.Command {
 // printUsage prints a root's usage against its quotas, one dimension a line.
 func printUsage(w io.Writer, u *client.RootUsage, asJSON bool) error {
 	if asJSON {
-		return printJSONLine(w, u)
+		return printRaw(w, u.Raw)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "agent root %s\n", u.Agent)

@@ -37,6 +37,10 @@ func TestWorkbenchListDeleteAndQuotasThroughTheCLI(t *testing.T) {
 	if !strings.Contains(out, `"files":1`) {
 		t.Fatalf("quota get: %s", out)
 	}
+	// --json prints the server's result object as it sent it.
+	if out := run("usage", "--agent", "a", "--json", "--server", srv.URL); !strings.HasPrefix(out, `{"status":"success",`) || !strings.Contains(out, `"files":1`) {
+		t.Fatalf("usage --json: %s", out)
+	}
 	if _, _, err := execCairn(t, "admin", "purge", "a", "--admin-server", admin.URL); err == nil {
 		t.Fatal("purge without --yes ran")
 	}
