@@ -413,15 +413,21 @@ func (s *base) ingest(ctx context.Context, agent string, r io.Reader, sizeHint i
 	// Peek up to the inline threshold + 1 byte: a body that fits is stored inline.
 	var peeked int64
 	if s.cfg.InlineMaxBytes > 0 {
-		head := make([]byte, s.cfg.InlineMaxBytes+1)
+		hp := getHead(int(s.cfg.InlineMaxBytes) + 1)
+		head := *hp
 		n, complete, err := readHead(r, head)
 		switch {
 		case err != nil:
+			headPool.Put(hp)
 			return nil, readError(err)
 		case !complete:
+			// The body's reader (and a pump goroutine, ingest_gate.go) reads the head from
+			// here on: it is left to the garbage collector, a body this large being
+			// several times its size.
 			r, peeked = io.MultiReader(bytes.NewReader(head[:n]), r), int64(n)
 		default:
 			data := bytes.Clone(head[:n]) // the record keeps it: no spare capacity
+			headPool.Put(hp)
 			d, err := out.finishInline(data, resume)
 			if err != nil {
 				return nil, err
@@ -688,6 +694,22 @@ func normalizeContentType(ct string) (string, *Error) {
 		return "", invalidArgument("content_type", "is not a media type such as text/plain; charset=utf-8 (%v)", err)
 	}
 	return ct, nil
+}
+
+// headPool recycles the buffers ingest peeks a body's head into (the inline threshold and
+// one byte: 4 KiB by default): an inline body's record keeps a copy of its bytes, never
+// the buffer, so a small put allocates its body's size, not the threshold's. A body larger
+// than the threshold keeps its buffer (its reader reads on from it).
+var headPool sync.Pool
+
+// getHead returns a pooled buffer of n bytes.
+func getHead(n int) *[]byte {
+	if p, ok := headPool.Get().(*[]byte); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	b := make([]byte, n)
+	return &b
 }
 
 // readHead fills buf from r. complete reports that r ended (io.EOF) within buf. Any other
