@@ -82,6 +82,7 @@ FUZZ_TARGETS := \
 	./workbench/auth:FuzzKeyLookup \
 	./api/s3:FuzzChunkedReader \
 	./api/client:FuzzDecodeResultMatchesEncodingJSON \
+	./api/mcp:FuzzStructuredContentEscapesAsMarshal \
 	./internal/strictjson:FuzzCheck
 
 fuzz-smoke:

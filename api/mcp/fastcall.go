@@ -131,11 +131,13 @@ func (l *fastLane) encode(id json.RawMessage, res *sdk.CallToolResult) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	structured, err := json.Marshal(sc)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, len(text)+len(structured)+len(l.resultMeta)+128)
+	// sc comes from encodeObject (handler, errorResult), whose output is compact JSON:
+	// HTML-escaping it yields what json.Marshal of the RawMessage does (compact, then
+	// escape), in one pass instead of a rescan of the whole value.
+	var structured bytes.Buffer
+	structured.Grow(len(sc) + 16)
+	json.HTMLEscape(&structured, sc)
+	b := make([]byte, 0, len(text)+structured.Len()+len(l.resultMeta)+128)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
 	b = append(b, `,"result":{"_meta":`...)
@@ -143,7 +145,7 @@ func (l *fastLane) encode(id json.RawMessage, res *sdk.CallToolResult) ([]byte, 
 	b = append(b, `,"content":[{"type":"text","text":`...)
 	b = append(b, text...)
 	b = append(b, `}],"structuredContent":`...)
-	b = append(b, structured...)
+	b = append(b, structured.Bytes()...)
 	if res.IsError {
 		b = append(b, `,"isError":true`...)
 	}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -164,4 +165,29 @@ func TestFastLaneTakesOnlyItsShape(t *testing.T) {
 			t.Errorf("%s: served %v (want %v), wrote %d %v %q", c.name, got, c.want, w.Code, w.Header(), w.Body.Bytes())
 		}
 	}
+}
+
+// FuzzStructuredContentEscapesAsMarshal checks the premise of fastLane.encode: for what
+// encodeObject makes of any strings and numbers, HTML-escaping its output is what
+// json.Marshal of it as a RawMessage (compact, then escape) gives, as the SDK encodes
+// structuredContent.
+func FuzzStructuredContentEscapesAsMarshal(f *testing.F) {
+	f.Add("status", "ok <b>&amp;</b>", "path", "a\u2028b\u2029c\"\\\x00\xff", int64(-7))
+	f.Add("", "", "x", "\t\n\r", int64(1<<62))
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string, n int64) {
+		m := map[string]any{k1: v1, k2: []any{v2, n, map[string]any{k2: k1, "n": float64(n) / 3}}, "entries": []map[string]any{{v1: v2}}}
+		body, err := encodeObject(m, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(json.RawMessage(body))
+		if err != nil {
+			t.Fatalf("encodeObject made invalid JSON %q: %v", body, err)
+		}
+		var got bytes.Buffer
+		json.HTMLEscape(&got, body)
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("HTMLEscape\n%s\nMarshal\n%s", got.Bytes(), want)
+		}
+	})
 }
