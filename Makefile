@@ -83,6 +83,7 @@ FUZZ_TARGETS := \
 	./api/s3:FuzzChunkedReader \
 	./api/client:FuzzDecodeResultMatchesEncodingJSON \
 	./api/mcp:FuzzStructuredContentEscapesAsMarshal \
+	./api/mcp:FuzzResultEncoderMatchesEncodingJSON \
 	./internal/strictjson:FuzzCheck
 
 fuzz-smoke:

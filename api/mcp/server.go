@@ -456,37 +456,14 @@ func errorResult(e *workbench.Error) *sdk.CallToolResult {
 // present), then the rest in byte order, so that every result starts with "status"
 // (docs/workbench.md#common-rules). HTML characters are not escaped.
 func encodeObject(m map[string]any, first ...string) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	keys := make([]string, 0, len(m))
-	for _, k := range first {
-		if _, ok := m[k]; ok {
-			keys = append(keys, k)
-		}
+	if m == nil {
+		m = map[string]any{} // "{}", as ever, not null
 	}
-	for _, k := range sortedKeys(m) {
-		if !slices.Contains(first, k) {
-			keys = append(keys, k)
-		}
+	e := newResultEncoder()
+	if err := e.object(m, first); err != nil {
+		return nil, err
 	}
-	buf.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		if err := enc.Encode(k); err != nil {
-			return nil, err
-		}
-		buf.Truncate(buf.Len() - 1) // Encode's newline
-		buf.WriteByte(':')
-		if err := enc.Encode(m[k]); err != nil {
-			return nil, err
-		}
-		buf.Truncate(buf.Len() - 1)
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return e.buf.Bytes(), nil
 }
 
 // auditTarget reads the workbench id and the full path inside it (section/path) from a

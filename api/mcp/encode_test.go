@@ -1,0 +1,126 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+// fuzzValue builds a value of the kinds tool results hold (and some they do not) from
+// the fuzzer's bytes, so that every branch of resultEncoder meets odd strings and numbers.
+type fuzzValue struct {
+	b    []byte
+	strs []string
+}
+
+func (f *fuzzValue) next() byte {
+	if len(f.b) == 0 {
+		return 0
+	}
+	c := f.b[0]
+	f.b = f.b[1:]
+	return c
+}
+
+func (f *fuzzValue) value(depth int) any {
+	c := f.next()
+	if depth > 4 {
+		c %= 8
+	}
+	s := f.strs[int(c)%len(f.strs)]
+	n := int64(c) * int64(f.next()-128) * 1e9
+	switch c % 16 {
+	case 0:
+		return nil
+	case 1:
+		return s
+	case 2:
+		return c%2 == 0
+	case 3:
+		return int(n)
+	case 4:
+		return n
+	case 5:
+		return uint64(n) * 3
+	case 6:
+		return float64(n) / 7
+	case 7:
+		return json.Number("12.5e3")
+	case 8:
+		m := map[string]any{}
+		for range int(f.next() % 5) {
+			m[f.strs[int(f.next())%len(f.strs)]] = f.value(depth + 1)
+		}
+		return m
+	case 9:
+		var a []any
+		for range int(f.next() % 4) {
+			a = append(a, f.value(depth+1))
+		}
+		return a
+	case 10:
+		return []map[string]any{{s: f.value(depth + 1)}, nil}
+	case 11:
+		return []string{s, s + s}
+	case 12:
+		return map[string]any(nil)
+	case 13:
+		return json.RawMessage(`{"b":1, "a":[true ,"<&>"]}`)
+	case 14:
+		return struct {
+			X string `json:"x"`
+			Y *int   `json:"y,omitempty"`
+		}{X: s}
+	default:
+		return []any(nil)
+	}
+}
+
+// FuzzResultEncoderMatchesEncodingJSON checks resultEncoder's promise: the bytes of
+// encoding/json's Encoder with SetEscapeHTML(false), for any tree of maps, slices,
+// strings (escapes, HTML characters, U+2028, invalid UTF-8), integers at their limits,
+// floats, json.Number, RawMessage, structs and nils.
+func FuzzResultEncoderMatchesEncodingJSON(f *testing.F) {
+	f.Add([]byte{8, 3, 1, 8, 2, 9, 3, 1, 4, 5}, "status", "a<b>&c", "\u2028\x00\"\\\xff\x7f")
+	f.Add([]byte{9, 3, 8, 3, 10, 1, 11, 12, 13, 14, 15, 6, 7}, "", "path/to/file.txt", "é")
+	// One escape each, in otherwise plain ASCII: the quote, the backslash, a control byte,
+	// DEL, and HTML characters (never escaped here).
+	f.Add([]byte{0, 65, 0, 1, 1, 0, 2, 17, 0}, `say "hi"`, `back\slash`, "tab\there\x7f<&>")
+	f.Fuzz(func(t *testing.T, b []byte, s1, s2, s3 string) {
+		fv := &fuzzValue{b: b, strs: []string{s1, s2, s3, "status", "entries"}}
+		root := map[string]any{}
+		for len(fv.b) > 0 {
+			root[fv.strs[int(fv.next())%len(fv.strs)]] = fv.value(0)
+		}
+		root["edge"] = []any{int64(math.MinInt64), uint64(math.MaxUint64), int(math.MaxInt64)}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(root); err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeObject(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
+			t.Fatalf("resultEncoder\n%s\nencoding/json\n%s", got, want.Bytes())
+		}
+	})
+}
+
+// TestEncodeObjectPutsFirstKeysFirst checks the order encodeObject promises: the keys of
+// first that are present, in that order, then the others in byte order; a nil map is {}.
+func TestEncodeObjectPutsFirstKeysFirst(t *testing.T) {
+	got, err := encodeObject(map[string]any{"b": 1, "status": "ok", "a": []any{}, "code": "X"}, "status", "missing", "code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"status":"ok","code":"X","a":[],"b":1}`; string(got) != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	if got, _ := encodeObject(nil); string(got) != "{}" {
+		t.Fatalf("nil map: got %s, want {}", got)
+	}
+}
