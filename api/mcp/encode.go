@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // resultEncoder writes the JSON of a tool's result: the values encoding/json gives (with
@@ -15,14 +16,33 @@ import (
 // need escaping) goes through encoding/json's Encoder, so its bytes are encoding/json's by
 // construction. FuzzResultEncoderMatchesEncodingJSON holds the two together.
 type resultEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder // over buf, for the values above
+	buf  bytes.Buffer
+	enc  *json.Encoder // over buf, for the values above
+	html *json.Encoder // over buf, escaping HTML characters as json.Marshal does (fastLane.encode)
+}
+
+// resultEncoders recycles encoders, so that a result is written into a buffer already
+// grown to a result's size and copied out once, instead of growing a new one by doubling.
+var resultEncoders = sync.Pool{New: func() any { return newResultEncoder() }}
+
+// maxPooledResultBytes bounds the buffer an encoder keeps between results (a file read
+// can make a result of several MiB; such a buffer is left to the collector).
+const maxPooledResultBytes = 256 << 10
+
+// release returns e to resultEncoders.
+func (e *resultEncoder) release() {
+	if e.buf.Cap() > maxPooledResultBytes {
+		return
+	}
+	e.buf.Reset()
+	resultEncoders.Put(e)
 }
 
 func newResultEncoder() *resultEncoder {
 	e := &resultEncoder{}
 	e.enc = json.NewEncoder(&e.buf)
 	e.enc.SetEscapeHTML(false)
+	e.html = json.NewEncoder(&e.buf)
 	return e
 }
 

@@ -100,57 +100,58 @@ func (l *fastLane) serve(w http.ResponseWriter, r *http.Request, body []byte) bo
 	if err != nil || res == nil {
 		res = errorResult(internalError()) // handlers never fail (handler)
 	}
-	out, err := l.encode(msg["id"], res)
-	if err != nil {
-		out, _ = l.encode(msg["id"], errorResult(internalError())) // the shape encode takes
+	e := resultEncoders.Get().(*resultEncoder)
+	defer e.release()
+	if err := l.encode(e, msg["id"], res); err != nil {
+		e.buf.Reset()
+		_ = l.encode(e, msg["id"], errorResult(internalError())) // the shape encode takes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.WriteHeader(http.StatusOK)
-	w.Write(out)
+	w.Write(e.buf.Bytes())
 	return true
 }
 
-// encode is the JSON-RPC response to call id with res, as the SDK encodes it: the
+// encode writes into e's buffer the JSON-RPC response to call id with res, as the SDK
+// encodes it (on errNotFast, part of it may be written): the
 // result's members _meta, content, structuredContent, isError (when set) and resultType
 // "complete", text and structured content escaped as encoding/json escapes a string and a
 // RawMessage by default.
-func (l *fastLane) encode(id json.RawMessage, res *sdk.CallToolResult) ([]byte, error) {
+func (l *fastLane) encode(e *resultEncoder, id json.RawMessage, res *sdk.CallToolResult) error {
 	if len(res.Content) != 1 || res.Meta != nil || res.InputRequests != nil {
-		return nil, errNotFast
+		return errNotFast
 	}
 	tc, ok := res.Content[0].(*sdk.TextContent)
 	if !ok || tc.Meta != nil || tc.Annotations != nil {
-		return nil, errNotFast
+		return errNotFast
 	}
 	sc, ok := res.StructuredContent.(json.RawMessage)
 	if !ok {
-		return nil, errNotFast
+		return errNotFast
 	}
-	text, err := json.Marshal(tc.Text)
-	if err != nil {
-		return nil, err
+	b := &e.buf
+	b.Grow(2*len(tc.Text) + len(sc) + len(l.resultMeta) + 128)
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(id)
+	b.WriteString(`,"result":{"_meta":`)
+	b.Write(l.resultMeta)
+	b.WriteString(`,"content":[{"type":"text","text":`)
+	// The text as json.Marshal quotes a string (HTML characters escaped).
+	if err := e.html.Encode(tc.Text); err != nil {
+		return err
 	}
+	b.Truncate(b.Len() - 1) // Encode's newline
+	b.WriteString(`}],"structuredContent":`)
 	// sc comes from encodeObject (handler, errorResult), whose output is compact JSON:
 	// HTML-escaping it yields what json.Marshal of the RawMessage does (compact, then
 	// escape), in one pass instead of a rescan of the whole value.
-	var structured bytes.Buffer
-	structured.Grow(len(sc) + 16)
-	json.HTMLEscape(&structured, sc)
-	b := make([]byte, 0, len(text)+structured.Len()+len(l.resultMeta)+128)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":{"_meta":`...)
-	b = append(b, l.resultMeta...)
-	b = append(b, `,"content":[{"type":"text","text":`...)
-	b = append(b, text...)
-	b = append(b, `}],"structuredContent":`...)
-	b = append(b, structured.Bytes()...)
+	json.HTMLEscape(b, sc)
 	if res.IsError {
-		b = append(b, `,"isError":true`...)
+		b.WriteString(`,"isError":true`)
 	}
-	b = append(b, `,"resultType":"complete"}}`...)
-	return b, nil
+	b.WriteString(`,"resultType":"complete"}}`)
+	return nil
 }
 
 // errNotFast is a result of another shape than errorResult's and handler's: one text

@@ -459,11 +459,12 @@ func encodeObject(m map[string]any, first ...string) ([]byte, error) {
 	if m == nil {
 		m = map[string]any{} // "{}", as ever, not null
 	}
-	e := newResultEncoder()
+	e := resultEncoders.Get().(*resultEncoder)
+	defer e.release()
 	if err := e.object(m, first); err != nil {
 		return nil, err
 	}
-	return e.buf.Bytes(), nil
+	return bytes.Clone(e.buf.Bytes()), nil
 }
 
 // auditTarget reads the workbench id and the full path inside it (section/path) from a
