@@ -385,6 +385,7 @@ func (v *View) List(ws *Workspace, dir, after string, limit int) (entries []DirE
 	if after != "" {
 		pivot = prefix + after + "\x01"
 	}
+	entries = make([]DirEntry, 0, min(limit, 128)) // a page, grown past 128 only for long ones
 	for {
 		var next string
 		done := true

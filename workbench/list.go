@@ -128,6 +128,7 @@ func (s *Reads) List(ctx context.Context, req ListRequest) (ListResult, error) {
 		return ListResult{}, aerr
 	}
 	defer release()
+	out.Entries = make([]ListEntry, 0, len(ents))
 	for _, e := range ents {
 		le := ListEntry{Name: e.Name, Path: joinPath(req.Path, e.Name), Kind: string(e.Kind)}
 		if e.Entry != nil {
