@@ -390,15 +390,11 @@ func init() {
 }
 
 // EncodeCommand encodes a command in the current format, deterministically: equal commands
-// encode to equal bytes.
+// encode to equal bytes, those encMode writes for the envelope (appendCommand).
 func EncodeCommand(h Header, b Body) ([]byte, error) {
-	raw, err := encMode.Marshal(b)
+	out, err := appendCommand(make([]byte, 0, commandSizeHint(&h, b)), &h, b)
 	if err != nil {
 		return nil, fmt.Errorf("encode %T: %w", b, err)
-	}
-	out, err := encMode.Marshal(envelope{Format: CommandFormat, Op: b.Op(), Header: h, Body: raw})
-	if err != nil {
-		return nil, fmt.Errorf("encode envelope: %w", err)
 	}
 	if len(out) > MaxCommandBytes {
 		return nil, invalidArg("command", "encodes to %d bytes, more than the %d-byte limit", len(out), MaxCommandBytes)

@@ -472,12 +472,19 @@ type feedRecord struct {
 const recFeed uint8 = 34
 
 // writeFeed emits the feed's snapshot records: every root's floor, then the events.
-func (f *feedState) writeFeed(emit func(snapRecord) bool) {
+// One record, feed record and floor serve every emit (snapTable.write).
+func (f *feedState) writeFeed(emit func(string, *snapRecord) bool) {
+	var (
+		fr  feedRecord
+		fl  FeedPosition
+		rec = snapRecord{T: recFeed, Feed: &fr}
+	)
 	ok := true
 	f.roots.Scan(func(k string, r feedRoot) bool {
 		if r.Floor != (FeedPosition{}) {
-			fl := r.Floor
-			ok = emit(snapRecord{T: recFeed, K: []byte(k), Feed: &feedRecord{Floor: &fl}})
+			fl = r.Floor
+			fr = feedRecord{Floor: &fl}
+			ok = emit(k, &rec)
 		}
 		return ok
 	})
@@ -485,7 +492,8 @@ func (f *feedState) writeFeed(emit func(snapRecord) bool) {
 		return
 	}
 	f.events.Scan(func(k string, e *Event) bool {
-		return emit(snapRecord{T: recFeed, K: []byte(k), Feed: &feedRecord{Event: e}})
+		fr = feedRecord{Event: e}
+		return emit(k, &rec)
 	})
 }
 

@@ -135,31 +135,23 @@ func formatFor(st *state) uint16 {
 
 // writeFormat is WriteTo in the given format (1..SnapshotFormat).
 func (s *Snapshot) writeFormat(w io.Writer, format uint16) (int64, error) {
-	cw := &countingWriter{w: bufio.NewWriterSize(w, 64<<10)}
-	enc := encMode.NewEncoder(cw)
 	st := s.st
-	if err := enc.Encode(snapHeader{Format: format, Version: st.version, NowMs: st.nowMs,
-		NextRootUID: st.nextRootUID, NextIncarnation: st.nextIncarnation, Seq: st.seq, NextListID: st.nextListID,
-		VersionShift: st.shift}); err != nil {
-		return cw.n, err
-	}
+	sw := &snapWriter{w: w, buf: make([]byte, 0, snapWriteBytes+4<<10)}
 	var err error
-	emit := func(r snapRecord) bool {
-		err = enc.Encode(r)
-		return err == nil
+	sw.buf, err = appendReflected(sw.buf, snapHeader{Format: format, Version: st.version, NowMs: st.nowMs,
+		NextRootUID: st.nextRootUID, NextIncarnation: st.nextIncarnation, Seq: st.seq, NextListID: st.nextListID,
+		VersionShift: st.shift})
+	if err != nil {
+		return 0, err
 	}
 	for _, t := range snapTables {
-		if format < t.since {
-			continue
-		}
-		if t.write(st, emit); err != nil {
-			return cw.n, err
+		if format >= t.since {
+			t.write(st, sw.record)
 		}
 	}
-	if err := enc.Encode(snapRecord{T: recEnd}); err != nil {
-		return cw.n, err
-	}
-	return cw.n, cw.w.(*bufio.Writer).Flush()
+	sw.record("", &snapRecord{T: recEnd})
+	sw.flush()
+	return sw.n, sw.err
 }
 
 // Restore replaces the whole state with the snapshot streamed from r. On any error the
@@ -229,17 +221,6 @@ func (f *FSM) StateDigest() Digest {
 	var d Digest
 	copy(d[:], h.Sum(nil))
 	return d
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // rebuildHistory derives the history set from the path chains.

@@ -22,7 +22,9 @@ type snapTable struct {
 	// since is the format that added the table: it is written only in that format or a
 	// later one (formatFor picks a format that holds the state).
 	since uint16
-	write func(st *state, emit func(snapRecord) bool)
+	// write emits the table's records in key order, each with its key k (rec.K unset);
+	// rec is the writer's to reuse once emit returned.
+	write func(st *state, emit func(k string, rec *snapRecord) bool)
 	// read stores one record; false when its value is missing or malformed.
 	read func(st *state, rec snapRecord) bool
 	// ascend visits the table's records from pivot on, in key order, until fn returns
@@ -37,11 +39,12 @@ type snapTable struct {
 func mapTable[V any](tag uint8, name string, since uint16, m func(*state) *btree.Map[string, V],
 	set func(*snapRecord, V), get func(rec snapRecord) (V, bool)) snapTable {
 	return snapTable{tag: tag, name: name, since: since,
-		write: func(st *state, emit func(snapRecord) bool) {
+		write: func(st *state, emit func(string, *snapRecord) bool) {
+			var rec snapRecord // one for the table: a snapshot allocates nothing per record
 			m(st).Scan(func(k string, v V) bool {
-				rec := snapRecord{T: tag, K: []byte(k)}
+				rec = snapRecord{T: tag}
 				set(&rec, v)
-				return emit(rec)
+				return emit(k, &rec)
 			})
 		},
 		read: func(st *state, rec snapRecord) bool {
@@ -132,7 +135,7 @@ var snapTables = []snapTable{
 		func(r *snapRecord, v uint64) { r.N = int64(v) },
 		func(r snapRecord) (uint64, bool) { return uint64(r.N), r.N > 0 }),
 	{tag: recFeed, name: "change feed", since: 3,
-		write: func(st *state, emit func(snapRecord) bool) { st.feed.writeFeed(emit) },
+		write: func(st *state, emit func(string, *snapRecord) bool) { st.feed.writeFeed(emit) },
 		read:  func(st *state, rec snapRecord) bool { return st.feed.readFeed(rec.K, rec.Feed) }},
 }
 

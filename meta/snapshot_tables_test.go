@@ -12,7 +12,7 @@ func TestSnapshotTablesRefuseAnIncompleteTable(t *testing.T) {
 	if err := checkSnapTables(snapTables); err != nil {
 		t.Fatal(err)
 	}
-	write := func(*state, func(snapRecord) bool) {}
+	write := func(*state, func(string, *snapRecord) bool) {}
 	read := func(*state, snapRecord) bool { return true }
 	const fake uint8 = 200
 	for _, tc := range []struct {
