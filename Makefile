@@ -75,6 +75,8 @@ FUZZ_TARGETS := \
 	./meta:FuzzValidatePath \
 	./meta:FuzzDecodeCommand \
 	./meta:FuzzSegmentCBOR \
+	./meta:FuzzSnapRecordEncoding \
+	./meta:FuzzCommandEncoding \
 	./blob:FuzzParseDigest \
 	./workbench:FuzzCanonicalManifest \
 	./api/rest:FuzzRequest \
