@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -100,33 +101,64 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error, 
 }
 
 // WriteJSON writes v as JSON. A map with a "status" key is written with that key first, as
-// the contract shows every result and error ("status" then the rest, sorted).
+// the contract shows every result and error ("status" then the rest, sorted). It takes
+// "status" out of v.
 func WriteJSON(w http.ResponseWriter, status int, v map[string]any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	e := jsonBuffers.Get().(*jsonBuffer)
+	defer e.release()
 	st, hasStatus := v["status"]
-	if hasStatus {
-		delete(v, "status")
-		_ = enc.Encode(st)
-		head := bytes.Clone(bytes.TrimSpace(buf.Bytes()))
-		buf.Reset()
-		_ = enc.Encode(v)
-		rest := bytes.TrimSpace(buf.Bytes())
-		out := append([]byte(`{"status":`), head...)
-		if len(rest) > 2 {
-			out = append(append(out, ','), rest[1:]...)
-		} else {
-			out = append(out, '}')
-		}
-		w.Write(append(out, '\n'))
+	if !hasStatus {
+		_ = e.enc.Encode(v)
+		w.Write(e.buf.Bytes())
 		return
 	}
-	_ = enc.Encode(v)
-	w.Write(buf.Bytes())
+	delete(v, "status")
+	e.buf.WriteString(`{"status":`)
+	if e.enc.Encode(st) == nil {
+		e.buf.Truncate(e.buf.Len() - 1) // Encode's newline
+	}
+	rest := e.buf.Len()
+	// The rest as an object, "{…}\n": its "{" becomes the "," after status; an empty object
+	// or one that does not encode leaves status alone.
+	if e.enc.Encode(v) == nil && e.buf.Len()-rest > len("{}\n") {
+		e.buf.Bytes()[rest] = ','
+		e.buf.Truncate(e.buf.Len() - 1)
+	} else {
+		e.buf.Truncate(rest)
+		e.buf.WriteByte('}')
+	}
+	e.buf.WriteByte('\n')
+	w.Write(e.buf.Bytes())
+}
+
+// jsonBuffer is WriteJSON's buffer and its encoder (HTML characters not escaped).
+type jsonBuffer struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// jsonBuffers recycles WriteJSON's buffers, so that an answer is encoded into a buffer
+// already grown to an answer's size instead of one grown by doubling and copied twice.
+var jsonBuffers = sync.Pool{New: func() any {
+	e := &jsonBuffer{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// maxPooledJSONBytes bounds the buffer kept between answers; a larger one is left to the
+// collector.
+const maxPooledJSONBytes = 256 << 10
+
+func (e *jsonBuffer) release() {
+	if e.buf.Cap() > maxPooledJSONBytes {
+		return
+	}
+	e.buf.Reset()
+	jsonBuffers.Put(e)
 }
 
 // retryAfter is the Retry-After of a retryable answer, in whole seconds (RFC 9110
