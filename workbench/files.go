@@ -124,7 +124,7 @@ type FileInfo struct {
 
 func (s *base) fileInfo(agent, id, path string, e *meta.Entry) FileInfo {
 	sec, rel := splitSection(path)
-	return FileInfo{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel, Presentation: s.WorkbenchPath(agent, id) + "/" + path,
+	return FileInfo{WorkbenchID: id, Path: path, Section: sec, RelativePath: rel, Presentation: s.RootPath(agent) + "/" + id + "/" + path, // WorkbenchPath + "/" + path, in one string
 		Size: e.Size, Generation: e.Generation, Digest: e.Digest, ContentType: e.ContentType, Executable: e.Executable, ModifiedAtMs: e.ModifiedAtMs,
 		Producer: e.Producer, Fields: e.Fields}
 }

@@ -357,7 +357,12 @@ type FileResult struct {
 func (r FileResult) DigestURI() string { return DigestURI(r.Digest) }
 
 // DigestURI formats a digest as "sha256:<hex>".
-func DigestURI(d meta.Digest) string { return "sha256:" + hex.EncodeToString(d[:]) }
+func DigestURI(d meta.Digest) string {
+	var b [len("sha256:") + 2*len(d)]byte
+	copy(b[:], "sha256:")
+	hex.Encode(b[len("sha256:"):], d[:])
+	return string(b[:])
+}
 
 // ingested is a body cut into segments, uploaded where needed, and hashed.
 type ingested struct {

@@ -215,11 +215,23 @@ func (t *transport) workbenchURL(agent, wb string) string {
 // fileURL returns the URL of a file inside a workbench: each path component escaped on
 // its own, joined by "/".
 func (t *transport) fileURL(agent, wb, path string) string {
-	comps := strings.Split(path, "/")
-	for i, comp := range comps {
-		comps[i] = url.PathEscape(comp)
+	var b strings.Builder
+	b.Grow(len(t.base) + len("/v1/agents/") + len(agent) + len("/workbenches/") + len(wb) + len("/files/") + len(path))
+	b.WriteString(t.base)
+	b.WriteString("/v1/agents/")
+	b.WriteString(url.PathEscape(agent))
+	b.WriteString("/workbenches/")
+	b.WriteString(url.PathEscape(wb))
+	b.WriteString("/files/")
+	first := true
+	for comp := range strings.SplitSeq(path, "/") {
+		if !first {
+			b.WriteByte('/')
+		}
+		first = false
+		b.WriteString(url.PathEscape(comp))
 	}
-	return t.workbenchURL(agent, wb) + "/files/" + strings.Join(comps, "/")
+	return b.String()
 }
 
 // bodyRequest builds a request streaming body, with Content-Length when size > 0.
@@ -414,6 +426,9 @@ func withQuery(u string, q url.Values) string {
 
 // closeBody drains a little of what is left (so the connection can be reused) and closes.
 func closeBody(resp *http.Response) {
+	if resp.Body == http.NoBody { // a HEAD's, a 204's, a 304's: nothing to drain or close
+		return
+	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	_ = resp.Body.Close()
 }

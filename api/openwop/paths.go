@@ -30,13 +30,16 @@ func Owns(escapedPath string) bool {
 	case DiscoveryPath, OpenAPIPath, seamPath, v2SeamPath:
 		return true
 	}
-	for _, p := range []string{filesPrefix, runsPrefix, v2FilesPrefix, proposalsPrefix, installedPrefix, agentsPath} {
-		if escapedPath == p || strings.HasPrefix(escapedPath, p+"/") {
+	for _, p := range ownedPrefixes {
+		if rest, ok := strings.CutPrefix(escapedPath, p); ok && (rest == "" || rest[0] == '/') {
 			return true
 		}
 	}
 	return false
 }
+
+// ownedPrefixes are the routes Owns matches with everything under them.
+var ownedPrefixes = [...]string{filesPrefix, runsPrefix, v2FilesPrefix, proposalsPrefix, installedPrefix, agentsPath}
 
 // Public reports whether escapedPath needs no credential (discovery and the OpenAPI
 // document; OpenAPI `security: []`).

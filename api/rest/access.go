@@ -6,7 +6,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // RequestIDHeader carries a request's id in the access log: the client's, when it sent a
@@ -18,36 +21,69 @@ const maxRequestIDBytes = 128
 
 // begin starts serving r on either listener: it wraps w to record the status and the
 // bytes written, bounds the body's rate, and, with an access log, settles the request id.
-// The returned func counts the request under route (a route name, never the raw path) in
-// cairn_http_requests_total and _request_duration_seconds and writes the access line.
-func (h *Handler) begin(w http.ResponseWriter, r *http.Request) (*statusRecorder, func(route string)) {
-	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w, ctl: http.NewResponseController(w), writeTimeout: h.opts.WriteTimeout}
+// The recorder's done counts the request under route (a route name, never the raw path)
+// in cairn_http_requests_total and _request_duration_seconds and writes the access line.
+func (h *Handler) begin(w http.ResponseWriter, r *http.Request) *statusRecorder {
+	rec := &statusRecorder{ResponseWriter: w, writeTimeout: h.opts.WriteTimeout, h: h, r: r, start: time.Now()}
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = newRateBody(r.Body, w, h.opts.BodyMinBytesPerSecond, h.opts.BodyRateWindow)
 	}
-	var id string
 	if h.opts.AccessLog != nil {
-		id = requestID(r.Header.Get(RequestIDHeader))
-		w.Header().Set(RequestIDHeader, id)
+		rec.id = requestID(r.Header.Get(RequestIDHeader))
+		w.Header().Set(RequestIDHeader, rec.id)
 	}
-	return rec, func(route string) {
-		if rec.status == 0 {
-			rec.status = http.StatusOK
-		}
-		took := time.Since(start)
-		code := strconv.Itoa(rec.status)
-		h.requests.WithLabelValues(route, r.Method, code).Inc()
-		h.latency.WithLabelValues(route, r.Method, code).Observe(took.Seconds())
-		if h.opts.AccessLog != nil {
-			// Only what cannot carry a secret: no path (agent and file names), no query,
-			// no header but the request id.
-			h.opts.AccessLog.LogAttrs(r.Context(), slog.LevelInfo, "http request",
-				slog.String("method", r.Method), slog.String("route", route), slog.Int("status", rec.status),
-				slog.Int64("bytes", rec.bytes), slog.Duration("duration", took), slog.String("remote", r.RemoteAddr),
-				slog.String("request_id", id))
-		}
+	return rec
+}
+
+// done ends the request begin started: see begin.
+func (rec *statusRecorder) done(route string) {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
 	}
+	h, r := rec.h, rec.r
+	took := time.Since(rec.start)
+	m := h.observers.of(h, route, r.Method, rec.status)
+	m.requests.Inc()
+	m.latency.Observe(took.Seconds())
+	if h.opts.AccessLog != nil {
+		// Only what cannot carry a secret: no path (agent and file names), no query,
+		// no header but the request id.
+		h.opts.AccessLog.LogAttrs(r.Context(), slog.LevelInfo, "http request",
+			slog.String("method", r.Method), slog.String("route", route), slog.Int("status", rec.status),
+			slog.Int64("bytes", rec.bytes), slog.Duration("duration", took), slog.String("remote", r.RemoteAddr),
+			slog.String("request_id", rec.id))
+	}
+}
+
+// routeObservers caches the children of cairn_http_requests_total and
+// _request_duration_seconds by route, method and status, so that a request finds its
+// two series in one map read rather than by hashing its label values into each vector.
+// Only the standard methods are cached (a route's names and statuses are few); a request
+// with another method asks the vectors, as every request did before.
+type routeObservers struct{ m sync.Map } // routeLabels → *routeSeries
+
+type routeLabels struct {
+	route, method string
+	status        int
+}
+
+type routeSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+}
+
+func (o *routeObservers) of(h *Handler, route, method string, status int) *routeSeries {
+	k := routeLabels{route, method, status}
+	if s, ok := o.m.Load(k); ok {
+		return s.(*routeSeries)
+	}
+	code := strconv.Itoa(status)
+	s := &routeSeries{requests: h.requests.WithLabelValues(route, method, code), latency: h.latency.WithLabelValues(route, method, code)}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		o.m.Store(k, s)
+	}
+	return s
 }
 
 // requestID returns the client's request id when it is 1..maxRequestIDBytes of
@@ -86,8 +122,8 @@ func (h *Handler) Observe(route func(*http.Request) (string, bool), next http.Ha
 		ctx, releaseMemory := h.svc.HoldAdmissions(r.Context()) // as ServeHTTP
 		defer releaseMemory()
 		r = r.WithContext(ctx)
-		rec, done := h.begin(w, r)
-		defer done(name)
+		rec := h.begin(w, r)
+		defer rec.done(name)
 		next.ServeHTTP(rec, r)
 	})
 }

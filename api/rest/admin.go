@@ -47,9 +47,9 @@ type adminHandler struct {
 // ServeHTTP routes on the escaped path: the handler's own routes (adminRoutes), then
 // Options.AdminRoutes, the probes, and on the embedded node the cluster routes' 409.
 func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec, done := h.tenant.begin(w, r)
+	rec := h.tenant.begin(w, r)
 	route := "admin-unknown"
-	defer func() { done(route) }()
+	defer func() { rec.done(route) }()
 	raw := r.URL.EscapedPath()
 	for _, a := range adminRoutes {
 		if raw == a.path && (a.enabled == nil || a.enabled(h.opts)) {

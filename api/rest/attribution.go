@@ -117,10 +117,13 @@ type principalCounter struct {
 
 	mu   sync.Mutex
 	seen map[string]bool
+	// series holds the vector's children by label and surface, each asked for once (as
+	// bounded as the labels: max principals, "other", "none", two surfaces).
+	series map[[2]string]prometheus.Counter
 }
 
 func newPrincipalCounter(max int) *principalCounter {
-	return &principalCounter{max: max, seen: map[string]bool{},
+	return &principalCounter{max: max, seen: map[string]bool{}, series: map[[2]string]prometheus.Counter{},
 		vec: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "principal", Name: "requests_total",
 			Help: "Requests to tenant routes by principal id and surface (rest, mcp); principals beyond the label bound count as \"other\", requests without one as \"none\"."},
 			[]string{"principal", "surface"})}
@@ -128,20 +131,24 @@ func newPrincipalCounter(max int) *principalCounter {
 
 func (c *principalCounter) inc(principal, surface string) {
 	label := principal
+	c.mu.Lock()
 	if label == "" {
 		label = PrincipalNone
-	} else {
-		c.mu.Lock()
-		if !c.seen[principal] {
-			if len(c.seen) < c.max {
-				c.seen[principal] = true
-			} else {
-				label = PrincipalOther
-			}
+	} else if !c.seen[principal] {
+		if len(c.seen) < c.max {
+			c.seen[principal] = true
+		} else {
+			label = PrincipalOther
 		}
-		c.mu.Unlock()
 	}
-	c.vec.WithLabelValues(label, surface).Inc()
+	k := [2]string{label, surface}
+	n, ok := c.series[k]
+	if !ok {
+		n = c.vec.WithLabelValues(label, surface)
+		c.series[k] = n
+	}
+	c.mu.Unlock()
+	n.Inc()
 }
 
 // allowRequest checks the request against its principal's request rate (a handler without

@@ -13,19 +13,36 @@ import (
 // Cross-Origin-Resource-Policy: same-origin (another origin's <script src> or <img> gets
 // nothing: Fetch, CORP), and for active types (activeType) Content-Disposition:
 // attachment unless the caller asked for ?disposition=inline.
-func storedContentHeaders(hd http.Header, contentType, path string, inline bool) {
-	hd.Set("Content-Security-Policy", "sandbox")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
+func storedContentHeaders(hd *headerValues, contentType, path string, inline bool) {
+	hd.set("Content-Security-Policy", "sandbox")
+	hd.set("X-Content-Type-Options", "nosniff")
+	hd.set("Cross-Origin-Resource-Policy", "same-origin")
 	if inline || !activeType(contentType) {
 		return
 	}
 	name := path[strings.LastIndexByte(path, '/')+1:]
 	if v := mime.FormatMediaType("attachment", map[string]string{"filename": name}); v != "" {
-		hd.Set("Content-Disposition", v)
+		hd.set("Content-Disposition", v)
 	} else {
-		hd.Set("Content-Disposition", "attachment")
+		hd.set("Content-Disposition", "attachment")
 	}
+}
+
+// headerValues sets response headers whose keys are constants in canonical form (as
+// http.CanonicalHeaderKey writes them; TestHeaderValuesKeysAreCanonical): each set does
+// what Header.Set does without canonicalizing the key again, and the values of one
+// response share a backing array (a file read sets a dozen headers).
+type headerValues struct {
+	hd http.Header
+	vs []string
+}
+
+// set replaces key's values with v. Each value's slice has no room beyond itself, so an
+// Add to one header never writes into the next one's value.
+func (h *headerValues) set(key, v string) {
+	h.vs = append(h.vs, v)
+	n := len(h.vs)
+	h.hd[key] = h.vs[n-1 : n : n]
 }
 
 // activeType reports whether a browser may execute or render a body of this media type

@@ -282,15 +282,17 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 	}
 	info := f.Info
 	hd := w.Header()
-	hd.Set("ETag", etag(info.Generation))
-	hd.Set("Cairn-Generation", strconv.FormatUint(info.Generation, 10))
-	hd.Set("Cairn-Digest", workbench.DigestURI(info.Digest))
-	hd.Set("Cairn-Executable", strconv.FormatBool(info.Executable))
-	hd.Set(ProducerHeader, info.Producer.String())
-	hd.Set("Last-Modified", time.UnixMilli(info.ModifiedAtMs).UTC().Format(http.TimeFormat))
-	hd.Set("Accept-Ranges", "bytes")
-	hd.Set("Content-Type", info.ContentType)
-	storedContentHeaders(hd, info.ContentType, path, inline)
+	fh := headerValues{hd: hd, vs: make([]string, 0, 12)}
+	tag := etag(info.Generation)
+	fh.set("Etag", tag)
+	fh.set("Cairn-Generation", tag[1:len(tag)-1]) // the generation in decimal, as in the ETag
+	fh.set("Cairn-Digest", workbench.DigestURI(info.Digest))
+	fh.set("Cairn-Executable", strconv.FormatBool(info.Executable))
+	fh.set(ProducerHeader, info.Producer.String())
+	fh.set("Last-Modified", time.UnixMilli(info.ModifiedAtMs).UTC().Format(http.TimeFormat))
+	fh.set("Accept-Ranges", "bytes")
+	fh.set("Content-Type", info.ContentType)
+	storedContentHeaders(&fh, info.ContentType, path, inline)
 	if im := r.Header.Get("If-Match"); im != "" && !etagMatches(im, info.Generation) {
 		e := &workbench.Error{Code: workbench.CodeConflict, Message: "the file's generation is " + strconv.FormatUint(info.Generation, 10),
 			Details: map[string]any{"current_generation": info.Generation}}
@@ -338,7 +340,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, agent, id, path s
 			hd.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", o, o+n-1, info.Size))
 		}
 	}
-	hd.Set("Content-Length", strconv.FormatInt(length, 10))
+	fh.set("Content-Length", strconv.FormatInt(length, 10))
 	if r.Method == http.MethodHead {
 		w.WriteHeader(status)
 		return

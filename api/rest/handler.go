@@ -79,9 +79,11 @@ type Handler struct {
 	log      *slog.Logger
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	inflight prometheus.Gauge
-	bytesIn  prometheus.Counter
-	bytesOut prometheus.Counter
+	// observers caches the two vectors' children by route, method and status (access.go).
+	observers *routeObservers
+	inflight  prometheus.Gauge
+	bytesIn   prometheus.Counter
+	bytesOut  prometheus.Counter
 	// principals counts tenant requests per principal (attribution.go).
 	principals *principalCounter
 	metrics    http.Handler
@@ -109,7 +111,8 @@ func NewHandler(svc *workbench.Service, opts Options) *Handler {
 	if opts.FeedHeartbeat <= 0 {
 		opts.FeedHeartbeat = DefaultFeedHeartbeat
 	}
-	h := &Handler{svc: svc, opts: opts, log: opts.Logger, principals: newPrincipalCounter(opts.MaxPrincipalLabels), closing: make(chan struct{})}
+	h := &Handler{svc: svc, opts: opts, log: opts.Logger, principals: newPrincipalCounter(opts.MaxPrincipalLabels), closing: make(chan struct{}),
+		observers: &routeObservers{}}
 	h.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "cairn", Subsystem: "http", Name: "requests_total",
 		Help: "HTTP requests by route (the route's name, never the raw path), method and status code."}, []string{"route", "method", "code"})
 	h.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "cairn", Subsystem: "http", Name: "request_duration_seconds",
@@ -129,9 +132,23 @@ func NewHandler(svc *workbench.Service, opts Options) *Handler {
 type statusRecorder struct {
 	http.ResponseWriter
 	status       int
-	bytes        int64 // response body bytes written
-	ctl          *http.ResponseController
+	bytes        int64                    // response body bytes written
+	ctl          *http.ResponseController // made by the first write (controller)
 	writeTimeout time.Duration
+	// What done reports (access.go).
+	h     *Handler
+	r     *http.Request
+	start time.Time
+	id    string // the request id, with an access log
+}
+
+// controller returns the response's controller, which extends the write deadline before
+// each write; an answer without a body (a HEAD, a 304) never needs one.
+func (s *statusRecorder) controller() *http.ResponseController {
+	if s.ctl == nil {
+		s.ctl = http.NewResponseController(s.ResponseWriter)
+	}
+	return s.ctl
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -145,7 +162,7 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
 	}
-	writeDeadline(s.ctl, s.writeTimeout)
+	writeDeadline(s.controller(), s.writeTimeout)
 	n, err := s.ResponseWriter.Write(p)
 	s.bytes += int64(n)
 	return n, err
@@ -158,7 +175,7 @@ func (s *statusRecorder) ReadFrom(src io.Reader) (int64, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
 	}
-	writeDeadline(s.ctl, s.writeTimeout)
+	writeDeadline(s.controller(), s.writeTimeout)
 	if rf, ok := s.ResponseWriter.(io.ReaderFrom); ok {
 		return rf.ReadFrom(src)
 	}
@@ -184,14 +201,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, releaseMemory := h.svc.HoldAdmissions(r.Context())
 	defer releaseMemory()
 	r = r.WithContext(context.WithValue(ctx, activityKey{}, act))
-	rec, done := h.begin(w, r)
+	rec := h.begin(w, r)
 	h.inflight.Inc()
 	// Counted in a defer: a read whose body fails after its headers aborts the handler
 	// (http.ErrAbortHandler, file.go), which passes through here.
 	route := "file" // the only route that aborts
 	defer func() {
 		h.inflight.Dec()
-		done(route)
+		rec.done(route)
 		if act.op != "" {
 			h.audit(r, act, rec.status)
 		}
