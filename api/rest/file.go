@@ -121,11 +121,30 @@ func writeHeaders(r *http.Request) (exec bool, key string, err error) {
 	return exec, key, err
 }
 
-func (h *Handler) fileJSON(agent, id string, res workbench.FileResult) map[string]any {
+// fileAnswer is a write's answer: "status" first, then the other members in byte order,
+// the bytes WriteJSON writes for the same members as a map (TestWriteAnswersEncodeAsMaps),
+// without a map to build and sort. AppendedBytes and Digest are an append's alone.
+type fileAnswer struct {
+	Status        string  `json:"status"`
+	AppendedBytes *int64  `json:"appended_bytes,omitempty"`
+	ContentType   string  `json:"content_type"`
+	Created       bool    `json:"created"`
+	Digest        *string `json:"digest,omitempty"`
+	DigestURI     string  `json:"digest_uri"`
+	Executable    bool    `json:"executable"`
+	Generation    uint64  `json:"generation"`
+	Path          string  `json:"path"`
+	RelativePath  string  `json:"relative_path"`
+	Section       any     `json:"section"` // null outside the sections
+	SizeBytes     int64   `json:"size_bytes"`
+	WorkbenchID   string  `json:"workbench_id"`
+}
+
+func (h *Handler) fileJSON(id string, res workbench.FileResult) *fileAnswer {
 	sec, rel := splitSection(res.Path)
-	return map[string]any{"status": "success", "workbench_id": id, "section": sec, "relative_path": rel,
-		"path": res.Presentation, "size_bytes": res.Size, "generation": res.Generation, "digest_uri": res.DigestURI(),
-		"content_type": res.ContentType, "executable": res.Executable, "created": res.Created}
+	return &fileAnswer{Status: "success", WorkbenchID: id, Section: sec, RelativePath: rel, Path: res.Presentation,
+		SizeBytes: res.Size, Generation: res.Generation, DigestURI: res.DigestURI(), ContentType: res.ContentType,
+		Executable: res.Executable, Created: res.Created}
 }
 
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path string) {
@@ -157,12 +176,12 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, agent, id, path 
 		return
 	}
 	produced(r.Context(), res.Generation)
-	h.writeFileResult(w, res, h.fileJSON(agent, id, res))
+	h.writeFileResult(w, res, h.fileJSON(id, res))
 }
 
 // writeFileResult answers a write: 201 when it created the file, else 200; ETag the new
 // generation; Idempotent-Replayed when the answer is a stored one.
-func (h *Handler) writeFileResult(w http.ResponseWriter, res workbench.FileResult, body map[string]any) {
+func (h *Handler) writeFileResult(w http.ResponseWriter, res workbench.FileResult, body *fileAnswer) {
 	w.Header().Set("ETag", etag(res.Generation))
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
@@ -171,7 +190,7 @@ func (h *Handler) writeFileResult(w http.ResponseWriter, res workbench.FileResul
 	if res.Created {
 		status = http.StatusCreated
 	}
-	WriteJSON(w, status, body)
+	writeStruct(w, status, body)
 }
 
 func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path string) {
@@ -205,9 +224,9 @@ func (h *Handler) append(w http.ResponseWriter, r *http.Request, agent, id, path
 		return
 	}
 	produced(r.Context(), res.Generation)
-	out := h.fileJSON(agent, id, res.FileResult)
-	out["appended_bytes"] = res.AppendedBytes
-	out["digest"] = workbench.DigestURI(res.AppendDigest)
+	out := h.fileJSON(id, res.FileResult)
+	digest := workbench.DigestURI(res.AppendDigest)
+	out.AppendedBytes, out.Digest = &res.AppendedBytes, &digest
 	h.writeFileResult(w, res.FileResult, out)
 }
 
