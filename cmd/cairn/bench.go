@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/cairnstore/cairn/bench"
 )
+
+// benchGCPercent is the load generator's GOGC when the environment sets none.
+const benchGCPercent = 400
 
 // benchLong is the help text of cairn bench: its scenarios, loops and baselines.
 var benchLong = `Measure a running Cairn over HTTP (REST; MCP for the mcp scenario), as a user would,
@@ -33,6 +37,9 @@ Scenarios: ` + strings.Join(bench.Scenarios, ", ") + `.
   mcp         an agent's MCP tool mix over streamable HTTP (go-sdk client) on --files
               (64) text files: read 30%, stat 15%, list 15%, put_file 15%, append 10%,
               grep 10%, search 5%; latency also broken down by tool
+
+The load generator shares the machine with the server it measures: it runs its garbage
+collector at GOGC=400 (unless GOGC is set), spending memory to spend less CPU.
 
 Closed loop (default): --concurrency clients, each sending its next request when the
 previous one returns. Open loop (--rate R): one request due every 1/R s, at most
@@ -95,6 +102,11 @@ func newBenchCommand() *cobra.Command {
 			cfg.S3Gateway.AccessKeyID, cfg.S3Gateway.SecretAccessKey = os.Getenv("CAIRN_BENCH_S3_ACCESS_KEY_ID"), os.Getenv("CAIRN_BENCH_S3_SECRET_ACCESS_KEY")
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
+			}
+			// The load generator shares the machine with what it measures: it spends memory
+			// to spend less CPU collecting garbage, baselines and Cairn alike.
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(benchGCPercent)
 			}
 			stderr := cmd.ErrOrStderr()
 			tty := stderr == os.Stderr && term.IsTerminal(int(os.Stderr.Fd()))

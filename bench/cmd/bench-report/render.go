@@ -35,7 +35,9 @@ func (e *env) render() (string, error) {
 	w("Cairn phase is followed at once by its baselines, under the same load, with the same payloads, in the\n")
 	w("same process (BENCHMARKS.md). A ratio is Cairn / baseline: a throughput ratio above 1 and a p99\n")
 	w("ratio below 1 favour Cairn. Latency is from send to response (closed loop) or from the intended send\n")
-	w("time (open loop), in HdrHistogram percentiles over every operation, failed ones included.\n\n")
+	w("time (open loop), in HdrHistogram percentiles over every operation, failed ones included. The load\n")
+	w("generator (`cairn bench`, baselines included) runs its garbage collector at GOGC=400, spending memory\n")
+	w("to leave more of the shared cores to the servers.\n\n")
 
 	e.renderReproduce(w)
 
