@@ -250,7 +250,8 @@ func conditions(h http.Header, prefix, etag string, modified time.Time) int {
 
 // byteRange parses one Range of bytes (bytes=a-b, bytes=a-, bytes=-n) against size. A
 // header that is not one byte range is ignored, as S3 does (the whole object); a range
-// starting past the end is InvalidRange.
+// starting past the end, or a suffix range of an empty object (which has no last bytes),
+// is InvalidRange.
 func byteRange(h string, size int64) (offset, length int64, partial bool, err error) {
 	spec, ok := strings.CutPrefix(h, "bytes=")
 	if h == "" || !ok || strings.Contains(spec, ",") {
@@ -266,7 +267,7 @@ func byteRange(h string, size int64) (offset, length int64, partial bool, err er
 		if perr != nil || n < 0 {
 			return 0, size, false, nil
 		}
-		if n == 0 {
+		if n == 0 || size == 0 {
 			return 0, 0, false, invalid
 		}
 		n = min(n, size)
