@@ -108,3 +108,41 @@ func TestAttemptsRoutesRefuseABadIdempotencyKeyAlike(t *testing.T) {
 	}
 	expect(t, c.call(false, "GET", "/v1/agents/a1/workbenches/f1", ""), 404, "NotFound")
 }
+
+// A merge retried under its Idempotency-Key after the parent wrote a path the first apply
+// merged answers the first apply: that path is not reported as a conflict (the first took
+// the fork's side there) and, asked to propose conflicts, the retry proposes nothing.
+func TestAMergeReplayDoesNotReportWhatTheParentWroteSince(t *testing.T) {
+	c := newChecker(t)
+	wb, fk := "/v1/agents/a1/workbenches/w1", "/v1/agents/a1/workbenches/f1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
+	expect(t, c.post(true, wb+"/fork", `{"fork":"f1"}`), 200, "")
+	expect(t, c.call(true, "PUT", fk+"/files/outputs/r.txt", "r-fork\n"), 200, "")
+	p := c.post(true, fk+"/merge", `{"dry_run":true}`)
+	expect(t, p, 200, "")
+	apply := fmt.Sprintf(`{"token":%q,"propose_conflicts":true}`, p.json["token"])
+	a := c.call(true, "POST", fk+"/merge", apply, "Content-Type", "application/json", "Idempotency-Key", "m-1")
+	expect(t, a, 200, "")
+	if got := fmt.Sprint(a.json["counts"]); got != "map[added:0 changed:1 conflicts:0 removed:0]" {
+		t.Fatalf("apply counts = %s: %s", got, a.body)
+	}
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r-parent-later\n"), 200, "")
+	// The retry previews again, as `cairn merge --yes` does, and applies under the same key.
+	p = c.post(true, fk+"/merge", `{"dry_run":true}`)
+	expect(t, p, 200, "")
+	apply = fmt.Sprintf(`{"token":%q,"propose_conflicts":true}`, p.json["token"])
+	again := c.call(true, "POST", fk+"/merge", apply, "Content-Type", "application/json", "Idempotency-Key", "m-1")
+	expect(t, again, 200, "")
+	if again.json["replayed"] != true || again.json["generation"] != a.json["generation"] ||
+		fmt.Sprint(again.json["counts"]) != fmt.Sprint(a.json["counts"]) || fmt.Sprint(again.json["conflicts"]) != "[]" {
+		t.Fatalf("retry = %s, want the first apply %s replayed", again.body, a.body)
+	}
+	props := c.call(true, "GET", wb+"/proposals", "")
+	expect(t, props, 200, "")
+	if list, _ := props.json["proposals"].([]any); len(list) != 0 {
+		t.Fatalf("the replay proposed %s", props.body)
+	}
+	if r := c.call(true, "GET", wb+"/files/outputs/r.txt", ""); string(r.body) != "r-parent-later\n" {
+		t.Fatalf("outputs/r.txt after the replay = %q", r.body)
+	}
+}
