@@ -130,7 +130,10 @@ func TestAMergeCutOffAfterItWasSentSaysItsOutcomeIsUnknown(t *testing.T) {
 	}
 	srv.Close()
 	_, err = http.Post(srv.URL+"/v1/agents/a/workbenches/f/merge", "application/json", strings.NewReader(`{"token":"t"}`))
-	if code, msg := describeError(err); err == nil || code != "Unavailable" || strings.Contains(msg, "unknown") {
-		t.Fatalf("a merge to a closed port: %v: %s: %s", err, code, msg)
+	if err == nil {
+		t.Fatal("a POST to a closed port succeeded")
+	}
+	if code, msg := describeError(err); code != "Unavailable" || strings.Contains(msg, "unknown") {
+		t.Fatalf("a merge to a closed port: %s: %s", code, msg)
 	}
 }
