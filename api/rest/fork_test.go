@@ -1,8 +1,12 @@
 package rest_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -144,5 +148,76 @@ func TestAMergeReplayDoesNotReportWhatTheParentWroteSince(t *testing.T) {
 	}
 	if r := c.call(true, "GET", wb+"/files/outputs/r.txt", ""); string(r.body) != "r-parent-later\n" {
 		t.Fatalf("outputs/r.txt after the replay = %q", r.body)
+	}
+}
+
+// Live forks sent at once under one Idempotency-Key (a client retrying while its first
+// attempt is still in flight) all answer the one fork the key made, the same pin, and the
+// pins the others took on the way are retired: never a 500 because a racer's restore
+// landed under the key first.
+func TestForksRacingUnderOneKeyAllAnswerTheFirst(t *testing.T) {
+	c := newChecker(t)
+	wb := "/v1/agents/a1/workbenches/w1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
+	const rounds, racers = 4, 8
+	for round := range rounds {
+		fork, key := fmt.Sprintf("f%d", round), fmt.Sprintf("k-%d", round)
+		type answer struct {
+			status int
+			body   map[string]any
+			raw    string
+		}
+		answers := make([]answer, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Go(func() {
+				req, err := http.NewRequest("POST", c.url+wb+"/fork", strings.NewReader(`{"fork":"`+fork+`"}`))
+				if err != nil {
+					answers[i].raw = err.Error()
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", key)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					answers[i].raw = err.Error()
+					return
+				}
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				answers[i] = answer{status: resp.StatusCode, raw: string(raw)}
+				_ = json.Unmarshal(raw, &answers[i].body)
+			})
+		}
+		wg.Wait()
+		var pin any
+		for i, a := range answers {
+			if a.status != http.StatusOK {
+				t.Fatalf("round %d, racer %d: %d %s; want every racer answered the key's fork", round, i, a.status, a.raw)
+			}
+			if pin == nil {
+				pin = a.body["pinned_snapshot_id"]
+			}
+			if a.body["fork_id"] != fork || a.body["pinned_snapshot_id"] != pin || pin == nil {
+				t.Fatalf("round %d, racer %d: %s; want fork %s pinned by snapshot %v", round, i, a.raw, fork, pin)
+			}
+		}
+		snaps := c.call(true, "GET", wb+"/snapshots", "")
+		expect(t, snaps, 200, "")
+		alive := 0
+		for _, s := range snaps.json["snapshots"].([]any) {
+			s := s.(map[string]any)
+			ann, _ := s["annotation"].(map[string]any)
+			md, _ := ann["metadata"].(map[string]any)
+			if s["state"] == "alive" && md["pinned_by_fork"] == fork {
+				alive++
+				if s["snapshot_id"] != pin {
+					t.Fatalf("round %d: snapshot %v pins %s alive, the fork's pin is %v", round, s["snapshot_id"], fork, pin)
+				}
+			}
+		}
+		if alive != 1 {
+			t.Fatalf("round %d: %d live snapshots pin %s, want its one pin", round, alive, fork)
+		}
 	}
 }
