@@ -175,6 +175,14 @@ func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 		if pinned != 0 {
 			s.retirePin(ctx, req.Agent, req.Parent, pinned, "fork "+req.Fork+" was not made")
 		}
+		if req.RequestID != "" && AsError(err).Code == CodeRestoreProtocolMismatch {
+			// A racer under the same request id passed the probe too and its restore
+			// landed first, from its own pin: the core answered that one. This pin is
+			// retired; answer the fork the id made, as a retry after it would be.
+			if r, rerr := s.forkReplay(ctx, req, h); r != nil || rerr != nil {
+				return r, rerr
+			}
+		}
 		return nil, err
 	}
 	replayed := r["idempotent_replay"] == true

@@ -362,6 +362,15 @@ func (s *Attempts) applyMerge(ctx context.Context, req MergeRequest, plan *merge
 			if err != nil {
 				return nil, err
 			}
+			// A path the first apply changed was no conflict of it: it took the fork's side.
+			// The retry's plan finds one there when the parent wrote it since; that is a
+			// conflict of a later merge, not of the one answered, and is neither reported
+			// nor proposed.
+			took := make(map[string]bool, len(first.rows))
+			for _, row := range first.rows {
+				took[row.path] = true
+			}
+			plan.conflicts = slices.DeleteFunc(plan.conflicts, func(c mergeConflict) bool { return took[c.path] })
 			r = s.mergeAnswer(req, &mergePlan{rewindPlan: *first, rec: plan.rec, conflicts: plan.conflicts})
 			r["applied"], r["replayed"], r["generation"] = true, true, res.Generation
 		} else {

@@ -1,8 +1,12 @@
 package rest_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -107,4 +111,113 @@ func TestAttemptsRoutesRefuseABadIdempotencyKeyAlike(t *testing.T) {
 		}
 	}
 	expect(t, c.call(false, "GET", "/v1/agents/a1/workbenches/f1", ""), 404, "NotFound")
+}
+
+// A merge retried under its Idempotency-Key after the parent wrote a path the first apply
+// merged answers the first apply: that path is not reported as a conflict (the first took
+// the fork's side there) and, asked to propose conflicts, the retry proposes nothing.
+func TestAMergeReplayDoesNotReportWhatTheParentWroteSince(t *testing.T) {
+	c := newChecker(t)
+	wb, fk := "/v1/agents/a1/workbenches/w1", "/v1/agents/a1/workbenches/f1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
+	expect(t, c.post(true, wb+"/fork", `{"fork":"f1"}`), 200, "")
+	expect(t, c.call(true, "PUT", fk+"/files/outputs/r.txt", "r-fork\n"), 200, "")
+	p := c.post(true, fk+"/merge", `{"dry_run":true}`)
+	expect(t, p, 200, "")
+	apply := fmt.Sprintf(`{"token":%q,"propose_conflicts":true}`, p.json["token"])
+	a := c.call(true, "POST", fk+"/merge", apply, "Content-Type", "application/json", "Idempotency-Key", "m-1")
+	expect(t, a, 200, "")
+	if got := fmt.Sprint(a.json["counts"]); got != "map[added:0 changed:1 conflicts:0 removed:0]" {
+		t.Fatalf("apply counts = %s: %s", got, a.body)
+	}
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r-parent-later\n"), 200, "")
+	// The retry previews again, as `cairn merge --yes` does, and applies under the same key.
+	p = c.post(true, fk+"/merge", `{"dry_run":true}`)
+	expect(t, p, 200, "")
+	apply = fmt.Sprintf(`{"token":%q,"propose_conflicts":true}`, p.json["token"])
+	again := c.call(true, "POST", fk+"/merge", apply, "Content-Type", "application/json", "Idempotency-Key", "m-1")
+	expect(t, again, 200, "")
+	if again.json["replayed"] != true || again.json["generation"] != a.json["generation"] ||
+		fmt.Sprint(again.json["counts"]) != fmt.Sprint(a.json["counts"]) || fmt.Sprint(again.json["conflicts"]) != "[]" {
+		t.Fatalf("retry = %s, want the first apply %s replayed", again.body, a.body)
+	}
+	props := c.call(true, "GET", wb+"/proposals", "")
+	expect(t, props, 200, "")
+	if list, _ := props.json["proposals"].([]any); len(list) != 0 {
+		t.Fatalf("the replay proposed %s", props.body)
+	}
+	if r := c.call(true, "GET", wb+"/files/outputs/r.txt", ""); string(r.body) != "r-parent-later\n" {
+		t.Fatalf("outputs/r.txt after the replay = %q", r.body)
+	}
+}
+
+// Live forks sent at once under one Idempotency-Key (a client retrying while its first
+// attempt is still in flight) all answer the one fork the key made, the same pin, and the
+// pins the others took on the way are retired: never a 500 because a racer's restore
+// landed under the key first.
+func TestForksRacingUnderOneKeyAllAnswerTheFirst(t *testing.T) {
+	c := newChecker(t)
+	wb := "/v1/agents/a1/workbenches/w1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
+	const rounds, racers = 4, 8
+	for round := range rounds {
+		fork, key := fmt.Sprintf("f%d", round), fmt.Sprintf("k-%d", round)
+		type answer struct {
+			status int
+			body   map[string]any
+			raw    string
+		}
+		answers := make([]answer, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Go(func() {
+				req, err := http.NewRequest("POST", c.url+wb+"/fork", strings.NewReader(`{"fork":"`+fork+`"}`))
+				if err != nil {
+					answers[i].raw = err.Error()
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", key)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					answers[i].raw = err.Error()
+					return
+				}
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				answers[i] = answer{status: resp.StatusCode, raw: string(raw)}
+				_ = json.Unmarshal(raw, &answers[i].body)
+			})
+		}
+		wg.Wait()
+		var pin any
+		for i, a := range answers {
+			if a.status != http.StatusOK {
+				t.Fatalf("round %d, racer %d: %d %s; want every racer answered the key's fork", round, i, a.status, a.raw)
+			}
+			if pin == nil {
+				pin = a.body["pinned_snapshot_id"]
+			}
+			if a.body["fork_id"] != fork || a.body["pinned_snapshot_id"] != pin || pin == nil {
+				t.Fatalf("round %d, racer %d: %s; want fork %s pinned by snapshot %v", round, i, a.raw, fork, pin)
+			}
+		}
+		snaps := c.call(true, "GET", wb+"/snapshots", "")
+		expect(t, snaps, 200, "")
+		alive := 0
+		for _, s := range snaps.json["snapshots"].([]any) {
+			s := s.(map[string]any)
+			ann, _ := s["annotation"].(map[string]any)
+			md, _ := ann["metadata"].(map[string]any)
+			if s["state"] == "alive" && md["pinned_by_fork"] == fork {
+				alive++
+				if s["snapshot_id"] != pin {
+					t.Fatalf("round %d: snapshot %v pins %s alive, the fork's pin is %v", round, s["snapshot_id"], fork, pin)
+				}
+			}
+		}
+		if alive != 1 {
+			t.Fatalf("round %d: %d live snapshots pin %s, want its one pin", round, alive, fork)
+		}
+	}
 }

@@ -64,7 +64,9 @@
 //     "sha256-" and the hex SHA-256. What the gateway checked of a body (that MD5, the
 //     flexible checksum answered on read) is recorded bound to the body's SHA-256, so it
 //     never outlives those bytes. No byte is hashed for a digest the client did not send
-//     or name.
+//     or name. The checksum is answered only with the whole object's bytes (a 200 or a
+//     HEAD): never on a range, a part, a 304, a 412 or a 416, whose body a client would
+//     check against it.
 //   - Memory per request is bounded: a chunk header or trailer line is at most
 //     maxChunkLine bytes, a trailer at most maxTrailerLines lines; chunk data streams.
 //   - Root (routing.go) names a request's agent root only once its signature verified

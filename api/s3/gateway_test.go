@@ -20,6 +20,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -634,5 +635,29 @@ func TestAKeyThatClashesWithAPrefixIsInvalidArgument(t *testing.T) {
 	if _, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("p"), Key: aws.String("input/a"), Body: strings.NewReader("y"),
 		IfNoneMatch: aws.String("*")}); s3Code(err) != "PreconditionFailed" {
 		t.Fatalf("a create-only PUT of an existing key: %v, want PreconditionFailed", err)
+	}
+}
+
+// TestRangesOfAnEmptyObjectAreNotSatisfiable: an empty object has no byte to serve, so
+// every byte range of it, a suffix range included, is InvalidRange (416) with
+// "Content-Range: bytes */0", as REST answers; never a 206 with the range "bytes 0--1/0".
+func TestRangesOfAnEmptyObjectAreNotSatisfiable(t *testing.T) {
+	_, client := gateway(t)
+	c := client("AGENTA")
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("runs")}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "runs", "outputs/empty", nil)
+	for _, rng := range []string{"bytes=-1", "bytes=-100", "bytes=0-", "bytes=0-0"} {
+		got, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("runs"), Key: aws.String("outputs/empty"), Range: aws.String(rng)})
+		if err == nil {
+			got.Body.Close()
+			t.Fatalf("%s of an empty object: status 2xx with Content-Range %q, want InvalidRange", rng, aws.ToString(got.ContentRange))
+		}
+		var re *awshttp.ResponseError
+		if s3Code(err) != "InvalidRange" || !errors.As(err, &re) || re.Response.Header.Get("Content-Range") != "bytes */0" {
+			t.Fatalf("%s of an empty object: %v, want InvalidRange with Content-Range bytes */0", rng, err)
+		}
 	}
 }

@@ -177,7 +177,9 @@ func (m *multipart) listUploads(w http.ResponseWriter, r *request) error {
 	var lastPrefix string
 	emit := func(key, id string) bool {
 		if len(out.Uploads)+len(out.CommonPrefixes) == limit {
-			out.IsTruncated = true
+			// A page of 0 (max-uploads=0) is not truncated, as ListObjectsV2's max-keys=0:
+			// it names no marker to go on from, and a client would ask for it again forever.
+			out.IsTruncated = limit > 0
 			return false
 		}
 		out.NextKeyMarker, out.NextUploadIDMarker = enc(key), id

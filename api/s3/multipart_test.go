@@ -392,6 +392,17 @@ func TestListMultipartUploadsPages(t *testing.T) {
 	if len(out.Uploads) != 3 || len(out.CommonPrefixes) != 1 || aws.ToString(out.CommonPrefixes[0].Prefix) != "input/d/" {
 		t.Fatalf("with prefix and delimiter: %d uploads, prefixes %v; want 3 and input/d/", len(out.Uploads), out.CommonPrefixes)
 	}
+	// max-uploads=0 asks for an empty page: it is not truncated (as ListObjectsV2's
+	// max-keys=0 answers), since it could name no marker to go on from and a client
+	// following it would ask for the same page forever.
+	out, err = c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("runs"), MaxUploads: aws.Int32(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Uploads) != 0 || aws.ToBool(out.IsTruncated) {
+		t.Fatalf("max-uploads=0: %d uploads, truncated %v, next key marker %q; want an empty page, not truncated",
+			len(out.Uploads), aws.ToBool(out.IsTruncated), aws.ToString(out.NextKeyMarker))
+	}
 	if _, err := client("AGENTB").ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("runs")}); s3Code(err) != "NoSuchBucket" {
 		t.Fatalf("ListMultipartUploads by another root's key: %v, want NoSuchBucket", err)
 	}

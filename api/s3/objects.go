@@ -178,9 +178,6 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	hdr.Set("Content-Type", contentType)
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	setMetadata(hdr, f.Info.Fields)
-	if strings.EqualFold(r.Header.Get("X-Amz-Checksum-Mode"), "ENABLED") && r.Header.Get("Range") == "" {
-		setChecksum(hdr, f.Info.Digest, f.Info.Fields)
-	}
 	applyOverrides(hdr, r.Request)
 	if status := conditions(r.Header, "", etag, modified); status != 0 {
 		if status == http.StatusPreconditionFailed {
@@ -208,6 +205,10 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	if partial {
 		status = http.StatusPartialContent
 		hdr.Set("Content-Range", "bytes "+strconv.FormatInt(offset, 10)+"-"+strconv.FormatInt(offset+length-1, 10)+"/"+strconv.FormatInt(f.Info.Size, 10))
+	} else if strings.EqualFold(r.Header.Get("X-Amz-Checksum-Mode"), "ENABLED") {
+		// Only on a whole object's bytes: a client checks the body it gets against it, and
+		// the body of a 304, 412 or 416 is no object's (boto3 fails on such an error).
+		setChecksum(hdr, f.Info.Digest, f.Info.Fields)
 	}
 	if !withBody || length == 0 {
 		w.WriteHeader(status)
@@ -249,7 +250,8 @@ func conditions(h http.Header, prefix, etag string, modified time.Time) int {
 
 // byteRange parses one Range of bytes (bytes=a-b, bytes=a-, bytes=-n) against size. A
 // header that is not one byte range is ignored, as S3 does (the whole object); a range
-// starting past the end is InvalidRange.
+// starting past the end, or a suffix range of an empty object (which has no last bytes),
+// is InvalidRange.
 func byteRange(h string, size int64) (offset, length int64, partial bool, err error) {
 	spec, ok := strings.CutPrefix(h, "bytes=")
 	if h == "" || !ok || strings.Contains(spec, ",") {
@@ -265,7 +267,7 @@ func byteRange(h string, size int64) (offset, length int64, partial bool, err er
 		if perr != nil || n < 0 {
 			return 0, size, false, nil
 		}
-		if n == 0 {
+		if n == 0 || size == 0 {
 			return 0, 0, false, invalid
 		}
 		n = min(n, size)

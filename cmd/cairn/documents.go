@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 )
@@ -99,6 +100,13 @@ func (b *bodyFlags) payload(cmd *cobra.Command) (map[string]any, error) {
 			return nil, usageErrorf("%s is larger than %d bytes", b.file, maxDocumentBodyBytes)
 		}
 		text = string(raw)
+	}
+	// A document is text: bytes that are not UTF-8 are refused here, as the server refuses
+	// them, rather than sent as U+FFFD, which is what encoding them as JSON would make of them.
+	for _, m := range []struct{ name, value string }{{"title", b.title}, {"body", text}} {
+		if !utf8.ValidString(m.value) {
+			return nil, usageErrorf("%s: must be Unicode text: valid UTF-8 (rule utf-8)", m.name)
+		}
 	}
 	return map[string]any{"title": b.title, "body": text, "requestId": orRandom(b.requestID)}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -72,5 +74,21 @@ func TestTheDocumentsCommandsWalkTheWorkflow(t *testing.T) {
 	}
 	if code := client.ErrorCode(err); code != "StaleBaseError" {
 		t.Fatalf("a stale edit's code: %q", code)
+	}
+	// A body file that is not UTF-8 is refused, as the server refuses such bytes, and no
+	// version holds U+FFFD in their place.
+	notText := filepath.Join(t.TempDir(), "latin1.md")
+	if err := os.WriteFile(notText, []byte("caf\xe9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = execCairn(t, "--server", srv.URL, "documents", "edit", doc, "--base", head, "--title", "T", "--file", notText)
+	if err == nil {
+		t.Fatal("an edit from a file that is not UTF-8 was sent")
+	}
+	if code, msg := describeError(err); code != "InvalidArguments" || !strings.Contains(msg, "body: must be Unicode text") {
+		t.Fatalf("an edit from a file that is not UTF-8: %s: %s", code, msg)
+	}
+	if now := run("show", doc); now["document"].(map[string]any)["versionId"] != head {
+		t.Fatalf("the refused edit moved the head: %v", now["document"])
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -579,11 +580,24 @@ func describeError(err error) (code, msg string) {
 	case errors.Is(err, server.ErrObjectStoreUnavailable):
 		// The object store could not be reached or refused the credentials at start.
 		return "ObjectUnavailable", msg
+	case errors.As(err, &urlErr) && urlErr.Op != "Get" && urlErr.Op != "Head" && brokeAfterSending(err):
+		// A write sent in full whose answer never came: the node may have applied it (a
+		// kill -9 after the commit) or not; say so, rather than only the transport's error.
+		return "Unavailable", msg + ": the connection broke after the request was sent, so whether it took effect is unknown;" +
+			" look before sending it again (a retry under the same idempotency key is safe)"
 	case errors.As(err, &urlErr), errors.As(err, &netErr), errors.Is(err, client.ErrNotReady):
 		return "Unavailable", msg
 	default:
 		return "Internal", msg
 	}
+}
+
+// brokeAfterSending reports whether a request's transport error is the connection ending
+// after the request went out (end of stream, a reset, a broken pipe) rather than one that
+// kept it from being sent (a refused connection, a name or certificate that failed).
+func brokeAfterSending(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // envOr returns the environment variable key, or def when it is unset or empty.

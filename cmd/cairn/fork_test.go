@@ -1,6 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -84,5 +90,50 @@ func TestForkMergeDiscardCommands(t *testing.T) {
 	})
 	if out := snapshots(); strings.Contains(out, "alive") {
 		t.Fatalf("the parent's snapshots after the discard: %q; want none alive", out)
+	}
+}
+
+// A merge whose connection breaks after the apply was sent (the node killed with kill -9
+// mid-merge) fails saying that whether it took effect is unknown and that a retry under
+// the same idempotency key is safe; a refused connection, which sent nothing, says no such
+// thing.
+func TestAMergeCutOffAfterItWasSentSaysItsOutcomeIsUnknown(t *testing.T) {
+	_, node := testNode(t)
+	runCairn(t, node.URL, "put", "outputs/r.txt", "-", "--agent", "a", "--workbench", "w")
+	runCairn(t, node.URL, "fork", "w", "f", "--agent", "a")
+	runCairn(t, node.URL, "put", "outputs/r.txt", "-", "--agent", "a", "--workbench", "f")
+	target, err := url.Parse(node.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.HasSuffix(r.URL.Path, "/merge") && strings.Contains(string(body), `"token"`) {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close() // the whole request arrived; no answer leaves
+			}
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	_, errOut, err := execCairn(t, "--server", srv.URL, "merge", "f", "--yes", "--idempotency-key", "m1", "--agent", "a")
+	if err == nil {
+		t.Fatal("a merge whose answer never came succeeded")
+	}
+	if code, msg := describeError(err); code != "Unavailable" || !strings.Contains(msg, "whether it took effect is unknown") ||
+		!strings.Contains(msg, "same idempotency key") {
+		t.Fatalf("the merge cut off after it was sent: %s: %s (stderr %q)", code, msg, errOut)
+	}
+	srv.Close()
+	_, err = http.Post(srv.URL+"/v1/agents/a/workbenches/f/merge", "application/json", strings.NewReader(`{"token":"t"}`))
+	if err == nil {
+		t.Fatal("a POST to a closed port succeeded")
+	}
+	if code, msg := describeError(err); code != "Unavailable" || strings.Contains(msg, "unknown") {
+		t.Fatalf("a merge to a closed port: %s: %s", code, msg)
 	}
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -76,9 +78,36 @@ func previewThenApply[Res any](w io.Writer, o *outputFlags, token string, yes bo
 	}
 	res, err := call(false, token)
 	if err != nil {
-		return err
+		return withStalePaths(err)
 	}
 	return showAnswer(w, o, res, parts, summary)
+}
+
+// maxStalePaths is how many of a refused apply's changed paths its error line names.
+const maxStalePaths = 10
+
+// withStalePaths adds to an apply refused because paths changed since its preview
+// (Conflict, details.paths) the paths themselves, which the server's message only counts.
+func withStalePaths(err error) error {
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code != "Conflict" {
+		return err
+	}
+	list, _ := ce.Details["paths"].([]any)
+	var paths []string
+	for _, p := range list {
+		if s, ok := p.(string); ok {
+			paths = append(paths, s)
+		}
+	}
+	if len(paths) == 0 {
+		return err
+	}
+	named := strings.Join(paths[:min(len(paths), maxStalePaths)], ", ")
+	if len(paths) > maxStalePaths {
+		named += fmt.Sprintf(" and %d more", len(paths)-maxStalePaths)
+	}
+	return fmt.Errorf("%w (changed: %s)", err, named)
 }
 
 // showAnswer prints res: its raw JSON with --json, else its summary.

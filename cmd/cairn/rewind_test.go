@@ -50,6 +50,12 @@ func TestRewindCommand(t *testing.T) {
 	}
 	token := regexp.MustCompile(`--token (\S+)`).FindStringSubmatch(out)[1]
 	write("outputs/r.txt", "c\n") // a writer between the preview and the apply
+	// The refusal's line names the path that changed, as REST's details.paths does.
+	if _, err := runCLI(t.Context(), srv.URL, "rewind", "w", "--to", "snapshot:s1", "--token", token, "--agent", "a"); err == nil {
+		t.Fatal("a token whose scope changed since applied")
+	} else if code, msg := describeError(err); code != "Conflict" || !strings.HasSuffix(msg, "(changed: outputs/r.txt)") {
+		t.Fatalf("a token whose scope changed since: %s: %s, want a Conflict naming outputs/r.txt", code, msg)
+	}
 	runCases(t, srv.URL, []cliCase{
 		{"a token whose scope changed since is a Conflict", []string{"rewind", "w", "--to", "snapshot:s1", "--token", token, "--agent", "a"}, "", "", "Conflict"},
 		{"--yes previews and applies", []string{"rewind", "w", "--to", "snapshot:s1", "--yes", "--agent", "a"}, "",
