@@ -77,6 +77,7 @@ FUZZ_TARGETS := \
 	./meta:FuzzSegmentCBOR \
 	./meta:FuzzSnapRecordEncoding \
 	./meta:FuzzCommandEncoding \
+	./meta:FuzzCommandDecoding \
 	./blob:FuzzParseDigest \
 	./workbench:FuzzCanonicalManifest \
 	./api/rest:FuzzRequest \

@@ -128,6 +128,34 @@ func BenchmarkEncodeCommandPut(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeCommandPut decodes the put of BenchmarkEncodeCommandPut, as every
+// replica decodes it before applying it: hand is DecodeCommand (the hand-written decoder,
+// command_decode.go), reflect the decoding through decMode alone that it replaced.
+func BenchmarkDecodeCommandPut(b *testing.B) {
+	h := Header{TimeMs: 1796553424000, Principal: "local", Surface: "rest/put"}
+	put := Put{Agent: "bench", Workspace: "smoke", Path: "input/bench/p0/000000042", CreateWorkspace: true, Size: 1024,
+		Digest: digestOf(make([]byte, 1024)), ContentType: "application/octet-stream",
+		Segments: []Segment{{Digest: digestOf(make([]byte, 1024)), Size: 1024, Inline: make([]byte, 1024)}}}
+	data, err := EncodeCommand(h, put)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		decode func([]byte) (Header, Body, error)
+	}{{"hand", DecodeCommand}, {"reflect", decodeCommandReflect}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := c.decode(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkApplyPutNewFile applies puts of new 1 KiB inline files, each its own path, as
 // `cairn bench --scenario small-put` makes them: the write path with the secondary index's
 // ten keys per new file. retained-B/file is the heap the shard keeps per file (its inline

@@ -403,11 +403,22 @@ func EncodeCommand(h Header, b Body) ([]byte, error) {
 }
 
 // DecodeCommand decodes a command of any supported format. It never panics; bad input is
-// an InvalidArguments *Error naming field "command".
+// an InvalidArguments *Error naming field "command". A put, append or delete in the shape
+// EncodeCommand writes is decoded by hand (decodeHotCommand, command_decode.go); every
+// other input by decMode, to the same values and errors.
 func DecodeCommand(data []byte) (Header, Body, error) {
 	if len(data) > MaxCommandBytes {
 		return Header{}, nil, invalidArg("command", "is %d bytes, more than the %d-byte limit", len(data), MaxCommandBytes)
 	}
+	if h, b, ok := decodeHotCommand(data); ok {
+		return h, b, nil
+	}
+	return decodeCommandReflect(data)
+}
+
+// decodeCommandReflect is DecodeCommand through decMode alone, for a command of length at
+// most MaxCommandBytes.
+func decodeCommandReflect(data []byte) (Header, Body, error) {
 	var env envelope
 	if err := decMode.Unmarshal(data, &env); err != nil {
 		return Header{}, nil, invalidArg("command", "does not decode: %v", err)

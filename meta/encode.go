@@ -29,6 +29,7 @@ import (
 // TestHandEncodersMatchReflection and the fuzz targets FuzzSnapRecordEncoding and
 // FuzzCommandEncoding compare them with encMode on every field of every type they
 // cover, so a field added to one of these types fails a test until its encoder writes it.
+// The commands they write are read back by hand as well (command_decode.go).
 
 // CBOR major types (RFC 8949 §3.1), shifted into a head's first byte, and the simple
 // values the encoders write.
