@@ -107,10 +107,9 @@ func BenchmarkSnapshotWrite(b *testing.B) {
 	}
 }
 
-// BenchmarkEncodeCommandPut encodes the put of a 1 KiB inline file as the REST surface
-// proposes it (a principal and a surface in the header): the encoding every write pays
-// before Raft.
-func BenchmarkEncodeCommandPut(b *testing.B) {
+// benchPutCommand is the put of a 1 KiB inline file as the REST surface proposes it (a
+// principal and a surface in the header), and its encoding.
+func benchPutCommand(b *testing.B) (Header, Put, []byte) {
 	h := Header{TimeMs: 1796553424000, Principal: "local", Surface: "rest/put"}
 	put := Put{Agent: "bench", Workspace: "smoke", Path: "input/bench/p0/000000042", CreateWorkspace: true, Size: 1024,
 		Digest: digestOf(make([]byte, 1024)), ContentType: "application/octet-stream",
@@ -119,6 +118,14 @@ func BenchmarkEncodeCommandPut(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return h, put, data
+}
+
+// BenchmarkEncodeCommandPut encodes the put of a 1 KiB inline file as the REST surface
+// proposes it (a principal and a surface in the header): the encoding every write pays
+// before Raft.
+func BenchmarkEncodeCommandPut(b *testing.B) {
+	h, put, data := benchPutCommand(b)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -132,14 +139,7 @@ func BenchmarkEncodeCommandPut(b *testing.B) {
 // replica decodes it before applying it: hand is DecodeCommand (the hand-written decoder,
 // command_decode.go), reflect the decoding through decMode alone that it replaced.
 func BenchmarkDecodeCommandPut(b *testing.B) {
-	h := Header{TimeMs: 1796553424000, Principal: "local", Surface: "rest/put"}
-	put := Put{Agent: "bench", Workspace: "smoke", Path: "input/bench/p0/000000042", CreateWorkspace: true, Size: 1024,
-		Digest: digestOf(make([]byte, 1024)), ContentType: "application/octet-stream",
-		Segments: []Segment{{Digest: digestOf(make([]byte, 1024)), Size: 1024, Inline: make([]byte, 1024)}}}
-	data, err := EncodeCommand(h, put)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, _, data := benchPutCommand(b)
 	for _, c := range []struct {
 		name   string
 		decode func([]byte) (Header, Body, error)
