@@ -377,16 +377,22 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
-	decMode, err = cbor.DecOptions{
-		MaxNestedLevels:  16,
+	decMode = commandDecMode(16)
+}
+
+// commandDecMode is the decoding of commands, nesting at most maxNested levels: unknown
+// fields of a newer minor format are ignored; duplicate keys are corruption.
+func commandDecMode(maxNested int) cbor.DecMode {
+	m, err := cbor.DecOptions{
+		MaxNestedLevels:  maxNested,
 		MaxArrayElements: MaxSegmentsPerCommand + 1,
 		MaxMapPairs:      4096,
-		// Unknown fields of a newer minor format are ignored; duplicates are corruption.
-		DupMapKey: cbor.DupMapKeyEnforcedAPF,
+		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
 	}.DecMode()
 	if err != nil {
 		panic(err)
 	}
+	return m
 }
 
 // EncodeCommand encodes a command in the current format, deterministically: equal commands

@@ -1,10 +1,9 @@
 package meta
 
 import (
+	"iter"
 	"math"
 	"unicode/utf8"
-
-	"github.com/fxamacker/cbor/v2"
 )
 
 // The hand-written decoder of the put, append and delete commands, the commands of every
@@ -26,18 +25,7 @@ import (
 // fieldsDecMode decodes a Put's Fields, the one value the hand-written decoder leaves to
 // the library: decMode's options with fewer nesting levels, so that a value it accepts is
 // one decMode accepts nested in an envelope and a body (the canonical one has two).
-var fieldsDecMode = func() cbor.DecMode {
-	m, err := cbor.DecOptions{
-		MaxNestedLevels:  4,
-		MaxArrayElements: MaxSegmentsPerCommand + 1,
-		MaxMapPairs:      4096,
-		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
-	}.DecMode()
-	if err != nil {
-		panic(err)
-	}
-	return m
-}()
+var fieldsDecMode = commandDecMode(4)
 
 // decodeHotCommand decodes data when it is a put, append or delete command in the shape
 // appendCommand writes; ok is false for any other input, which it leaves to decMode.
@@ -134,6 +122,19 @@ func (r *cborReader) head(major byte) uint64 {
 
 // mapLen reads the head of a map.
 func (r *cborReader) mapLen() uint64 { return r.head(cborMap) }
+
+// keys reads a map's head and yields each entry's key (key: ascending), the caller
+// reading its value; it stops once r has failed, at a key or in the caller's value.
+func (r *cborReader) keys() iter.Seq[uint8] {
+	return func(yield func(uint8) bool) {
+		var k uint8
+		for range r.mapLen() {
+			if k = r.key(k); r.bad || !yield(k) || r.bad {
+				return
+			}
+		}
+	}
+}
 
 // key reads the key of a map entry, which must be greater than the previous one, last (0
 // before the first: keyasint keys start at 1).
@@ -250,9 +251,8 @@ func (r *cborReader) segments() []Segment {
 }
 
 func (r *cborReader) segment(s *Segment) {
-	var k uint8
-	for range r.mapLen() {
-		switch k = r.key(k); k {
+	for k := range r.keys() {
+		switch k {
 		case 1:
 			r.digest((*[32]byte)(&s.Digest))
 		case 2:
@@ -266,16 +266,12 @@ func (r *cborReader) segment(s *Segment) {
 		default:
 			r.fail()
 		}
-		if r.bad {
-			return
-		}
 	}
 }
 
 func (r *cborReader) header(h *Header) {
-	var k uint8
-	for range r.mapLen() {
-		switch k = r.key(k); k {
+	for k := range r.keys() {
+		switch k {
 		case 1:
 			h.TimeMs = r.int()
 		case 2:
@@ -291,16 +287,12 @@ func (r *cborReader) header(h *Header) {
 		default:
 			r.fail()
 		}
-		if r.bad {
-			return
-		}
 	}
 }
 
 func (r *cborReader) putBody(p *Put) {
-	var k uint8
-	for range r.mapLen() {
-		switch k = r.key(k); k {
+	for k := range r.keys() {
+		switch k {
 		case 1:
 			p.Agent = r.text()
 		case 2:
@@ -330,9 +322,6 @@ func (r *cborReader) putBody(p *Put) {
 		default:
 			r.fail()
 		}
-		if r.bad {
-			return
-		}
 	}
 }
 
@@ -354,9 +343,8 @@ func (r *cborReader) fields() map[string]FieldValue {
 }
 
 func (r *cborReader) appendBody(a *Append) {
-	var k uint8
-	for range r.mapLen() {
-		switch k = r.key(k); k {
+	for k := range r.keys() {
+		switch k {
 		case 1:
 			a.Agent = r.text()
 		case 2:
@@ -386,16 +374,12 @@ func (r *cborReader) appendBody(a *Append) {
 		default:
 			r.fail()
 		}
-		if r.bad {
-			return
-		}
 	}
 }
 
 func (r *cborReader) deleteBody(d *Delete) {
-	var k uint8
-	for range r.mapLen() {
-		switch k = r.key(k); k {
+	for k := range r.keys() {
+		switch k {
 		case 1:
 			d.Agent = r.text()
 		case 2:
@@ -406,9 +390,6 @@ func (r *cborReader) deleteBody(d *Delete) {
 			d.IfGeneration = r.uint()
 		default:
 			r.fail()
-		}
-		if r.bad {
-			return
 		}
 	}
 }
