@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
@@ -143,10 +145,25 @@ func (b *tab) open(key, hash string) *network.Response {
 	return resp
 }
 
-// click clicks the element sel.
+// click clicks the element sel. The console renders a view again after each answer; a
+// render that replaces the element between finding it and clicking it makes CDP answer
+// that the node is gone (chromedp asks for the node's position before it sends the
+// mouse, so nothing was clicked), and the click is tried again on the element now on
+// the page, within the wait's deadline.
 func (b *tab) click(what, sel string) {
 	b.t.Helper()
-	b.do(what, chromedp.Click(chromedp.CSS(sel)))
+	ctx, cancel := context.WithTimeout(b.ctx, 3*consoleWait)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		if err == nil {
+			return
+		}
+		var cdpErr *cdproto.Error
+		if !errors.As(err, &cdpErr) || !strings.Contains(strings.ToLower(cdpErr.Message), "node") || ctx.Err() != nil {
+			b.t.Fatalf("%s: %v", what, err)
+		}
+	}
 }
 
 // consoleCall sends one API request with key (body: JSON, nil for none) and returns the
@@ -323,7 +340,10 @@ func consoleSelectAndPropose(t *testing.T, b *tab, origin string, n int) string 
 	t.Helper()
 	b.do("select the origin", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#candidates input[value=%q]`, origin))))
 	b.click("record the selection", "#record-selection")
-	b.until("the selection is recorded", `document.getElementById('status').textContent.includes('Recorded selection') && !!document.getElementById('request-proposal')`)
+	// The page renders again after the status says so: wait for the render that lists
+	// the n-th selection, or the click may land on the button that render replaces.
+	b.until("the selection is recorded", fmt.Sprintf(`document.getElementById('status').textContent.includes('Recorded selection')
+		&& document.querySelectorAll('#proposal-selection option').length === %d && !!document.getElementById('request-proposal')`, n))
 	b.click("request a proposal", "#request-proposal")
 	b.until("the runner proposed", fmt.Sprintf(`document.querySelectorAll('article.proposal').length === %d`, n))
 	diff := eval[string](b, `document.querySelector('article.proposal pre.diff').textContent`)
