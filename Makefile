@@ -81,6 +81,7 @@ FUZZ_TARGETS := \
 	./blob:FuzzParseDigest \
 	./workbench:FuzzCanonicalManifest \
 	./api/rest:FuzzRequest \
+	./api/rest:FuzzListingWritesTheMapsEncoding \
 	./workbench/auth:FuzzParseAuthorization \
 	./workbench/auth:FuzzKeyLookup \
 	./api/s3:FuzzChunkedReader \

@@ -516,53 +516,12 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 		h.writeError(w, r, err, noPrecondition)
 		return
 	}
-	wbPath := h.svc.Tools.WorkbenchPath(agent, id)
-	entries := make([]listEntry, 0, len(res.Entries))
-	for i := range res.Entries {
-		entries = append(entries, newListEntry(wbPath, &res.Entries[i]))
-	}
-	var next any
-	if res.NextCursor != "" {
-		next = res.NextCursor
-	}
-	out := map[string]any{"status": "success", "workbench_id": id, "workbench_path": wbPath,
-		"path": dir, "entry_count": res.EntryCount, "entries": entries, "next_cursor": next, "truncated": res.Truncated}
+	l := listing{entries: res.Entries, entryCount: res.EntryCount, next: res.NextCursor, path: dir,
+		truncated: res.Truncated, workbenchID: id, workbenchPath: h.svc.Tools.WorkbenchPath(agent, id)}
 	if !at.Live() {
-		if at.SnapshotName != "" {
-			out["at_snapshot"] = at.SnapshotName
-		} else {
-			out["at_snapshot"] = at.SnapshotID
-		}
+		l.at = &at
 	}
-	WriteJSON(w, http.StatusOK, out)
-}
-
-// listEntry is the JSON object of a listing's entry. Its fields are declared in byte order
-// of their names, the order encoding/json gives a map's keys, so a listing encodes byte
-// for byte as the map per entry it was built from before, without a map and a sort of its
-// keys per entry. A file's generation, executable bit and content type point into its
-// workbench.ListEntry; a directory has none and leaves them out (nil).
-type listEntry struct {
-	ContentType  *string `json:"content_type,omitempty"`
-	EntryCount   int64   `json:"entry_count"`
-	Executable   *bool   `json:"executable,omitempty"`
-	Generation   *uint64 `json:"generation,omitempty"`
-	Kind         string  `json:"kind"`
-	Name         string  `json:"name"`
-	Path         string  `json:"path"`
-	RelativePath string  `json:"relative_path"`
-	Section      any     `json:"section"`
-	Size         int64   `json:"size_bytes"`
-}
-
-// newListEntry is the JSON object of e in the workbench presented at wbPath.
-func newListEntry(wbPath string, e *workbench.ListEntry) listEntry {
-	sec, rel := splitSection(e.Path)
-	le := listEntry{EntryCount: e.EntryCount, Kind: e.Kind, Name: e.Name, Path: wbPath + "/" + e.Path, RelativePath: rel, Section: sec, Size: e.Size}
-	if e.Kind == "file" {
-		le.ContentType, le.Executable, le.Generation = &e.ContentType, &e.Executable, &e.Generation
-	}
-	return le
+	writeListing(w, &l)
 }
 
 // splitSection mirrors the contract's presentation: section null (nil) outside the five.
