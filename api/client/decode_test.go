@@ -60,6 +60,7 @@ func FuzzDecodeResultMatchesEncodingJSON(f *testing.F) {
 		`[1,2,3]`, `"s"`, `12`, `null`, `{"size_bytes":"3"}`, `{"size_bytes":1.5}`, `{"generation":-1}`,
 		`{} `, `{}x`, `{"a":1}{"b":2}`, ``, `{`, `{"truncated":"yes"}`,
 	}
+	seeds = append(seeds, listPageEdges...)
 	for _, s := range seeds {
 		for i := range decodeTargets {
 			f.Add(uint8(i), []byte(s))
@@ -77,6 +78,38 @@ func FuzzDecodeResultMatchesEncodingJSON(f *testing.F) {
 			t.Fatalf("%T of %q:\nencoding/json %#v\ndecodeResult  %#v", want, body, want, got)
 		}
 	})
+}
+
+// listPageEdges are listing pages at the edges of what decodeListPage reads itself.
+var listPageEdges = []string{
+	`{"status":"success","at_snapshot":12,"entries":[{"content_type":"text/plain","entry_count":0,"executable":true,"generation":3,"kind":"file","name":"a","path":"/w/input/a","relative_path":"a","section":"input","size_bytes":5},{"entry_count":2,"kind":"directory","name":"d","path":"/w/d","relative_path":"d","section":null,"size_bytes":0}],"entry_count":2,"next_cursor":null,"path":"","truncated":false,"workbench_id":"w","workbench_path":"/w"}` + "\n",
+	` { "entries" : [ { "name" : "déjà" } ] , "entry_count" : -0 } `,
+	`{"entries":null}`, `{"entries":[]}`, `{"entries":[null]}`, `{"entries":[{}],"entries":[]}`, `{"entries":[{"name":"a","size_bytes":1}],"entries":[{"name":"b"}]}`, `{"entries":[{"name":"a","name":"b"}]}`,
+	`{"entries":[{"NAME":"a"}]}`, `{"entries":[{"ſize_bytes":1}]}`, `{"ENTRY_COUNT":1}`, `{"entries":[{"nam\u0065":"a"}]}`,
+	`{"entries":[{"name":"a\"b"}]}`, `{"entries":[{"name":"a\u2028"}]}`, "{\"entries\":[{\"name\":\"a\tb\"}]}", "{\"entries\":[{\"name\":\"\xff\"}]}",
+	`{"entries":[{"size_bytes":01}]}`, `{"entries":[{"size_bytes":1.0}]}`, `{"entries":[{"size_bytes":1e2}]}`, `{"entries":[{"size_bytes":-}]}`,
+	`{"entries":[{"size_bytes":9223372036854775808}]}`, `{"entries":[{"generation":-0}]}`, `{"entries":[{"generation":18446744073709551615}]}`,
+	`{"entries":[{"executable":null,"generation":null,"name":null,"size_bytes":null}]}`, `{"entries":[{"executable":1}]}`, `{"truncated":nul}`,
+	`{"status":{"nested":[1,2]},"entries":[]}`, `{"status":[],"entries":[]}`, `{"extra":-1.5}`, `{"extra":truex}`, `{"entries":[{"kind":"file"},]}`,
+	`{"entries":[{"kind":"file"}]`, `{"entries":[{"kind":"file"}]}}`, `{"entry_count":1,}`, `{,}`, `{"a"}`, `{"a":}`,
+}
+
+// TestDecodeListPageMatchesEncodingJSON decodes the edge pages with decodeResult and with
+// encoding/json, and checks that the server's own pages take decodeListPage.
+func TestDecodeListPageMatchesEncodingJSON(t *testing.T) {
+	for _, body := range listPageEdges {
+		var want, got ListPage
+		wantErr, gotErr := decodeWithEncodingJSON([]byte(body), &want), decodeResult([]byte(body), &got)
+		if (wantErr == nil) != (gotErr == nil) || wantErr == nil && !reflect.DeepEqual(want, got) {
+			t.Errorf("%q: encoding/json %#v (%v), decodeResult %#v (%v)", body, want, wantErr, got, gotErr)
+		}
+	}
+	for _, body := range [][]byte{[]byte(listPageEdges[0]), listPageBody(100), []byte(`{"entries":[]}`)} {
+		var p ListPage
+		if !decodeListPage(body, &p) {
+			t.Errorf("decodeListPage does not read %.200q", body)
+		}
+	}
 }
 
 // listPageBody is a listing page of n files as the server writes it.
