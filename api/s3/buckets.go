@@ -114,9 +114,13 @@ func (h *Handler) headBucket(w http.ResponseWriter, r *request) error {
 	return nil
 }
 
-// createBucket creates the workbench. Creating one that exists answers 200, as S3 does in
-// us-east-1 for a bucket its caller owns.
+// createBucket creates the workbench, under S3's bucket naming rules (checkBucketName).
+// Creating one that exists answers 200, as S3 does in us-east-1 for a bucket its caller
+// owns.
 func (h *Handler) createBucket(w http.ResponseWriter, r *request) error {
+	if err := checkBucketName(r.bucket); err != nil {
+		return err
+	}
 	b, _, err := r.signed.Body(r.Request)
 	if err != nil {
 		return err

@@ -69,6 +69,12 @@
 //     check against it.
 //   - Memory per request is bounded: a chunk header or trailer line is at most
 //     maxChunkLine bytes, a trailer at most maxTrailerLines lines; chunk data streams.
+//   - Names follow S3's rules where clients rely on them (names.go): a key past
+//     MaxKeyBytes (1,024 bytes of UTF-8) is KeyTooLongError on every request that names
+//     it (its path, a copy source, a DeleteObjects entry); CreateBucket refuses a name S3
+//     refuses (InvalidBucketName), except for S3's least length. A key that is no Cairn
+//     path (a folder marker "dir/", "a//b") names no object: reads answer NoSuchKey,
+//     deletes delete nothing, writes are InvalidArgument saying why.
 //   - Root (routing.go) names a request's agent root only once its signature verified
 //     and its key is live and acts in one root, and reads none of its body: a router
 //     (api/server's, on a cluster node) can still serve it here or forward it whole, and
