@@ -145,6 +145,10 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	if err := checkReadHeaders(r.Header); err != nil {
 		return err
 	}
+	overrides, err := responseOverrides(r.URL.Query())
+	if err != nil {
+		return err
+	}
 	path, ok := readPath(r.key)
 	if !ok {
 		q := r.URL.Query()
@@ -167,7 +171,9 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	hdr.Set("Content-Type", contentType)
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	setMetadata(hdr, f.Info.Fields)
-	applyOverrides(hdr, r.Request)
+	for name, v := range overrides {
+		hdr.Set(name, v)
+	}
 	if status := conditions(r.Header, "", etag, modified); status != 0 {
 		if status == http.StatusPreconditionFailed {
 			return preconditionFailed()
