@@ -68,7 +68,10 @@
 //     HEAD): never on a range, a part, a 304, a 412 or a 416, whose body a client would
 //     check against it.
 //   - Memory per request is bounded: a chunk header or trailer line is at most
-//     maxChunkLine bytes, a trailer at most maxTrailerLines lines; chunk data streams.
+//     maxChunkLine bytes, a trailer at most maxTrailerLines lines; chunk data streams. An
+//     XML document (DeleteObjects, CompleteMultipartUpload, CreateBucketConfiguration,
+//     PutBucketVersioning) is read to its bound and no further (readXMLBody): a body
+//     declared or sent longer is MaxMessageLengthExceeded, as on S3.
 //   - Names follow S3's rules where clients rely on them (names.go): a key past
 //     MaxKeyBytes (1,024 bytes of UTF-8) is KeyTooLongError on every request that names
 //     it (its path, a copy source, a DeleteObjects entry); CreateBucket refuses a name S3

@@ -391,7 +391,7 @@ type deleteError struct {
 // atomic either); each key's outcome is in the answer.
 func (h *Handler) deleteObjects(w http.ResponseWriter, r *request) error {
 	var in deleteRequest
-	if err := readXML(r, &in, "Delete"); err != nil {
+	if err := readXML(r, &in, "Delete", maxXMLBodyBytes); err != nil {
 		return err
 	}
 	if len(in.Objects) == 0 || len(in.Objects) > maxDeleteObjects {
