@@ -33,18 +33,42 @@ func writeXML(w http.ResponseWriter, v any) error {
 	return err
 }
 
-// maxXMLBodyBytes bounds the XML document a request body holds (a DeleteObjects of 1,000
-// keys of 1,024 bytes fits).
-const maxXMLBodyBytes = 2 << 20
+// Bounds of the XML documents a request body holds: a body longer, declared or sent, is
+// MaxMessageLengthExceeded (S3's answer to a request too big), never read past its bound.
+const (
+	// maxXMLBodyBytes bounds a DeleteObjects or PutBucketVersioning document (1,000 keys
+	// of MaxKeyBytes fit).
+	maxXMLBodyBytes = 2 << 20
+	// maxBucketConfigBytes bounds a CreateBucketConfiguration.
+	maxBucketConfigBytes = 64 << 10
+)
 
-// readXML reads the request's body, at most maxXMLBodyBytes, as the XML document doc
-// into v: MalformedXML when it is not one.
-func readXML(r *request, v any, doc string) error {
-	body, _, err := r.signed.Body(r.Request)
+// readXMLBody reads the request's body, at most limit bytes: MaxMessageLengthExceeded,
+// naming the document doc and the bound, when it declares or holds more. It reads at most
+// limit+1 bytes, so no body costs more memory than its bound.
+func readXMLBody(r *request, doc string, limit int64) ([]byte, error) {
+	body, size, err := r.signed.Body(r.Request)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	raw, err := io.ReadAll(io.LimitReader(body, maxXMLBodyBytes))
+	tooBig := errorf(CodeMaxMessageLengthExceeded, "your request was too big: a %s document is at most %d bytes", doc, limit)
+	if size > limit {
+		return nil, tooBig
+	}
+	raw, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(raw)) > limit {
+		return nil, tooBig
+	}
+	return raw, nil
+}
+
+// readXML reads the request's body (readXMLBody: at most limit bytes) as the XML
+// document doc into v: MalformedXML when it is not one.
+func readXML(r *request, v any, doc string, limit int64) error {
+	raw, err := readXMLBody(r, doc, limit)
 	if err != nil {
 		return err
 	}
@@ -114,17 +138,17 @@ func (h *Handler) headBucket(w http.ResponseWriter, r *request) error {
 	return nil
 }
 
-// createBucket creates the workbench. Creating one that exists answers 200, as S3 does in
-// us-east-1 for a bucket its caller owns.
+// createBucket creates the workbench, under S3's bucket naming rules (checkBucketName).
+// Creating one that exists answers 200, as S3 does in us-east-1 for a bucket its caller
+// owns.
 func (h *Handler) createBucket(w http.ResponseWriter, r *request) error {
-	b, _, err := r.signed.Body(r.Request)
-	if err != nil {
+	if err := checkBucketName(r.bucket); err != nil {
 		return err
 	}
 	var conf struct {
 		LocationConstraint string `xml:"LocationConstraint"`
 	}
-	raw, err := io.ReadAll(io.LimitReader(b, 64<<10))
+	raw, err := readXMLBody(r, "CreateBucketConfiguration", maxBucketConfigBytes)
 	if err != nil {
 		return err
 	}

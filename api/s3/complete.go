@@ -70,17 +70,12 @@ func (m *multipart) completeUpload(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	body, _, err := r.signed.Body(r.Request)
-	if err != nil {
-		return err
-	}
-	raw, err := io.ReadAll(io.LimitReader(body, maxCompleteBody))
-	if err != nil {
-		return err
-	}
 	var in completeRequest
-	if err := xml.Unmarshal(raw, &in); err != nil || len(in.Parts) == 0 {
-		return errorf(CodeMalformedXML, "the CompleteMultipartUpload document is not well-formed XML naming at least one part")
+	if err := readXML(r, &in, "CompleteMultipartUpload", maxCompleteBody); err != nil {
+		return err
+	}
+	if len(in.Parts) == 0 {
+		return errorf(CodeMalformedXML, "the CompleteMultipartUpload document names no part")
 	}
 	key := partsKey(in)
 	if done, ok, err := m.settled(r, u, path, key); ok || err != nil {

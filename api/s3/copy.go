@@ -19,7 +19,9 @@ type copyObjectResult struct {
 }
 
 // copySource parses x-amz-copy-source: "bucket/key" or "/bucket/key", URL-encoded, with
-// an optional "?versionId=" naming the version to copy ("" for the live one).
+// an optional "?versionId=" naming the version to copy ("" for the live one); a key past
+// MaxKeyBytes is KeyTooLongError. A key no object can have is the source's to answer for
+// (openCopySource: NoSuchKey).
 func copySource(h string) (bucket, key, versionID string, err error) {
 	p, query, _ := strings.Cut(strings.TrimPrefix(h, "/"), "?")
 	if query != "" {
@@ -39,22 +41,13 @@ func copySource(h string) (bucket, key, versionID string, err error) {
 	if key, err = url.PathUnescape(rawKey); err != nil {
 		return "", "", "", errorf(CodeInvalidArgument, "x-amz-copy-source's key is not a valid escaped path")
 	}
+	if err := checkKeyLength(key); err != nil {
+		return "", "", "", err
+	}
 	if bucket == UploadsWorkbench {
 		return "", "", "", errorf(CodeNoSuchBucket, "the specified bucket does not exist")
 	}
 	return bucket, key, versionID, nil
-}
-
-// copySourcePath is copySource with the key checked as a Cairn path (objectPath).
-func copySourcePath(h string) (bucket, path, versionID string, err error) {
-	bucket, key, versionID, err := copySource(h)
-	if err != nil {
-		return "", "", "", err
-	}
-	if path, err = objectPath(key); err != nil {
-		return "", "", "", err
-	}
-	return bucket, path, versionID, nil
 }
 
 // openCopySource opens the version a copy reads and checks the source conditions
@@ -71,9 +64,13 @@ func (l *lookup) openCopySource(r *request, bucket, path, versionID string) (*wo
 }
 
 // openCopyVersion opens the version a copy reads: the live one, or the one versionID
-// names. A delete marker cannot be copied (InvalidRequest, as S3 answers); a version id
+// names; a key no object can have answers as a missing one (lookup.absent). A delete marker cannot be copied (InvalidRequest, as S3 answers); a version id
 // that names no retained version of the key is NoSuchVersion.
-func (l *lookup) openCopyVersion(r *request, bucket, path, versionID string) (*workbench.File, error) {
+func (l *lookup) openCopyVersion(r *request, bucket, key, versionID string) (*workbench.File, error) {
+	path, ok := readPath(key)
+	if !ok {
+		return nil, l.absent(r, bucket, versionID != "", versionID)
+	}
 	src := *r
 	src.bucket = bucket
 	if versionID == "" {
@@ -113,7 +110,7 @@ func (l *lookup) openCopyVersion(r *request, bucket, path, versionID string) (*w
 // compare-and-swap. The copy keeps the source's metadata; x-amz-metadata-directive
 // REPLACE gives it the request's Content-Type and x-amz-meta-* instead.
 func (h *Handler) copyObject(w http.ResponseWriter, r *request) error {
-	srcBucket, srcPath, srcVersion, err := copySourcePath(r.Header.Get("X-Amz-Copy-Source"))
+	srcBucket, srcPath, srcVersion, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
 		return err
 	}

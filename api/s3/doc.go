@@ -68,7 +68,18 @@
 //     HEAD): never on a range, a part, a 304, a 412 or a 416, whose body a client would
 //     check against it.
 //   - Memory per request is bounded: a chunk header or trailer line is at most
-//     maxChunkLine bytes, a trailer at most maxTrailerLines lines; chunk data streams.
+//     maxChunkLine bytes, a trailer at most maxTrailerLines lines; chunk data streams. An
+//     XML document (DeleteObjects, CompleteMultipartUpload, CreateBucketConfiguration,
+//     PutBucketVersioning) is read to its bound and no further (readXMLBody): a body
+//     declared or sent longer is MaxMessageLengthExceeded, as on S3.
+//   - Names follow S3's rules where clients rely on them (names.go): a key past
+//     MaxKeyBytes (1,024 bytes of UTF-8) is KeyTooLongError on every request that names
+//     it (its path, a copy source, a DeleteObjects entry); CreateBucket refuses a name S3
+//     refuses (InvalidBucketName), except for S3's least length. A key that is no Cairn
+//     path (a folder marker "dir/", "a//b") names no object: reads answer NoSuchKey,
+//     deletes delete nothing, writes are InvalidArgument saying why.
+//   - A read's response-* parameters set only header values (no control character;
+//     response-expires an HTTP date), InvalidArgument naming the parameter otherwise.
 //   - Root (routing.go) names a request's agent root only once its signature verified
 //     and its key is live and acts in one root, and reads none of its body: a router
 //     (api/server's, on a cluster node) can still serve it here or forward it whole, and

@@ -35,6 +35,7 @@ const (
 	CodeInvalidRange                      Code = "InvalidRange"
 	CodeKeyTooLong                        Code = "KeyTooLongError"
 	CodeMalformedXML                      Code = "MalformedXML"
+	CodeMaxMessageLengthExceeded          Code = "MaxMessageLengthExceeded"
 	CodeMetadataTooLarge                  Code = "MetadataTooLarge"
 	CodeMissingContentLength              Code = "MissingContentLength"
 	CodeMethodNotAllowed                  Code = "MethodNotAllowed"
@@ -76,6 +77,7 @@ var statusOf = map[Code]int{
 	CodeInvalidRange:                      http.StatusRequestedRangeNotSatisfiable,
 	CodeKeyTooLong:                        http.StatusBadRequest,
 	CodeMalformedXML:                      http.StatusBadRequest,
+	CodeMaxMessageLengthExceeded:          http.StatusBadRequest,
 	CodeInvalidPartNumber:                 http.StatusRequestedRangeNotSatisfiable,
 	CodeMetadataTooLarge:                  http.StatusBadRequest,
 	CodeMissingContentLength:              http.StatusLengthRequired,

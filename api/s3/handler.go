@@ -197,7 +197,8 @@ func agentOf(p auth.Principal) (string, bool) {
 	return "", false
 }
 
-// splitPath decodes a path-style request's bucket and key from the path as sent.
+// splitPath decodes a path-style request's bucket and key from the path as sent:
+// KeyTooLongError for a key past MaxKeyBytes, whatever the request does with it.
 func splitPath(r *http.Request) (bucket, key string, err error) {
 	raw := r.URL.EscapedPath()
 	if u := r.RequestURI; u != "" && u[0] == '/' {
@@ -209,6 +210,9 @@ func splitPath(r *http.Request) (bucket, key string, err error) {
 	}
 	if key, err = url.PathUnescape(rawKey); err != nil {
 		return "", "", errorf(CodeInvalidArgument, "the object key is not a valid escaped path")
+	}
+	if err := checkKeyLength(key); err != nil {
+		return "", "", err
 	}
 	return bucket, key, nil
 }

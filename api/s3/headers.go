@@ -2,7 +2,10 @@ package s3
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // What a request asks of an object that the gateway cannot keep is refused
@@ -56,23 +59,44 @@ func checkReadHeaders(h http.Header) error {
 	return nil
 }
 
-// responseOverrides are the query parameters of a GET that set a response header, as S3
-// serves them on signed requests (every request here is signed).
-var responseOverrides = map[string]string{
-	"response-content-type":        "Content-Type",
-	"response-content-disposition": "Content-Disposition",
-	"response-cache-control":       "Cache-Control",
-	"response-content-encoding":    "Content-Encoding",
-	"response-content-language":    "Content-Language",
-	"response-expires":             "Expires",
+// overrideHeaders are the query parameters of a GET or HEAD that set a header of its
+// answer, as S3 serves them on signed requests (every request here is signed).
+var overrideHeaders = []struct{ param, header string }{
+	{"response-cache-control", "Cache-Control"},
+	{"response-content-disposition", "Content-Disposition"},
+	{"response-content-encoding", "Content-Encoding"},
+	{"response-content-language", "Content-Language"},
+	{"response-content-type", "Content-Type"},
+	{"response-expires", "Expires"},
 }
 
-// applyOverrides sets the headers a GET's response-* parameters ask for.
-func applyOverrides(h http.Header, r *http.Request) {
-	q := r.URL.Query()
-	for param, header := range responseOverrides {
-		if v := q.Get(param); v != "" {
-			h.Set(header, v)
+// responseOverrides reads a read's response-* parameters as the headers they set (header
+// name → value). InvalidArgument naming the parameter for a value that is no header
+// field value (a control character such as CR or LF, which would end the header: RFC
+// 9110 §5.5), and for a response-expires that is no HTTP date (RFC 9110 §5.6.7), which
+// is answered in the IMF-fixdate form.
+func responseOverrides(q url.Values) (map[string]string, error) {
+	var out map[string]string
+	for _, o := range overrideHeaders {
+		param, header := o.param, o.header
+		v := q.Get(param)
+		if v == "" {
+			continue
 		}
+		if !httpguts.ValidHeaderFieldValue(v) {
+			return nil, errorf(CodeInvalidArgument, "%s must be a header value: it holds a control character", param)
+		}
+		if header == "Expires" {
+			t, err := http.ParseTime(v)
+			if err != nil {
+				return nil, errorf(CodeInvalidArgument, "%s must be an HTTP date (such as %s)", param, http.TimeFormat)
+			}
+			v = t.UTC().Format(http.TimeFormat)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[header] = v
 	}
+	return out, nil
 }

@@ -38,3 +38,24 @@ func (l *lookup) objectError(r *request, err error) error {
 	}
 	return e
 }
+
+// absent answers a read of a key no object can have (readPath) in bucket: NoSuchBucket
+// when the bucket is missing or out of the key's reach, as for any read; when the read
+// names a version, InvalidArgument for a malformed id and NoSuchVersion for any other;
+// else NoSuchKey.
+func (l *lookup) absent(r *request, bucket string, named bool, versionID string) error {
+	if named {
+		if _, err := parseVersionID(versionID, bucket, ""); err != nil {
+			return err
+		}
+	}
+	in := *r
+	in.bucket = bucket
+	if _, _, err := l.workspace(&in); err != nil {
+		return err
+	}
+	if named {
+		return noSuchVersion()
+	}
+	return errorf(CodeNoSuchKey, "the specified key does not exist")
+}

@@ -447,7 +447,7 @@ func (m *multipart) uploadPart(w http.ResponseWriter, r *request) error {
 // see is NoSuchKey) and the copy pinned at that generation; the part is written with
 // bookkeeping (multipart_access.go).
 func (m *multipart) copyPart(w http.ResponseWriter, r *request, path string) error {
-	srcBucket, srcPath, srcVersion, err := copySourcePath(r.Header.Get("X-Amz-Copy-Source"))
+	srcBucket, srcPath, srcVersion, err := copySource(r.Header.Get("X-Amz-Copy-Source"))
 	if err != nil {
 		return err
 	}

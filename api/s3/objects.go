@@ -13,18 +13,6 @@ import (
 	"github.com/cairnstore/cairn/workbench"
 )
 
-// path checks an object key as a Cairn path: KeyTooLongError past meta.MaxPathBytes,
-// InvalidArgument for anything else Cairn cannot store (docs/workbench.md, common rules).
-func objectPath(key string) (string, error) {
-	if len(key) > meta.MaxPathBytes {
-		return "", errorf(CodeKeyTooLong, "your key is too long: at most %d bytes", meta.MaxPathBytes)
-	}
-	if err := workbench.ValidatePath("key", key); err != nil {
-		return "", errorf(CodeInvalidArgument, "the object key is not a path Cairn can store: %s", err.Message)
-	}
-	return key, nil
-}
-
 // putObject streams the body through the write path: it publishes the file only after
 // the body ended with every signature and digest checked (Signed.Body), so a body that
 // fails a check leaves the path as it was. If-None-Match: * creates only; If-Match: ETag
@@ -154,12 +142,17 @@ func etagMatches(list, tag string) bool {
 // before If-Unmodified-Since, If-None-Match before If-Modified-Since), then one byte range
 // or one part (?partNumber=, parts.go).
 func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) error {
-	path, err := objectPath(r.key)
+	if err := checkReadHeaders(r.Header); err != nil {
+		return err
+	}
+	overrides, err := responseOverrides(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	if err := checkReadHeaders(r.Header); err != nil {
-		return err
+	path, ok := readPath(r.key)
+	if !ok {
+		q := r.URL.Query()
+		return h.lookup.absent(r, r.bucket, q.Has("versionId"), q.Get("versionId"))
 	}
 	f, err := h.openVersion(w, r, path) // versions.go
 	if err != nil {
@@ -178,7 +171,9 @@ func (h *Handler) getObject(w http.ResponseWriter, r *request, withBody bool) er
 	hdr.Set("Content-Type", contentType)
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	setMetadata(hdr, f.Info.Fields)
-	applyOverrides(hdr, r.Request)
+	for name, v := range overrides {
+		hdr.Set(name, v)
+	}
 	if status := conditions(r.Header, "", etag, modified); status != 0 {
 		if status == http.StatusPreconditionFailed {
 			return preconditionFailed()
@@ -294,32 +289,38 @@ func byteRange(h string, size int64) (offset, length int64, partial bool, err er
 // If-Match deletes only the revision whose ETag it names (one compare-and-swap on its
 // generation); the conditions on a version, a time or a size are not served.
 func (h *Handler) deleteObject(w http.ResponseWriter, r *request) error {
-	path, err := objectPath(r.key)
-	if err != nil {
-		return err
-	}
 	for _, name := range []string{"X-Amz-If-Match-Last-Modified-Time", "X-Amz-If-Match-Size"} {
 		if r.Header.Get(name) != "" {
 			return errorf(CodeNotImplemented, "%s is not implemented by this gateway", strings.ToLower(name))
 		}
 	}
-	marker, err := h.deleteKey(r, path, r.Header.Get("If-Match"))
+	marker, err := h.deleteKey(r, r.key, r.Header.Get("If-Match"))
 	if err != nil {
 		return err
 	}
 	if marker != 0 {
 		w.Header().Set(deleteMarkerHeader, "true")
-		w.Header().Set(versionHeader, versionID(r.bucket, path, marker))
+		w.Header().Set(versionHeader, versionID(r.bucket, r.key, marker))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// deleteKey deletes path, only at the revision whose ETag ifMatch names when it is set
+// deleteKey deletes key, only at the revision whose ETag ifMatch names when it is set
 // (PreconditionFailed otherwise, also for a missing key); a missing key is no error
-// without a condition. It returns the generation of the tombstone (the delete marker), 0
-// when there was nothing to delete.
-func (h *Handler) deleteKey(r *request, path, ifMatch string) (uint64, error) {
+// without a condition, nor a key no object can have (readPath). It returns the generation
+// of the tombstone (the delete marker), 0 when there was nothing to delete.
+func (h *Handler) deleteKey(r *request, key, ifMatch string) (uint64, error) {
+	path, ok := readPath(key)
+	if !ok {
+		if _, _, err := h.lookup.workspace(r); err != nil {
+			return 0, err
+		}
+		if ifMatch != "" {
+			return 0, preconditionFailed()
+		}
+		return 0, nil
+	}
 	var gen uint64
 	if ifMatch != "" {
 		f, err := h.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
@@ -390,7 +391,7 @@ type deleteError struct {
 // atomic either); each key's outcome is in the answer.
 func (h *Handler) deleteObjects(w http.ResponseWriter, r *request) error {
 	var in deleteRequest
-	if err := readXML(r, &in, "Delete"); err != nil {
+	if err := readXML(r, &in, "Delete", maxXMLBodyBytes); err != nil {
 		return err
 	}
 	if len(in.Objects) == 0 || len(in.Objects) > maxDeleteObjects {
@@ -401,23 +402,25 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *request) error {
 	}
 	out := deleteResult{Xmlns: xmlns}
 	for _, o := range in.Objects {
-		path, err := objectPath(o.Key)
+		err := checkKeyLength(o.Key)
 		var marker uint64
 		switch {
 		case err != nil:
+		case o.Key == "":
+			err = errorf(CodeInvalidArgument, "an Object of a Delete document names its Key")
 		case o.VersionID != "":
 			err = errVersionDelete
 		case o.LastModifiedTime != "" || o.Size != "":
 			err = errorf(CodeNotImplemented, "deleting on a time or size condition is not implemented by this gateway")
 		default:
-			marker, err = h.deleteKey(r, path, o.ETag)
+			marker, err = h.deleteKey(r, o.Key, o.ETag)
 		}
 		var e *Error
 		switch {
 		case err == nil && !in.Quiet:
 			d := deletedObject{Key: o.Key}
 			if marker != 0 {
-				d.DeleteMarker, d.DeleteMarkerVersionID = true, versionID(r.bucket, path, marker)
+				d.DeleteMarker, d.DeleteMarkerVersionID = true, versionID(r.bucket, o.Key, marker)
 			}
 			out.Deleted = append(out.Deleted, d)
 		case errors.As(err, &e):

@@ -114,7 +114,7 @@ func (h *Handler) putBucketVersioning(w http.ResponseWriter, r *request) error {
 		return errorf(CodeNotImplemented, "MFA delete is not implemented by this gateway")
 	}
 	var in versioningConfiguration
-	if err := readXML(r, &in, "VersioningConfiguration"); err != nil {
+	if err := readXML(r, &in, "VersioningConfiguration", maxXMLBodyBytes); err != nil {
 		return err
 	}
 	switch {
