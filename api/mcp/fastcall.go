@@ -103,37 +103,40 @@ func (l *fastLane) take(hd http.Header, m *message) (c fastCall, ok bool) {
 	}
 	// A clean message names no member twice (inbound.go): an object of n members that
 	// has each of n names has exactly those.
-	msg, ok := exactly(m.top, m.object, "jsonrpc", "id", "method", "params")
-	if !ok || string(msg[0]) != `"2.0"` || string(msg[2]) != `"tools/call"` || !fastLaneID.Match(msg[1]) {
+	b := m.body
+	top, isObject := m.topMembers()
+	msg, ok := exactly(b, top, isObject, "jsonrpc", "id", "method", "params")
+	if !ok || string(msg[0].of(b)) != `"2.0"` || string(msg[2].of(b)) != `"tools/call"` || !fastLaneID.Match(msg[1].of(b)) {
 		return c, false
 	}
-	params, ok := exactly(m.params, m.paramsObject, "_meta", "name", "arguments")
-	if !ok || params[2][0] != '{' {
+	paramsMembers, isObject := m.paramsMembers()
+	params, ok := exactly(b, paramsMembers, isObject, "_meta", "name", "arguments")
+	if !ok || b[params[2].start] != '{' {
 		return c, false
 	}
 	name := hd.Get("Mcp-Name")
 	h, known := l.handlers[name]
-	if v := params[1]; !known || len(v) != len(name)+2 || v[0] != '"' || string(v[1:len(v)-1]) != name {
+	if v := params[1].of(b); !known || len(v) != len(name)+2 || v[0] != '"' || string(v[1:len(v)-1]) != name {
 		return c, false
 	}
 	var buf [4]member
-	metaMembers, isObject := membersOf(params[0], buf[:0])
-	meta, ok := exactly(metaMembers, isObject, "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities")
-	if !ok || string(meta[0]) != `"`+fastLaneVersion+`"` {
+	metaMembers, isObject := membersOf(b, params[0], buf[:0])
+	meta, ok := exactly(b, metaMembers, isObject, "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities")
+	if !ok || string(meta[0].of(b)) != `"`+fastLaneVersion+`"` {
 		return c, false
 	}
-	if !fastLaneCapabilities[string(meta[2])] {
-		var caps bytes.Buffer
-		if json.Compact(&caps, meta[2]) != nil || !fastLaneCapabilities[caps.String()] {
+	if caps := meta[2].of(b); !fastLaneCapabilities[string(caps)] {
+		var compact bytes.Buffer
+		if json.Compact(&compact, caps) != nil || !fastLaneCapabilities[compact.String()] {
 			return c, false
 		}
 	}
-	infoMembers, isObject := membersOf(meta[1], buf[:0])
-	info, ok := exactly(infoMembers, isObject, "name", "version")
-	if !ok || info[0][0] != '"' || info[1][0] != '"' {
+	infoMembers, isObject := membersOf(b, meta[1], buf[:0])
+	info, ok := exactly(b, infoMembers, isObject, "name", "version")
+	if !ok || b[info[0].start] != '"' || b[info[1].start] != '"' {
 		return c, false
 	}
-	return fastCall{handler: h, name: name, id: msg[1], arguments: params[2]}, true
+	return fastCall{handler: h, name: name, id: msg[1].of(b), arguments: params[2].of(b)}, true
 }
 
 // encode writes into e's buffer the JSON-RPC response to call id with res, as the SDK
@@ -188,15 +191,14 @@ func only(hd http.Header, name, value string) bool {
 	return len(v) == 1 && v[0] == value
 }
 
-// exactly returns the values of members named names, in that order, when they are an
-// object's (object) and have exactly those names, each once.
-// (at most four).
-func exactly(members []member, object bool, names ...string) (values [4][]byte, ok bool) {
+// exactly returns where the values of members (of an object in b, object) named names
+// are, in that order, when they have exactly those names (at most four), each once.
+func exactly(b []byte, members []member, object bool, names ...string) (values [4]span, ok bool) {
 	if !object || len(members) != len(names) {
 		return values, false
 	}
 	for i, n := range names {
-		if values[i], ok = find(members, n); !ok {
+		if values[i], ok = findSpan(b, members, n); !ok {
 			return values, false
 		}
 	}

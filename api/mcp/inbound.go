@@ -19,34 +19,68 @@ import (
 // keeps the members of the message and of its params, so the JSON-RPC checks and the
 // fast lane look values up instead of decoding them again.
 
+// span is where a JSON text lies in a message: b[start:end]. The scanner keeps offsets,
+// not slices, so that it stores no pointer and its state stays on the stack.
+type span struct{ start, end int }
+
+func (s span) of(b []byte) []byte { return b[s.start:s.end] }
+
 // member is one member of a JSON object.
 type member struct {
-	// name is the member's name as it decodes: the bytes between its quotes when it has
-	// no escape, else a decoded copy.
-	name []byte
-	// value is the value's JSON text, without the white space around it.
-	value []byte
+	name    span // between the name's quotes
+	escaped bool // the name has an escape: it decodes to other bytes than name's
+	value   span // the value's JSON text, without the white space around it
+}
+
+// decodedName is the name of mb, a member in b, as it decodes.
+func (mb member) decodedName(b []byte) []byte {
+	if !mb.escaped {
+		return mb.name.of(b)
+	}
+	var s string
+	// A copy, so that b does not escape (json.Unmarshal keeps its argument from the
+	// compiler's view) and the scanner's state stays on the stack.
+	_ = json.Unmarshal(bytes.Clone(b[mb.name.start-1:mb.name.end+1]), &s) // clean: it decodes
+	return []byte(s)
 }
 
 // message is what scanMessage learned of a clean message.
 type message struct {
-	scanned bool     // the message is clean and the fields below describe it
-	object  bool     // its value is an object
-	top     []member // the object's members, in order
-	// params are the members of the object's "params" member, in order, when that is an
-	// object (paramsObject).
-	params       []member
-	paramsObject bool
-
+	body    []byte
+	scanned bool // the message is clean and the fields below describe it
+	object  bool // its value is an object
+	// The object's members, when it has at most len(topBuf) (topMembers), and those of its
+	// "params" member when that is an object (paramsObject, at paramsAt) of at most
+	// len(paramsBuf) (paramsMembers). Counts, not slices of the arrays, so that a message
+	// can live on its reader's stack.
+	nTop, nParams     int
 	topBuf, paramsBuf [8]member
+	paramsObject      bool
+	paramsAt          span
+}
+
+// topMembers returns the members of the message, in order, when it is an object and the
+// scan kept them.
+func (m *message) topMembers() ([]member, bool) {
+	if !m.scanned || !m.object || m.nTop > len(m.topBuf) {
+		return nil, false
+	}
+	return m.topBuf[:m.nTop], true
+}
+
+// paramsMembers returns the members of the message's params, in order, when they are an
+// object and the scan kept them.
+func (m *message) paramsMembers() ([]member, bool) {
+	if !m.scanned || !m.paramsObject || m.nParams > len(m.paramsBuf) {
+		return nil, false
+	}
+	return m.paramsBuf[:m.nParams], true
 }
 
 // scanMessage reports whether body is clean (see above) and, if so, fills m.
 func scanMessage(body []byte, m *message) bool {
-	*m = message{}
-	m.top, m.params = m.topBuf[:0], m.paramsBuf[:0]
-	s := scanner{b: body, m: m}
-	s.names = s.namesBuf[:0]
+	*m = message{body: body}
+	s := scanner{b: body, top: m.topBuf[:], params: m.paramsBuf[:]}
 	s.space()
 	m.object = s.i < len(body) && body[s.i] == '{'
 	if !s.value(0, roleTop) {
@@ -57,44 +91,51 @@ func scanMessage(body []byte, m *message) bool {
 		return false
 	}
 	m.scanned = true
+	m.nTop, m.nParams, m.paramsObject, m.paramsAt = s.nTop, s.nParams, s.paramsObject, s.paramsAt
 	return true
 }
 
-// membersOf returns the members of the object raw, a value of a clean message, appended
-// to buf; ok is false when raw is not an object.
-func membersOf(raw []byte, buf []member) (members []member, ok bool) {
-	if len(raw) == 0 || raw[0] != '{' {
+// membersOf returns the members of the object at b[at.start:at.end], a value of a clean
+// message, in buf when they fit; ok is false when that is not an object.
+func membersOf(b []byte, at span, buf []member) (members []member, ok bool) {
+	if at.end <= at.start || b[at.start] != '{' {
 		return nil, false
 	}
-	var m message
-	m.top = buf[:0]
-	s := scanner{b: raw, m: &m}
-	s.names = s.namesBuf[:0]
-	if !s.value(0, roleTop) || s.i != len(raw) {
+	s := scanner{b: b[:at.end], i: at.start, top: buf[:cap(buf)]}
+	if !s.value(0, roleTop) || s.i != at.end {
 		return nil, false
 	}
-	return m.top, true
+	if s.nTop > cap(buf) {
+		s = scanner{b: b[:at.end], i: at.start, top: make([]member, s.nTop)}
+		s.value(0, roleTop)
+	}
+	return s.top[:s.nTop], true
 }
 
 // roles of an object in the message: whose members the scanner keeps.
 const (
 	roleNone   = iota
-	roleTop    // the message itself: m.top
-	roleParams // the message's params: m.params
+	roleTop    // the message itself: top
+	roleParams // the message's params: params
 )
 
-// largeObject is the number of members past which an object's names are kept in a map
-// rather than compared one by one, so that a message of many members costs linear time.
-const largeObject = 16
+// smallObject is the number of members up to which an object's names are compared one by
+// one; past it they are kept in a map, so that a message of many members costs linear
+// time.
+const smallObject = 8
 
-// scanner is the state of one pass.
+// scanner is the state of one pass. It stores no pointer while it scans (members are
+// written into top and params by index, names kept on the stack of object), so that it
+// and the message it fills stay on the stack.
 type scanner struct {
 	b []byte
 	i int
-	m *message
-	// names holds the names of the open objects' members, the innermost object's last.
-	names    [][]byte
-	namesBuf [32][]byte
+	// top and params receive the members of the message and of its params while they
+	// fit; nTop and nParams count them all.
+	top, params   []member
+	nTop, nParams int
+	paramsObject  bool // the message's "params" member is an object, at paramsAt
+	paramsAt      span
 }
 
 // space skips JSON white space.
@@ -301,8 +342,9 @@ func (s *scanner) object(depth, role int) bool {
 		s.i++
 		return true
 	}
-	first := len(s.names) // this object's names are s.names[first:]
-	var large map[string]struct{}
+	var small [smallObject]member // the names of a small object
+	n := 0
+	var large map[string]struct{} // the names of a large one
 	for {
 		s.space()
 		if s.i >= len(s.b) || s.b[s.i] != '"' {
@@ -313,33 +355,30 @@ func (s *scanner) object(depth, role int) bool {
 		if !ok {
 			return false
 		}
-		name := s.b[start+1 : s.i-1]
-		if escaped {
-			var decoded string
-			if json.Unmarshal(s.b[start:s.i], &decoded) != nil {
+		mb := member{name: span{start + 1, s.i - 1}, escaped: escaped}
+		switch {
+		case large != nil:
+			name := string(mb.decodedName(s.b))
+			if _, dup := large[name]; dup {
 				return false
 			}
-			name = []byte(decoded)
-		}
-		if large != nil {
-			if _, dup := large[string(name)]; dup {
-				return false
-			}
-			large[string(name)] = struct{}{}
-		} else {
-			for _, prev := range s.names[first:] {
-				if bytes.Equal(prev, name) {
+			large[name] = struct{}{}
+		default:
+			for _, prev := range small[:n] {
+				if sameName(s.b, prev, mb) {
 					return false
 				}
 			}
-			s.names = append(s.names, name)
-			if len(s.names)-first > largeObject {
-				large = make(map[string]struct{}, 2*largeObject)
-				for _, n := range s.names[first:] {
-					large[string(n)] = struct{}{}
-				}
-				s.names = s.names[:first]
+			if n < smallObject {
+				small[n] = mb
+				n++
+				break
 			}
+			large = make(map[string]struct{}, 4*smallObject)
+			for _, prev := range small {
+				large[string(prev.decodedName(s.b))] = struct{}{}
+			}
+			large[string(mb.decodedName(s.b))] = struct{}{}
 		}
 		s.space()
 		if s.i >= len(s.b) || s.b[s.i] != ':' {
@@ -349,18 +388,28 @@ func (s *scanner) object(depth, role int) bool {
 		s.space()
 		valueStart := s.i
 		inner := roleNone
-		if role == roleTop && string(name) == "params" {
+		if role == roleTop && string(mb.decodedName(s.b)) == "params" {
 			inner = roleParams
-			s.m.paramsObject = s.i < len(s.b) && s.b[s.i] == '{'
+			s.paramsObject = s.i < len(s.b) && s.b[s.i] == '{'
 		}
 		if !s.value(depth, inner) {
 			return false
 		}
+		mb.value = span{valueStart, s.i}
 		switch role {
 		case roleTop:
-			s.m.top = append(s.m.top, member{name, s.b[valueStart:s.i]})
+			if s.nTop < len(s.top) {
+				s.top[s.nTop] = mb
+			}
+			s.nTop++
+			if inner == roleParams {
+				s.paramsAt = mb.value
+			}
 		case roleParams:
-			s.m.params = append(s.m.params, member{name, s.b[valueStart:s.i]})
+			if s.nParams < len(s.params) {
+				s.params[s.nParams] = mb
+			}
+			s.nParams++
 		}
 		s.space()
 		if s.i >= len(s.b) {
@@ -371,7 +420,6 @@ func (s *scanner) object(depth, role int) bool {
 			s.i++
 		case '}':
 			s.i++
-			s.names = s.names[:first]
 			return true
 		default:
 			return false
@@ -379,12 +427,21 @@ func (s *scanner) object(depth, role int) bool {
 	}
 }
 
-// find returns the value of the member named name, if there is one.
-func find(members []member, name string) ([]byte, bool) {
+// sameName reports whether two members of an object in b have the same name as they
+// decode.
+func sameName(b []byte, x, y member) bool {
+	if !x.escaped && !y.escaped {
+		return bytes.Equal(x.name.of(b), y.name.of(b))
+	}
+	return bytes.Equal(x.decodedName(b), y.decodedName(b))
+}
+
+// findSpan returns where the value of the member of b named name is, if there is one.
+func findSpan(b []byte, members []member, name string) (span, bool) {
 	for _, m := range members {
-		if string(m.name) == name {
+		if string(m.decodedName(b)) == name {
 			return m.value, true
 		}
 	}
-	return nil, false
+	return span{}, false
 }

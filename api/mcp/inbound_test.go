@@ -268,6 +268,12 @@ func inboundSeeds() []string {
 		`{"jsonrpc":"2.0","id":"` + strings.Repeat("x", 200) + `","method":"` + strings.Repeat("m", 200) + `"}`,
 		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"\xc3\xa9\":1}",
 		` {"jsonrpc" : "2.0" , "id" : 1 , "method" : "ping" , "params" : { } } ` + "\n",
+		// More members than the pass keeps in place, in the message and in params.
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"params":{"name":"x"}}`,
+		`{"jsonrpc":"2.0","id":1,"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"method":"tools/call","params":{"name":"x"},"JSONRPC":1}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"arguments":{},"name":7}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"b":0}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"\u0062":0}}`,
 	}
 	var many strings.Builder
 	many.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"workbench_stat","arguments":{`)

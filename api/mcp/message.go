@@ -97,14 +97,15 @@ func checkInbound(msg []byte, m *message) *rpcError {
 		if e := textError(msg); e != nil {
 			return e
 		}
-		// Not reached while scanMessage is exact (FuzzInboundScanMatchesTheChecks).
-		return decodedRequest(msg).check()
+		// Not reached while scanMessage is exact (FuzzInboundMatchesTheOldChecks).
+		return decodedRequest(msg).check(nil, nil)
 	}
 	q, ok := m.request()
 	if !ok {
-		q = decodedRequest(msg)
+		return decodedRequest(msg).check(nil, nil)
 	}
-	return q.check()
+	params, _ := m.paramsMembers()
+	return q.check(m.body, params)
 }
 
 // textError is the answer to a message that is not clean (inbound.go): empty, not JSON, not
@@ -140,8 +141,6 @@ type request struct {
 	id     json.RawMessage // nil when the message has none
 	method []byte          // decoded; nil: none
 	params []byte          // nil when the message has none
-	// members are params' members, when params is an object and they are known.
-	members []member
 }
 
 // decodedRequest reads a JSON message (valid, Unicode, without a member named twice) as
@@ -170,28 +169,30 @@ var messageFields = [...][]byte{[]byte("jsonrpc"), []byte("id"), []byte("method"
 // name encoding/json would match to a field without spelling it exactly (it matches names
 // case-insensitively, with Unicode's simple folding).
 func (m *message) request() (q request, ok bool) {
-	if !m.object {
+	top, ok := m.topMembers()
+	if !ok {
 		return request{}, false
 	}
 	var jsonrpc, id, method, params []byte
-	for _, mb := range m.top {
-		switch string(mb.name) {
+	for _, mb := range top {
+		name := mb.decodedName(m.body)
+		switch string(name) {
 		case "jsonrpc":
-			jsonrpc = mb.value
+			jsonrpc = mb.value.of(m.body)
 		case "id":
-			id = mb.value
+			id = mb.value.of(m.body)
 		case "method":
-			method = mb.value
+			method = mb.value.of(m.body)
 		case "params":
-			params = mb.value
+			params = mb.value.of(m.body)
 		default:
-			for _, c := range mb.name {
+			for _, c := range name {
 				if c >= utf8.RuneSelf {
 					return request{}, false
 				}
 			}
 			for _, f := range messageFields {
-				if bytes.EqualFold(mb.name, f) {
+				if bytes.EqualFold(name, f) {
 					return request{}, false
 				}
 			}
@@ -221,11 +222,7 @@ func (m *message) request() (q request, ok bool) {
 	if method[0] != '"' || len(method) == 2 {
 		return invalid(answerID, "method must be a non-empty string")
 	}
-	q = request{id: id, method: decodedString(method), params: params}
-	if m.paramsObject {
-		q.members = m.params
-	}
-	return q, true
+	return request{id: id, method: decodedString(method), params: params}, true
 }
 
 // scannedIDValid is validID for the value of a clean message: a string, an integer (as
@@ -251,8 +248,9 @@ func decodedString(v []byte) []byte {
 	return []byte(s)
 }
 
-// check is the method's and params' verdict on q.
-func (q request) check() *rpcError {
+// check is the method's and params' verdict on q; members are the params' members in
+// body when the caller has them (inbound.go), else nil.
+func (q request) check(body []byte, members []member) *rpcError {
 	if q.err != nil || q.method == nil {
 		return q.err
 	}
@@ -266,14 +264,14 @@ func (q request) check() *rpcError {
 	}
 	switch isCall := len(q.id) > 0; {
 	case rule.notification && isCall:
-		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a notification and takes no id", q.method)}
+		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a notification and takes no id", string(q.method))}
 	case !rule.notification && !isCall:
-		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a request and needs an id", q.method)}
+		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a request and needs an id", string(q.method))}
 	}
 	if p := bytes.TrimSpace(q.params); !rule.paramsOptional && (len(p) == 0 || string(p) == "null") {
-		return &rpcError{id, codeInvalidParams, fmt.Sprintf("Invalid params: %s needs params", q.method)}
+		return &rpcError{id, codeInvalidParams, fmt.Sprintf("Invalid params: %s needs params", string(q.method))}
 	}
-	if why := checkParams(string(q.method), q.params, q.members); why != "" {
+	if why := checkParams(string(q.method), q.params, body, members); why != "" {
 		return &rpcError{id, codeInvalidParams, "Invalid params: " + why}
 	}
 	return nil

@@ -32,8 +32,8 @@ var nestedKinds = map[string]map[string]map[string]string{
 // ("" when they do, or when the method is not one the table knows); the reason names
 // the member as the wire does ("params.name must be a string, not a number"). When
 // several members are of the wrong kind it names the first in the message. members are
-// params' members when the caller has them (inbound.go), else nil.
-func checkParams(method string, params []byte, members []member) string {
+// params' members in body when the caller has them (inbound.go), else nil.
+func checkParams(method string, params, body []byte, members []member) string {
 	p := bytes.TrimSpace(params)
 	if len(p) == 0 || string(p) == "null" {
 		return ""
@@ -45,28 +45,31 @@ func checkParams(method string, params []byte, members []member) string {
 	if !ok {
 		return ""
 	}
+	var buf [8]member
 	if members == nil {
-		var buf [8]member
-		if members, ok = membersOf(p, buf[:0]); !ok {
+		body = p
+		if members, ok = membersOf(body, span{0, len(body)}, buf[:0]); !ok {
 			return "params must be an object"
 		}
 	}
 	for _, mb := range members {
-		want, ok := kinds[string(mb.name)]
+		name := mb.decodedName(body)
+		want, ok := kinds[string(name)]
 		if !ok {
 			continue
 		}
-		got := jsonKind(mb.value)
+		got := jsonKind(mb.value.of(body))
 		if got != want && got != "null" {
-			return fmt.Sprintf("params.%s must be %s, not %s", mb.name, article(want), article(got))
+			return fmt.Sprintf("params.%s must be %s, not %s", string(name), article(want), article(got))
 		}
-		if nested, ok := nestedKinds[method][string(mb.name)]; ok && got == "object" {
-			var buf [8]member
-			inner, _ := membersOf(mb.value, buf[:0])
+		if nested, ok := nestedKinds[method][string(name)]; ok && got == "object" {
+			var innerBuf [8]member
+			inner, _ := membersOf(body, mb.value, innerBuf[:0])
 			for _, in := range inner {
-				if w, ok := nested[string(in.name)]; ok {
-					if got := jsonKind(in.value); got != w && got != "null" {
-						return fmt.Sprintf("params.%s.%s must be %s, not %s", mb.name, in.name, article(w), article(got))
+				innerName := in.decodedName(body)
+				if w, ok := nested[string(innerName)]; ok {
+					if got := jsonKind(in.value.of(body)); got != w && got != "null" {
+						return fmt.Sprintf("params.%s.%s must be %s, not %s", string(name), string(innerName), article(w), article(got))
 					}
 				}
 			}
@@ -113,5 +116,5 @@ func checkRequestParams(msg []byte) (json.RawMessage, string) {
 	if json.Unmarshal(t, &m) != nil || len(m.ID) == 0 || m.Method == "" {
 		return nil, ""
 	}
-	return m.ID, checkParams(m.Method, m.Params, nil)
+	return m.ID, checkParams(m.Method, m.Params, nil, nil)
 }
