@@ -88,6 +88,7 @@ FUZZ_TARGETS := \
 	./api/client:FuzzDecodeResultMatchesEncodingJSON \
 	./api/mcp:FuzzStructuredContentEscapesAsMarshal \
 	./api/mcp:FuzzResultEncoderMatchesEncodingJSON \
+	./api/mcp:FuzzInboundMatchesTheOldChecks \
 	./internal/strictjson:FuzzCheck
 
 fuzz-smoke:

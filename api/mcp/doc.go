@@ -31,6 +31,10 @@
 //     checkInbound): not JSON or nested deeper than maxNestingDepth -32700, not one
 //     message -32600, an unknown method -32601 (the table serverMethods), missing or
 //     mistyped params -32602. Over stdio no line ends the session.
+//   - Over HTTP a message is read once before the SDK or the fast lane (inbound.go,
+//     scanMessage): the pass accepts exactly the texts json.Valid, strictjson.Check and
+//     the depth bound accept, and keeps the members the checks and the fast lane read;
+//     a message it refuses is answered by those checks, in their words.
 //   - Over stdio, stdout carries only protocol messages; logs go to stderr.
 //   - Request params of the wrong JSON kind are answered with -32602 naming the member
 //     ("params.name must be a string"), before the SDK decodes them into Go structs whose

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"regexp"
 
@@ -58,59 +57,86 @@ func newFastLane(impl *sdk.Implementation, handlers map[string]sdk.ToolHandler) 
 	return &fastLane{handlers: handlers, resultMeta: meta}
 }
 
-// serve answers r, whose body is body, when it is a fast-lane call, and reports whether
-// it did; when it reports false it has written nothing.
-func (l *fastLane) serve(w http.ResponseWriter, r *http.Request, body []byte) bool {
+// serve answers r, whose body checkInbound passed and read into m, when it is a fast-lane
+// call, and reports whether it did; when it reports false it has written nothing.
+func (l *fastLane) serve(w http.ResponseWriter, r *http.Request, m *message) bool {
 	if l == nil || r.Method != http.MethodPost {
 		return false
 	}
-	hd := r.Header
-	if !only(hd, "Content-Type", "application/json") || !only(hd, "Accept", "application/json, text/event-stream") ||
-		!only(hd, "Mcp-Protocol-Version", fastLaneVersion) || !only(hd, "Mcp-Method", "tools/call") ||
-		len(hd.Values("Mcp-Name")) != 1 || len(hd.Values("Last-Event-ID")) != 0 || len(hd.Values("Mcp-Session-Id")) != 0 {
-		return false
-	}
-	msg, ok := members(body, "jsonrpc", "id", "method", "params")
-	if !ok || string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"tools/call"` || !fastLaneID.Match(msg["id"]) {
-		return false
-	}
-	params, ok := members(msg["params"], "_meta", "name", "arguments")
-	if !ok || len(params["arguments"]) == 0 || params["arguments"][0] != '{' {
-		return false
-	}
-	name := hd.Get("Mcp-Name")
-	h, known := l.handlers[name]
-	if !known || string(params["name"]) != `"`+name+`"` {
-		return false
-	}
-	meta, ok := members(params["_meta"], "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities")
-	if !ok || string(meta["io.modelcontextprotocol/protocolVersion"]) != `"`+fastLaneVersion+`"` {
-		return false
-	}
-	var caps bytes.Buffer
-	if json.Compact(&caps, meta["io.modelcontextprotocol/clientCapabilities"]) != nil || !fastLaneCapabilities[caps.String()] {
-		return false
-	}
-	info, ok := members(meta["io.modelcontextprotocol/clientInfo"], "name", "version")
-	if !ok || !isString(info["name"]) || !isString(info["version"]) {
+	c, ok := l.take(r.Header, m)
+	if !ok {
 		return false
 	}
 	// From here on the call is answered here: the tool ran, and must not run twice.
-	res, err := h(r.Context(), &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: name, Arguments: params["arguments"]}})
+	res, err := c.handler(r.Context(), &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: c.name, Arguments: c.arguments}})
 	if err != nil || res == nil {
 		res = errorResult(internalError()) // handlers never fail (handler)
 	}
 	e := resultEncoders.Get().(*resultEncoder)
 	defer e.release()
-	if err := l.encode(e, msg["id"], res); err != nil {
+	if err := l.encode(e, c.id, res); err != nil {
 		e.buf.Reset()
-		_ = l.encode(e, msg["id"], errorResult(internalError())) // the shape encode takes
+		_ = l.encode(e, c.id, errorResult(internalError())) // the shape encode takes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.WriteHeader(http.StatusOK)
 	w.Write(e.buf.Bytes())
 	return true
+}
+
+// fastCall is a call the fast lane answers: its tool's handler and name, its id and its
+// arguments (an object).
+type fastCall struct {
+	handler       sdk.ToolHandler
+	name          string
+	id, arguments []byte
+}
+
+// take returns the call of a POST with headers hd and a body checkInbound read into m,
+// when it is one the fast lane answers.
+func (l *fastLane) take(hd http.Header, m *message) (c fastCall, ok bool) {
+	if !m.scanned || !only(hd, "Content-Type", "application/json") || !only(hd, "Accept", "application/json, text/event-stream") ||
+		!only(hd, "Mcp-Protocol-Version", fastLaneVersion) || !only(hd, "Mcp-Method", "tools/call") ||
+		len(hd.Values("Mcp-Name")) != 1 || len(hd.Values("Last-Event-ID")) != 0 || len(hd.Values("Mcp-Session-Id")) != 0 {
+		return c, false
+	}
+	// A clean message names no member twice (inbound.go): an object of n members that
+	// has each of n names has exactly those.
+	b := m.body
+	top, isObject := m.topMembers()
+	msg, ok := exactly(b, top, isObject, "jsonrpc", "id", "method", "params")
+	if !ok || string(msg[0].of(b)) != `"2.0"` || string(msg[2].of(b)) != `"tools/call"` || !fastLaneID.Match(msg[1].of(b)) {
+		return c, false
+	}
+	paramsMembers, isObject := m.paramsMembers()
+	params, ok := exactly(b, paramsMembers, isObject, "_meta", "name", "arguments")
+	if !ok || b[params[2].start] != '{' {
+		return c, false
+	}
+	name := hd.Get("Mcp-Name")
+	h, known := l.handlers[name]
+	if v := params[1].of(b); !known || len(v) != len(name)+2 || v[0] != '"' || string(v[1:len(v)-1]) != name {
+		return c, false
+	}
+	var buf [4]member
+	metaMembers, isObject := membersOf(b, params[0], buf[:0])
+	meta, ok := exactly(b, metaMembers, isObject, "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities")
+	if !ok || string(meta[0].of(b)) != `"`+fastLaneVersion+`"` {
+		return c, false
+	}
+	if caps := meta[2].of(b); !fastLaneCapabilities[string(caps)] {
+		var compact bytes.Buffer
+		if json.Compact(&compact, caps) != nil || !fastLaneCapabilities[compact.String()] {
+			return c, false
+		}
+	}
+	infoMembers, isObject := membersOf(b, meta[1], buf[:0])
+	info, ok := exactly(b, infoMembers, isObject, "name", "version")
+	if !ok || b[info[0].start] != '"' || b[info[1].start] != '"' {
+		return c, false
+	}
+	return fastCall{handler: h, name: name, id: msg[1].of(b), arguments: params[2].of(b)}, true
 }
 
 // encode writes into e's buffer the JSON-RPC response to call id with res, as the SDK
@@ -165,42 +191,16 @@ func only(hd http.Header, name, value string) bool {
 	return len(v) == 1 && v[0] == value
 }
 
-// isString reports whether raw is a JSON string.
-func isString(raw json.RawMessage) bool {
-	var s string
-	return len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil
-}
-
-// members decodes raw as a JSON object whose keys are exactly keys, each once, and
-// returns its members' values.
-func members(raw json.RawMessage, keys ...string) (map[string]json.RawMessage, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, false
+// exactly returns where the values of members (of an object in b, object) named names
+// are, in that order, when they have exactly those names (at most four), each once.
+func exactly(b []byte, members []member, object bool, names ...string) (values [4]span, ok bool) {
+	if !object || len(members) != len(names) {
+		return values, false
 	}
-	out := make(map[string]json.RawMessage, len(keys))
-	for dec.More() {
-		t, err := dec.Token()
-		k, ok := t.(string)
-		if err != nil || !ok {
-			return nil, false
-		}
-		var v json.RawMessage
-		if _, dup := out[k]; dup || dec.Decode(&v) != nil {
-			return nil, false
-		}
-		out[k] = v
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') || len(out) != len(keys) {
-		return nil, false
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, false
-	}
-	for _, k := range keys {
-		if _, ok := out[k]; !ok {
-			return nil, false
+	for i, n := range names {
+		if values[i], ok = findSpan(b, members, n); !ok {
+			return values, false
 		}
 	}
-	return out, true
+	return values, true
 }

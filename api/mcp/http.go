@@ -147,7 +147,8 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, h.opts.MaxMessageBytes)+1)))
 		_, err := buf.ReadFrom(io.LimitReader(r.Body, h.opts.MaxMessageBytes+1))
 		body := buf.Bytes()
-		if !h.checkBody(w, r, body, err) || cs.lane.serve(w, r, body) {
+		var m message
+		if !h.checkBody(w, r, body, err, &m) || cs.lane.serve(w, r, &m) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -157,8 +158,8 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkBody answers a POST whose body (read with err) is not one JSON-RPC message within
-// the size limit, and reports whether it is one.
-func (h *httpHandler) checkBody(w http.ResponseWriter, r *http.Request, body []byte, err error) bool {
+// the size limit, and reports whether it is one; m is what checkInbound read of it.
+func (h *httpHandler) checkBody(w http.ResponseWriter, r *http.Request, body []byte, err error, m *message) bool {
 	var we *workbench.Error
 	switch {
 	case errors.As(err, &we):
@@ -184,7 +185,7 @@ func (h *httpHandler) checkBody(w http.ResponseWriter, r *http.Request, body []b
 		writeInvalidRequest(w, "batches are not supported: send one message per request")
 		return false
 	}
-	if e := checkInbound(body); e != nil {
+	if e := checkInbound(body, m); e != nil {
 		// The SDK would answer these in plain text (or not as JSON-RPC errors); the
 		// protocol's errors are JSON-RPC errors on every lane.
 		e.write(w, r)

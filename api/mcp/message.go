@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/internal/strictjson"
 )
@@ -88,8 +90,28 @@ func duplicateMember(msg []byte, err *strictjson.Error) *rpcError {
 // nested deeper than maxNestingDepth (parse error); not one JSON-RPC 2.0 message (invalid
 // request); a request of a method the server does not answer (method not found); a
 // notification with an id or a request without one (invalid request); params missing or
-// of the wrong shape (invalid params). Client responses (no method) pass.
-func checkInbound(msg []byte) *rpcError {
+// of the wrong shape (invalid params). Client responses (no method) pass. m is filled by
+// the one pass over the message (inbound.go), for the fast lane.
+func checkInbound(msg []byte, m *message) *rpcError {
+	if !scanMessage(msg, m) {
+		if e := textError(msg); e != nil {
+			return e
+		}
+		// Not reached while scanMessage is exact (FuzzInboundMatchesTheOldChecks).
+		return decodedRequest(msg).check(nil, nil)
+	}
+	q, ok := m.request()
+	if !ok {
+		return decodedRequest(msg).check(nil, nil)
+	}
+	params, _ := m.paramsMembers()
+	return q.check(m.body, params)
+}
+
+// textError is the answer to a message that is not clean (inbound.go): empty, not JSON, not
+// Unicode text, a member named twice, or nested deeper than maxNestingDepth; nil when it
+// is clean.
+func textError(msg []byte) *rpcError {
 	null := json.RawMessage("null")
 	if len(bytes.TrimSpace(msg)) == 0 {
 		return &rpcError{null, codeParseError, "Parse error: the body is empty"}
@@ -108,8 +130,24 @@ func checkInbound(msg []byte) *rpcError {
 	if nestedDeeperThan(msg, maxNestingDepth) {
 		return &rpcError{null, codeParseError, fmt.Sprintf("Parse error: the body nests objects and arrays deeper than %d levels", maxNestingDepth)}
 	}
+	return nil
+}
+
+// request is what the method and params checks read of a JSON-RPC message, or the
+// message's refusal as one (err), or neither: a message without a method (a response to
+// the server, the SDK's to judge).
+type request struct {
+	err    *rpcError
+	id     json.RawMessage // nil when the message has none
+	method []byte          // decoded; nil: none
+	params []byte          // nil when the message has none
+}
+
+// decodedRequest reads a JSON message (valid, Unicode, without a member named twice) as
+// encoding/json decodes it into structs: checkMessage, then the id, method and params.
+func decodedRequest(msg []byte) request {
 	if id, why := checkMessage(msg); why != "" {
-		return &rpcError{id, codeInvalidRequest, "Invalid Request: " + why}
+		return request{err: &rpcError{id, codeInvalidRequest, "Invalid Request: " + why}}
 	}
 	var m struct {
 		ID     json.RawMessage `json:"id"`
@@ -117,26 +155,123 @@ func checkInbound(msg []byte) *rpcError {
 		Params json.RawMessage `json:"params"`
 	}
 	if json.Unmarshal(msg, &m) != nil || m.Method == "" {
-		return nil // a response to the server: the SDK's to judge
+		return request{} // a response to the server
 	}
-	id := m.ID
-	if len(id) == 0 {
-		id = null
-	}
-	rule, ok := serverMethods[m.Method]
+	return request{id: m.ID, method: []byte(m.Method), params: m.Params}
+}
+
+// messageFields are the members the struct decodes of checkMessage and decodedRequest
+// read.
+var messageFields = [...][]byte{[]byte("jsonrpc"), []byte("id"), []byte("method"), []byte("params")}
+
+// request reads a clean message from its members as decodedRequest would decode it; ok is
+// false for a message it leaves to decodedRequest: not an object, or with a member whose
+// name encoding/json would match to a field without spelling it exactly (it matches names
+// case-insensitively, with Unicode's simple folding).
+func (m *message) request() (q request, ok bool) {
+	top, ok := m.topMembers()
 	if !ok {
-		return &rpcError{id, codeMethodNotFound, fmt.Sprintf("Method not found: %q", truncate(m.Method, 128))}
+		return request{}, false
 	}
-	switch isCall := len(m.ID) > 0; {
+	var jsonrpc, id, method, params []byte
+	for _, mb := range top {
+		name := mb.decodedName(m.body)
+		switch string(name) {
+		case "jsonrpc":
+			jsonrpc = mb.value.of(m.body)
+		case "id":
+			id = mb.value.of(m.body)
+		case "method":
+			method = mb.value.of(m.body)
+		case "params":
+			params = mb.value.of(m.body)
+		default:
+			for _, c := range name {
+				if c >= utf8.RuneSelf {
+					return request{}, false
+				}
+			}
+			for _, f := range messageFields {
+				if bytes.EqualFold(name, f) {
+					return request{}, false
+				}
+			}
+		}
+	}
+	// checkMessage's checks, in its order.
+	invalid := func(id json.RawMessage, why string) (request, bool) {
+		return request{err: &rpcError{id, codeInvalidRequest, "Invalid Request: " + why}}, true
+	}
+	null := json.RawMessage("null")
+	if jsonrpc != nil && jsonrpc[0] != '"' && jsonrpc[0] != 'n' {
+		return invalid(null, "a message must be a JSON object") // not a *string
+	}
+	if id != nil && !scannedIDValid(id) {
+		return invalid(null, "id must be a string, an integer or null")
+	}
+	answerID := null
+	if id != nil {
+		answerID = id
+	}
+	if jsonrpc == nil || jsonrpc[0] == 'n' || !bytes.Equal(decodedString(jsonrpc), []byte("2.0")) {
+		return invalid(answerID, `"jsonrpc" must be "2.0"`)
+	}
+	if method == nil {
+		return request{}, true // a response to the server
+	}
+	if method[0] != '"' || len(method) == 2 {
+		return invalid(answerID, "method must be a non-empty string")
+	}
+	return request{id: id, method: decodedString(method), params: params}, true
+}
+
+// scannedIDValid is validID for the value of a clean message: a string, an integer (as
+// strconv.ParseInt reads its digits) or null.
+func scannedIDValid(v []byte) bool {
+	switch c := v[0]; {
+	case c == '"' || c == 'n':
+		return true
+	case c == '-' || c >= '0' && c <= '9':
+		_, err := strconv.ParseInt(string(v), 10, 64)
+		return err == nil
+	}
+	return false
+}
+
+// decodedString is the value of a string of a clean message.
+func decodedString(v []byte) []byte {
+	if bytes.IndexByte(v, '\\') < 0 {
+		return v[1 : len(v)-1]
+	}
+	var s string
+	_ = json.Unmarshal(v, &s) // clean: it decodes
+	return []byte(s)
+}
+
+// check is the method's and params' verdict on q; members are the params' members in
+// body when the caller has them (inbound.go), else nil.
+func (q request) check(body []byte, members []member) *rpcError {
+	if q.err != nil || q.method == nil {
+		return q.err
+	}
+	id := q.id
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	rule, ok := serverMethods[string(q.method)]
+	if !ok {
+		return &rpcError{id, codeMethodNotFound, fmt.Sprintf("Method not found: %q", truncate(string(q.method), 128))}
+	}
+	switch isCall := len(q.id) > 0; {
 	case rule.notification && isCall:
-		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a notification and takes no id", m.Method)}
+		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a notification and takes no id", string(q.method))}
 	case !rule.notification && !isCall:
-		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a request and needs an id", m.Method)}
+		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a request and needs an id", string(q.method))}
 	}
-	if p := bytes.TrimSpace(m.Params); !rule.paramsOptional && (len(p) == 0 || string(p) == "null") {
-		return &rpcError{id, codeInvalidParams, fmt.Sprintf("Invalid params: %s needs params", m.Method)}
+	if p := bytes.TrimSpace(q.params); !rule.paramsOptional && (len(p) == 0 || string(p) == "null") {
+		return &rpcError{id, codeInvalidParams, fmt.Sprintf("Invalid params: %s needs params", string(q.method))}
 	}
-	if why := checkParams(m.Method, m.Params); why != "" {
+	if why := checkParams(string(q.method), q.params, body, members); why != "" {
 		return &rpcError{id, codeInvalidParams, "Invalid params: " + why}
 	}
 	return nil

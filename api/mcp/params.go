@@ -30,8 +30,10 @@ var nestedKinds = map[string]map[string]map[string]string{
 
 // checkParams reports why a request's params do not have the shape its method needs
 // ("" when they do, or when the method is not one the table knows); the reason names
-// the member as the wire does ("params.name must be a string, not a number").
-func checkParams(method string, params json.RawMessage) string {
+// the member as the wire does ("params.name must be a string, not a number"). When
+// several members are of the wrong kind it names the first in the message. members are
+// params' members in body when the caller has them (inbound.go), else nil.
+func checkParams(method string, params, body []byte, members []member) string {
 	p := bytes.TrimSpace(params)
 	if len(p) == 0 || string(p) == "null" {
 		return ""
@@ -43,26 +45,31 @@ func checkParams(method string, params json.RawMessage) string {
 	if !ok {
 		return ""
 	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(p, &members) != nil {
-		return "params must be an object"
+	var buf [8]member
+	if members == nil {
+		body = p
+		if members, ok = membersOf(body, span{0, len(body)}, buf[:0]); !ok {
+			return "params must be an object"
+		}
 	}
-	for name, want := range kinds {
-		v, ok := members[name]
+	for _, mb := range members {
+		name := mb.decodedName(body)
+		want, ok := kinds[string(name)]
 		if !ok {
 			continue
 		}
-		if got := jsonKind(v); got != want && got != "null" {
-			return fmt.Sprintf("params.%s must be %s, not %s", name, article(want), article(got))
+		got := jsonKind(mb.value.of(body))
+		if got != want && got != "null" {
+			return fmt.Sprintf("params.%s must be %s, not %s", string(name), article(want), article(got))
 		}
-		if nested, ok := nestedKinds[method][name]; ok {
-			var inner map[string]json.RawMessage
-			if json.Unmarshal(v, &inner) == nil {
-				for n, w := range nested {
-					if iv, ok := inner[n]; ok {
-						if got := jsonKind(iv); got != w && got != "null" {
-							return fmt.Sprintf("params.%s.%s must be %s, not %s", name, n, article(w), article(got))
-						}
+		if nested, ok := nestedKinds[method][string(name)]; ok && got == "object" {
+			var innerBuf [8]member
+			inner, _ := membersOf(body, mb.value, innerBuf[:0])
+			for _, in := range inner {
+				innerName := in.decodedName(body)
+				if w, ok := nested[string(innerName)]; ok {
+					if got := jsonKind(in.value.of(body)); got != w && got != "null" {
+						return fmt.Sprintf("params.%s.%s must be %s, not %s", string(name), string(innerName), article(w), article(got))
 					}
 				}
 			}
@@ -109,5 +116,5 @@ func checkRequestParams(msg []byte) (json.RawMessage, string) {
 	if json.Unmarshal(t, &m) != nil || len(m.ID) == 0 || m.Method == "" {
 		return nil, ""
 	}
-	return m.ID, checkParams(m.Method, m.Params)
+	return m.ID, checkParams(m.Method, m.Params, nil, nil)
 }
