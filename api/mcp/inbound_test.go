@@ -18,26 +18,14 @@ import (
 
 // The checks of an inbound message as they were before the one pass (inbound.go): the
 // reference FuzzInboundMatchesTheOldChecks holds the pass to. They are the code of commit
-// 8f36313 but for one change, in refCheckParams: the old code looked for a member of the
+// 8f36313 (the text checks of which textError still runs) but for one change, in refCheckParams: the old code looked for a member of the
 // wrong kind by ranging over a map, so of two such members it named either; the reference
 // names the first in the message, as checkParams does now.
 
 func refCheckInbound(msg []byte) *rpcError {
 	null := json.RawMessage("null")
-	if len(bytes.TrimSpace(msg)) == 0 {
-		return &rpcError{null, codeParseError, "Parse error: the body is empty"}
-	}
-	if !json.Valid(msg) {
-		return &rpcError{null, codeParseError, "Parse error: the body is not valid JSON"}
-	}
-	if err := strictjson.Check(msg); err != nil {
-		if err.Duplicate {
-			return duplicateMember(msg, err)
-		}
-		return &rpcError{null, codeParseError, "Parse error: the body is not Unicode text (valid UTF-8, surrogate escapes in pairs): " + err.Error()}
-	}
-	if nestedDeeperThan(msg, maxNestingDepth) {
-		return &rpcError{null, codeParseError, fmt.Sprintf("Parse error: the body nests objects and arrays deeper than %d levels", maxNestingDepth)}
+	if e := textError(msg); e != nil { // the old checks, kept for the messages the pass refuses
+		return e
 	}
 	if id, why := checkMessage(msg); why != "" {
 		return &rpcError{id, codeInvalidRequest, "Invalid Request: " + why}

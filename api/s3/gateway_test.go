@@ -112,6 +112,14 @@ func s3Code(err error) string {
 	return ""
 }
 
+// makeBucket creates bucket with c (CreateBucket), failing the test if it cannot.
+func makeBucket(t *testing.T, c *awss3.Client, bucket string) {
+	t.Helper()
+	if _, err := c.CreateBucket(context.Background(), &awss3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatalf("CreateBucket %s: %v", bucket, err)
+	}
+}
+
 func put(t *testing.T, c *awss3.Client, bucket, key string, body []byte) {
 	t.Helper()
 	if _, err := c.PutObject(context.Background(), &awss3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
@@ -187,9 +195,7 @@ func TestAnotherRootsBucketAnswersAsAMissingOne(t *testing.T) {
 	_, client := gateway(t)
 	ctx := context.Background()
 	a, b := client("AGENTA"), client("AGENTB")
-	if _, err := a.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("private")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, a, "private")
 	put(t, a, "private", "input/secret.txt", []byte("s"))
 	for name, call := range map[string]func() error{
 		"GetObject": func() error {
@@ -227,9 +233,7 @@ func TestConditionalPutsAreOneCompareAndSwap(t *testing.T) {
 	_, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("cas")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "cas")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[string]int{}
@@ -292,9 +296,7 @@ func TestListingsFollowS3sKeyOrder(t *testing.T) {
 	_, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("order")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "order")
 	rnd := rand.New(rand.NewPCG(1, 2))
 	parts := []string{"a", "a-b", "a.c", "a0", "b", "a!"}
 	seen := map[string]bool{}
@@ -403,9 +405,7 @@ func TestRequestsOutsideTheSubsetAnswerNotImplemented(t *testing.T) {
 	srv, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("b")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "b")
 	if _, err := c.GetBucketTagging(ctx, &awss3.GetBucketTaggingInput{Bucket: aws.String("b")}); s3Code(err) != "NotImplemented" {
 		t.Fatalf("GetBucketTagging: %v, want NotImplemented", err)
 	}
@@ -485,9 +485,7 @@ func TestDeletesWithAVersionOrAStaleConditionDeleteNothing(t *testing.T) {
 	_, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("d")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "d")
 	put(t, c, "d", "input/keep", []byte("v1"))
 	old, err := c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("d"), Key: aws.String("input/keep")})
 	if err != nil {
@@ -527,9 +525,7 @@ func TestWritesAskingForWhatIsNotKeptAreRefusedAndReadsCanOverrideHeaders(t *tes
 	_, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("h")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "h")
 	for name, in := range map[string]*awss3.PutObjectInput{
 		"encryption":     {ServerSideEncryption: types.ServerSideEncryptionAes256},
 		"an object lock": {ObjectLockMode: types.ObjectLockModeCompliance},
@@ -561,9 +557,7 @@ func TestAContinuationTokenNotIssuedHereIsRefused(t *testing.T) {
 	_, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("t")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "t")
 	if _, err := c.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: aws.String("t"), ContinuationToken: aws.String("garbage")}); s3Code(err) != "InvalidArgument" {
 		t.Fatalf("a made-up continuation token: %v, want InvalidArgument", err)
 	}
@@ -621,9 +615,7 @@ func TestAKeyThatClashesWithAPrefixIsInvalidArgument(t *testing.T) {
 	_, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("p")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "p")
 	put(t, c, "p", "input/a", []byte("x"))
 	put(t, c, "p", "input/d/e", []byte("x"))
 	for _, key := range []string{"input/a/b", "input/d"} {
@@ -645,9 +637,7 @@ func TestRangesOfAnEmptyObjectAreNotSatisfiable(t *testing.T) {
 	_, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("runs")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "runs")
 	put(t, c, "runs", "outputs/empty", nil)
 	for _, rng := range []string{"bytes=-1", "bytes=-100", "bytes=0-", "bytes=0-0"} {
 		got, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("runs"), Key: aws.String("outputs/empty"), Range: aws.String(rng)})

@@ -1,14 +1,10 @@
 package s3
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // TestResponseOverridesAreCheckedHeaderValues: a read's response-* parameters set its
@@ -18,10 +14,7 @@ import (
 func TestResponseOverridesAreCheckedHeaderValues(t *testing.T) {
 	srv, client := gateway(t)
 	c := client("AGENTA")
-	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("ovr")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "ovr")
 	put(t, c, "ovr", "input/page.html", []byte("<p>hi</p>"))
 	get := func(q url.Values) (*http.Response, string) {
 		resp, body := signedDo(t, srv, "AGENTA", http.MethodGet, "/ovr/input/page.html?"+q.Encode(), nil)

@@ -32,9 +32,7 @@ func TestPutObjectToAMovingRootIsServiceUnavailable(t *testing.T) {
 		HTTPClient: recordingClient{srv.Client(), &last}, RetryMaxAttempts: 1,
 		Credentials: credentials.NewStaticCredentialsProvider("AGENTA", "secret-a", "")})
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("runs")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "runs")
 	put(t, c, "runs", "k", []byte("one"))
 	ref := meta.MoveRef{Agent: "a", MoveID: "m1"}
 	n.MustPropose(t, meta.MoveFence{MoveRef: ref})

@@ -239,9 +239,7 @@ func TestMultipartRefusals(t *testing.T) {
 	if _, err := b.ListParts(ctx, &awss3.ListPartsInput{Bucket: aws.String("runs"), Key: aws.String(key), UploadId: aws.String(id)}); s3Code(err) != "NoSuchBucket" {
 		t.Errorf("ListParts by another root's key: %v, want NoSuchBucket", err)
 	}
-	if _, err := b.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("runs")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, b, "runs")
 	if _, err := complete(b, "runs", key, id, []types.CompletedPart{p1}); s3Code(err) != "NoSuchUpload" {
 		t.Errorf("Complete by another root's key in its own bucket: %v, want NoSuchUpload", err)
 	}
@@ -265,9 +263,7 @@ func TestUploadPartCopyMovesNoBytesForAWholeSource(t *testing.T) {
 	_, client, _ := gatewayWith(t, hs, Config{MinPartSize: 1 << 10})
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("runs")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "runs")
 	src := payload(3 << 20)
 	put(t, c, "runs", "input/src.bin", src)
 	id := createUpload(t, c, "runs", "outputs/dst.bin")
@@ -508,9 +504,7 @@ func TestBoundKeyReachesOnlyItsBucketsUploads(t *testing.T) {
 	client, _ := multipartGateway(t, nil)
 	a, bound := client("AGENTA"), client("BOUND")
 	ctx := context.Background()
-	if _, err := a.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("other")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, a, "other")
 	elsewhere := createUpload(t, a, "other", "outputs/x.bin")
 	// The bound key uploads in its bucket.
 	id := createUpload(t, bound, "runs", "outputs/x.bin")

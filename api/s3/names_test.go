@@ -74,9 +74,7 @@ func TestAFolderMarkerReadsAsAMissingKey(t *testing.T) {
 	_, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("runs")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "runs")
 	put(t, c, "runs", "dir/a.txt", []byte("a"))
 	for _, key := range []string{"dir/", "dir", "a//b", "nothing/"} {
 		_, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("runs"), Key: aws.String(key)})
@@ -137,9 +135,7 @@ func TestAKeyPastS3sBoundIsKeyTooLongOnEveryRequest(t *testing.T) {
 	_, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("long")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "long")
 	// 1,024 bytes: "in/" and 1,021 more, "ü" being two bytes of UTF-8.
 	fits := "in/" + strings.Repeat(strings.Repeat("ü", 50)+"/", 10) + strings.Repeat("x", 11)
 	if len(fits) != MaxKeyBytes {

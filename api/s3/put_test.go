@@ -25,9 +25,7 @@ func TestAPutWhoseSHA256PromiseFailsStoresNothing(t *testing.T) {
 	srv, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("sha")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "sha")
 	body := bytes.Repeat([]byte("the bytes sent "), 20000) // 300 KB: segments in the object store
 	other := sha256.Sum256([]byte("other bytes"))
 	same := sha256.Sum256(body)
@@ -133,9 +131,7 @@ func TestRequestsRefusedBeforeTheirBodyAreAnsweredAtOnce(t *testing.T) {
 	c := client("AGENTA")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("big")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "big")
 	pr, pw := io.Pipe() // a body that never comes
 	t.Cleanup(func() { pw.Close() })
 	r, err := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+"/big/input/huge", pr)

@@ -109,9 +109,7 @@ func TestVersionsAreCairnsHistory(t *testing.T) {
 	_, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("v")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "v")
 	if got, err := c.GetBucketVersioning(ctx, &awss3.GetBucketVersioningInput{Bucket: aws.String("v")}); err != nil || got.Status != types.BucketVersioningStatusEnabled {
 		t.Fatalf("GetBucketVersioning: %+v %v, want Enabled", got, err)
 	}
@@ -245,9 +243,7 @@ func TestListObjectVersionsPagesWithoutRepeatsOrSkips(t *testing.T) {
 	_, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("p")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "p")
 	history := map[string][]string{} // key → its versions' items, oldest first
 	write := func(key string, n int) {
 		for i := range n {
@@ -338,9 +334,7 @@ func TestAnotherRootsVersionsAnswerAsAMissingBucket(t *testing.T) {
 	_, client := gateway(t)
 	ctx := context.Background()
 	a, b := client("AGENTA"), client("AGENTB")
-	if _, err := a.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("private")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, a, "private")
 	out, err := a.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("private"), Key: aws.String("input/secret"), Body: strings.NewReader("s")})
 	if err != nil {
 		t.Fatal(err)
@@ -385,9 +379,7 @@ func TestCopyObjectCopiesANamedVersion(t *testing.T) {
 	_, client := gatewayOn(t, hs)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("vc")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "vc")
 	old := payload(300 << 10)
 	first, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("vc"), Key: aws.String("outputs/m"), Body: bytes.NewReader(old)})
 	if err != nil {

@@ -21,9 +21,7 @@ func TestAnXMLBodyPastItsBoundIsMaxMessageLengthExceeded(t *testing.T) {
 	srv, client := gateway(t)
 	c := client("AGENTA")
 	ctx := context.Background()
-	if _, err := c.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: aws.String("xml")}); err != nil {
-		t.Fatal(err)
-	}
+	makeBucket(t, c, "xml")
 	put(t, c, "xml", "input/keep", []byte("keep"))
 	// A well-formed Delete document naming input/keep, longer than its bound only by the
 	// whitespace inside it.
