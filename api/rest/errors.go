@@ -104,15 +104,12 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error, 
 // the contract shows every result and error ("status" then the rest, sorted). It takes
 // "status" out of v.
 func WriteJSON(w http.ResponseWriter, status int, v map[string]any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
 	e := jsonBuffers.Get().(*jsonBuffer)
 	defer e.release()
 	st, hasStatus := v["status"]
 	if !hasStatus {
 		_ = e.enc.Encode(v)
-		w.Write(e.buf.Bytes())
+		e.send(w, status)
 		return
 	}
 	delete(v, "status")
@@ -131,19 +128,16 @@ func WriteJSON(w http.ResponseWriter, status int, v map[string]any) {
 		e.buf.WriteByte('}')
 	}
 	e.buf.WriteByte('\n')
-	w.Write(e.buf.Bytes())
+	e.send(w, status)
 }
 
 // writeStruct writes v, a struct whose fields come in the order WriteJSON writes a map's
 // keys ("status", then the others in byte order), as JSON: HTML characters not escaped.
 func writeStruct(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
 	e := jsonBuffers.Get().(*jsonBuffer)
 	defer e.release()
 	_ = e.enc.Encode(v)
-	w.Write(e.buf.Bytes())
+	e.send(w, status)
 }
 
 // jsonBuffer is WriteJSON's buffer and its encoder (HTML characters not escaped).
@@ -164,6 +158,17 @@ var jsonBuffers = sync.Pool{New: func() any {
 // maxPooledJSONBytes bounds the buffer kept between answers; a larger one is left to the
 // collector.
 const maxPooledJSONBytes = 256 << 10
+
+// send answers status with the JSON in e's buffer, its length declared: a client reads an
+// answer of any size into a buffer of that size, and net/http frames none of it in chunks.
+func (e *jsonBuffer) send(w http.ResponseWriter, status int) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(e.buf.Len()))
+	w.WriteHeader(status)
+	w.Write(e.buf.Bytes())
+}
 
 func (e *jsonBuffer) release() {
 	if e.buf.Cap() > maxPooledJSONBytes {
