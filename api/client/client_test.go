@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -675,5 +676,59 @@ func TestPutLeavesTheBodyOpen(t *testing.T) {
 	}
 	if body.closed {
 		t.Fatal("PutFile closed the caller's body")
+	}
+}
+
+// TestResultBodiesAreReadToTheirBound: a success body is read into a buffer of its declared
+// length, and one declared past maxResultBytes is refused before a byte of it is read; a
+// body that ends before its declared length is an error, as is one sent without a length
+// that runs past the bound.
+func TestResultBodiesAreReadToTheirBound(t *testing.T) {
+	page := `{"status":"success","entries":[{"name":"a","kind":"file"}],"next_cursor":null,"truncated":false}`
+	tests := []struct {
+		name  string
+		write func(w http.ResponseWriter)
+		want  string // "" for a page of one entry
+	}{
+		{"declared", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(page)))
+			io.WriteString(w, page)
+		}, ""},
+		{"chunked", func(w http.ResponseWriter) {
+			io.WriteString(w, page)
+			w.(http.Flusher).Flush()
+		}, ""},
+		{"declared past the bound", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", strconv.Itoa(maxResultBytes+1))
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+		}, "larger than"},
+		{"shorter than declared", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(page)+10))
+			io.WriteString(w, page)
+		}, "reading response"},
+		{"chunked past the bound", func(w http.ResponseWriter) {
+			chunk := strings.Repeat(" ", 1<<20)
+			for range maxResultBytes>>20 + 1 {
+				io.WriteString(w, chunk)
+			}
+		}, "larger than"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				tt.write(w)
+			}))
+			hc := &http.Client{Transport: &http.Transport{}}
+			t.Cleanup(func() { hc.CloseIdleConnections(); srv.Close() })
+			p, err := New(srv.URL, hc).List(t.Context(), "a", "w", "", ListOptions{})
+			switch {
+			case tt.want == "" && (err != nil || len(p.Entries) != 1 || p.Entries[0].Name != "a"):
+				t.Fatalf("List: %+v, %v", p, err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("List: %v, want an error saying %q", err, tt.want)
+			}
+		})
 	}
 }

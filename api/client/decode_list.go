@@ -19,29 +19,27 @@ import (
 // FuzzDecodeResultMatchesEncodingJSON holds the two together.
 func decodeListPage(body []byte, p *ListPage) bool {
 	s := pageScanner{b: body}
-	ok := s.object(pageFields, func(f int) bool {
-		switch pageFields[f] {
+	ok := s.object(pageFields, func(name []byte) (int, bool) {
+		switch string(name) {
 		case "workbench_id":
-			return s.str(&p.WorkbenchID)
+			return 0, s.str(&p.WorkbenchID, false)
 		case "workbench_path":
-			return s.str(&p.WorkbenchPath)
+			return 1, s.str(&p.WorkbenchPath, false)
 		case "path":
-			return s.str(&p.Path)
+			return 2, s.str(&p.Path, false)
 		case "entry_count":
 			var n int64
-			if !s.int(&n, strconv.IntSize) {
-				return false
-			}
+			ok := s.int(&n, strconv.IntSize)
 			p.EntryCount = int(n)
-			return true
+			return 3, ok
 		case "entries":
-			return s.entries(&p.Entries)
+			return 4, s.entries(&p.Entries)
 		case "next_cursor":
-			return s.str(&p.NextCursor)
+			return 5, s.str(&p.NextCursor, false)
 		case "truncated":
-			return s.bool(&p.Truncated)
+			return 6, s.bool(&p.Truncated)
 		}
-		return false
+		return -1, true
 	})
 	s.space()
 	return ok && s.i == len(s.b)
@@ -100,9 +98,12 @@ func (s *pageScanner) word(w string) bool {
 	return true
 }
 
-// object reads an object, calling member with the index in fields of each name of a
-// field, with the scanner at its value.
-func (s *pageScanner) object(fields []string, member func(f int) bool) bool {
+// object reads an object. member is called with each name and the scanner at its value;
+// it returns the index in fields of the name's field, having read the value, and whether
+// the value was one of the field's; or -1 for a name of no field, leaving the value
+// unread. Such a name is skipped unless it matches a field but for case (encoding/json
+// would set that field); a name repeated is refused.
+func (s *pageScanner) object(fields []string, member func(name []byte) (f int, ok bool)) bool {
 	if !s.take('{') {
 		return false
 	}
@@ -115,15 +116,16 @@ func (s *pageScanner) object(fields []string, member func(f int) bool) bool {
 		if !ok || !s.take(':') {
 			return false
 		}
-		switch f := field(fields, name); {
+		f, ok := member(name)
+		switch {
+		case !ok:
+			return false
 		case f >= 0:
-			if read&(1<<f) != 0 || !member(f) {
+			if read&(1<<f) != 0 {
 				return false
 			}
 			read |= 1 << f
-		case f == foldedName:
-			return false
-		case !s.skip():
+		case folds(fields, name) || !s.skip():
 			return false
 		}
 		switch {
@@ -136,23 +138,14 @@ func (s *pageScanner) object(fields []string, member func(f int) bool) bool {
 	}
 }
 
-// foldedName is what field answers for a name that matches a field only without regard
-// to case: encoding/json would set that field.
-const foldedName = -2
-
-// field returns the index of name in fields, -1 for a name of no field, or foldedName.
-func field(fields []string, name []byte) int {
-	for i, f := range fields {
-		if string(name) == f {
-			return i
-		}
-	}
+// folds reports whether name matches one of fields without regard to case.
+func folds(fields []string, name []byte) bool {
 	for _, f := range fields {
 		if bytes.EqualFold(name, []byte(f)) {
-			return foldedName
+			return true
 		}
 	}
-	return -1
+	return false
 }
 
 // skip reads the value of a name of no field: a string, an integer or a literal.
@@ -196,40 +189,28 @@ func (s *pageScanner) entries(out *[]Entry) bool {
 }
 
 func (s *pageScanner) entry(e *Entry) bool {
-	return s.object(entryFields, func(f int) bool {
-		switch entryFields[f] {
+	return s.object(entryFields, func(name []byte) (int, bool) {
+		switch string(name) {
 		case "name":
-			return s.str(&e.Name)
+			return 0, s.str(&e.Name, false)
 		case "path":
-			return s.str(&e.Path)
+			return 1, s.str(&e.Path, false)
 		case "section":
-			return s.str(&e.Section)
+			return 2, s.str(&e.Section, true)
 		case "relative_path":
-			return s.str(&e.RelativePath)
+			return 3, s.str(&e.RelativePath, false)
 		case "kind":
-			return s.str(&e.Kind)
+			return 4, s.str(&e.Kind, true)
 		case "size_bytes":
-			return s.int(&e.SizeBytes, 64)
+			return 5, s.int(&e.SizeBytes, 64)
 		case "entry_count":
-			return s.int(&e.EntryCount, 64)
+			return 6, s.int(&e.EntryCount, 64)
 		case "generation":
-			if s.word("null") {
-				return true
-			}
-			v, ok := s.integer()
-			if !ok {
-				return false
-			}
-			n, err := strconv.ParseUint(string(v), 10, 64)
-			if err != nil {
-				return false
-			}
-			e.Generation = n
-			return true
+			return 7, s.uint(&e.Generation)
 		case "executable":
-			return s.bool(&e.Executable)
+			return 8, s.bool(&e.Executable)
 		}
-		return false
+		return -1, true
 	})
 }
 
@@ -239,8 +220,12 @@ func (s *pageScanner) quoted() ([]byte, bool) {
 	if !s.take('"') {
 		return nil, false
 	}
+	j := s.i
+	for j < len(s.b) && plainBytes[s.b[j]] {
+		j++
+	}
 	ascii := true
-	for j := s.i; j < len(s.b); j++ {
+	for ; j < len(s.b); j++ {
 		switch c := s.b[j]; {
 		case c == '"':
 			v := s.b[s.i:j]
@@ -258,9 +243,17 @@ func (s *pageScanner) quoted() ([]byte, bool) {
 	return nil, false
 }
 
-// str reads a string into out (null leaves out as it is). The strings every entry
-// repeats (its kind, its section) are not allocated again.
-func (s *pageScanner) str(out *string) bool {
+// plainBytes are the bytes quoted passes over at once: printable ASCII but '"' and '\'.
+var plainBytes = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// str reads a string into out (null leaves out as it is). With common, the strings every
+// entry repeats (its kind, its section) are not allocated again.
+func (s *pageScanner) str(out *string, common bool) bool {
 	if s.word("null") {
 		return true
 	}
@@ -268,10 +261,12 @@ func (s *pageScanner) str(out *string) bool {
 	if !ok {
 		return false
 	}
-	for _, c := range commonStrings {
-		if string(v) == c {
-			*out = c
-			return true
+	if common {
+		for _, c := range commonStrings {
+			if string(v) == c {
+				*out = c
+				return true
+			}
 		}
 	}
 	*out = string(v)
@@ -309,6 +304,23 @@ func (s *pageScanner) int(out *int64, bits int) bool {
 		return false
 	}
 	n, err := strconv.ParseInt(string(v), 10, bits)
+	if err != nil {
+		return false
+	}
+	*out = n
+	return true
+}
+
+// uint reads an unsigned integer of 64 bits into out (null leaves out as it is).
+func (s *pageScanner) uint(out *uint64) bool {
+	if s.word("null") {
+		return true
+	}
+	v, ok := s.integer()
+	if !ok {
+		return false
+	}
+	n, err := strconv.ParseUint(string(v), 10, 64)
 	if err != nil {
 		return false
 	}

@@ -307,12 +307,9 @@ func (t *transport) doJSONAs(req *http.Request, out any, safety retrySafety) err
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return responseError(resp)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResultBytes+1))
+	body, err := readResult(resp)
 	if err != nil {
-		return fmt.Errorf("client: %s %s: reading response: %w", req.Method, req.URL.Path, err)
-	}
-	if len(body) > maxResultBytes {
-		return fmt.Errorf("client: %s %s: the response is larger than %d bytes", req.Method, req.URL.Path, maxResultBytes)
+		return fmt.Errorf("client: %s %s: %w", req.Method, req.URL.Path, err)
 	}
 	if err := decodeResult(body, out); err != nil {
 		return fmt.Errorf("client: %s %s: decoding response: %w", req.Method, req.URL.Path, err)
@@ -321,6 +318,29 @@ func (t *transport) doJSONAs(req *http.Request, out any, safety retrySafety) err
 		r.setRaw(bytes.TrimSpace(body))
 	}
 	return nil
+}
+
+// readResult reads a success body of at most maxResultBytes: into a buffer of its
+// declared length when it has one (net/http ends the body there, and reports one that
+// ends sooner), else grown as it comes.
+func readResult(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n > maxResultBytes {
+		return nil, fmt.Errorf("the response is larger than %d bytes", maxResultBytes)
+	} else if n >= 0 {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, body); err != nil {
+			return nil, fmt.Errorf("reading response: %w", err)
+		}
+		return body, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResultBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading response: %w", err)
+	}
+	if len(body) > maxResultBytes {
+		return nil, fmt.Errorf("the response is larger than %d bytes", maxResultBytes)
+	}
+	return body, nil
 }
 
 // openStream sends req and hands back a 200 answer with its body unread, for the caller
