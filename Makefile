@@ -89,6 +89,7 @@ FUZZ_TARGETS := \
 	./api/mcp:FuzzStructuredContentEscapesAsMarshal \
 	./api/mcp:FuzzResultEncoderMatchesEncodingJSON \
 	./api/mcp:FuzzInboundMatchesTheOldChecks \
+	./api/mcp:FuzzArgumentsDecodedOnceAsSeparately \
 	./internal/strictjson:FuzzCheck
 
 fuzz-smoke:

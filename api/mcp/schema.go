@@ -90,10 +90,15 @@ func mustSchemaIn(file string, load func() (map[string]*toolSchema, error), tool
 // the contract"): InvalidArguments naming the field and the rule it broke, with
 // details.field and details.rule (the JSON Schema keyword).
 func (ts *toolSchema) validateArgs(args json.RawMessage) *workbench.Error {
-	var v any
-	if err := json.Unmarshal(args, &v); err != nil {
+	return ts.validate(decodeCallArgs(args))
+}
+
+// validate is validateArgs of arguments decoded once (decodeCallArgs).
+func (ts *toolSchema) validate(a callArgs) *workbench.Error {
+	if a.err != nil {
 		return invalidArgs("arguments", "json", "must be a JSON object")
 	}
+	v := a.value
 	if ts.resolved.Validate(v) == nil {
 		return nil
 	}

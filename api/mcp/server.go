@@ -384,8 +384,9 @@ func handler(svc *workbench.Service, agent string, d toolDef, ts *toolSchema, lo
 		if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 			args = json.RawMessage("{}")
 		}
-		audit.Workbench, audit.Path = auditTarget(args)
-		if werr := ts.validateArgs(args); werr != nil {
+		decoded := decodeCallArgs(args)
+		audit.Workbench, audit.Path = decoded.auditTarget()
+		if werr := ts.validate(decoded); werr != nil {
 			audit.Outcome = werr.Code
 			return errorResult(werr), nil
 		}
