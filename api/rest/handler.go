@@ -526,13 +526,22 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, agent, id string)
 
 // splitSection mirrors the contract's presentation: section null (nil) outside the five.
 func splitSection(full string) (any, string) {
+	if sec, rel, ok := cutSection(full); ok {
+		return sec, rel
+	}
+	return nil, full
+}
+
+// cutSection splits full into its section and the path relative to it; false outside
+// the five sections.
+func cutSection(full string) (sec, rel string, ok bool) {
 	first, rest, _ := strings.Cut(full, "/")
 	for _, s := range workbench.Sections {
 		if s == first {
-			return first, rest
+			return s, rest, true
 		}
 	}
-	return nil, full
+	return "", full, false
 }
 
 // idempotencyKey reads Idempotency-Key: 1..255 printable ASCII characters.

@@ -106,12 +106,12 @@ func (e *jsonBuffer) entry(wbPath string, x *workbench.ListEntry) {
 	e.str(x.Name)
 	e.buf.WriteString(`,"path":`)
 	e.str2(wbPath, x.Path)
-	sec, rel := splitSection(x.Path)
+	sec, rel, inSection := cutSection(x.Path)
 	e.buf.WriteString(`,"relative_path":`)
 	e.str(rel)
 	e.buf.WriteString(`,"section":`)
-	if s, ok := sec.(string); ok {
-		e.str(s)
+	if inSection {
+		e.str(sec)
 	} else {
 		e.buf.WriteString("null")
 	}
