@@ -189,16 +189,17 @@ func (s *pageScanner) entries(out *[]Entry) bool {
 }
 
 func (s *pageScanner) entry(e *Entry) bool {
-	return s.object(entryFields, func(name []byte) (int, bool) {
-		switch string(name) {
+	var name, path, rel []byte // between their quotes; nil when absent or null
+	ok := s.object(entryFields, func(n []byte) (int, bool) {
+		switch string(n) {
 		case "name":
-			return 0, s.str(&e.Name, false)
+			return 0, s.raw(&name)
 		case "path":
-			return 1, s.str(&e.Path, false)
+			return 1, s.raw(&path)
 		case "section":
 			return 2, s.str(&e.Section, true)
 		case "relative_path":
-			return 3, s.str(&e.RelativePath, false)
+			return 3, s.raw(&rel)
 		case "kind":
 			return 4, s.str(&e.Kind, true)
 		case "size_bytes":
@@ -212,6 +213,34 @@ func (s *pageScanner) entry(e *Entry) bool {
 		}
 		return -1, true
 	})
+	if !ok {
+		return false
+	}
+	// A name and a relative path are most often the path's end: one allocation holds the
+	// three.
+	if path != nil {
+		e.Path = string(path)
+	}
+	e.Name, e.RelativePath = endOf(e.Path, name), endOf(e.Path, rel)
+	return true
+}
+
+// endOf returns b as a string: the end of full when full ends with b, else a copy.
+func endOf(full string, b []byte) string {
+	if n := len(full) - len(b); n >= 0 && full[n:] == string(b) {
+		return full[n:]
+	}
+	return string(b)
+}
+
+// raw reads a string into out, what is between its quotes (null leaves out nil).
+func (s *pageScanner) raw(out *[]byte) bool {
+	if s.word("null") {
+		return true
+	}
+	v, ok := s.quoted()
+	*out = v
+	return ok
 }
 
 // quoted reads a string without escapes, valid in UTF-8, and returns what is between

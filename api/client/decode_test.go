@@ -84,6 +84,7 @@ func FuzzDecodeResultMatchesEncodingJSON(f *testing.F) {
 var listPageEdges = []string{
 	`{"status":"success","at_snapshot":12,"entries":[{"content_type":"text/plain","entry_count":0,"executable":true,"generation":3,"kind":"file","name":"a","path":"/w/input/a","relative_path":"a","section":"input","size_bytes":5},{"entry_count":2,"kind":"directory","name":"d","path":"/w/d","relative_path":"d","section":null,"size_bytes":0}],"entry_count":2,"next_cursor":null,"path":"","truncated":false,"workbench_id":"w","workbench_path":"/w"}` + "\n",
 	` { "entries" : [ { "name" : "déjà" } ] , "entry_count" : -0 } `,
+	`{"entries":[{"name":"x","path":"/w/a","relative_path":"long/er/than/the/path"},{"name":"a","path":null,"relative_path":""},{"relative_path":"b","path":"/w/ab"}]}`,
 	`{"entries":null}`, `{"entries":[]}`, `{"entries":[null]}`, `{"entries":[{}],"entries":[]}`, `{"entries":[{"name":"a","size_bytes":1}],"entries":[{"name":"b"}]}`, `{"entries":[{"name":"a","name":"b"}]}`,
 	`{"entries":[{"NAME":"a"}]}`, `{"entries":[{"ſize_bytes":1}]}`, `{"ENTRY_COUNT":1}`, `{"entries":[{"nam\u0065":"a"}]}`,
 	`{"entries":[{"name":"a\"b"}]}`, `{"entries":[{"name":"a\u2028"}]}`, "{\"entries\":[{\"name\":\"a\tb\"}]}", "{\"entries\":[{\"name\":\"\xff\"}]}",
