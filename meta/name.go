@@ -27,8 +27,20 @@ const (
 	// U+061C.
 	RuleBidiControl = "bidi_control"
 	// RuleZeroWidth: a character that renders as nothing, so two different names look
-	// alike: U+200B–U+200D, U+2060, U+FEFF.
+	// alike: U+200B–U+200D, U+2060, U+FEFF, and the other invisible format characters
+	// and fillers: the soft hyphen U+00AD, the combining grapheme joiner U+034F, the Hangul
+	// fillers U+115F, U+1160, U+3164, U+FFA0, the Khmer vowels U+17B4, U+17B5, the
+	// Mongolian vowel separator U+180E, the invisible operators U+2061–U+2064, the
+	// deprecated format characters U+206A–U+206F, the interlinear annotation characters
+	// U+FFF9–U+FFFB, the musical format characters U+1D173–U+1D17A and the tag characters
+	// U+E0001, U+E0020–U+E007F (which also carry text a reader never sees). Variation
+	// selectors, which emoji and several scripts need, are allowed.
 	RuleZeroWidth = "zero_width"
+	// RuleNoncharacter: one of Unicode's 66 noncharacters (U+FDD0–U+FDEF and the last two
+	// code points of every plane, U+FFFE, U+FFFF, U+1FFFE, …), reserved for a program's
+	// internal use and not for interchange; XML 1.0 cannot carry U+FFFE and U+FFFF, so an
+	// S3 listing could not name such a file.
+	RuleNoncharacter = "noncharacter"
 	// RuleNotNFC: the name is not in Unicode Normalization Form C. The store compares
 	// names byte for byte and never normalizes them (docs/workbench.md: no Unicode
 	// normalization), so it refuses every form but one rather than keep "café" twice, as
@@ -76,8 +88,22 @@ func nameRule(r rune) (rule, what string) {
 		return RuleControlCharacter, "a control character"
 	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
 		return RuleBidiControl, "a bidirectional formatting character"
-	case r >= 0x200b && r <= 0x200d, r == 0x2060, r == 0xfeff:
+	case r >= 0x200b && r <= 0x200d, r == 0x2060, r == 0xfeff, invisible(r):
 		return RuleZeroWidth, "a zero-width character"
+	case r >= 0xfdd0 && r <= 0xfdef, r&0xfffe == 0xfffe:
+		return RuleNoncharacter, "a noncharacter"
 	}
 	return "", ""
+}
+
+// invisible reports whether r is one of RuleZeroWidth's invisible format characters and
+// fillers beyond the zero-width ones.
+func invisible(r rune) bool {
+	switch {
+	case r == 0x00ad, r == 0x034f, r == 0x115f, r == 0x1160, r == 0x17b4, r == 0x17b5, r == 0x180e,
+		r >= 0x2061 && r <= 0x2064, r >= 0x206a && r <= 0x206f, r == 0x3164, r == 0xffa0,
+		r >= 0xfff9 && r <= 0xfffb, r >= 0x1d173 && r <= 0x1d17a, r == 0xe0001, r >= 0xe0020 && r <= 0xe007f:
+		return true
+	}
+	return false
 }

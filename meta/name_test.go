@@ -14,7 +14,21 @@ import (
 var forbiddenInNames = map[string][]rune{
 	RuleControlCharacter: controlRunes(),
 	RuleBidiControl:      {0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0x200e, 0x200f, 0x061c},
-	RuleZeroWidth:        {0x200b, 0x200c, 0x200d, 0x2060, 0xfeff},
+	RuleZeroWidth: append([]rune{0x200b, 0x200c, 0x200d, 0x2060, 0xfeff, 0x00ad, 0x034f, 0x115f, 0x1160, 0x17b4, 0x17b5, 0x180e,
+		0x2061, 0x2062, 0x2063, 0x2064, 0x206a, 0x206b, 0x206c, 0x206d, 0x206e, 0x206f, 0x3164, 0xffa0, 0xfff9, 0xfffa, 0xfffb,
+		0x1d173, 0x1d174, 0x1d175, 0x1d176, 0x1d177, 0x1d178, 0x1d179, 0x1d17a, 0xe0001}, runeRange(0xe0020, 0xe007f)...),
+	RuleNoncharacter: append(runeRange(0xfdd0, 0xfdef), 0xfffe, 0xffff, 0x1fffe, 0x1ffff, 0x2fffe, 0x2ffff, 0x3fffe, 0x3ffff,
+		0x4fffe, 0x4ffff, 0x5fffe, 0x5ffff, 0x6fffe, 0x6ffff, 0x7fffe, 0x7ffff, 0x8fffe, 0x8ffff, 0x9fffe, 0x9ffff, 0xafffe, 0xaffff,
+		0xbfffe, 0xbffff, 0xcfffe, 0xcffff, 0xdfffe, 0xdffff, 0xefffe, 0xeffff, 0xffffe, 0xfffff, 0x10fffe, 0x10ffff),
+}
+
+// runeRange returns the runes from lo to hi, both included.
+func runeRange(lo, hi rune) []rune {
+	var rs []rune
+	for r := lo; r <= hi; r++ {
+		rs = append(rs, r)
+	}
+	return rs
 }
 
 func controlRunes() []rune {
@@ -104,7 +118,7 @@ func TestValidateNewNameRefusesTheNFDTwinAndAcceptsTheNFCOne(t *testing.T) {
 	if err == nil || err.Rule != RuleNotNFC || err.Field != "path" {
 		t.Fatalf("NFD twin: got %+v, want rule %s", err, RuleNotNFC)
 	}
-	for _, ok := range []string{"input/ünï/cödé.csv", "logs/日本語.log", "outputs/emoji-🙂.png", "a b/c d", "metadata/x"} {
+	for _, ok := range []string{"input/ünï/cödé.csv", "logs/日本語.log", "outputs/emoji-🙂.png", "a b/c d", "metadata/x", "outputs/heart-\u2764\ufe0f.txt", "logs/\u182e\u180b.log"} {
 		if err := ValidateNewPath("path", ok); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
 		}

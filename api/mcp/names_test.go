@@ -59,6 +59,8 @@ func TestWriteToolsRefuseNamesThatBreakTheRulesOfNames(t *testing.T) {
 		{"txt.\u202eexe", meta.RuleBidiControl},
 		{"a\u2067b", meta.RuleBidiControl},
 		{"a\u200cb", meta.RuleZeroWidth},
+		{"a\u206ab", meta.RuleZeroWidth},
+		{"a\ufffeb", meta.RuleNoncharacter},
 	} {
 		rule := func(r obj) {
 			t.Helper()

@@ -52,6 +52,11 @@ func TestWritesRefuseNamesThatBreakTheRulesOfNames(t *testing.T) {
 		{"a\u200bb", meta.RuleZeroWidth},
 		{"a\u2060b", meta.RuleZeroWidth},
 		{"\ufeffa", meta.RuleZeroWidth},
+		{"report\u2062.csv", meta.RuleZeroWidth},
+		{"a\u00adb", meta.RuleZeroWidth},
+		{"note\U000E0041\U000E0042.txt", meta.RuleZeroWidth},
+		{"a\uffffb", meta.RuleNoncharacter},
+		{"a\ufdd0b", meta.RuleNoncharacter},
 	} {
 		target := wb + "/files/" + escapePath("outputs/"+tc.name)
 		refused(do(t, "PUT", target, strings.NewReader("x")), "path", tc.rule)
