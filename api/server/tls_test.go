@@ -198,6 +198,21 @@ func logBuffer() (*slog.Logger, *bytes.Buffer) {
 	return slog.New(slog.NewTextHandler(&b, nil)), &b
 }
 
+// reloaderSerial returns the serial number of the certificate r hands the next handshake;
+// an error, no certificate or one that does not parse fails the test.
+func reloaderSerial(t *testing.T, r *certReloader) *big.Int {
+	t.Helper()
+	c, err := r.GetCertificate(nil)
+	if err != nil || c == nil {
+		t.Fatalf("GetCertificate: %v, %v", c, err)
+	}
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	if err != nil {
+		t.Fatalf("the served certificate does not parse: %v", err)
+	}
+	return leaf.SerialNumber
+}
+
 func TestCertReloaderKeepsThePreviousPairWhileTheFilesDoNotLoad(t *testing.T) {
 	dir := t.TempDir()
 	ca := certtest.NewCA(t, "reload CA")
@@ -208,19 +223,7 @@ func TestCertReloaderKeepsThePreviousPairWhileTheFilesDoNotLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := func() *big.Int {
-		t.Helper()
-		c, err := r.GetCertificate(nil)
-		if err != nil || c == nil {
-			t.Fatalf("GetCertificate: %v, %v", c, err)
-		}
-		leaf, err := x509.ParseCertificate(c.Certificate[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return leaf.SerialNumber
-	}
-	if served().Cmp(first.Cert.SerialNumber) != 0 {
+	if reloaderSerial(t, r).Cmp(first.Cert.SerialNumber) != 0 {
 		t.Fatal("not serving the first pair")
 	}
 
@@ -228,7 +231,7 @@ func TestCertReloaderKeepsThePreviousPairWhileTheFilesDoNotLoad(t *testing.T) {
 	second := ca.Issue(t, "second")
 	certtest.Write(t, certFile, second.CertPEM)
 	for range 3 {
-		if served().Cmp(first.Cert.SerialNumber) != 0 {
+		if reloaderSerial(t, r).Cmp(first.Cert.SerialNumber) != 0 {
 			t.Fatal("a certificate without its key replaced the working pair")
 		}
 	}
@@ -237,7 +240,7 @@ func TestCertReloaderKeepsThePreviousPairWhileTheFilesDoNotLoad(t *testing.T) {
 	}
 	// The key arrives: the renewal is served.
 	certtest.Write(t, keyFile, second.Key)
-	if served().Cmp(second.Cert.SerialNumber) != 0 {
+	if reloaderSerial(t, r).Cmp(second.Cert.SerialNumber) != 0 {
 		t.Fatal("the completed renewal is not served")
 	}
 	if !strings.Contains(logs.String(), "TLS certificate reloaded") {
@@ -249,7 +252,7 @@ func TestCertReloaderKeepsThePreviousPairWhileTheFilesDoNotLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if served().Cmp(second.Cert.SerialNumber) != 0 {
+		if reloaderSerial(t, r).Cmp(second.Cert.SerialNumber) != 0 {
 			t.Fatal("a missing file changed the served pair")
 		}
 	}
@@ -258,7 +261,7 @@ func TestCertReloaderKeepsThePreviousPairWhileTheFilesDoNotLoad(t *testing.T) {
 	}
 	third := ca.Issue(t, "third")
 	third.Write(t, dir, "node")
-	if served().Cmp(third.Cert.SerialNumber) != 0 {
+	if reloaderSerial(t, r).Cmp(third.Cert.SerialNumber) != 0 {
 		t.Fatal("the pair written after the files vanished is not served")
 	}
 }
@@ -274,12 +277,7 @@ func TestCertReloaderLooksAtTheFilesAtMostOncePerInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	ca.Issue(t, "second").Write(t, dir, "node")
-	c, err := r.GetCertificate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(c.Certificate[0])
-	if leaf.SerialNumber.Cmp(first.Cert.SerialNumber) != 0 {
+	if reloaderSerial(t, r).Cmp(first.Cert.SerialNumber) != 0 {
 		t.Fatal("the files were read again before the interval passed")
 	}
 }
