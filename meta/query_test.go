@@ -243,6 +243,26 @@ func TestEveryOperatorMatchesByItsTypingRules(t *testing.T) {
 	}
 }
 
+// invalidCase is one query that must be refused as InvalidArguments naming field.
+type invalidCase[Q any] struct {
+	name  string
+	q     Q
+	field string
+}
+
+// checkInvalid runs each case as a subtest of its name and fails it unless run refuses
+// its query with InvalidArguments naming the case's field.
+func checkInvalid[Q any](t *testing.T, cases []invalidCase[Q], run func(Q) *Error) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := run(tc.q); err == nil || err.Code != CodeInvalidArguments || err.Field != tc.field {
+				t.Fatalf("error %v, want InvalidArguments on %s", err, tc.field)
+			}
+		})
+	}
+}
+
 func TestInvalidQueriesNameTheArgument(t *testing.T) {
 	v, ws := opFixture(t)
 	sc := Scope{Workbench: ws}
@@ -252,11 +272,7 @@ func TestInvalidQueriesNameTheArgument(t *testing.T) {
 	for i := range many {
 		many[i] = i
 	}
-	tests := []struct {
-		name  string
-		q     Query
-		field string
-	}{
+	tests := []invalidCase[Query]{
 		{"eq without a value", one(Predicate{"n", PredEq, nil}), "predicates[0].value"},
 		{"exists with a value", one(Predicate{"n", PredExists, 1}), "predicates[0].value"},
 		{"not_exists with a value", one(Predicate{"n", PredNotExists, false}), "predicates[0].value"},
@@ -294,14 +310,10 @@ func TestInvalidQueriesNameTheArgument(t *testing.T) {
 		{"a bad path", Query{Scope: Scope{Workbench: ws, Path: "a//b"}}, "path"},
 		{"a bad agent", Query{Scope: Scope{Agent: "-a"}}, "agent"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := v.Queries().Search(tc.q)
-			if err == nil || err.Code != CodeInvalidArguments || err.Field != tc.field {
-				t.Fatalf("error %v, want InvalidArguments on %s", err, tc.field)
-			}
-		})
-	}
+	checkInvalid(t, tests, func(q Query) *Error {
+		_, err := v.Queries().Search(q)
+		return err
+	})
 }
 
 func TestSortPutsFilesLackingTheFieldLastInBothDirections(t *testing.T) {
@@ -538,11 +550,7 @@ func TestInvalidAggregatesNameTheArgument(t *testing.T) {
 	v, ws := opFixture(t)
 	sc := Scope{Workbench: ws}
 	count := []Measure{{Name: "n", Op: MeasureCount}}
-	tests := []struct {
-		name  string
-		q     AggregateQuery
-		field string
-	}{
+	tests := []invalidCase[AggregateQuery]{
 		{"no measures", AggregateQuery{Scope: sc}, "measures"},
 		{"an empty measure name", AggregateQuery{Scope: sc, Measures: []Measure{{Op: MeasureCount}}}, "measures[0].name"},
 		{"a repeated measure name", AggregateQuery{Scope: sc, Measures: []Measure{{Name: "x", Op: MeasureCount}, {Name: "x", Op: MeasureCount}}}, "measures[1].name"},
@@ -557,14 +565,10 @@ func TestInvalidAggregatesNameTheArgument(t *testing.T) {
 		{"limit above 100", AggregateQuery{Scope: sc, Measures: count, Limit: 101}, "limit"},
 		{"a bad predicate", AggregateQuery{Scope: sc, Measures: count, Predicates: []Predicate{{"n", PredIn, nil}}}, "predicates[0].value"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := v.Queries().Aggregate(tc.q)
-			if err == nil || err.Code != CodeInvalidArguments || err.Field != tc.field {
-				t.Fatalf("error %v, want InvalidArguments on %s", err, tc.field)
-			}
-		})
-	}
+	checkInvalid(t, tests, func(q AggregateQuery) *Error {
+		_, err := v.Queries().Aggregate(q)
+		return err
+	})
 }
 
 func TestCatalogListsFieldsTypesCountsAndOperators(t *testing.T) {
