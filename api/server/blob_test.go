@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -39,15 +40,22 @@ func s3Config(t *testing.T, srv *s3test.Server, bucket, prefix string) ops.Confi
 }
 
 // openReady opens a node on cfg, waits until it is ready and closes it when t ends.
-func openReady(t *testing.T, cfg ops.Config, creds ops.Credentials) *Node {
-	t.Helper()
-	n, err := Open(t.Context(), cfg, creds, nil)
+func openReady(tb testing.TB, cfg ops.Config, creds ops.Credentials) *Node {
+	tb.Helper()
+	return openReadyLogged(tb, cfg, creds, nil)
+}
+
+// openReadyLogged is openReady with the node's logger (nil: slog.Default()). A node that
+// does not open or does not become ready fails the test.
+func openReadyLogged(tb testing.TB, cfg ops.Config, creds ops.Credentials, log *slog.Logger) *Node {
+	tb.Helper()
+	n, err := Open(tb.Context(), cfg, creds, log)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatalf("open the node: %v", err)
 	}
-	t.Cleanup(func() { n.Close() })
-	if err := n.WaitReady(t.Context()); err != nil {
-		t.Fatal(err)
+	tb.Cleanup(func() { n.Close() })
+	if err := n.WaitReady(tb.Context()); err != nil {
+		tb.Fatalf("the node did not become ready: %v", err)
 	}
 	return n
 }
