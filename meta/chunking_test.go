@@ -47,14 +47,7 @@ func TestAFileListMixesChunkFormatsAcrossAnAppend(t *testing.T) {
 	restored := restoredCopy(t, h.f)
 	for name, f := range map[string]*FSM{"applied": h.f, "restored from a snapshot": restored} {
 		v := f.View()
-		ws, err := v.Workspace("a", "w")
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := v.File(ws, "big")
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := v.mustFile(t, "w", "big")
 		var got []uint8
 		for _, sg := range e.Segments {
 			got = append(got, sg.Chunking)
