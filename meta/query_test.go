@@ -26,6 +26,27 @@ type qfix struct {
 	nowMs int64
 }
 
+// aggregateInEveryPlan runs q on v under each plan of allPlans and returns the first
+// plan's result (Examined and Index, which tell the plans apart, zeroed); a plan that fails
+// or answers otherwise than the first fails the test.
+func aggregateInEveryPlan(t tb, v *View, q AggregateQuery) AggregateResult {
+	t.Helper()
+	var first AggregateResult
+	for i, mode := range allPlans {
+		r, err := v.Queries().aggregate(q, mode)
+		if err != nil {
+			t.Fatalf("aggregate under the %s plan: %v", planName(mode), err)
+		}
+		r.Examined, r.Index = 0, ""
+		if i == 0 {
+			first = r
+		} else if !reflect.DeepEqual(r, first) {
+			t.Fatalf("aggregate %s plan:\n%+v\n%s plan:\n%+v", planName(mode), r, planName(allPlans[0]), first)
+		}
+	}
+	return first
+}
+
 func newQFix(t tb) *qfix {
 	// Keep every version so that views at older versions stay readable.
 	opts := Options{RetentionWindow: 1000 * time.Hour, History: Retention{Versions: 1, Age: 1000 * time.Hour, MaxVersions: MaxRetentionVersions}}
@@ -493,19 +514,7 @@ func TestAggregateGroupsMeasuresAndSorts(t *testing.T) {
 	}
 	q := AggregateQuery{Scope: Scope{Workbench: ws}, Measures: measures, GroupBy: []string{ArtifactSection},
 		Sort: []SortKey{{Field: "bytes", Direction: SortDesc}}}
-	var want AggregateResult
-	for i, mode := range allPlans {
-		r, err := v.Queries().aggregate(q, mode)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Examined, r.Index = 0, ""
-		if i == 0 {
-			want = r
-		} else if !reflect.DeepEqual(r, want) {
-			t.Fatalf("%s plan %+v, auto %+v", planName(mode), r, want)
-		}
-	}
+	want := aggregateInEveryPlan(t, v, q)
 	null := FieldValue{}
 	wantGroups := []Group{
 		{Key: []FieldValue{StringField("outputs")}, Count: 3, Values: []FieldValue{IntField(3), IntField(3), IntField(12),
