@@ -378,14 +378,7 @@ func TestIndexFollowsEveryPublishAndMatchesARebuild(t *testing.T) {
 		if got, want := st.index.Keys(), rebuilt.index.Keys(); !slices.Equal(got, want) {
 			t.Fatalf("index has %d keys, a rebuild %d", len(got), len(want))
 		}
-		var buf bytes.Buffer
-		if _, err := x.f.Snapshot().WriteTo(&buf); err != nil {
-			t.Fatal(err)
-		}
-		g := New(Options{})
-		if err := g.Restore(&buf); err != nil {
-			t.Fatal(err)
-		}
+		g := restoredCopy(t, x.f, Options{})
 		if got, want := g.View().st.index.Keys(), st.index.Keys(); !slices.Equal(got, want) {
 			t.Fatalf("restored index has %d keys, want %d", len(got), len(want))
 		}
