@@ -45,6 +45,21 @@ func openReady(tb testing.TB, cfg ops.Config, creds ops.Credentials) *Node {
 	return openReadyLogged(tb, cfg, creds, nil)
 }
 
+// openRefused fails the test unless Open refuses cfg with an *ops.ConfigError naming
+// field; a node that opens all the same is closed before the test fails.
+func openRefused(t *testing.T, cfg ops.Config, creds ops.Credentials, field string) {
+	t.Helper()
+	n, err := Open(t.Context(), cfg, creds, nil)
+	if err == nil {
+		n.Close()
+		t.Fatalf("the node opened; want a *ops.ConfigError about %s", field)
+	}
+	var ce *ops.ConfigError
+	if !errors.As(err, &ce) || ce.Field != field {
+		t.Fatalf("Open: %v, want a *ops.ConfigError about %s", err, field)
+	}
+}
+
 // openReadyLogged is openReady with the node's logger (nil: slog.Default()). A node that
 // does not open or does not become ready fails the test.
 func openReadyLogged(tb testing.TB, cfg ops.Config, creds ops.Credentials, log *slog.Logger) *Node {

@@ -179,15 +179,7 @@ func TestOpenRefusesTLSFilesThatDoNotLoad(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, _, _ := tlsConfig(t)
 			tt.mutate(&cfg)
-			n, err := Open(t.Context(), cfg, ops.Credentials{}, nil)
-			if err == nil {
-				n.Close()
-				t.Fatal("the node opened")
-			}
-			var ce *ops.ConfigError
-			if !errors.As(err, &ce) || ce.Field != tt.field {
-				t.Fatalf("Open: %v, want a *ops.ConfigError about %s", err, tt.field)
-			}
+			openRefused(t, cfg, ops.Credentials{}, tt.field)
 		})
 	}
 }
