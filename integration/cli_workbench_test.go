@@ -2,8 +2,6 @@ package integration
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -45,16 +43,7 @@ func wantCLIFailure(t *testing.T, what string, r cliResult, code string, exit in
 // commitIdentity computes docs/workbench.md, workbench_commit's identity of a manifest already in
 // canonical form (compact, keys sorted): what the server must report for it.
 func commitIdentity(wb, contentDigest string, canonicalManifest []byte) string {
-	manifestDigest := fmt.Sprintf("sha256:%x", sha256.Sum256(canonicalManifest))
-	h := sha256.New()
-	h.Write([]byte("nokv.workbench.commit_identity.v1\x00"))
-	for _, s := range []string{wb, contentDigest, manifestDigest} {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return sessionCommitIdentity(wb, contentDigest, fmt.Sprintf("sha256:%x", sha256.Sum256(canonicalManifest)))
 }
 
 // TestCLISnapshotCommitRestore drives `cairn snapshot` (create, renew, retire, list),

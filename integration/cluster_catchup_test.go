@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,15 +22,10 @@ import (
 // exactly one (a second would mean the entries after the first were gone too: an install
 // loop). The restarted follower then serves reads at a snapshot id from its own state.
 func TestClusterFollowerCatchesUpThroughOneSnapshotInstall(t *testing.T) {
-	total := 50000
-	if v, err := strconv.Atoi(os.Getenv("CAIRN_CATCHUP_WRITES")); err == nil && v > 0 {
-		total = v
-	}
+	total := envCount("CAIRN_CATCHUP_WRITES", 50000)
 	servers := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: 1}, "--raft-snapshot-threshold", "4096", "--raft-snapshot-interval", "1s").Nodes
 	const agent, wb = "catchup", "w"
-	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	createClusterWorkbench(t, servers[0].URL, agent, wb)
 	leader := shardLeader(t, servers, 0, 3)
 	var follower *framework.Process
 	var live []*framework.Process

@@ -5,9 +5,7 @@ package integration
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -21,15 +19,10 @@ import (
 // max), never asserted: docs/architecture.md targets a median of at most 2 s. Every acknowledged
 // write must read back at the end.
 func TestClusterFailoverTime(t *testing.T) {
-	kills := 20
-	if v, err := strconv.Atoi(os.Getenv("CAIRN_FAILOVER_KILLS")); err == nil && v > 0 {
-		kills = v
-	}
+	kills := envCount("CAIRN_FAILOVER_KILLS", 20)
 	servers := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: 1}).Nodes
 	const agent, wb = "failover", "w1"
-	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	createClusterWorkbench(t, servers[0].URL, agent, wb)
 	acked := map[string]string{}
 	seq := 0
 	put := func(s *framework.Process, bound time.Duration) bool {

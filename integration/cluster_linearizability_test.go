@@ -420,10 +420,7 @@ func TestClusterLinearizableUnderKillsAndPartitions(t *testing.T) {
 	progress("before any fault")
 	// The fault schedule runs $CAIRN_LIN_ROUNDS times (twice in make test, 20 faults; ten
 	// times under make test-long, 100).
-	rounds := 2
-	if v, err := strconv.Atoi(os.Getenv("CAIRN_LIN_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
+	rounds := envCount("CAIRN_LIN_ROUNDS", 2)
 	fs := &faultSchedule{t: t, lc: lc, rec: rec, progress: progress, paths: paths}
 	for round := range rounds {
 		t.Logf("fault round %d of %d", round+1, rounds)
@@ -441,9 +438,7 @@ func TestClusterLinearizableUnderKillsAndPartitions(t *testing.T) {
 func newLinRecorder(t *testing.T, lc *linCluster, agent string) (*linRecorder, []string) {
 	t.Helper()
 	const wb = "w"
-	if code, b := clusterDo(http.MethodPut, lc.servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	createClusterWorkbench(t, lc.servers[0].URL, agent, wb)
 	rec := &linRecorder{lc: lc, agent: agent, wb: wb, t0: time.Now(), hc: &http.Client{Timeout: 4 * time.Second}, counts: map[string]int{}}
 	paths := []string{"input/a", "input/b", "input/c", "logs/d"}
 	for i, p := range paths { // every path exists before the clients start
@@ -603,9 +598,7 @@ type readResult struct {
 func TestClusterIsolatedLeaderServesNoStaleRead(t *testing.T) {
 	lc := startLinCluster(t)
 	const agent, wb, path = "minority", "w", "input/p"
-	if code, b := clusterDo(http.MethodPut, lc.servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	createClusterWorkbench(t, lc.servers[0].URL, agent, wb)
 	if code, b := clusterDo(http.MethodPut, fileURL(lc.servers[0].URL, agent, wb, path), []byte("v1"), 30*time.Second); code/100 != 2 {
 		t.Fatalf("put v1: %d %s", code, b)
 	}

@@ -49,9 +49,7 @@ func recoverLostMajority(t *testing.T, keepOne bool) {
 	}
 
 	const agent, wb = "survivor", "w"
-	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	createClusterWorkbench(t, servers[0].URL, agent, wb)
 	acked := map[string]string{} // path → acknowledged body
 	put := func(through *framework.Process, path, body string) {
 		t.Helper()

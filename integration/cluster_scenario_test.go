@@ -118,9 +118,7 @@ func fourthNodeJoinsAndOneLeaves(t *testing.T, c framework.Cluster) {
 	}
 
 	for _, a := range agents {
-		if code, b := clusterDo(http.MethodPut, c.ClientURL(0)+"/v1/agents/"+a+"/workbenches/w", nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
-			t.Fatalf("create workbench of %s: %d %s", a, code, b)
-		}
+		createClusterWorkbench(t, c.ClientURL(0), a, "w")
 	}
 	check([]int{0, 1, 2}, 0)
 

@@ -35,6 +35,16 @@ func clusterDo(method, u string, body []byte, bound time.Duration) (int, []byte)
 	return clusterDoKey(method, u, body, bound, "")
 }
 
+// createClusterWorkbench creates workbench wb of agent through the node at base, retrying
+// as clusterDo does for up to 60 s. A 409 counts as created (a retried create meets the
+// workbench its first attempt made); any other failure fails the test.
+func createClusterWorkbench(t testing.TB, base, agent, wb string) {
+	t.Helper()
+	if code, b := clusterDo(http.MethodPut, base+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
+		t.Fatalf("create workbench %s of %s: %d %s", wb, agent, code, b)
+	}
+}
+
 // clusterDoKey is clusterDo with an Idempotency-Key (none when key is "").
 func clusterDoKey(method, u string, body []byte, bound time.Duration, key string) (int, []byte) {
 	return clusterSend(method, u, body, bound, key, func(code int, _ []byte) bool {
@@ -109,9 +119,7 @@ func TestClusterForwardingAndFailoverAfterKill9(t *testing.T) {
 
 	// Write through node 0; read back through the others (forwarded to the leader).
 	const agent, wb = "alice", "w1"
-	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	createClusterWorkbench(t, servers[0].URL, agent, wb)
 	acked := map[string]string{}
 	// Each put carries an Idempotency-Key, as a client that retries must: across the leader's
 	// kill a forwarded write may have an unknown outcome, which the node retries for it only
@@ -319,9 +327,7 @@ func metricValue(t *testing.T, s *framework.Process, sample string) float64 {
 func TestClusterLeaderThatStalledPastItsLeaseDoesNotHideTheNewLeader(t *testing.T) {
 	servers := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 4, Shards: 1}).Nodes
 	const agent, wb = "stall", "w"
-	if code, b := clusterDo(http.MethodPut, servers[0].URL+"/v1/agents/"+agent+"/workbenches/"+wb, nil, 60*time.Second); code/100 != 2 && code != http.StatusConflict {
-		t.Fatalf("create workbench: %d %s", code, b)
-	}
+	createClusterWorkbench(t, servers[0].URL, agent, wb)
 	leader := shardLeader(t, servers, 0, 3)
 	pid := leader.Pid()
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -163,6 +164,16 @@ func send(hc *http.Client, req *http.Request) (httpResult, error) {
 		return httpResult{}, fmt.Errorf("reading the %d answer: %w", resp.StatusCode, err)
 	}
 	return httpResult{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// envCount is the positive whole number the environment variable name holds, or def when
+// it is unset or holds anything else: how a run asks a test for more writes, rounds or
+// faults than its default.
+func envCount(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
 
 // fileURL is the REST URL of path inside workbench wb of agent (path components are

@@ -87,7 +87,7 @@ func TestTheFSMAppliesALogAlikeWithAndWithoutBlake3Digests(t *testing.T) {
 			t.Fatalf("command %d: error %v (only the last, a put at a wrong generation, fails)", i, a.Err)
 		}
 	}
-	restored := restoredCopy(t, withSums.f)
+	restored := restoredCopy(t, withSums.f, Options{})
 	want := map[string][]Segment{"big": append(append([]Segment(nil), big...), more...), "copy": append(append([]Segment(nil), big...), more...)}
 	for path, segs := range want {
 		for name, f := range map[string]*FSM{"applied": withSums.f, "restored from a snapshot": restored, "applied without": without.f} {

@@ -44,17 +44,10 @@ func TestAFileListMixesChunkFormatsAcrossAnAppend(t *testing.T) {
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	restored := restoredCopy(t, h.f)
+	restored := restoredCopy(t, h.f, Options{})
 	for name, f := range map[string]*FSM{"applied": h.f, "restored from a snapshot": restored} {
 		v := f.View()
-		ws, err := v.Workspace("a", "w")
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := v.File(ws, "big")
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := v.mustFile(t, "w", "big")
 		var got []uint8
 		for _, sg := range e.Segments {
 			got = append(got, sg.Chunking)
@@ -65,16 +58,16 @@ func TestAFileListMixesChunkFormatsAcrossAnAppend(t *testing.T) {
 	}
 }
 
-// restoredCopy is a new FSM restored from a snapshot of f.
-func restoredCopy(t *testing.T, f *FSM) *FSM {
+// restoredCopy is a new FSM of opts restored from a snapshot of f.
+func restoredCopy(t tb, f *FSM, opts Options) *FSM {
 	t.Helper()
 	var snap bytes.Buffer
 	if _, err := f.Snapshot().WriteTo(&snap); err != nil {
-		t.Fatal(err)
+		t.Fatalf("write the snapshot: %v", err)
 	}
-	restored := New(Options{})
+	restored := New(opts)
 	if err := restored.Restore(&snap); err != nil {
-		t.Fatal(err)
+		t.Fatalf("restore the snapshot: %v", err)
 	}
 	return restored
 }

@@ -93,14 +93,9 @@ func TestHandDecoderMatchesReflection(t *testing.T) {
 	f := &filler{r: rand.New(rand.NewPCG(10, 11))}
 	r := rand.New(rand.NewPCG(12, 13))
 	for _, d := range opDefs {
-		typ := reflect.TypeOf(d.body())
 		for i := range 200 {
 			f.full = i%4 == 0
-			var h Header
-			f.fill(reflect.ValueOf(&h).Elem(), 0)
-			v := reflect.New(typ).Elem()
-			f.fill(v, 0)
-			data, err := EncodeCommand(h, v.Interface().(Body))
+			data, err := EncodeCommand(f.command(d))
 			if err != nil {
 				t.Fatalf("%s: %v", d.name, err)
 			}
@@ -148,11 +143,7 @@ func FuzzCommandDecoding(f *testing.F) {
 				break
 			}
 			fl.full = i == 0
-			var h Header
-			fl.fill(reflect.ValueOf(&h).Elem(), 0)
-			v := reflect.New(reflect.TypeOf(d.body())).Elem()
-			fl.fill(v, 0)
-			data, err := EncodeCommand(h, v.Interface().(Body))
+			data, err := EncodeCommand(fl.command(d))
 			if err != nil {
 				f.Fatal(err)
 			}

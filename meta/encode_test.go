@@ -98,6 +98,16 @@ func (f *filler) text() string {
 	return sb.String()
 }
 
+// command returns a header and a body of op d, both filled by fill (every field when
+// f.full), the header first.
+func (f *filler) command(d opDef) (Header, Body) {
+	var h Header
+	f.fill(reflect.ValueOf(&h).Elem(), 0)
+	v := reflect.New(reflect.TypeOf(d.body())).Elem()
+	f.fill(v, 0)
+	return h, v.Interface().(Body)
+}
+
 func (f *filler) fill(v reflect.Value, depth int) {
 	switch v.Kind() {
 	case reflect.Bool:
@@ -225,14 +235,9 @@ func TestHandEncodersMatchReflection(t *testing.T) {
 	t.Run("commands of every op", func(t *testing.T) {
 		f := &filler{r: rand.New(rand.NewPCG(3, 4))}
 		for _, d := range opDefs {
-			typ := reflect.TypeOf(d.body())
 			for i := range 300 {
 				f.full = i%4 == 0
-				var h Header
-				f.fill(reflect.ValueOf(&h).Elem(), 0)
-				v := reflect.New(typ).Elem()
-				f.fill(v, 0)
-				b := v.Interface().(Body)
+				h, b := f.command(d)
 				got, err := EncodeCommand(h, b)
 				if err != nil {
 					t.Fatalf("%s: %v", d.name, err)

@@ -1,7 +1,6 @@
 package meta
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -143,17 +142,7 @@ func TestFeedMatchesModel(t *testing.T) {
 			}
 			fm.observe(index, h, b, want)
 		}
-		var buf bytes.Buffer
-		if _, err := f.Snapshot().WriteTo(&buf); err != nil {
-			t.Fatal(err)
-		}
-		g := New(keepEverything())
-		if err := g.Restore(&buf); err != nil {
-			t.Fatal(err)
-		}
-		if g.StateDigest() != f.StateDigest() {
-			t.Fatalf("snapshot → restore changed the state")
-		}
+		g := restoredWith(t, f, keepEverything())
 		filter := EventFilter{
 			Workbench: rapid.SampledFrom([]string{"", "w1", "w2"}).Draw(t, "fws"),
 			Prefix:    rapid.SampledFrom([]string{"", "x", "d", "x/y"}).Draw(t, "fprefix"),
@@ -378,14 +367,7 @@ func TestFeedRetention(t *testing.T) {
 			if got, _, err := v.Feed().Events("a", floor, EventFilter{}, MaxEventsPage); err != nil || len(got) != tc.wantKept {
 				t.Fatalf("read after the floor: %d events, %v", len(got), err)
 			}
-			var buf bytes.Buffer
-			if _, err := h.f.Snapshot().WriteTo(&buf); err != nil {
-				t.Fatal(err)
-			}
-			g := New(tc.opts)
-			if err := g.Restore(&buf); err != nil {
-				t.Fatal(err)
-			}
+			g := restoredCopy(t, h.f, tc.opts)
 			if g.StateDigest() != h.f.StateDigest() || g.View().Feed().Floor("a") != floor {
 				t.Fatalf("snapshot → restore changed the feed")
 			}

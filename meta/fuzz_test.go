@@ -120,11 +120,7 @@ func FuzzSnapRecordEncoding(f *testing.F) {
 func FuzzCommandEncoding(f *testing.F) {
 	fl := &filler{r: rand.New(rand.NewPCG(8, 9))}
 	for _, d := range opDefs {
-		var h Header
-		fl.fill(reflect.ValueOf(&h).Elem(), 0)
-		v := reflect.New(reflect.TypeOf(d.body())).Elem()
-		fl.fill(v, 0)
-		data, err := encodeCommandReflect(h, v.Interface().(Body))
+		data, err := encodeCommandReflect(fl.command(d))
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -378,14 +378,7 @@ func TestIndexFollowsEveryPublishAndMatchesARebuild(t *testing.T) {
 		if got, want := st.index.Keys(), rebuilt.index.Keys(); !slices.Equal(got, want) {
 			t.Fatalf("index has %d keys, a rebuild %d", len(got), len(want))
 		}
-		var buf bytes.Buffer
-		if _, err := x.f.Snapshot().WriteTo(&buf); err != nil {
-			t.Fatal(err)
-		}
-		g := New(Options{})
-		if err := g.Restore(&buf); err != nil {
-			t.Fatal(err)
-		}
+		g := restoredCopy(t, x.f, Options{})
 		if got, want := g.View().st.index.Keys(), st.index.Keys(); !slices.Equal(got, want) {
 			t.Fatalf("restored index has %d keys, want %d", len(got), len(want))
 		}
@@ -473,19 +466,7 @@ func TestSearchIndexScanAndModelAgree(t *testing.T) {
 				{Name: "files", Op: MeasureCount}, {Name: "bytes", Op: MeasureSum, Field: ArtifactSizeBytes},
 				{Name: "total", Op: MeasureSum, Field: "n"}, {Name: "avg", Op: MeasureAvg, Field: "k"},
 				{Name: "low", Op: MeasureMin, Field: "k"}, {Name: "high", Op: MeasureMax, Field: "tag"}}}
-			var ares AggregateResult
-			for i, mode := range allPlans {
-				r, err := at.Queries().aggregate(aq, mode)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.Examined, r.Index = 0, ""
-				if i == 0 {
-					ares = r
-				} else if !reflect.DeepEqual(r, ares) {
-					t.Fatalf("aggregate %s plan:\n%+v\nauto:\n%+v", planName(mode), r, ares)
-				}
-			}
+			ares := aggregateInEveryPlan(t, at, aq)
 			type agg struct{ files, bytes int64 }
 			wantGroups := map[string]agg{}
 			for _, h := range want {

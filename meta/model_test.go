@@ -1,7 +1,6 @@
 package meta
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -389,17 +388,7 @@ func TestFSMMatchesModel(t *testing.T) {
 		if f1.StateDigest() != f2.StateDigest() {
 			t.Fatalf("two instances diverged")
 		}
-		var buf bytes.Buffer
-		if _, err := f1.Snapshot().WriteTo(&buf); err != nil {
-			t.Fatal(err)
-		}
-		f3 := New(keepEverything())
-		if err := f3.Restore(&buf); err != nil {
-			t.Fatal(err)
-		}
-		if f3.StateDigest() != f1.StateDigest() {
-			t.Fatalf("restore is not identical")
-		}
+		f3 := restoredWith(t, f1, keepEverything())
 		// MVCC reads at every version match the model.
 		for _, f := range []*FSM{f1, f3} {
 			live := f.View()

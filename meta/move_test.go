@@ -468,19 +468,15 @@ func TestImportRefusesForeignAndOutOfOrderChunks(t *testing.T) {
 
 // restored returns a new FSM restored from f's Raft snapshot, failing unless it holds
 // the same state.
-func restored(t interface {
-	Helper()
-	Fatal(...any)
-}, f *FSM) *FSM {
+func restored(t tb, f *FSM) *FSM {
 	t.Helper()
-	var buf bytes.Buffer
-	if _, err := f.Snapshot().WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	g := New(f.opts)
-	if err := g.Restore(&buf); err != nil {
-		t.Fatal(err)
-	}
+	return restoredWith(t, f, f.opts)
+}
+
+// restoredWith is restored into an FSM of opts.
+func restoredWith(t tb, f *FSM, opts Options) *FSM {
+	t.Helper()
+	g := restoredCopy(t, f, opts)
 	if g.StateDigest() != f.StateDigest() {
 		t.Fatal("a snapshot round trip changed the state")
 	}

@@ -26,6 +26,27 @@ type qfix struct {
 	nowMs int64
 }
 
+// aggregateInEveryPlan runs q on v under each plan of allPlans and returns the first
+// plan's result (Examined and Index, which tell the plans apart, zeroed); a plan that fails
+// or answers otherwise than the first fails the test.
+func aggregateInEveryPlan(t tb, v *View, q AggregateQuery) AggregateResult {
+	t.Helper()
+	var first AggregateResult
+	for i, mode := range allPlans {
+		r, err := v.Queries().aggregate(q, mode)
+		if err != nil {
+			t.Fatalf("aggregate under the %s plan: %v", planName(mode), err)
+		}
+		r.Examined, r.Index = 0, ""
+		if i == 0 {
+			first = r
+		} else if !reflect.DeepEqual(r, first) {
+			t.Fatalf("aggregate %s plan:\n%+v\n%s plan:\n%+v", planName(mode), r, planName(allPlans[0]), first)
+		}
+	}
+	return first
+}
+
 func newQFix(t tb) *qfix {
 	// Keep every version so that views at older versions stay readable.
 	opts := Options{RetentionWindow: 1000 * time.Hour, History: Retention{Versions: 1, Age: 1000 * time.Hour, MaxVersions: MaxRetentionVersions}}
@@ -243,6 +264,26 @@ func TestEveryOperatorMatchesByItsTypingRules(t *testing.T) {
 	}
 }
 
+// invalidCase is one query that must be refused as InvalidArguments naming field.
+type invalidCase[Q any] struct {
+	name  string
+	q     Q
+	field string
+}
+
+// checkInvalid runs each case as a subtest of its name and fails it unless run refuses
+// its query with InvalidArguments naming the case's field.
+func checkInvalid[Q any](t *testing.T, cases []invalidCase[Q], run func(Q) *Error) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := run(tc.q); err == nil || err.Code != CodeInvalidArguments || err.Field != tc.field {
+				t.Fatalf("error %v, want InvalidArguments on %s", err, tc.field)
+			}
+		})
+	}
+}
+
 func TestInvalidQueriesNameTheArgument(t *testing.T) {
 	v, ws := opFixture(t)
 	sc := Scope{Workbench: ws}
@@ -252,11 +293,7 @@ func TestInvalidQueriesNameTheArgument(t *testing.T) {
 	for i := range many {
 		many[i] = i
 	}
-	tests := []struct {
-		name  string
-		q     Query
-		field string
-	}{
+	tests := []invalidCase[Query]{
 		{"eq without a value", one(Predicate{"n", PredEq, nil}), "predicates[0].value"},
 		{"exists with a value", one(Predicate{"n", PredExists, 1}), "predicates[0].value"},
 		{"not_exists with a value", one(Predicate{"n", PredNotExists, false}), "predicates[0].value"},
@@ -294,14 +331,10 @@ func TestInvalidQueriesNameTheArgument(t *testing.T) {
 		{"a bad path", Query{Scope: Scope{Workbench: ws, Path: "a//b"}}, "path"},
 		{"a bad agent", Query{Scope: Scope{Agent: "-a"}}, "agent"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := v.Queries().Search(tc.q)
-			if err == nil || err.Code != CodeInvalidArguments || err.Field != tc.field {
-				t.Fatalf("error %v, want InvalidArguments on %s", err, tc.field)
-			}
-		})
-	}
+	checkInvalid(t, tests, func(q Query) *Error {
+		_, err := v.Queries().Search(q)
+		return err
+	})
 }
 
 func TestSortPutsFilesLackingTheFieldLastInBothDirections(t *testing.T) {
@@ -481,19 +514,7 @@ func TestAggregateGroupsMeasuresAndSorts(t *testing.T) {
 	}
 	q := AggregateQuery{Scope: Scope{Workbench: ws}, Measures: measures, GroupBy: []string{ArtifactSection},
 		Sort: []SortKey{{Field: "bytes", Direction: SortDesc}}}
-	var want AggregateResult
-	for i, mode := range allPlans {
-		r, err := v.Queries().aggregate(q, mode)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Examined, r.Index = 0, ""
-		if i == 0 {
-			want = r
-		} else if !reflect.DeepEqual(r, want) {
-			t.Fatalf("%s plan %+v, auto %+v", planName(mode), r, want)
-		}
-	}
+	want := aggregateInEveryPlan(t, v, q)
 	null := FieldValue{}
 	wantGroups := []Group{
 		{Key: []FieldValue{StringField("outputs")}, Count: 3, Values: []FieldValue{IntField(3), IntField(3), IntField(12),
@@ -538,11 +559,7 @@ func TestInvalidAggregatesNameTheArgument(t *testing.T) {
 	v, ws := opFixture(t)
 	sc := Scope{Workbench: ws}
 	count := []Measure{{Name: "n", Op: MeasureCount}}
-	tests := []struct {
-		name  string
-		q     AggregateQuery
-		field string
-	}{
+	tests := []invalidCase[AggregateQuery]{
 		{"no measures", AggregateQuery{Scope: sc}, "measures"},
 		{"an empty measure name", AggregateQuery{Scope: sc, Measures: []Measure{{Op: MeasureCount}}}, "measures[0].name"},
 		{"a repeated measure name", AggregateQuery{Scope: sc, Measures: []Measure{{Name: "x", Op: MeasureCount}, {Name: "x", Op: MeasureCount}}}, "measures[1].name"},
@@ -557,14 +574,10 @@ func TestInvalidAggregatesNameTheArgument(t *testing.T) {
 		{"limit above 100", AggregateQuery{Scope: sc, Measures: count, Limit: 101}, "limit"},
 		{"a bad predicate", AggregateQuery{Scope: sc, Measures: count, Predicates: []Predicate{{"n", PredIn, nil}}}, "predicates[0].value"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := v.Queries().Aggregate(tc.q)
-			if err == nil || err.Code != CodeInvalidArguments || err.Field != tc.field {
-				t.Fatalf("error %v, want InvalidArguments on %s", err, tc.field)
-			}
-		})
-	}
+	checkInvalid(t, tests, func(q AggregateQuery) *Error {
+		_, err := v.Queries().Aggregate(q)
+		return err
+	})
 }
 
 func TestCatalogListsFieldsTypesCountsAndOperators(t *testing.T) {

@@ -33,14 +33,7 @@ func checkUsage(f *FSM) error {
 // state.
 func rejectedWhole(t *testing.T, h *applyHelper, b Body, code Code) *Error {
 	t.Helper()
-	var buf bytes.Buffer
-	if _, err := h.f.Snapshot().WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	twin := New(h.f.opts)
-	if err := twin.Restore(&buf); err != nil {
-		t.Fatal(err)
-	}
+	twin := restoredCopy(t, h.f, h.f.opts)
 	r := h.do(b)
 	if CodeOf(r.Err) != code {
 		t.Fatalf("%T: got %v, want %s", b, r.Err, code)

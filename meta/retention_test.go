@@ -188,17 +188,7 @@ func TestHistoryRetentionMatchesNaiveModel(t *testing.T) {
 				}
 			}
 		}
-		var buf bytes.Buffer
-		if _, err := f.Snapshot().WriteTo(&buf); err != nil {
-			t.Fatal(err)
-		}
-		g := New(Options{RetentionWindow: 3 * time.Second, RetentionBatch: 1 << 20, History: def})
-		if err := g.Restore(&buf); err != nil {
-			t.Fatal(err)
-		}
-		if g.StateDigest() != f.StateDigest() {
-			t.Fatal("snapshot → restore changed the state")
-		}
+		restoredWith(t, f, Options{RetentionWindow: 3 * time.Second, RetentionBatch: 1 << 20, History: def})
 	})
 }
 

@@ -28,14 +28,7 @@ func TestViewsBetweenAppliesAreSharedAndNeverSeeLaterOnes(t *testing.T) {
 		t.Fatalf("view after an apply: same view %v, version %d after %d", v3 == v1, v3.Version(), v1.Version())
 	}
 	read := func(v *View) string {
-		ws, err := v.Workspace("a", "w")
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := v.File(ws, "input/f")
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := v.mustFile(t, "w", "input/f")
 		return string(e.Segments[0].Inline)
 	}
 	if got := read(v1); got != "one" {

@@ -114,6 +114,23 @@ func readyLeader(t *testing.T, shards []*Shard) int {
 	return leader
 }
 
+// makeR0Leader waits for a ready leader among shards, hands the leadership to r0
+// (shards[0]) unless it has it, and waits until r0 is the ready leader.
+func makeR0Leader(t *testing.T, shards []*Shard) {
+	t.Helper()
+	if l := readyLeader(t, shards); l != 0 {
+		if err := shards[l].raft.LeadershipTransferToServer("r0", "r0").Error(); err != nil {
+			t.Fatalf("transfer leadership to r0: %v", err)
+		}
+	}
+	retry.SucceedsSoon(t, "readiness", func() error {
+		if !shards[0].Ready() {
+			return errors.New("r0 not the ready leader yet")
+		}
+		return nil
+	})
+}
+
 // readFile reads path's content through a linearizable view of s.
 func readFile(ctx context.Context, s *Shard, path string) (string, error) {
 	v, err := s.ReadView(ctx)
@@ -147,18 +164,7 @@ func TestDeposedLeaderWithHeldHeartbeatAnswersDoesNotServeOldState(t *testing.T)
 		}
 	})
 	ctx := t.Context()
-	first := readyLeader(t, shards)
-	if first != 0 {
-		if err := shards[first].raft.LeadershipTransferToServer("r0", "r0").Error(); err != nil {
-			t.Fatalf("transfer leadership to r0: %v", err)
-		}
-		retry.SucceedsSoon(t, "readiness", func() error {
-			if !shards[0].Ready() {
-				return errors.New("r0 not the ready leader yet")
-			}
-			return nil
-		})
-	}
+	makeR0Leader(t, shards)
 	old := shards[0]
 	if res, err := old.Propose(ctx, meta.Header{}, put("f", "old")); err != nil || res.Err != nil {
 		t.Fatalf("write old: %v %v", err, res.Err)
@@ -243,17 +249,7 @@ func TestReadyEndsWhenLeadershipCannotBeConfirmed(t *testing.T) {
 			c.sinceOpen = func() time.Duration { return time.Since(start) + time.Duration(pause.Load()) }
 		}
 	})
-	if l := readyLeader(t, shards); l != 0 {
-		if err := shards[l].raft.LeadershipTransferToServer("r0", "r0").Error(); err != nil {
-			t.Fatalf("transfer leadership to r0: %v", err)
-		}
-	}
-	retry.SucceedsSoon(t, "readiness", func() error {
-		if !shards[0].Ready() {
-			return errors.New("r0 not the ready leader yet")
-		}
-		return nil
-	})
+	makeR0Leader(t, shards)
 	trans[0].hold() // no round can pass while the answers are held
 	pause.Store(int64(time.Hour))
 	if shards[0].Ready() {

@@ -62,16 +62,7 @@ func TestAcknowledgedWritesSurviveRestartAndSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := v.Workspace("a", "w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, g := range want {
-		e, err := v.File(ws, p)
-		if err != nil || e.Generation != g || string(e.Segments[0].Inline) != p {
-			t.Fatalf("%s after restart: %+v %v (want generation %d)", p, e, err, g)
-		}
-	}
+	checkAcked(t, v, want)
 	// The barrier after the election adds log entries but no FSM state beyond versions;
 	// compare the files, and the state apart from the version, through a fresh write.
 	if s2.FSM().AppliedVersion() < s.FSM().AppliedVersion() {

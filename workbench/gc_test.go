@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -125,21 +124,10 @@ func (n *gcNode) record(t *testing.T, body string) (meta.BlobRef, bool) {
 	return n.shard.FSM().View().Shard().Blob(n.rootUID(t), meta.Digest(blob.DigestOf([]byte(body))))
 }
 
-// sweepUntil runs sweeps (dry or not) until done accepts a report, for at most 10 s.
+// sweepUntil runs the node's sweeps (dry or not) until done accepts a report, for at most 10 s.
 func (n *gcNode) sweepUntil(t *testing.T, opts worker.GCOptions, done func(worker.GCReport) bool) worker.GCReport {
 	t.Helper()
-	var rep worker.GCReport
-	retry.Within(t, 10*time.Second, "a sweep reaching the expected state", func() error {
-		var err error
-		if rep, err = n.workers.CollectGarbage(t.Context(), opts); err != nil {
-			t.Fatalf("sweep: %v", err)
-		}
-		if !done(rep) {
-			return fmt.Errorf("last report %+v", rep)
-		}
-		return nil
-	})
-	return rep
+	return workbenchtest.SweepUntil(t, n.workers, opts, done)
 }
 
 func TestWriterDedupingAgainstABlobUnderIntentUploadsItAgain(t *testing.T) {

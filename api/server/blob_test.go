@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -39,15 +40,37 @@ func s3Config(t *testing.T, srv *s3test.Server, bucket, prefix string) ops.Confi
 }
 
 // openReady opens a node on cfg, waits until it is ready and closes it when t ends.
-func openReady(t *testing.T, cfg ops.Config, creds ops.Credentials) *Node {
+func openReady(tb testing.TB, cfg ops.Config, creds ops.Credentials) *Node {
+	tb.Helper()
+	return openReadyLogged(tb, cfg, creds, nil)
+}
+
+// openRefused fails the test unless Open refuses cfg with an *ops.ConfigError naming
+// field; a node that opens all the same is closed before the test fails.
+func openRefused(t *testing.T, cfg ops.Config, creds ops.Credentials, field string) {
 	t.Helper()
 	n, err := Open(t.Context(), cfg, creds, nil)
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		n.Close()
+		t.Fatalf("the node opened; want a *ops.ConfigError about %s", field)
 	}
-	t.Cleanup(func() { n.Close() })
-	if err := n.WaitReady(t.Context()); err != nil {
-		t.Fatal(err)
+	var ce *ops.ConfigError
+	if !errors.As(err, &ce) || ce.Field != field {
+		t.Fatalf("Open: %v, want a *ops.ConfigError about %s", err, field)
+	}
+}
+
+// openReadyLogged is openReady with the node's logger (nil: slog.Default()). A node that
+// does not open or does not become ready fails the test.
+func openReadyLogged(tb testing.TB, cfg ops.Config, creds ops.Credentials, log *slog.Logger) *Node {
+	tb.Helper()
+	n, err := Open(tb.Context(), cfg, creds, log)
+	if err != nil {
+		tb.Fatalf("open the node: %v", err)
+	}
+	tb.Cleanup(func() { n.Close() })
+	if err := n.WaitReady(tb.Context()); err != nil {
+		tb.Fatalf("the node did not become ready: %v", err)
 	}
 	return n
 }

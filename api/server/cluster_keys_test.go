@@ -27,6 +27,18 @@ func getWith(t *testing.T, u, key string) int {
 	return resp.StatusCode
 }
 
+// keyAnswersWithin sends GETs of u with key until one answers want, for at most
+// authtest.RevocationBound; what names the awaited state in the failure.
+func keyAnswersWithin(t *testing.T, what, u, key string, want int) {
+	t.Helper()
+	retry.Within(t, authtest.RevocationBound, what, func() error {
+		if code := getWith(t, u, key); code != want {
+			return fmt.Errorf("status %d, want %d", code, want)
+		}
+		return nil
+	})
+}
+
 // A 3-node cluster that requires keys: the first admin key is made straight in etcd (the
 // bootstrap path of cairn admin key create --etcd), a key created through node 1 works on
 // node 3, revoked through node 2 it fails on node 1 within 5 s, and keys outlive a restart
@@ -77,23 +89,13 @@ func TestClusterKeysAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, n := range nodes {
-		retry.Within(t, authtest.RevocationBound, fmt.Sprintf("the new key on node %d", i+1), func() error {
-			if code := getWith(t, wb(n), k.Secret); code != http.StatusOK {
-				return fmt.Errorf("status %d", code)
-			}
-			return nil
-		})
+		keyAnswersWithin(t, fmt.Sprintf("the new key on node %d", i+1), wb(n), k.Secret, http.StatusOK)
 	}
 	if _, err := adminOf(nodes[1]).RevokeKey(t.Context(), k.ID); err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range nodes {
-		retry.Within(t, authtest.RevocationBound, fmt.Sprintf("the revocation on node %d", i+1), func() error {
-			if code := getWith(t, wb(n), k.Secret); code != http.StatusUnauthorized {
-				return fmt.Errorf("status %d", code)
-			}
-			return nil
-		})
+		keyAnswersWithin(t, fmt.Sprintf("the revocation on node %d", i+1), wb(n), k.Secret, http.StatusUnauthorized)
 	}
 
 	for _, n := range nodes {

@@ -179,11 +179,7 @@ func TestClusterConfigRequiresS3(t *testing.T) {
 	cfg.Cluster = true
 	cfg.PeerListen = "127.0.0.1:0"
 	cfg.Etcd = "127.0.0.1:1"
-	_, err := Open(t.Context(), cfg, ops.Credentials{}, nil)
-	var ce *ops.ConfigError
-	if !errors.As(err, &ce) || ce.Field != "Blob" {
-		t.Fatalf("OpenCluster on the dir blob store: %v, want a ConfigError on Blob", err)
-	}
+	openRefused(t, cfg, ops.Credentials{}, "Blob")
 }
 
 func TestClusterForwardsAndSurvivesTheLossOfALeader(t *testing.T) {
@@ -477,15 +473,7 @@ func TestClusterNodeRefusesSettingsThatContradictTheCluster(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := cb.config(t)
 			tc.edit(&cfg)
-			node, err := Open(t.Context(), cfg, testCreds, nil)
-			if err == nil {
-				node.Close()
-				t.Fatalf("the node started")
-			}
-			var ce *ops.ConfigError
-			if !errors.As(err, &ce) || ce.Field != tc.field {
-				t.Fatalf("error %v; want a configuration error on %s", err, tc.field)
-			}
+			openRefused(t, cfg, testCreds, tc.field)
 		})
 	}
 	// The data directory still starts under its own id.

@@ -19,14 +19,7 @@ func TestEveryLineOfANodeIsInItsLogFormat(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.LogFormat, cfg.AccessLog = "json", true
 	var out workbenchtest.LogBuffer
-	n, err := Open(t.Context(), cfg, ops.Credentials{}, ops.NewLogger(cfg, &out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	if err := n.WaitReady(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	n := openReadyLogged(t, cfg, ops.Credentials{}, ops.NewLogger(cfg, &out))
 	srv := httptest.NewServer(n.Handler())
 	defer srv.Close()
 

@@ -50,14 +50,7 @@ func TestDataDirIsLockedAndIdentityPersists(t *testing.T) {
 }
 
 func TestServeAnswersUntilTheContextEnds(t *testing.T) {
-	n, err := Open(t.Context(), testConfig(t), ops.Credentials{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	if err := n.WaitReady(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	n := openReady(t, testConfig(t), ops.Credentials{})
 	ctx, cancel := context.WithCancel(t.Context())
 	addrc := make(chan net.Addr, 1)
 	done := make(chan error, 1)

@@ -22,14 +22,7 @@ func BenchmarkStat(b *testing.B) {
 	cfg := ops.DefaultConfig()
 	cfg.DataDir = b.TempDir()
 	cfg.Listen = "127.0.0.1:0"
-	n, err := Open(b.Context(), cfg, ops.Credentials{}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer n.Close()
-	if err := n.WaitReady(b.Context()); err != nil {
-		b.Fatal(err)
-	}
+	n := openReady(b, cfg, ops.Credentials{})
 	srv := httptest.NewServer(n.Handler())
 	defer srv.Close()
 	c := client.New(srv.URL, nil)

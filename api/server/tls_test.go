@@ -179,15 +179,7 @@ func TestOpenRefusesTLSFilesThatDoNotLoad(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, _, _ := tlsConfig(t)
 			tt.mutate(&cfg)
-			n, err := Open(t.Context(), cfg, ops.Credentials{}, nil)
-			if err == nil {
-				n.Close()
-				t.Fatal("the node opened")
-			}
-			var ce *ops.ConfigError
-			if !errors.As(err, &ce) || ce.Field != tt.field {
-				t.Fatalf("Open: %v, want a *ops.ConfigError about %s", err, tt.field)
-			}
+			openRefused(t, cfg, ops.Credentials{}, tt.field)
 		})
 	}
 }
@@ -198,88 +190,96 @@ func logBuffer() (*slog.Logger, *bytes.Buffer) {
 	return slog.New(slog.NewTextHandler(&b, nil)), &b
 }
 
-func TestCertReloaderKeepsThePreviousPairWhileTheFilesDoNotLoad(t *testing.T) {
-	dir := t.TempDir()
-	ca := certtest.NewCA(t, "reload CA")
-	first := ca.Issue(t, "first")
-	certFile, keyFile := first.Write(t, dir, "node")
-	log, logs := logBuffer()
-	r, err := newCertReloader(certFile, keyFile, 0, log) // look at every handshake
+// reloaderSerial returns the serial number of the certificate r hands the next handshake;
+// an error, no certificate or one that does not parse fails the test.
+func reloaderSerial(t *testing.T, r *certReloader) *big.Int {
+	t.Helper()
+	c, err := r.GetCertificate(nil)
+	if err != nil || c == nil {
+		t.Fatalf("GetCertificate: %v, %v", c, err)
+	}
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the served certificate does not parse: %v", err)
 	}
-	served := func() *big.Int {
-		t.Helper()
-		c, err := r.GetCertificate(nil)
-		if err != nil || c == nil {
-			t.Fatalf("GetCertificate: %v, %v", c, err)
-		}
-		leaf, err := x509.ParseCertificate(c.Certificate[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return leaf.SerialNumber
+	return leaf.SerialNumber
+}
+
+// reloaderFixture is a certReloader over the "node" pair in dir, issued first by ca, and
+// the buffer it logs into.
+type reloaderFixture struct {
+	r                      *certReloader
+	ca                     *certtest.CA
+	first                  certtest.Leaf
+	dir, certFile, keyFile string
+	logs                   *bytes.Buffer
+}
+
+// newReloaderFixture writes a pair issued by a new CA into a temporary directory and
+// returns a certReloader over it that looks at the files at most once per interval.
+func newReloaderFixture(t *testing.T, interval time.Duration) *reloaderFixture {
+	t.Helper()
+	f := &reloaderFixture{dir: t.TempDir(), ca: certtest.NewCA(t, "reload CA")}
+	f.first = f.ca.Issue(t, "first")
+	f.certFile, f.keyFile = f.first.Write(t, f.dir, "node")
+	log, logs := logBuffer()
+	r, err := newCertReloader(f.certFile, f.keyFile, interval, log)
+	if err != nil {
+		t.Fatalf("a reloader over a valid pair: %v", err)
 	}
-	if served().Cmp(first.Cert.SerialNumber) != 0 {
+	f.r, f.logs = r, logs
+	return f
+}
+
+func TestCertReloaderKeepsThePreviousPairWhileTheFilesDoNotLoad(t *testing.T) {
+	f := newReloaderFixture(t, 0) // look at every handshake
+	if reloaderSerial(t, f.r).Cmp(f.first.Cert.SerialNumber) != 0 {
 		t.Fatal("not serving the first pair")
 	}
 
 	// Half a renewal: the new certificate, the old key.
-	second := ca.Issue(t, "second")
-	certtest.Write(t, certFile, second.CertPEM)
+	second := f.ca.Issue(t, "second")
+	certtest.Write(t, f.certFile, second.CertPEM)
 	for range 3 {
-		if served().Cmp(first.Cert.SerialNumber) != 0 {
+		if reloaderSerial(t, f.r).Cmp(f.first.Cert.SerialNumber) != 0 {
 			t.Fatal("a certificate without its key replaced the working pair")
 		}
 	}
-	if got := strings.Count(logs.String(), "do not load"); got != 1 {
-		t.Fatalf("the failing pair was logged %d times, want once:\n%s", got, logs)
+	if got := strings.Count(f.logs.String(), "do not load"); got != 1 {
+		t.Fatalf("the failing pair was logged %d times, want once:\n%s", got, f.logs)
 	}
 	// The key arrives: the renewal is served.
-	certtest.Write(t, keyFile, second.Key)
-	if served().Cmp(second.Cert.SerialNumber) != 0 {
+	certtest.Write(t, f.keyFile, second.Key)
+	if reloaderSerial(t, f.r).Cmp(second.Cert.SerialNumber) != 0 {
 		t.Fatal("the completed renewal is not served")
 	}
-	if !strings.Contains(logs.String(), "TLS certificate reloaded") {
-		t.Fatalf("the reload was not logged:\n%s", logs)
+	if !strings.Contains(f.logs.String(), "TLS certificate reloaded") {
+		t.Fatalf("the reload was not logged:\n%s", f.logs)
 	}
 
 	// The files vanish: the last good pair stays, reported once.
-	if err := os.Remove(certFile); err != nil {
+	if err := os.Remove(f.certFile); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if served().Cmp(second.Cert.SerialNumber) != 0 {
+		if reloaderSerial(t, f.r).Cmp(second.Cert.SerialNumber) != 0 {
 			t.Fatal("a missing file changed the served pair")
 		}
 	}
-	if got := strings.Count(logs.String(), "unreadable"); got != 1 {
-		t.Fatalf("the missing file was logged %d times, want once:\n%s", got, logs)
+	if got := strings.Count(f.logs.String(), "unreadable"); got != 1 {
+		t.Fatalf("the missing file was logged %d times, want once:\n%s", got, f.logs)
 	}
-	third := ca.Issue(t, "third")
-	third.Write(t, dir, "node")
-	if served().Cmp(third.Cert.SerialNumber) != 0 {
+	third := f.ca.Issue(t, "third")
+	third.Write(t, f.dir, "node")
+	if reloaderSerial(t, f.r).Cmp(third.Cert.SerialNumber) != 0 {
 		t.Fatal("the pair written after the files vanished is not served")
 	}
 }
 
 func TestCertReloaderLooksAtTheFilesAtMostOncePerInterval(t *testing.T) {
-	dir := t.TempDir()
-	ca := certtest.NewCA(t, "interval CA")
-	first := ca.Issue(t, "first")
-	certFile, keyFile := first.Write(t, dir, "node")
-	log, _ := logBuffer()
-	r, err := newCertReloader(certFile, keyFile, time.Hour, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca.Issue(t, "second").Write(t, dir, "node")
-	c, err := r.GetCertificate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(c.Certificate[0])
-	if leaf.SerialNumber.Cmp(first.Cert.SerialNumber) != 0 {
+	f := newReloaderFixture(t, time.Hour)
+	f.ca.Issue(t, "second").Write(t, f.dir, "node")
+	if reloaderSerial(t, f.r).Cmp(f.first.Cert.SerialNumber) != 0 {
 		t.Fatal("the files were read again before the interval passed")
 	}
 }

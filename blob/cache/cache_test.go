@@ -276,25 +276,27 @@ func TestARestartedCacheChecksAFileAgainstTheBlake3ItIsGiven(t *testing.T) {
 // filesystem clock could otherwise give the write the time of the fill).
 func flip(t *testing.T, path string) {
 	t.Helper()
-	info, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flipByte(t, path)
-	later := info.ModTime().Add(time.Second)
-	os.Chtimes(path, later, later)
+	flipShiftingTime(t, path, time.Second)
 }
 
 // flipKeepingTime changes one byte and puts the modification time back, as silent damage
 // would leave it: only the restart's re-verification can catch it.
 func flipKeepingTime(t *testing.T, path string) {
 	t.Helper()
+	flipShiftingTime(t, path, 0)
+}
+
+// flipShiftingTime changes one byte of the file and sets its modification time to the one
+// it had before, moved on by shift.
+func flipShiftingTime(t *testing.T, path string, shift time.Duration) {
+	t.Helper()
 	info, err := os.Stat(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("stat the file to damage: %v", err)
 	}
 	flipByte(t, path)
-	os.Chtimes(path, info.ModTime(), info.ModTime())
+	mtime := info.ModTime().Add(shift)
+	os.Chtimes(path, mtime, mtime)
 }
 
 func flipByte(t *testing.T, path string) {

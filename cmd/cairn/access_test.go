@@ -5,18 +5,14 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
-	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // TestCLIWithAKeyBoundToAWorkbenchReachesOnlyIt (issue 25): the CLI acting for a key made
 // with --tenant acme --workspace other reads and writes acme/other, and finds acme/main's
 // files missing: it can neither read nor overwrite them.
 func TestCLIWithAKeyBoundToAWorkbenchReachesOnlyIt(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
+	_, h := testHandler(t)
 	operator := httptest.NewServer(h)
 	t.Cleanup(operator.Close)
 	bound := auth.Principal{ID: "0123456789abcdef", Name: "bound", Tenant: "acme", Workspace: "other",

@@ -15,15 +15,19 @@ import (
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
+// adminClusterCommands are admin commands (the words after "admin") that only a cluster
+// node's admin routes serve.
+var adminClusterCommands = [][]string{{"cluster", "status"}, {"shards", "add", "1"}, {"node", "remove", "n2", "--wait=false"},
+	{"shard", "recover", "0", "--from", "n1", "--yes"}, {"rebalance"}, {"rebalance", "on"}}
+
 // TestAdminClusterCommandsOnAnEmbeddedNodeSayItIsNotACluster: the admin listener of an
 // embedded node answers its cluster routes 409 InvalidState not_a_cluster; the commands
 // report that answer's code, saying the node is not a cluster node.
 func TestAdminClusterCommandsOnAnEmbeddedNodeSayItIsNotACluster(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}).Admin())
+	_, h := testHandler(t)
+	srv := httptest.NewServer(h.Admin())
 	t.Cleanup(srv.Close)
-	for _, args := range [][]string{{"cluster", "status"}, {"shards", "add", "1"}, {"node", "remove", "n2", "--wait=false"},
-		{"shard", "recover", "0", "--from", "n1", "--yes"}, {"rebalance"}, {"rebalance", "on"}} {
+	for _, args := range adminClusterCommands {
 		_, _, err := execCairn(t, append(append([]string{"admin"}, args...), "--admin-server", srv.URL)...)
 		code, msg := describeError(err)
 		if err == nil || code != "InvalidState" || !strings.Contains(msg, "is not a cluster node") || !strings.Contains(msg, srv.URL) ||
@@ -37,11 +41,8 @@ func TestAdminClusterCommandsOnAnEmbeddedNodeSayItIsNotACluster(t *testing.T) {
 // node's client port (the tenant handler, which serves no admin route: 404) is not taken
 // for an embedded node.
 func TestAdminClusterCommandsOnAClientPortSayItServesNoAdminRoutes(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
-	t.Cleanup(srv.Close)
-	for _, args := range [][]string{{"cluster", "status"}, {"shards", "add", "1"}, {"node", "remove", "n2", "--wait=false"},
-		{"shard", "recover", "0", "--from", "n1", "--yes"}, {"rebalance"}, {"rebalance", "on"}} {
+	_, srv := testNode(t)
+	for _, args := range adminClusterCommands {
 		_, _, err := execCairn(t, append(append([]string{"admin"}, args...), "--admin-server", srv.URL)...)
 		code, msg := describeError(err)
 		if err == nil || code != "NotFound" || !strings.Contains(msg, "serves no admin routes: is it the node's --admin-listen address") ||

@@ -67,8 +67,7 @@ func TestConcurrentEditsWithoutIfMatchAllLand(t *testing.T) {
 // read and its write fails it once, without another read; without --if-match the same
 // race is retried and the edit lands.
 func TestEditWithIfMatchNeverRetries(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	inner := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
+	_, inner := testHandler(t)
 	const file = "/v1/agents/a/workbenches/w/files/logs/x"
 	var gets, puts, races atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -153,8 +152,7 @@ func TestAnEditWhoseWriteWasUnconfirmedLandsOnce(t *testing.T) {
 // the file has exactly one new version. Without the key the retry would meet its own
 // write's generation and fail 412 although the write had applied.
 func TestConditionalPutRetriedAfterALostAnswerWritesOnce(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	inner := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
+	_, inner := testHandler(t)
 	const file = "/v1/agents/a/workbenches/w/files/input/f.txt"
 	var (
 		mu      sync.Mutex

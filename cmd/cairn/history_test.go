@@ -7,17 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // cliNode starts a node behind its tenant and admin listeners and returns them with run,
 // which runs a cairn command that must succeed and returns its stdout.
 func cliNode(t *testing.T) (srv, admin *httptest.Server, run func(args ...string) string) {
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	h := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
+	_, h := testHandler(t)
 	srv, admin = httptest.NewServer(h), httptest.NewServer(h.Admin())
 	t.Cleanup(srv.Close)
 	t.Cleanup(admin.Close)

@@ -10,10 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/workbench"
-	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // import --delete mirrors DIR into the section: files DIR no longer has are deleted, files
@@ -126,8 +122,7 @@ func TestImportReRunWritesNoNewVersions(t *testing.T) {
 // before the answer; the import retries both, succeeds, and the second file has exactly
 // the version the lost answer would have named (the retry's Idempotency-Key replays it).
 func TestImportRetriesUploadsWhoseConnectionBroke(t *testing.T) {
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	inner := rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
+	_, inner := testHandler(t)
 	const base = "/v1/agents/a/workbenches/w/files/input/"
 	var (
 		mu                  sync.Mutex

@@ -16,12 +16,20 @@ import (
 // Test support shared by the command tests: an in-process node to talk to, and ways to
 // run the cairn command line against it.
 
+// testHandler starts an in-process node (4 KiB inline bodies) and returns it and its REST
+// handler (ready as its shard is), which the caller serves.
+func testHandler(t *testing.T) (*workbenchtest.Node, *rest.Handler) {
+	t.Helper()
+	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
+	return n, rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready})
+}
+
 // testNode starts an in-process node (4 KiB inline bodies) and serves its REST API on a
 // test server closed with the test.
 func testNode(t *testing.T) (*workbenchtest.Node, *httptest.Server) {
 	t.Helper()
-	n := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096})
-	srv := httptest.NewServer(rest.NewHandler(n.Service, rest.Options{Ready: n.Shard.Ready}))
+	n, h := testHandler(t)
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return n, srv
 }

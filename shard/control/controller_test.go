@@ -322,14 +322,7 @@ func TestControllerFencing(t *testing.T) {
 	registerNodes(t, ctx, p, "x", "y")
 
 	// c1 wins the election by hand, so the test holds its term.
-	c1, err := p.NewController(newFakeAdmin(10), controllerConfig("c1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t1, err := c1.campaign(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c1, t1 := electedController(t, ctx, p)
 	if err := c1.writeRecord(ctx, t1, 0, ReplicaSet{Voters: []string{"x"}}); err != nil {
 		t.Fatalf("the elected controller's write: %v", err)
 	}

@@ -136,10 +136,7 @@ func TestControllerDrivesMovesAndSwitchesPlacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	to := 1 - from
-	loadsBefore, err := pl.Loads(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loadsBefore := mustLoads(t, ctx, pl)
 	mover := &stepMover{}
 	cfg := controllerConfig("c1")
 	cfg.Mover = mover
@@ -169,10 +166,7 @@ func TestControllerDrivesMovesAndSwitchesPlacement(t *testing.T) {
 	if s, err := pl.Refresh(ctx, "agent-a"); err != nil || s != to {
 		t.Fatalf("Refresh: %d %v, want %d", s, err, to)
 	}
-	loads, err := pl.Loads(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loads := mustLoads(t, ctx, pl)
 	if loads[from] != loadsBefore[from]-1 || loads[to] != loadsBefore[to]+1 {
 		t.Fatalf("load counters %v after the move, %v before", loads, loadsBefore)
 	}
@@ -267,10 +261,7 @@ func TestAMoveToAShardThatNeverHeldARootCountsIt(t *testing.T) {
 		if got := waitMove(t, ctx, p, m.ID); got.Step != MoveDone {
 			t.Fatalf("move %d ended as %+v", i+1, got)
 		}
-		loads, err := pl.Loads(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		loads := mustLoads(t, ctx, pl)
 		want := make([]int64, 2)
 		want[target] = 1
 		if fmt.Sprint(loads) != fmt.Sprint(want) {
@@ -296,6 +287,17 @@ func waitMove(t *testing.T, ctx context.Context, p *Plane, id string) RootMove {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// mustLoads returns the root counts per shard that pl's load counters hold; a read that
+// fails fails the test.
+func mustLoads(t *testing.T, ctx context.Context, pl *Placement) []int64 {
+	t.Helper()
+	loads, err := pl.Loads(ctx)
+	if err != nil {
+		t.Fatalf("read the load counters: %v", err)
+	}
+	return loads
 }
 
 // electedController is a controller of p (not running) that won the election, resigning

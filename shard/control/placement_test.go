@@ -78,10 +78,7 @@ func TestPlaceOneRootConcurrentlyYieldsOneShard(t *testing.T) {
 			}
 		}
 	}
-	loads, err := nodes[0].Loads(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loads := mustLoads(t, ctx, nodes[0])
 	var total int64
 	for _, n := range loads {
 		total += n
@@ -132,10 +129,7 @@ func TestPlaceChoosesTheLeastLoadedShard(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		loads, err := nodes[0].Loads(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		loads := mustLoads(t, ctx, nodes[0])
 		for s, n := range loads {
 			if n != 5 {
 				t.Fatalf("shard %d holds %d roots, want 5 each: %v", s, n, loads)
@@ -283,10 +277,7 @@ func TestPlacementOnThreeMemberEtcd(t *testing.T) {
 	for i := range 4 {
 		place(fmt.Sprintf("after-%d", i))
 	}
-	loads, err := nodes[0].Loads(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loads := mustLoads(t, ctx, nodes[0])
 	for s, n := range loads {
 		if n != 2 {
 			t.Fatalf("shard %d holds %d of 8 roots on 4 shards: %v", s, n, loads)

@@ -27,17 +27,7 @@ import (
 
 func TestCoresSuiteEmbeddedHost(t *testing.T) {
 	corestest.Run(t, func(t *testing.T) corestest.Harness {
-		h, err := Open(t.Context(), Config{DataDir: t.TempDir(), NodeID: "n0", Logger: quietLog})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { h.Close() })
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		if err := h.WaitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return embeddedHarness{h}
+		return embeddedHarness{openEmbeddedHost(t, 10*time.Second)}
 	})
 }
 
@@ -57,6 +47,23 @@ func TestCoresSuiteClusterUnplacedRoots(t *testing.T) {
 }
 
 var quietLog = slog.New(slog.DiscardHandler)
+
+// openEmbeddedHost opens an embedded host (node n0, logging nowhere) on a temporary data
+// directory, closed when the test ends, and waits up to ready for its shard to be ready.
+func openEmbeddedHost(t *testing.T, ready time.Duration) *Host {
+	t.Helper()
+	h, err := Open(t.Context(), Config{DataDir: t.TempDir(), NodeID: "n0", Logger: quietLog})
+	if err != nil {
+		t.Fatalf("open the embedded host: %v", err)
+	}
+	t.Cleanup(func() { h.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), ready)
+	defer cancel()
+	if err := h.WaitReady(ctx); err != nil {
+		t.Fatalf("the embedded host did not become ready within %v: %v", ready, err)
+	}
+	return h
+}
 
 // testCores is a host's workbench.Cores (api/server's, without the server).
 type testCores struct{ h *Host }

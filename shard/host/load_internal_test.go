@@ -14,16 +14,9 @@ import (
 // holds and their bytes, and names the heaviest roots (by bytes, then name) as candidates,
 // LoadCandidates at most, each with its bytes; the count is reused for storedLoadTTL.
 func TestShardLoadCountsRootsBytesAndNamesTheHeaviest(t *testing.T) {
-	h, err := Open(t.Context(), Config{DataDir: t.TempDir(), NodeID: "n0", Logger: quietLog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := openEmbeddedHost(t, 20*time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	if err := h.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	var total int64
 	roots := LoadCandidates + 4
 	for i := range roots {

@@ -1,9 +1,7 @@
 package worker_test
 
 import (
-	"context"
 	"crypto/sha256"
-	"fmt"
 	"testing"
 	"time"
 
@@ -12,10 +10,10 @@ import (
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/blob/dir"
-	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // gcGrace is the grace period of these tests: short, so they wait about a second.
@@ -35,30 +33,12 @@ type node struct {
 // overwritten body losing its references at once (meta.Retention).
 var pruneAtOnce = meta.Retention{Versions: 1}
 
-// openReplica opens a ready single-voter replica of cfg in a directory of its own (cfg.Dir
-// is set), closed when the test ends.
-func openReplica(t *testing.T, cfg shard.Config) *shard.Shard {
-	t.Helper()
-	cfg.Dir = t.TempDir()
-	sh, err := shard.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := sh.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return sh
-}
-
 // newNode starts a node; cfg.Blobs and cfg.Registerer are the node's, and the intervals
 // the test leaves zero are an hour (nothing runs on a timer unless the test asks). The
 // Set does not lead the shard yet unless lead.
 func newNode(t *testing.T, cfg worker.Config, lead bool) *node {
 	t.Helper()
-	sh := openReplica(t, shard.Config{FSM: meta.Options{History: pruneAtOnce}})
+	sh := workbenchtest.Replica(t, shard.Config{FSM: meta.Options{History: pruneAtOnce}})
 	ds, err := dir.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -222,16 +202,5 @@ func (n *node) record(t *testing.T, body string) (meta.BlobRef, bool) {
 // sweepUntil runs sweeps until done accepts a report, for at most 10 s.
 func (n *node) sweepUntil(t *testing.T, opts worker.GCOptions, done func(worker.GCReport) bool) worker.GCReport {
 	t.Helper()
-	var rep worker.GCReport
-	retry.Within(t, 10*time.Second, "a sweep reaching the expected state", func() error {
-		var err error
-		if rep, err = n.set.CollectGarbage(t.Context(), opts); err != nil {
-			t.Fatalf("sweep: %v", err)
-		}
-		if !done(rep) {
-			return fmt.Errorf("last report %+v", rep)
-		}
-		return nil
-	})
-	return rep
+	return workbenchtest.SweepUntil(t, n.set, opts, done)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // scrubBackend is a real blob store and the two kinds of damage a scrub must find.
@@ -80,7 +81,7 @@ func TestScrubFindsMissingAndCorruptBlobs(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			store := be.open(t)
-			sh := openReplica(t, shard.Config{})
+			sh := workbenchtest.Replica(t, shard.Config{})
 			reg := prometheus.NewRegistry()
 			set := newSet(t, store, reg, worker.Config{})
 			set.Lead(0, sh)

@@ -16,6 +16,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // TestAGCTickSweepsAgainWhileMoreUpToItsBound: one tick of a led shard's collector sweeps,
@@ -150,9 +151,9 @@ func (r *recordingRestorer) count(c worker.Core) int {
 // TestEachLedShardResumesItsOwnRestores: the restorer is called at once for the core of
 // every shard led, and for no other.
 func TestEachLedShardResumesItsOwnRestores(t *testing.T) {
-	a, b, c := openReplica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: "s1r", History: pruneAtOnce}}),
-		openReplica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: "s2r", History: pruneAtOnce}}),
-		openReplica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: "s3r", History: pruneAtOnce}})
+	a, b, c := workbenchtest.Replica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: "s1r", History: pruneAtOnce}}),
+		workbenchtest.Replica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: "s2r", History: pruneAtOnce}}),
+		workbenchtest.Replica(t, shard.Config{FSM: meta.Options{RootUIDPrefix: "s3r", History: pruneAtOnce}})
 	rr := &recordingRestorer{calls: map[worker.Core]int{}}
 	n := newNode(t, worker.Config{Restorer: rr}, false)
 	n.set.Lead(1, a)
@@ -193,7 +194,7 @@ func TestEachLedShardResumesItsOwnRestores(t *testing.T) {
 func TestLeadershipFollowsTheReplicasReports(t *testing.T) {
 	n := newNode(t, worker.Config{}, false)
 	var l worker.Leadership
-	sh := openReplica(t, shard.Config{OnReady: l.OnReady})
+	sh := workbenchtest.Replica(t, shard.Config{OnReady: l.OnReady})
 	if got := n.set.Led(); len(got) != 0 {
 		t.Fatalf("led before Bind: %v", got)
 	}

@@ -3,6 +3,10 @@
 // leader workers of the shard (shard/worker, on demand only), closed when the test ends. No part of it is a mock, so the tests of every surface run against
 // the real write and read paths.
 //
+// Replica (a ready single-voter replica) and SweepUntil (garbage sweeps of a worker Set
+// until a report is the expected one) also serve the tests of shard/worker, whose GC
+// tests drive the same sweeps from below the service.
+//
 // LogBuffer is the log destination those tests read back: safe for a node's goroutines to
 // write while the test reads, and it decodes the audit lines (workbench.Audit) the
 // surfaces write.

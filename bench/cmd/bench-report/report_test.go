@@ -208,18 +208,29 @@ func TestTheMissesAreExplainedWithTheProfilesShares(t *testing.T) {
 	e := &env{objectProfiles: []*job{{id: "object-get-64m-profile", profile: &profileResult{
 		topCum: "      flat  flat%   sum%        cum   cum%\n         0     0% 90.16%      3.37s 43.09%  github.com/zeebo/blake3.(*Hasher).Write\n" +
 			"         0     0% 96.16%      0.15s  1.86%  crypto/internal/fips140/sha256.block\n"}}}}
-	var b strings.Builder
-	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
-	e.renderMisses(w, true, true)
-	out := b.String()
-	for _, want := range []string{"**Cold reads.**", "BLAKE3 (zeebo/blake3, every caller) 43.09% and SHA-256 (sha256.block, every caller) 1.86% of the server's CPU samples", "**Through a follower.**"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the misses paragraph lacks %q:\n%s", want, out)
-		}
+	out := rendered(func(w func(string, ...any)) { e.renderMisses(w, true, true) })
+	containsAll(t, "the misses paragraph", out,
+		"**Cold reads.**", "BLAKE3 (zeebo/blake3, every caller) 43.09% and SHA-256 (sha256.block, every caller) 1.86% of the server's CPU samples", "**Through a follower.**")
+	if out := rendered(func(w func(string, ...any)) { e.renderMisses(w, false, false) }); out != "" {
+		t.Fatalf("no miss, yet: %s", out)
 	}
-	b.Reset()
-	e.renderMisses(w, false, false)
-	if b.Len() != 0 {
-		t.Fatalf("no miss, yet: %s", b.String())
+}
+
+// rendered returns what render writes through the printf-like function the render
+// methods take.
+func rendered(render func(w func(string, ...any))) string {
+	var b strings.Builder
+	render(func(format string, args ...any) { fmt.Fprintf(&b, format, args...) })
+	return b.String()
+}
+
+// containsAll fails the test once for each of wants that text (what in the messages)
+// does not contain, and shows text.
+func containsAll(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
 	}
 }

@@ -48,13 +48,20 @@ func (su Suite) Run(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}
+	// storeWithKey opens a store on a new backing and creates in it a new key named name,
+	// which it returns with the key's token.
+	storeWithKey := func(t *testing.T, name string) (auth.Store, auth.Key, string) {
+		t.Helper()
+		s := open(t, newBacking(t))
+		k, token := newKey(t, name)
+		if err := s.Create(t.Context(), k); err != nil {
+			t.Fatalf("create key %q: %v", name, err)
+		}
+		return s, k, token
+	}
 
 	t.Run("a created key authenticates as its principal", func(t *testing.T) {
-		s := open(t, newBacking(t))
-		k, token := newKey(t, "ci")
-		if err := s.Create(t.Context(), k); err != nil {
-			t.Fatal(err)
-		}
+		s, k, token := storeWithKey(t, "ci")
 		p, err := auth.Authenticate(s, token, now)
 		if err != nil {
 			t.Fatal(err)
@@ -65,11 +72,7 @@ func (su Suite) Run(t *testing.T) {
 	})
 
 	t.Run("a wrong secret, an unknown id and a malformed key are refused", func(t *testing.T) {
-		s := open(t, newBacking(t))
-		k, token := newKey(t, "ci")
-		if err := s.Create(t.Context(), k); err != nil {
-			t.Fatal(err)
-		}
+		s, _, token := storeWithKey(t, "ci")
 		other, otherToken := newKey(t, "not stored")
 		wrong := token[:len(token)-1] + flip(token[len(token)-1])
 		for name, tok := range map[string]string{"wrong secret": wrong, "unknown id": otherToken, "malformed": "cairn_x"} {
@@ -83,11 +86,7 @@ func (su Suite) Run(t *testing.T) {
 	})
 
 	t.Run("a second key with the same id is refused and changes nothing", func(t *testing.T) {
-		s := open(t, newBacking(t))
-		k, token := newKey(t, "first")
-		if err := s.Create(t.Context(), k); err != nil {
-			t.Fatal(err)
-		}
+		s, k, token := storeWithKey(t, "first")
 		dup, _ := newKey(t, "second")
 		dup.ID = k.ID
 		if err := s.Create(t.Context(), dup); !errors.Is(err, auth.ErrKeyExists) {
@@ -154,11 +153,7 @@ func (su Suite) Run(t *testing.T) {
 	})
 
 	t.Run("revoke is idempotent and unknown ids are not found", func(t *testing.T) {
-		s := open(t, newBacking(t))
-		k, token := newKey(t, "ci")
-		if err := s.Create(t.Context(), k); err != nil {
-			t.Fatal(err)
-		}
+		s, k, token := storeWithKey(t, "ci")
 		first, err := s.Revoke(t.Context(), k.ID, now)
 		if err != nil || first.RevokedAt.IsZero() {
 			t.Fatalf("revoke: %+v, %v", first, err)
