@@ -468,7 +468,9 @@ func (c *Client) List(ctx context.Context, agent, wb, dir string, opts ListOptio
 // fn returning fs.SkipDir for a directory entry skips that directory; fs.SkipAll stops
 // the walk with a nil error; any other error stops it and is returned. A listed entry
 // that is not a direct child of the listed directory (it would make the walk loop or
-// escape) is an error wrapping ErrUnsafePath.
+// escape) is an error wrapping ErrUnsafePath. A live walk fails with ReadFenceChanged when
+// the workbench changed while a directory was paged, after fn saw part of the tree: to
+// collect a whole tree, run the walk under RestartListing, starting the collection afresh.
 func (c *Client) Walk(ctx context.Context, agent, wb, dir string, fn func(Entry) error) error {
 	return c.WalkAt(ctx, agent, wb, dir, SnapshotRef{}, fn)
 }

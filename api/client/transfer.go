@@ -36,10 +36,6 @@ const (
 // sectionNames are the five sections of every workbench (docs/workbench.md#common-rules).
 var sectionNames = []string{"input", "scripts", "outputs", "logs", "metadata"}
 
-// exportWalkAttempts bounds how often Export walks the remote tree again after a
-// ReadFenceChanged (the workbench changed while a directory was being paged).
-const exportWalkAttempts = 3
-
 // Path limits of the Workbench contract (docs/workbench.md#common-rules), checked locally by
 // Import before anything is uploaded so a bad name fails the import up front.
 const (
@@ -278,11 +274,14 @@ func mirrorDeletions(ctx context.Context, c *Client, opts ImportOptions, section
 		generation uint64
 	}
 	var gone []stale
-	err := c.Walk(ctx, opts.Agent, opts.Workbench, section, func(e Entry) error {
-		if !e.IsDir() && !keep[e.FullPath()] {
-			gone = append(gone, stale{e.FullPath(), e.Generation})
-		}
-		return nil
+	err := RestartListing(ctx, func() error {
+		gone = gone[:0]
+		return c.Walk(ctx, opts.Agent, opts.Workbench, section, func(e Entry) error {
+			if !e.IsDir() && !keep[e.FullPath()] {
+				gone = append(gone, stale{e.FullPath(), e.Generation})
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("import: list %s for --delete: %w", section, err)
@@ -478,9 +477,10 @@ func checkRemoteName(p string) error {
 // recreating the directory tree (directories 0755; files 0755 if executable, else 0644).
 // Each file is written to a temporary file in its destination directory and renamed into
 // place, so a file appears whole or not at all, and its bytes are checked against the
-// server's Cairn-Digest. The remote tree is walked first (again from the start, up to
-// exportWalkAttempts times, if a listing fails with ReadFenceChanged), then files are
-// fetched.
+// server's Cairn-Digest. The remote tree is walked whole first (again from the start, as
+// RestartListing says, if a listing fails with ReadFenceChanged), then files are fetched:
+// nothing is written before the walk succeeded, and an error means the export is not
+// complete.
 //
 // Errors: a remote path with an empty, ".", ".." or backslash component (one that could
 // escape Dir) wraps ErrUnsafePath and stops the export before any file is written; the
@@ -526,13 +526,10 @@ func Export(ctx context.Context, c *Client, opts ExportOptions) (ExportStats, er
 	}
 	// A live listing fails with ReadFenceChanged when the workbench changes between two
 	// pages of one directory; walking again from the start gives a fresh listing.
-	for attempt := 1; ; attempt++ {
+	err = RestartListing(ctx, func() error {
 		items, dirs, totalBytes = nil, nil, 0
-		err = c.Walk(ctx, opts.Agent, opts.Workbench, opts.Section, visit)
-		if ErrorCode(err) != "ReadFenceChanged" || attempt == exportWalkAttempts {
-			break
-		}
-	}
+		return c.Walk(ctx, opts.Agent, opts.Workbench, opts.Section, visit)
+	})
 	if err != nil {
 		return ExportStats{Duration: time.Since(start)}, fmt.Errorf("export: %w", err)
 	}
