@@ -9,8 +9,8 @@ import (
 
 // ListingAttempts is the most times a live listing is run from its first page when a
 // later page fails with ReadFenceChanged (the workbench changed since the first page;
-// docs/workbench.md, "Cursors"): by ListAll, RestartListing, and so Export and Import's
-// --delete walk.
+// docs/workbench.md, "Cursors"): by RestartListing and ListAll, and so for each
+// directory of Walk, Export and Import's --delete walk.
 const ListingAttempts = 5
 
 // listingPause is the pause before a listing's second run; each further pause doubles
@@ -29,13 +29,15 @@ var ErrWorkbenchKeptChanging = errors.New("the workbench kept changing while it 
 // doubling). A pause that ctx's deadline would cut short is not taken. Any other error, or
 // nil, is returned as list returned it; after the last run the error wraps
 // ErrWorkbenchKeptChanging and the last ReadFenceChanged; when ctx ends during a pause,
-// ctx's error and the last ReadFenceChanged.
+// ctx's error and the last ReadFenceChanged. An error that already wraps
+// ErrWorkbenchKeptChanging (list ran a listing that restarts on its own, as ListAll and
+// Walk do) is returned at once, so bounds never multiply.
 func RestartListing(ctx context.Context, list func() error) error {
 	wait := listingPause
 	for attempt := 1; ; attempt++ {
 		err := list()
-		if ErrorCode(err) != "ReadFenceChanged" {
-			return err
+		if ErrorCode(err) != "ReadFenceChanged" || errors.Is(err, ErrWorkbenchKeptChanging) {
+			return err // an inner RestartListing already spent the bound
 		}
 		if attempt == ListingAttempts {
 			return fmt.Errorf("%w (%d listings from the first page each met a change; listing again is safe): %w",

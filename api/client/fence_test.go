@@ -105,3 +105,69 @@ func TestRestartListingTakesNoPauseTheContextCannotAfford(t *testing.T) {
 		t.Fatalf("canceled: %v", err)
 	}
 }
+
+func TestWalkListsEachDirectoryAgainWhenTheFenceChanges(t *testing.T) {
+	paths := []string{"input/a", "input/b", "input/c", "input/d/e", "input/d/f", "input/d/g", "input/h"}
+	for _, tt := range []struct {
+		name     string
+		failures int
+		wantErr  bool
+	}{
+		{"changes within the bound", ListingAttempts - 1, false},
+		{"a workbench that keeps changing", ListingAttempts, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, c := newFakeServer(t)
+			for _, p := range paths {
+				mustPut(t, c, "a", "w", p, p, PutOptions{})
+			}
+			f.pageCap = 2
+			f.fenceFailures = tt.failures
+			start := f.firstPages()
+			var seen []string
+			err := c.Walk(t.Context(), "a", "w", "input", func(e Entry) error {
+				if !e.IsDir() {
+					seen = append(seen, e.FullPath())
+				}
+				return nil
+			})
+			runs := f.firstPages() - start
+			if tt.wantErr {
+				// The first directory spends the bound; no outer retry multiplies it.
+				if !errors.Is(err, ErrWorkbenchKeptChanging) || ErrorCode(err) != "ReadFenceChanged" || len(seen) != 0 || runs != ListingAttempts {
+					t.Fatalf("%d listings, saw %v, error %v", runs, seen, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A directory's files before its subdirectories' (walk order).
+			want := []string{"input/a", "input/b", "input/c", "input/h", "input/d/e", "input/d/f", "input/d/g"}
+			if strings.Join(seen, ",") != strings.Join(want, ",") {
+				t.Fatalf("walk saw %v, want each of %v once", seen, want)
+			}
+			// input listed failures+1 times, then input/d once.
+			if runs != tt.failures+2 {
+				t.Fatalf("%d listings, want %d", runs, tt.failures+2)
+			}
+		})
+	}
+}
+
+func TestRestartListingAroundAListingThatRestartsDoesNotMultiplyTheBound(t *testing.T) {
+	f, c := newFakeServer(t)
+	for _, n := range []string{"a", "b", "c"} {
+		mustPut(t, c, "a", "w", "input/"+n, n, PutOptions{})
+	}
+	f.pageCap = 2
+	f.fenceFailures = ListingAttempts * ListingAttempts
+	start := f.firstPages()
+	err := RestartListing(t.Context(), func() error {
+		_, err := c.ListAll(t.Context(), "a", "w", "input", ListOptions{})
+		return err
+	})
+	if runs := f.firstPages() - start; !errors.Is(err, ErrWorkbenchKeptChanging) || runs != ListingAttempts {
+		t.Fatalf("%d listings, error %v", runs, err)
+	}
+}

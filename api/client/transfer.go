@@ -274,14 +274,11 @@ func mirrorDeletions(ctx context.Context, c *Client, opts ImportOptions, section
 		generation uint64
 	}
 	var gone []stale
-	err := RestartListing(ctx, func() error {
-		gone = gone[:0]
-		return c.Walk(ctx, opts.Agent, opts.Workbench, section, func(e Entry) error {
-			if !e.IsDir() && !keep[e.FullPath()] {
-				gone = append(gone, stale{e.FullPath(), e.Generation})
-			}
-			return nil
-		})
+	err := c.Walk(ctx, opts.Agent, opts.Workbench, section, func(e Entry) error {
+		if !e.IsDir() && !keep[e.FullPath()] {
+			gone = append(gone, stale{e.FullPath(), e.Generation})
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("import: list %s for --delete: %w", section, err)
@@ -477,8 +474,8 @@ func checkRemoteName(p string) error {
 // recreating the directory tree (directories 0755; files 0755 if executable, else 0644).
 // Each file is written to a temporary file in its destination directory and renamed into
 // place, so a file appears whole or not at all, and its bytes are checked against the
-// server's Cairn-Digest. The remote tree is walked whole first (again from the start, as
-// RestartListing says, if a listing fails with ReadFenceChanged), then files are fetched:
+// server's Cairn-Digest. The remote tree is walked whole first (Walk lists a directory
+// again from its first page when the workbench changed while it was paged), then files are fetched:
 // nothing is written before the walk succeeded, and an error means the export is not
 // complete.
 //
@@ -524,12 +521,9 @@ func Export(ctx context.Context, c *Client, opts ExportOptions) (ExportStats, er
 		totalBytes += e.SizeBytes
 		return nil
 	}
-	// A live listing fails with ReadFenceChanged when the workbench changes between two
-	// pages of one directory; walking again from the start gives a fresh listing.
-	err = RestartListing(ctx, func() error {
-		items, dirs, totalBytes = nil, nil, 0
-		return c.Walk(ctx, opts.Agent, opts.Workbench, opts.Section, visit)
-	})
+	// Walk lists each directory whole, again from its first page when the workbench
+	// changed while it was paged; nothing is written before it is done.
+	err = c.Walk(ctx, opts.Agent, opts.Workbench, opts.Section, visit)
 	if err != nil {
 		return ExportStats{Duration: time.Since(start)}, fmt.Errorf("export: %w", err)
 	}

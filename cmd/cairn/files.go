@@ -228,7 +228,7 @@ func newLsCommand() *cobra.Command {
 			"With -r, list everything below DIR, names relative to DIR. With --at-snapshot, list\n" +
 			"the workbench as it was at a snapshot (an id, digits, or a name). Nothing is printed\n" +
 			"before the listing is whole: one that others' writes invalidate while it is paged is\n" +
-			"listed again from the start (up to " + strconv.Itoa(client.ListingAttempts) + " times); if the workbench keeps changing, ls\n" +
+			"listed again from its first page (up to " + strconv.Itoa(client.ListingAttempts) + " times); if the workbench keeps changing, ls\n" +
 			"prints nothing and fails, and running it again is safe.",
 		Args: argsBetween(0, 1),
 	}
@@ -244,9 +244,8 @@ func newLsCommand() *cobra.Command {
 			dir = strings.TrimSuffix(args[0], "/")
 		}
 		c := newClient(cmd)
-		// The listing is collected whole before a line is printed: a live listing that
-		// meets a change of the workbench is listed again from the start, and what the
-		// abandoned run collected must not have reached stdout.
+		// The listing is collected whole before a line is printed: a failure after part
+		// of it must leave stdout empty.
 		var out bytes.Buffer
 		print := func(e client.Entry, name string) {
 			kind, size, gen := "file", strconv.FormatInt(e.SizeBytes, 10), strconv.FormatUint(e.Generation, 10)
@@ -261,12 +260,11 @@ func newLsCommand() *cobra.Command {
 			if dir != "" {
 				prefix = dir + "/"
 			}
-			err = client.RestartListing(cmd.Context(), func() error {
-				out.Reset()
-				return c.WalkAt(cmd.Context(), t.agent, t.workbench, dir, at, func(e client.Entry) error {
-					print(e, strings.TrimPrefix(e.FullPath(), prefix))
-					return nil
-				})
+			// WalkAt lists each directory whole, again from its first page when the
+			// workbench changed while it was paged; it can still fail after part of the tree.
+			err = c.WalkAt(cmd.Context(), t.agent, t.workbench, dir, at, func(e client.Entry) error {
+				print(e, strings.TrimPrefix(e.FullPath(), prefix))
+				return nil
 			})
 		} else {
 			var entries []client.Entry
@@ -366,8 +364,9 @@ func newExportCommand() *cobra.Command {
 		Long: "Write every file of SECTION into DIR, or, without --section, the whole workbench\n" +
 			"with each section as a subdirectory. Files appear whole (written to a temporary\n" +
 			"file, then renamed); executable files get mode 0755, others 0644. The tree is listed\n" +
-			"whole before any file is written (again from the start, up to " + strconv.Itoa(client.ListingAttempts) + " times, when others'\n" +
-			"writes invalidate the listing); an error means the export is incomplete.",
+			"whole before any file is written (a directory again from its first page, up to " + strconv.Itoa(client.ListingAttempts) + "\n" +
+			"times, when others' writes invalidate its listing); an error means the export is\n" +
+			"incomplete.",
 		Args: argsBetween(1, 1),
 	}
 	t := addTargetFlags(cmd)
