@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +169,24 @@ func TestRestartListingAroundAListingThatRestartsDoesNotMultiplyTheBound(t *test
 		_, err := c.ListAll(t.Context(), "a", "w", "input", ListOptions{})
 		return err
 	})
+	if runs := f.firstPages() - start; !errors.Is(err, ErrWorkbenchKeptChanging) || runs != ListingAttempts {
+		t.Fatalf("%d listings, error %v", runs, err)
+	}
+}
+
+func TestImportDoesNotRetryAListingThatSpentItsRestarts(t *testing.T) {
+	f, c := newFakeServer(t)
+	for _, n := range []string{"a", "b", "c"} {
+		mustPut(t, c, "a", "w", "input/"+n, n, PutOptions{})
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.pageCap = 2
+	f.fenceFailures = 10 * ListingAttempts // answered retryable, as the server does
+	start := f.firstPages()
+	_, err := Import(t.Context(), c, ImportOptions{Agent: "a", Workbench: "w", Section: "input", Dir: dir})
 	if runs := f.firstPages() - start; !errors.Is(err, ErrWorkbenchKeptChanging) || runs != ListingAttempts {
 		t.Fatalf("%d listings, error %v", runs, err)
 	}

@@ -420,10 +420,11 @@ func retryIdempotent(ctx context.Context, send func() error) error {
 // transient reports whether a request that failed with err may succeed if sent again:
 // the server answered a retryable error, or the exchange itself failed (a refused, reset
 // or closed connection, an answer cut off: a *url.Error or an unexpected EOF), unless ctx
-// ended it.
+// ended it or it is a listing that kept meeting changes of the workbench
+// (ErrWorkbenchKeptChanging: its restarts are spent).
 func transient(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
+	if ctx.Err() != nil || errors.Is(err, ErrWorkbenchKeptChanging) {
+		return false // a listing that already spent its own bound of restarts
 	}
 	var e *Error
 	if errors.As(err, &e) {
