@@ -462,13 +462,18 @@ func (c *Client) List(ctx context.Context, agent, wb, dir string, opts ListOptio
 }
 
 // Walk calls fn for every entry below dir ("" = the whole workbench), recursively, paging
-// through cursors. A directory's entries are all reported before Walk descends into its
-// subdirectories (so no cursor is held open across a descent), in listing order.
+// through cursors. A directory is listed whole (ListAll: again from its first page when
+// the workbench changed while it was paged) before fn sees its entries, in listing order,
+// and before Walk descends into its subdirectories (so no cursor is held open across a
+// descent). Each directory is one consistent listing; two directories may be listed at
+// different read versions of a live workbench.
 //
 // fn returning fs.SkipDir for a directory entry skips that directory; fs.SkipAll stops
 // the walk with a nil error; any other error stops it and is returned. A listed entry
 // that is not a direct child of the listed directory (it would make the walk loop or
-// escape) is an error wrapping ErrUnsafePath.
+// escape) is an error wrapping ErrUnsafePath. A directory whose every listing met a change
+// fails the walk with ErrWorkbenchKeptChanging (code ReadFenceChanged) after fn saw part
+// of the tree.
 func (c *Client) Walk(ctx context.Context, agent, wb, dir string, fn func(Entry) error) error {
 	return c.WalkAt(ctx, agent, wb, dir, SnapshotRef{}, fn)
 }
@@ -485,31 +490,24 @@ func (c *Client) WalkAt(ctx context.Context, agent, wb, dir string, at SnapshotR
 
 func (c *Client) walk(ctx context.Context, agent, wb, dir string, at SnapshotRef, fn func(Entry) error) error {
 	var subdirs []string
-	cursor := ""
-	for {
-		page, err := c.List(ctx, agent, wb, dir, ListOptions{Cursor: cursor, Limit: walkPageLimit, AtSnapshot: at})
-		if err != nil {
-			return fmt.Errorf("list %q: %w", dir, err)
+	entries, err := c.ListAll(ctx, agent, wb, dir, ListOptions{Limit: walkPageLimit, AtSnapshot: at})
+	if err != nil {
+		return fmt.Errorf("list %q: %w", dir, err)
+	}
+	for _, e := range entries {
+		if err := checkChild(dir, e); err != nil {
+			return err
 		}
-		for _, e := range page.Entries {
-			if err := checkChild(dir, e); err != nil {
-				return err
-			}
-			err := fn(e)
-			switch {
-			case errors.Is(err, fs.SkipDir) && e.IsDir():
-				continue
-			case err != nil:
-				return err
-			}
-			if e.IsDir() {
-				subdirs = append(subdirs, e.FullPath())
-			}
+		err := fn(e)
+		switch {
+		case errors.Is(err, fs.SkipDir) && e.IsDir():
+			continue
+		case err != nil:
+			return err
 		}
-		if page.NextCursor == "" {
-			break
+		if e.IsDir() {
+			subdirs = append(subdirs, e.FullPath())
 		}
-		cursor = page.NextCursor
 	}
 	for _, sub := range subdirs {
 		if err := c.walk(ctx, agent, wb, sub, at, fn); err != nil {

@@ -100,7 +100,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string, details map
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"status": "error", "code": code, "message": msg,
-		"retryable": status == 503 || status == 429, "details": details,
+		"retryable": status == 503 || status == 429 || code == "ReadFenceChanged", "details": details,
 	})
 }
 

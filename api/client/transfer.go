@@ -36,10 +36,6 @@ const (
 // sectionNames are the five sections of every workbench (docs/workbench.md#common-rules).
 var sectionNames = []string{"input", "scripts", "outputs", "logs", "metadata"}
 
-// exportWalkAttempts bounds how often Export walks the remote tree again after a
-// ReadFenceChanged (the workbench changed while a directory was being paged).
-const exportWalkAttempts = 3
-
 // Path limits of the Workbench contract (docs/workbench.md#common-rules), checked locally by
 // Import before anything is uploaded so a bad name fails the import up front.
 const (
@@ -424,10 +420,11 @@ func retryIdempotent(ctx context.Context, send func() error) error {
 // transient reports whether a request that failed with err may succeed if sent again:
 // the server answered a retryable error, or the exchange itself failed (a refused, reset
 // or closed connection, an answer cut off: a *url.Error or an unexpected EOF), unless ctx
-// ended it.
+// ended it or it is a listing that kept meeting changes of the workbench
+// (ErrWorkbenchKeptChanging: its restarts are spent).
 func transient(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
+	if ctx.Err() != nil || errors.Is(err, ErrWorkbenchKeptChanging) {
+		return false // a listing that already spent its own bound of restarts
 	}
 	var e *Error
 	if errors.As(err, &e) {
@@ -478,9 +475,10 @@ func checkRemoteName(p string) error {
 // recreating the directory tree (directories 0755; files 0755 if executable, else 0644).
 // Each file is written to a temporary file in its destination directory and renamed into
 // place, so a file appears whole or not at all, and its bytes are checked against the
-// server's Cairn-Digest. The remote tree is walked first (again from the start, up to
-// exportWalkAttempts times, if a listing fails with ReadFenceChanged), then files are
-// fetched.
+// server's Cairn-Digest. The remote tree is walked whole first (Walk lists a directory
+// again from its first page when the workbench changed while it was paged), then files are fetched:
+// nothing is written before the walk succeeded, and an error means the export is not
+// complete.
 //
 // Errors: a remote path with an empty, ".", ".." or backslash component (one that could
 // escape Dir) wraps ErrUnsafePath and stops the export before any file is written; the
@@ -524,15 +522,9 @@ func Export(ctx context.Context, c *Client, opts ExportOptions) (ExportStats, er
 		totalBytes += e.SizeBytes
 		return nil
 	}
-	// A live listing fails with ReadFenceChanged when the workbench changes between two
-	// pages of one directory; walking again from the start gives a fresh listing.
-	for attempt := 1; ; attempt++ {
-		items, dirs, totalBytes = nil, nil, 0
-		err = c.Walk(ctx, opts.Agent, opts.Workbench, opts.Section, visit)
-		if ErrorCode(err) != "ReadFenceChanged" || attempt == exportWalkAttempts {
-			break
-		}
-	}
+	// Walk lists each directory whole, again from its first page when the workbench
+	// changed while it was paged; nothing is written before it is done.
+	err = c.Walk(ctx, opts.Agent, opts.Workbench, opts.Section, visit)
 	if err != nil {
 		return ExportStats{Duration: time.Since(start)}, fmt.Errorf("export: %w", err)
 	}

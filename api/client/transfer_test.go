@@ -423,7 +423,8 @@ func TestExportWalksAgainAfterReadFenceChanged(t *testing.T) {
 		wantErr  bool
 	}{
 		{"one fence change is absorbed by a second walk", 1, false},
-		{"a workbench that keeps changing fails with the retryable code", exportWalkAttempts, true},
+		{"the last allowed walk succeeds", ListingAttempts - 1, false},
+		{"a workbench that keeps changing fails with the retryable code", ListingAttempts, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -436,8 +437,11 @@ func TestExportWalksAgainAfterReadFenceChanged(t *testing.T) {
 			dst := t.TempDir()
 			stats, err := Export(t.Context(), c, ExportOptions{Agent: "a", Workbench: "w", Section: "input", Dir: dst})
 			if tt.wantErr {
-				if ErrorCode(err) != "ReadFenceChanged" {
+				if ErrorCode(err) != "ReadFenceChanged" || !errors.Is(err, ErrWorkbenchKeptChanging) {
 					t.Fatalf("got %v", err)
+				}
+				if stats.Files != 0 || len(readTree(t, dst)) != 0 {
+					t.Fatalf("a failed export wrote: stats %+v, tree %v", stats, readTree(t, dst))
 				}
 				return
 			}

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -226,7 +226,10 @@ func newLsCommand() *cobra.Command {
 		Long: "List the entries of DIR (default: the workbench top, where the five sections\n" +
 			"appear as directories), one per line: kind, size in bytes, generation, name.\n" +
 			"With -r, list everything below DIR, names relative to DIR. With --at-snapshot, list\n" +
-			"the workbench as it was at a snapshot (an id, digits, or a name).",
+			"the workbench as it was at a snapshot (an id, digits, or a name). Nothing is printed\n" +
+			"before the listing is whole: one that others' writes invalidate while it is paged is\n" +
+			"listed again from its first page (up to " + strconv.Itoa(client.ListingAttempts) + " times); if the workbench keeps changing, ls\n" +
+			"prints nothing and fails, and running it again is safe.",
 		Args: argsBetween(0, 1),
 	}
 	t := addSnapshotTargetFlags(cmd, "list at this snapshot (id or name)")
@@ -241,48 +244,54 @@ func newLsCommand() *cobra.Command {
 			dir = strings.TrimSuffix(args[0], "/")
 		}
 		c := newClient(cmd)
-		out := bufio.NewWriter(cmd.OutOrStdout())
+		// The listing is collected whole before a line is printed: a failure after part
+		// of it must leave stdout empty.
+		var out bytes.Buffer
 		print := func(e client.Entry, name string) {
 			kind, size, gen := "file", strconv.FormatInt(e.SizeBytes, 10), strconv.FormatUint(e.Generation, 10)
 			name = displayed(name)
 			if e.IsDir() {
 				kind, size, gen, name = "dir", "-", "-", name+"/"
 			}
-			fmt.Fprintf(out, "%-4s %12s %10s %s\n", kind, size, gen, name)
+			fmt.Fprintf(&out, "%-4s %12s %10s %s\n", kind, size, gen, name)
 		}
 		if recursive {
 			prefix := ""
 			if dir != "" {
 				prefix = dir + "/"
 			}
+			// WalkAt lists each directory whole, again from its first page when the
+			// workbench changed while it was paged; it can still fail after part of the tree.
 			err = c.WalkAt(cmd.Context(), t.agent, t.workbench, dir, at, func(e client.Entry) error {
 				print(e, strings.TrimPrefix(e.FullPath(), prefix))
 				return nil
 			})
 		} else {
-			err = listAll(cmd.Context(), c, &t.target, dir, at, func(e client.Entry) { print(e, e.Name) })
+			var entries []client.Entry
+			entries, err = c.ListAll(cmd.Context(), t.agent, t.workbench, dir, client.ListOptions{Limit: lsPageLimit, AtSnapshot: at})
+			for _, e := range entries {
+				print(e, e.Name)
+			}
 		}
-		if ferr := out.Flush(); err == nil {
-			err = ferr
+		if err != nil {
+			return listingError(err)
 		}
+		_, err = out.WriteTo(cmd.OutOrStdout())
 		return err
 	}
 	return cmd
 }
 
-// listAll calls fn for every direct child of dir (at snapshot at, or live for the zero
-// SnapshotRef), following cursors.
-func listAll(ctx context.Context, c *client.Client, t *target, dir string, at client.SnapshotRef, fn func(client.Entry)) error {
-	return eachPage(func(cursor string) (string, error) {
-		page, err := c.List(ctx, t.agent, t.workbench, dir, client.ListOptions{Cursor: cursor, Limit: 1000, AtSnapshot: at})
-		if err != nil {
-			return "", err
-		}
-		for _, e := range page.Entries {
-			fn(e)
-		}
-		return page.NextCursor, nil
-	})
+// lsPageLimit is the page size ls asks for: the most the server gives.
+const lsPageLimit = 1000
+
+// listingError is err of a listing, with the way out when the workbench kept changing
+// under it: a listing at a snapshot is never invalidated by writes.
+func listingError(err error) error {
+	if errors.Is(err, client.ErrWorkbenchKeptChanging) {
+		return fmt.Errorf("%w; to list a fixed state while it is being written, take a snapshot (cairn snapshot) and list with --at-snapshot", err)
+	}
+	return err
 }
 
 func newImportCommand() *cobra.Command {
@@ -354,7 +363,10 @@ func newExportCommand() *cobra.Command {
 		Short: "Download a workbench (or one section) into a local directory",
 		Long: "Write every file of SECTION into DIR, or, without --section, the whole workbench\n" +
 			"with each section as a subdirectory. Files appear whole (written to a temporary\n" +
-			"file, then renamed); executable files get mode 0755, others 0644.",
+			"file, then renamed); executable files get mode 0755, others 0644. The tree is listed\n" +
+			"whole before any file is written (a directory again from its first page, up to " + strconv.Itoa(client.ListingAttempts) + "\n" +
+			"times, when others' writes invalidate its listing); an error means the export is\n" +
+			"incomplete.",
 		Args: argsBetween(1, 1),
 	}
 	t := addTargetFlags(cmd)
@@ -373,6 +385,9 @@ func newExportCommand() *cobra.Command {
 			Progress:    bar.progress,
 		})
 		bar.finish()
+		if errors.Is(err, client.ErrWorkbenchKeptChanging) {
+			return fmt.Errorf("%w; no file was written, and running the export again is safe", err)
+		}
 		if err != nil {
 			return err
 		}
