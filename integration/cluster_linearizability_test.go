@@ -692,11 +692,30 @@ func TestClusterIsolatedLeaderServesNoStaleRead(t *testing.T) {
 		t.Errorf("writes through the isolated old leader were acknowledged: %v", minorityAcks)
 	}
 
-	// Healed: every node serves v2; no minority write survived.
-	for i, s := range lc.servers {
-		code, b := clusterDo(http.MethodGet, fileURL(s.URL, agent, wb, path), nil, 30*time.Second)
-		if code != http.StatusOK || string(b) != "v2" {
-			t.Fatalf("after healing, read through n%d: %d %q, want v2", i, code, b)
+	// Healed: every node serves one value, v2 or a minority write. None of those was
+	// acknowledged, but one may still apply: a write whose body arrived whole goes on when
+	// its client gives up (api/server/unread.go), and the old node forwards it to the
+	// leader it learns of (shard/host/leader.go, within proposeRetryWindow), after the
+	// heal too. Its outcome was unknown, and taking effect after v2 is linearizable. Such a
+	// late write can land between two of the reads below, so a round that disagrees is
+	// read again, until the old node's writes have had every chance to end.
+	settled := time.Now().Add(20 * time.Second)
+	for {
+		values := make([]string, len(lc.servers))
+		for i, s := range lc.servers {
+			code, b := clusterDo(http.MethodGet, fileURL(s.URL, agent, wb, path), nil, 30*time.Second)
+			if v := string(b); code != http.StatusOK || v != "v2" && !strings.HasPrefix(v, "minority-") {
+				t.Fatalf("after healing, read through n%d: %d %q, want v2 or an unacknowledged minority write", i, code, b)
+			}
+			values[i] = string(b)
 		}
+		if values[0] == values[1] && values[1] == values[2] {
+			t.Logf("after healing every node serves %q", values[0])
+			return
+		}
+		if time.Now().After(settled) {
+			t.Fatalf("after healing the nodes still serve different values: %q", values)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
