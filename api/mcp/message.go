@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -207,6 +206,9 @@ func (m *message) request() (q request, ok bool) {
 		return invalid(null, "a message must be a JSON object") // not a *string
 	}
 	if id != nil && !scannedIDValid(id) {
+		if c := id[0]; c == '-' || c >= '0' && c <= '9' {
+			return invalid(id, idRangeRule)
+		}
 		return invalid(null, "id must be a string, an integer or null")
 	}
 	answerID := null
@@ -225,15 +227,14 @@ func (m *message) request() (q request, ok bool) {
 	return request{id: id, method: decodedString(method), params: params}, true
 }
 
-// scannedIDValid is validID for the value of a clean message: a string, an integer (as
-// strconv.ParseInt reads its digits) or null.
+// scannedIDValid is validID for the value of a clean message: a string, an integer within
+// ±maxExactID (as strconv.ParseInt reads its digits) or null.
 func scannedIDValid(v []byte) bool {
 	switch c := v[0]; {
 	case c == '"' || c == 'n':
 		return true
 	case c == '-' || c >= '0' && c <= '9':
-		_, err := strconv.ParseInt(string(v), 10, 64)
-		return err == nil
+		return exactInt(v)
 	}
 	return false
 }

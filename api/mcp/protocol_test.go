@@ -1,0 +1,75 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// statelessList is a tools/list on the stateless lane with id (JSON text): its body and headers.
+func statelessList(id string) (string, []string) {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		[]string{"Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"}
+}
+
+// wantRPCError fails unless an answer is a JSON-RPC error of code with the id as written
+// (raw bytes) and a message containing each of words, as application/json with status.
+func wantRPCError(t *testing.T, what string, status int, ct string, raw []byte, wantStatus, code int, id string, words ...string) {
+	t.Helper()
+	var msg struct {
+		ID    json.RawMessage `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if status != wantStatus || ct != "application/json" || json.Unmarshal(raw, &msg) != nil || msg.Error.Code != code || string(msg.ID) != id {
+		t.Errorf("%s: HTTP %d %s %s; want HTTP %d, code %d, id %s", what, status, ct, raw, wantStatus, code, id)
+		return
+	}
+	for _, w := range words {
+		if !strings.Contains(msg.Error.Message, w) {
+			t.Errorf("%s: message %q does not say %q", what, msg.Error.Message, w)
+		}
+	}
+}
+
+// An integer id the SDK would not keep exactly (it holds number ids as float64 or int64)
+// is refused before the SDK with an invalid request that echoes it as sent and suggests a
+// string id, on both lanes; so is a number id that is not an integer. Ids within
+// ±(2^53-1) are answered with the id as sent, through the SDK and the fast lane alike.
+func TestHTTPNumberIDsTheSDKWouldChangeAreRefused(t *testing.T) {
+	ts := newHTTPServer(t, newService(t, 0))
+	endpoint := ts.URL + "/v1/agents/a/mcp"
+	for _, id := range []string{"9223372036854775807", "12345678901234567", "9007199254740993", "9007199254740992",
+		"-9007199254740992", "99999999999999999999", "7.0", "1e400", "-1E2"} {
+		status, ct, raw := postRaw(t, endpoint, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+		wantRPCError(t, "session-lane ping id "+id, status, ct, raw, http.StatusBadRequest, codeInvalidRequest, id, "9007199254740991", "string")
+		body, hd := statelessList(id)
+		status, ct, raw = postRaw(t, endpoint, body, hd...)
+		wantRPCError(t, "stateless tools/list id "+id, status, ct, raw, http.StatusBadRequest, codeInvalidRequest, id, "9007199254740991", "string")
+		c := laneCall("workbench_list", `{"id":"w"}`)
+		c.body = strings.Replace(c.body, `"id":7`, `"id":`+id, 1)
+		w := c.send(Handler(newService(t, 0), Options{}))
+		wantRPCError(t, "fast-lane call id "+id, w.Code, w.Header().Get("Content-Type"), w.Body.Bytes(), http.StatusBadRequest, codeInvalidRequest, id, "9007199254740991", "string")
+	}
+	h := Handler(newService(t, 0), Options{})
+	for _, id := range []string{"9007199254740991", "-9007199254740991", "999999999999999", "0", "-5", `"9223372036854775807"`} {
+		status, _, raw := postRaw(t, endpoint, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
+		if status != http.StatusOK || !bytes.Contains(raw, []byte(`"id":`+id+`,`)) {
+			t.Errorf("session-lane ping id %s: HTTP %d %s", id, status, raw)
+		}
+		body, hd := statelessList(id)
+		status, _, raw = postRaw(t, endpoint, body, hd...)
+		if status != http.StatusOK || !bytes.Contains(raw, []byte(`"id":`+id+`,`)) {
+			t.Errorf("stateless tools/list id %s: HTTP %d %s", id, status, raw)
+		}
+		c := laneCall("workbench_list", `{"id":"w"}`)
+		c.body = strings.Replace(c.body, `"id":7`, `"id":`+id, 1)
+		if w := c.send(h); w.Code != http.StatusOK || !bytes.HasPrefix(w.Body.Bytes(), []byte(`{"jsonrpc":"2.0","id":`+id+`,"result"`)) {
+			t.Errorf("call id %s: HTTP %d %s", id, w.Code, w.Body.Bytes())
+		}
+	}
+}
