@@ -124,6 +124,25 @@ func checkMessage(line []byte) (id json.RawMessage, why string) {
 		}
 		return null, "a message must be a JSON object"
 	}
+	// encoding/json matches member names case-insensitively and the SDK does not: a
+	// message naming "ID" or "Method" would mean one thing here and another there.
+	if members, ok := membersOf(trimmed, span{0, len(trimmed)}, nil); ok {
+		var variant []byte
+		var field string
+		id := null
+		for _, mb := range members {
+			name := mb.decodedName(trimmed)
+			if f := caseVariant(name); f != "" && variant == nil {
+				variant, field = name, f
+			}
+			if v := mb.value.of(trimmed); string(name) == "id" && validID(v) {
+				id = v
+			}
+		}
+		if variant != nil {
+			return id, caseRule(variant, field)
+		}
+	}
 	var m struct {
 		JSONRPC *string         `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -153,6 +172,23 @@ func checkMessage(line []byte) (id json.RawMessage, why string) {
 		}
 	}
 	return nil, ""
+}
+
+// caseVariant returns the JSON-RPC member (jsonrpc, id, method, params) a member name
+// differs from only by case (as encoding/json folds names: bytes.EqualFold), or "".
+func caseVariant(name []byte) string {
+	for _, f := range messageFields {
+		if bytes.EqualFold(name, f) && !bytes.Equal(name, f) {
+			return string(f)
+		}
+	}
+	return ""
+}
+
+// caseRule is the answer to a message with a member named as a JSON-RPC member but for
+// case.
+func caseRule(name []byte, field string) string {
+	return fmt.Sprintf("member %q is not %q: JSON-RPC member names are case-sensitive", truncate(string(name), 64), field)
 }
 
 // maxExactID is the largest integer id the go-sdk keeps exactly: it holds a number id as

@@ -73,3 +73,32 @@ func TestHTTPNumberIDsTheSDKWouldChangeAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// Messages the SDK would answer in plain text, or drop: a request with a null id (on
+// both lanes), and members named as JSON-RPC members but for case (encoding/json matches
+// names case-insensitively, the SDK does not). Each is a JSON-RPC invalid request naming
+// the member and the rule; the id is echoed when the message has a usable one.
+func TestHTTPMalformedMessagesAreJSONRPCErrors(t *testing.T) {
+	ts := newHTTPServer(t, newService(t, 0))
+	endpoint := ts.URL + "/v1/agents/a/mcp"
+	list, hd := statelessList("null")
+	for _, c := range []struct {
+		body    string
+		headers []string
+		id      string
+		words   []string
+	}{
+		{`{"jsonrpc":"2.0","id":null,"method":"ping","params":{}}`, nil, "null", []string{"ping", "id", "not null"}},
+		{`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, nil, "null", []string{"tools/list", "id", "not null"}},
+		{list, hd, "null", []string{"tools/list", "id", "not null"}},
+		{`{"jsonrpc":"2.0","ID":1,"method":"ping","params":{}}`, nil, "null", []string{`"ID"`, `"id"`, "case-sensitive"}},
+		{`{"JSONRPC":"2.0","id":1,"method":"ping","params":{}}`, nil, "1", []string{`"JSONRPC"`, `"jsonrpc"`, "case-sensitive"}},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","Params":{}}`, nil, "1", []string{`"Params"`, `"params"`, "case-sensitive"}},
+		{`{"jsonrpc":"2.0","id":1,"Method":"ping","params":{}}`, nil, "1", []string{`"Method"`, `"method"`, "case-sensitive"}},
+		{`{"jsonrpc":"2.0","id":"q","method":"ping","params":{},"J\u017fonrpc":"2.0"}`, nil, `"q"`, []string{`"Jſonrpc"`, `"jsonrpc"`, "case-sensitive"}},
+		{`{"jsonrpc":"2.0","a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"id":2,"method":"ping","pArams":{}}`, nil, "2", []string{`"pArams"`, "case-sensitive"}},
+	} {
+		status, ct, raw := postRaw(t, endpoint, c.body, c.headers...)
+		wantRPCError(t, c.body, status, ct, raw, http.StatusBadRequest, codeInvalidRequest, c.id, c.words...)
+	}
+}
