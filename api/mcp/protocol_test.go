@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -100,5 +101,71 @@ func TestHTTPMalformedMessagesAreJSONRPCErrors(t *testing.T) {
 	} {
 		status, ct, raw := postRaw(t, endpoint, c.body, c.headers...)
 		wantRPCError(t, c.body, status, ct, raw, http.StatusBadRequest, codeInvalidRequest, c.id, c.words...)
+	}
+}
+
+// The endpoint's HTTP-level refusals (a method other than POST, a Content-Type other than
+// application/json, an Accept without text/event-stream, an unknown Mcp-Protocol-Version)
+// keep the SDK's statuses but are JSON-RPC errors (id null) naming the header and what it
+// must be; 405 names the allowed method. Requests the SDK serves are still served.
+func TestHTTPTransportRefusalsAreJSONRPCErrors(t *testing.T) {
+	ts := newHTTPServer(t, newService(t, 0))
+	endpoint := ts.URL + "/v1/agents/a/mcp"
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	do := func(method, body string, headers ...string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), method, endpoint, strings.NewReader(body))
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Add(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp, raw
+	}
+	jsonCT, both := []string{"Content-Type", "application/json"}, []string{"Accept", "application/json, text/event-stream"}
+	with := func(hs ...[]string) []string {
+		var out []string
+		for _, h := range hs {
+			out = append(out, h...)
+		}
+		return out
+	}
+	for _, method := range []string{http.MethodGet, http.MethodDelete, http.MethodPut, http.MethodPatch} {
+		resp, raw := do(method, "", with(jsonCT, both)...)
+		wantRPCError(t, method, resp.StatusCode, resp.Header.Get("Content-Type"), raw, http.StatusMethodNotAllowed, codeServerError, "null", "POST", method)
+		if a := resp.Header.Get("Allow"); a != "POST" {
+			t.Errorf("%s: Allow %q", method, a)
+		}
+	}
+	for _, ct := range []string{"text/plain", "", "application/x-www-form-urlencoded", "application/json-seq"} {
+		resp, raw := do(http.MethodPost, list, with([]string{"Content-Type", ct}, both)...)
+		wantRPCError(t, "Content-Type "+ct, resp.StatusCode, resp.Header.Get("Content-Type"), raw, http.StatusUnsupportedMediaType, codeInvalidRequest, "null", "Content-Type", "application/json")
+	}
+	for _, accept := range []string{"application/json", "text/event-stream", "", "text/html, application/xml"} {
+		resp, raw := do(http.MethodPost, list, with(jsonCT, []string{"Accept", accept})...)
+		wantRPCError(t, "Accept "+accept, resp.StatusCode, resp.Header.Get("Content-Type"), raw, http.StatusBadRequest, codeInvalidRequest, "null", "Accept", "text/event-stream", "application/json")
+	}
+	for _, v := range []string{"2020-01-01", "1.0", "2025-06-19"} {
+		resp, raw := do(http.MethodPost, list, with(jsonCT, both, []string{"Mcp-Protocol-Version", v})...)
+		wantRPCError(t, "Mcp-Protocol-Version "+v, resp.StatusCode, resp.Header.Get("Content-Type"), raw, http.StatusBadRequest, codeInvalidRequest, "null", "Mcp-Protocol-Version", v, "2025-11-25")
+	}
+	// What the SDK serves is served: media-type parameters, wildcards, Accept split over
+	// two headers, each protocol version it speaks.
+	for _, hs := range [][]string{
+		with([]string{"Content-Type", "application/json; charset=utf-8"}, both),
+		with(jsonCT, []string{"Accept", "*/*"}),
+		with(jsonCT, []string{"Accept", "application/*;q=0.9, TEXT/*"}),
+		with(jsonCT, []string{"Accept", "application/json", "Accept", "text/event-stream"}),
+		with(jsonCT, both, []string{"Mcp-Protocol-Version", "2025-06-18"}),
+		with(jsonCT, both, []string{"Mcp-Protocol-Version", "2025-03-26"}),
+	} {
+		resp, raw := do(http.MethodPost, list, hs...)
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(raw, []byte(`"workbench_list"`)) {
+			t.Errorf("%v: HTTP %d %.200s", hs, resp.StatusCode, raw)
+		}
 	}
 }
