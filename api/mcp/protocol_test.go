@@ -169,3 +169,45 @@ func TestHTTPTransportRefusalsAreJSONRPCErrors(t *testing.T) {
 		}
 	}
 }
+
+// A tool argument holding a number beyond a float64's range is InvalidArguments naming
+// that member (rule "range"), not the whole arguments object, on the fast lane and
+// through the SDK alike.
+func TestHTTPNumberArgumentsOutOfRangeNameTheirMember(t *testing.T) {
+	svc := newService(t, 0)
+	h := Handler(svc, Options{})
+	ts := newHTTPServer(t, svc)
+	create := laneCall("workbench_create", `{"id":"w"}`)
+	if w := create.send(h); w.Code != http.StatusOK {
+		t.Fatalf("create: %d %s", w.Code, w.Body.Bytes())
+	}
+	for _, c := range []struct{ tool, args, field string }{
+		{"workbench_snapshot", `{"id":"w","ttl_days":1e400}`, "ttl_days"},
+		{"workbench_snapshot", `{"id":"w","ttl_days":` + strings.Repeat("9", 400) + `}`, "ttl_days"},
+		{"workbench_list", `{"id":"w","limit":-1e400}`, "limit"},
+		{"workbench_find", `{"id":"w","offset":1e400}`, "offset"},
+		{"workbench_aggregate", `{"id":"w","measures":[{"name":"n","op":"count"}],"predicates":[{"field":"artifact.size_bytes","op":"gt","value":1},{"field":"artifact.size_bytes","op":"gt","value":-2e999}]}`, "predicates[1].value"},
+	} {
+		check := func(lane string, status int, raw []byte) {
+			t.Helper()
+			var a struct {
+				Result struct {
+					StructuredContent struct {
+						Code    string         `json:"code"`
+						Message string         `json:"message"`
+						Details map[string]any `json:"details"`
+					} `json:"structuredContent"`
+				} `json:"result"`
+			}
+			sc := &a.Result.StructuredContent
+			if status != http.StatusOK || json.Unmarshal(raw, &a) != nil || sc.Code != "InvalidArguments" ||
+				sc.Details["field"] != c.field || sc.Details["rule"] != "range" || !strings.HasPrefix(sc.Message, c.field+": ") || !strings.Contains(sc.Message, "out of range") {
+				t.Errorf("%s %s (%s): HTTP %d %.400s", c.tool, c.args, lane, status, raw)
+			}
+		}
+		w := laneCall(c.tool, c.args).send(h)
+		check("stateless", w.Code, w.Body.Bytes())
+		status, _, raw := postRaw(t, ts.URL+"/v1/agents/a/mcp", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"`+c.tool+`","arguments":`+c.args+`}}`)
+		check("session", status, raw)
+	}
+}
