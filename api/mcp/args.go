@@ -1,8 +1,14 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
+
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // callArgs are a tool call's arguments, decoded once for the audit line and the schema
@@ -59,4 +65,86 @@ func (a callArgs) auditTarget() (id, path string) {
 		path = strings.TrimSuffix(sec+"/"+path, "/")
 	}
 	return id, path
+}
+
+// undecodableArgs is the answer to arguments that do not decode into an `any`. Arguments
+// that reach a tool are clean JSON (the inbound checks), so that is a number beyond a
+// float64's range (1e400, a 400-digit integer), which encoding/json refuses: the answer
+// names its member. Anything else is not a JSON object.
+func undecodableArgs(raw json.RawMessage) *workbench.Error {
+	if at, ok := numberOutOfRange(raw); ok {
+		return invalidArgs(at, "range", fmt.Sprintf("must be a number within ±%g; this one is out of range", math.MaxFloat64))
+	}
+	return invalidArgs("arguments", "json", "must be a JSON object")
+}
+
+// numberOutOfRange returns the path (as explain names fields: "ttl_days",
+// "predicates[0].value", "arguments" for the whole value) of the first number in a JSON
+// text that strconv.ParseFloat, as encoding/json, reads as out of range.
+func numberOutOfRange(raw []byte) (string, bool) {
+	type frame struct {
+		array   bool
+		key     string
+		index   int
+		wantKey bool
+	}
+	var stack []frame
+	path := func() string {
+		var b strings.Builder
+		for _, f := range stack {
+			if f.array {
+				fmt.Fprintf(&b, "[%d]", f.index)
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(f.key)
+		}
+		if b.Len() == 0 {
+			return "arguments"
+		}
+		return truncate(b.String(), 256)
+	}
+	next := func() { // a value of the innermost container ended
+		if n := len(stack); n > 0 {
+			if stack[n-1].array {
+				stack[n-1].index++
+			} else {
+				stack[n-1].wantKey = true
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if n := len(stack); n > 0 && !stack[n-1].array && stack[n-1].wantKey {
+			if key, ok := tok.(string); ok {
+				stack[n-1].key, stack[n-1].wantKey = key, false
+				continue
+			}
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, frame{wantKey: true})
+				continue
+			case '[':
+				stack = append(stack, frame{array: true})
+				continue
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		case json.Number:
+			if _, err := strconv.ParseFloat(string(t), 64); err != nil {
+				return path(), true
+			}
+		}
+		next()
+	}
 }

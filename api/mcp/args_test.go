@@ -10,11 +10,12 @@ import (
 )
 
 // referenceValidateArgs is validateArgs as it was before the arguments were decoded once
-// (decodeCallArgs): it decodes them itself.
+// (decodeCallArgs): it decodes them itself. One change since, on purpose: arguments that
+// do not decode are answered by undecodableArgs, which names a number out of range.
 func (ts *toolSchema) referenceValidateArgs(args json.RawMessage) *workbench.Error {
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
-		return invalidArgs("arguments", "json", "must be a JSON object")
+		return undecodableArgs(args)
 	}
 	if ts.resolved.Validate(v) == nil {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/cairnstore/cairn/internal/strictjson"
@@ -123,6 +124,25 @@ func checkMessage(line []byte) (id json.RawMessage, why string) {
 		}
 		return null, "a message must be a JSON object"
 	}
+	// encoding/json matches member names case-insensitively and the SDK does not: a
+	// message naming "ID" or "Method" would mean one thing here and another there.
+	if members, ok := membersOf(trimmed, span{0, len(trimmed)}, nil); ok {
+		var variant []byte
+		var field string
+		id := null
+		for _, mb := range members {
+			name := mb.decodedName(trimmed)
+			if f := caseVariant(name); f != "" && variant == nil {
+				variant, field = name, f
+			}
+			if v := mb.value.of(trimmed); string(name) == "id" && validID(v) {
+				id = v
+			}
+		}
+		if variant != nil {
+			return id, caseRule(variant, field)
+		}
+	}
 	var m struct {
 		JSONRPC *string         `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -132,6 +152,9 @@ func checkMessage(line []byte) (id json.RawMessage, why string) {
 		return null, "a message must be a JSON object"
 	}
 	if len(m.ID) > 0 && !validID(m.ID) {
+		if isNumber(m.ID) {
+			return m.ID, idRangeRule
+		}
 		return null, "id must be a string, an integer or null"
 	}
 	if len(m.ID) > 0 {
@@ -151,7 +174,46 @@ func checkMessage(line []byte) (id json.RawMessage, why string) {
 	return nil, ""
 }
 
-// validID: a string, an integer, or null.
+// caseVariant returns the JSON-RPC member (jsonrpc, id, method, params) a member name
+// differs from only by case (as encoding/json folds names: bytes.EqualFold), or "".
+func caseVariant(name []byte) string {
+	for _, f := range messageFields {
+		if bytes.EqualFold(name, f) && !bytes.Equal(name, f) {
+			return string(f)
+		}
+	}
+	return ""
+}
+
+// caseRule is the answer to a message with a member named as a JSON-RPC member but for
+// case.
+func caseRule(name []byte, field string) string {
+	return fmt.Sprintf("member %q is not %q: JSON-RPC member names are case-sensitive", truncate(string(name), 64), field)
+}
+
+// maxExactID is the largest integer id the go-sdk keeps exactly: it holds a number id as
+// a float64 (or an int64 read through one), so 2^53+1 would be answered as 2^53 and
+// 2^63-1 as -2^63. An integer id beyond ±maxExactID, or a number id that is not an
+// integer, is refused (idRangeRule) rather than answered under another id.
+const maxExactID = 1<<53 - 1
+
+// idRangeRule is the answer to a number id that is not an integer within ±maxExactID; the
+// id is echoed as sent.
+const idRangeRule = "a number id must be an integer from -9007199254740991 to 9007199254740991 (±(2^53-1)), which every JSON-RPC peer keeps exactly: send a larger id as a string"
+
+// isNumber reports whether a JSON value is a number.
+func isNumber(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && (t[0] == '-' || t[0] >= '0' && t[0] <= '9')
+}
+
+// exactInt reports whether the digits of a JSON number are an integer within ±maxExactID.
+func exactInt(v []byte) bool {
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return err == nil && n >= -maxExactID && n <= maxExactID
+}
+
+// validID: a string, an integer within ±maxExactID, or null.
 func validID(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	switch {
@@ -165,8 +227,7 @@ func validID(raw json.RawMessage) bool {
 	if json.Unmarshal(t, &n) != nil {
 		return false
 	}
-	_, err := n.Int64()
-	return err == nil
+	return exactInt([]byte(n))
 }
 
 func (l *lineWriter) invalidRequest(id json.RawMessage, msg string) {

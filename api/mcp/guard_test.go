@@ -54,7 +54,7 @@ func TestStdioSessionSurvivesMalformedLines(t *testing.T) {
 		`[{"jsonrpc":"2.0","id":5,"method":"tools/list"}]`:     nil,
 		`{"jsonrpc":"1.0","id":7,"method":"tools/list"}`:       float64(7),
 		`{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}`: nil,
-		`{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`:     nil,
+		`{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`:     float64(1.5), // a number id out of the rule is echoed
 		`{"jsonrpc":"2.0","id":"s","method":""}`:               "s",
 	} {
 		send(line)

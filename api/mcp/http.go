@@ -39,7 +39,8 @@ const maxCachedServers = 1024
 //
 // Neither lane keeps state on the server: no Mcp-Session-Id is issued (the session lane's
 // specification makes it optional), every POST carries its own request, and GET (a
-// standalone event stream) is 405. So a session binds nothing: every request of either
+// standalone event stream) is 405, as any method but POST (transport.go: the SDK's
+// refusals of a method or header keep their statuses and are JSON-RPC errors). So a session binds nothing: every request of either
 // lane acts for the principal of its own request context (auth.FromContext, set by the
 // node's key middleware), the Service decides what it may see and do, and the same limits
 // hold; a session id sent by another principal is what an unknown one is, ignored
@@ -106,6 +107,9 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e := meta.ValidateName("agent", agent); e != nil {
 		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound,
 			Message: fmt.Sprintf("no agent root %q", truncate(agent, 128)), Details: map[string]any{}})
+		return
+	}
+	if refuseTransport(w, r) {
 		return
 	}
 	if r.ContentLength > h.opts.MaxMessageBytes {

@@ -20,7 +20,10 @@ import (
 // reference FuzzInboundMatchesTheOldChecks holds the pass to. They are the code of commit
 // 8f36313 (the text checks of which textError still runs) but for one change, in refCheckParams: the old code looked for a member of the
 // wrong kind by ranging over a map, so of two such members it named either; the reference
-// names the first in the message, as checkParams does now.
+// names the first in the message, as checkParams does now. Two rules were added since,
+// on purpose: a request's id may not be null (the SDK answered it in plain text), and a
+// member named as a JSON-RPC member but for case is refused (in checkMessage, which the
+// reference shares; encoding/json matched it and the SDK did not).
 
 func refCheckInbound(msg []byte) *rpcError {
 	null := json.RawMessage("null")
@@ -51,6 +54,8 @@ func refCheckInbound(msg []byte) *rpcError {
 		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a notification and takes no id", m.Method)}
 	case !rule.notification && !isCall:
 		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a request and needs an id", m.Method)}
+	case !rule.notification && string(bytes.TrimSpace(m.ID)) == "null":
+		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a request: its id must be a string or an integer, not null", m.Method)}
 	}
 	if p := bytes.TrimSpace(m.Params); !rule.paramsOptional && (len(p) == 0 || string(p) == "null") {
 		return &rpcError{id, codeInvalidParams, fmt.Sprintf("Invalid params: %s needs params", m.Method)}

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/cairnstore/cairn/internal/strictjson"
 )
@@ -165,15 +163,16 @@ func decodedRequest(msg []byte) request {
 var messageFields = [...][]byte{[]byte("jsonrpc"), []byte("id"), []byte("method"), []byte("params")}
 
 // request reads a clean message from its members as decodedRequest would decode it; ok is
-// false for a message it leaves to decodedRequest: not an object, or with a member whose
-// name encoding/json would match to a field without spelling it exactly (it matches names
-// case-insensitively, with Unicode's simple folding).
+// false for a message it leaves to decodedRequest: not an object, or of more members than
+// the scan kept. A member named as a JSON-RPC member but for case (encoding/json would
+// match it, the SDK would not) is refused, as checkMessage refuses it.
 func (m *message) request() (q request, ok bool) {
 	top, ok := m.topMembers()
 	if !ok {
 		return request{}, false
 	}
-	var jsonrpc, id, method, params []byte
+	var jsonrpc, id, method, params, variant []byte
+	var field string
 	for _, mb := range top {
 		name := mb.decodedName(m.body)
 		switch string(name) {
@@ -186,15 +185,8 @@ func (m *message) request() (q request, ok bool) {
 		case "params":
 			params = mb.value.of(m.body)
 		default:
-			for _, c := range name {
-				if c >= utf8.RuneSelf {
-					return request{}, false
-				}
-			}
-			for _, f := range messageFields {
-				if bytes.EqualFold(name, f) {
-					return request{}, false
-				}
+			if f := caseVariant(name); f != "" && variant == nil {
+				variant, field = name, f
 			}
 		}
 	}
@@ -203,10 +195,19 @@ func (m *message) request() (q request, ok bool) {
 		return request{err: &rpcError{id, codeInvalidRequest, "Invalid Request: " + why}}, true
 	}
 	null := json.RawMessage("null")
+	if variant != nil {
+		if id != nil && scannedIDValid(id) {
+			return invalid(id, caseRule(variant, field))
+		}
+		return invalid(null, caseRule(variant, field))
+	}
 	if jsonrpc != nil && jsonrpc[0] != '"' && jsonrpc[0] != 'n' {
 		return invalid(null, "a message must be a JSON object") // not a *string
 	}
 	if id != nil && !scannedIDValid(id) {
+		if c := id[0]; c == '-' || c >= '0' && c <= '9' {
+			return invalid(id, idRangeRule)
+		}
 		return invalid(null, "id must be a string, an integer or null")
 	}
 	answerID := null
@@ -225,15 +226,14 @@ func (m *message) request() (q request, ok bool) {
 	return request{id: id, method: decodedString(method), params: params}, true
 }
 
-// scannedIDValid is validID for the value of a clean message: a string, an integer (as
-// strconv.ParseInt reads its digits) or null.
+// scannedIDValid is validID for the value of a clean message: a string, an integer within
+// ±maxExactID (as strconv.ParseInt reads its digits) or null.
 func scannedIDValid(v []byte) bool {
 	switch c := v[0]; {
 	case c == '"' || c == 'n':
 		return true
 	case c == '-' || c >= '0' && c <= '9':
-		_, err := strconv.ParseInt(string(v), 10, 64)
-		return err == nil
+		return exactInt(v)
 	}
 	return false
 }
@@ -267,6 +267,8 @@ func (q request) check(body []byte, members []member) *rpcError {
 		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a notification and takes no id", string(q.method))}
 	case !rule.notification && !isCall:
 		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a request and needs an id", string(q.method))}
+	case !rule.notification && string(bytes.TrimSpace(q.id)) == "null":
+		return &rpcError{id, codeInvalidRequest, fmt.Sprintf("Invalid Request: %s is a request: its id must be a string or an integer, not null", string(q.method))}
 	}
 	if p := bytes.TrimSpace(q.params); !rule.paramsOptional && (len(p) == 0 || string(p) == "null") {
 		return &rpcError{id, codeInvalidParams, fmt.Sprintf("Invalid params: %s needs params", string(q.method))}

@@ -96,7 +96,7 @@ func (ts *toolSchema) validateArgs(args json.RawMessage) *workbench.Error {
 // validate is validateArgs of arguments decoded once (decodeCallArgs).
 func (ts *toolSchema) validate(a callArgs) *workbench.Error {
 	if a.err != nil {
-		return invalidArgs("arguments", "json", "must be a JSON object")
+		return undecodableArgs(a.raw)
 	}
 	v := a.value
 	if ts.resolved.Validate(v) == nil {
