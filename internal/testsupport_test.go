@@ -8,7 +8,8 @@ import (
 )
 
 // testSupport are the packages that exist for tests only: retry, etcd, free ports, test certificates, metrics, HTTP requests, the
-// blob conformance suite and damage, the Cores conformance suite, MinIO, and the cluster fixture.
+// blob conformance suite and damage, the Cores conformance suite, the services and sweeps of
+// workbenchtest, MinIO, and the cluster fixture.
 var testSupport = []string{
 	"github.com/cairnstore/cairn/internal/retry",
 	"github.com/cairnstore/cairn/internal/etcdtest",
@@ -18,6 +19,7 @@ var testSupport = []string{
 	"github.com/cairnstore/cairn/internal/httpcall",
 	"github.com/cairnstore/cairn/blob/blobtest",
 	"github.com/cairnstore/cairn/workbench/corestest",
+	"github.com/cairnstore/cairn/workbench/workbenchtest",
 	"github.com/cairnstore/cairn/workbench/auth/authtest",
 	"github.com/cairnstore/cairn/blob/s3/s3test",
 	"github.com/cairnstore/cairn/integration/framework",
