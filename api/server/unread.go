@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 )
 
@@ -71,7 +72,12 @@ func untilBodyEnds(parent context.Context, body *endBody) (context.Context, func
 		}
 	}
 	release := context.AfterFunc(parent, func() {
-		if !body.ended.Load() {
+		// A read in progress may be taking the body's end, and net/http starts watching
+		// the connection inside that read: wait for it to say whether the body ended.
+		body.reading.Lock()
+		ended := body.ended.Load()
+		body.reading.Unlock()
+		if !ended {
 			cancel(context.Cause(parent))
 		}
 	})
@@ -81,17 +87,21 @@ func untilBodyEnds(parent context.Context, body *endBody) (context.Context, func
 // endBody is a request body that records whether it was read to its end: its io.EOF, or
 // its last declared byte (remaining counts down a declared length; -1 when none was),
 // which a handler reads before net/http's body answers io.EOF and starts watching the
-// connection. A chunked body ends only at that io.EOF: a half-close already waiting then is
-// seen by net/http's watcher in a goroutine it starts, which in practice runs after the
-// read has returned here, but nothing orders the two.
+// connection. net/http starts that watcher inside the read that takes the body's end (its
+// last declared byte, or a chunked body's io.EOF), so a half-close already waiting can end
+// the parent before the read returns here: reading is held across a read and its
+// bookkeeping, and the parent's end waits for it before it looks at ended.
 type endBody struct {
 	io.ReadCloser
 	remaining int64
 	ended     atomic.Bool
+	reading   sync.Mutex
 	failed    func() // called on a read error other than io.EOF (untilBodyEnds)
 }
 
 func (b *endBody) Read(p []byte) (int, error) {
+	b.reading.Lock()
+	defer b.reading.Unlock()
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF && b.failed != nil {
 		b.failed()
