@@ -86,6 +86,13 @@ func (m *multipart) completeUpload(w http.ResponseWriter, r *request) error {
 	}
 	req, err := m.composeRequest(r, u, path, in)
 	if err != nil {
+		if codeOf(err) == CodeInvalidPart {
+			// An Abort may have removed the upload, and its parts with it, since it was
+			// found: that is NoSuchUpload, not a part the caller got wrong.
+			if _, ferr := m.findUpload(r); ferr != nil {
+				return ferr
+			}
+		}
 		return err
 	}
 	userCond, userGen, err := m.lookup.writeCondition(r, path)
