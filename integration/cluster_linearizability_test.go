@@ -699,8 +699,8 @@ func TestClusterIsolatedLeaderServesNoStaleRead(t *testing.T) {
 	// heal too. Its outcome was unknown, and taking effect after v2 is linearizable. Such a
 	// late write can land between two of the reads below, so a round that disagrees is
 	// read again, until the old node's writes have had every chance to end.
-	settled := time.Now().Add(20 * time.Second)
-	for {
+	var agreed string
+	retry.Within(t, 20*time.Second, "every node serving one value after the heal", func() error {
 		values := make([]string, len(lc.servers))
 		for i, s := range lc.servers {
 			code, b := clusterDo(http.MethodGet, fileURL(s.URL, agent, wb, path), nil, 30*time.Second)
@@ -709,13 +709,11 @@ func TestClusterIsolatedLeaderServesNoStaleRead(t *testing.T) {
 			}
 			values[i] = string(b)
 		}
-		if values[0] == values[1] && values[1] == values[2] {
-			t.Logf("after healing every node serves %q", values[0])
-			return
+		if values[0] != values[1] || values[1] != values[2] {
+			return fmt.Errorf("the nodes serve %q", values)
 		}
-		if time.Now().After(settled) {
-			t.Fatalf("after healing the nodes still serve different values: %q", values)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		agreed = values[0]
+		return nil
+	})
+	t.Logf("after healing every node serves %q", agreed)
 }
