@@ -78,8 +78,10 @@
 //     refuses (InvalidBucketName), except for S3's least length. A key that is no Cairn
 //     path (a folder marker "dir/", "a//b") names no object: reads answer NoSuchKey,
 //     deletes delete nothing, writes are InvalidArgument saying why.
-//   - A read's response-* parameters set only header values (no control character;
-//     response-expires an HTTP date), InvalidArgument naming the parameter otherwise.
+//   - A read's response-* parameters set only header values (UTF-8 text without a
+//     control character, C1's NEL included, or a line or paragraph separator;
+//     response-expires an HTTP date), InvalidArgument naming the parameter otherwise; an
+//     empty one sets nothing (headers.go).
 //   - Root (routing.go) names a request's agent root only once its signature verified
 //     and its key is live and acts in one root, and reads none of its body: a router
 //     (api/server's, on a cluster node) can still serve it here or forward it whole, and

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -71,10 +73,14 @@ var overrideHeaders = []struct{ param, header string }{
 }
 
 // responseOverrides reads a read's response-* parameters as the headers they set (header
-// name → value). InvalidArgument naming the parameter for a value that is no header
-// field value (a control character such as CR or LF, which would end the header: RFC
-// 9110 §5.5), and for a response-expires that is no HTTP date (RFC 9110 §5.6.7), which
-// is answered in the IMF-fixdate form.
+// name → value). InvalidArgument naming the parameter for a value that is no header value
+// (overrideValue), and for a response-expires that is no HTTP date (RFC 9110 §5.6.7),
+// which is answered in the IMF-fixdate form.
+//
+// A parameter that is absent or empty sets nothing, the same for all six: the answer
+// carries the object's own header, if it has one. S3 ignores an empty override too;
+// refusing only an empty response-expires, the one whose value is parsed, would make the
+// six disagree.
 func responseOverrides(q url.Values) (map[string]string, error) {
 	var out map[string]string
 	for _, o := range overrideHeaders {
@@ -83,8 +89,8 @@ func responseOverrides(q url.Values) (map[string]string, error) {
 		if v == "" {
 			continue
 		}
-		if !httpguts.ValidHeaderFieldValue(v) {
-			return nil, errorf(CodeInvalidArgument, "%s must be a header value: it holds a control character", param)
+		if err := overrideValue(param, v); err != nil {
+			return nil, err
 		}
 		if header == "Expires" {
 			t, err := http.ParseTime(v)
@@ -99,4 +105,30 @@ func responseOverrides(q url.Values) (map[string]string, error) {
 		out[header] = v
 	}
 	return out, nil
+}
+
+// overrideValue refuses (InvalidArgument naming param) a value v that may not be answered
+// as a header's value. The rule: v is RFC 9110 §5.5's field-value (visible ASCII, SP,
+// HTAB, and obs-text, the bytes 0x80–0xFF), and its obs-text is UTF-8 text holding no
+// control character (Unicode Cc: C0, DEL and C1, such as U+0085 NEL) and no line or
+// paragraph separator (U+2028, U+2029). httpguts.ValidHeaderFieldValue checks bytes only,
+// so it passes the UTF-8 of NEL (C2 85) and U+2028 (E2 80 A8) as obs-text; a client or
+// proxy that decodes the header as Latin-1 or Unicode text would read those as the end of
+// a line, and invalid UTF-8 is no text at all (the byte 0x85 alone is NEL in Latin-1).
+// Other non-ASCII text is answered as its UTF-8 bytes. S3 is stricter there: it refuses
+// (InvalidArgument) every character past U+00FF, a value it cannot send as ISO-8859-1,
+// which this gateway answers as UTF-8.
+func overrideValue(param, v string) error {
+	if !httpguts.ValidHeaderFieldValue(v) {
+		return errorf(CodeInvalidArgument, "%s must be a header value: it holds a control character", param)
+	}
+	if !utf8.ValidString(v) {
+		return errorf(CodeInvalidArgument, "%s must be a header value: its bytes past ASCII are not UTF-8", param)
+	}
+	for _, c := range v {
+		if c >= utf8.RuneSelf && unicode.In(c, unicode.Cc, unicode.Zl, unicode.Zp) {
+			return errorf(CodeInvalidArgument, "%s must be a header value: it holds U+%04X, a control character or a line or paragraph separator", param, c)
+		}
+	}
+	return nil
 }
