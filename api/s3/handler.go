@@ -268,7 +268,10 @@ func (h *Handler) route(w http.ResponseWriter, r *request) error {
 			return h.listObjectVersions(w, r.op("ListObjectVersions"))
 		case q.Has("versioning") || q.Has("versions"):
 			return errorf(CodeMethodNotAllowed, "the bucket's versions do not take %s", r.Method)
-		case r.Method == http.MethodGet && q.Get("list-type") == "2":
+		case r.Method == http.MethodGet && q.Has("list-type"):
+			if err := checkListType(q); err != nil {
+				return err
+			}
 			return h.listObjects(w, r.op("ListObjectsV2"), true)
 		case r.Method == http.MethodGet:
 			return h.listObjects(w, r.op("ListObjects"), false)

@@ -311,3 +311,15 @@ func encodeKey(s, enc string) string {
 	}
 	return strings.Join(parts, "/")
 }
+
+// checkListType accepts a listing's list-type only as "2", ListObjectsV2, named once: a
+// listing without list-type is ListObjects (V1). Any other value is InvalidArgument naming
+// the parameter, as on S3, rather than a listing of a kind the client did not ask for.
+// That includes "1": S3 documents no list-type for V1 and no SDK sends one, so a value
+// the gateway does not know is refused rather than guessed.
+func checkListType(q url.Values) error {
+	if v := q["list-type"]; len(v) != 1 || v[0] != "2" {
+		return errorf(CodeInvalidArgument, "list-type must be 2 (ListObjectsV2), or absent for ListObjects")
+	}
+	return nil
+}
