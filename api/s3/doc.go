@@ -72,6 +72,13 @@
 //     XML document (DeleteObjects, CompleteMultipartUpload, CreateBucketConfiguration,
 //     PutBucketVersioning) is read to its bound and no further (readXMLBody): a body
 //     declared or sent longer is MaxMessageLengthExceeded, as on S3.
+//   - An error answered before an authenticated request's body ended (a length declared
+//     past its bound, MaxMessageLengthExceeded or EntityTooLarge, or any refusal found
+//     first) goes out at once, whole (Content-Length), with "Connection: close"; then
+//     what is left of the body is read and discarded, at most maxDiscardBytes within
+//     discardTimeout (answerError, unread.go), so a client that writes its whole body
+//     before it reads gets the answer rather than a reset. A request that asked for 100
+//     Continue and never got it is not read on.
 //   - Names follow S3's rules where clients rely on them (names.go): a key past
 //     MaxKeyBytes (1,024 bytes of UTF-8) is KeyTooLongError on every request that names
 //     it (its path, a copy source, a DeleteObjects entry); CreateBucket refuses a name S3

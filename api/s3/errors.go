@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -186,11 +187,15 @@ func WriteError(w http.ResponseWriter, r *http.Request, requestID string, err er
 	if e.Status() == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1") // every 503 is worth a retry (a moving root, an election)
 	}
-	w.WriteHeader(e.Status())
 	if r.Method == http.MethodHead {
+		w.WriteHeader(e.Status())
 		return
 	}
 	body, _ := xml.Marshal(errorBody{Code: e.Code, Message: e.Message, Resource: r.URL.Path, RequestID: requestID})
+	// The length declared, so that an answer flushed before its request's body ends
+	// (answerError) reaches the client whole in one write, not as an open chunked body.
+	w.Header().Set("Content-Length", strconv.Itoa(len(xml.Header)+len(body)))
+	w.WriteHeader(e.Status())
 	_, _ = w.Write([]byte(xml.Header))
 	_, _ = w.Write(body)
 }

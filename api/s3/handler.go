@@ -115,12 +115,14 @@ type request struct {
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	id := h.nextID()
 	w := deadline.NewWriter(rw, h.cfg.WriteTimeout)
+	var body *requestBody
 	if r.Body != nil && r.Body != http.NoBody {
 		// On a copy: net/http's own request keeps the body it gave, so that an answer
 		// sent before the body is read is not held while net/http drains it.
 		r = r.WithContext(r.Context())
+		body = &requestBody{ReadCloser: r.Body}
 		minRate, window := h.cfg.BodyMinBytesPerSecond, h.cfg.BodyRateWindow
-		r.Body = deadline.NewBody(r.Body, w, minRate, window, func(received int64) error {
+		r.Body = deadline.NewBody(body, w, minRate, window, func(received int64) error {
 			return errorf(CodeRequestTimeout, "your socket connection to the server was not read from or written to within the timeout period: the body arrived slower than %d bytes/s over %s (%d bytes received)",
 				minRate, window, received)
 		})
@@ -143,7 +145,7 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		if !errors.As(err, &e) {
 			h.log.Error("s3: internal error", "request_id", id, "method", r.Method, "err", err)
 		}
-		WriteError(w, r, id, err)
+		answerError(w, r, body, id, err, req != nil) // unread.go
 	}
 }
 
