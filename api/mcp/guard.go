@@ -195,11 +195,16 @@ func caseRule(name []byte, field string) string {
 // a float64 (or an int64 read through one), so 2^53+1 would be answered as 2^53 and
 // 2^63-1 as -2^63. An integer id beyond ±maxExactID, or a number id that is not an
 // integer, is refused (idRangeRule) rather than answered under another id.
+//
+// The SDK answers with the id's value, not its text, so a number id is served only when
+// it is written as that value is written back: digits with an optional minus, no
+// fraction, no exponent, not -0 (the SDK would answer 1.0 as 1, 1e2 as 100, -0 as 0).
+// Any other spelling is refused with idRangeRule, its text echoed as sent.
 const maxExactID = 1<<53 - 1
 
-// idRangeRule is the answer to a number id that is not an integer within ±maxExactID; the
-// id is echoed as sent.
-const idRangeRule = "a number id must be an integer from -9007199254740991 to 9007199254740991 (±(2^53-1)), which every JSON-RPC peer keeps exactly: send a larger id as a string"
+// idRangeRule is the answer to a number id that is not an integer within ±maxExactID
+// written in plain digits; the id is echoed as sent.
+const idRangeRule = "a number id must be an integer from -9007199254740991 to 9007199254740991 (±(2^53-1)) written in plain digits (no fraction, no exponent, not -0), which every JSON-RPC peer keeps exactly: send any other id as a string"
 
 // isNumber reports whether a JSON value is a number.
 func isNumber(raw json.RawMessage) bool {
@@ -207,8 +212,12 @@ func isNumber(raw json.RawMessage) bool {
 	return len(t) > 0 && (t[0] == '-' || t[0] >= '0' && t[0] <= '9')
 }
 
-// exactInt reports whether the digits of a JSON number are an integer within ±maxExactID.
+// exactInt reports whether a JSON number is an integer within ±maxExactID written as the
+// SDK writes it back: plain digits, not -0 (strconv.ParseInt reads "-0" as 0).
 func exactInt(v []byte) bool {
+	if string(v) == "-0" {
+		return false
+	}
 	n, err := strconv.ParseInt(string(v), 10, 64)
 	return err == nil && n >= -maxExactID && n <= maxExactID
 }

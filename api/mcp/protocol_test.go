@@ -45,7 +45,7 @@ func TestHTTPNumberIDsTheSDKWouldChangeAreRefused(t *testing.T) {
 	ts := newHTTPServer(t, newService(t, 0))
 	endpoint := ts.URL + "/v1/agents/a/mcp"
 	for _, id := range []string{"9223372036854775807", "12345678901234567", "9007199254740993", "9007199254740992",
-		"-9007199254740992", "99999999999999999999", "7.0", "1e400", "-1E2"} {
+		"-9007199254740992", "99999999999999999999", "7.0", "1e400", "-1E2", "-0", "-0.0", "0e0", "1.0", "1e2"} {
 		status, ct, raw := postRaw(t, endpoint, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
 		wantRPCError(t, "session-lane ping id "+id, status, ct, raw, http.StatusBadRequest, codeInvalidRequest, id, "9007199254740991", "string")
 		body, hd := statelessList(id)
