@@ -30,7 +30,9 @@
 //   - Protocol errors are JSON-RPC errors, never the SDK's plain text (message.go,
 //     checkInbound): not JSON or nested deeper than maxNestingDepth -32700, not one
 //     message -32600, an unknown method -32601 (the table serverMethods), missing or
-//     mistyped params -32602. Over stdio no line ends the session.
+//     mistyped params -32602. Over stdio each line gets the same checks and answers
+//     (checkClean, shared with checkInbound; the text checks speak of a line, not a body),
+//     and no line ends the session.
 //   - Over HTTP a message is read once before the SDK or the fast lane (inbound.go,
 //     scanMessage): the pass accepts exactly the texts json.Valid, strictjson.Check and
 //     the depth bound accept, and keeps the members the checks and the fast lane read;

@@ -13,12 +13,17 @@ import (
 	"github.com/cairnstore/cairn/internal/strictjson"
 )
 
-// stdioGuard sits between stdin and the SDK's stdio transport. A line that is not valid
-// JSON (or longer than max bytes, or nested deeper than maxNestingDepth) is answered here
-// with a JSON-RPC parse error (-32700, id null) and dropped; a line that is JSON but not a single JSON-RPC 2.0 message (a
-// batch, a scalar, a wrong "jsonrpc", an id that is not a string or an integer) is
-// answered with an invalid-request error (-32600) and dropped. So no line ends the
-// session; valid messages pass unchanged. Blank lines are skipped.
+// stdioGuard sits between stdin and the SDK's stdio transport, and answers each line the
+// SDK should not see as the HTTP endpoint answers such a body (checkInbound), with the
+// same checks: a line that is not valid JSON, not Unicode text, longer than max bytes or
+// nested deeper than maxNestingDepth is a parse error (-32700, id null), in words that
+// speak of a line; a line that is JSON but not one JSON-RPC 2.0 message (a batch, a
+// scalar, a wrong "jsonrpc", an id that is not a string or a plainly written integer
+// within ±(2^53-1), a member named as a JSON-RPC member but for case) is an invalid
+// request (-32600), as are a request whose id is null and a notification with an id; an
+// unknown method is -32601, params of the wrong shape -32602. Each is answered and the
+// line dropped, so no line ends the session; valid messages pass unchanged. Blank lines
+// are skipped.
 type stdioGuard struct {
 	r       *bufio.Reader
 	out     *lineWriter
@@ -38,24 +43,16 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 		}
 		line, tooLong, err := g.readLine()
 		g.err = err
+		var m message
 		switch {
 		case tooLong:
 			g.out.parseError("the message is longer than the server accepts")
 		case len(bytes.TrimSpace(line)) == 0:
-		case !json.Valid(line):
-			g.out.parseError("the line is not valid JSON")
-		case strictjson.Check(line) != nil:
+		case !scanMessage(line, &m):
 			g.refuseText(line)
-		case nestedDeeperThan(line, maxNestingDepth):
-			// The SDK's decoder refuses it and would end the session.
-			g.out.parseError(fmt.Sprintf("the line nests objects and arrays deeper than %d levels", maxNestingDepth))
 		default:
-			if id, why := checkMessage(line); why != "" {
-				g.out.invalidRequest(id, why)
-				continue
-			}
-			if id, why := checkRequestParams(line); why != "" {
-				g.out.rpcError(id, -32602, "Invalid params: "+why)
+			if e := checkClean(line, &m); e != nil {
+				g.out.rpcError(e.id, e.code, e.message)
 				continue
 			}
 			g.pending = append(line, '\n')
@@ -66,17 +63,35 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// refuseText answers a line strictjson.Check refuses: a member named twice (which one
-// wins is not ours to pick) as checkInbound answers it, text that is not Unicode (encoding/json
-// would read it as U+FFFD: an argument so spelled would name another file) as a parse error.
+// refuseText answers a line scanMessage finds not clean, as textError answers such a body
+// but speaking of a line: not JSON, or nested deeper than the SDK's decoder reads (which
+// would end the session), a parse error; a member named twice (which one wins is not ours
+// to pick) as checkInbound answers it; text that is not Unicode (encoding/json would read
+// it as U+FFFD: an argument so spelled would name another file) a parse error.
 func (g *stdioGuard) refuseText(line []byte) {
-	err := strictjson.Check(line)
-	if err.Duplicate {
-		e := duplicateMember(line, err)
+	if !json.Valid(line) {
+		g.out.parseError("the line is not valid JSON")
+		return
+	}
+	if err := strictjson.Check(line); err != nil {
+		if err.Duplicate {
+			e := duplicateMember(line, err)
+			g.out.rpcError(e.id, e.code, e.message)
+			return
+		}
+		g.out.parseError("the line is not Unicode text (valid UTF-8, surrogate escapes in pairs): " + err.Error())
+		return
+	}
+	if nestedDeeperThan(line, maxNestingDepth) {
+		g.out.parseError(fmt.Sprintf("the line nests objects and arrays deeper than %d levels", maxNestingDepth))
+		return
+	}
+	// Not reached while scanMessage is exact (FuzzInboundMatchesTheOldChecks).
+	if e := decodedRequest(line).check(nil, nil); e != nil {
 		g.out.rpcError(e.id, e.code, e.message)
 		return
 	}
-	g.out.parseError("the line is not Unicode text (valid UTF-8, surrogate escapes in pairs): " + err.Error())
+	g.out.parseError("the line is not valid JSON")
 }
 
 // readLine returns the next line without its newline; a line above max bytes is read to
@@ -237,11 +252,6 @@ func validID(raw json.RawMessage) bool {
 		return false
 	}
 	return exactInt([]byte(n))
-}
-
-func (l *lineWriter) invalidRequest(id json.RawMessage, msg string) {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": -32600, "message": "Invalid Request: " + msg}})
-	l.Write(append(b, '\n'))
 }
 
 func (l *lineWriter) rpcError(id json.RawMessage, code int, msg string) {

@@ -98,6 +98,12 @@ func checkInbound(msg []byte, m *message) *rpcError {
 		// Not reached while scanMessage is exact (FuzzInboundMatchesTheOldChecks).
 		return decodedRequest(msg).check(nil, nil)
 	}
+	return checkClean(msg, m)
+}
+
+// checkClean is checkInbound's verdict on a message scanMessage found clean (m): the
+// JSON-RPC checks both transports make (the stdio guard calls it for each line).
+func checkClean(msg []byte, m *message) *rpcError {
 	q, ok := m.request()
 	if !ok {
 		return decodedRequest(msg).check(nil, nil)
