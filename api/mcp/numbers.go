@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/cairnstore/cairn/internal/strictjson"
 	"github.com/cairnstore/cairn/workbench"
 )
 
@@ -45,7 +46,7 @@ func judgeNumber(lit string) numberText {
 	if err != nil {
 		return numberPlain // out of range: encoding/json refuses it (undecodableArgs)
 	}
-	zero, integral := decimalValue(lit)
+	zero, integral := strictjson.Decimal(lit)
 	switch {
 	case zero:
 		return numberPlain
@@ -55,39 +56,6 @@ func judgeNumber(lit string) numberText {
 		return numberFraction
 	}
 	return numberPlain
-}
-
-// maxExponent bounds the exponent decimalValue reads: a number of a longer exponent is
-// zero, beyond a float64's range, or nearer zero than any float64 all the same.
-const maxExponent = 1 << 30
-
-// decimalValue reports whether the text of a JSON number (-?digits[.digits][e[+-]digits])
-// is zero, and whether it is an integer, as decimal arithmetic reads it.
-func decimalValue(lit string) (zero, integral bool) {
-	lit = strings.TrimPrefix(lit, "-")
-	mant, expText := lit, ""
-	if i := strings.IndexAny(lit, "eE"); i >= 0 {
-		mant, expText = lit[:i], lit[i+1:]
-	}
-	whole, frac, _ := strings.Cut(mant, ".")
-	digits := strings.TrimLeft(whole+frac, "0")
-	if digits == "" {
-		return true, true
-	}
-	exp, err := strconv.Atoi(strings.TrimPrefix(expText, "+"))
-	if expText == "" {
-		exp, err = 0, nil
-	}
-	if err != nil || exp > maxExponent || exp < -maxExponent {
-		exp = maxExponent
-		if strings.HasPrefix(expText, "-") {
-			exp = -maxExponent
-		}
-	}
-	// digits × 10^(exp - len(frac)): an integer when the power, with the trailing zeros
-	// of digits moved into it, is not negative.
-	scale := exp - len(frac) + len(digits) - len(strings.TrimRight(digits, "0"))
-	return false, scale >= 0
 }
 
 // hasFractionOrExponent reports whether a clean JSON text has a number written with a

@@ -58,3 +58,31 @@ func TestARepeatedQueryParameterIsRefusedNamingIt(t *testing.T) {
 		}
 	}
 }
+
+// A number in a query parameter or a tool body is read from its text, as over MCP: a
+// limit of 1e-400 (0 as a float64), 90.0000000000000001 (90 as a float64), 1e2 or 1.0 is
+// not an integer's digits and is refused naming the parameter, never read as another
+// number; so is such a number in an integer member of a JSON body.
+func TestNumbersAreReadFromTheirText(t *testing.T) {
+	srv := newServer(t)
+	wb := srv.URL + "/v1/agents/a/workbenches/w"
+	expect(t, do(t, "PUT", wb, nil), 201, "")
+	for _, lit := range []string{"1e-400", "90.0000000000000001", "1e1", "1.0", "-0"} {
+		for _, u := range []string{wb + "/list?limit=" + lit, wb + "/snapshots?limit=" + lit, wb + "/diff?from=live&limit=" + lit} {
+			r := do(t, "GET", u, nil)
+			if details, _ := r.json["details"].(map[string]any); r.status != http.StatusBadRequest || r.json["code"] != "InvalidArguments" || details["field"] != "limit" {
+				t.Errorf("GET %s: %d %s, want 400 InvalidArguments naming limit", u, r.status, r.body)
+			}
+		}
+	}
+	for _, lit := range []string{"1e-400", "90.0000000000000001"} {
+		r := do(t, "POST", wb+"/snapshots", strings.NewReader(`{"ttl_days":`+lit+`}`))
+		if details, _ := r.json["details"].(map[string]any); r.status != http.StatusBadRequest || details["field"] != "ttl_days" {
+			t.Errorf("snapshot ttl_days %s: %d %s, want 400 naming ttl_days", lit, r.status, r.body)
+		}
+	}
+	r := do(t, "POST", srv.URL+"/v1/agents/a/search", strings.NewReader(`{"predicates":[{"field":"artifact.size_bytes","op":"gt","value":1e-400}]}`))
+	if details, _ := r.json["details"].(map[string]any); r.status != http.StatusBadRequest || details["field"] != "predicates[0].value" {
+		t.Errorf("search value 1e-400: %d %s, want 400 naming predicates[0].value", r.status, r.body)
+	}
+}
