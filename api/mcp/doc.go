@@ -38,7 +38,8 @@
 //     message -32600, an unknown method -32601 (the table serverMethods), missing or
 //     mistyped params -32602. Over stdio each line gets the same checks and answers
 //     (checkClean, shared with checkInbound; the text checks speak of a line, not a body),
-//     and no line ends the session.
+//     except that a well-formed notification they refuse is dropped unanswered (JSON-RPC
+//     2.0 forbids answering a notification), and no line ends the session.
 //   - Over HTTP a message is read once before the SDK or the fast lane (inbound.go,
 //     scanMessage): the pass accepts exactly the texts json.Valid, strictjson.Check and
 //     the depth bound accept, and keeps the members the checks and the fast lane read;

@@ -23,7 +23,10 @@ import (
 // request (-32600), as are a request whose id is null and a notification with an id; an
 // unknown method is -32601, params of the wrong shape -32602. Each is answered and the
 // line dropped, so no line ends the session; valid messages pass unchanged. Blank lines
-// are skipped.
+// are skipped. One difference from HTTP, where every POST gets an answer: a well-formed
+// message without an id is a notification, which JSON-RPC 2.0 forbids answering, so one
+// the checks refuse (an unknown method, a request's method sent without an id) is dropped
+// unanswered.
 type stdioGuard struct {
 	r       *bufio.Reader
 	out     *lineWriter
@@ -52,7 +55,9 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 			g.refuseText(line)
 		default:
 			if e := checkClean(line, &m); e != nil {
-				g.out.rpcError(e.id, e.code, e.message)
+				if !wellFormedNotification(line, &m) {
+					g.out.rpcError(e.id, e.code, e.message)
+				}
 				continue
 			}
 			g.pending = append(line, '\n')

@@ -101,8 +101,9 @@ func TestStdioSessionSurvivesMalformedLines(t *testing.T) {
 // A line over stdio that the HTTP endpoint refuses as a JSON-RPC error is refused over
 // stdio with the same error (code, message, and the id byte for byte), before the SDK
 // sees it: a request with a null id, a member named as a JSON-RPC member but for case, a
-// number id the SDK would answer under another spelling, a notification with an id, a
-// request without one, params of the wrong shape, an unknown method. The session goes on.
+// number id the SDK would answer under another spelling, a notification with an id,
+// params of the wrong shape, an unknown method. A notification the checks refuse is
+// dropped unanswered. The session goes on.
 func TestStdioRefusesWhatHTTPRefuses(t *testing.T) {
 	svc := newService(t, 0)
 	endpoint := newHTTPServer(t, svc).URL + "/v1/agents/a/mcp"
@@ -168,7 +169,6 @@ func TestStdioRefusesWhatHTTPRefuses(t *testing.T) {
 		`{"jsonrpc":"2.0","id":-0,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":1e2,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":3,"method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","method":"tools/list"}`,
 		`{"jsonrpc":"2.0","id":4,"method":"tools/call"}`,
 		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":1}}`,
 		`{"jsonrpc":"2.0","id":6,"method":"nope/nothing"}`,
@@ -181,6 +181,17 @@ func TestStdioRefusesWhatHTTPRefuses(t *testing.T) {
 		}
 		if json.Unmarshal(overStdio, &s) != nil || s.Error == nil || s.Error.Code != h.Error.Code || s.Error.Message != h.Error.Message || !bytes.Equal(s.ID, h.ID) {
 			t.Errorf("%s:\n over stdio %s\n over HTTP  %s", line, overStdio, overHTTP)
+		}
+	}
+	// Notifications the checks refuse are dropped unanswered over stdio (JSON-RPC 2.0
+	// forbids answering a notification): the next answer is the ping's.
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","method":"tools/list"}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"workbench_list"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/nope"}`,
+	} {
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if raw := exchange(`{"jsonrpc":"2.0","id":-7,"method":"ping"}`); !bytes.HasPrefix(raw, []byte(`{"jsonrpc":"2.0","id":-7,"result":`)) {

@@ -112,6 +112,16 @@ func checkClean(msg []byte, m *message) *rpcError {
 	return q.check(m.body, params)
 }
 
+// wellFormedNotification reports whether a clean message is a JSON-RPC notification: it
+// passes the message checks (checkMessage's) and has a method and no id member.
+func wellFormedNotification(msg []byte, m *message) bool {
+	q, ok := m.request()
+	if !ok {
+		q = decodedRequest(msg)
+	}
+	return q.err == nil && q.method != nil && len(q.id) == 0
+}
+
 // textError is the answer to a message that is not clean (inbound.go): empty, not JSON, not
 // Unicode text, a member named twice, or nested deeper than maxNestingDepth; nil when it
 // is clean.
