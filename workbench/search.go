@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/cairnstore/cairn/internal/strictjson"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -114,6 +116,9 @@ func predicates(in []PredicateInput) ([]meta.Predicate, *Error) {
 			var v any
 			if err := decodeNumberJSON(p.Value, &v); err != nil {
 				return nil, invalidArgument("predicates["+strconv.Itoa(i)+"].value", "is not valid JSON")
+			}
+			if werr := underflowIn("predicates["+strconv.Itoa(i)+"].value", v); werr != nil {
+				return nil, werr
 			}
 			mp.Value = v
 		}
@@ -373,4 +378,31 @@ func decodeNumberJSON(raw []byte, v *any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	return dec.Decode(v)
+}
+
+// underflowIn refuses a predicate value (a number, or an array of them) whose text is not
+// 0 but nearer 0 than any float64 (1e-400): it would be compared as 0. The answer names
+// it with rule "range", as MCP's schema check does (api/mcp/numbers.go).
+func underflowIn(field string, v any) *Error {
+	check := func(field string, x any) *Error {
+		if n, ok := x.(json.Number); ok && strictjson.Underflows(string(n)) {
+			lit := string(n)
+			if len(lit) > 64 {
+				lit = lit[:64] + "…"
+			}
+			e := invalidArgument(field, "must be 0 or at least %g in magnitude; %s is not 0 but nearer 0 than that, and would read as 0", math.SmallestNonzeroFloat64, lit)
+			e.Details["rule"] = "range"
+			return e
+		}
+		return nil
+	}
+	if items, ok := v.([]any); ok {
+		for j, x := range items {
+			if werr := check(field+"["+strconv.Itoa(j)+"]", x); werr != nil {
+				return werr
+			}
+		}
+		return nil
+	}
+	return check(field, v)
 }

@@ -82,30 +82,50 @@ func undecodableArgs(raw json.RawMessage) *workbench.Error {
 // "predicates[0].value", "arguments" for the whole value) of the first number in a JSON
 // text that strconv.ParseFloat, as encoding/json, reads as out of range.
 func numberOutOfRange(raw []byte) (string, bool) {
-	type frame struct {
-		array   bool
-		key     string
-		index   int
-		wantKey bool
-	}
-	var stack []frame
-	path := func() string {
-		var b strings.Builder
-		for _, f := range stack {
-			if f.array {
-				fmt.Fprintf(&b, "[%d]", f.index)
-				continue
-			}
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(f.key)
+	var at string
+	found := walkNumbers(raw, func(path []pathStep, lit string) bool {
+		if _, err := strconv.ParseFloat(lit, 64); err != nil {
+			at = fieldPath(path)
+			return true
 		}
-		if b.Len() == 0 {
-			return "arguments"
+		return false
+	})
+	return at, found
+}
+
+// pathStep is one step of the path to a value in a JSON text: into an object's member key,
+// or an array's item index.
+type pathStep struct {
+	array   bool
+	key     string
+	index   int
+	wantKey bool // in an object, between members
+}
+
+// fieldPath names a path as explain names fields: "ttl_days", "predicates[0].value",
+// "arguments" for the whole value.
+func fieldPath(path []pathStep) string {
+	var b strings.Builder
+	for _, f := range path {
+		if f.array {
+			fmt.Fprintf(&b, "[%d]", f.index)
+			continue
 		}
-		return truncate(b.String(), 256)
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(f.key)
 	}
+	if b.Len() == 0 {
+		return "arguments"
+	}
+	return truncate(b.String(), 256)
+}
+
+// walkNumbers calls visit with the path and the text of each number of a JSON text, in
+// order, until visit returns true, and reports whether it did.
+func walkNumbers(raw []byte, visit func(path []pathStep, lit string) bool) bool {
+	var stack []pathStep
 	next := func() { // a value of the innermost container ended
 		if n := len(stack); n > 0 {
 			if stack[n-1].array {
@@ -120,7 +140,7 @@ func numberOutOfRange(raw []byte) (string, bool) {
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return "", false
+			return false
 		}
 		if n := len(stack); n > 0 && !stack[n-1].array && stack[n-1].wantKey {
 			if key, ok := tok.(string); ok {
@@ -132,17 +152,17 @@ func numberOutOfRange(raw []byte) (string, bool) {
 		case json.Delim:
 			switch t {
 			case '{':
-				stack = append(stack, frame{wantKey: true})
+				stack = append(stack, pathStep{wantKey: true})
 				continue
 			case '[':
-				stack = append(stack, frame{array: true})
+				stack = append(stack, pathStep{array: true})
 				continue
 			default:
 				stack = stack[:len(stack)-1]
 			}
 		case json.Number:
-			if _, err := strconv.ParseFloat(string(t), 64); err != nil {
-				return path(), true
+			if visit(stack, string(t)) {
+				return true
 			}
 		}
 		next()

@@ -4,18 +4,23 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairnstore/cairn/workbench"
 )
 
 // referenceValidateArgs is validateArgs as it was before the arguments were decoded once
-// (decodeCallArgs): it decodes them itself. One change since, on purpose: arguments that
-// do not decode are answered by undecodableArgs, which names a number out of range.
+// (decodeCallArgs): it decodes them itself. Two changes since, on purpose: arguments that
+// do not decode are answered by undecodableArgs, which names a number out of range, and
+// a number whose float64 hides what its text says by hiddenNumber.
 func (ts *toolSchema) referenceValidateArgs(args json.RawMessage) *workbench.Error {
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
 		return undecodableArgs(args)
+	}
+	if werr := ts.hiddenNumber(args); werr != nil {
+		return werr
 	}
 	if ts.resolved.Validate(v) == nil {
 		return nil
@@ -52,6 +57,14 @@ func checkDecodedOnce(t *testing.T, names []string, schemas []*toolSchema, args 
 	if id != wantID || path != wantPath {
 		t.Fatalf("%q: audit target (%q, %q), decoded separately (%q, %q)", args, id, path, wantID, wantPath)
 	}
+	if json.Valid(args) {
+		// The fast pass finds a number with a fraction or an exponent exactly when the
+		// decoder's tokens have one.
+		want := walkNumbers(args, func(_ []pathStep, lit string) bool { return strings.ContainsAny(lit, ".eE") })
+		if got := hasFractionOrExponent(args); got != want {
+			t.Fatalf("%q: hasFractionOrExponent %v, the decoder's numbers %v", args, got, want)
+		}
+	}
 	for i, ts := range schemas {
 		got, want := ts.validate(a), ts.referenceValidateArgs(json.RawMessage(args))
 		if !reflect.DeepEqual(got, want) {
@@ -74,6 +87,27 @@ var argumentSeeds = []string{
 	`{"id":"\ud800","path":"\u00e9"}`, "{\"id\":\"\xff\",\"path\":\"p\"}", "{\"i\xffd\":\"w\"}", `{"id":"w",}`, `{"id"`,
 	`{"id":"w","limit":2.0,"offset":1e2}`, `{"id":"w","snapshot_id":3,"name":"nightly"}`, `{"id":"w","limit":-1}`,
 	`{"id":"w","predicates":[{"field":"artifact.size_bytes","op":"gt","value":1}],"limit":5}`, ` {"id" : "w" } `,
+	`{"id":"w","limit":1e-400}`, `{"id":"w","ttl_days":90.0000000000000001}`, `{"id":"w","at_snapshot":-0.0e-5}`,
+	`{"id":"w\\","path":"1.5\"e","limit":7}`, `{"id":"w","metadata":{"x":[1e-999,2.00000000000000001]},"ttl_days":1E+1}`,
+	`{"predicates":[{"field":"f","op":"in","value":[1,-1e-330,"2.5"]}]}`, `[1,2,-3]`, `-4.0`,
+}
+
+// A number's text is judged exactly: zero, underflow to 0, and a fraction that its
+// float64 rounds away, in any spelling.
+func TestNumbersAreJudgedOnTheirText(t *testing.T) {
+	for lit, want := range map[string]numberText{
+		"0": numberPlain, "-0": numberPlain, "0.000": numberPlain, "-0.0e-99999999999999999999": numberPlain, "0e400": numberPlain,
+		"7": numberPlain, "1.0": numberPlain, "1e2": numberPlain, "1.50e1": numberPlain, "12345e-3": numberPlain, "1.5": numberPlain,
+		"1e-400": numberUnderflow, "-1e-400": numberUnderflow, "2e-324": numberUnderflow, "0.00000e-1000000000000": numberPlain,
+		"1e-99999999999999999999": numberUnderflow, "5e-324": numberPlain, "1e-320": numberPlain,
+		"90.0000000000000001": numberFraction, "9.00000000000000001e1": numberFraction, "4503599627370496.5": numberFraction,
+		"1.0000000000000000001e0": numberFraction, "100000000000000000000.5": numberFraction, "1e400": numberPlain,
+		"123456789012345678901234567890": numberPlain, "1.5e-1": numberPlain, "2.50e0": numberPlain,
+	} {
+		if got := judgeNumber(lit); got != want {
+			t.Errorf("%s: judged %d, want %d", lit, got, want)
+		}
+	}
 }
 
 func TestArgumentsDecodedOnceAsSeparately(t *testing.T) {

@@ -12,6 +12,12 @@
 //     tools/list advertises; arguments are validated against them here, and invalid input is
 //     answered with the contract's InvalidArguments envelope naming the field and the rule,
 //     never with the SDK's text.
+//   - A tool argument's number is judged on its text, not on the float64 it decodes to
+//     (numbers.go): one beyond a float64's range or not 0 but nearer 0 than any float64
+//     is refused naming its member (rule "range"), and one that is not an integer where
+//     the schema takes only integers (90.0000000000000001) is refused as 1.5 is, though
+//     its float64 is an integer. Numbers inside a member the schema leaves free are kept
+//     as written.
 //   - Every tools/call that reaches a handler is answered with a tool result, never a
 //     JSON-RPC error: success is the result object, failure the contract's error envelope
 //     {"status","code","message","retryable","details"} with isError set; both come as one
@@ -30,7 +36,10 @@
 //   - Protocol errors are JSON-RPC errors, never the SDK's plain text (message.go,
 //     checkInbound): not JSON or nested deeper than maxNestingDepth -32700, not one
 //     message -32600, an unknown method -32601 (the table serverMethods), missing or
-//     mistyped params -32602. Over stdio no line ends the session.
+//     mistyped params -32602. Over stdio each line gets the same checks and answers
+//     (checkClean, shared with checkInbound; the text checks speak of a line, not a body),
+//     except that a well-formed notification they refuse is dropped unanswered (JSON-RPC
+//     2.0 forbids answering a notification), and no line ends the session.
 //   - Over HTTP a message is read once before the SDK or the fast lane (inbound.go,
 //     scanMessage): the pass accepts exactly the texts json.Valid, strictjson.Check and
 //     the depth bound accept, and keeps the members the checks and the fast lane read;

@@ -13,12 +13,20 @@ import (
 	"github.com/cairnstore/cairn/internal/strictjson"
 )
 
-// stdioGuard sits between stdin and the SDK's stdio transport. A line that is not valid
-// JSON (or longer than max bytes, or nested deeper than maxNestingDepth) is answered here
-// with a JSON-RPC parse error (-32700, id null) and dropped; a line that is JSON but not a single JSON-RPC 2.0 message (a
-// batch, a scalar, a wrong "jsonrpc", an id that is not a string or an integer) is
-// answered with an invalid-request error (-32600) and dropped. So no line ends the
-// session; valid messages pass unchanged. Blank lines are skipped.
+// stdioGuard sits between stdin and the SDK's stdio transport, and answers each line the
+// SDK should not see as the HTTP endpoint answers such a body (checkInbound), with the
+// same checks: a line that is not valid JSON, not Unicode text, longer than max bytes or
+// nested deeper than maxNestingDepth is a parse error (-32700, id null), in words that
+// speak of a line; a line that is JSON but not one JSON-RPC 2.0 message (a batch, a
+// scalar, a wrong "jsonrpc", an id that is not a string or a plainly written integer
+// within ±(2^53-1), a member named as a JSON-RPC member but for case) is an invalid
+// request (-32600), as are a request whose id is null and a notification with an id; an
+// unknown method is -32601, params of the wrong shape -32602. Each is answered and the
+// line dropped, so no line ends the session; valid messages pass unchanged. Blank lines
+// are skipped. One difference from HTTP, where every POST gets an answer: a well-formed
+// message without an id is a notification, which JSON-RPC 2.0 forbids answering, so one
+// the checks refuse (an unknown method, a request's method sent without an id) is dropped
+// unanswered.
 type stdioGuard struct {
 	r       *bufio.Reader
 	out     *lineWriter
@@ -38,24 +46,18 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 		}
 		line, tooLong, err := g.readLine()
 		g.err = err
+		var m message
 		switch {
 		case tooLong:
 			g.out.parseError("the message is longer than the server accepts")
 		case len(bytes.TrimSpace(line)) == 0:
-		case !json.Valid(line):
-			g.out.parseError("the line is not valid JSON")
-		case strictjson.Check(line) != nil:
+		case !scanMessage(line, &m):
 			g.refuseText(line)
-		case nestedDeeperThan(line, maxNestingDepth):
-			// The SDK's decoder refuses it and would end the session.
-			g.out.parseError(fmt.Sprintf("the line nests objects and arrays deeper than %d levels", maxNestingDepth))
 		default:
-			if id, why := checkMessage(line); why != "" {
-				g.out.invalidRequest(id, why)
-				continue
-			}
-			if id, why := checkRequestParams(line); why != "" {
-				g.out.rpcError(id, -32602, "Invalid params: "+why)
+			if e := checkClean(line, &m); e != nil {
+				if !wellFormedNotification(line, &m) {
+					g.out.rpcError(e.id, e.code, e.message)
+				}
 				continue
 			}
 			g.pending = append(line, '\n')
@@ -66,17 +68,35 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// refuseText answers a line strictjson.Check refuses: a member named twice (which one
-// wins is not ours to pick) as checkInbound answers it, text that is not Unicode (encoding/json
-// would read it as U+FFFD: an argument so spelled would name another file) as a parse error.
+// refuseText answers a line scanMessage finds not clean, as textError answers such a body
+// but speaking of a line: not JSON, or nested deeper than the SDK's decoder reads (which
+// would end the session), a parse error; a member named twice (which one wins is not ours
+// to pick) as checkInbound answers it; text that is not Unicode (encoding/json would read
+// it as U+FFFD: an argument so spelled would name another file) a parse error.
 func (g *stdioGuard) refuseText(line []byte) {
-	err := strictjson.Check(line)
-	if err.Duplicate {
-		e := duplicateMember(line, err)
+	if !json.Valid(line) {
+		g.out.parseError("the line is not valid JSON")
+		return
+	}
+	if err := strictjson.Check(line); err != nil {
+		if err.Duplicate {
+			e := duplicateMember(line, err)
+			g.out.rpcError(e.id, e.code, e.message)
+			return
+		}
+		g.out.parseError("the line is not Unicode text (valid UTF-8, surrogate escapes in pairs): " + err.Error())
+		return
+	}
+	if nestedDeeperThan(line, maxNestingDepth) {
+		g.out.parseError(fmt.Sprintf("the line nests objects and arrays deeper than %d levels", maxNestingDepth))
+		return
+	}
+	// Not reached while scanMessage is exact (FuzzInboundMatchesTheOldChecks).
+	if e := decodedRequest(line).check(nil, nil); e != nil {
 		g.out.rpcError(e.id, e.code, e.message)
 		return
 	}
-	g.out.parseError("the line is not Unicode text (valid UTF-8, surrogate escapes in pairs): " + err.Error())
+	g.out.parseError("the line is not valid JSON")
 }
 
 // readLine returns the next line without its newline; a line above max bytes is read to
@@ -195,11 +215,16 @@ func caseRule(name []byte, field string) string {
 // a float64 (or an int64 read through one), so 2^53+1 would be answered as 2^53 and
 // 2^63-1 as -2^63. An integer id beyond ±maxExactID, or a number id that is not an
 // integer, is refused (idRangeRule) rather than answered under another id.
+//
+// The SDK answers with the id's value, not its text, so a number id is served only when
+// it is written as that value is written back: digits with an optional minus, no
+// fraction, no exponent, not -0 (the SDK would answer 1.0 as 1, 1e2 as 100, -0 as 0).
+// Any other spelling is refused with idRangeRule, its text echoed as sent.
 const maxExactID = 1<<53 - 1
 
-// idRangeRule is the answer to a number id that is not an integer within ±maxExactID; the
-// id is echoed as sent.
-const idRangeRule = "a number id must be an integer from -9007199254740991 to 9007199254740991 (±(2^53-1)), which every JSON-RPC peer keeps exactly: send a larger id as a string"
+// idRangeRule is the answer to a number id that is not an integer within ±maxExactID
+// written in plain digits; the id is echoed as sent.
+const idRangeRule = "a number id must be an integer from -9007199254740991 to 9007199254740991 (±(2^53-1)) written in plain digits (no fraction, no exponent, not -0), which every JSON-RPC peer keeps exactly: send any other id as a string"
 
 // isNumber reports whether a JSON value is a number.
 func isNumber(raw json.RawMessage) bool {
@@ -207,8 +232,12 @@ func isNumber(raw json.RawMessage) bool {
 	return len(t) > 0 && (t[0] == '-' || t[0] >= '0' && t[0] <= '9')
 }
 
-// exactInt reports whether the digits of a JSON number are an integer within ±maxExactID.
+// exactInt reports whether a JSON number is an integer within ±maxExactID written as the
+// SDK writes it back: plain digits, not -0 (strconv.ParseInt reads "-0" as 0).
 func exactInt(v []byte) bool {
+	if string(v) == "-0" {
+		return false
+	}
 	n, err := strconv.ParseInt(string(v), 10, 64)
 	return err == nil && n >= -maxExactID && n <= maxExactID
 }
@@ -228,11 +257,6 @@ func validID(raw json.RawMessage) bool {
 		return false
 	}
 	return exactInt([]byte(n))
-}
-
-func (l *lineWriter) invalidRequest(id json.RawMessage, msg string) {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": -32600, "message": "Invalid Request: " + msg}})
-	l.Write(append(b, '\n'))
 }
 
 func (l *lineWriter) rpcError(id json.RawMessage, code int, msg string) {

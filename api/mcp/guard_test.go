@@ -2,10 +2,12 @@ package mcp
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A malformed line over stdio is answered with a parse error and the session goes on.
@@ -89,6 +91,111 @@ func TestStdioSessionSurvivesMalformedLines(t *testing.T) {
 	tools, _ := m["result"].(map[string]any)["tools"].([]any)
 	if m["id"] != float64(2) || len(tools) != 18 {
 		t.Fatalf("tools/list after bad lines: %v", strings.TrimSpace(string(lines.Bytes())))
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("session end: %v", err)
+	}
+}
+
+// A line over stdio that the HTTP endpoint refuses as a JSON-RPC error is refused over
+// stdio with the same error (code, message, and the id byte for byte), before the SDK
+// sees it: a request with a null id, a member named as a JSON-RPC member but for case, a
+// number id the SDK would answer under another spelling, a notification with an id,
+// params of the wrong shape, an unknown method. A notification the checks refuse is
+// dropped unanswered. The session goes on.
+func TestStdioRefusesWhatHTTPRefuses(t *testing.T) {
+	svc := newService(t, 0)
+	endpoint := newHTTPServer(t, svc).URL + "/v1/agents/a/mcp"
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- ServeStdio(t.Context(), svc, "a", inR, outW); outW.Close() }()
+	answers := make(chan []byte)
+	go func() {
+		defer close(answers)
+		lines := bufio.NewScanner(outR)
+		lines.Buffer(make([]byte, 1<<20), 1<<20)
+		for lines.Scan() {
+			answers <- bytes.Clone(lines.Bytes())
+		}
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		for range answers {
+		}
+	})
+	// exchange sends a line and waits for the next answer, at most answerWait: a line
+	// that reaches the SDK as a notification is answered by nothing.
+	const answerWait = 10 * time.Second
+	exchange := func(line string) []byte {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case raw, ok := <-answers:
+			if !ok {
+				t.Fatalf("%s: the session ended", line)
+			}
+			return raw
+		case <-time.After(answerWait):
+			t.Fatalf("%s: no answer within %v", line, answerWait)
+			return nil
+		}
+	}
+	type answer struct {
+		ID    json.RawMessage `json:"id"`
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if raw := exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`); !bytes.Contains(raw, []byte(`"result"`)) {
+		t.Fatalf("initialize: %s", raw)
+	}
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":null,"method":"ping","params":{}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"workbench_list","arguments":{"id":"w"}}}`,
+		`{"jsonrpc":"2.0","ID":1,"method":"ping","params":{}}`,
+		`{"JSONRPC":"2.0","id":1,"method":"ping","params":{}}`,
+		`{"jsonrpc":"2.0","id":1,"Method":"ping","params":{}}`,
+		`{"jsonrpc":"2.0","a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"id":2,"method":"ping","pArams":{}}`,
+		`{"jsonrpc":"2.0","id":9007199254740992,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":-0,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1e2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":1}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"nope/nothing"}`,
+	} {
+		_, _, overHTTP := postRaw(t, endpoint, line)
+		overStdio := exchange(line)
+		var h, s answer
+		if json.Unmarshal(overHTTP, &h) != nil || h.Error == nil {
+			t.Fatalf("%s: over HTTP %s, want a JSON-RPC error", line, overHTTP)
+		}
+		if json.Unmarshal(overStdio, &s) != nil || s.Error == nil || s.Error.Code != h.Error.Code || s.Error.Message != h.Error.Message || !bytes.Equal(s.ID, h.ID) {
+			t.Errorf("%s:\n over stdio %s\n over HTTP  %s", line, overStdio, overHTTP)
+		}
+	}
+	// Notifications the checks refuse are dropped unanswered over stdio (JSON-RPC 2.0
+	// forbids answering a notification): the next answer is the ping's.
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","method":"tools/list"}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"workbench_list"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/nope"}`,
+	} {
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if raw := exchange(`{"jsonrpc":"2.0","id":-7,"method":"ping"}`); !bytes.HasPrefix(raw, []byte(`{"jsonrpc":"2.0","id":-7,"result":`)) {
+		t.Fatalf("ping after the refusals: %s", raw)
 	}
 	inW.Close()
 	if err := <-done; err != nil {

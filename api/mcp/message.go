@@ -98,12 +98,28 @@ func checkInbound(msg []byte, m *message) *rpcError {
 		// Not reached while scanMessage is exact (FuzzInboundMatchesTheOldChecks).
 		return decodedRequest(msg).check(nil, nil)
 	}
+	return checkClean(msg, m)
+}
+
+// checkClean is checkInbound's verdict on a message scanMessage found clean (m): the
+// JSON-RPC checks both transports make (the stdio guard calls it for each line).
+func checkClean(msg []byte, m *message) *rpcError {
 	q, ok := m.request()
 	if !ok {
 		return decodedRequest(msg).check(nil, nil)
 	}
 	params, _ := m.paramsMembers()
 	return q.check(m.body, params)
+}
+
+// wellFormedNotification reports whether a clean message is a JSON-RPC notification: it
+// passes the message checks (checkMessage's) and has a method and no id member.
+func wellFormedNotification(msg []byte, m *message) bool {
+	q, ok := m.request()
+	if !ok {
+		q = decodedRequest(msg)
+	}
+	return q.err == nil && q.method != nil && len(q.id) == 0
 }
 
 // textError is the answer to a message that is not clean (inbound.go): empty, not JSON, not

@@ -99,22 +99,3 @@ func jsonKind(v json.RawMessage) string {
 	}
 	return "number"
 }
-
-// checkRequestParams checks the params of one JSON-RPC request (a message with an id
-// and a method; batches, notifications and responses pass unchecked) and returns its id
-// with the reason, or "" when they are fine.
-func checkRequestParams(msg []byte) (json.RawMessage, string) {
-	t := bytes.TrimSpace(msg)
-	if len(t) == 0 || t[0] != '{' {
-		return nil, ""
-	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(t, &m) != nil || len(m.ID) == 0 || m.Method == "" {
-		return nil, ""
-	}
-	return m.ID, checkParams(m.Method, m.Params, nil, nil)
-}

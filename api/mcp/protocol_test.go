@@ -45,7 +45,7 @@ func TestHTTPNumberIDsTheSDKWouldChangeAreRefused(t *testing.T) {
 	ts := newHTTPServer(t, newService(t, 0))
 	endpoint := ts.URL + "/v1/agents/a/mcp"
 	for _, id := range []string{"9223372036854775807", "12345678901234567", "9007199254740993", "9007199254740992",
-		"-9007199254740992", "99999999999999999999", "7.0", "1e400", "-1E2"} {
+		"-9007199254740992", "99999999999999999999", "7.0", "1e400", "-1E2", "-0", "-0.0", "0e0", "1.0", "1e2"} {
 		status, ct, raw := postRaw(t, endpoint, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
 		wantRPCError(t, "session-lane ping id "+id, status, ct, raw, http.StatusBadRequest, codeInvalidRequest, id, "9007199254740991", "string")
 		body, hd := statelessList(id)
@@ -209,5 +209,73 @@ func TestHTTPNumberArgumentsOutOfRangeNameTheirMember(t *testing.T) {
 		check("stateless", w.Code, w.Body.Bytes())
 		status, _, raw := postRaw(t, ts.URL+"/v1/agents/a/mcp", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"`+c.tool+`","arguments":`+c.args+`}}`)
 		check("session", status, raw)
+	}
+}
+
+// A tool argument is judged on its number's text, not on the float64 it decodes to: a
+// number that is not 0 but nearer 0 than any float64 (it would read as 0) is
+// InvalidArguments naming its member with rule "range", and one that is not an integer
+// where the schema takes only integers, though its float64 is one (90.0000000000000001
+// would read as 90), is refused as 1.5 is (rule "type"), on the fast lane and through the
+// SDK alike. Where a number is allowed such a text is refused only when it underflows;
+// integers written with a fraction or an exponent (1.0, 1e1) are integers; numbers inside
+// a free member (a snapshot's metadata) are data kept as written.
+func TestHTTPNumberArgumentsAreJudgedOnTheirText(t *testing.T) {
+	svc := newService(t, 0)
+	h := Handler(svc, Options{})
+	ts := newHTTPServer(t, svc)
+	if w := laneCall("workbench_create", `{"id":"w"}`).send(h); w.Code != http.StatusOK {
+		t.Fatalf("create: %d %s", w.Code, w.Body.Bytes())
+	}
+	if status, _, raw := postRaw(t, ts.URL+"/v1/agents/a/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"workbench_create","arguments":{"id":"w"}}}`); status != http.StatusOK {
+		t.Fatalf("create in a: %d %s", status, raw)
+	}
+	type answer struct {
+		Result struct {
+			IsError           bool `json:"isError"`
+			StructuredContent struct {
+				Code    string         `json:"code"`
+				Message string         `json:"message"`
+				Details map[string]any `json:"details"`
+			} `json:"structuredContent"`
+		} `json:"result"`
+	}
+	call := func(tool, args string) (fast, session answer) {
+		t.Helper()
+		w := laneCall(tool, args).send(h)
+		_, _, raw := postRaw(t, ts.URL+"/v1/agents/a/mcp", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+`}}`)
+		if json.Unmarshal(w.Body.Bytes(), &fast) != nil || json.Unmarshal(raw, &session) != nil {
+			t.Fatalf("%s %s: %s / %s", tool, args, w.Body.Bytes(), raw)
+		}
+		return fast, session
+	}
+	for _, c := range []struct{ tool, args, field, rule, words string }{
+		{"workbench_list", `{"id":"w","limit":1e-400}`, "limit", "range", "1e-400"},
+		{"workbench_search", `{"predicates":[{"field":"artifact.size_bytes","op":"gt","value":-0.0000e-999}]}`, "", "", ""},
+		{"workbench_snapshot", `{"id":"w","ttl_days":90.0000000000000001}`, "ttl_days", "type", "must be an integer, not a number (90.0000000000000001 "},
+		{"workbench_snapshot", `{"id":"w","ttl_days":9.00000000000000001e1}`, "ttl_days", "type", "integer"},
+		{"workbench_read", `{"id":"w","section":"input","path":"x","offset":4503599627370496.5}`, "offset", "type", "integer"},
+		{"workbench_list", `{"id":"w","at_snapshot":1.0000000000000000001}`, "at_snapshot", "anyOf", "integer"},
+		{"workbench_snapshot_renew", `{"id":"w","snapshot_id":1.00000000000000000001,"ttl_days":1}`, "snapshot_id", "type", "integer or null"},
+		{"workbench_search", `{"predicates":[{"field":"artifact.size_bytes","op":"gt","value":1e-400}]}`, "predicates[0].value", "range", "nearer 0"},
+		{"workbench_search", `{"predicates":[{"field":"artifact.size_bytes","op":"in","value":[1,-1e-330]}]}`, "predicates[0].value[1]", "range", "nearer 0"},
+		{"workbench_search", `{"predicates":[{"field":"artifact.size_bytes","op":"gt","value":1.0000000000000000001}]}`, "", "", ""},
+		{"workbench_snapshot", `{"id":"w","ttl_days":1.0e1,"metadata":{"tiny":1e-400,"whole":2.0000000000000000001}}`, "", "", ""},
+		{"workbench_list", `{"id":"w","limit":1e1}`, "", "", ""},
+	} {
+		fast, session := call(c.tool, c.args)
+		for lane, a := range map[string]answer{"stateless": fast, "session": session} {
+			sc := a.Result.StructuredContent
+			if c.field == "" {
+				if a.Result.IsError {
+					t.Errorf("%s %s (%s): refused: %s", c.tool, c.args, lane, sc.Message)
+				}
+				continue
+			}
+			if sc.Code != "InvalidArguments" || sc.Details["field"] != c.field || sc.Details["rule"] != c.rule ||
+				!strings.HasPrefix(sc.Message, c.field+": ") || !strings.Contains(sc.Message, c.words) {
+				t.Errorf("%s %s (%s): %s %v %q; want field %s, rule %s, words %q", c.tool, c.args, lane, sc.Code, sc.Details, sc.Message, c.field, c.rule, c.words)
+			}
+		}
 	}
 }

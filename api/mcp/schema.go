@@ -98,6 +98,9 @@ func (ts *toolSchema) validate(a callArgs) *workbench.Error {
 	if a.err != nil {
 		return undecodableArgs(a.raw)
 	}
+	if werr := ts.hiddenNumber(a.raw); werr != nil {
+		return werr
+	}
 	v := a.value
 	if ts.resolved.Validate(v) == nil {
 		return nil

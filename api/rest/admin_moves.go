@@ -91,7 +91,11 @@ func (h *adminHandler) adminMoves(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *adminHandler) adminMovesList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := parseQuery(r)
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
 	for k := range q {
 		if k != "id" && k != "root" {
 			h.writeError(w, r, invalidArg(k, "is not a parameter of this request (id, root)"), noPrecondition)
@@ -100,8 +104,8 @@ func (h *adminHandler) adminMovesList(w http.ResponseWriter, r *http.Request) {
 	}
 	id, root := q.Get("id"), q.Get("root")
 	for _, k := range []string{"id", "root"} {
-		if v, ok := q[k]; ok && (len(v) != 1 || v[0] == "") {
-			h.writeError(w, r, invalidArg(k, "must be given once, not empty"), noPrecondition)
+		if v, ok := q[k]; ok && v[0] == "" {
+			h.writeError(w, r, invalidArg(k, "must not be empty"), noPrecondition)
 			return
 		}
 	}

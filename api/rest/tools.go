@@ -373,11 +373,28 @@ func (h *Handler) rootTool(w http.ResponseWriter, r *http.Request, agent string,
 }
 
 // parseQuery parses the request's query string; a malformed one is InvalidArguments
-// naming "query".
+// naming "query". Every query parameter of the REST surface takes one value, so one given
+// twice (?path=a&path=b) is InvalidArguments naming it (details.rule: duplicate_parameter)
+// rather than read as its first value: which one counts is not ours to pick, as for a JSON
+// member named twice. Of several, the first repeated in the query string is named.
 func parseQuery(r *http.Request) (url.Values, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, invalidArg("query", "does not parse: %v", err)
+	}
+	if len(q) == 0 {
+		return q, nil
+	}
+	for rest := r.URL.RawQuery; rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "&")
+		name, _, _ := strings.Cut(pair, "=")
+		name, _ = url.QueryUnescape(name) // it parsed above
+		if n := len(q[name]); n > 1 {
+			return nil, &workbench.Error{Code: workbench.CodeInvalidArguments,
+				Message: fmt.Sprintf("%s: is given %d times; a query parameter takes one value", name, n),
+				Details: map[string]any{"field": name, "rule": "duplicate_parameter"}}
+		}
 	}
 	return q, nil
 }

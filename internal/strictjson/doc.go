@@ -9,6 +9,9 @@
 //     forbids it). encoding/json keeps the last, so {"path":"a","path":"b"} would act on
 //     b while a proxy or a log that reads the first sees a.
 //
+// Decimal and Underflows read a number's text as decimal arithmetic does, where a float64
+// would hide it: 1e-400 is not 0, 90.0000000000000001 is not an integer.
+//
 // Every surface that decodes client JSON checks it here first (REST bodies, MCP messages
 // on both lanes and over stdio, working documents, run manifests).
 //
