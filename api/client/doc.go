@@ -53,6 +53,13 @@
 //   - Reads at a snapshot (GetOptions.AtSnapshot, ListOptions.AtSnapshot, StatAt, WalkAt,
 //     DescribeWorkbench) send ?at_snapshot=, where digits mean an id: a SnapshotRef whose
 //     Name is all digits, or that sets both ID and Name, fails before any request.
+//   - A live listing is never pages of two read versions: one that meets a write between
+//     pages (ReadFenceChanged) is listed again from its first page, at most
+//     ListingAttempts times, then fails wrapping ErrWorkbenchKeptChanging.
+//     FallBackToSnapshot (and Export's and Import's Fallback) then reads the workbench at
+//     a snapshot it takes for the purpose (lease FallbackTTLDays) and retires it after,
+//     whatever the outcome; a snapshot it cannot take leaves the ReadFenceChanged error,
+//     with the reason joined to it.
 //   - Paths are workbench paths ("input/data/a.csv"): each component is escaped with
 //     url.PathEscape and the components are joined with "/". The client does not clean or
 //     validate them; the server's jail rules (docs/workbench.md#common-rules) decide, so a

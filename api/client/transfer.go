@@ -77,6 +77,11 @@ type ImportOptions struct {
 	// the same SHA-256, size and executable flag is skipped (counted in
 	// ImportStats.Skipped), so a re-run writes no new versions of unchanged files.
 	Force bool
+	// Fallback, if set, lists the section at a snapshot taken for the purpose when its
+	// live listing (the one that finds unchanged files, the one Delete walks) kept
+	// meeting writes (FallBackToSnapshot); nil fails the import with
+	// ErrWorkbenchKeptChanging instead. Each such listing takes its own snapshot.
+	Fallback *SnapshotFallback
 }
 
 // ImportStats summarize an Import: files and bytes uploaded completely, and the wall time
@@ -109,6 +114,13 @@ type ExportOptions struct {
 	// Progress, if set, is called as bytes arrive and files complete, with cumulative
 	// counts. Calls are serialized.
 	Progress func(files, bytes int64)
+	// AtSnapshot exports the workbench as it was at a snapshot (its listing and its
+	// files); the zero value exports live state.
+	AtSnapshot SnapshotRef
+	// Fallback, if set, makes a live export whose walk kept meeting writes export the
+	// workbench at a snapshot taken for the purpose instead, listing and files alike
+	// (FallBackToSnapshot); nil fails the export with ErrWorkbenchKeptChanging.
+	Fallback *SnapshotFallback
 }
 
 // ExportStats summarize an Export: files and bytes written completely, and the wall time
@@ -214,7 +226,7 @@ func Import(ctx context.Context, c *Client, opts ImportOptions) (ImportStats, er
 	}
 	var remote map[string]Entry
 	if !opts.Force {
-		if remote, err = listFiles(ctx, c, opts.Agent, opts.Workbench, section); err != nil {
+		if remote, err = listFiles(ctx, c, opts.Agent, opts.Workbench, section, opts.Fallback); err != nil {
 			return ImportStats{Duration: time.Since(start)}, fmt.Errorf("import: list %s: %w", section, err)
 		}
 	}
@@ -267,18 +279,24 @@ func Import(ctx context.Context, c *Client, opts ImportOptions) (ImportStats, er
 
 // mirrorDeletions deletes the files of the workbench section that keep does not name, each
 // at the generation the walk listed, and returns how many it deleted. A file that changed
-// since the walk (Conflict) or went away (NotFound) is left to whoever changed it.
+// since the walk (Conflict) or went away (NotFound) is left to whoever changed it. The walk
+// is live, or with opts.Fallback at a snapshot when the workbench kept changing under it:
+// the deletes being conditional on the listed generation, a walk at a snapshot deletes
+// nothing a live walk would not.
 func mirrorDeletions(ctx context.Context, c *Client, opts ImportOptions, section string, keep map[string]bool, warn func(string, ...any)) (int64, error) {
 	type stale struct {
 		path       string
 		generation uint64
 	}
 	var gone []stale
-	err := c.Walk(ctx, opts.Agent, opts.Workbench, section, func(e Entry) error {
-		if !e.IsDir() && !keep[e.FullPath()] {
-			gone = append(gone, stale{e.FullPath(), e.Generation})
-		}
-		return nil
+	err := c.FallBackToSnapshot(ctx, opts.Agent, opts.Workbench, SnapshotRef{}, opts.Fallback, func(at SnapshotRef) error {
+		gone = gone[:0]
+		return c.WalkAt(ctx, opts.Agent, opts.Workbench, section, at, func(e Entry) error {
+			if !e.IsDir() && !keep[e.FullPath()] {
+				gone = append(gone, stale{e.FullPath(), e.Generation})
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("import: list %s for --delete: %w", section, err)
@@ -333,16 +351,20 @@ func uploadFile(ctx context.Context, c *Client, agent, wb, local, remote, key st
 	return size, err
 }
 
-// listFiles returns the files under section, by their path in the workbench.
-func listFiles(ctx context.Context, c *Client, agent, wb, section string) (map[string]Entry, error) {
+// listFiles returns the files under section, by their path in the workbench: live, or
+// at a snapshot when fb is set and the workbench kept changing while it was listed. The
+// listing only picks the files worth hashing: unchanged compares each with the live file.
+func listFiles(ctx context.Context, c *Client, agent, wb, section string, fb *SnapshotFallback) (map[string]Entry, error) {
 	var files map[string]Entry
-	err := retryIdempotent(ctx, func() error {
-		files = map[string]Entry{}
-		return c.Walk(ctx, agent, wb, section, func(e Entry) error {
-			if !e.IsDir() {
-				files[e.FullPath()] = e
-			}
-			return nil
+	err := c.FallBackToSnapshot(ctx, agent, wb, SnapshotRef{}, fb, func(at SnapshotRef) error {
+		return retryIdempotent(ctx, func() error {
+			files = map[string]Entry{}
+			return c.WalkAt(ctx, agent, wb, section, at, func(e Entry) error {
+				if !e.IsDir() {
+					files[e.FullPath()] = e
+				}
+				return nil
+			})
 		})
 	})
 	return files, err
@@ -478,7 +500,10 @@ func checkRemoteName(p string) error {
 // server's Cairn-Digest. The remote tree is walked whole first (Walk lists a directory
 // again from its first page when the workbench changed while it was paged), then files are fetched:
 // nothing is written before the walk succeeded, and an error means the export is not
-// complete.
+// complete. With opts.AtSnapshot the walk and every file read are at that snapshot, so
+// the export is one consistent image; a live export is one only if nothing was written
+// meanwhile. With opts.Fallback, a live export whose walk kept meeting writes
+// (ErrWorkbenchKeptChanging) is done at a snapshot taken for it (FallBackToSnapshot).
 //
 // Errors: a remote path with an empty, ".", ".." or backslash component (one that could
 // escape Dir) wraps ErrUnsafePath and stops the export before any file is written; the
@@ -495,6 +520,19 @@ func Export(ctx context.Context, c *Client, opts ExportOptions) (ExportStats, er
 	}
 	defer root.Close()
 
+	var stats ExportStats
+	err = c.FallBackToSnapshot(ctx, opts.Agent, opts.Workbench, opts.AtSnapshot, opts.Fallback, func(at SnapshotRef) error {
+		var rerr error
+		stats, rerr = exportAt(ctx, c, opts, root, at)
+		return rerr
+	})
+	stats.Duration = time.Since(start)
+	return stats, err
+}
+
+// exportAt is Export at at (the zero SnapshotRef: live state) into root: the walk, then
+// the downloads. It writes nothing when the walk fails.
+func exportAt(ctx context.Context, c *Client, opts ExportOptions, root *os.Root, at SnapshotRef) (ExportStats, error) {
 	prefix := ""
 	if opts.Section != "" {
 		prefix = opts.Section + "/"
@@ -524,13 +562,12 @@ func Export(ctx context.Context, c *Client, opts ExportOptions) (ExportStats, er
 	}
 	// Walk lists each directory whole, again from its first page when the workbench
 	// changed while it was paged; nothing is written before it is done.
-	err = c.Walk(ctx, opts.Agent, opts.Workbench, opts.Section, visit)
-	if err != nil {
-		return ExportStats{Duration: time.Since(start)}, fmt.Errorf("export: %w", err)
+	if err := c.WalkAt(ctx, opts.Agent, opts.Workbench, opts.Section, at, visit); err != nil {
+		return ExportStats{}, fmt.Errorf("export: %w", err)
 	}
 	for _, d := range dirs {
 		if err := root.MkdirAll(d, 0o755); err != nil {
-			return ExportStats{Duration: time.Since(start)}, fmt.Errorf("export: %w", err)
+			return ExportStats{}, fmt.Errorf("export: %w", err)
 		}
 	}
 	if opts.Start != nil {
@@ -538,8 +575,8 @@ func Export(ctx context.Context, c *Client, opts ExportOptions) (ExportStats, er
 	}
 
 	prog := &progress{fn: opts.Progress}
-	err = forEach(ctx, opts.Concurrency, items, func(ctx context.Context, it item) error {
-		n, err := downloadFile(ctx, c, opts.Agent, opts.Workbench, it.remote, root, it.local, prog)
+	err := forEach(ctx, opts.Concurrency, items, func(ctx context.Context, it item) error {
+		n, err := downloadFile(ctx, c, opts.Agent, opts.Workbench, it.remote, at, root, it.local, prog)
 		if err != nil {
 			return fmt.Errorf("export %s: %w", it.remote, err)
 		}
@@ -547,7 +584,7 @@ func Export(ctx context.Context, c *Client, opts ExportOptions) (ExportStats, er
 		return nil
 	})
 	files, bytes, _ := prog.completed()
-	return ExportStats{Files: files, Bytes: bytes, Duration: time.Since(start)}, err
+	return ExportStats{Files: files, Bytes: bytes}, err
 }
 
 // checkLocalRel verifies that rel (slash-separated) names a path inside the export
@@ -567,10 +604,10 @@ func checkLocalRel(rel string) error {
 	return nil
 }
 
-// downloadFile fetches remote into rel under root (temp file + rename) and returns the
-// number of bytes written.
-func downloadFile(ctx context.Context, c *Client, agent, wb, remote string, root *os.Root, rel string, prog *progress) (n int64, err error) {
-	body, info, err := c.GetFile(ctx, agent, wb, remote, GetOptions{})
+// downloadFile fetches remote, as it is at at (the zero SnapshotRef: live), into rel
+// under root (temp file + rename) and returns the number of bytes written.
+func downloadFile(ctx context.Context, c *Client, agent, wb, remote string, at SnapshotRef, root *os.Root, rel string, prog *progress) (n int64, err error) {
+	body, info, err := c.GetFile(ctx, agent, wb, remote, GetOptions{AtSnapshot: at})
 	if err != nil {
 		return 0, err
 	}

@@ -34,4 +34,8 @@
 //     Every write that changes a file (put, append, import's uploads) carries an
 //     Idempotency-Key, so a retry whose first attempt applied replays that answer: no
 //     second version, and no --if-match failing on the generation the first attempt made.
+//   - ls, export and import list a workbench live first; when it keeps changing under
+//     every listing (client.ErrWorkbenchKeptChanging) they read it at a snapshot they take
+//     and retire (client.FallBackToSnapshot), saying so in one line on stderr, unless
+//     --no-snapshot-fallback. Nothing is printed or written before a listing is whole.
 package main

@@ -221,19 +221,20 @@ func newCatCommand() *cobra.Command {
 func newLsCommand() *cobra.Command {
 	var recursive bool
 	cmd := &cobra.Command{
-		Use:   "ls --agent A --workbench W [DIR] [--at-snapshot ID|NAME]",
+		Use:   "ls --agent A --workbench W [DIR] [--at-snapshot ID|NAME] [--no-snapshot-fallback]",
 		Short: "List a directory of a workbench",
 		Long: "List the entries of DIR (default: the workbench top, where the five sections\n" +
 			"appear as directories), one per line: kind, size in bytes, generation, name.\n" +
 			"With -r, list everything below DIR, names relative to DIR. With --at-snapshot, list\n" +
 			"the workbench as it was at a snapshot (an id, digits, or a name). Nothing is printed\n" +
 			"before the listing is whole: one that others' writes invalidate while it is paged is\n" +
-			"listed again from its first page (up to " + strconv.Itoa(client.ListingAttempts) + " times); if the workbench keeps changing, ls\n" +
-			"prints nothing and fails, and running it again is safe.",
+			"listed again from its first page (up to " + strconv.Itoa(client.ListingAttempts) + " times).\n" +
+			fallbackHelp("ls lists"),
 		Args: argsBetween(0, 1),
 	}
 	t := addSnapshotTargetFlags(cmd, "list at this snapshot (id or name)")
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "list recursively")
+	noFallback := addFallbackFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		at, err := t.checkAt(cmd)
 		if err != nil {
@@ -243,7 +244,12 @@ func newLsCommand() *cobra.Command {
 		if len(args) == 1 {
 			dir = strings.TrimSuffix(args[0], "/")
 		}
+		command := "ls"
+		if recursive {
+			command = "ls -r"
+		}
 		c := newClient(cmd)
+		fb := snapshotFallback(*noFallback, command, t.workbench, func(line string) { fmt.Fprintf(cmd.ErrOrStderr(), "cairn: %s\n", line) })
 		// The listing is collected whole before a line is printed: a failure after part
 		// of it must leave stdout empty.
 		var out bytes.Buffer
@@ -255,24 +261,26 @@ func newLsCommand() *cobra.Command {
 			}
 			fmt.Fprintf(&out, "%-4s %12s %10s %s\n", kind, size, gen, name)
 		}
-		if recursive {
-			prefix := ""
-			if dir != "" {
-				prefix = dir + "/"
+		err = c.FallBackToSnapshot(cmd.Context(), t.agent, t.workbench, at, fb, func(at client.SnapshotRef) error {
+			out.Reset()
+			if recursive {
+				prefix := ""
+				if dir != "" {
+					prefix = dir + "/"
+				}
+				// WalkAt lists each directory whole, again from its first page when the
+				// workbench changed while it was paged; it can still fail after part of the tree.
+				return c.WalkAt(cmd.Context(), t.agent, t.workbench, dir, at, func(e client.Entry) error {
+					print(e, strings.TrimPrefix(e.FullPath(), prefix))
+					return nil
+				})
 			}
-			// WalkAt lists each directory whole, again from its first page when the
-			// workbench changed while it was paged; it can still fail after part of the tree.
-			err = c.WalkAt(cmd.Context(), t.agent, t.workbench, dir, at, func(e client.Entry) error {
-				print(e, strings.TrimPrefix(e.FullPath(), prefix))
-				return nil
-			})
-		} else {
-			var entries []client.Entry
-			entries, err = c.ListAll(cmd.Context(), t.agent, t.workbench, dir, client.ListOptions{Limit: lsPageLimit, AtSnapshot: at})
+			entries, err := c.ListAll(cmd.Context(), t.agent, t.workbench, dir, client.ListOptions{Limit: lsPageLimit, AtSnapshot: at})
 			for _, e := range entries {
 				print(e, e.Name)
 			}
-		}
+			return err
+		})
 		if err != nil {
 			return listingError(err)
 		}
@@ -289,7 +297,7 @@ const lsPageLimit = 1000
 // under it: a listing at a snapshot is never invalidated by writes.
 func listingError(err error) error {
 	if errors.Is(err, client.ErrWorkbenchKeptChanging) {
-		return fmt.Errorf("%w; to list a fixed state while it is being written, take a snapshot (cairn snapshot) and list with --at-snapshot", err)
+		return fmt.Errorf("%w; to list a fixed state while it is being written, list with --at-snapshot (a snapshot taken with cairn snapshot create)", err)
 	}
 	return err
 }
@@ -313,7 +321,9 @@ func newImportCommand() *cobra.Command {
 			"minutes); each upload carries an Idempotency-Key, so a retry never writes twice.\n" +
 			"With --delete, files of SECTION that DIR does not have are deleted after every\n" +
 			"upload succeeded (each only if unchanged since it was listed), so the section\n" +
-			"mirrors DIR. On a terminal, stderr shows a progress bar.",
+			"mirrors DIR (at a snapshot taken for it when the section keeps changing while it is\n" +
+			"listed; --no-snapshot-fallback fails instead). On a terminal, stderr shows a\n" +
+			"progress bar.",
 		Args: argsBetween(1, 1),
 	}
 	t := addTargetFlags(cmd)
@@ -321,6 +331,7 @@ func newImportCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&mirror, "delete", false, "delete files of the section that DIR does not have")
 	cmd.Flags().BoolVar(&force, "force", false, "upload every file, even one the workbench already holds unchanged")
 	cmd.Flags().IntVar(&concurrency, "concurrency", client.DefaultConcurrency, "uploads in flight")
+	noFallback := addFallbackFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := t.check(); err != nil {
 			return err
@@ -335,6 +346,7 @@ func newImportCommand() *cobra.Command {
 			Warn:        bar.warn,
 			Delete:      mirror,
 			Force:       force,
+			Fallback:    snapshotFallback(*noFallback, "import", t.workbench, bar.say),
 		})
 		bar.finish()
 		if err != nil {
@@ -359,21 +371,25 @@ func newExportCommand() *cobra.Command {
 		concurrency int
 	)
 	cmd := &cobra.Command{
-		Use:   "export --agent A --workbench W [--section S] DIR",
+		Use:   "export --agent A --workbench W [--section S] [--at-snapshot ID|NAME] [--no-snapshot-fallback] DIR",
 		Short: "Download a workbench (or one section) into a local directory",
 		Long: "Write every file of SECTION into DIR, or, without --section, the whole workbench\n" +
 			"with each section as a subdirectory. Files appear whole (written to a temporary\n" +
-			"file, then renamed); executable files get mode 0755, others 0644. The tree is listed\n" +
-			"whole before any file is written (a directory again from its first page, up to " + strconv.Itoa(client.ListingAttempts) + "\n" +
-			"times, when others' writes invalidate its listing); an error means the export is\n" +
-			"incomplete.",
+			"file, then renamed); executable files get mode 0755, others 0644. With --at-snapshot,\n" +
+			"export the workbench as it was at a snapshot (an id, digits, or a name), files\n" +
+			"included. The tree is listed whole before any file is written (a directory again\n" +
+			"from its first page, up to " + strconv.Itoa(client.ListingAttempts) + " times, when others' writes invalidate its listing);\n" +
+			"an error means the export is incomplete.\n" +
+			fallbackHelp("export exports"),
 		Args: argsBetween(1, 1),
 	}
-	t := addTargetFlags(cmd)
+	t := addSnapshotTargetFlags(cmd, "export at this snapshot (id or name)")
 	cmd.Flags().StringVar(&section, "section", "", "section to export (default: all sections)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", client.DefaultConcurrency, "downloads in flight")
+	noFallback := addFallbackFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := t.check(); err != nil {
+		at, err := t.checkAt(cmd)
+		if err != nil {
 			return err
 		}
 		bar := newTransferBar(cmd.ErrOrStderr(), "exporting")
@@ -383,10 +399,12 @@ func newExportCommand() *cobra.Command {
 			Concurrency: concurrency,
 			Start:       bar.start,
 			Progress:    bar.progress,
+			AtSnapshot:  at,
+			Fallback:    snapshotFallback(*noFallback, "export", t.workbench, bar.say),
 		})
 		bar.finish()
 		if errors.Is(err, client.ErrWorkbenchKeptChanging) {
-			return fmt.Errorf("%w; no file was written, and running the export again is safe", err)
+			return fmt.Errorf("%w; no file was written, and running the export again is safe (with --at-snapshot, it exports a fixed state)", err)
 		}
 		if err != nil {
 			return err
@@ -469,13 +487,16 @@ func (b *transferBar) progress(files, bytes int64) {
 	_ = b.bar.Set64(bytes)
 }
 
-func (b *transferBar) warn(msg string) {
+func (b *transferBar) warn(msg string) { b.say("warning: " + msg) }
+
+// say prints "cairn: " and msg on a line of its own, without tearing the bar.
+func (b *transferBar) say(msg string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.bar != nil {
 		_ = b.bar.Clear()
 	}
-	fmt.Fprintf(b.w, "cairn: warning: %s\n", msg)
+	fmt.Fprintf(b.w, "cairn: %s\n", msg)
 }
 
 // finish removes the bar; safe to call more than once.

@@ -86,10 +86,17 @@ func TestLsPrintsAWholeListingOrNothingWhileTheWorkbenchChanges(t *testing.T) {
 			t.Fatalf("%s while the workbench changes %d times printed\n%s\nwant\n%s", name, client.ListingAttempts-1, got, whole)
 		}
 
-		// A workbench that keeps changing: nothing on stdout, an error that says why and
-		// what to do.
+		// A workbench that keeps changing is listed at a snapshot taken for ls (its
+		// listings are not churned): the whole listing, and a line on stderr.
 		s.churn(client.ListingAttempts)
-		out, _, err := execCairn(t, append(w, args...)...)
+		out, stderr, err := execCairn(t, append(w, args...)...)
+		if err != nil || out != whole || !strings.Contains(stderr, "reads it at snapshot") {
+			t.Fatalf("%s while the workbench keeps changing: stdout %q, stderr %q, error %v", name, out, stderr, err)
+		}
+
+		// Without the fallback: nothing on stdout, an error that says why and what to do.
+		s.churn(client.ListingAttempts)
+		out, _, err = execCairn(t, append(w, append(args, "--no-snapshot-fallback")...)...)
 		if err == nil || out != "" {
 			t.Fatalf("%s while the workbench keeps changing: stdout %q, error %v", name, out, err)
 		}
@@ -116,7 +123,14 @@ func TestExportWritesTheWholeTreeOrNothingWhileTheWorkbenchChanges(t *testing.T)
 
 	dst = filepath.Join(t.TempDir(), "out")
 	s.churn(client.ListingAttempts)
-	out, _, err := execCairn(t, append(w, "export", dst)...)
+	out, stderr, err := execCairn(t, append(w, "export", dst)...)
+	if err != nil || !strings.Contains(stderr, "reads it at snapshot") || strings.Join(filesUnder(t, dst), ",") != strings.Join(want, ",") {
+		t.Fatalf("export while the workbench keeps changing: %v (stdout %q, stderr %q), exported %v", err, out, stderr, filesUnder(t, dst))
+	}
+
+	dst = filepath.Join(t.TempDir(), "out")
+	s.churn(client.ListingAttempts)
+	out, _, err = execCairn(t, append(w, "export", "--no-snapshot-fallback", dst)...)
 	if err == nil || out != "" {
 		t.Fatalf("export while the workbench keeps changing: stdout %q, error %v", out, err)
 	}

@@ -248,7 +248,7 @@ func newSnapshotCommand() *cobra.Command {
 	create.Short = "Snapshot a workbench; renew, retire and list snapshots"
 	create.Long = "Mint a leased, read-only point in time of workbench ID (`cairn snapshot create ID` is\n" +
 		"the same, for a workbench named like a subcommand). Read at it with\n" +
-		"`cairn cat|ls --at-snapshot ID|NAME`, restore from it with `cairn restore`.\n" +
+		"`cairn cat|ls|export --at-snapshot ID|NAME`, restore from it with `cairn restore`.\n" +
 		"A snapshot is alive until its lease passes (--ttl-days, default 7, at most 90), then\n" +
 		"expired (renew revives it) until the server reaps it; retire ends it at once.\n" +
 		"A NAME resolves to the newest snapshot minted with it."
