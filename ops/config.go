@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/gcfloor"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard/control"
 	"github.com/cairnstore/cairn/shard/worker"
@@ -40,6 +41,7 @@ const (
 	DefaultShards                = 8
 	DefaultReplication           = control.DefaultReplication
 	DefaultQueryBudgetBytes      = workbench.DefaultQueryBudgetBytes
+	DefaultHeapFloorBytes        = gcfloor.DefaultFloorBytes
 	DefaultQueryQueueTimeout     = workbench.DefaultQueryQueueTimeout
 	DefaultMaxSnapshots          = workbench.DefaultMaxSnapshotsPerWorkbench
 )
@@ -180,6 +182,13 @@ type Config struct {
 	// answer (workbench admission.go); a request larger than all of it is refused with
 	// ResourceExhausted. At least 16 MiB. YAML query_budget_bytes. Default 512 MiB.
 	QueryBudgetBytes int64
+	// HeapFloorBytes is the Go heap below which `cairn serve` does not collect garbage
+	// (internal/gcfloor): while the live heap is under half of it, the collector's goal is
+	// raised to about this size, so a node serving small calls collects less often than
+	// GOGC=100 would make it; a larger live heap leaves GOGC as it is. It costs at most
+	// this much heap. 0 turns it off; GOGC=off in the environment does too. Must not be
+	// negative. YAML heap_floor_bytes. Default 64 MiB.
+	HeapFloorBytes int64
 	// QueryQueueTimeout is how long a query waits for its share of QueryBudgetBytes
 	// before it is answered ResourceExhausted (retryable; REST 429). Must be positive.
 	// YAML query_queue_timeout. Default 5s.
@@ -481,6 +490,7 @@ func DefaultConfig() Config {
 		Replication:           DefaultReplication,
 
 		QueryBudgetBytes:         DefaultQueryBudgetBytes,
+		HeapFloorBytes:           DefaultHeapFloorBytes,
 		QueryQueueTimeout:        DefaultQueryQueueTimeout,
 		PrincipalMaxUploads:      AutoPrincipalLimit,
 		PrincipalMaxAdmissions:   AutoPrincipalLimit,

@@ -71,6 +71,8 @@ var settings = append([]setting{
 		func(c *Config) *time.Duration { return &c.MaxUploadDuration }),
 	int64Setting("QueryBudgetBytes", "query_budget_bytes", "memory the requests whose answer grows with their input (queries, grep, diffs, file, history and proposal listings, large MCP messages, backups) running at once may hold, bytes (at least 16 MiB)",
 		func(c *Config) *int64 { return &c.QueryBudgetBytes }),
+	int64Setting("HeapFloorBytes", "heap_floor_bytes", "Go heap below which the node does not collect garbage: a small live heap's collector goal is raised to about this size, to spend memory instead of CPU (0 = off)",
+		func(c *Config) *int64 { return &c.HeapFloorBytes }),
 	durationSetting("QueryQueueTimeout", "query_queue_timeout", "how long a query waits for its share of the query budget before ResourceExhausted",
 		func(c *Config) *time.Duration { return &c.QueryQueueTimeout }),
 	float64Setting("PrincipalRequestsPerSecond", "principal_requests_per_second", "requests per second one principal may make to this node, sustained (0 = no limit)",

@@ -140,6 +140,9 @@ func (c Config) validate() []*ConfigError {
 		bad("MaxUploadDuration", fmt.Sprintf("must be less than --gc-grace (%s): the collector may delete the blobs of an upload that outlasts the grace", c.GCGrace),
 			c.MaxUploadDuration.String())
 	}
+	if c.HeapFloorBytes < 0 {
+		bad("HeapFloorBytes", "must not be negative (0 turns the heap floor off)", strconv.FormatInt(c.HeapFloorBytes, 10))
+	}
 	if c.QueryBudgetBytes < MinQueryBudgetBytes {
 		bad("QueryBudgetBytes", fmt.Sprintf("must be at least %d bytes", MinQueryBudgetBytes), strconv.FormatInt(c.QueryBudgetBytes, 10))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/mcp"
 	"github.com/cairnstore/cairn/api/server"
+	"github.com/cairnstore/cairn/internal/gcfloor"
 	"github.com/cairnstore/cairn/ops"
 )
 
@@ -47,6 +48,9 @@ leadership of the shards it leads to another replica before it exits.`,
 			if err != nil {
 				return err
 			}
+			// The process is the node's: it may set the collector's goal (ops.Config
+			// HeapFloorBytes). Nodes opened by tests or embedding programs leave it alone.
+			defer gcfloor.Start(uint64(cfg.HeapFloorBytes)).Stop()
 			if cfg.Cluster {
 				return serveCluster(cmd.Context(), cfg, creds, log)
 			}
