@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/cairnstore/cairn/internal/strictjson"
 )
 
 // decodeListPage decodes a listing page as the server writes one, scanning its bytes
@@ -59,16 +61,7 @@ type pageScanner struct {
 }
 
 // space skips JSON white space.
-func (s *pageScanner) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *pageScanner) space() { s.i = strictjson.SkipSpace(s.b, s.i) }
 
 // next skips white space and returns the next byte (0 at the end).
 func (s *pageScanner) next() byte {

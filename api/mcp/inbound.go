@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/cairnstore/cairn/internal/strictjson"
 )
 
 // The one pass over an inbound HTTP message (checkInbound). Before it, a body was read
@@ -139,16 +141,7 @@ type scanner struct {
 }
 
 // space skips JSON white space.
-func (s *scanner) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *scanner) space() { s.i = strictjson.SkipSpace(s.b, s.i) }
 
 // value scans one value at s.i (after white space), inside depth open objects and arrays.
 func (s *scanner) value(depth, role int) bool {
@@ -316,18 +309,8 @@ func (s *scanner) array(depth int) bool {
 		if !s.value(depth, roleNone) {
 			return false
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.after(']'); !more {
+			return ok
 		}
 	}
 }
@@ -411,20 +394,27 @@ func (s *scanner) object(depth, role int) bool {
 			}
 			s.nParams++
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
+		if more, ok := s.after('}'); !more {
+			return ok
 		}
+	}
+}
+
+// after reads what follows an element of an array or a member of an object: a comma
+// (more follows: more and ok) or closer (the end: ok alone); anything else is not JSON.
+func (s *scanner) after(closer byte) (more, ok bool) {
+	s.space()
+	if s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ',':
 			s.i++
-		case '}':
+			return true, true
+		case closer:
 			s.i++
-			return true
-		default:
-			return false
+			return false, true
 		}
 	}
+	return false, false
 }
 
 // sameName reports whether two members of an object in b have the same name as they

@@ -216,3 +216,17 @@ func firstInvalid(raw []byte) int {
 	}
 	return len(raw)
 }
+
+// SkipSpace returns the offset of the first byte at or after i in b that is not JSON
+// white space (RFC 8259 §2: space, tab, line feed, carriage return), or len(b).
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}

@@ -183,3 +183,17 @@ func countReplacement(v any) int {
 	}
 	return 0
 }
+
+func TestSkipSpaceSkipsOnlyJSONWhiteSpace(t *testing.T) {
+	for _, tc := range []struct {
+		in       string
+		from, at int
+	}{
+		{"", 0, 0}, {"x", 0, 0}, {" \t\n\rx", 0, 4}, {"  ", 0, 2}, {"a  b", 1, 3},
+		{"\v x", 0, 0}, {"\f", 0, 0}, {"\u00a0x", 0, 0}, {" ", 1, 1},
+	} {
+		if got := SkipSpace([]byte(tc.in), tc.from); got != tc.at {
+			t.Errorf("SkipSpace(%q, %d) = %d, want %d", tc.in, tc.from, got, tc.at)
+		}
+	}
+}
