@@ -50,6 +50,9 @@
 //     *DamagedError (ErrDamaged) naming the file and what to do, never a panic of bbolt
 //     (recovered, with memory faults, while the file is checked), a start on an older
 //     snapshot, or a damaged command applied as if it were good.
+//   - A replica that opens with more log entries past its newest snapshot than
+//     Config.SnapshotThreshold snapshots once it has applied them (replay.go), instead
+//     of at Raft's next periodic check, which a node killed often may never reach.
 //   - Membership changes (AddNonvoter, PromoteToVoter, RemoveServer) and TransferLeadership
 //     run on the leader only and return once committed (or handed over).
 //

@@ -69,6 +69,7 @@ type Shard struct {
 	publishMu   sync.Mutex
 	published   bool
 
+	replay    replayState  // what the log held past the newest snapshot at open (replay.go)
 	lastApply atomic.Int64 // unix ms of the last proposal, for idle ticks
 	load      loadMeter    // the commands this replica proposed that applied (load.go)
 	opened    atomic.Bool  // NewRaft returned: later FSM restores are snapshot installs
@@ -106,11 +107,12 @@ func Open(cfg Config) (*Shard, error) {
 	s.opened.Store(true)
 	var observations <-chan raft.Observation
 	s.observer, observations = s.raftObserver()
-	s.wg.Add(4)
+	s.wg.Add(5)
 	go s.watchLeadership()
 	go s.keepLeadership()
 	go s.tickLoop()
 	go s.observeRaft(observations)
+	go s.compactAfterReplay(s.replay, s.opened0)
 	return s, nil
 }
 
@@ -196,6 +198,9 @@ func (s *Shard) start() (err error) {
 	rc.BatchApplyCh = true
 	rc.NoSnapshotRestoreOnStart = false
 
+	if s.replay, err = s.replayAtOpen(); err != nil {
+		return fmt.Errorf("shard: inspect the log: %w", err)
+	}
 	existing, err := raft.HasExistingState(s.log, s.log, s.snaps)
 	if err != nil {
 		return fmt.Errorf("shard: inspect state: %w", err)

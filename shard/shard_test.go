@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -143,4 +144,50 @@ func TestOnReadyReportsReadiness(t *testing.T) {
 		t.Fatalf("a second OnReady(%v) without a change", r)
 	case <-time.After(200 * time.Millisecond):
 	}
+}
+
+// TestAReplicaThatReplaysALongLogSnapshotsOnceItAppliedIt: a replica killed before Raft's
+// periodic check snapshotted (an hour away here) reopens with more log entries past its
+// last snapshot than SnapshotThreshold; once it applied them it snapshots at once, so the
+// next start replays only what came after.
+func TestAReplicaThatReplaysALongLogSnapshotsOnceItAppliedIt(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{SnapshotInterval: time.Hour, SnapshotThreshold: 40}
+	s := openReady(t, dir, cfg)
+	ctx := context.Background()
+	want := map[string]uint64{}
+	for i := range 60 {
+		p := fmt.Sprintf("f%02d", i)
+		res, err := s.Propose(ctx, meta.Header{}, put(p, p))
+		if err != nil || res.Err != nil {
+			t.Fatalf("propose %s: %v %v", p, err, res.Err)
+		}
+		want[p] = res.Generation
+	}
+	last := s.Stats().LastIndex
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if metas, err := s.snaps.List(); err != nil || len(metas) != 0 {
+		t.Fatalf("snapshots before the restart: %v %v, want none (SnapshotInterval is an hour)", metas, err)
+	}
+
+	s2 := openReady(t, dir, cfg)
+	defer s2.Close()
+	retry.Within(t, 10*time.Second, "a snapshot covering the replayed log", func() error {
+		metas, err := s2.snaps.List()
+		if err != nil {
+			return err
+		}
+		if len(metas) == 0 || metas[0].Index < last {
+			return fmt.Errorf("snapshots %v, want one at index ≥ %d", metas, last)
+		}
+		return nil
+	})
+	v, err := s2.ReadView(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAcked(t, v, want)
+
 }
