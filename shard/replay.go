@@ -52,7 +52,10 @@ func (s *Shard) compactAfterReplay(r replayState, opened time.Time) {
 	if n == 0 {
 		return
 	}
-	log := s.cfg.Logger.With("shard", s.cfg.ShardID, "entries", n, "snapshot_index", r.snapshot)
+	log := s.cfg.Logger.With("entries", n, "snapshot_index", r.snapshot)
+	if s.cfg.ShardID != "" { // the embedded node's one shard has no id
+		log = log.With("shard", s.cfg.ShardID)
+	}
 	log.Info("shard: applying the log entries past the last snapshot")
 	t := time.NewTicker(replayPoll)
 	defer t.Stop()
