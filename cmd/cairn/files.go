@@ -24,6 +24,7 @@ import (
 
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/server"
+	"github.com/cairnstore/cairn/ops"
 )
 
 // addFileCommands registers the client commands over files: put, cat, ls, stat, import,
@@ -599,7 +600,9 @@ func describeError(err error) (code, msg string) {
 			short = http.StatusText(ce.HTTPStatus)
 		}
 		return ce.Code, strings.Replace(msg, ce.Error(), short, 1)
-	case errors.As(err, &ue), errors.Is(err, client.ErrUnsafePath):
+	case errors.As(err, &ue), errors.Is(err, client.ErrUnsafePath), errors.As(err, new(*ops.ConfigError)):
+		// A setting the node refused when it opened (a TLS file that does not load, a
+		// setting the cluster contradicts) is the operator's, as a flag the parser refused.
 		return "InvalidArguments", msg
 	case errors.As(err, &closed):
 		return "Timeout", msg
