@@ -78,13 +78,16 @@ leadership of the shards it leads to another replica before it exits.`,
 }
 
 // loadNode reads a node's settings from cmd's flags, the environment and --config, and its
-// credentials from the environment, and loads the TLS files the settings name (a bad one
-// of any is a usage error), and makes the node's logger the default, so that what still
+// credentials from the environment, loads the TLS files the settings name and makes sure
+// the data directory can be written (a bad one of any is a usage error), and makes the node's logger the default, so that what still
 // logs to the default does so in --log-format too.
 func loadNode(cmd *cobra.Command) (ops.Config, ops.Credentials, *slog.Logger, error) {
 	cfg, err := ops.LoadConfig(cmd.Flags(), os.Getenv)
 	if err == nil {
 		err = cfg.CheckTLSFiles()
+	}
+	if err == nil {
+		err = ops.CheckDataDir(cfg.DataDir)
 	}
 	if err != nil {
 		return ops.Config{}, ops.Credentials{}, nil, usageError{err}
