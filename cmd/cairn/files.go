@@ -511,6 +511,16 @@ func (b *transferBar) finish() {
 	}
 }
 
+// codedError is an error a command reports under a code of its choosing (a published
+// one: Unavailable, InvalidArguments, ...).
+type codedError struct {
+	code string
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
 // usageError is a mistake in the command line: reported as InvalidArguments.
 type usageError struct{ err error }
 
@@ -588,6 +598,7 @@ func describeError(err error) (code, msg string) {
 		ce     *client.Error
 		ue     usageError
 		closed *shardsClosedError
+		coded  *codedError
 		moved  *rootMoveError
 		urlErr *url.Error
 		netErr net.Error
@@ -600,6 +611,8 @@ func describeError(err error) (code, msg string) {
 			short = http.StatusText(ce.HTTPStatus)
 		}
 		return ce.Code, strings.Replace(msg, ce.Error(), short, 1)
+	case errors.As(err, &coded):
+		return coded.code, msg
 	case errors.As(err, &ue), errors.Is(err, client.ErrUnsafePath), errors.As(err, new(*ops.ConfigError)):
 		// A setting the node refused when it opened (a TLS file that does not load, a
 		// setting the cluster contradicts) is the operator's, as a flag the parser refused.
