@@ -174,7 +174,7 @@ func newPutCommand() *cobra.Command {
 			Fields:         attached,
 		})
 		if err != nil {
-			return err
+			return sentUnderKey(idempotencyKey, err)
 		}
 		verb := "replaced"
 		if res.Created {
@@ -521,6 +521,25 @@ type codedError struct {
 func (e *codedError) Error() string { return e.err.Error() }
 func (e *codedError) Unwrap() error { return e.err }
 
+// keyedError is the error of a write sent under an idempotency key: sending it again with
+// the same key is safe, which describeError says when the answer was lost.
+type keyedError struct {
+	key string
+	err error
+}
+
+func (e *keyedError) Error() string { return e.err.Error() }
+func (e *keyedError) Unwrap() error { return e.err }
+
+// sentUnderKey returns err as the error of a write sent under key (err itself when it is
+// nil or key is "").
+func sentUnderKey(key string, err error) error {
+	if err == nil || key == "" {
+		return err
+	}
+	return &keyedError{key: key, err: err}
+}
+
 // usageError is a mistake in the command line: reported as InvalidArguments.
 type usageError struct{ err error }
 
@@ -599,6 +618,7 @@ func describeError(err error) (code, msg string) {
 		ue     usageError
 		closed *shardsClosedError
 		coded  *codedError
+		keyed  *keyedError
 		moved  *rootMoveError
 		urlErr *url.Error
 		netErr net.Error
@@ -634,9 +654,13 @@ func describeError(err error) (code, msg string) {
 		return "ObjectUnavailable", msg
 	case errors.As(err, &urlErr) && urlErr.Op != "Get" && urlErr.Op != "Head" && brokeAfterSending(err):
 		// A write sent in full whose answer never came: the node may have applied it (a
-		// kill -9 after the commit) or not; say so, rather than only the transport's error.
-		return "Unavailable", msg + ": the connection broke after the request was sent, so whether it took effect is unknown;" +
-			" look before sending it again (a retry under the same idempotency key is safe)"
+		// kill -9 after the commit) or not; say so, rather than only the transport's error,
+		// and say how to send it again safely where the command can (keyed).
+		msg += ": the connection broke after the request was sent, so whether it took effect is unknown;"
+		if errors.As(err, &keyed) {
+			return "Unavailable", msg + " sending it again with --idempotency-key " + keyed.key + " is safe (the node applies it at most once)"
+		}
+		return "Unavailable", msg + " look before sending it again"
 	case errors.As(err, &urlErr), errors.As(err, &netErr), errors.Is(err, client.ErrNotReady):
 		return "Unavailable", msg
 	default:
