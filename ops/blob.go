@@ -86,19 +86,18 @@ func (c Config) blobTarget() (BlobTarget, []*ConfigError) {
 		t.Prefix = strings.TrimSuffix(t.Prefix, "/")
 		switch {
 		case strings.Contains(t.Bucket, "@"):
-			// Never echo the value: it may hold a secret.
-			bad("Blob", "must not carry credentials (the object store's come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", "")
+			bad("Blob", "must not carry credentials (the object store's come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", shownURL(c.Blob))
 		case strings.ContainsAny(c.Blob, "?#"):
-			bad("Blob", "must be s3://BUCKET[/PREFIX] without a query or fragment", c.Blob)
+			bad("Blob", "must be s3://BUCKET[/PREFIX] without a query or fragment", shownURL(c.Blob))
 		case t.Bucket == "":
-			bad("Blob", `must name a bucket after "s3://"`, c.Blob)
+			bad("Blob", `must name a bucket after "s3://"`, shownURL(c.Blob))
 		case s3utils.CheckValidBucketNameStrict(t.Bucket) != nil:
-			bad("Blob", "must name a valid S3 bucket (3 to 63 characters of [a-z0-9.-], starting and ending with a letter or digit, not an IP address)", c.Blob)
+			bad("Blob", "must name a valid S3 bucket (3 to 63 characters of [a-z0-9.-], starting and ending with a letter or digit, not an IP address)", shownURL(c.Blob))
 		case ok && strings.HasSuffix(c.Blob, "//"):
-			bad("Blob", s3PrefixRule, c.Blob)
+			bad("Blob", s3PrefixRule, shownURL(c.Blob))
 		default:
 			if rule := checkS3Prefix(t.Prefix); rule != "" {
-				bad("Blob", rule, c.Blob)
+				bad("Blob", rule, shownURL(c.Blob))
 			}
 		}
 	default:
@@ -153,19 +152,19 @@ func checkS3Prefix(prefix string) string {
 }
 
 // parseS3Endpoint parses "http(s)://host[:port]" into minio-go's "host[:port]" and whether
-// to use TLS. On failure it returns the broken rule and the value to show (never a
-// password).
+// to use TLS. On failure it returns the broken rule and the value to show (shownURL: no
+// credentials, query or fragment).
 func parseS3Endpoint(raw string) (hostPort string, secure bool, rule, shown string) {
+	shown = shownURL(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", false, "must be a URL such as http://127.0.0.1:9000 or https://s3.example.com", ""
+		return "", false, "must be a URL such as http://127.0.0.1:9000 or https://s3.example.com", shown
 	}
-	shown = u.Redacted()
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
 		return "", false, "must be an http:// (no TLS) or https:// URL", shown
 	case u.User != nil:
-		return "", false, "must not carry credentials (they come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", ""
+		return "", false, "must not carry credentials (they come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", shown
 	case u.Host == "" || u.Hostname() == "":
 		return "", false, "must have a host", shown
 	case u.Opaque != "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:

@@ -302,6 +302,12 @@ func changedFlag(fs *pflag.FlagSet, name string) (string, bool) {
 	return f.Value.String(), true
 }
 
+// yamlKeyOf returns the spelling of a configuration key that key may have meant: lower
+// case, with '_' for '-' (the flag's spelling of the key, or a capitalised one).
+func yamlKeyOf(key string) string {
+	return strings.ReplaceAll(strings.ToLower(key), "-", "_")
+}
+
 // applyYAML applies the YAML document data (read from path) to cfg, recording the source
 // of every field it sets.
 func applyYAML(cfg *Config, source map[string]string, path string, data []byte) error {
@@ -338,7 +344,11 @@ func applyYAML(cfg *Config, source map[string]string, path string, data []byte) 
 		where := fmt.Sprintf("%s:%d", path, k.Line)
 		s, ok := byKey[k.Value]
 		if k.Kind != yaml.ScalarNode || !ok {
-			errs = append(errs, &ConfigError{Source: where, Rule: fmt.Sprintf("unknown key %q", k.Value)})
+			rule := fmt.Sprintf("unknown key %q", k.Value)
+			if near, ok := byKey[yamlKeyOf(k.Value)]; ok && k.Kind == yaml.ScalarNode {
+				rule += fmt.Sprintf(" (did you mean %q?)", near.key)
+			}
+			errs = append(errs, &ConfigError{Source: where, Rule: rule})
 			continue
 		}
 		where = fmt.Sprintf("%s (%s)", where, s.key)

@@ -490,6 +490,16 @@ func TestLoadConfigErrorsNameTheSource(t *testing.T) {
 			source: "cairn.yaml:2", message: `unknown key "listen_addr"`,
 		},
 		{
+			name:   "an unknown yaml key spelled as its flag suggests the key",
+			yaml:   "blob: s3://cairn\ns3-endpoint: http://h:1\n",
+			source: "cairn.yaml:2", message: `unknown key "s3-endpoint" (did you mean "s3_endpoint"?)`,
+		},
+		{
+			name:   "an unknown yaml key that differs in case suggests the key",
+			yaml:   "Log_Level: debug\n",
+			source: "cairn.yaml:1", message: `unknown key "Log_Level" (did you mean "log_level"?)`,
+		},
+		{
 			name:   "a repeated yaml key is an error naming the key",
 			yaml:   "listen: 127.0.0.1:1\nlisten: 127.0.0.1:2\n",
 			source: "cairn.yaml:2", message: `repeated key "listen"`,

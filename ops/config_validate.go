@@ -248,12 +248,12 @@ func (c Config) validateCluster() []*ConfigError {
 		u, err := url.Parse(c.AdvertiseClient)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-			bad("AdvertiseClient", "must be an http:// or https:// URL with a host and no path, query or credentials", c.AdvertiseClient)
+			bad("AdvertiseClient", "must be an http:// or https:// URL with a host and no path, query or credentials", shownURL(c.AdvertiseClient))
 		}
 	}
 	for _, e := range c.EtcdEndpoints() {
-		if strings.ContainsAny(e, " \x00") || strings.Contains(e, "@") {
-			bad("Etcd", "must be comma-separated host:port or http(s):// endpoints without credentials", "")
+		if strings.ContainsAny(e, " \x00?#") || strings.Contains(e, "@") {
+			bad("Etcd", "must be comma-separated host:port or http(s):// endpoints without credentials, query or fragment", shownURL(e))
 			break
 		}
 	}

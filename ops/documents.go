@@ -54,7 +54,7 @@ func (c Config) validateDocuments() []*ConfigError {
 	}
 	if d.RunnerURL != "" {
 		if u, err := url.Parse(d.RunnerURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("DocumentsRunnerURL", "must be an http or https URL", d.RunnerURL)
+			bad("DocumentsRunnerURL", "must be an http or https URL", shownURL(d.RunnerURL))
 		}
 	}
 	if d.RunnerTimeout <= 0 {

@@ -243,6 +243,9 @@ type GetOptions struct {
 type DeleteOptions struct {
 	// IfMatch, when non-zero, deletes only at that generation.
 	IfMatch uint64
+	// IdempotencyKey makes a retry return the first answer (a delete that landed answers
+	// as it did, not NotFound); "" for none.
+	IdempotencyKey string
 }
 
 // ListOptions page through a listing.
@@ -434,6 +437,9 @@ func (c *Client) Delete(ctx context.Context, agent, wb, path string, opts Delete
 		return nil, err
 	}
 	setIfMatch(req, opts.IfMatch)
+	if opts.IdempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", opts.IdempotencyKey)
+	}
 	return decodeAnswer[DeleteResult](c.tr, req)
 }
 

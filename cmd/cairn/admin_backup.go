@@ -89,6 +89,12 @@ func newAdminBackupCommand() *cobra.Command {
 			}
 			defer stream.Close()
 			m, err := backup.Write(cmd.Context(), t, stream)
+			if errors.Is(err, backup.ErrBroken) {
+				// The node stopped or the connection failed: nothing written is a backup, and
+				// a new one may be taken once the node answers.
+				return &codedError{"Unavailable", fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup release --id %s --from %s` releases it and removes what was written; "+
+					"running the backup again is safe once the node answers)", id, t, err, id, to.at)}
+			}
 			if err != nil {
 				return fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup release --id %s --from %s` releases it and removes what was written)", id, t, err, id, to.at)
 			}
@@ -105,6 +111,19 @@ func newAdminBackupCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the manifest as JSON")
 	cmd.AddCommand(newAdminBackupVerifyCommand(), newAdminBackupDeleteCommand(), newAdminBackupHoldsCommand(), newAdminBackupReleaseCommand())
 	return cmd
+}
+
+// fromError is the error of reading the backup --from names: an incomplete archive (a
+// backup cut off, no manifest.json) is an invalid argument naming --from; a damaged one is
+// DataCorrupted; others are err.
+func fromError(err error) error {
+	switch {
+	case errors.Is(err, backup.ErrIncomplete):
+		return usageErrorf("--from: %w", err)
+	case errors.Is(err, backup.ErrDamaged):
+		return &codedError{"DataCorrupted", err}
+	}
+	return err
 }
 
 func printManifest(w io.Writer, t backup.Target, m *backup.Manifest) {
@@ -142,7 +161,7 @@ func newAdminBackupVerifyCommand() *cobra.Command {
 			}
 			m, err := backup.Verify(cmd.Context(), t)
 			if err != nil {
-				return err
+				return fromError(err)
 			}
 			printManifest(cmd.OutOrStdout(), t, m)
 			fmt.Fprintln(cmd.OutOrStdout(), "verified: every part matches the manifest; every shard snapshot decodes")
@@ -337,7 +356,7 @@ func newAdminRestoreCommand() *cobra.Command {
 			if etcd == "" {
 				m, err := backup.RestoreEmbedded(cmd.Context(), t, dataDir)
 				if err != nil {
-					return err
+					return fromError(err)
 				}
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "restored backup %s (node %s, shard 0 at version %d) into %s\n",
@@ -355,7 +374,7 @@ func newAdminRestoreCommand() *cobra.Command {
 			}
 			m, node, err := server.RestoreCluster(cmd.Context(), t, dataDir, advertisePeer, splitEndpoints(etcd))
 			if err != nil {
-				return err
+				return fromError(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "restored backup %s of cluster %s (%d shards, replication %d) into %s as seed node %s; "+
 				"start it with cairn serve --cluster --data-dir %s --etcd %s\n",

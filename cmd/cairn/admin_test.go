@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -201,5 +202,23 @@ func TestAFlagValueOutOfRangeSaysSoWithoutParserText(t *testing.T) {
 	code, msg := describeError(err)
 	if code != "InvalidArguments" || strings.Contains(msg, "strconv") || !strings.Contains(msg, `invalid argument "99999999999999999999" for "--to" flag: value out of range`) {
 		t.Fatalf("--to out of range: %s: %s", code, msg)
+	}
+}
+
+// TestServeOnAReadOnlyDataDirIsAConfigError: a data directory the node cannot write is
+// InvalidArguments naming --data-dir before anything opens (not Unavailable from the Raft
+// log, which reads as retryable).
+func TestServeOnAReadOnlyDataDirIsAConfigError(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("running as root, whom a mode of 0555 does not stop; ops.TestDataDirErrorIsAConfigErrorForARefusedWrite covers the mapping")
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	_, _, err := execCairn(t, "serve", "--data-dir", dir, "--listen", "127.0.0.1:0")
+	if code, msg := describeError(err); code != "InvalidArguments" || !strings.HasPrefix(msg, "--data-dir must be a directory this process can write") {
+		t.Fatalf("serve on a read-only data dir: %s: %s", code, msg)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -218,6 +219,32 @@ func TestAHoldACutOffBackupLeavesIsListedAndReleased(t *testing.T) {
 	}
 	if len(files(t, dest)) < 2 {
 		t.Fatalf("the cut-off backup wrote nothing to its destination: %v", files(t, dest))
+	}
+
+	// Restoring or verifying the cut-off destination is an invalid --from, not a fault.
+	for _, args := range [][]string{{"admin", "restore", "--from", dest, "--data-dir", filepath.Join(t.TempDir(), "r")}, {"admin", "backup", "verify", "--from", dest}} {
+		_, _, err := execCairn(t, args...)
+		if code, msg := describeError(err); code != "InvalidArguments" || !strings.HasPrefix(msg, "--from: backup incomplete:") || !strings.Contains(msg, "has no manifest.json") {
+			t.Fatalf("%s of a cut-off backup: %s: %s; want InvalidArguments naming --from", args[1], code, msg)
+		}
+	}
+
+	// A backup whose stream the node cut off (killed mid-stream) is Unavailable and says
+	// whether running it again is safe.
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != client.AdminBackupPath {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-tar")
+		w.Header().Set("Content-Length", strconv.Itoa(len(whole)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(whole[:len(whole)/2]) // then the handler returns: the connection closes short
+	}))
+	t.Cleanup(cut.Close)
+	_, _, err = execCairn(t, "admin", "backup", "--admin-server", cut.URL, "--id", "cut-2", "--to", t.TempDir())
+	if code, msg := describeError(err); code != "Unavailable" || !strings.Contains(msg, "backup incomplete") || !strings.Contains(msg, "running the backup again is safe") {
+		t.Fatalf("a backup whose stream broke off: %s: %s; want Unavailable saying a new run is safe", code, msg)
 	}
 
 	_, _, err = execCairn(t, "admin", "backup", "delete", "--admin-server", n.admin, "--from", dest)

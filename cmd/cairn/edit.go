@@ -19,20 +19,25 @@ func addChangeCommands(root *cobra.Command) {
 
 func newRmCommand() *cobra.Command {
 	var (
-		ifMatch uint64
-		force   bool
+		ifMatch        uint64
+		force          bool
+		idempotencyKey string
 	)
 	cmd := &cobra.Command{
-		Use:   "rm --agent A --workbench W PATH... [--if-match G] [-f]",
+		Use:   "rm --agent A --workbench W PATH... [--if-match G] [-f] [--idempotency-key K]",
 		Short: "Delete files of a workbench",
 		Long: "Delete each PATH (a file; directories are implicit and vanish with their last\n" +
 			"file), printing one line per file. --if-match deletes only at that generation (one\n" +
-			"PATH). -f ignores paths that do not exist. The first failure stops the command.",
+			"PATH). -f ignores paths that do not exist. The first failure stops the command.\n" +
+			"Every delete carries an Idempotency-Key (a random one per PATH unless\n" +
+			"--idempotency-key is given, for one PATH), so a retry after a lost answer answers\n" +
+			"as the first delete did.",
 		Args: cobra.MinimumNArgs(1),
 	}
 	t := addTargetFlags(cmd)
 	cmd.Flags().Uint64Var(&ifMatch, "if-match", 0, "delete only if the current generation is this one")
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "ignore paths that do not exist")
+	cmd.Flags().StringVar(&idempotencyKey, "idempotency-key", "", "key that makes a repeated delete return the first answer (one PATH; default: random)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := t.check(); err != nil {
 			return err
@@ -40,14 +45,21 @@ func newRmCommand() *cobra.Command {
 		if ifMatch != 0 && len(args) > 1 {
 			return usageErrorf("--if-match applies to one PATH, got %d", len(args))
 		}
+		if idempotencyKey != "" && len(args) > 1 {
+			return usageErrorf("--idempotency-key applies to one PATH, got %d", len(args))
+		}
 		c := newClient(cmd)
 		for _, p := range args {
-			res, err := c.Delete(cmd.Context(), t.agent, t.workbench, p, client.DeleteOptions{IfMatch: ifMatch})
+			key := idempotencyKey
+			if key == "" {
+				key = randomKey()
+			}
+			res, err := c.Delete(cmd.Context(), t.agent, t.workbench, p, client.DeleteOptions{IfMatch: ifMatch, IdempotencyKey: key})
 			if force && client.ErrorCode(err) == "NotFound" && ifMatch == 0 {
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("rm %s: %w", displayed(p), err)
+				return sentUnderKey(key, fmt.Errorf("rm %s: %w", displayed(p), err))
 			}
 			if _, err := fmt.Fprintf(cmd.OutOrStdout(), "deleted %s: generation %d\n", displayed(p), res.Generation); err != nil {
 				return err
@@ -92,7 +104,7 @@ func newAppendCommand() *cobra.Command {
 		res, err := newClient(cmd).Append(cmd.Context(), t.agent, t.workbench, args[0], body, client.AppendOptions{
 			ContentType: contentType, IfMatch: ifMatch, IdempotencyKey: idempotencyKey, Size: size})
 		if err != nil {
-			return err
+			return sentUnderKey(idempotencyKey, err)
 		}
 		verb := "appended to"
 		if res.Created {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/server"
+	"github.com/cairnstore/cairn/ops"
 )
 
 // addFileCommands registers the client commands over files: put, cat, ls, stat, import,
@@ -173,7 +174,7 @@ func newPutCommand() *cobra.Command {
 			Fields:         attached,
 		})
 		if err != nil {
-			return err
+			return sentUnderKey(idempotencyKey, err)
 		}
 		verb := "replaced"
 		if res.Created {
@@ -510,6 +511,35 @@ func (b *transferBar) finish() {
 	}
 }
 
+// codedError is an error a command reports under a code of its choosing (a published
+// one: Unavailable, InvalidArguments, ...).
+type codedError struct {
+	code string
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+// keyedError is the error of a write sent under an idempotency key: sending it again with
+// the same key is safe, which describeError says when the answer was lost.
+type keyedError struct {
+	key string
+	err error
+}
+
+func (e *keyedError) Error() string { return e.err.Error() }
+func (e *keyedError) Unwrap() error { return e.err }
+
+// sentUnderKey returns err as the error of a write sent under key (err itself when it is
+// nil or key is "").
+func sentUnderKey(key string, err error) error {
+	if err == nil || key == "" {
+		return err
+	}
+	return &keyedError{key: key, err: err}
+}
+
 // usageError is a mistake in the command line: reported as InvalidArguments.
 type usageError struct{ err error }
 
@@ -587,6 +617,8 @@ func describeError(err error) (code, msg string) {
 		ce     *client.Error
 		ue     usageError
 		closed *shardsClosedError
+		coded  *codedError
+		keyed  *keyedError
 		moved  *rootMoveError
 		urlErr *url.Error
 		netErr net.Error
@@ -599,7 +631,11 @@ func describeError(err error) (code, msg string) {
 			short = http.StatusText(ce.HTTPStatus)
 		}
 		return ce.Code, strings.Replace(msg, ce.Error(), short, 1)
-	case errors.As(err, &ue), errors.Is(err, client.ErrUnsafePath):
+	case errors.As(err, &coded):
+		return coded.code, msg
+	case errors.As(err, &ue), errors.Is(err, client.ErrUnsafePath), errors.As(err, new(*ops.ConfigError)):
+		// A setting the node refused when it opened (a TLS file that does not load, a
+		// setting the cluster contradicts) is the operator's, as a flag the parser refused.
 		return "InvalidArguments", msg
 	case errors.As(err, &closed):
 		return "Timeout", msg
@@ -618,9 +654,13 @@ func describeError(err error) (code, msg string) {
 		return "ObjectUnavailable", msg
 	case errors.As(err, &urlErr) && urlErr.Op != "Get" && urlErr.Op != "Head" && brokeAfterSending(err):
 		// A write sent in full whose answer never came: the node may have applied it (a
-		// kill -9 after the commit) or not; say so, rather than only the transport's error.
-		return "Unavailable", msg + ": the connection broke after the request was sent, so whether it took effect is unknown;" +
-			" look before sending it again (a retry under the same idempotency key is safe)"
+		// kill -9 after the commit) or not; say so, rather than only the transport's error,
+		// and say how to send it again safely where the command can (keyed).
+		msg += ": the connection broke after the request was sent, so whether it took effect is unknown;"
+		if errors.As(err, &keyed) {
+			return "Unavailable", msg + " sending it again with --idempotency-key " + keyed.key + " is safe (the node applies it at most once)"
+		}
+		return "Unavailable", msg + " look before sending it again"
 	case errors.As(err, &urlErr), errors.As(err, &netErr), errors.Is(err, client.ErrNotReady):
 		return "Unavailable", msg
 	default:

@@ -48,7 +48,7 @@ func newForkCommand() *cobra.Command {
 		}
 		res, err := newClient(cmd).Fork(cmd.Context(), o.agent, args[0], req)
 		if err != nil {
-			return err
+			return sentUnderKey(req.IdempotencyKey, err)
 		}
 		out := cmd.OutOrStdout()
 		if o.json {
@@ -111,7 +111,8 @@ func newMergeCommand() *cobra.Command {
 				r = client.MergeRequest{DryRun: true}
 			}
 			r.Token = token
-			return c.Merge(cmd.Context(), o.agent, args[0], r)
+			res, err := c.Merge(cmd.Context(), o.agent, args[0], r)
+			return res, sentUnderKey(r.IdempotencyKey, err)
 		}
 		return previewThenApply(cmd.OutOrStdout(), o, req.Token, yes, call,
 			func(res *client.MergeResult) (string, json.RawMessage) { return res.Token, res.Raw }, printMerge)
@@ -175,7 +176,7 @@ func newDiscardCommand() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		res, err := newClient(cmd).Discard(cmd.Context(), o.agent, args[0], key)
 		if err != nil {
-			return err
+			return sentUnderKey(key, err)
 		}
 		out := cmd.OutOrStdout()
 		if o.json {

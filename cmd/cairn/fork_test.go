@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -94,9 +96,9 @@ func TestForkMergeDiscardCommands(t *testing.T) {
 }
 
 // A merge whose connection breaks after the apply was sent (the node killed with kill -9
-// mid-merge) fails saying that whether it took effect is unknown and that a retry under
-// the same idempotency key is safe; a refused connection, which sent nothing, says no such
-// thing.
+// mid-merge) fails saying that whether it took effect is unknown and that sending it again
+// under its idempotency key is safe; a commit, which takes no key, says to look first; a
+// refused connection, which sent nothing, says no such thing.
 func TestAMergeCutOffAfterItWasSentSaysItsOutcomeIsUnknown(t *testing.T) {
 	_, node := testNode(t)
 	runCairn(t, node.URL, "put", "outputs/r.txt", "-", "--agent", "a", "--workbench", "w")
@@ -109,7 +111,8 @@ func TestAMergeCutOffAfterItWasSentSaysItsOutcomeIsUnknown(t *testing.T) {
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if strings.HasSuffix(r.URL.Path, "/merge") && strings.Contains(string(body), `"token"`) {
+		if (strings.HasSuffix(r.URL.Path, "/merge") && strings.Contains(string(body), `"token"`)) ||
+			strings.HasSuffix(r.URL.Path, "/commit") || r.Method == http.MethodDelete {
 			conn, _, err := http.NewResponseController(w).Hijack()
 			if err == nil {
 				conn.Close() // the whole request arrived; no answer leaves
@@ -125,8 +128,28 @@ func TestAMergeCutOffAfterItWasSentSaysItsOutcomeIsUnknown(t *testing.T) {
 		t.Fatal("a merge whose answer never came succeeded")
 	}
 	if code, msg := describeError(err); code != "Unavailable" || !strings.Contains(msg, "whether it took effect is unknown") ||
-		!strings.Contains(msg, "same idempotency key") {
+		!strings.Contains(msg, "sending it again with --idempotency-key m1 is safe") {
 		t.Fatalf("the merge cut off after it was sent: %s: %s (stderr %q)", code, msg, errOut)
+	}
+	// A commit takes no idempotency key: the advice must not name one.
+	manifest := filepath.Join(t.TempDir(), "run.json")
+	if err := os.WriteFile(manifest, []byte(`{"run":"r1"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = execCairn(t, "--server", srv.URL, "commit", "w", "--manifest", manifest,
+		"--content-digest", "sha256:"+strings.Repeat("ab", 32), "--agent", "a")
+	if code, msg := describeError(err); code != "Unavailable" || !strings.Contains(msg, "whether it took effect is unknown; look before sending it again") ||
+		strings.Contains(msg, "idempotency") {
+		t.Fatalf("the commit cut off after it was sent: %s: %s", code, msg)
+	}
+	// rm sends its delete under a key, given or its own, and names it.
+	_, _, err = execCairn(t, "--server", srv.URL, "rm", "outputs/r.txt", "--idempotency-key", "rm-1", "--agent", "a", "--workbench", "w")
+	if code, msg := describeError(err); code != "Unavailable" || !strings.Contains(msg, "sending it again with --idempotency-key rm-1 is safe") {
+		t.Fatalf("the rm cut off after it was sent: %s: %s", code, msg)
+	}
+	_, _, err = execCairn(t, "--server", srv.URL, "rm", "outputs/r.txt", "--agent", "a", "--workbench", "w")
+	if code, msg := describeError(err); code != "Unavailable" || !strings.Contains(msg, "sending it again with --idempotency-key ") {
+		t.Fatalf("the rm cut off after it was sent, without a key given: %s: %s", code, msg)
 	}
 	srv.Close()
 	_, err = http.Post(srv.URL+"/v1/agents/a/workbenches/f/merge", "application/json", strings.NewReader(`{"token":"t"}`))

@@ -52,7 +52,8 @@ func newRewindCommand() *cobra.Command {
 			if preview {
 				r.IdempotencyKey = ""
 			}
-			return c.Rewind(cmd.Context(), o.agent, args[0], r)
+			res, err := c.Rewind(cmd.Context(), o.agent, args[0], r)
+			return res, sentUnderKey(r.IdempotencyKey, err)
 		}
 		return previewThenApply(cmd.OutOrStdout(), o, req.Token, yes, call,
 			func(res *client.RewindResult) (string, json.RawMessage) { return res.Token, res.Raw }, printRewind)

@@ -78,10 +78,17 @@ leadership of the shards it leads to another replica before it exits.`,
 }
 
 // loadNode reads a node's settings from cmd's flags, the environment and --config, and its
-// credentials from the environment (a bad one is a usage error), and makes the node's
-// logger the default, so that what still logs to the default does so in --log-format too.
+// credentials from the environment, loads the TLS files the settings name and makes sure
+// the data directory can be written (a bad one of any is a usage error), and makes the node's logger the default, so that what still
+// logs to the default does so in --log-format too.
 func loadNode(cmd *cobra.Command) (ops.Config, ops.Credentials, *slog.Logger, error) {
 	cfg, err := ops.LoadConfig(cmd.Flags(), os.Getenv)
+	if err == nil {
+		err = cfg.CheckTLSFiles()
+	}
+	if err == nil {
+		err = ops.CheckDataDir(cfg.DataDir)
+	}
 	if err != nil {
 		return ops.Config{}, ops.Credentials{}, nil, usageError{err}
 	}
@@ -132,7 +139,7 @@ CAIRN_API_KEY) as every client command; otherwise it runs an embedded node on
 				url, _ := cmd.Flags().GetString("server")
 				hc, err := client.NewHTTPClient(url, transportOptions(cmd))
 				if err != nil {
-					return usageError{err}
+					return transportError(err)
 				}
 				return mcp.ServeStdioProxyProfile(ctx, url, agent, profile, hc, cmd.InOrStdin(), cmd.OutOrStdout())
 			}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -48,10 +50,28 @@ func transportOptions(cmd *cobra.Command) client.TransportOptions {
 func httpClient(cmd *cobra.Command, server string) *http.Client {
 	hc, err := client.NewHTTPClient(server, transportOptions(cmd))
 	if err != nil {
-		return &http.Client{Transport: refused{usageError{err}}}
+		return &http.Client{Transport: refused{transportError(err)}}
 	}
 	return hc
 }
+
+// transportError is the usage error for err from client.NewHTTPClient, naming the flags
+// the user writes (--client-cert) instead of the client's option fields (ClientCertFile).
+func transportError(err error) error {
+	var oe *client.OptionError
+	if !errors.As(err, &oe) {
+		return usageError{err}
+	}
+	msg := oe.Field + " " + oe.Rule
+	if oe.Err != nil {
+		msg += " (" + oe.Err.Error() + ")"
+	}
+	return usageError{errors.New(optionFlags.Replace(msg))}
+}
+
+// optionFlags turns client.TransportOptions field names into their flags.
+var optionFlags = strings.NewReplacer("CAFile", "--ca-file", "ClientCertFile", "--client-cert",
+	"ClientKeyFile", "--client-key", "APIKey", "--api-key", "server URL", "--server")
 
 // refused is the transport of a client whose settings cannot be used.
 type refused struct{ err error }

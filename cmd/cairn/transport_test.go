@@ -189,3 +189,52 @@ func TestClientCommandsTrustTheCAFileAndPresentTheClientCertificate(t *testing.T
 		t.Fatalf("with the variables: %v (code %s), want the request served (NotFound)", err, code)
 	}
 }
+
+// TestTLSFilesThatDoNotLoadAreInvalidArgumentsNamingTheFlag: a node's TLS file that does
+// not load (a key of another certificate, certificate and key swapped, a file that is not
+// PEM), and a client's, is a usage error naming the flag, not Internal.
+func TestTLSFilesThatDoNotLoadAreInvalidArgumentsNamingTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	ca := certtest.NewCA(t, "cli TLS CA")
+	cert, key := ca.Issue(t, "node").Write(t, dir, "node")
+	_, otherKey := ca.Issue(t, "other").Write(t, dir, "other")
+	caFile := ca.WriteCA(t, dir)
+	notPEM := certtest.Write(t, filepath.Join(dir, "not.pem"), []byte("not a certificate\n"))
+	serve := func(flags ...string) []string {
+		return append([]string{"serve", "--data-dir", filepath.Join(t.TempDir(), "d"), "--listen", "127.0.0.1:0"}, flags...)
+	}
+	cluster := func(flags ...string) []string {
+		return serve(append([]string{"--cluster", "--etcd", "127.0.0.1:1", "--blob", "s3://cairn", "--s3-endpoint", "http://127.0.0.1:1",
+			"--peer-listen", "127.0.0.1:0", "--advertise-peer", "127.0.0.1:1"}, flags...)...)
+	}
+	ls := func(flags ...string) []string {
+		return append(append([]string{"--server", "https://127.0.0.1:1"}, flags...), "ls", "--agent", "a", "--workbench", "w")
+	}
+	tests := []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"serve: a key of another certificate", serve("--tls-cert", cert, "--tls-key", otherKey), "--tls-cert must"},
+		{"serve: certificate and key swapped", serve("--tls-cert", key, "--tls-key", cert), "--tls-cert must"},
+		{"serve: a certificate that is not PEM", serve("--tls-cert", notPEM, "--tls-key", key), "--tls-cert must"},
+		{"serve: a client CA that is not PEM", serve("--tls-cert", cert, "--tls-key", key, "--tls-client-ca", notPEM), "--tls-client-ca must"},
+		{"serve --cluster: a peer key of another certificate", cluster("--peer-tls-cert", cert, "--peer-tls-key", otherKey, "--peer-tls-ca", caFile), "--peer-tls-cert must"},
+		{"serve --cluster: a peer CA that is not PEM", cluster("--peer-tls-cert", cert, "--peer-tls-key", key, "--peer-tls-ca", notPEM), "--peer-tls-ca must"},
+		{"mcp: a key of another certificate", []string{"mcp", "--data-dir", t.TempDir(), "--tls-cert", cert, "--tls-key", otherKey}, "--tls-cert must"},
+		{"client: a CA file that is not PEM", ls("--ca-file", notPEM), "--ca-file must"},
+		{"client: a key of another certificate", ls("--client-cert", cert, "--client-key", otherKey), "--client-cert must"},
+		{"client: a certificate without its key", ls("--client-cert", cert), "--client-cert and --client-key must"},
+		{"mcp proxy: a CA file that is not PEM", []string{"mcp", "--server", "https://127.0.0.1:1", "--ca-file", notPEM}, "--ca-file must"},
+	}
+	for _, tt := range tests {
+		_, _, err := execCairn(t, tt.args...)
+		if err == nil {
+			t.Errorf("%s: succeeded", tt.name)
+			continue
+		}
+		if code, msg := describeError(err); code != "InvalidArguments" || !strings.Contains(msg, tt.flag) {
+			t.Errorf("%s: %s: %s; want InvalidArguments containing %q", tt.name, code, msg, tt.flag)
+		}
+	}
+}

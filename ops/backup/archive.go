@@ -132,6 +132,11 @@ func (m *Manifest) Bytes() int64 {
 // archive has no manifest).
 var ErrIncomplete = errors.New("backup incomplete")
 
+// ErrBroken: the node's backup stream broke off before its end (the node stopped or the
+// connection failed). It comes with ErrIncomplete; nothing written is a backup yet, and
+// the backup may be run again once the node answers.
+var ErrBroken = errors.New("the backup stream broke off")
+
 // ErrDamaged: a part does not match the manifest (size or digest), or a shard snapshot
 // does not decode.
 var ErrDamaged = errors.New("backup damaged")
@@ -153,7 +158,7 @@ func Write(ctx context.Context, t Target, stream io.Reader) (*Manifest, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: the backup stream broke off: %v", ErrIncomplete, err)
+			return nil, fmt.Errorf("%w: %w: %v", ErrIncomplete, ErrBroken, err)
 		}
 		if h.Name == ManifestPart || !ValidPart(h.Name) {
 			return nil, fmt.Errorf("backup stream: unexpected part %q", h.Name)
@@ -230,15 +235,34 @@ func storePart(ctx context.Context, t Target, name string, r io.Reader) (Part, e
 		return Part{}, err
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(w, h), r)
+	src := &readErr{r: r}
+	n, err := io.Copy(io.MultiWriter(w, h), src)
 	if err != nil {
 		w.Abort()
+		if src.err != nil { // the stream, not the destination
+			return Part{}, fmt.Errorf("%w: part %s: %w: %v", ErrIncomplete, name, ErrBroken, err)
+		}
 		return Part{}, fmt.Errorf("%w: part %s: %v", ErrIncomplete, name, err)
 	}
 	if err := w.Close(); err != nil {
 		return Part{}, fmt.Errorf("backup %s: store %s: %w", t, name, err)
 	}
 	return Part{Name: name, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// readErr records the error of the reader it wraps, telling a broken stream from a
+// destination that refused a write.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
 }
 
 func putBytes(ctx context.Context, t Target, name string, b []byte) error {
