@@ -21,7 +21,7 @@ import (
 // every request the SDK serves still reaches it and no refusal is plain text.
 
 // codeServerError is JSON-RPC's implementation-defined server error, for a request the
-// endpoint does not serve at all (a method other than POST).
+// endpoint does not serve at all (a method other than POST) or not yet (WriteUnavailable).
 const codeServerError = -32000
 
 // refuseTransport answers r when the SDK's handler would refuse it for its method or
@@ -88,6 +88,15 @@ var sessionsInStateless = func() bool {
 func truncateQuoted(s string) string {
 	b, _ := json.Marshal(truncate(s, 64))
 	return string(b)
+}
+
+// WriteUnavailable answers a request for the MCP endpoint that the node cannot serve yet
+// (a cluster node that is still joining its cluster, api/server) as the endpoint's other
+// HTTP-level refusals are answered: a JSON-RPC error of id null, here the server error,
+// "Service Unavailable: " and msg, with HTTP 503 and Retry-After: 1.
+func WriteUnavailable(w http.ResponseWriter, msg string) {
+	w.Header().Set("Retry-After", "1")
+	writeTransportError(w, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: "+msg)
 }
 
 // writeTransportError answers with a JSON-RPC error of id null and HTTP status.

@@ -70,11 +70,15 @@ func (n *Node) openClusterParts(ctx context.Context, instance string) (*host.Clu
 		}
 		ln.Close()
 	}
-	// Ports first: the registry publishes the bound addresses.
-	var err error
-	if n.clientLn, err = net.Listen("tcp", cfg.Listen); err != nil {
+	// Ports first: the registry publishes the bound addresses. Until Serve, the starting
+	// server answers on the client port at once (starting.go).
+	tcp, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
+	capped := limitListener(tcp, cfg)
+	n.clientLn = capped
+	n.starting = serveStarting(capped, tcp.(*net.TCPListener), cfg, n.tls, n.nodeID, n.log)
 	n.clientURL = cfg.AdvertiseClient
 	if n.clientURL == "" {
 		n.clientURL = cfg.ClientScheme() + "://" + n.clientLn.Addr().String()

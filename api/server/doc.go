@@ -45,7 +45,9 @@
 // and key files are looked at again at most every certCheckInterval and re-read when
 // they changed, a pair that fails to load is logged and the previous one kept, and with
 // Config.TLSClientCA a client without a certificate that bundle signs is refused at the
-// handshake. /readyz also reflects the readiness probe (health.go).
+// handshake. /readyz also reflects the readiness probe (health.go). A cluster node binds
+// its client listener at Open, before it joins the cluster; until Serve takes the
+// listener over, the starting server answers on it at once (starting.go).
 // Behind the guard, the authentication middleware (authn.go) runs before any routing:
 // with ops.Config.AuthRequired every request needs a live API key (401 Unauthenticated
 // otherwise) and admin routes need the admin scope; keys are managed through the admin

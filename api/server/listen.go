@@ -30,7 +30,13 @@ func newHTTPServer(cfg ops.Config, tc *tls.Config, h http.Handler, log *slog.Log
 // serveOn serves srv on ln behind the connection caps, over TLS when srv has a TLS
 // configuration (HTTP/2 offered, as net/http does for TLS), else plain HTTP.
 func serveOn(srv *http.Server, ln net.Listener, cfg ops.Config) error {
-	ln = limitListener(ln, cfg)
+	return serveCapped(srv, limitListener(ln, cfg))
+}
+
+// serveCapped is serveOn on a listener that already has its caps (limitListener): a
+// cluster node's client listener, whose caps the starting server and the node's own share
+// (starting.go).
+func serveCapped(srv *http.Server, ln net.Listener) error {
 	if srv.TLSConfig != nil {
 		return srv.ServeTLS(ln, "", "") // the certificate comes from TLSConfig.GetCertificate
 	}
@@ -44,7 +50,7 @@ func serveOn(srv *http.Server, ln net.Listener, cfg ops.Config) error {
 // the second, so that one wrapper (clientConn) sits between net/http and the TCP
 // connection and passes its ReadFrom on: a response body copied from a file (the
 // segment cache) goes out by sendfile.
-func limitListener(ln net.Listener, cfg ops.Config) net.Listener {
+func limitListener(ln net.Listener, cfg ops.Config) *perClientListener {
 	return &perClientListener{Listener: ln, max: cfg.MaxConnectionsPerClient, open: map[string]int{},
 		slots: make(chan struct{}, cfg.MaxConnections), done: make(chan struct{})}
 }
@@ -61,11 +67,22 @@ type perClientListener struct {
 	open  map[string]int // client IP → open connections
 }
 
-func (l *perClientListener) Accept() (net.Conn, error) {
+func (l *perClientListener) Accept() (net.Conn, error) { return l.accept(nil) }
+
+// accept is Accept that also stops waiting for a slot, with net.ErrClosed, once stop is
+// closed (the starting server's hand-over: starting.go).
+func (l *perClientListener) accept(stop <-chan struct{}) (net.Conn, error) {
 	for {
+		select {
+		case <-stop:
+			return nil, net.ErrClosed
+		default:
+		}
 		select {
 		case l.slots <- struct{}{}:
 		case <-l.done:
+			return nil, net.ErrClosed
+		case <-stop:
 			return nil, net.ErrClosed
 		}
 		c, err := l.Listener.Accept()

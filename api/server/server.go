@@ -78,8 +78,10 @@ type Node struct {
 	redactor    *redact.Redactor
 
 	// Cluster mode only: the client port is bound at open (the registry publishes its
-	// address), the peer port and the etcd client are the node's.
+	// address; clientLn has its connection caps), and served by starting until Serve
+	// takes it over (starting.go); the peer port and the etcd client are the node's.
 	clientLn     net.Listener
+	starting     *startingServer
 	clientURL    string
 	peer         *mux.Mux
 	etcd         *clientv3.Client
@@ -104,8 +106,9 @@ type Node struct {
 // embedded default's one replica, or for cfg.Cluster the cluster membership in etcd and
 // the replicas the control plane assigns), the Workbench service and the background
 // workers; creds sign the requests of an s3:// blob store. ctx bounds the start. A
-// cluster node binds its client and peer ports here (the registry publishes them); the
-// embedded node listens only in Serve. The caller must Close the node.
+// cluster node binds its client and peer ports here (the registry publishes them), and
+// until Serve its client port answers at once that the node is starting (starting.go);
+// the embedded node listens only in Serve. The caller must Close the node.
 //
 // Errors: cfg's *ops.ConfigError (also a setting that contradicts the cluster, or a node
 // id bound to another data directory), ErrDataDirLocked, ErrStorageDamaged, and for an
@@ -406,7 +409,8 @@ func (n *Node) S3Addr() net.Addr {
 	return nil
 }
 
-// Serve listens on cfg.Listen (tenant routes; a cluster node bound it at Open) and
+// Serve listens on cfg.Listen (tenant routes; a cluster node bound it at Open, and takes
+// it over from the starting server without closing it: starting.go) and
 // cfg.AdminAddress() (admin routes) and serves HTTP until ctx ends, over TLS on both
 // with cfg.TLS() (the certificate re-read when its files change; mutual TLS with
 // cfg.TLSClientCA). A plain-HTTP listener beyond loopback (cfg.InsecurePlaintext) is
@@ -417,10 +421,11 @@ func (n *Node) S3Addr() net.Addr {
 func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	ln := n.clientLn
 	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", n.cfg.Listen); err != nil {
+		tcp, err := net.Listen("tcp", n.cfg.Listen)
+		if err != nil {
 			return fmt.Errorf("listen %s: %w", n.cfg.Listen, err)
 		}
+		ln = limitListener(tcp, n.cfg)
 	}
 	warnPlaintext(n.cfg, n.log)
 	admin, err := listenAdmin(n.cfg, n.tls, n.clientURL, n.adminH, n.log)
@@ -451,11 +456,25 @@ func (n *Node) Serve(ctx context.Context, ready func(addr net.Addr)) error {
 	var d drainer
 	srv := newHTTPServer(n.cfg, n.tls, d.wrap(newGuard(n.cfg, n.clientURL, n.handler)), n.log)
 	srv.RegisterOnShutdown(n.rest.EndStreams) // change-feed streams would hold the shutdown
+	if starting := n.starting; starting != nil {
+		// The hand-over (starting.go): the listener stays open, and what arrives meanwhile
+		// waits in its accept queue for srv.
+		starting.stopAccepting()
+		n.starting = nil
+		finished := make(chan struct{})
+		go func() {
+			defer close(finished)
+			fctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
+			defer cancel()
+			starting.finish(fctx)
+		}()
+		defer func() { <-finished }()
+	}
 	if ready != nil {
 		ready(ln.Addr())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- serveOn(srv, ln, n.cfg) }()
+	go func() { errc <- serveCapped(srv, ln) }()
 	select {
 	case err := <-errc:
 		sctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
@@ -489,6 +508,14 @@ func (n *Node) TransferLeadership(ctx context.Context) { n.host.TransferLeadersh
 // data directory.
 func (n *Node) Close() error {
 	var errs []error
+	// The client port first: a node whose start failed refuses connections from here on
+	// rather than leaving them unanswered while it closes.
+	if n.starting != nil {
+		n.starting.close()
+	}
+	if n.clientLn != nil {
+		_ = n.clientLn.Close()
+	}
 	if w := n.workers.Load(); w != nil {
 		errs = append(errs, w.Close())
 	}
@@ -504,9 +531,6 @@ func (n *Node) Close() error {
 	}
 	if n.peer != nil {
 		_ = n.peer.Close()
-	}
-	if n.clientLn != nil {
-		_ = n.clientLn.Close()
 	}
 	if n.etcd != nil {
 		_ = n.etcd.Close()
