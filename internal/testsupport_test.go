@@ -17,6 +17,7 @@ var testSupport = []string{
 	"github.com/cairnstore/cairn/internal/certtest",
 	"github.com/cairnstore/cairn/internal/metricstest",
 	"github.com/cairnstore/cairn/internal/httpcall",
+	"github.com/cairnstore/cairn/internal/unprivileged",
 	"github.com/cairnstore/cairn/blob/blobtest",
 	"github.com/cairnstore/cairn/workbench/corestest",
 	"github.com/cairnstore/cairn/workbench/workbenchtest",
