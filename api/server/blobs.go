@@ -11,6 +11,7 @@ import (
 	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/blob/s3"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/shard"
 )
 
 // blobOpenTimeout bounds opening the blob store at start (for s3: reaching the endpoint,
@@ -30,7 +31,10 @@ func (n *Node) openBlobs(ctx context.Context) error {
 	switch target.Kind {
 	case ops.BlobDir:
 		dirs["blob store"] = target.Dir
-		ds, err := dir.Open(target.Dir)
+		// The blob directory keeps free what the Raft logs keep (shard.Config.MinFreeBytes,
+		// left at its default): on the disk they usually share, a body's segments must not
+		// take the room the log needs for its term, vote and snapshots.
+		ds, err := dir.OpenWith(target.Dir, dir.Options{MinFreeBytes: shard.DefaultMinFreeBytes})
 		if err != nil {
 			return fmt.Errorf("blob store %s: %w", n.cfg.Blob, err)
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,5 +122,44 @@ func TestAFullDiskAnswersATypedRetryableErrorNamingTheResource(t *testing.T) {
 	})
 	if code, b := httpDo(t.Context(), http.MethodGet, file+"first", nil); code != http.StatusOK || string(b) != "hello" {
 		t.Fatalf("the file written before the disk filled: %d %q", code, b)
+	}
+}
+
+// A body's segments stop where the Raft log's reserve begins: with room for the log but
+// not for the body beside the reserve, the body is refused at the first segment that would
+// reach into the reserve, and the small writes the log still has room for go on. (Before,
+// the body's segments filled the disk below the reserve and the log then refused it.)
+func TestABodyIsRefusedBeforeItTakesTheRaftLogsReserve(t *testing.T) {
+	disk := smallDisk(t, 160<<20)
+	cfg := testConfig(t)
+	cfg.DataDir = disk
+	_, base := serveNode(t, cfg)
+	file := base + "/v1/agents/a/workbenches/w/files/input/"
+	if code, b := httpDo(t.Context(), http.MethodPut, file+"first", []byte("hello")); code != http.StatusCreated {
+		t.Fatalf("put on a disk with room: %d %s", code, b)
+	}
+	filler := filepath.Join(disk, "filler")
+	fill(t, filler, 88<<20) // 24 MiB above the 64 MiB the log keeps
+	before := freeBytes(t, disk)
+
+	// Random bytes: zstd cannot shrink them below the reserve's reach.
+	body := make([]byte, 40<<20)
+	rand.Read(body)
+	code, b := httpDo(t.Context(), http.MethodPut, file+"large", body)
+	if err := wantDiskFull(code, b, "blob store"); err != nil {
+		t.Fatalf("a 40 MiB body with 88 MiB free: %v", err)
+	}
+	after := freeBytes(t, disk)
+	if after < 64<<20 {
+		t.Fatalf("the refused body left %d bytes free, less than the log's 64 MiB reserve (%d before)", after, before)
+	}
+	if code, b := httpDo(t.Context(), http.MethodPut, file+"small", []byte("small")); code != http.StatusCreated {
+		t.Fatalf("a small write after the refused body: %d %s", code, b)
+	}
+	// A body that fits beside the reserve is stored. (The refused body's segments that
+	// landed before the refusal stay until garbage collection.)
+	fits := min(4<<20, (after-64<<20)/2)
+	if code, b := httpDo(t.Context(), http.MethodPut, file+"fits", body[:fits]); code != http.StatusCreated {
+		t.Fatalf("a %d-byte body with %d bytes free: %d %s", fits, after, code, b)
 	}
 }

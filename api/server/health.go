@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/shard"
 )
 
 // The readiness probe (GET /readyz): every probeInterval the node stats a blob that
@@ -22,7 +23,9 @@ import (
 const (
 	probeInterval = 2 * time.Second
 	probeTimeout  = 2 * time.Second
-	minFreeBytes  = 64 << 20
+	// minFreeBytes is the reserve the Raft logs and the blob directory keep: below it
+	// writes are refused, so the node is not ready for them.
+	minFreeBytes = shard.DefaultMinFreeBytes
 )
 
 // The blob sample (a node restored from a backup without its blobs serves every body

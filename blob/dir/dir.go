@@ -36,6 +36,19 @@ type Store struct {
 	locks blob.KeyLocks // serializes Puts and Deletes of one key
 
 	bufs blob.EncodeBuffers // compression buffers of Puts
+
+	reserve reserve // the free space Puts leave on the file system (Options.MinFreeBytes)
+}
+
+// Options tune a Store. The zero Options is Open's: no reserve.
+type Options struct {
+	// MinFreeBytes is the free space, in bytes, Puts leave on the file system under the
+	// directory: a Put whose file would leave less, counting the files of the Puts in
+	// flight, fails with blob.ErrStorageFull before it writes a byte. A node whose Raft log
+	// shares the disk passes the log's own reserve (shard.DefaultMinFreeBytes), so that
+	// bodies cannot take the room the log keeps for its term, vote and snapshots. 0 (or
+	// negative) keeps no reserve: a Put then fails only when the disk refuses (ENOSPC).
+	MinFreeBytes int64
 }
 
 var _ blob.Store = (*Store)(nil)
@@ -43,7 +56,10 @@ var _ blob.Store = (*Store)(nil)
 // Open returns a Store over the directory path, creating it (and roots/ inside it) if
 // needed, and removes the temporary files that interrupted Puts left behind. Errors are
 // I/O errors of the directory, wrapped with blob.ErrUnavailable.
-func Open(path string) (*Store, error) {
+func Open(path string) (*Store, error) { return OpenWith(path, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(path string, o Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("blob/dir: open: empty directory path")
 	}
@@ -52,8 +68,9 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("blob/dir: open %q: %w", path, err)
 	}
 	s := &Store{
-		path:  abs,
-		roots: filepath.Join(abs, "roots"),
+		path:    abs,
+		roots:   filepath.Join(abs, "roots"),
+		reserve: reserve{dir: abs, min: o.MinFreeBytes},
 	}
 	if err := os.MkdirAll(abs, dirMode); err != nil {
 		return nil, s.ioErr("open", abs, err)
@@ -236,6 +253,11 @@ func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.Put
 	defer release()
 
 	hdr := header{enc: enc, size: int64(len(data))}.marshal()
+	done, err := s.reserve.take(int64(len(hdr) + len(payload)))
+	if err != nil {
+		return blob.PutResult{}, fmt.Errorf("blob/dir: put %s: %w", key, err)
+	}
+	defer done()
 	if err := s.write(ctx, key, final, hdr[:], payload); err != nil {
 		return blob.PutResult{}, err
 	}

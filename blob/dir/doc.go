@@ -21,6 +21,10 @@
 //   - Open removes stray temporary files. Open never deletes or rewrites anything else; a
 //     file under a final name whose header or payload is invalid is reported as
 //     blob.ErrCorrupt and replaced by the next Put of its key.
+//   - Options.MinFreeBytes is kept free: a Put whose file would leave less on the file
+//     system, counting the Puts in flight, fails with blob.ErrStorageFull before it
+//     writes (reserve.go). A node passes the Raft log's reserve, so bodies never take the
+//     room the log on the same disk keeps for its term, vote and snapshots.
 //   - One Store per directory. A second process writing the same directory corrupts
 //     nothing, but its in-flight Puts may fail when this one's Open removes their temporary
 //     files.
