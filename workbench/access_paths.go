@@ -91,12 +91,17 @@ func mayTouchPaths(ctx context.Context, s *base, agent string, b meta.Body) *Err
 // prefixes of agent's root and a rewind's scope names a path, or a prefix, outside them:
 // checked before the token, the target or the workbench is read, so a preview and an
 // apply are refused alike whether the path exists or changed since (a staleness answer
-// would tell). The whole-workbench scope passes here: its preview walks the caller's view
-// and its apply's guard over every path is refused by mayTouchPaths.
+// would tell). The whole-workbench scope (no prefix, no paths) is refused too, preview and
+// apply alike (wholeWorkbench): its apply's guard over every path could never pass, so a
+// preview would issue a token no apply takes.
 func mayRewindScope(ctx context.Context, s *base, agent string, sc RewindScope) *Error {
 	a := s.reach(ctx, agent)
 	if !a.any() || len(a.prefixes) == 0 {
 		return nil
+	}
+	if sc.Prefix == "" && len(sc.Paths) == 0 {
+		// An unscoped rewind takes every path of the workbench to the target.
+		return outsidePrefixes(ctx, agent, a.prefixes, wholeWorkbench)
 	}
 	r := auth.Reach{Prefixes: a.prefixes}
 	if sc.Prefix != "" && !r.ShowsPath(sc.Prefix) {

@@ -159,13 +159,19 @@ func TestAuthMatrixPrefixKeyOverEveryMCPTool(t *testing.T) {
 			t.Errorf("%s by a prefix-bound key: %s", c.tool, a.raw)
 		}
 	}
-	// A rewind of the whole workbench: its preview shows nothing of input, and applying
-	// it is refused.
+	// A rewind of the whole workbench is refused, its preview too (no token an apply
+	// could never take), naming the key's prefixes.
 	covered["cairn_rewind"] = true
-	preview := ok("prefix: rewind preview", prefix("cairn_rewind", map[string]any{"id": "w", "target": "snapshot:s1", "dry_run": true}))
-	wantNoFixtureText(t, "a prefix-bound key's rewind preview", fmt.Sprint(preview))
-	if a := prefix("cairn_rewind", map[string]any{"id": "w", "target": "snapshot:s1", "token": preview["token"], "request_id": "rw3"}); !a.isErr || a.code != "PermissionDenied" {
-		t.Errorf("a prefix-bound key applies a rewind of the whole workbench: %s", a.raw)
+	for _, args := range []map[string]any{
+		{"id": "w", "target": "snapshot:s1", "dry_run": true},
+		{"id": "w", "target": "snapshot:s1", "token": strings.Repeat("A", 43) + "." + strings.Repeat("B", 22), "request_id": "rw3"},
+	} {
+		a := prefix("cairn_rewind", args)
+		details, _ := a.res["details"].(map[string]any)
+		if !a.isErr || a.code != "PermissionDenied" || fmt.Sprint(details["prefixes"]) != "[outputs]" {
+			t.Errorf("a prefix-bound key's rewind of the whole workbench (%v): %s", args, a.raw)
+		}
+		wantNoFixtureText(t, "a prefix-bound key's rewind of the whole workbench", a.raw)
 	}
 	// Merging or discarding a fork made by the admin key: the fork is a whole workbench
 	// too; the answer names no path.
@@ -355,8 +361,8 @@ func TestAuthPartialKeyEvidenceAnswersAsMissing(t *testing.T) {
 }
 
 // TestAuthPrefixKeyRewindOutsideIsRefused: a rewind by a prefix-bound key whose scope
-// names a path or a prefix outside its prefixes is PermissionDenied naming them, preview
-// and apply alike, before anything is read: the same bytes whether the path exists or
+// names a path or a prefix outside its prefixes, or no scope (the whole workbench), is
+// PermissionDenied naming them, preview and apply alike, before anything is read: the same bytes whether the path exists or
 // not, so no answer (a token, a staleness Conflict) tells of a hidden path.
 func TestAuthPrefixKeyRewindOutsideIsRefused(t *testing.T) {
 	m := newMatrix(t)
@@ -374,7 +380,8 @@ func TestAuthPrefixKeyRewindOutsideIsRefused(t *testing.T) {
 		hidden := rewind(`"paths":["input/secret.txt"]`, step.rest)
 		missing := rewind(`"paths":["input/absent.txt"]`, step.rest)
 		sameReply(t, step.what+" of a hidden path vs a missing one", hidden, missing)
-		for _, r := range []reply{hidden, missing, rewind(`"prefix":"input"`, step.rest), rewind(`"paths":["outputs/run1/mine.txt","input/absent.txt"]`, step.rest)} {
+		unscoped := rewind(`"prefix":null`, step.rest)
+		for _, r := range []reply{hidden, missing, unscoped, rewind(`"prefix":"input"`, step.rest), rewind(`"paths":["outputs/run1/mine.txt","input/absent.txt"]`, step.rest)} {
 			details, _ := r.json["details"].(map[string]any)
 			if r.status != http.StatusForbidden || r.json["code"] != "PermissionDenied" || fmt.Sprint(details["prefixes"]) != "[outputs]" {
 				t.Errorf("%s outside the prefixes: %d %s", step.what, r.status, r.body)
