@@ -67,7 +67,10 @@ func RestoreOperationID(agent string, sourceIncarnation uint64, source, destinat
 // key (a fork's) the key is on that begin, so a retry under it answers the restore
 // begun again. Again needs cluster version 7 (meta.RestoreAgainVersion); while an older
 // replica holds it back (UpgradeInProgress) and the destination lived at the view, the
-// plain begin answers (its replay), else the retryable refusal stands.
+// plain begin answers (its replay), else the retryable refusal stands. A view without a
+// completed record proposes the plain begin (no version needed for a first restore); only
+// an operation that a racer completes and someone deletes the destination of between that
+// view and the command replays stale, as every such replay did before Again.
 func (s *Lifecycle) Restore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
 	return s.restore(ctx, agent, in, meta.Header{})
 }
