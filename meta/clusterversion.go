@@ -14,7 +14,7 @@ package meta
 // of its shard runs a release that cannot apply it (retryable; never an FSM answer).
 const CodeUpgradeInProgress Code = "UpgradeInProgress"
 
-// ClusterVersion is the newest cluster version this binary applies: 6.
+// ClusterVersion is the newest cluster version this binary applies: 7.
 //
 //   - 1: the ops of the first released log (Op 1 to 17, OpAssignRoot): files,
 //     snapshots, commits, restores, compaction, GC, placement.
@@ -33,13 +33,15 @@ const CodeUpgradeInProgress Code = "UpgradeInProgress"
 //   - 6: a move's pre-copy (move_delta.go): MoveImportChunk.Delta, chunks that replace
 //     and delete imported records (a field, MoveDeltaVersion); and OpMoveWalk, a move
 //     walk's steps at once (move_walk.go).
+//   - 7: a restore begun again (RestoreBegin.Again, a field, RestoreAgainVersion): a
+//     replica of version 6 would answer the first operation's replay instead.
 //
 // Every new op must be listed in OpVersion (a test fails otherwise); a release that adds
 // ops raises ClusterVersion for them. A field added to the command of an older op is
 // gated the same way (CommandVersion): a replica of the older release decodes the command
 // without it and applies something else, silently. Version 2 has such a field:
 // SnapshotMint.Pool (the snapshots of OpenWOP runs count against their own cap).
-const ClusterVersion = 6
+const ClusterVersion = 7
 
 // OpVersion returns the cluster version a command of op needs: every replica of the shard
 // must run a binary of at least that ClusterVersion before the command is proposed. An op
@@ -74,6 +76,18 @@ type fieldVersioned interface {
 func (c SnapshotMint) fieldVersion() int {
 	if c.Pool != SnapshotPoolWorkbench {
 		return 2
+	}
+	return 1
+}
+
+// RestoreAgainVersion is the cluster version of RestoreBegin.Again: a replica of version 6
+// ignores the field and answers a completed operation's replay, where a replica of 7
+// begins the operation again when its destination is gone.
+const RestoreAgainVersion = 7
+
+func (c RestoreBegin) fieldVersion() int {
+	if c.Again {
+		return RestoreAgainVersion
 	}
 	return 1
 }

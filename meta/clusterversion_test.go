@@ -38,8 +38,9 @@ func TestOpVersionCoversEveryOpThisBinaryDecodes(t *testing.T) {
 
 // A field added to an op of the first release is gated like a new op: a run's snapshot
 // (SnapshotMint.Pool, SnapshotPoolRuns) needs version 2, since the first release decodes
-// it without the pool; a workbench snapshot still needs 1. Every other command needs its
-// op's version.
+// it without the pool; a workbench snapshot still needs 1; a restore begun again
+// (RestoreBegin.Again) needs 7, since version 6 would replay instead. Every other command
+// needs its op's version.
 func TestCommandVersionGatesFieldsTheFirstReleaseIgnores(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -50,6 +51,8 @@ func TestCommandVersionGatesFieldsTheFirstReleaseIgnores(t *testing.T) {
 		{"a run snapshot", SnapshotMint{Agent: "a", Workspace: "w", TTLDays: 1, Pool: SnapshotPoolRuns}, 2},
 		{"a put", Put{Agent: "a", Workspace: "w", Path: "input/x"}, 1},
 		{"a workbench delete", DeleteWorkspace{Agent: "a", Name: "w"}, 2},
+		{"a restore begin", RestoreBegin{Agent: "a", Source: "w", Destination: "d", SnapshotID: 1}, 1},
+		{"a restore begun again", RestoreBegin{Agent: "a", Source: "w", Destination: "d", SnapshotID: 1, Again: true}, 7},
 	} {
 		if got := CommandVersion(tc.b); got != tc.want {
 			t.Errorf("%s needs cluster version %d, want %d", tc.name, got, tc.want)

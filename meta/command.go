@@ -267,6 +267,11 @@ type RestoreBegin struct {
 	SnapshotID        uint64 `cbor:"5,keyasint,omitempty"`
 	CommitIdentity    string `cbor:"6,keyasint,omitempty"`
 	Destination       string `cbor:"7,keyasint"`
+	// Again lets a completed operation OpID whose destination is gone (the workbench it
+	// made was deleted, or another of the name replaced it) begin again instead of
+	// answering its terminal replay; while that destination lives, the begin replays as
+	// without it. Cluster version RestoreAgainVersion (a replica of version 6 would replay).
+	Again bool `cbor:"8,keyasint,omitempty"`
 }
 
 // RestoreCopy stages up to Limit more source files into the destination, continuing after

@@ -325,7 +325,9 @@ func (a *applier) runRetention() {
 		case retainMove:
 			a.moves.moveWalkStep(x)
 		case retainRestore:
-			if op, ok := s.restores.Get(x); ok && op.State == RestoreComplete {
+			// A record begun again keeps until its own item (RetainUntilMs), not its
+			// earlier run's.
+			if op, ok := s.restores.Get(x); ok && op.State == RestoreComplete && op.RetainUntilMs <= s.nowMs {
 				s.restores.Delete(x)
 			}
 		case retainDedupe:

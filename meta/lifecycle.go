@@ -466,11 +466,18 @@ func (a *lifecycleApplier) restoreBegin(c RestoreBegin) Result {
 	}
 	s := a.st
 	rkey := restoreKey(c.Agent, c.OpID)
+	var again uint32
 	if op, ok := s.restores.Get(rkey); ok {
-		if op.State == RestoreComplete {
+		if op.State != RestoreComplete {
+			return Result{Err: &Error{Code: CodeConflict, OperationID: op.ID, Message: "the restore is still running; retry later"}}
+		}
+		if !c.Again || a.restoredLives(op) {
 			return Result{Restore: op, Replayed: true, Generation: op.DestinationGeneration}
 		}
-		return Result{Err: &Error{Code: CodeConflict, OperationID: op.ID, Message: "the restore is still running; retry later"}}
+		// Begun again: the workbench the operation made is gone, so this is a new
+		// restore under the same identity, checked and applied as a first begin (the
+		// name taken by another workbench is AlreadyExists). The record is replaced.
+		again = op.Again + 1
 	}
 	if _, ok := s.workspaces.Get(workspaceKey(c.Agent, c.Destination)); ok {
 		return Result{Err: errorf(CodeAlreadyExists, "workbench %q already exists", c.Destination)}
@@ -521,11 +528,18 @@ func (a *lifecycleApplier) restoreBegin(c RestoreBegin) Result {
 	op := &RestoreOp{ID: c.OpID, Agent: c.Agent, Source: c.Source, SourceIncarnation: src.Incarnation,
 		ReadVersion: readVersion, SnapshotID: c.SnapshotID, CommitIdentity: c.CommitIdentity,
 		Destination: c.Destination, DestIncarnation: dst.Incarnation, State: RestoreCopying, StartedAtMs: s.nowMs,
-		Producer: a.prod}
+		Producer: a.prod, Again: again}
 	s.restores.Set(rkey, op)
 	root, _ := s.roots.Get(c.Agent)
 	a.feed.emitRestore(EventRestoreBegin, op, "")
 	return Result{Restore: op, RootUID: root.UID}
+}
+
+// restoredLives reports whether the workbench completed restore op made still exists: its
+// destination's name holds the incarnation the op created.
+func (a *lifecycleApplier) restoredLives(op *RestoreOp) bool {
+	ws, ok := a.st.workspaces.Get(workspaceKey(op.Agent, op.Destination))
+	return ok && ws.Incarnation == op.DestIncarnation
 }
 
 // runningRestore returns the copying restore op of a command, or an error.
@@ -666,10 +680,14 @@ func (a *lifecycleApplier) restoreFinish(c RestoreFinish) Result {
 	nop.State = RestoreComplete
 	nop.FinishedAtMs = s.nowMs
 	nop.DestinationGeneration = s.version
+	due := s.nowMs + a.opts.RetentionWindow.Milliseconds()
+	if nop.Again > 0 {
+		nop.RetainUntilMs = due // the earlier run's item is still queued (fsm.go, retainRestore)
+	}
 	rkey := restoreKey(c.Agent, c.OpID)
 	s.restores.Set(rkey, &nop)
 	s.seq++
-	s.retention.Set(retentionKey(s.nowMs+a.opts.RetentionWindow.Milliseconds(), s.seq), string(rune(retainRestore))+rkey)
+	s.retention.Set(retentionKey(due, s.seq), string(rune(retainRestore))+rkey)
 	a.feed.emitRestore(EventRestoreFinish, &nop, rec.Identity)
 	return Result{Restore: &nop, Commit: rec, Generation: s.version, RootUID: root.UID}
 }

@@ -428,3 +428,81 @@ func keys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// A completed restore whose destination is gone begins again under the same operation id
+// with Again (the plain begin keeps replaying it, as a replica of version 6 does); while its
+// destination lives, Again replays. The record begun again keeps for its own retention
+// window, not its first run's, and a name another workbench took is AlreadyExists.
+func TestARestoreBegunAgainAfterItsDestinationWent(t *testing.T) {
+	h := &applyHelper{t: t, f: New(Options{RetentionWindow: 10 * time.Second, History: pruneAtOnce})}
+	h.do(Put{Agent: "a", Workspace: "src", Path: "input/f", CreateWorkspace: true, Size: 1, Digest: digestOf([]byte("x")), Segments: inlineSegs("x")})
+	snap := h.do(SnapshotMint{Agent: "a", Workspace: "src", TTLDays: 1}).Snapshot
+	src, _ := h.f.View().Workspace("a", "src")
+	op := hexID(91)
+	begin := RestoreBegin{Agent: "a", OpID: op, Source: "src", SourceIncarnation: src.Incarnation, SnapshotID: snap.ID, Destination: "dst"}
+	again := begin
+	again.Again = true
+	run := func(b RestoreBegin) *RestoreOp {
+		t.Helper()
+		if r := h.do(b); r.Err != nil || r.Replayed {
+			t.Fatalf("begin %+v = %+v", b, r)
+		}
+		if r := h.do(RestoreCopy{Agent: "a", OpID: op, Limit: 10}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		fin := h.do(RestoreFinish{Agent: "a", OpID: op, Manifest: envBody(`{"restore":1}`), Identity: hexID(8),
+			ContentDigestURI: uri(1), ManifestDigestURI: uri(2), TreeDigestURI: uri(3), Envelope: envBody(`{"run":1}`)})
+		if fin.Err != nil {
+			t.Fatal(fin.Err)
+		}
+		return fin.Restore
+	}
+	first := run(begin)
+	if r := h.do(again); r.Err != nil || !r.Replayed || r.Restore.DestIncarnation != first.DestIncarnation {
+		t.Fatalf("Again while the destination lives = %+v, want the replay", r)
+	}
+	if r := h.do(DeleteWorkspace{Agent: "a", Name: "dst"}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r := h.do(begin); r.Err != nil || !r.Replayed {
+		t.Fatalf("the plain begin after the destination went = %+v, want the replay (version 6's answer)", r)
+	}
+	second := run(again)
+	if second.Again != 1 || second.DestIncarnation == first.DestIncarnation || second.RetainUntilMs != h.nowMs+10_000 {
+		t.Fatalf("the operation begun again: %+v", second)
+	}
+	if dst, err := h.f.View().Workspace("a", "dst"); err != nil || dst.Incarnation != second.DestIncarnation {
+		t.Fatalf("destination after the second run: %+v %v", dst, err)
+	}
+	if r := h.do(again); r.Err != nil || !r.Replayed || r.Restore.DestIncarnation != second.DestIncarnation {
+		t.Fatalf("Again while the second destination lives = %+v, want its replay", r)
+	}
+	// The first run's retention item comes due: the record begun again stays.
+	for h.nowMs < first.FinishedAtMs+10_000 {
+		h.do(Tick{})
+	}
+	if _, ok := h.f.View().Lifecycle().Restore("a", op); !ok {
+		t.Fatal("the first run's retention item dropped the record begun again")
+	}
+	for h.nowMs < second.RetainUntilMs {
+		h.do(Tick{})
+	}
+	if _, ok := h.f.View().Lifecycle().Restore("a", op); ok {
+		t.Fatal("the record begun again outlived its own retention window")
+	}
+	// A name another workbench holds is not an absent destination.
+	if r := h.do(DeleteWorkspace{Agent: "a", Name: "dst"}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	run(begin) // the record is gone: the plain begin begins again
+	if r := h.do(DeleteWorkspace{Agent: "a", Name: "dst"}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	h.do(Put{Agent: "a", Workspace: "dst", Path: "input/g", CreateWorkspace: true, Size: 1, Digest: digestOf([]byte("y")), Segments: inlineSegs("y")})
+	if r := h.do(again); CodeOf(r.Err) != CodeAlreadyExists {
+		t.Fatalf("Again onto a workbench that replaced the destination = %+v, want AlreadyExists", r)
+	}
+	if err := checkRefcounts(h.f); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -133,7 +133,7 @@ func (a *moveApplier) requeue(agent, uid string, t *rootTable, k string, rec sna
 	case t.tag == recDedupe:
 		queue(rec.Dedupe.ExpiresAtMs, string(rune(retainDedupe))+k)
 	case t.tag == recRestore && rec.Restore.State == RestoreComplete:
-		queue(s.nowMs+a.opts.RetentionWindow.Milliseconds(), string(rune(retainRestore))+k)
+		queue(max(s.nowMs+a.opts.RetentionWindow.Milliseconds(), rec.Restore.RetainUntilMs), string(rune(retainRestore))+k)
 	case t.tag == recProposal:
 		p := rec.Proposal
 		due := p.CreatedAtMs + a.opts.ProposalPendingTTL.Milliseconds()

@@ -347,4 +347,11 @@ type RestoreOp struct {
 	// Producer began the restore; every revision it writes, whoever proposes its bounded
 	// commands later (a worker resuming it), is attributed to it.
 	Producer Producer `cbor:"17,keyasint,omitempty"`
+	// Again counts the times the operation began again (RestoreBegin.Again) after its
+	// destination was gone; 0 for an operation begun once.
+	Again uint32 `cbor:"18,keyasint,omitempty"`
+	// RetainUntilMs is when the record of an operation begun again, once complete, may be
+	// dropped (command time; 0 for one begun once, whose only retention item is its own):
+	// the item its earlier run queued finds it younger and leaves it.
+	RetainUntilMs int64 `cbor:"19,keyasint,omitempty"`
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 
@@ -45,8 +46,31 @@ func RestoreOperationID(agent string, sourceIncarnation uint64, source, destinat
 
 // Restore implements workbench_restore: a new workbench of the same root from a
 // snapshot or a commit, without copying a byte of file data. The destination stays
-// invisible until one final command publishes it; a retry after success replays, a retry
-// while it runs is a retryable Conflict naming the operation.
+// invisible until one final command publishes it; a retry after success replays while the
+// workbench it made lives, a retry while it runs is a retryable Conflict naming the
+// operation.
+//
+// Begun again. The operation id is the request's identity (root, source
+// incarnation, point, destination name), and a completed operation's record outlives its
+// destination for the retention window; so a request identical to one whose destination
+// was deleted since (a fork discarded and made again at the same base) would replay the
+// old answer and create nothing. When the linearizable view holds the operation complete,
+// the begin is proposed with Again, and the FSM decides in its own state, in the one
+// command: while the workbench the operation made (its name and incarnation) lives it
+// replays, as before (a retry whose first answer was lost creates nothing twice); once
+// it is gone it begins the operation again under the same id (a name now held by another
+// workbench is AlreadyExists), replacing the record. Being one command, there is no step
+// to crash between: a crash after it leaves a copying operation the resumer finishes,
+// which an exact retry meets as a retryable Conflict and then replays. Two identical
+// requests racing both propose Again: the first begins, the second meets the copying
+// record (Conflict, retryable) or, once it completed, replays it. Under an idempotency
+// key (a fork's) the key is on that begin, so a retry under it answers the restore
+// begun again. Again needs cluster version 7 (meta.RestoreAgainVersion); while an older
+// replica holds it back (UpgradeInProgress) and the destination lived at the view, the
+// plain begin answers (its replay), else the retryable refusal stands. A view without a
+// completed record proposes the plain begin (no version needed for a first restore); only
+// an operation that a racer completes and someone deletes the destination of between that
+// view and the command replays stale, as every such replay did before Again.
 func (s *Lifecycle) Restore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
 	return s.restore(ctx, agent, in, meta.Header{})
 }
@@ -97,9 +121,26 @@ func (s *Lifecycle) restore(ctx context.Context, agent string, in RestoreInput, 
 		point = "commit:" + commitID
 	}
 	begin.OpID = RestoreOperationID(agent, src.Incarnation, point, in.DestinationID)
-	res, werr := s.base.propose(ctx, h, begin)
-	if werr != nil {
-		return nil, werr
+	// An operation that completed before may begin again (Restore's comment, "Begun again").
+	var lives bool
+	if op, ok := view.Lifecycle().Restore(agent, begin.OpID); ok && op.State == meta.RestoreComplete {
+		begin.Again = true
+		dst, derr := view.Workspace(agent, op.Destination)
+		lives = derr == nil && dst.Incarnation == op.DestIncarnation
+	}
+	res, err := s.base.proposeRaw(ctx, h, begin)
+	var me *meta.Error
+	if begin.Again && lives && errors.As(err, &me) && me.Code == meta.CodeUpgradeInProgress {
+		// A replica cannot apply Again yet (the gate refused it unproposed); the
+		// destination lived a moment ago, so the plain begin's replay is the answer.
+		begin.Again = false
+		res, err = s.base.proposeRaw(ctx, h, begin)
+	}
+	if err == nil && res.Err != nil {
+		err = res.Err
+	}
+	if err != nil {
+		return nil, AsError(err)
 	}
 	op := res.Restore
 	if perr := checkRestoreOp(begin, op); perr != nil {
