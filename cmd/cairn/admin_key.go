@@ -216,10 +216,10 @@ func newKeyListCommand() *cobra.Command {
 					return printRaw(cmd.OutOrStdout(), list.Raw)
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tNAME\tAGENTS\tWORKBENCH\tSCOPES\tSTATE\tCREATED\tEXPIRES")
+				fmt.Fprintln(tw, "ID\tNAME\tAGENTS\tWORKBENCH\tPREFIXES\tSCOPES\tSTATE\tCREATED\tEXPIRES")
 				for _, k := range list.Keys {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, orDash(agentsText(k)), bindingText(k),
-						strings.Join(k.Scopes, ","), k.State, k.CreatedAt.Format(time.RFC3339), timeOrNever(k.ExpiresAt))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, orDash(agentsText(k)), bindingText(k),
+						orDash(strings.Join(k.Prefixes, ",")), strings.Join(k.Scopes, ","), k.State, k.CreatedAt.Format(time.RFC3339), timeOrNever(k.ExpiresAt))
 				}
 				return tw.Flush()
 			})

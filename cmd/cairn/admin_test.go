@@ -142,7 +142,7 @@ func TestServeConfigErrorsNameTheFlags(t *testing.T) {
 	}
 }
 
-func TestAdminKeyListShowsTheWorkbenchAKeyIsBoundTo(t *testing.T) {
+func TestAdminKeyListShowsTheWorkbenchAndPrefixesAKeyIsBoundTo(t *testing.T) {
 	dir := t.TempDir()
 	if _, _, err := execCairn(t, "admin", "key", "create", "--data-dir", dir, "--name", "bound",
 		"--tenant", "acme", "--workspace", "other", "--scope", "workspace:read"); err != nil {
@@ -152,13 +152,17 @@ func TestAdminKeyListShowsTheWorkbenchAKeyIsBoundTo(t *testing.T) {
 		"--agent", "acme", "--scope", "workspace:read"); err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := execCairn(t, "admin", "key", "create", "--data-dir", dir, "--name", "paths",
+		"--agent", "acme", "--workbench", "w1", "--prefix", "outputs/", "--prefix", "logs/run1", "--scope", "workspace:read"); err != nil {
+		t.Fatal(err)
+	}
 	out, _, err := execCairn(t, "admin", "key", "list", "--data-dir", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := map[string][]string{} // name → the row's columns
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if got := strings.Fields(lines[0]); !slices.Equal(got, []string{"ID", "NAME", "AGENTS", "WORKBENCH", "SCOPES", "STATE", "CREATED", "EXPIRES"}) {
+	if got := strings.Fields(lines[0]); !slices.Equal(got, []string{"ID", "NAME", "AGENTS", "WORKBENCH", "PREFIXES", "SCOPES", "STATE", "CREATED", "EXPIRES"}) {
 		t.Fatalf("header %q", lines[0])
 	}
 	for _, l := range lines[1:] {
@@ -168,8 +172,11 @@ func TestAdminKeyListShowsTheWorkbenchAKeyIsBoundTo(t *testing.T) {
 	if got := rows["bound"]; len(got) < 4 || got[2] != "-" || got[3] != "acme/other" {
 		t.Errorf("the bound key's row %q: want agents - and workbench acme/other", got)
 	}
-	if got := rows["whole"]; len(got) < 4 || got[2] != "acme" || got[3] != "-" {
-		t.Errorf("the root key's row %q: want agents acme and workbench -", got)
+	if got := rows["whole"]; len(got) < 5 || got[2] != "acme" || got[3] != "-" || got[4] != "-" {
+		t.Errorf("the root key's row %q: want agents acme, workbench - and prefixes -", got)
+	}
+	if got := rows["paths"]; len(got) < 5 || got[3] != "w1" || got[4] != "outputs,logs/run1" {
+		t.Errorf("the prefix-bound key's row %q: want workbench w1 and prefixes outputs,logs/run1", got)
 	}
 }
 
