@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairnstore/cairn/meta"
@@ -62,10 +63,12 @@ func (in ForkInput) Request(agent, requestID string) (ForkRequest, *Error) {
 	req.KeyExpiresAt = exp
 	if in.At != nil && *in.At != "" {
 		d, err := ParseDiffSide("at", *in.At)
-		if err != nil {
-			return req, err
-		}
-		if d.Kind == SideGeneration {
+		kind, _, _ := strings.Cut(*in.At, ":")
+		switch {
+		case kind == SideCommit && err != nil:
+			return req, err // the commit identity's own rule
+		case err != nil, d.Kind == SideGeneration:
+			// ParseDiffSide's syntax also names generation:<N>, which a fork does not take.
 			return req, invalidArgument("at", "must be live, snapshot:<id or name> or commit:<commit_identity>, got %q", *in.At)
 		}
 		req.At = d

@@ -265,10 +265,12 @@ func (s *Review) proposedBytes(ctx context.Context, agent string, view *meta.Vie
 	// read without history); a base that is not the head is stale.
 	if head == nil || head.Generation != base {
 		var hg uint64
+		msg := "an edit applies to an existing file: the path has no file"
 		if head != nil {
 			hg = head.Generation
+			msg = fmt.Sprintf("an edit applies to the file's head (generation %d), not generation %d", hg, base)
 		}
-		e := newError(CodeConflict, "an edit applies to the file's head (generation %d), not generation %d", hg, base)
+		e := newError(CodeConflict, "%s", msg)
 		e.Details["reason"], e.Details["head_generation"] = meta.ReasonStale, hg
 		return nil, "", 0, e
 	}

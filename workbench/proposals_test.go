@@ -148,6 +148,15 @@ func TestProposeAnEditResolvesAgainstTheHead(t *testing.T) {
 			Edit: &workbench.ProposalEdit{OldString: "delta", NewString: "x"}, RequestID: "e3"})
 		return err
 	}(), workbench.CodeNoMatch)
+	// An edit of a path that holds no file says so, rather than comparing generations.
+	e := wantCode(t, "edit of a missing file", func() error {
+		_, err := svc.Review.Propose(ctx, "a", workbench.ProposeInput{ID: "w", Path: "outputs/absent.txt",
+			Edit: &workbench.ProposalEdit{OldString: "beta", NewString: "x"}, RequestID: "e4"})
+		return err
+	}(), workbench.CodeConflict)
+	if e.Message != "an edit applies to an existing file: the path has no file" || e.Details["head_generation"] != uint64(0) {
+		t.Errorf("edit of a missing file: %q %v", e.Message, e.Details)
+	}
 }
 
 func TestProposalListPagesWithSignedCursors(t *testing.T) {

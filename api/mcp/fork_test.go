@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -56,6 +57,13 @@ func TestCairnForkMergeRewind(t *testing.T) {
 		t.Fatalf("discard retried under its request_id: %v", again)
 	}
 	invalid(t, cs, "cairn_fork", map[string]any{"id": "w", "fork": "w"}, "fork")
-	invalid(t, cs, "cairn_fork", map[string]any{"id": "w", "fork": "g", "at": "generation:2"}, "at")
+	// A point a fork does not take is refused naming the points it does take, not a
+	// generation (which a diff takes).
+	for _, at := range []string{"generation:2", "time:0", "yesterday"} {
+		r := invalid(t, cs, "cairn_fork", map[string]any{"id": "w", "fork": "g", "at": at}, "at")
+		if msg, _ := r["message"].(string); strings.Contains(msg, "generation:<N>") || !strings.Contains(msg, "snapshot:<id or name>") {
+			t.Errorf("fork at %q: message %q", at, msg)
+		}
+	}
 	invalid(t, cs, "cairn_merge", map[string]any{"id": "w", "dry_run": true}, "fork")
 }
