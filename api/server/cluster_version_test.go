@@ -56,23 +56,7 @@ func TestClusterRefusesRunSnapshotsWhileAReplicaRunsTheFirstRelease(t *testing.T
 		}
 		return fmt.Errorf("delete of a missing workbench: %v", err)
 	}
-	register := func(version int) {
-		t.Helper()
-		key := "/cairn/nodes/" + nodes[2].nodeID
-		resp, err := nodes[0].etcd.Get(ctx, key)
-		if err != nil || len(resp.Kvs) != 1 {
-			t.Fatalf("registration of node 2: %v %v", resp, err)
-		}
-		var info control.NodeInfo
-		if err := json.Unmarshal(resp.Kvs[0].Value, &info); err != nil {
-			t.Fatal(err)
-		}
-		info.ClusterVersion = version
-		b, _ := json.Marshal(info)
-		if _, err := nodes[0].etcd.Put(ctx, key, string(b), clientv3.WithIgnoreLease()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	register := func(version int) { registerVersion(t, nodes, version) }
 	run := func() error {
 		_, err := svc.Lifecycle.RunSnapshot(ctx, "a", workbench.SnapshotInput{ID: "w"})
 		return err
@@ -152,23 +136,7 @@ func TestClusterGatesARestoreBegunAgainWhileAReplicaRunsVersion6(t *testing.T) {
 	if err := svc.Lifecycle.DeleteWorkbench(ctx, "a", "r2", 0, ""); err != nil {
 		t.Fatal(err)
 	}
-	register := func(version int) {
-		t.Helper()
-		key := "/cairn/nodes/" + nodes[2].nodeID
-		resp, err := nodes[0].etcd.Get(ctx, key)
-		if err != nil || len(resp.Kvs) != 1 {
-			t.Fatalf("registration of node 2: %v %v", resp, err)
-		}
-		var info control.NodeInfo
-		if err := json.Unmarshal(resp.Kvs[0].Value, &info); err != nil {
-			t.Fatal(err)
-		}
-		info.ClusterVersion = version
-		b, _ := json.Marshal(info)
-		if _, err := nodes[0].etcd.Put(ctx, key, string(b), clientv3.WithIgnoreLease()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	register := func(version int) { registerVersion(t, nodes, version) }
 	// Node 0 has seen node 2's version once a command of version 2 is gated at 1 and
 	// passes again at 6 (a workbench delete of a missing workbench: NotFound past the gate).
 	passes := func() bool {
@@ -211,4 +179,26 @@ func TestClusterGatesARestoreBegunAgainWhileAReplicaRunsVersion6(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// registerVersion rewrites node 2's registration in etcd, through node 0's client, to say
+// its binary applies cluster versions up to version (what a node of that release
+// publishes), under the lease it already has.
+func registerVersion(t *testing.T, nodes []*testClusterNode, version int) {
+	t.Helper()
+	ctx := t.Context()
+	key := "/cairn/nodes/" + nodes[2].nodeID
+	resp, err := nodes[0].etcd.Get(ctx, key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("registration of node 2: %v %v", resp, err)
+	}
+	var info control.NodeInfo
+	if err := json.Unmarshal(resp.Kvs[0].Value, &info); err != nil {
+		t.Fatal(err)
+	}
+	info.ClusterVersion = version
+	b, _ := json.Marshal(info)
+	if _, err := nodes[0].etcd.Put(ctx, key, string(b), clientv3.WithIgnoreLease()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -66,6 +66,21 @@ func fill(t *testing.T, path string, leave int64) {
 	}
 }
 
+// serveOnDisk serves a node whose data directory is disk, writes input/first ("hello") of
+// workbench w of root a, and returns the node's URL, the URL of w's input section (ending
+// in "/") and the path of a filler file on disk for fill.
+func serveOnDisk(t *testing.T, disk string) (base, file, filler string) {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.DataDir = disk
+	_, base = serveNode(t, cfg)
+	file = base + "/v1/agents/a/workbenches/w/files/input/"
+	if code, b := httpDo(t.Context(), http.MethodPut, file+"first", []byte("hello")); code != http.StatusCreated {
+		t.Fatalf("put on a disk with room: %d %s", code, b)
+	}
+	return base, file, filepath.Join(disk, "filler")
+}
+
 func wantDiskFull(code int, body []byte, resource string) error {
 	var e struct {
 		Code      string         `json:"code"`
@@ -81,14 +96,7 @@ func wantDiskFull(code int, body []byte, resource string) error {
 
 func TestAFullDiskAnswersATypedRetryableErrorNamingTheResource(t *testing.T) {
 	disk := smallDisk(t, 96<<20)
-	cfg := testConfig(t)
-	cfg.DataDir = disk
-	_, base := serveNode(t, cfg)
-	file := base + "/v1/agents/a/workbenches/w/files/input/"
-	if code, b := httpDo(t.Context(), http.MethodPut, file+"first", []byte("hello")); code != http.StatusCreated {
-		t.Fatalf("put on a disk with room: %d %s", code, b)
-	}
-	filler := filepath.Join(disk, "filler")
+	base, file, filler := serveOnDisk(t, disk)
 
 	// Below the Raft log's reserve (64 MiB) a write is refused before the log.
 	// (The shard's free-space figure may be up to 100 ms old.)
@@ -131,14 +139,7 @@ func TestAFullDiskAnswersATypedRetryableErrorNamingTheResource(t *testing.T) {
 // the body's segments filled the disk below the reserve and the log then refused it.)
 func TestABodyIsRefusedBeforeItTakesTheRaftLogsReserve(t *testing.T) {
 	disk := smallDisk(t, 160<<20)
-	cfg := testConfig(t)
-	cfg.DataDir = disk
-	_, base := serveNode(t, cfg)
-	file := base + "/v1/agents/a/workbenches/w/files/input/"
-	if code, b := httpDo(t.Context(), http.MethodPut, file+"first", []byte("hello")); code != http.StatusCreated {
-		t.Fatalf("put on a disk with room: %d %s", code, b)
-	}
-	filler := filepath.Join(disk, "filler")
+	_, file, filler := serveOnDisk(t, disk)
 	fill(t, filler, 88<<20) // 24 MiB above the 64 MiB the log keeps
 	before := freeBytes(t, disk)
 
