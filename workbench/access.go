@@ -182,6 +182,24 @@ func (s *base) mayCreate(ctx context.Context, agent, id string) *Error {
 	return absentAnswer(agent, id)
 }
 
+// mayMake answers a restore or fork of workbench src into a new workbench dst by a caller
+// that reaches only some workbenches of agent's root and not dst (a key bound to one
+// workbench), before anything is read or written: the NotFound of src when it does not
+// reach src either (what a missing root answers), else the NotFound the empty state
+// answers for dst (as mayCreate does for a write into another workbench). A caller that
+// reaches the whole root, or dst, or nothing of it (a hidden root, answered as a missing
+// one on the usual path) passes.
+func (s *base) mayMake(ctx context.Context, agent, src, dst string) *Error {
+	a := s.reach(ctx, agent)
+	switch {
+	case !a.any() || a.has(dst):
+		return nil
+	case !a.has(src):
+		return absentAnswer(agent, src)
+	}
+	return absentAnswer(agent, dst)
+}
+
 // absentAnswer is the NotFound the empty state answers for workbench id of agent (id "":
 // the root itself).
 func absentAnswer(agent, id string) *Error {

@@ -116,7 +116,8 @@ func (r forkRecord) point() string {
 // answer carried the secret, which is shown once).
 //
 // Errors: InvalidArguments naming id, fork, at or idempotency_key (the request id was used
-// for another request); NotFound (the parent, a commit; a root the caller may not see);
+// for another request); NotFound (the parent, a commit; a root the caller may not see;
+// the fork, for a key bound to another workbench, before anything is read or pinned);
 // SnapshotNotFound, SnapshotExpired; AlreadyExists (a workbench named fork exists, not
 // made under this request id); ResourceExhausted (the parent's snapshot cap);
 // PermissionDenied without the write scope, or when the fork's key would be broader than
@@ -138,6 +139,11 @@ func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 		return nil, err
 	}
 	if err := mayWholeWorkbench(ctx, s.base, req.Agent); err != nil {
+		return nil, err
+	}
+	// A key bound to one workbench cannot reach the fork it would make: refused as a
+	// workbench it cannot create (mayMake), before a pin is taken of the parent.
+	if err := s.base.mayMake(ctx, req.Agent, req.Parent, req.Fork); err != nil {
 		return nil, err
 	}
 	mint, err := s.forkKey(ctx, req)

@@ -53,6 +53,39 @@ func TestAuthBoundKeyReachesItsWorkbenchOnly(t *testing.T) {
 	}
 }
 
+// TestAuthBoundKeyCannotForkOrRestoreIntoAnotherWorkbench: a key bound to workbench other
+// may snapshot it, but a fork or a restore of it makes a workbench the key would not reach:
+// refused as a workbench it cannot create (404 naming the new name, as a PUT into another
+// workbench is), the same whether that name is free or taken by a workbench the key cannot
+// see, before anything is read or written: no snapshot of other is pinned and retired.
+func TestAuthBoundKeyCannotForkOrRestoreIntoAnotherWorkbench(t *testing.T) {
+	m := newMatrix(t)
+	const other = "/v1/agents/a/workbenches/other"
+	mustReply(t, "admin: put w", m.on(t, m.full, keyAdmin, "PUT", "/v1/agents/a/workbenches/w/files/input/secret.txt", "secret"), 201)
+	mustReply(t, "bound: put other", m.on(t, m.full, keyBound, "PUT", other+"/files/input/mine.txt", "mine"), 201)
+	mustReply(t, "bound: snapshot other", m.on(t, m.full, keyBound, "POST", other+"/snapshots", `{"name":"s1"}`), 201)
+	for _, c := range []struct{ what, route, taken, free string }{
+		{"live fork", "/fork", `{"fork":"w"}`, `{"fork":"w9"}`},
+		{"fork at a snapshot", "/fork", `{"fork":"w","at":"snapshot:s1"}`, `{"fork":"w9","at":"snapshot:s1"}`},
+		{"restore", "/restore", `{"destination_id":"w","at_snapshot":"s1"}`, `{"destination_id":"w9","at_snapshot":"s1"}`},
+	} {
+		taken := m.on(t, m.full, keyBound, "POST", other+c.route, c.taken)
+		free := m.on(t, m.full, keyBound, "POST", other+c.route, c.free)
+		for _, r := range []reply{taken, free} {
+			if msg, _ := r.json["message"].(string); r.status != 404 || r.json["code"] != "NotFound" || strings.Contains(msg, `"other"`) {
+				t.Errorf("bound key's %s of its own workbench: %d %s", c.what, r.status, r.body)
+			}
+		}
+		if !strings.Contains(string(free.body), `w9`) {
+			t.Errorf("bound key's %s: the answer does not name the workbench it would make: %s", c.what, free.body)
+		}
+	}
+	snaps := mustReply(t, "admin: snapshots of other", m.on(t, m.full, keyAdmin, "GET", other+"/snapshots", ""), 200)
+	if s := string(snaps.body); strings.Count(s, `"snapshot_id"`) != 1 || strings.Contains(s, "fork") {
+		t.Errorf("the refused forks left snapshots of other behind: %s", s)
+	}
+}
+
 // wantSearchAndFeed fails unless column key's root-wide search of root a and its change
 // feed (the server-sent events of /events, read to the end) tell of file mine and never
 // of file hidden.
