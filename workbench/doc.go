@@ -34,8 +34,8 @@
 //     change set on the parent, previewed and guarded like a rewind, under a token of its
 //     own kind; a path both sides changed is never written, only reported (and proposed on
 //     request). Discard retires only the snapshot the fork pinned, before it deletes the
-//     fork, whatever the caller reaches of the parent; a snapshot a live fork has as its
-//     base is not retired by anyone else (fork_pins.go).
+//     fork, whatever the caller reaches of the parent; a pin a live fork has as its base
+//     is not retired by anyone else (fork_pins.go).
 //   - Tools (tools_contract.go, tools.go, tools_read.go, tools_review.go): the tool
 //     contract over the parts — one method per tool (svc.Tools.Read for workbench_read),
 //     its inputs, Result shapes, cursors and presentation paths.

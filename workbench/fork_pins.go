@@ -7,17 +7,19 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-// A fork's base (docs/architecture.md, "Attempts: fork and merge") is a snapshot of its
-// parent — the one a live fork pinned, or the one it was made at — that the parent's
-// history keeps while the fork lives: a merge reads the parent at it. Two rules keep it,
-// both in this package, over the FSM's own SnapshotRetire (which refuses only a snapshot
-// a restore still reads):
+// A live fork's base (docs/architecture.md, "Attempts: fork and merge") is a snapshot of
+// its parent the fork pinned (annotated pinned_by_fork), which the parent's history keeps
+// while the fork lives: a merge reads the parent at it. Two rules keep it, both in this
+// package, over the FSM's own SnapshotRetire (which refuses only a snapshot a restore
+// still reads):
 //
-//   - A retire of a snapshot that a live fork has as its base is refused on every
-//     surface (Lifecycle.SnapshotRetire: REST, MCP workbench_snapshot_retire, the CLI):
-//     ForkRetentionActive, details.reason "fork_base", not retryable (it takes the fork's
-//     discard, not time), naming the fork (details.fork) only to a caller that reaches it
-//     (refuseForkBase).
+//   - A retire of a pin that a live fork has as its base (the fork that pinned it, or one
+//     made at it) is refused on every surface (Lifecycle.SnapshotRetire: REST, MCP
+//     workbench_snapshot_retire, the CLI): ForkRetentionActive, details.reason
+//     "fork_base", not retryable (it takes the fork's discard, not time), naming the fork
+//     (details.fork) only to a caller that reaches it (refuseForkBase). A snapshot the
+//     caller made and named as a fork's base stays the caller's to retire, as a restore's
+//     source is once the restore completes: the contract's workbench_snapshot_retire.
 //   - Discard releases the fork's own pin whatever the caller reaches of the parent
 //     (releasePin): the key a fork with mint_key answers is bound to the fork alone, and
 //     the pin is part of what its discard ends. That step is the node's (asNode): it
@@ -60,18 +62,19 @@ func (s *Attempts) releasePin(ctx context.Context, agent, fork string, rec forkR
 }
 
 // refuseForkBase answers ForkRetentionActive when the snapshot of workbench wb a retire
-// names (id or name) is the base of a live fork other than except (forkOn), after the
-// retire's own permission checks; nil when it is not, and when the caller does not see it
-// or it has ended (the retire answers those as it always did). A snapshot a restore
-// still reads gets the FSM's own ForkRetentionActive (retryable) here.
+// names (id or name) is a fork's pin (pinnedBy) and the base of a live fork other than
+// except (forkOn), after the retire's own permission checks; nil when it is not, and when
+// the caller does not see it or it has ended (the retire answers those as it always did).
+// A pin a restore still reads gets the FSM's own ForkRetentionActive (retryable) here.
 //
-// The check reads, then the retire is proposed: a fork of this snapshot whose restore
-// begins and finishes in between is not seen, and the retire then leaves it without its
-// base (its merge answers SnapshotExpired). That window is one read-to-apply interval and
-// needs a fork made at that snapshot in it: a fork whose restore had begun when the check
-// read holds the snapshot as a consumer (refused here, and by the FSM while it runs), and
-// a finished one is in the view. Closing it needs the FSM to know forks (a cluster-version
-// gate, docs/architecture.md), which it does not.
+// The check reads, then the retire is proposed: a fork of this pin (the fork that pinned
+// it, or one made at it) whose restore begins and finishes in between is not seen, and
+// the retire then leaves it without its base (its merge answers SnapshotExpired). That
+// window is one read-to-apply interval, and a fork must both begin and finish its restore
+// in it: one whose restore had begun when the check read holds the pin as a consumer
+// (refused here, and by the FSM while it runs), and a finished one is in the view.
+// Closing it needs the FSM to know forks (a cluster-version gate, docs/architecture.md),
+// which it does not.
 func refuseForkBase(ctx context.Context, b *base, agent, wb string, id uint64, name, except string) error {
 	if werr := mayWrite(ctx, agent); werr != nil {
 		return werr
@@ -88,7 +91,7 @@ func refuseForkBase(ctx context.Context, b *base, agent, wb string, id uint64, n
 		return AsError(err)
 	}
 	snap, err := b.visibleView(ctx, agent, full).Lifecycle().Snapshot(agent, wb, id, name)
-	if err != nil || snap.RetiredAtMs != 0 || snap.StateAt(full.NowMs()) == meta.SnapshotReaped {
+	if err != nil || pinnedBy(snap) == "" || snap.RetiredAtMs != 0 || snap.StateAt(full.NowMs()) == meta.SnapshotReaped {
 		return nil
 	}
 	if snap.Consumers > 0 {

@@ -64,6 +64,13 @@ func TestDiscardWithTheForksOwnKeyReleasesItsPin(t *testing.T) {
 		t.Fatalf("the pin after a refused discard is %v", st)
 	}
 
+	// It reads the fork's restore manifest, which names the parent (so parent_id below
+	// tells it nothing new).
+	if f, err := svc.Reads.Open(fk, "a", "f1", "metadata/restore_manifest.json"); err != nil {
+		t.Fatalf("the fork's key reads the fork's restore manifest: %v", err)
+	} else if b, err := f.ReadAll(t.Context(), 1<<20); err != nil || !strings.Contains(string(b), `"workbench_id":"w"`) {
+		t.Fatalf("the fork's restore manifest = %s, %v", b, err)
+	}
 	r, err := svc.Attempts.Discard(workbench.WithSurface(fk, "rest/discard"), "a", "f1", "")
 	if err != nil {
 		t.Fatal(err)
@@ -93,10 +100,11 @@ func TestDiscardWithTheForksOwnKeyReleasesItsPin(t *testing.T) {
 	}
 }
 
-// A snapshot that is a live fork's base (its pin, or a snapshot the fork was made at) is
-// not retired: ForkRetentionActive, not retryable, naming the fork to a caller that sees
-// it, and the fork still merges. Discard still retires the pin, and a pin another fork
-// has as its base goes with the last of them.
+// A live fork's pin is not retired: ForkRetentionActive, not retryable, naming the fork
+// to a caller that sees it, and the fork still merges. Discard still retires the pin, and
+// a pin another fork has as its base goes with the last of them. A snapshot the caller
+// made and named as a fork's base stays the caller's to retire (the contract's retire of
+// a restore's source).
 func TestRetireRefusesALiveForksBase(t *testing.T) {
 	svc := workbenchtest.New(t, workbench.Config{}).Service
 	putIn(t, svc, "par", "input/a", "a0")
@@ -120,7 +128,6 @@ func TestRetireRefusesALiveForksBase(t *testing.T) {
 		}
 	}
 	refused("retiring a live fork's pin", retire(t.Context(), workbench.SnapshotRetireInput{ID: "par", SnapshotID: &pin}), "kid")
-	refused("retiring a fork's named base", retire(t.Context(), workbench.SnapshotRetireInput{ID: "par", Name: ptr("mine")}), "named")
 	// A key bound to the parent alone cannot see the fork: refused, the fork unnamed.
 	refused("retiring the pin with a key bound to the parent", retire(boundTo(t, "pk", "par"), workbench.SnapshotRetireInput{ID: "par", SnapshotID: &pin}), "")
 	if st := snapshotOf(t, svc, "par", pin)["state"]; st != "alive" {
@@ -139,11 +146,7 @@ func TestRetireRefusesALiveForksBase(t *testing.T) {
 	if r, err := svc.Attempts.Discard(t.Context(), "a", "grandkid", ""); err != nil || r["retired_snapshot_id"] != pin {
 		t.Fatalf("discard of grandkid = %v, %v; want the pin %d retired", r, err, pin)
 	}
-	// Discarding a fork made at a named snapshot leaves that snapshot, now free to retire.
-	if _, err := svc.Attempts.Discard(t.Context(), "a", "named", ""); err != nil {
-		t.Fatal(err)
-	}
 	if err := retire(t.Context(), workbench.SnapshotRetireInput{ID: "par", Name: ptr("mine")}); err != nil {
-		t.Fatalf("retiring a snapshot no fork lives on: %v", err)
+		t.Fatalf("retiring a snapshot the caller named as a fork's base: %v", err)
 	}
 }

@@ -237,9 +237,9 @@ func (s *Lifecycle) SnapshotRenew(ctx context.Context, agent string, in Snapshot
 	return r, nil
 }
 
-// SnapshotRetire implements workbench_snapshot_retire. A snapshot a live fork has as its
-// base is refused (ForkRetentionActive, details.reason "fork_base", refuseForkBase):
-// discarding the fork retires its pin.
+// SnapshotRetire implements workbench_snapshot_retire. A fork's pin that a live fork has
+// as its base is refused (ForkRetentionActive, details.reason "fork_base",
+// refuseForkBase): discarding the fork retires it.
 func (s *Lifecycle) SnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
 	return s.retireSnapshot(ctx, agent, in, "")
 }
