@@ -45,13 +45,27 @@ import (
 // Scopes are checked only where the root is visible: without auth.ScopeRead a read, and
 // without auth.ScopeWrite a write, is PermissionDenied (403).
 
-// caller returns the principal ctx acts for: auth.Local when it carries none.
+// caller returns the principal ctx acts for: auth.Local when it carries none, or when
+// ctx is the node's own part of a request (asNode).
 func caller(ctx context.Context) auth.Principal {
+	if ctx.Value(nodeWorkKey{}) != nil {
+		return auth.Local
+	}
 	if p, ok := auth.FromContext(ctx); ok {
 		return p
 	}
 	return auth.Local
 }
+
+type nodeWorkKey struct{}
+
+// asNode returns ctx for a step the node takes itself as part of a request, beyond what
+// the request's principal reaches: the step is decided as auth.Local (caller), and still
+// attributed to the principal and surface of ctx (producerOf), so its record says whose
+// request it served. Its one use: a discard releasing the fork's own pin on a parent the
+// caller may not see (fork_pins.go). Nothing it reads may reach the caller's answer
+// unless the caller could read it itself.
+func asNode(ctx context.Context) context.Context { return context.WithValue(ctx, nodeWorkKey{}, true) }
 
 // hidden reports whether the caller may not use agent's root: it must look absent.
 func hidden(ctx context.Context, agent string) bool { return !caller(ctx).MayUse(agent) }

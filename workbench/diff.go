@@ -195,10 +195,15 @@ func (s *Review) diffBodies(ctx context.Context, agent string, old, new *meta.En
 
 // loadBody reads a whole body (nil entry: empty) through the verified read path.
 func (s *Review) loadBody(ctx context.Context, agent string, e *meta.Entry) ([]byte, error) {
+	return loadBody(ctx, s.base, agent, e)
+}
+
+// loadBody is Review.loadBody for every part.
+func loadBody(ctx context.Context, b *base, agent string, e *meta.Entry) ([]byte, error) {
 	if e == nil || e.Size == 0 {
 		return nil, nil
 	}
-	rd, err := s.base.openEntry(ctx, agent, e, 0, -1)
+	rd, err := b.openEntry(ctx, agent, e, 0, -1)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@
 //     diff.go, diffside.go, feed.go): proposals and decisions, a file's history, diffs
 //     and the change feed. Its settings are ReviewConfig.
 //   - Attempts (rewind.go, rewind_target.go, rewind_token.go, rewind_apply.go, fork.go,
-//     merge.go): rewind of a workbench, a prefix or a set of paths to a snapshot, a commit
+//     fork_key.go, fork_pins.go, merge.go): rewind of a workbench, a prefix or a set of paths to a snapshot, a commit
 //     or a past time, previewed with a self-verifying token and applied as one
 //     meta.ChangeSet guarded by what the preview saw (docs/architecture.md, "Attempts:
 //     rewind"); fork, merge and discard (docs/architecture.md, "Attempts: fork and
@@ -34,7 +34,8 @@
 //     change set on the parent, previewed and guarded like a rewind, under a token of its
 //     own kind; a path both sides changed is never written, only reported (and proposed on
 //     request). Discard retires only the snapshot the fork pinned, before it deletes the
-//     fork.
+//     fork, whatever the caller reaches of the parent; a pin a live fork has as its base
+//     is not retired by anyone else (fork_pins.go).
 //   - Tools (tools_contract.go, tools.go, tools_read.go, tools_review.go): the tool
 //     contract over the parts — one method per tool (svc.Tools.Read for workbench_read),
 //     its inputs, Result shapes, cursors and presentation paths.
@@ -89,7 +90,9 @@
 //     missing root is read from, its commands are decided on the empty state after the
 //     same view read, and cursors are signed for the root and the principal. A missing
 //     scope is PermissionDenied only where the root is visible. No principal in the
-//     context is the node's own work or a node without authentication: auth.Local.
+//     context is the node's own work or a node without authentication: auth.Local. One
+//     step of a request is decided so too while still attributed to its principal
+//     (asNode): a discard releasing the fork's own pin on a parent the caller may not see.
 //   - The package knows the core only through Core, Cores and the core errors
 //     (ErrCoreUnavailable, ErrOutcomeUnknown, ErrCoreStorageFull, which the shard
 //     package's errors match with errors.Is): it imports no replication package, so its

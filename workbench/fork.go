@@ -292,12 +292,17 @@ func baseInfo(snapshotID, commitID, readVersion any) map[string]any {
 // retirePin retires a snapshot a fork pinned; a failure is left to the lease (the
 // snapshot expires by itself).
 func (s *Attempts) retirePin(ctx context.Context, agent, parent string, id uint64, reason string) {
-	_, _ = s.life.SnapshotRetire(ctx, agent, SnapshotRetireInput{ID: parent, SnapshotID: &id, Reason: &reason})
+	_, _ = s.life.retireSnapshot(ctx, agent, SnapshotRetireInput{ID: parent, SnapshotID: &id, Reason: &reason}, "")
 }
 
 // forkOf reads the record of fork in view: its restore manifest. A workbench without one
 // is InvalidArguments naming "fork" (details.rule "not_a_fork").
 func (s *Attempts) forkOf(ctx context.Context, agent, fork string, view *meta.View, ws *meta.Workspace) (forkRecord, error) {
+	return readFork(ctx, s.base, agent, fork, view, ws)
+}
+
+// readFork is forkOf for every part (fork_pins.go: a snapshot retire checks the forks).
+func readFork(ctx context.Context, b *base, agent, fork string, view *meta.View, ws *meta.Workspace) (forkRecord, error) {
 	notFork := func() (forkRecord, error) {
 		e := invalidArgument("fork", "workbench %q is not a fork: it was not made by fork or restore", fork)
 		e.Details["rule"] = "not_a_fork"
@@ -310,7 +315,7 @@ func (s *Attempts) forkOf(ctx context.Context, agent, fork string, view *meta.Vi
 	if e.Size > maxForkManifestBytes {
 		return notFork()
 	}
-	body, err := s.review.loadBody(ctx, agent, e)
+	body, err := loadBody(ctx, b, agent, e)
 	if err != nil {
 		return forkRecord{}, err
 	}
@@ -351,13 +356,16 @@ func parentOf(view *meta.View, agent, fork string, rec forkRecord) (*meta.Worksp
 }
 
 // Discard releases fork: it retires the snapshot of the parent a fork pinned (a live
-// fork's base; a base the caller named stays) when no other fork names it as its base
-// (pinHeld: a fork made at another's pin keeps it; the last one to go retires it), then
-// deletes the fork workbench (its
-// files, snapshots and commits; blobs only it referenced become garbage). Retiring first
-// makes a retry after a failure finish the job, and a pin an earlier try retired is still
-// reported. The answer: fork_id, parent_id, retired_snapshot_id (null when none), deleted
-// true, replayed.
+// fork's base; a base the caller named stays) when no other fork has it as its base
+// (releasePin: a fork made at another's pin keeps it; the last one to go retires it),
+// then deletes the fork workbench (its files, snapshots and commits; blobs only it
+// referenced become garbage). The pin is the fork's own: it is released whatever the
+// caller reaches of the parent (a key bound to the fork alone, as a fork's minted key
+// is). Retiring first makes a retry after a failure finish the job, and a pin an earlier
+// try retired is still reported. The answer: fork_id, parent_id (as the fork's restore
+// manifest, which the fork's key reads, names it), retired_snapshot_id (null when none,
+// and for a caller that does not reach the parent: the parent's snapshots are hidden from
+// it), deleted true, replayed.
 //
 // requestID (REST Idempotency-Key, MCP request_id) makes it idempotent: the delete is one
 // command under it, and a retry that finds the fork gone proposes that command again with
@@ -367,13 +375,17 @@ func parentOf(view *meta.View, agent, fork string, rec forkRecord) (*meta.Worksp
 //
 // Errors: NotFound (the fork; a root the caller may not see), InvalidArguments naming
 // "fork" (not a fork) or "idempotency_key" (used for another request), PermissionDenied
-// without the write scope.
+// without the write scope or for a key bound to path prefixes (a discard ends a whole
+// workbench).
 func (s *Attempts) Discard(ctx context.Context, agent, fork, requestID string) (Result, error) {
 	if err := validateTarget(agent, fork, ""); err != nil {
 		return nil, err
 	}
 	if err := mayWrite(ctx, agent); err != nil {
 		return nil, err
+	}
+	if err := mayWholeWorkbench(ctx, s.base, agent); err != nil {
+		return nil, err // before anything is read or retired
 	}
 	h := meta.Header{RequestID: requestID, RequestHash: requestHash("discard", agent, fork)}
 	r := success()
@@ -398,21 +410,13 @@ func (s *Attempts) Discard(ctx context.Context, agent, fork, requestID string) (
 	if err != nil {
 		return nil, err
 	}
-	var retired uint64
-	if _, perr := parentOf(view, agent, fork, rec); perr == nil && rec.SnapshotID != 0 {
-		snap, serr := view.Lifecycle().Snapshot(agent, rec.Parent, rec.SnapshotID, "")
-		if serr == nil && pinnedBy(snap) != "" {
-			if !s.pinHeld(ctx, agent, fork, rec, view) {
-				retired = rec.SnapshotID
-				if snap.RetiredAtMs == 0 {
-					s.retirePin(ctx, agent, rec.Parent, rec.SnapshotID, "fork "+fork+" discarded")
-				}
-			}
-		}
-	}
+	retired := s.releasePin(ctx, agent, fork, rec)
 	res, werr := s.base.propose(ctx, h, meta.DeleteWorkspace{Agent: agent, Name: fork})
 	if werr != nil {
 		return nil, werr
+	}
+	if !s.base.reach(ctx, agent).has(rec.Parent) {
+		retired = 0 // whether it was retired, or another fork keeps it, is the parent's to tell
 	}
 	r["parent_id"] = rec.Parent
 	r["retired_snapshot_id"] = nilIfZero(retired)
@@ -421,42 +425,7 @@ func (s *Attempts) Discard(ctx context.Context, agent, fork, requestID string) (
 	return r, nil
 }
 
-// pinHeld reports whether a workbench of agent other than fork is a fork (its restore
-// manifest, forkOf) of the same parent incarnation at the same snapshot as rec: a fork
-// made at another fork's pin (fork --at snapshot:<pin>) keeps it, so the discard of
-// either retires it only once no such fork lives. It reads every workbench of the root's
-// restore manifest, a page at a time; one it cannot read holds the pin (its lease ends it).
-func (s *Attempts) pinHeld(ctx context.Context, agent, fork string, rec forkRecord, view *meta.View) bool {
-	for after := ""; ; {
-		page, more := view.Workspaces(agent, after, pinScanPage)
-		for _, ws := range page {
-			if ws.Name == fork {
-				continue
-			}
-			if e, err := fileAt(view, ws, meta.RestoreManifestPath, DiffSide{Kind: SideLive}); err != nil || e == nil {
-				continue
-			}
-			other, err := s.forkOf(ctx, agent, ws.Name, view, ws)
-			if err != nil {
-				if AsError(err).Code == CodeInvalidArguments {
-					continue // not a fork
-				}
-				return true // unreadable: keep the pin, its lease ends it
-			}
-			if other.Parent == rec.Parent && other.SnapshotID == rec.SnapshotID && other.Commit == "" {
-				if _, perr := parentOf(view, agent, ws.Name, other); perr == nil {
-					return true
-				}
-			}
-		}
-		if !more || len(page) == 0 {
-			return false
-		}
-		after = page[len(page)-1].Name
-	}
-}
-
-// pinScanPage is how many workbenches pinHeld takes from a view at a time.
+// pinScanPage is how many workbenches forkOn takes from a view at a time.
 const pinScanPage = 256
 
 // pinnedBy returns the fork a snapshot's annotation says pinned it ("" for none).

@@ -237,8 +237,16 @@ func (s *Lifecycle) SnapshotRenew(ctx context.Context, agent string, in Snapshot
 	return r, nil
 }
 
-// SnapshotRetire implements workbench_snapshot_retire.
+// SnapshotRetire implements workbench_snapshot_retire. A fork's pin that a live fork has
+// as its base is refused (ForkRetentionActive, details.reason "fork_base",
+// refuseForkBase): discarding the fork retires it.
 func (s *Lifecycle) SnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
+	return s.retireSnapshot(ctx, agent, in, "")
+}
+
+// retireSnapshot is SnapshotRetire, which a fork named except (being discarded: "" for
+// none) does not refuse.
+func (s *Lifecycle) retireSnapshot(ctx context.Context, agent string, in SnapshotRetireInput, except string) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -248,6 +256,9 @@ func (s *Lifecycle) SnapshotRetire(ctx context.Context, agent string, in Snapsho
 	}
 	reason, err := validateReasonArg(in.Reason)
 	if err != nil {
+		return nil, err
+	}
+	if err := refuseForkBase(ctx, s.base, agent, in.ID, id, name, except); err != nil {
 		return nil, err
 	}
 	res, werr := s.proposeSnapshot(ctx, agent, meta.SnapshotRetire{Agent: agent, Workspace: in.ID, ID: id, Name: name, Reason: reason})

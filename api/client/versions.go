@@ -296,7 +296,8 @@ func (c *Client) RenewSnapshot(ctx context.Context, agent, wb string, snap Snaps
 // then on. reason "" gives none. A retry reports Retired false and the original reason.
 //
 // Errors: *Error SnapshotNotFound (404), ForkRetentionActive (409: a running restore
-// reads from it), SnapshotExpired (410: reaped).
+// reads from it, retryable; or it is a fork's pin a live fork has as its base,
+// details.reason fork_base, not retryable), SnapshotExpired (410: reaped).
 func (c *Client) RetireSnapshot(ctx context.Context, agent, wb string, snap SnapshotRef, reason string) (*RetireResult, error) {
 	body, err := snapshotSelector(snap)
 	if err != nil {

@@ -33,8 +33,9 @@ var forkTools = []toolDef{{
 	run: attemptRun[workbench.MergeRequest, mergeArgs]((*workbench.Attempts).Merge),
 }, {
 	name: "cairn_discard", title: "Discard a fork", destructive: true,
-	description: "Release fork id: retire the snapshot of its parent it pinned (a snapshot you named stays) and delete the " +
-		"fork with its files. With request_id a retry after the fork is gone answers replayed true instead of NotFound. " +
+	description: "Release fork id: retire the snapshot of its parent it pinned (a snapshot you named stays; one another fork " +
+		"has as its base stays until that fork goes) and delete the fork with its files; a key bound to the fork alone may " +
+		"(retired_snapshot_id is then null: the parent's snapshots are not its to see). With request_id a retry after the fork is gone answers replayed true instead of NotFound. " +
 		"Result: fork_id, parent_id, retired_snapshot_id, deleted, replayed.",
 	run: func(ctx context.Context, svc *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
 		in, werr := decodeArgs[discardArgs](args)

@@ -267,7 +267,8 @@ var tools = []toolDef{
 	{
 		name: "workbench_snapshot_retire", title: "Retire snapshot", idempotent: true, destructive: true,
 		description: "End a snapshot at once, by snapshot_id or name. The first success reports retired: true, an exact retry " +
-			"retired: false with the original reason. ForkRetentionActive while a restore still reads from it. " +
+			"retired: false with the original reason. ForkRetentionActive while a restore still reads from it, or while it is " +
+			"a fork's pin a live fork has as its base (details.reason fork_base, not retryable: discard the fork first). " +
 			"Result: the snapshot's fields, retired, retire_annotation {reason, metadata: null}.",
 		run: bind((*workbench.Tools).SnapshotRetire),
 	},

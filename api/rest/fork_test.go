@@ -221,3 +221,26 @@ func TestForksRacingUnderOneKeyAllAnswerTheFirst(t *testing.T) {
 		}
 	}
 }
+
+// A live fork's pinned base is not retired over REST while the fork lives: 409
+// ForkRetentionActive (details.reason fork_base, details.fork, not retryable), and the fork
+// still previews its merge; its discard then retires the pin.
+func TestRetireOfALiveForksPinIsRefused(t *testing.T) {
+	c := newChecker(t)
+	par, kid := "/v1/agents/a1/workbenches/par", "/v1/agents/a1/workbenches/kid"
+	expect(t, c.call(true, "PUT", par+"/files/outputs/r.txt", "r1\n"), 201, "")
+	f := c.post(true, par+"/fork", `{"fork":"kid"}`)
+	expect(t, f, 200, "")
+	pin := fmt.Sprint(f.json["pinned_snapshot_id"])
+	r := c.post(true, par+"/snapshots/retire", `{"snapshot_id":`+pin+`}`)
+	expect(t, r, 409, "ForkRetentionActive")
+	if d, _ := r.json["details"].(map[string]any); d["reason"] != "fork_base" || d["fork"] != "kid" || r.json["retryable"] != false {
+		t.Fatalf("the retire of a live fork's pin = %s", r.body)
+	}
+	expect(t, c.post(true, kid+"/merge", `{"dry_run":true}`), 200, "")
+	d := c.post(true, kid+"/discard", "")
+	expect(t, d, 200, "")
+	if fmt.Sprint(d.json["retired_snapshot_id"]) != pin {
+		t.Fatalf("discard = %s, want the pin %s retired", d.body, pin)
+	}
+}

@@ -92,6 +92,38 @@ func TestAForkMintsAKeyBoundToIt(t *testing.T) {
 	}
 }
 
+// TestAForksKeyDiscardsItsForkAndItsPin: the key a fork answers with mint_key, bound to
+// the fork alone, discards the fork, and the discard releases the fork's pin on the parent
+// (which that key cannot see): the owner finds it retired, by the fork's key through the
+// discard. The answer tells the fork's key nothing of the parent's snapshots.
+func TestAForksKeyDiscardsItsForkAndItsPin(t *testing.T) {
+	m := newMatrix(t)
+	owner := mustReply(t, "admin: the owner's key", m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath,
+		`{"name":"owner","agents":["a"],"scopes":["workspace:read","workspace:write"]}`), 201)
+	m.authz["owner"] = "Bearer " + owner.json["secret"].(string)
+	const wbs = "/v1/agents/a/workbenches/"
+	mustReply(t, "owner: put", m.on(t, m.full, "owner", "PUT", wbs+"w1/files/input/x.txt", "x"), 201)
+	fork := mustReply(t, "owner: fork with a key", m.on(t, m.full, "owner", "POST", wbs+"w1/fork", `{"fork":"fk1","mint_key":true}`), 200)
+	key := fork.json["key"].(map[string]any)
+	m.authz["fk1"] = "Bearer " + key["secret"].(string)
+	pin := fork.json["pinned_snapshot_id"]
+
+	d := mustReply(t, "fk1 key: discard its fork", m.on(t, m.full, "fk1", "POST", wbs+"fk1/discard", ""), 200)
+	if d.json["deleted"] != true || d.json["retired_snapshot_id"] != nil {
+		t.Fatalf("the discard by the fork's key: %s", d.body)
+	}
+	list := mustReply(t, "owner: the parent's snapshots", m.on(t, m.full, "owner", "GET", wbs+"w1/snapshots", ""), 200)
+	var found map[string]any
+	for _, s := range list.json["snapshots"].([]any) {
+		if s := s.(map[string]any); s["snapshot_id"] == pin {
+			found = s
+		}
+	}
+	if found == nil || found["state"] != "retired" || found["retired_by"] != key["id"].(string)+" via rest/discard" {
+		t.Fatalf("the pin %v after the fork's key discarded the fork: %v (%s)", pin, found, list.body)
+	}
+}
+
 // anyStrings is a JSON array of strings as []string.
 func anyStrings(v any) []string {
 	var out []string

@@ -357,7 +357,8 @@ func newSnapshotRetireCommand() *cobra.Command {
 		Short: "End a snapshot now",
 		Long: "Retire a snapshot of workbench ID: reads at it fail with SnapshotExpired from then on.\n" +
 			"SNAPSHOT is an id (digits) or a name; --name selects by a name made of digits only.\n" +
-			"Retiring a retired snapshot succeeds and reports the original reason.",
+			"Retiring a retired snapshot succeeds and reports the original reason. A fork's pin that a\n" +
+			"live fork has as its base is refused (ForkRetentionActive): discard the fork first.",
 		Args: argsBetween(1, 2),
 	}
 	o := addOutputFlags(cmd)
