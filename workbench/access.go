@@ -203,7 +203,7 @@ func (s *base) mayCreate(ctx context.Context, agent, id string) *Error {
 // answers for dst (as mayCreate does for a write into another workbench). A caller that
 // reaches the whole root, or dst, or nothing of it (a hidden root, answered as a missing
 // one on the usual path) passes.
-func (s *base) mayMake(ctx context.Context, agent, src, dst string) *Error {
+func mayMake(ctx context.Context, s *base, agent, src, dst string) *Error {
 	a := s.reach(ctx, agent)
 	switch {
 	case !a.any() || a.has(dst):

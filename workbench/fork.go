@@ -143,7 +143,7 @@ func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 	}
 	// A key bound to one workbench cannot reach the fork it would make: refused as a
 	// workbench it cannot create (mayMake), before a pin is taken of the parent.
-	if err := s.base.mayMake(ctx, req.Agent, req.Parent, req.Fork); err != nil {
+	if err := mayMake(ctx, s.base, req.Agent, req.Parent, req.Fork); err != nil {
 		return nil, err
 	}
 	mint, err := s.forkKey(ctx, req)

@@ -100,7 +100,7 @@ func (s *Lifecycle) restore(ctx context.Context, agent string, in RestoreInput, 
 	if err := mayWrite(ctx, agent); err != nil {
 		return nil, err
 	}
-	if err := s.base.mayMake(ctx, agent, in.ID, in.DestinationID); err != nil {
+	if err := mayMake(ctx, s.base, agent, in.ID, in.DestinationID); err != nil {
 		return nil, err
 	}
 	view, src, err := s.base.workspaceView(ctx, agent, in.ID)
