@@ -410,6 +410,11 @@ func (s *Attempts) Discard(ctx context.Context, agent, fork, requestID string) (
 	if err != nil {
 		return nil, err
 	}
+	// The fork's keys end with it, before it is deleted: a failure leaves the fork for a
+	// retry, and no key outlives it to reach a later workbench of its name.
+	if err := s.revokeForkKeys(ctx, agent, fork); err != nil {
+		return nil, err
+	}
 	retired := s.releasePin(ctx, agent, fork, rec)
 	res, werr := s.base.propose(ctx, h, meta.DeleteWorkspace{Agent: agent, Name: fork})
 	if werr != nil {

@@ -22,6 +22,12 @@ type KeyMinter interface {
 	// that would make the key broader than the caller's, InvalidArguments naming
 	// key_expires_at, Unavailable when the key store cannot answer.
 	ForkKey(ctx context.Context, agent, fork string, expiresAt time.Time) (mint func(context.Context) (map[string]any, error), err error)
+	// RevokeForkKeys revokes the keys ForkKey minted for workbench fork of agent's root
+	// that are still live, as the node's own step: a key binds a workbench by its name,
+	// so a fork's key left live would reach the next workbench of that name (a fork made
+	// again after a discard). Errors are *Error: Unavailable when the key store cannot
+	// answer.
+	RevokeForkKeys(ctx context.Context, agent, fork string) error
 }
 
 // minterBox holds the KeyMinter of an Attempts (atomic.Pointer needs one type).
@@ -45,6 +51,16 @@ func (s *Attempts) forkKey(ctx context.Context, req ForkRequest) (func(context.C
 		return nil, invalidArgument("mint_key", "this node keeps no API keys to mint")
 	}
 	return m.ForkKey(ctx, req.Agent, req.Fork, req.KeyExpiresAt)
+}
+
+// revokeForkKeys revokes fork's keys (KeyMinter.RevokeForkKeys); nil on a node without a
+// key store, which minted none.
+func (s *Attempts) revokeForkKeys(ctx context.Context, agent, fork string) error {
+	m := s.minter.Load()
+	if m == nil {
+		return nil
+	}
+	return m.RevokeForkKeys(ctx, agent, fork)
 }
 
 // parseKeyExpiry parses a fork's key_expires_at (RFC 3339; "" or nil: none).

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,25 @@ func TestAForksKeyDiscardsItsForkAndItsPin(t *testing.T) {
 	if found == nil || found["state"] != "retired" || found["retired_by"] != key["id"].(string)+" via rest/discard" {
 		t.Fatalf("the pin %v after the fork's key discarded the fork: %v (%s)", pin, found, list.body)
 	}
+
+	// The fork's key ended with its fork: a key binds a workbench by name, so a live one
+	// would reach the next fork of that name, made for another sub-agent.
+	mustReply(t, "owner: fork fk1 again", m.on(t, m.full, "owner", "POST", wbs+"w1/fork", `{"fork":"fk1"}`), 200)
+	mustReply(t, "owner: put into the new fk1", m.on(t, m.full, "owner", "PUT", wbs+"fk1/files/input/private.txt", "private"), 201)
+	for _, r := range []reply{
+		m.on(t, m.full, "fk1", "GET", wbs+"fk1/files/input/private.txt", ""),
+		m.on(t, m.full, "fk1", "DELETE", wbs+"fk1/files/input/private.txt", ""),
+	} {
+		if r.status != http.StatusUnauthorized {
+			t.Errorf("the discarded fork's key on the next fk1: %d %s, want 401", r.status, r.body)
+		}
+	}
+	keys := mustReply(t, "admin: keys", m.send(t, m.full.adminURL, keyAdmin, "GET", KeysPath, ""), 200)
+	if s := string(keys.body); !strings.Contains(s, key["id"].(string)) || strings.Count(s, `"revoked_at"`) < 1 {
+		t.Errorf("the fork's key is not listed as revoked: %s", s)
+	}
+	// The owner's own key, which made the fork, stays.
+	mustReply(t, "owner: read the new fk1", m.on(t, m.full, "owner", "GET", wbs+"fk1/files/input/private.txt", ""), 200)
 }
 
 // anyStrings is a JSON array of strings as []string.

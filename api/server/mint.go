@@ -65,7 +65,7 @@ func (m minter) ForkKey(ctx context.Context, agent, fork string, expiresAt time.
 	if !ok {
 		p = auth.Local
 	}
-	in := KeyRequest{Name: "fork " + agent + "/" + fork, Agents: []string{agent}, Workbench: fork, ExpiresAt: expiresAt}
+	in := KeyRequest{Name: forkKeyName(agent, fork), Agents: []string{agent}, Workbench: fork, ExpiresAt: expiresAt}
 	for _, s := range []auth.Scope{auth.ScopeRead, auth.ScopeWrite, auth.ScopeReview} {
 		if p.Has(s) {
 			in.Scopes = append(in.Scopes, s)
@@ -90,6 +90,29 @@ func (m minter) ForkKey(ctx context.Context, agent, fork string, expiresAt time.
 		out["secret"] = token
 		return out, nil
 	}, nil
+}
+
+// forkKeyName names the key ForkKey mints for workbench fork of agent's root.
+func forkKeyName(agent, fork string) string { return "fork " + agent + "/" + fork }
+
+// RevokeForkKeys is workbench.KeyMinter: it revokes every live key made as fork's key (its
+// name, forkKeyName, and its binding: agent's root, workbench fork, no tenant).
+func (m minter) RevokeForkKeys(ctx context.Context, agent, fork string) error {
+	keys, err := m.keys.List(ctx)
+	if err != nil {
+		return forkKeyError(err)
+	}
+	now := time.Now()
+	for _, k := range keys {
+		if k.Name != forkKeyName(agent, fork) || k.Workbench != fork || k.Tenant != "" || k.AllAgents ||
+			len(k.Agents) != 1 || k.Agents[0] != agent || k.Live(now) != nil {
+			continue
+		}
+		if _, err := m.keys.Revoke(ctx, k.ID, now); err != nil && !errors.Is(err, auth.ErrKeyNotFound) {
+			return forkKeyError(err)
+		}
+	}
+	return nil
 }
 
 // forkKeyError is err as the fork's *workbench.Error: the field a broader key names, the
