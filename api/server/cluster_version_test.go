@@ -25,18 +25,7 @@ import (
 // again the run's snapshot is taken.
 func TestClusterRefusesRunSnapshotsWhileAReplicaRunsTheFirstRelease(t *testing.T) {
 	nodes := startCluster(t, 3, oneShard)
-	retry.Within(t, 60*time.Second, "three voters of the shard", func() error {
-		n := 0
-		for _, m := range voterSets(t, nodes[0])[0] {
-			if !strings.HasPrefix(m, "nonvoter:") {
-				n++
-			}
-		}
-		if n != 3 {
-			return fmt.Errorf("%d voters: %v", n, voterSets(t, nodes[0]))
-		}
-		return nil
-	})
+	threeVoters(t, nodes)
 	ctx := t.Context()
 	svc := nodes[0].svc
 	retry.Within(t, 60*time.Second, "the workbench created", func() error {
@@ -109,18 +98,7 @@ func TestClusterGatesARestoreBegunAgainWhileAReplicaRunsVersion6(t *testing.T) {
 		_, err := svc.Writes.Write(ctx, workbench.WriteRequest{Agent: "a", Workbench: "w", Path: "input/x", Body: strings.NewReader("x"), CreateWorkbench: true})
 		return err
 	})
-	retry.Within(t, 60*time.Second, "three voters of the shard", func() error {
-		n := 0
-		for _, m := range voterSets(t, nodes[0])[0] {
-			if !strings.HasPrefix(m, "nonvoter:") {
-				n++
-			}
-		}
-		if n != 3 {
-			return fmt.Errorf("%d voters: %v", n, voterSets(t, nodes[0]))
-		}
-		return nil
-	})
+	threeVoters(t, nodes)
 	name := "b"
 	if _, err := svc.Tools.Snapshot(ctx, "a", workbench.SnapshotInput{ID: "w", Name: &name}); err != nil {
 		t.Fatal(err)
@@ -201,4 +179,21 @@ func registerVersion(t *testing.T, nodes []*testClusterNode, version int) {
 	if _, err := nodes[0].etcd.Put(ctx, key, string(b), clientv3.WithIgnoreLease()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// threeVoters waits until the shard of nodes has three voters, as node 0 sees it.
+func threeVoters(t *testing.T, nodes []*testClusterNode) {
+	t.Helper()
+	retry.Within(t, 60*time.Second, "three voters of the shard", func() error {
+		n := 0
+		for _, m := range voterSets(t, nodes[0])[0] {
+			if !strings.HasPrefix(m, "nonvoter:") {
+				n++
+			}
+		}
+		if n != 3 {
+			return fmt.Errorf("%d voters: %v", n, voterSets(t, nodes[0]))
+		}
+		return nil
+	})
 }
