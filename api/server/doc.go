@@ -60,7 +60,8 @@
 //
 //   - One process per data directory: Open takes its LOCK (flock) before
 //     they read or write anything in it, and fail with ErrDataDirLocked while another
-//     process holds it. When they fail they have closed what they opened and released the
+//     process holds it, after waiting up to dataDirLockWait for a killed holder's
+//     teardown to let it go (datadirlock.go). When they fail they have closed what they opened and released the
 //     lock.
 //   - node-id and cursor.key are created once (written to a temporary file, then renamed;
 //     mode 0600) and read back at every later start, so a node keeps its Raft server id

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -304,16 +303,9 @@ type DataDirKeys struct {
 // ErrDataDirLocked while a node (or another command) uses the directory; a path that is
 // not a directory or cannot be created.
 func OpenDataDirKeys(dataDir string) (*DataDirKeys, error) {
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("data directory %s: %w", dataDir, err)
-	}
-	lock := flock.New(filepath.Join(dataDir, "LOCK"))
-	ok, err := lock.TryLock()
+	lock, err := lockDataDir(context.Background(), dataDir, " (stop the node, or manage keys through its admin listener)")
 	if err != nil {
-		return nil, fmt.Errorf("data directory %s: lock: %w", dataDir, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("%s: %w (stop the node, or manage keys through its admin listener)", dataDir, ErrDataDirLocked)
+		return nil, err
 	}
 	s, err := auth.OpenFileStore(filepath.Join(dataDir, auth.KeysFile))
 	if err != nil {

@@ -121,16 +121,9 @@ func Open(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
-	}
-	lock := flock.New(filepath.Join(cfg.DataDir, "LOCK"))
-	ok, err := lock.TryLock()
+	lock, err := lockDataDir(ctx, cfg.DataDir, "")
 	if err != nil {
-		return nil, fmt.Errorf("data directory %s: lock: %w", cfg.DataDir, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("%s: %w", cfg.DataDir, ErrDataDirLocked)
+		return nil, err
 	}
 	n := &Node{cfg: cfg, creds: creds, log: log, lock: lock}
 	if err := n.open(ctx); err != nil {
