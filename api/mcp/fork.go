@@ -34,7 +34,7 @@ var forkTools = []toolDef{{
 }, {
 	name: "cairn_discard", title: "Discard a fork", destructive: true,
 	description: "Release fork id: retire the snapshot of its parent it pinned (a snapshot you named stays; one another fork " +
-		"has as its base stays until that fork goes) and delete the fork with its files; a key bound to the fork alone may " +
+		"has as its base stays until that fork goes), revoke the keys minted with it (mint_key), and delete the fork with its files; a key bound to the fork alone may " +
 		"(retired_snapshot_id is then null: the parent's snapshots are not its to see). With request_id a retry after the fork is gone answers replayed true instead of NotFound. " +
 		"Result: fork_id, parent_id, retired_snapshot_id, deleted, replayed.",
 	run: func(ctx context.Context, svc *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
