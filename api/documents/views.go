@@ -288,8 +288,23 @@ func (h *Handler) candidates(r *http.Request, o owner) (any, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	for _, v := range versionsOf(evs) {
-		out = append(out, candidate{Kind: "version", VersionID: v.VersionID, DocumentID: id, Sha256: v.Sha256, Path: labelPath(id), Reason: v.Reason})
+	return map[string]any{"documentId": id, "candidates": append(out, versionCandidates(id, versionsOf(evs))...)}, nil
+}
+
+// versionCandidates are document id's versions as candidates, one for each versionId.
+// An edit back to earlier content appends a second version event with the same
+// versionId (identical content is one version: ids.go), so the history holds it twice;
+// a selection names each version once, so a candidate stands for the version where it
+// last became the head, with that event's reason.
+func versionCandidates(id string, versions []versionRow) []candidate {
+	out := make([]candidate, 0, len(versions))
+	seen := make(map[string]bool, len(versions))
+	for _, v := range slices.Backward(versions) {
+		if !seen[v.VersionID] {
+			seen[v.VersionID] = true
+			out = append(out, candidate{Kind: "version", VersionID: v.VersionID, DocumentID: id, Sha256: v.Sha256, Path: labelPath(id), Reason: v.Reason})
+		}
 	}
-	return map[string]any{"documentId": id, "candidates": out}, nil
+	slices.Reverse(out)
+	return out
 }

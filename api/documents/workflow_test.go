@@ -249,3 +249,43 @@ func documentIDs(e *env, who string) []string {
 	}
 	return out
 }
+
+// An edit back to earlier content is that version again (identical content is one
+// version): the history holds two events for it, but the candidates name it once, where
+// it last became the head, so a client that selects every version candidate is not
+// refused for naming one twice.
+func TestAVersionReturnedToIsOneCandidate(t *testing.T) {
+	e := newEnv(t, nil)
+	origin := e.observe("local", "default", "notes", "input/meeting.md", "the meeting notes")
+	d := e.create("local", origin, "Plan", "one\\n", "req-create")
+	edit := func(base, body, req string) string {
+		r := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/versions",
+			map[string]any{"baseVersionId": base, "title": "Plan", "body": body, "requestId": req})
+		if r.status != http.StatusOK {
+			t.Fatalf("edit %s: %d %s", req, r.status, r.body)
+		}
+		return r.str("versionId")
+	}
+	v2 := edit(d.versionID, "two\\n", "req-edit-1")
+	if back := edit(v2, "one\\n", "req-edit-2"); back != d.versionID {
+		t.Fatalf("an edit back to the first content is version %s, want %s", back, d.versionID)
+	}
+	if vs := e.do("local", "GET", "/api/workbench/documents/"+d.docID+"/versions", nil); len(vs.json["versions"].([]any)) != 3 {
+		t.Fatalf("the history holds every version event: %s", vs.body)
+	}
+	c := e.do("local", "GET", "/api/workbench/candidates?documentId="+d.docID, nil)
+	var versions []string
+	for _, x := range c.json["candidates"].([]any) {
+		if m := x.(map[string]any); m["kind"] == "version" {
+			versions = append(versions, m["versionId"].(string))
+		}
+	}
+	if c.status != http.StatusOK || !reflect.DeepEqual(versions, []string{v2, d.versionID}) {
+		t.Fatalf("version candidates %v, want [%s %s] (%s)", versions, v2, d.versionID, c.body)
+	}
+	sel := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections",
+		map[string]any{"selectedEventIds": []string{origin}, "selectedVersionIds": versions, "requestId": "req-select"})
+	if sel.status != http.StatusOK {
+		t.Fatalf("a selection of every version candidate: %d %s", sel.status, sel.body)
+	}
+}
