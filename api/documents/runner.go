@@ -47,16 +47,18 @@ type RunResult struct {
 	EvidenceEventIDs []string `json:"evidenceEventIds"`
 }
 
-// FixtureRunner is fixture-deterministic@1: it performs no inference. Its proposed text
-// is the base text with its "## Sources" section (the line "## Sources" up to the next
-// line that starts with "## ", or the end) removed and trailing newlines trimmed, then,
-// after one blank line (none when the rest is empty), a new "## Sources" section: a
-// blank line, one line per selected event ("- event <eventId> — <type> from <source>
-// at <occurredAt>") and per selected version ("- version <versionId> — <path> sha256
-// <sha256>"), in the snapshot's order, a blank line, and "Summary: <n> events, <m>
-// versions selected." with a final newline. Its reason is "fixture: append sources
-// section" and its evidence the selected event ids (the first MaxEvidenceIDs). Identical
-// input yields identical output.
+// FixtureRunner is fixture-deterministic@1: it performs no inference. It appends or
+// replaces a "## Sources" section (the design's words): the new section is a "## Sources"
+// line, a blank line, one line per selected event ("- event <eventId> — <type> from
+// <source> at <occurredAt>") and per selected version ("- version <versionId> — <path>
+// sha256 <sha256>"), in the snapshot's order, a blank line, and "Summary: <n> events,
+// <m> versions selected." with a final newline. It stands where the base text's first
+// "## Sources" section stood (that line up to the next line that starts with "## ", or
+// the end; any further such section is removed), after the text before it with trailing
+// newlines trimmed and one blank line (none when that text is empty), and before the
+// rest of the text after one blank line; a base text without one gets it at the end, the
+// same way. Its reason is "fixture: append sources section" and its evidence the selected
+// event ids (the first MaxEvidenceIDs). Identical input yields identical output.
 type FixtureRunner struct{}
 
 // FixtureRunnerID is the registered id of FixtureRunner.
@@ -70,9 +72,9 @@ func (FixtureRunner) Inference() bool  { return false }
 // Propose implements Runner.
 func (FixtureRunner) Propose(_ context.Context, req RunRequest) (RunResult, error) {
 	var b strings.Builder
-	rest := strings.TrimRight(withoutSources(req.BaseText), "\n")
-	if rest != "" {
-		b.WriteString(rest)
+	before, after := aroundSources(req.BaseText)
+	if before = strings.TrimRight(before, "\n"); before != "" {
+		b.WriteString(before)
 		b.WriteString("\n\n")
 	}
 	b.WriteString("## Sources\n\n")
@@ -87,18 +89,26 @@ func (FixtureRunner) Propose(_ context.Context, req RunRequest) (RunResult, erro
 		fmt.Fprintf(&b, "- version %s — %s sha256 %s\n", v.VersionID, v.Path, v.Sha256)
 	}
 	fmt.Fprintf(&b, "\nSummary: %d events, %d versions selected.\n", len(req.Snapshot.SelectedEvents), len(req.Snapshot.SelectedVersions))
+	if after != "" {
+		b.WriteString("\n")
+		b.WriteString(after)
+	}
 	return RunResult{ProposedText: b.String(), Reason: "fixture: append sources section", EvidenceEventIDs: evidence}, nil
 }
 
-// withoutSources removes text's "## Sources" section.
-func withoutSources(text string) string {
-	lines := strings.SplitAfter(text, "\n")
+// aroundSources splits text around its "## Sources" sections, which it leaves out: the
+// text before the first one and the text after it (without any further one). A text
+// without one is all before.
+func aroundSources(text string) (before, after string) {
 	var out []string
-	in := false
-	for _, l := range lines {
+	at, in := -1, false
+	for _, l := range strings.SplitAfter(text, "\n") {
 		trimmed := strings.TrimRight(l, "\r\n")
 		switch {
 		case trimmed == "## Sources":
+			if at < 0 {
+				at = len(out)
+			}
 			in = true
 			continue
 		case in && strings.HasPrefix(trimmed, "## "):
@@ -108,7 +118,10 @@ func withoutSources(text string) string {
 			out = append(out, l)
 		}
 	}
-	return strings.Join(out, "")
+	if at < 0 {
+		return strings.Join(out, ""), ""
+	}
+	return strings.Join(out[:at], ""), strings.Join(out[at:], "")
 }
 
 // HTTPRunner calls out: it POSTs the RunRequest as JSON to URL and takes a 200 answer

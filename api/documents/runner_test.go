@@ -29,12 +29,16 @@ func TestFixtureDeterministicGoldenOutputs(t *testing.T) {
 		{"one event appended after the body", "Hello\n", []documents.Observation{ev("7")}, nil,
 			"Hello\n\n## Sources\n\n- event cairn:feed:7.0 — cairn.feed.file.put from cairn:workbench:notes at 2026-01-02T03:04:05.000Z\n\nSummary: 1 events, 0 versions selected.\n",
 			[]string{"cairn:feed:7.0"}},
-		{"an existing sources section is replaced, the next heading kept", "Intro\n\n## Sources\n\n- old\n\n## Next\nmore\n",
+		{"an existing sources section is replaced where it stands, the next heading kept after it", "Intro\n\n## Sources\n\n- old\n\n## Next\nmore\n",
 			[]documents.Observation{ev("1"), ev("2")}, []documents.SelectedVersion{ver},
-			"Intro\n\n## Next\nmore\n\n## Sources\n\n- event cairn:feed:1.0 — cairn.feed.file.put from cairn:workbench:notes at 2026-01-02T03:04:05.000Z\n" +
+			"Intro\n\n## Sources\n\n- event cairn:feed:1.0 — cairn.feed.file.put from cairn:workbench:notes at 2026-01-02T03:04:05.000Z\n" +
 				"- event cairn:feed:2.0 — cairn.feed.file.put from cairn:workbench:notes at 2026-01-02T03:04:05.000Z\n" +
-				"- version v1 — documents/d.md sha256 abc\n\nSummary: 2 events, 1 versions selected.\n",
+				"- version v1 — documents/d.md sha256 abc\n\nSummary: 2 events, 1 versions selected.\n\n## Next\nmore\n",
 			[]string{"cairn:feed:1.0", "cairn:feed:2.0"}},
+		{"a second sources section is removed, a body that opens with one keeps it first", "## Sources\n- a\n## Mid\nx\n## Sources\n- b\n",
+			[]documents.Observation{ev("3")}, nil,
+			"## Sources\n\n- event cairn:feed:3.0 — cairn.feed.file.put from cairn:workbench:notes at 2026-01-02T03:04:05.000Z\n\nSummary: 1 events, 0 versions selected.\n\n## Mid\nx\n",
+			[]string{"cairn:feed:3.0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := documents.RunRequest{BaseText: tc.base, Snapshot: documents.Snapshot{SelectedEvents: tc.events, SelectedVersions: tc.versions}}
