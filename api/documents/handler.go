@@ -368,7 +368,10 @@ func readBody(w http.ResponseWriter, r *http.Request) (body, *Error) {
 		return nil, invalid("body", RuleFormat, "could not be read")
 	}
 	var m body
-	if json.Unmarshal(b, &m) != nil || m == nil {
+	var syntax *json.SyntaxError
+	if err := json.Unmarshal(b, &m); errors.As(err, &syntax) {
+		return nil, invalid("body", RuleFormat, "is not JSON: %s (at byte %d)", syntax, syntax.Offset)
+	} else if err != nil || m == nil {
 		return nil, invalid("body", RuleFormat, "must be a JSON object")
 	}
 	// encoding/json keeps the last of two members of one name, and turns text that is not

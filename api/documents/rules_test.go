@@ -101,6 +101,24 @@ func TestBadInputIsATypedErrorNamingTheField(t *testing.T) {
 			}
 		})
 	}
+	// A body that does not parse says why and where; one that parses says it is not an
+	// object, even when it is one nested too deep to parse.
+	for _, tc := range []struct {
+		name string
+		body []byte
+		says string
+	}{
+		{"a body cut short", []byte(`{"title":`), "is not JSON: unexpected end of JSON input"},
+		{"a body nested past the parser's depth", []byte(`{"title":` + strings.Repeat("[", 10_001) + strings.Repeat("]", 10_001) + `}`), "exceeded max depth (at byte"},
+		{"an array", []byte(`[1]`), "body: must be a JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := e.do("local", "POST", docs, tc.body)
+			if a.status != http.StatusBadRequest || a.str("field") != "body" || !strings.Contains(a.str("message"), tc.says) {
+				t.Fatalf("%d %s, want 400 on body saying %q", a.status, a.body, tc.says)
+			}
+		})
+	}
 	t.Run("a body above 98 KB is 413", func(t *testing.T) {
 		a := e.do("local", "POST", docs, with(ok, "body", strings.Repeat("é", 51_000)))
 		if a.status != http.StatusRequestEntityTooLarge || a.str("error") != "PayloadTooLarge" {
