@@ -441,7 +441,7 @@ func (fv FeedView) shows(agent string, e *Event) bool {
 		return true
 	}
 	return e.Workbench != "" && fv.v.shows(agent, e.Workbench) && (e.Source == "" || fv.v.shows(agent, e.Source)) &&
-		(e.Path == "" || fv.v.showsPath(agent, e.Path))
+		(e.Path == "" || fv.v.ShowsPath(agent, e.Path))
 }
 
 // Oldest returns the position of agent's oldest retained event as of the view (ok

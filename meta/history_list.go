@@ -41,7 +41,7 @@ func (h HistoryView) List(ws *Workspace, dir, after string, limit int) (entries 
 			rest := key[len(prefix):]
 			i := indexNUL(rest)
 			name := rest[:i]
-			if h.v.pathsRestricted(ws.Agent) && !h.v.showsPath(ws.Agent, joinPath(dir, name)) {
+			if h.v.pathsRestricted(ws.Agent) && !h.v.ShowsPath(ws.Agent, joinPath(dir, name)) {
 				// Outside the view's prefixes (OnlyPaths): a file is missing, a directory
 				// holds what the prefixes below it hold.
 				if i < len(rest) && h.historyBelow(ws, joinPath(dir, name)) {

@@ -193,7 +193,7 @@ func freezeEvidence(s *state, v *View, agent string, own *Workspace, refs []Evid
 				return nil, err
 			}
 			el, found := fileAtGeneration(s, ws.Incarnation, r.Path, r.Generation)
-			if !found || v != nil && !v.showsPath(agent, r.Path) {
+			if !found || v != nil && !v.ShowsPath(agent, r.Path) {
 				return nil, &Error{Code: CodeNotFound, Field: field + ".generation", Message: "no retained version of " + strconv.Quote(r.Path) + " has generation " + strconv.FormatUint(r.Generation, 10)}
 			}
 			ev.Digest, ev.Size, ev.Version, ev.HoldIncarnation = el.Entry.Digest, el.Entry.Size, el.Version, ws.Incarnation

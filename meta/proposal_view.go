@@ -23,7 +23,7 @@ type ProposalView struct{ v *View }
 // "proposal_id" when there is none (never made, expired, or of a deleted workbench).
 func (pv ProposalView) Get(agent, ws, id string) (*Proposal, error) {
 	p, err := liveProposal(pv.v.stateOf(agent, ws), agent, ws, id)
-	if err == nil && !pv.v.showsPath(agent, p.Path) {
+	if err == nil && !pv.v.ShowsPath(agent, p.Path) {
 		p, err = liveProposal(emptyState, agent, ws, id)
 	}
 	if err != nil {
@@ -57,7 +57,7 @@ func (pv ProposalView) List(agent, ws string, f ProposalFilter, after uint64, li
 			return false
 		}
 		p, ok := pv.v.st.props.byID.Get(proposalKey(agent, id))
-		if !ok || (f.Path != "" && p.Path != f.Path) || (f.State != "" && p.State != f.State) || !pv.v.showsPath(agent, p.Path) {
+		if !ok || (f.Path != "" && p.Path != f.Path) || (f.State != "" && p.State != f.State) || !pv.v.ShowsPath(agent, p.Path) {
 			return true
 		}
 		if len(out) == limit {
@@ -84,7 +84,7 @@ func (pv ProposalView) Judgments(agent, ws, path string, after uint64, limit int
 			return false
 		}
 		p, ok := pv.v.st.props.byID.Get(proposalKey(agent, id))
-		if !ok || p.Decision == nil || (path != "" && p.Path != path) || !pv.v.showsPath(agent, p.Path) {
+		if !ok || p.Decision == nil || (path != "" && p.Path != path) || !pv.v.ShowsPath(agent, p.Path) {
 			return true
 		}
 		if len(out) == limit {

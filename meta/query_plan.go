@@ -69,7 +69,7 @@ func (qv QueryView) collect(wss []*Workspace, dir string, preds []pred, mode pla
 				slices.SortFunc(paths, comparePaths)
 				paths = slices.Compact(paths)
 				for _, path := range paths {
-					if !hasPathPrefix(path, dir) || !qv.v.showsPath(ws.Agent, path) {
+					if !hasPathPrefix(path, dir) || !qv.v.ShowsPath(ws.Agent, path) {
 						continue
 					}
 					rec, _ := qv.v.st.paths.Get(pathKey(ws.Incarnation, path))

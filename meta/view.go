@@ -108,8 +108,9 @@ func (v *View) pathsRestricted(agent string) bool {
 	return v.only != nil && v.only.agent == agent && len(v.only.prefixes) > 0
 }
 
-// showsPath reports whether the view shows path of agent's workbenches (OnlyPaths).
-func (v *View) showsPath(agent, path string) bool {
+// ShowsPath reports whether the view shows path of agent's workbenches (OnlyPaths):
+// true unless the view is restricted to prefixes that do not hold it.
+func (v *View) ShowsPath(agent, path string) bool {
 	if !v.pathsRestricted(agent) {
 		return true
 	}
@@ -121,14 +122,14 @@ func (v *View) showsPath(agent, path string) bool {
 	return false
 }
 
-// showsKey is showsPath for a path key of ws.
+// showsKey is ShowsPath for a path key of ws.
 func (v *View) showsKey(ws *Workspace, key string) bool {
-	return !v.pathsRestricted(ws.Agent) || v.showsPath(ws.Agent, keyPath(key))
+	return !v.pathsRestricted(ws.Agent) || v.ShowsPath(ws.Agent, keyPath(key))
 }
 
 // record returns the record of path in ws, if the view shows the path.
 func (v *View) record(ws *Workspace, path string) (*pathRecord, bool) {
-	if !v.showsPath(ws.Agent, path) {
+	if !v.ShowsPath(ws.Agent, path) {
 		return nil, false
 	}
 	return v.st.paths.Get(pathKey(ws.Incarnation, path))
@@ -138,7 +139,7 @@ func (v *View) record(ws *Workspace, path string) (*pathRecord, bool) {
 // directory at or below a prefix as it is, one above prefixes the sum of what they hold
 // (a prefix naming a file counts that file), any other nothing.
 func (v *View) dirOf(ws *Workspace, dir string) DirInfo {
-	if !v.pathsRestricted(ws.Agent) || dir != "" && v.showsPath(ws.Agent, dir) {
+	if !v.pathsRestricted(ws.Agent) || dir != "" && v.ShowsPath(ws.Agent, dir) {
 		return v.dirInfo(ws.Incarnation, dir)
 	}
 	var info DirInfo

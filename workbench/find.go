@@ -82,7 +82,9 @@ scan:
 				continue
 			}
 			var envelope []byte
-			if committed {
+			// A key whose prefixes hide the manifest sees the commit, not its bytes:
+			// a pattern cannot match them and the match carries no manifest.
+			if committed && view.ShowsPath(agent, meta.RunManifestPath) {
 				if envelope, err = s.headEnvelope(ctx, view, ws); err != nil {
 					return nil, err
 				}

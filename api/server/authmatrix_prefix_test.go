@@ -430,3 +430,54 @@ func TestAuthPrefixKeySnapshotsAreWholeWorkbench(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthPrefixKeyFindsCommitsWithoutTheirManifest: a key bound to outputs sees a
+// committed workbench's commit (prefixes bind paths, not the workbench's own records),
+// but the run manifest is a path outside its prefixes: workbench_find lists the
+// workbench with its commit and no manifest, and a pattern never matches the hidden
+// bytes. It used to read the manifest as the key and fail the whole call as NotFound.
+func TestAuthPrefixKeyFindsCommitsWithoutTheirManifest(t *testing.T) {
+	m := newMatrix(t)
+	connect := func(key string) func(tool string, args map[string]any) toolAnswer {
+		cs, err := m.connectTo(t, m.full, key, "/v1/agents/a/mcp")
+		if err != nil {
+			t.Fatalf("%s: connect: %v", key, err)
+		}
+		return func(tool string, args map[string]any) toolAnswer { t.Helper(); return callTool(t, cs, tool, args) }
+	}
+	admin, prefix := connect(keyAdmin), connect(keyPrefix)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"workbench_put_file", map[string]any{"id": "w", "section": "outputs", "path": "o.txt", "text": "o"}},
+		{"workbench_commit", map[string]any{"id": "w", "manifest": map[string]any{"task": "secret-task"}, "content_digest_uri": "sha256:" + strings.Repeat("a", 64)}},
+	} {
+		if a := admin(c.tool, c.args); a.isErr {
+			t.Fatalf("admin: %s: %s", c.tool, a.raw)
+		}
+	}
+	whole := admin("workbench_find", map[string]any{"include_manifest": true})
+	identity := whole.res["matches"].([]any)[0].(map[string]any)["commit_identity"]
+	if whole.isErr || identity == nil || !strings.Contains(whole.raw, "secret-task") {
+		t.Fatalf("the admin's find: %s", whole.raw)
+	}
+
+	got := prefix("workbench_find", map[string]any{"include_manifest": true})
+	if got.isErr || got.res["match_count"] != float64(1) {
+		t.Fatalf("a prefix-bound key's find: %s", got.raw)
+	}
+	match := got.res["matches"].([]any)[0].(map[string]any)
+	if match["committed"] != true || match["commit_identity"] != identity || match["manifest"] != nil || match["manifest_summary"] != nil {
+		t.Errorf("a prefix-bound key's match: %v, want the commit %v without its manifest", match, identity)
+	}
+	if strings.Contains(got.raw, "secret-task") {
+		t.Errorf("a prefix-bound key's find shows the hidden manifest: %s", got.raw)
+	}
+	if a := prefix("workbench_find", map[string]any{"manifest_pattern": "secret"}); a.isErr || a.res["match_count"] != float64(0) {
+		t.Errorf("a pattern over the hidden manifest: %s", a.raw)
+	}
+	if a := prefix("workbench_find", map[string]any{"committed": true}); a.isErr || a.res["match_count"] != float64(1) {
+		t.Errorf("committed workbenches: %s", a.raw)
+	}
+}
