@@ -110,12 +110,19 @@ type Node struct {
 // until Serve its client port answers at once that the node is starting (starting.go);
 // the embedded node listens only in Serve. The caller must Close the node.
 //
-// Errors: cfg's *ops.ConfigError (also a setting that contradicts the cluster, or a node
-// id bound to another data directory), ErrDataDirLocked, ErrStorageDamaged, and for an
+// Errors: cfg's *ops.ConfigError (also a TLS file that does not load, a data directory
+// this process cannot write, a setting that contradicts the cluster, or a node id bound
+// to another data directory), ErrDataDirLocked, ErrStorageDamaged, and for an
 // s3:// blob store ErrBucketMissing or ErrObjectStoreUnavailable, each wrapped with what
 // the operator needs (endpoint, bucket, file).
 func Open(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.Logger) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.CheckTLSFiles(); err != nil {
+		return nil, err
+	}
+	if err := ops.CheckDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
 	if log == nil {

@@ -88,3 +88,24 @@ func TestInvalidConfigFailsBeforeTouchingTheDisk(t *testing.T) {
 		t.Fatalf("the data dir was created: %v", err)
 	}
 }
+
+// An embedding program's Open checks what `cairn serve` checks before anything opens: a
+// TLS file that does not load is the *ops.ConfigError naming its setting, and nothing is
+// written to the data directory.
+func TestOpenRefusesATLSFileThatDoesNotLoad(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.DataDir = filepath.Join(cfg.DataDir, "never")
+	cfg.TLSCert = filepath.Join(t.TempDir(), "missing.crt")
+	cfg.TLSKey = filepath.Join(t.TempDir(), "missing.key")
+	n, err := Open(t.Context(), cfg, ops.Credentials{}, nil)
+	var ce *ops.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "TLSCert" {
+		if err == nil {
+			n.Close()
+		}
+		t.Fatalf("open with a missing certificate: %v, want the ConfigError naming TLSCert", err)
+	}
+	if _, err := os.Stat(cfg.DataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the data directory after a refused open: %v", err)
+	}
+}

@@ -54,7 +54,7 @@ leadership of the shards it leads to another replica before it exits.`,
 			if cfg.Cluster {
 				return serveCluster(cmd.Context(), cfg, creds, log)
 			}
-			node, err := server.Open(cmd.Context(), cfg, creds, log)
+			node, err := openNode(cmd.Context(), cfg, creds, log)
 			if err != nil {
 				return err
 			}
@@ -78,17 +78,11 @@ leadership of the shards it leads to another replica before it exits.`,
 }
 
 // loadNode reads a node's settings from cmd's flags, the environment and --config, and its
-// credentials from the environment, loads the TLS files the settings name and makes sure
-// the data directory can be written (a bad one of any is a usage error), and makes the node's logger the default, so that what still
-// logs to the default does so in --log-format too.
+// credentials from the environment (a bad one of any is a usage error), and makes the
+// node's logger the default, so that what still logs to the default does so in
+// --log-format too.
 func loadNode(cmd *cobra.Command) (ops.Config, ops.Credentials, *slog.Logger, error) {
 	cfg, err := ops.LoadConfig(cmd.Flags(), os.Getenv)
-	if err == nil {
-		err = cfg.CheckTLSFiles()
-	}
-	if err == nil {
-		err = ops.CheckDataDir(cfg.DataDir)
-	}
 	if err != nil {
 		return ops.Config{}, ops.Credentials{}, nil, usageError{err}
 	}
@@ -101,15 +95,22 @@ func loadNode(cmd *cobra.Command) (ops.Config, ops.Credentials, *slog.Logger, er
 	return cfg, creds, log, nil
 }
 
+// openNode is server.Open with the settings it refuses (a TLS file that does not load, a
+// data directory this process cannot write, a setting that contradicts the cluster or
+// this host) as usage errors: they are the operator's, as a flag the parser refused.
+func openNode(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.Logger) (*server.Node, error) {
+	node, err := server.Open(ctx, cfg, creds, log)
+	if ce := (*ops.ConfigError)(nil); errors.As(err, &ce) {
+		return nil, usageError{err}
+	}
+	return node, err
+}
+
 // serveCluster runs a cluster node until ctx ends (SIGTERM), then transfers the leadership
 // of the shards it leads and stops.
 func serveCluster(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.Logger) error {
-	node, err := server.Open(ctx, cfg, creds, log)
+	node, err := openNode(ctx, cfg, creds, log)
 	if err != nil {
-		var ce *ops.ConfigError
-		if errors.As(err, &ce) { // a setting that contradicts the cluster or this host
-			return usageError{err}
-		}
 		return err
 	}
 	defer node.Close()
@@ -147,7 +148,7 @@ CAIRN_API_KEY) as every client command; otherwise it runs an embedded node on
 			if err != nil {
 				return err
 			}
-			node, err := server.Open(ctx, cfg, creds, log)
+			node, err := openNode(ctx, cfg, creds, log)
 			if err != nil {
 				if errors.Is(err, server.ErrDataDirLocked) {
 					return fmt.Errorf("%w (is `cairn serve` running on it? use --server to proxy to it)", err)
