@@ -26,6 +26,22 @@ func (s *Reads) ViewAt(ctx context.Context, agent, id string, at At) (*meta.View
 	return s.base.resolve(ctx, agent, id, at)
 }
 
+// ViewToWrite is ViewAt of the live state for a write that decides on it: the facade's
+// PUT checks its precondition (the live file's generation) and the workspace's file count
+// there, and answers the version it wrote, so a caller that may write (workspace:write)
+// gets it without the read scope. It reads no file body. Errors as ViewAt's, and
+// PermissionDenied for a caller that may not write.
+func (s *Reads) ViewToWrite(ctx context.Context, agent, id string) (*meta.View, *meta.Workspace, error) {
+	if err := validateTarget(agent, id, ""); err != nil {
+		return nil, nil, err
+	}
+	if err := mayWrite(ctx, agent); err != nil {
+		return nil, nil, err
+	}
+	v, ws, _, err := s.base.resolve(ctx, agent, id, At{})
+	return v, ws, err
+}
+
 // ReadEntry returns the whole body of e, a revision of agent's root read from a view of
 // ViewAt, verified against its segment digests. PayloadTooLarge when the body is larger
 // than maxBytes: the caller bounds what it holds in memory.

@@ -687,18 +687,28 @@ func normalizeContentType(ct string) (string, *Error) {
 	if ct == "" {
 		return "application/octet-stream", nil
 	}
+	if err := CheckContentType("content_type", ct); err != nil {
+		return "", err
+	}
+	return ct, nil
+}
+
+// CheckContentType is the rule a write applies to a non-empty content type: at most
+// MaxContentTypeBytes of printable ASCII that parses as a media type. It is nil, or an
+// InvalidArguments naming field (a surface's own name for it) and the rule.
+func CheckContentType(field, ct string) *Error {
 	if len(ct) > MaxContentTypeBytes {
-		return "", invalidArgument("content_type", "must be at most %d bytes", MaxContentTypeBytes)
+		return invalidArgument(field, "must be at most %d bytes", MaxContentTypeBytes)
 	}
 	for i := 0; i < len(ct); i++ {
 		if c := ct[i]; c < 0x20 && c != '\t' || c == 0x7f || c >= 0x80 {
-			return "", invalidArgument("content_type", "must be printable ASCII")
+			return invalidArgument(field, "must be printable ASCII")
 		}
 	}
 	if _, _, err := mime.ParseMediaType(ct); err != nil {
-		return "", invalidArgument("content_type", "is not a media type such as text/plain; charset=utf-8 (%v)", err)
+		return invalidArgument(field, "is not a media type (type/subtype, then any ; parameters), such as text/plain; charset=utf-8")
 	}
-	return ct, nil
+	return nil
 }
 
 // headPool recycles the buffers ingest peeks a body's head into (the inline threshold and

@@ -79,6 +79,11 @@ func (h *Handler) decodePut(w http.ResponseWriter, r *http.Request) (putBody, *E
 	if in.Content == nil {
 		return putBody{}, invalid("content: must be a string")
 	}
+	if in.ContentType != nil && *in.ContentType != "" {
+		if err := workbench.CheckContentType("contentType", *in.ContentType); err != nil {
+			return putBody{}, invalid(err.Message)
+		}
+	}
 	return in, nil
 }
 
@@ -97,6 +102,20 @@ func (h *Handler) view(ctx context.Context, o Owner, at workbench.At) (*meta.Vie
 		return nil, nil, nil, fromStore(err)
 	}
 	return v, ws, snap, nil
+}
+
+// writeView is view of the live state for a write (workbench.Reads.ViewToWrite): the
+// precondition, the file count and the version a PUT answers are the write's, which
+// workspace:write allows without workspace:read.
+func (h *Handler) writeView(ctx context.Context, o Owner) (*meta.View, *meta.Workspace, *Error) {
+	v, ws, err := h.svc.Reads.ViewToWrite(ctx, o.Tenant, o.Workspace)
+	if err != nil {
+		if workbench.AsError(err).Code == workbench.CodeNotFound {
+			return nil, nil, nil
+		}
+		return nil, nil, fromStore(err)
+	}
+	return v, ws, nil
 }
 
 // list returns o's live files at `at` whose path starts with prefix, sorted by path. The
@@ -239,7 +258,7 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 	if int64(len(*in.Content)) > h.opt.MaxFileBytes {
 		return File{}, h.tooLarge()
 	}
-	v, ws, _, err := h.view(ctx, o, workbench.At{})
+	v, ws, err := h.writeView(ctx, o)
 	if err != nil {
 		return File{}, err
 	}
@@ -294,7 +313,7 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 
 // currentVersion returns path's live version (0 when it has none), for a conflict.
 func (h *Handler) currentVersion(ctx context.Context, o Owner, path string) uint64 {
-	v, ws, _, err := h.view(ctx, o, workbench.At{})
+	v, ws, err := h.writeView(ctx, o)
 	if err != nil || ws == nil {
 		return 0
 	}
@@ -306,7 +325,7 @@ func (h *Handler) currentVersion(ctx context.Context, o Owner, path string) uint
 // the path's chain while it holds that element, else now (a later write replaced it
 // before this read, and the store pruned it).
 func (h *Handler) writtenAt(ctx context.Context, o Owner, path string, gen uint64) int64 {
-	if v, ws, _, err := h.view(ctx, o, workbench.At{}); err == nil && ws != nil {
+	if v, ws, err := h.writeView(ctx, o); err == nil && ws != nil {
 		hist, _ := v.History().Life(ws, path, 0)
 		for _, fv := range hist {
 			if fv.Version == gen {

@@ -169,3 +169,39 @@ func TestTheSeamHonoursIfMatchOnDelete(t *testing.T) {
 		t.Fatalf("the file after a refused seam delete: %s", g.body)
 	}
 }
+
+// A key with workspace:write alone writes and deletes (WIRE §1: workspace:write is PUT
+// and DELETE): the precondition a PUT checks, the version it answers and a conflict's
+// currentVersion are the write's, not a read; the GETs stay workspace:read's.
+func TestAWriteOnlyKeyPutsAndDeletes(t *testing.T) {
+	sc := loadSchemas(t)
+	file := newFacade(t, testOptions()) + "/v1/host/workspace/files/wo.md"
+	as := []string{ownerHeader, "acme/main", writeOnlyHeader, "yes"}
+	first := call(t, http.MethodPut, file, map[string]any{"content": "one"}, as...)
+	if first.status != http.StatusOK || first.json["version"] != float64(1) {
+		t.Fatalf("a write-only PUT: %d %s", first.status, first.body)
+	}
+	etag, _ := first.json["etag"].(string)
+	if again := call(t, http.MethodPut, file, map[string]any{"content": "two"}, append(as, "If-Match", etag)...); again.status != http.StatusOK || again.json["version"] != float64(2) {
+		t.Fatalf("a write-only PUT under If-Match: %d %s", again.status, again.body)
+	}
+	wantConflict(t, sc, "a write-only PUT under a stale If-Match", call(t, http.MethodPut, file, map[string]any{"content": "three"}, append(as, "If-Match", etag)...), 2)
+	wantError(t, sc, "a write-only GET", call(t, http.MethodGet, file, nil, as...), http.StatusForbidden, openwop.CodeForbidden)
+	if del := call(t, http.MethodDelete, file, nil, as...); del.status/100 != 2 {
+		t.Fatalf("a write-only DELETE: %d %s", del.status, del.body)
+	}
+}
+
+// A content type that is no media type is refused naming the wire's field, contentType,
+// in the facade's words: not Cairn's field name, not the parser's text.
+func TestABadContentTypeNamesTheWireField(t *testing.T) {
+	sc := loadSchemas(t)
+	file := newFacade(t, testOptions()) + "/v1/host/workspace/files/ct.md"
+	for _, ct := range []string{"not a mime", "text/plain; charset", strings.Repeat("a", 300) + "/b"} {
+		a := call(t, http.MethodPut, file, map[string]any{"content": "x", "contentType": ct})
+		wantError(t, sc, "contentType "+ct, a, http.StatusBadRequest, openwop.CodeValidation)
+		if msg, _ := a.json["message"].(string); !strings.HasPrefix(msg, "contentType: ") || strings.Contains(msg, "content_type") || strings.Contains(msg, "mime:") {
+			t.Errorf("contentType %q: %s", ct, a.body)
+		}
+	}
+}

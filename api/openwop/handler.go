@@ -18,8 +18,9 @@ type Redactor interface {
 
 // Options configures the facade (ops.OpenWOPConfig; defaults there).
 type Options struct {
-	// Enabled serves the workspace; false advertises supported:false and answers every
-	// workspace and run endpoint 501 capability_not_provided.
+	// Enabled serves the workspace; false advertises supported:false, answers every
+	// workspace and run endpoint 501 capability_not_provided and the v2 registry's
+	// (proposals, installed packs, agents) 404 not_found, as unadvertised operations.
 	Enabled bool
 	// MaxFileBytes bounds a file's content (UTF-8 bytes); MaxFiles the live files of a
 	// workspace; MaxVersions the versions ?version=N serves.
@@ -103,7 +104,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.opt.Enabled {
-		WriteError(w, fail(http.StatusNotImplemented, CodeCapabilityNotProvided, "this host does not provide host.workspace (--openwop=false)"))
+		// The workspace's endpoints answer 501 (WIRE: every workspace endpoint of a host
+		// that does not advertise it); the v2 registry's (proposals, installed packs,
+		// agents) are unadvertised operations, which answer 404 not_found.
+		if v2Route(path) {
+			WriteError(w, notFound("no such route"))
+			return
+		}
+		WriteError(w, fail(http.StatusNotImplemented, CodeCapabilityNotProvided, "this host does not provide host.workspace"))
 		return
 	}
 	// The memory shares the request takes (a file listing, a proposal page) are kept until

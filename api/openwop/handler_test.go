@@ -58,6 +58,9 @@ func newSeamFacade(t *testing.T) (base string, seam func(op map[string]any) answ
 // reviewHeader, set to "yes", gives a bound test principal the review scope too.
 const reviewHeader = "Test-Review"
 
+// writeOnlyHeader "yes" gives the Test-Owner principal workspace:write alone.
+const writeOnlyHeader = "Test-Write-Only"
+
 // newFacadeNode is newFacadeOn that also answers the node under the facade.
 func newFacadeNode(t testing.TB, opt openwop.Options, cfg workbench.Config) (string, *workbenchtest.Node) {
 	t.Helper()
@@ -74,6 +77,9 @@ func newFacadeNode(t testing.TB, opt openwop.Options, cfg workbench.Config) (str
 			p = auth.Principal{ID: "k-" + tenant + "-" + ws, Tenant: tenant, Workspace: ws, Scopes: []auth.Scope{auth.ScopeRead, auth.ScopeWrite}}
 			if r.Header.Get(reviewHeader) == "yes" {
 				p.Scopes = append(p.Scopes, auth.ScopeReview)
+			}
+			if r.Header.Get(writeOnlyHeader) == "yes" {
+				p.Scopes = []auth.Scope{auth.ScopeWrite}
 			}
 		}
 		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
@@ -389,6 +395,17 @@ func TestADisabledFacadeAnswers501AndAdvertisesNoWorkspace(t *testing.T) {
 		{http.MethodPost, base + "/v1/runs"},
 	} {
 		wantError(t, sc, c.method+" "+c.url, call(t, c.method, c.url, `{"content":"x"}`), 501, openwop.CodeCapabilityNotProvided)
+	}
+	// The v2 registry's operations are unadvertised: 404 not_found (the pack readback
+	// design, errors.md §Unadvertised operations), not 501.
+	if _, ok := d.json["agents"]; ok {
+		t.Fatalf("discovery of a disabled facade advertises agents: %s", d.body)
+	}
+	for _, c := range []struct{ method, url string }{
+		{http.MethodGet, base + "/installed-packs/private.x"}, {http.MethodGet, base + "/proposals"},
+		{http.MethodGet, base + "/agents"}, {http.MethodPost, base + "/proposals"},
+	} {
+		wantError(t, sc, c.method+" "+c.url, call(t, c.method, c.url, `{}`), 404, openwop.CodeNotFound)
 	}
 }
 
