@@ -292,6 +292,11 @@ func (s *Tools) PutFile(ctx context.Context, agent string, in PutFileInput) (Res
 	req := WriteRequest{Agent: agent, Workbench: in.ID, Path: full, Body: bytes.NewReader(data), SizeHint: int64(len(data)), ContentType: ct,
 		Cond: meta.CondCreateOnly, CreateWorkbench: true}
 	if replace {
+		// A path outside the caller's prefixes is refused as the write it is, before the
+		// read of the entry it replaces would answer it missing.
+		if werr := mayWritePath(ctx, s.base, agent, in.ID, full); werr != nil {
+			return nil, werr
+		}
 		cur, err := s.writes.currentEntry(ctx, agent, in.ID, full, false)
 		if err != nil {
 			return nil, err
@@ -368,8 +373,10 @@ func (s *Tools) Edit(ctx context.Context, agent string, in EditInput) (Result, e
 	if !utf8.ValidString(in.OldString) || !utf8.ValidString(in.NewString) {
 		return nil, newError(CodeInvalidUTF8, "old_string and new_string must be valid UTF-8")
 	}
-	// Edit reads and writes: it needs both scopes (Open checks the read).
-	if werr := mayWrite(ctx, agent); werr != nil {
+	// Edit reads and writes: it needs both scopes (Open checks the read). A path outside
+	// the caller's prefixes is refused as the write it is (PermissionDenied), before the
+	// read would answer it missing.
+	if werr := mayWritePath(ctx, s.base, agent, in.ID, full); werr != nil {
 		return nil, werr
 	}
 	release, err := admit(ctx, s.base.loads)

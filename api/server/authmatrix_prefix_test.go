@@ -88,6 +88,24 @@ func TestAuthMatrixPrefixKeyOverEveryMCPTool(t *testing.T) {
 		}
 	}
 
+	// A write outside the prefixes, even one that reads first (a replace, an edit), is
+	// refused as a write (README: 403 naming the prefixes), not answered missing.
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"workbench_put_file", with(file, "text", "mine now", "replace", true)},
+		{"workbench_put_file", with(file, "text", "mine now")},
+		{"workbench_append", with(file, "text", "more")},
+		{"workbench_edit", with(file, "old_string", "hello x", "new_string", "bye")},
+	} {
+		a := prefix(c.tool, c.args)
+		details, _ := a.res["details"].(map[string]any)
+		if !a.isErr || a.code != "PermissionDenied" || fmt.Sprint(details["prefixes"]) != "[outputs]" {
+			t.Errorf("%s %v outside the prefixes: %s", c.tool, c.args, a.raw)
+		}
+	}
+
 	// Inside the prefixes the key works.
 	inside := map[string]any{"id": "w", "section": "outputs", "path": "o.txt"}
 	for _, c := range []struct {
