@@ -16,14 +16,7 @@ import (
 // workbench (snapshots included) is PermissionDenied naming the key's prefixes.
 func TestAuthMatrixPrefixKeyOverEveryMCPTool(t *testing.T) {
 	m := newMatrix(t)
-	session := func(key string) func(tool string, args map[string]any) toolAnswer {
-		cs, err := m.connectTo(t, m.full, key, "/v1/agents/a/mcp/cairn")
-		if err != nil {
-			t.Fatalf("%s: connect: %v", key, err)
-		}
-		return func(tool string, args map[string]any) toolAnswer { t.Helper(); return callTool(t, cs, tool, args) }
-	}
-	admin, prefix := session(keyAdmin), session(keyPrefix)
+	admin, prefix := m.toolsOf(t, keyAdmin, "/v1/agents/a/mcp/cairn"), m.toolsOf(t, keyPrefix, "/v1/agents/a/mcp/cairn")
 	ok := func(who string, a toolAnswer) map[string]any {
 		t.Helper()
 		if a.isErr {
@@ -325,6 +318,17 @@ var anyToken = regexp.MustCompile(`[A-Za-z0-9_-]{40,}\.[A-Za-z0-9_-]{16,}`)
 
 // wantNoFixtureText fails when s tells anything of root a's files below input (their
 // names, directory or contents).
+// toolsOf connects an MCP session of key to the full node's endpoint at path and returns
+// a caller of its tools.
+func (m *matrix) toolsOf(t *testing.T, key, path string) func(tool string, args map[string]any) toolAnswer {
+	t.Helper()
+	cs, err := m.connectTo(t, m.full, key, path)
+	if err != nil {
+		t.Fatalf("%s: connect: %v", key, err)
+	}
+	return func(tool string, args map[string]any) toolAnswer { t.Helper(); return callTool(t, cs, tool, args) }
+}
+
 func wantNoFixtureText(t *testing.T, what, s string) {
 	t.Helper()
 	for _, name := range []string{"x.txt", "y.txt", "input/dir", "hello x", `"dir"`, `\"dir\"`} {
@@ -456,14 +460,7 @@ func TestAuthPrefixKeySnapshotsAreWholeWorkbench(t *testing.T) {
 // bytes. It used to read the manifest as the key and fail the whole call as NotFound.
 func TestAuthPrefixKeyFindsCommitsWithoutTheirManifest(t *testing.T) {
 	m := newMatrix(t)
-	connect := func(key string) func(tool string, args map[string]any) toolAnswer {
-		cs, err := m.connectTo(t, m.full, key, "/v1/agents/a/mcp")
-		if err != nil {
-			t.Fatalf("%s: connect: %v", key, err)
-		}
-		return func(tool string, args map[string]any) toolAnswer { t.Helper(); return callTool(t, cs, tool, args) }
-	}
-	admin, prefix := connect(keyAdmin), connect(keyPrefix)
+	admin, prefix := m.toolsOf(t, keyAdmin, "/v1/agents/a/mcp"), m.toolsOf(t, keyPrefix, "/v1/agents/a/mcp")
 	for _, c := range []struct {
 		tool string
 		args map[string]any
