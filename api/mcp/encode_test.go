@@ -124,3 +124,56 @@ func TestEncodeObjectPutsFirstKeysFirst(t *testing.T) {
 		t.Fatalf("nil map: got %s, want {}", got)
 	}
 }
+
+// FuzzAppendQuotedMatchesMarshal holds appendQuoted to json.Marshal of a string: the
+// quoting of every result's text in the fast lane.
+func FuzzAppendQuotedMatchesMarshal(f *testing.F) {
+	f.Add(`{"status":"success","path":"a/b.txt"}`)
+	f.Add("x <b>&amp;</b> \u2028 \u2029 é \"q\"\\\n\r\t\b\f\x00\x01\x1f\x7f \xff\xe2\x80 \xed\xa0\x80 end")
+	var all []byte
+	for b := range 256 {
+		all = append(all, byte(b))
+	}
+	f.Add(string(all))
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendQuoted([]byte("prefix"), s); !bytes.Equal(got, append([]byte("prefix"), want...)) {
+			t.Fatalf("appendQuoted(%q)\n%s\njson.Marshal\n%s", s, got[len("prefix"):], want)
+		}
+	})
+}
+
+// TestEncoderKeysStackNests checks that the key stack resultEncoder.object shares between
+// nested objects leaves each object its own keys, however deep and wide, in an encoder
+// reused from the pool.
+func TestEncoderKeysStackNests(t *testing.T) {
+	inner := func(n int) map[string]any {
+		m := map[string]any{}
+		for i := range n {
+			m[string(rune('a'+i))] = i
+		}
+		return m
+	}
+	root := map[string]any{"status": "success", "z": inner(3)}
+	list := []map[string]any{}
+	for i := range 40 {
+		list = append(list, map[string]any{"name": i, "sub": inner(i % 7), "deep": map[string]any{"y": inner(20), "x": []any{inner(2)}}})
+	}
+	root["entries"] = list
+	want, err := json.Marshal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		got, err := encodeObject(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("encodeObject\n%s\njson.Marshal\n%s", got, want)
+		}
+	}
+}
