@@ -327,10 +327,11 @@ func (s *Reads) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 		return GrepResult{}, err
 	}
 	out := GrepResult{FilesScanned: g.files, ScannedBytes: g.bytes}
+	prefix := s.base.WorkbenchPath(req.Agent, req.Workbench) + "/"
 	for _, h := range g.out {
 		sec, rel := splitSection(h.path)
 		out.Matches = append(out.Matches, GrepMatch{Path: h.path, Section: sec, RelativePath: rel,
-			Presentation: s.base.WorkbenchPath(req.Agent, req.Workbench) + "/" + h.path, LineNumber: h.line, Snippet: h.snippet})
+			Presentation: prefix + h.path, LineNumber: h.line, Snippet: h.snippet})
 	}
 	if g.stop != nil {
 		out.Truncated = true

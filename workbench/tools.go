@@ -461,9 +461,17 @@ func (s *Tools) List(ctx context.Context, agent string, in ListInput) (Result, e
 	}
 	r["entry_count"] = res.EntryCount
 	entries := make([]map[string]any, 0, len(res.Entries))
+	prefix := s.base.WorkbenchPath(agent, in.ID) + "/" // fileFields' path, its prefix made once per page
 	for _, e := range res.Entries {
-		m := s.base.fileFields(map[string]any{"name": e.Name, "kind": e.Kind, "size_bytes": e.Size}, agent, in.ID, e.Path)
-		delete(m, "workbench_id")
+		m := make(map[string]any, 8)
+		m["name"], m["kind"], m["size_bytes"] = e.Name, e.Kind, e.Size
+		sec, rel := splitSection(e.Path)
+		if sec == "" {
+			m["section"] = nil
+		} else {
+			m["section"] = sec
+		}
+		m["relative_path"], m["path"] = rel, prefix+e.Path
 		if e.Kind == "file" {
 			m["generation"] = e.Generation
 			m["entry_count"] = nil // a file has no entries
