@@ -460,27 +460,7 @@ func (s *Tools) List(ctx context.Context, agent string, in ListInput) (Result, e
 		r["at_snapshot"] = atSnapshotValue(at)
 	}
 	r["entry_count"] = res.EntryCount
-	entries := make([]map[string]any, 0, len(res.Entries))
-	prefix := s.base.WorkbenchPath(agent, in.ID) + "/" // fileFields' path, its prefix made once per page
-	for _, e := range res.Entries {
-		m := make(map[string]any, 8)
-		m["name"], m["kind"], m["size_bytes"] = e.Name, e.Kind, e.Size
-		sec, rel := splitSection(e.Path)
-		if sec == "" {
-			m["section"] = nil
-		} else {
-			m["section"] = sec
-		}
-		m["relative_path"], m["path"] = rel, prefix+e.Path
-		if e.Kind == "file" {
-			m["generation"] = e.Generation
-			m["entry_count"] = nil // a file has no entries
-		} else {
-			m["entry_count"] = e.EntryCount
-		}
-		entries = append(entries, m)
-	}
-	r["entries"] = entries
+	r["entries"] = listedEntries(s.base.WorkbenchPath(agent, in.ID)+"/", res.Entries)
 	r["next_cursor"] = nilIfEmpty(res.NextCursor)
 	r["truncated"] = res.Truncated
 	return r, nil

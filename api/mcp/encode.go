@@ -8,12 +8,15 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // resultEncoder writes the JSON of a tool's result: the values encoding/json gives (with
 // SetEscapeHTML(false)) byte for byte, faster for the kinds tool results are built of.
 // Maps with string keys (keys in byte order, as encoding/json sorts them), slices of them
-// and of any, strings of printable ASCII, integers, booleans and nil are written here;
+// and of any, strings of printable ASCII, integers, booleans, nil, and the tool results'
+// typed items (workbench.ListedEntry, workbench.ReadItem) are written here;
 // every other value (floats, json.Number, RawMessage, structs, named types, strings that
 // need escaping) goes through encoding/json's Encoder, so its bytes are encoding/json's by
 // construction. FuzzResultEncoderMatchesEncodingJSON holds the two together.
@@ -112,6 +115,10 @@ func (e *resultEncoder) value(v any) error {
 		return array(e, x)
 	case []string:
 		return array(e, x)
+	case []workbench.ListedEntry:
+		return listedEntries(e, x)
+	case []workbench.ReadItem:
+		return readItems(e, x)
 	default:
 		return e.fallback(v)
 	}
@@ -132,6 +139,73 @@ func array[T any](e *resultEncoder, s []T) error {
 		if err := e.value(s[i]); err != nil {
 			return err
 		}
+	}
+	e.buf.WriteByte(']')
+	return nil
+}
+
+// listedEntries writes s as encoding/json writes it (nil as null), each entry as its
+// struct tags say: the members of the map it replaced, in byte order.
+func listedEntries(e *resultEncoder, s []workbench.ListedEntry) error {
+	if s == nil {
+		e.buf.WriteString("null")
+		return nil
+	}
+	e.buf.WriteByte('[')
+	for i := range s {
+		x := &s[i]
+		if i > 0 {
+			e.buf.WriteByte(',')
+		}
+		e.buf.WriteString(`{"entry_count":`)
+		if x.EntryCount == nil {
+			e.buf.WriteString("null")
+		} else {
+			e.buf.Write(strconv.AppendInt(e.buf.AvailableBuffer(), *x.EntryCount, 10))
+		}
+		if x.Generation != nil {
+			e.buf.WriteString(`,"generation":`)
+			e.buf.Write(strconv.AppendUint(e.buf.AvailableBuffer(), *x.Generation, 10))
+		}
+		for _, m := range [...]struct{ key, val string }{{`,"kind":`, x.Kind}, {`,"name":`, x.Name}, {`,"path":`, x.Path},
+			{`,"relative_path":`, x.RelativePath}} {
+			e.buf.WriteString(m.key)
+			if err := e.str(m.val); err != nil {
+				return err
+			}
+		}
+		e.buf.WriteString(`,"section":`)
+		if x.Section == nil {
+			e.buf.WriteString("null")
+		} else if err := e.str(*x.Section); err != nil {
+			return err
+		}
+		e.buf.WriteString(`,"size_bytes":`)
+		e.buf.Write(strconv.AppendInt(e.buf.AvailableBuffer(), x.SizeBytes, 10))
+		e.buf.WriteByte('}')
+	}
+	e.buf.WriteByte(']')
+	return nil
+}
+
+// readItems writes s as encoding/json writes it (nil as null): {"index","value"} each.
+func readItems(e *resultEncoder, s []workbench.ReadItem) error {
+	if s == nil {
+		e.buf.WriteString("null")
+		return nil
+	}
+	e.buf.WriteByte('[')
+	for i := range s {
+		if i > 0 {
+			e.buf.WriteByte(',')
+		}
+		e.buf.WriteString(`{"index":`)
+		e.buf.Write(strconv.AppendInt(e.buf.AvailableBuffer(), s[i].Index, 10))
+		e.buf.WriteString(`,"value":`)
+		if err := e.value(s[i].Value); err != nil {
+			return err
+		}
+		e.buf.WriteByte('}')
 	}
 	e.buf.WriteByte(']')
 	return nil

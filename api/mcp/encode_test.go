@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // fuzzValue builds a value of the kinds tool results hold (and some they do not) from
@@ -176,4 +178,59 @@ func TestEncoderKeysStackNests(t *testing.T) {
 			t.Fatalf("encodeObject\n%s\njson.Marshal\n%s", got, want)
 		}
 	}
+}
+
+// FuzzTypedItemsEncodeAsTheirMaps holds the typed items of workbench_list and
+// workbench_read (workbench.ListedEntry, workbench.ReadItem), written by resultEncoder
+// directly, to the maps they replaced, written by it member by member, and to
+// encoding/json's writing of the structs.
+func FuzzTypedItemsEncodeAsTheirMaps(f *testing.F) {
+	f.Add("file", "a.txt", "/agents/a/wb/w/input/a.txt", "a.txt", "input", int64(5), int64(0), uint64(9), true, []byte(`"line <1> \u2028 é"`))
+	f.Add("directory", "d", "/agents/a/wb/w/d", "d", "", int64(-1), int64(3), uint64(0), false, []byte(`{"k":[1,2.5,null,true,"x"]}`))
+	f.Add("fi\"le", "\xff", "p\\", "\x00", "sec\ttion", int64(1<<62), int64(1), uint64(1<<63), true, []byte(`1e400`))
+	f.Fuzz(func(t *testing.T, kind, name, path, rel, sec string, size, count int64, gen uint64, isFile bool, value []byte) {
+		typed := workbench.ListedEntry{Kind: kind, Name: name, Path: path, RelativePath: rel, SizeBytes: size}
+		old := map[string]any{"kind": kind, "name": name, "path": path, "relative_path": rel, "size_bytes": size, "section": nil}
+		if sec != "" {
+			typed.Section, old["section"] = &sec, sec
+		}
+		if isFile {
+			typed.Generation, old["generation"], old["entry_count"] = &gen, gen, nil
+		} else {
+			typed.EntryCount, old["entry_count"] = &count, count
+		}
+		var v any = string(value)
+		var decoded any
+		if json.Unmarshal(value, &decoded) == nil {
+			v = decoded
+		}
+		typedRes := map[string]any{"status": "success", "entries": []workbench.ListedEntry{typed, typed},
+			"items": []workbench.ReadItem{{Index: count, Value: v}, {Index: size, Value: name}}}
+		oldRes := map[string]any{"status": "success", "entries": []map[string]any{old, old},
+			"items": []map[string]any{{"index": count, "value": v}, {"index": size, "value": name}}}
+		got, err := encodeObject(typedRes, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := encodeObject(oldRes, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("typed\n%s\nmaps\n%s", got, want)
+		}
+		var viaJSON bytes.Buffer
+		enc := json.NewEncoder(&viaJSON)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(typedRes); err != nil {
+			t.Fatal(err)
+		}
+		sorted, err := encodeObject(typedRes) // keys in byte order, as encoding/json writes a map
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(sorted, bytes.TrimSuffix(viaJSON.Bytes(), []byte("\n"))) {
+			t.Fatalf("resultEncoder\n%s\nencoding/json\n%s", sorted, viaJSON.Bytes())
+		}
+	})
 }
