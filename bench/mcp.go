@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -179,19 +180,34 @@ func (p *mcpSessions) call(ctx context.Context, tool string, args map[string]any
 		return fmt.Errorf("%s: %w", tool, err)
 	}
 	p.put(cs)
-	var text string
-	if len(res.Content) > 0 {
-		if tc, ok := res.Content[0].(*sdk.TextContent); ok {
-			text = tc.Text
-		}
-	}
+	return checkToolResult(tool, res)
+}
+
+// checkToolResult reads a tool result's outcome: a result with isError, or whose
+// "status" is not "success", becomes an *MCPError carrying the envelope's code. It reads
+// the structured content, which the go-sdk client has already decoded (Cairn sends every
+// result both as structuredContent and as its JSON text); only a result without it has
+// its text decoded here.
+func checkToolResult(tool string, res *sdk.CallToolResult) error {
 	var env struct {
 		Status  string `json:"status"`
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	}
-	if err := json.NewDecoder(bytes.NewReader([]byte(text))).Decode(&env); err != nil {
-		return fmt.Errorf("%s: result is not a JSON object (%v): %w", tool, err, io.ErrUnexpectedEOF)
+	if sc, ok := res.StructuredContent.(map[string]any); ok {
+		env.Status, _ = sc["status"].(string)
+		env.Code, _ = sc["code"].(string)
+		env.Message, _ = sc["message"].(string)
+	} else {
+		var text string
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*sdk.TextContent); ok {
+				text = tc.Text
+			}
+		}
+		if err := json.NewDecoder(strings.NewReader(text)).Decode(&env); err != nil {
+			return fmt.Errorf("%s: result is not a JSON object (%v): %w", tool, err, io.ErrUnexpectedEOF)
+		}
 	}
 	if res.IsError || env.Status != "success" {
 		return &MCPError{Tool: tool, Code: env.Code, Message: env.Message}

@@ -44,8 +44,8 @@ const (
 	// not, and directories) one call visits.
 	GrepMaxEntries = 4096
 
-	grepReadBufferBytes = 64 << 10 // one read: the longest slice of a line examined at once
-	grepListPage        = 256      // entries per View.List call
+	grepReadBufferBytes = recordReadBuffer // one read: the longest slice of a line examined at once (a pooled reader's)
+	grepListPage        = 256              // entries per View.List call
 )
 
 // GrepRequest is a workbench_grep call.
@@ -320,15 +320,18 @@ func (s *Reads) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 	}
 	g := &grepRun{s: s.base, ctx: ctx, agent: req.Agent, id: req.Workbench, view: view, ws: ws, m: m,
 		glob: req.Glob, recursive: req.Recursive, limit: req.Limit,
-		br: bufio.NewReaderSize(nil, grepReadBufferBytes)}
-	if err := g.run(req.Path, targetIsFile, start); err != nil {
+		br: getReader(nil)} // a snippet is a string: nothing refers to its bytes after the run
+	err = g.run(req.Path, targetIsFile, start)
+	putReader(g.br)
+	if err != nil {
 		return GrepResult{}, err
 	}
 	out := GrepResult{FilesScanned: g.files, ScannedBytes: g.bytes}
+	prefix := s.base.WorkbenchPath(req.Agent, req.Workbench) + "/"
 	for _, h := range g.out {
 		sec, rel := splitSection(h.path)
 		out.Matches = append(out.Matches, GrepMatch{Path: h.path, Section: sec, RelativePath: rel,
-			Presentation: s.base.WorkbenchPath(req.Agent, req.Workbench) + "/" + h.path, LineNumber: h.line, Snippet: h.snippet})
+			Presentation: prefix + h.path, LineNumber: h.line, Snippet: h.snippet})
 	}
 	if g.stop != nil {
 		out.Truncated = true

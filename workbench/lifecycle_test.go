@@ -83,7 +83,7 @@ func TestSnapshotToolsFreezeReadsAndFollowTheLifecycle(t *testing.T) {
 			t.Fatalf("read at %s: %q %v", at, got, err)
 		}
 		l := must(t)(svc.Tools.List(ctx, "a", workbench.ListInput{ID: "w", Section: ptr("outputs"), AtSnapshot: json.RawMessage(at)}))
-		if l["entry_count"] != int64(1) || len(l["entries"].([]map[string]any)) != 1 {
+		if l["entry_count"] != int64(1) || len(l["entries"].([]workbench.ListedEntry)) != 1 {
 			t.Fatalf("list at %s: %v", at, l)
 		}
 		if _, err := svc.Tools.Stat(ctx, "a", workbench.StatInput{ID: "w", Section: ptr("outputs"), Path: ptr("new.md"), AtSnapshot: json.RawMessage(at)}); code(err) != "NotFound" {

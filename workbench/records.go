@@ -9,12 +9,31 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
 // recordReadBuffer is the read buffer of a streamed structured read. A record longer than
 // it is gathered in a scratch buffer that grows to the longest record read.
 const recordReadBuffer = 64 << 10
+
+// readers recycles the 64 KiB read buffers of structured reads and greps (recordReadBuffer,
+// grepReadBufferBytes): a read of a small file used to allocate and zero a new one, most
+// of the bytes an MCP read or grep allocated.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, recordReadBuffer) }}
+
+// getReader returns a pooled reader of a 64 KiB buffer over r; putReader gives it back,
+// once nothing refers to bytes it returned.
+func getReader(r io.Reader) *bufio.Reader {
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	return br
+}
+
+func putReader(br *bufio.Reader) {
+	br.Reset(nil)
+	readers.Put(br)
+}
 
 // pageRecords decodes the structured records of a body and keeps only the page
 // [offset, offset+limit): it returns the record type, the page, and the number of records
@@ -25,7 +44,8 @@ const recordReadBuffer = 64 << 10
 // decode is StructuredDecodeFailed; a failure of r itself is answered as AsError maps it.
 func pageRecords(r io.Reader, full, contentType string, offset int64, limit int) (string, []any, int64, *Error) {
 	src := &sourceReader{r: r}
-	br := bufio.NewReaderSize(src, recordReadBuffer)
+	br := getReader(src) // every record is copied out of it (string, decode, ReadAll)
+	defer putReader(br)
 	ext := strings.ToLower(path.Ext(full))
 	isJSON := ext == ".json" || strings.Contains(strings.ToLower(contentType), "json")
 	var (

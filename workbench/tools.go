@@ -467,19 +467,7 @@ func (s *Tools) List(ctx context.Context, agent string, in ListInput) (Result, e
 		r["at_snapshot"] = atSnapshotValue(at)
 	}
 	r["entry_count"] = res.EntryCount
-	entries := make([]map[string]any, 0, len(res.Entries))
-	for _, e := range res.Entries {
-		m := s.base.fileFields(map[string]any{"name": e.Name, "kind": e.Kind, "size_bytes": e.Size}, agent, in.ID, e.Path)
-		delete(m, "workbench_id")
-		if e.Kind == "file" {
-			m["generation"] = e.Generation
-			m["entry_count"] = nil // a file has no entries
-		} else {
-			m["entry_count"] = e.EntryCount
-		}
-		entries = append(entries, m)
-	}
-	r["entries"] = entries
+	r["entries"] = listedEntries(s.base.WorkbenchPath(agent, in.ID)+"/", res.Entries)
 	r["next_cursor"] = nilIfEmpty(res.NextCursor)
 	r["truncated"] = res.Truncated
 	return r, nil

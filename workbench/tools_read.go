@@ -178,9 +178,9 @@ func (s *Tools) toolRead(ctx context.Context, agent string, in ReadInput, gen ui
 		return nil, invalidArgument("offset", "%d is beyond the last record (%d records)", offset, count)
 	}
 	end := offset + int64(len(page))
-	items := make([]map[string]any, 0, len(page))
+	items := make([]ReadItem, len(page))
 	for i, v := range page {
-		items = append(items, map[string]any{"index": offset + int64(i), "value": v})
+		items[i] = ReadItem{Index: offset + int64(i), Value: v}
 	}
 	r["bytes"] = nil // structured reads return items, not bytes
 	r["bytes_encoding"] = nil

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+
+	"github.com/cairnstore/cairn/workbench"
 )
 
 // fuzzValue builds a value of the kinds tool results hold (and some they do not) from
@@ -123,4 +125,112 @@ func TestEncodeObjectPutsFirstKeysFirst(t *testing.T) {
 	if got, _ := encodeObject(nil); string(got) != "{}" {
 		t.Fatalf("nil map: got %s, want {}", got)
 	}
+}
+
+// FuzzAppendQuotedMatchesMarshal holds appendQuoted to json.Marshal of a string: the
+// quoting of every result's text in the fast lane.
+func FuzzAppendQuotedMatchesMarshal(f *testing.F) {
+	f.Add(`{"status":"success","path":"a/b.txt"}`)
+	f.Add("x <b>&amp;</b> \u2028 \u2029 é \"q\"\\\n\r\t\b\f\x00\x01\x1f\x7f \xff\xe2\x80 \xed\xa0\x80 end")
+	var all []byte
+	for b := range 256 {
+		all = append(all, byte(b))
+	}
+	f.Add(string(all))
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendQuoted([]byte("prefix"), s); !bytes.Equal(got, append([]byte("prefix"), want...)) {
+			t.Fatalf("appendQuoted(%q)\n%s\njson.Marshal\n%s", s, got[len("prefix"):], want)
+		}
+	})
+}
+
+// TestEncoderKeysStackNests checks that the key stack resultEncoder.object shares between
+// nested objects leaves each object its own keys, however deep and wide, in an encoder
+// reused from the pool.
+func TestEncoderKeysStackNests(t *testing.T) {
+	inner := func(n int) map[string]any {
+		m := map[string]any{}
+		for i := range n {
+			m[string(rune('a'+i))] = i
+		}
+		return m
+	}
+	root := map[string]any{"status": "success", "z": inner(3)}
+	list := []map[string]any{}
+	for i := range 40 {
+		list = append(list, map[string]any{"name": i, "sub": inner(i % 7), "deep": map[string]any{"y": inner(20), "x": []any{inner(2)}}})
+	}
+	root["entries"] = list
+	want, err := json.Marshal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		got, err := encodeObject(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("encodeObject\n%s\njson.Marshal\n%s", got, want)
+		}
+	}
+}
+
+// FuzzTypedItemsEncodeAsTheirMaps holds the typed items of workbench_list and
+// workbench_read (workbench.ListedEntry, workbench.ReadItem), written by resultEncoder
+// directly, to the maps they replaced, written by it member by member, and to
+// encoding/json's writing of the structs.
+func FuzzTypedItemsEncodeAsTheirMaps(f *testing.F) {
+	f.Add("file", "a.txt", "/agents/a/wb/w/input/a.txt", "a.txt", "input", int64(5), int64(0), uint64(9), true, []byte(`"line <1> \u2028 é"`))
+	f.Add("directory", "d", "/agents/a/wb/w/d", "d", "", int64(-1), int64(3), uint64(0), false, []byte(`{"k":[1,2.5,null,true,"x"]}`))
+	f.Add("fi\"le", "\xff", "p\\", "\x00", "sec\ttion", int64(1<<62), int64(1), uint64(1<<63), true, []byte(`1e400`))
+	f.Fuzz(func(t *testing.T, kind, name, path, rel, sec string, size, count int64, gen uint64, isFile bool, value []byte) {
+		typed := workbench.ListedEntry{Kind: kind, Name: name, Path: path, RelativePath: rel, SizeBytes: size}
+		old := map[string]any{"kind": kind, "name": name, "path": path, "relative_path": rel, "size_bytes": size, "section": nil}
+		if sec != "" {
+			typed.Section, old["section"] = &sec, sec
+		}
+		if isFile {
+			typed.Generation, old["generation"], old["entry_count"] = &gen, gen, nil
+		} else {
+			typed.EntryCount, old["entry_count"] = &count, count
+		}
+		var v any = string(value)
+		var decoded any
+		if json.Unmarshal(value, &decoded) == nil {
+			v = decoded
+		}
+		typedRes := map[string]any{"status": "success", "entries": []workbench.ListedEntry{typed, typed},
+			"items": []workbench.ReadItem{{Index: count, Value: v}, {Index: size, Value: name}}}
+		oldRes := map[string]any{"status": "success", "entries": []map[string]any{old, old},
+			"items": []map[string]any{{"index": count, "value": v}, {"index": size, "value": name}}}
+		got, err := encodeObject(typedRes, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := encodeObject(oldRes, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("typed\n%s\nmaps\n%s", got, want)
+		}
+		var viaJSON bytes.Buffer
+		enc := json.NewEncoder(&viaJSON)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(typedRes); err != nil {
+			t.Fatal(err)
+		}
+		sorted, err := encodeObject(typedRes) // keys in byte order, as encoding/json writes a map
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(sorted, bytes.TrimSuffix(viaJSON.Bytes(), []byte("\n"))) {
+			t.Fatalf("resultEncoder\n%s\nencoding/json\n%s", sorted, viaJSON.Bytes())
+		}
+	})
 }

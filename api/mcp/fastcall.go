@@ -164,10 +164,7 @@ func (l *fastLane) encode(e *resultEncoder, id json.RawMessage, res *sdk.CallToo
 	b.Write(l.resultMeta)
 	b.WriteString(`,"content":[{"type":"text","text":`)
 	// The text as json.Marshal quotes a string (HTML characters escaped).
-	if err := e.html.Encode(tc.Text); err != nil {
-		return err
-	}
-	b.Truncate(b.Len() - 1) // Encode's newline
+	b.Write(appendQuoted(b.AvailableBuffer(), tc.Text))
 	b.WriteString(`}],"structuredContent":`)
 	// sc comes from encodeObject (handler, errorResult), whose output is compact JSON:
 	// HTML-escaping it yields what json.Marshal of the RawMessage does (compact, then

@@ -148,9 +148,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cs := h.server(r.PathValue("profile"), agent)
 	if r.Method == http.MethodPost {
-		buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, h.opts.MaxMessageBytes)+1)))
-		_, err := buf.ReadFrom(io.LimitReader(r.Body, h.opts.MaxMessageBytes+1))
-		body := buf.Bytes()
+		body, err := readMessage(r.Body, r.ContentLength, h.opts.MaxMessageBytes)
 		var m message
 		if !h.checkBody(w, r, body, err, &m) || cs.lane.serve(w, r, &m) {
 			return
@@ -159,6 +157,36 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(body))
 	}
 	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, cs.srv)))
+}
+
+// readMessage reads a request body of declared length size (-1: not declared) until it
+// ends or passes limit bytes (limit+1 read), as bytes.Buffer.ReadFrom reads it: the
+// body's end is no error, any other error is returned with what was read. A declared
+// length is read into one buffer of that length (and the one byte that would pass it);
+// ReadFrom would grow one of at least 512 bytes free beyond the message's.
+func readMessage(body io.Reader, size, limit int64) ([]byte, error) {
+	lr := io.LimitReader(body, limit+1)
+	if size < 0 || size > limit {
+		buf := bytes.NewBuffer(make([]byte, 0, max(0, min(size, limit)+1)))
+		_, err := buf.ReadFrom(lr)
+		return buf.Bytes(), err
+	}
+	buf := make([]byte, size+1)
+	n := 0
+	for n < len(buf) {
+		m, err := lr.Read(buf[n:])
+		n += m
+		if err == io.EOF {
+			return buf[:n], nil
+		}
+		if err != nil {
+			return buf[:n], err
+		}
+	}
+	// More than declared (net/http never gives that): read on as ReadFrom would.
+	rest := bytes.NewBuffer(buf)
+	_, err := rest.ReadFrom(lr)
+	return rest.Bytes(), err
 }
 
 // checkBody answers a POST whose body (read with err) is not one JSON-RPC message within

@@ -31,6 +31,7 @@ type toolSchema struct {
 	raw      json.RawMessage
 	schema   *jsonschema.Schema
 	resolved *jsonschema.Resolved
+	quick    *quickSchema // nil: every call is judged by resolved
 }
 
 // loadSchemas parses and resolves schemaFile once per process.
@@ -61,7 +62,7 @@ func parseSchemas(file string, data []byte) (map[string]*toolSchema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mcp: schema of %s: %w", name, err)
 		}
-		out[name] = &toolSchema{raw: buf.Bytes(), schema: s, resolved: res}
+		out[name] = &toolSchema{raw: buf.Bytes(), schema: s, resolved: res, quick: newQuickSchema(s)}
 	}
 	return out, nil
 }
@@ -102,7 +103,7 @@ func (ts *toolSchema) validate(a callArgs) *workbench.Error {
 		return werr
 	}
 	v := a.value
-	if ts.resolved.Validate(v) == nil {
+	if ts.quick.accepts(v) || ts.resolved.Validate(v) == nil {
 		return nil
 	}
 	if vio := explain(ts.schema, v, ""); vio != nil {
