@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cairnstore/cairn/internal/strictjson"
 )
 
 // Decoding request bodies. Every body the facade reads is a closed JSON object
@@ -41,7 +43,8 @@ func readClosed(w http.ResponseWriter, r *http.Request, limit int64, v any) (too
 	return false, decodeClosed(b, v)
 }
 
-// decodeClosed decodes the JSON object b into v, refusing members v does not name
+// decodeClosed decodes the JSON object b into v, refusing text that is not Unicode (invalid
+// UTF-8, an unpaired surrogate escape), a member named twice, members v does not name
 // (matched exactly: encoding/json would also match other letter cases) and values of the
 // wrong JSON kind. Errors are *bodyError.
 func decodeClosed(b []byte, v any) error {
@@ -52,6 +55,11 @@ func decodeClosed(b []byte, v any) error {
 			return &bodyError{"the body is not valid JSON (at byte " + strconv.FormatInt(syn.Offset, 10) + ")"}
 		}
 		return &bodyError{"the body must be a JSON object"}
+	}
+	// encoding/json turns text that is not Unicode into U+FFFD and keeps the last of two
+	// members of one name: a body is taken as sent or refused, as on Cairn's other surfaces.
+	if serr := strictjson.Check(b); serr != nil {
+		return &bodyError{"the body is refused: " + serr.Error()}
 	}
 	names := memberNames(reflect.TypeOf(v).Elem())
 	for name := range members {

@@ -130,3 +130,28 @@ func TestBodyErrorsNameWireMembersNeverGoTypes(t *testing.T) {
 		send(t, http.MethodPost, "/proposals", map[string]any{"kind": "agent-pack", "artifact": map[string]any{}, "provenance": map[string]any{"sourceRunIds": "r1"}}),
 		"provenance must be")
 }
+
+// A body that is not Unicode JSON (invalid UTF-8, an unpaired surrogate escape) or that
+// names a member twice is refused, never stored with U+FFFD or with the last of the two
+// members taken.
+func TestABodyIsTakenAsSentOrRefused(t *testing.T) {
+	sc := loadSchemas(t)
+	file := newFacade(t, testOptions()) + "/v1/host/workspace/files/u.md"
+	for _, body := range []string{
+		`{"content":"a\ud800b"}`,
+		"{\"content\":\"a\xffb\"}",
+		`{"content":"one","content":"two"}`,
+	} {
+		got := call(t, http.MethodPut, file, body)
+		wantError(t, sc, body, got, http.StatusBadRequest, openwop.CodeValidation)
+		if msg, _ := got.json["message"].(string); goLeak.MatchString(msg) {
+			t.Errorf("%s: %q names Go", body, msg)
+		}
+	}
+	if got := call(t, http.MethodGet, file, nil); got.status != http.StatusNotFound {
+		t.Fatalf("after the refusals the file is %d %s", got.status, got.body)
+	}
+	if got := call(t, http.MethodPut, file, `{"content":"a\ud83d\ude00b"}`); got.status != http.StatusOK || got.json["content"] != "a\U0001F600b" {
+		t.Fatalf("a surrogate pair: %d %s", got.status, got.body)
+	}
+}
