@@ -3,6 +3,7 @@ package blob_test
 import (
 	"bytes"
 	"errors"
+	"hash/crc32"
 	"io"
 	"strings"
 	"testing"
@@ -27,8 +28,8 @@ func TestBlake3OfMatchesTheReferenceVectors(t *testing.T) {
 	}
 }
 
-// Hash and HashState compute both digests in their one pass, equal to each computed alone,
-// at sizes around the stride they feed the hashes by.
+// Hash and HashState compute both digests and the CRC32C in their one pass, equal to each
+// computed alone, at sizes around the stride they feed the hashes by.
 func TestHashComputesTheSHA256AndTheBlake3(t *testing.T) {
 	for _, n := range []int{0, 1, 64<<10 - 1, 64 << 10, 64<<10 + 1, 1<<20 + 3} {
 		data := randomBytes(uint64(n), n)
@@ -40,6 +41,9 @@ func TestHashComputesTheSHA256AndTheBlake3(t *testing.T) {
 		for name, h := range map[string]blob.Hashed{"Hash": hd, "HashState": hs} {
 			if h.Digest() != blob.DigestOf(data) || h.Blake3() != blob.Blake3Of(data) {
 				t.Errorf("%s of %d bytes: digests %s, %s; want %s, %s", name, n, h.Digest(), h.Blake3(), blob.DigestOf(data), blob.Blake3Of(data))
+			}
+			if want := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)); h.CRC32C() != want {
+				t.Errorf("%s of %d bytes: CRC32C %08x, want %08x", name, n, h.CRC32C(), want)
 			}
 		}
 	}

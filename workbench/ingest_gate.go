@@ -26,6 +26,13 @@ import (
 // is unread, and the pump reads at most two pieces ahead. Such an upload keeps its place
 // in the queue until the weight is free or IngestQueueTimeout passes, then fails at its
 // next read.
+//
+// Once the body holds its weight, the pump is let run dry: its buffers are no longer given
+// back, and when the piece it was reading ahead has been read the ingest reads the body
+// itself, straight into the caller's buffer (the segment the Splitter fills), so the
+// bytes are not copied out of a piece. A body that turns out longer than it declared
+// waits for its larger weight then as before, without a read pending beside it.
+//
 // ingestPieceBytes is the size of one piece the pump reads (each body has two).
 const ingestPieceBytes = 32 << 10
 
@@ -40,6 +47,7 @@ type piece struct {
 // budget its bytes need (see above). Its owner calls close once it stops reading.
 type gatedBody struct {
 	ctx    context.Context
+	r      io.Reader // the body: the pump's until it has run dry (direct), then Read's
 	budget *ingestBudget
 	hint   int64         // the body's declared length (0 or less: unknown)
 	seen   int64         // the bytes of the pieces it has made current
@@ -50,12 +58,16 @@ type gatedBody struct {
 	cur    []byte        // unread bytes of the current piece
 	buf    []byte        // the current piece's buffer
 	err    error         // the current piece's error, returned once its bytes are read
+	// pending is the number of pieces the pump will still send (buffers given to it, less
+	// pieces taken). Once the body holds weight its buffers are kept (direct), and when
+	// pending is 0 the pump reads no more: Read reads r itself.
+	pending int
 }
 
 // newGatedBody starts the pump over r, a body of sizeHint bytes (0 or less: unknown). It
 // takes no weight yet: the first Read (or wait) takes it once bytes are there.
 func newGatedBody(ctx context.Context, r io.Reader, sizeHint int64, budget *ingestBudget) *gatedBody {
-	g := &gatedBody{ctx: ctx, budget: budget, hint: sizeHint,
+	g := &gatedBody{ctx: ctx, r: r, budget: budget, hint: sizeHint, pending: 2,
 		pieces: make(chan piece), free: make(chan []byte, 2), done: make(chan struct{})}
 	g.free <- make([]byte, ingestPieceBytes)
 	g.free <- make([]byte, ingestPieceBytes)
@@ -121,6 +133,9 @@ func (g *gatedBody) Read(p []byte) (int, error) {
 		if g.err != nil {
 			return 0, g.err
 		}
+		if g.direct() && g.pending == 0 {
+			return g.readDirect(p)
+		}
 		if err := g.nextPiece(); err != nil {
 			return 0, err
 		}
@@ -130,16 +145,53 @@ func (g *gatedBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// direct reports whether the body holds its weight, from when the pump is let run dry.
+func (g *gatedBody) direct() bool { return g.held > 0 }
+
+// readDirect reads the body straight into p, the pump having stopped (pending is 0: its
+// last read happened before the piece it sent was taken, and it is given no buffer
+// again). It takes more weight when the bytes seen need it, as nextPiece does.
+func (g *gatedBody) readDirect(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	if err != nil {
+		g.err = err
+	}
+	g.seen += int64(n)
+	if need := g.budget.need(g.hint, g.seen); need > g.held {
+		// More bytes than the body declared: it queues for its whole need holding none,
+		// as in nextPiece.
+		g.release()
+		if aerr := g.budget.acquire(g.ctx, need); aerr != nil {
+			var e *Error
+			switch {
+			case errors.As(err, &e):
+				g.err = err
+			case errors.As(aerr, &e):
+				g.err = aerr // the budget's queue timeout
+			default:
+				g.err = g.ctx.Err()
+			}
+			return 0, g.err
+		}
+		g.held = need
+	}
+	return n, err
+}
+
 // nextPiece makes the next piece current once the body holds the weight its bytes so far
 // need (ingestBudget.need), waiting for the piece, then for the weight.
 func (g *gatedBody) nextPiece() error {
 	if g.buf != nil {
-		g.free <- g.buf // the pump holds at most the other buffer: never blocks
+		if !g.direct() {
+			g.free <- g.buf // the pump holds at most the other buffer: never blocks
+			g.pending++
+		}
 		g.buf = nil
 	}
 	var pc piece
 	select {
 	case pc = <-g.pieces:
+		g.pending--
 	case <-g.ctx.Done():
 		return g.ctxErr()
 	}

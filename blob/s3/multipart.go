@@ -63,7 +63,7 @@ func (s *Store) putMultipart(ctx context.Context, key blob.Key, name string, pay
 			if gctx.Err() != nil {
 				return nil // another part failed, or ctx ended: checked below
 			}
-			sum := s.checksum(part)
+			sum := s.bodyChecksum(part, 0, false)
 			popts := minio.PutObjectPartOptions{DisableContentSha256: true,
 				CustomHeader: http.Header{amzChecksumCRC32C: {sum}, amzChecksumAlgorithm: {checksumAlgorithm}}}
 			var op minio.ObjectPart

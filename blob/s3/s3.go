@@ -55,8 +55,9 @@ type Store struct {
 
 	bufs blob.EncodeBuffers // compression buffers of Puts
 
-	// checksum is the x-amz-checksum-crc32c value of a request body: crc32cBase64, but
-	// for tests that make the store refuse a body (export_test.go).
+	// checksum, when not nil, makes the x-amz-checksum-crc32c value of a request body in
+	// place of bodyChecksum's: for tests that make the store refuse a body
+	// (export_test.go).
 	checksum func([]byte) string
 }
 
@@ -103,7 +104,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cfg:       cfg,
 		core:      *core,
 		transport: tr,
-		checksum:  crc32cBase64,
 	}
 	if cfg.Prefix != "" {
 		s.prefix = cfg.Prefix + "/"
@@ -294,7 +294,8 @@ func (s *Store) Put(ctx context.Context, key blob.Key, hd blob.Hashed) (blob.Put
 	payload, enc, release := s.bufs.Encode(data)
 	defer release()
 
-	created, err := s.upload(ctx, key, payload, meta{enc: enc, size: int64(len(data))}, overwrite)
+	// An identity payload is data itself, whose CRC32C was taken with its digests.
+	created, err := s.upload(ctx, key, payload, meta{enc: enc, size: int64(len(data))}, hd.CRC32C(), enc == blob.EncodingIdentity, overwrite)
 	if err != nil {
 		return blob.PutResult{}, err
 	}
@@ -328,8 +329,9 @@ func (s *Store) verify(ctx context.Context, key blob.Key) error {
 }
 
 // upload stores payload under key's object with its metadata; unless overwrite, only if no
-// object is there. It reports false when the condition failed (someone else stored it).
-func (s *Store) upload(ctx context.Context, key blob.Key, payload []byte, m meta, overwrite bool) (created bool, err error) {
+// object is there. crc is payload's CRC32C when known (else it is taken here). It reports
+// false when the condition failed (someone else stored it).
+func (s *Store) upload(ctx context.Context, key blob.Key, payload []byte, m meta, crc uint32, known, overwrite bool) (created bool, err error) {
 	name := s.ObjectName(key)
 	opts := minio.PutObjectOptions{
 		ContentType: "application/octet-stream",
@@ -348,7 +350,7 @@ func (s *Store) upload(ctx context.Context, key blob.Key, payload []byte, m meta
 	// against the checksum and refuses one damaged in transit, and nothing hashes the
 	// payload with SHA-256 a second time.
 	opts.DisableContentSha256 = true
-	opts.UserMetadata[amzChecksumCRC32C] = s.checksum(payload)
+	opts.UserMetadata[amzChecksumCRC32C] = s.bodyChecksum(payload, crc, known)
 	t, err := s.retry(ctx, func() error {
 		_, err := s.core.PutObject(ctx, s.cfg.Bucket, name, bytes.NewReader(payload), int64(len(payload)), "", "", opts)
 		return err
