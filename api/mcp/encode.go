@@ -110,23 +110,23 @@ func (e *resultEncoder) value(v any) error {
 	case map[string]any:
 		return e.object(x, nil)
 	case []any:
-		return array(e, x)
+		return array(e, x, element)
 	case []map[string]any:
-		return array(e, x)
+		return array(e, x, element)
 	case []string:
-		return array(e, x)
+		return array(e, x, element)
 	case []workbench.ListedEntry:
-		return listedEntries(e, x)
+		return array(e, x, listedEntry)
 	case []workbench.ReadItem:
-		return readItems(e, x)
+		return array(e, x, readItem)
 	default:
 		return e.fallback(v)
 	}
 	return nil
 }
 
-// array writes s as encoding/json writes a slice (nil as null).
-func array[T any](e *resultEncoder, s []T) error {
+// array writes s as encoding/json writes a slice (nil as null), each element by each.
+func array[T any](e *resultEncoder, s []T, each func(*resultEncoder, *T) error) error {
 	if s == nil {
 		e.buf.WriteString("null")
 		return nil
@@ -136,7 +136,7 @@ func array[T any](e *resultEncoder, s []T) error {
 		if i > 0 {
 			e.buf.WriteByte(',')
 		}
-		if err := e.value(s[i]); err != nil {
+		if err := each(e, &s[i]); err != nil {
 			return err
 		}
 	}
@@ -144,70 +144,50 @@ func array[T any](e *resultEncoder, s []T) error {
 	return nil
 }
 
-// listedEntries writes s as encoding/json writes it (nil as null), each entry as its
-// struct tags say: the members of the map it replaced, in byte order.
-func listedEntries(e *resultEncoder, s []workbench.ListedEntry) error {
-	if s == nil {
+// element writes *x as encoding/json writes it (value).
+func element[T any](e *resultEncoder, x *T) error { return e.value(*x) }
+
+// listedEntry writes x as encoding/json writes it, as its struct tags say: the members of
+// the map it replaced, in byte order.
+func listedEntry(e *resultEncoder, x *workbench.ListedEntry) error {
+	e.buf.WriteString(`{"entry_count":`)
+	if x.EntryCount == nil {
 		e.buf.WriteString("null")
-		return nil
+	} else {
+		e.buf.Write(strconv.AppendInt(e.buf.AvailableBuffer(), *x.EntryCount, 10))
 	}
-	e.buf.WriteByte('[')
-	for i := range s {
-		x := &s[i]
-		if i > 0 {
-			e.buf.WriteByte(',')
-		}
-		e.buf.WriteString(`{"entry_count":`)
-		if x.EntryCount == nil {
-			e.buf.WriteString("null")
-		} else {
-			e.buf.Write(strconv.AppendInt(e.buf.AvailableBuffer(), *x.EntryCount, 10))
-		}
-		if x.Generation != nil {
-			e.buf.WriteString(`,"generation":`)
-			e.buf.Write(strconv.AppendUint(e.buf.AvailableBuffer(), *x.Generation, 10))
-		}
-		for _, m := range [...]struct{ key, val string }{{`,"kind":`, x.Kind}, {`,"name":`, x.Name}, {`,"path":`, x.Path},
-			{`,"relative_path":`, x.RelativePath}} {
-			e.buf.WriteString(m.key)
-			if err := e.str(m.val); err != nil {
-				return err
-			}
-		}
-		e.buf.WriteString(`,"section":`)
-		if x.Section == nil {
-			e.buf.WriteString("null")
-		} else if err := e.str(*x.Section); err != nil {
+	if x.Generation != nil {
+		e.buf.WriteString(`,"generation":`)
+		e.buf.Write(strconv.AppendUint(e.buf.AvailableBuffer(), *x.Generation, 10))
+	}
+	for _, m := range [...]struct{ key, val string }{{`,"kind":`, x.Kind}, {`,"name":`, x.Name}, {`,"path":`, x.Path},
+		{`,"relative_path":`, x.RelativePath}} {
+		e.buf.WriteString(m.key)
+		if err := e.str(m.val); err != nil {
 			return err
 		}
-		e.buf.WriteString(`,"size_bytes":`)
-		e.buf.Write(strconv.AppendInt(e.buf.AvailableBuffer(), x.SizeBytes, 10))
-		e.buf.WriteByte('}')
 	}
-	e.buf.WriteByte(']')
+	e.buf.WriteString(`,"section":`)
+	if x.Section == nil {
+		e.buf.WriteString("null")
+	} else if err := e.str(*x.Section); err != nil {
+		return err
+	}
+	e.buf.WriteString(`,"size_bytes":`)
+	e.buf.Write(strconv.AppendInt(e.buf.AvailableBuffer(), x.SizeBytes, 10))
+	e.buf.WriteByte('}')
 	return nil
 }
 
-// readItems writes s as encoding/json writes it (nil as null): {"index","value"} each.
-func readItems(e *resultEncoder, s []workbench.ReadItem) error {
-	if s == nil {
-		e.buf.WriteString("null")
-		return nil
+// readItem writes x as encoding/json writes it: {"index","value"}.
+func readItem(e *resultEncoder, x *workbench.ReadItem) error {
+	e.buf.WriteString(`{"index":`)
+	e.buf.Write(strconv.AppendInt(e.buf.AvailableBuffer(), x.Index, 10))
+	e.buf.WriteString(`,"value":`)
+	if err := e.value(x.Value); err != nil {
+		return err
 	}
-	e.buf.WriteByte('[')
-	for i := range s {
-		if i > 0 {
-			e.buf.WriteByte(',')
-		}
-		e.buf.WriteString(`{"index":`)
-		e.buf.Write(strconv.AppendInt(e.buf.AvailableBuffer(), s[i].Index, 10))
-		e.buf.WriteString(`,"value":`)
-		if err := e.value(s[i].Value); err != nil {
-			return err
-		}
-		e.buf.WriteByte('}')
-	}
-	e.buf.WriteByte(']')
+	e.buf.WriteByte('}')
 	return nil
 }
 
