@@ -83,6 +83,12 @@ func TestConfigValidateNamesTheBrokenField(t *testing.T) {
 			c.SweepRates = []float64{10}
 			c.S3Gateway = S3GatewayConfig{Endpoint: "http://127.0.0.1:9100", AccessKeyID: "A", SecretAccessKey: "S"}
 		}, "not a sweep"},
+		{"a lean client for a scenario without one", func(c *Config) { c.LeanHTTP = true }, "only the stat scenario"},
+		{"a lean client to an https server", func(c *Config) {
+			c.Scenario = ScenarioStat
+			c.LeanHTTP = true
+			c.Server = "https://127.0.0.1:7070"
+		}, "must be an http:// URL"},
 		{"a negative node count", func(c *Config) { c.Nodes = -1 }, "nodes"},
 		{"a zero duration", func(c *Config) { c.Duration = 0 }, "duration"},
 		{"a negative size", func(c *Config) { c.SizeBytes = -1 }, "size"},

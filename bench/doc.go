@@ -11,7 +11,9 @@
 //     fixed schedule, at most MaxInFlight at once), and records every latency in an
 //     HdrHistogram (1 µs resolution, 1 µs..60 s).
 //   - Scenarios (small-put, small-get, stat, mixed, append-log, object-put, object-get,
-//     list, snapshot, restore) turn an Op into REST calls through api/client; the mcp
+//     list, snapshot, restore) turn an Op into REST calls through api/client (stat, with
+//     Config.LeanHTTP, into HEADs of the same URLs over fasthttp's lean HTTP/1.1 client,
+//     lean.go, so that the generator takes less of a machine it shares); the mcp
 //     scenario into an agent's tool mix over MCP streamable HTTP with the official go-sdk
 //     client; with Config.S3Gateway, the put and get scenarios also into PutObject and
 //     GetObject through Cairn's S3 gateway with the AWS SDK for Go v2 (s3gateway.go), a
@@ -31,7 +33,8 @@
 //
 //   - Import Cairn's storage or server packages (meta, blob, shard, workbench,
 //     api/rest, api/mcp, api/server, ops) outside tests. It talks to Cairn only over
-//     HTTP, like any user, through api/client and the MCP go-sdk client; a number it
+//     HTTP, like any user, through api/client and the MCP go-sdk client (and a plain
+//     HTTP/1.1 client for the lean stat lane); a number it
 //     reports is a number a user can reproduce. (TestHarnessTalksToCairnOnlyOverHTTP
 //     checks the imports.)
 //   - Leave its baselines' data behind: the fsync baseline's directory, the minio

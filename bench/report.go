@@ -86,6 +86,7 @@ type Params struct {
 	S3Gateway   string    `json:"s3_gateway,omitempty"`
 	DrainS      float64   `json:"drain_timeout_s,omitempty"`
 	OpTimeoutS  float64   `json:"op_timeout_s"`
+	LeanHTTP    bool      `json:"lean_http,omitempty"`
 }
 
 // Comparison is Cairn over a baseline under the same load: a throughput ratio of 0.5

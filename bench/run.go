@@ -76,6 +76,12 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (rep *Report, err err
 		workers:   workers(cfg),
 		nonce:     rand.Uint64(),
 	}
+	if cfg.LeanHTTP {
+		if sc.lean, err = newLeanStat(cfg, sc.workers); err != nil {
+			return nil, err
+		}
+		defer sc.lean.close()
+	}
 	if cfg.Scenario == ScenarioMCP {
 		sc.mcp = newMCPSessions(cfg.Server, cfg.Agent, hc)
 		defer func() {
@@ -247,6 +253,7 @@ func paramsOf(cfg Config, load Load) Params {
 		Baselines:  cfg.Baselines,
 		OpTimeoutS: cfg.OpTimeout.Seconds(),
 		S3Gateway:  cfg.S3Gateway.Endpoint,
+		LeanHTTP:   cfg.LeanHTTP,
 	}
 	if cfg.Scenario == ScenarioMixed {
 		p.ReadRatio = cfg.ReadRatio

@@ -97,7 +97,8 @@ const restoreSnapshotName = "bench-restore-source"
 const snapshotTTLDays = 1
 
 // scenario is one scenario bound to a server, a workbench and its parameters. Its Ops
-// talk to Cairn only through api/client.
+// talk to Cairn only through api/client, but for the stat scenario's lean lane
+// (Config.LeanHTTP, lean.go), which addresses the same URLs.
 type scenario struct {
 	name      string
 	c         *client.Client
@@ -111,6 +112,8 @@ type scenario struct {
 	nonce uint64
 	// mcp is the MCP scenario's session pool; nil for the others.
 	mcp *mcpSessions
+	// lean is the stat scenario's lean lane; nil unless Config.LeanHTTP.
+	lean *leanStat
 	// minted are the snapshot scenario's live snapshots, oldest first (minted.go).
 	minted mintedSnapshots
 }
@@ -197,6 +200,11 @@ func (s *scenario) op(phase int) (Op, error) {
 			return get(ctx, readKey(seq))
 		}), nil
 	case ScenarioStat:
+		if s.lean != nil {
+			return OpFunc(func(ctx context.Context, seq uint64) error {
+				return s.lean.stat(ctx, readKey(seq))
+			}), nil
+		}
 		return OpFunc(func(ctx context.Context, seq uint64) error {
 			_, err := s.c.Stat(ctx, s.agent, s.wb, readKey(seq))
 			return err

@@ -212,6 +212,13 @@ func (t *transport) workbenchURL(agent, wb string) string {
 	return t.agentURL(agent) + "/workbenches/" + url.PathEscape(wb)
 }
 
+// FileURL returns the URL a Client made by New(baseURL, ...) addresses path's file at
+// (the resource of every file call: GET, HEAD, PUT, DELETE), each path component escaped
+// on its own, as the calls escape it.
+func FileURL(baseURL, agent, wb, path string) string {
+	return newTransport(baseURL, nil).fileURL(agent, wb, path)
+}
+
 // fileURL returns the URL of a file inside a workbench: each path component escaped on
 // its own, joined by "/".
 func (t *transport) fileURL(agent, wb, path string) string {

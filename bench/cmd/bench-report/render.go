@@ -347,8 +347,35 @@ func (e *env) renderTargets(w func(string, ...any)) {
 	}
 	w("| append of 1 KiB to a 1 GiB file costs as much as to a 1 KiB file | not in this run: `make bench-micro`, BenchmarkAppend1KiB | — |\n")
 	w("| failover: median time to first write ≤ 2 s over 20 leader kills | not in this run: `make test-long` measures it | — |\n")
+	e.renderSmallCallTargets(w)
 	w("\n")
 	e.renderMisses(w, coldMiss, clusterMiss)
+}
+
+// renderSmallCallTargets writes the small-call paths' targets (issue 29 of the tracker:
+// small puts, stat, list, MCP) as rows of the targets table.
+func (e *env) renderSmallCallTargets(w func(string, ...any)) {
+	if j := e.job("small-put-c64"); j != nil {
+		r, etcd := j.report.Cairn.AchievedRate, e.ratio("small-put-c64", bench.BaselineEtcd)
+		w("| small put 1 KiB, 64 clients: ≥ 10,000/s and ≥ 2× the 3-member etcd | %s/s, %.2f× etcd | %s |\n",
+			bench.FormatRate(r), etcd, verdict(r >= 10000 && etcd >= 2))
+	}
+	if e.kneeRate > 0 {
+		w("| small put, open loop: knee ≥ 6,000/s | %s/s | %s |\n", bench.FormatRate(e.kneeRate), verdict(e.kneeRate >= 6000))
+	}
+	if j, lean := e.job("stat"), e.job("stat-lean"); j != nil && lean != nil {
+		r := lean.report.Cairn.AchievedRate
+		w("| stat (HEAD), 16 clients: ≥ 40,000/s (the lean HTTP/1.1 generator; with Cairn's Go client as the generator) | %s/s (%s/s) | %s |\n",
+			bench.FormatRate(r), bench.FormatRate(j.report.Cairn.AchievedRate), verdict(r >= 40000))
+	}
+	if j := e.job("list"); j != nil {
+		p99 := j.report.Cairn.Latency.P99Micros
+		w("| list of 100 entries, 8 clients: p99 ≤ 5 ms | %s | %s |\n", bench.FormatMicros(p99), verdict(p99 <= 5000))
+	}
+	if j := e.job("mcp"); j != nil {
+		r := j.report.Cairn.AchievedRate
+		w("| MCP tool mix, 8 sessions: ≥ 3,000 calls/s | %s/s | %s |\n", bench.FormatRate(r), verdict(r >= 3000))
+	}
 }
 
 // renderMisses says what the profiles and the setup show about the misses of this run.

@@ -208,6 +208,7 @@ func run(ctx context.Context, o options) error {
 		single("small-put-c1", "small-put 1 KiB, 1 client", "--scenario", "small-put", "--concurrency", "1", "--baseline", "fsync", "--baseline-dir", phTmp),
 		single("small-get", "small-get 1 KiB, 16 clients", "--scenario", "small-get", "--concurrency", "16"),
 		single("stat", "stat (HEAD), 16 clients", "--scenario", "stat", "--concurrency", "16"),
+		single("stat-lean", "stat (HEAD), 16 clients, lean HTTP/1.1 generator", "--scenario", "stat", "--concurrency", "16", "--lean-http"),
 		single("mixed", "mixed 90% GET / 10% PUT, 16 clients", "--scenario", "mixed", "--concurrency", "16"),
 		single("append-log", "append-log 128 B to 4 files, 16 clients", append([]string{"--scenario", "append-log", "--concurrency", "16"}, writeBaselines...)...),
 		single("list", "list 100 entries, 8 clients", "--scenario", "list", "--concurrency", "8"),
