@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -111,10 +110,10 @@ func walkBucket(b *bbolt.Bucket) error {
 	})
 }
 
-// openBolt opens the raft-boltdb store at path, turning a panic into a *DamagedError.
-func openBolt(path string) (bs *raftboltdb.BoltStore, err error) {
+// openBolt opens the log file at path (boltLog), turning a panic into a *DamagedError.
+func openBolt(path string) (bs *boltLog, err error) {
 	defer guard(path, &err)()
-	bs, err = raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout}})
+	bs, err = openBoltLog(path, &bbolt.Options{Timeout: boltOpenTimeout})
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) || errors.Is(err, berrors.ErrTimeout) {
@@ -198,11 +197,11 @@ func unseal(l *raft.Log, idx uint64) (sealed bool, err error) {
 // runs before Raft replays the log.
 func (l *logStore) verifyEntries() (err error) {
 	defer guard(l.path, &err)()
-	first, err := l.BoltStore.FirstIndex()
+	first, err := l.boltLog.FirstIndex()
 	if err != nil {
 		return logDamaged(l.path, "first index: %v", err)
 	}
-	last, err := l.BoltStore.LastIndex()
+	last, err := l.boltLog.LastIndex()
 	if err != nil {
 		return logDamaged(l.path, "last index: %v", err)
 	}

@@ -15,8 +15,8 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// The Raft log and stable store of a replica: one bbolt file, Dir/raft.db, through
-// hashicorp/raft-boltdb. Every StoreLogs is one transaction and one fsync, so the leader's
+// The Raft log and stable store of a replica: one bbolt file, Dir/raft.db, in
+// hashicorp/raft-boltdb's layout (boltlog.go). Every StoreLogs is one transaction and one fsync, so the leader's
 // batched appends (group commit) cost one fsync per batch.
 //
 // Replicas written by earlier builds kept their log in hashicorp/raft-wal segments
@@ -48,7 +48,7 @@ var (
 // every entry it stores with a checksum and verifies the seal of every entry it returns
 // (logcheck.go).
 type logStore struct {
-	*raftboltdb.BoltStore
+	*boltLog
 	path string
 	// sealedFrom is the first index this build sealed (sealedFromKey).
 	sealedFrom       uint64
@@ -65,7 +65,7 @@ func (l *logStore) StoreLogs(logs []*raft.Log) error {
 	for i, e := range logs {
 		sealed[i] = seal(e)
 	}
-	if err := l.BoltStore.StoreLogs(sealed); err != nil {
+	if err := l.boltLog.StoreLogs(sealed); err != nil {
 		return err
 	}
 	l.appends.Add(1)
@@ -76,8 +76,8 @@ func (l *logStore) StoreLogs(logs []*raft.Log) error {
 // size returns how many entries the log holds and the size of its file in bytes; 0 for
 // what it cannot read (a closed store).
 func (l *logStore) size() (entries uint64, fileBytes int64) {
-	first, ferr := l.BoltStore.FirstIndex()
-	last, lerr := l.BoltStore.LastIndex()
+	first, ferr := l.boltLog.FirstIndex()
+	last, lerr := l.boltLog.LastIndex()
 	if ferr == nil && lerr == nil && first > 0 && last >= first {
 		entries = last - first + 1
 	}
@@ -90,7 +90,7 @@ func (l *logStore) size() (entries uint64, fileBytes int64) {
 // GetLog reads entry idx and verifies its checksum: a damaged entry is a *DamagedError
 // (wrapping ErrDamaged), never returned as if it were good.
 func (l *logStore) GetLog(idx uint64, out *raft.Log) error {
-	if err := l.BoltStore.GetLog(idx, out); err != nil {
+	if err := l.boltLog.GetLog(idx, out); err != nil {
 		return err
 	}
 	sealed, err := unseal(out, idx)
@@ -123,7 +123,7 @@ func openLog(dir string) (*logStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &logStore{BoltStore: bs, path: path}
+	l := &logStore{boltLog: bs, path: path}
 	if err := l.initSealedFrom(); err != nil {
 		bs.Close()
 		return nil, err
@@ -138,7 +138,7 @@ func openLog(dir string) (*logStore, error) {
 // initSealedFrom loads sealedFromKey, recording it on the first open by a build that seals:
 // every entry from the next index on is sealed.
 func (l *logStore) initSealedFrom() error {
-	v, err := l.BoltStore.GetUint64(sealedFromKey)
+	v, err := l.boltLog.GetUint64(sealedFromKey)
 	if err == nil && v > 0 {
 		l.sealedFrom = v
 		return nil
@@ -146,11 +146,11 @@ func (l *logStore) initSealedFrom() error {
 	if err != nil && !errors.Is(err, raftboltdb.ErrKeyNotFound) {
 		return logDamaged(l.path, "%s: %v", sealedFromKey, err)
 	}
-	last, err := l.BoltStore.LastIndex()
+	last, err := l.boltLog.LastIndex()
 	if err != nil {
 		return logDamaged(l.path, "last index: %v", err)
 	}
-	if err := l.BoltStore.SetUint64(sealedFromKey, last+1); err != nil {
+	if err := l.boltLog.SetUint64(sealedFromKey, last+1); err != nil {
 		return fmt.Errorf("shard: open log %s: %w", l.path, err)
 	}
 	l.sealedFrom = last + 1
@@ -171,7 +171,7 @@ func migrateLegacyLog(legacy, path string) (err error) {
 	defer w.Close()
 	tmp := path + ".tmp"
 	os.Remove(tmp)
-	bs, err := raftboltdb.New(raftboltdb.Options{Path: tmp, BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout}})
+	bs, err := openBoltLog(tmp, &bbolt.Options{Timeout: boltOpenTimeout})
 	if err != nil {
 		return err
 	}
