@@ -3,6 +3,7 @@ package shard
 import (
 	"bytes"
 	"encoding/binary"
+	"sync"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
@@ -21,10 +22,18 @@ import (
 // It is raft-boltdb's BoltStore less what the small-put path paid for in it: BoltStore
 // builds a fresh MessagePack handle (and so its per-type codec tables) for every entry it
 // encodes or decodes, and grows each entry's buffer from empty. boltLog shares one handle
-// per direction and encodes a batch into one buffer sized for it. TestBoltLogMatchesRaftBoltDB
+// per direction, and encodes a batch into one buffer that the next batch reuses. TestBoltLogMatchesRaftBoltDB
 // checks the bytes against raft-boltdb's.
 type boltLog struct {
 	db *bbolt.DB
+	// mu serialises StoreLogs (raft calls it from one goroutine) over the batch buffers
+	// it reuses: buf for the entries' encodings, keys for their keys, enc the encoder and
+	// val what it encodes into.
+	mu   sync.Mutex
+	buf  []byte
+	keys []byte
+	enc  *codec.Encoder
+	val  []byte
 }
 
 var (
@@ -43,6 +52,10 @@ const boltFileMode = 0o600
 // Extensions (field names, index, term, type, time): it sizes a batch's buffer. A var
 // so that a test can make every entry outgrow it.
 var entryOverhead = 128
+
+// maxKeptBatchBytes bounds the batch buffer StoreLogs keeps for the next batch: a larger
+// one (a batch of large entries) is left to the garbage collector.
+const maxKeptBatchBytes = 1 << 20
 
 // openBoltLog opens (creating) the bbolt file at path and its two buckets.
 func openBoltLog(path string, opts *bbolt.Options) (*boltLog, error) {
@@ -106,28 +119,38 @@ func (b *boltLog) GetLog(idx uint64, out *raft.Log) error {
 func (b *boltLog) StoreLog(e *raft.Log) error { return b.StoreLogs([]*raft.Log{e}) }
 
 // StoreLogs writes entries in one transaction (one fsync). Their encodings share one
-// buffer, which bbolt reads until the commit.
+// buffer, which bbolt reads until the commit and the next batch then reuses (bbolt
+// copies what it writes into its pages at the commit; until then, the transaction's
+// values must stay as they are).
 func (b *boltLog) StoreLogs(logs []*raft.Log) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	size := 0
 	for _, e := range logs {
 		size += len(e.Data) + len(e.Extensions) + entryOverhead
 	}
-	buf := make([]byte, 0, size)
-	keys := make([]byte, 0, 8*len(logs))
-	var enc *codec.Encoder
-	return b.db.Update(func(tx *bbolt.Tx) error {
+	buf, keys := b.buf[:0], b.keys[:0]
+	if cap(buf) < size {
+		buf = make([]byte, 0, size)
+	}
+	if cap(keys) < 8*len(logs) {
+		keys = make([]byte, 0, 8*len(logs))
+	}
+	err := b.db.Update(func(tx *bbolt.Tx) error {
 		bucket := tx.Bucket(boltLogsBucket)
 		for _, e := range logs {
 			// Encode after buf's end: in place while it fits, else into a new array.
-			val := buf[len(buf):]
-			if enc == nil {
-				enc = codec.NewEncoderBytes(&val, logEncoding)
+			b.val = buf[len(buf):]
+			if b.enc == nil {
+				b.enc = codec.NewEncoderBytes(&b.val, logEncoding)
 			} else {
-				enc.ResetBytes(&val)
+				b.enc.ResetBytes(&b.val)
 			}
-			if err := enc.Encode(e); err != nil {
+			if err := b.enc.Encode(e); err != nil {
+				b.enc = nil // the next batch starts with a new encoder
 				return err
 			}
+			val := b.val
 			if len(val) <= cap(buf)-len(buf) {
 				buf = buf[:len(buf)+len(val)]
 			}
@@ -138,6 +161,10 @@ func (b *boltLog) StoreLogs(logs []*raft.Log) error {
 		}
 		return nil
 	})
+	if cap(buf) <= maxKeptBatchBytes {
+		b.buf, b.keys = buf, keys
+	}
+	return err
 }
 
 // DeleteRange deletes the entries from min to max inclusive.
