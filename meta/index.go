@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // The secondary field index (docs/architecture.md#the-metadata-core "secondary indexes").
@@ -124,33 +125,67 @@ func (s *state) rebuildIndex() {
 }
 
 // indexKeys returns the sorted index keys of the fields of e at path (none for nil). The
-// keys are substrings of one string: one allocation per file, not one per field.
+// keys are substrings of one string: one allocation per file, not one per field. They
+// are assembled in a pooled buffer (indexScratch), so that string is the only copy.
 func indexKeys(inc uint64, path string, e *Entry) []string {
 	if e == nil {
 		return nil
 	}
-	var buf []byte
-	var ends []int
-	forEachField(path, e, func(name string, v FieldValue) {
-		if buf == nil {
-			buf = make([]byte, 0, (len(builtinFields)+len(e.Fields))*(incarnationKeySize+len(path)+40))
-			ends = make([]int, 0, len(builtinFields)+len(e.Fields))
+	sc := indexScratchPool.Get().(*indexScratch)
+	sc.buf, sc.ends = sc.buf[:0], sc.ends[:0]
+	// forEachField's fields, in its order; a built-in field's token is its index + 1
+	// (indexFieldToken), taken here without the map.
+	for i, name := range builtinFields {
+		if v, ok := fileField(path, e, name); ok {
+			sc.add(inc, builtinTokens[i:i+1], v, path)
 		}
-		buf = append(buf, u64(inc)...)
-		buf = append(append(buf, indexFieldToken(name)...), 0x00)
-		buf = appendIndexValue(buf, v)
-		buf = append(buf, path...)
-		ends = append(ends, len(buf))
-	})
-	all := string(buf)
-	keys := make([]string, len(ends))
+	}
+	for name, v := range e.Fields {
+		sc.add(inc, indexFieldToken(name), v, path)
+	}
+	all := string(sc.buf)
+	keys := make([]string, len(sc.ends))
 	start := 0
-	for i, end := range ends {
+	for i, end := range sc.ends {
 		keys[i] = all[start:end]
 		start = end
 	}
+	if cap(sc.buf) <= maxIndexScratchBytes {
+		indexScratchPool.Put(sc)
+	}
 	slices.Sort(keys)
 	return keys
+}
+
+// indexScratch is where indexKeys assembles a file's keys: buf holds them end to end,
+// ends[i] is where key i ends.
+type indexScratch struct {
+	buf  []byte
+	ends []int
+}
+
+var indexScratchPool = sync.Pool{New: func() any { return new(indexScratch) }}
+
+// maxIndexScratchBytes bounds the buffer a scratch keeps in the pool: a file with many
+// long fields leaves its larger one to the garbage collector.
+const maxIndexScratchBytes = 64 << 10
+
+// builtinTokens holds the built-in fields' tokens in builtinFields order: byte i+1 at i.
+var builtinTokens = func() string {
+	b := make([]byte, len(builtinFields))
+	for i := range b {
+		b[i] = byte(i + 1)
+	}
+	return string(b)
+}()
+
+// add appends the key of field token with value v at path.
+func (sc *indexScratch) add(inc uint64, token string, v FieldValue, path string) {
+	sc.buf = binary.BigEndian.AppendUint64(sc.buf, inc)
+	sc.buf = append(append(sc.buf, token...), 0x00)
+	sc.buf = appendIndexValue(sc.buf, v)
+	sc.buf = append(sc.buf, path...)
+	sc.ends = append(sc.ends, len(sc.buf))
 }
 
 // indexFieldBase is the key prefix of every index key of field name in incarnation inc.
