@@ -156,12 +156,13 @@ func validateSegments(field string, segs []Segment, total int64) *Error {
 // about to exist at path.
 func (a *fileApplier) checkShape(inc uint64, path string) *Error {
 	s := a.st
+	key := pathKey(inc, path)
 	for d := parentDir(path); d != ""; d = parentDir(d) {
-		if rec, ok := s.paths.Get(pathKey(inc, d)); ok && rec.live() != nil {
+		if rec, ok := s.paths.Get(ancestorKey(key, d)); ok && rec.live() != nil {
 			return &Error{Code: CodeNotDirectory, Path: d, Message: "an ancestor of the path is a file: " + strconv.Quote(d)}
 		}
 	}
-	if dr, ok := s.dirs.Get(pathKey(inc, path)); ok && dr.Files > 0 {
+	if dr, ok := s.dirs.Get(key); ok && dr.Files > 0 {
 		return &Error{Code: CodeAlreadyExists, Kind: "directory", Message: "the path is a directory"}
 	}
 	return nil
@@ -555,8 +556,9 @@ func (a *fileApplier) ref(rootUID string, segs []Segment, delta int64) {
 func (a *fileApplier) liveDelta(inc uint64, path string, files, bytes int64, childChanges bool) {
 	s := a.st
 	changed := childChanges
+	key := pathKey(inc, path)
 	for d := parentDir(path); ; d = parentDir(d) {
-		k := pathKey(inc, d)
+		k := ancestorKey(key, d)
 		dr, _ := s.dirs.Get(k)
 		wasEmpty := dr.Files == 0
 		dr.Files += files
