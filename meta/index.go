@@ -136,6 +136,9 @@ func indexKeys(inc uint64, path string, e *Entry) []string {
 	// forEachField's fields, in its order; a built-in field's token is its index + 1
 	// (indexFieldToken), taken here without the map.
 	for i, name := range builtinFields {
+		if sc.addFormatted(inc, builtinTokens[i:i+1], name, e, path) {
+			continue
+		}
 		if v, ok := fileField(path, e, name); ok {
 			sc.add(inc, builtinTokens[i:i+1], v, path)
 		}
@@ -158,10 +161,11 @@ func indexKeys(inc uint64, path string, e *Entry) []string {
 }
 
 // indexScratch is where indexKeys assembles a file's keys: buf holds them end to end,
-// ends[i] is where key i ends.
+// ends[i] is where key i ends, raw holds the value addFormatted formats.
 type indexScratch struct {
 	buf  []byte
 	ends []int
+	raw  []byte
 }
 
 var indexScratchPool = sync.Pool{New: func() any { return new(indexScratch) }}
@@ -181,11 +185,33 @@ var builtinTokens = func() string {
 
 // add appends the key of field token with value v at path.
 func (sc *indexScratch) add(inc uint64, token string, v FieldValue, path string) {
-	sc.buf = binary.BigEndian.AppendUint64(sc.buf, inc)
-	sc.buf = append(append(sc.buf, token...), 0x00)
-	sc.buf = appendIndexValue(sc.buf, v)
-	sc.buf = append(sc.buf, path...)
+	sc.buf = append(append(binary.BigEndian.AppendUint64(sc.buf, inc), token...), 0x00)
+	sc.buf = append(appendIndexValue(sc.buf, v), path...)
 	sc.ends = append(sc.ends, len(sc.buf))
+}
+
+// addFormatted appends the key of built-in field name if it is one whose string value
+// fileField formats (updated_at, digest, producer), formatting the value into sc.raw
+// rather than a new string, and reports whether name was one of them (true also for a
+// producer the file lacks, which has no key).
+func (sc *indexScratch) addFormatted(inc uint64, token, name string, e *Entry, path string) bool {
+	switch name {
+	case ArtifactUpdatedAt:
+		sc.raw = appendUpdatedAt(sc.raw[:0], e.ModifiedAtMs)
+	case ArtifactDigest:
+		sc.raw = appendDigestURI(sc.raw[:0], e.Digest)
+	case ArtifactProducer:
+		if e.Producer.IsZero() {
+			return true
+		}
+		sc.raw = e.Producer.appendString(sc.raw[:0])
+	default:
+		return false
+	}
+	sc.buf = append(append(binary.BigEndian.AppendUint64(sc.buf, inc), token...), 0x00)
+	sc.buf = append(appendIndexString(sc.buf, sc.raw), path...)
+	sc.ends = append(sc.ends, len(sc.buf))
+	return true
 }
 
 // indexFieldBase is the key prefix of every index key of field name in incarnation inc.
@@ -219,7 +245,7 @@ func appendIndexValue(b []byte, v FieldValue) []byte {
 		f, _ := v.Number()
 		return appendOrderedFloat(append(b, indexTagNumber), f)
 	case FieldString:
-		return append(appendEscaped(append(b, indexTagString), truncateIndexString(v.Str)), 0x00, 0x01)
+		return appendIndexString(b, v.Str)
 	case FieldBool:
 		if v.Bool {
 			return append(b, indexTagBool, 1)
@@ -229,7 +255,13 @@ func appendIndexValue(b []byte, v FieldValue) []byte {
 	return b
 }
 
-func truncateIndexString(s string) string {
+// appendIndexString appends the tag and the encoding of string value s (appendIndexValue
+// of a FieldString), from a string or its bytes.
+func appendIndexString[S ~string | ~[]byte](b []byte, s S) []byte {
+	return append(appendEscaped(append(b, indexTagString), truncateIndexString(s)), 0x00, 0x01)
+}
+
+func truncateIndexString[S ~string | ~[]byte](s S) S {
 	if len(s) > indexStringBytes {
 		return s[:indexStringBytes]
 	}
@@ -251,7 +283,7 @@ func appendOrderedFloat(b []byte, f float64) []byte {
 }
 
 // appendEscaped appends s with 0x00 escaped as 0x00 0xFF (no terminator).
-func appendEscaped(b []byte, s string) []byte {
+func appendEscaped[S ~string | ~[]byte](b []byte, s S) []byte {
 	for i := 0; i < len(s); i++ {
 		if s[i] == 0 {
 			b = append(b, 0x00, 0xFF)

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"math/big"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -538,6 +540,13 @@ func TestIndexKeysFollowTheLayout(t *testing.T) {
 		}
 		for i := range n {
 			e.Fields[rapid.SampledFrom([]string{"a", "owner", "score", "z9"}).Draw(t, fmt.Sprint("name", i))] = genValue(t, fmt.Sprint("value", i))
+		}
+		// The formatted built-ins, as fileField rendered them before it shared their appenders.
+		if got, want := FormatUpdatedAt(e.ModifiedAtMs), time.UnixMilli(e.ModifiedAtMs).UTC().Format("2006-01-02T15:04:05.000Z"); got != want {
+			t.Fatalf("FormatUpdatedAt = %q, want %q", got, want)
+		}
+		if got, want := digestURI(e.Digest), "sha256:"+hex.EncodeToString(e.Digest[:]); got != want {
+			t.Fatalf("digestURI = %q, want %q", got, want)
 		}
 		inc := rapid.Uint64().Draw(t, "inc")
 		var want []string
