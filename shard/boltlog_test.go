@@ -184,3 +184,53 @@ func TestBoltLogDeleteRange(t *testing.T) {
 		t.Fatalf("first index %d (%v), want 6", first, err)
 	}
 }
+
+// StoreLogs seals copies of the entries in buffers the next batch reuses: batches of
+// different sizes, with and without Extensions, read back whole and verified, and the
+// caller's entries are left as they were.
+func TestLogStoreBatchesReuseTheirSealBuffers(t *testing.T) {
+	dir := t.TempDir()
+	l, err := openLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []*raft.Log
+	next := uint64(1)
+	for _, n := range []int{5, 1, 9, 3} {
+		batch := make([]*raft.Log, n)
+		for i := range batch {
+			e := &raft.Log{Index: next, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("entry %d", next))}
+			if next%2 == 0 {
+				e.Extensions = []byte(fmt.Sprintf("ext %d", next))
+			}
+			batch[i] = e
+			next++
+		}
+		if err := l.StoreLogs(batch); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range batch {
+			if want := fmt.Sprintf("ext %d", e.Index); e.Index%2 == 0 && string(e.Extensions) != want || e.Index%2 == 1 && e.Extensions != nil {
+				t.Fatalf("StoreLogs changed the caller's entry %d: Extensions %q", e.Index, e.Extensions)
+			}
+		}
+		all = append(all, batch...)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = openLog(dir) // verifies every entry's seal
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, e := range all {
+		var got raft.Log
+		if err := l.GetLog(e.Index, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Data, e.Data) || !bytes.Equal(got.Extensions, e.Extensions) {
+			t.Fatalf("entry %d: Data %q Extensions %q, want %q %q", e.Index, got.Data, got.Extensions, e.Data, e.Extensions)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,19 +54,58 @@ type logStore struct {
 	// sealedFrom is the first index this build sealed (sealedFromKey).
 	sealedFrom       uint64
 	appends, entries atomic.Uint64
+	// seals holds the sealed copies StoreLogs makes of a batch, reused by the next.
+	seals sealBuffers
 }
+
+// sealBuffers is where StoreLogs seals a batch (raft calls it from one goroutine; mu
+// serialises any other caller): copies of the entries, pointers to them, their sealed
+// Extensions end to end, and entrySum's header.
+type sealBuffers struct {
+	mu     sync.Mutex
+	copies []raft.Log
+	ptrs   []*raft.Log
+	exts   []byte
+	hdr    [sumHeaderBytes]byte
+}
+
+// maxKeptSealEntries bounds the batch whose seal buffers StoreLogs keeps for the next.
+const maxKeptSealEntries = 4096
 
 // StoreLog writes one entry (one transaction, one fsync).
 func (l *logStore) StoreLog(log *raft.Log) error { return l.StoreLogs([]*raft.Log{log}) }
 
 // StoreLogs writes entries, each sealed with its checksum, in one transaction with one
-// fsync. The caller's entries are not changed.
+// fsync. The caller's entries are not changed: the sealed copies live in l.seals until
+// the write returns (boltLog keeps no reference to them), and the next batch reuses them.
 func (l *logStore) StoreLogs(logs []*raft.Log) error {
-	sealed := make([]*raft.Log, len(logs))
-	for i, e := range logs {
-		sealed[i] = seal(e)
+	b := &l.seals
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, size := len(logs), 0
+	for _, e := range logs {
+		size += sealBytes + len(e.Extensions)
 	}
-	if err := l.boltLog.StoreLogs(sealed); err != nil {
+	if cap(b.copies) < n {
+		b.copies, b.ptrs = make([]raft.Log, n), make([]*raft.Log, n)
+	}
+	if cap(b.exts) < size {
+		b.exts = make([]byte, 0, size)
+	}
+	copies, ptrs, exts := b.copies[:n], b.ptrs[:n], b.exts[:0]
+	for i, e := range logs {
+		start := len(exts)
+		exts = appendSeal(exts, e, &b.hdr)
+		copies[i] = *e
+		copies[i].Extensions = exts[start:len(exts):len(exts)]
+		ptrs[i] = &copies[i]
+	}
+	err := l.boltLog.StoreLogs(ptrs)
+	clear(copies) // the buffers keep no entry's Data alive
+	if n > maxKeptSealEntries {
+		b.copies, b.ptrs, b.exts = nil, nil, nil
+	}
+	if err != nil {
 		return err
 	}
 	l.appends.Add(1)
