@@ -51,6 +51,21 @@ func BenchmarkValidatePath(b *testing.B) {
 	}
 }
 
+// BenchmarkValidateNewPath is the check of a path a write stores a file at: ASCII, as
+// `cairn bench` writes them, and with a non-ASCII name.
+func BenchmarkValidateNewPath(b *testing.B) {
+	for name, p := range map[string]string{"ascii": "input/bench/p0/000000001", "non-ascii": "input/bench/p0/café.txt"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := ValidateNewPath("path", p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkSnapshotMint measures minting (and retiring) a snapshot of a workbench of 10
 // and of 100,000 files: both are O(1) in the workbench's size (a hold and a record), so
 // the two should cost the same (BENCHMARKS.md).

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // The secondary field index (docs/architecture.md#the-metadata-core "secondary indexes").
@@ -124,33 +125,93 @@ func (s *state) rebuildIndex() {
 }
 
 // indexKeys returns the sorted index keys of the fields of e at path (none for nil). The
-// keys are substrings of one string: one allocation per file, not one per field.
+// keys are substrings of one string: one allocation per file, not one per field. They
+// are assembled in a pooled buffer (indexScratch), so that string is the only copy.
 func indexKeys(inc uint64, path string, e *Entry) []string {
 	if e == nil {
 		return nil
 	}
-	var buf []byte
-	var ends []int
-	forEachField(path, e, func(name string, v FieldValue) {
-		if buf == nil {
-			buf = make([]byte, 0, (len(builtinFields)+len(e.Fields))*(incarnationKeySize+len(path)+40))
-			ends = make([]int, 0, len(builtinFields)+len(e.Fields))
+	sc := indexScratchPool.Get().(*indexScratch)
+	sc.buf, sc.ends = sc.buf[:0], sc.ends[:0]
+	// forEachField's fields, in its order; a built-in field's token is its index + 1
+	// (indexFieldToken), taken here without the map.
+	for i, name := range builtinFields {
+		if sc.addFormatted(inc, builtinTokens[i:i+1], name, e, path) {
+			continue
 		}
-		buf = append(buf, u64(inc)...)
-		buf = append(append(buf, indexFieldToken(name)...), 0x00)
-		buf = appendIndexValue(buf, v)
-		buf = append(buf, path...)
-		ends = append(ends, len(buf))
-	})
-	all := string(buf)
-	keys := make([]string, len(ends))
+		if v, ok := fileField(path, e, name); ok {
+			sc.add(inc, builtinTokens[i:i+1], v, path)
+		}
+	}
+	for name, v := range e.Fields {
+		sc.add(inc, indexFieldToken(name), v, path)
+	}
+	all := string(sc.buf)
+	keys := make([]string, len(sc.ends))
 	start := 0
-	for i, end := range ends {
+	for i, end := range sc.ends {
 		keys[i] = all[start:end]
 		start = end
 	}
+	if cap(sc.buf) <= maxIndexScratchBytes {
+		indexScratchPool.Put(sc)
+	}
 	slices.Sort(keys)
 	return keys
+}
+
+// indexScratch is where indexKeys assembles a file's keys: buf holds them end to end,
+// ends[i] is where key i ends, raw holds the value addFormatted formats.
+type indexScratch struct {
+	buf  []byte
+	ends []int
+	raw  []byte
+}
+
+var indexScratchPool = sync.Pool{New: func() any { return new(indexScratch) }}
+
+// maxIndexScratchBytes bounds the buffer a scratch keeps in the pool: a file with many
+// long fields leaves its larger one to the garbage collector.
+const maxIndexScratchBytes = 64 << 10
+
+// builtinTokens holds the built-in fields' tokens in builtinFields order: byte i+1 at i.
+var builtinTokens = func() string {
+	b := make([]byte, len(builtinFields))
+	for i := range b {
+		b[i] = byte(i + 1)
+	}
+	return string(b)
+}()
+
+// add appends the key of field token with value v at path.
+func (sc *indexScratch) add(inc uint64, token string, v FieldValue, path string) {
+	sc.buf = append(append(binary.BigEndian.AppendUint64(sc.buf, inc), token...), 0x00)
+	sc.buf = append(appendIndexValue(sc.buf, v), path...)
+	sc.ends = append(sc.ends, len(sc.buf))
+}
+
+// addFormatted appends the key of built-in field name if it is one whose string value
+// fileField formats (updated_at, digest, producer), formatting the value into sc.raw
+// rather than a new string, and reports whether name was one of them (true also for a
+// producer the file lacks, which has no key).
+func (sc *indexScratch) addFormatted(inc uint64, token, name string, e *Entry, path string) bool {
+	switch name {
+	case ArtifactUpdatedAt:
+		sc.raw = appendUpdatedAt(sc.raw[:0], e.ModifiedAtMs)
+	case ArtifactDigest:
+		sc.raw = appendDigestURI(sc.raw[:0], e.Digest)
+	case ArtifactProducer:
+		if e.Producer.IsZero() {
+			return true
+		}
+		sc.raw = e.Producer.appendString(sc.raw[:0])
+	default:
+		return false
+	}
+	sc.buf = append(append(binary.BigEndian.AppendUint64(sc.buf, inc), token...), 0x00)
+	sc.buf = append(appendIndexString(sc.buf, sc.raw), path...)
+	sc.ends = append(sc.ends, len(sc.buf))
+	return true
 }
 
 // indexFieldBase is the key prefix of every index key of field name in incarnation inc.
@@ -184,7 +245,7 @@ func appendIndexValue(b []byte, v FieldValue) []byte {
 		f, _ := v.Number()
 		return appendOrderedFloat(append(b, indexTagNumber), f)
 	case FieldString:
-		return append(appendEscaped(append(b, indexTagString), truncateIndexString(v.Str)), 0x00, 0x01)
+		return appendIndexString(b, v.Str)
 	case FieldBool:
 		if v.Bool {
 			return append(b, indexTagBool, 1)
@@ -194,7 +255,13 @@ func appendIndexValue(b []byte, v FieldValue) []byte {
 	return b
 }
 
-func truncateIndexString(s string) string {
+// appendIndexString appends the tag and the encoding of string value s (appendIndexValue
+// of a FieldString), from a string or its bytes.
+func appendIndexString[S ~string | ~[]byte](b []byte, s S) []byte {
+	return append(appendEscaped(append(b, indexTagString), truncateIndexString(s)), 0x00, 0x01)
+}
+
+func truncateIndexString[S ~string | ~[]byte](s S) S {
 	if len(s) > indexStringBytes {
 		return s[:indexStringBytes]
 	}
@@ -216,7 +283,7 @@ func appendOrderedFloat(b []byte, f float64) []byte {
 }
 
 // appendEscaped appends s with 0x00 escaped as 0x00 0xFF (no terminator).
-func appendEscaped(b []byte, s string) []byte {
+func appendEscaped[S ~string | ~[]byte](b []byte, s S) []byte {
 	for i := 0; i < len(s); i++ {
 		if s[i] == 0 {
 			b = append(b, 0x00, 0xFF)

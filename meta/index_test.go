@@ -2,6 +2,7 @@ package meta
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"math/big"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -520,4 +522,40 @@ func (m *qmodel) fileAt(v uint64, ws, path string) *qmFile {
 		}
 	}
 	return cur
+}
+
+// indexKeys makes, for any file, the keys of the key layout this file's header describes,
+// built field by field from forEachField, indexFieldToken and appendIndexValue.
+func TestIndexKeysFollowTheLayout(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		path := rapid.SampledFrom([]string{"input/a.txt", "outputs/x/y", "README", "logs/run.JSON", "input/bench/p0/000000001"}).Draw(t, "path")
+		e := &Entry{Generation: rapid.Uint64Range(1, 9).Draw(t, "gen"), Size: rapid.Int64Range(0, 1<<40).Draw(t, "size"),
+			ContentType:  rapid.SampledFrom([]string{"", "text/plain", "application/octet-stream"}).Draw(t, "ct"),
+			ModifiedAtMs: rapid.Int64Range(0, 1<<45).Draw(t, "mtime"),
+			Producer:     Producer{Principal: rapid.SampledFrom([]string{"", "local", "key-1"}).Draw(t, "principal"), Surface: rapid.SampledFrom([]string{"", "rest/put", "mcp"}).Draw(t, "surface")}}
+		e.Digest[0] = byte(rapid.IntRange(0, 255).Draw(t, "digest"))
+		n := rapid.IntRange(0, 4).Draw(t, "fields")
+		if n > 0 {
+			e.Fields = map[string]FieldValue{}
+		}
+		for i := range n {
+			e.Fields[rapid.SampledFrom([]string{"a", "owner", "score", "z9"}).Draw(t, fmt.Sprint("name", i))] = genValue(t, fmt.Sprint("value", i))
+		}
+		// The formatted built-ins, as fileField rendered them before it shared their appenders.
+		if got, want := FormatUpdatedAt(e.ModifiedAtMs), time.UnixMilli(e.ModifiedAtMs).UTC().Format("2006-01-02T15:04:05.000Z"); got != want {
+			t.Fatalf("FormatUpdatedAt = %q, want %q", got, want)
+		}
+		if got, want := digestURI(e.Digest), "sha256:"+hex.EncodeToString(e.Digest[:]); got != want {
+			t.Fatalf("digestURI = %q, want %q", got, want)
+		}
+		inc := rapid.Uint64().Draw(t, "inc")
+		var want []string
+		forEachField(path, e, func(name string, v FieldValue) {
+			want = append(want, u64(inc)+indexFieldToken(name)+"\x00"+string(appendIndexValue(nil, v))+path)
+		})
+		slices.Sort(want)
+		if got := indexKeys(inc, path, e); !slices.Equal(got, want) {
+			t.Fatalf("indexKeys:\n%q\nwant\n%q", got, want)
+		}
+	})
 }

@@ -66,14 +66,18 @@ func ValidateNewName(field, s string) *Error {
 	if !utf8.ValidString(s) {
 		return invalidArg(field, "must be valid UTF-8")
 	}
+	ascii := true
 	for _, r := range s {
 		if rule, what := nameRule(r); rule != "" {
 			e := invalidArg(field, "must not contain %s (U+%04X)", what, r)
 			e.Rule = rule
 			return e
 		}
+		ascii = ascii && r < utf8.RuneSelf
 	}
-	if !norm.NFC.IsNormalString(s) {
+	// ASCII text is in NFC (no ASCII character decomposes or combines), and the check
+	// would allocate its buffer for nothing.
+	if !ascii && !norm.NFC.IsNormalString(s) {
 		e := invalidArg(field, "must be in Unicode Normalization Form C (NFC): normalize it before writing")
 		e.Rule = RuleNotNFC
 		return e

@@ -120,6 +120,11 @@ func childPrefix(incarnation uint64, dir string) string {
 	return pathKey(incarnation, dir) + "\x00"
 }
 
+// ancestorKey returns pathKey(inc, d) for an ancestor directory d of the path whose key
+// is key (d a prefix of it, "" for the root): since pathKey maps byte for byte, that is a
+// prefix of key, and taking it allocates nothing.
+func ancestorKey(key, d string) string { return key[:incarnationKeySize+len(d)] }
+
 // parentDir returns the directory part of p ("" for a top-level name).
 func parentDir(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {

@@ -125,11 +125,25 @@ func extOf(path string) (string, bool) {
 // FormatUpdatedAt renders Unix milliseconds as artifact.updated_at does: RFC 3339 UTC with
 // exactly three fractional digits, so byte order is time order (years 0000..9999).
 func FormatUpdatedAt(ms int64) string {
-	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+	var b [32]byte
+	return string(appendUpdatedAt(b[:0], ms))
+}
+
+// appendUpdatedAt appends FormatUpdatedAt(ms).
+func appendUpdatedAt(b []byte, ms int64) []byte {
+	return time.UnixMilli(ms).UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
 }
 
 // digestURI renders a digest as "sha256:" + lower-case hex.
-func digestURI(d Digest) string { return "sha256:" + hex.EncodeToString(d[:]) }
+func digestURI(d Digest) string {
+	var b [len("sha256:") + 2*len(Digest{})]byte
+	return string(appendDigestURI(b[:0], d))
+}
+
+// appendDigestURI appends digestURI(d).
+func appendDigestURI(b []byte, d Digest) []byte {
+	return hex.AppendEncode(append(b, "sha256:"...), d[:])
+}
 
 // checkFieldName accepts a built-in field name or a valid attached field name.
 func checkFieldName(arg, name string) *Error {

@@ -35,6 +35,17 @@ func (p Producer) String() string {
 	return p.Principal + " via " + p.Surface
 }
 
+// appendString appends p.String().
+func (p Producer) appendString(b []byte) []byte {
+	switch {
+	case p.Surface == "":
+		return append(b, p.Principal...)
+	case p.Principal == "":
+		return append(append(b, "via "...), p.Surface...)
+	}
+	return append(append(append(b, p.Principal...), " via "...), p.Surface...)
+}
+
 // Root is an agent root: the tenant boundary. It is created by its first write.
 type Root struct {
 	Agent string `cbor:"1,keyasint"`

@@ -156,12 +156,13 @@ func validateSegments(field string, segs []Segment, total int64) *Error {
 // about to exist at path.
 func (a *fileApplier) checkShape(inc uint64, path string) *Error {
 	s := a.st
+	key := pathKey(inc, path)
 	for d := parentDir(path); d != ""; d = parentDir(d) {
-		if rec, ok := s.paths.Get(pathKey(inc, d)); ok && rec.live() != nil {
+		if rec, ok := s.paths.Get(ancestorKey(key, d)); ok && rec.live() != nil {
 			return &Error{Code: CodeNotDirectory, Path: d, Message: "an ancestor of the path is a file: " + strconv.Quote(d)}
 		}
 	}
-	if dr, ok := s.dirs.Get(pathKey(inc, path)); ok && dr.Files > 0 {
+	if dr, ok := s.dirs.Get(key); ok && dr.Files > 0 {
 		return &Error{Code: CodeAlreadyExists, Kind: "directory", Message: "the path is a directory"}
 	}
 	return nil
@@ -326,7 +327,8 @@ func (a *fileApplier) delete(c Delete) Result {
 // everything derived from the live tree: directory counts, workbench counters, blob
 // references, and retention of what the new element superseded.
 //
-// It returns the new element's Ordinal.
+// key is the path's key, pathKey(ws.Incarnation, path). It returns the new element's
+// Ordinal.
 func (a *fileApplier) publish(root *Root, ws *Workspace, key, path string, rec *pathRecord, e *Entry) uint64 {
 	s := a.st
 	old := rec.live()
@@ -344,15 +346,15 @@ func (a *fileApplier) publish(root *Root, ws *Workspace, key, path string, rec *
 	nws.Producer = a.prod
 	switch {
 	case old == nil && e != nil:
-		a.liveDelta(ws.Incarnation, path, +1, e.Size, true)
+		a.liveDelta(key, path, +1, e.Size, true)
 		nws.Files++
 		nws.Bytes += e.Size
 	case old != nil && e == nil:
-		a.liveDelta(ws.Incarnation, path, -1, -old.Size, true)
+		a.liveDelta(key, path, -1, -old.Size, true)
 		nws.Files--
 		nws.Bytes -= old.Size
 	case old != nil && e != nil:
-		a.liveDelta(ws.Incarnation, path, 0, e.Size-old.Size, false)
+		a.liveDelta(key, path, 0, e.Size-old.Size, false)
 		nws.Bytes += e.Size - old.Size
 	}
 	a.addUsage(ws.Agent, Usage{Files: nws.Files - ws.Files, Bytes: nws.Bytes - ws.Bytes})
@@ -550,13 +552,13 @@ func (a *fileApplier) ref(rootUID string, segs []Segment, delta int64) {
 	}
 }
 
-// liveDelta updates the directory records above path when a file appears (files +1),
-// disappears (files -1) or changes size (files 0).
-func (a *fileApplier) liveDelta(inc uint64, path string, files, bytes int64, childChanges bool) {
+// liveDelta updates the directory records above path, whose key is key (pathKey), when a
+// file appears (files +1), disappears (files -1) or changes size (files 0).
+func (a *fileApplier) liveDelta(key, path string, files, bytes int64, childChanges bool) {
 	s := a.st
 	changed := childChanges
 	for d := parentDir(path); ; d = parentDir(d) {
-		k := pathKey(inc, d)
+		k := ancestorKey(key, d)
 		dr, _ := s.dirs.Get(k)
 		wasEmpty := dr.Files == 0
 		dr.Files += files

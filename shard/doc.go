@@ -1,6 +1,6 @@
 // Package shard replicates the metadata core: one hashicorp/raft group per shard, whose
-// FSM is a meta.FSM, with a durable log (one bbolt file, Dir/raft.db, through
-// hashicorp/raft-boltdb: logstore.go; a raft-wal log left by an earlier build is moved into
+// FSM is a meta.FSM, with a durable log (one bbolt file, Dir/raft.db, in
+// hashicorp/raft-boltdb's layout: logstore.go, boltlog.go; a raft-wal log left by an earlier build is moved into
 // it once at Open) and file snapshots (zstd-compressed streams of the FSM's records).
 //
 // A replica runs embedded (the default: a single voter on an in-memory transport) or in

@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -111,10 +110,10 @@ func walkBucket(b *bbolt.Bucket) error {
 	})
 }
 
-// openBolt opens the raft-boltdb store at path, turning a panic into a *DamagedError.
-func openBolt(path string) (bs *raftboltdb.BoltStore, err error) {
+// openBolt opens the log file at path (boltLog), turning a panic into a *DamagedError.
+func openBolt(path string) (bs *boltLog, err error) {
 	defer guard(path, &err)()
-	bs, err = raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout}})
+	bs, err = openBoltLog(path, &bbolt.Options{Timeout: boltOpenTimeout})
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) || errors.Is(err, berrors.ErrTimeout) {
@@ -147,8 +146,18 @@ var sealedFromKey = []byte("CairnLogSealedFrom")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// sumHeaderBytes is the length of what entrySum covers before Data: Index, Term, Type and
+// the length of Data.
+const sumHeaderBytes = 25
+
 func entrySum(l *raft.Log, ext []byte) uint32 {
-	var hdr [25]byte
+	var hdr [sumHeaderBytes]byte
+	return entrySumWith(&hdr, l, ext)
+}
+
+// entrySumWith is entrySum assembling the header in hdr (which the CRC's assembly makes
+// escape: a caller that keeps one spares an allocation per entry).
+func entrySumWith(hdr *[sumHeaderBytes]byte, l *raft.Log, ext []byte) uint32 {
 	binary.BigEndian.PutUint64(hdr[0:8], l.Index)
 	binary.BigEndian.PutUint64(hdr[8:16], l.Term)
 	hdr[16] = byte(l.Type)
@@ -158,16 +167,12 @@ func entrySum(l *raft.Log, ext []byte) uint32 {
 	return crc32.Update(c, castagnoli, ext)
 }
 
-// seal returns a copy of l whose Extensions carry its checksum; l is not changed.
-func seal(l *raft.Log) *raft.Log {
-	c := *l
-	ext := make([]byte, sealBytes+len(l.Extensions))
-	copy(ext, sealMagic)
-	ext[4] = sealVersion
-	binary.BigEndian.PutUint32(ext[5:9], entrySum(l, l.Extensions))
-	copy(ext[sealBytes:], l.Extensions)
-	c.Extensions = ext
-	return &c
+// appendSeal appends the sealed Extensions of l (the seal, then l's own Extensions),
+// assembling entrySum's header in hdr.
+func appendSeal(b []byte, l *raft.Log, hdr *[sumHeaderBytes]byte) []byte {
+	b = append(append(b, sealMagic...), sealVersion)
+	b = binary.BigEndian.AppendUint32(b, entrySumWith(hdr, l, l.Extensions))
+	return append(b, l.Extensions...)
 }
 
 // unseal verifies and strips the seal of l, read as entry idx. sealed reports whether l
@@ -198,11 +203,11 @@ func unseal(l *raft.Log, idx uint64) (sealed bool, err error) {
 // runs before Raft replays the log.
 func (l *logStore) verifyEntries() (err error) {
 	defer guard(l.path, &err)()
-	first, err := l.BoltStore.FirstIndex()
+	first, err := l.boltLog.FirstIndex()
 	if err != nil {
 		return logDamaged(l.path, "first index: %v", err)
 	}
-	last, err := l.BoltStore.LastIndex()
+	last, err := l.boltLog.LastIndex()
 	if err != nil {
 		return logDamaged(l.path, "last index: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,8 +16,8 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// The Raft log and stable store of a replica: one bbolt file, Dir/raft.db, through
-// hashicorp/raft-boltdb. Every StoreLogs is one transaction and one fsync, so the leader's
+// The Raft log and stable store of a replica: one bbolt file, Dir/raft.db, in
+// hashicorp/raft-boltdb's layout (boltlog.go). Every StoreLogs is one transaction and one fsync, so the leader's
 // batched appends (group commit) cost one fsync per batch.
 //
 // Replicas written by earlier builds kept their log in hashicorp/raft-wal segments
@@ -48,24 +49,63 @@ var (
 // every entry it stores with a checksum and verifies the seal of every entry it returns
 // (logcheck.go).
 type logStore struct {
-	*raftboltdb.BoltStore
+	*boltLog
 	path string
 	// sealedFrom is the first index this build sealed (sealedFromKey).
 	sealedFrom       uint64
 	appends, entries atomic.Uint64
+	// seals holds the sealed copies StoreLogs makes of a batch, reused by the next.
+	seals sealBuffers
 }
+
+// sealBuffers is where StoreLogs seals a batch (raft calls it from one goroutine; mu
+// serialises any other caller): copies of the entries, pointers to them, their sealed
+// Extensions end to end, and entrySum's header.
+type sealBuffers struct {
+	mu     sync.Mutex
+	copies []raft.Log
+	ptrs   []*raft.Log
+	exts   []byte
+	hdr    [sumHeaderBytes]byte
+}
+
+// maxKeptSealEntries bounds the batch whose seal buffers StoreLogs keeps for the next.
+const maxKeptSealEntries = 4096
 
 // StoreLog writes one entry (one transaction, one fsync).
 func (l *logStore) StoreLog(log *raft.Log) error { return l.StoreLogs([]*raft.Log{log}) }
 
 // StoreLogs writes entries, each sealed with its checksum, in one transaction with one
-// fsync. The caller's entries are not changed.
+// fsync. The caller's entries are not changed: the sealed copies live in l.seals until
+// the write returns (boltLog keeps no reference to them), and the next batch reuses them.
 func (l *logStore) StoreLogs(logs []*raft.Log) error {
-	sealed := make([]*raft.Log, len(logs))
-	for i, e := range logs {
-		sealed[i] = seal(e)
+	b := &l.seals
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, size := len(logs), 0
+	for _, e := range logs {
+		size += sealBytes + len(e.Extensions)
 	}
-	if err := l.BoltStore.StoreLogs(sealed); err != nil {
+	if cap(b.copies) < n {
+		b.copies, b.ptrs = make([]raft.Log, n), make([]*raft.Log, n)
+	}
+	if cap(b.exts) < size {
+		b.exts = make([]byte, 0, size)
+	}
+	copies, ptrs, exts := b.copies[:n], b.ptrs[:n], b.exts[:0]
+	for i, e := range logs {
+		start := len(exts)
+		exts = appendSeal(exts, e, &b.hdr)
+		copies[i] = *e
+		copies[i].Extensions = exts[start:len(exts):len(exts)]
+		ptrs[i] = &copies[i]
+	}
+	err := l.boltLog.StoreLogs(ptrs)
+	clear(copies) // the buffers keep no entry's Data alive
+	if n > maxKeptSealEntries {
+		b.copies, b.ptrs, b.exts = nil, nil, nil
+	}
+	if err != nil {
 		return err
 	}
 	l.appends.Add(1)
@@ -76,8 +116,8 @@ func (l *logStore) StoreLogs(logs []*raft.Log) error {
 // size returns how many entries the log holds and the size of its file in bytes; 0 for
 // what it cannot read (a closed store).
 func (l *logStore) size() (entries uint64, fileBytes int64) {
-	first, ferr := l.BoltStore.FirstIndex()
-	last, lerr := l.BoltStore.LastIndex()
+	first, ferr := l.boltLog.FirstIndex()
+	last, lerr := l.boltLog.LastIndex()
 	if ferr == nil && lerr == nil && first > 0 && last >= first {
 		entries = last - first + 1
 	}
@@ -90,7 +130,7 @@ func (l *logStore) size() (entries uint64, fileBytes int64) {
 // GetLog reads entry idx and verifies its checksum: a damaged entry is a *DamagedError
 // (wrapping ErrDamaged), never returned as if it were good.
 func (l *logStore) GetLog(idx uint64, out *raft.Log) error {
-	if err := l.BoltStore.GetLog(idx, out); err != nil {
+	if err := l.boltLog.GetLog(idx, out); err != nil {
 		return err
 	}
 	sealed, err := unseal(out, idx)
@@ -123,7 +163,7 @@ func openLog(dir string) (*logStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &logStore{BoltStore: bs, path: path}
+	l := &logStore{boltLog: bs, path: path}
 	if err := l.initSealedFrom(); err != nil {
 		bs.Close()
 		return nil, err
@@ -138,7 +178,7 @@ func openLog(dir string) (*logStore, error) {
 // initSealedFrom loads sealedFromKey, recording it on the first open by a build that seals:
 // every entry from the next index on is sealed.
 func (l *logStore) initSealedFrom() error {
-	v, err := l.BoltStore.GetUint64(sealedFromKey)
+	v, err := l.boltLog.GetUint64(sealedFromKey)
 	if err == nil && v > 0 {
 		l.sealedFrom = v
 		return nil
@@ -146,11 +186,11 @@ func (l *logStore) initSealedFrom() error {
 	if err != nil && !errors.Is(err, raftboltdb.ErrKeyNotFound) {
 		return logDamaged(l.path, "%s: %v", sealedFromKey, err)
 	}
-	last, err := l.BoltStore.LastIndex()
+	last, err := l.boltLog.LastIndex()
 	if err != nil {
 		return logDamaged(l.path, "last index: %v", err)
 	}
-	if err := l.BoltStore.SetUint64(sealedFromKey, last+1); err != nil {
+	if err := l.boltLog.SetUint64(sealedFromKey, last+1); err != nil {
 		return fmt.Errorf("shard: open log %s: %w", l.path, err)
 	}
 	l.sealedFrom = last + 1
@@ -171,7 +211,7 @@ func migrateLegacyLog(legacy, path string) (err error) {
 	defer w.Close()
 	tmp := path + ".tmp"
 	os.Remove(tmp)
-	bs, err := raftboltdb.New(raftboltdb.Options{Path: tmp, BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout}})
+	bs, err := openBoltLog(tmp, &bbolt.Options{Timeout: boltOpenTimeout})
 	if err != nil {
 		return err
 	}

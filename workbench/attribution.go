@@ -85,9 +85,14 @@ const OutcomeOK = "ok"
 
 // Log writes a as one structured line at level Info: msg "audit" and the keys principal,
 // agent, workbench, path, generation, idempotency_key, surface, outcome, then extra.
+// Nothing is built when the logger drops Info lines (a node at --log-level warn): the
+// attributes would only be thrown away.
 func (a Audit) Log(ctx context.Context, log *slog.Logger, extra ...slog.Attr) {
 	if log == nil {
 		log = slog.Default()
+	}
+	if !log.Enabled(ctx, slog.LevelInfo) {
+		return
 	}
 	attrs := append([]slog.Attr{
 		slog.String("principal", PrincipalID(ctx)),
