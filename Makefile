@@ -85,6 +85,7 @@ FUZZ_TARGETS := \
 	./workbench/auth:FuzzParseAuthorization \
 	./workbench/auth:FuzzKeyLookup \
 	./api/s3:FuzzChunkedReader \
+	./api/s3:FuzzPartsLayout \
 	./api/client:FuzzDecodeResultMatchesEncodingJSON \
 	./api/mcp:FuzzStructuredContentEscapesAsMarshal \
 	./api/mcp:FuzzResultEncoderMatchesEncodingJSON \

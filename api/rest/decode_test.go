@@ -14,6 +14,8 @@ func TestJSONBodyErrorsNameWireFieldsNeverGoTypes(t *testing.T) {
 	}{
 		{"an array instead of the request object", `[]`, "body", "must be a JSON object (got an array)"},
 		{"a string instead of the request object", `"x"`, "body", "must be a JSON object (got a string)"},
+		// encoding/json leaves the request as it is for null: it would read as {}.
+		{"null instead of the request object", ` null `, "body", "must be a JSON object, not null"},
 		{"a string where an integer goes", `{"limit":"x"}`, "limit", "must be an integer (got a string)"},
 		{"a fraction where an integer goes", `{"limit":1.5}`, "limit", "must be an integer in range"},
 		{"a number where a string goes", `{"cursor":5}`, "cursor", "must be a string (got a number)"},

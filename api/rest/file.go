@@ -50,7 +50,14 @@ func conditions(r *http.Request) (cond meta.Condition, gen uint64, pre precondit
 	if err := rejectUnsupported(r); err != nil {
 		return 0, 0, 0, err
 	}
-	im, inm := r.Header.Get("If-Match"), r.Header.Get("If-None-Match")
+	im, err := conditionHeader(r, "If-Match", `"*" or one quoted generation such as "42"`)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	inm, err := conditionHeader(r, "If-None-Match", `only "*" (create-only) is supported on writes`)
+	if err != nil {
+		return 0, 0, 0, err
+	}
 	switch {
 	case im != "" && inm != "":
 		return 0, 0, 0, invalidArg("If-Match", "cannot be combined with If-None-Match")
@@ -75,15 +82,33 @@ func conditions(r *http.Request) (cond meta.Condition, gen uint64, pre precondit
 // ifMatchGeneration reads the If-Match of an append or a delete: one generation (no "*"),
 // which makes the write conditional; 0 and noPrecondition without the header.
 func ifMatchGeneration(r *http.Request) (uint64, precondition, error) {
-	im := r.Header.Get("If-Match")
-	if im == "" {
-		return 0, noPrecondition, nil
+	im, err := conditionHeader(r, "If-Match", `one quoted generation such as "42"`)
+	if err != nil || im == "" {
+		return 0, noPrecondition, err
 	}
 	gen, err := parseETag(im)
 	if err != nil {
 		return 0, ifMatch, invalidArg("If-Match", "must be one quoted generation such as \"42\"")
 	}
 	return gen, ifMatch, nil
+}
+
+// conditionHeader returns the value of a precondition header of a write (If-Match,
+// If-None-Match; "" when it is absent). Sent more than once, or empty, it is
+// InvalidArguments naming the header and rule (what a value must be): an empty If-Match
+// read as absent would make a conditional write unconditional, and of two lines only the
+// first would count.
+func conditionHeader(r *http.Request, name, rule string) (string, error) {
+	vs := r.Header.Values(name)
+	switch {
+	case len(vs) == 0:
+		return "", nil
+	case len(vs) > 1:
+		return "", invalidArg(name, "must be sent once, as %s", rule)
+	case strings.TrimSpace(vs[0]) == "":
+		return "", invalidArg(name, "must not be empty: %s", rule)
+	}
+	return vs[0], nil
 }
 
 // parseETag parses one entity tag "<generation>" (quotes optional, no weak tags).

@@ -77,7 +77,12 @@ func (h *Handler) deleteWorkbench(w http.ResponseWriter, r *http.Request, agent,
 		return
 	}
 	pre, rev := noPrecondition, uint64(0)
-	if im := r.Header.Get("If-Match"); im != "" {
+	im, err := conditionHeader(r, "If-Match", `one quoted workbench revision such as "42"`)
+	if err != nil {
+		h.writeError(w, r, err, noPrecondition)
+		return
+	}
+	if im != "" {
 		g, err := parseETag(im)
 		if err != nil || g == 0 {
 			h.writeError(w, r, invalidArg("If-Match", "must be one quoted workbench revision such as \"42\""), noPrecondition)

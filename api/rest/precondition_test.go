@@ -1,11 +1,14 @@
 package rest_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/cairnstore/cairn/internal/httpcall"
 )
 
 // TestEveryFailedPreconditionIsNotRetryable: a 412 answers a condition the client set; the
@@ -97,5 +100,47 @@ func TestEveryStaleDecisionIsNotRetryable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAnEmptyOrRepeatedConditionIsRefused: an If-Match or If-None-Match sent empty, or
+// twice, is 400 InvalidArguments naming the header, on every write that takes one, and
+// nothing is written: read as absent, an empty If-Match would make a conditional write
+// unconditional, and of two lines only the first would count.
+func TestAnEmptyOrRepeatedConditionIsRefused(t *testing.T) {
+	srv := newServer(t)
+	wbURL := srv.URL + "/v1/agents/a/workbenches/w"
+	f := wbURL + "/files/input/f.txt"
+	expect(t, do(t, "PUT", f, strings.NewReader("one")), 201, "")
+	for _, tc := range []struct {
+		name, method, url, header string
+		values                    []string
+	}{
+		{"a PUT with an empty If-Match", "PUT", f, "If-Match", []string{""}},
+		{"a PUT with an empty If-None-Match", "PUT", f, "If-None-Match", []string{" "}},
+		{"a PUT with two If-Match lines", "PUT", f, "If-Match", []string{`"999"`, `"1"`}},
+		{"an append with an empty If-Match", "POST", f + "?append", "If-Match", []string{""}},
+		{"a DELETE with an empty If-Match", "DELETE", f, "If-Match", []string{""}},
+		{"a workbench DELETE with an empty If-Match", "DELETE", wbURL, "If-Match", []string{""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var body io.Reader
+			if tc.method != "DELETE" {
+				body = strings.NewReader("two")
+			}
+			req := httpcall.New(t, tc.method, tc.url, body)
+			req.Header[tc.header] = tc.values
+			a := httpcall.Do(t, req)
+			var env map[string]any
+			if err := json.Unmarshal(a.Body, &env); err != nil || a.Status != http.StatusBadRequest || env["code"] != "InvalidArguments" {
+				t.Fatalf("%d %s, want 400 InvalidArguments", a.Status, a.Body)
+			}
+			if d, _ := env["details"].(map[string]any); d["field"] != tc.header {
+				t.Errorf("details.field %v, want %s: %s", d["field"], tc.header, a.Body)
+			}
+		})
+	}
+	if got := do(t, "GET", f, nil); got.status != 200 || string(got.body) != "one" {
+		t.Fatalf("refused conditions changed the file: %d %q", got.status, got.body)
 	}
 }

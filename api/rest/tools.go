@@ -136,8 +136,12 @@ func decodeBody(r *http.Request, in any) error {
 		return &workbench.Error{Code: workbench.CodePayloadTooLarge, Message: fmt.Sprintf("the request body is more than %d bytes", maxToolBody),
 			Details: map[string]any{"max_bytes": maxToolBody}}
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	switch trimmed := bytes.TrimSpace(data); {
+	case len(trimmed) == 0:
 		data = []byte("{}")
+	case string(trimmed) == "null":
+		// encoding/json leaves a struct as it is for null: the body would read as {}.
+		return invalidArg("body", "must be a JSON object, not null (send {} or no body for no arguments)")
 	}
 	// encoding/json reads a byte that is not UTF-8, or an unpaired surrogate escape, as
 	// U+FFFD: a path so spelled would name another file; and it keeps the last of two

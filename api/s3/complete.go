@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,7 +26,14 @@ import (
 // newest versions, and publishes under a compare-and-swap on the generation it read
 // there (or the caller's own If-Match / If-None-Match), so a Complete that a crash cut
 // off after it published, retried, answers what was published instead of publishing the
-// parts again over whatever was written since.
+// parts again over whatever was written since. The search covers every version written
+// since the claim (generations grow, and a Complete publishes after its claim), not a
+// fixed number of the newest. Whoever next finds such a claim with its version — a
+// Complete sent again, an Abort, the sweep (multipart_reclaim.go) — records the upload as
+// completed and removes its parts, as the Complete would have. A stale claim whose version
+// is not found although retention let go of versions written since it cannot tell
+// whether its Complete published: it is never published again, the upload is removed
+// (NoSuchUpload), so a crash can never bring back old parts over newer data.
 
 const (
 	// fieldUpload names, on an object a Complete published, the upload it came from.
@@ -35,9 +43,9 @@ const (
 	// crash) and may be taken over. It is far above what publishing the largest upload
 	// takes (a Compose reads the parts back once).
 	claimTimeout = 2 * time.Minute
-	// publishedLookback is how many of a key's newest versions a Complete searches for
-	// the one its upload published.
-	publishedLookback = 64
+	// publishedPage is how many of a key's versions one step of the search for the one an
+	// upload published reads.
+	publishedPage = 256
 	// publishAttempts bounds a Complete's attempts to publish while other writes to its
 	// key keep moving the generation it read.
 	publishAttempts = 5
@@ -102,7 +110,7 @@ func (m *multipart) completeUpload(w http.ResponseWriter, r *request) error {
 	// The claim.
 	claimed := u.rec
 	claimed.Completing = &completingUpload{ClaimMs: m.clock().UnixMilli(), Parts: key}
-	claimGen, err := m.writeRecord(r, u, claimed)
+	claimGen, err := m.writeRecord(r.bookkeeping(), r.agent, u, claimed)
 	if err != nil {
 		if codeOf(err) == CodePreconditionFailed || isConflict(err) {
 			// Another Complete or an Abort changed the upload since it was read.
@@ -126,18 +134,11 @@ func (m *multipart) completeUpload(w http.ResponseWriter, r *request) error {
 		done, err := m.publish(r, u, path, key, req, userCond, userGen)
 		if err != nil {
 			// Nothing was published: the upload goes back to being in progress.
-			if _, rerr := m.writeRecord(r, u, released); rerr != nil {
+			if _, rerr := m.writeRecord(r.bookkeeping(), r.agent, u, released); rerr != nil {
 				m.log.Warn("s3: releasing an upload's claim", "request_id", r.id, "err", rerr)
 			}
 		} else {
-			finished := u.rec
-			finished.Completing, finished.Completed = nil, &done
-			if _, err := m.writeRecord(r, u, finished); err != nil {
-				m.log.Warn("s3: recording a completed upload", "request_id", r.id, "err", err)
-			}
-			if err := m.removeFiles(r.bookkeeping(), r.agent, u.dir, true); err != nil {
-				m.log.Warn("s3: removing a completed upload's parts", "request_id", r.id, "err", err)
-			}
+			m.finish(r.bookkeeping(), r.agent, u, done, "request_id", r.id)
 		}
 		outcome <- completeOutcome{done, err}
 	}()
@@ -213,42 +214,96 @@ func (m *multipart) settled(r *request, u upload, path, key string) (completedUp
 	if c == nil {
 		return completedUpload{}, false, nil
 	}
-	done, found, err := m.published(r, u, path)
+	done, found, covered, err := m.published(r, u, path)
 	switch {
 	case err != nil:
 		return completedUpload{}, false, err
-	case found && c.Parts != key:
-		return completedUpload{}, false, noSuchUpload()
 	case found:
-		done.Parts = key
+		done.Parts = c.Parts
+		m.finish(r.bookkeeping(), r.agent, u, done, "request_id", r.id)
+		if c.Parts != key {
+			return completedUpload{}, false, noSuchUpload()
+		}
 		return done, true, nil
 	case m.clock().Sub(time.UnixMilli(c.ClaimMs)) < claimTimeout:
 		return completedUpload{}, false, operationAborted()
+	case !covered:
+		return completedUpload{}, false, m.giveUp(r.bookkeeping(), r.agent, u)
 	}
-	return completedUpload{}, false, nil // a claim its Complete left: take it over
+	return completedUpload{}, false, nil // a claim its Complete left unpublished: take it over
 }
 
-// published looks for the version of path that upload u published among its newest
-// versions: found with that version's answer.
-func (m *multipart) published(r *request, u upload, path string) (completedUpload, bool, error) {
+// giveUp removes an upload whose stale claim cannot tell whether its Complete published
+// (published: not found, not covered), so that nothing publishes its parts again: its
+// record (only at the generation read: Conflict when a Complete or an Abort took it since,
+// answered OperationAborted), then its parts. It answers NoSuchUpload.
+func (m *multipart) giveUp(ctx context.Context, agent string, u upload) error {
+	if _, err := m.svc.Writes.Delete(ctx, agent, UploadsWorkbench, u.dir+"/"+recordFile, u.gen, ""); err != nil {
+		if isConflict(err) {
+			return operationAborted()
+		}
+		return fromWorkbench(err, CodeNoSuchUpload)
+	}
+	if err := m.removeFiles(ctx, agent, u.dir, false); err != nil {
+		m.log.Warn("s3: removing the parts of an upload whose completion is unknown", "upload", u.id, "err", err)
+	}
+	return noSuchUpload()
+}
+
+// finish records upload u as completed with done and removes its parts: what a Complete
+// does once it has published, and what whoever finds a claim whose Complete a crash cut
+// off after it published does for it. Failures are logged (logArgs name the request): the
+// next to find the claim finishes it again.
+func (m *multipart) finish(ctx context.Context, agent string, u upload, done completedUpload, logArgs ...any) {
+	finished := u.rec
+	finished.Completing, finished.Completed = nil, &done
+	if _, err := m.writeRecord(ctx, agent, u, finished); err != nil {
+		m.log.Warn("s3: recording a completed upload", append(logArgs, "upload", u.id, "err", err)...)
+	}
+	if err := m.removeFiles(ctx, agent, u.dir, true); err != nil {
+		m.log.Warn("s3: removing a completed upload's parts", append(logArgs, "upload", u.id, "err", err)...)
+	}
+}
+
+// published looks for the version of path (in r's bucket) that upload u published:
+// publishedIn.
+func (m *multipart) published(r *request, u upload, path string) (done completedUpload, found, covered bool, err error) {
 	view, ws, err := m.lookup.workspace(r)
 	if err != nil {
-		return completedUpload{}, false, err
+		return completedUpload{}, false, false, err
 	}
-	rows, _, err := view.History().Versions(ws, path, 0, publishedLookback)
-	if err != nil {
-		if meta.CodeOf(err) == meta.CodeNotFound {
-			return completedUpload{}, false, nil
+	return m.publishedIn(view, ws, r.bucket, u, path)
+}
+
+// publishedIn looks for the version of path in the bucket's view that upload u published,
+// among every retained version written after u's record was (a claimed upload's record is
+// its claim, and its Complete publishes after it): found with that version's answer.
+// covered says that the search reached a version as old as the record, or that the key has
+// none, so that not found means the upload published nothing; when it is false, retention
+// may have let go of the version the upload published, and not found proves nothing.
+func (m *multipart) publishedIn(view *meta.View, ws *meta.Workspace, bucket string, u upload, path string) (done completedUpload, found, covered bool, err error) {
+	for before := uint64(0); ; {
+		rows, more, err := view.History().Versions(ws, path, before, publishedPage)
+		if err != nil {
+			if meta.CodeOf(err) == meta.CodeNotFound {
+				return completedUpload{}, false, true, nil
+			}
+			return completedUpload{}, false, false, fromWorkbench(workbench.AsError(err), CodeNoSuchKey)
 		}
-		return completedUpload{}, false, fromWorkbench(workbench.AsError(err), CodeNoSuchKey)
-	}
-	for _, row := range rows {
-		if e := row.Entry; e != nil && e.Fields[fieldUpload] == meta.StringField(u.id) {
-			return completedUpload{ETag: objectETag(e.Digest, e.Fields), VersionID: versionID(r.bucket, path, row.Version),
-				CompletedMs: m.clock().UnixMilli()}, true, nil
+		for _, row := range rows {
+			if row.Version <= u.gen {
+				return completedUpload{}, false, true, nil
+			}
+			if e := row.Entry; e != nil && e.Fields[fieldUpload] == meta.StringField(u.id) {
+				return completedUpload{ETag: objectETag(e.Digest, e.Fields), VersionID: versionID(bucket, path, row.Version),
+					CompletedMs: m.clock().UnixMilli()}, true, true, nil
+			}
+			before = row.Version
+		}
+		if !more {
+			return completedUpload{}, false, false, nil
 		}
 	}
-	return completedUpload{}, false, nil
 }
 
 // composeRequest checks that the caller may write the object (workbench.Writes.MayWrite
@@ -298,7 +353,7 @@ func (m *multipart) composeRequest(r *request, u upload, path string, in complet
 // upload published before each attempt (a Complete it took over may have published).
 func (m *multipart) publish(r *request, u upload, path, key string, req workbench.ComposeRequest, userCond meta.Condition, userGen uint64) (completedUpload, error) {
 	for attempt := 1; ; attempt++ {
-		if done, found, err := m.published(r, u, path); err != nil || found {
+		if done, found, _, err := m.published(r, u, path); err != nil || found {
 			done.Parts = key
 			return done, err
 		}
@@ -307,6 +362,8 @@ func (m *multipart) publish(r *request, u upload, path, key string, req workbenc
 			req.Cond, req.IfGeneration = meta.CondCreateOnly, 0
 			if f, err := m.svc.Reads.Open(r.Context(), r.agent, r.bucket, path); err == nil {
 				req.Cond, req.IfGeneration = meta.CondIfGeneration, f.Info.Generation
+			} else if clash := keyClash(err, meta.CondNone); clash != nil {
+				return completedUpload{}, clash // the key is a directory, or under a file
 			} else if codeOf(m.lookup.objectError(r, err)) != CodeNoSuchKey {
 				return completedUpload{}, m.lookup.objectError(r, err)
 			}
@@ -316,13 +373,19 @@ func (m *multipart) publish(r *request, u upload, path, key string, req workbenc
 			return completedUpload{ETag: objectETag(res.Digest, req.Fields), VersionID: versionID(r.bucket, path, res.Generation),
 				CompletedMs: m.clock().UnixMilli(), Parts: key}, nil
 		}
-		if clash := keyClash(err, userCond); clash != nil {
-			return completedUpload{}, clash
+		// Without the caller's condition, a Conflict or AlreadyExists is this Complete's
+		// own compare-and-swap losing to another write of the key (or of a part), not a
+		// key that clashes with a path: look again below.
+		ownRace := userCond == meta.CondNone && (isConflict(err) || isAlreadyExists(err))
+		if !ownRace {
+			if clash := keyClash(err, userCond); clash != nil {
+				return completedUpload{}, clash
+			}
+			if !isConflict(err) {
+				return completedUpload{}, m.lookup.objectError(r, err)
+			}
 		}
-		if !isConflict(err) {
-			return completedUpload{}, m.lookup.objectError(r, err)
-		}
-		if done, found, ferr := m.published(r, u, path); ferr != nil || found {
+		if done, found, _, ferr := m.published(r, u, path); ferr != nil || found {
 			done.Parts = key
 			return done, ferr
 		}
@@ -350,14 +413,19 @@ func isConflict(err error) bool {
 	return errors.As(err, &e) && e.Code == workbench.CodeConflict
 }
 
+func isAlreadyExists(err error) bool {
+	var e *workbench.Error
+	return errors.As(err, &e) && e.Code == workbench.CodeAlreadyExists
+}
+
 // writeRecord replaces u's record with rec, only if it is still the generation read: the
 // new generation; Conflict when the upload changed since.
-func (m *multipart) writeRecord(r *request, u upload, rec uploadRecord) (uint64, error) {
+func (m *multipart) writeRecord(ctx context.Context, agent string, u upload, rec uploadRecord) (uint64, error) {
 	body, err := json.Marshal(rec)
 	if err != nil {
 		return 0, err
 	}
-	res, err := m.svc.Writes.Write(r.bookkeeping(), workbench.WriteRequest{Agent: r.agent, Workbench: UploadsWorkbench,
+	res, err := m.svc.Writes.Write(ctx, workbench.WriteRequest{Agent: agent, Workbench: UploadsWorkbench,
 		Path: u.dir + "/" + recordFile, Body: strings.NewReader(string(body)), SizeHint: int64(len(body)), ContentType: "application/json",
 		Cond: meta.CondIfGeneration, IfGeneration: u.gen})
 	if err != nil {

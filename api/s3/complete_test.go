@@ -23,6 +23,7 @@ import (
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
 )
@@ -111,19 +112,13 @@ func TestAnUploadIsCompletedOnce(t *testing.T) {
 	}
 }
 
-// TestACompleteCutOffAfterItPublishedDoesNotPublishAgain: a Complete that a crash cut
-// off between publishing and recording it leaves its claim in the record; retried after
-// another writer replaced the object, it answers what it published and does not publish
-// the parts again over the newer object.
-func TestACompleteCutOffAfterItPublishedDoesNotPublishAgain(t *testing.T) {
-	client, h := multipartGateway(t, nil)
-	c := client("AGENTA")
+// cutOffComplete leaves upload id of key in the state a crash between a Complete's publish
+// and its bookkeeping leaves: the record claimed, then the object published with the
+// upload's id (in that order, as a Complete does). It returns the published version's
+// ETag and version id, as HEAD answers them right after.
+func cutOffComplete(t *testing.T, c *awss3.Client, h *Handler, key, id string, parts []types.CompletedPart, body []byte) (etag, version string) {
+	t.Helper()
 	ctx := context.Background()
-	const key = "outputs/cut.bin"
-	id := createUpload(t, c, "runs", key)
-	parts := []types.CompletedPart{uploadPart(t, c, "runs", key, id, 1, []byte("the upload's bytes"))}
-	// Read the record as it is in progress, complete, then put the in-progress record back
-	// with a claim on it: the state a crash after the publish leaves.
 	sctx := workbench.WithSurface(auth.WithPrincipal(ctx, gatewayKeys["AGENTA"].p), Surface)
 	recordPath := "runs/" + id + "/" + recordFile
 	f, err := h.svc.Reads.Open(sctx, "a", UploadsWorkbench, recordPath)
@@ -140,34 +135,165 @@ func TestACompleteCutOffAfterItPublishedDoesNotPublishAgain(t *testing.T) {
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		t.Fatal(err)
 	}
-	first, err := complete(c, "runs", key, id, parts)
+	in := completeRequest{}
+	for _, p := range parts {
+		in.Parts = append(in.Parts, struct {
+			PartNumber int    `xml:"PartNumber"`
+			ETag       string `xml:"ETag"`
+		}{int(aws.ToInt32(p.PartNumber)), aws.ToString(p.ETag)})
+	}
+	rec.Completing = &completingUpload{ClaimMs: h.multipart.clock().UnixMilli(), Parts: partsKey(in)}
+	claim, _ := json.Marshal(rec)
+	if _, err := h.svc.Writes.Write(sctx, workbench.WriteRequest{Agent: "a", Workbench: UploadsWorkbench, Path: recordPath,
+		Body: bytes.NewReader(claim), ContentType: "application/json"}); err != nil {
+		t.Fatal(err)
+	}
+	path, err := objectPath(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := completeRequest{Parts: []struct {
-		PartNumber int    `xml:"PartNumber"`
-		ETag       string `xml:"ETag"`
-	}{{1, aws.ToString(parts[0].ETag)}}}
-	rec.Completing = &completingUpload{ClaimMs: h.multipart.clock().UnixMilli(), Parts: partsKey(in)}
-	body, _ := json.Marshal(rec)
-	if _, err := h.svc.Writes.Write(sctx, workbench.WriteRequest{Agent: "a", Workbench: UploadsWorkbench, Path: recordPath,
-		Body: strings.NewReader(string(body)), ContentType: "application/json"}); err != nil {
+	if _, err := h.svc.Writes.Write(sctx, workbench.WriteRequest{Agent: "a", Workbench: "runs", Path: path, Body: bytes.NewReader(body),
+		ContentType: "application/octet-stream", Fields: map[string]meta.FieldValue{fieldUpload: meta.StringField(id)}}); err != nil {
 		t.Fatal(err)
 	}
-	put(t, c, "runs", key, []byte("a newer object"))
+	head, err := c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("runs"), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(head.ETag), aws.ToString(head.VersionId)
+}
+
+// uploadsListed returns the upload ids ListMultipartUploads lists in bucket runs.
+func uploadsListed(t *testing.T, c *awss3.Client) []string {
+	t.Helper()
+	out, err := c.ListMultipartUploads(context.Background(), &awss3.ListMultipartUploadsInput{Bucket: aws.String("runs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, u := range out.Uploads {
+		ids = append(ids, aws.ToString(u.UploadId))
+	}
+	return ids
+}
+
+// TestACompleteCutOffAfterItPublishedDoesNotPublishAgain: a Complete that a crash cut
+// off between publishing and recording it leaves its claim in the record; retried after
+// other writers replaced the object — more times than any fixed window of versions, and
+// after the claim went stale — it answers what it published and does not publish the
+// parts again over the newer object; and it finishes what the crash cut off: the upload
+// is no longer listed, an Abort finds no upload, its parts are gone.
+func TestACompleteCutOffAfterItPublishedDoesNotPublishAgain(t *testing.T) {
+	now := time.Now()
+	var mu sync.Mutex
+	client, h := multipartGateway(t, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	c := client("AGENTA")
+	const key = "outputs/cut.bin"
+	id := createUpload(t, c, "runs", key)
+	parts := []types.CompletedPart{uploadPart(t, c, "runs", key, id, 1, []byte("the upload's bytes"))}
+	etag, version := cutOffComplete(t, c, h, key, id, parts, []byte("the upload's bytes"))
+	const newer = 70
+	for i := range newer {
+		put(t, c, "runs", key, []byte(fmt.Sprintf("a newer object %d", i)))
+	}
+	mu.Lock()
+	now = now.Add(claimTimeout + time.Second)
+	mu.Unlock()
 	again, err := complete(c, "runs", key, id, parts)
 	if err != nil {
 		t.Fatalf("the retried Complete: %v", err)
 	}
-	if aws.ToString(again.VersionId) != aws.ToString(first.VersionId) || aws.ToString(again.ETag) != aws.ToString(first.ETag) {
+	if aws.ToString(again.VersionId) != version || aws.ToString(again.ETag) != etag {
 		t.Fatalf("the retried Complete answered version %s %s, want the one it published: %s %s", aws.ToString(again.VersionId),
-			aws.ToString(again.ETag), aws.ToString(first.VersionId), aws.ToString(first.ETag))
+			aws.ToString(again.ETag), version, etag)
 	}
-	if got, _ := getAll(t, c, "runs", key); string(got) != "a newer object" {
+	if got, _ := getAll(t, c, "runs", key); string(got) != fmt.Sprintf("a newer object %d", newer-1) {
 		t.Fatalf("the retried Complete published its parts again over the newer object: the key reads %q", got)
 	}
-	if n := len(versionsOf(t, c, "runs", key)); n != 2 {
-		t.Fatalf("the key has %d versions, want 2 (the upload's, the newer put)", n)
+	if n := len(versionsOf(t, c, "runs", key)); n != newer+1 {
+		t.Fatalf("the key has %d versions, want %d (the upload's, the newer puts)", n, newer+1)
+	}
+	if ids := uploadsListed(t, c); len(ids) != 0 {
+		t.Errorf("the completed upload is still listed: %v", ids)
+	}
+	if _, err := c.AbortMultipartUpload(context.Background(), &awss3.AbortMultipartUploadInput{Bucket: aws.String("runs"),
+		Key: aws.String(key), UploadId: aws.String(id)}); s3Code(err) != "NoSuchUpload" {
+		t.Errorf("aborting the completed upload: %v, want NoSuchUpload", err)
+	}
+	if n := uploadFiles(t, h); n != 1 {
+		t.Errorf("%d files left of the completed upload, want 1 (its record)", n)
+	}
+}
+
+// TestTheSweepFinishesACompleteCutOffAfterItPublished: nobody sends the Complete again;
+// once its claim is stale, the sweep records the upload as completed and removes its
+// parts, and an Abort of a stale claim finishes it the same way.
+func TestTheSweepFinishesACompleteCutOffAfterItPublished(t *testing.T) {
+	now := time.Now()
+	var mu sync.Mutex
+	client, h := multipartGateway(t, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	c := client("AGENTA")
+	swept := createUpload(t, c, "runs", "outputs/swept.bin")
+	cutOffComplete(t, c, h, "outputs/swept.bin", swept, []types.CompletedPart{uploadPart(t, c, "runs", "outputs/swept.bin", swept, 1, []byte("s"))}, []byte("s"))
+	aborted := createUpload(t, c, "runs", "outputs/aborted.bin")
+	cutOffComplete(t, c, h, "outputs/aborted.bin", aborted, []types.CompletedPart{uploadPart(t, c, "runs", "outputs/aborted.bin", aborted, 1, []byte("a"))}, []byte("a"))
+	if _, err := c.AbortMultipartUpload(context.Background(), &awss3.AbortMultipartUploadInput{Bucket: aws.String("runs"),
+		Key: aws.String("outputs/aborted.bin"), UploadId: aws.String(aborted)}); s3Code(err) != "NoSuchUpload" {
+		t.Errorf("aborting an upload whose Complete published: %v, want NoSuchUpload", err)
+	}
+	if ids := uploadsListed(t, c); len(ids) != 1 || ids[0] != swept {
+		t.Fatalf("uploads listed before the sweep: %v, want only %s (the Abort finished the other)", ids, swept)
+	}
+	if _, err := h.multipart.reclaim(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ids := uploadsListed(t, c); len(ids) != 1 {
+		t.Fatalf("a fresh claim was settled by the sweep: %v listed, want it left to its Complete", ids)
+	}
+	mu.Lock()
+	now = now.Add(claimTimeout + time.Second)
+	mu.Unlock()
+	if _, err := h.multipart.reclaim(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ids := uploadsListed(t, c); len(ids) != 0 {
+		t.Errorf("after the sweep the upload whose Complete published is still listed: %v", ids)
+	}
+	if n := uploadFiles(t, h); n != 2 {
+		t.Errorf("%d files left of the two completed uploads, want 2 (their records)", n)
+	}
+}
+
+// TestAStaleClaimWhoseOutcomeRetentionHidIsNeverPublishedAgain: when history retention
+// has let go of every version written since a stale claim, its Complete cannot be told to
+// have published or not; sent again, it does not publish the parts over the newer object
+// but removes the upload and answers NoSuchUpload.
+func TestAStaleClaimWhoseOutcomeRetentionHidIsNeverPublishedAgain(t *testing.T) {
+	now := time.Now()
+	var mu sync.Mutex
+	client, h := multipartGateway(t, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	c := client("AGENTA")
+	sctx := workbench.WithSurface(auth.WithPrincipal(context.Background(), gatewayKeys["AGENTA"].p), Surface)
+	if _, err := h.svc.Lifecycle.SetRetention(sctx, "a", meta.Retention{Versions: 1, MaxVersions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	const key = "outputs/pruned.bin"
+	id := createUpload(t, c, "runs", key)
+	parts := []types.CompletedPart{uploadPart(t, c, "runs", key, id, 1, []byte("old parts"))}
+	cutOffComplete(t, c, h, key, id, parts, []byte("old parts"))
+	put(t, c, "runs", key, []byte("newer"))
+	put(t, c, "runs", key, []byte("newest"))
+	mu.Lock()
+	now = now.Add(claimTimeout + time.Second)
+	mu.Unlock()
+	if _, err := complete(c, "runs", key, id, parts); s3Code(err) != "NoSuchUpload" {
+		t.Fatalf("completing a stale claim whose outcome retention hid: %v, want NoSuchUpload", err)
+	}
+	if got, _ := getAll(t, c, "runs", key); string(got) != "newest" {
+		t.Fatalf("the key reads %q after the Complete, want the newest object", got)
+	}
+	if ids := uploadsListed(t, c); len(ids) != 0 {
+		t.Errorf("the upload is still listed: %v", ids)
 	}
 }
 
@@ -268,5 +394,47 @@ func TestALongCompleteIsKeptAlive(t *testing.T) {
 	}
 	if got, _ := getAll(t, c, "slow", "outputs/slow.bin"); !bytes.Equal(got, append(first, second...)) {
 		t.Fatalf("the object reads %d bytes, want the parts' %d", len(got), len(first)+len(second))
+	}
+}
+
+// TestACompleteRacingAWriteIsNotAKeyClash: a Complete without a condition racing a
+// PutObject of its key, or an UploadPart of one of its parts, loses its own
+// compare-and-swap at most; it is answered as that: published after all (last writer
+// wins), or InvalidPart for a part that changed — never InvalidArgument, the answer for a
+// key that clashes with a path, which no SDK retries.
+func TestACompleteRacingAWriteIsNotAKeyClash(t *testing.T) {
+	client, _ := multipartGateway(t, nil)
+	c := client("AGENTA")
+	for round := range 12 {
+		key := fmt.Sprintf("outputs/race-%d.bin", round)
+		put(t, c, "runs", key, []byte("before"))
+		id := createUpload(t, c, "runs", key)
+		parts := []types.CompletedPart{uploadPart(t, c, "runs", key, id, 1, payload(2<<10)), uploadPart(t, c, "runs", key, id, 2, []byte("tail"))}
+		var completeErr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, completeErr = complete(c, "runs", key, id, parts)
+		}()
+		go func() {
+			defer wg.Done()
+			if round%2 == 0 {
+				put(t, c, "runs", key, []byte("a racing put"))
+				return
+			}
+			if _, err := c.UploadPart(context.Background(), &awss3.UploadPartInput{Bucket: aws.String("runs"), Key: aws.String(key),
+				UploadId: aws.String(id), PartNumber: aws.Int32(2), Body: bytes.NewReader([]byte("another tail"))}); err != nil &&
+				s3Code(err) != "NoSuchUpload" {
+				t.Errorf("round %d: the racing UploadPart: %v", round, err)
+			}
+		}()
+		wg.Wait()
+		switch code := s3Code(completeErr); {
+		case completeErr == nil:
+		case round%2 == 1 && code == "InvalidPart":
+		default:
+			t.Errorf("round %d: a Complete racing a write of its key or a part: %v", round, completeErr)
+		}
 	}
 }

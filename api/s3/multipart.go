@@ -538,8 +538,15 @@ func (m *multipart) abortUpload(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	if c := u.rec.Completing; c != nil {
-		if _, found, err := m.published(r, u, u.rec.Key); err != nil || found {
-			return cmp.Or(err, noSuchUpload())
+		done, found, _, err := m.published(r, u, u.rec.Key)
+		if err != nil {
+			return err
+		}
+		if found {
+			// Its Complete published, and a crash kept it from recording that.
+			done.Parts = c.Parts
+			m.finish(r.bookkeeping(), r.agent, u, done, "request_id", r.id)
+			return noSuchUpload()
 		}
 		if m.clock().Sub(time.UnixMilli(c.ClaimMs)) < claimTimeout {
 			return operationAborted()

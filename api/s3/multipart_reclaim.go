@@ -13,7 +13,8 @@ import (
 
 // reclaimBucket removes at most limit of the bucket's uploads that expired (started more
 // than the upload deadline ago) or have no record (the parts a crashed completion or
-// abort left). It returns how many it removed.
+// abort left), and settles the stale claims of Completes a crash cut off (settleStale).
+// It returns how many it removed.
 func (m *multipart) reclaimBucket(ctx context.Context, agent, bucket string, limit int) (int, error) {
 	view, ws, _, err := m.svc.Reads.ViewAt(ctx, agent, UploadsWorkbench, workbench.At{})
 	if err != nil {
@@ -45,6 +46,14 @@ func (m *multipart) reclaimBucket(ctx context.Context, agent, bucket string, lim
 				return 0, err
 			case m.expired(u) || u.orphaned(view, agent, bucket):
 				dead = append(dead, u.dir)
+			case u.rec.Completing != nil && m.clock().Sub(time.UnixMilli(u.rec.Completing.ClaimMs)) >= claimTimeout:
+				gone, err := m.settleStale(ctx, agent, bucket, u)
+				if err != nil {
+					return 0, err
+				}
+				if gone {
+					dead = append(dead, u.dir)
+				}
 			}
 		}
 		if !more {
@@ -57,6 +66,28 @@ func (m *multipart) reclaimBucket(ctx context.Context, agent, bucket string, lim
 		}
 	}
 	return len(dead), nil
+}
+
+// settleStale settles upload u of bucket, whose claim is older than claimTimeout (its
+// Complete died): if the Complete published, the upload is recorded as completed and its
+// parts removed (finish); if it cannot be told whether it did (publishedIn: not found,
+// not covered), gone says to remove the upload; else the claim stays for a Complete sent
+// again to take over, until the upload expires.
+func (m *multipart) settleStale(ctx context.Context, agent, bucket string, u upload) (gone bool, err error) {
+	view, ws, _, err := m.svc.Reads.ViewAt(ctx, agent, bucket, workbench.At{})
+	if err != nil {
+		return false, err
+	}
+	done, found, covered, err := m.publishedIn(view, ws, bucket, u, u.rec.Key)
+	switch {
+	case err != nil:
+		return false, err
+	case found:
+		done.Parts = u.rec.Completing.Parts
+		m.finish(ctx, agent, u, done)
+		return false, nil
+	}
+	return !covered, nil
 }
 
 // remember notes a root that keeps uploads, for the sweep.

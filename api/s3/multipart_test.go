@@ -641,3 +641,36 @@ func TestObjectsAreReadPartByPart(t *testing.T) {
 		}
 	}
 }
+
+// TestPartsOfDifferentSizesAreReadPartByPart: an upload whose parts are not all of one
+// size (a middle part larger than the first, the last larger than the others) is read
+// part by part too, each part its own bytes, with the parts count.
+func TestPartsOfDifferentSizesAreReadPartByPart(t *testing.T) {
+	client, _ := multipartGateway(t, nil)
+	c := client("AGENTA")
+	ctx := context.Background()
+	const key = "outputs/uneven.bin"
+	bodies := [][]byte{payload(2 << 10), payload(3 << 10)[1:], payload(2 << 10), payload(5 << 10)}
+	id := createUpload(t, c, "runs", key)
+	var parts []types.CompletedPart
+	for i, b := range bodies {
+		parts = append(parts, uploadPart(t, c, "runs", key, id, int32(i+1), b))
+	}
+	if _, err := complete(c, "runs", key, id, parts); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range bodies {
+		out, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("runs"), Key: aws.String(key), PartNumber: aws.Int32(int32(i + 1))})
+		if err != nil {
+			t.Fatalf("GetObject part %d: %v", i+1, err)
+		}
+		got, _ := io.ReadAll(out.Body)
+		out.Body.Close()
+		if !bytes.Equal(got, want) || aws.ToInt32(out.PartsCount) != int32(len(bodies)) {
+			t.Fatalf("part %d: %d bytes, parts count %d; want its %d bytes of %d parts", i+1, len(got), aws.ToInt32(out.PartsCount), len(want), len(bodies))
+		}
+	}
+	if _, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String("runs"), Key: aws.String(key), PartNumber: aws.Int32(5)}); s3Code(err) != "InvalidPartNumber" {
+		t.Fatalf("part 5 of 4: %v, want InvalidPartNumber", err)
+	}
+}

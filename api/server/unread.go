@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // closeUnread answers a request whose body the handler did not read to its end on a
@@ -14,7 +15,9 @@ import (
 // in place, all of it): a client that declared a body and sends none — a refused upload
 // that never got its 100 Continue, or a slow-loris — would hold the connection and get no
 // answer at all. With "Connection: close" set before the answer's header, net/http sends
-// the answer at once and closes.
+// the answer at once and closes; and once the handler has returned, the connection's
+// read deadline is set to the past, so that net/http's own drain of the rest of the body
+// does not wait for bytes that may never come.
 //
 // It also answers a client that half-closes its connection once it has sent its whole
 // request (shutdown(SHUT_WR), as `nc -N` and some HTTP/1.0 clients do): net/http ends a
@@ -54,6 +57,16 @@ func closeUnread(h http.Handler) http.Handler {
 		r = r.WithContext(ctx)
 		r.Body = body
 		h.ServeHTTP(&closeUnreadWriter{ResponseWriter: w, body: body}, r)
+		if !body.ended.Load() {
+			// After the handler, net/http still reads what is left of a body under 256
+			// KiB, before the answer when the handler wrote none and after it otherwise,
+			// to reuse the connection, with no deadline: a client that declared a body and
+			// never sends it would hold the connection (a slot of the node's caps) for
+			// good. A deadline already passed ends that read at once; what the client did
+			// send and net/http has buffered is still read, so the answer goes out and the
+			// connection closes.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
 	})
 }
 

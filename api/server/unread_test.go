@@ -57,3 +57,44 @@ func TestAnAnswerBeforeTheBodyIsNotHeldForIt(t *testing.T) {
 		}
 	}
 }
+
+// TestARefusedBodyThatNeverArrivesDoesNotHoldTheConnection: after an answer sent before
+// the body, net/http reads what is left of a small body (under 256 KiB) to reuse the
+// connection, with no deadline: a client that declared a body and stalls would hold the
+// connection forever, a slot of the node's connection caps, without a key. The node
+// closes it once the answer is sent, whether the handler wrote the answer or left it to
+// net/http, for a declared length and for a chunked body.
+func TestARefusedBodyThatNeverArrivesDoesNotHoldTheConnection(t *testing.T) {
+	srv := httptest.NewServer(closeUnread(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/silent" {
+			return // net/http writes the 200 after the handler
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+	})))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct{ path, framing string }{
+		{"/refuse", "Content-Length: 1000\r\n\r\nabc"},
+		{"/silent", "Content-Length: 1000\r\n\r\nabc"},
+		{"/refuse", "Transfer-Encoding: chunked\r\n\r\n10\r\nabc"},
+	} {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "PUT %s HTTP/1.1\r\nHost: x\r\n%s", tc.path, tc.framing)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("PUT %s (%q): no answer: %v", tc.path, tc.framing, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		// The client never sends the rest of its body: the node must close the connection.
+		if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("PUT %s (%q): after the %d answer the connection stays open (read %d bytes, %v), want it closed",
+				tc.path, tc.framing, resp.StatusCode, n, err)
+		}
+	}
+}
