@@ -163,6 +163,24 @@ func cutOffComplete(t *testing.T, c *awss3.Client, h *Handler, key, id string, p
 	return aws.ToString(head.ETag), aws.ToString(head.VersionId)
 }
 
+// handClock is a clock a test moves by hand.
+type handClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *handClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *handClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
 // uploadsListed returns the upload ids ListMultipartUploads lists in bucket runs.
 func uploadsListed(t *testing.T, c *awss3.Client) []string {
 	t.Helper()
@@ -184,9 +202,8 @@ func uploadsListed(t *testing.T, c *awss3.Client) []string {
 // parts again over the newer object; and it finishes what the crash cut off: the upload
 // is no longer listed, an Abort finds no upload, its parts are gone.
 func TestACompleteCutOffAfterItPublishedDoesNotPublishAgain(t *testing.T) {
-	now := time.Now()
-	var mu sync.Mutex
-	client, h := multipartGateway(t, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	clock := &handClock{t: time.Now()}
+	client, h := multipartGateway(t, clock.now)
 	c := client("AGENTA")
 	const key = "outputs/cut.bin"
 	id := createUpload(t, c, "runs", key)
@@ -196,9 +213,7 @@ func TestACompleteCutOffAfterItPublishedDoesNotPublishAgain(t *testing.T) {
 	for i := range newer {
 		put(t, c, "runs", key, []byte(fmt.Sprintf("a newer object %d", i)))
 	}
-	mu.Lock()
-	now = now.Add(claimTimeout + time.Second)
-	mu.Unlock()
+	clock.advance(claimTimeout + time.Second)
 	again, err := complete(c, "runs", key, id, parts)
 	if err != nil {
 		t.Fatalf("the retried Complete: %v", err)
@@ -229,9 +244,8 @@ func TestACompleteCutOffAfterItPublishedDoesNotPublishAgain(t *testing.T) {
 // once its claim is stale, the sweep records the upload as completed and removes its
 // parts, and an Abort of a stale claim finishes it the same way.
 func TestTheSweepFinishesACompleteCutOffAfterItPublished(t *testing.T) {
-	now := time.Now()
-	var mu sync.Mutex
-	client, h := multipartGateway(t, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	clock := &handClock{t: time.Now()}
+	client, h := multipartGateway(t, clock.now)
 	c := client("AGENTA")
 	swept := createUpload(t, c, "runs", "outputs/swept.bin")
 	cutOffComplete(t, c, h, "outputs/swept.bin", swept, []types.CompletedPart{uploadPart(t, c, "runs", "outputs/swept.bin", swept, 1, []byte("s"))}, []byte("s"))
@@ -250,9 +264,7 @@ func TestTheSweepFinishesACompleteCutOffAfterItPublished(t *testing.T) {
 	if ids := uploadsListed(t, c); len(ids) != 1 {
 		t.Fatalf("a fresh claim was settled by the sweep: %v listed, want it left to its Complete", ids)
 	}
-	mu.Lock()
-	now = now.Add(claimTimeout + time.Second)
-	mu.Unlock()
+	clock.advance(claimTimeout + time.Second)
 	if _, err := h.multipart.reclaim(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -269,9 +281,8 @@ func TestTheSweepFinishesACompleteCutOffAfterItPublished(t *testing.T) {
 // have published or not; sent again, it does not publish the parts over the newer object
 // but removes the upload and answers NoSuchUpload.
 func TestAStaleClaimWhoseOutcomeRetentionHidIsNeverPublishedAgain(t *testing.T) {
-	now := time.Now()
-	var mu sync.Mutex
-	client, h := multipartGateway(t, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	clock := &handClock{t: time.Now()}
+	client, h := multipartGateway(t, clock.now)
 	c := client("AGENTA")
 	sctx := workbench.WithSurface(auth.WithPrincipal(context.Background(), gatewayKeys["AGENTA"].p), Surface)
 	if _, err := h.svc.Lifecycle.SetRetention(sctx, "a", meta.Retention{Versions: 1, MaxVersions: 1}); err != nil {
@@ -283,9 +294,7 @@ func TestAStaleClaimWhoseOutcomeRetentionHidIsNeverPublishedAgain(t *testing.T) 
 	cutOffComplete(t, c, h, key, id, parts, []byte("old parts"))
 	put(t, c, "runs", key, []byte("newer"))
 	put(t, c, "runs", key, []byte("newest"))
-	mu.Lock()
-	now = now.Add(claimTimeout + time.Second)
-	mu.Unlock()
+	clock.advance(claimTimeout + time.Second)
 	if _, err := complete(c, "runs", key, id, parts); s3Code(err) != "NoSuchUpload" {
 		t.Fatalf("completing a stale claim whose outcome retention hid: %v, want NoSuchUpload", err)
 	}
