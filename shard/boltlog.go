@@ -41,7 +41,11 @@ var (
 	boltConfBucket = []byte("conf")
 	// logEncoding and logDecoding are raft-boltdb's handles (its encodeMsgPack and
 	// decodeMsgPack). A handle is safe to share; its codec tables fill on first use.
-	logEncoding = &codec.MsgpackHandle{BasicHandle: codec.BasicHandle{TimeNotBuiltin: true}}
+	logEncoding = func() *codec.MsgpackHandle {
+		h := &codec.MsgpackHandle{}
+		h.TimeNotBuiltin = true // raft-boltdb's default (MsgpackUseNewTimeFormat off)
+		return h
+	}()
 	logDecoding = &codec.MsgpackHandle{}
 )
 
