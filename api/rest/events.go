@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // The change feed as server-sent events (issue 15 item 5; meta's feed.go):
@@ -193,6 +194,14 @@ func (h *Handler) stream(ctx context.Context, s *sseWriter, feed *workbench.Feed
 				s.frame("", "error", workbench.AsError(frameIDs(err)).Envelope())
 				s.flush()
 			}
+			return
+		}
+		if err := auth.Recheck(ctx); err != nil {
+			// The key that opened the stream was revoked or expired since (a fork's key
+			// goes with the fork's discard): nothing more for it.
+			s.frame("", "error", (&workbench.Error{Code: workbench.CodeUnauthenticated,
+				Message: "the API key that opened this stream is no longer valid (revoked or expired)"}).Envelope())
+			s.flush()
 			return
 		}
 		if len(evs) == 0 {

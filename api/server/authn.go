@@ -79,7 +79,14 @@ func (a *authn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: "/metrics needs a key with the admin scope", Details: map[string]any{"scope": string(auth.ScopeAdmin)}})
 		return
 	}
-	a.next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	ctx := auth.WithPrincipal(r.Context(), p)
+	if a.required && p.ID != auth.Local.ID {
+		// A stream that outlives the request's moment looks the key up again before it
+		// hands out more (auth.Recheck): a revoked or expired key reads nothing after.
+		keys, id := a.keys, p.ID
+		ctx = auth.WithRecheck(ctx, func() error { _, err := auth.Resolve(keys, id, time.Now()); return err })
+	}
+	a.next.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // principal authenticates r; false when it answered 401. Open routes get auth.Local (they

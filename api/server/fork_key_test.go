@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -151,4 +153,52 @@ func anyStrings(v any) []string {
 		out = append(out, s.(string))
 	}
 	return out
+}
+
+// TestAStreamEndsWithItsKey: a change-feed stream opened by a key reads nothing written
+// after that key is revoked — by the fork's discard, which revokes the fork's key, here
+// followed by another principal's workbench of the same name — and ends with an
+// Unauthenticated error frame instead.
+func TestAStreamEndsWithItsKey(t *testing.T) {
+	m := newMatrix(t)
+	owner := mustReply(t, "admin: the owner's key", m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath,
+		`{"name":"owner","agents":["a"],"scopes":["workspace:read","workspace:write"]}`), 201)
+	m.authz["owner"] = "Bearer " + owner.json["secret"].(string)
+	const wbs = "/v1/agents/a/workbenches/"
+	mustReply(t, "owner: put", m.on(t, m.full, "owner", "PUT", wbs+"run/files/outputs/r.md", "x"), 201)
+	fork := mustReply(t, "owner: fork with a key", m.on(t, m.full, "owner", "POST", wbs+"run/fork", `{"fork":"kfx","mint_key":true}`), 200)
+	m.authz["kfx"] = "Bearer " + fork.json["key"].(map[string]any)["secret"].(string)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", m.full.url+"/v1/agents/a/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", m.authz["kfx"])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the fork key's stream: %d", resp.StatusCode)
+	}
+	body := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(resp.Body) // until the node ends the stream, or the deadline
+		body <- string(b)
+	}()
+	mustReply(t, "kfx key: discard its fork", m.on(t, m.full, "kfx", "POST", wbs+"kfx/discard", ""), 200)
+	mustReply(t, "owner: a later workbench of the same name", m.on(t, m.full, "owner", "PUT", wbs+"kfx/files/input/later.txt", "later"), 201)
+	got := <-body
+	if ctx.Err() != nil {
+		t.Fatalf("the stream of a revoked key went on until the test's deadline: %q", got)
+	}
+	if strings.Contains(got, "later.txt") {
+		t.Errorf("the stream of a revoked key carried an event written after the revocation: %q", got)
+	}
+	if !strings.Contains(got, "event: error") || !strings.Contains(got, "Unauthenticated") {
+		t.Errorf("the stream ended without an Unauthenticated error frame: %q", got)
+	}
 }

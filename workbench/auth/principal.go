@@ -146,6 +146,28 @@ func WithPrincipal(ctx context.Context, p Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
+// recheckKey is the context key of WithRecheck.
+type recheckKey struct{}
+
+// WithRecheck returns a context under which Recheck calls check: whether the credential
+// that authenticated the request (a key, looked up again) still holds. The authentication
+// middleware installs it for every request a key authenticated.
+func WithRecheck(ctx context.Context, check func() error) context.Context {
+	return context.WithValue(ctx, recheckKey{}, check)
+}
+
+// Recheck reports whether the credential that authenticated ctx's request still holds:
+// nil when it does, or when the request carries none to check (auth off, the node's own
+// work); an error matching ErrUnauthenticated once its key was revoked or expired. An
+// answer that outlives a request's moment — the change feed's stream — calls it before
+// it hands out more, so that a revoked key reads nothing after its revocation.
+func Recheck(ctx context.Context) error {
+	if check, ok := ctx.Value(recheckKey{}).(func() error); ok {
+		return check()
+	}
+	return nil
+}
+
 // FromContext returns the principal ctx carries; false when none (a request that did not
 // pass the authentication middleware, or work of the node's own, such as its workers).
 func FromContext(ctx context.Context) (Principal, bool) {
