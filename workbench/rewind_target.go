@@ -277,6 +277,11 @@ func (in RewindInput) Request(agent, requestID string) (RewindRequest, *Error) {
 		return req, err
 	}
 	req.Target = t
+	if in.Paths != nil && len(in.Paths) == 0 {
+		// A list that came out empty names no file: taken as no list, it would rewind
+		// the whole workbench.
+		return req, invalidArgument("paths", "must name at least one file; leave it out to rewind the whole workbench")
+	}
 	if in.Prefix != nil {
 		req.Scope.Prefix = *in.Prefix
 	}

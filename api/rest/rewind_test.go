@@ -67,6 +67,11 @@ func TestRewindOverREST(t *testing.T) {
 		t.Fatalf("prefix \"\": %s", whole.body)
 	}
 	expect(t, c.post(false, wb+"/rewind", `{"target":"snapshot:before"}`), 400, "InvalidArguments")
+	// A path list that came out empty names no file: refused, not the whole workbench.
+	empty := c.post(false, wb+"/rewind", `{"target":"snapshot:before","paths":[],"dry_run":true}`)
+	if expect(t, empty, 400, "InvalidArguments"); empty.json["details"].(map[string]any)["field"] != "paths" {
+		t.Fatalf("paths []: %s", empty.body)
+	}
 	expect(t, c.post(true, "/v1/agents/a1/workbenches/nope/rewind", `{"target":"snapshot:before","dry_run":true}`), 404, "NotFound")
 }
 
