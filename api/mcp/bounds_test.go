@@ -201,6 +201,22 @@ func TestHTTPBatchesAreRefused(t *testing.T) {
 	if status, raw := post(fmt.Sprintf(call, 3), ""); status != http.StatusOK || !strings.Contains(string(raw), `\"status\":\"success\"`) {
 		t.Errorf("one message: HTTP %d %s", status, raw)
 	}
+	// A body that only starts like a batch but is not JSON, or nests deeper than the
+	// limit, is a parse error (-32700) like any such body, not a refused batch.
+	for name, body := range map[string]string{
+		"not JSON":        "[nonsense",
+		"nested too deep": strings.Repeat("[", 1001) + strings.Repeat("]", 1001),
+	} {
+		status, raw := post(body, "")
+		var msg struct {
+			Error struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(raw, &msg); err != nil || msg.Error.Code != -32700 || status/100 != 4 {
+			t.Errorf("a body starting with [, %s: HTTP %d %s, want the parse error -32700", name, status, raw)
+		}
+	}
 }
 
 // TestSnapshotsPerWorkbenchAreCapped: minting past the cap of snapshots that hold history

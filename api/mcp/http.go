@@ -213,7 +213,12 @@ func (h *httpHandler) checkBody(w http.ResponseWriter, r *http.Request, body []b
 		// The SDK runs the batches of protocol versions before 2025-06-18 concurrently
 		// and decodes them whole (issue 10: one POST of 12 aggregates held 8.5 GB); the
 		// Workbench profile needs none, so they are refused before the SDK sees the
-		// body, as the stdio guard refuses them.
+		// body, as the stdio guard refuses them. A body that only starts like one but is
+		// not JSON, or nests too deep, is a parse error first (docs/workbench.md).
+		if e := textError(body); e != nil {
+			e.write(w, r)
+			return false
+		}
 		writeInvalidRequest(w, "batches are not supported: send one message per request")
 		return false
 	}
