@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/integration/framework"
+	"github.com/cairnstore/cairn/workbench/auth/authtest"
 )
 
 // TestAPIKeysOnAnEmbeddedNode drives key management with the real binary: the first admin
@@ -113,7 +114,7 @@ func TestMCPStdioProxyWithAnAPIKey(t *testing.T) {
 	if r, isErr := proxy(other).call("workbench_read", read); !isErr || r.str("code") != "NotFound" {
 		t.Errorf("another root's key through the proxy: %v", r)
 	}
-	for name, key := range map[string]string{"no key": "", "a wrong secret": reader[:len(reader)-4] + "AAAA"} {
+	for name, key := range map[string]string{"no key": "", "a wrong secret": authtest.WrongSecret(reader)} {
 		r := runCLI(t, cliOptions{stdin: strings.NewReader("")}, "mcp", "--agent", "a", "--server", s.URL, "--api-key", key)
 		if r.code == 0 || !strings.Contains(r.stderr, "401") && !strings.Contains(r.stderr, "Unauthorized") {
 			t.Errorf("the proxy with %s:\n%s", name, r)

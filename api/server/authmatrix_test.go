@@ -12,6 +12,7 @@ import (
 	"github.com/cairnstore/cairn/internal/httpcall"
 	"github.com/cairnstore/cairn/ops"
 	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/auth/authtest"
 )
 
 // The authorization matrix of issue 14 (acceptance: every REST route and every MCP tool
@@ -102,12 +103,7 @@ func newMatrix(t *testing.T) *matrix {
 		m.authz[name], m.ids[name] = "Bearer "+token, k.ID
 	}
 	// The read-only key's id with another secret of the same form.
-	ro := m.authz[keyRO]
-	last := "A"
-	if strings.HasSuffix(ro, "A") {
-		last = "B"
-	}
-	m.authz[keyBad] = ro[:len(ro)-1] + last
+	m.authz[keyBad] = authtest.WrongSecret(m.authz[keyRO])
 
 	m.full, m.twin = serveKeyed(t, "full", keys, nil), serveKeyed(t, "twin", keys, nil)
 	for _, n := range []*matrixNode{m.full, m.twin} {

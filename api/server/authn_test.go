@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/auth/authtest"
 )
 
 // testKeys is a file store holding a live read key, a live admin key, a revoked key and
@@ -77,7 +78,7 @@ func TestAuthenticationMiddleware(t *testing.T) {
 		{name: "required: a malformed key is 401", required: true, path: "/v1/agents/a/catalog", header: map[string]string{"Authorization": "Bearer nope"}, status: 401, body: "invalid_token"},
 		{name: "required: another scheme is 401", required: true, path: "/v1/agents/a/catalog", header: map[string]string{"Authorization": "Basic " + tok["read"]}, status: 401, body: "invalid_token"},
 		{name: "required: a wrong secret is 401", required: true, path: "/v1/agents/a/catalog",
-			header: map[string]string{"Authorization": "Bearer " + tok["read"][:len(tok["read"])-2] + "AA"}, status: 401, body: "invalid_token"},
+			header: map[string]string{"Authorization": "Bearer " + authtest.WrongSecret(tok["read"])}, status: 401, body: "invalid_token"},
 		{name: "required: a revoked key is 401", required: true, path: "/v1/agents/a/catalog", header: bearer("revoked"), status: 401, body: "invalid_token"},
 		{name: "required: an expired key is 401", required: true, path: "/v1/agents/a/catalog", header: bearer("expired"), status: 401, body: "invalid_token"},
 		{name: "required: a live key is its principal", required: true, path: "/v1/agents/a/catalog", header: bearer("read"), status: 200, body: "read"},

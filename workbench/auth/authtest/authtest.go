@@ -3,6 +3,7 @@ package authtest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,7 +75,7 @@ func (su Suite) Run(t *testing.T) {
 	t.Run("a wrong secret, an unknown id and a malformed key are refused", func(t *testing.T) {
 		s, _, token := storeWithKey(t, "ci")
 		other, otherToken := newKey(t, "not stored")
-		wrong := token[:len(token)-1] + flip(token[len(token)-1])
+		wrong := WrongSecret(token)
 		for name, tok := range map[string]string{"wrong secret": wrong, "unknown id": otherToken, "malformed": "cairn_x"} {
 			if _, err := auth.Authenticate(s, tok, now); !errors.Is(err, auth.ErrUnauthenticated) {
 				t.Errorf("%s: %v, want ErrUnauthenticated", name, err)
@@ -248,10 +249,13 @@ func (su Suite) Run(t *testing.T) {
 	})
 }
 
-// flip returns another base64url character than c.
-func flip(c byte) string {
-	if c == 'A' {
-		return "B"
+// WrongSecret returns token with its last character replaced by another base64url
+// character: the same key id and form, and never the token itself (a fixed replacement
+// such as "AA" equals the real ending once in 4,096 keys).
+func WrongSecret(token string) string {
+	last := "A"
+	if strings.HasSuffix(token, last) {
+		last = "B"
 	}
-	return "A"
+	return token[:len(token)-1] + last
 }
