@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// testSupport are the packages that exist for tests only: retry, etcd, free ports, test certificates, metrics, HTTP requests, the
+// testSupport are the packages that exist for tests only: retry, etcd, free ports, test certificates, metrics, HTTP requests, a hand-moved clock, the
 // blob conformance suite and damage, the Cores conformance suite, the services and sweeps of
 // workbenchtest, MinIO, and the cluster fixture.
 var testSupport = []string{
@@ -17,6 +17,7 @@ var testSupport = []string{
 	"github.com/cairnstore/cairn/internal/certtest",
 	"github.com/cairnstore/cairn/internal/metricstest",
 	"github.com/cairnstore/cairn/internal/httpcall",
+	"github.com/cairnstore/cairn/internal/testclock",
 	"github.com/cairnstore/cairn/internal/unprivileged",
 	"github.com/cairnstore/cairn/blob/blobtest",
 	"github.com/cairnstore/cairn/workbench/corestest",

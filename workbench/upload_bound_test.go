@@ -5,41 +5,23 @@ import (
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairnstore/cairn/blob/blobtest"
+	"github.com/cairnstore/cairn/internal/testclock"
 	"github.com/cairnstore/cairn/shard/worker"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
-// fakeClock is a clock that moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // slowBody yields size bytes in reads of at most 1 MiB, each MiB taking step on the clock
 // (however the reader reads it: the ingest reads a network body in small pieces).
 type slowBody struct {
 	left  int
 	step  time.Duration
-	clock *fakeClock
+	clock *testclock.Clock
 }
 
 func (b *slowBody) Read(p []byte) (int, error) {
@@ -49,7 +31,7 @@ func (b *slowBody) Read(p []byte) (int, error) {
 	n := min(len(p), b.left, 1<<20)
 	copy(p[:n], bytes.Repeat([]byte{'a' + byte(b.left%26)}, n))
 	b.left -= n
-	b.clock.advance(b.step * time.Duration(n) / (1 << 20))
+	b.clock.Advance(b.step * time.Duration(n) / (1 << 20))
 	return n, nil
 }
 
@@ -65,7 +47,7 @@ func TestAnUploadSlowerThanItsBoundFailsSayingSo(t *testing.T) {
 	if got := svc.Config().MaxUploadDuration; got != grace/2 {
 		t.Fatalf("MaxUploadDuration = %s, want half the grace", got)
 	}
-	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	clock := testclock.New(time.Unix(1e9, 0))
 	svc.SetClock(clock.Now)
 	write := func(path string, step time.Duration) error {
 		_, err := svc.Writes.Write(t.Context(), workbench.WriteRequest{Agent: "a", Workbench: "w", Path: path,

@@ -23,6 +23,7 @@ import (
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/internal/testclock"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
@@ -163,24 +164,6 @@ func cutOffComplete(t *testing.T, c *awss3.Client, h *Handler, key, id string, p
 	return aws.ToString(head.ETag), aws.ToString(head.VersionId)
 }
 
-// handClock is a clock a test moves by hand.
-type handClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *handClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *handClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // uploadsListed returns the upload ids ListMultipartUploads lists in bucket runs.
 func uploadsListed(t *testing.T, c *awss3.Client) []string {
 	t.Helper()
@@ -202,8 +185,8 @@ func uploadsListed(t *testing.T, c *awss3.Client) []string {
 // parts again over the newer object; and it finishes what the crash cut off: the upload
 // is no longer listed, an Abort finds no upload, its parts are gone.
 func TestACompleteCutOffAfterItPublishedDoesNotPublishAgain(t *testing.T) {
-	clock := &handClock{t: time.Now()}
-	client, h := multipartGateway(t, clock.now)
+	clock := testclock.New(time.Now())
+	client, h := multipartGateway(t, clock.Now)
 	c := client("AGENTA")
 	const key = "outputs/cut.bin"
 	id := createUpload(t, c, "runs", key)
@@ -213,7 +196,7 @@ func TestACompleteCutOffAfterItPublishedDoesNotPublishAgain(t *testing.T) {
 	for i := range newer {
 		put(t, c, "runs", key, []byte(fmt.Sprintf("a newer object %d", i)))
 	}
-	clock.advance(claimTimeout + time.Second)
+	clock.Advance(claimTimeout + time.Second)
 	again, err := complete(c, "runs", key, id, parts)
 	if err != nil {
 		t.Fatalf("the retried Complete: %v", err)
@@ -244,8 +227,8 @@ func TestACompleteCutOffAfterItPublishedDoesNotPublishAgain(t *testing.T) {
 // once its claim is stale, the sweep records the upload as completed and removes its
 // parts, and an Abort of a stale claim finishes it the same way.
 func TestTheSweepFinishesACompleteCutOffAfterItPublished(t *testing.T) {
-	clock := &handClock{t: time.Now()}
-	client, h := multipartGateway(t, clock.now)
+	clock := testclock.New(time.Now())
+	client, h := multipartGateway(t, clock.Now)
 	c := client("AGENTA")
 	swept := createUpload(t, c, "runs", "outputs/swept.bin")
 	cutOffComplete(t, c, h, "outputs/swept.bin", swept, []types.CompletedPart{uploadPart(t, c, "runs", "outputs/swept.bin", swept, 1, []byte("s"))}, []byte("s"))
@@ -264,7 +247,7 @@ func TestTheSweepFinishesACompleteCutOffAfterItPublished(t *testing.T) {
 	if ids := uploadsListed(t, c); len(ids) != 1 {
 		t.Fatalf("a fresh claim was settled by the sweep: %v listed, want it left to its Complete", ids)
 	}
-	clock.advance(claimTimeout + time.Second)
+	clock.Advance(claimTimeout + time.Second)
 	if _, err := h.multipart.reclaim(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -281,8 +264,8 @@ func TestTheSweepFinishesACompleteCutOffAfterItPublished(t *testing.T) {
 // have published or not; sent again, it does not publish the parts over the newer object
 // but removes the upload and answers NoSuchUpload.
 func TestAStaleClaimWhoseOutcomeRetentionHidIsNeverPublishedAgain(t *testing.T) {
-	clock := &handClock{t: time.Now()}
-	client, h := multipartGateway(t, clock.now)
+	clock := testclock.New(time.Now())
+	client, h := multipartGateway(t, clock.Now)
 	c := client("AGENTA")
 	sctx := workbench.WithSurface(auth.WithPrincipal(context.Background(), gatewayKeys["AGENTA"].p), Surface)
 	if _, err := h.svc.Lifecycle.SetRetention(sctx, "a", meta.Retention{Versions: 1, MaxVersions: 1}); err != nil {
@@ -294,7 +277,7 @@ func TestAStaleClaimWhoseOutcomeRetentionHidIsNeverPublishedAgain(t *testing.T) 
 	cutOffComplete(t, c, h, key, id, parts, []byte("old parts"))
 	put(t, c, "runs", key, []byte("newer"))
 	put(t, c, "runs", key, []byte("newest"))
-	clock.advance(claimTimeout + time.Second)
+	clock.Advance(claimTimeout + time.Second)
 	if _, err := complete(c, "runs", key, id, parts); s3Code(err) != "NoSuchUpload" {
 		t.Fatalf("completing a stale claim whose outcome retention hid: %v, want NoSuchUpload", err)
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/internal/testclock"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
@@ -405,22 +406,20 @@ func TestListMultipartUploadsPages(t *testing.T) {
 }
 
 func TestExpiredUploadsAreReclaimed(t *testing.T) {
-	var clock atomic.Int64
-	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	client, h := multipartGateway(t, now)
+	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	client, h := multipartGateway(t, clock.Now)
 	c := client("AGENTA")
 	ctx := context.Background()
 	old := createUpload(t, c, "runs", "outputs/old.bin")
 	uploadPart(t, c, "runs", "outputs/old.bin", old, 1, payload(4<<10))
 	uploadPart(t, c, "runs", "outputs/old.bin", old, 2, payload(1<<10))
-	clock.Add(int64(DefaultUploadDeadline - time.Hour))
+	clock.Advance(DefaultUploadDeadline - time.Hour)
 	fresh := createUpload(t, c, "runs", "outputs/fresh.bin")
 	uploadPart(t, c, "runs", "outputs/fresh.bin", fresh, 1, []byte("fresh"))
 	if n := uploadFiles(t, h); n != 5 {
 		t.Fatalf("%d upload files, want 5 (two records, three parts)", n)
 	}
-	clock.Add(int64(2 * time.Hour)) // the first upload is past its deadline, the second is not
+	clock.Advance(2 * time.Hour) // the first upload is past its deadline, the second is not
 	if _, err := c.ListParts(ctx, &awss3.ListPartsInput{Bucket: aws.String("runs"), Key: aws.String("outputs/old.bin"), UploadId: aws.String(old)}); s3Code(err) != "NoSuchUpload" {
 		t.Fatalf("ListParts of an expired upload: %v, want NoSuchUpload", err)
 	}
@@ -437,7 +436,7 @@ func TestExpiredUploadsAreReclaimed(t *testing.T) {
 	}
 	// A lazy reclaim: listing the bucket's uploads aborts the expired ones first.
 	late := createUpload(t, c, "runs", "outputs/late.bin")
-	clock.Add(int64(DefaultUploadDeadline + time.Minute))
+	clock.Advance(DefaultUploadDeadline + time.Minute)
 	out, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String("runs")})
 	if err != nil || len(out.Uploads) != 0 {
 		t.Fatalf("ListMultipartUploads after the deadline: %v, %v; want none", out, err)

@@ -7,23 +7,13 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/internal/retry"
+	"github.com/cairnstore/cairn/internal/testclock"
 )
-
-// fakeClock advances by step at every reading.
-type fakeClock struct {
-	t    time.Time
-	step time.Duration
-}
-
-func (c *fakeClock) now() time.Time {
-	c.t = c.t.Add(c.step)
-	return c.t
-}
 
 var errMatchTimeout = errors.New("match timeout")
 
 func TestATimeoutBeforeTheBudgetPassedIsNoVerdict(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(0, 0), step: time.Millisecond}
+	clock := testclock.Stepping(time.Unix(0, 0), time.Millisecond)
 	runs := 0
 	match := func(string) (bool, error) {
 		if runs++; runs < 3 {
@@ -31,19 +21,19 @@ func TestATimeoutBeforeTheBudgetPassedIsNoVerdict(t *testing.T) {
 		}
 		return true, nil
 	}
-	if !matchWithin(match, "1.0.0", 100*time.Millisecond, clock.now) || runs != 3 {
+	if !matchWithin(match, "1.0.0", 100*time.Millisecond, clock.Now) || runs != 3 {
 		t.Fatalf("after two early timeouts and a match: %d runs; want a match on the third", runs)
 	}
 }
 
 func TestAMatchStillUnansweredOnceTheBudgetPassedIsAMismatch(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(0, 0), step: 30 * time.Millisecond}
+	clock := testclock.Stepping(time.Unix(0, 0), 30*time.Millisecond)
 	runs := 0
 	match := func(string) (bool, error) {
 		runs++
 		return false, errMatchTimeout
 	}
-	if matchWithin(match, "1.0.0", 100*time.Millisecond, clock.now) {
+	if matchWithin(match, "1.0.0", 100*time.Millisecond, clock.Now) {
 		t.Fatal("a match that never answered matched")
 	}
 	// The clock reads 30 ms at the start, then 60, 90, 120 after the first three runs
