@@ -83,7 +83,7 @@ func TestConfigValidateNamesTheBrokenField(t *testing.T) {
 			c.SweepRates = []float64{10}
 			c.S3Gateway = S3GatewayConfig{Endpoint: "http://127.0.0.1:9100", AccessKeyID: "A", SecretAccessKey: "S"}
 		}, "not a sweep"},
-		{"a lean client for a scenario without one", func(c *Config) { c.LeanHTTP = true }, "only the stat scenario"},
+		{"a lean client for a scenario without one", func(c *Config) { c.LeanHTTP = true }, "only the stat and mcp scenarios"},
 		{"a lean client to an https server", func(c *Config) {
 			c.Scenario = ScenarioStat
 			c.LeanHTTP = true

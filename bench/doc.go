@@ -15,7 +15,8 @@
 //     Config.LeanHTTP, into HEADs of the same URLs over fasthttp's lean HTTP/1.1 client,
 //     lean.go, so that the generator takes less of a machine it shares); the mcp
 //     scenario into an agent's tool mix over MCP streamable HTTP with the official go-sdk
-//     client; with Config.S3Gateway, the put and get scenarios also into PutObject and
+//     client (with Config.LeanHTTP, the same tools/call requests over fasthttp on the
+//     protocol version a go-sdk session negotiated, lean_mcp.go); with Config.S3Gateway, the put and get scenarios also into PutObject and
 //     GetObject through Cairn's S3 gateway with the AWS SDK for Go v2 (s3gateway.go), a
 //     phase right after the REST one. The baselines turn the same Op into "write the
 //     bytes to a file + fsync, append a log record + fsync" in a temporary directory
@@ -34,7 +35,7 @@
 //   - Import Cairn's storage or server packages (meta, blob, shard, workbench,
 //     api/rest, api/mcp, api/server, ops) outside tests. It talks to Cairn only over
 //     HTTP, like any user, through api/client and the MCP go-sdk client (and a plain
-//     HTTP/1.1 client for the lean stat lane); a number it
+//     HTTP/1.1 client for the lean lanes); a number it
 //     reports is a number a user can reproduce. (TestHarnessTalksToCairnOnlyOverHTTP
 //     checks the imports.)
 //   - Leave its baselines' data behind: the fsync baseline's directory, the minio

@@ -25,25 +25,44 @@ type leanStat struct {
 	opTimeout time.Duration
 }
 
-// newLeanStat returns the lean lane to server (an http:// URL, as Config.Validate
-// requires) for workers concurrent requests.
-func newLeanStat(cfg Config, workers int) (*leanStat, error) {
-	u, err := url.Parse(cfg.Server)
+// leanHostClient is a fasthttp client of server (an http:// URL, as Config.Validate
+// requires) for workers concurrent requests: the lean lanes' transport.
+func leanHostClient(server string, workers int) (*fasthttp.HostClient, error) {
+	u, err := url.Parse(server)
 	if err != nil {
-		return nil, fmt.Errorf("lean HTTP: server %q: %w", cfg.Server, err)
+		return nil, fmt.Errorf("lean HTTP: server %q: %w", server, err)
 	}
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	return &fasthttp.HostClient{
+		Addr:     u.Host,
+		MaxConns: workers,
+		// Its own dialer, not fasthttp's default one, which starts a goroutine that
+		// lives as long as the process.
+		Dial: func(addr string) (net.Conn, error) { return dialer.Dial("tcp", addr) },
+		// A benchmark measures the server: no header normalization on either side.
+		DisableHeaderNamesNormalizing: true,
+		NoDefaultUserAgentHeader:      true,
+	}, nil
+}
+
+// leanDeadline is when a lean lane's request gives up: ctx's deadline, else the
+// operation timeout from now. fasthttp takes no context, so a cancelled ctx ends the wait
+// only at that deadline.
+func leanDeadline(ctx context.Context, opTimeout time.Duration) time.Time {
+	if deadline, ok := ctx.Deadline(); ok {
+		return deadline
+	}
+	return time.Now().Add(opTimeout)
+}
+
+// newLeanStat returns the stat scenario's lean lane for workers concurrent requests.
+func newLeanStat(cfg Config, workers int) (*leanStat, error) {
+	hc, err := leanHostClient(cfg.Server, workers)
+	if err != nil {
+		return nil, err
+	}
 	return &leanStat{
-		hc: &fasthttp.HostClient{
-			Addr:     u.Host,
-			MaxConns: workers,
-			// Its own dialer, not fasthttp's default one, which starts a goroutine that
-			// lives as long as the process.
-			Dial: func(addr string) (net.Conn, error) { return dialer.Dial("tcp", addr) },
-			// A benchmark measures the server: no header normalization on either side.
-			DisableHeaderNamesNormalizing: true,
-			NoDefaultUserAgentHeader:      true,
-		},
+		hc:        hc,
 		server:    cfg.Server,
 		agent:     cfg.Agent,
 		wb:        cfg.Workbench,
@@ -52,23 +71,17 @@ func newLeanStat(cfg Config, workers int) (*leanStat, error) {
 	}, nil
 }
 
-// stat sends one HEAD of path and checks the answer. It gives up at ctx's deadline (else
-// after the operation timeout); fasthttp takes no context, so a cancelled ctx ends the
-// wait only at that deadline.
+// stat sends one HEAD of path and checks the answer; it gives up at leanDeadline.
 func (l *leanStat) stat(ctx context.Context, path string) error {
 	if err := ctx.Err(); err != nil {
 		return err
-	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(l.opTimeout)
 	}
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI(client.FileURL(l.server, l.agent, l.wb, path))
 	req.Header.SetMethod(fasthttp.MethodHead)
-	if err := l.hc.DoDeadline(req, resp, deadline); err != nil {
+	if err := l.hc.DoDeadline(req, resp, leanDeadline(ctx, l.opTimeout)); err != nil {
 		return fmt.Errorf("HEAD %s: %w", path, err)
 	}
 	if st := resp.StatusCode(); st != fasthttp.StatusOK {

@@ -76,14 +76,20 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (rep *Report, err err
 		workers:   workers(cfg),
 		nonce:     rand.Uint64(),
 	}
-	if cfg.LeanHTTP {
+	if cfg.LeanHTTP && cfg.Scenario == ScenarioStat {
 		if sc.lean, err = newLeanStat(cfg, sc.workers); err != nil {
 			return nil, err
 		}
 		defer sc.lean.close()
 	}
 	if cfg.Scenario == ScenarioMCP {
-		sc.mcp = newMCPSessions(cfg.Server, cfg.Agent, hc)
+		sessions := newMCPSessions(cfg.Server, cfg.Agent, hc)
+		sc.mcp = sessions
+		if cfg.LeanHTTP {
+			if sc.mcp, err = newLeanMCP(cfg, sc.workers, sessions); err != nil {
+				return nil, err
+			}
+		}
 		defer func() {
 			if cerr := sc.mcp.Close(); err == nil && cerr != nil {
 				err = fmt.Errorf("close MCP sessions: %w", cerr)

@@ -98,7 +98,8 @@ const snapshotTTLDays = 1
 
 // scenario is one scenario bound to a server, a workbench and its parameters. Its Ops
 // talk to Cairn only through api/client, but for the stat scenario's lean lane
-// (Config.LeanHTTP, lean.go), which addresses the same URLs.
+// (Config.LeanHTTP, lean.go), which addresses the same URLs, and the MCP scenario, which
+// calls tools over MCP (mcp.go, lean_mcp.go).
 type scenario struct {
 	name      string
 	c         *client.Client
@@ -110,8 +111,9 @@ type scenario struct {
 	workers int
 	// nonce makes this run's bodies differ from every other run's.
 	nonce uint64
-	// mcp is the MCP scenario's session pool; nil for the others.
-	mcp *mcpSessions
+	// mcp makes the MCP scenario's calls (the go-sdk's sessions, or the lean lane with
+	// Config.LeanHTTP); nil for the other scenarios.
+	mcp mcpCaller
 	// lean is the stat scenario's lean lane; nil unless Config.LeanHTTP.
 	lean *leanStat
 	// minted are the snapshot scenario's live snapshots, oldest first (minted.go).

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"image/png"
 	"strings"
 	"testing"
@@ -91,14 +92,26 @@ func TestRestoreScenarioRestoresIntoFreshWorkbenches(t *testing.T) {
 	}
 }
 
+// TestMCPScenarioCallsEveryToolOfTheMixOverStreamableHTTP runs the mix through the
+// go-sdk's client and through the lean lane (Config.LeanHTTP).
 func TestMCPScenarioCallsEveryToolOfTheMixOverStreamableHTTP(t *testing.T) {
+	for _, lean := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lean=%v", lean), func(t *testing.T) { testMCPScenario(t, lean) })
+	}
+}
+
+func testMCPScenario(t *testing.T, lean bool) {
 	// The open loop schedules exactly 40 calls, sequence numbers 0 to 39, whatever the
 	// machine's speed: they draw every tool of the mix (the last to come first is seq 25),
 	// where a closed loop of one second makes as many calls as a loaded machine manages.
 	rep, cfg := runScenario(t, ScenarioMCP, func(c *Config) {
 		c.Files = 4
 		c.Rate, c.MaxInFlight, c.Duration = 40, 2, time.Second
+		c.LeanHTTP = lean
 	})
+	if rep.Params.LeanHTTP != lean {
+		t.Errorf("the report's parameters say lean_http %v, want %v", rep.Params.LeanHTTP, lean)
+	}
 	if rep.Cairn.Ops != 40 {
 		t.Fatalf("%d calls, want the 40 the schedule holds", rep.Cairn.Ops)
 	}

@@ -216,6 +216,7 @@ func run(ctx context.Context, o options) error {
 		single("snapshot-10000", "snapshot of 10,000 files, 4 clients", "--scenario", "snapshot", "--files", "10000", "--concurrency", "4"),
 		single("restore-100", "restore of 100 files, 4 clients", "--scenario", "restore", "--files", "100", "--concurrency", "4"),
 		single("mcp", "MCP tool mix, 8 sessions", "--scenario", "mcp", "--concurrency", "8"),
+		single("mcp-lean", "MCP tool mix, 8 sessions, lean HTTP/1.1 generator", "--scenario", "mcp", "--concurrency", "8", "--lean-http"),
 		viaS3(object("object-put-1m", "object-put 1 MiB, 4 clients", o.duration, "--scenario", "object-put", "--size", "1MiB", "--concurrency", "4")),
 		viaS3(object("object-get-1m", "object-get 1 MiB, 4 clients", o.duration, "--scenario", "object-get", "--size", "1MiB", "--concurrency", "4")),
 		viaS3(object("object-put-64m", "object-put 64 MiB, 2 clients", 2*o.duration, "--scenario", "object-put", "--size", "64MiB", "--concurrency", "2")),
