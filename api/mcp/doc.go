@@ -53,6 +53,10 @@
 //     writes, and writes one audit line (workbench.Audit) once answered, in the tool
 //     handler: the one place MCP writes them. A stdio session without a principal acts as
 //     auth.Local (the user who runs the process).
+//   - A request_id (cairn_fork, cairn_merge, cairn_rewind, cairn_discard) used before for
+//     another request is refused with InvalidArguments naming request_id, the tool's
+//     argument, not the idempotency_key the Service names for REST (fork.go,
+//     namingRequestID).
 //   - Streamable HTTP serves the stateless lane (MCP 2026-07-28: no initialize, _meta on
 //     every request) and the session lane (the initialize handshake of 2025-11-25 and
 //     earlier) on the same endpoint, chosen per request by its protocol version; neither
