@@ -45,6 +45,10 @@
 //     the depth bound accept, and keeps the members the checks and the fast lane read;
 //     a message it refuses is answered by those checks, in their words.
 //   - Over stdio, stdout carries only protocol messages; logs go to stderr.
+//   - Over stdio, a request of the session protocol sent before initialize is answered
+//     (ping aside) with -32600 saying to initialize first, never with the SDK's plain error,
+//     which goes out with code 0 (stdioconn.go). Streamable HTTP keeps no session, so it
+//     has no such answer (http.go, Handler).
 //   - Request params of the wrong JSON kind are answered with -32602 naming the member
 //     ("params.name must be a string"), before the SDK decodes them into Go structs whose
 //     names its own errors would show (params.go).

@@ -64,7 +64,7 @@ func ServeStdioProfile(ctx context.Context, svc *workbench.Service, agent, profi
 	srv := newServer(svc, agent, opts)
 	lw := &lineWriter{w: out}
 	t := &sdk.IOTransport{Reader: io.NopCloser(newStdioGuard(in, lw, int(opts.MaxMessageBytes))), Writer: lw, MaxLineLength: int(opts.MaxMessageBytes) + 1}
-	return sessionEnd(srv.Run(ctx, t))
+	return sessionEnd(srv.Run(ctx, &stdioTransport{io: t}))
 }
 
 // ServeStdioProxy serves an MCP session on in/out whose tools are those of a Cairn server:
@@ -116,7 +116,7 @@ func ServeStdioProxyProfile(ctx context.Context, serverURL, agent, profile strin
 	srv.AddReceivingMiddleware(forwardTools(upstream))
 	lw := &lineWriter{w: out}
 	t := &sdk.IOTransport{Reader: io.NopCloser(newStdioGuard(in, lw, proxyMaxMessageBytes)), Writer: lw, MaxLineLength: proxyMaxMessageBytes + 1}
-	return sessionEnd(srv.Run(ctx, t))
+	return sessionEnd(srv.Run(ctx, &stdioTransport{io: t}))
 }
 
 // forwardTools answers tools/list and tools/call from the upstream session.
