@@ -49,6 +49,9 @@
 //     (ping aside) with -32600 saying to initialize first, never with the SDK's plain error,
 //     which goes out with code 0 (stdioconn.go). Streamable HTTP keeps no session, so it
 //     has no such answer (http.go, Handler).
+//   - Over stdio, every request the SDK reads gets exactly one answer: when the input
+//     ends, the session ends only once the requests read are answered, or
+//     stdioDrainTimeout after, answering those still running with -32000 (stdioconn.go).
 //   - Request params of the wrong JSON kind are answered with -32602 naming the member
 //     ("params.name must be a string"), before the SDK decodes them into Go structs whose
 //     names its own errors would show (params.go).
