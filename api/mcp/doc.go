@@ -26,7 +26,9 @@
 //   - No input panics a handler; a defect surfaces as an Internal envelope and a log line.
 //   - A payload one byte above the cap, as base64 or as text, reaches the Service and is
 //     answered with PayloadTooLarge; the transports refuse only messages far above the cap
-//     (Options.MaxMessageBytes).
+//     (Options.MaxMessageBytes), unread, with a JSON-RPC invalid request (-32600, HTTP
+//     413) whose data names that limit, and the message's id when its first 64 KiB
+//     hold it (oversize.go).
 //   - A JSON-RPC batch is refused with one invalid-request error (-32600) on both
 //     transports (HTTP 400 before the SDK reads the body): each message is one request,
 //     so the node's admission limits see every tool call.

@@ -38,8 +38,9 @@ func stderrLogger() *slog.Logger {
 // 10 seconds later gets a JSON-RPC server error saying so: stdioconn.go); then it
 // returns nil. It returns ctx.Err() when ctx ends, and an error
 // for an invalid agent id (meta.ValidateName) before reading anything. A message (one line)
-// that is not valid JSON, or above Options.MaxMessageBytes, is answered with a JSON-RPC parse
-// error (-32700) and the session goes on. It closes neither in nor out; a read
+// that is not valid JSON is answered with a JSON-RPC parse error (-32700), one above
+// Options.MaxMessageBytes with an invalid request naming that limit (-32600, oversize.go),
+// and the session goes on. It closes neither in nor out; a read
 // blocked on in when ctx ends returns when in does.
 func ServeStdio(ctx context.Context, svc *workbench.Service, agent string, in io.Reader, out io.Writer) error {
 	return ServeStdioProfile(ctx, svc, agent, "", nil, in, out)
