@@ -26,7 +26,9 @@
 //   - No input panics a handler; a defect surfaces as an Internal envelope and a log line.
 //   - A payload one byte above the cap, as base64 or as text, reaches the Service and is
 //     answered with PayloadTooLarge; the transports refuse only messages far above the cap
-//     (Options.MaxMessageBytes).
+//     (Options.MaxMessageBytes), unread, with a JSON-RPC invalid request (-32600, HTTP
+//     413) whose data names that limit, and the message's id when its first 64 KiB
+//     hold it (oversize.go).
 //   - A JSON-RPC batch is refused with one invalid-request error (-32600) on both
 //     transports (HTTP 400 before the SDK reads the body): each message is one request,
 //     so the node's admission limits see every tool call.
@@ -45,6 +47,13 @@
 //     the depth bound accept, and keeps the members the checks and the fast lane read;
 //     a message it refuses is answered by those checks, in their words.
 //   - Over stdio, stdout carries only protocol messages; logs go to stderr.
+//   - Over stdio, a request of the session protocol sent before initialize is answered
+//     (ping aside) with -32600 saying to initialize first, never with the SDK's plain error,
+//     which goes out with code 0 (stdioconn.go). Streamable HTTP keeps no session, so it
+//     has no such answer (http.go, Handler).
+//   - Over stdio, every request the SDK reads gets exactly one answer: when the input
+//     ends, the session ends only once the requests read are answered, or
+//     stdioDrainTimeout after, answering those still running with -32000 (stdioconn.go).
 //   - Request params of the wrong JSON kind are answered with -32602 naming the member
 //     ("params.name must be a string"), before the SDK decodes them into Go structs whose
 //     names its own errors would show (params.go).
@@ -53,6 +62,10 @@
 //     writes, and writes one audit line (workbench.Audit) once answered, in the tool
 //     handler: the one place MCP writes them. A stdio session without a principal acts as
 //     auth.Local (the user who runs the process).
+//   - A request_id (cairn_fork, cairn_merge, cairn_rewind, cairn_discard) used before for
+//     another request is refused with InvalidArguments naming request_id, the tool's
+//     argument, not the idempotency_key the Service names for REST (fork.go,
+//     namingRequestID).
 //   - Streamable HTTP serves the stateless lane (MCP 2026-07-28: no initialize, _meta on
 //     every request) and the session lane (the initialize handshake of 2025-11-25 and
 //     earlier) on the same endpoint, chosen per request by its protocol version; neither

@@ -3,6 +3,9 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"maps"
+	"strings"
 
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -42,7 +45,7 @@ var forkTools = []toolDef{{
 		if werr != nil {
 			return nil, werr
 		}
-		return svc.Attempts.Discard(ctx, agent, in.ID, in.RequestID)
+		return namingRequestID(svc.Attempts.Discard(ctx, agent, in.ID, in.RequestID))
 	},
 }}
 
@@ -61,8 +64,25 @@ func attemptRun[Req any, A interface {
 		if rerr != nil {
 			return nil, rerr
 		}
-		return call(svc.Attempts, ctx, req)
+		return namingRequestID(call(svc.Attempts, ctx, req))
 	}
+}
+
+// namingRequestID answers a request id used before for another request as the tool's
+// argument is named. The Service names the id as REST sends it ("idempotency_key", the
+// Idempotency-Key header; api/rest/openapi.json); over MCP it is the argument request_id
+// (schemas/cairn.json), so the InvalidArguments error names that (docs/workbench.md,
+// "Beyond the contract"). Any other outcome is returned as it is.
+func namingRequestID(res workbench.Result, err error) (workbench.Result, error) {
+	var we *workbench.Error
+	if !errors.As(err, &we) || we.Code != workbench.CodeInvalidArguments || we.Details["field"] != "idempotency_key" {
+		return res, err
+	}
+	e := *we
+	e.Details = maps.Clone(we.Details)
+	e.Details["field"] = "request_id"
+	e.Message = "request_id: " + strings.TrimPrefix(we.Message, "idempotency_key: ")
+	return nil, &e
 }
 
 // requestID is a tool's optional request_id ("" for none).

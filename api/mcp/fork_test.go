@@ -25,7 +25,7 @@ func TestCairnForkMergeRewind(t *testing.T) {
 	if k1["replayed"] != false || k2["replayed"] != true || k2["pinned_snapshot_id"] != k1["pinned_snapshot_id"] {
 		t.Fatalf("fork %v, retried under its request_id %v", k1, k2)
 	}
-	invalid(t, cs, "cairn_fork", map[string]any{"id": "w", "fork": "try3", "request_id": "f-1"}, "idempotency_key")
+	invalid(t, cs, "cairn_fork", map[string]any{"id": "w", "fork": "try3", "request_id": "f-1"}, "request_id")
 	ok(t, cs, "cairn_discard", map[string]any{"id": "try2"})
 	ok(t, cs, "workbench_put_file", map[string]any{"id": "try1", "section": "outputs", "path": "r.txt", "text": "two\n", "replace": true})
 	p := ok(t, cs, "cairn_merge", map[string]any{"id": "try1", "dry_run": true})
@@ -66,4 +66,38 @@ func TestCairnForkMergeRewind(t *testing.T) {
 		}
 	}
 	invalid(t, cs, "cairn_merge", map[string]any{"id": "w", "dry_run": true}, "fork")
+}
+
+// TestAReusedRequestIDNamesTheArgument (found by a black-box test): a request_id used
+// before for another request is refused with InvalidArguments naming request_id, the
+// argument of every MCP tool that takes one (cairn_fork, cairn_merge, cairn_rewind,
+// cairn_discard), not the idempotency_key REST's Idempotency-Key is named by.
+func TestAReusedRequestIDNamesTheArgument(t *testing.T) {
+	svc := newService(t, 0)
+	ts := newHTTPServer(t, svc)
+	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp/cairn")
+	ok(t, cs, "workbench_put_file", args{"id": "w", "section": "outputs", "path": "r.txt", "text": "one\n"})
+	ok(t, cs, "workbench_snapshot", args{"id": "w", "name": "before"})
+	ok(t, cs, "cairn_fork", args{"id": "w", "fork": "f1", "request_id": "used"})
+	ok(t, cs, "cairn_fork", args{"id": "w", "fork": "f2"})
+	ok(t, cs, "workbench_put_file", args{"id": "f1", "section": "outputs", "path": "r.txt", "text": "two\n", "replace": true})
+	merge := ok(t, cs, "cairn_merge", args{"id": "f1", "dry_run": true})
+	rewind := ok(t, cs, "cairn_rewind", args{"id": "w", "target": "snapshot:before", "dry_run": true})
+	for _, c := range []struct {
+		tool string
+		args args
+	}{
+		{"cairn_fork", args{"id": "w", "fork": "f3", "request_id": "used"}},
+		{"cairn_merge", args{"id": "f1", "token": merge.str("token"), "request_id": "used"}},
+		{"cairn_rewind", args{"id": "w", "target": "snapshot:before", "token": rewind.str("token"), "request_id": "used"}},
+		{"cairn_discard", args{"id": "f2", "request_id": "used"}},
+	} {
+		e := invalid(t, cs, c.tool, c.args, "request_id")
+		if msg := e.str("message"); msg != "request_id: was already used for a different request" {
+			t.Errorf("%s: message %q", c.tool, msg)
+		}
+	}
+	// Nothing was done under the reused id: the fork f2 and the merge are still to do.
+	ok(t, cs, "cairn_merge", args{"id": "f1", "token": merge.str("token"), "request_id": "merge-1"})
+	ok(t, cs, "cairn_discard", args{"id": "f2", "request_id": "discard-1"})
 }

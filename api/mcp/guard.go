@@ -15,9 +15,10 @@ import (
 
 // stdioGuard sits between stdin and the SDK's stdio transport, and answers each line the
 // SDK should not see as the HTTP endpoint answers such a body (checkInbound), with the
-// same checks: a line that is not valid JSON, not Unicode text, longer than max bytes or
-// nested deeper than maxNestingDepth is a parse error (-32700, id null), in words that
-// speak of a line; a line that is JSON but not one JSON-RPC 2.0 message (a batch, a
+// same checks: a line longer than max bytes is an invalid request naming the limit
+// (-32600 with data, oversize.go), as over HTTP; a line that is not valid JSON, not
+// Unicode text or nested deeper than maxNestingDepth is a parse error (-32700, id null),
+// in words that speak of a line; a line that is JSON but not one JSON-RPC 2.0 message (a batch, a
 // scalar, a wrong "jsonrpc", an id that is not a string or a plainly written integer
 // within ±(2^53-1), a member named as a JSON-RPC member but for case) is an invalid
 // request (-32600), as are a request whose id is null and a notification with an id; an
@@ -44,12 +45,12 @@ func (g *stdioGuard) Read(p []byte) (int, error) {
 		if g.err != nil {
 			return 0, g.err
 		}
-		line, tooLong, err := g.readLine()
+		line, size, tooLong, err := g.readLine()
 		g.err = err
 		var m message
 		switch {
 		case tooLong:
-			g.out.parseError("the message is longer than the server accepts")
+			g.out.writeLine(messageTooLarge{leadingID(line), int64(size), int64(g.max)}.answer())
 		case len(bytes.TrimSpace(line)) == 0:
 		case !scanMessage(line, &m):
 			g.refuseText(line)
@@ -99,22 +100,39 @@ func (g *stdioGuard) refuseText(line []byte) {
 	g.out.parseError("the line is not valid JSON")
 }
 
-// readLine returns the next line without its newline; a line above max bytes is read to
-// its end and reported as tooLong with no bytes kept.
-func (g *stdioGuard) readLine() (line []byte, tooLong bool, err error) {
+// readLine returns the next line without its newline, and its size in bytes; a line above
+// max bytes is read to its end and reported as tooLong with only its first idPrefixBytes
+// bytes kept (for its id: oversize.go).
+func (g *stdioGuard) readLine() (line []byte, size int, tooLong bool, err error) {
+	var last [2]byte // the line's last two bytes read
 	for {
 		chunk, err := g.r.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(chunk) > g.max+1 {
-				tooLong, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
+		size += len(chunk)
+		for _, b := range chunk[max(0, len(chunk)-2):] {
+			last[0], last[1] = last[1], b
+		}
+		if !tooLong && size > g.max+1 {
+			tooLong, line = true, bytes.Clone(line[:min(len(line), idPrefixBytes)])
+		}
+		switch room := idPrefixBytes - len(line); {
+		case !tooLong:
+			line = append(line, chunk...)
+		case room > 0:
+			line = append(line, chunk[:min(room, len(chunk))]...)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")), tooLong, err
+		if last[1] == '\n' {
+			size--
+			if last[0] == '\r' {
+				size--
+			}
+		}
+		if tooLong {
+			return line, size, true, err
+		}
+		return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")), size, false, err
 	}
 }
 
@@ -262,6 +280,11 @@ func validID(raw json.RawMessage) bool {
 func (l *lineWriter) rpcError(id json.RawMessage, code int, msg string) {
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
 	l.Write(append(b, '\n'))
+}
+
+// writeLine writes one JSON-RPC message and its newline.
+func (l *lineWriter) writeLine(msg []byte) {
+	l.Write(append(msg, '\n'))
 }
 
 func (l *lineWriter) parseError(msg string) {

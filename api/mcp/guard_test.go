@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -200,5 +202,39 @@ func TestStdioRefusesWhatHTTPRefuses(t *testing.T) {
 	inW.Close()
 	if err := <-done; err != nil {
 		t.Fatalf("session end: %v", err)
+	}
+}
+
+// A line above the message limit is answered as over HTTP (oversize.go): a JSON-RPC
+// invalid request with the line's id when it comes before the payload, and data naming
+// the limit and the line's size; the session goes on (found by a black-box test: it was
+// a parse error of id null naming no limit).
+func TestStdioLineAboveTheLimitIsAJSONRPCError(t *testing.T) {
+	const payloadCap = 4096
+	limit := 3*payloadCap + messageOverheadBytes
+	svc := newService(t, payloadCap)
+	s := newRawStdio(t, func(in io.Reader, out io.Writer) error { return ServeStdio(t.Context(), svc, "a", in, out) })
+	params := `"method":"tools/call","params":{"name":"workbench_put_file","arguments":{"id":"w","section":"input","path":"x","text":"` +
+		strings.Repeat("a", limit) + `"}}`
+	for _, c := range []struct {
+		line string
+		id   any
+	}{
+		{`{"jsonrpc":"2.0","id":7,` + params + `}`, float64(7)},
+		{`{"jsonrpc":"2.0","id":"s",` + params + "}\r", "s"}, // a CRLF line: its CR is not counted
+		{`{"jsonrpc":"2.0",` + params + `,"id":8}`, nil},
+	} {
+		s.send(c.line)
+		m := s.next()
+		size := len(strings.TrimSuffix(c.line, "\r"))
+		want := map[string]any{"limit": "max_message_bytes", "max_bytes": float64(limit), "actual_bytes": float64(size)}
+		msg := fmt.Sprintf("Invalid Request: the message is %d bytes, more than the %d-byte limit of one MCP message", size, limit)
+		if e, _ := m["error"].(map[string]any); m["id"] != c.id || m.rpcCode() != codeInvalidRequest || m.rpcMessage() != msg || !reflect.DeepEqual(e["data"], want) {
+			t.Errorf("answer %v, want id %v, -32600, %q, data %v", m, c.id, msg, want)
+		}
+	}
+	s.send(rawInitialize)
+	if m := s.next(); m["id"] != "init" || m["result"] == nil {
+		t.Errorf("initialize after the long lines: %v", m)
 	}
 }

@@ -48,7 +48,8 @@ const maxCachedServers = 1024
 // stateful server (sessions held in memory, with the principal of the request that opened
 // them) would have to refuse the stateless lane. Responses are application/json.
 // Request bodies up to opts.MaxMessageBytes are read, so an oversized payload reaches the
-// Service and is answered with PayloadTooLarge; only bodies above that get HTTP 413.
+// Service and is answered with PayloadTooLarge; a body above that is answered with a
+// JSON-RPC invalid request naming the limit, HTTP 413 (oversize.go).
 func Handler(svc *workbench.Service, opts Options) http.Handler {
 	opts = opts.withDefaults(svc)
 	h := &httpHandler{svc: svc, opts: opts, servers: make(map[string]cachedServer)}
@@ -113,11 +114,10 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.ContentLength > h.opts.MaxMessageBytes {
-		// Answer with the contract's envelope rather than the transport's bare 413.
-		e := &workbench.Error{Code: workbench.CodePayloadTooLarge, Retryable: false,
-			Message: fmt.Sprintf("the request is %d bytes, more than the %d-byte limit of one MCP message (payloads are capped at %d bytes)", r.ContentLength, h.opts.MaxMessageBytes, h.opts.MaxPayloadBytes),
-			Details: map[string]any{"actual_bytes": r.ContentLength, "max_bytes": h.opts.MaxPayloadBytes}}
-		writeEnvelope(w, http.StatusRequestEntityTooLarge, e)
+		// A JSON-RPC error (oversize.go) rather than the transport's plain-text 413; only
+		// the start of the body is read, for its id.
+		prefix, _ := io.ReadAll(io.LimitReader(r.Body, idPrefixBytes))
+		messageTooLarge{leadingID(prefix), r.ContentLength, h.opts.MaxMessageBytes}.write(w)
 		return
 	}
 	// The memory shares of this request (the message's below, the tool's: a listing, a
@@ -203,10 +203,8 @@ func (h *httpHandler) checkBody(w http.ResponseWriter, r *http.Request, body []b
 			Message: "body: could not be read", Details: map[string]any{"field": "body"}})
 		return false
 	case int64(len(body)) > h.opts.MaxMessageBytes:
-		e := &workbench.Error{Code: workbench.CodePayloadTooLarge,
-			Message: fmt.Sprintf("the request is more than the %d-byte limit of one MCP message (payloads are capped at %d bytes)", h.opts.MaxMessageBytes, h.opts.MaxPayloadBytes),
-			Details: map[string]any{"max_bytes": h.opts.MaxPayloadBytes}}
-		writeEnvelope(w, http.StatusRequestEntityTooLarge, e)
+		// A body of undeclared length, read up to the limit (oversize.go).
+		messageTooLarge{leadingID(body[:min(len(body), idPrefixBytes)]), -1, h.opts.MaxMessageBytes}.write(w)
 		return false
 	}
 	if isBatch(body) {

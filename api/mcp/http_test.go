@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -92,19 +93,65 @@ func TestHTTPServesClientsOfTheHandshakeProtocol(t *testing.T) {
 	}
 }
 
-// A request body above the message limit gets the PayloadTooLarge envelope (HTTP 413), not
-// the transport's plain-text 413.
-func TestHTTPBodyAboveTheMessageLimitIsPayloadTooLarge(t *testing.T) {
-	ts := newHTTPServer(t, newService(t, 0))
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"workbench_put_file","arguments":{"id":"w","section":"input","path":"x","text":"` +
-		strings.Repeat("a", 3*DefaultMaxPayloadBytes+2<<20) + `"}}}`
-	status, _, raw := postRaw(t, ts.URL+"/v1/agents/a/mcp", body)
-	var env map[string]any
-	if status != http.StatusRequestEntityTooLarge || json.Unmarshal(raw, &env) != nil || env["code"] != "PayloadTooLarge" {
-		t.Fatalf("HTTP %d: %.200s", status, raw)
-	}
-	if d := env["details"].(map[string]any); d["actual_bytes"] != float64(len(body)) || d["max_bytes"] != float64(DefaultMaxPayloadBytes) {
-		t.Fatalf("details: %v", d)
+// A message above the message limit (Options.MaxMessageBytes: 3 × the payload cap + 1 MiB)
+// is answered with HTTP 413 and a JSON-RPC invalid request whose data names that limit,
+// with the message's id when it comes before the payload (found by a black-box test: it
+// was the PayloadTooLarge envelope, whose details.max_bytes named the payload cap). A
+// body of undeclared length is read only up to the limit, so its size is not named.
+func TestHTTPMessageAboveTheLimitIsAJSONRPCError(t *testing.T) {
+	const payloadCap = 4096
+	limit := int64(3*payloadCap + messageOverheadBytes)
+	ts := newHTTPServer(t, newService(t, payloadCap))
+	text := strings.Repeat("a", int(limit))
+	params := `"method":"tools/call","params":{"name":"workbench_put_file","arguments":{"id":"w","section":"input","path":"x","text":"` + text + `"}}`
+	for _, c := range []struct {
+		name, body string
+		chunked    bool
+		id         any
+	}{
+		{"declared, id first", `{"jsonrpc":"2.0","id":1,` + params + `}`, false, float64(1)},
+		{"chunked, id first", `{"jsonrpc":"2.0","id":"s-1",` + params + `}`, true, "s-1"},
+		{"declared, id last", `{"jsonrpc":"2.0",` + params + `,"id":2}`, false, nil},
+		{"chunked, id last", `{"jsonrpc":"2.0",` + params + `,"id":2}`, true, nil},
+		{"an id the surface does not answer", `{"jsonrpc":"2.0","id":1.5,` + params + `}`, false, nil},
+		{"an id named twice", `{"jsonrpc":"2.0","id":1,"id":2,` + params + `}`, false, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var body io.Reader = strings.NewReader(c.body)
+			if c.chunked {
+				body = struct{ io.Reader }{body} // no length: sent chunked
+			}
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/v1/agents/a/mcp", body)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			var a struct {
+				JSONRPC string `json:"jsonrpc"`
+				ID      any    `json:"id"`
+				Error   struct {
+					Code    int            `json:"code"`
+					Message string         `json:"message"`
+					Data    map[string]any `json:"data"`
+				} `json:"error"`
+			}
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal(raw, &a) != nil {
+				t.Fatalf("HTTP %d %s: %.300s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+			}
+			want := map[string]any{"limit": "max_message_bytes", "max_bytes": float64(limit), "actual_bytes": float64(len(c.body))}
+			msg := fmt.Sprintf("Invalid Request: the message is %d bytes, more than the %d-byte limit of one MCP message", len(c.body), limit)
+			if c.chunked {
+				delete(want, "actual_bytes")
+				msg = fmt.Sprintf("Invalid Request: the message is more than the %d-byte limit of one MCP message", limit)
+			}
+			if a.JSONRPC != "2.0" || a.ID != c.id || a.Error.Code != codeInvalidRequest || a.Error.Message != msg || !reflect.DeepEqual(a.Error.Data, want) {
+				t.Errorf("answer %.400s, want id %v, -32600, %q, data %v", raw, c.id, msg, want)
+			}
+		})
 	}
 }
 

@@ -35,9 +35,10 @@ type Options struct {
 	// Service's cap, which defaults to DefaultMaxPayloadBytes.
 	MaxPayloadBytes int64
 	// MaxMessageBytes bounds one inbound JSON-RPC message, in bytes: the HTTP request body
-	// (streamable HTTP) or one line (stdio). Messages above it are refused by the transport
-	// (HTTP 413; a stdio session ends). 0 (or negative) means 3 × MaxPayloadBytes + 1 MiB,
-	// which carries a MaxPayloadBytes+1 payload in base64 (4/3 of its size) or as text
+	// (streamable HTTP) or one line (stdio). A message above it is not read whole: it is
+	// answered with a JSON-RPC invalid request naming this limit (oversize.go; over HTTP
+	// with status 413), and a stdio session goes on. 0 (or negative) means
+	// 3 × MaxPayloadBytes + 1 MiB, which carries a MaxPayloadBytes+1 payload in base64 (4/3 of its size) or as text
 	// whose non-ASCII characters a client escaped as \uXXXX (Python's json.dumps default:
 	// 6 bytes for a 2-byte UTF-8 character).
 	MaxMessageBytes int64

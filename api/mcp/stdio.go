@@ -34,10 +34,13 @@ func stderrLogger() *slog.Logger {
 
 // ServeStdio serves one MCP session over newline-delimited JSON-RPC on in/out, bound to the
 // agent root agent (`cairn mcp --agent A`). out carries only protocol messages; logs go to
-// stderr. It returns nil when the client closes in, ctx.Err() when ctx ends, and an error
+// stderr. When in ends, the requests already read are answered first (one still running
+// 10 seconds later gets a JSON-RPC server error saying so: stdioconn.go); then it
+// returns nil. It returns ctx.Err() when ctx ends, and an error
 // for an invalid agent id (meta.ValidateName) before reading anything. A message (one line)
-// that is not valid JSON, or above Options.MaxMessageBytes, is answered with a JSON-RPC parse
-// error (-32700) and the session goes on. It closes neither in nor out; a read
+// that is not valid JSON is answered with a JSON-RPC parse error (-32700), one above
+// Options.MaxMessageBytes with an invalid request naming that limit (-32600, oversize.go),
+// and the session goes on. It closes neither in nor out; a read
 // blocked on in when ctx ends returns when in does.
 func ServeStdio(ctx context.Context, svc *workbench.Service, agent string, in io.Reader, out io.Writer) error {
 	return ServeStdioProfile(ctx, svc, agent, "", nil, in, out)
@@ -64,7 +67,7 @@ func ServeStdioProfile(ctx context.Context, svc *workbench.Service, agent, profi
 	srv := newServer(svc, agent, opts)
 	lw := &lineWriter{w: out}
 	t := &sdk.IOTransport{Reader: io.NopCloser(newStdioGuard(in, lw, int(opts.MaxMessageBytes))), Writer: lw, MaxLineLength: int(opts.MaxMessageBytes) + 1}
-	return sessionEnd(srv.Run(ctx, t))
+	return sessionEnd(srv.Run(ctx, &stdioTransport{io: t, drain: stdioDrainTimeout}))
 }
 
 // ServeStdioProxy serves an MCP session on in/out whose tools are those of a Cairn server:
@@ -116,7 +119,7 @@ func ServeStdioProxyProfile(ctx context.Context, serverURL, agent, profile strin
 	srv.AddReceivingMiddleware(forwardTools(upstream))
 	lw := &lineWriter{w: out}
 	t := &sdk.IOTransport{Reader: io.NopCloser(newStdioGuard(in, lw, proxyMaxMessageBytes)), Writer: lw, MaxLineLength: proxyMaxMessageBytes + 1}
-	return sessionEnd(srv.Run(ctx, t))
+	return sessionEnd(srv.Run(ctx, &stdioTransport{io: t, drain: stdioDrainTimeout}))
 }
 
 // forwardTools answers tools/list and tools/call from the upstream session.
