@@ -25,7 +25,8 @@ var clusterImplementations = []framework.Implementation{
 
 // clusterStatus is the part of GET /v1/admin/cluster the scenarios read.
 type clusterStatus struct {
-	Node        string `json:"node"` // the node that answered
+	Node        string   `json:"node"`    // the node that answered
+	Leaving     []string `json:"leaving"` // the nodes marked leaving
 	ShardStatus []struct {
 		Shard   int    `json:"shard"`
 		Error   string `json:"error"`
@@ -227,9 +228,22 @@ func nodeRemoveDecommissions(t *testing.T, c framework.Cluster) {
 		t.Fatalf("no node answers as %s", leavingID)
 	}
 
-	r := mustCLI(t, cliOptions{timeout: 4 * time.Minute}, "admin", "node", "remove", leavingID,
+	// An id no node has is refused, naming the id and how to list the nodes; nothing is
+	// marked leaving.
+	r := runCLI(t, cliOptions{}, "admin", "node", "remove", "garbage", "--admin-server", c.AdminURL(0))
+	wantCLIError(t, "node remove of an unknown id", r, "NotFound")
+	if !strings.Contains(r.stderr, `"garbage"`) || !strings.Contains(r.stderr, "cairn admin cluster status") {
+		t.Errorf("node remove of an unknown id: the message names neither the id nor how to list the nodes:\n%s", r)
+	}
+	if st, err := getClusterStatus(c.AdminURL(1)); err != nil || len(st.Leaving) != 0 {
+		t.Fatalf("leaving marks after the refused remove: %v, %v; want none", st.Leaving, err)
+	}
+
+	// The node is named by a prefix of its id, as the runbook does; the command names the
+	// full id.
+	r = mustCLI(t, cliOptions{timeout: 4 * time.Minute}, "admin", "node", "remove", leavingID[:8],
 		"--admin-server", c.AdminURL(0), "--timeout", "3m")
-	if !strings.Contains(r.stdout, "node "+leavingID+" is leaving\n") || !strings.Contains(r.stdout, "holds no replica: it can be stopped now\n") {
+	if !strings.Contains(r.stdout, "node "+leavingID+" is leaving\n") || !strings.Contains(r.stdout, "node "+leavingID+" holds no replica: it can be stopped now\n") {
 		t.Fatalf("cairn admin node remove printed:\n%s", r)
 	}
 	// The command returned once every shard's leader answered without the node; each
@@ -251,4 +265,12 @@ func nodeRemoveDecommissions(t *testing.T, c framework.Cluster) {
 	c.Stop(leaving)
 	write(rest, 2)
 	readAll(rest, 3)
+	// Removing it again once it is gone is no error: the command says it is gone.
+	retry.Within(t, 30*time.Second, "node remove of the stopped node says it is gone", func() error {
+		r := mustCLI(t, cliOptions{}, "admin", "node", "remove", leavingID, "--admin-server", c.AdminURL(rest[0]))
+		if r.stdout != "node "+leavingID+" is not registered and holds no replica: it is already gone (marked leaving, it gets no replica if it starts again)\n" {
+			return fmt.Errorf("printed:\n%s", r)
+		}
+		return nil
+	})
 }

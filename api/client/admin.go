@@ -235,24 +235,57 @@ func (s *ClusterStatus) Replicas(id string) (shards []int, complete bool) {
 	return out, complete
 }
 
+// NodeLeaving is the answer of Decommission and Recommission: what the cluster knows of
+// the node whose leaving mark changed.
+type NodeLeaving struct {
+	// Node is the node's full id (the call may name it by a prefix).
+	Node    string `json:"node"`
+	Leaving bool   `json:"leaving"`
+	// Registered: the node's registration is live (it runs). Nil from a server that
+	// does not say (an older release).
+	Registered *bool `json:"registered,omitempty"`
+	// Shards are the shards whose replica-set record lists the node.
+	Shards []int `json:"shards,omitempty"`
+	// WasLeaving: the node was marked leaving before the call. Nil from a server that
+	// does not say.
+	WasLeaving *bool `json:"was_leaving,omitempty"`
+}
+
+// Gone reports whether the server said the node is not registered and in no replica set:
+// nothing to move, nothing to stop.
+func (l *NodeLeaving) Gone() bool {
+	return l.Registered != nil && !*l.Registered && len(l.Shards) == 0
+}
+
 // Decommission marks node leaving: the cluster's controller moves each of its replicas
 // to another node and removes it from every shard, after which the node can be stopped
-// for good. Idempotent. Errors: ErrNotCluster-wrapped InvalidState on an embedded node;
-// InvalidArguments for a bad id; RoutingUnavailable (retryable) when etcd does not answer.
-func (a *Admin) Decommission(ctx context.Context, node string) error {
-	var out struct{}
+// for good. node is a node id the cluster knows, or a prefix only one such id starts with;
+// the answer names the full id. Idempotent. Errors: ErrNotCluster-wrapped InvalidState on
+// an embedded node; NotFound (details.field node) for an id the cluster does not know
+// (nothing is marked); InvalidArguments for a bad id or a prefix of several ids;
+// RoutingUnavailable (retryable) when etcd does not answer.
+func (a *Admin) Decommission(ctx context.Context, node string) (*NodeLeaving, error) {
+	var out NodeLeaving
 	err := a.tr.postTool(ctx, a.tr.base+AdminLeavingPath, map[string]string{"node": node}, &out, replayable)
-	return notCluster(a, AdminLeavingPath, err)
+	if err != nil {
+		return nil, notCluster(a, AdminLeavingPath, err)
+	}
+	return &out, nil
 }
 
 // Recommission clears node's leaving mark, so the controller may give it replicas again.
-func (a *Admin) Recommission(ctx context.Context, node string) error {
+// node is named as Decommission's is (an id only marked leaving is known too); errors as
+// Decommission's.
+func (a *Admin) Recommission(ctx context.Context, node string) (*NodeLeaving, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, a.tr.base+AdminLeavingPath+"?node="+url.QueryEscape(node), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var out struct{}
-	return notCluster(a, AdminLeavingPath, a.tr.doJSON(req, &out))
+	var out NodeLeaving
+	if err := a.tr.doJSON(req, &out); err != nil {
+		return nil, notCluster(a, AdminLeavingPath, err)
+	}
+	return &out, nil
 }
 
 // notCluster classifies the answer of the admin cluster route at path: the embedded

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,6 +135,50 @@ func TestPathComponentsAreEscapedOneByOne(t *testing.T) {
 				t.Fatalf("read back %q", body)
 			}
 		})
+	}
+}
+
+// TestAnIDWithASlashFailsBeforeAnyRequest: an agent or workbench id holding a '/' is
+// refused unsent, with the server's code and field and the id as the caller gave it (sent,
+// the server would speak of the escape %2F); any other name, '%' in it or not, is sent.
+func TestAnIDWithASlashFailsBeforeAnyRequest(t *testing.T) {
+	f, c := newFakeServer(t)
+	for _, tc := range []struct {
+		agent, wb, field, msg string
+		call                  func(agent, wb string) error
+	}{
+		{"a", "../w", "id", `workbench id "../w": must not contain '/'`, func(agent, wb string) error {
+			_, err := c.PutFile(t.Context(), agent, wb, "input/x", strings.NewReader("x"), PutOptions{})
+			return err
+		}},
+		{"../a", "w", "agent", `agent id "../a": must not contain '/'`, func(agent, wb string) error {
+			_, err := c.CreateWorkbench(t.Context(), agent, wb)
+			return err
+		}},
+		{"a/b", "", "agent", `agent id "a/b": must not contain '/'`, func(agent, _ string) error {
+			_, err := c.ListWorkbenches(t.Context(), agent, "", 0)
+			return err
+		}},
+	} {
+		e := asError(t, tc.call(tc.agent, tc.wb))
+		if e.Code != "InvalidArguments" || e.HTTPStatus != http.StatusBadRequest || e.Message != tc.msg || e.Details["field"] != tc.field {
+			t.Errorf("agent %q, workbench %q: %+v; want InvalidArguments %q, field %s", tc.agent, tc.wb, e, tc.msg, tc.field)
+		}
+	}
+	f.mu.Lock()
+	sent := len(f.requests)
+	f.mu.Unlock()
+	if sent != 0 {
+		t.Fatalf("%d requests sent; want none", sent)
+	}
+	_, _ = c.CreateWorkbench(t.Context(), "a", "w%2Fx")
+	if got := f.lastRequest().EscapedPath; got != "/v1/agents/a/workbenches/w%252Fx" {
+		t.Fatalf("a workbench id with a '%%' in it was sent as %q", got)
+	}
+	// Under a base URL with a path of its own too.
+	u, _ := url.Parse("http://h:1/base/v1/agents/a/workbenches/..%2Fw/files/input/x")
+	if err := newTransport("http://h:1/base/", nil).escapedSlash(u); err == nil || !strings.Contains(err.Error(), `workbench id "../w"`) {
+		t.Fatalf("under a base path: %v", err)
 	}
 }
 

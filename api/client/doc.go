@@ -64,6 +64,10 @@
 //     url.PathEscape and the components are joined with "/". The client does not clean or
 //     validate them; the server's jail rules (docs/workbench.md#common-rules) decide, so a
 //     request never means something other than what the caller wrote.
+//   - Agent and workbench ids are escaped the same way and go to the server as given, whose
+//     name rules decide, except an id holding a '/': it fails before any request
+//     (InvalidArguments naming the id as given; transport.escapedSlash), since the
+//     server would refuse it in terms of the escape %2F the caller never wrote.
 //   - Export never writes outside its destination directory: each remote path is checked
 //     component by component, and all writes go through an os.Root opened on the
 //     destination, so neither a hostile path nor a symlink already in the destination can

@@ -75,9 +75,13 @@ func safetyOf(req *http.Request) retrySafety {
 	return notReplayable
 }
 
-// send does req, retrying as t's policy allows. A non-2xx answer it hands back has its
+// send does req, retrying as t's policy allows; a request naming an agent or workbench id
+// with a '/' in it is refused unsent (escapedSlash). A non-2xx answer it hands back has its
 // body (at most maxErrorBodyBytes when the answer was retryable) still readable.
 func (t *transport) send(req *http.Request, safety retrySafety) (*http.Response, error) {
+	if err := t.escapedSlash(req.URL); err != nil {
+		return nil, err
+	}
 	p := t.retry
 	if p.MaxAttempts <= 1 {
 		return t.hc.Do(req)

@@ -161,6 +161,9 @@ type transport struct {
 	base  string
 	hc    *http.Client
 	retry RetryPolicy
+	// agents is the escaped path of the agent routes under base ("/v1/agents/", after
+	// base's own path), where escapedSlash looks for the names it refuses.
+	agents string
 }
 
 // newTransport returns the transport of a client for the server at baseURL (a trailing
@@ -169,7 +172,12 @@ func newTransport(baseURL string, httpClient *http.Client) *transport {
 	if httpClient == nil {
 		httpClient = http.DefaultClient
 	}
-	return &transport{base: strings.TrimRight(baseURL, "/"), hc: httpClient}
+	base := strings.TrimRight(baseURL, "/")
+	agents := "/v1/agents/"
+	if u, err := url.Parse(base); err == nil {
+		agents = u.EscapedPath() + agents
+	}
+	return &transport{base: base, hc: httpClient, agents: agents}
 }
 
 // withRetry returns a copy of t that retries as p says.
@@ -210,6 +218,33 @@ func (t *transport) agentURL(agent string) string {
 // workbenchURL returns the URL of a workbench resource.
 func (t *transport) workbenchURL(agent, wb string) string {
 	return t.agentURL(agent) + "/workbenches/" + url.PathEscape(wb)
+}
+
+// escapedSlash refuses, before it is sent, a request whose agent id or workbench id (the
+// URL builders escape each with url.PathEscape) holds a '/': the server would refuse it
+// in terms of the escape it arrives as (%2F), which the caller never wrote. The answer is
+// the server's code and field (InvalidArguments; details.field agent, or id for a
+// workbench) with the id as the caller gave it. A URL without an escape that keeps a '/'
+// (RawPath empty: every URL of valid names) costs nothing more.
+func (t *transport) escapedSlash(u *url.URL) error {
+	if u.RawPath == "" {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(u.EscapedPath(), t.agents)
+	if !ok {
+		return nil
+	}
+	segs := strings.SplitN(rest, "/", 4)
+	for i, name := range []struct{ field, what string }{{"agent", "agent id"}, {"id", "workbench id"}} {
+		if i == 1 && (len(segs) < 3 || segs[1] != "workbenches") {
+			break
+		}
+		if id, err := url.PathUnescape(segs[2*i]); err == nil && strings.Contains(id, "/") {
+			return &Error{HTTPStatus: http.StatusBadRequest, Code: "InvalidArguments",
+				Message: fmt.Sprintf("%s %q: must not contain '/'", name.what, id), Details: map[string]any{"field": name.field}}
+		}
+	}
+	return nil
 }
 
 // FileURL returns the URL a Client made by New(baseURL, ...) addresses path's file at

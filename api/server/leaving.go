@@ -10,8 +10,12 @@ import (
 
 // LeavingPath is the admin-listener path that marks a node leaving (POST {"node": id}:
 // cairn admin node remove) or clears the mark (DELETE ?node=id: cairn admin node
-// recommission). A cluster node serves it; the embedded default answers 409 InvalidState,
-// details.reason not_a_cluster (rest.NotAClusterError).
+// recommission). The node is named by its id or by a prefix only one known id starts
+// with; the answer names the full id ({"node", "leaving", "registered", "shards",
+// "was_leaving"}). An id the cluster does not know is 404 NotFound (details.field node)
+// and writes nothing; a prefix of several ids is 400 InvalidArguments. A cluster node
+// serves it; the embedded default answers 409 InvalidState, details.reason not_a_cluster
+// (rest.NotAClusterError).
 const LeavingPath = "/v1/admin/cluster/leaving"
 
 // serveLeaving marks or clears a node's leaving mark (LeavingPath).
@@ -33,10 +37,20 @@ func (n *Node) serveLeaving(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, "POST, DELETE")
 		return
 	}
-	err := n.host.SetLeaving(r.Context(), node, r.Method == http.MethodPost)
+	leaving := r.Method == http.MethodPost
+	m, err := n.host.SetLeaving(r.Context(), node, leaving)
 	switch {
 	case err == nil:
-		writeSuccess(w, http.StatusOK, map[string]any{"node": node, "leaving": r.Method == http.MethodPost})
+		shards := m.Shards
+		if shards == nil {
+			shards = []int{}
+		}
+		writeSuccess(w, http.StatusOK, map[string]any{"node": m.ID, "leaving": leaving, "registered": m.Registered,
+			"shards": shards, "was_leaving": m.WasLeaving})
+	case errors.Is(err, control.ErrNodeNotFound):
+		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound,
+			Message: control.PublicReason(err, "no such node") + " (GET " + ClusterStatusPath + ", cairn admin cluster status, lists the nodes)",
+			Details: map[string]any{"field": "node", "node": node}})
 	case errors.Is(err, control.ErrInvalidArgument):
 		writeEnvelope(w, http.StatusBadRequest, &workbench.Error{Code: workbench.CodeInvalidArguments, Message: control.PublicReason(err, "node must be a node id"),
 			Details: map[string]any{"field": "node"}})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,9 @@ func newAdminNodeCommand() *cobra.Command {
 	remove := &cobra.Command{
 		Use:   "remove NODE-ID",
 		Short: "Decommission a node: move its replicas to other nodes, then drop it from every shard",
-		Long: "Mark NODE-ID as leaving. The cluster's controller gives it no new replica, adds a\n" +
+		Long: "Mark NODE-ID as leaving: a node id the cluster knows, or a prefix only one such\n" +
+			"id starts with (cairn admin cluster status lists the nodes); the command names the\n" +
+			"full id. The cluster's controller gives the node no new replica, adds a\n" +
 			"replacement for each replica it holds, and removes it from each shard once the\n" +
 			"shard has its replication of voters without it (the node may be the leader: Raft\n" +
 			"elects another). With --wait (the default) the command follows the cluster status\n" +
@@ -33,20 +36,27 @@ func newAdminNodeCommand() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := newAdminClient(cmd)
-			id := args[0]
-			if err := c.Decommission(cmd.Context(), id); err != nil {
+			res, err := c.Decommission(cmd.Context(), args[0])
+			if err != nil {
 				return clusterOnly(cmd, err)
 			}
+			id := cmp.Or(res.Node, args[0])
 			out := cmd.OutOrStdout()
+			if res.Gone() {
+				_, err := fmt.Fprintf(out, "node %s is not registered and holds no replica: it is already gone (marked leaving, it gets no replica if it starts again)\n", id)
+				return err
+			}
 			fmt.Fprintf(out, "node %s is leaving\n", id)
 			if !w.wait {
 				return nil
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), w.timeout)
 			defer cancel()
-			err := followStatus(ctx, c, out, nodeRemovePoll, func(st *client.ClusterStatus) (bool, string) {
+			err = followStatus(ctx, c, out, nodeRemovePoll, func(st *client.ClusterStatus) (bool, string) {
 				shards, complete := st.Replicas(id)
 				switch {
+				case len(shards) == 0 && complete && !st.Registered(id):
+					return true, fmt.Sprintf("node %s holds no replica and is not registered: it is gone", id)
 				case len(shards) == 0 && complete:
 					return true, fmt.Sprintf("node %s holds no replica: it can be stopped now", id)
 				case !complete:
@@ -66,10 +76,16 @@ func newAdminNodeCommand() *cobra.Command {
 		Short: "Clear a node's leaving mark, so it may hold replicas again",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := newAdminClient(cmd).Recommission(cmd.Context(), args[0]); err != nil {
+			res, err := newAdminClient(cmd).Recommission(cmd.Context(), args[0])
+			if err != nil {
 				return clusterOnly(cmd, err)
 			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "node %s may hold replicas again\n", args[0])
+			id := cmp.Or(res.Node, args[0])
+			if res.WasLeaving != nil && !*res.WasLeaving {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "node %s was not marked leaving: nothing changed\n", id)
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "node %s may hold replicas again\n", id)
 			return err
 		},
 	}

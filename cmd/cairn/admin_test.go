@@ -230,3 +230,51 @@ func TestServeOnAReadOnlyDataDirIsAConfigError(t *testing.T) {
 		t.Fatalf("serve on a read-only data dir: %s: %s", code, msg)
 	}
 }
+
+// TestNodeRemoveAndRecommissionNameTheFullID: the commands print the id the server
+// resolved, say a node that is already gone is gone without waiting, say a clear that
+// found no mark changed nothing, and report the server's NotFound for an unknown id as it
+// is (not as a URL that serves no admin route). An older server's answer, which says
+// nothing of registration or marks, is followed as before.
+func TestNodeRemoveAndRecommissionNameTheFullID(t *testing.T) {
+	answer := ""
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != client.AdminLeavingPath {
+			http.NotFound(w, r)
+			return
+		}
+		if answer == "notfound" {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"status":"error","code":"NotFound","message":"no node of the cluster has the id \"garbage\" or an id that starts with it","retryable":false,"details":{"field":"node","node":"garbage"}}`)
+			return
+		}
+		fmt.Fprint(w, answer)
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		args         []string
+		answer, want string
+	}{
+		{[]string{"remove", "c0ffee"}, `{"node":"c0ffee-gone","leaving":true,"registered":false,"shards":[],"was_leaving":true}`,
+			"node c0ffee-gone is not registered and holds no replica: it is already gone (marked leaving, it gets no replica if it starts again)\n"},
+		{[]string{"remove", "4d65", "--wait=false"}, `{"node":"4d6574e9-aaaa","leaving":true,"registered":true,"shards":[0],"was_leaving":false}`,
+			"node 4d6574e9-aaaa is leaving\n"},
+		{[]string{"remove", "old", "--wait=false"}, `{"node":"old","leaving":true}`, "node old is leaving\n"},
+		{[]string{"recommission", "4d65"}, `{"node":"4d6574e9-aaaa","leaving":false,"registered":true,"shards":[0],"was_leaving":false}`,
+			"node 4d6574e9-aaaa was not marked leaving: nothing changed\n"},
+		{[]string{"recommission", "4d65"}, `{"node":"4d6574e9-aaaa","leaving":false,"registered":true,"shards":[0],"was_leaving":true}`,
+			"node 4d6574e9-aaaa may hold replicas again\n"},
+		{[]string{"recommission", "old"}, `{"node":"old","leaving":false}`, "node old may hold replicas again\n"},
+	} {
+		answer = `{"status":"success",` + tc.answer[1:]
+		out, _, err := execCairn(t, append([]string{"admin", "node"}, append(tc.args, "--admin-server", srv.URL)...)...)
+		if err != nil || out != tc.want {
+			t.Errorf("node %s answered %s: %v, printed %q; want %q", tc.args, tc.answer, err, out, tc.want)
+		}
+	}
+	answer = "notfound"
+	_, _, err := execCairn(t, "admin", "node", "remove", "garbage", "--admin-server", srv.URL)
+	if code, msg := describeError(err); code != "NotFound" || !strings.Contains(msg, `"garbage"`) || strings.Contains(msg, "serves no admin routes") {
+		t.Errorf("node remove of an unknown id: %s: %s; want the server's NotFound", code, msg)
+	}
+}

@@ -20,6 +20,8 @@
 //	                            added, its presence opens the shard to placement
 //	<prefix>/controller/<lease> the controller election (concurrency.Election), one key per candidate
 //	<prefix>/rebalance          {"enabled","since"}, the operator's rebalance switch (absent: off)
+//	<prefix>/node-instances/<node> the data directory instance the node id is bound to, once
+//	<prefix>/leaving/<node>     RFC 3339 time of the request: the node is decommissioned (leaving.go)
 //
 // Shards are numbered 0..Shards-1 and written in decimal. Node ids are the Raft server
 // ids: the UUID kept in each node's data directory.
@@ -47,6 +49,10 @@
 //   - The elected controller drives every unfinished move through its MoveDriver; each
 //     step it writes (MoveRun.Step) is fenced like its other writes and conditional on
 //     the move record's revision.
+//   - A leaving mark is written only for a node id the cluster knows (registered, bound
+//     to a data directory, or in a replica-set record): Decommission resolves a prefix of
+//     exactly one such id to it and refuses an unknown id (ErrNodeNotFound) or an
+//     ambiguous prefix before it writes (leaving.go).
 //   - Every write the controller makes is fenced by its election key (its create revision
 //     must be unchanged), so a deposed controller's late writes fail with ErrDeposed.
 //   - Errors that mean "etcd cannot answer now" wrap ErrControlPlaneUnavailable and are

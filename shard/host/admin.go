@@ -310,12 +310,16 @@ func recordMembers(rec control.ReplicaSet) []control.Server {
 var ErrNotCluster = errors.New("host: not a cluster node")
 
 // SetLeaving marks node as leaving (decommission: the controller moves its replicas to
-// other nodes and removes it from every shard, control.Plan) or clears the mark. The node
-// need not be registered. Errors: ErrNotCluster; control.ErrInvalidArgument for a bad id;
+// other nodes and removes it from every shard, control.Plan) or clears the mark, and
+// returns what the control plane found of the node. node is an id the cluster knows
+// (registered now or once, or in a replica set; clearing, also one only marked) or a
+// prefix of exactly one such id (control.Plane.Decommission). Errors: ErrNotCluster;
+// control.ErrNodeNotFound for an id the cluster does not know (nothing is written);
+// control.ErrInvalidArgument for a bad id or an ambiguous prefix;
 // control.ErrControlPlaneUnavailable (retryable).
-func (h *Host) SetLeaving(ctx context.Context, node string, leaving bool) error {
+func (h *Host) SetLeaving(ctx context.Context, node string, leaving bool) (control.NodeMark, error) {
 	if h.cluster == nil {
-		return ErrNotCluster
+		return control.NodeMark{}, ErrNotCluster
 	}
 	if leaving {
 		return h.cfg.Cluster.Plane.Decommission(ctx, node, time.Now())
