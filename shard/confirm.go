@@ -40,7 +40,8 @@ import (
 // last passed round began less than a leader lease ago.
 
 // confirmer batches leadership confirmations: reads that arrive while a round runs share
-// the next round, which starts after they all arrived.
+// the next round, which starts after they all arrived. The single voter of a group sends
+// no heartbeat, so each of its reads runs a round of its own instead (confirm).
 type confirmer struct {
 	s       *Shard
 	mu      sync.Mutex
@@ -53,6 +54,23 @@ type confirmer struct {
 // ErrNotLeader (not the caught-up leader, deposed, or no majority answered in time),
 // ErrClosed, or ctx's error.
 func (c *confirmer) confirm(ctx context.Context) error {
+	if c.s.soloVoter.Load() {
+		// The single voter's round reads only this replica's own state and sends no
+		// heartbeat, so it runs here, a round of its own that began after the call,
+		// rather than through the loop's goroutine and a wake-up per read.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := c.begin()
+		if err != nil {
+			return err
+		}
+		if r.passed() {
+			c.s.confirmed(r.start)
+			return nil
+		}
+		// The configuration has other voters now: their heartbeats are the loop's.
+	}
 	ch := make(chan error, 1)
 	c.mu.Lock()
 	c.waiting = append(c.waiting, ch)
@@ -87,45 +105,66 @@ func (c *confirmer) loop() {
 	}
 }
 
-// round runs one confirmation: see the comment at the top of this file.
-func (c *confirmer) round() error {
+// roundStart is what a round learns from this replica alone (begin).
+type roundStart struct {
+	start        time.Duration // s.monotonic() when the round began
+	term         uint64        // the leader term the round confirms
+	voters, acks int           // voters of the latest configuration; this replica's ack
+	others       []raft.Server // the voters that must answer a heartbeat
+}
+
+// passed reports whether this replica's own ack is a majority of the voters.
+func (r *roundStart) passed() bool { return r.acks >= r.voters/2+1 }
+
+// begin starts a round: this replica must still be the caught-up leader of its leader
+// term; it reads the latest configuration's voters and records whether this replica is
+// the only one (soloVoter).
+func (c *confirmer) begin() (roundStart, error) {
 	s := c.s
-	start := s.monotonic()
-	term := s.leaderTerm.Load()
+	r := roundStart{start: s.monotonic(), term: s.leaderTerm.Load()}
 	if !s.caughtUp.Load() {
-		return ErrNotLeader
+		return r, ErrNotLeader
 	}
 	select {
 	case <-s.stop:
-		return ErrClosed
+		return r, ErrClosed
 	default:
 	}
-	if s.raft.State() != raft.Leader || s.raft.CurrentTerm() != term {
-		return fmt.Errorf("%w: leadership of term %d ended", ErrNotLeader, term)
+	if s.raft.State() != raft.Leader || s.raft.CurrentTerm() != r.term {
+		return r, fmt.Errorf("%w: leadership of term %d ended", ErrNotLeader, r.term)
 	}
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
-		return mapRaftError(err)
+		return r, mapRaftError(err)
 	}
-	var voters, acks int
-	var others []raft.Server
 	for _, sv := range f.Configuration().Servers {
 		if sv.Suffrage != raft.Voter {
 			continue
 		}
-		voters++
+		r.voters++
 		if sv.ID == raft.ServerID(s.cfg.NodeID) {
-			acks++ // this replica, still in the leader term (checked above, after start)
+			r.acks++ // this replica, still in the leader term (checked above, after start)
 			continue
 		}
-		others = append(others, sv)
+		r.others = append(r.others, sv)
 	}
-	need := voters/2 + 1
-	s.soloVoter.Store(voters == 1 && acks == 1)
-	if acks >= need {
-		s.confirmed(start)
+	s.soloVoter.Store(r.voters == 1 && r.acks == 1)
+	return r, nil
+}
+
+// round runs one confirmation: see the comment at the top of this file.
+func (c *confirmer) round() error {
+	s := c.s
+	rs, err := c.begin()
+	if err != nil {
+		return err
+	}
+	if rs.passed() {
+		s.confirmed(rs.start)
 		return nil
 	}
+	start, term, voters, acks, others := rs.start, rs.term, rs.voters, rs.acks, rs.others
+	need := voters/2 + 1
 	replies := make(chan probeReply, len(others))
 	for _, sv := range others {
 		c.send(sv, term, replies)

@@ -279,3 +279,44 @@ func TestReadyEndsWhenLeadershipCannotBeConfirmed(t *testing.T) {
 		t.Fatal("the embedded single voter is not ready without a round trip")
 	}
 }
+
+// A single voter runs its round in the reading goroutine (confirm's solo path); once a
+// second voter joins the latest configuration, a read still needs that voter's answer,
+// although the replica may learn it is no longer alone only from the read's own round.
+func TestASingleVoterThatGainsAVoterConfirmsWithIt(t *testing.T) {
+	shards, _ := inmemGroup(t, 1, nil)
+	s := shards[0]
+	makeR0Leader(t, shards)
+	if !s.soloVoter.Load() {
+		t.Fatal("r0 alone is not the single voter")
+	}
+	for range 100 {
+		if _, err := s.ReadView(t.Context()); err != nil {
+			t.Fatalf("the single voter's read: %v", err)
+		}
+	}
+	// r9 never answers (no transport connects to it): the change never commits, but it is
+	// the latest configuration at once.
+	_ = s.raft.AddVoter("r9", "r9", 0, 0)
+	retry.SucceedsSoon(t, "the configuration with r9", func() error {
+		f := s.raft.GetConfiguration()
+		if err := f.Error(); err != nil {
+			return err
+		}
+		if len(f.Configuration().Servers) != 2 {
+			return errors.New("r9 is not in the latest configuration yet")
+		}
+		return nil
+	})
+	// What the replica believes until a round reads the new configuration (a round of
+	// keepLeadership may have run since).
+	s.soloVoter.Store(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.ReadView(ctx); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a read with a second voter that never answers: %v, want ErrNotLeader", err)
+	}
+	if s.soloVoter.Load() {
+		t.Fatal("the read's round did not record that r0 is no longer the only voter")
+	}
+}

@@ -17,8 +17,9 @@
 //   - ReadView is linearizable: it serves only from a leader that has applied everything
 //     committed in earlier terms (a barrier after every election, in the term it leads)
 //     and that a majority of voters confirmed in that term after the read began: a
-//     heartbeat round of its own, shared by concurrent reads, counting only answers to
-//     heartbeats sent after the round began (confirm.go states the argument; hashicorp/
+//     heartbeat round of its own, shared by concurrent reads (a single voter's needs no
+//     heartbeat and runs in the read itself), counting only answers to heartbeats sent
+//     after the round began (confirm.go states the argument; hashicorp/
 //     raft's VerifyLeader is not used: it counts answers to heartbeats sent before a pause
 //     as votes for a check begun after it). No clock is part of the argument. Anywhere
 //     else it answers ErrNotLeader; it never serves a stale view. ReadIndex is the same

@@ -12,7 +12,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 )
 
-func openReady(t *testing.T, dir string, cfg Config) *Shard {
+func openReady(t testing.TB, dir string, cfg Config) *Shard {
 	t.Helper()
 	cfg.Dir = dir
 	s, err := Open(cfg)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
@@ -144,9 +145,7 @@ func (s *base) admit(ctx context.Context, n int64, what string, files int64) (re
 		}
 		principal = p
 	}
-	wait, cancel := context.WithTimeout(ctx, s.cfg.QueryQueueTimeout)
-	defer cancel()
-	if werr := s.queries.Acquire(wait, n); werr != nil {
+	if werr := acquire(ctx, s.queries, n, s.cfg.QueryQueueTimeout); werr != nil {
 		principal()
 		if ctx.Err() != nil {
 			return nil, AsError(ctx.Err())
@@ -170,6 +169,17 @@ func (s *base) admit(ctx context.Context, n int64, what string, files int64) (re
 		return func() {}, nil
 	}
 	return give, nil
+}
+
+// acquire takes n bytes of budget, waiting for them at most timeout (first come, first
+// served). Bytes free at once need no timer to wait with.
+func acquire(ctx context.Context, budget *semaphore.Weighted, n int64, timeout time.Duration) error {
+	if ctx.Err() == nil && budget.TryAcquire(n) {
+		return nil
+	}
+	wait, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return budget.Acquire(wait, n)
 }
 
 // HoldAdmissions marks ctx as one request of a surface that writes the answer after the

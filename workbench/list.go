@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/cairnstore/cairn/meta"
 )
@@ -128,16 +129,17 @@ func (s *Reads) List(ctx context.Context, req ListRequest) (ListResult, error) {
 		return ListResult{}, aerr
 	}
 	defer release()
-	out.Entries = make([]ListEntry, 0, len(ents))
-	for _, e := range ents {
-		le := ListEntry{Name: e.Name, Path: joinPath(req.Path, e.Name), Kind: string(e.Kind)}
+	out.Entries = make([]ListEntry, len(ents))
+	for i, e := range ents {
+		le := &out.Entries[i]
+		le.Name, le.Kind = e.Name, string(e.Kind)
 		if e.Entry != nil {
 			le.Size, le.Generation, le.Executable, le.ContentType, le.ModifiedAtMs = e.Entry.Size, e.Entry.Generation, e.Entry.Executable, e.Entry.ContentType, e.Entry.ModifiedAtMs
 		} else {
 			le.Size, le.EntryCount = e.Dir.Bytes, e.Dir.Children
 		}
-		out.Entries = append(out.Entries, le)
 	}
+	setPaths(req.Path, out.Entries)
 	if more && len(ents) > 0 {
 		out.Truncated = true
 		out.NextCursor = s.base.cursors.encode(ctx, cursor{Kind: "list", Agent: req.Agent, Workbench: req.Workbench,
@@ -174,6 +176,33 @@ func (s *Reads) listTop(view *meta.View, ws *meta.Workspace, after string, limit
 		return all[:limit], true
 	}
 	return all, more || len(all) < len(byName)
+}
+
+// setPaths sets each entry's Path to joinPath(dir, its Name): substrings of one string
+// built for the page, so a page costs one allocation for its paths, not one per entry.
+func setPaths(dir string, entries []ListEntry) {
+	if dir == "" {
+		for i := range entries {
+			entries[i].Path = entries[i].Name
+		}
+		return
+	}
+	n := 0
+	for i := range entries {
+		n += len(dir) + 1 + len(entries[i].Name)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := range entries {
+		b.WriteString(dir)
+		b.WriteByte('/')
+		b.WriteString(entries[i].Name)
+	}
+	all := b.String()
+	for i := range entries {
+		n := len(dir) + 1 + len(entries[i].Name)
+		entries[i].Path, all = all[:n], all[n:]
+	}
 }
 
 func joinPath(dir, name string) string {

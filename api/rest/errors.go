@@ -140,10 +140,16 @@ func writeStruct(w http.ResponseWriter, status int, v any) {
 	e.send(w, status)
 }
 
-// jsonBuffer is WriteJSON's buffer and its encoder (HTML characters not escaped).
+// jsonBuffer is WriteJSON's buffer and its encoder (HTML characters not escaped), and
+// writeListing's (listing.go): the answer it appends to, and the encoder that quotes the
+// strings JSON must escape (made by the first such string).
 type jsonBuffer struct {
 	buf bytes.Buffer
 	enc *json.Encoder
+
+	out    []byte
+	quoted bytes.Buffer
+	quoter *json.Encoder
 }
 
 // jsonBuffers recycles WriteJSON's buffers, so that an answer is encoded into a buffer
@@ -162,19 +168,25 @@ const maxPooledJSONBytes = 256 << 10
 // send answers status with the JSON in e's buffer, its length declared: a client reads an
 // answer of any size into a buffer of that size, and net/http frames none of it in chunks.
 func (e *jsonBuffer) send(w http.ResponseWriter, status int) {
+	sendJSON(w, status, e.buf.Bytes())
+}
+
+// sendJSON answers status with body, JSON, its length declared (jsonBuffer.send).
+func sendJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Length", strconv.Itoa(e.buf.Len()))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	w.Write(e.buf.Bytes())
+	w.Write(body)
 }
 
 func (e *jsonBuffer) release() {
-	if e.buf.Cap() > maxPooledJSONBytes {
+	if e.buf.Cap() > maxPooledJSONBytes || cap(e.out) > maxPooledJSONBytes {
 		return
 	}
 	e.buf.Reset()
+	e.out = e.out[:0]
 	jsonBuffers.Put(e)
 }
 

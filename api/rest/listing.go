@@ -1,7 +1,9 @@
 package rest
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/cairnstore/cairn/workbench"
@@ -24,7 +26,7 @@ type listing struct {
 // writeListing writes l as WriteJSON writes the same values as maps: "status" first, then
 // every other key in byte order, a file's entry with content_type, executable and
 // generation and a directory's without, section null outside the five sections, HTML
-// characters not escaped. It writes the bytes itself instead of reflecting over a map per
+// characters not escaped. It appends the bytes itself instead of reflecting over a map per
 // answer and a struct per entry, which was most of a listing's CPU on the node; a string
 // that JSON must escape (anything but printable ASCII other than '"' and '\') goes
 // through encoding/json, so its bytes are encoding/json's by construction.
@@ -33,41 +35,43 @@ type listing struct {
 func writeListing(w http.ResponseWriter, l *listing) {
 	e := jsonBuffers.Get().(*jsonBuffer)
 	defer e.release()
-	e.buf.Grow(listingBytes + len(l.entries)*entryBytes) // not grown again by doubling
-	e.buf.WriteString(`{"status":"success"`)
+	b := slices.Grow(e.out[:0], listingBytes+len(l.entries)*entryBytes) // not grown again by doubling
+	b = append(b, `{"status":"success"`...)
 	if l.at != nil {
-		e.buf.WriteString(`,"at_snapshot":`)
+		b = append(b, `,"at_snapshot":`...)
 		if l.at.SnapshotName != "" {
-			e.str(l.at.SnapshotName)
+			b = e.str(b, l.at.SnapshotName)
 		} else {
-			e.buf.Write(strconv.AppendUint(e.buf.AvailableBuffer(), l.at.SnapshotID, 10))
+			b = strconv.AppendUint(b, l.at.SnapshotID, 10)
 		}
 	}
-	e.buf.WriteString(`,"entries":[`)
+	b = append(b, `,"entries":[`...)
+	wbPlain := plainJSON(l.workbenchPath) // once for the page, not once per entry
 	for i := range l.entries {
 		if i > 0 {
-			e.buf.WriteByte(',')
+			b = append(b, ',')
 		}
-		e.entry(l.workbenchPath, &l.entries[i])
+		b = e.entry(b, l.workbenchPath, wbPlain, &l.entries[i])
 	}
-	e.buf.WriteString(`],"entry_count":`)
-	e.int(l.entryCount)
-	e.buf.WriteString(`,"next_cursor":`)
+	b = append(b, `],"entry_count":`...)
+	b = strconv.AppendInt(b, l.entryCount, 10)
+	b = append(b, `,"next_cursor":`...)
 	if l.next == "" {
-		e.buf.WriteString("null")
+		b = append(b, "null"...)
 	} else {
-		e.str(l.next)
+		b = e.str(b, l.next)
 	}
-	e.buf.WriteString(`,"path":`)
-	e.str(l.path)
-	e.buf.WriteString(`,"truncated":`)
-	e.buf.WriteString(strconv.FormatBool(l.truncated))
-	e.buf.WriteString(`,"workbench_id":`)
-	e.str(l.workbenchID)
-	e.buf.WriteString(`,"workbench_path":`)
-	e.str(l.workbenchPath)
-	e.buf.WriteString("}\n")
-	e.send(w, http.StatusOK)
+	b = append(b, `,"path":`...)
+	b = e.str(b, l.path)
+	b = append(b, `,"truncated":`...)
+	b = strconv.AppendBool(b, l.truncated)
+	b = append(b, `,"workbench_id":`...)
+	b = e.str(b, l.workbenchID)
+	b = append(b, `,"workbench_path":`...)
+	b = e.str(b, l.workbenchPath)
+	b = append(b, "}\n"...)
+	e.out = b // kept for the next answer
+	sendJSON(w, http.StatusOK, b)
 }
 
 // listingBytes and entryBytes are about the size of a listing's members and of an entry
@@ -82,75 +86,84 @@ var plainBytes = func() (t [256]bool) {
 	return t
 }()
 
-// entry writes the object of x, an entry of the workbench presented at wbPath, its keys
-// in byte order.
-func (e *jsonBuffer) entry(wbPath string, x *workbench.ListEntry) {
+// entry appends the object of x, an entry of the workbench presented at wbPath (wbPlain:
+// plainJSON(wbPath)), its keys in byte order.
+func (e *jsonBuffer) entry(b []byte, wbPath string, wbPlain bool, x *workbench.ListEntry) []byte {
 	file := x.Kind == "file"
-	e.buf.WriteByte('{')
+	b = append(b, '{')
 	if file {
-		e.buf.WriteString(`"content_type":`)
-		e.str(x.ContentType)
-		e.buf.WriteByte(',')
+		b = append(b, `"content_type":`...)
+		b = e.str(b, x.ContentType)
+		b = append(b, ',')
 	}
-	e.buf.WriteString(`"entry_count":`)
-	e.int(x.EntryCount)
+	b = append(b, `"entry_count":`...)
+	b = strconv.AppendInt(b, x.EntryCount, 10)
 	if file {
-		e.buf.WriteString(`,"executable":`)
-		e.buf.WriteString(strconv.FormatBool(x.Executable))
-		e.buf.WriteString(`,"generation":`)
-		e.buf.Write(strconv.AppendUint(e.buf.AvailableBuffer(), x.Generation, 10))
+		b = append(b, `,"executable":`...)
+		b = strconv.AppendBool(b, x.Executable)
+		b = append(b, `,"generation":`...)
+		b = strconv.AppendUint(b, x.Generation, 10)
 	}
-	e.buf.WriteString(`,"kind":`)
-	e.str(x.Kind)
-	e.buf.WriteString(`,"name":`)
-	e.str(x.Name)
-	e.buf.WriteString(`,"path":`)
-	e.str2(wbPath, x.Path)
-	sec, rel, inSection := cutSection(x.Path)
-	e.buf.WriteString(`,"relative_path":`)
-	e.str(rel)
-	e.buf.WriteString(`,"section":`)
-	if inSection {
-		e.str(sec)
+	b = append(b, `,"kind":`...)
+	b = e.str(b, x.Kind)
+	b = append(b, `,"name":`...)
+	b = e.str(b, x.Name)
+	b = append(b, `,"path":`...)
+	pathPlain := plainJSON(x.Path)
+	if wbPlain && pathPlain {
+		b = append(b, '"')
+		b = append(b, wbPath...)
+		b = append(b, '/')
+		b = append(b, x.Path...)
+		b = append(b, '"')
 	} else {
-		e.buf.WriteString("null")
+		b = e.encoded(b, wbPath+"/"+x.Path)
 	}
-	e.buf.WriteString(`,"size_bytes":`)
-	e.int(x.Size)
-	e.buf.WriteByte('}')
+	sec, rel, inSection := cutSection(x.Path)
+	b = append(b, `,"relative_path":`...)
+	if pathPlain {
+		b = quoted(b, rel) // a part of x.Path, plain as it is
+	} else {
+		b = e.str(b, rel)
+	}
+	b = append(b, `,"section":`...)
+	if inSection {
+		b = e.str(b, sec)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"size_bytes":`...)
+	b = strconv.AppendInt(b, x.Size, 10)
+	return append(b, '}')
 }
 
-func (e *jsonBuffer) int(n int64) { e.buf.Write(strconv.AppendInt(e.buf.AvailableBuffer(), n, 10)) }
-
-// str writes s as a JSON string.
-func (e *jsonBuffer) str(s string) {
+// str appends s as a JSON string.
+func (e *jsonBuffer) str(b []byte, s string) []byte {
 	if !plainJSON(s) {
-		e.encoded(s)
-		return
+		return e.encoded(b, s)
 	}
-	e.buf.WriteByte('"')
-	e.buf.WriteString(s)
-	e.buf.WriteByte('"')
+	return quoted(b, s)
 }
 
-// str2 writes dir + "/" + name as a JSON string.
-func (e *jsonBuffer) str2(dir, name string) {
-	if !plainJSON(dir) || !plainJSON(name) {
-		e.encoded(dir + "/" + name)
-		return
-	}
-	e.buf.WriteByte('"')
-	e.buf.WriteString(dir)
-	e.buf.WriteByte('/')
-	e.buf.WriteString(name)
-	e.buf.WriteByte('"')
+// quoted appends s, which plainJSON accepts, between quotes.
+func quoted(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
-// encoded writes s as encoding/json writes it.
-func (e *jsonBuffer) encoded(s string) {
-	if e.enc.Encode(s) == nil { // a string always encodes
-		e.buf.Truncate(e.buf.Len() - 1) // Encode's newline
+// encoded appends s as encoding/json writes it (HTML characters not escaped).
+func (e *jsonBuffer) encoded(b []byte, s string) []byte {
+	if e.quoter == nil {
+		e.quoter = json.NewEncoder(&e.quoted)
+		e.quoter.SetEscapeHTML(false)
 	}
+	e.quoted.Reset()
+	if e.quoter.Encode(s) != nil { // a string always encodes
+		return b
+	}
+	q := e.quoted.Bytes()
+	return append(b, q[:len(q)-1]...) // without Encode's newline
 }
 
 // plainJSON reports whether s is written as itself between quotes: every byte printable

@@ -380,8 +380,12 @@ func (h *Handler) rootTool(w http.ResponseWriter, r *http.Request, agent string,
 // naming "query". Every query parameter of the REST surface takes one value, so one given
 // twice (?path=a&path=b) is InvalidArguments naming it (details.rule: duplicate_parameter)
 // rather than read as its first value: which one counts is not ours to pick, as for a JSON
-// member named twice. Of several, the first repeated in the query string is named.
+// member named twice. Of several, the first repeated in the query string is named. A
+// request without a query has no parameters (nil: a map to read, never to write).
 func parseQuery(r *http.Request) (url.Values, error) {
+	if r.URL.RawQuery == "" {
+		return nil, nil
+	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, invalidArg("query", "does not parse: %v", err)

@@ -140,15 +140,13 @@ func (l *leaderCalls) onLeader(ctx context.Context, id int, local func(*shard.Sh
 	for {
 		var err error
 		r := l.replicas.get(id)
-		node, addr := l.leaderOf(id)
-		switch {
-		case r != nil && r.Ready():
+		if r != nil && r.Ready() {
 			err = local(r)
-		case node != "" && node != l.self && l.peers != nil && addr != "":
+		} else if node, addr := l.leaderOf(id); node != "" && node != l.self && l.peers != nil && addr != "" {
 			err = remote(addr)
-		case l.peers == nil && r == nil:
+		} else if l.peers == nil && r == nil {
 			return shard.ErrClosed
-		default:
+		} else {
 			err = fmt.Errorf("%w: shard %d has no ready leader right now", shard.ErrNotLeader, id)
 		}
 		if err == nil || !errors.Is(err, shard.ErrNotLeader) || l.replicas.closing.Load() {
