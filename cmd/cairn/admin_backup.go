@@ -333,7 +333,9 @@ func newAdminRestoreCommand() *cobra.Command {
 		Use:   "restore --from DEST --data-dir DIR [--etcd ENDPOINTS --advertise-peer HOST:PORT]",
 		Short: "Restore a backup into an empty data directory (offline): an embedded node, or a cluster's seed node",
 		Long: "Verify the backup, then write it into DIR, which must hold no node. The server is\n" +
-			"not involved: run it while no node uses DIR.\n\n" +
+			"not involved: run it while no node uses DIR. A restore cut off (kill -9) leaves DIR\n" +
+			"marked (restore-incomplete): `cairn serve` refuses it, and the restore run again\n" +
+			"starts over and finishes it.\n\n" +
 			"An embedded node's backup: the node id, the cursor key and the shard's state. Start\n" +
 			"the node with `cairn serve --data-dir DIR` and the blob store it had (--blob): every\n" +
 			"file, snapshot and commit of the backup reads back.\n\n" +
