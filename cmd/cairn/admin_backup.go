@@ -71,6 +71,9 @@ func newAdminBackupCommand() *cobra.Command {
 			"(the command says so): the backup holds them from garbage collection until\n" +
 			"`cairn admin backup delete`, and a restore needs that store. The manifest\n" +
 			"(manifest.json, written last) names every part with its size and SHA-256.\n\n" +
+			"One --id is one backup: the node records DEST in its hold, so the same backup run\n" +
+			"again (the same --id and --to) keeps its hold, and an id another destination's\n" +
+			"backup holds is refused (Conflict).\n\n" +
 			"A backup cut off (a crash, kill -9) leaves its hold: `cairn admin backup holds`\n" +
 			"lists the holds, `cairn admin backup release --id ID [--from DEST]` releases one.",
 		Args: cobra.NoArgs,
@@ -78,32 +81,7 @@ func newAdminBackupCommand() *cobra.Command {
 			if id == "" {
 				id = "backup-" + time.Now().UTC().Format("20060102t150405z")
 			}
-			t, err := to.open()
-			if err != nil {
-				return err
-			}
-			start := time.Now()
-			stream, err := newAdminClient(cmd).Backup(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			defer stream.Close()
-			m, err := backup.Write(cmd.Context(), t, stream)
-			if errors.Is(err, backup.ErrBroken) {
-				// The node stopped or the connection failed: nothing written is a backup, and
-				// a new one may be taken once the node answers.
-				return &codedError{"Unavailable", fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup release --id %s --from %s` releases it and removes what was written; "+
-					"running the backup again is safe once the node answers)", id, t, err, id, to.at)}
-			}
-			if err != nil {
-				return fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup release --id %s --from %s` releases it and removes what was written)", id, t, err, id, to.at)
-			}
-			if asJSON {
-				return printJSONLine(cmd.OutOrStdout(), m)
-			}
-			printManifest(cmd.OutOrStdout(), t, m)
-			fmt.Fprintf(cmd.OutOrStdout(), "took %s\n", time.Since(start).Round(time.Millisecond))
-			return nil
+			return runBackup(cmd, &to, id, asJSON)
 		},
 	}
 	to.add(cmd, "to", "where to write the backup")
@@ -111,6 +89,39 @@ func newAdminBackupCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the manifest as JSON")
 	cmd.AddCommand(newAdminBackupVerifyCommand(), newAdminBackupDeleteCommand(), newAdminBackupHoldsCommand(), newAdminBackupReleaseCommand())
 	return cmd
+}
+
+// runBackup backs the node up as backup id into the destination to names: the
+// destination is checked before the node places any hold (a directory, that holds no other
+// backup), and the node holds the backup's blobs for that destination (a hold of id for
+// another destination is refused: another backup uses the id).
+func runBackup(cmd *cobra.Command, to *backupTargetFlags, id string, asJSON bool) error {
+	t, err := to.open()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	stream, err := newAdminClient(cmd).Backup(cmd.Context(), id, backup.DestinationOf(t))
+	if err != nil {
+		return err
+	}
+	defer stream.Close()
+	m, err := backup.Write(cmd.Context(), t, stream)
+	if errors.Is(err, backup.ErrBroken) {
+		// The node stopped or the connection failed: nothing written is a backup, and
+		// a new one may be taken once the node answers.
+		return &codedError{"Unavailable", fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup release --id %s --from %s` releases it and removes what was written; "+
+			"running the backup again is safe once the node answers)", id, t, err, id, to.at)}
+	}
+	if err != nil {
+		return fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup release --id %s --from %s` releases it and removes what was written)", id, t, err, id, to.at)
+	}
+	if asJSON {
+		return printJSONLine(cmd.OutOrStdout(), m)
+	}
+	printManifest(cmd.OutOrStdout(), t, m)
+	fmt.Fprintf(cmd.OutOrStdout(), "took %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // fromError is the error of reading the backup --from names: an incomplete archive (a
@@ -149,11 +160,20 @@ func printManifest(w io.Writer, t backup.Target, m *backup.Manifest) {
 }
 
 func newAdminBackupVerifyCommand() *cobra.Command {
-	var from backupTargetFlags
+	var (
+		from  backupTargetFlags
+		holds bool
+	)
 	cmd := &cobra.Command{
-		Use:   "verify --from DEST",
+		Use:   "verify --from DEST [--holds]",
 		Short: "Check a backup: every part against the manifest, every shard snapshot decodes",
-		Args:  cobra.NoArgs,
+		Long: "Check a backup offline: every part against the manifest (size and SHA-256), every\n" +
+			"shard snapshot decodes at the version the identity names. The blobs of a backup\n" +
+			"that did not copy them stay in the node's blob store; verify does not read them.\n" +
+			"With --holds it also asks the node at --admin-server whether every shard still\n" +
+			"keeps the backup's hold, placed at the version the manifest records: without it,\n" +
+			"garbage collection may have deleted blobs the backup needs.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := from.open()
 			if err != nil {
@@ -163,13 +183,42 @@ func newAdminBackupVerifyCommand() *cobra.Command {
 			if err != nil {
 				return fromError(err)
 			}
-			printManifest(cmd.OutOrStdout(), t, m)
-			fmt.Fprintln(cmd.OutOrStdout(), "verified: every part matches the manifest; every shard snapshot decodes")
+			out := cmd.OutOrStdout()
+			printManifest(out, t, m)
+			fmt.Fprintln(out, "verified: every part matches the manifest; every shard snapshot decodes")
+			switch {
+			case m.Identity.BlobDir != "":
+			case !holds:
+				fmt.Fprintln(out, "not checked: the blobs in the node's blob store and the backup's hold (--holds asks the node)")
+			default:
+				return checkHolds(cmd, m)
+			}
 			return nil
 		},
 	}
 	from.add(cmd, "from", "the backup to check")
+	cmd.Flags().BoolVar(&holds, "holds", false, "also ask the node (--admin-server) whether it still keeps the backup's hold on every shard")
 	return cmd
+}
+
+// checkHolds asks the node whether it keeps the hold of m's backup on every shard, at the
+// versions m records (Manifest.CheckHolds): NotFound when it does not.
+func checkHolds(cmd *cobra.Command, m *backup.Manifest) error {
+	list, err := newAdminClient(cmd).BackupHolds(cmd.Context())
+	if err != nil {
+		return fmt.Errorf("backup holds: %w", err)
+	}
+	held := map[int]uint64{}
+	for _, h := range list {
+		if h.Backup == m.Identity.Backup {
+			held[h.Shard] = h.Version
+		}
+	}
+	if err := m.CheckHolds(held); err != nil {
+		return &codedError{"NotFound", fmt.Errorf("%w (the node at %s)", err, adminServer(cmd))}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "held: the node at %s keeps the backup's hold on every shard, at the versions the manifest records\n", adminServer(cmd))
+	return nil
 }
 
 func newAdminBackupDeleteCommand() *cobra.Command {
@@ -236,13 +285,14 @@ func newAdminBackupHoldsCommand() *cobra.Command {
 			type row struct {
 				shards []string
 				placed time.Time
+				dest   string
 			}
 			rows := map[string]*row{}
 			var ids []string
 			for _, h := range holds {
 				r := rows[h.Backup]
 				if r == nil {
-					r = &row{placed: h.PlacedAt}
+					r = &row{placed: h.PlacedAt, dest: h.Destination}
 					rows[h.Backup] = r
 					ids = append(ids, h.Backup)
 				}
@@ -252,9 +302,10 @@ func newAdminBackupHoldsCommand() *cobra.Command {
 				}
 			}
 			slices.Sort(ids)
-			fmt.Fprintf(out, "%-40s %-24s %s\n", "BACKUP", "PLACED", "SHARDS (shard@version)")
+			fmt.Fprintf(out, "%-40s %-24s %-24s %s\n", "BACKUP", "PLACED", "SHARDS (shard@version)", "DESTINATION")
 			for _, id := range ids {
-				fmt.Fprintf(out, "%-40s %-24s %s\n", displayed(id), rows[id].placed.UTC().Format(time.RFC3339), strings.Join(rows[id].shards, ","))
+				r := rows[id]
+				fmt.Fprintf(out, "%-40s %-24s %-24s %s\n", displayed(id), r.placed.UTC().Format(time.RFC3339), strings.Join(r.shards, ","), displayed(cmp.Or(r.dest, "-")))
 			}
 			return nil
 		},

@@ -316,6 +316,10 @@ func ReadManifest(ctx context.Context, t Target) (*Manifest, error) {
 // checks that every shard the identity names has its snapshot part, and decodes every
 // shard snapshot, which must be at the version the identity names. Errors: ErrIncomplete,
 // ErrDamaged (naming the part), or t's error.
+//
+// Verify reads the archive alone: it does not ask the node whether the backup's hold
+// still keeps the blobs an archive without them (Identity.BlobDir "") needs;
+// Manifest.CheckHolds compares the node's holds with it.
 func Verify(ctx context.Context, t Target) (*Manifest, error) {
 	m, err := ReadManifest(ctx, t)
 	if err != nil {

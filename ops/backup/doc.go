@@ -33,6 +33,10 @@
 //     first and removes it last, after node-id: while the marker exists no node starts on
 //     the directory (CheckRestoreMarker), so a restore cut off at any point is never
 //     taken for a node.
+//   - Verify reads the archive alone; whether the node still keeps the backup's hold is
+//     Manifest.CheckHolds against the node's holds listing.
+//   - A backup names its destination to the node (DestinationOf), which records it in the
+//     hold: one id is one backup (meta/backup.go).
 //   - Every call on a destination honours ctx; the s3 destination's requests have
 //     minio-go's timeouts under ctx's deadline.
 package backup
