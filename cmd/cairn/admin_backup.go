@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -73,7 +76,8 @@ func newAdminBackupCommand() *cobra.Command {
 			"(manifest.json, written last) names every part with its size and SHA-256.\n\n" +
 			"One --id is one backup: the node records DEST in its hold, so the same backup run\n" +
 			"again (the same --id and --to) keeps its hold, and an id another destination's\n" +
-			"backup holds is refused (Conflict).\n\n" +
+			"backup holds is refused (Conflict). DEST must be a directory (or s3:// prefix) that\n" +
+			"holds no other backup; it is checked before any hold is placed.\n\n" +
 			"A backup cut off (a crash, kill -9) leaves its hold: `cairn admin backup holds`\n" +
 			"lists the holds, `cairn admin backup release --id ID [--from DEST]` releases one.",
 		Args: cobra.NoArgs,
@@ -100,10 +104,13 @@ func runBackup(cmd *cobra.Command, to *backupTargetFlags, id string, asJSON bool
 	if err != nil {
 		return err
 	}
+	if err := backup.CheckDestination(cmd.Context(), t, id); err != nil {
+		return destinationError(err, to.at)
+	}
 	start := time.Now()
 	stream, err := newAdminClient(cmd).Backup(cmd.Context(), id, backup.DestinationOf(t))
 	if err != nil {
-		return err
+		return backupRequestError(err, id, to.at)
 	}
 	defer stream.Close()
 	m, err := backup.Write(cmd.Context(), t, stream)
@@ -124,17 +131,62 @@ func runBackup(cmd *cobra.Command, to *backupTargetFlags, id string, asJSON bool
 	return nil
 }
 
-// fromError is the error of reading the backup --from names: an incomplete archive (a
-// backup cut off, no manifest.json) is an invalid argument naming --from; a damaged one is
-// DataCorrupted; others are err.
+// destinationError is the error of a --to that cannot take the backup: a file, a
+// directory this process cannot write, or one that holds another backup are the
+// caller's (InvalidArguments naming --to); others (an object store that does not answer)
+// are err.
+func destinationError(err error, at string) error {
+	var other *backup.OtherBackupError
+	switch {
+	case errors.As(err, &other) && other.Complete:
+		return usageErrorf("--to: %w: pick another destination, or delete that backup first (`cairn admin backup delete --from %s`)", err, at)
+	case errors.As(err, &other):
+		return usageErrorf("--to: %w: pick another destination, or remove what it left (`cairn admin backup release --id %s --from %s`)", err, other.Backup, at)
+	case errors.Is(err, backup.ErrNotADirectory), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return usageErrorf("--to: %w", err)
+	}
+	return fmt.Errorf("--to %s: %w", at, err)
+}
+
+// backupRequestError is the error of the backup request: the node's answer as it is; a
+// connection that broke after the request went out leaves unknown whether the node placed
+// the hold, and says how to find and release it.
+func backupRequestError(err error, id, at string) error {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) && brokeAfterSending(err) {
+		return &codedError{"Unavailable", fmt.Errorf("backup %s: %w: the connection broke after the request was sent, so whether the node placed the backup's hold is unknown: "+
+			"`cairn admin backup holds` lists the holds, and `cairn admin backup release --id %s --from %s` releases it and removes what was written; "+
+			"running the same backup again (the same --id and --to) is safe once the node answers", id, err, id, at)}
+	}
+	if errors.As(err, new(*client.Error)) {
+		return err // the node's answer names the backup
+	}
+	return fmt.Errorf("backup %s: %w", id, err)
+}
+
+// fromError is the error of reading the backup --from names: a directory that does not
+// exist is NotFound naming --from; an incomplete archive (a backup cut off, no
+// manifest.json) is an invalid argument naming --from; a damaged one is DataCorrupted;
+// others are err.
 func fromError(err error) error {
 	switch {
+	case errors.Is(err, backup.ErrNoDestination):
+		return &codedError{"NotFound", fmt.Errorf("--from: %w", err)}
 	case errors.Is(err, backup.ErrIncomplete):
 		return usageErrorf("--from: %w", err)
 	case errors.Is(err, backup.ErrDamaged):
 		return &codedError{"DataCorrupted", err}
 	}
 	return err
+}
+
+// restoreError is fromError, and a --data-dir that holds a node an invalid argument
+// naming it.
+func restoreError(err error) error {
+	if errors.Is(err, backup.ErrNotEmpty) {
+		return usageErrorf("--data-dir: %w: restore into an empty directory (or one a cut-off restore left)", err)
+	}
+	return fromError(err)
 }
 
 func printManifest(w io.Writer, t backup.Target, m *backup.Manifest) {
@@ -234,10 +286,10 @@ func newAdminBackupDeleteCommand() *cobra.Command {
 			}
 			m, err := backup.ReadManifest(cmd.Context(), t)
 			if errors.Is(err, backup.ErrIncomplete) {
-				return fmt.Errorf("%w: `cairn admin backup holds` lists the holds; `cairn admin backup release --id ID --from %s` releases one and removes what was written", err, from.at)
+				return usageErrorf("--from: %w: `cairn admin backup holds` lists the holds; `cairn admin backup release --id ID --from %s` releases one and removes what was written", err, from.at)
 			}
 			if err != nil {
-				return err
+				return fromError(err)
 			}
 			if _, err := newAdminClient(cmd).ReleaseBackup(cmd.Context(), m.Identity.Backup); err != nil {
 				return fmt.Errorf("release the hold of backup %s: %w", m.Identity.Backup, err)
@@ -338,8 +390,12 @@ func newAdminBackupReleaseCommand() *cobra.Command {
 				if t, err = from.open(); err != nil {
 					return err
 				}
-				if err := backup.CheckBackupID(cmd.Context(), t, id); err != nil {
-					return fmt.Errorf("%w: nothing released, nothing removed", err)
+				err = backup.CheckBackupID(cmd.Context(), t, id)
+				if errors.Is(err, backup.ErrOtherBackup) {
+					return usageErrorf("--from: %w: nothing released, nothing removed", err)
+				}
+				if err != nil {
+					return fmt.Errorf("--from %s: %w: nothing released, nothing removed", from.at, err)
 				}
 			}
 			rel, err := newAdminClient(cmd).ReleaseBackup(cmd.Context(), id)
@@ -409,7 +465,7 @@ func newAdminRestoreCommand() *cobra.Command {
 			if etcd == "" {
 				m, err := backup.RestoreEmbedded(cmd.Context(), t, dataDir)
 				if err != nil {
-					return fromError(err)
+					return restoreError(err)
 				}
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "restored backup %s (node %s, shard 0 at version %d) into %s\n",
@@ -427,7 +483,7 @@ func newAdminRestoreCommand() *cobra.Command {
 			}
 			m, node, err := server.RestoreCluster(cmd.Context(), t, dataDir, advertisePeer, splitEndpoints(etcd))
 			if err != nil {
-				return fromError(err)
+				return restoreError(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "restored backup %s of cluster %s (%d shards, replication %d) into %s as seed node %s; "+
 				"start it with cairn serve --cluster --data-dir %s --etcd %s\n",

@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,4 +91,87 @@ func TestABackupIDIsOneBackupsAndItsHoldIsRecordedAsPlaced(t *testing.T) {
 	}
 	// Released, the id is free for another destination.
 	cli(t, "admin", "backup", "--admin-server", n.admin, "--to", b, "--id", "X")
+}
+
+// A black-box finding: `backup --to DIR` overwrote a complete backup of another id in DIR,
+// orphaning that backup's hold. Now such a destination is refused before any hold is
+// placed (as is a file, and a directory another backup was cut off in), naming --to; the
+// same id run again into its directory still works.
+func TestABackupRefusesADestinationItCannotTakeBeforeItPlacesAHold(t *testing.T) {
+	n := startBackupNode(t, filepath.Join(t.TempDir(), "data"), "")
+	cli(t, "put", "--server", n.url, "--agent", "demo", "--workbench", "w", "input/big.bin", bigBody(t))
+	dest := t.TempDir()
+	cli(t, "admin", "backup", "--admin-server", n.admin, "--to", dest, "--id", "nightly")
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cut := t.TempDir() // a backup of another id cut off before its manifest
+	if err := os.WriteFile(filepath.Join(cut, backup.IdentityPart), []byte(`{"backup":"weekly"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ to, want string }{
+		{dest, `holds backup "nightly" (a complete backup), not "other": pick another destination, or delete that backup first (` + "`cairn admin backup delete --from " + dest + "`)"},
+		{file, "backup destination is not a directory: " + file + " is a file"},
+		{filepath.Join(file, "sub"), "backup destination is not a directory"},
+		{cut, `holds backup "weekly" (a backup cut off before its manifest), not "other": pick another destination, or remove what it left (` + "`cairn admin backup release --id weekly --from " + cut + "`)"},
+	} {
+		_, _, err := execCairn(t, "admin", "backup", "--admin-server", n.admin, "--to", tc.to, "--id", "other")
+		if code, msg := failure(err); code != "InvalidArguments" || !strings.HasPrefix(msg, "--to: ") || !strings.Contains(msg, tc.want) {
+			t.Errorf("backup --to %s: %s: %s; want InvalidArguments naming --to, saying %q", tc.to, code, msg, tc.want)
+		}
+	}
+	if got := holdsOf(t, n.admin, "other"); len(got) != 0 {
+		t.Fatalf("a refused backup placed a hold: %+v", got)
+	}
+	if out := cli(t, "admin", "backup", "verify", "--from", dest); !strings.Contains(out, "backup nightly of embedded") {
+		t.Fatalf("the first backup does not verify as itself any more:\n%s", out)
+	}
+	cli(t, "admin", "backup", "--admin-server", n.admin, "--to", dest, "--id", "nightly")
+}
+
+// A black-box finding: the caller's mistakes about destinations answered Internal. A
+// --from of another backup, a --from that does not exist, one without a manifest and a
+// --data-dir that holds a node are named; a backup whose request broke off says how to
+// find and release the hold it may have placed.
+func TestBackupCommandsNameTheFlagOfTheCallersMistake(t *testing.T) {
+	n := startBackupNode(t, filepath.Join(t.TempDir(), "data"), "")
+	cli(t, "put", "--server", n.url, "--agent", "demo", "--workbench", "w", "input/big.bin", bigBody(t))
+	dest := t.TempDir()
+	cli(t, "admin", "backup", "--admin-server", n.admin, "--to", dest, "--id", "b1")
+	missing := filepath.Join(t.TempDir(), "nonexistent")
+	occupied := filepath.Join(t.TempDir(), "data")
+	cli(t, "admin", "restore", "--from", dest, "--data-dir", occupied)
+	for _, tc := range []struct {
+		args       []string
+		code, want string
+	}{
+		{[]string{"admin", "backup", "release", "--admin-server", n.admin, "--id", "other", "--from", dest},
+			"InvalidArguments", `--from: ` + dest + ` holds backup "b1" (a complete backup), not "other": nothing released, nothing removed`},
+		{[]string{"admin", "backup", "delete", "--admin-server", n.admin, "--from", missing},
+			"NotFound", "--from: backup destination not found: " + missing + " does not exist"},
+		{[]string{"admin", "backup", "delete", "--admin-server", n.admin, "--from", t.TempDir()},
+			"InvalidArguments", "--from: backup incomplete:"},
+		{[]string{"admin", "backup", "verify", "--from", missing}, "NotFound", "--from: backup destination not found"},
+		{[]string{"admin", "restore", "--from", dest, "--data-dir", occupied},
+			"InvalidArguments", "--data-dir: data directory is not empty: " + occupied + " holds node-id"},
+	} {
+		_, _, err := execCairn(t, tc.args...)
+		if code, msg := failure(err); code != tc.code || !strings.Contains(msg, tc.want) {
+			t.Errorf("cairn %s: %s: %s; want %s saying %q", strings.Join(tc.args, " "), code, msg, tc.code, tc.want)
+		}
+	}
+
+	// The node dies after the request arrived: the answer never comes.
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(dead.Close)
+	_, _, err := execCairn(t, "admin", "backup", "--admin-server", dead.URL, "--id", "b2", "--to", t.TempDir())
+	if code, msg := failure(err); code != "Unavailable" || !strings.Contains(msg, "whether the node placed the backup's hold is unknown") ||
+		!strings.Contains(msg, "`cairn admin backup holds` lists the holds") || !strings.Contains(msg, "`cairn admin backup release --id b2 --from ") {
+		t.Fatalf("a backup whose request broke off: %s: %s; want Unavailable naming backup holds and release", code, msg)
+	}
 }

@@ -36,7 +36,8 @@
 //   - Verify reads the archive alone; whether the node still keeps the backup's hold is
 //     Manifest.CheckHolds against the node's holds listing.
 //   - A backup names its destination to the node (DestinationOf), which records it in the
-//     hold: one id is one backup (meta/backup.go).
+//     hold: one id is one backup (meta/backup.go). CheckDestination refuses a destination
+//     that holds another backup, or a directory that is not one, before a hold is placed.
 //   - Every call on a destination honours ctx; the s3 destination's requests have
 //     minio-go's timeouts under ctx's deadline.
 package backup
