@@ -1,7 +1,8 @@
 package integration
 
 import (
-	"net"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"sync"
@@ -12,46 +13,33 @@ import (
 	"github.com/cairnstore/cairn/integration/framework"
 )
 
-// stallingListener accepts connections and never answers them: an object store that
-// hangs. accepted is closed at the first connection.
-type stallingListener struct {
-	ln       net.Listener
-	accepted chan struct{}
-	mu       sync.Mutex
-	conns    []net.Conn
+// stallingS3 is an object store that holds no object (a HEAD answers 404, so a backup's
+// destination check finds it empty) and never answers a write: a store that hangs once
+// the backup writes its first part. stalled is closed at the first write.
+type stallingS3 struct {
+	url     string
+	stalled chan struct{}
 }
 
-func newStallingListener(t *testing.T) *stallingListener {
+func newStallingS3(t *testing.T) *stallingS3 {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stallingListener{ln: ln, accepted: make(chan struct{})}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var once sync.Once
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-			once.Do(func() { close(s.accepted) })
+	s := &stallingS3{stalled: make(chan struct{})}
+	stop := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead || r.Method == http.MethodGet {
+			w.WriteHeader(http.StatusNotFound)
+			return
 		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, c := range s.conns {
-			c.Close()
+		once.Do(func() { close(s.stalled) })
+		select {
+		case <-r.Context().Done():
+		case <-stop:
 		}
-	})
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(stop) }) // first: the stalled handlers return, then Close
+	s.url = srv.URL
 	return s
 }
 
@@ -63,18 +51,19 @@ func TestAHoldABackupKilledMidStreamLeavesIsListedAndReleased(t *testing.T) {
 		t.Fatalf("put: %d %s", r.status, r.body)
 	}
 
-	// The backup's destination hangs, so the CLI is mid-backup (its hold placed, its
-	// stream open) when the first part reaches the destination; then it is killed.
-	dest := newStallingListener(t)
+	// The backup's destination hangs on its first write, so the CLI is mid-backup (its
+	// hold placed, its stream open) when the first part reaches the destination; then it
+	// is killed.
+	dest := newStallingS3(t)
 	cmd := exec.Command(cairnRaceBin, "admin", "backup", "--admin-server", srv.AdminURL, "--id", "killed-1",
-		"--to", "s3://backups/cairn", "--s3-endpoint", "http://"+dest.ln.Addr().String())
+		"--to", "s3://backups/cairn", "--s3-endpoint", dest.url)
 	cmd.Env = framework.ChildEnv()
 	proc, err := framework.StartChild(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-dest.accepted:
+	case <-dest.stalled:
 	case <-proc.Done():
 		t.Fatalf("cairn admin backup ended (%v) before it reached its destination", proc.Err())
 	case <-time.After(cliTimeout):

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -41,6 +42,37 @@ func TestBackupHoldKeepsBlobsThatReachedZeroAfterIt(t *testing.T) {
 	}
 	if r := h.intent(0, zero(1)); accepted(r) != 1 {
 		t.Fatal("a released hold still keeps its blob")
+	}
+}
+
+// A backup id is one backup's: its hold placed again for the same destination is kept (a
+// backup run again after a crash), for another destination refused, and the hold keeps the
+// version and destination of its first placing.
+func TestBackupHoldOfAnIDInUseByAnotherDestinationIsAConflict(t *testing.T) {
+	h := &applyHelper{t: t, f: New(Options{History: pruneAtOnce})}
+	h.putBlob("f", 1, 0)
+	if r := h.do(BackupHold{ID: "x", Dest: "dir:///bk/a"}); r.Err != nil || !r.Created {
+		t.Fatalf("hold: %+v", r)
+	}
+	placed := h.f.View().Shard().BackupHolds()[0]
+	if r := h.do(BackupHold{ID: "x", Dest: "dir:///bk/a"}); r.Err != nil || r.Created {
+		t.Fatalf("the same backup run again: %+v", r)
+	}
+	for _, dest := range []string{"dir:///bk/b", ""} {
+		r := h.do(BackupHold{ID: "x", Dest: dest})
+		if r.Err == nil || r.Err.Code != CodeConflict || r.Err.Reason != ReasonBackupIDInUse ||
+			!strings.Contains(r.Err.Message, `backup id "x" is in use by another backup`) || !strings.Contains(r.Err.Message, "dir:///bk/a") {
+			t.Fatalf("a hold of x for %q: %+v, want the Conflict of an id in use naming the other destination", dest, r.Err)
+		}
+	}
+	if got := h.f.View().Shard().BackupHolds(); len(got) != 1 || got[0] != placed || got[0].Dest != "dir:///bk/a" {
+		t.Fatalf("holds %+v, want only the first %+v", got, placed)
+	}
+	if r := h.do(BackupHold{ID: "y", Dest: strings.Repeat("d", MaxBackupDestBytes+1)}); r.Err == nil || r.Err.Field != "destination" {
+		t.Fatalf("a destination past the bound: %+v", r.Err)
+	}
+	if CommandVersion(BackupHold{ID: "x", Dest: "d"}) != BackupDestVersion || CommandVersion(BackupHold{ID: "x"}) != 2 {
+		t.Fatal("BackupHold.Dest is not gated by BackupDestVersion")
 	}
 }
 

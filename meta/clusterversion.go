@@ -14,7 +14,7 @@ package meta
 // of its shard runs a release that cannot apply it (retryable; never an FSM answer).
 const CodeUpgradeInProgress Code = "UpgradeInProgress"
 
-// ClusterVersion is the newest cluster version this binary applies: 7.
+// ClusterVersion is the newest cluster version this binary applies: 8.
 //
 //   - 1: the ops of the first released log (Op 1 to 17, OpAssignRoot): files,
 //     snapshots, commits, restores, compaction, GC, placement.
@@ -35,13 +35,16 @@ const CodeUpgradeInProgress Code = "UpgradeInProgress"
 //     walk's steps at once (move_walk.go).
 //   - 7: a restore begun again (RestoreBegin.Again, a field, RestoreAgainVersion): a
 //     replica of version 6 would answer the first operation's replay instead.
+//   - 8: a backup hold's destination (BackupHold.Dest, a field, BackupDestVersion): a
+//     replica of version 7 would ignore it and accept a second backup's hold under the
+//     same id, which a replica of 8 refuses.
 //
 // Every new op must be listed in OpVersion (a test fails otherwise); a release that adds
 // ops raises ClusterVersion for them. A field added to the command of an older op is
 // gated the same way (CommandVersion): a replica of the older release decodes the command
 // without it and applies something else, silently. Version 2 has such a field:
 // SnapshotMint.Pool (the snapshots of OpenWOP runs count against their own cap).
-const ClusterVersion = 7
+const ClusterVersion = 8
 
 // OpVersion returns the cluster version a command of op needs: every replica of the shard
 // must run a binary of at least that ClusterVersion before the command is proposed. An op

@@ -60,7 +60,8 @@ type Error struct {
 	Used      int64  `cbor:"13,keyasint,omitempty"`
 	Requested int64  `cbor:"14,keyasint,omitempty"`
 	// Reason tells Conflicts of proposals and decisions apart (proposal.go: "stale",
-	// "already_decided", "submission_reused", "request_reused").
+	// "already_decided", "submission_reused", "request_reused"), and names the Conflict
+	// of a backup id in use (backup.go: "backup_id_in_use").
 	Reason string `cbor:"24,keyasint,omitempty"`
 	// Rule names the rule of names an InvalidArguments broke (name.go: RuleNotNFC, ...).
 	Rule string `cbor:"25,keyasint,omitempty"`

@@ -215,10 +215,11 @@ func AsError(err error) *Error {
 			e.Details["usage"] = me.Used
 			e.Details["requested"] = me.Requested
 		}
-		// Retryable: the same call may succeed later — after a concurrent change (Conflict),
+		// Retryable: the same call may succeed later — after a concurrent change (Conflict;
+		// not a backup id another backup holds, which takes another id or a release),
 		// when load drops, or once a restore completes (its destination's InvalidState,
 		// its snapshot's ForkRetentionActive).
-		e.Retryable = me.Code == meta.CodeConflict || me.Code == meta.CodeResourceExhausted && me.Quota == "" ||
+		e.Retryable = me.Code == meta.CodeConflict && me.Reason != meta.ReasonBackupIDInUse || me.Code == meta.CodeResourceExhausted && me.Quota == "" ||
 			me.Code == meta.CodeForkRetentionActive || me.Code == meta.CodeInvalidState
 		return e
 	}

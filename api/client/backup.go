@@ -20,16 +20,21 @@ const (
 	AdminScrubPath = "/v1/admin/scrub"
 )
 
-// Backup places backup id's hold on every shard and returns the backup stream (a tar
+// Backup places backup id's hold on every shard for destination dest (where the caller
+// writes the backup: backup.DestinationOf names it) and returns the backup stream (a tar
 // stream of ops/backup's parts); the caller reads it to its end and closes it (backup.Write
-// does). Errors: *Error (InvalidArguments, RoutingUnavailable, …) when the server refused
-// before streaming.
-func (a *Admin) Backup(ctx context.Context, id string) (io.ReadCloser, error) {
-	req, err := jsonRequest(ctx, http.MethodPost, a.tr.base+AdminBackupPath, map[string]string{"backup": id})
+// does). Errors: *Error (InvalidArguments, Conflict when another destination's backup
+// holds id, RoutingUnavailable, …) when the server refused before streaming.
+func (a *Admin) Backup(ctx context.Context, id, dest string) (io.ReadCloser, error) {
+	body := map[string]string{"backup": id}
+	if dest != "" {
+		body["destination"] = dest
+	}
+	req, err := jsonRequest(ctx, http.MethodPost, a.tr.base+AdminBackupPath, body)
 	if err != nil {
 		return nil, err
 	}
-	// Replayable: placing a hold that exists changes nothing.
+	// Replayable: placing a hold that exists for the same destination changes nothing.
 	resp, err := a.tr.openStream(req, replayable)
 	if err != nil {
 		return nil, err
@@ -57,6 +62,9 @@ type BackupHold struct {
 	Version uint64 `json:"version"`
 	// PlacedAt is the command time it was placed at (RFC 3339).
 	PlacedAt time.Time `json:"placed_at"`
+	// Destination is where the backup that placed it was written, as it named it
+	// (backup.DestinationOf); "" when it named none.
+	Destination string `json:"destination,omitempty"`
 }
 
 // BackupHolds lists the backup holds of every shard, by shard, then backup id: those of

@@ -28,10 +28,12 @@ type Scrubber interface {
 // Backups writes and releases backups of the node (or cluster): api/server's Node
 // implements it.
 type Backups interface {
-	// WriteBackup places backup id's hold on every shard, then writes the backup's parts
-	// (ops/backup's layout) to w as a tar stream, identity.json last. start is called
-	// once before the first byte (the answer is committed from then on).
-	WriteBackup(ctx context.Context, id string, start func() io.Writer) error
+	// WriteBackup places backup id's hold for destination dest on every shard, then
+	// writes the backup's parts (ops/backup's layout) to w as a tar stream, identity.json
+	// last. start is called once before the first byte (the answer is committed from then
+	// on). A hold of id that exists for another destination is Conflict (another backup
+	// uses the id); one for the same destination is kept (the same backup run again).
+	WriteBackup(ctx context.Context, id, dest string, start func() io.Writer) error
 	// ReleaseBackup releases backup id's hold on every shard and reports per shard
 	// whether one was held.
 	ReleaseBackup(ctx context.Context, id string) (map[int]bool, error)
@@ -41,17 +43,24 @@ type Backups interface {
 }
 
 // BackupHold is one backup's hold on one shard: the shard version and the command time
-// it was placed at.
+// it was placed at, and the destination the backup named ("" when it named none).
 type BackupHold struct {
-	Backup   string
-	Shard    int
-	Version  uint64
-	PlacedAt time.Time
+	Backup      string
+	Shard       int
+	Version     uint64
+	PlacedAt    time.Time
+	Destination string
 }
 
 type backupRequest struct {
 	// Backup is the backup's id (an agent-id-like name).
 	Backup string `json:"backup"`
+	// Destination names where the caller writes the backup (`cairn admin backup` sends
+	// its --to, made absolute); the hold records it, so that the same id for another
+	// destination is refused (409 Conflict) and a retry of the same backup is not.
+	// Optional: a caller that names none is held as the same backup as every other
+	// call without one under that id.
+	Destination string `json:"destination,omitempty"`
 }
 
 // adminBackup serves POST /v1/admin/backup: 200 with an application/x-tar stream. An
@@ -63,7 +72,7 @@ func (h *adminHandler) adminBackup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	started := false
-	err := h.opts.Backups.WriteBackup(r.Context(), in.Backup, func() io.Writer {
+	err := h.opts.Backups.WriteBackup(r.Context(), in.Backup, in.Destination, func() io.Writer {
 		started = true
 		w.Header().Set("Content-Type", "application/x-tar")
 		w.WriteHeader(http.StatusOK)
@@ -97,7 +106,8 @@ func (h *adminHandler) adminBackupRelease(w http.ResponseWriter, r *http.Request
 }
 
 // adminBackupHolds serves GET /v1/admin/backup/holds: 200 {"holds": [{"backup", "shard",
-// "version", "placed_at"}]}, one entry per backup and shard.
+// "version", "placed_at", "destination"}]}, one entry per backup and shard ("destination"
+// only when the backup named one).
 func (h *adminHandler) adminBackupHolds(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet) {
 		return
@@ -113,8 +123,12 @@ func (h *adminHandler) adminBackupHolds(w http.ResponseWriter, r *http.Request) 
 	}
 	out := make([]map[string]any, 0, len(holds))
 	for _, hd := range holds {
-		out = append(out, map[string]any{"backup": hd.Backup, "shard": hd.Shard, "version": hd.Version,
-			"placed_at": hd.PlacedAt.UTC().Format(time.RFC3339Nano)})
+		h := map[string]any{"backup": hd.Backup, "shard": hd.Shard, "version": hd.Version,
+			"placed_at": hd.PlacedAt.UTC().Format(time.RFC3339Nano)}
+		if hd.Destination != "" {
+			h["destination"] = hd.Destination
+		}
+		out = append(out, h)
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "holds": out})
 }

@@ -31,8 +31,9 @@ import (
 // backupShardTimeout bounds placing one shard's hold and reaching its version here.
 const backupShardTimeout = 30 * time.Second
 
-// WriteBackup implements rest.Backups: for every shard it places backup id's hold (on the
-// shard's leader), takes the state of this node's replica at or after the hold's version
+// WriteBackup implements rest.Backups: for every shard it places backup id's hold for
+// destination dest (on the shard's leader; meta.BackupHold: a hold of id for another
+// destination is Conflict, before anything is streamed), takes the state of this node's replica at or after the hold's version
 // and spools it, zstd-compressed, to a temporary file in the data directory (a tar entry
 // needs its size first); then it streams the parts (ops/backup's layout), identity.json
 // last. An embedded node adds what lives only in its data directory: its API keys
@@ -48,7 +49,7 @@ const backupShardTimeout = 30 * time.Second
 // zstd encoder into its spool file, the etcd records are read a page at a time
 // (control.Plane.EachRecord) and spooled as they come, the API keys and the blobs are
 // copied from their files, and the tar stream copies each part through one buffer.
-func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Writer) error {
+func (n *Node) WriteBackup(ctx context.Context, id, dest string, start func() io.Writer) error {
 	if err := meta.ValidateName("backup", id); err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Write
 		}
 	}()
 	for _, sid := range n.host.Shards().IDs() {
-		info, f, err := n.spoolShard(ctx, id, sid)
+		info, f, err := n.spoolShard(ctx, id, dest, sid)
 		if f != nil {
 			spools = append(spools, f)
 		}
@@ -148,11 +149,13 @@ func (n *Node) WriteBackup(ctx context.Context, id string, start func() io.Write
 	return tw.Close()
 }
 
-// spoolShard places the hold of backup id on shard sid and spools the shard's state.
-func (n *Node) spoolShard(ctx context.Context, id string, sid int) (backup.ShardInfo, *os.File, error) {
+// spoolShard places the hold of backup id (for destination dest) on shard sid and spools
+// the shard's state. The hold version it reports is the one the spooled state records:
+// that of the hold's first placing when the backup runs again.
+func (n *Node) spoolShard(ctx context.Context, id, dest string, sid int) (backup.ShardInfo, *os.File, error) {
 	sctx, cancel := context.WithTimeout(ctx, backupShardTimeout)
 	defer cancel()
-	res, err := n.host.Shards().Propose(sctx, sid, meta.Header{}, meta.BackupHold{ID: id})
+	res, err := n.host.Shards().Propose(sctx, sid, meta.Header{}, meta.BackupHold{ID: id, Dest: dest})
 	if err == nil && res.Err != nil {
 		err = res.Err
 	}
@@ -163,6 +166,11 @@ func (n *Node) spoolShard(ctx context.Context, id string, sid int) (backup.Shard
 	if err != nil {
 		return backup.ShardInfo{}, nil, err
 	}
+	hold, ok := snap.BackupHold(id)
+	if !ok { // released between the placing and the snapshot: by a concurrent release
+		return backup.ShardInfo{}, nil, &workbench.Error{Code: workbench.CodeConflict,
+			Message: fmt.Sprintf("the hold of backup %s was released while the backup started; run it again", id)}
+	}
 	f, err := os.CreateTemp(n.cfg.DataDir, "backup-spool-*")
 	if err != nil {
 		return backup.ShardInfo{}, nil, err
@@ -170,7 +178,7 @@ func (n *Node) spoolShard(ctx context.Context, id string, sid int) (backup.Shard
 	if err := shard.WriteSnapshot(f, snap); err != nil {
 		return backup.ShardInfo{}, f, err
 	}
-	return backup.ShardInfo{Shard: sid, Version: snap.Version(), HoldVersion: res.Version}, f, nil
+	return backup.ShardInfo{Shard: sid, Version: snap.Version(), HoldVersion: hold.Version}, f, nil
 }
 
 // backupWorkingSetBytes is what one backup holds at once, whatever the node's size: the
@@ -330,7 +338,8 @@ func (n *Node) BackupHolds(ctx context.Context) ([]rest.BackupHold, error) {
 			return nil, fmt.Errorf("backup holds: %w: no replica of shard %d on this node", shard.ErrNotLeader, sid)
 		}
 		for _, h := range r.AppliedView().Shard().BackupHolds() {
-			out = append(out, rest.BackupHold{Backup: h.ID, Shard: sid, Version: h.Version, PlacedAt: time.UnixMilli(h.AtMs).UTC()})
+			out = append(out, rest.BackupHold{Backup: h.ID, Shard: sid, Version: h.Version, PlacedAt: time.UnixMilli(h.AtMs).UTC(),
+				Destination: h.Dest})
 		}
 	}
 	return out, ctx.Err()

@@ -96,7 +96,7 @@ func TestBackupDestroyRestoreReadsEverythingBackByteExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := f.admin.Backup(t.Context(), "b1")
+	stream, err := f.admin.Backup(t.Context(), "b1", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestBackupVerifyFindsADamagedPart(t *testing.T) {
 	}
 	dir := t.TempDir()
 	target, _ := backup.OpenTarget(dir, backup.S3{})
-	stream, err := f.admin.Backup(t.Context(), "b2")
+	stream, err := f.admin.Backup(t.Context(), "b2", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestABackupTakesItsWorkingSetOfTheMemoryBudget(t *testing.T) {
 	if _, err := f.cli.PutFile(t.Context(), "demo", "wb", "input/a.txt", strings.NewReader("a"), client.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	stream, err := f.admin.Backup(t.Context(), "b3")
+	stream, err := f.admin.Backup(t.Context(), "b3", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestABackupTakesItsWorkingSetOfTheMemoryBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
-	_, err = f.admin.Backup(t.Context(), "b4")
+	_, err = f.admin.Backup(t.Context(), "b4", "")
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.HTTPStatus != 429 || ce.Code != "ResourceExhausted" || !ce.Retryable {
 		t.Fatalf("a backup with the budget taken: %v", err)
@@ -246,4 +246,48 @@ func mustTarget(t *testing.T) backup.Target {
 		t.Fatal(err)
 	}
 	return target
+}
+
+// A black-box finding: POST /v1/admin/backup under an id a backup to another destination
+// holds shared that backup's hold. The route now answers 409 Conflict (reason
+// backup_id_in_use, not retryable) before streaming, keeps the first backup's hold, and
+// the same destination's call (a retry) streams with the hold's first version.
+func TestTheBackupRouteRefusesAnIDAnotherDestinationHolds(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Blob = "dir://" + t.TempDir()
+	f := openBackupNode(t, cfg)
+	if _, err := f.cli.PutFile(t.Context(), "demo", "wb", "input/a.txt", strings.NewReader("a"), client.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	write := func(dest string) *backup.Manifest {
+		t.Helper()
+		stream, err := f.admin.Backup(t.Context(), "X", dest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stream.Close()
+		m, err := backup.Write(t.Context(), mustTarget(t), stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	first := write("dir:///bk/a")
+	_, err := f.admin.Backup(t.Context(), "X", "dir:///bk/b")
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.HTTPStatus != 409 || ce.Code != "Conflict" || ce.Retryable || ce.Details["reason"] != "backup_id_in_use" ||
+		!strings.Contains(ce.Message, `backup id "X" is in use by another backup (written to dir:///bk/a`) {
+		t.Fatalf("a backup under X to another destination: %v (%+v)", err, ce)
+	}
+	if _, err := f.cli.PutFile(t.Context(), "demo", "wb", "input/b.txt", strings.NewReader("b"), client.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again := write("dir:///bk/a")
+	holds, err := f.admin.BackupHolds(t.Context())
+	if err != nil || len(holds) != 1 || holds[0].Destination != "dir:///bk/a" {
+		t.Fatalf("holds %+v, %v; want X's alone, for dir:///bk/a", holds, err)
+	}
+	if v := holds[0].Version; first.Identity.Shards[0].HoldVersion != v || again.Identity.Shards[0].HoldVersion != v {
+		t.Fatalf("hold at %d; the manifests say %d and %d", v, first.Identity.Shards[0].HoldVersion, again.Identity.Shards[0].HoldVersion)
+	}
 }

@@ -33,6 +33,8 @@
 //	blobs/            the local-directory blob store (Config.Blob "dir", the default)
 //	s3-uploads/       the S3 multipart uploads in flight (Config.Blob "s3://…"), aborted
 //	                  at the next start if a crash left them
+//	restore-incomplete  a restore that did not finish (ops/backup/marker.go): Open
+//	                  refuses the directory until the restore, run again, finishes
 //
 // A cluster node adds cluster-node-id (its id in every shard, recorded once and checked at
 // every start) and one shards/<id>/ per shard it hosts; its cursor key is the cluster's,

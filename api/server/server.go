@@ -32,6 +32,7 @@ import (
 	"github.com/cairnstore/cairn/internal/durable"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/ops/backup"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/control"
 	"github.com/cairnstore/cairn/shard/host"
@@ -112,7 +113,8 @@ type Node struct {
 //
 // Errors: cfg's *ops.ConfigError (also a TLS file that does not load, a data directory
 // this process cannot write, a setting that contradicts the cluster, or a node id bound
-// to another data directory), ErrDataDirLocked, ErrStorageDamaged, and for an
+// to another data directory), ErrDataDirLocked, backup.ErrRestoreIncomplete (a restore
+// into cfg.DataDir did not finish), ErrStorageDamaged, and for an
 // s3:// blob store ErrBucketMissing or ErrObjectStoreUnavailable, each wrapped with what
 // the operator needs (endpoint, bucket, file).
 func Open(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.Logger) (*Node, error) {
@@ -130,6 +132,12 @@ func Open(ctx context.Context, cfg ops.Config, creds ops.Credentials, log *slog.
 	}
 	lock, err := lockDataDir(ctx, cfg.DataDir, "")
 	if err != nil {
+		return nil, err
+	}
+	// A restore cut off leaves its marker: the directory is no node yet, and writing a
+	// node-id here would keep the restore from being run again (ops/backup/marker.go).
+	if err := backup.CheckRestoreMarker(cfg.DataDir); err != nil {
+		lock.Unlock()
 		return nil, err
 	}
 	n := &Node{cfg: cfg, creds: creds, log: log, lock: lock}

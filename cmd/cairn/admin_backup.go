@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,6 +74,10 @@ func newAdminBackupCommand() *cobra.Command {
 			"(the command says so): the backup holds them from garbage collection until\n" +
 			"`cairn admin backup delete`, and a restore needs that store. The manifest\n" +
 			"(manifest.json, written last) names every part with its size and SHA-256.\n\n" +
+			"One --id is one backup: the node records DEST in its hold, so the same backup run\n" +
+			"again (the same --id and --to) keeps its hold, and an id another destination's\n" +
+			"backup holds is refused (Conflict). DEST must be a directory (or s3:// prefix) that\n" +
+			"holds no other backup; it is checked before any hold is placed.\n\n" +
 			"A backup cut off (a crash, kill -9) leaves its hold: `cairn admin backup holds`\n" +
 			"lists the holds, `cairn admin backup release --id ID [--from DEST]` releases one.",
 		Args: cobra.NoArgs,
@@ -78,32 +85,7 @@ func newAdminBackupCommand() *cobra.Command {
 			if id == "" {
 				id = "backup-" + time.Now().UTC().Format("20060102t150405z")
 			}
-			t, err := to.open()
-			if err != nil {
-				return err
-			}
-			start := time.Now()
-			stream, err := newAdminClient(cmd).Backup(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			defer stream.Close()
-			m, err := backup.Write(cmd.Context(), t, stream)
-			if errors.Is(err, backup.ErrBroken) {
-				// The node stopped or the connection failed: nothing written is a backup, and
-				// a new one may be taken once the node answers.
-				return &codedError{"Unavailable", fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup release --id %s --from %s` releases it and removes what was written; "+
-					"running the backup again is safe once the node answers)", id, t, err, id, to.at)}
-			}
-			if err != nil {
-				return fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup release --id %s --from %s` releases it and removes what was written)", id, t, err, id, to.at)
-			}
-			if asJSON {
-				return printJSONLine(cmd.OutOrStdout(), m)
-			}
-			printManifest(cmd.OutOrStdout(), t, m)
-			fmt.Fprintf(cmd.OutOrStdout(), "took %s\n", time.Since(start).Round(time.Millisecond))
-			return nil
+			return runBackup(cmd, &to, id, asJSON)
 		},
 	}
 	to.add(cmd, "to", "where to write the backup")
@@ -113,17 +95,98 @@ func newAdminBackupCommand() *cobra.Command {
 	return cmd
 }
 
-// fromError is the error of reading the backup --from names: an incomplete archive (a
-// backup cut off, no manifest.json) is an invalid argument naming --from; a damaged one is
-// DataCorrupted; others are err.
+// runBackup backs the node up as backup id into the destination to names: the
+// destination is checked before the node places any hold (a directory, that holds no other
+// backup), and the node holds the backup's blobs for that destination (a hold of id for
+// another destination is refused: another backup uses the id).
+func runBackup(cmd *cobra.Command, to *backupTargetFlags, id string, asJSON bool) error {
+	t, err := to.open()
+	if err != nil {
+		return err
+	}
+	if err := backup.CheckDestination(cmd.Context(), t, id); err != nil {
+		return destinationError(err, to.at)
+	}
+	start := time.Now()
+	stream, err := newAdminClient(cmd).Backup(cmd.Context(), id, backup.DestinationOf(t))
+	if err != nil {
+		return backupRequestError(err, id, to.at)
+	}
+	defer stream.Close()
+	m, err := backup.Write(cmd.Context(), t, stream)
+	if errors.Is(err, backup.ErrBroken) {
+		// The node stopped or the connection failed: nothing written is a backup, and
+		// a new one may be taken once the node answers.
+		return &codedError{"Unavailable", fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup release --id %s --from %s` releases it and removes what was written; "+
+			"running the backup again is safe once the node answers)", id, t, err, id, to.at)}
+	}
+	if err != nil {
+		return fmt.Errorf("backup %s to %s: %w (the hold stays: `cairn admin backup release --id %s --from %s` releases it and removes what was written)", id, t, err, id, to.at)
+	}
+	if asJSON {
+		return printJSONLine(cmd.OutOrStdout(), m)
+	}
+	printManifest(cmd.OutOrStdout(), t, m)
+	fmt.Fprintf(cmd.OutOrStdout(), "took %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// destinationError is the error of a --to that cannot take the backup: a file, a
+// directory this process cannot write, or one that holds another backup are the
+// caller's (InvalidArguments naming --to); others (an object store that does not answer)
+// are err.
+func destinationError(err error, at string) error {
+	var other *backup.OtherBackupError
+	switch {
+	case errors.As(err, &other) && other.Complete:
+		return usageErrorf("--to: %w: pick another destination, or delete that backup first (`cairn admin backup delete --from %s`)", err, at)
+	case errors.As(err, &other):
+		return usageErrorf("--to: %w: pick another destination, or remove what it left (`cairn admin backup release --id %s --from %s`)", err, other.Backup, at)
+	case errors.Is(err, backup.ErrNotADirectory), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return usageErrorf("--to: %w", err)
+	}
+	return fmt.Errorf("--to %s: %w", at, err)
+}
+
+// backupRequestError is the error of the backup request: the node's answer as it is; a
+// connection that broke after the request went out leaves unknown whether the node placed
+// the hold, and says how to find and release it.
+func backupRequestError(err error, id, at string) error {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) && brokeAfterSending(err) {
+		return &codedError{"Unavailable", fmt.Errorf("backup %s: %w: the connection broke after the request was sent, so whether the node placed the backup's hold is unknown: "+
+			"`cairn admin backup holds` lists the holds, and `cairn admin backup release --id %s --from %s` releases it and removes what was written; "+
+			"running the same backup again (the same --id and --to) is safe once the node answers", id, err, id, at)}
+	}
+	if errors.As(err, new(*client.Error)) {
+		return err // the node's answer names the backup
+	}
+	return fmt.Errorf("backup %s: %w", id, err)
+}
+
+// fromError is the error of reading the backup --from names: a directory that does not
+// exist is NotFound naming --from; an incomplete archive (a backup cut off, no
+// manifest.json) is an invalid argument naming --from; a damaged one is DataCorrupted;
+// others are err.
 func fromError(err error) error {
 	switch {
+	case errors.Is(err, backup.ErrNoDestination):
+		return &codedError{"NotFound", fmt.Errorf("--from: %w", err)}
 	case errors.Is(err, backup.ErrIncomplete):
 		return usageErrorf("--from: %w", err)
 	case errors.Is(err, backup.ErrDamaged):
 		return &codedError{"DataCorrupted", err}
 	}
 	return err
+}
+
+// restoreError is fromError, and a --data-dir that holds a node an invalid argument
+// naming it.
+func restoreError(err error) error {
+	if errors.Is(err, backup.ErrNotEmpty) {
+		return usageErrorf("--data-dir: %w: restore into an empty directory (or one a cut-off restore left)", err)
+	}
+	return fromError(err)
 }
 
 func printManifest(w io.Writer, t backup.Target, m *backup.Manifest) {
@@ -149,11 +212,20 @@ func printManifest(w io.Writer, t backup.Target, m *backup.Manifest) {
 }
 
 func newAdminBackupVerifyCommand() *cobra.Command {
-	var from backupTargetFlags
+	var (
+		from  backupTargetFlags
+		holds bool
+	)
 	cmd := &cobra.Command{
-		Use:   "verify --from DEST",
+		Use:   "verify --from DEST [--holds]",
 		Short: "Check a backup: every part against the manifest, every shard snapshot decodes",
-		Args:  cobra.NoArgs,
+		Long: "Check a backup offline: every part against the manifest (size and SHA-256), every\n" +
+			"shard snapshot decodes at the version the identity names. The blobs of a backup\n" +
+			"that did not copy them stay in the node's blob store; verify does not read them.\n" +
+			"With --holds it also asks the node at --admin-server whether every shard still\n" +
+			"keeps the backup's hold, placed at the version the manifest records: without it,\n" +
+			"garbage collection may have deleted blobs the backup needs.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := from.open()
 			if err != nil {
@@ -163,13 +235,42 @@ func newAdminBackupVerifyCommand() *cobra.Command {
 			if err != nil {
 				return fromError(err)
 			}
-			printManifest(cmd.OutOrStdout(), t, m)
-			fmt.Fprintln(cmd.OutOrStdout(), "verified: every part matches the manifest; every shard snapshot decodes")
+			out := cmd.OutOrStdout()
+			printManifest(out, t, m)
+			fmt.Fprintln(out, "verified: every part matches the manifest; every shard snapshot decodes")
+			switch {
+			case m.Identity.BlobDir != "":
+			case !holds:
+				fmt.Fprintln(out, "not checked: the blobs in the node's blob store and the backup's hold (--holds asks the node)")
+			default:
+				return checkHolds(cmd, m)
+			}
 			return nil
 		},
 	}
 	from.add(cmd, "from", "the backup to check")
+	cmd.Flags().BoolVar(&holds, "holds", false, "also ask the node (--admin-server) whether it still keeps the backup's hold on every shard")
 	return cmd
+}
+
+// checkHolds asks the node whether it keeps the hold of m's backup on every shard, at the
+// versions m records (Manifest.CheckHolds): NotFound when it does not.
+func checkHolds(cmd *cobra.Command, m *backup.Manifest) error {
+	list, err := newAdminClient(cmd).BackupHolds(cmd.Context())
+	if err != nil {
+		return fmt.Errorf("backup holds: %w", err)
+	}
+	held := map[int]uint64{}
+	for _, h := range list {
+		if h.Backup == m.Identity.Backup {
+			held[h.Shard] = h.Version
+		}
+	}
+	if err := m.CheckHolds(held); err != nil {
+		return &codedError{"NotFound", fmt.Errorf("%w (the node at %s)", err, adminServer(cmd))}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "held: the node at %s keeps the backup's hold on every shard, at the versions the manifest records\n", adminServer(cmd))
+	return nil
 }
 
 func newAdminBackupDeleteCommand() *cobra.Command {
@@ -185,10 +286,10 @@ func newAdminBackupDeleteCommand() *cobra.Command {
 			}
 			m, err := backup.ReadManifest(cmd.Context(), t)
 			if errors.Is(err, backup.ErrIncomplete) {
-				return fmt.Errorf("%w: `cairn admin backup holds` lists the holds; `cairn admin backup release --id ID --from %s` releases one and removes what was written", err, from.at)
+				return usageErrorf("--from: %w: `cairn admin backup holds` lists the holds; `cairn admin backup release --id ID --from %s` releases one and removes what was written", err, from.at)
 			}
 			if err != nil {
-				return err
+				return fromError(err)
 			}
 			if _, err := newAdminClient(cmd).ReleaseBackup(cmd.Context(), m.Identity.Backup); err != nil {
 				return fmt.Errorf("release the hold of backup %s: %w", m.Identity.Backup, err)
@@ -236,13 +337,14 @@ func newAdminBackupHoldsCommand() *cobra.Command {
 			type row struct {
 				shards []string
 				placed time.Time
+				dest   string
 			}
 			rows := map[string]*row{}
 			var ids []string
 			for _, h := range holds {
 				r := rows[h.Backup]
 				if r == nil {
-					r = &row{placed: h.PlacedAt}
+					r = &row{placed: h.PlacedAt, dest: h.Destination}
 					rows[h.Backup] = r
 					ids = append(ids, h.Backup)
 				}
@@ -252,9 +354,10 @@ func newAdminBackupHoldsCommand() *cobra.Command {
 				}
 			}
 			slices.Sort(ids)
-			fmt.Fprintf(out, "%-40s %-24s %s\n", "BACKUP", "PLACED", "SHARDS (shard@version)")
+			fmt.Fprintf(out, "%-40s %-24s %-24s %s\n", "BACKUP", "PLACED", "SHARDS (shard@version)", "DESTINATION")
 			for _, id := range ids {
-				fmt.Fprintf(out, "%-40s %-24s %s\n", displayed(id), rows[id].placed.UTC().Format(time.RFC3339), strings.Join(rows[id].shards, ","))
+				r := rows[id]
+				fmt.Fprintf(out, "%-40s %-24s %-24s %s\n", displayed(id), r.placed.UTC().Format(time.RFC3339), strings.Join(r.shards, ","), displayed(cmp.Or(r.dest, "-")))
 			}
 			return nil
 		},
@@ -287,8 +390,12 @@ func newAdminBackupReleaseCommand() *cobra.Command {
 				if t, err = from.open(); err != nil {
 					return err
 				}
-				if err := backup.CheckBackupID(cmd.Context(), t, id); err != nil {
-					return fmt.Errorf("%w: nothing released, nothing removed", err)
+				err = backup.CheckBackupID(cmd.Context(), t, id)
+				if errors.Is(err, backup.ErrOtherBackup) {
+					return usageErrorf("--from: %w: nothing released, nothing removed", err)
+				}
+				if err != nil {
+					return fmt.Errorf("--from %s: %w: nothing released, nothing removed", from.at, err)
 				}
 			}
 			rel, err := newAdminClient(cmd).ReleaseBackup(cmd.Context(), id)
@@ -333,7 +440,9 @@ func newAdminRestoreCommand() *cobra.Command {
 		Use:   "restore --from DEST --data-dir DIR [--etcd ENDPOINTS --advertise-peer HOST:PORT]",
 		Short: "Restore a backup into an empty data directory (offline): an embedded node, or a cluster's seed node",
 		Long: "Verify the backup, then write it into DIR, which must hold no node. The server is\n" +
-			"not involved: run it while no node uses DIR.\n\n" +
+			"not involved: run it while no node uses DIR. A restore cut off (kill -9) leaves DIR\n" +
+			"marked (restore-incomplete): `cairn serve` refuses it, and the restore run again\n" +
+			"starts over and finishes it.\n\n" +
 			"An embedded node's backup: the node id, the cursor key and the shard's state. Start\n" +
 			"the node with `cairn serve --data-dir DIR` and the blob store it had (--blob): every\n" +
 			"file, snapshot and commit of the backup reads back.\n\n" +
@@ -356,7 +465,7 @@ func newAdminRestoreCommand() *cobra.Command {
 			if etcd == "" {
 				m, err := backup.RestoreEmbedded(cmd.Context(), t, dataDir)
 				if err != nil {
-					return fromError(err)
+					return restoreError(err)
 				}
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "restored backup %s (node %s, shard 0 at version %d) into %s\n",
@@ -374,7 +483,7 @@ func newAdminRestoreCommand() *cobra.Command {
 			}
 			m, node, err := server.RestoreCluster(cmd.Context(), t, dataDir, advertisePeer, splitEndpoints(etcd))
 			if err != nil {
-				return fromError(err)
+				return restoreError(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "restored backup %s of cluster %s (%d shards, replication %d) into %s as seed node %s; "+
 				"start it with cairn serve --cluster --data-dir %s --etcd %s\n",

@@ -202,7 +202,7 @@ func TestAHoldACutOffBackupLeavesIsListedAndReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := client.NewAdmin(n.admin, nil).Backup(t.Context(), "cut-1")
+	stream, err := client.NewAdmin(n.admin, nil).Backup(t.Context(), "cut-1", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/server"
 	"github.com/cairnstore/cairn/ops"
+	"github.com/cairnstore/cairn/ops/backup"
 )
 
 // addFileCommands registers the client commands over files: put, cat, ls, stat, import,
@@ -647,6 +648,9 @@ func describeError(err error) (code, msg string) {
 		return "DataDirLocked", msg
 	case errors.Is(err, server.ErrStorageDamaged):
 		return "DataCorrupted", msg
+	case errors.Is(err, backup.ErrRestoreIncomplete):
+		// A restore cut off: `cairn admin restore` run again finishes it.
+		return "InvalidState", msg
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, server.ErrBucketMissing):
 		return "NotFound", msg
 	case errors.Is(err, server.ErrObjectStoreUnavailable):

@@ -9,4 +9,6 @@
 //     target and fsyncs the directory: after it returns, the new contents survive a power
 //     loss; before, a reader sees the old contents or none, never a prefix.
 //   - On an error the temporary file is removed and the target is unchanged.
+//   - Remove removes a file and fsyncs its directory: after it returns, the file stays
+//     gone after a power loss.
 package durable

@@ -44,3 +44,18 @@ func TestWriteFileFailureLeavesTheTargetUnchanged(t *testing.T) {
 		t.Errorf("the target after a failed write: %q, want old", got)
 	}
 }
+
+func TestRemoveRemovesTheFileAndToleratesItsAbsence(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "marker")
+	if err := WriteFile(p, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second finds nothing to remove
+		if err := Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("after Remove: %v, want the file gone", err)
+		}
+	}
+}

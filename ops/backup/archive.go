@@ -290,10 +290,14 @@ func readPart(ctx context.Context, t Target, name string) ([]byte, error) {
 	return b, err
 }
 
-// ReadManifest reads t's manifest. Errors: ErrIncomplete when there is none.
+// ReadManifest reads t's manifest. Errors: ErrNoDestination when t is a directory that
+// does not exist, ErrIncomplete when there is no manifest.
 func ReadManifest(ctx context.Context, t Target) (*Manifest, error) {
 	b, err := readPart(ctx, t, ManifestPart)
 	if errors.Is(err, ErrNoPart) {
+		if d, ok := t.(dirTarget); ok && d.missing() {
+			return nil, fmt.Errorf("%w: %s does not exist", ErrNoDestination, t)
+		}
 		return nil, fmt.Errorf("%w: %s has no %s (the backup did not finish)", ErrIncomplete, t, ManifestPart)
 	}
 	if err != nil {
@@ -314,8 +318,12 @@ func ReadManifest(ctx context.Context, t Target) (*Manifest, error) {
 
 // Verify reads t's manifest and rereads every part against it (size and SHA-256), and
 // checks that every shard the identity names has its snapshot part, and decodes every
-// shard snapshot, which must be at the version the identity names. Errors: ErrIncomplete,
-// ErrDamaged (naming the part), or t's error.
+// shard snapshot, which must be at the version the identity names. Errors: those of
+// ReadManifest, ErrIncomplete, ErrDamaged (naming the part), or t's error.
+//
+// Verify reads the archive alone: it does not ask the node whether the backup's hold
+// still keeps the blobs an archive without them (Identity.BlobDir "") needs;
+// Manifest.CheckHolds compares the node's holds with it.
 func Verify(ctx context.Context, t Target) (*Manifest, error) {
 	m, err := ReadManifest(ctx, t)
 	if err != nil {
@@ -383,8 +391,9 @@ func verifyPart(ctx context.Context, t Target, p Part) error {
 // tmpPrefix starts the name of a directory destination's temporary part files.
 const tmpPrefix = ".tmp-"
 
-// CheckBackupID fails when t's manifest or identity.json names a backup other than id
-// (a destination holding neither passes: a backup cut off before its identity).
+// CheckBackupID fails with an *OtherBackupError (ErrOtherBackup) when t's manifest or
+// identity.json names a backup other than id (a destination holding neither passes: a
+// backup cut off before its identity).
 func CheckBackupID(ctx context.Context, t Target, id string) error {
 	for _, name := range []string{ManifestPart, IdentityPart} {
 		b, err := readPart(ctx, t, name)
@@ -404,7 +413,7 @@ func CheckBackupID(ctx context.Context, t Target, id string) error {
 			return fmt.Errorf("%w: %s: %v", ErrDamaged, name, err)
 		}
 		if got := v.Backup + v.Identity.Backup; got != id {
-			return fmt.Errorf("%s holds backup %q, not %q", t, got, id)
+			return &OtherBackupError{Dest: t.String(), Backup: got, Want: id, Complete: name == ManifestPart}
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package backup
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -105,5 +106,53 @@ func TestAnIdentityOfAnotherFormatOrKindIsRefused(t *testing.T) {
 				t.Fatalf("ReadManifest accepted an identity with another %s: %v", name, err)
 			}
 		})
+	}
+}
+
+// A restore run again over one that was cut off removes what the first wrote — keys.json
+// too, unless it was there before the first began — and keeps the first's marker.
+func TestARestoreRunAgainClearsWhatTheCutOffOneWrote(t *testing.T) {
+	for _, keysBefore := range []bool{false, true} {
+		data := t.TempDir()
+		if keysBefore {
+			if err := os.WriteFile(filepath.Join(data, KeysPart), []byte("{}"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := beginRestore(data, "first", []string{"node-id", "shards"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"node-id", "shards/0/raft.db", KeysPart, "blobs/roots/r/blobs/ab/ab12"} {
+			full := filepath.Join(data, filepath.FromSlash(p))
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(full, []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := CheckRestoreMarker(data); !errors.Is(err, ErrRestoreIncomplete) || !strings.Contains(err.Error(), `backup "first"`) {
+			t.Fatalf("CheckRestoreMarker of a cut-off restore: %v", err)
+		}
+		if err := beginRestore(data, "second", []string{"node-id", "shards"}); err != nil {
+			t.Fatal(err)
+		}
+		for p, want := range map[string]bool{"node-id": false, "shards": false, KeysPart: keysBefore, "blobs/roots/r/blobs/ab/ab12": true, RestoreMarker: true} {
+			if _, err := os.Stat(filepath.Join(data, filepath.FromSlash(p))); (err == nil) != want {
+				t.Errorf("keys before %v: %s there: %v, want %v", keysBefore, p, err == nil, want)
+			}
+		}
+		if err := CheckRestoreMarker(data); err == nil || !strings.Contains(err.Error(), `backup "first"`) {
+			t.Fatalf("the marker after the second begin: %v, want the first's", err)
+		}
+		if err := finishRestore(data); err != nil || CheckRestoreMarker(data) != nil {
+			t.Fatalf("finishRestore: %v; marker %v", err, CheckRestoreMarker(data))
+		}
+		if err := os.WriteFile(filepath.Join(data, "node-id"), []byte("n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := beginRestore(data, "third", []string{"node-id"}); !errors.Is(err, ErrNotEmpty) {
+			t.Fatalf("a restore into a finished one: %v, want ErrNotEmpty", err)
+		}
 	}
 }

@@ -28,7 +28,16 @@
 //     it names; Verify rereads every part against the manifest and decodes every shard
 //     snapshot, so a verified archive restores.
 //   - Restore writes only into an empty data directory and never over an existing
-//     replica; it refuses an archive that does not verify.
+//     replica (a restore run again over one that did not finish first removes what that
+//     one wrote); it refuses an archive that does not verify. It writes RestoreMarker
+//     first and removes it last, after node-id: while the marker exists no node starts on
+//     the directory (CheckRestoreMarker), so a restore cut off at any point is never
+//     taken for a node.
+//   - Verify reads the archive alone; whether the node still keeps the backup's hold is
+//     Manifest.CheckHolds against the node's holds listing.
+//   - A backup names its destination to the node (DestinationOf), which records it in the
+//     hold: one id is one backup (meta/backup.go). CheckDestination refuses a destination
+//     that holds another backup, or a directory that is not one, before a hold is placed.
 //   - Every call on a destination honours ctx; the s3 destination's requests have
 //     minio-go's timeouts under ctx's deadline.
 package backup

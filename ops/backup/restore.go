@@ -25,9 +25,13 @@ var ErrNotEmpty = errors.New("data directory is not empty")
 // (into dataDir/Identity.BlobDir, where the default --blob dir finds them), and shard 0
 // as a single-voter replica at the backed-up version. `cairn serve --data-dir dataDir`
 // (with the backed-up node's blob store when the archive holds no blobs) then serves
-// every file, snapshot and commit the backup holds, to the keys the node had. Errors:
-// those of Verify, ErrNotEmpty, an archive of a cluster (restore a cluster node by node
-// is not supported), or an I/O error.
+// every file, snapshot and commit the backup holds, to the keys the node had.
+//
+// The restore writes RestoreMarker first and removes it last (after node-id), so a
+// restore cut off (kill -9) leaves a directory `cairn serve` refuses (CheckRestoreMarker)
+// rather than one it would start as an empty node; run again over it, the restore starts
+// over (beginRestore). Errors: those of Verify, ErrNotEmpty, an archive of a cluster
+// (restore a cluster node by node is not supported), or an I/O error.
 func RestoreEmbedded(ctx context.Context, t Target, dataDir string) (*Manifest, error) {
 	m, err := Verify(ctx, t)
 	if err != nil {
@@ -37,12 +41,7 @@ func RestoreEmbedded(ctx context.Context, t Target, dataDir string) (*Manifest, 
 	if id.Kind != KindEmbedded || len(id.Shards) != 1 || id.Shards[0].Shard != 0 {
 		return m, fmt.Errorf("backup %s is of a %s with %d shards: only an embedded node's backup restores into a data directory", t, id.Kind, len(id.Shards))
 	}
-	for _, p := range []string{"node-id", "shards"} {
-		if _, err := os.Stat(filepath.Join(dataDir, p)); err == nil {
-			return m, fmt.Errorf("%w: %s holds %s", ErrNotEmpty, dataDir, p)
-		}
-	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := beginRestore(dataDir, id.Backup, []string{"node-id", "shards"}); err != nil {
 		return m, err
 	}
 	key, err := readPart(ctx, t, CursorKey)
@@ -69,8 +68,12 @@ func RestoreEmbedded(ctx context.Context, t Target, dataDir string) (*Manifest, 
 	if err := shard.InstallSnapshot(dir, id.NodeID, id.NodeID, func() (io.ReadCloser, error) { return t.Open(ctx, name) }); err != nil {
 		return m, err
 	}
-	// node-id last: a restore cut short leaves no node a start would take as whole.
-	return m, writeFile(filepath.Join(dataDir, "node-id"), []byte(id.NodeID))
+	// node-id, then the marker: a restore cut short leaves no node a start would take as
+	// whole.
+	if err := writeFile(filepath.Join(dataDir, "node-id"), []byte(id.NodeID)); err != nil {
+		return m, err
+	}
+	return m, finishRestore(dataDir)
 }
 
 // RestoreCluster restores the cluster archive at t, after verifying it, as a cluster of
@@ -85,8 +88,10 @@ func RestoreEmbedded(ctx context.Context, t Target, dataDir string) (*Manifest, 
 // and receive replicas until the cluster has its replication again.
 //
 // The shards are installed before etcd is written, and etcd's cluster record last, so a
-// restore cut short leaves nothing a node would start as a cluster; after a failure,
-// empty dataDir and run it again. Errors: those of Verify, ErrNotEmpty, an archive of an
+// restore cut short leaves nothing a node would start as a cluster; dataDir keeps
+// RestoreMarker until the end, as RestoreEmbedded's does, and a restore run again over it
+// starts dataDir over (etcd must still hold no cluster: after a failure past
+// RestoreRecords, empty the etcd prefix too). Errors: those of Verify, ErrNotEmpty, an archive of an
 // embedded node, control.ErrClusterExists, or an I/O or etcd error.
 func RestoreCluster(ctx context.Context, t Target, dataDir, nodeID, peerAddr string, plane *control.Plane) (*Manifest, error) {
 	m, err := Verify(ctx, t)
@@ -97,11 +102,6 @@ func RestoreCluster(ctx context.Context, t Target, dataDir, nodeID, peerAddr str
 	if id.Kind != KindCluster {
 		return m, fmt.Errorf("backup %s is of an embedded node: restore it with --data-dir alone", t)
 	}
-	for _, p := range []string{"node-id", "shards", "cluster-node-id"} {
-		if _, err := os.Stat(filepath.Join(dataDir, p)); err == nil {
-			return m, fmt.Errorf("%w: %s holds %s", ErrNotEmpty, dataDir, p)
-		}
-	}
 	raw, err := readPart(ctx, t, EtcdPart)
 	if err != nil {
 		return m, err
@@ -110,7 +110,7 @@ func RestoreCluster(ctx context.Context, t Target, dataDir, nodeID, peerAddr str
 	if err := json.Unmarshal(raw, &recs); err != nil {
 		return m, fmt.Errorf("backup %s: %s: %w", t, EtcdPart, err)
 	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := beginRestore(dataDir, id.Backup, []string{"node-id", "shards", "cluster-node-id"}); err != nil {
 		return m, err
 	}
 	for _, sh := range id.Shards {
@@ -123,8 +123,12 @@ func RestoreCluster(ctx context.Context, t Target, dataDir, nodeID, peerAddr str
 	if err := plane.RestoreRecords(ctx, recs, nodeID); err != nil {
 		return m, err
 	}
-	// node-id last: a restore cut short leaves no node a start would take as whole.
-	return m, writeFile(filepath.Join(dataDir, "node-id"), []byte(nodeID))
+	// node-id, then the marker: a restore cut short leaves no node a start would take as
+	// whole.
+	if err := writeFile(filepath.Join(dataDir, "node-id"), []byte(nodeID)); err != nil {
+		return m, err
+	}
+	return m, finishRestore(dataDir)
 }
 
 // restoreBlobs writes the archive's blob parts under dataDir/Identity.BlobDir, each to

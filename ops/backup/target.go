@@ -71,7 +71,7 @@ func OpenTarget(at string, s3 S3) (Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("backup destination %q: %w", at, err)
 		}
-		return &s3Target{cli: cli, bucket: bucket, prefix: prefix, url: at}, nil
+		return &s3Target{cli: cli, bucket: bucket, prefix: prefix, url: at, host: u.Host}, nil
 	}
 	dir := strings.TrimPrefix(at, "dir://")
 	if dir == "" {
@@ -181,6 +181,7 @@ type s3Target struct {
 	cli            *minio.Client
 	bucket, prefix string
 	url            string
+	host           string // the endpoint's host[:port]
 }
 
 func (s *s3Target) String() string { return s.url }
