@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
@@ -145,9 +147,17 @@ func TestStdioStatelessRequestsNeedNoInitialize(t *testing.T) {
 // the session wrote once it has ended.
 func serveToEnd(t *testing.T, svc *workbench.Service, input string) *workbenchtest.LogBuffer {
 	t.Helper()
+	return serveToEndThen(t, svc, input, nil)
+}
+
+// serveToEndThen is serveToEnd whose input calls atEOF (when not nil) the first time it
+// reports its end, before the session sees the end.
+func serveToEndThen(t *testing.T, svc *workbench.Service, input string, atEOF func()) *workbenchtest.LogBuffer {
+	t.Helper()
 	out := &workbenchtest.LogBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- ServeStdio(t.Context(), svc, "a", strings.NewReader(input), out) }()
+	in := &endHook{r: strings.NewReader(input), atEOF: atEOF}
+	go func() { done <- ServeStdio(t.Context(), svc, "a", in, out) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -157,6 +167,21 @@ func serveToEnd(t *testing.T, svc *workbench.Service, input string) *workbenchte
 		t.Fatal("the session did not end a minute after its input did")
 	}
 	return out
+}
+
+// endHook reads r and calls atEOF once, when r first reports its end.
+type endHook struct {
+	r     io.Reader
+	atEOF func()
+	once  sync.Once
+}
+
+func (h *endHook) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if err == io.EOF && h.atEOF != nil {
+		h.once.Do(h.atEOF)
+	}
+	return n, err
 }
 
 // answersByID are the answer lines of a session's output by their id (printed with
@@ -207,9 +232,10 @@ func TestStdioAnswersWhatItReadBeforeItsInputEnded(t *testing.T) {
 		t.Errorf("tools/call: %v", a)
 	}
 
+	// The budget is given back when the input ends: the search, read before that, cannot
+	// have been answered by then.
 	give := holdBudget(t, svc)
-	go func() { time.Sleep(300 * time.Millisecond); give() }()
-	answers = answersByID(t, serveToEnd(t, svc, rawInitialize+"\n"+rawInitialized+"\n"+rawSearch+"\n").String())
+	answers = answersByID(t, serveToEndThen(t, svc, rawInitialize+"\n"+rawInitialized+"\n"+rawSearch+"\n", give).String())
 	a := answers["3"]
 	if len(a) != 1 || a[0]["result"] == nil {
 		t.Fatalf("the search that waited for the budget: %v", a)
@@ -230,7 +256,18 @@ func TestStdioAnswersWhatItCannotFinishWithAnError(t *testing.T) {
 	give := holdBudget(t, svc)
 	out := serveToEnd(t, svc, rawInitialize+"\n"+rawInitialized+"\n"+rawSearch+"\n"+rawCreate+"\n")
 	give() // the search, cancelled with the session, must not be answered again
-	time.Sleep(200 * time.Millisecond)
+	// Wait until the search neither waits for the budget nor holds it: its handler has
+	// ended, and the answer it may have written then is in out.
+	retry.SucceedsSoon(t, "the search's handler ends", func() error {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		defer cancel()
+		release, err := svc.AdmitMemory(ctx, svc.Config().QueryBudgetBytes, "the test's check")
+		if err != nil {
+			return err
+		}
+		release()
+		return nil
+	})
 	answers := answersByID(t, out.String())
 	if a := answers["2"]; len(a) != 1 || a[0]["result"] == nil {
 		t.Errorf("the create: %v", a)
