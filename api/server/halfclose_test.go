@@ -63,7 +63,7 @@ func TestAHalfCloseAfterTheWholeBodyStillGetsItsAnswer(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, "%d bytes", len(b))
-	}))
+	}), time.Second)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conns <- r.Context()
 		inner.ServeHTTP(w, r)

@@ -23,7 +23,7 @@ import (
 // protocol to the server's configuration in place. The TLS handshake is bounded by the
 // read-header timeout (net/http).
 func newHTTPServer(cfg ops.Config, tc *tls.Config, h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{Handler: closeUnread(h), ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
+	return &http.Server{Handler: closeUnread(h, cfg.BodyRateWindow), ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 		TLSConfig: tc.Clone(), ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
 

@@ -16,8 +16,11 @@ import (
 // that never got its 100 Continue, or a slow-loris — would hold the connection and get no
 // answer at all. With "Connection: close" set before the answer's header, net/http sends
 // the answer at once and closes; and once the handler has returned, the connection's
-// read deadline is set to the past, so that net/http's own drain of the rest of the body
-// does not wait for bytes that may never come.
+// read deadline is set grace from then (the node's body rate window: as long as a body
+// being read may stall), so that net/http's own drain of the rest of the body ends for a
+// client that never sends it, while a client still sending a small body finishes it and
+// reads the answer (closing with its bytes unread would reset the connection, and the
+// client would see a broken pipe instead of the answer).
 //
 // It also answers a client that half-closes its connection once it has sent its whole
 // request (shutdown(SHUT_WR), as `nc -N` and some HTTP/1.0 clients do): net/http ends a
@@ -34,7 +37,7 @@ import (
 //
 // The handler gets a shallow copy of the request whose body records its end, so the
 // server's own request keeps the body net/http gave it.
-func closeUnread(h http.Handler) http.Handler {
+func closeUnread(h http.Handler, grace time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// HTTP/2 flow control bounds what a stream may hold unread, and there "Connection:
 		// close" would end every stream of the connection; the end of a stream's request
@@ -62,10 +65,9 @@ func closeUnread(h http.Handler) http.Handler {
 			// KiB, before the answer when the handler wrote none and after it otherwise,
 			// to reuse the connection, with no deadline: a client that declared a body and
 			// never sends it would hold the connection (a slot of the node's caps) for
-			// good. A deadline already passed ends that read at once; what the client did
-			// send and net/http has buffered is still read, so the answer goes out and the
-			// connection closes.
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			// good. The deadline ends that read after grace; a client still sending its
+			// body meets it and then reads the answer.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(grace))
 		}
 	})
 }

@@ -26,7 +26,7 @@ func TestAnAnswerBeforeTheBodyIsNotHeldForIt(t *testing.T) {
 			return
 		}
 		w.WriteHeader(http.StatusForbidden)
-	})))
+	}), time.Second))
 	t.Cleanup(srv.Close)
 	for _, tc := range []struct {
 		path     string
@@ -70,7 +70,7 @@ func TestARefusedBodyThatNeverArrivesDoesNotHoldTheConnection(t *testing.T) {
 			return // net/http writes the 200 after the handler
 		}
 		w.WriteHeader(http.StatusUnauthorized)
-	})))
+	}), time.Second))
 	t.Cleanup(srv.Close)
 	for _, tc := range []struct{ path, framing string }{
 		{"/refuse", "Content-Length: 1000\r\n\r\nabc"},
