@@ -278,35 +278,70 @@ func newAdminBackupDeleteCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delete --from DEST",
 		Short: "Release a backup's hold on the server's shards, then delete the backup",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, err := from.open()
-			if err != nil {
-				return err
-			}
-			m, err := backup.ReadManifest(cmd.Context(), t)
-			if errors.Is(err, backup.ErrIncomplete) {
-				return usageErrorf("--from: %w: `cairn admin backup holds` lists the holds; `cairn admin backup release --id ID --from %s` releases one and removes what was written", err, from.at)
-			}
-			if err != nil {
-				return fromError(err)
-			}
-			if _, err := newAdminClient(cmd).ReleaseBackup(cmd.Context(), m.Identity.Backup); err != nil {
-				return fmt.Errorf("release the hold of backup %s: %w", m.Identity.Backup, err)
-			}
-			names := []string{backup.ManifestPart} // first: what is left is no backup
-			for _, p := range m.Parts {
-				names = append(names, p.Name)
-			}
-			if err := t.Remove(cmd.Context(), names); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "backup %s: hold released, %d parts deleted from %s\n", m.Identity.Backup, len(names), t)
-			return nil
-		},
+		Long: "Release the hold backup DEST placed on the server's shards, then delete the backup.\n" +
+			"A copy (or a move) of a backup carries its id: deleting it deletes the copy and keeps the\n" +
+			"hold, which the backup at the destination that placed it (`cairn admin backup holds` shows\n" +
+			"it) still needs; `cairn admin backup release --id ID` releases it once no copy does.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBackupDelete(cmd, &from) },
 	}
 	from.add(cmd, "from", "the backup to delete")
 	return cmd
+}
+
+// runBackupDelete deletes the backup at from, releasing its hold when the hold is the one
+// from placed (holdPlacer).
+func runBackupDelete(cmd *cobra.Command, from *backupTargetFlags) error {
+	t, err := from.open()
+	if err != nil {
+		return err
+	}
+	m, err := backup.ReadManifest(cmd.Context(), t)
+	if errors.Is(err, backup.ErrIncomplete) {
+		return usageErrorf("--from: %w: `cairn admin backup holds` lists the holds; `cairn admin backup release --id ID --from %s` releases one and removes what was written", err, from.at)
+	}
+	if err != nil {
+		return fromError(err)
+	}
+	id, admin := m.Identity.Backup, newAdminClient(cmd)
+	holds, err := admin.BackupHolds(cmd.Context())
+	if err != nil {
+		return fmt.Errorf("list the holds of backup %s: %w", id, err)
+	}
+	placedBy := holdPlacer(holds, id, backup.DestinationOf(t))
+	if placedBy == "" {
+		if _, err := admin.ReleaseBackup(cmd.Context(), id); err != nil {
+			return fmt.Errorf("release the hold of backup %s: %w", id, err)
+		}
+	}
+	names := []string{backup.ManifestPart} // first: what is left is no backup
+	for _, p := range m.Parts {
+		names = append(names, p.Name)
+	}
+	if err := t.Remove(cmd.Context(), names); err != nil {
+		return err
+	}
+	if placedBy != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "backup %s: %d parts deleted from %s; its hold stays, for the backup at %s that placed it "+
+			"(this was a copy or a move of it): `cairn admin backup delete --from` that backup, or `cairn admin backup release --id %s` once no copy needs it, releases it\n",
+			id, len(names), t, placedBy, id)
+		return nil
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "backup %s: hold released, %d parts deleted from %s\n", id, len(names), t)
+	return nil
+}
+
+// holdPlacer returns the destination recorded by a hold of backup id that dest is not (a
+// backup's copy carries the manifest of the backup that placed the hold, and deleting the
+// copy must not release the hold the original needs), or "" when the holds of id name
+// dest, name none (placed before holds recorded their destination), or are gone.
+func holdPlacer(holds []client.BackupHold, id, dest string) string {
+	for _, h := range holds {
+		if h.Backup == id && h.Destination != "" && h.Destination != dest {
+			return h.Destination
+		}
+	}
+	return ""
 }
 
 func newAdminBackupHoldsCommand() *cobra.Command {

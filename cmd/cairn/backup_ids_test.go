@@ -175,3 +175,40 @@ func TestBackupCommandsNameTheFlagOfTheCallersMistake(t *testing.T) {
 		t.Fatalf("a backup whose request broke off: %s: %s; want Unavailable naming backup holds and release", code, msg)
 	}
 }
+
+// A black-box finding: a copy of a backup carries the original's manifest and id, and
+// `backup delete --from COPY` released the hold the original still needed, so garbage
+// collection could remove blobs its restore reads. Now deleting a copy deletes its files
+// and keeps the hold, saying which backup placed it; deleting that backup releases it.
+func TestDeletingACopyOfABackupKeepsTheHoldTheOriginalNeeds(t *testing.T) {
+	n := startBackupNode(t, filepath.Join(t.TempDir(), "data"), "dir://"+t.TempDir())
+	cli(t, "put", "--server", n.url, "--agent", "demo", "--workbench", "w", "input/big.bin", bigBody(t))
+	bk := t.TempDir()
+	orig, copied := filepath.Join(bk, "orig"), filepath.Join(bk, "copy")
+	backupManifest(t, n.admin, "--to", orig, "--id", "Y")
+	if err := os.CopyFS(copied, os.DirFS(orig)); err != nil {
+		t.Fatal(err)
+	}
+
+	out := cli(t, "admin", "backup", "delete", "--admin-server", n.admin, "--from", copied)
+	if !strings.Contains(out, "its hold stays, for the backup at dir://"+orig+" that placed it") {
+		t.Fatalf("delete of a copy:\n%s", out)
+	}
+	if left := files(t, copied); len(left) != 0 {
+		t.Fatalf("the deleted copy still holds %v", left)
+	}
+	if got := holdsOf(t, n.admin, "Y"); len(got) != 1 || got[0].Destination != "dir://"+orig {
+		t.Fatalf("holds after deleting a copy: %+v; want the original's hold", got)
+	}
+	if out := cli(t, "admin", "backup", "verify", "--admin-server", n.admin, "--from", orig, "--holds"); !strings.Contains(out, "held:") {
+		t.Fatalf("verify --holds of the original after its copy was deleted:\n%s", out)
+	}
+
+	out = cli(t, "admin", "backup", "delete", "--admin-server", n.admin, "--from", orig)
+	if !strings.Contains(out, "backup Y: hold released") {
+		t.Fatalf("delete of the original:\n%s", out)
+	}
+	if got := holdsOf(t, n.admin, "Y"); len(got) != 0 {
+		t.Fatalf("holds after deleting the original: %+v", got)
+	}
+}
