@@ -1,21 +1,48 @@
 package meta
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"runtime"
 	"testing"
 )
 
+// BenchmarkApplyPutInline overwrites one path, first filled to its history's cap (the
+// default 1,000 versions), with a 1 KiB inline body, and BenchmarkApplyPutBlob with a
+// body in one blob-store segment (a new digest each time): what a write costs the FSM on
+// a file rewritten often (a status file, a log rotated in place).
+//
+//	go test ./meta -run '^$' -bench 'BenchmarkApplyPut(Inline|Blob)$' -benchmem
 func BenchmarkApplyPutInline(b *testing.B) {
+	benchOverwrite(b, func(int) Segment { return Segment{Size: 1024, Inline: make([]byte, 1024)} })
+}
+
+func BenchmarkApplyPutBlob(b *testing.B) {
+	benchOverwrite(b, func(i int) Segment {
+		var d Digest
+		binary.BigEndian.PutUint64(d[:], uint64(i))
+		return Segment{Size: 1 << 20, Digest: d}
+	})
+}
+
+func benchOverwrite(b *testing.B, seg func(i int) Segment) {
 	f := New(Options{})
-	data, _ := EncodeCommand(Header{TimeMs: 1}, Put{Agent: "a", Workspace: "w", Path: "input/f", CreateWorkspace: true,
-		Size: 1024, Segments: []Segment{{Size: 1024, Inline: make([]byte, 1024)}}})
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
+	put := func(i int) {
+		data, _ := EncodeCommand(Header{TimeMs: 1}, Put{Agent: "a", Workspace: "w", Path: "input/f", CreateWorkspace: true,
+			Size: seg(i).Size, Segments: []Segment{seg(i)}})
 		if r := f.Apply(uint64(i+1), data); r.Err != nil {
 			b.Fatal(r.Err)
 		}
+	}
+	i := 0
+	for ; i < DefaultHistoryMaxVersions; i++ {
+		put(i)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		put(i)
+		i++
 	}
 }
 

@@ -515,7 +515,15 @@ func listHeads(chain []version) map[uint64]*Entry {
 // longest version it keeps of that list: so an append adds references for its new
 // segments only, and dropping a version whose list a newer kept version extends changes
 // nothing — O(delta) in segments, O(chain) in versions.
+//
+// Every count it moves is a non-inline segment's (ref skips inline ones), so a path whose
+// versions, before and after, hold inline bodies only moves none, and is not walked into
+// maps: a small file overwritten up to its retention cap (1,000 versions by default) would
+// otherwise build two maps of its whole history on every write.
 func (a *fileApplier) account(rootUID string, old, new []version) {
+	if !referencesBlobs(old) && !referencesBlobs(new) {
+		return
+	}
 	before, after := listHeads(old), listHeads(new)
 	for id, b := range before {
 		n := 0
@@ -531,6 +539,21 @@ func (a *fileApplier) account(rootUID string, old, new []version) {
 		}
 		a.ref(rootUID, e.Segments[n:], +1)
 	}
+}
+
+// referencesBlobs reports whether a version of chain has a segment in the blob store.
+func referencesBlobs(chain []version) bool {
+	for _, el := range chain {
+		if el.Entry == nil {
+			continue
+		}
+		for _, sg := range el.Entry.Segments {
+			if !sg.IsInline() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ref adds delta to the reference count of every non-inline segment of segs.
