@@ -327,17 +327,23 @@ func tarBlobs(tw *tar.Writer, dir string) error {
 	})
 }
 
-// BackupHolds implements rest.Backups: the backup holds of every shard as this node's
-// replica of it applied them (on the embedded node, every committed hold). A cluster node
-// without a replica of some shard fails naming it, as WriteBackup does.
+// BackupHolds implements rest.Backups: the backup holds of every shard, read
+// linearizably (host.Shards.ReadView), so a hold placed or released by an acknowledged
+// call is listed as such by every node. A cluster node without a replica of some shard
+// fails naming it, as WriteBackup does.
 func (n *Node) BackupHolds(ctx context.Context) ([]rest.BackupHold, error) {
 	var out []rest.BackupHold
 	for _, sid := range n.host.Shards().IDs() {
-		r := n.host.Replica(sid)
-		if r == nil {
+		if n.host.Replica(sid) == nil {
 			return nil, fmt.Errorf("backup holds: %w: no replica of shard %d on this node", shard.ErrNotLeader, sid)
 		}
-		for _, h := range r.AppliedView().Shard().BackupHolds() {
+		sctx, cancel := context.WithTimeout(ctx, backupShardTimeout)
+		v, err := n.host.Shards().ReadView(sctx, sid)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("backup holds: shard %d: %w", sid, err)
+		}
+		for _, h := range v.Shard().BackupHolds() {
 			out = append(out, rest.BackupHold{Backup: h.ID, Shard: sid, Version: h.Version, PlacedAt: time.UnixMilli(h.AtMs).UTC(),
 				Destination: h.Dest})
 		}

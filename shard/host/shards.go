@@ -42,6 +42,17 @@ func (s *Shards) Propose(ctx context.Context, id int, hd meta.Header, b meta.Bod
 	return s.leaders.propose(ctx, id, hd, b)
 }
 
+// ReadView returns a linearizable view of shard id from this node's replica: every
+// command acknowledged before the call is in it. On the ready leader it confirms its
+// leadership; on a follower it asks the leader for a read index and waits (at most 2 s)
+// until its replica has applied that far. What it serves an admin reads of a shard's own
+// records (backup holds) with, which a replica's applied view would show stale on a
+// follower. Errors: shard.ErrNotLeader wrapped when no leader answers or this node holds
+// no replica of the shard, shard.ErrBehind when the replica is too far behind.
+func (s *Shards) ReadView(ctx context.Context, id int) (*meta.View, error) {
+	return s.leaders.readView(ctx, id)
+}
+
 // SnapshotAt returns a copy of shard id's state from this node's replica once it has
 // applied version (a version's content never changes, so any replica serves it).
 // Errors: shard.ErrNotLeader wrapped when this node holds no replica of the shard,
