@@ -615,14 +615,15 @@ func reportError(w io.Writer, err error) {
 // context ("import docs/a.txt: ...") is kept and the code is not printed twice.
 func describeError(err error) (code, msg string) {
 	var (
-		ce     *client.Error
-		ue     usageError
-		closed *shardsClosedError
-		coded  *codedError
-		keyed  *keyedError
-		moved  *rootMoveError
-		urlErr *url.Error
-		netErr net.Error
+		ce      *client.Error
+		ue      usageError
+		closed  *shardsClosedError
+		coded   *codedError
+		keyed   *keyedError
+		moved   *rootMoveError
+		urlErr  *url.Error
+		netErr  net.Error
+		pathErr *fs.PathError
 	)
 	msg = err.Error()
 	switch {
@@ -656,6 +657,10 @@ func describeError(err error) (code, msg string) {
 	case errors.Is(err, server.ErrObjectStoreUnavailable):
 		// The object store could not be reached or refused the credentials at start.
 		return "ObjectUnavailable", msg
+	case errors.As(err, &pathErr) && !errors.As(err, &urlErr):
+		// A local file the command reads or writes. An errno satisfies net.Error, so
+		// without this case a file's error would read as the network's (Unavailable).
+		return localFileCode(pathErr.Err), msg
 	case errors.As(err, &urlErr) && urlErr.Op != "Get" && urlErr.Op != "Head" && brokeAfterSending(err):
 		// A write sent in full whose answer never came: the node may have applied it (a
 		// kill -9 after the commit) or not; say so, rather than only the transport's error,
@@ -670,6 +675,19 @@ func describeError(err error) (code, msg string) {
 	default:
 		return "Internal", msg
 	}
+}
+
+// localFileCode is the code of a local file's error (fs.ErrNotExist is NotFound before
+// it): a permission the user lacks, a full disk, or a path the command cannot use as
+// given (a directory, a path through a file, a read-only file system).
+func localFileCode(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return "PermissionDenied"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "ResourceExhausted"
+	}
+	return "InvalidArguments"
 }
 
 // brokeAfterSending reports whether a request's transport error is the connection ending
