@@ -45,9 +45,9 @@ func (s *Shards) Propose(ctx context.Context, id int, hd meta.Header, b meta.Bod
 // ReadView returns a linearizable view of shard id from this node's replica: every
 // command acknowledged before the call is in it. On the ready leader it confirms its
 // leadership; on a follower it asks the leader for a read index and waits (at most 2 s)
-// until its replica has applied that far. What it serves an admin reads of a shard's own
-// records (backup holds) with, which a replica's applied view would show stale on a
-// follower. Errors: shard.ErrNotLeader wrapped when no leader answers or this node holds
+// until its replica has applied that far. Admin reads of a shard's own records (backup
+// holds) use it: a follower's applied view may still show what an acknowledged command
+// changed. Errors: shard.ErrNotLeader wrapped when no leader answers or this node holds
 // no replica of the shard, shard.ErrBehind when the replica is too far behind.
 func (s *Shards) ReadView(ctx context.Context, id int) (*meta.View, error) {
 	return s.leaders.readView(ctx, id)
