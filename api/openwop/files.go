@@ -269,14 +269,25 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 		}
 	}
 	req := workbench.WriteRequest{Agent: o.Tenant, Workbench: o.Workspace, Path: path, CreateWorkbench: true, RequestID: requestID}
+	// A precondition that fails on this view fails here, before the body is redacted and
+	// stored, unless the request carries an Idempotency-Key: then the store decides, and a
+	// retry of a write that went through answers its first answer (the store looks up a
+	// request id before it checks the condition) where the check here would see the write
+	// itself and refuse it.
+	replayable := requestID != ""
+	if pre.IfMatch != nil && pre.CreateOnly {
+		// A live file to match and none to create over: no write ever met both.
+		return File{}, conflict(live.Ordinal)
+	}
 	if pre.IfMatch != nil {
-		if live.Entry == nil || *pre.IfMatch != Etag(live.Entry.Generation) {
+		gen, ok := parseEtag(*pre.IfMatch)
+		if !ok || (!replayable && (live.Entry == nil || gen != live.Entry.Generation)) {
 			return File{}, conflict(live.Ordinal)
 		}
-		req.Cond, req.IfGeneration = meta.CondIfGeneration, live.Entry.Generation
+		req.Cond, req.IfGeneration = meta.CondIfGeneration, gen
 	}
 	if pre.CreateOnly {
-		if live.Entry != nil {
+		if live.Entry != nil && !replayable {
 			return File{}, exists(live.Ordinal)
 		}
 		req.Cond = meta.CondCreateOnly
@@ -322,15 +333,12 @@ func (h *Handler) currentVersion(ctx context.Context, o Owner, path string) uint
 }
 
 // writtenAt returns the command time of the write that made generation gen of path: from
-// the path's chain while it holds that element, else now (a later write replaced it
-// before this read, and the store pruned it).
+// the path's chain while it holds that element, in this life or an earlier one (a retry
+// answered after a delete), else now (the store pruned it before this read).
 func (h *Handler) writtenAt(ctx context.Context, o Owner, path string, gen uint64) int64 {
 	if v, ws, err := h.writeView(ctx, o); err == nil && ws != nil {
-		hist, _ := v.History().Life(ws, path, 0)
-		for _, fv := range hist {
-			if fv.Version == gen {
-				return fv.AtMs
-			}
+		if fv, err := v.History().FileAt(ws, path, gen); err == nil {
+			return fv.AtMs
 		}
 	}
 	return time.Now().UnixMilli()

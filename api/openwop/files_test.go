@@ -1,12 +1,14 @@
 package openwop_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/api/openwop"
 )
@@ -203,5 +205,57 @@ func TestABadContentTypeNamesTheWireField(t *testing.T) {
 		if msg, _ := a.json["message"].(string); !strings.HasPrefix(msg, "contentType: ") || strings.Contains(msg, "content_type") || strings.Contains(msg, "mime:") {
 			t.Errorf("contentType %q: %s", ct, a.body)
 		}
+	}
+}
+
+// A conditional PUT sent again under its Idempotency-Key (a client whose answer was lost)
+// answers the first answer, byte for byte, and writes nothing more: the precondition the
+// first send met does not hold any more (the file is at the version it wrote), so a check
+// before the store's lookup of the key would refuse the retry 409, which a client takes as
+// final. A retry after the file was deleted answers the first answer too, its updatedAt the
+// write's, not the time of the retry. Without a key the precondition still fails at once.
+func TestAConditionalPutRetriedUnderItsIdempotencyKeyAnswersTheFirstAnswer(t *testing.T) {
+	sc := loadSchemas(t)
+	base := newFacade(t, testOptions()) + "/v1/host/workspace/files/"
+	create := call(t, http.MethodPut, base+"new.md", map[string]any{"content": "one"}, "If-None-Match", "*", "Idempotency-Key", "k-create")
+	if create.status != 200 {
+		t.Fatalf("a create-only PUT: %d %s", create.status, create.body)
+	}
+	etag := create.json["etag"].(string)
+	update := call(t, http.MethodPut, base+"new.md", map[string]any{"content": "two"}, "If-Match", etag, "Idempotency-Key", "k-update")
+	if update.status != 200 || update.json["version"] != float64(2) {
+		t.Fatalf("an If-Match PUT: %d %s", update.status, update.body)
+	}
+	for _, retry := range []struct {
+		what  string
+		first answer
+		again answer
+	}{
+		{"a create-only PUT", create, call(t, http.MethodPut, base+"new.md", map[string]any{"content": "one"}, "If-None-Match", "*", "Idempotency-Key", "k-create")},
+		{"an If-Match PUT", update, call(t, http.MethodPut, base+"new.md", map[string]any{"content": "two"}, "If-Match", etag, "Idempotency-Key", "k-update")},
+	} {
+		if retry.again.status != 200 || !bytes.Equal(retry.again.body, retry.first.body) {
+			t.Fatalf("%s sent again under its key: %d %s, want the first answer %s", retry.what, retry.again.status, retry.again.body, retry.first.body)
+		}
+	}
+	if g := call(t, http.MethodGet, base+"new.md", nil); g.json["version"] != float64(2) || g.json["content"] != "two" {
+		t.Fatalf("the file after the retries: %s", g.body)
+	}
+	wantConflict(t, sc, "the If-Match PUT sent again without its key", call(t, http.MethodPut, base+"new.md", map[string]any{"content": "two"}, "If-Match", etag), 2)
+	wantConflict(t, sc, "the create-only PUT sent again without its key", call(t, http.MethodPut, base+"new.md", map[string]any{"content": "one"}, "If-None-Match", "*"), 2)
+	wantConflict(t, sc, "the If-Match PUT under its key with another body", call(t, http.MethodPut, base+"new.md", map[string]any{"content": "three"}, "If-Match", etag, "Idempotency-Key", "k-other"), 2)
+	wantConflict(t, sc, "If-Match and If-None-Match: * under a key", call(t, http.MethodPut, base+"gone.md", map[string]any{"content": "x"}, "If-Match", etag, "If-None-Match", "*", "Idempotency-Key", "k-both"), 0)
+	if g := call(t, http.MethodGet, base+"gone.md", nil); g.status != http.StatusNotFound {
+		t.Fatalf("a PUT with both preconditions wrote: %d %s", g.status, g.body)
+	}
+	if d := call(t, http.MethodDelete, base+"new.md", nil); d.status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", d.status, d.body)
+	}
+	time.Sleep(5 * time.Millisecond) // the retry's own time differs from the write's
+	if again := call(t, http.MethodPut, base+"new.md", map[string]any{"content": "one"}, "If-None-Match", "*", "Idempotency-Key", "k-create"); !bytes.Equal(again.body, create.body) {
+		t.Fatalf("the create-only PUT sent again after a delete: %d %s, want the first answer %s", again.status, again.body, create.body)
+	}
+	if g := call(t, http.MethodGet, base+"new.md", nil); g.status != http.StatusNotFound {
+		t.Fatalf("a retry after the delete wrote again: %d %s", g.status, g.body)
 	}
 }
