@@ -301,6 +301,12 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 	content := *in.Content
 	if h.opt.Redactor != nil {
 		content = h.opt.Redactor.Redact(o.Tenant, content)
+		if int64(len(content)) > h.opt.MaxFileBytes {
+			// A marker can be longer than the secret it replaces: a file stored above
+			// maxFileBytes could never be read back (get reads at most MaxFileBytes).
+			return File{}, fail(http.StatusRequestEntityTooLarge, CodeTooLarge, "content is larger than maxFileBytes ("+
+				strconv.FormatInt(h.opt.MaxFileBytes, 10)+" bytes) once its secrets are redacted ("+strconv.Itoa(len(content))+" bytes)")
+		}
 	}
 	req.ContentType = DefaultContentType
 	if in.ContentType != nil {
