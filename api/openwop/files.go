@@ -2,10 +2,12 @@ package openwop
 
 import (
 	"context"
+	"hash/fnv"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairnstore/cairn/meta"
@@ -258,14 +260,19 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 	if int64(len(*in.Content)) > h.opt.MaxFileBytes {
 		return File{}, h.tooLarge()
 	}
-	v, ws, err := h.writeView(ctx, o)
+	v, ws, live, err := h.liveOf(ctx, o, path)
 	if err != nil {
 		return File{}, err
 	}
-	var live meta.FileVersion
-	if ws != nil {
-		if fv, ferr := v.FileVersion(ws, path); ferr == nil {
-			live = fv
+	if live.Entry == nil {
+		// A new file: the maxFiles check and the write hold the workspace's create lock, and
+		// the check reads a view taken under it, so creates racing through this node cannot
+		// all pass one count (creates served by two nodes of a cluster still can:
+		// docs/architecture.md, api/openwop).
+		unlock := h.creates.lock(o)
+		defer unlock()
+		if v, ws, live, err = h.liveOf(ctx, o, path); err != nil {
+			return File{}, err
 		}
 	}
 	req := workbench.WriteRequest{Agent: o.Tenant, Workbench: o.Workspace, Path: path, CreateWorkbench: true, RequestID: requestID}
@@ -326,6 +333,36 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 	f := File{Path: path, Content: &content, ContentType: res.ContentType, Version: res.Ordinal, Etag: Etag(res.Generation),
 		UpdatedAt: timestamp(h.writtenAt(ctx, o, path, res.Generation))}
 	return f, nil
+}
+
+// liveOf is writeView with path's live version (zero when it has none).
+func (h *Handler) liveOf(ctx context.Context, o Owner, path string) (*meta.View, *meta.Workspace, meta.FileVersion, *Error) {
+	v, ws, err := h.writeView(ctx, o)
+	if err != nil {
+		return nil, nil, meta.FileVersion{}, err
+	}
+	var live meta.FileVersion
+	if ws != nil {
+		if fv, ferr := v.FileVersion(ws, path); ferr == nil {
+			live = fv
+		}
+	}
+	return v, ws, live, nil
+}
+
+// createLocks serializes, per owner, the PUTs through this node that create a file, from
+// the maxFiles check to the write (striped: owners that share a stripe wait for each
+// other, which only slows them).
+type createLocks [64]sync.Mutex
+
+func (l *createLocks) lock(o Owner) func() {
+	d := fnv.New32a()
+	d.Write([]byte(o.Tenant))
+	d.Write([]byte{0})
+	d.Write([]byte(o.Workspace))
+	m := &l[d.Sum32()%uint32(len(l))]
+	m.Lock()
+	return m.Unlock
 }
 
 // currentVersion returns path's live version (0 when it has none), for a conflict.

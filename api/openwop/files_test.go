@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -257,5 +258,44 @@ func TestAConditionalPutRetriedUnderItsIdempotencyKeyAnswersTheFirstAnswer(t *te
 	}
 	if g := call(t, http.MethodGet, base+"new.md", nil); g.status != http.StatusNotFound {
 		t.Fatalf("a retry after the delete wrote again: %d %s", g.status, g.body)
+	}
+}
+
+// maxFiles holds when PUTs creating files race: of twelve creates sent at once into a
+// workspace one file short of the limit, exactly one is stored and the others are 413
+// workspace_too_large. Each create read the count before any of them had written, so
+// before, several passed the check (259 files of 256 on a node under a 24-way race).
+func TestRacingCreatesStayWithinMaxFiles(t *testing.T) {
+	sc := loadSchemas(t)
+	opt := testOptions() // MaxFiles 4
+	base := newFacade(t, opt) + "/v1/host/workspace/files/"
+	for i := range opt.MaxFiles - 1 {
+		if a := call(t, http.MethodPut, base+"f"+strconv.Itoa(i), map[string]any{"content": "x"}); a.status != 200 {
+			t.Fatalf("setup: %d %s", a.status, a.body)
+		}
+	}
+	answers := race(12, func(i int) (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodPut, base+"new"+strconv.Itoa(i), strings.NewReader(`{"content":"x"}`))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return req, err
+	})
+	stored := 0
+	for i, a := range answers {
+		if a.err != nil {
+			t.Fatalf("create %d: %v", i, a.err)
+		}
+		if a.status == 200 {
+			stored++
+			continue
+		}
+		got := answer{status: a.status, body: []byte(a.body)}
+		_ = json.Unmarshal(got.body, &got.json)
+		wantError(t, sc, "a create beyond maxFiles", got, http.StatusRequestEntityTooLarge, openwop.CodeTooLarge)
+	}
+	l := call(t, http.MethodGet, base[:len(base)-1], nil)
+	if files, _ := l.json["files"].([]any); stored != 1 || len(files) != opt.MaxFiles {
+		t.Fatalf("%d of 12 racing creates stored, %d files listed, want 1 and %d: %s", stored, len(files), opt.MaxFiles, l.body)
 	}
 }
