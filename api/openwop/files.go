@@ -207,6 +207,9 @@ func (h *Handler) get(ctx context.Context, o Owner, at workbench.At, path string
 	}
 	fv, ferr := v.FileVersion(ws, path)
 	if ferr != nil {
+		if isDirectory(ferr) {
+			return File{}, notFound("No such workspace file.") // no file is there (RFC 0059 §C: 404)
+		}
 		return File{}, fromStore(ferr)
 	}
 	if version != nil && uint64(*version) != fv.Ordinal {
@@ -387,6 +390,12 @@ func (h *Handler) writtenAt(ctx context.Context, o Owner, path string, gen uint6
 	return time.Now().UnixMilli()
 }
 
+// isDirectory reports the store's answer for a path that names a directory (the parent of
+// other files' paths, "a" of "a/b"): a path that holds no file, which a GET or DELETE
+// answers as a missing one. A PUT there is refused (400): Cairn cannot keep a file and a
+// directory under one name.
+func isDirectory(err error) bool { return workbench.AsError(err).Code == workbench.CodeNotArtifact }
+
 // lostRace reports whether the store refused a conditional write or delete because the
 // file is no longer in the state its precondition named.
 func lostRace(pre precondition, err error) bool {
@@ -421,6 +430,12 @@ func (h *Handler) remove(ctx context.Context, o Owner, path string, pre precondi
 		gen = g
 	}
 	if _, err := h.svc.Writes.Delete(ctx, o.Tenant, o.Workspace, path, gen, requestID); err != nil {
+		if isDirectory(err) { // no file is there: as a missing one
+			if pre.IfMatch != nil {
+				return conflict(0)
+			}
+			return notFound("No such workspace file.")
+		}
 		if lostRace(pre, err) {
 			return preconditionFailed(pre, h.currentVersion(ctx, o, path))
 		}

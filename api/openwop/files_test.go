@@ -299,3 +299,30 @@ func TestRacingCreatesStayWithinMaxFiles(t *testing.T) {
 		t.Fatalf("%d of 12 racing creates stored, %d files listed, want 1 and %d: %s", stored, len(files), opt.MaxFiles, l.body)
 	}
 }
+
+// A path that names a directory of other files' paths ("notes" when "notes/a.md" exists)
+// holds no file: a GET (live, ?version=N, a run's) and a DELETE answer it as a missing one,
+// 404 not_found (RFC 0059 §C), with If-Match 409 currentVersion 0, never 400
+// validation_error, which a client takes for a bad request of its own. A PUT there is
+// still refused 400: Cairn keeps no file and directory under one name.
+func TestADirectoryPathReadsAsAMissingFile(t *testing.T) {
+	sc := loadSchemas(t)
+	root := newFacade(t, testOptions())
+	base := root + "/v1/host/workspace/files/"
+	if a := call(t, http.MethodPut, base+"notes%2Fa.md", map[string]any{"content": "x"}); a.status != 200 {
+		t.Fatalf("setup: %d %s", a.status, a.body)
+	}
+	run := call(t, http.MethodPost, root+"/v1/runs", map[string]any{"workflowId": "w"})
+	if run.status != http.StatusCreated {
+		t.Fatalf("run: %d %s", run.status, run.body)
+	}
+	for _, u := range []string{base + "notes", base + "notes?version=1", root + "/v1/runs/" + run.json["runId"].(string) + "/workspace/files/notes"} {
+		wantError(t, sc, "GET "+u, call(t, http.MethodGet, u, nil), http.StatusNotFound, openwop.CodeNotFound)
+	}
+	wantError(t, sc, "DELETE of a directory", call(t, http.MethodDelete, base+"notes", nil), http.StatusNotFound, openwop.CodeNotFound)
+	wantConflict(t, sc, "DELETE If-Match of a directory", call(t, http.MethodDelete, base+"notes", nil, "If-Match", `"g4"`), 0)
+	wantError(t, sc, "PUT of a directory", call(t, http.MethodPut, base+"notes", map[string]any{"content": "x"}), http.StatusBadRequest, openwop.CodeValidation)
+	if g := call(t, http.MethodGet, base+"notes%2Fa.md", nil); g.status != 200 {
+		t.Fatalf("the file under the directory: %d %s", g.status, g.body)
+	}
+}
