@@ -319,7 +319,7 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 		}
 	}
 	req.ContentType = DefaultContentType
-	if in.ContentType != nil {
+	if in.ContentType != nil && *in.ContentType != "" { // "": none given (the store would keep application/octet-stream)
 		req.ContentType = *in.ContentType
 	}
 	req.Body, req.SizeHint = strings.NewReader(content), int64(len(content))

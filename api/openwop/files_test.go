@@ -207,6 +207,16 @@ func TestABadContentTypeNamesTheWireField(t *testing.T) {
 			t.Errorf("contentType %q: %s", ct, a.body)
 		}
 	}
+	// An empty one names none: the default, as when the member is absent, not a type the
+	// client never sent.
+	for _, body := range []map[string]any{{"content": "x", "contentType": ""}, {"content": "x"}} {
+		if a := call(t, http.MethodPut, file, body); a.status != 200 || a.json["contentType"] != openwop.DefaultContentType {
+			t.Fatalf("PUT %v: %d %s", body, a.status, a.body)
+		}
+		if g := call(t, http.MethodGet, file, nil); g.json["contentType"] != openwop.DefaultContentType {
+			t.Fatalf("GET after PUT %v: %s", body, g.body)
+		}
+	}
 }
 
 // A conditional PUT sent again under its Idempotency-Key (a client whose answer was lost)
