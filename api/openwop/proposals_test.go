@@ -701,3 +701,23 @@ func TestAReviseConvergesOnItsIdempotencyKey(t *testing.T) {
 		t.Fatalf("readback: %s", rb.body)
 	}
 }
+
+// A chain pack whose chains share a chainId is malformed for its kind ("Each MUST have a
+// unique chainId within the pack", workflow-chain-pack-manifest.schema.json): apply is 422
+// pack_validation_failed naming the second one, and installs nothing.
+func TestAChainPackWithARepeatedChainIDIsRefused(t *testing.T) {
+	base, _ := newPacksFacade(t, nil)
+	a := packsClient{t, base, tenantA}
+	p := chainPack("private.acme.chains", "1.0.0")
+	chains := p["chains"].([]any)
+	p["chains"] = append(chains, chains[0])
+	id := a.create("workflow-chain-pack", p)
+	before := a.world("private.acme.chains")
+	r := a.do(http.MethodPost, "/proposals/"+id+":apply", nil)
+	if d, _ := r.json["details"].(map[string]any); r.status != http.StatusUnprocessableEntity || r.json["error"] != openwop.CodeMalformedForKind || d["field"] != "artifact.chains[1].chainId" {
+		t.Fatalf("apply of a pack declaring chain digest twice: %d %s", r.status, r.body)
+	}
+	if after := a.world("private.acme.chains"); !reflect.DeepEqual(after, before) {
+		t.Fatalf("a refused apply changed the tenant's world:\n%v\n%v", before, after)
+	}
+}
