@@ -171,6 +171,15 @@ func TestTheSeamHonoursIfMatchOnDelete(t *testing.T) {
 	if g := seam(map[string]any{"op": "get", "path": "s.md"}); g.json["content"] != "two" {
 		t.Fatalf("the file after a refused seam delete: %s", g.body)
 	}
+	// An op the seam does not know is named as such, with or without a path, and the
+	// answer does not echo it (it is the client's, of any length).
+	for _, op := range []map[string]any{{"op": strings.Repeat("bogus", 1000)}, {"op": "bogus", "path": "s.md"}, {"op": ""}} {
+		a := seam(op)
+		wantError(t, sc, "an unknown op", a, http.StatusBadRequest, openwop.CodeValidation)
+		if msg, _ := a.json["message"].(string); msg != `op must be "list", "get", "put" or "delete"` {
+			t.Errorf("an unknown op: %s", a.body)
+		}
+	}
 }
 
 // A key with workspace:write alone writes and deletes (WIRE §1: workspace:write is PUT
