@@ -67,6 +67,15 @@ func decodeClosed(b []byte, v any) error {
 			return &bodyError{"unknown member " + quoteName(name) + "; the object holds only " + strings.Join(names, ", ")}
 		}
 	}
+	// null is no string or integer: encoding/json would leave such a member unset, as if
+	// absent (a member of any kind, json.RawMessage, keeps it).
+	t := reflect.TypeOf(v).Elem()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if raw, ok := members[name]; ok && t.Field(i).Type.Kind() == reflect.Pointer && string(bytes.TrimSpace(raw)) == "null" {
+			return &bodyError{name + ": must be " + jsonKind(t.Field(i).Type) + ", not null"}
+		}
+	}
 	if err := json.Unmarshal(b, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {

@@ -18,7 +18,8 @@ var goLeak = regexp.MustCompile(`Go struct|Go value|json:|unmarshal|\b(putBody|s
 	`Content|ContentType|WorkflowID|Inputs|Tags|Metadata|Configurable|Tenant|Workspace|Op|Path|IfMatch|Prefix|Version|` +
 	`Kind|Artifact|Title|Rationale|Provenance|Note|SourceRunIDs|SynthesizerModel)\b`)
 
-// Every body the facade decodes, sent with each member of the wrong JSON kind, with an
+// Every body the facade decodes, sent with each member of the wrong JSON kind (null for a
+// string or an integer too, which encoding/json would take as absent), with an
 // unknown member, in another letter case, and as something other than an object: each is
 // 400 validation_error whose message names the wire member and rule, never a Go type or
 // field.
@@ -41,6 +42,7 @@ func TestBodyErrorsNameWireMembersNeverGoTypes(t *testing.T) {
 		{"PUT a workspace file", http.MethodPut, "/v1/host/workspace/files/a.md", map[string]any{"content": "x"}, []member{
 			{"content", 1, "content: must be a string"},
 			{"contentType", []any{"text/plain"}, "contentType: must be a string"},
+			{"contentType", nil, "contentType: must be a string, not null"},
 		}},
 		{"POST the seam", http.MethodPost, "/v1/host/sample/workspace/op", map[string]any{"op": "list"}, []member{
 			{"tenant", 1, "tenant: must be a string"},
@@ -53,6 +55,8 @@ func TestBodyErrorsNameWireMembersNeverGoTypes(t *testing.T) {
 			{"prefix", []any{}, "prefix: must be a string"},
 			{"version", "2", "version: must be an integer"},
 			{"version", 1.5, "version: must be an integer"},
+			{"tenant", nil, "tenant: must be a string, not null"},
+			{"version", nil, "version: must be an integer, not null"},
 		}},
 		{"POST a run", http.MethodPost, "/v1/runs", map[string]any{"workflowId": "conformance-noop"}, []member{
 			{"workflowId", 42, "workflowId: must be a string"},
@@ -62,10 +66,13 @@ func TestBodyErrorsNameWireMembersNeverGoTypes(t *testing.T) {
 			{"title", []any{"t"}, "title: must be a string"},
 			{"rationale", map[string]any{}, "rationale: must be a string"},
 			{"note", true, "note: must be a string"},
+			{"title", nil, "title: must be a string, not null"},
+			{"rationale", nil, "rationale: must be a string, not null"},
 		}},
 		{"PATCH a proposal", http.MethodPatch, "/proposals/" + id, map[string]any{"title": "t"}, []member{
 			{"title", 2, "title: must be a string"},
 			{"rationale", false, "rationale: must be a string"},
+			{"title", nil, "title: must be a string, not null"},
 		}},
 	}
 	send := func(t *testing.T, method, path string, body any) answer {

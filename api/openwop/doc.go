@@ -35,7 +35,9 @@
 //     names, a PUT with If-None-Match: * one create-only write, a DELETE with If-Match one
 //     delete at that generation (the check and the change are atomic); without them both
 //     are unconditional. A failed precondition is a final 409 workspace_conflict (no
-//     Retry-After) that changes nothing.
+//     Retry-After) that changes nothing. Under an Idempotency-Key the store judges a PUT's
+//     precondition after it looks the key up, so a retry of a write that went through
+//     answers its first answer (updatedAt included) rather than a 409.
 //   - A request body is a closed object; a refusal names the wire member and its rule,
 //     never a Go type (decode.go).
 //   - A run is a leased Cairn snapshot of the caller's workbench, named "run-<id>", whose

@@ -2,10 +2,12 @@ package openwop
 
 import (
 	"context"
+	"hash/fnv"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairnstore/cairn/meta"
@@ -205,6 +207,9 @@ func (h *Handler) get(ctx context.Context, o Owner, at workbench.At, path string
 	}
 	fv, ferr := v.FileVersion(ws, path)
 	if ferr != nil {
+		if isDirectory(ferr) {
+			return File{}, notFound("No such workspace file.") // no file is there (RFC 0059 §C: 404)
+		}
 		return File{}, fromStore(ferr)
 	}
 	if version != nil && uint64(*version) != fv.Ordinal {
@@ -258,25 +263,41 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 	if int64(len(*in.Content)) > h.opt.MaxFileBytes {
 		return File{}, h.tooLarge()
 	}
-	v, ws, err := h.writeView(ctx, o)
+	v, ws, live, err := h.liveOf(ctx, o, path)
 	if err != nil {
 		return File{}, err
 	}
-	var live meta.FileVersion
-	if ws != nil {
-		if fv, ferr := v.FileVersion(ws, path); ferr == nil {
-			live = fv
+	if live.Entry == nil {
+		// A new file: the maxFiles check and the write hold the workspace's create lock, and
+		// the check reads a view taken under it, so creates racing through this node cannot
+		// all pass one count (creates served by two nodes of a cluster still can:
+		// docs/architecture.md, api/openwop).
+		unlock := h.creates.lock(o)
+		defer unlock()
+		if v, ws, live, err = h.liveOf(ctx, o, path); err != nil {
+			return File{}, err
 		}
 	}
 	req := workbench.WriteRequest{Agent: o.Tenant, Workbench: o.Workspace, Path: path, CreateWorkbench: true, RequestID: requestID}
+	// A precondition that fails on this view fails here, before the body is redacted and
+	// stored, unless the request carries an Idempotency-Key: then the store decides, and a
+	// retry of a write that went through answers its first answer (the store looks up a
+	// request id before it checks the condition) where the check here would see the write
+	// itself and refuse it.
+	replayable := requestID != ""
+	if pre.IfMatch != nil && pre.CreateOnly {
+		// A live file to match and none to create over: no write ever met both.
+		return File{}, conflict(live.Ordinal)
+	}
 	if pre.IfMatch != nil {
-		if live.Entry == nil || *pre.IfMatch != Etag(live.Entry.Generation) {
+		gen, ok := parseEtag(*pre.IfMatch)
+		if !ok || (!replayable && (live.Entry == nil || gen != live.Entry.Generation)) {
 			return File{}, conflict(live.Ordinal)
 		}
-		req.Cond, req.IfGeneration = meta.CondIfGeneration, live.Entry.Generation
+		req.Cond, req.IfGeneration = meta.CondIfGeneration, gen
 	}
 	if pre.CreateOnly {
-		if live.Entry != nil {
+		if live.Entry != nil && !replayable {
 			return File{}, exists(live.Ordinal)
 		}
 		req.Cond = meta.CondCreateOnly
@@ -290,9 +311,15 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 	content := *in.Content
 	if h.opt.Redactor != nil {
 		content = h.opt.Redactor.Redact(o.Tenant, content)
+		if int64(len(content)) > h.opt.MaxFileBytes {
+			// A marker can be longer than the secret it replaces: a file stored above
+			// maxFileBytes could never be read back (get reads at most MaxFileBytes).
+			return File{}, fail(http.StatusRequestEntityTooLarge, CodeTooLarge, "content is larger than maxFileBytes ("+
+				strconv.FormatInt(h.opt.MaxFileBytes, 10)+" bytes) once its secrets are redacted ("+strconv.Itoa(len(content))+" bytes)")
+		}
 	}
 	req.ContentType = DefaultContentType
-	if in.ContentType != nil {
+	if in.ContentType != nil && *in.ContentType != "" { // "": none given (the store would keep application/octet-stream)
 		req.ContentType = *in.ContentType
 	}
 	req.Body, req.SizeHint = strings.NewReader(content), int64(len(content))
@@ -311,6 +338,36 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 	return f, nil
 }
 
+// liveOf is writeView with path's live version (zero when it has none).
+func (h *Handler) liveOf(ctx context.Context, o Owner, path string) (*meta.View, *meta.Workspace, meta.FileVersion, *Error) {
+	v, ws, err := h.writeView(ctx, o)
+	if err != nil {
+		return nil, nil, meta.FileVersion{}, err
+	}
+	var live meta.FileVersion
+	if ws != nil {
+		if fv, ferr := v.FileVersion(ws, path); ferr == nil {
+			live = fv
+		}
+	}
+	return v, ws, live, nil
+}
+
+// createLocks serializes, per owner, the PUTs through this node that create a file, from
+// the maxFiles check to the write (striped: owners that share a stripe wait for each
+// other, which only slows them).
+type createLocks [64]sync.Mutex
+
+func (l *createLocks) lock(o Owner) func() {
+	d := fnv.New32a()
+	d.Write([]byte(o.Tenant))
+	d.Write([]byte{0})
+	d.Write([]byte(o.Workspace))
+	m := &l[d.Sum32()%uint32(len(l))]
+	m.Lock()
+	return m.Unlock
+}
+
 // currentVersion returns path's live version (0 when it has none), for a conflict.
 func (h *Handler) currentVersion(ctx context.Context, o Owner, path string) uint64 {
 	v, ws, err := h.writeView(ctx, o)
@@ -322,19 +379,22 @@ func (h *Handler) currentVersion(ctx context.Context, o Owner, path string) uint
 }
 
 // writtenAt returns the command time of the write that made generation gen of path: from
-// the path's chain while it holds that element, else now (a later write replaced it
-// before this read, and the store pruned it).
+// the path's chain while it holds that element, in this life or an earlier one (a retry
+// answered after a delete), else now (the store pruned it before this read).
 func (h *Handler) writtenAt(ctx context.Context, o Owner, path string, gen uint64) int64 {
 	if v, ws, err := h.writeView(ctx, o); err == nil && ws != nil {
-		hist, _ := v.History().Life(ws, path, 0)
-		for _, fv := range hist {
-			if fv.Version == gen {
-				return fv.AtMs
-			}
+		if fv, err := v.History().FileAt(ws, path, gen); err == nil {
+			return fv.AtMs
 		}
 	}
 	return time.Now().UnixMilli()
 }
+
+// isDirectory reports the store's answer for a path that names a directory (the parent of
+// other files' paths, "a" of "a/b"): a path that holds no file, which a GET or DELETE
+// answers as a missing one. A PUT there is refused (400): Cairn cannot keep a file and a
+// directory under one name.
+func isDirectory(err error) bool { return workbench.AsError(err).Code == workbench.CodeNotArtifact }
 
 // lostRace reports whether the store refused a conditional write or delete because the
 // file is no longer in the state its precondition named.
@@ -370,6 +430,12 @@ func (h *Handler) remove(ctx context.Context, o Owner, path string, pre precondi
 		gen = g
 	}
 	if _, err := h.svc.Writes.Delete(ctx, o.Tenant, o.Workspace, path, gen, requestID); err != nil {
+		if isDirectory(err) { // no file is there: as a missing one
+			if pre.IfMatch != nil {
+				return conflict(0)
+			}
+			return notFound("No such workspace file.")
+		}
 		if lostRace(pre, err) {
 			return preconditionFailed(pre, h.currentVersion(ctx, o, path))
 		}

@@ -1,12 +1,15 @@
 package openwop_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairnstore/cairn/api/openwop"
 )
@@ -168,6 +171,15 @@ func TestTheSeamHonoursIfMatchOnDelete(t *testing.T) {
 	if g := seam(map[string]any{"op": "get", "path": "s.md"}); g.json["content"] != "two" {
 		t.Fatalf("the file after a refused seam delete: %s", g.body)
 	}
+	// An op the seam does not know is named as such, with or without a path, and the
+	// answer does not echo it (it is the client's, of any length).
+	for _, op := range []map[string]any{{"op": strings.Repeat("bogus", 1000)}, {"op": "bogus", "path": "s.md"}, {"op": ""}} {
+		a := seam(op)
+		wantError(t, sc, "an unknown op", a, http.StatusBadRequest, openwop.CodeValidation)
+		if msg, _ := a.json["message"].(string); msg != `op must be "list", "get", "put" or "delete"` {
+			t.Errorf("an unknown op: %s", a.body)
+		}
+	}
 }
 
 // A key with workspace:write alone writes and deletes (WIRE §1: workspace:write is PUT
@@ -203,5 +215,133 @@ func TestABadContentTypeNamesTheWireField(t *testing.T) {
 		if msg, _ := a.json["message"].(string); !strings.HasPrefix(msg, "contentType: ") || strings.Contains(msg, "content_type") || strings.Contains(msg, "mime:") {
 			t.Errorf("contentType %q: %s", ct, a.body)
 		}
+	}
+	// An empty one names none: the default, as when the member is absent, not a type the
+	// client never sent.
+	for _, body := range []map[string]any{{"content": "x", "contentType": ""}, {"content": "x"}} {
+		if a := call(t, http.MethodPut, file, body); a.status != 200 || a.json["contentType"] != openwop.DefaultContentType {
+			t.Fatalf("PUT %v: %d %s", body, a.status, a.body)
+		}
+		if g := call(t, http.MethodGet, file, nil); g.json["contentType"] != openwop.DefaultContentType {
+			t.Fatalf("GET after PUT %v: %s", body, g.body)
+		}
+	}
+}
+
+// A conditional PUT sent again under its Idempotency-Key (a client whose answer was lost)
+// answers the first answer, byte for byte, and writes nothing more: the precondition the
+// first send met does not hold any more (the file is at the version it wrote), so a check
+// before the store's lookup of the key would refuse the retry 409, which a client takes as
+// final. A retry after the file was deleted answers the first answer too, its updatedAt the
+// write's, not the time of the retry. Without a key the precondition still fails at once.
+func TestAConditionalPutRetriedUnderItsIdempotencyKeyAnswersTheFirstAnswer(t *testing.T) {
+	sc := loadSchemas(t)
+	base := newFacade(t, testOptions()) + "/v1/host/workspace/files/"
+	create := call(t, http.MethodPut, base+"new.md", map[string]any{"content": "one"}, "If-None-Match", "*", "Idempotency-Key", "k-create")
+	if create.status != 200 {
+		t.Fatalf("a create-only PUT: %d %s", create.status, create.body)
+	}
+	etag := create.json["etag"].(string)
+	update := call(t, http.MethodPut, base+"new.md", map[string]any{"content": "two"}, "If-Match", etag, "Idempotency-Key", "k-update")
+	if update.status != 200 || update.json["version"] != float64(2) {
+		t.Fatalf("an If-Match PUT: %d %s", update.status, update.body)
+	}
+	for _, retry := range []struct {
+		what  string
+		first answer
+		again answer
+	}{
+		{"a create-only PUT", create, call(t, http.MethodPut, base+"new.md", map[string]any{"content": "one"}, "If-None-Match", "*", "Idempotency-Key", "k-create")},
+		{"an If-Match PUT", update, call(t, http.MethodPut, base+"new.md", map[string]any{"content": "two"}, "If-Match", etag, "Idempotency-Key", "k-update")},
+	} {
+		if retry.again.status != 200 || !bytes.Equal(retry.again.body, retry.first.body) {
+			t.Fatalf("%s sent again under its key: %d %s, want the first answer %s", retry.what, retry.again.status, retry.again.body, retry.first.body)
+		}
+	}
+	if g := call(t, http.MethodGet, base+"new.md", nil); g.json["version"] != float64(2) || g.json["content"] != "two" {
+		t.Fatalf("the file after the retries: %s", g.body)
+	}
+	wantConflict(t, sc, "the If-Match PUT sent again without its key", call(t, http.MethodPut, base+"new.md", map[string]any{"content": "two"}, "If-Match", etag), 2)
+	wantConflict(t, sc, "the create-only PUT sent again without its key", call(t, http.MethodPut, base+"new.md", map[string]any{"content": "one"}, "If-None-Match", "*"), 2)
+	wantConflict(t, sc, "the If-Match PUT under its key with another body", call(t, http.MethodPut, base+"new.md", map[string]any{"content": "three"}, "If-Match", etag, "Idempotency-Key", "k-other"), 2)
+	wantConflict(t, sc, "If-Match and If-None-Match: * under a key", call(t, http.MethodPut, base+"gone.md", map[string]any{"content": "x"}, "If-Match", etag, "If-None-Match", "*", "Idempotency-Key", "k-both"), 0)
+	if g := call(t, http.MethodGet, base+"gone.md", nil); g.status != http.StatusNotFound {
+		t.Fatalf("a PUT with both preconditions wrote: %d %s", g.status, g.body)
+	}
+	if d := call(t, http.MethodDelete, base+"new.md", nil); d.status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", d.status, d.body)
+	}
+	time.Sleep(5 * time.Millisecond) // the retry's own time differs from the write's
+	if again := call(t, http.MethodPut, base+"new.md", map[string]any{"content": "one"}, "If-None-Match", "*", "Idempotency-Key", "k-create"); !bytes.Equal(again.body, create.body) {
+		t.Fatalf("the create-only PUT sent again after a delete: %d %s, want the first answer %s", again.status, again.body, create.body)
+	}
+	if g := call(t, http.MethodGet, base+"new.md", nil); g.status != http.StatusNotFound {
+		t.Fatalf("a retry after the delete wrote again: %d %s", g.status, g.body)
+	}
+}
+
+// maxFiles holds when PUTs creating files race: of twelve creates sent at once into a
+// workspace one file short of the limit, exactly one is stored and the others are 413
+// workspace_too_large. Each create read the count before any of them had written, so
+// before, several passed the check (259 files of 256 on a node under a 24-way race).
+func TestRacingCreatesStayWithinMaxFiles(t *testing.T) {
+	sc := loadSchemas(t)
+	opt := testOptions() // MaxFiles 4
+	base := newFacade(t, opt) + "/v1/host/workspace/files/"
+	for i := range opt.MaxFiles - 1 {
+		if a := call(t, http.MethodPut, base+"f"+strconv.Itoa(i), map[string]any{"content": "x"}); a.status != 200 {
+			t.Fatalf("setup: %d %s", a.status, a.body)
+		}
+	}
+	answers := race(12, func(i int) (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodPut, base+"new"+strconv.Itoa(i), strings.NewReader(`{"content":"x"}`))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return req, err
+	})
+	stored := 0
+	for i, a := range answers {
+		if a.err != nil {
+			t.Fatalf("create %d: %v", i, a.err)
+		}
+		if a.status == 200 {
+			stored++
+			continue
+		}
+		got := answer{status: a.status, body: []byte(a.body)}
+		_ = json.Unmarshal(got.body, &got.json)
+		wantError(t, sc, "a create beyond maxFiles", got, http.StatusRequestEntityTooLarge, openwop.CodeTooLarge)
+	}
+	l := call(t, http.MethodGet, base[:len(base)-1], nil)
+	if files, _ := l.json["files"].([]any); stored != 1 || len(files) != opt.MaxFiles {
+		t.Fatalf("%d of 12 racing creates stored, %d files listed, want 1 and %d: %s", stored, len(files), opt.MaxFiles, l.body)
+	}
+}
+
+// A path that names a directory of other files' paths ("notes" when "notes/a.md" exists)
+// holds no file: a GET (live, ?version=N, a run's) and a DELETE answer it as a missing one,
+// 404 not_found (RFC 0059 §C), with If-Match 409 currentVersion 0, never 400
+// validation_error, which a client takes for a bad request of its own. A PUT there is
+// still refused 400: Cairn keeps no file and directory under one name.
+func TestADirectoryPathReadsAsAMissingFile(t *testing.T) {
+	sc := loadSchemas(t)
+	root := newFacade(t, testOptions())
+	base := root + "/v1/host/workspace/files/"
+	if a := call(t, http.MethodPut, base+"notes%2Fa.md", map[string]any{"content": "x"}); a.status != 200 {
+		t.Fatalf("setup: %d %s", a.status, a.body)
+	}
+	run := call(t, http.MethodPost, root+"/v1/runs", map[string]any{"workflowId": "w"})
+	if run.status != http.StatusCreated {
+		t.Fatalf("run: %d %s", run.status, run.body)
+	}
+	for _, u := range []string{base + "notes", base + "notes?version=1", root + "/v1/runs/" + run.json["runId"].(string) + "/workspace/files/notes"} {
+		wantError(t, sc, "GET "+u, call(t, http.MethodGet, u, nil), http.StatusNotFound, openwop.CodeNotFound)
+	}
+	wantError(t, sc, "DELETE of a directory", call(t, http.MethodDelete, base+"notes", nil), http.StatusNotFound, openwop.CodeNotFound)
+	wantConflict(t, sc, "DELETE If-Match of a directory", call(t, http.MethodDelete, base+"notes", nil, "If-Match", `"g4"`), 0)
+	wantError(t, sc, "PUT of a directory", call(t, http.MethodPut, base+"notes", map[string]any{"content": "x"}), http.StatusBadRequest, openwop.CodeValidation)
+	if g := call(t, http.MethodGet, base+"notes%2Fa.md", nil); g.status != 200 {
+		t.Fatalf("the file under the directory: %d %s", g.status, g.body)
 	}
 }

@@ -55,6 +55,8 @@ type Handler struct {
 	// packs serves the v2 routes of packs: proposals, installed packs, the agent
 	// inventory (v2.go).
 	packs *packsHandler
+	// creates serializes the PUTs that create a file, per owner (files.go: put).
+	creates createLocks
 }
 
 // New returns the facade over svc in front of next.

@@ -580,3 +580,23 @@ func TestOwnerIsTheCredentialsTenantOnly(t *testing.T) {
 		}
 	}
 }
+
+// A redaction marker can be longer than the secret it replaces. A PUT whose content fits
+// maxFileBytes only before redaction is refused 413 workspace_too_large and stores nothing:
+// stored, the file could never be read back (a GET answers at most maxFileBytes), so the
+// write would be acknowledged and then unreadable.
+func TestAPutThatRedactionGrowsPastMaxFileBytesStoresNothing(t *testing.T) {
+	sc := loadSchemas(t)
+	opt := testOptions()
+	opt.Redactor = redactFunc(func(tenant, s string) string { return strings.ReplaceAll(s, "sk-secret", "[REDACTED:"+tenant+"]") })
+	f := newFacade(t, opt) + "/v1/host/workspace/files/r.md"
+	content := strings.Repeat("sk-secret ", 6) // 60 bytes, 114 once redacted; the limit is 64
+	wantError(t, sc, "a PUT redaction grows past maxFileBytes", call(t, http.MethodPut, f, map[string]any{"content": content}),
+		http.StatusRequestEntityTooLarge, openwop.CodeTooLarge)
+	if got := call(t, http.MethodGet, f, nil); got.status != http.StatusNotFound {
+		t.Fatalf("the refused PUT stored a file: %d %s", got.status, got.body)
+	}
+	if put := call(t, http.MethodPut, f, map[string]any{"content": strings.Repeat("sk-secret ", 3)}); put.status != 200 {
+		t.Fatalf("a PUT that fits once redacted: %d %s", put.status, put.body)
+	}
+}

@@ -89,6 +89,11 @@ type proposalMeta struct {
 	// CreatedAtMs is the first proposal's command time (it may be gone when a revision is
 	// read).
 	CreatedAtMs int64 `json:"createdAtMs"`
+	// Request is the digest of the PATCH that made this revision under an Idempotency-Key
+	// (revisionDigest): a retry under that key with the same digest answers this revision,
+	// one with another is idempotency_key_mismatch. Absent on drafts and on revisions made
+	// without a key.
+	Request string `json:"request,omitempty"`
 }
 
 // proposalOwner is the RFC 0048 owner triple of a proposal.

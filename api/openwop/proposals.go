@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -418,10 +419,20 @@ func (h *packsHandler) reviseProposal(w http.ResponseWriter, r *http.Request, o 
 		return
 	}
 	ctx := r.Context()
-	_, _, c, body, err := h.loadChain(ctx, o, id)
+	v, ws, c, body, err := h.loadChain(ctx, o, id)
 	if err != nil {
 		WriteError(w, err)
 		return
+	}
+	// Under an Idempotency-Key the revision's request id comes from the proposal and the
+	// key, not from the tail it revises (which the first PATCH replaced): a retry finds the
+	// revision it made and answers it, whatever happened to the chain since.
+	reqID := requestID(r, "revise\x00"+c.meta.ID)
+	keyed := r.Header.Get("Idempotency-Key") != ""
+	if keyed {
+		if done := h.replayRevision(w, r, v, ws, o, c.meta.ID, reqID, revisionDigest(in)); done {
+			return
+		}
 	}
 	if c.tail.State != meta.ProposalPending {
 		WriteError(w, stateConflict(c, "revised"))
@@ -442,13 +453,68 @@ func (h *packsHandler) reviseProposal(w http.ResponseWriter, r *http.Request, o 
 	if in.Provenance != nil {
 		m.Provenance = in.Provenance
 	}
-	reqID := requestID(r, "revise\x00"+c.tail.ID)
+	m.Request = ""
+	if keyed {
+		m.Request = revisionDigest(in)
+	}
 	p, _, cerr := h.proposeRevision(ctx, o, c.tail.Kind, draftsDir+reqID, reqID, 0, c.tail.ID, m, artifact)
 	if cerr != nil {
 		WriteError(w, cerr)
 		return
 	}
 	writeJSON(w, http.StatusOK, h.doc(chain{tail: p, meta: decodedOr(p, m)}, artifact))
+}
+
+// replayRevision answers a PATCH sent again under its Idempotency-Key: the revision of
+// proposal id whose request id is reqID, when the store holds one (done true). Its
+// recorded digest must be the request's (else 409 idempotency_key_mismatch, as a create's).
+func (h *packsHandler) replayRevision(w http.ResponseWriter, r *http.Request, v *meta.View, ws *meta.Workspace, o Owner, id, reqID, digest string) bool {
+	p, err := v.Proposals().Get(o.Tenant, ws.Name, meta.ProposalID(o.Tenant, ws.Name, draftsDir+reqID, reqID))
+	if err != nil {
+		return false
+	}
+	m, ok := decodeMeta(p)
+	if !ok || m.ID != id || m.Request != digest {
+		WriteError(w, fail(http.StatusConflict, CodeIdempotencyMismatch, "the Idempotency-Key was used for another request"))
+		return true
+	}
+	body, berr := h.svc.Review.ProposalBody(r.Context(), o.Tenant, p)
+	if berr != nil {
+		WriteError(w, fromProposalStore(berr))
+		return true
+	}
+	if m.CreatedAtMs == 0 {
+		m.CreatedAtMs = p.CreatedAtMs
+	}
+	w.Header().Set("OpenWOP-Idempotent-Replay", "true")
+	writeJSON(w, http.StatusOK, h.doc(chain{tail: p, meta: m}, body))
+	return true
+}
+
+// revisionDigest is the digest of a PATCH's members as read (the artifact's bytes as sent,
+// the texts after redaction), each marked present or absent.
+func revisionDigest(in proposalInput) string {
+	d := sha256.New()
+	for _, f := range [][]byte{in.Artifact, bytesOf(in.Title), bytesOf(in.Rationale), in.Provenance, bytesOf(in.Note)} {
+		if f == nil {
+			d.Write([]byte{0})
+			continue
+		}
+		var n [9]byte
+		n[0] = 1
+		binary.BigEndian.PutUint64(n[1:], uint64(len(f)))
+		d.Write(n[:])
+		d.Write(f)
+	}
+	return hex.EncodeToString(d.Sum(nil))
+}
+
+// bytesOf is s's bytes, nil when s is.
+func bytesOf(s *string) []byte {
+	if s == nil {
+		return nil
+	}
+	return []byte(*s)
 }
 
 // stateConflict answers a lifecycle step the proposal's state does not admit.

@@ -1,6 +1,7 @@
 package openwop_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"reflect"
@@ -652,5 +653,71 @@ func TestAMethodARouteDoesNotAnswerIs405WithAllow(t *testing.T) {
 		if a.status != http.StatusMethodNotAllowed || a.header.Get("Allow") != tc.allow {
 			t.Errorf("%s %s: %d Allow %q, want 405 Allow %q", tc.method, tc.path, a.status, a.header.Get("Allow"), tc.allow)
 		}
+	}
+}
+
+// A PATCH sent again under its Idempotency-Key (an answer lost) answers the revision it
+// made and makes no other, even after the chain moved on; the key with another body is 409
+// idempotency_key_mismatch and changes nothing, as on a create (the published revise
+// operation: "the same key with another body is 409"). Before, a retry revised the
+// revision the first one made: a second revision, and a retry that raced another client's
+// PATCH reinstated the retried artifact over it.
+func TestAReviseConvergesOnItsIdempotencyKey(t *testing.T) {
+	base, _ := newPacksFacade(t, nil)
+	a := packsClient{t, base, tenantA}
+	id := a.create("agent-pack", agentPack(packP, "1.0.0", agentP, "p0"))
+	x := map[string]any{"artifact": agentPack(packP, "1.0.0", agentP, "X")}
+	first := a.do(http.MethodPatch, "/proposals/"+id, x, "Idempotency-Key", "rev-1")
+	if first.status != http.StatusOK || first.json["state"] != "revised" {
+		t.Fatalf("revise: %d %s", first.status, first.body)
+	}
+	again := a.do(http.MethodPatch, "/proposals/"+id, x, "Idempotency-Key", "rev-1")
+	if again.status != http.StatusOK || !bytes.Equal(again.body, first.body) {
+		t.Fatalf("the PATCH sent again: %d %s, want the first answer %s", again.status, again.body, first.body)
+	}
+	y := a.do(http.MethodPatch, "/proposals/"+id, map[string]any{"artifact": agentPack(packP, "1.0.0", agentP, "Y")}, "Idempotency-Key", "rev-2")
+	if y.status != http.StatusOK {
+		t.Fatalf("another client's revise: %d %s", y.status, y.body)
+	}
+	late := a.do(http.MethodPatch, "/proposals/"+id, x, "Idempotency-Key", "rev-1")
+	if late.status != http.StatusOK || late.json["artifact"].(map[string]any)["agents"].([]any)[0].(map[string]any)["systemPrompt"] != "X" {
+		t.Fatalf("the first PATCH sent again after another: %d %s", late.status, late.body)
+	}
+	before := a.world(packP)
+	if r := a.do(http.MethodPatch, "/proposals/"+id, map[string]any{"title": "other"}, "Idempotency-Key", "rev-1"); r.status != http.StatusConflict || r.json["error"] != openwop.CodeIdempotencyMismatch {
+		t.Fatalf("the key with another body: %d %s", r.status, r.body)
+	}
+	if after := a.world(packP); !reflect.DeepEqual(after, before) {
+		t.Fatalf("a refused PATCH changed the tenant's world:\n%v\n%v", before, after)
+	}
+	got := a.do(http.MethodGet, "/proposals/"+id, nil)
+	if got.json["artifact"].(map[string]any)["agents"].([]any)[0].(map[string]any)["systemPrompt"] != "Y" {
+		t.Fatalf("the retries replaced the latest revision: %s", got.body)
+	}
+	if ap := a.do(http.MethodPost, "/proposals/"+id+":apply", nil); ap.status != http.StatusOK {
+		t.Fatalf("apply: %d %s", ap.status, ap.body)
+	}
+	if rb := a.do(http.MethodGet, "/installed-packs/"+packP, nil); rb.json["agents"].([]any)[0].(map[string]any)["systemPrompt"] != "Y" {
+		t.Fatalf("readback: %s", rb.body)
+	}
+}
+
+// A chain pack whose chains share a chainId is malformed for its kind ("Each MUST have a
+// unique chainId within the pack", workflow-chain-pack-manifest.schema.json): apply is 422
+// pack_validation_failed naming the second one, and installs nothing.
+func TestAChainPackWithARepeatedChainIDIsRefused(t *testing.T) {
+	base, _ := newPacksFacade(t, nil)
+	a := packsClient{t, base, tenantA}
+	p := chainPack("private.acme.chains", "1.0.0")
+	chains := p["chains"].([]any)
+	p["chains"] = append(chains, chains[0])
+	id := a.create("workflow-chain-pack", p)
+	before := a.world("private.acme.chains")
+	r := a.do(http.MethodPost, "/proposals/"+id+":apply", nil)
+	if d, _ := r.json["details"].(map[string]any); r.status != http.StatusUnprocessableEntity || r.json["error"] != openwop.CodeMalformedForKind || d["field"] != "artifact.chains[1].chainId" {
+		t.Fatalf("apply of a pack declaring chain digest twice: %d %s", r.status, r.body)
+	}
+	if after := a.world("private.acme.chains"); !reflect.DeepEqual(after, before) {
+		t.Fatalf("a refused apply changed the tenant's world:\n%v\n%v", before, after)
 	}
 }

@@ -47,6 +47,12 @@ func (h *Handler) serveSeam(w http.ResponseWriter, r *http.Request, o Owner) {
 	}
 	p, _ := auth.FromContext(r.Context())
 	ctx := auth.WithPrincipal(r.Context(), auth.Principal{ID: p.ID, Name: p.Name, Scopes: p.Scopes, Tenant: o.Tenant, Workspace: o.Workspace})
+	switch in.Op {
+	case "list", "get", "put", "delete":
+	default:
+		WriteError(w, invalid(`op must be "list", "get", "put" or "delete"`))
+		return
+	}
 	var path string
 	if in.Op != "list" {
 		if in.Path == nil {
@@ -95,7 +101,5 @@ func (h *Handler) serveSeam(w http.ResponseWriter, r *http.Request, o Owner) {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
-	default:
-		WriteError(w, invalid(`op must be "list", "get", "put" or "delete"`))
 	}
 }

@@ -24,7 +24,8 @@ import (
 //     systemPrompt and none of systemPromptRef, evalSuiteRef, handoff.taskSchemaRef,
 //     handoff.returnSchemaRef (those name files of a pack tarball, which a proposal has
 //     none of; `handoff: {}` is fine);
-//   - workflow-chain-pack: valid against workflow-chain-pack-manifest.schema.json.
+//   - workflow-chain-pack: valid against workflow-chain-pack-manifest.schema.json, each
+//     chainId once (the schema's prose MUST, which its keywords leave unchecked).
 //
 // The published schemas (api/openwop/schemas) are the judges of shape; the rules above
 // are checked first so the answer names the rule rather than a schema path.
@@ -69,7 +70,30 @@ func validateArtifact(kind string, artifact []byte) *Error {
 			return err
 		}
 	}
-	return schemaCheck(schemaOf[kind], artifact)
+	if err := schemaCheck(schemaOf[kind], artifact); err != nil {
+		return err
+	}
+	if kind == KindChainPack {
+		return uniqueChainIDs(doc)
+	}
+	return nil
+}
+
+// uniqueChainIDs requires every chain of a chain pack (schema-valid) to have its own
+// chainId: workflow-chain-pack-manifest.schema.json's chains ("Each MUST have a unique
+// `chainId` within the pack"), which the schema's keywords do not check.
+func uniqueChainIDs(doc map[string]any) *Error {
+	chains, _ := doc["chains"].([]any)
+	seen := map[string]bool{}
+	for i, c := range chains {
+		ch, _ := c.(map[string]any)
+		id, _ := ch["chainId"].(string)
+		if seen[id] {
+			return malformed("chains["+strconv.Itoa(i)+"].chainId", "declares chain "+id+" a second time (each chainId is unique within the pack)")
+		}
+		seen[id] = true
+	}
+	return nil
 }
 
 func agentPackRules(doc map[string]any) *Error {
