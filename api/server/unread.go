@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +21,9 @@ import (
 // being read may stall), so that net/http's own drain of the rest of the body ends for a
 // client that never sends it, while a client still sending a small body finishes it and
 // reads the answer (closing with its bytes unread would reset the connection, and the
-// client would see a broken pipe instead of the answer).
+// client would see a broken pipe instead of the answer). A larger body, which net/http
+// does not read, is read and dropped by a lingering close after the answer is sent
+// (lingerClose), within the same window, unless the client waits for "100 Continue".
 //
 // It also answers a client that half-closes its connection once it has sent its whole
 // request (shutdown(SHUT_WR), as `nc -N` and some HTTP/1.0 clients do): net/http ends a
@@ -67,10 +70,51 @@ func closeUnread(h http.Handler, grace time.Duration) http.Handler {
 			// never sends it would hold the connection (a slot of the node's caps) for
 			// good. The deadline ends that read after grace; a client still sending its
 			// body meets it and then reads the answer.
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(grace))
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(grace))
+			if lingers(r) {
+				lingerClose(rc, body)
+			}
 		}
 	})
 }
+
+// drainedByServer is how much of an unread body net/http reads itself after the handler
+// (its maxPostHandlerReadBytes, 256 KiB) before it closes the connection.
+const drainedByServer = 256 << 10
+
+// lingers reports whether a body the handler left unread is one net/http would not read
+// to its end, from a client that may still be sending it: a declared length over what
+// net/http reads itself, or a chunked body, from a client that did not ask for "100
+// Continue" (one that did sends no body after a final answer).
+func lingers(r *http.Request) bool {
+	if r.ContentLength >= 0 && r.ContentLength <= drainedByServer {
+		return false
+	}
+	return !strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+}
+
+// lingerClose sends the answer the handler wrote (its "Connection: close" is set) and
+// then reads and drops the rest of the body until it ends or the read deadline passes (a
+// lingering close): a client that writes its whole body before it reads its answer
+// (Python's http.client, many scripts) then finishes writing and reads the answer, where a
+// connection closed with its bytes unread would be reset under its write. It costs the
+// reading of a body nobody uses, for at most the body rate window.
+func lingerClose(rc *http.ResponseController, body *endBody) {
+	if err := rc.Flush(); err != nil {
+		return // the client has gone
+	}
+	buf := lingerBufs.Get().(*[]byte)
+	defer lingerBufs.Put(buf)
+	for {
+		if _, err := body.Read(*buf); err != nil {
+			return
+		}
+	}
+}
+
+// lingerBufs recycles the buffers lingerClose reads dropped bytes into.
+var lingerBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // untilBodyEnds returns a context with parent's values that parent's end cancels only
 // while body has not ended, and the function that releases it.

@@ -137,3 +137,66 @@ func TestAClientStillSendingItsBodyGetsTheAnswer(t *testing.T) {
 		t.Fatalf("after the rest of the body: read %d bytes, %v; want the node's clean close (EOF)", n, err)
 	}
 }
+
+// TestAClientThatSendsALargeBodyBeforeReadingGetsTheAnswer: a client that writes its whole
+// body before it reads (Python's http.client, many scripts) and whose large body the
+// handler refused without reading it (413, over a limit) gets the answer: the node sends
+// it, then reads and drops the rest of the body (a lingering close) before it closes.
+// Closing at once with the body unread made the kernel reset the connection, and the
+// client's write failed instead (a black-box tester's 16 MiB PUT). A client that sent
+// "Expect: 100-continue" is not read from: it sends no body after a final answer.
+func TestAClientThatSendsALargeBodyBeforeReadingGetsTheAnswer(t *testing.T) {
+	srv := httptest.NewServer(closeUnread(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+	}), 10*time.Second))
+	t.Cleanup(srv.Close)
+	const size = 32 << 20 // more than the socket buffers hold, and than net/http drains
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	fmt.Fprintf(c, "PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size)
+	chunk := make([]byte, 1<<20)
+	for sent := 0; sent < size; sent += len(chunk) {
+		if _, err := c.Write(chunk); err != nil {
+			t.Fatalf("writing the body, %d of %d bytes sent: %v (the node closed with it unread)", sent, size, err)
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer after the whole body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
+		t.Fatalf("answer %d, close %v; want 413 and close", resp.StatusCode, resp.Close)
+	}
+
+	// A client waiting for "100 Continue" gets the final answer instead, and the node
+	// closes the connection without waiting for a body that will not come (its window
+	// here is an hour).
+	waiting := httptest.NewServer(closeUnread(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+	}), time.Hour))
+	t.Cleanup(waiting.Close)
+	c2, err := net.Dial("tcp", waiting.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c2, "PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", size)
+	br := bufio.NewReader(c2)
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to a request waiting for 100 Continue: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a request waiting for 100 Continue: %d, want the 413", resp.StatusCode)
+	}
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after the 413 to a request waiting for 100 Continue: read %d bytes, %v; want the node's close", n, err)
+	}
+}
