@@ -125,7 +125,8 @@
 // version's x-amz-version-id like any write. An upload is completed once (complete.go): a
 // Complete claims the upload by a compare-and-swap on its record's generation (of racing
 // Completes, or a Complete and an Abort, one wins; a loser answers OperationAborted while
-// the winner publishes, NoSuchUpload after), the object it publishes names the upload
+// the winner publishes, NoSuchUpload after; a claim an earlier run of the same node
+// (Config.Instance) made is taken over at once, since no Complete of it runs any more), the object it publishes names the upload
 // (fieldUpload), and every attempt to publish first looks for that name among the key's
 // newest versions and then publishes under a compare-and-swap on the key's generation: a
 // Complete cut off by a crash after it published, retried, answers what it published and

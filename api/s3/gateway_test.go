@@ -93,6 +93,13 @@ func gatewayWith(t *testing.T, bs blob.Store, cfg Config) (*httptest.Server, fun
 	t.Helper()
 	n := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 64, ReservedWorkbenches: map[string]string{UploadsWorkbench: Surface}}, bs)
 	h := NewHandler(n.Service, gatewayKeys, cfg)
+	srv, client := serveGateway(t, h)
+	return srv, client, h
+}
+
+// serveGateway serves h over TLS and returns an AWS SDK for Go v2 client for each key.
+func serveGateway(t *testing.T, h *Handler) (*httptest.Server, func(key string) *awss3.Client) {
+	t.Helper()
 	srv := httptest.NewTLSServer(h)
 	t.Cleanup(srv.Close)
 	return srv, func(key string) *awss3.Client {
@@ -100,7 +107,7 @@ func gatewayWith(t *testing.T, bs blob.Store, cfg Config) (*httptest.Server, fun
 			Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true, HTTPClient: srv.Client(),
 			Credentials: credentials.NewStaticCredentialsProvider(key, gatewayKeys[key].secret, ""), RetryMaxAttempts: 1,
 		})
-	}, h
+	}
 }
 
 // s3Code is the S3 error code of an SDK error, "" if none.

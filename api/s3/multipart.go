@@ -91,6 +91,10 @@ type multipart struct {
 	// clock is the clock of uploads' deadlines and claims, Config.Now's; tests move it
 	// without skewing signatures.
 	clock func() time.Time
+	// instance is Config.Instance, and owner "<instance>/<run>" names the claims this run
+	// of the gateway makes (run is random per newMultipart); "" without an instance
+	// (claimHeld, complete.go).
+	instance, owner string
 	// roots are the roots this gateway served a multipart request in: the sweep's
 	// (multipart_reclaim.go).
 	roots sync.Map
@@ -115,6 +119,11 @@ func newMultipart(svc *workbench.Service, l *lookup, cfg Config) *multipart {
 	}
 	if m.clock == nil {
 		m.clock = time.Now
+	}
+	if m.instance = cfg.Instance; m.instance != "" {
+		run := make([]byte, 8)
+		_, _ = rand.Read(run)
+		m.owner = m.instance + "/" + hex.EncodeToString(run)
 	}
 	return m
 }
@@ -143,6 +152,9 @@ type completingUpload struct {
 	ClaimMs int64 `json:"claim_ms"`
 	// Parts is partsKey of the part list being published.
 	Parts string `json:"parts"`
+	// Owner is the owner of the gateway that claimed (multipart.owner), "" when it had no
+	// instance or predates the field.
+	Owner string `json:"owner,omitempty"`
 }
 
 // completedUpload is what Complete answered.
@@ -548,7 +560,7 @@ func (m *multipart) abortUpload(w http.ResponseWriter, r *request) error {
 			m.finish(r.bookkeeping(), r.agent, u, done, "request_id", r.id)
 			return noSuchUpload()
 		}
-		if m.clock().Sub(time.UnixMilli(c.ClaimMs)) < claimTimeout {
+		if m.claimHeld(c) {
 			return operationAborted()
 		}
 	}
