@@ -444,6 +444,9 @@ func (m *multipart) uploadPart(w http.ResponseWriter, r *request) error {
 		}
 		return fromWorkbench(err, CodeNoSuchUpload)
 	}
+	if err := m.partStayed(r, path, res.Generation); err != nil {
+		return err
+	}
 	w.Header().Set("ETag", objectETag(res.Digest, stored))
 	if name, value, ok := body.Checksum(); ok {
 		w.Header().Set(checksumHeaderPrefix+name, value)
@@ -505,7 +508,27 @@ func (m *multipart) copyPart(w http.ResponseWriter, r *request, path string) err
 		// bytes, so the part's ETag is the source's.
 		etag = objectETag(res.Digest, src.Info.Fields)
 	}
+	if err := m.partStayed(r, path, res.Generation); err != nil {
+		return err
+	}
 	return writeXML(w, copyPartResult{Xmlns: xmlns, ETag: etag, LastModified: iso8601(m.clock().UnixMilli())})
+}
+
+// partStayed checks, once part path was written (at generation gen), that its upload is
+// still open. An Abort that removed the upload meanwhile listed the upload's parts before
+// this one existed and left it behind, a file whose upload no request names any more (only
+// the next sweep of its bucket would remove it); a Complete that published meanwhile did
+// not publish it. Either way the part is removed and the request answers NoSuchUpload, as
+// S3 may answer a part racing an abort.
+func (m *multipart) partStayed(r *request, path string, gen uint64) error {
+	_, err := m.openUpload(r)
+	if codeOf(err) != CodeNoSuchUpload {
+		return nil // open, or not known: the part was written as asked
+	}
+	if _, derr := m.svc.Writes.Delete(r.bookkeeping(), r.agent, UploadsWorkbench, path, gen, ""); derr != nil && !isNotFound(derr) {
+		m.log.Warn("s3: removing a part written after its upload ended", "request_id", r.id, "err", derr)
+	}
+	return err
 }
 
 // copyRange parses x-amz-copy-source-range: bytes=first-last, both given, within the
