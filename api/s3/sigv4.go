@@ -347,10 +347,11 @@ func headerValue(r *http.Request, name string) string {
 			vals = []string{strconv.FormatInt(r.ContentLength, 10)}
 		}
 	}
+	canonical := make([]string, len(vals)) // vals may be r.Header's own: never changed
 	for i, v := range vals {
-		vals[i] = strings.Join(strings.Fields(v), " ")
+		canonical[i] = strings.Join(strings.Fields(v), " ")
 	}
-	return strings.Join(vals, ",")
+	return strings.Join(canonical, ",")
 }
 
 // canonicalQuery decodes each parameter of raw and encodes it again as SigV4 does (every
