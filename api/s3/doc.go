@@ -10,7 +10,9 @@
 //   - Verifier checks AWS Signature Version 4, in the Authorization header or in a
 //     presigned URL's query: the canonical request is built from the request as it came
 //     (the path exactly as sent, the query re-encoded and sorted, the signed headers'
-//     trimmed values, x-amz-content-sha256), and its HMAC-SHA256 under the key of the
+//     trimmed values, x-amz-content-sha256; a value holding a tab is trimmed both ways
+//     the SDKs trim it, botocore's and the AWS SDK for Go v2's, checkRequest; the
+//     request's own headers are never changed), and its HMAC-SHA256 under the key of the
 //     credential's day, region and service is compared in constant time. The clock may
 //     differ by at most MaxClockSkew; a presigned URL lives at most MaxPresignExpiry and
 //     not past its X-Amz-Expires. Every x-amz-* header must be signed.
