@@ -425,6 +425,20 @@ func TestRequestsOutsideTheSubsetAnswerNotImplemented(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || !bytes.Contains(body, []byte("<Code>AccessDenied</Code>")) {
 		t.Fatalf("an anonymous request: %d %s", resp.StatusCode, body)
 	}
+	// A browser form upload (POST Object, what a presigned POST makes) carries its
+	// signature in the form, not the request: it is not served, and is told so rather
+	// than told it is anonymous.
+	form := "--x\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\ninput/f\r\n" +
+		"--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\nbody\r\n--x--\r\n"
+	resp, err = srv.Client().Post(srv.URL+"/b", "multipart/form-data; boundary=x", strings.NewReader(form))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotImplemented || !bytes.Contains(body, []byte("<Code>NotImplemented</Code>")) {
+		t.Fatalf("a form upload: %d %s, want 501 NotImplemented", resp.StatusCode, body)
+	}
 }
 
 func TestCopyObjectMovesNoBytes(t *testing.T) {

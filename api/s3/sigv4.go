@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"mime"
 	"net/http"
 	"net/url"
 	"sort"
@@ -83,11 +84,21 @@ func (v *Verifier) Verify(r *http.Request) (Signed, error) {
 		return v.verifyHeader(r)
 	case q.Has("X-Amz-Signature") || q.Has("X-Amz-Credential"):
 		return v.verifyPresigned(r, q)
+	case r.Method == http.MethodPost && formUpload(r):
+		// A POST policy signs the form's fields, not the request: a browser upload.
+		return Signed{}, errorf(CodeNotImplemented, "POST Object (a browser form upload signed by a POST policy) is not implemented by this gateway: upload with PUT, or a presigned PUT URL")
 	case q.Has("Signature") && q.Has("AWSAccessKeyId"):
 		return Signed{}, errorf(CodeAccessDenied, "this URL is signed with AWS Signature Version 2, which this gateway does not accept: presign with Signature Version 4 (aws: s3.signature_version s3v4; boto3: Config(signature_version=\"s3v4\"))")
 	default:
 		return Signed{}, errorf(CodeAccessDenied, "anonymous access is not allowed: sign the request (AWS Signature Version 4)")
 	}
+}
+
+// formUpload reports whether r's body is a multipart/form-data form: S3's POST Object,
+// the upload a presigned POST (a POST policy) makes.
+func formUpload(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "multipart/form-data"
 }
 
 func (v *Verifier) region() string {
