@@ -160,10 +160,10 @@
 //     (CreateBucket: InvalidBucketName), as does a copy source in it, and ListBuckets
 //     omits it.
 //   - Aborting deletes the record first (the upload is gone from then on), then the
-//     parts; completing rewrites the record as completed, then deletes the parts (a part
-//     whose write ends after either began looks at the record again once written, and
-//     if the upload is no longer open deletes itself and answers NoSuchUpload); both
-//     through the ordinary delete: the collector reclaims blobs no other
+//     parts (a part whose write ends after that began looks at the record again once
+//     written: without one, it deletes itself and answers NoSuchUpload); completing
+//     rewrites the record as completed, then deletes the parts; both through the
+//     ordinary delete: the collector reclaims blobs no other
 //     file references after its grace. An upload older than Config.UploadDeadline answers
 //     NoSuchUpload and is removed (a completed one completedRetention after it completed)
 //     lazily (by CreateMultipartUpload and

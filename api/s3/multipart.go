@@ -515,13 +515,13 @@ func (m *multipart) copyPart(w http.ResponseWriter, r *request, path string) err
 }
 
 // partStayed checks, once part path was written (at generation gen), that its upload is
-// still open. An Abort that removed the upload meanwhile listed the upload's parts before
-// this one existed and left it behind, a file whose upload no request names any more (only
-// the next sweep of its bucket would remove it); a Complete that published meanwhile did
-// not publish it. Either way the part is removed and the request answers NoSuchUpload, as
-// S3 may answer a part racing an abort.
+// still there. An Abort that removed the upload meanwhile listed the upload's parts
+// before this one existed and left it behind, a file whose upload no request names any
+// more (only the next sweep of its bucket would remove it): the part is removed and the
+// request answers NoSuchUpload, as S3 may answer a part racing an abort. (A Complete that
+// published meanwhile keeps the record, and its parts go with it.)
 func (m *multipart) partStayed(r *request, path string, gen uint64) error {
-	_, err := m.openUpload(r)
+	_, err := m.findUpload(r)
 	if codeOf(err) != CodeNoSuchUpload {
 		return nil // open, or not known: the part was written as asked
 	}
