@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"bytes"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -66,16 +67,58 @@ func readXMLBody(r *request, doc string, limit int64) ([]byte, error) {
 }
 
 // readXML reads the request's body (readXMLBody: at most limit bytes) as the XML
-// document doc into v: MalformedXML when it is not one.
+// document doc into v: MalformedXML when it is not one, that is also when its root
+// element is not doc or anything but comments, processing instructions and white space
+// surrounds the root (xml.Unmarshal alone decodes any first element and ignores the
+// rest, so a Complete of <Foo> or one followed by a second document would be served).
 func readXML(r *request, v any, doc string, limit int64) error {
 	raw, err := readXMLBody(r, doc, limit)
 	if err != nil {
 		return err
 	}
-	if err := xml.Unmarshal(raw, v); err != nil {
-		return errorf(CodeMalformedXML, "the %s document is not well-formed XML", doc)
+	return decodeXML(raw, v, doc)
+}
+
+// decodeXML decodes raw, the XML document doc, into v as readXML does.
+func decodeXML(raw []byte, v any, doc string) error {
+	malformed := errorf(CodeMalformedXML, "the %s document is not well-formed XML", doc)
+	d := xml.NewDecoder(bytes.NewReader(raw))
+	root, err := nextElement(d)
+	switch {
+	case err != nil:
+		return malformed
+	case root.Name.Local != doc:
+		return errorf(CodeMalformedXML, "the document's root element is <%s>, not <%s>", root.Name.Local, doc)
+	}
+	if err := d.DecodeElement(v, &root); err != nil {
+		return malformed
+	}
+	if _, err := nextElement(d); err != io.EOF {
+		return malformed
 	}
 	return nil
+}
+
+// nextElement reads d to its next start element, past comments, processing instructions,
+// directives and white space; any other token is an error, and the document's end io.EOF.
+func nextElement(d *xml.Decoder) (xml.StartElement, error) {
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return xml.StartElement{}, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			return t, nil
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) != 0 {
+				return xml.StartElement{}, errors.New("text outside the root element")
+			}
+		case xml.Comment, xml.ProcInst, xml.Directive:
+		default:
+			return xml.StartElement{}, errors.New("unexpected token outside the root element")
+		}
+	}
 }
 
 type owner struct {
@@ -153,8 +196,8 @@ func (h *Handler) createBucket(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	if len(raw) > 0 {
-		if err := xml.Unmarshal(raw, &conf); err != nil {
-			return errorf(CodeMalformedXML, "the CreateBucketConfiguration is not well-formed XML")
+		if err := decodeXML(raw, &conf, "CreateBucketConfiguration"); err != nil {
+			return err
 		}
 		if conf.LocationConstraint != "" && conf.LocationConstraint != h.verifier.region() {
 			return errorf(CodeInvalidArgument, "LocationConstraint %q is not this gateway's region %q", conf.LocationConstraint, h.verifier.region())

@@ -109,7 +109,7 @@ func (m *multipart) completeUpload(w http.ResponseWriter, r *request) error {
 	}
 	// The claim.
 	claimed := u.rec
-	claimed.Completing = &completingUpload{ClaimMs: m.clock().UnixMilli(), Parts: key}
+	claimed.Completing = &completingUpload{ClaimMs: m.clock().UnixMilli(), Parts: key, Owner: m.owner}
 	claimGen, err := m.writeRecord(r.bookkeeping(), r.agent, u, claimed)
 	if err != nil {
 		if codeOf(err) == CodePreconditionFailed || isConflict(err) {
@@ -225,12 +225,26 @@ func (m *multipart) settled(r *request, u upload, path, key string) (completedUp
 			return completedUpload{}, false, noSuchUpload()
 		}
 		return done, true, nil
-	case m.clock().Sub(time.UnixMilli(c.ClaimMs)) < claimTimeout:
+	case m.claimHeld(c):
 		return completedUpload{}, false, operationAborted()
 	case !covered:
 		return completedUpload{}, false, m.giveUp(r.bookkeeping(), r.agent, u)
 	}
 	return completedUpload{}, false, nil // a claim its Complete left unpublished: take it over
+}
+
+// claimHeld reports whether claim c still holds off other Completes and Aborts of its
+// upload: it is younger than claimTimeout and was not made by an earlier run of this
+// node. A node that restarted runs none of the Completes it claimed before, so such a
+// claim is taken over at once: a client retrying a Complete that a crash cut off is not
+// answered OperationAborted (which S3 clients do not retry) for claimTimeout. A claim of
+// another node, of this run, or without an owner holds for claimTimeout.
+func (m *multipart) claimHeld(c *completingUpload) bool {
+	if m.clock().Sub(time.UnixMilli(c.ClaimMs)) >= claimTimeout {
+		return false
+	}
+	i := strings.LastIndexByte(c.Owner, '/')
+	return m.owner == "" || i < 0 || c.Owner[:i] != m.instance || c.Owner == m.owner
 }
 
 // giveUp removes an upload whose stale claim cannot tell whether its Complete published

@@ -27,6 +27,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
+	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
 
 // versionsOf lists the versions of one key, newest first.
@@ -113,14 +114,11 @@ func TestAnUploadIsCompletedOnce(t *testing.T) {
 	}
 }
 
-// cutOffComplete leaves upload id of key in the state a crash between a Complete's publish
-// and its bookkeeping leaves: the record claimed, then the object published with the
-// upload's id (in that order, as a Complete does). It returns the published version's
-// ETag and version id, as HEAD answers them right after.
-func cutOffComplete(t *testing.T, c *awss3.Client, h *Handler, key, id string, parts []types.CompletedPart, body []byte) (etag, version string) {
+// claimUpload leaves upload id of bucket runs claimed by a Complete of parts, as the
+// gateway owner (multipart.owner) does before it publishes.
+func claimUpload(t *testing.T, h *Handler, id string, parts []types.CompletedPart, owner string) {
 	t.Helper()
-	ctx := context.Background()
-	sctx := workbench.WithSurface(auth.WithPrincipal(ctx, gatewayKeys["AGENTA"].p), Surface)
+	sctx := workbench.WithSurface(auth.WithPrincipal(context.Background(), gatewayKeys["AGENTA"].p), Surface)
 	recordPath := "runs/" + id + "/" + recordFile
 	f, err := h.svc.Reads.Open(sctx, "a", UploadsWorkbench, recordPath)
 	if err != nil {
@@ -143,12 +141,23 @@ func cutOffComplete(t *testing.T, c *awss3.Client, h *Handler, key, id string, p
 			ETag       string `xml:"ETag"`
 		}{int(aws.ToInt32(p.PartNumber)), aws.ToString(p.ETag)})
 	}
-	rec.Completing = &completingUpload{ClaimMs: h.multipart.clock().UnixMilli(), Parts: partsKey(in)}
+	rec.Completing = &completingUpload{ClaimMs: h.multipart.clock().UnixMilli(), Parts: partsKey(in), Owner: owner}
 	claim, _ := json.Marshal(rec)
 	if _, err := h.svc.Writes.Write(sctx, workbench.WriteRequest{Agent: "a", Workbench: UploadsWorkbench, Path: recordPath,
 		Body: bytes.NewReader(claim), ContentType: "application/json"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// cutOffComplete leaves upload id of key in the state a crash between a Complete's publish
+// and its bookkeeping leaves: the record claimed, then the object published with the
+// upload's id (in that order, as a Complete does). It returns the published version's
+// ETag and version id, as HEAD answers them right after.
+func cutOffComplete(t *testing.T, c *awss3.Client, h *Handler, key, id string, parts []types.CompletedPart, body []byte) (etag, version string) {
+	t.Helper()
+	ctx := context.Background()
+	sctx := workbench.WithSurface(auth.WithPrincipal(ctx, gatewayKeys["AGENTA"].p), Surface)
+	claimUpload(t, h, id, parts, "")
 	path, err := objectPath(key)
 	if err != nil {
 		t.Fatal(err)
@@ -428,5 +437,54 @@ func TestACompleteRacingAWriteIsNotAKeyClash(t *testing.T) {
 		default:
 			t.Errorf("round %d: a Complete racing a write of its key or a part: %v", round, completeErr)
 		}
+	}
+}
+
+// TestAClaimOfAnEarlierRunOfTheNodeIsTakenOverAtOnce: a Complete that a crash cut off
+// before it published leaves its claim. The node, started again (a gateway with the same
+// Instance), runs no Complete of that claim, so a Complete sent again publishes at once
+// and an Abort aborts at once, instead of both answering OperationAborted (which S3
+// clients do not retry) until the claim is claimTimeout old. A fresh claim of another
+// node, or of this run, still holds.
+func TestAClaimOfAnEarlierRunOfTheNodeIsTakenOverAtOnce(t *testing.T) {
+	ds, err := dir.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 64, ReservedWorkbenches: map[string]string{UploadsWorkbench: Surface}}, ds)
+	cfg := Config{MinPartSize: 1 << 10, Instance: "node-1"}
+	crashed, restarted := NewHandler(n.Service, gatewayKeys, cfg), NewHandler(n.Service, gatewayKeys, cfg)
+	cfg.Instance = "node-2"
+	other := NewHandler(n.Service, gatewayKeys, cfg)
+	_, client := serveGateway(t, restarted)
+	c := client("AGENTA")
+	makeBucket(t, c, "runs")
+	claimed := func(key, owner string) (string, []types.CompletedPart) {
+		id := createUpload(t, c, "runs", key)
+		parts := []types.CompletedPart{uploadPart(t, c, "runs", key, id, 1, []byte("the parts of "+key))}
+		claimUpload(t, restarted, id, parts, owner)
+		return id, parts
+	}
+	id, parts := claimed("outputs/retried.bin", crashed.multipart.owner)
+	if _, err := complete(c, "runs", "outputs/retried.bin", id, parts); err != nil {
+		t.Fatalf("a Complete sent again after the node restarted: %v, want it published", err)
+	}
+	if got, _ := getAll(t, c, "runs", "outputs/retried.bin"); string(got) != "the parts of outputs/retried.bin" {
+		t.Fatalf("the retried Complete published %q", got)
+	}
+	id, _ = claimed("outputs/aborted.bin", crashed.multipart.owner)
+	if _, err := c.AbortMultipartUpload(context.Background(), &awss3.AbortMultipartUploadInput{Bucket: aws.String("runs"),
+		Key: aws.String("outputs/aborted.bin"), UploadId: aws.String(id)}); err != nil {
+		t.Fatalf("an Abort after the node restarted: %v, want the upload aborted", err)
+	}
+	for _, owner := range []string{other.multipart.owner, restarted.multipart.owner, ""} {
+		key := "outputs/held" + strings.ReplaceAll(owner, "/", "-") + ".bin"
+		id, parts := claimed(key, owner)
+		if _, err := complete(c, "runs", key, id, parts); s3Code(err) != "OperationAborted" {
+			t.Errorf("a Complete of an upload a live Complete claimed (owner %q): %v, want OperationAborted", owner, err)
+		}
+	}
+	if ids := uploadsListed(t, c); len(ids) != 3 {
+		t.Errorf("uploads listed: %v, want the three still claimed", ids)
 	}
 }

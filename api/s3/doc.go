@@ -10,7 +10,9 @@
 //   - Verifier checks AWS Signature Version 4, in the Authorization header or in a
 //     presigned URL's query: the canonical request is built from the request as it came
 //     (the path exactly as sent, the query re-encoded and sorted, the signed headers'
-//     trimmed values, x-amz-content-sha256), and its HMAC-SHA256 under the key of the
+//     trimmed values, x-amz-content-sha256; a value holding a tab is trimmed both ways
+//     the SDKs trim it, botocore's and the AWS SDK for Go v2's, checkRequest; the
+//     request's own headers are never changed), and its HMAC-SHA256 under the key of the
 //     credential's day, region and service is compared in constant time. The clock may
 //     differ by at most MaxClockSkew; a presigned URL lives at most MaxPresignExpiry and
 //     not past its X-Amz-Expires. Every x-amz-* header must be signed.
@@ -125,7 +127,8 @@
 // version's x-amz-version-id like any write. An upload is completed once (complete.go): a
 // Complete claims the upload by a compare-and-swap on its record's generation (of racing
 // Completes, or a Complete and an Abort, one wins; a loser answers OperationAborted while
-// the winner publishes, NoSuchUpload after), the object it publishes names the upload
+// the winner publishes, NoSuchUpload after; a claim an earlier run of the same node
+// (Config.Instance) made is taken over at once, since no Complete of it runs any more), the object it publishes names the upload
 // (fieldUpload), and every attempt to publish first looks for that name among the key's
 // newest versions and then publishes under a compare-and-swap on the key's generation: a
 // Complete cut off by a crash after it published, retried, answers what it published and
@@ -157,8 +160,10 @@
 //     (CreateBucket: InvalidBucketName), as does a copy source in it, and ListBuckets
 //     omits it.
 //   - Aborting deletes the record first (the upload is gone from then on), then the
-//     parts; completing rewrites the record as completed, then deletes the parts; both
-//     through the ordinary delete: the collector reclaims blobs no other
+//     parts (a part whose write ends after that began looks at the record again once
+//     written: without one, it deletes itself and answers NoSuchUpload); completing
+//     rewrites the record as completed, then deletes the parts; both through the
+//     ordinary delete: the collector reclaims blobs no other
 //     file references after its grace. An upload older than Config.UploadDeadline answers
 //     NoSuchUpload and is removed (a completed one completedRetention after it completed)
 //     lazily (by CreateMultipartUpload and

@@ -93,6 +93,13 @@ func gatewayWith(t *testing.T, bs blob.Store, cfg Config) (*httptest.Server, fun
 	t.Helper()
 	n := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 64, ReservedWorkbenches: map[string]string{UploadsWorkbench: Surface}}, bs)
 	h := NewHandler(n.Service, gatewayKeys, cfg)
+	srv, client := serveGateway(t, h)
+	return srv, client, h
+}
+
+// serveGateway serves h over TLS and returns an AWS SDK for Go v2 client for each key.
+func serveGateway(t *testing.T, h *Handler) (*httptest.Server, func(key string) *awss3.Client) {
+	t.Helper()
 	srv := httptest.NewTLSServer(h)
 	t.Cleanup(srv.Close)
 	return srv, func(key string) *awss3.Client {
@@ -100,7 +107,7 @@ func gatewayWith(t *testing.T, bs blob.Store, cfg Config) (*httptest.Server, fun
 			Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true, HTTPClient: srv.Client(),
 			Credentials: credentials.NewStaticCredentialsProvider(key, gatewayKeys[key].secret, ""), RetryMaxAttempts: 1,
 		})
-	}, h
+	}
 }
 
 // s3Code is the S3 error code of an SDK error, "" if none.
@@ -417,6 +424,20 @@ func TestRequestsOutsideTheSubsetAnswerNotImplemented(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden || !bytes.Contains(body, []byte("<Code>AccessDenied</Code>")) {
 		t.Fatalf("an anonymous request: %d %s", resp.StatusCode, body)
+	}
+	// A browser form upload (POST Object, what a presigned POST makes) carries its
+	// signature in the form, not the request: it is not served, and is told so rather
+	// than told it is anonymous.
+	form := "--x\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\ninput/f\r\n" +
+		"--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\nbody\r\n--x--\r\n"
+	resp, err = srv.Client().Post(srv.URL+"/b", "multipart/form-data; boundary=x", strings.NewReader(form))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotImplemented || !bytes.Contains(body, []byte("<Code>NotImplemented</Code>")) {
+		t.Fatalf("a form upload: %d %s, want 501 NotImplemented", resp.StatusCode, body)
 	}
 }
 

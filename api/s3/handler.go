@@ -55,6 +55,11 @@ type Config struct {
 	// answer starts, and then the interval of the whitespace that keeps the connection
 	// alive until the result (complete.go). Default DefaultCompleteKeepAlive.
 	CompleteKeepAlive time.Duration
+	// Instance names the node the gateway runs in, the same across its restarts (the
+	// node's id): a Complete's claim made by an earlier run of this node (one a crash cut
+	// off) is taken over at once instead of after claimTimeout (complete.go). Default
+	// none: every claim holds for claimTimeout.
+	Instance string
 }
 
 // DefaultRegion is the region of a gateway configured without one: what S3 clients

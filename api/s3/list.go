@@ -229,8 +229,8 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error 
 			out.ContToken, p.after = tok, max(p.after, after)
 		}
 	} else {
-		marker := q.Get("marker")
-		out.Marker, p.after = &marker, marker
+		marker := encodeKey(q.Get("marker"), enc)
+		out.Marker, p.after = &marker, q.Get("marker")
 	}
 	view, ws, err := h.lookup.workspace(r)
 	if err != nil {

@@ -293,3 +293,29 @@ func TestAReadThatServesNoObjectAnswersNoChecksum(t *testing.T) {
 		t.Fatalf("a GET whose condition held answered checksum %q, the PUT %q", aws.ToString(got.ChecksumCRC32), aws.ToString(out.ChecksumCRC32))
 	}
 }
+
+// TestMetadataValuesAreStoredAsSent: a signed header's canonical value (for the signature)
+// has its runs of spaces made one, but what is stored is the value as sent: an
+// x-amz-meta-* value or a Content-Type with runs of spaces reads back unchanged.
+func TestMetadataValuesAreStoredAsSent(t *testing.T) {
+	_, client := gateway(t)
+	c := client("AGENTA")
+	ctx := context.Background()
+	makeBucket(t, c, "ws")
+	meta := map[string]string{"note": "two  spaces", "runs": "x   y"}
+	const contentType = "text/plain;  charset=utf-8"
+	if _, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("ws"), Key: aws.String("outputs/a.txt"),
+		Body: strings.NewReader("a"), Metadata: meta, ContentType: aws.String(contentType)}); err != nil {
+		t.Fatal(err)
+	}
+	head, err := c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String("ws"), Key: aws.String("outputs/a.txt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(head.Metadata, meta) {
+		t.Errorf("metadata read back %q, want %q as sent", head.Metadata, meta)
+	}
+	if got := aws.ToString(head.ContentType); got != contentType {
+		t.Errorf("Content-Type read back %q, want %q as sent", got, contentType)
+	}
+}

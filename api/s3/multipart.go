@@ -91,6 +91,10 @@ type multipart struct {
 	// clock is the clock of uploads' deadlines and claims, Config.Now's; tests move it
 	// without skewing signatures.
 	clock func() time.Time
+	// instance is Config.Instance, and owner "<instance>/<run>" names the claims this run
+	// of the gateway makes (run is random per newMultipart); "" without an instance
+	// (claimHeld, complete.go).
+	instance, owner string
 	// roots are the roots this gateway served a multipart request in: the sweep's
 	// (multipart_reclaim.go).
 	roots sync.Map
@@ -115,6 +119,11 @@ func newMultipart(svc *workbench.Service, l *lookup, cfg Config) *multipart {
 	}
 	if m.clock == nil {
 		m.clock = time.Now
+	}
+	if m.instance = cfg.Instance; m.instance != "" {
+		run := make([]byte, 8)
+		_, _ = rand.Read(run)
+		m.owner = m.instance + "/" + hex.EncodeToString(run)
 	}
 	return m
 }
@@ -143,6 +152,9 @@ type completingUpload struct {
 	ClaimMs int64 `json:"claim_ms"`
 	// Parts is partsKey of the part list being published.
 	Parts string `json:"parts"`
+	// Owner is the owner of the gateway that claimed (multipart.owner), "" when it had no
+	// instance or predates the field.
+	Owner string `json:"owner,omitempty"`
 }
 
 // completedUpload is what Complete answered.
@@ -432,6 +444,9 @@ func (m *multipart) uploadPart(w http.ResponseWriter, r *request) error {
 		}
 		return fromWorkbench(err, CodeNoSuchUpload)
 	}
+	if err := m.partStayed(r, path, res.Generation); err != nil {
+		return err
+	}
 	w.Header().Set("ETag", objectETag(res.Digest, stored))
 	if name, value, ok := body.Checksum(); ok {
 		w.Header().Set(checksumHeaderPrefix+name, value)
@@ -493,7 +508,27 @@ func (m *multipart) copyPart(w http.ResponseWriter, r *request, path string) err
 		// bytes, so the part's ETag is the source's.
 		etag = objectETag(res.Digest, src.Info.Fields)
 	}
+	if err := m.partStayed(r, path, res.Generation); err != nil {
+		return err
+	}
 	return writeXML(w, copyPartResult{Xmlns: xmlns, ETag: etag, LastModified: iso8601(m.clock().UnixMilli())})
+}
+
+// partStayed checks, once part path was written (at generation gen), that its upload is
+// still there. An Abort that removed the upload meanwhile listed the upload's parts
+// before this one existed and left it behind, a file whose upload no request names any
+// more (only the next sweep of its bucket would remove it): the part is removed and the
+// request answers NoSuchUpload, as S3 may answer a part racing an abort. (A Complete that
+// published meanwhile keeps the record, and its parts go with it.)
+func (m *multipart) partStayed(r *request, path string, gen uint64) error {
+	_, err := m.findUpload(r)
+	if codeOf(err) != CodeNoSuchUpload {
+		return nil // open, or not known: the part was written as asked
+	}
+	if _, derr := m.svc.Writes.Delete(r.bookkeeping(), r.agent, UploadsWorkbench, path, gen, ""); derr != nil && !isNotFound(derr) {
+		m.log.Warn("s3: removing a part written after its upload ended", "request_id", r.id, "err", derr)
+	}
+	return err
 }
 
 // copyRange parses x-amz-copy-source-range: bytes=first-last, both given, within the
@@ -548,7 +583,7 @@ func (m *multipart) abortUpload(w http.ResponseWriter, r *request) error {
 			m.finish(r.bookkeeping(), r.agent, u, done, "request_id", r.id)
 			return noSuchUpload()
 		}
-		if m.clock().Sub(time.UnixMilli(c.ClaimMs)) < claimTimeout {
+		if m.claimHeld(c) {
 			return operationAborted()
 		}
 	}

@@ -46,7 +46,7 @@ func (m *multipart) reclaimBucket(ctx context.Context, agent, bucket string, lim
 				return 0, err
 			case m.expired(u) || u.orphaned(view, agent, bucket):
 				dead = append(dead, u.dir)
-			case u.rec.Completing != nil && m.clock().Sub(time.UnixMilli(u.rec.Completing.ClaimMs)) >= claimTimeout:
+			case u.rec.Completing != nil && !m.claimHeld(u.rec.Completing):
 				gone, err := m.settleStale(ctx, agent, bucket, u)
 				if err != nil {
 					return 0, err
@@ -68,7 +68,7 @@ func (m *multipart) reclaimBucket(ctx context.Context, agent, bucket string, lim
 	return len(dead), nil
 }
 
-// settleStale settles upload u of bucket, whose claim is older than claimTimeout (its
+// settleStale settles upload u of bucket, whose claim no longer holds (claimHeld: its
 // Complete died): if the Complete published, the upload is recorded as completed and its
 // parts removed (finish); if it cannot be told whether it did (publishedIn: not found,
 // not covered), gone says to remove the upload; else the claim stays for a Complete sent

@@ -673,3 +673,74 @@ func TestPartsOfDifferentSizesAreReadPartByPart(t *testing.T) {
 		t.Fatalf("part 5 of 4: %v, want InvalidPartNumber", err)
 	}
 }
+
+// TestAPartStillArrivingWhenItsUploadIsAbortedIsNotLeftBehind: an UploadPart whose body is
+// still arriving when an Abort removes its upload answers NoSuchUpload, and no file of
+// the upload stays behind (the Abort removed the parts there were, before this one
+// existed). Before, the part answered 200 and stayed, a file of an upload no request
+// names, until the next sweep of its bucket.
+func TestAPartStillArrivingWhenItsUploadIsAbortedIsNotLeftBehind(t *testing.T) {
+	ds, err := dir.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, client, h := gatewayWith(t, ds, Config{MinPartSize: 1 << 10})
+	c := client("AGENTA")
+	makeBucket(t, c, "runs")
+	const key = "outputs/aborted.bin"
+	id := createUpload(t, c, "runs", key)
+	uploadPart(t, c, "runs", key, id, 1, []byte("a part before the abort"))
+
+	body := payload(256 << 10)
+	pr, pw := io.Pipe()
+	r, err := http.NewRequestWithContext(t.Context(), http.MethodPut, srv.URL+"/runs/"+key+"?partNumber=2&uploadId="+id, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ContentLength = int64(len(body))
+	r.Header.Set(headerContentSHA256, UnsignedPayload)
+	// With Expect: 100-continue the client sends the body only once the gateway reads it,
+	// which it does after it found the upload open: the Abort below comes while the part
+	// is being written.
+	r.Header.Set("Expect", "100-continue")
+	signRequest(t, "AGENTA", r, UnsignedPayload)
+	transport := srv.Client().Transport.(*http.Transport).Clone()
+	transport.ExpectContinueTimeout = time.Minute
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := (&http.Client{Transport: transport}).Do(r)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, b, err}
+	}()
+	if _, err := pw.Write(body[:1<<10]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AbortMultipartUpload(context.Background(), &awss3.AbortMultipartUploadInput{Bucket: aws.String("runs"),
+		Key: aws.String(key), UploadId: aws.String(id)}); err != nil {
+		t.Fatalf("aborting the upload while a part arrives: %v", err)
+	}
+	if _, err := pw.Write(body[1<<10:]); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	a := <-answered
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.status != http.StatusNotFound || !strings.Contains(string(a.body), "<Code>NoSuchUpload</Code>") {
+		t.Errorf("the part that arrived while its upload was aborted: %d %s, want 404 NoSuchUpload", a.status, a.body)
+	}
+	if n := uploadFiles(t, h); n != 0 {
+		t.Errorf("%d files of the aborted upload left behind, want none", n)
+	}
+}

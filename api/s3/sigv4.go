@@ -5,12 +5,14 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"mime"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // The names of AWS Signature Version 4 as S3 uses them ("Authenticating Requests (AWS
@@ -82,11 +84,21 @@ func (v *Verifier) Verify(r *http.Request) (Signed, error) {
 		return v.verifyHeader(r)
 	case q.Has("X-Amz-Signature") || q.Has("X-Amz-Credential"):
 		return v.verifyPresigned(r, q)
+	case r.Method == http.MethodPost && formUpload(r):
+		// A POST policy signs the form's fields, not the request: a browser upload.
+		return Signed{}, errorf(CodeNotImplemented, "POST Object (a browser form upload signed by a POST policy) is not implemented by this gateway: upload with PUT, or a presigned PUT URL")
 	case q.Has("Signature") && q.Has("AWSAccessKeyId"):
 		return Signed{}, errorf(CodeAccessDenied, "this URL is signed with AWS Signature Version 2, which this gateway does not accept: presign with Signature Version 4 (aws: s3.signature_version s3v4; boto3: Config(signature_version=\"s3v4\"))")
 	default:
 		return Signed{}, errorf(CodeAccessDenied, "anonymous access is not allowed: sign the request (AWS Signature Version 4)")
 	}
+}
+
+// formUpload reports whether r's body is a multipart/form-data form: S3's POST Object,
+// the upload a presigned POST (a POST policy) makes.
+func formUpload(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "multipart/form-data"
 }
 
 func (v *Verifier) region() string {
@@ -211,8 +223,7 @@ func (v *Verifier) verifyHeader(r *http.Request) (Signed, error) {
 	if err := unsignedAmzHeaders(r.Header, a.signedHeaders); err != nil {
 		return Signed{}, err
 	}
-	canonical := canonicalRequest(r, r.URL.RawQuery, "", a.signedHeaders, payload)
-	return v.check(r.Context(), a.cred, t, canonical, a.signature, payload)
+	return v.checkRequest(r, "", a.signedHeaders, payload, a.cred, t, a.signature)
 }
 
 func (v *Verifier) verifyPresigned(r *http.Request, q url.Values) (Signed, error) {
@@ -256,8 +267,37 @@ func (v *Verifier) verifyPresigned(r *http.Request, q url.Values) (Signed, error
 	if !validPayloadHash(payload) || strings.HasPrefix(payload, "STREAMING-") {
 		return Signed{}, errorf(CodeInvalidRequest, "a presigned request's x-amz-content-sha256 must be a hex SHA-256 or %s", UnsignedPayload)
 	}
-	canonical := canonicalRequest(r, r.URL.RawQuery, "X-Amz-Signature", signed, payload)
-	return v.check(r.Context(), cred, t, canonical, q.Get("X-Amz-Signature"), payload)
+	return v.checkRequest(r, "X-Amz-Signature", signed, payload, cred, t, q.Get("X-Amz-Signature"))
+}
+
+// checkRequest checks the signature got of r's canonical request (canonicalRequest, its
+// query without skip). The SDKs trim a signed header's value in two ways: botocore and
+// the JavaScript SDK make every run of white space one space, the AWS SDK for Go v2 only
+// runs of spaces (SigV4's rule), so a value holding a tab signs differently; when a signed
+// header holds white space other than a space and the first form does not match, the
+// second is tried.
+func (v *Verifier) checkRequest(r *http.Request, skip string, signed []string, payload string, c credential, t time.Time, got string) (Signed, error) {
+	s, err := v.check(r.Context(), c, t, canonicalRequest(r, r.URL.RawQuery, skip, signed, payload, false), got, payload)
+	if codeOf(err) != CodeSignatureDoesNotMatch || !otherWhiteSpace(r, signed) {
+		return s, err
+	}
+	if s, serr := v.check(r.Context(), c, t, canonicalRequest(r, r.URL.RawQuery, skip, signed, payload, true), got, payload); serr == nil {
+		return s, nil
+	}
+	return s, err
+}
+
+// otherWhiteSpace reports whether a signed header of r holds white space other than a
+// space, where the two ways of trimming differ.
+func otherWhiteSpace(r *http.Request, signed []string) bool {
+	for _, name := range signed {
+		for _, v := range r.Header.Values(name) {
+			if strings.ContainsFunc(v, func(c rune) bool { return c != ' ' && unicode.IsSpace(c) }) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // check compares the signature of canonical with the one the request carries.
@@ -307,9 +347,9 @@ func unsignedAmzHeaders(h http.Header, signed []string) error {
 
 // canonicalRequest is the SigV4 canonical request of r: the path exactly as the client
 // sent it (S3 signs the path without normalizing or escaping it again), the query's
-// parameters re-encoded and sorted without skip, the signed headers with trimmed values,
-// and the payload hash.
-func canonicalRequest(r *http.Request, rawQuery, skip string, signed []string, payload string) string {
+// parameters re-encoded and sorted without skip, the signed headers with trimmed values
+// (headerValue), and the payload hash.
+func canonicalRequest(r *http.Request, rawQuery, skip string, signed []string, payload string, spacesOnly bool) string {
 	path := r.URL.EscapedPath()
 	if u := r.RequestURI; u != "" && u[0] == '/' {
 		path, _, _ = strings.Cut(u, "?")
@@ -324,7 +364,7 @@ func canonicalRequest(r *http.Request, rawQuery, skip string, signed []string, p
 	for _, name := range signed {
 		b.WriteString(name)
 		b.WriteByte(':')
-		b.WriteString(headerValue(r, name))
+		b.WriteString(headerValue(r, name, spacesOnly))
 		b.WriteByte('\n')
 	}
 	b.WriteByte('\n')
@@ -335,8 +375,9 @@ func canonicalRequest(r *http.Request, rawQuery, skip string, signed []string, p
 }
 
 // headerValue is a signed header's canonical value: its values joined by commas, each
-// trimmed with inner runs of spaces made one.
-func headerValue(r *http.Request, name string) string {
+// trimmed with inner runs of white space made one space, or when spacesOnly only runs of
+// spaces (checkRequest).
+func headerValue(r *http.Request, name string, spacesOnly bool) string {
 	var vals []string
 	switch name {
 	case "host":
@@ -347,10 +388,15 @@ func headerValue(r *http.Request, name string) string {
 			vals = []string{strconv.FormatInt(r.ContentLength, 10)}
 		}
 	}
+	canonical := make([]string, len(vals)) // vals may be r.Header's own: never changed
 	for i, v := range vals {
-		vals[i] = strings.Join(strings.Fields(v), " ")
+		if spacesOnly {
+			canonical[i] = strings.TrimSpace(strings.Join(strings.FieldsFunc(v, func(c rune) bool { return c == ' ' }), " "))
+		} else {
+			canonical[i] = strings.Join(strings.Fields(v), " ")
+		}
 	}
-	return strings.Join(vals, ",")
+	return strings.Join(canonical, ",")
 }
 
 // canonicalQuery decodes each parameter of raw and encodes it again as SigV4 does (every

@@ -87,6 +87,7 @@ func TestRequestsTheSDKSignsVerify(t *testing.T) {
 		{"a list with an escaped query", "GET", "http://127.0.0.1:9000/bkt?list-type=2&prefix=a%2Fb&delimiter=%2F&start-after=%C3%BC%20x", nil, nil},
 		{"a query parameter without a value", "GET", "http://127.0.0.1:9000/bkt?versioning", nil, nil},
 		{"header values with runs of spaces", "PUT", "http://127.0.0.1:9000/bkt/k", []byte("b"), http.Header{"X-Amz-Meta-Note": {"  two   spaces  "}}},
+		{"a header value with a tab", "PUT", "http://127.0.0.1:9000/bkt/k", []byte("b"), http.Header{"X-Amz-Meta-Cols": {"a\tb  c"}}},
 		{"a range read", "GET", "http://127.0.0.1:9000/bkt/k", nil, http.Header{"Range": {"bytes=0-9"}}},
 		{"an unsigned payload", "PUT", "http://127.0.0.1:9000/bkt/k", []byte("b"), http.Header{headerContentSHA256: {UnsignedPayload}}},
 	} {
@@ -125,8 +126,8 @@ func TestRequestsBotocoreSignsVerify(t *testing.T) {
 	if err := json.Unmarshal(raw, &fixture); err != nil {
 		t.Fatal(err)
 	}
-	if len(fixture.Cases) != 3 {
-		t.Fatalf("%d cases in the fixture, want 3", len(fixture.Cases))
+	if len(fixture.Cases) != 4 {
+		t.Fatalf("%d cases in the fixture, want 4", len(fixture.Cases))
 	}
 	for _, c := range fixture.Cases {
 		r, err := http.NewRequest(c.Method, c.URL, strings.NewReader(c.Body))

@@ -86,3 +86,54 @@ func TestAnXMLBodyPastItsBoundIsMaxMessageLengthExceeded(t *testing.T) {
 		t.Fatal("a CreateBucket refused for its body created the bucket")
 	}
 }
+
+// TestAnXMLBodyOfAnotherDocumentIsMalformedXML: a CompleteMultipartUpload, Delete or
+// VersioningConfiguration body whose root element is another one, or that goes on past
+// its root, is MalformedXML, as on S3, and nothing it names is done: the upload stays
+// incomplete, the object stays.
+func TestAnXMLBodyOfAnotherDocumentIsMalformedXML(t *testing.T) {
+	srv, client := gateway(t)
+	c := client("AGENTA")
+	makeBucket(t, c, "xml")
+	put(t, c, "xml", "input/keep", []byte("keep"))
+	id := createUpload(t, c, "xml", "input/mp")
+	part := uploadPart(t, c, "xml", "input/mp", id, 1, []byte("the only part"))
+	parts := fmt.Sprintf(`<Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part>`, aws.ToString(part.ETag))
+	completePath := "/xml/input/mp?uploadId=" + url.QueryEscape(id)
+	for _, tc := range []struct{ what, path, doc string }{
+		{"a Complete of another root element", completePath, `<Foo>` + parts + `</Foo>`},
+		{"a Complete followed by text", completePath, `<CompleteMultipartUpload>` + parts + `</CompleteMultipartUpload>garbage`},
+		{"a Complete followed by a second root", completePath, `<CompleteMultipartUpload>` + parts + `</CompleteMultipartUpload><CompleteMultipartUpload/>`},
+		{"a Delete of another root element", "/xml?delete", `<Remove><Object><Key>input/keep</Key></Object></Remove>`},
+		{"a Delete followed by a second root", "/xml?delete", `<Delete><Object><Key>input/keep</Key></Object></Delete><Delete/>`},
+		{"a VersioningConfiguration of another root element", "/xml?versioning", `<Versioning><Status>Enabled</Status></Versioning>`},
+		{"a CreateBucketConfiguration of another root element", "/made", `<BucketConfiguration><LocationConstraint>eu-west-1</LocationConstraint></BucketConfiguration>`},
+	} {
+		method := http.MethodPost
+		if tc.path == "/xml?versioning" || tc.path == "/made" {
+			method = http.MethodPut
+		}
+		resp, body := signedDo(t, srv, "AGENTA", method, tc.path, []byte(tc.doc))
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "<Code>MalformedXML</Code>") {
+			t.Errorf("%s: %d %s, want 400 MalformedXML", tc.what, resp.StatusCode, body)
+		}
+	}
+	if got, _ := getAll(t, c, "xml", "input/keep"); string(got) != "keep" {
+		t.Errorf("the object a refused Delete named reads %q", got)
+	}
+	if _, err := c.HeadBucket(context.Background(), &awss3.HeadBucketInput{Bucket: aws.String("made")}); s3Code(err) != "NotFound" {
+		t.Errorf("HEAD of the bucket a refused CreateBucket named: %v, want NotFound", err)
+	}
+	if _, err := c.HeadObject(context.Background(), &awss3.HeadObjectInput{Bucket: aws.String("xml"), Key: aws.String("input/mp")}); s3Code(err) != "NotFound" {
+		t.Errorf("HEAD of the upload's key after refused Completes: %v, want NotFound", err)
+	}
+	// The well-formed documents, with a comment and white space around their root, still go through.
+	resp, body := signedDo(t, srv, "AGENTA", http.MethodPost, completePath,
+		[]byte(`<?xml version="1.0" encoding="UTF-8"?>`+"\n<!-- c -->\n<CompleteMultipartUpload xmlns=\""+xmlns+"\">"+parts+"</CompleteMultipartUpload>\n"))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a well-formed Complete: %d %s", resp.StatusCode, body)
+	}
+	if got, _ := getAll(t, c, "xml", "input/mp"); string(got) != "the only part" {
+		t.Errorf("the completed object reads %q", got)
+	}
+}

@@ -248,7 +248,8 @@ func (n *Node) open(ctx context.Context) error {
 	var gateway *s3.Handler // a cluster node serves the S3 requests other nodes forward, listener or not (route_s3.go)
 	if cfg.S3Gateway.Listen != "" || cfg.Cluster {
 		gateway = s3.NewHandler(n.svc, auth.S3Keys{Store: n.keys}, s3.Config{Region: cfg.S3Gateway.Region, Logger: n.log,
-			BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond, BodyRateWindow: cfg.BodyRateWindow, WriteTimeout: cfg.WriteTimeout})
+			BodyMinBytesPerSecond: cfg.BodyMinBytesPerSecond, BodyRateWindow: cfg.BodyRateWindow, WriteTimeout: cfg.WriteTimeout,
+			Instance: n.nodeID})
 	}
 	n.s3Gateway = gateway
 	switch {

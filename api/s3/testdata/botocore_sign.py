@@ -16,6 +16,7 @@ CASES = [
     ("PUT", "/bkt/empty.txt", b"", {"Content-Length": "0"}),
     ("PUT", "/bkt/a%20b/%C3%BC%2B~.txt", b"hello", {"Content-Type": "text/plain", "Content-MD5": "XUFAKrxLKna5cZ2REBfFkg=="}),
     ("GET", "/bkt?list-type=2&prefix=a%2Fb&delimiter=%2F&continuation-token=x%2By%3D", b"", {}),
+    ("PUT", "/bkt/tab.txt", b"t", {"X-Amz-Meta-Cols": "a\tb  c"}),
 ]
 out = {"botocore": botocore.__version__, "cases": []}
 for method, path, body, hdrs in CASES:
