@@ -107,18 +107,9 @@ func TestARefusedBodyThatNeverArrivesDoesNotHoldTheConnection(t *testing.T) {
 // reports that error, not the answer: `cairn put input/../x` did). The client here sends
 // half of its declared body, reads the answer, then sends the other half.
 func TestAClientStillSendingItsBodyGetsTheAnswer(t *testing.T) {
-	srv := httptest.NewServer(closeUnread(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusBadRequest)
-	}), 10*time.Second))
-	t.Cleanup(srv.Close)
 	const size = 200 << 10 // under net/http's 256 KiB, so that it reads the rest
 	half := strings.Repeat("a", size/2)
-	c, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
+	c := dialWithin(t, refusing(t, http.StatusBadRequest, 10*time.Second), 30*time.Second)
 	fmt.Fprintf(c, "PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", size, half)
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
@@ -146,17 +137,8 @@ func TestAClientStillSendingItsBodyGetsTheAnswer(t *testing.T) {
 // client's write failed instead (a black-box tester's 16 MiB PUT). A client that sent
 // "Expect: 100-continue" is not read from: it sends no body after a final answer.
 func TestAClientThatSendsALargeBodyBeforeReadingGetsTheAnswer(t *testing.T) {
-	srv := httptest.NewServer(closeUnread(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusRequestEntityTooLarge)
-	}), 10*time.Second))
-	t.Cleanup(srv.Close)
 	const size = 32 << 20 // more than the socket buffers hold, and than net/http drains
-	c, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
+	c := dialWithin(t, refusing(t, http.StatusRequestEntityTooLarge, 10*time.Second), 30*time.Second)
 	fmt.Fprintf(c, "PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size)
 	chunk := make([]byte, 1<<20)
 	for sent := 0; sent < size; sent += len(chunk) {
@@ -176,16 +158,7 @@ func TestAClientThatSendsALargeBodyBeforeReadingGetsTheAnswer(t *testing.T) {
 	// A client waiting for "100 Continue" gets the final answer instead, and the node
 	// closes the connection without waiting for a body that will not come (its window
 	// here is an hour).
-	waiting := httptest.NewServer(closeUnread(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusRequestEntityTooLarge)
-	}), time.Hour))
-	t.Cleanup(waiting.Close)
-	c2, err := net.Dial("tcp", waiting.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	c2.SetDeadline(time.Now().Add(10 * time.Second))
+	c2 := dialWithin(t, refusing(t, http.StatusRequestEntityTooLarge, time.Hour), 10*time.Second)
 	fmt.Fprintf(c2, "PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", size)
 	br := bufio.NewReader(c2)
 	resp, err = http.ReadResponse(br, nil)
@@ -199,4 +172,26 @@ func TestAClientThatSendsALargeBodyBeforeReadingGetsTheAnswer(t *testing.T) {
 	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("after the 413 to a request waiting for 100 Continue: read %d bytes, %v; want the node's close", n, err)
 	}
+}
+
+// refusing starts a server whose handler answers status without reading the body, under
+// closeUnread with the body rate window window, and returns its address.
+func refusing(t *testing.T, status int, window time.Duration) string {
+	srv := httptest.NewServer(closeUnread(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+	}), window))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// dialWithin connects to addr with every read and write due within d, closed when the test
+// ends.
+func dialWithin(t *testing.T, addr string, d time.Duration) net.Conn {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(d))
+	return c
 }
