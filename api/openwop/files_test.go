@@ -105,6 +105,10 @@ func TestAStaleIfMatchDeletesNothingEvenWhenTenRace(t *testing.T) {
 	}
 	wantConflict(t, sc, "If-Match on a deleted file", call(t, http.MethodDelete, file, nil, "If-Match", v2.json["etag"].(string)), 0)
 	wantError(t, sc, "If-None-Match on a DELETE", call(t, http.MethodDelete, file, nil, "If-None-Match", "*"), 400, openwop.CodeValidation)
+	// openapi.json: If-Match maxLength 255, on the PUT and the DELETE.
+	long := `"` + strings.Repeat("g", 254) + `"`
+	wantError(t, sc, "a 256-character If-Match on a PUT", call(t, http.MethodPut, file, map[string]any{"content": "x"}, "If-Match", long), 400, openwop.CodeValidation)
+	wantError(t, sc, "a 256-character If-Match on a DELETE", call(t, http.MethodDelete, file, nil, "If-Match", long), 400, openwop.CodeValidation)
 }
 
 func TestACreateOnlyPutRefusesAnExistingFileAndChangesNothing(t *testing.T) {

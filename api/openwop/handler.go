@@ -238,6 +238,10 @@ func (h *Handler) serveFiles(w http.ResponseWriter, r *http.Request, o Owner, re
 	}
 }
 
+// maxHeaderLength is the maxLength openapi.json gives If-Match (workspace files) and
+// Idempotency-Key (proposals).
+const maxHeaderLength = 255
+
 // preconditionOf reads a PUT's or DELETE's preconditions: If-Match (its first value, as
 // sent) and, on a PUT (create true), If-None-Match, which must be "*" (create only). A
 // precondition this host cannot hold atomically (If-None-Match with etags, or on a DELETE)
@@ -245,6 +249,9 @@ func (h *Handler) serveFiles(w http.ResponseWriter, r *http.Request, o Owner, re
 func preconditionOf(r *http.Request, create bool) (precondition, *Error) {
 	var pre precondition
 	if v := r.Header.Values("If-Match"); len(v) > 0 {
+		if len(v[0]) > maxHeaderLength {
+			return pre, invalid("If-Match: at most 255 characters.")
+		}
 		pre.IfMatch = &v[0]
 	}
 	if v := r.Header.Values("If-None-Match"); len(v) > 0 {

@@ -215,7 +215,20 @@ func requestID(r *http.Request, what string) string {
 	return "r" + hex.EncodeToString(b[:])
 }
 
+// keyTooLong answers a proposal request whose Idempotency-Key is longer than openapi.json
+// allows (maxLength 255) with validation_error, and reports whether it did.
+func keyTooLong(w http.ResponseWriter, r *http.Request) bool {
+	if len(r.Header.Get("Idempotency-Key")) <= maxHeaderLength {
+		return false
+	}
+	WriteError(w, invalid("Idempotency-Key: at most 255 characters."))
+	return true
+}
+
 func (h *packsHandler) createProposal(w http.ResponseWriter, r *http.Request, o Owner) {
+	if keyTooLong(w, r) {
+		return
+	}
 	in, perr := h.readProposal(w, r, o.Tenant, true)
 	if perr != nil {
 		WriteError(w, perr)
@@ -413,6 +426,9 @@ type proposalPage struct {
 }
 
 func (h *packsHandler) reviseProposal(w http.ResponseWriter, r *http.Request, o Owner, id string) {
+	if keyTooLong(w, r) {
+		return
+	}
 	in, perr := h.readProposal(w, r, o.Tenant, false)
 	if perr != nil {
 		WriteError(w, perr)

@@ -358,6 +358,17 @@ func TestCreateConvergesOnItsIdempotencyKey(t *testing.T) {
 	if r := a.do(http.MethodPost, "/proposals", other, "Idempotency-Key", "key-1"); r.status != http.StatusConflict {
 		t.Fatalf("a reused key with another body: %d %s", r.status, r.body)
 	}
+	// openapi.json: Idempotency-Key maxLength 255, on the create and on the revise.
+	sc := loadSchemas(t)
+	long := strings.Repeat("k", 256)
+	wantError(t, sc, "a 256-character key", a.do(http.MethodPost, "/proposals", other, "Idempotency-Key", long), http.StatusBadRequest, "validation_error")
+	wantError(t, sc, "a 256-character key on a revise", a.do(http.MethodPatch, "/proposals/"+first.json["id"].(string), other, "Idempotency-Key", long), http.StatusBadRequest, "validation_error")
+	if l := a.do(http.MethodGet, "/proposals", nil); len(l.json["proposals"].([]any)) != 1 {
+		t.Fatalf("a refused key made a proposal: %s", l.body)
+	}
+	if r := a.do(http.MethodPost, "/proposals", other, "Idempotency-Key", long[:255]); r.status != http.StatusCreated {
+		t.Fatalf("a 255-character key: %d %s", r.status, r.body)
+	}
 }
 
 func TestBadProposalRequestsAreValidationErrors(t *testing.T) {
