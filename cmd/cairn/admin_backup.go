@@ -306,7 +306,9 @@ func runBackupDelete(cmd *cobra.Command, from *backupTargetFlags) error {
 	id, admin := m.Identity.Backup, newAdminClient(cmd)
 	holds, err := admin.BackupHolds(cmd.Context())
 	if err != nil {
-		return fmt.Errorf("list the holds of backup %s: %w", id, err)
+		// The list tells a copy of a backup from the backup that placed the hold; a node
+		// without a replica of some shard cannot list it (verify --holds neither).
+		return fmt.Errorf("list the holds of backup %s to tell a copy from the backup that placed them (nothing was released or deleted): %w", id, err)
 	}
 	placedBy := holdPlacer(holds, id, backup.DestinationOf(t))
 	if placedBy == "" {
