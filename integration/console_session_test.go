@@ -22,6 +22,7 @@ func TestConsoleOutlivesRestartsAndRevokedKeys(t *testing.T) {
 	}
 	writer := key("writer", "workspace:read,workspace:write,admin").Secret
 	doomed := key("doomed", "workspace:read")
+	doomedFeed := key("doomed-feed", "workspace:read")
 	p := framework.StartProcess(t, cairnRaceBin, dir, "--auth", "required", "--admin-listen", "127.0.0.1:0")
 	// The next incarnation listens where this one does: the open page reconnects there.
 	p.Args = append(p.Args, "--listen", strings.TrimPrefix(p.URL, "http://"))
@@ -63,6 +64,19 @@ func TestConsoleOutlivesRestartsAndRevokedKeys(t *testing.T) {
 			}
 		}
 		s.within("the page says why", `document.getElementById('main').textContent.includes('refused this key')`)
+	})
+	t.Run("a feed whose key is revoked asks for a key", func(t *testing.T) {
+		s := b.isolated()
+		s.t = t
+		s.open(doomedFeed.Secret, "#/feed/acme")
+		s.within("the feed is live", `document.getElementById('feed-state').textContent.startsWith('Live')`)
+		revoke := exec.Command(cairnRaceBin, "admin", "key", "revoke", "--admin-server", p.AdminURL, doomedFeed.ID)
+		revoke.Env = framework.ChildEnv("CAIRN_API_KEY=" + writer)
+		if out, err := revoke.CombinedOutput(); err != nil {
+			t.Fatalf("revoke: %v\n%s", err, out)
+		}
+		// The node ends the open stream with an error frame (Unauthenticated).
+		s.within("the key form is back", `!document.getElementById('key-form').hidden && document.getElementById('main').textContent.includes('refused this key')`)
 	})
 	t.Run("a malformed address is no page", func(t *testing.T) {
 		s := consoleStep(t, b)

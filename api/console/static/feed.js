@@ -73,7 +73,8 @@ async function follow(resp, list, last) {
         if (frame.event === 'error') { // the node ends the stream with the error envelope
           let env = null;
           try { env = JSON.parse(frame.data); } catch { env = null; }
-          throw new ApiError(200, env, frame.data);
+          // A key revoked or expired while the stream was open is a refused key (401).
+          throw new ApiError(env && env.code === 'Unauthenticated' ? 401 : 200, env, frame.data);
         }
       }
     }
