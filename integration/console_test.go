@@ -217,7 +217,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	writer := key("writer", "workspace:read,workspace:write,review")
 	reader := key("reader", "workspace:read")
 	// A key of the whole root acme, bound to no OpenWOP tenant: the facade refuses it.
-	whole := framework.CreateKey(t, cairnRaceBin, nil, "whole-root", "--data-dir", dir, "--agent", "acme", "--scope", "workspace:read,review").Secret
+	whole := framework.CreateKey(t, cairnRaceBin, nil, "whole-root", "--data-dir", dir, "--agent", "acme", "--scope", "workspace:read,workspace:write,review").Secret
 	p := framework.StartProcess(t, cairnRaceBin, dir, "--auth", "required")
 	files := p.URL + "/v1/agents/acme/workbenches/main/files/"
 	for _, body := range []string{"Decided: ship on Friday.\n", "Decided: ship on Friday.\n" + consoleHostile + "\n"} {

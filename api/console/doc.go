@@ -30,4 +30,7 @@
 //     document until saved. Every write carries a client id held in page state; after a
 //     network failure the page says the outcome is unknown, reloads, and a retry reuses
 //     the id (docs/documents.md, Routes: a replay answers the first answer).
+//   - What a listing holds past its first page is reachable (the next pages by cursor);
+//     what the page leaves out of a body it says (a file cut at 256 KiB, a body that is
+//     not UTF-8 text, a proposal's diff over 1 MiB read on request).
 package console

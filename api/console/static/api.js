@@ -68,6 +68,29 @@ export async function open(path, { headers, signal } = {}) {
   return resp;
 }
 
+// allPages reads a cursor-paged listing (GET answers with next_cursor) page after page:
+// page(cursor) answers one page ('' for the first), key names its array. It stops after
+// max items, answering truncated when more exist (and the cursor of the rest). A live listing whose cursor fails
+// because the listing changed meanwhile (409 ReadFenceChanged) is read again from its
+// first page, up to 5 times (as the Go client's ListAll does).
+export async function allPages(page, key, max) {
+  for (let attempt = 0; ; attempt++) {
+    const items = [];
+    let cursor = '';
+    try {
+      for (;;) {
+        const r = await page(cursor);
+        items.push(...((r && r[key]) || []));
+        cursor = (r && r.next_cursor) || '';
+        if (!cursor) return { items, truncated: false, cursor: '' };
+        if (items.length >= max) return { items, truncated: true, cursor };
+      }
+    } catch (e) {
+      if (!(e instanceof ApiError && e.code === 'ReadFenceChanged') || attempt >= 4) throw e;
+    }
+  }
+}
+
 // seg escapes one path segment; filePath escapes each segment of a file path.
 export const seg = encodeURIComponent;
 export function filePath(p) { return p.split('/').map(encodeURIComponent).join('/'); }

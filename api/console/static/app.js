@@ -23,9 +23,15 @@ const routes = {
   feed: (ctx, agent) => feed.view(ctx, agent),
 };
 
+// parts is the route of the hash, each segment decoded; null when one is not a valid
+// escape (a hand-edited or cut link).
 function parts() {
   const h = location.hash.replace(/^#\/?/, '');
-  return h ? h.split('/').map(decodeURIComponent) : ['documents'];
+  try {
+    return h ? h.split('/').map(decodeURIComponent) : ['documents'];
+  } catch {
+    return null;
+  }
 }
 
 // context is what a view gets: the session, where to draw, and helpers.
@@ -50,7 +56,12 @@ function context(signal) {
 async function render() {
   if (current) current.abort();
   current = new AbortController();
-  const [dest, ...args] = parts();
+  const route = parts();
+  if (!route) {
+    replace(main, el('p', { text: 'No such page: the link is not a valid console address.' }));
+    return;
+  }
+  const [dest, ...args] = route;
   for (const a of document.querySelectorAll('nav a')) {
     if (a.dataset.nav === dest) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
@@ -66,6 +77,17 @@ async function render() {
   } catch (e) {
     if (e && e.name === 'AbortError') return;
     replace(main, notice('error', describe(e)));
+    if (e instanceof ApiError && e.status === 401) recheck();
+  }
+}
+
+// recheck asks the node again who the key is after a view was refused it (401): a key
+// that stopped working (revoked, expired) brings the key form back.
+async function recheck() {
+  try {
+    await request('GET', '/ui/session');
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) start();
   }
 }
 

@@ -2,11 +2,14 @@
 // section, a file's history with two versions diffed, and snapshots and commits with
 // their diff against live (the REST routes of api/rest).
 import { el, replace, short, table, diffView, link, notice } from './dom.js';
-import { request, open, wbPath, agentPath, filePath, describe } from './api.js';
+import { request, open, wbPath, agentPath, filePath, describe, ApiError, allPages } from './api.js';
 
 const enc = encodeURIComponent;
 // maxShownBytes bounds the bytes of a file the page shows (a Range request).
 const maxShownBytes = 256 * 1024;
+// pageSize is how many rows one page of a listing shows (workbenches, entries, versions,
+// changed paths); "Show more" reads the next page with the listing's cursor.
+const pageSize = 100;
 // commitPage is how many commits one page of the listing shows (GET …/commits, newest
 // first; "Show older commits" reads the next page).
 const commitPage = 20;
@@ -38,20 +41,63 @@ function agents(ctx) {
     ctx.session.principal.all_agents ? agentChooser(ctx, 'browse', 'Open an agent root') : null);
 }
 
+// paged renders the first page of a cursor-paged listing as a table (rows: the page's
+// array named key) and a "Show more" button that appends the next page (next(cursor)
+// answers it) while the listing has more. A live listing's cursor fails once it changed
+// (409 ReadFenceChanged): the listing is then read again from its first page, as far as
+// shown and a page more, and replaces the rows, so the table never mixes two states.
+export function paged(ctx, cols, first, key, next, caption, what) {
+  const t = table(cols, first[key] || [], caption);
+  const rows = list => list.map(r => el('tr', {}, cols.map(([, f]) => el('td', {}, f(r)))));
+  const step = Math.max((first[key] || []).length, 1);
+  const more = el('button', { type: 'button', class: 'show-more', text: `Show more ${what}` });
+  const note = el('p', { class: 'hint' });
+  const out = el('div', {}, t, note, more);
+  let cursor = first.next_cursor || null;
+  more.hidden = !cursor;
+  more.addEventListener('click', async () => {
+    more.disabled = true;
+    replace(note);
+    try {
+      try {
+        const page = await next(cursor);
+        t.tBodies[0].append(...rows(page[key] || []));
+        cursor = page.next_cursor || null;
+      } catch (e) {
+        if (!(e instanceof ApiError && e.code === 'ReadFenceChanged')) throw e;
+        const again = await allPages(next, key, t.tBodies[0].rows.length + step);
+        replace(t.tBodies[0], rows(again.items));
+        cursor = again.cursor || null;
+        note.textContent = `The ${what} changed meanwhile: listed again from the start.`;
+      }
+      more.hidden = !cursor;
+    } catch (e) {
+      if (e && e.name === 'AbortError') return;
+      more.hidden = true;
+      out.append(notice('error', describe(e)));
+    } finally {
+      more.disabled = false;
+    }
+  });
+  return out;
+}
+
+const cursorParam = cursor => cursor ? '&cursor=' + enc(cursor) : '';
+
 async function workbenches(ctx, agent) {
-  const r = await request('GET', agentPath(agent) + '/workbenches?limit=100', { signal: ctx.signal });
+  const get = cursor => request('GET', `${agentPath(agent)}/workbenches?limit=${pageSize}${cursorParam(cursor)}`, { signal: ctx.signal });
+  const r = await get('');
   replace(ctx.main, el('p', {}, link('← Agents', 'browse')),
     el('h2', {}, 'Workbenches of ', el('code', { text: agent })),
     el('p', {}, link('Follow the change feed', 'feed', agent)),
-    table([
+    paged(ctx, [
       ['Workbench', w => link(w.workbench_id, 'browse', agent, w.workbench_id)],
       ['Files', w => String(w.file_count)],
       ['Bytes', w => String(w.size_bytes)],
       ['Revision', w => String(w.revision)],
       ['Created', w => w.created_at],
       ['Head commit', w => w.head_commit ? commitCell(agent, w) : el('span', { class: 'muted', text: 'none' })],
-    ], r.workbenches || [], 'Workbenches'),
-    r.truncated ? el('p', { class: 'muted', text: 'More workbenches exist than shown.' }) : null);
+    ], r, 'workbenches', get, 'Workbenches', 'workbenches'));
 }
 
 function commitCell(agent, w) {
@@ -60,9 +106,9 @@ function commitCell(agent, w) {
 }
 
 async function workbench(ctx, agent, wb, dir) {
-  const q = dir ? '?path=' + enc(dir) : '';
+  const list = cursor => request('GET', `${wbPath(agent, wb)}/list?limit=${pageSize}${dir ? '&path=' + enc(dir) : ''}${cursorParam(cursor)}`, { signal: ctx.signal });
   const [listing, snaps, commits] = await Promise.all([
-    request('GET', wbPath(agent, wb) + '/list' + q, { signal: ctx.signal }),
+    list(''),
     dir ? null : request('GET', wbPath(agent, wb) + '/snapshots', { signal: ctx.signal }),
     dir ? null : commitsPage(ctx, agent, wb, ''),
   ]);
@@ -70,14 +116,14 @@ async function workbench(ctx, agent, wb, dir) {
   replace(ctx.main,
     el('p', {}, link('← Workbenches', 'browse', agent), dir ? [' · ', link('↑ up', 'browse', agent, wb, ...up)] : null),
     el('h2', {}, el('code', { text: `${wb}/${dir}` })),
-    table([
+    paged(ctx, [
       ['Name', e => e.kind === 'directory' ? link(e.name + '/', 'browse', agent, wb, ...(dir ? dir.split('/') : []), e.name)
         : link(e.name, 'browse', agent, wb, '~file', ...(dir ? dir.split('/') : []), e.name)],
       ['Kind', e => e.kind],
       ['Bytes', e => String(e.size_bytes)],
       ['Type', e => e.content_type || ''],
       ['Generation', e => e.generation ? String(e.generation) : ''],
-    ], listing.entries || [], dir ? 'Entries' : 'Sections'),
+    ], listing, 'entries', list, dir ? 'Entries' : 'Sections', 'entries'),
     snaps ? snapshotsView(agent, wb, snaps.snapshots || []) : null,
     commits ? commitsView(ctx, agent, wb, commits) : null);
 }
@@ -134,7 +180,8 @@ function snapshotsView(agent, wb, snaps) {
 }
 
 async function treeDiff(ctx, agent, wb, side) {
-  const r = await request('GET', `${wbPath(agent, wb)}/diff?from=${enc(side)}&to=live`, { signal: ctx.signal });
+  const changes = cursor => request('GET', `${wbPath(agent, wb)}/diff?from=${enc(side)}&to=live&limit=${pageSize}${cursorParam(cursor)}`, { signal: ctx.signal });
+  const r = await changes('');
   const detail = el('div', { id: 'file-diff' });
   const show = async path => {
     try {
@@ -146,22 +193,24 @@ async function treeDiff(ctx, agent, wb, side) {
   };
   replace(ctx.main, el('p', {}, link('← ' + wb, 'browse', agent, wb)),
     el('h2', {}, el('code', { text: side }), ' against live'),
-    (r.changes || []).length ? table([
+    (r.changes || []).length ? paged(ctx, [
       ['Path', c => el('code', { text: c.path })],
       ['Change', c => c.change],
       ['', c => el('button', { type: 'button', onclick: () => show(c.path), text: 'Show diff' })],
-    ], r.changes, 'Changed paths') : el('p', { class: 'muted', text: 'No differences.' }),
-    r.truncated ? el('p', { class: 'muted', text: 'More changes exist than shown.' }) : null,
+    ], r, 'changes', changes, 'Changed paths', 'changed paths') : el('p', { class: 'muted', text: 'No differences.' }),
     detail);
 }
 
 async function fileView(ctx, agent, wb, path) {
-  const hist = await request('GET', `${wbPath(agent, wb)}/history?path=${enc(path)}&limit=100`, { signal: ctx.signal });
+  const history = cursor => request('GET', `${wbPath(agent, wb)}/history?path=${enc(path)}&limit=${pageSize}${cursorParam(cursor)}`, { signal: ctx.signal });
+  const hist = await history('');
   const content = el('pre', { id: 'file-content', tabindex: '0', 'aria-label': 'Content of ' + path });
   const diffOut = el('div', { id: 'history-diff' });
-  const versions = (hist.versions || []).filter(v => !v.tombstone);
+  // A deletion (tombstone) is a row of its own, with no body to diff.
+  const bodies = (hist.versions || []).filter(v => !v.tombstone);
   const radios = (name, checkedIdx) => v => {
-    const i = versions.indexOf(v);
+    if (v.tombstone) return '';
+    const i = bodies.indexOf(v);
     return el('input', { type: 'radio', name, value: String(v.generation), 'aria-label': `${name} generation ${v.generation}`, checked: i === checkedIdx });
   };
   const compare = el('button', { type: 'button', id: 'compare-versions', text: 'Diff the two versions' });
@@ -181,22 +230,50 @@ async function fileView(ctx, agent, wb, path) {
     el('h2', {}, el('code', { text: path })),
     el('h3', { text: 'Content' }), content,
     el('h3', { text: 'History' }),
-    table([
+    paged(ctx, [
       ['From', radios('from', 1)],
       ['To', radios('to', 0)],
       ['Generation', v => String(v.generation)],
       ['When', v => v.at],
-      ['Bytes', v => String(v.size_bytes)],
+      ['Bytes', v => v.tombstone ? el('span', { class: 'badge', text: 'deleted' }) : String(v.size_bytes)],
       ['By', v => v.producer ? `${v.producer.principal} via ${v.producer.surface}` : ''],
-      ['Digest', v => short(v.digest_uri)],
-    ], versions, 'Retained versions, newest first'),
-    versions.length > 1 ? compare : null, diffOut);
+      ['Digest', v => v.tombstone ? '' : short(v.digest_uri)],
+    ], hist, 'versions', history, 'Retained versions, newest first', 'versions'),
+    bodies.length > 1 ? compare : null, diffOut);
   try {
     const resp = await open(`${wbPath(agent, wb)}/files/${filePath(path)}`, { headers: { Range: `bytes=0-${maxShownBytes - 1}` }, signal: ctx.signal });
-    const text = await resp.text();
-    content.textContent = text + (resp.status === 206 && text.length >= maxShownBytes ? '\n… (only the first 256 KiB shown)' : '');
+    showBody(content, new Uint8Array(await resp.arrayBuffer()), bodySize(resp));
   } catch (e) {
     if (e && e.name === 'AbortError') return;
     content.textContent = describe(e);
   }
+}
+
+// bodySize is the size of the whole file a (ranged) GET answered part of: a 206's
+// Content-Range total, else its Content-Length (-1: not said).
+function bodySize(resp) {
+  const m = /\/(\d+)\s*$/.exec(resp.headers.get('Content-Range') || '');
+  if (m) return Number(m[1]);
+  const n = resp.headers.get('Content-Length');
+  return n === null ? -1 : Number(n);
+}
+
+// showBody shows the first bytes of a file of size bytes in pre as text: UTF-8 text as
+// is (a character the cut split is left out), saying when only the start is shown; a
+// body that is not UTF-8 text (a NUL byte, an invalid sequence) only as its size, with a
+// button that shows it anyway (each invalid sequence as U+FFFD).
+function showBody(pre, bytes, size) {
+  const cut = size > bytes.length;
+  const note = cut ? `\n… (only the first ${bytes.length} of ${size} bytes shown)` : '';
+  let text = null;
+  if (!bytes.includes(0)) {
+    try { text = new TextDecoder('utf-8', { fatal: true }).decode(bytes, { stream: cut }); } catch { text = null; }
+  }
+  if (text !== null) {
+    pre.textContent = text + note;
+    return;
+  }
+  const anyway = el('button', { type: 'button', id: 'show-binary', text: 'Show it anyway' });
+  anyway.addEventListener('click', () => { pre.textContent = new TextDecoder('utf-8').decode(bytes, { stream: cut }) + note; });
+  replace(pre, el('span', { class: 'muted', id: 'binary-note', text: `Not UTF-8 text (binary?): ${size >= 0 ? size : bytes.length} bytes, not shown. ` }), anyway);
 }

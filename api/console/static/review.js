@@ -13,15 +13,22 @@
 // decision buttons for them: a REST decision there is refused, and deciding one outside
 // the facade would skip apply's install judgment (api/openwop apply.go).
 import { el, replace, short, diffView, lineDiff, link, outcomeUnknown, table } from './dom.js';
-import { request, write, wbPath, agentPath, filePath, describe, ApiError } from './api.js';
+import { request, write, wbPath, agentPath, filePath, describe, ApiError, allPages } from './api.js';
 import { agentChooser } from './browse.js';
 import { greater } from './semver.js';
 
 const enc = encodeURIComponent;
 // packsWorkbench holds a tenant's OpenWOP pack proposals (api/openwop).
 const packsWorkbench = 'openwop-packs';
-// maxWorkbenches bounds the workbenches one queue looks through (one listing page).
-const maxWorkbenches = 100;
+// maxWorkbenches bounds the workbenches one queue looks through (read a page at a time);
+// the queue says so when a root has more.
+const maxWorkbenches = 1000;
+// maxPending bounds the pending proposals read per workbench (a page at a time); the
+// queue says so when a workbench has more.
+const maxPending = 1000;
+// maxInlineDiffBytes bounds the proposed body whose diff the queue reads with the card:
+// the diff comes with the whole body (include_body), so a larger one is read on request.
+const maxInlineDiffBytes = 1 << 20;
 // maxJudgments bounds the past decisions read per workbench (one page).
 const maxJudgments = 100;
 // openwop is what the facade's v2 routes need (api/openwop v2.go).
@@ -39,20 +46,21 @@ export async function queue(ctx, agent) {
   // A key the facade serves as this agent root's tenant reaches its pack proposals there;
   // any other key may see the packs workbench over REST, read-only.
   const packsByFacade = !!ctx.session.openwop && ctx.session.openwop.tenant === agent;
-  const wbs = await request('GET', `${agentPath(agent)}/workbenches?limit=${maxWorkbenches}`, { signal: ctx.signal });
-  const benches = (wbs.workbenches || []).filter(w => !(packsByFacade && w.workbench_id === packsWorkbench));
+  const wbs = await allPages(cursor => request('GET', `${agentPath(agent)}/workbenches?limit=100${after(cursor)}`, { signal: ctx.signal }),
+    'workbenches', maxWorkbenches);
+  const benches = wbs.items.filter(w => !(packsByFacade && w.workbench_id === packsWorkbench));
   const [pages, judged, packs] = await Promise.all([
     Promise.all(benches.map(w =>
-      request('GET', `${wbPath(agent, w.workbench_id)}/proposals?state=pending&limit=100`, { signal: ctx.signal })
-        .then(r => (r.proposals || []).map(p => ({ ...p, workbench_id: w.workbench_id }))))),
+      allPages(cursor => request('GET', `${wbPath(agent, w.workbench_id)}/proposals?state=pending&limit=100${after(cursor)}`, { signal: ctx.signal }),
+        'proposals', maxPending)
+        .then(r => ({ truncated: r.truncated, list: r.items.map(p => ({ ...p, workbench_id: w.workbench_id })) })))),
     Promise.all(benches.map(w =>
       request('GET', `${wbPath(agent, w.workbench_id)}/judgments?limit=${maxJudgments}`, { signal: ctx.signal })
         .then(r => ({ list: r.judgments || [], truncated: !!r.truncated })))),
     packsByFacade ? packProposals(ctx) : [],
   ]);
-  const pending = pages.flat();
-  const details = await Promise.all(pending.map(p =>
-    request('GET', `${wbPath(agent, p.workbench_id)}/proposals/${enc(p.proposal_id)}?include_body=true`, { signal: ctx.signal })));
+  const pending = pages.flatMap(p => p.list);
+  const details = await Promise.all(pending.map(p => inlineDiff(p) ? proposalBody(ctx, agent, p) : p));
   const openPacks = packs.filter(p => p.state === 'draft' || p.state === 'revised');
   const [bases, owners, restBases] = await Promise.all([
     Promise.all(openPacks.map(p => installed(ctx, p))),
@@ -62,7 +70,10 @@ export async function queue(ctx, agent) {
   const n = details.length + openPacks.length;
   replace(ctx.main, el('h2', {}, 'Review queue of ', el('code', { text: agent })),
     el('p', { class: 'muted', text: `${n} pending proposals across ${benches.length} workbenches${packsByFacade ? ' and the OpenWOP packs' : ''}.` }),
-    ctx.can('review') ? null : el('p', { class: 'hint', text: 'This key has no review scope: it can read proposals, not decide them.' }),
+    wbs.truncated ? el('p', { class: 'hint', id: 'queue-truncated', text: `Only the first ${maxWorkbenches} workbenches of this root were looked through.` }) : null,
+    pages.filter(p => p.truncated).length ? el('p', { class: 'hint', text: `Only the first ${maxPending} pending proposals of a workbench are shown.` }) : null,
+    ctx.can('review') ? (canDecide(ctx) ? null : el('p', { class: 'hint', text: 'This key has the review scope but not workspace:write: a decision writes the file, so it can read proposals, not decide them.' }))
+      : el('p', { class: 'hint', text: 'This key has no review scope: it can read proposals, not decide them.' }),
     n ? [details.map((d, i) => card(ctx, agent, d, restBases[i])), openPacks.map((p, i) => packCard(ctx, p, bases[i], owners))]
       : el('p', { class: 'muted', text: 'Nothing to review.' }),
     judgments(judged, packs.filter(p => p.state === 'applied' || p.state === 'rejected')));
@@ -86,7 +97,7 @@ function card(ctx, agent, p, base) {
     (p.evidence || []).length ? el('details', {}, el('summary', { text: `Evidence (${p.evidence.length})` }),
       el('pre', { text: JSON.stringify(p.evidence, null, 2) })) : null,
     pack ? diffView(lineDiff(pretty(base), pretty(artifact)), `Proposed ${p.kind} against the installed one`)
-      : p.diff ? diffView(p.diff, 'Proposed change to ' + p.path) : null);
+      : p.diff ? diffView(p.diff, 'Proposed change to ' + p.path) : inlineDiff(p) ? null : diffOnRequest(ctx, agent, p));
   if (pack) {
     // Only the facade decides it, for the tenant the key is bound to (the module's note).
     const bound = ctx.session.openwop ? `the tenant ${ctx.session.openwop.tenant}` : 'no tenant';
@@ -94,7 +105,7 @@ function card(ctx, agent, p, base) {
     c.append(el('p', { class: 'hint pack-hint', text: 'An OpenWOP pack proposal is applied or rejected only through the OpenWOP facade, ' +
       `which acts for the tenant a key is bound to. This key is bound to ${bound}, so it can read this proposal but not decide it: ` +
       `use a key created with --tenant ${agent} --workspace W and the review scope.` }));
-  } else if (ctx.can('review')) {
+  } else if (canDecide(ctx)) {
     const accept = el('button', { type: 'button', class: 'primary accept', text: 'Accept', disabled: p.stale });
     const reject = el('button', { type: 'button', class: 'reject', text: 'Reject' });
     accept.addEventListener('click', () => decide(ctx, agent, p, 'accept'));
@@ -103,6 +114,39 @@ function card(ctx, agent, p, base) {
     if (p.stale) c.append(el('p', { class: 'hint stale-hint', text: 'Stale: the file changed since this proposal\'s base. Ask for a new proposal; this one can only be rejected.' }));
   }
   return c;
+}
+
+// canDecide says whether the key may decide a Cairn proposal: a decision writes the file,
+// so REST needs workspace:write besides review (docs/workbench.md, cairn_decide).
+function canDecide(ctx) { return ctx.can('review') && ctx.can('workspace:write'); }
+
+const after = cursor => cursor ? '&cursor=' + enc(cursor) : '';
+
+// inlineDiff says whether the queue reads a pending proposal's diff with its card: always
+// for a pack proposal (its staleness reads its body), else when its body is small.
+function inlineDiff(p) { return p.workbench_id === packsWorkbench || !(p.size_bytes > maxInlineDiffBytes); }
+
+function proposalBody(ctx, agent, p) {
+  return request('GET', `${wbPath(agent, p.workbench_id)}/proposals/${enc(p.proposal_id)}?include_body=true`, { signal: ctx.signal });
+}
+
+// diffOnRequest is the place of a large proposal's diff: a button reads it (with the body).
+function diffOnRequest(ctx, agent, p) {
+  const out = el('div', { class: 'diff-on-request' });
+  const load = el('button', { type: 'button', class: 'load-diff', text: `Show the diff (the proposed body is ${p.size_bytes} bytes)` });
+  load.addEventListener('click', async () => {
+    load.disabled = true;
+    try {
+      const d = await proposalBody(ctx, agent, p);
+      replace(out, d.diff ? diffView(d.diff, 'Proposed change to ' + p.path) : el('p', { class: 'muted', text: 'No diff.' }));
+    } catch (e) {
+      if (e && e.name === 'AbortError') return;
+      load.disabled = false;
+      out.append(el('p', { class: 'notice error', text: describe(e) }));
+    }
+  });
+  out.append(load);
+  return out;
 }
 
 async function decide(ctx, agent, p, disposition) {
@@ -246,7 +290,7 @@ function judgments(judged, packs) {
     rows.length ? table([
       ['Decision', j => el('span', { class: 'badge', text: j.disposition })],
       ['File', j => el('code', { text: `${j.workbench_id}/${j.path}` })],
-      ['By', j => `${j.decided_by} via ${j.surface}`],
+      ['By', j => j.decided_by || `${j.principal} via ${j.surface}`],
       ['When', j => j.decided_at],
       ['Result', j => j.result_generation ? `generation ${j.result_generation}` : ''],
       ['Reason', j => j.reason || ''],
