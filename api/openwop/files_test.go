@@ -3,6 +3,7 @@ package openwop_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/api/openwop"
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // Preconditions of the workspace-file writes (issue 25 finding 6): If-Match on DELETE and
@@ -275,7 +277,18 @@ func TestAConditionalPutRetriedUnderItsIdempotencyKeyAnswersTheFirstAnswer(t *te
 	if d := call(t, http.MethodDelete, base+"new.md", nil); d.status != http.StatusNoContent {
 		t.Fatalf("delete: %d %s", d.status, d.body)
 	}
-	time.Sleep(5 * time.Millisecond) // the retry's own time differs from the write's
+	// The retry is sent once the clock has passed the write's updatedAt, so that an answer
+	// carrying the retry's own time differs from the first answer.
+	written, err := time.Parse(time.RFC3339Nano, create.json["updatedAt"].(string))
+	if err != nil {
+		t.Fatalf("the create's updatedAt: %v", err)
+	}
+	retry.SucceedsSoon(t, "the clock passes the write's updatedAt", func() error {
+		if now := time.Now().UnixMilli(); now <= written.UnixMilli() {
+			return fmt.Errorf("now %d ms, the write at %d ms", now, written.UnixMilli())
+		}
+		return nil
+	})
 	if again := call(t, http.MethodPut, base+"new.md", map[string]any{"content": "one"}, "If-None-Match", "*", "Idempotency-Key", "k-create"); !bytes.Equal(again.body, create.body) {
 		t.Fatalf("the create-only PUT sent again after a delete: %d %s, want the first answer %s", again.status, again.body, create.body)
 	}
