@@ -21,7 +21,11 @@
 //     each chunk's and the trailer's signature checked as it ends, and every digest the
 //     request promises — a hex x-amz-content-sha256, Content-MD5, one flexible checksum
 //     (CRC32, CRC32C, CRC64NVME, SHA-1, SHA-256) in a header or the trailer — checked at
-//     the end.
+//     the end. As on S3, a checksum value that is not the base64 of one digest of its
+//     algorithm's length (an empty one too), and an x-amz-sdk-checksum-algorithm that is
+//     empty or names none of those algorithms (even beside a checksum value), are
+//     InvalidRequest (a header's before a byte of the body is read); BadDigest is only a
+//     well-formed value the body does not match (checksum.go).
 //
 // Why the canonical request is built here and not by a maintained signer: the AWS SDK
 // for Go v2's v4 signer, the natural one to recompute a signature with, leaves
