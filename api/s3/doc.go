@@ -58,6 +58,8 @@
 //     skipping.
 //   - If-None-Match: * and If-Match on PUT are the write's own compare-and-swap (create
 //     only; replace only the generation whose ETag matched), never a read then a write.
+//     If-Match on a key with no current object (never written, or deleted) is NoSuchKey,
+//     404, as on S3, not PreconditionFailed (PutObject, CopyObject, Complete).
 //   - A body's bytes reach the caller before a later chunk's signature or the final
 //     digest is checked; a failed check ends the read with an *Error instead of io.EOF,
 //     so a caller that commits only at io.EOF (Cairn's write path publishes a file only
