@@ -42,6 +42,10 @@
 //   - A bucket or object another root holds, or one the key's binding does not reach,
 //     answers exactly as a missing one (NoSuchBucket, NoSuchKey): the service decides
 //     reach (workbench/auth.Principal.ReachIn) and the gateway maps its NotFound.
+//   - The owner of every bucket and object a key reaches is its agent root, the one owner
+//     the gateway presents (rootOwner, ID and DisplayName): in ListBuckets, on each object
+//     of ListObjects (V1) and, with fetch-owner=true, of ListObjectsV2 (S3 leaves it out of
+//     V2 by default), on each version, and as a multipart upload's owner.
 //   - Listings read one linearizable view and emit keys in S3's byte order of whole keys
 //     (list.go), so a listing paged by continuation token or marker neither repeats nor
 //     skips a key that did not change.
