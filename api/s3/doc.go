@@ -41,11 +41,17 @@
 //
 //   - A bucket or object another root holds, or one the key's binding does not reach,
 //     answers exactly as a missing one (NoSuchBucket, NoSuchKey): the service decides
-//     reach (workbench/auth.Principal.ReachIn) and the gateway maps its NotFound.
+//     reach (workbench/auth.Principal.ReachIn) and the gateway maps its NotFound. That
+//     holds under x-amz-expected-bucket-owner too, whose check reads nothing of the bucket.
 //   - The owner of every bucket and object a key reaches is its agent root, the one owner
 //     the gateway presents (rootOwner, ID and DisplayName): in ListBuckets, on each object
 //     of ListObjects (V1) and, with fetch-owner=true, of ListObjectsV2 (S3 leaves it out of
-//     V2 by default), on each version, and as a multipart upload's owner.
+//     V2 by default), on each version, and as a multipart upload's owner. A request on a
+//     bucket or object (every operation but ListBuckets and CreateBucket) whose
+//     x-amz-expected-bucket-owner — or a copy's x-amz-source-expected-bucket-owner — in a
+//     header or a presigned URL's query names any other owner, an empty one too, is
+//     AccessDenied, as on S3 (checkExpectedOwners): compared with the key's root before the
+//     bucket is read, so a missing bucket and another root's answer alike.
 //   - Listings read one linearizable view and emit keys in S3's byte order of whole keys
 //     (list.go), so a listing paged by continuation token or marker neither repeats nor
 //     skips a key that did not change.
