@@ -220,10 +220,14 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error 
 	if err != nil {
 		return err
 	}
+	fetch := !v2 // V1 names every object's owner; fetch-owner is V2's alone
+	if v2 {
+		if fetch, err = fetchOwner(q); err != nil {
+			return err
+		}
+	}
 	var who *owner
-	if fetch, err := fetchOwner(q); err != nil {
-		return err
-	} else if fetch || !v2 {
+	if fetch {
 		o := rootOwner(r)
 		who = &o
 	}
