@@ -126,6 +126,11 @@ type owner struct {
 	DisplayName string `xml:"DisplayName"`
 }
 
+// rootOwner is the owner of every bucket and object the request reaches: the key's agent
+// root, the one identity the gateway presents as an owner (ListBuckets, the listings) and
+// the value x-amz-expected-bucket-owner must name.
+func rootOwner(r *request) owner { return owner{ID: r.agent, DisplayName: r.agent} }
+
 type listBucketsResult struct {
 	XMLName xml.Name `xml:"ListAllMyBucketsResult"`
 	Xmlns   string   `xml:"xmlns,attr"`
@@ -141,7 +146,7 @@ type bucket struct {
 // listBuckets lists the workbenches of the key's root (a key bound to one workbench sees
 // only that one).
 func (h *Handler) listBuckets(w http.ResponseWriter, r *request) error {
-	out := listBucketsResult{Xmlns: xmlns, Owner: owner{ID: r.agent, DisplayName: r.agent}, Buckets: []bucket{}}
+	out := listBucketsResult{Xmlns: xmlns, Owner: rootOwner(r), Buckets: []bucket{}}
 	cursor := ""
 	for {
 		page, err := h.svc.Lifecycle.ListWorkbenches(r.Context(), r.agent, cursor, workbench.MaxWorkbenchListLimit)

@@ -124,19 +124,19 @@ func newExpectations(h http.Header, payloadHash string, callerHashes bool) (*exp
 	if len(found) > 1 {
 		return nil, errorf(CodeInvalidRequest, "expecting a single x-amz-checksum- header; multiple checksum types are not allowed")
 	}
-	alg := ""
+	alg, err := sdkChecksumAlgorithm(h)
+	if err != nil {
+		return nil, err
+	}
 	if len(found) == 1 {
 		alg = found[0]
-	} else if a := strings.ToLower(h.Get("X-Amz-Sdk-Checksum-Algorithm")); a != "" {
-		if _, ok := checksumAlgorithms[a]; !ok {
-			return nil, errorf(CodeInvalidRequest, "x-amz-sdk-checksum-algorithm %q is not one of crc32, crc32c, crc64nvme, sha1, sha256", a)
-		}
-		alg = a
 	}
 	if alg != "" {
 		want := ""
-		if e.trailer == "" {
-			want = h.Get(checksumHeaderPrefix + alg)
+		if e.trailer == "" && len(found) == 1 {
+			if want, err = checksumWant(alg, h.Values(checksumHeaderPrefix+alg), "header"); err != nil {
+				return nil, err
+			}
 		}
 		sum := checksumAlgorithms[alg]
 		if alg == "sha256" {
@@ -147,6 +147,37 @@ func newExpectations(h http.Header, payloadHash string, callerHashes bool) (*exp
 		e.list = append(e.list, e.checksum)
 	}
 	return e, nil
+}
+
+// sdkChecksumAlgorithm is the algorithm x-amz-sdk-checksum-algorithm names, "" when the
+// request sent none. Sent, it names one of S3's algorithms: empty, unknown or sent twice
+// is InvalidRequest, as on S3, also beside an x-amz-checksum-* header (whose algorithm
+// then counts: S3 ignores the SDK's header when a checksum value is sent).
+func sdkChecksumAlgorithm(h http.Header) (string, error) {
+	vals := h.Values("X-Amz-Sdk-Checksum-Algorithm")
+	if len(vals) == 0 {
+		return "", nil
+	}
+	alg := strings.ToLower(strings.TrimSpace(vals[0]))
+	if _, ok := checksumAlgorithms[alg]; !ok || len(vals) != 1 {
+		return "", errorf(CodeInvalidRequest, "Value for x-amz-sdk-checksum-algorithm header is invalid: it names one of CRC32, CRC32C, CRC64NVME, SHA1, SHA256")
+	}
+	return alg, nil
+}
+
+// checksumWant checks the value of alg's checksum as sent (vals: a header's values, or
+// the trailer's one value; where names which) and returns it in the form verify compares:
+// the canonical base64 of the digest. A value that is not the base64 of a digest of alg's
+// length, or more than one, is InvalidRequest (S3's answer to a malformed checksum);
+// BadDigest is only for a well-formed value the body does not match.
+func checksumWant(alg string, vals []string, where string) (string, error) {
+	if len(vals) == 1 {
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(vals[0]))
+		if err == nil && len(raw) == checksumAlgorithms[alg]().Size() {
+			return b64(raw), nil
+		}
+	}
+	return "", errorf(CodeInvalidRequest, "Value for %s%s %s is invalid: it must be the base64 of one %s digest", checksumHeaderPrefix, alg, where, alg)
 }
 
 func (e *expectations) write(p []byte) {

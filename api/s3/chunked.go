@@ -344,7 +344,11 @@ func (b *Body) finish() error {
 		return errorf(CodeIncompleteBody, "you did not provide the number of bytes specified by the length")
 	}
 	if b.chunked != nil && b.e.trailer != "" {
-		b.e.checksum.want = b.chunked.trailerValue
+		want, err := checksumWant(b.e.checksumName, []string{b.chunked.trailerValue}, "trailing header")
+		if err != nil {
+			return err
+		}
+		b.e.checksum.want = want
 	}
 	if err := b.e.check(); err != nil {
 		return err

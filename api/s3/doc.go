@@ -21,7 +21,11 @@
 //     each chunk's and the trailer's signature checked as it ends, and every digest the
 //     request promises — a hex x-amz-content-sha256, Content-MD5, one flexible checksum
 //     (CRC32, CRC32C, CRC64NVME, SHA-1, SHA-256) in a header or the trailer — checked at
-//     the end.
+//     the end. As on S3, a checksum value that is not the base64 of one digest of its
+//     algorithm's length (an empty one too), and an x-amz-sdk-checksum-algorithm that is
+//     empty or names none of those algorithms (even beside a checksum value), are
+//     InvalidRequest (a header's before a byte of the body is read); BadDigest is only a
+//     well-formed value the body does not match (checksum.go).
 //
 // Why the canonical request is built here and not by a maintained signer: the AWS SDK
 // for Go v2's v4 signer, the natural one to recompute a signature with, leaves
@@ -37,7 +41,17 @@
 //
 //   - A bucket or object another root holds, or one the key's binding does not reach,
 //     answers exactly as a missing one (NoSuchBucket, NoSuchKey): the service decides
-//     reach (workbench/auth.Principal.ReachIn) and the gateway maps its NotFound.
+//     reach (workbench/auth.Principal.ReachIn) and the gateway maps its NotFound. That
+//     holds under x-amz-expected-bucket-owner too, whose check reads nothing of the bucket.
+//   - The owner of every bucket and object a key reaches is its agent root, the one owner
+//     the gateway presents (rootOwner, ID and DisplayName): in ListBuckets, on each object
+//     of ListObjects (V1) and, with fetch-owner=true, of ListObjectsV2 (S3 leaves it out of
+//     V2 by default), on each version, and as a multipart upload's owner. A request on a
+//     bucket or object (every operation but ListBuckets and CreateBucket) whose
+//     x-amz-expected-bucket-owner — or a copy's x-amz-source-expected-bucket-owner — in a
+//     header or a presigned URL's query names any other owner, an empty one too, is
+//     AccessDenied, as on S3 (checkExpectedOwners): compared with the key's root before the
+//     bucket is read, so a missing bucket and another root's answer alike.
 //   - Listings read one linearizable view and emit keys in S3's byte order of whole keys
 //     (list.go), so a listing paged by continuation token or marker neither repeats nor
 //     skips a key that did not change.
@@ -54,6 +68,8 @@
 //     skipping.
 //   - If-None-Match: * and If-Match on PUT are the write's own compare-and-swap (create
 //     only; replace only the generation whose ETag matched), never a read then a write.
+//     If-Match on a key with no current object (never written, or deleted) is NoSuchKey,
+//     404, as on S3, not PreconditionFailed (PutObject, CopyObject, Complete).
 //   - A body's bytes reach the caller before a later chunk's signature or the final
 //     digest is checked; a failed check ends the read with an *Error instead of io.EOF,
 //     so a caller that commits only at io.EOF (Cairn's write path publishes a file only

@@ -248,6 +248,9 @@ func (h *Handler) route(w http.ResponseWriter, r *request) error {
 	if err := h.svc.AllowRequest(r.Context()); err != nil {
 		return fromWorkbench(err, CodeNoSuchBucket)
 	}
+	if err := checkExpectedOwners(r, q); err != nil {
+		return err
+	}
 	if r.bucket == UploadsWorkbench {
 		if r.key == "" && r.Method == http.MethodPut {
 			return errorf(CodeInvalidBucketName, "the bucket name %q is reserved for this gateway's multipart uploads", UploadsWorkbench)
@@ -310,6 +313,47 @@ func (h *Handler) route(w http.ResponseWriter, r *request) error {
 		return h.deleteObject(w, r.op("DeleteObject"))
 	}
 	return errorf(CodeMethodNotAllowed, "the object resource does not take %s", r.Method)
+}
+
+// The headers naming the account a request expects to own its bucket, and its copy's
+// source bucket (S3's ExpectedBucketOwner, ExpectedSourceBucketOwner).
+const (
+	headerExpectedOwner       = "X-Amz-Expected-Bucket-Owner"
+	headerExpectedSourceOwner = "X-Amz-Source-Expected-Bucket-Owner"
+)
+
+// checkExpectedOwners refuses, AccessDenied as on S3, a request on a bucket or object
+// whose x-amz-expected-bucket-owner, or a copy whose x-amz-source-expected-bucket-owner,
+// names any owner but the one every bucket the key reaches has (rootOwner); an empty one
+// names none. Every operation on a bucket or object takes it, as on S3, but CreateBucket
+// (S3's has no such parameter) and ListBuckets, which name no bucket. The check compares
+// the value with the key's own root and reads nothing of the bucket, so its answer is the
+// same whether the bucket exists, is another root's, or is the key's: another root's
+// bucket still answers exactly as a missing one. A presigned URL carries the values in its
+// query (the AWS SDKs hoist them there); they are checked alike.
+func checkExpectedOwners(r *request, q url.Values) error {
+	if r.bucket == "" || r.key == "" && r.Method == http.MethodPut && !q.Has("versioning") {
+		return nil
+	}
+	names := []string{headerExpectedOwner}
+	if len(r.Header.Values("X-Amz-Copy-Source")) > 0 {
+		names = append(names, headerExpectedSourceOwner)
+	}
+	want := rootOwner(r).ID
+	for _, name := range names {
+		vals := r.Header.Values(name)
+		for k, v := range q {
+			if strings.EqualFold(k, name) {
+				vals = append(vals, v...)
+			}
+		}
+		for _, v := range vals {
+			if v != want {
+				return errorf(CodeAccessDenied, "Access Denied: %s does not name this bucket's owner", strings.ToLower(name))
+			}
+		}
+	}
+	return nil
 }
 
 // op names the operation in the request's context, for attribution and audit.

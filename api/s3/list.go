@@ -201,6 +201,9 @@ type listedObject struct {
 	ETag         string `xml:"ETag"`
 	Size         int64  `xml:"Size"`
 	StorageClass string `xml:"StorageClass"`
+	// Owner is the bucket's owner (rootOwner): on every V1 object, and on a V2 object only
+	// with fetch-owner=true, as on S3.
+	Owner *owner `xml:"Owner,omitempty"`
 }
 
 type listedPrefix struct {
@@ -209,12 +212,24 @@ type listedPrefix struct {
 
 // listObjects answers ListObjectsV2 (v2) and ListObjects (V1). A continuation token is
 // the last key or common prefix of the page before (tokenVersion, then base64url), so a listing goes on
-// after a write in between without repeating or skipping what did not change.
+// after a write in between without repeating or skipping what did not change. Each object
+// names its owner in V1, and in V2 with fetch-owner=true.
 func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error {
 	q := r.URL.Query()
 	p, enc, err := listQuery(q)
 	if err != nil {
 		return err
+	}
+	fetch := !v2 // V1 names every object's owner; fetch-owner is V2's alone
+	if v2 {
+		if fetch, err = fetchOwner(q); err != nil {
+			return err
+		}
+	}
+	var who *owner
+	if fetch {
+		o := rootOwner(r)
+		who = &o
 	}
 	out := listObjectsResult{Xmlns: xmlns, Name: r.bucket, Prefix: encodeKey(p.prefix, enc), MaxKeys: p.max,
 		Delimiter: encodeKey(p.delimiter, enc), EncodingType: enc}
@@ -245,7 +260,7 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *request, v2 bool) error 
 	out.IsTruncated = l.truncated
 	for _, o := range l.contents {
 		out.Contents = append(out.Contents, listedObject{Key: encodeKey(o.key, enc), LastModified: iso8601(o.e.ModifiedAtMs),
-			ETag: objectETag(o.e.Digest, o.e.Fields), Size: o.e.Size, StorageClass: "STANDARD"})
+			ETag: objectETag(o.e.Digest, o.e.Fields), Size: o.e.Size, StorageClass: "STANDARD", Owner: who})
 	}
 	for _, pre := range l.prefixes {
 		out.CommonPrefixes = append(out.CommonPrefixes, listedPrefix{Prefix: encodeKey(pre, enc)})
@@ -280,6 +295,20 @@ func listQuery(q url.Values) (p listParams, enc string, err error) {
 		return p, "", errorf(CodeInvalidArgument, "encoding-type must be url")
 	}
 	return p, enc, nil
+}
+
+// fetchOwner reads ListObjectsV2's fetch-owner: a boolean, false when absent;
+// InvalidArgument naming the parameter otherwise.
+func fetchOwner(q url.Values) (bool, error) {
+	v := q.Get("fetch-owner")
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, errorf(CodeInvalidArgument, "fetch-owner must be true or false")
+	}
+	return b, nil
 }
 
 // tokenVersion starts every continuation token this gateway issues.

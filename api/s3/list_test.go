@@ -1,9 +1,14 @@
 package s3
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // TestAListTypeOtherThanTwoIsInvalidArgument: a bucket listing is ListObjectsV2 with
@@ -48,5 +53,61 @@ func TestAV1ListingEncodesItsMarker(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("the V1 listing %s has no %s", body, want)
 		}
+	}
+}
+
+// TestListingsPresentTheOwnerListBucketsPresents: ListObjectsV2 answers each object's Owner
+// only with fetch-owner=true (S3's default leaves it out), ListObjects (V1) always, as S3
+// does; the owner is the one ListBuckets and ListObjectVersions present, ID and
+// DisplayName. A fetch-owner that is no boolean is InvalidArgument.
+func TestListingsPresentTheOwnerListBucketsPresents(t *testing.T) {
+	srv, client := gateway(t)
+	c := client("AGENTA")
+	ctx := context.Background()
+	makeBucket(t, c, "own")
+	put(t, c, "own", "input/a", []byte("a"))
+	put(t, c, "own", "input/b", []byte("b"))
+	buckets, err := c.ListBuckets(ctx, &awss3.ListBucketsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := buckets.Owner
+	if want == nil || aws.ToString(want.ID) == "" || aws.ToString(want.DisplayName) == "" {
+		t.Fatalf("ListBuckets presents no owner: %+v", want)
+	}
+	same := func(o *types.Owner) bool {
+		return o != nil && aws.ToString(o.ID) == aws.ToString(want.ID) && aws.ToString(o.DisplayName) == aws.ToString(want.DisplayName)
+	}
+	v2, err := c.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: aws.String("own"), FetchOwner: aws.Bool(true)})
+	if err != nil || len(v2.Contents) != 2 {
+		t.Fatalf("ListObjectsV2 fetch-owner=true: %v, %d objects", err, len(v2.Contents))
+	}
+	for _, o := range v2.Contents {
+		if !same(o.Owner) {
+			t.Errorf("ListObjectsV2 fetch-owner=true: %s's owner %+v, want ListBuckets' %+v", aws.ToString(o.Key), o.Owner, want)
+		}
+	}
+	for _, fetch := range []*bool{nil, aws.Bool(false)} {
+		plain, err := c.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: aws.String("own"), FetchOwner: fetch})
+		if err != nil || len(plain.Contents) != 2 || plain.Contents[0].Owner != nil {
+			t.Errorf("ListObjectsV2 fetch-owner=%v: %v, %+v, want no owner", fetch, err, plain)
+		}
+	}
+	v1, err := c.ListObjects(ctx, &awss3.ListObjectsInput{Bucket: aws.String("own")})
+	if err != nil || len(v1.Contents) != 2 {
+		t.Fatalf("ListObjects: %v", err)
+	}
+	for _, o := range v1.Contents {
+		if !same(o.Owner) {
+			t.Errorf("ListObjects: %s's owner %+v, want ListBuckets' %+v", aws.ToString(o.Key), o.Owner, want)
+		}
+	}
+	versions, err := c.ListObjectVersions(ctx, &awss3.ListObjectVersionsInput{Bucket: aws.String("own")})
+	if err != nil || len(versions.Versions) == 0 || !same(versions.Versions[0].Owner) {
+		t.Fatalf("ListObjectVersions: %v, want ListBuckets' owner on each version", err)
+	}
+	resp, body := signedDo(t, srv, "AGENTA", http.MethodGet, "/own?list-type=2&fetch-owner=maybe", nil)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "<Code>InvalidArgument</Code>") {
+		t.Errorf("fetch-owner=maybe: %d %s, want 400 InvalidArgument", resp.StatusCode, body)
 	}
 }

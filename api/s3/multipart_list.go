@@ -78,7 +78,7 @@ func (m *multipart) listParts(w http.ResponseWriter, r *request) error {
 	}
 	who := owner{ID: u.rec.Principal, DisplayName: u.rec.Principal}
 	out := listPartsResult{Xmlns: xmlns, Bucket: r.bucket, Key: r.key, UploadID: u.id, Initiator: who,
-		Owner: owner{ID: r.agent, DisplayName: r.agent}, StorageClass: "STANDARD", PartNumberMarker: marker, MaxParts: limit, Parts: []partInfo{}}
+		Owner: rootOwner(r), StorageClass: "STANDARD", PartNumberMarker: marker, MaxParts: limit, Parts: []partInfo{}}
 	after := ""
 	if marker > 0 {
 		after = partName(min(marker, MaxPartNumber))
@@ -173,7 +173,7 @@ func (m *multipart) listUploads(w http.ResponseWriter, r *request) error {
 	}
 	out := listUploadsResult{Xmlns: xmlns, Bucket: r.bucket, KeyMarker: enc(keyMarker), UploadIDMarker: idMarker, Prefix: enc(pfx),
 		Delimiter: enc(delim), EncodingType: q.Get("encoding-type"), MaxUploads: limit, Uploads: []uploadInfo{}}
-	who := owner{ID: r.agent, DisplayName: r.agent}
+	who := rootOwner(r)
 	var lastPrefix string
 	emit := func(key, id string) bool {
 		if len(out.Uploads)+len(out.CommonPrefixes) == limit {

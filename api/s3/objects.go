@@ -80,7 +80,8 @@ func writeTarget(r *request) (path string, fields map[string]meta.FieldValue, er
 
 // writeCondition reads a write's preconditions on its target: If-None-Match: * creates
 // only; If-Match: ETag replaces only the revision whose ETag it names, as a condition on
-// that revision's generation, so the check and the write are one compare-and-swap.
+// that revision's generation, so the check and the write are one compare-and-swap. If-Match
+// on a key with no current object is NoSuchKey (NoSuchBucket when the bucket is missing).
 func (l *lookup) writeCondition(r *request, path string) (meta.Condition, uint64, error) {
 	switch inm, im := r.Header.Get("If-None-Match"), r.Header.Get("If-Match"); {
 	case inm != "" && im != "":
@@ -92,10 +93,9 @@ func (l *lookup) writeCondition(r *request, path string) (meta.Condition, uint64
 	case im != "":
 		f, err := l.svc.Reads.Open(r.Context(), r.agent, r.bucket, path)
 		if err != nil {
-			if e := l.objectError(r, err); codeOf(e) != CodeNoSuchKey {
-				return 0, 0, e
-			}
-			return 0, 0, preconditionFailed()
+			// No current object (never written, or deleted: S3's delete marker) is
+			// NoSuchKey, as on S3 (Amazon S3 User Guide, "Conditional writes"), not 412.
+			return 0, 0, l.objectError(r, err)
 		}
 		if !etagMatches(im, objectETag(f.Info.Digest, f.Info.Fields)) {
 			return 0, 0, preconditionFailed()

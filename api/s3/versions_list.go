@@ -73,7 +73,7 @@ func (v *versionLister) expand(key string, below uint64) bool {
 		for _, fv := range rows {
 			id := versionID(v.r.bucket, key, fv.Version)
 			lv := listedVersion{XMLName: xml.Name{Local: "DeleteMarker"}, Key: encodeKey(key, v.enc), VersionID: id,
-				IsLatest: before == 0, LastModified: iso8601(fv.AtMs), Owner: owner{ID: v.r.agent, DisplayName: v.r.agent}}
+				IsLatest: before == 0, LastModified: iso8601(fv.AtMs), Owner: rootOwner(v.r)}
 			if e := fv.Entry; e != nil {
 				size := e.Size
 				lv.XMLName.Local, lv.LastModified = "Version", iso8601(e.ModifiedAtMs)
