@@ -14,7 +14,7 @@ package meta
 // of its shard runs a release that cannot apply it (retryable; never an FSM answer).
 const CodeUpgradeInProgress Code = "UpgradeInProgress"
 
-// ClusterVersion is the newest cluster version this binary applies: 8.
+// ClusterVersion is the newest cluster version this binary applies: 9.
 //
 //   - 1: the ops of the first released log (Op 1 to 17, OpAssignRoot): files,
 //     snapshots, commits, restores, compaction, GC, placement.
@@ -38,13 +38,16 @@ const CodeUpgradeInProgress Code = "UpgradeInProgress"
 //   - 8: a backup hold's destination (BackupHold.Dest, a field, BackupDestVersion): a
 //     replica of version 7 would ignore it and accept a second backup's hold under the
 //     same id, which a replica of 8 refuses.
+//   - 9: a cap on a workbench's live files (Put.MaxWorkbenchFiles, a field,
+//     WorkbenchFilesVersion): a replica of version 8 cannot decode the put (its decoder
+//     refuses an unknown key) while a replica of 9 applies it.
 //
 // Every new op must be listed in OpVersion (a test fails otherwise); a release that adds
 // ops raises ClusterVersion for them. A field added to the command of an older op is
 // gated the same way (CommandVersion): a replica of the older release decodes the command
 // without it and applies something else, silently. Version 2 has such a field:
 // SnapshotMint.Pool (the snapshots of OpenWOP runs count against their own cap).
-const ClusterVersion = 8
+const ClusterVersion = 9
 
 // OpVersion returns the cluster version a command of op needs: every replica of the shard
 // must run a binary of at least that ClusterVersion before the command is proposed. An op
@@ -91,6 +94,19 @@ const RestoreAgainVersion = 7
 func (c RestoreBegin) fieldVersion() int {
 	if c.Again {
 		return RestoreAgainVersion
+	}
+	return 1
+}
+
+// WorkbenchFilesVersion is the cluster version of Put.MaxWorkbenchFiles: a replica of
+// version 8 fails to decode a put that carries it and applies nothing, where a replica of
+// 9 applies the put (or refuses it at the cap). A proposer that meets the gate's refusal
+// writes without the cap (workbench.Writes.Write).
+const WorkbenchFilesVersion = 9
+
+func (c Put) fieldVersion() int {
+	if c.MaxWorkbenchFiles != 0 {
+		return WorkbenchFilesVersion
 	}
 	return 1
 }

@@ -39,8 +39,9 @@ func TestOpVersionCoversEveryOpThisBinaryDecodes(t *testing.T) {
 // A field added to an op of the first release is gated like a new op: a run's snapshot
 // (SnapshotMint.Pool, SnapshotPoolRuns) needs version 2, since the first release decodes
 // it without the pool; a workbench snapshot still needs 1; a restore begun again
-// (RestoreBegin.Again) needs 7, since version 6 would replay instead. Every other command
-// needs its op's version.
+// (RestoreBegin.Again) needs 7, since version 6 would replay instead; a put under a cap on
+// its workbench's files (Put.MaxWorkbenchFiles) needs 9, since version 8 cannot decode it.
+// Every other command needs its op's version.
 func TestCommandVersionGatesFieldsTheFirstReleaseIgnores(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -53,6 +54,7 @@ func TestCommandVersionGatesFieldsTheFirstReleaseIgnores(t *testing.T) {
 		{"a workbench delete", DeleteWorkspace{Agent: "a", Name: "w"}, 2},
 		{"a restore begin", RestoreBegin{Agent: "a", Source: "w", Destination: "d", SnapshotID: 1}, 1},
 		{"a restore begun again", RestoreBegin{Agent: "a", Source: "w", Destination: "d", SnapshotID: 1, Again: true}, 7},
+		{"a put under a files cap", Put{Agent: "a", Workspace: "w", Path: "input/x", MaxWorkbenchFiles: 4}, 9},
 	} {
 		if got := CommandVersion(tc.b); got != tc.want {
 			t.Errorf("%s needs cluster version %d, want %d", tc.name, got, tc.want)

@@ -129,6 +129,14 @@ type Put struct {
 	HashState       []byte    `cbor:"12,keyasint,omitempty"`
 	// Fields are writer-attached metadata fields, indexed for search (ValidateFields).
 	Fields map[string]FieldValue `cbor:"13,keyasint,omitempty"`
+	// MaxWorkbenchFiles, when positive, caps the workbench's live files: a Put that would
+	// create a file (the path holds no live file) in a workbench that already holds this
+	// many or more is refused with ResourceExhausted, quota QuotaFilesPerWorkbench; a Put
+	// that replaces a live file is never refused by it. The proposer's configuration (the
+	// OpenWOP facade's maxFiles), not an admin's quota: the check and the write are one
+	// command, so creates proposed through any number of nodes cannot pass one count.
+	// Negative is InvalidArguments. Cluster version WorkbenchFilesVersion.
+	MaxWorkbenchFiles int64 `cbor:"14,keyasint,omitempty"`
 }
 
 // Append adds bytes at the end of a file, creating it when missing (ExpectGeneration 0).

@@ -319,6 +319,8 @@ func (r *cborReader) putBody(p *Put) {
 			p.HashState = r.byteString()
 		case 13:
 			p.Fields = r.fields()
+		case 14:
+			p.MaxWorkbenchFiles = r.int()
 		default:
 			r.fail()
 		}

@@ -240,7 +240,13 @@ func TestHandDecoderEdges(t *testing.T) {
 		"a segment's keys unordered":  put(cu(11), ca(cm(cu(2), cu(1), cu(1), cb(32)))),
 		"keys unordered":              cmd(1, uint64(OpPut), hdr, cm(cu(2), ct("w"), cu(1), ct("a"))),
 		"a repeated key":              cmd(1, uint64(OpPut), hdr, cm(cu(1), ct("w"), cu(1), ct("a"))),
-		"an unknown key":              put(cu(14), cu(1)),
+		"an unknown key":              put(cu(15), cu(1)),
+		"a files cap":                 put(cu(14), cu(4)),
+		"a files cap of 0":            put(cu(14), cu(0)),
+		"a negative files cap":        put(cu(14), cx("\x20")),
+		"a files cap of MaxInt64+1":   put(cu(14), cu(math.MaxInt64+1)),
+		"a files cap as text":         put(cu(14), ct("4")),
+		"a files cap then a key":      put(cu(14), cu(4), cu(15), cu(1)),
 		"a text key":                  put(ct("1"), ct("a")),
 		"a map with a long head":      cmd(1, uint64(OpPut), hdr, append(cx("\xb8\x01"), append(cu(1), ct("a")...)...)),
 		"an indefinite map":           cmd(1, uint64(OpPut), hdr, append(cx("\xbf"), append(append(cu(1), ct("a")...), 0xff)...)),
@@ -279,7 +285,7 @@ func TestHandDecoderEdges(t *testing.T) {
 		sameDecoding(t, name, data)
 	}
 	// The canonical ones are decoded by hand, not left to decMode.
-	for _, name := range []string{"a canonical put", "a hash state", "a delete", "an append", "a full header", "a NaN field", "an inline segment"} {
+	for _, name := range []string{"a canonical put", "a hash state", "a files cap", "a delete", "an append", "a full header", "a NaN field", "an inline segment"} {
 		if _, _, ok := decodeHotCommand(cases[name]); !ok {
 			t.Fatalf("%s: the hand-written decoder leaves it to decMode", name)
 		}

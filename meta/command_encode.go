@@ -93,6 +93,9 @@ func appendPutCBOR(b []byte, p *Put) ([]byte, error) {
 			return b, err
 		}
 	}
+	if p.MaxWorkbenchFiles != 0 {
+		b = appendIntItem(m.key(b, 14), p.MaxWorkbenchFiles)
+	}
 	return m.close(b), nil
 }
 

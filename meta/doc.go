@@ -32,7 +32,10 @@
 //     equals at every version a recomputation from the workbench records and held
 //     snapshots, and a command that would grow a dimension past the root's Quota is
 //     rejected whole with ResourceExhausted naming the quota, its limit and the usage
-//     (quota.go). Quotas and usage are part of the Raft snapshot.
+//     (quota.go). Quotas and usage are part of the Raft snapshot. Likewise a Put under a
+//     cap on its workbench's live files (Put.MaxWorkbenchFiles, the proposer's
+//     configuration) that would create a file in a workbench holding that many is
+//     rejected whole (quota files_per_workbench); a Put that replaces a live file never is.
 //   - Every path keeps the elements its root's history retention retains (retention.go:
 //     the newest Versions of its current life or everything superseded less than Age ago,
 //     at most MaxVersions, a prefix of its history that only shrinks) plus what holds pin;

@@ -49,6 +49,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		{Header{TimeMs: 1}, CreateWorkspace{Agent: "a", Name: "w"}},
 		{Header{TimeMs: 2, RequestID: "k"}, Put{Agent: "a", Workspace: "w", Path: "input/x", CreateWorkspace: true, Size: 3,
 			Segments: []Segment{{Size: 3, Inline: []byte("abc")}}}},
+		{Header{TimeMs: 2}, Put{Agent: "a", Workspace: "w", Path: "input/y", CreateWorkspace: true, MaxWorkbenchFiles: 1}},
 		{Header{TimeMs: 3}, Append{Agent: "a", Workspace: "w", Path: "logs/l", CreateWorkspace: true, AppendedBytes: 1, NewSize: 1,
 			Segments: []Segment{{Size: 1, Inline: []byte("x")}}}},
 		{Header{}, Delete{Agent: "a", Workspace: "w", Path: "input/x", IfGeneration: 2}},

@@ -145,7 +145,7 @@ func (m *model) do(body Body) Result {
 		mat(ws)
 		return Result{Created: created}
 	case Put:
-		if validateSegments("segments", b.Segments, b.Size) != nil {
+		if validateSegments("segments", b.Segments, b.Size) != nil || b.MaxWorkbenchFiles < 0 {
 			return fail(CodeInvalidArguments)
 		}
 		ws, err := check(b.Agent, b.Workspace, b.Path, b.CreateWorkspace)
@@ -173,6 +173,9 @@ func (m *model) do(body Body) Result {
 		if cur == nil {
 			if err := m.shape(ws, b.Path); err != nil {
 				return Result{Err: err}
+			}
+			if b.MaxWorkbenchFiles > 0 && int64(len(m.files(ws, m.version))) >= b.MaxWorkbenchFiles {
+				return fail(CodeResourceExhausted)
 			}
 		}
 		mat(ws)
@@ -305,7 +308,7 @@ func genBody(t *rapid.T, m *model) Body {
 		return Put{Agent: agent, Workspace: name, Path: path, CreateWorkspace: rapid.Bool().Draw(t, "create"),
 			Cond: Condition(rapid.IntRange(0, 3).Draw(t, "cond")), IfGeneration: gen(), Size: n,
 			Digest: digestOf([]byte(fmt.Sprint(n, path))), ContentType: rapid.SampledFrom([]string{"text/plain", "application/json"}).Draw(t, "ct"),
-			Executable: rapid.Bool().Draw(t, "x"), Segments: sg}
+			Executable: rapid.Bool().Draw(t, "x"), Segments: sg, MaxWorkbenchFiles: genMaxFiles(t)}
 	case 5, 6:
 		sg, n := segs()
 		var cur int64
@@ -323,6 +326,15 @@ func genBody(t *rapid.T, m *model) Body {
 	default:
 		return Tick{}
 	}
+}
+
+// genMaxFiles is a put's cap on its workbench's files: mostly none, else small enough that
+// the random commands reach it, now and then negative (refused).
+func genMaxFiles(t *rapid.T) int64 {
+	if rapid.IntRange(0, 2).Draw(t, "capped") != 0 {
+		return 0
+	}
+	return rapid.Int64Range(-1, 4).Draw(t, "max_files")
 }
 
 func genHeader(t *rapid.T, m *model) Header {

@@ -45,6 +45,9 @@ const (
 	// configuration, not an admin's quota of the root, answered the same way.
 	QuotaSnapshotsPerWorkbench    = "snapshots_per_workbench"
 	QuotaRunSnapshotsPerWorkbench = "run_snapshots_per_workbench"
+	// QuotaFilesPerWorkbench names the cap on one workbench's live files
+	// (Put.MaxWorkbenchFiles), the proposer's configuration too.
+	QuotaFilesPerWorkbench = "files_per_workbench"
 )
 
 // SetQuota replaces the quotas of an agent root (an admin's command), creating the root

@@ -35,7 +35,7 @@ func rejectedWhole(t *testing.T, h *applyHelper, b Body, code Code) *Error {
 	t.Helper()
 	twin := restoredCopy(t, h.f, h.f.opts)
 	r := h.do(b)
-	if CodeOf(r.Err) != code {
+	if r.Err == nil || r.Err.Code != code { // r.Err is a *Error: CodeOf of a nil one panics
 		t.Fatalf("%T: got %v, want %s", b, r.Err, code)
 	}
 	twin.ApplyBody(h.index, Header{TimeMs: h.nowMs}, Tick{})

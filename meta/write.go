@@ -181,6 +181,9 @@ func (a *fileApplier) put(c Put) Result {
 	if err := ValidateFields("fields", c.Fields); err != nil {
 		return Result{Err: err}
 	}
+	if c.MaxWorkbenchFiles < 0 {
+		return Result{Err: invalidArg("max_workbench_files", "must be 0 (no cap) or positive, got %d", c.MaxWorkbenchFiles)}
+	}
 	ws, err := a.target(c.Agent, c.Workspace, c.Path, c.CreateWorkspace)
 	if err != nil {
 		return Result{Err: err}
@@ -207,6 +210,9 @@ func (a *fileApplier) put(c Put) Result {
 		if err := a.checkShape(ws.Incarnation, c.Path); err != nil {
 			return Result{Err: err}
 		}
+		if err := checkWorkbenchFiles(ws, c.MaxWorkbenchFiles); err != nil {
+			return Result{Err: err}
+		}
 	}
 	if err := a.checkPublishable(c.Agent, c.Segments); err != nil {
 		return Result{Err: err}
@@ -222,6 +228,20 @@ func (a *fileApplier) put(c Put) Result {
 	ord := a.publish(root, ws, key, c.Path, rec, e)
 	return Result{Generation: e.Generation, Created: cur == nil, Size: e.Size, Digest: e.Digest,
 		ContentType: e.ContentType, Executable: e.Executable, RootUID: root.UID, Ordinal: ord}
+}
+
+// checkWorkbenchFiles refuses a file about to be created in ws when ws already holds max
+// live files or more (Put.MaxWorkbenchFiles; 0: no cap): ResourceExhausted naming
+// QuotaFilesPerWorkbench, the cap, the count and the one file asked for. ws.Files is the
+// count Stat answers for the workbench's top directory (both kept by publish; prune_test.go
+// checks they agree). A workbench about to be created holds none.
+func checkWorkbenchFiles(ws *Workspace, limit int64) *Error {
+	if limit <= 0 || ws.Files < limit {
+		return nil
+	}
+	e := errorf(CodeResourceExhausted, "workbench %q holds %d files, the most allowed (%d); delete one first", ws.Name, ws.Files, limit)
+	e.Quota, e.Limit, e.Used, e.Requested = QuotaFilesPerWorkbench, limit, ws.Files, 1
+	return e
 }
 
 func (a *fileApplier) append(c Append) Result {

@@ -83,11 +83,17 @@ func (b *ingested) retain(data blob.Hashed) {
 // collection: the command carries the upload fence body's ingest read before uploading.
 // When the FSM rejects it with BlobDeleting, it waits until none of body's blobs is under
 // delete intent, makes sure each is stored (uploading it again from the retained bytes),
-// and retries with a new fence. It gives up with a retryable ObjectUnavailable.
+// and retries with a new fence. It gives up with a retryable ObjectUnavailable. A put under
+// a files cap that the cluster-version gate held back is proposed without it
+// (withoutFilesCap).
 func (s *base) proposeBlobs(ctx context.Context, h meta.Header, b meta.Body, body *ingested) (meta.Result, *Error) {
 	for attempt := 1; ; attempt++ {
 		h.UploadFence = body.fence
 		res, err := s.proposeRaw(ctx, h, b)
+		if uncapped, ok := withoutFilesCap(b, err); ok {
+			b = uncapped
+			res, err = s.proposeRaw(ctx, h, b)
+		}
 		if err != nil {
 			return res, AsError(err)
 		}
@@ -159,4 +165,21 @@ func (s *base) reupload(ctx context.Context, body *ingested) *Error {
 		body.fence = view.AppliedVersion()
 		return nil
 	}
+}
+
+// withoutFilesCap returns put b without its files cap (meta.Put.MaxWorkbenchFiles) when
+// err is the cluster-version gate's refusal of it: a replica of the shard runs a release
+// before meta.WorkbenchFilesVersion, which cannot decode the cap, so the gate answered
+// UpgradeInProgress before proposing anything. The write then goes on uncapped, as every
+// write did before the cap existed (a surface's own check still applies, the OpenWOP
+// facade's under its node-local lock), rather than failing until the upgrade ends. Any
+// other command or error: ok false.
+func withoutFilesCap(b meta.Body, err error) (meta.Body, bool) {
+	p, isPut := b.(meta.Put)
+	var me *meta.Error
+	if !isPut || p.MaxWorkbenchFiles == 0 || !errors.As(err, &me) || me.Code != meta.CodeUpgradeInProgress {
+		return nil, false
+	}
+	p.MaxWorkbenchFiles = 0
+	return p, true
 }

@@ -322,6 +322,14 @@ type WriteRequest struct {
 	CreateWorkbench bool
 	// RequestID makes the write idempotent (REST Idempotency-Key).
 	RequestID string
+	// MaxWorkbenchFiles, when positive, caps the workbench's live files: a write that would
+	// create a file in a workbench already holding this many is refused by the store
+	// (meta.Put.MaxWorkbenchFiles: ResourceExhausted, details quota
+	// meta.QuotaFilesPerWorkbench), in the command that writes, whichever node proposes
+	// it. While a replica of the shard runs a release before meta.WorkbenchFilesVersion the
+	// write goes through without the cap (Writes.Write). Not part of the request's identity
+	// (an idempotency key's hash): it is the surface's configuration.
+	MaxWorkbenchFiles int64
 	// Fields are writer-attached metadata fields, indexed for search (names lower case;
 	// meta.ValidateFields).
 	Fields map[string]meta.FieldValue

@@ -28,6 +28,11 @@ import (
 //   - Appends to one path through this node run one at a time (appendLocks); across
 //     nodes the command's generation check decides.
 //   - Every write holds one of its principal's upload slots (Config.Limits) while it runs.
+//   - A write under a files cap (WriteRequest.MaxWorkbenchFiles) is checked against the
+//     cap by the store, in the command that writes; only while the cluster-version gate
+//     holds the cap back (a replica of a release before meta.WorkbenchFilesVersion) is
+//     it proposed once more without it (uncapped), and then only the surface's own checks
+//     bound the count.
 type Writes struct {
 	base *base
 	// appendLocks serializes appends to one path through this node.
@@ -109,7 +114,7 @@ func (s *Writes) Write(ctx context.Context, req WriteRequest) (FileResult, error
 	res, werr := s.base.proposeBlobs(ctx, h, meta.Put{Agent: req.Agent, Workspace: req.Workbench, Path: req.Path,
 		CreateWorkspace: req.CreateWorkbench, Cond: req.Cond, IfGeneration: req.IfGeneration, Size: body.size,
 		Digest: body.digest, ContentType: req.ContentType, Executable: req.Executable, Segments: body.segments, HashState: body.hashState,
-		Fields: req.Fields}, body)
+		Fields: req.Fields, MaxWorkbenchFiles: req.MaxWorkbenchFiles}, body)
 	if werr != nil && req.Cond == meta.CondIfGeneration && isMissingForGeneration(werr) {
 		return FileResult{}, missingForGeneration(req.IfGeneration)
 	}

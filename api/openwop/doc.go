@@ -38,6 +38,14 @@
 //     Retry-After) that changes nothing. Under an Idempotency-Key the store judges a PUT's
 //     precondition after it looks the key up, so a retry of a write that went through
 //     answers its first answer (updatedAt included) rather than a 409.
+//   - A workspace never holds more than Options.MaxFiles live files, whichever nodes serve
+//     the creates: a PUT that creates a file is checked on a view under the node's
+//     per-owner lock (createLocks, the clear answer) and written with the cap
+//     (workbench.WriteRequest.MaxWorkbenchFiles), which the store checks in the command
+//     that writes; either refusal is the same 413 workspace_too_large. Only while a
+//     replica of the shard runs a release before meta.WorkbenchFilesVersion does the write
+//     go without the cap (the node-local check alone bounds it then). A PUT that replaces
+//     a live file is never refused for the count.
 //   - A request body is a closed object; a refusal names the wire member and its rule,
 //     never a Go type (decode.go).
 //   - A run is a leased Cairn snapshot of the caller's workbench, named "run-<id>", whose

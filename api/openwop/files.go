@@ -269,16 +269,17 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 	}
 	if live.Entry == nil {
 		// A new file: the maxFiles check and the write hold the workspace's create lock, and
-		// the check reads a view taken under it, so creates racing through this node cannot
-		// all pass one count (creates served by two nodes of a cluster still can:
-		// docs/architecture.md, api/openwop).
+		// the check reads a view taken under it, so creates racing through this node meet
+		// the clear answer here rather than in the store. The store's check in the write
+		// (WriteRequest.MaxWorkbenchFiles) is what holds across the nodes of a cluster.
 		unlock := h.creates.lock(o)
 		defer unlock()
 		if v, ws, live, err = h.liveOf(ctx, o, path); err != nil {
 			return File{}, err
 		}
 	}
-	req := workbench.WriteRequest{Agent: o.Tenant, Workbench: o.Workspace, Path: path, CreateWorkbench: true, RequestID: requestID}
+	req := workbench.WriteRequest{Agent: o.Tenant, Workbench: o.Workspace, Path: path, CreateWorkbench: true, RequestID: requestID,
+		MaxWorkbenchFiles: int64(h.opt.MaxFiles)}
 	// A precondition that fails on this view fails here, before the body is redacted and
 	// stored, unless the request carries an Idempotency-Key: then the store decides, and a
 	// retry of a write that went through answers its first answer (the store looks up a
@@ -304,8 +305,7 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 	}
 	if live.Entry == nil && ws != nil {
 		if st, serr := v.Stat(ws, ""); serr == nil && st.Dir.Files >= int64(h.opt.MaxFiles) {
-			return File{}, fail(http.StatusRequestEntityTooLarge, CodeTooLarge,
-				"the workspace holds maxFiles ("+strconv.Itoa(h.opt.MaxFiles)+") files already")
+			return File{}, h.tooManyFiles()
 		}
 	}
 	content := *in.Content
@@ -331,11 +331,31 @@ func (h *Handler) put(ctx context.Context, o Owner, path string, in putBody, pre
 		if lostRace(pre, werr) {
 			return File{}, preconditionFailed(pre, h.currentVersion(ctx, o, path))
 		}
+		if atFilesCap(werr) {
+			// A create another node wrote since the check above filled the workspace: the
+			// store refused this one in the write (meta.Put.MaxWorkbenchFiles).
+			return File{}, h.tooManyFiles()
+		}
 		return File{}, fromStore(werr)
 	}
 	f := File{Path: path, Content: &content, ContentType: res.ContentType, Version: res.Ordinal, Etag: Etag(res.Generation),
 		UpdatedAt: timestamp(h.writtenAt(ctx, o, path, res.Generation))}
 	return f, nil
+}
+
+// tooManyFiles is the answer of a create into a workspace that holds maxFiles files,
+// whether the check above or the store's in the write refused it: 413
+// workspace_too_large (the reference host's).
+func (h *Handler) tooManyFiles() *Error {
+	return fail(http.StatusRequestEntityTooLarge, CodeTooLarge,
+		"the workspace holds maxFiles ("+strconv.Itoa(h.opt.MaxFiles)+") files already")
+}
+
+// atFilesCap says whether err is the store's refusal of a create at the workspace's files
+// cap (meta.QuotaFilesPerWorkbench).
+func atFilesCap(err error) bool {
+	we := workbench.AsError(err)
+	return we.Code == workbench.CodeResourceExhausted && we.Details["quota"] == meta.QuotaFilesPerWorkbench
 }
 
 // liveOf is writeView with path's live version (zero when it has none).

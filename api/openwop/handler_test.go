@@ -65,7 +65,13 @@ const writeOnlyHeader = "Test-Write-Only"
 func newFacadeNode(t testing.TB, opt openwop.Options, cfg workbench.Config) (string, *workbenchtest.Node) {
 	t.Helper()
 	n := workbenchtest.New(t, cfg)
-	h := openwop.New(n.Service, opt, http.NotFoundHandler())
+	return serveFacade(t, openwop.New(n.Service, opt, http.NotFoundHandler())), n
+}
+
+// serveFacade serves h on a test server (closed when the test ends) behind a stand-in for
+// the node's authentication middleware, and answers its URL.
+func serveFacade(t testing.TB, h http.Handler) string {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := auth.Local
 		switch o := r.Header.Get(ownerHeader); o {
@@ -85,7 +91,7 @@ func newFacadeNode(t testing.TB, opt openwop.Options, cfg workbench.Config) (str
 		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL, n
+	return srv.URL
 }
 
 type answer struct {
