@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnstore/cairn/internal/pause"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -260,7 +261,7 @@ func (pl *Placement) place(ctx context.Context, root string) (int, bool, error) 
 		}
 		// Another root was placed since the read: read the counters again.
 		d := time.Duration(rand.Int64N(int64(placeBackoff)) + 1)
-		sleepCtx(ctx, min(d*time.Duration(attempt+1), 10*placeBackoff))
+		pause.For(ctx, min(d*time.Duration(attempt+1), 10*placeBackoff))
 		if ctx.Err() != nil {
 			return 0, false, fmt.Errorf("control: place root %q: %w", root, ctx.Err())
 		}

@@ -15,6 +15,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // DefaultReplication is the replication factor of a cluster created without one.
@@ -411,7 +413,7 @@ func watchPrefix(ctx context.Context, p *Plane, prefix string,
 			return err
 		})
 		if err != nil {
-			sleepCtx(ctx, retryBackoff)
+			pause.For(ctx, retryBackoff)
 			continue
 		}
 		reset(resp.Kvs)
@@ -423,7 +425,7 @@ func watchPrefix(ctx context.Context, p *Plane, prefix string,
 			apply(wr.Events)
 		}
 		cancel()
-		sleepCtx(ctx, retryBackoff)
+		pause.For(ctx, retryBackoff)
 	}
 }
 
@@ -477,14 +479,4 @@ func watchMap[K comparable, V any](ctx context.Context, p *Plane, prefix string,
 		})
 	}()
 	return ch
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

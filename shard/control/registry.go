@@ -11,6 +11,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // NodeInfo is what a node publishes about itself in the registry.
@@ -261,7 +263,7 @@ func (r *Registration) keep(life context.Context, sess *concurrency.Session) {
 			if life.Err() != nil {
 				return
 			}
-			sleepCtx(life, retryBackoff)
+			pause.For(life, retryBackoff)
 		}
 		r.mu.Lock()
 		r.sess = sess
