@@ -335,11 +335,7 @@ func leastLoaded(loads []int64, open []bool, root string) int {
 // Loads returns the number of roots placed on each shard, indexed by shard (as many as the
 // shard count the placement knows).
 func (pl *Placement) Loads(ctx context.Context) ([]int64, error) {
-	var resp *clientv3.GetResponse
-	err := pl.p.withTimeout(ctx, "read loads", func(ctx context.Context) (err error) {
-		resp, err = pl.p.cli.Get(ctx, pl.p.k.loads(), clientv3.WithPrefix())
-		return err
-	})
+	resp, err := pl.p.get(ctx, "read loads", pl.p.k.loads(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
 	}

@@ -271,11 +271,7 @@ func checkSpec(c Cluster, spec ClusterSpec) error {
 
 // Cluster reads the cluster metadata. ErrClusterNotCreated when absent.
 func (p *Plane) Cluster(ctx context.Context) (Cluster, error) {
-	var resp *clientv3.GetResponse
-	err := p.withTimeout(ctx, "read cluster", func(ctx context.Context) (err error) {
-		resp, err = p.cli.Get(ctx, p.k.cluster())
-		return err
-	})
+	resp, err := p.get(ctx, "read cluster", p.k.cluster())
 	if err != nil {
 		return Cluster{}, err
 	}
@@ -317,11 +313,7 @@ func (r ReplicaSet) Has(node string) bool {
 // ReplicaSets reads every shard's record, keyed by shard. A shard without a record is
 // absent from the map.
 func (p *Plane) ReplicaSets(ctx context.Context) (map[int]ReplicaSet, error) {
-	var resp *clientv3.GetResponse
-	err := p.withTimeout(ctx, "read replica sets", func(ctx context.Context) (err error) {
-		resp, err = p.cli.Get(ctx, p.k.shards(), clientv3.WithPrefix())
-		return err
-	})
+	resp, err := p.get(ctx, "read replica sets", p.k.shards(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
 	}
@@ -370,11 +362,7 @@ type LeaderHint struct {
 
 // LeaderHints reads every shard's hint, keyed by shard.
 func (p *Plane) LeaderHints(ctx context.Context) (map[int]LeaderHint, error) {
-	var resp *clientv3.GetResponse
-	err := p.withTimeout(ctx, "read leader hints", func(ctx context.Context) (err error) {
-		resp, err = p.cli.Get(ctx, p.k.leaders(), clientv3.WithPrefix())
-		return err
-	})
+	resp, err := p.get(ctx, "read leader hints", p.k.leaders(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
 	}
@@ -407,11 +395,7 @@ const retryBackoff = 200 * time.Millisecond
 func watchPrefix(ctx context.Context, p *Plane, prefix string,
 	reset func(kvs []*mvccpb.KeyValue), apply func(evs []*clientv3.Event)) {
 	for ctx.Err() == nil {
-		var resp *clientv3.GetResponse
-		err := p.withTimeout(ctx, "list "+prefix, func(rctx context.Context) (err error) {
-			resp, err = p.cli.Get(rctx, prefix, clientv3.WithPrefix())
-			return err
-		})
+		resp, err := p.get(ctx, "list "+prefix, prefix, clientv3.WithPrefix())
 		if err != nil {
 			pause.For(ctx, retryBackoff)
 			continue
