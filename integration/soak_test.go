@@ -27,6 +27,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cairnstore/cairn/integration/framework"
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // The soak (issue 10 acceptance: "a make test-long soak: 30 minutes of mixed load with slow
@@ -215,17 +216,6 @@ func soakBytes(rng *rand.Rand, n int) []byte {
 		}
 	}
 	return b
-}
-
-// pause waits d or until ctx is done, whichever is first. It paces the clients' load and
-// trickles; nothing in the test waits on it for a condition to become true.
-func pause(ctx context.Context, d time.Duration) {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-	case <-tm.C:
-	}
 }
 
 // ---- statistics and samples ----
@@ -453,7 +443,7 @@ func (w *restWriter) run(ctx context.Context) {
 		if i%4 == 0 {
 			w.list()
 		}
-		pause(ctx, 20*time.Millisecond)
+		pause.For(ctx, 20*time.Millisecond)
 	}
 }
 
@@ -649,7 +639,7 @@ func (c soakHTTP) attempt(kind string, send func() (httpResult, error)) (httpRes
 		}
 		if a < soakAttempts {
 			c.st.note(kind, "retried")
-			pause(context.Background(), time.Duration(a)*100*time.Millisecond)
+			pause.For(context.Background(), time.Duration(a)*100*time.Millisecond)
 		}
 	}
 	return r, err
@@ -712,7 +702,7 @@ func (c *mcpSoakClient) run(ctx context.Context) {
 		if c.cs == nil || i%50 == 0 {
 			c.disconnect()
 			if !c.connect() {
-				pause(ctx, time.Second)
+				pause.For(ctx, time.Second)
 				continue
 			}
 		}
@@ -724,7 +714,7 @@ func (c *mcpSoakClient) run(ctx context.Context) {
 		if i%10 == 0 {
 			c.snapshot()
 		}
-		pause(ctx, 50*time.Millisecond)
+		pause.For(ctx, 50*time.Millisecond)
 	}
 }
 
@@ -764,7 +754,7 @@ func (c *mcpSoakClient) call(kind, tool string, args map[string]any) (toolResult
 		}
 		if a < soakAttempts {
 			c.st.note(kind, "retried")
-			pause(context.Background(), time.Duration(a)*100*time.Millisecond)
+			pause.For(context.Background(), time.Duration(a)*100*time.Millisecond)
 		}
 	}
 	return nil, last
@@ -1067,7 +1057,7 @@ func runAbandoner(ctx context.Context, addr string, i int, st *soakStats) {
 		case 3:
 			unusedConnections(st, addr, 16)
 		}
-		pause(ctx, 100*time.Millisecond)
+		pause.For(ctx, 100*time.Millisecond)
 	}
 }
 
@@ -1123,7 +1113,7 @@ func getRequest(addr, url string) string {
 type throttledReader struct{ r io.Reader }
 
 func (t throttledReader) Read(p []byte) (int, error) {
-	pause(context.Background(), 50*time.Millisecond)
+	pause.For(context.Background(), 50*time.Millisecond)
 	return t.r.Read(p[:min(len(p), 8<<10)])
 }
 
@@ -1183,7 +1173,7 @@ func runNeverReader(ctx context.Context, addr, url string, st *soakStats) {
 			conn.Close()
 			continue
 		}
-		pause(ctx, 3*soakWriteTimeout)
+		pause.For(ctx, 3*soakWriteTimeout)
 		_ = conn.SetReadDeadline(time.Now().Add(soakCutoffBound))
 		n, err := io.Copy(io.Discard, conn)
 		conn.Close()

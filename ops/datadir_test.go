@@ -46,11 +46,7 @@ func TestCheckDataDirRefusesAReadOnlyDirectory(t *testing.T) {
 	if !unprivileged.Run(t) { // root passes a mode of 0555: the test ran as another user
 		return
 	}
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o555); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	dir := unprivileged.ReadOnlyDir(t)
 	var ce *ConfigError
 	if err := CheckDataDir(dir); !errors.As(err, &ce) || ce.Field != "DataDir" {
 		t.Fatalf("CheckDataDir of a 0555 directory: %v, want a *ConfigError about DataDir", err)

@@ -155,8 +155,10 @@ func TestAHeldRequestKeepsItsSharesUntilReleased(t *testing.T) {
 	if _, err := svc.AdmitMemory(t.Context(), 1, "another"); !errors.As(err, &e) || e.Code != workbench.CodeResourceExhausted || !e.Retryable {
 		t.Fatalf("with the budget kept by a request: %v", err)
 	}
-	if _, err := svc.AdmitMemory(alice, 1, "alice's other request"); !errors.As(err, &e) || e.Details["limit"] != workbench.LimitConcurrentAdmits {
-		t.Fatalf("alice's second request: %v", err)
+	if _, err := svc.AdmitMemory(alice, 1, "alice's other request"); !errors.As(err, &e) || e.Details["limit"] != workbench.LimitConcurrentAdmits ||
+		e.Details["max_concurrent_admissions"] != 1 || !e.Retryable ||
+		e.Message != `principal "alice" has 1 large requests (listings, diffs, queries) in flight, the per-principal limit; retry once one has finished` {
+		t.Fatalf("alice's second request: %v (details %v)", err, e.Details)
 	}
 	release()
 	give, err := svc.AdmitMemory(alice, 4<<20, "alice's next request")

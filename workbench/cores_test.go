@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
@@ -36,11 +36,7 @@ func TestRootsLiveOnTheirOwnShard(t *testing.T) {
 	// Both shards' roots share one object store: their root uids (blob namespaces) must
 	// differ, or one root's garbage collection would see the other's blobs as orphans.
 	cores := twoShards{openShard(t, "s1r"), openShard(t, "s2r")}
-	bs, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bs.Close() })
+	bs := blobtest.Dir(t)
 	svc, err := workbench.NewWithCores(cores, bs, workbench.Config{CursorKey: workbenchtest.CursorKey, InlineMaxBytes: 0})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/cache"
+	"github.com/cairnstore/cairn/internal/pause"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -22,15 +23,7 @@ const maxAppendAttempts = 32
 
 // backoff sleeps a jittered, growing delay before retry attempt+1 (at most ~50 ms).
 func backoff(ctx context.Context, attempt int) error {
-	d := time.Duration(rand.Int64N(int64(min(attempt, 10))*int64(5*time.Millisecond))) + time.Millisecond
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return pause.For(ctx, time.Duration(rand.Int64N(int64(min(attempt, 10))*int64(5*time.Millisecond)))+time.Millisecond)
 }
 
 // pathLocks is a striped lock over (agent, workbench, path).

@@ -10,7 +10,6 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/blobtest"
-	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/internal/retry"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
@@ -59,12 +58,7 @@ type gcNode struct {
 func newGCNode(t *testing.T) *gcNode {
 	t.Helper()
 	sh := workbenchtest.Replica(t, shard.Config{FSM: meta.Options{History: pruneAtOnce}})
-	ds, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ds.Close() })
-	hs := &blobtest.Hooked{Store: ds}
+	hs := &blobtest.Hooked{Store: blobtest.Dir(t)}
 	svc, err := workbench.New(sh, hs, workbench.Config{InlineMaxBytes: 0, CursorKey: workbenchtest.CursorKey, GCGrace: gcGrace})
 	if err != nil {
 		t.Fatal(err)

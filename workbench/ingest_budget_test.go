@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cairnstore/cairn/blob"
-	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/internal/metricstest"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
@@ -31,12 +31,7 @@ type gatheringStore struct {
 }
 
 func newGatheringStore(t *testing.T, gather int) *gatheringStore {
-	bs, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bs.Close() })
-	return &gatheringStore{Store: bs, gather: gather, all: make(chan struct{})}
+	return &gatheringStore{Store: blobtest.Dir(t), gather: gather, all: make(chan struct{})}
 }
 
 func (s *gatheringStore) Put(ctx context.Context, key blob.Key, data blob.Hashed) (blob.PutResult, error) {

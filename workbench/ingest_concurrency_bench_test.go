@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/blob"
-	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
 )
@@ -38,12 +38,7 @@ func (s distantStore) Put(ctx context.Context, key blob.Key, data blob.Hashed) (
 // run (issue 29: the four ingest slots capped this at about 4 bodies per round trip).
 func BenchmarkConcurrentIngest(b *testing.B) {
 	const writers, size = 16, 1 << 20
-	bs, err := dir.Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { bs.Close() })
-	svc := workbenchtest.NewOn(b, workbench.Config{}, distantStore{Store: bs, rtt: 20 * time.Millisecond}).Service
+	svc := workbenchtest.NewOn(b, workbench.Config{}, distantStore{Store: blobtest.Dir(b), rtt: 20 * time.Millisecond}).Service
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.SetBytes(size)

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/blob"
-	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
@@ -63,12 +63,7 @@ func segmentDigests(t *testing.T, body []byte) []blob.Digest {
 // and of its new bytes. Whatever the size hint says, right, wrong or nothing, the same
 // blobs are stored and the same digests reported.
 func TestIngestKeysSegmentsByTheirDigest(t *testing.T) {
-	bs, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bs.Close() })
-	rec := &putRecorder{Store: bs}
+	rec := &putRecorder{Store: blobtest.Dir(t)}
 	svc := workbenchtest.NewOn(t, workbench.Config{}, rec).Service
 	random := func(seed byte, n int) []byte {
 		b := make([]byte, n)

@@ -135,27 +135,28 @@ func (l *principalLimits) dropRefilled(now time.Time) {
 // naming the limit.
 func (s *base) admitPrincipal(ctx context.Context) (release func(), err *Error) {
 	l := s.limits
-	id := PrincipalID(ctx)
-	release, n := l.take(l.admits, id, l.cfg.MaxConcurrentAdmissions)
-	if release == nil {
-		e := exhausted(LimitConcurrentAdmits, uploadRetryAfter, "principal %q has %d large requests (listings, diffs, queries) in flight, the per-principal limit; retry once one has finished",
-			id, n)
-		e.Details["max_concurrent_admissions"] = l.cfg.MaxConcurrentAdmissions
-		return nil, e
-	}
-	return release, nil
+	return l.admit(ctx, l.admits, l.cfg.MaxConcurrentAdmissions, LimitConcurrentAdmits, "max_concurrent_admissions",
+		"large requests (listings, diffs, queries) in flight, the per-principal limit")
 }
 
 // admitUpload takes one of ctx's principal's upload slots; release gives it back. Past
 // MaxConcurrentUploads the answer is a retryable ResourceExhausted naming the limit.
 func (s *base) admitUpload(ctx context.Context) (release func(), err *Error) {
 	l := s.limits
+	return l.admit(ctx, l.uploads, l.cfg.MaxConcurrentUploads, LimitConcurrentUploads, "max_concurrent_uploads",
+		"uploads in flight, the per-principal limit of concurrent uploads")
+}
+
+// admit takes one of ctx's principal's slots in held, of which it may have most (take).
+// Past most the answer is a retryable ResourceExhausted whose details name the limit
+// (details.limit) and carry most under detail; inFlight says what the principal has in
+// flight, and past which limit, in the message.
+func (l *principalLimits) admit(ctx context.Context, held map[string]int, most int, limit, detail, inFlight string) (release func(), err *Error) {
 	id := PrincipalID(ctx)
-	release, n := l.take(l.uploads, id, l.cfg.MaxConcurrentUploads)
+	release, n := l.take(held, id, most)
 	if release == nil {
-		e := exhausted(LimitConcurrentUploads, uploadRetryAfter, "principal %q has %d uploads in flight, the per-principal limit of concurrent uploads; retry once one has finished",
-			id, n)
-		e.Details["max_concurrent_uploads"] = l.cfg.MaxConcurrentUploads
+		e := exhausted(limit, uploadRetryAfter, "principal %q has %d %s; retry once one has finished", id, n, inFlight)
+		e.Details[detail] = most
 		return nil, e
 	}
 	return release, nil

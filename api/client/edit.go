@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // MaxEditBytes is the largest file, before and after the replacement, Edit handles: it
@@ -92,12 +94,8 @@ func (c *Client) Edit(ctx context.Context, agent, wb, path string, req EditReque
 			lost.Retryable = true
 			return nil, &lost
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := pause.For(ctx, wait); err != nil {
+			return nil, err
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // maxEventFrameBytes bounds one server-sent event (its lines together): the server's
@@ -207,12 +209,8 @@ func (c *Client) FollowEvents(ctx context.Context, agent string, opts EventsOpti
 		case errors.As(err, &ce) && !ce.Retryable:
 			return err
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := pause.For(ctx, backoff); err != nil {
+			return err
 		}
 		backoff = min(2*backoff, followMaxBackoff)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // ListingAttempts is the most times a live listing is run from its first page when a
@@ -47,12 +49,8 @@ func RestartListing(ctx context.Context, list func() error) error {
 			return fmt.Errorf("%w (the deadline leaves no time to list again after %d listings): %w",
 				ErrWorkbenchKeptChanging, attempt, err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w: %w", ctx.Err(), err)
-		case <-t.C:
+		if cerr := pause.For(ctx, wait); cerr != nil {
+			return fmt.Errorf("%w: %w", cerr, err)
 		}
 		wait *= 2
 	}

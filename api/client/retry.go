@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"syscall"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // RetryPolicy bounds the retries a Client makes on its own (WithRetry). A request is sent
@@ -96,12 +98,8 @@ func (t *transport) send(req *http.Request, safety retrySafety) (*http.Response,
 		if resp != nil {
 			closeBody(resp)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-req.Context().Done():
-			t.Stop()
-			return nil, req.Context().Err()
-		case <-t.C:
+		if err := pause.For(req.Context(), wait); err != nil {
+			return nil, err
 		}
 		if req, err = rewind(req); err != nil {
 			return nil, err

@@ -23,6 +23,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // Transfer defaults.
@@ -429,12 +431,8 @@ func retryIdempotent(ctx context.Context, send func() error) error {
 		if time.Since(start)+wait > p.MaxElapsed {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if pause.For(ctx, wait) != nil {
 			return err
-		case <-t.C:
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnstore/cairn/api/documents"
-	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/workbench"
@@ -21,11 +21,7 @@ import (
 // offers it as a candidate and lets it be selected, while a new document can no longer be
 // created from it.
 func TestADocumentOutlivesTheFeedsRetention(t *testing.T) {
-	bs, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bs.Close() })
+	bs := blobtest.Dir(t)
 	sh := workbenchtest.Replica(t, shard.Config{FSM: meta.Options{FeedMaxPerRoot: 8}})
 	svc, err := workbench.New(sh, bs, nodeConfig)
 	if err != nil {

@@ -56,9 +56,7 @@ func TestLargeMessagesTakeTheNodesMemoryBudget(t *testing.T) {
 func TestListingsHistoriesAndDiffsOverMCPTakeTheNodesMemoryBudget(t *testing.T) {
 	const budget = 64 << 20
 	svc := workbenchtest.New(t, workbench.Config{InlineMaxBytes: 4096, QueryBudgetBytes: budget, QueryQueueTimeout: 50 * time.Millisecond}).Service
-	ts := newHTTPServer(t, svc)
-	wb := connectHTTP(t, ts.URL+"/v1/agents/a/mcp")
-	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp/cairn")
+	wb, cs := connectLanes(t, svc)
 	file := args{"id": "w", "section": "outputs", "path": "a.txt"}
 	ok(t, wb, "workbench_put_file", with(file, "text", "one"))
 	ok(t, wb, "workbench_snapshot", args{"id": "w", "name": "before"})

@@ -10,9 +10,7 @@ import (
 // of its root, and the workbench profile still offers none of its own.
 func TestTheCairnProfileOffersLifecycleToolsBesideTheWorkbenchProfile(t *testing.T) {
 	svc := newService(t, 0)
-	ts := newHTTPServer(t, svc)
-	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp/cairn")
-	wb := connectHTTP(t, ts.URL+"/v1/agents/a/mcp")
+	wb, cs := connectLanes(t, svc)
 
 	list, err := cs.ListTools(t.Context(), nil)
 	if err != nil {

@@ -9,9 +9,7 @@ import (
 // state diff, over the cairn profile's endpoint.
 func TestCairnDiff(t *testing.T) {
 	svc := newService(t, 0)
-	ts := newHTTPServer(t, svc)
-	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp/cairn")
-	wb := connectHTTP(t, ts.URL+"/v1/agents/a/mcp")
+	wb, cs := connectLanes(t, svc)
 
 	ok(t, wb, "workbench_put_file", map[string]any{"id": "w", "section": "outputs", "path": "r.txt", "text": "one\r\ntwo\r\n"})
 	ok(t, wb, "workbench_snapshot", map[string]any{"id": "w", "name": "s1"})

@@ -75,6 +75,15 @@ func connectHTTP(t *testing.T, endpoint string) *sdk.ClientSession {
 	return cs
 }
 
+// connectLanes serves svc (newHTTPServer) and connects an SDK client to each of agent a's
+// lanes: wb to the workbench tools (/v1/agents/a/mcp), cs to the cairn tools
+// (/v1/agents/a/mcp/cairn).
+func connectLanes(t *testing.T, svc *workbench.Service) (wb, cs *sdk.ClientSession) {
+	t.Helper()
+	ts := newHTTPServer(t, svc)
+	return connectHTTP(t, ts.URL+"/v1/agents/a/mcp"), connectHTTP(t, ts.URL+"/v1/agents/a/mcp/cairn")
+}
+
 // obj is a decoded tool result or error envelope; numbers are json.Number.
 type obj map[string]any
 

@@ -11,9 +11,7 @@ import (
 // its rejection, and replays of create, propose and decide answer the first time.
 func TestTheReviewFlowOverMCP(t *testing.T) {
 	svc := newService(t, 0)
-	ts := newHTTPServer(t, svc)
-	wb := connectHTTP(t, ts.URL+"/v1/agents/a/mcp")
-	cs := connectHTTP(t, ts.URL+"/v1/agents/a/mcp/cairn")
+	wb, cs := connectLanes(t, svc)
 
 	ok(t, wb, "workbench_create", args{"id": "w"})
 	ok(t, wb, "workbench_create", args{"id": "w"}) // a replay answers the same

@@ -282,7 +282,9 @@ func TestPrincipalConcurrentUploadsAreLimited(t *testing.T) {
 	if refused.status != 429 {
 		t.Fatalf("alice's second upload while her first holds the slot: %d %s", refused.status, refused.body)
 	}
-	if d := refused.json["details"].(map[string]any); d["limit"] != workbench.LimitConcurrentUploads || refused.header.Get("Retry-After") != "1" {
+	if d := refused.json["details"].(map[string]any); d["limit"] != workbench.LimitConcurrentUploads || d["max_concurrent_uploads"] != float64(1) ||
+		refused.json["message"] != `principal "alice" has 1 uploads in flight, the per-principal limit of concurrent uploads; retry once one has finished` ||
+		refused.header.Get("Retry-After") != "1" {
 		t.Fatalf("refusal: %s %v", refused.body, refused.header)
 	}
 	expect(t, do(t, "PUT", s.URL+wb+"/files/input/bobs", strings.NewReader("x"), asHeader, "bob"), 201, "")

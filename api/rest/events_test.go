@@ -15,7 +15,7 @@ import (
 
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/api/rest"
-	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/workbench"
@@ -26,11 +26,7 @@ import (
 func newFeedServer(t *testing.T, fsm meta.Options, heartbeat time.Duration) (*httptest.Server, *rest.Handler) {
 	t.Helper()
 	sh := workbenchtest.Replica(t, shard.Config{FSM: fsm})
-	bs, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bs.Close() })
+	bs := blobtest.Dir(t)
 	svc, err := workbench.New(sh, bs, workbench.Config{InlineMaxBytes: 4096, CursorKey: workbenchtest.CursorKey})
 	if err != nil {
 		t.Fatal(err)

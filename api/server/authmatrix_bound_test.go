@@ -107,9 +107,7 @@ func (m *matrix) wantSearchAndFeed(t *testing.T, key, mine, hidden string) {
 // and its listing leaves the file out.
 func TestAuthPrefixTenantKeyOverOpenWOP(t *testing.T) {
 	m := newMatrix(t)
-	k := mustReply(t, "admin: create the key", m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath,
-		`{"name":"wop outputs","tenant":"a","workspace":"other","prefixes":["outputs/"],"scopes":["workspace:read","workspace:write"]}`), 201)
-	m.authz["wop"] = "Bearer " + k.json["secret"].(string)
+	m.adminKey(t, "wop", `{"name":"wop outputs","tenant":"a","workspace":"other","prefixes":["outputs/"],"scopes":["workspace:read","workspace:write"]}`)
 	const other, files = "/v1/agents/a/workbenches/other/files/", "/v1/host/workspace/files/"
 	mustReply(t, "admin: put outside", m.on(t, m.full, keyAdmin, "PUT", other+"input/secret.txt", "secret"), 201)
 	mustReply(t, "wop: put inside", m.on(t, m.full, "wop", "PUT", files+"outputs/mine.txt", `{"content":"mine"}`, "Content-Type", "application/json"), 200)

@@ -177,6 +177,16 @@ func (m *matrix) send(t *testing.T, base, key, method, target, body string, head
 	return r
 }
 
+// adminKey makes a key from body (a KeyRequest) on the full node's admin listener, with
+// the admin column's credentials, and makes it column name (m.authz and m.ids). It
+// returns the admin's answer, which holds the key's secret.
+func (m *matrix) adminKey(t *testing.T, name, body string) reply {
+	t.Helper()
+	k := mustReply(t, "admin: the "+name+" key", m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath, body), 201)
+	m.authz[name], m.ids[name] = "Bearer "+k.json["secret"].(string), k.json["id"].(string)
+	return k
+}
+
 // on sends to node n's client listener.
 func (m *matrix) on(t *testing.T, n *matrixNode, key, method, target, body string, headers ...string) reply {
 	t.Helper()

@@ -18,9 +18,7 @@ import (
 func TestAForkMintsAKeyBoundToIt(t *testing.T) {
 	m := newMatrix(t)
 	expires := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
-	owner := mustReply(t, "admin: the owner's key", m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath,
-		`{"name":"owner","agents":["a"],"scopes":["workspace:read","workspace:write","review"],"expires_at":"`+expires.Format(time.RFC3339)+`"}`), 201)
-	m.authz["owner"], m.ids["owner"] = "Bearer "+owner.json["secret"].(string), owner.json["id"].(string)
+	m.adminKey(t, "owner", `{"name":"owner","agents":["a"],"scopes":["workspace:read","workspace:write","review"],"expires_at":"`+expires.Format(time.RFC3339)+`"}`)
 	const wbs = "/v1/agents/a/workbenches/"
 	mustReply(t, "owner: put", m.on(t, m.full, "owner", "PUT", wbs+"w/files/input/x.txt", "x"), 201)
 
@@ -101,9 +99,7 @@ func TestAForkMintsAKeyBoundToIt(t *testing.T) {
 // discard. The answer tells the fork's key nothing of the parent's snapshots.
 func TestAForksKeyDiscardsItsForkAndItsPin(t *testing.T) {
 	m := newMatrix(t)
-	owner := mustReply(t, "admin: the owner's key", m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath,
-		`{"name":"owner","agents":["a"],"scopes":["workspace:read","workspace:write"]}`), 201)
-	m.authz["owner"] = "Bearer " + owner.json["secret"].(string)
+	m.adminKey(t, "owner", `{"name":"owner","agents":["a"],"scopes":["workspace:read","workspace:write"]}`)
 	const wbs = "/v1/agents/a/workbenches/"
 	mustReply(t, "owner: put", m.on(t, m.full, "owner", "PUT", wbs+"w1/files/input/x.txt", "x"), 201)
 	fork := mustReply(t, "owner: fork with a key", m.on(t, m.full, "owner", "POST", wbs+"w1/fork", `{"fork":"fk1","mint_key":true}`), 200)
@@ -161,9 +157,7 @@ func anyStrings(v any) []string {
 // Unauthenticated error frame instead.
 func TestAStreamEndsWithItsKey(t *testing.T) {
 	m := newMatrix(t)
-	owner := mustReply(t, "admin: the owner's key", m.send(t, m.full.adminURL, keyAdmin, "POST", KeysPath,
-		`{"name":"owner","agents":["a"],"scopes":["workspace:read","workspace:write"]}`), 201)
-	m.authz["owner"] = "Bearer " + owner.json["secret"].(string)
+	m.adminKey(t, "owner", `{"name":"owner","agents":["a"],"scopes":["workspace:read","workspace:write"]}`)
 	const wbs = "/v1/agents/a/workbenches/"
 	mustReply(t, "owner: put", m.on(t, m.full, "owner", "PUT", wbs+"run/files/outputs/r.md", "x"), 201)
 	fork := mustReply(t, "owner: fork with a key", m.on(t, m.full, "owner", "POST", wbs+"run/fork", `{"fork":"kfx","mint_key":true}`), 200)

@@ -14,7 +14,9 @@
 //
 // Hooked wraps a real store for the tests of its callers (the collector in shard/worker,
 // the write path in workbench): its List and Delete can fail, List can wait at a gate, and
-// Put and Delete call the test's hooks; Stored checks whether a store holds a key.
+// Put and Delete call the test's hooks; Stored checks whether a store holds a key. Dir is
+// the real store those tests run over: a blob/dir store in the test's temporary directory,
+// closed when the test ends.
 //
 // It never touches anything but the stores open returns, and never asserts on timing.
 package blobtest

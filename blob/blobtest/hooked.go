@@ -116,17 +116,24 @@ func Stored(tb testing.TB, store blob.Store, key blob.Key) bool {
 	return err == nil
 }
 
-// CountingPuts is a Hooked store over a fresh directory store of the test that counts
-// its successful Puts: what a test of "no byte written" reads before and after.
+// Dir is a directory store (blob/dir) in a fresh temporary directory of the test, closed
+// when the test ends: the real backend the tests of its callers store their blobs in.
+func Dir(tb testing.TB) *dir.Store {
+	tb.Helper()
+	ds, err := dir.Open(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ds.Close() })
+	return ds
+}
+
+// CountingPuts is a Hooked store over a fresh directory store of the test (Dir) that
+// counts its successful Puts: what a test of "no byte written" reads before and after.
 func CountingPuts(t testing.TB) (*Hooked, *atomic.Int64) {
 	t.Helper()
-	ds, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ds.Close() })
 	var puts atomic.Int64
-	h := &Hooked{Store: ds}
+	h := &Hooked{Store: Dir(t)}
 	h.Set(func(hk *Hooks) { hk.OnPut = func(blob.Key) { puts.Add(1) } })
 	return h, &puts
 }

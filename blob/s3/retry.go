@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // tries records how a retried request went.
@@ -28,7 +30,7 @@ func (s *Store) retry(ctx context.Context, fn func() error) (tries, error) {
 			return t, err
 		}
 		t.last = &f
-		if !sleep(ctx, s.backoff(t.n-1)) {
+		if pause.For(ctx, s.backoff(t.n-1)) != nil {
 			return t, err
 		}
 	}
@@ -47,21 +49,6 @@ func (s *Store) backoff(n int) time.Duration {
 		return 0
 	}
 	return rand.N(limit)
-}
-
-// sleep waits d or until ctx is done; it reports whether the whole wait passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // fail turns the last error of a retried request into the error of the call op on what

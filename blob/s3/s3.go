@@ -19,6 +19,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/cairnstore/cairn/blob"
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // User metadata of every blob object (docs/architecture.md#blob-storage-and-garbage-collection), sent as x-amz-meta-cairn-encoding and
@@ -572,7 +573,7 @@ func (s *Store) List(ctx context.Context, root string, fn func(blob.Key, blob.In
 			return s.fail(ctx, "list", root, t, listErr)
 		}
 		t.last = &f
-		if !sleep(ctx, s.backoff(t.n-1)) {
+		if pause.For(ctx, s.backoff(t.n-1)) != nil {
 			return s.fail(ctx, "list", root, t, listErr)
 		}
 	}

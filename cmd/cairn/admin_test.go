@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -220,11 +219,7 @@ func TestServeOnAReadOnlyDataDirIsAConfigError(t *testing.T) {
 	if !unprivileged.Run(t) { // root passes a mode of 0555: the test ran as another user
 		return
 	}
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o555); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	dir := unprivileged.ReadOnlyDir(t)
 	_, _, err := execCairn(t, "serve", "--data-dir", dir, "--listen", "127.0.0.1:0")
 	if code, msg := describeError(err); code != "InvalidArguments" || !strings.HasPrefix(msg, "--data-dir must be a directory this process can write") {
 		t.Fatalf("serve on a read-only data dir: %s: %s", code, msg)

@@ -9,4 +9,6 @@
 //     cannot start the child fails the test.
 //   - The child is the same test binary, copied where the unprivileged user can run it,
 //     running only the one test (-test.run), whose verdict and output become the parent's.
+//   - ReadOnlyDir is the directory such tests write into and fail: mode 0555, given back
+//     its write permission when the test ends, so that the test's cleanup removes it.
 package unprivileged

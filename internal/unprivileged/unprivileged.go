@@ -63,6 +63,19 @@ func Run(t *testing.T) bool {
 	return false
 }
 
+// ReadOnlyDir returns a fresh directory of the test with mode 0555, which refuses the
+// writes of any user but root (so a test calls Run first). It is made writable again when
+// the test ends, so that the test's own cleanup can remove it.
+func ReadOnlyDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	return dir
+}
+
 func copyFile(from, to string) error {
 	src, err := os.Open(from)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // ShardAdmin changes shards' Raft configurations on behalf of the controller. The node
@@ -187,7 +189,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() == nil {
 				c.log.Warn("control: campaign failed", "err", err)
-				sleepCtx(ctx, retryBackoff)
+				pause.For(ctx, retryBackoff)
 			}
 			continue
 		}

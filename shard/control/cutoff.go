@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // A controller cut off from its peers: a node that reaches etcd but none of the other
@@ -79,6 +81,6 @@ func (w *cutOffWatch) observe(cut bool, now time.Time, interval time.Duration) b
 // ends), looking every Interval.
 func (c *Controller) sitOut(ctx context.Context) {
 	for ctx.Err() == nil && c.cutOff(ctx) {
-		sleepCtx(ctx, c.cfg.Interval)
+		pause.For(ctx, c.cfg.Interval)
 	}
 }

@@ -80,11 +80,7 @@ func (p *Plane) Recommission(ctx context.Context, node string) (NodeMark, error)
 
 // Leaving returns the nodes marked leaving.
 func (p *Plane) Leaving(ctx context.Context) (map[string]bool, error) {
-	var resp *clientv3.GetResponse
-	err := p.withTimeout(ctx, "list leaving nodes", func(ctx context.Context) (err error) {
-		resp, err = p.cli.Get(ctx, p.k.leaving(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-		return err
-	})
+	resp, err := p.get(ctx, "list leaving nodes", p.k.leaving(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		return nil, err
 	}

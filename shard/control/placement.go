@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/cairnstore/cairn/internal/pause"
 	"github.com/cairnstore/cairn/meta"
 )
 
@@ -260,7 +261,7 @@ func (pl *Placement) place(ctx context.Context, root string) (int, bool, error) 
 		}
 		// Another root was placed since the read: read the counters again.
 		d := time.Duration(rand.Int64N(int64(placeBackoff)) + 1)
-		sleepCtx(ctx, min(d*time.Duration(attempt+1), 10*placeBackoff))
+		pause.For(ctx, min(d*time.Duration(attempt+1), 10*placeBackoff))
 		if ctx.Err() != nil {
 			return 0, false, fmt.Errorf("control: place root %q: %w", root, ctx.Err())
 		}
@@ -334,11 +335,7 @@ func leastLoaded(loads []int64, open []bool, root string) int {
 // Loads returns the number of roots placed on each shard, indexed by shard (as many as the
 // shard count the placement knows).
 func (pl *Placement) Loads(ctx context.Context) ([]int64, error) {
-	var resp *clientv3.GetResponse
-	err := pl.p.withTimeout(ctx, "read loads", func(ctx context.Context) (err error) {
-		resp, err = pl.p.cli.Get(ctx, pl.p.k.loads(), clientv3.WithPrefix())
-		return err
-	})
+	resp, err := pl.p.get(ctx, "read loads", pl.p.k.loads(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
 	}

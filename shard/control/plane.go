@@ -15,6 +15,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // DefaultReplication is the replication factor of a cluster created without one.
@@ -269,11 +271,7 @@ func checkSpec(c Cluster, spec ClusterSpec) error {
 
 // Cluster reads the cluster metadata. ErrClusterNotCreated when absent.
 func (p *Plane) Cluster(ctx context.Context) (Cluster, error) {
-	var resp *clientv3.GetResponse
-	err := p.withTimeout(ctx, "read cluster", func(ctx context.Context) (err error) {
-		resp, err = p.cli.Get(ctx, p.k.cluster())
-		return err
-	})
+	resp, err := p.get(ctx, "read cluster", p.k.cluster())
 	if err != nil {
 		return Cluster{}, err
 	}
@@ -315,11 +313,7 @@ func (r ReplicaSet) Has(node string) bool {
 // ReplicaSets reads every shard's record, keyed by shard. A shard without a record is
 // absent from the map.
 func (p *Plane) ReplicaSets(ctx context.Context) (map[int]ReplicaSet, error) {
-	var resp *clientv3.GetResponse
-	err := p.withTimeout(ctx, "read replica sets", func(ctx context.Context) (err error) {
-		resp, err = p.cli.Get(ctx, p.k.shards(), clientv3.WithPrefix())
-		return err
-	})
+	resp, err := p.get(ctx, "read replica sets", p.k.shards(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
 	}
@@ -368,11 +362,7 @@ type LeaderHint struct {
 
 // LeaderHints reads every shard's hint, keyed by shard.
 func (p *Plane) LeaderHints(ctx context.Context) (map[int]LeaderHint, error) {
-	var resp *clientv3.GetResponse
-	err := p.withTimeout(ctx, "read leader hints", func(ctx context.Context) (err error) {
-		resp, err = p.cli.Get(ctx, p.k.leaders(), clientv3.WithPrefix())
-		return err
-	})
+	resp, err := p.get(ctx, "read leader hints", p.k.leaders(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
 	}
@@ -405,13 +395,9 @@ const retryBackoff = 200 * time.Millisecond
 func watchPrefix(ctx context.Context, p *Plane, prefix string,
 	reset func(kvs []*mvccpb.KeyValue), apply func(evs []*clientv3.Event)) {
 	for ctx.Err() == nil {
-		var resp *clientv3.GetResponse
-		err := p.withTimeout(ctx, "list "+prefix, func(rctx context.Context) (err error) {
-			resp, err = p.cli.Get(rctx, prefix, clientv3.WithPrefix())
-			return err
-		})
+		resp, err := p.get(ctx, "list "+prefix, prefix, clientv3.WithPrefix())
 		if err != nil {
-			sleepCtx(ctx, retryBackoff)
+			pause.For(ctx, retryBackoff)
 			continue
 		}
 		reset(resp.Kvs)
@@ -423,7 +409,7 @@ func watchPrefix(ctx context.Context, p *Plane, prefix string,
 			apply(wr.Events)
 		}
 		cancel()
-		sleepCtx(ctx, retryBackoff)
+		pause.For(ctx, retryBackoff)
 	}
 }
 
@@ -477,14 +463,4 @@ func watchMap[K comparable, V any](ctx context.Context, p *Plane, prefix string,
 		})
 	}()
 	return ch
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

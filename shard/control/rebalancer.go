@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Rebalancing (docs/architecture.md, "Rebalance decision"). The switch is a durable etcd
@@ -65,11 +63,7 @@ type RebalanceSwitch struct {
 // RebalanceSwitch reads the switch; never set, it is off. Errors wrap
 // ErrControlPlaneUnavailable.
 func (p *Plane) RebalanceSwitch(ctx context.Context) (RebalanceSwitch, error) {
-	var resp *clientv3.GetResponse
-	err := p.withTimeout(ctx, "read the rebalance switch", func(ctx context.Context) (err error) {
-		resp, err = p.cli.Get(ctx, p.k.rebalance())
-		return err
-	})
+	resp, err := p.get(ctx, "read the rebalance switch", p.k.rebalance())
 	if err != nil || len(resp.Kvs) == 0 {
 		return RebalanceSwitch{}, err
 	}

@@ -122,11 +122,8 @@ func (p *Plane) RestoreRecords(ctx context.Context, recs []Record, seed string) 
 	if cluster == nil {
 		return fmt.Errorf("%w: the records hold no cluster record", ErrInvalidArgument)
 	}
-	var existing *clientv3.GetResponse
-	if err := p.withTimeout(ctx, "check for a cluster", func(ctx context.Context) (err error) {
-		existing, err = p.cli.Get(ctx, p.k.cluster())
-		return err
-	}); err != nil {
+	existing, err := p.get(ctx, "check for a cluster", p.k.cluster())
+	if err != nil {
 		return err
 	}
 	if len(existing.Kvs) > 0 {

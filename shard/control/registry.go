@@ -11,6 +11,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // NodeInfo is what a node publishes about itself in the registry.
@@ -50,11 +52,7 @@ func validNodeID(id string) error {
 
 // Nodes lists the registered nodes and the etcd revision of the listing.
 func (p *Plane) Nodes(ctx context.Context) (NodeSet, int64, error) {
-	var resp *clientv3.GetResponse
-	err := p.withTimeout(ctx, "list nodes", func(ctx context.Context) (err error) {
-		resp, err = p.cli.Get(ctx, p.k.nodes(), clientv3.WithPrefix())
-		return err
-	})
+	resp, err := p.get(ctx, "list nodes", p.k.nodes(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -261,7 +259,7 @@ func (r *Registration) keep(life context.Context, sess *concurrency.Session) {
 			if life.Err() != nil {
 				return
 			}
-			sleepCtx(life, retryBackoff)
+			pause.For(life, retryBackoff)
 		}
 		r.mu.Lock()
 		r.sess = sess
@@ -310,11 +308,7 @@ func (r *Registration) putHint(ctx context.Context, shard int, h LeaderHint, lea
 	val, _ := json.Marshal(h)
 	key := r.p.k.leader(shard)
 	for {
-		var cur *clientv3.GetResponse
-		err := r.p.withTimeout(ctx, "read leader hint", func(ctx context.Context) (err error) {
-			cur, err = r.p.cli.Get(ctx, key)
-			return err
-		})
+		cur, err := r.p.get(ctx, "read leader hint", key)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairnstore/cairn/internal/pause"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/control"
@@ -184,14 +185,7 @@ func (c *unplacedCore) ReadViewAt(context.Context, uint64) (*meta.View, error) {
 // WaitApplied of a root that was never placed has nothing to wait for but its placement:
 // it returns after unplacedPoll (or ctx's end), and the caller resolves the root again.
 func (c *unplacedCore) WaitApplied(ctx context.Context, _ uint64) error {
-	t := time.NewTimer(unplacedPoll)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return pause.For(ctx, unplacedPoll)
 }
 
 // unplacedPoll is how often a waiter on a root that was never placed looks again.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/blobtest"
-	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
@@ -39,12 +38,7 @@ var pruneAtOnce = meta.Retention{Versions: 1}
 func newNode(t *testing.T, cfg worker.Config, lead bool) *node {
 	t.Helper()
 	sh := workbenchtest.Replica(t, shard.Config{FSM: meta.Options{History: pruneAtOnce}})
-	ds, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ds.Close() })
-	n := &node{shard: sh, store: &blobtest.Hooked{Store: ds}, reg: prometheus.NewRegistry()}
+	n := &node{shard: sh, store: &blobtest.Hooked{Store: blobtest.Dir(t)}, reg: prometheus.NewRegistry()}
 	n.set = newSet(t, n.store, n.reg, cfg)
 	if lead {
 		n.set.Lead(0, sh)

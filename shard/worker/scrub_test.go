@@ -35,12 +35,7 @@ func dirBackend() scrubBackend {
 	return scrubBackend{
 		name: "dir",
 		open: func(t *testing.T) blob.Store {
-			ds, err := dir.Open(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ds.Close() })
-			return ds
+			return blobtest.Dir(t)
 		},
 		flip: func(t *testing.T, s blob.Store, k blob.Key) {
 			blobtest.FlipByte(t, s.(*dir.Store).BlobPath(k), 20) // past the 16-byte header

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cairnstore/cairn/internal/pause"
 )
 
 // EtcdKeysPrefix is where a cluster's keys live under its control-plane prefix
@@ -69,7 +71,7 @@ func (s *EtcdStore) follow(ctx context.Context) {
 		resp, err := s.cli.Get(rctx, s.prefix, clientv3.WithPrefix())
 		cancel()
 		if err != nil {
-			pause(ctx, etcdRetryPause)
+			pause.For(ctx, etcdRetryPause)
 			continue
 		}
 		fresh := map[string]cached{}
@@ -101,7 +103,7 @@ func (s *EtcdStore) follow(ctx context.Context) {
 			}
 		}
 		wcancel()
-		pause(ctx, etcdRetryPause)
+		pause.For(ctx, etcdRetryPause)
 	}
 }
 
@@ -224,14 +226,4 @@ func (s *EtcdStore) Close() error {
 	s.cancel()
 	<-s.done
 	return nil
-}
-
-// pause waits d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/blob"
-	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard"
 	"github.com/cairnstore/cairn/shard/worker"
@@ -29,12 +29,7 @@ type Node struct {
 // 0 puts every body in the blob store), except that a nil CursorKey becomes CursorKey.
 func New(tb testing.TB, cfg workbench.Config) *Node {
 	tb.Helper()
-	bs, err := dir.Open(tb.TempDir())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { bs.Close() })
-	return NewOn(tb, cfg, bs)
+	return NewOn(tb, cfg, blobtest.Dir(tb))
 }
 
 // NewOn is New over the blob store bs (e.g. a blob/s3 store on a test MinIO) instead of
