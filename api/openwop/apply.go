@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/mod/semver"
 
+	"github.com/cairnstore/cairn/internal/pause"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -42,12 +43,7 @@ const applyAttempts = 12
 // retryPause is the pause before round attempt+1: up to 2^attempt ms, at most 64 ms,
 // uniformly jittered so racing applies spread out.
 func retryPause(ctx context.Context, attempt int) {
-	t := time.NewTimer(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6))))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	_ = pause.For(ctx, time.Duration(rand.Int64N(int64(time.Millisecond)<<min(attempt, 6)))) // an ended ctx ends the next round
 }
 
 // Reasons of proposal_install_conflict.

@@ -22,7 +22,6 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/blobtest"
-	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/internal/testclock"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
@@ -331,10 +330,7 @@ func TestAnUploadDoesNotOutliveItsBucket(t *testing.T) {
 // whitespace until its result, so no client read timeout cuts it; the result follows in
 // the body.
 func TestALongCompleteIsKeptAlive(t *testing.T) {
-	ds, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := blobtest.Dir(t)
 	hs := &blobtest.Hooked{Store: ds}
 	srv, client, _ := gatewayWith(t, hs, Config{MinPartSize: 1 << 10, CompleteKeepAlive: 10 * time.Millisecond})
 	c := client("AGENTA")
@@ -447,10 +443,7 @@ func TestACompleteRacingAWriteIsNotAKeyClash(t *testing.T) {
 // clients do not retry) until the claim is claimTimeout old. A fresh claim of another
 // node, or of this run, still holds.
 func TestAClaimOfAnEarlierRunOfTheNodeIsTakenOverAtOnce(t *testing.T) {
-	ds, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := blobtest.Dir(t)
 	n := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 64, ReservedWorkbenches: map[string]string{UploadsWorkbench: Surface}}, ds)
 	cfg := Config{MinPartSize: 1 << 10, Instance: "node-1"}
 	crashed, restarted := NewHandler(n.Service, gatewayKeys, cfg), NewHandler(n.Service, gatewayKeys, cfg)

@@ -28,7 +28,6 @@ import (
 
 	"github.com/cairnstore/cairn/blob"
 	"github.com/cairnstore/cairn/blob/blobtest"
-	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
@@ -66,10 +65,7 @@ var gatewayKeys = testKeys{
 // AWS SDK for Go v2 client for each key.
 func gateway(t *testing.T) (*httptest.Server, func(key string) *awss3.Client) {
 	t.Helper()
-	ds, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := blobtest.Dir(t)
 	return gatewayOn(t, ds)
 }
 

@@ -18,7 +18,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/auth"
@@ -28,10 +28,7 @@ import (
 // written through the service are metadata, a PUT replaces the metadata, a copy keeps or
 // replaces it, and what Cairn cannot keep is refused with nothing stored.
 func TestMetadataIsTheFilesFields(t *testing.T) {
-	ds, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := blobtest.Dir(t)
 	svc, _, client := gatewayNode(t, ds)
 	c := client("AGENTA")
 	ctx := context.Background()

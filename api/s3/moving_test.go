@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
 	"github.com/cairnstore/cairn/workbench/workbenchtest"
@@ -20,10 +20,7 @@ import (
 // A root fenced for a move between shards refuses a PutObject with S3's retryable 503
 // ServiceUnavailable (Retry-After); reads go on; once the fence lifts the write applies.
 func TestPutObjectToAMovingRootIsServiceUnavailable(t *testing.T) {
-	bs, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bs := blobtest.Dir(t)
 	n := workbenchtest.NewOn(t, workbench.Config{InlineMaxBytes: 64, ReservedWorkbenches: map[string]string{UploadsWorkbench: Surface}}, bs)
 	srv := httptest.NewTLSServer(NewHandler(n.Service, gatewayKeys, Config{}))
 	t.Cleanup(srv.Close)
@@ -36,7 +33,7 @@ func TestPutObjectToAMovingRootIsServiceUnavailable(t *testing.T) {
 	put(t, c, "runs", "k", []byte("one"))
 	ref := meta.MoveRef{Agent: "a", MoveID: "m1"}
 	n.MustPropose(t, meta.MoveFence{MoveRef: ref})
-	_, err = c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("runs"), Key: aws.String("k"), Body: bytes.NewReader([]byte("two"))})
+	_, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String("runs"), Key: aws.String("k"), Body: bytes.NewReader([]byte("two"))})
 	if s3Code(err) != string(CodeServiceUnavailable) || last == nil || last.Header.Get("Retry-After") == "" {
 		t.Fatalf("PutObject to a fenced root: %v (Retry-After %q)", err, last.Header.Get("Retry-After"))
 	}

@@ -26,7 +26,6 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/cairnstore/cairn/blob/blobtest"
-	"github.com/cairnstore/cairn/blob/dir"
 	"github.com/cairnstore/cairn/internal/testclock"
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/workbench"
@@ -37,10 +36,7 @@ import (
 // moves, with bucket "runs" of root a.
 func multipartGateway(t *testing.T, now func() time.Time) (func(key string) *awss3.Client, *Handler) {
 	t.Helper()
-	ds, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := blobtest.Dir(t)
 	_, client, h := gatewayWith(t, ds, Config{MinPartSize: 1 << 10})
 	if now != nil {
 		h.multipart.clock = now
@@ -680,10 +676,7 @@ func TestPartsOfDifferentSizesAreReadPartByPart(t *testing.T) {
 // existed). Before, the part answered 200 and stayed, a file of an upload no request
 // names, until the next sweep of its bucket.
 func TestAPartStillArrivingWhenItsUploadIsAbortedIsNotLeftBehind(t *testing.T) {
-	ds, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := blobtest.Dir(t)
 	srv, client, h := gatewayWith(t, ds, Config{MinPartSize: 1 << 10})
 	c := client("AGENTA")
 	makeBucket(t, c, "runs")

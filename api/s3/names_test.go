@@ -20,7 +20,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/cairnstore/cairn/blob/dir"
+	"github.com/cairnstore/cairn/blob/blobtest"
 	"github.com/cairnstore/cairn/workbench/auth"
 )
 
@@ -225,10 +225,7 @@ func TestAKeyPastS3sBoundIsKeyTooLongOnEveryRequest(t *testing.T) {
 // client can name; a name S3 refuses is InvalidBucketName and creates nothing, while a
 // workbench made over REST under Cairn's wider rules is still served by its name.
 func TestCreateBucketFollowsS3sNamingRules(t *testing.T) {
-	ds, err := dir.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := blobtest.Dir(t)
 	svc, _, client := gatewayNode(t, ds)
 	c := client("AGENTA")
 	ctx := context.Background()
