@@ -25,6 +25,14 @@
 //   - The page inserts every piece of server text as text (textContent, never innerHTML
 //     or an HTML string), diffs included, as escaped text lines; it makes no request to
 //     another origin.
+//   - Every piece of server text is isolated (static/dom.js el: dir="auto" on an element
+//     whose only text it is, a <bdi> of its own among other children), so its direction
+//     cannot reach the text beside it; the explicit directional formatting characters
+//     (U+202A–U+202E, U+2066–U+2069) of names, titles, paths, reasons and messages show
+//     as a visible escape, ⟨U+202E⟩, and so do a diff's lines (the node's diffs escape
+//     them already, workbench/diff). The text of a file or document (the file view, a
+//     document's body, an excerpt) is shown as written, since such text uses them
+//     legitimately, in a block of its own (a <pre>: every direction ends with its line).
 //   - The key is entered once per browser tab and kept in sessionStorage, never
 //     localStorage or a cookie. Drafts of working documents are kept in localStorage per
 //     document until saved. Every write carries a client id held in page state; after a
