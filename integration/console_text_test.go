@@ -1,14 +1,19 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/cairnstore/cairn/integration/framework"
+	"github.com/cairnstore/cairn/internal/retry"
 )
 
 // rlo is RIGHT-TO-LEFT OVERRIDE: the text after it displays reversed, so that
@@ -16,8 +21,9 @@ import (
 const rlo = "\u202E"
 
 // TestConsoleOnASharedBrowser: what one person leaves in a browser and what stored text
-// can make the page show: a title or reason with a bidirectional override shows the
-// override as an escape and cannot reorder the text beside it.
+// can make the page show. Forget key removes every unsaved draft, after a confirmation
+// naming how many; a title or reason with a bidirectional override shows the override
+// as an escape and cannot reorder the text beside it.
 func TestConsoleOnASharedBrowser(t *testing.T) {
 	chromiumPath(t)
 	dir := t.TempDir()
@@ -45,6 +51,29 @@ func TestConsoleOnASharedBrowser(t *testing.T) {
 		s.do("open the review queue", chromedp.Navigate(p.URL+"/ui/#/review/acme"))
 		s.within("the proposal", `!!document.querySelector('#main article.review pre.diff')`)
 		consoleIsolated(s, "the review queue", "approve⟨U+202E⟩txt.exe")
+	})
+	t.Run("forget key removes every draft", func(t *testing.T) {
+		s := consoleStep(t, b)
+		s.do("open the document", chromedp.Navigate(p.URL+"/ui/#/documents/"+url.PathEscape(docID)))
+		s.within("the editor", `!!document.getElementById('edit-body')`)
+		s.do("type a draft", chromedp.SendKeys(chromedp.CSS("#edit-body"), "\nPrivate: the offer is 40k."))
+		// A draft another key's owner left in this browser.
+		eval[bool](s, `(localStorage.setItem('cairn.draft.other/ws/doc-1', '{"title":"t","body":"theirs","baseVersionId":"v"}'), true)`)
+		drafts := `Object.keys(localStorage).filter(k => k.startsWith('cairn.draft.')).length`
+		if n := eval[int](s, drafts); n != 2 {
+			t.Fatalf("the browser holds %d drafts, want the one typed and the other owner's", n)
+		}
+		if msg := consoleForget(s, false); !strings.Contains(msg, "2 unsaved drafts") {
+			t.Errorf("the confirmation reads %q, want the number of drafts lost", msg)
+		}
+		if n, kept := eval[int](s, drafts), eval[bool](s, `!!sessionStorage.getItem('cairn.key') && document.getElementById('key-form').hidden`); n != 2 || !kept {
+			t.Errorf("after a dismissed confirmation: %d drafts, key kept %v; want both kept", n, kept)
+		}
+		consoleForget(s, true)
+		s.afterReload("the key is forgotten", `!document.getElementById('key-form').hidden && !sessionStorage.getItem('cairn.key')`)
+		if n := eval[int](s, drafts); n != 0 {
+			t.Errorf("after Forget key the browser still holds %d drafts", n)
+		}
 	})
 }
 
@@ -89,4 +118,54 @@ func consoleIsolated(s *tab, where, want string) {
 	if bad != "" {
 		s.t.Errorf("%s:\n%s", where, bad)
 	}
+}
+
+// afterReload waits until expr is truthy on a page that reloads meanwhile (an
+// evaluation in the page that goes away fails, and is tried again on the next).
+func (b *tab) afterReload(what, expr string) {
+	b.t.Helper()
+	retry.Within(b.t, pagesWait, what, func() error {
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](expr))
+		if err == nil && !ok {
+			err = fmt.Errorf("%s is false", expr)
+		}
+		return err
+	})
+}
+
+// consoleForget clicks Forget key and answers its confirmation (accept or dismiss); it
+// returns the confirmation's message.
+func consoleForget(s *tab, accept bool) string {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.ctx, pagesWait)
+	defer cancel()
+	opened := make(chan string, 1)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			select { // Listen's function must not block
+			case opened <- e.Message:
+			default:
+			}
+		}
+	}); err != nil {
+		s.t.Fatal(err)
+	}
+	// The click lasts as long as the dialog it opens.
+	clicked := make(chan error, 1)
+	go func() { clicked <- chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#forget-key"))) }()
+	var msg string
+	select {
+	case msg = <-opened:
+	case err := <-clicked:
+		s.t.Fatalf("Forget key asked for no confirmation (click: %v)", err)
+	case <-time.After(pagesWait):
+		s.t.Fatal("Forget key opened no confirmation")
+	}
+	if _, err := chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept}); err != nil {
+		s.t.Fatalf("answer the confirmation: %v", err)
+	}
+	if err := <-clicked; err != nil {
+		s.t.Fatalf("click Forget key: %v", err)
+	}
+	return msg
 }

@@ -35,9 +35,12 @@
 //     legitimately, in a block of its own (a <pre>: every direction ends with its line).
 //   - The key is entered once per browser tab and kept in sessionStorage, never
 //     localStorage or a cookie. Drafts of working documents are kept in localStorage per
-//     document until saved. Every write carries a client id held in page state; after a
-//     network failure the page says the outcome is unknown, reloads, and a retry reuses
-//     the id (docs/documents.md, Routes: a replay answers the first answer).
+//     document until saved or discarded, or the key is forgotten: localStorage outlives
+//     the tab, so Forget key removes every console draft of the browser, of any key's
+//     owner, after a confirmation naming how many are lost. Every write carries a
+//     client id held in page state; after a network failure the page says the outcome
+//     is unknown, reloads, and a retry reuses the id (docs/documents.md, Routes: a
+//     replay answers the first answer).
 //   - What a listing holds past its first page is reachable (the next pages by cursor);
 //     what the page leaves out of a body it says (a file cut at 256 KiB, a body that is
 //     not UTF-8 text, a proposal's diff over 1 MiB read on request).

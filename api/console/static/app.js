@@ -107,8 +107,21 @@ async function start() {
   keyForm.hidden = true;
   const p = session.principal;
   replace(who, el('span', {}, parts`${p.name || p.id} · ${p.scopes.join(', ') || 'no scopes'}`), ' ',
-    el('button', { type: 'button', onclick: () => { setKey(''); location.reload(); }, text: 'Forget key' }));
+    el('button', { type: 'button', id: 'forget-key', onclick: forget, text: 'Forget key' }));
   render();
+}
+
+// forget leaves the browser as if no key had been used in it: the tab's key and every
+// unsaved draft of working documents, whoever's they are (localStorage outlives the tab,
+// so on a shared browser the next person could read them); it asks first when there are
+// drafts, since they are lost.
+function forget() {
+  const drafts = documents.draftKeys();
+  const n = drafts.length;
+  if (n && !confirm(`Forget the key and discard ${n} unsaved draft${n === 1 ? '' : 's'} of working documents kept in this browser? They are lost.`)) return;
+  for (const k of drafts) localStorage.removeItem(k);
+  setKey('');
+  location.reload();
 }
 
 keyForm.addEventListener('submit', ev => {

@@ -89,9 +89,23 @@ async function create(ctx, originEventId, title, body) {
 // unknown reports a write whose outcome is unknown (dom.js outcomeUnknown).
 function unknown(ctx, r, retry) { return outcomeUnknown(ctx, r.id, 'write', retry); }
 
+// draftPrefix begins the localStorage key of every draft: cairn.draft.<tenant>/<workspace>/<id>.
+const draftPrefix = 'cairn.draft.';
+
 function draftKey(ctx, id) {
   const o = ctx.session.documents;
-  return `cairn.draft.${o.tenant}/${o.workspace}/${id}`;
+  return `${draftPrefix}${o.tenant}/${o.workspace}/${id}`;
+}
+
+// draftKeys lists the localStorage keys of every draft this browser holds, of any key's
+// owner.
+export function draftKeys() {
+  const keys = [];
+  for (let i = 0; i < localStorage.length; i++) {
+    const k = localStorage.key(i);
+    if (k !== null && k.startsWith(draftPrefix)) keys.push(k);
+  }
+  return keys;
 }
 
 function loadDraft(ctx, id) {
