@@ -23,7 +23,8 @@ const rlo = "\u202E"
 // TestConsoleOnASharedBrowser: what one person leaves in a browser and what stored text
 // can make the page show. Forget key removes every unsaved draft, after a confirmation
 // naming how many; a title or reason with a bidirectional override shows the override
-// as an escape and cannot reorder the text beside it.
+// as an escape and cannot reorder the text beside it; the live feed shows the events it
+// already held apart from the new ones.
 func TestConsoleOnASharedBrowser(t *testing.T) {
 	chromiumPath(t)
 	dir := t.TempDir()
@@ -73,6 +74,22 @@ func TestConsoleOnASharedBrowser(t *testing.T) {
 		s.afterReload("the key is forgotten", `!document.getElementById('key-form').hidden && !sessionStorage.getItem('cairn.key')`)
 		if n := eval[int](s, drafts); n != 0 {
 			t.Errorf("after Forget key the browser still holds %d drafts", n)
+		}
+	})
+	t.Run("the feed shows what it held apart from what is new", func(t *testing.T) {
+		s := b.isolated()
+		s.t = t
+		s.open(writer, "#/feed/acme")
+		s.within("the feed is live, the earlier events listed apart", `document.getElementById('feed-state').textContent.startsWith('Live')
+			&& [...document.querySelectorAll('#feed-history li')].some(l => l.textContent.includes('input/standup.md'))
+			&& document.getElementById('feed-history-h').textContent.includes('already held')`)
+		if old := eval[int](s, `[...document.querySelectorAll('#feed li')].filter(l => l.textContent.includes('input/standup.md')).length`); old != 0 {
+			t.Errorf("%d events written before the page connected show as new", old)
+		}
+		consolePut(t, p.URL, writer, "main", "outputs/news.txt", "news")
+		s.within("the new write shows as new", `[...document.querySelectorAll('#feed li')].some(l => l.textContent.includes('outputs/news.txt'))`)
+		if n := eval[int](s, `(() => { const ids = [...document.querySelectorAll('#feed li, #feed-history li')].map(l => l.dataset.id); return ids.length - new Set(ids).size })()`); n != 0 {
+			t.Errorf("the feed shows %d events twice", n)
 		}
 	})
 }

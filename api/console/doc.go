@@ -41,6 +41,10 @@
 //     client id held in page state; after a network failure the page says the outcome
 //     is unknown, reloads, and a retry reuses the id (docs/documents.md, Routes: a
 //     replay answers the first answer).
+//   - The feed view shows as new only the events after it connected: it reads what the
+//     feed already held (GET …/events?follow=false, which starts at the oldest held event)
+//     into a list of earlier events apart, then follows after the last of them; a stream
+//     that ends is resumed after the last event shown (Last-Event-ID).
 //   - What a listing holds past its first page is reachable (the next pages by cursor);
 //     what the page leaves out of a body it says (a file cut at 256 KiB, a body that is
 //     not UTF-8 text, a proposal's diff over 1 MiB read on request).
