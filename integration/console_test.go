@@ -469,7 +469,7 @@ func consoleBrowse(t *testing.T, b *tab, key string) {
 	consoleSnapshotAndCommit(t, b, key)
 	consoleCommitPages(t, b, key)
 	b.do("open the feed", chromedp.Navigate(b.base+"/ui/#/feed/acme"))
-	b.until("the feed streams events", `document.querySelectorAll('#feed li').length > 0 && document.getElementById('feed-state').textContent.startsWith('Live')`)
+	b.until("the feed lists events", `document.querySelectorAll('#feed li, #feed-history li').length > 0 && document.getElementById('feed-state').textContent.startsWith('Live')`)
 	b.shot("feed")
 	if n := eval[int](b, `document.querySelectorAll('#main img, #main script').length`); n != 0 {
 		t.Errorf("stored markup became %d elements of the page", n)

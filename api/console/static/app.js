@@ -1,6 +1,6 @@
 // The console's entry point: the tab's key, who it is (GET /ui/session), and the hash
 // router over the destinations (api/console/doc.go).
-import { el, replace, notice } from './dom.js';
+import { el, replace, notice, parts } from './dom.js';
 import { request, getKey, setKey, ApiError, describe } from './api.js';
 import * as documents from './documents.js';
 import * as browse from './browse.js';
@@ -23,9 +23,9 @@ const routes = {
   feed: (ctx, agent) => feed.view(ctx, agent),
 };
 
-// parts is the route of the hash, each segment decoded; null when one is not a valid
+// hashParts is the route of the hash, each segment decoded; null when one is not a valid
 // escape (a hand-edited or cut link).
-function parts() {
+function hashParts() {
   const h = location.hash.replace(/^#\/?/, '');
   try {
     return h ? h.split('/').map(decodeURIComponent) : ['documents'];
@@ -56,7 +56,7 @@ function context(signal) {
 async function render() {
   if (current) current.abort();
   current = new AbortController();
-  const route = parts();
+  const route = hashParts();
   if (!route) {
     replace(main, el('p', { text: 'No such page: the link is not a valid console address.' }));
     return;
@@ -106,9 +106,22 @@ async function start() {
   }
   keyForm.hidden = true;
   const p = session.principal;
-  replace(who, el('span', { text: `${p.name || p.id} · ${p.scopes.join(', ') || 'no scopes'}` }), ' ',
-    el('button', { type: 'button', onclick: () => { setKey(''); location.reload(); }, text: 'Forget key' }));
+  replace(who, el('span', {}, parts`${p.name || p.id} · ${p.scopes.join(', ') || 'no scopes'}`), ' ',
+    el('button', { type: 'button', id: 'forget-key', onclick: forget, text: 'Forget key' }));
   render();
+}
+
+// forget leaves the browser as if no key had been used in it: the tab's key and every
+// unsaved draft of working documents, whoever's they are (localStorage outlives the tab,
+// so on a shared browser the next person could read them); it asks first when there are
+// drafts, since they are lost.
+function forget() {
+  const drafts = documents.draftKeys();
+  const n = drafts.length;
+  if (n && !confirm(`Forget the key and discard ${n} unsaved draft${n === 1 ? '' : 's'} of working documents kept in this browser? They are lost.`)) return;
+  for (const k of drafts) localStorage.removeItem(k);
+  setKey('');
+  location.reload();
 }
 
 keyForm.addEventListener('submit', ev => {

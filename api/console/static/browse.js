@@ -1,7 +1,7 @@
 // The Browse destination: the agent roots a key reaches, their workbenches, files by
 // section, a file's history with two versions diffed, and snapshots and commits with
 // their diff against live (the REST routes of api/rest).
-import { el, replace, short, table, diffView, link, notice } from './dom.js';
+import { el, replace, short, table, diffView, link, notice, parts, visible } from './dom.js';
 import { request, open, wbPath, agentPath, filePath, describe, ApiError, allPages } from './api.js';
 
 const enc = encodeURIComponent;
@@ -171,7 +171,7 @@ function commitsView(ctx, agent, wb, first) {
 function snapshotsView(agent, wb, snaps) {
   return el('section', { 'aria-labelledby': 'snaps-h' }, el('h3', { id: 'snaps-h', text: 'Snapshots' }),
     snaps.length ? table([
-      ['Snapshot', s => el('span', {}, String(s.snapshot_id), s.name ? ` (${s.name})` : '')],
+      ['Snapshot', s => el('span', {}, String(s.snapshot_id), s.name ? parts` (${s.name})` : null)],
       ['State', s => s.state],
       ['Created', s => s.created_at],
       ['Read version', s => String(s.read_version)],
@@ -236,7 +236,7 @@ async function fileView(ctx, agent, wb, path) {
       ['Generation', v => String(v.generation)],
       ['When', v => v.at],
       ['Bytes', v => v.tombstone ? el('span', { class: 'badge', text: 'deleted' }) : String(v.size_bytes)],
-      ['By', v => v.producer ? `${v.producer.principal} via ${v.producer.surface}` : ''],
+      ['By', v => v.producer ? parts`${v.producer.principal} via ${v.producer.surface}` : ''],
       ['Digest', v => v.tombstone ? '' : short(v.digest_uri)],
     ], hist, 'versions', history, 'Retained versions, newest first', 'versions'),
     bodies.length > 1 ? compare : null, diffOut);
@@ -245,7 +245,7 @@ async function fileView(ctx, agent, wb, path) {
     showBody(content, new Uint8Array(await resp.arrayBuffer()), bodySize(resp));
   } catch (e) {
     if (e && e.name === 'AbortError') return;
-    content.textContent = describe(e);
+    content.textContent = visible(describe(e));
   }
 }
 

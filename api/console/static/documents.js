@@ -2,7 +2,7 @@
 // document from an observation, and a document's detail view with the editor, sources,
 // proposals and versions. Every write goes through api.write: a client id held in page
 // state, reused after a network failure.
-import { el, replace, notice, short, table, diffView, link, outcomeUnknown } from './dom.js';
+import { el, replace, notice, short, table, diffView, link, outcomeUnknown, parts } from './dom.js';
 import { request, write, ApiError, describe } from './api.js';
 
 const base = '/api/workbench';
@@ -41,8 +41,8 @@ export async function list(ctx) {
 
 function observation(ctx, c) {
   const li = el('li', { 'data-event': c.eventId },
-    el('div', {}, el('strong', { text: c.type }), ' ', el('span', { class: 'muted', text: `${c.source} · ${c.occurredAt}` }), ' ', short(c.eventId)),
-    el('details', {}, el('summary', { text: 'Excerpt' }), el('pre', { text: c.excerpt || '' })));
+    el('div', {}, el('strong', { text: c.type }), ' ', el('span', { class: 'muted' }, parts`${c.source} · ${c.occurredAt}`), ' ', short(c.eventId)),
+    el('details', {}, el('summary', { text: 'Excerpt' }), el('pre', { body: c.excerpt || '' })));
   if (ctx.canWriteDocuments()) {
     const open = el('button', { type: 'button', class: 'create-doc', text: 'Create working document' });
     open.addEventListener('click', () => {
@@ -89,9 +89,23 @@ async function create(ctx, originEventId, title, body) {
 // unknown reports a write whose outcome is unknown (dom.js outcomeUnknown).
 function unknown(ctx, r, retry) { return outcomeUnknown(ctx, r.id, 'write', retry); }
 
+// draftPrefix begins the localStorage key of every draft: cairn.draft.<tenant>/<workspace>/<id>.
+const draftPrefix = 'cairn.draft.';
+
 function draftKey(ctx, id) {
   const o = ctx.session.documents;
-  return `cairn.draft.${o.tenant}/${o.workspace}/${id}`;
+  return `${draftPrefix}${o.tenant}/${o.workspace}/${id}`;
+}
+
+// draftKeys lists the localStorage keys of every draft this browser holds, of any key's
+// owner.
+export function draftKeys() {
+  const keys = [];
+  for (let i = 0; i < localStorage.length; i++) {
+    const k = localStorage.key(i);
+    if (k !== null && k.startsWith(draftPrefix)) keys.push(k);
+  }
+  return keys;
 }
 
 function loadDraft(ctx, id) {
@@ -119,7 +133,7 @@ function editor(ctx, d) {
   const doc = d.document;
   const head = doc.versionId;
   if (!ctx.canWriteDocuments()) {
-    return el('section', { 'aria-labelledby': 'body-h' }, el('h3', { id: 'body-h', text: 'Body' }), el('pre', { id: 'doc-body', text: d.body }));
+    return el('section', { 'aria-labelledby': 'body-h' }, el('h3', { id: 'body-h', text: 'Body' }), el('pre', { id: 'doc-body', body: d.body }));
   }
   const key = draftKey(ctx, doc.documentId);
   const draft = loadDraft(ctx, doc.documentId);
@@ -169,8 +183,8 @@ function sources(ctx, d, candidates) {
   const checks = candidates.map((c, i) => {
     const idv = c.kind === 'version' ? c.versionId : c.eventId;
     const box = el('input', { type: 'checkbox', id: 'cand-' + i, 'data-kind': c.kind, value: idv, disabled: !ctx.canWriteDocuments() });
-    return { box, li: el('li', {}, box, ' ', el('label', { for: 'cand-' + i }, c.kind === 'version' ? `version ${idv.slice(0, 12)}…` : `${c.type} · ${c.occurredAt}`),
-      c.excerpt ? el('details', {}, el('summary', { text: 'Excerpt' }), el('pre', { text: c.excerpt })) : null) };
+    return { box, li: el('li', {}, box, ' ', el('label', { for: 'cand-' + i }, c.kind === 'version' ? `version ${idv.slice(0, 12)}…` : parts`${c.type} · ${c.occurredAt}`),
+      c.excerpt ? el('details', {}, el('summary', { text: 'Excerpt' }), el('pre', { body: c.excerpt })) : null) };
   });
   const record = el('button', { type: 'button', id: 'record-selection', text: 'Record selection' });
   record.addEventListener('click', () => select(ctx, doc.documentId, {
@@ -240,7 +254,7 @@ function proposalCard(ctx, p) {
   const open = p.state === 'pending' || p.state === 'stale';
   const card = el('article', { class: 'card proposal', 'data-proposal': p.proposalEventId, 'aria-label': 'Proposal ' + p.proposalEventId },
     el('div', { class: 'row' }, el('span', { class: 'badge ' + p.state, text: p.state }), short(p.proposalEventId),
-      el('span', { class: 'muted', text: `by ${(pr.proposer || {}).runnerId || '?'} · base ` }), short((pr.target || {}).baseVersionId)),
+      el('span', { class: 'muted' }, parts`by ${(pr.proposer || {}).runnerId || '?'} · base `), short((pr.target || {}).baseVersionId)),
     el('p', {}, el('strong', { text: 'Reason: ' }), pr.reason || ''),
     pr.evidenceEventIds && pr.evidenceEventIds.length ? el('p', { class: 'muted' }, 'Evidence: ', pr.evidenceEventIds.map(e => [short(e), ' '])) : null,
     p.diff ? diffView(p.diff, 'Proposed change') : null);

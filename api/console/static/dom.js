@@ -1,24 +1,61 @@
 // DOM helpers. Every string from the server goes into the page as a text node
 // (textContent); nothing here parses HTML (api/console/doc.go).
 
+// bidiControls are the explicit directional formatting characters of Unicode's
+// bidirectional algorithm (UAX #9): embeddings and overrides (U+202A–U+202E) and
+// isolates (U+2066–U+2069). In a name, title or path they make the text display in an
+// order other than the one it is stored in, so that one name can look like another.
+const bidiControls = /[\u202A-\u202E\u2066-\u2069]/g;
+
+// visible answers s with each explicit directional formatting character shown as a
+// visible escape, ⟨U+202E⟩, instead of acting on the text around it.
+export function visible(s) {
+  return String(s).replace(bidiControls, c => `⟨U+${c.codePointAt(0).toString(16).toUpperCase()}⟩`);
+}
+
 // el creates an element: props sets attributes ("class", "text" as its textContent,
-// "on<event>" listeners, true for a boolean attribute); children are nodes or strings
-// (text nodes).
+// "body" as its textContent verbatim, "on<event>" listeners, true for a boolean
+// attribute); children are nodes or strings. Every string is server text until shown
+// otherwise, so each is isolated: its direction cannot reach the text around it (an
+// element's only text gets dir="auto", which isolates it; a string among other children
+// becomes a <bdi> of its own), and its explicit directional formatting characters are
+// shown (visible). "body" is the text of a file or document, shown as written, for a
+// block of its own (a <pre>, whose every line ends every direction in it), where the
+// characters are part of the text (Arabic or Hebrew prose uses them). A Text node child
+// (parts) is the page's own text, appended as is.
 export function el(tag, props = {}, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(props || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k === 'class') e.className = v;
-    else if (k === 'text') e.textContent = String(v);
+    else if (k === 'text') e.textContent = visible(v);
+    else if (k === 'body') e.textContent = String(v);
     else if (k.startsWith('on') && typeof v === 'function') e.addEventListener(k.slice(2), v);
     else if (v === true) e.setAttribute(k, '');
     else e.setAttribute(k, String(v));
   }
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  const kids = children.flat(Infinity).filter(c => c !== null && c !== undefined && c !== false && c !== '');
+  if (props && props.text !== undefined || kids.length === 1 && !(kids[0] instanceof Node)) {
+    if (!e.hasAttribute('dir')) e.dir = 'auto';
+  }
+  for (const c of kids) {
+    if (c instanceof Node) e.append(c);
+    else if (kids.length === 1) e.append(visible(c));
+    else e.append(el('bdi', { text: c }));
   }
   return e;
+}
+
+// parts is a tagged template for a line mixing the page's text with server text: its
+// literals become Text nodes (the page's own), each value a string that el isolates
+// and escapes as a child of its own. el('p', {}, parts`by ${name} · ${when}`).
+export function parts(strings, ...values) {
+  const out = [];
+  strings.forEach((s, i) => {
+    if (s) out.push(document.createTextNode(s));
+    if (i < values.length) out.push(String(values[i] ?? ''));
+  });
+  return out;
 }
 
 // replace empties parent and appends children.
@@ -35,9 +72,9 @@ export function short(id) {
   return el('code', { title: id, text: id.length > 16 ? id.slice(0, 12) + '…' : id });
 }
 
-// notice is a message box; kind is error, unknown or ok.
+// notice is a message box; kind is error, unknown or ok; text is a string or parts.
 export function notice(kind, text, ...actions) {
-  return el('div', { class: 'notice ' + kind, role: kind === 'error' ? 'alert' : 'status' }, el('span', { text }), ' ', actions);
+  return el('div', { class: 'notice ' + kind, role: kind === 'error' ? 'alert' : 'status' }, el('span', {}, text), ' ', actions);
 }
 
 const prefix = { insert: '+', delete: '-', context: ' ' };
@@ -51,11 +88,15 @@ export function diffView(d, label = 'Diff') {
   if (d.text === false) {
     return el('p', { class: 'muted', text: `Not text: ${d.reason || 'binary or too large'} (${fmtSide(d.from || d.old)} → ${fmtSide(d.to || d.new)})` });
   }
+  // A diff is what a reviewer decides on: its lines show their directional formatting
+  // characters (the node's diffs escape them as \u{202e}, workbench/diff/escape.go; a
+  // diff the page builds, lineDiff, shows them as visible does), each line a block of
+  // its own.
   const pre = el('pre', { class: 'diff', 'aria-label': label, tabindex: '0' });
   for (const h of d.hunks || []) {
     pre.append(el('span', { class: 'hunk', text: `@@ -${h.old_start},${h.old_lines} +${h.new_start},${h.new_lines} @@` }));
     for (const l of h.lines || []) {
-      pre.append(el('span', { class: klass[l.op] || 'ctx', text: (prefix[l.op] ?? '?') + l.text }));
+      pre.append(el('span', { class: klass[l.op] || 'ctx', body: (prefix[l.op] ?? '?') + visible(l.text) }));
     }
   }
   const summary = el('p', { class: 'muted', text: `${d.lines_inserted ?? 0} lines inserted, ${d.lines_deleted ?? 0} deleted${d.truncated ? ' (truncated)' : ''}${d.approximate ? ' (approximate)' : ''}` });

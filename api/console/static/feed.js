@@ -1,5 +1,6 @@
 // The change feed of an agent root, live: GET /v1/agents/{agent}/events as server-sent
-// events, read with fetch (an EventSource cannot send the key) and parsed here.
+// events, read with fetch (an EventSource cannot send the key) and parsed here. What
+// the feed held before the page connected is shown apart, as earlier events.
 import { el, replace, notice } from './dom.js';
 import { open, agentPath, describe, NetworkError, ApiError } from './api.js';
 import { agentChooser } from './browse.js';
@@ -17,25 +18,38 @@ export async function view(ctx, agent) {
   }
   const state = el('p', { class: 'muted', id: 'feed-state', text: 'Connecting…' });
   const list = el('ol', { class: 'plain', id: 'feed', reversed: true, 'aria-live': 'off' });
-  replace(ctx.main, el('h2', {}, 'Change feed of ', el('code', { text: agent })), state, list);
+  const earlier = el('ol', { class: 'plain', id: 'feed-history', reversed: true });
+  replace(ctx.main, el('h2', {}, 'Change feed of ', el('code', { text: agent })), state,
+    el('h3', { id: 'feed-new-h', text: 'New events, since this page connected' }), list,
+    el('h3', { id: 'feed-history-h', text: `Earlier events: what the feed already held when this page connected (the newest ${maxShown})` }), earlier);
+  // The REST feed starts, without a position, at the oldest event it holds (api/rest/events.go):
+  // those are not news, so the page first reads them with follow=false (the stream
+  // ends at the events held when it was opened) into the list of earlier events, then
+  // follows after the last of them, so only what happened since shows as new.
   // A stream ends when the node shuts down (a restart) or the connection breaks: the page
   // connects again and resumes after the last frame it showed (Last-Event-ID), so no
   // event is skipped or shown twice, waiting longer after each failure in a row.
   let last = '';
+  let caughtUp = false;
   for (let failures = 0; ; ) {
     let why;
+    const into = caughtUp ? list : earlier;
     try {
       const headers = last ? { 'Last-Event-ID': last } : {};
-      const resp = await open(agentPath(agent) + '/events', { headers, signal: ctx.signal });
-      state.textContent = 'Live: new events appear at the top.';
+      const resp = await open(agentPath(agent) + '/events' + (caughtUp ? '' : '?follow=false'), { headers, signal: ctx.signal });
+      state.textContent = caughtUp ? 'Live: new events appear at the top.' : 'Reading the events the feed already holds…';
       failures = 0;
-      last = await follow(resp, list, last);
+      last = await follow(resp, into, last);
+      if (!caughtUp) {
+        caughtUp = true;
+        continue;
+      }
       why = `The stream ended (last event ${last || 'none'})`;
     } catch (e) {
       if (e && e.name === 'AbortError') return;
       if (!(e instanceof NetworkError || (e instanceof ApiError && (e.status === 503 || e.status === 502 || e.body.retryable === true)))) {
         if (e instanceof ApiError && e.code === 'FeedExpired' && e.body.details && e.body.details.resume_after) {
-          list.prepend(el('li', { class: 'notice unknown', text: `Events after ${last} are no longer held: the feed goes on after ${e.body.details.resume_after}.` }));
+          into.prepend(el('li', { class: 'notice unknown', text: `Events after ${last} are no longer held: the feed goes on after ${e.body.details.resume_after}.` }));
           last = e.body.details.resume_after;
           continue;
         }

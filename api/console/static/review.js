@@ -12,7 +12,7 @@
 // reads the pack proposals over REST, as Cairn proposals of openwop-packs, and gets no
 // decision buttons for them: a REST decision there is refused, and deciding one outside
 // the facade would skip apply's install judgment (api/openwop apply.go).
-import { el, replace, short, diffView, lineDiff, link, outcomeUnknown, table } from './dom.js';
+import { el, replace, short, diffView, lineDiff, link, outcomeUnknown, table, parts } from './dom.js';
 import { request, write, wbPath, agentPath, filePath, describe, ApiError, allPages } from './api.js';
 import { agentChooser } from './browse.js';
 import { greater } from './semver.js';
@@ -91,8 +91,8 @@ function card(ctx, agent, p, base) {
   const c = el('article', { class: 'card review', 'data-proposal': p.proposal_id, 'aria-label': 'Proposal ' + p.proposal_id },
     el('div', { class: 'row' }, el('span', { class: 'badge ' + (stale ? 'stale' : 'pending'), text: stale ? 'stale' : 'pending' }),
       el('span', { class: 'badge', text: pack ? 'OpenWOP pack' : 'Cairn' }), el('code', { text: `${p.workbench_id}/${p.path}` }), short(p.proposal_id)),
-    el('p', { class: 'muted', text: `by ${p.proposer} · ${p.created_at} · ` + (pack ? baseLine(base)
-      : `base generation ${p.base_generation}, head ${p.head_generation ?? 'none'}`) }),
+    el('p', { class: 'muted' }, parts`by ${p.proposer} · ${p.created_at} · `, pack ? baseLine(base)
+      : `base generation ${p.base_generation}, head ${p.head_generation ?? 'none'}`),
     p.reason ? el('p', {}, el('strong', { text: 'Reason: ' }), p.reason) : null,
     (p.evidence || []).length ? el('details', {}, el('summary', { text: `Evidence (${p.evidence.length})` }),
       el('pre', { text: JSON.stringify(p.evidence, null, 2) })) : null,
@@ -155,7 +155,7 @@ async function decide(ctx, agent, p, disposition) {
     const r = await write('review:' + p.proposal_id, { disposition }, id =>
       request('POST', path, { json: { disposition, submission_id: id } }));
     if (r.unknown) return outcomeUnknown(ctx, r.id, 'decision', () => decide(ctx, agent, p, disposition));
-    ctx.say('ok', `Recorded the decision: ${disposition} of ${p.path} (submission ${r.id}).`);
+    ctx.say('ok', parts`Recorded the decision: ${disposition} of ${p.path} (submission ${r.id}).`);
     ctx.rerender();
   } catch (e) {
     ctx.say('error', describe(e));
@@ -244,7 +244,7 @@ function packCard(ctx, p, base, agents) {
   const c = el('article', { class: 'card review pack', 'data-pack': p.id, 'aria-label': 'OpenWOP pack proposal ' + p.id },
     el('div', { class: 'row' }, el('span', { class: 'badge ' + (stale ? 'stale' : 'pending'), text: stale ? 'stale' : p.state }),
       el('span', { class: 'badge', text: 'OpenWOP pack' }), el('code', { text: `${p.kind} ${a.name ?? '?'}@${a.version ?? '?'}` }), short(p.id)),
-    el('p', { class: 'muted', text: `by ${(p.owner || {}).principal || '?'} · ${p.createdAt} · updated ${p.updatedAt} · ${baseLine(base)}` }),
+    el('p', { class: 'muted' }, parts`by ${(p.owner || {}).principal || '?'} · ${p.createdAt} · updated ${p.updatedAt} · ${baseLine(base)}`),
     p.title ? el('p', {}, el('strong', { text: 'Title: ' }), p.title) : null,
     p.rationale ? el('p', {}, el('strong', { text: 'Rationale: ' }), p.rationale) : null,
     (prov.sourceRunIds || []).length ? el('details', {}, el('summary', { text: `Evidence: source runs (${prov.sourceRunIds.length})` }),
@@ -290,7 +290,7 @@ function judgments(judged, packs) {
     rows.length ? table([
       ['Decision', j => el('span', { class: 'badge', text: j.disposition })],
       ['File', j => el('code', { text: `${j.workbench_id}/${j.path}` })],
-      ['By', j => j.decided_by || `${j.principal} via ${j.surface}`],
+      ['By', j => j.decided_by || parts`${j.principal} via ${j.surface}`],
       ['When', j => j.decided_at],
       ['Result', j => j.result_generation ? `generation ${j.result_generation}` : ''],
       ['Reason', j => j.reason || ''],
