@@ -21,11 +21,6 @@ import (
 // mcpAgent is the agent root every MCP session of the test works in.
 const mcpAgent = "mcp-agent"
 
-// workbenchTools are the tools the Workbench profile must list (the ones Cairn implements
-// so far; the other eleven of the 18 are not registered yet).
-var workbenchTools = []string{"workbench_create", "workbench_put_file", "workbench_append", "workbench_edit",
-	"workbench_list", "workbench_stat", "workbench_read"}
-
 // TestMCPSessionOverStdioAndHTTP runs one scripted Workbench session with the official
 // go-sdk client over each way an agent reaches Cairn: `cairn mcp` over real stdio on an
 // embedded node, streamable HTTP at /v1/agents/{agent}/mcp of `cairn serve`, and `cairn mcp
@@ -271,7 +266,7 @@ func runWorkbenchSession(t *testing.T, cs *sdk.ClientSession, wb string) map[str
 			t.Errorf("tool %s has no input schema", tool.Name)
 		}
 	}
-	for _, want := range workbenchTools {
+	for _, want := range sessionTools { // the 18 of docs/workbench.md
 		if !slices.Contains(names, want) {
 			t.Errorf("tools/list lacks %s: %v", want, names)
 		}
