@@ -46,7 +46,8 @@ const feedUnavailableLimit = 30 * time.Second
 // Events opens agent's change feed after position from (nil: from the oldest event the
 // feed holds), narrowed by filter, after a linearizable read: every change acknowledged
 // before the call is in the feed it follows. Errors: InvalidArguments (agent, filter),
-// NotFound for a root that does not exist or that the caller may not use (workbench/auth/doc.go),
+// InvalidArguments (field "after", rule "ahead_of_feed") for a from past the feed's newest
+// version, NotFound for a root that does not exist or that the caller may not use (workbench/auth/doc.go),
 // PermissionDenied without the read scope, FeedExpired when retention dropped events
 // after from, RoutingUnavailable.
 func (s *Review) Events(ctx context.Context, agent string, from *meta.FeedPosition, filter meta.EventFilter) (*Feed, error) {
@@ -59,6 +60,16 @@ func (s *Review) Events(ctx context.Context, agent string, from *meta.FeedPositi
 	}
 	f := &Feed{s: s.base, ctx: ctx, agent: agent, filter: filter, after: view.Feed().Floor(agent)}
 	if from != nil {
+		if from.Version > view.Version() {
+			// No event of a later version was handed out before this linearizable view
+			// (a moved root's versions exceed every moved one): following after it would
+			// silently skip the events up to it.
+			e := invalidArgument("after", "position %s is ahead of the change feed (its newest shard version is %d): resume after a position this feed handed out",
+				*from, view.Version())
+			e.Details["rule"] = "ahead_of_feed"
+			e.Details["newest_version"] = view.Version()
+			return nil, e
+		}
 		f.after = *from
 	}
 	if err := f.read(view); err != nil {

@@ -174,8 +174,9 @@ func (s *Lifecycle) mintSnapshot(ctx context.Context, agent string, in SnapshotI
 	}
 	res, werr := s.proposeSnapshot(ctx, agent, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
 		TTLDays: ttl, Reason: reason, Metadata: md, MaxHeld: maxHeld, Pool: pool})
-	if werr != nil && werr.Code == CodeResourceExhausted && werr.Details["quota"] != meta.QuotaSnapshots {
+	if werr != nil && werr.Code == CodeResourceExhausted && isSnapshotCap(werr.Details["quota"]) {
 		// The cap: it passes only once a snapshot is retired or reaped, not by retrying.
+		// Any other ResourceExhausted (a full disk, the root's quota) keeps its own answer.
 		werr.Retryable = false
 		werr.Details["max_snapshots"] = maxHeld
 		werr.Message += fmt.Sprintf(" (at most %d per workbench)", maxHeld)
@@ -184,6 +185,12 @@ func (s *Lifecycle) mintSnapshot(ctx context.Context, agent string, in SnapshotI
 		return nil, werr
 	}
 	return s.snapshotFields(success(), res.Snapshot, res.Snapshot.CreatedAtMs), nil
+}
+
+// isSnapshotCap reports whether a ResourceExhausted answer's quota is a per-workbench
+// snapshot cap (meta.SnapshotMint.MaxHeld), of either pool.
+func isSnapshotCap(quota any) bool {
+	return quota == meta.QuotaSnapshotsPerWorkbench || quota == meta.QuotaRunSnapshotsPerWorkbench
 }
 
 // proposeSnapshot proposes a snapshot command of agent's workbench (mint, renew, retire)

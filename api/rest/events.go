@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -101,6 +104,8 @@ type eventsRequest struct {
 	filter meta.EventFilter
 	resume feedResume
 	follow bool
+	// resumeField names where the resume position came from (Last-Event-ID or after).
+	resumeField string
 }
 
 func parseEventsRequest(r *http.Request) (eventsRequest, error) {
@@ -127,12 +132,24 @@ func parseEventsRequest(r *http.Request) (eventsRequest, error) {
 	}
 	switch id := r.Header.Get("Last-Event-ID"); {
 	case err != nil:
+	case len(r.Header.Values("Last-Event-ID")) > 1:
+		err = invalidArg("Last-Event-ID", "must be sent once")
 	case id != "":
-		req.resume, err = parseResume("Last-Event-ID", id)
+		req.resumeField = "Last-Event-ID"
+		req.resume, err = parseResume(req.resumeField, id)
 	case q.Has("after"):
-		req.resume, err = parseResume("after", q.Get("after"))
+		req.resumeField = "after"
+		req.resume, err = parseResume(req.resumeField, q.Get("after"))
 	}
 	return req, err
+}
+
+// resumeSent is the resume position as the request sent it (Last-Event-ID before after).
+func resumeSent(r *http.Request) string {
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		return id
+	}
+	return r.URL.Query().Get("after")
 }
 
 func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
@@ -165,7 +182,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request, agent string) {
 		err = workbench.RoutingUnavailable("this node is shutting down; open the feed on another node")
 	}
 	if err != nil {
-		h.writeError(w, r, frameIDs(err), noPrecondition)
+		h.writeError(w, r, resumeFieldOf(frameIDs(err), req, resumeSent(r)), noPrecondition)
 		return
 	}
 	hd := w.Header()
@@ -326,4 +343,20 @@ func (s *sseWriter) flush() bool {
 		s.buf.Reset()
 	}
 	return s.err == nil
+}
+
+// resumeFieldOf names in err the header or parameter the resume position came in, and
+// the position as the client sent it, for a refusal of the position as ahead of the feed
+// (workbench.Review.Events names it "after", as the position it resumes after).
+func resumeFieldOf(err error, req eventsRequest, sent string) error {
+	var we *workbench.Error
+	if req.resumeField == "" || !errors.As(err, &we) || we.Code != workbench.CodeInvalidArguments || we.Details["rule"] != "ahead_of_feed" {
+		return err
+	}
+	e := *we
+	e.Details = maps.Clone(we.Details)
+	e.Details["field"] = req.resumeField
+	e.Message = fmt.Sprintf("%s: position %q is ahead of the change feed (its newest shard version is %v): resume after a position this feed handed out",
+		req.resumeField, sent, we.Details["newest_version"])
+	return &e
 }

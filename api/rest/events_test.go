@@ -274,3 +274,74 @@ func TestEventsFollowHeartbeatAndShutdown(t *testing.T) {
 	// Once shutting down, a new stream is a retryable 503: open it on another node.
 	expect(t, do(t, "GET", srv.URL+"/v1/agents/a/events", nil), 503, workbench.CodeRoutingUnavailable)
 }
+
+// A resume position past the feed's newest version was never handed out: following after
+// it would silently skip every event up to it, so it is refused (400, naming the header or
+// parameter and the rule), as is a Last-Event-ID sent twice; the newest position itself
+// still resumes, and the next write's events follow it.
+func TestEventsResumeAheadOfTheFeedIsRefused(t *testing.T) {
+	srv, _ := newFeedServer(t, meta.Options{}, time.Hour)
+	g, err := strconv.ParseUint(putText(t, srv.URL, "w", "input/a", "x"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := fmt.Sprintf("%d.0", g+1000)
+	for _, tc := range []struct{ field, url, header string }{
+		{"Last-Event-ID", srv.URL + "/v1/agents/a/events", ahead},
+		{"after", srv.URL + "/v1/agents/a/events?after=" + ahead, ""},
+	} {
+		var hd []string
+		if tc.header != "" {
+			hd = []string{"Last-Event-ID", tc.header}
+		}
+		r := do(t, "GET", tc.url, nil, hd...)
+		expect(t, r, 400, workbench.CodeInvalidArguments)
+		d, _ := r.json["details"].(map[string]any)
+		if d["field"] != tc.field || d["rule"] != "ahead_of_feed" || !strings.HasPrefix(fmt.Sprint(r.json["message"]), tc.field+`: position "`+ahead+`"`) {
+			t.Fatalf("%s ahead of the feed: %s", tc.field, r.body)
+		}
+	}
+	req, err := http.NewRequest("GET", srv.URL+"/v1/agents/a/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Add("Last-Event-ID", fmt.Sprintf("%d.0", g))
+	req.Header.Add("Last-Event-ID", ahead)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 400 {
+		t.Fatalf("Last-Event-ID sent twice: status %d, want 400", res.StatusCode)
+	}
+	all, err := client.New(srv.URL, nil).Events(t.Context(), "a", client.EventsOptions{NoFollow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := ""
+	for {
+		ev, err := all.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		newest = ev.ID
+	}
+	all.Close()
+	if !strings.HasPrefix(newest, fmt.Sprint(g)+".") {
+		t.Fatalf("the newest frame %q is not of version %d", newest, g)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	s, err := client.New(srv.URL, nil).Events(ctx, "a", client.EventsOptions{After: newest})
+	if err != nil {
+		t.Fatalf("resume at the newest position: %v", err)
+	}
+	defer s.Close()
+	g2 := putText(t, srv.URL, "w", "input/b", "y")
+	if ev, err := s.Next(); err != nil || ev.ID != g2+".0" {
+		t.Fatalf("the next write after resuming at the newest position: %+v, %v, want %s.0", ev, err, g2)
+	}
+}

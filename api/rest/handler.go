@@ -544,9 +544,17 @@ func cutSection(full string) (sec, rel string, ok bool) {
 	return "", full, false
 }
 
-// idempotencyKey reads Idempotency-Key: 1..255 printable ASCII characters.
+// idempotencyKey reads Idempotency-Key: absent, or sent once as 1..255 printable ASCII
+// characters (an empty or repeated one would leave a retry unable to name its first send).
 func idempotencyKey(r *http.Request) (string, error) {
+	vs := r.Header.Values("Idempotency-Key")
+	if len(vs) > 1 {
+		return "", invalidArg("Idempotency-Key", "must be sent once")
+	}
 	k := r.Header.Get("Idempotency-Key")
+	if len(vs) == 1 && k == "" {
+		return "", invalidArg("Idempotency-Key", "must not be empty (1..255 printable ASCII characters; leave the header out for no key)")
+	}
 	if len(k) > 255 {
 		return "", invalidArg("Idempotency-Key", "must be at most 255 characters")
 	}

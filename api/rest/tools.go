@@ -268,6 +268,11 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, status int, res
 func bodyTool[In any](h *Handler, w http.ResponseWriter, r *http.Request, status int, set func(*In) error,
 	method func(*workbench.Tools, context.Context, string, In) (workbench.Result, error), agent string) {
 	h.tool(w, r, http.MethodPost, status, func(ctx context.Context) (workbench.Result, error) {
+		if len(r.Header.Values("Idempotency-Key")) > 0 {
+			// These tools keep no answer under a key: taking one would promise a retry
+			// it does not keep (a second snapshot, commit or restore).
+			return nil, invalidArg("Idempotency-Key", "is not supported on this route: a retry would run again; leave the header out")
+		}
 		var in In
 		if err := jsonBody(r, &in); err != nil {
 			return nil, err

@@ -176,8 +176,8 @@ func (d DocumentStore) Event(ctx context.Context, agent string, pos meta.FeedPos
 	}
 	f, err := d.Svc.Review.Events(docCtx(ctx), agent, &before, meta.EventFilter{})
 	if err != nil {
-		if workbench.AsError(err).Code == workbench.CodeFeedExpired {
-			return meta.Event{}, documents.ErrNotFound
+		if we := workbench.AsError(err); we.Code == workbench.CodeFeedExpired || we.Details["rule"] == "ahead_of_feed" {
+			return meta.Event{}, documents.ErrNotFound // dropped, or not yet an event
 		}
 		return meta.Event{}, docErr(err)
 	}

@@ -186,8 +186,11 @@ const commitsHelp = "List the commits of workbench ID, newest first (replaced on
 func newCommitsCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "commits ID [--limit N]", Short: "List a workbench's commits, newest first", Long: commitsHelp, Args: argsBetween(1, 1)}
 	o := addOutputFlags(cmd)
-	limit := cmd.Flags().Int("limit", 0, "commits per page, 1..100 (the listing walks every page)")
+	limit := cmd.Flags().Int("limit", 0, "commits per page, 1..100, 0: the server's (the listing walks every page)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if *limit < 0 || *limit > 100 {
+			return usageErrorf("--limit must be between 1 and 100 (0: the server's page size), got %d", *limit)
+		}
 		return listCommits(cmd, o.agent, args[0], *limit, o.json)
 	}
 	return cmd

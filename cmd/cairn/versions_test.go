@@ -91,3 +91,15 @@ func TestCommitsListsNewestFirstThroughEveryPage(t *testing.T) {
 		t.Errorf("cairn commits --json:\n%s", strings.Join(out, "\n"))
 	}
 }
+
+// TestCommitsRefusesALimitOutOfRange: `cairn commits --limit` is a page size of 1..100
+// (0: the server's); a negative one is refused before any request, naming the flag, not
+// taken as the default (the command would print an empty table and exit 0).
+func TestCommitsRefusesALimitOutOfRange(t *testing.T) {
+	for _, limit := range []string{"-1", "-100"} {
+		_, _, err := execCairn(t, "commits", "w", "--limit", limit, "--agent", "a", "--server", "http://127.0.0.1:1")
+		if code, msg := describeError(err); code != "InvalidArguments" || !strings.Contains(msg, "--limit") {
+			t.Fatalf("cairn commits --limit %s: %s: %s; want InvalidArguments naming --limit", limit, code, msg)
+		}
+	}
+}
