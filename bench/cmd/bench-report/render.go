@@ -368,9 +368,10 @@ func (e *env) renderSmallCallTargets(w func(string, ...any)) {
 		w("| stat (HEAD), 16 clients: ≥ 40,000/s (the lean HTTP/1.1 generator; with Cairn's Go client as the generator) | %s/s (%s/s) | %s |\n",
 			bench.FormatRate(r), bench.FormatRate(j.report.Cairn.AchievedRate), verdict(r >= 40000))
 	}
-	if j := e.job("list"); j != nil {
-		p99 := j.report.Cairn.Latency.P99Micros
-		w("| list of 100 entries, 8 clients: p99 ≤ 5 ms | %s | %s |\n", bench.FormatMicros(p99), verdict(p99 <= 5000))
+	if j, lean := e.job("list"), e.job("list-lean"); j != nil && lean != nil {
+		p99 := lean.report.Cairn.Latency.P99Micros
+		w("| list of 100 entries, 8 clients: p99 ≤ 5 ms (the lean HTTP/1.1 generator; with Cairn's Go client as the generator) | %s (%s) | %s |\n",
+			bench.FormatMicros(p99), bench.FormatMicros(j.report.Cairn.Latency.P99Micros), verdict(p99 <= 5000))
 	}
 	if j, lean := e.job("mcp"), e.job("mcp-lean"); j != nil && lean != nil {
 		r := lean.report.Cairn.AchievedRate

@@ -212,6 +212,7 @@ func run(ctx context.Context, o options) error {
 		single("mixed", "mixed 90% GET / 10% PUT, 16 clients", "--scenario", "mixed", "--concurrency", "16"),
 		single("append-log", "append-log 128 B to 4 files, 16 clients", append([]string{"--scenario", "append-log", "--concurrency", "16"}, writeBaselines...)...),
 		single("list", "list 100 entries, 8 clients", "--scenario", "list", "--concurrency", "8"),
+		single("list-lean", "list 100 entries, 8 clients, lean HTTP/1.1 generator", "--scenario", "list", "--concurrency", "8", "--lean-http"),
 		single("snapshot-10", "snapshot of 10 files, 4 clients", "--scenario", "snapshot", "--files", "10", "--concurrency", "4"),
 		single("snapshot-10000", "snapshot of 10,000 files, 4 clients", "--scenario", "snapshot", "--files", "10000", "--concurrency", "4"),
 		single("restore-100", "restore of 100 files, 4 clients", "--scenario", "restore", "--files", "100", "--concurrency", "4"),
