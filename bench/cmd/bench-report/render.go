@@ -288,7 +288,7 @@ func (e *env) renderTargets(w func(string, ...any)) {
 		w("| throughput grows with concurrency, not capped at 1/fsync (the 1-client fsync baseline: %s/s) | %s | %s |\n",
 			bench.FormatRate(oneFsync), strings.Join(growth, ", "), verdict(rates[2] > rates[0] && rates[2] > oneFsync))
 	}
-	for _, id := range []string{"object-put-1m", "object-put-64m", "object-put-1m-c16", "object-put-64m-c16"} {
+	for _, id := range []string{"object-put-1m", "object-put-64m", "object-put-1m-c16", "object-put-64m-c4", "object-put-64m-c16"} {
 		if r := e.ratio(id, bench.BaselineMinIO); r > 0 {
 			w("| %s: ≥ 0.9× raw minio-go | %.2f× | %s |\n", e.job(id).what, r, verdict(r >= 0.9))
 		}

@@ -223,6 +223,7 @@ func run(ctx context.Context, o options) error {
 		viaS3(object("object-put-64m", "object-put 64 MiB, 2 clients", 2*o.duration, "--scenario", "object-put", "--size", "64MiB", "--concurrency", "2")),
 		viaS3(object("object-get-64m", "object-get 64 MiB, 2 clients", 2*o.duration, "--scenario", "object-get", "--size", "64MiB", "--concurrency", "2")),
 		object("object-put-1m-c16", "object-put 1 MiB, 16 clients", o.duration, "--scenario", "object-put", "--size", "1MiB", "--concurrency", "16"),
+		object("object-put-64m-c4", "object-put 64 MiB, 4 clients", 2*o.duration, "--scenario", "object-put", "--size", "64MiB", "--concurrency", "4"),
 		object("object-put-64m-c16", "object-put 64 MiB, 16 clients", 2*o.duration, "--scenario", "object-put", "--size", "64MiB", "--concurrency", "16"),
 		hot(object("object-get-1m", "object-get 1 MiB, 4 clients", o.duration, "--scenario", "object-get", "--size", "1MiB", "--concurrency", "4")),
 		hot(object("object-get-64m", "object-get 64 MiB, 2 clients", 2*o.duration, "--scenario", "object-get", "--size", "64MiB", "--concurrency", "2")),
