@@ -85,14 +85,16 @@ type Config struct {
 	DrainTimeout time.Duration
 	// OpTimeout bounds each operation. Default 60s (the histogram's range).
 	OpTimeout time.Duration
-	// LeanHTTP sends the stat scenario's HEADs, or the mcp scenario's tool calls, over a
-	// lean HTTP/1.1 client (github.com/valyala/fasthttp: no goroutines per connection, no
-	// allocation per request) instead of api/client over net/http or the go-sdk's MCP
-	// client, which spend about twice (stat) or more (MCP) the CPU per request. On a
-	// machine the server shares with its load generator, the cores the generator does
-	// not spend measure the server. Each answer is still checked: 200 and the file's
-	// size (stat); the JSON-RPC response to the call, with status "success" (MCP). Only
-	// with the stat and mcp scenarios and an http:// server.
+	// LeanHTTP sends the stat scenario's HEADs, the list scenario's GETs of every page,
+	// or the mcp scenario's tool calls, over a lean HTTP/1.1 client
+	// (github.com/valyala/fasthttp: no goroutines per connection, no allocation per
+	// request) instead of api/client over net/http or the go-sdk's MCP client, which
+	// spend about twice (stat) or more (MCP) the CPU per request. On a machine the server
+	// shares with its load generator, the cores the generator does not spend measure the
+	// server. Each answer is still checked: 200 and the file's size (stat); 200, JSON,
+	// each page's entries and next_cursor, and the directory's number of entries over all
+	// pages (list); the JSON-RPC response to the call, with status "success" (MCP). Only
+	// with the stat, list and mcp scenarios and an http:// server.
 	LeanHTTP bool
 }
 
@@ -157,8 +159,8 @@ func (c Config) Validate() error {
 		return bad("drain timeout %v: must be ≥ 0", c.DrainTimeout)
 	case c.OpTimeout <= 0:
 		return bad("op timeout %v: must be > 0", c.OpTimeout)
-	case c.LeanHTTP && c.Scenario != ScenarioStat && c.Scenario != ScenarioMCP:
-		return bad("lean HTTP: only the %s and %s scenarios have a lean client (not %s)", ScenarioStat, ScenarioMCP, c.Scenario)
+	case c.LeanHTTP && c.Scenario != ScenarioStat && c.Scenario != ScenarioList && c.Scenario != ScenarioMCP:
+		return bad("lean HTTP: only the %s, %s and %s scenarios have a lean client (not %s)", ScenarioStat, ScenarioList, ScenarioMCP, c.Scenario)
 	case c.LeanHTTP && !strings.HasPrefix(c.Server, "http://"):
 		return bad("lean HTTP: server %q must be an http:// URL", c.Server)
 	}

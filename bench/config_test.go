@@ -83,7 +83,7 @@ func TestConfigValidateNamesTheBrokenField(t *testing.T) {
 			c.SweepRates = []float64{10}
 			c.S3Gateway = S3GatewayConfig{Endpoint: "http://127.0.0.1:9100", AccessKeyID: "A", SecretAccessKey: "S"}
 		}, "not a sweep"},
-		{"a lean client for a scenario without one", func(c *Config) { c.LeanHTTP = true }, "only the stat and mcp scenarios"},
+		{"a lean client for a scenario without one", func(c *Config) { c.LeanHTTP = true }, "only the stat, list and mcp scenarios"},
 		{"a lean client to an https server", func(c *Config) {
 			c.Scenario = ScenarioStat
 			c.LeanHTTP = true
@@ -104,6 +104,17 @@ func TestConfigValidateNamesTheBrokenField(t *testing.T) {
 				t.Errorf("error %v wraps neither ErrInvalidConfig nor ErrUnknownScenario", err)
 			}
 		})
+	}
+}
+
+// The scenarios with a lean lane take Config.LeanHTTP to an http:// server.
+func TestConfigValidateTakesALeanClientWhereThereIsOne(t *testing.T) {
+	for _, sc := range []string{ScenarioStat, ScenarioList, ScenarioMCP} {
+		c := DefaultConfig()
+		c.Scenario, c.LeanHTTP = sc, true
+		if err := c.Validate(); err != nil {
+			t.Errorf("a lean client for %s: %v", sc, err)
+		}
 	}
 }
 

@@ -11,9 +11,10 @@
 //     fixed schedule, at most MaxInFlight at once), and records every latency in an
 //     HdrHistogram (1 µs resolution, 1 µs..60 s).
 //   - Scenarios (small-put, small-get, stat, mixed, append-log, object-put, object-get,
-//     list, snapshot, restore) turn an Op into REST calls through api/client (stat, with
-//     Config.LeanHTTP, into HEADs of the same URLs over fasthttp's lean HTTP/1.1 client,
-//     lean.go, so that the generator takes less of a machine it shares); the mcp
+//     list, snapshot, restore) turn an Op into REST calls through api/client (stat and
+//     list, with Config.LeanHTTP, into HEADs or GETs of every page of the same URLs over
+//     fasthttp's lean HTTP/1.1 client, lean.go and lean_list.go, so that the generator
+//     takes less of a machine it shares); the mcp
 //     scenario into an agent's tool mix over MCP streamable HTTP with the official go-sdk
 //     client (with Config.LeanHTTP, the same tools/call requests over fasthttp on the
 //     protocol version a go-sdk session negotiated, lean_mcp.go); with Config.S3Gateway, the put and get scenarios also into PutObject and

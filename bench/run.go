@@ -20,7 +20,8 @@ type RunOptions struct {
 	// Terminal says Progress is a terminal: the tally is one line rewritten in place
 	// rather than a line every 5 s.
 	Terminal bool
-	// HTTPClient, if set, carries every request; nil means a client Run builds with one
+	// HTTPClient, if set, carries every request but the lean lanes' (Config.LeanHTTP),
+	// which have their own HTTP/1.1 client; nil means a client Run builds with one
 	// idle keep-alive connection per worker (net/http's default keeps 2, which would make
 	// a concurrent run measure connection setup).
 	HTTPClient *http.Client
@@ -81,6 +82,12 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (rep *Report, err err
 			return nil, err
 		}
 		defer sc.lean.close()
+	}
+	if cfg.LeanHTTP && cfg.Scenario == ScenarioList {
+		if sc.leanList, err = newLeanList(cfg, sc.workers, listPageLimit); err != nil {
+			return nil, err
+		}
+		defer sc.leanList.close()
 	}
 	if cfg.Scenario == ScenarioMCP {
 		sessions := newMCPSessions(cfg.Server, cfg.Agent, hc)

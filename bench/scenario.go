@@ -97,9 +97,9 @@ const restoreSnapshotName = "bench-restore-source"
 const snapshotTTLDays = 1
 
 // scenario is one scenario bound to a server, a workbench and its parameters. Its Ops
-// talk to Cairn only through api/client, but for the stat scenario's lean lane
-// (Config.LeanHTTP, lean.go), which addresses the same URLs, and the MCP scenario, which
-// calls tools over MCP (mcp.go, lean_mcp.go).
+// talk to Cairn only through api/client, but for the stat and list scenarios' lean lanes
+// (Config.LeanHTTP, lean.go, lean_list.go), which address the same URLs, and the MCP
+// scenario, which calls tools over MCP (mcp.go, lean_mcp.go).
 type scenario struct {
 	name      string
 	c         *client.Client
@@ -116,6 +116,8 @@ type scenario struct {
 	mcp mcpCaller
 	// lean is the stat scenario's lean lane; nil unless Config.LeanHTTP.
 	lean *leanStat
+	// leanList is the list scenario's lean lane; nil unless Config.LeanHTTP.
+	leanList *leanList
 	// minted are the snapshot scenario's live snapshots, oldest first (minted.go).
 	minted mintedSnapshots
 }
@@ -265,6 +267,9 @@ func (s *scenario) op(phase int) (Op, error) {
 	case ScenarioMCP:
 		return s.mcpOp(phase), nil
 	case ScenarioList:
+		if s.leanList != nil {
+			return OpFunc(func(ctx context.Context, _ uint64) error { return s.leanList.list(ctx) }), nil
+		}
 		return OpFunc(func(ctx context.Context, _ uint64) error {
 			var cursor string
 			entries := 0

@@ -450,17 +450,7 @@ func (c *Client) Delete(ctx context.Context, agent, wb, path string, opts Delete
 // workbench changed since the cursor's first page of a live listing), InvalidArguments
 // (bad cursor), SnapshotNotFound, SnapshotExpired, ...
 func (c *Client) List(ctx context.Context, agent, wb, dir string, opts ListOptions) (*ListPage, error) {
-	q := url.Values{}
-	if dir != "" {
-		q.Set("path", dir)
-	}
-	if opts.Cursor != "" {
-		q.Set("cursor", opts.Cursor)
-	}
-	if opts.Limit != 0 {
-		q.Set("limit", strconv.Itoa(opts.Limit))
-	}
-	u, err := withSnapshot(c.tr.workbenchURL(agent, wb)+"/list", q, opts.AtSnapshot)
+	u, err := c.tr.listURL(agent, wb, dir, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 )
@@ -252,6 +253,29 @@ func (t *transport) escapedSlash(u *url.URL) error {
 // on its own, as the calls escape it.
 func FileURL(baseURL, agent, wb, path string) string {
 	return newTransport(baseURL, nil).fileURL(agent, wb, path)
+}
+
+// ListURL returns the URL a Client made by New(baseURL, ...) GETs for one page of dir's
+// listing with opts (List): the workbench's list resource with path, cursor, limit and
+// at_snapshot as query parameters when they are set. Its error is List's for a bad
+// opts.AtSnapshot.
+func ListURL(baseURL, agent, wb, dir string, opts ListOptions) (string, error) {
+	return newTransport(baseURL, nil).listURL(agent, wb, dir, opts)
+}
+
+// listURL returns the URL of one page of dir's listing with opts.
+func (t *transport) listURL(agent, wb, dir string, opts ListOptions) (string, error) {
+	q := url.Values{}
+	if dir != "" {
+		q.Set("path", dir)
+	}
+	if opts.Cursor != "" {
+		q.Set("cursor", opts.Cursor)
+	}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	return withSnapshot(t.workbenchURL(agent, wb)+"/list", q, opts.AtSnapshot)
 }
 
 // fileURL returns the URL of a file inside a workbench: each path component escaped on

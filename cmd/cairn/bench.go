@@ -148,7 +148,7 @@ func newBenchCommand() *cobra.Command {
 	f.IntVar(&cfg.Nodes, "nodes", 0, "the measured server's node count, recorded in the report")
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "open loop: how long late requests are still sent after --duration")
 	f.DurationVar(&cfg.OpTimeout, "op-timeout", cfg.OpTimeout, "bound on each request")
-	f.BoolVar(&cfg.LeanHTTP, "lean-http", false, "stat and mcp: send the HEADs or the tool calls over a lean HTTP/1.1 client (fasthttp) instead of Cairn's Go client or the MCP go-sdk's, so the generator takes less of a shared machine's CPU; http:// servers only")
+	f.BoolVar(&cfg.LeanHTTP, "lean-http", false, "stat, list and mcp: send the HEADs, the listing GETs or the tool calls over a lean HTTP/1.1 client (fasthttp) instead of Cairn's Go client or the MCP go-sdk's, so the generator takes less of a shared machine's CPU; http:// servers only")
 	f.StringVar(&out, "out", "", "write the JSON report to this file")
 	f.StringVar(&markdown, "markdown", "", "write the Markdown report to this file")
 	f.StringVar(&plotPath, "plot", "", "write a PNG plot of latency percentiles and throughput over time (a sweep: against the offered rate) to this file")
