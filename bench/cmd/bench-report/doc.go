@@ -18,7 +18,7 @@
 // and etcd baselines), small-get, stat and the 1 MiB object path (minio baseline) against
 // it. Every `cairn bench` run leaves its JSON, Markdown and PNG report in -out, every
 // profile its .cpu.pprof; BENCHMARKS.md summarises them and names the commands that made
-// them. The run takes about 8 minutes with the default durations, of which the 2 GiB body
+// them. The run takes about 11 to 12 minutes with the default durations, of which the 2 GiB body
 // and the two 64 MiB profiles about one (they do not scale with -duration).
 //
 //	make bench-report
