@@ -234,3 +234,43 @@ func TestLogStoreBatchesReuseTheirSealBuffers(t *testing.T) {
 		}
 	}
 }
+
+// bbolt's values are valid only while their transaction is open (v1.4.3, bucket.go: Get
+// returns the memory-mapped page), and raft keeps the entries and stable values it reads
+// long after: the log hands out copies. Read, then close the file (bbolt unmaps it), then
+// use what was read: an entry or value that aliased the map would fault or change here.
+func TestWhatTheLogReadsOutlivesTheFile(t *testing.T) {
+	bl, err := openBoltLog(filepath.Join(t.TempDir(), logFile), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := compatEntries()
+	if err := bl.StoreLogs(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := bl.Set([]byte("k"), bytes.Repeat([]byte("v"), 5000)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]*raft.Log, len(want))
+	for i, e := range want {
+		got[i] = new(raft.Log)
+		if err := bl.GetLog(e.Index, got[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stable, err := bl.Get([]byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range want {
+		if !bytes.Equal(got[i].Data, e.Data) || !bytes.Equal(got[i].Extensions, e.Extensions) {
+			t.Errorf("entry %d after the file closed: %d data bytes, %q extensions; want %d, %q", e.Index, len(got[i].Data), got[i].Extensions, len(e.Data), e.Extensions)
+		}
+	}
+	if !bytes.Equal(stable, bytes.Repeat([]byte("v"), 5000)) {
+		t.Errorf("stable value after the file closed: %d bytes", len(stable))
+	}
+}

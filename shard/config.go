@@ -90,6 +90,9 @@ type Config struct {
 	// sinceOpen, set by this package's tests only, replaces the monotonic clock readiness
 	// is measured with (a test advances it to model a pause of the process).
 	sinceOpen func() time.Duration
+	// beforeApply, set by this package's tests only, runs in raft's FSM goroutine before
+	// each log entry is applied (a test holds it there to model a slow apply).
+	beforeApply func(*raft.Log)
 }
 
 // inmemMember is one replica's place in an in-memory test group: its transport (an

@@ -33,7 +33,7 @@
 //   - The leader stamps every command with its wall clock; the FSM never reads a clock.
 //   - Errors that mean "try again or elsewhere" are typed (ErrNotLeader, ErrTimeout,
 //     ErrBehind) and retryable; ErrTimeout means the outcome is unknown (including a
-//     leader deposed while the command was in flight). Each error a caller acts on also
+//     leader deposed, or a replica closed, while the command was in flight). Each error a caller acts on also
 //     matches, with errors.Is, the outcome it implies in package shard/outcome
 //     (ErrNotLeader, ErrClosed and ErrBehind: outcome.ErrUnavailable; ErrTimeout:
 //     outcome.ErrUnknown; ErrStorageFull: outcome.ErrStorageFull), so the surfaces

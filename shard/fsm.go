@@ -15,6 +15,9 @@ import (
 type raftFSM struct{ s *Shard }
 
 func (f *raftFSM) Apply(l *raft.Log) any {
+	if f.s.cfg.beforeApply != nil {
+		f.s.cfg.beforeApply(l)
+	}
 	start := time.Now()
 	res := f.s.fsm.Apply(l.Index, l.Data)
 	f.s.cfg.Metrics.since(timingApply, start)

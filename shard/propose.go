@@ -52,6 +52,13 @@ func (s *Shard) Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.R
 	select {
 	case err := <-done:
 		if err != nil {
+			if errors.Is(err, raft.ErrRaftShutdown) && f.Index() != 0 {
+				// The entry was written to the log (dispatched: it has an index) and raft
+				// shut down before answering it; hashicorp/raft also answers a committed
+				// entry so (raft.go, processLogs), which then applies here after a restart
+				// or on the next leader. Only a refusal before the log is ErrClosed.
+				return meta.Result{}, fmt.Errorf("%w (%v after it was written at index %d)", ErrTimeout, err, f.Index())
+			}
 			return meta.Result{}, mapRaftError(err)
 		}
 		s.cfg.Metrics.since(timingPropose, start)

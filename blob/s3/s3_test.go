@@ -412,6 +412,69 @@ func TestMinIORefusesAConditionalPutOverAnObject(t *testing.T) {
 	}
 }
 
+// A blob longer than a part goes up as a multipart upload whose completion carries
+// If-None-Match: * (multipart.go; minio-go v7.4.1 sends PutObjectOptions' headers with
+// CompleteMultipartUpload, api-put-object-multipart.go). Two uploads of one name racing,
+// as two nodes' Puts of the same new blob do after both HEADs found nothing: the first
+// completion creates the object, the second must be refused with 412, not replace it.
+func TestMinIORefusesAConditionalCompleteOverAnObject(t *testing.T) {
+	srv := s3test.Start(t)
+	core := minio.Core{Client: srv.Client(t)}
+	ctx := t.Context()
+	bucket := s3test.Bucket()
+	if err := core.MakeBucket(ctx, bucket, minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var cond minio.PutObjectOptions
+	cond.SetMatchETagExcept("*")
+	upload := func(body string) (string, []minio.CompletePart) {
+		id, err := core.NewMultipartUpload(ctx, bucket, "o", minio.PutObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := core.PutObjectPart(ctx, bucket, "o", id, 1, strings.NewReader(body), int64(len(body)), minio.PutObjectPartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, []minio.CompletePart{{PartNumber: 1, ETag: p.ETag}}
+	}
+	firstID, firstParts := upload("first")
+	secondID, secondParts := upload("second")
+	if _, err := core.CompleteMultipartUpload(ctx, bucket, "o", firstID, firstParts, cond); err != nil {
+		t.Fatalf("conditional completion of the first upload of a new object: %v", err)
+	}
+	_, err := core.CompleteMultipartUpload(ctx, bucket, "o", secondID, secondParts, cond)
+	if resp := minio.ToErrorResponse(err); resp.StatusCode != http.StatusPreconditionFailed {
+		t.Fatalf("conditional completion over an object: %v (status %d), want 412 Precondition Failed", err, resp.StatusCode)
+	}
+	if got := s3test.ObjectPayload(t, srv.Client(t), bucket, "o"); string(got) != "first" {
+		t.Fatalf("object holds %q after the refused completion, want the first upload's", got)
+	}
+	_ = core.AbortMultipartUpload(ctx, bucket, "o", secondID)
+}
+
+// Separate stores' Puts of one new blob longer than a part (multipart uploads) create it
+// once, as single PUTs do (TestConcurrentPutsFromSeparateStoresCreateOnce).
+func TestConcurrentMultipartPutsFromSeparateStoresCreateOnce(t *testing.T) {
+	srv := s3test.Start(t)
+	cfg := srv.Config(s3test.Bucket())
+	cfg.PartSizeBytes = s3.MinPartSizeBytes
+	ss := make([]blob.Store, 3)
+	for i := range ss {
+		ss[i] = s3test.Open(t, cfg)
+	}
+	for round := range 2 {
+		data := blobtest.RandomBytes(uint64(200+round), s3.MinPartSizeBytes+1<<10)
+		key := blobtest.KeyOf("r1", data)
+		if created := blobtest.ConcurrentPuts(t, ss, key, data); created != 1 {
+			t.Errorf("round %d: %d of %d concurrent multipart Puts from separate stores reported Created, want exactly 1", round, created, len(ss))
+		}
+		if got, err := blobtest.Read(t.Context(), ss[0], key, 0, -1); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("round %d: Get after concurrent Puts: %d bytes, %v", round, len(got), err)
+		}
+	}
+}
+
 func TestConcurrentPutsFromSeparateStoresCreateOnce(t *testing.T) {
 	srv := s3test.Start(t)
 	cfg := srv.Config(s3test.Bucket())
