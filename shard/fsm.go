@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/cairnstore/cairn/meta"
 )
@@ -34,9 +33,9 @@ func (f *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 func (f *raftFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	start := time.Now()
-	zr, err := zstd.NewReader(rc, zstd.WithDecoderConcurrency(1))
+	zr, err := newSnapshotReader(rc)
 	if err != nil {
-		return fmt.Errorf("shard: snapshot decoder: %w", err)
+		return err
 	}
 	defer zr.Close()
 	if err := f.s.fsm.Restore(zr); err != nil {

@@ -80,9 +80,9 @@ func CheckSnapshot(open func() (io.ReadCloser, error)) (uint64, error) {
 		return 0, err
 	}
 	defer rc.Close()
-	zr, err := zstd.NewReader(rc, zstd.WithDecoderConcurrency(1))
+	zr, err := newSnapshotReader(rc)
 	if err != nil {
-		return 0, fmt.Errorf("shard: snapshot decoder: %w", err)
+		return 0, err
 	}
 	defer zr.Close()
 	f := meta.New(meta.Options{})
@@ -93,6 +93,25 @@ func CheckSnapshot(open func() (io.ReadCloser, error)) (uint64, error) {
 		return 0, errors.New("shard: snapshot is of an empty shard (version 0)")
 	}
 	return f.AppliedVersion(), nil
+}
+
+// snapshotMaxWindowBytes bounds the zstd window a snapshot stream may declare, and so the
+// history its decoder allocates. WriteSnapshot's encoder (SpeedFastest) has always used
+// 4 MiB; a stream that declares more than this (a corrupt one, or one Cairn did not
+// write, e.g. a tampered backup) is refused before its decoder allocates it, where
+// klauspost/compress's own bound is 512 MiB per decoder (zstd.MaxWindowSize). In the
+// synchronous decoder a single-segment frame's window is its declared content size, and
+// the bound applies to it too (decoder.go, nextBlockSync, v1.20.4).
+const snapshotMaxWindowBytes = 64 << 20
+
+// newSnapshotReader is the decoder of a snapshot stream: synchronous (it starts no
+// goroutine) and bounded by snapshotMaxWindowBytes.
+func newSnapshotReader(r io.Reader) (*zstd.Decoder, error) {
+	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(snapshotMaxWindowBytes))
+	if err != nil {
+		return nil, fmt.Errorf("shard: snapshot decoder: %w", err)
+	}
+	return zr, nil
 }
 
 // WriteSnapshot writes snap as the zstd-compressed stream InstallSnapshot reads.

@@ -10,7 +10,6 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/cairnstore/cairn/meta"
 )
@@ -111,9 +110,9 @@ func (f *recoverFSM) Snapshot() (raft.FSMSnapshot, error) {
 
 func (f *recoverFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	zr, err := zstd.NewReader(rc, zstd.WithDecoderConcurrency(1))
+	zr, err := newSnapshotReader(rc)
 	if err != nil {
-		return fmt.Errorf("shard: snapshot decoder: %w", err)
+		return err
 	}
 	defer zr.Close()
 	return f.fsm.Restore(zr)
