@@ -124,6 +124,15 @@ func (f *FSM) AppliedVersion() uint64 {
 	return f.st.version
 }
 
+// Applied returns, read together, the shard version of the last applied command and its
+// Raft log index: the version less the version shift (move_import.go; both are in a
+// snapshot, so a restored FSM answers them too).
+func (f *FSM) Applied() (version, index uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.version, f.st.version - f.st.shift
+}
+
 // Apply applies one encoded command at shard version index (its Raft log index) and
 // returns its deterministic result. It never panics on bad input: an undecodable command
 // yields a Result with an InvalidArguments error and changes nothing but the version and

@@ -149,6 +149,7 @@ func (c *confirmer) begin() (roundStart, error) {
 		r.others = append(r.others, sv)
 	}
 	s.soloVoter.Store(r.voters == 1 && r.acks == 1)
+	s.alone.Store(r.voters == 1 && r.acks == 1 && len(f.Configuration().Servers) == 1)
 	return r, nil
 }
 

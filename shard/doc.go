@@ -21,8 +21,11 @@
 //     heartbeat and runs in the read itself), counting only answers to heartbeats sent
 //     after the round began (confirm.go states the argument; hashicorp/
 //     raft's VerifyLeader is not used: it counts answers to heartbeats sent before a pause
-//     as votes for a check begun after it). No clock is part of the argument. Anywhere
-//     else it answers ErrNotLeader; it never serves a stale view. ReadIndex is the same
+//     as votes for a check begun after it), and whose FSM has then applied every command
+//     committed when the read began (read.go, catchUp: a follower may apply a committed
+//     entry before the leader's FSM does, and serve it). No clock is part of the
+//     argument. Anywhere else it answers ErrNotLeader; it never serves a stale view, nor
+//     one older than any replica's view served before the read began. ReadIndex is the same
 //     check answering the leader's applied version, for a follower's read (shard/host
 //     batches those calls: one per batch of concurrent follower reads).
 //   - Ready is true only on the caught-up leader whose newest leadership round began less

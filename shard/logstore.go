@@ -279,3 +279,22 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// lastCommand returns the index of the last command in the log in (after, upTo], 0 when
+// there is none: the entries after the FSM's last command may be Raft's own (a leader's
+// no-op, a barrier, a configuration), which the FSM never applies. An index the log no
+// longer holds was compacted into a snapshot of the FSM's state, which holds it and every
+// entry before it; an index the log cannot read counts as a command (waited for).
+func (l *logStore) lastCommand(after, upTo uint64) uint64 {
+	var e raft.Log
+	for i := upTo; i > after; i-- {
+		err := l.GetLog(i, &e)
+		switch {
+		case errors.Is(err, raft.ErrLogNotFound):
+			return 0
+		case err != nil || e.Type == raft.LogCommand:
+			return i
+		}
+	}
+	return 0
+}

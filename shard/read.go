@@ -12,23 +12,57 @@ import (
 )
 
 // ReadView returns a linearizable view: every write acknowledged before ReadView was
-// called is in it. ErrNotLeader when this replica cannot guarantee that.
+// called is in it, and so is every write any replica's view showed before then.
+// ErrNotLeader when this replica cannot guarantee that.
 //
 // The walk: the replica must be a leader that has applied its post-election barrier
 // (caughtUp, for term leaderTerm); a confirmation round that began after this call proves
 // a majority of voters still in that term (confirm.go, shared with the reads in flight);
-// the FSM's view at that point holds every acknowledged write.
+// then the FSM here must have applied every command committed when the call began
+// (catchUp), because a follower applies a committed entry as soon as it learns it is
+// committed, which may be before this leader's FSM, busy with earlier entries, has: a
+// read through the follower (whose view goes beyond the read index it waited for) could
+// otherwise show a write that a later read here does not. The FSM's view at that point
+// holds every acknowledged write and everything any replica applied before the call.
 func (s *Shard) ReadView(ctx context.Context) (*meta.View, error) {
 	if !s.caughtUp.Load() {
 		return nil, ErrNotLeader
 	}
-	if err := s.confirm.confirm(ctx); err != nil {
+	// An entry any replica had applied when the call began was committed by then: in this
+	// leader's term, so at most its commit index now, or in an earlier one, and then
+	// applied here before the post-election barrier completed (caughtUp).
+	committed := s.raft.CommitIndex()
+	err := s.confirm.confirm(ctx)
+	if err == nil {
+		err = s.catchUp(ctx, committed)
+	}
+	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrClosed) {
 			return nil, fmt.Errorf("shard: read: %w", err)
 		}
 		return nil, err
 	}
 	return s.fsm.View(), nil
+}
+
+// catchUp returns once the FSM has applied every command in the log up to index
+// committed. A replica that is the only server of its group (alone, learned by the
+// confirmation round) skips it: no other replica applies anything it has not. Errors:
+// ErrClosed, or ctx's error.
+func (s *Shard) catchUp(ctx context.Context, committed uint64) error {
+	if s.alone.Load() {
+		return nil
+	}
+	version, index := s.fsm.Applied()
+	if index >= committed {
+		return nil
+	}
+	for target := s.log.lastCommand(index, committed); index < target; version, index = s.fsm.Applied() {
+		if err := s.WaitApplied(ctx, version+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AppliedView returns a view of everything this replica has applied, leader or not,
@@ -49,7 +83,12 @@ const maxReadAtWait = 2 * time.Second
 // whatever is applied (AppliedView). It waits up to ctx's deadline, at most two seconds.
 // Errors: ErrBehind (retry later or on another replica), ErrClosed.
 func (s *Shard) ReadViewAt(ctx context.Context, version uint64) (*meta.View, error) {
-	if err := s.waitApplied(ctx, version); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, maxReadAtWait)
+	defer cancel()
+	if err := s.WaitApplied(wctx, version); err != nil {
+		if wctx.Err() != nil {
+			return nil, fmt.Errorf("%w: version %d, applied %d", ErrBehind, version, s.fsm.AppliedVersion())
+		}
 		return nil, err
 	}
 	return s.fsm.View(), nil
@@ -66,16 +105,6 @@ func (s *Shard) ReadIndex(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	return v.Version(), nil
-}
-
-func (s *Shard) waitApplied(ctx context.Context, version uint64) error {
-	wctx, cancel := context.WithTimeout(ctx, maxReadAtWait)
-	defer cancel()
-	err := s.WaitApplied(wctx, version)
-	if err != nil && wctx.Err() != nil {
-		return fmt.Errorf("%w: version %d, applied %d", ErrBehind, version, s.fsm.AppliedVersion())
-	}
-	return err
 }
 
 // WaitApplied returns once this replica has applied shard version `version`, leader or

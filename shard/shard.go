@@ -62,6 +62,7 @@ type Shard struct {
 	// to Config.OnReady, under publishMu.
 	caughtUp    atomic.Bool
 	soloVoter   atomic.Bool    // the latest configuration has this replica as its only voter
+	alone       atomic.Bool    // the latest configuration has this replica as its only server
 	probing     sync.WaitGroup // confirmation heartbeats in flight (confirm.go)
 	leaderTerm  atomic.Uint64
 	confirmedAt atomic.Int64
