@@ -59,26 +59,77 @@ func (f *waitFlags) register(cmd *cobra.Command, until string, timeout time.Dura
 	cmd.Flags().DurationVar(&f.timeout, "timeout", timeout, "how long --wait waits")
 }
 
+// adminUnansweredLimit is how long a waiting cluster command goes on reading an admin
+// listener that does not answer (a refused or broken connection, a retryable error)
+// before it ends with Unavailable: the node it talks to may be gone for good (killed,
+// decommissioned), and the change it follows goes on in the cluster without it. A
+// variable so that tests can shorten it.
+var adminUnansweredLimit = time.Minute
+
+// unanswered tracks the polls of a wait that found no answer: since when, and the last
+// error. The zero value is a wait whose last poll was answered.
+type unanswered struct {
+	since time.Time
+	err   error
+}
+
+// note records a poll's error (nil: answered). It returns a progress line when the polls
+// begin to fail, and whether they have failed for adminUnansweredLimit.
+func (u *unanswered) note(err error) (line string, over bool) {
+	if err == nil {
+		u.since, u.err = time.Time{}, nil
+		return "", false
+	}
+	u.err = err
+	if u.since.IsZero() {
+		u.since = time.Now()
+		return fmt.Sprintf("the admin server does not answer (%v); still waiting", err), false
+	}
+	return "", time.Since(u.since) >= adminUnansweredLimit
+}
+
+// gone is the error of a wait whose admin server stopped answering: code Unavailable,
+// naming since when, the last error and what goes on meanwhile (then).
+func (u *unanswered) gone(then string) error {
+	return &codedError{code: "Unavailable", err: fmt.Errorf("the admin server has not answered since %s (last: %v); %s",
+		u.since.Format(time.TimeOnly), u.err, then)}
+}
+
 // followStatus reads the cluster status every poll until check says done, printing each
 // new line check returns (the progress) to out. A status that fails with a retryable
-// error (a node electing, etcd away) is read again; any other error ends it. It returns
-// ctx's error when ctx ends first.
-func followStatus(ctx context.Context, c *client.Admin, out io.Writer, poll time.Duration,
+// error (a node electing, etcd away) or no answer is read again, for at most
+// adminUnansweredLimit in a row: then it ends with Unavailable saying then (what goes on
+// without the command, and whether running it again is safe); any other error ends it.
+// It returns ctx's error when ctx ends first.
+func followStatus(ctx context.Context, c *client.Admin, out io.Writer, poll time.Duration, then string,
 	check func(*client.ClusterStatus) (done bool, line string)) error {
 	last := ""
+	var u unanswered
 	for {
 		st, err := c.ClusterStatus(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if e := (*client.Error)(nil); err != nil && errors.As(err, &e) && !e.Retryable {
+			return err
+		}
+		line, over := u.note(err)
 		if err == nil {
-			done, line := check(st)
-			if line != last {
-				fmt.Fprintln(out, line)
-				last = line
-			}
+			var done bool
+			done, line = check(st)
 			if done {
+				if line != last {
+					fmt.Fprintln(out, line)
+				}
 				return nil
 			}
-		} else if e := (*client.Error)(nil); errors.As(err, &e) && !e.Retryable {
-			return err
+		}
+		if line != "" && line != last {
+			fmt.Fprintln(out, line)
+			last = line
+		}
+		if over {
+			return u.gone(then)
 		}
 		select {
 		case <-ctx.Done():

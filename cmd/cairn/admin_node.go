@@ -52,7 +52,9 @@ func newAdminNodeCommand() *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), w.timeout)
 			defer cancel()
-			err = followStatus(ctx, c, out, nodeRemovePoll, func(st *client.ClusterStatus) (bool, string) {
+			then := fmt.Sprintf("node %s stays marked leaving and the controller goes on moving its replicas: follow it "+
+				"with `cairn admin cluster status` on another node's admin listener (running node remove again is safe)", id)
+			err = followStatus(ctx, c, out, nodeRemovePoll, then, func(st *client.ClusterStatus) (bool, string) {
 				shards, complete := st.Replicas(id)
 				switch {
 				case len(shards) == 0 && complete && !st.Registered(id):

@@ -75,10 +75,12 @@ func newRootMoveCommand() *cobra.Command {
 }
 
 // followMove prints each step m reaches until it ends: nil when done, a *rootMoveError
-// when it rolled back or the wait ran out.
+// when it rolled back or the wait ran out, and Unavailable when the admin server has not
+// answered for adminUnansweredLimit (the move goes on without the command).
 func followMove(ctx context.Context, c *client.Admin, out io.Writer, m *client.RootMove, wait time.Duration) error {
 	last := ""
 	cur := *m
+	var u unanswered
 	for {
 		if cur.Step != last {
 			fmt.Fprintln(out, moveLine(cur))
@@ -94,15 +96,27 @@ func followMove(ctx context.Context, c *client.Admin, out io.Writer, m *client.R
 		}
 		select {
 		case <-ctx.Done():
-			return &rootMoveError{move: cur, after: wait, err: ctx.Err()}
+			return &rootMoveError{move: cur, after: wait, err: ctx.Err(), unanswered: u}
 		case <-time.After(rootMovePoll):
 		}
 		list, err := c.RootMoves(ctx, m.ID)
-		switch e := (*client.Error)(nil); {
-		case err == nil && len(list) == 1:
-			cur = list[0]
-		case errors.As(err, &e) && !e.Retryable:
+		if ctx.Err() != nil {
+			continue // the wait ran out: reported above, with the polls as they were
+		}
+		if e := (*client.Error)(nil); err != nil && errors.As(err, &e) && !e.Retryable {
 			return err
+		}
+		if err == nil && len(list) == 1 {
+			cur = list[0]
+		}
+		line, over := u.note(err)
+		if line != "" {
+			fmt.Fprintln(out, line)
+		}
+		if over {
+			return u.gone(fmt.Sprintf("move %s was at step %s when it last answered, and goes on without this command: "+
+				"follow it with `cairn admin root moves` on another node's admin listener (starting the move again is safe: "+
+				"a second move of the root is refused while this one is unfinished)", cur.ID, cur.Step))
 		}
 	}
 }
@@ -122,14 +136,20 @@ func moveLine(m client.RootMove) string {
 // rootMoveError is a move that rolled back (err nil) or that had not ended when the wait
 // ran out (err: the context's). Reported with the code MoveRolledBack or Timeout.
 type rootMoveError struct {
-	move  client.RootMove
-	after time.Duration
-	err   error
+	move       client.RootMove
+	after      time.Duration
+	err        error
+	unanswered unanswered // the polls failing when the wait ran out, if they were
 }
 
 func (e *rootMoveError) Unwrap() error { return e.err }
 
 func (e *rootMoveError) Error() string {
+	if e.err != nil && !e.unanswered.since.IsZero() {
+		return fmt.Sprintf("after %s move %s was at step %s when the admin server last answered (it has not since %s: %v); "+
+			"it goes on: follow it with `cairn admin root moves`", e.after, e.move.ID, e.move.Step,
+			e.unanswered.since.Format(time.TimeOnly), e.unanswered.err)
+	}
 	if e.err != nil {
 		return fmt.Sprintf("after %s move %s is at step %s; it goes on: follow it with `cairn admin root moves`", e.after, e.move.ID, e.move.Step)
 	}

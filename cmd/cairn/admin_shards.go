@@ -61,7 +61,10 @@ func newShardsAddCommand() *cobra.Command {
 			defer cancel()
 			deadline, _ := ctx.Deadline()
 			var last growProgress
-			err = followStatus(ctx, c, out, shardsAddPoll, func(st *client.ClusterStatus) (bool, string) {
+			then := fmt.Sprintf("the count has grown to %d and the controller goes on building the new shards: follow it "+
+				"with `cairn admin cluster status` on another node's admin listener (do not run shards add again: "+
+				"it would add more)", res.Shards)
+			err = followStatus(ctx, c, out, shardsAddPoll, then, func(st *client.ClusterStatus) (bool, string) {
 				// Another grow may have run meanwhile: wait for the cluster's count, and say
 				// which part of it this command added.
 				count := max(res.Shards, st.Shards)
