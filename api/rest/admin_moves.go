@@ -10,6 +10,7 @@ import (
 	"github.com/cairnstore/cairn/meta"
 	"github.com/cairnstore/cairn/shard/control"
 	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // adminMovesPath starts a root's move to another shard (POST) and lists the moves (GET):
@@ -43,14 +44,15 @@ func moveJSON(m control.RootMove) map[string]any {
 // POST {"root","to"}: 202 {"status":"success","move":{…}}, the move recorded at its first
 // step; the elected controller drives it (GET follows it). 400 InvalidArguments (root: a
 // bad name; to: not a shard of the cluster, the root's own shard, or a shard still closed
-// to roots); 404 NotFound (the root was never written); 409 Conflict (another move of the
+// to roots); 404 NotFound (the root was never written, or the key may not use it: the same
+// answer, mayMove); 403 PermissionDenied (the key reaches only part of the root); 409 Conflict (another move of the
 // root is unfinished, details.reason move_in_progress); 409 InvalidState (details.reason
 // not_a_cluster on the embedded node; upgrade_in_progress with details.node while a node
 // runs a cluster version below 5); 503 RoutingUnavailable when etcd cannot answer (the
 // move may have been recorded: list the moves before retrying).
 //
-// GET [?id=]: 200 {"moves":[…]}, oldest first (with id: that move alone; 404 NotFound
-// when there is none).
+// GET [?id=]: 200 {"moves":[…]}, oldest first, of the roots the key may use (with id: that
+// move alone; 404 NotFound when there is none the key may see).
 func (h *adminHandler) adminMoves(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet, http.MethodPost) {
 		return
@@ -77,6 +79,11 @@ func (h *adminHandler) adminMoves(w http.ResponseWriter, r *http.Request) {
 		refused = invalidArg("to", "is required: the shard to move the root to")
 	case *in.To < 0:
 		refused = invalidArg("to", "must be a shard number, 0 or more")
+	case mayMove(r.Context(), in.Root) != nil:
+		refused = mayMove(r.Context(), in.Root)
+		if errors.Is(refused, control.ErrRootNotPlaced) {
+			refused = h.moveError(refused)
+		}
 	default:
 		var err error
 		if m, err = h.opts.Moves.StartMove(r.Context(), in.Root, *in.To); err != nil {
@@ -116,7 +123,7 @@ func (h *adminHandler) adminMovesList(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []map[string]any{}
 	for _, m := range moves {
-		if (id == "" || m.ID == id) && (root == "" || m.Root == root) {
+		if (id == "" || m.ID == id) && (root == "" || m.Root == root) && seesMoves(r.Context(), m.Root) {
 			out = append(out, moveJSON(m))
 		}
 	}
@@ -126,6 +133,35 @@ func (h *adminHandler) adminMovesList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"status": "success", "moves": out})
+}
+
+// mayMove answers whether the request's principal may move root: nil for a key that
+// reaches the whole root (an admin key of every root, or one naming it). A root the key
+// may not use answers as a root never written does, whatever it holds (workbench/auth: a
+// root a principal may not use answers exactly like a root that does not exist); a key
+// that reaches only part of it (one workbench, path prefixes) is PermissionDenied, as for
+// every root-wide operation. A request without a principal (an in-process caller) may.
+func mayMove(ctx context.Context, root string) error {
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return nil
+	}
+	switch reach := p.ReachIn(root); {
+	case !reach.Any():
+		return control.NeverWritten(root)
+	case !reach.RootWide():
+		return &workbench.Error{Code: workbench.CodePermissionDenied,
+			Message: fmt.Sprintf("principal %q may use only part of agent root %q: moving it needs a key for the whole root", p.ID, root),
+			Details: map[string]any{"field": "root"}}
+	}
+	return nil
+}
+
+// seesMoves reports whether the request's principal is shown root's moves: when it may
+// use the root at all (a listing leaves out the others, as if they did not exist).
+func seesMoves(ctx context.Context, root string) bool {
+	p, ok := auth.FromContext(ctx)
+	return !ok || p.MayUse(root)
 }
 
 // moveError maps StartMove's and Moves' errors to the contract's; messages are the errors'

@@ -88,6 +88,12 @@ var (
 	ErrMoveNotFound = errors.New("control: no such move")
 )
 
+// NeverWritten is StartMove's refusal of a root that was never written (ErrRootNotPlaced);
+// a surface answers a root its caller may not use with it too, so that the two read alike.
+func NeverWritten(root string) error {
+	return Refuse(ErrRootNotPlaced, "agent root %q has never been written", root)
+}
+
 // StartMove records a move of root to shard target (step 1) and returns it; the elected
 // controller picks it up within a reconcile interval. Refused (a *Refusal) with
 // ErrInvalidArgument when the root's name is bad, the target is not a shard of the cluster,
@@ -111,7 +117,7 @@ func (p *Plane) StartMove(ctx context.Context, root string, target int, now time
 	}
 	rootKV := read.Responses[0].GetResponseRange().Kvs
 	if len(rootKV) == 0 {
-		return RootMove{}, Refuse(ErrRootNotPlaced, "agent root %q has never been written", root)
+		return RootMove{}, NeverWritten(root)
 	}
 	var rec rootRecord
 	if err := json.Unmarshal(rootKV[0].Value, &rec); err != nil {
