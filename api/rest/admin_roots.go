@@ -17,6 +17,19 @@ import (
 //	GET  /v1/admin/retention?agent=A
 //	PUT  /v1/admin/retention {agent, versions, age, max_versions, reset}
 //	POST /v1/admin/purge {agent}
+//
+// PerRootAdminRoute reports whether the admin route at path acts on one agent root that
+// the request names and that the route itself checks the caller reaches (quotas,
+// retention, purge, root moves): an admin key bound to some roots may use it for those.
+// Every other admin route acts on the whole node.
+func PerRootAdminRoute(path string) bool {
+	switch path {
+	case adminQuotaPath, adminRetentionPath, adminPurgePath, adminMovesPath:
+		return true
+	}
+	return false
+}
+
 const (
 	adminQuotaPath     = "/v1/admin/quota"
 	adminRetentionPath = "/v1/admin/retention"

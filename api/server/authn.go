@@ -29,9 +29,13 @@ import (
 //     (auth.WithPrincipal). A node that requires no key serves every request as
 //     auth.Local.
 //   - On the admin listener, /v1/admin/... needs a principal with auth.ScopeAdmin
-//     (403 PermissionDenied otherwise).
+//     (403 PermissionDenied otherwise), and one that reaches the whole of every root
+//     (auth.Principal.EveryRoot) except on the routes of one root (rest.PerRootAdminRoute:
+//     quotas, retention, purge, root moves), which check the root themselves: an admin
+//     key bound to some roots could otherwise mint a key of every root, or manage the
+//     cluster and read other roots' backups.
 //   - /metrics names every principal's id and request counts: read with a key, it needs
-//     auth.ScopeAdmin (403 PermissionDenied otherwise), on both listeners. A listener
+//     auth.ScopeAdmin and every root (403 PermissionDenied otherwise), on both listeners. A listener
 //     bound beyond loopback never serves it without a key, whatever the connection's
 //     address (a reverse proxy on the node's host connects from loopback).
 //   - A node that forwards a request to another (route.go) names the principal's id in
@@ -74,9 +78,22 @@ func (a *authn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: "admin routes need a key with the admin scope", Details: map[string]any{"scope": string(auth.ScopeAdmin)}})
 		return
 	}
+	if a.admin && strings.HasPrefix(r.URL.EscapedPath(), "/v1/admin/") && !p.EveryRoot() && !rest.PerRootAdminRoute(r.URL.EscapedPath()) {
+		writeEnvelope(w, http.StatusForbidden, &workbench.Error{Code: workbench.CodePermissionDenied,
+			Message: "this admin route acts on every agent root: it needs an admin key of every root (--all-agents), not one bound to some roots, a workbench or paths",
+			Details: map[string]any{"scope": string(auth.ScopeAdmin), "field": "agents"}})
+		return
+	}
 	if r.URL.EscapedPath() == "/metrics" && !p.Has(auth.ScopeAdmin) {
 		writeEnvelope(w, http.StatusForbidden, &workbench.Error{Code: workbench.CodePermissionDenied,
 			Message: "/metrics needs a key with the admin scope", Details: map[string]any{"scope": string(auth.ScopeAdmin)}})
+		return
+	}
+	if r.URL.EscapedPath() == "/metrics" && !p.EveryRoot() {
+		// It names every key and counts every root's requests.
+		writeEnvelope(w, http.StatusForbidden, &workbench.Error{Code: workbench.CodePermissionDenied,
+			Message: "/metrics covers every agent root: it needs an admin key of every root (--all-agents)",
+			Details: map[string]any{"scope": string(auth.ScopeAdmin), "field": "agents"}})
 		return
 	}
 	ctx := auth.WithPrincipal(r.Context(), p)

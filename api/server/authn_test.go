@@ -14,8 +14,9 @@ import (
 	"github.com/cairnstore/cairn/workbench/auth/authtest"
 )
 
-// testKeys is a file store holding a live read key, a live admin key, a revoked key and
-// an expired key; it returns the key strings by name.
+// testKeys is a file store holding a live read key of root a, a live admin key of every
+// root, an admin key of root a, a revoked key and an expired key; it returns the key
+// strings by name.
 func testKeys(t *testing.T) (auth.Store, map[string]string) {
 	t.Helper()
 	s, err := auth.OpenFileStore(filepath.Join(t.TempDir(), auth.KeysFile))
@@ -25,8 +26,12 @@ func testKeys(t *testing.T) (auth.Store, map[string]string) {
 	now := time.Now()
 	tokens := map[string]string{}
 	for name, scopes := range map[string][]auth.Scope{"read": {auth.ScopeRead}, "admin": {auth.ScopeAdmin},
-		"revoked": {auth.ScopeRead}, "expired": {auth.ScopeRead}} {
-		k, token, err := auth.NewKey(auth.KeySpec{Name: name, Agents: []string{"a"}, Scopes: scopes}, now)
+		"rootadmin": {auth.ScopeAdmin}, "revoked": {auth.ScopeRead}, "expired": {auth.ScopeRead}} {
+		spec := auth.KeySpec{Name: name, Agents: []string{"a"}, Scopes: scopes}
+		if name == "admin" {
+			spec = auth.KeySpec{Name: name, AllAgents: true, Scopes: scopes}
+		}
+		k, token, err := auth.NewKey(spec, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,6 +102,13 @@ func TestAuthenticationMiddleware(t *testing.T) {
 		{name: "admin: a read key is 403 on admin routes", required: true, admin: true, path: KeysPath, header: bearer("read"), status: 403},
 		{name: "admin: an admin key passes", required: true, admin: true, path: KeysPath, header: bearer("admin"), status: 200, body: "admin"},
 		{name: "admin: no key is 401", required: true, admin: true, path: KeysPath, status: 401},
+		{name: "admin: an admin key of one root is 403 on the keys", required: true, admin: true, path: KeysPath, header: bearer("rootadmin"), status: 403},
+		{name: "admin: an admin key of one root is 403 on GC", required: true, admin: true, path: "/v1/admin/gc", header: bearer("rootadmin"), status: 403},
+		{name: "admin: an admin key of one root is 403 on backups", required: true, admin: true, path: "/v1/admin/backup", header: bearer("rootadmin"), status: 403},
+		{name: "admin: an admin key of one root is 403 on the cluster", required: true, admin: true, path: "/v1/admin/cluster/shards", header: bearer("rootadmin"), status: 403},
+		{name: "admin: an admin key of one root passes to its root's quota", required: true, admin: true, path: "/v1/admin/quota", header: bearer("rootadmin"), status: 200, body: "rootadmin"},
+		{name: "admin: an admin key of one root passes to root moves", required: true, admin: true, path: "/v1/admin/cluster/root-moves", header: bearer("rootadmin"), status: 200, body: "rootadmin"},
+		{name: "metrics with an admin key of one root is 403", required: true, beyond: true, path: "/metrics", header: bearer("rootadmin"), status: 403},
 		{name: "admin without keys required: the local operator", admin: true, path: KeysPath, status: 200, body: auth.Local.Name},
 	}
 	for _, tt := range tests {

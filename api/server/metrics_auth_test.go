@@ -11,14 +11,14 @@ import (
 	"github.com/cairnstore/cairn/workbench/auth"
 )
 
-// serveWithKeys serves a node of cfg whose key file holds a read key and an admin key of
-// root a; it returns the client and admin base URLs (over loopback) and the
+// serveWithKeys serves a node of cfg whose key file holds a read key of root a and an
+// admin key of every root; it returns the client and admin base URLs (over loopback) and the
 // Authorization header of each key by name.
 func serveWithKeys(t *testing.T, cfg ops.Config) (client, admin string, authz map[string]string) {
 	t.Helper()
 	tokens := createKeys(t, cfg.DataDir,
 		auth.KeySpec{Name: "read", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeRead}},
-		auth.KeySpec{Name: "admin", Agents: []string{"a"}, Scopes: []auth.Scope{auth.ScopeAdmin}})
+		auth.KeySpec{Name: "admin", AllAgents: true, Scopes: []auth.Scope{auth.ScopeAdmin}})
 	authz = map[string]string{"read": "Bearer " + tokens[0], "admin": "Bearer " + tokens[1]}
 	n, url := serveNode(t, cfg)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(url, "http://"))

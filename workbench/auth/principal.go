@@ -136,6 +136,14 @@ func (p Principal) ReachIn(agent string) Reach {
 // (docs/architecture.md, workbench/auth).
 func (p Principal) MayUse(agent string) bool { return p.ReachIn(agent).Any() }
 
+// EveryRoot reports whether p reaches the whole of every agent root: every root, every
+// workbench, every path. The admin routes that act on the whole node (keys, GC, backups,
+// the cluster, /metrics) need it; an admin key bound to some roots, a workbench or paths
+// administers only what it reaches (api/server, authn).
+func (p Principal) EveryRoot() bool {
+	return p.AllAgents && p.Workbench == "" && len(p.Prefixes) == 0
+}
+
 // Has reports whether p holds scope s.
 func (p Principal) Has(s Scope) bool { return slices.Contains(p.Scopes, s) }
 
