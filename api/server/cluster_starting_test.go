@@ -164,6 +164,8 @@ func TestClusterNodeAnswersAtOnceWhileItJoinsAndThenServesOnTheSamePort(t *testi
 			cfg := clusterConfig(t, srv, s3test.Bucket(), held.addr())
 			cfg.Replication = 1
 			cfg.Listen = freeport.Addr(t)
+			// Not the default (the client port + 1), which another process may hold.
+			cfg.AdminListen = "127.0.0.1:0"
 			tr := &http.Transport{}
 			if useTLS {
 				ca := certtest.NewCA(t, "cairn test server CA")
@@ -310,8 +312,14 @@ func startingAnswers(t *testing.T, cfg ops.Config, held *heldProxy, c *http.Clie
 		<-served
 		node.Close()
 	}()
-	if a := (<-addr).String(); !strings.HasSuffix(base, "://"+a) {
-		t.Fatalf("Serve serves %s, want the address bound at Open (%s)", a, base)
+	select {
+	case a := <-addr:
+		if !strings.HasSuffix(base, "://"+a.String()) {
+			t.Fatalf("Serve serves %s, want the address bound at Open (%s)", a, base)
+		}
+	case err := <-served:
+		served <- err // for the deferred wait
+		t.Fatalf("Serve returned before serving: %v", err)
 	}
 
 	retry.Within(t, 30*time.Second, "/readyz answers 200 on the same port", func() error {
