@@ -23,6 +23,8 @@ func TestConsoleOutlivesRestartsAndRevokedKeys(t *testing.T) {
 		return framework.CreateKey(t, cairnRaceBin, nil, name, "--data-dir", dir, "--agent", "acme", "--scope", scopes)
 	}
 	writer := key("writer", "workspace:read,workspace:write,admin").Secret
+	// Revoking keys acts on the whole node: it takes an admin key of every root.
+	operator := framework.CreateKey(t, cairnRaceBin, nil, "operator", "--data-dir", dir, "--all-agents", "--scope", "admin").Secret
 	doomed := key("doomed", "workspace:read")
 	doomedFeed := key("doomed-feed", "workspace:read")
 	p := framework.StartProcess(t, cairnRaceBin, dir, "--auth", "required", "--admin-listen", "127.0.0.1:0")
@@ -50,7 +52,7 @@ func TestConsoleOutlivesRestartsAndRevokedKeys(t *testing.T) {
 		s.open(doomed.Secret, "#/browse/acme")
 		s.within("the workbenches", `document.querySelectorAll('#main tbody tr').length > 0`)
 		revoke := exec.Command(cairnRaceBin, "admin", "key", "revoke", "--admin-server", p.AdminURL, doomed.ID)
-		revoke.Env = framework.ChildEnv("CAIRN_API_KEY=" + writer)
+		revoke.Env = framework.ChildEnv("CAIRN_API_KEY=" + operator)
 		if out, err := revoke.CombinedOutput(); err != nil {
 			t.Fatalf("revoke: %v\n%s", err, out)
 		}
@@ -72,7 +74,7 @@ func TestConsoleOutlivesRestartsAndRevokedKeys(t *testing.T) {
 		s.open(doomedFeed.Secret, "#/feed/acme")
 		s.within("the feed is live", `document.getElementById('feed-state').textContent.startsWith('Live')`)
 		revoke := exec.Command(cairnRaceBin, "admin", "key", "revoke", "--admin-server", p.AdminURL, doomedFeed.ID)
-		revoke.Env = framework.ChildEnv("CAIRN_API_KEY=" + writer)
+		revoke.Env = framework.ChildEnv("CAIRN_API_KEY=" + operator)
 		if out, err := revoke.CombinedOutput(); err != nil {
 			t.Fatalf("revoke: %v\n%s", err, out)
 		}
