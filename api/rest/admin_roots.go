@@ -1,7 +1,10 @@
 package rest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
@@ -28,6 +31,47 @@ func PerRootAdminRoute(path string) bool {
 		return true
 	}
 	return false
+}
+
+// AdminRootRequest returns the agent root r acts on when r is a request of one root's
+// settings or purge (GET ?agent=A; PUT and POST with {"agent": A}): what only a node with
+// a replica of the root's shard can answer, so a cluster node without one forwards it
+// (api/server). It reads a PUT's or POST's body, at most the bound the route reads, and
+// leaves r.Body reading every byte of it from the start. False for every other request,
+// and for one whose root it cannot tell (wherever it is served, the route answers the
+// error).
+func AdminRootRequest(r *http.Request) (string, bool) {
+	switch r.URL.EscapedPath() {
+	case adminQuotaPath, adminRetentionPath, adminPurgePath:
+	default:
+		return "", false
+	}
+	switch r.Method {
+	case http.MethodGet:
+		agent := r.URL.Query().Get("agent")
+		return agent, agent != ""
+	case http.MethodPut, http.MethodPost:
+	default:
+		return "", false
+	}
+	if r.Body == nil {
+		return "", false
+	}
+	head, err := io.ReadAll(io.LimitReader(r.Body, maxToolBody+1))
+	r.Body = replayedBody{Reader: io.MultiReader(bytes.NewReader(head), r.Body), Closer: r.Body}
+	var in struct {
+		Agent string `json:"agent"`
+	}
+	if err != nil || json.Unmarshal(head, &in) != nil || in.Agent == "" {
+		return "", false
+	}
+	return in.Agent, true
+}
+
+// replayedBody is a request body read in part already: the bytes read, then the rest.
+type replayedBody struct {
+	io.Reader
+	io.Closer
 }
 
 const (

@@ -68,7 +68,11 @@
 //   - node-id and cursor.key are created once (written to a temporary file, then renamed;
 //     mode 0600) and read back at every later start, so a node keeps its Raft server id
 //     and the cursors it signed stay valid across restarts.
-//   - Admin routes (/v1/admin/...) are served on the admin listener only.
+//   - Admin routes (/v1/admin/...) are served on the admin listener only, except the
+//     requests of one root's settings and purge (rest.AdminRootRequest) that a node
+//     without a replica of the root's shard forwards to its leader (newAdminRouter):
+//     the peer port serves those, and no other admin route, to a principal with the
+//     admin scope (peerAdmin).
 //   - A listener beyond loopback serves TLS, or plain HTTP only with
 //     Config.InsecurePlaintext, which Serve logs as a warning (ops.Config.Validate refuses
 //     anything else). A node whose TLS files do not load at Open does not start.

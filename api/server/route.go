@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/shard/host"
 	"github.com/cairnstore/cairn/workbench"
 )
@@ -80,6 +81,36 @@ func newRouter(h *host.Host, local http.Handler, rootOf func(*http.Request) (str
 			// The executing node names itself; this node only when it answers itself.
 			forwardPrincipal(r)
 			fwd.Forward(&servedByFallback{ResponseWriter: w, node: h.NodeID()}, r, rt)
+		}
+	})
+}
+
+// newAdminRouter returns the admin listener's handler of a cluster node: local (the admin
+// routes) serves every request but those of one root's settings and purge
+// (rest.AdminRootRequest), which read or write through the root's shard in ways only a
+// node with a replica of it can: a node without one forwards them to the shard's leader,
+// as newRouter forwards the client port's requests, marked surfaceAdmin and with their
+// principal (forwardPrincipal); the leader serves them with its admin routes
+// (peerSurfaces). Without this such a node waited for a replica it would not get until
+// the leader wait ran out, and a root that exists answered otherwise than one never
+// written.
+func newAdminRouter(h *host.Host, local http.Handler) http.Handler {
+	fwd := h.NewForwarder(func(w http.ResponseWriter, _ *http.Request, msg, leader string) { writeNotOwner(w, msg, leader) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agent, ok := rest.AdminRootRequest(r)
+		if !ok {
+			local.ServeHTTP(w, r)
+			return
+		}
+		switch rt := routeOf(h, r, agent); {
+		case rt.Local:
+			local.ServeHTTP(w, r)
+		case rt.Unavailable != "":
+			writeNotOwner(w, rt.Unavailable, rt.Leader)
+		default:
+			forwardPrincipal(r)
+			r.Header.Set(surfaceHeader, surfaceAdmin)
+			fwd.Forward(w, r, rt)
 		}
 	})
 }

@@ -4,8 +4,11 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cairnstore/cairn/api/rest"
 	"github.com/cairnstore/cairn/api/s3"
 	"github.com/cairnstore/cairn/shard/host"
+	"github.com/cairnstore/cairn/workbench"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // S3 gateway routing on a cluster node (docs/architecture.md, "Replication and
@@ -39,6 +42,10 @@ const surfaceHeader = "Cairn-Internal-Surface"
 
 // surfaceS3 is surfaceHeader's value for the S3 gateway.
 const surfaceS3 = "s3"
+
+// surfaceAdmin is surfaceHeader's value for a request of one root's settings or purge
+// that another node's admin listener forwarded (newAdminRouter).
+const surfaceAdmin = "admin"
 
 // newS3Router returns the S3 listener's handler of a cluster node: gw serves what this
 // node can serve; the rest goes to the shard's leader; a request that is not
@@ -82,21 +89,47 @@ func sendAsReceived(r *http.Request) {
 }
 
 // peerSurfaces serves the requests other nodes forward over the peer port: S3 requests
-// (surfaceHeader) with the S3 gateway, which verifies each signature again, and every
-// other with rest (peerAuthn: the principal the forwarding node named).
+// (surfaceHeader) with the S3 gateway, which verifies each signature again, requests of
+// one root's settings or purge from an admin listener (surfaceAdmin) with admin
+// (peerAuthn, then peerAdmin), and every other with rest (peerAuthn: the principal the forwarding node
+// named).
 type peerSurfaces struct {
-	node string
-	s3   http.Handler
-	rest http.Handler
+	node  string
+	s3    http.Handler
+	admin http.Handler
+	rest  http.Handler
 }
 
 func (p peerSurfaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(surfaceHeader) != surfaceS3 {
+	switch r.Header.Get(surfaceHeader) {
+	case surfaceS3:
+		r.Header.Del(surfaceHeader)
+		r.Header.Del(PrincipalHeader) // the signature names the key
+		w.Header().Set(ServedByHeader, p.node)
+		p.s3.ServeHTTP(w, r)
+	case surfaceAdmin:
+		r.Header.Del(surfaceHeader)
+		p.admin.ServeHTTP(w, r)
+	default:
 		p.rest.ServeHTTP(w, r)
+	}
+}
+
+// peerAdmin serves, of the admin routes (next), only what an admin listener forwards
+// (rest.AdminRootRequest), and only to a principal with the admin scope, which the
+// forwarding node checked already (authn): the peer port is no way into the admin routes
+// for any other request. The route itself checks that the principal reaches the root.
+type peerAdmin struct{ next http.Handler }
+
+func (p peerAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, ok := rest.AdminRootRequest(r); !ok {
+		writeEnvelope(w, http.StatusNotFound, &workbench.Error{Code: workbench.CodeNotFound, Message: "no such route"})
 		return
 	}
-	r.Header.Del(surfaceHeader)
-	r.Header.Del(PrincipalHeader) // the signature names the key
-	w.Header().Set(ServedByHeader, p.node)
-	p.s3.ServeHTTP(w, r)
+	if p, _ := auth.FromContext(r.Context()); !p.Has(auth.ScopeAdmin) {
+		writeEnvelope(w, http.StatusForbidden, &workbench.Error{Code: workbench.CodePermissionDenied,
+			Message: "admin routes need a key with the admin scope", Details: map[string]any{"scope": string(auth.ScopeAdmin)}})
+		return
+	}
+	p.next.ServeHTTP(w, r)
 }

@@ -312,15 +312,20 @@ func (n *Node) open(ctx context.Context) error {
 			return facade.Root(r)
 		})
 		peer := peerSurfaces{node: n.nodeID, s3: gateway,
-			rest: &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, docs)}}
+			admin: &peerAuthn{keys: n.keys, required: cfg.AdminAuthRequired(), next: peerAdmin{next: n.rest.Admin()}},
+			rest:  &peerAuthn{keys: n.keys, required: cfg.AuthRequired(), next: servedHere(n.nodeID, docs)}}
 		if err := n.host.ServePeer(peer); err != nil {
 			return err
 		}
 	}
 	n.handler = &authn{keys: n.keys, required: cfg.AuthRequired(), metricsKey: cfg.MetricsRequireKey,
 		beyondLoopback: cfg.ClientBeyondLoopback(), log: n.log, next: mintRoute{keys: n.keys, next: console.New(docs, facade, tenant)}} // key minting and the web console at /ui/, this node's own
+	admin := n.rest.Admin()
+	if cfg.Cluster {
+		admin = newAdminRouter(n.host, admin)
+	}
 	n.adminH = &authn{keys: n.keys, required: cfg.AdminAuthRequired(), metricsKey: cfg.MetricsRequireKey,
-		beyondLoopback: cfg.AdminBeyondLoopback(), admin: true, log: n.log, next: n.rest.Admin()}
+		beyondLoopback: cfg.AdminBeyondLoopback(), admin: true, log: n.log, next: admin}
 	n.health.sample = n.sampleBlobs
 	hctx, cancel := context.WithCancel(context.Background())
 	n.stopHealth = cancel
