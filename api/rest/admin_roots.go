@@ -36,10 +36,10 @@ func PerRootAdminRoute(path string) bool {
 // AdminRootRequest returns the agent root r acts on when r is a request of one root's
 // settings or purge (GET ?agent=A; PUT and POST with {"agent": A}): what only a node with
 // a replica of the root's shard can answer, so a cluster node without one forwards it
-// (api/server). It reads a PUT's or POST's body, at most the bound the route reads, and
-// leaves r.Body reading every byte of it from the start. False for every other request,
-// and for one whose root it cannot tell (wherever it is served, the route answers the
-// error).
+// (api/server). It reads a PUT's or POST's body, at most AdminRootBodyBytes (the caller
+// bounds how long the read may take), and leaves r.Body reading every byte of it from the
+// start. False for every other request, and for one whose root it cannot tell (a larger
+// body, or one that does not read: wherever it is served, the route answers the error).
 func AdminRootRequest(r *http.Request) (string, bool) {
 	switch r.URL.EscapedPath() {
 	case adminQuotaPath, adminRetentionPath, adminPurgePath:
@@ -57,16 +57,20 @@ func AdminRootRequest(r *http.Request) (string, bool) {
 	if r.Body == nil {
 		return "", false
 	}
-	head, err := io.ReadAll(io.LimitReader(r.Body, maxToolBody+1))
+	head, err := io.ReadAll(io.LimitReader(r.Body, AdminRootBodyBytes+1))
 	r.Body = replayedBody{Reader: io.MultiReader(bytes.NewReader(head), r.Body), Closer: r.Body}
 	var in struct {
 		Agent string `json:"agent"`
 	}
-	if err != nil || json.Unmarshal(head, &in) != nil || in.Agent == "" {
+	if err != nil || len(head) > AdminRootBodyBytes || json.Unmarshal(head, &in) != nil || in.Agent == "" {
 		return "", false
 	}
 	return in.Agent, true
 }
+
+// AdminRootBodyBytes bounds what AdminRootRequest reads of a body: the bodies of those
+// routes name a root and a few numbers.
+const AdminRootBodyBytes = 64 << 10
 
 // replayedBody is a request body read in part already: the bytes read, then the rest.
 type replayedBody struct {

@@ -97,7 +97,10 @@ func newRouter(h *host.Host, local http.Handler, rootOf func(*http.Request) (str
 func newAdminRouter(h *host.Host, local http.Handler) http.Handler {
 	fwd := h.NewForwarder(func(w http.ResponseWriter, _ *http.Request, msg, leader string) { writeNotOwner(w, msg, leader) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(adminBodyWait)) // a body that stalls is the route's to refuse
 		agent, ok := rest.AdminRootRequest(r)
+		_ = rc.SetReadDeadline(time.Time{})
 		if !ok {
 			local.ServeHTTP(w, r)
 			return
@@ -114,6 +117,10 @@ func newAdminRouter(h *host.Host, local http.Handler) http.Handler {
 		}
 	})
 }
+
+// adminBodyWait bounds how long newAdminRouter waits for the body that names a request's
+// root (rest.AdminRootBodyBytes at most).
+const adminBodyWait = 10 * time.Second
 
 // routeOf finds where r, a request for agent's root, is served (host.Route), within
 // routeTimeout.
