@@ -120,10 +120,10 @@ bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem ./meta ./blob/... ./workbench
 
 ## bench-report: regenerate BENCHMARKS.md and bench/results/ from one run on this machine
-## (about 8 minutes on 2 cores): MinIO, a 3-member etcd cluster and `cairn serve` nodes on
+## (about 12 minutes on 2 cores): MinIO, a 3-member etcd cluster and `cairn serve` nodes on
 ## loopback, a 2 GiB PUT+GET with the server's RSS, every `cairn bench` scenario with its
 ## baselines, a small-put sweep and a server CPU profile at the knee, server CPU profiles at
-## 64 MiB put and get, then a 3-node `cairn serve --cluster` on the same etcd and MinIO
+## 64 MiB put and get and 1 MiB put at 16 clients, then a 3-node `cairn serve --cluster` on the same etcd and MinIO
 ## with a short set of scenarios. BENCH_DURATION is the length of each phase.
 BENCH_DURATION ?= 5s
 bench-report: minio

@@ -12,14 +12,14 @@
 // through the S3 gateway (`cairn bench --s3-gateway`), an open-loop small-put sweep that
 // finds the knee, an open-loop phase at the knee while it takes a CPU profile of the
 // server (`go tool pprof -top`) and accounts the machine's CPU and I/O wait, and a
-// 64 MiB object-put and cold object-get against the MinIO-backed node, each while it takes
-// that server's CPU profile the same way. Last it starts a three-node cluster (`cairn
+// 64 MiB object-put and cold object-get and a 1 MiB object-put at 16 clients against the
+// MinIO-backed node, each while it takes that server's CPU profile the same way. Last it starts a three-node cluster (`cairn
 // serve --cluster`, replication 3) on the same etcd and MinIO and reruns small-put (fsync
 // and etcd baselines), small-get, stat and the 1 MiB object path (minio baseline) against
 // it. Every `cairn bench` run leaves its JSON, Markdown and PNG report in -out, every
 // profile its .cpu.pprof; BENCHMARKS.md summarises them and names the commands that made
-// them. The run takes about 11 to 12 minutes with the default durations, of which the 2 GiB body
-// and the two 64 MiB profiles about one (they do not scale with -duration).
+// them. The run takes about 12 minutes with the default durations, of which the 2 GiB body
+// and the three object profiles over one (they do not scale with -duration).
 //
 //	make bench-report
 //

@@ -23,17 +23,19 @@ const (
 	pprofBreakdownNodes = 400
 )
 
-// objectProfileJobs are the profiled 64 MiB runs on the MinIO-backed node: a put, then a
-// get from the node without a segment cache (every read goes to the MinIO). The get reads
-// one file, so that its setup ends well within the warmup.
+// objectProfileJobs are the profiled runs on the MinIO-backed node: a 64 MiB put, a
+// 64 MiB get from the node without a segment cache (every read goes to the MinIO), and a
+// 1 MiB put at 16 clients (many requests, each one segment). The get reads one file, so
+// that its setup ends well within the warmup.
 func objectProfileJobs() []*job {
 	d := (objectProfileWarmup + profileSeconds*time.Second + profileTail).String()
-	profiled := func(id, what string, roots []profileRoot, args ...string) *job {
-		return &job{id: id, what: what, node: nodeS3, roots: roots, args: append(args, "--size", "64MiB", "--concurrency", "2", "--duration", d)}
+	profiled := func(id, what, size, clients string, roots []profileRoot, args ...string) *job {
+		return &job{id: id, what: what, node: nodeS3, roots: roots, args: append(args, "--size", size, "--concurrency", clients, "--duration", d)}
 	}
 	return []*job{
-		profiled("object-put-64m-profile", "object-put 64 MiB, 2 clients", putRoots, "--scenario", "object-put"),
-		profiled("object-get-64m-profile", "object-get 64 MiB, 2 clients, cold", getRoots, "--scenario", "object-get", "--files", "1"),
+		profiled("object-put-64m-profile", "object-put 64 MiB, 2 clients", "64MiB", "2", putRoots, "--scenario", "object-put"),
+		profiled("object-get-64m-profile", "object-get 64 MiB, 2 clients, cold", "64MiB", "2", getRoots, "--scenario", "object-get", "--files", "1"),
+		profiled("object-put-1m-c16-profile", "object-put 1 MiB, 16 clients", "1MiB", "16", putRoots, "--scenario", "object-put"),
 	}
 }
 
@@ -128,7 +130,7 @@ func pprofCut(top string) string {
 	return "each under 0.5% of the samples"
 }
 
-// renderObjectProfiles writes a section per profiled 64 MiB run.
+// renderObjectProfiles writes a section per profiled object run.
 func (e *env) renderObjectProfiles(w func(string, ...any)) {
 	for _, j := range e.objectProfiles {
 		p, c := j.profile, j.report.Cairn

@@ -132,7 +132,8 @@ func (e *env) renderReproduce(w func(string, ...any)) {
 	w("4. sweeps small-put in an open loop at 0.15 to 1.25 times the 64-client closed-loop throughput, picks the\n")
 	w("   knee, reruns the open loop at the knee while it takes a %d s CPU profile of `$CAIRN`\n", profileSeconds)
 	w("   (`%s`) and reads the machine's and the processes' CPU time from `/proc`;\n", filepath.Join(e.o.out, "small-put-knee.cpu.pprof"))
-	w("5. reruns the 64 MiB object-put and cold object-get against `$CAIRN_S3`, without baselines, while it takes a\n")
+	w("5. reruns the 64 MiB object-put and cold object-get and the 1 MiB object-put at 16 clients against `$CAIRN_S3`,\n")
+	w("   without baselines, while it takes a\n")
 	var profiles []string
 	for _, j := range objectProfileJobs() {
 		profiles = append(profiles, "`"+filepath.Join(e.o.out, j.id+".cpu.pprof")+"`")

@@ -99,7 +99,7 @@ type env struct {
 	sweep, knee       *job
 	kneeRate          float64
 	profile           *profileResult
-	objectProfiles    []*job     // the profiled 64 MiB runs (objectProfileJobs)
+	objectProfiles    []*job     // the profiled object runs (objectProfileJobs)
 	rss               *rssResult // the large-body phase (measureRSS)
 	commands          []string   // every command run, in order
 }
