@@ -213,6 +213,18 @@ func (a *Admin) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
 	return out, nil
 }
 
+// Staying counts the registered nodes not marked leaving: those a leaving node's
+// replicas can move to.
+func (s *ClusterStatus) Staying() int {
+	n := 0
+	for _, node := range s.Nodes {
+		if !s.IsLeaving(node.ID) {
+			n++
+		}
+	}
+	return n
+}
+
 // IsLeaving reports whether node id is marked leaving.
 func (s *ClusterStatus) IsLeaving(id string) bool { return slices.Contains(s.Leaving, id) }
 

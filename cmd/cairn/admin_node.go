@@ -63,11 +63,16 @@ func newAdminNodeCommand() *cobra.Command {
 					return true, fmt.Sprintf("node %s holds no replica: it can be stopped now", id)
 				case !complete:
 					return false, fmt.Sprintf("waiting: node %s holds shards %v; a shard is electing a leader", id, shards)
+				case st.Staying() < st.Replication:
+					return false, fmt.Sprintf("waiting: node %s still holds shards %v, and the cluster has %d node(s) not leaving for a "+
+						"replication of %d: its replicas move once another node joins (cairn admin node recommission %s cancels)",
+						id, shards, st.Staying(), st.Replication, id)
 				}
 				return false, fmt.Sprintf("waiting: node %s still holds shards %v", id, shards)
 			})
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-				return fmt.Errorf("node %s still holds replicas after %s (it stays marked leaving; check `cairn admin cluster status`): %w", id, w.timeout, err)
+				return &codedError{code: "Timeout", err: fmt.Errorf("node %s still holds replicas after %s (it stays marked leaving "+
+					"and the controller goes on moving them; check `cairn admin cluster status`)", id, w.timeout)}
 			}
 			return err
 		},

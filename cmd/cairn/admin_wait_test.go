@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairnstore/cairn/api/client"
 )
 
 // dyingAdminServer answers its first write (the command's request: a move recorded, a node
@@ -68,5 +71,33 @@ func TestAdminNodeRemoveEndsWhenItsAdminServerStopsAnswering(t *testing.T) {
 	if code != "Unavailable" || !strings.Contains(msg, "the admin server has not answered since") ||
 		!strings.Contains(msg, "node n3-full-id stays marked leaving") || !strings.Contains(msg, "running node remove again is safe") {
 		t.Fatalf("error %s: %q (output %q), want Unavailable saying the node stays leaving and a retry is safe", code, msg, out)
+	}
+}
+
+// TestAdminNodeRemoveSaysWhenNoNodeCanTakeTheReplicas: three nodes, replication 3, and
+// one of them leaving: its replicas have nowhere to go until a node joins. The wait says
+// so, and its timeout is a Timeout (not the transport's Unavailable) saying the node stays
+// leaving.
+func TestAdminNodeRemoveSaysWhenNoNodeCanTakeTheReplicas(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path != client.AdminClusterPath {
+			fmt.Fprint(w, `{"status":"success","node":"n3","leaving":true,"registered":true,"shards":[0]}`)
+			return
+		}
+		st := client.ClusterStatus{ClusterID: "c", Shards: 1, Replication: 3, Node: "n1", Leaving: []string{"n3"},
+			Nodes: []client.ClusterNode{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}},
+			ShardStatus: []client.ClusterShard{{Shard: 0, Leader: "n1",
+				Members: []client.ClusterMember{{ID: "n1", Voter: true}, {ID: "n2", Voter: true}, {ID: "n3", Voter: true}}}}}
+		_ = json.NewEncoder(w).Encode(st)
+	}))
+	t.Cleanup(srv.Close)
+	out, _, err := execCairn(t, "admin", "node", "remove", "n3", "--timeout", "300ms", "--admin-server", srv.URL)
+	if want := "the cluster has 2 node(s) not leaving for a replication of 3: its replicas move once another node joins"; !strings.Contains(out, want) {
+		t.Fatalf("output %q does not say %q", out, want)
+	}
+	code, msg := describeError(err)
+	if code != "Timeout" || !strings.Contains(msg, "node n3 still holds replicas after 300ms (it stays marked leaving") {
+		t.Fatalf("error %s: %q, want Timeout saying the node stays leaving", code, msg)
 	}
 }
