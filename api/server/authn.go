@@ -41,7 +41,9 @@ import (
 //   - A node that forwards a request to another (route.go) names the principal's id in
 //     PrincipalHeader and drops the Authorization header: the secret never leaves the node
 //     that received it. The receiving node resolves the id in its own store (a key revoked
-//     since is refused there too). PrincipalHeader is deleted from every client request,
+//     since is refused there too), also where it requires no key itself: whether a node
+//     requires keys depends on its listeners' addresses, and the forwarding node's
+//     principal may not widen to the local operator on the way. PrincipalHeader is deleted from every client request,
 //     so no client can claim a principal.
 //   - The S3 gateway authenticates its own requests (SigV4, api/s3) on its own listener;
 //     a cluster node forwards one with its signature, which is no secret, and the serving
@@ -192,7 +194,10 @@ func (a *peerAuthn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get(PrincipalHeader)
 	r.Header.Del(PrincipalHeader)
 	p := auth.Local
-	if a.required {
+	// A key's id is resolved here even where this node requires no key: the forwarding
+	// node required one (its listener's address decides), and acting as the local
+	// operator would widen a key bound to some roots to every root.
+	if a.required || (id != "" && id != auth.LocalID) {
 		var err error
 		if p, err = auth.Resolve(a.keys, id, time.Now()); err != nil {
 			unauthenticated(w, auth.ErrMalformed)

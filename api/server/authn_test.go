@@ -184,6 +184,9 @@ func TestForwardedPrincipal(t *testing.T) {
 		{"no principal is refused", true, "", 401, ""},
 		{"the local operator is refused where keys are required", true, auth.LocalID, 401, ""},
 		{"without keys required: the local operator", false, "", 200, auth.Local.Name},
+		{"without keys required, the local operator named", false, auth.LocalID, 200, auth.Local.Name},
+		{"without keys required, a key the forwarding node required resolves here", false, id("read"), 200, "read"},
+		{"without keys required, a key revoked since is refused here", false, id("revoked"), 401, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

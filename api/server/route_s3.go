@@ -91,8 +91,8 @@ func sendAsReceived(r *http.Request) {
 // peerSurfaces serves the requests other nodes forward over the peer port: S3 requests
 // (surfaceHeader) with the S3 gateway, which verifies each signature again, requests of
 // one root's settings or purge from an admin listener (surfaceAdmin) with admin
-// (peerAuthn, then peerAdmin), and every other with rest (peerAuthn: the principal the forwarding node
-// named).
+// (peerAuthn, then peerAdmin), and every other with rest (peerAuthn: the principal the
+// forwarding node named).
 type peerSurfaces struct {
 	node  string
 	s3    http.Handler
