@@ -14,7 +14,7 @@ package meta
 // of its shard runs a release that cannot apply it (retryable; never an FSM answer).
 const CodeUpgradeInProgress Code = "UpgradeInProgress"
 
-// ClusterVersion is the newest cluster version this binary applies: 9.
+// ClusterVersion is the newest cluster version this binary applies: 10.
 //
 //   - 1: the ops of the first released log (Op 1 to 17, OpAssignRoot): files,
 //     snapshots, commits, restores, compaction, GC, placement.
@@ -41,13 +41,17 @@ const CodeUpgradeInProgress Code = "UpgradeInProgress"
 //   - 9: a cap on a workbench's live files (Put.MaxWorkbenchFiles, a field,
 //     WorkbenchFilesVersion): a replica of version 8 cannot decode the put (its decoder
 //     refuses an unknown key) while a replica of 9 applies it.
+//   - 10: a move's record larger than a chunk, carried in parts (MoveImportChunk.Part, a
+//     field, MovePartsVersion; move_parts.go): a replica of version 9 would decode a part
+//     without the field and refuse its bytes as malformed records while a replica of 10
+//     stages them.
 //
 // Every new op must be listed in OpVersion (a test fails otherwise); a release that adds
 // ops raises ClusterVersion for them. A field added to the command of an older op is
 // gated the same way (CommandVersion): a replica of the older release decodes the command
 // without it and applies something else, silently. Version 2 has such a field:
 // SnapshotMint.Pool (the snapshots of OpenWOP runs count against their own cap).
-const ClusterVersion = 9
+const ClusterVersion = 10
 
 // OpVersion returns the cluster version a command of op needs: every replica of the shard
 // must run a binary of at least that ClusterVersion before the command is proposed. An op

@@ -119,6 +119,9 @@ type MoveRecord struct {
 	SourceVersion uint64 `cbor:"10,keyasint,omitempty"`
 	// RootUID is the root's uid (its blob namespace), on both shards.
 	RootUID string `cbor:"11,keyasint,omitempty"`
+	// Parts is, on the target, the record arriving in parts that the import received so
+	// far (move_parts.go); a command's answer carries its Total only.
+	Parts *MoveParts `cbor:"12,keyasint,omitempty"`
 }
 
 // MoveRef names a move of an agent root: every move command carries it, and its MoveID
@@ -228,7 +231,7 @@ func (a *moveApplier) moveStep(r MoveRef, rule stepRule) (*MoveRecord, *Result) 
 	case m.MoveID != r.MoveID:
 		return m, &Result{Err: otherMove(m)}
 	case slices.Contains(rule.repeats, m.State):
-		return m, &Result{Move: m, RootUID: a.rootUID(r.Agent)}
+		return m, &Result{Move: m.answer(), RootUID: a.rootUID(r.Agent)}
 	case !slices.Contains(rule.applies, m.State):
 		return m, &Result{Err: wrongState(m, rule.want)}
 	}
@@ -318,7 +321,10 @@ func (a *moveApplier) moveRelease(c MoveRelease) Result {
 // shard's move records, and the export of a root's records a target imports
 // (move_export.go, move_delta.go). It reads only through its View, as every facet does,
 // so an export is of one shard version.
-type MoveView struct{ v *View }
+type MoveView struct {
+	v     *View
+	split bool // Split: records larger than a chunk go in parts (move_parts.go)
+}
 
 // Of returns this shard's record of a move of agent's root; false when none.
 func (mv MoveView) Of(agent string) (*MoveRecord, bool) { return mv.v.st.moves.Get(agent) }

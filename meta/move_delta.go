@@ -42,7 +42,10 @@ func (mv MoveView) ExportDelta(agent string, base *View, from MovePosition, maxB
 	if from.Table < 0 || from.Table > 2*n {
 		return MoveExportChunk{}, invalidArg("position", "table %d is outside 0..%d", from.Table, 2*n)
 	}
-	ch := newChunker(maxBytes)
+	ch, err := mv.startChunk(maxBytes, &from)
+	if err != nil {
+		return MoveExportChunk{}, err
+	}
 	if from.Table < n { // the records v holds that base does not, or holds otherwise
 		next, done := walkRoot(mv.v.st, spaceOf(mv.v.st, agent, root.UID), from, false, func(t *rootTable, k string, rec snapRecord) bool {
 			if old, ok := lookupRecord(base.st, t, k); ok && sameRecord(old, rec) {
@@ -119,6 +122,12 @@ type chunker struct {
 	maxBytes int
 	records  int64
 	failed   error
+	// split: a record of more than maxBytes goes in parts (move_parts.go); sent is how
+	// many bytes of the first record offered went in parts before (MovePosition.Sent);
+	// part is the part the chunk holds, alone (nil: none).
+	split bool
+	sent  int64
+	part  *MovePart
 }
 
 func newChunker(maxBytes int) *chunker {
@@ -133,13 +142,18 @@ func newChunker(maxBytes int) *chunker {
 // add encodes rec (of table t) into the chunk; false, consuming nothing, once the chunk is
 // full or on a failure (failed).
 func (c *chunker) add(t *rootTable, rec snapRecord) bool {
+	if c.part != nil {
+		return false // a part travels alone
+	}
 	mark := c.buf.Len()
 	if err := c.enc.Encode(rec); err != nil {
 		c.failed = err
 		return false
 	}
 	switch n := c.buf.Len() - mark; {
-	case n > MaxMoveChunkBytes:
+	case c.sent > 0 || c.split && n > c.maxBytes && c.records == 0: // alone in the chunk
+		return c.cut(n)
+	case n > MaxMoveChunkBytes && !c.split:
 		c.failed = &Error{Code: CodeResourceExhausted, Quota: "move_chunk_bytes", Limit: MaxMoveChunkBytes, Requested: int64(n),
 			Message: "a record of table " + strconv.Quote(t.name) + " encodes to " + strconv.Itoa(n) + " bytes, more than a move chunk holds"}
 		c.buf.Truncate(mark)
@@ -152,8 +166,13 @@ func (c *chunker) add(t *rootTable, rec snapRecord) bool {
 	return true
 }
 
+// chunk is the chunk encoded, whose successor starts at next (after the bytes of a record
+// in parts that it holds, unless they were the last).
 func (c *chunker) chunk(next MovePosition, done bool) MoveExportChunk {
-	return MoveExportChunk{Data: c.buf.Bytes(), Records: c.records, Next: next, Done: done}
+	if c.part != nil && c.records == 0 {
+		next.Sent = c.part.Offset + int64(c.buf.Len())
+	}
+	return MoveExportChunk{Data: c.buf.Bytes(), Records: c.records, Next: next, Done: done, Part: c.part}
 }
 
 // deletedOfRoot reports whether a deletion of key k from the table tagged tag names a

@@ -48,6 +48,10 @@ type MoveImportChunk struct {
 	// Delta: Data is a chunk of MoveView.ExportDelta (move_delta.go): a record the import
 	// holds already is replaced, a deletion drops one. Cluster version MoveDeltaVersion.
 	Delta bool `cbor:"5,keyasint,omitempty"`
+	// Part: Data is a part of one record larger than a chunk (MoveExportChunk.Part,
+	// move_parts.go), staged until its last part lands it. Cluster version
+	// MovePartsVersion.
+	Part *MovePart `cbor:"6,keyasint,omitempty"`
 }
 
 // MoveDeltaVersion is the cluster version of MoveImportChunk.Delta: a replica of version 5
@@ -55,7 +59,10 @@ type MoveImportChunk struct {
 const MoveDeltaVersion = 6
 
 func (c MoveImportChunk) fieldVersion() int {
-	if c.Delta {
+	switch {
+	case c.Part != nil:
+		return MovePartsVersion
+	case c.Delta:
 		return MoveDeltaVersion
 	}
 	return 0
@@ -133,7 +140,7 @@ func (a *moveApplier) moveImportChunk(c MoveImportChunk) Result {
 	case done != nil:
 		return *done
 	case c.Seq < m.Chunks:
-		return Result{Move: m}
+		return Result{Move: m.answer()}
 	case c.Seq > m.Chunks:
 		return Result{Err: &Error{Code: CodeConflict, OperationID: m.MoveID,
 			Message: "chunk " + strconv.FormatUint(c.Seq, 10) + " arrived before chunk " + strconv.FormatUint(m.Chunks, 10)}}
@@ -141,11 +148,23 @@ func (a *moveApplier) moveImportChunk(c MoveImportChunk) Result {
 	if len(c.Data) > MaxMoveChunkBytes {
 		return Result{Err: invalidArg("data", "holds %d bytes, more than %d", len(c.Data), MaxMoveChunkBytes)}
 	}
-	recs, rerr := decodeChunk(c.Agent, m.RootUID, c.Data, c.Delta)
-	if rerr != nil {
-		return Result{Err: rerr}
-	}
 	nm := *m
+	data, whole, perr := stagePart(&nm, c)
+	switch {
+	case perr != nil:
+		return Result{Err: perr}
+	case !whole: // a part before the last: staged
+		nm.Chunks++
+		a.st.moves.Set(c.Agent, &nm)
+		return Result{Move: nm.answer()}
+	}
+	recs, rerr := decodeChunk(c.Agent, m.RootUID, data, c.Delta)
+	switch {
+	case rerr != nil:
+		return Result{Err: rerr}
+	case c.Part != nil && len(recs) != 1:
+		return Result{Err: invalidArg("part", "the parts hold %d records, not one", len(recs))}
+	}
 	for _, rec := range recs {
 		if rec.T == recMoveDeleted {
 			a.dropImported(c.Agent, uint8(rec.N), string(rec.K))
@@ -378,6 +397,8 @@ func (a *moveApplier) moveImportFinish(c MoveImportFinish) Result {
 		return Result{Err: &Error{Code: CodeConflict, OperationID: m.MoveID,
 			Message: "the import holds " + strconv.FormatUint(m.Chunks, 10) + " chunks and " + strconv.FormatInt(m.Records, 10) +
 				" records, the export " + strconv.FormatUint(c.Chunks, 10) + " and " + strconv.FormatInt(c.Records, 10)}}
+	case m.Parts != nil:
+		return Result{Err: partsPending(m)}
 	case m.Root == nil:
 		return Result{Err: &Error{Code: CodeConflict, OperationID: m.MoveID, Message: "the import holds no root record"}}
 	}
@@ -460,7 +481,7 @@ func (a *moveApplier) moveImportAbort(c MoveImportAbort) Result {
 	s := a.st
 	nm := *m
 	s.roots.Delete(c.Agent)
-	nm.State, nm.Walk, nm.Rescheduling = MoveAborting, MovePosition{}, false
+	nm.State, nm.Walk, nm.Rescheduling, nm.Parts = MoveAborting, MovePosition{}, false, nil
 	s.moves.Set(c.Agent, &nm)
 	a.scheduleMoveWalk(c.Agent)
 	return Result{Move: &nm}

@@ -193,6 +193,18 @@ func TestMovePreservesEveryRead(t *testing.T) {
 			return r
 		}
 		chunkBytes := rapid.SampledFrom([]int{1, 200, 4096, 0}).Draw(rt, "chunk bytes")
+		// Split: a record larger than the chunk goes in parts (move_parts.go), of at least
+		// 64 bytes (a byte each would take a command per byte).
+		split := rapid.Bool().Draw(rt, "split")
+		if split {
+			chunkBytes = max(chunkBytes, 64)
+		}
+		moves := func(v *View) MoveView {
+			if split {
+				return v.Moves().Split()
+			}
+			return v.Moves()
+		}
 		cut := rapid.IntRange(0, 8).Draw(rt, "snapshot after chunk")
 		var chunks uint64
 		var records int64
@@ -204,8 +216,11 @@ func TestMovePreservesEveryRead(t *testing.T) {
 				if err != nil {
 					rt.Fatalf("export: %v", err)
 				}
-				if c.Records > 0 {
-					twice(dst, MoveImportChunk{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: chunks, Data: c.Data, Delta: delta})
+				if split && len(c.Data) > chunkBytes && chunkBytes > 0 {
+					rt.Fatalf("a split export's chunk of %d bytes, more than %d", len(c.Data), chunkBytes)
+				}
+				if c.Records > 0 || c.Part != nil {
+					twice(dst, MoveImportChunk{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: chunks, Data: c.Data, Delta: delta, Part: c.Part})
 					chunks++
 					records += c.Records
 				}
@@ -223,7 +238,7 @@ func TestMovePreservesEveryRead(t *testing.T) {
 			base = src.f.View()
 			broot, _ := base.Root("a")
 			twice(dst, MoveImportBegin{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, RootUID: broot.UID})
-			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) { return base.Moves().Export("a", pos, n) }, false)
+			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) { return moves(base).Export("a", pos, n) }, false)
 			// A key used again after it expired applies anew: its last write is the one a
 			// replay answers.
 			for _, k := range genRoot(rt, src, "a") {
@@ -246,10 +261,10 @@ func TestMovePreservesEveryRead(t *testing.T) {
 		root, _ := sv.Root("a")
 		if base == nil {
 			twice(dst, MoveImportBegin{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, RootUID: root.UID})
-			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) { return sv.Moves().Export("a", pos, n) }, false)
+			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) { return moves(sv).Export("a", pos, n) }, false)
 		} else {
 			copyAll(func(pos MovePosition, n int) (MoveExportChunk, error) {
-				return sv.Moves().ExportDelta("a", base, pos, n)
+				return moves(sv).ExportDelta("a", base, pos, n)
 			}, true)
 		}
 		version, lists, seq := sv.Moves().Counters()

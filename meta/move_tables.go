@@ -21,6 +21,9 @@ type MovePosition struct {
 	Table int `cbor:"1,keyasint,omitempty"`
 	// After is the last key handled in the table ("" = none yet).
 	After string `cbor:"2,keyasint,omitempty"`
+	// Sent is, in an export of MoveView.Split, how many bytes of the record after After
+	// the chunks so far carried in parts (move_parts.go; 0: none).
+	Sent int64 `cbor:"3,keyasint,omitempty"`
 }
 
 // Key spaces of a root's records in a table.

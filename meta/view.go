@@ -92,7 +92,7 @@ func (v *View) Proposals() ProposalView { return ProposalView{v} }
 func (v *View) Lifecycle() LifecycleView { return LifecycleView{v} }
 
 // Moves returns the view's reads of root moves.
-func (v *View) Moves() MoveView { return MoveView{v} }
+func (v *View) Moves() MoveView { return MoveView{v: v} }
 
 // Shard returns the view's shard-wide reads.
 func (v *View) Shard() ShardView { return ShardView{v} }
