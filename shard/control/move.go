@@ -72,6 +72,10 @@ type RootMove struct {
 	Driver int64 `json:"driver,omitempty"`
 	// Reason says why a move rolled back (or is rolling back).
 	Reason string `json:"reason,omitempty"`
+	// Lasting says that the rollback's cause does not go away by trying again soon (a
+	// shard refused the move with ResourceExhausted): the rebalancer leaves the root alone
+	// for a while (rebalancer.go, unmovableFor).
+	Lasting bool `json:"lasting,omitempty"`
 	// Revision is the record's mod revision in etcd (not stored).
 	Revision int64 `json:"-"`
 }

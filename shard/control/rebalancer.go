@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -19,8 +20,10 @@ import (
 // rebalanceMover starts the root moves the rebalancer decides.
 type rebalanceMover interface {
 	// Moving returns how many root moves are recorded and not yet finished (an error:
-	// unknown, the round is skipped).
-	Moving(ctx context.Context) (int, error)
+	// unknown, the round is skipped), and the roots a round leaves alone: those whose
+	// latest move rolled back less than unmovableFor before now for a lasting reason
+	// (RootMove.Lasting).
+	Moving(ctx context.Context, now time.Time) (int, map[string]bool, error)
 	// Start records the move of m.Root from shard m.From to shard m.To and starts it,
 	// fenced by the controller's fence (ShardAdmin); it returns once the move is recorded,
 	// not when it ends. A root no longer on m.From is refused, and moves nothing.
@@ -32,16 +35,32 @@ type rebalanceMover interface {
 // by an operator for the same root refuses the round's (ErrMoveInProgress).
 type planeMover struct{ p *Plane }
 
-func (m planeMover) Moving(ctx context.Context) (int, error) {
+func (m planeMover) Moving(ctx context.Context, now time.Time) (int, map[string]bool, error) {
 	moves, err := m.p.Moves(ctx)
 	n := 0
+	latest := map[string]RootMove{}
 	for _, mv := range moves {
 		if !mv.Step.Ended() {
 			n++
 		}
+		if l, ok := latest[mv.Root]; !ok || mv.Started.After(l.Started) {
+			latest[mv.Root] = mv
+		}
 	}
-	return n, err
+	unmovable := map[string]bool{}
+	for root, mv := range latest {
+		if mv.Lasting && mv.Step == MoveRolledBack && mv.Ended != nil && now.Sub(*mv.Ended) < unmovableFor {
+			unmovable[root] = true
+		}
+	}
+	return n, unmovable, err
 }
+
+// unmovableFor is how long the rebalancer leaves a root alone after its move rolled back
+// for a lasting reason (a record larger than a move chunk while a node runs a release
+// that cannot import it in parts): moving it again at every round would fail the same
+// way and keep the shard as hot, while another root of the shard can move.
+const unmovableFor = time.Hour
 
 func (m planeMover) Start(ctx context.Context, _ int64, mv Move) error {
 	_, err := m.p.StartMove(ctx, mv.Root, mv.To, time.Now())
@@ -104,9 +123,13 @@ func (c *Controller) rebalanceRound(ctx context.Context, t *term, shards int, st
 		c.log.Debug("control: rebalance round skipped", "reason", why)
 		return nil
 	}
-	if n, err := c.mover.Moving(ctx); err != nil || n > 0 {
+	n, unmovable, err := c.mover.Moving(ctx, time.Now())
+	if err != nil || n > 0 {
 		c.log.Debug("control: rebalance round skipped", "reason", "moves under way or unknown", "moving", n, "err", err)
 		return nil
+	}
+	for i := range loads {
+		loads[i].Candidates = slices.DeleteFunc(slices.Clone(loads[i].Candidates), func(r RootLoad) bool { return unmovable[r.Root] })
 	}
 	c.lastRebalance = time.Now()
 	for _, m := range Rebalance(loads, c.cfg.Rebalance) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,8 @@ type loadAdmin struct {
 	starts []Move
 	fences []int64
 	moving int
+	// unmovable are the roots Moving reports a round leaves alone.
+	unmovable map[string]bool
 }
 
 func (a *loadAdmin) Status(ctx context.Context, shard int) (ShardStatus, error) {
@@ -35,10 +38,10 @@ func (a *loadAdmin) Status(ctx context.Context, shard int) (ShardStatus, error) 
 	return st, err
 }
 
-func (a *loadAdmin) Moving(context.Context) (int, error) {
+func (a *loadAdmin) Moving(context.Context, time.Time) (int, map[string]bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.moving, nil
+	return a.moving, a.unmovable, nil
 }
 
 func (a *loadAdmin) Start(_ context.Context, fence int64, m Move) error {
@@ -182,5 +185,94 @@ func TestTheControllerRebalancesOnlyWhenSwitchedOnAndSettled(t *testing.T) {
 	a.rounds(t, 5, shards)
 	if after := a.started(); len(after) != before {
 		t.Fatalf("moves after the switch went off: %v", after[before:])
+	}
+}
+
+// A root whose latest move rolled back for a lasting reason is left alone for a while: a
+// round moves the hot shard's next root instead, and never that one.
+func TestARoundLeavesAnUnmovableRootAlone(t *testing.T) {
+	const shards = 2
+	p, ctx := newControlledCluster(t, ClusterSpec{Shards: shards, Replication: 1}, 60*time.Second)
+	reg, err := p.Register(ctx, "n1", NodeInfo{PeerAddr: "n1:7000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	a := &loadAdmin{fakeAdmin: newFakeAdmin(10), unmovable: map[string]bool{"b": true}, loads: map[int]*ShardLoad{
+		0: {Roots: 3, Bytes: 3000, WriteRate: 30, Candidates: []RootLoad{{Root: "big", Bytes: 2000, WriteRate: 20}, {Root: "b", Bytes: 500, WriteRate: 5}, {Root: "c", Bytes: 500, WriteRate: 5}}},
+		1: {Roots: 1, Bytes: 100, WriteRate: 1, Candidates: []RootLoad{{Root: "d", Bytes: 100, WriteRate: 1}}},
+	}}
+	loads, _ := rebalanceLoads(shards, map[int]ShardStatus{0: {Load: a.loads[0]}, 1: {Load: a.loads[1]}}, nil)
+	if all := Rebalance(loads, DefaultRebalanceConfig()); len(all) == 0 || all[0].Root != "b" {
+		t.Fatalf("the decision with every root moves %v first, want b", all)
+	}
+	cfg := controllerConfig("n1")
+	cfg.RebalanceInterval = 200 * time.Millisecond
+	c, err := p.NewController(a, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mover = a
+	runController(t, c)
+	if _, err := p.SetRebalanceSwitch(ctx, true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	retry.Within(t, 30*time.Second, "two rounds' moves", func() error {
+		if len(a.started()) < 2 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	loads[0].Candidates = slices.DeleteFunc(slices.Clone(loads[0].Candidates), func(r RootLoad) bool { return r.Root == "b" })
+	want := Rebalance(loads, DefaultRebalanceConfig())
+	got := a.started()
+	for _, m := range got {
+		if m.Root == "b" {
+			t.Fatalf("a round moved the unmovable root: %v", got)
+		}
+	}
+	if len(want) == 0 || got[0] != want[0] || got[0].Root != "c" {
+		t.Fatalf("the first move %+v, want the decision without b, %v", got[0], want)
+	}
+}
+
+// The plane's mover reports a root unmovable while its latest move rolled back for a
+// lasting reason less than unmovableFor ago: not after that, not for a rollback of
+// another reason, not once a later move of the root was recorded.
+func TestPlaneMoverReportsRootsWhoseMoveFailedLasting(t *testing.T) {
+	p, ctx, from := newPlacedRoot(t)
+	c, tm := electedController(t, ctx, p)
+	rollBack := func(lasting bool) RootMove {
+		t.Helper()
+		m, err := p.StartMove(ctx, "agent-a", 1-from, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := &MoveRun{c: c, t: tm, move: m}
+		if err := run.Step(ctx, MoveRollingBack, func(r *RootMove) { r.Reason, r.Lasting = "refused", lasting }); err != nil {
+			t.Fatal(err)
+		}
+		if err := run.Step(ctx, MoveRolledBack, nil); err != nil {
+			t.Fatal(err)
+		}
+		return run.Move()
+	}
+	mover := planeMover{p}
+	unmovable := func(now time.Time) bool {
+		t.Helper()
+		n, roots, err := mover.Moving(ctx, now)
+		if err != nil || n != 0 {
+			t.Fatalf("moving %d, %v", n, err)
+		}
+		return roots["agent-a"]
+	}
+	m := rollBack(true)
+	if !unmovable(time.Now()) || unmovable(m.Ended.Add(unmovableFor+time.Second)) {
+		t.Fatalf("after a lasting rollback: unmovable now %v, after %v %v", unmovable(time.Now()), unmovableFor, unmovable(m.Ended.Add(unmovableFor+time.Second)))
+	}
+	time.Sleep(2 * time.Millisecond) // a later start
+	rollBack(false)
+	if unmovable(time.Now()) {
+		t.Fatal("a root whose latest move rolled back for a passing reason is unmovable")
 	}
 }

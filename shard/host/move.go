@@ -65,7 +65,7 @@ func (mv *Mover) DriveMove(ctx context.Context, run *control.MoveRun) error {
 		if reason == "" {
 			reason = "the move was interrupted before its switch (its driver stopped); nothing changed: start it again"
 		}
-		return mv.rollbackMove(ctx, run, reason)
+		return mv.rollbackMove(ctx, run, reason, false)
 	}
 	if !m.Step.Committed() {
 		if err := mv.copyMove(ctx, run); err != nil {
@@ -73,11 +73,11 @@ func (mv *Mover) DriveMove(ctx context.Context, run *control.MoveRun) error {
 				return err // the next controller resumes it
 			}
 			mv.log.Warn("root move failed before its switch; rolling back", "move", m.ID, "root", m.Root, "err", err)
-			return mv.rollbackMove(ctx, run, moveFailure(err))
+			return mv.rollbackMove(ctx, run, moveFailure(err), lastingFailure(err))
 		}
 		if err := run.Switch(ctx); err != nil {
 			if errors.Is(err, control.ErrConflict) {
-				return mv.rollbackMove(ctx, run, "the root's placement changed during the move")
+				return mv.rollbackMove(ctx, run, "the root's placement changed during the move", false)
 			}
 			return err // unknown: the record says whether the switch happened; resumed from it
 		}
@@ -213,13 +213,14 @@ func (mv *Mover) copyChunks(ctx context.Context, run *control.MoveRun, cp *chunk
 
 // rollbackMove undoes a move that did not reach its switch: the import is aborted on the
 // target, the fence lifted on the source (both succeed when there is nothing to undo).
-func (mv *Mover) rollbackMove(ctx context.Context, run *control.MoveRun, reason string) error {
+// Lasting records that trying again soon fails the same way (control.RootMove.Lasting).
+func (mv *Mover) rollbackMove(ctx context.Context, run *control.MoveRun, reason string, lasting bool) error {
 	m := run.Move()
 	if m.Step.Committed() {
 		return fmt.Errorf("host: move %s switched its placement already; it cannot roll back", m.ID)
 	}
 	if m.Step != control.MoveRollingBack {
-		if err := run.Step(ctx, control.MoveRollingBack, func(r *control.RootMove) { r.Reason = reason }); err != nil {
+		if err := run.Step(ctx, control.MoveRollingBack, func(r *control.RootMove) { r.Reason, r.Lasting = reason, lasting }); err != nil {
 			return err
 		}
 	}
@@ -269,6 +270,14 @@ type shardStepError struct {
 
 func (e *shardStepError) Error() string { return fmt.Sprintf("shard %d: %v", e.shard, e.err) }
 func (e *shardStepError) Unwrap() error { return e.err }
+
+// lastingFailure reports whether err, which stopped a move before its switch, is a
+// shard's refusal that trying again soon meets too: ResourceExhausted (a record larger
+// than a move chunk while a node cannot import it in parts).
+func lastingFailure(err error) bool {
+	var me *meta.Error
+	return errors.As(err, &me) && me.Code == meta.CodeResourceExhausted
+}
 
 // moveFailure is the reason a move rolled back, for its record (an operator reads it).
 func moveFailure(err error) string {
