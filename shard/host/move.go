@@ -123,9 +123,12 @@ func (mv *Mover) copyMove(ctx context.Context, run *control.MoveRun) error {
 	// the fence only what changed since is shipped (meta/move_delta.go), so the writes
 	// pause for the difference, not for the root. Only once every node applies a delta.
 	pre := mv.cluster.everyNodeAtLeast(meta.MoveDeltaVersion)
+	// A record larger than a chunk goes in parts only once every node imports them
+	// (meta/move_parts.go); until then the export refuses it, and the move rolls back.
+	parts := mv.cluster.everyNodeAtLeast(meta.MovePartsVersion)
 	var cp chunkCopy
 	if pre {
-		if err := mv.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, PreCopy: true}); err != nil {
+		if err := mv.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, PreCopy: true, Parts: parts}); err != nil {
 			return err
 		}
 		if err := cp.report(ctx, run); err != nil { // the pre-copy's counts, for cairn admin root moves
@@ -141,7 +144,7 @@ func (mv *Mover) copyMove(ctx context.Context, run *control.MoveRun) error {
 	if err := run.Step(ctx, control.MoveFenced, nil); err != nil {
 		return err
 	}
-	if err := mv.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, Delta: pre}); err != nil {
+	if err := mv.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, Delta: pre, Parts: parts}); err != nil {
 		return err
 	}
 	chunks, records, last := cp.chunks, cp.records, cp.last
@@ -187,11 +190,11 @@ func (mv *Mover) copyChunks(ctx context.Context, run *control.MoveRun, cp *chunk
 		if err != nil {
 			return err
 		}
-		if rep.Chunk.Records > 0 {
+		if rep.Chunk.Records > 0 || rep.Chunk.Part != nil {
 			if err := run.Check(ctx); err != nil {
 				return err
 			}
-			chunk := meta.MoveImportChunk{MoveRef: ref, Seq: cp.chunks, Data: rep.Chunk.Data, Delta: req.Delta}
+			chunk := meta.MoveImportChunk{MoveRef: ref, Seq: cp.chunks, Data: rep.Chunk.Data, Delta: req.Delta, Part: rep.Chunk.Part}
 			if _, err := mv.proposeMove(ctx, m.Target, chunk); err != nil {
 				return err
 			}

@@ -29,7 +29,11 @@ import (
 // With PreCopy the chunk comes from the move's base view instead: one View of the source
 // taken, without a fence, at the pre-copy's first call (the root still takes writes).
 // With Delta it is a chunk of the fenced view's differences from the base view
-// (meta.MoveView.ExportDelta); a leader without the base view answers Lost.
+// (meta.MoveView.ExportDelta); a leader without the base view answers Lost. With Parts
+// a record larger than a chunk comes in parts (meta.MoveView.Split), which only a target
+// of cluster version meta.MovePartsVersion imports; without it the export refuses the
+// record (ResourceExhausted), and so does a leader of an older release, which ignores the
+// field.
 type exportRequest struct {
 	Agent   string            `cbor:"1,keyasint"`
 	MoveID  string            `cbor:"2,keyasint"`
@@ -37,6 +41,7 @@ type exportRequest struct {
 	UIDOnly bool              `cbor:"4,keyasint,omitempty"`
 	PreCopy bool              `cbor:"5,keyasint,omitempty"`
 	Delta   bool              `cbor:"6,keyasint,omitempty"`
+	Parts   bool              `cbor:"7,keyasint,omitempty"`
 }
 
 // viewKey is the key of the export view req reads from.
@@ -114,14 +119,18 @@ func (ev *exportViews) serve(ctx context.Context, r *shard.Shard, req exportRequ
 		return exportReply{Err: x.err}, nil
 	}
 	var c meta.MoveExportChunk
+	moves := x.view.Moves()
+	if req.Parts {
+		moves = moves.Split()
+	}
 	if req.Delta {
 		base, _, _ := ev.view(ctx, r, baseViewKey(req.MoveID), false, nil)
 		if base == nil || base.view == nil {
 			return exportReply{Lost: true}, nil
 		}
-		c, err = x.view.Moves().ExportDelta(req.Agent, base.view, req.From, meta.MaxMoveChunkBytes)
+		c, err = moves.ExportDelta(req.Agent, base.view, req.From, meta.MaxMoveChunkBytes)
 	} else {
-		c, err = x.view.Moves().Export(req.Agent, req.From, meta.MaxMoveChunkBytes)
+		c, err = moves.Export(req.Agent, req.From, meta.MaxMoveChunkBytes)
 	}
 	if err != nil {
 		var me *meta.Error
