@@ -60,7 +60,8 @@
 //     target's confirmation no command but the move's applies to it on either shard, and
 //     no blob reference count changes because of the move. The version shift only grows,
 //     and after an import every version of the shard exceeds every version the imported
-//     records name.
+//     records name. A record larger than a move chunk travels in parts and lands only with
+//     its last one (move_parts.go): no table ever holds part of a record.
 //
 // meta imports nothing else of Cairn's; the shard package feeds it Raft log entries and the
 // api package reads it through Views.

@@ -45,7 +45,8 @@
 //   - Rebalance, like Plan, is a pure function: the same loads give the same moves. The
 //     controller acts on it only while the switch is on, the cluster is settled (no
 //     replica change planned, every open shard's load reported, no move under way), at
-//     most once per RebalanceInterval (rebalancer.go).
+//     most once per RebalanceInterval, and leaves out for an hour a root whose latest move
+//     rolled back for a lasting reason (RootMove.Lasting; rebalancer.go).
 //   - The elected controller drives every unfinished move through its MoveDriver; each
 //     step it writes (MoveRun.Step) is fenced like its other writes and conditional on
 //     the move record's revision.
