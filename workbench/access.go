@@ -24,8 +24,11 @@ import (
 //
 //   - Reads: every view the adapter reads of such a root is the empty state (readView,
 //     viewAt), the same view a root that does not exist is read from, after the same core
-//     call. What a read then answers (NotFound, an empty search, read_version 0) is what
-//     it answers for a missing root, and takes the same path. A caller that reaches only
+//     call: the one a missing root gets (coreFor, HiddenCores; on a cluster node, that of
+//     a root never placed), so neither the answer nor its delay depends on the hidden
+//     root's shard (led elsewhere, without a leader, without a replica here). What a
+//     read then answers (NotFound, an empty search, read_version 0) is what it answers
+//     for a missing root, and takes the same path. A caller that reaches only
 //     some workbenches reads a view restricted to them (meta.View.Only): every other
 //     workbench is missing from it, in lookups, listings, queries, snapshots, proposals,
 //     restores and the change feed alike.
@@ -69,6 +72,18 @@ func asNode(ctx context.Context) context.Context { return context.WithValue(ctx,
 
 // hidden reports whether the caller may not use agent's root: it must look absent.
 func hidden(ctx context.Context, agent string) bool { return !caller(ctx).MayUse(agent) }
+
+// coreFor returns the core every read and command of agent's root goes through: for a
+// caller that may not use the root, the one its Cores serves a hidden root through
+// (HiddenCores: on a cluster node, the core of a root never placed, so that the root's
+// shard, its leader, or its lack of one, shows in no answer and no delay); else the
+// root's own.
+func coreFor(ctx context.Context, s *base, agent string) (Core, error) {
+	if hc, ok := s.cores.(HiddenCores); ok && hidden(ctx, agent) {
+		return hc.ForHidden(ctx, agent)
+	}
+	return s.cores.For(ctx, agent)
+}
 
 // access is what a caller reaches of one agent root: the whole root, or the workbenches
 // listed (none: the root is hidden).

@@ -125,7 +125,7 @@ func (s *base) appliedSnapshotView(ctx context.Context, agent, id string, at At)
 	if at.Live() || at.SnapshotName != "" || at.SnapshotID == 0 {
 		return nil
 	}
-	c, err := s.cores.For(ctx, agent)
+	c, err := coreFor(ctx, s, agent)
 	if err != nil {
 		return nil
 	}

@@ -166,7 +166,7 @@ func (f *Feed) Next(ctx context.Context, wait time.Duration) ([]meta.Event, erro
 // nextView waits until the root's replica here applied a version after the last one
 // read (unless the last read stopped at the page bound) and returns its view.
 func (f *Feed) nextView(ctx context.Context) (*meta.View, error) {
-	core, err := f.s.cores.For(ctx, f.agent)
+	core, err := coreFor(ctx, f.s, f.agent)
 	if err != nil {
 		return nil, err
 	}

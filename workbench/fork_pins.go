@@ -82,7 +82,7 @@ func refuseForkBase(ctx context.Context, b *base, agent, wb string, id uint64, n
 	if werr := mayWholeWorkbench(ctx, b, agent); werr != nil {
 		return werr
 	}
-	c, err := b.cores.For(ctx, agent)
+	c, err := coreFor(ctx, b, agent)
 	if err != nil {
 		return AsError(err)
 	}

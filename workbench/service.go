@@ -66,6 +66,15 @@ type Cores interface {
 	For(ctx context.Context, agent string) (Core, error)
 }
 
+// HiddenCores is implemented by a Cores whose roots are not all served alike (a cluster
+// node: a root's shard may be led elsewhere, or have no leader right now): ForHidden
+// returns the core of agent's root for a caller that may not use it, one that serves it
+// exactly as a root that does not exist, whatever the real root's shard (access.go). A
+// Cores without it serves a hidden root through For, as every other.
+type HiddenCores interface {
+	ForHidden(ctx context.Context, agent string) (Core, error)
+}
+
 // SingleCore serves every root from one core.
 type SingleCore struct{ Core Core }
 
@@ -802,7 +811,7 @@ func (s *Service) BlobStore() blob.Store { return s.base.blobs }
 // readView returns a linearizable view of the shard that serves agent's root, or the
 // empty state when the root is not in it or hidden from the caller (access.go).
 func (s *base) readView(ctx context.Context, agent string) (*meta.View, error) {
-	c, err := s.cores.For(ctx, agent)
+	c, err := coreFor(ctx, s, agent)
 	if err != nil {
 		return nil, err
 	}
@@ -850,7 +859,7 @@ func (s *base) proposeRaw(ctx context.Context, h meta.Header, b meta.Body) (meta
 	if err := mayTouchPaths(ctx, s, agent, b); err != nil {
 		return meta.Result{}, err
 	}
-	c, err := s.cores.For(ctx, agent)
+	c, err := coreFor(ctx, s, agent)
 	if err != nil {
 		return meta.Result{}, err
 	}

@@ -261,7 +261,7 @@ func (s *Lifecycle) Retention(ctx context.Context, agent string) (RootRetention,
 	}
 	// The shard's own view, not readView's: for a root that does not exist yet that would
 	// be the empty state, which knows the built-in default, not this node's settings.
-	c, err := s.base.cores.For(ctx, agent)
+	c, err := coreFor(ctx, s.base, agent)
 	if err != nil {
 		return RootRetention{}, AsError(err)
 	}

@@ -41,7 +41,8 @@
 //     root's shard) is never forwarded again: the receiving node serves it from its own
 //     replica or answers a retryable error.
 //   - A read never places a root: a root that was never placed reads as empty, and is
-//     placed (etcd) by its first write.
+//     placed (etcd) by its first write. A root its caller may not use is read as one
+//     never placed (ForHidden), after the same placement lookup: its shard is not read.
 //   - Every wait on etcd or a peer has a deadline and ends in a retryable error.
 //   - A shard that lost a majority of its voters is recovered on a survivor only
 //     (Recovery.Recover): never while it has a leader or a majority of registered voters. A

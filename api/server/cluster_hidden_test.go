@@ -1,0 +1,132 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/api/client"
+	"github.com/cairnstore/cairn/internal/retry"
+	"github.com/cairnstore/cairn/ops"
+)
+
+// hiddenCluster is two nodes that require keys, one shard of one replica: node a hosts
+// it, node b hosts nothing. Root "alice" holds a file; the keys are the operator's (every
+// root) and bob's (root "bob" only, every scope but review), which may not use alice.
+type hiddenCluster struct {
+	a, b          *testClusterNode
+	operator, bob string
+}
+
+func startHiddenCluster(t *testing.T) hiddenCluster {
+	t.Helper()
+	cb := startClusterBackends(t)
+	boot, err := OpenEtcdKeys(t.Context(), []string{cb.etcd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := client.NewInProcessAdmin(KeyAdminHandler(boot))
+	op, err := admin.CreateKey(t.Context(), client.KeyRequest{Name: "operator", AllAgents: true,
+		Scopes: []string{"admin", "workspace:read", "workspace:write"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := admin.CreateKey(t.Context(), client.KeyRequest{Name: "bob", Agents: []string{"bob"},
+		Scopes: []string{"admin", "workspace:read", "workspace:write"}})
+	boot.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := func() ops.Config {
+		cfg := cb.config(t)
+		cfg.Shards, cfg.Replication = 1, 1
+		cfg.Auth = ops.AuthRequired
+		return cfg
+	}
+	a := startClusterNode(t, config())
+	retry.Within(t, 30*time.Second, "node a leads shard 0", func() error {
+		if r := a.replica(0); r == nil || !r.Ready() {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	b := startClusterNode(t, config())
+	hc := hiddenCluster{a: a, b: b, operator: op.Secret, bob: bob.Secret}
+	retry.SucceedsSoon(t, "alice's file written through a", func() error {
+		if code, body := hc.send(t, http.MethodPut, a.url+"/v1/agents/alice/workbenches/w/files/input/f", op.Secret, []byte("alice's")); code/100 != 2 {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		return nil
+	})
+	if b.replica(0) != nil {
+		t.Fatal("node b hosts a replica; the test needs a node without one")
+	}
+	return hc
+}
+
+// send sends one request with key and returns its status and body.
+func (hiddenCluster) send(t *testing.T, method, u, key string, body []byte) (int, []byte) {
+	code, _, b := sendWith(t, method, u, key, body)
+	return code, b
+}
+
+// sendWith sends one request with key, and the header pairs kv, and returns its status,
+// headers and body.
+func sendWith(t *testing.T, method, u, key string, body []byte, kv ...string) (int, http.Header, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), method, u, rd)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(kv); i += 2 {
+		req.Header.Set(kv[i], kv[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+// A root a key may not use answers that key's admin routes of one root exactly as a root
+// that was never written, through a node that holds no replica of its shard too: the
+// admin listener serves them there without forwarding, and they read the root's shard
+// only for a key that may see it (a hidden root is read as a root never placed), so bob
+// learns from neither the answer nor its delay that alice exists (it was 503
+// RoutingUnavailable, after a 3 s wait, for alice and at once the answer of a missing
+// root for zelda, a root of the same name length never written).
+func TestClusterHiddenRootAdminRoutesAnswerAsAMissingOneOnANodeWithoutAReplica(t *testing.T) {
+	hc := startHiddenCluster(t)
+	for _, r := range []struct{ method, path, body string }{
+		{http.MethodGet, "/v1/admin/retention?agent=%s", ""},
+		{http.MethodGet, "/v1/admin/quota?agent=%s", ""},
+		{http.MethodPut, "/v1/admin/retention", `{"agent":"%s","versions":5}`},
+		{http.MethodPut, "/v1/admin/quota", `{"agent":"%s","max_files":5}`},
+		{http.MethodPost, "/v1/admin/purge", `{"agent":"%s"}`},
+	} {
+		answer := func(agent string) string {
+			var body []byte
+			if r.body != "" {
+				body = fmt.Appendf(nil, r.body, agent)
+			}
+			code, b := hc.send(t, r.method, hc.b.adminURL+strings.ReplaceAll(r.path, "%s", agent), hc.bob, body)
+			return fmt.Sprintf("%d %s", code, strings.ReplaceAll(string(b), agent, "AGENT"))
+		}
+		if got, want := answer("alice"), answer("zelda"); got != want {
+			t.Errorf("%s %s through b: alice answers %s, a root never written %s", r.method, r.path, got, want)
+		}
+	}
+	// The routes still serve alice's root to a key that may use it, through a.
+	if code, b := hc.send(t, http.MethodGet, hc.a.adminURL+"/v1/admin/quota?agent=alice", hc.operator, nil); code != http.StatusOK || !strings.Contains(string(b), `"files":1`) {
+		t.Fatalf("alice's quota through a, operator key: %d %s", code, b)
+	}
+}
