@@ -130,3 +130,48 @@ func TestClusterHiddenRootAdminRoutesAnswerAsAMissingOneOnANodeWithoutAReplica(t
 		t.Fatalf("alice's quota through a, operator key: %d %s", code, b)
 	}
 }
+
+// A root a key may not use answers that key's client requests exactly as a root that was
+// never written through a node that holds no replica of its shard: status, body and
+// headers, Cairn-Served-By included, which names the node that received the request for
+// both. The node answers them itself instead of forwarding them to the shard's leader
+// (that answer named the leader, and a PUT's kept the connection open where the missing
+// root's closed it).
+func TestClusterHiddenRootClientRequestsAnswerAsAMissingOneOnANodeWithoutAReplica(t *testing.T) {
+	hc := startHiddenCluster(t)
+	mcpCall := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"workbench_stat","arguments":{"id":"w","path":"input/f"}}}`
+	for _, r := range []struct{ method, path, body string }{
+		{http.MethodGet, "/v1/agents/%s/workbenches/w/files/input/f", ""},
+		{http.MethodGet, "/v1/agents/%s/workbenches", ""},
+		{http.MethodPut, "/v1/agents/%s/workbenches/w/files/input/g", "bob's"},
+		{http.MethodPost, "/v1/agents/%s/search", `{"predicates":[]}`},
+		{http.MethodPost, "/v1/agents/%s/mcp", mcpCall},
+	} {
+		answer := func(agent string) string {
+			var body []byte
+			if r.body != "" {
+				body = []byte(r.body)
+			}
+			code, h, b := sendWith(t, r.method, hc.b.url+strings.ReplaceAll(r.path, "%s", agent), hc.bob, body,
+				"Accept", "application/json, text/event-stream", "Mcp-Protocol-Version", "2025-11-25")
+			h.Del("Date")
+			h.Del("X-Request-Id")
+			return fmt.Sprintf("%d %v %s", code, h, strings.ReplaceAll(string(b), agent, "AGENT"))
+		}
+		got, want := answer("alice"), answer("zelda")
+		if got != want {
+			t.Errorf("%s %s through b: alice answers\n%s\na root never written\n%s", r.method, r.path, got, want)
+		}
+		if code := want[:3]; code != "200" && code != "201" && code != "404" {
+			t.Errorf("%s %s through b: a root never written answers %s", r.method, r.path, want)
+		}
+		if !strings.Contains(want, hc.b.nodeID) {
+			t.Errorf("%s %s through b: the answer does not name b (%s): %s", r.method, r.path, hc.b.nodeID, want)
+		}
+	}
+	// Alice's own requests through b still reach her root's shard.
+	req := "/v1/agents/alice/workbenches/w/files/input/f"
+	if code, h, b := sendWith(t, http.MethodGet, hc.b.url+req, hc.operator, nil); code != http.StatusOK || string(b) != "alice's" || h.Get(ServedByHeader) != hc.a.nodeID {
+		t.Fatalf("alice's file through b, operator key: %d %q served by %q", code, b, h.Get(ServedByHeader))
+	}
+}

@@ -70,6 +70,10 @@ func newRouter(h *host.Host, local http.Handler, rootOf func(*http.Request) (str
 			local.ServeHTTP(w, r)
 			return
 		}
+		if hiddenRoot(r, agent) { // answered here, as a root never placed (route_hidden.go)
+			here.ServeHTTP(w, r)
+			return
+		}
 		rt := routeOf(h, r, agent)
 		switch {
 		case rt.Local:
