@@ -96,8 +96,8 @@ func newRouter(h *host.Host, local http.Handler, rootOf func(*http.Request) (str
 // as newRouter forwards the client port's requests, marked surfaceAdmin and with their
 // principal (forwardPrincipal); the leader serves them with its admin routes
 // (peerSurfaces). Without this such a node waited for a replica it would not get until
-// the leader wait ran out, and a root that exists answered otherwise than one never
-// written.
+// the leader wait ran out. A request for a root its key may not use is answered here, as
+// newRouter answers one (route_hidden.go).
 func newAdminRouter(h *host.Host, local http.Handler) http.Handler {
 	fwd := h.NewForwarder(func(w http.ResponseWriter, _ *http.Request, msg, leader string) { writeNotOwner(w, msg, leader) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -105,7 +105,7 @@ func newAdminRouter(h *host.Host, local http.Handler) http.Handler {
 		_ = rc.SetReadDeadline(time.Now().Add(adminBodyWait)) // a body that stalls is the route's to refuse
 		agent, ok := rest.AdminRootRequest(r)
 		_ = rc.SetReadDeadline(time.Time{})
-		if !ok {
+		if !ok || hiddenRoot(r, agent) { // a hidden root is answered here (route_hidden.go)
 			local.ServeHTTP(w, r)
 			return
 		}
