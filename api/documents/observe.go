@@ -26,18 +26,24 @@ const observationPrefix = "cairn:feed:"
 
 var observationPattern = regexp.MustCompile(`^cairn:feed:[0-9]{1,20}\.[0-9]{1,10}$`)
 
-func isObservationID(s string) bool { return observationPattern.MatchString(s) }
+func isObservationID(s string) bool {
+	_, ok := positionOf(s)
+	return ok
+}
 
 // ObservationID is the id of the feed event at p.
 func ObservationID(p meta.FeedPosition) string { return observationPrefix + p.String() }
 
-// positionOf parses an observation id (ok false when it is not one).
+// positionOf parses an observation id (ok false when it is not one). Only the form
+// ObservationID writes is one: "cairn:feed:034.0" names the event of "cairn:feed:34.0"
+// but is refused, so one event has one id in every record that names it (an origin and
+// the rootEventId of its document's events, a selection's set of ids, evidence).
 func positionOf(id string) (meta.FeedPosition, bool) {
-	if !isObservationID(id) {
+	if !observationPattern.MatchString(id) {
 		return meta.FeedPosition{}, false
 	}
 	p, err := meta.ParseFeedPosition("id", strings.TrimPrefix(id, observationPrefix))
-	return p, err == nil
+	return p, err == nil && ObservationID(p) == id
 }
 
 // payloadOf is the observation payload of e: the fields its kind uses.

@@ -475,6 +475,28 @@ func TestASnapshotIsTheSetOfItsIds(t *testing.T) {
 	}
 }
 
+// An observation id is taken only as ObservationID writes it: with a leading zero it
+// names the same feed event, and taken it would give one event two ids (a document whose
+// origin and events' rootEventId differ from its frozen origin's eventId, a selection
+// holding one event twice past the repeat check).
+func TestAnObservationIdIsTakenOnlyInItsCanonicalForm(t *testing.T) {
+	e := newEnv(t, nil)
+	d, _ := aDocument(t, e)
+	padded := strings.Replace(d.origin, "cairn:feed:", "cairn:feed:0", 1)
+	paddedIndex := strings.Replace(d.origin, ".", ".0", 1)
+	for _, id := range []string{padded, paddedIndex} {
+		c := e.do("local", "POST", "/api/workbench/documents", map[string]any{"originEventId": id, "title": "t", "body": "b", "requestId": "r-" + id})
+		if c.status != http.StatusBadRequest || c.str("field") != "originEventId" || c.str("rule") != "format" {
+			t.Fatalf("a create from %s: %d %s, want 400 format on originEventId", id, c.status, c.body)
+		}
+		s := e.do("local", "POST", "/api/workbench/documents/"+d.docID+"/selections",
+			map[string]any{"selectedEventIds": []string{d.origin, id}, "selectedVersionIds": []string{}, "requestId": "s-" + id})
+		if s.status != http.StatusBadRequest || s.str("field") != "selectedEventIds[1]" || s.str("rule") != "format" {
+			t.Fatalf("a selection of %s and %s: %d %s, want 400 format on selectedEventIds[1]", d.origin, id, s.status, s.body)
+		}
+	}
+}
+
 // An id that is not of the form ids take names nothing: every route answers it exactly
 // as a well-formed id of nothing.
 func TestAMalformedIdAnswersAsAMissingOne(t *testing.T) {
