@@ -116,7 +116,7 @@ func mayRewindScope(ctx context.Context, s *base, agent string, sc RewindScope) 
 }
 
 // wholeWorkbench is what mayTouchPaths and mayWholeWorkbench refuse a prefix-bound caller.
-const wholeWorkbench = "an operation on a whole workbench (a commit, restore, fork, workbench delete, snapshot mint, renew or retire, or unscoped rewind) needs a key without path prefixes"
+const wholeWorkbench = "an operation on a whole workbench (a commit, restore, fork, merge, discard, workbench delete, snapshot mint, renew or retire, or unscoped rewind) needs a key without path prefixes"
 
 // mayWholeWorkbench answers mayTouchPaths' PermissionDenied for an operation on a whole
 // workbench of agent's root (a commit, a fork, a snapshot's mint, renew or retire: a

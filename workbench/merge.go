@@ -117,12 +117,19 @@ func decideMerge(base, fork, parent *meta.Entry) mergeOutcome {
 // naming id, fork (details.rule "not_a_fork") or token (details.rule "too_many_changes"
 // past MaxRewindChanges changes or conflicts), SnapshotNotFound or SnapshotExpired (the
 // base snapshot is gone), Conflict (stale, or details.reason "parent_replaced"),
-// PermissionDenied without the write scope.
+// PermissionDenied without the write scope or for a key bound to path prefixes (a merge
+// reads the whole fork and writes the parent).
 func (s *Attempts) Merge(ctx context.Context, req MergeRequest) (Result, error) {
 	if err := validateTarget(req.Agent, req.Fork, ""); err != nil {
 		return nil, err
 	}
 	if err := mayWrite(ctx, req.Agent); err != nil {
+		return nil, err
+	}
+	// A merge reads the whole fork, its restore manifest included, and writes the parent
+	// wherever the fork changed it: for a key bound to prefixes an operation on a whole
+	// workbench, as a fork or a discard is (not a "not a fork" its hidden manifest gave).
+	if err := mayWholeWorkbench(ctx, s.base, req.Agent); err != nil {
 		return nil, err
 	}
 	var tok rewindToken

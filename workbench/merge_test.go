@@ -591,3 +591,31 @@ func TestMergeGivesADeleteEditConflictAReason(t *testing.T) {
 		t.Fatalf("the parent after the merge = %v, want its sides of the conflicts kept", files)
 	}
 }
+
+// A merge reads the whole fork (its restore manifest, under metadata/, is its record) and
+// writes the parent wherever the fork changed it: for a key bound to path prefixes it is
+// an operation on a whole workbench, refused as a discard or a fork is (PermissionDenied
+// naming the prefixes), never answered as if the fork were no fork because the key
+// cannot see its manifest. The parent keeps its files.
+func TestMergeByAPrefixBoundKeyIsPermissionDenied(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "outputs/c", "c0")
+	putIn(t, svc, "w", "input/a", "a0")
+	fork(t, svc, "w", "f", "")
+	putIn(t, svc, "f", "outputs/c", "c1")
+	putIn(t, svc, "f", "input/a", "a1")
+	preview, _ := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: "f", DryRun: true})
+	bound := auth.WithPrincipal(t.Context(), auth.Principal{ID: "kp", Agents: []string{"a"}, Prefixes: []string{"outputs"}, Scopes: auth.Scopes})
+	for _, req := range []workbench.MergeRequest{
+		{Agent: "a", Fork: "f", DryRun: true},
+		{Agent: "a", Fork: "f", Token: preview["token"].(string)},
+	} {
+		_, err := svc.Attempts.Merge(bound, req)
+		if codeOf(err) != workbench.CodePermissionDenied || fmt.Sprint(detailsOf(err)["prefixes"]) != "[outputs]" {
+			t.Fatalf("a merge (dry run %v) by a key bound to outputs = %v, want PermissionDenied naming its prefixes", req.DryRun, err)
+		}
+	}
+	if got := files(t, svc, "w"); got["outputs/c"] != "c0" || got["input/a"] != "a0" {
+		t.Fatalf("the parent after refused merges: %v", got)
+	}
+}
