@@ -98,6 +98,30 @@ func (h *Handler) mutate(ctx context.Context, o owner, id string, plan func(head
 	return nil, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the document changed too often to apply this request; retry with the same id"}
 }
 
+// settleHead reads document id's head with its pending mutation finished, as mutate does
+// before it plans: a write route that builds on the head (a selection's base, a proposal
+// request's base text) never builds on a version whose records a crash left unwritten.
+func (h *Handler) settleHead(ctx context.Context, o owner, id string) (head, *Error) {
+	rec := records{h.store, o}
+	for range maxMutateAttempts {
+		var hd head
+		gen, err := rec.get(ctx, o.headPath(id), &hd)
+		if errors.Is(err, ErrNotFound) {
+			return head{}, notFound("document")
+		}
+		if err != nil {
+			return head{}, fromStore(err)
+		}
+		if hd.Pending == nil {
+			return hd, nil
+		}
+		if err := rec.settle(ctx, hd, gen); err != nil {
+			return head{}, fromStore(err)
+		}
+	}
+	return head{}, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the document changed too often to apply this request; retry with the same id"}
+}
+
 // settle finishes hd's Pending mutation (head generation gen): its records in the
 // design's order (version row, version event, decision event), the head, then the
 // judgment. A lost final swap means another request settled it.

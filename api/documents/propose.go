@@ -61,11 +61,10 @@ func (h *Handler) requestProposal(ctx context.Context, o owner, docID string, b 
 // propose is requestProposal's walk, once its arguments are read.
 func (h *Handler) propose(ctx context.Context, o owner, docID string, args proposalArgs, runner Runner) (any, *Error) {
 	selectionID, runnerID, base, requestID := args.selectionID, args.runnerID, args.base, args.requestID
-	hd, e := h.loadHead(ctx, o, docID)
+	hd, e := h.settleHead(ctx, o, docID)
 	if e != nil {
 		return nil, e
 	}
-	hd = settled(hd)
 	rec := records{h.store, o}
 	selected, err := rec.event(ctx, docID, EventID(TypeSelected, selectionID))
 	if errors.Is(err, ErrNotFound) {

@@ -60,11 +60,10 @@ func (h *Handler) selectContext(ctx context.Context, o owner, docID string, b bo
 	if e != nil {
 		return nil, e
 	}
-	hd, e := h.loadHead(ctx, o, docID)
+	hd, e := h.settleHead(ctx, o, docID)
 	if e != nil {
 		return nil, e
 	}
-	hd = settled(hd)
 	rec := records{h.store, o}
 	selectionID := SelectionID(docID, requestID)
 	selectedID := EventID(TypeSelected, selectionID)
@@ -86,7 +85,7 @@ func (h *Handler) selectContext(ctx context.Context, o owner, docID string, b bo
 		snap.SelectedEvents = append(snap.SelectedEvents, obs)
 	}
 	if len(versionIDs) > 0 {
-		evs, _, e := h.history(ctx, o, docID)
+		evs, _, e := h.history(ctx, o, hd)
 		if e != nil {
 			return nil, e
 		}

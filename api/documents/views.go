@@ -77,13 +77,49 @@ func (h *Handler) listDocuments(r *http.Request, o owner) (any, *Error) {
 
 // settled is hd as it reads once its pending mutation is finished: a read never shows a
 // half-applied head (the mutation's records exist or will, since whoever reads the head
-// for a write finishes it first).
+// for a write finishes it first: settleHead; a read, which may not write, shows them from
+// the pending mutation: withPending, pendingBody, and each decision's judgment, written
+// last, from its decision: getDocument).
 func settled(hd head) head {
 	if p := hd.Pending; p != nil {
 		hd.Title, hd.VersionID, hd.Sha256, hd.SizeBytes, hd.Versions, hd.UpdatedAt = p.Title, p.VersionID, p.Sha256, p.SizeBytes, p.Versions, p.UpdatedAt
 		hd.Pending = nil
 	}
 	return hd
+}
+
+// withPending is evs with the events hd's pending mutation writes (its version event,
+// its decision event) that evs lacks: a crash between the mutation's first swap and its
+// last leaves them unwritten until the next write of the document finishes it.
+func withPending(hd head, evs []Event) []Event {
+	p := hd.Pending
+	if p == nil {
+		return evs
+	}
+	var pending []Event
+	if p.Version != nil {
+		pending = append(pending, p.Version.Event)
+	}
+	if p.Decision != nil {
+		pending = append(pending, p.Decision.Event)
+	}
+	for _, ev := range pending {
+		if !slices.ContainsFunc(evs, func(x Event) bool { return x.ID == ev.ID }) {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+// pendingBody is the body of version v when hd's pending mutation appends it (its row
+// may not be written yet); ok false otherwise.
+func pendingBody(hd head, v string) (string, bool) {
+	if p := hd.Pending; p != nil && p.Version != nil && p.VersionID == v {
+		if _, text, ok := splitContent(p.Version.Content); ok {
+			return text, true
+		}
+	}
+	return "", false
 }
 
 // loadHead reads document id's head; NotFound when it does not exist (or is another
@@ -110,13 +146,15 @@ type versionRow struct {
 
 var typeRank = map[string]int{TypeCreated: 0, TypeVersion: 1, TypeSelected: 2, TypeRequested: 3, TypeProposed: 4, TypeDecision: 5}
 
-// history is a document's events in order: occurredAt, then the design's order of types
-// within one request.
-func (h *Handler) history(ctx context.Context, o owner, id string) ([]Event, bool, *Error) {
-	evs, truncated, err := records{h.store, o}.events(ctx, id)
+// history is the events of document hd in order: occurredAt, then the design's order of
+// types within one request. Those of hd's pending mutation are among them whether or not
+// it wrote them yet (withPending).
+func (h *Handler) history(ctx context.Context, o owner, hd head) ([]Event, bool, *Error) {
+	evs, truncated, err := records{h.store, o}.events(ctx, hd.DocumentID)
 	if err != nil {
 		return nil, false, fromStore(err)
 	}
+	evs = withPending(hd, evs)
 	slices.SortFunc(evs, func(a, b Event) int {
 		return cmp.Or(cmp.Compare(a.OccurredAt, b.OccurredAt), cmp.Compare(typeRank[a.Type], typeRank[b.Type]), cmp.Compare(a.ID, b.ID))
 	})
@@ -135,10 +173,11 @@ func versionsOf(evs []Event) []versionRow {
 }
 
 func (h *Handler) listVersions(r *http.Request, o owner, id string) (any, *Error) {
-	if _, e := h.loadHead(r.Context(), o, id); e != nil {
+	hd, e := h.loadHead(r.Context(), o, id)
+	if e != nil {
 		return nil, e
 	}
-	evs, truncated, e := h.history(r.Context(), o, id)
+	evs, truncated, e := h.history(r.Context(), o, hd)
 	if e != nil {
 		return nil, e
 	}
@@ -165,23 +204,27 @@ func (h *Handler) getDocument(r *http.Request, o owner, id string) (any, *Error)
 	if e != nil {
 		return nil, e
 	}
-	hd = settled(hd)
-	evs, truncated, e := h.history(ctx, o, id)
+	evs, truncated, e := h.history(ctx, o, hd)
 	if e != nil {
 		return nil, e
 	}
-	text, e := h.versionBody(ctx, o, id, hd.VersionID)
-	if e != nil {
-		return nil, e
+	raw := hd
+	hd = settled(hd)
+	text, pending := pendingBody(raw, hd.VersionID)
+	if !pending {
+		if text, e = h.versionBody(ctx, o, id, hd.VersionID); e != nil {
+			return nil, e
+		}
 	}
 	decisions := map[string]decisionPayload{}
 	decisionIDs := map[string]string{}
+	decisionEvents := map[string]Event{}
 	selections, runs := []selectedPayload{}, []run{}
 	for _, ev := range evs {
 		switch ev.Type {
 		case TypeDecision:
 			p := decodePayload[decisionPayload](ev)
-			decisions[p.ProposalEventID], decisionIDs[p.ProposalEventID] = p, ev.ID
+			decisions[p.ProposalEventID], decisionIDs[p.ProposalEventID], decisionEvents[p.ProposalEventID] = p, ev.ID, ev
 		case TypeSelected:
 			selections = append(selections, decodePayload[selectedPayload](ev))
 		case TypeRequested:
@@ -193,11 +236,15 @@ func (h *Handler) getDocument(r *http.Request, o owner, id string) (any, *Error)
 		}
 	}
 	proposals := []proposalRow{}
+	derived := []judgment{}
 	for _, ev := range evs {
 		if ev.Type != TypeProposed {
 			continue
 		}
 		p := decodePayload[proposedPayload](ev)
+		if d, ok := decisions[ev.ID]; ok {
+			derived = append(derived, h.judgmentOf(id, p, decisionEvents[ev.ID], d))
+		}
 		row := proposalRow{ProposalEventID: ev.ID, HeadVersionID: hd.VersionID, Proposal: p, Stale: hd.VersionID != p.Target.BaseVersionID}
 		if d, ok := decisions[ev.ID]; ok {
 			row.State, row.DecisionEventID, row.ResultVersionID = map[string]string{"accept": "accepted", "reject": "rejected"}[d.Disposition], decisionIDs[ev.ID], d.ResultVersionID
@@ -228,6 +275,14 @@ func (h *Handler) getDocument(r *http.Request, o owner, id string) (any, *Error)
 			judgments = append(judgments, j)
 		}
 	}
+	// The judgment is a decision's last record (decide.go): one a crash left unwritten
+	// reads as the replay that finishes the decision writes it.
+	for _, j := range derived {
+		if !slices.ContainsFunc(judgments, func(x judgment) bool { return x.ID == j.ID }) {
+			judgments = append(judgments, j)
+		}
+	}
+	slices.SortFunc(judgments, func(a, b judgment) int { return cmp.Compare(a.ID, b.ID) })
 	return map[string]any{"document": rowOf(hd), "body": text, "versions": versionsOf(evs), "selections": selections,
 		"proposals": proposals, "runs": runs, "judgments": judgments, "events": evs, "truncated": truncated}, nil
 }
@@ -284,7 +339,7 @@ func (h *Handler) candidates(r *http.Request, o owner) (any, *Error) {
 		origin := hd.Origin
 		out = append(out, candidate{Kind: "observation", Observation: &origin})
 	}
-	evs, _, e := h.history(r.Context(), o, id)
+	evs, _, e := h.history(r.Context(), o, hd)
 	if e != nil {
 		return nil, e
 	}
