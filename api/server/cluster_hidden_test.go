@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/internal/retry"
@@ -47,14 +46,8 @@ func startHiddenCluster(t *testing.T) hiddenCluster {
 		cfg.Auth = ops.AuthRequired
 		return cfg
 	}
-	a := startClusterNode(t, config())
-	retry.Within(t, 30*time.Second, "node a leads shard 0", func() error {
-		if r := a.replica(0); r == nil || !r.Ready() {
-			return fmt.Errorf("not yet")
-		}
-		return nil
-	})
-	b := startClusterNode(t, config())
+	nodes := startLedCluster(t, config, 1)
+	a, b := nodes[0], nodes[1]
 	hc := hiddenCluster{a: a, b: b, operator: op.Secret, bob: bob.Secret}
 	retry.SucceedsSoon(t, "alice's file written through a", func() error {
 		if code, body := hc.send(t, http.MethodPut, a.url+"/v1/agents/alice/workbenches/w/files/input/f", op.Secret, []byte("alice's")); code/100 != 2 {

@@ -55,18 +55,8 @@ func startS3Cluster(t *testing.T) s3Cluster {
 		cfg.S3Gateway.Listen = freeport.Addr(t)
 		return cfg
 	}
-	a := startClusterNode(t, config())
-	retry.Within(t, 30*time.Second, "node a leads the only shard", func() error {
-		if r := a.replica(0); r == nil || !r.Ready() {
-			return errors.New("not yet")
-		}
-		return nil
-	})
-	c := s3Cluster{a: a, b: startClusterNode(t, config()), c: startClusterNode(t, config()), key: key}
-	if c.b.replica(0) != nil || c.c.replica(0) != nil {
-		t.Fatal("node b or c hosts a replica; the test needs nodes without one")
-	}
-	return c
+	nodes := startLedCluster(t, config, 2)
+	return s3Cluster{a: nodes[0], b: nodes[1], c: nodes[2], key: key}
 }
 
 // s3URL is the S3 gateway's base URL on n.

@@ -109,6 +109,31 @@ func startCluster(t *testing.T, n int, tweak func(*ops.Config)) []*testClusterNo
 	return nodes
 }
 
+// startLedCluster starts a node configured by config, waits (30 s at most) until it leads
+// shard 0, then starts n more configured alike, each of which must host no replica (config
+// has one shard of one replica): so every request of a root those take reaches the first.
+// It returns the nodes, the leader first.
+func startLedCluster(t *testing.T, config func() ops.Config, n int) []*testClusterNode {
+	t.Helper()
+	a := startClusterNode(t, config())
+	retry.Within(t, 30*time.Second, "node a leads the only shard", func() error {
+		if r := a.replica(0); r == nil || !r.Ready() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	nodes := []*testClusterNode{a}
+	for range n {
+		nodes = append(nodes, startClusterNode(t, config()))
+	}
+	for _, b := range nodes[1:] {
+		if b.replica(0) != nil {
+			t.Fatalf("node %s hosts a replica; the test needs nodes without one", b.nodeID)
+		}
+	}
+	return nodes
+}
+
 // leaderOfVoters waits (40 s at most) until one of nodes leads shard id with the given
 // number of voters, and returns it.
 func leaderOfVoters(t *testing.T, nodes []*testClusterNode, id, voters int) *testClusterNode {
@@ -378,20 +403,12 @@ func waitShards(t *testing.T, n *testClusterNode, what string, want func(members
 
 func TestClusterNodeWithoutAReplicaForwardsThroughTheLeaderHint(t *testing.T) {
 	cb := startClusterBackends(t)
-	cfg := cb.config(t)
-	cfg.Shards, cfg.Replication = 1, 1
-	a := startClusterNode(t, cfg)
-	// Wait until a hosts the only shard, then start b: it hosts nothing.
-	deadline := time.Now().Add(30 * time.Second)
-	for a.replica(0) == nil || !a.replica(0).Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("node a never led shard 0")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cfg = cb.config(t)
-	cfg.Shards, cfg.Replication = 1, 1
-	b := startClusterNode(t, cfg)
+	nodes := startLedCluster(t, func() ops.Config {
+		cfg := cb.config(t)
+		cfg.Shards, cfg.Replication = 1, 1
+		return cfg
+	}, 1)
+	a, b := nodes[0], nodes[1]
 	ws := b.url + "/v1/agents/hinted/workbenches/w1"
 	mustSend(t, "create workbench through b", http.MethodPut, ws, nil)
 	mustSend(t, "put through b", http.MethodPut, ws+"/files/input/f", []byte("via b"))
