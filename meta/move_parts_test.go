@@ -315,17 +315,7 @@ func TestAnImportAbortedBetweenPartsLeavesNothing(t *testing.T) {
 		t.Fatalf("the aborting import: %+v", m)
 	}
 	dst.settle("a")
-	v := dst.f.View()
-	if n := rootRecords(dst.f.st, "a", root.UID); n != 0 || v.Shard().HoldsRoot("a") {
-		t.Fatalf("the aborted import left %d records", n)
-	}
-	if _, ok := v.Moves().Of("a"); ok {
-		t.Fatal("the aborted import left its move record")
-	}
-	if !bytes.Equal(exportOf(t, v, "c"), before) {
-		t.Fatal("the abort changed another root of the target")
-	}
-	checkDerived(t, dst.f)
+	checkAbortLeftNothing(t, dst, "a", root.UID, "c", before)
 	// The move again, whole.
 	ref2 := MoveRef{Agent: "a", MoveID: "m2"}
 	src.ok(MoveLift{ref})

@@ -245,17 +245,7 @@ func TestImportAbortLeavesNothing(t *testing.T) {
 	if r := dst.do(MoveImportChunk{MoveRef: MoveRef{Agent: "a", MoveID: "m"}, Seq: 0, Data: nil}); CodeOf(r.Err) != CodeNotFound {
 		t.Fatalf("a late chunk after the abort: %+v", r.Err)
 	}
-	v := dst.f.View()
-	if n := rootRecords(dst.f.st, "a", root.UID); n != 0 || v.Shard().HoldsRoot("a") {
-		t.Fatalf("the aborted import left %d records", n)
-	}
-	if _, ok := v.Moves().Of("a"); ok {
-		t.Fatal("the aborted import left its move record")
-	}
-	if !bytes.Equal(exportOf(t, v, "c"), before) {
-		t.Fatal("the abort changed another root of the target")
-	}
-	checkDerived(t, dst.f)
+	checkAbortLeftNothing(t, dst, "a", root.UID, "c", before)
 	src.ok(MoveLift{MoveRef{Agent: "a", MoveID: "m"}})
 	src.ok(putBlob("a", "w0", "after", "the rollback"))
 }
@@ -268,6 +258,24 @@ func withPrefix(o Options, p string) Options {
 // checkDerived compares what the FSM maintains beside the snapshot's tables (index,
 // history and compaction sets, held snapshots, proposal orders, feed counts, usage) with
 // a rebuild from its own snapshot.
+// checkAbortLeftNothing fails t unless the aborted import of agent's root (uid) left dst
+// no record of it and no move record, and other (a root dst held before, whose export was
+// before) unchanged, with every derived table as a rebuild makes it.
+func checkAbortLeftNothing(t testing.TB, dst *shardT, agent, uid, other string, before []byte) {
+	t.Helper()
+	v := dst.f.View()
+	if n := rootRecords(dst.f.st, agent, uid); n != 0 || v.Shard().HoldsRoot(agent) {
+		t.Fatalf("the aborted import left %d records", n)
+	}
+	if _, ok := v.Moves().Of(agent); ok {
+		t.Fatal("the aborted import left its move record")
+	}
+	if !bytes.Equal(exportOf(t, v, other), before) {
+		t.Fatal("the abort changed another root of the target")
+	}
+	checkDerived(t, dst.f)
+}
+
 func checkDerived(t testing.TB, f *FSM) {
 	t.Helper()
 	a, b := f.st, restored(t, f).st

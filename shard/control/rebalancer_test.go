@@ -108,12 +108,7 @@ func TestTheSwitchIsOffUntilSetAndDurable(t *testing.T) {
 // the cold one, fenced by its term; switched off again, it starts none.
 func TestTheControllerRebalancesOnlyWhenSwitchedOnAndSettled(t *testing.T) {
 	const shards = 2
-	p, ctx := newControlledCluster(t, ClusterSpec{Shards: shards, Replication: 1}, 60*time.Second)
-	reg, err := p.Register(ctx, "n1", NodeInfo{PeerAddr: "n1:7000"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
+	p, ctx := newOneNodeCluster(t, shards)
 	a := &loadAdmin{fakeAdmin: newFakeAdmin(10), loads: map[int]*ShardLoad{
 		0: {Roots: 3, Bytes: 3000, WriteRate: 30, Candidates: []RootLoad{{Root: "big", Bytes: 2000, WriteRate: 20}, {Root: "b", Bytes: 500, WriteRate: 5}, {Root: "c", Bytes: 500, WriteRate: 5}}},
 		1: {Roots: 1, Bytes: 100, WriteRate: 1, Candidates: []RootLoad{{Root: "d", Bytes: 100, WriteRate: 1}}},
@@ -192,12 +187,7 @@ func TestTheControllerRebalancesOnlyWhenSwitchedOnAndSettled(t *testing.T) {
 // round moves the hot shard's next root instead, and never that one.
 func TestARoundLeavesAnUnmovableRootAlone(t *testing.T) {
 	const shards = 2
-	p, ctx := newControlledCluster(t, ClusterSpec{Shards: shards, Replication: 1}, 60*time.Second)
-	reg, err := p.Register(ctx, "n1", NodeInfo{PeerAddr: "n1:7000"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
+	p, ctx := newOneNodeCluster(t, shards)
 	a := &loadAdmin{fakeAdmin: newFakeAdmin(10), unmovable: map[string]bool{"b": true}, loads: map[int]*ShardLoad{
 		0: {Roots: 3, Bytes: 3000, WriteRate: 30, Candidates: []RootLoad{{Root: "big", Bytes: 2000, WriteRate: 20}, {Root: "b", Bytes: 500, WriteRate: 5}, {Root: "c", Bytes: 500, WriteRate: 5}}},
 		1: {Roots: 1, Bytes: 100, WriteRate: 1, Candidates: []RootLoad{{Root: "d", Bytes: 100, WriteRate: 1}}},
@@ -275,4 +265,17 @@ func TestPlaneMoverReportsRootsWhoseMoveFailedLasting(t *testing.T) {
 	if unmovable(time.Now()) {
 		t.Fatal("a root whose latest move rolled back for a passing reason is unmovable")
 	}
+}
+
+// newOneNodeCluster is newControlledCluster of shards shards of one replica, with one node
+// (n1) registered.
+func newOneNodeCluster(t *testing.T, shards int) (*Plane, context.Context) {
+	t.Helper()
+	p, ctx := newControlledCluster(t, ClusterSpec{Shards: shards, Replication: 1}, 60*time.Second)
+	reg, err := p.Register(ctx, "n1", NodeInfo{PeerAddr: "n1:7000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	return p, ctx
 }
