@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -91,11 +92,46 @@ func (p *proc) waitHTTP(ctx context.Context, url string) error {
 	err := ready.Wait(ctx, url, p.done, readyTimeout, 50*time.Millisecond)
 	switch {
 	case errors.Is(err, ready.ErrExited):
-		return fmt.Errorf("%s exited before it was ready: %v (log: %s)", p.name, p.err, p.log)
+		return &startError{msg: fmt.Sprintf("%s exited before it was ready: %v (log: %s)", p.name, p.err, p.log), tail: logTail(p.log)}
 	case err != nil:
-		return fmt.Errorf("%s %v (log: %s)", p.name, err, p.log)
+		return &startError{msg: fmt.Sprintf("%s %v (log: %s)", p.name, err, p.log), tail: logTail(p.log)}
 	}
 	return nil
+}
+
+// startError is a fixture process that did not become ready, with the end of its log:
+// the report removes its temporary directory, the log with it, when it stops.
+type startError struct {
+	msg, tail string
+}
+
+func (e *startError) Error() string {
+	if e.tail == "" {
+		return e.msg
+	}
+	return e.msg + "; its log ends:\n" + e.tail
+}
+
+// portTaken reports whether the process failed because an address it was to listen on
+// was taken: a port freeAddr found free was bound by another process before it.
+func (e *startError) portTaken() bool { return strings.Contains(e.tail, "address already in use") }
+
+// logTailBytes is how much of a failed process's log its error quotes.
+const logTailBytes = 2048
+
+// logTail returns the last logTailBytes of the file at path ("" when it cannot be read).
+func logTail(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > logTailBytes {
+		_, _ = f.Seek(st.Size()-logTailBytes, 0)
+	}
+	b := make([]byte, logTailBytes)
+	n, _ := io.ReadFull(f, b)
+	return strings.TrimSpace(string(b[:n]))
 }
 
 // freeAddr returns a loopback address whose port was free a moment ago.
@@ -141,17 +177,29 @@ func startLive(ctx context.Context, addr, health, name, logPath string, env []st
 // startCairn starts `cairn serve` on a fresh data directory with extra flags, serving
 // pprof on a loopback port when the binary was built with -tags pprof, and waits until
 // /readyz answers.
+// A process that failed because a port it was given was taken in the meantime
+// (startError.portTaken) is started again with other ports, up to startAttempts times.
 func startCairn(ctx context.Context, name, bin, dir string, env []string, flags ...string) (p *proc, url, pprofAddr string, err error) {
-	p, url, pprofAddr, err = launchCairn(name, bin, dir, env, flags...)
-	if err != nil {
-		return nil, "", "", err
-	}
-	if err := p.waitHTTP(ctx, url+"/readyz"); err != nil {
+	for attempt := 1; ; attempt++ {
+		p, url, pprofAddr, err = launchCairn(name, bin, dir, env, flags...)
+		if err != nil {
+			return nil, "", "", err
+		}
+		err = p.waitHTTP(ctx, url+"/readyz")
+		if err == nil {
+			return p, url, pprofAddr, nil
+		}
 		p.stop()
-		return nil, "", "", err
+		var se *startError
+		if attempt == startAttempts || !errors.As(err, &se) || !se.portTaken() {
+			return nil, "", "", err
+		}
+		say("%s: a port it was given was taken; starting it again on others", name)
 	}
-	return p, url, pprofAddr, nil
 }
+
+// startAttempts bounds startCairn's attempts.
+const startAttempts = 3
 
 // launchCairn starts `cairn serve` as startCairn does, without waiting for it.
 func launchCairn(name, bin, dir string, env []string, flags ...string) (p *proc, url, pprofAddr string, err error) {
