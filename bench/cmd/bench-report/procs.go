@@ -177,6 +177,7 @@ func startLive(ctx context.Context, addr, health, name, logPath string, env []st
 // startCairn starts `cairn serve` on a fresh data directory with extra flags, serving
 // pprof on a loopback port when the binary was built with -tags pprof, and waits until
 // /readyz answers.
+//
 // A process that failed because a port it was given was taken in the meantime
 // (startError.portTaken) is started again with other ports, up to startAttempts times.
 func startCairn(ctx context.Context, name, bin, dir string, env []string, flags ...string) (p *proc, url, pprofAddr string, err error) {
