@@ -113,14 +113,7 @@ func TestTheControllerRebalancesOnlyWhenSwitchedOnAndSettled(t *testing.T) {
 		0: {Roots: 3, Bytes: 3000, WriteRate: 30, Candidates: []RootLoad{{Root: "big", Bytes: 2000, WriteRate: 20}, {Root: "b", Bytes: 500, WriteRate: 5}, {Root: "c", Bytes: 500, WriteRate: 5}}},
 		1: {Roots: 1, Bytes: 100, WriteRate: 1, Candidates: []RootLoad{{Root: "d", Bytes: 100, WriteRate: 1}}},
 	}}
-	cfg := controllerConfig("n1")
-	cfg.RebalanceInterval = 200 * time.Millisecond
-	c, err := p.NewController(a, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.mover = a
-	runController(t, c)
+	runRebalancingController(t, p, a)
 	retry.Within(t, 30*time.Second, "the shards are formed", func() error {
 		records, err := p.ReplicaSets(ctx)
 		if err != nil {
@@ -196,14 +189,7 @@ func TestARoundLeavesAnUnmovableRootAlone(t *testing.T) {
 	if all := Rebalance(loads, DefaultRebalanceConfig()); len(all) == 0 || all[0].Root != "b" {
 		t.Fatalf("the decision with every root moves %v first, want b", all)
 	}
-	cfg := controllerConfig("n1")
-	cfg.RebalanceInterval = 200 * time.Millisecond
-	c, err := p.NewController(a, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.mover = a
-	runController(t, c)
+	runRebalancingController(t, p, a)
 	if _, err := p.SetRebalanceSwitch(ctx, true, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -278,4 +264,18 @@ func newOneNodeCluster(t *testing.T, shards int) (*Plane, context.Context) {
 	}
 	t.Cleanup(func() { reg.Close() })
 	return p, ctx
+}
+
+// runRebalancingController runs a controller of node n1 over a (its shards' admin and its
+// mover) that rebalances every 200 ms once switched on.
+func runRebalancingController(t *testing.T, p *Plane, a *loadAdmin) {
+	t.Helper()
+	cfg := controllerConfig("n1")
+	cfg.RebalanceInterval = 200 * time.Millisecond
+	c, err := p.NewController(a, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mover = a
+	runController(t, c)
 }
