@@ -75,12 +75,13 @@ var (
 	}
 
 	// putRoots follow a body from the client's socket through the chunker and the
-	// hashes to the MinIO.
+	// hashes (the content address, and the BLAKE3 reads verify by) to the MinIO.
 	putRoots = append([]profileRoot{
 		rootRequests,
 		exactRoot("syscall.read", "socket reads (syscall.read)"),
 		exactRoot("github.com/cairnstore/cairn/blob.(*Splitter).Next", "content-defined chunking (blob.(*Splitter).Next)"),
 		rootSHA256,
+		rootBLAKE3,
 		exactRoot("github.com/cairnstore/cairn/blob.DigestOf", "the chunks' content addresses (blob.DigestOf, part of SHA-256)"),
 		exactRoot("github.com/cairnstore/cairn/blob.worthCompressing", "the compressibility probe (blob.worthCompressing)"),
 		rootZstd,

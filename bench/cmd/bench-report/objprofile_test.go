@@ -50,7 +50,7 @@ func TestObjectBreakdownNamesSharesAndWhatIsBelowTheCut(t *testing.T) {
 	containsAll(t, "breakdown", got,
 		"Cumulative shares of the server's CPU samples: request handling (net/http.(*conn).serve, everything in a request's goroutine) 57.44%, socket reads (syscall.read) 8.02%, content-defined chunking (blob.(*Splitter).Next) 29.58%, SHA-256 (sha256.block, every caller) 52.48%, the chunks' content addresses (blob.DigestOf, part of SHA-256) 24.43%,",
 		"CRC32C checksums of the uploads (hash/crc32) 6.87%, memmove 3.24%.",
-		"Below pprof's cut (each at most 0.03s): the compressibility probe (blob.worthCompressing), zstd (klauspost/compress), uploads to the MinIO",
+		"Below pprof's cut (each at most 0.03s): BLAKE3 (zeebo/blake3, every caller), the compressibility probe (blob.worthCompressing), zstd (klauspost/compress), uploads to the MinIO",
 		"the garbage collector's marking (runtime.gcBgMarkWorker).",
 	)
 	if got := objectBreakdown(&profileResult{}, getRoots); !strings.HasPrefix(got, "Below pprof's cut (each under 0.5% of the samples): request handling") {
