@@ -218,9 +218,9 @@ func TestARoundLeavesAnUnmovableRootAlone(t *testing.T) {
 func TestPlaneMoverReportsRootsWhoseMoveFailedLasting(t *testing.T) {
 	p, ctx, from := newPlacedRoot(t)
 	c, tm := electedController(t, ctx, p)
-	rollBack := func(lasting bool) RootMove {
+	rollBack := func(lasting bool, started time.Time) RootMove {
 		t.Helper()
-		m, err := p.StartMove(ctx, "agent-a", 1-from, time.Now())
+		m, err := p.StartMove(ctx, "agent-a", 1-from, started)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,12 +242,13 @@ func TestPlaneMoverReportsRootsWhoseMoveFailedLasting(t *testing.T) {
 		}
 		return roots["agent-a"]
 	}
-	m := rollBack(true)
+	first := time.Now()
+	m := rollBack(true, first)
 	if !unmovable(time.Now()) || unmovable(m.Ended.Add(unmovableFor+time.Second)) {
 		t.Fatalf("after a lasting rollback: unmovable now %v, after %v %v", unmovable(time.Now()), unmovableFor, unmovable(m.Ended.Add(unmovableFor+time.Second)))
 	}
-	time.Sleep(2 * time.Millisecond) // a later start
-	rollBack(false)
+	rollBack(false, first.Add(time.Second)) // a later start
+
 	if unmovable(time.Now()) {
 		t.Fatal("a root whose latest move rolled back for a passing reason is unmovable")
 	}
