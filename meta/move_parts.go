@@ -100,8 +100,8 @@ func stagePart(m *MoveRecord, c MoveImportChunk) (data []byte, whole bool, err *
 		return nil, false, invalidArg("data", "holds records while %d of the %d bytes of a record in parts arrived", have, p.Total)
 	case len(c.Data) == 0 || c.Part.Offset != have || p != nil && p.Total != c.Part.Total ||
 		c.Part.Total-c.Part.Offset < int64(len(c.Data)):
-		return nil, false, invalidArg("part", "bytes %d to %d of a record of %d do not follow the %d bytes that arrived",
-			c.Part.Offset, c.Part.Offset+int64(len(c.Data)), c.Part.Total, have)
+		return nil, false, invalidArg("part", "chunk %d: bytes %d to %d of a record of %d do not follow the %d bytes that arrived",
+			c.Seq, c.Part.Offset, c.Part.Offset+int64(len(c.Data)), c.Part.Total, have)
 	}
 	// Appending may reuse the capacity past the staged bytes, which only the staging
 	// allocated (the command's bytes are clipped): a View sees only the bytes its record

@@ -13,21 +13,24 @@ import (
 // byte string; a text string (what a record written before this encoding holds, always
 // valid UTF-8 then) still decodes.
 
-// movePositionWire is MovePosition as encoded.
+// movePositionWire is MovePosition as encoded: every field of MovePosition, each under
+// its key there (TestMovePositionCodecCarriesEveryField walks them).
 type movePositionWire struct {
 	Table int    `cbor:"1,keyasint,omitempty"`
 	After []byte `cbor:"2,keyasint,omitempty"`
+	Sent  int64  `cbor:"3,keyasint,omitempty"`
 }
 
 // movePositionRead is MovePosition as decoded: After either a byte or a text string.
 type movePositionRead struct {
 	Table int             `cbor:"1,keyasint,omitempty"`
 	After cbor.RawMessage `cbor:"2,keyasint,omitempty"`
+	Sent  int64           `cbor:"3,keyasint,omitempty"`
 }
 
 // MarshalCBOR encodes the position with After as a byte string.
 func (p MovePosition) MarshalCBOR() ([]byte, error) {
-	w := movePositionWire{Table: p.Table}
+	w := movePositionWire{Table: p.Table, Sent: p.Sent}
 	if p.After != "" {
 		w.After = []byte(p.After)
 	}
@@ -40,7 +43,7 @@ func (p *MovePosition) UnmarshalCBOR(data []byte) error {
 	if err := positionDecMode.Unmarshal(data, &r); err != nil {
 		return err
 	}
-	p.Table, p.After = r.Table, ""
+	p.Table, p.After, p.Sent = r.Table, "", r.Sent
 	if len(r.After) == 0 {
 		return nil
 	}

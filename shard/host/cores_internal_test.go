@@ -274,7 +274,13 @@ func (c *testCluster) readyLeader(id, skip int) (int, error) {
 
 func (c *testCluster) Leader(t *testing.T, root string) int {
 	t.Helper()
-	id := c.shardOf(t, root)
+	return c.shardLeader(t, c.shardOf(t, root))
+}
+
+// shardLeader returns the node whose replica of shard id is its ready leader, waiting for
+// one.
+func (c *testCluster) shardLeader(t *testing.T, id int) int {
+	t.Helper()
 	var leader int
 	retry.Within(t, 20*time.Second, fmt.Sprintf("a ready leader of shard %d", id), func() (err error) {
 		leader, err = c.readyLeader(id, -1)
@@ -285,8 +291,14 @@ func (c *testCluster) Leader(t *testing.T, root string) int {
 
 func (c *testCluster) MoveLeader(t *testing.T, root string) int {
 	t.Helper()
-	id := c.shardOf(t, root)
-	old := c.Leader(t, root)
+	return c.moveShardLeader(t, c.shardOf(t, root))
+}
+
+// moveShardLeader hands shard id's leadership to another node and returns it once it is
+// ready.
+func (c *testCluster) moveShardLeader(t *testing.T, id int) int {
+	t.Helper()
+	old := c.shardLeader(t, id)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if err := c.hosts[old].Replica(id).TransferLeadership(ctx); err != nil {

@@ -144,7 +144,7 @@ func (mv *Mover) copyMove(ctx context.Context, run *control.MoveRun) error {
 	if err := run.Step(ctx, control.MoveFenced, nil); err != nil {
 		return err
 	}
-	if err := mv.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, Delta: pre, Parts: parts}); err != nil {
+	if err := mv.copyChunks(ctx, run, &cp, exportRequest{Agent: m.Root, MoveID: m.ID, Delta: pre, Parts: parts, Base: cp.last.Version}); err != nil {
 		return err
 	}
 	chunks, records, last := cp.chunks, cp.records, cp.last
@@ -190,6 +190,11 @@ func (mv *Mover) copyChunks(ctx context.Context, run *control.MoveRun, cp *chunk
 		if err != nil {
 			return err
 		}
+		if p := rep.Chunk.Part; p != nil && p.Offset != req.From.Sent {
+			// The export resumes a record where the position says; anything else is a
+			// source of another release or a bug, and the target would refuse the part.
+			return fmt.Errorf("host: move %s: the source answered bytes from %d of a record for a position after %d", m.ID, p.Offset, req.From.Sent)
+		}
 		if rep.Chunk.Records > 0 || rep.Chunk.Part != nil {
 			if err := run.Check(ctx); err != nil {
 				return err
@@ -210,7 +215,7 @@ func (mv *Mover) copyChunks(ctx context.Context, run *control.MoveRun, cp *chunk
 		if rep.Chunk.Done {
 			return nil
 		}
-		req.From = rep.Chunk.Next
+		req.From, req.View = rep.Chunk.Next, rep.Version
 	}
 }
 

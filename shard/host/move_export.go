@@ -21,7 +21,12 @@ import (
 // per move while the driver pulls chunks (POST /_cairn/peer/export/<shard>, or in process
 // when the driver's node leads the source). A leader that did not take the view (it was
 // elected since, or restarted) answers errExportViewLost, and the driver rolls the move
-// back: a copy never continues from another view.
+// back: a copy never continues from another view. Nor from another view of the same move:
+// a first request whose answer was lost may have had a view taken by a leader that lost
+// the shard and later leads it again, holding a view older than the one the copy went on
+// from. So every request after the first names the view it continues (its version, which
+// the answers carry), and a delta the base view it is taken against; a leader whose view
+// of the move is another answers Lost.
 
 // exportRequest asks the source's leader for the next chunk of a move's export, or, with
 // UIDOnly, for the root's uid (before the fence: the target's import needs it first).
@@ -42,6 +47,12 @@ type exportRequest struct {
 	PreCopy bool              `cbor:"5,keyasint,omitempty"`
 	Delta   bool              `cbor:"6,keyasint,omitempty"`
 	Parts   bool              `cbor:"7,keyasint,omitempty"`
+	// View is the version of the view the export continues (exportReply.Version of the
+	// chunks before; 0: the export's first request, which takes the view or finds the one
+	// an earlier try took). Base is, for a Delta, the version of the base view the
+	// pre-copy read (0: not checked, as a driver of an older release sends).
+	View uint64 `cbor:"8,keyasint,omitempty"`
+	Base uint64 `cbor:"9,keyasint,omitempty"`
 }
 
 // viewKey is the key of the export view req reads from.
@@ -100,7 +111,7 @@ func (ev *exportViews) serve(ctx context.Context, r *shard.Shard, req exportRequ
 		}
 		return exportReply{RootUID: root.UID}, nil
 	}
-	x, lost, err := ev.view(ctx, r, req.viewKey(), req.From == (meta.MovePosition{}), func(v *meta.View) *meta.Error {
+	x, lost, err := ev.view(ctx, r, req.viewKey(), req.From == (meta.MovePosition{}) && req.View == 0, func(v *meta.View) *meta.Error {
 		if req.PreCopy {
 			return nil // unfenced: Export refuses a root the view does not hold
 		}
@@ -113,7 +124,7 @@ func (ev *exportViews) serve(ctx context.Context, r *shard.Shard, req exportRequ
 	switch {
 	case err != nil:
 		return exportReply{}, err
-	case lost:
+	case lost || req.View != 0 && x.view != nil && x.view.AppliedVersion() != req.View:
 		return exportReply{Lost: true}, nil
 	case x.err != nil:
 		return exportReply{Err: x.err}, nil
@@ -125,7 +136,7 @@ func (ev *exportViews) serve(ctx context.Context, r *shard.Shard, req exportRequ
 	}
 	if req.Delta {
 		base, _, _ := ev.view(ctx, r, baseViewKey(req.MoveID), false, nil)
-		if base == nil || base.view == nil {
+		if base == nil || base.view == nil || req.Base != 0 && base.view.AppliedVersion() != req.Base {
 			return exportReply{Lost: true}, nil
 		}
 		c, err = moves.ExportDelta(req.Agent, base.view, req.From, meta.MaxMoveChunkBytes)

@@ -454,3 +454,56 @@ func TestExportOfAMoveWithoutItsViewIsLost(t *testing.T) {
 		t.Fatalf("an export continued without its view: %v, want errExportViewLost", err)
 	}
 }
+
+// An export continues only from the view it started from, not from another view of the
+// same move: a pre-copy's first request, answered by a leader that then lost the shard,
+// is tried again on the next leader, which takes a view of its own; when the first leader
+// leads again, it still holds its older view, and the copy going on from the newer one is
+// answered Lost there instead of being continued from the older.
+func TestExportContinuesOnlyFromTheViewItStartedFrom(t *testing.T) {
+	c := newMoveCluster(t)
+	ctx := t.Context()
+	id := c.placeWrittenRoot(t)
+	first := c.shardLeader(t, id)
+	req := exportRequest{Agent: "a", MoveID: "m", PreCopy: true}
+	older, err := c.hosts[first].mover.exportStep(ctx, id, req)
+	if err != nil || older.Chunk.Records == 0 {
+		t.Fatalf("the first leader's chunk: %+v %v", older.Chunk, err)
+	}
+	c.mustWrite(t, 0, meta.Header{}, putBody("a", "g", "after the first view"))
+	leader := c.moveShardLeader(t, id)
+	newer, err := c.hosts[leader].mover.exportStep(ctx, id, req) // the same first request, tried again
+	if err != nil || newer.Version <= older.Version {
+		t.Fatalf("the next leader's chunk: version %d (the first view's %d) %v", newer.Version, older.Version, err)
+	}
+	for range 8 {
+		if leader == first {
+			break
+		}
+		leader = c.moveShardLeader(t, id)
+	}
+	if leader != first {
+		t.Fatalf("node %d did not lead shard %d again", first, id)
+	}
+	next := req
+	next.From, next.View = newer.Chunk.Next, newer.Version
+	if _, err := c.hosts[first].mover.exportStep(ctx, id, next); !errors.Is(err, errExportViewLost) {
+		t.Fatalf("the copy of view %d continued on a leader holding view %d: %v, want errExportViewLost", newer.Version, older.Version, err)
+	}
+	next.View = older.Version
+	if rep, err := c.hosts[first].mover.exportStep(ctx, id, next); err != nil || rep.Version != older.Version {
+		t.Fatalf("the copy of view %d on the leader holding it: %+v %v", older.Version, rep, err)
+	}
+	// So is the delta after the fence, against the base view the pre-copy read.
+	if _, err := c.hosts[first].mover.proposeMove(ctx, id, meta.MoveFence{MoveRef: meta.MoveRef{Agent: "a", MoveID: "m"}}); err != nil {
+		t.Fatal(err)
+	}
+	delta := exportRequest{Agent: "a", MoveID: "m", Delta: true, Base: newer.Version}
+	if _, err := c.hosts[first].mover.exportStep(ctx, id, delta); !errors.Is(err, errExportViewLost) {
+		t.Fatalf("a delta against base view %d on a leader holding base view %d: %v, want errExportViewLost", newer.Version, older.Version, err)
+	}
+	delta.Base = older.Version
+	if rep, err := c.hosts[first].mover.exportStep(ctx, id, delta); err != nil || rep.Chunk.Records == 0 {
+		t.Fatalf("a delta against base view %d on the leader holding it: %+v %v", older.Version, rep, err)
+	}
+}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -79,11 +80,7 @@ func TestALongFileMovesInPartsOnceEveryNodeImportsThem(t *testing.T) {
 	}
 
 	c.withNodeVersion(meta.ClusterVersion)
-	m, err = c.plane.StartMove(ctx, "a", to, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := c.waitMove(t, m.ID); got.Step != control.MoveDone || got.Chunks < 3 || got.Lasting {
+	if got := c.moveAgainUntilDone(t, "a", to, 3); got.Chunks < 3 {
 		t.Fatalf("the move ended as %+v, want done in at least 3 chunks", got)
 	}
 	for i := range c.hosts {
@@ -126,5 +123,89 @@ func TestALongFileMovesInPartsOnceEveryNodeImportsThem(t *testing.T) {
 	}
 	if res := c.mustWrite(t, 2, meta.Header{}, logAppend("log", gen, size+int64(len("after the rollback")), "moved")); res.Generation <= gen {
 		t.Fatalf("an append after the move: generation %d, not above %d", res.Generation, gen)
+	}
+}
+
+// moveAgainUntilDone moves root to shard target, starting the move again, at most tries
+// times in all, while it rolls back because a leader of the source or the target changed
+// during the copy (as 4 MiB parts under the race detector on a loaded machine make
+// likely), as the rebalancer or an operator would. Any other ending is final. It returns
+// the move that ended done, failing t otherwise.
+func (c *moveCluster) moveAgainUntilDone(t *testing.T, root string, target, tries int) control.RootMove {
+	t.Helper()
+	var got control.RootMove
+	for range tries {
+		m, err := c.plane.StartMove(t.Context(), root, target, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = c.waitMove(t, m.ID)
+		if got.Step != control.MoveRolledBack || got.Lasting || !passingRollback(got.Reason) {
+			break
+		}
+		t.Logf("the move rolled back (%s); starting it again", got.Reason)
+	}
+	if got.Step != control.MoveDone || got.Lasting {
+		t.Fatalf("the move ended as %+v, want done", got)
+	}
+	return got
+}
+
+// passingRollback reports whether a rollback's reason is a leader change (moveFailure).
+func passingRollback(reason string) bool {
+	return strings.Contains(reason, "leader changed during the copy") || strings.Contains(reason, "had no leader during the move")
+}
+
+// An export over the peer port (the driver's node does not lead the source) carries a
+// record in parts as one in process does: each answer's position says how many bytes of
+// the record went, and the next request goes on from there, to the last part. The position
+// once lost its count on the wire, and the copy sent the record's first bytes again.
+func TestAnExportOverThePeerPortCarriesARecordInParts(t *testing.T) {
+	c := newMoveCluster(t)
+	c.appendLog(t, "log", 700)
+	id, err := c.hosts[0].placement.Resolve(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An election during the export loses its view; the export starts again, as a move
+	// would, under another move id.
+	for try := range 3 {
+		driver := (c.shardLeader(t, id) + 1) % len(c.hosts)
+		if err := c.exportInParts(t, driver, id, fmt.Sprintf("m%d", try)); !errors.Is(err, errExportViewLost) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatal("the source's leader changed during each of 3 exports")
+}
+
+// exportInParts pulls move id's pre-copy of root a's records from shard through node
+// driver up to the last part of its first record, checking each part's bytes follow the
+// ones before.
+func (c *moveCluster) exportInParts(t *testing.T, driver, shard int, id string) error {
+	req := exportRequest{Agent: "a", MoveID: id, PreCopy: true, Parts: true}
+	var sent int64
+	for parts := 0; ; parts++ {
+		rep, err := c.hosts[driver].mover.exportStep(t.Context(), shard, req)
+		if err != nil {
+			return err
+		}
+		p := rep.Chunk.Part
+		if p == nil || p.Offset != sent {
+			return fmt.Errorf("part %d from node %d: %+v, want bytes from %d", parts, driver, p, sent)
+		}
+		sent += int64(len(rep.Chunk.Data))
+		if rep.Chunk.Records == 1 {
+			if sent != p.Total || parts < 2 {
+				return fmt.Errorf("the last part (%d) ends at %d of %d", parts, sent, p.Total)
+			}
+			return nil
+		}
+		if rep.Chunk.Next.Sent != sent {
+			return fmt.Errorf("part %d's answer resumes at byte %d, want %d", parts, rep.Chunk.Next.Sent, sent)
+		}
+		req.From, req.View = rep.Chunk.Next, rep.Version
 	}
 }
