@@ -27,6 +27,9 @@ type RootMove struct {
 	Chunks  uint64 `json:"chunks"`
 	Records int64  `json:"records"`
 	Reason  string `json:"reason,omitempty"`
+	// Lasting: the rollback's cause does not go away by trying again soon; the rebalancer
+	// leaves the root alone for an hour.
+	Lasting bool `json:"lasting,omitempty"`
 }
 
 // Done reports whether the move completed (the root is on its target).

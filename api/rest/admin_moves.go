@@ -36,6 +36,9 @@ func moveJSON(m control.RootMove) map[string]any {
 	if m.Reason != "" {
 		out["reason"] = m.Reason
 	}
+	if m.Lasting {
+		out["lasting"] = true
+	}
 	return out
 }
 

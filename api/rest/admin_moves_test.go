@@ -53,6 +53,15 @@ func TestAdminRootMovesStartsListsAndMapsEveryRefusal(t *testing.T) {
 	if r = do(t, "GET", u+"?id=m1", nil); r.status != 200 {
 		t.Fatalf("list one: %d %s", r.status, r.body)
 	}
+	if one, _ := r.json["moves"].([]any); len(one) != 1 || one[0].(map[string]any)["lasting"] != nil {
+		t.Fatalf("a move under way: %s, want no lasting", r.body)
+	}
+	f.moves = append(f.moves, control.RootMove{ID: "m2", Root: "b", Target: 1, Step: control.MoveRolledBack, Started: time.Now(),
+		Updated: time.Now(), Reason: "shard 0 refused the move: a record encodes to more than a move chunk holds", Lasting: true})
+	if r = do(t, "GET", u+"?id=m2", nil); r.status != 200 || !strings.Contains(string(r.body), `"lasting":true`) || !strings.Contains(string(r.body), `"ended":true`) {
+		t.Fatalf("a lasting rollback: %d %s", r.status, r.body)
+	}
+	f.moves = f.moves[:1]
 	expect(t, do(t, "GET", u+"?id=nope", nil), 404, "NotFound")
 	for q, want := range map[string]int{"?root=a": 1, "?root=zz": 0, "?root=a&id=m1": 1} {
 		r := do(t, "GET", u+q, nil)

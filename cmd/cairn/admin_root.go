@@ -189,8 +189,12 @@ func newRootMovesCommand() *cobra.Command {
 				if n, ok := moveSteps[m.Step]; ok {
 					step = strconv.Itoa(n) + " " + m.Step
 				}
+				reason := m.Reason
+				if m.Lasting {
+					reason = "(lasting: the rebalancer leaves the root alone for an hour) " + reason
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%s\t%s\n", m.ID, m.Root, m.Source, m.Target, step, m.Records,
-					m.Started.Format(time.RFC3339), m.Reason)
+					m.Started.Format(time.RFC3339), reason)
 			}
 			return tw.Flush()
 		},

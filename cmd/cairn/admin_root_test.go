@@ -11,7 +11,7 @@ import (
 )
 
 // fakeMoveServer answers the root-moves route: a started move walks through steps, one
-// per GET, and ends as last.
+// per GET, and ends as last (a rollback for reason, lasting).
 func fakeMoveServer(t *testing.T, steps []string, reason string) (*httptest.Server, *[]map[string]any) {
 	var (
 		mu    sync.Mutex
@@ -24,12 +24,12 @@ func fakeMoveServer(t *testing.T, steps []string, reason string) (*httptest.Serv
 		w.Header().Set("Content-Type", "application/json")
 		move := func(step string) string {
 			ended := step == "done" || step == "rolled_back"
-			rs := ""
+			rs, lasting := "", false
 			if step == "rolled_back" {
-				rs = reason
+				rs, lasting = reason, true
 			}
 			return fmt.Sprintf(`{"id":"m1","root":"a","source":0,"target":1,"step":%q,"started":"2026-01-01T00:00:00Z",
-				"updated":"2026-01-01T00:00:01Z","chunks":3,"records":120,"ended":%v,"reason":%q}`, step, ended, rs)
+				"updated":"2026-01-01T00:00:01Z","chunks":3,"records":120,"ended":%v,"reason":%q,"lasting":%v}`, step, ended, rs, lasting)
 		}
 		switch r.Method {
 		case http.MethodPost:
@@ -78,6 +78,11 @@ func TestAdminRootMoveReportsARollbackAndBadInput(t *testing.T) {
 	}
 	if code, _ := describeError(err); code != "MoveRolledBack" {
 		t.Fatalf("code %s, want MoveRolledBack", code)
+	}
+	// The list says a rollback is lasting: the rebalancer leaves the root alone.
+	out, _, err = execCairn(t, "admin", "root", "moves", "--admin-server", srv.URL)
+	if err != nil || !strings.Contains(out, "rolled_back") || !strings.Contains(out, "(lasting: the rebalancer leaves the root alone for an hour) a shard had no leader") {
+		t.Fatalf("admin root moves of a lasting rollback: %v\n%s", err, out)
 	}
 	if _, _, err := execCairn(t, "admin", "root", "move", "a", "--admin-server", srv.URL); err == nil {
 		t.Fatal("a move without --to was sent")
