@@ -114,10 +114,7 @@ func (s *Shard) changeMembers(ctx context.Context, change func(timeout time.Dura
 	}
 	f := change(timeout)
 	s.closeMu.RUnlock()
-	if err := f.Error(); err != nil {
-		return mapRaftError(err)
-	}
-	return nil
+	return awaitEntry(ctx, f, timeout)
 }
 
 // Configuration returns the group's latest configuration as this replica knows it (on

@@ -58,7 +58,10 @@
 //     Config.SnapshotThreshold snapshots once it has applied them (replay.go), instead
 //     of at Raft's next periodic check, which a node killed often may never reach.
 //   - Membership changes (AddNonvoter, PromoteToVoter, RemoveServer) and TransferLeadership
-//     run on the leader only and return once committed (or handed over).
+//     run on the leader only and return once committed (or handed over). A change, like a
+//     proposal, waits at most its context's deadline (else Config.ApplyTimeout), and one
+//     raft wrote to its log before it failed or shut down is ErrTimeout (it may still
+//     commit), never ErrClosed (awaitEntry).
 //
 // Observability: Stats carries a replica's Raft figures (role, term, indexes, log size,
 // elections and leaders it saw, snapshot installs), counted from raft's observer and the

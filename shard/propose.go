@@ -41,38 +41,46 @@ func (s *Shard) Propose(ctx context.Context, h meta.Header, b meta.Body) (meta.R
 	start := time.Now()
 	f := s.raft.Apply(data, timeout)
 	s.closeMu.RUnlock()
-	// hashicorp/raft's timeout covers only the enqueue: an entry a leader enqueued just
-	// before it shut down, or lost leadership, may never be answered. Wait no longer than
-	// the caller allows (the outcome is then unknown); the waiter ends when raft answers or
-	// shuts down.
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	wait := time.NewTimer(timeout)
-	defer wait.Stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			if errors.Is(err, raft.ErrRaftShutdown) && f.Index() != 0 {
-				// The entry was written to the log (dispatched: it has an index) and raft
-				// shut down before answering it; hashicorp/raft also answers a committed
-				// entry so (raft.go, processLogs), which then applies here after a restart
-				// or on the next leader. Only a refusal before the log is ErrClosed.
-				return meta.Result{}, fmt.Errorf("%w (%v after it was written at index %d)", ErrTimeout, err, f.Index())
-			}
-			return meta.Result{}, mapRaftError(err)
-		}
-		s.cfg.Metrics.since(timingPropose, start)
-	case <-ctx.Done():
-		return meta.Result{}, ErrTimeout
-	case <-wait.C:
-		return meta.Result{}, ErrTimeout
+	if err := awaitEntry(ctx, f, timeout); err != nil {
+		return meta.Result{}, err
 	}
+	s.cfg.Metrics.since(timingPropose, start)
 	res, ok := f.Response().(meta.Result)
 	if !ok {
 		return meta.Result{}, fmt.Errorf("shard: unexpected FSM response %T", f.Response())
 	}
 	s.countApplied(b)
 	return res, nil
+}
+
+// awaitEntry waits for f, the future of an entry handed to raft (a command or a
+// membership change), for at most timeout or until ctx ends. hashicorp/raft's timeout
+// covers only the enqueue: an entry a leader enqueued just before it shut down, or lost
+// leadership, may never be answered, so the wait is bounded here (ErrTimeout: the outcome
+// is unknown); the waiter ends when raft answers or shuts down. An entry raft wrote to
+// its log (it has an index) and then answered with ErrRaftShutdown is ErrTimeout too:
+// hashicorp/raft also answers a committed entry so (raft.go, processLogs), which then
+// applies after a restart or on the next leader. Only a refusal before the log is
+// ErrClosed.
+func awaitEntry(ctx context.Context, f raft.IndexFuture, timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	wait := time.NewTimer(timeout)
+	defer wait.Stop()
+	select {
+	case err := <-done:
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, raft.ErrRaftShutdown) && f.Index() != 0:
+			return fmt.Errorf("%w (%v after it was written at index %d)", ErrTimeout, err, f.Index())
+		}
+		return mapRaftError(err)
+	case <-ctx.Done():
+		return ErrTimeout
+	case <-wait.C:
+		return ErrTimeout
+	}
 }
 
 func mapRaftError(err error) error {
