@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/cairnstore/cairn/meta"
@@ -84,7 +85,17 @@ func (s *Lifecycle) commitFields(r Result, agent, id string, c *meta.CommitRecor
 // current tree under a deterministic identity, writing metadata/run_manifest.json and the
 // head in one command. Exact retries replay; another identity is WorkbenchCommitConflict
 // unless replace is set, and a replace still loses to a concurrent head change.
-func (s *Lifecycle) Commit(ctx context.Context, agent string, in CommitInput) (Result, error) {
+//
+// requestID (REST Idempotency-Key; "" for none) is carried by the commit command. A retry
+// under it is answered from the FSM's dedupe record: the first commit, with
+// idempotent_replay true as an exact retry without it answers; the id with another
+// manifest, content digest or replace is InvalidArguments naming idempotency_key. Under an
+// id the view's shortcut to a sealed commit of the same identity is not taken, so the FSM
+// checks the id on every path (and, the id unknown, replays the identity itself and keeps
+// that answer under it). All a retry leaves besides is the envelope it uploads before its
+// command: inline up to Config.InlineMaxBytes, else a blob no record references, which the
+// collector removes as an orphan (docs/architecture.md#blob-storage-and-garbage-collection).
+func (s *Lifecycle) Commit(ctx context.Context, agent string, in CommitInput, requestID string) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -106,6 +117,8 @@ func (s *Lifecycle) Commit(ctx context.Context, agent string, in CommitInput) (R
 	}
 	replace := deref(in.Replace)
 	identity := CommitIdentity(in.ID, in.ContentDigestURI, ManifestDigestURI(canon))
+	// The identity covers the workbench, the content digest and the manifest.
+	h := meta.Header{RequestID: requestID, RequestHash: requestHash("commit", agent, identity, strconv.FormatBool(replace))}
 	for attempt := 1; ; attempt++ {
 		view, err := s.base.readView(ctx, agent)
 		if err != nil {
@@ -117,7 +130,7 @@ func (s *Lifecycle) Commit(ctx context.Context, agent string, in CommitInput) (R
 		ws, werr := view.Workspace(agent, in.ID)
 		switch {
 		case werr == nil:
-			if c, ok := view.Lifecycle().Commit(ws, identity); ok {
+			if c, ok := view.Lifecycle().Commit(ws, identity); ok && requestID == "" {
 				return s.commitFields(success(), agent, in.ID, c, c.Replace, true), nil
 			}
 			rev, head = ws.Revision, ws.HeadIdentity
@@ -134,41 +147,16 @@ func (s *Lifecycle) Commit(ctx context.Context, agent string, in CommitInput) (R
 		if err != nil {
 			return nil, err
 		}
-		res, perr := s.base.propose(ctx, meta.Header{UploadFence: fence}, meta.Commit{Agent: agent, Workspace: in.ID, CreateWorkspace: true,
+		h.UploadFence = fence
+		res, perr := s.base.propose(ctx, h, meta.Commit{Agent: agent, Workspace: in.ID, CreateWorkspace: true,
 			ExpectRevision: rev, ExpectHead: head, Replace: replace, Identity: identity,
 			ContentDigestURI: in.ContentDigestURI, ManifestDigestURI: ManifestDigestURI(canon), TreeDigestURI: tree, Envelope: body})
 		if perr != nil {
-			if res.Err != nil && res.Err.Code == meta.CodeBlobDeleting && attempt < maxCommitAttempts {
-				// The envelope's blob is being collected: wait, then upload it again.
-				select {
-				case <-time.After(blobDeletingBackoff):
-				case <-ctx.Done():
-					return nil, AsError(ctx.Err())
-				}
+			again, err := s.commitFailed(ctx, agent, in.ID, replace, attempt, res, perr)
+			if again {
 				continue
 			}
-			if perr.Code == CodeConflict && attempt < maxCommitAttempts {
-				continue // the tree changed under us: recompute it
-			}
-			if perr.Code == CodeWorkbenchCommitConflict {
-				// The published details: what the caller asked for, and the generation of
-				// the run manifest the stored head commit wrote (0 when it has none).
-				perr.Details["requested_replace"] = replace
-				perr.Details["stored_generation"] = uint64(0)
-				if g, ok := perr.Details["current_generation"]; ok {
-					perr.Details["stored_generation"] = g
-					delete(perr.Details, "current_generation")
-				}
-				if v, err := s.base.readView(ctx, agent); err == nil {
-					if ws, err := v.Workspace(agent, in.ID); err == nil && ws.HeadIdentity != "" {
-						perr.Details["current_commit_identity"] = ws.HeadIdentity
-					}
-				}
-				// A replace that lost to a concurrent head change may succeed when sent again;
-				// a commit without replace against another head never will.
-				perr.Retryable = replace
-			}
-			return nil, perr
+			return nil, err
 		}
 		if res.Commit == nil || res.Commit.Identity != identity {
 			// The core sealed another commit than the one asked for: fail closed.
@@ -176,6 +164,44 @@ func (s *Lifecycle) Commit(ctx context.Context, agent string, in CommitInput) (R
 		}
 		return s.commitFields(success(), agent, in.ID, res.Commit, res.Commit.Replace, res.Replayed), nil
 	}
+}
+
+// commitFailed decides on a commit command of workbench id that failed with perr (res, the
+// core's answer) at the attempt'th try: true to try again (the envelope's blob was being
+// collected, after a wait; or the tree changed under it), else the error to answer, a
+// WorkbenchCommitConflict with its published details.
+func (s *Lifecycle) commitFailed(ctx context.Context, agent, id string, replace bool, attempt int, res meta.Result, perr *Error) (bool, error) {
+	if res.Err != nil && res.Err.Code == meta.CodeBlobDeleting && attempt < maxCommitAttempts {
+		// The envelope's blob is being collected: wait, then upload it again.
+		select {
+		case <-time.After(blobDeletingBackoff):
+			return true, nil
+		case <-ctx.Done():
+			return false, AsError(ctx.Err())
+		}
+	}
+	if perr.Code == CodeConflict && attempt < maxCommitAttempts {
+		return true, nil // the tree changed under us: recompute it
+	}
+	if perr.Code == CodeWorkbenchCommitConflict {
+		// The published details: what the caller asked for, and the generation of
+		// the run manifest the stored head commit wrote (0 when it has none).
+		perr.Details["requested_replace"] = replace
+		perr.Details["stored_generation"] = uint64(0)
+		if g, ok := perr.Details["current_generation"]; ok {
+			perr.Details["stored_generation"] = g
+			delete(perr.Details, "current_generation")
+		}
+		if v, err := s.base.readView(ctx, agent); err == nil {
+			if ws, err := v.Workspace(agent, id); err == nil && ws.HeadIdentity != "" {
+				perr.Details["current_commit_identity"] = ws.HeadIdentity
+			}
+		}
+		// A replace that lost to a concurrent head change may succeed when sent again;
+		// a commit without replace against another head never will.
+		perr.Retryable = replace
+	}
+	return false, perr
 }
 
 // commitProtocolMismatch is the contract's WorkbenchCommitProtocolMismatch: the core

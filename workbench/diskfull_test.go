@@ -73,14 +73,14 @@ func TestASnapshotOnAFullDiskIsRetryableNotTheSnapshotCap(t *testing.T) {
 	}
 	name := "s1"
 	core.full.Store(true)
-	_, err = svc.Lifecycle.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &name})
+	_, err = svc.Lifecycle.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &name}, "")
 	e := workbench.AsError(err)
 	if err == nil || e.Code != workbench.CodeResourceExhausted || !e.Retryable || e.Details["reason"] != workbench.ReasonDiskFull ||
 		e.Details["max_snapshots"] != nil || strings.Contains(e.Message, "per workbench") {
 		t.Fatalf("a snapshot on a full disk: %+v, want ResourceExhausted, retryable, reason disk_full, no snapshot cap", e)
 	}
 	core.full.Store(false)
-	if _, err := svc.Lifecycle.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &name}); err != nil {
+	if _, err := svc.Lifecycle.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: &name}, ""); err != nil {
 		t.Fatalf("the snapshot once space returned: %v", err)
 	}
 }

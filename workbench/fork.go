@@ -172,7 +172,7 @@ func (s *Attempts) Fork(ctx context.Context, req ForkRequest) (Result, error) {
 		ttl := meta.MaxSnapshotTTLDays
 		reason := "base of fork " + req.Fork
 		md, _ := json.Marshal(map[string]string{forkPinKey: req.Fork})
-		snap, err := s.life.Snapshot(ctx, req.Agent, SnapshotInput{ID: req.Parent, TTLDays: &ttl, Reason: &reason, Metadata: md})
+		snap, err := s.life.Snapshot(ctx, req.Agent, SnapshotInput{ID: req.Parent, TTLDays: &ttl, Reason: &reason, Metadata: md}, "")
 		if err != nil {
 			return nil, err
 		}
@@ -292,7 +292,7 @@ func baseInfo(snapshotID, commitID, readVersion any) map[string]any {
 // retirePin retires a snapshot a fork pinned; a failure is left to the lease (the
 // snapshot expires by itself).
 func (s *Attempts) retirePin(ctx context.Context, agent, parent string, id uint64, reason string) {
-	_, _ = s.life.retireSnapshot(ctx, agent, SnapshotRetireInput{ID: parent, SnapshotID: &id, Reason: &reason}, "")
+	_, _ = s.life.retireSnapshot(ctx, agent, SnapshotRetireInput{ID: parent, SnapshotID: &id, Reason: &reason}, "", "")
 }
 
 // forkOf reads the record of fork in view: its restore manifest. A workbench without one

@@ -55,7 +55,7 @@ func (s *Attempts) releasePin(ctx context.Context, agent, fork string, rec forkR
 		return rec.SnapshotID // an earlier try retired it
 	}
 	id, reason := rec.SnapshotID, "fork "+fork+" discarded"
-	if _, err := s.life.retireSnapshot(node, agent, SnapshotRetireInput{ID: rec.Parent, SnapshotID: &id, Reason: &reason}, fork); err != nil {
+	if _, err := s.life.retireSnapshot(node, agent, SnapshotRetireInput{ID: rec.Parent, SnapshotID: &id, Reason: &reason}, fork, ""); err != nil {
 		return 0 // another fork has it as its base (refuseForkBase), or a failure
 	}
 	return id

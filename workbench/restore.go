@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -64,45 +65,113 @@ func RestoreOperationID(agent string, sourceIncarnation uint64, source, destinat
 // which an exact retry meets as a retryable Conflict and then replays. Two identical
 // requests racing both propose Again: the first begins, the second meets the copying
 // record (Conflict, retryable) or, once it completed, replays it. Under an idempotency
-// key (a fork's) the key is on that begin, so a retry under it answers the restore
-// begun again. Again needs cluster version 7 (meta.RestoreAgainVersion); while an older
-// replica holds it back (UpgradeInProgress) and the destination lived at the view, the
-// plain begin answers (its replay), else the retryable refusal stands. A view without a
+// key (a fork's, or requestID below) the key is on that begin, so a retry under it
+// answers the restore begun again. Again needs cluster version 7
+// (meta.RestoreAgainVersion); while an older replica holds it back (UpgradeInProgress)
+// and the destination lived at the view, the plain begin answers (its replay), else the
+// retryable refusal stands. A view without a
 // completed record proposes the plain begin (no version needed for a first restore); only
 // an operation that a racer completes and someone deletes the destination of between that
 // view and the command replays stale, as every such replay did before Again.
-func (s *Lifecycle) Restore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
-	return s.restore(ctx, agent, in, meta.Header{})
+//
+// requestID (REST Idempotency-Key; "" for none) makes the request idempotent as a
+// request, whatever became of its source since: first a probe under it (restoreReplay)
+// asks the FSM whether it landed, before anything is read; then the begin carries it.
+// A retry of a restore that landed answers that restore (idempotent_replay true, as an
+// exact retry without the id answers), also after its source or snapshot went; the id
+// with another source, point or destination is InvalidArguments naming idempotency_key.
+func (s *Lifecycle) Restore(ctx context.Context, agent string, in RestoreInput, requestID string) (Result, error) {
+	at, err := restoreArgs(ctx, s.base, agent, in)
+	if err != nil {
+		return nil, err
+	}
+	var h meta.Header
+	if requestID != "" {
+		h = meta.Header{RequestID: requestID, RequestHash: requestHash("restore", agent, in.ID, in.DestinationID, at.String(), deref(in.AtCommit))}
+		if r, err := s.restoreReplay(ctx, agent, in, h); r != nil || err != nil {
+			return r, err
+		}
+	}
+	return s.restoreAt(ctx, agent, in, at, h)
 }
 
 // restore is Restore whose first command (the restore begin) carries h: Attempts.Fork's
-// request id.
+// request id (the fork probes for it itself, forkReplay).
 func (s *Lifecycle) restore(ctx context.Context, agent string, in RestoreInput, h meta.Header) (Result, error) {
-	if err := validateTarget(agent, in.ID, ""); err != nil {
+	at, err := restoreArgs(ctx, s.base, agent, in)
+	if err != nil {
 		return nil, err
 	}
+	return s.restoreAt(ctx, agent, in, at, h)
+}
+
+// restoreArgs checks a restore's arguments and that the caller may make its destination
+// from its source, before anything is read: the snapshot selector (live when the restore
+// is from a commit).
+func restoreArgs(ctx context.Context, b *base, agent string, in RestoreInput) (At, error) {
+	if err := validateTarget(agent, in.ID, ""); err != nil {
+		return At{}, err
+	}
 	if err := meta.ValidateName("destination_id", in.DestinationID); err != nil {
-		return nil, AsError(err)
+		return At{}, AsError(err)
 	}
 	at, aerr := ParseAtSnapshot(in.AtSnapshot)
 	if aerr != nil {
-		return nil, aerr
+		return At{}, aerr
 	}
-	commitID := deref(in.AtCommit)
 	if at.Live() == (in.AtCommit == nil) {
-		return nil, invalidArgument("at_snapshot", "give exactly one of at_snapshot and at_commit")
+		return At{}, invalidArgument("at_snapshot", "give exactly one of at_snapshot and at_commit")
 	}
 	if in.AtCommit != nil {
-		if err := decodeIdentity(commitID); err != nil {
-			return nil, err
+		if err := decodeIdentity(*in.AtCommit); err != nil {
+			return At{}, err
 		}
 	}
 	if err := mayWrite(ctx, agent); err != nil {
-		return nil, err
+		return At{}, err
 	}
-	if err := mayMake(ctx, s.base, agent, in.ID, in.DestinationID); err != nil {
-		return nil, err
+	if err := mayMake(ctx, b, agent, in.ID, in.DestinationID); err != nil {
+		return At{}, err
 	}
+	return at, nil
+}
+
+// restoreReplay asks the core whether request id h made a restore already, as forkReplay
+// does for a fork: it proposes, under h, a restore begin that can never apply (source
+// incarnation 0, which no workbench has). The FSM answers it from the id's dedupe record
+// when the id landed: the restore the id began, answered from its record now (driven to
+// completion if a crash cut it off; the record the id stored when it is gone). It refuses
+// it as used for another request (InvalidArguments naming idempotency_key), which is the
+// answer; any other refusal (Conflict, AlreadyExists, NotFound) says the id made nothing:
+// nil, nil, and the restore goes ahead.
+func (s *Lifecycle) restoreReplay(ctx context.Context, agent string, in RestoreInput, h meta.Header) (Result, error) {
+	probe := meta.RestoreBegin{Agent: agent, Source: in.ID, Destination: in.DestinationID, SnapshotID: math.MaxUint64,
+		OpID: RestoreOperationID(agent, 0, "probe", in.DestinationID)}
+	res, werr := s.base.propose(ctx, h, probe)
+	switch {
+	case werr == nil && (!res.Replayed || res.Restore == nil):
+		return nil, newError(CodeInternal, "a restore's probe under its request id applied")
+	case werr == nil:
+	case res.Err == nil, res.Err.Code == meta.CodeInvalidArguments && res.Err.Field == "idempotency_key":
+		return nil, werr // not answered by the FSM (the outcome unknown, a refused caller), or the id's refusal
+	default:
+		return nil, nil
+	}
+	op, err := s.reloadRestore(ctx, res.Restore)
+	if err != nil {
+		op = res.Restore // the record outlived by its dedupe record: the one the id stored
+	}
+	if op.State != meta.RestoreComplete {
+		if op, err = s.driveRestore(ctx, op); err != nil {
+			return nil, err
+		}
+	}
+	return s.restoreResult(op, true), nil
+}
+
+// restoreAt is restore once its arguments passed restoreArgs (at: the snapshot selector).
+func (s *Lifecycle) restoreAt(ctx context.Context, agent string, in RestoreInput, at At, h meta.Header) (Result, error) {
+	commitID := deref(in.AtCommit)
 	view, src, err := s.base.workspaceView(ctx, agent, in.ID)
 	if err != nil {
 		return nil, err

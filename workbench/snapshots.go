@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/cairnstore/cairn/meta"
@@ -135,8 +136,13 @@ func snapshotMetadata(raw json.RawMessage) ([]byte, *Error) {
 // At most Config.MaxSnapshotsPerWorkbench snapshots of a workbench hold history at once;
 // one more is ResourceExhausted, not retryable, details {quota: "snapshots_per_workbench",
 // limit, usage, requested, max_snapshots}.
-func (s *Lifecycle) Snapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
-	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolWorkbench, s.cfg.MaxSnapshotsPerWorkbench)
+//
+// requestID (REST Idempotency-Key; "" for none) makes the mint idempotent: the mint
+// command carries it, so a retry of a mint that landed answers the snapshot it made (the
+// stored record: the same answer, whatever happened to the snapshot since) and mints no
+// second one; the id with other arguments is InvalidArguments naming idempotency_key.
+func (s *Lifecycle) Snapshot(ctx context.Context, agent string, in SnapshotInput, requestID string) (Result, error) {
+	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolWorkbench, s.cfg.MaxSnapshotsPerWorkbench, requestID)
 }
 
 // RunSnapshot is Snapshot for the OpenWOP facade's runs (api/openwop/runs.go): the
@@ -144,10 +150,10 @@ func (s *Lifecycle) Snapshot(ctx context.Context, agent string, in SnapshotInput
 // so runs never make the workbench tools' snapshots fail (issue 25, finding 13); past it,
 // the quota "run_snapshots_per_workbench".
 func (s *Lifecycle) RunSnapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
-	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolRuns, s.cfg.MaxRunSnapshotsPerWorkbench)
+	return s.mintSnapshot(ctx, agent, in, meta.SnapshotPoolRuns, s.cfg.MaxRunSnapshotsPerWorkbench, "")
 }
 
-func (s *Lifecycle) mintSnapshot(ctx context.Context, agent string, in SnapshotInput, pool meta.SnapshotPool, maxHeld int) (Result, error) {
+func (s *Lifecycle) mintSnapshot(ctx context.Context, agent string, in SnapshotInput, pool meta.SnapshotPool, maxHeld int, requestID string) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -172,7 +178,11 @@ func (s *Lifecycle) mintSnapshot(ctx context.Context, agent string, in SnapshotI
 			return nil, AsError(err)
 		}
 	}
-	res, werr := s.proposeSnapshot(ctx, agent, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
+	// The request as asked, after defaults: a ttl_days left out and the default given
+	// are one request, as are two spellings of one metadata object.
+	h := meta.Header{RequestID: requestID, RequestHash: requestHash("snapshot", agent, in.ID, name, strconv.Itoa(ttl), reason,
+		string(md), strconv.Itoa(int(pool)))}
+	res, werr := s.proposeSnapshot(ctx, agent, h, meta.SnapshotMint{Agent: agent, Workspace: in.ID, Name: name,
 		TTLDays: ttl, Reason: reason, Metadata: md, MaxHeld: maxHeld, Pool: pool})
 	if werr != nil && werr.Code == CodeResourceExhausted && isSnapshotCap(werr.Details["quota"]) {
 		// The cap: it passes only once a snapshot is retired or reaped, not by retrying.
@@ -194,16 +204,18 @@ func isSnapshotCap(quota any) bool {
 }
 
 // proposeSnapshot proposes a snapshot command of agent's workbench (mint, renew, retire)
-// once its arguments are valid: only for a caller that may write and may act on whole
-// workbenches.
-func (s *Lifecycle) proposeSnapshot(ctx context.Context, agent string, b meta.Body) (meta.Result, *Error) {
+// under h (its request id, if any) once its arguments are valid: only for a caller that
+// may write and may act on whole workbenches. A command under a request id that landed
+// before is answered by the FSM from its dedupe record (meta.Header): the first
+// command's result, snapshot record included.
+func (s *Lifecycle) proposeSnapshot(ctx context.Context, agent string, h meta.Header, b meta.Body) (meta.Result, *Error) {
 	if werr := mayWrite(ctx, agent); werr != nil {
 		return meta.Result{}, werr
 	}
 	if werr := mayWholeWorkbench(ctx, s.base, agent); werr != nil {
 		return meta.Result{}, werr
 	}
-	return s.base.propose(ctx, meta.Header{}, b)
+	return s.base.propose(ctx, h, b)
 }
 
 func snapshotSelectorArgs(id *uint64, name *string) (uint64, string, *Error) {
@@ -221,8 +233,10 @@ func snapshotSelectorArgs(id *uint64, name *string) (uint64, string, *Error) {
 	return 0, "", invalidArgument("snapshot_id", "give snapshot_id or name")
 }
 
-// SnapshotRenew implements workbench_snapshot_renew.
-func (s *Lifecycle) SnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput) (Result, error) {
+// SnapshotRenew implements workbench_snapshot_renew. Under requestID (as Snapshot's) a
+// retry of a renew that landed answers the first renew (its lease, its renewed) and moves
+// the lease no further.
+func (s *Lifecycle) SnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput, requestID string) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -234,7 +248,8 @@ func (s *Lifecycle) SnapshotRenew(ctx context.Context, agent string, in Snapshot
 	if err != nil {
 		return nil, err
 	}
-	res, werr := s.proposeSnapshot(ctx, agent, meta.SnapshotRenew{Agent: agent, Workspace: in.ID, ID: id, Name: name, TTLDays: ttl})
+	h := meta.Header{RequestID: requestID, RequestHash: requestHash("snapshot-renew", agent, in.ID, strconv.FormatUint(id, 10), name, strconv.Itoa(ttl))}
+	res, werr := s.proposeSnapshot(ctx, agent, h, meta.SnapshotRenew{Agent: agent, Workspace: in.ID, ID: id, Name: name, TTLDays: ttl})
 	if werr != nil {
 		return nil, werr
 	}
@@ -246,14 +261,16 @@ func (s *Lifecycle) SnapshotRenew(ctx context.Context, agent string, in Snapshot
 
 // SnapshotRetire implements workbench_snapshot_retire. A fork's pin that a live fork has
 // as its base is refused (ForkRetentionActive, details.reason "fork_base",
-// refuseForkBase): discarding the fork retires it.
-func (s *Lifecycle) SnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
-	return s.retireSnapshot(ctx, agent, in, "")
+// refuseForkBase): discarding the fork retires it. Under requestID (as Snapshot's) a
+// retry of a retire that landed answers the first retire (retired true), not the
+// retired: false a second retire without the id answers.
+func (s *Lifecycle) SnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput, requestID string) (Result, error) {
+	return s.retireSnapshot(ctx, agent, in, "", requestID)
 }
 
 // retireSnapshot is SnapshotRetire, which a fork named except (being discarded: "" for
 // none) does not refuse.
-func (s *Lifecycle) retireSnapshot(ctx context.Context, agent string, in SnapshotRetireInput, except string) (Result, error) {
+func (s *Lifecycle) retireSnapshot(ctx context.Context, agent string, in SnapshotRetireInput, except, requestID string) (Result, error) {
 	if err := validateTarget(agent, in.ID, ""); err != nil {
 		return nil, err
 	}
@@ -268,7 +285,8 @@ func (s *Lifecycle) retireSnapshot(ctx context.Context, agent string, in Snapsho
 	if err := refuseForkBase(ctx, s.base, agent, in.ID, id, name, except); err != nil {
 		return nil, err
 	}
-	res, werr := s.proposeSnapshot(ctx, agent, meta.SnapshotRetire{Agent: agent, Workspace: in.ID, ID: id, Name: name, Reason: reason})
+	h := meta.Header{RequestID: requestID, RequestHash: requestHash("snapshot-retire", agent, in.ID, strconv.FormatUint(id, 10), name, reason)}
+	res, werr := s.proposeSnapshot(ctx, agent, h, meta.SnapshotRetire{Agent: agent, Workspace: in.ID, ID: id, Name: name, Reason: reason})
 	if werr != nil {
 		return nil, werr
 	}

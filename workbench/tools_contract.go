@@ -15,7 +15,9 @@ import "context"
 //   - Cursors it hands out are opaque, signed (Config.CursorKey) and bound to the
 //     arguments, root and workbench incarnation that produced them (cursor.go).
 //   - It holds no state of its own: every call is the parts' calls, so a tool and the
-//     REST operation beneath it agree.
+//     REST operation beneath it agree. The tools take no request id (the contract's
+//     inputs have none): the Lifecycle methods beneath commit, restore and the snapshot
+//     tools take one, which REST passes its Idempotency-Key as, and these pass "".
 type Tools struct {
 	base   *base
 	review *Review
@@ -52,22 +54,22 @@ func (s *Tools) Find(ctx context.Context, agent string, in FindInput) (Result, e
 
 // Commit is workbench_commit.
 func (s *Tools) Commit(ctx context.Context, agent string, in CommitInput) (Result, error) {
-	return s.life.Commit(ctx, agent, in)
+	return s.life.Commit(ctx, agent, in, "")
 }
 
 // Snapshot is workbench_snapshot.
 func (s *Tools) Snapshot(ctx context.Context, agent string, in SnapshotInput) (Result, error) {
-	return s.life.Snapshot(ctx, agent, in)
+	return s.life.Snapshot(ctx, agent, in, "")
 }
 
 // SnapshotRenew is workbench_snapshot_renew.
 func (s *Tools) SnapshotRenew(ctx context.Context, agent string, in SnapshotRenewInput) (Result, error) {
-	return s.life.SnapshotRenew(ctx, agent, in)
+	return s.life.SnapshotRenew(ctx, agent, in, "")
 }
 
 // SnapshotRetire is workbench_snapshot_retire.
 func (s *Tools) SnapshotRetire(ctx context.Context, agent string, in SnapshotRetireInput) (Result, error) {
-	return s.life.SnapshotRetire(ctx, agent, in)
+	return s.life.SnapshotRetire(ctx, agent, in, "")
 }
 
 // SnapshotList is workbench_snapshot_list.
@@ -77,7 +79,7 @@ func (s *Tools) SnapshotList(ctx context.Context, agent string, in SnapshotListI
 
 // Restore is workbench_restore.
 func (s *Tools) Restore(ctx context.Context, agent string, in RestoreInput) (Result, error) {
-	return s.life.Restore(ctx, agent, in)
+	return s.life.Restore(ctx, agent, in, "")
 }
 
 // Proposals is cairn_proposals.

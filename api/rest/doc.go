@@ -2,6 +2,14 @@
 // (ETag = generation, If-Match / If-None-Match, Range, 304, 412), Idempotency-Key, the
 // contract's error envelope, the OpenAPI document, and the operational endpoints.
 //
+// Idempotency-Key (idempotencyKeyOf) is a request id for every route that changes state:
+// the file writes, workbench create and delete, the attempts (rewind, fork, merge,
+// discard) and the Workbench tools that change state (keyedTool: commit, restore, the
+// snapshot mint, renew and retire), whose retry under it answers the first answer from the
+// FSM's dedupe record, the same JSON (docs/architecture.md, "The write path"). The
+// queries (bodyTool: grep, search, aggregate, catalog, find) change nothing and refuse it
+// (400 naming the header).
+//
 // Routes match on the escaped request path and validate each decoded component: "..",
 // "//", "%2e%2e", "%2F" and a trailing "/" are rejected with InvalidArguments, never
 // cleaned or redirected. Bodies stream in both directions with bounded memory. Error codes

@@ -57,31 +57,25 @@ func TestAnEmptyOrRepeatedIdempotencyKeyIsRefusedAndWritesNothing(t *testing.T) 
 	expectOK(t, do(t, "PUT", u, strings.NewReader("third"), "Idempotency-Key", "k1"))
 }
 
-// The JSON tool routes that keep no answer under a key (snapshots, commit, restore, the
-// queries) refuse an Idempotency-Key (400 naming it) and run nothing, rather than take it
-// and run again on its retry: two POSTs of a snapshot under one key made two snapshots.
-func TestAnIdempotencyKeyOnARouteThatKeepsNoAnswerIsRefused(t *testing.T) {
+// The query routes (grep, search, aggregate, catalog, find) change nothing, so they take
+// no Idempotency-Key: one is refused (400 naming it) rather than taken and kept for
+// nothing. The tool routes that change state keep it (idempotency_tools_test.go).
+func TestAnIdempotencyKeyOnAQueryIsRefused(t *testing.T) {
 	srv := newServer(t)
-	b := srv.URL + "/v1/agents/a/workbenches/w"
-	expectOK(t, do(t, "PUT", b+"/files/input/x", strings.NewReader("x")))
+	root := srv.URL + "/v1/agents/a"
+	expectOK(t, do(t, "PUT", root+"/workbenches/w/files/input/x", strings.NewReader("x")))
 	for _, tc := range []struct{ route, body string }{
-		{"/snapshots", `{"name":"s1"}`},
-		{"/snapshots/renew", `{"name":"s1","ttl_days":3}`},
-		{"/commit", `{"manifest":{"a":1},"content_digest_uri":"sha256:` + strings.Repeat("0", 64) + `"}`},
-		{"/restore", `{"destination_id":"w2","at_snapshot":"s1"}`},
+		{"/workbenches/w/grep", `{"pattern":"x","recursive":true}`},
+		{"/search", `{}`},
+		{"/aggregate", `{"measures":[{"name":"n","op":"count"}]}`},
+		{"/catalog", `{}`},
+		{"/find", `{}`},
 	} {
-		for range 2 {
-			r := do(t, "POST", b+tc.route, strings.NewReader(tc.body), "Idempotency-Key", "k")
-			expect(t, r, 400, workbench.CodeInvalidArguments)
-			if d, _ := r.json["details"].(map[string]any); d["field"] != "Idempotency-Key" {
-				t.Fatalf("POST %s under a key: %s, want the field Idempotency-Key", tc.route, r.body)
-			}
+		expectOK(t, do(t, "POST", root+tc.route, strings.NewReader(tc.body)))
+		r := do(t, "POST", root+tc.route, strings.NewReader(tc.body), "Idempotency-Key", "k")
+		expect(t, r, 400, workbench.CodeInvalidArguments)
+		if d, _ := r.json["details"].(map[string]any); d["field"] != "Idempotency-Key" {
+			t.Fatalf("POST %s under a key: %s, want the field Idempotency-Key", tc.route, r.body)
 		}
 	}
-	r := do(t, "GET", b+"/snapshots", nil)
-	expectOK(t, r)
-	if n, _ := r.json["snapshot_count"].(float64); n != 0 {
-		t.Fatalf("snapshots after the refused POSTs: %s, want none", r.body)
-	}
-	expect(t, do(t, "GET", srv.URL+"/v1/agents/a/workbenches/w2", nil), 404, "")
 }

@@ -264,26 +264,55 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, status int, res
 }
 
 // bodyTool decodes the JSON body into a fresh In, lets set fill path-derived fields, and
-// runs the tool method.
+// runs the tool method: a query, which changes nothing and so takes no Idempotency-Key
+// (400 naming it, rather than a key taken and kept for nothing).
 func bodyTool[In any](h *Handler, w http.ResponseWriter, r *http.Request, status int, set func(*In) error,
 	method func(*workbench.Tools, context.Context, string, In) (workbench.Result, error), agent string) {
 	h.tool(w, r, http.MethodPost, status, func(ctx context.Context) (workbench.Result, error) {
 		if len(r.Header.Values("Idempotency-Key")) > 0 {
-			// These tools keep no answer under a key: taking one would promise a retry
-			// it does not keep (a second snapshot, commit or restore).
-			return nil, invalidArg("Idempotency-Key", "is not supported on this route: a retry would run again; leave the header out")
+			return nil, invalidArg("Idempotency-Key", "is not taken by a query, which changes nothing (send it again as it is); leave the header out")
 		}
-		var in In
-		if err := jsonBody(r, &in); err != nil {
+		in, err := toolInput(r, set)
+		if err != nil {
 			return nil, err
-		}
-		if set != nil {
-			if err := set(&in); err != nil {
-				return nil, err
-			}
 		}
 		return method(h.svc.Tools, ctx, agent, in)
 	})
+}
+
+// keyedTool is bodyTool for a tool that changes state (commit, restore, the snapshot
+// tools: workbench.Lifecycle's methods that take a request id): the request's
+// Idempotency-Key (idempotencyKeyOf) is run's request id, so a retry under it answers the
+// first answer (the FSM's dedupe record, docs/architecture.md "Idempotency") and the key
+// with another body is 400 InvalidArguments naming idempotency_key, as for file writes.
+func keyedTool[In any](h *Handler, w http.ResponseWriter, r *http.Request, status int, set func(*In) error,
+	run func(context.Context, string, In, string) (workbench.Result, error), agent string) {
+	h.tool(w, r, http.MethodPost, status, func(ctx context.Context) (workbench.Result, error) {
+		key, err := idempotencyKeyOf(r)
+		if err != nil {
+			return nil, err
+		}
+		in, err := toolInput(r, set)
+		if err != nil {
+			return nil, err
+		}
+		return run(ctx, agent, in, key)
+	})
+}
+
+// toolInput decodes a tool's JSON body into a fresh In (jsonBody) and lets set fill its
+// path-derived fields.
+func toolInput[In any](r *http.Request, set func(*In) error) (In, error) {
+	var in In
+	if err := jsonBody(r, &in); err != nil {
+		return in, err
+	}
+	if set != nil {
+		if err := set(&in); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
 }
 
 // workbenchTool routes the tool endpoints under /v1/agents/{agent}/workbenches/{id}/.
@@ -297,11 +326,11 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 	switch {
 	case len(segs) == 1 && segs[0] == "commit":
 		mutating("commit")
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.CommitInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).Commit, agent)
+		keyedTool(h, w, r, http.StatusOK, func(in *workbench.CommitInput) error { return idFromPath(&in.ID, id) }, h.svc.Lifecycle.Commit, agent)
 		return "commit", true
 	case len(segs) == 1 && segs[0] == "restore":
 		mutating("restore")
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.RestoreInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).Restore, agent)
+		keyedTool(h, w, r, http.StatusOK, func(in *workbench.RestoreInput) error { return idFromPath(&in.ID, id) }, h.svc.Lifecycle.Restore, agent)
 		return "restore", true
 	case len(segs) == 1 && segs[0] == "grep":
 		bodyTool(h, w, r, http.StatusOK, func(in *workbench.GrepInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).Grep, agent)
@@ -325,7 +354,7 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 			return "snapshots", true
 		}
 		mutating("snapshot")
-		bodyTool(h, w, r, http.StatusCreated, func(in *workbench.SnapshotInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).Snapshot, agent)
+		keyedTool(h, w, r, http.StatusCreated, func(in *workbench.SnapshotInput) error { return idFromPath(&in.ID, id) }, h.svc.Lifecycle.Snapshot, agent)
 		return "snapshots", true
 	case len(segs) == 1 && segs[0] == "commits":
 		// The commits, newest first, in pages (workbench Lifecycle.CommitListPage).
@@ -342,11 +371,11 @@ func (h *Handler) workbenchTool(w http.ResponseWriter, r *http.Request, agent, i
 		return "commits", true
 	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "renew":
 		mutating("snapshot-renew")
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRenewInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).SnapshotRenew, agent)
+		keyedTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRenewInput) error { return idFromPath(&in.ID, id) }, h.svc.Lifecycle.SnapshotRenew, agent)
 		return "snapshot-renew", true
 	case len(segs) == 2 && segs[0] == "snapshots" && segs[1] == "retire":
 		mutating("snapshot-retire")
-		bodyTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRetireInput) error { return idFromPath(&in.ID, id) }, (*workbench.Tools).SnapshotRetire, agent)
+		keyedTool(h, w, r, http.StatusOK, func(in *workbench.SnapshotRetireInput) error { return idFromPath(&in.ID, id) }, h.svc.Lifecycle.SnapshotRetire, agent)
 		return "snapshot-retire", true
 	}
 	return "", false
