@@ -95,13 +95,15 @@ func ParseRewindTarget(field, s string) (RewindTarget, *Error) {
 //
 // A prefix is matched component-wise, as a key's path prefixes are (auth.Inside) and the
 // change feed's prefix filter: "a/b" holds the file a/b itself and every file below a
-// directory a/b, never a/bc.
+// directory a/b, never a/bc. One trailing "/" is dropped, as a key's prefixes drop it
+// (auth.NormalPrefixes): "outputs/" and "outputs" are one scope, in the token too.
 type RewindScope struct {
 	Prefix string
 	Paths  []string
 }
 
-// check validates the scope and returns it with Paths sorted and without repeats.
+// check validates the scope and returns it with Paths sorted and without repeats, and
+// Prefix without its trailing "/".
 func (sc RewindScope) check() (RewindScope, *Error) {
 	switch {
 	case sc.Prefix != "" && len(sc.Paths) > 0:
@@ -109,6 +111,9 @@ func (sc RewindScope) check() (RewindScope, *Error) {
 	case len(sc.Paths) > meta.MaxChangeSetChanges:
 		return sc, invalidArgument("paths", "must hold at most %d paths, got %d", meta.MaxChangeSetChanges, len(sc.Paths))
 	case sc.Prefix != "":
+		if len(sc.Prefix) > 1 { // "/" stays itself: absolute, refused below
+			sc.Prefix = strings.TrimSuffix(sc.Prefix, "/")
+		}
 		if err := meta.ValidatePath("prefix", sc.Prefix); err != nil {
 			return sc, AsError(err)
 		}

@@ -143,6 +143,31 @@ func TestRewindPrefixNamingAFileTakesIt(t *testing.T) {
 	}
 }
 
+// A trailing "/" on a rewind's prefix is dropped, as on a key's path prefixes: "outputs/"
+// and "outputs" are one scope, so a preview under one is applied under the other. "/" and
+// "outputs//" are still refused naming prefix.
+func TestRewindPrefixTrailingSlash(t *testing.T) {
+	c := newChecker(t)
+	wb := "/v1/agents/a1/workbenches/w1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
+	expect(t, c.post(true, wb+"/snapshots", `{"name":"before"}`), 201, "")
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r2\n"), 200, "")
+	dir := rewindPreview(t, c, wb, "outputs/")
+	if fmt.Sprint(dir.json["counts"]) != "map[added:0 changed:1 removed:0]" || fmt.Sprint(dir.json["scope"]) != "map[prefix:outputs]" {
+		t.Fatalf("prefix outputs/: %s", dir.body)
+	}
+	expect(t, c.post(true, wb+"/rewind", fmt.Sprintf(`{"target":"snapshot:before","prefix":"outputs","token":%q}`, dir.json["token"])), 200, "")
+	if r := c.call(true, "GET", wb+"/files/outputs/r.txt", ""); string(r.body) != "r1\n" {
+		t.Fatalf("outputs/r.txt after the rewind = %q", r.body)
+	}
+	for _, bad := range []string{"/", "outputs//"} {
+		r := c.post(false, wb+"/rewind", fmt.Sprintf(`{"target":"snapshot:before","prefix":%q,"dry_run":true}`, bad))
+		if expect(t, r, 400, "InvalidArguments"); r.json["details"].(map[string]any)["field"] != "prefix" {
+			t.Fatalf("prefix %q: %s", bad, r.body)
+		}
+	}
+}
+
 // rewindPreview previews a rewind of wb's prefix to snapshot "before".
 func rewindPreview(t *testing.T, c *checker, wb, prefix string) response {
 	t.Helper()
