@@ -444,10 +444,13 @@ func (b body) str(name string, required bool, max int) (string, *Error) {
 }
 
 // versionMembers returns the members of a create or an edit that make a version: title
-// (1..MaxTitleChars characters), body (a string of at most MaxBodyChars characters,
+// (1..MaxTitleChars characters, checkTitle's characters), body (a string of at most MaxBodyChars characters,
 // required but possibly empty) and requestId (id), checked in that order.
 func (b body) versionMembers() (title, text, requestID string, e *Error) {
 	if title, e = b.str("title", true, MaxTitleChars); e != nil {
+		return "", "", "", e
+	}
+	if e = checkTitle(title); e != nil {
 		return "", "", "", e
 	}
 	if _, ok := b["body"]; !ok {
