@@ -22,8 +22,9 @@ const rlo = "\u202E"
 
 // TestConsoleOnASharedBrowser: what one person leaves in a browser and what stored text
 // can make the page show. Forget key removes every unsaved draft, after a confirmation
-// naming how many; a title or reason with a bidirectional override shows the override
-// as an escape and cannot reorder the text beside it; the live feed shows the events it
+// naming how many; a reason with a bidirectional override shows the override as an
+// escape and cannot reorder the text beside it (a title cannot hold one: the create is
+// refused), and a document's title shows isolated; the live feed shows the events it
 // already held apart from the new ones.
 func TestConsoleOnASharedBrowser(t *testing.T) {
 	chromiumPath(t)
@@ -45,10 +46,10 @@ func TestConsoleOnASharedBrowser(t *testing.T) {
 	t.Run("stored text cannot reorder the page", func(t *testing.T) {
 		s := consoleStep(t, b)
 		s.within("the document is listed", `document.querySelectorAll('#main tbody a').length > 0`)
-		consoleIsolated(s, "the document list", "Invoice⟨U+202E⟩gpj.exe")
+		consoleIsolated(s, "the document list", "Invoice gpj.exe")
 		s.do("open the document", chromedp.Navigate(p.URL+"/ui/#/documents/"+url.PathEscape(docID)))
 		s.within("the document", `!!document.getElementById('doc-title') && !!document.getElementById('edit-body')`)
-		consoleIsolated(s, "the document", "Invoice⟨U+202E⟩gpj.exe")
+		consoleIsolated(s, "the document", "Invoice gpj.exe")
 		s.do("open the review queue", chromedp.Navigate(p.URL+"/ui/#/review/acme"))
 		s.within("the proposal", `!!document.querySelector('#main article.review pre.diff')`)
 		consoleIsolated(s, "the review queue", "approve⟨U+202E⟩txt.exe")
@@ -94,12 +95,16 @@ func TestConsoleOnASharedBrowser(t *testing.T) {
 	})
 }
 
-// consoleBidiDocument creates a working document from origin whose title and body hold
-// an override, and returns its id.
+// consoleBidiDocument creates a working document from origin whose body holds an
+// override, and returns its id. A title holding one is refused (api/documents/title.go).
 func consoleBidiDocument(t *testing.T, base, key, origin string) string {
 	t.Helper()
-	st, body := consoleCall(t, "POST", base+"/api/workbench/documents", key, map[string]any{
-		"originEventId": origin, "title": "Invoice" + rlo + "gpj.exe", "body": "# Notes\n" + rlo + "olleh\n", "requestId": "bidi-document"})
+	doc := map[string]any{"originEventId": origin, "title": "Invoice" + rlo + "gpj.exe", "body": "# Notes\n" + rlo + "olleh\n", "requestId": "bidi-document"}
+	if st, body := consoleCall(t, "POST", base+"/api/workbench/documents", key, doc); st != 400 || !strings.Contains(string(body), `"rule":"bidi-control"`) {
+		t.Fatalf("a title holding an override: %d %s, want 400 bidi-control", st, body)
+	}
+	doc["title"] = "Invoice gpj.exe"
+	st, body := consoleCall(t, "POST", base+"/api/workbench/documents", key, doc)
 	var d struct {
 		DocumentID string `json:"documentId"`
 	}

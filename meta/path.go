@@ -2,6 +2,7 @@ package meta
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -37,10 +38,21 @@ func ValidateName(field, s string) *Error {
 			return invalidArg(field, "must start with an ASCII letter or digit")
 		}
 		if !alnum && c != '_' && c != '-' {
-			return invalidArg(field, "may contain only ASCII letters, digits, '_' and '-' (byte %d is %q)", i, c)
+			return invalidArg(field, "may contain only ASCII letters, digits, '_' and '-' (byte %d is %s)", i, offending(s[i:]))
 		}
 	}
 	return nil
+}
+
+// offending describes the character s starts with for an error: a rune quoted, with its
+// code point ('é' U+00E9, '\x00' U+0000), or a byte that starts no valid UTF-8 in hex
+// (0xC3, not UTF-8): never a byte shown as the Latin-1 character of its value.
+func offending(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError && n <= 1 {
+		return fmt.Sprintf("0x%02X, not UTF-8", s[0])
+	}
+	return fmt.Sprintf("%q U+%04X", r, r)
 }
 
 // ValidatePath checks a relative path inside a workbench: non-empty, at most MaxPathBytes

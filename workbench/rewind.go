@@ -184,19 +184,18 @@ func (s *Attempts) plan(ctx context.Context, req RewindRequest) (*rewindPlan, er
 func (p *rewindPlan) walk(sc RewindScope, live, target rewindSide) error {
 	if len(sc.Paths) > 0 {
 		for _, path := range sc.Paths {
-			cur, err := live.at(path)
-			if err != nil {
-				return err
-			}
-			to, err := target.at(path)
-			if err != nil {
-				return err
-			}
-			if err := p.add(path, cur, to); err != nil {
+			if err := p.addAt(path, live, target); err != nil {
 				return err
 			}
 		}
 		return nil
+	}
+	if sc.Prefix != "" {
+		// The file the prefix names, if either side holds one there: it sorts before
+		// everything below it (meta.ComparePaths).
+		if err := p.addAt(sc.Prefix, live, target); err != nil {
+			return err
+		}
 	}
 	next, stop := pull(live, sc)
 	defer stop()
@@ -224,6 +223,19 @@ func (p *rewindPlan) walk(sc RewindScope, live, target rewindSide) error {
 		return AsError(err)
 	}
 	return failed
+}
+
+// addAt records path when its body on the live side differs from the target's.
+func (p *rewindPlan) addAt(path string, live, target rewindSide) error {
+	cur, err := live.at(path)
+	if err != nil {
+		return err
+	}
+	to, err := target.at(path)
+	if err != nil {
+		return err
+	}
+	return p.add(path, cur, to)
 }
 
 // pull turns a side's walk into a pull iterator.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnstore/cairn/meta"
+	"github.com/cairnstore/cairn/workbench/auth"
 )
 
 // RewindTarget is the point a rewind returns to: a snapshot of the workbench (by id or
@@ -89,14 +90,20 @@ func ParseRewindTarget(field, s string) (RewindTarget, *Error) {
 }
 
 // RewindScope is what a rewind changes: the whole workbench (the zero value), the files
-// below a directory (Prefix), or a set of paths (Paths). Commit and restore manifests
+// at or below a path (Prefix), or a set of paths (Paths). Commit and restore manifests
 // (meta.IsReservedPath) are never in it.
+//
+// A prefix is matched component-wise, as a key's path prefixes are (auth.Inside) and the
+// change feed's prefix filter: "a/b" holds the file a/b itself and every file below a
+// directory a/b, never a/bc. One trailing "/" is dropped, as a key's prefixes drop it
+// (auth.NormalPrefixes): "outputs/" and "outputs" are one scope, in the token too.
 type RewindScope struct {
 	Prefix string
 	Paths  []string
 }
 
-// check validates the scope and returns it with Paths sorted and without repeats.
+// check validates the scope and returns it with Paths sorted and without repeats, and
+// Prefix without its trailing "/".
 func (sc RewindScope) check() (RewindScope, *Error) {
 	switch {
 	case sc.Prefix != "" && len(sc.Paths) > 0:
@@ -104,8 +111,14 @@ func (sc RewindScope) check() (RewindScope, *Error) {
 	case len(sc.Paths) > meta.MaxChangeSetChanges:
 		return sc, invalidArgument("paths", "must hold at most %d paths, got %d", meta.MaxChangeSetChanges, len(sc.Paths))
 	case sc.Prefix != "":
+		if len(sc.Prefix) > 1 { // "/" stays itself: absolute, refused below
+			sc.Prefix = strings.TrimSuffix(sc.Prefix, "/")
+		}
 		if err := meta.ValidatePath("prefix", sc.Prefix); err != nil {
 			return sc, AsError(err)
+		}
+		if meta.IsReservedPath(sc.Prefix) {
+			return sc, invalidArgument("prefix", "%q is written only by commit and restore", sc.Prefix)
 		}
 	}
 	paths := slices.Clone(sc.Paths)
@@ -133,9 +146,13 @@ func (sc RewindScope) String() string {
 	return "*"
 }
 
-// guard is the scope as a change set's Unchanged guard since version since.
+// guard is the scope as a change set's Unchanged guard since version since. A prefix is
+// both the directory (what lies below it) and a path (a file it names).
 func (sc RewindScope) guard(since uint64) *meta.ScopeGuard {
-	return &meta.ScopeGuard{Dir: sc.Prefix, Paths: sc.Paths, Since: since}
+	if sc.Prefix != "" {
+		return &meta.ScopeGuard{Dir: sc.Prefix, Paths: []string{sc.Prefix}, Since: since}
+	}
+	return &meta.ScopeGuard{Paths: sc.Paths, Since: since}
 }
 
 // in reports whether path p lies in the scope.
@@ -144,7 +161,7 @@ func (sc RewindScope) in(p string) bool {
 	case meta.IsReservedPath(p):
 		return false
 	case sc.Prefix != "":
-		return strings.HasPrefix(p, sc.Prefix+"/")
+		return auth.Inside(p, sc.Prefix)
 	case len(sc.Paths) > 0:
 		_, ok := slices.BinarySearchFunc(sc.Paths, p, meta.ComparePaths)
 		return ok
@@ -154,7 +171,9 @@ func (sc RewindScope) in(p string) bool {
 
 // rewindSide is one side of a rewind plan: how to read the files of the scope there.
 type rewindSide struct {
-	// files calls fn with the files of the scope in path order; at returns one path's.
+	// files calls fn with the files below the scope's prefix (the whole scope without
+	// one) in path order; at returns one path's (a file a prefix names is read so,
+	// rewindPlan.walk).
 	files func(sc RewindScope, fn func(path string, e *meta.Entry) bool) error
 	at    func(path string) (*meta.Entry, error)
 	// label is the side as the answer names it (the target's resolved form).

@@ -376,8 +376,9 @@ func TestRewindPreviewRefusesATreeShapeClash(t *testing.T) {
 	}{
 		{"a file where the target needs a directory", "outputs/x/y", "outputs/x",
 			workbench.RewindScope{Paths: []string{"outputs/x/y"}}, workbench.CodeNotDirectory, []string{"outputs/x", "outputs/x/y"}, "outputs/x"},
-		{"the same below a prefix", "outputs/x/y", "outputs/x",
-			workbench.RewindScope{Prefix: "outputs/x"}, workbench.CodeNotDirectory, []string{"outputs/x", "outputs/x/y"}, "outputs/x"},
+		// A prefix naming the file would take it too (RewindScope): one below it does not.
+		{"the same below a prefix", "outputs/x/y/z", "outputs/x",
+			workbench.RewindScope{Prefix: "outputs/x/y"}, workbench.CodeNotDirectory, []string{"outputs/x", "outputs/x/y/z"}, "outputs/x"},
 		{"a directory where the target needs a file", "outputs/x", "outputs/x/y",
 			workbench.RewindScope{Paths: []string{"outputs/x"}}, workbench.CodeAlreadyExists, []string{"outputs/x", "outputs/x/y"}, "outputs/x"},
 	} {

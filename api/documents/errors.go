@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // Error codes of this surface (docs/documents.md#errors). The design names
@@ -90,11 +91,31 @@ func fromStore(err error) *Error {
 	case errors.Is(err, ErrForbidden):
 		return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "the credential may not do this"}
 	case errors.Is(err, ErrRateLimited):
-		return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many requests for now; retry with the same id"}
+		return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many requests for now"}
 	case errors.Is(err, ErrUnavailable):
-		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the store is unavailable; retry with the same requestId"}
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the store is unavailable"}
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "the store failed"}
+}
+
+// retryAdvice returns e, when it is a 429 or 503 of a route, with what to send again
+// after Retry-After: a read as it was (it names no id and changes nothing); a write with
+// the same requestId (a decision: submissionId), which makes a replay finish what the
+// attempt began and answer what it would have (docs/documents.md, Routes).
+func retryAdvice(e *Error, r *http.Request) *Error {
+	if e.Code != CodeRateLimited && e.Code != CodeUnavailable {
+		return e
+	}
+	c := *e
+	switch {
+	case r.Method != http.MethodPost:
+		c.Message += "; retry the read after Retry-After"
+	case strings.HasSuffix(r.URL.EscapedPath(), "/decisions"):
+		c.Message += "; retry after Retry-After with the same submissionId and body"
+	default:
+		c.Message += "; retry after Retry-After with the same requestId and body"
+	}
+	return &c
 }
 
 // writeError writes e's answer (503 and 429 with Retry-After).

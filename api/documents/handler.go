@@ -187,7 +187,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, admit bool, root
 	if admit && h.opt.Admit != nil {
 		ctx, release, err := h.opt.Admit(r.Context())
 		if err != nil {
-			writeError(w, fromStore(err))
+			writeError(w, retryAdvice(fromStore(err), r))
 			return
 		}
 		defer release()
@@ -324,7 +324,7 @@ func (h *Handler) serveRead(w http.ResponseWriter, r *http.Request, o owner, rou
 		out, e = h.listVersions(r, o, id)
 	}
 	if e != nil {
-		writeError(w, e)
+		writeError(w, retryAdvice(e, r))
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -348,7 +348,7 @@ func (h *Handler) serveWrite(w http.ResponseWriter, r *http.Request, o owner, ro
 		out, e = h.decide(r.Context(), o, id, b)
 	}
 	if e != nil {
-		writeError(w, e)
+		writeError(w, retryAdvice(e, r))
 		return
 	}
 	writeJSON(w, status, out)
@@ -444,10 +444,13 @@ func (b body) str(name string, required bool, max int) (string, *Error) {
 }
 
 // versionMembers returns the members of a create or an edit that make a version: title
-// (1..MaxTitleChars characters), body (a string of at most MaxBodyChars characters,
+// (1..MaxTitleChars characters, checkTitle's characters), body (a string of at most MaxBodyChars characters,
 // required but possibly empty) and requestId (id), checked in that order.
 func (b body) versionMembers() (title, text, requestID string, e *Error) {
 	if title, e = b.str("title", true, MaxTitleChars); e != nil {
+		return "", "", "", e
+	}
+	if e = checkTitle(title); e != nil {
 		return "", "", "", e
 	}
 	if _, ok := b["body"]; !ok {

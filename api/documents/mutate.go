@@ -95,7 +95,7 @@ func (h *Handler) mutate(ctx context.Context, o owner, id string, plan func(head
 		}
 		return answer, nil
 	}
-	return nil, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the document changed too often to apply this request; retry with the same id"}
+	return nil, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the document changed too often to apply this request"}
 }
 
 // settleHead reads document id's head with its pending mutation finished, as mutate does
@@ -119,7 +119,7 @@ func (h *Handler) settleHead(ctx context.Context, o owner, id string) (head, *Er
 			return head{}, fromStore(err)
 		}
 	}
-	return head{}, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the document changed too often to apply this request; retry with the same id"}
+	return head{}, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the document changed too often to apply this request"}
 }
 
 // settle finishes hd's Pending mutation (head generation gen): its records in the

@@ -252,7 +252,7 @@ func (h *Handler) finishRun(ctx context.Context, rec records, doc, id string, f 
 			return run{}, fromStore(err)
 		}
 	}
-	return run{}, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the run record changed too often; retry with the same requestId"}
+	return run{}, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "the run record changed too often"}
 }
 
 func runnerError(rn run) *Error {

@@ -44,6 +44,10 @@ func documentTools(c DocumentsCaller) []toolDef {
 				}
 				route := "documents"
 				switch in.Action {
+				case "list":
+					if in.DocumentID != "" {
+						return nil, notTaken("document_id", in.Action, "it lists every document of the key")
+					}
 				case "show", "versions":
 					if in.DocumentID == "" {
 						return nil, missingArgument("document_id", in.Action)
@@ -64,12 +68,14 @@ func documentTools(c DocumentsCaller) []toolDef {
 		{
 			name: "cairn_document_write", title: "Change a working document", destructive: true, idempotent: true,
 			description: "Change the key's working documents (needs the review scope; docs/documents.md): action create " +
-				"(payload {originEventId, title, body, requestId}), edit (document_id; payload {baseVersionId, title, body, " +
+				"(payload {originEventId, title, body, requestId}; no document_id: the new document's id is derived from " +
+				"those and answered as documentId), edit (document_id; payload {baseVersionId, title, body, " +
 				"requestId}: Conflict with details.documents_error StaleBaseError and details.head_version_id when the base is " +
 				"not the head), select (document_id; payload {selectedEventIds, selectedVersionIds, requestId}), propose " +
 				"(document_id; payload {selectionId, runnerId, baseVersionId, requestId}: a runner failure is InvalidState " +
 				"with details.documents_error RunnerError, details.run_id and details.error_text, and no proposal), decide " +
-				"(proposal_id; payload {disposition: accept|reject, submissionId}). The same requestId or submissionId with " +
+				"(proposal_id; payload {disposition: accept|reject, submissionId}). An id the action does not take is " +
+				"InvalidArguments naming it. The same requestId or submissionId with " +
 				"the same payload answers the first answer. Result: the route's answer.",
 			run: func(ctx context.Context, _ *workbench.Service, agent string, args json.RawMessage) (workbench.Result, error) {
 				var in struct {
@@ -84,15 +90,30 @@ func documentTools(c DocumentsCaller) []toolDef {
 				var route string
 				switch in.Action {
 				case "create":
+					// The design derives a document's id from its origin and request id
+					// (docs/documents.md, Ids): a caller cannot choose one.
+					if in.DocumentID != "" {
+						return nil, notTaken("document_id", in.Action,
+							"a new document's id is derived from payload.originEventId and payload.requestId, and answered as documentId")
+					}
+					if in.ProposalID != "" {
+						return nil, notTaken("proposal_id", in.Action, "it names the decision's proposal")
+					}
 					route = "documents"
 				case "decide":
 					if in.ProposalID == "" {
 						return nil, missingArgument("proposal_id", in.Action)
 					}
+					if in.DocumentID != "" {
+						return nil, notTaken("document_id", in.Action, "the proposal names its document")
+					}
 					route = "proposals/" + in.ProposalID + "/decisions"
 				default:
 					if in.DocumentID == "" {
 						return nil, missingArgument("document_id", in.Action)
+					}
+					if in.ProposalID != "" {
+						return nil, notTaken("proposal_id", in.Action, "it names the decision's proposal")
 					}
 					route = "documents/" + in.DocumentID + "/" + map[string]string{"edit": "versions", "select": "selections", "propose": "proposals"}[in.Action]
 				}
@@ -105,6 +126,14 @@ func documentTools(c DocumentsCaller) []toolDef {
 func missingArgument(field, action string) *workbench.Error {
 	return &workbench.Error{Code: workbench.CodeInvalidArguments, Message: field + ": action " + action + " needs it",
 		Details: map[string]any{"field": field}}
+}
+
+// notTaken refuses an argument the action does not take (why: what it would mean), rather
+// than ignore it: a caller who passed it expected it to count. details.rule is "not", the
+// JSON Schema keyword that would refuse it (an argument of other actions).
+func notTaken(field, action, why string) *workbench.Error {
+	return &workbench.Error{Code: workbench.CodeInvalidArguments, Message: field + ": action " + action + " takes none: " + why,
+		Details: map[string]any{"field": field, "rule": "not"}}
 }
 
 // documentCodes maps the surface's statuses to the contract's codes.

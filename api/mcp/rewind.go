@@ -9,7 +9,7 @@ import (
 // Idempotency-Key does.
 var rewindTool = toolDef{
 	name: "cairn_rewind", title: "Rewind a workbench", destructive: true,
-	description: "Return a workbench's files — all, those below prefix (a directory, e.g. outputs), or the listed paths — " +
+	description: "Return a workbench's files — all, those at or below prefix (a directory such as outputs, or one file), or the listed paths — " +
 		"to target, in place, as one atomic change: snapshot:<id or name>, commit:<commit_identity>, or time:<RFC 3339 or " +
 		"Unix ms> (within the root's history retention). First call with dry_run true: the answer lists the changes " +
 		"(added, removed, changed; with file_diffs the text diffs of the first 20) and a token. Then call again with the " +

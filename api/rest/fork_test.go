@@ -244,3 +244,23 @@ func TestRetireOfALiveForksPinIsRefused(t *testing.T) {
 		t.Fatalf("discard = %s, want the pin %s retired", d.body, pin)
 	}
 }
+
+// A fork name's refusal shows the character it refuses as that character and its code
+// point (escaped when it does not print), never a UTF-8 byte as the Latin-1 character of
+// its value ("Ã" for é's first byte).
+func TestForkNameRefusalShowsTheCharacter(t *testing.T) {
+	c := newChecker(t)
+	wb := "/v1/agents/a1/workbenches/w1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r\n"), 201, "")
+	for body, want := range map[string]string{
+		`{"fork":"café"}`:     `(byte 3 is 'é' U+00E9)`,
+		`{"fork":"a\u202eb"}`: `(byte 1 is '\u202e' U+202E)`,
+		`{"fork":"a\u0000b"}`: `(byte 1 is '\x00' U+0000)`,
+	} {
+		r := c.post(false, wb+"/fork", body)
+		if expect(t, r, 400, "InvalidArguments"); r.json["details"].(map[string]any)["field"] != "fork" ||
+			!strings.HasSuffix(r.json["message"].(string), want) {
+			t.Fatalf("fork %s: %s, want a message ending %s", body, r.body, want)
+		}
+	}
+}

@@ -107,3 +107,71 @@ func twoTenantServer(t *testing.T) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// A rewind's prefix is matched as a key's path prefixes are (workbench.RewindScope): a
+// prefix naming a file takes that file, component-wise ("outputs/r" is not
+// "outputs/r.txt"), and its guard covers the file. A commit or restore manifest is no
+// prefix, as it is no path of a rewind.
+func TestRewindPrefixNamingAFileTakesIt(t *testing.T) {
+	c := newChecker(t)
+	wb := "/v1/agents/a1/workbenches/w1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
+	expect(t, c.post(true, wb+"/snapshots", `{"name":"before"}`), 201, "")
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r2\n"), 200, "")
+
+	if p := rewindPreview(t, c, wb, "outputs/r"); fmt.Sprint(p.json["counts"]) != "map[added:0 changed:0 removed:0]" {
+		t.Fatalf("prefix outputs/r took a file it does not name: %s", p.body)
+	}
+	file := rewindPreview(t, c, wb, "outputs/r.txt")
+	if fmt.Sprint(file.json["counts"]) != "map[added:0 changed:1 removed:0]" || fmt.Sprint(file.json["scope"]) != "map[prefix:outputs/r.txt]" {
+		t.Fatalf("prefix naming a file: %s", file.body)
+	}
+	// A write to the file between the preview and the apply: the guard covers it.
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r3\n"), 200, "")
+	stale := c.post(true, wb+"/rewind", fmt.Sprintf(`{"target":"snapshot:before","prefix":"outputs/r.txt","token":%q}`, file.json["token"]))
+	if expect(t, stale, 409, "Conflict"); fmt.Sprint(stale.json["details"].(map[string]any)["paths"]) != "[outputs/r.txt]" {
+		t.Fatalf("stale apply: %s", stale.body)
+	}
+	file = rewindPreview(t, c, wb, "outputs/r.txt")
+	expect(t, c.post(true, wb+"/rewind", fmt.Sprintf(`{"target":"snapshot:before","prefix":"outputs/r.txt","token":%q}`, file.json["token"])), 200, "")
+	if r := c.call(true, "GET", wb+"/files/outputs/r.txt", ""); string(r.body) != "r1\n" {
+		t.Fatalf("outputs/r.txt after its rewind = %q", r.body)
+	}
+	r := c.post(false, wb+"/rewind", `{"target":"snapshot:before","prefix":"metadata/run_manifest.json","dry_run":true}`)
+	if expect(t, r, 400, "InvalidArguments"); r.json["details"].(map[string]any)["field"] != "prefix" {
+		t.Fatalf("prefix naming the run manifest: %s", r.body)
+	}
+}
+
+// A trailing "/" on a rewind's prefix is dropped, as on a key's path prefixes: "outputs/"
+// and "outputs" are one scope, so a preview under one is applied under the other. "/" and
+// "outputs//" are still refused naming prefix.
+func TestRewindPrefixTrailingSlash(t *testing.T) {
+	c := newChecker(t)
+	wb := "/v1/agents/a1/workbenches/w1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
+	expect(t, c.post(true, wb+"/snapshots", `{"name":"before"}`), 201, "")
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r2\n"), 200, "")
+	dir := rewindPreview(t, c, wb, "outputs/")
+	if fmt.Sprint(dir.json["counts"]) != "map[added:0 changed:1 removed:0]" || fmt.Sprint(dir.json["scope"]) != "map[prefix:outputs]" {
+		t.Fatalf("prefix outputs/: %s", dir.body)
+	}
+	expect(t, c.post(true, wb+"/rewind", fmt.Sprintf(`{"target":"snapshot:before","prefix":"outputs","token":%q}`, dir.json["token"])), 200, "")
+	if r := c.call(true, "GET", wb+"/files/outputs/r.txt", ""); string(r.body) != "r1\n" {
+		t.Fatalf("outputs/r.txt after the rewind = %q", r.body)
+	}
+	for _, bad := range []string{"/", "outputs//"} {
+		r := c.post(false, wb+"/rewind", fmt.Sprintf(`{"target":"snapshot:before","prefix":%q,"dry_run":true}`, bad))
+		if expect(t, r, 400, "InvalidArguments"); r.json["details"].(map[string]any)["field"] != "prefix" {
+			t.Fatalf("prefix %q: %s", bad, r.body)
+		}
+	}
+}
+
+// rewindPreview previews a rewind of wb's prefix to snapshot "before".
+func rewindPreview(t *testing.T, c *checker, wb, prefix string) response {
+	t.Helper()
+	p := c.post(true, wb+"/rewind", fmt.Sprintf(`{"target":"snapshot:before","prefix":%q,"dry_run":true}`, prefix))
+	expect(t, p, 200, "")
+	return p
+}

@@ -317,3 +317,55 @@ func TestRefusalsBeforeTheSurfaceUseTheSurfacesShape(t *testing.T) {
 		}
 	}
 }
+
+// The working-documents tools refuse an id the action does not take, naming it, rather
+// than ignore it: above all a create's document_id, which the design derives from the
+// origin and request id (docs/documents.md), so a caller cannot choose it. Nothing is
+// created by the refused call.
+func TestTheDocumentToolsRefuseAnIDTheActionDoesNotTake(t *testing.T) {
+	n := openReady(t, testConfig(t), testCreds)
+	srv := httptest.NewServer(n.Handler())
+	t.Cleanup(srv.Close)
+	if code, b := do(t, n.Handler(), http.MethodPut, "/v1/agents/default/workbenches/notes/files/input/a.md", []byte("notes")); code/100 != 2 {
+		t.Fatalf("put: %d %s", code, b)
+	}
+	cs, err := sdk.NewClient(matrixClient, nil).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: srv.URL + "/v1/agents/default/mcp/cairn",
+		DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	cands := callTool(t, cs, "cairn_documents", map[string]any{"action": "candidates"})
+	if cands.isErr {
+		t.Fatalf("candidates: %s", cands.text)
+	}
+	origin := cands.res["candidates"].([]any)[0].(map[string]any)["eventId"].(string)
+	chosen, other := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	create := map[string]any{"originEventId": origin, "title": "T", "body": "b", "requestId": "r"}
+	for _, tc := range []struct {
+		tool  string
+		args  map[string]any
+		field string
+	}{
+		{"cairn_document_write", map[string]any{"action": "create", "document_id": chosen, "payload": create}, "document_id"},
+		{"cairn_document_write", map[string]any{"action": "create", "proposal_id": other, "payload": create}, "proposal_id"},
+		{"cairn_document_write", map[string]any{"action": "decide", "proposal_id": other, "document_id": chosen,
+			"payload": map[string]any{"disposition": "reject", "submissionId": "s"}}, "document_id"},
+		{"cairn_document_write", map[string]any{"action": "edit", "document_id": chosen, "proposal_id": other,
+			"payload": map[string]any{"baseVersionId": other, "title": "T", "body": "b", "requestId": "e"}}, "proposal_id"},
+		{"cairn_documents", map[string]any{"action": "list", "document_id": chosen}, "document_id"},
+	} {
+		a := callTool(t, cs, tc.tool, tc.args)
+		if d, _ := a.res["details"].(map[string]any); !a.isErr || a.code != "InvalidArguments" || d["field"] != tc.field || d["rule"] != "not" ||
+			!strings.Contains(a.text, "takes none") {
+			t.Fatalf("%s %v: %s, want InvalidArguments naming %s", tc.tool, tc.args, a.text, tc.field)
+		}
+	}
+	if list := callTool(t, cs, "cairn_documents", map[string]any{"action": "list"}); list.isErr || len(list.res["documents"].([]any)) != 0 {
+		t.Fatalf("after the refused calls: %s, want no document", list.text)
+	}
+	created := callTool(t, cs, "cairn_document_write", map[string]any{"action": "create", "payload": create})
+	if created.isErr || created.res["documentId"] == chosen {
+		t.Fatalf("create: %s", created.text)
+	}
+}

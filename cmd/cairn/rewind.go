@@ -32,7 +32,7 @@ func newRewindCommand() *cobra.Command {
 	}
 	o := addOutputFlags(cmd)
 	cmd.Flags().StringVar(&req.Target, "to", "", "the target (required)")
-	cmd.Flags().StringVar(&req.Prefix, "prefix", "", "rewind only the files below this directory")
+	cmd.Flags().StringVar(&req.Prefix, "prefix", "", "rewind only the files at or below this path (a directory, or one file)")
 	cmd.Flags().StringArrayVar(&req.Paths, "path", nil, "rewind only this file (repeatable)")
 	cmd.Flags().BoolVar(&req.FileDiffs, "diff", false, "preview: print each changed file's diff (the first 20)")
 	cmd.Flags().StringVar(&req.Token, "token", "", "apply the preview that issued this token")
