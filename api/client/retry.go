@@ -21,7 +21,7 @@ import (
 //     a leader, ObjectUnavailable, ResourceExhausted): only a request that means the same
 //     sent twice as once: GET, HEAD, PUT, DELETE, a request carrying an Idempotency-Key,
 //     and the read-only or replay-safe tool calls (search, aggregate, catalog, find, grep,
-//     commit).
+//     commit, snapshot renew).
 //
 // Either way the body must be replayable: bytes, strings, none, or a file read again from
 // where it started (an io.Seeker); a stream that cannot be (stdin, a pipe) is sent again

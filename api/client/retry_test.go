@@ -64,6 +64,25 @@ func TestRetryRepeatsReplayableRequestsOnRetryableAnswers(t *testing.T) {
 			func(c *Client) error { _, err := c.DescribeWorkbench(t.Context(), "a", "w", SnapshotRef{}); return err }, 1, "RoutingUnavailable"},
 		{"a snapshot (not idempotent) is not sent twice", http.StatusServiceUnavailable, true,
 			func(c *Client) error { _, err := c.Snapshot(t.Context(), "a", "w", SnapshotRequest{}); return err }, 1, "RoutingUnavailable"},
+		{"a snapshot under an Idempotency-Key is retried", http.StatusServiceUnavailable, true,
+			func(c *Client) error {
+				_, err := c.Snapshot(t.Context(), "a", "w", SnapshotRequest{IdempotencyKey: "k1"})
+				return err
+			}, 3, ""},
+		{"a restore without an Idempotency-Key is not sent twice", http.StatusServiceUnavailable, true,
+			func(c *Client) error {
+				_, err := c.Restore(t.Context(), "a", "w", RestoreRequest{Destination: "r", AtCommit: "c"})
+				return err
+			}, 1, "RoutingUnavailable"},
+		{"a retire without an Idempotency-Key is not sent twice", http.StatusServiceUnavailable, true,
+			func(c *Client) error {
+				_, err := c.RetireSnapshot(t.Context(), "a", "w", SnapshotID(1), "")
+				return err
+			}, 1, "RoutingUnavailable"},
+		{"a commit (an exact repeat replays) is retried without a key", http.StatusServiceUnavailable, true,
+			func(c *Client) error { _, err := c.Commit(t.Context(), "a", "w", CommitRequest{}); return err }, 3, ""},
+		{"a renew (a repeat means the same) is retried without a key", http.StatusServiceUnavailable, true,
+			func(c *Client) error { _, err := c.RenewSnapshot(t.Context(), "a", "w", SnapshotID(1), 0); return err }, 3, ""},
 		{"an append without an Idempotency-Key is not sent twice", http.StatusServiceUnavailable, true,
 			func(c *Client) error {
 				_, err := c.Append(t.Context(), "a", "w", "logs/x", strings.NewReader("abc"), AppendOptions{})

@@ -79,6 +79,13 @@ func TestSnapshotRefsThatCannotBeSentFailBeforeAnyRequest(t *testing.T) {
 	if _, err := c.RenewSnapshot(t.Context(), "a", "w", SnapshotRef{}, 1); err == nil {
 		t.Error("RenewSnapshot without a snapshot: no error")
 	}
+	two := []KeyOptions{{IdempotencyKey: "k1"}, {IdempotencyKey: "k2"}}
+	if _, err := c.RenewSnapshot(t.Context(), "a", "w", SnapshotID(1), 1, two...); err == nil {
+		t.Error("RenewSnapshot with two KeyOptions: no error")
+	}
+	if _, err := c.RetireSnapshot(t.Context(), "a", "w", SnapshotID(1), "", two...); err == nil {
+		t.Error("RetireSnapshot with two KeyOptions: no error")
+	}
 	if _, err := c.Restore(t.Context(), "a", "w", RestoreRequest{Destination: "w2", AtSnapshot: SnapshotRef{ID: 1, Name: "x"}}); err == nil {
 		t.Error("Restore at a snapshot with both id and name: no error")
 	}

@@ -433,11 +433,13 @@ func (t *transport) postTool(ctx context.Context, u string, in any, out any, saf
 	return t.doJSONAs(req, out, safety)
 }
 
-// postKeyed is postTool for a call that changes state unless it is a preview: it is
-// repeated after a retryable answer only when preview is set (it changes nothing) or
-// under an idempotency key (sent as Idempotency-Key; the server answers a repeat with
-// the first result). Rewind, Merge and Discard use it.
-func (t *transport) postKeyed(ctx context.Context, u string, in any, preview bool, key string, out any) error {
+// postKeyed is postTool for a call that changes state and takes an idempotency key: it
+// is repeated after a retryable answer under a key (sent as Idempotency-Key; the server
+// answers a repeat with the first result), or without one only when safeUnkeyed says the
+// call means the same sent twice (a preview, which changes nothing; a commit or a renew,
+// which the server answers alike when repeated). Rewind, Merge, Discard, Fork, Commit,
+// Snapshot, Restore, Renew and Retire use it.
+func (t *transport) postKeyed(ctx context.Context, u string, in any, safeUnkeyed bool, key string, out any) error {
 	req, err := jsonRequest(ctx, http.MethodPost, u, in)
 	if err != nil {
 		return err
@@ -446,10 +448,19 @@ func (t *transport) postKeyed(ctx context.Context, u string, in any, preview boo
 		req.Header.Set("Idempotency-Key", key)
 	}
 	safety := safetyOf(req)
-	if preview {
-		safety = replayable // a preview changes nothing
+	if safeUnkeyed {
+		safety = replayable
 	}
 	return t.doJSONAs(req, out, safety)
+}
+
+// postKeyedJSON is postKeyed returning the result as a new T.
+func postKeyedJSON[T any](ctx context.Context, t *transport, u string, in any, safeUnkeyed bool, key string) (*T, error) {
+	var out T
+	if err := t.postKeyed(ctx, u, in, safeUnkeyed, key, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // jsonRequest is a request of method to u whose body is in, encoded as JSON.

@@ -131,6 +131,10 @@ type CommitRequest struct {
 	ContentDigestURI string `json:"content_digest_uri"`
 	// Replace replaces a head commit with a different identity.
 	Replace bool `json:"replace,omitempty"`
+	// IdempotencyKey makes retries return the first answer (docs/architecture.md#the-write-path),
+	// IdempotentReplay set; the same key with another request is InvalidArguments naming
+	// idempotency_key. "" for none.
+	IdempotencyKey string `json:"-"`
 }
 
 // CommitResult is the result of Commit.
@@ -160,13 +164,16 @@ type CommitResult struct {
 }
 
 // Commit seals the workbench's current tree (docs/workbench.md, workbench_commit), creating a missing
-// workbench. An exact retry returns the stored result with IdempotentReplay.
+// workbench. An exact retry returns the stored result with IdempotentReplay, with or
+// without an IdempotencyKey, so a retrying client sends it again after a retryable answer
+// either way.
 //
 // Errors: *Error WorkbenchCommitConflict (409: the workbench has a commit with another
 // identity; set Replace), Conflict (409, retryable: writes kept landing, or a concurrent
-// head change beat a replace), InvalidArguments (400: not an object, a bad digest).
+// head change beat a replace), InvalidArguments (400: not an object, a bad digest, the
+// IdempotencyKey sent before with another request).
 func (c *Client) Commit(ctx context.Context, agent, wb string, req CommitRequest) (*CommitResult, error) {
-	return postJSON[CommitResult](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/commit", req, replayable)
+	return postKeyedJSON[CommitResult](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/commit", req, true, req.IdempotencyKey)
 }
 
 // SnapshotRequest is the input of Snapshot (workbench_snapshot without id). Zero fields
@@ -182,6 +189,10 @@ type SnapshotRequest struct {
 	// Metadata annotates the snapshot: a JSON object of at most 64 properties; nil for
 	// none.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// IdempotencyKey makes retries return the first answer (docs/architecture.md#the-write-path):
+	// the same snapshot, lease and state, and no second snapshot; the same key with
+	// another request is InvalidArguments naming idempotency_key. "" for none.
+	IdempotencyKey string `json:"-"`
 }
 
 // Snapshot states (docs/workbench.md, workbench_snapshot).
@@ -254,12 +265,14 @@ type SnapshotList struct {
 
 // Snapshot mints a leased read point of workbench wb as it is now (HTTP 201). Read at it
 // with GetOptions.AtSnapshot, ListOptions.AtSnapshot, StatAt, WalkAt and
-// DescribeWorkbench; restore from it with Restore.
+// DescribeWorkbench; restore from it with Restore. Under an IdempotencyKey it is safe to
+// retry; without one it is sent again only if it never reached the server (each send
+// that lands mints a snapshot).
 //
 // Errors: *Error NotFound (no such workbench), InvalidArguments (a bad name, lease,
-// reason or metadata).
+// reason or metadata; the IdempotencyKey sent before with another request).
 func (c *Client) Snapshot(ctx context.Context, agent, wb string, req SnapshotRequest) (*Snapshot, error) {
-	return postJSON[Snapshot](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/snapshots", req, notReplayable)
+	return postKeyedJSON[Snapshot](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/snapshots", req, false, req.IdempotencyKey)
 }
 
 // snapshotSelector is the {snapshot_id | name} part of renew and retire bodies.
@@ -276,12 +289,39 @@ func snapshotSelector(snap SnapshotRef) (map[string]any, error) {
 	return nil, errors.New("client: select a snapshot by id or by name")
 }
 
+// KeyOptions are the optional last argument of RenewSnapshot and RetireSnapshot (at
+// most one; none sends no key).
+type KeyOptions struct {
+	// IdempotencyKey makes retries return the first answer (docs/architecture.md#the-write-path):
+	// a renew's Renewed and a retire's Retired as the first said; the same key with
+	// another request is InvalidArguments naming idempotency_key. "" for none.
+	IdempotencyKey string
+}
+
+// keyOf is the idempotency key of a call's optional KeyOptions ("" for none).
+func keyOf(call string, opts []KeyOptions) (string, error) {
+	switch len(opts) {
+	case 0:
+		return "", nil
+	case 1:
+		return opts[0].IdempotencyKey, nil
+	}
+	return "", fmt.Errorf("client: %s takes at most one KeyOptions, got %d", call, len(opts))
+}
+
 // RenewSnapshot sets the snapshot's lease to now + ttlDays (0: the server's default, 7
 // days). A renew that would shorten the lease returns the current record unchanged. An
-// expired snapshot comes back to life.
+// expired snapshot comes back to life. A repeat means the same as the first with or
+// without an idempotency key (opts; the key keeps the first answer, Renewed included), so
+// a retrying client sends it again after a retryable answer either way.
 //
-// Errors: *Error SnapshotNotFound (404), SnapshotExpired (410: retired or reaped).
-func (c *Client) RenewSnapshot(ctx context.Context, agent, wb string, snap SnapshotRef, ttlDays int) (*Snapshot, error) {
+// Errors: *Error SnapshotNotFound (404), SnapshotExpired (410: retired or reaped),
+// InvalidArguments (the idempotency key sent before with another request).
+func (c *Client) RenewSnapshot(ctx context.Context, agent, wb string, snap SnapshotRef, ttlDays int, opts ...KeyOptions) (*Snapshot, error) {
+	key, err := keyOf("RenewSnapshot", opts)
+	if err != nil {
+		return nil, err
+	}
 	body, err := snapshotSelector(snap)
 	if err != nil {
 		return nil, err
@@ -289,16 +329,23 @@ func (c *Client) RenewSnapshot(ctx context.Context, agent, wb string, snap Snaps
 	if ttlDays != 0 {
 		body["ttl_days"] = ttlDays
 	}
-	return postJSON[Snapshot](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/snapshots/renew", body, replayable)
+	return postKeyedJSON[Snapshot](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/snapshots/renew", body, true, key)
 }
 
 // RetireSnapshot ends the snapshot at once; reads at it fail with SnapshotExpired from
-// then on. reason "" gives none. A retry reports Retired false and the original reason.
+// then on. reason "" gives none. A retry without an idempotency key reports Retired false
+// and the original reason; under one (opts) it answers the first answer. Under a key it
+// is safe to retry; without one it is sent again only if it never reached the server.
 //
 // Errors: *Error SnapshotNotFound (404), ForkRetentionActive (409: a running restore
 // reads from it, retryable; or it is a fork's pin a live fork has as its base,
-// details.reason fork_base, not retryable), SnapshotExpired (410: reaped).
-func (c *Client) RetireSnapshot(ctx context.Context, agent, wb string, snap SnapshotRef, reason string) (*RetireResult, error) {
+// details.reason fork_base, not retryable), SnapshotExpired (410: reaped),
+// InvalidArguments (the idempotency key sent before with another request).
+func (c *Client) RetireSnapshot(ctx context.Context, agent, wb string, snap SnapshotRef, reason string, opts ...KeyOptions) (*RetireResult, error) {
+	key, err := keyOf("RetireSnapshot", opts)
+	if err != nil {
+		return nil, err
+	}
 	body, err := snapshotSelector(snap)
 	if err != nil {
 		return nil, err
@@ -306,7 +353,7 @@ func (c *Client) RetireSnapshot(ctx context.Context, agent, wb string, snap Snap
 	if reason != "" {
 		body["reason"] = reason
 	}
-	return postJSON[RetireResult](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/snapshots/retire", body, notReplayable)
+	return postKeyedJSON[RetireResult](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/snapshots/retire", body, false, key)
 }
 
 // ListSnapshots returns every snapshot of workbench wb, oldest first, whatever its state.
@@ -373,6 +420,10 @@ type RestoreRequest struct {
 	// AtCommit restores the source's newest sealed commit with this identity
 	// (CommitResult.CommitIdentity).
 	AtCommit string
+	// IdempotencyKey makes retries return the first answer (docs/architecture.md#the-write-path),
+	// IdempotentReplay set, also after the source or the snapshot went; the same key with
+	// another request is InvalidArguments naming idempotency_key. "" for none.
+	IdempotencyKey string
 }
 
 // RestoreResult is the result of Restore.
@@ -402,11 +453,13 @@ type RestoreResult struct {
 
 // Restore creates req.Destination from a snapshot or a commit of workbench wb and
 // returns when it is complete; file bodies are shared, not copied. An exact retry
-// returns the result with IdempotentReplay.
+// returns the result with IdempotentReplay. Under an IdempotencyKey it is safe to retry;
+// without one it is sent again only if it never reached the server.
 //
 // Errors: *Error AlreadyExists (409: the destination exists), Conflict (409, retryable:
 // the same restore is still running; Details["operation_id"] names it for
-// RestoreStatus), NotFound / SnapshotNotFound (404), SnapshotExpired (410).
+// RestoreStatus), NotFound / SnapshotNotFound (404), SnapshotExpired (410),
+// InvalidArguments (the IdempotencyKey sent before with another request).
 func (c *Client) Restore(ctx context.Context, agent, wb string, req RestoreRequest) (*RestoreResult, error) {
 	at, err := req.AtSnapshot.jsonValue()
 	if err != nil {
@@ -417,7 +470,7 @@ func (c *Client) Restore(ctx context.Context, agent, wb string, req RestoreReque
 		AtSnapshot  any    `json:"at_snapshot,omitempty"`
 		AtCommit    string `json:"at_commit,omitempty"`
 	}{req.Destination, at, req.AtCommit}
-	return postJSON[RestoreResult](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/restore", body, notReplayable)
+	return postKeyedJSON[RestoreResult](ctx, c.tr, c.tr.workbenchURL(agent, wb)+"/restore", body, false, req.IdempotencyKey)
 }
 
 // RestoreStatus is a restore operation's progress.

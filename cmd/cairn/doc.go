@@ -34,6 +34,10 @@
 //     Every write that changes a file (put, append, import's uploads) carries an
 //     Idempotency-Key, so a retry whose first attempt applied replays that answer: no
 //     second version, and no --if-match failing on the generation the first attempt made.
+//     So do snapshot (and its create, renew and retire), commit and restore: no second
+//     snapshot or restore after a lost answer. The key is --idempotency-key, else a random
+//     one; a write sent under one that fails with its outcome unknown says that sending it
+//     again under that key is safe.
 //   - ls, export and import list a workbench live first; when it keeps changing under
 //     every listing (client.ErrWorkbenchKeptChanging) they read it at a snapshot they take
 //     and retire (client.FallBackToSnapshot), saying so in one line on stderr, unless

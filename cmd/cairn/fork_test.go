@@ -97,8 +97,9 @@ func TestForkMergeDiscardCommands(t *testing.T) {
 
 // A merge whose connection breaks after the apply was sent (the node killed with kill -9
 // mid-merge) fails saying that whether it took effect is unknown and that sending it again
-// under its idempotency key is safe; a commit, which takes no key, says to look first; a
-// refused connection, which sent nothing, says no such thing.
+// under its idempotency key is safe; a merge sent without one says to look first; a commit
+// and an rm, which send a key of their own unless given one, name it; a refused
+// connection, which sent nothing, says no such thing.
 func TestAMergeCutOffAfterItWasSentSaysItsOutcomeIsUnknown(t *testing.T) {
 	_, node := testNode(t)
 	runCairn(t, node.URL, "put", "outputs/r.txt", "-", "--agent", "a", "--workbench", "w")
@@ -131,16 +132,25 @@ func TestAMergeCutOffAfterItWasSentSaysItsOutcomeIsUnknown(t *testing.T) {
 		!strings.Contains(msg, "sending it again with --idempotency-key m1 is safe") {
 		t.Fatalf("the merge cut off after it was sent: %s: %s (stderr %q)", code, msg, errOut)
 	}
-	// A commit takes no idempotency key: the advice must not name one.
+	// A merge sent without an idempotency key: the advice must not name one.
+	_, _, err = execCairn(t, "--server", srv.URL, "merge", "f", "--yes", "--agent", "a")
+	if code, msg := describeError(err); code != "Unavailable" || !strings.Contains(msg, "whether it took effect is unknown; look before sending it again") ||
+		strings.Contains(msg, "idempotency") {
+		t.Fatalf("the merge without a key cut off after it was sent: %s: %s", code, msg)
+	}
+	// A commit sends its key, given or its own, and names it.
 	manifest := filepath.Join(t.TempDir(), "run.json")
 	if err := os.WriteFile(manifest, []byte(`{"run":"r1"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = execCairn(t, "--server", srv.URL, "commit", "w", "--manifest", manifest,
-		"--content-digest", "sha256:"+strings.Repeat("ab", 32), "--agent", "a")
-	if code, msg := describeError(err); code != "Unavailable" || !strings.Contains(msg, "whether it took effect is unknown; look before sending it again") ||
-		strings.Contains(msg, "idempotency") {
+	commit := []string{"--server", srv.URL, "commit", "w", "--manifest", manifest, "--content-digest", "sha256:" + strings.Repeat("ab", 32), "--agent", "a"}
+	_, _, err = execCairn(t, append(commit, "--idempotency-key", "c-1")...)
+	if code, msg := describeError(err); code != "Unavailable" || !strings.Contains(msg, "sending it again with --idempotency-key c-1 is safe") {
 		t.Fatalf("the commit cut off after it was sent: %s: %s", code, msg)
+	}
+	_, _, err = execCairn(t, commit...)
+	if code, msg := describeError(err); code != "Unavailable" || !strings.Contains(msg, "sending it again with --idempotency-key ") {
+		t.Fatalf("the commit cut off after it was sent, without a key given: %s: %s", code, msg)
 	}
 	// rm sends its delete under a key, given or its own, and names it.
 	_, _, err = execCairn(t, "--server", srv.URL, "rm", "outputs/r.txt", "--idempotency-key", "rm-1", "--agent", "a", "--workbench", "w")

@@ -134,26 +134,53 @@ func cursorOf(next *string) string {
 	return *next
 }
 
+// keyFlag is --idempotency-key of a command whose write takes one (snapshot, renew,
+// retire, commit, restore), as put's: the key given, else a random one (randomKey), so the
+// client's own retries after a lost answer replay the first answer.
+type keyFlag struct{ given string }
+
+// keyHelp is the sentence of a keyed command's long help that says so.
+const keyHelp = "The request carries an Idempotency-Key (a random one unless --idempotency-key is\n" +
+	"given), so a retry after a lost answer replays the first answer and changes nothing\n" +
+	"again; the same key with another request is refused (InvalidArguments)."
+
+// addKeyFlag registers --idempotency-key on cmd, whose write is what ("snapshot").
+func addKeyFlag(cmd *cobra.Command, what string) *keyFlag {
+	k := &keyFlag{}
+	cmd.Flags().StringVar(&k.given, "idempotency-key", "", "key that makes a repeated "+what+" return the first answer (default: random)")
+	return k
+}
+
+// key is the key to send: the one given, else a fresh random one. Call it once per
+// command run: the client sends its retries under it.
+func (k *keyFlag) key() string {
+	if k.given != "" {
+		return k.given
+	}
+	return randomKey()
+}
+
 func newCommitCommand() *cobra.Command {
 	var (
 		manifest, digest string
 		replace          bool
 	)
 	cmd := &cobra.Command{
-		Use:   "commit ID --manifest FILE|- --content-digest sha256:HEX [--replace]",
+		Use:   "commit ID --manifest FILE|- --content-digest sha256:HEX [--replace] [--idempotency-key K]",
 		Short: "Seal a workbench's current files under a run manifest",
 		Long: "Commit workbench ID (creating it if missing): publish metadata/run_manifest.json with\n" +
 			"the JSON object read from FILE (or stdin for -) and seal the current files under a\n" +
 			"commit identity derived from ID, --content-digest and the canonical manifest.\n" +
 			"Repeating an identical commit is a replay; a different one fails with\n" +
 			"WorkbenchCommitConflict unless --replace is given. Restore a commit with\n" +
-			"`cairn restore ID DEST --commit IDENTITY`.",
+			"`cairn restore ID DEST --commit IDENTITY`.\n" + keyHelp,
 		Args: argsBetween(1, 1),
 	}
 	o := addOutputFlags(cmd)
 	cmd.Flags().StringVar(&manifest, "manifest", "", "run manifest: a file holding a JSON object, or - for stdin (required)")
 	cmd.Flags().StringVar(&digest, "content-digest", "", "the content digest you claim: sha256: and 64 lowercase hex (required)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "replace a commit with a different identity")
+	k := addKeyFlag(cmd, "commit")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if manifest == "" || digest == "" {
 			return usageErrorf("--manifest and --content-digest are required")
@@ -165,10 +192,11 @@ func newCommitCommand() *cobra.Command {
 		if !json.Valid(data) {
 			return usageErrorf("--manifest: %s is not valid JSON", manifestName(manifest))
 		}
+		key := k.key()
 		res, err := newClient(cmd).Commit(cmd.Context(), o.agent, args[0], client.CommitRequest{
-			Manifest: json.RawMessage(data), ContentDigestURI: digest, Replace: replace})
+			Manifest: json.RawMessage(data), ContentDigestURI: digest, Replace: replace, IdempotencyKey: key})
 		if err != nil {
-			return err
+			return sentUnderKey(key, err)
 		}
 		return printResult(cmd.OutOrStdout(), o.json, res.Raw, fmt.Sprintf("%s %s: generation %d, identity %s, tree %s",
 			replayed("committed", res.IdempotentReplay), res.WorkbenchID, res.Generation, res.CommitIdentity, res.TreeDigestURI))
@@ -247,15 +275,15 @@ func manifestName(arg string) string {
 }
 
 func newSnapshotCommand() *cobra.Command {
-	create := newSnapshotCreateCommand("snapshot ID [--name N] [--ttl-days D] [--reason R] [--metadata JSON]")
+	create := newSnapshotCreateCommand("snapshot ID [--name N] [--ttl-days D] [--reason R] [--metadata JSON] [--idempotency-key K]")
 	create.Short = "Snapshot a workbench; renew, retire and list snapshots"
 	create.Long = "Mint a leased, read-only point in time of workbench ID (`cairn snapshot create ID` is\n" +
 		"the same, for a workbench named like a subcommand). Read at it with\n" +
 		"`cairn cat|ls|export --at-snapshot ID|NAME`, restore from it with `cairn restore`.\n" +
 		"A snapshot is alive until its lease passes (--ttl-days, default 7, at most 90), then\n" +
 		"expired (renew revives it) until the server reaps it; retire ends it at once.\n" +
-		"A NAME resolves to the newest snapshot minted with it."
-	create.AddCommand(newSnapshotCreateCommand("create ID [--name N] [--ttl-days D] [--reason R] [--metadata JSON]"),
+		"A NAME resolves to the newest snapshot minted with it.\n" + keyHelp
+	create.AddCommand(newSnapshotCreateCommand("create ID [--name N] [--ttl-days D] [--reason R] [--metadata JSON] [--idempotency-key K]"),
 		newSnapshotRenewCommand(), newSnapshotRetireCommand(), newSnapshotListCommand())
 	return create
 }
@@ -268,6 +296,7 @@ func newSnapshotCreateCommand(use string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: "Snapshot a workbench",
+		Long:  "Mint a leased, read-only point in time of workbench ID (`cairn snapshot --help`).\n" + keyHelp,
 		Args:  argsBetween(1, 1),
 	}
 	o := addOutputFlags(cmd)
@@ -275,11 +304,12 @@ func newSnapshotCreateCommand(use string) *cobra.Command {
 	cmd.Flags().IntVar(&ttlDays, "ttl-days", 0, "lease in days, 1..90 (default: the server's, 7)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why the snapshot exists (1..256 characters)")
 	cmd.Flags().StringVar(&metadata, "metadata", "", `annotation: a JSON object, e.g. '{"run":7}'`)
+	k := addKeyFlag(cmd, "snapshot")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if cmd.Flags().Changed("ttl-days") && ttlDays == 0 {
 			return usageErrorf("--ttl-days must be between 1 and 90")
 		}
-		req := client.SnapshotRequest{Name: name, TTLDays: ttlDays, Reason: reason}
+		req := client.SnapshotRequest{Name: name, TTLDays: ttlDays, Reason: reason, IdempotencyKey: k.key()}
 		if metadata != "" {
 			if !json.Valid([]byte(metadata)) {
 				return usageErrorf("--metadata is not valid JSON")
@@ -288,7 +318,7 @@ func newSnapshotCreateCommand(use string) *cobra.Command {
 		}
 		snap, err := newClient(cmd).Snapshot(cmd.Context(), o.agent, args[0], req)
 		if err != nil {
-			return err
+			return sentUnderKey(req.IdempotencyKey, err)
 		}
 		return printResult(cmd.OutOrStdout(), o.json, snap.Raw, "snapshot "+describeSnapshot(snap))
 	}
@@ -326,16 +356,17 @@ func newSnapshotRenewCommand() *cobra.Command {
 		ttlDays int
 	)
 	cmd := &cobra.Command{
-		Use:   "renew ID (SNAPSHOT | --name NAME) [--ttl-days D]",
+		Use:   "renew ID (SNAPSHOT | --name NAME) [--ttl-days D] [--idempotency-key K]",
 		Short: "Extend a snapshot's lease to now + --ttl-days",
 		Long: "Set the lease of a snapshot of workbench ID to now + --ttl-days (default 7). SNAPSHOT\n" +
 			"is an id (digits) or a name; --name selects by a name made of digits only. A renew\n" +
-			"never shortens a lease, and revives an expired snapshot until the server reaps it.",
+			"never shortens a lease, and revives an expired snapshot until the server reaps it.\n" + keyHelp,
 		Args: argsBetween(1, 2),
 	}
 	o := addOutputFlags(cmd)
 	cmd.Flags().StringVar(&name, "name", "", "select the snapshot by this name")
 	cmd.Flags().IntVar(&ttlDays, "ttl-days", 0, "new lease from now, in days, 1..90 (default: the server's, 7)")
+	k := addKeyFlag(cmd, "renew")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ref, err := snapshotArg(args, name)
 		if err != nil {
@@ -344,9 +375,10 @@ func newSnapshotRenewCommand() *cobra.Command {
 		if cmd.Flags().Changed("ttl-days") && ttlDays == 0 {
 			return usageErrorf("--ttl-days must be between 1 and 90")
 		}
-		snap, err := newClient(cmd).RenewSnapshot(cmd.Context(), o.agent, args[0], ref, ttlDays)
+		key := k.key()
+		snap, err := newClient(cmd).RenewSnapshot(cmd.Context(), o.agent, args[0], ref, ttlDays, client.KeyOptions{IdempotencyKey: key})
 		if err != nil {
-			return err
+			return sentUnderKey(key, err)
 		}
 		return printResult(cmd.OutOrStdout(), o.json, snap.Raw, "renewed snapshot "+describeSnapshot(snap))
 	}
@@ -356,25 +388,27 @@ func newSnapshotRenewCommand() *cobra.Command {
 func newSnapshotRetireCommand() *cobra.Command {
 	var name, reason string
 	cmd := &cobra.Command{
-		Use:   "retire ID (SNAPSHOT | --name NAME) [--reason R]",
+		Use:   "retire ID (SNAPSHOT | --name NAME) [--reason R] [--idempotency-key K]",
 		Short: "End a snapshot now",
 		Long: "Retire a snapshot of workbench ID: reads at it fail with SnapshotExpired from then on.\n" +
 			"SNAPSHOT is an id (digits) or a name; --name selects by a name made of digits only.\n" +
 			"Retiring a retired snapshot succeeds and reports the original reason. A fork's pin that a\n" +
-			"live fork has as its base is refused (ForkRetentionActive): discard the fork first.",
+			"live fork has as its base is refused (ForkRetentionActive): discard the fork first.\n" + keyHelp,
 		Args: argsBetween(1, 2),
 	}
 	o := addOutputFlags(cmd)
 	cmd.Flags().StringVar(&name, "name", "", "select the snapshot by this name")
 	cmd.Flags().StringVar(&reason, "reason", "", "why it is retired (1..256 characters)")
+	k := addKeyFlag(cmd, "retire")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ref, err := snapshotArg(args, name)
 		if err != nil {
 			return err
 		}
-		res, err := newClient(cmd).RetireSnapshot(cmd.Context(), o.agent, args[0], ref, reason)
+		key := k.key()
+		res, err := newClient(cmd).RetireSnapshot(cmd.Context(), o.agent, args[0], ref, reason, client.KeyOptions{IdempotencyKey: key})
 		if err != nil {
-			return err
+			return sentUnderKey(key, err)
 		}
 		line := fmt.Sprintf("retired snapshot %d of %s", res.SnapshotID, res.WorkbenchID)
 		if !res.Retired {
@@ -422,30 +456,31 @@ func orDash(s string) string { return cmp.Or(s, "-") }
 func newRestoreCommand() *cobra.Command {
 	var snapshot, commit string
 	cmd := &cobra.Command{
-		Use:   "restore ID DEST (--snapshot ID|NAME | --commit IDENTITY)",
+		Use:   "restore ID DEST (--snapshot ID|NAME | --commit IDENTITY) [--idempotency-key K]",
 		Short: "Restore a snapshot or a commit of a workbench into a new workbench",
 		Long: "Create workbench DEST (it must not exist) with the files workbench ID had at a\n" +
 			"snapshot (--snapshot: an id, digits, or a name) or at a commit (--commit: the\n" +
 			"64-hex commit identity `cairn commit` prints). ID is unchanged; file bodies are\n" +
 			"shared, not copied; DEST appears whole when the restore completes and is\n" +
 			"committed, with metadata/restore_manifest.json. Repeating the same restore is a\n" +
-			"replay.",
+			"replay.\n" + keyHelp,
 		Args: argsBetween(2, 2),
 	}
 	o := addOutputFlags(cmd)
 	cmd.Flags().StringVar(&snapshot, "snapshot", "", "restore from this snapshot (id or name)")
 	cmd.Flags().StringVar(&commit, "commit", "", "restore from the commit with this identity")
+	k := addKeyFlag(cmd, "restore")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if (snapshot == "") == (commit == "") {
 			return usageErrorf("give exactly one of --snapshot and --commit")
 		}
-		req := client.RestoreRequest{Destination: args[1], AtCommit: commit}
+		req := client.RestoreRequest{Destination: args[1], AtCommit: commit, IdempotencyKey: k.key()}
 		if snapshot != "" {
 			req.AtSnapshot = client.ParseSnapshotRef(snapshot)
 		}
 		res, err := newClient(cmd).Restore(cmd.Context(), o.agent, args[0], req)
 		if err != nil {
-			return err
+			return sentUnderKey(req.IdempotencyKey, err)
 		}
 		from := "commit " + res.CommitID
 		if res.CommitID == "" {
