@@ -34,7 +34,8 @@
 //     RetryPolicy's bounds (attempts and total time, honouring Retry-After): a refused
 //     connection always (it read none of the body, even a stream's), a retryable 503 or 429
 //     only for requests that mean the same sent twice (idempotent methods, an
-//     Idempotency-Key, read-only tool calls), and only with a body it can send again
+//     Idempotency-Key, read-only tool calls, and the tool calls whose repeat answers the
+//     first: a commit of one identity, a renew), and only with a body it can send again
 //     (bytes, strings, or a file read again from where it started; never a stream, such
 //     as stdin, that was read). Two operations retry
 //     within their own bounds besides: Import resends a request a broken connection cut
