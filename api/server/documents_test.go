@@ -78,23 +78,7 @@ func TestWorkingDocumentRequestsCountAgainstThePrincipalsRate(t *testing.T) {
 // The cairn MCP profile serves working documents through the same surface: the design's
 // payloads, its ids and answers, its failures as the contract's codes.
 func TestTheCairnMCPProfileServesWorkingDocuments(t *testing.T) {
-	n := openReady(t, testConfig(t), testCreds)
-	srv := httptest.NewServer(n.Handler())
-	t.Cleanup(srv.Close)
-	if code, b := do(t, n.Handler(), http.MethodPut, "/v1/agents/default/workbenches/notes/files/input/a.md", []byte("notes")); code/100 != 2 {
-		t.Fatalf("put: %d %s", code, b)
-	}
-	cs, err := sdk.NewClient(matrixClient, nil).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: srv.URL + "/v1/agents/default/mcp/cairn",
-		DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	cands := callTool(t, cs, "cairn_documents", map[string]any{"action": "candidates"})
-	if cands.isErr {
-		t.Fatalf("candidates: %s", cands.text)
-	}
-	origin := cands.res["candidates"].([]any)[0].(map[string]any)["eventId"].(string)
+	cs, origin, url := documentsSession(t)
 	created := callTool(t, cs, "cairn_document_write", map[string]any{"action": "create",
 		"payload": map[string]any{"originEventId": origin, "title": "T", "body": "b", "requestId": "r"}})
 	if created.isErr || created.res["status"] != "success" {
@@ -124,7 +108,7 @@ func TestTheCairnMCPProfileServesWorkingDocuments(t *testing.T) {
 
 	// A session at another agent root than the owner's tenant (default) holds none of
 	// its documents: it answers exactly as for documents that do not exist.
-	other, err := sdk.NewClient(matrixClient, nil).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: srv.URL + "/v1/agents/other/mcp/cairn",
+	other, err := sdk.NewClient(matrixClient, nil).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url + "/v1/agents/other/mcp/cairn",
 		DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -323,23 +307,7 @@ func TestRefusalsBeforeTheSurfaceUseTheSurfacesShape(t *testing.T) {
 // origin and request id (docs/documents.md), so a caller cannot choose it. Nothing is
 // created by the refused call.
 func TestTheDocumentToolsRefuseAnIDTheActionDoesNotTake(t *testing.T) {
-	n := openReady(t, testConfig(t), testCreds)
-	srv := httptest.NewServer(n.Handler())
-	t.Cleanup(srv.Close)
-	if code, b := do(t, n.Handler(), http.MethodPut, "/v1/agents/default/workbenches/notes/files/input/a.md", []byte("notes")); code/100 != 2 {
-		t.Fatalf("put: %d %s", code, b)
-	}
-	cs, err := sdk.NewClient(matrixClient, nil).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: srv.URL + "/v1/agents/default/mcp/cairn",
-		DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	cands := callTool(t, cs, "cairn_documents", map[string]any{"action": "candidates"})
-	if cands.isErr {
-		t.Fatalf("candidates: %s", cands.text)
-	}
-	origin := cands.res["candidates"].([]any)[0].(map[string]any)["eventId"].(string)
+	cs, origin, _ := documentsSession(t)
 	chosen, other := strings.Repeat("a", 64), strings.Repeat("b", 64)
 	create := map[string]any{"originEventId": origin, "title": "T", "body": "b", "requestId": "r"}
 	for _, tc := range []struct {
@@ -368,4 +336,29 @@ func TestTheDocumentToolsRefuseAnIDTheActionDoesNotTake(t *testing.T) {
 	if created.isErr || created.res["documentId"] == chosen {
 		t.Fatalf("create: %s", created.text)
 	}
+}
+
+// documentsSession starts a node with a file written in workbench notes of the default
+// root, and returns an MCP session on its cairn profile, the file's write event (a
+// document's origin candidate) and the node's URL.
+func documentsSession(t *testing.T) (*sdk.ClientSession, string, string) {
+	t.Helper()
+	n := openReady(t, testConfig(t), testCreds)
+	srv := httptest.NewServer(n.Handler())
+	t.Cleanup(srv.Close)
+	if code, b := do(t, n.Handler(), http.MethodPut, "/v1/agents/default/workbenches/notes/files/input/a.md", []byte("notes")); code/100 != 2 {
+		t.Fatalf("put: %d %s", code, b)
+	}
+	cs, err := sdk.NewClient(matrixClient, nil).Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: srv.URL + "/v1/agents/default/mcp/cairn",
+		DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	cands := callTool(t, cs, "cairn_documents", map[string]any{"action": "candidates"})
+	if cands.isErr {
+		t.Fatalf("candidates: %s", cands.text)
+	}
+	origin := cands.res["candidates"].([]any)[0].(map[string]any)["eventId"].(string)
+	return cs, origin, srv.URL
 }
