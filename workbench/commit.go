@@ -261,7 +261,7 @@ func (s *Lifecycle) CommitListPage(ctx context.Context, agent, id, cursorText st
 	}
 	var after *meta.CommitRecord
 	if cursorText != "" {
-		if cur.Incarnation != ws.Incarnation {
+		if !cur.issuedFor(ws) {
 			return nil, invalidArgument("cursor", "was issued for another incarnation of the workbench")
 		}
 		after = &meta.CommitRecord{Version: uint64(cur.Offset), Identity: cur.After}
@@ -281,7 +281,7 @@ func (s *Lifecycle) CommitListPage(ctx context.Context, agent, id, cursorText st
 	if more {
 		last := page[len(page)-1]
 		r["next_cursor"] = s.base.cursors.encode(ctx, cursor{Kind: "commits", Agent: agent, Workbench: id,
-			Incarnation: ws.Incarnation, Offset: int64(last.Version), After: last.Identity})
+			Incarnation: ws.Incarnation, Created: ws.CreatedVersion, Offset: int64(last.Version), After: last.Identity})
 	}
 	return r, nil
 }

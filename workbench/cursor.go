@@ -24,7 +24,10 @@ type cursor struct {
 	Agent       string `json:"a"`
 	Workbench   string `json:"w"`
 	Incarnation uint64 `json:"i"`
-	Path        string `json:"p"`
+	// Created is the workbench's CreatedVersion: a move of its root to another shard
+	// keeps it and renumbers Incarnation, so it decides when set (issuedFor).
+	Created uint64 `json:"c,omitempty"`
+	Path    string `json:"p"`
 	// Args is a digest of the remaining arguments that shaped the result (format, …).
 	Args string `json:"x,omitempty"`
 	// Fence is the workbench revision (list) or file generation (read) of the first page.
@@ -37,6 +40,17 @@ type cursor struct {
 	// Position is where a search resumes.
 	Position *meta.Position `json:"q,omitempty"`
 	IssuedAt int64          `json:"t"`
+}
+
+// issuedFor reports whether c was issued for ws, the workbench as the answering view
+// holds it: the incarnation created at the version c names, which a move of the root to
+// another shard keeps (docs/architecture.md, "Feed cursors from before the move"), or
+// for a cursor without it the incarnation number, which the move renumbers.
+func (c cursor) issuedFor(ws *meta.Workspace) bool {
+	if c.Created != 0 {
+		return c.Created == ws.CreatedVersion
+	}
+	return c.Incarnation == ws.Incarnation
 }
 
 type cursorCodec struct{ key []byte }

@@ -261,7 +261,7 @@ func (s *Review) diffStates(ctx context.Context, req DiffRequest) (Result, error
 		if cerr != nil {
 			return nil, cerr
 		}
-		if cur.Args != args || cur.Incarnation != newWS.Incarnation {
+		if cur.Args != args || !cur.issuedFor(newWS) {
 			return nil, invalidArgument("cursor", "was issued for other from/to sides")
 		}
 		if cur.Fence != fence {
@@ -292,7 +292,7 @@ func (s *Review) diffStates(ctx context.Context, req DiffRequest) (Result, error
 	r["next_cursor"] = nil
 	if page.More {
 		r["next_cursor"] = s.base.cursors.encode(ctx, cursor{Kind: "diff", Agent: req.Agent, Workbench: req.Workbench,
-			Incarnation: newWS.Incarnation, Args: args, Fence: fence, After: page.Last})
+			Incarnation: newWS.Incarnation, Created: newWS.CreatedVersion, Args: args, Fence: fence, After: page.Last})
 	}
 	return r, nil
 }

@@ -297,7 +297,7 @@ func (s *Reads) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 		if cur.Args != args {
 			return GrepResult{}, invalidArgument("cursor", "was issued for other arguments")
 		}
-		if cur.Incarnation != ws.Incarnation {
+		if !cur.issuedFor(ws) {
 			return GrepResult{}, invalidArgument("cursor", "was issued for another incarnation of the workbench")
 		}
 		if cur.Fence != ws.Revision {
@@ -336,7 +336,7 @@ func (s *Reads) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 	if g.stop != nil {
 		out.Truncated = true
 		out.NextCursor = s.base.cursors.encode(ctx, cursor{Kind: "grep", Agent: req.Agent, Workbench: req.Workbench,
-			Incarnation: ws.Incarnation, Path: req.Path, Args: args, Fence: ws.Revision,
+			Incarnation: ws.Incarnation, Created: ws.CreatedVersion, Path: req.Path, Args: args, Fence: ws.Revision,
 			After: g.stop.encodeAfter(), Offset: g.stop.Off})
 	}
 	return out, nil

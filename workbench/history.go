@@ -90,7 +90,7 @@ func (s *Review) History(ctx context.Context, req HistoryRequest) (HistoryResult
 	if err != nil {
 		return HistoryResult{}, AsError(err)
 	}
-	if req.Cursor != "" && cur.Incarnation != ws.Incarnation {
+	if req.Cursor != "" && !cur.issuedFor(ws) {
 		return HistoryResult{}, invalidArgument("cursor", "was issued for another incarnation of the workbench")
 	}
 	// The cursor's Offset is the generation the next page starts strictly below.
@@ -112,7 +112,7 @@ func (s *Review) History(ctx context.Context, req HistoryRequest) (HistoryResult
 	if more {
 		last := rows[len(rows)-1].Version
 		out.NextCursor = s.base.cursors.encode(ctx, cursor{Kind: "history", Agent: req.Agent, Workbench: req.Workbench,
-			Incarnation: ws.Incarnation, Path: req.Path, Offset: int64(last)})
+			Incarnation: ws.Incarnation, Created: ws.CreatedVersion, Path: req.Path, Offset: int64(last)})
 		out.Truncated = true
 	}
 	return out, nil

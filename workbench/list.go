@@ -88,7 +88,7 @@ func (s *Reads) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	}
 	fence, after := ws.Revision, ""
 	if req.Cursor != "" {
-		if cur.Incarnation != ws.Incarnation {
+		if !cur.issuedFor(ws) {
 			return ListResult{}, invalidArgument("cursor", "was issued for another incarnation of the workbench")
 		}
 		if cur.Fence != ws.Revision {
@@ -143,7 +143,7 @@ func (s *Reads) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	if more && len(ents) > 0 {
 		out.Truncated = true
 		out.NextCursor = s.base.cursors.encode(ctx, cursor{Kind: "list", Agent: req.Agent, Workbench: req.Workbench,
-			Incarnation: ws.Incarnation, Path: req.Path, Args: snapshotArgs(req.At, snapID), Snapshot: snapID, Fence: fence, After: ents[len(ents)-1].Name})
+			Incarnation: ws.Incarnation, Created: ws.CreatedVersion, Path: req.Path, Args: snapshotArgs(req.At, snapID), Snapshot: snapID, Fence: fence, After: ents[len(ents)-1].Name})
 	}
 	return out, nil
 }

@@ -141,7 +141,7 @@ func (s *Review) proposalPage(ctx context.Context, agent string, view *meta.View
 	}
 	var next any
 	if more {
-		next = s.base.cursors.encode(ctx, cursor{Kind: "proposals", Agent: agent, Workbench: ws.Name, Incarnation: ws.Incarnation,
+		next = s.base.cursors.encode(ctx, cursor{Kind: "proposals", Agent: agent, Workbench: ws.Name, Incarnation: ws.Incarnation, Created: ws.CreatedVersion,
 			Path: deref(in.Path), Args: string(state), Offset: int64(list[len(list)-1].CreatedVersion)})
 	}
 	return Result{"status": "success", "workbench_id": ws.Name, "proposals": items, "next_cursor": next, "truncated": more}, nil
@@ -168,7 +168,7 @@ func (s *Review) judgmentPage(ctx context.Context, agent string, view *meta.View
 	}
 	var next any
 	if more {
-		next = s.base.cursors.encode(ctx, cursor{Kind: "judgments", Agent: agent, Workbench: ws.Name, Incarnation: ws.Incarnation,
+		next = s.base.cursors.encode(ctx, cursor{Kind: "judgments", Agent: agent, Workbench: ws.Name, Incarnation: ws.Incarnation, Created: ws.CreatedVersion,
 			Path: deref(in.Path), Offset: int64(list[len(list)-1].Version)})
 	}
 	return Result{"status": "success", "workbench_id": ws.Name, "judgments": items, "next_cursor": next, "truncated": more}, nil
@@ -240,7 +240,7 @@ func (s *Review) pageArgs(ctx context.Context, kind, agent string, ws *meta.Work
 	if werr != nil {
 		return 0, 0, werr
 	}
-	if cur.Incarnation != ws.Incarnation || cur.Args != args || cur.Offset < 0 {
+	if !cur.issuedFor(ws) || cur.Args != args || cur.Offset < 0 {
 		return 0, 0, invalidArgument("cursor", "was issued for other arguments")
 	}
 	return uint64(cur.Offset), limit, nil

@@ -160,7 +160,8 @@
 //   - An upload belongs to its bucket and key: the gateway reaches the bucket first
 //     (NoSuchBucket, exactly as for any object) and answers NoSuchUpload for an upload id
 //     of another bucket or key (or of another incarnation of its bucket: one deleted and
-//     created again), so a key bound to one workbench, which reaches
+//     created again, told apart by the version that created the bucket, which a move of
+//     the root to another shard keeps), so a key bound to one workbench, which reaches
 //     UploadsWorkbench through this surface, reaches only its own bucket's uploads.
 //   - A key bound to path prefixes (auth.Principal.Prefixes) reaches an upload by its
 //     target object key, not by the upload's own paths (multipart_access.go): the gateway

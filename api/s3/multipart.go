@@ -137,8 +137,12 @@ type uploadRecord struct {
 	// Metadata are the x-amz-meta-* fields the object gets (metadataFields), as strings.
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Incarnation is the bucket's (meta.Workspace.Incarnation) when the upload started:
-	// an upload does not outlive its bucket, even one created again under its name.
-	Incarnation uint64 `json:"incarnation,omitempty"`
+	// an upload does not outlive its bucket, even one created again under its name. A
+	// move of the root to another shard renumbers incarnations, so BucketCreated (the
+	// bucket's meta.Workspace.CreatedVersion, which a move keeps) decides when it is set
+	// (ofBucket); Incarnation only for a record written before it was.
+	Incarnation   uint64 `json:"incarnation,omitempty"`
+	BucketCreated uint64 `json:"bucket_created,omitempty"`
 	// Completing is set while a Complete publishes the object (complete.go): the claim
 	// that makes one Complete (or Abort) of an upload win.
 	Completing *completingUpload `json:"completing,omitempty"`
@@ -283,7 +287,7 @@ func (m *multipart) createUpload(w http.ResponseWriter, r *request) error {
 	_, _ = rand.Read(raw[:])
 	id := hex.EncodeToString(raw[:])
 	rec := uploadRecord{Key: path, ContentType: r.Header.Get("Content-Type"), InitiatedMs: m.clock().UnixMilli(), Principal: workbench.PrincipalID(r.Context()),
-		Incarnation: bucket.Incarnation}
+		Incarnation: bucket.Incarnation, BucketCreated: bucket.CreatedVersion}
 	for k, v := range fields {
 		if rec.Metadata == nil {
 			rec.Metadata = map[string]string{}
@@ -340,7 +344,7 @@ func (m *multipart) findUpload(r *request) (upload, error) {
 		return upload{}, err
 	}
 	m.remember(r.agent)
-	if u.rec.Key != r.key || !r.showsKey(u.rec.Key) || m.expired(u) || u.rec.Incarnation != 0 && u.rec.Incarnation != bucket.Incarnation {
+	if u.rec.Key != r.key || !r.showsKey(u.rec.Key) || m.expired(u) || !u.rec.ofBucket(bucket) {
 		return upload{}, noSuchUpload()
 	}
 	return u, nil
@@ -349,11 +353,26 @@ func (m *multipart) findUpload(r *request) (upload, error) {
 // orphaned reports whether u was started in a bucket that has been deleted since (and
 // maybe created again): its record names another incarnation of the bucket than view's.
 func (u upload) orphaned(view *meta.View, agent, bucket string) bool {
-	if u.rec.Incarnation == 0 {
+	if u.rec.Incarnation == 0 && u.rec.BucketCreated == 0 {
 		return false
 	}
 	ws, err := view.Workspace(agent, bucket)
-	return err != nil || ws.Incarnation != u.rec.Incarnation
+	return err != nil || !u.rec.ofBucket(ws)
+}
+
+// ofBucket reports whether the upload was started in ws, its bucket as a view holds it
+// now: the incarnation created at the version the record names (a move of the root to
+// another shard keeps that version and renumbers the incarnation, docs/architecture.md
+// "Feed cursors from before the move"), or, for a record without that version, the
+// incarnation it names. A record naming neither predates both and belongs to any.
+func (rec uploadRecord) ofBucket(ws *meta.Workspace) bool {
+	switch {
+	case rec.BucketCreated != 0:
+		return rec.BucketCreated == ws.CreatedVersion
+	case rec.Incarnation != 0:
+		return rec.Incarnation == ws.Incarnation
+	}
+	return true
 }
 
 // readUpload reads an upload's record from view: NoSuchUpload when it has none.

@@ -1,0 +1,82 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnstore/cairn/integration/framework"
+)
+
+// TestCursorsFromBeforeARootMoveGoOn: three nodes, two shards. A root's workbench answers
+// the first page of a live listing, of a listing at a snapshot and of a file's history;
+// `cairn admin root move` then moves the root to the other shard (which renumbers its
+// workbench incarnations, and changes nothing else of it); each cursor, followed through
+// another node, answers the next page, as it would have without the move.
+func TestCursorsFromBeforeARootMoveGoOn(t *testing.T) {
+	pc := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: 2})
+	const root = "curmove"
+	wb := func(node int) string { return pc.Nodes[node].URL + "/v1/agents/" + root + "/workbenches/w" }
+	put := func(path, body string) {
+		t.Helper()
+		if code, b := clusterDo(http.MethodPut, wb(0)+"/files/"+path, []byte(body), time.Minute); code/100 != 2 {
+			t.Fatalf("put %s: %d %s", path, code, b)
+		}
+	}
+	// Two other roots with one and three workbenches, made first: whichever shards they
+	// land on, the two shards then hold different numbers of workbenches, so the move
+	// gives the root's workbench another incarnation number than it had.
+	for i, n := range []int{1, 3} {
+		for w := range n {
+			u := fmt.Sprintf("%s/v1/agents/pad%d/workbenches/w%d", pc.Nodes[0].URL, i, w)
+			if code, b := clusterDo(http.MethodPut, u, nil, time.Minute); code/100 != 2 {
+				t.Fatalf("create %s: %d %s", u, code, b)
+			}
+		}
+	}
+	for v := 1; v <= 3; v++ {
+		put("input/a.txt", fmt.Sprintf("a version %d", v))
+	}
+	put("input/b.txt", "b")
+	put("input/c.txt", "c")
+	if code, b := postJSON(t, wb(0)+"/snapshots", `{"name":"s"}`, time.Minute); code != http.StatusCreated {
+		t.Fatalf("snapshot: %d %v", code, b)
+	}
+	first := func(what, u string) string {
+		t.Helper()
+		code, m := getJSON(t, u)
+		c, _ := m["next_cursor"].(string)
+		if code != http.StatusOK || c == "" {
+			t.Fatalf("%s, first page: %d %v", what, code, m)
+		}
+		return c
+	}
+	pages := []struct{ what, u, key, want string }{
+		{"live listing", wb(0) + "/list?path=input&limit=1", "entries", `"name":"b.txt"`},
+		{"listing at the snapshot", wb(1) + "/list?path=input&limit=1&at_snapshot=s", "entries", `"name":"b.txt"`},
+		{"history", wb(2) + "/history?path=input/a.txt&limit=1", "versions", `"ordinal":2`},
+	}
+	cursors := make([]string, len(pages))
+	for i, p := range pages {
+		cursors[i] = first(p.what, p.u)
+	}
+
+	r := runCLI(t, cliOptions{timeout: 3 * time.Minute}, "admin", "root", "move", root, "--to", "1", "--admin-server", pc.Nodes[1].AdminURL)
+	if r.code != 0 && strings.Contains(r.stderr, "on shard 1 already") {
+		r = runCLI(t, cliOptions{timeout: 3 * time.Minute}, "admin", "root", "move", root, "--to", "0", "--admin-server", pc.Nodes[1].AdminURL)
+	}
+	if r.code != 0 || !strings.Contains(r.stdout, "step 8 of 8: done") {
+		t.Fatalf("admin root move:\n%s", r)
+	}
+
+	for i, p := range pages {
+		u := strings.Replace(p.u, pc.Nodes[i].URL, pc.Nodes[(i+1)%3].URL, 1) + "&cursor=" + url.QueryEscape(cursors[i])
+		code, b := clusterDo(http.MethodGet, u, nil, 30*time.Second)
+		if code != http.StatusOK || !strings.Contains(string(b), p.want) {
+			t.Fatalf("%s, the page after the move: %d %s, want %s in %s", p.what, code, b, p.want, p.key)
+		}
+	}
+}
