@@ -8,15 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnstore/cairn/api/client"
 	"github.com/cairnstore/cairn/integration/framework"
 )
 
-// TestCursorsFromBeforeARootMoveGoOn: three nodes, two shards. A root's workbench answers
-// the first page of a live listing, of a listing at a snapshot and of a file's history;
+// TestCursorsAndForksFromBeforeARootMoveGoOn: three nodes, two shards. A root's workbench
+// answers the first page of a live listing, of a listing at a snapshot and of a file's
+// history, and is forked twice (live, and at a commit), each fork writing a file;
 // `cairn admin root move` then moves the root to the other shard (which renumbers its
 // workbench incarnations, and changes nothing else of it); each cursor, followed through
-// another node, answers the next page, as it would have without the move.
-func TestCursorsFromBeforeARootMoveGoOn(t *testing.T) {
+// another node, answers the next page, and each fork merges back into its parent, as they
+// would have without the move.
+func TestCursorsAndForksFromBeforeARootMoveGoOn(t *testing.T) {
 	pc := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: 2})
 	const root = "curmove"
 	wb := func(node int) string { return pc.Nodes[node].URL + "/v1/agents/" + root + "/workbenches/w" }
@@ -45,6 +48,23 @@ func TestCursorsFromBeforeARootMoveGoOn(t *testing.T) {
 	if code, b := postJSON(t, wb(0)+"/snapshots", `{"name":"s"}`, time.Minute); code != http.StatusCreated {
 		t.Fatalf("snapshot: %d %v", code, b)
 	}
+	ctx := t.Context()
+	cli := client.New(pc.Nodes[0].URL, nil)
+	commit, err := cli.Commit(ctx, root, "w", client.CommitRequest{Manifest: []byte(`{"run":"r1"}`),
+		ContentDigestURI: "sha256:" + strings.Repeat("ab", 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forks := map[string]string{"live": "live", "at-commit": "commit:" + commit.CommitIdentity}
+	for fork, at := range forks {
+		if _, err := cli.Fork(ctx, root, "w", client.ForkRequest{Fork: fork, At: at, IdempotencyKey: "fork-" + fork}); err != nil {
+			t.Fatalf("fork %s at %s: %v", fork, at, err)
+		}
+		if code, b := clusterDo(http.MethodPut, pc.Nodes[0].URL+"/v1/agents/"+root+"/workbenches/"+fork+"/files/output/"+fork+".txt",
+			[]byte("from "+fork), time.Minute); code/100 != 2 {
+			t.Fatalf("put in fork %s: %d %s", fork, code, b)
+		}
+	}
 	first := func(what, u string) string {
 		t.Helper()
 		code, m := getJSON(t, u)
@@ -63,7 +83,6 @@ func TestCursorsFromBeforeARootMoveGoOn(t *testing.T) {
 	for i, p := range pages {
 		cursors[i] = first(p.what, p.u)
 	}
-
 	r := runCLI(t, cliOptions{timeout: 3 * time.Minute}, "admin", "root", "move", root, "--to", "1", "--admin-server", pc.Nodes[1].AdminURL)
 	if r.code != 0 && strings.Contains(r.stderr, "on shard 1 already") {
 		r = runCLI(t, cliOptions{timeout: 3 * time.Minute}, "admin", "root", "move", root, "--to", "0", "--admin-server", pc.Nodes[1].AdminURL)
@@ -77,6 +96,19 @@ func TestCursorsFromBeforeARootMoveGoOn(t *testing.T) {
 		code, b := clusterDo(http.MethodGet, u, nil, 30*time.Second)
 		if code != http.StatusOK || !strings.Contains(string(b), p.want) {
 			t.Fatalf("%s, the page after the move: %d %s, want %s in %s", p.what, code, b, p.want, p.key)
+		}
+	}
+	after := client.New(pc.Nodes[2].URL, nil)
+	for fork := range forks {
+		preview, err := after.Merge(ctx, root, fork, client.MergeRequest{DryRun: true})
+		if err != nil || len(preview.Changes) != 1 || len(preview.Conflicts) != 0 {
+			t.Fatalf("merge preview of fork %s after the move: %+v %v, want its one change", fork, preview, err)
+		}
+		if _, err := after.Merge(ctx, root, fork, client.MergeRequest{Token: preview.Token, IdempotencyKey: "merge-" + fork}); err != nil {
+			t.Fatalf("merge of fork %s after the move: %v", fork, err)
+		}
+		if code, b := clusterDo(http.MethodGet, wb(2)+"/files/output/"+fork+".txt", nil, 30*time.Second); code != http.StatusOK || string(b) != "from "+fork {
+			t.Fatalf("the parent's output/%s.txt after the merge: %d %s", fork, code, b)
 		}
 	}
 }

@@ -342,17 +342,36 @@ const maxForkManifestBytes = 64 << 10
 
 // parentOf returns the fork's parent as view holds it, checking it is the incarnation the
 // fork was made from (Conflict, details.reason "parent_replaced", otherwise).
+//
+// The fork's operation id binds the parent's incarnation number, which a move of the root
+// to another shard renumbers (meta/move_import.go). So when the id does not match, the
+// parent is still the one the fork was made from if its incarnation holds the fork's base:
+// the snapshot (snapshot ids are unique in a root, and a snapshot belongs to one
+// incarnation, which a move carries it with), or the commit, sealed before the fork was
+// made (a parent deleted and made again seals its commits after).
 func parentOf(view *meta.View, agent, fork string, rec forkRecord) (*meta.Workspace, error) {
 	pws, err := view.Workspace(agent, rec.Parent)
 	if err != nil {
 		return nil, AsError(err)
 	}
-	if RestoreOperationID(agent, pws.Incarnation, rec.point(), fork) != rec.OpID {
+	if RestoreOperationID(agent, pws.Incarnation, rec.point(), fork) != rec.OpID && !holdsBase(view, pws, fork, rec) {
 		e := newError(CodeConflict, "workbench %q was deleted and created again since fork %q was made from it", rec.Parent, fork)
 		e.Details["reason"] = "parent_replaced"
 		return nil, e
 	}
 	return pws, nil
+}
+
+// holdsBase reports whether pws, the parent's incarnation in view, holds fork's base as
+// parentOf says.
+func holdsBase(view *meta.View, pws *meta.Workspace, fork string, rec forkRecord) bool {
+	if rec.Commit == "" {
+		_, err := view.Lifecycle().Snapshot(pws.Agent, pws.Name, rec.SnapshotID, "")
+		return rec.SnapshotID != 0 && err == nil
+	}
+	c, ok := view.Lifecycle().Commit(pws, rec.Commit)
+	fws, err := view.Workspace(pws.Agent, fork)
+	return ok && err == nil && c.Version < fws.CreatedVersion
 }
 
 // Discard releases fork: it retires the snapshot of the parent a fork pinned (a live

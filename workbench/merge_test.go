@@ -619,3 +619,43 @@ func TestMergeByAPrefixBoundKeyIsPermissionDenied(t *testing.T) {
 		t.Fatalf("the parent after refused merges: %v", got)
 	}
 }
+
+// A fork whose parent was deleted and made again under its name merges into neither: the
+// parent now is another workbench than the one the fork's base was taken of (Conflict,
+// details.reason parent_replaced), whether the base is a snapshot or a commit; the new
+// parent is unchanged.
+func TestAForkOfAParentMadeAgainDoesNotMerge(t *testing.T) {
+	svc := workbenchtest.New(t, workbench.Config{}).Service
+	putIn(t, svc, "w", "input/a", "a0")
+	if _, err := svc.Tools.Snapshot(t.Context(), "a", workbench.SnapshotInput{ID: "w", Name: ptr("mine")}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := svc.Tools.Commit(t.Context(), "a", workbench.CommitInput{ID: "w", Manifest: []byte(`{"run":"r1"}`),
+		ContentDigestURI: "sha256:" + strings.Repeat("ab", 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork(t, svc, "w", "at-snapshot", "snapshot:mine")
+	fork(t, svc, "w", "at-commit", "commit:"+c["commit_identity"].(string))
+	putIn(t, svc, "at-snapshot", "outputs/s", "s")
+	putIn(t, svc, "at-commit", "outputs/c", "c")
+	if err := svc.Lifecycle.DeleteWorkbench(t.Context(), "a", "w", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	putIn(t, svc, "w", "input/a", "again")
+	// The new parent seals a commit of the same identity (same manifest and claimed
+	// digest): it was sealed after the fork was made, so it is not the fork's base.
+	if _, err := svc.Tools.Commit(t.Context(), "a", workbench.CommitInput{ID: "w", Manifest: []byte(`{"run":"r1"}`),
+		ContentDigestURI: "sha256:" + strings.Repeat("ab", 32)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"at-snapshot", "at-commit"} {
+		_, err := svc.Attempts.Merge(t.Context(), workbench.MergeRequest{Agent: "a", Fork: f, DryRun: true})
+		if codeOf(err) != workbench.CodeConflict || detailsOf(err)["reason"] != "parent_replaced" {
+			t.Fatalf("merge of fork %s into a parent made again = %v (%v), want Conflict parent_replaced", f, err, detailsOf(err))
+		}
+	}
+	if got := files(t, svc, "w"); got["input/a"] != "again" || got["outputs/s"] != "" || got["outputs/c"] != "" {
+		t.Fatalf("the parent made again holds %v", got)
+	}
+}
