@@ -18,7 +18,8 @@ import (
 // `cairn admin root move` then moves the root to the other shard (which renumbers its
 // workbench incarnations, and changes nothing else of it); each cursor, followed through
 // another node, answers the next page, and each fork merges back into its parent, as they
-// would have without the move.
+// would have without the move. A merge preview's token from before the move is refused
+// with the reason (the root moved), and a preview again applies.
 func TestCursorsAndForksFromBeforeARootMoveGoOn(t *testing.T) {
 	pc := framework.StartProcesses(t, cairnBin, framework.Options{Nodes: 3, Shards: 2})
 	const root = "curmove"
@@ -65,6 +66,10 @@ func TestCursorsAndForksFromBeforeARootMoveGoOn(t *testing.T) {
 			t.Fatalf("put in fork %s: %d %s", fork, code, b)
 		}
 	}
+	early, err := cli.Merge(ctx, root, "live", client.MergeRequest{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	first := func(what, u string) string {
 		t.Helper()
 		code, m := getJSON(t, u)
@@ -99,6 +104,11 @@ func TestCursorsAndForksFromBeforeARootMoveGoOn(t *testing.T) {
 		}
 	}
 	after := client.New(pc.Nodes[2].URL, nil)
+	// A preview's token from before the move asks for a preview again, saying why.
+	if _, err := after.Merge(ctx, root, "live", client.MergeRequest{Token: early.Token}); err == nil ||
+		!strings.Contains(err.Error(), "moved with its root to another shard since the preview; preview again") {
+		t.Fatalf("a merge with a token from before the move: %v, want a refusal saying the root moved", err)
+	}
 	for fork := range forks {
 		preview, err := after.Merge(ctx, root, fork, client.MergeRequest{DryRun: true})
 		if err != nil || len(preview.Changes) != 1 || len(preview.Conflicts) != 0 {

@@ -151,7 +151,7 @@ func (s *Attempts) Merge(ctx context.Context, req MergeRequest) (Result, error) 
 	if req.DryRun {
 		r := s.mergeAnswer(req, plan)
 		r["token"] = s.encodeToken(ctx, req.Agent, tokenMerge, rewindToken{Workbench: req.Fork, Incarnation: plan.ws.Incarnation,
-			Since: plan.since, Plan: plan.digest(), IssuedAtMs: s.base.now().UnixMilli()})
+			Created: plan.ws.CreatedVersion, Since: plan.since, Plan: plan.digest(), IssuedAtMs: s.base.now().UnixMilli()})
 		r["applied"] = false
 		return r, nil
 	}
@@ -338,8 +338,8 @@ func (p *mergePlan) digest() string {
 // applyMerge checks a plan against its preview's token, proposes its changes as one
 // change set into the parent, and makes the conflicts' proposals on request.
 func (s *Attempts) applyMerge(ctx context.Context, req MergeRequest, plan *mergePlan, tok rewindToken) (Result, error) {
-	if plan.ws.Incarnation != tok.Incarnation {
-		return nil, PreconditionFailed(newError(CodeConflict, "workbench %q was deleted and created again since the preview; preview again", plan.rec.Parent))
+	if err := incarnationChanged(plan.ws, tok, plan.rec.Parent); err != nil {
+		return nil, err
 	}
 	whole := RewindRequest{Scope: RewindScope{}}
 	if err := unchangedSince(whole, &plan.rewindPlan, tok.Since); err != nil && req.RequestID == "" {

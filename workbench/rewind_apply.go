@@ -32,7 +32,7 @@ func (s *Attempts) preview(ctx context.Context, req RewindRequest, plan *rewindP
 		r["diffs_truncated"] = len(plan.rows) > diffs
 	}
 	r["token"] = s.encodeToken(ctx, req.Agent, tokenRewind, rewindToken{Workbench: req.Workbench, Incarnation: plan.ws.Incarnation,
-		Since: plan.since, Plan: planDigest(plan.target, req.Scope, plan.changes), IssuedAtMs: s.base.now().UnixMilli()})
+		Created: plan.ws.CreatedVersion, Since: plan.since, Plan: planDigest(plan.target, req.Scope, plan.changes), IssuedAtMs: s.base.now().UnixMilli()})
 	r["applied"] = false
 	return r, nil
 }
@@ -53,8 +53,8 @@ func (s *Attempts) fileDiff(ctx context.Context, req RewindRequest, plan *rewind
 
 // apply checks a plan against its preview's token and proposes it as one change set.
 func (s *Attempts) apply(ctx context.Context, req RewindRequest, plan *rewindPlan, tok rewindToken) (Result, error) {
-	if plan.ws.Incarnation != tok.Incarnation {
-		return nil, PreconditionFailed(newError(CodeConflict, "workbench %q was deleted and created again since the preview; preview again", req.Workbench))
+	if err := incarnationChanged(plan.ws, tok, req.Workbench); err != nil {
+		return nil, err
 	}
 	// A retry under the same request id after an apply that landed sees its own changes
 	// in the scope: it goes to the core, which answers the first apply's result (or

@@ -32,9 +32,13 @@ const MaxRewindTokenBytes = 512
 type rewindToken struct {
 	Workbench   string `json:"w"`
 	Incarnation uint64 `json:"i"`
-	Since       uint64 `json:"s"`
-	Plan        string `json:"d"` // the plan's SHA-256, base64url (planDigest)
-	IssuedAtMs  int64  `json:"t"`
+	// Created is the workbench's CreatedVersion, which a move of its root to another shard
+	// keeps while it renumbers Incarnation: it tells the refusal of a token after a move
+	// from one after the workbench was made again (incarnationChanged).
+	Created    uint64 `json:"c,omitempty"`
+	Since      uint64 `json:"s"`
+	Plan       string `json:"d"` // the plan's SHA-256, base64url (planDigest)
+	IssuedAtMs int64  `json:"t"`
 }
 
 // encodeToken signs t for kind ("rewind" or "merge": a token of one kind never applies
@@ -101,3 +105,18 @@ const (
 	tokenRewind = "rewind"
 	tokenMerge  = "merge"
 )
+
+// incarnationChanged is the refusal of an apply whose token names another incarnation of
+// workbench name than ws, the one the apply found: it was deleted and made again since
+// the preview, or it moved with its root to another shard, which renumbers incarnations
+// (the token's creation version tells which). Either way the plan is previewed again.
+func incarnationChanged(ws *meta.Workspace, tok rewindToken, name string) error {
+	if ws.Incarnation == tok.Incarnation {
+		return nil
+	}
+	why := "was deleted and created again since the preview"
+	if tok.Created != 0 && tok.Created == ws.CreatedVersion {
+		why = "moved with its root to another shard since the preview"
+	}
+	return PreconditionFailed(newError(CodeConflict, "workbench %q %s; preview again", name, why))
+}
