@@ -38,16 +38,16 @@ func ValidateName(field, s string) *Error {
 			return invalidArg(field, "must start with an ASCII letter or digit")
 		}
 		if !alnum && c != '_' && c != '-' {
-			return invalidArg(field, "may contain only ASCII letters, digits, '_' and '-' (byte %d is %s)", i, offending(s[i:]))
+			return invalidArg(field, "may contain only ASCII letters, digits, '_' and '-' (byte %d is %s)", i, DescribeChar(s[i:]))
 		}
 	}
 	return nil
 }
 
-// offending describes the character s starts with for an error: a rune quoted, with its
-// code point ('é' U+00E9, '\x00' U+0000), or a byte that starts no valid UTF-8 in hex
-// (0xC3, not UTF-8): never a byte shown as the Latin-1 character of its value.
-func offending(s string) string {
+// DescribeChar describes the character s starts with for an error: a rune quoted, with
+// its code point ('é' U+00E9, '\x00' U+0000), or a byte that starts no valid UTF-8 in
+// hex (0xC3, not UTF-8): never a byte shown as the Latin-1 character of its value.
+func DescribeChar(s string) string {
 	r, n := utf8.DecodeRuneInString(s)
 	if r == utf8.RuneError && n <= 1 {
 		return fmt.Sprintf("0x%02X, not UTF-8", s[0])

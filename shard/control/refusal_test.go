@@ -18,6 +18,12 @@ func TestRefusalsCarryAReasonWithoutThePackageName(t *testing.T) {
 	}{
 		{"a grow of no shard", growErr, ErrInvalidArgument, "shards to add must be at least 1, got 0"},
 		{"an empty node id", validNodeID(""), ErrInvalidArgument, "node id must be 1 to 128 bytes, got 0"},
+		// A refused character shows as itself and its code point, not its first byte as
+		// the Latin-1 character of its value ('Ã').
+		{"a node id with a non-ASCII character", validNodeID("nœud"), ErrInvalidArgument,
+			`node id "nœud": byte 1 is 'œ' U+0153 (printable ASCII, no '/')`},
+		{"a node id with a byte that is not UTF-8", validNodeID("n\xff"), ErrInvalidArgument,
+			`node id "n\xff": byte 1 is 0xFF, not UTF-8 (printable ASCII, no '/')`},
 		{"a wrapped refusal", fmt.Errorf("grow: %w", Refuse(ErrShardCountChanged, "the cluster has %d shards", 3)), ErrShardCountChanged, "the cluster has 3 shards"},
 		{"not a refusal", fmt.Errorf("%w: etcd down", ErrControlPlaneUnavailable), ErrControlPlaneUnavailable, "fallback"},
 	} {

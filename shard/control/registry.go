@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/cairnstore/cairn/internal/pause"
+	"github.com/cairnstore/cairn/meta"
 )
 
 // NodeInfo is what a node publishes about itself in the registry.
@@ -44,7 +45,7 @@ func validNodeID(id string) error {
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c <= ' ' || c > '~' || c == '/' {
-			return Refuse(ErrInvalidArgument, "node id %q: byte %d is %q (printable ASCII, no '/')", id, i, c)
+			return Refuse(ErrInvalidArgument, "node id %q: byte %d is %s (printable ASCII, no '/')", id, i, meta.DescribeChar(id[i:]))
 		}
 	}
 	return nil
