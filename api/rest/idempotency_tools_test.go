@@ -231,30 +231,25 @@ func TestToolRouteRetryAfterALostAnswerAnswersTheFirst(t *testing.T) {
 func runDirect(ctx context.Context, l *workbench.Lifecycle, tc keyedRoute) (workbench.Result, error) {
 	switch tc.name {
 	case "snapshot":
-		var in workbench.SnapshotInput
-		mustDecode(tc.body, &in)
-		in.ID = "w"
-		return l.Snapshot(ctx, "a", in, "k-1")
+		return runKeyed(ctx, tc.body, func(in *workbench.SnapshotInput) { in.ID = "w" }, l.Snapshot)
 	case "renew":
-		var in workbench.SnapshotRenewInput
-		mustDecode(tc.body, &in)
-		in.ID = "w"
-		return l.SnapshotRenew(ctx, "a", in, "k-1")
+		return runKeyed(ctx, tc.body, func(in *workbench.SnapshotRenewInput) { in.ID = "w" }, l.SnapshotRenew)
 	case "retire":
-		var in workbench.SnapshotRetireInput
-		mustDecode(tc.body, &in)
-		in.ID = "w"
-		return l.SnapshotRetire(ctx, "a", in, "k-1")
+		return runKeyed(ctx, tc.body, func(in *workbench.SnapshotRetireInput) { in.ID = "w" }, l.SnapshotRetire)
 	case "commit":
-		var in workbench.CommitInput
-		mustDecode(tc.body, &in)
-		in.ID = "w"
-		return l.Commit(ctx, "a", in, "k-1")
+		return runKeyed(ctx, tc.body, func(in *workbench.CommitInput) { in.ID = "w" }, l.Commit)
 	}
-	var in workbench.RestoreInput
-	mustDecode(tc.body, &in)
-	in.ID = "w"
-	return l.Restore(ctx, "a", in, "k-1")
+	return runKeyed(ctx, tc.body, func(in *workbench.RestoreInput) { in.ID = "w" }, l.Restore)
+}
+
+// runKeyed decodes body into a tool's input, names workbench w in it (in) and runs it
+// in root a under request id k-1.
+func runKeyed[In any](ctx context.Context, body string, in func(*In),
+	run func(context.Context, string, In, string) (workbench.Result, error)) (workbench.Result, error) {
+	var v In
+	mustDecode(body, &v)
+	in(&v)
+	return run(ctx, "a", v, "k-1")
 }
 
 func mustDecode(body string, in any) {

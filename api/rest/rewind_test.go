@@ -17,11 +17,7 @@ import (
 // preview, apply with the token (idempotent under Idempotency-Key), the files read back
 // byte for byte; a write between a preview and its apply is 409 Conflict naming the path.
 func TestRewindOverREST(t *testing.T) {
-	c := newChecker(t)
-	wb := "/v1/agents/a1/workbenches/w1"
-	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
-	expect(t, c.post(true, wb+"/snapshots", `{"name":"before"}`), 201, "")
-	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r2\n"), 200, "")
+	c, wb := rewoundFile(t)
 	expect(t, c.call(true, "PUT", wb+"/files/outputs/new.txt", "new\n"), 201, "")
 
 	p := c.post(true, wb+"/rewind", `{"target":"snapshot:before","prefix":"outputs","dry_run":true,"file_diffs":true}`)
@@ -113,11 +109,7 @@ func twoTenantServer(t *testing.T) *httptest.Server {
 // "outputs/r.txt"), and its guard covers the file. A commit or restore manifest is no
 // prefix, as it is no path of a rewind.
 func TestRewindPrefixNamingAFileTakesIt(t *testing.T) {
-	c := newChecker(t)
-	wb := "/v1/agents/a1/workbenches/w1"
-	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
-	expect(t, c.post(true, wb+"/snapshots", `{"name":"before"}`), 201, "")
-	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r2\n"), 200, "")
+	c, wb := rewoundFile(t)
 
 	if p := rewindPreview(t, c, wb, "outputs/r"); fmt.Sprint(p.json["counts"]) != "map[added:0 changed:0 removed:0]" {
 		t.Fatalf("prefix outputs/r took a file it does not name: %s", p.body)
@@ -147,11 +139,7 @@ func TestRewindPrefixNamingAFileTakesIt(t *testing.T) {
 // and "outputs" are one scope, so a preview under one is applied under the other. "/" and
 // "outputs//" are still refused naming prefix.
 func TestRewindPrefixTrailingSlash(t *testing.T) {
-	c := newChecker(t)
-	wb := "/v1/agents/a1/workbenches/w1"
-	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
-	expect(t, c.post(true, wb+"/snapshots", `{"name":"before"}`), 201, "")
-	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r2\n"), 200, "")
+	c, wb := rewoundFile(t)
 	dir := rewindPreview(t, c, wb, "outputs/")
 	if fmt.Sprint(dir.json["counts"]) != "map[added:0 changed:1 removed:0]" || fmt.Sprint(dir.json["scope"]) != "map[prefix:outputs]" {
 		t.Fatalf("prefix outputs/: %s", dir.body)
@@ -166,6 +154,18 @@ func TestRewindPrefixTrailingSlash(t *testing.T) {
 			t.Fatalf("prefix %q: %s", bad, r.body)
 		}
 	}
+}
+
+// rewoundFile is a checked REST server whose workbench wb holds outputs/r.txt written
+// twice, "r1\n" then "r2\n", with snapshot "before" between the two.
+func rewoundFile(t *testing.T) (*checker, string) {
+	t.Helper()
+	c := newChecker(t)
+	wb := "/v1/agents/a1/workbenches/w1"
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r1\n"), 201, "")
+	expect(t, c.post(true, wb+"/snapshots", `{"name":"before"}`), 201, "")
+	expect(t, c.call(true, "PUT", wb+"/files/outputs/r.txt", "r2\n"), 200, "")
+	return c, wb
 }
 
 // rewindPreview previews a rewind of wb's prefix to snapshot "before".
