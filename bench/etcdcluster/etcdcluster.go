@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -26,8 +27,27 @@ type Cluster struct {
 }
 
 // Start starts the members with their data under dir (one subdirectory each), on free
-// loopback ports, and waits until the cluster serves requests or ctx is done.
+// loopback ports, and waits until the cluster serves requests or ctx is done. A port
+// found free may be taken by another process before a member binds it (tests run beside
+// each other): the cluster is then started again on other ports, in a directory of its
+// own, at most startAttempts times in all.
 func Start(ctx context.Context, dir string) (*Cluster, error) {
+	var err error
+	for attempt := range startAttempts {
+		var c *Cluster
+		c, err = start(ctx, filepath.Join(dir, fmt.Sprintf("try%d", attempt)))
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return c, err
+		}
+	}
+	return nil, err
+}
+
+// startAttempts bounds how often Start tries again after a port was taken.
+const startAttempts = 3
+
+// start is one attempt of Start, with the members' data under dir.
+func start(ctx context.Context, dir string) (*Cluster, error) {
 	peer := make([]url.URL, Members)
 	client := make([]url.URL, Members)
 	var initial []string
